@@ -1,0 +1,143 @@
+# Rearview — the one entry point.
+#
+#   make            build everything into build/ (bin/, lib/, gen/)
+#   make check      install missing dependencies, build, run every test
+#   make asan|ubsan run the suite under AddressSanitizer / UBSan (build/asan, build/ubsan)
+#   make tsan       run the concurrency tests under ThreadSanitizer (build/tsan)
+#   make bench      benchmarks (results go in each component's BENCHMARKS.md)
+#   make lint       clang-format check and banned-call check
+#   make install    PREFIX=/usr/local DESTDIR=
+#   DEVELOPER=1     strict warnings as errors
+#
+# Non-recursive: each component contributes a fragment (proto/proto.mk, …)
+# that appends to the lists below.  The only recursion is the outer make,
+# which makes sure the Debian dependencies are present and then runs the
+# real goals with RV_INNER=1, so pkg-config sees the installed libraries.
+
+PUBLIC_GOALS := all check bench asan ubsan tsan lint install demo fuzz
+
+ifeq ($(RV_INNER),)
+
+.DEFAULT_GOAL := all
+$(PUBLIC_GOALS):
+	@sh deploy/install-deps.sh
+	@$(MAKE) --no-print-directory RV_INNER=1 $@
+
+clean:
+	rm -rf build
+
+.DEFAULT:
+	@$(MAKE) --no-print-directory RV_INNER=1 $@
+
+.PHONY: $(PUBLIC_GOALS) clean
+
+else # RV_INNER: the real build
+
+.DEFAULT_GOAL := all
+.SUFFIXES:
+.DELETE_ON_ERROR:
+
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+PKG_CONFIG ?= pkg-config
+PROTOC_C   ?= protoc-c
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+
+# A flavour gets its own tree so sanitized and plain objects never mix.
+BUILD ?= build
+BIN   := $(BUILD)/bin
+LIB   := $(BUILD)/lib
+GEN   := $(BUILD)/gen
+OBJ   := $(BUILD)/obj
+TBIN  := $(BUILD)/tests
+
+OPT      ?= -O2
+SANFLAGS ?=
+WARN := -Wall -Wextra -Wformat=2 -Wno-unused-parameter -Wshadow \
+        -Wstrict-prototypes -Wmissing-prototypes -Wvla
+ifeq ($(DEVELOPER),1)
+WARN += -Werror -Wcast-align -Wpointer-arith -Wwrite-strings -Wundef
+endif
+
+CPPFLAGS := -D_GNU_SOURCE -Iproto/include -I$(GEN)
+CFLAGS   := -std=c11 $(OPT) -g -fPIC $(WARN) $(SANFLAGS) -MMD -MP
+LDFLAGS  := $(SANFLAGS)
+
+pc = $(shell $(PKG_CONFIG) $(1) $(2))
+PROTOBUF_CFLAGS := $(call pc,--cflags,libprotobuf-c)
+PROTOBUF_LIBS   := $(call pc,--libs,libprotobuf-c)
+CMOCKA_CFLAGS   := $(call pc,--cflags,cmocka)
+CMOCKA_LIBS     := $(call pc,--libs,cmocka)
+
+# Filled in by the fragments.
+BINS        :=   # installed executables
+LIBS        :=   # installed libraries
+TESTS       :=   # test binaries run by `make check`
+TSAN_TESTS  :=   # the subset that exercises concurrency
+BENCHES     :=   # benchmark binaries run by `make bench`
+INSTALL_HDR :=   # public headers, installed under include/rearview/
+
+# rv_test(component, unit, extra objects/libraries, extra ldlibs, [tsan])
+# Builds tests/<component>/test_<unit>.c into $(TBIN)/<component>/test_<unit>.
+define rv_test
+$(TBIN)/$(1)/test_$(2): $(OBJ)/tests/$(1)/test_$(2).o $(3)
+	@mkdir -p $$(@D)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $(4) $$(CMOCKA_LIBS) -lpthread
+$(OBJ)/tests/$(1)/test_$(2).o: CPPFLAGS += $$(CMOCKA_CFLAGS)
+TESTS += $(TBIN)/$(1)/test_$(2)
+ifneq ($(5),)
+TSAN_TESTS += $(TBIN)/$(1)/test_$(2)
+endif
+endef
+
+include proto/proto.mk
+-include tracer/tracer.mk
+-include policy/policy.mk
+-include device/device.mk
+-include server/server.mk
+include tests/tests.mk
+
+$(OBJ)/%.o: %.c | $(PROTO_H)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+all: $(BINS) $(LIBS) $(TESTS)
+
+# Every test binary runs even when an earlier one fails; the runner prints
+# the one closing line `N passed, N failed` and exits non-zero on failure.
+check: all
+	@sh tests/run-tests.sh $(TESTS)
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
+	  SANFLAGS='-fsanitize=address -fno-omit-frame-pointer' check
+ubsan:
+	@$(MAKE) --no-print-directory BUILD=build/ubsan OPT=-O1 \
+	  SANFLAGS='-fsanitize=undefined -fno-sanitize-recover=undefined' check
+tsan:
+	@$(MAKE) --no-print-directory BUILD=build/tsan OPT=-O1 \
+	  SANFLAGS='-fsanitize=thread' tsan-run
+tsan-run: $(TSAN_TESTS)
+	@TSAN_OPTIONS=halt_on_error=1 sh tests/run-tests.sh $(TSAN_TESTS)
+
+bench: $(BENCHES)
+	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
+
+LINT_SRC = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null)
+lint:
+	@sh tests/lint.sh $(LINT_SRC)
+
+install: $(BINS) $(LIBS)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
+	  $(DESTDIR)$(PREFIX)/include/rearview
+	$(if $(BINS),install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin)
+	$(if $(LIBS),install -m 0644 $(LIBS) $(DESTDIR)$(PREFIX)/lib)
+	$(if $(INSTALL_HDR),install -m 0644 $(INSTALL_HDR) $(DESTDIR)$(PREFIX)/include/rearview)
+
+.PHONY: all check asan ubsan tsan tsan-run bench lint install demo fuzz
+
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
+
+endif

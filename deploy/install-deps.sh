@@ -1,0 +1,48 @@
+#!/bin/sh
+# Install the Debian 12 packages Rearview needs to build, test and run.
+#
+# Idempotent and quiet: checks first and does nothing when every package is
+# present.  Works as root without sudo, and through sudo otherwise.
+#   deploy/install-deps.sh          install what is missing
+#   deploy/install-deps.sh --check  exit 1 (listing them) if anything is missing
+set -eu
+
+PACKAGES="
+build-essential pkg-config clang clang-format llvm
+libuv1-dev libmbedtls-dev libcurl4-openssl-dev libsqlite3-dev
+libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
+libcmocka-dev libelf-dev libzstd-dev libinih-dev libhttp-parser-dev
+"
+
+missing=""
+for p in $PACKAGES; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$status" in
+	*" installed") ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+
+[ -z "$missing" ] && exit 0
+
+if [ "${1:-}" = "--check" ]; then
+	echo "missing packages:$missing" >&2
+	exit 1
+fi
+
+echo "install-deps: installing$missing" >&2
+if [ "$(id -u)" -eq 0 ]; then
+	SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+	SUDO="sudo"
+else
+	echo "install-deps: need root or sudo to install:$missing" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# The package lists may be empty on a fresh machine or image.
+$SUDO apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "install-deps: done" >&2
