@@ -155,7 +155,9 @@ static ProtobufCMessage *fill_message(const ProtobufCMessageDescriptor *d, unsig
 			oneof_position(d, i, &pos, &count);
 			if (variant % count != pos)
 				continue;
-			*(uint32_t *)(base + f->quantifier_offset) = f->id;
+			uint32_t id = f->id;
+
+			memcpy(base + f->quantifier_offset, &id, sizeof(id));
 			fill_value(f, base + f->offset, i, variant, depth);
 		} else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
 			size_t sz = type_size(f);
@@ -164,11 +166,16 @@ static ProtobufCMessage *fill_message(const ProtobufCMessageDescriptor *d, unsig
 			assert_non_null(arr);
 			fill_value(f, arr, i, variant, depth);
 			fill_value(f, arr + sz, i + 100, variant, depth);
-			*(size_t *)(base + f->quantifier_offset) = 2;
-			*(void **)(base + f->offset) = arr;
+			size_t two = 2;
+
+			/* memcpy: descriptor offsets are byte offsets into the struct. */
+			memcpy(base + f->quantifier_offset, &two, sizeof(two));
+			memcpy(base + f->offset, &arr, sizeof(arr));
 		} else {
+			protobuf_c_boolean yes = 1;
+
 			if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset)
-				*(protobuf_c_boolean *)(base + f->quantifier_offset) = 1;
+				memcpy(base + f->quantifier_offset, &yes, sizeof(yes));
 			fill_value(f, base + f->offset, i, variant, depth);
 		}
 	}
