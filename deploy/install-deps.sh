@@ -7,12 +7,24 @@
 #   deploy/install-deps.sh --check  exit 1 (listing them) if anything is missing
 set -eu
 
-PACKAGES="
-build-essential pkg-config clang clang-format llvm
-libuv1-dev libmbedtls-dev libcurl4-openssl-dev libsqlite3-dev
-libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-libcmocka-dev libelf-dev libzstd-dev libinih-dev libhttp-parser-dev
-"
+# Foundation: toolchain, protobuf, tests.
+PACKAGES="build-essential pkg-config clang clang-format llvm
+libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcmocka-dev"
+
+# tracer/ (librvtrace; aarch64 cross build tested under qemu-user).
+PACKAGES="$PACKAGES libelf-dev"
+
+# tracer/ analysis (rvtrace).
+PACKAGES="$PACKAGES"
+
+# policy/.
+PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"
+
+# device/ (rearviewd, rvctl).
+PACKAGES="$PACKAGES libuv1-dev libcurl4-openssl-dev libzstd-dev libinih-dev"
+
+# server/ (rearview-server).
+PACKAGES="$PACKAGES libhttp-parser-dev"
 
 missing=""
 for p in $PACKAGES; do
