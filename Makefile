@@ -77,6 +77,7 @@ LIBS        :=   # installed libraries
 TESTS       :=   # test binaries run by `make check`
 TSAN_TESTS  :=   # the subset that exercises concurrency
 BENCHES     :=   # benchmark binaries run by `make bench`
+FUZZ        :=   # libFuzzer targets, built by `make fuzz` (clang, build/fuzz)
 INSTALL_HDR :=   # public headers, installed under include/rearview/
 
 # rv_test(component, unit, extra objects/libraries, extra ldlibs, [tsan])
@@ -92,6 +93,14 @@ TSAN_TESTS += $(TBIN)/$(1)/test_$(2)
 endif
 endef
 
+# Objects depend on the compiler and flags they were built with, so
+# `make DEVELOPER=1` or `CC=clang make` after a plain build rebuilds everything.
+FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_NOW   := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
+ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
+$(shell mkdir -p $(BUILD) && echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+endif
+
 include proto/proto.mk
 -include tracer/tracer.mk
 -include policy/policy.mk
@@ -99,7 +108,7 @@ include proto/proto.mk
 -include server/server.mk
 include tests/tests.mk
 
-$(OBJ)/%.o: %.c | $(PROTO_H)
+$(OBJ)/%.o: %.c $(FLAGS_STAMP) | $(PROTO_H)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -122,6 +131,18 @@ tsan:
 tsan-run: $(TSAN_TESTS)
 	@TSAN_OPTIONS=halt_on_error=1 sh tests/run-tests.sh $(TSAN_TESTS)
 
+# Fuzz targets run FUZZ_SECONDS each, with their corpus under tests/fuzz/corpus/<name>/
+# when there is one.  `make check` replays the corpora deterministically instead.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 \
+	  SANFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer' RV_FUZZ=1 fuzz-run
+fuzz-run: $(FUZZ)
+	@set -e; for f in $(FUZZ); do n=$$(basename $$f); c=tests/fuzz/corpus/$$n; \
+	  mkdir -p $(BUILD)/corpus/$$n; echo "== $$n"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 $(BUILD)/corpus/$$n \
+	    $$( [ -d $$c ] && echo $$c ); done
+
 bench: $(BENCHES)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 
@@ -136,7 +157,7 @@ install: $(BINS) $(LIBS)
 	$(if $(LIBS),install -m 0644 $(LIBS) $(DESTDIR)$(PREFIX)/lib)
 	$(if $(INSTALL_HDR),install -m 0644 $(INSTALL_HDR) $(DESTDIR)$(PREFIX)/include/rearview)
 
-.PHONY: all check asan ubsan tsan tsan-run bench lint install demo fuzz
+.PHONY: all check asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 

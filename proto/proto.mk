@@ -13,7 +13,7 @@ $(PROTO_C) $(PROTO_H) &: $(PROTO_SRC)
 	@mkdir -p $(GEN)
 	$(PROTOC_C) --proto_path=proto --c_out=$(GEN) $(PROTO_SRC)
 
-$(OBJ)/gen/%.o: $(GEN)/%.c $(PROTO_H)
+$(OBJ)/gen/%.o: $(GEN)/%.c $(PROTO_H) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PROTOBUF_CFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
 
