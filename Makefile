@@ -150,9 +150,15 @@ LINT_SRC = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h'
 lint:
 	@sh tests/lint.sh $(LINT_SRC)
 
+RV_VERSION := 0.1.0
 install: $(BINS) $(LIBS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
-	  $(DESTDIR)$(PREFIX)/include/rearview
+	  $(DESTDIR)$(PREFIX)/include/rearview $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(RV_VERSION)|' deploy/rearview-trace.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rearview-trace.pc
+	install -m 0644 deploy/rearview.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/rearview.conf
+	install -m 0644 deploy/rearview.tmpfiles $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/rearview.conf
 	$(if $(BINS),install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin)
 	$(if $(LIBS),install -m 0644 $(LIBS) $(DESTDIR)$(PREFIX)/lib)
 	$(if $(INSTALL_HDR),install -m 0644 $(INSTALL_HDR) $(DESTDIR)$(PREFIX)/include/rearview)
