@@ -1,0 +1,27 @@
+# policy/ — librvpolicy: consent, quota ledger, campaigns, signed policies.
+# One static, PIC library (the daemon and the server link it) plus its tests.
+
+POLICY_SRC := policy/src/rules.c policy/src/ledger.c policy/src/sign.c \
+              policy/src/store.c
+POLICY_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(POLICY_SRC))
+
+# Debian 12's mbedTLS 2.28 ships no pkg-config file.
+SQLITE_CFLAGS := $(call pc,--cflags,sqlite3)
+SQLITE_LIBS   := $(call pc,--libs,sqlite3)
+MBEDTLS_LIBS  := -lmbedcrypto
+
+# What a program linking librvpolicy.a must add.
+RVPOLICY_LDLIBS := $(SQLITE_LIBS) $(MBEDTLS_LIBS) $(PROTOBUF_LIBS) -lm
+
+$(OBJ)/policy/%.o: CPPFLAGS += -Ipolicy/include $(SQLITE_CFLAGS) $(PROTOBUF_CFLAGS)
+$(OBJ)/tests/policy/%.o: CPPFLAGS += -Ipolicy/include -Ipolicy/src $(PROTOBUF_CFLAGS)
+
+LIBRVPOLICY := $(LIB)/librvpolicy.a
+$(LIBRVPOLICY): $(POLICY_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+LIBS += $(LIBRVPOLICY)
+INSTALL_HDR += policy/include/rearview/policy.h
+
+$(eval $(call rv_test,policy,rules,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
