@@ -25,3 +25,4 @@ LIBS += $(LIBRVPOLICY)
 INSTALL_HDR += policy/include/rearview/policy.h
 
 $(eval $(call rv_test,policy,rules,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(eval $(call rv_test,policy,ledger,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))

@@ -16,11 +16,10 @@
  *     survives a crash and is listed by rvp_ledger_pending until committed
  *     or released.
  *   - "younger" is ledger_elapsed(): the boot clock within a boot; across
- *     boots the smaller of the clamped wall difference and the difference
- *     of boot epochs (boots(boot_id, epoch_s, last_s): the wall time of a
- *     boot's start, fixed when first seen and never earlier than the end of
- *     any boot seen before).  A wall clock set backwards or forwards while
- *     running never releases quota early (README.md "Elapsed-time rule").
+ *     boots the difference of boot epochs kept in
+ *     boots(boot_id, epoch_lo, epoch_hi, last_s).  A wall clock set
+ *     backwards or forwards never releases quota early, under the clock
+ *     assumption of README.md "Elapsed-time rule".
  *   - ids are AUTOINCREMENT: a released reservation id is never reused, so
  *     a stale commit cannot land on another item.
  */
@@ -62,13 +61,15 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS uploads("
 			     "CREATE INDEX IF NOT EXISTS captures_app_kind ON captures(app, kind);"
 			     "CREATE TABLE IF NOT EXISTS boots("
 			     " boot_id TEXT PRIMARY KEY,"
-			     " epoch_s INTEGER NOT NULL,"
+			     " epoch_lo INTEGER NOT NULL,"
+			     " epoch_hi INTEGER NOT NULL,"
 			     " last_s INTEGER NOT NULL);";
 
 struct boot {
 	char id[40];
-	int64_t epoch_s; /* wall time of this boot's start, as first judged */
-	int64_t last_s;	 /* the latest boot-clock second seen in this boot */
+	int64_t epoch_lo; /* earliest this boot can have started (wall s) */
+	int64_t epoch_hi; /* latest estimate of its start seen */
+	int64_t last_s;	  /* the latest boot-clock second seen in this boot */
 };
 
 static int map_sqlite(int rc)
@@ -178,7 +179,7 @@ static int step_write(struct rvp_ledger *l, sqlite3_stmt *st)
 static int load_boots(struct rvp_ledger *l)
 {
 	sqlite3_stmt *st;
-	int rc = prepare(l, "SELECT boot_id, epoch_s, last_s FROM boots", &st);
+	int rc = prepare(l, "SELECT boot_id, epoch_lo, epoch_hi, last_s FROM boots", &st);
 
 	l->n_boots = 0;
 	if (rc)
@@ -196,8 +197,9 @@ static int load_boots(struct rvp_ledger *l)
 		}
 		b = &l->boots[l->n_boots++];
 		snprintf(b->id, sizeof(b->id), "%s", id ? id : "");
-		b->epoch_s = sqlite3_column_int64(st, 1);
-		b->last_s = sqlite3_column_int64(st, 2);
+		b->epoch_lo = sqlite3_column_int64(st, 1);
+		b->epoch_hi = sqlite3_column_int64(st, 2);
+		b->last_s = sqlite3_column_int64(st, 3);
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
@@ -214,44 +216,57 @@ static struct boot *find_boot(struct rvp_ledger *l, const char *id)
 }
 
 /*
- * Inside a write transaction: remember this boot's epoch (first sight) and
- * the latest boot-clock second seen in it.  A new boot's epoch is pushed
- * forward to the end of every earlier boot, so a wall clock that starts
- * behind after a reboot cannot make earlier uploads look older.
+ * Inside a write transaction: place this boot on the wall time line.
+ * epoch_lo is fixed at first sight (wall - uptime), pushed forward to the
+ * end of every earlier boot; epoch_hi is the latest estimate ever seen;
+ * last_s the longest uptime seen.  See ledger_elapsed() for why.
  */
 static int note_boot(struct rvp_ledger *l, const struct rvp_time *now)
 {
 	int64_t boot_s = (int64_t)(now->boot_ns / 1000000000ull);
+	int64_t est = now->wall_s - boot_s;
 	struct boot *b = find_boot(l, now->boot_id);
 	sqlite3_stmt *st;
 	int rc;
 
 	if (!now->boot_id[0])
 		return 0;
-	if (b && b->last_s >= boot_s)
+	if (b && b->last_s >= boot_s && b->epoch_hi >= est)
 		return 0;
 	if (b) {
-		rc = prepare(l, "UPDATE boots SET last_s = ?2 WHERE boot_id = ?1", &st);
+		int64_t hi = est > b->epoch_hi ? est : b->epoch_hi;
+		int64_t last = boot_s > b->last_s ? boot_s : b->last_s;
+		rc = prepare(l,
+			     "UPDATE boots SET epoch_hi = ?2, last_s = ?3"
+			     " WHERE boot_id = ?1",
+			     &st);
 		if (rc)
 			return rc;
 		sqlite3_bind_text(st, 1, now->boot_id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 2, boot_s);
+		sqlite3_bind_int64(st, 2, hi);
+		sqlite3_bind_int64(st, 3, last);
 		rc = step_write(l, st);
 		sqlite3_finalize(st);
-		if (!rc)
-			b->last_s = boot_s;
+		if (!rc) {
+			b->epoch_hi = hi;
+			b->last_s = last;
+		}
 		return rc;
 	}
-	int64_t epoch = now->wall_s - boot_s;
+	int64_t lo = est;
 	for (size_t i = 0; i < l->n_boots; i++)
-		if (l->boots[i].epoch_s + l->boots[i].last_s > epoch)
-			epoch = l->boots[i].epoch_s + l->boots[i].last_s;
-	rc = prepare(l, "INSERT INTO boots(boot_id, epoch_s, last_s) VALUES(?1, ?2, ?3)", &st);
+		if (l->boots[i].epoch_lo + l->boots[i].last_s > lo)
+			lo = l->boots[i].epoch_lo + l->boots[i].last_s;
+	rc = prepare(l,
+		     "INSERT INTO boots(boot_id, epoch_lo, epoch_hi, last_s)"
+		     " VALUES(?1, ?2, ?3, ?4)",
+		     &st);
 	if (rc)
 		return rc;
 	sqlite3_bind_text(st, 1, now->boot_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, epoch);
-	sqlite3_bind_int64(st, 3, boot_s);
+	sqlite3_bind_int64(st, 2, lo);
+	sqlite3_bind_int64(st, 3, lo > est ? lo : est);
+	sqlite3_bind_int64(st, 4, boot_s);
 	rc = step_write(l, st);
 	sqlite3_finalize(st);
 	if (rc)
@@ -259,25 +274,30 @@ static int note_boot(struct rvp_ledger *l, const struct rvp_time *now)
 	return load_boots(l);
 }
 
+/*
+ * Seconds from `then` to `now`, never more than really passed (under the
+ * README's clock assumption).  Same boot: the boot clock.  Across boots:
+ * the later boot placed as early as it can have started (epoch_lo: the wall
+ * clock at its first call, never before the end of an earlier boot) and the
+ * earlier one as late (epoch_hi: the latest wall-clock estimate of its start
+ * seen during it).  A wall clock that was behind at boot, or jumped either
+ * way while running, therefore only ever makes uploads look younger.
+ */
 static int64_t ledger_elapsed(struct rvp_ledger *l, const struct rvp_time *then,
 			      const struct rvp_time *now)
 {
-	int64_t e = rvp_elapsed_s(then, now);
 	const struct boot *a, *b;
+	int64_t e;
 
 	if (then->boot_id[0] && strcmp(then->boot_id, now->boot_id) == 0)
-		return e; /* same boot: the boot clock alone */
+		return rvp_elapsed_s(then, now);
 	a = find_boot(l, then->boot_id);
 	b = find_boot(l, now->boot_id);
-	if (a && b) {
-		int64_t e2 = (b->epoch_s + (int64_t)(now->boot_ns / 1000000000ull)) -
-			     (a->epoch_s + (int64_t)(then->boot_ns / 1000000000ull));
-		if (e2 < 0)
-			e2 = 0;
-		if (e2 < e)
-			e = e2;
-	}
-	return e;
+	if (!a || !b)
+		return rvp_elapsed_s(then, now); /* no epochs: clamped wall */
+	e = (b->epoch_lo + (int64_t)(now->boot_ns / 1000000000ull)) -
+	    (a->epoch_hi + (int64_t)(then->boot_ns / 1000000000ull));
+	return e < 0 ? 0 : e;
 }
 
 /* BEGIN IMMEDIATE and note the boot; on failure nothing is open. */
