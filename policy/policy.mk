@@ -26,3 +26,4 @@ INSTALL_HDR += policy/include/rearview/policy.h
 
 $(eval $(call rv_test,policy,rules,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
 $(eval $(call rv_test,policy,ledger,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(eval $(call rv_test,policy,sign,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))

@@ -271,10 +271,11 @@ int rvp_verify_doc(const uint8_t *doc, size_t len, const char *pub_pem, uint64_t
 	rc = -EIO;
 	if (key_id_of(&pk, kid))
 		goto free_env;
-	/* An empty key_id is allowed (the signature decides); a different one
-	 * is told apart so the operator sees "wrong key", not "tampered". */
+	/* The key id is required, so that a document for another key is told
+	 * apart ("wrong key", not "tampered") and no envelope field can be
+	 * dropped unnoticed. */
 	rc = RVP_VERIFY_WRONG_KEY;
-	if (env->key_id && *env->key_id && strcmp(env->key_id, kid) != 0)
+	if (!env->key_id || strcmp(env->key_id, kid) != 0)
 		goto free_env;
 	rc = -EIO;
 	if (mbedtls_sha256_ret(env->body.data, env->body.len, hash, 0))

@@ -273,7 +273,7 @@ enum rvp_verify_error {
 	RVP_VERIFY_MALFORMED, /* envelope or body does not decode */
 	RVP_VERIFY_UNSIGNED,
 	RVP_VERIFY_BAD_ALGORITHM,
-	RVP_VERIFY_WRONG_KEY, /* key_id names another key */
+	RVP_VERIFY_WRONG_KEY, /* key_id missing or names another key */
 	RVP_VERIFY_BAD_SIGNATURE,
 	RVP_VERIFY_INVALID_BODY, /* decoded but fails rvp_policy_validate */
 	RVP_VERIFY_ROLLBACK,	 /* version <= the last accepted */
