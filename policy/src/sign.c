@@ -173,21 +173,21 @@ int rvp_key_id(const char *pem, char out[17])
 	return rc;
 }
 
-int rvp_policy_sign(const Rearview__PolicyBody *body, const char *priv_pem, uint8_t **out,
-		    size_t *out_len)
+int rvp_policy_sign_raw(const uint8_t *body, size_t body_len, const char *priv_pem, uint8_t **out,
+			size_t *out_len)
 {
 	Rearview__SignedPolicy env = REARVIEW__SIGNED_POLICY__INIT;
 	unsigned char hash[32], sig[MBEDTLS_ECDSA_MAX_LEN];
 	char kid[17];
-	uint8_t *bytes = NULL, *doc = NULL;
-	size_t blen, slen = 0, dlen;
+	uint8_t *doc = NULL;
+	size_t slen = 0, dlen;
 	mbedtls_pk_context pk;
 	struct rng r;
 	int rc;
 
 	*out = NULL;
 	*out_len = 0;
-	if (rvp_policy_validate(body))
+	if (!body && body_len)
 		return -EINVAL;
 	rc = load_key(&pk, priv_pem, 1);
 	if (rc)
@@ -195,20 +195,14 @@ int rvp_policy_sign(const Rearview__PolicyBody *body, const char *priv_pem, uint
 	rc = rng_init(&r);
 	if (rc)
 		goto free_pk;
-	blen = rearview__policy_body__get_packed_size(body);
-	bytes = malloc(blen ? blen : 1);
-	rc = -ENOMEM;
-	if (!bytes)
-		goto free_rng;
-	rearview__policy_body__pack(body, bytes);
 	rc = -EIO;
-	if (mbedtls_sha256_ret(bytes, blen, hash, 0) ||
+	if (mbedtls_sha256_ret(body, body_len, hash, 0) ||
 	    mbedtls_pk_sign(&pk, MBEDTLS_MD_SHA256, hash, sizeof(hash), sig, &slen,
 			    mbedtls_ctr_drbg_random, &r.drbg) ||
 	    key_id_of(&pk, kid))
-		goto free_bytes;
-	env.body.data = bytes;
-	env.body.len = blen;
+		goto free_rng;
+	env.body.data = (uint8_t *)body;
+	env.body.len = body_len;
 	env.signature.data = sig;
 	env.signature.len = slen;
 	env.key_id = kid;
@@ -216,21 +210,42 @@ int rvp_policy_sign(const Rearview__PolicyBody *body, const char *priv_pem, uint
 	dlen = rearview__signed_policy__get_packed_size(&env);
 	rc = -E2BIG;
 	if (dlen > RVP_MAX_DOCUMENT_BYTES)
-		goto free_bytes;
+		goto free_rng;
 	rc = -ENOMEM;
 	doc = malloc(dlen);
 	if (!doc)
-		goto free_bytes;
+		goto free_rng;
 	rearview__signed_policy__pack(&env, doc);
 	*out = doc;
 	*out_len = dlen;
 	rc = 0;
-free_bytes:
-	free(bytes);
 free_rng:
 	rng_release(&r);
 free_pk:
 	mbedtls_pk_free(&pk);
+	return rc;
+}
+
+int rvp_policy_sign(const Rearview__PolicyBody *body, const char *priv_pem, uint8_t **out,
+		    size_t *out_len)
+{
+	uint8_t *bytes;
+	size_t blen;
+	int rc;
+
+	*out = NULL;
+	*out_len = 0;
+	if (!body || rvp_policy_validate(body))
+		return -EINVAL;
+	blen = rearview__policy_body__get_packed_size(body);
+	if (blen > RVP_MAX_DOCUMENT_BYTES)
+		return -E2BIG;
+	bytes = malloc(blen ? blen : 1);
+	if (!bytes)
+		return -ENOMEM;
+	rearview__policy_body__pack(body, bytes);
+	rc = rvp_policy_sign_raw(bytes, blen, priv_pem, out, out_len);
+	free(bytes);
 	return rc;
 }
 

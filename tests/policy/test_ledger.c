@@ -273,28 +273,28 @@ static void test_ledger_most_severe_evicts_least_severe_pending(void **state)
 static void test_ledger_decide_rules_table(void **state)
 {
 	struct fx *f = *state;
-	char *apps[] = {"com.example.*"};
+	char *apps[] = {(char *)"com.example.*"};
 	Rearview__AnomalyKind kinds[] = {JANK};
 	Rearview__Campaign lo = REARVIEW__CAMPAIGN__INIT, hi = REARVIEW__CAMPAIGN__INIT,
 			   samp = REARVIEW__CAMPAIGN__INIT;
 	Rearview__Campaign *camps[] = {&lo, &hi, &samp};
 	Rearview__PolicyBody tg = REARVIEW__POLICY_BODY__INIT;
 
-	lo.id = "lo";
+	lo.id = (char *)"lo";
 	lo.priority = 1;
 	lo.app_patterns = apps;
 	lo.n_app_patterns = 1;
 	lo.upload_mode = REARVIEW__UPLOAD_MODE__UPLOAD_FULL;
 	hi = lo;
-	hi.id = "hi";
+	hi.id = (char *)"hi";
 	hi.priority = 5;
 	hi.kinds = kinds;
 	hi.n_kinds = 1;
 	hi.min_severity = 60;
 	hi.upload_mode = REARVIEW__UPLOAD_MODE__UPLOAD_SIGNATURE_STATS;
 	hi.quota = 1;
-	samp.id = "samp";
-	samp.app_patterns = (char *[]){"sampled.app"};
+	samp.id = (char *)"samp";
+	samp.app_patterns = (char *[]){(char *)"sampled.app"};
 	samp.n_app_patterns = 1;
 	samp.sample_probability = 1e-12;
 	tg.selection = REARVIEW__SELECTION_MODE__SELECT_TARGETED;

@@ -160,17 +160,17 @@ static void test_rules_sample_is_deterministic_and_near_p(void **state)
 
 static void test_rules_campaign_match_table_names_each_miss(void **state)
 {
-	char *apps[] = {"com.example.*", "shell"};
+	char *apps[] = {(char *)"com.example.*", (char *)"shell"};
 	Rearview__VersionRange r1 = REARVIEW__VERSION_RANGE__INIT;
 	Rearview__VersionRange *ranges[] = {&r1};
-	char *models[] = {"pixel-7"};
-	char *builds[] = {"12.1"};
+	char *models[] = {(char *)"pixel-7"};
+	char *builds[] = {(char *)"12.1"};
 	Rearview__AnomalyKind kinds[] = {REARVIEW__ANOMALY_KIND__ANOMALY_JANK};
 	Rearview__Campaign c = REARVIEW__CAMPAIGN__INIT;
 
-	r1.min = "4.2";
-	r1.max = "4.10";
-	c.id = "jank-42";
+	r1.min = (char *)"4.2";
+	r1.max = (char *)"4.10";
+	c.id = (char *)"jank-42";
 	c.valid_from_s = 1000;
 	c.valid_until_s = 2000;
 	c.app_patterns = apps;
@@ -224,7 +224,7 @@ static void test_rules_campaign_match_table_names_each_miss(void **state)
 	/* Empty lists match everything; sampling at NaN-free tiny p drops. */
 	Rearview__Campaign open = REARVIEW__CAMPAIGN__INIT;
 	struct rvp_event any = {.item_id = "x"};
-	open.id = "all";
+	open.id = (char *)"all";
 	assert_int_equal(rvp_campaign_match(&open, &any, 5, 1), RVP_ACCEPTED);
 	open.sample_probability = 1e-12;
 	assert_int_equal(rvp_campaign_match(&open, &any, 5, 1), RVP_SAMPLED_OUT);
@@ -300,14 +300,14 @@ static void test_rules_validate_rejects_hostile_bodies(void **state)
 	longs[sizeof(longs) - 1] = '\0';
 	b.campaigns = cs;
 	b.n_campaigns = 1;
-	c.id = "ok";
+	c.id = (char *)"ok";
 	assert_int_equal(rvp_policy_validate(&b), 0);
 
-	c.id = "";
+	c.id = (char *)"";
 	assert_int_equal(rvp_policy_validate(&b), -EINVAL);
 	c.id = longs;
 	assert_int_equal(rvp_policy_validate(&b), -EINVAL);
-	c.id = "ok";
+	c.id = (char *)"ok";
 	c.sample_probability = NAN;
 	assert_int_equal(rvp_policy_validate(&b), -EINVAL);
 	c.sample_probability = 1.5;

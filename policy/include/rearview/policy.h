@@ -305,6 +305,14 @@ int rvp_policy_sign(const Rearview__PolicyBody *body, const char *priv_pem, uint
 		    size_t *out_len);
 
 /*
+ * Sign already-serialized body bytes as they are (no validation: the server
+ * uses rvp_policy_sign; tests use this to send hostile bodies).  Same
+ * output and errors as rvp_policy_sign.
+ */
+int rvp_policy_sign_raw(const uint8_t *body, size_t body_len, const char *priv_pem, uint8_t **out,
+			size_t *out_len);
+
+/*
  * Device side: check a SignedPolicy against pub_pem.  Rejects documents
  * bigger than RVP_MAX_DOCUMENT_BYTES, malformed, unsigned, of another
  * algorithm or key, with a bad signature, an invalid body, a version <=
