@@ -27,3 +27,10 @@ INSTALL_HDR += policy/include/rearview/policy.h
 $(eval $(call rv_test,policy,rules,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
 $(eval $(call rv_test,policy,ledger,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
 $(eval $(call rv_test,policy,sign,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+
+# rvpolicy: keygen / sign / verify on the command line.
+RVPOLICY_BIN := $(BIN)/rvpolicy
+$(RVPOLICY_BIN): $(OBJ)/policy/src/rvpolicy.o $(LIBRVPOLICY) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVPOLICY_LDLIBS)
+BINS += $(RVPOLICY_BIN)

@@ -453,6 +453,20 @@ rollback:
 	return rc;
 }
 
+int rvp_ledger_decide_capture(struct rvp_ledger *l, const Rearview__PolicyBody *policy,
+			      rvp_consent consent, const char *app_id, Rearview__AnomalyKind kind,
+			      const struct rvp_time *now)
+{
+	enum rvp_reason why;
+
+	if (!rvp_consent_allows(consent, RVP_ACT_CAPTURE, &why))
+		return (int)why;
+	if (!policy || (policy->expires_at_s && now->wall_s >= (int64_t)policy->expires_at_s))
+		policy = rvp_policy_default();
+	return rvp_ledger_debounce(l, app_id, kind, rvp_policy_debounce_captures(policy),
+				   rvp_policy_debounce_window_s(policy), now);
+}
+
 /* ------------------------------------------------------------------ quota */
 
 struct usage {

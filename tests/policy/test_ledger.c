@@ -142,6 +142,31 @@ static void test_ledger_debounce_limits_per_app_and_kind_across_restart(void **s
 	assert_int_equal(rvp_ledger_debounce(f->l, "app", JANK, 3, 600, &t), RVP_ACCEPTED);
 }
 
+static void test_ledger_capture_decision_checks_consent_then_debounce(void **state)
+{
+	struct fx *f = *state;
+	Rearview__PolicyBody p = REARVIEW__POLICY_BODY__INIT;
+	struct rvp_time t = at("A", 1000, 10);
+
+	p.debounce_captures = 1;
+	p.debounce_window_s = 60;
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, REARVIEW__CONSENT_LEVEL__CONSENT_OFF,
+						   "app", JANK, &t),
+			 RVP_CONSENT_OFF);
+	/* Consent off did not record a capture: the next one is accepted. */
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, REARVIEW__CONSENT_LEVEL__CONSENT_LOCAL,
+						   "app", JANK, &t),
+			 RVP_ACCEPTED);
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "app", JANK, &t), RVP_DEBOUNCED);
+	t = at("A", 1000, 70);
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "app", JANK, &t), RVP_ACCEPTED);
+	/* NULL policy: the default, 3 per 10 minutes. */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rvp_ledger_decide_capture(f->l, NULL, FULL, "b", JANK, &t),
+				 RVP_ACCEPTED);
+	assert_int_equal(rvp_ledger_decide_capture(f->l, NULL, FULL, "b", JANK, &t), RVP_DEBOUNCED);
+}
+
 static void test_ledger_first_n_takes_three_then_quota_exhausted(void **state)
 {
 	struct fx *f = *state;
@@ -570,6 +595,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_ledger_debounce_limits_per_app_and_kind_across_restart),
+		T(test_ledger_capture_decision_checks_consent_then_debounce),
 		T(test_ledger_first_n_takes_three_then_quota_exhausted),
 		T(test_ledger_wall_jump_forward_does_not_release_quota),
 		T(test_ledger_wall_jump_backward_does_not_release_quota),

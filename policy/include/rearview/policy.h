@@ -212,6 +212,16 @@ void rvp_ledger_free(struct rvp_ledger *l);
 int rvp_ledger_debounce(struct rvp_ledger *l, const char *app_id, Rearview__AnomalyKind kind,
 			uint32_t max, uint32_t window_s, const struct rvp_time *now);
 
+/*
+ * The capture decision for an anomaly of `kind` in `app_id`: consent (OFF →
+ * RVP_CONSENT_OFF: skip, do not queue), then the policy's debounce (the
+ * built-in default when policy is NULL).  Returns the reason (RVP_ACCEPTED
+ * = capture; the capture is then recorded) or -errno.
+ */
+int rvp_ledger_decide_capture(struct rvp_ledger *l, const Rearview__PolicyBody *policy,
+			      rvp_consent consent, const char *app_id, Rearview__AnomalyKind kind,
+			      const struct rvp_time *now);
+
 /* The result of an upload decision. */
 struct rvp_decision {
 	enum rvp_reason reason;		       /* RVP_ACCEPTED/RVP_REPLACED_LESS_SEVERE = go */
