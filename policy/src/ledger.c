@@ -47,6 +47,7 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS uploads("
 			     " item_id TEXT NOT NULL,"
 			     " campaign TEXT NOT NULL DEFAULT '',"
 			     " severity INTEGER NOT NULL DEFAULT 0,"
+			     " mode INTEGER NOT NULL DEFAULT 1,"
 			     " state INTEGER NOT NULL,"
 			     " wall_s INTEGER NOT NULL,"
 			     " boot_id TEXT NOT NULL,"
@@ -636,7 +637,8 @@ int rvp_ledger_decide(struct rvp_ledger *l, const Rearview__PolicyBody *policy, 
 	}
 	rc = prepare(l,
 		     "INSERT INTO uploads(item_id, campaign, severity, state,"
-		     " wall_s, boot_id, boot_ns) VALUES(?1, ?2, ?3, 1, ?4, ?5, ?6)",
+		     " wall_s, boot_id, boot_ns, mode)"
+		     " VALUES(?1, ?2, ?3, 1, ?4, ?5, ?6, ?7)",
 		     &st);
 	if (rc)
 		goto rollback;
@@ -644,6 +646,7 @@ int rvp_ledger_decide(struct rvp_ledger *l, const Rearview__PolicyBody *policy, 
 	sqlite3_bind_text(st, 2, d->campaign_id, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 3, ev->severity);
 	bind_time(st, 4, now);
+	sqlite3_bind_int(st, 7, (int)d->mode);
 	rc = step_write(l, st);
 	sqlite3_finalize(st);
 	if (rc)
@@ -715,6 +718,59 @@ int rvp_ledger_release(struct rvp_ledger *l, int64_t reservation)
 		return rc;
 	}
 	return commit_tx(l);
+}
+
+int rvp_ledger_purge(struct rvp_ledger *l, rvp_consent level, struct rvp_reserved *out, size_t n)
+{
+	sqlite3_stmt *st, *del = NULL;
+	size_t k = 0;
+	int rc = begin(l);
+
+	if (rc)
+		return rc;
+	rc = prepare(l,
+		     "SELECT id, item_id, severity, mode FROM uploads WHERE state = 1 ORDER BY id",
+		     &st);
+	if (rc)
+		goto rollback;
+	rc = prepare(l, "DELETE FROM uploads WHERE id = ?1", &del);
+	if (rc) {
+		sqlite3_finalize(st);
+		goto rollback;
+	}
+	/* Purge in the order of the list; stop when out[] is full so that
+	 * every purged reservation is reported (the rest wait for a call). */
+	while (k < n && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int mode = sqlite3_column_int(st, 3);
+		enum rvp_action act = mode == REARVIEW__UPLOAD_MODE__UPLOAD_FULL
+					      ? RVP_ACT_UPLOAD_FULL
+					      : RVP_ACT_UPLOAD_SUMMARY;
+		const char *item = (const char *)sqlite3_column_text(st, 1);
+
+		if (rvp_consent_allows(level, act, NULL))
+			continue;
+		out[k].reservation = sqlite3_column_int64(st, 0);
+		snprintf(out[k].item_id, sizeof(out[k].item_id), "%s", item ? item : "");
+		out[k].severity = (uint32_t)sqlite3_column_int64(st, 2);
+		sqlite3_reset(del);
+		sqlite3_bind_int64(del, 1, out[k].reservation);
+		rc = step_write(l, del);
+		if (rc)
+			break;
+		k++;
+	}
+	sqlite3_finalize(st);
+	sqlite3_finalize(del);
+	if (rc < 0 || (rc != 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)) {
+		rc = rc < 0 ? rc : map_sqlite(rc);
+		goto rollback;
+	}
+	rc = commit_tx(l);
+	return rc ? rc : (int)k;
+
+rollback:
+	abort_tx(l);
+	return rc;
 }
 
 int rvp_ledger_pending(struct rvp_ledger *l, struct rvp_reserved *out, size_t n)

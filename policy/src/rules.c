@@ -39,6 +39,7 @@ static const char *const reason_names[RVP_REASON_COUNT_] = {
 	[RVP_VERSION_NOT_TARGETED] = "version_not_targeted",
 	[RVP_DEVICE_NOT_TARGETED] = "device_not_targeted",
 	[RVP_OS_NOT_TARGETED] = "os_not_targeted",
+	[RVP_WAITING_UNMETERED] = "waiting_unmetered",
 };
 
 const char *rvp_reason_name(enum rvp_reason r)
@@ -275,6 +276,30 @@ enum rvp_reason rvp_campaign_match(const Rearview__Campaign *c, const struct rvp
 	if (!rvp_sample(c->sample_probability, seed, c->id, ev->item_id))
 		return RVP_SAMPLED_OUT;
 	return RVP_ACCEPTED;
+}
+
+int rvp_upload_conditions_ok(const Rearview__PolicyBody *b, int metered, enum rvp_reason *why)
+{
+	int ok = !(b && b->unmetered_only && metered);
+
+	if (why)
+		*why = ok ? RVP_ACCEPTED : RVP_WAITING_UNMETERED;
+	return ok;
+}
+
+int rvp_signature_match(const Rearview__SignatureModel *m, const char *const *chain, size_t n,
+			uint64_t duration_ns)
+{
+	size_t want = 0;
+
+	if (!m || m->n_methods == 0 || duration_ns < m->min_duration_ns)
+		return 0;
+	/* Greedy in-order matching is exact for "subsequence" patterns: taking
+	 * the earliest frame for each method never hurts the later ones. */
+	for (size_t i = 0; i < n && want < m->n_methods; i++)
+		if (chain[i] && m->methods[want] && fnmatch(m->methods[want], chain[i], 0) == 0)
+			want++;
+	return want == m->n_methods;
 }
 
 /* ---------------------------------------------------------------- policy */

@@ -267,6 +267,41 @@ static void test_ledger_reservation_counts_until_released(void **state)
 	assert_true(nd.reservation > d[2].reservation);
 }
 
+static void test_ledger_purge_releases_what_lower_consent_forbids(void **state)
+{
+	struct fx *f = *state;
+	struct rvp_time t = at("A", 1000, 10);
+	Rearview__PolicyBody p = REARVIEW__POLICY_BODY__INIT;
+	struct rvp_decision full, sum;
+	struct rvp_reserved out[4];
+
+	p.weekly_quota = 10;
+	assert_int_equal(decide(f, &p, FULL, "full", 10, t, &full), RVP_ACCEPTED);
+	assert_int_equal(
+		decide(f, &p, REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY, "sum", 10, t, &sum),
+		RVP_ACCEPTED);
+	assert_int_equal(sum.mode, REARVIEW__UPLOAD_MODE__UPLOAD_SUMMARY);
+	/* FULL keeps everything. */
+	assert_int_equal(rvp_ledger_purge(f->l, FULL, out, 4), 0);
+	/* SUMMARY: the full upload goes, its quota is given back. */
+	assert_int_equal(rvp_ledger_purge(f->l, REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY, out, 4),
+			 1);
+	assert_string_equal(out[0].item_id, "full");
+	assert_int_equal(out[0].reservation, full.reservation);
+	assert_int_equal(rvp_ledger_quota_used(f->l, &t), 1);
+	assert_int_equal(rvp_ledger_commit(f->l, full.reservation, &t), -ENOENT);
+	/* LOCAL: the summary goes too. */
+	assert_int_equal(rvp_ledger_purge(f->l, REARVIEW__CONSENT_LEVEL__CONSENT_LOCAL, out, 4), 1);
+	assert_string_equal(out[0].item_id, "sum");
+	assert_int_equal(rvp_ledger_pending(f->l, out, 4), 0);
+	/* Room for one at a time: reported one by one, none lost. */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(decide(f, &p, FULL, "x", 10, t, NULL), RVP_ACCEPTED);
+	assert_int_equal(rvp_ledger_purge(f->l, REARVIEW__CONSENT_LEVEL__CONSENT_OFF, out, 1), 1);
+	assert_int_equal(rvp_ledger_purge(f->l, REARVIEW__CONSENT_LEVEL__CONSENT_OFF, out, 4), 2);
+	assert_int_equal(rvp_ledger_pending(f->l, out, 4), 0);
+}
+
 static void test_ledger_most_severe_evicts_least_severe_pending(void **state)
 {
 	struct fx *f = *state;
@@ -601,6 +636,7 @@ int main(void)
 		T(test_ledger_wall_jump_backward_does_not_release_quota),
 		T(test_ledger_wall_set_back_during_boot_is_not_trusted_after_reboot),
 		T(test_ledger_reservation_counts_until_released),
+		T(test_ledger_purge_releases_what_lower_consent_forbids),
 		T(test_ledger_most_severe_evicts_least_severe_pending),
 		T(test_ledger_decide_rules_table),
 		T(test_ledger_crash_mid_transaction_rolls_back),

@@ -335,6 +335,51 @@ static void test_rules_validate_rejects_hostile_bodies(void **state)
 	assert_int_equal(rvp_policy_validate(NULL), -EINVAL);
 }
 
+static void test_rules_signature_match_table(void **state)
+{
+	static const char *const chain[] = {"main", "ui_loop", "draw_frame", "layout",
+					    "measure_text"};
+	char *one[] = {(char *)"layout"}, *glob[] = {(char *)"measure_*"},
+	     *seq[] = {(char *)"ui_loop", (char *)"layout"},
+	     *rev[] = {(char *)"layout", (char *)"ui_loop"}, *miss[] = {(char *)"gc"};
+	static const struct {
+		int which;
+		uint64_t min, dur;
+		int want;
+	} t[] = {
+		{0, 0, 1, 1}, {1, 0, 1, 1},	{2, 0, 1, 1},	  {3, 0, 1, 0},
+		{4, 0, 1, 0}, {2, 500, 499, 0}, {2, 500, 500, 1},
+	};
+	char **lists[] = {one, glob, seq, rev, miss};
+	size_t lens[] = {1, 1, 2, 2, 1};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		Rearview__SignatureModel m = REARVIEW__SIGNATURE_MODEL__INIT;
+		m.methods = lists[t[i].which];
+		m.n_methods = lens[t[i].which];
+		m.min_duration_ns = t[i].min;
+		if (rvp_signature_match(&m, chain, 5, t[i].dur) != t[i].want)
+			fail_msg("row %zu", i);
+	}
+	Rearview__SignatureModel empty = REARVIEW__SIGNATURE_MODEL__INIT;
+	assert_int_equal(rvp_signature_match(&empty, chain, 5, 1), 0);
+	assert_int_equal(rvp_signature_match(NULL, chain, 5, 1), 0);
+}
+
+static void test_rules_unmetered_only_waits_on_metered_networks(void **state)
+{
+	Rearview__PolicyBody b = REARVIEW__POLICY_BODY__INIT;
+	enum rvp_reason why;
+
+	assert_int_equal(rvp_upload_conditions_ok(&b, 1, &why), 1);
+	assert_int_equal(why, RVP_ACCEPTED);
+	b.unmetered_only = 1;
+	assert_int_equal(rvp_upload_conditions_ok(&b, 0, &why), 1);
+	assert_int_equal(rvp_upload_conditions_ok(&b, 1, &why), 0);
+	assert_int_equal(why, RVP_WAITING_UNMETERED);
+	assert_int_equal(rvp_upload_conditions_ok(rvp_policy_default(), 1, NULL), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +392,8 @@ int main(void)
 		cmocka_unit_test(test_rules_elapsed_ignores_wall_jumps_within_a_boot),
 		cmocka_unit_test(test_rules_default_policy_has_documented_values),
 		cmocka_unit_test(test_rules_validate_rejects_hostile_bodies),
+		cmocka_unit_test(test_rules_signature_match_table),
+		cmocka_unit_test(test_rules_unmetered_only_waits_on_metered_networks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,6 +79,7 @@ enum rvp_reason {
 	RVP_VERSION_NOT_TARGETED,
 	RVP_DEVICE_NOT_TARGETED,
 	RVP_OS_NOT_TARGETED,
+	RVP_WAITING_UNMETERED, /* not now: the policy wants an unmetered network */
 	RVP_REASON_COUNT_
 };
 
@@ -150,6 +151,23 @@ int rvp_sample(double p, uint64_t seed, const char *campaign_id, const char *ite
  */
 enum rvp_reason rvp_campaign_match(const Rearview__Campaign *c, const struct rvp_event *ev,
 				   int64_t now_s, uint64_t seed);
+
+/*
+ * Upload conditions of the policy right now: 1 if an upload may start
+ * (else 0 with *why = RVP_WAITING_UNMETERED: keep it pending and retry when
+ * the network changes).  `metered` is what the daemon knows of the network.
+ */
+int rvp_upload_conditions_ok(const Rearview__PolicyBody *b, int metered, enum rvp_reason *why);
+
+/*
+ * Does a campaign's signature model match one call chain (outer frame
+ * first, n frames, borrowed) that lasted duration_ns?  The model's methods
+ * are fnmatch patterns that must appear in the chain in that order (other
+ * frames may sit between them), and duration_ns >= min_duration_ns.  A model
+ * without methods matches nothing.  Returns 1/0.
+ */
+int rvp_signature_match(const Rearview__SignatureModel *m, const char *const *chain, size_t n,
+			uint64_t duration_ns);
 
 /* ---------------------------------------------------------------- policy */
 
@@ -265,6 +283,14 @@ struct rvp_reserved {
 };
 /* List up to n pending reservations, oldest first.  Count or -errno. */
 int rvp_ledger_pending(struct rvp_ledger *l, struct rvp_reserved *out, size_t n);
+/*
+ * Consent was lowered to `level`: release, in one transaction, every pending
+ * reservation whose upload mode the level forbids (all at OFF/LOCAL, FULL
+ * ones at SUMMARY) and list them in out[] (at most n; call again while it
+ * returns n).  The caller deletes those items.  Count or -errno.
+ */
+int rvp_ledger_purge(struct rvp_ledger *l, rvp_consent level, struct rvp_reserved *out, size_t n);
+
 /* Uploads committed within the last 7 days plus pending ones. */
 int rvp_ledger_quota_used(struct rvp_ledger *l, const struct rvp_time *now);
 
