@@ -34,3 +34,7 @@ $(RVPOLICY_BIN): $(OBJ)/policy/src/rvpolicy.o $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVPOLICY_LDLIBS)
 BINS += $(RVPOLICY_BIN)
+
+$(eval $(call rv_test,policy,cli,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(TBIN)/policy/test_cli: | $(RVPOLICY_BIN)
+$(OBJ)/tests/policy/test_cli.o: CPPFLAGS += -DRVPOLICY_BIN='"$(RVPOLICY_BIN)"'

@@ -176,7 +176,7 @@ static int parse_campaign(char *spec, struct camp *k)
 			return -EINVAL;
 		}
 	}
-	return k->c.id ? 0 : -EINVAL;
+	return (k->c.id && *k->c.id) ? 0 : -EINVAL; /* init sets "" */
 }
 
 static int cmd_keygen(int argc, char **argv)
