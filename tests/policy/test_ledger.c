@@ -601,6 +601,12 @@ static void run_sequence(struct fx *f, uint32_t quota, int most_severe)
 		/* The quota holds in true time, whatever the clocks said. */
 		if (model_used(&m) > quota)
 			fail_msg("quota %u exceeded: %zu", quota, model_used(&m));
+		/* And the ledger never counts less than really happened (a lost
+		 * commit or reservation would show here). */
+		if (!crash) {
+			int used = rvp_ledger_quota_used(f->l, &now);
+			assert_true(used >= (int)model_used(&m));
+		}
 		if (crash) {
 			/* The process dies here: close without committing. */
 			fx_reopen(f);
