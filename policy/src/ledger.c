@@ -476,6 +476,8 @@ struct usage {
 	int64_t victim;	   /* least severe reservation below `sev`, or 0 */
 	uint32_t victim_sev;
 	char victim_item[RVP_MAX_STRING + 1];
+	int64_t stale[16]; /* committed rows two weeks old: safe to forget */
+	size_t n_stale;
 };
 
 static int count_usage(struct rvp_ledger *l, const struct rvp_time *now, const char *campaign,
@@ -498,8 +500,12 @@ static int count_usage(struct rvp_ledger *l, const struct rvp_time *now, const c
 		int state = sqlite3_column_int(st, 4);
 
 		column_time(st, 5, &t);
-		if (state == ST_COMMITTED && ledger_elapsed(l, &t, now) >= RVP_WEEK_S)
+		if (state == ST_COMMITTED && ledger_elapsed(l, &t, now) >= RVP_WEEK_S) {
+			if (ledger_elapsed(l, &t, now) >= 2 * RVP_WEEK_S &&
+			    u->n_stale < sizeof(u->stale) / sizeof(u->stale[0]))
+				u->stale[u->n_stale++] = sqlite3_column_int64(st, 0);
 			continue;
+		}
 		u->total++;
 		if (campaign && *campaign && camp && strcmp(camp, campaign) == 0)
 			u->campaign++;
@@ -613,6 +619,12 @@ int rvp_ledger_decide(struct rvp_ledger *l, const Rearview__PolicyBody *policy, 
 	rc = count_usage(l, now, d->campaign_id, ev->severity, &u);
 	if (rc)
 		goto rollback;
+	/* Keep the table small: a week past the window, a row is history. */
+	for (size_t i = 0; i < u.n_stale; i++) {
+		rc = delete_row(l, u.stale[i], 0);
+		if (rc)
+			goto rollback;
+	}
 	if (camp && camp->quota && u.campaign >= camp->quota) {
 		d->reason = RVP_CAMPAIGN_QUOTA_EXHAUSTED;
 		goto refuse;

@@ -6,6 +6,7 @@
  * no decision is lost.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "rearview/policy.h"
 
@@ -237,6 +239,53 @@ static void test_ledger_wall_set_back_during_boot_is_not_trusted_after_reboot(vo
 	fx_reopen(f);
 	assert_int_equal(upload(f, p, "y", at("B", 9000000 + DAY, 5)), RVP_QUOTA_EXHAUSTED);
 	assert_int_equal(upload(f, p, "y", at("B", 9000000 + 8 * DAY, 5 + 7 * DAY)), RVP_ACCEPTED);
+}
+
+static void test_ledger_corrupt_database_is_refused(void **state)
+{
+	struct fx *f = *state;
+	struct rvp_ledger *l = NULL;
+	char p[128];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/garbage.db", f->dir);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(write(fd, "not a database, not at all", 26), 26);
+	close(fd);
+	assert_true(rvp_ledger_new(p, &l) < 0);
+	assert_null(l);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/no/such/dir/x.db", f->dir);
+	assert_true(rvp_ledger_new(p, &l) < 0);
+}
+
+static void test_ledger_old_history_is_pruned_without_changing_counts(void **state)
+{
+	struct fx *f = *state;
+	const Rearview__PolicyBody *p = rvp_policy_default();
+
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(upload(f, p, "old", at("A", 1000, 10)), RVP_ACCEPTED);
+	/* Three weeks later: the old rows are pruned; three new ones fit. */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(upload(f, p, "new", at("A", 1000, 10 + 3 * RVP_WEEK_S)),
+				 RVP_ACCEPTED);
+	assert_int_equal(upload(f, p, "more", at("A", 1000, 10 + 3 * RVP_WEEK_S)),
+			 RVP_QUOTA_EXHAUSTED);
+	struct rvp_time t = at("A", 1000, 10 + 3 * RVP_WEEK_S);
+	assert_int_equal(rvp_ledger_quota_used(f->l, &t), 3);
+	/* The three old rows are really gone from the file. */
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM uploads", -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 3);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
 }
 
 static void test_ledger_reservation_counts_until_released(void **state)
@@ -641,6 +690,8 @@ int main(void)
 		T(test_ledger_wall_jump_forward_does_not_release_quota),
 		T(test_ledger_wall_jump_backward_does_not_release_quota),
 		T(test_ledger_wall_set_back_during_boot_is_not_trusted_after_reboot),
+		T(test_ledger_corrupt_database_is_refused),
+		T(test_ledger_old_history_is_pruned_without_changing_counts),
 		T(test_ledger_reservation_counts_until_released),
 		T(test_ledger_purge_releases_what_lower_consent_forbids),
 		T(test_ledger_most_severe_evicts_least_severe_pending),
