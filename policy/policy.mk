@@ -38,3 +38,9 @@ BINS += $(RVPOLICY_BIN)
 $(eval $(call rv_test,policy,cli,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
 $(TBIN)/policy/test_cli: | $(RVPOLICY_BIN)
 $(OBJ)/tests/policy/test_cli.o: CPPFLAGS += -DRVPOLICY_BIN='"$(RVPOLICY_BIN)"'
+
+# make bench: the cost of policy calls on the daemon's worker thread.
+$(TBIN)/policy/bench_policy: $(OBJ)/tests/policy/bench_policy.o $(LIBRVPOLICY) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVPOLICY_LDLIBS)
+BENCHES += $(TBIN)/policy/bench_policy
