@@ -44,3 +44,12 @@ $(TBIN)/policy/bench_policy: $(OBJ)/tests/policy/bench_policy.o $(LIBRVPOLICY) $
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVPOLICY_LDLIBS)
 BENCHES += $(TBIN)/policy/bench_policy
+
+# make fuzz (top Makefile: clang, RV_FUZZ=1): the policy input decoders.
+ifeq ($(RV_FUZZ),1)
+$(OBJ)/policy/%.o $(OBJ)/tests/policy/%.o: CFLAGS += -fsanitize=fuzzer-no-link
+$(TBIN)/policy/fuzz_policy: $(OBJ)/tests/policy/fuzz_policy.o $(LIBRVPOLICY) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(RVPOLICY_LDLIBS)
+FUZZ += $(TBIN)/policy/fuzz_policy
+endif
