@@ -7,8 +7,12 @@
  * <dir>/policy.signed.tmp, fsync, rename over, fsync the directory: after a
  * crash the file is either the old or the new document, never a mix.
  *
+ * <dir>/policy.version holds the highest version ever accepted (written the
+ * same way, after the document), so a lost or corrupted document does not
+ * allow an older one to be replayed.
+ *
  * Invariants: s->body is NULL or a body whose signature verified with
- * s->pub_pem; s->body->version only grows while the store is open.
+ * s->pub_pem; s->floor >= s->body->version and only grows.
  */
 #include "rearview/policy.h"
 #include "policy_int.h"
@@ -22,11 +26,13 @@
 #include <unistd.h>
 
 #define STORE_FILE "policy.signed"
+#define FLOOR_FILE "policy.version" /* highest version ever accepted, decimal */
 
 struct rvp_store {
 	char *dir;
 	char *pub_pem;
 	Rearview__PolicyBody *body;
+	uint64_t floor; /* refuse versions <= this, even if the body is lost */
 };
 
 static int read_file(const char *path, uint8_t **out, size_t *len)
@@ -81,13 +87,13 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
-static int save_atomic(const char *dir, const uint8_t *doc, size_t len)
+static int save_atomic(const char *dir, const char *name, const uint8_t *doc, size_t len)
 {
 	char tmp[4096], dst[4096];
 	int fd, rc;
 
-	if (snprintf(tmp, sizeof(tmp), "%s/" STORE_FILE ".tmp", dir) >= (int)sizeof(tmp) ||
-	    snprintf(dst, sizeof(dst), "%s/" STORE_FILE, dir) >= (int)sizeof(dst))
+	if (snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name) >= (int)sizeof(tmp) ||
+	    snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= (int)sizeof(dst))
 		return -ENAMETOOLONG;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -143,6 +149,25 @@ int rvp_store_new(const char *dir, const char *pub_pem, struct rvp_store **out)
 			s->body = NULL;
 		free(doc);
 	}
+	/* The floor outlives a lost or corrupted document, so losing the file
+	 * does not reopen the door to replaying older documents. */
+	if (snprintf(path, sizeof(path), "%s/" FLOOR_FILE, dir) < (int)sizeof(path) &&
+	    read_file(path, &doc, &len) == 0) {
+		char num[32];
+		char *end;
+		unsigned long long v;
+		if (len < sizeof(num)) {
+			memcpy(num, doc, len);
+			num[len] = '\0';
+			errno = 0;
+			v = strtoull(num, &end, 10);
+			if (!errno && end != num && (*end == '\0' || *end == '\n'))
+				s->floor = v;
+		}
+		free(doc);
+	}
+	if (s->body && s->body->version > s->floor)
+		s->floor = s->body->version;
 	*out = s;
 	return 0;
 }
@@ -160,15 +185,23 @@ void rvp_store_free(struct rvp_store *s)
 int rvp_store_apply(struct rvp_store *s, const uint8_t *doc, size_t len, int64_t now_s)
 {
 	Rearview__PolicyBody *body = NULL;
-	int rc = rvp_policy_verify(doc, len, s->pub_pem, rvp_store_version(s), now_s, &body);
+	int rc = rvp_policy_verify(doc, len, s->pub_pem, s->floor, now_s, &body);
+	char num[32];
 
 	if (rc != RVP_VERIFY_OK)
 		return rc;
-	rc = save_atomic(s->dir, doc, len);
+	/* Document first, floor second: a crash between them leaves a floor
+	 * that is raised again from the document at the next open. */
+	rc = save_atomic(s->dir, STORE_FILE, doc, len);
+	if (!rc) {
+		int n = snprintf(num, sizeof(num), "%llu\n", (unsigned long long)body->version);
+		rc = save_atomic(s->dir, FLOOR_FILE, (const uint8_t *)num, (size_t)n);
+	}
 	if (rc) {
 		rearview__policy_body__free_unpacked(body, NULL);
 		return rc;
 	}
+	s->floor = body->version;
 	rearview__policy_body__free_unpacked(s->body, NULL);
 	s->body = body;
 	return 0;

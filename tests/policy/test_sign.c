@@ -46,6 +46,8 @@ static int keys_teardown(void **state)
 
 	snprintf(p, sizeof(p), "%s/policy.signed", k->dir);
 	unlink(p);
+	snprintf(p, sizeof(p), "%s/policy.version", k->dir);
+	unlink(p);
 	rmdir(k->dir);
 	free(k->priv);
 	free(k->pub);
@@ -292,6 +294,9 @@ static void test_sign_store_keeps_last_good_and_falls_back(void **state)
 	close(fd);
 	assert_int_equal(rvp_store_new(k->dir, k->pub, &s), 0);
 	assert_int_equal(rvp_store_version(s), 0);
+	assert_ptr_equal(rvp_store_current(s, NOW, NULL), rvp_policy_default());
+	/* The document is lost, but replaying version 5 is still refused. */
+	assert_int_equal(rvp_store_apply(s, d5, l5, NOW), RVP_VERIFY_ROLLBACK);
 	/* A store trusting another key ignores the saved document too. */
 	rvp_store_free(s);
 	assert_int_equal(rvp_store_new(k->dir, "garbage", &s), -EINVAL);

@@ -365,9 +365,11 @@ int rvp_policy_verify(const uint8_t *doc, size_t len, const char *pub_pem, uint6
 struct rvp_store;
 
 /*
- * Open the store kept in directory dir (file "policy.signed"), trusting
- * pub_pem (copied).  A stored document is re-verified (signature and body;
- * not expiry) and ignored if it fails.  *out freed with rvp_store_free.
+ * Open the store kept in directory dir (files "policy.signed" and
+ * "policy.version", the highest version ever accepted), trusting pub_pem
+ * (copied).  A stored document is re-verified (signature and body; not
+ * expiry) and ignored if it fails; the version floor survives that, so
+ * older documents stay refused.  *out freed with rvp_store_free.
  */
 int rvp_store_new(const char *dir, const char *pub_pem, struct rvp_store **out);
 void rvp_store_free(struct rvp_store *s);
