@@ -269,9 +269,9 @@ enum rvp_reason rvp_campaign_match(const Rearview__Campaign *c, const struct rvp
 		return RVP_APP_NOT_TARGETED;
 	if (!version_in(c->app_versions, c->n_app_versions, ev->app_version))
 		return RVP_VERSION_NOT_TARGETED;
-	if (!list_has(c->device_models, c->n_device_models, ev->device_model, 0))
+	if (!list_has(c->device_models, c->n_device_models, ev->device_model, 1))
 		return RVP_DEVICE_NOT_TARGETED;
-	if (!list_has(c->os_builds, c->n_os_builds, ev->os_build, 0))
+	if (!list_has(c->os_builds, c->n_os_builds, ev->os_build, 1))
 		return RVP_OS_NOT_TARGETED;
 	if (!rvp_sample(c->sample_probability, seed, c->id, ev->item_id))
 		return RVP_SAMPLED_OUT;

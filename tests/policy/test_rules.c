@@ -163,7 +163,7 @@ static void test_rules_campaign_match_table_names_each_miss(void **state)
 	char *apps[] = {(char *)"com.example.*", (char *)"shell"};
 	Rearview__VersionRange r1 = REARVIEW__VERSION_RANGE__INIT;
 	Rearview__VersionRange *ranges[] = {&r1};
-	char *models[] = {(char *)"pixel-7"};
+	char *models[] = {(char *)"pixel-7", (char *)"tv-*"};
 	char *builds[] = {(char *)"12.1"};
 	Rearview__AnomalyKind kinds[] = {REARVIEW__ANOMALY_KIND__ANOMALY_JANK};
 	Rearview__Campaign c = REARVIEW__CAMPAIGN__INIT;
@@ -178,7 +178,7 @@ static void test_rules_campaign_match_table_names_each_miss(void **state)
 	c.app_versions = ranges;
 	c.n_app_versions = 1;
 	c.device_models = models;
-	c.n_device_models = 1;
+	c.n_device_models = 2;
 	c.os_builds = builds;
 	c.n_os_builds = 1;
 	c.kinds = kinds;
@@ -205,6 +205,8 @@ static void test_rules_campaign_match_table_names_each_miss(void **state)
 		{"shell", "4.11", "pixel-7", "12.1", 1, 99, 1500, RVP_VERSION_NOT_TARGETED},
 		{"shell", NULL, "pixel-7", "12.1", 1, 99, 1500, RVP_VERSION_NOT_TARGETED},
 		{"shell", "4.2", "pixel-8", "12.1", 1, 99, 1500, RVP_DEVICE_NOT_TARGETED},
+		{"shell", "4.2", "tv-55", "12.1", 1, 99, 1500, RVP_ACCEPTED},
+		{"shell", "4.2", "tv", "12.1", 1, 99, 1500, RVP_DEVICE_NOT_TARGETED},
 		{"shell", "4.2", "pixel-7", "12.2", 1, 99, 1500, RVP_OS_NOT_TARGETED},
 	};
 	for (size_t i = 0; i < N_OF(t); i++) {

@@ -147,7 +147,8 @@ int rvp_sample(double p, uint64_t seed, const char *campaign_id, const char *ite
  * Does campaign c target ev at wall time now_s (validity window, apps,
  * versions, models, builds, kinds, severity, sampling)?  0 = match, else the
  * first reason it does not (RVP_CAMPAIGN_NOT_ACTIVE, RVP_APP_NOT_TARGETED,
- * …, RVP_SAMPLED_OUT).  Empty lists match everything.
+ * …, RVP_SAMPLED_OUT).  App ids, device models and OS builds are fnmatch
+ * patterns (a plain string matches itself).  Empty lists match everything.
  */
 enum rvp_reason rvp_campaign_match(const Rearview__Campaign *c, const struct rvp_event *ev,
 				   int64_t now_s, uint64_t seed);
