@@ -1,0 +1,59 @@
+# librvtrace — the in-process tracer (issue 3).  Its own sources are built
+# WITHOUT -finstrument-functions and with hidden visibility: only the rvt_
+# API, the __cyg_profile hooks and the inline-mode ABI (rvt__*) are exported.
+# Test fixtures are instrumented, in call mode and in inline mode.
+
+LIBELF_CFLAGS := $(call pc,--cflags,libelf)
+LIBELF_LIBS   := $(call pc,--libs,libelf)
+
+RVT_SRC := tracer/src/tracer.c tracer/src/capture.c tracer/src/symbols.c \
+           tracer/src/hooks.c tracer/src/control.c
+RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
+RVT_ARCH := $(shell $(CC) -dumpmachine)
+ifneq ($(wildcard tracer/src/hooks-x86_64.S),)
+ifneq ($(findstring x86_64,$(RVT_ARCH)),)
+ifeq ($(findstring thread,$(SANFLAGS)),)
+RVT_OBJ += $(OBJ)/tracer/src/hooks-x86_64.o
+$(OBJ)/tracer/src/hooks.o: CPPFLAGS += -DRVT_ASM_HOOKS
+endif
+endif
+endif
+
+$(OBJ)/tracer/src/%.o: CPPFLAGS += -Itracer/include -DRVT_BUILDING_LIBRARY \
+                                   $(LIBELF_CFLAGS) $(PROTOBUF_CFLAGS)
+$(OBJ)/tracer/src/%.o: CFLAGS += -fvisibility=hidden -fno-instrument-functions
+$(OBJ)/tracer/src/%.o: tracer/src/%.S
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+RVT_LDLIBS := $(LIBRVPROTO) $(PROTOBUF_LIBS) $(LIBELF_LIBS) -lpthread
+
+LIBRVTRACE_A  := $(LIB)/librvtrace.a
+LIBRVTRACE_SO := $(LIB)/librvtrace.so
+$(LIBRVTRACE_A): $(RVT_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+$(LIBRVTRACE_SO): $(RVT_OBJ) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,librvtrace.so -o $@ $(RVT_OBJ) $(RVT_LDLIBS)
+
+LIBS += $(LIBRVTRACE_A) $(LIBRVTRACE_SO)
+INSTALL_HDR += tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h
+
+# Tests: the library statically, plus instrumented fixtures.
+RVT_TEST_CPPFLAGS := -Itracer/include -Itracer/src -Itests/tracer
+$(OBJ)/tests/tracer/%.o: CPPFLAGS += $(RVT_TEST_CPPFLAGS) $(PROTOBUF_CFLAGS)
+$(OBJ)/tests/tracer/fixture_call.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/tracer/fixture_inline.o: CFLAGS += -finstrument-functions \
+	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/tests/tracer/test_signal.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/tracer/fixture_call.o $(OBJ)/tests/tracer/fixture_inline.o: tests/tracer/fixture_body.h
+
+RVT_TEST_OBJ := $(OBJ)/tests/tracer/capture_util.o $(OBJ)/tests/tracer/fixture_call.o \
+                $(OBJ)/tests/tracer/fixture_inline.o $(LIBRVTRACE_A)
+
+#$(eval $(call rv_test,tracer,format,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+#$(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
+#$(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+#$(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
