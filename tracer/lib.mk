@@ -50,10 +50,11 @@ $(OBJ)/tests/tracer/test_signal.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/tracer/fixture_call.o $(OBJ)/tests/tracer/fixture_inline.o: tests/tracer/fixture_body.h
 
 RVT_TEST_OBJ := $(OBJ)/tests/tracer/capture_util.o $(OBJ)/tests/tracer/fixture_call.o \
-                $(OBJ)/tests/tracer/fixture_inline.o $(LIBRVTRACE_A)
+                $(OBJ)/tests/tracer/fixture_inline.o $(LIBRVTRACE_A) $(LIBRVPROTO)
 
-#$(eval $(call rv_test,tracer,format,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,format,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
-#$(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
-#$(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
-#$(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
+$(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(OBJ)/tests/tracer/test_format.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
