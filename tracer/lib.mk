@@ -7,16 +7,15 @@ LIBELF_CFLAGS := $(call pc,--cflags,libelf)
 LIBELF_LIBS   := $(call pc,--libs,libelf)
 
 RVT_SRC := tracer/src/tracer.c tracer/src/capture.c tracer/src/symbols.c \
-           tracer/src/hooks.c tracer/src/control.c
+           tracer/src/control.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
+# Call-mode hooks: hand-written on x86-64, portable C elsewhere and under
+# ThreadSanitizer (which must see the hooks' memory accesses).
 RVT_ARCH := $(shell $(CC) -dumpmachine)
-ifneq ($(wildcard tracer/src/hooks-x86_64.S),)
-ifneq ($(findstring x86_64,$(RVT_ARCH)),)
-ifeq ($(findstring thread,$(SANFLAGS)),)
+ifneq ($(findstring x86_64,$(RVT_ARCH))$(findstring thread,$(SANFLAGS)),x86_64)
+RVT_OBJ += $(OBJ)/tracer/src/hooks.o
+else
 RVT_OBJ += $(OBJ)/tracer/src/hooks-x86_64.o
-$(OBJ)/tracer/src/hooks.o: CPPFLAGS += -DRVT_ASM_HOOKS
-endif
-endif
 endif
 
 $(OBJ)/tracer/src/%.o: CPPFLAGS += -Itracer/include -DRVT_BUILDING_LIBRARY \

@@ -19,6 +19,7 @@
 #include "tracer-int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -762,3 +763,15 @@ int rvt_capture_default(void)
 		return -ENOENT;
 	return rvt_capture_to_path(main_tid, env_trace_file);
 }
+
+/* hooks-x86_64.S hard-codes these offsets. */
+_Static_assert(offsetof(struct rvt__thread, start) == 0, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, stop) == 8, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, cur) == 16, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, seen) == 24, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, busy) == 32, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, wrapped) == 36, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, base) == 40, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, limit) == 48, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, method_base) == 56, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, shift) == 64, "asm offsets");
