@@ -126,6 +126,7 @@ RVT_HIDDEN int rvt_resolve_key(uint64_t addr, char *buf, size_t len);
 
 /* Control thread hooks. */
 RVT_HIDDEN void rvt_control_atfork_child(void);
+RVT_HIDDEN void rvt_control_notify_threads(void);
 
 /* Registry snapshot for the control thread. */
 struct rvt_thread_info {

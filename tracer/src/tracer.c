@@ -506,8 +506,11 @@ int rvt_thread_register(void)
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&reg_lock);
+	int known = find_rec(rvt_gettid()) != NULL;
 	rc = register_locked();
 	pthread_mutex_unlock(&reg_lock);
+	if (rc > 0 && !known)
+		rvt_control_notify_threads();
 	return rc;
 }
 
@@ -574,6 +577,8 @@ int rvt_set_ui_thread(pid_t tid)
 		for (size_t i = 0; i < nrecs; i++)
 			recs[i].is_ui = &recs[i] == r;
 	pthread_mutex_unlock(&reg_lock);
+	if (r)
+		rvt_control_notify_threads();
 	return r ? 0 : -ESRCH;
 }
 
