@@ -20,7 +20,7 @@ endif
 
 $(OBJ)/tracer/src/%.o: CPPFLAGS += -Itracer/include -DRVT_BUILDING_LIBRARY \
                                    $(LIBELF_CFLAGS) $(PROTOBUF_CFLAGS)
-$(OBJ)/tracer/src/%.o: CFLAGS += -fvisibility=hidden -fno-instrument-functions
+$(OBJ)/tracer/src/%.o: CFLAGS += -fvisibility=hidden
 $(OBJ)/tracer/src/%.o: tracer/src/%.S
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
@@ -58,3 +58,25 @@ $(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(OBJ)/tests/tracer/test_format.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+
+# `make bench`: Listing 1 built several ways into one driver.
+RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \
+	tracer_work_call.o tracer_work_inline.o tracer_work_clang_plain.o \
+	tracer_work_clang_call.o tracer_work_empty.o)
+$(OBJ)/tests/bench/tracer_%.o: CPPFLAGS += -Itracer/include
+$(OBJ)/tests/bench/tracer_work_%.o: CFLAGS += -fno-optimize-sibling-calls
+$(OBJ)/tests/bench/tracer_work_call.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/bench/tracer_work_empty_src.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/bench/tracer_work_inline.o: CFLAGS += -finstrument-functions \
+	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/tests/bench/tracer_work_clang_%.o: tests/bench/tracer_work_clang_%.c
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) -std=c11 $(OPT) -fPIC -fno-optimize-sibling-calls \
+	  $(if $(findstring call,$*),-finstrument-functions-after-inlining) -c -o $@ $<
+$(OBJ)/tests/bench/tracer_work_empty.o: $(OBJ)/tests/bench/tracer_work_empty_src.o
+	objcopy --redefine-sym __cyg_profile_func_enter=bench_empty_enter \
+	  --redefine-sym __cyg_profile_func_exit=bench_empty_exit $< $@
+$(TBIN)/bench/tracer_listing1: $(RVT_BENCH_OBJ) $(LIBRVTRACE_A) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVT_LDLIBS)
+BENCHES += $(TBIN)/bench/tracer_listing1
