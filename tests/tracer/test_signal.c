@@ -151,8 +151,12 @@ static void test_signal_storm_during_start_stop_keeps_slots_whole(void **state)
 	assert_int_equal(rvt_set_config(4096, 0), 0); /* small rings wrap often */
 	for (int i = 0; i < 150; i++) {
 		assert_int_equal(rvt_start(w.tid), 0);
-		struct timespec n = {0, 200000};
-		nanosleep(&n, NULL);
+		unsigned long before = *(volatile unsigned long *)&w.calls;
+		/* Two more iterations: one whole call_top(3) ran traced. */
+		while (*(volatile unsigned long *)&w.calls < before + 2) {
+			struct timespec n = {0, 100000};
+			nanosleep(&n, NULL);
+		}
 		if (i % 3 == 0) {
 			check_capture(w.tid, 1); /* freeze + swap while it runs */
 		} else {

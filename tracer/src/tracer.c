@@ -532,6 +532,7 @@ int rvt_start(pid_t tid)
 	int rc = rvt_init();
 	if (rc)
 		return rc;
+	rvt_clock_init(); /* the first call measures the TSC: not under the lock */
 	pthread_mutex_lock(&reg_lock);
 	if (tid == 0) {
 		rc = register_locked();
