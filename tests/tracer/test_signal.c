@@ -52,6 +52,14 @@ static void on_usr1(int sig)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	if (w->mode == 3) { /* never calls librvtrace: started by tid */
+		w->tid = (int)syscall(SYS_gettid);
+		char c;
+		while (read(w->pipe[0], &c, 1) < 0 && errno == EINTR)
+			;
+		call_top(2);
+		return NULL;
+	}
 	assert_true(rvt_thread_register() > 0);
 	if (w->mode == 2) {
 		assert_int_equal(rvt_start(0), 0);
@@ -202,12 +210,29 @@ static void test_signal_thread_exit_while_traced_keeps_buffer(void **state)
 	assert_int_equal(rvt_start(w.tid), -ESRCH);
 }
 
+static void test_signal_unregistered_thread_started_by_tid_is_traced(void **state)
+{
+	(void)state;
+	struct worker w;
+	worker_start(&w, 3);
+	assert_int_equal(rvt_start(w.tid), 0); /* registers it through the signal */
+	assert_int_equal(rvt_is_tracing(w.tid), 1);
+	ssize_t n = write(w.pipe[1], "x", 1);
+	assert_int_equal(n, 1);
+	pthread_join(w.th, NULL); /* it ran call_top(2) traced, then exited */
+	close(w.pipe[0]);
+	close(w.pipe[1]);
+	check_capture(w.tid, 1);
+	assert_int_equal(rvt_start(w.tid), -ESRCH);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_signal_storm_during_start_stop_keeps_slots_whole),
 		cmocka_unit_test(test_signal_stop_thread_blocked_in_read_completes),
 		cmocka_unit_test(test_signal_thread_exit_while_traced_keeps_buffer),
+		cmocka_unit_test(test_signal_unregistered_thread_started_by_tid_is_traced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -192,12 +193,26 @@ void rvt__stop_slow(struct rvt__thread *t)
 	RVT__ST(t->busy, 0);
 }
 
+/* Remote registration handshake (register_remote_locked()). */
+static _Atomic(pid_t) reg_want;
+static _Atomic(struct rvt__thread *) reg_got;
+
 static void on_stop_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)si;
 	(void)uc;
 	int saved = errno;
+	/* A registration request from rvt_start(tid) for a thread that never
+	 * registered itself: publish this thread's state and arm the exit
+	 * destructor.  glibc's pthread_setspecific() for the first 32 keys is a
+	 * plain store into the thread descriptor (register_remote_locked()
+	 * refuses other keys), so it is safe here. */
+	pid_t want = atomic_load_explicit(&reg_want, memory_order_acquire);
+	if (want != 0 && want == rvt_gettid()) {
+		pthread_setspecific(exit_key, &rvt__tls);
+		atomic_store_explicit(&reg_got, &rvt__tls, memory_order_release);
+	}
 	/* If a trace point is mid-write, it sees stop == 1 as its last step. */
 	rvt__stop_slow(&rvt__tls);
 	errno = saved;
@@ -283,6 +298,49 @@ static int register_locked(void)
 	thread_name_of(tid, r->name, sizeof(r->name));
 	pthread_setspecific(exit_key, r->t);
 	return tid;
+}
+
+/*
+ * Registers thread `tid` of this process that never called into the library:
+ * it is signalled and its handler publishes its per-thread state.  Returns
+ * the new record or NULL (not our thread, it exited, or it blocks the
+ * signal for a second).
+ */
+static struct rec *register_remote_locked(pid_t tid)
+{
+	if (tid <= 0 || (unsigned)exit_key >= 32)
+		return NULL;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	if (access(path, F_OK) != 0)
+		return NULL;
+	if (nrecs == caprecs) {
+		size_t nc = caprecs ? caprecs * 2 : 16;
+		struct rec *n = realloc(recs, nc * sizeof(*n));
+		if (!n)
+			return NULL;
+		recs = n;
+		caprecs = nc;
+	}
+	atomic_store_explicit(&reg_got, NULL, memory_order_relaxed);
+	atomic_store_explicit(&reg_want, tid, memory_order_release);
+	struct rvt__thread *t = NULL;
+	if (syscall(SYS_tgkill, getpid(), tid, stop_signal) == 0)
+		for (int i = 0; i < 10000 && !t; i++) {
+			t = atomic_load_explicit(&reg_got, memory_order_acquire);
+			struct timespec nap = {0, i < 50 ? 20000 : 100000};
+			if (!t)
+				nanosleep(&nap, NULL);
+		}
+	atomic_store_explicit(&reg_want, 0, memory_order_release);
+	if (!t)
+		return NULL;
+	struct rec *r = &recs[nrecs++];
+	memset(r, 0, sizeof(*r));
+	r->tid = tid;
+	r->t = t;
+	thread_name_of(tid, r->name, sizeof(r->name));
+	return r;
 }
 
 /* Waits (lock held) for the thread of `r` to publish its end position. */
@@ -539,6 +597,8 @@ int rvt_start(pid_t tid)
 		tid = rc;
 	}
 	struct rec *r = rc < 0 ? NULL : find_rec(tid);
+	if (!r && rc >= 0)
+		r = register_remote_locked(tid);
 	rc = r ? start_locked(r) : (rc < 0 ? rc : -ESRCH);
 	pthread_mutex_unlock(&reg_lock);
 	return rc;
@@ -574,6 +634,8 @@ int rvt_set_ui_thread(pid_t tid)
 {
 	pthread_mutex_lock(&reg_lock);
 	struct rec *r = find_rec(tid ? tid : rvt_gettid());
+	if (!r)
+		r = tid ? register_remote_locked(tid) : NULL;
 	if (r)
 		for (size_t i = 0; i < nrecs; i++)
 			recs[i].is_ui = &recs[i] == r;
@@ -583,19 +645,32 @@ int rvt_set_ui_thread(pid_t tid)
 	return r ? 0 : -ESRCH;
 }
 
+/* Every thread of the process (/proc/self/task), registered or not. */
 size_t rvt_threads_snapshot(struct rvt_thread_info *out, size_t cap)
 {
-	pthread_mutex_lock(&reg_lock);
 	size_t n = 0;
-	for (size_t i = 0; i < nrecs && n < cap; i++) {
-		if (!recs[i].t)
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (d && n < cap && (e = readdir(d)) != NULL) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+		if (*end || tid <= 0)
 			continue;
-		out[n].tid = recs[i].tid;
-		out[n].is_ui = recs[i].is_ui;
-		out[n].tracing = recs[i].tracing;
-		out[n].buffer_bytes = recs[i].ring ? recs[i].ring->map_bytes : 0;
-		memcpy(out[n].name, recs[i].name, sizeof(out[n].name));
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].tid = (pid_t)tid;
+		thread_name_of((pid_t)tid, out[n].name, sizeof(out[n].name));
 		n++;
+	}
+	if (d)
+		closedir(d);
+	pthread_mutex_lock(&reg_lock);
+	for (size_t k = 0; k < n; k++) {
+		struct rec *r = find_rec(out[k].tid);
+		if (!r || !r->t)
+			continue;
+		out[k].is_ui = r->is_ui;
+		out[k].tracing = r->tracing;
+		out[k].buffer_bytes = r->ring ? r->ring->map_bytes : 0;
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return n;

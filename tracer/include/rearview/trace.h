@@ -7,11 +7,18 @@
  * thread's ring buffer (tracer/FORMAT.md §1).  Tracing a thread costs a few
  * stores per trace point; an untraced thread pays one load and a branch.
  *
- * Threads: the main thread is registered when the library loads.  Other
- * threads are registered when they call rvt_thread_register() or
- * rvt_start(0).  A registered thread may be started, stopped and captured by
- * tid from any thread; stopping never waits for the target to reach a trace
- * point (it is signalled with RVT_SIGNAL and answers in the handler).
+ * Threads: the main thread is registered when the library loads; others when
+ * they call rvt_thread_register() or rvt_start(0), or when another thread
+ * names them by tid in rvt_start() / rvt_set_ui_thread() (they are then
+ * registered from a signal handler).  Any thread may be started, stopped and
+ * captured by tid from any thread; stopping never waits for the target to
+ * reach a trace point: it is signalled and answers in the handler.
+ *
+ * Signal: librvtrace takes the first real-time signal from SIGRTMIN+6 that
+ * has no handler when it loads.  The application must not replace that
+ * handler, and a thread that blocks it for long cannot be stopped promptly
+ * (rvt_stop() then returns -ETIMEDOUT).  A trace point of a signal handler
+ * that interrupted a trace point of the same thread is dropped.
  *
  * Environment (read once, when the library loads):
  *   RV_TRACE=1            trace the main thread from process start
@@ -71,10 +78,10 @@ RVT_API int rvt_thread_register(void);
 RVT_API int rvt_set_config(size_t buffer_bytes, unsigned max_buffers);
 
 /*
- * Starts tracing thread `tid` (0: the calling thread, which is registered if
- * needed).  A thread that had a buffer continues in it; otherwise a new buffer
- * is mapped.  Returns 0, -ESRCH (tid not registered or exited), -ENOBUFS (the
- * buffer limit is reached) or -ENOMEM.  Starting a traced thread is a no-op.
+ * Starts tracing thread `tid` (0: the calling thread; any thread of the
+ * process is registered if needed).  A thread that had a buffer continues in it; otherwise a new
+ * buffer is mapped.  Returns 0, -ESRCH (tid not registered or exited), -ENOBUFS (the buffer limit
+ * is reached) or -ENOMEM.  Starting a traced thread is a no-op.
  */
 RVT_API int rvt_start(pid_t tid);
 
