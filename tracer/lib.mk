@@ -3,6 +3,7 @@
 # API, the __cyg_profile hooks and the inline-mode ABI (rvt__*) are exported.
 # Test fixtures are instrumented, in call mode and in inline mode.
 
+comma := ,
 LIBELF_CFLAGS := $(call pc,--cflags,libelf)
 LIBELF_LIBS   := $(call pc,--libs,libelf)
 
@@ -52,7 +53,14 @@ RVT_TEST_OBJ := $(OBJ)/tests/tracer/capture_util.o $(OBJ)/tests/tracer/fixture_c
                 $(OBJ)/tests/tracer/fixture_inline.o $(LIBRVTRACE_A) $(LIBRVPROTO)
 
 $(eval $(call rv_test,tracer,format,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
-$(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+# A second instrumented module for the multi-module capture test.
+RVT_MODFIX := $(TBIN)/tracer/libmodfix.so
+$(OBJ)/tests/tracer/modfix.o: CFLAGS += -finstrument-functions
+$(RVT_MODFIX): $(OBJ)/tests/tracer/modfix.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmodfix.so -o $@ $<
+$(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX),$(RVT_LDLIBS) \
+	-Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer)))
 $(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
 $(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))

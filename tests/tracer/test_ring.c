@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -197,6 +198,52 @@ static void test_ring_buffer_limit_refuses_extra_buffers(void **state)
 	assert_int_equal(rvt_set_config(0, RVT_DEFAULT_MAX_BUFFERS), 0);
 }
 
+int modfix_outer(int x);
+
+static void test_ring_multi_module_chain_found_by_name(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(modfix_outer(1), 9);
+	call_top(0);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	long a = cu_find_entry(&c, "modfix_outer", 0);
+	assert_true(a >= 0);
+	assert_int_equal(cu_find_entry(&c, "modfix_inner", (size_t)a), a + 1);
+	assert_true(cu_find_entry(&c, "call_leaf", (size_t)a) > a);
+	/* The library is mapped far from the executable: two-slot entries. */
+	assert_true(c.events[a].value >> 32 != 0);
+	assert_true(c.nmodules >= 2);
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+static long rss_pages(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size = 0, rss = 0;
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss;
+}
+
+static void test_ring_untouched_pages_stay_out_of_memory(void **state)
+{
+	(void)state;
+	long before = rss_pages();
+	assert_int_equal(rvt_start(0), 0); /* a 32 MiB ring */
+	call_top(3);
+	long after = rss_pages();
+	/* A few slots were written: nowhere near 32 MiB became resident. */
+	assert_true(after - before < (4l << 20) / getpagesize());
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +253,8 @@ int main(void)
 		cmocka_unit_test(test_ring_untraced_thread_records_nothing),
 		cmocka_unit_test(test_ring_capture_resumes_tracing_in_fresh_buffer),
 		cmocka_unit_test(test_ring_buffer_limit_refuses_extra_buffers),
+		cmocka_unit_test(test_ring_multi_module_chain_found_by_name),
+		cmocka_unit_test(test_ring_untouched_pages_stay_out_of_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,8 +119,8 @@ static int cmp_fsym(const void *a, const void *b)
 static void load_syms(struct mod *m)
 {
 	m->loaded = 1;
-	if (m->path[0] != '/')
-		return; /* the vDSO and friends have no file */
+	if (m->path[0] == '\0')
+		return; /* the vDSO has no file; its open() below fails anyway */
 	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
