@@ -59,8 +59,12 @@ $(OBJ)/tests/tracer/modfix.o: CFLAGS += -finstrument-functions
 $(RVT_MODFIX): $(OBJ)/tests/tracer/modfix.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmodfix.so -o $@ $<
-$(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX),$(RVT_LDLIBS) \
-	-Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer)))
+# A C++ method, for demangling (librvtrace finds __cxa_demangle weakly).
+$(OBJ)/tests/tracer/cxxfix.o: tests/tracer/cxxfix.cc
+	@mkdir -p $(@D)
+	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -finstrument-functions -c -o $@ $<
+$(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(OBJ)/tests/tracer/cxxfix.o,\
+	$(RVT_LDLIBS) -lstdc++ -Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer)))
 $(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
 $(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))

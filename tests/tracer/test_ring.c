@@ -220,6 +220,22 @@ static void test_ring_multi_module_chain_found_by_name(void **state)
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
+int cxxfix_call(int x);
+
+static void test_ring_cxx_method_name_is_demangled(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(cxxfix_call(1), 2);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	assert_true(cu_find_entry(&c, "cxxfix_call", 0) >= 0);
+	assert_true(cu_find_entry(&c, "cxxfix::Widget::run(int)", 0) >= 0);
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
 static long rss_pages(void)
 {
 	FILE *f = fopen("/proc/self/statm", "r");
@@ -254,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_ring_capture_resumes_tracing_in_fresh_buffer),
 		cmocka_unit_test(test_ring_buffer_limit_refuses_extra_buffers),
 		cmocka_unit_test(test_ring_multi_module_chain_found_by_name),
+		cmocka_unit_test(test_ring_cxx_method_name_is_demangled),
 		cmocka_unit_test(test_ring_untouched_pages_stay_out_of_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
