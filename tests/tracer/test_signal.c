@@ -210,6 +210,22 @@ static void test_signal_thread_exit_while_traced_keeps_buffer(void **state)
 	assert_int_equal(rvt_start(w.tid), -ESRCH);
 }
 
+static void test_signal_exited_thread_ring_yields_to_live_thread_at_limit(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_set_config(0, 1), 0);
+	struct worker w;
+	worker_start(&w, 2);
+	pthread_join(w.th, NULL); /* exited while traced: holds the only ring */
+	close(w.pipe[0]);
+	close(w.pipe[1]);
+	assert_int_equal(rvt_start(0), 0); /* reclaims it */
+	uint64_t size;
+	assert_true(rvt_capture_to_memfd(w.tid, &size) < 0);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	assert_int_equal(rvt_set_config(0, RVT_DEFAULT_MAX_BUFFERS), 0);
+}
+
 static void test_signal_unregistered_thread_started_by_tid_is_traced(void **state)
 {
 	(void)state;
@@ -233,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_signal_stop_thread_blocked_in_read_completes),
 		cmocka_unit_test(test_signal_thread_exit_while_traced_keeps_buffer),
 		cmocka_unit_test(test_signal_unregistered_thread_started_by_tid_is_traced),
+		cmocka_unit_test(test_signal_exited_thread_ring_yields_to_live_thread_at_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

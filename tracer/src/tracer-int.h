@@ -100,8 +100,9 @@ RVT_HIDDEN int rvt_write_all(int fd, const void *buf, size_t len);
  * buffer.  Returns 0 or a negative errno. */
 RVT_HIDDEN int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len);
 
-/* Symbol tables: fills `syms` (n values, sorted unique, caller-provided array)
- * and the module list; release with rvt_symtab_release(). */
+/* Symbol tables: one SYMBOL per value of `values` (n, sorted, unique) and
+ * the MODULEs holding them; all storage is owned by `st`, released with
+ * rvt_symtab_release().  Returns 0 or -ENOMEM. */
 struct rvt_symtab {
 	struct rvt_module *modules;
 	size_t nmodules;

@@ -278,22 +278,58 @@ static void thread_name_of(pid_t tid, char *buf, size_t len)
 		*nl = '\0';
 }
 
+/*
+ * A clean record for a live thread `tid`: the record of an exited thread with
+ * the same (reused) tid, or an emptied one, is recycled (its ring is freed),
+ * else one is appended.  NULL when out of memory.
+ */
+static struct rec *rec_slot_locked(pid_t tid)
+{
+	struct rec *r = NULL;
+	for (size_t i = 0; i < nrecs && !r; i++)
+		if (!recs[i].t && (recs[i].tid == tid || recs[i].tid == 0))
+			r = &recs[i];
+	if (!r) {
+		if (nrecs == caprecs) {
+			size_t nc = caprecs ? caprecs * 2 : 16;
+			struct rec *n = realloc(recs, nc * sizeof(*n));
+			if (!n)
+				return NULL;
+			recs = n;
+			caprecs = nc;
+		}
+		r = &recs[nrecs++];
+		r->ring = NULL;
+	}
+	ring_free(r->ring);
+	memset(r, 0, sizeof(*r));
+	r->tid = tid;
+	return r;
+}
+
+/* At the buffer limit, the ring of an exited thread nobody captured goes
+ * first: live threads matter more.  Returns 1 if one was freed. */
+static int reclaim_exited_locked(void)
+{
+	for (size_t i = 0; i < nrecs; i++)
+		if (!recs[i].t && recs[i].ring) {
+			ring_free(recs[i].ring);
+			recs[i].ring = NULL;
+			recs[i].tid = 0; /* empty: recycled by rec_slot_locked() */
+			return 1;
+		}
+	return 0;
+}
+
 static int register_locked(void)
 {
 	pid_t tid = rvt_gettid();
-	if (find_rec(tid))
+	struct rec *r = find_rec(tid);
+	if (r && r->t)
 		return tid;
-	if (nrecs == caprecs) {
-		size_t nc = caprecs ? caprecs * 2 : 16;
-		struct rec *n = realloc(recs, nc * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		recs = n;
-		caprecs = nc;
-	}
-	struct rec *r = &recs[nrecs++];
-	memset(r, 0, sizeof(*r));
-	r->tid = tid;
+	r = rec_slot_locked(tid);
+	if (!r)
+		return -ENOMEM;
 	r->t = &rvt__tls;
 	thread_name_of(tid, r->name, sizeof(r->name));
 	pthread_setspecific(exit_key, r->t);
@@ -314,14 +350,6 @@ static struct rec *register_remote_locked(pid_t tid)
 	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
 	if (access(path, F_OK) != 0)
 		return NULL;
-	if (nrecs == caprecs) {
-		size_t nc = caprecs ? caprecs * 2 : 16;
-		struct rec *n = realloc(recs, nc * sizeof(*n));
-		if (!n)
-			return NULL;
-		recs = n;
-		caprecs = nc;
-	}
 	atomic_store_explicit(&reg_got, NULL, memory_order_relaxed);
 	atomic_store_explicit(&reg_want, tid, memory_order_release);
 	struct rvt__thread *t = NULL;
@@ -335,9 +363,9 @@ static struct rec *register_remote_locked(pid_t tid)
 	atomic_store_explicit(&reg_want, 0, memory_order_release);
 	if (!t)
 		return NULL;
-	struct rec *r = &recs[nrecs++];
-	memset(r, 0, sizeof(*r));
-	r->tid = tid;
+	struct rec *r = rec_slot_locked(tid);
+	if (!r)
+		return NULL;
 	r->t = t;
 	thread_name_of(tid, r->name, sizeof(r->name));
 	return r;
@@ -391,6 +419,8 @@ static int start_locked(struct rec *r)
 	rvt_clock_init();
 	if (!r->ring) {
 		r->ring = ring_new();
+		if (!r->ring && live_rings >= cfg_max_buffers && reclaim_exited_locked())
+			r->ring = ring_new();
 		if (!r->ring)
 			return live_rings >= cfg_max_buffers ? -ENOBUFS : -ENOMEM;
 	}
@@ -481,7 +511,7 @@ static size_t parse_size(const char *s, size_t dflt)
 	default:
 		break;
 	}
-	if (*end || v < RVT_MIN_BUFFER_BYTES)
+	if (*end || v < RVT_MIN_BUFFER_BYTES || v > RVT_MAX_BUFFER_BYTES)
 		return dflt;
 	return (size_t)v & ~(size_t)7;
 }
@@ -574,7 +604,8 @@ int rvt_thread_register(void)
 
 int rvt_set_config(size_t buffer_bytes, unsigned max_buffers)
 {
-	if (buffer_bytes && buffer_bytes < RVT_MIN_BUFFER_BYTES)
+	if (buffer_bytes &&
+	    (buffer_bytes < RVT_MIN_BUFFER_BYTES || (uint64_t)buffer_bytes > RVT_MAX_BUFFER_BYTES))
 		return -EINVAL;
 	pthread_mutex_lock(&reg_lock);
 	if (buffer_bytes)
@@ -597,8 +628,11 @@ int rvt_start(pid_t tid)
 		tid = rc;
 	}
 	struct rec *r = rc < 0 ? NULL : find_rec(tid);
-	if (!r && rc >= 0)
-		r = register_remote_locked(tid);
+	if ((!r || !r->t) && rc >= 0 && tid != rvt_gettid()) {
+		struct rec *nr = register_remote_locked(tid);
+		if (nr)
+			r = nr;
+	}
 	rc = r ? start_locked(r) : (rc < 0 ? rc : -ESRCH);
 	pthread_mutex_unlock(&reg_lock);
 	return rc;
@@ -634,8 +668,8 @@ int rvt_set_ui_thread(pid_t tid)
 {
 	pthread_mutex_lock(&reg_lock);
 	struct rec *r = find_rec(tid ? tid : rvt_gettid());
-	if (!r)
-		r = tid ? register_remote_locked(tid) : NULL;
+	if ((!r || !r->t) && tid)
+		r = register_remote_locked(tid);
 	if (r)
 		for (size_t i = 0; i < nrecs; i++)
 			recs[i].is_ui = &recs[i] == r;
@@ -749,20 +783,16 @@ static int capture_to_buffer(pid_t tid, uint8_t **out, size_t *len, uint64_t *fr
 	pthread_mutex_lock(&reg_lock);
 	struct rec *r = find_rec(tid ? tid : rvt_gettid());
 	rc = r ? freeze_locked(r, &f) : -ESRCH;
-	int retry_start = r && r->t && !r->tracing && rc == 0 && r->ring == NULL;
-	pid_t rtid = r ? r->tid : 0;
 	if (rc == 0 && r && !r->t && !r->ring)
 		*r = recs[--nrecs];
 	pthread_mutex_unlock(&reg_lock);
 	if (rc)
 		return rc;
-	(void)retry_start;
 	rc = rvt_capture_build(&f, out, len);
 	if (frozen_ns)
 		*frozen_ns = f.ref_monotonic_ns;
 	pthread_mutex_lock(&reg_lock);
 	ring_free((struct rvt_ring *)f.ring);
-	(void)rtid;
 	pthread_mutex_unlock(&reg_lock);
 	return rc;
 }

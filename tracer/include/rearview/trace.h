@@ -54,8 +54,9 @@ extern "C" {
 /* Default ring size per thread, and default buffer limit per process. */
 #define RVT_DEFAULT_BUFFER_BYTES (32u << 20)
 #define RVT_DEFAULT_MAX_BUFFERS	 2u
-/* Smallest ring accepted (bytes). */
+/* Smallest and largest ring accepted (bytes; FORMAT.md: ≤ 2^32 slots). */
 #define RVT_MIN_BUFFER_BYTES 128u
+#define RVT_MAX_BUFFER_BYTES (8ull << 32)
 
 /*
  * Initialises the library (clock, signal handler, fork handler).  Called
@@ -71,9 +72,11 @@ RVT_API int rvt_init(void);
 RVT_API int rvt_thread_register(void);
 
 /*
- * Sets the ring size (bytes, rounded down to 8; ≥ RVT_MIN_BUFFER_BYTES) for
- * buffers allocated from now on, and the per-process buffer limit (≥ 1).
- * Pass 0 to keep a value.  Returns 0 or -EINVAL.
+ * Sets the ring size (bytes, rounded down to 8; RVT_MIN_BUFFER_BYTES ..
+ * RVT_MAX_BUFFER_BYTES) for buffers allocated from now on, and the
+ * per-process buffer limit (≥ 1).  Pass 0 to keep a value.  Returns 0 or
+ * -EINVAL.  A thread that exits while traced keeps its ring for a later
+ * capture by tid, until a live thread needs a buffer at the limit.
  */
 RVT_API int rvt_set_config(size_t buffer_bytes, unsigned max_buffers);
 
