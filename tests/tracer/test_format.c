@@ -178,6 +178,44 @@ static void test_format_wrapped_ring_starts_at_end_pos(void **state)
 	assert_int_equal(rvt_capture_slot_count(8, 3, 3, 1), 8);
 }
 
+/*
+ * 200 exits whose full (shifted) counters step by up to 0xf0000000: the low
+ * 32 bits wrap over and over, and FORMAT.md's backward reconstruction from
+ * the reference counter must give every full value back, at shift 0 and 7.
+ */
+static void test_format_timestamps_reconstruct_across_many_wraps(void **state)
+{
+	(void)state;
+	for (unsigned shift = 0; shift <= 7; shift += 7) {
+		enum { N = 200 };
+		uint64_t full[N], ring[N];
+		uint64_t t = 0x123456789ull;
+		for (int i = 0; i < N; i++) {
+			t += 0x10000000ull + (uint64_t)(i % 15) * 0x10000000ull;
+			full[i] = t;
+			ring[i] = (t & 0xffffffffull) << 32; /* exit slot */
+		}
+		struct rvt_capture_desc d;
+		memset(&d, 0, sizeof(d));
+		d.ref_counter = (full[N - 1] + 5) << shift;
+		d.counter_hz = 1000000000;
+		d.shift = (uint8_t)shift;
+		d.ring_slots = N + 1;
+		d.end_pos = N;
+		d.ring = ring;
+		uint8_t *out;
+		size_t len;
+		assert_int_equal(rvt_capture_encode(&d, &out, &len), 0);
+		struct cu_capture c;
+		assert_int_equal(cu_parse(out, len, &c), 0);
+		assert_int_equal(c.nevents, N);
+		for (int i = 0; i < N; i++)
+			assert_true(c.events[i].ts == full[i]);
+		cu_release(&c);
+		free(out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_format_golden_example_decodes_as_documented),
 		cmocka_unit_test(test_format_damaged_file_is_refused),
 		cmocka_unit_test(test_format_wrapped_ring_starts_at_end_pos),
+		cmocka_unit_test(test_format_timestamps_reconstruct_across_many_wraps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
