@@ -56,6 +56,11 @@ static void test_ring_capture_finds_call_chain_by_name(void **state)
 	assert_true(c.has_cmdline);
 	assert_true(strstr(c.exe, "test_ring") != NULL);
 	assert_int_equal(c.tid, (uint32_t)rvt_gettid());
+	/* FORMAT.md: the smallest shift for which 2^32 ticks span ≥ 180 s. */
+	assert_true(c.counter_hz >= 1000000 && c.counter_hz <= 100000000000ull);
+	assert_true((1ull << (32 + c.shift)) >= 180 * c.counter_hz);
+	if (c.shift > 0)
+		assert_true((1ull << (31 + c.shift)) < 180 * c.counter_hz);
 	cu_release(&c);
 	assert_int_equal(rvt_stop(0, 1), 0);
 }

@@ -33,6 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <elf.h>
 #include <link.h>
 
@@ -84,8 +87,18 @@ static uint64_t mono_raw_ns(void)
 static void clock_measure(void)
 {
 #if defined(__x86_64__)
-	/* The kernel does not export the TSC rate; measure it against
-	 * CLOCK_MONOTONIC_RAW over ~10 ms, keeping the tightest bracket. */
+	/* The kernel does not export the TSC rate.  CPUID leaf 0x15 gives it on
+	 * recent Intel parts (crystal × ratio); otherwise (AMD, most VMs) it is
+	 * measured against CLOCK_MONOTONIC_RAW over ~10 ms. */
+	unsigned a = 0, b = 0, c = 0, d = 0;
+	if (__get_cpuid_max(0, NULL) >= 0x15) {
+		__cpuid_count(0x15, 0, a, b, c, d);
+		if (a && b && c) {
+			rvt_clock.hz = (uint64_t)c * b / a;
+			rvt_clock.arch = 1;
+			goto shift;
+		}
+	}
 	uint64_t t0 = mono_raw_ns(), c0 = rvt__counter();
 	struct timespec nap = {0, 10 * 1000 * 1000};
 	while (nanosleep(&nap, &nap) == -1 && errno == EINTR)
@@ -104,6 +117,9 @@ static void clock_measure(void)
 #else
 	rvt_clock.hz = 1000000000u;
 	rvt_clock.arch = 3;
+#endif
+#if defined(__x86_64__)
+shift:;
 #endif
 	/* FORMAT.md: the smallest shift for which 2^32 ticks span ≥ 180 s. */
 	unsigned s = 0;
