@@ -92,3 +92,34 @@ $(TBIN)/bench/tracer_listing1: $(RVT_BENCH_OBJ) $(LIBRVTRACE_A) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVT_LDLIBS)
 BENCHES += $(TBIN)/bench/tracer_listing1
+
+# aarch64: the C hooks, rings, protocol and writer cross-built statically and
+# run under qemu-user (symbols and the control thread are stubbed: no arm64
+# libelf or protobuf-c on the build machine).  Skipped under sanitizers and
+# when the cross compiler or qemu is missing.
+RVT_A64_CC := aarch64-linux-gnu-gcc
+ifeq ($(SANFLAGS),)
+ifneq ($(shell command -v $(RVT_A64_CC) 2>/dev/null),)
+ifneq ($(shell command -v qemu-aarch64 2>/dev/null),)
+RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -Itests/tracer \
+                  -DRVT_BUILDING_LIBRARY $(WARN)
+RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/capture.o \
+	tracer/src/hooks.o tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
+	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o)
+$(OBJ)/a64/tests/tracer/fixture_call.o: RVT_A64_EXTRA := -finstrument-functions
+$(OBJ)/a64/tests/tracer/fixture_inline.o: RVT_A64_EXTRA := -finstrument-functions \
+	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/a64/%.o: %.c tracer/include/rearview/trace-inline.h tracer/src/tracer-int.h \
+		tests/tracer/fixture_body.h
+	@mkdir -p $(@D)
+	$(RVT_A64_CC) $(RVT_A64_CFLAGS) $(RVT_A64_EXTRA) -c -o $@ $<
+$(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
+	@mkdir -p $(@D)
+	$(RVT_A64_CC) -static -pthread -o $@ $^
+$(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
+	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
+	chmod +x $@
+TESTS += $(TBIN)/tracer/test_aarch64
+endif
+endif
+endif

@@ -77,6 +77,7 @@ int cu_parse(const uint8_t *b, size_t len, struct cu_capture *c)
 	c->ref_counter = le(b + 16, 8);
 	c->counter_hz = le(b + 40, 8);
 	c->shift = b[48];
+	c->arch = b[49];
 	c->pid = (uint32_t)le(b + 52, 4);
 	c->tid = (uint32_t)le(b + 56, 4);
 	c->method_base = le(b + 64, 8);

@@ -25,6 +25,7 @@ struct cu_capture {
 	uint64_t ref_counter, counter_hz, method_base, ring_slots, start_pos, end_pos;
 	uint64_t slot_count;
 	uint8_t shift;
+	uint8_t arch; /* 1 x86-64, 2 aarch64, 3 other */
 	uint32_t pid, tid;
 	uint64_t *slots;
 	struct cu_event *events; /* oldest first */

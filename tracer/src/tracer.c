@@ -77,12 +77,14 @@ pid_t rvt_gettid(void)
 
 /* ---- clock ---------------------------------------------------------------- */
 
+#if defined(__x86_64__)
 static uint64_t mono_raw_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+#endif
 
 static void clock_measure(void)
 {
