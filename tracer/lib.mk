@@ -123,3 +123,6 @@ TESTS += $(TBIN)/tracer/test_aarch64
 endif
 endif
 endif
+# The Lua macro-benchmark (fetches lua5.4's Debian source once; see the script).
+BENCHES += tests/bench/tracer_lua.sh
+tests/bench/tracer_lua.sh: $(LIBRVTRACE_A) $(LIBRVPROTO)
