@@ -241,6 +241,49 @@ static void test_ring_cxx_method_name_is_demangled(void **state)
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
+/* An interpreter's functions: keys with names only the runtime knows. */
+struct script_fn {
+	const char *name;
+};
+
+static int resolve_script(const void *key, char *buf, size_t len, void *arg)
+{
+	const struct script_fn *fns = arg;
+	for (int i = 0; i < 2; i++)
+		if (key == &fns[i]) {
+			snprintf(buf, len, "lua:%s", fns[i].name);
+			return 0;
+		}
+	return -1;
+}
+
+static void test_ring_manual_trace_points_named_by_resolver(void **state)
+{
+	(void)state;
+	struct script_fn *fns = malloc(2 * sizeof(*fns)); /* in no module */
+	assert_non_null(fns);
+	fns[0].name = "main_chunk";
+	fns[1].name = "helper";
+	rvt_set_resolver(resolve_script, fns);
+	assert_int_equal(rvt_start(0), 0);
+	rvt_enter(&fns[0]);
+	rvt_enter(&fns[1]);
+	call_top(0); /* native code called from the script */
+	rvt_exit();
+	rvt_exit();
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	long a = cu_find_entry(&c, "lua:main_chunk", 0);
+	assert_true(a >= 0);
+	assert_int_equal(cu_find_entry(&c, "lua:helper", (size_t)a), a + 1);
+	assert_int_equal(cu_find_entry(&c, "call_top", (size_t)a), a + 2);
+	cu_release(&c);
+	rvt_set_resolver(NULL, NULL);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	free(fns);
+}
+
 static long rss_pages(void)
 {
 	FILE *f = fopen("/proc/self/statm", "r");
@@ -276,6 +319,7 @@ int main(void)
 		cmocka_unit_test(test_ring_buffer_limit_refuses_extra_buffers),
 		cmocka_unit_test(test_ring_multi_module_chain_found_by_name),
 		cmocka_unit_test(test_ring_cxx_method_name_is_demangled),
+		cmocka_unit_test(test_ring_manual_trace_points_named_by_resolver),
 		cmocka_unit_test(test_ring_untouched_pages_stay_out_of_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -738,8 +738,12 @@ void rvt_set_resolver(rvt_resolve_fn fn, void *arg)
 
 int rvt_resolve_key(uint64_t addr, char *buf, size_t len)
 {
+	pthread_mutex_lock(&reg_lock);
 	rvt_resolve_fn fn = resolver;
-	return fn ? fn((const void *)(uintptr_t)addr, buf, len, resolver_arg) : -1;
+	void *arg = resolver_arg;
+	pthread_mutex_unlock(&reg_lock);
+	/* Called unlocked: the resolver may use the API itself. */
+	return fn ? fn((const void *)(uintptr_t)addr, buf, len, arg) : -1;
 }
 
 void rvt_enter(const void *key)
