@@ -1,0 +1,146 @@
+/*
+ * tracer_listing1.c — `make bench` for librvtrace: Hubble's Listing 1
+ * (recursive Test(depth=10, work, sum), ten calls = twenty trace points per
+ * Test) built uninstrumented, with empty hooks, in call mode and in inline
+ * mode (gcc), and uninstrumented / call mode with clang; each instrumented
+ * build measured with tracing off and on.  Prints medians of 5 runs: ns per
+ * Test call and ns per trace point over the same compiler's uninstrumented
+ * build, plus the raw cost of one counter read.  Results: tracer/BENCHMARKS.md.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rearview/trace-inline.h"
+#include "rearview/trace.h"
+
+typedef long (*test_fn)(int depth, int work, long sum);
+long plain_test(int, int, long);
+long call_test(int, int, long);
+long inline_test(int, int, long);
+long clang_plain_test(int, int, long);
+long clang_call_test(int, int, long);
+long empty_test(int, int, long);
+
+/* The empty hooks the "empty" build's calls were renamed to (objcopy). */
+__attribute__((noinline, no_instrument_function)) void bench_empty_enter(void *fn, void *site);
+__attribute__((noinline, no_instrument_function)) void bench_empty_exit(void *fn, void *site);
+void bench_empty_enter(void *fn, void *site)
+{
+	(void)fn;
+	(void)site;
+	__asm__ __volatile__("");
+}
+void bench_empty_exit(void *fn, void *site)
+{
+	(void)fn;
+	(void)site;
+	__asm__ __volatile__("");
+}
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static volatile long sink;
+
+/* ns per Test(10, work) call. */
+static double run(test_fn f, int work, long iters)
+{
+	long sum = 1;
+	double t0 = now_ns();
+	for (long i = 0; i < iters; i++)
+		sum = f(10, work, sum + 1);
+	double t1 = now_ns();
+	sink = sum;
+	return (t1 - t0) / (double)iters;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+#define REPS 5
+static double median(test_fn f, int work, long iters)
+{
+	double v[REPS];
+	run(f, work, iters / 10); /* warm up */
+	for (int r = 0; r < REPS; r++)
+		v[r] = run(f, work, iters);
+	qsort(v, REPS, sizeof(v[0]), cmp_d);
+	return v[REPS / 2];
+}
+
+static double counter_read_ns(void)
+{
+	double v[REPS];
+	const long n = 20000000;
+	for (int r = 0; r < REPS; r++) {
+		uint64_t acc = 0;
+		double t0 = now_ns();
+		for (long i = 0; i < n; i++)
+			acc += rvt__counter();
+		double t1 = now_ns();
+		sink = (long)acc;
+		v[r] = (t1 - t0) / (double)n;
+	}
+	qsort(v, REPS, sizeof(v[0]), cmp_d);
+	return v[REPS / 2];
+}
+
+struct variant {
+	const char *name;
+	test_fn fn;
+	int trace; /* run with tracing on */
+	test_fn base;
+};
+
+int main(void)
+{
+	static const int works[] = {0, 1, 10, 100, 1000};
+	const struct variant vs[] = {
+		{"gcc uninstrumented", plain_test, 0, plain_test},
+		{"gcc empty hooks", empty_test, 0, plain_test},
+		{"gcc call off", call_test, 0, plain_test},
+		{"gcc call on", call_test, 1, plain_test},
+		{"gcc inline off", inline_test, 0, plain_test},
+		{"gcc inline on", inline_test, 1, plain_test},
+		{"clang uninstrumented", clang_plain_test, 0, clang_plain_test},
+		{"clang call off", clang_call_test, 0, clang_plain_test},
+		{"clang call on", clang_call_test, 1, clang_plain_test},
+	};
+	const size_t nv = sizeof(vs) / sizeof(vs[0]);
+	printf("counter read: %.2f ns (median of %d)\n", counter_read_ns(), REPS);
+	printf("%-22s %5s %12s %14s\n", "variant", "work", "ns/Test", "ns/tracepoint");
+	for (size_t w = 0; w < sizeof(works) / sizeof(works[0]); w++) {
+		int work = works[w];
+		long iters = 2000000 / (1 + work);
+		if (iters < 200)
+			iters = 200;
+		double base_gcc = 0, base_clang = 0;
+		for (size_t i = 0; i < nv; i++) {
+			if (vs[i].trace && rvt_start(0) != 0) {
+				fprintf(stderr, "rvt_start failed\n");
+				return 1;
+			}
+			double t = median(vs[i].fn, work, iters);
+			if (vs[i].trace)
+				rvt_stop(0, 0);
+			if (vs[i].fn == plain_test)
+				base_gcc = t;
+			if (vs[i].fn == clang_plain_test)
+				base_clang = t;
+			double base = vs[i].base == plain_test ? base_gcc : base_clang;
+			printf("%-22s %5d %12.2f %14.3f\n", vs[i].name, work, t, (t - base) / 20.0);
+		}
+	}
+	rvt_stop(0, 1);
+	return 0;
+}

@@ -1,0 +1,4 @@
+/* tracer_work_call.c — Listing 1, call build (see tracer_work.h). */
+#define FX(n) call_##n
+long FX(test)(int depth, int work, long sum);
+#include "tracer_work.h"

@@ -1,0 +1,4 @@
+/* tracer_work_plain.c — Listing 1, plain build (see tracer_work.h). */
+#define FX(n) plain_##n
+long FX(test)(int depth, int work, long sum);
+#include "tracer_work.h"

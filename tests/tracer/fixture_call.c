@@ -1,0 +1,3 @@
+/* fixture_call.c — the workload in call mode (-finstrument-functions). */
+#define FX(n) call_##n
+#include "fixture_body.h"

@@ -1,0 +1,229 @@
+/*
+ * test_format.c — the capture writer's encoding against the golden bytes of
+ * FORMAT.md's worked example (tests/tracer/golden/example.rvt.hex, generated
+ * from the byte tables independently of the writer), the example's decoding
+ * and timestamp reconstruction, and a reader that refuses damaged files.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "capture_util.h"
+#include "tracer-int.h"
+
+#ifndef RVT_GOLDEN_DIR
+#define RVT_GOLDEN_DIR "tests/tracer/golden"
+#endif
+
+static size_t load_hex(const char *path, uint8_t *out, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char line[256];
+	size_t n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#')
+			continue;
+		char *p = line, *end;
+		for (;;) {
+			unsigned long v = strtoul(p, &end, 16);
+			if (end == p)
+				break;
+			assert_true(v <= 0xff && n < cap);
+			out[n++] = (uint8_t)v;
+			p = end;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static const uint64_t example_slots[8] = {
+	0xfffffffe00001200ull,
+	0x000029aaaaaad000ull,
+	0x0000000200000001ull,
+	0x0000000800000000ull,
+	0x0000001000000000ull,
+	0,
+	0,
+	0,
+};
+
+static void example_desc(struct rvt_capture_desc *d, struct rvt_module m[2], struct rvt_symbol s[2])
+{
+	static const uint8_t id0[4] = {1, 2, 3, 4}, id1[4] = {0xaa, 0xbb, 0xcc, 0xdd};
+	m[0] = (struct rvt_module){0, 0x555555554000,	 0x555555554000, 0x555555559000, id0,
+				   4, "/usr/bin/example"};
+	m[1] = (struct rvt_module){1, 0x7f0000000000,	    0x7f0000000000, 0x7f0000003000, id1,
+				   4, "/usr/lib/libwork.so"};
+	s[0] = (struct rvt_symbol){0x1200, 0x1200, 0, "main"};
+	s[1] = (struct rvt_symbol){0x29aaaaaad000, 0x1000, 1, "work"};
+	memset(d, 0, sizeof(*d));
+	d->ref_counter = 0x0000000200000010ull;
+	d->ref_realtime_ns = 1763683200000000000ull;
+	d->ref_monotonic_ns = 123456789000ull;
+	d->counter_hz = 1000000000ull;
+	d->shift = 0;
+	d->arch = 1;
+	d->pid = 4242;
+	d->tid = 4242;
+	d->method_base = 0x555555554000ull;
+	d->ring_slots = 8;
+	d->start_pos = 0;
+	d->end_pos = 5;
+	d->ring = example_slots;
+	d->exe = "/usr/bin/example";
+	d->cmdline = "example\0--demo";
+	d->cmdline_len = 15;
+	d->thread_name = "main";
+	d->modules = m;
+	d->nmodules = 2;
+	d->symbols = s;
+	d->nsymbols = 2;
+}
+
+static void test_format_writer_matches_golden_example(void **state)
+{
+	(void)state;
+	uint8_t golden[4096];
+	size_t glen = load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof(golden));
+	assert_int_equal(glen, 448);
+	struct rvt_capture_desc d;
+	struct rvt_module m[2];
+	struct rvt_symbol s[2];
+	example_desc(&d, m, s);
+	uint8_t *out;
+	size_t len;
+	assert_int_equal(rvt_capture_encode(&d, &out, &len), 0);
+	assert_int_equal(len, glen);
+	for (size_t i = 0; i < len; i++)
+		if (out[i] != golden[i])
+			fail_msg("byte %zu: writer %02x, golden %02x", i, out[i], golden[i]);
+	free(out);
+}
+
+static void test_format_golden_example_decodes_as_documented(void **state)
+{
+	(void)state;
+	uint8_t golden[4096];
+	size_t glen = load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof(golden));
+	struct cu_capture c;
+	assert_int_equal(cu_parse(golden, glen, &c), 0);
+	assert_int_equal(c.nevents, 4);
+	assert_int_equal(c.nmodules, 2);
+	assert_string_equal(c.exe, "/usr/bin/example");
+	assert_string_equal(c.thread_name, "main");
+	assert_true(c.has_cmdline);
+	assert_string_equal(cu_name(&c, c.events[0].value), "main");
+	assert_string_equal(cu_name(&c, c.events[1].value), "work");
+	/* main ran 18 ns (0x1_fffffffe → 0x2_00000010), work 6 ns. */
+	assert_true(c.events[0].ts == 0x1fffffffeull);
+	assert_true(c.events[1].ts == 0x200000002ull);
+	assert_true(c.events[2].ts == 0x200000008ull);
+	assert_true(c.events[3].ts == 0x200000010ull);
+	assert_int_equal(c.events[3].ts - c.events[0].ts, 18);
+	assert_int_equal(c.events[2].ts - c.events[1].ts, 6);
+	cu_release(&c);
+}
+
+static void test_format_damaged_file_is_refused(void **state)
+{
+	(void)state;
+	uint8_t golden[4096];
+	size_t glen = load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof(golden));
+	struct cu_capture c;
+	for (size_t cut = 0; cut < glen; cut += 8) {
+		assert_int_equal(cu_parse(golden, cut, &c), -EBADMSG);
+		cu_release(&c);
+	}
+	/* Slot 1's value now fits 32 bits: a writer never makes that two slots. */
+	memset(golden + 128 + 8 + 4, 0, 4);
+	assert_int_equal(cu_parse(golden, glen, &c), -EBADMSG);
+	cu_release(&c);
+}
+
+static void test_format_wrapped_ring_starts_at_end_pos(void **state)
+{
+	(void)state;
+	uint64_t ring[4] = {0x0000000500000000ull, 0x0000000600001200ull, 0x0000000300001200ull,
+			    0x0000000400000000ull};
+	struct rvt_capture_desc d;
+	memset(&d, 0, sizeof(d));
+	d.flags = RVT_CAP_WRAPPED;
+	d.ref_counter = 7;
+	d.counter_hz = 1000000000;
+	d.ring_slots = 4;
+	d.start_pos = 2;
+	d.end_pos = 2;
+	d.ring = ring;
+	uint8_t *out;
+	size_t len;
+	assert_int_equal(rvt_capture_encode(&d, &out, &len), 0);
+	struct cu_capture c;
+	assert_int_equal(cu_parse(out, len, &c), 0);
+	assert_int_equal(c.slot_count, 4);
+	assert_true(c.slots[0] == ring[2] && c.slots[3] == ring[1]);
+	for (size_t i = 1; i < c.nevents; i++)
+		assert_true(c.events[i].ts > c.events[i - 1].ts);
+	cu_release(&c);
+	free(out);
+	assert_int_equal(rvt_capture_slot_count(8, 0, 5, 0), 5);
+	assert_int_equal(rvt_capture_slot_count(8, 3, 3, 1), 8);
+}
+
+/*
+ * 200 exits whose full (shifted) counters step by up to 0xf0000000: the low
+ * 32 bits wrap over and over, and FORMAT.md's backward reconstruction from
+ * the reference counter must give every full value back, at shift 0 and 7.
+ */
+static void test_format_timestamps_reconstruct_across_many_wraps(void **state)
+{
+	(void)state;
+	for (unsigned shift = 0; shift <= 7; shift += 7) {
+		enum { N = 200 };
+		uint64_t full[N], ring[N];
+		uint64_t t = 0x123456789ull;
+		for (int i = 0; i < N; i++) {
+			t += 0x10000000ull + (uint64_t)(i % 15) * 0x10000000ull;
+			full[i] = t;
+			ring[i] = (t & 0xffffffffull) << 32; /* exit slot */
+		}
+		struct rvt_capture_desc d;
+		memset(&d, 0, sizeof(d));
+		d.ref_counter = (full[N - 1] + 5) << shift;
+		d.counter_hz = 1000000000;
+		d.shift = (uint8_t)shift;
+		d.ring_slots = N + 1;
+		d.end_pos = N;
+		d.ring = ring;
+		uint8_t *out;
+		size_t len;
+		assert_int_equal(rvt_capture_encode(&d, &out, &len), 0);
+		struct cu_capture c;
+		assert_int_equal(cu_parse(out, len, &c), 0);
+		assert_int_equal(c.nevents, N);
+		for (int i = 0; i < N; i++)
+			assert_true(c.events[i].ts == full[i]);
+		cu_release(&c);
+		free(out);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_format_writer_matches_golden_example),
+		cmocka_unit_test(test_format_golden_example_decodes_as_documented),
+		cmocka_unit_test(test_format_damaged_file_is_refused),
+		cmocka_unit_test(test_format_wrapped_ring_starts_at_end_pos),
+		cmocka_unit_test(test_format_timestamps_reconstruct_across_many_wraps),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

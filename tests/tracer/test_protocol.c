@@ -1,0 +1,152 @@
+/*
+ * test_protocol.c — the Fig. 4 start/stop protocol: thousands of start, stop
+ * and capture cycles against a thread running hot (run under ThreadSanitizer
+ * by `make tsan`), and the signal handler's deferral rule checked
+ * deterministically: a stop signal that lands while a trace point is writing
+ * must leave the stop to that trace point.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "capture_util.h"
+#include "fixture.h"
+#include "rearview/trace-inline.h"
+#include "rearview/trace.h"
+
+struct hot {
+	pthread_t th;
+	_Atomic int tid;
+	_Atomic int stop;
+	_Atomic unsigned long calls;
+};
+
+static void *hot_main(void *arg)
+{
+	struct hot *h = arg;
+	rvt_thread_register();
+	h->tid = (int)syscall(SYS_gettid);
+	while (!h->stop) {
+		call_top(2);
+		inl_top(1);
+		h->calls++;
+	}
+	return NULL;
+}
+
+static void test_protocol_start_stop_cycles_while_hot_stay_consistent(void **state)
+{
+	(void)state;
+	struct hot h;
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(pthread_create(&h.th, NULL, hot_main, &h), 0);
+	while (h.tid == 0)
+		sched_yield();
+	assert_int_equal(rvt_set_config(8192, 0), 0);
+	for (int i = 0; i < 2000; i++) {
+		assert_int_equal(rvt_start(h.tid), 0);
+		if (i % 2)
+			sched_yield();
+		if (i % 100 == 0) {
+			uint64_t size;
+			int fd = rvt_capture_to_memfd(h.tid, &size);
+			assert_true(fd >= 0);
+			struct cu_capture c;
+			assert_int_equal(cu_parse_fd(fd, &c), 0);
+			for (size_t k = 1; k < c.nevents; k++)
+				assert_true(c.events[k].ts >= c.events[k - 1].ts);
+			cu_release(&c);
+			close(fd);
+		}
+		assert_int_equal(rvt_stop(h.tid, i % 10 == 0), 0);
+		assert_int_equal(rvt_is_tracing(h.tid), 0);
+	}
+	h.stop = 1;
+	pthread_join(h.th, NULL);
+	assert_true(h.calls > 0);
+	assert_int_equal(rvt_set_config(RVT_DEFAULT_BUFFER_BYTES, 0), 0);
+}
+
+/* The real-time signal librvtrace installed its stop handler on. */
+static int find_stop_signal(void)
+{
+	for (int s = SIGRTMIN; s <= SIGRTMAX; s++) {
+		struct sigaction sa;
+		if (sigaction(s, NULL, &sa) == 0 && (sa.sa_flags & SA_SIGINFO) &&
+		    sa.sa_sigaction != NULL)
+			return s;
+	}
+	return -1;
+}
+
+static void test_protocol_signal_mid_trace_point_defers_to_it(void **state)
+{
+	(void)state;
+	int sig = find_stop_signal();
+	assert_true(sig > 0);
+	assert_int_equal(rvt_start(0), 0);
+	call_top(0);
+	struct rvt__thread *t = &rvt__tls;
+	/* Pretend a trace point is mid-write when the stop signal lands. */
+	atomic_store(&t->busy, 1);
+	atomic_store(&t->stop, 1);
+	assert_int_equal(raise(sig), 0);
+	assert_int_equal(atomic_load(&t->stop), 1); /* deferred */
+	assert_true(atomic_load(&t->start) != 0);   /* still tracing */
+	uint64_t *cur = atomic_load(&t->cur);
+	atomic_store(&t->busy, 0);
+	/* The interrupted trace point finishes: it writes, then stops itself. */
+	rvt_exit();
+	assert_int_equal(atomic_load(&t->start), 0);
+	uint64_t end = atomic_load(&t->stop) - 2;
+	assert_true(end == (uint64_t)(cur + 1 - t->base));
+	/* Outside a trace point the handler stops at once. */
+	atomic_store(&t->stop, 0);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	assert_int_equal(rvt_start(0), 0);
+	call_top(0);
+	cur = atomic_load(&t->cur);
+	atomic_store(&t->stop, 1);
+	assert_int_equal(raise(sig), 0);
+	assert_int_equal(atomic_load(&t->start), 0);
+	assert_true(atomic_load(&t->stop) - 2 == (uint64_t)(cur - t->base));
+	/* The registry still thinks it traces: a stop completes immediately. */
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+static void test_protocol_nested_trace_point_in_busy_window_is_dropped(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_start(0), 0);
+	struct rvt__thread *t = &rvt__tls;
+	call_top(0);
+	uint64_t *cur = atomic_load(&t->cur);
+	atomic_store(&t->busy, 1); /* as if a handler interrupted a trace point */
+	call_top(0);
+	assert_ptr_equal(atomic_load(&t->cur), cur);
+	atomic_store(&t->busy, 0);
+	call_top(0);
+	assert_ptr_not_equal(atomic_load(&t->cur), cur);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_protocol_start_stop_cycles_while_hot_stay_consistent),
+		cmocka_unit_test(test_protocol_signal_mid_trace_point_defers_to_it),
+		cmocka_unit_test(test_protocol_nested_trace_point_in_busy_window_is_dropped),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,326 @@
+/*
+ * test_ring.c — ring buffers and captures on the calling thread: the call
+ * chain of a real instrumented program found by name, call and inline mode
+ * writing identical buffers, wrap-around with one- and two-slot entries
+ * straddling the wrap point, and untraced threads writing nothing.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "capture_util.h"
+#include "fixture.h"
+#include "rearview/trace.h"
+#include "tracer-int.h"
+
+static void capture_self(struct cu_capture *c)
+{
+	uint64_t size = 0;
+	int fd = rvt_capture_to_memfd(0, &size);
+	assert_true(fd >= 0);
+	assert_true(size > 128);
+	assert_int_equal(cu_parse_fd(fd, c), 0);
+	close(fd);
+}
+
+static void test_ring_capture_finds_call_chain_by_name(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(rvt_is_tracing(0), 1);
+	assert_int_equal(call_top(2), 4);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	long i = cu_find_entry(&c, "call_top", 0);
+	assert_true(i >= 0);
+	assert_int_equal(cu_find_entry(&c, "call_top", (size_t)i + 1), i + 1);
+	assert_int_equal(cu_find_entry(&c, "call_top", (size_t)i + 2), i + 2);
+	assert_int_equal(cu_find_entry(&c, "call_middle", (size_t)i), i + 3);
+	assert_int_equal(cu_find_entry(&c, "call_leaf", (size_t)i), i + 4);
+	/* Five entries, then five exits. */
+	assert_true(c.nevents >= (size_t)i + 10);
+	for (long k = i + 5; k < i + 10; k++)
+		assert_int_equal(c.events[k].entry, 0);
+	for (size_t k = 1; k < c.nevents; k++)
+		assert_true(c.events[k].ts >= c.events[k - 1].ts);
+	assert_true(c.nmodules >= 1);
+	assert_true(c.has_cmdline);
+	assert_true(strstr(c.exe, "test_ring") != NULL);
+	assert_int_equal(c.tid, (uint32_t)rvt_gettid());
+	/* FORMAT.md: the smallest shift for which 2^32 ticks span ≥ 180 s. */
+	assert_true(c.counter_hz >= 1000000 && c.counter_hz <= 100000000000ull);
+	assert_true((1ull << (32 + c.shift)) >= 180 * c.counter_hz);
+	if (c.shift > 0)
+		assert_true((1ull << (31 + c.shift)) < 180 * c.counter_hz);
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+/* Maps each event to (entry, function index) so two copies compare. */
+static int fn_index(const struct cu_capture *c, uint64_t value, const void *const fns[3])
+{
+	for (int k = 0; k < 3; k++)
+		if (value + c->method_base == (uint64_t)(uintptr_t)fns[k])
+			return k;
+	return -1;
+}
+
+static void test_ring_call_and_inline_modes_write_identical_buffers(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_start(0), 0);
+	call_top(4);
+	inl_top(4);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	long a = cu_find_entry(&c, "call_top", 0);
+	long b = cu_find_entry(&c, "inl_top", 0);
+	assert_true(a >= 0 && b > a);
+	size_t n = 14; /* 5 top + middle + leaf = 7 entries, 7 exits */
+	assert_true((size_t)b + n <= c.nevents);
+	for (size_t k = 0; k < n; k++) {
+		const struct cu_event *x = &c.events[(size_t)a + k], *y = &c.events[(size_t)b + k];
+		assert_int_equal(x->entry, y->entry);
+		if (x->entry) {
+			int fx = fn_index(&c, x->value, call_functions);
+			assert_true(fx >= 0);
+			assert_int_equal(fx, fn_index(&c, y->value, inl_functions));
+		}
+	}
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+/*
+ * Manual trace points with keys on both sides of method_base give one- and
+ * two-slot entries; a 16-slot ring wraps constantly.  For every phase of the
+ * wrap, the capture must decode into a suffix of what was written.
+ */
+struct wev {
+	int entry;
+	uint64_t value;
+};
+
+static void test_ring_wrap_straddling_two_slot_entries_decodes(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_set_config(16 * 8, 0), 0);
+	const char *far_key = (const char *)(uintptr_t)0x1000; /* below base: two slots */
+	for (int phase = 0; phase < 40; phase++) {
+		assert_int_equal(rvt_start(0), 0);
+		struct wev w[200];
+		size_t nw = 0, slots = 0;
+		uint64_t near = 0x10000 + (uint64_t)phase * 16;
+		for (int k = 0; k < phase % 7; k++) {
+			rvt_enter((const void *)(uintptr_t)(rvt_method_base + near));
+			w[nw++] = (struct wev){1, near};
+		}
+		for (int k = 0; k < 9 + phase; k++) {
+			if (k % 3 == 0) {
+				rvt_enter(far_key);
+				w[nw++] = (struct wev){1, (uint64_t)(uintptr_t)far_key -
+								  rvt_method_base};
+				slots++;
+			} else if (k % 3 == 1) {
+				rvt_enter((const void *)(uintptr_t)(rvt_method_base + near + 8));
+				w[nw++] = (struct wev){1, near + 8};
+			} else {
+				rvt_exit();
+				w[nw++] = (struct wev){0, 0};
+			}
+		}
+		assert_int_equal(rvt_stop(0, 0), 0);
+		struct cu_capture c;
+		capture_self(&c);
+		assert_true(c.nevents > 0 && c.nevents <= nw);
+		slots += nw;
+		if (slots >= 16)
+			assert_true(c.flags & 1u);
+		size_t off = nw - c.nevents;
+		for (size_t k = 0; k < c.nevents; k++) {
+			assert_int_equal(c.events[k].entry, w[off + k].entry);
+			assert_true(c.events[k].value == w[off + k].value);
+		}
+		cu_release(&c);
+		assert_int_equal(rvt_stop(0, 1), 0);
+	}
+	assert_int_equal(rvt_set_config(RVT_DEFAULT_BUFFER_BYTES, 0), 0);
+}
+
+static void test_ring_untraced_thread_records_nothing(void **state)
+{
+	(void)state;
+	call_top(2);
+	uint64_t size;
+	assert_int_equal(rvt_capture_to_memfd(0, &size), -ENODATA);
+	assert_int_equal(rvt_stop(4 << 22, 0), -ESRCH);
+}
+
+static void test_ring_capture_resumes_tracing_in_fresh_buffer(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_start(0), 0);
+	call_top(1);
+	struct cu_capture c;
+	capture_self(&c); /* while tracing: freeze and swap */
+	assert_true(cu_find_entry(&c, "call_top", 0) >= 0);
+	cu_release(&c);
+	assert_int_equal(rvt_is_tracing(0), 1);
+	inl_top(1);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	capture_self(&c);
+	assert_int_equal(cu_find_entry(&c, "call_top", 0), -1);
+	assert_true(cu_find_entry(&c, "inl_top", 0) >= 0);
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+static void test_ring_buffer_limit_refuses_extra_buffers(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_set_config(0, 1), 0);
+	assert_int_equal(rvt_start(0), 0);
+	call_top(1);
+	uint64_t size;
+	/* The frozen ring still counts, so tracing cannot resume... */
+	int fd = rvt_capture_to_memfd(0, &size);
+	assert_true(fd >= 0);
+	close(fd);
+	/* ...and the thread is stopped rather than blocked on the flush. */
+	assert_int_equal(rvt_is_tracing(0), 0);
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	assert_int_equal(rvt_set_config(0, RVT_DEFAULT_MAX_BUFFERS), 0);
+}
+
+int modfix_outer(int x);
+
+static void test_ring_multi_module_chain_found_by_name(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(modfix_outer(1), 9);
+	call_top(0);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	long a = cu_find_entry(&c, "modfix_outer", 0);
+	assert_true(a >= 0);
+	assert_int_equal(cu_find_entry(&c, "modfix_inner", (size_t)a), a + 1);
+	assert_true(cu_find_entry(&c, "call_leaf", (size_t)a) > a);
+	/* The library is mapped far from the executable: two-slot entries. */
+	assert_true(c.events[a].value >> 32 != 0);
+	assert_true(c.nmodules >= 2);
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+int cxxfix_call(int x);
+
+static void test_ring_cxx_method_name_is_demangled(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(cxxfix_call(1), 2);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	assert_true(cu_find_entry(&c, "cxxfix_call", 0) >= 0);
+	assert_true(cu_find_entry(&c, "cxxfix::Widget::run(int)", 0) >= 0);
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+/* An interpreter's functions: keys with names only the runtime knows. */
+struct script_fn {
+	const char *name;
+};
+
+static int resolve_script(const void *key, char *buf, size_t len, void *arg)
+{
+	const struct script_fn *fns = arg;
+	for (int i = 0; i < 2; i++)
+		if (key == &fns[i]) {
+			snprintf(buf, len, "lua:%s", fns[i].name);
+			return 0;
+		}
+	return -1;
+}
+
+static void test_ring_manual_trace_points_named_by_resolver(void **state)
+{
+	(void)state;
+	struct script_fn *fns = malloc(2 * sizeof(*fns)); /* in no module */
+	assert_non_null(fns);
+	fns[0].name = "main_chunk";
+	fns[1].name = "helper";
+	rvt_set_resolver(resolve_script, fns);
+	assert_int_equal(rvt_start(0), 0);
+	rvt_enter(&fns[0]);
+	rvt_enter(&fns[1]);
+	call_top(0); /* native code called from the script */
+	rvt_exit();
+	rvt_exit();
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	long a = cu_find_entry(&c, "lua:main_chunk", 0);
+	assert_true(a >= 0);
+	assert_int_equal(cu_find_entry(&c, "lua:helper", (size_t)a), a + 1);
+	assert_int_equal(cu_find_entry(&c, "call_top", (size_t)a), a + 2);
+	cu_release(&c);
+	rvt_set_resolver(NULL, NULL);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	free(fns);
+}
+
+static long rss_pages(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size = 0, rss = 0;
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss;
+}
+
+static void test_ring_untouched_pages_stay_out_of_memory(void **state)
+{
+	(void)state;
+	long before = rss_pages();
+	assert_int_equal(rvt_start(0), 0); /* a 32 MiB ring */
+	call_top(3);
+	long after = rss_pages();
+	/* A few slots were written: nowhere near 32 MiB became resident. */
+	assert_true(after - before < (4l << 20) / getpagesize());
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ring_capture_finds_call_chain_by_name),
+		cmocka_unit_test(test_ring_call_and_inline_modes_write_identical_buffers),
+		cmocka_unit_test(test_ring_wrap_straddling_two_slot_entries_decodes),
+		cmocka_unit_test(test_ring_untraced_thread_records_nothing),
+		cmocka_unit_test(test_ring_capture_resumes_tracing_in_fresh_buffer),
+		cmocka_unit_test(test_ring_buffer_limit_refuses_extra_buffers),
+		cmocka_unit_test(test_ring_multi_module_chain_found_by_name),
+		cmocka_unit_test(test_ring_cxx_method_name_is_demangled),
+		cmocka_unit_test(test_ring_manual_trace_points_named_by_resolver),
+		cmocka_unit_test(test_ring_untouched_pages_stay_out_of_memory),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

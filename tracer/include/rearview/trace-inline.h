@@ -1,0 +1,158 @@
+/*
+ * rearview/trace-inline.h — the trace point, for inline mode.
+ *
+ * Force-include it into every translation unit of an instrumented program
+ * (gcc: `-finstrument-functions -include rearview/trace-inline.h`) and gcc
+ * inlines __cyg_profile_func_enter/exit into each function body instead of
+ * calling librvtrace's out-of-line hooks (call mode).  Both modes run this
+ * same code and write identical slots (FORMAT.md §1).
+ *
+ * The per-thread state below is librvtrace's internal ABI (names start with
+ * rvt__); it may change between library versions, so rebuild inline-mode
+ * programs with the matching library.
+ *
+ * Protocol (Hubble Fig. 4, two shared words per thread):
+ *   start  0 = off; otherwise the address of the ring the thread must trace
+ *          into.  Written by the control side (release) to start; cleared by
+ *          the thread when it stops.
+ *   stop   0 = nothing asked; 1 = the control side asks the thread to stop;
+ *          ≥ 2 = the thread stopped, its end position is stop − 2 (written by
+ *          the thread with release, after the ring's end_pos and wrapped).
+ * Everything else is private to the thread and its signal handler.  `busy`
+ * is set while a trace point touches the ring: the stop signal handler then
+ * leaves the stop to the interrupted trace point (which checks `stop` as its
+ * last step), and a trace point nested in a signal handler is dropped, so a
+ * signal can never tear an entry or misplace the end position.  No
+ * read-modify-write, lock, call or system call on the path; the shared words
+ * are C11 atomics with relaxed order (plain loads and stores).
+ */
+#ifndef REARVIEW_TRACE_INLINE_H
+#define REARVIEW_TRACE_INLINE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#include <time.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RVT__NOTRACE __attribute__((no_instrument_function))
+/* gnu_inline + always_inline: always inlined, never emitted out of line. */
+#define RVT__ALWAYS __attribute__((gnu_inline, always_inline, no_instrument_function))
+
+struct rvt__thread {
+	_Atomic(uintptr_t) start; /* shared, see above */
+	_Atomic(uintptr_t) stop;  /* shared, see above */
+	_Atomic(uint64_t *) cur;  /* next slot to write */
+	_Atomic(uintptr_t) seen;  /* the ring cur/base/limit belong to */
+	_Atomic(int) busy;	  /* a trace point is writing */
+	_Atomic(int) wrapped;	  /* cur has wrapped at least once */
+	uint64_t *base;		  /* first slot of the ring */
+	uint64_t *limit;	  /* one past the last slot */
+	uint64_t method_base;	  /* FORMAT.md method_base */
+	unsigned shift;		  /* FORMAT.md timestamp shift */
+};
+
+extern __thread struct rvt__thread rvt__tls __attribute__((tls_model("initial-exec")));
+
+/* Adopts the ring published in `start`; returns 0 if tracing must not go on. */
+__attribute__((visibility("default"))) int rvt__adopt(struct rvt__thread *t);
+/* Runs the thread's side of a stop request. */
+__attribute__((visibility("default"))) void rvt__stop_slow(struct rvt__thread *t);
+
+#define RVT__LD(x)	 atomic_load_explicit(&(x), memory_order_relaxed)
+#define RVT__ST(x, v)	 atomic_store_explicit(&(x), (v), memory_order_relaxed)
+#define RVT__LIKELY(x)	 __builtin_expect(!!(x), 1)
+#define RVT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+extern inline RVT__ALWAYS uint64_t rvt__counter(void)
+{
+#if defined(__x86_64__)
+	return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+	uint64_t v;
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#else
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/*
+ * One trace point: an entry of `fn` when `entry`, else an exit.  The hot
+ * branch (tracing off) is one TLS load and a compare.
+ */
+extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry)
+{
+	struct rvt__thread *t = &rvt__tls;
+	uintptr_t s = RVT__LD(t->start);
+	if (RVT__LIKELY(s == 0))
+		return;
+	if (RVT__UNLIKELY(s != RVT__LD(t->seen)) && !rvt__adopt(t))
+		return;
+	if (RVT__UNLIKELY(RVT__LD(t->busy)))
+		return; /* nested in a signal handler that interrupted a trace point */
+	RVT__ST(t->busy, 1);
+	atomic_signal_fence(memory_order_seq_cst);
+	/* A stop handled between the first load and `busy` cleared `start`. */
+	if (RVT__UNLIKELY(RVT__LD(t->start) != s)) {
+		RVT__ST(t->busy, 0);
+		return;
+	}
+	uint64_t ts = (uint64_t)(uint32_t)(rvt__counter() >> t->shift) << 32;
+	uint64_t *p = RVT__LD(t->cur);
+	uint64_t *limit = t->limit;
+	if (entry) {
+		uint64_t v = (uint64_t)(uintptr_t)fn - t->method_base;
+		if (RVT__LIKELY((v >> 32) == 0)) {
+			*p = ts | v;
+		} else {
+			*p = v;
+			if (RVT__UNLIKELY(++p == limit)) {
+				p = t->base;
+				RVT__ST(t->wrapped, 1);
+			}
+			*p = ts | 1u;
+		}
+	} else {
+		*p = ts;
+	}
+	if (RVT__UNLIKELY(++p == limit)) {
+		p = t->base;
+		RVT__ST(t->wrapped, 1);
+	}
+	RVT__ST(t->cur, p);
+	atomic_signal_fence(memory_order_seq_cst);
+	RVT__ST(t->busy, 0);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (RVT__UNLIKELY(RVT__LD(t->stop) != 0))
+		rvt__stop_slow(t);
+}
+
+#ifndef RVT_NO_INLINE_HOOKS
+/* gnu_inline: inlined everywhere, never emitted; librvtrace has the symbol. */
+extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
+__cyg_profile_func_enter(void *fn, void *call_site)
+{
+	(void)call_site;
+	rvt__trace_point(fn, 1);
+}
+
+extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
+__cyg_profile_func_exit(void *fn, void *call_site)
+{
+	(void)fn;
+	(void)call_site;
+	rvt__trace_point(0, 0);
+}
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,159 @@
+/*
+ * rearview/trace.h — librvtrace, the in-process method tracer.
+ *
+ * Build a program with -finstrument-functions (gcc) or
+ * -finstrument-functions-after-inlining (clang) and link librvtrace: every
+ * instrumented function's entry and exit on a traced thread goes into that
+ * thread's ring buffer (tracer/FORMAT.md §1).  Tracing a thread costs a few
+ * stores per trace point; an untraced thread pays one load and a branch.
+ *
+ * Threads: the main thread is registered when the library loads; others when
+ * they call rvt_thread_register() or rvt_start(0), or when another thread
+ * names them by tid in rvt_start() / rvt_set_ui_thread() (they are then
+ * registered from a signal handler).  Any thread may be started, stopped and
+ * captured by tid from any thread; stopping never waits for the target to
+ * reach a trace point: it is signalled and answers in the handler.
+ *
+ * Signal: librvtrace takes the first real-time signal from SIGRTMIN+6 that
+ * has no handler when it loads.  The application must not replace that
+ * handler, and a thread that blocks it for long cannot be stopped promptly
+ * (rvt_stop() then returns -ETIMEDOUT).  A trace point of a signal handler
+ * that interrupted a trace point of the same thread is dropped.
+ *
+ * Environment (read once, when the library loads):
+ *   RV_TRACE=1            trace the main thread from process start
+ *   RV_TRACE_FILE=path    write a capture of the main thread there at exit and
+ *                         on each rvt_capture_default() call
+ *   RV_TRACE_BUFFER=n     ring size in bytes per thread (suffix k, m or g)
+ *   RV_TRACE_MAX_BUFFERS  at most this many ring buffers per process (2)
+ *   RV_SOCKET=path        control socket for rvt_control_start()
+ *
+ * Errors: every fallible function returns 0 (or a count / descriptor) or a
+ * negative errno.  Every function is thread-safe except where noted.  None of
+ * them may be called from a signal handler.
+ */
+#ifndef REARVIEW_TRACE_H
+#define REARVIEW_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RVT_BUILDING_LIBRARY)
+#define RVT_API __attribute__((visibility("default")))
+#else
+#define RVT_API
+#endif
+
+/* Capture file format version written by this library (FORMAT.md). */
+#define RVT_FORMAT_VERSION 1u
+/* Default ring size per thread, and default buffer limit per process. */
+#define RVT_DEFAULT_BUFFER_BYTES (32u << 20)
+#define RVT_DEFAULT_MAX_BUFFERS	 2u
+/* Smallest and largest ring accepted (bytes; FORMAT.md: ≤ 2^32 slots). */
+#define RVT_MIN_BUFFER_BYTES 128u
+#define RVT_MAX_BUFFER_BYTES (8ull << 32)
+
+/*
+ * Initialises the library (clock, signal handler, fork handler).  Called
+ * automatically when the library loads; calling it again is a no-op.
+ * Returns 0 or a negative errno (-ENOSYS when no real-time signal is free).
+ */
+RVT_API int rvt_init(void);
+
+/*
+ * Registers the calling thread so it can be controlled by tid.  Idempotent.
+ * Returns the thread's tid or a negative errno.
+ */
+RVT_API int rvt_thread_register(void);
+
+/*
+ * Sets the ring size (bytes, rounded down to 8; RVT_MIN_BUFFER_BYTES ..
+ * RVT_MAX_BUFFER_BYTES) for buffers allocated from now on, and the
+ * per-process buffer limit (≥ 1).  Pass 0 to keep a value.  Returns 0 or
+ * -EINVAL.  A thread that exits while traced keeps its ring for a later
+ * capture by tid, until a live thread needs a buffer at the limit.
+ */
+RVT_API int rvt_set_config(size_t buffer_bytes, unsigned max_buffers);
+
+/*
+ * Starts tracing thread `tid` (0: the calling thread; any thread of the
+ * process is registered if needed).  A thread that had a buffer continues in it; otherwise a new
+ * buffer is mapped.  Returns 0, -ESRCH (tid not registered or exited), -ENOBUFS (the buffer limit
+ * is reached) or -ENOMEM.  Starting a traced thread is a no-op.
+ */
+RVT_API int rvt_start(pid_t tid);
+
+/*
+ * Stops tracing thread `tid` (0: the calling thread).  Returns once the
+ * thread has recorded its end position: at once if it is in a trace point or
+ * blocked, since it is signalled.  If `release` is non-zero the buffer is
+ * unmapped (its contents lost).  Returns 0, -ESRCH or -ETIMEDOUT (the thread
+ * blocks RVT_SIGNAL and runs no instrumented code for a second; the stop stays
+ * pending and completes at its next trace point).
+ */
+RVT_API int rvt_stop(pid_t tid, int release);
+
+/* Returns 1 if thread `tid` (0: the caller) is being traced, 0 if not. */
+RVT_API int rvt_is_tracing(pid_t tid);
+
+/* Marks thread `tid` (0: the caller) as the UI thread. Returns 0 or -ESRCH. */
+RVT_API int rvt_set_ui_thread(pid_t tid);
+
+/*
+ * Freezes the buffer of thread `tid` (0: the caller) and writes it as a
+ * capture file (FORMAT.md §2).  A traced thread keeps tracing into a fresh
+ * buffer swapped in at the freeze; it never waits for the write.
+ *
+ * rvt_capture_to_path(): writes `path` under a temporary name in the same
+ *   directory, fsyncs, renames.  Returns 0 or a negative errno.
+ * rvt_capture_to_memfd(): returns a new sealed memfd (caller closes) holding
+ *   the capture, or a negative errno.  *size (optional) gets its size.
+ * rvt_capture_default(): to RV_TRACE_FILE for the main thread, or -ENOENT
+ *   when RV_TRACE_FILE is unset.
+ * Errors: -ESRCH (unknown tid), -ENODATA (the thread has no buffer),
+ * -ETIMEDOUT (see rvt_stop), -ENOMEM, I/O errors.
+ */
+RVT_API int rvt_capture_to_path(pid_t tid, const char *path);
+RVT_API int rvt_capture_to_memfd(pid_t tid, uint64_t *size);
+RVT_API int rvt_capture_default(void);
+
+/*
+ * Manual trace points for runtimes that trace their own functions (an
+ * interpreter's bytecode functions): `key` is any stable, non-NULL pointer
+ * identifying the function (encoded like a function address).  Pair every
+ * rvt_enter() with one rvt_exit() on the same thread.  Async-signal-safe;
+ * no effect on an untraced thread.
+ */
+RVT_API void rvt_enter(const void *key);
+RVT_API void rvt_exit(void);
+
+/*
+ * Names a manual key when a capture is written: fill `buf` (capacity `len`)
+ * with a NUL-terminated name and return 0, or return a negative value if the
+ * key is unknown.  Called on the capturing thread, never in a trace point.
+ */
+typedef int (*rvt_resolve_fn)(const void *key, char *buf, size_t len, void *arg);
+
+/* Installs (or with NULL removes) the resolver. `arg` is borrowed. */
+RVT_API void rvt_set_resolver(rvt_resolve_fn fn, void *arg);
+
+/*
+ * Starts the control thread, which connects to the daemon's control socket
+ * `socket_path` (NULL: $RV_SOCKET, else /run/rearview/control.sock), registers
+ * the process and follows its commands, reconnecting with backoff.  Returns 0,
+ * -EALREADY if running, or a negative errno.
+ */
+RVT_API int rvt_control_start(const char *socket_path);
+
+/* Stops the control thread and closes its socket. Safe when not running. */
+RVT_API void rvt_control_stop(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,128 @@
+# librvtrace — the in-process tracer (issue 3).  Its own sources are built
+# WITHOUT -finstrument-functions and with hidden visibility: only the rvt_
+# API, the __cyg_profile hooks and the inline-mode ABI (rvt__*) are exported.
+# Test fixtures are instrumented, in call mode and in inline mode.
+
+comma := ,
+LIBELF_CFLAGS := $(call pc,--cflags,libelf)
+LIBELF_LIBS   := $(call pc,--libs,libelf)
+
+RVT_SRC := tracer/src/tracer.c tracer/src/capture.c tracer/src/symbols.c \
+           tracer/src/control.c
+RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
+# Call-mode hooks: hand-written on x86-64, portable C elsewhere and under
+# ThreadSanitizer (which must see the hooks' memory accesses).
+RVT_ARCH := $(shell $(CC) -dumpmachine)
+ifneq ($(findstring x86_64,$(RVT_ARCH))$(findstring thread,$(SANFLAGS)),x86_64)
+RVT_OBJ += $(OBJ)/tracer/src/hooks.o
+else
+RVT_OBJ += $(OBJ)/tracer/src/hooks-x86_64.o
+endif
+
+$(OBJ)/tracer/src/%.o: CPPFLAGS += -Itracer/include -DRVT_BUILDING_LIBRARY \
+                                   $(LIBELF_CFLAGS) $(PROTOBUF_CFLAGS)
+$(OBJ)/tracer/src/%.o: CFLAGS += -fvisibility=hidden
+$(OBJ)/tracer/src/%.o: tracer/src/%.S
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+RVT_LDLIBS := $(LIBRVPROTO) $(PROTOBUF_LIBS) $(LIBELF_LIBS) -lpthread
+
+LIBRVTRACE_A  := $(LIB)/librvtrace.a
+LIBRVTRACE_SO := $(LIB)/librvtrace.so
+$(LIBRVTRACE_A): $(RVT_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+$(LIBRVTRACE_SO): $(RVT_OBJ) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,librvtrace.so -o $@ $(RVT_OBJ) $(RVT_LDLIBS)
+
+LIBS += $(LIBRVTRACE_A) $(LIBRVTRACE_SO)
+INSTALL_HDR += tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h
+
+# Tests: the library statically, plus instrumented fixtures.
+RVT_TEST_CPPFLAGS := -Itracer/include -Itracer/src -Itests/tracer
+$(OBJ)/tests/tracer/%.o: CPPFLAGS += $(RVT_TEST_CPPFLAGS) $(PROTOBUF_CFLAGS)
+$(OBJ)/tests/tracer/fixture_call.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/tracer/fixture_inline.o: CFLAGS += -finstrument-functions \
+	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/tests/tracer/test_signal.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/tracer/fixture_call.o $(OBJ)/tests/tracer/fixture_inline.o: tests/tracer/fixture_body.h
+
+RVT_TEST_OBJ := $(OBJ)/tests/tracer/capture_util.o $(OBJ)/tests/tracer/fixture_call.o \
+                $(OBJ)/tests/tracer/fixture_inline.o $(LIBRVTRACE_A) $(LIBRVPROTO)
+
+$(eval $(call rv_test,tracer,format,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+# A second instrumented module for the multi-module capture test.
+RVT_MODFIX := $(TBIN)/tracer/libmodfix.so
+$(OBJ)/tests/tracer/modfix.o: CFLAGS += -finstrument-functions
+$(RVT_MODFIX): $(OBJ)/tests/tracer/modfix.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmodfix.so -o $@ $<
+# A C++ method, for demangling (librvtrace finds __cxa_demangle weakly).
+$(OBJ)/tests/tracer/cxxfix.o: tests/tracer/cxxfix.cc
+	@mkdir -p $(@D)
+	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -finstrument-functions -c -o $@ $<
+$(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(OBJ)/tests/tracer/cxxfix.o,\
+	$(RVT_LDLIBS) -lstdc++ -Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer)))
+$(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
+$(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(OBJ)/tests/tracer/test_format.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
+$(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+
+# `make bench`: Listing 1 built several ways into one driver.
+RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \
+	tracer_work_call.o tracer_work_inline.o tracer_work_clang_plain.o \
+	tracer_work_clang_call.o tracer_work_empty.o)
+$(OBJ)/tests/bench/tracer_%.o: CPPFLAGS += -Itracer/include
+$(OBJ)/tests/bench/tracer_work_%.o: CFLAGS += -fno-optimize-sibling-calls
+$(OBJ)/tests/bench/tracer_work_call.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/bench/tracer_work_empty_src.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/bench/tracer_work_inline.o: CFLAGS += -finstrument-functions \
+	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/tests/bench/tracer_work_clang_%.o: tests/bench/tracer_work_clang_%.c
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) -std=c11 $(OPT) -fPIC -fno-optimize-sibling-calls \
+	  $(if $(findstring call,$*),-finstrument-functions-after-inlining) -c -o $@ $<
+$(OBJ)/tests/bench/tracer_work_empty.o: $(OBJ)/tests/bench/tracer_work_empty_src.o
+	objcopy --redefine-sym __cyg_profile_func_enter=bench_empty_enter \
+	  --redefine-sym __cyg_profile_func_exit=bench_empty_exit $< $@
+$(TBIN)/bench/tracer_listing1: $(RVT_BENCH_OBJ) $(LIBRVTRACE_A) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVT_LDLIBS)
+BENCHES += $(TBIN)/bench/tracer_listing1
+
+# aarch64: the C hooks, rings, protocol and writer cross-built statically and
+# run under qemu-user (symbols and the control thread are stubbed: no arm64
+# libelf or protobuf-c on the build machine).  Skipped under sanitizers and
+# when the cross compiler or qemu is missing.
+RVT_A64_CC := aarch64-linux-gnu-gcc
+ifeq ($(SANFLAGS),)
+ifneq ($(shell command -v $(RVT_A64_CC) 2>/dev/null),)
+ifneq ($(shell command -v qemu-aarch64 2>/dev/null),)
+RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -Itests/tracer \
+                  -DRVT_BUILDING_LIBRARY $(WARN)
+RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/capture.o \
+	tracer/src/hooks.o tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
+	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o)
+$(OBJ)/a64/tests/tracer/fixture_call.o: RVT_A64_EXTRA := -finstrument-functions
+$(OBJ)/a64/tests/tracer/fixture_inline.o: RVT_A64_EXTRA := -finstrument-functions \
+	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/a64/%.o: %.c tracer/include/rearview/trace-inline.h tracer/src/tracer-int.h \
+		tests/tracer/fixture_body.h
+	@mkdir -p $(@D)
+	$(RVT_A64_CC) $(RVT_A64_CFLAGS) $(RVT_A64_EXTRA) -c -o $@ $<
+$(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
+	@mkdir -p $(@D)
+	$(RVT_A64_CC) -static -pthread -o $@ $^
+$(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
+	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
+	chmod +x $@
+TESTS += $(TBIN)/tracer/test_aarch64
+endif
+endif
+endif
+# The Lua macro-benchmark (fetches lua5.4's Debian source once; see the script).
+BENCHES += tests/bench/tracer_lua.sh
+tests/bench/tracer_lua.sh: $(LIBRVTRACE_A) $(LIBRVPROTO)

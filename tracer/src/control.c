@@ -1,0 +1,336 @@
+/*
+ * control.c — the process's one trace control thread: a client of the
+ * daemon's control socket (proto/rearview/control.proto, framed by
+ * rearview/frame.h).
+ *
+ * It connects, sends Register (pid, exe, argv, threads, the UI thread, the
+ * capture format version), then blocks in poll() on the socket and a wake
+ * pipe — no timers while idle.  Commands: TraceConfig, StartTracing,
+ * StopTracing, CaptureRequest (answered by CaptureReady with the sealed memfd
+ * in SCM_RIGHTS, or with `error` set and no fd).  ThreadsChanged goes out when
+ * threads register or the UI thread changes.  A lost connection is retried
+ * with backoff (100 ms doubling to 5 s), waiting on the wake pipe so
+ * rvt_control_stop() is immediate.
+ *
+ * Invariants: only this thread touches the socket; the wake pipe is the only
+ * way other threads talk to it; the thread is library code, never traced.
+ */
+#include "tracer-int.h"
+
+#include "rearview/control.pb-c.h"
+#include "rearview/frame.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define DEFAULT_SOCKET "/run/rearview/control.sock"
+#define MAX_THREADS    256
+
+static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t ctl_thread;
+static int ctl_running;
+static int wake_pipe[2] = {-1, -1};
+static char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+static int send_msg(int sock, Rearview__ControlMessage *m, const int *fds, size_t nfds)
+{
+	return rv_frame_send(sock, RV_CHANNEL_CONTROL, &m->base, fds, nfds);
+}
+
+/* Fills `out` (n entries) from the registry; returns the count. */
+static size_t thread_infos(Rearview__ThreadInfo *out, Rearview__ThreadInfo **ptrs,
+			   struct rvt_thread_info *snap, size_t n)
+{
+	size_t k = rvt_threads_snapshot(snap, n);
+	for (size_t i = 0; i < k; i++) {
+		rearview__thread_info__init(&out[i]);
+		out[i].tid = snap[i].tid;
+		out[i].name = snap[i].name;
+		out[i].is_ui = snap[i].is_ui != 0;
+		out[i].tracing = snap[i].tracing != 0;
+		out[i].buffer_bytes = snap[i].buffer_bytes;
+		ptrs[i] = &out[i];
+	}
+	return k;
+}
+
+static int send_register(int sock)
+{
+	static struct rvt_thread_info snap[MAX_THREADS];
+	static Rearview__ThreadInfo ti[MAX_THREADS];
+	static Rearview__ThreadInfo *tp[MAX_THREADS];
+	Rearview__Register reg;
+	rearview__register__init(&reg);
+	reg.pid = getpid();
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	reg.exe = exe;
+	reg.format_version = RVT_FORMAT_VERSION;
+	/* argv from /proc/self/cmdline: NUL-separated. */
+	char cmd[8192];
+	char *argv[64];
+	size_t argc = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t cl = fd >= 0 ? read(fd, cmd, sizeof(cmd) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (cl > 0) {
+		cmd[cl] = '\0';
+		for (char *p = cmd; p < cmd + cl && argc < 64; p += strlen(p) + 1)
+			argv[argc++] = p;
+	}
+	reg.argv = argv;
+	reg.n_argv = argc;
+	reg.n_threads = thread_infos(ti, tp, snap, MAX_THREADS);
+	reg.threads = tp;
+	Rearview__ControlMessage m;
+	rearview__control_message__init(&m);
+	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_REG;
+	m.reg = &reg;
+	return send_msg(sock, &m, NULL, 0);
+}
+
+static int send_threads(int sock)
+{
+	static struct rvt_thread_info snap[MAX_THREADS];
+	static Rearview__ThreadInfo ti[MAX_THREADS];
+	static Rearview__ThreadInfo *tp[MAX_THREADS];
+	Rearview__ThreadsChanged tc;
+	rearview__threads_changed__init(&tc);
+	tc.n_threads = thread_infos(ti, tp, snap, MAX_THREADS);
+	tc.threads = tp;
+	Rearview__ControlMessage m;
+	rearview__control_message__init(&m);
+	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_THREADS;
+	m.threads = &tc;
+	return send_msg(sock, &m, NULL, 0);
+}
+
+static int do_capture(int sock, const Rearview__CaptureRequest *req)
+{
+	uint64_t size = 0, frozen = 0;
+	int fd = rvt_capture_frozen_memfd(req->tid, &size, &frozen);
+	Rearview__CaptureReady cr;
+	rearview__capture_ready__init(&cr);
+	cr.request_id = req->request_id;
+	cr.tid = req->tid;
+	Rearview__ControlMessage m;
+	rearview__control_message__init(&m);
+	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE_READY;
+	m.capture_ready = &cr;
+	if (fd < 0) {
+		cr.error = fd;
+		return send_msg(sock, &m, NULL, 0);
+	}
+	cr.size = size;
+	cr.frozen_monotonic_ns = frozen;
+	int rc = send_msg(sock, &m, &fd, 1);
+	close(fd);
+	return rc;
+}
+
+/* Handles one command; returns 0 or a negative errno (drop the connection). */
+static int handle(int sock, const uint8_t *payload, size_t len)
+{
+	ProtobufCMessage *pm;
+	int rc = rv_frame_unpack(&rearview__control_message__descriptor, payload, len, &pm);
+	if (rc)
+		return rc;
+	Rearview__ControlMessage *m = (Rearview__ControlMessage *)pm;
+	switch (m->msg_case) {
+	case REARVIEW__CONTROL_MESSAGE__MSG_CONFIG:
+		rvt_set_config((size_t)m->config->buffer_bytes, m->config->max_buffers);
+		break;
+	case REARVIEW__CONTROL_MESSAGE__MSG_START:
+		if (rvt_start(m->start->tid ? m->start->tid : -1) == 0)
+			rc = send_threads(sock);
+		break;
+	case REARVIEW__CONTROL_MESSAGE__MSG_STOP:
+		if (rvt_stop(m->stop->tid ? m->stop->tid : -1, m->stop->release_buffer) == 0)
+			rc = send_threads(sock);
+		break;
+	case REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE:
+		rc = do_capture(sock, m->capture);
+		break;
+	default:
+		break; /* unknown or daemon-bound messages: ignore */
+	}
+	protobuf_c_message_free_unpacked(pm, NULL);
+	return rc;
+}
+
+static int connect_to(const char *path)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	struct sockaddr_un sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		int e = -errno;
+		close(s);
+		return e;
+	}
+	return s;
+}
+
+/* Drains the wake pipe; returns 1 if asked to quit. */
+static int drain_wake(int *threads_changed)
+{
+	char buf[64];
+	int quit = 0;
+	ssize_t n;
+	while ((n = read(wake_pipe[0], buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == 'q')
+				quit = 1;
+			else
+				*threads_changed = 1;
+		}
+	return quit;
+}
+
+static void *control_main(void *arg)
+{
+	(void)arg;
+	/* Never take the tracer's stop signal or the app's signals here. */
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	int backoff_ms = 100;
+	for (;;) {
+		int sock = connect_to(ctl_path);
+		if (sock < 0) {
+			struct pollfd w = {wake_pipe[0], POLLIN, 0};
+			if (poll(&w, 1, backoff_ms) > 0) {
+				int tc = 0;
+				if (drain_wake(&tc))
+					return NULL;
+			}
+			backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
+			continue;
+		}
+		backoff_ms = 100;
+		int rc = send_register(sock);
+		while (rc == 0) {
+			struct pollfd p[2] = {{sock, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+			if (poll(p, 2, -1) < 0) {
+				if (errno == EINTR)
+					continue;
+				break;
+			}
+			if (p[1].revents) {
+				int tc = 0;
+				if (drain_wake(&tc)) {
+					close(sock);
+					return NULL;
+				}
+				if (tc)
+					rc = send_threads(sock);
+			}
+			if (rc == 0 && p[0].revents) {
+				uint8_t *payload;
+				size_t len;
+				int r = rv_frame_recv(sock, RV_CHANNEL_CONTROL,
+						      RV_FRAME_MAX_DEFAULT, &payload, &len, NULL,
+						      NULL);
+				if (r <= 0)
+					break; /* closed or broken: reconnect */
+				rc = handle(sock, payload, len);
+				free(payload);
+			}
+		}
+		close(sock);
+	}
+}
+
+int rvt_control_start(const char *socket_path)
+{
+	int rc = rvt_init();
+	if (rc)
+		return rc;
+	const char *path = socket_path;
+	if (!path)
+		path = getenv("RV_SOCKET");
+	if (!path || !*path)
+		path = DEFAULT_SOCKET;
+	if (strlen(path) >= sizeof(ctl_path))
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&ctl_lock);
+	if (ctl_running) {
+		pthread_mutex_unlock(&ctl_lock);
+		return -EALREADY;
+	}
+	memcpy(ctl_path, path, strlen(path) + 1);
+	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+		rc = -errno;
+		goto out_unlock;
+	}
+	rc = -pthread_create(&ctl_thread, NULL, control_main, NULL);
+	if (rc) {
+		close(wake_pipe[0]);
+		close(wake_pipe[1]);
+		wake_pipe[0] = wake_pipe[1] = -1;
+		goto out_unlock;
+	}
+	ctl_running = 1;
+out_unlock:
+	pthread_mutex_unlock(&ctl_lock);
+	return rc;
+}
+
+static void wake(char c)
+{
+	if (wake_pipe[1] >= 0) {
+		ssize_t n = write(wake_pipe[1], &c, 1);
+		(void)n; /* a full pipe already holds a wake-up */
+	}
+}
+
+void rvt_control_notify_threads(void)
+{
+	pthread_mutex_lock(&ctl_lock);
+	if (ctl_running)
+		wake('t');
+	pthread_mutex_unlock(&ctl_lock);
+}
+
+void rvt_control_stop(void)
+{
+	pthread_mutex_lock(&ctl_lock);
+	if (!ctl_running) {
+		pthread_mutex_unlock(&ctl_lock);
+		return;
+	}
+	wake('q');
+	pthread_t th = ctl_thread;
+	ctl_running = 0;
+	pthread_mutex_unlock(&ctl_lock);
+	pthread_join(th, NULL);
+	close(wake_pipe[0]);
+	close(wake_pipe[1]);
+	wake_pipe[0] = wake_pipe[1] = -1;
+}
+
+/* The child of a fork has no control thread; it may start its own. */
+void rvt_control_atfork_child(void)
+{
+	pthread_mutex_init(&ctl_lock, NULL);
+	if (ctl_running) {
+		close(wake_pipe[0]);
+		close(wake_pipe[1]);
+		wake_pipe[0] = wake_pipe[1] = -1;
+		ctl_running = 0;
+	}
+}
