@@ -31,3 +31,9 @@ $(OBJ)/tests/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 
 $(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPROTO),$(DEVICE_LIBS)))
+
+# Integration tests: real rearviewd, rvctl and helper processes.
+$(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \
+  -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
+$(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app

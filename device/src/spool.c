@@ -541,19 +541,24 @@ static void after_work_cb(uv_work_t *req, int status)
 	sp->head = job->next;
 	if (!sp->head)
 		sp->tail = NULL;
+	sp->running = false;
+	/* The callback may submit; submit() starts the head when nothing runs. */
 	if (job->cb)
 		job->cb(sp, status < 0 ? status : job->status, id, job->data);
 	free(job->loaded);
 	free(job->value);
 	free(job);
-	if (sp->head)
+	if (sp->head && !sp->running)
 		start_head(sp);
 }
 
 static void start_head(struct rvd_spool *sp)
 {
 	struct rvd_spool_job *job = sp->head;
-	int rc = uv_queue_work(sp->loop, &job->req, work_cb, after_work_cb);
+	int rc;
+
+	sp->running = true;
+	rc = uv_queue_work(sp->loop, &job->req, work_cb, after_work_cb);
 
 	/* uv_queue_work only fails for a NULL work_cb; keep the queue moving anyway. */
 	if (rc < 0) {
@@ -572,7 +577,8 @@ static int submit(struct rvd_spool *sp, struct rvd_spool_job *job)
 		return 0;
 	}
 	sp->head = sp->tail = job;
-	start_head(sp);
+	if (!sp->running)
+		start_head(sp);
 	return 0;
 }
 

@@ -56,6 +56,7 @@ struct rvd_spool {
 	struct rvd_capture_rec *recs; /* mirror of the index, loop thread only */
 	size_t nrecs, caprecs;
 	bool open;
+	bool running; /* the head job is on the work queue */
 };
 
 /* "captured", "pending", … */
