@@ -10,7 +10,7 @@
  *   rv_helper_app CONTROL_SOCK ACK_LOG [--reconnect] [--no-seal] [--silent]
  *                 [--pid N]
  *
- * --reconnect  keep reconnecting (daemon restarts) until SIGTERM
+ * --reconnect  keep reconnecting (daemon restarts) until killed
  * --no-seal    send an unsealed memfd (the daemon must refuse it)
  * --silent     never answer a CaptureRequest
  * --pid N      register as pid N (the daemon must refuse it)
@@ -31,7 +31,7 @@
 #include "rearview/control.pb-c.h"
 #include "rearview/frame.h"
 
-static volatile sig_atomic_t stop;
+static const bool stop;
 static bool no_seal, silent;
 static long fake_pid;
 static unsigned long seq;
@@ -42,12 +42,6 @@ struct sent {
 };
 static struct sent sent[64];
 static unsigned nsent;
-
-static void on_term(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 static uint64_t now_ns(void)
 {
@@ -185,7 +179,6 @@ static void session(int fd, const char *acklog)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = {.sa_handler = on_term};
 	bool reconnect = false;
 	int fd;
 
@@ -203,7 +196,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
 			fake_pid = strtol(argv[++i], NULL, 10);
 	}
-	sigaction(SIGTERM, &sa, NULL);
+	/* SIGTERM keeps its default action: rv_frame_recv retries on EINTR. */
 	signal(SIGPIPE, SIG_IGN);
 	do {
 		fd = connect_to(argv[1]);
