@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,19 +105,20 @@ static int transact(Rearview__AdminRequest *q, Rearview__AdminResponse **out)
 {
 	uint8_t *payload = NULL;
 	size_t len = 0;
-	int fd = connect_admin(), rc;
+	int fd = connect_admin(), rc, sent;
 
 	if (fd < 0)
 		return -fd;
 	q->request_id = (uint64_t)getpid();
-	rc = rv_frame_send(fd, RV_CHANNEL_ADMIN, &q->base, NULL, 0);
-	if (rc == 0)
-		rc = rv_frame_recv(fd, RV_CHANNEL_ADMIN, RV_FRAME_MAX_HARD, &payload, &len, NULL,
-				   NULL);
+	/* Even when the send fails (the daemon refused us at once), read why. */
+	sent = rv_frame_send(fd, RV_CHANNEL_ADMIN, &q->base, NULL, 0);
+	rc = rv_frame_recv(fd, RV_CHANNEL_ADMIN, RV_FRAME_MAX_HARD, &payload, &len, NULL, NULL);
 	close(fd);
 	if (rc <= 0) {
 		fprintf(stderr, "rvctl: rearviewd closed the connection: %s\n",
-			rc == 0 ? "no answer" : rv_frame_strerror(rc));
+			sent < 0  ? strerror(-sent)
+			: rc == 0 ? "no answer"
+				  : rv_frame_strerror(rc));
 		return EXIT_ERR;
 	}
 	*out = rearview__admin_response__unpack(NULL, len, payload);
@@ -345,6 +347,8 @@ int main(int argc, char **argv)
 	int opt, rc, nargs;
 	char **args;
 
+	/* A daemon that hangs up on us must yield an error message, not SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
 	run_dir = getenv("RV_RUN_DIR");
 	if (!run_dir || !*run_dir)
 		run_dir = "/run/rearview";

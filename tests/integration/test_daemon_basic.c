@@ -473,6 +473,88 @@ static void test_daemon_basic_silent_process_disconnected(void **state)
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "status"), 0);
 }
 
+/* Waits for capture `n` (1-based count) and returns the list; caller frees. */
+static Rearview__AdminResponse *nth_capture(struct rvh *h, size_t n)
+{
+	assert_true(rvh_wait_captures(h, n) >= n);
+	return rvh_captures(h);
+}
+
+static void test_daemon_basic_touch_and_correlation_captured(void **state)
+{
+	struct rvh *h = *state;
+	pid_t a = rvh_helper(h, NULL);
+	Rearview__AdminResponse *r;
+	const Rearview__Anomaly *an;
+
+	assert_true(rvh_wait_registered(h, a, true));
+	/* 100 ms delivery + 350 ms in the app: over 400 ms, the app's fault. */
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "event touch %d %d 1000 1100 1450", (int)a, (int)a),
+			 0);
+	r = nth_capture(h, 1);
+	an = r->captures->captures[0]->anomaly;
+	assert_int_equal(an->kind, REARVIEW__ANOMALY_KIND__ANOMALY_TOUCH_LATENCY);
+	assert_int_equal(an->touch_attribution, REARVIEW__TOUCH_ATTRIBUTION__TOUCH_ATTR_APP);
+	rearview__admin_response__free_unpacked(r, NULL);
+
+	/* Jank while gpu_busy is high becomes the correlated anomaly. */
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "event metric gpu_busy 0.95"), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rvh_rvctl(h, NULL, 0, "event frame %d %d 40", (int)a, (int)a), 0);
+	r = nth_capture(h, 2);
+	an = r->captures->captures[1]->anomaly;
+	assert_int_equal(an->kind, REARVIEW__ANOMALY_KIND__ANOMALY_GENERIC);
+	assert_string_equal(an->name, "gpu_busy_jank");
+	rearview__admin_response__free_unpacked(r, NULL);
+}
+
+static void put(const char *dir, const char *name, const char *text)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_daemon_basic_thermal_throttling_captures_foreground(void **state)
+{
+	struct rvh *h = *state;
+	char zone[200], conf[300];
+	Rearview__AdminResponse *r;
+	FILE *f;
+	pid_t a;
+
+	snprintf(zone, sizeof(zone), "%s/thermal/thermal_zone0", h->dir);
+	snprintf(conf, sizeof(conf), "%s/thermal", h->dir);
+	assert_int_equal(mkdir(conf, 0755), 0);
+	assert_int_equal(mkdir(zone, 0755), 0);
+	put(zone, "temp", "40000\n");
+	put(zone, "trip_point_0_type", "passive\n");
+	put(zone, "trip_point_0_temp", "70000\n");
+	rvh_stop_daemon(h, SIGTERM);
+	f = fopen(h->conf, "a");
+	assert_non_null(f);
+	fprintf(f, "[thermal]\nsysfs_root = %s\npoll_ms = 20\n", conf);
+	fclose(f);
+	assert_int_equal(rvh_start_daemon(h), 0);
+	a = rvh_helper(h, NULL);
+	assert_true(rvh_wait_registered(h, a, true));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "foreground %d", (int)a), 0);
+	r = rvh_captures(h);
+	assert_int_equal(r->captures->n_captures, 0);
+	rearview__admin_response__free_unpacked(r, NULL);
+	put(zone, "temp", "75000\n");
+	r = nth_capture(h, 1);
+	assert_int_equal(r->captures->captures[0]->anomaly->kind,
+			 REARVIEW__ANOMALY_KIND__ANOMALY_THERMAL);
+	assert_int_equal(r->captures->captures[0]->anomaly->pid, a);
+	rearview__admin_response__free_unpacked(r, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -499,6 +581,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_silent_process_disconnected,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_basic_touch_and_correlation_captured,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_basic_thermal_throttling_captures_foreground, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
