@@ -920,6 +920,16 @@ static bool peer_allowed(struct rvd_daemon *d, struct rvd_conn *c, int which)
 			which == SOCK_ADMIN ? d->cfg.settings_gid : d->cfg.events_gid);
 }
 
+static void accept_cb(uv_poll_t *h, int status, int events);
+
+static void accept_resume_cb(uv_timer_t *t)
+{
+	struct rvd_daemon *d = t->data;
+
+	for (int i = 0; i < 3 && !d->stopping; i++)
+		uv_poll_start(&d->listen_poll[i], UV_READABLE, accept_cb);
+}
+
 static void accept_cb(uv_poll_t *h, int status, int events)
 {
 	struct rvd_daemon *d = h->loop->data;
@@ -930,8 +940,17 @@ static void accept_cb(uv_poll_t *h, int status, int events)
 		int fd = accept4(d->listen_fd[which], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				/* The listener stays readable: without a pause this would spin. */
+				note_error(d, "%s: accept: %s; pausing accepts for 1 s",
+					   sock_names[which], strerror(errno));
+				for (int i = 0; i < 3; i++)
+					uv_poll_stop(&d->listen_poll[i]);
+				uv_timer_start(&d->accept_backoff, accept_resume_cb, 1000, 0);
+			} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 				rvd_warn("%s: accept: %s", sock_names[which], strerror(errno));
+			}
 			return;
 		}
 		if (d->nconns >= d->cfg.max_peers) {
@@ -1109,7 +1128,8 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	uv_signal_init(loop, &d->sig_term);
 	uv_signal_init(loop, &d->sig_int);
 	uv_timer_init(loop, &d->thermal_timer);
-	d->sig_term.data = d->sig_int.data = d->thermal_timer.data = d;
+	uv_timer_init(loop, &d->accept_backoff);
+	d->sig_term.data = d->sig_int.data = d->thermal_timer.data = d->accept_backoff.data = d;
 	uv_signal_start(&d->sig_term, signal_cb, SIGTERM);
 	uv_signal_start(&d->sig_int, signal_cb, SIGINT);
 
@@ -1131,6 +1151,7 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 		uv_poll_init(loop, &d->listen_poll[i], d->listen_fd[i]);
 		uv_poll_start(&d->listen_poll[i], UV_READABLE, accept_cb);
 	}
+	d->listening = true;
 	if ((rc = rvd_spool_open(&d->spool, spool_open_cb, d)) < 0)
 		goto fail;
 	if (cfg->thermal_poll_ms)
@@ -1163,12 +1184,14 @@ void rvd_daemon_stop(struct rvd_daemon *d)
 	for (int i = 0; i < 3; i++) {
 		if (d->listen_fd[i] < 0)
 			continue;
-		uv_close((uv_handle_t *)&d->listen_poll[i], NULL);
+		if (d->listening)
+			uv_close((uv_handle_t *)&d->listen_poll[i], NULL);
 		/* uv_poll does not own the descriptor; closed after the handle, see release. */
 		snprintf(path, sizeof(path), "%s/%s", d->cfg.run_dir, sock_names[i]);
 		unlink(path);
 	}
 	uv_close((uv_handle_t *)&d->thermal_timer, NULL);
+	uv_close((uv_handle_t *)&d->accept_backoff, NULL);
 	while (d->pending)
 		pending_drop(d, d->pending);
 	for (struct rvd_conn *c = d->conns; c; c = c->next)

@@ -45,6 +45,7 @@ struct rvd_daemon {
 	int listen_fd[3];
 	uv_poll_t listen_poll[3];
 	uv_signal_t sig_term, sig_int;
+	uv_timer_t accept_backoff; /* out of descriptors: stop accepting for a while */
 	uv_timer_t thermal_timer;
 	uv_work_t thermal_work;
 	struct rvd_thermal_snapshot thermal_snap;
@@ -63,7 +64,7 @@ struct rvd_daemon {
 	uint64_t captures_dropped;
 	char last_errors[RVD_LAST_ERRORS][128];
 	unsigned nerrors;
-	bool stopping, ready;
+	bool stopping, ready, listening;
 	int exit_status;
 };
 

@@ -555,9 +555,33 @@ static void test_daemon_basic_thermal_throttling_captures_foreground(void **stat
 	rearview__admin_response__free_unpacked(r, NULL);
 }
 
+static void test_daemon_basic_second_daemon_refused_first_intact(void **state)
+{
+	struct rvh *h = *state;
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 2);
+		execl(RV_BIN_DIR "/rearviewd", "rearviewd", "-c", h->conf, "-r", h->run, "-s",
+		      h->state, (char *)NULL);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	waitpid(pid, &st, 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 1);
+	/* The running daemon keeps its sockets. */
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "status"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_daemon_basic_second_daemon_refused_first_intact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_status_and_consent_roundtrip,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_not_running_clear_error, setup,
