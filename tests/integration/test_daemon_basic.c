@@ -577,9 +577,57 @@ static void test_daemon_basic_second_daemon_refused_first_intact(void **state)
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "status"), 0);
 }
 
+static void test_daemon_basic_foreign_tid_and_stray_fd_disconnected(void **state)
+{
+	struct rvh *h = *state;
+	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
+	Rearview__Register r = REARVIEW__REGISTER__INIT;
+	Rearview__ThreadsChanged tc = REARVIEW__THREADS_CHANGED__INIT;
+	Rearview__ThreadInfo ti = REARVIEW__THREAD_INFO__INIT, *tis[1] = {&ti};
+	Rearview__EventMessage e = REARVIEW__EVENT_MESSAGE__INIT;
+	Rearview__MetricSample ms = REARVIEW__METRIC_SAMPLE__INIT;
+	int fd = connect_sock(h, "control.sock");
+	int devnull = open("/dev/null", O_RDONLY);
+	char c;
+
+	/* Registered for ourselves, then claiming pid 1's thread. */
+	r.pid = getpid();
+	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_REG;
+	m.reg = &r;
+	assert_int_equal(rv_frame_send(fd, RV_CHANNEL_CONTROL, &m.base, NULL, 0), 0);
+	assert_true(rvh_wait_registered(h, getpid(), true));
+	ti.tid = 1;
+	tc.threads = tis;
+	tc.n_threads = 1;
+	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_THREADS;
+	m.threads = &tc;
+	assert_int_equal(rv_frame_send(fd, RV_CHANNEL_CONTROL, &m.base, NULL, 0), 0);
+	assert_true(rvh_wait_registered(h, getpid(), false));
+	close(fd);
+
+	/* A descriptor on events.sock is refused with the connection. */
+	fd = connect_sock(h, "events.sock");
+	ms.name = "gpu_busy";
+	e.msg_case = REARVIEW__EVENT_MESSAGE__MSG_METRIC;
+	e.metric = &ms;
+	assert_true(devnull >= 0);
+	assert_int_equal(rv_frame_send(fd, RV_CHANNEL_EVENT, &e.base, &devnull, 1), 0);
+	close(devnull);
+	{
+		struct timeval tv = {RVH_GUARD_S, 0};
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		assert_int_equal(recv(fd, &c, 1, 0), 0);
+	}
+	close(fd);
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "status"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_daemon_basic_foreign_tid_and_stray_fd_disconnected, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_daemon_basic_second_daemon_refused_first_intact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_status_and_consent_roundtrip,
