@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <grp.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -623,9 +624,90 @@ static void test_daemon_basic_foreign_tid_and_stray_fd_disconnected(void **state
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "status"), 0);
 }
 
+/* Connects to events.sock; returns the Error code if the daemon closes the
+ * connection, -1 if it closes without one, -2 if it stays open (idle). */
+static int read_until_closed_or_idle(struct rvh *h, int unused)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {0, 300000};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	uint8_t *payload;
+	size_t len;
+	int rc, code = -1;
+
+	(void)unused;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/events.sock", h->run);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -3;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	rc = rv_frame_recv(fd, RV_CHANNEL_EVENT, RV_FRAME_MAX_DEFAULT, &payload, &len, NULL, NULL);
+	if (rc == -EAGAIN || rc == -EWOULDBLOCK) {
+		close(fd);
+		return -2;
+	}
+	if (rc == 1) {
+		Rearview__EventMessage *m = rearview__event_message__unpack(NULL, len, payload);
+
+		if (m && m->msg_case == REARVIEW__EVENT_MESSAGE__MSG_ERROR)
+			code = m->error->code;
+		if (m)
+			rearview__event_message__free_unpacked(m, NULL);
+		free(payload);
+	}
+	close(fd);
+	return code;
+}
+
+static void test_daemon_basic_events_restricted_to_group(void **state)
+{
+	struct rvh *h = *state;
+	FILE *f;
+	pid_t pid;
+	int st;
+
+	chmod(h->dir, 0755);
+	chmod(h->run, 0755);
+	rvh_stop_daemon(h, SIGTERM);
+	f = fopen(h->conf, "a");
+	assert_non_null(f);
+	/* Mode open to all, group "nogroup": only the daemon's check stands. */
+	fputs("[sockets]\nevents_mode = 0666\nevents_group = 65533\n", f);
+	fclose(f);
+	assert_int_equal(rvh_start_daemon(h), 0);
+	pid = fork();
+	if (pid == 0) {
+		gid_t g = 65533;
+		int code;
+
+		if (setgroups(1, &g) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(99);
+		/* In the group (supplementary): admitted, the connection stays open. */
+		code = read_until_closed_or_idle(h, 0);
+		if (code != -2)
+			_exit(10);
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	waitpid(pid, &st, 0);
+	if (WEXITSTATUS(st) == 99)
+		skip();
+	assert_int_equal(WEXITSTATUS(st), 0);
+	pid = fork();
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(99);
+		/* Not in the group: Error{DENIED} and closed. */
+		_exit(read_until_closed_or_idle(h, 0) == REARVIEW__ERROR__CODE__DENIED ? 0 : 10);
+	}
+	waitpid(pid, &st, 0);
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_daemon_basic_events_restricted_to_group, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_daemon_basic_foreign_tid_and_stray_fd_disconnected, setup, teardown),
 		cmocka_unit_test_setup_teardown(
