@@ -169,7 +169,7 @@ static inline pid_t rvh_helper(struct rvh *h, ...)
 
 	snprintf(sock, sizeof(sock), "%s/control.sock", h->run);
 	snprintf(out, sizeof(out), "%s/helper%u.out", h->dir, h->nhelpers);
-	argv[argc++] = "rv_helper_app";
+	argv[argc++] = (char *)"rv_helper_app";
 	argv[argc++] = sock;
 	argv[argc++] = h->acklog;
 	va_start(ap, h);

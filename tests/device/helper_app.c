@@ -73,9 +73,9 @@ static int send_register(int fd)
 	Rearview__ThreadInfo ti = REARVIEW__THREAD_INFO__INIT, *tis[1] = {&ti};
 
 	r.pid = fake_pid ? (int32_t)fake_pid : getpid();
-	r.exe = "rv_helper_app";
+	r.exe = (char *)"rv_helper_app";
 	ti.tid = getpid();
-	ti.name = "main";
+	ti.name = (char *)"main";
 	ti.is_ui = true;
 	ti.buffer_bytes = 4096;
 	r.threads = tis;

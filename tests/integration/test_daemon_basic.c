@@ -608,7 +608,7 @@ static void test_daemon_basic_foreign_tid_and_stray_fd_disconnected(void **state
 
 	/* A descriptor on events.sock is refused with the connection. */
 	fd = connect_sock(h, "events.sock");
-	ms.name = "gpu_busy";
+	ms.name = (char *)"gpu_busy";
 	e.msg_case = REARVIEW__EVENT_MESSAGE__MSG_METRIC;
 	e.metric = &ms;
 	assert_true(devnull >= 0);
