@@ -223,6 +223,7 @@ void rvd_daemon_anomaly(struct rvd_daemon *d, const struct rvd_anomaly *a)
 		 (int)a->pid, (int)a->tid, a->name, a->name[0] ? " " : "", a->detail);
 	if (d->stopping)
 		return;
+	d->anomalies++;
 	if (d->consent == REARVIEW__CONSENT_LEVEL__CONSENT_OFF) {
 		rvd_info("anomaly not captured: consent off");
 		d->captures_dropped++;
@@ -699,6 +700,8 @@ static int admin_status(struct rvd_daemon *d, struct rvd_conn *c, Rearview__Admi
 	st.pending_uploads = rvd_spool_count(&d->spool, RVD_SPOOL_PENDING) +
 			     rvd_spool_count(&d->spool, RVD_SPOOL_UPLOADING);
 	st.last_freeze_latency_ns = d->last_freeze_latency_ns;
+	st.anomalies = d->anomalies;
+	st.anomalies_not_captured = d->captures_dropped;
 	ne = d->nerrors < RVD_LAST_ERRORS ? d->nerrors : RVD_LAST_ERRORS;
 	for (unsigned k = 0; k < ne; k++)
 		errs[k] = d->last_errors[(d->nerrors - ne + k) % RVD_LAST_ERRORS];

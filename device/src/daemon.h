@@ -62,6 +62,7 @@ struct rvd_daemon {
 	struct rvd_pending_capture *pending;
 	uint64_t last_freeze_latency_ns;
 	uint64_t captures_dropped;
+	uint64_t anomalies;
 	char last_errors[RVD_LAST_ERRORS][128];
 	unsigned nerrors;
 	bool stopping, ready, listening;

@@ -177,9 +177,10 @@ static void print_status(const Rearview__Status *s)
 	if (json) {
 		printf("{\"consent\":\"%s\",\"buffer_bytes\":%" PRIu64
 		       ",\"pending_uploads\":%u,\"quota_left\":%u,"
-		       "\"last_freeze_latency_ns\":%" PRIu64 ",\"processes\":[",
+		       "\"last_freeze_latency_ns\":%" PRIu64 ",\"anomalies\":%" PRIu64
+		       ",\"anomalies_not_captured\":%" PRIu64 ",\"processes\":[",
 		       consent_name(s->consent), s->buffer_bytes, s->pending_uploads, s->quota_left,
-		       s->last_freeze_latency_ns);
+		       s->last_freeze_latency_ns, s->anomalies, s->anomalies_not_captured);
 		for (size_t i = 0; i < s->n_processes; i++) {
 			const Rearview__ProcessStatus *p = s->processes[i];
 
@@ -202,6 +203,8 @@ static void print_status(const Rearview__Status *s)
 	printf("buffer memory:      %" PRIu64 " bytes\n", s->buffer_bytes);
 	printf("pending uploads:    %u\n", s->pending_uploads);
 	printf("last freeze latency: %" PRIu64 " us\n", s->last_freeze_latency_ns / 1000);
+	printf("anomalies:          %" PRIu64 " (%" PRIu64 " not captured)\n", s->anomalies,
+	       s->anomalies_not_captured);
 	printf("processes:          %zu\n", s->n_processes);
 	for (size_t i = 0; i < s->n_processes; i++) {
 		const Rearview__ProcessStatus *p = s->processes[i];

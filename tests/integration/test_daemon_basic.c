@@ -383,8 +383,10 @@ static void test_daemon_basic_consent_off_captures_nothing(void **state)
 	assert_non_null(r);
 	assert_int_equal(r->captures->n_captures, 0);
 	rearview__admin_response__free_unpacked(r, NULL);
-	/* Tracing is off too. */
+	/* Both anomalies reached the daemon and were refused; tracing is off too. */
 	r = rvh_status(h);
+	assert_int_equal(r->status->anomalies, 2);
+	assert_int_equal(r->status->anomalies_not_captured, 2);
 	assert_int_equal(rvh_find_proc(r, a)->n_traced_tids, 0);
 	rearview__admin_response__free_unpacked(r, NULL);
 }
