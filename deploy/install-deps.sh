@@ -21,7 +21,7 @@ PACKAGES="$PACKAGES"
 PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"
 
 # device/ (rearviewd, rvctl).
-PACKAGES="$PACKAGES libuv1-dev libcurl4-openssl-dev libzstd-dev libinih-dev"
+PACKAGES="$PACKAGES libuv1-dev libcurl4-openssl-dev libzstd-dev libinih-dev libsqlite3-dev"
 
 # server/ (rearview-server).
 PACKAGES="$PACKAGES libhttp-parser-dev"

@@ -1,0 +1,42 @@
+# device/ — rearviewd (the on-device service) and rvctl (its admin client).
+# Daemon objects are also linked into the unit tests, so everything except
+# main.c lives in one list.
+
+DEVICE_CFLAGS := $(call pc,--cflags,libuv inih sqlite3) $(PROTOBUF_CFLAGS)
+DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3) $(PROTOBUF_LIBS)
+
+DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
+                   device/src/registry.c device/src/spool.c device/src/conn.c \
+                   device/src/daemon.c
+DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
+
+$(OBJ)/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
+
+$(BIN)/rearviewd: $(OBJ)/device/src/main.o $(DEVICE_CORE_OBJ) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS)
+
+$(BIN)/rvctl: $(OBJ)/device/src/rvctl.o $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PROTOBUF_LIBS)
+
+BINS += $(BIN)/rearviewd $(BIN)/rvctl
+
+# The stand-in traced process for the integration tests.
+$(TBIN)/device/rv_helper_app: $(OBJ)/tests/device/helper_app.o $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PROTOBUF_LIBS)
+
+$(OBJ)/tests/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
+$(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
+
+$(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPROTO),$(DEVICE_LIBS)))
+
+# Integration tests: real rearviewd, rvctl and helper processes.
+$(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \
+  -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
+$(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+$(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_crash: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+$(eval $(call rv_test,device,spool,$(DEVICE_CORE_OBJ) $(LIBRVPROTO),$(DEVICE_LIBS),1))

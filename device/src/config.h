@@ -1,0 +1,66 @@
+/*
+ * config.h — rearviewd configuration: defaults, the INI file (libinih) and
+ * command-line overrides.  deploy/rearviewd.conf.example documents each key
+ * with its default; rvd_config_defaults() is the single source of them.
+ */
+#ifndef RVD_CONFIG_H
+#define RVD_CONFIG_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RVD_PATH_MAX 256
+
+struct rvd_config {
+	/* [daemon] */
+	char run_dir[RVD_PATH_MAX];
+	char state_dir[RVD_PATH_MAX];
+	int log_level;
+	/* [sockets] */
+	unsigned control_mode;
+	unsigned events_mode;
+	unsigned admin_mode;
+	gid_t events_gid;   /* (gid_t)-1: no group configured */
+	gid_t settings_gid; /* (gid_t)-1: no group configured */
+	uint32_t max_frame;
+	uint32_t max_peers;
+	/* [tracing] */
+	uint32_t traced_apps; /* N most recently foreground apps */
+	uint64_t buffer_bytes;
+	/* [jank] */
+	uint32_t jank_frames;
+	uint64_t jank_budget_ns;
+	/* [touch] */
+	uint64_t touch_threshold_ns;
+	/* [thermal] */
+	char thermal_root[RVD_PATH_MAX];
+	uint32_t thermal_poll_ms; /* 0 disables the poll */
+	/* [correlation] */
+	char corr_metric[64];
+	double corr_threshold;
+	uint64_t corr_window_ns;
+	/* [capture] */
+	uint32_t capture_timeout_ms;
+	uint64_t capture_max_bytes;
+	int consent_default; /* a ConsentLevel value */
+};
+
+/* Fills `c` with the built-in defaults. */
+void rvd_config_defaults(struct rvd_config *c);
+
+/*
+ * Reads the INI file at `path` over the values already in `c`.  Unknown
+ * sections or keys and bad values are errors (a typo must not silently
+ * leave a default in place).  Returns 0, -ENOENT/-EACCES when the file
+ * cannot be opened, or -EINVAL (the offending line is logged).
+ */
+int rvd_config_load(struct rvd_config *c, const char *path);
+
+/* Applies one "section.key=value"-style setting; used by the file loader.
+ * Returns 0 or -EINVAL. */
+int rvd_config_set(struct rvd_config *c, const char *section, const char *key, const char *value);
+
+/* "off"|"local"|"summary"|"full" → a ConsentLevel value, or -EINVAL. */
+int rvd_config_consent_parse(const char *v);
+
+#endif

@@ -1,0 +1,476 @@
+/*
+ * rvctl.c — the admin client of rearviewd (admin.sock, AdminRequest →
+ * AdminResponse, one request per connection).
+ *
+ *   rvctl [-r RUN_DIR] [--json] COMMAND [ARGS]
+ *
+ * Exit status: 0 success; 1 the daemon answered with an error; 2 usage;
+ * 3 the daemon is not running; 4 access denied.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rearview/admin.pb-c.h"
+#include "rearview/frame.h"
+
+enum { EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_NOT_RUNNING = 3, EXIT_DENIED = 4 };
+
+static const char *run_dir;
+static int json;
+
+static void usage(void)
+{
+	fputs("usage: rvctl [-r RUN_DIR] [--json] COMMAND\n"
+	      "  consent off|local|summary|full|status\n"
+	      "  status                       processes, tracing, consent, spool\n"
+	      "  captures                     every capture with its state\n"
+	      "  show ID                      one capture\n"
+	      "  capture PID                  capture PID's traced thread now\n"
+	      "  foreground PID               PID is now the foreground app\n"
+	      "  event frame PID TID DURATION_MS\n"
+	      "  event jank PID [TID [SEVERITY]]\n"
+	      "  event touch PID TID DETECTED_MS DELIVERED_MS RESPONDED_MS\n"
+	      "  event thermal [SEVERITY]\n"
+	      "  event anomaly NAME PID [TID [SEVERITY]]\n"
+	      "  event metric NAME VALUE\n"
+	      "RUN_DIR defaults to $RV_RUN_DIR, else /run/rearview.\n",
+	      stderr);
+}
+
+static int parse_int(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end != '\0' || v < min || v > max) {
+		fprintf(stderr, "rvctl: bad number '%s'\n", s);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int connect_admin(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, n;
+
+	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/admin.sock", run_dir);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "rvctl: run directory path too long\n");
+		return -EXIT_USAGE;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -EXIT_ERR;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		close(fd);
+		if (e == EACCES || e == EPERM) {
+			fprintf(stderr,
+				"rvctl: access denied to %s (root or the settings group only)\n",
+				sa.sun_path);
+			return -EXIT_DENIED;
+		}
+		fprintf(stderr, "rvctl: rearviewd is not running (%s: %s)\n", sa.sun_path,
+			strerror(e));
+		return -EXIT_NOT_RUNNING;
+	}
+	return fd;
+}
+
+/* Sends `q`, reads the answer into *out.  Returns 0 or an exit status. */
+static int transact(Rearview__AdminRequest *q, Rearview__AdminResponse **out)
+{
+	uint8_t *payload = NULL;
+	size_t len = 0;
+	int fd = connect_admin(), rc, sent;
+
+	if (fd < 0)
+		return -fd;
+	q->request_id = (uint64_t)getpid();
+	/* Even when the send fails (the daemon refused us at once), read why. */
+	sent = rv_frame_send(fd, RV_CHANNEL_ADMIN, &q->base, NULL, 0);
+	rc = rv_frame_recv(fd, RV_CHANNEL_ADMIN, RV_FRAME_MAX_HARD, &payload, &len, NULL, NULL);
+	close(fd);
+	if (rc <= 0) {
+		fprintf(stderr, "rvctl: rearviewd closed the connection: %s\n",
+			sent < 0  ? strerror(-sent)
+			: rc == 0 ? "no answer"
+				  : rv_frame_strerror(rc));
+		return EXIT_ERR;
+	}
+	*out = rearview__admin_response__unpack(NULL, len, payload);
+	free(payload);
+	if (!*out) {
+		fprintf(stderr, "rvctl: undecodable answer from rearviewd\n");
+		return EXIT_ERR;
+	}
+	if ((*out)->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_ERROR) {
+		const Rearview__Error *e = (*out)->error;
+		int denied = e->code == REARVIEW__ERROR__CODE__DENIED;
+
+		fprintf(stderr, "rvctl: %s%s\n", denied ? "access denied: " : "",
+			e->message ? e->message : "error");
+		rearview__admin_response__free_unpacked(*out, NULL);
+		*out = NULL;
+		return denied ? EXIT_DENIED : EXIT_ERR;
+	}
+	return 0;
+}
+
+static const char *const consent_names[] = {"unspecified", "off", "local", "summary", "full"};
+
+static const char *consent_name(int c)
+{
+	return c >= 0 && c <= 4 ? consent_names[c] : "unknown";
+}
+
+static const char *const kind_names[] = {"unspecified", "jank",	   "touch_latency",
+					 "thermal",	"generic", "manual"};
+
+static const char *kind_name(int k)
+{
+	return k >= 0 && k <= 5 ? kind_names[k] : "unknown";
+}
+
+/* JSON string output: escapes quotes, backslashes and control characters. */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static void print_status(const Rearview__Status *s)
+{
+	if (json) {
+		printf("{\"consent\":\"%s\",\"buffer_bytes\":%" PRIu64
+		       ",\"pending_uploads\":%u,\"quota_left\":%u,"
+		       "\"last_freeze_latency_ns\":%" PRIu64 ",\"anomalies\":%" PRIu64
+		       ",\"anomalies_not_captured\":%" PRIu64 ",\"processes\":[",
+		       consent_name(s->consent), s->buffer_bytes, s->pending_uploads, s->quota_left,
+		       s->last_freeze_latency_ns, s->anomalies, s->anomalies_not_captured);
+		for (size_t i = 0; i < s->n_processes; i++) {
+			const Rearview__ProcessStatus *p = s->processes[i];
+
+			printf("%s{\"pid\":%d,\"exe\":", i ? "," : "", p->pid);
+			json_str(p->exe);
+			printf(",\"buffer_bytes\":%" PRIu64 ",\"traced_tids\":[", p->buffer_bytes);
+			for (size_t k = 0; k < p->n_traced_tids; k++)
+				printf("%s%d", k ? "," : "", p->traced_tids[k]);
+			printf("]}");
+		}
+		printf("],\"last_errors\":[");
+		for (size_t i = 0; i < s->n_last_errors; i++) {
+			printf("%s", i ? "," : "");
+			json_str(s->last_errors[i]);
+		}
+		printf("]}\n");
+		return;
+	}
+	printf("consent:            %s\n", consent_name(s->consent));
+	printf("buffer memory:      %" PRIu64 " bytes\n", s->buffer_bytes);
+	printf("pending uploads:    %u\n", s->pending_uploads);
+	printf("last freeze latency: %" PRIu64 " us\n", s->last_freeze_latency_ns / 1000);
+	printf("anomalies:          %" PRIu64 " (%" PRIu64 " not captured)\n", s->anomalies,
+	       s->anomalies_not_captured);
+	printf("processes:          %zu\n", s->n_processes);
+	for (size_t i = 0; i < s->n_processes; i++) {
+		const Rearview__ProcessStatus *p = s->processes[i];
+
+		printf("  pid %d %s buffers %" PRIu64 " traced", p->pid, p->exe, p->buffer_bytes);
+		if (!p->n_traced_tids)
+			printf(" none");
+		for (size_t k = 0; k < p->n_traced_tids; k++)
+			printf(" %d", p->traced_tids[k]);
+		putchar('\n');
+	}
+	for (size_t i = 0; i < s->n_last_errors; i++)
+		printf("error: %s\n", s->last_errors[i]);
+}
+
+static void print_capture(const Rearview__CaptureInfo *c, int one)
+{
+	const Rearview__Anomaly *a = c->anomaly;
+
+	if (json) {
+		printf("{\"id\":%" PRIu64 ",\"state\":", c->id);
+		json_str(c->state);
+		printf(",\"reason\":");
+		json_str(c->reason);
+		printf(",\"kind\":\"%s\",\"pid\":%d,\"tid\":%d,\"app\":",
+		       kind_name(a ? a->kind : 0), a ? a->pid : 0, a ? a->tid : 0);
+		json_str(c->app_id);
+		printf(",\"size\":%" PRIu64 ",\"freeze_latency_ns\":%" PRIu64 "}", c->size,
+		       c->freeze_latency_ns);
+		return;
+	}
+	if (!one) {
+		printf("%-6" PRIu64 " %-9s %-14s %-13s %-7d %-16s %10" PRIu64 " %8" PRIu64 "\n",
+		       c->id, c->state, c->reason && *c->reason ? c->reason : "-",
+		       kind_name(a ? a->kind : 0), a ? a->pid : 0, c->app_id, c->size,
+		       c->freeze_latency_ns / 1000);
+		return;
+	}
+	printf("id:             %" PRIu64 "\nstate:          %s\nreason:         %s\n", c->id,
+	       c->state, c->reason && *c->reason ? c->reason : "-");
+	printf("app:            %s\nsize:           %" PRIu64 " bytes\n", c->app_id, c->size);
+	printf("freeze latency: %" PRIu64 " us\n", c->freeze_latency_ns / 1000);
+	if (a)
+		printf("anomaly:        %s severity %u pid %d tid %d %s%s%s\n", kind_name(a->kind),
+		       a->severity, a->pid, a->tid, a->name, *a->name ? " " : "", a->detail);
+}
+
+/* Builds an event request from argv.  Returns 0 or EXIT_USAGE. */
+static int build_event(int argc, char **argv, Rearview__EventMessage *e, Rearview__FrameReport *fr,
+		       Rearview__TouchReport *tr, Rearview__MetricSample *ms, Rearview__Anomaly *an)
+{
+	long long v[5] = {0};
+	const char *what = argv[0];
+	char *end;
+
+	if (!strcmp(what, "frame") && argc == 4) {
+		for (int i = 0; i < 3; i++)
+			if (parse_int(argv[i + 1], 0, INT32_MAX, &v[i]) < 0)
+				return EXIT_USAGE;
+		fr->pid = (int32_t)v[0];
+		fr->tid = (int32_t)v[1];
+		fr->frame_end_ns = now_ns();
+		fr->frame_start_ns = fr->frame_end_ns - (uint64_t)v[2] * 1000000ull;
+		e->msg_case = REARVIEW__EVENT_MESSAGE__MSG_FRAME;
+		e->frame = fr;
+		return 0;
+	}
+	if (!strcmp(what, "touch") && argc == 6) {
+		for (int i = 0; i < 5; i++)
+			if (parse_int(argv[i + 1], 0, INT32_MAX, &v[i]) < 0)
+				return EXIT_USAGE;
+		tr->pid = (int32_t)v[0];
+		tr->tid = (int32_t)v[1];
+		tr->detected_ns = (uint64_t)v[2] * 1000000ull;
+		tr->delivered_ns = (uint64_t)v[3] * 1000000ull;
+		tr->responded_ns = (uint64_t)v[4] * 1000000ull;
+		e->msg_case = REARVIEW__EVENT_MESSAGE__MSG_TOUCH;
+		e->touch = tr;
+		return 0;
+	}
+	if (!strcmp(what, "metric") && argc == 3) {
+		errno = 0;
+		ms->value = strtod(argv[2], &end);
+		if (errno || end == argv[2] || *end != '\0')
+			return EXIT_USAGE;
+		ms->name = argv[1];
+		ms->monotonic_ns = now_ns();
+		e->msg_case = REARVIEW__EVENT_MESSAGE__MSG_METRIC;
+		e->metric = ms;
+		return 0;
+	}
+	an->monotonic_ns = now_ns();
+	an->severity = 50;
+	if (!strcmp(what, "thermal") && argc <= 2) {
+		an->kind = REARVIEW__ANOMALY_KIND__ANOMALY_THERMAL;
+		if (argc == 2 && parse_int(argv[1], 0, 100, &v[0]) == 0)
+			an->severity = (uint32_t)v[0];
+		else if (argc == 2)
+			return EXIT_USAGE;
+	} else if ((!strcmp(what, "jank") && argc >= 2 && argc <= 4) ||
+		   (!strcmp(what, "anomaly") && argc >= 3 && argc <= 5)) {
+		int base = 1;
+
+		an->kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
+		if (!strcmp(what, "anomaly")) {
+			an->kind = REARVIEW__ANOMALY_KIND__ANOMALY_GENERIC;
+			an->name = argv[1];
+			base = 2;
+		}
+		for (int i = base; i < argc; i++)
+			if (parse_int(argv[i], 0, i == base + 2 ? 100 : INT32_MAX, &v[i - base]) <
+			    0)
+				return EXIT_USAGE;
+		an->pid = (int32_t)v[0];
+		an->tid = (int32_t)v[1];
+		if (argc > base + 2)
+			an->severity = (uint32_t)v[2];
+	} else {
+		return EXIT_USAGE;
+	}
+	e->msg_case = REARVIEW__EVENT_MESSAGE__MSG_ANOMALY;
+	e->anomaly = an;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"run-dir", required_argument, NULL, 'r'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	Rearview__AdminRequest q = REARVIEW__ADMIN_REQUEST__INIT;
+	Rearview__AdminResponse *r = NULL;
+	Rearview__EventMessage e = REARVIEW__EVENT_MESSAGE__INIT;
+	Rearview__FrameReport fr = REARVIEW__FRAME_REPORT__INIT;
+	Rearview__TouchReport tr = REARVIEW__TOUCH_REPORT__INIT;
+	Rearview__MetricSample ms = REARVIEW__METRIC_SAMPLE__INIT;
+	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
+	const char *cmd;
+	long long v;
+	int opt, rc, nargs;
+	char **args;
+
+	/* A daemon that hangs up on us must yield an error message, not SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
+	run_dir = getenv("RV_RUN_DIR");
+	if (!run_dir || !*run_dir)
+		run_dir = "/run/rearview";
+	while ((opt = getopt_long(argc, argv, "+r:jh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'r':
+			run_dir = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage();
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage();
+		return EXIT_USAGE;
+	}
+	cmd = argv[optind];
+	args = &argv[optind + 1];
+	nargs = argc - optind - 1;
+
+	if (!strcmp(cmd, "consent") && nargs == 1) {
+		static const char *const lv[] = {"off", "local", "summary", "full"};
+		int level = -1;
+
+		for (int i = 0; i < 4; i++)
+			if (!strcmp(args[0], lv[i]))
+				level = i + 1;
+		if (level < 0 && strcmp(args[0], "status")) {
+			usage();
+			return EXIT_USAGE;
+		}
+		if (level < 0) {
+			q.req_case = REARVIEW__ADMIN_REQUEST__REQ_GET_STATUS;
+			q.get_status = true;
+		} else {
+			q.req_case = REARVIEW__ADMIN_REQUEST__REQ_SET_CONSENT;
+			q.set_consent = (Rearview__ConsentLevel)level;
+		}
+		if ((rc = transact(&q, &r)) != 0)
+			return rc;
+		if (r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_STATUS)
+			printf("%s\n", consent_name(r->status->consent));
+		else if (r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_CONSENT)
+			printf("consent: %s\n", consent_name(r->consent->level));
+	} else if (!strcmp(cmd, "status") && nargs == 0) {
+		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_GET_STATUS;
+		q.get_status = true;
+		if ((rc = transact(&q, &r)) != 0)
+			return rc;
+		if (r->resp_case != REARVIEW__ADMIN_RESPONSE__RESP_STATUS)
+			goto unexpected;
+		print_status(r->status);
+	} else if (!strcmp(cmd, "captures") && nargs == 0) {
+		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_LIST_CAPTURES;
+		q.list_captures = true;
+		if ((rc = transact(&q, &r)) != 0)
+			return rc;
+		if (r->resp_case != REARVIEW__ADMIN_RESPONSE__RESP_CAPTURES)
+			goto unexpected;
+		if (json)
+			putchar('[');
+		else
+			printf("%-6s %-9s %-14s %-13s %-7s %-16s %10s %8s\n", "ID", "STATE",
+			       "REASON", "KIND", "PID", "APP", "BYTES", "FRZ_US");
+		for (size_t i = 0; i < r->captures->n_captures; i++) {
+			if (json && i)
+				putchar(',');
+			print_capture(r->captures->captures[i], 0);
+		}
+		if (json)
+			printf("]\n");
+	} else if (!strcmp(cmd, "show") && nargs == 1) {
+		if (parse_int(args[0], 1, INT64_MAX, &v) < 0)
+			return EXIT_USAGE;
+		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_SHOW_CAPTURE;
+		q.show_capture = (uint64_t)v;
+		if ((rc = transact(&q, &r)) != 0)
+			return rc;
+		if (r->resp_case != REARVIEW__ADMIN_RESPONSE__RESP_CAPTURE)
+			goto unexpected;
+		print_capture(r->capture, 1);
+		if (json)
+			putchar('\n');
+	} else if ((!strcmp(cmd, "capture") || !strcmp(cmd, "foreground")) && nargs == 1) {
+		if (parse_int(args[0], 1, INT32_MAX, &v) < 0)
+			return EXIT_USAGE;
+		if (!strcmp(cmd, "capture")) {
+			q.req_case = REARVIEW__ADMIN_REQUEST__REQ_CAPTURE_PID;
+			q.capture_pid = (int32_t)v;
+		} else {
+			q.req_case = REARVIEW__ADMIN_REQUEST__REQ_FOREGROUND_PID;
+			q.foreground_pid = (int32_t)v;
+		}
+		if ((rc = transact(&q, &r)) != 0)
+			return rc;
+	} else if (!strcmp(cmd, "event") && nargs >= 1) {
+		if (build_event(nargs, args, &e, &fr, &tr, &ms, &an) != 0) {
+			usage();
+			return EXIT_USAGE;
+		}
+		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_EVENT;
+		q.event = &e;
+		if ((rc = transact(&q, &r)) != 0)
+			return rc;
+	} else {
+		usage();
+		return EXIT_USAGE;
+	}
+	rearview__admin_response__free_unpacked(r, NULL);
+	return 0;
+unexpected:
+	fprintf(stderr, "rvctl: unexpected answer from rearviewd\n");
+	rearview__admin_response__free_unpacked(r, NULL);
+	return EXIT_ERR;
+}

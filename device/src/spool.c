@@ -1,0 +1,687 @@
+/*
+ * spool.c — capture spool: files + sqlite3 WAL index, all I/O on the libuv
+ * work queue (see spool.h for the state machine and durability contract).
+ *
+ * Invariants:
+ *  - at most one job runs at a time (the head of the FIFO), so the sqlite
+ *    handle is used by one thread at a time and jobs see each other's effects
+ *    in submission order;
+ *  - the mirror (recs) is touched only on the loop thread, in after-work;
+ *  - a row exists only for a file that was renamed into place and whose
+ *    directory entry was fsync'd; a file without a row was never
+ *    acknowledged and is removed at open.
+ */
+#include "spool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+enum job_type { JOB_OPEN, JOB_STORE, JOB_STATE, JOB_SETTING, JOB_CLOSE };
+
+struct rvd_spool_job {
+	uv_work_t req;
+	struct rvd_spool *sp;
+	struct rvd_spool_job *next;
+	enum job_type type;
+	rvd_spool_cb cb;
+	void *data;
+	int status;
+	/* JOB_STORE / JOB_STATE */
+	int fd;
+	uint64_t size;
+	struct rvd_capture_rec rec;
+	int from_state;
+	/* JOB_SETTING */
+	char name[64];
+	void *value;
+	size_t len;
+	/* JOB_OPEN: rows loaded from the index */
+	struct rvd_capture_rec *loaded;
+	size_t nloaded;
+};
+
+static const char *const state_names[] = {"captured", "pending", "uploading", "uploaded",
+					  "skipped"};
+
+const char *rvd_spool_state_name(int state)
+{
+	if (state < 0 || state > RVD_SPOOL_SKIPPED)
+		return "unknown";
+	return state_names[state];
+}
+
+bool rvd_spool_transition_ok(int from, int to)
+{
+	switch (from) {
+	case RVD_SPOOL_CAPTURED:
+		return to == RVD_SPOOL_PENDING || to == RVD_SPOOL_SKIPPED;
+	case RVD_SPOOL_PENDING:
+		return to == RVD_SPOOL_UPLOADING || to == RVD_SPOOL_SKIPPED;
+	case RVD_SPOOL_UPLOADING:
+		return to == RVD_SPOOL_UPLOADED || to == RVD_SPOOL_SKIPPED ||
+		       to == RVD_SPOOL_PENDING;
+	default: /* uploaded and skipped are final */
+		return false;
+	}
+}
+
+void rvd_spool_init(struct rvd_spool *sp, uv_loop_t *loop, const char *state_dir)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->loop = loop;
+	snprintf(sp->dir, sizeof(sp->dir), "%s", state_dir);
+}
+
+/* ---- helpers that run on work-queue threads ---------------------------- */
+
+static int map_sqlite(int rc)
+{
+	switch (rc) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+		return -EACCES;
+	default:
+		return -EIO;
+	}
+}
+
+static int exec_sql(sqlite3 *db, const char *sql)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+
+	if (rc != SQLITE_OK) {
+		rvd_err("spool: %s: %s", sql, msg ? msg : sqlite3_errstr(rc));
+		sqlite3_free(msg);
+	}
+	return map_sqlite(rc);
+}
+
+static int fsync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static const char schema[] = "CREATE TABLE IF NOT EXISTS captures("
+			     " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+			     " state INTEGER NOT NULL,"
+			     " reason TEXT NOT NULL DEFAULT '',"
+			     " kind INTEGER NOT NULL, severity INTEGER NOT NULL,"
+			     " pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+			     " anomaly_ns INTEGER NOT NULL, attribution INTEGER NOT NULL,"
+			     " name TEXT NOT NULL, detail TEXT NOT NULL,"
+			     " app_id TEXT NOT NULL, size INTEGER NOT NULL,"
+			     " freeze_latency_ns INTEGER NOT NULL,"
+			     " file TEXT NOT NULL UNIQUE);";
+
+static void copy_text(char *dst, size_t cap, const unsigned char *src)
+{
+	snprintf(dst, cap, "%s", src ? (const char *)src : "");
+}
+
+static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int rc = sqlite3_prepare_v2(db,
+				    "SELECT id,state,reason,kind,severity,pid,tid,anomaly_ns,"
+				    "attribution,name,detail,app_id,size,freeze_latency_ns,file "
+				    "FROM captures ORDER BY id",
+				    -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return map_sqlite(rc);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct rvd_capture_rec *r;
+
+		if (job->nloaded == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			void *p = realloc(job->loaded, ncap * sizeof(*job->loaded));
+
+			if (!p) {
+				sqlite3_finalize(st);
+				return -ENOMEM;
+			}
+			job->loaded = p;
+			cap = ncap;
+		}
+		r = &job->loaded[job->nloaded++];
+		memset(r, 0, sizeof(*r));
+		r->id = (uint64_t)sqlite3_column_int64(st, 0);
+		r->state = sqlite3_column_int(st, 1);
+		copy_text(r->reason, sizeof(r->reason), sqlite3_column_text(st, 2));
+		r->anomaly.kind = sqlite3_column_int(st, 3);
+		r->anomaly.severity = (uint32_t)sqlite3_column_int(st, 4);
+		r->anomaly.pid = sqlite3_column_int(st, 5);
+		r->anomaly.tid = sqlite3_column_int(st, 6);
+		r->anomaly.monotonic_ns = (uint64_t)sqlite3_column_int64(st, 7);
+		r->anomaly.attribution = sqlite3_column_int(st, 8);
+		copy_text(r->anomaly.name, sizeof(r->anomaly.name), sqlite3_column_text(st, 9));
+		copy_text(r->anomaly.detail, sizeof(r->anomaly.detail),
+			  sqlite3_column_text(st, 10));
+		copy_text(r->app_id, sizeof(r->app_id), sqlite3_column_text(st, 11));
+		r->size = (uint64_t)sqlite3_column_int64(st, 12);
+		r->freeze_latency_ns = (uint64_t)sqlite3_column_int64(st, 13);
+		copy_text(r->file, sizeof(r->file), sqlite3_column_text(st, 14));
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+}
+
+static bool is_indexed(const struct rvd_spool_job *job, const char *name)
+{
+	for (size_t i = 0; i < job->nloaded; i++)
+		if (!strcmp(job->loaded[i].file, name))
+			return true;
+	return false;
+}
+
+/* Removes temporary files and files no row refers to: neither was ever
+ * acknowledged.  Marks rows whose file vanished as skipped(file_missing). */
+static int recover_files(struct rvd_spool_job *job, sqlite3 *db, const char *capdir)
+{
+	struct dirent *de;
+	DIR *d = opendir(capdir);
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' && (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")))
+			continue;
+		if (de->d_name[0] == '.' || !is_indexed(job, de->d_name)) {
+			rvd_info("spool: removing unacknowledged %s", de->d_name);
+			unlinkat(dirfd(d), de->d_name, 0);
+		}
+	}
+	for (size_t i = 0; i < job->nloaded; i++) {
+		struct rvd_capture_rec *r = &job->loaded[i];
+		struct stat stb;
+		char sql[160];
+
+		if (r->state == RVD_SPOOL_UPLOADING) {
+			/* The upload id is idempotent server-side; retrying is safe. */
+			r->state = RVD_SPOOL_PENDING;
+			snprintf(sql, sizeof(sql), "UPDATE captures SET state=%d WHERE id=%llu",
+				 RVD_SPOOL_PENDING, (unsigned long long)r->id);
+			exec_sql(db, sql);
+		}
+		if (fstatat(dirfd(d), r->file, &stb, 0) == 0 || r->state == RVD_SPOOL_SKIPPED ||
+		    r->state == RVD_SPOOL_UPLOADED)
+			continue;
+		rvd_err("spool: capture %llu lost its file %s", (unsigned long long)r->id, r->file);
+		r->state = RVD_SPOOL_SKIPPED;
+		snprintf(r->reason, sizeof(r->reason), "file_missing");
+		snprintf(sql, sizeof(sql),
+			 "UPDATE captures SET state=%d, reason='file_missing' WHERE id=%llu",
+			 RVD_SPOOL_SKIPPED, (unsigned long long)r->id);
+		exec_sql(db, sql);
+	}
+	closedir(d);
+	return fsync_dir(capdir);
+}
+
+static void work_open(struct rvd_spool_job *job)
+{
+	struct rvd_spool *sp = job->sp;
+	char path[320], capdir[300];
+	sqlite3 *db = NULL;
+	int rc;
+
+	snprintf(capdir, sizeof(capdir), "%s/captures", sp->dir);
+	if (mkdir(sp->dir, 0700) < 0 && errno != EEXIST) {
+		job->status = -errno;
+		return;
+	}
+	if (mkdir(capdir, 0700) < 0 && errno != EEXIST) {
+		job->status = -errno;
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/spool.db", sp->dir);
+	rc = sqlite3_open_v2(
+		path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		rvd_err("spool: open %s: %s", path, sqlite3_errstr(rc));
+		sqlite3_close(db);
+		job->status = map_sqlite(rc);
+		return;
+	}
+	sqlite3_busy_timeout(db, 5000);
+	/* WAL with synchronous=FULL: a commit is durable when it returns. */
+	if ((rc = exec_sql(db, "PRAGMA journal_mode=WAL;")) < 0 ||
+	    (rc = exec_sql(db, "PRAGMA synchronous=FULL;")) < 0 ||
+	    (rc = exec_sql(db, schema)) < 0 || (rc = load_rows(job, db)) < 0 ||
+	    (rc = recover_files(job, db, capdir)) < 0) {
+		sqlite3_close(db);
+		job->status = rc;
+		return;
+	}
+	sp->db = db;
+}
+
+static void work_store(struct rvd_spool_job *job)
+{
+	struct rvd_spool *sp = job->sp;
+	struct rvd_capture_rec *r = &job->rec;
+	char capdir[300], tmp[64];
+	static const char sql[] =
+		"INSERT INTO captures(state,reason,kind,severity,pid,tid,anomaly_ns,attribution,"
+		"name,detail,app_id,size,freeze_latency_ns,file) "
+		"VALUES(?,'',?,?,?,?,?,?,?,?,?,?,?,?)";
+	uint8_t rnd[8], buf[65536];
+	sqlite3_stmt *st = NULL;
+	uint64_t off = 0;
+	int dfd, out, rc;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		job->status = -EIO;
+		return;
+	}
+	snprintf(r->file, sizeof(r->file), "c-%02x%02x%02x%02x%02x%02x%02x%02x.rvc", rnd[0], rnd[1],
+		 rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	snprintf(tmp, sizeof(tmp), ".tmp-%s", r->file);
+	snprintf(capdir, sizeof(capdir), "%s/captures", sp->dir);
+	dfd = open(capdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		job->status = -errno;
+		return;
+	}
+	out = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0) {
+		rc = -errno;
+		goto close_dir;
+	}
+	while (off < job->size) {
+		size_t want =
+			job->size - off < sizeof(buf) ? (size_t)(job->size - off) : sizeof(buf);
+		ssize_t n = pread(job->fd, buf, want, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			goto unlink_tmp;
+		}
+		if ((rc = write_all(out, buf, (size_t)n)) < 0)
+			goto unlink_tmp;
+		off += (uint64_t)n;
+	}
+	if (fsync(out) < 0 || renameat(dfd, tmp, dfd, r->file) < 0) {
+		rc = -errno;
+		goto unlink_tmp;
+	}
+	close(out);
+	out = -1;
+	if (fsync(dfd) < 0) {
+		rc = -errno;
+		unlinkat(dfd, r->file, 0);
+		goto close_dir;
+	}
+	rc = sqlite3_prepare_v2(sp->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int(st, 1, RVD_SPOOL_CAPTURED);
+		sqlite3_bind_int(st, 2, r->anomaly.kind);
+		sqlite3_bind_int(st, 3, (int)r->anomaly.severity);
+		sqlite3_bind_int(st, 4, r->anomaly.pid);
+		sqlite3_bind_int(st, 5, r->anomaly.tid);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)r->anomaly.monotonic_ns);
+		sqlite3_bind_int(st, 7, r->anomaly.attribution);
+		sqlite3_bind_text(st, 8, r->anomaly.name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 9, r->anomaly.detail, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 10, r->app_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 11, (sqlite3_int64)job->size);
+		sqlite3_bind_int64(st, 12, (sqlite3_int64)r->freeze_latency_ns);
+		sqlite3_bind_text(st, 13, r->file, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		rvd_err("spool: insert: %s", sqlite3_errmsg(sp->db));
+		rc = map_sqlite(rc);
+		/* No row: the file is an orphan; remove it now rather than at open. */
+		unlinkat(dfd, r->file, 0);
+		goto close_dir;
+	}
+	r->id = (uint64_t)sqlite3_last_insert_rowid(sp->db);
+	r->state = RVD_SPOOL_CAPTURED;
+	r->size = job->size;
+	rc = 0;
+	goto close_dir;
+unlink_tmp:
+	close(out);
+	unlinkat(dfd, tmp, 0);
+close_dir:
+	close(dfd);
+	job->status = rc;
+}
+
+static void work_state(struct rvd_spool_job *job)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(job->sp->db,
+				    "UPDATE captures SET state=?, reason=? WHERE id=? AND state=?",
+				    -1, &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int(st, 1, job->rec.state);
+		sqlite3_bind_text(st, 2, job->rec.reason, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)job->rec.id);
+		sqlite3_bind_int(st, 4, job->from_state);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	job->status = rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+}
+
+static void work_setting(struct rvd_spool_job *job)
+{
+	char path[320], tmp[340];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", job->sp->dir, job->name);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-%s", job->sp->dir, job->name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		job->status = -errno;
+		return;
+	}
+	if ((rc = write_all(fd, job->value, job->len)) == 0 && fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = fsync_dir(job->sp->dir);
+	else
+		unlink(tmp);
+	job->status = rc;
+}
+
+static void work_cb(uv_work_t *req)
+{
+	struct rvd_spool_job *job = req->data;
+
+	if (job->type != JOB_OPEN && job->type != JOB_SETTING && !job->sp->db) {
+		job->status = -EBADF;
+		return;
+	}
+	switch (job->type) {
+	case JOB_OPEN:
+		work_open(job);
+		break;
+	case JOB_STORE:
+		work_store(job);
+		break;
+	case JOB_STATE:
+		work_state(job);
+		break;
+	case JOB_SETTING:
+		work_setting(job);
+		break;
+	case JOB_CLOSE:
+		sqlite3_close(job->sp->db);
+		job->sp->db = NULL;
+		break;
+	}
+}
+
+/* ---- loop thread -------------------------------------------------------- */
+
+static void start_head(struct rvd_spool *sp);
+
+static int mirror_add(struct rvd_spool *sp, const struct rvd_capture_rec *r)
+{
+	if (sp->nrecs == sp->caprecs) {
+		size_t ncap = sp->caprecs ? sp->caprecs * 2 : 64;
+		void *p = realloc(sp->recs, ncap * sizeof(*sp->recs));
+
+		if (!p)
+			return -ENOMEM;
+		sp->recs = p;
+		sp->caprecs = ncap;
+	}
+	sp->recs[sp->nrecs++] = *r;
+	return 0;
+}
+
+static struct rvd_capture_rec *mirror_find(const struct rvd_spool *sp, uint64_t id)
+{
+	for (size_t i = 0; i < sp->nrecs; i++)
+		if (sp->recs[i].id == id)
+			return &sp->recs[i];
+	return NULL;
+}
+
+static void after_work_cb(uv_work_t *req, int status)
+{
+	struct rvd_spool_job *job = req->data;
+	struct rvd_spool *sp = job->sp;
+	struct rvd_capture_rec *r;
+	uint64_t id = 0;
+
+	if (job->type == JOB_STORE && job->fd >= 0)
+		close(job->fd);
+	if (job->status == 0) {
+		switch (job->type) {
+		case JOB_OPEN:
+			free(sp->recs);
+			sp->recs = job->loaded;
+			sp->nrecs = sp->caprecs = job->nloaded;
+			job->loaded = NULL;
+			sp->open = true;
+			break;
+		case JOB_STORE:
+			id = job->rec.id;
+			/* The row is durable; a failed mirror add only hides it until restart. */
+			if (mirror_add(sp, &job->rec) < 0)
+				rvd_err("spool: out of memory mirroring capture %llu",
+					(unsigned long long)id);
+			break;
+		case JOB_STATE:
+			id = job->rec.id;
+			r = mirror_find(sp, id);
+			if (r) {
+				r->state = job->rec.state;
+				memcpy(r->reason, job->rec.reason, sizeof(r->reason));
+			}
+			break;
+		case JOB_CLOSE:
+			sp->open = false;
+			break;
+		case JOB_SETTING:
+			break;
+		}
+	}
+	sp->head = job->next;
+	if (!sp->head)
+		sp->tail = NULL;
+	sp->running = false;
+	/* The callback may submit; submit() starts the head when nothing runs. */
+	if (job->cb)
+		job->cb(sp, status < 0 ? status : job->status, id, job->data);
+	free(job->loaded);
+	free(job->value);
+	free(job);
+	if (sp->head && !sp->running)
+		start_head(sp);
+}
+
+static void start_head(struct rvd_spool *sp)
+{
+	struct rvd_spool_job *job = sp->head;
+	int rc;
+
+	sp->running = true;
+	rc = uv_queue_work(sp->loop, &job->req, work_cb, after_work_cb);
+
+	/* uv_queue_work only fails for a NULL work_cb; keep the queue moving anyway. */
+	if (rc < 0) {
+		job->status = rc;
+		after_work_cb(&job->req, rc);
+	}
+}
+
+static int submit(struct rvd_spool *sp, struct rvd_spool_job *job)
+{
+	job->sp = sp;
+	job->req.data = job;
+	if (sp->tail) {
+		sp->tail->next = job;
+		sp->tail = job;
+		return 0;
+	}
+	sp->head = sp->tail = job;
+	if (!sp->running)
+		start_head(sp);
+	return 0;
+}
+
+static struct rvd_spool_job *job_new(enum job_type type, rvd_spool_cb cb, void *data)
+{
+	struct rvd_spool_job *job = calloc(1, sizeof(*job));
+
+	if (!job)
+		return NULL;
+	job->type = type;
+	job->cb = cb;
+	job->data = data;
+	job->fd = -1;
+	return job;
+}
+
+int rvd_spool_open(struct rvd_spool *sp, rvd_spool_cb cb, void *data)
+{
+	struct rvd_spool_job *job = job_new(JOB_OPEN, cb, data);
+
+	return job ? submit(sp, job) : -ENOMEM;
+}
+
+int rvd_spool_store(struct rvd_spool *sp, int fd, uint64_t size, const struct rvd_capture_rec *meta,
+		    rvd_spool_cb cb, void *data)
+{
+	struct rvd_spool_job *job = job_new(JOB_STORE, cb, data);
+
+	if (!job) {
+		close(fd);
+		return -ENOMEM;
+	}
+	job->fd = fd;
+	job->size = size;
+	job->rec = *meta;
+	return submit(sp, job);
+}
+
+int rvd_spool_set_state(struct rvd_spool *sp, uint64_t id, int state, const char *reason,
+			rvd_spool_cb cb, void *data)
+{
+	const struct rvd_capture_rec *r = mirror_find(sp, id);
+	struct rvd_spool_job *job;
+
+	if (!r)
+		return -ENOENT;
+	if (!rvd_spool_transition_ok(r->state, state))
+		return -EINVAL;
+	job = job_new(JOB_STATE, cb, data);
+	if (!job)
+		return -ENOMEM;
+	job->rec.id = id;
+	job->rec.state = state;
+	job->from_state = r->state;
+	snprintf(job->rec.reason, sizeof(job->rec.reason), "%s", reason ? reason : "");
+	return submit(sp, job);
+}
+
+int rvd_spool_write_setting(struct rvd_spool *sp, const char *name, const void *value, size_t len,
+			    rvd_spool_cb cb, void *data)
+{
+	struct rvd_spool_job *job;
+
+	if (strlen(name) >= sizeof(job->name) || strchr(name, '/'))
+		return -EINVAL;
+	job = job_new(JOB_SETTING, cb, data);
+	if (!job)
+		return -ENOMEM;
+	job->value = malloc(len ? len : 1);
+	if (!job->value) {
+		free(job);
+		return -ENOMEM;
+	}
+	memcpy(job->value, value, len);
+	job->len = len;
+	snprintf(job->name, sizeof(job->name), "%s", name);
+	return submit(sp, job);
+}
+
+int rvd_spool_close(struct rvd_spool *sp, rvd_spool_cb cb, void *data)
+{
+	struct rvd_spool_job *job = job_new(JOB_CLOSE, cb, data);
+
+	return job ? submit(sp, job) : -ENOMEM;
+}
+
+void rvd_spool_release(struct rvd_spool *sp)
+{
+	free(sp->recs);
+	sp->recs = NULL;
+	sp->nrecs = sp->caprecs = 0;
+}
+
+const struct rvd_capture_rec *rvd_spool_find(const struct rvd_spool *sp, uint64_t id)
+{
+	return mirror_find(sp, id);
+}
+
+unsigned rvd_spool_count(const struct rvd_spool *sp, int state)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < sp->nrecs; i++)
+		n += sp->recs[i].state == state;
+	return n;
+}

@@ -1,0 +1,107 @@
+/*
+ * spool.h — the on-device capture spool: capture files plus a sqlite3 (WAL)
+ * index in <state_dir>, with the state machine
+ *
+ *     captured → pending → uploading → uploaded
+ *        │          │          │
+ *        └──────────┴──────────┴──→ skipped(reason)
+ *     (uploading → pending on recovery after a crash)
+ *
+ * Every sqlite call, file write and fsync runs on the libuv work queue, one
+ * job at a time in submission order; the loop thread only reads the
+ * in-memory mirror (rvd_spool.recs), which is updated in after-work
+ * callbacks.  A capture is durable — and may be acknowledged — once its
+ * store callback reports success: the file was written under a temporary
+ * name, fsync'd, renamed, the directory fsync'd, and then its row committed.
+ */
+#ifndef RVD_SPOOL_H
+#define RVD_SPOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "detect.h"
+
+enum rvd_spool_state {
+	RVD_SPOOL_CAPTURED = 0,
+	RVD_SPOOL_PENDING = 1,
+	RVD_SPOOL_UPLOADING = 2,
+	RVD_SPOOL_UPLOADED = 3,
+	RVD_SPOOL_SKIPPED = 4,
+};
+
+struct rvd_capture_rec {
+	uint64_t id; /* sqlite rowid, assigned at store */
+	int state;   /* enum rvd_spool_state */
+	char reason[32];
+	struct rvd_anomaly anomaly;
+	char app_id[64];
+	uint64_t size;
+	uint64_t freeze_latency_ns;
+	char file[48]; /* name inside <state_dir>/captures */
+};
+
+struct rvd_spool_job;
+struct rvd_spool;
+
+typedef void (*rvd_spool_cb)(struct rvd_spool *sp, int status, uint64_t id, void *data);
+
+struct rvd_spool {
+	uv_loop_t *loop;	    /* borrowed */
+	char dir[256];		    /* the state directory */
+	void *db;		    /* sqlite3 *, work-queue threads only */
+	struct rvd_spool_job *head; /* queued jobs, FIFO; head is running */
+	struct rvd_spool_job *tail;
+	struct rvd_capture_rec *recs; /* mirror of the index, loop thread only */
+	size_t nrecs, caprecs;
+	bool open;
+	bool running; /* the head job is on the work queue */
+};
+
+/* "captured", "pending", … */
+const char *rvd_spool_state_name(int state);
+
+/* Whether the state machine allows from → to. */
+bool rvd_spool_transition_ok(int from, int to);
+
+void rvd_spool_init(struct rvd_spool *sp, uv_loop_t *loop, const char *state_dir);
+
+/*
+ * Opens (creating) <dir>/spool.db and <dir>/captures/, recovers after a
+ * crash (removes temporary and unindexed files, uploading → pending) and
+ * loads the mirror.  cb(status) on the loop thread.  Returns 0 or -ENOMEM.
+ */
+int rvd_spool_open(struct rvd_spool *sp, rvd_spool_cb cb, void *data);
+
+/*
+ * Stores the sealed capture `fd` (taken: closed by the spool) of `size`
+ * bytes described by `meta` (id, state, file ignored).  cb(status, id):
+ * status 0 means durable.  Returns 0 or -ENOMEM (fd closed either way).
+ */
+int rvd_spool_store(struct rvd_spool *sp, int fd, uint64_t size, const struct rvd_capture_rec *meta,
+		    rvd_spool_cb cb, void *data);
+
+/* Moves capture `id` to `state` (reason: for skipped; copied).  cb(status):
+ * -ENOENT unknown id, -EINVAL transition not allowed. */
+int rvd_spool_set_state(struct rvd_spool *sp, uint64_t id, int state, const char *reason,
+			rvd_spool_cb cb, void *data);
+
+/* Atomically replaces <dir>/<name> with `len` bytes of `value` (tmp, fsync,
+ * rename, fsync dir).  For small settings such as the consent level. */
+int rvd_spool_write_setting(struct rvd_spool *sp, const char *name, const void *value, size_t len,
+			    rvd_spool_cb cb, void *data);
+
+/* Closes the database after every queued job.  cb(0) when done. */
+int rvd_spool_close(struct rvd_spool *sp, rvd_spool_cb cb, void *data);
+
+/* Frees the mirror; call after the close callback. */
+void rvd_spool_release(struct rvd_spool *sp);
+
+/* The mirrored record of `id`, or NULL. */
+const struct rvd_capture_rec *rvd_spool_find(const struct rvd_spool *sp, uint64_t id);
+
+/* Number of captures in `state`. */
+unsigned rvd_spool_count(const struct rvd_spool *sp, int state);
+
+#endif

@@ -1,0 +1,332 @@
+/*
+ * daemon_harness.h — shared by the rearviewd integration tests: runs the
+ * real rearviewd in a mkdtemp() directory, waits for its sd_notify READY=1
+ * on a private NOTIFY_SOCKET, talks to admin.sock in-process or through the
+ * real rvctl, and starts rv_helper_app processes.  Every wait has a
+ * generous deadline that only guards against hangs; nothing measures time.
+ */
+#ifndef RV_DAEMON_HARNESS_H
+#define RV_DAEMON_HARNESS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rearview/admin.pb-c.h"
+#include "rearview/frame.h"
+
+#define RVH_GUARD_S 30 /* failure guard for every wait */
+
+struct rvh {
+	char dir[64];
+	char run[128];
+	char state[128];
+	char conf[128];
+	char notify[128];
+	char acklog[128];
+	int notify_fd;
+	pid_t daemon;
+	pid_t helpers[8];
+	unsigned nhelpers;
+};
+
+static inline double rvh_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline void rvh_sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Starts rearviewd and waits for READY=1.  Returns 0 or -1. */
+static inline int rvh_start_daemon(struct rvh *h)
+{
+	char buf[64];
+	double until = rvh_now() + RVH_GUARD_S;
+
+	h->daemon = fork();
+	if (h->daemon < 0)
+		return -1;
+	if (h->daemon == 0) {
+		char log[160];
+		int fd;
+
+		snprintf(log, sizeof(log), "%s/daemon.log", h->dir);
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		setenv("NOTIFY_SOCKET", h->notify, 1);
+		execl(RV_BIN_DIR "/rearviewd", "rearviewd", "-c", h->conf, "-r", h->run, "-s",
+		      h->state, "-v", (char *)NULL);
+		_exit(127);
+	}
+	while (rvh_now() < until) {
+		ssize_t n = recv(h->notify_fd, buf, sizeof(buf) - 1, 0);
+
+		if (n > 0) {
+			buf[n] = '\0';
+			if (strstr(buf, "READY=1"))
+				return 0;
+		}
+		if (waitpid(h->daemon, NULL, WNOHANG) == h->daemon) {
+			h->daemon = 0;
+			return -1;
+		}
+	}
+	return -1;
+}
+
+/* Sets up a directory, a config (`extra` appended) and starts the daemon. */
+static inline int rvh_setup(struct rvh *h, const char *extra)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {0, 200000};
+	FILE *f;
+
+	memset(h, 0, sizeof(*h));
+	snprintf(h->dir, sizeof(h->dir), "/tmp/rvd-it-XXXXXX");
+	if (!mkdtemp(h->dir))
+		return -1;
+	snprintf(h->run, sizeof(h->run), "%s/run", h->dir);
+	snprintf(h->state, sizeof(h->state), "%s/state", h->dir);
+	snprintf(h->conf, sizeof(h->conf), "%s/rearviewd.conf", h->dir);
+	snprintf(h->notify, sizeof(h->notify), "%s/notify", h->dir);
+	snprintf(h->acklog, sizeof(h->acklog), "%s/acks", h->dir);
+	f = fopen(h->conf, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "[thermal]\npoll_ms = 0\n%s", extra ? extra : "");
+	fclose(f);
+	h->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", h->notify);
+	if (h->notify_fd < 0 || bind(h->notify_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -1;
+	setsockopt(h->notify_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return rvh_start_daemon(h);
+}
+
+/* Sends `sig` to the daemon and reaps it.  Returns its wait status. */
+static inline int rvh_stop_daemon(struct rvh *h, int sig)
+{
+	int status = -1;
+
+	if (h->daemon <= 0)
+		return -1;
+	kill(h->daemon, sig);
+	waitpid(h->daemon, &status, 0);
+	h->daemon = 0;
+	return status;
+}
+
+static inline void rvh_teardown(struct rvh *h)
+{
+	char cmd[128];
+
+	for (unsigned i = 0; i < h->nhelpers; i++) {
+		if (h->helpers[i] > 0) {
+			kill(h->helpers[i], SIGKILL);
+			waitpid(h->helpers[i], NULL, 0);
+		}
+	}
+	rvh_stop_daemon(h, SIGKILL);
+	if (h->notify_fd >= 0)
+		close(h->notify_fd);
+	if (getenv("RVH_KEEP")) {
+		fprintf(stderr, "kept %s\n", h->dir);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", h->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", h->dir);
+}
+
+/* Starts rv_helper_app with extra arguments (NULL-terminated). */
+static inline pid_t rvh_helper(struct rvh *h, ...)
+{
+	char *argv[12], sock[160], out[160];
+	va_list ap;
+	int argc = 0;
+	pid_t pid;
+
+	snprintf(sock, sizeof(sock), "%s/control.sock", h->run);
+	snprintf(out, sizeof(out), "%s/helper%u.out", h->dir, h->nhelpers);
+	argv[argc++] = (char *)"rv_helper_app";
+	argv[argc++] = sock;
+	argv[argc++] = h->acklog;
+	va_start(ap, h);
+	while (argc < 11 && (argv[argc] = va_arg(ap, char *)) != NULL)
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			close(fd);
+		}
+		execv(RV_TBIN_DIR "/device/rv_helper_app", argv);
+		_exit(127);
+	}
+	if (pid > 0 && h->nhelpers < 8)
+		h->helpers[h->nhelpers++] = pid;
+	return pid;
+}
+
+/* One admin request in-process.  Returns 0 with *out (free with
+ * rearview__admin_response__free_unpacked), or a negative errno. */
+static inline int rvh_admin(struct rvh *h, Rearview__AdminRequest *q, Rearview__AdminResponse **out)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	uint8_t *payload;
+	size_t len;
+	int fd, rc;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.90s/admin.sock", h->run);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	rc = rv_frame_send(fd, RV_CHANNEL_ADMIN, &q->base, NULL, 0);
+	if (rc == 0)
+		rc = rv_frame_recv(fd, RV_CHANNEL_ADMIN, RV_FRAME_MAX_HARD, &payload, &len, NULL,
+				   NULL);
+	close(fd);
+	if (rc <= 0)
+		return rc < 0 ? rc : -ECONNRESET;
+	*out = rearview__admin_response__unpack(NULL, len, payload);
+	free(payload);
+	return *out ? 0 : -EBADMSG;
+}
+
+static inline Rearview__AdminResponse *rvh_status(struct rvh *h)
+{
+	Rearview__AdminRequest q = REARVIEW__ADMIN_REQUEST__INIT;
+	Rearview__AdminResponse *r = NULL;
+
+	q.req_case = REARVIEW__ADMIN_REQUEST__REQ_GET_STATUS;
+	q.get_status = 1;
+	if (rvh_admin(h, &q, &r) < 0)
+		return NULL;
+	return r;
+}
+
+static inline Rearview__AdminResponse *rvh_captures(struct rvh *h)
+{
+	Rearview__AdminRequest q = REARVIEW__ADMIN_REQUEST__INIT;
+	Rearview__AdminResponse *r = NULL;
+
+	q.req_case = REARVIEW__ADMIN_REQUEST__REQ_LIST_CAPTURES;
+	q.list_captures = 1;
+	if (rvh_admin(h, &q, &r) < 0)
+		return NULL;
+	return r;
+}
+
+/* The registered process `pid` in a status, or NULL. */
+static inline const Rearview__ProcessStatus *rvh_find_proc(const Rearview__AdminResponse *r,
+							   pid_t pid)
+{
+	if (!r || r->resp_case != REARVIEW__ADMIN_RESPONSE__RESP_STATUS)
+		return NULL;
+	for (size_t i = 0; i < r->status->n_processes; i++)
+		if (r->status->processes[i]->pid == pid)
+			return r->status->processes[i];
+	return NULL;
+}
+
+/* Waits until `pid` is registered (want=true) or gone (want=false). */
+static inline bool rvh_wait_registered(struct rvh *h, pid_t pid, bool want)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+
+	while (rvh_now() < until) {
+		Rearview__AdminResponse *r = rvh_status(h);
+		bool have = rvh_find_proc(r, pid) != NULL;
+
+		if (r)
+			rearview__admin_response__free_unpacked(r, NULL);
+		if (have == want)
+			return true;
+		rvh_sleep_ms(10);
+	}
+	return false;
+}
+
+/* Waits until the spool lists at least `n` captures.  Returns the count. */
+static inline size_t rvh_wait_captures(struct rvh *h, size_t n)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+	size_t have = 0;
+
+	while (rvh_now() < until) {
+		Rearview__AdminResponse *r = rvh_captures(h);
+
+		have = r && r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_CAPTURES
+			       ? r->captures->n_captures
+			       : 0;
+		if (r)
+			rearview__admin_response__free_unpacked(r, NULL);
+		if (have >= n)
+			return have;
+		rvh_sleep_ms(10);
+	}
+	return have;
+}
+
+/* Runs rvctl with -r RUN and the arguments (a shell word list, no quoting
+ * needed); its stdout goes to `out`.  Returns its exit status or -1. */
+static inline int rvh_rvctl(struct rvh *h, char *out, size_t cap, const char *fmt, ...)
+{
+	char args[256], cmd[512];
+	size_t used = 0;
+	va_list ap;
+	FILE *p;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "%s/rvctl -r '%s' %s 2>>'%s/rvctl.err'", RV_BIN_DIR, h->run,
+		 args, h->dir);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	if (out && cap) {
+		used = fread(out, 1, cap - 1, p);
+		out[used] = '\0';
+	} else {
+		char sink[256];
+
+		while (fread(sink, 1, sizeof(sink), p) > 0)
+			;
+	}
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#endif

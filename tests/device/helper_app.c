@@ -1,0 +1,215 @@
+/*
+ * helper_app.c — a stand-in traced process for rearviewd's integration
+ * tests: connects to control.sock, registers its main thread as the UI
+ * thread, and answers each CaptureRequest with a sealed memfd whose bytes
+ * name this process and a per-process sequence number ("token").  When the
+ * daemon acknowledges a capture, the token is appended (and fsync'd) to the
+ * ack log, so a test can check that every acknowledged capture is in the
+ * spool exactly once.
+ *
+ *   rv_helper_app CONTROL_SOCK ACK_LOG [--reconnect] [--no-seal] [--silent]
+ *                 [--pid N]
+ *
+ * --reconnect  keep reconnecting (daemon restarts) until killed
+ * --no-seal    send an unsealed memfd (the daemon must refuse it)
+ * --silent     never answer a CaptureRequest
+ * --pid N      register as pid N (the daemon must refuse it)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rearview/control.pb-c.h"
+#include "rearview/frame.h"
+
+static const bool stop;
+static bool no_seal, silent;
+static long fake_pid;
+static unsigned long seq;
+
+struct sent {
+	uint64_t request_id;
+	unsigned long token;
+};
+static struct sent sent[64];
+static unsigned nsent;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int send_register(int fd)
+{
+	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
+	Rearview__Register r = REARVIEW__REGISTER__INIT;
+	Rearview__ThreadInfo ti = REARVIEW__THREAD_INFO__INIT, *tis[1] = {&ti};
+
+	r.pid = fake_pid ? (int32_t)fake_pid : getpid();
+	r.exe = (char *)"rv_helper_app";
+	ti.tid = getpid();
+	ti.name = (char *)"main";
+	ti.is_ui = true;
+	ti.buffer_bytes = 4096;
+	r.threads = tis;
+	r.n_threads = 1;
+	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_REG;
+	m.reg = &r;
+	return rv_frame_send(fd, RV_CHANNEL_CONTROL, &m.base, NULL, 0);
+}
+
+static int answer_capture(int fd, const Rearview__CaptureRequest *cr)
+{
+	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
+	Rearview__CaptureReady ready = REARVIEW__CAPTURE_READY__INIT;
+	char head[128];
+	char body[4096];
+	int mfd, n, rc;
+
+	mfd = memfd_create("rv-capture", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		return -errno;
+	seq++;
+	n = snprintf(head, sizeof(head), "rvcap %d %lu\n", (int)getpid(), seq);
+	memset(body, 'x', sizeof(body));
+	if (write(mfd, head, (size_t)n) != n || write(mfd, body, sizeof(body)) != sizeof(body)) {
+		close(mfd);
+		return -EIO;
+	}
+	if (!no_seal &&
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		close(mfd);
+		return -errno;
+	}
+	ready.request_id = cr->request_id;
+	ready.tid = cr->tid;
+	ready.size = (uint64_t)n + sizeof(body);
+	ready.frozen_monotonic_ns = now_ns();
+	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE_READY;
+	m.capture_ready = &ready;
+	sent[nsent % 64].request_id = cr->request_id;
+	sent[nsent % 64].token = seq;
+	nsent++;
+	rc = rv_frame_send(fd, RV_CHANNEL_CONTROL, &m.base, &mfd, 1);
+	close(mfd);
+	return rc;
+}
+
+static void log_ack(const char *path, uint64_t request_id)
+{
+	char line[64];
+	int fd, n;
+
+	for (unsigned i = 0; i < 64 && i < nsent; i++) {
+		if (sent[i].request_id != request_id)
+			continue;
+		n = snprintf(line, sizeof(line), "%d %lu\n", (int)getpid(), sent[i].token);
+		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return;
+		if (write(fd, line, (size_t)n) == n)
+			fsync(fd);
+		close(fd);
+		sent[i].request_id = 0;
+		return;
+	}
+}
+
+/* One session on one connection.  Returns when the connection ends. */
+static void session(int fd, const char *acklog)
+{
+	if (send_register(fd) < 0)
+		return;
+	/* Request ids restart with each daemon: forget the previous session's. */
+	memset(sent, 0, sizeof(sent));
+	nsent = 0;
+	while (!stop) {
+		Rearview__ControlMessage *m;
+		uint8_t *payload;
+		size_t len;
+
+		if (rv_frame_recv(fd, RV_CHANNEL_CONTROL, RV_FRAME_MAX_DEFAULT, &payload, &len,
+				  NULL, NULL) <= 0)
+			return;
+		m = rearview__control_message__unpack(NULL, len, payload);
+		free(payload);
+		if (!m)
+			return;
+		if (m->msg_case == REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE && !silent)
+			answer_capture(fd, m->capture);
+		else if (m->msg_case == REARVIEW__CONTROL_MESSAGE__MSG_ACK)
+			log_ack(acklog, m->ack->request_id);
+		else if (m->msg_case == REARVIEW__CONTROL_MESSAGE__MSG_START)
+			printf("start %d\n", m->start->tid);
+		else if (m->msg_case == REARVIEW__CONTROL_MESSAGE__MSG_STOP)
+			printf("stop %d %d\n", m->stop->tid, m->stop->release_buffer);
+		else if (m->msg_case == REARVIEW__CONTROL_MESSAGE__MSG_ERROR)
+			printf("error %d\n", m->error->code);
+		fflush(stdout);
+		rearview__control_message__free_unpacked(m, NULL);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	bool reconnect = false;
+	int fd;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: rv_helper_app CONTROL_SOCK ACK_LOG [options]\n");
+		return 2;
+	}
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--reconnect"))
+			reconnect = true;
+		else if (!strcmp(argv[i], "--no-seal"))
+			no_seal = true;
+		else if (!strcmp(argv[i], "--silent"))
+			silent = true;
+		else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
+			fake_pid = strtol(argv[++i], NULL, 10);
+	}
+	/* SIGTERM keeps its default action: rv_frame_recv retries on EINTR. */
+	signal(SIGPIPE, SIG_IGN);
+	do {
+		fd = connect_to(argv[1]);
+		if (fd < 0) {
+			if (!reconnect)
+				return 1;
+			usleep(20000);
+			continue;
+		}
+		session(fd, argv[2]);
+		close(fd);
+		printf("disconnected\n");
+		fflush(stdout);
+	} while (reconnect && !stop);
+	return 0;
+}
