@@ -1,0 +1,508 @@
+/*
+ * rvtrace.c — the rvtrace command-line tool: info, summary, tree,
+ * flamegraph, export and diff over any input librvanalysis imports.
+ *
+ * Output goes to stdout (or -o FILE); errors to stderr with exit status 1;
+ * usage errors exit 2.  All the work is in the library; this file only
+ * parses options and prints.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rearview/analysis.h"
+
+static const char usage_main[] =
+	"usage: rvtrace COMMAND [OPTIONS] FILE...\n"
+	"\n"
+	"Decode, analyse and convert method traces.  Inputs are detected by\n"
+	"content: Rearview captures (.rvt), folded stacks, Nanoscope text.\n"
+	"\n"
+	"commands:\n"
+	"  info FILE          format, threads, methods, calls, time span\n"
+	"  summary FILE       top methods by self time, chains at the anomaly,\n"
+	"                     longest-running chains with signatures (--json)\n"
+	"  tree FILE          top-down call tree with percentages\n"
+	"  flamegraph FILE    interactive SVG flame graph\n"
+	"  export FILE        convert (--format F -o OUT)\n"
+	"  diff A B           methods whose self time changed, largest first\n"
+	"\n"
+	"`rvtrace COMMAND --help` describes each command.\n";
+
+static const char usage_info[] =
+	"usage: rvtrace info FILE\n"
+	"\n"
+	"Print the detected format, the time span, the thread list with call\n"
+	"counts, the number of distinct methods and of events dropped as damage\n"
+	"(unmatched exits, torn slots, malformed lines).\n";
+
+static const char usage_summary[] =
+	"usage: rvtrace summary [--top N] [--window MS] [--json] FILE\n"
+	"\n"
+	"  --top N        rows in each table (default 20)\n"
+	"  --window MS    analyse only the last MS milliseconds before the anomaly\n"
+	"                 (or before the end of the trace when there is none)\n"
+	"  --json         machine-readable output; schema in tracer/RVTRACE.md\n"
+	"\n"
+	"Prints the methods with the most self time (calls, inclusive time with\n"
+	"recursion counted once, self time), the call chain running at the anomaly\n"
+	"on each thread, and the chains (distinct call paths) with the most self\n"
+	"time, each with its 64-bit signature (FNV-1a over normalized names, the\n"
+	"same on every device).  Times are microseconds, or samples for\n"
+	"aggregate-only inputs.\n";
+
+static const char usage_tree[] =
+	"usage: rvtrace tree [--threshold PCT] [--thread N] FILE\n"
+	"\n"
+	"  --threshold PCT  hide nodes under PCT %% of the total (default 1)\n"
+	"  --thread N       only thread index N (see `rvtrace info`)\n"
+	"\n"
+	"Top-down merged call tree: total %%, self %%, inclusive and self time,\n"
+	"method, calls; children sorted by inclusive time.\n";
+
+static const char usage_flame[] =
+	"usage: rvtrace flamegraph [-o OUT.svg] [--title T] FILE\n"
+	"\n"
+	"Writes a self-contained interactive SVG flame graph: click a frame to\n"
+	"zoom, Ctrl-F or the Search button to highlight by regex, hover for\n"
+	"tooltips.  No external resources are referenced.\n";
+
+static const char usage_export[] =
+	"usage: rvtrace export --format F [-o OUT] FILE\n"
+	"\n"
+	"formats:\n"
+	"  folded     one line per call path, self time in microseconds\n"
+	"  chrome     Chrome Trace Event JSON (\"X\" events)\n"
+	"  nanoscope  Nanoscope text of the first thread\n"
+	"  svg        the flame graph (same as `rvtrace flamegraph`)\n";
+
+static const char usage_diff[] =
+	"usage: rvtrace diff [--top N] A B\n"
+	"\n"
+	"Compares methods by name: self time in A and B and the delta B - A,\n"
+	"sorted by the size of the change.\n";
+
+static int die_usage(const char *u)
+{
+	fputs(u, stderr);
+	return 2;
+}
+
+static int want_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return 1;
+	return 0;
+}
+
+static int load(const char *path, rva_trace **t)
+{
+	rva_error err = {{0}};
+	int rc = rva_import_file(path, t, &err);
+	if (rc < 0)
+		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg[0] ? err.msg : strerror(-rc));
+	return rc;
+}
+
+static int parse_num(const char *s, double *out)
+{
+	char *e;
+	errno = 0;
+	double v = strtod(s, &e);
+	if (errno || *e || e == s || v < 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static double usec(const rva_trace *t, int64_t v)
+{
+	return t->weighted ? (double)v : (double)v / 1000.0;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+	if (want_help(argc, argv) || argc != 2)
+		return die_usage(usage_info);
+	rva_trace *t;
+	if (load(argv[1], &t) < 0)
+		return 1;
+	size_t calls = 0;
+	for (size_t i = 0; i < t->nthreads; i++)
+		calls += t->threads[i].ncalls;
+	printf("format:   %s\n", t->format);
+	printf("clock:    %s\n", t->weighted ? "sample weights" : "nanoseconds");
+	printf("span:     %" PRId64 " .. %" PRId64 " (%.3f %s)\n", t->start, t->end,
+	       usec(t, t->end - t->start), t->weighted ? "samples" : "us");
+	printf("methods:  %zu\ncalls:    %zu\ndropped:  %" PRIu64 "\n", t->nmethods, calls,
+	       t->dropped);
+	if (t->has_anomaly)
+		printf("anomaly:  %s at %" PRId64 "\n", t->anomaly_name ? t->anomaly_name : "",
+		       t->anomaly_ns);
+	printf("threads:  %zu\n", t->nthreads);
+	for (size_t i = 0; i < t->nthreads; i++)
+		printf("  [%zu] pid %u tid %u %s: %zu calls\n", i, t->threads[i].pid,
+		       t->threads[i].tid, t->threads[i].name ? t->threads[i].name : "",
+		       t->threads[i].ncalls);
+	rva_trace_free(t);
+	return 0;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static int cmd_summary(int argc, char **argv)
+{
+	static const struct option opts[] = {{"top", required_argument, NULL, 'n'},
+					     {"window", required_argument, NULL, 'w'},
+					     {"json", no_argument, NULL, 'j'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	double top = 20, window = -1;
+	int json = 0, c;
+	while ((c = getopt_long(argc, argv, "n:w:jh", opts, NULL)) != -1) {
+		if (c == 'n' && parse_num(optarg, &top) == 0)
+			continue;
+		if (c == 'w' && parse_num(optarg, &window) == 0)
+			continue;
+		if (c == 'j') {
+			json = 1;
+			continue;
+		}
+		return die_usage(usage_summary);
+	}
+	if (optind + 1 != argc)
+		return die_usage(usage_summary);
+	rva_trace *full, *t;
+	if (load(argv[optind], &full) < 0)
+		return 1;
+	t = full;
+	int64_t at = full->has_anomaly ? full->anomaly_ns : full->end;
+	if (window >= 0) {
+		int64_t w = full->weighted ? (int64_t)window : (int64_t)(window * 1e6);
+		t = rva_trace_slice(full, at - w, at + 1);
+		if (!t) {
+			fprintf(stderr, "rvtrace: out of memory\n");
+			rva_trace_free(full);
+			return 1;
+		}
+	}
+	rva_mstat *st = NULL;
+	rva_chains ch = {0};
+	size_t ntop = (size_t)top;
+	uint32_t *ids = calloc(ntop + 1, sizeof(*ids));
+	if (!ids || rva_method_stats(t, &st) < 0 || rva_chains_collect(t, &ch) < 0) {
+		fprintf(stderr, "rvtrace: out of memory\n");
+		free(ids);
+		free(st);
+		if (t != full)
+			rva_trace_free(t);
+		rva_trace_free(full);
+		return 1;
+	}
+	size_t n = rva_top_self(t, st, ids, ntop);
+	const char *unit = t->weighted ? "samples" : "us";
+	if (json) {
+		printf("{\"schema\":\"rvtrace.summary.v1\",\"format\":");
+		json_str(stdout, t->format);
+		printf(",\"unit\":\"%s\",\"start\":%" PRId64 ",\"end\":%" PRId64
+		       ",\"dropped\":%" PRIu64 ",\n\"anomaly\":",
+		       t->weighted ? "samples" : "ns", t->start, t->end, t->dropped);
+		if (full->has_anomaly) {
+			printf("{\"name\":");
+			json_str(stdout, full->anomaly_name ? full->anomaly_name : "");
+			printf(",\"ns\":%" PRId64 "}", full->anomaly_ns);
+		} else {
+			printf("null");
+		}
+		printf(",\n\"top_self\":[");
+		for (size_t i = 0; i < n; i++) {
+			printf("%s\n {\"method\":", i ? "," : "");
+			json_str(stdout, t->names[ids[i]]);
+			printf(",\"calls\":%" PRIu64 ",\"incl\":%" PRId64 ",\"self\":%" PRId64 "}",
+			       st[ids[i]].calls, st[ids[i]].incl, st[ids[i]].self);
+		}
+		printf("],\n\"chains_at_anomaly\":[");
+		int first = 1;
+		for (size_t th = 0; th < full->nthreads; th++) {
+			uint32_t chain[256];
+			size_t d = rva_chain_at(full, th, at, chain, 256);
+			if (d == 0)
+				continue;
+			if (d > 256)
+				d = 256;
+			printf("%s\n {\"thread\":%zu,\"tid\":%u,\"signature\":\"%016" PRIx64
+			       "\",\"frames\":[",
+			       first ? "" : ",", th, full->threads[th].tid,
+			       rva_signature(full, chain, d));
+			for (size_t k = 0; k < d; k++) {
+				if (k)
+					putchar(',');
+				json_str(stdout, full->names[chain[k]]);
+			}
+			printf("]}");
+			first = 0;
+		}
+		printf("],\n\"chains\":[");
+		for (size_t i = 0; i < ch.n && i < ntop; i++) {
+			const rva_chain *k = &ch.v[i];
+			printf("%s\n {\"signature\":\"%016" PRIx64 "\",\"calls\":%" PRIu64
+			       ",\"incl\":%" PRId64 ",\"self\":%" PRId64 ",\"frames\":[",
+			       i ? "," : "", k->signature, k->calls, k->incl, k->self);
+			for (size_t d = 0; d < k->depth; d++) {
+				if (d)
+					putchar(',');
+				json_str(stdout, t->names[k->methods[d]]);
+			}
+			printf("]}");
+		}
+		printf("]}\n");
+	} else {
+		printf("%s, %zu threads, %zu methods, span %.3f %s, %" PRIu64 " dropped\n\n",
+		       t->format, t->nthreads, t->nmethods, usec(t, t->end - t->start), unit,
+		       t->dropped);
+		printf("%10s %14s %14s  %s\n", "calls", "incl", "self", "method");
+		for (size_t i = 0; i < n; i++)
+			printf("%10" PRIu64 " %14.3f %14.3f  %s\n", st[ids[i]].calls,
+			       usec(t, st[ids[i]].incl), usec(t, st[ids[i]].self),
+			       t->names[ids[i]]);
+		if (full->has_anomaly) {
+			printf("\nanomaly %s at %" PRId64 "; chains running then:\n",
+			       full->anomaly_name ? full->anomaly_name : "", full->anomaly_ns);
+			for (size_t th = 0; th < full->nthreads; th++) {
+				uint32_t chain[256];
+				size_t d = rva_chain_at(full, th, at, chain, 256);
+				if (d > 256)
+					d = 256;
+				if (!d)
+					continue;
+				printf("  thread %u  sig %016" PRIx64 "\n", full->threads[th].tid,
+				       rva_signature(full, chain, d));
+				for (size_t k = 0; k < d; k++)
+					printf("    %*s%s\n", (int)k, "", full->names[chain[k]]);
+			}
+		}
+		printf("\nchains by self time:\n");
+		for (size_t i = 0; i < ch.n && i < ntop; i++) {
+			const rva_chain *k = &ch.v[i];
+			printf("  %016" PRIx64 " %14.3f %s  ", k->signature, usec(t, k->self),
+			       unit);
+			for (size_t d = 0; d < k->depth; d++)
+				printf("%s%s", d ? ";" : "", t->names[k->methods[d]]);
+			putchar('\n');
+		}
+	}
+	free(ids);
+	free(st);
+	rva_chains_release(&ch);
+	if (t != full)
+		rva_trace_free(t);
+	rva_trace_free(full);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static int cmd_tree(int argc, char **argv)
+{
+	static const struct option opts[] = {{"threshold", required_argument, NULL, 't'},
+					     {"thread", required_argument, NULL, 'T'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	double pct = 1, thread = -1;
+	int c;
+	while ((c = getopt_long(argc, argv, "t:T:h", opts, NULL)) != -1) {
+		if (c == 't' && parse_num(optarg, &pct) == 0)
+			continue;
+		if (c == 'T' && parse_num(optarg, &thread) == 0)
+			continue;
+		return die_usage(usage_tree);
+	}
+	if (optind + 1 != argc)
+		return die_usage(usage_tree);
+	rva_trace *t;
+	if (load(argv[optind], &t) < 0)
+		return 1;
+	rva_tree tr;
+	int rc = rva_tree_build(t, thread < 0 ? SIZE_MAX : (size_t)thread, &tr);
+	if (rc == 0) {
+		rc = rva_tree_print(stdout, t, &tr, pct);
+		rva_tree_release(&tr);
+	}
+	rva_trace_free(t);
+	if (rc < 0)
+		fprintf(stderr, "rvtrace: %s\n", strerror(-rc));
+	return rc < 0;
+}
+
+static FILE *open_out(const char *path)
+{
+	if (!path || strcmp(path, "-") == 0)
+		return stdout;
+	FILE *f = fopen(path, "w");
+	if (!f)
+		fprintf(stderr, "rvtrace: %s: %s\n", path, strerror(errno));
+	return f;
+}
+
+static int close_out(FILE *f)
+{
+	if (f == stdout)
+		return fflush(f) == 0 ? 0 : -EIO;
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+static int do_export(const char *fmt, const char *in, const char *outp, const char *title)
+{
+	rva_trace *t;
+	if (load(in, &t) < 0)
+		return 1;
+	FILE *f = open_out(outp);
+	int rc;
+	if (!f) {
+		rva_trace_free(t);
+		return 1;
+	}
+	if (strcmp(fmt, "folded") == 0)
+		rc = rva_export_folded(f, t);
+	else if (strcmp(fmt, "chrome") == 0)
+		rc = rva_export_chrome(f, t);
+	else if (strcmp(fmt, "nanoscope") == 0)
+		rc = rva_export_nanoscope(f, t, 0);
+	else if (strcmp(fmt, "svg") == 0)
+		rc = rva_export_svg(f, t, title ? title : in);
+	else
+		rc = -EINVAL;
+	if (close_out(f) < 0 && rc == 0)
+		rc = -EIO;
+	rva_trace_free(t);
+	if (rc == -EINVAL) {
+		fprintf(stderr, "rvtrace: unknown export format '%s'\n", fmt);
+		return 2;
+	}
+	if (rc < 0)
+		fprintf(stderr, "rvtrace: export failed: %s\n", strerror(-rc));
+	return rc < 0;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
+					     {"output", required_argument, NULL, 'o'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	const char *fmt = NULL, *out = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+		if (c == 'f')
+			fmt = optarg;
+		else if (c == 'o')
+			out = optarg;
+		else
+			return die_usage(usage_export);
+	}
+	if (!fmt || optind + 1 != argc)
+		return die_usage(usage_export);
+	return do_export(fmt, argv[optind], out, NULL);
+}
+
+static int cmd_flamegraph(int argc, char **argv)
+{
+	static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+					     {"title", required_argument, NULL, 't'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	const char *out = NULL, *title = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "o:t:h", opts, NULL)) != -1) {
+		if (c == 'o')
+			out = optarg;
+		else if (c == 't')
+			title = optarg;
+		else
+			return die_usage(usage_flame);
+	}
+	if (optind + 1 != argc)
+		return die_usage(usage_flame);
+	return do_export("svg", argv[optind], out, title);
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"top", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {0}};
+	double top = 30;
+	int c;
+	while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
+		if (c == 'n' && parse_num(optarg, &top) == 0)
+			continue;
+		return die_usage(usage_diff);
+	}
+	if (optind + 2 != argc)
+		return die_usage(usage_diff);
+	rva_trace *a, *b;
+	if (load(argv[optind], &a) < 0)
+		return 1;
+	if (load(argv[optind + 1], &b) < 0) {
+		rva_trace_free(a);
+		return 1;
+	}
+	rva_delta *v;
+	int64_t n = rva_diff(a, b, &v);
+	if (n < 0) {
+		fprintf(stderr, "rvtrace: out of memory\n");
+	} else {
+		printf("%14s %14s %14s  %s\n", "self_a", "self_b", "delta", "method");
+		for (int64_t i = 0; i < n && i < (int64_t)top; i++)
+			printf("%14.3f %14.3f %+14.3f  %s\n", usec(a, v[i].self_a),
+			       usec(b, v[i].self_b), usec(a, v[i].delta), v[i].name);
+		free(v);
+	}
+	rva_trace_free(a);
+	rva_trace_free(b);
+	return n < 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return die_usage(usage_main);
+	const char *cmd = argv[1];
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+		const char *usage;
+	} cmds[] = {
+		{"info", cmd_info, usage_info},	      {"summary", cmd_summary, usage_summary},
+		{"tree", cmd_tree, usage_tree},	      {"flamegraph", cmd_flamegraph, usage_flame},
+		{"export", cmd_export, usage_export}, {"diff", cmd_diff, usage_diff},
+	};
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(cmd, cmds[i].name) == 0) {
+			if (want_help(argc - 1, argv + 1)) {
+				fputs(cmds[i].usage, stdout);
+				return 0;
+			}
+			return cmds[i].fn(argc - 1, argv + 1);
+		}
+	fprintf(stderr, "rvtrace: unknown command '%s'\n\n", cmd);
+	return die_usage(usage_main);
+}
