@@ -3,7 +3,7 @@
 
 RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c \
            tracer/analysis/capture.c tracer/analysis/textio.c \
-           tracer/analysis/svg.c
+           tracer/analysis/svg.c tracer/analysis/android.c
 RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o)
 LIBRVANALYSIS := $(LIB)/librvanalysis.a
 
@@ -27,3 +27,5 @@ $(eval $(call rv_test,rvtrace,model,$(LIBRVANALYSIS),))
 $(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),))
 $(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),))
 $(OBJ)/tests/rvtrace/test_textio.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+$(eval $(call rv_test,rvtrace,android,$(LIBRVANALYSIS),))
+$(OBJ)/tests/rvtrace/test_android.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'

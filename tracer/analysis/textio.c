@@ -272,6 +272,9 @@ rva_format rva_detect(const uint8_t *buf, size_t len)
 {
 	if (len >= 8 && memcmp(buf, "RVCAP\0\r\n", 8) == 0)
 		return RVA_FMT_CAPTURE;
+	if ((len >= 9 && memcmp(buf, "*version\n", 9) == 0) ||
+	    (len >= 4 && memcmp(buf, "SLOW", 4) == 0))
+		return RVA_FMT_ANDROID;
 	if (len >= 2 && ((buf[0] == 0xff && buf[1] == 0xfe) || (buf[0] == 0xfe && buf[1] == 0xff)))
 		return RVA_FMT_FOLDED;
 	size_t i = 0;
@@ -316,6 +319,8 @@ int rva_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
 		return rva_folded_import(buf, len, out, err);
 	case RVA_FMT_NANOSCOPE:
 		return rva_nanoscope_import(buf, len, out, err);
+	case RVA_FMT_ANDROID:
+		return rva_android_import(buf, len, out, err);
 	default:
 		return fail(err, -EPROTONOSUPPORT, "unrecognized trace format");
 	}

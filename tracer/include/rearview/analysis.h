@@ -244,7 +244,8 @@ typedef enum rva_format {
 	RVA_FMT_CAPTURE,   /* Rearview .rvt (tracer/FORMAT.md) */
 	RVA_FMT_FOLDED,	   /* folded stacks */
 	RVA_FMT_NANOSCOPE, /* Nanoscope text */
-	RVA_FMT_CHROME,	   /* Chrome Trace Event JSON (export only) */
+	RVA_FMT_CHROME,	   /* Chrome Trace Event JSON */
+	RVA_FMT_ANDROID,   /* Android .trace v1-3 and streaming 0xF2/0xF3 */
 } rva_format;
 
 /* Guess the format of a buffer from its first bytes. */
@@ -263,6 +264,13 @@ int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 /* Nanoscope text: "<ns>:<name>" enters (a leading '+' is allowed), "<ns>:POP"
  * exits; one thread. */
 int rva_nanoscope_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* Android method trace (SOURCES.md §7.1-7.2): key section + data, a bare
+ * data section, or ART streaming.  Wall clock when there are two; µs → ns.
+ * Exits of frames entered before tracing open those frames at the thread's
+ * first timestamp; a file whose data section is unreadable imports as its
+ * thread list with dropped = 1. */
+int rva_android_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 
 /* Detect and import buf.  -EPROTONOSUPPORT for an unknown format. */
 int rva_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
