@@ -15,7 +15,7 @@ libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcmocka-dev"
 PACKAGES="$PACKAGES libelf-dev"
 
 # tracer/ analysis (rvtrace).
-PACKAGES="$PACKAGES"
+PACKAGES="$PACKAGES libjansson-dev uftrace"
 
 # policy/.
 PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"

@@ -3,9 +3,24 @@
 
 RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c \
            tracer/analysis/capture.c tracer/analysis/textio.c \
-           tracer/analysis/svg.c tracer/analysis/android.c
-RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o)
+           tracer/analysis/svg.c tracer/analysis/android.c \
+           tracer/analysis/chrome.c tracer/analysis/perfetto.c
+RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o) $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o
+RVA_PROTO := tracer/analysis/proto/rvperfetto.proto
+RVA_PB_H  := $(GEN)/rvanalysis/rvperfetto.pb-c.h
+
+# Perfetto's field numbers in a small private schema (SOURCES.md §7.6).
+$(GEN)/rvanalysis/rvperfetto.pb-c.c $(RVA_PB_H) &: $(RVA_PROTO)
+	@mkdir -p $(GEN)/rvanalysis
+	$(PROTOC_C) --proto_path=tracer/analysis/proto --c_out=$(GEN)/rvanalysis $(RVA_PROTO)
+$(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o: CPPFLAGS += -I$(GEN)/rvanalysis
+$(OBJ)/tracer/analysis/perfetto.o: $(RVA_PB_H)
+$(OBJ)/tracer/analysis/perfetto.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
 LIBRVANALYSIS := $(LIB)/librvanalysis.a
+# What a program linking librvanalysis.a adds to its link line.
+RVA_LIBS := $(call pc,--libs,jansson) $(PROTOBUF_LIBS) -lm
+
+$(OBJ)/tracer/analysis/chrome.o: CPPFLAGS += $(call pc,--cflags,jansson)
 
 $(OBJ)/tracer/analysis/%.o: CPPFLAGS += -Itracer/include
 $(OBJ)/tests/rvtrace/%.o: CPPFLAGS += -Itracer/include -Itests/rvtrace
@@ -17,15 +32,17 @@ $(LIBRVANALYSIS): $(RVA_OBJ)
 
 $(BIN)/rvtrace: $(OBJ)/tracer/analysis/rvtrace.o $(LIBRVANALYSIS)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVA_LIBS)
 
 LIBS        += $(LIBRVANALYSIS)
 BINS        += $(BIN)/rvtrace
 INSTALL_HDR += tracer/include/rearview/analysis.h
 
-$(eval $(call rv_test,rvtrace,model,$(LIBRVANALYSIS),))
-$(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),))
-$(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),))
+$(eval $(call rv_test,rvtrace,model,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_textio.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
-$(eval $(call rv_test,rvtrace,android,$(LIBRVANALYSIS),))
+$(eval $(call rv_test,rvtrace,android,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_android.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+$(eval $(call rv_test,rvtrace,import,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_import.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'

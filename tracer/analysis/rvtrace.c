@@ -20,7 +20,8 @@ static const char usage_main[] =
 	"usage: rvtrace COMMAND [OPTIONS] FILE...\n"
 	"\n"
 	"Decode, analyse and convert method traces.  Inputs are detected by\n"
-	"content: Rearview captures (.rvt), folded stacks, Nanoscope text.\n"
+	"content: Rearview captures (.rvt), Android .trace (v1-3, streaming),\n"
+	"Chrome Trace Event JSON, Perfetto protobuf, folded stacks, Nanoscope text.\n"
 	"\n"
 	"commands:\n"
 	"  info FILE          format, threads, methods, calls, time span\n"
@@ -78,6 +79,7 @@ static const char usage_export[] =
 	"  folded     one line per call path, self time in microseconds\n"
 	"  chrome     Chrome Trace Event JSON (\"X\" events)\n"
 	"  nanoscope  Nanoscope text of the first thread\n"
+	"  perfetto   Perfetto protobuf (opens in ui.perfetto.dev)\n"
 	"  svg        the flame graph (same as `rvtrace flamegraph`)\n";
 
 static const char usage_diff[] =
@@ -383,6 +385,8 @@ static int do_export(const char *fmt, const char *in, const char *outp, const ch
 		rc = rva_export_chrome(f, t);
 	else if (strcmp(fmt, "nanoscope") == 0)
 		rc = rva_export_nanoscope(f, t, 0);
+	else if (strcmp(fmt, "perfetto") == 0)
+		rc = rva_export_perfetto(f, t);
 	else if (strcmp(fmt, "svg") == 0)
 		rc = rva_export_svg(f, t, title ? title : in);
 	else

@@ -268,6 +268,32 @@ out_free:
 	return rc;
 }
 
+/* Two leading field-1 length-delimited records that fit, and binary bytes. */
+static int looks_perfetto(const uint8_t *b, size_t len)
+{
+	size_t pos = 0;
+	int bin = 0;
+	for (size_t i = 0; i < len && i < 64; i++)
+		bin |= b[i] < 0x09;
+	for (int k = 0; k < 2 && pos < len; k++) {
+		if (b[pos++] != 0x0a)
+			return 0;
+		uint64_t n = 0;
+		int shift = 0;
+		while (pos < len && (b[pos] & 0x80) && shift < 63) {
+			n |= (uint64_t)(b[pos++] & 0x7f) << shift;
+			shift += 7;
+		}
+		if (pos >= len)
+			return 0;
+		n |= (uint64_t)b[pos++] << shift;
+		if (n > len - pos)
+			return 0;
+		pos += (size_t)n;
+	}
+	return bin;
+}
+
 rva_format rva_detect(const uint8_t *buf, size_t len)
 {
 	if (len >= 8 && memcmp(buf, "RVCAP\0\r\n", 8) == 0)
@@ -275,6 +301,8 @@ rva_format rva_detect(const uint8_t *buf, size_t len)
 	if ((len >= 9 && memcmp(buf, "*version\n", 9) == 0) ||
 	    (len >= 4 && memcmp(buf, "SLOW", 4) == 0))
 		return RVA_FMT_ANDROID;
+	if (looks_perfetto(buf, len))
+		return RVA_FMT_PERFETTO;
 	if (len >= 2 && ((buf[0] == 0xff && buf[1] == 0xfe) || (buf[0] == 0xfe && buf[1] == 0xff)))
 		return RVA_FMT_FOLDED;
 	size_t i = 0;
@@ -319,6 +347,10 @@ int rva_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
 		return rva_folded_import(buf, len, out, err);
 	case RVA_FMT_NANOSCOPE:
 		return rva_nanoscope_import(buf, len, out, err);
+	case RVA_FMT_PERFETTO:
+		return rva_perfetto_import(buf, len, out, err);
+	case RVA_FMT_CHROME:
+		return rva_chrome_import(buf, len, out, err);
 	case RVA_FMT_ANDROID:
 		return rva_android_import(buf, len, out, err);
 	default:

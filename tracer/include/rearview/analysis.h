@@ -246,6 +246,7 @@ typedef enum rva_format {
 	RVA_FMT_NANOSCOPE, /* Nanoscope text */
 	RVA_FMT_CHROME,	   /* Chrome Trace Event JSON */
 	RVA_FMT_ANDROID,   /* Android .trace v1-3 and streaming 0xF2/0xF3 */
+	RVA_FMT_PERFETTO,  /* Perfetto protobuf trace */
 } rva_format;
 
 /* Guess the format of a buffer from its first bytes. */
@@ -272,6 +273,15 @@ int rva_nanoscope_import(const uint8_t *buf, size_t len, rva_trace **out, rva_er
  * thread list with dropped = 1. */
 int rva_android_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 
+/* Chrome Trace Event JSON, array or object form; truncated arrays are
+ * repaired; B/E and X slices become calls (µs → ns), other phases skipped. */
+int rva_chrome_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* Perfetto protobuf: SLICE_BEGIN/SLICE_END track events (inline or
+ * interned names), one thread per track, sorted by time; instants and
+ * counters skipped.  -EINVAL when no packet parses. */
+int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
 /* Detect and import buf.  -EPROTONOSUPPORT for an unknown format. */
 int rva_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 
@@ -289,6 +299,10 @@ int rva_export_chrome(FILE *f, const rva_trace *t);
 
 /* Nanoscope text of thread th (enters "<ns>:<name>", exits "<ns>:POP"). */
 int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
+
+/* Perfetto protobuf: a TrackDescriptor per thread (uuid = index + 1), one
+ * interning packet (iid = method id + 1), BEGIN/END TrackEvents. */
+int rva_export_perfetto(FILE *f, const rva_trace *t);
 
 /* Self-contained interactive SVG flame graph of all threads (click to zoom,
  * search, tooltips); names are XML-escaped.  title may be NULL. */
