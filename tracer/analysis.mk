@@ -4,7 +4,8 @@
 RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c \
            tracer/analysis/capture.c tracer/analysis/textio.c \
            tracer/analysis/svg.c tracer/analysis/android.c \
-           tracer/analysis/chrome.c tracer/analysis/perfetto.c
+           tracer/analysis/chrome.c tracer/analysis/perfetto.c \
+           tracer/analysis/exports.c
 RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o) $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o
 RVA_PROTO := tracer/analysis/proto/rvperfetto.proto
 RVA_PB_H  := $(GEN)/rvanalysis/rvperfetto.pb-c.h
@@ -46,3 +47,7 @@ $(eval $(call rv_test,rvtrace,android,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_android.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
 $(eval $(call rv_test,rvtrace,import,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_import.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+$(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(TBIN)/rvtrace/test_cli: | $(BIN)/rvtrace
+$(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"' \
+  $(call pc,--cflags,jansson)

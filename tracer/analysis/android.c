@@ -135,8 +135,8 @@ static int add_method_line(actx *a, const char *l, size_t n)
 	for (size_t i = 0; i < fl[1] && o + 1 < sizeof(buf); i++)
 		buf[o++] = f[1][i] == '/' ? '.' : f[1][i];
 	if (k >= 3) {
-		int r = snprintf(buf + o, sizeof(buf) - o, ".%.*s%.*s", (int)fl[2], f[2],
-				 k >= 4 ? (int)fl[3] : 0, k >= 4 ? f[3] : "");
+		int r = snprintf(buf + o, sizeof(buf) - o, "%s%.*s%.*s", o ? "." : "", (int)fl[2],
+				 f[2], k >= 4 ? (int)fl[3] : 0, k >= 4 ? f[3] : "");
 		if (r > 0)
 			o += (size_t)r < sizeof(buf) - o ? (size_t)r : sizeof(buf) - o - 1;
 	}

@@ -80,6 +80,8 @@ static const char usage_export[] =
 	"  chrome     Chrome Trace Event JSON (\"X\" events)\n"
 	"  nanoscope  Nanoscope text of the first thread\n"
 	"  perfetto   Perfetto protobuf (opens in ui.perfetto.dev)\n"
+	"  speedscope speedscope JSON, evented profiles (www.speedscope.app)\n"
+	"  android    Android .trace v3 (Android Studio, traceview, dmtracedump)\n"
 	"  svg        the flame graph (same as `rvtrace flamegraph`)\n";
 
 static const char usage_diff[] =
@@ -385,6 +387,10 @@ static int do_export(const char *fmt, const char *in, const char *outp, const ch
 		rc = rva_export_chrome(f, t);
 	else if (strcmp(fmt, "nanoscope") == 0)
 		rc = rva_export_nanoscope(f, t, 0);
+	else if (strcmp(fmt, "speedscope") == 0)
+		rc = rva_export_speedscope(f, t);
+	else if (strcmp(fmt, "android") == 0)
+		rc = rva_export_android(f, t);
 	else if (strcmp(fmt, "perfetto") == 0)
 		rc = rva_export_perfetto(f, t);
 	else if (strcmp(fmt, "svg") == 0)

@@ -304,6 +304,16 @@ int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
  * interning packet (iid = method id + 1), BEGIN/END TrackEvents. */
 int rva_export_perfetto(FILE *f, const rva_trace *t);
 
+/* speedscope JSON, one evented profile per thread with calls (unit
+ * nanoseconds, or "none" for a weighted trace). */
+int rva_export_speedscope(FILE *f, const rva_trace *t);
+
+/* Android .trace v3, non-streaming, clock=dual (both clocks carry the wall
+ * time), 14-byte records in time order, thread ids 1..n, method ids
+ * (id + 1) << 2; names "pkg.Class.method(sig)" split into the columns.
+ * Times are µs since the first event. -E2BIG over 65535 threads. */
+int rva_export_android(FILE *f, const rva_trace *t);
+
 /* Self-contained interactive SVG flame graph of all threads (click to zoom,
  * search, tooltips); names are XML-escaped.  title may be NULL. */
 int rva_export_svg(FILE *f, const rva_trace *t, const char *title);
