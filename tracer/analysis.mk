@@ -51,3 +51,23 @@ $(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(TBIN)/rvtrace/test_cli: | $(BIN)/rvtrace
 $(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"' \
   $(call pc,--cflags,jansson)
+
+# Fuzzing.  The libFuzzer targets (clang -fsanitize=fuzzer,address) build
+# the library sources into each binary so they carry coverage; they are
+# listed in FUZZ for the top Makefile's `fuzz` goal.  make check replays
+# the same targets deterministically (test_fuzzreplay, no libFuzzer).
+RVA_FUZZ_NAMES := capture android chrome perfetto folded nanoscope
+RVA_FUZZ_OBJ   := $(RVA_FUZZ_NAMES:%=$(OBJ)/tests/fuzz/rvtrace_%.o)
+FUZZ += $(RVA_FUZZ_NAMES:%=$(BUILD)/fuzz/rvtrace_%)
+
+$(foreach n,$(RVA_FUZZ_NAMES),$(eval \
+  $(OBJ)/tests/fuzz/rvtrace_$(n).o: CPPFLAGS += -Itracer/include -DLLVMFuzzerTestOneInput=rva_fuzz_$(n)))
+
+$(BUILD)/fuzz/rvtrace_%: tests/fuzz/rvtrace_%.c $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c
+	@mkdir -p $(@D)
+	clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -Itracer/include \
+	  -I$(GEN)/rvanalysis $(PROTOBUF_CFLAGS) $(call pc,--cflags,jansson) \
+	  -o $@ $< $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c $(RVA_LIBS)
+
+$(eval $(call rv_test,rvtrace,fuzzreplay,$(RVA_FUZZ_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_fuzzreplay.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'

@@ -66,8 +66,10 @@ static uint32_t id_of(json_t *v)
 {
 	if (json_is_integer(v))
 		return (uint32_t)json_integer_value(v);
-	if (json_is_real(v))
-		return (uint32_t)(int64_t)json_real_value(v);
+	if (json_is_real(v)) {
+		double d = json_real_value(v);
+		return d >= 0 && d < 4294967296.0 ? (uint32_t)d : 0;
+	}
 	if (json_is_string(v)) {
 		/* Some writers use strings; hash them to a stable id. */
 		uint32_t h = 2166136261u;

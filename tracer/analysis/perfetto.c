@@ -238,7 +238,8 @@ static int cmp_pev(const void *x, const void *y)
 
 static int replay(pctx *c)
 {
-	qsort(c->ev, c->nev, sizeof(*c->ev), cmp_pev);
+	if (c->nev)
+		qsort(c->ev, c->nev, sizeof(*c->ev), cmp_pev);
 	int64_t th = -1;
 	uint64_t cur = 0;
 	for (size_t i = 0; i < c->nev; i++) {
