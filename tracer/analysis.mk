@@ -71,3 +71,8 @@ $(BUILD)/fuzz/rvtrace_%: tests/fuzz/rvtrace_%.c $(RVA_SRC) $(GEN)/rvanalysis/rvp
 
 $(eval $(call rv_test,rvtrace,fuzzreplay,$(RVA_FUZZ_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_fuzzreplay.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+
+$(TBIN)/rvtrace/bench_capture: $(OBJ)/tests/rvtrace/bench_capture.o $(LIBRVANALYSIS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVA_LIBS)
+BENCHES += $(TBIN)/rvtrace/bench_capture

@@ -27,7 +27,7 @@ static inline int rvtrace_fuzz_one(rva_importer imp, const uint8_t *data, size_t
 		free(st);
 	}
 	rva_chains ch;
-	if (rva_chains_collect(t, &ch) == 0)
+	if (rva_chains_collect(t, 3, &ch) == 0)
 		rva_chains_release(&ch);
 	uint32_t chain[64];
 	for (size_t i = 0; i < t->nthreads; i++)

@@ -269,6 +269,78 @@ static void test_capture_hostile_headers_rejected(void **state)
 	free(c.b);
 }
 
+/* The streaming summary must agree with decode + stats + tree. */
+static void assert_summary_matches(const uint8_t *b, size_t len)
+{
+	rva_trace *t;
+	rva_summary s;
+	rva_error err;
+	int r1 = rva_capture_decode(b, len, &t, &err);
+	int r2 = rva_capture_summarize(b, len, &s, &err);
+	assert_int_equal(r1, r2);
+	if (r1 < 0)
+		return;
+	rva_mstat *st;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	assert_int_equal(t->nmethods, s.trace->nmethods);
+	for (size_t i = 0; i < t->nmethods; i++) {
+		assert_string_equal(t->names[i], s.trace->names[i]);
+		assert_int_equal(st[i].calls, s.stats[i].calls);
+		assert_int_equal(st[i].incl, s.stats[i].incl);
+		assert_int_equal(st[i].self, s.stats[i].self);
+	}
+	rva_tree tr;
+	assert_int_equal(rva_tree_build(t, SIZE_MAX, &tr), 0);
+	assert_int_equal(tr.n, s.tree.n);
+	assert_int_equal(tr.nodes[0].incl, s.tree.nodes[0].incl);
+	rva_chains a, c;
+	assert_int_equal(rva_chains_from_tree(t, &tr, 5, &a), 0);
+	assert_int_equal(rva_chains_from_tree(s.trace, &s.tree, 5, &c), 0);
+	assert_int_equal(a.n, c.n);
+	for (size_t i = 0; i < a.n; i++) {
+		assert_true(a.v[i].signature == c.v[i].signature);
+		assert_int_equal(a.v[i].self, c.v[i].self);
+		assert_int_equal(a.v[i].calls, c.v[i].calls);
+	}
+	assert_int_equal(t->start, s.trace->start);
+	assert_int_equal(t->end, s.trace->end);
+	rva_chains_release(&a);
+	rva_chains_release(&c);
+	rva_tree_release(&tr);
+	free(st);
+	rva_trace_free(t);
+	rva_summary_release(&s);
+}
+
+static void test_capture_streaming_summary_matches_model(void **state)
+{
+	capbuf c = {0};
+	build_example(&c);
+	assert_summary_matches(c.b, c.len);
+	cb_header(&c, 100, 1000000000, 0, 7000, BASE, 1);
+	cb_slot(&c, (uint64_t)3 << 32 | 1);
+	cb_exit(&c, 4);
+	cb_entry(&c, 0x3000, 5);
+	cb_entry(&c, 0x3000, 6);
+	cb_entry(&c, 0x3010, 6);
+	cb_exit(&c, 7);
+	cb_exit(&c, 8);
+	cb_entry(&c, 0x3020, 9);
+	cb_end_slots(&c);
+	cb_finish(&c);
+	assert_summary_matches(c.b, c.len);
+	uint64_t seed = 7;
+	uint8_t *b = malloc(c.len);
+	for (int r = 0; r < 500; r++) {
+		memcpy(b, c.b, c.len);
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		b[128 + (seed >> 33) % (c.len - 128)] ^= (uint8_t)(seed >> 20);
+		assert_summary_matches(b, c.len);
+	}
+	free(b);
+	free(c.b);
+}
+
 static void test_capture_random_corruption_never_crashes(void **state)
 {
 	capbuf c = {0};
@@ -316,6 +388,7 @@ int main(void)
 		cmocka_unit_test(test_capture_truncated_every_length_rejected),
 		cmocka_unit_test(test_capture_hostile_headers_rejected),
 		cmocka_unit_test(test_capture_random_corruption_never_crashes),
+		cmocka_unit_test(test_capture_streaming_summary_matches_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,7 +182,7 @@ static void test_model_chains_sorted_by_self(void **state)
 {
 	rva_trace *t = sample();
 	rva_chains ch;
-	assert_int_equal(rva_chains_collect(t, &ch), 0);
+	assert_int_equal(rva_chains_collect(t, 0, &ch), 0);
 	/* Paths: main(30) main;a(10) main;a;a(10) main;a;a;b(10) main;b(30) main;b;c(10) */
 	assert_int_equal(ch.n, 6);
 	assert_int_equal(ch.v[0].self, 30);

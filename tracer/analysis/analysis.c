@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggr.h"
 #include "rearview/analysis.h"
 
 typedef struct frame {
@@ -244,31 +245,30 @@ size_t rva_normalize_name(const char *in, char *out, size_t outsz)
 	return o;
 }
 
+static uint64_t fnv_name(uint64_t h, const char *norm);
+
 uint64_t rva_signature(const rva_trace *t, const uint32_t *chain, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	char buf[4096];
+	char small[512];
 	for (size_t i = 0; i < n; i++) {
 		const char *name = chain[i] < t->nmethods ? t->names[chain[i]] : "?";
-		size_t len = rva_normalize_name(name, buf, sizeof(buf));
-		if (len >= sizeof(buf))
-			len = sizeof(buf) - 1;
-		for (size_t k = 0; k < len; k++) {
-			h ^= (unsigned char)buf[k];
-			h *= 0x100000001b3ull;
+		size_t len = rva_normalize_name(name, small, sizeof(small));
+		if (len < sizeof(small)) {
+			h = fnv_name(h, small);
+			continue;
 		}
-		h ^= ';';
-		h *= 0x100000001b3ull;
+		char *big = malloc(len + 1);
+		if (!big)
+			return 0;
+		rva_normalize_name(name, big, len + 1);
+		h = fnv_name(h, big);
+		free(big);
 	}
 	return h;
 }
 
 /* ---- merged tree ---- */
-
-typedef struct tmap {
-	uint32_t *slot; /* node index + 1 */
-	size_t cap;
-} tmap;
 
 static uint64_t key_hash(uint32_t parent, uint32_t method)
 {
@@ -279,7 +279,7 @@ static uint64_t key_hash(uint32_t parent, uint32_t method)
 	return k;
 }
 
-static int tree_add(rva_tree *tr, tmap *m, uint32_t parent, uint32_t method, uint32_t *out)
+int rva_tree_child(rva_tree *tr, rva_tmap *m, uint32_t parent, uint32_t method, uint32_t *out)
 {
 	if (m->cap == 0 || tr->n * 2 >= m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 1024;
@@ -327,13 +327,8 @@ static int tree_add(rva_tree *tr, tmap *m, uint32_t parent, uint32_t method, uin
 	return 0;
 }
 
-int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
+int rva_tree_init(rva_tree *tr)
 {
-	tmap m = {0};
-	uint32_t *nst = NULL;
-	int64_t *child = NULL;
-	size_t scap = 0;
-	int rc = -ENOMEM;
 	memset(tr, 0, sizeof(*tr));
 	tr->cap = 256;
 	tr->nodes = calloc(tr->cap, sizeof(*tr->nodes));
@@ -341,6 +336,18 @@ int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
 		return -ENOMEM;
 	tr->n = 1;
 	tr->nodes[0].method = UINT32_MAX;
+	return 0;
+}
+
+int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
+{
+	rva_tmap m = {0};
+	uint32_t *nst = NULL;
+	int64_t *child = NULL;
+	size_t scap = 0;
+	int rc = -ENOMEM;
+	if (rva_tree_init(tr) < 0)
+		return -ENOMEM;
 	for (size_t ti = 0; ti < t->nthreads; ti++) {
 		if (only != SIZE_MAX && ti != only)
 			continue;
@@ -372,7 +379,7 @@ int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
 				scap = cap;
 			}
 			uint32_t parent = sn ? nst[2 * (sn - 1)] : 0, id;
-			if ((rc = tree_add(tr, &m, parent, th->calls[i].method, &id)) < 0)
+			if ((rc = rva_tree_child(tr, &m, parent, th->calls[i].method, &id)) < 0)
 				goto out_free;
 			rc = -ENOMEM;
 			tr->nodes[id].calls++;
@@ -462,54 +469,137 @@ out_free:
 
 /* ---- chains ---- */
 
-static int cmp_chain(const void *a, const void *b)
+/* Orders node ids by self time descending, then signature. */
+typedef struct nkey {
+	int64_t self;
+	uint64_t sig;
+	uint32_t node;
+} nkey;
+
+static int nkey_before(const nkey *x, const nkey *y)
 {
-	const rva_chain *x = a, *y = b;
 	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	return x->signature < y->signature ? -1 : x->signature > y->signature;
+		return x->self > y->self;
+	return x->sig < y->sig;
 }
 
-int rva_chains_collect(const rva_trace *t, rva_chains *out)
+static int cmp_nkey(const void *a, const void *b)
+{
+	const nkey *x = a, *y = b;
+	return nkey_before(x, y) ? -1 : nkey_before(y, x) ? 1 : 0;
+}
+
+/* Min-heap on "before": the root is the worst of the kept top N. */
+static void heap_down(nkey *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, w = i;
+		if (l < n && nkey_before(&h[w], &h[l]))
+			w = l;
+		if (r < n && nkey_before(&h[w], &h[r]))
+			w = r;
+		if (w == i)
+			return;
+		nkey tmp = h[i];
+		h[i] = h[w];
+		h[w] = tmp;
+		i = w;
+	}
+}
+
+static uint64_t fnv_name(uint64_t h, const char *norm)
+{
+	for (const unsigned char *p = (const unsigned char *)norm; *p; p++) {
+		h ^= *p;
+		h *= 0x100000001b3ull;
+	}
+	h ^= ';';
+	return h * 0x100000001b3ull;
+}
+
+int rva_chains_collect(const rva_trace *t, size_t max, rva_chains *out)
 {
 	rva_tree tr;
 	memset(out, 0, sizeof(*out));
 	int rc = rva_tree_build(t, SIZE_MAX, &tr);
 	if (rc < 0)
 		return rc;
-	rc = -ENOMEM;
-	size_t pool = 0;
+	rc = rva_chains_from_tree(t, &tr, max, out);
+	rva_tree_release(&tr);
+	return rc;
+}
+
+int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rva_chains *out)
+{
+	const rva_tree tr = *trp;
+	int rc = -ENOMEM;
+	memset(out, 0, sizeof(*out));
 	uint32_t *depth = calloc(tr.n, sizeof(*depth));
-	if (!depth)
-		goto out_tree;
-	for (size_t i = 1; i < tr.n; i++) {
-		depth[i] = depth[tr.nodes[i].parent] + 1; /* parents precede children */
-		pool += depth[i];
+	uint64_t *sig = calloc(tr.n, sizeof(*sig));
+	char **norm = calloc(t->nmethods + 1, sizeof(*norm));
+	nkey *keep = NULL;
+	size_t nk = 0;
+	if (!depth || !sig || !norm)
+		goto out_free;
+	/* Signatures extend the parent's FNV state (parents precede children),
+	 * with each method's name normalized once. */
+	for (size_t m = 0; m < t->nmethods; m++) {
+		size_t len = rva_normalize_name(t->names[m], NULL, 0);
+		if (!(norm[m] = malloc(len + 1)))
+			goto out_free;
+		rva_normalize_name(t->names[m], norm[m], len + 1);
 	}
-	out->v = calloc(tr.n, sizeof(*out->v));
+	sig[0] = 0xcbf29ce484222325ull;
+	size_t cap = max && max < tr.n ? max : tr.n;
+	keep = malloc((cap ? cap : 1) * sizeof(*keep));
+	if (!keep)
+		goto out_free;
+	for (size_t i = 1; i < tr.n; i++) {
+		const rva_tnode *nd = &tr.nodes[i];
+		depth[i] = depth[nd->parent] + 1;
+		sig[i] = fnv_name(sig[nd->parent], norm[nd->method]);
+		nkey k = {nd->self, sig[i], (uint32_t)i};
+		if (nk < cap) {
+			keep[nk++] = k;
+			if (nk == cap)
+				for (size_t j = nk / 2; j-- > 0;)
+					heap_down(keep, nk, j);
+		} else if (nkey_before(&k, &keep[0])) {
+			keep[0] = k;
+			heap_down(keep, nk, 0);
+		}
+	}
+	qsort(keep, nk, sizeof(*keep), cmp_nkey);
+	size_t pool = 0;
+	for (size_t i = 0; i < nk; i++)
+		pool += depth[keep[i].node];
+	out->v = calloc(nk ? nk : 1, sizeof(*out->v));
 	out->pool = malloc((pool ? pool : 1) * sizeof(*out->pool));
 	if (!out->v || !out->pool)
-		goto out_depth;
+		goto out_free;
 	size_t used = 0;
-	for (size_t i = 1; i < tr.n; i++) {
+	for (size_t i = 0; i < nk; i++) {
+		uint32_t id = keep[i].node;
 		rva_chain *c = &out->v[out->n++];
-		c->depth = depth[i];
+		c->depth = depth[id];
 		c->methods = out->pool + used;
 		used += c->depth;
-		uint32_t id = (uint32_t)i;
+		c->signature = sig[id];
+		c->calls = tr.nodes[id].calls;
+		c->self = tr.nodes[id].self;
+		c->incl = tr.nodes[id].incl;
 		for (size_t k = c->depth; k-- > 0; id = tr.nodes[id].parent)
 			c->methods[k] = tr.nodes[id].method;
-		c->signature = rva_signature(t, c->methods, c->depth);
-		c->calls = tr.nodes[i].calls;
-		c->self = tr.nodes[i].self;
-		c->incl = tr.nodes[i].incl;
 	}
-	qsort(out->v, out->n, sizeof(*out->v), cmp_chain);
 	rc = 0;
-out_depth:
+out_free:
+	if (norm)
+		for (size_t m = 0; m < t->nmethods; m++)
+			free(norm[m]);
+	free(norm);
+	free(keep);
+	free(sig);
 	free(depth);
-out_tree:
-	rva_tree_release(&tr);
 	if (rc < 0)
 		rva_chains_release(out);
 	return rc;

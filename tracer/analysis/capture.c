@@ -14,11 +14,13 @@
  *     backward walk.  Frames still open end at the reference time.
  * Every header field and record is range-checked before use.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggr.h"
 #include "rearview/analysis.h"
 
 #define HDR_MIN	    128u
@@ -62,15 +64,99 @@ static uint32_t rd32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t rd64(const uint8_t *p)
+static inline uint64_t rd64(const uint8_t *p)
 {
-	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+	uint64_t v;
+	memcpy(&v, p, sizeof(v)); /* unaligned-safe; one load on x86-64/aarch64 */
+	return le64toh(v);
 }
 
 static int cmp_sym(const void *a, const void *b)
 {
 	const symbol *x = a, *y = b;
 	return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Streaming aggregation state (rva_capture_summarize). */
+typedef struct aframe {
+	uint32_t node, method;
+	int64_t start, child;
+	int outermost;
+	uint32_t memo_method, memo_node; /* last child entered: loops repeat it */
+} aframe;
+
+typedef struct agg {
+	rva_tree tree;
+	rva_tmap map;
+	rva_mstat *st;
+	uint32_t *active;
+	size_t mcap;
+	aframe *fr;
+	size_t nfr, frcap;
+} agg;
+
+static int agg_enter(agg *a, uint32_t method, int64_t ts)
+{
+	if (method >= a->mcap) {
+		size_t cap = a->mcap ? a->mcap : 64;
+		while (cap <= method)
+			cap *= 2;
+		rva_mstat *st = realloc(a->st, cap * sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		a->st = st;
+		uint32_t *ac = realloc(a->active, cap * sizeof(*ac));
+		if (!ac)
+			return -ENOMEM;
+		a->active = ac;
+		memset(a->st + a->mcap, 0, (cap - a->mcap) * sizeof(*st));
+		memset(a->active + a->mcap, 0, (cap - a->mcap) * sizeof(*ac));
+		a->mcap = cap;
+	}
+	if (a->nfr == a->frcap) {
+		size_t cap = a->frcap ? a->frcap * 2 : 64;
+		if (cap > (1u << 21))
+			return -E2BIG;
+		aframe *f = realloc(a->fr, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		a->fr = f;
+		a->frcap = cap;
+	}
+	aframe *top = a->nfr ? &a->fr[a->nfr - 1] : NULL;
+	uint32_t node;
+	if (top && top->memo_method == method) {
+		node = top->memo_node;
+	} else {
+		int rc = rva_tree_child(&a->tree, &a->map, top ? top->node : 0, method, &node);
+		if (rc < 0)
+			return rc;
+		if (top) {
+			top->memo_method = method;
+			top->memo_node = node;
+		}
+	}
+	a->fr[a->nfr++] = (aframe){node, method, ts, 0, a->active[method]++ == 0, UINT32_MAX, 0};
+	a->st[method].calls++;
+	return 0;
+}
+
+static void agg_exit(agg *a, int64_t ts)
+{
+	aframe *f = &a->fr[--a->nfr];
+	int64_t dur = ts > f->start ? ts - f->start : 0;
+	rva_tnode *nd = &a->tree.nodes[f->node];
+	nd->calls++;
+	nd->incl += dur;
+	nd->self += dur - f->child;
+	a->st[f->method].self += dur - f->child;
+	if (f->outermost)
+		a->st[f->method].incl += dur;
+	a->active[f->method]--;
+	if (a->nfr)
+		a->fr[a->nfr - 1].child += dur;
+	else
+		a->tree.nodes[0].incl += dur;
 }
 
 typedef struct ctx {
@@ -82,7 +168,9 @@ typedef struct ctx {
 	size_t nmods;
 	symbol *syms;
 	size_t nsyms;
-	uint32_t *cache_v; /* last looked-up value → id, a tiny direct-mapped cache */
+	agg *sum; /* non-NULL: aggregate instead of building the model */
+	int64_t first_ns, last_ns;
+	int have_first;
 	uint64_t cache_k[256];
 	uint32_t cache_id[256];
 } ctx;
@@ -243,14 +331,26 @@ typedef struct clockconv {
 	uint64_t hz;
 	unsigned shift;
 	int64_t mono;
+	double ns_per_tick;
 } clockconv;
 
 static int64_t to_ns(const clockconv *k, uint64_t full)
 {
-	/* (full << shift) − ref, in ticks; may be negative. */
+	/* (full << shift) − ref, in ticks; negative before the freeze. */
 	__int128 ticks = ((__int128)full << k->shift) - (__int128)k->ref;
-	__int128 ns = ticks * 1000000000 / (__int128)k->hz;
-	return k->mono + (int64_t)ns;
+	const int64_t lim = (int64_t)1 << 61; /* hostile clocks saturate */
+	int64_t ns;
+	/* Within 2^53 ticks a double is exact to far below 1 ns and avoids a
+	 * 128-bit division per event; hostile spans take the exact path. */
+	double d = (double)ticks * k->ns_per_tick;
+	if (ticks > -((__int128)1 << 53) && ticks < ((__int128)1 << 53) && d > -(double)lim &&
+	    d < (double)lim) {
+		ns = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+	} else {
+		__int128 q = ticks * 1000000000 / (__int128)k->hz;
+		ns = q > lim ? lim : q < -lim ? -lim : (int64_t)q;
+	}
+	return k->mono + ns;
 }
 
 static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
@@ -302,7 +402,8 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 			goto out_free;
 		}
 		for (uint64_t j = 0; j < open; j++)
-			if ((rc = rva_enter(c->t, 0, (uint32_t)unk, oldest_ns)) < 0) {
+			if ((rc = c->sum ? agg_enter(c->sum, (uint32_t)unk, oldest_ns)
+					 : rva_enter(c->t, 0, (uint32_t)unk, oldest_ns)) < 0) {
 				rc = fail(err, rc, "cannot open frame");
 				goto out_free;
 			}
@@ -324,11 +425,24 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 			hi++;
 		prev = ts;
 		int64_t ns = to_ns(k, hi << 32 | ts);
-		if (lo == 0) {
+		if (!c->have_first) {
+			c->first_ns = ns;
+			c->have_first = 1;
+		} else if (ns < c->last_ns) {
+			ns = c->last_ns; /* saturated hostile clocks stay monotonic */
+		}
+		c->last_ns = ns;
+		if (lo == 0 && c->sum) {
+			if (c->sum->nfr)
+				agg_exit(c->sum, ns);
+			rc = 0;
+		} else if (lo == 0) {
 			rc = rva_exit(c->t, 0, RVA_ANY_METHOD, ns);
 		} else {
 			int64_t m = method_of(c, value);
-			rc = m < 0 ? (int)m : rva_enter(c->t, 0, (uint32_t)m, ns);
+			rc = m < 0    ? (int)m
+			     : c->sum ? agg_enter(c->sum, (uint32_t)m, ns)
+				      : rva_enter(c->t, 0, (uint32_t)m, ns);
 		}
 		if (rc < 0) {
 			rc = fail(err, rc, "slot %llu: cannot record the event",
@@ -341,7 +455,7 @@ out_free:
 	return rc;
 }
 
-int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err)
 {
 	static const uint8_t magic[8] = {'R', 'V', 'C', 'A', 'P', 0, '\r', '\n'};
 	*out = NULL;
@@ -362,6 +476,7 @@ int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_erro
 	uint64_t soff = rd64(buf + 104), moff = rd64(buf + 112), fsize = rd64(buf + 120);
 	if (hsize < HDR_MIN)
 		return fail(err, -EINVAL, "header_size %u < 128", hsize);
+	k.ns_per_tick = k.hz ? 1e9 / (double)k.hz : 0;
 	if (k.shift > 31 || k.hz == 0 || k.hz > 100000000000ull)
 		return fail(err, -EINVAL, "bad clock (shift %u, %llu Hz)", k.shift,
 			    (unsigned long long)k.hz);
@@ -377,7 +492,7 @@ int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_erro
 	if (k.mono > INT64_MAX / 2)
 		return fail(err, -EINVAL, "reference time out of range");
 
-	ctx c = {.slots = buf + soff, .nslots = count, .base = rd64(buf + 64)};
+	ctx c = {.slots = buf + soff, .nslots = count, .base = rd64(buf + 64), .sum = sum};
 	memset(c.cache_id, 0xff, sizeof(c.cache_id));
 	int rc = -ENOMEM;
 	c.t = rva_trace_new();
@@ -394,7 +509,16 @@ int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_erro
 	if ((rc = decode_slots(&c, &k, err)) < 0)
 		goto out_free;
 	c.t->anomaly_ns = (int64_t)anomaly_mono;
-	rva_trace_finish(c.t, k.mono);
+	if (sum) {
+		while (sum->nfr)
+			agg_exit(sum, k.mono > c.last_ns ? k.mono : c.last_ns);
+		c.t->start = count ? c.first_ns : 0;
+		c.t->end = count ? (k.mono > c.last_ns ? k.mono : c.last_ns) : 0;
+	} else {
+		/* Still-open frames end at the freeze, or at the last event when a
+		 * damaged file has events after it. */
+		rva_trace_finish(c.t, k.mono > c.last_ns ? k.mono : c.last_ns);
+	}
 	*out = c.t;
 	c.t = NULL;
 	rc = 0;
@@ -403,4 +527,50 @@ out_free:
 	free(c.syms);
 	rva_trace_free(c.t);
 	return rc;
+}
+
+int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+{
+	return decode(buf, len, out, NULL, err);
+}
+
+int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err)
+{
+	agg a = {0};
+	memset(out, 0, sizeof(*out));
+	if (rva_tree_init(&a.tree) < 0)
+		return fail(err, -ENOMEM, "out of memory");
+	int rc = decode(buf, len, &out->trace, &a, err);
+	free(a.map.slot);
+	free(a.active);
+	free(a.fr);
+	if (rc < 0) {
+		free(a.st);
+		rva_tree_release(&a.tree);
+		return rc;
+	}
+	/* Stats sized to the final method table. */
+	size_t n = out->trace->nmethods;
+	rva_mstat *st = calloc(n ? n : 1, sizeof(*st));
+	if (!st) {
+		free(a.st);
+		rva_tree_release(&a.tree);
+		rva_trace_free(out->trace);
+		out->trace = NULL;
+		return fail(err, -ENOMEM, "out of memory");
+	}
+	if (a.st)
+		memcpy(st, a.st, (a.mcap < n ? a.mcap : n) * sizeof(*st));
+	free(a.st);
+	out->stats = st;
+	out->tree = a.tree;
+	return 0;
+}
+
+void rva_summary_release(rva_summary *s)
+{
+	rva_trace_free(s->trace);
+	free(s->stats);
+	rva_tree_release(&s->tree);
+	memset(s, 0, sizeof(*s));
 }

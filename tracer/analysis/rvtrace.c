@@ -211,7 +211,7 @@ static int cmd_summary(int argc, char **argv)
 	rva_chains ch = {0};
 	size_t ntop = (size_t)top;
 	uint32_t *ids = calloc(ntop + 1, sizeof(*ids));
-	if (!ids || rva_method_stats(t, &st) < 0 || rva_chains_collect(t, &ch) < 0) {
+	if (!ids || rva_method_stats(t, &st) < 0 || rva_chains_collect(t, ntop, &ch) < 0) {
 		fprintf(stderr, "rvtrace: out of memory\n");
 		free(ids);
 		free(st);

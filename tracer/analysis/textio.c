@@ -410,7 +410,7 @@ static void put_sanitized(FILE *f, const char *s)
 int rva_export_folded(FILE *f, const rva_trace *t)
 {
 	rva_chains ch;
-	int rc = rva_chains_collect(t, &ch);
+	int rc = rva_chains_collect(t, 0, &ch);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < ch.n; i++) {

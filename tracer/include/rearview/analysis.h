@@ -160,10 +160,11 @@ typedef struct rva_chains {
 	uint32_t *pool;
 } rva_chains;
 
-/* Every distinct call path of every thread, sorted by self time descending
- * (the "longest-running chains"; slice first for a window).  0 or -ENOMEM.
+/* The distinct call paths of every thread with the most self time (the
+ * "longest-running chains"; slice first for a window), at most max of them
+ * (0 = all), sorted by self time descending then signature.  0 or -ENOMEM.
  * Release with rva_chains_release. */
-int rva_chains_collect(const rva_trace *t, rva_chains *out);
+int rva_chains_collect(const rva_trace *t, size_t max, rva_chains *out);
 void rva_chains_release(rva_chains *c);
 
 /* ---- signature patterns ("performance bug models") ---- */
@@ -208,6 +209,9 @@ typedef struct rva_tree {
 /* Build the merged tree of thread th, or of all threads (th = SIZE_MAX). */
 int rva_tree_build(const rva_trace *t, size_t th, rva_tree *out);
 void rva_tree_release(rva_tree *tr);
+
+/* rva_chains_collect over an already built merged tree of t. */
+int rva_chains_from_tree(const rva_trace *t, const rva_tree *tr, size_t max, rva_chains *out);
 
 /* Text call tree; nodes below pct % of the root total are omitted. */
 int rva_tree_print(FILE *f, const rva_trace *t, const rva_tree *tr, double pct);
@@ -257,6 +261,21 @@ rva_format rva_detect(const uint8_t *buf, size_t len);
  * if any; times are CLOCK_MONOTONIC ns.  -EINVAL (bad header / records),
  * -E2BIG (limits), -ENOMEM, with err filled. */
 int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* Streaming summary of a capture: the same decoding as rva_capture_decode,
+ * but calls are aggregated as they close instead of stored, so memory is
+ * proportional to distinct methods, distinct chains and depth (plus 1 bit
+ * per slot while decoding).  trace holds the method table, the thread with
+ * no calls, the anomaly and start/end; stats[nmethods] and tree are as
+ * rva_method_stats and rva_tree_build would give on the decoded model. */
+typedef struct rva_summary {
+	rva_trace *trace;
+	rva_mstat *stats;
+	rva_tree tree;
+} rva_summary;
+
+int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err);
+void rva_summary_release(rva_summary *s); /* zeroes *s; safe on a zeroed one */
 
 /* Folded stacks (UTF-8 or UTF-16 with BOM, LF or CRLF); malformed lines are
  * skipped and counted in dropped.  The result is weighted. */

@@ -1,0 +1,26 @@
+/*
+ * aggr.h — private to librvanalysis: incremental construction of the merged
+ * call tree, shared by rva_tree_build (from a model) and the streaming
+ * capture summary (straight from the slots, no model).
+ */
+#ifndef RVANALYSIS_AGGR_H
+#define RVANALYSIS_AGGR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rearview/analysis.h"
+
+/* (parent, method) -> node index, open addressing; slot holds index + 1. */
+typedef struct rva_tmap {
+	uint32_t *slot;
+	size_t cap;
+} rva_tmap;
+
+/* A tree holding only the synthetic root.  0 or -ENOMEM. */
+int rva_tree_init(rva_tree *tr);
+
+/* The child of parent for method, created when absent.  0, -ENOMEM, -E2BIG. */
+int rva_tree_child(rva_tree *tr, rva_tmap *m, uint32_t parent, uint32_t method, uint32_t *out);
+
+#endif
