@@ -82,7 +82,10 @@ typedef struct aframe {
 	uint32_t node, method;
 	int64_t start, child;
 	int outermost;
-	uint32_t memo_method, memo_node; /* last child entered: loops repeat it */
+	/* The last children entered from this frame: loops repeat them, and a
+	 * hit saves a hash lookup in the merged tree. */
+	uint32_t memo_method[4], memo_node[4];
+	unsigned memo_next;
 } aframe;
 
 typedef struct agg {
@@ -124,19 +127,32 @@ static int agg_enter(agg *a, uint32_t method, int64_t ts)
 		a->frcap = cap;
 	}
 	aframe *top = a->nfr ? &a->fr[a->nfr - 1] : NULL;
-	uint32_t node;
-	if (top && top->memo_method == method) {
-		node = top->memo_node;
-	} else {
+	uint32_t node = 0;
+	int hit = 0;
+	if (top)
+		for (int k = 0; k < 4 && !hit; k++)
+			if (top->memo_method[k] == method) {
+				node = top->memo_node[k];
+				hit = 1;
+			}
+	if (!hit) {
 		int rc = rva_tree_child(&a->tree, &a->map, top ? top->node : 0, method, &node);
 		if (rc < 0)
 			return rc;
 		if (top) {
-			top->memo_method = method;
-			top->memo_node = node;
+			top->memo_method[top->memo_next] = method;
+			top->memo_node[top->memo_next] = node;
+			top->memo_next = (top->memo_next + 1) & 3;
 		}
 	}
-	a->fr[a->nfr++] = (aframe){node, method, ts, 0, a->active[method]++ == 0, UINT32_MAX, 0};
+	aframe *f = &a->fr[a->nfr++];
+	f->node = node;
+	f->method = method;
+	f->start = ts;
+	f->child = 0;
+	f->outermost = a->active[method]++ == 0;
+	memset(f->memo_method, 0xff, sizeof(f->memo_method));
+	f->memo_next = 0;
 	a->st[method].calls++;
 	return 0;
 }
