@@ -251,6 +251,30 @@ static void test_cli_diff_reports_slower_method(void **state)
 	free(s);
 }
 
+static void test_cli_callers_and_match(void **state)
+{
+	char out[128], args[512];
+	snprintf(out, sizeof(out), "%s/callers", dir);
+	snprintf(args, sizeof(args), "tree --callers 'com.app.Loop.parse(I)V' %s", capture);
+	assert_int_equal(run(args, out), 0);
+	char *s = slurp(out);
+	assert_non_null(strstr(s, "       100        300.000  com.app.Loop.run()V"));
+	free(s);
+	snprintf(args, sizeof(args), "tree --callers nosuch %s", capture);
+	assert_int_equal(run(args, out), 1);
+	/* draw lasts 1 µs: matches at @0.0005 ms, not at @0.002 ms. */
+	snprintf(args, sizeof(args), "summary --match 'com.app.*run*,*draw*@0.0005' %s", capture);
+	assert_int_equal(run(args, out), 0);
+	s = slurp(out);
+	assert_non_null(strstr(s, ": 100 matching calls"));
+	free(s);
+	snprintf(args, sizeof(args), "summary --match '*draw*@0.002' %s", capture);
+	assert_int_equal(run(args, out), 0);
+	s = slurp(out);
+	assert_non_null(strstr(s, ": 0 matching calls"));
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -260,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_cli_export_round_trips),
 		cmocka_unit_test(test_cli_export_json_and_svg_parse),
 		cmocka_unit_test(test_cli_diff_reports_slower_method),
+		cmocka_unit_test(test_cli_callers_and_match),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

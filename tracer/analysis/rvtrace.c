@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rearview/analysis.h"
@@ -42,12 +44,16 @@ static const char usage_info[] =
 	"(unmatched exits, torn slots, malformed lines).\n";
 
 static const char usage_summary[] =
-	"usage: rvtrace summary [--top N] [--window MS] [--json] FILE\n"
+	"usage: rvtrace summary [--top N] [--window MS] [--json] [--match P] FILE\n"
 	"\n"
 	"  --top N        rows in each table (default 20)\n"
 	"  --window MS    analyse only the last MS milliseconds before the anomaly\n"
 	"                 (or before the end of the trace when there is none)\n"
 	"  --json         machine-readable output; schema in tracer/RVTRACE.md\n"
+	"  --match P      also list calls matching the pattern P =\n"
+	"                 NAME[,NAME...][@MIN_MS]: names (globs) in order along the\n"
+	"                 chain, the last one the call itself, lasting >= MIN_MS\n"
+	"                 (a \"performance bug model\"); text output only\n"
 	"\n"
 	"Prints the methods with the most self time (calls, inclusive time with\n"
 	"recursion counted once, self time), the call chain running at the anomaly\n"
@@ -59,10 +65,14 @@ static const char usage_summary[] =
 static const char usage_tree[] =
 	"usage: rvtrace tree [--threshold PCT] [--thread N] FILE\n"
 	"\n"
-	"  --threshold PCT  hide nodes under PCT %% of the total (default 1)\n"
-	"  --thread N       only thread index N (see `rvtrace info`)\n"
+	"       rvtrace tree --callers METHOD FILE\n"
 	"\n"
-	"Top-down merged call tree: total %%, self %%, inclusive and self time,\n"
+	"  --threshold PCT  hide nodes under PCT % of the total (default 1)\n"
+	"  --thread N       only thread index N (see `rvtrace info`)\n"
+	"  --callers M      bottom-up instead: who calls method M (exact name),\n"
+	"                   with calls and inclusive time (recursion counted once)\n"
+	"\n"
+	"Top-down merged call tree: total %, self %, inclusive and self time,\n"
 	"method, calls; children sorted by inclusive time.\n";
 
 static const char usage_flame[] =
@@ -104,10 +114,27 @@ static int want_help(int argc, char **argv)
 	return 0;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Imports a file.  On a terminal, inputs of 8 MiB or more show what is
+ * happening and how long it took, so long imports never look hung. */
 static int load(const char *path, rva_trace **t)
 {
 	rva_error err = {{0}};
+	struct stat st;
+	int show = isatty(STDERR_FILENO) && stat(path, &st) == 0 && st.st_size >= (8 << 20);
+	double t0 = mono_s();
+	if (show)
+		fprintf(stderr, "rvtrace: importing %s (%lld MiB)...", path,
+			(long long)(st.st_size >> 20));
 	int rc = rva_import_file(path, t, &err);
+	if (show)
+		fprintf(stderr, "\r\033[Krvtrace: imported %s in %.2f s\n", path, mono_s() - t0);
 	if (rc < 0)
 		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg[0] ? err.msg : strerror(-rc));
 	return rc;
@@ -171,16 +198,54 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* --match NAME[,NAME...][@MIN_MS] */
+static int print_matches(const rva_trace *t, const char *spec)
+{
+	char buf[1024];
+	const char *names[32];
+	size_t n = 0;
+	double min_ms = 0;
+	if (strlen(spec) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", spec);
+	char *at = strrchr(buf, '@');
+	if (at) {
+		*at = '\0';
+		if (parse_num(at + 1, &min_ms) < 0)
+			return -1;
+	}
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok && n < 32; tok = strtok_r(NULL, ",", &save))
+		names[n++] = tok;
+	if (n == 0)
+		return -1;
+	rva_pattern p = {names, n, t->weighted ? (int64_t)min_ms : (int64_t)(min_ms * 1e6)};
+	rva_match m[20];
+	size_t total = rva_pattern_match(t, &p, m, 20);
+	printf("\npattern %s: %zu matching calls\n", spec, total);
+	for (size_t i = 0; i < total && i < 20; i++) {
+		const rva_call *c = &t->threads[m[i].thread].calls[m[i].call];
+		printf("  thread %u  at %" PRId64 "  %.3f %s  %s\n", t->threads[m[i].thread].tid,
+		       c->start, usec(t, c->end - c->start), t->weighted ? "samples" : "us",
+		       t->names[c->method]);
+	}
+	return 0;
+}
+
 static int cmd_summary(int argc, char **argv)
 {
-	static const struct option opts[] = {{"top", required_argument, NULL, 'n'},
-					     {"window", required_argument, NULL, 'w'},
-					     {"json", no_argument, NULL, 'j'},
-					     {"help", no_argument, NULL, 'h'},
-					     {0}};
+	static const struct option opts[] = {
+		{"top", required_argument, NULL, 'n'}, {"window", required_argument, NULL, 'w'},
+		{"json", no_argument, NULL, 'j'},      {"match", required_argument, NULL, 'm'},
+		{"help", no_argument, NULL, 'h'},      {0}};
 	double top = 20, window = -1;
 	int json = 0, c;
-	while ((c = getopt_long(argc, argv, "n:w:jh", opts, NULL)) != -1) {
+	const char *match = NULL;
+	while ((c = getopt_long(argc, argv, "n:w:jm:h", opts, NULL)) != -1) {
+		if (c == 'm') {
+			match = optarg;
+			continue;
+		}
 		if (c == 'n' && parse_num(optarg, &top) == 0)
 			continue;
 		if (c == 'w' && parse_num(optarg, &window) == 0)
@@ -221,6 +286,7 @@ static int cmd_summary(int argc, char **argv)
 		return 1;
 	}
 	size_t n = rva_top_self(t, st, ids, ntop);
+	int rc = 0;
 	const char *unit = t->weighted ? "samples" : "us";
 	if (json) {
 		printf("{\"schema\":\"rvtrace.summary.v1\",\"format\":");
@@ -302,6 +368,10 @@ static int cmd_summary(int argc, char **argv)
 					printf("    %*s%s\n", (int)k, "", full->names[chain[k]]);
 			}
 		}
+		if (match && print_matches(t, match) < 0) {
+			fprintf(stderr, "rvtrace: bad --match pattern '%s'\n", match);
+			rc = 2;
+		}
 		printf("\nchains by self time:\n");
 		for (size_t i = 0; i < ch.n && i < ntop; i++) {
 			const rva_chain *k = &ch.v[i];
@@ -318,18 +388,52 @@ static int cmd_summary(int argc, char **argv)
 	if (t != full)
 		rva_trace_free(t);
 	rva_trace_free(full);
-	return fflush(stdout) == 0 ? 0 : 1;
+	if (fflush(stdout) != 0)
+		return 1;
+	return rc;
+}
+
+/* Bottom-up view of one method; frees t. */
+static int print_callers(rva_trace *t, const char *name)
+{
+	int64_t m = rva_method_find(t, name);
+	if (m < 0) {
+		fprintf(stderr, "rvtrace: no method named '%s'\n", name);
+		rva_trace_free(t);
+		return 1;
+	}
+	rva_caller *v;
+	int64_t n = rva_callers(t, (uint32_t)m, &v);
+	if (n < 0) {
+		fprintf(stderr, "rvtrace: out of memory\n");
+		rva_trace_free(t);
+		return 1;
+	}
+	printf("callers of %s:\n%10s %14s  %s\n", name, "calls", t->weighted ? "incl" : "incl_us",
+	       "caller");
+	for (int64_t i = 0; i < n; i++)
+		printf("%10" PRIu64 " %14.3f  %s\n", v[i].calls, usec(t, v[i].incl),
+		       v[i].caller == UINT32_MAX ? "(root)" : t->names[v[i].caller]);
+	free(v);
+	rva_trace_free(t);
+	return 0;
 }
 
 static int cmd_tree(int argc, char **argv)
 {
 	static const struct option opts[] = {{"threshold", required_argument, NULL, 't'},
 					     {"thread", required_argument, NULL, 'T'},
+					     {"callers", required_argument, NULL, 'c'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	double pct = 1, thread = -1;
 	int c;
-	while ((c = getopt_long(argc, argv, "t:T:h", opts, NULL)) != -1) {
+	const char *callers = NULL;
+	while ((c = getopt_long(argc, argv, "t:T:c:h", opts, NULL)) != -1) {
+		if (c == 'c') {
+			callers = optarg;
+			continue;
+		}
 		if (c == 't' && parse_num(optarg, &pct) == 0)
 			continue;
 		if (c == 'T' && parse_num(optarg, &thread) == 0)
@@ -341,6 +445,8 @@ static int cmd_tree(int argc, char **argv)
 	rva_trace *t;
 	if (load(argv[optind], &t) < 0)
 		return 1;
+	if (callers)
+		return print_callers(t, callers);
 	rva_tree tr;
 	int rc = rva_tree_build(t, thread < 0 ? SIZE_MAX : (size_t)thread, &tr);
 	if (rc == 0) {
