@@ -31,8 +31,8 @@ static inline int rvtrace_fuzz_one(rva_importer imp, const uint8_t *data, size_t
 		rva_chains_release(&ch);
 	uint32_t chain[64];
 	for (size_t i = 0; i < t->nthreads; i++)
-		rva_chain_at(t, i, (t->start + t->end) / 2, chain, 64);
-	rva_trace *s = rva_trace_slice(t, t->start, t->start + (t->end - t->start) / 2);
+		rva_chain_at(t, i, t->start / 2 + t->end / 2, chain, 64);
+	rva_trace *s = rva_trace_slice(t, t->start, t->start / 2 + t->end / 2);
 	rva_trace_free(s);
 	FILE *null = fopen("/dev/null", "w");
 	if (null) {

@@ -17,6 +17,16 @@ typedef struct rva_tmap {
 	size_t cap;
 } rva_tmap;
 
+/* Saturating add: sums of durations from hostile inputs must not overflow
+ * (signed overflow is undefined); realistic traces never come close. */
+static inline int64_t rva_sadd(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 /* A tree holding only the synthetic root.  0 or -ENOMEM. */
 int rva_tree_init(rva_tree *tr);
 

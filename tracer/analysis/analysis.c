@@ -62,17 +62,18 @@ int rva_method_stats(const rva_trace *t, rva_mstat **out)
 			while (s.n > d) {
 				frame *f = &s.v[--s.n];
 				const rva_call *c = &th->calls[f->call];
-				st[c->method].self += dur(c) - f->child;
+				st[c->method].self =
+					rva_sadd(st[c->method].self, dur(c) - f->child);
 				active[c->method]--;
 				if (s.n)
-					s.v[s.n - 1].child += dur(c);
+					s.v[s.n - 1].child = rva_sadd(s.v[s.n - 1].child, dur(c));
 			}
 			if (i == th->ncalls)
 				break;
 			const rva_call *c = &th->calls[i];
 			st[c->method].calls++;
 			if (active[c->method]++ == 0)
-				st[c->method].incl += dur(c);
+				st[c->method].incl = rva_sadd(st[c->method].incl, dur(c));
 			if (fs_push(&s, i) < 0)
 				goto out_free;
 		}
@@ -360,9 +361,10 @@ int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
 			while (sn > d) {
 				sn--;
 				const rva_call *c = &th->calls[nst[2 * sn + 1]];
-				tr->nodes[nst[2 * sn]].self += dur(c) - child[sn];
+				tr->nodes[nst[2 * sn]].self =
+					rva_sadd(tr->nodes[nst[2 * sn]].self, dur(c) - child[sn]);
 				if (sn)
-					child[sn - 1] += dur(c);
+					child[sn - 1] = rva_sadd(child[sn - 1], dur(c));
 			}
 			if (i == th->ncalls)
 				break;
@@ -383,7 +385,7 @@ int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
 				goto out_free;
 			rc = -ENOMEM;
 			tr->nodes[id].calls++;
-			tr->nodes[id].incl += dur(&th->calls[i]);
+			tr->nodes[id].incl = rva_sadd(tr->nodes[id].incl, dur(&th->calls[i]));
 			nst[2 * sn] = id;
 			nst[2 * sn + 1] = (uint32_t)i;
 			child[sn] = 0;
@@ -392,7 +394,7 @@ int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
 	}
 	for (size_t i = tr->n; i-- > 1;)
 		if (tr->nodes[i].parent == 0)
-			tr->nodes[0].incl += tr->nodes[i].incl;
+			tr->nodes[0].incl = rva_sadd(tr->nodes[0].incl, tr->nodes[i].incl);
 	rc = 0;
 out_free:
 	free(m.slot);
@@ -719,7 +721,7 @@ int64_t rva_callers(const rva_trace *t, uint32_t method, rva_caller **out)
 				n++;
 			}
 			v[k].calls++;
-			v[k].incl += dur(c);
+			v[k].incl = rva_sadd(v[k].incl, dur(c));
 		}
 	}
 	free(st);

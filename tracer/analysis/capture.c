@@ -163,16 +163,16 @@ static void agg_exit(agg *a, int64_t ts)
 	int64_t dur = ts > f->start ? ts - f->start : 0;
 	rva_tnode *nd = &a->tree.nodes[f->node];
 	nd->calls++;
-	nd->incl += dur;
-	nd->self += dur - f->child;
-	a->st[f->method].self += dur - f->child;
+	nd->incl = rva_sadd(nd->incl, dur);
+	nd->self = rva_sadd(nd->self, dur - f->child);
+	a->st[f->method].self = rva_sadd(a->st[f->method].self, dur - f->child);
 	if (f->outermost)
-		a->st[f->method].incl += dur;
+		a->st[f->method].incl = rva_sadd(a->st[f->method].incl, dur);
 	a->active[f->method]--;
 	if (a->nfr)
-		a->fr[a->nfr - 1].child += dur;
+		a->fr[a->nfr - 1].child = rva_sadd(a->fr[a->nfr - 1].child, dur);
 	else
-		a->tree.nodes[0].incl += dur;
+		a->tree.nodes[0].incl = rva_sadd(a->tree.nodes[0].incl, dur);
 }
 
 typedef struct ctx {
