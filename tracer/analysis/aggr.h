@@ -11,9 +11,15 @@
 
 #include "rearview/analysis.h"
 
-/* (parent, method) -> node index, open addressing; slot holds index + 1. */
+/* (parent, method) -> node index, open addressing; node holds index + 1
+ * (0 = empty slot). */
+typedef struct rva_tslot {
+	uint64_t key; /* parent << 32 | method */
+	uint32_t node;
+} rva_tslot;
+
 typedef struct rva_tmap {
-	uint32_t *slot;
+	rva_tslot *slot;
 	size_t cap;
 } rva_tmap;
 

@@ -284,24 +284,27 @@ int rva_tree_child(rva_tree *tr, rva_tmap *m, uint32_t parent, uint32_t method, 
 {
 	if (m->cap == 0 || tr->n * 2 >= m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 1024;
-		uint32_t *s = calloc(cap, sizeof(*s));
+		rva_tslot *s = calloc(cap, sizeof(*s));
 		if (!s)
 			return -ENOMEM;
 		for (size_t i = 1; i < tr->n; i++) {
+			uint64_t key = (uint64_t)tr->nodes[i].parent << 32 | tr->nodes[i].method;
 			size_t h = key_hash(tr->nodes[i].parent, tr->nodes[i].method) & (cap - 1);
-			while (s[h])
+			while (s[h].node)
 				h = (h + 1) & (cap - 1);
-			s[h] = (uint32_t)i + 1;
+			s[h].key = key;
+			s[h].node = (uint32_t)i + 1;
 		}
 		free(m->slot);
 		m->slot = s;
 		m->cap = cap;
 	}
+	/* The key lives in the slot, so a lookup touches one cache line. */
+	uint64_t key = (uint64_t)parent << 32 | method;
 	size_t h = key_hash(parent, method) & (m->cap - 1);
-	while (m->slot[h]) {
-		rva_tnode *nd = &tr->nodes[m->slot[h] - 1];
-		if (nd->parent == parent && nd->method == method) {
-			*out = m->slot[h] - 1;
+	while (m->slot[h].node) {
+		if (m->slot[h].key == key) {
+			*out = m->slot[h].node - 1;
 			return 0;
 		}
 		h = (h + 1) & (m->cap - 1);
@@ -323,7 +326,8 @@ int rva_tree_child(rva_tree *tr, rva_tmap *m, uint32_t parent, uint32_t method, 
 	nd->parent = parent;
 	nd->next_sibling = tr->nodes[parent].first_child;
 	tr->nodes[parent].first_child = id;
-	m->slot[h] = id + 1;
+	m->slot[h].key = key;
+	m->slot[h].node = id + 1;
 	*out = id;
 	return 0;
 }

@@ -352,6 +352,16 @@ typedef struct clockconv {
 
 static int64_t to_ns(const clockconv *k, uint64_t full)
 {
+	/* Common case, in 64-bit arithmetic: at or before the freeze, less
+	 * than 2^53 ticks back (rounding as the general path below). */
+	if (full <= k->ref >> k->shift) {
+		uint64_t back = k->ref - (full << k->shift);
+		if (back < (1ull << 53)) {
+			double d = (double)back * k->ns_per_tick;
+			if (d < (double)((int64_t)1 << 61))
+				return k->mono - (int64_t)(d + 0.5);
+		}
+	}
 	/* (full << shift) − ref, in ticks; negative before the freeze. */
 	__int128 ticks = ((__int128)full << k->shift) - (__int128)k->ref;
 	const int64_t lim = (int64_t)1 << 61; /* hostile clocks saturate */
