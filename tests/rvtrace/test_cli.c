@@ -82,8 +82,10 @@ static int teardown(void **state)
 /* Runs rvtrace with args (a shell word list), stdout to out_path. */
 static int run(const char *args, const char *out_path)
 {
-	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "%s %s > %s 2>%s/stderr", RVTRACE_BIN, args, out_path, dir);
+	char cmd[2048];
+	int n = snprintf(cmd, sizeof(cmd), "%s %s > %s 2>%s/stderr", RVTRACE_BIN, args, out_path,
+			 dir);
+	assert_true(n > 0 && (size_t)n < sizeof(cmd));
 	int st = system(cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -176,7 +178,7 @@ static void test_cli_summary_json_schema(void **state)
 
 static void roundtrip(const char *fmt, int64_t tol)
 {
-	char out[128], args[512];
+	char out[128], args[1024];
 	snprintf(out, sizeof(out), "%s/export.%s", dir, fmt);
 	snprintf(args, sizeof(args), "export --format %s -o %s %s", fmt, out, capture);
 	assert_int_equal(run(args, "/dev/null"), 0);
@@ -213,7 +215,7 @@ static void test_cli_export_round_trips(void **state)
 
 static void test_cli_export_json_and_svg_parse(void **state)
 {
-	char out[128], args[512];
+	char out[128], args[1024];
 	snprintf(out, sizeof(out), "%s/x.speedscope.json", dir);
 	snprintf(args, sizeof(args), "export --format speedscope -o %s %s", out, capture);
 	assert_int_equal(run(args, "/dev/null"), 0);
@@ -238,7 +240,7 @@ static void test_cli_export_json_and_svg_parse(void **state)
 
 static void test_cli_diff_reports_slower_method(void **state)
 {
-	char out[128], args[512];
+	char out[128], args[1024];
 	snprintf(out, sizeof(out), "%s/diff", dir);
 	snprintf(args, sizeof(args), "diff %s %s", capture, capture2);
 	assert_int_equal(run(args, out), 0);
@@ -249,11 +251,17 @@ static void test_cli_diff_reports_slower_method(void **state)
 	assert_non_null(strstr(first + 1, "+300.000  com.app.Loop.draw<&>()V"));
 	assert_true(strstr(s, "draw") < strstr(s, "run()V"));
 	free(s);
+	/* Sets: {a, a} against {b, b} doubles every figure. */
+	snprintf(args, sizeof(args), "diff %s %s -- %s %s", capture, capture, capture2, capture2);
+	assert_int_equal(run(args, out), 0);
+	s = slurp(out);
+	assert_non_null(strstr(s, "+600.000  com.app.Loop.draw<&>()V"));
+	free(s);
 }
 
 static void test_cli_callers_and_match(void **state)
 {
-	char out[128], args[512];
+	char out[128], args[1024];
 	snprintf(out, sizeof(out), "%s/callers", dir);
 	snprintf(args, sizeof(args), "tree --callers 'com.app.Loop.parse(I)V' %s", capture);
 	assert_int_equal(run(args, out), 0);

@@ -241,3 +241,50 @@ int64_t rva_method_find(const rva_trace *t, const char *name)
 	}
 	return -ENOENT;
 }
+
+int rva_trace_append(rva_trace *dst, const rva_trace *src)
+{
+	if (dst->nthreads && src->nthreads && dst->weighted != src->weighted)
+		return -EINVAL;
+	if (!dst->nthreads)
+		dst->weighted = src->weighted;
+	uint32_t *map = malloc((src->nmethods ? src->nmethods : 1) * sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	int rc = 0;
+	for (size_t i = 0; i < src->nmethods; i++) {
+		int64_t id = rva_method_intern(dst, src->names[i], strlen(src->names[i]));
+		if (id < 0) {
+			rc = (int)id;
+			goto out_free;
+		}
+		map[i] = (uint32_t)id;
+	}
+	for (size_t ti = 0; ti < src->nthreads; ti++) {
+		const rva_thread *s = &src->threads[ti];
+		int64_t th = rva_thread_add(dst, s->pid, s->tid, s->name);
+		if (th < 0) {
+			rc = (int)th;
+			goto out_free;
+		}
+		rva_thread *d = &dst->threads[th];
+		if (s->ncalls) {
+			d->calls = malloc(s->ncalls * sizeof(*d->calls));
+			if (!d->calls) {
+				rc = -ENOMEM;
+				goto out_free;
+			}
+			for (size_t i = 0; i < s->ncalls; i++) {
+				d->calls[i] = s->calls[i];
+				d->calls[i].method = map[s->calls[i].method];
+			}
+			d->ncalls = d->cap = s->ncalls;
+		}
+		d->last_ts = s->last_ts;
+	}
+	dst->dropped += src->dropped;
+	rva_trace_finish(dst, INT64_MIN);
+out_free:
+	free(map);
+	return rc;
+}

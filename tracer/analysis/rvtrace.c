@@ -96,9 +96,11 @@ static const char usage_export[] =
 
 static const char usage_diff[] =
 	"usage: rvtrace diff [--top N] A B\n"
+	"       rvtrace diff [--top N] A... -- B...\n"
 	"\n"
 	"Compares methods by name: self time in A and B and the delta B - A,\n"
-	"sorted by the size of the change.\n";
+	"sorted by the size of the change.  With `--`, each side is a set of\n"
+	"traces analysed as one (e.g. a release's captures against the next).\n";
 
 static int die_usage(const char *u)
 {
@@ -557,23 +559,56 @@ static int cmd_flamegraph(int argc, char **argv)
 	return do_export("svg", argv[optind], out, title);
 }
 
+/* Loads files[0..n) into one trace. */
+static rva_trace *load_set(char **files, int n)
+{
+	rva_trace *all = NULL;
+	for (int i = 0; i < n; i++) {
+		rva_trace *t;
+		if (load(files[i], &t) < 0) {
+			rva_trace_free(all);
+			return NULL;
+		}
+		if (!all) {
+			all = t;
+			continue;
+		}
+		int rc = rva_trace_append(all, t);
+		rva_trace_free(t);
+		if (rc < 0) {
+			fprintf(stderr, "rvtrace: %s: %s\n", files[i],
+				rc == -EINVAL ? "cannot mix sample weights and times"
+					      : strerror(-rc));
+			rva_trace_free(all);
+			return NULL;
+		}
+	}
+	return all;
+}
+
 static int cmd_diff(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"top", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {0}};
 	double top = 30;
 	int c;
-	while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+n:h", opts, NULL)) != -1) {
 		if (c == 'n' && parse_num(optarg, &top) == 0)
 			continue;
 		return die_usage(usage_diff);
 	}
-	if (optind + 2 != argc)
+	int sep = -1;
+	for (int i = optind; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0)
+			sep = i;
+	if (sep < 0 && optind + 2 == argc)
+		sep = optind + 1; /* A B: an implicit separator between them */
+	else if (sep < 0 || sep == optind || sep == argc - 1)
 		return die_usage(usage_diff);
-	rva_trace *a, *b;
-	if (load(argv[optind], &a) < 0)
-		return 1;
-	if (load(argv[optind + 1], &b) < 0) {
+	int b0 = strcmp(argv[sep], "--") == 0 ? sep + 1 : sep;
+	rva_trace *a = load_set(argv + optind, sep - optind);
+	rva_trace *b = a ? load_set(argv + b0, argc - b0) : NULL;
+	if (!a || !b) {
 		rva_trace_free(a);
 		return 1;
 	}

@@ -108,6 +108,11 @@ int rva_exit(rva_trace *t, size_t th, uint32_t method, int64_t ts);
  * timestamp) and compute t->start / t->end.  Call once after building. */
 void rva_trace_finish(rva_trace *t, int64_t end_ts);
 
+/* Append src's threads (calls copied, method ids remapped by name) to a
+ * finished dst, for analysing a set of traces as one (e.g. diff of two sets).
+ * -EINVAL when one is weighted and the other is not; -ENOMEM. */
+int rva_trace_append(rva_trace *dst, const rva_trace *src);
+
 /* ---- per-method statistics ---- */
 
 typedef struct rva_mstat {
