@@ -52,7 +52,7 @@ typedef struct actx {
 	int version;
 } actx;
 
-static int fail(rva_error *err, int rc, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;

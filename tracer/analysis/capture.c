@@ -43,7 +43,7 @@ typedef struct symbol {
 	uint32_t method; /* interned id */
 } symbol;
 
-static int fail(rva_error *err, int rc, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;

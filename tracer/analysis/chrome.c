@@ -35,7 +35,7 @@ typedef struct ev {
 	int end;	/* an exit */
 } ev;
 
-static int fail(rva_error *err, int rc, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;

@@ -24,7 +24,7 @@
 #define MAX_PFTRACE (1024ull * 1024 * 1024)
 #define MAX_PACKET  (64u * 1024 * 1024)
 
-static int fail(rva_error *err, int rc, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;

@@ -18,7 +18,7 @@
 
 #define MAX_FILE (1024ull * 1024 * 1024)
 
-static int fail(rva_error *err, int rc, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;
