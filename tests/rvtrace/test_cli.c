@@ -176,6 +176,31 @@ static void test_cli_summary_json_schema(void **state)
 	json_decref(j);
 }
 
+static void test_cli_summary_window_before_anomaly(void **state)
+{
+	char out[128], args[256];
+	snprintf(out, sizeof(out), "%s/window.json", dir);
+	/* 5 µs before the anomaly (iteration 99 at +4500 ns): run [+0, +4501),
+	 * parse [+100, +3100), draw [+4000, +4501). */
+	snprintf(args, sizeof(args), "summary --json --window 0.005 %s", capture);
+	assert_int_equal(run(args, out), 0);
+	json_error_t je;
+	json_t *j = json_load_file(out, 0, &je);
+	assert_non_null(j);
+	json_t *top = json_object_get(j, "top_self");
+	assert_int_equal(json_array_size(top), 3);
+	json_t *first = json_array_get(top, 0);
+	assert_string_equal(json_string_value(json_object_get(first, "method")),
+			    "com.app.Loop.parse(I)V");
+	assert_int_equal(json_integer_value(json_object_get(first, "self")), 3000);
+	json_t *run0 = json_array_get(top, 1);
+	assert_string_equal(json_string_value(json_object_get(run0, "method")),
+			    "com.app.Loop.run()V");
+	assert_int_equal(json_integer_value(json_object_get(run0, "incl")), 4501);
+	assert_int_equal(json_integer_value(json_object_get(run0, "self")), 1000);
+	json_decref(j);
+}
+
 static void roundtrip(const char *fmt, int64_t tol)
 {
 	char out[128], args[1024];
@@ -289,6 +314,7 @@ int main(void)
 		cmocka_unit_test(test_cli_help_for_every_command),
 		cmocka_unit_test(test_cli_info_and_tree),
 		cmocka_unit_test(test_cli_summary_json_schema),
+		cmocka_unit_test(test_cli_summary_window_before_anomaly),
 		cmocka_unit_test(test_cli_export_round_trips),
 		cmocka_unit_test(test_cli_export_json_and_svg_parse),
 		cmocka_unit_test(test_cli_diff_reports_slower_method),
