@@ -82,11 +82,13 @@ typedef struct aframe {
 	uint32_t node, method;
 	int64_t start, child;
 	int outermost;
-	/* The last children entered from this frame: loops repeat them, and a
-	 * hit saves a hash lookup in the merged tree. */
-	uint32_t memo_method[4], memo_node[4];
-	unsigned memo_next;
 } aframe;
+
+/* Per tree node, the two children entered last: code repeats its call
+ * sites, so most enters skip the hash lookup in the merged tree. */
+typedef struct amemo {
+	uint32_t method[2], child[2];
+} amemo;
 
 typedef struct agg {
 	rva_tree tree;
@@ -96,6 +98,8 @@ typedef struct agg {
 	size_t mcap;
 	aframe *fr;
 	size_t nfr, frcap;
+	amemo *memo;
+	size_t memocap;
 } agg;
 
 static int agg_enter(agg *a, uint32_t method, int64_t ts)
@@ -126,24 +130,36 @@ static int agg_enter(agg *a, uint32_t method, int64_t ts)
 		a->fr = f;
 		a->frcap = cap;
 	}
-	aframe *top = a->nfr ? &a->fr[a->nfr - 1] : NULL;
-	uint32_t node = 0;
-	int hit = 0;
-	if (top)
-		for (int k = 0; k < 4 && !hit; k++)
-			if (top->memo_method[k] == method) {
-				node = top->memo_node[k];
-				hit = 1;
-			}
-	if (!hit) {
-		int rc = rva_tree_child(&a->tree, &a->map, top ? top->node : 0, method, &node);
+	uint32_t parent = a->nfr ? a->fr[a->nfr - 1].node : 0, node;
+	amemo *mm = parent < a->memocap ? &a->memo[parent] : NULL;
+	if (mm && mm->method[0] == method) {
+		node = mm->child[0];
+	} else if (mm && mm->method[1] == method) {
+		node = mm->child[1];
+		mm->method[1] = mm->method[0];
+		mm->child[1] = mm->child[0];
+		mm->method[0] = method;
+		mm->child[0] = node;
+	} else {
+		int rc = rva_tree_child(&a->tree, &a->map, parent, method, &node);
 		if (rc < 0)
 			return rc;
-		if (top) {
-			top->memo_method[top->memo_next] = method;
-			top->memo_node[top->memo_next] = node;
-			top->memo_next = (top->memo_next + 1) & 3;
+		if (a->tree.n > a->memocap) {
+			size_t cap = a->memocap ? a->memocap * 2 : 1024;
+			while (cap < a->tree.n)
+				cap *= 2;
+			amemo *v = realloc(a->memo, cap * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			memset(v + a->memocap, 0xff, (cap - a->memocap) * sizeof(*v));
+			a->memo = v;
+			a->memocap = cap;
 		}
+		mm = &a->memo[parent];
+		mm->method[1] = mm->method[0];
+		mm->child[1] = mm->child[0];
+		mm->method[0] = method;
+		mm->child[0] = node;
 	}
 	aframe *f = &a->fr[a->nfr++];
 	f->node = node;
@@ -151,8 +167,6 @@ static int agg_enter(agg *a, uint32_t method, int64_t ts)
 	f->start = ts;
 	f->child = 0;
 	f->outermost = a->active[method]++ == 0;
-	memset(f->memo_method, 0xff, sizeof(f->memo_method));
-	f->memo_next = 0;
 	a->st[method].calls++;
 	return 0;
 }
@@ -568,6 +582,7 @@ int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_
 		return fail(err, -ENOMEM, "out of memory");
 	int rc = decode(buf, len, &out->trace, &a, err);
 	free(a.map.slot);
+	free(a.memo);
 	free(a.active);
 	free(a.fr);
 	if (rc < 0) {
