@@ -321,6 +321,48 @@ static void test_android_truncated_and_corrupt_never_crash(void **state)
 	}
 }
 
+static void test_android_export_header_and_record_count(void **state)
+{
+	FILE *probe = fopen(PERFLIB "/exception.trace", "rb");
+	if (!probe)
+		skip();
+	fclose(probe);
+	rva_trace *t = load(PERFLIB "/exception.trace");
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	assert_int_equal(rva_export_android(f, t), 0);
+	fclose(f);
+	assert_memory_equal(out, "*version\n3\n", 11);
+	const char *n = strstr(out, "num-method-calls=");
+	assert_non_null(n);
+	long calls = strtol(n + 17, NULL, 10);
+	assert_int_equal(calls, 28); /* 14 calls: an enter and an exit each */
+	const char *end = strstr(out, "*end\n");
+	assert_non_null(end);
+	const uint8_t *d = (const uint8_t *)end + 5;
+	size_t dl = len - (size_t)(d - (const uint8_t *)out);
+	assert_memory_equal(d, "SLOW", 4);
+	assert_int_equal(d[4] | d[5] << 8, 3);
+	assert_int_equal(d[6] | d[7] << 8, 32);
+	assert_int_equal(d[16] | d[17] << 8, 14);
+	assert_int_equal((dl - 32) % 14, 0);
+	assert_int_equal((dl - 32) / 14, calls);
+	/* And it reads back as the same tree. */
+	rva_trace *u;
+	rva_error err;
+	assert_int_equal(rva_import((const uint8_t *)out, len, &u, &err), 0);
+	assert_int_equal(busiest(u)->ncalls, 14);
+	for (size_t i = 0; i < 14; i++) {
+		assert_string_equal(t->names[busiest(t)->calls[i].method],
+				    u->names[busiest(u)->calls[i].method]);
+		assert_int_equal(busiest(t)->calls[i].depth, busiest(u)->calls[i].depth);
+	}
+	free(out);
+	rva_trace_free(u);
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_android_perflib_quirks_handled),
 		cmocka_unit_test(test_android_streaming_built_bytewise),
 		cmocka_unit_test(test_android_truncated_and_corrupt_never_crash),
+		cmocka_unit_test(test_android_export_header_and_record_count),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
