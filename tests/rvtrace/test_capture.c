@@ -304,6 +304,15 @@ static void assert_summary_matches(const uint8_t *b, size_t len)
 	}
 	assert_int_equal(t->start, s.trace->start);
 	assert_int_equal(t->end, s.trace->end);
+	if (t->has_anomaly && t->anomaly_ns != t->end) {
+		uint32_t ch[64];
+		size_t d = rva_chain_at(t, 0, t->anomaly_ns, ch, 64);
+		assert_non_null(s.anomaly_chain);
+		/* Frames exiting exactly at the anomaly count in rva_chain_at only. */
+		assert_true(s.anomaly_depth <= d);
+		for (size_t i = 0; i < s.anomaly_depth && i < 64; i++)
+			assert_int_equal(ch[i], s.anomaly_chain[i]);
+	}
 	rva_chains_release(&a);
 	rva_chains_release(&c);
 	rva_tree_release(&tr);
@@ -317,6 +326,24 @@ static void test_capture_streaming_summary_matches_model(void **state)
 	capbuf c = {0};
 	build_example(&c);
 	assert_summary_matches(c.b, c.len);
+	/* The anomaly falls inside main → work. */
+	cb_header(&c, 100, 1000000000, 0, 1000, BASE, 0);
+	cb_entry(&c, 0x1200, 10);
+	cb_entry(&c, 0x1300, 20);
+	cb_exit(&c, 30);
+	cb_entry(&c, 0x1400, 40);
+	cb_exit(&c, 60);
+	cb_exit(&c, 70);
+	cb_end_slots(&c);
+	cb_anomaly(&c, 1, 1000 - 100 + 50, "slow");
+	cb_finish(&c);
+	assert_summary_matches(c.b, c.len);
+	rva_summary sm;
+	rva_error err;
+	assert_int_equal(rva_capture_summarize(c.b, c.len, &sm, &err), 0);
+	assert_int_equal(sm.anomaly_depth, 2);
+	assert_string_equal(sm.trace->names[sm.anomaly_chain[1]], "0x555555555400");
+	rva_summary_release(&sm);
 	cb_header(&c, 100, 1000000000, 0, 7000, BASE, 1);
 	cb_slot(&c, (uint64_t)3 << 32 | 1);
 	cb_exit(&c, 4);

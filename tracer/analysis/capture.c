@@ -100,7 +100,23 @@ typedef struct agg {
 	size_t nfr, frcap;
 	amemo *memo;
 	size_t memocap;
+	int64_t snap_at; /* anomaly time; INT64_MAX when there is none */
+	int snapped;
+	uint32_t *snap; /* chain at snap_at, root first */
+	size_t nsnap;
 } agg;
+
+static int agg_snapshot(agg *a)
+{
+	a->snapped = 1;
+	a->snap = malloc((a->nfr ? a->nfr : 1) * sizeof(*a->snap));
+	if (!a->snap)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->nfr; i++)
+		a->snap[i] = a->fr[i].method;
+	a->nsnap = a->nfr;
+	return 0;
+}
 
 static int agg_enter(agg *a, uint32_t method, int64_t ts)
 {
@@ -472,6 +488,11 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 			ns = c->last_ns; /* saturated hostile clocks stay monotonic */
 		}
 		c->last_ns = ns;
+		if (c->sum && !c->sum->snapped && ns > c->sum->snap_at &&
+		    (rc = agg_snapshot(c->sum)) < 0) {
+			rc = fail(err, rc, "out of memory");
+			goto out_free;
+		}
 		if (lo == 0 && c->sum) {
 			if (c->sum->nfr)
 				agg_exit(c->sum, ns);
@@ -546,14 +567,23 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	uint64_t anomaly_mono = 0;
 	if ((rc = parse_records(&c, buf, moff, len, err, &anomaly_mono)) < 0)
 		goto out_free;
+	if (sum)
+		sum->snap_at = c.t->has_anomaly ? (int64_t)(anomaly_mono & INT64_MAX) : INT64_MAX;
 	if ((rc = decode_slots(&c, &k, err)) < 0)
 		goto out_free;
 	c.t->anomaly_ns = (int64_t)anomaly_mono;
 	if (sum) {
+		if (!sum->snapped && sum->snap_at != INT64_MAX && (rc = agg_snapshot(sum)) < 0) {
+			fail(err, rc, "out of memory");
+			goto out_free;
+		}
+		int open_at_end = sum->nfr > 0;
 		while (sum->nfr)
 			agg_exit(sum, k.mono > c.last_ns ? k.mono : c.last_ns);
 		c.t->start = count ? c.first_ns : 0;
-		c.t->end = count ? (k.mono > c.last_ns ? k.mono : c.last_ns) : 0;
+		c.t->end = !count	 ? 0
+			   : open_at_end ? (k.mono > c.last_ns ? k.mono : c.last_ns)
+					 : c.last_ns;
 	} else {
 		/* Still-open frames end at the freeze, or at the last event when a
 		 * damaged file has events after it. */
@@ -587,6 +617,7 @@ int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_
 	free(a.fr);
 	if (rc < 0) {
 		free(a.st);
+		free(a.snap);
 		rva_tree_release(&a.tree);
 		return rc;
 	}
@@ -595,6 +626,7 @@ int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_
 	rva_mstat *st = calloc(n ? n : 1, sizeof(*st));
 	if (!st) {
 		free(a.st);
+		free(a.snap);
 		rva_tree_release(&a.tree);
 		rva_trace_free(out->trace);
 		out->trace = NULL;
@@ -605,6 +637,8 @@ int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_
 	free(a.st);
 	out->stats = st;
 	out->tree = a.tree;
+	out->anomaly_chain = a.snap;
+	out->anomaly_depth = a.nsnap;
 	return 0;
 }
 
@@ -612,6 +646,7 @@ void rva_summary_release(rva_summary *s)
 {
 	rva_trace_free(s->trace);
 	free(s->stats);
+	free(s->anomaly_chain);
 	rva_tree_release(&s->tree);
 	memset(s, 0, sizeof(*s));
 }

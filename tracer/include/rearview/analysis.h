@@ -277,6 +277,10 @@ typedef struct rva_summary {
 	rva_trace *trace;
 	rva_mstat *stats;
 	rva_tree tree;
+	uint32_t *anomaly_chain; /* method ids running at the anomaly, root first
+				  * (events at exactly that time applied); NULL
+				  * when the capture has no ANOMALY record */
+	size_t anomaly_depth;
 } rva_summary;
 
 int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err);
