@@ -88,13 +88,12 @@ out_free:
 	return rc;
 }
 
-static const rva_mstat *sort_st;
-
-static int cmp_self(const void *a, const void *b)
+static int cmp_self(const void *a, const void *b, void *ctx)
 {
+	const rva_mstat *st = ctx;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	if (sort_st[x].self != sort_st[y].self)
-		return sort_st[x].self > sort_st[y].self ? -1 : 1;
+	if (st[x].self != st[y].self)
+		return st[x].self > st[y].self ? -1 : 1;
 	return x < y ? -1 : x > y;
 }
 
@@ -107,11 +106,9 @@ size_t rva_top_self(const rva_trace *t, const rva_mstat *st, uint32_t *ids, size
 	for (size_t i = 0; i < t->nmethods; i++)
 		if (st[i].calls)
 			all[n++] = (uint32_t)i;
-	/* qsort has no context argument in C11; the analysis is single-threaded
-	 * per call, but keep the global private to this sort. */
-	sort_st = st;
-	qsort(all, n, sizeof(*all), cmp_self);
-	sort_st = NULL;
+	/* qsort_r (glibc): no global state, so callers may run analyses on
+	 * several threads at once. */
+	qsort_r(all, n, sizeof(*all), cmp_self, (void *)st);
 	if (n > max)
 		n = max;
 	memcpy(ids, all, n * sizeof(*ids));

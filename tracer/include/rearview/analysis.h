@@ -13,6 +13,12 @@
  * Errors.  Fallible functions return 0 (or a count / an id) on success and a
  * negative errno on failure; functions taking an rva_error fill its message.
  * Nothing here exits or prints except the explicit FILE * writers.
+ *
+ * Threads.  The library has no global state: different traces may be used
+ * on different threads at once, and a finished trace may be read (analysed,
+ * exported) by several threads concurrently; building or appending to a
+ * trace needs exclusive access.  Decoding is CPU work: never call it on an
+ * event-loop thread (use the libuv work queue).
  */
 #ifndef REARVIEW_ANALYSIS_H
 #define REARVIEW_ANALYSIS_H
