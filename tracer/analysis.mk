@@ -76,3 +76,4 @@ $(TBIN)/rvtrace/bench_capture: $(OBJ)/tests/rvtrace/bench_capture.o $(LIBRVANALY
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVA_LIBS)
 BENCHES += $(TBIN)/rvtrace/bench_capture
+$(eval $(call rv_test,rvtrace,concurrent,$(LIBRVANALYSIS),$(RVA_LIBS),1))
