@@ -5,7 +5,7 @@ RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c \
            tracer/analysis/capture.c tracer/analysis/textio.c \
            tracer/analysis/svg.c tracer/analysis/android.c \
            tracer/analysis/chrome.c tracer/analysis/perfetto.c \
-           tracer/analysis/exports.c
+           tracer/analysis/exports.c tracer/analysis/summary.c
 RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o) $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o
 RVA_PROTO := tracer/analysis/proto/rvperfetto.proto
 RVA_PB_H  := $(GEN)/rvanalysis/rvperfetto.pb-c.h

@@ -186,20 +186,6 @@ static int cmd_info(int argc, char **argv)
 	return 0;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 /* --match NAME[,NAME...][@MIN_MS] */
 static int print_matches(const rva_trace *t, const char *spec)
 {
@@ -291,60 +277,13 @@ static int cmd_summary(int argc, char **argv)
 	int rc = 0;
 	const char *unit = t->weighted ? "samples" : "us";
 	if (json) {
-		printf("{\"schema\":\"rvtrace.summary.v1\",\"format\":");
-		json_str(stdout, t->format);
-		printf(",\"unit\":\"%s\",\"start\":%" PRId64 ",\"end\":%" PRId64
-		       ",\"dropped\":%" PRIu64 ",\n\"anomaly\":",
-		       t->weighted ? "samples" : "ns", t->start, t->end, t->dropped);
-		if (full->has_anomaly) {
-			printf("{\"name\":");
-			json_str(stdout, full->anomaly_name ? full->anomaly_name : "");
-			printf(",\"ns\":%" PRId64 "}", full->anomaly_ns);
-		} else {
-			printf("null");
+		int64_t w = window < 0	     ? -1
+			    : full->weighted ? (int64_t)window
+					     : (int64_t)(window * 1e6);
+		if (rva_summary_json(stdout, full, w, ntop) < 0) {
+			fprintf(stderr, "rvtrace: cannot write the summary\n");
+			rc = 1;
 		}
-		printf(",\n\"top_self\":[");
-		for (size_t i = 0; i < n; i++) {
-			printf("%s\n {\"method\":", i ? "," : "");
-			json_str(stdout, t->names[ids[i]]);
-			printf(",\"calls\":%" PRIu64 ",\"incl\":%" PRId64 ",\"self\":%" PRId64 "}",
-			       st[ids[i]].calls, st[ids[i]].incl, st[ids[i]].self);
-		}
-		printf("],\n\"chains_at_anomaly\":[");
-		int first = 1;
-		for (size_t th = 0; th < full->nthreads; th++) {
-			uint32_t chain[256];
-			size_t d = rva_chain_at(full, th, at, chain, 256);
-			if (d == 0)
-				continue;
-			if (d > 256)
-				d = 256;
-			printf("%s\n {\"thread\":%zu,\"tid\":%u,\"signature\":\"%016" PRIx64
-			       "\",\"frames\":[",
-			       first ? "" : ",", th, full->threads[th].tid,
-			       rva_signature(full, chain, d));
-			for (size_t k = 0; k < d; k++) {
-				if (k)
-					putchar(',');
-				json_str(stdout, full->names[chain[k]]);
-			}
-			printf("]}");
-			first = 0;
-		}
-		printf("],\n\"chains\":[");
-		for (size_t i = 0; i < ch.n && i < ntop; i++) {
-			const rva_chain *k = &ch.v[i];
-			printf("%s\n {\"signature\":\"%016" PRIx64 "\",\"calls\":%" PRIu64
-			       ",\"incl\":%" PRId64 ",\"self\":%" PRId64 ",\"frames\":[",
-			       i ? "," : "", k->signature, k->calls, k->incl, k->self);
-			for (size_t d = 0; d < k->depth; d++) {
-				if (d)
-					putchar(',');
-				json_str(stdout, t->names[k->methods[d]]);
-			}
-			printf("]}");
-		}
-		printf("]}\n");
 	} else {
 		printf("%s, %zu threads, %zu methods, span %.3f %s, %" PRIu64 " dropped\n\n",
 		       t->format, t->nthreads, t->nmethods, usec(t, t->end - t->start), unit,

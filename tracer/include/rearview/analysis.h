@@ -252,6 +252,13 @@ typedef struct rva_delta {
 /* *out (caller frees) sorted by |delta| descending; returns the count. */
 int64_t rva_diff(const rva_trace *a, const rva_trace *b, rva_delta **out);
 
+/* Writes the summary JSON document (schema "rvtrace.summary.v1", see
+ * tracer/RVTRACE.md) of t: top ntop methods by self time, the chains at the
+ * anomaly (or at the end), the top ntop chains.  window >= 0 restricts the
+ * tables to the last `window` (ns, or samples) before the anomaly / end.
+ * 0, -ENOMEM or -EIO. */
+int rva_summary_json(FILE *f, const rva_trace *t, int64_t window, size_t ntop);
+
 /* ---- inputs ---- */
 
 typedef enum rva_format {
