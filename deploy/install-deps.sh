@@ -15,7 +15,7 @@ libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcmocka-dev"
 PACKAGES="$PACKAGES libelf-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 
 # tracer/ analysis (rvtrace).
-PACKAGES="$PACKAGES"
+PACKAGES="$PACKAGES libjansson-dev uftrace"
 
 # policy/.
 PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"

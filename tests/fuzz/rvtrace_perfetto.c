@@ -1,0 +1,9 @@
+/* rvtrace_perfetto.c — libFuzzer target: rva_perfetto_import on arbitrary bytes. */
+#include "rvtrace_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	return rvtrace_fuzz_one(rva_perfetto_import, data, size);
+}

@@ -1,0 +1,133 @@
+/*
+ * bench_capture.c — decode + full summary (method statistics, top 20 by
+ * self time, every distinct chain with signatures) of a synthetic 32 MiB
+ * capture: 4 Mi slots of nested calls over 64 methods, 1 in 16 entries a
+ * two-slot value, counter wrapping every 4.3 s.  Prints the median of 7
+ * runs and the peak RSS.  Results: tracer/BENCHMARKS-rvtrace.md.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "capbuild.h"
+#include "rearview/analysis.h"
+
+#define SLOTS (4u * 1024 * 1024)
+
+/* Thread CPU time: the machine is shared, so wall time mostly measures the
+ * neighbours; CPU time of this thread is what the target is about. */
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Program-like: method m calls one of 2 fixed callees, depth <= 12, so
+ * hot paths repeat as in real code; RVBENCH_RANDOM=1 picks any of 64
+ * callees at any depth up to 24 (nearly every chain distinct: worst case).
+ * RVBENCH_MODEL=1 measures decoding into the full model instead. */
+int main(void)
+{
+	int random_graph = getenv("RVBENCH_RANDOM") != NULL;
+	int model = getenv("RVBENCH_MODEL") != NULL;
+	uint32_t stack[32];
+	capbuf c = {0};
+	cb_header(&c, 0, 1000000000, 0, 1000000000000ull, 0x400000, 0);
+	uint64_t t = 1ull << 32;
+	unsigned depth = 0;
+	uint64_t rng = 88172645463325252ull;
+	while (c.nslots < SLOTS - 2) {
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		t += 20 + (rng & 63);
+		unsigned maxd = random_graph ? 24 : 12;
+		int enter = depth == 0 || (depth < maxd && (rng >> 8) % 100 < 50);
+		if (enter && c.nslots < SLOTS - 4) {
+			uint64_t m = random_graph ? (rng >> 20) % 64
+				     : depth == 0
+					     ? 0
+					     : (stack[depth - 1] * 7 + 1 + (rng >> 20) % 2) % 64;
+			stack[depth] = (uint32_t)m;
+			uint64_t v = (rng >> 30) % 16 == 0 ? 0xffffff0000000000ull + 16 * m
+							   : 0x1000 + 16 * m;
+			cb_entry(&c, v, (uint32_t)t);
+			depth++;
+		} else if (depth) {
+			cb_exit(&c, (uint32_t)t);
+			depth--;
+		} else {
+			break;
+		}
+	}
+	cb_u64at(&c, 16, t + 10);
+	cb_end_slots(&c);
+	for (unsigned m = 0; m < 64; m++) {
+		char name[64];
+		snprintf(name, sizeof(name), "com.example.Service.method%02u(int)", m);
+		cb_symbol(&c, 0x1000 + 16 * m, 0x1000 + 16 * m, 0, name);
+	}
+	cb_finish(&c);
+	printf("capture: %zu bytes, %zu slots, %s call graph, %s\n", c.len, c.nslots,
+	       random_graph ? "random" : "program-like",
+	       model ? "full model" : "streaming summary");
+	double ms[7];
+	size_t calls = 0, chains = 0;
+	for (int r = 0; r < 7; r++) {
+		double t0 = now_ms();
+		rva_error err;
+		uint32_t ids[20];
+		rva_chains ch;
+		if (model) {
+			/* The full model: every call stored, then analysed. */
+			rva_trace *tr;
+			rva_mstat *st;
+			if (rva_capture_decode(c.b, c.len, &tr, &err) < 0 ||
+			    rva_method_stats(tr, &st) < 0 || rva_chains_collect(tr, 20, &ch) < 0)
+				return 1;
+			rva_top_self(tr, st, ids, 20);
+			ms[r] = now_ms() - t0;
+			calls = tr->threads[0].ncalls;
+			chains = ch.n;
+			free(st);
+			rva_chains_release(&ch);
+			rva_trace_free(tr);
+			continue;
+		}
+		rva_summary sum;
+		if (rva_capture_summarize(c.b, c.len, &sum, &err) < 0) {
+			fprintf(stderr, "decode: %s\n", err.msg);
+			return 1;
+		}
+		if (rva_chains_from_tree(sum.trace, &sum.tree, 20, &ch) < 0)
+			return 1;
+		rva_top_self(sum.trace, sum.stats, ids, 20);
+		ms[r] = now_ms() - t0;
+		calls = 0;
+		for (size_t k = 0; k < sum.trace->nmethods; k++)
+			calls += sum.stats[k].calls;
+		chains = sum.tree.n - 1;
+		rva_chains_release(&ch);
+		rva_summary_release(&sum);
+	}
+	qsort(ms, 7, sizeof(ms[0]), cmp_d);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("calls %zu, distinct chains %zu\n", calls, chains);
+	printf("decode+summary median %.1f ms CPU (min %.1f, max %.1f), %.0f MB/s, peak RSS %ld "
+	       "MiB\n",
+	       ms[3], ms[0], ms[6], (double)c.len / 1048576.0 / (ms[3] / 1000.0),
+	       ru.ru_maxrss / 1024);
+	free(c.b);
+	return 0;
+}

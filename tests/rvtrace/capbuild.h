@@ -1,0 +1,173 @@
+/*
+ * capbuild.h — builds Rearview capture files byte by byte from
+ * tracer/FORMAT.md, independently of any writer, for the decoder tests,
+ * the fuzz corpus and the benchmark.  Header-only, test use.
+ */
+#ifndef RVTRACE_CAPBUILD_H
+#define RVTRACE_CAPBUILD_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct capbuf {
+	uint8_t *b;
+	size_t len, cap;
+	size_t nslots;
+} capbuf;
+
+static inline void cb_put(capbuf *c, const void *p, size_t n)
+{
+	if (c->len + n > c->cap) {
+		size_t cap = c->cap ? c->cap : 1024;
+		while (cap < c->len + n)
+			cap *= 2;
+		c->b = realloc(c->b, cap);
+		if (!c->b)
+			abort();
+		c->cap = cap;
+	}
+	memcpy(c->b + c->len, p, n);
+	c->len += n;
+}
+
+static inline void cb_u64at(capbuf *c, size_t off, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		c->b[off + i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void cb_u32at(capbuf *c, size_t off, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		c->b[off + i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void cb_u16at(capbuf *c, size_t off, uint16_t v)
+{
+	c->b[off] = (uint8_t)v;
+	c->b[off + 1] = (uint8_t)(v >> 8);
+}
+
+/* Header with the clock; slots and records follow; cb_finish patches the
+ * geometry. */
+static inline void cb_header(capbuf *c, uint64_t ref, uint64_t hz, uint8_t shift, uint64_t mono,
+			     uint64_t base, uint32_t flags)
+{
+	static const uint8_t magic[8] = {'R', 'V', 'C', 'A', 'P', 0, '\r', '\n'};
+	uint8_t z[128] = {0};
+	c->len = 0;
+	c->nslots = 0;
+	cb_put(c, z, sizeof(z));
+	memcpy(c->b, magic, 8);
+	cb_u16at(c, 8, 1);
+	cb_u16at(c, 10, 128);
+	cb_u32at(c, 12, flags);
+	cb_u64at(c, 16, ref);
+	cb_u64at(c, 24, 1700000000000000000ull);
+	cb_u64at(c, 32, mono);
+	cb_u64at(c, 40, hz);
+	c->b[48] = shift;
+	c->b[49] = 1;
+	cb_u32at(c, 52, 42);
+	cb_u32at(c, 56, 43);
+	cb_u64at(c, 64, base);
+	cb_u64at(c, 104, 128);
+}
+
+static inline void cb_slot(capbuf *c, uint64_t v)
+{
+	uint8_t s[8];
+	for (int i = 0; i < 8; i++)
+		s[i] = (uint8_t)(v >> (8 * i));
+	cb_put(c, s, 8);
+	c->nslots++;
+}
+
+static inline void cb_entry(capbuf *c, uint64_t value, uint32_t ts)
+{
+	if (value < (1ull << 32)) {
+		cb_slot(c, (uint64_t)ts << 32 | value);
+	} else {
+		cb_slot(c, value);
+		cb_slot(c, (uint64_t)ts << 32 | 1);
+	}
+}
+
+static inline void cb_exit(capbuf *c, uint32_t ts)
+{
+	cb_slot(c, (uint64_t)ts << 32);
+}
+
+/* Call after the last slot, before records. */
+static inline void cb_end_slots(capbuf *c)
+{
+	cb_u64at(c, 72, c->nslots < 8 ? 8 : c->nslots);
+	cb_u64at(c, 88, c->nslots);
+	cb_u64at(c, 96, c->nslots);
+	cb_u64at(c, 112, 128 + 8 * c->nslots);
+}
+
+static inline void cb_record(capbuf *c, uint16_t type, const void *v, uint32_t len)
+{
+	uint8_t h[8] = {
+		(uint8_t)type,	      (uint8_t)(type >> 8), 0, 0, (uint8_t)len, (uint8_t)(len >> 8),
+		(uint8_t)(len >> 16), (uint8_t)(len >> 24)};
+	static const uint8_t pad[8] = {0};
+	cb_put(c, h, 8);
+	if (len)
+		cb_put(c, v, len);
+	cb_put(c, pad, (8 - len % 8) % 8);
+}
+
+static inline void cb_symbol(capbuf *c, uint64_t value, uint64_t off, uint32_t mod,
+			     const char *name)
+{
+	uint8_t r[24 + 256];
+	size_t n = strlen(name);
+	for (int i = 0; i < 8; i++) {
+		r[i] = (uint8_t)(value >> (8 * i));
+		r[8 + i] = (uint8_t)(off >> (8 * i));
+	}
+	for (int i = 0; i < 4; i++) {
+		r[16 + i] = (uint8_t)(mod >> (8 * i));
+		r[20 + i] = (uint8_t)(n >> (8 * i));
+	}
+	memcpy(r + 24, name, n);
+	cb_record(c, 5, r, (uint32_t)(24 + n));
+}
+
+static inline void cb_module(capbuf *c, uint32_t index, uint64_t start, uint64_t end,
+			     const char *path)
+{
+	uint8_t r[32 + 256] = {0};
+	size_t n = strlen(path);
+	for (int i = 0; i < 4; i++)
+		r[i] = (uint8_t)(index >> (8 * i));
+	for (int i = 0; i < 8; i++) {
+		r[16 + i] = (uint8_t)(start >> (8 * i));
+		r[24 + i] = (uint8_t)(end >> (8 * i));
+	}
+	memcpy(r + 32, path, n);
+	cb_record(c, 4, r, (uint32_t)(32 + n));
+}
+
+static inline void cb_anomaly(capbuf *c, uint32_t kind, uint64_t mono, const char *name)
+{
+	uint8_t r[16 + 256] = {0};
+	size_t n = strlen(name);
+	r[0] = (uint8_t)kind;
+	for (int i = 0; i < 8; i++)
+		r[8 + i] = (uint8_t)(mono >> (8 * i));
+	memcpy(r + 16, name, n);
+	cb_record(c, 6, r, (uint32_t)(16 + n));
+}
+
+/* Appends END and patches file_size. */
+static inline void cb_finish(capbuf *c)
+{
+	cb_record(c, 0xffff, NULL, 0);
+	cb_u64at(c, 120, c->len);
+}
+
+#endif

@@ -1,0 +1,421 @@
+/*
+ * test_capture.c — the capture decoder against files built byte by byte
+ * from tracer/FORMAT.md (capbuild.h): the worked example, timestamp wraps,
+ * every damage rule, and hostile or truncated input.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "capbuild.h"
+#include "rearview/analysis.h"
+
+#define BASE 0x555555554000ull
+
+static int64_t find(const rva_trace *t, const char *name)
+{
+	return rva_method_find(t, name);
+}
+
+/* FORMAT.md's worked example. */
+static void build_example(capbuf *c)
+{
+	cb_header(c, 0x0000000200000010ull, 1000000000, 0, 1000, BASE, 0);
+	cb_slot(c, 0xfffffffe00001200ull);
+	cb_slot(c, 0x000029aaaaaad000ull);
+	cb_slot(c, 0x0000000200000001ull);
+	cb_slot(c, 0x0000000800000000ull);
+	cb_slot(c, 0x0000001000000000ull);
+	cb_end_slots(c);
+	cb_module(c, 1, 0x7f0000000000ull, 0x7f0000100000ull, "/usr/lib/libwork.so");
+	cb_symbol(c, 0x1200, 0x1200, 0, "main");
+	cb_finish(c);
+}
+
+static void test_capture_worked_example_main_18ns_work_6ns(void **state)
+{
+	capbuf c = {0};
+	build_example(&c);
+	rva_trace *t;
+	rva_error err = {{0}};
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(t->nthreads, 1);
+	assert_int_equal(t->threads[0].tid, 43);
+	assert_int_equal(t->threads[0].ncalls, 2);
+	const rva_call *m = &t->threads[0].calls[0], *w = &t->threads[0].calls[1];
+	assert_int_equal(m->method, find(t, "main"));
+	assert_int_equal(w->method, find(t, "libwork.so+0x1000"));
+	assert_int_equal(m->end - m->start, 18);
+	assert_int_equal(w->end - w->start, 6);
+	assert_int_equal(m->end, 1000); /* the reference time */
+	assert_int_equal(m->start, 982);
+	assert_int_equal(w->start, 986);
+	assert_int_equal(w->depth, 1);
+	assert_int_equal(t->dropped, 0);
+	rva_trace_free(t);
+	free(c.b);
+}
+
+static void test_capture_many_wraps_reconstructed(void **state)
+{
+	/* 1 GHz, shift 0: 40 calls of 3 s each, 1 s apart: 160 s, ~37 wraps. */
+	capbuf c = {0};
+	uint64_t now = 5ull << 32;
+	uint64_t start = now;
+	for (int i = 0; i < 40; i++)
+		now += 4000000000ull;
+	uint64_t ref = now + 7;
+	cb_header(&c, ref, 1000000000, 0, 500000000000ull, BASE, 0);
+	now = start;
+	for (int i = 0; i < 40; i++) {
+		cb_entry(&c, 0x1000 + 16 * (uint64_t)(i % 3), (uint32_t)now);
+		cb_exit(&c, (uint32_t)(now + 3000000000ull));
+		now += 4000000000ull;
+	}
+	cb_end_slots(&c);
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(t->threads[0].ncalls, 40);
+	for (int i = 0; i < 40; i++) {
+		const rva_call *k = &t->threads[0].calls[i];
+		assert_int_equal(k->end - k->start, 3000000000ll);
+		int64_t want = 500000000000ll - (int64_t)(ref - start) + 4000000000ll * i;
+		assert_int_equal(k->start, want);
+		assert_int_equal(k->depth, 0);
+	}
+	/* Unknown values without a module show as the bare address. */
+	assert_true(find(t, "0x555555555000") >= 0);
+	rva_trace_free(t);
+	free(c.b);
+}
+
+static void test_capture_shift_scales_ticks(void **state)
+{
+	/* 3 GHz counter, shift 7: one tick = 128 / 3 ns. */
+	capbuf c = {0};
+	uint64_t ref = 3000000000ull * 10; /* 10 s */
+	uint32_t now = (uint32_t)(ref >> 7);
+	cb_header(&c, ref, 3000000000ull, 7, 10000000000ull, BASE, 0);
+	cb_entry(&c, 0x2000, now - 3000);
+	cb_exit(&c, now);
+	cb_end_slots(&c);
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	const rva_call *k = &t->threads[0].calls[0];
+	assert_int_equal(k->end - k->start, 128000); /* 3000 ticks × 128 / 3 */
+	rva_trace_free(t);
+	free(c.b);
+}
+
+static void test_capture_exits_without_entry_start_at_oldest(void **state)
+{
+	capbuf c = {0};
+	cb_header(&c, 100, 1000000000, 0, 100, BASE, 0);
+	cb_entry(&c, 0x3000, 5);
+	cb_exit(&c, 7);
+	cb_exit(&c, 10);
+	cb_exit(&c, 20);
+	cb_end_slots(&c);
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	const rva_thread *th = &t->threads[0];
+	assert_int_equal(th->ncalls, 3);
+	int64_t unk = find(t, "(unknown caller)");
+	assert_true(unk >= 0);
+	assert_int_equal(th->calls[0].method, unk);
+	assert_int_equal(th->calls[0].start, 5);
+	assert_int_equal(th->calls[0].end, 20);
+	assert_int_equal(th->calls[1].end, 10);
+	assert_int_equal(th->calls[2].depth, 2);
+	assert_int_equal(th->calls[2].end - th->calls[2].start, 2);
+	rva_trace_free(t);
+	free(c.b);
+}
+
+static void test_capture_entries_without_exit_end_at_reference(void **state)
+{
+	capbuf c = {0};
+	cb_header(&c, 100, 1000000000, 0, 7000, BASE, 0);
+	cb_entry(&c, 0x3000, 5);
+	cb_entry(&c, 0x3010, 6);
+	cb_exit(&c, 7);
+	cb_entry(&c, 0x3020, 9);
+	cb_end_slots(&c);
+	cb_anomaly(&c, 2, 6990, "jank");
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	const rva_thread *th = &t->threads[0];
+	assert_int_equal(th->ncalls, 3);
+	assert_int_equal(th->calls[0].end, 7000);
+	assert_int_equal(th->calls[0].start, 6905);
+	assert_int_equal(th->calls[2].end, 7000);
+	assert_int_equal(th->calls[2].depth, 1);
+	assert_true(t->has_anomaly);
+	assert_int_equal(t->anomaly_ns, 6990);
+	assert_string_equal(t->anomaly_name, "jank");
+	rva_trace_free(t);
+	free(c.b);
+}
+
+static void test_capture_torn_oldest_slot_dropped(void **state)
+{
+	capbuf c = {0};
+	cb_header(&c, 100, 1000000000, 0, 100, BASE, 1);
+	cb_slot(&c, (uint64_t)3 << 32 | 1); /* second half, first half overwritten */
+	cb_entry(&c, 0x1200, 5);
+	cb_exit(&c, 9);
+	cb_end_slots(&c);
+	cb_symbol(&c, 0x1200, 0x1200, 0, "main");
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(t->dropped, 1);
+	assert_int_equal(t->threads[0].ncalls, 1);
+	assert_int_equal(t->threads[0].calls[0].method, find(t, "main"));
+	assert_int_equal(t->threads[0].calls[0].end - t->threads[0].calls[0].start, 4);
+	rva_trace_free(t);
+	free(c.b);
+}
+
+static void test_capture_empty_symbol_name_uses_module_offset(void **state)
+{
+	capbuf c = {0};
+	cb_header(&c, 100, 1000000000, 0, 100, BASE, 0);
+	cb_entry(&c, 0x1240, 5);
+	cb_exit(&c, 9);
+	cb_end_slots(&c);
+	cb_module(&c, 0, BASE, BASE + 0x100000, "/opt/app/bin/app");
+	cb_symbol(&c, 0x1240, 0x1240, 0, "");
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(t->threads[0].calls[0].method, find(t, "app+0x1240"));
+	rva_trace_free(t);
+	free(c.b);
+}
+
+static void expect_error(const uint8_t *b, size_t len)
+{
+	rva_trace *t = (rva_trace *)1;
+	rva_error err = {{0}};
+	int rc = rva_capture_decode(b, len, &t, &err);
+	assert_true(rc < 0);
+	assert_null(t);
+	assert_true(err.msg[0] != '\0');
+}
+
+static void test_capture_truncated_every_length_rejected(void **state)
+{
+	capbuf c = {0};
+	build_example(&c);
+	for (size_t n = 0; n < c.len; n++)
+		expect_error(c.b, n);
+	free(c.b);
+}
+
+static void test_capture_hostile_headers_rejected(void **state)
+{
+	capbuf c = {0};
+	build_example(&c);
+	uint8_t *b = malloc(c.len);
+	struct {
+		size_t off;
+		uint64_t v;
+		int width;
+	} bad[] = {
+		{0, 0x41, 1},	       /* magic */
+		{8, 2, 2},	       /* version */
+		{10, 64, 2},	       /* header_size < 128 */
+		{40, 0, 8},	       /* counter_hz 0 */
+		{48, 32, 1},	       /* shift > 31 */
+		{72, 2, 8},	       /* ring_slots < slot_count */
+		{72, (1ull << 33), 8}, /* ring_slots > 2^32 */
+		{96, 1ull << 60, 8},   /* slot_count huge */
+		{104, 129, 8},	       /* slots_offset not aligned */
+		{112, 8, 8},	       /* meta_offset inconsistent */
+		{120, 1ull << 40, 8},  /* file_size beyond the data */
+		{172, 0xfffffff0u, 4}, /* first record length */
+		{168, 0xffff, 2},      /* first record becomes END, not last */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memcpy(b, c.b, c.len);
+		for (int k = 0; k < bad[i].width; k++)
+			b[bad[i].off + k] = (uint8_t)(bad[i].v >> (8 * k));
+		expect_error(b, c.len);
+	}
+	/* No END at all: drop it and shrink file_size. */
+	memcpy(b, c.b, c.len);
+	capbuf d = {b, c.len - 8, c.len, 0};
+	cb_u64at(&d, 120, c.len - 8);
+	expect_error(b, c.len - 8);
+	free(b);
+	free(c.b);
+}
+
+/* The streaming summary must agree with decode + stats + tree. */
+static void assert_summary_matches(const uint8_t *b, size_t len)
+{
+	rva_trace *t;
+	rva_summary s;
+	rva_error err;
+	int r1 = rva_capture_decode(b, len, &t, &err);
+	int r2 = rva_capture_summarize(b, len, &s, &err);
+	assert_int_equal(r1, r2);
+	if (r1 < 0)
+		return;
+	rva_mstat *st;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	assert_int_equal(t->nmethods, s.trace->nmethods);
+	for (size_t i = 0; i < t->nmethods; i++) {
+		assert_string_equal(t->names[i], s.trace->names[i]);
+		assert_int_equal(st[i].calls, s.stats[i].calls);
+		assert_int_equal(st[i].incl, s.stats[i].incl);
+		assert_int_equal(st[i].self, s.stats[i].self);
+	}
+	rva_tree tr;
+	assert_int_equal(rva_tree_build(t, SIZE_MAX, &tr), 0);
+	assert_int_equal(tr.n, s.tree.n);
+	assert_int_equal(tr.nodes[0].incl, s.tree.nodes[0].incl);
+	rva_chains a, c;
+	assert_int_equal(rva_chains_from_tree(t, &tr, 5, &a), 0);
+	assert_int_equal(rva_chains_from_tree(s.trace, &s.tree, 5, &c), 0);
+	assert_int_equal(a.n, c.n);
+	for (size_t i = 0; i < a.n; i++) {
+		assert_true(a.v[i].signature == c.v[i].signature);
+		assert_int_equal(a.v[i].self, c.v[i].self);
+		assert_int_equal(a.v[i].calls, c.v[i].calls);
+	}
+	assert_int_equal(t->start, s.trace->start);
+	assert_int_equal(t->end, s.trace->end);
+	if (t->has_anomaly && t->anomaly_ns != t->end) {
+		uint32_t ch[64];
+		size_t d = rva_chain_at(t, 0, t->anomaly_ns, ch, 64);
+		assert_non_null(s.anomaly_chain);
+		/* Frames exiting exactly at the anomaly count in rva_chain_at only. */
+		assert_true(s.anomaly_depth <= d);
+		for (size_t i = 0; i < s.anomaly_depth && i < 64; i++)
+			assert_int_equal(ch[i], s.anomaly_chain[i]);
+	}
+	rva_chains_release(&a);
+	rva_chains_release(&c);
+	rva_tree_release(&tr);
+	free(st);
+	rva_trace_free(t);
+	rva_summary_release(&s);
+}
+
+static void test_capture_streaming_summary_matches_model(void **state)
+{
+	capbuf c = {0};
+	build_example(&c);
+	assert_summary_matches(c.b, c.len);
+	/* The anomaly falls inside main → work. */
+	cb_header(&c, 100, 1000000000, 0, 1000, BASE, 0);
+	cb_entry(&c, 0x1200, 10);
+	cb_entry(&c, 0x1300, 20);
+	cb_exit(&c, 30);
+	cb_entry(&c, 0x1400, 40);
+	cb_exit(&c, 60);
+	cb_exit(&c, 70);
+	cb_end_slots(&c);
+	cb_anomaly(&c, 1, 1000 - 100 + 50, "slow");
+	cb_finish(&c);
+	assert_summary_matches(c.b, c.len);
+	rva_summary sm;
+	rva_error err;
+	assert_int_equal(rva_capture_summarize(c.b, c.len, &sm, &err), 0);
+	assert_int_equal(sm.anomaly_depth, 2);
+	assert_string_equal(sm.trace->names[sm.anomaly_chain[1]], "0x555555555400");
+	rva_summary_release(&sm);
+	cb_header(&c, 100, 1000000000, 0, 7000, BASE, 1);
+	cb_slot(&c, (uint64_t)3 << 32 | 1);
+	cb_exit(&c, 4);
+	cb_entry(&c, 0x3000, 5);
+	cb_entry(&c, 0x3000, 6);
+	cb_entry(&c, 0x3010, 6);
+	cb_exit(&c, 7);
+	cb_exit(&c, 8);
+	cb_entry(&c, 0x3020, 9);
+	cb_end_slots(&c);
+	cb_finish(&c);
+	assert_summary_matches(c.b, c.len);
+	uint64_t seed = 7;
+	uint8_t *b = malloc(c.len);
+	for (int r = 0; r < 500; r++) {
+		memcpy(b, c.b, c.len);
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		b[128 + (seed >> 33) % (c.len - 128)] ^= (uint8_t)(seed >> 20);
+		assert_summary_matches(b, c.len);
+	}
+	free(b);
+	free(c.b);
+}
+
+static void test_capture_random_corruption_never_crashes(void **state)
+{
+	capbuf c = {0};
+	cb_header(&c, 1ull << 36, 1000000000, 3, 1000000, BASE, 1);
+	for (uint32_t i = 0; i < 200; i++) {
+		cb_entry(&c, i % 5 ? 0x1000 + i : (0xffff000000000000ull | i), i * 100);
+		if (i % 3)
+			cb_exit(&c, i * 100 + 50);
+	}
+	cb_end_slots(&c);
+	cb_symbol(&c, 0x1001, 0x1001, 0, "f1");
+	cb_module(&c, 0, BASE, BASE + 0x10000, "/bin/x");
+	cb_finish(&c);
+	uint8_t *b = malloc(c.len);
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	for (int round = 0; round < 3000; round++) {
+		memcpy(b, c.b, c.len);
+		for (int k = 0; k < 1 + round % 8; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			b[(seed >> 33) % c.len] ^= (uint8_t)(seed >> 20);
+		}
+		rva_trace *t = NULL;
+		rva_error err;
+		if (rva_capture_decode(b, c.len, &t, &err) == 0) {
+			rva_mstat *st;
+			assert_int_equal(rva_method_stats(t, &st), 0);
+			free(st);
+			rva_trace_free(t);
+		}
+	}
+	free(b);
+	free(c.b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_capture_worked_example_main_18ns_work_6ns),
+		cmocka_unit_test(test_capture_many_wraps_reconstructed),
+		cmocka_unit_test(test_capture_shift_scales_ticks),
+		cmocka_unit_test(test_capture_exits_without_entry_start_at_oldest),
+		cmocka_unit_test(test_capture_entries_without_exit_end_at_reference),
+		cmocka_unit_test(test_capture_torn_oldest_slot_dropped),
+		cmocka_unit_test(test_capture_empty_symbol_name_uses_module_offset),
+		cmocka_unit_test(test_capture_truncated_every_length_rejected),
+		cmocka_unit_test(test_capture_hostile_headers_rejected),
+		cmocka_unit_test(test_capture_random_corruption_never_crashes),
+		cmocka_unit_test(test_capture_streaming_summary_matches_model),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,324 @@
+/*
+ * test_cli.c — integration: runs the real build/bin/rvtrace on a capture
+ * built byte by byte in a temporary directory, checks every subcommand,
+ * parses the JSON outputs with jansson, and re-imports each export
+ * (round trips: call counts exact, inclusive times within the format's
+ * precision).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "capbuild.h"
+#include "rearview/analysis.h"
+
+#ifndef RVTRACE_BIN
+#define RVTRACE_BIN "build/bin/rvtrace"
+#endif
+
+static char dir[64];
+static char capture[128], capture2[128];
+
+static void write_file(const char *path, const void *b, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, n, f), n);
+	fclose(f);
+}
+
+static void build(const char *path, uint32_t slow)
+{
+	capbuf c = {0};
+	cb_header(&c, 10000000, 1000000000, 0, 20000000, 0x400000, 0);
+	for (uint32_t i = 0; i < 100; i++) {
+		uint32_t t0 = i * 10000;
+		cb_entry(&c, 0x1000, t0);
+		cb_entry(&c, 0x2000, t0 + 100);
+		cb_exit(&c, t0 + 100 + 3000);
+		cb_entry(&c, 0x3000, t0 + 4000);
+		cb_exit(&c, t0 + 4000 + slow);
+		cb_exit(&c, t0 + 9000);
+	}
+	cb_end_slots(&c);
+	cb_symbol(&c, 0x1000, 0x1000, 0, "com.app.Loop.run()V");
+	cb_symbol(&c, 0x2000, 0x2000, 0, "com.app.Loop.parse(I)V");
+	cb_symbol(&c, 0x3000, 0x3000, 0, "com.app.Loop.draw<&>()V");
+	cb_anomaly(&c, 1, 20000000 - 10000000 + 994500, "frame drop");
+	cb_finish(&c);
+	write_file(path, c.b, c.len);
+	free(c.b);
+}
+
+static int setup(void **state)
+{
+	snprintf(dir, sizeof(dir), "/tmp/rvtrace-cli-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(capture, sizeof(capture), "%s/a.rvt", dir);
+	snprintf(capture2, sizeof(capture2), "%s/b.rvt", dir);
+	build(capture, 1000);
+	build(capture2, 4000);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Runs rvtrace with args (a shell word list), stdout to out_path. */
+static int run(const char *args, const char *out_path)
+{
+	char cmd[2048];
+	int n = snprintf(cmd, sizeof(cmd), "%s %s > %s 2>%s/stderr", RVTRACE_BIN, args, out_path,
+			 dir);
+	assert_true(n > 0 && (size_t)n < sizeof(cmd));
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = malloc((size_t)n + 1);
+	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+	b[n] = '\0';
+	fclose(f);
+	return b;
+}
+
+static void test_cli_help_for_every_command(void **state)
+{
+	static const char *cmds[] = {"info", "summary", "tree", "flamegraph", "export", "diff"};
+	char out[128], args[64];
+	snprintf(out, sizeof(out), "%s/help", dir);
+	assert_int_equal(run("--help", out), 0);
+	for (size_t i = 0; i < 6; i++) {
+		snprintf(args, sizeof(args), "%s --help", cmds[i]);
+		assert_int_equal(run(args, out), 0);
+		char *s = slurp(out);
+		assert_non_null(strstr(s, "usage: rvtrace"));
+		assert_non_null(strstr(s, cmds[i]));
+		free(s);
+	}
+	assert_int_equal(run("bogus", out), 2);
+	assert_int_equal(run("export a.rvt", out), 2);
+	assert_int_equal(run("info /nonexistent/file", out), 1);
+}
+
+static void test_cli_info_and_tree(void **state)
+{
+	char out[128], args[256];
+	snprintf(out, sizeof(out), "%s/info", dir);
+	snprintf(args, sizeof(args), "info %s", capture);
+	assert_int_equal(run(args, out), 0);
+	char *s = slurp(out);
+	assert_non_null(strstr(s, "rearview-capture"));
+	assert_non_null(strstr(s, "calls:    300"));
+	assert_non_null(strstr(s, "frame drop"));
+	free(s);
+	snprintf(args, sizeof(args), "tree --threshold 20 %s", capture);
+	assert_int_equal(run(args, out), 0);
+	s = slurp(out);
+	/* parse: 30 % of the run time, draw 10 %: cut at 20 %. */
+	assert_non_null(strstr(s, "com.app.Loop.parse(I)V (100 calls)"));
+	assert_null(strstr(s, "draw"));
+	free(s);
+}
+
+static void test_cli_summary_json_schema(void **state)
+{
+	char out[128], args[256];
+	snprintf(out, sizeof(out), "%s/summary.json", dir);
+	snprintf(args, sizeof(args), "summary --json --top 5 %s", capture);
+	assert_int_equal(run(args, out), 0);
+	json_error_t je;
+	json_t *j = json_load_file(out, 0, &je);
+	if (!j)
+		fail_msg("summary JSON: %s", je.text);
+	assert_string_equal(json_string_value(json_object_get(j, "schema")), "rvtrace.summary.v1");
+	assert_string_equal(json_string_value(json_object_get(j, "unit")), "ns");
+	json_t *top = json_object_get(j, "top_self");
+	assert_int_equal(json_array_size(top), 3);
+	json_t *first = json_array_get(top, 0);
+	/* run self = 9000 − 3000 − 1000 = 5000 per iteration. */
+	assert_string_equal(json_string_value(json_object_get(first, "method")),
+			    "com.app.Loop.run()V");
+	assert_int_equal(json_integer_value(json_object_get(first, "self")), 500000);
+	assert_int_equal(json_integer_value(json_object_get(first, "calls")), 100);
+	json_t *an = json_object_get(j, "anomaly");
+	assert_string_equal(json_string_value(json_object_get(an, "name")), "frame drop");
+	/* At the anomaly (iteration 99, +4500) draw is running under run. */
+	json_t *at = json_array_get(json_object_get(j, "chains_at_anomaly"), 0);
+	json_t *frames = json_object_get(at, "frames");
+	assert_int_equal(json_array_size(frames), 2);
+	assert_string_equal(json_string_value(json_array_get(frames, 1)),
+			    "com.app.Loop.draw<&>()V");
+	assert_int_equal(strlen(json_string_value(json_object_get(at, "signature"))), 16);
+	assert_true(json_array_size(json_object_get(j, "chains")) == 3);
+	json_decref(j);
+}
+
+static void test_cli_summary_window_before_anomaly(void **state)
+{
+	char out[128], args[256];
+	snprintf(out, sizeof(out), "%s/window.json", dir);
+	/* 5 µs before the anomaly (iteration 99 at +4500 ns): run [+0, +4501),
+	 * parse [+100, +3100), draw [+4000, +4501). */
+	snprintf(args, sizeof(args), "summary --json --window 0.005 %s", capture);
+	assert_int_equal(run(args, out), 0);
+	json_error_t je;
+	json_t *j = json_load_file(out, 0, &je);
+	assert_non_null(j);
+	json_t *top = json_object_get(j, "top_self");
+	assert_int_equal(json_array_size(top), 3);
+	json_t *first = json_array_get(top, 0);
+	assert_string_equal(json_string_value(json_object_get(first, "method")),
+			    "com.app.Loop.parse(I)V");
+	assert_int_equal(json_integer_value(json_object_get(first, "self")), 3000);
+	json_t *run0 = json_array_get(top, 1);
+	assert_string_equal(json_string_value(json_object_get(run0, "method")),
+			    "com.app.Loop.run()V");
+	assert_int_equal(json_integer_value(json_object_get(run0, "incl")), 4501);
+	assert_int_equal(json_integer_value(json_object_get(run0, "self")), 1000);
+	json_decref(j);
+}
+
+static void roundtrip(const char *fmt, int64_t tol)
+{
+	char out[128], args[1024];
+	snprintf(out, sizeof(out), "%s/export.%s", dir, fmt);
+	snprintf(args, sizeof(args), "export --format %s -o %s %s", fmt, out, capture);
+	assert_int_equal(run(args, "/dev/null"), 0);
+	rva_trace *a, *b;
+	rva_error err = {{0}};
+	assert_int_equal(rva_import_file(capture, &a, &err), 0);
+	if (rva_import_file(out, &b, &err) < 0)
+		fail_msg("%s: %s", fmt, err.msg);
+	rva_mstat *sa, *sb;
+	assert_int_equal(rva_method_stats(a, &sa), 0);
+	assert_int_equal(rva_method_stats(b, &sb), 0);
+	for (size_t i = 0; i < a->nmethods; i++) {
+		int64_t j = rva_method_find(b, a->names[i]);
+		if (j < 0)
+			fail_msg("%s: %s lost", fmt, a->names[i]);
+		assert_int_equal(sa[i].calls, sb[j].calls);
+		if (llabs(sa[i].incl - sb[j].incl) > tol * (int64_t)sa[i].calls)
+			fail_msg("%s: %s incl %lld vs %lld", fmt, a->names[i],
+				 (long long)sa[i].incl, (long long)sb[j].incl);
+	}
+	free(sa);
+	free(sb);
+	rva_trace_free(a);
+	rva_trace_free(b);
+}
+
+static void test_cli_export_round_trips(void **state)
+{
+	roundtrip("chrome", 0);
+	roundtrip("perfetto", 0);
+	roundtrip("nanoscope", 0);
+	roundtrip("android", 1000); /* µs records */
+}
+
+static void test_cli_export_json_and_svg_parse(void **state)
+{
+	char out[128], args[1024];
+	snprintf(out, sizeof(out), "%s/x.speedscope.json", dir);
+	snprintf(args, sizeof(args), "export --format speedscope -o %s %s", out, capture);
+	assert_int_equal(run(args, "/dev/null"), 0);
+	json_error_t je;
+	json_t *j = json_load_file(out, 0, &je);
+	if (!j)
+		fail_msg("speedscope JSON: %s", je.text);
+	json_t *p = json_array_get(json_object_get(j, "profiles"), 0);
+	assert_string_equal(json_string_value(json_object_get(p, "type")), "evented");
+	assert_int_equal(json_array_size(json_object_get(p, "events")), 600);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(j, "shared"), "frames")),
+			 3);
+	json_decref(j);
+	snprintf(out, sizeof(out), "%s/x.svg", dir);
+	snprintf(args, sizeof(args), "flamegraph -o %s %s", out, capture);
+	assert_int_equal(run(args, "/dev/null"), 0);
+	char *s = slurp(out);
+	assert_non_null(strstr(s, "com.app.Loop.draw&lt;&amp;&gt;()V"));
+	assert_null(strstr(s, "draw<&>"));
+	free(s);
+}
+
+static void test_cli_diff_reports_slower_method(void **state)
+{
+	char out[128], args[1024];
+	snprintf(out, sizeof(out), "%s/diff", dir);
+	snprintf(args, sizeof(args), "diff %s %s", capture, capture2);
+	assert_int_equal(run(args, out), 0);
+	char *s = slurp(out);
+	/* draw: 100 × 1 µs → 100 × 4 µs, the largest change, listed first. */
+	char *first = strstr(s, "\n");
+	assert_non_null(first);
+	assert_non_null(strstr(first + 1, "+300.000  com.app.Loop.draw<&>()V"));
+	assert_true(strstr(s, "draw") < strstr(s, "run()V"));
+	free(s);
+	/* Sets: {a, a} against {b, b} doubles every figure. */
+	snprintf(args, sizeof(args), "diff %s %s -- %s %s", capture, capture, capture2, capture2);
+	assert_int_equal(run(args, out), 0);
+	s = slurp(out);
+	assert_non_null(strstr(s, "+600.000  com.app.Loop.draw<&>()V"));
+	free(s);
+}
+
+static void test_cli_callers_and_match(void **state)
+{
+	char out[128], args[1024];
+	snprintf(out, sizeof(out), "%s/callers", dir);
+	snprintf(args, sizeof(args), "tree --callers 'com.app.Loop.parse(I)V' %s", capture);
+	assert_int_equal(run(args, out), 0);
+	char *s = slurp(out);
+	assert_non_null(strstr(s, "       100        300.000  com.app.Loop.run()V"));
+	free(s);
+	snprintf(args, sizeof(args), "tree --callers nosuch %s", capture);
+	assert_int_equal(run(args, out), 1);
+	/* draw lasts 1 µs: matches at @0.0005 ms, not at @0.002 ms. */
+	snprintf(args, sizeof(args), "summary --match 'com.app.*run*,*draw*@0.0005' %s", capture);
+	assert_int_equal(run(args, out), 0);
+	s = slurp(out);
+	assert_non_null(strstr(s, ": 100 matching calls"));
+	free(s);
+	snprintf(args, sizeof(args), "summary --match '*draw*@0.002' %s", capture);
+	assert_int_equal(run(args, out), 0);
+	s = slurp(out);
+	assert_non_null(strstr(s, ": 0 matching calls"));
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cli_help_for_every_command),
+		cmocka_unit_test(test_cli_info_and_tree),
+		cmocka_unit_test(test_cli_summary_json_schema),
+		cmocka_unit_test(test_cli_summary_window_before_anomaly),
+		cmocka_unit_test(test_cli_export_round_trips),
+		cmocka_unit_test(test_cli_export_json_and_svg_parse),
+		cmocka_unit_test(test_cli_diff_reports_slower_method),
+		cmocka_unit_test(test_cli_callers_and_match),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,131 @@
+/*
+ * test_fuzzreplay.c — deterministic replay of the libFuzzer targets
+ * (tests/fuzz/rvtrace_*.c, linked here without libFuzzer): each target runs
+ * over seed inputs from the shared test data and a built capture, every
+ * truncation of a prefix, and seeded random mutations.  A crash or a
+ * sanitizer report fails the binary; `make asan` runs it instrumented.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "capbuild.h"
+
+#ifndef RV_TESTDATA
+#define RV_TESTDATA "../shared/testdata"
+#endif
+
+int rva_fuzz_capture(const uint8_t *data, size_t size);
+int rva_fuzz_android(const uint8_t *data, size_t size);
+int rva_fuzz_chrome(const uint8_t *data, size_t size);
+int rva_fuzz_perfetto(const uint8_t *data, size_t size);
+int rva_fuzz_folded(const uint8_t *data, size_t size);
+int rva_fuzz_nanoscope(const uint8_t *data, size_t size);
+
+typedef int (*target)(const uint8_t *, size_t);
+
+static uint8_t *slurp(const char *path, size_t *len, size_t max)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	uint8_t *b = malloc(max);
+	*len = fread(b, 1, max, f);
+	fclose(f);
+	return b;
+}
+
+static void replay(target fn, const uint8_t *seed, size_t len)
+{
+	uint8_t *b = malloc(len + 1);
+	fn(seed, len);
+	for (size_t k = 1; k <= 24; k++)
+		fn(seed, len * k / 25);
+	uint64_t s = 0x243f6a8885a308d3ull ^ len;
+	for (int round = 0; round < 300; round++) {
+		memcpy(b, seed, len);
+		for (int k = 0; k < 1 + round % 5 && len; k++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			b[(s >> 33) % len] = (uint8_t)(s >> 17);
+		}
+		fn(b, len);
+	}
+	free(b);
+}
+
+static void replay_file(target fn, const char *path)
+{
+	size_t len;
+	uint8_t *b = slurp(path, &len, 64 * 1024);
+	if (!b)
+		return;
+	replay(fn, b, len);
+	free(b);
+}
+
+static void test_fuzzreplay_capture_corpus_survives(void **state)
+{
+	capbuf c = {0};
+	cb_header(&c, 1ull << 34, 1000000000, 2, 99999, 0x400000, 1);
+	cb_slot(&c, 7ull << 32 | 1);
+	for (uint32_t i = 0; i < 40; i++) {
+		cb_entry(&c, i % 4 ? 0x1000 + i : 0xfff0000000000000ull + i, i * 1000);
+		if (i % 3)
+			cb_exit(&c, i * 1000 + 500);
+	}
+	cb_end_slots(&c);
+	cb_module(&c, 0, 0x400000, 0x500000, "/bin/app");
+	cb_symbol(&c, 0x1001, 0x1001, 0, "f");
+	cb_anomaly(&c, 1, 5000, "x");
+	cb_finish(&c);
+	replay(rva_fuzz_capture, c.b, c.len);
+	free(c.b);
+}
+
+static void test_fuzzreplay_android_corpus_survives(void **state)
+{
+	replay_file(rva_fuzz_android, RV_TESTDATA "/android-trace/perflib/basic-api10.trace");
+	replay_file(rva_fuzz_android, RV_TESTDATA "/android-trace/perflib/exception.trace");
+	replay_file(rva_fuzz_android,
+		    RV_TESTDATA "/android-trace/dmtracedump-tests/"
+				"testWaitingNestedOverlapCrossThreadDiffFilterDiffKeysTrace");
+}
+
+static void test_fuzzreplay_chrome_corpus_survives(void **state)
+{
+	replay_file(rva_fuzz_chrome, RV_TESTDATA "/chrome-json/catapult/simple_trace.json");
+	replay_file(rva_fuzz_chrome, RV_TESTDATA "/chrome-json/speedscope-edge-cases/simple.json");
+}
+
+static void test_fuzzreplay_perfetto_corpus_survives(void **state)
+{
+	replay_file(rva_fuzz_perfetto, RV_TESTDATA "/perfetto/instants-only/test.pftrace");
+	replay_file(rva_fuzz_perfetto, RV_TESTDATA "/perfetto/tokio-slices/test.pftrace");
+}
+
+static void test_fuzzreplay_text_corpus_survives(void **state)
+{
+	replay_file(rva_fuzz_folded,
+		    RV_TESTDATA "/folded/speedscope-edge-cases/simple-utf16-le.txt");
+	replay_file(rva_fuzz_folded,
+		    RV_TESTDATA "/folded/flamegraph/perf-numa-stacks-01-collapsed-all.txt");
+	replay_file(rva_fuzz_nanoscope, "tests/rvtrace/fixtures/nanoscope-basic.txt");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fuzzreplay_capture_corpus_survives),
+		cmocka_unit_test(test_fuzzreplay_android_corpus_survives),
+		cmocka_unit_test(test_fuzzreplay_chrome_corpus_survives),
+		cmocka_unit_test(test_fuzzreplay_perfetto_corpus_survives),
+		cmocka_unit_test(test_fuzzreplay_text_corpus_survives),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

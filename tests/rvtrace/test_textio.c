@@ -1,0 +1,279 @@
+/*
+ * test_textio.c — folded stacks and Nanoscope import, detection, the text
+ * exporters and round trips through them, SVG escaping, and every folded
+ * file of the shared test data.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "capbuild.h"
+#include "rearview/analysis.h"
+
+#ifndef RV_TESTDATA
+#define RV_TESTDATA "../shared/testdata"
+#endif
+#define FIXTURES "tests/rvtrace/fixtures"
+
+static rva_trace *load(const char *path)
+{
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+	int rc = rva_import_file(path, &t, &err);
+	if (rc < 0)
+		fail_msg("%s: %s", path, err.msg);
+	return t;
+}
+
+static char *folded_text(const rva_trace *t)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(rva_export_folded(f, t), 0);
+	fclose(f);
+	return buf;
+}
+
+static void test_textio_folded_encodings_import_identically(void **state)
+{
+	static const char *names[] = {"simple-crlf.txt", "simple-utf16-le.txt",
+				      "simple-utf16-be.txt", "simple-with-invalids.txt"};
+	rva_trace *ref = load(RV_TESTDATA "/folded/speedscope-edge-cases/simple.txt");
+	if (!ref)
+		skip();
+	char *want = folded_text(ref);
+	/* a;b;c 1+1+3, a;b;d 4, a;b 5 */
+	assert_non_null(strstr(want, "a;b;c 5\n"));
+	assert_non_null(strstr(want, "a;b;d 4\n"));
+	assert_non_null(strstr(want, "a;b 5\n"));
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/folded/speedscope-edge-cases/%s", RV_TESTDATA,
+			 names[i]);
+		rva_trace *t = load(path);
+		char *got = folded_text(t);
+		assert_string_equal(got, want);
+		assert_int_equal(t->weighted, 1);
+		if (strstr(names[i], "invalids"))
+			assert_int_equal(t->dropped, 3);
+		free(got);
+		rva_trace_free(t);
+	}
+	free(want);
+	rva_trace_free(ref);
+}
+
+static void test_textio_every_folded_testdata_file_imports(void **state)
+{
+	static const char *dirs[] = {RV_TESTDATA "/folded/speedscope-edge-cases",
+				     RV_TESTDATA "/folded/flamegraph"};
+	int files = 0;
+	for (size_t d = 0; d < 2; d++) {
+		DIR *dir = opendir(dirs[d]);
+		if (!dir)
+			skip();
+		struct dirent *e;
+		while ((e = readdir(dir))) {
+			if (e->d_name[0] == '.')
+				continue;
+			char path[1024];
+			snprintf(path, sizeof(path), "%s/%s", dirs[d], e->d_name);
+			rva_trace *t = load(path);
+			assert_true(t->nmethods > 0);
+			rva_mstat *st;
+			assert_int_equal(rva_method_stats(t, &st), 0);
+			free(st);
+			rva_trace_free(t);
+			files++;
+		}
+		closedir(dir);
+	}
+	assert_true(files >= 11);
+}
+
+static void test_textio_folded_hostile_lines_skipped(void **state)
+{
+	static const char in[] = "a;b 3\n;;; 2\nnoweight\nx -5\ny 99999999999999999999\n"
+				 "z 1 2\n\n\r\n;a 1\n";
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_folded_import((const uint8_t *)in, sizeof(in) - 1, &t, &err), 0);
+	rva_mstat *st;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	int64_t b = rva_method_find(t, "b");
+	assert_true(b >= 0);
+	assert_int_equal(st[b].self, 3);
+	assert_int_equal(t->dropped, 3);
+	free(st);
+	rva_trace_free(t);
+	static const char bad[] = "nothing here\n";
+	assert_true(rva_folded_import((const uint8_t *)bad, sizeof(bad) - 1, &t, &err) < 0);
+	assert_null(t);
+}
+
+static void test_textio_nanoscope_fixture_builds_tree(void **state)
+{
+	rva_trace *t = load(FIXTURES "/nanoscope-basic.txt");
+	assert_string_equal(t->format, "nanoscope");
+	assert_int_equal(t->threads[0].ncalls, 4);
+	rva_mstat *st;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	int64_t oc = rva_method_find(t, "void android.app.Activity.onCreate(android.os.Bundle)");
+	int64_t bind = rva_method_find(t, "void com.example.Main.bind(int)");
+	assert_true(oc >= 0 && bind >= 0);
+	assert_int_equal(st[oc].incl, 1000);
+	assert_int_equal(st[oc].self, 1000 - 300 - 400);
+	assert_int_equal(st[bind].calls, 2);
+	assert_int_equal(st[bind].incl, 400); /* recursion once */
+	free(st);
+	rva_trace_free(t);
+}
+
+static void test_textio_nanoscope_damage_tolerated(void **state)
+{
+	rva_trace *t = load(FIXTURES "/nanoscope-damaged.txt");
+	/* POP on an empty stack and 2 bad lines dropped; outer closed at EOF. */
+	assert_int_equal(t->dropped, 3);
+	assert_int_equal(t->threads[0].ncalls, 2);
+	assert_int_equal(t->threads[0].calls[0].end, 30);
+	rva_trace_free(t);
+}
+
+static rva_trace *capture_trace(void)
+{
+	capbuf c = {0};
+	cb_header(&c, 100000, 1000000000, 0, 100000, 0x400000, 0);
+	for (uint32_t i = 0; i < 50; i++) {
+		cb_entry(&c, 0x1000, i * 2000);
+		cb_entry(&c, 0x2000 + (i % 2) * 0x10, i * 2000 + 100);
+		cb_exit(&c, i * 2000 + 1100);
+		cb_exit(&c, i * 2000 + 1500);
+	}
+	cb_end_slots(&c);
+	cb_symbol(&c, 0x1000, 0x1000, 0, "loop");
+	cb_symbol(&c, 0x2000, 0x2000, 0, "even<T>");
+	cb_symbol(&c, 0x2010, 0x2010, 0, "odd & \"quoted\"");
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	free(c.b);
+	return t;
+}
+
+static void assert_same_stats(const rva_trace *a, const rva_trace *b, int64_t tolerance)
+{
+	rva_mstat *sa, *sb;
+	assert_int_equal(rva_method_stats(a, &sa), 0);
+	assert_int_equal(rva_method_stats(b, &sb), 0);
+	for (size_t i = 0; i < a->nmethods; i++) {
+		if (!sa[i].calls)
+			continue;
+		int64_t j = rva_method_find(b, a->names[i]);
+		assert_true(j >= 0);
+		assert_int_equal(sa[i].calls, sb[j].calls);
+		assert_true(llabs(sa[i].incl - sb[j].incl) <= tolerance);
+	}
+	free(sa);
+	free(sb);
+}
+
+static void test_textio_nanoscope_round_trip_exact(void **state)
+{
+	rva_trace *t = capture_trace();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(rva_export_nanoscope(f, t, 0), 0);
+	fclose(f);
+	assert_int_equal(rva_detect((const uint8_t *)buf, len), RVA_FMT_NANOSCOPE);
+	rva_trace *u;
+	rva_error err;
+	assert_int_equal(rva_import((const uint8_t *)buf, len, &u, &err), 0);
+	assert_same_stats(t, u, 0);
+	free(buf);
+	rva_trace_free(u);
+	rva_trace_free(t);
+}
+
+static void test_textio_folded_round_trip_keeps_self_us(void **state)
+{
+	rva_trace *t = capture_trace();
+	char *buf = folded_text(t);
+	/* loop self = 50 × 500 ns = 25 µs; even/odd 25 × 1 µs each. */
+	assert_non_null(strstr(buf, "loop 25\n"));
+	assert_non_null(strstr(buf, "loop;even<T> 25\n"));
+	assert_non_null(strstr(buf, "loop;odd & \"quoted\" 25\n"));
+	rva_trace *u;
+	rva_error err;
+	assert_int_equal(rva_import((const uint8_t *)buf, strlen(buf), &u, &err), 0);
+	rva_mstat *st;
+	assert_int_equal(rva_method_stats(u, &st), 0);
+	assert_int_equal(st[rva_method_find(u, "loop")].incl, 75);
+	free(st);
+	free(buf);
+	rva_trace_free(u);
+	rva_trace_free(t);
+}
+
+static void test_textio_svg_escapes_untrusted_names(void **state)
+{
+	rva_trace *t = rva_trace_new();
+	rva_thread_add(t, 1, 1, NULL);
+	const char *evil = "<script>alert('x')</script>&\"";
+	int64_t id = rva_method_intern(t, evil, strlen(evil));
+	rva_enter(t, 0, (uint32_t)id, 0);
+	rva_exit(t, 0, RVA_ANY_METHOD, 1000);
+	rva_trace_finish(t, INT64_MIN);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(rva_export_svg(f, t, "<title>"), 0);
+	fclose(f);
+	assert_null(strstr(buf, "<script>alert"));
+	assert_non_null(
+		strstr(buf, "&lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt;&amp;&quot;"));
+	assert_non_null(strstr(buf, "&lt;title&gt;"));
+	assert_null(strstr(buf, "href"));
+	assert_non_null(strstr(buf, "function zoom"));
+	free(buf);
+	rva_trace_free(t);
+}
+
+static void test_textio_detect_and_reject_unknown(void **state)
+{
+	static const char junk[] = "\x7f"
+				   "ELF binary garbage";
+	rva_trace *t;
+	rva_error err = {{0}};
+	assert_int_equal(rva_import((const uint8_t *)junk, sizeof(junk) - 1, &t, &err),
+			 -EPROTONOSUPPORT);
+	assert_true(err.msg[0]);
+	assert_int_equal(rva_import_file("/nonexistent/x", &t, &err), -ENOENT);
+	assert_int_equal(rva_detect((const uint8_t *)"RVCAP\0\r\n", 8), RVA_FMT_CAPTURE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_textio_folded_encodings_import_identically),
+		cmocka_unit_test(test_textio_every_folded_testdata_file_imports),
+		cmocka_unit_test(test_textio_folded_hostile_lines_skipped),
+		cmocka_unit_test(test_textio_nanoscope_fixture_builds_tree),
+		cmocka_unit_test(test_textio_nanoscope_damage_tolerated),
+		cmocka_unit_test(test_textio_nanoscope_round_trip_exact),
+		cmocka_unit_test(test_textio_folded_round_trip_keeps_self_us),
+		cmocka_unit_test(test_textio_svg_escapes_untrusted_names),
+		cmocka_unit_test(test_textio_detect_and_reject_unknown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

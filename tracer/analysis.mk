@@ -1,0 +1,79 @@
+# tracer/analysis.mk — librvanalysis (decode, analyse, import, export) and
+# the rvtrace CLI.  Included by tracer/tracer.mk.
+
+RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c \
+           tracer/analysis/capture.c tracer/analysis/textio.c \
+           tracer/analysis/svg.c tracer/analysis/android.c \
+           tracer/analysis/chrome.c tracer/analysis/perfetto.c \
+           tracer/analysis/exports.c tracer/analysis/summary.c
+RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o) $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o
+RVA_PROTO := tracer/analysis/proto/rvperfetto.proto
+RVA_PB_H  := $(GEN)/rvanalysis/rvperfetto.pb-c.h
+
+# Perfetto's field numbers in a small private schema (SOURCES.md §7.6).
+$(GEN)/rvanalysis/rvperfetto.pb-c.c $(RVA_PB_H) &: $(RVA_PROTO)
+	@mkdir -p $(GEN)/rvanalysis
+	$(PROTOC_C) --proto_path=tracer/analysis/proto --c_out=$(GEN)/rvanalysis $(RVA_PROTO)
+$(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o: CPPFLAGS += -I$(GEN)/rvanalysis
+$(OBJ)/tracer/analysis/perfetto.o: $(RVA_PB_H)
+$(OBJ)/tracer/analysis/perfetto.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
+LIBRVANALYSIS := $(LIB)/librvanalysis.a
+# What a program linking librvanalysis.a adds to its link line.
+RVA_LIBS := $(call pc,--libs,jansson) $(PROTOBUF_LIBS) -lm
+
+$(OBJ)/tracer/analysis/chrome.o: CPPFLAGS += $(call pc,--cflags,jansson)
+
+$(OBJ)/tracer/analysis/%.o: CPPFLAGS += -Itracer/include
+$(OBJ)/tests/rvtrace/%.o: CPPFLAGS += -Itracer/include -Itests/rvtrace
+
+$(LIBRVANALYSIS): $(RVA_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN)/rvtrace: $(OBJ)/tracer/analysis/rvtrace.o $(LIBRVANALYSIS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVA_LIBS)
+
+LIBS        += $(LIBRVANALYSIS)
+BINS        += $(BIN)/rvtrace
+INSTALL_HDR += tracer/include/rearview/analysis.h
+
+$(eval $(call rv_test,rvtrace,model,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_textio.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+$(eval $(call rv_test,rvtrace,android,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_android.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+$(eval $(call rv_test,rvtrace,import,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_import.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+$(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(TBIN)/rvtrace/test_cli: | $(BIN)/rvtrace
+$(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"' \
+  $(call pc,--cflags,jansson)
+
+# Fuzzing.  The libFuzzer targets (clang -fsanitize=fuzzer,address) build
+# the library sources into each binary so they carry coverage; they are
+# listed in FUZZ for the top Makefile's `fuzz` goal.  make check replays
+# the same targets deterministically (test_fuzzreplay, no libFuzzer).
+RVA_FUZZ_NAMES := capture android chrome perfetto folded nanoscope
+RVA_FUZZ_OBJ   := $(RVA_FUZZ_NAMES:%=$(OBJ)/tests/fuzz/rvtrace_%.o)
+FUZZ += $(RVA_FUZZ_NAMES:%=$(BUILD)/fuzz/rvtrace_%)
+
+$(foreach n,$(RVA_FUZZ_NAMES),$(eval \
+  $(OBJ)/tests/fuzz/rvtrace_$(n).o: CPPFLAGS += -Itracer/include -DLLVMFuzzerTestOneInput=rva_fuzz_$(n)))
+
+$(BUILD)/fuzz/rvtrace_%: tests/fuzz/rvtrace_%.c $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c
+	@mkdir -p $(@D)
+	clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -Itracer/include \
+	  -I$(GEN)/rvanalysis $(PROTOBUF_CFLAGS) $(call pc,--cflags,jansson) \
+	  -o $@ $< $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c $(RVA_LIBS)
+
+$(eval $(call rv_test,rvtrace,fuzzreplay,$(RVA_FUZZ_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_fuzzreplay.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+
+$(TBIN)/rvtrace/bench_capture: $(OBJ)/tests/rvtrace/bench_capture.o $(LIBRVANALYSIS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVA_LIBS)
+BENCHES += $(TBIN)/rvtrace/bench_capture
+$(eval $(call rv_test,rvtrace,concurrent,$(LIBRVANALYSIS),$(RVA_LIBS),1))

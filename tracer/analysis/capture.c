@@ -1,0 +1,652 @@
+/*
+ * capture.c — decoder of Rearview capture files (tracer/FORMAT.md §2) into
+ * the model.
+ *
+ * Two passes over the slots, neither allocating per slot:
+ *  1. backwards from the newest slot (the only unambiguous direction): mark
+ *     which slots are the first half of a two-slot entry (a bitmap, 1 bit per
+ *     slot), reconstruct the counter's high word at the oldest slot
+ *     (Hubble Fig. 3), and count the frames already open at the oldest slot
+ *     (exits with no entry);
+ *  2. forwards: push that many "(unknown caller)" frames starting at the
+ *     oldest timestamp, then replay entries and exits with timestamps rebuilt
+ *     forwards (a decrease is a wrap), which is the same arithmetic as the
+ *     backward walk.  Frames still open end at the reference time.
+ * Every header field and record is range-checked before use.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggr.h"
+#include "rearview/analysis.h"
+
+#define HDR_MIN	    128u
+#define MAX_STRINGS (16u * 1024u * 1024u)
+#define MAX_STRING  (64u * 1024u)
+#define MAX_SYMNAME 4096u
+#define MAX_MODULES 4096u
+
+enum { REC_EXE = 1, REC_CMDLINE, REC_THREAD, REC_MODULE, REC_SYMBOL, REC_ANOMALY, REC_APP };
+
+typedef struct module {
+	uint32_t index;
+	uint64_t start, end;
+	const char *path;
+	size_t path_len;
+} module;
+
+typedef struct symbol {
+	uint64_t value;
+	uint32_t method; /* interned id */
+} symbol;
+
+__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof(v)); /* unaligned-safe; one load on x86-64/aarch64 */
+	return le64toh(v);
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const symbol *x = a, *y = b;
+	return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Streaming aggregation state (rva_capture_summarize). */
+typedef struct aframe {
+	uint32_t node, method;
+	int64_t start, child;
+	int outermost;
+} aframe;
+
+/* Per tree node, the two children entered last: code repeats its call
+ * sites, so most enters skip the hash lookup in the merged tree. */
+typedef struct amemo {
+	uint32_t method[2], child[2];
+} amemo;
+
+typedef struct agg {
+	rva_tree tree;
+	rva_tmap map;
+	rva_mstat *st;
+	uint32_t *active;
+	size_t mcap;
+	aframe *fr;
+	size_t nfr, frcap;
+	amemo *memo;
+	size_t memocap;
+	int64_t snap_at; /* anomaly time; INT64_MAX when there is none */
+	int snapped;
+	uint32_t *snap; /* chain at snap_at, root first */
+	size_t nsnap;
+} agg;
+
+static int agg_snapshot(agg *a)
+{
+	a->snapped = 1;
+	a->snap = malloc((a->nfr ? a->nfr : 1) * sizeof(*a->snap));
+	if (!a->snap)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->nfr; i++)
+		a->snap[i] = a->fr[i].method;
+	a->nsnap = a->nfr;
+	return 0;
+}
+
+static int agg_enter(agg *a, uint32_t method, int64_t ts)
+{
+	if (method >= a->mcap) {
+		size_t cap = a->mcap ? a->mcap : 64;
+		while (cap <= method)
+			cap *= 2;
+		rva_mstat *st = realloc(a->st, cap * sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		a->st = st;
+		uint32_t *ac = realloc(a->active, cap * sizeof(*ac));
+		if (!ac)
+			return -ENOMEM;
+		a->active = ac;
+		memset(a->st + a->mcap, 0, (cap - a->mcap) * sizeof(*st));
+		memset(a->active + a->mcap, 0, (cap - a->mcap) * sizeof(*ac));
+		a->mcap = cap;
+	}
+	if (a->nfr == a->frcap) {
+		size_t cap = a->frcap ? a->frcap * 2 : 64;
+		if (cap > (1u << 21))
+			return -E2BIG;
+		aframe *f = realloc(a->fr, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		a->fr = f;
+		a->frcap = cap;
+	}
+	uint32_t parent = a->nfr ? a->fr[a->nfr - 1].node : 0, node;
+	amemo *mm = parent < a->memocap ? &a->memo[parent] : NULL;
+	if (mm && mm->method[0] == method) {
+		node = mm->child[0];
+	} else if (mm && mm->method[1] == method) {
+		node = mm->child[1];
+		mm->method[1] = mm->method[0];
+		mm->child[1] = mm->child[0];
+		mm->method[0] = method;
+		mm->child[0] = node;
+	} else {
+		int rc = rva_tree_child(&a->tree, &a->map, parent, method, &node);
+		if (rc < 0)
+			return rc;
+		if (a->tree.n > a->memocap) {
+			size_t cap = a->memocap ? a->memocap * 2 : 1024;
+			while (cap < a->tree.n)
+				cap *= 2;
+			amemo *v = realloc(a->memo, cap * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			memset(v + a->memocap, 0xff, (cap - a->memocap) * sizeof(*v));
+			a->memo = v;
+			a->memocap = cap;
+		}
+		mm = &a->memo[parent];
+		mm->method[1] = mm->method[0];
+		mm->child[1] = mm->child[0];
+		mm->method[0] = method;
+		mm->child[0] = node;
+	}
+	aframe *f = &a->fr[a->nfr++];
+	f->node = node;
+	f->method = method;
+	f->start = ts;
+	f->child = 0;
+	f->outermost = a->active[method]++ == 0;
+	a->st[method].calls++;
+	return 0;
+}
+
+static void agg_exit(agg *a, int64_t ts)
+{
+	aframe *f = &a->fr[--a->nfr];
+	int64_t dur = ts > f->start ? ts - f->start : 0;
+	rva_tnode *nd = &a->tree.nodes[f->node];
+	nd->calls++;
+	nd->incl = rva_sadd(nd->incl, dur);
+	nd->self = rva_sadd(nd->self, dur - f->child);
+	a->st[f->method].self = rva_sadd(a->st[f->method].self, dur - f->child);
+	if (f->outermost)
+		a->st[f->method].incl = rva_sadd(a->st[f->method].incl, dur);
+	a->active[f->method]--;
+	if (a->nfr)
+		a->fr[a->nfr - 1].child = rva_sadd(a->fr[a->nfr - 1].child, dur);
+	else
+		a->tree.nodes[0].incl = rva_sadd(a->tree.nodes[0].incl, dur);
+}
+
+typedef struct ctx {
+	rva_trace *t;
+	const uint8_t *slots;
+	uint64_t nslots;
+	uint64_t base;
+	module *mods;
+	size_t nmods;
+	symbol *syms;
+	size_t nsyms;
+	agg *sum; /* non-NULL: aggregate instead of building the model */
+	int64_t first_ns, last_ns;
+	int have_first;
+	uint64_t cache_k[256];
+	uint32_t cache_id[256];
+} ctx;
+
+static const char *base_name(const char *p, size_t n, size_t *len)
+{
+	size_t i = n;
+	while (i > 0 && p[i - 1] != '/')
+		i--;
+	*len = n - i;
+	return p + i;
+}
+
+/* The method id of a slot value: symbol, else module+0xoffset, else the
+ * bare address. */
+static int64_t method_of(ctx *c, uint64_t v)
+{
+	size_t h = (size_t)((v * 0x9e3779b97f4a7c15ull) >> 56);
+	if (c->cache_k[h] == v && c->cache_id[h] != UINT32_MAX)
+		return c->cache_id[h];
+	symbol key = {.value = v};
+	symbol *s = c->nsyms ? bsearch(&key, c->syms, c->nsyms, sizeof(key), cmp_sym) : NULL;
+	int64_t id;
+	if (s) {
+		id = s->method;
+	} else {
+		uint64_t addr = v + c->base;
+		char buf[512];
+		int n = -1;
+		for (size_t i = 0; i < c->nmods; i++) {
+			if (addr >= c->mods[i].start && addr < c->mods[i].end) {
+				size_t bl;
+				const char *bn =
+					base_name(c->mods[i].path, c->mods[i].path_len, &bl);
+				if (bl > 256)
+					bl = 256;
+				n = snprintf(buf, sizeof(buf), "%.*s+0x%llx", (int)bl, bn,
+					     (unsigned long long)(addr - c->mods[i].start));
+				break;
+			}
+		}
+		if (n < 0)
+			n = snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
+		id = rva_method_intern(c->t, buf, (size_t)n);
+		if (id < 0)
+			return id;
+	}
+	c->cache_k[h] = v;
+	c->cache_id[h] = (uint32_t)id;
+	return id;
+}
+
+static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end, rva_error *err,
+			 uint64_t *anomaly_mono)
+{
+	uint64_t strings = 0;
+	size_t symcap = 0, modcap = 0;
+	int saw_end = 0;
+	while (off < end) {
+		if (end - off < 8)
+			return fail(err, -EINVAL, "record header at %llu runs past the end",
+				    (unsigned long long)off);
+		const uint8_t *r = buf + off;
+		uint16_t type = rd16(r);
+		uint32_t len = rd32(r + 4);
+		uint64_t padded = ((uint64_t)len + 7) & ~7ull;
+		if (padded > end - off - 8)
+			return fail(err, -EINVAL, "record type %u at %llu runs past the end", type,
+				    (unsigned long long)off);
+		const uint8_t *v = r + 8;
+		off += 8 + padded;
+		if (type == 0xffff) {
+			if (off != end)
+				return fail(err, -EINVAL, "END record is not last");
+			saw_end = 1;
+			break;
+		}
+		if (type == REC_SYMBOL) {
+			if (len < 24)
+				return fail(err, -EINVAL, "short SYMBOL record");
+			uint32_t nl = rd32(v + 20);
+			if (nl > MAX_SYMNAME || nl > len - 24)
+				return fail(err, -E2BIG, "SYMBOL name too long");
+			strings += nl;
+			if (strings > MAX_STRINGS)
+				return fail(err, -E2BIG, "more than 16 MiB of strings");
+			if (nl == 0)
+				continue; /* shown as module+0xoffset */
+			if (c->nsyms == symcap) {
+				size_t n = symcap ? symcap * 2 : 64;
+				symbol *s = realloc(c->syms, n * sizeof(*s));
+				if (!s)
+					return fail(err, -ENOMEM, "out of memory");
+				c->syms = s;
+				symcap = n;
+			}
+			int64_t id = rva_method_intern(c->t, (const char *)v + 24, nl);
+			if (id < 0)
+				return fail(err, (int)id, "cannot intern symbol");
+			c->syms[c->nsyms].value = rd64(v);
+			c->syms[c->nsyms].method = (uint32_t)id;
+			c->nsyms++;
+			continue;
+		}
+		if (len > MAX_STRING + 64)
+			return fail(err, -E2BIG, "record type %u too long (%u bytes)", type, len);
+		strings += len;
+		if (strings > MAX_STRINGS)
+			return fail(err, -E2BIG, "more than 16 MiB of strings");
+		if (type == REC_THREAD) {
+			free(c->t->threads[0].name);
+			c->t->threads[0].name = strndup((const char *)v, len);
+			if (!c->t->threads[0].name)
+				return fail(err, -ENOMEM, "out of memory");
+		} else if (type == REC_MODULE) {
+			if (len < 32)
+				return fail(err, -EINVAL, "short MODULE record");
+			uint32_t bl = rd32(v + 4);
+			if (bl > len - 32)
+				return fail(err, -EINVAL, "MODULE build id past the record");
+			if (c->nmods >= MAX_MODULES)
+				return fail(err, -E2BIG, "too many modules");
+			if (c->nmods == modcap) {
+				size_t n = modcap ? modcap * 2 : 16;
+				module *m = realloc(c->mods, n * sizeof(*m));
+				if (!m)
+					return fail(err, -ENOMEM, "out of memory");
+				c->mods = m;
+				modcap = n;
+			}
+			module *m = &c->mods[c->nmods++];
+			m->index = rd32(v);
+			m->start = rd64(v + 16);
+			m->end = rd64(v + 24);
+			m->path = (const char *)v + 32 + bl;
+			m->path_len = len - 32 - bl;
+		} else if (type == REC_ANOMALY) {
+			if (len < 16)
+				return fail(err, -EINVAL, "short ANOMALY record");
+			c->t->has_anomaly = 1;
+			*anomaly_mono = rd64(v + 8);
+			free(c->t->anomaly_name);
+			c->t->anomaly_name = strndup((const char *)v + 16, len - 16);
+			if (!c->t->anomaly_name)
+				return fail(err, -ENOMEM, "out of memory");
+		}
+	}
+	if (!saw_end)
+		return fail(err, -EINVAL, "no END record");
+	if (c->nsyms)
+		qsort(c->syms, c->nsyms, sizeof(*c->syms), cmp_sym);
+	return 0;
+}
+
+/* Converts a full shifted counter value to monotonic ns. */
+typedef struct clockconv {
+	uint64_t ref;
+	uint64_t hz;
+	unsigned shift;
+	int64_t mono;
+	double ns_per_tick;
+} clockconv;
+
+static int64_t to_ns(const clockconv *k, uint64_t full)
+{
+	/* Common case, in 64-bit arithmetic: at or before the freeze, less
+	 * than 2^53 ticks back (rounding as the general path below). */
+	if (full <= k->ref >> k->shift) {
+		uint64_t back = k->ref - (full << k->shift);
+		if (back < (1ull << 53)) {
+			double d = (double)back * k->ns_per_tick;
+			if (d < (double)((int64_t)1 << 61))
+				return k->mono - (int64_t)(d + 0.5);
+		}
+	}
+	/* (full << shift) − ref, in ticks; negative before the freeze. */
+	__int128 ticks = ((__int128)full << k->shift) - (__int128)k->ref;
+	const int64_t lim = (int64_t)1 << 61; /* hostile clocks saturate */
+	int64_t ns;
+	/* Within 2^53 ticks a double is exact to far below 1 ns and avoids a
+	 * 128-bit division per event; hostile spans take the exact path. */
+	double d = (double)ticks * k->ns_per_tick;
+	if (ticks > -((__int128)1 << 53) && ticks < ((__int128)1 << 53) && d > -(double)lim &&
+	    d < (double)lim) {
+		ns = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+	} else {
+		__int128 q = ticks * 1000000000 / (__int128)k->hz;
+		ns = q > lim ? lim : q < -lim ? -lim : (int64_t)q;
+	}
+	return k->mono + ns;
+}
+
+static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
+{
+	uint64_t n = c->nslots, first = 0;
+	uint8_t *two = calloc((size_t)(n / 8 + 1), 1);
+	if (!two)
+		return fail(err, -ENOMEM, "out of memory");
+	uint64_t shifted = k->ref >> k->shift;
+	uint64_t hi = shifted >> 32;
+	uint32_t prev = (uint32_t)shifted;
+	uint64_t open = 0; /* frames open at the oldest slot */
+	uint64_t oldest_hi = hi;
+	uint32_t oldest_t = prev;
+	int any = 0;
+	/* Pass 1, backwards. */
+	for (uint64_t i = n; i-- > 0;) {
+		uint64_t s = rd64(c->slots + 8 * i);
+		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+		if (lo == 1) {
+			if (i == 0) {
+				/* Torn: its value slot was overwritten. */
+				c->t->dropped++;
+				first = 1;
+				break;
+			}
+			two[(i - 1) / 8] |= (uint8_t)(1u << ((i - 1) % 8));
+		}
+		if (ts > prev)
+			hi--;
+		prev = ts;
+		oldest_hi = hi;
+		oldest_t = ts;
+		any = 1;
+		if (lo == 0) {
+			open++;
+		} else if (open) {
+			open--;
+		}
+		if (lo == 1)
+			i--; /* skip the value slot */
+	}
+	int64_t oldest_ns = any ? to_ns(k, oldest_hi << 32 | oldest_t) : k->mono;
+	int rc = 0;
+	if (open) {
+		int64_t unk = rva_method_intern(c->t, "(unknown caller)", 16);
+		if (unk < 0) {
+			rc = fail(err, (int)unk, "out of memory");
+			goto out_free;
+		}
+		for (uint64_t j = 0; j < open; j++)
+			if ((rc = c->sum ? agg_enter(c->sum, (uint32_t)unk, oldest_ns)
+					 : rva_enter(c->t, 0, (uint32_t)unk, oldest_ns)) < 0) {
+				rc = fail(err, rc, "cannot open frame");
+				goto out_free;
+			}
+	}
+	/* Pass 2, forwards. */
+	hi = oldest_hi;
+	prev = oldest_t;
+	for (uint64_t i = first; i < n; i++) {
+		uint64_t value;
+		uint64_t s = rd64(c->slots + 8 * i);
+		if (two[i / 8] & (1u << (i % 8))) {
+			value = s;
+			s = rd64(c->slots + 8 * ++i);
+		} else {
+			value = (uint32_t)s;
+		}
+		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+		if (ts < prev)
+			hi++;
+		prev = ts;
+		int64_t ns = to_ns(k, hi << 32 | ts);
+		if (!c->have_first) {
+			c->first_ns = ns;
+			c->have_first = 1;
+		} else if (ns < c->last_ns) {
+			ns = c->last_ns; /* saturated hostile clocks stay monotonic */
+		}
+		c->last_ns = ns;
+		if (c->sum && !c->sum->snapped && ns > c->sum->snap_at &&
+		    (rc = agg_snapshot(c->sum)) < 0) {
+			rc = fail(err, rc, "out of memory");
+			goto out_free;
+		}
+		if (lo == 0 && c->sum) {
+			if (c->sum->nfr)
+				agg_exit(c->sum, ns);
+			rc = 0;
+		} else if (lo == 0) {
+			rc = rva_exit(c->t, 0, RVA_ANY_METHOD, ns);
+		} else {
+			int64_t m = method_of(c, value);
+			rc = m < 0    ? (int)m
+			     : c->sum ? agg_enter(c->sum, (uint32_t)m, ns)
+				      : rva_enter(c->t, 0, (uint32_t)m, ns);
+		}
+		if (rc < 0) {
+			rc = fail(err, rc, "slot %llu: cannot record the event",
+				  (unsigned long long)i);
+			goto out_free;
+		}
+	}
+out_free:
+	free(two);
+	return rc;
+}
+
+static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err)
+{
+	static const uint8_t magic[8] = {'R', 'V', 'C', 'A', 'P', 0, '\r', '\n'};
+	*out = NULL;
+	if (len < HDR_MIN)
+		return fail(err, -EINVAL, "capture shorter than its 128-byte header (%zu bytes)",
+			    len);
+	if (memcmp(buf, magic, 8) != 0)
+		return fail(err, -EINVAL, "not a Rearview capture (bad magic)");
+	if (rd16(buf + 8) != 1)
+		return fail(err, -EPROTONOSUPPORT, "capture version %u not supported",
+			    rd16(buf + 8));
+	uint16_t hsize = rd16(buf + 10);
+	clockconv k = {.ref = rd64(buf + 16),
+		       .hz = rd64(buf + 40),
+		       .shift = buf[48],
+		       .mono = (int64_t)rd64(buf + 32)};
+	uint64_t ring = rd64(buf + 72), count = rd64(buf + 96);
+	uint64_t soff = rd64(buf + 104), moff = rd64(buf + 112), fsize = rd64(buf + 120);
+	if (hsize < HDR_MIN)
+		return fail(err, -EINVAL, "header_size %u < 128", hsize);
+	k.ns_per_tick = k.hz ? 1e9 / (double)k.hz : 0;
+	if (k.shift > 31 || k.hz == 0 || k.hz > 100000000000ull)
+		return fail(err, -EINVAL, "bad clock (shift %u, %llu Hz)", k.shift,
+			    (unsigned long long)k.hz);
+	if (soff % 8 || soff < hsize || ring > (1ull << 32) || count > ring)
+		return fail(err, -EINVAL, "bad slot geometry");
+	if (fsize > len)
+		return fail(err, -EINVAL, "truncated capture: %zu of %llu bytes", len,
+			    (unsigned long long)fsize);
+	if (fsize < len)
+		len = (size_t)fsize;
+	if (soff > len || count > (len - soff) / 8 || moff != soff + 8 * count || moff > len)
+		return fail(err, -EINVAL, "slots or records outside the file");
+	if (k.mono > INT64_MAX / 2)
+		return fail(err, -EINVAL, "reference time out of range");
+
+	ctx c = {.slots = buf + soff, .nslots = count, .base = rd64(buf + 64), .sum = sum};
+	memset(c.cache_id, 0xff, sizeof(c.cache_id));
+	int rc = -ENOMEM;
+	c.t = rva_trace_new();
+	if (!c.t)
+		return fail(err, -ENOMEM, "out of memory");
+	c.t->format = "rearview-capture";
+	if (rva_thread_add(c.t, rd32(buf + 52), rd32(buf + 56), NULL) < 0) {
+		fail(err, rc, "out of memory");
+		goto out_free;
+	}
+	uint64_t anomaly_mono = 0;
+	if ((rc = parse_records(&c, buf, moff, len, err, &anomaly_mono)) < 0)
+		goto out_free;
+	if (sum)
+		sum->snap_at = c.t->has_anomaly ? (int64_t)(anomaly_mono & INT64_MAX) : INT64_MAX;
+	if ((rc = decode_slots(&c, &k, err)) < 0)
+		goto out_free;
+	c.t->anomaly_ns = (int64_t)anomaly_mono;
+	if (sum) {
+		if (!sum->snapped && sum->snap_at != INT64_MAX && (rc = agg_snapshot(sum)) < 0) {
+			fail(err, rc, "out of memory");
+			goto out_free;
+		}
+		int open_at_end = sum->nfr > 0;
+		while (sum->nfr)
+			agg_exit(sum, k.mono > c.last_ns ? k.mono : c.last_ns);
+		c.t->start = count ? c.first_ns : 0;
+		c.t->end = !count	 ? 0
+			   : open_at_end ? (k.mono > c.last_ns ? k.mono : c.last_ns)
+					 : c.last_ns;
+	} else {
+		/* Still-open frames end at the freeze, or at the last event when a
+		 * damaged file has events after it. */
+		rva_trace_finish(c.t, k.mono > c.last_ns ? k.mono : c.last_ns);
+	}
+	*out = c.t;
+	c.t = NULL;
+	rc = 0;
+out_free:
+	free(c.mods);
+	free(c.syms);
+	rva_trace_free(c.t);
+	return rc;
+}
+
+int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+{
+	return decode(buf, len, out, NULL, err);
+}
+
+int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err)
+{
+	agg a = {0};
+	memset(out, 0, sizeof(*out));
+	if (rva_tree_init(&a.tree) < 0)
+		return fail(err, -ENOMEM, "out of memory");
+	int rc = decode(buf, len, &out->trace, &a, err);
+	free(a.map.slot);
+	free(a.memo);
+	free(a.active);
+	free(a.fr);
+	if (rc < 0) {
+		free(a.st);
+		free(a.snap);
+		rva_tree_release(&a.tree);
+		return rc;
+	}
+	/* Stats sized to the final method table. */
+	size_t n = out->trace->nmethods;
+	rva_mstat *st = calloc(n ? n : 1, sizeof(*st));
+	if (!st) {
+		free(a.st);
+		free(a.snap);
+		rva_tree_release(&a.tree);
+		rva_trace_free(out->trace);
+		out->trace = NULL;
+		return fail(err, -ENOMEM, "out of memory");
+	}
+	if (a.st)
+		memcpy(st, a.st, (a.mcap < n ? a.mcap : n) * sizeof(*st));
+	free(a.st);
+	out->stats = st;
+	out->tree = a.tree;
+	out->anomaly_chain = a.snap;
+	out->anomaly_depth = a.nsnap;
+	return 0;
+}
+
+void rva_summary_release(rva_summary *s)
+{
+	rva_trace_free(s->trace);
+	free(s->stats);
+	free(s->anomaly_chain);
+	rva_tree_release(&s->tree);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,485 @@
+/*
+ * perfetto.c — Perfetto protobuf traces: import of track_event slices on
+ * thread tracks, and export as TrackEvent slices with interned names.
+ *
+ * Import walks the Trace's field-1 packets one at a time (a truncated last
+ * packet is dropped, not fatal) and unpacks each with protobuf-c against
+ * proto/rvperfetto.proto (Perfetto's field numbers).  Slice events are
+ * collected, then sorted per track by timestamp (files are not in time
+ * order) keeping file order for ties, and replayed: SLICE_BEGIN enters,
+ * SLICE_END closes the innermost open slice of that track (END names are
+ * unreliable).  Interned names are keyed by (sequence, generation, iid);
+ * SEQ_INCREMENTAL_STATE_CLEARED starts a new generation.
+ * Export: one TrackDescriptor per thread, one interning packet, then
+ * BEGIN/END per call in pre-order, all on one sequence.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rearview/analysis.h"
+#include "rvanalysis/rvperfetto.pb-c.h"
+
+#define MAX_PFTRACE (1024ull * 1024 * 1024)
+#define MAX_PACKET  (64u * 1024 * 1024)
+
+__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static int varint(const uint8_t *b, size_t len, size_t *pos, uint64_t *out)
+{
+	uint64_t v = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (*pos >= len)
+			return -1;
+		uint8_t c = b[(*pos)++];
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*out = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+typedef struct pev {
+	uint64_t track;
+	int64_t ts;
+	uint32_t seq;
+	int64_t method; /* -1 for END */
+} pev;
+
+typedef struct iname {
+	uint64_t key;
+	uint32_t method;
+	int used;
+} iname;
+
+typedef struct pctx {
+	rva_trace *t;
+	pev *ev;
+	size_t nev, evcap;
+	iname *names;
+	size_t ncap, nnames;
+	uint32_t seqs[64];
+	uint32_t gens[64];
+	size_t nseqs;
+	struct track {
+		uint64_t uuid;
+		uint32_t pid, tid;
+		char *name;
+	} * tracks;
+	size_t ntracks, tcap;
+} pctx;
+
+static uint32_t gen_of(pctx *c, uint32_t seq, int clear)
+{
+	for (size_t i = 0; i < c->nseqs; i++)
+		if (c->seqs[i] == seq)
+			return clear ? ++c->gens[i] : c->gens[i];
+	if (c->nseqs < 64) {
+		c->seqs[c->nseqs] = seq;
+		c->gens[c->nseqs++] = 0;
+	}
+	return 0;
+}
+
+static uint64_t name_key(uint32_t seq, uint32_t gen, uint64_t iid)
+{
+	uint64_t k = iid * 0x9e3779b97f4a7c15ull ^ ((uint64_t)seq << 32 | gen);
+	k ^= k >> 31;
+	return k * 0xbf58476d1ce4e5b9ull;
+}
+
+static int name_put(pctx *c, uint64_t key, uint32_t method)
+{
+	if ((c->nnames + 1) * 2 > c->ncap) {
+		size_t cap = c->ncap ? c->ncap * 2 : 256;
+		iname *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		for (size_t i = 0; i < c->ncap; i++)
+			if (c->names[i].used) {
+				size_t h = c->names[i].key & (cap - 1);
+				while (n[h].used)
+					h = (h + 1) & (cap - 1);
+				n[h] = c->names[i];
+			}
+		free(c->names);
+		c->names = n;
+		c->ncap = cap;
+	}
+	size_t h = key & (c->ncap - 1);
+	while (c->names[h].used && c->names[h].key != key)
+		h = (h + 1) & (c->ncap - 1);
+	if (!c->names[h].used)
+		c->nnames++;
+	c->names[h] = (iname){key, method, 1};
+	return 0;
+}
+
+static int64_t name_get(pctx *c, uint64_t key)
+{
+	if (!c->ncap)
+		return -1;
+	size_t h = key & (c->ncap - 1);
+	while (c->names[h].used) {
+		if (c->names[h].key == key)
+			return c->names[h].method;
+		h = (h + 1) & (c->ncap - 1);
+	}
+	return -1;
+}
+
+static int add_track(pctx *c, const Rvpf__TrackDescriptor *td)
+{
+	if (!td->has_uuid)
+		return 0;
+	for (size_t i = 0; i < c->ntracks; i++)
+		if (c->tracks[i].uuid == td->uuid)
+			return 0;
+	if (c->ntracks == c->tcap) {
+		size_t cap = c->tcap ? c->tcap * 2 : 16;
+		if (cap > 1u << 20)
+			return -E2BIG;
+		struct track *v = realloc(c->tracks, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		c->tracks = v;
+		c->tcap = cap;
+	}
+	struct track *k = &c->tracks[c->ntracks];
+	k->uuid = td->uuid;
+	k->pid = td->thread && td->thread->has_pid     ? (uint32_t)td->thread->pid
+		 : td->process && td->process->has_pid ? (uint32_t)td->process->pid
+						       : 0;
+	k->tid = td->thread && td->thread->has_tid ? (uint32_t)td->thread->tid : (uint32_t)td->uuid;
+	const char *n = td->thread && td->thread->thread_name ? td->thread->thread_name
+			: td->name			      ? td->name
+							      : NULL;
+	k->name = n ? strndup(n, 4096) : NULL;
+	if (n && !k->name)
+		return -ENOMEM;
+	c->ntracks++;
+	return 0;
+}
+
+static int packet(pctx *c, const Rvpf__TracePacket *p)
+{
+	uint32_t seq = p->has_trusted_packet_sequence_id ? p->trusted_packet_sequence_id : 0;
+	int clear = p->has_sequence_flags && (p->sequence_flags & 1);
+	uint32_t gen = gen_of(c, seq, clear);
+	int rc;
+	if (p->track_descriptor && (rc = add_track(c, p->track_descriptor)) < 0)
+		return rc;
+	if (p->interned_data)
+		for (size_t i = 0; i < p->interned_data->n_event_names; i++) {
+			const Rvpf__EventName *en = p->interned_data->event_names[i];
+			if (!en->has_iid || !en->name)
+				continue;
+			int64_t m = rva_method_intern(c->t, en->name, strlen(en->name));
+			if (m < 0)
+				return (int)m;
+			if ((rc = name_put(c, name_key(seq, gen, en->iid), (uint32_t)m)) < 0)
+				return rc;
+		}
+	const Rvpf__TrackEvent *te = p->track_event;
+	if (!te || !te->has_type || (te->type != 1 && te->type != 2))
+		return 0;
+	if (!p->has_timestamp || p->timestamp > INT64_MAX) {
+		c->t->dropped++;
+		return 0;
+	}
+	int64_t m = -1;
+	if (te->type == 1) {
+		if (te->name)
+			m = rva_method_intern(c->t, te->name, strlen(te->name));
+		else if (te->has_name_iid)
+			m = name_get(c, name_key(seq, gen, te->name_iid));
+		if (m == -1)
+			m = rva_method_intern(c->t, "(unnamed)", 9);
+		if (m < 0)
+			return (int)m;
+	}
+	if (c->nev == c->evcap) {
+		size_t cap = c->evcap ? c->evcap * 2 : 1024;
+		pev *v = realloc(c->ev, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		c->ev = v;
+		c->evcap = cap;
+	}
+	if (c->nev >= UINT32_MAX)
+		return -E2BIG;
+	c->ev[c->nev] = (pev){te->has_track_uuid ? te->track_uuid : 0, (int64_t)p->timestamp,
+			      (uint32_t)c->nev, m};
+	c->nev++;
+	return 0;
+}
+
+static int cmp_pev(const void *x, const void *y)
+{
+	const pev *a = x, *b = y;
+	if (a->track != b->track)
+		return a->track < b->track ? -1 : 1;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int replay(pctx *c)
+{
+	if (c->nev)
+		qsort(c->ev, c->nev, sizeof(*c->ev), cmp_pev);
+	int64_t th = -1;
+	uint64_t cur = 0;
+	for (size_t i = 0; i < c->nev; i++) {
+		const pev *e = &c->ev[i];
+		if (th < 0 || e->track != cur) {
+			cur = e->track;
+			const struct track *k = NULL;
+			for (size_t j = 0; j < c->ntracks; j++)
+				if (c->tracks[j].uuid == cur)
+					k = &c->tracks[j];
+			th = rva_thread_add(c->t, k ? k->pid : 0, k ? k->tid : (uint32_t)cur,
+					    k ? k->name : NULL);
+			if (th < 0)
+				return (int)th;
+		}
+		int rc = e->method >= 0 ? rva_enter(c->t, (size_t)th, (uint32_t)e->method, e->ts)
+					: rva_exit(c->t, (size_t)th, RVA_ANY_METHOD, e->ts);
+		if (rc < 0)
+			return rc;
+	}
+	/* Thread tracks without slices still appear. */
+	for (size_t j = 0; j < c->ntracks; j++) {
+		int found = 0;
+		for (size_t i = 0; i < c->t->nthreads && !found; i++)
+			found = c->t->threads[i].tid == c->tracks[j].tid &&
+				c->t->threads[i].pid == c->tracks[j].pid;
+		if (!found && c->tracks[j].name &&
+		    rva_thread_add(c->t, c->tracks[j].pid, c->tracks[j].tid, c->tracks[j].name) < 0)
+			return -ENOMEM;
+	}
+	rva_trace_finish(c->t, INT64_MIN);
+	return 0;
+}
+
+int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+{
+	pctx c = {0};
+	*out = NULL;
+	if (len > MAX_PFTRACE)
+		return fail(err, -E2BIG, "Perfetto trace larger than 1 GiB");
+	c.t = rva_trace_new();
+	if (!c.t)
+		return fail(err, -ENOMEM, "out of memory");
+	c.t->format = "perfetto";
+	int rc = 0;
+	size_t pos = 0, packets = 0;
+	while (pos < len) {
+		uint64_t tag, n;
+		size_t at = pos;
+		if (varint(buf, len, &pos, &tag) < 0)
+			break;
+		unsigned wt = tag & 7;
+		if (wt == 0) {
+			if (varint(buf, len, &pos, &n) < 0)
+				break;
+			continue;
+		}
+		if (wt == 1 || wt == 5) {
+			pos += wt == 1 ? 8 : 4;
+			continue;
+		}
+		if (wt != 2 || varint(buf, len, &pos, &n) < 0 || n > len - pos) {
+			pos = at;
+			break;
+		}
+		if (tag >> 3 == 1) {
+			if (n > MAX_PACKET) {
+				rc = fail(err, -E2BIG, "packet of %llu bytes",
+					  (unsigned long long)n);
+				goto out_free;
+			}
+			Rvpf__TracePacket *p =
+				rvpf__trace_packet__unpack(NULL, (size_t)n, buf + pos);
+			if (!p) {
+				c.t->dropped++;
+			} else {
+				rc = packet(&c, p);
+				rvpf__trace_packet__free_unpacked(p, NULL);
+				if (rc < 0) {
+					fail(err, rc, "packet %zu rejected", packets);
+					goto out_free;
+				}
+				packets++;
+			}
+		}
+		pos += (size_t)n;
+	}
+	if (pos < len)
+		c.t->dropped++; /* a truncated tail */
+	if (packets == 0) {
+		rc = fail(err, -EINVAL, "no Perfetto trace packet");
+		goto out_free;
+	}
+	if ((rc = replay(&c)) < 0) {
+		fail(err, rc, "cannot build the model");
+		goto out_free;
+	}
+	*out = c.t;
+	c.t = NULL;
+out_free:
+	rva_trace_free(c.t);
+	free(c.ev);
+	free(c.names);
+	for (size_t i = 0; i < c.ntracks; i++)
+		free(c.tracks[i].name);
+	free(c.tracks);
+	return rc;
+}
+
+/* ---- export ---- */
+
+static int put_packet(FILE *f, const Rvpf__TracePacket *p, uint8_t **scratch, size_t *cap)
+{
+	size_t n = rvpf__trace_packet__get_packed_size(p);
+	if (n > *cap) {
+		uint8_t *b = realloc(*scratch, n);
+		if (!b)
+			return -ENOMEM;
+		*scratch = b;
+		*cap = n;
+	}
+	rvpf__trace_packet__pack(p, *scratch);
+	uint8_t hdr[11];
+	size_t h = 0;
+	hdr[h++] = 0x0a;
+	for (uint64_t v = n;; v >>= 7) {
+		hdr[h++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+		if (v < 0x80)
+			break;
+	}
+	if (fwrite(hdr, 1, h, f) != h || fwrite(*scratch, 1, n, f) != n)
+		return -EIO;
+	return 0;
+}
+
+static int slice(FILE *f, int type, uint64_t track, int64_t ts, int64_t iid, uint8_t **s,
+		 size_t *cap)
+{
+	Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+	Rvpf__TrackEvent te = RVPF__TRACK_EVENT__INIT;
+	p.has_timestamp = 1;
+	p.timestamp = (uint64_t)(ts < 0 ? 0 : ts);
+	p.has_trusted_packet_sequence_id = 1;
+	p.trusted_packet_sequence_id = 1;
+	p.has_sequence_flags = 1;
+	p.sequence_flags = 2;
+	te.has_type = 1;
+	te.type = type;
+	te.has_track_uuid = 1;
+	te.track_uuid = track;
+	if (iid >= 0) {
+		te.has_name_iid = 1;
+		te.name_iid = (uint64_t)iid;
+	}
+	p.track_event = &te;
+	return put_packet(f, &p, s, cap);
+}
+
+int rva_export_perfetto(FILE *f, const rva_trace *t)
+{
+	uint8_t *scratch = NULL;
+	size_t cap = 0;
+	int rc = 0;
+	int64_t *ends = NULL;
+	Rvpf__EventName *names = NULL, **nptr = NULL;
+	/* Track descriptors: uuid = thread index + 1. */
+	for (size_t i = 0; i < t->nthreads && rc == 0; i++) {
+		Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+		Rvpf__TrackDescriptor td = RVPF__TRACK_DESCRIPTOR__INIT;
+		Rvpf__ThreadDescriptor thd = RVPF__THREAD_DESCRIPTOR__INIT;
+		td.has_uuid = 1;
+		td.uuid = i + 1;
+		thd.has_pid = 1;
+		thd.pid = (int32_t)t->threads[i].pid;
+		thd.has_tid = 1;
+		thd.tid = (int32_t)t->threads[i].tid;
+		thd.thread_name = t->threads[i].name;
+		td.thread = &thd;
+		p.track_descriptor = &td;
+		p.has_trusted_packet_sequence_id = 1;
+		p.trusted_packet_sequence_id = 1;
+		rc = put_packet(f, &p, &scratch, &cap);
+	}
+	if (rc < 0)
+		goto out_free;
+	/* All names interned once, iid = method id + 1. */
+	names = calloc(t->nmethods + 1, sizeof(*names));
+	nptr = calloc(t->nmethods + 1, sizeof(*nptr));
+	if (!names || !nptr) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	for (size_t i = 0; i < t->nmethods; i++) {
+		rvpf__event_name__init(&names[i]);
+		names[i].has_iid = 1;
+		names[i].iid = i + 1;
+		names[i].name = t->names[i];
+		nptr[i] = &names[i];
+	}
+	{
+		Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+		Rvpf__InternedData id = RVPF__INTERNED_DATA__INIT;
+		id.n_event_names = t->nmethods;
+		id.event_names = nptr;
+		p.interned_data = &id;
+		p.has_trusted_packet_sequence_id = 1;
+		p.trusted_packet_sequence_id = 1;
+		p.has_sequence_flags = 1;
+		p.sequence_flags = 1;
+		p.has_timestamp = 1;
+		p.timestamp = (uint64_t)(t->start < 0 ? 0 : t->start);
+		if ((rc = put_packet(f, &p, &scratch, &cap)) < 0)
+			goto out_free;
+	}
+	for (size_t ti = 0; ti < t->nthreads && rc == 0; ti++) {
+		const rva_thread *th = &t->threads[ti];
+		free(ends);
+		ends = malloc((th->ncalls + 1) * sizeof(*ends));
+		if (!ends) {
+			rc = -ENOMEM;
+			break;
+		}
+		size_t n = 0;
+		for (size_t i = 0; i <= th->ncalls && rc == 0; i++) {
+			size_t d = i < th->ncalls ? th->calls[i].depth : 0;
+			while (n > d && rc == 0)
+				rc = slice(f, 2, ti + 1, ends[--n], -1, &scratch, &cap);
+			if (i == th->ncalls || rc < 0)
+				break;
+			rc = slice(f, 1, ti + 1, th->calls[i].start, th->calls[i].method + 1,
+				   &scratch, &cap);
+			ends[n++] = th->calls[i].end;
+		}
+	}
+out_free:
+	free(ends);
+	free(names);
+	free(nptr);
+	free(scratch);
+	if (rc == 0 && ferror(f))
+		rc = -EIO;
+	return rc;
+}

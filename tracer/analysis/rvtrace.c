@@ -1,0 +1,598 @@
+/*
+ * rvtrace.c — the rvtrace command-line tool: info, summary, tree,
+ * flamegraph, export and diff over any input librvanalysis imports.
+ *
+ * Output goes to stdout (or -o FILE); errors to stderr with exit status 1;
+ * usage errors exit 2.  All the work is in the library; this file only
+ * parses options and prints.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rearview/analysis.h"
+
+static const char usage_main[] =
+	"usage: rvtrace COMMAND [OPTIONS] FILE...\n"
+	"\n"
+	"Decode, analyse and convert method traces.  Inputs are detected by\n"
+	"content: Rearview captures (.rvt), Android .trace (v1-3, streaming),\n"
+	"Chrome Trace Event JSON, Perfetto protobuf, folded stacks, Nanoscope text.\n"
+	"\n"
+	"commands:\n"
+	"  info FILE          format, threads, methods, calls, time span\n"
+	"  summary FILE       top methods by self time, chains at the anomaly,\n"
+	"                     longest-running chains with signatures (--json)\n"
+	"  tree FILE          top-down call tree with percentages\n"
+	"  flamegraph FILE    interactive SVG flame graph\n"
+	"  export FILE        convert (--format F -o OUT)\n"
+	"  diff A B           methods whose self time changed, largest first\n"
+	"\n"
+	"`rvtrace COMMAND --help` describes each command.\n";
+
+static const char usage_info[] =
+	"usage: rvtrace info FILE\n"
+	"\n"
+	"Print the detected format, the time span, the thread list with call\n"
+	"counts, the number of distinct methods and of events dropped as damage\n"
+	"(unmatched exits, torn slots, malformed lines).\n";
+
+static const char usage_summary[] =
+	"usage: rvtrace summary [--top N] [--window MS] [--json] [--match P] FILE\n"
+	"\n"
+	"  --top N        rows in each table (default 20)\n"
+	"  --window MS    analyse only the last MS milliseconds before the anomaly\n"
+	"                 (or before the end of the trace when there is none)\n"
+	"  --json         machine-readable output; schema in tracer/RVTRACE.md\n"
+	"  --match P      also list calls matching the pattern P =\n"
+	"                 NAME[,NAME...][@MIN_MS]: names (globs) in order along the\n"
+	"                 chain, the last one the call itself, lasting >= MIN_MS\n"
+	"                 (a \"performance bug model\"); text output only\n"
+	"\n"
+	"Prints the methods with the most self time (calls, inclusive time with\n"
+	"recursion counted once, self time), the call chain running at the anomaly\n"
+	"on each thread, and the chains (distinct call paths) with the most self\n"
+	"time, each with its 64-bit signature (FNV-1a over normalized names, the\n"
+	"same on every device).  Times are microseconds, or samples for\n"
+	"aggregate-only inputs.\n";
+
+static const char usage_tree[] =
+	"usage: rvtrace tree [--threshold PCT] [--thread N] FILE\n"
+	"\n"
+	"       rvtrace tree --callers METHOD FILE\n"
+	"\n"
+	"  --threshold PCT  hide nodes under PCT % of the total (default 1)\n"
+	"  --thread N       only thread index N (see `rvtrace info`)\n"
+	"  --callers M      bottom-up instead: who calls method M (exact name),\n"
+	"                   with calls and inclusive time (recursion counted once)\n"
+	"\n"
+	"Top-down merged call tree: total %, self %, inclusive and self time,\n"
+	"method, calls; children sorted by inclusive time.\n";
+
+static const char usage_flame[] =
+	"usage: rvtrace flamegraph [-o OUT.svg] [--title T] FILE\n"
+	"\n"
+	"Writes a self-contained interactive SVG flame graph: click a frame to\n"
+	"zoom, Ctrl-F or the Search button to highlight by regex, hover for\n"
+	"tooltips.  No external resources are referenced.\n";
+
+static const char usage_export[] =
+	"usage: rvtrace export --format F [-o OUT] FILE\n"
+	"\n"
+	"formats:\n"
+	"  folded     one line per call path, self time in microseconds\n"
+	"  chrome     Chrome Trace Event JSON (\"X\" events)\n"
+	"  nanoscope  Nanoscope text of the first thread\n"
+	"  perfetto   Perfetto protobuf (opens in ui.perfetto.dev)\n"
+	"  speedscope speedscope JSON, evented profiles (www.speedscope.app)\n"
+	"  android    Android .trace v3 (Android Studio, traceview, dmtracedump)\n"
+	"  svg        the flame graph (same as `rvtrace flamegraph`)\n";
+
+static const char usage_diff[] =
+	"usage: rvtrace diff [--top N] A B\n"
+	"       rvtrace diff [--top N] A... -- B...\n"
+	"\n"
+	"Compares methods by name: self time in A and B and the delta B - A,\n"
+	"sorted by the size of the change.  With `--`, each side is a set of\n"
+	"traces analysed as one (e.g. a release's captures against the next).\n";
+
+static int die_usage(const char *u)
+{
+	fputs(u, stderr);
+	return 2;
+}
+
+static int want_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return 1;
+	return 0;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Imports a file.  On a terminal, inputs of 8 MiB or more show what is
+ * happening and how long it took, so long imports never look hung. */
+static int load(const char *path, rva_trace **t)
+{
+	rva_error err = {{0}};
+	struct stat st;
+	int show = isatty(STDERR_FILENO) && stat(path, &st) == 0 && st.st_size >= (8 << 20);
+	double t0 = mono_s();
+	if (show)
+		fprintf(stderr, "rvtrace: importing %s (%lld MiB)...", path,
+			(long long)(st.st_size >> 20));
+	int rc = rva_import_file(path, t, &err);
+	if (show)
+		fprintf(stderr, "\r\033[Krvtrace: imported %s in %.2f s\n", path, mono_s() - t0);
+	if (rc < 0)
+		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg[0] ? err.msg : strerror(-rc));
+	return rc;
+}
+
+static int parse_num(const char *s, double *out)
+{
+	char *e;
+	errno = 0;
+	double v = strtod(s, &e);
+	if (errno || *e || e == s || v < 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static double usec(const rva_trace *t, int64_t v)
+{
+	return t->weighted ? (double)v : (double)v / 1000.0;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+	if (want_help(argc, argv) || argc != 2)
+		return die_usage(usage_info);
+	rva_trace *t;
+	if (load(argv[1], &t) < 0)
+		return 1;
+	size_t calls = 0;
+	for (size_t i = 0; i < t->nthreads; i++)
+		calls += t->threads[i].ncalls;
+	printf("format:   %s\n", t->format);
+	printf("clock:    %s\n", t->weighted ? "sample weights" : "nanoseconds");
+	printf("span:     %" PRId64 " .. %" PRId64 " (%.3f %s)\n", t->start, t->end,
+	       usec(t, t->end - t->start), t->weighted ? "samples" : "us");
+	printf("methods:  %zu\ncalls:    %zu\ndropped:  %" PRIu64 "\n", t->nmethods, calls,
+	       t->dropped);
+	if (t->has_anomaly)
+		printf("anomaly:  %s at %" PRId64 "\n", t->anomaly_name ? t->anomaly_name : "",
+		       t->anomaly_ns);
+	printf("threads:  %zu\n", t->nthreads);
+	for (size_t i = 0; i < t->nthreads; i++)
+		printf("  [%zu] pid %u tid %u %s: %zu calls\n", i, t->threads[i].pid,
+		       t->threads[i].tid, t->threads[i].name ? t->threads[i].name : "",
+		       t->threads[i].ncalls);
+	rva_trace_free(t);
+	return 0;
+}
+
+/* --match NAME[,NAME...][@MIN_MS] */
+static int print_matches(const rva_trace *t, const char *spec)
+{
+	char buf[1024];
+	const char *names[32];
+	size_t n = 0;
+	double min_ms = 0;
+	if (strlen(spec) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", spec);
+	char *at = strrchr(buf, '@');
+	if (at) {
+		*at = '\0';
+		if (parse_num(at + 1, &min_ms) < 0)
+			return -1;
+	}
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok && n < 32; tok = strtok_r(NULL, ",", &save))
+		names[n++] = tok;
+	if (n == 0)
+		return -1;
+	rva_pattern p = {names, n, t->weighted ? (int64_t)min_ms : (int64_t)(min_ms * 1e6)};
+	rva_match m[20];
+	size_t total = rva_pattern_match(t, &p, m, 20);
+	printf("\npattern %s: %zu matching calls\n", spec, total);
+	for (size_t i = 0; i < total && i < 20; i++) {
+		const rva_call *c = &t->threads[m[i].thread].calls[m[i].call];
+		printf("  thread %u  at %" PRId64 "  %.3f %s  %s\n", t->threads[m[i].thread].tid,
+		       c->start, usec(t, c->end - c->start), t->weighted ? "samples" : "us",
+		       t->names[c->method]);
+	}
+	return 0;
+}
+
+static int cmd_summary(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"top", required_argument, NULL, 'n'}, {"window", required_argument, NULL, 'w'},
+		{"json", no_argument, NULL, 'j'},      {"match", required_argument, NULL, 'm'},
+		{"help", no_argument, NULL, 'h'},      {0}};
+	double top = 20, window = -1;
+	int json = 0, c;
+	const char *match = NULL;
+	while ((c = getopt_long(argc, argv, "n:w:jm:h", opts, NULL)) != -1) {
+		if (c == 'm') {
+			match = optarg;
+			continue;
+		}
+		if (c == 'n' && parse_num(optarg, &top) == 0)
+			continue;
+		if (c == 'w' && parse_num(optarg, &window) == 0)
+			continue;
+		if (c == 'j') {
+			json = 1;
+			continue;
+		}
+		return die_usage(usage_summary);
+	}
+	if (optind + 1 != argc)
+		return die_usage(usage_summary);
+	rva_trace *full, *t;
+	if (load(argv[optind], &full) < 0)
+		return 1;
+	t = full;
+	int64_t at = full->has_anomaly ? full->anomaly_ns : full->end;
+	if (window >= 0) {
+		int64_t w = full->weighted ? (int64_t)window : (int64_t)(window * 1e6);
+		t = rva_trace_slice(full, at - w, at + 1);
+		if (!t) {
+			fprintf(stderr, "rvtrace: out of memory\n");
+			rva_trace_free(full);
+			return 1;
+		}
+	}
+	rva_mstat *st = NULL;
+	rva_chains ch = {0};
+	size_t ntop = (size_t)top;
+	uint32_t *ids = calloc(ntop + 1, sizeof(*ids));
+	if (!ids || rva_method_stats(t, &st) < 0 || rva_chains_collect(t, ntop, &ch) < 0) {
+		fprintf(stderr, "rvtrace: out of memory\n");
+		free(ids);
+		free(st);
+		if (t != full)
+			rva_trace_free(t);
+		rva_trace_free(full);
+		return 1;
+	}
+	size_t n = rva_top_self(t, st, ids, ntop);
+	int rc = 0;
+	const char *unit = t->weighted ? "samples" : "us";
+	if (json) {
+		int64_t w = window < 0	     ? -1
+			    : full->weighted ? (int64_t)window
+					     : (int64_t)(window * 1e6);
+		if (rva_summary_json(stdout, full, w, ntop) < 0) {
+			fprintf(stderr, "rvtrace: cannot write the summary\n");
+			rc = 1;
+		}
+	} else {
+		printf("%s, %zu threads, %zu methods, span %.3f %s, %" PRIu64 " dropped\n\n",
+		       t->format, t->nthreads, t->nmethods, usec(t, t->end - t->start), unit,
+		       t->dropped);
+		printf("%10s %14s %14s  %s\n", "calls", "incl", "self", "method");
+		for (size_t i = 0; i < n; i++)
+			printf("%10" PRIu64 " %14.3f %14.3f  %s\n", st[ids[i]].calls,
+			       usec(t, st[ids[i]].incl), usec(t, st[ids[i]].self),
+			       t->names[ids[i]]);
+		if (full->has_anomaly) {
+			printf("\nanomaly %s at %" PRId64 "; chains running then:\n",
+			       full->anomaly_name ? full->anomaly_name : "", full->anomaly_ns);
+			for (size_t th = 0; th < full->nthreads; th++) {
+				uint32_t chain[256];
+				size_t d = rva_chain_at(full, th, at, chain, 256);
+				if (d > 256)
+					d = 256;
+				if (!d)
+					continue;
+				printf("  thread %u  sig %016" PRIx64 "\n", full->threads[th].tid,
+				       rva_signature(full, chain, d));
+				for (size_t k = 0; k < d; k++)
+					printf("    %*s%s\n", (int)k, "", full->names[chain[k]]);
+			}
+		}
+		if (match && print_matches(t, match) < 0) {
+			fprintf(stderr, "rvtrace: bad --match pattern '%s'\n", match);
+			rc = 2;
+		}
+		printf("\nchains by self time:\n");
+		for (size_t i = 0; i < ch.n && i < ntop; i++) {
+			const rva_chain *k = &ch.v[i];
+			printf("  %016" PRIx64 " %14.3f %s  ", k->signature, usec(t, k->self),
+			       unit);
+			for (size_t d = 0; d < k->depth; d++)
+				printf("%s%s", d ? ";" : "", t->names[k->methods[d]]);
+			putchar('\n');
+		}
+	}
+	free(ids);
+	free(st);
+	rva_chains_release(&ch);
+	if (t != full)
+		rva_trace_free(t);
+	rva_trace_free(full);
+	if (fflush(stdout) != 0)
+		return 1;
+	return rc;
+}
+
+/* Bottom-up view of one method; frees t. */
+static int print_callers(rva_trace *t, const char *name)
+{
+	int64_t m = rva_method_find(t, name);
+	if (m < 0) {
+		fprintf(stderr, "rvtrace: no method named '%s'\n", name);
+		rva_trace_free(t);
+		return 1;
+	}
+	rva_caller *v;
+	int64_t n = rva_callers(t, (uint32_t)m, &v);
+	if (n < 0) {
+		fprintf(stderr, "rvtrace: out of memory\n");
+		rva_trace_free(t);
+		return 1;
+	}
+	printf("callers of %s:\n%10s %14s  %s\n", name, "calls", t->weighted ? "incl" : "incl_us",
+	       "caller");
+	for (int64_t i = 0; i < n; i++)
+		printf("%10" PRIu64 " %14.3f  %s\n", v[i].calls, usec(t, v[i].incl),
+		       v[i].caller == UINT32_MAX ? "(root)" : t->names[v[i].caller]);
+	free(v);
+	rva_trace_free(t);
+	return 0;
+}
+
+static int cmd_tree(int argc, char **argv)
+{
+	static const struct option opts[] = {{"threshold", required_argument, NULL, 't'},
+					     {"thread", required_argument, NULL, 'T'},
+					     {"callers", required_argument, NULL, 'c'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	double pct = 1, thread = -1;
+	int c;
+	const char *callers = NULL;
+	while ((c = getopt_long(argc, argv, "t:T:c:h", opts, NULL)) != -1) {
+		if (c == 'c') {
+			callers = optarg;
+			continue;
+		}
+		if (c == 't' && parse_num(optarg, &pct) == 0)
+			continue;
+		if (c == 'T' && parse_num(optarg, &thread) == 0)
+			continue;
+		return die_usage(usage_tree);
+	}
+	if (optind + 1 != argc)
+		return die_usage(usage_tree);
+	rva_trace *t;
+	if (load(argv[optind], &t) < 0)
+		return 1;
+	if (callers)
+		return print_callers(t, callers);
+	rva_tree tr;
+	int rc = rva_tree_build(t, thread < 0 ? SIZE_MAX : (size_t)thread, &tr);
+	if (rc == 0) {
+		rc = rva_tree_print(stdout, t, &tr, pct);
+		rva_tree_release(&tr);
+	}
+	rva_trace_free(t);
+	if (rc < 0)
+		fprintf(stderr, "rvtrace: %s\n", strerror(-rc));
+	return rc < 0;
+}
+
+static FILE *open_out(const char *path)
+{
+	if (!path || strcmp(path, "-") == 0)
+		return stdout;
+	FILE *f = fopen(path, "w");
+	if (!f)
+		fprintf(stderr, "rvtrace: %s: %s\n", path, strerror(errno));
+	return f;
+}
+
+static int close_out(FILE *f)
+{
+	if (f == stdout)
+		return fflush(f) == 0 ? 0 : -EIO;
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+static int do_export(const char *fmt, const char *in, const char *outp, const char *title)
+{
+	rva_trace *t;
+	if (load(in, &t) < 0)
+		return 1;
+	FILE *f = open_out(outp);
+	int rc;
+	if (!f) {
+		rva_trace_free(t);
+		return 1;
+	}
+	if (strcmp(fmt, "folded") == 0)
+		rc = rva_export_folded(f, t);
+	else if (strcmp(fmt, "chrome") == 0)
+		rc = rva_export_chrome(f, t);
+	else if (strcmp(fmt, "nanoscope") == 0)
+		rc = rva_export_nanoscope(f, t, 0);
+	else if (strcmp(fmt, "speedscope") == 0)
+		rc = rva_export_speedscope(f, t);
+	else if (strcmp(fmt, "android") == 0)
+		rc = rva_export_android(f, t);
+	else if (strcmp(fmt, "perfetto") == 0)
+		rc = rva_export_perfetto(f, t);
+	else if (strcmp(fmt, "svg") == 0)
+		rc = rva_export_svg(f, t, title ? title : in);
+	else
+		rc = -EINVAL;
+	if (close_out(f) < 0 && rc == 0)
+		rc = -EIO;
+	rva_trace_free(t);
+	if (rc == -EINVAL) {
+		fprintf(stderr, "rvtrace: unknown export format '%s'\n", fmt);
+		return 2;
+	}
+	if (rc < 0)
+		fprintf(stderr, "rvtrace: export failed: %s\n", strerror(-rc));
+	return rc < 0;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
+					     {"output", required_argument, NULL, 'o'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	const char *fmt = NULL, *out = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+		if (c == 'f')
+			fmt = optarg;
+		else if (c == 'o')
+			out = optarg;
+		else
+			return die_usage(usage_export);
+	}
+	if (!fmt || optind + 1 != argc)
+		return die_usage(usage_export);
+	return do_export(fmt, argv[optind], out, NULL);
+}
+
+static int cmd_flamegraph(int argc, char **argv)
+{
+	static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+					     {"title", required_argument, NULL, 't'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	const char *out = NULL, *title = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "o:t:h", opts, NULL)) != -1) {
+		if (c == 'o')
+			out = optarg;
+		else if (c == 't')
+			title = optarg;
+		else
+			return die_usage(usage_flame);
+	}
+	if (optind + 1 != argc)
+		return die_usage(usage_flame);
+	return do_export("svg", argv[optind], out, title);
+}
+
+/* Loads files[0..n) into one trace. */
+static rva_trace *load_set(char **files, int n)
+{
+	rva_trace *all = NULL;
+	for (int i = 0; i < n; i++) {
+		rva_trace *t;
+		if (load(files[i], &t) < 0) {
+			rva_trace_free(all);
+			return NULL;
+		}
+		if (!all) {
+			all = t;
+			continue;
+		}
+		int rc = rva_trace_append(all, t);
+		rva_trace_free(t);
+		if (rc < 0) {
+			fprintf(stderr, "rvtrace: %s: %s\n", files[i],
+				rc == -EINVAL ? "cannot mix sample weights and times"
+					      : strerror(-rc));
+			rva_trace_free(all);
+			return NULL;
+		}
+	}
+	return all;
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"top", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {0}};
+	double top = 30;
+	int c;
+	while ((c = getopt_long(argc, argv, "+n:h", opts, NULL)) != -1) {
+		if (c == 'n' && parse_num(optarg, &top) == 0)
+			continue;
+		return die_usage(usage_diff);
+	}
+	int sep = -1;
+	for (int i = optind; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0)
+			sep = i;
+	if (sep < 0 && optind + 2 == argc)
+		sep = optind + 1; /* A B: an implicit separator between them */
+	else if (sep < 0 || sep == optind || sep == argc - 1)
+		return die_usage(usage_diff);
+	int b0 = strcmp(argv[sep], "--") == 0 ? sep + 1 : sep;
+	rva_trace *a = load_set(argv + optind, sep - optind);
+	rva_trace *b = a ? load_set(argv + b0, argc - b0) : NULL;
+	if (!a || !b) {
+		rva_trace_free(a);
+		return 1;
+	}
+	rva_delta *v;
+	int64_t n = rva_diff(a, b, &v);
+	if (n < 0) {
+		fprintf(stderr, "rvtrace: out of memory\n");
+	} else {
+		printf("%14s %14s %14s  %s\n", "self_a", "self_b", "delta", "method");
+		for (int64_t i = 0; i < n && i < (int64_t)top; i++)
+			printf("%14.3f %14.3f %+14.3f  %s\n", usec(a, v[i].self_a),
+			       usec(b, v[i].self_b), usec(a, v[i].delta), v[i].name);
+		free(v);
+	}
+	rva_trace_free(a);
+	rva_trace_free(b);
+	return n < 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return die_usage(usage_main);
+	const char *cmd = argv[1];
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+		const char *usage;
+	} cmds[] = {
+		{"info", cmd_info, usage_info},	      {"summary", cmd_summary, usage_summary},
+		{"tree", cmd_tree, usage_tree},	      {"flamegraph", cmd_flamegraph, usage_flame},
+		{"export", cmd_export, usage_export}, {"diff", cmd_diff, usage_diff},
+	};
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(cmd, cmds[i].name) == 0) {
+			if (want_help(argc - 1, argv + 1)) {
+				fputs(cmds[i].usage, stdout);
+				return 0;
+			}
+			return cmds[i].fn(argc - 1, argv + 1);
+		}
+	fprintf(stderr, "rvtrace: unknown command '%s'\n\n", cmd);
+	return die_usage(usage_main);
+}

@@ -1,0 +1,108 @@
+/*
+ * summary.c — the `rvtrace summary --json` document (schema
+ * rvtrace.summary.v1, tracer/RVTRACE.md), so the daemon, the server and the
+ * CLI write the same bytes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rearview/analysis.h"
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+int rva_summary_json(FILE *f, const rva_trace *full, int64_t window, size_t ntop)
+{
+	const rva_trace *t = full;
+	rva_trace *sliced = NULL;
+	int64_t at = full->has_anomaly ? full->anomaly_ns : full->end;
+	if (window >= 0) {
+		sliced = rva_trace_slice(full, at - window, at + 1);
+		if (!sliced)
+			return -ENOMEM;
+		t = sliced;
+	}
+	rva_mstat *st = NULL;
+	rva_chains ch = {0};
+	uint32_t *ids = calloc(ntop + 1, sizeof(*ids));
+	int rc = -ENOMEM;
+	if (!ids || rva_method_stats(t, &st) < 0 || rva_chains_collect(t, ntop, &ch) < 0)
+		goto out_free;
+	size_t n = rva_top_self(t, st, ids, ntop);
+	fprintf(f, "{\"schema\":\"rvtrace.summary.v1\",\"format\":");
+	json_str(f, t->format);
+	fprintf(f,
+		",\"unit\":\"%s\",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"dropped\":%" PRIu64
+		",\n\"anomaly\":",
+		t->weighted ? "samples" : "ns", t->start, t->end, t->dropped);
+	if (full->has_anomaly) {
+		fprintf(f, "{\"name\":");
+		json_str(f, full->anomaly_name ? full->anomaly_name : "");
+		fprintf(f, ",\"ns\":%" PRId64 "}", full->anomaly_ns);
+	} else {
+		fputs("null", f);
+	}
+	fprintf(f, ",\n\"top_self\":[");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s\n {\"method\":", i ? "," : "");
+		json_str(f, t->names[ids[i]]);
+		fprintf(f, ",\"calls\":%" PRIu64 ",\"incl\":%" PRId64 ",\"self\":%" PRId64 "}",
+			st[ids[i]].calls, st[ids[i]].incl, st[ids[i]].self);
+	}
+	fprintf(f, "],\n\"chains_at_anomaly\":[");
+	int first = 1;
+	for (size_t th = 0; th < full->nthreads; th++) {
+		uint32_t chain[256];
+		size_t d = rva_chain_at(full, th, at, chain, 256);
+		if (d == 0)
+			continue;
+		if (d > 256)
+			d = 256;
+		fprintf(f,
+			"%s\n {\"thread\":%zu,\"tid\":%u,\"signature\":\"%016" PRIx64
+			"\",\"frames\":[",
+			first ? "" : ",", th, full->threads[th].tid, rva_signature(full, chain, d));
+		for (size_t k = 0; k < d; k++) {
+			if (k)
+				fputc(',', f);
+			json_str(f, full->names[chain[k]]);
+		}
+		fprintf(f, "]}");
+		first = 0;
+	}
+	fprintf(f, "],\n\"chains\":[");
+	for (size_t i = 0; i < ch.n && i < ntop; i++) {
+		const rva_chain *k = &ch.v[i];
+		fprintf(f,
+			"%s\n {\"signature\":\"%016" PRIx64 "\",\"calls\":%" PRIu64
+			",\"incl\":%" PRId64 ",\"self\":%" PRId64 ",\"frames\":[",
+			i ? "," : "", k->signature, k->calls, k->incl, k->self);
+		for (size_t d = 0; d < k->depth; d++) {
+			if (d)
+				fputc(',', f);
+			json_str(f, t->names[k->methods[d]]);
+		}
+		fprintf(f, "]}");
+	}
+	fprintf(f, "]}\n");
+	rc = ferror(f) ? -EIO : 0;
+out_free:
+	free(ids);
+	free(st);
+	rva_chains_release(&ch);
+	rva_trace_free(sliced);
+	return rc;
+}

@@ -1,0 +1,503 @@
+/*
+ * textio.c — text importers and exporters (folded stacks, Nanoscope text,
+ * Chrome Trace Event JSON export), format detection and file loading.
+ *
+ * Importers treat input as untrusted: lines are bounded by the input, frame
+ * names by rva_method_intern's 64 KiB limit, stack depth by the model's
+ * limit; malformed lines are skipped and counted in t->dropped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rearview/analysis.h"
+
+#define MAX_FILE (1024ull * 1024 * 1024)
+
+__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* UTF-16 (with BOM) to UTF-8; surrogate pairs combined, lone ones → U+FFFD. */
+static uint8_t *utf16_to_utf8(const uint8_t *b, size_t len, int be, size_t *outlen)
+{
+	size_t n = len / 2;
+	uint8_t *o = malloc(n * 3 + 1);
+	size_t k = 0;
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t u = be ? (uint32_t)(b[2 * i] << 8 | b[2 * i + 1])
+				: (uint32_t)(b[2 * i] | b[2 * i + 1] << 8);
+		if (u >= 0xd800 && u < 0xdc00 && i + 1 < n) {
+			uint32_t l = be ? (uint32_t)(b[2 * i + 2] << 8 | b[2 * i + 3])
+					: (uint32_t)(b[2 * i + 2] | b[2 * i + 3] << 8);
+			if (l >= 0xdc00 && l < 0xe000) {
+				u = 0x10000 + ((u - 0xd800) << 10) + (l - 0xdc00);
+				i++;
+			} else {
+				u = 0xfffd;
+			}
+		} else if (u >= 0xd800 && u < 0xe000) {
+			u = 0xfffd;
+		}
+		if (u < 0x80) {
+			o[k++] = (uint8_t)u;
+		} else if (u < 0x800) {
+			o[k++] = (uint8_t)(0xc0 | u >> 6);
+			o[k++] = (uint8_t)(0x80 | (u & 0x3f));
+		} else if (u < 0x10000) {
+			o[k++] = (uint8_t)(0xe0 | u >> 12);
+			o[k++] = (uint8_t)(0x80 | ((u >> 6) & 0x3f));
+			o[k++] = (uint8_t)(0x80 | (u & 0x3f));
+		} else {
+			/* 4 bytes from 2 units: fits the 3-bytes-per-unit budget. */
+			o[k++] = (uint8_t)(0xf0 | u >> 18);
+			o[k++] = (uint8_t)(0x80 | ((u >> 12) & 0x3f));
+			o[k++] = (uint8_t)(0x80 | ((u >> 6) & 0x3f));
+			o[k++] = (uint8_t)(0x80 | (u & 0x3f));
+		}
+	}
+	*outlen = k;
+	return o;
+}
+
+/* Next line of [*p, end) without its LF/CRLF. */
+static int next_line(const char **p, const char *end, const char **ls, size_t *ll)
+{
+	if (*p >= end)
+		return 0;
+	const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+	const char *e = nl ? nl : end;
+	*ls = *p;
+	*ll = (size_t)(e - *p);
+	if (*ll && (*ls)[*ll - 1] == '\r')
+		(*ll)--;
+	*p = nl ? nl + 1 : end;
+	return 1;
+}
+
+int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+{
+	uint8_t *conv = NULL;
+	*out = NULL;
+	if (len >= 2 &&
+	    ((buf[0] == 0xff && buf[1] == 0xfe) || (buf[0] == 0xfe && buf[1] == 0xff))) {
+		conv = utf16_to_utf8(buf + 2, len - 2, buf[0] == 0xfe, &len);
+		if (!conv)
+			return fail(err, -ENOMEM, "out of memory");
+		buf = conv;
+	} else if (len >= 3 && buf[0] == 0xef && buf[1] == 0xbb && buf[2] == 0xbf) {
+		buf += 3;
+		len -= 3;
+	}
+	rva_trace *t = rva_trace_new();
+	int rc = -ENOMEM;
+	uint32_t *cur = NULL, *line_ids = NULL;
+	size_t ncur = 0, cap = 0;
+	if (!t || rva_thread_add(t, 0, 0, "all") < 0)
+		goto out_free;
+	t->weighted = 1;
+	t->format = "folded";
+	const char *p = (const char *)buf, *end = p + len, *ls;
+	size_t ll;
+	int64_t now = 0;
+	size_t good = 0;
+	while (next_line(&p, end, &ls, &ll)) {
+		const char *sp = NULL;
+		for (size_t i = ll; i-- > 0;)
+			if (ls[i] == ' ') {
+				sp = ls + i;
+				break;
+			}
+		if (ll == 0)
+			continue;
+		char *e;
+		char num[32];
+		size_t nl = sp ? (size_t)(ls + ll - sp - 1) : 0;
+		if (!sp || sp == ls || nl == 0 || nl >= sizeof(num)) {
+			t->dropped++;
+			continue;
+		}
+		memcpy(num, sp + 1, nl);
+		num[nl] = '\0';
+		errno = 0;
+		unsigned long long w = strtoull(num, &e, 10);
+		if (errno || *e || num[0] == '-' || w > (1ull << 40)) {
+			t->dropped++;
+			continue;
+		}
+		/* Frames of this line, interned. */
+		size_t n = 0;
+		for (const char *f = ls; f < sp;) {
+			const char *semi = memchr(f, ';', (size_t)(sp - f));
+			const char *fe = semi ? semi : sp;
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				uint32_t *a = realloc(line_ids, nc * sizeof(*a));
+				if (!a)
+					goto out_free;
+				line_ids = a;
+				uint32_t *b = realloc(cur, nc * sizeof(*b));
+				if (!b)
+					goto out_free;
+				cur = b;
+				cap = nc;
+			}
+			int64_t id = rva_method_intern(t, f, (size_t)(fe - f));
+			if (id < 0) {
+				rc = fail(err, (int)id, "frame name rejected");
+				goto out_free;
+			}
+			line_ids[n++] = (uint32_t)id;
+			f = semi ? semi + 1 : sp;
+		}
+		if (w == 0)
+			continue;
+		if (now > INT64_MAX - (int64_t)w) {
+			rc = fail(err, -E2BIG, "total weight overflows");
+			goto out_free;
+		}
+		/* Keep the common prefix with the previous line open, so sorted
+		 * input merges like a flame graph. */
+		size_t common = 0;
+		while (common < n && common < ncur && cur[common] == line_ids[common])
+			common++;
+		while (ncur > common) {
+			rva_exit(t, 0, RVA_ANY_METHOD, now);
+			ncur--;
+		}
+		for (size_t i = common; i < n; i++) {
+			if ((rc = rva_enter(t, 0, line_ids[i], now)) < 0) {
+				fail(err, rc, "cannot record frame");
+				goto out_free;
+			}
+			cur[ncur++] = line_ids[i];
+		}
+		now += (int64_t)w;
+		good++;
+	}
+	if (good == 0 && t->dropped) {
+		rc = fail(err, -EINVAL, "no valid folded line");
+		goto out_free;
+	}
+	rva_trace_finish(t, now);
+	*out = t;
+	t = NULL;
+	rc = 0;
+out_free:
+	if (rc == -ENOMEM)
+		fail(err, rc, "out of memory");
+	free(cur);
+	free(line_ids);
+	free(conv);
+	rva_trace_free(t);
+	return rc;
+}
+
+int rva_nanoscope_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+{
+	*out = NULL;
+	rva_trace *t = rva_trace_new();
+	int rc = -ENOMEM;
+	if (!t || rva_thread_add(t, 0, 0, "main") < 0)
+		goto out_free;
+	t->format = "nanoscope";
+	const char *p = (const char *)buf, *end = p + len, *ls;
+	size_t ll, good = 0;
+	int64_t last = 0;
+	while (next_line(&p, end, &ls, &ll)) {
+		if (ll == 0)
+			continue;
+		const char *colon = memchr(ls, ':', ll);
+		char num[24];
+		size_t nl = colon ? (size_t)(colon - ls) : 0;
+		if (!colon || nl == 0 || nl >= sizeof(num)) {
+			t->dropped++;
+			continue;
+		}
+		memcpy(num, ls, nl);
+		num[nl] = '\0';
+		char *e;
+		errno = 0;
+		long long ts = strtoll(num, &e, 10);
+		if (errno || *e || ts < 0) {
+			t->dropped++;
+			continue;
+		}
+		const char *name = colon + 1;
+		size_t namelen = ll - nl - 1;
+		if (namelen == 3 && memcmp(name, "POP", 3) == 0) {
+			rva_exit(t, 0, RVA_ANY_METHOD, ts);
+		} else {
+			if (namelen && name[0] == '+') {
+				name++;
+				namelen--;
+			}
+			int64_t id = rva_method_intern(t, name, namelen);
+			if (id < 0 || (rc = rva_enter(t, 0, (uint32_t)id, ts)) < 0) {
+				rc = fail(err, id < 0 ? (int)id : rc, "line rejected");
+				goto out_free;
+			}
+		}
+		last = ts;
+		good++;
+	}
+	if (good == 0) {
+		rc = fail(err, -EINVAL, "no Nanoscope event line");
+		goto out_free;
+	}
+	rva_trace_finish(t, last);
+	*out = t;
+	return 0;
+out_free:
+	if (rc == -ENOMEM)
+		fail(err, rc, "out of memory");
+	rva_trace_free(t);
+	return rc;
+}
+
+/* Two leading field-1 length-delimited records that fit, and binary bytes. */
+static int looks_perfetto(const uint8_t *b, size_t len)
+{
+	size_t pos = 0;
+	int bin = 0;
+	for (size_t i = 0; i < len && i < 64; i++)
+		bin |= b[i] < 0x09;
+	for (int k = 0; k < 2 && pos < len; k++) {
+		if (b[pos++] != 0x0a)
+			return 0;
+		uint64_t n = 0;
+		int shift = 0;
+		while (pos < len && (b[pos] & 0x80) && shift < 63) {
+			n |= (uint64_t)(b[pos++] & 0x7f) << shift;
+			shift += 7;
+		}
+		if (pos >= len)
+			return 0;
+		n |= (uint64_t)b[pos++] << shift;
+		if (n > len - pos)
+			return 0;
+		pos += (size_t)n;
+	}
+	return bin;
+}
+
+rva_format rva_detect(const uint8_t *buf, size_t len)
+{
+	if (len >= 8 && memcmp(buf, "RVCAP\0\r\n", 8) == 0)
+		return RVA_FMT_CAPTURE;
+	if ((len >= 9 && memcmp(buf, "*version\n", 9) == 0) ||
+	    (len >= 4 && memcmp(buf, "SLOW", 4) == 0))
+		return RVA_FMT_ANDROID;
+	if (looks_perfetto(buf, len))
+		return RVA_FMT_PERFETTO;
+	if (len >= 2 && ((buf[0] == 0xff && buf[1] == 0xfe) || (buf[0] == 0xfe && buf[1] == 0xff)))
+		return RVA_FMT_FOLDED;
+	size_t i = 0;
+	while (i < len && (buf[i] == '\n' || buf[i] == '\r' || buf[i] == ' ' || buf[i] == '\t'))
+		i++;
+	if (i < len && (buf[i] == '{' || buf[i] == '['))
+		return RVA_FMT_CHROME;
+	/* Vote over the first 32 lines: "<digits>:…" is Nanoscope, "… <digits>"
+	 * is folded; comments and junk lines abstain. */
+	int nano = 0, folded = 0;
+	for (int line = 0; line < 32 && i < len; line++) {
+		const uint8_t *nl = memchr(buf + i, '\n', len - i);
+		size_t e = nl ? (size_t)(nl - buf) : len, next = nl ? e + 1 : len;
+		if (e > i && buf[e - 1] == '\r')
+			e--;
+		size_t d = i;
+		while (d < e && buf[d] >= '0' && buf[d] <= '9')
+			d++;
+		if (d > i && d < e && buf[d] == ':')
+			nano++;
+		size_t k = e;
+		while (k > i && buf[k - 1] >= '0' && buf[k - 1] <= '9')
+			k--;
+		if (k < e && k > i + 1 && buf[k - 1] == ' ')
+			folded++;
+		i = next;
+	}
+	if (nano > folded)
+		return RVA_FMT_NANOSCOPE;
+	if (folded)
+		return RVA_FMT_FOLDED;
+	return RVA_FMT_UNKNOWN;
+}
+
+int rva_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+{
+	*out = NULL;
+	switch (rva_detect(buf, len)) {
+	case RVA_FMT_CAPTURE:
+		return rva_capture_decode(buf, len, out, err);
+	case RVA_FMT_FOLDED:
+		return rva_folded_import(buf, len, out, err);
+	case RVA_FMT_NANOSCOPE:
+		return rva_nanoscope_import(buf, len, out, err);
+	case RVA_FMT_PERFETTO:
+		return rva_perfetto_import(buf, len, out, err);
+	case RVA_FMT_CHROME:
+		return rva_chrome_import(buf, len, out, err);
+	case RVA_FMT_ANDROID:
+		return rva_android_import(buf, len, out, err);
+	default:
+		return fail(err, -EPROTONOSUPPORT, "unrecognized trace format");
+	}
+}
+
+int rva_import_file(const char *path, rva_trace **out, rva_error *err)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, -errno, "%s: %s", path, strerror(errno));
+	struct stat st;
+	int rc;
+	uint8_t *buf = NULL;
+	if (fstat(fd, &st) < 0) {
+		rc = fail(err, -errno, "%s: %s", path, strerror(errno));
+		goto out_close;
+	}
+	if ((unsigned long long)st.st_size > MAX_FILE) {
+		rc = fail(err, -EFBIG, "%s: larger than 1 GiB", path);
+		goto out_close;
+	}
+	size_t len = (size_t)st.st_size, got = 0;
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		rc = fail(err, -ENOMEM, "%s: out of memory", path);
+		goto out_close;
+	}
+	while (got < len) {
+		ssize_t r = read(fd, buf + got, len - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = fail(err, r < 0 ? -errno : -EIO, "%s: read failed", path);
+			goto out_free;
+		}
+		got += (size_t)r;
+	}
+	rc = rva_import(buf, len, out, err);
+out_free:
+	free(buf);
+out_close:
+	close(fd);
+	return rc;
+}
+
+/* ---- exports ---- */
+
+static void put_sanitized(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == ';' || *s == '\n' || *s == '\r' ? '_' : *s, f);
+}
+
+int rva_export_folded(FILE *f, const rva_trace *t)
+{
+	rva_chains ch;
+	int rc = rva_chains_collect(t, 0, &ch);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < ch.n; i++) {
+		const rva_chain *c = &ch.v[i];
+		long long v = t->weighted ? c->self : (c->self + 500) / 1000;
+		if (v <= 0)
+			continue;
+		for (size_t k = 0; k < c->depth; k++) {
+			if (k)
+				fputc(';', f);
+			put_sanitized(f, t->names[c->methods[k]]);
+		}
+		fprintf(f, " %lld\n", v);
+	}
+	rva_chains_release(&ch);
+	return ferror(f) ? -EIO : 0;
+}
+
+static void put_json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+int rva_export_chrome(FILE *f, const rva_trace *t)
+{
+	int first = 1;
+	fputs("[", f);
+	for (size_t ti = 0; ti < t->nthreads; ti++) {
+		const rva_thread *th = &t->threads[ti];
+		if (th->name) {
+			fprintf(f,
+				"%s\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
+				"\"args\":{\"name\":",
+				first ? "" : ",", th->pid, th->tid);
+			put_json_string(f, th->name);
+			fputs("}}", f);
+			first = 0;
+		}
+		for (size_t i = 0; i < th->ncalls; i++) {
+			const rva_call *c = &th->calls[i];
+			fprintf(f,
+				"%s\n{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%lld.%03lld,"
+				"\"dur\":%lld.%03lld,\"name\":",
+				first ? "" : ",", th->pid, th->tid, (long long)(c->start / 1000),
+				(long long)((c->start % 1000 + 1000) % 1000),
+				(long long)((c->end - c->start) / 1000),
+				(long long)((c->end - c->start) % 1000));
+			put_json_string(f, t->names[c->method]);
+			fputc('}', f);
+			first = 0;
+		}
+	}
+	fputs("\n]\n", f);
+	return ferror(f) ? -EIO : 0;
+}
+
+int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th)
+{
+	if (th >= t->nthreads)
+		return -EINVAL;
+	const rva_thread *tt = &t->threads[th];
+	int64_t *ends = malloc((tt->ncalls ? tt->ncalls : 1) * sizeof(*ends));
+	size_t n = 0;
+	if (!ends)
+		return -ENOMEM;
+	for (size_t i = 0; i <= tt->ncalls; i++) {
+		size_t d = i < tt->ncalls ? tt->calls[i].depth : 0;
+		while (n > d)
+			fprintf(f, "%lld:POP\n", (long long)ends[--n]);
+		if (i == tt->ncalls)
+			break;
+		const rva_call *c = &tt->calls[i];
+		fprintf(f, "%lld:", (long long)c->start);
+		for (const char *s = t->names[c->method]; *s; s++)
+			fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+		fputc('\n', f);
+		ends[n++] = c->end;
+	}
+	free(ends);
+	return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,365 @@
+/*
+ * rearview/analysis.h — librvanalysis: one in-memory model for every trace
+ * input (Rearview captures, folded stacks), the analyses run on it, and the
+ * exporters.  Prefix rva_.
+ *
+ * Model.  A trace holds a method table (interned names, ids 0..n-1) and
+ * threads.  Each thread is its call tree stored in pre-order: calls[] is
+ * sorted by entry, each call carries its depth, so the parent of call i is
+ * the nearest earlier call with depth one less.  Times are nanoseconds on
+ * one clock per trace; for aggregate-only inputs (folded stacks) `weighted`
+ * is set and the "times" are cumulative sample weights laid end to end.
+ *
+ * Errors.  Fallible functions return 0 (or a count / an id) on success and a
+ * negative errno on failure; functions taking an rva_error fill its message.
+ * Nothing here exits or prints except the explicit FILE * writers.
+ *
+ * Threads.  The library has no global state: different traces may be used
+ * on different threads at once, and a finished trace may be read (analysed,
+ * exported) by several threads concurrently; building or appending to a
+ * trace needs exclusive access.  Decoding is CPU work: never call it on an
+ * event-loop thread (use the libuv work queue).
+ */
+#ifndef REARVIEW_ANALYSIS_H
+#define REARVIEW_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A human-readable reason for the last failure of a call that takes one. */
+typedef struct rva_error {
+	char msg[256];
+} rva_error;
+
+/* One call.  end >= start.  depth 0 is a root. */
+typedef struct rva_call {
+	uint32_t method;
+	uint32_t depth;
+	int64_t start;
+	int64_t end;
+} rva_call;
+
+typedef struct rva_thread {
+	uint32_t pid;
+	uint32_t tid;
+	char *name;	 /* owned; may be NULL */
+	rva_call *calls; /* owned; pre-order */
+	size_t ncalls;
+	/* Builder state, private to the library. */
+	size_t cap;
+	uint32_t *stack; /* indices into calls of the open frames */
+	size_t sdepth;
+	size_t scap;
+	int64_t last_ts;
+} rva_thread;
+
+typedef struct rva_trace {
+	char **names; /* method names, owned; names[id] */
+	size_t nmethods;
+	rva_thread *threads; /* owned */
+	size_t nthreads;
+	int weighted;	    /* 1: times are sample weights, not ns */
+	int64_t start;	    /* earliest call start (valid after rva_trace_finish) */
+	int64_t end;	    /* latest call end */
+	const char *format; /* static string naming the input format */
+	int has_anomaly;
+	int64_t anomaly_ns; /* same clock as the calls */
+	char *anomaly_name; /* owned; may be NULL */
+	uint64_t dropped;   /* events ignored as damage (unmatched, torn) */
+	/* private */
+	uint32_t *hash;
+	size_t hcap;
+	size_t ncap;
+	size_t tcap;
+	size_t name_bytes;
+} rva_trace;
+
+/* ---- building (used by every importer; usable by callers too) ---- */
+
+/* Allocate an empty trace; NULL on ENOMEM.  Caller frees with rva_trace_free. */
+rva_trace *rva_trace_new(void);
+void rva_trace_free(rva_trace *t); /* NULL is a no-op */
+
+/* Intern a method name of len bytes (need not be NUL-terminated).
+ * Returns its id (>= 0), -ENOMEM, or -E2BIG (name > 64 KiB, > 16 Mi methods,
+ * or more than 256 MiB of names in total). */
+int64_t rva_method_intern(rva_trace *t, const char *name, size_t len);
+
+/* The id of an interned name, or -ENOENT. */
+int64_t rva_method_find(const rva_trace *t, const char *name);
+
+/* Add a thread; returns its index or -ENOMEM.  name may be NULL. */
+int64_t rva_thread_add(rva_trace *t, uint32_t pid, uint32_t tid, const char *name);
+
+/* Find a thread by tid, adding it when absent.  Returns its index. */
+int64_t rva_thread_get(rva_trace *t, uint32_t pid, uint32_t tid);
+
+/* Enter `method` on thread `th` at ts.  Timestamps going backwards are
+ * clamped to the thread's last timestamp.  0 or -ENOMEM / -EINVAL. */
+int rva_enter(rva_trace *t, size_t th, uint32_t method, int64_t ts);
+
+#define RVA_ANY_METHOD UINT32_MAX
+/* Exit at ts.  method RVA_ANY_METHOD pops the innermost frame.  A named
+ * method that is open deeper in the stack closes the frames above it at the
+ * same time first (AndroScope's dummy exits); a method not open at all, or an
+ * exit on an empty stack, is counted in t->dropped and ignored. */
+int rva_exit(rva_trace *t, size_t th, uint32_t method, int64_t ts);
+
+/* Close every still-open frame at end_ts (INT64_MIN: at the thread's last
+ * timestamp) and compute t->start / t->end.  Call once after building. */
+void rva_trace_finish(rva_trace *t, int64_t end_ts);
+
+/* Append src's threads (calls copied, method ids remapped by name) to a
+ * finished dst, for analysing a set of traces as one (e.g. diff of two sets).
+ * -EINVAL when one is weighted and the other is not; -ENOMEM. */
+int rva_trace_append(rva_trace *dst, const rva_trace *src);
+
+/* ---- per-method statistics ---- */
+
+typedef struct rva_mstat {
+	uint64_t calls;
+	int64_t incl; /* inclusive; a recursive call inside itself counts once */
+	int64_t self;
+} rva_mstat;
+
+/* Statistics of every method (array of t->nmethods, caller frees with free).
+ * 0 or -ENOMEM. */
+int rva_method_stats(const rva_trace *t, rva_mstat **out);
+
+/* Fill ids[0..n) with the method ids of the n largest self times (ties by
+ * id); returns n = min(max, methods with calls). */
+size_t rva_top_self(const rva_trace *t, const rva_mstat *st, uint32_t *ids, size_t max);
+
+/* ---- time windows and chains ---- */
+
+/* A new trace holding the calls overlapping [from, to), clipped to it.
+ * NULL on ENOMEM.  Caller frees with rva_trace_free. */
+rva_trace *rva_trace_slice(const rva_trace *t, int64_t from, int64_t to);
+
+/* The chain running on thread th at ts (root first): method ids into
+ * out[0..max).  Returns the chain depth (may exceed max: then truncated). */
+size_t rva_chain_at(const rva_trace *t, size_t th, int64_t ts, uint32_t *out, size_t max);
+
+/* Normalize a method name for signatures: a module path before "+0x" is cut
+ * to its basename (lib.so+0x12 stays), other hex addresses of 5+ digits
+ * become "0x?", " (deleted)" is dropped.  Writes a NUL-terminated string,
+ * truncated to outsz; returns the untruncated length. */
+size_t rva_normalize_name(const char *in, char *out, size_t outsz);
+
+/* Stable 64-bit FNV-1a over the normalized names of chain[0..n), each name
+ * followed by ';'.  The same chain gives the same value on every device. */
+uint64_t rva_signature(const rva_trace *t, const uint32_t *chain, size_t n);
+
+/* A distinct call path with its totals. */
+typedef struct rva_chain {
+	uint64_t signature;
+	uint32_t *methods; /* owned by the rva_chains, root first */
+	size_t depth;
+	uint64_t calls; /* calls of the deepest frame on this path */
+	int64_t self;	/* self time of the deepest frame, summed */
+	int64_t incl;	/* inclusive time of the deepest frame, summed */
+} rva_chain;
+
+typedef struct rva_chains {
+	rva_chain *v;
+	size_t n;
+	uint32_t *pool;
+} rva_chains;
+
+/* The distinct call paths of every thread with the most self time (the
+ * "longest-running chains"; slice first for a window), at most max of them
+ * (0 = all), sorted by self time descending then signature.  0 or -ENOMEM.
+ * Release with rva_chains_release. */
+int rva_chains_collect(const rva_trace *t, size_t max, rva_chains *out);
+void rva_chains_release(rva_chains *c);
+
+/* ---- signature patterns ("performance bug models") ---- */
+
+/* A pattern matches a call whose chain (root .. the call) contains the names
+ * in order (not necessarily adjacent; fnmatch globs), the last name matching
+ * the call itself, and whose duration is >= min_ns. */
+typedef struct rva_pattern {
+	const char *const *names;
+	size_t n;
+	int64_t min_ns;
+} rva_pattern;
+
+typedef struct rva_match {
+	size_t thread;
+	size_t call; /* index into threads[thread].calls */
+} rva_match;
+
+/* Up to max matches into out; returns the total number of matches. */
+size_t rva_pattern_match(const rva_trace *t, const rva_pattern *p, rva_match *out, size_t max);
+
+/* ---- views ---- */
+
+/* Merged top-down call tree: nodes[0] is a synthetic root (method
+ * UINT32_MAX); children linked by first_child / next_sibling (0 = none). */
+typedef struct rva_tnode {
+	uint32_t method;
+	uint32_t first_child;
+	uint32_t next_sibling;
+	uint32_t parent;
+	uint64_t calls;
+	int64_t incl;
+	int64_t self;
+} rva_tnode;
+
+typedef struct rva_tree {
+	rva_tnode *nodes;
+	size_t n;
+	size_t cap;
+} rva_tree;
+
+/* Build the merged tree of thread th, or of all threads (th = SIZE_MAX). */
+int rva_tree_build(const rva_trace *t, size_t th, rva_tree *out);
+void rva_tree_release(rva_tree *tr);
+
+/* rva_chains_collect over an already built merged tree of t. */
+int rva_chains_from_tree(const rva_trace *t, const rva_tree *tr, size_t max, rva_chains *out);
+
+/* Text call tree; nodes below pct % of the root total are omitted. */
+int rva_tree_print(FILE *f, const rva_trace *t, const rva_tree *tr, double pct);
+
+/* Bottom-up: the callers of `method` with the inclusive time (recursion
+ * once) and calls they account for.  caller UINT32_MAX = called as a root. */
+typedef struct rva_caller {
+	uint32_t caller;
+	uint64_t calls;
+	int64_t incl;
+} rva_caller;
+
+/* *out (caller frees) sorted by incl descending; returns the count or
+ * -ENOMEM. */
+int64_t rva_callers(const rva_trace *t, uint32_t method, rva_caller **out);
+
+/* Diff by method name: self-time delta b − a. */
+typedef struct rva_delta {
+	const char *name; /* borrowed from a or b */
+	int64_t self_a;
+	int64_t self_b;
+	int64_t delta;
+	uint64_t calls_a;
+	uint64_t calls_b;
+} rva_delta;
+
+/* *out (caller frees) sorted by |delta| descending; returns the count. */
+int64_t rva_diff(const rva_trace *a, const rva_trace *b, rva_delta **out);
+
+/* Writes the summary JSON document (schema "rvtrace.summary.v1", see
+ * tracer/RVTRACE.md) of t: top ntop methods by self time, the chains at the
+ * anomaly (or at the end), the top ntop chains.  window >= 0 restricts the
+ * tables to the last `window` (ns, or samples) before the anomaly / end.
+ * 0, -ENOMEM or -EIO. */
+int rva_summary_json(FILE *f, const rva_trace *t, int64_t window, size_t ntop);
+
+/* ---- inputs ---- */
+
+typedef enum rva_format {
+	RVA_FMT_UNKNOWN = 0,
+	RVA_FMT_CAPTURE,   /* Rearview .rvt (tracer/FORMAT.md) */
+	RVA_FMT_FOLDED,	   /* folded stacks */
+	RVA_FMT_NANOSCOPE, /* Nanoscope text */
+	RVA_FMT_CHROME,	   /* Chrome Trace Event JSON */
+	RVA_FMT_ANDROID,   /* Android .trace v1-3 and streaming 0xF2/0xF3 */
+	RVA_FMT_PERFETTO,  /* Perfetto protobuf trace */
+} rva_format;
+
+/* Guess the format of a buffer from its first bytes. */
+rva_format rva_detect(const uint8_t *buf, size_t len);
+
+/* Decode a Rearview capture (tracer/FORMAT.md) held in buf.  On success *out
+ * (caller frees) holds one thread, the symbolized method table, the anomaly
+ * if any; times are CLOCK_MONOTONIC ns.  -EINVAL (bad header / records),
+ * -E2BIG (limits), -ENOMEM, with err filled. */
+int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* Streaming summary of a capture: the same decoding as rva_capture_decode,
+ * but calls are aggregated as they close instead of stored, so memory is
+ * proportional to distinct methods, distinct chains and depth (plus 1 bit
+ * per slot while decoding).  trace holds the method table, the thread with
+ * no calls, the anomaly and start/end; stats[nmethods] and tree are as
+ * rva_method_stats and rva_tree_build would give on the decoded model. */
+typedef struct rva_summary {
+	rva_trace *trace;
+	rva_mstat *stats;
+	rva_tree tree;
+	uint32_t *anomaly_chain; /* method ids running at the anomaly, root first
+				  * (events at exactly that time applied); NULL
+				  * when the capture has no ANOMALY record */
+	size_t anomaly_depth;
+} rva_summary;
+
+int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err);
+void rva_summary_release(rva_summary *s); /* zeroes *s; safe on a zeroed one */
+
+/* Folded stacks (UTF-8 or UTF-16 with BOM, LF or CRLF); malformed lines are
+ * skipped and counted in dropped.  The result is weighted. */
+int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* Nanoscope text: "<ns>:<name>" enters (a leading '+' is allowed), "<ns>:POP"
+ * exits; one thread. */
+int rva_nanoscope_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* Android method trace (SOURCES.md §7.1-7.2): key section + data, a bare
+ * data section, or ART streaming.  Wall clock when there are two; µs → ns.
+ * Exits of frames entered before tracing open those frames at the thread's
+ * first timestamp; a file whose data section is unreadable imports as its
+ * thread list with dropped = 1. */
+int rva_android_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* Chrome Trace Event JSON, array or object form; truncated arrays are
+ * repaired; B/E and X slices become calls (µs → ns), other phases skipped. */
+int rva_chrome_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* Perfetto protobuf: SLICE_BEGIN/SLICE_END track events (inline or
+ * interned names), one thread per track, sorted by time; instants and
+ * counters skipped.  -EINVAL when no packet parses. */
+int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* Detect and import buf.  -EPROTONOSUPPORT for an unknown format. */
+int rva_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* Read a whole file (at most 1 GiB) and import it. */
+int rva_import_file(const char *path, rva_trace **out, rva_error *err);
+
+/* ---- outputs ---- */
+
+/* Folded stacks: one line per distinct path, self time in µs (weights for a
+ * weighted trace), names with ';' and newlines replaced by '_'. */
+int rva_export_folded(FILE *f, const rva_trace *t);
+
+/* Chrome Trace Event JSON (array form, "X" events, µs with ns fraction). */
+int rva_export_chrome(FILE *f, const rva_trace *t);
+
+/* Nanoscope text of thread th (enters "<ns>:<name>", exits "<ns>:POP"). */
+int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
+
+/* Perfetto protobuf: a TrackDescriptor per thread (uuid = index + 1), one
+ * interning packet (iid = method id + 1), BEGIN/END TrackEvents. */
+int rva_export_perfetto(FILE *f, const rva_trace *t);
+
+/* speedscope JSON, one evented profile per thread with calls (unit
+ * nanoseconds, or "none" for a weighted trace). */
+int rva_export_speedscope(FILE *f, const rva_trace *t);
+
+/* Android .trace v3, non-streaming, clock=dual (both clocks carry the wall
+ * time), 14-byte records in time order, thread ids 1..n, method ids
+ * (id + 1) << 2; names "pkg.Class.method(sig)" split into the columns.
+ * Times are µs since the first event. -E2BIG over 65535 threads. */
+int rva_export_android(FILE *f, const rva_trace *t);
+
+/* Self-contained interactive SVG flame graph of all threads (click to zoom,
+ * search, tooltips); names are XML-escaped.  title may be NULL. */
+int rva_export_svg(FILE *f, const rva_trace *t, const char *title);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
