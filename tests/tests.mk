@@ -17,3 +17,25 @@ $(OBJ)/tests/proto/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
 
 $(eval $(call rv_test,proto,frame,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(eval $(call rv_test,proto,messages,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+
+# Integration: librvtrace + librvanalysis on a real two-module process.
+# chain_app is instrumented in call mode and in inline mode; its second
+# module libchainmod.so is instrumented in call mode.
+ITEST := $(TBIN)/integration
+$(OBJ)/tests/integration/chain_%.o: CFLAGS += -O1 -finstrument-functions
+$(OBJ)/tests/integration/chain_app_inline.o: tests/integration/chain_app.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -O1 -finstrument-functions \
+	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
+$(ITEST)/libchainmod.so: $(OBJ)/tests/integration/chain_mod.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -o $@ $^ -L$(LIB) -lrvtrace
+$(ITEST)/chain_app_call: $(OBJ)/tests/integration/chain_app.o $(ITEST)/libchainmod.so $(LIBRVTRACE_SO)
+	$(CC) $(LDFLAGS) -o $@ $< -L$(ITEST) -lchainmod -L$(LIB) -lrvtrace
+$(ITEST)/chain_app_inline: $(OBJ)/tests/integration/chain_app_inline.o $(ITEST)/libchainmod.so $(LIBRVTRACE_SO)
+	$(CC) $(LDFLAGS) -o $@ $< -L$(ITEST) -lchainmod -L$(LIB) -lrvtrace
+
+$(OBJ)/tests/integration/test_capture_chain.o: CPPFLAGS += -Itracer/include \
+	-DRV_APP_DIR='"$(CURDIR)/$(ITEST)"' -DRV_LIB_DIR='"$(CURDIR)/$(LIB):$(CURDIR)/$(ITEST)"'
+$(eval $(call rv_test,integration,capture_chain,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(ITEST)/test_capture_chain: | $(ITEST)/chain_app_call $(ITEST)/chain_app_inline
