@@ -20,6 +20,8 @@ $(OBJ)/tests/server/%.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS) \
 	-DRVS_BIN='"$(BIN)/rearview-server"' -DRVS_SRCDIR='"$(CURDIR)"'
 
 
+$(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
+$(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVPROTO),$(SERVER_LIBS),1))
 $(eval $(call rv_test,server,integration,$(SERVER_CORE) $(LIBRVPROTO),-lcurl $(SERVER_LIBS)))
 $(TBIN)/server/test_integration: | $(BIN)/rearview-server
 
@@ -37,3 +39,5 @@ $(BUILD)/fuzz/server_upload: tests/fuzz/server_upload.c server/src/upload.c $(PR
 fuzz: $(FUZZ)
 
 
+$(eval $(call rv_test,server,fuzz_http,$(OBJ)/server/src/http.o,-lhttp_parser))
+$(eval $(call rv_test,server,fuzz_upload,$(OBJ)/server/src/upload.o $(LIBRVPROTO),$(PROTOBUF_LIBS)))

@@ -255,6 +255,7 @@ int rvs_init_dir(const char *dir)
 	    (rc = rvs_pbkdf2(password, salt, sizeof salt, ADMIN_PBKDF2_ITERATIONS, hash)))
 		goto free_keys;
 	snprintf(db_path, sizeof db_path, "%s/rearview.db", absdir);
+	umask(077); /* the database holds token and password hashes */
 	if ((rc = rvs_store_sqlite.open(db_path, &st)))
 		goto free_keys;
 	rc = rvs_store_sqlite.admin_put(st, "admin", ADMIN_PBKDF2_ITERATIONS, salt, sizeof salt,
