@@ -591,48 +591,81 @@ static void test_integration_huge_header_gets_431(void **state)
 	free(hdr);
 }
 
-/* A TLS client that sends its request one byte per second. */
-static void test_integration_slowloris_is_cut_off(void **state)
-{
-	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-				  "User-Agent: slowloris/1.0 (one byte per second)\r\n"
-				  "Accept: */*\r\n\r\n";
+/* A blocking mbedTLS client, for requests libcurl cannot send slowly. */
+struct tls {
 	mbedtls_net_context net;
 	mbedtls_ssl_context ssl;
 	mbedtls_ssl_config conf;
 	mbedtls_x509_crt ca;
 	mbedtls_entropy_context ent;
 	mbedtls_ctr_drbg_context drbg;
-	char port[16];
-	size_t sent = 0;
-	int cut = 0, r;
+};
 
-	mbedtls_net_init(&net);
-	mbedtls_ssl_init(&ssl);
-	mbedtls_ssl_config_init(&conf);
-	mbedtls_x509_crt_init(&ca);
-	mbedtls_entropy_init(&ent);
-	mbedtls_ctr_drbg_init(&drbg);
-	assert_int_equal(mbedtls_ctr_drbg_seed(&drbg, mbedtls_entropy_func, &ent, NULL, 0), 0);
-	assert_int_equal(mbedtls_x509_crt_parse_file(&ca, g_ca), 0);
+static void tls_connect(struct tls *t)
+{
+	char port[16];
+	int r;
+
+	mbedtls_net_init(&t->net);
+	mbedtls_ssl_init(&t->ssl);
+	mbedtls_ssl_config_init(&t->conf);
+	mbedtls_x509_crt_init(&t->ca);
+	mbedtls_entropy_init(&t->ent);
+	mbedtls_ctr_drbg_init(&t->drbg);
+	assert_int_equal(mbedtls_ctr_drbg_seed(&t->drbg, mbedtls_entropy_func, &t->ent, NULL, 0),
+			 0);
+	assert_int_equal(mbedtls_x509_crt_parse_file(&t->ca, g_ca), 0);
 	snprintf(port, sizeof port, "%d", g_port);
-	assert_int_equal(mbedtls_net_connect(&net, "127.0.0.1", port, MBEDTLS_NET_PROTO_TCP), 0);
-	assert_int_equal(mbedtls_ssl_config_defaults(&conf, MBEDTLS_SSL_IS_CLIENT,
+	assert_int_equal(mbedtls_net_connect(&t->net, "127.0.0.1", port, MBEDTLS_NET_PROTO_TCP), 0);
+	assert_int_equal(mbedtls_ssl_config_defaults(&t->conf, MBEDTLS_SSL_IS_CLIENT,
 						     MBEDTLS_SSL_TRANSPORT_STREAM,
 						     MBEDTLS_SSL_PRESET_DEFAULT),
 			 0);
-	mbedtls_ssl_conf_ca_chain(&conf, &ca, NULL);
-	mbedtls_ssl_conf_authmode(&conf, MBEDTLS_SSL_VERIFY_REQUIRED);
-	mbedtls_ssl_conf_rng(&conf, mbedtls_ctr_drbg_random, &drbg);
-	assert_int_equal(mbedtls_ssl_setup(&ssl, &conf), 0);
-	assert_int_equal(mbedtls_ssl_set_hostname(&ssl, "localhost"), 0);
-	mbedtls_ssl_set_bio(&ssl, &net, mbedtls_net_send, mbedtls_net_recv, NULL);
-	while ((r = mbedtls_ssl_handshake(&ssl)) != 0)
+	mbedtls_ssl_conf_ca_chain(&t->conf, &t->ca, NULL);
+	mbedtls_ssl_conf_authmode(&t->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
+	mbedtls_ssl_conf_rng(&t->conf, mbedtls_ctr_drbg_random, &t->drbg);
+	assert_int_equal(mbedtls_ssl_setup(&t->ssl, &t->conf), 0);
+	assert_int_equal(mbedtls_ssl_set_hostname(&t->ssl, "localhost"), 0);
+	mbedtls_ssl_set_bio(&t->ssl, &t->net, mbedtls_net_send, mbedtls_net_recv, NULL);
+	while ((r = mbedtls_ssl_handshake(&t->ssl)) != 0)
 		assert_true(r == MBEDTLS_ERR_SSL_WANT_READ || r == MBEDTLS_ERR_SSL_WANT_WRITE);
+}
 
+static void tls_write(struct tls *t, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	while (len > 0) {
+		int n = mbedtls_ssl_write(&t->ssl, p, len);
+		assert_true(n > 0);
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void tls_free(struct tls *t)
+{
+	mbedtls_ssl_free(&t->ssl);
+	mbedtls_ssl_config_free(&t->conf);
+	mbedtls_x509_crt_free(&t->ca);
+	mbedtls_net_free(&t->net);
+	mbedtls_ctr_drbg_free(&t->drbg);
+	mbedtls_entropy_free(&t->ent);
+}
+
+/* A TLS client that sends its request one byte per second. */
+static void test_integration_slowloris_is_cut_off(void **state)
+{
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+				  "User-Agent: slowloris/1.0 (one byte per second)\r\n"
+				  "Accept: */*\r\n\r\n";
+	struct tls t;
+	size_t sent = 0;
+	int cut = 0, r;
+
+	tls_connect(&t);
 	while (sent < sizeof req - 1) {
-		struct pollfd p = {.fd = net.fd, .events = POLLIN};
-		if (mbedtls_ssl_write(&ssl, (const unsigned char *)req + sent, 1) != 1) {
+		struct pollfd p = {.fd = t.net.fd, .events = POLLIN};
+		if (mbedtls_ssl_write(&t.ssl, (const unsigned char *)req + sent, 1) != 1) {
 			cut = 1;
 			break;
 		}
@@ -640,7 +673,7 @@ static void test_integration_slowloris_is_cut_off(void **state)
 		/* The pause between bytes; readable early means the server acted. */
 		if (poll(&p, 1, 1000) > 0) {
 			unsigned char buf[256];
-			r = mbedtls_ssl_read(&ssl, buf, sizeof buf);
+			r = mbedtls_ssl_read(&t.ssl, buf, sizeof buf);
 			/* Any answer but a closed connection would be wrong. */
 			assert_true(r <= 0);
 			cut = 1;
@@ -649,12 +682,7 @@ static void test_integration_slowloris_is_cut_off(void **state)
 	}
 	assert_true(cut);
 	assert_true(sent < sizeof req - 1);
-	mbedtls_ssl_free(&ssl);
-	mbedtls_ssl_config_free(&conf);
-	mbedtls_x509_crt_free(&ca);
-	mbedtls_net_free(&net);
-	mbedtls_ctr_drbg_free(&drbg);
-	mbedtls_entropy_free(&ent);
+	tls_free(&t);
 }
 
 static void test_integration_connection_limit_refuses_then_recovers(void **state)
@@ -691,14 +719,57 @@ static void test_integration_connection_limit_refuses_then_recovers(void **state
 	assert_true(ok);
 }
 
-static void test_integration_sigterm_exits_cleanly(void **state)
+static int log_has(const char *needle)
 {
-	int st;
+	char path[512];
+	static char buf[1 << 20];
+	snprintf(path, sizeof path, "%s/server.log", g_dir);
+	return slurp(path, buf, sizeof buf) > 0 && strstr(buf, needle) != NULL;
+}
+
+/* SIGTERM while a request is half sent: new connections are refused, the
+ * in-flight request is still answered (Connection: close), then exit 0. */
+static void test_integration_sigterm_drains_in_flight_request(void **state)
+{
+	char *tok = enroll("drain");
+	size_t len, got = 0;
+	uint8_t *env = envelope(9, "drain.app", "m", 64, &len);
+	char head[512], reply[4096];
+	struct tls t;
+	struct resp r;
+	int st, n;
+
+	tls_connect(&t);
+	n = snprintf(head, sizeof head,
+		     "POST /v1/uploads HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+		     "Content-Type: application/x-protobuf\r\nContent-Length: %zu\r\n\r\n",
+		     tok, len);
+	tls_write(&t, head, (size_t)n);
+	tls_write(&t, env, len / 2);
 	assert_int_equal(kill(g_pid, SIGTERM), 0);
+	for (int i = 0; i < 1200 && !log_has("msg=\"draining\""); i++)
+		usleep(50000);
+	assert_true(log_has("msg=\"draining\""));
+	http(NULL, "GET", "/metrics", NULL, NULL, 0, NULL, &r);
+	assert_int_not_equal(r.rc, CURLE_OK);
+	resp_free(&r);
+	tls_write(&t, env + len / 2, len - len / 2);
+	while (got < sizeof reply - 1) {
+		n = mbedtls_ssl_read(&t.ssl, (unsigned char *)reply + got, sizeof reply - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	reply[got] = '\0';
+	assert_true(strncmp(reply, "HTTP/1.1 200 ", 13) == 0);
+	assert_non_null(strstr(reply, "Connection: close\r\n"));
+	tls_free(&t);
 	assert_int_equal(waitpid(g_pid, &st, 0), g_pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	g_pid = -1;
+	free(env);
+	free(tok);
 }
 
 int main(void)
@@ -718,7 +789,7 @@ int main(void)
 		cmocka_unit_test(test_integration_huge_header_gets_431),
 		cmocka_unit_test(test_integration_slowloris_is_cut_off),
 		cmocka_unit_test(test_integration_connection_limit_refuses_then_recovers),
-		cmocka_unit_test(test_integration_sigterm_exits_cleanly),
+		cmocka_unit_test(test_integration_sigterm_drains_in_flight_request),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
