@@ -23,7 +23,9 @@ $(OBJ)/tests/server/%.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS) \
 $(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
 $(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVPROTO),$(SERVER_LIBS),1))
 $(eval $(call rv_test,server,integration,$(SERVER_CORE) $(LIBRVPROTO),-lcurl $(SERVER_LIBS)))
-$(TBIN)/server/test_integration: | $(BIN)/rearview-server
+$(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVPROTO),-lcurl $(SERVER_LIBS),1))
+$(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
+$(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
 
 # Fuzz targets (libFuzzer, clang): `make fuzz` builds them into build/fuzz.
 # `make check` replays their corpora deterministically (test_fuzz_*).

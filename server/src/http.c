@@ -131,7 +131,9 @@ static int on_headers_complete(http_parser *p)
 	if (p->content_length != ULLONG_MAX && p->content_length > 0) {
 		if (p->content_length > h->max_body)
 			return fail(h, 413, "request body too large");
-		h->body_cap = (size_t)p->content_length;
+		/* Reserve up to 1 MiB now and grow as bytes really arrive, so a
+		 * client that only announces a large body costs little. */
+		h->body_cap = p->content_length < (1u << 20) ? (size_t)p->content_length : 1u << 20;
 		h->req.body = malloc(h->body_cap);
 		if (!h->req.body)
 			return fail(h, 503, "out of memory");
