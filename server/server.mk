@@ -43,3 +43,9 @@ fuzz: $(FUZZ)
 
 $(eval $(call rv_test,server,fuzz_http,$(OBJ)/server/src/http.o,-lhttp_parser))
 $(eval $(call rv_test,server,fuzz_upload,$(OBJ)/server/src/upload.o $(LIBRVPROTO),$(PROTOBUF_LIBS)))
+
+# `make bench`: the upload load generator against the real binary.
+$(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(LIBRVPROTO) | $(BIN)/rearview-server
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl $(PROTOBUF_LIBS)
+BENCHES += $(TBIN)/server/bench_upload

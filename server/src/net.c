@@ -30,6 +30,8 @@
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
+#define MAX_WRITE_QUEUE (4u << 20)
+
 struct rvs_server {
 	uv_loop_t *loop;
 	uv_tcp_t listener;
@@ -368,6 +370,12 @@ void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 		return;
 	}
 	rvs_http_next(&c->http);
+	/* A client that pipelines requests but never reads the answers would
+	 * make us queue responses without bound: drop it instead. */
+	if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > MAX_WRITE_QUEUE) {
+		really_close(c);
+		return;
+	}
 	if (!keep) {
 		conn_end(c, 1);
 		return;
