@@ -70,6 +70,9 @@ static void pick_target(struct rvs_http *h)
 	} else if (strcasecmp(h->field, "if-none-match") == 0) {
 		h->target = h->req.inm;
 		h->target_cap = sizeof h->req.inm;
+	} else if (strcasecmp(h->field, "expect") == 0) {
+		h->target = h->expect;
+		h->target_cap = sizeof h->expect;
 	}
 	if (h->target)
 		h->target[0] = '\0';
@@ -128,6 +131,8 @@ static int on_headers_complete(http_parser *p)
 	if (q)
 		*q = '\0';
 	h->req.method = (enum http_method)p->method;
+	h->req.expect_continue = strcasecmp(h->expect, "100-continue") == 0;
+	h->headers_done = 1;
 	if (p->content_length != ULLONG_MAX && p->content_length > 0) {
 		if (p->content_length > h->max_body)
 			return fail(h, 413, "request body too large");
@@ -191,6 +196,8 @@ static void reset_request(struct rvs_http *h)
 	h->header_bytes = 0;
 	h->body_cap = 0;
 	h->began = 0;
+	h->headers_done = 0;
+	h->expect[0] = '\0';
 	h->complete = 0;
 	h->field_len = 0;
 	h->field_over = 0;

@@ -64,7 +64,8 @@ struct rvs_conn {
 	size_t pt_len, pt_off;
 	struct rvs_http http;
 	int handles;
-	unsigned handshake_done : 1, busy : 1, closing : 1, ending : 1, peer_gone : 1, in_drive : 1;
+	unsigned handshake_done : 1, busy : 1, closing : 1, ending : 1, peer_gone : 1, in_drive : 1,
+		continue_sent : 1;
 };
 
 struct wbuf {
@@ -370,6 +371,7 @@ void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 		return;
 	}
 	rvs_http_next(&c->http);
+	c->continue_sent = 0;
 	/* A client that pipelines requests but never reads the answers would
 	 * make us queue responses without bound: drop it instead. */
 	if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > MAX_WRITE_QUEUE) {
@@ -419,6 +421,17 @@ static void drive(struct rvs_conn *c)
 			c->pt_off += (size_t)k;
 			if (!began && c->http.began)
 				arm(c, c->srv->cfg->request_timeout_ms);
+			/* The body is within limits (else the parser failed): tell a
+			 * client waiting on Expect: 100-continue to send it. */
+			if (c->http.headers_done && c->http.req.expect_continue &&
+			    !c->http.complete && !c->continue_sent) {
+				static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+				c->continue_sent = 1;
+				if (ssl_write_all(c, cont, sizeof cont - 1)) {
+					really_close(c);
+					break;
+				}
+			}
 			if (c->http.complete)
 				dispatch(c);
 			continue;

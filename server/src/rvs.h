@@ -72,15 +72,17 @@ struct rvs_http_req {
 	uint8_t *body;	 /* owned; freed by rvs_http_next/release */
 	size_t body_len;
 	int keep_alive;
+	int expect_continue; /* "Expect: 100-continue" was sent */
 };
 struct rvs_http {
 	http_parser p;
 	struct rvs_http_req req;
 	size_t max_header, max_body;
 	size_t header_bytes, body_cap;
-	int began;    /* a request's first byte has arrived */
-	int complete; /* a whole request is ready; parser paused */
-	int status;   /* on error: 400, 413, 431 or 501 */
+	int began;	  /* a request's first byte has arrived */
+	int headers_done; /* the current request's headers are complete */
+	int complete;	  /* a whole request is ready; parser paused */
+	int status;	  /* on error: 400, 413, 431 or 501 */
 	const char *reason;
 	/* header being parsed */
 	char field[32];
@@ -89,7 +91,8 @@ struct rvs_http {
 	int last_was_value;
 	size_t url_len;
 	int url_over;
-	char *target; /* buffer the current value goes to, or NULL */
+	char expect[32]; /* the Expect header */
+	char *target;	 /* buffer the current value goes to, or NULL */
 	size_t target_cap;
 };
 void rvs_http_init(struct rvs_http *h, size_t max_header, size_t max_body);

@@ -20,6 +20,7 @@ static void test_http_pipelined_requests_come_one_at_a_time(void **state)
 {
 	static const char in[] = "POST /v1/uploads?x=../../etc HTTP/1.1\r\nHost: a\r\n"
 				 "Authorization: Bearer abcdefghijklmnop\r\n"
+				 "Expect: 100-continue\r\n"
 				 "Content-Length: 5\r\n\r\nhello"
 				 "GET /v1/policy HTTP/1.1\r\nIf-None-Match: \"e1\"\r\n\r\n";
 	struct rvs_http h;
@@ -36,6 +37,7 @@ static void test_http_pipelined_requests_come_one_at_a_time(void **state)
 	assert_int_equal(h.req.body_len, 5);
 	assert_memory_equal(h.req.body, "hello", 5);
 	assert_true(h.req.keep_alive);
+	assert_true(h.req.expect_continue);
 	off += (size_t)n;
 	rvs_http_next(&h);
 	n = rvs_http_feed(&h, in + off, sizeof in - 1 - off);
@@ -45,6 +47,7 @@ static void test_http_pipelined_requests_come_one_at_a_time(void **state)
 	assert_string_equal(h.req.path, "/v1/policy");
 	assert_string_equal(h.req.inm, "\"e1\"");
 	assert_string_equal(h.req.auth, "");
+	assert_false(h.req.expect_continue);
 	rvs_http_release(&h);
 }
 

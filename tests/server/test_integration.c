@@ -467,6 +467,27 @@ static void test_integration_malformed_protobuf_gets_400_with_reason(void **stat
 	free(tok);
 }
 
+static void test_integration_expect_100_continue_is_answered(void **state)
+{
+	char *tok = enroll("expect");
+	size_t len;
+	uint8_t *env = envelope(11, "expect.app", "m", 2000, &len);
+	CURL *h = curl_easy_init();
+	struct resp r;
+
+	/* Were the server silent, curl would wait 10 minutes for the interim
+	 * response and the request's 60 s timeout would fail it. */
+	curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 600000L);
+	http(h, "POST", "/v1/uploads", tok, env, len, "Expect: 100-continue", &r);
+	assert_int_equal(r.rc, CURLE_OK);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.hdrs, "HTTP/1.1 100 Continue"));
+	resp_free(&r);
+	curl_easy_cleanup(h);
+	free(env);
+	free(tok);
+}
+
 static void test_integration_keep_alive_reuses_connection(void **state)
 {
 	CURL *h = curl_easy_init();
@@ -781,6 +802,7 @@ int main(void)
 		cmocka_unit_test(test_integration_wrong_enrolment_secret_gets_403),
 		cmocka_unit_test(test_integration_oversized_body_gets_413),
 		cmocka_unit_test(test_integration_malformed_protobuf_gets_400_with_reason),
+		cmocka_unit_test(test_integration_expect_100_continue_is_answered),
 		cmocka_unit_test(test_integration_keep_alive_reuses_connection),
 		cmocka_unit_test(test_integration_policy_etag_gives_304),
 		cmocka_unit_test(test_integration_rate_limit_gives_429_with_retry_after),
