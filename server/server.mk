@@ -24,6 +24,7 @@ $(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
 $(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVPROTO),$(SERVER_LIBS),1))
 $(eval $(call rv_test,server,integration,$(SERVER_CORE) $(LIBRVPROTO),-lcurl $(SERVER_LIBS)))
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVPROTO),-lcurl $(SERVER_LIBS),1))
+$(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
 
