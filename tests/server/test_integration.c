@@ -576,6 +576,27 @@ static void test_integration_sql_injection_is_stored_verbatim(void **state)
 	free(tok);
 }
 
+static void test_integration_control_chars_and_bad_utf8_get_400(void **state)
+{
+	static const char *const evil[] = {"app\x1b[31m<script>alert(1)</script>", "app\xc0\xaf",
+					   "line\nbreak"};
+	char *tok = enroll("evil-chars");
+	for (size_t i = 0; i < sizeof evil / sizeof evil[0]; i++) {
+		size_t len;
+		uint8_t *env = envelope((uint8_t)(40 + i), evil[i], "m", 0, &len);
+		struct resp r;
+		Rearview__Error *err;
+		http(NULL, "POST", "/v1/uploads", tok, env, len, NULL, &r);
+		assert_int_equal(r.code, 400);
+		err = error_of(&r);
+		assert_non_null(strstr(err->message, "app field"));
+		rearview__error__free_unpacked(err, NULL);
+		resp_free(&r);
+		free(env);
+	}
+	free(tok);
+}
+
 static void test_integration_path_traversal_gets_404(void **state)
 {
 	static const char *const paths[] = {
@@ -807,6 +828,7 @@ int main(void)
 		cmocka_unit_test(test_integration_policy_etag_gives_304),
 		cmocka_unit_test(test_integration_rate_limit_gives_429_with_retry_after),
 		cmocka_unit_test(test_integration_sql_injection_is_stored_verbatim),
+		cmocka_unit_test(test_integration_control_chars_and_bad_utf8_get_400),
 		cmocka_unit_test(test_integration_path_traversal_gets_404),
 		cmocka_unit_test(test_integration_huge_header_gets_431),
 		cmocka_unit_test(test_integration_slowloris_is_cut_off),
