@@ -434,6 +434,9 @@ static void job_done(uv_work_t *w, int status)
 	if (j->err) {
 		struct rvs_header h = {"Cache-Control", "no-store"};
 		m->errors[j->err - 1]++;
+		if (j->status >= 500)
+			rvs_log("error", "msg=\"request failed\" path=%s status=%d reason=\"%s\"",
+				j->req->path, j->status, j->reason);
 		respond_error(j->conn, j->status, j->code, j->reason, &h, 1);
 	} else if (j->kind == JOB_POLICY) {
 		struct rvs_header h[2] = {{"ETag", j->etag}, {"Cache-Control", "no-cache"}};
