@@ -30,6 +30,7 @@ struct bucket {
 	double tokens;
 	uint64_t last_ms;
 	int used;
+	int known; /* a token that has authenticated (or was just issued) */
 };
 
 struct rvs_api {
@@ -51,6 +52,7 @@ struct rvs_api {
 	int life_rc;
 	uint64_t start_depth;
 	struct bucket buckets[N_BUCKETS];
+	struct bucket peers[N_BUCKETS]; /* failed-auth budget per peer address */
 };
 
 enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_POLICY };
@@ -106,43 +108,70 @@ static void job_fail(struct job *j, int status, enum rvs_err_reason err, int cod
 
 /* ---- rate limiting (loop thread) ------------------------------------------ */
 
-/* Token bucket per device token hash; the table is bounded and the least
- * recently used entry is recycled when full. */
-static int rate_take(struct rvs_api *a, const uint8_t key[32], unsigned *retry_s)
+/* Token buckets in a bounded table keyed by 32 bytes (a token hash, or a
+ * peer address zero-padded); the least recently used entry is recycled. */
+static struct bucket *bucket_find(struct bucket *tab, const uint8_t key[32], double burst,
+				  uint64_t now)
 {
-	uint64_t now = uv_now(a->loop);
-	struct bucket *b = NULL, *oldest = &a->buckets[0];
-	double rate = a->cfg->upload_rate_per_min / 60000.0; /* tokens per ms */
-	double burst = a->cfg->upload_burst;
-
+	struct bucket *oldest = &tab[0];
 	for (int i = 0; i < N_BUCKETS; i++) {
-		struct bucket *x = &a->buckets[i];
-		if (x->used && memcmp(x->key, key, 32) == 0) {
-			b = x;
-			break;
-		}
+		struct bucket *x = &tab[i];
+		if (x->used && memcmp(x->key, key, 32) == 0)
+			return x;
 		if (!x->used || (oldest->used && x->last_ms < oldest->last_ms))
 			oldest = x;
 	}
-	if (!b) {
-		b = oldest;
-		memcpy(b->key, key, 32);
-		b->used = 1;
-		b->tokens = burst;
-		b->last_ms = now;
-	}
-	b->tokens += (double)(now - b->last_ms) * rate;
+	memset(oldest, 0, sizeof *oldest);
+	memcpy(oldest->key, key, 32);
+	oldest->used = 1;
+	oldest->tokens = burst;
+	oldest->last_ms = now;
+	return oldest;
+}
+
+static void bucket_refill(struct bucket *b, double per_min, double burst, uint64_t now)
+{
+	b->tokens += (double)(now - b->last_ms) * per_min / 60000.0;
 	if (b->tokens > burst)
 		b->tokens = burst;
 	b->last_ms = now;
-	if (b->tokens >= 1.0) {
-		b->tokens -= 1.0;
-		return 0;
-	}
-	*retry_s = (unsigned)ceil((1.0 - b->tokens) / rate / 1000.0);
-	if (*retry_s == 0)
-		*retry_s = 1;
-	return -EAGAIN;
+}
+
+static unsigned retry_after(const struct bucket *b, double per_min)
+{
+	unsigned s = (unsigned)ceil((1.0 - b->tokens) * 60.0 / per_min);
+	return s ? s : 1;
+}
+
+static struct bucket *token_bucket(struct rvs_api *a, const uint8_t key[32])
+{
+	uint64_t now = uv_now(a->loop);
+	struct bucket *b = bucket_find(a->buckets, key, a->cfg->upload_burst, now);
+	bucket_refill(b, a->cfg->upload_rate_per_min, a->cfg->upload_burst, now);
+	return b;
+}
+
+static struct bucket *peer_bucket(struct rvs_api *a, struct rvs_conn *c)
+{
+	uint8_t key[32] = {0};
+	uint64_t now = uv_now(a->loop);
+	struct bucket *b;
+	rvs_conn_peer(c, key);
+	b = bucket_find(a->peers, key, a->cfg->auth_fail_burst, now);
+	bucket_refill(b, a->cfg->auth_fail_per_min, a->cfg->auth_fail_burst, now);
+	return b;
+}
+
+/* A failed authentication from this peer spends one unit of its budget. */
+static void charge_auth_failure(struct rvs_api *a, struct rvs_conn *c)
+{
+	struct bucket *b = peer_bucket(a, c);
+	b->tokens = b->tokens >= 1.0 ? b->tokens - 1.0 : 0.0;
+}
+
+static void mark_known(struct rvs_api *a, const uint8_t key[32])
+{
+	token_bucket(a, key)->known = 1;
 }
 
 /* "Bearer <token>", token of [A-Za-z0-9_-]{16,128}. */
@@ -203,6 +232,7 @@ static void do_enroll(struct job *j)
 	memcpy(d.device_id, "d-", 2);
 	rvs_hex(id, sizeof id, d.device_id + 2);
 	rvs_sha256(token, strlen(token), d.token_hash);
+	memcpy(j->token_hash, d.token_hash, 32);
 	if (r->device) {
 		d.client_device_id = r->device->device_id;
 		d.model = r->device->model;
@@ -431,6 +461,14 @@ static void job_done(uv_work_t *w, int status)
 	struct rvs_metrics *m = a->m;
 
 	a->inflight--;
+	if (j->kind != JOB_ENROLL) {
+		if (j->status == 401)
+			charge_auth_failure(a, j->conn);
+		else if (j->status < 500)
+			mark_known(a, j->token_hash);
+	} else if (j->status == 200) {
+		mark_known(a, j->token_hash);
+	}
 	if (j->err) {
 		struct rvs_header h = {"Cache-Control", "no-store"};
 		m->errors[j->err - 1]++;
@@ -556,26 +594,45 @@ static void method_not_allowed(struct rvs_api *a, struct rvs_conn *c, const char
 	respond_error(c, 405, REARVIEW__ERROR__CODE__UNSPECIFIED, "method not allowed", &h, 1);
 }
 
-/* Authenticates the bearer token's shape and charges the device's bucket;
- * answers 401 or 429 itself and returns nonzero then. */
+/* Checks the bearer token's shape and charges the device's bucket; a token
+ * not yet seen to authenticate also needs budget left on its peer address,
+ * so guessing tokens cannot turn into unbounded database lookups.  Answers
+ * 401 or 429 itself and returns nonzero then. */
 static int admit(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req, uint8_t hash[32])
 {
-	unsigned retry;
+	struct rvs_header h[1];
+	struct bucket *b, *p;
 	char secs[16];
+
 	if (bearer_hash(req->auth, hash)) {
-		struct rvs_header h = {"WWW-Authenticate", "Bearer"};
+		h[0] = (struct rvs_header){"WWW-Authenticate", "Bearer"};
 		a->m->errors[RVS_ERR_UNAUTHORIZED]++;
+		charge_auth_failure(a, c);
 		respond_error(c, 401, REARVIEW__ERROR__CODE__DENIED, "missing or bad bearer token",
-			      &h, 1);
+			      h, 1);
 		return -1;
 	}
-	if (rate_take(a, hash, &retry)) {
-		struct rvs_header h = {"Retry-After", secs};
-		snprintf(secs, sizeof secs, "%u", retry);
+	b = token_bucket(a, hash);
+	if (!b->known) {
+		p = peer_bucket(a, c);
+		if (p->tokens < 1.0) {
+			snprintf(secs, sizeof secs, "%u",
+				 retry_after(p, a->cfg->auth_fail_per_min));
+			h[0] = (struct rvs_header){"Retry-After", secs};
+			a->m->errors[RVS_ERR_RATE_LIMITED]++;
+			respond_error(c, 429, REARVIEW__ERROR__CODE__BUSY,
+				      "too many failed authentications from this address", h, 1);
+			return -1;
+		}
+	}
+	if (b->tokens < 1.0) {
+		snprintf(secs, sizeof secs, "%u", retry_after(b, a->cfg->upload_rate_per_min));
+		h[0] = (struct rvs_header){"Retry-After", secs};
 		a->m->errors[RVS_ERR_RATE_LIMITED]++;
-		respond_error(c, 429, REARVIEW__ERROR__CODE__BUSY, "rate limit exceeded", &h, 1);
+		respond_error(c, 429, REARVIEW__ERROR__CODE__BUSY, "rate limit exceeded", h, 1);
 		return -1;
 	}
+	b->tokens -= 1.0;
 	return 0;
 }
 

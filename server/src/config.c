@@ -89,6 +89,8 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	NUM("request_timeout_ms", request_timeout_ms, 3600000)
 	NUM("idle_timeout_ms", idle_timeout_ms, 3600000)
 	NUM("upload_burst", upload_burst, 1 << 20)
+	NUM("auth_fail_per_min", auth_fail_per_min, 1 << 20)
+	NUM("auth_fail_burst", auth_fail_burst, 1 << 20)
 	else if (strcmp(name, "upload_rate_per_min") == 0)
 	{
 		char *end;
@@ -144,6 +146,8 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->idle_timeout_ms = 60000;
 	c->upload_rate_per_min = 60;
 	c->upload_burst = 30;
+	c->auth_fail_per_min = 10;
+	c->auth_fail_burst = 20;
 	err[0] = '\0';
 	line = ini_parse(path, on_kv, &l);
 	if (line < 0) {
@@ -173,7 +177,8 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 		return -ENAMETOOLONG;
 	}
 	if (c->max_connections == 0 || c->max_header_bytes < 256 || c->request_timeout_ms == 0 ||
-	    c->idle_timeout_ms == 0 || c->upload_burst == 0) {
+	    c->idle_timeout_ms == 0 || c->upload_burst == 0 || c->auth_fail_per_min == 0 ||
+	    c->auth_fail_burst == 0) {
 		snprintf(err, errlen, "%s: a limit is zero or too small", path);
 		return -EINVAL;
 	}

@@ -198,7 +198,11 @@ static const char config_template[] =
 	"idle_timeout_ms = 60000\n"
 	"# Per-device token bucket for uploads and policy fetches.\n"
 	"upload_rate_per_min = 60\n"
-	"upload_burst = 30\n";
+	"upload_burst = 30\n"
+	"# Per peer address: failed bearer-token authentications allowed (burst,\n"
+	"# refill per minute) before unknown tokens from it get 429.\n"
+	"auth_fail_burst = 20\n"
+	"auth_fail_per_min = 10\n";
 
 int rvs_init_dir(const char *dir)
 {

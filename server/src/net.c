@@ -64,6 +64,7 @@ struct rvs_conn {
 	size_t pt_len, pt_off;
 	struct rvs_http http;
 	int handles;
+	uint8_t peer[16];
 	unsigned handshake_done : 1, busy : 1, closing : 1, ending : 1, peer_gone : 1, in_drive : 1,
 		continue_sent : 1;
 };
@@ -356,6 +357,11 @@ static void dispatch(struct rvs_conn *c)
 	c->srv->handler(c->srv->ctx, c, &c->http.req);
 }
 
+void rvs_conn_peer(const struct rvs_conn *c, uint8_t key[16])
+{
+	memcpy(key, c->peer, 16);
+}
+
 void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 		      const struct rvs_header *hdrs, size_t nhdrs, const void *body, size_t len)
 {
@@ -501,6 +507,18 @@ static void on_connection(uv_stream_t *ls, int status)
 		return;
 	}
 	mbedtls_ssl_set_bio(&c->ssl, c, bio_send, bio_recv, NULL);
+	{
+		struct sockaddr_storage sa;
+		int salen = sizeof sa;
+		if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) == 0) {
+			if (sa.ss_family == AF_INET6) {
+				memcpy(c->peer, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
+			} else if (sa.ss_family == AF_INET) {
+				c->peer[10] = c->peer[11] = 0xff;
+				memcpy(c->peer + 12, &((struct sockaddr_in *)&sa)->sin_addr, 4);
+			}
+		}
+	}
 	uv_tcp_nodelay(&c->tcp, 1);
 	arm(c, s->cfg->request_timeout_ms);
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);

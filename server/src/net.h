@@ -34,6 +34,9 @@ void rvs_server_drain(struct rvs_server *s, void (*done)(void *), void *arg);
 /* Frees a drained server (after done has been called).  NULL is a no-op. */
 void rvs_server_free(struct rvs_server *s);
 
+/* A 16-byte key for the peer's address (IPv4 mapped into IPv6 form). */
+void rvs_conn_peer(const struct rvs_conn *c, uint8_t key[16]);
+
 /* Sends the response to the connection's current request.  body is copied. */
 void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 		      const struct rvs_header *hdrs, size_t nhdrs, const void *body, size_t len);

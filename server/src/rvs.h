@@ -139,6 +139,8 @@ struct rvs_config {
 	uint32_t idle_timeout_ms;
 	double upload_rate_per_min;
 	uint32_t upload_burst;
+	uint32_t auth_fail_per_min; /* refill of a peer address's failed-auth budget */
+	uint32_t auth_fail_burst;
 };
 /* Loads an INI file; relative paths are resolved against data_dir. */
 int rvs_config_load(const char *path, struct rvs_config *cfg, char *err, size_t errlen);

@@ -97,7 +97,9 @@ static int group_setup(void **state)
 		       "max_body_bytes = 1048576\n"
 		       "max_header_bytes = 8192\n"
 		       "upload_rate_per_min = 6\n"
-		       "upload_burst = 20\n"))
+		       "upload_burst = 20\n"
+		       "auth_fail_burst = 10\n"
+		       "auth_fail_per_min = 1\n"))
 		return -1;
 	snprintf(path, sizeof path, "%s/policy/current.spb", g_data);
 	if (write_text(path, "w", "signed-policy-bytes-from-the-policy-library"))
@@ -559,6 +561,42 @@ static void test_integration_rate_limit_gives_429_with_retry_after(void **state)
 	free(tok);
 }
 
+static void test_integration_token_guessing_is_throttled_per_address(void **state)
+{
+	char *known = enroll("known-before");
+	char *fresh;
+	size_t len;
+	uint8_t *env = envelope(60, "guess.app", "m", 0, &len);
+	Rearview__UploadAck *k;
+	struct resp r;
+	int limited = 0;
+
+	for (int i = 0; i < 40 && !limited; i++) {
+		char tok[80];
+		snprintf(tok, sizeof tok, "rvd_guess%032d", i);
+		http(NULL, "POST", "/v1/uploads", tok, env, len, NULL, &r);
+		if (r.code == 429) {
+			assert_non_null(strstr(r.hdrs, "Retry-After: "));
+			limited = 1;
+		} else {
+			assert_int_equal(r.code, 401);
+		}
+		resp_free(&r);
+	}
+	assert_true(limited);
+	/* Devices that have authenticated, or enrol now, keep working from the
+	 * same address. */
+	k = upload(known, env, len);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	fresh = enroll("enrolled-after");
+	k = upload(fresh, env, len);
+	assert_false(k->duplicate);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(fresh);
+	free(known);
+}
+
 static void test_integration_sql_injection_is_stored_verbatim(void **state)
 {
 	static const char evil_app[] = "x'); DROP TABLE uploads; --";
@@ -827,6 +865,7 @@ int main(void)
 		cmocka_unit_test(test_integration_keep_alive_reuses_connection),
 		cmocka_unit_test(test_integration_policy_etag_gives_304),
 		cmocka_unit_test(test_integration_rate_limit_gives_429_with_retry_after),
+		cmocka_unit_test(test_integration_token_guessing_is_throttled_per_address),
 		cmocka_unit_test(test_integration_sql_injection_is_stored_verbatim),
 		cmocka_unit_test(test_integration_control_chars_and_bad_utf8_get_400),
 		cmocka_unit_test(test_integration_path_traversal_gets_404),
