@@ -149,6 +149,28 @@ static void test_http_connection_close_clears_keep_alive(void **state)
 	rvs_http_release(&h);
 }
 
+/* Request smuggling shapes: the parser library must refuse them. */
+static void test_http_smuggling_framing_is_400(void **state)
+{
+	static const char *const bad[] = {
+		"POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"0\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+		"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\n bad-fold\r\nX\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct rvs_http h;
+		ssize_t rc;
+		rvs_http_init(&h, 4096, 1024);
+		rc = rvs_http_feed(&h, bad[i], strlen(bad[i]));
+		assert_int_equal(rc, -EPROTO);
+		assert_int_equal(h.status, 400);
+		assert_false(h.complete);
+		rvs_http_release(&h);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -160,6 +182,7 @@ int main(void)
 		cmocka_unit_test(test_http_garbage_is_400_and_sticky),
 		cmocka_unit_test(test_http_upgrade_is_refused),
 		cmocka_unit_test(test_http_connection_close_clears_keep_alive),
+		cmocka_unit_test(test_http_smuggling_framing_is_400),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

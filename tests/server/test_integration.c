@@ -503,7 +503,10 @@ static void test_integration_keep_alive_reuses_connection(void **state)
 	assert_int_equal(r.code, 200);
 	assert_int_equal(r.new_conns, 0);
 	assert_non_null(strstr((char *)r.body, "rearview_uploads_total "));
+	/* Earlier tests stored uploads and nothing decodes them in this tree. */
 	assert_non_null(strstr((char *)r.body, "rearview_decode_queue_depth "));
+	assert_null(strstr((char *)r.body, "rearview_decode_queue_depth 0\n"));
+	assert_null(strstr((char *)r.body, "rearview_uploads_total 0\n"));
 	assert_non_null(
 		strstr((char *)r.body, "rearview_errors_total{reason=\"malformed_protobuf\"}"));
 	resp_free(&r);
