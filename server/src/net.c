@@ -27,6 +27,7 @@
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/ssl_cache.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
@@ -44,6 +45,7 @@ struct rvs_server {
 	mbedtls_ssl_config conf;
 	mbedtls_x509_crt crt;
 	mbedtls_pk_context key;
+	mbedtls_ssl_cache_context cache; /* session-id resumption for reconnecting devices */
 	struct rvs_conn *conns;
 	unsigned nconns;
 	int draining, listener_closed, done_called;
@@ -544,6 +546,8 @@ int rvs_server_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_met
 	mbedtls_ssl_config_init(&s->conf);
 	mbedtls_x509_crt_init(&s->crt);
 	mbedtls_pk_init(&s->key);
+	mbedtls_ssl_cache_init(&s->cache);
+	mbedtls_ssl_cache_set_max_entries(&s->cache, 1024);
 	rc = -EINVAL;
 	if (mbedtls_ctr_drbg_seed(&s->drbg, mbedtls_entropy_func, &s->entropy,
 				  (const unsigned char *)pers, sizeof pers - 1))
@@ -566,6 +570,8 @@ int rvs_server_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_met
 	mbedtls_ssl_conf_rng(&s->conf, mbedtls_ctr_drbg_random, &s->drbg);
 	if (mbedtls_ssl_conf_own_cert(&s->conf, &s->crt, &s->key))
 		goto free_tls;
+	mbedtls_ssl_conf_session_cache(&s->conf, &s->cache, mbedtls_ssl_cache_get,
+				       mbedtls_ssl_cache_set);
 	http_parser_set_max_header_size(cfg->max_header_bytes);
 
 	if (uv_ip4_addr(cfg->listen_host, cfg->listen_port, (struct sockaddr_in *)&addr) &&
@@ -587,6 +593,7 @@ int rvs_server_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_met
 	*out = s;
 	return 0;
 free_tls:
+	mbedtls_ssl_cache_free(&s->cache);
 	mbedtls_pk_free(&s->key);
 	mbedtls_x509_crt_free(&s->crt);
 	mbedtls_ssl_config_free(&s->conf);
@@ -637,6 +644,7 @@ void rvs_server_free(struct rvs_server *s)
 {
 	if (!s)
 		return;
+	mbedtls_ssl_cache_free(&s->cache);
 	mbedtls_pk_free(&s->key);
 	mbedtls_x509_crt_free(&s->crt);
 	mbedtls_ssl_config_free(&s->conf);

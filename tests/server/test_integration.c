@@ -684,7 +684,7 @@ struct tls {
 	mbedtls_ctr_drbg_context drbg;
 };
 
-static void tls_connect(struct tls *t)
+static void tls_connect_resume(struct tls *t, const mbedtls_ssl_session *resume)
 {
 	char port[16];
 	int r;
@@ -710,8 +710,15 @@ static void tls_connect(struct tls *t)
 	assert_int_equal(mbedtls_ssl_setup(&t->ssl, &t->conf), 0);
 	assert_int_equal(mbedtls_ssl_set_hostname(&t->ssl, "localhost"), 0);
 	mbedtls_ssl_set_bio(&t->ssl, &t->net, mbedtls_net_send, mbedtls_net_recv, NULL);
+	if (resume)
+		assert_int_equal(mbedtls_ssl_set_session(&t->ssl, resume), 0);
 	while ((r = mbedtls_ssl_handshake(&t->ssl)) != 0)
 		assert_true(r == MBEDTLS_ERR_SSL_WANT_READ || r == MBEDTLS_ERR_SSL_WANT_WRITE);
+}
+
+static void tls_connect(struct tls *t)
+{
+	tls_connect_resume(t, NULL);
 }
 
 static void tls_write(struct tls *t, const void *data, size_t len)
@@ -766,6 +773,35 @@ static void test_integration_slowloris_is_cut_off(void **state)
 	assert_true(cut);
 	assert_true(sent < sizeof req - 1);
 	tls_free(&t);
+}
+
+/* A reconnecting client offering its session id gets an abbreviated
+ * handshake: the server echoes the id instead of minting a new one. */
+static void test_integration_tls_session_is_resumed(void **state)
+{
+	struct tls a, b, c;
+	mbedtls_ssl_session saved;
+
+	mbedtls_ssl_session_init(&saved);
+	tls_connect(&a);
+	assert_int_equal(mbedtls_ssl_get_session(&a.ssl, &saved), 0);
+	assert_int_equal(saved.id_len, 32);
+	assert_string_equal(mbedtls_ssl_get_version(&a.ssl), "TLSv1.2");
+	mbedtls_ssl_close_notify(&a.ssl);
+	tls_free(&a);
+
+	tls_connect_resume(&b, &saved);
+	assert_int_equal(b.ssl.session->id_len, 32);
+	assert_memory_equal(b.ssl.session->id, saved.id, 32);
+	mbedtls_ssl_close_notify(&b.ssl);
+	tls_free(&b);
+
+	/* Control: without the saved session the id is new. */
+	tls_connect(&c);
+	assert_memory_not_equal(c.ssl.session->id, saved.id, 32);
+	mbedtls_ssl_close_notify(&c.ssl);
+	tls_free(&c);
+	mbedtls_ssl_session_free(&saved);
 }
 
 static void test_integration_connection_limit_refuses_then_recovers(void **state)
@@ -874,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_integration_path_traversal_gets_404),
 		cmocka_unit_test(test_integration_huge_header_gets_431),
 		cmocka_unit_test(test_integration_slowloris_is_cut_off),
+		cmocka_unit_test(test_integration_tls_session_is_resumed),
 		cmocka_unit_test(test_integration_connection_limit_refuses_then_recovers),
 		cmocka_unit_test(test_integration_sigterm_drains_in_flight_request),
 	};
