@@ -129,6 +129,15 @@ static struct bucket *bucket_find(struct bucket *tab, const uint8_t key[32], dou
 	return oldest;
 }
 
+/* The entry for key, or NULL: never inserts or evicts. */
+static struct bucket *bucket_peek(struct bucket *tab, const uint8_t key[32])
+{
+	for (int i = 0; i < N_BUCKETS; i++)
+		if (tab[i].used && memcmp(tab[i].key, key, 32) == 0)
+			return &tab[i];
+	return NULL;
+}
+
 static void bucket_refill(struct bucket *b, double per_min, double burst, uint64_t now)
 {
 	b->tokens += (double)(now - b->last_ms) * per_min / 60000.0;
@@ -612,8 +621,10 @@ static int admit(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req
 			      h, 1);
 		return -1;
 	}
-	b = token_bucket(a, hash);
-	if (!b->known) {
+	/* Peek first: a guessed token must not take (and evict) a table slot
+	 * once its address has no budget left. */
+	b = bucket_peek(a->buckets, hash);
+	if (!b || !b->known) {
 		p = peer_bucket(a, c);
 		if (p->tokens < 1.0) {
 			snprintf(secs, sizeof secs, "%u",
@@ -625,6 +636,7 @@ static int admit(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req
 			return -1;
 		}
 	}
+	b = token_bucket(a, hash);
 	if (b->tokens < 1.0) {
 		snprintf(secs, sizeof secs, "%u", retry_after(b, a->cfg->upload_rate_per_min));
 		h[0] = (struct rvs_header){"Retry-After", secs};
