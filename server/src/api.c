@@ -12,14 +12,17 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <mbedtls/platform_util.h>
 
 #include "rearview/common.pb-c.h"
+#include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
 
 #define PB	  "application/x-protobuf"
@@ -51,6 +54,13 @@ struct rvs_api {
 	uv_work_t life;
 	int life_rc;
 	uint64_t start_depth;
+	/* The served policy's version, read (not verified: devices verify) from
+	 * policy_file when its mtime or size changes; guarded by policy_mu as
+	 * several work threads ask for it. */
+	pthread_mutex_t policy_mu;
+	struct timespec policy_mtime;
+	off_t policy_size;
+	uint64_t policy_version;
 	struct bucket buckets[N_BUCKETS];
 	struct bucket peers[N_BUCKETS]; /* failed-auth budget per peer address */
 };
@@ -281,6 +291,43 @@ static int device_of(struct job *j, char device_id[40])
 	return rc;
 }
 
+/* Work thread: the version of the policy GET /v1/policy serves, 0 if none. */
+static uint64_t served_policy_version(struct rvs_api *a)
+{
+	struct stat st;
+	uint64_t v;
+
+	pthread_mutex_lock(&a->policy_mu);
+	if (stat(a->cfg->policy_file, &st) < 0) {
+		a->policy_version = 0;
+		a->policy_size = -1;
+	} else if (st.st_size != a->policy_size || st.st_mtim.tv_sec != a->policy_mtime.tv_sec ||
+		   st.st_mtim.tv_nsec != a->policy_mtime.tv_nsec) {
+		uint8_t *buf;
+		size_t len;
+		a->policy_version = 0;
+		a->policy_size = st.st_size;
+		a->policy_mtime = st.st_mtim;
+		if (rvs_read_file(a->cfg->policy_file, 1 << 20, &buf, &len) == 0) {
+			Rearview__SignedPolicy *sp =
+				rearview__signed_policy__unpack(NULL, len, buf);
+			Rearview__PolicyBody *b = sp ? rearview__policy_body__unpack(
+							       NULL, sp->body.len, sp->body.data)
+						     : NULL;
+			if (b)
+				a->policy_version = b->version;
+			if (b)
+				rearview__policy_body__free_unpacked(b, NULL);
+			if (sp)
+				rearview__signed_policy__free_unpacked(sp, NULL);
+			free(buf);
+		}
+	}
+	v = a->policy_version;
+	pthread_mutex_unlock(&a->policy_mu);
+	return v;
+}
+
 static void ack(struct job *j, const uint8_t upload_id[16], const char *trace_id, int duplicate)
 {
 	Rearview__UploadAck k = REARVIEW__UPLOAD_ACK__INIT;
@@ -288,8 +335,7 @@ static void ack(struct job *j, const uint8_t upload_id[16], const char *trace_id
 	k.upload_id.len = 16;
 	k.trace_id = (char *)trace_id;
 	k.duplicate = duplicate;
-	/* policy_version stays 0 until the policy library can read the served
-	 * policy's version (the policy seam in server/README.md). */
+	k.policy_version = served_policy_version(j->a);
 	j->body_len = rearview__upload_ack__get_packed_size(&k);
 	j->body = malloc(j->body_len);
 	if (!j->body) {
@@ -708,6 +754,8 @@ int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metric
 	a->m = m;
 	a->ops = ops;
 	a->decoder = decoder;
+	a->policy_size = -1;
+	pthread_mutex_init(&a->policy_mu, NULL);
 	rc = rvs_read_file(cfg->enroll_secret_file, 4096, &a->secret, &a->secret_len);
 	if (rc) {
 		rvs_log("error", "msg=\"cannot read enrolment secret\" path=\"%s\" err=%d",
@@ -790,6 +838,7 @@ void rvs_api_free(struct rvs_api *a)
 {
 	if (!a)
 		return;
+	pthread_mutex_destroy(&a->policy_mu);
 	free(a->secret);
 	free(a);
 }

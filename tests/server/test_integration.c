@@ -31,6 +31,7 @@
 #include <sqlite3.h>
 
 #include "rearview/common.pb-c.h"
+#include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
 
 static char g_dir[256], g_data[320], g_conf[400], g_ca[400], g_secret[128];
@@ -74,6 +75,31 @@ static int write_text(const char *path, const char *mode, const char *text)
 	return fclose(f);
 }
 
+/* What the policy library will publish: a SignedPolicy around a PolicyBody
+ * (unsigned here — the server serves the bytes and only reads the version). */
+static uint8_t g_policy[256];
+static size_t g_policy_len;
+
+static int write_policy(const char *path)
+{
+	Rearview__PolicyBody b = REARVIEW__POLICY_BODY__INIT;
+	Rearview__SignedPolicy sp = REARVIEW__SIGNED_POLICY__INIT;
+	uint8_t body[64];
+	FILE *f;
+	b.version = 7;
+	b.weekly_quota = 3;
+	sp.body.data = body;
+	sp.body.len = rearview__policy_body__pack(&b, body);
+	sp.key_id = "test";
+	sp.algorithm = "ecdsa-p256-sha256";
+	g_policy_len = rearview__signed_policy__pack(&sp, g_policy);
+	f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	fwrite(g_policy, 1, g_policy_len, f);
+	return fclose(f);
+}
+
 static int group_setup(void **state)
 {
 	char path[512], buf[64];
@@ -102,7 +128,7 @@ static int group_setup(void **state)
 		       "auth_fail_per_min = 1\n"))
 		return -1;
 	snprintf(path, sizeof path, "%s/policy/current.spb", g_data);
-	if (write_text(path, "w", "signed-policy-bytes-from-the-policy-library"))
+	if (write_policy(path))
 		return -1;
 	snprintf(path, sizeof path, "%s/server.log", g_dir);
 	g_pid = fork();
@@ -355,6 +381,7 @@ static void test_integration_enroll_then_upload_stores_pending_decode(void **sta
 
 	assert_false(k->duplicate);
 	assert_true(strncmp(k->trace_id, "t-", 2) == 0);
+	assert_int_equal(k->policy_version, 7); /* the served policy's version */
 	assert_int_equal(db_count("SELECT count(*) FROM uploads WHERE trace_id = ?"
 				  " AND state = 'pending_decode'",
 				  k->trace_id),
@@ -521,8 +548,8 @@ static void test_integration_policy_etag_gives_304(void **state)
 
 	http(NULL, "GET", "/v1/policy", tok, NULL, 0, NULL, &r);
 	assert_int_equal(r.code, 200);
-	assert_int_equal(r.len, strlen("signed-policy-bytes-from-the-policy-library"));
-	assert_memory_equal(r.body, "signed-policy-bytes-from-the-policy-library", r.len);
+	assert_int_equal(r.len, g_policy_len);
+	assert_memory_equal(r.body, g_policy, r.len);
 	p = strstr(r.hdrs, "ETag: ");
 	assert_non_null(p);
 	sscanf(p + 6, "%127[^\r\n]", etag);
