@@ -118,7 +118,7 @@ static int group_setup(void **state)
 	if (write_text(g_conf, "a",
 		       "listen = 127.0.0.1:0\n"
 		       "request_timeout_ms = 3000\n"
-		       "idle_timeout_ms = 10000\n"
+		       "idle_timeout_ms = 4000\n"
 		       "max_connections = 8\n"
 		       "max_body_bytes = 1048576\n"
 		       "max_header_bytes = 8192\n"
@@ -831,6 +831,43 @@ static void test_integration_tls_session_is_resumed(void **state)
 	mbedtls_ssl_session_free(&saved);
 }
 
+/* After a complete exchange, a kept-alive connection that stays silent is
+ * closed by the server once idle_timeout_ms passes (bounded wait here). */
+static void test_integration_idle_keep_alive_connection_is_closed(void **state)
+{
+	static const char req[] = "GET /v1/nothing HTTP/1.1\r\nHost: x\r\n\r\n";
+	char buf[4096];
+	size_t got = 0;
+	struct tls t;
+	struct pollfd p;
+	char *end;
+	long clen;
+	int n;
+
+	tls_connect(&t);
+	tls_write(&t, req, sizeof req - 1);
+	/* Read exactly one response: headers, then Content-Length bytes. */
+	for (;;) {
+		n = mbedtls_ssl_read(&t.ssl, (unsigned char *)buf + got, sizeof buf - 1 - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+		buf[got] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+		if (end && strstr(buf, "Content-Length: ")) {
+			clen = strtol(strstr(buf, "Content-Length: ") + 16, NULL, 10);
+			if ((long)got >= (end + 4 - buf) + clen)
+				break;
+		}
+	}
+	assert_true(strncmp(buf, "HTTP/1.1 404 ", 13) == 0);
+	assert_non_null(strstr(buf, "Connection: keep-alive"));
+	p = (struct pollfd){.fd = t.net.fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 60000), 1);
+	n = mbedtls_ssl_read(&t.ssl, (unsigned char *)buf, sizeof buf);
+	assert_true(n <= 0 && n != MBEDTLS_ERR_SSL_WANT_READ);
+	tls_free(&t);
+}
+
 static void test_integration_connection_limit_refuses_then_recovers(void **state)
 {
 	int fds[8];
@@ -938,6 +975,7 @@ int main(void)
 		cmocka_unit_test(test_integration_huge_header_gets_431),
 		cmocka_unit_test(test_integration_slowloris_is_cut_off),
 		cmocka_unit_test(test_integration_tls_session_is_resumed),
+		cmocka_unit_test(test_integration_idle_keep_alive_connection_is_closed),
 		cmocka_unit_test(test_integration_connection_limit_refuses_then_recovers),
 		cmocka_unit_test(test_integration_sigterm_drains_in_flight_request),
 	};
