@@ -117,7 +117,7 @@ static int group_setup(void **state)
 	/* Later keys override the generated defaults (inih calls us per line). */
 	if (write_text(g_conf, "a",
 		       "listen = 127.0.0.1:0\n"
-		       "request_timeout_ms = 3000\n"
+		       "request_timeout_ms = 6000\n"
 		       "idle_timeout_ms = 4000\n"
 		       "max_connections = 8\n"
 		       "max_body_bytes = 1048576\n"
