@@ -1,0 +1,52 @@
+# server/ — rearview-server: HTTPS device API (libuv + mbedTLS + http-parser),
+# sqlite3 storage, content-addressed blobs.  See server/README.md.
+
+SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
+	$(PROTOBUF_LIBS) -lpthread
+SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o \
+	store_sqlite.o config.o net.o api.o init.o)
+SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
+
+$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
+
+$(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS)
+
+BINS += $(BIN)/rearview-server
+
+# Tests.  The integration test runs the real binary from this build flavour.
+$(OBJ)/tests/server/%.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS) \
+	-DRVS_BIN='"$(BIN)/rearview-server"' -DRVS_SRCDIR='"$(CURDIR)"'
+
+
+$(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
+$(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVPROTO),$(SERVER_LIBS),1))
+$(eval $(call rv_test,server,integration,$(SERVER_CORE) $(LIBRVPROTO),-lcurl $(SERVER_LIBS)))
+$(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVPROTO),-lcurl $(SERVER_LIBS),1))
+$(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
+$(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
+$(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
+
+# Fuzz targets (libFuzzer, clang): `make fuzz` builds them into build/fuzz.
+# `make check` replays their corpora deterministically (test_fuzz_*).
+FUZZ += $(BUILD)/fuzz/server_http $(BUILD)/fuzz/server_upload
+$(BUILD)/fuzz/server_http: tests/fuzz/server_http.c server/src/http.c
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) -Iserver/src -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $^ \
+		-lhttp_parser
+$(BUILD)/fuzz/server_upload: tests/fuzz/server_upload.c server/src/upload.c $(PROTO_C) | $(PROTO_H)
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Iserver/src -g -O1 \
+		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
+fuzz: $(FUZZ)
+
+
+$(eval $(call rv_test,server,fuzz_http,$(OBJ)/server/src/http.o,-lhttp_parser))
+$(eval $(call rv_test,server,fuzz_upload,$(OBJ)/server/src/upload.o $(LIBRVPROTO),$(PROTOBUF_LIBS)))
+
+# `make bench`: the upload load generator against the real binary.
+$(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(LIBRVPROTO) | $(BIN)/rearview-server
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl $(PROTOBUF_LIBS)
+BENCHES += $(TBIN)/server/bench_upload

@@ -1,0 +1,844 @@
+/*
+ * api.c — request routing, the device API handlers and per-device rate
+ * limiting.
+ *
+ * On the loop thread a request is routed, its bearer token hashed and rate
+ * limited (cheap, bounded work); everything that touches sqlite, the blob
+ * store, a file or unpacks a protobuf body runs in a job on the work queue
+ * and answers from the after-work callback, which also updates the metrics.
+ * Error bodies are rearview.Error messages (code + human reason).
+ */
+#include "api.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <mbedtls/platform_util.h>
+
+#include "rearview/common.pb-c.h"
+#include "rearview/policy.pb-c.h"
+#include "rearview/upload.pb-c.h"
+
+#define PB	  "application/x-protobuf"
+#define N_BUCKETS 1024
+
+struct bucket {
+	uint8_t key[32];
+	double tokens;
+	uint64_t last_ms;
+	int used;
+	int known; /* a token that has authenticated (or was just issued) */
+};
+
+struct rvs_api {
+	uv_loop_t *loop;
+	const struct rvs_config *cfg;
+	struct rvs_metrics *m;
+	const struct rvs_store_ops *ops;
+	struct rvs_store *store;
+	const struct rvs_decoder *decoder;
+	uint8_t *secret;
+	size_t secret_len;
+	unsigned inflight;
+	int decoding, decode_again, stopping;
+	void (*cb)(void *, int);
+	void *cb_arg;
+	void (*stop_done)(void *);
+	void *stop_arg;
+	uv_work_t life;
+	int life_rc;
+	uint64_t start_depth;
+	/* The served policy's version, read (not verified: devices verify) from
+	 * policy_file when its mtime or size changes; guarded by policy_mu as
+	 * several work threads ask for it. */
+	pthread_mutex_t policy_mu;
+	struct timespec policy_mtime;
+	off_t policy_size;
+	uint64_t policy_version;
+	struct bucket buckets[N_BUCKETS];
+	struct bucket peers[N_BUCKETS]; /* failed-auth budget per peer address */
+};
+
+enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_POLICY };
+
+struct job {
+	uv_work_t w;
+	struct rvs_api *a;
+	struct rvs_conn *conn;
+	struct rvs_http_req *req;
+	enum job_kind kind;
+	uint8_t token_hash[32];
+	/* results */
+	int status;
+	int err;  /* enum rvs_err_reason + 1, 0 when none */
+	int code; /* Rearview__Error__Code */
+	char reason[192];
+	uint8_t *body;
+	size_t body_len;
+	char etag[72];
+	int new_upload, duplicate;
+};
+
+static void decode_pump(struct rvs_api *a);
+
+/* ---- responses ---------------------------------------------------------- */
+
+static void respond_error(struct rvs_conn *c, int status, int code, const char *reason,
+			  const struct rvs_header *hdrs, size_t nhdrs)
+{
+	Rearview__Error e = REARVIEW__ERROR__INIT;
+	uint8_t buf[512];
+	size_t n;
+
+	e.code = code;
+	e.message = (char *)reason;
+	n = rearview__error__get_packed_size(&e);
+	if (n > sizeof buf) {
+		rvs_conn_respond(c, status, "text/plain", hdrs, nhdrs, reason, strlen(reason));
+		return;
+	}
+	rearview__error__pack(&e, buf);
+	rvs_conn_respond(c, status, PB, hdrs, nhdrs, buf, n);
+}
+
+static void job_fail(struct job *j, int status, enum rvs_err_reason err, int code,
+		     const char *reason)
+{
+	j->status = status;
+	j->err = (int)err + 1;
+	j->code = code;
+	snprintf(j->reason, sizeof j->reason, "%s", reason);
+}
+
+/* ---- rate limiting (loop thread) ------------------------------------------ */
+
+/* Token buckets in a bounded table keyed by 32 bytes (a token hash, or a
+ * peer address zero-padded); the least recently used entry is recycled. */
+static struct bucket *bucket_find(struct bucket *tab, const uint8_t key[32], double burst,
+				  uint64_t now)
+{
+	struct bucket *oldest = &tab[0];
+	for (int i = 0; i < N_BUCKETS; i++) {
+		struct bucket *x = &tab[i];
+		if (x->used && memcmp(x->key, key, 32) == 0)
+			return x;
+		if (!x->used || (oldest->used && x->last_ms < oldest->last_ms))
+			oldest = x;
+	}
+	memset(oldest, 0, sizeof *oldest);
+	memcpy(oldest->key, key, 32);
+	oldest->used = 1;
+	oldest->tokens = burst;
+	oldest->last_ms = now;
+	return oldest;
+}
+
+/* The entry for key, or NULL: never inserts or evicts. */
+static struct bucket *bucket_peek(struct bucket *tab, const uint8_t key[32])
+{
+	for (int i = 0; i < N_BUCKETS; i++)
+		if (tab[i].used && memcmp(tab[i].key, key, 32) == 0)
+			return &tab[i];
+	return NULL;
+}
+
+static void bucket_refill(struct bucket *b, double per_min, double burst, uint64_t now)
+{
+	b->tokens += (double)(now - b->last_ms) * per_min / 60000.0;
+	if (b->tokens > burst)
+		b->tokens = burst;
+	b->last_ms = now;
+}
+
+static unsigned retry_after(const struct bucket *b, double per_min)
+{
+	unsigned s = (unsigned)ceil((1.0 - b->tokens) * 60.0 / per_min);
+	return s ? s : 1;
+}
+
+static struct bucket *token_bucket(struct rvs_api *a, const uint8_t key[32])
+{
+	uint64_t now = uv_now(a->loop);
+	struct bucket *b = bucket_find(a->buckets, key, a->cfg->upload_burst, now);
+	bucket_refill(b, a->cfg->upload_rate_per_min, a->cfg->upload_burst, now);
+	return b;
+}
+
+static struct bucket *peer_bucket(struct rvs_api *a, struct rvs_conn *c)
+{
+	uint8_t key[32] = {0};
+	uint64_t now = uv_now(a->loop);
+	struct bucket *b;
+	rvs_conn_peer(c, key);
+	b = bucket_find(a->peers, key, a->cfg->auth_fail_burst, now);
+	bucket_refill(b, a->cfg->auth_fail_per_min, a->cfg->auth_fail_burst, now);
+	return b;
+}
+
+/* A failed authentication from this peer spends one unit of its budget. */
+static void charge_auth_failure(struct rvs_api *a, struct rvs_conn *c)
+{
+	struct bucket *b = peer_bucket(a, c);
+	b->tokens = b->tokens >= 1.0 ? b->tokens - 1.0 : 0.0;
+}
+
+static void mark_known(struct rvs_api *a, const uint8_t key[32])
+{
+	token_bucket(a, key)->known = 1;
+}
+
+/* "Bearer <token>", token of [A-Za-z0-9_-]{16,128}. */
+static int bearer_hash(const char *auth, uint8_t out[32])
+{
+	size_t n;
+	if (strncasecmp(auth, "Bearer ", 7) != 0)
+		return -EACCES;
+	auth += 7;
+	while (*auth == ' ')
+		auth++;
+	n = strspn(auth, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-");
+	if (n < 16 || n > 128 || auth[n] != '\0')
+		return -EACCES;
+	rvs_sha256(auth, n, out);
+	return 0;
+}
+
+/* ---- work (work thread) --------------------------------------------------- */
+
+static void do_enroll(struct job *j)
+{
+	struct rvs_api *a = j->a;
+	Rearview__EnrollRequest *r;
+	Rearview__EnrollResponse resp = REARVIEW__ENROLL_RESPONSE__INIT;
+	struct rvs_device_rec d = {0};
+	uint8_t raw[32], id[16];
+	char token[4 + 64 + 1];
+	int rc;
+
+	r = rearview__enroll_request__unpack(NULL, j->req->body_len, j->req->body);
+	if (!r) {
+		job_fail(j, 400, RVS_ERR_MALFORMED, REARVIEW__ERROR__CODE__MALFORMED,
+			 "malformed: body is not an EnrollRequest");
+		return;
+	}
+	if (!r->enrollment_secret ||
+	    !rvs_ct_equal(r->enrollment_secret, strlen(r->enrollment_secret), a->secret,
+			  a->secret_len)) {
+		job_fail(j, 403, RVS_ERR_FORBIDDEN, REARVIEW__ERROR__CODE__DENIED,
+			 "enrolment secret does not match");
+		goto free_req;
+	}
+	if (r->device &&
+	    (!rvs_field_ok(r->device->device_id, 128) || !rvs_field_ok(r->device->model, 256) ||
+	     !rvs_field_ok(r->device->os_build, 256) || !rvs_field_ok(r->device->arch, 64))) {
+		job_fail(j, 400, RVS_ERR_BAD_REQUEST, REARVIEW__ERROR__CODE__MALFORMED,
+			 "device field too long or not printable UTF-8");
+		goto free_req;
+	}
+	if (rvs_random(raw, sizeof raw) || rvs_random(id, sizeof id)) {
+		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL,
+			 "no randomness");
+		goto free_req;
+	}
+	memcpy(token, "rvd_", 4);
+	rvs_hex(raw, sizeof raw, token + 4);
+	memcpy(d.device_id, "d-", 2);
+	rvs_hex(id, sizeof id, d.device_id + 2);
+	rvs_sha256(token, strlen(token), d.token_hash);
+	memcpy(j->token_hash, d.token_hash, 32);
+	if (r->device) {
+		d.client_device_id = r->device->device_id;
+		d.model = r->device->model;
+		d.os_build = r->device->os_build;
+		d.arch = r->device->arch;
+	}
+	rc = a->ops->device_add(a->store, &d);
+	if (rc) {
+		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL,
+			 "storage error");
+		goto free_req;
+	}
+	resp.device_token = token;
+	resp.device_id = d.device_id;
+	j->body_len = rearview__enroll_response__get_packed_size(&resp);
+	j->body = malloc(j->body_len);
+	if (!j->body) {
+		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "no memory");
+		goto free_req;
+	}
+	rearview__enroll_response__pack(&resp, j->body);
+	j->status = 200;
+free_req:
+	mbedtls_platform_zeroize(raw, sizeof raw);
+	rearview__enroll_request__free_unpacked(r, NULL);
+}
+
+static int device_of(struct job *j, char device_id[40])
+{
+	int rc = j->a->ops->device_by_token(j->a->store, j->token_hash, device_id);
+	if (rc == -ENOENT)
+		job_fail(j, 401, RVS_ERR_UNAUTHORIZED, REARVIEW__ERROR__CODE__DENIED,
+			 "unknown device token");
+	else if (rc)
+		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL,
+			 "storage error");
+	return rc;
+}
+
+/* Work thread: the version of the policy GET /v1/policy serves, 0 if none. */
+static uint64_t served_policy_version(struct rvs_api *a)
+{
+	struct stat st;
+	uint64_t v;
+
+	pthread_mutex_lock(&a->policy_mu);
+	if (stat(a->cfg->policy_file, &st) < 0) {
+		a->policy_version = 0;
+		a->policy_size = -1;
+	} else if (st.st_size != a->policy_size || st.st_mtim.tv_sec != a->policy_mtime.tv_sec ||
+		   st.st_mtim.tv_nsec != a->policy_mtime.tv_nsec) {
+		uint8_t *buf;
+		size_t len;
+		a->policy_version = 0;
+		a->policy_size = st.st_size;
+		a->policy_mtime = st.st_mtim;
+		if (rvs_read_file(a->cfg->policy_file, 1 << 20, &buf, &len) == 0) {
+			Rearview__SignedPolicy *sp =
+				rearview__signed_policy__unpack(NULL, len, buf);
+			Rearview__PolicyBody *b = sp ? rearview__policy_body__unpack(
+							       NULL, sp->body.len, sp->body.data)
+						     : NULL;
+			if (b)
+				a->policy_version = b->version;
+			if (b)
+				rearview__policy_body__free_unpacked(b, NULL);
+			if (sp)
+				rearview__signed_policy__free_unpacked(sp, NULL);
+			free(buf);
+		}
+	}
+	v = a->policy_version;
+	pthread_mutex_unlock(&a->policy_mu);
+	return v;
+}
+
+static void ack(struct job *j, const uint8_t upload_id[16], const char *trace_id, int duplicate)
+{
+	Rearview__UploadAck k = REARVIEW__UPLOAD_ACK__INIT;
+	k.upload_id.data = (uint8_t *)upload_id;
+	k.upload_id.len = 16;
+	k.trace_id = (char *)trace_id;
+	k.duplicate = duplicate;
+	k.policy_version = served_policy_version(j->a);
+	j->body_len = rearview__upload_ack__get_packed_size(&k);
+	j->body = malloc(j->body_len);
+	if (!j->body) {
+		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "no memory");
+		return;
+	}
+	rearview__upload_ack__pack(&k, j->body);
+	j->status = 200;
+	j->duplicate = duplicate;
+	j->new_upload = !duplicate;
+}
+
+static void do_upload(struct job *j)
+{
+	struct rvs_api *a = j->a;
+	Rearview__UploadEnvelope *e;
+	struct rvs_upload_rec u = {0};
+	char device_id[40], trace_id[40], blob[65], reason[160];
+	uint8_t d[32], *summary = NULL;
+	int rc;
+
+	if (device_of(j, device_id))
+		return;
+	rc = rvs_upload_parse(j->req->body, j->req->body_len, &e, reason, sizeof reason);
+	if (rc) {
+		job_fail(j, 400, rc == -EBADMSG ? RVS_ERR_MALFORMED : RVS_ERR_BAD_REQUEST,
+			 REARVIEW__ERROR__CODE__MALFORMED, reason);
+		return;
+	}
+	/* The server's id is a function of (device, upload_id): a retry maps
+	 * to the same trace even if it races the first delivery. */
+	{
+		uint8_t buf[40 + 16];
+		size_t n = strlen(device_id);
+		memcpy(buf, device_id, n);
+		memcpy(buf + n, e->upload_id.data, 16);
+		rvs_sha256(buf, n + 16, d);
+		memcpy(u.trace_id, "t-", 2);
+		rvs_hex(d, 16, u.trace_id + 2);
+	}
+	rc = a->ops->upload_find(a->store, device_id, e->upload_id.data, trace_id);
+	if (rc == 0) {
+		ack(j, e->upload_id.data, trace_id, 1);
+		goto free_env;
+	}
+	if (rc != -ENOENT)
+		goto storage_error;
+	if (e->payload.len) {
+		if ((rc = rvs_blob_put(a->cfg->blob_dir, e->payload.data, e->payload.len, blob))) {
+			rvs_log("error", "msg=\"blob write failed\" err=%d", rc);
+			goto storage_error;
+		}
+		u.blob_sha256 = blob;
+		u.blob_bytes = e->payload.len;
+	}
+	if (e->summary) {
+		u.summary_len = rearview__summary__get_packed_size(e->summary);
+		summary = malloc(u.summary_len ? u.summary_len : 1);
+		if (!summary)
+			goto storage_error;
+		rearview__summary__pack(e->summary, summary);
+		u.summary = summary;
+	}
+	u.device_id = device_id;
+	memcpy(u.upload_id, e->upload_id.data, 16);
+	if (e->app) {
+		u.app_id = e->app->app_id;
+		u.app_version = e->app->version;
+		u.app_build_id = e->app->build_id.data;
+		u.app_build_id_len = e->app->build_id.len;
+	}
+	if (e->device) {
+		u.model = e->device->model;
+		u.os_build = e->device->os_build;
+	}
+	u.campaign_id = e->campaign_id;
+	if (e->anomaly) {
+		u.anomaly_kind = e->anomaly->kind;
+		u.severity = (int)e->anomaly->severity;
+	}
+	u.consent = e->consent;
+	u.payload_kind = e->payload_kind;
+	u.compression = e->compression;
+	u.payload_size = e->payload_size;
+	u.captured_realtime_ns = e->captured_realtime_ns;
+	rc = a->ops->upload_add(a->store, &u);
+	if (rc == -EEXIST &&
+	    a->ops->upload_find(a->store, device_id, e->upload_id.data, trace_id) == 0) {
+		ack(j, e->upload_id.data, trace_id, 1);
+		goto free_env;
+	}
+	if (rc)
+		goto storage_error;
+	ack(j, e->upload_id.data, u.trace_id, 0);
+	goto free_env;
+storage_error:
+	job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "storage error");
+free_env:
+	free(summary);
+	rearview__upload_envelope__free_unpacked(e, NULL);
+}
+
+/* True when an If-None-Match list names etag (or is "*"). */
+static int etag_matches(const char *inm, const char *etag)
+{
+	size_t n = strlen(etag);
+	const char *p = inm;
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (p[0] == '*')
+			return 1;
+		if (strncmp(p, "W/", 2) == 0)
+			p += 2;
+		if (strncmp(p, etag, n) == 0 && (p[n] == '\0' || p[n] == ',' || p[n] == ' '))
+			return 1;
+		p = strchr(p, ',');
+		if (!p)
+			break;
+	}
+	return 0;
+}
+
+static void do_policy(struct job *j)
+{
+	char device_id[40], hex[65];
+	uint8_t d[32];
+	int rc;
+
+	if (device_of(j, device_id))
+		return;
+	rc = rvs_read_file(j->a->cfg->policy_file, 1 << 20, &j->body, &j->body_len);
+	if (rc == -ENOENT) {
+		job_fail(j, 404, RVS_ERR_NOT_FOUND, REARVIEW__ERROR__CODE__NOT_FOUND,
+			 "no policy published");
+		return;
+	}
+	if (rc) {
+		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL,
+			 "cannot read policy");
+		return;
+	}
+	rvs_sha256(j->body, j->body_len, d);
+	rvs_hex(d, 16, hex);
+	snprintf(j->etag, sizeof j->etag, "\"%s\"", hex);
+	if (j->req->inm[0] && etag_matches(j->req->inm, j->etag)) {
+		free(j->body);
+		j->body = NULL;
+		j->body_len = 0;
+		j->status = 304;
+		return;
+	}
+	j->status = 200;
+}
+
+static void job_work(uv_work_t *w)
+{
+	struct job *j = w->data;
+	switch (j->kind) {
+	case JOB_ENROLL:
+		do_enroll(j);
+		break;
+	case JOB_UPLOAD:
+		do_upload(j);
+		break;
+	case JOB_POLICY:
+		do_policy(j);
+		break;
+	}
+}
+
+static void maybe_stop(struct rvs_api *a);
+
+static void job_done(uv_work_t *w, int status)
+{
+	struct job *j = w->data;
+	struct rvs_api *a = j->a;
+	struct rvs_metrics *m = a->m;
+
+	a->inflight--;
+	if (j->kind != JOB_ENROLL) {
+		if (j->status == 401)
+			charge_auth_failure(a, j->conn);
+		else if (j->status < 500)
+			mark_known(a, j->token_hash);
+	} else if (j->status == 200) {
+		mark_known(a, j->token_hash);
+	}
+	if (j->err) {
+		struct rvs_header h = {"Cache-Control", "no-store"};
+		m->errors[j->err - 1]++;
+		if (j->status >= 500)
+			rvs_log("error", "msg=\"request failed\" path=%s status=%d reason=\"%s\"",
+				j->req->path, j->status, j->reason);
+		respond_error(j->conn, j->status, j->code, j->reason, &h, 1);
+	} else if (j->kind == JOB_POLICY) {
+		struct rvs_header h[2] = {{"ETag", j->etag}, {"Cache-Control", "no-cache"}};
+		m->policy_fetches++;
+		rvs_conn_respond(j->conn, j->status, PB, h, 2, j->body, j->body_len);
+	} else {
+		if (j->kind == JOB_ENROLL)
+			m->enrollments++;
+		if (j->new_upload) {
+			m->uploads++;
+			m->upload_bytes += j->req->body_len;
+			m->decode_queue_depth++;
+		}
+		if (j->duplicate)
+			m->upload_duplicates++;
+		rvs_conn_respond(j->conn, j->status, PB, NULL, 0, j->body, j->body_len);
+	}
+	if (j->new_upload)
+		decode_pump(a);
+	free(j->body);
+	free(j);
+	maybe_stop(a);
+}
+
+/* ---- the decode seam ------------------------------------------------------ */
+
+struct decode_job {
+	uv_work_t w;
+	struct rvs_api *a;
+	uint64_t depth;
+};
+
+static void decode_work(uv_work_t *w)
+{
+	struct decode_job *dj = w->data;
+	struct rvs_api *a = dj->a;
+	char trace_id[40], blob[65], path[1024], reason[256];
+
+	while (a->ops->decode_next(a->store, trace_id, blob) == 0) {
+		const char *p = NULL;
+		int rc;
+		reason[0] = '\0';
+		if (blob[0] && rvs_blob_path(a->cfg->blob_dir, blob, path, sizeof path) == 0)
+			p = path;
+		rc = a->decoder->decode(a->decoder->ctx, trace_id, p, reason, sizeof reason);
+		if (rc == 0)
+			rc = a->ops->decode_done(a->store, trace_id);
+		else
+			rc = a->ops->decode_fail(a->store, trace_id,
+						 reason[0] ? reason : "decode failed");
+		if (rc)
+			break;
+	}
+	if (a->ops->queue_depth(a->store, &dj->depth))
+		dj->depth = 0;
+}
+
+static void decode_done_cb(uv_work_t *w, int status)
+{
+	struct decode_job *dj = w->data;
+	struct rvs_api *a = dj->a;
+	a->m->decode_queue_depth = dj->depth;
+	a->inflight--;
+	a->decoding = 0;
+	free(dj);
+	if (a->decode_again && !a->stopping) {
+		a->decode_again = 0;
+		decode_pump(a);
+	}
+	maybe_stop(a);
+}
+
+static void decode_pump(struct rvs_api *a)
+{
+	struct decode_job *dj;
+	if (!a->decoder || a->stopping)
+		return;
+	if (a->decoding) {
+		a->decode_again = 1;
+		return;
+	}
+	dj = calloc(1, sizeof *dj);
+	if (!dj)
+		return;
+	dj->a = a;
+	dj->w.data = dj;
+	a->decoding = 1;
+	a->inflight++;
+	uv_queue_work(a->loop, &dj->w, decode_work, decode_done_cb);
+}
+
+/* ---- routing (loop thread) ------------------------------------------------ */
+
+static void queue_job(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req,
+		      enum job_kind kind, const uint8_t *hash)
+{
+	struct job *j = calloc(1, sizeof *j);
+	if (!j) {
+		respond_error(c, 503, REARVIEW__ERROR__CODE__BUSY, "out of memory", NULL, 0);
+		return;
+	}
+	j->a = a;
+	j->conn = c;
+	j->req = req;
+	j->kind = kind;
+	if (hash)
+		memcpy(j->token_hash, hash, 32);
+	j->w.data = j;
+	a->inflight++;
+	uv_queue_work(a->loop, &j->w, job_work, job_done);
+}
+
+static void method_not_allowed(struct rvs_api *a, struct rvs_conn *c, const char *allow)
+{
+	struct rvs_header h = {"Allow", allow};
+	a->m->errors[RVS_ERR_METHOD]++;
+	respond_error(c, 405, REARVIEW__ERROR__CODE__UNSPECIFIED, "method not allowed", &h, 1);
+}
+
+/* Checks the bearer token's shape and charges the device's bucket; a token
+ * not yet seen to authenticate also needs budget left on its peer address,
+ * so guessing tokens cannot turn into unbounded database lookups.  Answers
+ * 401 or 429 itself and returns nonzero then. */
+static int admit(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req, uint8_t hash[32])
+{
+	struct rvs_header h[1];
+	struct bucket *b, *p;
+	char secs[16];
+
+	if (bearer_hash(req->auth, hash)) {
+		h[0] = (struct rvs_header){"WWW-Authenticate", "Bearer"};
+		a->m->errors[RVS_ERR_UNAUTHORIZED]++;
+		charge_auth_failure(a, c);
+		respond_error(c, 401, REARVIEW__ERROR__CODE__DENIED, "missing or bad bearer token",
+			      h, 1);
+		return -1;
+	}
+	/* Peek first: a guessed token must not take (and evict) a table slot
+	 * once its address has no budget left. */
+	b = bucket_peek(a->buckets, hash);
+	if (!b || !b->known) {
+		p = peer_bucket(a, c);
+		if (p->tokens < 1.0) {
+			snprintf(secs, sizeof secs, "%u",
+				 retry_after(p, a->cfg->auth_fail_per_min));
+			h[0] = (struct rvs_header){"Retry-After", secs};
+			a->m->errors[RVS_ERR_RATE_LIMITED]++;
+			respond_error(c, 429, REARVIEW__ERROR__CODE__BUSY,
+				      "too many failed authentications from this address", h, 1);
+			return -1;
+		}
+	}
+	b = token_bucket(a, hash);
+	if (b->tokens < 1.0) {
+		snprintf(secs, sizeof secs, "%u", retry_after(b, a->cfg->upload_rate_per_min));
+		h[0] = (struct rvs_header){"Retry-After", secs};
+		a->m->errors[RVS_ERR_RATE_LIMITED]++;
+		respond_error(c, 429, REARVIEW__ERROR__CODE__BUSY, "rate limit exceeded", h, 1);
+		return -1;
+	}
+	b->tokens -= 1.0;
+	return 0;
+}
+
+void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
+{
+	struct rvs_api *a = ctx;
+	uint8_t hash[32];
+
+	if (a->stopping) {
+		respond_error(c, 503, REARVIEW__ERROR__CODE__BUSY, "shutting down", NULL, 0);
+		return;
+	}
+	if (strcmp(req->path, "/metrics") == 0) {
+		char *text;
+		size_t len;
+		if (req->method != HTTP_GET) {
+			method_not_allowed(a, c, "GET");
+			return;
+		}
+		if (rvs_metrics_render(a->m, &text, &len)) {
+			respond_error(c, 500, REARVIEW__ERROR__CODE__INTERNAL, "metrics", NULL, 0);
+			return;
+		}
+		rvs_conn_respond(c, 200, "text/plain; version=0.0.4", NULL, 0, text, len);
+		free(text);
+	} else if (strcmp(req->path, "/v1/enroll") == 0) {
+		if (req->method != HTTP_POST)
+			method_not_allowed(a, c, "POST");
+		else
+			queue_job(a, c, req, JOB_ENROLL, NULL);
+	} else if (strcmp(req->path, "/v1/uploads") == 0) {
+		if (req->method != HTTP_POST)
+			method_not_allowed(a, c, "POST");
+		else if (admit(a, c, req, hash) == 0)
+			queue_job(a, c, req, JOB_UPLOAD, hash);
+	} else if (strcmp(req->path, "/v1/policy") == 0) {
+		if (req->method != HTTP_GET)
+			method_not_allowed(a, c, "GET");
+		else if (admit(a, c, req, hash) == 0)
+			queue_job(a, c, req, JOB_POLICY, hash);
+	} else {
+		a->m->errors[RVS_ERR_NOT_FOUND]++;
+		respond_error(c, 404, REARVIEW__ERROR__CODE__NOT_FOUND, "no such resource", NULL,
+			      0);
+	}
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metrics *m,
+		const struct rvs_store_ops *ops, const struct rvs_decoder *decoder,
+		struct rvs_api **out)
+{
+	struct rvs_api *a = calloc(1, sizeof *a);
+	int rc;
+
+	if (!a)
+		return -ENOMEM;
+	a->loop = loop;
+	a->cfg = cfg;
+	a->m = m;
+	a->ops = ops;
+	a->decoder = decoder;
+	a->policy_size = -1;
+	pthread_mutex_init(&a->policy_mu, NULL);
+	rc = rvs_read_file(cfg->enroll_secret_file, 4096, &a->secret, &a->secret_len);
+	if (rc) {
+		rvs_log("error", "msg=\"cannot read enrolment secret\" path=\"%s\" err=%d",
+			cfg->enroll_secret_file, rc);
+		free(a);
+		return rc;
+	}
+	while (a->secret_len &&
+	       (a->secret[a->secret_len - 1] == '\n' || a->secret[a->secret_len - 1] == '\r'))
+		a->secret_len--;
+	if (a->secret_len < 16) {
+		rvs_log("error", "msg=\"enrolment secret shorter than 16 bytes\"");
+		free(a->secret);
+		free(a);
+		return -EINVAL;
+	}
+	*out = a;
+	return 0;
+}
+
+static void start_work(uv_work_t *w)
+{
+	struct rvs_api *a = w->data;
+	uint64_t depth = 0;
+	a->life_rc = a->ops->open(a->cfg->database, &a->store);
+	if (a->life_rc == 0 && a->ops->queue_depth(a->store, &depth) == 0)
+		a->start_depth = depth;
+}
+
+static void start_done(uv_work_t *w, int status)
+{
+	struct rvs_api *a = w->data;
+	a->m->decode_queue_depth = a->start_depth;
+	a->cb(a->cb_arg, a->life_rc);
+	if (a->life_rc == 0)
+		decode_pump(a);
+}
+
+void rvs_api_start(struct rvs_api *a, void (*ready)(void *, int), void *arg)
+{
+	a->cb = ready;
+	a->cb_arg = arg;
+	a->life.data = a;
+	uv_queue_work(a->loop, &a->life, start_work, start_done);
+}
+
+static void stop_work(uv_work_t *w)
+{
+	struct rvs_api *a = w->data;
+	a->ops->close(a->store);
+	a->store = NULL;
+}
+
+static void stop_done(uv_work_t *w, int status)
+{
+	struct rvs_api *a = w->data;
+	a->stop_done(a->stop_arg);
+}
+
+static void maybe_stop(struct rvs_api *a)
+{
+	if (a->stopping != 1 || a->inflight)
+		return;
+	a->stopping = 2; /* the store closes once */
+	a->life.data = a;
+	uv_queue_work(a->loop, &a->life, stop_work, stop_done);
+}
+
+void rvs_api_stop(struct rvs_api *a, void (*done)(void *), void *arg)
+{
+	if (a->stopping)
+		return;
+	a->stopping = 1;
+	a->stop_done = done;
+	a->stop_arg = arg;
+	maybe_stop(a);
+}
+
+void rvs_api_free(struct rvs_api *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_destroy(&a->policy_mu);
+	free(a->secret);
+	free(a);
+}

@@ -1,0 +1,40 @@
+/*
+ * api.h — the device API (POST /v1/enroll, POST /v1/uploads, GET /v1/policy)
+ * and /metrics, on top of net.h and store.h.  Loop thread only; the storage
+ * and file work it starts runs on the libuv work queue.
+ */
+#ifndef RVS_API_H
+#define RVS_API_H
+
+#include <uv.h>
+
+#include "net.h"
+#include "store.h"
+
+/* The decode step's seam.  decode() runs on a work thread with the path of
+ * an upload's payload blob (NULL for summary-only uploads) and returns 0 when
+ * the trace was decoded and indexed, or a negative errno with a reason, in
+ * which case the upload is quarantined with that reason.  The trace analysis
+ * library provides the implementation; with none, uploads stay in state
+ * pending_decode. */
+struct rvs_decoder {
+	int (*decode)(void *ctx, const char *trace_id, const char *blob_path, char *reason,
+		      size_t reasonlen);
+	void *ctx;
+};
+
+struct rvs_api;
+
+/* Reads the enrolment secret; the store is opened by rvs_api_start. */
+int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metrics *m,
+		const struct rvs_store_ops *ops, const struct rvs_decoder *decoder,
+		struct rvs_api **out);
+/* Opens the store on the work queue; calls ready(arg, 0 or -errno) on the loop. */
+void rvs_api_start(struct rvs_api *a, void (*ready)(void *, int), void *arg);
+/* Closes the store on the work queue once no job is in flight, then calls done. */
+void rvs_api_stop(struct rvs_api *a, void (*done)(void *), void *arg);
+void rvs_api_free(struct rvs_api *a);
+/* The rvs_handler_fn for net.h. */
+void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req);
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * config.c — the INI configuration file (libinih), section [server].
+ * Unknown keys and bad numbers are errors, so a typo never silently falls
+ * back to a default.  Relative paths are taken relative to data_dir.
+ */
+#include "rvs.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct load {
+	struct rvs_config *cfg;
+	char *err;
+	size_t errlen;
+};
+
+static int parse_u64(const char *v, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long x;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || end == v || *end || x > max || v[0] == '-')
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static int set_str(char *dst, size_t cap, const char *v)
+{
+	return snprintf(dst, cap, "%s", v) >= (int)cap ? -1 : 0;
+}
+
+static int on_kv(void *user, const char *section, const char *name, const char *value)
+{
+	struct load *l = user;
+	struct rvs_config *c = l->cfg;
+	uint64_t u;
+	int bad = 0;
+
+	if (strcmp(section, "server") != 0) {
+		snprintf(l->err, l->errlen, "unknown section [%s]", section);
+		return 0;
+	}
+	if (strcmp(name, "listen") == 0) {
+		const char *colon = strrchr(value, ':');
+		char host[64];
+		if (!colon || (size_t)(colon - value) >= sizeof host ||
+		    parse_u64(colon + 1, 65535, &u))
+			bad = 1;
+		else {
+			memcpy(host, value, (size_t)(colon - value));
+			host[colon - value] = '\0';
+			/* [::1]:8443 form */
+			if (host[0] == '[') {
+				size_t n = strlen(host);
+				if (n < 2 || host[n - 1] != ']')
+					bad = 1;
+				host[n - 1] = '\0';
+				memmove(host, host + 1, n - 1);
+			}
+			snprintf(c->listen_host, sizeof c->listen_host, "%s", host);
+			c->listen_port = (int)u;
+		}
+	}
+#define STR(key, field) \
+	else if (strcmp(name, key) == 0) bad = set_str(c->field, sizeof c->field, value)
+#define NUM(key, field, max)                     \
+	else if (strcmp(name, key) == 0)         \
+	{                                        \
+		bad = parse_u64(value, max, &u); \
+		if (!bad)                        \
+			c->field = u;            \
+	}
+	STR("data_dir", data_dir);
+	STR("tls_cert", tls_cert);
+	STR("tls_key", tls_key);
+	STR("enrollment_secret_file", enroll_secret_file);
+	STR("policy_file", policy_file);
+	STR("database", database);
+	STR("blob_dir", blob_dir);
+	STR("port_file", port_file);
+	NUM("max_body_bytes", max_body_bytes, (uint64_t)1 << 32)
+	NUM("max_header_bytes", max_header_bytes, 1 << 20)
+	NUM("max_connections", max_connections, 1 << 20)
+	NUM("request_timeout_ms", request_timeout_ms, 3600000)
+	NUM("idle_timeout_ms", idle_timeout_ms, 3600000)
+	NUM("upload_burst", upload_burst, 1 << 20)
+	NUM("auth_fail_per_min", auth_fail_per_min, 1 << 20)
+	NUM("auth_fail_burst", auth_fail_burst, 1 << 20)
+	else if (strcmp(name, "upload_rate_per_min") == 0)
+	{
+		char *end;
+		double d = strtod(value, &end);
+		if (end == value || *end || !(d > 0) || d > 1e6)
+			bad = 1;
+		else
+			c->upload_rate_per_min = d;
+	}
+	else
+	{
+		snprintf(l->err, l->errlen, "unknown key %s", name);
+		return 0;
+	}
+#undef STR
+#undef NUM
+	if (bad) {
+		snprintf(l->err, l->errlen, "bad value for %s: %s", name, value);
+		return 0;
+	}
+	return 1;
+}
+
+static int resolve(const char *dir, char *path, size_t cap)
+{
+	char tmp[1024];
+	if (path[0] == '/' || path[0] == '\0')
+		return 0;
+	if (snprintf(tmp, sizeof tmp, "%s/%s", dir, path) >= (int)sizeof tmp)
+		return -1;
+	return set_str(path, cap, tmp);
+}
+
+int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t errlen)
+{
+	struct load l = {c, err, errlen};
+	int line;
+
+	memset(c, 0, sizeof *c);
+	snprintf(c->listen_host, sizeof c->listen_host, "127.0.0.1");
+	c->listen_port = 8443;
+	snprintf(c->tls_cert, sizeof c->tls_cert, "server.crt");
+	snprintf(c->tls_key, sizeof c->tls_key, "server.key");
+	snprintf(c->enroll_secret_file, sizeof c->enroll_secret_file, "enrollment.secret");
+	snprintf(c->policy_file, sizeof c->policy_file, "policy/current.spb");
+	snprintf(c->database, sizeof c->database, "rearview.db");
+	snprintf(c->blob_dir, sizeof c->blob_dir, "blobs");
+	snprintf(c->port_file, sizeof c->port_file, "server.port");
+	c->max_body_bytes = 64ull << 20;
+	c->max_header_bytes = 16384;
+	c->max_connections = 256;
+	c->request_timeout_ms = 30000;
+	c->idle_timeout_ms = 60000;
+	c->upload_rate_per_min = 60;
+	c->upload_burst = 30;
+	c->auth_fail_per_min = 10;
+	c->auth_fail_burst = 20;
+	err[0] = '\0';
+	line = ini_parse(path, on_kv, &l);
+	if (line < 0) {
+		snprintf(err, errlen, "cannot read %s", path);
+		return -ENOENT;
+	}
+	if (line > 0) {
+		if (!err[0])
+			snprintf(err, errlen, "syntax error");
+		char msg[256];
+		snprintf(msg, sizeof msg, "%s:%d: %s", path, line, err);
+		snprintf(err, errlen, "%s", msg);
+		return -EINVAL;
+	}
+	if (!c->data_dir[0]) {
+		snprintf(err, errlen, "%s: data_dir is required", path);
+		return -EINVAL;
+	}
+	if (resolve(c->data_dir, c->tls_cert, sizeof c->tls_cert) ||
+	    resolve(c->data_dir, c->tls_key, sizeof c->tls_key) ||
+	    resolve(c->data_dir, c->enroll_secret_file, sizeof c->enroll_secret_file) ||
+	    resolve(c->data_dir, c->policy_file, sizeof c->policy_file) ||
+	    resolve(c->data_dir, c->database, sizeof c->database) ||
+	    resolve(c->data_dir, c->blob_dir, sizeof c->blob_dir) ||
+	    resolve(c->data_dir, c->port_file, sizeof c->port_file)) {
+		snprintf(err, errlen, "path too long");
+		return -ENAMETOOLONG;
+	}
+	if (c->max_connections == 0 || c->max_header_bytes < 256 || c->request_timeout_ms == 0 ||
+	    c->idle_timeout_ms == 0 || c->upload_burst == 0 || c->auth_fail_per_min == 0 ||
+	    c->auth_fail_burst == 0) {
+		snprintf(err, errlen, "%s: a limit is zero or too small", path);
+		return -EINVAL;
+	}
+	return 0;
+}

@@ -1,0 +1,142 @@
+/*
+ * main.c — rearview-server's command line and process lifecycle.
+ *
+ *   rearview-server init DIR          create a data directory (init.c)
+ *   rearview-server --config FILE     run the server
+ *
+ * Startup: config → enrolment secret → store opened on the work queue →
+ * listener bound → bound port written to port_file and logged.  SIGTERM or
+ * SIGINT: stop accepting, let in-flight requests finish, close the store on
+ * the work queue, exit 0.
+ */
+#include "api.h"
+#include "net.h"
+#include "rvs.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct app {
+	uv_loop_t *loop;
+	struct rvs_config cfg;
+	struct rvs_metrics metrics;
+	struct rvs_api *api;
+	struct rvs_server *srv;
+	uv_signal_t sigterm, sigint;
+	int exit_code;
+	int stopping;
+};
+
+static void on_sig_closed(uv_handle_t *h)
+{
+}
+
+static void on_api_stopped(void *arg)
+{
+	struct app *a = arg;
+	uv_close((uv_handle_t *)&a->sigterm, on_sig_closed);
+	uv_close((uv_handle_t *)&a->sigint, on_sig_closed);
+	rvs_log("info", "msg=\"stopped\"");
+}
+
+static void on_drained(void *arg)
+{
+	struct app *a = arg;
+	rvs_api_stop(a->api, on_api_stopped, a);
+}
+
+static void stop(struct app *a)
+{
+	if (a->stopping)
+		return;
+	a->stopping = 1;
+	rvs_log("info", "msg=\"draining\"");
+	if (a->srv)
+		rvs_server_drain(a->srv, on_drained, a);
+	else
+		on_drained(a);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	stop(s->data);
+}
+
+static void on_ready(void *arg, int rc)
+{
+	struct app *a = arg;
+	char port[16];
+	int n;
+
+	if (rc) {
+		rvs_log("error", "msg=\"cannot open store\" path=\"%s\" err=%d", a->cfg.database,
+			rc);
+		a->exit_code = 1;
+		stop(a);
+		return;
+	}
+	rc = rvs_server_new(a->loop, &a->cfg, &a->metrics, rvs_api_handle, a->api, &a->srv);
+	if (rc) {
+		a->exit_code = 1;
+		stop(a);
+		return;
+	}
+	n = snprintf(port, sizeof port, "%d\n", rvs_server_port(a->srv));
+	/* Written once at startup, before any request is served. */
+	if (rvs_write_file_atomic(a->cfg.port_file, port, (size_t)n, 0644))
+		rvs_log("warn", "msg=\"cannot write port file\" path=\"%s\"", a->cfg.port_file);
+	rvs_log("info", "msg=\"listening\" url=https://%s:%d/ store=sqlite3", a->cfg.listen_host,
+		rvs_server_port(a->srv));
+}
+
+static int run(const char *config_path)
+{
+	struct app a;
+	char err[512];
+	int rc;
+
+	memset(&a, 0, sizeof a);
+	rc = rvs_config_load(config_path, &a.cfg, err, sizeof err);
+	if (rc) {
+		fprintf(stderr, "rearview-server: %s\n", err);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	a.loop = uv_default_loop();
+	if (rvs_api_new(a.loop, &a.cfg, &a.metrics, &rvs_store_sqlite, NULL, &a.api))
+		return 1;
+	uv_signal_init(a.loop, &a.sigterm);
+	uv_signal_init(a.loop, &a.sigint);
+	a.sigterm.data = a.sigint.data = &a;
+	uv_signal_start(&a.sigterm, on_signal, SIGTERM);
+	uv_signal_start(&a.sigint, on_signal, SIGINT);
+	rvs_api_start(a.api, on_ready, &a);
+	uv_run(a.loop, UV_RUN_DEFAULT);
+	rvs_server_free(a.srv);
+	rvs_api_free(a.api);
+	uv_loop_close(a.loop);
+	return a.exit_code;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: rearview-server init DIR\n"
+		   "       rearview-server --config FILE\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "init") == 0)
+		return rvs_init_dir(argv[2]) ? 1 : 0;
+	if (argc == 3 && strcmp(argv[1], "--config") == 0)
+		return run(argv[2]);
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	usage(stderr);
+	return 2;
+}

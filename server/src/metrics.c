@@ -1,0 +1,85 @@
+/*
+ * metrics.c — the /metrics page in Prometheus text exposition format.
+ * The counters live in struct rvs_metrics and are only touched on the loop
+ * thread, so they need no atomics.
+ */
+#include "rvs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *const err_names[RVS_ERR_COUNT] = {
+	[RVS_ERR_BAD_REQUEST] = "bad_request",	   [RVS_ERR_MALFORMED] = "malformed_protobuf",
+	[RVS_ERR_UNAUTHORIZED] = "unauthorized",   [RVS_ERR_FORBIDDEN] = "forbidden",
+	[RVS_ERR_TOO_LARGE] = "body_too_large",	   [RVS_ERR_HEADER_TOO_LARGE] = "header_too_large",
+	[RVS_ERR_RATE_LIMITED] = "rate_limited",   [RVS_ERR_TIMEOUT] = "timeout",
+	[RVS_ERR_NOT_FOUND] = "not_found",	   [RVS_ERR_METHOD] = "method_not_allowed",
+	[RVS_ERR_INTERNAL] = "internal",	   [RVS_ERR_TLS] = "tls_handshake",
+	[RVS_ERR_CONN_LIMIT] = "connection_limit",
+};
+
+const char *rvs_err_name(enum rvs_err_reason r)
+{
+	return (unsigned)r < RVS_ERR_COUNT ? err_names[r] : "unknown";
+}
+
+int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	int w;
+
+	if (!buf)
+		return -ENOMEM;
+#define EMIT(...)                                            \
+	do {                                                 \
+		w = snprintf(buf + n, cap - n, __VA_ARGS__); \
+		if (w < 0 || (size_t)w >= cap - n)           \
+			goto overflow;                       \
+		n += (size_t)w;                              \
+	} while (0)
+	EMIT("# HELP rearview_requests_total HTTP requests parsed.\n"
+	     "# TYPE rearview_requests_total counter\nrearview_requests_total %" PRIu64 "\n",
+	     m->requests);
+	EMIT("# HELP rearview_uploads_total Uploads accepted (first delivery).\n"
+	     "# TYPE rearview_uploads_total counter\nrearview_uploads_total %" PRIu64 "\n",
+	     m->uploads);
+	EMIT("# HELP rearview_upload_duplicates_total Retried uploads answered from storage.\n"
+	     "# TYPE rearview_upload_duplicates_total counter\n"
+	     "rearview_upload_duplicates_total %" PRIu64 "\n",
+	     m->upload_duplicates);
+	EMIT("# HELP rearview_upload_bytes_total Request body bytes of accepted uploads.\n"
+	     "# TYPE rearview_upload_bytes_total counter\nrearview_upload_bytes_total %" PRIu64
+	     "\n",
+	     m->upload_bytes);
+	EMIT("# HELP rearview_enrollments_total Devices enrolled.\n"
+	     "# TYPE rearview_enrollments_total counter\nrearview_enrollments_total %" PRIu64 "\n",
+	     m->enrollments);
+	EMIT("# HELP rearview_policy_fetches_total Policy requests answered (200 or 304).\n"
+	     "# TYPE rearview_policy_fetches_total counter\nrearview_policy_fetches_total %" PRIu64
+	     "\n",
+	     m->policy_fetches);
+	EMIT("# HELP rearview_connections_total TCP connections accepted.\n"
+	     "# TYPE rearview_connections_total counter\nrearview_connections_total %" PRIu64 "\n",
+	     m->connections_total);
+	EMIT("# HELP rearview_connections_open Connections open now.\n"
+	     "# TYPE rearview_connections_open gauge\nrearview_connections_open %" PRIu64 "\n",
+	     m->connections_open);
+	EMIT("# HELP rearview_decode_queue_depth Uploads waiting in state pending_decode.\n"
+	     "# TYPE rearview_decode_queue_depth gauge\nrearview_decode_queue_depth %" PRIu64 "\n",
+	     m->decode_queue_depth);
+	EMIT("# HELP rearview_errors_total Rejected requests and connections by reason.\n"
+	     "# TYPE rearview_errors_total counter\n");
+	for (int i = 0; i < RVS_ERR_COUNT; i++)
+		EMIT("rearview_errors_total{reason=\"%s\"} %" PRIu64 "\n", err_names[i],
+		     m->errors[i]);
+#undef EMIT
+	*out = buf;
+	*len = n;
+	return 0;
+overflow:
+	free(buf);
+	return -ENOBUFS;
+}

@@ -1,0 +1,44 @@
+/*
+ * net.h — the HTTPS listener: libuv TCP, mbedTLS over in-memory BIO
+ * callbacks, HTTP/1.1 keep-alive through http.c.  Loop thread only.
+ */
+#ifndef RVS_NET_H
+#define RVS_NET_H
+
+#include <uv.h>
+
+#include "rvs.h"
+
+struct rvs_server;
+struct rvs_conn;
+
+/* Called on the loop thread with a complete request.  The request (and its
+ * body) stay valid, and the connection stays open, until the handler calls
+ * rvs_conn_respond() exactly once — synchronously or from a later callback. */
+typedef void (*rvs_handler_fn)(void *ctx, struct rvs_conn *c, struct rvs_http_req *req);
+
+struct rvs_header {
+	const char *name;
+	const char *value;
+};
+
+/* Loads the certificate and key, binds and listens.  Errors: negative errno
+ * (-EINVAL for an unreadable certificate or key, libuv's for bind). */
+int rvs_server_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metrics *metrics,
+		   rvs_handler_fn handler, void *ctx, struct rvs_server **out);
+/* The bound TCP port (useful with port 0). */
+int rvs_server_port(struct rvs_server *s);
+/* Stops accepting, closes idle connections, lets in-flight requests finish
+ * (their responses carry Connection: close), then calls done. */
+void rvs_server_drain(struct rvs_server *s, void (*done)(void *), void *arg);
+/* Frees a drained server (after done has been called).  NULL is a no-op. */
+void rvs_server_free(struct rvs_server *s);
+
+/* A 16-byte key for the peer's address (IPv4 mapped into IPv6 form). */
+void rvs_conn_peer(const struct rvs_conn *c, uint8_t key[16]);
+
+/* Sends the response to the connection's current request.  body is copied. */
+void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
+		      const struct rvs_header *hdrs, size_t nhdrs, const void *body, size_t len);
+
+#endif

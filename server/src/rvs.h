@@ -1,0 +1,151 @@
+/*
+ * rvs.h — rearview-server's private interfaces, shared by its source files.
+ *
+ * Threading model: one libuv loop thread owns every connection, the metrics
+ * and the rate limiter; sqlite, blob writes, protobuf unpacking and file
+ * reads run on the libuv work queue (uv_queue_work).  Functions marked
+ * "work thread" must never be called on the loop thread and vice versa.
+ */
+#ifndef RVS_H
+#define RVS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <http_parser.h>
+
+/* ---- logging (log.c) ---------------------------------------------------- */
+/* Structured one-line logs on stderr: ts=… level=… msg="…" then key=value. */
+void rvs_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- small crypto helpers (util.c) -------------------------------------- */
+void rvs_sha256(const void *data, size_t len, uint8_t out[32]);
+void rvs_hex(const uint8_t *in, size_t len, char *out); /* out: 2*len+1 bytes */
+int rvs_random(void *buf, size_t len);			/* getrandom; 0 or -errno */
+int rvs_ct_equal(const void *a, size_t alen, const void *b, size_t blen);
+int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned iter, uint8_t out[32]);
+/* Reads a whole file (at most max bytes) into *out (caller frees). */
+int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
+/* Writes data to path atomically: temp file in the same dir, fsync, rename. */
+int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/* ---- metrics (metrics.c; loop thread only) ------------------------------ */
+enum rvs_err_reason {
+	RVS_ERR_BAD_REQUEST,
+	RVS_ERR_MALFORMED,
+	RVS_ERR_UNAUTHORIZED,
+	RVS_ERR_FORBIDDEN,
+	RVS_ERR_TOO_LARGE,
+	RVS_ERR_HEADER_TOO_LARGE,
+	RVS_ERR_RATE_LIMITED,
+	RVS_ERR_TIMEOUT,
+	RVS_ERR_NOT_FOUND,
+	RVS_ERR_METHOD,
+	RVS_ERR_INTERNAL,
+	RVS_ERR_TLS,
+	RVS_ERR_CONN_LIMIT,
+	RVS_ERR_COUNT
+};
+struct rvs_metrics {
+	uint64_t requests;
+	uint64_t uploads;
+	uint64_t upload_duplicates;
+	uint64_t upload_bytes;
+	uint64_t enrollments;
+	uint64_t policy_fetches;
+	uint64_t connections_total;
+	uint64_t connections_open;
+	uint64_t decode_queue_depth;
+	uint64_t errors[RVS_ERR_COUNT];
+};
+const char *rvs_err_name(enum rvs_err_reason r);
+/* Renders Prometheus text exposition into a heap buffer (caller frees). */
+int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len);
+
+/* ---- HTTP request parsing (http.c; pure, no I/O) ------------------------- */
+struct rvs_http_req {
+	enum http_method method;
+	char path[1024]; /* URL path, query removed; never decoded */
+	char auth[512];	 /* Authorization header */
+	char inm[256];	 /* If-None-Match header */
+	uint8_t *body;	 /* owned; freed by rvs_http_next/release */
+	size_t body_len;
+	int keep_alive;
+	int expect_continue; /* "Expect: 100-continue" was sent */
+};
+struct rvs_http {
+	http_parser p;
+	struct rvs_http_req req;
+	size_t max_header, max_body;
+	size_t header_bytes, body_cap;
+	int began;	  /* a request's first byte has arrived */
+	int headers_done; /* the current request's headers are complete */
+	int complete;	  /* a whole request is ready; parser paused */
+	int status;	  /* on error: 400, 413, 431 or 501 */
+	const char *reason;
+	/* header being parsed */
+	char field[32];
+	size_t field_len;
+	int field_over;
+	int last_was_value;
+	size_t url_len;
+	int url_over;
+	char expect[32]; /* the Expect header */
+	char *target;	 /* buffer the current value goes to, or NULL */
+	size_t target_cap;
+};
+void rvs_http_init(struct rvs_http *h, size_t max_header, size_t max_body);
+void rvs_http_release(struct rvs_http *h);
+/* Feeds plaintext.  Returns bytes consumed (stops after a complete request:
+ * h->complete is then set) or -EPROTO with h->status/h->reason set. */
+ssize_t rvs_http_feed(struct rvs_http *h, const char *data, size_t len);
+/* Frees the finished request and readies the parser for the next one. */
+void rvs_http_next(struct rvs_http *h);
+
+/* ---- upload envelope validation (upload.c; work thread or fuzzer) ------- */
+struct Rearview__UploadEnvelope;
+/* Unpacks and validates an UploadEnvelope.  On success *out is set (free with
+ * rearview__upload_envelope__free_unpacked(*out, NULL)); on failure returns
+ * -EBADMSG or -EINVAL and writes a human reason into reason. */
+int rvs_upload_parse(const uint8_t *buf, size_t len, struct Rearview__UploadEnvelope **out,
+		     char *reason, size_t reasonlen);
+/* Checks an untrusted string field: bounded length, UTF-8, no control chars. */
+int rvs_field_ok(const char *s, size_t max);
+
+/* ---- blob store (blob.c; work thread) ------------------------------------ */
+/* Content-addressed: DIR/ab/abcdef… named by the SHA-256 of the content. */
+int rvs_blob_put(const char *dir, const void *data, size_t len, char hex_out[65]);
+int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen);
+
+/* ---- storage interface (store.h has the function table) ----------------- */
+
+/* ---- configuration (config.c) -------------------------------------------- */
+struct rvs_config {
+	char listen_host[64];
+	int listen_port;
+	char data_dir[512];
+	char tls_cert[512];
+	char tls_key[512];
+	char enroll_secret_file[512];
+	char policy_file[512];
+	char database[512];
+	char blob_dir[512];
+	char port_file[512];
+	uint64_t max_body_bytes;
+	uint32_t max_header_bytes;
+	uint32_t max_connections;
+	uint32_t request_timeout_ms;
+	uint32_t idle_timeout_ms;
+	double upload_rate_per_min;
+	uint32_t upload_burst;
+	uint32_t auth_fail_per_min; /* refill of a peer address's failed-auth budget */
+	uint32_t auth_fail_burst;
+};
+/* Loads an INI file; relative paths are resolved against data_dir. */
+int rvs_config_load(const char *path, struct rvs_config *cfg, char *err, size_t errlen);
+
+/* ---- init (init.c) -------------------------------------------------------- */
+int rvs_init_dir(const char *dir);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * store.h — the storage interface.  A backend is a function table; sqlite3
+ * (store_sqlite.c) is the embedded default and a PostgreSQL backend can
+ * provide the same table.  Every function blocks and must run on the work
+ * queue; a backend handle is safe to use from several work threads at once.
+ * Errors: 0 or a negative errno (-ENOENT not found, -EEXIST a uniqueness
+ * conflict, -EIO a backend failure).
+ */
+#ifndef RVS_STORE_H
+#define RVS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rvs_device_rec {
+	char device_id[40];	      /* server-assigned "d-" + 32 hex */
+	uint8_t token_hash[32];	      /* SHA-256 of the bearer token; the token is never stored */
+	const char *client_device_id; /* borrowed; what the device calls itself */
+	const char *model, *os_build, *arch;
+};
+
+struct rvs_upload_rec {
+	char trace_id[40]; /* server id, derived from device and upload id */
+	const char *device_id;
+	uint8_t upload_id[16];
+	const char *app_id, *app_version;
+	const uint8_t *app_build_id;
+	size_t app_build_id_len;
+	const char *model, *os_build, *campaign_id;
+	int anomaly_kind, severity, consent, payload_kind, compression;
+	uint64_t payload_size, captured_realtime_ns;
+	const char *blob_sha256; /* NULL when there is no payload */
+	uint64_t blob_bytes;
+	const uint8_t *summary; /* serialized Summary, may be NULL */
+	size_t summary_len;
+};
+
+struct rvs_store;
+
+struct rvs_store_ops {
+	const char *name;
+	/* Opens (creating) the store at dsn and applies pending migrations. */
+	int (*open)(const char *dsn, struct rvs_store **out);
+	void (*close)(struct rvs_store *s);
+	int (*schema_version)(struct rvs_store *s, int *out);
+	int (*device_add)(struct rvs_store *s, const struct rvs_device_rec *d);
+	/* Finds the device owning a token hash; device_id gets its id. */
+	int (*device_by_token)(struct rvs_store *s, const uint8_t hash[32], char device_id[40]);
+	/* The trace id of (device, upload_id) if already stored, else -ENOENT. */
+	int (*upload_find)(struct rvs_store *s, const char *device_id, const uint8_t upload_id[16],
+			   char trace_id[40]);
+	/* Stores an upload in state pending_decode and queues it for decoding,
+	 * in one transaction; -EEXIST when (device, upload_id) exists. */
+	int (*upload_add)(struct rvs_store *s, const struct rvs_upload_rec *u);
+	/* The decode step's seam: the oldest upload in pending_decode (its trace
+	 * id and blob name; blob empty when summary-only), -ENOENT when none. */
+	int (*decode_next)(struct rvs_store *s, char trace_id[40], char blob_sha256[65]);
+	/* Decode succeeded: state decoded, off the queue. */
+	int (*decode_done)(struct rvs_store *s, const char *trace_id);
+	/* Decode failed: state quarantined, off the queue, reason recorded. */
+	int (*decode_fail)(struct rvs_store *s, const char *trace_id, const char *reason);
+	int (*queue_depth)(struct rvs_store *s, uint64_t *out);
+	int (*admin_put)(struct rvs_store *s, const char *name, unsigned iterations,
+			 const uint8_t *salt, size_t saltlen, const uint8_t hash[32]);
+};
+
+extern const struct rvs_store_ops rvs_store_sqlite;
+
+#endif

@@ -1,0 +1,464 @@
+/*
+ * store_sqlite.c — the sqlite3 storage backend (server/SCHEMA.md).
+ *
+ * One connection in serialized mode, WAL journal, foreign keys on.  A mutex
+ * makes each multi-statement operation atomic with respect to other work
+ * threads (BEGIN IMMEDIATE inside it).  Every value from a device goes in
+ * through bound parameters, never through SQL text.  Migrations are an
+ * append-only list: migration N brings user_version from N-1 to N.
+ */
+#include "store.h"
+#include "rvs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+struct rvs_store {
+	sqlite3 *db;
+	pthread_mutex_t mu;
+};
+
+static const char *const migrations[] = {
+	/* 1: devices, uploads, the decode queue, quarantine, admin accounts */
+	"CREATE TABLE devices ("
+	" device_id TEXT PRIMARY KEY,"
+	" token_hash BLOB NOT NULL UNIQUE,"
+	" client_device_id TEXT, model TEXT, os_build TEXT, arch TEXT,"
+	" enrolled_at INTEGER NOT NULL);"
+	"CREATE TABLE uploads ("
+	" trace_id TEXT PRIMARY KEY,"
+	" device_id TEXT NOT NULL REFERENCES devices(device_id),"
+	" upload_id BLOB NOT NULL,"
+	" received_at INTEGER NOT NULL,"
+	" app_id TEXT, app_version TEXT, app_build_id BLOB,"
+	" model TEXT, os_build TEXT, campaign_id TEXT,"
+	" anomaly_kind INTEGER, severity INTEGER, consent INTEGER,"
+	" payload_kind INTEGER, compression INTEGER, payload_size INTEGER,"
+	" captured_realtime_ns INTEGER,"
+	" blob_sha256 TEXT, blob_bytes INTEGER, summary BLOB,"
+	" state TEXT NOT NULL CHECK (state IN ('pending_decode','decoded','quarantined')),"
+	" UNIQUE (device_id, upload_id));"
+	"CREATE TABLE decode_queue ("
+	" trace_id TEXT PRIMARY KEY REFERENCES uploads(trace_id),"
+	" enqueued_at INTEGER NOT NULL);"
+	"CREATE TABLE quarantine ("
+	" trace_id TEXT PRIMARY KEY REFERENCES uploads(trace_id),"
+	" reason TEXT NOT NULL,"
+	" quarantined_at INTEGER NOT NULL);"
+	"CREATE TABLE admins ("
+	" name TEXT PRIMARY KEY,"
+	" pbkdf2_iterations INTEGER NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL,"
+	" created_at INTEGER NOT NULL);"
+	"CREATE INDEX uploads_received ON uploads(received_at);",
+};
+#define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+
+static int map(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	default:
+		return -EIO;
+	}
+}
+
+static int exec(struct rvs_store *s, const char *sql)
+{
+	char *err = NULL;
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, &err);
+	if (rc != SQLITE_OK) {
+		rvs_log("error", "msg=\"sqlite\" err=\"%s\"", err ? err : sqlite3_errstr(rc));
+		sqlite3_free(err);
+	}
+	return map(rc);
+}
+
+static int user_version(struct rvs_store *s, int *out)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+	if (rc)
+		return map(rc);
+	rc = sqlite3_step(st);
+	*out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : map(rc);
+}
+
+static int migrate(struct rvs_store *s)
+{
+	int v, rc;
+	char sql[64];
+
+	if ((rc = user_version(s, &v)))
+		return rc;
+	if (v > N_MIGRATIONS) {
+		rvs_log("error", "msg=\"database is newer than this server\" version=%d", v);
+		return -EPROTO;
+	}
+	for (; v < N_MIGRATIONS; v++) {
+		if ((rc = exec(s, "BEGIN IMMEDIATE")))
+			return rc;
+		rc = exec(s, migrations[v]);
+		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
+		if (!rc)
+			rc = exec(s, sql);
+		if (!rc)
+			rc = exec(s, "COMMIT");
+		if (rc) {
+			exec(s, "ROLLBACK");
+			return rc;
+		}
+		rvs_log("info", "msg=\"migrated\" schema_version=%d", v + 1);
+	}
+	return 0;
+}
+
+static void store_close(struct rvs_store *s)
+{
+	if (!s)
+		return;
+	sqlite3_close(s->db);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+static int store_open(const char *dsn, struct rvs_store **out)
+{
+	struct rvs_store *s = calloc(1, sizeof *s);
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->mu, NULL);
+	rc = sqlite3_open_v2(dsn, &s->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+			     NULL);
+	if (rc != SQLITE_OK) {
+		rc = map(rc);
+		store_close(s);
+		return rc;
+	}
+	sqlite3_busy_timeout(s->db, 5000);
+	if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+			  "PRAGMA foreign_keys=ON;")) ||
+	    (rc = migrate(s))) {
+		store_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+static int schema_version(struct rvs_store *s, int *out)
+{
+	int rc;
+	pthread_mutex_lock(&s->mu);
+	rc = user_version(s, out);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+static int bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+	return v ? sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
+}
+
+static int device_add(struct rvs_store *s, const struct rvs_device_rec *d)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	rc = sqlite3_prepare_v2(
+		s->db,
+		"INSERT INTO devices (device_id, token_hash, client_device_id, model,"
+		" os_build, arch, enrolled_at) VALUES (?,?,?,?,?,?,?)",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, d->device_id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_blob(st, 2, d->token_hash, 32, SQLITE_TRANSIENT);
+		bind_text(st, 3, d->client_device_id);
+		bind_text(st, 4, d->model);
+		bind_text(st, 5, d->os_build);
+		bind_text(st, 6, d->arch);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return map(rc);
+}
+
+static int lookup_text(struct rvs_store *s, const char *sql, const void *blob, size_t bloblen,
+		       const char *text, char *out, size_t outlen)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		int i = 1;
+		if (text)
+			sqlite3_bind_text(st, i++, text, -1, SQLITE_TRANSIENT);
+		if (blob)
+			sqlite3_bind_blob(st, i++, blob, (int)bloblen, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			const unsigned char *v = sqlite3_column_text(st, 0);
+			snprintf(out, outlen, "%s", v ? (const char *)v : "");
+			rc = 0;
+		} else if (rc == SQLITE_DONE) {
+			rc = -ENOENT;
+		} else {
+			rc = map(rc);
+		}
+		sqlite3_finalize(st);
+	} else {
+		rc = map(rc);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+static int device_by_token(struct rvs_store *s, const uint8_t hash[32], char device_id[40])
+{
+	return lookup_text(s, "SELECT device_id FROM devices WHERE token_hash = ?", hash, 32, NULL,
+			   device_id, 40);
+}
+
+static int upload_find(struct rvs_store *s, const char *device_id, const uint8_t upload_id[16],
+		       char trace_id[40])
+{
+	return lookup_text(s, "SELECT trace_id FROM uploads WHERE device_id = ? AND upload_id = ?",
+			   upload_id, 16, device_id, trace_id, 40);
+}
+
+static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+	sqlite3_int64 t = (sqlite3_int64)time(NULL);
+
+	pthread_mutex_lock(&s->mu);
+	rc = exec(s, "BEGIN IMMEDIATE");
+	if (rc)
+		goto unlock;
+	rc = sqlite3_prepare_v2(
+		s->db,
+		"INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
+		" app_version, app_build_id, model, os_build, campaign_id, anomaly_kind, severity,"
+		" consent, payload_kind, compression, payload_size, captured_realtime_ns,"
+		" blob_sha256, blob_bytes, summary, state)"
+		" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'pending_decode')",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, u->trace_id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, u->device_id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_blob(st, 3, u->upload_id, 16, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 4, t);
+		bind_text(st, 5, u->app_id);
+		bind_text(st, 6, u->app_version);
+		if (u->app_build_id_len)
+			sqlite3_bind_blob(st, 7, u->app_build_id, (int)u->app_build_id_len,
+					  SQLITE_TRANSIENT);
+		bind_text(st, 8, u->model);
+		bind_text(st, 9, u->os_build);
+		bind_text(st, 10, u->campaign_id);
+		sqlite3_bind_int(st, 11, u->anomaly_kind);
+		sqlite3_bind_int(st, 12, u->severity);
+		sqlite3_bind_int(st, 13, u->consent);
+		sqlite3_bind_int(st, 14, u->payload_kind);
+		sqlite3_bind_int(st, 15, u->compression);
+		sqlite3_bind_int64(st, 16, (sqlite3_int64)u->payload_size);
+		sqlite3_bind_int64(st, 17, (sqlite3_int64)u->captured_realtime_ns);
+		bind_text(st, 18, u->blob_sha256);
+		sqlite3_bind_int64(st, 19, (sqlite3_int64)u->blob_bytes);
+		if (u->summary_len)
+			sqlite3_bind_blob(st, 20, u->summary, (int)u->summary_len,
+					  SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	if (rc == SQLITE_DONE) {
+		rc = sqlite3_prepare_v2(
+			s->db, "INSERT INTO decode_queue (trace_id, enqueued_at) VALUES (?,?)", -1,
+			&st, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, u->trace_id, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 2, t);
+			rc = sqlite3_step(st);
+			sqlite3_finalize(st);
+		}
+	}
+	if (rc == SQLITE_DONE) {
+		rc = exec(s, "COMMIT");
+	} else {
+		rc = map(rc);
+		exec(s, "ROLLBACK");
+	}
+unlock:
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+static int decode_next(struct rvs_store *s, char trace_id[40], char blob_sha256[65])
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	rc = sqlite3_prepare_v2(s->db,
+				"SELECT q.trace_id, u.blob_sha256 FROM decode_queue q"
+				" JOIN uploads u USING (trace_id) ORDER BY q.enqueued_at, q.rowid"
+				" LIMIT 1",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			const unsigned char *a = sqlite3_column_text(st, 0);
+			const unsigned char *b = sqlite3_column_text(st, 1);
+			snprintf(trace_id, 40, "%s", a ? (const char *)a : "");
+			snprintf(blob_sha256, 65, "%s", b ? (const char *)b : "");
+			rc = 0;
+		} else {
+			rc = rc == SQLITE_DONE ? -ENOENT : map(rc);
+		}
+		sqlite3_finalize(st);
+	} else {
+		rc = map(rc);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+/* Leaves the queue with a final state, recording reason when quarantined. */
+static int decode_finish(struct rvs_store *s, const char *trace_id, const char *state,
+			 const char *reason)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	if ((rc = exec(s, "BEGIN IMMEDIATE")))
+		goto unlock;
+	rc = sqlite3_prepare_v2(s->db, "DELETE FROM decode_queue WHERE trace_id = ?", -1, &st,
+				NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc == SQLITE_DONE && sqlite3_changes(s->db) == 0)
+			rc = SQLITE_NOTFOUND;
+	}
+	if (rc == SQLITE_DONE) {
+		rc = sqlite3_prepare_v2(s->db, "UPDATE uploads SET state = ? WHERE trace_id = ?",
+					-1, &st, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, trace_id, -1, SQLITE_TRANSIENT);
+			rc = sqlite3_step(st);
+			sqlite3_finalize(st);
+		}
+	}
+	if (rc == SQLITE_DONE && reason) {
+		rc = sqlite3_prepare_v2(s->db,
+					"INSERT INTO quarantine (trace_id, reason, quarantined_at)"
+					" VALUES (?,?,?)",
+					-1, &st, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 2, reason, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
+			rc = sqlite3_step(st);
+			sqlite3_finalize(st);
+		}
+	}
+	if (rc == SQLITE_DONE) {
+		rc = exec(s, "COMMIT");
+	} else {
+		rc = rc == SQLITE_NOTFOUND ? -ENOENT : map(rc);
+		exec(s, "ROLLBACK");
+	}
+unlock:
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+static int decode_done(struct rvs_store *s, const char *trace_id)
+{
+	return decode_finish(s, trace_id, "decoded", NULL);
+}
+
+static int decode_fail(struct rvs_store *s, const char *trace_id, const char *reason)
+{
+	return decode_finish(s, trace_id, "quarantined", reason ? reason : "unspecified");
+}
+
+static int queue_depth(struct rvs_store *s, uint64_t *out)
+{
+	char buf[32];
+	int rc =
+		lookup_text(s, "SELECT count(*) FROM decode_queue", NULL, 0, NULL, buf, sizeof buf);
+	if (rc == 0)
+		*out = strtoull(buf, NULL, 10);
+	return rc;
+}
+
+static int admin_put(struct rvs_store *s, const char *name, unsigned iterations,
+		     const uint8_t *salt, size_t saltlen, const uint8_t hash[32])
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	rc = sqlite3_prepare_v2(
+		s->db,
+		"INSERT OR REPLACE INTO admins (name, pbkdf2_iterations, salt, hash,"
+		" created_at) VALUES (?,?,?,?,?)",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(st, 2, (int)iterations);
+		sqlite3_bind_blob(st, 3, salt, (int)saltlen, SQLITE_TRANSIENT);
+		sqlite3_bind_blob(st, 4, hash, 32, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return map(rc);
+}
+
+const struct rvs_store_ops rvs_store_sqlite = {
+	.name = "sqlite3",
+	.open = store_open,
+	.close = store_close,
+	.schema_version = schema_version,
+	.device_add = device_add,
+	.device_by_token = device_by_token,
+	.upload_find = upload_find,
+	.upload_add = upload_add,
+	.decode_next = decode_next,
+	.decode_done = decode_done,
+	.decode_fail = decode_fail,
+	.queue_depth = queue_depth,
+	.admin_put = admin_put,
+};

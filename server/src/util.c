@@ -1,0 +1,178 @@
+/*
+ * util.c — logging, hashing, randomness and atomic file writes shared by the
+ * server's parts.  Every function here is thread-safe: the work queue uses
+ * them as much as the loop thread does.
+ */
+#include "rvs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mbedtls/md.h>
+#include <mbedtls/pkcs5.h>
+#include <mbedtls/sha256.h>
+
+void rvs_log(const char *level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	struct timespec ts;
+	struct tm tm;
+	char when[32];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+	/* One write per line so concurrent threads never interleave inside it. */
+	fprintf(stderr, "ts=%s.%03ldZ level=%s %s\n", when, ts.tv_nsec / 1000000, level, msg);
+}
+
+void rvs_sha256(const void *data, size_t len, uint8_t out[32])
+{
+	mbedtls_sha256_ret(data, len, out, 0);
+}
+
+void rvs_hex(const uint8_t *in, size_t len, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+int rvs_random(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	while (len > 0) {
+		ssize_t n = getrandom(p, len, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int rvs_ct_equal(const void *a, size_t alen, const void *b, size_t blen)
+{
+	/* Compare digests so the time depends on neither length nor content. */
+	uint8_t da[32], db[32];
+	unsigned diff = 0;
+	rvs_sha256(a, alen, da);
+	rvs_sha256(b, blen, db);
+	for (int i = 0; i < 32; i++)
+		diff |= (unsigned)(da[i] ^ db[i]);
+	return diff == 0;
+}
+
+int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned iter, uint8_t out[32])
+{
+	mbedtls_md_context_t md;
+	int rc;
+
+	mbedtls_md_init(&md);
+	rc = mbedtls_md_setup(&md, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), 1);
+	if (rc == 0)
+		rc = mbedtls_pkcs5_pbkdf2_hmac(&md, (const unsigned char *)pw, strlen(pw), salt,
+					       saltlen, iter, 32, out);
+	mbedtls_md_free(&md);
+	return rc == 0 ? 0 : -EIO;
+}
+
+int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	uint8_t *buf;
+	size_t got = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return -EFBIG;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	char tmp[1024], dircopy[1024];
+	const uint8_t *p = data;
+	int fd, rc = 0, dfd;
+
+	if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0)
+		rc = -errno;
+	while (rc == 0 && len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			break;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc != 0) {
+		unlink(tmp);
+		return rc;
+	}
+	/* The rename is durable only once the directory entry is synced. */
+	snprintf(dircopy, sizeof dircopy, "%s", path);
+	dfd = open(dirname(dircopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}

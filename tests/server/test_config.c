@@ -1,0 +1,94 @@
+/*
+ * test_config.c — the INI configuration: defaults, overrides, relative
+ * paths, and that typos and bad numbers are errors rather than defaults.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rvs.h"
+
+static char g_path[64];
+
+static int load(const char *text, struct rvs_config *c, char *err, size_t errlen)
+{
+	FILE *f;
+	int fd;
+	snprintf(g_path, sizeof g_path, "/tmp/rvs-conf-XXXXXX");
+	fd = mkstemp(g_path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	fd = rvs_config_load(g_path, c, err, errlen);
+	unlink(g_path);
+	return fd;
+}
+
+static void test_config_defaults_and_relative_paths(void **state)
+{
+	struct rvs_config c;
+	char err[256];
+	assert_int_equal(load("[server]\ndata_dir = /srv/rv\n", &c, err, sizeof err), 0);
+	assert_string_equal(c.listen_host, "127.0.0.1");
+	assert_int_equal(c.listen_port, 8443);
+	assert_int_equal(c.max_body_bytes, 64ull << 20);
+	assert_string_equal(c.database, "/srv/rv/rearview.db");
+	assert_string_equal(c.tls_cert, "/srv/rv/server.crt");
+	assert_string_equal(c.policy_file, "/srv/rv/policy/current.spb");
+}
+
+static void test_config_overrides_later_keys_win(void **state)
+{
+	struct rvs_config c;
+	char err[256];
+	assert_int_equal(load("[server]\ndata_dir = /d\nlisten = 127.0.0.1:8443\n"
+			      "database = /abs/x.db\nmax_body_bytes = 1024\n"
+			      "listen = [::1]:0\nrequest_timeout_ms = 250\n",
+			      &c, err, sizeof err),
+			 0);
+	assert_string_equal(c.listen_host, "::1");
+	assert_int_equal(c.listen_port, 0);
+	assert_string_equal(c.database, "/abs/x.db");
+	assert_int_equal(c.max_body_bytes, 1024);
+	assert_int_equal(c.request_timeout_ms, 250);
+}
+
+static void test_config_typos_and_bad_values_are_errors(void **state)
+{
+	static const char *const bad[] = {
+		"[server]\ndata_dir = /d\nmax_body_byte = 5\n",
+		"[server]\ndata_dir = /d\nmax_connections = -1\n",
+		"[server]\ndata_dir = /d\nmax_connections = 12abc\n",
+		"[server]\ndata_dir = /d\nlisten = 127.0.0.1\n",
+		"[server]\ndata_dir = /d\nlisten = 127.0.0.1:70000\n",
+		"[server]\ndata_dir = /d\nupload_rate_per_min = nan\n",
+		"[server]\ndata_dir = /d\nmax_connections = 0\n",
+		"[other]\ndata_dir = /d\n",
+		"[server]\nlisten = 127.0.0.1:1\n",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct rvs_config c;
+		char err[256] = "";
+		assert_true(load(bad[i], &c, err, sizeof err) < 0);
+		assert_true(strlen(err) > 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config_defaults_and_relative_paths),
+		cmocka_unit_test(test_config_overrides_later_keys_win),
+		cmocka_unit_test(test_config_typos_and_bad_values_are_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,18 @@
+/*
+ * test_fuzz_upload.c — deterministic replay of the server_upload fuzz corpus.
+ */
+#include "../fuzz/server_upload.c"
+#include "fuzz_replay.h"
+
+static void test_fuzz_upload_corpus_replays_cleanly(void **state)
+{
+	assert_true(replay_dir(RVS_SRCDIR "/tests/fuzz/server_upload_corpus") >= 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fuzz_upload_corpus_replays_cleanly),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
