@@ -39,7 +39,6 @@ $(BUILD)/fuzz/server_upload: tests/fuzz/server_upload.c server/src/upload.c $(PR
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Iserver/src -g -O1 \
 		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
-fuzz: $(FUZZ)
 
 
 $(eval $(call rv_test,server,fuzz_http,$(OBJ)/server/src/http.o,-lhttp_parser))
