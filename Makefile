@@ -106,6 +106,7 @@ include proto/proto.mk
 -include policy/policy.mk
 -include device/device.mk
 -include server/server.mk
+-include deploy/deploy.mk
 include tests/tests.mk
 
 $(OBJ)/%.o: %.c $(FLAGS_STAMP) | $(PROTO_H)
