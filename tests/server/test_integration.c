@@ -29,6 +29,9 @@
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/ssl.h>
 #include <sqlite3.h>
+#include <zstd.h>
+
+#include "rearview/trace.h"
 
 #include "rearview/common.pb-c.h"
 #include "rearview/policy.pb-c.h"
@@ -282,9 +285,10 @@ static char *enroll(const char *model)
 	return tok;
 }
 
-/* Packs an envelope (caller frees); upload_id filled from seed. */
-static uint8_t *envelope(uint8_t seed, const char *app_id, const char *model, size_t payload,
-			 size_t *len)
+/* Packs an envelope (caller frees) carrying pl[0..pllen) with the given
+ * compression; upload_id filled from seed. */
+static uint8_t *envelope_with(uint8_t seed, const char *app_id, const char *model,
+			      const uint8_t *pl, size_t pllen, int compression, size_t *len)
 {
 	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
 	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
@@ -292,7 +296,7 @@ static uint8_t *envelope(uint8_t seed, const char *app_id, const char *model, si
 	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
 	static uint8_t nonce[8];
 	static int nonce_set;
-	uint8_t id[16], *out, *pl = NULL;
+	uint8_t id[16], *out;
 
 	if (!nonce_set) {
 		for (int i = 0; i < 8; i++)
@@ -313,18 +317,30 @@ static uint8_t *envelope(uint8_t seed, const char *app_id, const char *model, si
 	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
 	an.severity = 40;
 	e.anomaly = &an;
-	if (payload) {
-		pl = malloc(payload);
-		for (size_t i = 0; i < payload; i++)
-			pl[i] = (uint8_t)(i * 7 + seed);
+	if (pl) {
 		e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
-		e.payload.data = pl;
-		e.payload.len = payload;
-		e.payload_size = payload;
+		e.compression = (Rearview__Compression)compression;
+		e.payload.data = (uint8_t *)pl;
+		e.payload.len = pllen;
+		e.payload_size = pllen;
 	}
 	*len = rearview__upload_envelope__get_packed_size(&e);
 	out = malloc(*len);
 	rearview__upload_envelope__pack(&e, out);
+	return out;
+}
+
+/* An envelope with a generated (non-capture) payload of `payload` bytes. */
+static uint8_t *envelope(uint8_t seed, const char *app_id, const char *model, size_t payload,
+			 size_t *len)
+{
+	uint8_t *pl = NULL, *out;
+	if (payload) {
+		pl = malloc(payload);
+		for (size_t i = 0; i < payload; i++)
+			pl[i] = (uint8_t)(i * 7 + seed);
+	}
+	out = envelope_with(seed, app_id, model, pl, payload, 0, len);
 	free(pl);
 	return out;
 }
@@ -370,7 +386,7 @@ static int db_count(const char *sql, const char *arg)
 
 /* ---- tests ---------------------------------------------------------------- */
 
-static void test_integration_enroll_then_upload_stores_pending_decode(void **state)
+static void test_integration_enroll_then_upload_stores_blob(void **state)
 {
 	char *tok = enroll("pixel-test");
 	size_t len;
@@ -382,12 +398,11 @@ static void test_integration_enroll_then_upload_stores_pending_decode(void **sta
 	assert_false(k->duplicate);
 	assert_true(strncmp(k->trace_id, "t-", 2) == 0);
 	assert_int_equal(k->policy_version, 7); /* the served policy's version */
+	/* Stored; the decoder may already have taken it off the queue. */
 	assert_int_equal(db_count("SELECT count(*) FROM uploads WHERE trace_id = ?"
-				  " AND state = 'pending_decode'",
+				  " AND state IN ('pending_decode','quarantined')",
 				  k->trace_id),
 			 1);
-	assert_int_equal(
-		db_count("SELECT count(*) FROM decode_queue WHERE trace_id = ?", k->trace_id), 1);
 	/* The payload is on disk under its SHA-256. */
 	assert_int_equal(db_count("SELECT blob_bytes FROM uploads WHERE trace_id = ?", k->trace_id),
 			 4096);
@@ -530,9 +545,8 @@ static void test_integration_keep_alive_reuses_connection(void **state)
 	assert_int_equal(r.code, 200);
 	assert_int_equal(r.new_conns, 0);
 	assert_non_null(strstr((char *)r.body, "rearview_uploads_total "));
-	/* Earlier tests stored uploads and nothing decodes them in this tree. */
+	/* The decoder drains the queue, so its depth may be anything here. */
 	assert_non_null(strstr((char *)r.body, "rearview_decode_queue_depth "));
-	assert_null(strstr((char *)r.body, "rearview_decode_queue_depth 0\n"));
 	assert_null(strstr((char *)r.body, "rearview_uploads_total 0\n"));
 	assert_non_null(
 		strstr((char *)r.body, "rearview_errors_total{reason=\"malformed_protobuf\"}"));
@@ -625,6 +639,174 @@ static void test_integration_token_guessing_is_throttled_per_address(void **stat
 	free(env);
 	free(fresh);
 	free(known);
+}
+
+/* ---- decoding: real captures from librvtrace ------------------------------ */
+
+uint64_t rvs_fixture_outer(int rounds); /* capture_fixture.c, instrumented */
+
+/* Traces the instrumented fixture on this thread and returns the capture
+ * file's bytes (caller frees). */
+static uint8_t *make_capture(size_t *len)
+{
+	char path[512];
+	uint8_t *buf = malloc(1u << 20);
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/fixture.rvt", g_dir);
+	assert_int_equal(rvt_set_config(256u << 10, 0), 0);
+	assert_int_equal(rvt_start(0), 0);
+	assert_true(rvs_fixture_outer(3) != 1);
+	assert_int_equal(rvt_capture_to_path(0, path), 0);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	*len = fread(buf, 1, 1u << 20, f);
+	assert_true(feof(f));
+	fclose(f);
+	assert_true(*len > 64);
+	return buf;
+}
+
+/* The text of the first column of the first row of sql bound with arg. */
+static char *db_text(const char *sql, const char *arg)
+{
+	char path[512];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char *out = NULL;
+	snprintf(path, sizeof path, "%s/rearview.db", g_data);
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (arg)
+		sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		out = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return out;
+}
+
+/* Polls (bounded) until the upload leaves pending_decode; returns its state. */
+static char *wait_decoded(const char *trace_id)
+{
+	for (int i = 0; i < 600; i++) {
+		char *st = db_text("SELECT state FROM uploads WHERE trace_id = ?", trace_id);
+		if (st && strcmp(st, "pending_decode") != 0)
+			return st;
+		free(st);
+		usleep(50000);
+	}
+	return NULL;
+}
+
+static void test_integration_zstd_capture_is_decoded_and_indexed(void **state)
+{
+	char *tok = enroll("pixel-decode");
+	size_t clen, zlen, len;
+	uint8_t *cap = make_capture(&clen);
+	size_t zcap = ZSTD_compressBound(clen);
+	uint8_t *z = malloc(zcap), *env;
+	Rearview__UploadAck *k;
+	char *st, *top, *sig;
+
+	zlen = ZSTD_compress(z, zcap, cap, clen, 3);
+	assert_false(ZSTD_isError(zlen));
+	env = envelope_with(20, "com.example.decode", "pixel-decode", z, zlen,
+			    REARVIEW__COMPRESSION__COMPRESSION_ZSTD, &len);
+	k = upload(tok, env, len);
+	st = wait_decoded(k->trace_id);
+	assert_non_null(st);
+	assert_string_equal(st, "decoded");
+	/* The hot loop is the top self-time method, queryable by name. */
+	top = db_text("SELECT method FROM trace_methods WHERE trace_id = ? AND self_rank = 1",
+		      k->trace_id);
+	assert_non_null(top);
+	assert_non_null(strstr(top, "rvs_fixture_hot_spin"));
+	assert_int_equal(db_count("SELECT calls FROM trace_methods WHERE trace_id = ?"
+				  " AND method LIKE '%rvs_fixture_hot_spin%'",
+				  k->trace_id),
+			 3);
+	assert_int_equal(db_count("SELECT count(*) FROM traces WHERE trace_id = ?"
+				  " AND app_id = 'com.example.decode' AND model = 'pixel-decode'"
+				  " AND app_version = '1.2.3' AND severity = 40",
+				  k->trace_id),
+			 1);
+	/* The longest chain ends in the hot loop, with a 16-hex-digit signature. */
+	sig = db_text("SELECT signature FROM trace_chains WHERE trace_id = ? AND kind = 'top'"
+		      " AND rank = 1 AND chain LIKE '%rvs_fixture_outer;%rvs_fixture_hot_spin;'",
+		      k->trace_id);
+	assert_non_null(sig);
+	assert_int_equal(strlen(sig), 16);
+	assert_int_equal(
+		db_count("SELECT count(*) FROM quarantine WHERE trace_id = ?", k->trace_id), 0);
+	free(sig);
+	free(top);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(z);
+	free(cap);
+	free(tok);
+}
+
+static void test_integration_truncated_capture_is_quarantined_with_reason(void **state)
+{
+	char *tok = enroll("pixel-trunc");
+	size_t clen, len;
+	uint8_t *cap = make_capture(&clen), *env;
+	Rearview__UploadAck *k;
+	char *st, *why;
+
+	/* Uncompressed, cut in the middle of its header + records. */
+	env = envelope_with(21, "com.example.trunc", "pixel-trunc", cap, 40,
+			    REARVIEW__COMPRESSION__COMPRESSION_NONE, &len);
+	k = upload(tok, env, len);
+	st = wait_decoded(k->trace_id);
+	assert_non_null(st);
+	assert_string_equal(st, "quarantined");
+	why = db_text("SELECT reason FROM quarantine WHERE trace_id = ?", k->trace_id);
+	assert_non_null(why);
+	assert_true(strncmp(why, "capture: ", 9) == 0);
+	assert_int_equal(db_count("SELECT count(*) FROM traces WHERE trace_id = ?", k->trace_id),
+			 0);
+	free(why);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(cap);
+	free(tok);
+}
+
+static void test_integration_truncated_zstd_is_quarantined_with_reason(void **state)
+{
+	char *tok = enroll("pixel-ztrunc");
+	size_t clen, zlen, len;
+	uint8_t *cap = make_capture(&clen);
+	size_t zcap = ZSTD_compressBound(clen);
+	uint8_t *z = malloc(zcap), *env;
+	Rearview__UploadAck *k;
+	char *st, *why;
+
+	zlen = ZSTD_compress(z, zcap, cap, clen, 3);
+	assert_false(ZSTD_isError(zlen));
+	env = envelope_with(22, "com.example.ztrunc", "pixel-ztrunc", z, zlen / 2,
+			    REARVIEW__COMPRESSION__COMPRESSION_ZSTD, &len);
+	k = upload(tok, env, len);
+	st = wait_decoded(k->trace_id);
+	assert_non_null(st);
+	assert_string_equal(st, "quarantined");
+	why = db_text("SELECT reason FROM quarantine WHERE trace_id = ?", k->trace_id);
+	assert_non_null(why);
+	assert_string_equal(why, "zstd: corrupt or truncated");
+	free(why);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(z);
+	free(cap);
+	free(tok);
 }
 
 static void test_integration_sql_injection_is_stored_verbatim(void **state)
@@ -971,7 +1153,7 @@ static void test_integration_sigterm_drains_in_flight_request(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_integration_enroll_then_upload_stores_pending_decode),
+		cmocka_unit_test(test_integration_enroll_then_upload_stores_blob),
 		cmocka_unit_test(test_integration_retry_returns_original_ack_as_duplicate),
 		cmocka_unit_test(test_integration_bad_token_gets_401),
 		cmocka_unit_test(test_integration_wrong_enrolment_secret_gets_403),
@@ -982,6 +1164,9 @@ int main(void)
 		cmocka_unit_test(test_integration_policy_etag_gives_304),
 		cmocka_unit_test(test_integration_rate_limit_gives_429_with_retry_after),
 		cmocka_unit_test(test_integration_token_guessing_is_throttled_per_address),
+		cmocka_unit_test(test_integration_zstd_capture_is_decoded_and_indexed),
+		cmocka_unit_test(test_integration_truncated_capture_is_quarantined_with_reason),
+		cmocka_unit_test(test_integration_truncated_zstd_is_quarantined_with_reason),
 		cmocka_unit_test(test_integration_sql_injection_is_stored_verbatim),
 		cmocka_unit_test(test_integration_control_chars_and_bad_utf8_get_400),
 		cmocka_unit_test(test_integration_path_traversal_gets_404),
