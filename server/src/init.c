@@ -5,7 +5,9 @@
  *   ca.crt ca.key                 a private CA (ECDSA P-256, 10 years)
  *   server.crt server.key         the TLS certificate for localhost and
  *                                 127.0.0.1, signed by the CA
- *   policy-signing.key            the ECDSA P-256 policy signing key (PEM)
+ *   policy-signing.key            the ECDSA P-256 policy signing key (SEC1
+ *                                 PEM, what rvp_policy_sign reads)
+ *   policy-signing.pub            its public key (SPKI PEM) for devices
  *   enrollment.secret             what devices present to /v1/enroll
  *   rearview.db                   migrated, with the admin account
  *                                 (PBKDF2-HMAC-SHA256, random salt)
@@ -62,6 +64,14 @@ static int save_key(const char *dir, const char *name, mbedtls_pk_context *key)
 	if (mbedtls_pk_write_key_pem(key, pem, sizeof pem))
 		return -EIO;
 	return write_path(dir, name, pem, strlen((char *)pem), 0600);
+}
+
+static int save_pub(const char *dir, const char *name, mbedtls_pk_context *key)
+{
+	unsigned char pem[1024];
+	if (mbedtls_pk_write_pubkey_pem(key, pem, sizeof pem))
+		return -EIO;
+	return write_path(dir, name, pem, strlen((char *)pem), 0644);
 }
 
 /* subjectAltName = DNS:localhost, IP:127.0.0.1, DER written back to front. */
@@ -242,7 +252,8 @@ int rvs_init_dir(const char *dir)
 		goto free_keys;
 	if ((rc = gen_key(&g, &ca)) || (rc = gen_key(&g, &srv)) || (rc = gen_key(&g, &pol)) ||
 	    (rc = save_key(absdir, "ca.key", &ca)) || (rc = save_key(absdir, "server.key", &srv)) ||
-	    (rc = save_key(absdir, "policy-signing.key", &pol)))
+	    (rc = save_key(absdir, "policy-signing.key", &pol)) ||
+	    (rc = save_pub(absdir, "policy-signing.pub", &pol)))
 		goto free_keys;
 	if ((rc = make_cert(&g, &ca, &ca, "CN=Rearview Server CA,O=Rearview",
 			    "CN=Rearview Server CA,O=Rearview", 1, absdir, "ca.crt")) ||

@@ -4,7 +4,8 @@
  *   rearview-server init DIR          create a data directory (init.c)
  *   rearview-server --config FILE     run the server
  *
- * Startup: config → decoder (decode.c) → enrolment secret → store opened on
+ * Startup: config → default policy published if none (policy_pub.c) →
+ * decoder (decode.c) → enrolment secret → store opened on
  * the work queue →
  * listener bound → bound port written to port_file and logged.  SIGTERM or
  * SIGINT: stop accepting, let in-flight requests finish, close the store on
@@ -110,6 +111,8 @@ static int run(const char *config_path)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	a.loop = uv_default_loop();
+	/* Before serving; a failure leaves GET /v1/policy answering "no policy". */
+	rvs_policy_publish_default(&a.cfg);
 	if (rvs_decode_new(a.cfg.database, &a.decoder, &a.dec))
 		return 1;
 	if (rvs_api_new(a.loop, &a.cfg, &a.metrics, &rvs_store_sqlite, &a.decoder, &a.api)) {

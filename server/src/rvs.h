@@ -147,5 +147,9 @@ int rvs_config_load(const char *path, struct rvs_config *cfg, char *err, size_t 
 
 /* ---- init (init.c) -------------------------------------------------------- */
 int rvs_init_dir(const char *dir);
+/* policy_pub.c: when cfg->policy_file is missing, publishes librvpolicy's
+ * default policy as version 1, signed with DIR/policy-signing.key.  0 when
+ * published or already present, else a negative errno (logged). */
+int rvs_policy_publish_default(const struct rvs_config *cfg);
 
 #endif

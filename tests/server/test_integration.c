@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -31,6 +32,7 @@
 #include <sqlite3.h>
 #include <zstd.h>
 
+#include "rearview/policy.h"
 #include "rearview/trace.h"
 
 #include "rearview/common.pb-c.h"
@@ -103,9 +105,12 @@ static int write_policy(const char *path)
 	return fclose(f);
 }
 
-static int group_setup(void **state)
+/* Starts a server in a fresh data directory; with_policy writes the test's
+ * own policy first, else the server publishes its default. */
+static int start_server(int with_policy)
 {
 	char path[512], buf[64];
+	g_port = 0;
 	snprintf(g_dir, sizeof g_dir, "/tmp/rvs-it-XXXXXX");
 	if (!mkdtemp(g_dir))
 		return -1;
@@ -131,7 +136,7 @@ static int group_setup(void **state)
 		       "auth_fail_per_min = 1\n"))
 		return -1;
 	snprintf(path, sizeof path, "%s/policy/current.spb", g_data);
-	if (write_policy(path))
+	if (with_policy && write_policy(path))
 		return -1;
 	snprintf(path, sizeof path, "%s/server.log", g_dir);
 	g_pid = fork();
@@ -156,6 +161,16 @@ static int group_setup(void **state)
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return g_port > 0 ? 0 : -1;
+}
+
+static int group_setup(void **state)
+{
+	return start_server(1);
+}
+
+static int group_setup_default_policy(void **state)
+{
+	return start_server(0);
 }
 
 static int group_teardown(void **state)
@@ -1150,6 +1165,41 @@ static void test_integration_sigterm_drains_in_flight_request(void **state)
 	free(tok);
 }
 
+/* ---- a server started without a policy publishes the default, signed ---- */
+
+static void test_integration_default_policy_is_published_signed_and_verifies(void **state)
+{
+	char *tok = enroll("policy-default");
+	char path[512], pub[1024], etag[128] = "", inm[160], *p;
+	Rearview__PolicyBody *b = NULL;
+	struct resp r;
+
+	snprintf(path, sizeof path, "%s/policy-signing.pub", g_data);
+	assert_true(slurp(path, pub, sizeof pub) > 0);
+	http(NULL, "GET", "/v1/policy", tok, NULL, 0, NULL, &r);
+	assert_int_equal(r.rc, CURLE_OK);
+	assert_int_equal(r.code, 200);
+	assert_int_equal(rvp_policy_verify(r.body, r.len, pub, 0, (int64_t)time(NULL), &b),
+			 RVP_VERIFY_OK);
+	assert_non_null(b);
+	assert_int_equal(b->version, 1);
+	assert_int_equal(rvp_policy_weekly_quota(b), rvp_policy_weekly_quota(rvp_policy_default()));
+	rearview__policy_body__free_unpacked(b, NULL);
+	/* A flipped byte no longer verifies. */
+	r.body[r.len - 1] ^= 1;
+	assert_int_not_equal(rvp_policy_verify(r.body, r.len, pub, 0, (int64_t)time(NULL), NULL),
+			     RVP_VERIFY_OK);
+	p = strstr(r.hdrs, "ETag: ");
+	assert_non_null(p);
+	sscanf(p + 6, "%127[^\r\n]", etag);
+	resp_free(&r);
+	snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
+	http(NULL, "GET", "/v1/policy", tok, NULL, 0, inm, &r);
+	assert_int_equal(r.code, 304);
+	resp_free(&r);
+	free(tok);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1177,5 +1227,10 @@ int main(void)
 		cmocka_unit_test(test_integration_connection_limit_refuses_then_recovers),
 		cmocka_unit_test(test_integration_sigterm_drains_in_flight_request),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	const struct CMUnitTest published[] = {
+		cmocka_unit_test(test_integration_default_policy_is_published_signed_and_verifies),
+	};
+	int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return failed + cmocka_run_group_tests_name("published_policy", published,
+						    group_setup_default_policy, group_teardown);
 }
