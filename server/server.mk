@@ -4,10 +4,10 @@
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
 	$(PROTOBUF_LIBS) -lpthread
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o \
-	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o)
+	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
-$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include
+$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
 
 $(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
@@ -24,7 +24,7 @@ $(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
 $(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(eval $(call rv_test,server,integration,$(SERVER_CORE) $(OBJ)/tests/server/capture_fixture.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
 $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
-$(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Ipolicy/include
+$(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))

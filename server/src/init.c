@@ -9,6 +9,7 @@
  *                                 PEM, what rvp_policy_sign reads)
  *   policy-signing.pub            its public key (SPKI PEM) for devices
  *   enrollment.secret             what devices present to /v1/enroll
+ *   api.token                     bearer token of the JSON API /api/v1/
  *   rearview.db                   migrated, with the admin account
  *                                 (PBKDF2-HMAC-SHA256, random salt)
  *   rearview-server.conf          a commented configuration
@@ -264,6 +265,11 @@ int rvs_init_dir(const char *dir)
 	if ((rc = random_word(secret, 40)))
 		goto free_keys;
 	if ((rc = write_path(absdir, "enrollment.secret", secret, strlen(secret), 0600)))
+		goto free_keys;
+	/* The JSON API's bearer token (server/API.md); the server keeps only
+	 * its hash in memory. */
+	if ((rc = random_word(secret, 40)) ||
+	    (rc = write_path(absdir, "api.token", secret, strlen(secret), 0600)))
 		goto free_keys;
 
 	if ((rc = random_word(password, 20)) || (rc = rvs_random(salt, sizeof salt)) ||

@@ -31,6 +31,7 @@
 #include <mbedtls/ssl.h>
 #include <sqlite3.h>
 #include <zstd.h>
+#include <jansson.h>
 
 #include "rearview/policy.h"
 #include "rearview/trace.h"
@@ -39,7 +40,7 @@
 #include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
 
-static char g_dir[256], g_data[320], g_conf[400], g_ca[400], g_secret[128];
+static char g_dir[256], g_data[320], g_conf[400], g_ca[400], g_secret[128], g_api[128];
 static int g_port;
 static pid_t g_pid;
 
@@ -121,6 +122,9 @@ static int start_server(int with_policy)
 	snprintf(g_ca, sizeof g_ca, "%s/ca.crt", g_data);
 	snprintf(path, sizeof path, "%s/enrollment.secret", g_data);
 	if (slurp(path, g_secret, sizeof g_secret) <= 0)
+		return -1;
+	snprintf(path, sizeof path, "%s/api.token", g_data);
+	if (slurp(path, g_api, sizeof g_api) <= 0)
 		return -1;
 	/* Later keys override the generated defaults (inih calls us per line). */
 	if (write_text(g_conf, "a",
@@ -824,6 +828,299 @@ static void test_integration_truncated_zstd_is_quarantined_with_reason(void **st
 	free(tok);
 }
 
+/* ---- the JSON API ---------------------------------------------------------- */
+
+/* Uploads a zstd capture of the fixture and waits until it is decoded. */
+static char *decoded_trace(uint8_t seed, const char *app, const char *model)
+{
+	char *tok = enroll(model), *st, *id;
+	size_t clen, zlen, len;
+	uint8_t *cap = make_capture(&clen);
+	size_t zcap = ZSTD_compressBound(clen);
+	uint8_t *z = malloc(zcap), *env;
+	Rearview__UploadAck *k;
+
+	zlen = ZSTD_compress(z, zcap, cap, clen, 1);
+	assert_false(ZSTD_isError(zlen));
+	env = envelope_with(seed, app, model, z, zlen, REARVIEW__COMPRESSION__COMPRESSION_ZSTD,
+			    &len);
+	k = upload(tok, env, len);
+	st = wait_decoded(k->trace_id);
+	assert_non_null(st);
+	assert_string_equal(st, "decoded");
+	id = strdup(k->trace_id);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(z);
+	free(cap);
+	free(tok);
+	return id;
+}
+
+/* GET path with the API token; returns the parsed JSON (status checked). */
+static json_t *api_get(const char *path, long want)
+{
+	struct resp r;
+	json_t *j;
+	http(NULL, "GET", path, g_api, NULL, 0, NULL, &r);
+	assert_int_equal(r.rc, CURLE_OK);
+	assert_int_equal(r.code, want);
+	assert_non_null(strstr(r.hdrs, "Content-Type: application/json"));
+	j = json_loadb((const char *)r.body, r.len, 0, NULL);
+	assert_non_null(j);
+	resp_free(&r);
+	return j;
+}
+
+static int list_has(json_t *arr, const char *key, const char *val)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach(arr, i, o)
+	{
+		const char *v = json_string_value(json_object_get(o, key));
+		if (v && strcmp(v, val) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void test_integration_api_without_token_gets_401(void **state)
+{
+	struct resp r;
+	http(NULL, "GET", "/api/v1/traces", NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 401);
+	resp_free(&r);
+	http(NULL, "GET", "/api/v1/traces", "wrong-token-wrong-token-wrong", NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 401);
+	resp_free(&r);
+	/* A device token is not an API token. */
+	char *tok = enroll("api-401");
+	http(NULL, "GET", "/api/v1/signatures", tok, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 401);
+	resp_free(&r);
+	free(tok);
+}
+
+static void test_integration_api_traces_filters_and_paginates(void **state)
+{
+	char *a = decoded_trace(30, "com.example.api", "api-model-a");
+	char *b = decoded_trace(31, "com.example.api", "api-model-b");
+	char *method = db_text("SELECT method FROM trace_methods WHERE trace_id = ?"
+			       " AND self_rank = 1",
+			       a);
+	char path[1024], *esc;
+	json_t *j, *j2;
+	const char *cur;
+
+	j = api_get("/api/v1/traces?app=com.example.api", 200);
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", a));
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", b));
+	json_decref(j);
+	j = api_get("/api/v1/traces?app=com.example.api&model=api-model-b&min_severity=40&kind=1",
+		    200);
+	assert_false(list_has(json_object_get(j, "traces"), "trace_id", a));
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", b));
+	json_decref(j);
+	j = api_get("/api/v1/traces?app=com.example.api&min_severity=41", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
+	/* "contains method", URL-encoded. */
+	esc = curl_easy_escape(NULL, method, 0);
+	snprintf(path, sizeof path, "/api/v1/traces?app=com.example.api&method=%s", esc);
+	j = api_get(path, 200);
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", a));
+	json_decref(j);
+	j = api_get("/api/v1/traces?app=com.example.api&method=no_such_method", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
+	/* Pagination: newest first, one per page, the cursor leads to the other. */
+	j = api_get("/api/v1/traces?app=com.example.api&limit=1", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 1);
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", b));
+	cur = json_string_value(json_object_get(j, "next_cursor"));
+	assert_non_null(cur);
+	snprintf(path, sizeof path, "/api/v1/traces?app=com.example.api&limit=1&cursor=%s", cur);
+	j2 = api_get(path, 200);
+	assert_true(list_has(json_object_get(j2, "traces"), "trace_id", a));
+	assert_true(json_is_null(json_object_get(j2, "next_cursor")));
+	json_decref(j2);
+	json_decref(j);
+	api_get("/api/v1/traces?limit=abc", 400);
+	api_get("/api/v1/traces?min_severity=1x", 400);
+	curl_free(esc);
+	free(method);
+	free(a);
+	free(b);
+}
+
+static void test_integration_api_sql_injection_matches_nothing(void **state)
+{
+	json_t *j;
+	int before = db_count("SELECT count(*) FROM traces", NULL);
+	j = api_get("/api/v1/traces?app=%27%20OR%20%271%27%3D%271", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
+	j = api_get("/api/v1/traces?model=x%27%29%3B%20DROP%20TABLE%20traces%3B%20--", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
+	j = api_get("/api/v1/methods/%27%20OR%201%3D1%20--", 200);
+	assert_int_equal(json_integer_value(json_object_get(j, "count")), 0);
+	json_decref(j);
+	assert_int_equal(db_count("SELECT count(*) FROM traces", NULL), before);
+	api_get("/api/v1/traces/t-%27%20OR%201%3D1", 404);
+}
+
+static void test_integration_api_trace_page_has_top_self_and_chains(void **state)
+{
+	char *id = decoded_trace(32, "com.example.page", "api-page"), path[256];
+	json_t *j, *top, *chains;
+	const char *m;
+
+	snprintf(path, sizeof path, "/api/v1/traces/%s", id);
+	j = api_get(path, 200);
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "decoded");
+	assert_string_equal(json_string_value(json_object_get(j, "app_id")), "com.example.page");
+	top = json_object_get(j, "top_self");
+	assert_true(json_array_size(top) >= 3);
+	m = json_string_value(json_object_get(json_array_get(top, 0), "method"));
+	assert_non_null(m);
+	assert_non_null(strstr(m, "rvs_fixture_hot_spin"));
+	chains = json_object_get(j, "chains");
+	assert_true(json_array_size(chains) >= 1);
+	assert_int_equal(
+		strlen(json_string_value(json_object_get(json_array_get(chains, 0), "signature"))),
+		16);
+	json_decref(j);
+	api_get("/api/v1/traces/t-00000000000000000000000000000000", 404);
+	free(id);
+}
+
+static void test_integration_api_quarantined_trace_shows_reason(void **state)
+{
+	char *tok = enroll("api-q"), path[256], *st;
+	size_t len;
+	uint8_t *env = envelope(33, "com.example.q", "api-q", 300, &len);
+	Rearview__UploadAck *k = upload(tok, env, len);
+	json_t *j;
+
+	st = wait_decoded(k->trace_id);
+	assert_string_equal(st, "quarantined");
+	snprintf(path, sizeof path, "/api/v1/traces/%s", k->trace_id);
+	j = api_get(path, 200);
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "quarantined");
+	assert_true(strncmp(json_string_value(json_object_get(j, "quarantine_reason")),
+			    "capture: ", 9) == 0);
+	json_decref(j);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(tok);
+}
+
+static void test_integration_api_export_every_format(void **state)
+{
+	static const char *const fmts[] = {"folded",   "chrome",  "speedscope",
+					   "perfetto", "android", "svg"};
+	char *id = decoded_trace(34, "com.example.export", "api-export"), path[512];
+	struct resp r;
+
+	for (size_t i = 0; i < 6; i++) {
+		snprintf(path, sizeof path, "/api/v1/traces/%s/export?format=%s", id, fmts[i]);
+		http(NULL, "GET", path, g_api, NULL, 0, NULL, &r);
+		assert_int_equal(r.code, 200);
+		assert_true(r.len > 16);
+		assert_non_null(strstr(r.hdrs, "Content-Disposition: attachment"));
+		if (strcmp(fmts[i], "folded") == 0)
+			assert_non_null(strstr((char *)r.body, "rvs_fixture_hot_spin"));
+		if (strcmp(fmts[i], "svg") == 0)
+			assert_non_null(strstr((char *)r.body, "<svg"));
+		resp_free(&r);
+	}
+	snprintf(path, sizeof path, "/api/v1/traces/%s/export?format=pdf", id);
+	json_decref(api_get(path, 400));
+	snprintf(path, sizeof path, "/api/v1/traces/%s/export?format=..%%2F..%%2Fetc%%2Fpasswd",
+		 id);
+	json_decref(api_get(path, 400));
+	snprintf(path, sizeof path, "/api/v1/traces/%s/export", id);
+	json_decref(api_get(path, 400));
+	json_decref(api_get("/api/v1/traces/..%2F..%2Fetc/export?format=folded", 404));
+	free(id);
+}
+
+static void test_integration_api_method_page_has_percentiles(void **state)
+{
+	char *id = decoded_trace(35, "com.example.method", "api-method"), path[1024], *esc;
+	char *method = db_text("SELECT method FROM trace_methods WHERE trace_id = ?"
+			       " AND self_rank = 1",
+			       id);
+	json_t *j, *self;
+
+	esc = curl_easy_escape(NULL, method, 0);
+	snprintf(path, sizeof path, "/api/v1/methods/%s", esc);
+	j = api_get(path, 200);
+	assert_string_equal(json_string_value(json_object_get(j, "method")), method);
+	assert_true(json_integer_value(json_object_get(j, "count")) >= 1);
+	self = json_object_get(j, "self_ns");
+	assert_true(json_integer_value(json_object_get(self, "p50")) > 0);
+	assert_true(json_integer_value(json_object_get(self, "p95")) >=
+		    json_integer_value(json_object_get(self, "p50")));
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", id));
+	json_decref(j);
+	curl_free(esc);
+	free(method);
+	free(id);
+}
+
+static void test_integration_api_hostile_method_name_is_escaped(void **state)
+{
+	struct resp r;
+	json_t *j;
+	/* <script>"\ plus a control character and bytes that are not UTF-8. */
+	http(NULL, "GET", "/api/v1/methods/%3Cscript%3E%22%5C%01%FF%FE", g_api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	assert_null(strstr((char *)r.body, "<script>\""));
+	assert_null(memchr(r.body, 0x01, r.len));
+	j = json_loadb((const char *)r.body, r.len, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "method")), "<script>\"\\\x01??");
+	json_decref(j);
+	resp_free(&r);
+	json_decref(api_get("/api/v1/methods/%ZZ", 400));
+	json_decref(api_get("/api/v1/methods/a%00b", 400));
+}
+
+static void test_integration_api_signatures_group_traces(void **state)
+{
+	char *a = decoded_trace(36, "com.example.sig", "api-sig-a");
+	char *b = decoded_trace(37, "com.example.sig", "api-sig-b");
+	char *sig = db_text("SELECT signature FROM trace_chains WHERE trace_id = ? AND kind = 'top'"
+			    " AND rank = 1",
+			    a);
+	json_t *j, *arr, *o;
+	size_t i;
+	int found = 0;
+
+	j = api_get("/api/v1/signatures", 200);
+	arr = json_object_get(j, "signatures");
+	json_array_foreach(arr, i, o)
+	{
+		if (strcmp(json_string_value(json_object_get(o, "signature")), sig) == 0) {
+			/* Every fixture capture has this top chain: a and b at least. */
+			assert_true(json_integer_value(json_object_get(o, "traces")) >= 2);
+			assert_non_null(strstr(json_string_value(json_object_get(o, "chain")),
+					       "rvs_fixture_hot_spin"));
+			found = 1;
+		}
+	}
+	assert_true(found);
+	json_decref(j);
+	free(sig);
+	free(a);
+	free(b);
+}
+
 static void test_integration_sql_injection_is_stored_verbatim(void **state)
 {
 	static const char evil_app[] = "x'); DROP TABLE uploads; --";
@@ -1213,10 +1510,19 @@ int main(void)
 		cmocka_unit_test(test_integration_keep_alive_reuses_connection),
 		cmocka_unit_test(test_integration_policy_etag_gives_304),
 		cmocka_unit_test(test_integration_rate_limit_gives_429_with_retry_after),
-		cmocka_unit_test(test_integration_token_guessing_is_throttled_per_address),
 		cmocka_unit_test(test_integration_zstd_capture_is_decoded_and_indexed),
 		cmocka_unit_test(test_integration_truncated_capture_is_quarantined_with_reason),
 		cmocka_unit_test(test_integration_truncated_zstd_is_quarantined_with_reason),
+		cmocka_unit_test(test_integration_api_without_token_gets_401),
+		cmocka_unit_test(test_integration_api_traces_filters_and_paginates),
+		cmocka_unit_test(test_integration_api_sql_injection_matches_nothing),
+		cmocka_unit_test(test_integration_api_trace_page_has_top_self_and_chains),
+		cmocka_unit_test(test_integration_api_quarantined_trace_shows_reason),
+		cmocka_unit_test(test_integration_api_export_every_format),
+		cmocka_unit_test(test_integration_api_method_page_has_percentiles),
+		cmocka_unit_test(test_integration_api_hostile_method_name_is_escaped),
+		cmocka_unit_test(test_integration_api_signatures_group_traces),
+		cmocka_unit_test(test_integration_token_guessing_is_throttled_per_address),
 		cmocka_unit_test(test_integration_sql_injection_is_stored_verbatim),
 		cmocka_unit_test(test_integration_control_chars_and_bad_utf8_get_400),
 		cmocka_unit_test(test_integration_path_traversal_gets_404),
