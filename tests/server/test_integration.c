@@ -828,6 +828,28 @@ static void test_integration_truncated_zstd_is_quarantined_with_reason(void **st
 	free(tok);
 }
 
+static void test_integration_summary_only_upload_is_indexed_without_methods(void **state)
+{
+	char *tok = enroll("pixel-summary"), *st;
+	size_t len;
+	uint8_t *env = envelope(23, "com.example.summary", "pixel-summary", 0, &len);
+	Rearview__UploadAck *k = upload(tok, env, len);
+
+	st = wait_decoded(k->trace_id);
+	assert_non_null(st);
+	assert_string_equal(st, "decoded");
+	assert_int_equal(db_count("SELECT count(*) FROM traces WHERE trace_id = ?"
+				  " AND app_id = 'com.example.summary' AND duration_ns IS NULL",
+				  k->trace_id),
+			 1);
+	assert_int_equal(
+		db_count("SELECT count(*) FROM trace_methods WHERE trace_id = ?", k->trace_id), 0);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(tok);
+}
+
 /* ---- the JSON API ---------------------------------------------------------- */
 
 /* Uploads a zstd capture of the fixture and waits until it is decoded. */
@@ -947,8 +969,8 @@ static void test_integration_api_traces_filters_and_paginates(void **state)
 	assert_true(json_is_null(json_object_get(j2, "next_cursor")));
 	json_decref(j2);
 	json_decref(j);
-	api_get("/api/v1/traces?limit=abc", 400);
-	api_get("/api/v1/traces?min_severity=1x", 400);
+	json_decref(api_get("/api/v1/traces?limit=abc", 400));
+	json_decref(api_get("/api/v1/traces?min_severity=1x", 400));
 	curl_free(esc);
 	free(method);
 	free(a);
@@ -969,7 +991,7 @@ static void test_integration_api_sql_injection_matches_nothing(void **state)
 	assert_int_equal(json_integer_value(json_object_get(j, "count")), 0);
 	json_decref(j);
 	assert_int_equal(db_count("SELECT count(*) FROM traces", NULL), before);
-	api_get("/api/v1/traces/t-%27%20OR%201%3D1", 404);
+	json_decref(api_get("/api/v1/traces/t-%27%20OR%201%3D1", 404));
 }
 
 static void test_integration_api_trace_page_has_top_self_and_chains(void **state)
@@ -993,7 +1015,7 @@ static void test_integration_api_trace_page_has_top_self_and_chains(void **state
 		strlen(json_string_value(json_object_get(json_array_get(chains, 0), "signature"))),
 		16);
 	json_decref(j);
-	api_get("/api/v1/traces/t-00000000000000000000000000000000", 404);
+	json_decref(api_get("/api/v1/traces/t-00000000000000000000000000000000", 404));
 	free(id);
 }
 
@@ -1513,6 +1535,7 @@ int main(void)
 		cmocka_unit_test(test_integration_zstd_capture_is_decoded_and_indexed),
 		cmocka_unit_test(test_integration_truncated_capture_is_quarantined_with_reason),
 		cmocka_unit_test(test_integration_truncated_zstd_is_quarantined_with_reason),
+		cmocka_unit_test(test_integration_summary_only_upload_is_indexed_without_methods),
 		cmocka_unit_test(test_integration_api_without_token_gets_401),
 		cmocka_unit_test(test_integration_api_traces_filters_and_paginates),
 		cmocka_unit_test(test_integration_api_sql_injection_matches_nothing),
