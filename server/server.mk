@@ -26,6 +26,7 @@ $(eval $(call rv_test,server,integration,$(SERVER_CORE) $(OBJ)/tests/server/capt
 $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(eval $(call rv_test,server,decode,$(OBJ)/server/src/decode.o $(OBJ)/server/src/util.o $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd -lsqlite3 -lmbedcrypto $(RVA_LIBS)))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
