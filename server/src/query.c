@@ -201,10 +201,12 @@ static const char LIST_SQL[] =
 	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"
 	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"
 	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"
-	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR EXISTS (SELECT 1 FROM trace_chains c"
-	"  WHERE c.trace_id = t.trace_id AND c.signature = ?9))"
-	" AND (?10 IS NULL OR EXISTS (SELECT 1 FROM trace_methods m"
-	"  WHERE m.trace_id = t.trace_id AND m.method = ?10))"
+	/* Uncorrelated IN: sqlite builds each set once through the signature /
+	 * method index instead of probing per trace. */
+	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id"
+	"  FROM trace_chains c WHERE c.signature = ?9))"
+	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
+	"  WHERE m.method = ?10))"
 	" AND (?11 IS NULL OR t.rowid < ?11)"
 	" ORDER BY t.rowid DESC LIMIT ?12";
 
