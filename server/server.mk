@@ -4,14 +4,14 @@
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
 	$(PROTOBUF_LIBS) -lpthread
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o \
-	store_sqlite.o config.o net.o api.o init.o)
+	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
-$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
+$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
 
-$(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVPROTO)
+$(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
 
 BINS += $(BIN)/rearview-server
 
@@ -21,9 +21,12 @@ $(OBJ)/tests/server/%.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS) \
 
 
 $(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
-$(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVPROTO),$(SERVER_LIBS),1))
-$(eval $(call rv_test,server,integration,$(SERVER_CORE) $(LIBRVPROTO),-lcurl $(SERVER_LIBS)))
-$(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVPROTO),-lcurl $(SERVER_LIBS),1))
+$(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(eval $(call rv_test,server,integration,$(SERVER_CORE) $(OBJ)/tests/server/capture_fixture.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
+$(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
+$(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(eval $(call rv_test,server,decode,$(OBJ)/server/src/decode.o $(OBJ)/server/src/util.o $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd -lsqlite3 -lmbedcrypto $(RVA_LIBS)))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server

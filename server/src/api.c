@@ -9,6 +9,7 @@
  * Error bodies are rearview.Error messages (code + human reason).
  */
 #include "api.h"
+#include "query.h"
 
 #include <errno.h>
 #include <math.h>
@@ -61,11 +62,15 @@ struct rvs_api {
 	struct timespec policy_mtime;
 	off_t policy_size;
 	uint64_t policy_version;
+	/* SHA-256 of DIR/api.token, the JSON API's bearer token; api_enabled
+	 * is 0 when the file is missing (every /api/ request then gets 401). */
+	uint8_t api_hash[32];
+	int api_enabled;
 	struct bucket buckets[N_BUCKETS];
 	struct bucket peers[N_BUCKETS]; /* failed-auth budget per peer address */
 };
 
-enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_POLICY };
+enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_POLICY, JOB_QUERY };
 
 struct job {
 	uv_work_t w;
@@ -83,6 +88,7 @@ struct job {
 	size_t body_len;
 	char etag[72];
 	int new_upload, duplicate;
+	struct rvs_query_resp q; /* JOB_QUERY */
 };
 
 static void decode_pump(struct rvs_api *a);
@@ -504,6 +510,10 @@ static void job_work(uv_work_t *w)
 	case JOB_POLICY:
 		do_policy(j);
 		break;
+	case JOB_QUERY:
+		rvs_query_handle(j->a->cfg->database, j->a->cfg->blob_dir, j->req->path,
+				 j->req->query, &j->q);
+		break;
 	}
 }
 
@@ -516,6 +526,16 @@ static void job_done(uv_work_t *w, int status)
 	struct rvs_metrics *m = a->m;
 
 	a->inflight--;
+	if (j->kind == JOB_QUERY) {
+		struct rvs_header h[2] = {{"Cache-Control", "no-store"},
+					  {"Content-Disposition", j->q.disposition}};
+		rvs_conn_respond(j->conn, j->q.status, j->q.content_type, h,
+				 j->q.disposition[0] ? 2 : 1, j->q.body, j->q.len);
+		free(j->q.body);
+		free(j);
+		maybe_stop(a);
+		return;
+	}
 	if (j->kind != JOB_ENROLL) {
 		if (j->status == 401)
 			charge_auth_failure(a, j->conn);
@@ -694,6 +714,42 @@ static int admit(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req
 	return 0;
 }
 
+static void api_json_error(struct rvs_conn *c, int status, const char *msg,
+			   const struct rvs_header *h, size_t nh)
+{
+	char body[128];
+	int n = snprintf(body, sizeof body, "{\"error\":\"%s\"}", msg);
+	rvs_conn_respond(c, status, "application/json", h, nh, body, (size_t)n);
+}
+
+/* The JSON API's token: compared by hash in constant time on the loop thread
+ * (no database).  Failures spend the peer's failed-authentication budget;
+ * once it is gone they get 429, so the token cannot be guessed quickly. */
+static int admit_api(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req)
+{
+	struct rvs_header h[1];
+	struct bucket *p;
+	uint8_t hash[32];
+	char secs[16];
+
+	if (a->api_enabled && bearer_hash(req->auth, hash) == 0 &&
+	    rvs_ct_equal(hash, 32, a->api_hash, 32))
+		return 0;
+	p = peer_bucket(a, c);
+	if (p->tokens < 1.0) {
+		snprintf(secs, sizeof secs, "%u", retry_after(p, a->cfg->auth_fail_per_min));
+		h[0] = (struct rvs_header){"Retry-After", secs};
+		a->m->errors[RVS_ERR_RATE_LIMITED]++;
+		api_json_error(c, 429, "too many failed authentications", h, 1);
+		return -1;
+	}
+	h[0] = (struct rvs_header){"WWW-Authenticate", "Bearer"};
+	a->m->errors[RVS_ERR_UNAUTHORIZED]++;
+	charge_auth_failure(a, c);
+	api_json_error(c, 401, "missing or bad API token", h, 1);
+	return -1;
+}
+
 void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 {
 	struct rvs_api *a = ctx;
@@ -731,6 +787,11 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 			method_not_allowed(a, c, "GET");
 		else if (admit(a, c, req, hash) == 0)
 			queue_job(a, c, req, JOB_POLICY, hash);
+	} else if (strncmp(req->path, "/api/v1/", 8) == 0) {
+		if (req->method != HTTP_GET)
+			method_not_allowed(a, c, "GET");
+		else if (admit_api(a, c, req) == 0)
+			queue_job(a, c, req, JOB_QUERY, NULL);
 	} else {
 		a->m->errors[RVS_ERR_NOT_FOUND]++;
 		respond_error(c, 404, REARVIEW__ERROR__CODE__NOT_FOUND, "no such resource", NULL,
@@ -739,6 +800,26 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 }
 
 /* ---- lifecycle ------------------------------------------------------------ */
+
+static void load_api_token(struct rvs_api *a)
+{
+	char path[600];
+	uint8_t *tok = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof path, "%s/api.token", a->cfg->data_dir);
+	if (rvs_read_file(path, 4096, &tok, &len)) {
+		rvs_log("warn", "msg=\"no API token, /api/v1 disabled\" path=\"%s\"", path);
+		return;
+	}
+	while (len && (tok[len - 1] == '\n' || tok[len - 1] == '\r'))
+		len--;
+	if (len >= 16) {
+		rvs_sha256(tok, len, a->api_hash);
+		a->api_enabled = 1;
+	}
+	mbedtls_platform_zeroize(tok, len);
+	free(tok);
+}
 
 int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metrics *m,
 		const struct rvs_store_ops *ops, const struct rvs_decoder *decoder,
@@ -772,6 +853,7 @@ int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metric
 		free(a);
 		return -EINVAL;
 	}
+	load_api_token(a);
 	*out = a;
 	return 0;
 }

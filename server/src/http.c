@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -126,10 +127,14 @@ static int on_headers_complete(http_parser *p)
 		return fail(h, 431, "request target too long");
 	if (p->upgrade)
 		return fail(h, 501, "upgrade not supported");
-	/* The query string is ignored by every route; fragments never arrive. */
+	/* The query string is kept apart for the JSON API; fragments never
+	 * arrive.  Both fit: query is as large as path. */
 	q = strchr(h->req.path, '?');
-	if (q)
+	h->req.query[0] = '\0';
+	if (q) {
+		snprintf(h->req.query, sizeof h->req.query, "%s", q + 1);
 		*q = '\0';
+	}
 	h->req.method = (enum http_method)p->method;
 	h->req.expect_continue = strcasecmp(h->expect, "100-continue") == 0;
 	h->headers_done = 1;

@@ -5,8 +5,11 @@
  *   ca.crt ca.key                 a private CA (ECDSA P-256, 10 years)
  *   server.crt server.key         the TLS certificate for localhost and
  *                                 127.0.0.1, signed by the CA
- *   policy-signing.key            the ECDSA P-256 policy signing key (PEM)
+ *   policy-signing.key            the ECDSA P-256 policy signing key (SEC1
+ *                                 PEM, what rvp_policy_sign reads)
+ *   policy-signing.pub            its public key (SPKI PEM) for devices
  *   enrollment.secret             what devices present to /v1/enroll
+ *   api.token                     bearer token of the JSON API /api/v1/
  *   rearview.db                   migrated, with the admin account
  *                                 (PBKDF2-HMAC-SHA256, random salt)
  *   rearview-server.conf          a commented configuration
@@ -62,6 +65,14 @@ static int save_key(const char *dir, const char *name, mbedtls_pk_context *key)
 	if (mbedtls_pk_write_key_pem(key, pem, sizeof pem))
 		return -EIO;
 	return write_path(dir, name, pem, strlen((char *)pem), 0600);
+}
+
+static int save_pub(const char *dir, const char *name, mbedtls_pk_context *key)
+{
+	unsigned char pem[1024];
+	if (mbedtls_pk_write_pubkey_pem(key, pem, sizeof pem))
+		return -EIO;
+	return write_path(dir, name, pem, strlen((char *)pem), 0644);
 }
 
 /* subjectAltName = DNS:localhost, IP:127.0.0.1, DER written back to front. */
@@ -242,7 +253,8 @@ int rvs_init_dir(const char *dir)
 		goto free_keys;
 	if ((rc = gen_key(&g, &ca)) || (rc = gen_key(&g, &srv)) || (rc = gen_key(&g, &pol)) ||
 	    (rc = save_key(absdir, "ca.key", &ca)) || (rc = save_key(absdir, "server.key", &srv)) ||
-	    (rc = save_key(absdir, "policy-signing.key", &pol)))
+	    (rc = save_key(absdir, "policy-signing.key", &pol)) ||
+	    (rc = save_pub(absdir, "policy-signing.pub", &pol)))
 		goto free_keys;
 	if ((rc = make_cert(&g, &ca, &ca, "CN=Rearview Server CA,O=Rearview",
 			    "CN=Rearview Server CA,O=Rearview", 1, absdir, "ca.crt")) ||
@@ -253,6 +265,11 @@ int rvs_init_dir(const char *dir)
 	if ((rc = random_word(secret, 40)))
 		goto free_keys;
 	if ((rc = write_path(absdir, "enrollment.secret", secret, strlen(secret), 0600)))
+		goto free_keys;
+	/* The JSON API's bearer token (server/API.md); the server keeps only
+	 * its hash in memory. */
+	if ((rc = random_word(secret, 40)) ||
+	    (rc = write_path(absdir, "api.token", secret, strlen(secret), 0600)))
 		goto free_keys;
 
 	if ((rc = random_word(password, 20)) || (rc = rvs_random(salt, sizeof salt)) ||

@@ -4,12 +4,15 @@
  *   rearview-server init DIR          create a data directory (init.c)
  *   rearview-server --config FILE     run the server
  *
- * Startup: config → enrolment secret → store opened on the work queue →
+ * Startup: config → default policy published if none (policy_pub.c) →
+ * decoder (decode.c) → enrolment secret → store opened on
+ * the work queue →
  * listener bound → bound port written to port_file and logged.  SIGTERM or
  * SIGINT: stop accepting, let in-flight requests finish, close the store on
  * the work queue, exit 0.
  */
 #include "api.h"
+#include "decode.h"
 #include "net.h"
 #include "rvs.h"
 
@@ -24,6 +27,8 @@ struct app {
 	struct rvs_config cfg;
 	struct rvs_metrics metrics;
 	struct rvs_api *api;
+	struct rvs_decode *dec;
+	struct rvs_decoder decoder;
 	struct rvs_server *srv;
 	uv_signal_t sigterm, sigint;
 	int exit_code;
@@ -106,8 +111,14 @@ static int run(const char *config_path)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	a.loop = uv_default_loop();
-	if (rvs_api_new(a.loop, &a.cfg, &a.metrics, &rvs_store_sqlite, NULL, &a.api))
+	/* Before serving; a failure leaves GET /v1/policy answering "no policy". */
+	rvs_policy_publish_default(&a.cfg);
+	if (rvs_decode_new(a.cfg.database, &a.decoder, &a.dec))
 		return 1;
+	if (rvs_api_new(a.loop, &a.cfg, &a.metrics, &rvs_store_sqlite, &a.decoder, &a.api)) {
+		rvs_decode_free(a.dec);
+		return 1;
+	}
 	uv_signal_init(a.loop, &a.sigterm);
 	uv_signal_init(a.loop, &a.sigint);
 	a.sigterm.data = a.sigint.data = &a;
@@ -117,6 +128,8 @@ static int run(const char *config_path)
 	uv_run(a.loop, UV_RUN_DEFAULT);
 	rvs_server_free(a.srv);
 	rvs_api_free(a.api);
+	/* After the api: its stop waited for the decode job in flight. */
+	rvs_decode_free(a.dec);
 	uv_loop_close(a.loop);
 	return a.exit_code;
 }

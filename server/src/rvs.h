@@ -66,10 +66,11 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len);
 /* ---- HTTP request parsing (http.c; pure, no I/O) ------------------------- */
 struct rvs_http_req {
 	enum http_method method;
-	char path[1024]; /* URL path, query removed; never decoded */
-	char auth[512];	 /* Authorization header */
-	char inm[256];	 /* If-None-Match header */
-	uint8_t *body;	 /* owned; freed by rvs_http_next/release */
+	char path[1024];  /* URL path, query removed; never decoded */
+	char query[1024]; /* the query string after '?', never decoded; "" if none */
+	char auth[512];	  /* Authorization header */
+	char inm[256];	  /* If-None-Match header */
+	uint8_t *body;	  /* owned; freed by rvs_http_next/release */
 	size_t body_len;
 	int keep_alive;
 	int expect_continue; /* "Expect: 100-continue" was sent */
@@ -147,5 +148,9 @@ int rvs_config_load(const char *path, struct rvs_config *cfg, char *err, size_t 
 
 /* ---- init (init.c) -------------------------------------------------------- */
 int rvs_init_dir(const char *dir);
+/* policy_pub.c: when cfg->policy_file is missing, publishes librvpolicy's
+ * default policy as version 1, signed with DIR/policy-signing.key.  0 when
+ * published or already present, else a negative errno (logged). */
+int rvs_policy_publish_default(const struct rvs_config *cfg);
 
 #endif

@@ -56,6 +56,31 @@ static const char *const migrations[] = {
 	" pbkdf2_iterations INTEGER NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL,"
 	" created_at INTEGER NOT NULL);"
 	"CREATE INDEX uploads_received ON uploads(received_at);",
+	/* 2: the decoded-trace index written by decode.c */
+	"CREATE TABLE traces ("
+	" trace_id TEXT PRIMARY KEY REFERENCES uploads(trace_id),"
+	" app_id TEXT, app_version TEXT, model TEXT, os_build TEXT,"
+	" anomaly_kind INTEGER, severity INTEGER,"
+	" captured_at_ns INTEGER, received_at INTEGER NOT NULL,"
+	" anomaly_name TEXT, duration_ns INTEGER, nmethods INTEGER, dropped INTEGER,"
+	" anomaly_signature TEXT, decoded_at INTEGER NOT NULL);"
+	"CREATE TABLE trace_methods ("
+	" trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,"
+	" method TEXT NOT NULL, calls INTEGER NOT NULL,"
+	" self_ns INTEGER NOT NULL, incl_ns INTEGER NOT NULL,"
+	" self_rank INTEGER,"
+	" PRIMARY KEY (trace_id, method));"
+	"CREATE TABLE trace_chains ("
+	" trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,"
+	" kind TEXT NOT NULL CHECK (kind IN ('anomaly','top')),"
+	" rank INTEGER NOT NULL, signature TEXT NOT NULL, chain TEXT NOT NULL,"
+	" depth INTEGER NOT NULL, self_ns INTEGER, incl_ns INTEGER,"
+	" PRIMARY KEY (trace_id, kind, rank));"
+	"CREATE INDEX traces_app ON traces(app_id, app_version);"
+	"CREATE INDEX traces_received ON traces(received_at);"
+	"CREATE INDEX traces_signature ON traces(anomaly_signature);"
+	"CREATE INDEX trace_methods_method ON trace_methods(method);"
+	"CREATE INDEX trace_chains_signature ON trace_chains(signature);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

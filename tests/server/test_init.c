@@ -101,6 +101,8 @@ static void test_init_creates_usable_secrets_once(void **state)
 	assert_int_equal(mode_of("server.key"), 0600);
 	assert_int_equal(mode_of("policy-signing.key"), 0600);
 	assert_int_equal(mode_of("enrollment.secret"), 0600);
+	assert_int_equal(mode_of("api.token"), 0600);
+	assert_int_equal(mode_of("policy-signing.pub"), 0644);
 	assert_int_equal(mode_of("rearview.db") & 077, 0);
 
 	/* The printed password verifies against the stored PBKDF2 hash; the
@@ -143,6 +145,12 @@ static void test_init_creates_usable_secrets_once(void **state)
 	assert_int_equal(mbedtls_pk_parse_keyfile(&key, path, NULL), 0);
 	assert_true(mbedtls_pk_can_do(&key, MBEDTLS_PK_ECDSA));
 	assert_int_equal(mbedtls_pk_get_bitlen(&key), 256);
+	mbedtls_pk_free(&key);
+	/* Its public half, for devices (rvp_policy_verify reads SPKI PEM). */
+	mbedtls_pk_init(&key);
+	snprintf(path, sizeof path, "%s/policy-signing.pub", g_data);
+	assert_int_equal(mbedtls_pk_parse_public_keyfile(&key, path), 0);
+	assert_true(mbedtls_pk_can_do(&key, MBEDTLS_PK_ECDSA));
 	mbedtls_pk_free(&key);
 
 	/* A second init never overwrites keys or the config. */

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -29,12 +30,17 @@
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/ssl.h>
 #include <sqlite3.h>
+#include <zstd.h>
+#include <jansson.h>
+
+#include "rearview/policy.h"
+#include "rearview/trace.h"
 
 #include "rearview/common.pb-c.h"
 #include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
 
-static char g_dir[256], g_data[320], g_conf[400], g_ca[400], g_secret[128];
+static char g_dir[256], g_data[320], g_conf[400], g_ca[400], g_secret[128], g_api[128];
 static int g_port;
 static pid_t g_pid;
 
@@ -100,9 +106,12 @@ static int write_policy(const char *path)
 	return fclose(f);
 }
 
-static int group_setup(void **state)
+/* Starts a server in a fresh data directory; with_policy writes the test's
+ * own policy first, else the server publishes its default. */
+static int start_server(int with_policy)
 {
 	char path[512], buf[64];
+	g_port = 0;
 	snprintf(g_dir, sizeof g_dir, "/tmp/rvs-it-XXXXXX");
 	if (!mkdtemp(g_dir))
 		return -1;
@@ -113,6 +122,9 @@ static int group_setup(void **state)
 	snprintf(g_ca, sizeof g_ca, "%s/ca.crt", g_data);
 	snprintf(path, sizeof path, "%s/enrollment.secret", g_data);
 	if (slurp(path, g_secret, sizeof g_secret) <= 0)
+		return -1;
+	snprintf(path, sizeof path, "%s/api.token", g_data);
+	if (slurp(path, g_api, sizeof g_api) <= 0)
 		return -1;
 	/* Later keys override the generated defaults (inih calls us per line). */
 	if (write_text(g_conf, "a",
@@ -128,7 +140,7 @@ static int group_setup(void **state)
 		       "auth_fail_per_min = 1\n"))
 		return -1;
 	snprintf(path, sizeof path, "%s/policy/current.spb", g_data);
-	if (write_policy(path))
+	if (with_policy && write_policy(path))
 		return -1;
 	snprintf(path, sizeof path, "%s/server.log", g_dir);
 	g_pid = fork();
@@ -153,6 +165,16 @@ static int group_setup(void **state)
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return g_port > 0 ? 0 : -1;
+}
+
+static int group_setup(void **state)
+{
+	return start_server(1);
+}
+
+static int group_setup_default_policy(void **state)
+{
+	return start_server(0);
 }
 
 static int group_teardown(void **state)
@@ -282,9 +304,10 @@ static char *enroll(const char *model)
 	return tok;
 }
 
-/* Packs an envelope (caller frees); upload_id filled from seed. */
-static uint8_t *envelope(uint8_t seed, const char *app_id, const char *model, size_t payload,
-			 size_t *len)
+/* Packs an envelope (caller frees) carrying pl[0..pllen) with the given
+ * compression; upload_id filled from seed. */
+static uint8_t *envelope_with(uint8_t seed, const char *app_id, const char *model,
+			      const uint8_t *pl, size_t pllen, int compression, size_t *len)
 {
 	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
 	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
@@ -292,7 +315,7 @@ static uint8_t *envelope(uint8_t seed, const char *app_id, const char *model, si
 	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
 	static uint8_t nonce[8];
 	static int nonce_set;
-	uint8_t id[16], *out, *pl = NULL;
+	uint8_t id[16], *out;
 
 	if (!nonce_set) {
 		for (int i = 0; i < 8; i++)
@@ -313,18 +336,30 @@ static uint8_t *envelope(uint8_t seed, const char *app_id, const char *model, si
 	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
 	an.severity = 40;
 	e.anomaly = &an;
-	if (payload) {
-		pl = malloc(payload);
-		for (size_t i = 0; i < payload; i++)
-			pl[i] = (uint8_t)(i * 7 + seed);
+	if (pl) {
 		e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
-		e.payload.data = pl;
-		e.payload.len = payload;
-		e.payload_size = payload;
+		e.compression = (Rearview__Compression)compression;
+		e.payload.data = (uint8_t *)pl;
+		e.payload.len = pllen;
+		e.payload_size = pllen;
 	}
 	*len = rearview__upload_envelope__get_packed_size(&e);
 	out = malloc(*len);
 	rearview__upload_envelope__pack(&e, out);
+	return out;
+}
+
+/* An envelope with a generated (non-capture) payload of `payload` bytes. */
+static uint8_t *envelope(uint8_t seed, const char *app_id, const char *model, size_t payload,
+			 size_t *len)
+{
+	uint8_t *pl = NULL, *out;
+	if (payload) {
+		pl = malloc(payload);
+		for (size_t i = 0; i < payload; i++)
+			pl[i] = (uint8_t)(i * 7 + seed);
+	}
+	out = envelope_with(seed, app_id, model, pl, payload, 0, len);
 	free(pl);
 	return out;
 }
@@ -370,7 +405,7 @@ static int db_count(const char *sql, const char *arg)
 
 /* ---- tests ---------------------------------------------------------------- */
 
-static void test_integration_enroll_then_upload_stores_pending_decode(void **state)
+static void test_integration_enroll_then_upload_stores_blob(void **state)
 {
 	char *tok = enroll("pixel-test");
 	size_t len;
@@ -382,12 +417,11 @@ static void test_integration_enroll_then_upload_stores_pending_decode(void **sta
 	assert_false(k->duplicate);
 	assert_true(strncmp(k->trace_id, "t-", 2) == 0);
 	assert_int_equal(k->policy_version, 7); /* the served policy's version */
+	/* Stored; the decoder may already have taken it off the queue. */
 	assert_int_equal(db_count("SELECT count(*) FROM uploads WHERE trace_id = ?"
-				  " AND state = 'pending_decode'",
+				  " AND state IN ('pending_decode','quarantined')",
 				  k->trace_id),
 			 1);
-	assert_int_equal(
-		db_count("SELECT count(*) FROM decode_queue WHERE trace_id = ?", k->trace_id), 1);
 	/* The payload is on disk under its SHA-256. */
 	assert_int_equal(db_count("SELECT blob_bytes FROM uploads WHERE trace_id = ?", k->trace_id),
 			 4096);
@@ -530,9 +564,8 @@ static void test_integration_keep_alive_reuses_connection(void **state)
 	assert_int_equal(r.code, 200);
 	assert_int_equal(r.new_conns, 0);
 	assert_non_null(strstr((char *)r.body, "rearview_uploads_total "));
-	/* Earlier tests stored uploads and nothing decodes them in this tree. */
+	/* The decoder drains the queue, so its depth may be anything here. */
 	assert_non_null(strstr((char *)r.body, "rearview_decode_queue_depth "));
-	assert_null(strstr((char *)r.body, "rearview_decode_queue_depth 0\n"));
 	assert_null(strstr((char *)r.body, "rearview_uploads_total 0\n"));
 	assert_non_null(
 		strstr((char *)r.body, "rearview_errors_total{reason=\"malformed_protobuf\"}"));
@@ -625,6 +658,489 @@ static void test_integration_token_guessing_is_throttled_per_address(void **stat
 	free(env);
 	free(fresh);
 	free(known);
+}
+
+/* ---- decoding: real captures from librvtrace ------------------------------ */
+
+uint64_t rvs_fixture_outer(int rounds); /* capture_fixture.c, instrumented */
+
+/* Traces the instrumented fixture on this thread and returns the capture
+ * file's bytes (caller frees). */
+static uint8_t *make_capture(size_t *len)
+{
+	char path[512];
+	uint8_t *buf = malloc(1u << 20);
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/fixture.rvt", g_dir);
+	assert_int_equal(rvt_set_config(256u << 10, 0), 0);
+	assert_int_equal(rvt_start(0), 0);
+	assert_true(rvs_fixture_outer(3) != 1);
+	assert_int_equal(rvt_capture_to_path(0, path), 0);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	*len = fread(buf, 1, 1u << 20, f);
+	assert_true(feof(f));
+	fclose(f);
+	assert_true(*len > 64);
+	return buf;
+}
+
+/* The text of the first column of the first row of sql bound with arg. */
+static char *db_text(const char *sql, const char *arg)
+{
+	char path[512];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char *out = NULL;
+	snprintf(path, sizeof path, "%s/rearview.db", g_data);
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (arg)
+		sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		out = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return out;
+}
+
+/* Polls (bounded) until the upload leaves pending_decode; returns its state. */
+static char *wait_decoded(const char *trace_id)
+{
+	for (int i = 0; i < 600; i++) {
+		char *st = db_text("SELECT state FROM uploads WHERE trace_id = ?", trace_id);
+		if (st && strcmp(st, "pending_decode") != 0)
+			return st;
+		free(st);
+		usleep(50000);
+	}
+	return NULL;
+}
+
+static void test_integration_zstd_capture_is_decoded_and_indexed(void **state)
+{
+	char *tok = enroll("pixel-decode");
+	size_t clen, zlen, len;
+	uint8_t *cap = make_capture(&clen);
+	size_t zcap = ZSTD_compressBound(clen);
+	uint8_t *z = malloc(zcap), *env;
+	Rearview__UploadAck *k;
+	char *st, *top, *sig;
+
+	zlen = ZSTD_compress(z, zcap, cap, clen, 3);
+	assert_false(ZSTD_isError(zlen));
+	env = envelope_with(20, "com.example.decode", "pixel-decode", z, zlen,
+			    REARVIEW__COMPRESSION__COMPRESSION_ZSTD, &len);
+	k = upload(tok, env, len);
+	st = wait_decoded(k->trace_id);
+	assert_non_null(st);
+	assert_string_equal(st, "decoded");
+	/* The hot loop is the top self-time method, queryable by name. */
+	top = db_text("SELECT method FROM trace_methods WHERE trace_id = ? AND self_rank = 1",
+		      k->trace_id);
+	assert_non_null(top);
+	assert_non_null(strstr(top, "rvs_fixture_hot_spin"));
+	assert_int_equal(db_count("SELECT calls FROM trace_methods WHERE trace_id = ?"
+				  " AND method LIKE '%rvs_fixture_hot_spin%'",
+				  k->trace_id),
+			 3);
+	assert_int_equal(db_count("SELECT count(*) FROM traces WHERE trace_id = ?"
+				  " AND app_id = 'com.example.decode' AND model = 'pixel-decode'"
+				  " AND app_version = '1.2.3' AND severity = 40",
+				  k->trace_id),
+			 1);
+	/* The longest chain ends in the hot loop, with a 16-hex-digit signature. */
+	sig = db_text("SELECT signature FROM trace_chains WHERE trace_id = ? AND kind = 'top'"
+		      " AND rank = 1 AND chain LIKE '%rvs_fixture_outer;%rvs_fixture_hot_spin;'",
+		      k->trace_id);
+	assert_non_null(sig);
+	assert_int_equal(strlen(sig), 16);
+	assert_int_equal(
+		db_count("SELECT count(*) FROM quarantine WHERE trace_id = ?", k->trace_id), 0);
+	free(sig);
+	free(top);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(z);
+	free(cap);
+	free(tok);
+}
+
+static void test_integration_truncated_capture_is_quarantined_with_reason(void **state)
+{
+	char *tok = enroll("pixel-trunc");
+	size_t clen, len;
+	uint8_t *cap = make_capture(&clen), *env;
+	Rearview__UploadAck *k;
+	char *st, *why;
+
+	/* Uncompressed, cut in the middle of its header + records. */
+	env = envelope_with(21, "com.example.trunc", "pixel-trunc", cap, 40,
+			    REARVIEW__COMPRESSION__COMPRESSION_NONE, &len);
+	k = upload(tok, env, len);
+	st = wait_decoded(k->trace_id);
+	assert_non_null(st);
+	assert_string_equal(st, "quarantined");
+	why = db_text("SELECT reason FROM quarantine WHERE trace_id = ?", k->trace_id);
+	assert_non_null(why);
+	assert_true(strncmp(why, "capture: ", 9) == 0);
+	assert_int_equal(db_count("SELECT count(*) FROM traces WHERE trace_id = ?", k->trace_id),
+			 0);
+	free(why);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(cap);
+	free(tok);
+}
+
+static void test_integration_truncated_zstd_is_quarantined_with_reason(void **state)
+{
+	char *tok = enroll("pixel-ztrunc");
+	size_t clen, zlen, len;
+	uint8_t *cap = make_capture(&clen);
+	size_t zcap = ZSTD_compressBound(clen);
+	uint8_t *z = malloc(zcap), *env;
+	Rearview__UploadAck *k;
+	char *st, *why;
+
+	zlen = ZSTD_compress(z, zcap, cap, clen, 3);
+	assert_false(ZSTD_isError(zlen));
+	env = envelope_with(22, "com.example.ztrunc", "pixel-ztrunc", z, zlen / 2,
+			    REARVIEW__COMPRESSION__COMPRESSION_ZSTD, &len);
+	k = upload(tok, env, len);
+	st = wait_decoded(k->trace_id);
+	assert_non_null(st);
+	assert_string_equal(st, "quarantined");
+	why = db_text("SELECT reason FROM quarantine WHERE trace_id = ?", k->trace_id);
+	assert_non_null(why);
+	assert_string_equal(why, "zstd: corrupt or truncated");
+	free(why);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(z);
+	free(cap);
+	free(tok);
+}
+
+static void test_integration_summary_only_upload_is_indexed_without_methods(void **state)
+{
+	char *tok = enroll("pixel-summary"), *st;
+	size_t len;
+	uint8_t *env = envelope(23, "com.example.summary", "pixel-summary", 0, &len);
+	Rearview__UploadAck *k = upload(tok, env, len);
+
+	st = wait_decoded(k->trace_id);
+	assert_non_null(st);
+	assert_string_equal(st, "decoded");
+	assert_int_equal(db_count("SELECT count(*) FROM traces WHERE trace_id = ?"
+				  " AND app_id = 'com.example.summary' AND duration_ns IS NULL",
+				  k->trace_id),
+			 1);
+	assert_int_equal(
+		db_count("SELECT count(*) FROM trace_methods WHERE trace_id = ?", k->trace_id), 0);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(tok);
+}
+
+/* ---- the JSON API ---------------------------------------------------------- */
+
+/* Uploads a zstd capture of the fixture and waits until it is decoded. */
+static char *decoded_trace(uint8_t seed, const char *app, const char *model)
+{
+	char *tok = enroll(model), *st, *id;
+	size_t clen, zlen, len;
+	uint8_t *cap = make_capture(&clen);
+	size_t zcap = ZSTD_compressBound(clen);
+	uint8_t *z = malloc(zcap), *env;
+	Rearview__UploadAck *k;
+
+	zlen = ZSTD_compress(z, zcap, cap, clen, 1);
+	assert_false(ZSTD_isError(zlen));
+	env = envelope_with(seed, app, model, z, zlen, REARVIEW__COMPRESSION__COMPRESSION_ZSTD,
+			    &len);
+	k = upload(tok, env, len);
+	st = wait_decoded(k->trace_id);
+	assert_non_null(st);
+	assert_string_equal(st, "decoded");
+	id = strdup(k->trace_id);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(z);
+	free(cap);
+	free(tok);
+	return id;
+}
+
+/* GET path with the API token; returns the parsed JSON (status checked). */
+static json_t *api_get(const char *path, long want)
+{
+	struct resp r;
+	json_t *j;
+	http(NULL, "GET", path, g_api, NULL, 0, NULL, &r);
+	assert_int_equal(r.rc, CURLE_OK);
+	assert_int_equal(r.code, want);
+	assert_non_null(strstr(r.hdrs, "Content-Type: application/json"));
+	j = json_loadb((const char *)r.body, r.len, 0, NULL);
+	assert_non_null(j);
+	resp_free(&r);
+	return j;
+}
+
+static int list_has(json_t *arr, const char *key, const char *val)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach(arr, i, o)
+	{
+		const char *v = json_string_value(json_object_get(o, key));
+		if (v && strcmp(v, val) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void test_integration_api_without_token_gets_401(void **state)
+{
+	struct resp r;
+	http(NULL, "GET", "/api/v1/traces", NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 401);
+	resp_free(&r);
+	http(NULL, "GET", "/api/v1/traces", "wrong-token-wrong-token-wrong", NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 401);
+	resp_free(&r);
+	/* A device token is not an API token. */
+	char *tok = enroll("api-401");
+	http(NULL, "GET", "/api/v1/signatures", tok, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 401);
+	resp_free(&r);
+	free(tok);
+}
+
+static void test_integration_api_traces_filters_and_paginates(void **state)
+{
+	char *a = decoded_trace(30, "com.example.api", "api-model-a");
+	char *b = decoded_trace(31, "com.example.api", "api-model-b");
+	char *method = db_text("SELECT method FROM trace_methods WHERE trace_id = ?"
+			       " AND self_rank = 1",
+			       a);
+	char path[1024], *esc;
+	json_t *j, *j2;
+	const char *cur;
+
+	j = api_get("/api/v1/traces?app=com.example.api", 200);
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", a));
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", b));
+	json_decref(j);
+	j = api_get("/api/v1/traces?app=com.example.api&model=api-model-b&min_severity=40&kind=1",
+		    200);
+	assert_false(list_has(json_object_get(j, "traces"), "trace_id", a));
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", b));
+	json_decref(j);
+	j = api_get("/api/v1/traces?app=com.example.api&min_severity=41", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
+	/* "contains method", URL-encoded. */
+	esc = curl_easy_escape(NULL, method, 0);
+	snprintf(path, sizeof path, "/api/v1/traces?app=com.example.api&method=%s", esc);
+	j = api_get(path, 200);
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", a));
+	json_decref(j);
+	j = api_get("/api/v1/traces?app=com.example.api&method=no_such_method", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
+	/* Pagination: newest first, one per page, the cursor leads to the other. */
+	j = api_get("/api/v1/traces?app=com.example.api&limit=1", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 1);
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", b));
+	cur = json_string_value(json_object_get(j, "next_cursor"));
+	assert_non_null(cur);
+	snprintf(path, sizeof path, "/api/v1/traces?app=com.example.api&limit=1&cursor=%s", cur);
+	j2 = api_get(path, 200);
+	assert_true(list_has(json_object_get(j2, "traces"), "trace_id", a));
+	assert_true(json_is_null(json_object_get(j2, "next_cursor")));
+	json_decref(j2);
+	json_decref(j);
+	json_decref(api_get("/api/v1/traces?limit=abc", 400));
+	json_decref(api_get("/api/v1/traces?min_severity=1x", 400));
+	curl_free(esc);
+	free(method);
+	free(a);
+	free(b);
+}
+
+static void test_integration_api_sql_injection_matches_nothing(void **state)
+{
+	json_t *j;
+	int before = db_count("SELECT count(*) FROM traces", NULL);
+	j = api_get("/api/v1/traces?app=%27%20OR%20%271%27%3D%271", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
+	j = api_get("/api/v1/traces?model=x%27%29%3B%20DROP%20TABLE%20traces%3B%20--", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
+	j = api_get("/api/v1/methods/%27%20OR%201%3D1%20--", 200);
+	assert_int_equal(json_integer_value(json_object_get(j, "count")), 0);
+	json_decref(j);
+	assert_int_equal(db_count("SELECT count(*) FROM traces", NULL), before);
+	json_decref(api_get("/api/v1/traces/t-%27%20OR%201%3D1", 404));
+}
+
+static void test_integration_api_trace_page_has_top_self_and_chains(void **state)
+{
+	char *id = decoded_trace(32, "com.example.page", "api-page"), path[256];
+	json_t *j, *top, *chains;
+	const char *m;
+
+	snprintf(path, sizeof path, "/api/v1/traces/%s", id);
+	j = api_get(path, 200);
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "decoded");
+	assert_string_equal(json_string_value(json_object_get(j, "app_id")), "com.example.page");
+	top = json_object_get(j, "top_self");
+	assert_true(json_array_size(top) >= 3);
+	m = json_string_value(json_object_get(json_array_get(top, 0), "method"));
+	assert_non_null(m);
+	assert_non_null(strstr(m, "rvs_fixture_hot_spin"));
+	chains = json_object_get(j, "chains");
+	assert_true(json_array_size(chains) >= 1);
+	assert_int_equal(
+		strlen(json_string_value(json_object_get(json_array_get(chains, 0), "signature"))),
+		16);
+	json_decref(j);
+	json_decref(api_get("/api/v1/traces/t-00000000000000000000000000000000", 404));
+	free(id);
+}
+
+static void test_integration_api_quarantined_trace_shows_reason(void **state)
+{
+	char *tok = enroll("api-q"), path[256], *st;
+	size_t len;
+	uint8_t *env = envelope(33, "com.example.q", "api-q", 300, &len);
+	Rearview__UploadAck *k = upload(tok, env, len);
+	json_t *j;
+
+	st = wait_decoded(k->trace_id);
+	assert_string_equal(st, "quarantined");
+	snprintf(path, sizeof path, "/api/v1/traces/%s", k->trace_id);
+	j = api_get(path, 200);
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "quarantined");
+	assert_true(strncmp(json_string_value(json_object_get(j, "quarantine_reason")),
+			    "capture: ", 9) == 0);
+	json_decref(j);
+	free(st);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	free(tok);
+}
+
+static void test_integration_api_export_every_format(void **state)
+{
+	static const char *const fmts[] = {"folded",   "chrome",  "speedscope",
+					   "perfetto", "android", "svg"};
+	char *id = decoded_trace(34, "com.example.export", "api-export"), path[512];
+	struct resp r;
+
+	for (size_t i = 0; i < 6; i++) {
+		snprintf(path, sizeof path, "/api/v1/traces/%s/export?format=%s", id, fmts[i]);
+		http(NULL, "GET", path, g_api, NULL, 0, NULL, &r);
+		assert_int_equal(r.code, 200);
+		assert_true(r.len > 16);
+		assert_non_null(strstr(r.hdrs, "Content-Disposition: attachment"));
+		if (strcmp(fmts[i], "folded") == 0)
+			assert_non_null(strstr((char *)r.body, "rvs_fixture_hot_spin"));
+		if (strcmp(fmts[i], "svg") == 0)
+			assert_non_null(strstr((char *)r.body, "<svg"));
+		resp_free(&r);
+	}
+	snprintf(path, sizeof path, "/api/v1/traces/%s/export?format=pdf", id);
+	json_decref(api_get(path, 400));
+	snprintf(path, sizeof path, "/api/v1/traces/%s/export?format=..%%2F..%%2Fetc%%2Fpasswd",
+		 id);
+	json_decref(api_get(path, 400));
+	snprintf(path, sizeof path, "/api/v1/traces/%s/export", id);
+	json_decref(api_get(path, 400));
+	json_decref(api_get("/api/v1/traces/..%2F..%2Fetc/export?format=folded", 404));
+	free(id);
+}
+
+static void test_integration_api_method_page_has_percentiles(void **state)
+{
+	char *id = decoded_trace(35, "com.example.method", "api-method"), path[1024], *esc;
+	char *method = db_text("SELECT method FROM trace_methods WHERE trace_id = ?"
+			       " AND self_rank = 1",
+			       id);
+	json_t *j, *self;
+
+	esc = curl_easy_escape(NULL, method, 0);
+	snprintf(path, sizeof path, "/api/v1/methods/%s", esc);
+	j = api_get(path, 200);
+	assert_string_equal(json_string_value(json_object_get(j, "method")), method);
+	assert_true(json_integer_value(json_object_get(j, "count")) >= 1);
+	self = json_object_get(j, "self_ns");
+	assert_true(json_integer_value(json_object_get(self, "p50")) > 0);
+	assert_true(json_integer_value(json_object_get(self, "p95")) >=
+		    json_integer_value(json_object_get(self, "p50")));
+	assert_true(list_has(json_object_get(j, "traces"), "trace_id", id));
+	json_decref(j);
+	curl_free(esc);
+	free(method);
+	free(id);
+}
+
+static void test_integration_api_hostile_method_name_is_escaped(void **state)
+{
+	struct resp r;
+	json_t *j;
+	/* <script>"\ plus a control character and bytes that are not UTF-8. */
+	http(NULL, "GET", "/api/v1/methods/%3Cscript%3E%22%5C%01%FF%FE", g_api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	assert_null(strstr((char *)r.body, "<script>\""));
+	assert_null(memchr(r.body, 0x01, r.len));
+	j = json_loadb((const char *)r.body, r.len, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "method")), "<script>\"\\\x01??");
+	json_decref(j);
+	resp_free(&r);
+	json_decref(api_get("/api/v1/methods/%ZZ", 400));
+	json_decref(api_get("/api/v1/methods/a%00b", 400));
+}
+
+static void test_integration_api_signatures_group_traces(void **state)
+{
+	char *a = decoded_trace(36, "com.example.sig", "api-sig-a");
+	char *b = decoded_trace(37, "com.example.sig", "api-sig-b");
+	char *sig = db_text("SELECT signature FROM trace_chains WHERE trace_id = ? AND kind = 'top'"
+			    " AND rank = 1",
+			    a);
+	json_t *j, *arr, *o;
+	size_t i;
+	int found = 0;
+
+	j = api_get("/api/v1/signatures", 200);
+	arr = json_object_get(j, "signatures");
+	json_array_foreach(arr, i, o)
+	{
+		if (strcmp(json_string_value(json_object_get(o, "signature")), sig) == 0) {
+			/* Every fixture capture has this top chain: a and b at least. */
+			assert_true(json_integer_value(json_object_get(o, "traces")) >= 2);
+			assert_non_null(strstr(json_string_value(json_object_get(o, "chain")),
+					       "rvs_fixture_hot_spin"));
+			found = 1;
+		}
+	}
+	assert_true(found);
+	json_decref(j);
+	free(sig);
+	free(a);
+	free(b);
 }
 
 static void test_integration_sql_injection_is_stored_verbatim(void **state)
@@ -968,10 +1484,45 @@ static void test_integration_sigterm_drains_in_flight_request(void **state)
 	free(tok);
 }
 
+/* ---- a server started without a policy publishes the default, signed ---- */
+
+static void test_integration_default_policy_is_published_signed_and_verifies(void **state)
+{
+	char *tok = enroll("policy-default");
+	char path[512], pub[1024], etag[128] = "", inm[160], *p;
+	Rearview__PolicyBody *b = NULL;
+	struct resp r;
+
+	snprintf(path, sizeof path, "%s/policy-signing.pub", g_data);
+	assert_true(slurp(path, pub, sizeof pub) > 0);
+	http(NULL, "GET", "/v1/policy", tok, NULL, 0, NULL, &r);
+	assert_int_equal(r.rc, CURLE_OK);
+	assert_int_equal(r.code, 200);
+	assert_int_equal(rvp_policy_verify(r.body, r.len, pub, 0, (int64_t)time(NULL), &b),
+			 RVP_VERIFY_OK);
+	assert_non_null(b);
+	assert_int_equal(b->version, 1);
+	assert_int_equal(rvp_policy_weekly_quota(b), rvp_policy_weekly_quota(rvp_policy_default()));
+	rearview__policy_body__free_unpacked(b, NULL);
+	/* A flipped byte no longer verifies. */
+	r.body[r.len - 1] ^= 1;
+	assert_int_not_equal(rvp_policy_verify(r.body, r.len, pub, 0, (int64_t)time(NULL), NULL),
+			     RVP_VERIFY_OK);
+	p = strstr(r.hdrs, "ETag: ");
+	assert_non_null(p);
+	sscanf(p + 6, "%127[^\r\n]", etag);
+	resp_free(&r);
+	snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
+	http(NULL, "GET", "/v1/policy", tok, NULL, 0, inm, &r);
+	assert_int_equal(r.code, 304);
+	resp_free(&r);
+	free(tok);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_integration_enroll_then_upload_stores_pending_decode),
+		cmocka_unit_test(test_integration_enroll_then_upload_stores_blob),
 		cmocka_unit_test(test_integration_retry_returns_original_ack_as_duplicate),
 		cmocka_unit_test(test_integration_bad_token_gets_401),
 		cmocka_unit_test(test_integration_wrong_enrolment_secret_gets_403),
@@ -981,6 +1532,19 @@ int main(void)
 		cmocka_unit_test(test_integration_keep_alive_reuses_connection),
 		cmocka_unit_test(test_integration_policy_etag_gives_304),
 		cmocka_unit_test(test_integration_rate_limit_gives_429_with_retry_after),
+		cmocka_unit_test(test_integration_zstd_capture_is_decoded_and_indexed),
+		cmocka_unit_test(test_integration_truncated_capture_is_quarantined_with_reason),
+		cmocka_unit_test(test_integration_truncated_zstd_is_quarantined_with_reason),
+		cmocka_unit_test(test_integration_summary_only_upload_is_indexed_without_methods),
+		cmocka_unit_test(test_integration_api_without_token_gets_401),
+		cmocka_unit_test(test_integration_api_traces_filters_and_paginates),
+		cmocka_unit_test(test_integration_api_sql_injection_matches_nothing),
+		cmocka_unit_test(test_integration_api_trace_page_has_top_self_and_chains),
+		cmocka_unit_test(test_integration_api_quarantined_trace_shows_reason),
+		cmocka_unit_test(test_integration_api_export_every_format),
+		cmocka_unit_test(test_integration_api_method_page_has_percentiles),
+		cmocka_unit_test(test_integration_api_hostile_method_name_is_escaped),
+		cmocka_unit_test(test_integration_api_signatures_group_traces),
 		cmocka_unit_test(test_integration_token_guessing_is_throttled_per_address),
 		cmocka_unit_test(test_integration_sql_injection_is_stored_verbatim),
 		cmocka_unit_test(test_integration_control_chars_and_bad_utf8_get_400),
@@ -992,5 +1556,10 @@ int main(void)
 		cmocka_unit_test(test_integration_connection_limit_refuses_then_recovers),
 		cmocka_unit_test(test_integration_sigterm_drains_in_flight_request),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	const struct CMUnitTest published[] = {
+		cmocka_unit_test(test_integration_default_policy_is_published_signed_and_verifies),
+	};
+	int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return failed + cmocka_run_group_tests_name("published_policy", published,
+						    group_setup_default_policy, group_teardown);
 }

@@ -1,0 +1,405 @@
+/*
+ * decode.c — the trace decoder (decode.h).
+ *
+ * Per upload: look up its compression in uploads, read the blob, inflate it
+ * when COMPRESSION_ZSTD, run rva_capture_summarize (memory bounded by
+ * distinct methods and chains, not by call count), then replace the trace's
+ * rows in traces / trace_methods / trace_chains in one transaction.  A
+ * summary-only upload gets its traces row from the upload metadata alone.
+ * Invariants: every value goes into SQL through bound parameters; a decode
+ * either indexes the whole trace or nothing (the caller then quarantines it
+ * with the reason written here).  Only one decode runs at a time (api.c
+ * pumps one work job), the mutex makes that safe regardless.
+ */
+#include "decode.h"
+#include "rvs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+#include <zstd.h>
+
+#include "rearview/analysis.h"
+#include "rearview/upload.pb-c.h"
+
+#define TOP_METHODS 20
+#define TOP_CHAINS  10
+
+struct rvs_decode {
+	char database[512];
+	sqlite3 *db;
+	pthread_mutex_t mu;
+};
+
+int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
+{
+	ZSTD_DStream *zs = ZSTD_createDStream();
+	ZSTD_inBuffer ib = {in, len, 0};
+	size_t cap = len * 4 < 65536 ? 65536 : len * 4, r = 1;
+	uint8_t *buf = NULL, *nb;
+	int rc = 0;
+
+	if (!zs)
+		return -ENOMEM;
+	if (cap > max)
+		cap = max ? max : 1;
+	ZSTD_initDStream(zs);
+	buf = malloc(cap);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto free_stream;
+	}
+	*outlen = 0;
+	while (ib.pos < ib.size || r != 0) {
+		ZSTD_outBuffer ob = {buf + *outlen, cap - *outlen, 0};
+		r = ZSTD_decompressStream(zs, &ob, &ib);
+		if (ZSTD_isError(r)) {
+			rc = -EINVAL;
+			break;
+		}
+		*outlen += ob.pos;
+		if (ib.pos == ib.size && r != 0 && ob.pos < ob.size) {
+			rc = -EINVAL; /* input ended inside a frame: truncated */
+			break;
+		}
+		if (*outlen == cap) {
+			if (cap >= max) {
+				if (r == 0 && ib.pos == ib.size)
+					break;
+				rc = -E2BIG;
+				break;
+			}
+			cap = cap > max / 2 ? max : cap * 2;
+			if (!(nb = realloc(buf, cap))) {
+				rc = -ENOMEM;
+				break;
+			}
+			buf = nb;
+		}
+	}
+	if (rc) {
+		free(buf);
+		buf = NULL;
+	}
+	*out = buf;
+free_stream:
+	ZSTD_freeDStream(zs);
+	return rc;
+}
+
+static int sqlerr(sqlite3 *db, int rc, char *reason, size_t rlen)
+{
+	snprintf(reason, rlen, "index: %s", sqlite3_errmsg(db));
+	rvs_log("error", "msg=\"decode index\" err=\"%s\"", sqlite3_errmsg(db));
+	return (rc & 0xff) == SQLITE_BUSY ? -EBUSY : -EIO;
+}
+
+static int open_db(struct rvs_decode *d)
+{
+	int rc;
+	if (d->db)
+		return 0;
+	rc = sqlite3_open_v2(d->database, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX,
+			     NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(d->db);
+		d->db = NULL;
+		return -EIO;
+	}
+	sqlite3_busy_timeout(d->db, 10000);
+	rc = sqlite3_exec(d->db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;", NULL, NULL,
+			  NULL);
+	return rc == SQLITE_OK ? 0 : -EIO;
+}
+
+/* "name;name;...;" of chain[0..n) into a malloc'd string. */
+static char *chain_text(const rva_trace *t, const uint32_t *chain, size_t n)
+{
+	char *s = NULL;
+	size_t sl = 0;
+	FILE *f = open_memstream(&s, &sl);
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s;", chain[i] < t->nmethods ? t->names[chain[i]] : "?");
+	if (fclose(f)) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static int step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int insert_chain(sqlite3_stmt *st, const char *trace_id, const char *kind, int rank,
+			const rva_trace *t, const uint32_t *chain, size_t n, int64_t self,
+			int64_t incl, char sig_out[17])
+{
+	char sig[17], *text = chain_text(t, chain, n);
+	int rc;
+	if (!text)
+		return SQLITE_NOMEM;
+	snprintf(sig, sizeof sig, "%016" PRIx64, rva_signature(t, chain, n));
+	if (sig_out)
+		memcpy(sig_out, sig, sizeof sig);
+	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, rank);
+	sqlite3_bind_text(st, 4, sig, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 5, text, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)n);
+	if (self >= 0)
+		sqlite3_bind_int64(st, 7, self);
+	if (incl >= 0)
+		sqlite3_bind_int64(st, 8, incl);
+	rc = step_done(st);
+	free(text);
+	return rc;
+}
+
+/* Writes every index row of one trace; sum NULL for summary-only uploads.
+ * Runs inside the caller's transaction. */
+static int index_rows(sqlite3 *db, const char *trace_id, const rva_summary *sum)
+{
+	sqlite3_stmt *st = NULL;
+	const rva_trace *t = sum ? sum->trace : NULL;
+	char anomaly_sig[17] = "";
+	uint32_t top[TOP_METHODS];
+	size_t ntop = 0;
+	int rc;
+
+	static const char *const wipe[] = {
+		"DELETE FROM trace_chains WHERE trace_id = ?",
+		"DELETE FROM trace_methods WHERE trace_id = ?",
+		"DELETE FROM traces WHERE trace_id = ?",
+	};
+	for (size_t i = 0; i < 3; i++) {
+		if ((rc = sqlite3_prepare_v2(db, wipe[i], -1, &st, NULL)))
+			return rc;
+		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+		rc = step_done(st);
+		sqlite3_finalize(st);
+		if (rc)
+			return rc;
+	}
+	/* The parent row first (foreign keys), its signature filled in last. */
+	rc = sqlite3_prepare_v2(
+		db,
+		"INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
+		" anomaly_kind, severity, captured_at_ns, received_at, anomaly_name, duration_ns,"
+		" nmethods, dropped, decoded_at)"
+		" SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind, severity,"
+		" captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6 FROM uploads"
+		" WHERE trace_id = ?1",
+		-1, &st, NULL);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+	if (t) {
+		if (t->anomaly_name)
+			sqlite3_bind_text(st, 2, t->anomaly_name, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 3, t->end - t->start);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)t->nmethods);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)t->dropped);
+	}
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)time(NULL));
+	rc = step_done(st);
+	if (!rc && sqlite3_changes(db) != 1)
+		rc = SQLITE_NOTFOUND;
+	sqlite3_finalize(st);
+	if (rc || !t)
+		return rc;
+
+	ntop = rva_top_self(t, sum->stats, top, TOP_METHODS);
+	rc = sqlite3_prepare_v2(
+		db,
+		"INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+		" self_rank) VALUES (?,?,?,?,?,?)",
+		-1, &st, NULL);
+	if (rc)
+		return rc;
+	for (size_t m = 0; m < t->nmethods && !rc; m++) {
+		const rva_mstat *ms = &sum->stats[m];
+		if (!ms->calls)
+			continue;
+		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, t->names[m], -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)ms->calls);
+		sqlite3_bind_int64(st, 4, ms->self);
+		sqlite3_bind_int64(st, 5, ms->incl);
+		for (size_t k = 0; k < ntop; k++)
+			if (top[k] == m)
+				sqlite3_bind_int64(st, 6, (sqlite3_int64)k + 1);
+		rc = step_done(st);
+	}
+	sqlite3_finalize(st);
+	if (rc)
+		return rc;
+
+	rc = sqlite3_prepare_v2(db,
+				"INSERT INTO trace_chains (trace_id, kind, rank, signature, chain,"
+				" depth, self_ns, incl_ns) VALUES (?,?,?,?,?,?,?,?)",
+				-1, &st, NULL);
+	if (rc)
+		return rc;
+	if (sum->anomaly_chain && sum->anomaly_depth)
+		rc = insert_chain(st, trace_id, "anomaly", 1, t, sum->anomaly_chain,
+				  sum->anomaly_depth, -1, -1, anomaly_sig);
+	if (!rc) {
+		rva_chains ch = {0};
+		if (rva_chains_from_tree(t, &sum->tree, TOP_CHAINS, &ch) < 0) {
+			rc = SQLITE_NOMEM;
+		} else {
+			for (size_t i = 0; i < ch.n && !rc; i++)
+				rc = insert_chain(st, trace_id, "top", (int)i + 1, t,
+						  ch.v[i].methods, ch.v[i].depth, ch.v[i].self,
+						  ch.v[i].incl, NULL);
+			rva_chains_release(&ch);
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc || !anomaly_sig[0])
+		return rc;
+	rc = sqlite3_prepare_v2(db, "UPDATE traces SET anomaly_signature = ? WHERE trace_id = ?",
+				-1, &st, NULL);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, anomaly_sig, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, trace_id, -1, SQLITE_STATIC);
+	rc = step_done(st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int upload_compression(sqlite3 *db, const char *trace_id, int *out)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "SELECT compression FROM uploads WHERE trace_id = ?", -1,
+				    &st, NULL);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*out = sqlite3_column_int(st, 0);
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_NOTFOUND;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int decode_locked(struct rvs_decode *d, const char *trace_id, const char *blob_path,
+			 char *reason, size_t rlen)
+{
+	uint8_t *raw = NULL, *cap = NULL;
+	size_t rawlen = 0, caplen = 0;
+	rva_summary sum;
+	rva_error err;
+	int comp = 0, rc, have_sum = 0;
+
+	memset(&sum, 0, sizeof sum);
+	err.msg[0] = 0;
+	if ((rc = open_db(d))) {
+		snprintf(reason, rlen, "index: cannot open database");
+		return rc;
+	}
+	if ((rc = upload_compression(d->db, trace_id, &comp)))
+		return sqlerr(d->db, rc, reason, rlen);
+	if (blob_path) {
+		if ((rc = rvs_read_file(blob_path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))) {
+			snprintf(reason, rlen, "blob unreadable: %s", strerror(-rc));
+			return rc;
+		}
+		if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD) {
+			rc = rvs_zstd_decompress(raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap,
+						 &caplen);
+			free(raw);
+			raw = NULL;
+			if (rc) {
+				snprintf(reason, rlen, "zstd: %s",
+					 rc == -E2BIG ? "capture too large"
+						      : "corrupt or truncated");
+				return rc;
+			}
+		} else if (comp != REARVIEW__COMPRESSION__COMPRESSION_NONE) {
+			free(raw);
+			snprintf(reason, rlen, "unknown compression %d", comp);
+			return -EPROTONOSUPPORT;
+		} else {
+			cap = raw;
+			caplen = rawlen;
+		}
+		rc = rva_capture_summarize(cap, caplen, &sum, &err);
+		free(cap);
+		if (rc) {
+			snprintf(reason, rlen, "capture: %s", err.msg[0] ? err.msg : strerror(-rc));
+			return rc;
+		}
+		have_sum = 1;
+	}
+	rc = sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (!rc)
+		rc = index_rows(d->db, trace_id, have_sum ? &sum : NULL);
+	if (!rc)
+		rc = sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL);
+	if (rc) {
+		rc = sqlerr(d->db, rc, reason, rlen);
+		sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	rva_summary_release(&sum);
+	return rc;
+}
+
+static int decode_cb(void *ctx, const char *trace_id, const char *blob_path, char *reason,
+		     size_t rlen)
+{
+	struct rvs_decode *d = ctx;
+	int rc;
+	reason[0] = 0;
+	pthread_mutex_lock(&d->mu);
+	rc = decode_locked(d, trace_id, blob_path, reason, rlen);
+	pthread_mutex_unlock(&d->mu);
+	if (rc)
+		rvs_log("warn", "msg=\"decode failed\" trace=%s", trace_id);
+	return rc;
+}
+
+int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_decode **out)
+{
+	struct rvs_decode *d = calloc(1, sizeof *d);
+	if (!d)
+		return -ENOMEM;
+	if ((size_t)snprintf(d->database, sizeof d->database, "%s", database) >=
+	    sizeof d->database) {
+		free(d);
+		return -ENAMETOOLONG;
+	}
+	pthread_mutex_init(&d->mu, NULL);
+	dec->decode = decode_cb;
+	dec->ctx = d;
+	*out = d;
+	return 0;
+}
+
+void rvs_decode_free(struct rvs_decode *d)
+{
+	if (!d)
+		return;
+	sqlite3_close(d->db);
+	pthread_mutex_destroy(&d->mu);
+	free(d);
+}

@@ -1,0 +1,33 @@
+/*
+ * decode.h — the decoder behind api.h's struct rvs_decoder: reads a stored
+ * capture blob, zstd-decompresses it when the upload says so, summarizes it
+ * with librvanalysis and indexes it in sqlite (tables traces, trace_methods,
+ * trace_chains; server/SCHEMA.md migration 2).  Runs on the libuv work
+ * queue only.  It uses its own sqlite connection to the store's database;
+ * the store must have been opened (migrated) before the first decode.
+ */
+#ifndef RVS_DECODE_H
+#define RVS_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api.h"
+
+struct rvs_decode;
+
+/* Limits: compressed blob and decompressed capture (bytes). */
+#define RVS_DECODE_MAX_BLOB    (512ull << 20)
+#define RVS_DECODE_MAX_CAPTURE (1ull << 30)
+
+/* database: path of the sqlite file.  Fills *dec with the seam (ctx = the
+ * new object).  0 or -ENOMEM / -ENAMETOOLONG.  Free with rvs_decode_free. */
+int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_decode **out);
+void rvs_decode_free(struct rvs_decode *d); /* NULL is a no-op */
+
+/* Decompresses a zstd frame (or concatenated frames) of any content size up
+ * to max bytes.  *out is malloc'd (caller frees).  0, -EINVAL (not zstd /
+ * corrupt / truncated), -E2BIG (over max), -ENOMEM. */
+int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
+
+#endif

@@ -1,0 +1,617 @@
+/*
+ * query.c — the JSON API (query.h, server/API.md).
+ *
+ * Invariants: SQL text is fixed at compile time; request values reach
+ * sqlite only as bound parameters (an absent filter binds NULL and its
+ * clause reads "?N IS NULL OR …").  Integers are parsed with end checks;
+ * trace ids must be "t-" + 32 lowercase hex; export formats come from a
+ * fixed table and never name a path.  Output strings go through jansson,
+ * which escapes them; bytes that are not UTF-8 (method names are whatever
+ * the device sent) are replaced by '?' first.
+ */
+#include "query.h"
+#include "decode.h"
+#include "rvs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "rearview/analysis.h"
+#include "rearview/upload.pb-c.h"
+
+#define LIST_DEFAULT 50
+#define LIST_MAX     500
+
+static const char JSON_TYPE[] = "application/json";
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int rvs_url_decode(const char *in, size_t n, int plus_space, char *out, size_t outsz)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)in[i];
+		if (c == '%') {
+			int h, l;
+			if (i + 2 >= n)
+				return -EINVAL;
+			h = hexval(in[i + 1]);
+			l = hexval(in[i + 2]);
+			if (h < 0 || l < 0)
+				return -EINVAL;
+			c = h * 16 + l;
+			i += 2;
+		} else if (c == '+' && plus_space) {
+			c = ' ';
+		}
+		if (c == 0)
+			return -EINVAL;
+		if (o + 1 >= outsz)
+			return -E2BIG;
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* The decoded value of query parameter `name`: 1 found, 0 absent, <0 bad. */
+static int qparam(const char *query, const char *name, char *out, size_t outsz)
+{
+	size_t nl = strlen(name);
+	const char *p = query;
+	while (p && *p) {
+		const char *amp = strchr(p, '&');
+		size_t len = amp ? (size_t)(amp - p) : strlen(p);
+		if (len > nl && strncmp(p, name, nl) == 0 && p[nl] == '=')
+			return rvs_url_decode(p + nl + 1, len - nl - 1, 1, out, outsz) ? -EINVAL
+										       : 1;
+		p = amp ? amp + 1 : NULL;
+	}
+	return 0;
+}
+
+static int parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* A string as JSON; bytes of invalid UTF-8 become '?'. */
+static json_t *jstr(const char *s)
+{
+	json_t *j;
+	char *c;
+	if (!s)
+		return json_null();
+	if ((j = json_string(s)))
+		return j;
+	if (!(c = strdup(s)))
+		return json_null();
+	for (char *p = c; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	j = json_string(c);
+	free(c);
+	return j ? j : json_null();
+}
+
+static json_t *jcol(sqlite3_stmt *st, int i)
+{
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_NULL:
+		return json_null();
+	case SQLITE_INTEGER:
+		return json_integer(sqlite3_column_int64(st, i));
+	default:
+		return jstr((const char *)sqlite3_column_text(st, i));
+	}
+}
+
+static void set_json(struct rvs_query_resp *r, int status, json_t *doc)
+{
+	r->status = status;
+	r->content_type = JSON_TYPE;
+	r->body = json_dumps(doc, JSON_COMPACT);
+	r->len = r->body ? strlen(r->body) : 0;
+	json_decref(doc);
+	if (!r->body) {
+		r->status = 500;
+		r->body = strdup("{\"error\":\"out of memory\"}");
+		r->len = r->body ? strlen(r->body) : 0;
+	}
+}
+
+static void set_error(struct rvs_query_resp *r, int status, const char *msg)
+{
+	set_json(r, status, json_pack("{s:s}", "error", msg));
+}
+
+static int valid_trace_id(const char *s, size_t n)
+{
+	if (n != 34 || s[0] != 't' || s[1] != '-')
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static sqlite3 *open_ro(const char *database)
+{
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return NULL;
+	}
+	sqlite3_busy_timeout(db, 5000);
+	return db;
+}
+
+/* Adds every column of the current row to obj, keyed by column name. */
+static void row_into(sqlite3_stmt *st, json_t *obj)
+{
+	for (int i = 0; i < sqlite3_column_count(st); i++)
+		json_object_set_new(obj, sqlite3_column_name(st, i), jcol(st, i));
+}
+
+static int parse_limit(const char *query, int64_t *limit)
+{
+	char v[32];
+	int rc = qparam(query, "limit", v, sizeof v);
+	*limit = LIST_DEFAULT;
+	if (rc < 0 || (rc == 1 && (parse_i64(v, limit) || *limit < 1)))
+		return -EINVAL;
+	if (*limit > LIST_MAX)
+		*limit = LIST_MAX;
+	return 0;
+}
+
+/* ---- GET /api/v1/traces ------------------------------------------------------ */
+
+static const char LIST_SQL[] =
+	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build,"
+	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"
+	" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
+	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"
+	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"
+	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"
+	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"
+	/* Uncorrelated IN: sqlite builds each set once through the signature /
+	 * method index instead of probing per trace. */
+	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id"
+	"  FROM trace_chains c WHERE c.signature = ?9))"
+	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
+	"  WHERE m.method = ?10))"
+	" AND (?11 IS NULL OR t.rowid < ?11)"
+	" ORDER BY t.rowid DESC LIMIT ?12";
+
+static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+{
+	static const char *const text_params[] = {"app", "version", "model", "os_build"};
+	static const char *const int_params[] = {"kind", "min_severity", "since", "until"};
+	char v[1024];
+	int64_t limit, n = 0, last = 0, iv;
+	sqlite3_stmt *st;
+	json_t *items, *doc;
+	int rc;
+
+	if (parse_limit(query, &limit))
+		return set_error(r, 400, "bad limit");
+	if (sqlite3_prepare_v2(db, LIST_SQL, -1, &st, NULL) != SQLITE_OK)
+		return set_error(r, 500, "query failed");
+	for (int i = 0; i < 4; i++) {
+		if ((rc = qparam(query, text_params[i], v, sizeof v)) < 0)
+			goto bad;
+		if (rc)
+			sqlite3_bind_text(st, i + 1, v, -1, SQLITE_TRANSIENT);
+	}
+	for (int i = 0; i < 4; i++) {
+		if ((rc = qparam(query, int_params[i], v, sizeof v)) < 0)
+			goto bad;
+		if (rc && parse_i64(v, &iv))
+			goto bad;
+		if (rc)
+			sqlite3_bind_int64(st, i + 5, iv);
+	}
+	if ((rc = qparam(query, "signature", v, sizeof v)) < 0)
+		goto bad;
+	if (rc)
+		sqlite3_bind_text(st, 9, v, -1, SQLITE_TRANSIENT);
+	if ((rc = qparam(query, "method", v, sizeof v)) < 0)
+		goto bad;
+	if (rc)
+		sqlite3_bind_text(st, 10, v, -1, SQLITE_TRANSIENT);
+	if ((rc = qparam(query, "cursor", v, sizeof v)) < 0 || (rc && parse_i64(v, &iv)))
+		goto bad;
+	if (rc)
+		sqlite3_bind_int64(st, 11, iv);
+	sqlite3_bind_int64(st, 12, limit + 1);
+
+	items = json_array();
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o;
+		if (n == limit)
+			break;
+		o = json_object();
+		row_into(st, o);
+		json_object_del(o, "rowid_");
+		last = sqlite3_column_int64(st, 0);
+		json_array_append_new(items, o);
+		n++;
+	}
+	doc = json_pack("{s:o}", "traces", items);
+	if (rc == SQLITE_ROW) {
+		snprintf(v, sizeof v, "%" PRId64, last);
+		json_object_set_new(doc, "next_cursor", json_string(v));
+	} else {
+		json_object_set_new(doc, "next_cursor", json_null());
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		json_decref(doc);
+		return set_error(r, 500, "query failed");
+	}
+	return set_json(r, 200, doc);
+bad:
+	sqlite3_finalize(st);
+	set_error(r, 400, "bad query parameter");
+}
+
+/* ---- GET /api/v1/traces/{id} ------------------------------------------------ */
+
+static int rows_into(sqlite3 *db, const char *sql, const char *id, json_t *arr)
+{
+	sqlite3_stmt *st;
+	int rc;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		row_into(st, o);
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static void get_trace(sqlite3 *db, const char *id, struct rvs_query_resp *r)
+{
+	sqlite3_stmt *st;
+	json_t *doc, *top, *chains;
+	int rc;
+
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT u.trace_id, u.state, q.reason AS quarantine_reason,"
+		    " u.app_id, u.app_version, u.model, u.os_build, u.campaign_id,"
+		    " u.anomaly_kind, u.severity, u.captured_realtime_ns AS captured_at_ns,"
+		    " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
+		    " t.anomaly_name, t.anomaly_signature, t.duration_ns, t.nmethods,"
+		    " t.dropped, t.decoded_at"
+		    " FROM uploads u LEFT JOIN traces t USING (trace_id)"
+		    " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = ?",
+		    -1, &st, NULL) != SQLITE_OK)
+		return set_error(r, 500, "query failed");
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return set_error(r, rc == SQLITE_DONE ? 404 : 500,
+				 rc == SQLITE_DONE ? "no such trace" : "query failed");
+	}
+	doc = json_object();
+	row_into(st, doc);
+	sqlite3_finalize(st);
+	top = json_array();
+	chains = json_array();
+	json_object_set_new(doc, "top_self", top);
+	json_object_set_new(doc, "chains", chains);
+	if (rows_into(db,
+		      "SELECT self_rank AS rank, method, calls, self_ns, incl_ns FROM trace_methods"
+		      " WHERE trace_id = ? AND self_rank IS NOT NULL ORDER BY self_rank",
+		      id, top) ||
+	    rows_into(db,
+		      "SELECT kind, rank, signature, chain, depth, self_ns, incl_ns FROM"
+		      " trace_chains WHERE trace_id = ? ORDER BY kind, rank",
+		      id, chains)) {
+		json_decref(doc);
+		return set_error(r, 500, "query failed");
+	}
+	set_json(r, 200, doc);
+}
+
+/* ---- GET /api/v1/traces/{id}/export?format=F -------------------------------- */
+
+struct export_fmt {
+	const char *name, *ctype, *ext;
+};
+static const struct export_fmt FORMATS[] = {
+	{"folded", "text/plain; charset=utf-8", "folded"},
+	{"chrome", "application/json", "json"},
+	{"speedscope", "application/json", "speedscope.json"},
+	{"perfetto", "application/octet-stream", "perfetto-trace"},
+	{"android", "application/octet-stream", "trace"},
+	{"svg", "image/svg+xml", "svg"},
+};
+
+static int run_export(const struct export_fmt *f, FILE *out, const rva_trace *t, const char *id)
+{
+	switch (f - FORMATS) {
+	case 0:
+		return rva_export_folded(out, t);
+	case 1:
+		return rva_export_chrome(out, t);
+	case 2:
+		return rva_export_speedscope(out, t);
+	case 3:
+		return rva_export_perfetto(out, t);
+	case 4:
+		return rva_export_android(out, t);
+	default:
+		return rva_export_svg(out, t, id);
+	}
+}
+
+static void export_trace(sqlite3 *db, const char *blob_dir, const char *id, const char *query,
+			 struct rvs_query_resp *r)
+{
+	const struct export_fmt *f = NULL;
+	char fmt[32], blob[65] = "", path[1024];
+	uint8_t *raw = NULL, *cap = NULL;
+	size_t rawlen = 0, caplen = 0;
+	int comp = 0, rc;
+	sqlite3_stmt *st;
+	rva_trace *t = NULL;
+	rva_error err;
+	FILE *out;
+
+	if (qparam(query, "format", fmt, sizeof fmt) != 1)
+		return set_error(r, 400, "format required");
+	for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
+		if (strcmp(fmt, FORMATS[i].name) == 0)
+			f = &FORMATS[i];
+	if (!f)
+		return set_error(r, 400, "unknown format");
+	if (sqlite3_prepare_v2(db,
+			       "SELECT blob_sha256, compression FROM uploads WHERE trace_id = ?"
+			       " AND state = 'decoded'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return set_error(r, 500, "query failed");
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+		snprintf(blob, sizeof blob, "%s", (const char *)sqlite3_column_text(st, 0));
+		comp = sqlite3_column_int(st, 1);
+	}
+	sqlite3_finalize(st);
+	/* The blob name comes from our own database and is validated again as
+	 * 64 hex digits by rvs_blob_path; nothing from the request is a path. */
+	if (!blob[0] || rvs_blob_path(blob_dir, blob, path, sizeof path))
+		return set_error(r, 404, "no decoded capture for this trace");
+	if (rvs_read_file(path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))
+		return set_error(r, 500, "blob unreadable");
+	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD) {
+		rc = rvs_zstd_decompress(raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap, &caplen);
+		free(raw);
+		if (rc)
+			return set_error(r, 500, "blob corrupt");
+	} else {
+		cap = raw;
+		caplen = rawlen;
+	}
+	rc = rva_capture_decode(cap, caplen, &t, &err);
+	free(cap);
+	if (rc)
+		return set_error(r, 500, "capture does not decode");
+	out = open_memstream(&r->body, &r->len);
+	if (!out) {
+		rva_trace_free(t);
+		return set_error(r, 500, "out of memory");
+	}
+	rc = run_export(f, out, t, id);
+	if (fclose(out) || rc) {
+		free(r->body);
+		r->body = NULL;
+		r->len = 0;
+		rva_trace_free(t);
+		return set_error(r, 500, "export failed");
+	}
+	rva_trace_free(t);
+	r->status = 200;
+	r->content_type = f->ctype;
+	snprintf(r->disposition, sizeof r->disposition, "attachment; filename=\"%s.%s\"", id,
+		 f->ext);
+}
+
+/* ---- GET /api/v1/methods/{name} --------------------------------------------- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static int64_t pct(const int64_t *v, size_t n, int p)
+{
+	size_t k = (size_t)((p * n + 99) / 100);
+	return v[k ? k - 1 : 0];
+}
+
+static void get_method(sqlite3 *db, const char *name, const char *query, struct rvs_query_resp *r)
+{
+	sqlite3_stmt *st;
+	int64_t *self = NULL, *incl = NULL, limit, *g;
+	size_t n = 0, cap = 0;
+	json_t *doc, *traces;
+	int rc;
+
+	if (parse_limit(query, &limit))
+		return set_error(r, 400, "bad limit");
+	if (sqlite3_prepare_v2(db, "SELECT self_ns, incl_ns FROM trace_methods WHERE method = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return set_error(r, 500, "query failed");
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if (!(g = realloc(self, cap * sizeof *self)))
+				break;
+			self = g;
+			if (!(g = realloc(incl, cap * sizeof *incl)))
+				break;
+			incl = g;
+		}
+		self[n] = sqlite3_column_int64(st, 0);
+		incl[n] = sqlite3_column_int64(st, 1);
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		free(self);
+		free(incl);
+		return set_error(r, 500, "query failed");
+	}
+	doc = json_object();
+	json_object_set_new(doc, "method", jstr(name));
+	json_object_set_new(doc, "count", json_integer((json_int_t)n));
+	if (n) {
+		qsort(self, n, sizeof *self, cmp_i64);
+		qsort(incl, n, sizeof *incl, cmp_i64);
+		json_object_set_new(doc, "self_ns",
+				    json_pack("{s:I,s:I}", "p50", (json_int_t)pct(self, n, 50),
+					      "p95", (json_int_t)pct(self, n, 95)));
+		json_object_set_new(doc, "incl_ns",
+				    json_pack("{s:I,s:I}", "p50", (json_int_t)pct(incl, n, 50),
+					      "p95", (json_int_t)pct(incl, n, 95)));
+	}
+	free(self);
+	free(incl);
+	traces = json_array();
+	json_object_set_new(doc, "traces", traces);
+	if (sqlite3_prepare_v2(db,
+			       "SELECT t.trace_id, t.app_id, t.app_version, t.model, t.received_at,"
+			       " m.calls, m.self_ns, m.incl_ns FROM trace_methods m"
+			       " JOIN traces t USING (trace_id) WHERE m.method = ?"
+			       " ORDER BY t.rowid DESC LIMIT ?",
+			       -1, &st, NULL) != SQLITE_OK) {
+		json_decref(doc);
+		return set_error(r, 500, "query failed");
+	}
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, limit);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *o = json_object();
+		row_into(st, o);
+		json_array_append_new(traces, o);
+	}
+	sqlite3_finalize(st);
+	set_json(r, 200, doc);
+}
+
+/* ---- GET /api/v1/signatures ------------------------------------------------- */
+
+static void list_signatures(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+{
+	sqlite3_stmt *st;
+	int64_t limit;
+	json_t *arr;
+	int rc;
+
+	if (parse_limit(query, &limit))
+		return set_error(r, 400, "bad limit");
+	/* A trace's signature: its chain at the anomaly, else its top chain. */
+	if (sqlite3_prepare_v2(
+		    db,
+		    "WITH s AS (SELECT t.trace_id, COALESCE(t.anomaly_signature, c.signature) AS "
+		    "sig"
+		    " FROM traces t LEFT JOIN trace_chains c ON c.trace_id = t.trace_id"
+		    " AND c.kind = 'top' AND c.rank = 1)"
+		    " SELECT sig AS signature, count(*) AS traces,"
+		    " (SELECT chain FROM trace_chains x WHERE x.signature = s.sig LIMIT 1) AS chain"
+		    " FROM s WHERE sig IS NOT NULL GROUP BY sig ORDER BY traces DESC, sig LIMIT ?",
+		    -1, &st, NULL) != SQLITE_OK)
+		return set_error(r, 500, "query failed");
+	sqlite3_bind_int64(st, 1, limit);
+	arr = json_array();
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		row_into(st, o);
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		return set_error(r, 500, "query failed");
+	}
+	set_json(r, 200, json_pack("{s:o}", "signatures", arr));
+}
+
+/* ---- routing ----------------------------------------------------------------- */
+
+void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
+		      const char *query, struct rvs_query_resp *r)
+{
+	const char *rest;
+	sqlite3 *db;
+	char name[1024];
+
+	memset(r, 0, sizeof *r);
+	if (!(db = open_ro(database)))
+		return set_error(r, 503, "database unavailable");
+	rest = path + strlen("/api/v1/");
+	if (strcmp(rest, "traces") == 0) {
+		list_traces(db, query, r);
+	} else if (strcmp(rest, "signatures") == 0) {
+		list_signatures(db, query, r);
+	} else if (strncmp(rest, "traces/", 7) == 0) {
+		const char *id = rest + 7, *slash = strchr(id, '/');
+		size_t idlen = slash ? (size_t)(slash - id) : strlen(id);
+		char tid[40];
+		if (!valid_trace_id(id, idlen)) {
+			set_error(r, 404, "no such trace");
+		} else {
+			memcpy(tid, id, idlen);
+			tid[idlen] = 0;
+			if (!slash)
+				get_trace(db, tid, r);
+			else if (strcmp(slash, "/export") == 0)
+				export_trace(db, blob_dir, tid, query, r);
+			else
+				set_error(r, 404, "no such resource");
+		}
+	} else if (strncmp(rest, "methods/", 8) == 0 && rest[8]) {
+		if (rvs_url_decode(rest + 8, strlen(rest + 8), 0, name, sizeof name))
+			set_error(r, 400, "bad method name");
+		else
+			get_method(db, name, query, r);
+	} else {
+		set_error(r, 404, "no such resource");
+	}
+	sqlite3_close(db);
+}

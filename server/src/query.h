@@ -1,0 +1,31 @@
+/*
+ * query.h — the engineer JSON API /api/v1/… (server/API.md) over the
+ * decoded-trace index.  Runs on a work thread; opens its own read-only
+ * sqlite connection per request.  Every input from the request is bound as
+ * an SQL parameter or checked against a fixed list; every string in the
+ * output is JSON-escaped by jansson.
+ */
+#ifndef RVS_QUERY_H
+#define RVS_QUERY_H
+
+#include <stddef.h>
+
+struct rvs_query_resp {
+	int status;
+	const char *content_type; /* static */
+	char *body;		  /* malloc'd; caller frees */
+	size_t len;
+	char disposition[96]; /* Content-Disposition for exports, "" if none */
+};
+
+/* path: the request path (not decoded) starting with "/api/v1/"; query: the
+ * raw query string.  Fills *r (always, with an error JSON body on failure). */
+void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
+		      const char *query, struct rvs_query_resp *r);
+
+/* Percent-decodes in[0..n) into out (NUL-terminated).  '+' is a space in
+ * queries (plus_space).  -EINVAL for bad escapes or an embedded NUL, -E2BIG
+ * when it does not fit. */
+int rvs_url_decode(const char *in, size_t n, int plus_space, char *out, size_t outsz);
+
+#endif
