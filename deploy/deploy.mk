@@ -1,0 +1,34 @@
+# deploy/ — the demo: rearview-demo-app (an instrumented UI-like program),
+# rearview-demo-thermal (a fake sysfs thermal tree that heats up), the
+# `make demo` goal (deploy/demo.sh) and the demo integration test.
+
+DEMO_DIR := deploy/demo
+
+# demo_ui.c is the traced UI work; demo_app.c (loop, pacing, reporting) is
+# left uninstrumented so idle time is nobody's self time.
+$(OBJ)/$(DEMO_DIR)/%.o: CPPFLAGS += -Itracer/include $(PROTOBUF_CFLAGS)
+$(OBJ)/$(DEMO_DIR)/demo_ui.o: CFLAGS += -finstrument-functions
+
+$(BIN)/rearview-demo-app: $(OBJ)/$(DEMO_DIR)/demo_app.o $(OBJ)/$(DEMO_DIR)/demo_ui.o \
+                          $(LIBRVPROTO) $(LIBRVTRACE_SO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) -L$(LIB) -lrvtrace \
+	  -Wl,-rpath,'$$ORIGIN/../lib' $(PROTOBUF_LIBS) -lpthread
+
+$(BIN)/rearview-demo-thermal: $(OBJ)/$(DEMO_DIR)/demo_thermal.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+# Demo tools live in build/bin but are not installed.
+DEMO_BINS := $(BIN)/rearview-demo-app $(BIN)/rearview-demo-thermal
+all: $(DEMO_BINS)
+
+demo: $(DEMO_BINS) $(BINS)
+	@sh deploy/demo.sh
+
+$(OBJ)/tests/integration/test_demo_%.o: CPPFLAGS += -Itests/device -Itracer/include \
+  $(PROTOBUF_CFLAGS) -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
+$(eval $(call rv_test,integration,demo_app,$(LIBRVANALYSIS) $(LIBRVPROTO),$(RVA_LIBS) $(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_demo_app: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-demo-app
+
+.PHONY: demo
