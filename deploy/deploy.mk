@@ -24,7 +24,7 @@ DEMO_BINS := $(BIN)/rearview-demo-app $(BIN)/rearview-demo-thermal
 all: $(DEMO_BINS)
 
 demo: $(DEMO_BINS) $(BINS)
-	@sh deploy/demo.sh
+	@DEMO_ONESHOT='$(DEMO_ONESHOT)' sh deploy/demo.sh
 
 $(OBJ)/tests/integration/test_demo_%.o: CPPFLAGS += -Itests/device -Itracer/include \
   $(PROTOBUF_CFLAGS) -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
