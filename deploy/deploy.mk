@@ -30,5 +30,7 @@ $(OBJ)/tests/integration/test_demo_%.o: CPPFLAGS += -Itests/device -Itracer/incl
   $(PROTOBUF_CFLAGS) -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
 $(eval $(call rv_test,integration,demo_app,$(LIBRVANALYSIS) $(LIBRVPROTO),$(RVA_LIBS) $(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_demo_app: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-demo-app
+$(eval $(call rv_test,integration,demo_thermal,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_demo_thermal: | $(BIN)/rearviewd $(BIN)/rvctl $(DEMO_BINS)
 
 .PHONY: demo

@@ -183,7 +183,8 @@ int main(int argc, char **argv)
 			/* Throttled: hold, then cool down and release. */
 			if (--held == 0) {
 				temp = start;
-				if ((rc = put_long(root, "cooling_device0/cur_state", 0)) < 0)
+				if ((rc = put_long(root, "thermal_zone0/temp", temp)) < 0 ||
+				    (rc = put_long(root, "cooling_device0/cur_state", 0)) < 0)
 					goto fail;
 				printf("demo-thermal: cooled to %ld mC, cooling released\n", temp);
 				fflush(stdout);
