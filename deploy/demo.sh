@@ -161,11 +161,13 @@ fi
 rvctl consent full >/dev/null && say "consent: $(rvctl consent status)"
 
 # --- the demo app ----------------------------------------------------------
-"$BIN/rearview-demo-app" --events "$RUN/events.sock" --slow-every 300 --seed $$ \
+"$BIN/rearview-demo-app" --events "$RUN/events.sock" --slow-every 300 --slow-touch-every 7 \
+	--seed $$ \
 	--wait-traced 2>"$LOG/app.log" &
 APP=$!
 PIDS="$PIDS $APP"
-say "rearview-demo-app pid $APP: 60 fps, 4 slow frames every 5 s; thermal zone heats every 0.5 s"
+say "rearview-demo-app pid $APP: 60 fps, 4 slow frames every 5 s, a 450 ms touch every ~10 s;"
+say "  thermal zone +1 C every 0.5 s, throttles at 70 C"
 
 if [ -f "$VAR/server-init.txt" ]; then
 	say "web UI: $URL  (CA: $SRV/ca.crt)"

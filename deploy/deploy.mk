@@ -9,10 +9,15 @@ DEMO_DIR := deploy/demo
 $(OBJ)/$(DEMO_DIR)/%.o: CPPFLAGS += -Itracer/include $(PROTOBUF_CFLAGS)
 $(OBJ)/$(DEMO_DIR)/demo_ui.o: CFLAGS += -finstrument-functions
 
+# librvtrace.so carries (and exports) part of librvproto — the frame helpers
+# and the common/control descriptors.  librvproto.a comes after it on the
+# link line, so only what the .so lacks (event.pb-c.o) is taken from the
+# archive: linking the whole archive first would put two copies of those
+# descriptors in the process (an ODR violation that ASan reports).
 $(BIN)/rearview-demo-app: $(OBJ)/$(DEMO_DIR)/demo_app.o $(OBJ)/$(DEMO_DIR)/demo_ui.o \
-                          $(LIBRVPROTO) $(LIBRVTRACE_SO)
+                          $(LIBRVTRACE_SO) $(LIBRVPROTO)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) -L$(LIB) -lrvtrace \
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(LIB) -lrvtrace $(LIBRVPROTO) \
 	  -Wl,-rpath,'$$ORIGIN/../lib' $(PROTOBUF_LIBS) -lpthread
 
 $(BIN)/rearview-demo-thermal: $(OBJ)/$(DEMO_DIR)/demo_thermal.o

@@ -4,7 +4,9 @@
  * loop that renders frames (demo_ui.c, instrumented), answers scripted
  * touches and, every --slow-every frames, renders SLOW_BURST consecutive
  * frames through the slow list-item builder, so rearviewd's jank detector
- * (K = 3 frames over budget by default) fires once per burst.
+ * (K = 3 frames over budget by default) fires once per burst; every
+ * --slow-touch-every touches the touch handler blocks past the 400 ms
+ * touch threshold.
  *
  * Every frame goes to rearviewd's events.sock as a FrameReport and every
  * touch as a TouchReport (detected / delivered / responded); the app
@@ -48,6 +50,7 @@ struct opts {
 	const char *control;
 	unsigned long frames;
 	unsigned long slow_every;
+	unsigned long slow_touch_every;
 	unsigned long seed;
 	bool wait_traced;
 	bool quiet;
@@ -186,13 +189,15 @@ static int parse_ulong(const char *s, unsigned long *out)
 static void usage(FILE *f)
 {
 	fputs("usage: rearview-demo-app [--events PATH] [--control PATH] [--frames N]\n"
-	      "                         [--slow-every N] [--seed S] [--wait-traced] [--quiet]\n"
+	      "                         [--slow-every N] [--seed S] [--slow-touch-every N]\n"
+	      "                         [--wait-traced] [--quiet]\n"
 	      "  --events PATH     rearviewd's events.sock (default /run/rearview/events.sock)\n"
 	      "  --control PATH    control.sock (default: beside --events, else $RV_SOCKET)\n"
 	      "  --frames N        frames to render, 0 = until SIGINT/SIGTERM (default 0)\n"
 	      "  --slow-every N    a burst of 4 slow frames every N frames, 0 = never (600)\n"
 	      "  --seed S          varies the touch script (default 1)\n"
-	      "  --wait-traced     hold the first slow burst until the UI thread is traced\n"
+	      "  --slow-touch-every N  every Nth touch blocks 450 ms, 0 = never (0)\n"
+	      "  --wait-traced     no slow frame or touch until the UI thread is traced\n"
 	      "  --quiet           no per-burst messages\n",
 	      f);
 }
@@ -205,6 +210,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"frames", required_argument, NULL, 'f'},
 		{"slow-every", required_argument, NULL, 's'},
 		{"seed", required_argument, NULL, 'S'},
+		{"slow-touch-every", required_argument, NULL, 'T'},
 		{"wait-traced", no_argument, NULL, 'w'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
@@ -231,6 +237,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'S':
 			if (parse_ulong(optarg, &o->seed) < 0)
+				goto bad;
+			break;
+		case 'T':
+			if (parse_ulong(optarg, &o->slow_touch_every) < 0)
 				goto bad;
 			break;
 		case 'w':
@@ -277,7 +287,7 @@ int main(int argc, char **argv)
 	struct events ev = {.fd = -1};
 	char control[256];
 	struct sigaction sa = {.sa_handler = on_signal};
-	unsigned long touch_phase;
+	unsigned long touch_phase, touches = 0;
 	unsigned slow_left = 0;
 	bool burst_due = false;
 	uint64_t next, traced_deadline;
@@ -333,6 +343,13 @@ int main(int argc, char **argv)
 		if (slow_left)
 			slow_left--;
 		fr.touch = f % TOUCH_EVERY == touch_phase;
+		if (fr.touch && o.slow_touch_every &&
+		    (!o.wait_traced || rvt_is_tracing(0) || now_ns() >= traced_deadline) &&
+		    ++touches % o.slow_touch_every == 0) {
+			fr.slow_touch = true;
+			if (!o.quiet)
+				fprintf(stderr, "demo-app: frame %lu: slow touch handler\n", f);
+		}
 
 		start = now_ns();
 		if (fr.touch) {

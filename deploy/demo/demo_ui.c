@@ -3,11 +3,14 @@
  * -finstrument-functions so librvtrace records every call below.
  *
  * One frame is a small call tree:
- *   demo_render_frame → handle_input → dispatch_touch
+ *   demo_render_frame → handle_input → dispatch_touch → apply_touch_slow
  *                     → layout_pass → measure_item ×N
  *                                   → build_list_item ×N → bind_item_text
  *                                                        → build_list_item_slow
  *                     → draw_frame → draw_item ×N
+ * A slow touch (every --slow-touch-every touches) goes through
+ * apply_touch_slow, which blocks the UI thread for 450 ms: one long frame
+ * (no jank at K = 3) but a touch answered past the 400 ms threshold.
  * Normal frames cost tens of microseconds.  On a slow frame every list item
  * goes through build_list_item_slow, which loads the item's thumbnail
  * synchronously on the UI thread (a blocking wait, simulated with
@@ -23,6 +26,8 @@
 
 /* Per slow item; four items make a ~32 ms frame, about two budgets. */
 #define SLOW_ITEM_NS 8000000L
+/* A slow touch: past rearviewd's 400 ms touch threshold on its own. */
+#define SLOW_TOUCH_NS 450000000L
 
 static NOINLINE unsigned spin_work(unsigned seed, unsigned rounds)
 {
@@ -33,14 +38,30 @@ static NOINLINE unsigned spin_work(unsigned seed, unsigned rounds)
 	return x;
 }
 
-static NOINLINE unsigned dispatch_touch(unsigned frame)
+/* A touch handler that blocks the UI thread: it "saves the scroll position"
+ * synchronously, so the touch is answered long after it was delivered. */
+NOINLINE unsigned apply_touch_slow(unsigned frame);
+NOINLINE unsigned apply_touch_slow(unsigned frame)
 {
-	return spin_work(frame, 200);
+	struct timespec ts = {0, SLOW_TOUCH_NS};
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
+	return frame * 17u;
+}
+
+static NOINLINE unsigned dispatch_touch(unsigned frame, bool slow)
+{
+	unsigned v = spin_work(frame, 200);
+
+	if (slow)
+		v += apply_touch_slow(frame);
+	return v;
 }
 
 static NOINLINE unsigned handle_input(const struct demo_frame *f)
 {
-	return f->touch ? dispatch_touch(f->index) : 0;
+	return f->touch ? dispatch_touch(f->index, f->slow_touch) : 0;
 }
 
 static NOINLINE unsigned measure_item(unsigned i)

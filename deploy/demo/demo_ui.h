@@ -9,10 +9,11 @@
 
 /* What one frame has to do. */
 struct demo_frame {
-	unsigned index; /* frame number, from 0 */
-	bool touch;	/* a scripted touch arrived before this frame */
-	bool slow;	/* take the slow list-item path (Hubble's case study) */
-	unsigned items; /* visible list items */
+	unsigned index;	 /* frame number, from 0 */
+	bool touch;	 /* a scripted touch arrived before this frame */
+	bool slow_touch; /* ...and its handler blocks the UI thread */
+	bool slow;	 /* take the slow list-item path (Hubble's case study) */
+	unsigned items;	 /* visible list items */
 };
 
 /* Renders one frame: input → layout (measure, build list items) → draw.

@@ -38,7 +38,8 @@ static int teardown(void **state)
 }
 
 /* Starts rearview-demo-app on the harness's sockets; stderr to app.log. */
-static pid_t start_app(struct rvh *h, const char *frames, const char *slow_every)
+static pid_t start_app(struct rvh *h, const char *frames, const char *slow_every,
+		       const char *slow_touch_every)
 {
 	char events[160], log[160];
 	pid_t pid;
@@ -54,8 +55,8 @@ static pid_t start_app(struct rvh *h, const char *frames, const char *slow_every
 			close(fd);
 		}
 		execl(RV_BIN_DIR "/rearview-demo-app", "rearview-demo-app", "--events", events,
-		      "--frames", frames, "--slow-every", slow_every, "--wait-traced", "--quiet",
-		      (char *)NULL);
+		      "--frames", frames, "--slow-every", slow_every, "--slow-touch-every",
+		      slow_touch_every, "--wait-traced", "--quiet", (char *)NULL);
 		_exit(127);
 	}
 	if (pid > 0 && h->nhelpers < 8)
@@ -124,40 +125,89 @@ static void only_capture_file(struct rvh *h, char *out, size_t cap)
 		out[0] = '\0';
 }
 
-static void test_demo_app_slow_burst_jank_captured_slow_builder_on_top(void **state)
+/* The top self-time method of the only capture file in the spool. */
+static void assert_top_self(struct rvh *h, const char *want)
 {
-	struct rvh *h = *state;
-	Rearview__AdminResponse *r;
-	const Rearview__CaptureInfo *ci = NULL;
-	char out[4096], file[300];
+	char file[300];
 	rva_trace *t = NULL;
 	rva_mstat *st = NULL;
 	rva_error err;
 	uint32_t top;
-	double until;
+
+	only_capture_file(h, file, sizeof(file));
+	assert_true(file[0] != '\0');
+	if (rva_import_file(file, &t, &err) != 0)
+		fail_msg("decoding %s failed", file);
+	assert_true(t->nthreads >= 1);
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	assert_int_equal(rva_top_self(t, st, &top, 1), 1);
+	assert_true(top < t->nmethods);
+	assert_string_equal(t->names[top], want);
+	free(st);
+	rva_trace_free(t);
+}
+
+/* Waits until the only capture is pending; returns the list (caller frees). */
+static Rearview__AdminResponse *only_capture_pending(struct rvh *h)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+	Rearview__AdminResponse *r;
+
+	assert_int_equal(rvh_wait_captures(h, 1), 1);
+	for (;;) {
+		r = rvh_captures(h);
+		assert_non_null(r);
+		assert_int_equal(r->captures->n_captures, 1);
+		if (!strcmp(r->captures->captures[0]->state, "pending") || rvh_now() > until)
+			break;
+		rearview__admin_response__free_unpacked(r, NULL);
+		rvh_sleep_ms(10);
+	}
+	assert_string_equal(r->captures->captures[0]->state, "pending");
+	return r;
+}
+
+static void test_demo_app_slow_touch_latency_captured_handler_on_top(void **state)
+{
+	struct rvh *h = *state;
+	Rearview__AdminResponse *r;
+	const Rearview__Anomaly *an;
+	pid_t app;
+
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent full"), 0);
+	/* Touches at frames 1, 91, 181 (seed 1); the 2nd one traced is slow. */
+	app = start_app(h, "200", "0", "2");
+	assert_true(app > 0);
+	assert_true(wait_traced(h, app));
+	assert_int_equal(wait_app(h, app), 0);
+	r = only_capture_pending(h);
+	an = r->captures->captures[0]->anomaly;
+	assert_int_equal(an->kind, REARVIEW__ANOMALY_KIND__ANOMALY_TOUCH_LATENCY);
+	/* 3 ms of delivery against 450 ms in the handler: the app's fault. */
+	assert_int_equal(an->touch_attribution, REARVIEW__TOUCH_ATTRIBUTION__TOUCH_ATTR_APP);
+	assert_int_equal(an->pid, app);
+	rearview__admin_response__free_unpacked(r, NULL);
+	assert_top_self(h, "apply_touch_slow");
+}
+
+static void test_demo_app_slow_burst_jank_captured_slow_builder_on_top(void **state)
+{
+	struct rvh *h = *state;
+	Rearview__AdminResponse *r;
+	const Rearview__CaptureInfo *ci;
+	char out[4096];
 	pid_t app;
 
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent full"), 0);
 	/* 200 frames at 60 Hz; one burst of slow frames at frame 100. */
-	app = start_app(h, "200", "100");
+	app = start_app(h, "200", "100", "0");
 	assert_true(app > 0);
 	/* Traced because the app itself reported ForegroundChange. */
 	assert_true(wait_traced(h, app));
 	assert_int_equal(wait_app(h, app), 0);
 
-	assert_int_equal(rvh_wait_captures(h, 1), 1);
-	until = rvh_now() + RVH_GUARD_S;
-	for (;;) {
-		r = rvh_captures(h);
-		assert_non_null(r);
-		assert_int_equal(r->captures->n_captures, 1);
-		ci = r->captures->captures[0];
-		if (!strcmp(ci->state, "pending") || rvh_now() > until)
-			break;
-		rearview__admin_response__free_unpacked(r, NULL);
-		rvh_sleep_ms(10);
-	}
-	assert_string_equal(ci->state, "pending");
+	r = only_capture_pending(h);
+	ci = r->captures->captures[0];
 	assert_int_equal(ci->anomaly->kind, REARVIEW__ANOMALY_KIND__ANOMALY_JANK);
 	assert_int_equal(ci->anomaly->pid, app);
 	assert_int_equal(ci->anomaly->tid, app);
@@ -168,20 +218,7 @@ static void test_demo_app_slow_burst_jank_captured_slow_builder_on_top(void **st
 	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "--json captures"), 0);
 	assert_non_null(strstr(out, "\"kind\":\"jank\""));
 	assert_non_null(strstr(out, "\"state\":\"pending\""));
-
-	only_capture_file(h, file, sizeof(file));
-	assert_true(file[0] != '\0');
-	if (rva_import_file(file, &t, &err) != 0)
-		fail_msg("decoding %s failed", file);
-	assert_true(t->nthreads >= 1);
-	assert_true(rva_method_find(t, "layout_pass") >= 0);
-	assert_true(rva_method_find(t, "build_list_item") >= 0);
-	assert_int_equal(rva_method_stats(t, &st), 0);
-	assert_int_equal(rva_top_self(t, st, &top, 1), 1);
-	assert_true(top < t->nmethods);
-	assert_string_equal(t->names[top], "build_list_item_slow");
-	free(st);
-	rva_trace_free(t);
+	assert_top_self(h, "build_list_item_slow");
 }
 
 static void test_demo_app_no_slow_path_traced_nothing_captured(void **state)
@@ -191,7 +228,7 @@ static void test_demo_app_no_slow_path_traced_nothing_captured(void **state)
 	pid_t app;
 
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent full"), 0);
-	app = start_app(h, "90", "0");
+	app = start_app(h, "90", "0", "0");
 	assert_true(app > 0);
 	assert_true(wait_traced(h, app));
 	assert_int_equal(wait_app(h, app), 0);
@@ -213,6 +250,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_demo_app_slow_burst_jank_captured_slow_builder_on_top, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_demo_app_slow_touch_latency_captured_handler_on_top, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_demo_app_no_slow_path_traced_nothing_captured,
 						setup, teardown),
 	};
