@@ -35,10 +35,14 @@ $(LIBRVTRACE_A): $(RVT_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 $(LIBRVTRACE_SO): $(RVT_OBJ) $(LIBRVPROTO)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,librvtrace.so -o $@ $(RVT_OBJ) $(RVT_LDLIBS)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,librvtrace.so -Wl,--exclude-libs,librvproto.a \
+	  -o $@ $(RVT_OBJ) $(RVT_LDLIBS)
 
 LIBS += $(LIBRVTRACE_A) $(LIBRVTRACE_SO)
 INSTALL_HDR += tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h
+
+# librvproto is linked in but not re-exported (--exclude-libs): a program
+# that also links librvproto must not see two copies of its descriptors.
 
 # Tests: the library statically, plus instrumented fixtures.
 RVT_TEST_CPPFLAGS := -Itracer/include -Itracer/src -Itests/tracer
