@@ -77,11 +77,14 @@ static int cmp_sym(const void *a, const void *b)
 	return x->value < y->value ? -1 : x->value > y->value;
 }
 
-/* Streaming aggregation state (rva_capture_summarize). */
+/* Streaming aggregation state (rva_capture_summarize).  The hot loop only
+ * touches the frame stack and the merged-tree node of the frame it closes:
+ * per-method statistics are derived from the tree once at the end (a node's
+ * path is exactly the call chain, so "outermost" is a property of the node,
+ * decided when the node is created). */
 typedef struct aframe {
-	uint32_t node, method;
+	uint32_t node;
 	int64_t start, child;
-	int outermost;
 } aframe;
 
 /* Per tree node, the two children entered last: code repeats its call
@@ -93,13 +96,11 @@ typedef struct amemo {
 typedef struct agg {
 	rva_tree tree;
 	rva_tmap map;
-	rva_mstat *st;
-	uint32_t *active;
-	size_t mcap;
+	uint8_t *inner; /* per node: 1 when an ancestor runs the same method */
 	aframe *fr;
 	size_t nfr, frcap;
 	amemo *memo;
-	size_t memocap;
+	size_t memocap;	 /* of memo and inner */
 	int64_t snap_at; /* anomaly time; INT64_MAX when there is none */
 	int snapped;
 	uint32_t *snap; /* chain at snap_at, root first */
@@ -113,29 +114,16 @@ static int agg_snapshot(agg *a)
 	if (!a->snap)
 		return -ENOMEM;
 	for (size_t i = 0; i < a->nfr; i++)
-		a->snap[i] = a->fr[i].method;
+		a->snap[i] = a->tree.nodes[a->fr[i].node].method;
 	a->nsnap = a->nfr;
 	return 0;
 }
 
-static int agg_enter(agg *a, uint32_t method, int64_t ts)
+/* The slow half of an enter: grow the stack, or look the child up in the
+ * hash (creating it), then refresh the parent's memo. */
+static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uint32_t method,
+						    uint32_t *out)
 {
-	if (method >= a->mcap) {
-		size_t cap = a->mcap ? a->mcap : 64;
-		while (cap <= method)
-			cap *= 2;
-		rva_mstat *st = realloc(a->st, cap * sizeof(*st));
-		if (!st)
-			return -ENOMEM;
-		a->st = st;
-		uint32_t *ac = realloc(a->active, cap * sizeof(*ac));
-		if (!ac)
-			return -ENOMEM;
-		a->active = ac;
-		memset(a->st + a->mcap, 0, (cap - a->mcap) * sizeof(*st));
-		memset(a->active + a->mcap, 0, (cap - a->mcap) * sizeof(*ac));
-		a->mcap = cap;
-	}
 	if (a->nfr == a->frcap) {
 		size_t cap = a->frcap ? a->frcap * 2 : 64;
 		if (cap > (1u << 21))
@@ -146,48 +134,73 @@ static int agg_enter(agg *a, uint32_t method, int64_t ts)
 		a->fr = f;
 		a->frcap = cap;
 	}
+	size_t before = a->tree.n;
+	uint32_t node;
+	int rc = rva_tree_child(&a->tree, &a->map, parent, method, &node);
+	if (rc < 0)
+		return rc;
+	if (a->tree.n > a->memocap) {
+		size_t cap = a->memocap ? a->memocap * 2 : 1024;
+		while (cap < a->tree.n)
+			cap *= 2;
+		amemo *v = realloc(a->memo, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memset(v + a->memocap, 0xff, (cap - a->memocap) * sizeof(*v));
+		a->memo = v;
+		uint8_t *in = realloc(a->inner, cap);
+		if (!in)
+			return -ENOMEM;
+		memset(in + a->memocap, 0, cap - a->memocap);
+		a->inner = in;
+		a->memocap = cap;
+	}
+	if (a->tree.n > before) {
+		/* New node: the stack is its path; it is inner when a frame on it
+		 * runs the same method (recursion is counted once). */
+		uint8_t inner = 0;
+		for (size_t i = 0; i < a->nfr && !inner; i++)
+			inner = a->tree.nodes[a->fr[i].node].method == method;
+		a->inner[node] = inner;
+	}
+	amemo *mm = &a->memo[parent];
+	mm->method[1] = mm->method[0];
+	mm->child[1] = mm->child[0];
+	mm->method[0] = method;
+	mm->child[0] = node;
+	*out = node;
+	return 0;
+}
+
+static inline int agg_enter(agg *a, uint32_t method, int64_t ts)
+{
 	uint32_t parent = a->nfr ? a->fr[a->nfr - 1].node : 0, node;
 	amemo *mm = parent < a->memocap ? &a->memo[parent] : NULL;
-	if (mm && mm->method[0] == method) {
+	if (mm && mm->method[0] == method && a->nfr < a->frcap) {
 		node = mm->child[0];
-	} else if (mm && mm->method[1] == method) {
+	} else if (mm && mm->method[1] == method && a->nfr < a->frcap) {
 		node = mm->child[1];
 		mm->method[1] = mm->method[0];
 		mm->child[1] = mm->child[0];
 		mm->method[0] = method;
 		mm->child[0] = node;
 	} else {
-		int rc = rva_tree_child(&a->tree, &a->map, parent, method, &node);
+		int rc = agg_child_slow(a, parent, method, &node);
 		if (rc < 0)
 			return rc;
-		if (a->tree.n > a->memocap) {
-			size_t cap = a->memocap ? a->memocap * 2 : 1024;
-			while (cap < a->tree.n)
-				cap *= 2;
-			amemo *v = realloc(a->memo, cap * sizeof(*v));
-			if (!v)
-				return -ENOMEM;
-			memset(v + a->memocap, 0xff, (cap - a->memocap) * sizeof(*v));
-			a->memo = v;
-			a->memocap = cap;
-		}
-		mm = &a->memo[parent];
-		mm->method[1] = mm->method[0];
-		mm->child[1] = mm->child[0];
-		mm->method[0] = method;
-		mm->child[0] = node;
 	}
+	/* This frame's node is written at its exit and its memo read at the
+	 * next enter: start both loads now, the tree is bigger than the cache. */
+	__builtin_prefetch(&a->tree.nodes[node], 1);
+	__builtin_prefetch(&a->memo[node], 1);
 	aframe *f = &a->fr[a->nfr++];
 	f->node = node;
-	f->method = method;
 	f->start = ts;
 	f->child = 0;
-	f->outermost = a->active[method]++ == 0;
-	a->st[method].calls++;
 	return 0;
 }
 
-static void agg_exit(agg *a, int64_t ts)
+static inline void agg_exit(agg *a, int64_t ts)
 {
 	aframe *f = &a->fr[--a->nfr];
 	int64_t dur = ts > f->start ? ts - f->start : 0;
@@ -195,14 +208,26 @@ static void agg_exit(agg *a, int64_t ts)
 	nd->calls++;
 	nd->incl = rva_sadd(nd->incl, dur);
 	nd->self = rva_sadd(nd->self, dur - f->child);
-	a->st[f->method].self = rva_sadd(a->st[f->method].self, dur - f->child);
-	if (f->outermost)
-		a->st[f->method].incl = rva_sadd(a->st[f->method].incl, dur);
-	a->active[f->method]--;
 	if (a->nfr)
 		a->fr[a->nfr - 1].child = rva_sadd(a->fr[a->nfr - 1].child, dur);
 	else
 		a->tree.nodes[0].incl = rva_sadd(a->tree.nodes[0].incl, dur);
+}
+
+/* Per-method statistics from the merged tree: calls and self time are sums
+ * over a method's nodes, inclusive time over its outermost nodes only. */
+static void agg_stats(const agg *a, rva_mstat *st, size_t nmethods)
+{
+	for (size_t i = 1; i < a->tree.n; i++) {
+		const rva_tnode *nd = &a->tree.nodes[i];
+		if (nd->method >= nmethods)
+			continue;
+		rva_mstat *m = &st[nd->method];
+		m->calls += nd->calls;
+		m->self = rva_sadd(m->self, nd->self);
+		if (!a->inner[i])
+			m->incl = rva_sadd(m->incl, nd->incl);
+	}
 }
 
 typedef struct ctx {
@@ -611,30 +636,27 @@ int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_
 	if (rva_tree_init(&a.tree) < 0)
 		return fail(err, -ENOMEM, "out of memory");
 	int rc = decode(buf, len, &out->trace, &a, err);
+	rva_mstat *st = NULL;
+	if (rc == 0) {
+		size_t n = out->trace->nmethods;
+		st = calloc(n ? n : 1, sizeof(*st));
+		if (!st) {
+			rc = fail(err, -ENOMEM, "out of memory");
+			rva_trace_free(out->trace);
+			out->trace = NULL;
+		} else {
+			agg_stats(&a, st, n);
+		}
+	}
 	free(a.map.slot);
 	free(a.memo);
-	free(a.active);
+	free(a.inner);
 	free(a.fr);
 	if (rc < 0) {
-		free(a.st);
 		free(a.snap);
 		rva_tree_release(&a.tree);
 		return rc;
 	}
-	/* Stats sized to the final method table. */
-	size_t n = out->trace->nmethods;
-	rva_mstat *st = calloc(n ? n : 1, sizeof(*st));
-	if (!st) {
-		free(a.st);
-		free(a.snap);
-		rva_tree_release(&a.tree);
-		rva_trace_free(out->trace);
-		out->trace = NULL;
-		return fail(err, -ENOMEM, "out of memory");
-	}
-	if (a.st)
-		memcpy(st, a.st, (a.mcap < n ? a.mcap : n) * sizeof(*st));
-	free(a.st);
 	out->stats = st;
 	out->tree = a.tree;
 	out->anomaly_chain = a.snap;
