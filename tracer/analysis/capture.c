@@ -110,6 +110,7 @@ typedef struct agg {
 static int agg_snapshot(agg *a)
 {
 	a->snapped = 1;
+	a->snap_at = INT64_MAX; /* the hot loop's test now fails at once */
 	a->snap = malloc((a->nfr ? a->nfr : 1) * sizeof(*a->snap));
 	if (!a->snap)
 		return -ENOMEM;
@@ -257,11 +258,19 @@ static const char *base_name(const char *p, size_t n, size_t *len)
 
 /* The method id of a slot value: symbol, else module+0xoffset, else the
  * bare address. */
-static int64_t method_of(ctx *c, uint64_t v)
+static __attribute__((noinline)) int64_t method_lookup(ctx *c, uint64_t v, size_t h);
+
+static inline int64_t method_of(ctx *c, uint64_t v)
 {
 	size_t h = (size_t)((v * 0x9e3779b97f4a7c15ull) >> 56);
 	if (c->cache_k[h] == v && c->cache_id[h] != UINT32_MAX)
 		return c->cache_id[h];
+	return method_lookup(c, v, h);
+}
+
+/* A cache miss of method_of: symbol table, modules, interning. */
+static int64_t method_lookup(ctx *c, uint64_t v, size_t h)
+{
 	symbol key = {.value = v};
 	symbol *s = c->nsyms ? bsearch(&key, c->syms, c->nsyms, sizeof(key), cmp_sym) : NULL;
 	int64_t id;
@@ -403,10 +412,19 @@ typedef struct clockconv {
 	unsigned shift;
 	int64_t mono;
 	double ns_per_tick;
+	/* When hz divides 10^9: whole ns per tick, and the largest tick count
+	 * back from the freeze for which back * mult < 2^52, where the double
+	 * arithmetic below is exact, so the integer product equals it. */
+	uint64_t mult, back_max;
 } clockconv;
 
-static int64_t to_ns(const clockconv *k, uint64_t full)
+static inline int64_t to_ns(const clockconv *k, uint64_t full)
 {
+	if (k->mult && full <= k->ref >> k->shift) {
+		uint64_t back = k->ref - (full << k->shift);
+		if (back <= k->back_max)
+			return k->mono - (int64_t)(back * k->mult);
+	}
 	/* Common case, in 64-bit arithmetic: at or before the freeze, less
 	 * than 2^53 ticks back (rounding as the general path below). */
 	if (full <= k->ref >> k->shift) {
@@ -432,6 +450,66 @@ static int64_t to_ns(const clockconv *k, uint64_t full)
 		ns = q > lim ? lim : q < -lim ? -lim : (int64_t)q;
 	}
 	return k->mono + ns;
+}
+
+/* The forward replay of pass 2; `summing` is a constant at each call site so
+ * the compiler drops the untaken side from the hot loop. */
+static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv *k,
+							 const uint8_t *two, uint64_t first,
+							 uint64_t hi, uint32_t prev, int summing,
+							 rva_error *err)
+{
+	uint64_t n = c->nslots;
+	agg *sum = c->sum;
+	int64_t last = c->last_ns;
+	int have_first = c->have_first;
+	int rc = 0;
+	for (uint64_t i = first; i < n; i++) {
+		uint64_t value;
+		uint64_t s = rd64(c->slots + 8 * i);
+		if (two[i / 8] & (1u << (i % 8))) {
+			value = s;
+			s = rd64(c->slots + 8 * ++i);
+		} else {
+			value = (uint32_t)s;
+		}
+		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+		if (ts < prev)
+			hi++;
+		prev = ts;
+		int64_t ns = to_ns(k, hi << 32 | ts);
+		if (__builtin_expect(!have_first, 0)) {
+			c->first_ns = ns;
+			have_first = 1;
+		} else if (ns < last) {
+			ns = last; /* saturated hostile clocks stay monotonic */
+		}
+		last = ns;
+		if (summing && __builtin_expect(ns > sum->snap_at, 0) && !sum->snapped &&
+		    (rc = agg_snapshot(sum)) < 0) {
+			rc = fail(err, rc, "out of memory");
+			break;
+		}
+		if (lo == 0) {
+			if (!summing)
+				rc = rva_exit(c->t, 0, RVA_ANY_METHOD, ns);
+			else if (sum->nfr)
+				agg_exit(sum, ns);
+		} else {
+			int64_t m = method_of(c, value);
+			rc = m < 0     ? (int)m
+			     : summing ? agg_enter(sum, (uint32_t)m, ns)
+				       : rva_enter(c->t, 0, (uint32_t)m, ns);
+		}
+		if (__builtin_expect(rc < 0, 0)) {
+			rc = fail(err, rc, "slot %llu: cannot record the event",
+				  (unsigned long long)i);
+			break;
+		}
+	}
+	c->last_ns = last;
+	c->have_first = have_first;
+	return rc;
 }
 
 static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
@@ -489,53 +567,9 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 				goto out_free;
 			}
 	}
-	/* Pass 2, forwards. */
-	hi = oldest_hi;
-	prev = oldest_t;
-	for (uint64_t i = first; i < n; i++) {
-		uint64_t value;
-		uint64_t s = rd64(c->slots + 8 * i);
-		if (two[i / 8] & (1u << (i % 8))) {
-			value = s;
-			s = rd64(c->slots + 8 * ++i);
-		} else {
-			value = (uint32_t)s;
-		}
-		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
-		if (ts < prev)
-			hi++;
-		prev = ts;
-		int64_t ns = to_ns(k, hi << 32 | ts);
-		if (!c->have_first) {
-			c->first_ns = ns;
-			c->have_first = 1;
-		} else if (ns < c->last_ns) {
-			ns = c->last_ns; /* saturated hostile clocks stay monotonic */
-		}
-		c->last_ns = ns;
-		if (c->sum && !c->sum->snapped && ns > c->sum->snap_at &&
-		    (rc = agg_snapshot(c->sum)) < 0) {
-			rc = fail(err, rc, "out of memory");
-			goto out_free;
-		}
-		if (lo == 0 && c->sum) {
-			if (c->sum->nfr)
-				agg_exit(c->sum, ns);
-			rc = 0;
-		} else if (lo == 0) {
-			rc = rva_exit(c->t, 0, RVA_ANY_METHOD, ns);
-		} else {
-			int64_t m = method_of(c, value);
-			rc = m < 0    ? (int)m
-			     : c->sum ? agg_enter(c->sum, (uint32_t)m, ns)
-				      : rva_enter(c->t, 0, (uint32_t)m, ns);
-		}
-		if (rc < 0) {
-			rc = fail(err, rc, "slot %llu: cannot record the event",
-				  (unsigned long long)i);
-			goto out_free;
-		}
-	}
+	/* Pass 2, forwards, specialised for the summary and the model. */
+	rc = c->sum ? forward(c, k, two, first, oldest_hi, oldest_t, 1, err)
+		    : forward(c, k, two, first, oldest_hi, oldest_t, 0, err);
 out_free:
 	free(two);
 	return rc;
@@ -563,6 +597,10 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	if (hsize < HDR_MIN)
 		return fail(err, -EINVAL, "header_size %u < 128", hsize);
 	k.ns_per_tick = k.hz ? 1e9 / (double)k.hz : 0;
+	if (k.hz && k.hz <= 1000000000 && 1000000000 % k.hz == 0) {
+		k.mult = 1000000000 / k.hz;
+		k.back_max = ((1ull << 52) - 1) / k.mult;
+	}
 	if (k.shift > 31 || k.hz == 0 || k.hz > 100000000000ull)
 		return fail(err, -EINVAL, "bad clock (shift %u, %llu Hz)", k.shift,
 			    (unsigned long long)k.hz);
