@@ -87,10 +87,12 @@ typedef struct aframe {
 	int64_t start, child;
 } aframe;
 
-/* Per tree node, the two children entered last: code repeats its call
- * sites, so most enters skip the hash lookup in the merged tree. */
+/* Per tree node, the four children entered last (one 32-byte line): code
+ * repeats its call sites, so most enters skip the hash lookup in the
+ * merged tree. */
+#define MEMO_WAYS 4
 typedef struct amemo {
-	uint32_t method[2], child[2];
+	uint32_t method[MEMO_WAYS], child[MEMO_WAYS];
 } amemo;
 
 typedef struct agg {
@@ -165,8 +167,10 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 		a->inner[node] = inner;
 	}
 	amemo *mm = &a->memo[parent];
-	mm->method[1] = mm->method[0];
-	mm->child[1] = mm->child[0];
+	for (size_t w = MEMO_WAYS - 1; w > 0; w--) {
+		mm->method[w] = mm->method[w - 1];
+		mm->child[w] = mm->child[w - 1];
+	}
 	mm->method[0] = method;
 	mm->child[0] = node;
 	*out = node;
@@ -177,15 +181,17 @@ static inline int agg_enter(agg *a, uint32_t method, int64_t ts)
 {
 	uint32_t parent = a->nfr ? a->fr[a->nfr - 1].node : 0, node;
 	amemo *mm = parent < a->memocap ? &a->memo[parent] : NULL;
-	if (mm && mm->method[0] == method && a->nfr < a->frcap) {
-		node = mm->child[0];
-	} else if (mm && mm->method[1] == method && a->nfr < a->frcap) {
-		node = mm->child[1];
-		mm->method[1] = mm->method[0];
-		mm->child[1] = mm->child[0];
-		mm->method[0] = method;
-		mm->child[0] = node;
-	} else {
+	int hit = 0;
+	if (mm && a->nfr < a->frcap) {
+		for (size_t w = 0; w < MEMO_WAYS; w++) {
+			if (mm->method[w] == method) {
+				node = mm->child[w];
+				hit = 1;
+				break;
+			}
+		}
+	}
+	if (!hit) {
 		int rc = agg_child_slow(a, parent, method, &node);
 		if (rc < 0)
 			return rc;
@@ -243,8 +249,11 @@ typedef struct ctx {
 	agg *sum; /* non-NULL: aggregate instead of building the model */
 	int64_t first_ns, last_ns;
 	int have_first;
-	uint64_t cache_k[256];
-	uint32_t cache_id[256];
+	/* Slot value -> method id, open addressing (id UINT32_MAX = empty),
+	 * at most half full: memory follows the distinct values. */
+	uint64_t *vk;
+	uint32_t *vid;
+	size_t vcap, vn;
 } ctx;
 
 static const char *base_name(const char *p, size_t n, size_t *len)
@@ -258,18 +267,69 @@ static const char *base_name(const char *p, size_t n, size_t *len)
 
 /* The method id of a slot value: symbol, else module+0xoffset, else the
  * bare address. */
-static __attribute__((noinline)) int64_t method_lookup(ctx *c, uint64_t v, size_t h);
+static int64_t method_lookup(ctx *c, uint64_t v);
+
+static inline size_t value_hash(uint64_t v)
+{
+	return (size_t)((v * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+/* Remembers v -> id; 0 or -ENOMEM. */
+static __attribute__((noinline)) int value_put(ctx *c, uint64_t v, uint32_t id)
+{
+	if ((c->vn + 1) * 2 > c->vcap) {
+		size_t cap = c->vcap ? c->vcap * 2 : 256;
+		uint64_t *k = malloc(cap * sizeof(*k));
+		uint32_t *d = malloc(cap * sizeof(*d));
+		if (!k || !d) {
+			free(k);
+			free(d);
+			return -ENOMEM;
+		}
+		memset(d, 0xff, cap * sizeof(*d));
+		for (size_t i = 0; i < c->vcap; i++) {
+			if (c->vid[i] == UINT32_MAX)
+				continue;
+			size_t h = value_hash(c->vk[i]) & (cap - 1);
+			while (d[h] != UINT32_MAX)
+				h = (h + 1) & (cap - 1);
+			k[h] = c->vk[i];
+			d[h] = c->vid[i];
+		}
+		free(c->vk);
+		free(c->vid);
+		c->vk = k;
+		c->vid = d;
+		c->vcap = cap;
+	}
+	size_t h = value_hash(v) & (c->vcap - 1);
+	while (c->vid[h] != UINT32_MAX)
+		h = (h + 1) & (c->vcap - 1);
+	c->vk[h] = v;
+	c->vid[h] = id;
+	c->vn++;
+	return 0;
+}
 
 static inline int64_t method_of(ctx *c, uint64_t v)
 {
-	size_t h = (size_t)((v * 0x9e3779b97f4a7c15ull) >> 56);
-	if (c->cache_k[h] == v && c->cache_id[h] != UINT32_MAX)
-		return c->cache_id[h];
-	return method_lookup(c, v, h);
+	if (c->vcap) {
+		for (size_t h = value_hash(v) & (c->vcap - 1); c->vid[h] != UINT32_MAX;
+		     h = (h + 1) & (c->vcap - 1))
+			if (c->vk[h] == v)
+				return c->vid[h];
+	}
+	int64_t id = method_lookup(c, v);
+	if (id >= 0) {
+		int rc = value_put(c, v, (uint32_t)id);
+		if (rc < 0)
+			return rc;
+	}
+	return id;
 }
 
-/* A cache miss of method_of: symbol table, modules, interning. */
-static int64_t method_lookup(ctx *c, uint64_t v, size_t h)
+/* A miss of method_of: symbol table, modules, interning. */
+static __attribute__((noinline)) int64_t method_lookup(ctx *c, uint64_t v)
 {
 	symbol key = {.value = v};
 	symbol *s = c->nsyms ? bsearch(&key, c->syms, c->nsyms, sizeof(key), cmp_sym) : NULL;
@@ -298,8 +358,6 @@ static int64_t method_lookup(ctx *c, uint64_t v, size_t h)
 		if (id < 0)
 			return id;
 	}
-	c->cache_k[h] = v;
-	c->cache_id[h] = (uint32_t)id;
 	return id;
 }
 
@@ -617,7 +675,6 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		return fail(err, -EINVAL, "reference time out of range");
 
 	ctx c = {.slots = buf + soff, .nslots = count, .base = rd64(buf + 64), .sum = sum};
-	memset(c.cache_id, 0xff, sizeof(c.cache_id));
 	int rc = -ENOMEM;
 	c.t = rva_trace_new();
 	if (!c.t)
@@ -658,6 +715,8 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 out_free:
 	free(c.mods);
 	free(c.syms);
+	free(c.vk);
+	free(c.vid);
 	rva_trace_free(c.t);
 	return rc;
 }
