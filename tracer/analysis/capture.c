@@ -602,11 +602,9 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 		oldest_hi = hi;
 		oldest_t = ts;
 		any = 1;
-		if (lo == 0) {
-			open++;
-		} else if (open) {
-			open--;
-		}
+		/* Branch-free: entries and exits alternate unpredictably. */
+		uint64_t is_exit = lo == 0;
+		open = open + is_exit - ((is_exit ^ 1) & (open != 0));
 		if (lo == 1)
 			i--; /* skip the value slot */
 	}
