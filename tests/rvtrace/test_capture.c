@@ -468,6 +468,50 @@ static void test_capture_integer_clock_exact_ns(void **state)
 	free(c.b);
 }
 
+/* Two-slot entries whose value has low word 1 make runs of low-word-1
+ * slots; only the backward reading (a marker takes the slot before it) is
+ * right, and the forward replay must pair them the same way. */
+static void test_capture_value_with_low_word_one_paired_backwards(void **state)
+{
+	(void)state;
+	static const uint64_t va = 0xffff000000001300ull, vb = 0x100000001ull, vc = 0x200000001ull;
+	for (int torn = 0; torn < 2; torn++) {
+		capbuf c = {0};
+		cb_header(&c, 100, 1000000000, 0, 100, BASE, 1);
+		if (torn) /* a lone second half, then a pair starting with low word 1 */
+			cb_slot(&c, (uint64_t)2 << 32 | 1);
+		cb_entry(&c, 0x1200, 5);
+		cb_entry(&c, va, 6); /* value, marker */
+		cb_entry(&c, vb, 7); /* value (low word 1), marker: a run of 3 */
+		cb_exit(&c, 8);
+		cb_exit(&c, 9);
+		cb_entry(&c, vc, 10);
+		cb_exit(&c, 11);
+		cb_exit(&c, 12);
+		cb_end_slots(&c);
+		cb_symbol(&c, 0x1200, 0x1200, 0, "main");
+		cb_symbol(&c, va, va, 0, "a");
+		cb_symbol(&c, vb, vb, 0, "b");
+		cb_symbol(&c, vc, vc, 0, "c");
+		cb_finish(&c);
+		rva_trace *t;
+		rva_error err;
+		assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+		assert_int_equal(t->dropped, (uint64_t)torn);
+		assert_int_equal(t->threads[0].ncalls, 4);
+		static const char *const want[] = {"main", "a", "b", "c"};
+		static const int64_t dur[] = {7, 3, 1, 1};
+		for (size_t i = 0; i < 4; i++) {
+			const rva_call *k = &t->threads[0].calls[i];
+			assert_string_equal(t->names[k->method], want[i]);
+			assert_int_equal(k->end - k->start, dur[i]);
+		}
+		rva_trace_free(t);
+		assert_summary_matches(c.b, c.len);
+		free(c.b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_capture_streaming_summary_matches_model),
 		cmocka_unit_test(test_capture_streaming_many_callees_and_recursion_match_model),
 		cmocka_unit_test(test_capture_integer_clock_exact_ns),
+		cmocka_unit_test(test_capture_value_with_low_word_one_paired_backwards),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,15 +3,19 @@
  * the model.
  *
  * Two passes over the slots, neither allocating per slot:
- *  1. backwards from the newest slot (the only unambiguous direction): mark
- *     which slots are the first half of a two-slot entry (a bitmap, 1 bit per
- *     slot), reconstruct the counter's high word at the oldest slot
- *     (Hubble Fig. 3), and count the frames already open at the oldest slot
- *     (exits with no entry);
+ *  1. backwards from the newest slot (the only unambiguous direction):
+ *     reconstruct the counter's high word at the oldest slot (Hubble
+ *     Fig. 3), count the frames already open at the oldest slot (exits with
+ *     no entry), and find a torn oldest slot;
  *  2. forwards: push that many "(unknown caller)" frames starting at the
  *     oldest timestamp, then replay entries and exits with timestamps rebuilt
  *     forwards (a decrease is a wrap), which is the same arithmetic as the
  *     backward walk.  Frames still open end at the reference time.
+ * Which slot is the value half of a two-slot entry is what the backward walk
+ * decides: a marker (low word 1) takes the slot before it.  Forwards that is
+ * the parity of a run of low-word-1 slots: within the run [rs, re), slot j is
+ * a marker iff re - 1 - j is even, and slot i is a value iff i + 1 is a
+ * marker.  Each run is scanned once, so pass 2 needs no per-slot memory.
  * Every header field and record is range-checked before use.
  */
 #include <endian.h>
@@ -512,8 +516,7 @@ static inline int64_t to_ns(const clockconv *k, uint64_t full)
 
 /* The forward replay of pass 2; `summing` is a constant at each call site so
  * the compiler drops the untaken side from the hot loop. */
-static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv *k,
-							 const uint8_t *two, uint64_t first,
+static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv *k, uint64_t first,
 							 uint64_t hi, uint32_t prev, int summing,
 							 rva_error *err)
 {
@@ -522,12 +525,24 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 	int64_t last = c->last_ns;
 	int have_first = c->have_first;
 	int rc = 0;
+	uint64_t run_end = 0; /* end of the last run of low-word-1 slots seen */
 	for (uint64_t i = first; i < n; i++) {
 		uint64_t value;
 		uint64_t s = rd64(c->slots + 8 * i);
-		if (two[i / 8] & (1u << (i % 8))) {
+		uint64_t nx = i + 1 < n ? rd64(c->slots + 8 * (i + 1)) : 0;
+		int pair = 0;
+		if ((uint32_t)nx == 1) {
+			if (i + 1 >= run_end) {
+				run_end = i + 1;
+				while (run_end < n && (uint32_t)rd64(c->slots + 8 * run_end) == 1)
+					run_end++;
+			}
+			pair = ((run_end - 2 - i) & 1) == 0;
+		}
+		if (pair) {
 			value = s;
-			s = rd64(c->slots + 8 * ++i);
+			s = nx;
+			i++;
 		} else {
 			value = (uint32_t)s;
 		}
@@ -573,9 +588,6 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 {
 	uint64_t n = c->nslots, first = 0;
-	uint8_t *two = calloc((size_t)(n / 8 + 1), 1);
-	if (!two)
-		return fail(err, -ENOMEM, "out of memory");
 	uint64_t shifted = k->ref >> k->shift;
 	uint64_t hi = shifted >> 32;
 	uint32_t prev = (uint32_t)shifted;
@@ -594,7 +606,6 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 				first = 1;
 				break;
 			}
-			two[(i - 1) / 8] |= (uint8_t)(1u << ((i - 1) % 8));
 		}
 		if (ts > prev)
 			hi--;
@@ -613,22 +624,17 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	if (open) {
 		int64_t unk = rva_method_intern(c->t, "(unknown caller)", 16);
 		if (unk < 0) {
-			rc = fail(err, (int)unk, "out of memory");
-			goto out_free;
+			return fail(err, (int)unk, "out of memory");
 		}
 		for (uint64_t j = 0; j < open; j++)
 			if ((rc = c->sum ? agg_enter(c->sum, (uint32_t)unk, oldest_ns)
 					 : rva_enter(c->t, 0, (uint32_t)unk, oldest_ns)) < 0) {
-				rc = fail(err, rc, "cannot open frame");
-				goto out_free;
+				return fail(err, rc, "cannot open frame");
 			}
 	}
 	/* Pass 2, forwards, specialised for the summary and the model. */
-	rc = c->sum ? forward(c, k, two, first, oldest_hi, oldest_t, 1, err)
-		    : forward(c, k, two, first, oldest_hi, oldest_t, 0, err);
-out_free:
-	free(two);
-	return rc;
+	return c->sum ? forward(c, k, first, oldest_hi, oldest_t, 1, err)
+		      : forward(c, k, first, oldest_hi, oldest_t, 0, err);
 }
 
 static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err)
