@@ -101,8 +101,9 @@ typedef struct amemo {
 
 typedef struct agg {
 	rva_tree tree;
-	rva_tmap map;
-	uint8_t *inner; /* per node: 1 when an ancestor runs the same method */
+	rva_tmap map; /* (parent, method) -> node, only for overflowing parents */
+	size_t nmap;
+	uint8_t *inner; /* per node: AGG_INNER, AGG_OVERFLOW */
 	aframe *fr;
 	size_t nfr, frcap;
 	amemo *memo;
@@ -128,6 +129,110 @@ static int agg_snapshot(agg *a)
 
 /* The slow half of an enter: grow the stack, or look the child up in the
  * hash (creating it), then refresh the parent's memo. */
+/* inner[] bits: an ancestor runs the same method (recursion is counted
+ * once); the node has more children than its memo holds, so they are in the
+ * map.  A node whose memo never overflowed has all its children in it, so a
+ * memo miss there means a new child and no hash is touched: most real
+ * call sites have few callees. */
+#define AGG_INNER    1u
+#define AGG_OVERFLOW 2u
+
+static uint64_t agg_hash(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	return key;
+}
+
+/* Finds key in the map: its slot (node 0 = empty, where it would go). */
+static rva_tslot *agg_slot(const agg *a, uint64_t key)
+{
+	size_t h = (size_t)agg_hash(key) & (a->map.cap - 1);
+	while (a->map.slot[h].node && a->map.slot[h].key != key)
+		h = (h + 1) & (a->map.cap - 1);
+	return &a->map.slot[h];
+}
+
+/* Adds key -> node (absent), at most half full.  0 or -ENOMEM. */
+static int agg_map_put(agg *a, uint64_t key, uint32_t node)
+{
+	if ((a->nmap + 1) * 2 > a->map.cap) {
+		size_t cap = a->map.cap ? a->map.cap * 2 : 1024;
+		rva_tslot *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		rva_tmap old = a->map;
+		a->map.slot = v;
+		a->map.cap = cap;
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.slot[i].node)
+				*agg_slot(a, old.slot[i].key) = old.slot[i];
+		free(old.slot);
+	}
+	rva_tslot *sl = agg_slot(a, key);
+	sl->key = key;
+	sl->node = node + 1;
+	a->nmap++;
+	return 0;
+}
+
+/* A new child of parent in the public tree (as rva_tree_child links it). */
+static int agg_new_node(agg *a, uint32_t parent, uint32_t method, uint32_t *out)
+{
+	rva_tree *tr = &a->tree;
+	if (tr->n >= UINT32_MAX - 1)
+		return -E2BIG;
+	if (tr->n == tr->cap) {
+		size_t cap = tr->cap * 2;
+		rva_tnode *v = realloc(tr->nodes, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		tr->nodes = v;
+		tr->cap = cap;
+	}
+	uint32_t id = (uint32_t)tr->n++;
+	rva_tnode *nd = &tr->nodes[id];
+	memset(nd, 0, sizeof(*nd));
+	nd->method = method;
+	nd->parent = parent;
+	nd->next_sibling = tr->nodes[parent].first_child;
+	tr->nodes[parent].first_child = id;
+	*out = id;
+	return 0;
+}
+
+/* The child of parent for method after a memo miss, created when absent. */
+static int agg_find_child(agg *a, uint32_t parent, uint32_t method, uint32_t *out)
+{
+	uint64_t key = (uint64_t)parent << 32 | method;
+	int rc;
+	if (a->inner[parent] & AGG_OVERFLOW) {
+		rva_tslot *sl = agg_slot(a, key);
+		if (sl->node) {
+			*out = sl->node - 1;
+			return 0;
+		}
+		if ((rc = agg_new_node(a, parent, method, out)) < 0)
+			return rc;
+		return agg_map_put(a, key, *out);
+	}
+	if ((rc = agg_new_node(a, parent, method, out)) < 0)
+		return rc;
+	if (a->memo[parent].method[MEMO_WAYS - 1] != UINT32_MAX) {
+		/* The memo is full: from now on this parent's children live in
+		 * the map, all of them. */
+		for (uint32_t ch = a->tree.nodes[parent].first_child; ch;
+		     ch = a->tree.nodes[ch].next_sibling) {
+			uint64_t k = (uint64_t)parent << 32 | a->tree.nodes[ch].method;
+			if ((rc = agg_map_put(a, k, ch)) < 0)
+				return rc;
+		}
+		a->inner[parent] |= AGG_OVERFLOW;
+	}
+	return 0;
+}
+
 static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uint32_t method,
 						    uint32_t *out)
 {
@@ -143,12 +248,9 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 	}
 	size_t before = a->tree.n;
 	uint32_t node;
-	int rc = rva_tree_child(&a->tree, &a->map, parent, method, &node);
-	if (rc < 0)
-		return rc;
-	if (a->tree.n > a->memocap) {
+	if (a->tree.n + 1 > a->memocap) {
 		size_t cap = a->memocap ? a->memocap * 2 : 1024;
-		while (cap < a->tree.n)
+		while (cap < a->tree.n + 1)
 			cap *= 2;
 		amemo *v = realloc(a->memo, cap * sizeof(*v));
 		if (!v)
@@ -162,13 +264,16 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 		a->inner = in;
 		a->memocap = cap;
 	}
+	int rc = agg_find_child(a, parent, method, &node);
+	if (rc < 0)
+		return rc;
 	if (a->tree.n > before) {
 		/* New node: the stack is its path; it is inner when a frame on it
 		 * runs the same method (recursion is counted once). */
 		uint8_t inner = 0;
 		for (size_t i = 0; i < a->nfr && !inner; i++)
 			inner = a->tree.nodes[a->fr[i].node].method == method;
-		a->inner[node] = inner;
+		a->inner[node] = inner ? AGG_INNER : 0;
 	}
 	amemo *mm = &a->memo[parent];
 	for (size_t w = MEMO_WAYS - 1; w > 0; w--) {
@@ -236,7 +341,7 @@ static void agg_stats(const agg *a, rva_mstat *st, size_t nmethods)
 		rva_mstat *m = &st[nd->method];
 		m->calls += nd->calls;
 		m->self = rva_sadd(m->self, nd->self);
-		if (!a->inner[i])
+		if (!(a->inner[i] & AGG_INNER))
 			m->incl = rva_sadd(m->incl, nd->incl);
 	}
 }
