@@ -81,6 +81,9 @@ int main(void)
 	printf("capture: %zu bytes, %zu slots, %s call graph, %s\n", c.len, c.nslots,
 	       random_graph ? "random" : "program-like",
 	       model ? "full model" : "streaming summary");
+	struct rusage ru0;
+	getrusage(RUSAGE_SELF, &ru0);
+	printf("peak RSS before decoding (capture built): %ld MiB\n", ru0.ru_maxrss / 1024);
 	double ms[7];
 	size_t calls = 0, chains = 0;
 	for (int r = 0; r < 7; r++) {

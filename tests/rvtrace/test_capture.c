@@ -402,6 +402,116 @@ static void test_capture_random_corruption_never_crashes(void **state)
 	free(c.b);
 }
 
+/* Many distinct unsymbolized values (the value->method table grows several
+ * times), parents with more distinct callees than the per-node memo holds,
+ * and recursion through other methods: the summary still equals the model,
+ * with a clock that divides 10^9 (integer ns) and one that does not. */
+static void test_capture_streaming_many_callees_and_recursion_match_model(void **state)
+{
+	(void)state;
+	static const uint64_t hz[] = {1000000, 19200000, 1000000000};
+	for (size_t k = 0; k < 3; k++) {
+		capbuf c = {0};
+		cb_header(&c, 5000000, hz[k], 0, 40000000, BASE, 0);
+		uint64_t rng = 88172645463325252ull;
+		uint32_t t = 1000;
+		unsigned depth = 0;
+		for (int i = 0; i < 20000; i++) {
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			t += 1 + (uint32_t)(rng & 7);
+			if (depth == 0 || (depth < 16 && (rng >> 8) % 2)) {
+				/* 9 callees per method among the first 16, 1000
+				 * distinct values overall, some of them 64-bit. */
+				uint64_t m = (rng >> 20) % 8 ? (rng >> 24) % 9 : (rng >> 24) % 1000;
+				uint64_t v = (rng >> 40) % 4 ? 0x1000 + 16 * m
+							     : 0xffffff0000000000ull + 16 * m;
+				cb_entry(&c, v, t);
+				depth++;
+			} else {
+				cb_exit(&c, t);
+				depth--;
+			}
+		}
+		cb_end_slots(&c);
+		cb_symbol(&c, 0x1000, 0x1000, 0, "root");
+		cb_finish(&c);
+		assert_summary_matches(c.b, c.len);
+		rva_summary s;
+		rva_error err;
+		assert_int_equal(rva_capture_summarize(c.b, c.len, &s, &err), 0);
+		assert_true(s.trace->nmethods > 600);
+		assert_true(s.tree.n > 1000);
+		rva_summary_release(&s);
+		free(c.b);
+	}
+}
+
+/* A clock of 1 MHz: whole microseconds, converted in integers. */
+static void test_capture_integer_clock_exact_ns(void **state)
+{
+	(void)state;
+	capbuf c = {0};
+	cb_header(&c, 100, 1000000, 0, 1000, BASE, 0);
+	cb_entry(&c, 0x1000, 10);
+	cb_exit(&c, 13);
+	cb_end_slots(&c);
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(t->threads[0].ncalls, 1);
+	assert_int_equal(t->threads[0].calls[0].end - t->threads[0].calls[0].start, 3000);
+	assert_int_equal(t->threads[0].calls[0].start, 1000 - 90 * 1000);
+	rva_trace_free(t);
+	free(c.b);
+}
+
+/* Two-slot entries whose value has low word 1 make runs of low-word-1
+ * slots; only the backward reading (a marker takes the slot before it) is
+ * right, and the forward replay must pair them the same way. */
+static void test_capture_value_with_low_word_one_paired_backwards(void **state)
+{
+	(void)state;
+	static const uint64_t va = 0xffff000000001300ull, vb = 0x100000001ull, vc = 0x200000001ull;
+	for (int torn = 0; torn < 2; torn++) {
+		capbuf c = {0};
+		cb_header(&c, 100, 1000000000, 0, 100, BASE, 1);
+		if (torn) /* a lone second half, then a pair starting with low word 1 */
+			cb_slot(&c, (uint64_t)2 << 32 | 1);
+		cb_entry(&c, 0x1200, 5);
+		cb_entry(&c, va, 6); /* value, marker */
+		cb_entry(&c, vb, 7); /* value (low word 1), marker: a run of 3 */
+		cb_exit(&c, 8);
+		cb_exit(&c, 9);
+		cb_entry(&c, vc, 10);
+		cb_exit(&c, 11);
+		cb_exit(&c, 12);
+		cb_end_slots(&c);
+		cb_symbol(&c, 0x1200, 0x1200, 0, "main");
+		cb_symbol(&c, va, va, 0, "a");
+		cb_symbol(&c, vb, vb, 0, "b");
+		cb_symbol(&c, vc, vc, 0, "c");
+		cb_finish(&c);
+		rva_trace *t;
+		rva_error err;
+		assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+		assert_int_equal(t->dropped, (uint64_t)torn);
+		assert_int_equal(t->threads[0].ncalls, 4);
+		static const char *const want[] = {"main", "a", "b", "c"};
+		static const int64_t dur[] = {7, 3, 1, 1};
+		for (size_t i = 0; i < 4; i++) {
+			const rva_call *k = &t->threads[0].calls[i];
+			assert_string_equal(t->names[k->method], want[i]);
+			assert_int_equal(k->end - k->start, dur[i]);
+		}
+		rva_trace_free(t);
+		assert_summary_matches(c.b, c.len);
+		free(c.b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +526,9 @@ int main(void)
 		cmocka_unit_test(test_capture_hostile_headers_rejected),
 		cmocka_unit_test(test_capture_random_corruption_never_crashes),
 		cmocka_unit_test(test_capture_streaming_summary_matches_model),
+		cmocka_unit_test(test_capture_streaming_many_callees_and_recursion_match_model),
+		cmocka_unit_test(test_capture_integer_clock_exact_ns),
+		cmocka_unit_test(test_capture_value_with_low_word_one_paired_backwards),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

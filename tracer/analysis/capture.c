@@ -3,15 +3,19 @@
  * the model.
  *
  * Two passes over the slots, neither allocating per slot:
- *  1. backwards from the newest slot (the only unambiguous direction): mark
- *     which slots are the first half of a two-slot entry (a bitmap, 1 bit per
- *     slot), reconstruct the counter's high word at the oldest slot
- *     (Hubble Fig. 3), and count the frames already open at the oldest slot
- *     (exits with no entry);
+ *  1. backwards from the newest slot (the only unambiguous direction):
+ *     reconstruct the counter's high word at the oldest slot (Hubble
+ *     Fig. 3), count the frames already open at the oldest slot (exits with
+ *     no entry), and find a torn oldest slot;
  *  2. forwards: push that many "(unknown caller)" frames starting at the
  *     oldest timestamp, then replay entries and exits with timestamps rebuilt
  *     forwards (a decrease is a wrap), which is the same arithmetic as the
  *     backward walk.  Frames still open end at the reference time.
+ * Which slot is the value half of a two-slot entry is what the backward walk
+ * decides: a marker (low word 1) takes the slot before it.  Forwards that is
+ * the parity of a run of low-word-1 slots: within the run [rs, re), slot j is
+ * a marker iff re - 1 - j is even, and slot i is a value iff i + 1 is a
+ * marker.  Each run is scanned once, so pass 2 needs no per-slot memory.
  * Every header field and record is range-checked before use.
  */
 #include <endian.h>
@@ -77,29 +81,33 @@ static int cmp_sym(const void *a, const void *b)
 	return x->value < y->value ? -1 : x->value > y->value;
 }
 
-/* Streaming aggregation state (rva_capture_summarize). */
+/* Streaming aggregation state (rva_capture_summarize).  The hot loop only
+ * touches the frame stack and the merged-tree node of the frame it closes:
+ * per-method statistics are derived from the tree once at the end (a node's
+ * path is exactly the call chain, so "outermost" is a property of the node,
+ * decided when the node is created). */
 typedef struct aframe {
-	uint32_t node, method;
+	uint32_t node;
 	int64_t start, child;
-	int outermost;
 } aframe;
 
-/* Per tree node, the two children entered last: code repeats its call
- * sites, so most enters skip the hash lookup in the merged tree. */
+/* Per tree node, the four children entered last (one 32-byte line): code
+ * repeats its call sites, so most enters skip the hash lookup in the
+ * merged tree. */
+#define MEMO_WAYS 4
 typedef struct amemo {
-	uint32_t method[2], child[2];
+	uint32_t method[MEMO_WAYS], child[MEMO_WAYS];
 } amemo;
 
 typedef struct agg {
 	rva_tree tree;
-	rva_tmap map;
-	rva_mstat *st;
-	uint32_t *active;
-	size_t mcap;
+	rva_tmap map; /* (parent, method) -> node, only for overflowing parents */
+	size_t nmap;
+	uint8_t *inner; /* per node: AGG_INNER, AGG_OVERFLOW */
 	aframe *fr;
 	size_t nfr, frcap;
 	amemo *memo;
-	size_t memocap;
+	size_t memocap;	 /* of memo and inner */
 	int64_t snap_at; /* anomaly time; INT64_MAX when there is none */
 	int snapped;
 	uint32_t *snap; /* chain at snap_at, root first */
@@ -109,33 +117,125 @@ typedef struct agg {
 static int agg_snapshot(agg *a)
 {
 	a->snapped = 1;
+	a->snap_at = INT64_MAX; /* the hot loop's test now fails at once */
 	a->snap = malloc((a->nfr ? a->nfr : 1) * sizeof(*a->snap));
 	if (!a->snap)
 		return -ENOMEM;
 	for (size_t i = 0; i < a->nfr; i++)
-		a->snap[i] = a->fr[i].method;
+		a->snap[i] = a->tree.nodes[a->fr[i].node].method;
 	a->nsnap = a->nfr;
 	return 0;
 }
 
-static int agg_enter(agg *a, uint32_t method, int64_t ts)
+/* The slow half of an enter: grow the stack, or look the child up in the
+ * hash (creating it), then refresh the parent's memo. */
+/* inner[] bits: an ancestor runs the same method (recursion is counted
+ * once); the node has more children than its memo holds, so they are in the
+ * map.  A node whose memo never overflowed has all its children in it, so a
+ * memo miss there means a new child and no hash is touched: most real
+ * call sites have few callees. */
+#define AGG_INNER    1u
+#define AGG_OVERFLOW 2u
+
+static uint64_t agg_hash(uint64_t key)
 {
-	if (method >= a->mcap) {
-		size_t cap = a->mcap ? a->mcap : 64;
-		while (cap <= method)
-			cap *= 2;
-		rva_mstat *st = realloc(a->st, cap * sizeof(*st));
-		if (!st)
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	return key;
+}
+
+/* Finds key in the map: its slot (node 0 = empty, where it would go). */
+static rva_tslot *agg_slot(const agg *a, uint64_t key)
+{
+	size_t h = (size_t)agg_hash(key) & (a->map.cap - 1);
+	while (a->map.slot[h].node && a->map.slot[h].key != key)
+		h = (h + 1) & (a->map.cap - 1);
+	return &a->map.slot[h];
+}
+
+/* Adds key -> node (absent), at most half full.  0 or -ENOMEM. */
+static int agg_map_put(agg *a, uint64_t key, uint32_t node)
+{
+	if ((a->nmap + 1) * 2 > a->map.cap) {
+		size_t cap = a->map.cap ? a->map.cap * 2 : 1024;
+		rva_tslot *v = calloc(cap, sizeof(*v));
+		if (!v)
 			return -ENOMEM;
-		a->st = st;
-		uint32_t *ac = realloc(a->active, cap * sizeof(*ac));
-		if (!ac)
-			return -ENOMEM;
-		a->active = ac;
-		memset(a->st + a->mcap, 0, (cap - a->mcap) * sizeof(*st));
-		memset(a->active + a->mcap, 0, (cap - a->mcap) * sizeof(*ac));
-		a->mcap = cap;
+		rva_tmap old = a->map;
+		a->map.slot = v;
+		a->map.cap = cap;
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.slot[i].node)
+				*agg_slot(a, old.slot[i].key) = old.slot[i];
+		free(old.slot);
 	}
+	rva_tslot *sl = agg_slot(a, key);
+	sl->key = key;
+	sl->node = node + 1;
+	a->nmap++;
+	return 0;
+}
+
+/* A new child of parent in the public tree (as rva_tree_child links it). */
+static int agg_new_node(agg *a, uint32_t parent, uint32_t method, uint32_t *out)
+{
+	rva_tree *tr = &a->tree;
+	if (tr->n >= UINT32_MAX - 1)
+		return -E2BIG;
+	if (tr->n == tr->cap) {
+		size_t cap = tr->cap * 2;
+		rva_tnode *v = realloc(tr->nodes, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		tr->nodes = v;
+		tr->cap = cap;
+	}
+	uint32_t id = (uint32_t)tr->n++;
+	rva_tnode *nd = &tr->nodes[id];
+	memset(nd, 0, sizeof(*nd));
+	nd->method = method;
+	nd->parent = parent;
+	nd->next_sibling = tr->nodes[parent].first_child;
+	tr->nodes[parent].first_child = id;
+	*out = id;
+	return 0;
+}
+
+/* The child of parent for method after a memo miss, created when absent. */
+static int agg_find_child(agg *a, uint32_t parent, uint32_t method, uint32_t *out)
+{
+	uint64_t key = (uint64_t)parent << 32 | method;
+	int rc;
+	if (a->inner[parent] & AGG_OVERFLOW) {
+		rva_tslot *sl = agg_slot(a, key);
+		if (sl->node) {
+			*out = sl->node - 1;
+			return 0;
+		}
+		if ((rc = agg_new_node(a, parent, method, out)) < 0)
+			return rc;
+		return agg_map_put(a, key, *out);
+	}
+	if ((rc = agg_new_node(a, parent, method, out)) < 0)
+		return rc;
+	if (a->memo[parent].method[MEMO_WAYS - 1] != UINT32_MAX) {
+		/* The memo is full: from now on this parent's children live in
+		 * the map, all of them. */
+		for (uint32_t ch = a->tree.nodes[parent].first_child; ch;
+		     ch = a->tree.nodes[ch].next_sibling) {
+			uint64_t k = (uint64_t)parent << 32 | a->tree.nodes[ch].method;
+			if ((rc = agg_map_put(a, k, ch)) < 0)
+				return rc;
+		}
+		a->inner[parent] |= AGG_OVERFLOW;
+	}
+	return 0;
+}
+
+static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uint32_t method,
+						    uint32_t *out)
+{
 	if (a->nfr == a->frcap) {
 		size_t cap = a->frcap ? a->frcap * 2 : 64;
 		if (cap > (1u << 21))
@@ -146,48 +246,77 @@ static int agg_enter(agg *a, uint32_t method, int64_t ts)
 		a->fr = f;
 		a->frcap = cap;
 	}
-	uint32_t parent = a->nfr ? a->fr[a->nfr - 1].node : 0, node;
-	amemo *mm = parent < a->memocap ? &a->memo[parent] : NULL;
-	if (mm && mm->method[0] == method) {
-		node = mm->child[0];
-	} else if (mm && mm->method[1] == method) {
-		node = mm->child[1];
-		mm->method[1] = mm->method[0];
-		mm->child[1] = mm->child[0];
-		mm->method[0] = method;
-		mm->child[0] = node;
-	} else {
-		int rc = rva_tree_child(&a->tree, &a->map, parent, method, &node);
-		if (rc < 0)
-			return rc;
-		if (a->tree.n > a->memocap) {
-			size_t cap = a->memocap ? a->memocap * 2 : 1024;
-			while (cap < a->tree.n)
-				cap *= 2;
-			amemo *v = realloc(a->memo, cap * sizeof(*v));
-			if (!v)
-				return -ENOMEM;
-			memset(v + a->memocap, 0xff, (cap - a->memocap) * sizeof(*v));
-			a->memo = v;
-			a->memocap = cap;
-		}
-		mm = &a->memo[parent];
-		mm->method[1] = mm->method[0];
-		mm->child[1] = mm->child[0];
-		mm->method[0] = method;
-		mm->child[0] = node;
+	size_t before = a->tree.n;
+	uint32_t node;
+	if (a->tree.n + 1 > a->memocap) {
+		size_t cap = a->memocap ? a->memocap * 2 : 1024;
+		while (cap < a->tree.n + 1)
+			cap *= 2;
+		amemo *v = realloc(a->memo, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memset(v + a->memocap, 0xff, (cap - a->memocap) * sizeof(*v));
+		a->memo = v;
+		uint8_t *in = realloc(a->inner, cap);
+		if (!in)
+			return -ENOMEM;
+		memset(in + a->memocap, 0, cap - a->memocap);
+		a->inner = in;
+		a->memocap = cap;
 	}
-	aframe *f = &a->fr[a->nfr++];
-	f->node = node;
-	f->method = method;
-	f->start = ts;
-	f->child = 0;
-	f->outermost = a->active[method]++ == 0;
-	a->st[method].calls++;
+	int rc = agg_find_child(a, parent, method, &node);
+	if (rc < 0)
+		return rc;
+	if (a->tree.n > before) {
+		/* New node: the stack is its path; it is inner when a frame on it
+		 * runs the same method (recursion is counted once). */
+		uint8_t inner = 0;
+		for (size_t i = 0; i < a->nfr && !inner; i++)
+			inner = a->tree.nodes[a->fr[i].node].method == method;
+		a->inner[node] = inner ? AGG_INNER : 0;
+	}
+	amemo *mm = &a->memo[parent];
+	for (size_t w = MEMO_WAYS - 1; w > 0; w--) {
+		mm->method[w] = mm->method[w - 1];
+		mm->child[w] = mm->child[w - 1];
+	}
+	mm->method[0] = method;
+	mm->child[0] = node;
+	*out = node;
 	return 0;
 }
 
-static void agg_exit(agg *a, int64_t ts)
+static inline int agg_enter(agg *a, uint32_t method, int64_t ts)
+{
+	uint32_t parent = a->nfr ? a->fr[a->nfr - 1].node : 0, node;
+	amemo *mm = parent < a->memocap ? &a->memo[parent] : NULL;
+	int hit = 0;
+	if (mm && a->nfr < a->frcap) {
+		for (size_t w = 0; w < MEMO_WAYS; w++) {
+			if (mm->method[w] == method) {
+				node = mm->child[w];
+				hit = 1;
+				break;
+			}
+		}
+	}
+	if (!hit) {
+		int rc = agg_child_slow(a, parent, method, &node);
+		if (rc < 0)
+			return rc;
+	}
+	/* This frame's node is written at its exit and its memo read at the
+	 * next enter: start both loads now, the tree is bigger than the cache. */
+	__builtin_prefetch(&a->tree.nodes[node], 1);
+	__builtin_prefetch(&a->memo[node], 1);
+	aframe *f = &a->fr[a->nfr++];
+	f->node = node;
+	f->start = ts;
+	f->child = 0;
+	return 0;
+}
+
+static inline void agg_exit(agg *a, int64_t ts)
 {
 	aframe *f = &a->fr[--a->nfr];
 	int64_t dur = ts > f->start ? ts - f->start : 0;
@@ -195,14 +324,26 @@ static void agg_exit(agg *a, int64_t ts)
 	nd->calls++;
 	nd->incl = rva_sadd(nd->incl, dur);
 	nd->self = rva_sadd(nd->self, dur - f->child);
-	a->st[f->method].self = rva_sadd(a->st[f->method].self, dur - f->child);
-	if (f->outermost)
-		a->st[f->method].incl = rva_sadd(a->st[f->method].incl, dur);
-	a->active[f->method]--;
 	if (a->nfr)
 		a->fr[a->nfr - 1].child = rva_sadd(a->fr[a->nfr - 1].child, dur);
 	else
 		a->tree.nodes[0].incl = rva_sadd(a->tree.nodes[0].incl, dur);
+}
+
+/* Per-method statistics from the merged tree: calls and self time are sums
+ * over a method's nodes, inclusive time over its outermost nodes only. */
+static void agg_stats(const agg *a, rva_mstat *st, size_t nmethods)
+{
+	for (size_t i = 1; i < a->tree.n; i++) {
+		const rva_tnode *nd = &a->tree.nodes[i];
+		if (nd->method >= nmethods)
+			continue;
+		rva_mstat *m = &st[nd->method];
+		m->calls += nd->calls;
+		m->self = rva_sadd(m->self, nd->self);
+		if (!(a->inner[i] & AGG_INNER))
+			m->incl = rva_sadd(m->incl, nd->incl);
+	}
 }
 
 typedef struct ctx {
@@ -217,8 +358,11 @@ typedef struct ctx {
 	agg *sum; /* non-NULL: aggregate instead of building the model */
 	int64_t first_ns, last_ns;
 	int have_first;
-	uint64_t cache_k[256];
-	uint32_t cache_id[256];
+	/* Slot value -> method id, open addressing (id UINT32_MAX = empty),
+	 * at most half full: memory follows the distinct values. */
+	uint64_t *vk;
+	uint32_t *vid;
+	size_t vcap, vn;
 } ctx;
 
 static const char *base_name(const char *p, size_t n, size_t *len)
@@ -232,11 +376,70 @@ static const char *base_name(const char *p, size_t n, size_t *len)
 
 /* The method id of a slot value: symbol, else module+0xoffset, else the
  * bare address. */
-static int64_t method_of(ctx *c, uint64_t v)
+static int64_t method_lookup(ctx *c, uint64_t v);
+
+static inline size_t value_hash(uint64_t v)
 {
-	size_t h = (size_t)((v * 0x9e3779b97f4a7c15ull) >> 56);
-	if (c->cache_k[h] == v && c->cache_id[h] != UINT32_MAX)
-		return c->cache_id[h];
+	return (size_t)((v * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+/* Remembers v -> id; 0 or -ENOMEM. */
+static __attribute__((noinline)) int value_put(ctx *c, uint64_t v, uint32_t id)
+{
+	if ((c->vn + 1) * 2 > c->vcap) {
+		size_t cap = c->vcap ? c->vcap * 2 : 256;
+		uint64_t *k = malloc(cap * sizeof(*k));
+		uint32_t *d = malloc(cap * sizeof(*d));
+		if (!k || !d) {
+			free(k);
+			free(d);
+			return -ENOMEM;
+		}
+		memset(d, 0xff, cap * sizeof(*d));
+		for (size_t i = 0; i < c->vcap; i++) {
+			if (c->vid[i] == UINT32_MAX)
+				continue;
+			size_t h = value_hash(c->vk[i]) & (cap - 1);
+			while (d[h] != UINT32_MAX)
+				h = (h + 1) & (cap - 1);
+			k[h] = c->vk[i];
+			d[h] = c->vid[i];
+		}
+		free(c->vk);
+		free(c->vid);
+		c->vk = k;
+		c->vid = d;
+		c->vcap = cap;
+	}
+	size_t h = value_hash(v) & (c->vcap - 1);
+	while (c->vid[h] != UINT32_MAX)
+		h = (h + 1) & (c->vcap - 1);
+	c->vk[h] = v;
+	c->vid[h] = id;
+	c->vn++;
+	return 0;
+}
+
+static inline int64_t method_of(ctx *c, uint64_t v)
+{
+	if (c->vcap) {
+		for (size_t h = value_hash(v) & (c->vcap - 1); c->vid[h] != UINT32_MAX;
+		     h = (h + 1) & (c->vcap - 1))
+			if (c->vk[h] == v)
+				return c->vid[h];
+	}
+	int64_t id = method_lookup(c, v);
+	if (id >= 0) {
+		int rc = value_put(c, v, (uint32_t)id);
+		if (rc < 0)
+			return rc;
+	}
+	return id;
+}
+
+/* A miss of method_of: symbol table, modules, interning. */
+static __attribute__((noinline)) int64_t method_lookup(ctx *c, uint64_t v)
+{
 	symbol key = {.value = v};
 	symbol *s = c->nsyms ? bsearch(&key, c->syms, c->nsyms, sizeof(key), cmp_sym) : NULL;
 	int64_t id;
@@ -264,8 +467,6 @@ static int64_t method_of(ctx *c, uint64_t v)
 		if (id < 0)
 			return id;
 	}
-	c->cache_k[h] = v;
-	c->cache_id[h] = (uint32_t)id;
 	return id;
 }
 
@@ -378,10 +579,19 @@ typedef struct clockconv {
 	unsigned shift;
 	int64_t mono;
 	double ns_per_tick;
+	/* When hz divides 10^9: whole ns per tick, and the largest tick count
+	 * back from the freeze for which back * mult < 2^52, where the double
+	 * arithmetic below is exact, so the integer product equals it. */
+	uint64_t mult, back_max;
 } clockconv;
 
-static int64_t to_ns(const clockconv *k, uint64_t full)
+static inline int64_t to_ns(const clockconv *k, uint64_t full)
 {
+	if (k->mult && full <= k->ref >> k->shift) {
+		uint64_t back = k->ref - (full << k->shift);
+		if (back <= k->back_max)
+			return k->mono - (int64_t)(back * k->mult);
+	}
 	/* Common case, in 64-bit arithmetic: at or before the freeze, less
 	 * than 2^53 ticks back (rounding as the general path below). */
 	if (full <= k->ref >> k->shift) {
@@ -409,12 +619,80 @@ static int64_t to_ns(const clockconv *k, uint64_t full)
 	return k->mono + ns;
 }
 
+/* The forward replay of pass 2; `summing` is a constant at each call site so
+ * the compiler drops the untaken side from the hot loop. */
+static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv *k, uint64_t first,
+							 uint64_t hi, uint32_t prev, int summing,
+							 rva_error *err)
+{
+	uint64_t n = c->nslots;
+	agg *sum = c->sum;
+	int64_t last = c->last_ns;
+	int have_first = c->have_first;
+	int rc = 0;
+	uint64_t run_end = 0; /* end of the last run of low-word-1 slots seen */
+	for (uint64_t i = first; i < n; i++) {
+		uint64_t value;
+		uint64_t s = rd64(c->slots + 8 * i);
+		uint64_t nx = i + 1 < n ? rd64(c->slots + 8 * (i + 1)) : 0;
+		int pair = 0;
+		if ((uint32_t)nx == 1) {
+			if (i + 1 >= run_end) {
+				run_end = i + 1;
+				while (run_end < n && (uint32_t)rd64(c->slots + 8 * run_end) == 1)
+					run_end++;
+			}
+			pair = ((run_end - 2 - i) & 1) == 0;
+		}
+		if (pair) {
+			value = s;
+			s = nx;
+			i++;
+		} else {
+			value = (uint32_t)s;
+		}
+		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+		if (ts < prev)
+			hi++;
+		prev = ts;
+		int64_t ns = to_ns(k, hi << 32 | ts);
+		if (__builtin_expect(!have_first, 0)) {
+			c->first_ns = ns;
+			have_first = 1;
+		} else if (ns < last) {
+			ns = last; /* saturated hostile clocks stay monotonic */
+		}
+		last = ns;
+		if (summing && __builtin_expect(ns > sum->snap_at, 0) && !sum->snapped &&
+		    (rc = agg_snapshot(sum)) < 0) {
+			rc = fail(err, rc, "out of memory");
+			break;
+		}
+		if (lo == 0) {
+			if (!summing)
+				rc = rva_exit(c->t, 0, RVA_ANY_METHOD, ns);
+			else if (sum->nfr)
+				agg_exit(sum, ns);
+		} else {
+			int64_t m = method_of(c, value);
+			rc = m < 0     ? (int)m
+			     : summing ? agg_enter(sum, (uint32_t)m, ns)
+				       : rva_enter(c->t, 0, (uint32_t)m, ns);
+		}
+		if (__builtin_expect(rc < 0, 0)) {
+			rc = fail(err, rc, "slot %llu: cannot record the event",
+				  (unsigned long long)i);
+			break;
+		}
+	}
+	c->last_ns = last;
+	c->have_first = have_first;
+	return rc;
+}
+
 static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 {
 	uint64_t n = c->nslots, first = 0;
-	uint8_t *two = calloc((size_t)(n / 8 + 1), 1);
-	if (!two)
-		return fail(err, -ENOMEM, "out of memory");
 	uint64_t shifted = k->ref >> k->shift;
 	uint64_t hi = shifted >> 32;
 	uint32_t prev = (uint32_t)shifted;
@@ -433,7 +711,6 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 				first = 1;
 				break;
 			}
-			two[(i - 1) / 8] |= (uint8_t)(1u << ((i - 1) % 8));
 		}
 		if (ts > prev)
 			hi--;
@@ -441,11 +718,9 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 		oldest_hi = hi;
 		oldest_t = ts;
 		any = 1;
-		if (lo == 0) {
-			open++;
-		} else if (open) {
-			open--;
-		}
+		/* Branch-free: entries and exits alternate unpredictably. */
+		uint64_t is_exit = lo == 0;
+		open = open + is_exit - ((is_exit ^ 1) & (open != 0));
 		if (lo == 1)
 			i--; /* skip the value slot */
 	}
@@ -454,66 +729,17 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	if (open) {
 		int64_t unk = rva_method_intern(c->t, "(unknown caller)", 16);
 		if (unk < 0) {
-			rc = fail(err, (int)unk, "out of memory");
-			goto out_free;
+			return fail(err, (int)unk, "out of memory");
 		}
 		for (uint64_t j = 0; j < open; j++)
 			if ((rc = c->sum ? agg_enter(c->sum, (uint32_t)unk, oldest_ns)
 					 : rva_enter(c->t, 0, (uint32_t)unk, oldest_ns)) < 0) {
-				rc = fail(err, rc, "cannot open frame");
-				goto out_free;
+				return fail(err, rc, "cannot open frame");
 			}
 	}
-	/* Pass 2, forwards. */
-	hi = oldest_hi;
-	prev = oldest_t;
-	for (uint64_t i = first; i < n; i++) {
-		uint64_t value;
-		uint64_t s = rd64(c->slots + 8 * i);
-		if (two[i / 8] & (1u << (i % 8))) {
-			value = s;
-			s = rd64(c->slots + 8 * ++i);
-		} else {
-			value = (uint32_t)s;
-		}
-		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
-		if (ts < prev)
-			hi++;
-		prev = ts;
-		int64_t ns = to_ns(k, hi << 32 | ts);
-		if (!c->have_first) {
-			c->first_ns = ns;
-			c->have_first = 1;
-		} else if (ns < c->last_ns) {
-			ns = c->last_ns; /* saturated hostile clocks stay monotonic */
-		}
-		c->last_ns = ns;
-		if (c->sum && !c->sum->snapped && ns > c->sum->snap_at &&
-		    (rc = agg_snapshot(c->sum)) < 0) {
-			rc = fail(err, rc, "out of memory");
-			goto out_free;
-		}
-		if (lo == 0 && c->sum) {
-			if (c->sum->nfr)
-				agg_exit(c->sum, ns);
-			rc = 0;
-		} else if (lo == 0) {
-			rc = rva_exit(c->t, 0, RVA_ANY_METHOD, ns);
-		} else {
-			int64_t m = method_of(c, value);
-			rc = m < 0    ? (int)m
-			     : c->sum ? agg_enter(c->sum, (uint32_t)m, ns)
-				      : rva_enter(c->t, 0, (uint32_t)m, ns);
-		}
-		if (rc < 0) {
-			rc = fail(err, rc, "slot %llu: cannot record the event",
-				  (unsigned long long)i);
-			goto out_free;
-		}
-	}
-out_free:
-	free(two);
-	return rc;
+	/* Pass 2, forwards, specialised for the summary and the model. */
+	return c->sum ? forward(c, k, first, oldest_hi, oldest_t, 1, err)
+		      : forward(c, k, first, oldest_hi, oldest_t, 0, err);
 }
 
 static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err)
@@ -538,6 +764,10 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	if (hsize < HDR_MIN)
 		return fail(err, -EINVAL, "header_size %u < 128", hsize);
 	k.ns_per_tick = k.hz ? 1e9 / (double)k.hz : 0;
+	if (k.hz && k.hz <= 1000000000 && 1000000000 % k.hz == 0) {
+		k.mult = 1000000000 / k.hz;
+		k.back_max = ((1ull << 52) - 1) / k.mult;
+	}
 	if (k.shift > 31 || k.hz == 0 || k.hz > 100000000000ull)
 		return fail(err, -EINVAL, "bad clock (shift %u, %llu Hz)", k.shift,
 			    (unsigned long long)k.hz);
@@ -554,7 +784,6 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		return fail(err, -EINVAL, "reference time out of range");
 
 	ctx c = {.slots = buf + soff, .nslots = count, .base = rd64(buf + 64), .sum = sum};
-	memset(c.cache_id, 0xff, sizeof(c.cache_id));
 	int rc = -ENOMEM;
 	c.t = rva_trace_new();
 	if (!c.t)
@@ -595,6 +824,8 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 out_free:
 	free(c.mods);
 	free(c.syms);
+	free(c.vk);
+	free(c.vid);
 	rva_trace_free(c.t);
 	return rc;
 }
@@ -611,30 +842,27 @@ int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_
 	if (rva_tree_init(&a.tree) < 0)
 		return fail(err, -ENOMEM, "out of memory");
 	int rc = decode(buf, len, &out->trace, &a, err);
+	rva_mstat *st = NULL;
+	if (rc == 0) {
+		size_t n = out->trace->nmethods;
+		st = calloc(n ? n : 1, sizeof(*st));
+		if (!st) {
+			rc = fail(err, -ENOMEM, "out of memory");
+			rva_trace_free(out->trace);
+			out->trace = NULL;
+		} else {
+			agg_stats(&a, st, n);
+		}
+	}
 	free(a.map.slot);
 	free(a.memo);
-	free(a.active);
+	free(a.inner);
 	free(a.fr);
 	if (rc < 0) {
-		free(a.st);
 		free(a.snap);
 		rva_tree_release(&a.tree);
 		return rc;
 	}
-	/* Stats sized to the final method table. */
-	size_t n = out->trace->nmethods;
-	rva_mstat *st = calloc(n ? n : 1, sizeof(*st));
-	if (!st) {
-		free(a.st);
-		free(a.snap);
-		rva_tree_release(&a.tree);
-		rva_trace_free(out->trace);
-		out->trace = NULL;
-		return fail(err, -ENOMEM, "out of memory");
-	}
-	if (a.st)
-		memcpy(st, a.st, (a.mcap < n ? a.mcap : n) * sizeof(*st));
-	free(a.st);
 	out->stats = st;
 	out->tree = a.tree;
 	out->anomaly_chain = a.snap;
