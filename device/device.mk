@@ -3,16 +3,16 @@
 # main.c lives in one list.
 
 DEVICE_CFLAGS := $(call pc,--cflags,libuv inih sqlite3) $(PROTOBUF_CFLAGS)
-DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3) $(PROTOBUF_LIBS)
+DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3) $(RVPOLICY_LDLIBS) $(PROTOBUF_LIBS)
 
 DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/registry.c device/src/spool.c device/src/conn.c \
-                   device/src/daemon.c
+                   device/src/enforce.c device/src/daemon.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
-$(OBJ)/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
+$(OBJ)/device/%.o: CPPFLAGS += -Idevice/src -Ipolicy/include $(DEVICE_CFLAGS)
 
-$(BIN)/rearviewd: $(OBJ)/device/src/main.o $(DEVICE_CORE_OBJ) $(LIBRVPROTO)
+$(BIN)/rearviewd: $(OBJ)/device/src/main.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS)
 
@@ -30,7 +30,7 @@ $(TBIN)/device/rv_helper_app: $(OBJ)/tests/device/helper_app.o $(LIBRVPROTO)
 $(OBJ)/tests/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 
-$(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPROTO),$(DEVICE_LIBS)))
+$(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
 
 # Integration tests: real rearviewd, rvctl and helper processes.
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \
@@ -39,4 +39,8 @@ $(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 $(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_daemon_crash: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
-$(eval $(call rv_test,device,spool,$(DEVICE_CORE_OBJ) $(LIBRVPROTO),$(DEVICE_LIBS),1))
+$(eval $(call rv_test,device,spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),1))
+# Policy enforcement end to end; signs documents with librvpolicy at test time.
+$(OBJ)/tests/integration/test_daemon_policy.o: CPPFLAGS += -Ipolicy/include
+$(eval $(call rv_test,integration,daemon_policy,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(TBIN)/integration/test_daemon_policy: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app

@@ -207,6 +207,12 @@ int rvd_config_set(struct rvd_config *c, const char *section, const char *key, c
 		return parse_u32(v, 10, 600000, &c->capture_timeout_ms);
 	if (KEY("capture", "max_bytes"))
 		return parse_u64(v, 4096, 1ull << 32, &c->capture_max_bytes);
+	if (KEY("policy", "public_key")) {
+		if (strlen(v) >= sizeof(c->policy_key))
+			return -EINVAL;
+		snprintf(c->policy_key, sizeof(c->policy_key), "%s", v);
+		return 0;
+	}
 	if (KEY("capture", "consent_default")) {
 		int l = rvd_config_consent_parse(v);
 

@@ -43,6 +43,8 @@ struct rvd_config {
 	uint32_t capture_timeout_ms;
 	uint64_t capture_max_bytes;
 	int consent_default; /* a ConsentLevel value */
+	/* [policy] */
+	char policy_key[RVD_PATH_MAX]; /* PEM public key; "" = built-in default only */
 };
 
 /* Fills `c` with the built-in defaults. */

@@ -32,6 +32,7 @@
 
 #include "log.h"
 #include "rearview/admin.pb-c.h"
+#include "rearview/policy.h"
 #include "rearview/control.pb-c.h"
 #include "rearview/event.pb-c.h"
 
@@ -49,6 +50,7 @@ struct rvd_pending_capture {
 	uint64_t fired_ns; /* uv_hrtime() when the anomaly reached us */
 	struct rvd_anomaly anomaly;
 	char app_id[64];
+	int64_t reservation; /* upload quota held for it; released if it fails */
 	bool answered;
 };
 
@@ -57,6 +59,7 @@ struct store_ctx {
 	struct rvd_daemon *d;
 	pid_t pid;
 	uint64_t request_id;
+	int64_t reservation;
 };
 
 static void note_error(struct rvd_daemon *d, const char *fmt, ...)
@@ -173,10 +176,13 @@ static void pending_close_cb(uv_handle_t *h)
 	free(h->data);
 }
 
+static void release_reservation(struct rvd_daemon *d, int64_t reservation);
+
 static void pending_drop(struct rvd_daemon *d, struct rvd_pending_capture *pc)
 {
 	struct rvd_pending_capture **pp;
 
+	release_reservation(d, pc->reservation);
 	for (pp = &d->pending; *pp; pp = &(*pp)->next) {
 		if (*pp == pc) {
 			*pp = pc->next;
@@ -209,12 +215,99 @@ static void capture_timeout_cb(uv_timer_t *t)
 		rvd_conn_close(p->conn, "did not answer a capture request");
 }
 
+/* The loop-thread copies of the policy's detector thresholds. */
+static void apply_thresholds(struct rvd_daemon *d)
+{
+	const struct rvd_thresholds *t = &d->enf.thr;
+
+	d->cfg.jank_frames = t->jank_frames ? t->jank_frames : d->cfg_file.jank_frames;
+	d->cfg.jank_budget_ns =
+		t->frame_budget_us ? t->frame_budget_us * 1000ull : d->cfg_file.jank_budget_ns;
+	d->cfg.touch_threshold_ns = t->touch_latency_ms ? t->touch_latency_ms * 1000000ull
+							: d->cfg_file.touch_threshold_ns;
+}
+
+static void enforce_plain_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_enforce_job *j = data;
+	struct rvd_daemon *d = sp->loop->data;
+
+	if (status < 0 || j->status < 0)
+		note_error(d, "policy: %s", strerror(-(status < 0 ? status : j->status)));
+	rvd_enforce_done(j);
+	apply_thresholds(d);
+	rvd_enforce_job_free(j);
+}
+
+/* Queues a plain policy job (open, release, purge, close). */
+static int enforce_submit(struct rvd_daemon *d, struct rvd_enforce_job *j, rvd_spool_cb cb)
+{
+	int rc;
+
+	if (!j)
+		return -ENOMEM;
+	rc = rvd_spool_run(&d->spool, rvd_enforce_work, j, cb ? cb : enforce_plain_cb, j);
+	if (rc < 0)
+		rvd_enforce_job_free(j);
+	return rc;
+}
+
+static void release_reservation(struct rvd_daemon *d, int64_t reservation)
+{
+	struct rvd_enforce_job *j;
+
+	if (reservation <= 0)
+		return;
+	j = rvd_enforce_job_new(&d->enf, RVD_ENF_RELEASE);
+	if (j)
+		j->reservation = reservation;
+	if (enforce_submit(d, j, NULL) < 0)
+		note_error(d, "policy: releasing reservation %" PRId64 ": out of memory",
+			   reservation);
+}
+
+static void skipped_stored_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	if (status < 0)
+		note_error(data, "spool: recording a skipped anomaly: %s", strerror(-status));
+}
+
+static void capture_begin(struct rvd_daemon *d, const struct rvd_anomaly *a, int64_t reservation);
+
+/* The policy decided: capture, or record skipped(reason) without a file. */
+static void decide_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_enforce_job *j = data;
+	struct rvd_daemon *d = sp->loop->data;
+	struct rvd_process *p = rvd_registry_find(&d->reg, j->anomaly.pid);
+	struct rvd_capture_rec meta;
+
+	if (p && p->deciding)
+		p->deciding--;
+	rvd_enforce_done(j);
+	apply_thresholds(d);
+	if (status < 0 || j->status < 0) {
+		note_error(d, "policy decision: %s", strerror(-(status < 0 ? status : j->status)));
+		d->captures_dropped++;
+	} else if (j->reason[0]) {
+		rvd_info("anomaly not captured: %s", j->reason);
+		d->captures_dropped++;
+		memset(&meta, 0, sizeof(meta));
+		meta.state = RVD_SPOOL_SKIPPED;
+		snprintf(meta.reason, sizeof(meta.reason), "%s", j->reason);
+		meta.anomaly = j->anomaly;
+		snprintf(meta.app_id, sizeof(meta.app_id), "%s", j->app_id);
+		if (!d->stopping && rvd_spool_store(sp, -1, 0, &meta, skipped_stored_cb, d) < 0)
+			note_error(d, "spool: recording a skipped anomaly: out of memory");
+	} else {
+		capture_begin(d, &j->anomaly, j->reservation);
+	}
+	rvd_enforce_job_free(j);
+}
+
 void rvd_daemon_anomaly(struct rvd_daemon *d, const struct rvd_anomaly *a)
 {
-	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
-	Rearview__CaptureRequest cr = REARVIEW__CAPTURE_REQUEST__INIT;
-	Rearview__Anomaly apb;
-	struct rvd_pending_capture *pc;
+	struct rvd_enforce_job *j;
 	const char *reason = NULL;
 	struct rvd_process *p;
 	struct rvd_anomaly an = *a;
@@ -251,14 +344,57 @@ void rvd_daemon_anomaly(struct rvd_daemon *d, const struct rvd_anomaly *a)
 	}
 	if (an.tid == 0)
 		an.tid = p->traced_tid ? p->traced_tid : (p->ui_tid ? p->ui_tid : p->pid);
-	if (pending_find(d, p->pid, 0)) {
+	if (pending_find(d, p->pid, 0) || p->deciding) {
 		rvd_info("anomaly not captured: a capture of pid %d is in flight", (int)p->pid);
 		d->captures_dropped++;
+		return;
+	}
+	/*
+	 * An explicit capture (rvctl, the capture API) is asked for by an admin:
+	 * consent alone gates it.  Detector anomalies go through the ledger —
+	 * debounce, campaigns, quota — on the work queue (it fsyncs).
+	 */
+	if (an.kind == RVD_ANOMALY_MANUAL) {
+		capture_begin(d, &an, 0);
+		return;
+	}
+	j = rvd_enforce_job_new(&d->enf, RVD_ENF_DECIDE);
+	if (!j) {
+		note_error(d, "policy decision: out of memory");
+		d->captures_dropped++;
+		return;
+	}
+	j->consent = d->consent;
+	j->anomaly = an;
+	snprintf(j->app_id, sizeof(j->app_id), "%.63s", p->app_id[0] ? p->app_id : p->exe);
+	snprintf(j->item_id, sizeof(j->item_id), "a-%d-%" PRIu64, (int)p->pid, ++d->next_request);
+	if (enforce_submit(d, j, decide_cb) < 0) {
+		note_error(d, "policy decision: out of memory");
+		d->captures_dropped++;
+		return;
+	}
+	p->deciding++;
+}
+
+static void capture_begin(struct rvd_daemon *d, const struct rvd_anomaly *a, int64_t reservation)
+{
+	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
+	Rearview__CaptureRequest cr = REARVIEW__CAPTURE_REQUEST__INIT;
+	Rearview__Anomaly apb;
+	struct rvd_pending_capture *pc;
+	struct rvd_process *p = rvd_registry_find(&d->reg, a->pid);
+	struct rvd_anomaly an = *a;
+
+	if (d->stopping || !p || !p->conn || pending_find(d, a->pid, 0)) {
+		rvd_info("anomaly not captured: pid %d is gone or busy", (int)a->pid);
+		d->captures_dropped++;
+		release_reservation(d, reservation);
 		return;
 	}
 	pc = calloc(1, sizeof(*pc));
 	if (!pc) {
 		note_error(d, "capture: out of memory");
+		release_reservation(d, reservation);
 		return;
 	}
 	pc->d = d;
@@ -266,6 +402,7 @@ void rvd_daemon_anomaly(struct rvd_daemon *d, const struct rvd_anomaly *a)
 	pc->pid = p->pid;
 	pc->fired_ns = uv_hrtime();
 	pc->anomaly = an;
+	pc->reservation = reservation;
 	snprintf(pc->app_id, sizeof(pc->app_id), "%s", p->app_id);
 	uv_timer_init(d->loop, &pc->timer);
 	pc->timer.data = pc;
@@ -324,6 +461,7 @@ static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 	if (status < 0) {
 		note_error(d, "spool: storing capture of pid %d: %s", (int)sc->pid,
 			   strerror(-status));
+		release_reservation(d, sc->reservation);
 		free(sc);
 		return;
 	}
@@ -393,17 +531,21 @@ static int on_capture_ready(struct rvd_daemon *d, struct rvd_conn *c, struct rvd
 	else
 		meta.freeze_latency_ns = now - pc->fired_ns;
 	d->last_freeze_latency_ns = meta.freeze_latency_ns;
-	pending_drop(d, pc);
 	sc = malloc(sizeof(*sc));
 	if (!sc) {
 		close(fd);
+		pending_drop(d, pc);
 		note_error(d, "capture: out of memory");
 		return 0;
 	}
 	sc->d = d;
 	sc->pid = p->pid;
 	sc->request_id = cr->request_id;
+	sc->reservation = pc->reservation;
+	pc->reservation = 0; /* the stored capture holds it now */
+	pending_drop(d, pc);
 	if (rvd_spool_store(&d->spool, fd, cr->size, &meta, store_cb, sc) < 0) {
+		release_reservation(d, sc->reservation);
 		free(sc);
 		note_error(d, "capture: spool refused the capture");
 	}
@@ -702,6 +844,8 @@ static int admin_status(struct rvd_daemon *d, struct rvd_conn *c, Rearview__Admi
 	st.last_freeze_latency_ns = d->last_freeze_latency_ns;
 	st.anomalies = d->anomalies;
 	st.anomalies_not_captured = d->captures_dropped;
+	st.quota_left = d->enf.quota_left;
+	st.policy_version = d->enf.policy_version;
 	ne = d->nerrors < RVD_LAST_ERRORS ? d->nerrors : RVD_LAST_ERRORS;
 	for (unsigned k = 0; k < ne; k++)
 		errs[k] = d->last_errors[(d->nerrors - ne + k) % RVD_LAST_ERRORS];
@@ -752,10 +896,161 @@ static void consent_saved_cb(struct rvd_spool *sp, int status, uint64_t id, void
 		note_error(data, "saving consent: %s", strerror(-status));
 }
 
+/* An admin request answered after a policy job: the peer may be gone by then. */
+struct admin_wait {
+	struct rvd_daemon *d;
+	uint64_t conn_id;
+	uint64_t request_id;
+	int level;
+	uint64_t *purged;
+	size_t npurged;
+};
+
+static struct rvd_conn *conn_by_id(struct rvd_daemon *d, uint64_t id)
+{
+	for (struct rvd_conn *c = d->conns; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+static struct admin_wait *admin_wait_new(struct rvd_daemon *d, struct rvd_conn *c,
+					 const Rearview__AdminResponse *resp)
+{
+	struct admin_wait *w = calloc(1, sizeof(*w));
+
+	if (w) {
+		w->d = d;
+		w->conn_id = c->id;
+		w->request_id = resp->request_id;
+	}
+	return w;
+}
+
+static void admin_wait_free(struct admin_wait *w)
+{
+	if (w)
+		free(w->purged);
+	free(w);
+}
+
+/* Submits a policy job whose callback answers the admin peer. */
+static int admin_async(struct rvd_daemon *d, struct rvd_conn *c, Rearview__AdminResponse *resp,
+		       struct rvd_enforce_job *j, struct admin_wait *w, rvd_spool_cb cb)
+{
+	if (!j || !w) {
+		rvd_enforce_job_free(j);
+		admin_wait_free(w);
+		return send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
+	}
+	j->data = w;
+	if (enforce_submit(d, j, cb) < 0) {
+		admin_wait_free(w);
+		return send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
+	}
+	return 0;
+}
+
+static void consent_purged_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_enforce_job *j = data;
+	struct admin_wait *w = j->data;
+	struct rvd_daemon *d = w->d;
+	struct rvd_conn *c = conn_by_id(d, w->conn_id);
+	Rearview__AdminResponse resp = REARVIEW__ADMIN_RESPONSE__INIT;
+	Rearview__ConsentChange cc = REARVIEW__CONSENT_CHANGE__INIT;
+
+	if (status < 0 || j->status < 0)
+		note_error(d, "policy: releasing purged reservations: %s",
+			   strerror(-(status < 0 ? status : j->status)));
+	rvd_enforce_done(j);
+	if (c) {
+		resp.request_id = w->request_id;
+		cc.level = (Rearview__ConsentLevel)w->level;
+		cc.purged = w->purged;
+		cc.n_purged = w->npurged;
+		resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_CONSENT;
+		resp.consent = &cc;
+		admin_reply(c, &resp);
+	}
+	admin_wait_free(w);
+	rvd_enforce_job_free(j);
+}
+
+static void purge_done_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	if (status < 0)
+		note_error(data, "spool: purging capture %" PRIu64 ": %s", id, strerror(-status));
+}
+
+/*
+ * Consent lowered from `from` to `level`: every capture still holding a
+ * file whose keeping or upload the new level forbids (rvp_consent_purge) is
+ * purged; the ledger releases the matching reservations.  The answer goes
+ * out after both, in job order, so the purge is durable when it is read.
+ */
+static int consent_lowered(struct rvd_daemon *d, struct rvd_conn *c, Rearview__AdminResponse *resp,
+			   int from, int level)
+{
+	size_t n = d->spool.nrecs, k = 0, npurge;
+	struct rvp_pending *items = calloc(n ? n : 1, sizeof(*items));
+	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+	struct admin_wait *w = admin_wait_new(d, c, resp);
+	struct rvd_enforce_job *j = rvd_enforce_job_new(&d->enf, RVD_ENF_PURGE);
+	int rc;
+
+	if (!items || !idx || !ids || !w || !j) {
+		rc = send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
+		goto free_all;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct rvd_capture_rec *r = &d->spool.recs[i];
+
+		if (!r->file[0])
+			continue;
+		items[k].item_id = r->file;
+		if (r->state == RVD_SPOOL_CAPTURED || r->state == RVD_SPOOL_PENDING ||
+		    r->state == RVD_SPOOL_UPLOADING)
+			items[k].action = from == REARVIEW__CONSENT_LEVEL__CONSENT_FULL
+						  ? RVP_ACT_UPLOAD_FULL
+						  : RVP_ACT_UPLOAD_SUMMARY;
+		else
+			items[k].action = RVP_ACT_CAPTURE;
+		ids[k++] = r->id;
+	}
+	npurge = rvp_consent_purge((rvp_consent)level, items, k, idx);
+	for (size_t i = 0; i < npurge; i++) {
+		uint64_t id = ids[idx[i]];
+
+		if (rvd_spool_purge(&d->spool, id, "consent_purged", purge_done_cb, d) < 0) {
+			note_error(d, "spool: purging capture %" PRIu64 ": out of memory", id);
+			continue;
+		}
+		rvd_info("capture %" PRIu64 " purged: consent lowered", id);
+		ids[w->npurged++] = id;
+	}
+	w->purged = ids;
+	w->level = level;
+	ids = NULL;
+	j->consent = level;
+	rc = admin_async(d, c, resp, j, w, consent_purged_cb);
+	j = NULL;
+	w = NULL;
+free_all:
+	rvd_enforce_job_free(j);
+	admin_wait_free(w);
+	free(ids);
+	free(idx);
+	free(items);
+	return rc;
+}
+
 static int admin_consent(struct rvd_daemon *d, struct rvd_conn *c, Rearview__AdminResponse *resp,
 			 int level)
 {
 	Rearview__ConsentChange cc = REARVIEW__CONSENT_CHANGE__INIT;
+	int from = d->consent;
 	char buf[8];
 	int n;
 
@@ -770,11 +1065,72 @@ static int admin_consent(struct rvd_daemon *d, struct rvd_conn *c, Rearview__Adm
 			note_error(d, "saving consent: out of memory");
 		rvd_info("consent set to %d", level);
 		replan(d);
+		if (level < from)
+			return consent_lowered(d, c, resp, from, level);
 	}
 	cc.level = (Rearview__ConsentLevel)d->consent;
 	resp->resp_case = REARVIEW__ADMIN_RESPONSE__RESP_CONSENT;
 	resp->consent = &cc;
 	return admin_reply(c, resp);
+}
+
+/* GET answers the SignedPolicy bytes; APPLY answers ok or the verification error. */
+static void policy_answer_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_enforce_job *j = data;
+	struct admin_wait *w = j->data;
+	struct rvd_daemon *d = w->d;
+	struct rvd_conn *c = conn_by_id(d, w->conn_id);
+	Rearview__AdminResponse resp = REARVIEW__ADMIN_RESPONSE__INIT;
+	char msg[128];
+
+	if (status < 0)
+		j->status = status;
+	rvd_enforce_done(j);
+	apply_thresholds(d);
+	if (j->op == RVD_ENF_APPLY && j->verify == 0)
+		rvd_info("policy version %" PRIu64 " applied", d->enf.policy_version);
+	else if (j->op == RVD_ENF_APPLY)
+		rvd_warn("pushed policy refused: %s", rvd_enforce_verify_name(j->verify));
+	if (c) {
+		resp.request_id = w->request_id;
+		if (j->status < 0) {
+			send_error(c, REARVIEW__ERROR__CODE__INTERNAL, strerror(-j->status));
+		} else if (j->op == RVD_ENF_GET) {
+			resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_POLICY;
+			resp.policy.data = j->out;
+			resp.policy.len = j->out_len;
+			admin_reply(c, &resp);
+		} else if (j->verify != 0) {
+			snprintf(msg, sizeof(msg), "policy refused: %s",
+				 rvd_enforce_verify_name(j->verify));
+			send_error(c, REARVIEW__ERROR__CODE__UNSPECIFIED, msg);
+		} else {
+			resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_OK;
+			resp.ok = true;
+			admin_reply(c, &resp);
+		}
+	}
+	admin_wait_free(w);
+	rvd_enforce_job_free(j);
+}
+
+static int admin_push_policy(struct rvd_daemon *d, struct rvd_conn *c,
+			     Rearview__AdminResponse *resp, const ProtobufCBinaryData *doc)
+{
+	struct rvd_enforce_job *j = rvd_enforce_job_new(&d->enf, RVD_ENF_APPLY);
+
+	if (j && doc->len) {
+		j->doc = malloc(doc->len);
+		if (!j->doc) {
+			rvd_enforce_job_free(j);
+			j = NULL;
+		} else {
+			memcpy(j->doc, doc->data, doc->len);
+			j->len = doc->len;
+		}
+	}
+	return admin_async(d, c, resp, j, admin_wait_new(d, c, resp), policy_answer_cb);
 }
 
 static int on_admin_frame(struct rvd_conn *c, const uint8_t *payload, uint32_t len)
@@ -848,8 +1204,15 @@ static int on_admin_frame(struct rvd_conn *c, const uint8_t *payload, uint32_t l
 		resp.ok = true;
 		rc = admin_reply(c, &resp);
 		break;
+	case REARVIEW__ADMIN_REQUEST__REQ_GET_POLICY:
+		rc = admin_async(d, c, &resp, rvd_enforce_job_new(&d->enf, RVD_ENF_GET),
+				 admin_wait_new(d, c, &resp), policy_answer_cb);
+		break;
+	case REARVIEW__ADMIN_REQUEST__REQ_PUSH_POLICY:
+		rc = admin_push_policy(d, c, &resp, &q->push_policy);
+		break;
 	default:
-		/* export, policy get/push: the policy and analysis libraries plug in here. */
+		/* export: the analysis library plugs in here. */
 		rc = send_error(c, REARVIEW__ERROR__CODE__UNSPECIFIED,
 				"not supported by this build of rearviewd");
 		break;
@@ -1084,8 +1447,30 @@ static void spool_open_cb(struct rvd_spool *sp, int status, uint64_t id, void *d
 	for (size_t i = 0; i < sp->nrecs; i++)
 		if (sp->recs[i].state == RVD_SPOOL_CAPTURED)
 			gate_stored(d, sp->recs[i].id);
+}
+
+/* Runs after the spool opened (job order): then the daemon is ready. */
+static void enforce_open_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_enforce_job *j = data;
+	struct rvd_daemon *d = sp->loop->data;
+
+	rvd_enforce_done(j);
+	if (status < 0 || j->status < 0) {
+		rvd_err("policy: cannot open the store or the ledger: %s",
+			strerror(-(status < 0 ? status : j->status)));
+		rvd_enforce_job_free(j);
+		d->exit_status = 1;
+		rvd_daemon_stop(d);
+		return;
+	}
+	rvd_enforce_job_free(j);
+	apply_thresholds(d);
+	if (d->stopping || !sp->open)
+		return;
 	d->ready = true;
-	rvd_info("ready: %zu captures in the spool", sp->nrecs);
+	rvd_info("ready: %zu captures in the spool, policy version %" PRIu64 ", quota left %u",
+		 sp->nrecs, d->enf.policy_version, d->enf.quota_left);
 	notify("READY=1");
 }
 
@@ -1124,6 +1509,8 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	d->loop = loop;
 	loop->data = d;
 	d->cfg = *cfg;
+	d->cfg_file = *cfg;
+	rvd_enforce_init(&d->enf, cfg->state_dir, cfg->policy_key);
 	for (int i = 0; i < 3; i++)
 		d->listen_fd[i] = -1;
 	rvd_registry_init(&d->reg);
@@ -1155,7 +1542,9 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 		uv_poll_start(&d->listen_poll[i], UV_READABLE, accept_cb);
 	}
 	d->listening = true;
-	if ((rc = rvd_spool_open(&d->spool, spool_open_cb, d)) < 0)
+	if ((rc = rvd_spool_open(&d->spool, spool_open_cb, d)) < 0 ||
+	    (rc = enforce_submit(d, rvd_enforce_job_new(&d->enf, RVD_ENF_OPEN), enforce_open_cb)) <
+		    0)
 		goto fail;
 	if (cfg->thermal_poll_ms)
 		uv_timer_start(&d->thermal_timer, thermal_timer_cb, cfg->thermal_poll_ms,
@@ -1199,6 +1588,8 @@ void rvd_daemon_stop(struct rvd_daemon *d)
 		pending_drop(d, d->pending);
 	for (struct rvd_conn *c = d->conns; c; c = c->next)
 		rvd_conn_close(c, NULL);
+	if (enforce_submit(d, rvd_enforce_job_new(&d->enf, RVD_ENF_CLOSE), NULL) < 0)
+		rvd_err("policy: cannot close the ledger: out of memory");
 	/* The close job runs after every queued spool job: nothing acknowledged is cut short. */
 	if (rvd_spool_close(&d->spool, spool_closed_cb, d) < 0)
 		spool_closed_cb(&d->spool, 0, 0, d);

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "conn.h"
 #include "detect.h"
+#include "enforce.h"
 #include "registry.h"
 #include "spool.h"
 
@@ -41,6 +42,8 @@ struct rvd_pending_capture;
 struct rvd_daemon {
 	uv_loop_t *loop; /* borrowed */
 	struct rvd_config cfg;
+	struct rvd_config cfg_file; /* as configured; the policy's thresholds override cfg */
+	struct rvd_enforce enf;
 	struct rvd_seams seams;
 	int listen_fd[3];
 	uv_poll_t listen_poll[3];

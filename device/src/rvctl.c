@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
+
+#include "rearview/policy.pb-c.h"
 #include <unistd.h>
 
 #include "rearview/admin.pb-c.h"
@@ -35,6 +37,8 @@ static void usage(void)
 	      "  status                       processes, tracing, consent, spool\n"
 	      "  captures                     every capture with its state\n"
 	      "  show ID                      one capture\n"
+	      "  policy                       the policy being enforced\n"
+	      "  push-policy FILE             apply a signed policy document\n"
 	      "  capture PID                  capture PID's traced thread now\n"
 	      "  foreground PID               PID is now the foreground app\n"
 	      "  event frame PID TID DURATION_MS\n"
@@ -176,11 +180,12 @@ static void print_status(const Rearview__Status *s)
 {
 	if (json) {
 		printf("{\"consent\":\"%s\",\"buffer_bytes\":%" PRIu64
-		       ",\"pending_uploads\":%u,\"quota_left\":%u,"
+		       ",\"pending_uploads\":%u,\"quota_left\":%u,\"policy_version\":%" PRIu64 ","
 		       "\"last_freeze_latency_ns\":%" PRIu64 ",\"anomalies\":%" PRIu64
 		       ",\"anomalies_not_captured\":%" PRIu64 ",\"processes\":[",
 		       consent_name(s->consent), s->buffer_bytes, s->pending_uploads, s->quota_left,
-		       s->last_freeze_latency_ns, s->anomalies, s->anomalies_not_captured);
+		       s->policy_version, s->last_freeze_latency_ns, s->anomalies,
+		       s->anomalies_not_captured);
 		for (size_t i = 0; i < s->n_processes; i++) {
 			const Rearview__ProcessStatus *p = s->processes[i];
 
@@ -202,6 +207,8 @@ static void print_status(const Rearview__Status *s)
 	printf("consent:            %s\n", consent_name(s->consent));
 	printf("buffer memory:      %" PRIu64 " bytes\n", s->buffer_bytes);
 	printf("pending uploads:    %u\n", s->pending_uploads);
+	printf("quota left:         %u (this week)\n", s->quota_left);
+	printf("policy version:     %" PRIu64 "\n", s->policy_version);
 	printf("last freeze latency: %" PRIu64 " us\n", s->last_freeze_latency_ns / 1000);
 	printf("anomalies:          %" PRIu64 " (%" PRIu64 " not captured)\n", s->anomalies,
 	       s->anomalies_not_captured);
@@ -218,6 +225,88 @@ static void print_status(const Rearview__Status *s)
 	}
 	for (size_t i = 0; i < s->n_last_errors; i++)
 		printf("error: %s\n", s->last_errors[i]);
+}
+
+/* The answer to `policy`: a SignedPolicy (unsigned for the built-in default). */
+static int print_policy(const ProtobufCBinaryData *doc)
+{
+	Rearview__SignedPolicy *sp = rearview__signed_policy__unpack(NULL, doc->len, doc->data);
+	Rearview__PolicyBody *b = NULL;
+	const Rearview__DetectorThresholds *t;
+	static const Rearview__DetectorThresholds none = REARVIEW__DETECTOR_THRESHOLDS__INIT;
+
+	if (sp)
+		b = rearview__policy_body__unpack(NULL, sp->body.len, sp->body.data);
+	if (!b) {
+		fprintf(stderr, "rvctl: the daemon sent an undecodable policy\n");
+		rearview__signed_policy__free_unpacked(sp, NULL);
+		return EXIT_ERR;
+	}
+	t = b->thresholds ? b->thresholds : &none;
+	if (json) {
+		printf("{\"version\":%" PRIu64 ",\"signed\":%s,\"key_id\":", b->version,
+		       sp->signature.len ? "true" : "false");
+		json_str(sp->key_id);
+		printf(",\"issued_at_s\":%" PRIu64 ",\"expires_at_s\":%" PRIu64
+		       ",\"weekly_quota\":%u,\"selection\":%d,\"unmetered_only\":%s,"
+		       "\"debounce_captures\":%u,\"debounce_window_s\":%u,"
+		       "\"max_upload_bytes\":%" PRIu64 ",\"jank_frames\":%u,"
+		       "\"frame_budget_us\":%u,\"touch_latency_ms\":%u,\"thermal_trip_mc\":%d,"
+		       "\"campaigns\":%zu}\n",
+		       b->issued_at_s, b->expires_at_s, b->weekly_quota, (int)b->selection,
+		       b->unmetered_only ? "true" : "false", b->debounce_captures,
+		       b->debounce_window_s, b->max_upload_bytes, t->jank_frames,
+		       t->frame_budget_us, t->touch_latency_ms, t->thermal_trip_mc, b->n_campaigns);
+	} else {
+		printf("version:            %" PRIu64 "%s\n", b->version,
+		       sp->signature.len ? "" : " (built-in default)");
+		if (sp->signature.len)
+			printf("signed by key:      %s\n", sp->key_id);
+		printf("expires:            %" PRIu64 "%s\n", b->expires_at_s,
+		       b->expires_at_s ? " (unix s)" : " (never)");
+		printf("weekly quota:       %u (0 = default)\n", b->weekly_quota);
+		printf("debounce:           %u captures / %u s (0 = default)\n",
+		       b->debounce_captures, b->debounce_window_s);
+		printf("unmetered only:     %s\n", b->unmetered_only ? "yes" : "no");
+		printf("jank:               %u frames over %u us\n", t->jank_frames,
+		       t->frame_budget_us);
+		printf("touch latency:      %u ms\n", t->touch_latency_ms);
+		printf("thermal trip:       %d mC\n", t->thermal_trip_mc);
+		printf("campaigns:          %zu\n", b->n_campaigns);
+		for (size_t i = 0; i < b->n_campaigns; i++)
+			printf("  %s priority %u\n", b->campaigns[i]->id,
+			       b->campaigns[i]->priority);
+	}
+	rearview__policy_body__free_unpacked(b, NULL);
+	rearview__signed_policy__free_unpacked(sp, NULL);
+	return 0;
+}
+
+/* Reads a policy document of at most 256 KiB (the daemon refuses more). */
+static int read_doc(const char *path, ProtobufCBinaryData *out)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 256 * 1024 + 1;
+
+	if (!f) {
+		fprintf(stderr, "rvctl: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	out->data = malloc(cap);
+	if (!out->data) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	out->len = fread(out->data, 1, cap, f);
+	if (ferror(f) || out->len == cap) {
+		fprintf(stderr, "rvctl: %s: unreadable or larger than 256 KiB\n", path);
+		fclose(f);
+		free(out->data);
+		out->data = NULL;
+		return -EFBIG;
+	}
+	fclose(f);
+	return 0;
 }
 
 static void print_capture(const Rearview__CaptureInfo *c, int one)
@@ -401,8 +490,34 @@ int main(int argc, char **argv)
 			return rc;
 		if (r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_STATUS)
 			printf("%s\n", consent_name(r->status->consent));
-		else if (r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_CONSENT)
+		else if (r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_CONSENT) {
 			printf("consent: %s\n", consent_name(r->consent->level));
+			if (r->consent->n_purged) {
+				printf("purged:");
+				for (size_t i = 0; i < r->consent->n_purged; i++)
+					printf(" %" PRIu64, r->consent->purged[i]);
+				putchar('\n');
+			}
+		}
+	} else if (!strcmp(cmd, "policy") && nargs == 0) {
+		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_GET_POLICY;
+		q.get_policy = true;
+		if ((rc = transact(&q, &r)) != 0)
+			return rc;
+		if (r->resp_case != REARVIEW__ADMIN_RESPONSE__RESP_POLICY)
+			goto unexpected;
+		rc = print_policy(&r->policy);
+		rearview__admin_response__free_unpacked(r, NULL);
+		return rc;
+	} else if (!strcmp(cmd, "push-policy") && nargs == 1) {
+		if (read_doc(args[0], &q.push_policy) < 0)
+			return EXIT_USAGE;
+		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_PUSH_POLICY;
+		rc = transact(&q, &r);
+		free(q.push_policy.data);
+		if (rc != 0)
+			return rc;
+		printf("policy applied\n");
 	} else if (!strcmp(cmd, "status") && nargs == 0) {
 		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_GET_STATUS;
 		q.get_status = true;

@@ -26,7 +26,7 @@
 
 #include "log.h"
 
-enum job_type { JOB_OPEN, JOB_STORE, JOB_STATE, JOB_SETTING, JOB_CLOSE };
+enum job_type { JOB_OPEN, JOB_STORE, JOB_STATE, JOB_SETTING, JOB_CLOSE, JOB_PURGE, JOB_RUN };
 
 struct rvd_spool_job {
 	uv_work_t req;
@@ -45,6 +45,9 @@ struct rvd_spool_job {
 	char name[64];
 	void *value;
 	size_t len;
+	/* JOB_RUN */
+	void (*fn)(void *arg);
+	void *arg;
 	/* JOB_OPEN: rows loaded from the index */
 	struct rvd_capture_rec *loaded;
 	size_t nloaded;
@@ -313,12 +316,18 @@ static void work_store(struct rvd_spool_job *job)
 	static const char sql[] =
 		"INSERT INTO captures(state,reason,kind,severity,pid,tid,anomaly_ns,attribution,"
 		"name,detail,app_id,size,freeze_latency_ns,file) "
-		"VALUES(?,'',?,?,?,?,?,?,?,?,?,?,?,?)";
+		"VALUES(?1,?14,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
 	uint8_t rnd[8], buf[65536];
 	sqlite3_stmt *st = NULL;
 	uint64_t off = 0;
-	int dfd, out, rc;
+	int dfd = -1, out, rc;
 
+	/* A capture-less row: an anomaly the policy refused, kept with its reason. */
+	if (job->fd < 0) {
+		r->file[0] = '\0';
+		job->size = 0;
+		goto insert_row;
+	}
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
 		job->status = -EIO;
 		return;
@@ -363,9 +372,12 @@ static void work_store(struct rvd_spool_job *job)
 		unlinkat(dfd, r->file, 0);
 		goto close_dir;
 	}
+	r->state = RVD_SPOOL_CAPTURED;
+	r->reason[0] = '\0';
+insert_row:
 	rc = sqlite3_prepare_v2(sp->db, sql, -1, &st, NULL);
 	if (rc == SQLITE_OK) {
-		sqlite3_bind_int(st, 1, RVD_SPOOL_CAPTURED);
+		sqlite3_bind_int(st, 1, r->state);
 		sqlite3_bind_int(st, 2, r->anomaly.kind);
 		sqlite3_bind_int(st, 3, (int)r->anomaly.severity);
 		sqlite3_bind_int(st, 4, r->anomaly.pid);
@@ -378,6 +390,7 @@ static void work_store(struct rvd_spool_job *job)
 		sqlite3_bind_int64(st, 11, (sqlite3_int64)job->size);
 		sqlite3_bind_int64(st, 12, (sqlite3_int64)r->freeze_latency_ns);
 		sqlite3_bind_text(st, 13, r->file, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 14, r->reason, -1, SQLITE_STATIC);
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
@@ -385,11 +398,11 @@ static void work_store(struct rvd_spool_job *job)
 		rvd_err("spool: insert: %s", sqlite3_errmsg(sp->db));
 		rc = map_sqlite(rc);
 		/* No row: the file is an orphan; remove it now rather than at open. */
-		unlinkat(dfd, r->file, 0);
+		if (dfd >= 0)
+			unlinkat(dfd, r->file, 0);
 		goto close_dir;
 	}
 	r->id = (uint64_t)sqlite3_last_insert_rowid(sp->db);
-	r->state = RVD_SPOOL_CAPTURED;
 	r->size = job->size;
 	rc = 0;
 	goto close_dir;
@@ -397,8 +410,38 @@ unlink_tmp:
 	close(out);
 	unlinkat(dfd, tmp, 0);
 close_dir:
-	close(dfd);
+	if (dfd >= 0)
+		close(dfd);
 	job->status = rc;
+}
+
+/* Purge: the row becomes skipped(reason) without a file, then the file is
+ * removed (a crash in between leaves an unindexed file, removed at open). */
+static void work_purge(struct rvd_spool_job *job)
+{
+	sqlite3_stmt *st = NULL;
+	char path[400];
+	int rc = sqlite3_prepare_v2(job->sp->db,
+				    "UPDATE captures SET state=?, reason=?, file='' WHERE id=?", -1,
+				    &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int(st, 1, job->rec.state);
+		sqlite3_bind_text(st, 2, job->rec.reason, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)job->rec.id);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	job->status = rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+	if (job->status < 0 || !job->rec.file[0])
+		return;
+	snprintf(path, sizeof(path), "%s/captures/%s", job->sp->dir, job->rec.file);
+	if (unlink(path) < 0 && errno != ENOENT) {
+		job->status = -errno;
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/captures", job->sp->dir);
+	job->status = fsync_dir(path);
 }
 
 static void work_state(struct rvd_spool_job *job)
@@ -447,7 +490,8 @@ static void work_cb(uv_work_t *req)
 {
 	struct rvd_spool_job *job = req->data;
 
-	if (job->type != JOB_OPEN && job->type != JOB_SETTING && !job->sp->db) {
+	if (job->type != JOB_OPEN && job->type != JOB_SETTING && job->type != JOB_RUN &&
+	    !job->sp->db) {
 		job->status = -EBADF;
 		return;
 	}
@@ -463,6 +507,12 @@ static void work_cb(uv_work_t *req)
 		break;
 	case JOB_SETTING:
 		work_setting(job);
+		break;
+	case JOB_PURGE:
+		work_purge(job);
+		break;
+	case JOB_RUN:
+		job->fn(job->arg);
 		break;
 	case JOB_CLOSE:
 		sqlite3_close(job->sp->db);
@@ -524,17 +574,21 @@ static void after_work_cb(uv_work_t *req, int status)
 					(unsigned long long)id);
 			break;
 		case JOB_STATE:
+		case JOB_PURGE:
 			id = job->rec.id;
 			r = mirror_find(sp, id);
 			if (r) {
 				r->state = job->rec.state;
 				memcpy(r->reason, job->rec.reason, sizeof(r->reason));
+				if (job->type == JOB_PURGE)
+					r->file[0] = '\0';
 			}
 			break;
 		case JOB_CLOSE:
 			sp->open = false;
 			break;
 		case JOB_SETTING:
+		case JOB_RUN:
 			break;
 		}
 	}
@@ -684,4 +738,34 @@ unsigned rvd_spool_count(const struct rvd_spool *sp, int state)
 	for (size_t i = 0; i < sp->nrecs; i++)
 		n += sp->recs[i].state == state;
 	return n;
+}
+
+int rvd_spool_purge(struct rvd_spool *sp, uint64_t id, const char *reason, rvd_spool_cb cb,
+		    void *data)
+{
+	const struct rvd_capture_rec *r = mirror_find(sp, id);
+	struct rvd_spool_job *job;
+
+	if (!r)
+		return -ENOENT;
+	job = job_new(JOB_PURGE, cb, data);
+	if (!job)
+		return -ENOMEM;
+	job->rec = *r;
+	job->from_state = r->state;
+	job->rec.state = RVD_SPOOL_SKIPPED;
+	snprintf(job->rec.reason, sizeof(job->rec.reason), "%s", reason ? reason : "purged");
+	return submit(sp, job);
+}
+
+int rvd_spool_run(struct rvd_spool *sp, void (*fn)(void *arg), void *arg, rvd_spool_cb cb,
+		  void *data)
+{
+	struct rvd_spool_job *job = job_new(JOB_RUN, cb, data);
+
+	if (!job)
+		return -ENOMEM;
+	job->fn = fn;
+	job->arg = arg;
+	return submit(sp, job);
 }

@@ -76,7 +76,9 @@ int rvd_spool_open(struct rvd_spool *sp, rvd_spool_cb cb, void *data);
 
 /*
  * Stores the sealed capture `fd` (taken: closed by the spool) of `size`
- * bytes described by `meta` (id, state, file ignored).  cb(status, id):
+ * bytes described by `meta` (id, state, file ignored).  With fd < 0 a
+ * capture-less row is stored in meta's state and reason instead (an anomaly
+ * refused by the policy: skipped(reason)).  cb(status, id):
  * status 0 means durable.  Returns 0 or -ENOMEM (fd closed either way).
  */
 int rvd_spool_store(struct rvd_spool *sp, int fd, uint64_t size, const struct rvd_capture_rec *meta,
@@ -86,6 +88,18 @@ int rvd_spool_store(struct rvd_spool *sp, int fd, uint64_t size, const struct rv
  * -ENOENT unknown id, -EINVAL transition not allowed. */
 int rvd_spool_set_state(struct rvd_spool *sp, uint64_t id, int state, const char *reason,
 			rvd_spool_cb cb, void *data);
+
+/* Purges capture `id` in any state: its row becomes skipped(reason) and
+ * its file is removed (fsync'd).  -ENOENT unknown id. */
+int rvd_spool_purge(struct rvd_spool *sp, uint64_t id, const char *reason, rvd_spool_cb cb,
+		    void *data);
+
+/* Runs fn(arg) on the work queue in the spool's job order (after every job
+ * queued before it), then cb(0) on the loop thread.  Everything else that
+ * must not run on the loop and must not race the spool (the policy ledger
+ * and store) goes through here.  -ENOMEM. */
+int rvd_spool_run(struct rvd_spool *sp, void (*fn)(void *arg), void *arg, rvd_spool_cb cb,
+		  void *data);
 
 /* Atomically replaces <dir>/<name> with `len` bytes of `value` (tmp, fsync,
  * rename, fsync dir).  For small settings such as the consent level. */
