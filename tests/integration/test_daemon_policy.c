@@ -173,6 +173,41 @@ static void test_daemon_policy_consent_lowered_purges_pending(void **state)
 	rvh_teardown(&h);
 }
 
+/* Consent off forbids even keeping captures: a local-only one is removed. */
+static void test_daemon_policy_consent_off_purges_local_capture(void **state)
+{
+	struct rvh h;
+	Rearview__AdminRequest q = REARVIEW__ADMIN_REQUEST__INIT;
+	Rearview__AdminResponse *r;
+	uint64_t id;
+	pid_t a;
+
+	(void)state;
+	assert_int_equal(rvh_setup(&h, "[capture]\nconsent_default = local\n"), 0);
+	a = rvh_helper(&h, NULL);
+	assert_true(rvh_wait_registered(&h, a, true));
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "event jank %d %d", (int)a, (int)a), 0);
+	r = wait_settled(&h, 1);
+	assert_int_equal(r->captures->n_captures, 1);
+	id = r->captures->captures[0]->id;
+	rearview__admin_response__free_unpacked(r, NULL);
+	assert_int_equal(count_files(&h), 1);
+
+	q.req_case = REARVIEW__ADMIN_REQUEST__REQ_SET_CONSENT;
+	q.set_consent = REARVIEW__CONSENT_LEVEL__CONSENT_OFF;
+	assert_int_equal(rvh_admin(&h, &q, &r), 0);
+	assert_int_equal(r->resp_case, REARVIEW__ADMIN_RESPONSE__RESP_CONSENT);
+	assert_int_equal(r->consent->n_purged, 1);
+	assert_int_equal(r->consent->purged[0], id);
+	rearview__admin_response__free_unpacked(r, NULL);
+	assert_int_equal(count_files(&h), 0);
+	r = rvh_captures(&h);
+	assert_string_equal(r->captures->captures[0]->reason, "consent_purged");
+	rearview__admin_response__free_unpacked(r, NULL);
+
+	rvh_teardown(&h);
+}
+
 /* Writes `len` bytes to dir/name; returns the path in path. */
 static void write_file(const char *dir, const char *name, const void *data, size_t len, char *path,
 		       size_t cap)
@@ -284,6 +319,7 @@ int main(void)
 		cmocka_unit_test(test_daemon_policy_fourth_anomaly_quota_exhausted_skipped),
 		cmocka_unit_test(test_daemon_policy_consent_off_nothing_decided),
 		cmocka_unit_test(test_daemon_policy_consent_lowered_purges_pending),
+		cmocka_unit_test(test_daemon_policy_consent_off_purges_local_capture),
 		cmocka_unit_test(test_daemon_policy_pushed_policy_changes_jank_threshold),
 	};
 
