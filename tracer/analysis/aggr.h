@@ -39,4 +39,8 @@ int rva_tree_init(rva_tree *tr);
 /* The child of parent for method, created when absent.  0, -ENOMEM, -E2BIG. */
 int rva_tree_child(rva_tree *tr, rva_tmap *m, uint32_t parent, uint32_t method, uint32_t *out);
 
+/* Appends a new child of `parent` for `method` to tr (linked first among its
+ * siblings) without any lookup; *out gets its index.  0, -E2BIG or -ENOMEM. */
+int rva_tree_new_node(rva_tree *tr, uint32_t parent, uint32_t method, uint32_t *out);
+
 #endif

@@ -306,6 +306,18 @@ int rva_tree_child(rva_tree *tr, rva_tmap *m, uint32_t parent, uint32_t method, 
 		}
 		h = (h + 1) & (m->cap - 1);
 	}
+	uint32_t id;
+	int rc = rva_tree_new_node(tr, parent, method, &id);
+	if (rc < 0)
+		return rc;
+	m->slot[h].key = key;
+	m->slot[h].node = id + 1;
+	*out = id;
+	return 0;
+}
+
+int rva_tree_new_node(rva_tree *tr, uint32_t parent, uint32_t method, uint32_t *out)
+{
 	if (tr->n >= UINT32_MAX - 1)
 		return -E2BIG;
 	if (tr->n == tr->cap) {
@@ -323,8 +335,6 @@ int rva_tree_child(rva_tree *tr, rva_tmap *m, uint32_t parent, uint32_t method, 
 	nd->parent = parent;
 	nd->next_sibling = tr->nodes[parent].first_child;
 	tr->nodes[parent].first_child = id;
-	m->slot[h].key = key;
-	m->slot[h].node = id + 1;
 	*out = id;
 	return 0;
 }

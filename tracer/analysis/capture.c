@@ -177,31 +177,6 @@ static int agg_map_put(agg *a, uint64_t key, uint32_t node)
 	return 0;
 }
 
-/* A new child of parent in the public tree (as rva_tree_child links it). */
-static int agg_new_node(agg *a, uint32_t parent, uint32_t method, uint32_t *out)
-{
-	rva_tree *tr = &a->tree;
-	if (tr->n >= UINT32_MAX - 1)
-		return -E2BIG;
-	if (tr->n == tr->cap) {
-		size_t cap = tr->cap * 2;
-		rva_tnode *v = realloc(tr->nodes, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		tr->nodes = v;
-		tr->cap = cap;
-	}
-	uint32_t id = (uint32_t)tr->n++;
-	rva_tnode *nd = &tr->nodes[id];
-	memset(nd, 0, sizeof(*nd));
-	nd->method = method;
-	nd->parent = parent;
-	nd->next_sibling = tr->nodes[parent].first_child;
-	tr->nodes[parent].first_child = id;
-	*out = id;
-	return 0;
-}
-
 /* The child of parent for method after a memo miss, created when absent. */
 static int agg_find_child(agg *a, uint32_t parent, uint32_t method, uint32_t *out)
 {
@@ -213,11 +188,11 @@ static int agg_find_child(agg *a, uint32_t parent, uint32_t method, uint32_t *ou
 			*out = sl->node - 1;
 			return 0;
 		}
-		if ((rc = agg_new_node(a, parent, method, out)) < 0)
+		if ((rc = rva_tree_new_node(&a->tree, parent, method, out)) < 0)
 			return rc;
 		return agg_map_put(a, key, *out);
 	}
-	if ((rc = agg_new_node(a, parent, method, out)) < 0)
+	if ((rc = rva_tree_new_node(&a->tree, parent, method, out)) < 0)
 		return rc;
 	if (a->memo[parent].method[MEMO_WAYS - 1] != UINT32_MAX) {
 		/* The memo is full: from now on this parent's children live in
