@@ -22,17 +22,17 @@ $(eval $(call rv_test,proto,messages,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 # chain_app is instrumented in call mode and in inline mode; its second
 # module libchainmod.so is instrumented in call mode.
 ITEST := $(TBIN)/integration
+CHAIN_call_FLAGS   :=
+CHAIN_inline_FLAGS := -include tracer/include/rearview/trace-inline.h
+.SECONDARY: $(OBJ)/tests/integration/chain_app_call.o $(OBJ)/tests/integration/chain_app_inline.o
 $(OBJ)/tests/integration/chain_%.o: CFLAGS += -O1 -finstrument-functions
-$(OBJ)/tests/integration/chain_app_inline.o: tests/integration/chain_app.c $(FLAGS_STAMP)
+$(OBJ)/tests/integration/chain_app_%.o: tests/integration/chain_app.c $(FLAGS_STAMP) | $(PROTO_H)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -O1 -finstrument-functions \
-	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
-$(ITEST)/libchainmod.so: $(OBJ)/tests/integration/chain_mod.o
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(CHAIN_$*_FLAGS) -c -o $@ $<
+$(ITEST)/libchainmod.so: $(OBJ)/tests/integration/chain_mod.o $(LIBRVTRACE_SO)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -shared -o $@ $^ -L$(LIB) -lrvtrace
-$(ITEST)/chain_app_call: $(OBJ)/tests/integration/chain_app.o $(ITEST)/libchainmod.so $(LIBRVTRACE_SO)
-	$(CC) $(LDFLAGS) -o $@ $< -L$(ITEST) -lchainmod -L$(LIB) -lrvtrace
-$(ITEST)/chain_app_inline: $(OBJ)/tests/integration/chain_app_inline.o $(ITEST)/libchainmod.so $(LIBRVTRACE_SO)
+	$(CC) $(LDFLAGS) -shared -o $@ $< -L$(LIB) -lrvtrace
+$(ITEST)/chain_app_%: $(OBJ)/tests/integration/chain_app_%.o $(ITEST)/libchainmod.so $(LIBRVTRACE_SO)
 	$(CC) $(LDFLAGS) -o $@ $< -L$(ITEST) -lchainmod -L$(LIB) -lrvtrace
 
 $(OBJ)/tests/integration/test_capture_chain.o: CPPFLAGS += -Itracer/include \
