@@ -152,17 +152,45 @@ lint:
 	@sh tests/lint.sh $(LINT_SRC)
 
 RV_VERSION := 0.1.0
-install: $(BINS) $(LIBS)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
-	  $(DESTDIR)$(PREFIX)/include/rearview $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-	  $(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(RV_VERSION)|' deploy/rearview-trace.pc.in \
-	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rearview-trace.pc
-	install -m 0644 deploy/rearview.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/rearview.conf
-	install -m 0644 deploy/rearview.tmpfiles $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/rearview.conf
-	$(if $(BINS),install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin)
-	$(if $(LIBS),install -m 0644 $(LIBS) $(DESTDIR)$(PREFIX)/lib)
-	$(if $(INSTALL_HDR),install -m 0644 $(INSTALL_HDR) $(DESTDIR)$(PREFIX)/include/rearview)
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+DOCDIR     ?= $(PREFIX)/share/doc/rearview
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+RV_SUBST    = sed -e 's|@PREFIX@|$(2)|g' -e 's|@VERSION@|$(RV_VERSION)|g' \
+	        -e 's|@BINDIR@|$(2)/bin|g' -e 's|@SYSCONFDIR@|$(3)|g' \
+	        -e 's|@DOCDIR@|$(2)/share/doc/rearview|g'
+RV_DOCS    := README.md tracer/FORMAT.md tracer/RVTRACE.md device/README.md \
+	      server/README.md server/API.md server/SCHEMA.md policy/README.md \
+	      proto/README.md
+
+# $(call rv_install,DESTDIR,PREFIX,SYSCONFDIR): binaries, libraries, headers,
+# pkg-config file, systemd units, sysusers/tmpfiles snippets, the example
+# configs (also as the default /etc/rearview/rearviewd.conf: every line in it
+# is a commented default) and the components' docs.
+define rv_install
+	install -d $(1)$(2)/bin $(1)$(2)/lib $(1)$(2)/include/rearview $(1)$(2)/lib/pkgconfig \
+	  $(1)$(2)/lib/sysusers.d $(1)$(2)/lib/tmpfiles.d $(1)$(2)/lib/systemd/system \
+	  $(1)$(3)/rearview $(1)$(2)/share/doc/rearview/examples
+	$(call RV_SUBST,,$(2),$(3)) deploy/rearview-trace.pc.in > $(1)$(2)/lib/pkgconfig/rearview-trace.pc
+	for u in rearviewd rearview-server; do \
+	  $(call RV_SUBST,,$(2),$(3)) deploy/$$u.service.in > $(1)$(2)/lib/systemd/system/$$u.service; \
+	done
+	install -m 0644 deploy/rearview.sysusers $(1)$(2)/lib/sysusers.d/rearview.conf
+	install -m 0644 deploy/rearview.tmpfiles $(1)$(2)/lib/tmpfiles.d/rearview.conf
+	install -m 0644 deploy/rearviewd.conf.example deploy/rearview-server.conf.example \
+	  $(1)$(2)/share/doc/rearview/examples/
+	test -e $(1)$(3)/rearview/rearviewd.conf || \
+	  install -m 0644 deploy/rearviewd.conf.example $(1)$(3)/rearview/rearviewd.conf
+	for d in $(RV_DOCS); do \
+	  install -D -m 0644 $$d $(1)$(2)/share/doc/rearview/$$d || exit 1; \
+	done
+	$(if $(BINS),install -m 0755 $(BINS) $(1)$(2)/bin)
+	$(if $(LIBS),install -m 0644 $(LIBS) $(1)$(2)/lib)
+	$(if $(INSTALL_HDR),install -m 0644 $(INSTALL_HDR) $(1)$(2)/include/rearview)
+	install -m 0644 $(PROTO_H) $(1)$(2)/include/rearview
+endef
+
+install: $(BINS) $(LIBS) $(PROTO_H)
+	$(call rv_install,$(DESTDIR),$(PREFIX),$(SYSCONFDIR))
 
 .PHONY: all check asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
 

@@ -39,3 +39,22 @@ $(eval $(call rv_test,integration,demo_thermal,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_demo_thermal: | $(BIN)/rearviewd $(BIN)/rvctl $(DEMO_BINS)
 
 .PHONY: demo
+
+# `make install` into build/prefix with PREFIX = that absolute path, so the
+# installed units and pkg-config file name paths that exist here, then
+# tests/deploy/test_install.sh checks them (systemd-analyze verify, a program
+# traced through pkg-config alone, …).
+RV_TEST_PREFIX := $(abspath $(BUILD))/prefix
+$(BUILD)/prefix/.installed: $(BINS) $(LIBS) $(INSTALL_HDR) $(PROTO_H) Makefile deploy/deploy.mk \
+		deploy/rearviewd.service.in deploy/rearview-server.service.in \
+		deploy/rearview-trace.pc.in deploy/rearview.sysusers deploy/rearview.tmpfiles \
+		deploy/rearviewd.conf.example deploy/rearview-server.conf.example
+	rm -rf $(RV_TEST_PREFIX)
+	$(call rv_install,,$(RV_TEST_PREFIX),$(RV_TEST_PREFIX)/etc)
+	touch $@
+# The runner passes no arguments: a two-line wrapper names this flavour's prefix.
+$(TBIN)/deploy/test_install: tests/deploy/test_install.sh $(BUILD)/prefix/.installed
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec sh %s %s\n' '$(CURDIR)/$<' '$(RV_TEST_PREFIX)' > $@
+	chmod +x $@
+TESTS += $(TBIN)/deploy/test_install
