@@ -23,8 +23,9 @@ PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"
 # device/ (rearviewd, rvctl).
 PACKAGES="$PACKAGES libuv1-dev libcurl4-openssl-dev libzstd-dev libinih-dev libsqlite3-dev"
 
-# deploy/ (systemd-analyze verify and systemd-sysusers in the install test).
-PACKAGES="$PACKAGES systemd"
+# deploy/ (systemd-analyze verify and systemd-sysusers in the install test;
+# curl and jq for the demo script).
+PACKAGES="$PACKAGES systemd curl jq"
 
 # server/ (rearview-server).
 PACKAGES="$PACKAGES libhttp-parser-dev libuv1-dev libmbedtls-dev libsqlite3-dev libinih-dev libcurl4-openssl-dev libzstd-dev"
