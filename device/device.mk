@@ -2,12 +2,13 @@
 # Daemon objects are also linked into the unit tests, so everything except
 # main.c lives in one list.
 
-DEVICE_CFLAGS := $(call pc,--cflags,libuv inih sqlite3) $(PROTOBUF_CFLAGS)
-DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3) $(RVPOLICY_LDLIBS) $(PROTOBUF_LIBS)
+DEVICE_CFLAGS := $(call pc,--cflags,libuv inih sqlite3 libcurl libzstd) $(PROTOBUF_CFLAGS)
+DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3 libcurl libzstd) $(RVPOLICY_LDLIBS) \
+                 $(PROTOBUF_LIBS)
 
 DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/registry.c device/src/spool.c device/src/conn.c \
-                   device/src/enforce.c device/src/daemon.c
+                   device/src/enforce.c device/src/daemon.c device/src/upload.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
 $(OBJ)/device/%.o: CPPFLAGS += -Idevice/src -Ipolicy/include $(DEVICE_CFLAGS)
@@ -44,3 +45,7 @@ $(eval $(call rv_test,device,spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROT
 $(OBJ)/tests/integration/test_daemon_policy.o: CPPFLAGS += -Ipolicy/include
 $(eval $(call rv_test,integration,daemon_policy,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
 $(TBIN)/integration/test_daemon_policy: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+# The uploader against a real rearview-server (init, HTTPS on a free port).
+$(eval $(call rv_test,integration,daemon_upload,$(LIBRVPROTO),$(call pc,--libs,libcurl sqlite3) $(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_upload: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-server \
+  $(TBIN)/device/rv_helper_app

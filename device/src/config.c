@@ -42,6 +42,13 @@ void rvd_config_defaults(struct rvd_config *c)
 	c->capture_timeout_ms = 5000;
 	c->capture_max_bytes = 64ull << 20;
 	c->consent_default = REARVIEW__CONSENT_LEVEL__CONSENT_LOCAL;
+	c->backoff_initial_ms = 1000;
+	c->backoff_max_ms = 300000;
+	c->max_in_flight = 1;
+	c->policy_interval_s = 3600;
+	c->upload_timeout_s = 60;
+	c->upload_metered = 0;
+	c->zstd_level = 3;
 }
 
 static int parse_u64(const char *v, uint64_t min, uint64_t max, uint64_t *out)
@@ -211,6 +218,51 @@ int rvd_config_set(struct rvd_config *c, const char *section, const char *key, c
 		if (strlen(v) >= sizeof(c->policy_key))
 			return -EINVAL;
 		snprintf(c->policy_key, sizeof(c->policy_key), "%s", v);
+		return 0;
+	}
+	if (KEY("upload", "server_url")) {
+		/* HTTPS only: the device token and the traces never travel in clear. */
+		if (*v && strncmp(v, "https://", 8) != 0)
+			return -EINVAL;
+		if (strlen(v) >= sizeof(c->server_url))
+			return -EINVAL;
+		snprintf(c->server_url, sizeof(c->server_url), "%s", v);
+		return 0;
+	}
+	if (KEY("upload", "ca_file")) {
+		if (*v == '\0') {
+			c->ca_file[0] = '\0';
+			return 0;
+		}
+		return parse_path(v, c->ca_file, sizeof(c->ca_file));
+	}
+	if (KEY("upload", "enrollment_secret_file"))
+		return parse_path(v, c->enrollment_secret_file, sizeof(c->enrollment_secret_file));
+	if (KEY("upload", "backoff_initial_ms"))
+		return parse_u32(v, 1, 3600000, &c->backoff_initial_ms);
+	if (KEY("upload", "backoff_max_ms"))
+		return parse_u32(v, 1, 86400000, &c->backoff_max_ms);
+	if (KEY("upload", "max_in_flight"))
+		return parse_u32(v, 1, 16, &c->max_in_flight);
+	if (KEY("upload", "policy_interval_s"))
+		return parse_u32(v, 0, 604800, &c->policy_interval_s);
+	if (KEY("upload", "timeout_s"))
+		return parse_u32(v, 1, 3600, &c->upload_timeout_s);
+	if (KEY("upload", "metered")) {
+		if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+			c->upload_metered = 1;
+		else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+			c->upload_metered = 0;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	if (KEY("upload", "zstd_level")) {
+		uint32_t l = 0;
+
+		if (parse_u32(v, 1, 19, &l) < 0)
+			return -EINVAL;
+		c->zstd_level = (int)l;
 		return 0;
 	}
 	if (KEY("capture", "consent_default")) {

@@ -45,6 +45,17 @@ struct rvd_config {
 	int consent_default; /* a ConsentLevel value */
 	/* [policy] */
 	char policy_key[RVD_PATH_MAX]; /* PEM public key; "" = built-in default only */
+	/* [upload] */
+	char server_url[RVD_PATH_MAX]; /* "" disables the uploader */
+	char ca_file[RVD_PATH_MAX];    /* PEM CA the server must chain to; "" = system store */
+	char enrollment_secret_file[RVD_PATH_MAX];
+	uint32_t backoff_initial_ms;
+	uint32_t backoff_max_ms;
+	uint32_t max_in_flight;
+	uint32_t policy_interval_s; /* 0: fetch only on the server's hint */
+	uint32_t upload_timeout_s;
+	int upload_metered; /* the network is metered (policies may forbid uploads then) */
+	int zstd_level;
 };
 
 /* Fills `c` with the built-in defaults. */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "upload.h"
 #include "rearview/admin.pb-c.h"
 #include "rearview/policy.h"
 #include "rearview/control.pb-c.h"
@@ -117,6 +118,11 @@ static void anomaly_to_pb(const struct rvd_anomaly *a, Rearview__Anomaly *pb)
 	/* protobuf-c does not write through these pointers when packing. */
 	pb->detail = (char *)a->detail;
 	pb->name = (char *)a->name;
+}
+
+void rvd_daemon_anomaly_to_pb(const struct rvd_anomaly *a, Rearview__Anomaly *pb)
+{
+	anomaly_to_pb(a, pb);
 }
 
 static int anomaly_from_pb(const Rearview__Anomaly *pb, struct rvd_anomaly *a)
@@ -264,6 +270,16 @@ static void release_reservation(struct rvd_daemon *d, int64_t reservation)
 	if (enforce_submit(d, j, NULL) < 0)
 		note_error(d, "policy: releasing reservation %" PRId64 ": out of memory",
 			   reservation);
+}
+
+void rvd_daemon_note_error(struct rvd_daemon *d, const char *msg)
+{
+	note_error(d, "%s", msg);
+}
+
+void rvd_daemon_release_reservation(struct rvd_daemon *d, int64_t reservation)
+{
+	release_reservation(d, reservation);
 }
 
 static void skipped_stored_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
@@ -523,6 +539,7 @@ static int on_capture_ready(struct rvd_daemon *d, struct rvd_conn *c, struct rvd
 	}
 	memset(&meta, 0, sizeof(meta));
 	meta.anomaly = pc->anomaly;
+	meta.reservation = pc->reservation; /* committed when the upload is acknowledged */
 	snprintf(meta.app_id, sizeof(meta.app_id), "%s", pc->app_id);
 	/* Same clock (CLOCK_MONOTONIC) on both sides; fall back to what we saw. */
 	if (cr->frozen_monotonic_ns >= pc->anomaly.monotonic_ns &&
@@ -798,7 +815,9 @@ static void capture_to_pb(const struct rvd_capture_rec *r, Rearview__CaptureInfo
 	anomaly_to_pb(&r->anomaly, apb);
 	ci->id = r->id;
 	ci->state = (char *)rvd_spool_state_name(r->state);
-	ci->reason = (char *)r->reason;
+	/* CaptureInfo has no trace_id field yet: an uploaded capture's "reason"
+	 * is the server's id for it. */
+	ci->reason = (char *)(r->state == RVD_SPOOL_UPLOADED ? r->trace_id : r->reason);
 	ci->anomaly = apb;
 	ci->app_id = (char *)r->app_id;
 	ci->size = r->size;
@@ -1113,6 +1132,38 @@ static void policy_answer_cb(struct rvd_spool *sp, int status, uint64_t id, void
 	}
 	admin_wait_free(w);
 	rvd_enforce_job_free(j);
+}
+
+static void policy_fetched_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_enforce_job *j = data;
+	struct rvd_daemon *d = sp->loop->data;
+
+	if (status < 0)
+		j->status = status;
+	rvd_enforce_done(j);
+	apply_thresholds(d);
+	if (j->status < 0)
+		note_error(d, "policy: applying a fetched policy: %s", strerror(-j->status));
+	else if (j->verify != 0)
+		note_error(d, "policy: fetched policy refused: %s",
+			   rvd_enforce_verify_name(j->verify));
+	else
+		rvd_info("policy version %" PRIu64 " applied", d->enf.policy_version);
+	rvd_enforce_job_free(j);
+}
+
+int rvd_daemon_apply_policy(struct rvd_daemon *d, const uint8_t *doc, size_t len)
+{
+	struct rvd_enforce_job *j = rvd_enforce_job_new(&d->enf, RVD_ENF_APPLY);
+
+	if (!j || !len || !(j->doc = malloc(len))) {
+		rvd_enforce_job_free(j);
+		return -ENOMEM;
+	}
+	memcpy(j->doc, doc, len);
+	j->len = len;
+	return enforce_submit(d, j, policy_fetched_cb);
 }
 
 static int admin_push_policy(struct rvd_daemon *d, struct rvd_conn *c,
@@ -1469,6 +1520,8 @@ static void enforce_open_cb(struct rvd_spool *sp, int status, uint64_t id, void 
 	if (d->stopping || !sp->open)
 		return;
 	d->ready = true;
+	if (d->up)
+		rvd_upload_start(d->up);
 	rvd_info("ready: %zu captures in the spool, policy version %" PRIu64 ", quota left %u",
 		 sp->nrecs, d->enf.policy_version, d->enf.quota_left);
 	notify("READY=1");
@@ -1542,6 +1595,14 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 		uv_poll_start(&d->listen_poll[i], UV_READABLE, accept_cb);
 	}
 	d->listening = true;
+	if (cfg->server_url[0]) {
+		if ((rc = rvd_upload_new(d, &d->up)) < 0) {
+			rvd_err("uploader: %s", strerror(-rc));
+			goto fail;
+		}
+		d->seams.pending = rvd_upload_pending;
+		d->seams.ctx = d->up;
+	}
 	if ((rc = rvd_spool_open(&d->spool, spool_open_cb, d)) < 0 ||
 	    (rc = enforce_submit(d, rvd_enforce_job_new(&d->enf, RVD_ENF_OPEN), enforce_open_cb)) <
 		    0)
@@ -1584,6 +1645,7 @@ void rvd_daemon_stop(struct rvd_daemon *d)
 	}
 	uv_close((uv_handle_t *)&d->thermal_timer, NULL);
 	uv_close((uv_handle_t *)&d->accept_backoff, NULL);
+	rvd_upload_stop(d->up);
 	while (d->pending)
 		pending_drop(d, d->pending);
 	for (struct rvd_conn *c = d->conns; c; c = c->next)
@@ -1602,4 +1664,6 @@ void rvd_daemon_release(struct rvd_daemon *d)
 			close(d->listen_fd[i]);
 	rvd_registry_release(&d->reg);
 	rvd_spool_release(&d->spool);
+	rvd_upload_free(d->up);
+	d->up = NULL;
 }

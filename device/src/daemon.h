@@ -21,6 +21,7 @@
 #include "enforce.h"
 #include "registry.h"
 #include "spool.h"
+#include "rearview/common.pb-c.h"
 
 struct rvd_daemon;
 
@@ -38,6 +39,7 @@ struct rvd_seams {
 #define RVD_LAST_ERRORS 8
 
 struct rvd_pending_capture;
+struct rvd_uploader;
 
 struct rvd_daemon {
 	uv_loop_t *loop; /* borrowed */
@@ -63,6 +65,7 @@ struct rvd_daemon {
 	int consent;
 	uint64_t next_request;
 	struct rvd_pending_capture *pending;
+	struct rvd_uploader *up; /* NULL: no [upload] server_url */
 	uint64_t last_freeze_latency_ns;
 	uint64_t captures_dropped;
 	uint64_t anomalies;
@@ -90,5 +93,19 @@ void rvd_daemon_release(struct rvd_daemon *d);
 
 /* Entry point for one anomaly from any detector: policy, then capture. */
 void rvd_daemon_anomaly(struct rvd_daemon *d, const struct rvd_anomaly *a);
+
+/* Records `msg` among the last errors (rvctl status) and logs it. */
+void rvd_daemon_note_error(struct rvd_daemon *d, const char *msg);
+
+/* Gives an unused policy quota reservation back (a work-queue job). */
+void rvd_daemon_release_reservation(struct rvd_daemon *d, int64_t reservation);
+
+/* Verifies and applies a SignedPolicy (copied) through the same enforce job
+ * as an admin push; the outcome is logged and refusals noted as errors.
+ * Returns 0 once queued, or -ENOMEM. */
+int rvd_daemon_apply_policy(struct rvd_daemon *d, const uint8_t *doc, size_t len);
+
+/* The wire form of an anomaly; strings are borrowed from `a`. */
+void rvd_daemon_anomaly_to_pb(const struct rvd_anomaly *a, Rearview__Anomaly *pb);
 
 #endif

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <uv.h>
 
+#include <curl/curl.h>
+
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
@@ -96,10 +98,16 @@ int main(int argc, char **argv)
 	/* A peer that vanishes mid-write must not kill us; sends use MSG_NOSIGNAL too. */
 	signal(SIGPIPE, SIG_IGN);
 
+	/* Once, before any thread exists (the uploader's TLS library state). */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		rvd_err("libcurl initialisation failed");
+		return 1;
+	}
 	loop = uv_default_loop();
 	rc = rvd_daemon_start(&d, loop, &cfg);
 	uv_run(loop, UV_RUN_DEFAULT);
 	rvd_daemon_release(&d);
+	curl_global_cleanup();
 	if (uv_loop_close(loop) != 0)
 		rvd_warn("loop closed with handles still open");
 	rvd_info("stopped");

@@ -176,15 +176,37 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
-static void print_status(const Rearview__Status *s)
+/* Captures in state "uploaded" (a second request: Status has no such
+ * counter), or -1 when the list could not be had. */
+static long count_uploaded(void)
+{
+	Rearview__AdminRequest q = REARVIEW__ADMIN_REQUEST__INIT;
+	Rearview__AdminResponse *r = NULL;
+	long n = 0;
+
+	q.req_case = REARVIEW__ADMIN_REQUEST__REQ_LIST_CAPTURES;
+	q.list_captures = true;
+	if (transact(&q, &r) != 0)
+		return -1;
+	if (r->resp_case != REARVIEW__ADMIN_RESPONSE__RESP_CAPTURES)
+		n = -1;
+	else
+		for (size_t i = 0; i < r->captures->n_captures; i++)
+			n += !strcmp(r->captures->captures[i]->state, "uploaded");
+	rearview__admin_response__free_unpacked(r, NULL);
+	return n;
+}
+
+static void print_status(const Rearview__Status *s, long uploaded)
 {
 	if (json) {
 		printf("{\"consent\":\"%s\",\"buffer_bytes\":%" PRIu64
-		       ",\"pending_uploads\":%u,\"quota_left\":%u,\"policy_version\":%" PRIu64 ","
+		       ",\"pending_uploads\":%u,\"uploaded\":%ld,\"quota_left\":%u,\"policy_"
+		       "version\":%" PRIu64 ","
 		       "\"last_freeze_latency_ns\":%" PRIu64 ",\"anomalies\":%" PRIu64
 		       ",\"anomalies_not_captured\":%" PRIu64 ",\"processes\":[",
-		       consent_name(s->consent), s->buffer_bytes, s->pending_uploads, s->quota_left,
-		       s->policy_version, s->last_freeze_latency_ns, s->anomalies,
+		       consent_name(s->consent), s->buffer_bytes, s->pending_uploads, uploaded,
+		       s->quota_left, s->policy_version, s->last_freeze_latency_ns, s->anomalies,
 		       s->anomalies_not_captured);
 		for (size_t i = 0; i < s->n_processes; i++) {
 			const Rearview__ProcessStatus *p = s->processes[i];
@@ -207,6 +229,8 @@ static void print_status(const Rearview__Status *s)
 	printf("consent:            %s\n", consent_name(s->consent));
 	printf("buffer memory:      %" PRIu64 " bytes\n", s->buffer_bytes);
 	printf("pending uploads:    %u\n", s->pending_uploads);
+	if (uploaded >= 0)
+		printf("uploaded:           %ld\n", uploaded);
 	printf("quota left:         %u (this week)\n", s->quota_left);
 	printf("policy version:     %" PRIu64 "\n", s->policy_version);
 	printf("last freeze latency: %" PRIu64 " us\n", s->last_freeze_latency_ns / 1000);
@@ -312,12 +336,18 @@ static int read_doc(const char *path, ProtobufCBinaryData *out)
 static void print_capture(const Rearview__CaptureInfo *c, int one)
 {
 	const Rearview__Anomaly *a = c->anomaly;
+	/* The daemon reports an uploaded capture's trace id in `reason`. */
+	bool uploaded = c->state && !strcmp(c->state, "uploaded");
 
 	if (json) {
 		printf("{\"id\":%" PRIu64 ",\"state\":", c->id);
 		json_str(c->state);
 		printf(",\"reason\":");
-		json_str(c->reason);
+		json_str(uploaded ? "" : c->reason);
+		if (uploaded) {
+			printf(",\"trace_id\":");
+			json_str(c->reason);
+		}
 		printf(",\"kind\":\"%s\",\"pid\":%d,\"tid\":%d,\"app\":",
 		       kind_name(a ? a->kind : 0), a ? a->pid : 0, a ? a->tid : 0);
 		json_str(c->app_id);
@@ -332,8 +362,8 @@ static void print_capture(const Rearview__CaptureInfo *c, int one)
 		       c->freeze_latency_ns / 1000);
 		return;
 	}
-	printf("id:             %" PRIu64 "\nstate:          %s\nreason:         %s\n", c->id,
-	       c->state, c->reason && *c->reason ? c->reason : "-");
+	printf("id:             %" PRIu64 "\nstate:          %s\n%s         %s\n", c->id, c->state,
+	       uploaded ? "trace: " : "reason:", c->reason && *c->reason ? c->reason : "-");
 	printf("app:            %s\nsize:           %" PRIu64 " bytes\n", c->app_id, c->size);
 	printf("freeze latency: %" PRIu64 " us\n", c->freeze_latency_ns / 1000);
 	if (a)
@@ -525,7 +555,7 @@ int main(int argc, char **argv)
 			return rc;
 		if (r->resp_case != REARVIEW__ADMIN_RESPONSE__RESP_STATUS)
 			goto unexpected;
-		print_status(r->status);
+		print_status(r->status, count_uploaded());
 	} else if (!strcmp(cmd, "captures") && nargs == 0) {
 		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_LIST_CAPTURES;
 		q.list_captures = true;

@@ -41,6 +41,7 @@ struct rvd_spool_job {
 	uint64_t size;
 	struct rvd_capture_rec rec;
 	int from_state;
+	bool set_trace; /* JOB_STATE: also record rec.trace_id */
 	/* JOB_SETTING */
 	char name[64];
 	void *value;
@@ -164,6 +165,40 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS captures("
 			     " freeze_latency_ns INTEGER NOT NULL,"
 			     " file TEXT NOT NULL UNIQUE);";
 
+/*
+ * Schema version 1 (PRAGMA user_version): the upload columns.  A version-0
+ * database (written before uploads existed) gains them in one transaction,
+ * and each of its rows an upload id, so even captures stored by an older
+ * daemon are sent under one stable id.
+ */
+static int migrate(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int version = 0, rc;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (version >= 1)
+		return 0;
+	if ((rc = exec_sql(db, "BEGIN IMMEDIATE;")) < 0)
+		return rc;
+	if ((rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN upload_id BLOB;")) < 0 ||
+	    (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN trace_id TEXT NOT NULL "
+			       "DEFAULT '';")) < 0 ||
+	    (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN reservation INTEGER NOT NULL "
+			       "DEFAULT 0;")) < 0 ||
+	    (rc = exec_sql(db, "UPDATE captures SET upload_id=randomblob(16) "
+			       "WHERE upload_id IS NULL;")) < 0 ||
+	    (rc = exec_sql(db, "PRAGMA user_version=1;")) < 0) {
+		exec_sql(db, "ROLLBACK;");
+		return rc;
+	}
+	return exec_sql(db, "COMMIT;");
+}
+
 static void copy_text(char *dst, size_t cap, const unsigned char *src)
 {
 	snprintf(dst, cap, "%s", src ? (const char *)src : "");
@@ -175,8 +210,8 @@ static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
 	size_t cap = 0;
 	int rc = sqlite3_prepare_v2(db,
 				    "SELECT id,state,reason,kind,severity,pid,tid,anomaly_ns,"
-				    "attribution,name,detail,app_id,size,freeze_latency_ns,file "
-				    "FROM captures ORDER BY id",
+				    "attribution,name,detail,app_id,size,freeze_latency_ns,file,"
+				    "upload_id,trace_id,reservation FROM captures ORDER BY id",
 				    -1, &st, NULL);
 
 	if (rc != SQLITE_OK)
@@ -213,6 +248,10 @@ static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
 		r->size = (uint64_t)sqlite3_column_int64(st, 12);
 		r->freeze_latency_ns = (uint64_t)sqlite3_column_int64(st, 13);
 		copy_text(r->file, sizeof(r->file), sqlite3_column_text(st, 14));
+		if (sqlite3_column_bytes(st, 15) == (int)sizeof(r->upload_id))
+			memcpy(r->upload_id, sqlite3_column_blob(st, 15), sizeof(r->upload_id));
+		copy_text(r->trace_id, sizeof(r->trace_id), sqlite3_column_text(st, 16));
+		r->reservation = sqlite3_column_int64(st, 17);
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
@@ -299,8 +338,8 @@ static void work_open(struct rvd_spool_job *job)
 	/* WAL with synchronous=FULL: a commit is durable when it returns. */
 	if ((rc = exec_sql(db, "PRAGMA journal_mode=WAL;")) < 0 ||
 	    (rc = exec_sql(db, "PRAGMA synchronous=FULL;")) < 0 ||
-	    (rc = exec_sql(db, schema)) < 0 || (rc = load_rows(job, db)) < 0 ||
-	    (rc = recover_files(job, db, capdir)) < 0) {
+	    (rc = exec_sql(db, schema)) < 0 || (rc = migrate(db)) < 0 ||
+	    (rc = load_rows(job, db)) < 0 || (rc = recover_files(job, db, capdir)) < 0) {
 		sqlite3_close(db);
 		job->status = rc;
 		return;
@@ -315,13 +354,18 @@ static void work_store(struct rvd_spool_job *job)
 	char capdir[300], tmp[64];
 	static const char sql[] =
 		"INSERT INTO captures(state,reason,kind,severity,pid,tid,anomaly_ns,attribution,"
-		"name,detail,app_id,size,freeze_latency_ns,file) "
-		"VALUES(?1,?14,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
+		"name,detail,app_id,size,freeze_latency_ns,file,upload_id,reservation) "
+		"VALUES(?1,?14,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?15,?16)";
 	uint8_t rnd[8], buf[65536];
 	sqlite3_stmt *st = NULL;
 	uint64_t off = 0;
 	int dfd = -1, out, rc;
 
+	if (getrandom(r->upload_id, sizeof(r->upload_id), 0) != sizeof(r->upload_id)) {
+		job->status = -EIO;
+		return;
+	}
+	r->trace_id[0] = '\0';
 	/* A capture-less row: an anomaly the policy refused, kept with its reason. */
 	if (job->fd < 0) {
 		r->file[0] = '\0';
@@ -391,6 +435,8 @@ insert_row:
 		sqlite3_bind_int64(st, 12, (sqlite3_int64)r->freeze_latency_ns);
 		sqlite3_bind_text(st, 13, r->file, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 14, r->reason, -1, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 15, r->upload_id, sizeof(r->upload_id), SQLITE_STATIC);
+		sqlite3_bind_int64(st, 16, r->reservation);
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
@@ -447,15 +493,20 @@ static void work_purge(struct rvd_spool_job *job)
 static void work_state(struct rvd_spool_job *job)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(job->sp->db,
-				    "UPDATE captures SET state=?, reason=? WHERE id=? AND state=?",
-				    -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(
+		job->sp->db,
+		job->set_trace ? "UPDATE captures SET state=?1, reason=?2, trace_id=?5 "
+				 "WHERE id=?3 AND state=?4"
+			       : "UPDATE captures SET state=?1, reason=?2 WHERE id=?3 AND state=?4",
+		-1, &st, NULL);
 
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_int(st, 1, job->rec.state);
 		sqlite3_bind_text(st, 2, job->rec.reason, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)job->rec.id);
 		sqlite3_bind_int(st, 4, job->from_state);
+		if (job->set_trace)
+			sqlite3_bind_text(st, 5, job->rec.trace_id, -1, SQLITE_STATIC);
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
@@ -580,6 +631,8 @@ static void after_work_cb(uv_work_t *req, int status)
 			if (r) {
 				r->state = job->rec.state;
 				memcpy(r->reason, job->rec.reason, sizeof(r->reason));
+				if (job->set_trace)
+					memcpy(r->trace_id, job->rec.trace_id, sizeof(r->trace_id));
 				if (job->type == JOB_PURGE)
 					r->file[0] = '\0';
 			}
@@ -688,6 +741,27 @@ int rvd_spool_set_state(struct rvd_spool *sp, uint64_t id, int state, const char
 	job->rec.state = state;
 	job->from_state = r->state;
 	snprintf(job->rec.reason, sizeof(job->rec.reason), "%s", reason ? reason : "");
+	return submit(sp, job);
+}
+
+int rvd_spool_set_uploaded(struct rvd_spool *sp, uint64_t id, const char *trace_id, rvd_spool_cb cb,
+			   void *data)
+{
+	const struct rvd_capture_rec *r = mirror_find(sp, id);
+	struct rvd_spool_job *job;
+
+	if (!r)
+		return -ENOENT;
+	if (!rvd_spool_transition_ok(r->state, RVD_SPOOL_UPLOADED))
+		return -EINVAL;
+	job = job_new(JOB_STATE, cb, data);
+	if (!job)
+		return -ENOMEM;
+	job->rec.id = id;
+	job->rec.state = RVD_SPOOL_UPLOADED;
+	job->from_state = r->state;
+	job->set_trace = true;
+	snprintf(job->rec.trace_id, sizeof(job->rec.trace_id), "%s", trace_id ? trace_id : "");
 	return submit(sp, job);
 }
 

@@ -40,6 +40,13 @@ struct rvd_capture_rec {
 	uint64_t size;
 	uint64_t freeze_latency_ns;
 	char file[48]; /* name inside <state_dir>/captures */
+	/* Uploads: the idempotency key, drawn when the row is inserted (so
+	 * every send of this capture, across crashes, carries the same one),
+	 * the server's id once acknowledged, and the policy quota reservation
+	 * to commit on that acknowledgement (0: none). */
+	uint8_t upload_id[16];
+	char trace_id[40];
+	int64_t reservation;
 };
 
 struct rvd_spool_job;
@@ -76,7 +83,8 @@ int rvd_spool_open(struct rvd_spool *sp, rvd_spool_cb cb, void *data);
 
 /*
  * Stores the sealed capture `fd` (taken: closed by the spool) of `size`
- * bytes described by `meta` (id, state, file ignored).  With fd < 0 a
+ * bytes described by `meta` (id, state, file, upload_id, trace_id ignored;
+ * reservation kept).  A fresh random upload_id is stored with the row.  With fd < 0 a
  * capture-less row is stored in meta's state and reason instead (an anomaly
  * refused by the policy: skipped(reason)).  cb(status, id):
  * status 0 means durable.  Returns 0 or -ENOMEM (fd closed either way).
@@ -88,6 +96,11 @@ int rvd_spool_store(struct rvd_spool *sp, int fd, uint64_t size, const struct rv
  * -ENOENT unknown id, -EINVAL transition not allowed. */
 int rvd_spool_set_state(struct rvd_spool *sp, uint64_t id, int state, const char *reason,
 			rvd_spool_cb cb, void *data);
+
+/* uploading → uploaded, recording the server's `trace_id` (copied) in the
+ * same statement.  cb(status): -ENOENT, -EINVAL as for set_state. */
+int rvd_spool_set_uploaded(struct rvd_spool *sp, uint64_t id, const char *trace_id, rvd_spool_cb cb,
+			   void *data);
 
 /* Purges capture `id` in any state: its row becomes skipped(reason) and
  * its file is removed (fsync'd).  -ENOENT unknown id. */

@@ -1,0 +1,1146 @@
+/*
+ * upload.c — the uploader (see upload.h): enrolment, uploads with an
+ * idempotent id, backoff, and policy fetches, all on the daemon's loop.
+ *
+ * libcurl runs through its multi socket interface: curl tells us which
+ * sockets to watch (CURLMOPT_SOCKETFUNCTION → one uv_poll_t each) and when
+ * to call it back (CURLMOPT_TIMERFUNCTION → one uv_timer_t), and we call
+ * curl_multi_socket_action only from those callbacks — never a perform
+ * loop.  The easy handles use HTTPS only, verify the peer and the host
+ * against the configured CA file.
+ *
+ * One upload goes
+ *     pending ─(policy network check, a spool job)─→ uploading (durable)
+ *       ─(zstd + envelope on the work queue)─→ POST /v1/uploads
+ *       ─→ 200 UploadAck: commit the quota reservation, then uploaded(trace_id)
+ *       ─→ 408/429/5xx/transport error: back to pending, backoff
+ *       ─→ other 4xx: skipped(rejected_<code>), reservation released
+ * The upload id was stored with the row when the capture was stored, so a
+ * retry — also after kill -9 — carries the same id and the server answers
+ * the original trace_id (exactly once).  The commit is queued before the
+ * state change: a crash between them re-sends, gets the duplicate ack, and
+ * commits again (idempotent).
+ *
+ * Invariants: at most cfg.max_in_flight captures are between "picked" and
+ * "done" (busy[]); while the retry timer runs nothing new starts; every
+ * request (struct req) is on exactly one of: a spool job, the work queue,
+ * the multi handle.  After rvd_upload_stop those finish by freeing
+ * themselves without side effects.
+ */
+#include "upload.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "rearview/policy.h"
+#include "rearview/upload.pb-c.h"
+
+#define TOKEN_FILE   "upload.token"
+#define MAX_BUSY     16
+#define MAX_RESPONSE (1u << 20) /* acks, tokens and policies are small */
+#define SECRET_MAX   256
+
+enum req_kind { REQ_ENROLL, REQ_UPLOAD, REQ_POLICY };
+
+struct req {
+	struct rvd_uploader *u;
+	struct req *next; /* on u->reqs while in the multi handle */
+	enum req_kind kind;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	uint8_t *body;
+	size_t body_len;
+	uint8_t *resp;
+	size_t resp_len;
+	bool resp_overflow;
+	char errbuf[CURL_ERROR_SIZE];
+	char etag[80];
+	/* REQ_UPLOAD */
+	uint64_t id;
+	struct rvd_capture_rec rec; /* copy taken when it became uploading */
+	char path[400];
+	int consent;
+	int allowed; /* policy network check: 1 may upload */
+	int status;  /* work-queue result */
+	uv_work_t work;
+};
+
+struct sock_ctx {
+	uv_poll_t poll;
+	curl_socket_t fd;
+	struct rvd_uploader *u;
+	struct sock_ctx *next;
+};
+
+struct rvd_uploader {
+	struct rvd_daemon *d;
+	CURLM *multi;
+	uv_timer_t curl_timer, retry_timer, policy_timer;
+	struct req *reqs;
+	struct sock_ctx *socks;
+	uint64_t busy[MAX_BUSY];
+	unsigned nbusy;
+	bool started, stopping, enrolling, fetching;
+	bool net_blocked;   /* the policy forbids this network: wait for a new one */
+	bool secret_logged; /* the missing-secret error was reported */
+	unsigned attempt;   /* consecutive failures */
+	char token[160];
+	char device_id[40]; /* DeviceInfo.device_id: random per install */
+	char secret[SECRET_MAX];
+	char etag[80];
+	uint64_t hinted_version;
+	uint64_t uploaded, failures;
+	char last_error[128];
+};
+
+static void kick(struct rvd_uploader *u);
+static void fetch_policy(struct rvd_uploader *u);
+
+/* Sets the last upload error; the caller's backoff() then reports it with
+ * the time of the next attempt. */
+static void up_msg(struct rvd_uploader *u, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void up_msg(struct rvd_uploader *u, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(u->last_error, sizeof(u->last_error), fmt, ap);
+	va_end(ap);
+}
+
+/* Sets the last upload error and reports it (log, rvctl status). */
+static void up_error(struct rvd_uploader *u, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void up_error(struct rvd_uploader *u, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(u->last_error, sizeof(u->last_error), fmt, ap);
+	va_end(ap);
+	rvd_daemon_note_error(u->d, u->last_error);
+}
+
+/* ---- small files, read before the loop runs ------------------------------ */
+
+static int read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	/* Trailing newlines and spaces are editing artefacts, not secret. */
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return (int)n;
+}
+
+static void load_token(struct rvd_uploader *u)
+{
+	char path[RVD_PATH_MAX + 32], buf[256], *nl;
+
+	snprintf(path, sizeof(path), "%s/" TOKEN_FILE, u->d->cfg.state_dir);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return;
+	/* "<device token>\n<device id>" */
+	nl = strchr(buf, '\n');
+	if (!nl)
+		return;
+	*nl = '\0';
+	if (strlen(buf) < sizeof(u->token) && strlen(nl + 1) < sizeof(u->device_id)) {
+		snprintf(u->token, sizeof(u->token), "%s", buf);
+		snprintf(u->device_id, sizeof(u->device_id), "%s", nl + 1);
+	}
+}
+
+/* ---- curl ↔ libuv ------------------------------------------------------ */
+
+static void check_multi_info(struct rvd_uploader *u);
+
+static void sock_closed_cb(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+static void sock_close(struct rvd_uploader *u, struct sock_ctx *sc)
+{
+	for (struct sock_ctx **pp = &u->socks; *pp; pp = &(*pp)->next) {
+		if (*pp == sc) {
+			*pp = sc->next;
+			break;
+		}
+	}
+	uv_close((uv_handle_t *)&sc->poll, sock_closed_cb);
+}
+
+static void poll_cb(uv_poll_t *h, int status, int events)
+{
+	struct sock_ctx *sc = h->data;
+	struct rvd_uploader *u = sc->u;
+	int running, flags = 0;
+
+	if (status < 0)
+		flags = CURL_CSELECT_ERR;
+	if (events & UV_READABLE)
+		flags |= CURL_CSELECT_IN;
+	if (events & UV_WRITABLE)
+		flags |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(u->multi, sc->fd, flags, &running);
+	check_multi_info(u);
+}
+
+static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct rvd_uploader *u = userp;
+	struct sock_ctx *sc = socketp;
+	int events = 0;
+
+	(void)easy;
+	if (what == CURL_POLL_REMOVE) {
+		if (sc) {
+			uv_poll_stop(&sc->poll);
+			curl_multi_assign(u->multi, s, NULL);
+			sock_close(u, sc);
+		}
+		return 0;
+	}
+	if (!sc) {
+		sc = calloc(1, sizeof(*sc));
+		if (!sc)
+			return -1;
+		sc->fd = s;
+		sc->u = u;
+		if (uv_poll_init_socket(u->d->loop, &sc->poll, s) < 0) {
+			free(sc);
+			return -1;
+		}
+		sc->poll.data = sc;
+		sc->next = u->socks;
+		u->socks = sc;
+		curl_multi_assign(u->multi, s, sc);
+	}
+	if (what & CURL_POLL_IN)
+		events |= UV_READABLE;
+	if (what & CURL_POLL_OUT)
+		events |= UV_WRITABLE;
+	uv_poll_start(&sc->poll, events, poll_cb);
+	return 0;
+}
+
+static void curl_timer_cb(uv_timer_t *t)
+{
+	struct rvd_uploader *u = t->data;
+	int running;
+
+	curl_multi_socket_action(u->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	check_multi_info(u);
+}
+
+static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct rvd_uploader *u = userp;
+
+	(void)multi;
+	if (u->stopping)
+		return 0;
+	if (timeout_ms < 0)
+		uv_timer_stop(&u->curl_timer);
+	else
+		uv_timer_start(&u->curl_timer, curl_timer_cb, (uint64_t)timeout_ms, 0);
+	return 0;
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void req_free(struct req *r)
+{
+	if (!r)
+		return;
+	if (r->easy)
+		curl_easy_cleanup(r->easy);
+	curl_slist_free_all(r->hdrs);
+	free(r->body);
+	free(r->resp);
+	free(r);
+}
+
+static size_t write_cb(char *p, size_t sz, size_t n, void *userp)
+{
+	struct req *r = userp;
+	size_t len = sz * n;
+	uint8_t *np;
+
+	if (r->resp_len + len > MAX_RESPONSE) {
+		r->resp_overflow = true;
+		return 0; /* aborts the transfer */
+	}
+	np = realloc(r->resp, r->resp_len + len);
+	if (!np)
+		return 0;
+	memcpy(np + r->resp_len, p, len);
+	r->resp = np;
+	r->resp_len += len;
+	return len;
+}
+
+static size_t header_cb(char *p, size_t sz, size_t n, void *userp)
+{
+	struct req *r = userp;
+	size_t len = sz * n;
+
+	if (len > 5 && !strncasecmp(p, "ETag:", 5)) {
+		size_t i = 5, e = len;
+
+		while (i < e && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		while (e > i && (p[e - 1] == '\r' || p[e - 1] == '\n' || p[e - 1] == ' '))
+			e--;
+		if (e - i < sizeof(r->etag)) {
+			memcpy(r->etag, p + i, e - i);
+			r->etag[e - i] = '\0';
+		}
+	}
+	return len;
+}
+
+/* Sends r (body already set for POST) to server_url + path. */
+static int req_send(struct rvd_uploader *u, struct req *r, const char *path, bool post)
+{
+	const struct rvd_config *cfg = &u->d->cfg;
+	char url[RVD_PATH_MAX + 32], hdr[200];
+	size_t ul = strlen(cfg->server_url);
+
+	/* "https://host:port" and "https://host:port/" both work. */
+	snprintf(url, sizeof(url), "%.*s%s",
+		 (int)(ul && cfg->server_url[ul - 1] == '/' ? ul - 1 : ul), cfg->server_url, path);
+	r->easy = curl_easy_init();
+	if (!r->easy)
+		return -ENOMEM;
+	curl_easy_setopt(r->easy, CURLOPT_URL, url);
+	curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (cfg->ca_file[0])
+		curl_easy_setopt(r->easy, CURLOPT_CAINFO, cfg->ca_file);
+	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT, (long)cfg->upload_timeout_s);
+	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+	if (post) {
+		r->hdrs = curl_slist_append(r->hdrs, "Content-Type: application/x-protobuf");
+		curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, (const char *)r->body);
+		curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+	}
+	if (r->kind != REQ_ENROLL) {
+		snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", u->token);
+		r->hdrs = curl_slist_append(r->hdrs, hdr);
+	}
+	if (r->kind == REQ_POLICY && u->etag[0]) {
+		snprintf(hdr, sizeof(hdr), "If-None-Match: %s", u->etag);
+		r->hdrs = curl_slist_append(r->hdrs, hdr);
+	}
+	if ((post || r->kind != REQ_ENROLL) && !r->hdrs)
+		return -ENOMEM;
+	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs);
+	if (curl_multi_add_handle(u->multi, r->easy) != CURLM_OK)
+		return -EIO;
+	r->next = u->reqs;
+	u->reqs = r;
+	return 0;
+}
+
+static void req_unlink(struct rvd_uploader *u, struct req *r)
+{
+	for (struct req **pp = &u->reqs; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	}
+	curl_multi_remove_handle(u->multi, r->easy);
+}
+
+/* The server's Error message from an error body, or "". */
+static void error_message(const struct req *r, char *out, size_t cap)
+{
+	Rearview__Error *e = NULL;
+
+	out[0] = '\0';
+	if (r->resp_len)
+		e = rearview__error__unpack(NULL, r->resp_len, r->resp);
+	if (e && e->message)
+		snprintf(out, cap, "%s", e->message);
+	else if (r->resp_len && r->resp_len < cap && !memchr(r->resp, '\0', r->resp_len))
+		snprintf(out, cap, "%.*s", (int)r->resp_len, (const char *)r->resp);
+	if (e)
+		rearview__error__free_unpacked(e, NULL);
+}
+
+/* ---- backoff ------------------------------------------------------------- */
+
+static void retry_cb(uv_timer_t *t)
+{
+	kick(t->data);
+}
+
+/* Exponential backoff with full jitter: uniform in [0, min(cap, base·2^n)],
+ * at least the server's Retry-After. */
+static void backoff(struct rvd_uploader *u, long retry_after_s)
+{
+	const struct rvd_config *cfg = &u->d->cfg;
+	uint64_t ceil = cfg->backoff_initial_ms, delay;
+	uint32_t rnd = 0;
+	char msg[192];
+
+	for (unsigned i = 0; i < u->attempt && ceil < cfg->backoff_max_ms; i++)
+		ceil *= 2;
+	if (ceil > cfg->backoff_max_ms)
+		ceil = cfg->backoff_max_ms;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+		rnd = (uint32_t)uv_hrtime();
+	delay = (uint64_t)rnd % (ceil + 1);
+	if (retry_after_s > 0 && delay < (uint64_t)retry_after_s * 1000)
+		delay = (uint64_t)retry_after_s * 1000;
+	u->attempt++;
+	u->failures++;
+	if (u->stopping)
+		return;
+	uv_timer_start(&u->retry_timer, retry_cb, delay, 0);
+	snprintf(msg, sizeof(msg), "%s; next attempt in %" PRIu64 ".%01" PRIu64 " s",
+		 u->last_error[0] ? u->last_error : "upload failed", delay / 1000,
+		 delay % 1000 / 100);
+	rvd_daemon_note_error(u->d, msg);
+}
+
+/* ---- enrolment ------------------------------------------------------------ */
+
+static void device_info(Rearview__DeviceInfo *di, struct utsname *un, const char *device_id)
+{
+	rearview__device_info__init(di);
+	if (uname(un) < 0)
+		memset(un, 0, sizeof(*un));
+	di->device_id = (char *)device_id;
+	di->os_build = un->release;
+	di->arch = un->machine;
+}
+
+static void token_saved_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_uploader *u = data;
+
+	(void)sp;
+	(void)id;
+	u->enrolling = false;
+	if (status < 0) {
+		/* Not durable: do not upload under a token a restart would forget. */
+		u->token[0] = '\0';
+		up_msg(u, "upload: saving the device token: %s", strerror(-status));
+		backoff(u, 0);
+		return;
+	}
+	rvd_info("uploader: enrolled as %s", u->device_id);
+	u->attempt = 0;
+	fetch_policy(u);
+	kick(u);
+}
+
+static void enroll_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
+{
+	Rearview__EnrollResponse *er;
+	char buf[sizeof(u->token) + sizeof(u->device_id) + 2], msg[96];
+	int n;
+
+	if (cc != CURLE_OK || http != 200) {
+		u->enrolling = false;
+		if (cc != CURLE_OK)
+			up_msg(u, "upload: enrolment: %s",
+			       r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
+		else {
+			error_message(r, msg, sizeof(msg));
+			up_msg(u, "upload: enrolment refused (%ld): %s", http, msg);
+		}
+		backoff(u, 0);
+		return;
+	}
+	er = rearview__enroll_response__unpack(NULL, r->resp_len, r->resp);
+	if (!er || !er->device_token || !er->device_token[0] ||
+	    strlen(er->device_token) >= sizeof(u->token) || strchr(er->device_token, '\n')) {
+		if (er)
+			rearview__enroll_response__free_unpacked(er, NULL);
+		u->enrolling = false;
+		up_msg(u, "upload: enrolment: malformed answer");
+		backoff(u, 0);
+		return;
+	}
+	snprintf(u->token, sizeof(u->token), "%s", er->device_token);
+	rearview__enroll_response__free_unpacked(er, NULL);
+	n = snprintf(buf, sizeof(buf), "%s\n%s\n", u->token, u->device_id);
+	if (rvd_spool_write_setting(&u->d->spool, TOKEN_FILE, buf, (size_t)n, token_saved_cb, u) <
+	    0) {
+		u->token[0] = '\0';
+		u->enrolling = false;
+		up_msg(u, "upload: saving the device token: out of memory");
+		backoff(u, 0);
+	}
+}
+
+static void enroll(struct rvd_uploader *u)
+{
+	Rearview__EnrollRequest q = REARVIEW__ENROLL_REQUEST__INIT;
+	Rearview__DeviceInfo di;
+	struct utsname un;
+	struct req *r;
+
+	if (!u->secret[0]) {
+		if (!u->secret_logged)
+			up_error(u, "upload: no enrolment secret (enrollment_secret_file)");
+		u->secret_logged = true;
+		return;
+	}
+	if (!u->device_id[0]) {
+		uint8_t rnd[16];
+
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return;
+		for (int i = 0; i < 16; i++)
+			snprintf(u->device_id + 2 * i, 3, "%02x", rnd[i]);
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return;
+	r->u = u;
+	r->kind = REQ_ENROLL;
+	device_info(&di, &un, u->device_id);
+	q.enrollment_secret = u->secret;
+	q.device = &di;
+	r->body_len = rearview__enroll_request__get_packed_size(&q);
+	r->body = malloc(r->body_len ? r->body_len : 1);
+	if (!r->body) {
+		req_free(r);
+		return;
+	}
+	rearview__enroll_request__pack(&q, r->body);
+	if (req_send(u, r, "/v1/enroll", true) < 0) {
+		req_free(r);
+		up_msg(u, "upload: cannot start the enrolment request");
+		backoff(u, 0);
+		return;
+	}
+	u->enrolling = true;
+}
+
+/* ---- policy fetch ---------------------------------------------------------- */
+
+static void policy_timer_cb(uv_timer_t *t)
+{
+	fetch_policy(t->data);
+}
+
+static void fetch_policy(struct rvd_uploader *u)
+{
+	struct req *r;
+
+	if (u->stopping || u->fetching || !u->token[0])
+		return;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return;
+	r->u = u;
+	r->kind = REQ_POLICY;
+	if (req_send(u, r, "/v1/policy", false) < 0) {
+		req_free(r);
+		return;
+	}
+	u->fetching = true;
+}
+
+static void policy_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
+{
+	char msg[96];
+	int rc;
+
+	u->fetching = false;
+	if (cc != CURLE_OK) {
+		up_error(u, "policy fetch: %s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
+		return;
+	}
+	switch (http) {
+	case 200:
+		rc = rvd_daemon_apply_policy(u->d, r->resp, r->resp_len);
+		if (rc < 0)
+			up_error(u, "policy fetch: %s", strerror(-rc));
+		else
+			snprintf(u->etag, sizeof(u->etag), "%s", r->etag);
+		/* A new policy may allow what the old one held back. */
+		u->net_blocked = false;
+		kick(u);
+		break;
+	case 304: /* unchanged */
+	case 404: /* nothing published yet */
+		break;
+	case 401:
+		u->token[0] = '\0';
+		up_error(u, "policy fetch: device token refused; enrolling again");
+		kick(u);
+		break;
+	default:
+		error_message(r, msg, sizeof(msg));
+		up_error(u, "policy fetch: HTTP %ld: %s", http, msg);
+	}
+}
+
+/* ---- uploads ----------------------------------------------------------------- */
+
+static bool is_busy(const struct rvd_uploader *u, uint64_t id)
+{
+	for (unsigned i = 0; i < u->nbusy; i++)
+		if (u->busy[i] == id)
+			return true;
+	return false;
+}
+
+static void unbusy(struct rvd_uploader *u, uint64_t id)
+{
+	for (unsigned i = 0; i < u->nbusy; i++) {
+		if (u->busy[i] == id) {
+			u->busy[i] = u->busy[--u->nbusy];
+			return;
+		}
+	}
+}
+
+/* The end of one upload attempt: the capture is no longer ours. */
+static void upload_finish(struct req *r, bool kick_next)
+{
+	struct rvd_uploader *u = r->u;
+
+	unbusy(u, r->id);
+	req_free(r);
+	if (kick_next)
+		kick(u);
+}
+
+static void requeued_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct req *r = data;
+
+	(void)sp;
+	(void)id;
+	if (status < 0 && !r->u->stopping)
+		up_error(r->u, "upload: capture %" PRIu64 " back to pending: %s", r->id,
+			 strerror(-status));
+	upload_finish(r, false); /* the retry timer runs */
+}
+
+/* A retryable failure: back to pending (same upload id), then backoff. */
+static void upload_retry(struct req *r, long retry_after_s)
+{
+	struct rvd_uploader *u = r->u;
+
+	backoff(u, retry_after_s);
+	if (rvd_spool_set_state(&u->d->spool, r->id, RVD_SPOOL_PENDING, NULL, requeued_cb, r) < 0)
+		upload_finish(r, false);
+}
+
+static void rejected_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct req *r = data;
+
+	(void)sp;
+	(void)id;
+	if (status < 0)
+		up_error(r->u, "upload: recording a rejection: %s", strerror(-status));
+	else
+		rvd_daemon_release_reservation(r->u->d, r->rec.reservation);
+	upload_finish(r, true);
+}
+
+static void uploaded_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct req *r = data;
+	struct rvd_uploader *u = r->u;
+
+	(void)sp;
+	(void)id;
+	if (status < 0) {
+		/* Stays uploading until the next start re-sends it (a duplicate then). */
+		up_error(u, "upload: recording capture %" PRIu64 " uploaded: %s", r->id,
+			 strerror(-status));
+	} else {
+		u->uploaded++;
+		rvd_info("capture %" PRIu64 " uploaded as %s", r->id,
+			 rvd_spool_find(&u->d->spool, r->id)
+				 ? rvd_spool_find(&u->d->spool, r->id)->trace_id
+				 : "?");
+	}
+	upload_finish(r, true);
+}
+
+/* Worker (spool job order, so the ledger is ours): the acknowledged
+ * upload's quota reservation now counts as uploaded. */
+static void commit_work(void *arg)
+{
+	struct req *r = arg;
+	struct rvd_enforce *e = &r->u->d->enf;
+	struct rvp_time now;
+	int rc;
+
+	if (!e->ledger || r->rec.reservation <= 0)
+		return;
+	if ((rc = rvp_time_now(&now)) == 0)
+		rc = rvp_ledger_commit(e->ledger, r->rec.reservation, &now);
+	if (rc < 0 && rc != -ENOENT)
+		rvd_warn("upload: committing reservation %" PRId64 ": %s", r->rec.reservation,
+			 strerror(-rc));
+}
+
+static void upload_acked(struct req *r)
+{
+	struct rvd_uploader *u = r->u;
+	Rearview__UploadAck *ack = rearview__upload_ack__unpack(NULL, r->resp_len, r->resp);
+	int rc;
+
+	if (!ack || ack->upload_id.len != sizeof(r->rec.upload_id) ||
+	    memcmp(ack->upload_id.data, r->rec.upload_id, sizeof(r->rec.upload_id)) != 0 ||
+	    !ack->trace_id || !ack->trace_id[0] ||
+	    strlen(ack->trace_id) >= sizeof(r->rec.trace_id)) {
+		if (ack)
+			rearview__upload_ack__free_unpacked(ack, NULL);
+		up_msg(u, "upload: capture %" PRIu64 ": malformed acknowledgement", r->id);
+		upload_retry(r, 0);
+		return;
+	}
+	u->attempt = 0;
+	snprintf(r->rec.trace_id, sizeof(r->rec.trace_id), "%s", ack->trace_id);
+	if (ack->policy_version > u->d->enf.policy_version &&
+	    ack->policy_version != u->hinted_version) {
+		u->hinted_version = ack->policy_version;
+		fetch_policy(u);
+	}
+	rearview__upload_ack__free_unpacked(ack, NULL);
+	/* Commit first: a crash before the state change re-sends and re-commits. */
+	if (rvd_spool_run(&u->d->spool, commit_work, r, NULL, NULL) < 0 ||
+	    (rc = rvd_spool_set_uploaded(&u->d->spool, r->id, r->rec.trace_id, uploaded_cb, r)) <
+		    0) {
+		up_error(u, "upload: capture %" PRIu64 ": cannot record the acknowledgement",
+			 r->id);
+		upload_finish(r, true);
+	}
+}
+
+static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
+{
+	char msg[96], reason[32];
+	curl_off_t retry_after = 0;
+
+	if (cc != CURLE_OK) {
+		up_msg(u, "upload: capture %" PRIu64 ": %s", r->id,
+		       r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
+		upload_retry(r, 0);
+		return;
+	}
+	if (http == 200) {
+		upload_acked(r);
+		return;
+	}
+	error_message(r, msg, sizeof(msg));
+	if (http == 408 || http == 429 || http >= 500 || http == 401) {
+		curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after);
+		up_msg(u, "upload: capture %" PRIu64 ": HTTP %ld: %s", r->id, http, msg);
+		if (http == 401)
+			u->token[0] = '\0'; /* enrol again at the next attempt */
+		upload_retry(r, (long)retry_after);
+		return;
+	}
+	/* The server will never take this one: say why, and stop trying. */
+	up_error(u, "upload: capture %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
+	snprintf(reason, sizeof(reason), "rejected_%ld", http);
+	if (rvd_spool_set_state(&u->d->spool, r->id, RVD_SPOOL_SKIPPED, reason, rejected_cb, r) < 0)
+		upload_finish(r, true);
+}
+
+/* Worker: the envelope, with the capture zstd-compressed in a stream (one
+ * read buffer, one growing output) when the consent allows the trace. */
+static void build_work(uv_work_t *w)
+{
+	struct req *r = w->data;
+	struct rvd_uploader *u = r->u;
+	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
+	Rearview__DeviceInfo di;
+	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
+	Rearview__Anomaly an;
+	struct utsname un;
+	uint8_t *z = NULL;
+	size_t zlen = 0, zcap = 0;
+	uint64_t total = 0;
+	struct stat stb;
+	int fd = -1;
+
+	rvd_daemon_anomaly_to_pb(&r->rec.anomaly, &an);
+	device_info(&di, &un, u->device_id);
+	app.app_id = r->rec.app_id;
+	e.upload_id.data = r->rec.upload_id;
+	e.upload_id.len = sizeof(r->rec.upload_id);
+	e.envelope_version = 1;
+	e.device = &di;
+	e.app = &app;
+	e.anomaly = &an;
+	e.consent = (Rearview__ConsentLevel)r->consent;
+	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_NONE;
+	if (r->consent >= REARVIEW__CONSENT_LEVEL__CONSENT_FULL && r->rec.file[0]) {
+		ZSTD_CCtx *cc = ZSTD_createCCtx();
+		uint8_t in[65536];
+		size_t zr = 0;
+
+		fd = open(r->path, O_RDONLY | O_CLOEXEC);
+		if (!cc || fd < 0 || fstat(fd, &stb) < 0) {
+			r->status = fd < 0 ? -errno : -ENOMEM;
+			ZSTD_freeCCtx(cc);
+			goto close_file;
+		}
+		ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, u->d->cfg.zstd_level);
+		ZSTD_CCtx_setPledgedSrcSize(cc, (unsigned long long)stb.st_size);
+		for (bool eof = false; !eof || zr != 0;) {
+			ssize_t n = 0;
+			ZSTD_inBuffer ib;
+
+			if (!eof) {
+				n = read(fd, in, sizeof(in));
+				if (n < 0) {
+					r->status = -errno;
+					break;
+				}
+				eof = n == 0;
+				total += (uint64_t)n;
+			}
+			ib = (ZSTD_inBuffer){in, (size_t)n, 0};
+			do {
+				ZSTD_outBuffer ob;
+
+				if (zcap - zlen < ZSTD_CStreamOutSize()) {
+					size_t ncap = zcap ? zcap * 2 : ZSTD_CStreamOutSize() * 2;
+					uint8_t *nz = realloc(z, ncap);
+
+					if (!nz) {
+						r->status = -ENOMEM;
+						goto free_cctx;
+					}
+					z = nz;
+					zcap = ncap;
+				}
+				ob = (ZSTD_outBuffer){z + zlen, zcap - zlen, 0};
+				zr = ZSTD_compressStream2(cc, &ob, &ib,
+							  eof ? ZSTD_e_end : ZSTD_e_continue);
+				zlen += ob.pos;
+				if (ZSTD_isError(zr)) {
+					r->status = -EIO;
+					goto free_cctx;
+				}
+			} while (ib.pos < ib.size || (eof && zr != 0));
+		}
+	free_cctx:
+		ZSTD_freeCCtx(cc);
+		if (r->status < 0)
+			goto close_file;
+		e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
+		e.compression = REARVIEW__COMPRESSION__COMPRESSION_ZSTD;
+		e.payload_size = total;
+		e.payload.data = z;
+		e.payload.len = zlen;
+		e.captured_realtime_ns = (uint64_t)stb.st_mtim.tv_sec * 1000000000ull +
+					 (uint64_t)stb.st_mtim.tv_nsec;
+	}
+	r->body_len = rearview__upload_envelope__get_packed_size(&e);
+	r->body = malloc(r->body_len ? r->body_len : 1);
+	if (!r->body)
+		r->status = -ENOMEM;
+	else
+		rearview__upload_envelope__pack(&e, r->body);
+close_file:
+	free(z);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void build_done(uv_work_t *w, int status)
+{
+	struct req *r = w->data;
+	struct rvd_uploader *u = r->u;
+
+	if (u->stopping) {
+		upload_finish(r, false);
+		return;
+	}
+	if (status < 0 || r->status < 0) {
+		up_msg(u, "upload: preparing capture %" PRIu64 ": %s", r->id,
+		       strerror(-(status < 0 ? status : r->status)));
+		upload_retry(r, 0);
+		return;
+	}
+	if (req_send(u, r, "/v1/uploads", true) < 0) {
+		up_msg(u, "upload: cannot start the request");
+		upload_retry(r, 0);
+	}
+}
+
+static void uploading_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct req *r = data;
+	struct rvd_uploader *u = r->u;
+	const struct rvd_capture_rec *rec;
+
+	(void)id;
+	rec = rvd_spool_find(sp, r->id);
+	if (u->stopping || status < 0 || !rec || rec->state != RVD_SPOOL_UPLOADING) {
+		if (status < 0 && !u->stopping)
+			up_error(u, "upload: capture %" PRIu64 ": %s", r->id, strerror(-status));
+		upload_finish(r, false);
+		return;
+	}
+	r->rec = *rec;
+	snprintf(r->path, sizeof(r->path), "%s/captures/%s", sp->dir, rec->file);
+	r->work.data = r;
+	if (uv_queue_work(u->d->loop, &r->work, build_work, build_done) < 0)
+		upload_retry(r, 0);
+}
+
+/* Worker (spool job order: the policy store is ours): may the upload start
+ * on this network under the current policy? */
+static void conditions_work(void *arg)
+{
+	struct req *r = arg;
+	struct rvd_uploader *u = r->u;
+	struct rvd_enforce *e = &u->d->enf;
+	const Rearview__PolicyBody *b = rvp_policy_default();
+	enum rvp_reason why;
+	struct rvp_time now;
+
+	if (e->store && rvp_time_now(&now) == 0)
+		b = rvp_store_current(e->store, now.wall_s, NULL);
+	r->allowed = rvp_upload_conditions_ok(b, u->d->cfg.upload_metered, &why);
+}
+
+static void conditions_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct req *r = data;
+	struct rvd_uploader *u = r->u;
+
+	(void)id;
+	if (u->stopping || status < 0) {
+		upload_finish(r, false);
+		return;
+	}
+	if (r->allowed != 1) {
+		/* Stays pending; a new policy or the next capture looks again. */
+		if (!u->net_blocked)
+			up_error(u, "upload: waiting for an unmetered network (policy)");
+		u->net_blocked = true;
+		upload_finish(r, false);
+		return;
+	}
+	if (rvd_spool_set_state(sp, r->id, RVD_SPOOL_UPLOADING, NULL, uploading_cb, r) < 0)
+		upload_finish(r, false);
+}
+
+static void begin_upload(struct rvd_uploader *u, uint64_t id)
+{
+	struct req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return;
+	r->u = u;
+	r->kind = REQ_UPLOAD;
+	r->id = id;
+	r->consent = u->d->consent;
+	u->busy[u->nbusy++] = id;
+	if (rvd_spool_run(&u->d->spool, conditions_work, r, conditions_cb, r) < 0)
+		upload_finish(r, false);
+}
+
+static void kick(struct rvd_uploader *u)
+{
+	struct rvd_daemon *d = u->d;
+	unsigned max = d->cfg.max_in_flight < MAX_BUSY ? d->cfg.max_in_flight : MAX_BUSY;
+
+	if (!u->started || u->stopping || d->stopping || !d->spool.open ||
+	    uv_is_active((uv_handle_t *)&u->retry_timer))
+		return;
+	if (!u->token[0]) {
+		if (!u->enrolling)
+			enroll(u);
+		return;
+	}
+	if (d->consent < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY || u->net_blocked)
+		return;
+	for (size_t i = 0; i < d->spool.nrecs && u->nbusy < max; i++) {
+		const struct rvd_capture_rec *rec = &d->spool.recs[i];
+
+		if (rec->state == RVD_SPOOL_PENDING && !is_busy(u, rec->id))
+			begin_upload(u, rec->id);
+	}
+}
+
+static void check_multi_info(struct rvd_uploader *u)
+{
+	CURLMsg *m;
+	int left;
+
+	while ((m = curl_multi_info_read(u->multi, &left)) != NULL) {
+		struct req *r = NULL;
+		long http = 0;
+		CURLcode cc;
+
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		cc = m->data.result;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+		curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &http);
+		if (r->resp_overflow && cc == CURLE_OK)
+			cc = CURLE_WRITE_ERROR;
+		req_unlink(u, r);
+		switch (r->kind) {
+		case REQ_ENROLL:
+			enroll_done(u, r, cc, http);
+			req_free(r);
+			break;
+		case REQ_POLICY:
+			policy_done(u, r, cc, http);
+			req_free(r);
+			break;
+		case REQ_UPLOAD:
+			/* r lives on through the spool jobs that record the outcome. */
+			upload_done(u, r, cc, http);
+			break;
+		}
+	}
+}
+
+/* ---- lifecycle --------------------------------------------------------------- */
+
+int rvd_upload_new(struct rvd_daemon *d, struct rvd_uploader **out)
+{
+	struct rvd_uploader *u = calloc(1, sizeof(*u));
+	int rc;
+
+	if (!u)
+		return -ENOMEM;
+	u->d = d;
+	u->multi = curl_multi_init();
+	if (!u->multi) {
+		free(u);
+		return -ENOMEM;
+	}
+	curl_multi_setopt(u->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+	curl_multi_setopt(u->multi, CURLMOPT_SOCKETDATA, u);
+	curl_multi_setopt(u->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	curl_multi_setopt(u->multi, CURLMOPT_TIMERDATA, u);
+	uv_timer_init(d->loop, &u->curl_timer);
+	uv_timer_init(d->loop, &u->retry_timer);
+	uv_timer_init(d->loop, &u->policy_timer);
+	u->curl_timer.data = u->retry_timer.data = u->policy_timer.data = u;
+	if (d->cfg.enrollment_secret_file[0]) {
+		rc = read_small(d->cfg.enrollment_secret_file, u->secret, sizeof(u->secret));
+		if (rc < 0)
+			rvd_warn("uploader: %s: %s", d->cfg.enrollment_secret_file, strerror(-rc));
+	}
+	load_token(u);
+	*out = u;
+	return 0;
+}
+
+void rvd_upload_start(struct rvd_uploader *u)
+{
+	if (!u || u->started || u->stopping)
+		return;
+	u->started = true;
+	rvd_info("uploader: %s, %s", u->d->cfg.server_url, u->token[0] ? "enrolled" : "enrolling");
+	if (u->d->cfg.policy_interval_s)
+		uv_timer_start(&u->policy_timer, policy_timer_cb,
+			       (uint64_t)u->d->cfg.policy_interval_s * 1000,
+			       (uint64_t)u->d->cfg.policy_interval_s * 1000);
+	fetch_policy(u);
+	kick(u);
+}
+
+void rvd_upload_pending(void *ctx, uint64_t id)
+{
+	(void)id;
+	kick(ctx);
+}
+
+void rvd_upload_stop(struct rvd_uploader *u)
+{
+	if (!u || u->stopping)
+		return;
+	u->stopping = true;
+	uv_close((uv_handle_t *)&u->curl_timer, NULL);
+	uv_close((uv_handle_t *)&u->retry_timer, NULL);
+	uv_close((uv_handle_t *)&u->policy_timer, NULL);
+	while (u->reqs) {
+		struct req *r = u->reqs;
+
+		req_unlink(u, r);
+		if (r->kind == REQ_UPLOAD)
+			unbusy(u, r->id);
+		req_free(r);
+	}
+	curl_multi_cleanup(u->multi);
+	u->multi = NULL;
+	while (u->socks)
+		sock_close(u, u->socks);
+}
+
+void rvd_upload_free(struct rvd_uploader *u)
+{
+	if (!u)
+		return;
+	if (u->multi)
+		curl_multi_cleanup(u->multi);
+	explicit_bzero(u->secret, sizeof(u->secret));
+	explicit_bzero(u->token, sizeof(u->token));
+	free(u);
+}
+
+void rvd_upload_get_stats(const struct rvd_uploader *u, struct rvd_upload_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (!u)
+		return;
+	s->enrolled = u->token[0] != '\0';
+	s->uploaded = u->uploaded;
+	s->failures = u->failures;
+	if (!u->stopping && uv_is_active((const uv_handle_t *)&u->retry_timer)) {
+		uint64_t due = uv_timer_get_due_in(&u->retry_timer);
+
+		s->next_retry_ms = due ? due : 1;
+	}
+	snprintf(s->last_error, sizeof(s->last_error), "%s", u->last_error);
+}
