@@ -1139,6 +1139,21 @@ static uint8_t *skip_report(uint8_t seed, const char *app_id, const char *reason
 	return buf;
 }
 
+/* POSTs a skip report that must be acknowledged, as a duplicate or not. */
+static void post_skip(const char *tok, const uint8_t *k, size_t len, int duplicate)
+{
+	Rearview__SkipAck *a;
+	struct resp r;
+
+	http(NULL, "POST", "/v1/skips", tok, k, len, NULL, &r);
+	assert_int_equal(r.code, 200);
+	a = rearview__skip_ack__unpack(NULL, r.len, r.body);
+	assert_non_null(a);
+	assert_int_equal(a->duplicate, duplicate);
+	rearview__skip_ack__free_unpacked(a, NULL);
+	resp_free(&r);
+}
+
 static void test_integration_skip_reports_are_stored_once_and_counted(void **state)
 {
 	char *tok = enroll("skip-model");
@@ -1146,30 +1161,14 @@ static void test_integration_skip_reports_are_stored_once_and_counted(void **sta
 	size_t len, l2;
 	uint8_t *k1 = skip_report(0x51, app, "quota_exhausted", &len);
 	uint8_t *k2 = skip_report(0x52, app, "quota_exhausted", &l2);
-	Rearview__SkipAck *a;
-	struct resp r;
 	json_t *j, *row;
 	int found = 0;
 
 	(void)state;
-	http(NULL, "POST", "/v1/skips", tok, k1, len, NULL, &r);
-	assert_int_equal(r.code, 200);
-	a = rearview__skip_ack__unpack(NULL, r.len, r.body);
-	assert_non_null(a);
-	assert_false(a->duplicate);
-	rearview__skip_ack__free_unpacked(a, NULL);
-	resp_free(&r);
+	post_skip(tok, k1, len, 0);
 	/* A retry (same report_id) is acknowledged as a duplicate, stored once. */
-	http(NULL, "POST", "/v1/skips", tok, k1, len, NULL, &r);
-	assert_int_equal(r.code, 200);
-	a = rearview__skip_ack__unpack(NULL, r.len, r.body);
-	assert_non_null(a);
-	assert_true(a->duplicate);
-	rearview__skip_ack__free_unpacked(a, NULL);
-	resp_free(&r);
-	http(NULL, "POST", "/v1/skips", tok, k2, l2, NULL, &r);
-	assert_int_equal(r.code, 200);
-	resp_free(&r);
+	post_skip(tok, k1, len, 1);
+	post_skip(tok, k2, l2, 0);
 
 	j = api_get("/api/v1/skips?app=com.example.skips%3Cscript%3E", 200);
 	for (size_t i = 0; i < json_array_size(json_object_get(j, "reasons")); i++) {
