@@ -4,7 +4,8 @@
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
 	$(PROTOBUF_LIBS) -lpthread
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o \
-	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o)
+	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
+	skips.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
@@ -52,3 +53,13 @@ $(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(LIBRVPROTO) | 
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl $(PROTOBUF_LIBS)
 BENCHES += $(TBIN)/server/bench_upload
+
+# Skip reports (POST /v1/skips): fuzz target and its corpus replay.
+FUZZ += $(BUILD)/fuzz/server_skip
+$(BUILD)/fuzz/server_skip: tests/fuzz/server_skip.c server/src/skips.c server/src/upload.c \
+		$(PROTO_C) | $(PROTO_H)
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Iserver/src -g -O1 \
+		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
+$(eval $(call rv_test,server,fuzz_skip,$(OBJ)/server/src/skips.o $(OBJ)/server/src/upload.o \
+	$(LIBRVPROTO),$(PROTOBUF_LIBS)))

@@ -70,7 +70,7 @@ struct rvs_api {
 	struct bucket peers[N_BUCKETS]; /* failed-auth budget per peer address */
 };
 
-enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_POLICY, JOB_QUERY };
+enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_SKIP, JOB_POLICY, JOB_QUERY };
 
 struct job {
 	uv_work_t w;
@@ -444,6 +444,56 @@ free_env:
 	rearview__upload_envelope__free_unpacked(e, NULL);
 }
 
+/* POST /v1/skips: store a device's report of an anomaly it did not upload;
+ * a retry with the same report_id answers duplicate = true. */
+static void do_skip(struct job *j)
+{
+	Rearview__SkipReport *r;
+	Rearview__SkipAck k = REARVIEW__SKIP_ACK__INIT;
+	struct rvs_skip_rec rec = {0};
+	char device_id[40], reason[160];
+	int rc;
+
+	if (device_of(j, device_id))
+		return;
+	rc = rvs_skip_parse(j->req->body, j->req->body_len, &r, reason, sizeof reason);
+	if (rc) {
+		job_fail(j, 400, rc == -EBADMSG ? RVS_ERR_MALFORMED : RVS_ERR_BAD_REQUEST,
+			 REARVIEW__ERROR__CODE__MALFORMED, reason);
+		return;
+	}
+	rec.device_id = device_id;
+	memcpy(rec.report_id, r->report_id.data, 16);
+	rec.reason = r->reason;
+	rec.captured_realtime_ns = r->captured_realtime_ns;
+	if (r->app) {
+		rec.app_id = r->app->app_id;
+		rec.app_version = r->app->version;
+	}
+	if (r->anomaly) {
+		rec.anomaly_kind = r->anomaly->kind;
+		rec.severity = (int)r->anomaly->severity;
+	}
+	rc = j->a->ops->skip_add(j->a->store, &rec);
+	if (rc && rc != -EEXIST) {
+		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL,
+			 "storage error");
+		goto free_report;
+	}
+	k.report_id = r->report_id;
+	k.duplicate = rc == -EEXIST;
+	j->body_len = rearview__skip_ack__get_packed_size(&k);
+	j->body = malloc(j->body_len ? j->body_len : 1);
+	if (!j->body) {
+		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "no memory");
+		goto free_report;
+	}
+	rearview__skip_ack__pack(&k, j->body);
+	j->status = 200;
+free_report:
+	rearview__skip_report__free_unpacked(r, NULL);
+}
+
 /* True when an If-None-Match list names etag (or is "*"). */
 static int etag_matches(const char *inm, const char *etag)
 {
@@ -506,6 +556,9 @@ static void job_work(uv_work_t *w)
 		break;
 	case JOB_UPLOAD:
 		do_upload(j);
+		break;
+	case JOB_SKIP:
+		do_skip(j);
 		break;
 	case JOB_POLICY:
 		do_policy(j);
@@ -782,6 +835,11 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 			method_not_allowed(a, c, "POST");
 		else if (admit(a, c, req, hash) == 0)
 			queue_job(a, c, req, JOB_UPLOAD, hash);
+	} else if (strcmp(req->path, "/v1/skips") == 0) {
+		if (req->method != HTTP_POST)
+			method_not_allowed(a, c, "POST");
+		else if (admit(a, c, req, hash) == 0)
+			queue_job(a, c, req, JOB_SKIP, hash);
 	} else if (strcmp(req->path, "/v1/policy") == 0) {
 		if (req->method != HTTP_GET)
 			method_not_allowed(a, c, "GET");

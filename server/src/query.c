@@ -572,6 +572,82 @@ static void list_signatures(sqlite3 *db, const char *query, struct rvs_query_res
 	set_json(r, 200, json_pack("{s:o}", "signatures", arr));
 }
 
+/* ---- GET /api/v1/skips --------------------------------------------------------- */
+
+/* Rows of one statement into a new JSON array; NULL on a query error. */
+static json_t *rows_array(sqlite3_stmt *st)
+{
+	json_t *arr = json_array();
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		row_into(st, o);
+		json_array_append_new(arr, o);
+	}
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		return NULL;
+	}
+	return arr;
+}
+
+/* Anomalies devices reported as not uploaded: counts by reason and kind,
+ * and the newest reports.  Filters: since / until (received_at), app. */
+static void list_skips(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+{
+	static const char WHERE[] = " WHERE (?1 IS NULL OR received_at >= ?1)"
+				    " AND (?2 IS NULL OR received_at < ?2)"
+				    " AND (?3 IS NULL OR app_id = ?3)";
+	char sql[512], v[256], app[257];
+	sqlite3_stmt *st[2] = {NULL, NULL};
+	json_t *reasons = NULL, *recent = NULL;
+	int64_t limit, t[2];
+	int has[2], has_app;
+
+	if (parse_limit(query, &limit))
+		return set_error(r, 400, "bad limit");
+	for (int i = 0; i < 2; i++) {
+		int rc = qparam(query, i ? "until" : "since", v, sizeof v);
+		if (rc < 0 || (rc == 1 && parse_i64(v, &t[i])))
+			return set_error(r, 400, i ? "bad until" : "bad since");
+		has[i] = rc == 1;
+	}
+	if ((has_app = qparam(query, "app", app, sizeof app)) < 0)
+		return set_error(r, 400, "bad app");
+	snprintf(sql, sizeof sql,
+		 "SELECT reason, anomaly_kind, count(*) AS count FROM skips%s"
+		 " GROUP BY reason, anomaly_kind ORDER BY count DESC, reason, anomaly_kind",
+		 WHERE);
+	if (sqlite3_prepare_v2(db, sql, -1, &st[0], NULL) != SQLITE_OK)
+		goto fail;
+	snprintf(sql, sizeof sql,
+		 "SELECT device_id, app_id, app_version, anomaly_kind, severity, reason,"
+		 " received_at, captured_realtime_ns FROM skips%s"
+		 " ORDER BY received_at DESC, rowid DESC LIMIT ?4",
+		 WHERE);
+	if (sqlite3_prepare_v2(db, sql, -1, &st[1], NULL) != SQLITE_OK)
+		goto fail;
+	for (int i = 0; i < 2; i++) {
+		for (int k = 0; k < 2; k++)
+			if (has[k])
+				sqlite3_bind_int64(st[i], k + 1, t[k]);
+		if (has_app)
+			sqlite3_bind_text(st[i], 3, app, -1, SQLITE_TRANSIENT);
+	}
+	sqlite3_bind_int64(st[1], 4, limit);
+	if (!(reasons = rows_array(st[0])) || !(recent = rows_array(st[1])))
+		goto fail;
+	sqlite3_finalize(st[0]);
+	sqlite3_finalize(st[1]);
+	return set_json(r, 200, json_pack("{s:o,s:o}", "reasons", reasons, "recent", recent));
+fail:
+	json_decref(reasons);
+	sqlite3_finalize(st[0]);
+	sqlite3_finalize(st[1]);
+	set_error(r, 500, "query failed");
+}
+
 /* ---- routing ----------------------------------------------------------------- */
 
 void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
@@ -589,6 +665,8 @@ void rvs_query_handle(const char *database, const char *blob_dir, const char *pa
 		list_traces(db, query, r);
 	} else if (strcmp(rest, "signatures") == 0) {
 		list_signatures(db, query, r);
+	} else if (strcmp(rest, "skips") == 0) {
+		list_skips(db, query, r);
 	} else if (strncmp(rest, "traces/", 7) == 0) {
 		const char *id = rest + 7, *slash = strchr(id, '/');
 		size_t idlen = slash ? (size_t)(slash - id) : strlen(id);

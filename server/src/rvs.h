@@ -114,6 +114,14 @@ int rvs_upload_parse(const uint8_t *buf, size_t len, struct Rearview__UploadEnve
 /* Checks an untrusted string field: bounded length, UTF-8, no control chars. */
 int rvs_field_ok(const char *s, size_t max);
 
+/* ---- skip report validation (skips.c; work thread or fuzzer) ------------- */
+struct Rearview__SkipReport;
+/* Unpacks and validates a SkipReport, like rvs_upload_parse: *out to be
+ * freed with rearview__skip_report__free_unpacked(*out, NULL); -EBADMSG or
+ * -EINVAL with a human reason. */
+int rvs_skip_parse(const uint8_t *buf, size_t len, struct Rearview__SkipReport **out,
+		   char *reason, size_t reasonlen);
+
 /* ---- blob store (blob.c; work thread) ------------------------------------ */
 /* Content-addressed: DIR/ab/abcdef… named by the SHA-256 of the content. */
 int rvs_blob_put(const char *dir, const void *data, size_t len, char hex_out[65]);

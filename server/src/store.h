@@ -35,6 +35,15 @@ struct rvs_upload_rec {
 	size_t summary_len;
 };
 
+/* A device's report of an anomaly it did not upload (POST /v1/skips). */
+struct rvs_skip_rec {
+	const char *device_id;
+	uint8_t report_id[16];
+	const char *app_id, *app_version, *reason;
+	int anomaly_kind, severity;
+	uint64_t captured_realtime_ns;
+};
+
 struct rvs_store;
 
 struct rvs_store_ops {
@@ -62,6 +71,8 @@ struct rvs_store_ops {
 	int (*queue_depth)(struct rvs_store *s, uint64_t *out);
 	int (*admin_put)(struct rvs_store *s, const char *name, unsigned iterations,
 			 const uint8_t *salt, size_t saltlen, const uint8_t hash[32]);
+	/* Stores a skip report; -EEXIST when (device, report_id) exists. */
+	int (*skip_add)(struct rvs_store *s, const struct rvs_skip_rec *k);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

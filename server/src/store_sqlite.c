@@ -81,6 +81,17 @@ static const char *const migrations[] = {
 	"CREATE INDEX traces_signature ON traces(anomaly_signature);"
 	"CREATE INDEX trace_methods_method ON trace_methods(method);"
 	"CREATE INDEX trace_chains_signature ON trace_chains(signature);",
+	/* 3: anomalies devices did not upload, and why (POST /v1/skips) */
+	"CREATE TABLE skips ("
+	" device_id TEXT NOT NULL REFERENCES devices(device_id),"
+	" report_id BLOB NOT NULL,"
+	" received_at INTEGER NOT NULL,"
+	" app_id TEXT, app_version TEXT,"
+	" anomaly_kind INTEGER, severity INTEGER,"
+	" reason TEXT NOT NULL,"
+	" captured_realtime_ns INTEGER,"
+	" PRIMARY KEY (device_id, report_id));"
+	"CREATE INDEX skips_received ON skips(received_at);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -472,6 +483,35 @@ static int admin_put(struct rvs_store *s, const char *name, unsigned iterations,
 	return map(rc);
 }
 
+static int skip_add(struct rvs_store *s, const struct rvs_skip_rec *k)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	rc = sqlite3_prepare_v2(
+		s->db,
+		"INSERT INTO skips (device_id, report_id, received_at, app_id,"
+		" app_version, anomaly_kind, severity, reason, captured_realtime_ns)"
+		" VALUES (?,?,?,?,?,?,?,?,?)",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, k->device_id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_blob(st, 2, k->report_id, 16, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
+		bind_text(st, 4, k->app_id);
+		bind_text(st, 5, k->app_version);
+		sqlite3_bind_int(st, 6, k->anomaly_kind);
+		sqlite3_bind_int(st, 7, k->severity);
+		sqlite3_bind_text(st, 8, k->reason, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 9, (sqlite3_int64)k->captured_realtime_ns);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return map(rc);
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -486,4 +526,5 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.decode_fail = decode_fail,
 	.queue_depth = queue_depth,
 	.admin_put = admin_put,
+	.skip_add = skip_add,
 };

@@ -1113,6 +1113,110 @@ static void test_integration_api_hostile_method_name_is_escaped(void **state)
 	json_decref(api_get("/api/v1/methods/a%00b", 400));
 }
 
+/* Packs a SkipReport (caller frees); report_id filled from seed. */
+static uint8_t *skip_report(uint8_t seed, const char *app_id, const char *reason, size_t *len)
+{
+	Rearview__SkipReport k = REARVIEW__SKIP_REPORT__INIT;
+	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
+	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
+	uint8_t id[16], *buf;
+
+	memset(id, seed, sizeof id);
+	k.report_id.data = id;
+	k.report_id.len = sizeof id;
+	app.app_id = (char *)app_id;
+	app.version = "1.0";
+	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
+	an.severity = 60;
+	k.app = &app;
+	k.anomaly = &an;
+	k.reason = (char *)reason;
+	k.captured_realtime_ns = 1700000000000000000ull;
+	*len = rearview__skip_report__get_packed_size(&k);
+	buf = malloc(*len);
+	assert_non_null(buf);
+	rearview__skip_report__pack(&k, buf);
+	return buf;
+}
+
+/* POSTs a skip report that must be acknowledged, as a duplicate or not. */
+static void post_skip(const char *tok, const uint8_t *k, size_t len, int duplicate)
+{
+	Rearview__SkipAck *a;
+	struct resp r;
+
+	http(NULL, "POST", "/v1/skips", tok, k, len, NULL, &r);
+	assert_int_equal(r.code, 200);
+	a = rearview__skip_ack__unpack(NULL, r.len, r.body);
+	assert_non_null(a);
+	assert_int_equal(a->duplicate, duplicate);
+	rearview__skip_ack__free_unpacked(a, NULL);
+	resp_free(&r);
+}
+
+static void test_integration_skip_reports_are_stored_once_and_counted(void **state)
+{
+	char *tok = enroll("skip-model");
+	const char *app = "com.example.skips<script>";
+	size_t len, l2;
+	uint8_t *k1 = skip_report(0x51, app, "quota_exhausted", &len);
+	uint8_t *k2 = skip_report(0x52, app, "quota_exhausted", &l2);
+	json_t *j, *row;
+	int found = 0;
+
+	(void)state;
+	post_skip(tok, k1, len, 0);
+	/* A retry (same report_id) is acknowledged as a duplicate, stored once. */
+	post_skip(tok, k1, len, 1);
+	post_skip(tok, k2, l2, 0);
+
+	j = api_get("/api/v1/skips?app=com.example.skips%3Cscript%3E", 200);
+	for (size_t i = 0; i < json_array_size(json_object_get(j, "reasons")); i++) {
+		row = json_array_get(json_object_get(j, "reasons"), i);
+		if (strcmp(json_string_value(json_object_get(row, "reason")), "quota_exhausted"))
+			continue;
+		assert_int_equal(json_integer_value(json_object_get(row, "count")), 2);
+		assert_int_equal(json_integer_value(json_object_get(row, "anomaly_kind")), 1);
+		found = 1;
+	}
+	assert_true(found);
+	assert_int_equal(json_array_size(json_object_get(j, "recent")), 2);
+	row = json_array_get(json_object_get(j, "recent"), 0);
+	assert_string_equal(json_string_value(json_object_get(row, "app_id")), app);
+	json_decref(j);
+	free(k1);
+	free(k2);
+	free(tok);
+}
+
+static void test_integration_bad_skip_reports_get_400_with_reason(void **state)
+{
+	char *tok = enroll("skip-bad-model");
+	size_t len;
+	uint8_t *k = skip_report(0x53, "a", "Quota Exhausted; DROP TABLE skips", &len);
+	uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f};
+	Rearview__Error *e;
+	struct resp r;
+
+	(void)state;
+	http(NULL, "POST", "/v1/skips", tok, k, len, NULL, &r);
+	assert_int_equal(r.code, 400);
+	e = error_of(&r);
+	assert_non_null(strstr(e->message, "reason"));
+	rearview__error__free_unpacked(e, NULL);
+	resp_free(&r);
+	http(NULL, "POST", "/v1/skips", tok, junk, sizeof junk, NULL, &r);
+	assert_int_equal(r.code, 400);
+	e = error_of(&r);
+	assert_non_null(strstr(e->message, "malformed"));
+	rearview__error__free_unpacked(e, NULL);
+	resp_free(&r);
+	assert_int_equal(
+		db_count("SELECT count(*) FROM skips WHERE reason != ?", "quota_exhausted"), 0);
+	free(k);
+	free(tok);
+}
+
 static void test_integration_api_signatures_group_traces(void **state)
 {
 	char *a = decoded_trace(36, "com.example.sig", "api-sig-a");
@@ -1545,6 +1649,8 @@ int main(void)
 		cmocka_unit_test(test_integration_api_method_page_has_percentiles),
 		cmocka_unit_test(test_integration_api_hostile_method_name_is_escaped),
 		cmocka_unit_test(test_integration_api_signatures_group_traces),
+		cmocka_unit_test(test_integration_skip_reports_are_stored_once_and_counted),
+		cmocka_unit_test(test_integration_bad_skip_reports_get_400_with_reason),
 		cmocka_unit_test(test_integration_token_guessing_is_throttled_per_address),
 		cmocka_unit_test(test_integration_sql_injection_is_stored_verbatim),
 		cmocka_unit_test(test_integration_control_chars_and_bad_utf8_get_400),

@@ -1,0 +1,3 @@
+
+short"
+Bad Reason

@@ -1,0 +1,3 @@
+
+0123456789abcdef
+com.example1.2d"quota_exhausted(€€¨±ãŸçË

@@ -1,0 +1,18 @@
+/*
+ * test_fuzz_skip.c — deterministic replay of the server_skip fuzz corpus.
+ */
+#include "../fuzz/server_skip.c"
+#include "fuzz_replay.h"
+
+static void test_fuzz_skip_corpus_replays_cleanly(void **state)
+{
+	assert_true(replay_dir(RVS_SRCDIR "/tests/fuzz/server_skip_corpus") >= 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fuzz_skip_corpus_replays_cleanly),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
