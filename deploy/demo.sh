@@ -2,7 +2,21 @@
 # deploy/demo.sh — `make demo`: the whole Rearview path on one machine.
 #
 #   make demo                    run until Ctrl-C
-#   make demo DEMO_ONESHOT=1     exit once the first capture is pending/uploaded
+#   make demo DEMO_ONESHOT=1     exit once the first jank capture is indexed
+#                                by the server, printing its summary
+#
+# Environment (all optional):
+#   DEMO_VAR=DIR        state directory (default var/demo)
+#   DEMO_PORT=N         server port (default 8443; 0 = any free port)
+#   DEMO_E2E=1          with DEMO_ONESHOT=1, also wait until a thermal capture
+#                       is indexed and an anomaly was skipped for quota
+#                       (tests/integration/test_demo_e2e.c)
+#
+# Order of events, so a run tells the same story every time: the app's
+# first slow frames fire a jank (capture 1 of the policy's weekly quota of
+# 3); only then does the fake thermal zone start heating, and it throttles
+# about a second later (capture 2); the next jank or slow touch is capture
+# 3, and the one after that is skipped with reason quota_exhausted.
 #
 # Everything lives under var/demo (git-ignored):
 #   server/          `rearview-server init` output (CA, keys, database, config)
@@ -19,24 +33,17 @@ set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${DEMO_BIN:-$ROOT/build/bin}
-VAR=$ROOT/var/demo
+VAR=${DEMO_VAR:-$ROOT/var/demo}
 SRV=$VAR/server
 RUN=$VAR/run
 STATE=$VAR/state
 THERM=$VAR/thermal
 LOG=$VAR/log
 ONESHOT=${DEMO_ONESHOT:-0}
-INTERVAL=${DEMO_INTERVAL:-3}
-ONESHOT_GUARD=${DEMO_ONESHOT_TIMEOUT:-120}
-URL=https://127.0.0.1:8443/
-
-# Keys of the daemon's uploader.  Tried first; a rearviewd that does not know
-# them refuses the config (unknown key, exit 2) and the demo runs without.
-UPLOAD_CONF="[upload]
-server_url = https://127.0.0.1:8443
-ca_file = $SRV/ca.crt
-enrollment_secret_file = $SRV/enrollment.secret
-"
+E2E=${DEMO_E2E:-0}
+PORT=${DEMO_PORT:-8443}
+INTERVAL=${DEMO_INTERVAL:-1}
+ONESHOT_GUARD=${DEMO_ONESHOT_TIMEOUT:-180}
 
 PIDS=""
 say() { printf '%s\n' "demo: $*"; }
@@ -54,12 +61,21 @@ stop_children() {
 trap 'stop_children' EXIT
 trap 'echo; say "stopping"; stop_children; exit 0' INT TERM
 
+for t in curl jq; do
+	command -v $t >/dev/null 2>&1 || {
+		say "$t is missing: run 'make demo' (it installs what the demo needs)"
+		exit 1
+	}
+done
 for b in rearview-server rearviewd rvctl rvtrace rearview-demo-app rearview-demo-thermal; do
 	if [ ! -x "$BIN/$b" ]; then
 		say "$BIN/$b is missing: run 'make demo' (it builds everything first)"
 		exit 1
 	fi
 done
+# Each run is a fresh device (new spool, new weekly quota, new enrolment);
+# the server keeps every run's traces.
+rm -rf "$RUN" "$STATE"
 mkdir -p "$VAR" "$RUN" "$STATE" "$LOG"
 chmod 0700 "$VAR"
 rvctl() { "$BIN/rvctl" -r "$RUN" "$@"; }
@@ -74,31 +90,45 @@ if [ ! -f "$SRV/rearview-server.conf" ]; then
 	umask 022
 	say "initialised the demo server in $SRV"
 fi
+# The port can change between runs (DEMO_PORT); everything else init wrote.
+sed -i "s|^listen = .*|listen = 127.0.0.1:$PORT|" "$SRV/rearview-server.conf"
 "$BIN/rearview-server" --config "$SRV/rearview-server.conf" 2>"$LOG/server.log" &
 SERVER=$!
 PIDS="$PIDS $SERVER"
-server_up=0
+URL=""
 i=0
-while [ $i -lt 50 ]; do
-	if grep -q 'msg="listening"' "$LOG/server.log" 2>/dev/null; then
-		server_up=1
-		break
-	fi
+while [ $i -lt 100 ]; do
+	URL=$(sed -n 's/.*msg="listening" url=\([^ ]*\).*/\1/p' "$LOG/server.log" 2>/dev/null | tail -n 1)
+	[ -n "$URL" ] && break
 	kill -0 "$SERVER" 2>/dev/null || break
 	sleep 0.2
 	i=$((i + 1))
 done
-if [ $server_up -eq 1 ]; then
-	say "rearview-server listening on $URL"
-else
-	say "rearview-server did not come up (is port 8443 in use?); its log:"
+if [ -z "$URL" ]; then
+	say "rearview-server did not come up (is port $PORT in use?); its log:"
 	tail -n 5 "$LOG/server.log" | sed 's/^/    /'
+	exit 1
 fi
+URL=${URL%/}/
+say "rearview-server listening on $URL"
+TOKEN=$(cat "$SRV/api.token")
+# GET on the engineer JSON API, trusting only the demo CA.
+api() { curl -sf --cacert "$SRV/ca.crt" -H "Authorization: Bearer $TOKEN" "${URL}api/v1/$1"; }
 
 # --- the thermal source ----------------------------------------------------
-"$BIN/rearview-demo-thermal" --root "$THERM" --interval 500 --step 1000 --hold 10 \
-	>"$LOG/thermal.log" 2>&1 &
-PIDS="$PIDS $!"
+# rearviewd polls $THERM from the start; the zone appears, already warm, only
+# after the first capture and throttles about a second later.
+rm -rf "$THERM"
+mkdir -p "$THERM"
+HEATING=0
+start_heating() {
+	[ $HEATING -eq 1 ] && return
+	HEATING=1
+	"$BIN/rearview-demo-thermal" --root "$THERM" --interval 500 --step 1000 --hold 10 \
+		--start 68000 --trip 70000 >"$LOG/thermal.log" 2>&1 &
+	PIDS="$PIDS $!"
+	say "thermal zone heating from 68 C; it throttles at 70 C"
+}
 
 # --- rearviewd -------------------------------------------------------------
 write_conf() {
@@ -112,7 +142,12 @@ sysfs_root = $THERM
 poll_ms = 500
 [capture]
 consent_default = full
-$1
+[policy]
+public_key = $SRV/policy-signing.pub
+[upload]
+server_url = ${URL%/}
+ca_file = $SRV/ca.crt
+enrollment_secret_file = $SRV/enrollment.secret
 EOF
 }
 
@@ -132,32 +167,14 @@ start_daemon() {
 }
 
 : >"$LOG/rearviewd.log"
-UPLOADS=1
-write_conf "$UPLOAD_CONF"
+write_conf
 if ! start_daemon; then
-	wait "$DAEMON" 2>/dev/null
-	if grep -q 'unknown key \[upload\]' "$LOG/rearviewd.log"; then
-		UPLOADS=0
-		write_conf ""
-		start_daemon || {
-			say "rearviewd did not start; its log:"
-			tail -n 5 "$LOG/rearviewd.log" | sed 's/^/    /'
-			exit 1
-		}
-	else
-		say "rearviewd did not start; its log:"
-		tail -n 5 "$LOG/rearviewd.log" | sed 's/^/    /'
-		exit 1
-	fi
+	say "rearviewd did not start; its log:"
+	tail -n 5 "$LOG/rearviewd.log" | sed 's/^/    /'
+	exit 1
 fi
 PIDS="$PIDS $DAEMON"
-if [ $UPLOADS -eq 1 ]; then
-	say "rearviewd running (run dir $RUN), uploading to $URL"
-else
-	say "rearviewd running (run dir $RUN)"
-	say "NOTE: this rearviewd has no uploader yet ([upload] keys unknown):"
-	say "      captures are kept in $STATE and stay 'pending'; nothing reaches the server"
-fi
+say "rearviewd running (run dir $RUN), uploading to $URL"
 rvctl consent full >/dev/null && say "consent: $(rvctl consent status)"
 
 # --- the demo app ----------------------------------------------------------
@@ -166,8 +183,8 @@ rvctl consent full >/dev/null && say "consent: $(rvctl consent status)"
 	--wait-traced 2>"$LOG/app.log" &
 APP=$!
 PIDS="$PIDS $APP"
-say "rearview-demo-app pid $APP: 60 fps, 4 slow frames every 5 s, a 450 ms touch every ~10 s;"
-say "  thermal zone +1 C every 0.5 s, throttles at 70 C"
+say "rearview-demo-app pid $APP: 60 fps, 4 slow frames (68 ms each) every 5 s,"
+say "  a 450 ms touch every ~10 s; weekly upload quota 3 (the server's default policy)"
 
 if [ -f "$VAR/server-init.txt" ]; then
 	say "web UI: $URL  (CA: $SRV/ca.crt)"
@@ -176,36 +193,48 @@ fi
 say "logs in $LOG; Ctrl-C stops everything"
 
 # --- watch the captures ----------------------------------------------------
-# One line per new capture: what fired, and what became of it.
+# One line per capture and per change of its state: what fired, and what
+# became of it.
 SEEN=""
 report_new() {
-	rvctl captures 2>/dev/null | awk 'NR > 1 { print $1, $2, $3, $4 }' >"$VAR/.captures"
+	rvctl --json captures 2>/dev/null |
+		jq -r '.[] | "\(.id) \(.state) \(if .reason == "" then "-" else .reason end) \(.kind)"' \
+			>"$VAR/.captures" 2>/dev/null || return
 	while read -r id st reason kind; do
 		case " $SEEN " in *" $id:$st "*) continue ;; esac
 		SEEN="$SEEN $id:$st"
-		why=$(rvctl show "$id" 2>/dev/null | sed -n 's/^anomaly: *//p')
+		why=$(rvctl show "$id" 2>/dev/null | sed -n 's/^anomaly: *//p' | head -n 1)
 		if [ "$st" = skipped ]; then
-			say "capture $id $kind: SKIPPED ($reason) — $why"
+			say "capture $id ($kind): SKIPPED, reason $reason${why:+ — $why}"
 		else
-			say "capture $id $kind: $st — $why"
+			say "capture $id ($kind): $st${why:+ — $why}"
 		fi
 	done <"$VAR/.captures"
+	# The thermal zone starts heating once the first capture exists.
+	[ -s "$VAR/.captures" ] && start_heating
 }
 
-first_ready() {
-	awk -v base="$BASE" 'NR > 1 && $1 > base &&
-		($2 == "pending" || $2 == "uploading" || $2 == "uploaded") { print $1; exit }' \
-		<<EOF
-$(rvctl captures 2>/dev/null)
-EOF
+# The server's newest decoded trace of anomaly kind $1 received since this
+# run began, or nothing.
+indexed() {
+	api "traces?kind=$1&since=$T0&limit=1" 2>/dev/null | jq -r '.traces[0].trace_id // empty'
 }
 
-# Captures of earlier runs stay in the spool: count them, report only new ones.
-BASE=$(rvctl captures 2>/dev/null | awk 'NR > 1 && $1 > m { m = $1 } END { print m + 0 }')
-report_new >/dev/null
-[ "$BASE" -gt 0 ] && say "$BASE capture(s) of earlier runs in the spool (rvctl -r $RUN captures)"
-touch "$VAR/.started"
-started=$(date +%s)
+# What the server made of a trace: its anomaly and top self-time methods.
+print_trace() {
+	api "traces/$1" | jq -r '
+		"    trace \(.trace_id): \(.app_id) \(.app_version // ""), anomaly kind \(.anomaly_kind) severity \(.severity)",
+		"    top self time:",
+		(.top_self[:5][] | "      \(.self_ns / 1000000 | floor) ms  \(.calls) calls  \(.method)"),
+		"    chain at the anomaly:",
+		([.chains[] | select(.kind == "anomaly")][:1][] | "      \(.chain)")'
+	say "web UI: ${URL}  trace page: ${URL}traces/$1"
+}
+
+T0=$(date +%s)
+started=$T0
+JANK=""
+THERMAL=""
 while :; do
 	if ! kill -0 "$DAEMON" 2>/dev/null; then
 		say "rearviewd exited; its log:"
@@ -213,29 +242,39 @@ while :; do
 		exit 1
 	fi
 	report_new
-	now=$(rvctl status 2>/dev/null | grep -E '^(anomalies|pending uploads):' | tr -s ' ')
+	now=$(rvctl status 2>/dev/null | grep -E '^(anomalies|pending uploads|quota left):' | tr -s ' ')
 	if [ "$now" != "${last_status:-}" ]; then
 		printf '%s\n' "$now" | sed 's/^/demo:   /'
 		last_status=$now
 	fi
-	if [ "$ONESHOT" = 1 ]; then
-		id=$(first_ready)
-		if [ -n "$id" ]; then
-			say "first capture: $id"
-			rvctl show "$id" | sed 's/^/    /'
-			if [ $UPLOADS -eq 0 ]; then
-				say "not uploaded: this rearviewd has no uploader yet; summary from the spool:"
-			fi
-			# This run's oldest capture file is the first capture's.
-			f=$(find "$STATE/captures" -name 'c-*.rvc' -newer "$VAR/.started" \
-				-exec ls -tr {} + 2>/dev/null | head -n 1)
-			[ -n "$f" ] && "$BIN/rvtrace" summary "$f" | sed 's/^/    /'
+	if [ -z "$JANK" ]; then
+		JANK=$(indexed 1)
+		if [ -n "$JANK" ]; then
+			say "the server indexed the first jank capture:"
+			print_trace "$JANK"
+		fi
+	fi
+	[ -z "$THERMAL" ] && THERMAL=$(indexed 3) && [ -n "$THERMAL" ] &&
+		say "the server indexed the thermal capture $THERMAL"
+	if [ "$ONESHOT" = 1 ] && [ -n "$JANK" ]; then
+		if [ "$E2E" != 1 ]; then
 			exit 0
 		fi
-		if [ $(($(date +%s) - started)) -ge "$ONESHOT_GUARD" ]; then
-			say "no capture after ${ONESHOT_GUARD}s; see $LOG"
-			exit 1
+		# Done when nothing is left in flight and the server indexed every
+		# capture the device uploaded.
+		uploaded=$(grep -c ' uploaded ' "$VAR/.captures")
+		inflight=$(grep -cE ' (captured|pending|uploading) ' "$VAR/.captures")
+		ntraces=$(api "traces?since=$T0&limit=500" | jq '.traces | length')
+		if [ -n "$THERMAL" ] && grep -q ' skipped quota_exhausted ' "$VAR/.captures" &&
+			[ "$inflight" -eq 0 ] && [ "$ntraces" = "$uploaded" ]; then
+			say "end to end: $uploaded captures uploaded and indexed (jank $JANK, thermal $THERMAL);"
+			say "  a later anomaly skipped for quota"
+			exit 0
 		fi
+	fi
+	if [ "$ONESHOT" = 1 ] && [ $(($(date +%s) - started)) -ge "$ONESHOT_GUARD" ]; then
+		say "not done after ${ONESHOT_GUARD}s; see $LOG"
+		exit 1
 	fi
 	sleep "$INTERVAL"
 done

@@ -58,3 +58,10 @@ $(TBIN)/deploy/test_install: tests/deploy/test_install.sh $(BUILD)/prefix/.insta
 	printf '#!/bin/sh\nexec sh %s %s\n' '$(CURDIR)/$<' '$(RV_TEST_PREFIX)' > $@
 	chmod +x $@
 TESTS += $(TBIN)/deploy/test_install
+
+# End to end: deploy/demo.sh in oneshot end-to-end mode, then the server's
+# JSON API (tests/integration/test_demo_e2e.c).
+$(OBJ)/tests/integration/test_demo_e2e.o: CPPFLAGS += $(call pc,--cflags,libcurl jansson) \
+  -DRV_SRC_DIR='"$(CURDIR)"'
+$(eval $(call rv_test,integration,demo_e2e,,$(call pc,--libs,libcurl jansson)))
+$(TBIN)/integration/test_demo_e2e: | $(BINS) $(DEMO_BINS)
