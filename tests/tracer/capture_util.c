@@ -123,6 +123,18 @@ int cu_parse(const uint8_t *b, size_t len, struct cu_capture *c)
 			if (l < 32 || le(v + 4, 4) > l - 32 || le(v, 4) != c->nmodules)
 				return -EBADMSG;
 			c->nmodules++;
+		} else if (type == 6) {
+			if (l < 16)
+				return -EBADMSG;
+			c->has_anomaly = 1;
+			c->anomaly_kind = (uint32_t)le(v, 4);
+			c->anomaly_severity = (uint32_t)le(v + 4, 4);
+			c->anomaly_monotonic_ns = le(v + 8, 8);
+			size_t nl = l - 16 < sizeof(c->anomaly_name) - 1
+					    ? l - 16
+					    : sizeof(c->anomaly_name) - 1;
+			memcpy(c->anomaly_name, v + 16, nl);
+			c->anomaly_name[nl] = 0;
 		} else if (type == 5) {
 			if (l < 24 || le(v + 20, 4) != l - 24)
 				return -EBADMSG;

@@ -36,6 +36,11 @@ struct cu_capture {
 	char exe[512];
 	char thread_name[64];
 	int has_cmdline;
+	/* The ANOMALY record, if any (has_anomaly). */
+	int has_anomaly;
+	uint32_t anomaly_kind, anomaly_severity;
+	uint64_t anomaly_monotonic_ns;
+	char anomaly_name[128];
 };
 
 /* Parses and decodes `buf`; returns 0 or a negative errno (-EBADMSG when a

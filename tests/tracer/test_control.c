@@ -119,9 +119,16 @@ static void test_control_daemon_session_start_capture_reconnect(void **state)
 	assert_int_equal(rvt_is_tracing(0), 1);
 	call_top(2);
 
+	/* The request's anomaly travels into the capture (ANOMALY record). */
 	Rearview__CaptureRequest cr = REARVIEW__CAPTURE_REQUEST__INIT;
+	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
+	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
+	an.severity = 77;
+	an.monotonic_ns = 123456789012ull;
+	an.detail = "3 frames over 16667 us";
 	cr.request_id = 7;
 	cr.tid = me;
+	cr.anomaly = &an;
 	out.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE;
 	out.capture = &cr;
 	send_msg(c, &out);
@@ -138,6 +145,11 @@ static void test_control_daemon_session_start_capture_reconnect(void **state)
 	assert_int_equal(cu_parse_fd(fd, &cap), 0);
 	assert_int_equal(cap.ring_slots, 65536 / 8);
 	assert_true(cu_find_entry(&cap, "call_leaf", 0) >= 0);
+	assert_true(cap.has_anomaly);
+	assert_int_equal(cap.anomaly_kind, REARVIEW__ANOMALY_KIND__ANOMALY_JANK);
+	assert_int_equal(cap.anomaly_severity, 77);
+	assert_int_equal(cap.anomaly_monotonic_ns, 123456789012ull);
+	assert_string_equal(cap.anomaly_name, "3 frames over 16667 us");
 	assert_int_equal(m->capture_ready->size, (uint64_t)lseek(fd, 0, SEEK_END));
 	cu_release(&cap);
 	close(fd);
@@ -145,6 +157,7 @@ static void test_control_daemon_session_start_capture_reconnect(void **state)
 
 	cr.request_id = 8;
 	cr.tid = 1 << 22; /* no such thread */
+	cr.anomaly = NULL;
 	send_msg(c, &out);
 	m = expect(c, REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE_READY, NULL);
 	assert_int_equal(m->capture_ready->request_id, 8);

@@ -157,6 +157,17 @@ int rvt_capture_encode(const struct rvt_capture_desc *d, uint8_t **outp, size_t 
 		put(&o, s->name, nl);
 		pad8(&o);
 	}
+	if (d->anomaly) {
+		size_t nl = d->anomaly->name ? strlen(d->anomaly->name) : 0;
+		if (nl > 4096)
+			nl = 4096;
+		rec_head(&o, RVT_REC_ANOMALY, (uint32_t)(16 + nl));
+		put_le(&o, d->anomaly->kind, 4);
+		put_le(&o, d->anomaly->severity, 4);
+		put_le(&o, d->anomaly->monotonic_ns, 8);
+		put(&o, d->anomaly->name, nl);
+		pad8(&o);
+	}
 	rec_head(&o, RVT_REC_END, 0);
 	if (o.err) {
 		free(o.p);
@@ -244,6 +255,7 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 	d.start_pos = r->wrapped ? r->end_pos % r->nslots : 0;
 	d.ring = r->slots;
 	d.thread_name = f->thread_name;
+	d.anomaly = f->anomaly;
 
 	/* The distinct method values, decoding backwards (FORMAT.md §1). */
 	uint64_t count = rvt_capture_slot_count(r->nslots, d.start_pos, d.end_pos, r->wrapped);

@@ -118,7 +118,16 @@ static int send_threads(int sock)
 static int do_capture(int sock, const Rearview__CaptureRequest *req)
 {
 	uint64_t size = 0, frozen = 0;
-	int fd = rvt_capture_frozen_memfd(req->tid, &size, &frozen);
+	const Rearview__Anomaly *a = req->anomaly;
+	struct rvt_anomaly an;
+	if (a) {
+		/* A generic anomaly has a name; the others a short detail. */
+		an.kind = (uint32_t)a->kind;
+		an.severity = a->severity;
+		an.monotonic_ns = a->monotonic_ns;
+		an.name = a->name && *a->name ? a->name : a->detail;
+	}
+	int fd = rvt_capture_frozen_memfd(req->tid, a ? &an : NULL, &size, &frozen);
 	Rearview__CaptureReady cr;
 	rearview__capture_ready__init(&cr);
 	cr.request_id = req->request_id;

@@ -34,11 +34,21 @@ struct rvt_clock {
 };
 
 /* A frozen ring plus what the capture header needs. */
+/* The anomaly a capture was taken for (FORMAT.md, ANOMALY record): what the
+ * daemon's CaptureRequest said, so the capture itself tells a reader where
+ * the chain "at the anomaly" is. */
+struct rvt_anomaly {
+	uint32_t kind, severity;
+	uint64_t monotonic_ns; /* CLOCK_MONOTONIC when it fired */
+	const char *name;      /* may be NULL */
+};
+
 struct rvt_frozen {
 	const struct rvt_ring *ring;
 	uint64_t ref_counter, ref_realtime_ns, ref_monotonic_ns;
 	pid_t pid, tid;
 	char thread_name[32];
+	const struct rvt_anomaly *anomaly; /* borrowed, NULL when none */
 };
 
 /* Everything the file encoder needs; plain data so tests can build one. */
@@ -74,6 +84,7 @@ struct rvt_capture_desc {
 	size_t nmodules;
 	const struct rvt_symbol *symbols;
 	size_t nsymbols;
+	const struct rvt_anomaly *anomaly; /* NULL: no ANOMALY record */
 };
 
 #define RVT_CAP_WRAPPED 1u
@@ -83,6 +94,7 @@ struct rvt_capture_desc {
 #define RVT_REC_THREAD	3u
 #define RVT_REC_MODULE	4u
 #define RVT_REC_SYMBOL	5u
+#define RVT_REC_ANOMALY 6u
 #define RVT_REC_END	0xffffu
 
 /* Number of slots from start_pos to end_pos in a ring of `n` slots. */
@@ -137,6 +149,9 @@ struct rvt_thread_info {
 	char name[32];
 };
 RVT_HIDDEN size_t rvt_threads_snapshot(struct rvt_thread_info *out, size_t cap);
-RVT_HIDDEN int rvt_capture_frozen_memfd(pid_t tid, uint64_t *size, uint64_t *frozen_ns);
+/* Freezes tid's ring into a sealed memfd holding a capture (with an ANOMALY
+ * record when `anomaly` is not NULL); returns the fd or a negative errno. */
+RVT_HIDDEN int rvt_capture_frozen_memfd(pid_t tid, const struct rvt_anomaly *anomaly,
+					uint64_t *size, uint64_t *frozen_ns);
 
 #endif

@@ -796,7 +796,8 @@ static int freeze_locked(struct rec *r, struct rvt_frozen *f)
 	return 0;
 }
 
-static int capture_to_buffer(pid_t tid, uint8_t **out, size_t *len, uint64_t *frozen_ns)
+static int capture_to_buffer(pid_t tid, const struct rvt_anomaly *anomaly, uint8_t **out,
+			     size_t *len, uint64_t *frozen_ns)
 {
 	int rc = rvt_init();
 	if (rc)
@@ -810,6 +811,7 @@ static int capture_to_buffer(pid_t tid, uint8_t **out, size_t *len, uint64_t *fr
 	pthread_mutex_unlock(&reg_lock);
 	if (rc)
 		return rc;
+	f.anomaly = anomaly;
 	rc = rvt_capture_build(&f, out, len);
 	if (frozen_ns)
 		*frozen_ns = f.ref_monotonic_ns;
@@ -825,7 +827,7 @@ int rvt_capture_to_path(pid_t tid, const char *path)
 		return -EINVAL;
 	uint8_t *buf;
 	size_t len;
-	int rc = capture_to_buffer(tid, &buf, &len, NULL);
+	int rc = capture_to_buffer(tid, NULL, &buf, &len, NULL);
 	if (rc)
 		return rc;
 	size_t tl = strlen(path) + 32;
@@ -855,11 +857,12 @@ out_tmp:
 	return rc;
 }
 
-int rvt_capture_frozen_memfd(pid_t tid, uint64_t *size, uint64_t *frozen_ns)
+int rvt_capture_frozen_memfd(pid_t tid, const struct rvt_anomaly *anomaly, uint64_t *size,
+			     uint64_t *frozen_ns)
 {
 	uint8_t *buf;
 	size_t len;
-	int rc = capture_to_buffer(tid, &buf, &len, frozen_ns);
+	int rc = capture_to_buffer(tid, anomaly, &buf, &len, frozen_ns);
 	if (rc)
 		return rc;
 	int fd = memfd_create("rearview-capture", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -887,7 +890,7 @@ out_buf:
 
 int rvt_capture_to_memfd(pid_t tid, uint64_t *size)
 {
-	return rvt_capture_frozen_memfd(tid, size, NULL);
+	return rvt_capture_frozen_memfd(tid, NULL, size, NULL);
 }
 
 int rvt_capture_default(void)
