@@ -223,7 +223,7 @@ indexed() {
 # What the server made of a trace: its anomaly and top self-time methods.
 print_trace() {
 	api "traces/$1" | jq -r '
-		"    trace \(.trace_id): \(.app_id) \(.app_version // ""), anomaly kind \(.anomaly_kind) severity \(.severity)",
+		"    trace \(.trace_id): \(.app_id)\(if (.app_version // "") != "" then " " + .app_version else "" end), \(["unspecified", "jank", "touch latency", "thermal", "generic", "manual"][.anomaly_kind] // "anomaly") (\(.anomaly_name // "")), severity \(.severity)",
 		"    top self time:",
 		(.top_self[:5][] | "      \(.self_ns / 1000000 | floor) ms  \(.calls) calls  \(.method)"),
 		"    chain at the anomaly:",

@@ -114,6 +114,7 @@ static void anomaly_to_pb(const struct rvd_anomaly *a, Rearview__Anomaly *pb)
 	pb->pid = a->pid;
 	pb->tid = a->tid;
 	pb->monotonic_ns = a->monotonic_ns;
+	pb->focus_monotonic_ns = a->focus_ns;
 	pb->touch_attribution = (Rearview__TouchAttribution)a->attribution;
 	/* protobuf-c does not write through these pointers when packing. */
 	pb->detail = (char *)a->detail;
@@ -136,6 +137,7 @@ static int anomaly_from_pb(const Rearview__Anomaly *pb, struct rvd_anomaly *a)
 	a->pid = pb->pid;
 	a->tid = pb->tid;
 	a->monotonic_ns = pb->monotonic_ns ? pb->monotonic_ns : uv_hrtime();
+	a->focus_ns = pb->focus_monotonic_ns;
 	a->attribution =
 		(int)pb->touch_attribution <= RVD_TOUCH_APP ? (int)pb->touch_attribution : 0;
 	snprintf(a->name, sizeof(a->name), "%s", pb->name ? pb->name : "");

@@ -36,8 +36,10 @@ int rvd_jank_feed(const struct rvd_jank_config *cfg, struct rvd_jank_state *st, 
 		return 0;
 	}
 	st->late++;
-	if (dur > st->worst_ns)
+	if (dur > st->worst_ns) {
 		st->worst_ns = dur;
+		st->worst_mid_ns = start_ns + dur / 2;
+	}
 	if (st->late < cfg->frames)
 		return 0;
 	memset(out, 0, sizeof(*out));
@@ -46,6 +48,7 @@ int rvd_jank_feed(const struct rvd_jank_config *cfg, struct rvd_jank_state *st, 
 	out->pid = pid;
 	out->tid = tid;
 	out->monotonic_ns = end_ns;
+	out->focus_ns = st->worst_mid_ns;
 	snprintf(out->detail, sizeof(out->detail), "%u frames over %llu us, worst %llu us",
 		 st->late, (unsigned long long)(cfg->budget_ns / 1000),
 		 (unsigned long long)(st->worst_ns / 1000));
@@ -72,6 +75,7 @@ int rvd_touch_eval(uint64_t threshold_ns, pid_t pid, pid_t tid, uint64_t detecte
 	out->pid = pid;
 	out->tid = tid;
 	out->monotonic_ns = responded_ns;
+	out->focus_ns = delivered_ns + app / 2;
 	out->attribution = delivery > app ? RVD_TOUCH_DELIVERY : RVD_TOUCH_APP;
 	snprintf(out->detail, sizeof(out->detail), "touch %llu ms (delivery %llu, app %llu)",
 		 (unsigned long long)(total / 1000000), (unsigned long long)(delivery / 1000000),

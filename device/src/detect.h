@@ -34,6 +34,7 @@ struct rvd_anomaly {
 	pid_t pid;	   /* 0: system-wide (thermal) */
 	pid_t tid;
 	uint64_t monotonic_ns; /* when it fired, CLOCK_MONOTONIC */
+	uint64_t focus_ns;     /* the instant it is about (Anomaly.focus_monotonic_ns), 0: fired */
 	int attribution;       /* enum rvd_touch_attr, touch only */
 	char name[48];	       /* generic/correlated anomaly name */
 	char detail[96];       /* short human text, never user data */
@@ -48,6 +49,7 @@ struct rvd_jank_config {
 struct rvd_jank_state {
 	uint32_t late; /* consecutive late frames so far */
 	uint64_t worst_ns;
+	uint64_t worst_mid_ns; /* the middle of the worst late frame: the focus */
 };
 
 /*

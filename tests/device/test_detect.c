@@ -32,12 +32,14 @@ static void test_jank_k_late_frames_fires_once(void **state)
 	uint64_t t = 1000 * MS;
 
 	assert_int_equal(rvd_jank_feed(&jank_cfg, &st, 10, 11, t, t + 20 * MS, &a), 0);
-	assert_int_equal(rvd_jank_feed(&jank_cfg, &st, 10, 11, t, t + 30 * MS, &a), 0);
-	assert_int_equal(rvd_jank_feed(&jank_cfg, &st, 10, 11, t, t + 40 * MS, &a), 1);
+	/* The worst frame is the middle one: the anomaly is about its middle. */
+	assert_int_equal(rvd_jank_feed(&jank_cfg, &st, 10, 11, t + 20 * MS, t + 80 * MS, &a), 0);
+	assert_int_equal(rvd_jank_feed(&jank_cfg, &st, 10, 11, t + 80 * MS, t + 120 * MS, &a), 1);
 	assert_int_equal(a.kind, RVD_ANOMALY_JANK);
 	assert_int_equal(a.pid, 10);
 	assert_int_equal(a.tid, 11);
-	assert_int_equal(a.monotonic_ns, t + 40 * MS);
+	assert_int_equal(a.monotonic_ns, t + 120 * MS);
+	assert_int_equal(a.focus_ns, t + 50 * MS);
 	assert_true(a.severity > 0 && a.severity <= 100);
 	/* The count restarts: the next late frame alone does not fire. */
 	assert_int_equal(rvd_jank_feed(&jank_cfg, &st, 10, 11, t, t + 40 * MS, &a), 0);
@@ -78,6 +80,9 @@ static void test_touch_over_threshold_attributed(void **state)
 	/* 500 ms total, 450 in the app. */
 	assert_int_equal(rvd_touch_eval(400 * MS, 5, 6, 0, 50 * MS, 500 * MS, &a), 1);
 	assert_int_equal(a.attribution, RVD_TOUCH_APP);
+	/* Fired when answered; about the middle of the app's handling. */
+	assert_int_equal(a.monotonic_ns, 500 * MS);
+	assert_int_equal(a.focus_ns, 275 * MS);
 	assert_int_equal(a.pid, 5);
 	assert_int_equal(a.tid, 6);
 }

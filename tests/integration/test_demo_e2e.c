@@ -8,8 +8,8 @@
  * the demo's data directory and asserts everything through the engineer
  * JSON API (libcurl over TLS, trusting only the demo CA; jansson):
  *   - the jank trace's top self-time method is the demo's slow list-item
- *     builder, and its anomaly is a jank of severity 100 (the demo's slow
- *     frames are over 4x the frame budget);
+ *     builder, the chain at the anomaly ends in it, and its anomaly is a
+ *     jank of severity 100 (the demo's slow frames are over 4x the budget);
  *   - a thermal anomaly was captured and indexed;
  *   - with the default weekly quota of 3, exactly 3 traces reached the
  *     server, and the device skipped the 4th anomaly with reason
@@ -36,10 +36,10 @@
 #define GUARD_S 300
 
 struct e2e {
-	char dir[128];	  /* DEMO_VAR */
-	char url[128];	  /* https://127.0.0.1:PORT/ of the restarted server */
-	char token[128];  /* api.token */
-	char ca[256];	  /* the demo CA */
+	char dir[128];	 /* DEMO_VAR */
+	char url[128];	 /* https://127.0.0.1:PORT/ of the restarted server */
+	char token[128]; /* api.token */
+	char ca[256];	 /* the demo CA */
 	char demo_log[192];
 	pid_t server;
 };
@@ -187,8 +187,7 @@ static json_t *api_get(struct e2e *e, const char *path)
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
 	if (curl_easy_perform(c) == CURLE_OK &&
-	    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code == 200 &&
-	    b.buf)
+	    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code == 200 && b.buf)
 		j = json_loads(b.buf, 0, NULL);
 	else
 		fprintf(stderr, "GET %s: HTTP %ld\n", url, code);
@@ -280,7 +279,9 @@ static json_t *newest_of_kind(struct e2e *e, int kind)
 static void test_demo_e2e_jank_trace_top_self_is_slow_builder(void **state)
 {
 	struct e2e *e = *state;
-	json_t *t = newest_of_kind(e, 1), *full, *top;
+	json_t *t = newest_of_kind(e, 1), *full, *top, *chain;
+	size_t i;
+	int at_anomaly = 0;
 	char q[96];
 
 	assert_int_equal(json_integer_value(json_object_get(t, "anomaly_kind")), 1);
@@ -294,6 +295,17 @@ static void test_demo_e2e_jank_trace_top_self_is_slow_builder(void **state)
 	assert_non_null(top);
 	assert_string_equal(json_string_value(json_object_get(top, "method")),
 			    "build_list_item_slow");
+	/* The chain at the anomaly (the middle of the worst late frame) ends in
+	 * the slow builder. */
+	json_array_foreach(json_object_get(full, "chains"), i, chain)
+	{
+		const char *kind = json_string_value(json_object_get(chain, "kind"));
+		const char *text = json_string_value(json_object_get(chain, "chain"));
+		if (kind && text && strcmp(kind, "anomaly") == 0 &&
+		    strstr(text, "layout_pass;build_list_item;build_list_item_slow;"))
+			at_anomaly++;
+	}
+	assert_int_equal(at_anomaly, 1);
 	json_decref(full);
 	json_decref(t);
 }

@@ -124,7 +124,7 @@ static int do_capture(int sock, const Rearview__CaptureRequest *req)
 		/* A generic anomaly has a name; the others a short detail. */
 		an.kind = (uint32_t)a->kind;
 		an.severity = a->severity;
-		an.monotonic_ns = a->monotonic_ns;
+		an.monotonic_ns = a->focus_monotonic_ns ? a->focus_monotonic_ns : a->monotonic_ns;
 		an.name = a->name && *a->name ? a->name : a->detail;
 	}
 	int fd = rvt_capture_frozen_memfd(req->tid, a ? &an : NULL, &size, &frozen);
