@@ -56,9 +56,13 @@ $(eval $(call rv_test,device,summary,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVAN
 $(TBIN)/device/bench_summary: $(OBJ)/tests/device/bench_summary.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
                               $(LIBRVANALYSIS) $(LIBRVPROTO)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS) -lpthread
 BENCHES += $(TBIN)/device/bench_summary
 $(OBJ)/tests/integration/test_daemon_show.o: CPPFLAGS += -Itracer/include
 $(eval $(call rv_test,integration,daemon_show,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_daemon_show: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                         $(BIN)/rearview-demo-app
+# The policy's thermal trip over a fake sysfs tree; signs with librvpolicy.
+$(OBJ)/tests/integration/test_daemon_trip.o: CPPFLAGS += -Ipolicy/include
+$(eval $(call rv_test,integration,daemon_trip,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(TBIN)/integration/test_daemon_trip: | $(BIN)/rearviewd $(BIN)/rvctl

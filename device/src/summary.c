@@ -76,54 +76,99 @@ static void fill_chain(Rearview__Chain *c, const rva_trace *t, const uint32_t *m
 	c->signature = signature;
 }
 
-/* Matches of every campaign's signature models against the distinct chains. */
-static int match_models(const struct Rearview__PolicyBody *policy, const rva_trace *t,
-			const rva_chains *all, struct pb_store *ps, Rearview__Summary *s)
+/* Grows the path stacks of the tree walk to hold `need` frames. */
+static int path_reserve(const char ***names, uint32_t **ids, size_t *cap, size_t need)
 {
-	const char **names = NULL;
-	size_t maxdepth = 0, n = 0;
+	size_t ncap = *cap ? *cap : 64;
+	const char **n;
+	uint32_t *i;
 
-	if (!policy || !policy->n_campaigns)
+	if (need <= *cap)
 		return 0;
-	for (size_t i = 0; i < all->n; i++)
-		if (all->v[i].depth > maxdepth)
-			maxdepth = all->v[i].depth;
-	names = calloc(maxdepth ? maxdepth : 1, sizeof(*names));
-	ps->sm = calloc(RVD_SUMMARY_MAX_MATCHES, sizeof(*ps->sm));
-	ps->psm = calloc(RVD_SUMMARY_MAX_MATCHES, sizeof(*ps->psm));
-	if (!names || !ps->sm || !ps->psm) {
-		free(names);
+	while (ncap < need)
+		ncap *= 2;
+	n = realloc(*names, ncap * sizeof(**names));
+	if (!n)
 		return -ENOMEM;
-	}
+	*names = n;
+	i = realloc(*ids, ncap * sizeof(**ids));
+	if (!i)
+		return -ENOMEM;
+	*ids = i;
+	*cap = ncap;
+	return 0;
+}
+
+/* Tests every signature model of the policy's campaigns against the path to
+ * `node` (names[0..depth)); appends matches. */
+static void match_node(const struct Rearview__PolicyBody *policy, const rva_trace *t,
+		       const rva_tnode *node, const char **names, const uint32_t *ids, size_t depth,
+		       struct pb_store *ps, size_t *n)
+{
+	uint64_t mean = node->calls ? (uint64_t)node->incl / node->calls : 0;
+
 	for (size_t ci = 0; ci < policy->n_campaigns; ci++) {
 		const Rearview__Campaign *c = policy->campaigns[ci];
 
-		for (size_t mi = 0; mi < c->n_signatures; mi++) {
+		for (size_t mi = 0; mi < c->n_signatures && *n < RVD_SUMMARY_MAX_MATCHES; mi++) {
 			const Rearview__SignatureModel *m = c->signatures[mi];
+			Rearview__SignatureMatch *sm = &ps->sm[*n];
 
-			for (size_t k = 0; k < all->n && n < RVD_SUMMARY_MAX_MATCHES; k++) {
-				const rva_chain *ch = &all->v[k];
-				uint64_t mean = ch->calls ? (uint64_t)ch->incl / ch->calls : 0;
-
-				for (size_t f = 0; f < ch->depth; f++)
-					names[f] = t->names[ch->methods[f]];
-				if (!rvp_signature_match(m, names, ch->depth, mean))
-					continue;
-				rearview__signature_match__init(&ps->sm[n]);
-				ps->sm[n].model_id = m->id;
-				ps->sm[n].signature = ch->signature;
-				ps->sm[n].duration_ns = mean;
-				ps->sm[n].count =
-					ch->calls > UINT32_MAX ? UINT32_MAX : (uint32_t)ch->calls;
-				ps->psm[n] = &ps->sm[n];
-				n++;
-			}
+			if (!rvp_signature_match(m, names, depth, mean))
+				continue;
+			rearview__signature_match__init(sm);
+			sm->model_id = m->id;
+			sm->signature = rva_signature(t, ids, depth);
+			sm->duration_ns = mean;
+			sm->count = node->calls > UINT32_MAX ? UINT32_MAX : (uint32_t)node->calls;
+			ps->psm[*n] = sm;
+			(*n)++;
 		}
 	}
+}
+
+/* Matches of every campaign's signature models against every distinct call
+ * path: a walk of the merged tree holding only the current path, so memory
+ * does not grow with the number of distinct chains. */
+static int match_models(const struct Rearview__PolicyBody *policy, const rva_trace *t,
+			const rva_tree *tr, struct pb_store *ps, Rearview__Summary *s)
+{
+	const char **names = NULL;
+	uint32_t *ids = NULL, node;
+	size_t cap = 0, depth = 0, n = 0;
+	int rc = 0;
+
+	if (!policy || !policy->n_campaigns || !tr->n)
+		return 0;
+	ps->sm = calloc(RVD_SUMMARY_MAX_MATCHES, sizeof(*ps->sm));
+	ps->psm = calloc(RVD_SUMMARY_MAX_MATCHES, sizeof(*ps->psm));
+	if (!ps->sm || !ps->psm)
+		return -ENOMEM;
+	/* Pre-order walk; depth is the length of the path ending at node. */
+	node = tr->nodes[0].first_child;
+	while (node && n < RVD_SUMMARY_MAX_MATCHES) {
+		if ((rc = path_reserve(&names, &ids, &cap, depth + 1)) < 0)
+			break;
+		names[depth] = t->names[tr->nodes[node].method];
+		ids[depth] = tr->nodes[node].method;
+		match_node(policy, t, &tr->nodes[node], names, ids, depth + 1, ps, &n);
+		if (tr->nodes[node].first_child) {
+			node = tr->nodes[node].first_child;
+			depth++;
+			continue;
+		}
+		while (node && !tr->nodes[node].next_sibling) {
+			node = tr->nodes[node].parent;
+			depth--;
+		}
+		if (node)
+			node = tr->nodes[node].next_sibling;
+	}
 	free(names);
+	free(ids);
 	s->matches = ps->psm;
 	s->n_matches = n;
-	return 0;
+	return rc;
 }
 
 /* Fills s from the streaming summary; pointers go into ps and sum. */
@@ -132,7 +177,7 @@ static int fill_summary(const rva_summary *sum, const struct Rearview__PolicyBod
 			Rearview__Summary *s)
 {
 	const rva_trace *t = sum->trace;
-	size_t nlong = all->n < ntop ? all->n : ntop, nframes = sum->anomaly_depth, ntopm;
+	size_t nlong = all->n, nframes = sum->anomaly_depth, ntopm;
 	uint32_t *ids = calloc(ntop ? ntop : 1, sizeof(*ids));
 	char **fr;
 
@@ -189,7 +234,7 @@ static int fill_summary(const rva_summary *sum, const struct Rearview__PolicyBod
 		s->chains_at_anomaly = &ps->pch[nlong];
 		s->n_chains_at_anomaly = 1;
 	}
-	return match_models(policy, t, all, ps, s);
+	return match_models(policy, t, &sum->tree, ps, s);
 }
 
 int rvd_summary_build(const uint8_t *buf, size_t len, const struct Rearview__PolicyBody *policy,
@@ -210,7 +255,7 @@ int rvd_summary_build(const uint8_t *buf, size_t len, const struct Rearview__Pol
 		snprintf(err, errsz, "%s", e.msg[0] ? e.msg : strerror(-rc));
 		return rc;
 	}
-	if ((rc = rva_chains_from_tree(sum.trace, &sum.tree, 0, &all)) < 0 ||
+	if ((rc = rva_chains_from_tree(sum.trace, &sum.tree, ntop, &all)) < 0 ||
 	    (rc = fill_summary(&sum, policy, ntop, &all, &ps, &s)) < 0) {
 		snprintf(err, errsz, "%s", strerror(-rc));
 		goto release;
