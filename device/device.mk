@@ -59,7 +59,7 @@ $(TBIN)/device/bench_summary: $(OBJ)/tests/device/bench_summary.o $(DEVICE_CORE_
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS) -lpthread
 BENCHES += $(TBIN)/device/bench_summary
 $(OBJ)/tests/integration/test_daemon_show.o: CPPFLAGS += -Itracer/include
-$(eval $(call rv_test,integration,daemon_show,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,integration,daemon_show,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,sqlite3)))
 $(TBIN)/integration/test_daemon_show: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                         $(BIN)/rearview-demo-app
 # The policy's thermal trip over a fake sysfs tree; signs with librvpolicy.

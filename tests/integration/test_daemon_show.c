@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include <sqlite3.h>
+
 #include "daemon_harness.h"
 
 static int setup(void **state)
@@ -220,6 +222,36 @@ static void test_daemon_show_consent_off_purged_not_found(void **state)
 	assert_false(file_exists(path));
 }
 
+/* A daemon killed after storing a capture but before its summary was
+ * stored: the row has no summary (the state a crash leaves, made here with
+ * sqlite on the stopped daemon's spool); the next start recomputes it. */
+static void test_daemon_show_killed_before_summary_recomputed_at_start(void **state)
+{
+	struct rvh *h = *state;
+	char db_path[200], out[16384];
+	uint64_t id = capture_slow_burst(h);
+	double until;
+	sqlite3 *db;
+
+	rvh_stop_daemon(h, SIGKILL);
+	snprintf(db_path, sizeof(db_path), "%s/spool.db", h->state);
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "UPDATE captures SET summary=NULL", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_changes(db), 1);
+	sqlite3_close(db);
+
+	assert_int_equal(rvh_start_daemon(h), 0);
+	until = rvh_now() + RVH_GUARD_S;
+	do {
+		assert_int_equal(rvh_rvctl(h, out, sizeof(out), "--json show %" PRIu64, id), 0);
+		if (!strstr(out, "\"summary\":null"))
+			break;
+		rvh_sleep_ms(20);
+	} while (rvh_now() < until);
+	assert_non_null(strstr(out, "\"top_self\":[{\"name\":\"build_list_item_slow\""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +264,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_show_consent_off_purged_not_found,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_show_killed_before_summary_recomputed_at_start, setup,
+			teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
