@@ -845,11 +845,23 @@ int main(int argc, char **argv)
 		if (parse_int(args[0], 1, INT64_MAX, &v) < 0)
 			return EXIT_USAGE;
 		return cmd_show((uint64_t)v);
-	} else if (!strcmp(cmd, "export") && nargs == 5 && !strcmp(args[1], "--format") &&
-		   !strcmp(args[3], "-o")) {
+	} else if (!strcmp(cmd, "export") && nargs == 5) {
+		/* --format F and -o OUT, in either order, after the id. */
+		const char *fmt = NULL, *out = NULL;
+
+		for (int i = 1; i + 1 < nargs; i += 2) {
+			if (!strcmp(args[i], "--format") || !strcmp(args[i], "-f"))
+				fmt = args[i + 1];
+			else if (!strcmp(args[i], "-o") || !strcmp(args[i], "--output"))
+				out = args[i + 1];
+		}
+		if (!fmt || !out) {
+			usage();
+			return EXIT_USAGE;
+		}
 		if (parse_int(args[0], 1, INT64_MAX, &v) < 0)
 			return EXIT_USAGE;
-		return cmd_export((uint64_t)v, args[2], args[4]);
+		return cmd_export((uint64_t)v, fmt, out);
 	} else if ((!strcmp(cmd, "capture") || !strcmp(cmd, "foreground")) && nargs == 1) {
 		if (parse_int(args[0], 1, INT32_MAX, &v) < 0)
 			return EXIT_USAGE;

@@ -64,16 +64,26 @@ static uint32_t tree_node_of(const rva_tree *tr, const uint32_t *chain, size_t d
 	return node;
 }
 
-static void fill_chain(Rearview__Chain *c, const rva_trace *t, const uint32_t *methods,
-		       size_t depth, char **frames, uint64_t duration_ns, uint64_t signature)
+static size_t kept_frames(size_t depth)
 {
+	return depth < RVD_SUMMARY_MAX_FRAMES ? depth : RVD_SUMMARY_MAX_FRAMES;
+}
+
+/* A chain of its innermost kept_frames(depth) frames (the signature covers
+ * them all); returns the number of frames[] used. */
+static size_t fill_chain(Rearview__Chain *c, const rva_trace *t, const uint32_t *methods,
+			 size_t depth, char **frames, uint64_t duration_ns, uint64_t signature)
+{
+	size_t n = kept_frames(depth), skip = depth - n;
+
 	rearview__chain__init(c);
-	for (size_t i = 0; i < depth; i++)
-		frames[i] = t->names[methods[i]];
+	for (size_t i = 0; i < n; i++)
+		frames[i] = t->names[methods[skip + i]];
 	c->frames = frames;
-	c->n_frames = depth;
+	c->n_frames = n;
 	c->duration_ns = duration_ns;
 	c->signature = signature;
+	return n;
 }
 
 /* Grows the path stacks of the tree walk to hold `need` frames. */
@@ -177,14 +187,14 @@ static int fill_summary(const rva_summary *sum, const struct Rearview__PolicyBod
 			Rearview__Summary *s)
 {
 	const rva_trace *t = sum->trace;
-	size_t nlong = all->n, nframes = sum->anomaly_depth, ntopm;
+	size_t nlong = all->n, nframes = kept_frames(sum->anomaly_depth), ntopm;
 	uint32_t *ids = calloc(ntop ? ntop : 1, sizeof(*ids));
 	char **fr;
 
 	if (!ids)
 		return -ENOMEM;
 	for (size_t i = 0; i < nlong; i++)
-		nframes += all->v[i].depth;
+		nframes += kept_frames(all->v[i].depth);
 	ntopm = rva_top_self(t, sum->stats, ids, ntop);
 	ps->ms = calloc(ntopm ? ntopm : 1, sizeof(*ps->ms));
 	ps->pms = calloc(ntopm ? ntopm : 1, sizeof(*ps->pms));
@@ -216,9 +226,8 @@ static int fill_summary(const rva_summary *sum, const struct Rearview__PolicyBod
 	for (size_t i = 0; i < nlong; i++) {
 		const rva_chain *c = &all->v[i];
 
-		fill_chain(&ps->ch[i], t, c->methods, c->depth, fr,
-			   c->incl > 0 ? (uint64_t)c->incl : 0, c->signature);
-		fr += c->depth;
+		fr += fill_chain(&ps->ch[i], t, c->methods, c->depth, fr,
+				 c->incl > 0 ? (uint64_t)c->incl : 0, c->signature);
 		ps->pch[i] = &ps->ch[i];
 	}
 	s->longest_chains = ps->pch;

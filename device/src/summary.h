@@ -20,6 +20,9 @@ struct Rearview__PolicyBody;
 
 /* Rows of the top-self-time table and of the longest-chains list. */
 #define RVD_SUMMARY_TOP 10
+/* Frames kept per Chain: the innermost ones (a deep recursion would
+ * otherwise make a summary megabytes long); the signature covers all. */
+#define RVD_SUMMARY_MAX_FRAMES 64
 
 /*
  * Summarizes the capture held in buf[0..len): top `ntop` methods by self

@@ -157,6 +157,40 @@ static void test_summary_policy_models_matched_by_chain_and_duration(void **stat
 	free(c.b);
 }
 
+static void test_summary_deep_recursion_chain_keeps_innermost_frames(void **state)
+{
+	capbuf c = {0};
+	Rearview__Summary *s;
+	const Rearview__Chain *a;
+	uint32_t ts = 1000;
+
+	(void)state;
+	cb_header(&c, 100000, 1000000000, 0, 100000, 0x400000, 0);
+	cb_entry(&c, M_MAIN, ts++);
+	for (int i = 0; i < 300; i++)
+		cb_entry(&c, M_RENDER, ts++);
+	cb_entry(&c, M_SLOW, ts);
+	cb_exit(&c, 90000);
+	for (int i = 0; i < 301; i++)
+		cb_exit(&c, 90001 + (uint32_t)i);
+	cb_end_slots(&c);
+	cb_symbol(&c, M_MAIN, M_MAIN, 0, "main");
+	cb_symbol(&c, M_RENDER, M_RENDER, 0, "recurse");
+	cb_symbol(&c, M_SLOW, M_SLOW, 0, "leaf");
+	cb_anomaly(&c, 1, 50000, "jank");
+	cb_finish(&c);
+	s = summarize(&c, NULL);
+	assert_int_equal(s->n_chains_at_anomaly, 1);
+	a = s->chains_at_anomaly[0];
+	assert_int_equal(a->n_frames, RVD_SUMMARY_MAX_FRAMES);
+	assert_string_equal(a->frames[0], "recurse");
+	assert_string_equal(a->frames[RVD_SUMMARY_MAX_FRAMES - 1], "leaf");
+	for (size_t i = 0; i < s->n_longest_chains; i++)
+		assert_true(s->longest_chains[i]->n_frames <= RVD_SUMMARY_MAX_FRAMES);
+	rearview__summary__free_unpacked(s, NULL);
+	free(c.b);
+}
+
 static void test_summary_hostile_input_refused_with_reason(void **state)
 {
 	capbuf c = {0};
@@ -348,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_summary_slow_function_on_top_and_at_anomaly),
 		cmocka_unit_test(test_summary_no_anomaly_mark_no_chain_at_anomaly),
 		cmocka_unit_test(test_summary_policy_models_matched_by_chain_and_duration),
+		cmocka_unit_test(test_summary_deep_recursion_chain_keeps_innermost_frames),
 		cmocka_unit_test(test_summary_hostile_input_refused_with_reason),
 		cmocka_unit_test(test_summary_spool_row_stored_survives_reopen_purged_gone),
 	};

@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -169,21 +170,40 @@ static void test_daemon_show_jank_capture_summary_slow_function_on_top(void **st
 	assert_non_null(strstr(out, "build_list_item_slow"));
 }
 
-static void test_daemon_show_export_two_formats_rvtrace_accepts(void **state)
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static void test_daemon_show_export_every_format_rvtrace_accepts(void **state)
 {
 	struct rvh *h = *state;
-	static const char *const fmts[][2] = {{"perfetto", "pftrace"}, {"chrome", "json"}};
+	/* format, extension, whether rvtrace imports it back */
+	static const struct {
+		const char *fmt, *ext;
+		bool importable;
+	} fmts[] = {
+		{"perfetto", "pftrace", true}, {"chrome", "json", true},
+		{"folded", "folded", true},    {"android", "trace", true},
+		{"nanoscope", "txt", true},    {"speedscope", "speedscope.json", false},
+		{"svg", "svg", false},
+	};
 	char path[200], out[256];
 	uint64_t id = capture_slow_burst(h);
 
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/export.%s", h->dir, fmts[i][1]);
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		snprintf(path, sizeof(path), "%s/export.%s", h->dir, fmts[i].ext);
+		/* Both option orders are accepted. */
 		assert_int_equal(rvh_rvctl(h, out, sizeof(out),
-					   "export %" PRIu64 " --format %s -o %s", id, fmts[i][0],
-					   path),
+					   i % 2 ? "export %1$" PRIu64 " -o %2$s --format %3$s"
+						 : "export %1$" PRIu64 " --format %3$s -o %2$s",
+					   id, path, fmts[i].fmt),
 				 0);
-		assert_true(file_exists(path));
-		assert_int_equal(rvtrace_info(path), 0);
+		assert_true(file_size(path) > 0);
+		if (fmts[i].importable)
+			assert_int_equal(rvtrace_info(path), 0);
 	}
 	/* A format rvtrace does not have: usage error, nothing written. */
 	snprintf(path, sizeof(path), "%s/export.bad", h->dir);
@@ -258,8 +278,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_daemon_show_jank_capture_summary_slow_function_on_top, setup,
 			teardown),
-		cmocka_unit_test_setup_teardown(test_daemon_show_export_two_formats_rvtrace_accepts,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_show_export_every_format_rvtrace_accepts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_show_missing_id_not_found_exit_1, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_show_consent_off_purged_not_found,
