@@ -3,17 +3,20 @@
 # main.c lives in one list.
 
 DEVICE_CFLAGS := $(call pc,--cflags,libuv inih sqlite3) $(PROTOBUF_CFLAGS)
-DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3) $(RVPOLICY_LDLIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)
+DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3) $(RVPOLICY_LDLIBS) $(PROTOBUF_LIBS)
 
 DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/registry.c device/src/spool.c device/src/conn.c \
-                   device/src/enforce.c device/src/summary.c device/src/daemon.c
+                   device/src/enforce.c device/src/daemon.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
+# Local summaries (src/summary.c) with librvanalysis: the archive rides with
+# the objects so every link of them gets it, before librvpolicy/librvproto.
+DEVICE_CORE_OBJ += $(OBJ)/device/src/summary.o $(LIBRVANALYSIS)
+DEVICE_LIBS     += $(RVA_LIBS)
 $(OBJ)/device/%.o: CPPFLAGS += -Idevice/src -Ipolicy/include -Itracer/include $(DEVICE_CFLAGS)
 
-$(BIN)/rearviewd: $(OBJ)/device/src/main.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVANALYSIS) \
-                  $(LIBRVPROTO)
+$(BIN)/rearviewd: $(OBJ)/device/src/main.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS)
 
@@ -24,37 +27,14 @@ $(BIN)/rvctl: $(OBJ)/device/src/rvctl.o $(LIBRVANALYSIS) $(LIBRVPROTO)
 
 BINS += $(BIN)/rearviewd $(BIN)/rvctl
 
-# The stand-in traced process for the integration tests.
-$(TBIN)/device/rv_helper_app: $(OBJ)/tests/device/helper_app.o $(LIBRVPROTO)
-	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PROTOBUF_LIBS)
-
-$(OBJ)/tests/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
-$(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
-
-$(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVANALYSIS) $(LIBRVPROTO),$(DEVICE_LIBS)))
-
-# Integration tests: real rearviewd, rvctl and helper processes.
-$(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \
-  -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
-$(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
-$(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
-$(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
-$(TBIN)/integration/test_daemon_crash: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
-$(eval $(call rv_test,device,spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVANALYSIS) $(LIBRVPROTO),$(DEVICE_LIBS),1))
-# Policy enforcement end to end; signs documents with librvpolicy at test time.
-$(OBJ)/tests/integration/test_daemon_policy.o: CPPFLAGS += -Ipolicy/include
-$(eval $(call rv_test,integration,daemon_policy,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
-$(TBIN)/integration/test_daemon_policy: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
-
 # Local summaries: unit test on captures built with tests/rvtrace/capbuild.h,
 # the benchmark of a 32 MiB capture, and the show/export integration test on
 # the real instrumented demo app.
 $(OBJ)/tests/device/test_summary.o $(OBJ)/tests/device/bench_summary.o: CPPFLAGS += \
   -Itests/rvtrace -Ipolicy/include -Itracer/include
-$(eval $(call rv_test,device,summary,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVANALYSIS) $(LIBRVPROTO),$(DEVICE_LIBS)))
+$(eval $(call rv_test,device,summary,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
 $(TBIN)/device/bench_summary: $(OBJ)/tests/device/bench_summary.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
-                              $(LIBRVANALYSIS) $(LIBRVPROTO)
+                              $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS) -lpthread
 BENCHES += $(TBIN)/device/bench_summary
@@ -66,3 +46,26 @@ $(TBIN)/integration/test_daemon_show: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvt
 $(OBJ)/tests/integration/test_daemon_trip.o: CPPFLAGS += -Ipolicy/include
 $(eval $(call rv_test,integration,daemon_trip,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
 $(TBIN)/integration/test_daemon_trip: | $(BIN)/rearviewd $(BIN)/rvctl
+
+# The stand-in traced process for the integration tests.
+$(TBIN)/device/rv_helper_app: $(OBJ)/tests/device/helper_app.o $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PROTOBUF_LIBS)
+
+$(OBJ)/tests/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
+$(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
+
+$(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
+
+# Integration tests: real rearviewd, rvctl and helper processes.
+$(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \
+  -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
+$(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+$(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_crash: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+$(eval $(call rv_test,device,spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),1))
+# Policy enforcement end to end; signs documents with librvpolicy at test time.
+$(OBJ)/tests/integration/test_daemon_policy.o: CPPFLAGS += -Ipolicy/include
+$(eval $(call rv_test,integration,daemon_policy,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(TBIN)/integration/test_daemon_policy: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app

@@ -214,51 +214,6 @@ static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
 		r->size = (uint64_t)sqlite3_column_int64(st, 12);
 		r->freeze_latency_ns = (uint64_t)sqlite3_column_int64(st, 13);
 		copy_text(r->file, sizeof(r->file), sqlite3_column_text(st, 14));
-		if (r->file[0] == '-') /* no file: see work_store */
-			r->file[0] = '\0';
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
-}
-
-/* Schema migration: spools created before local summaries lack the
- * `summary` column (a serialized rearview.Summary, NULL when none). */
-static int migrate_summary(sqlite3 *db)
-{
-	sqlite3_stmt *st;
-	bool have = false;
-	int rc = sqlite3_prepare_v2(db, "PRAGMA table_info(captures)", -1, &st, NULL);
-
-	if (rc != SQLITE_OK)
-		return map_sqlite(rc);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		if (!strcmp((const char *)sqlite3_column_text(st, 1), "summary"))
-			have = true;
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return map_sqlite(rc);
-	return have ? 0 : exec_sql(db, "ALTER TABLE captures ADD COLUMN summary BLOB;");
-}
-
-/* Which loaded rows have a summary (a query of its own: the row loader
- * stays as it is). */
-static int load_summary_flags(struct rvd_spool_job *job, sqlite3 *db)
-{
-	sqlite3_stmt *st;
-	size_t k = 0;
-	int rc = sqlite3_prepare_v2(
-		db, "SELECT id FROM captures WHERE summary IS NOT NULL ORDER BY id", -1, &st, NULL);
-
-	if (rc != SQLITE_OK)
-		return map_sqlite(rc);
-	/* Both lists are in id order: one merge pass. */
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
-
-		while (k < job->nloaded && job->loaded[k].id < id)
-			k++;
-		if (k < job->nloaded && job->loaded[k].id == id)
-			job->loaded[k].has_summary = true;
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
@@ -316,6 +271,73 @@ static int recover_files(struct rvd_spool_job *job, sqlite3 *db, const char *cap
 	return fsync_dir(capdir);
 }
 
+/* Schema migration: spools created before local summaries lack the
+ * `summary` column (a serialized rearview.Summary, NULL when none). */
+static int migrate_summary(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	bool have = false;
+	int rc = sqlite3_prepare_v2(db, "PRAGMA table_info(captures)", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return map_sqlite(rc);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (!strcmp((const char *)sqlite3_column_text(st, 1), "summary"))
+			have = true;
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return map_sqlite(rc);
+	if (!have && (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN summary BLOB;")) < 0)
+		return rc;
+	/* Rows left without their placeholder (older spools, a crash right
+	 * after an insert): see file_placeholder. */
+	return exec_sql(db, "UPDATE captures SET file='-'||id WHERE file='';");
+}
+
+/*
+ * `file` is UNIQUE, so a row without a file (a skipped anomaly, a purged
+ * capture) holds a placeholder no capture file can have ("-<id>"; files
+ * are "c-…"), read back as no file.  Failure only logs: the row itself is
+ * durable, and the next open repairs it.
+ */
+static void file_placeholder(sqlite3 *db, uint64_t id)
+{
+	char sql[96];
+
+	snprintf(sql, sizeof(sql), "UPDATE captures SET file='-'||id WHERE id=%llu",
+		 (unsigned long long)id);
+	exec_sql(db, sql);
+}
+
+/* Which loaded rows have a summary (a query of its own: the row loader
+ * stays as it is), and the file-less rows' placeholders read as no file. */
+static int load_summary_flags(struct rvd_spool_job *job, sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	size_t k = 0;
+	int rc;
+
+	for (size_t i = 0; i < job->nloaded; i++)
+		if (job->loaded[i].file[0] == '-')
+			job->loaded[i].file[0] = '\0';
+	rc = sqlite3_prepare_v2(db, "SELECT id FROM captures WHERE summary IS NOT NULL ORDER BY id",
+				-1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return map_sqlite(rc);
+	/* Both lists are in id order: one merge pass. */
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+
+		while (k < job->nloaded && job->loaded[k].id < id)
+			k++;
+		if (k < job->nloaded && job->loaded[k].id == id)
+			job->loaded[k].has_summary = true;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+}
+
 static void work_open(struct rvd_spool_job *job)
 {
 	struct rvd_spool *sp = job->sp;
@@ -345,9 +367,14 @@ static void work_open(struct rvd_spool_job *job)
 	/* WAL with synchronous=FULL: a commit is durable when it returns. */
 	if ((rc = exec_sql(db, "PRAGMA journal_mode=WAL;")) < 0 ||
 	    (rc = exec_sql(db, "PRAGMA synchronous=FULL;")) < 0 ||
-	    (rc = exec_sql(db, schema)) < 0 || (rc = migrate_summary(db)) < 0 ||
-	    (rc = load_rows(job, db)) < 0 || (rc = load_summary_flags(job, db)) < 0 ||
+	    (rc = exec_sql(db, schema)) < 0 || (rc = load_rows(job, db)) < 0 ||
 	    (rc = recover_files(job, db, capdir)) < 0) {
+		sqlite3_close(db);
+		job->status = rc;
+		return;
+	}
+	/* Local summaries: the column, and which rows have one. */
+	if ((rc = migrate_summary(db)) < 0 || (rc = load_summary_flags(job, db)) < 0) {
 		sqlite3_close(db);
 		job->status = rc;
 		return;
@@ -363,10 +390,7 @@ static void work_store(struct rvd_spool_job *job)
 	static const char sql[] =
 		"INSERT INTO captures(state,reason,kind,severity,pid,tid,anomaly_ns,attribution,"
 		"name,detail,app_id,size,freeze_latency_ns,file) "
-		"VALUES(?1,?14,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
-		/* `file` is UNIQUE: a row without a file gets a placeholder no
-		 * capture file can have (they start with "c-"). */
-		" CASE WHEN ?13='' THEN '-'||hex(randomblob(8)) ELSE ?13 END)";
+		"VALUES(?1,?14,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
 	uint8_t rnd[8], buf[65536];
 	sqlite3_stmt *st = NULL;
 	uint64_t off = 0;
@@ -453,6 +477,8 @@ insert_row:
 		goto close_dir;
 	}
 	r->id = (uint64_t)sqlite3_last_insert_rowid(sp->db);
+	if (!r->file[0])
+		file_placeholder(sp->db, r->id);
 	r->size = job->size;
 	rc = 0;
 	goto close_dir;
@@ -631,10 +657,8 @@ static void after_work_cb(uv_work_t *req, int status)
 			if (r) {
 				r->state = job->rec.state;
 				memcpy(r->reason, job->rec.reason, sizeof(r->reason));
-				if (job->type == JOB_PURGE) {
+				if (job->type == JOB_PURGE)
 					r->file[0] = '\0';
-					r->has_summary = false;
-				}
 			}
 			break;
 		case JOB_CLOSE:
@@ -807,6 +831,8 @@ int rvd_spool_purge(struct rvd_spool *sp, uint64_t id, const char *reason, rvd_s
 	job->rec = *r;
 	job->from_state = r->state;
 	job->rec.state = RVD_SPOOL_SKIPPED;
+	/* Its summary goes with its file (the row's summary is cleared). */
+	mirror_find(sp, id)->has_summary = false;
 	snprintf(job->rec.reason, sizeof(job->rec.reason), "%s", reason ? reason : "purged");
 	return submit(sp, job);
 }

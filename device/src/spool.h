@@ -34,13 +34,14 @@ enum rvd_spool_state {
 struct rvd_capture_rec {
 	uint64_t id; /* sqlite rowid, assigned at store */
 	int state;   /* enum rvd_spool_state */
+	/* A local summary is stored with the row (the `summary` column). */
+	bool has_summary;
 	char reason[32];
 	struct rvd_anomaly anomaly;
 	char app_id[64];
 	uint64_t size;
 	uint64_t freeze_latency_ns;
-	char file[48];	  /* name inside <state_dir>/captures */
-	bool has_summary; /* a local summary is stored with the row */
+	char file[48]; /* name inside <state_dir>/captures */
 };
 
 struct rvd_spool_job;
