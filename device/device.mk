@@ -11,17 +11,42 @@ DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/enforce.c device/src/daemon.c device/src/upload.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
-$(OBJ)/device/%.o: CPPFLAGS += -Idevice/src -Ipolicy/include $(DEVICE_CFLAGS)
+# Local summaries (src/summary.c) with librvanalysis: the archive rides with
+# the objects so every link of them gets it, before librvpolicy/librvproto.
+DEVICE_CORE_OBJ += $(OBJ)/device/src/summary.o $(LIBRVANALYSIS)
+DEVICE_LIBS     += $(RVA_LIBS)
+$(OBJ)/device/%.o: CPPFLAGS += -Idevice/src -Ipolicy/include -Itracer/include $(DEVICE_CFLAGS)
 
 $(BIN)/rearviewd: $(OBJ)/device/src/main.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS)
 
-$(BIN)/rvctl: $(OBJ)/device/src/rvctl.o $(LIBRVPROTO)
+# rvctl exports captures locally with librvanalysis.
+$(BIN)/rvctl: $(OBJ)/device/src/rvctl.o $(LIBRVANALYSIS) $(LIBRVPROTO)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PROTOBUF_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVA_LIBS) $(PROTOBUF_LIBS)
 
 BINS += $(BIN)/rearviewd $(BIN)/rvctl
+
+# Local summaries: unit test on captures built with tests/rvtrace/capbuild.h,
+# the benchmark of a 32 MiB capture, and the show/export integration test on
+# the real instrumented demo app.
+$(OBJ)/tests/device/test_summary.o $(OBJ)/tests/device/bench_summary.o: CPPFLAGS += \
+  -Itests/rvtrace -Ipolicy/include -Itracer/include
+$(eval $(call rv_test,device,summary,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
+$(TBIN)/device/bench_summary: $(OBJ)/tests/device/bench_summary.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
+                              $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS) -lpthread
+BENCHES += $(TBIN)/device/bench_summary
+$(OBJ)/tests/integration/test_daemon_show.o: CPPFLAGS += -Itracer/include
+$(eval $(call rv_test,integration,daemon_show,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,sqlite3)))
+$(TBIN)/integration/test_daemon_show: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
+                                        $(BIN)/rearview-demo-app
+# The policy's thermal trip over a fake sysfs tree; signs with librvpolicy.
+$(OBJ)/tests/integration/test_daemon_trip.o: CPPFLAGS += -Ipolicy/include
+$(eval $(call rv_test,integration,daemon_trip,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(TBIN)/integration/test_daemon_trip: | $(BIN)/rearviewd $(BIN)/rvctl
 
 # The stand-in traced process for the integration tests.
 $(TBIN)/device/rv_helper_app: $(OBJ)/tests/device/helper_app.o $(LIBRVPROTO)

@@ -282,3 +282,55 @@ int rvd_conn_send(struct rvd_conn *c, const ProtobufCMessage *msg)
 	flush_out(c);
 	return c->closing ? -EPIPE : 0;
 }
+
+int rvd_conn_send_fd(struct rvd_conn *c, const ProtobufCMessage *msg, int fd)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct msghdr mh = {0};
+	struct cmsghdr *cm;
+	struct iovec iov;
+	uint8_t *frame;
+	size_t len;
+	ssize_t n;
+	int rc;
+
+	if (c->closing)
+		return -EPIPE;
+	if (c->out_off != c->out_len)
+		return -EBUSY;
+	rc = rv_frame_pack(c->channel, msg, RV_FRAME_MAX_HARD, &frame, &len);
+	if (rc < 0)
+		return rc;
+	memset(&ctl, 0, sizeof(ctl));
+	iov.iov_base = frame;
+	iov.iov_len = len;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = ctl.buf;
+	mh.msg_controllen = sizeof(ctl.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	do
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		rc = -errno;
+		free(frame);
+		if (rc != -EAGAIN && rc != -EWOULDBLOCK)
+			rvd_conn_close(c, strerror(-rc));
+		return rc == -EWOULDBLOCK ? -EAGAIN : rc;
+	}
+	/* The descriptor went with the first byte; the rest queues as usual. */
+	free(c->out);
+	c->out = frame;
+	c->out_len = len;
+	c->out_off = (size_t)n;
+	flush_out(c);
+	return c->closing ? -EPIPE : 0;
+}

@@ -63,6 +63,13 @@ int rvd_conn_start(struct rvd_conn *c, uv_loop_t *loop, int fd, uint8_t channel,
  * is then being closed). */
 int rvd_conn_send(struct rvd_conn *c, const ProtobufCMessage *msg);
 
+/* Frames `msg` and sends it with descriptor `fd` (borrowed: the caller
+ * closes it) in SCM_RIGHTS of the first bytes.  Only with nothing queued
+ * (-EBUSY otherwise: the descriptor must ride with this frame's first
+ * byte); -EAGAIN when the socket takes nothing now; other negative errnos
+ * close the connection. */
+int rvd_conn_send_fd(struct rvd_conn *c, const ProtobufCMessage *msg, int fd);
+
 /* Removes and returns the oldest received descriptor, or -1. */
 int rvd_conn_take_fd(struct rvd_conn *c);
 

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "upload.h"
 #include "rearview/admin.pb-c.h"
+#include "summary.h"
 #include "rearview/policy.h"
 #include "rearview/control.pb-c.h"
 #include "rearview/event.pb-c.h"
@@ -468,6 +469,45 @@ static void gate_stored(struct rvd_daemon *d, uint64_t id)
 		note_error(d, "spool: capture %" PRIu64 ": %s", id, strerror(-rc));
 }
 
+static void summary_done_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_summary_job *j = data;
+
+	if (status < 0 || j->status < 0)
+		note_error(sp->loop->data, "summary of capture %" PRIu64 ": %s", j->id,
+			   status < 0 ? strerror(-status) : j->err);
+	else
+		rvd_spool_note_summary(sp, j->id);
+	free(j);
+}
+
+/*
+ * Queues the local summary of a stored capture when the consent lets
+ * summaries leave the device (summary/full) and it has none yet.  A spool
+ * job: it runs before the capture's gate (queued after it), so a capture
+ * is pending only once its summary is durable, and the policy store it
+ * reads the signature models from is used by one thread at a time.
+ */
+static void summarize(struct rvd_daemon *d, const struct rvd_capture_rec *r)
+{
+	struct rvd_summary_job *j;
+
+	if (d->consent < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY || !r->file[0] ||
+	    r->has_summary || d->stopping)
+		return;
+	j = calloc(1, sizeof(*j));
+	if (j) {
+		j->sp = &d->spool;
+		j->enf = &d->enf;
+		j->id = r->id;
+		snprintf(j->file, sizeof(j->file), "%s", r->file);
+	}
+	if (!j || rvd_spool_run(&d->spool, rvd_summary_work, j, summary_done_cb, j) < 0) {
+		free(j);
+		note_error(d, "summary of capture %" PRIu64 ": out of memory", r->id);
+	}
+}
+
 static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 {
 	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
@@ -497,6 +537,8 @@ static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 		if (r)
 			d->seams.captured(d->seams.ctx, r);
 	}
+	if (rvd_spool_find(sp, id))
+		summarize(d, rvd_spool_find(sp, id));
 	gate_stored(d, id);
 }
 
@@ -1186,14 +1228,119 @@ static int admin_push_policy(struct rvd_daemon *d, struct rvd_conn *c,
 	return admin_async(d, c, resp, j, admin_wait_new(d, c, resp), policy_answer_cb);
 }
 
+/* show/export of one capture: its summary read, or its file opened, on the
+ * work queue in spool order (after any purge queued before it). */
+struct capture_req {
+	struct rvd_spool *sp;
+	struct rvd_daemon *d;
+	uint64_t conn_id;
+	uint64_t request_id;
+	uint64_t id;
+	bool export;
+	char file[48];
+	/* results */
+	int status;
+	uint8_t *buf; /* show: the serialized Summary */
+	size_t len;
+	int fd; /* export: the capture file, read-only */
+};
+
+static void capture_req_work(void *arg)
+{
+	struct capture_req *q = arg;
+	char path[400];
+
+	if (!q->export) {
+		q->status = rvd_spool_get_summary(q->sp, q->id, &q->buf, &q->len);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/captures/%s", q->sp->dir, q->file);
+	q->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	q->status = q->fd < 0 ? -errno : 0;
+}
+
+static void capture_req_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct capture_req *q = data;
+	struct rvd_conn *c = conn_by_id(q->d, q->conn_id);
+	Rearview__AdminResponse resp = REARVIEW__ADMIN_RESPONSE__INIT;
+	Rearview__Summary *sum = NULL;
+	int rc;
+
+	if (status < 0)
+		q->status = status;
+	resp.request_id = q->request_id;
+	if (!c) {
+		/* the peer left */
+	} else if (q->status == -ENOENT) {
+		send_error(c, REARVIEW__ERROR__CODE__NOT_FOUND, "no such capture");
+	} else if (q->status < 0) {
+		send_error(c, REARVIEW__ERROR__CODE__INTERNAL, strerror(-q->status));
+	} else if (q->export) {
+		resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_CAPTURE_FILE;
+		rc = rvd_conn_send_fd(c, &resp.base, q->fd);
+		if (rc == -EBUSY || rc == -EAGAIN)
+			send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "admin peer is busy");
+	} else if (!(sum = rearview__summary__unpack(NULL, q->len, q->buf))) {
+		send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "stored summary is damaged");
+	} else {
+		resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_SUMMARY;
+		resp.summary = sum;
+		admin_reply(c, &resp);
+	}
+	if (sum)
+		rearview__summary__free_unpacked(sum, NULL);
+	if (q->fd >= 0)
+		close(q->fd);
+	free(q->buf);
+	free(q);
+}
+
+/*
+ * show_capture: the summary when one is stored, else the CaptureInfo.
+ * export_capture: the file's descriptor in SCM_RIGHTS with an empty
+ * capture_file.  A purged capture (or any at consent off) is not found.
+ */
+static int admin_show_export(struct rvd_daemon *d, struct rvd_conn *c,
+			     Rearview__AdminResponse *resp, uint64_t id, bool export)
+{
+	const struct rvd_capture_rec *r = rvd_spool_find(&d->spool, id);
+	Rearview__CaptureInfo ci;
+	Rearview__Anomaly apb;
+	struct capture_req *q;
+
+	if (!r || d->consent <= REARVIEW__CONSENT_LEVEL__CONSENT_OFF ||
+	    !strcmp(r->reason, "consent_purged") || (export && !r->file[0]))
+		return send_error(c, REARVIEW__ERROR__CODE__NOT_FOUND, "no such capture");
+	if (!export && !r->has_summary) {
+		capture_to_pb(r, &ci, &apb);
+		resp->resp_case = REARVIEW__ADMIN_RESPONSE__RESP_CAPTURE;
+		resp->capture = &ci;
+		return admin_reply(c, resp);
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
+	q->sp = &d->spool;
+	q->d = d;
+	q->conn_id = c->id;
+	q->request_id = resp->request_id;
+	q->id = id;
+	q->export = export;
+	q->fd = -1;
+	snprintf(q->file, sizeof(q->file), "%s", r->file);
+	if (rvd_spool_run(&d->spool, capture_req_work, q, capture_req_cb, q) < 0) {
+		free(q);
+		return send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
+	}
+	return 0;
+}
+
 static int on_admin_frame(struct rvd_conn *c, const uint8_t *payload, uint32_t len)
 {
 	struct rvd_daemon *d = c->poll.loop->data;
 	Rearview__AdminRequest *q = rearview__admin_request__unpack(NULL, len, payload);
 	Rearview__AdminResponse resp = REARVIEW__ADMIN_RESPONSE__INIT;
-	Rearview__CaptureInfo ci;
-	Rearview__Anomaly apb;
-	const struct rvd_capture_rec *r;
 	struct rvd_anomaly a;
 	struct rvd_process *p;
 	int rc = 0;
@@ -1215,15 +1362,10 @@ static int on_admin_frame(struct rvd_conn *c, const uint8_t *payload, uint32_t l
 		rc = admin_captures(d, c, &resp);
 		break;
 	case REARVIEW__ADMIN_REQUEST__REQ_SHOW_CAPTURE:
-		r = rvd_spool_find(&d->spool, q->show_capture);
-		if (!r) {
-			rc = send_error(c, REARVIEW__ERROR__CODE__NOT_FOUND, "no such capture");
-			break;
-		}
-		capture_to_pb(r, &ci, &apb);
-		resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_CAPTURE;
-		resp.capture = &ci;
-		rc = admin_reply(c, &resp);
+		rc = admin_show_export(d, c, &resp, q->show_capture, false);
+		break;
+	case REARVIEW__ADMIN_REQUEST__REQ_EXPORT_CAPTURE:
+		rc = admin_show_export(d, c, &resp, q->export_capture, true);
 		break;
 	case REARVIEW__ADMIN_REQUEST__REQ_CAPTURE_PID:
 		p = rvd_registry_find(&d->reg, q->capture_pid);
@@ -1265,7 +1407,6 @@ static int on_admin_frame(struct rvd_conn *c, const uint8_t *payload, uint32_t l
 		rc = admin_push_policy(d, c, &resp, &q->push_policy);
 		break;
 	default:
-		/* export: the analysis library plugs in here. */
 		rc = send_error(c, REARVIEW__ERROR__CODE__UNSPECIFIED,
 				"not supported by this build of rearviewd");
 		break;
@@ -1460,6 +1601,8 @@ static void thermal_after_cb(uv_work_t *w, int status)
 		rvd_debug("thermal: %s", strerror(-d->thermal_status));
 		return;
 	}
+	/* A distributed policy's trip replaces the zones' own trip points. */
+	d->thermal_snap.trip_mc = d->enf.thr.thermal_trip_mc;
 	if (rvd_thermal_feed(&d->throttling, &d->thermal_snap, uv_hrtime(), &a) == 1)
 		rvd_daemon_anomaly(d, &a);
 }
@@ -1521,6 +1664,11 @@ static void enforce_open_cb(struct rvd_spool *sp, int status, uint64_t id, void 
 	apply_thresholds(d);
 	if (d->stopping || !sp->open)
 		return;
+	/* Captures whose summary a crash interrupted get it now. */
+	for (size_t i = 0; i < sp->nrecs; i++)
+		if (sp->recs[i].state == RVD_SPOOL_PENDING ||
+		    sp->recs[i].state == RVD_SPOOL_CAPTURED)
+			summarize(d, &sp->recs[i]);
 	d->ready = true;
 	if (d->up)
 		rvd_upload_start(d->up);

@@ -88,9 +88,12 @@ bool rvd_thermal_is_throttling(const struct rvd_thermal_snapshot *s)
 	for (unsigned i = 0; i < s->ncooling; i++)
 		if (s->cooling_state[i] > 0)
 			return true;
-	for (unsigned i = 0; i < s->nzones; i++)
-		if (s->passive_mc[i] != LONG_MAX && s->temp_mc[i] >= s->passive_mc[i])
+	for (unsigned i = 0; i < s->nzones; i++) {
+		long trip = s->trip_mc > 0 ? s->trip_mc : s->passive_mc[i];
+
+		if (trip != LONG_MAX && s->temp_mc[i] >= trip)
 			return true;
+	}
 	return false;
 }
 

@@ -78,10 +78,14 @@ struct rvd_thermal_snapshot {
 	long passive_mc[RVD_THERMAL_MAX]; /* lowest passive/hot trip, LONG_MAX if none */
 	unsigned ncooling;
 	long cooling_state[RVD_THERMAL_MAX];
+	/* The policy's thermal trip (DetectorThresholds.thermal_trip_mc), set
+	 * by the daemon after reading: > 0 replaces every zone's own trip
+	 * points; 0 keeps them.  rvd_thermal_read sets it to 0. */
+	long trip_mc;
 };
 
-/* True when any zone is at or over a passive trip or any cooling device is
- * active. */
+/* True when any zone is at or over its trip (the policy's trip_mc when set,
+ * else its lowest passive/hot trip point) or any cooling device is active. */
 bool rvd_thermal_is_throttling(const struct rvd_thermal_snapshot *s);
 
 /*

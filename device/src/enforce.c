@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -101,6 +102,15 @@ static const Rearview__PolicyBody *current(struct rvd_enforce *e, const struct r
 	return e->store ? rvp_store_current(e->store, now->wall_s, NULL) : rvp_policy_default();
 }
 
+const struct Rearview__PolicyBody *rvd_enforce_policy(struct rvd_enforce *e)
+{
+	struct rvp_time now;
+
+	if (rvp_time_now(&now) < 0)
+		now.wall_s = time(NULL);
+	return current(e, &now);
+}
+
 /* Results every job reports back: thresholds, version, quota left. */
 static void snapshot(struct rvd_enforce_job *j, const struct rvp_time *now)
 {
@@ -113,6 +123,9 @@ static void snapshot(struct rvd_enforce_job *j, const struct rvp_time *now)
 		j->thr.jank_frames = b->thresholds->jank_frames;
 		j->thr.frame_budget_us = b->thresholds->frame_budget_us;
 		j->thr.touch_latency_ms = b->thresholds->touch_latency_ms;
+		/* The built-in default's trip (version 0) would override every
+		 * device's own trip points; only a distributed policy does. */
+		j->thr.thermal_trip_mc = b->version ? b->thresholds->thermal_trip_mc : 0;
 	}
 	j->policy_version = e->store ? rvp_store_version(e->store) : 0;
 	used = e->ledger ? rvp_ledger_quota_used(e->ledger, now) : 0;

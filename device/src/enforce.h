@@ -26,6 +26,7 @@ struct rvd_thresholds {
 	uint32_t jank_frames;
 	uint32_t frame_budget_us;
 	uint32_t touch_latency_ms;
+	int32_t thermal_trip_mc; /* 0: the zones' own trip points (built-in default policy) */
 };
 
 struct rvd_enforce {
@@ -89,6 +90,13 @@ void rvd_enforce_work(void *job);
 
 /* The loop half: copies thresholds, version and quota into e. */
 void rvd_enforce_done(struct rvd_enforce_job *j);
+
+struct Rearview__PolicyBody;
+
+/* The policy being enforced (last good document or the built-in default).
+ * Worker side only (inside an rvd_spool_run job); borrowed until the next
+ * job. */
+const struct Rearview__PolicyBody *rvd_enforce_policy(struct rvd_enforce *e);
 
 /* Human text for an APPLY result: "ok", "bad_signature", … */
 const char *rvd_enforce_verify_name(int verify);

@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include "rearview/admin.pb-c.h"
+#include "rearview/analysis.h"
 #include "rearview/frame.h"
 
 enum { EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_NOT_RUNNING = 3, EXIT_DENIED = 4 };
@@ -36,7 +40,9 @@ static void usage(void)
 	      "  consent off|local|summary|full|status\n"
 	      "  status                       processes, tracing, consent, spool\n"
 	      "  captures                     every capture with its state\n"
-	      "  show ID                      one capture\n"
+	      "  show ID                      one capture and its summary\n"
+	      "  export ID --format F -o OUT  export a capture: perfetto, chrome, folded,\n"
+	      "                               speedscope, android, nanoscope, svg\n"
 	      "  policy                       the policy being enforced\n"
 	      "  push-policy FILE             apply a signed policy document\n"
 	      "  capture PID                  capture PID's traced thread now\n"
@@ -104,20 +110,27 @@ static int connect_admin(void)
 	return fd;
 }
 
-/* Sends `q`, reads the answer into *out.  Returns 0 or an exit status. */
-static int transact(Rearview__AdminRequest *q, Rearview__AdminResponse **out)
+/* Sends `q`, reads the answer into *out and, when rfd is not NULL, a
+ * descriptor that rode with it into *rfd (-1 when none; the caller closes
+ * it).  Returns 0 or an exit status. */
+static int transact_fd(Rearview__AdminRequest *q, Rearview__AdminResponse **out, int *rfd)
 {
 	uint8_t *payload = NULL;
-	size_t len = 0;
-	int fd = connect_admin(), rc, sent;
+	size_t len = 0, nfds = 1;
+	int fd = connect_admin(), rc, sent, fds[1] = {-1};
 
+	if (rfd)
+		*rfd = -1;
 	if (fd < 0)
 		return -fd;
 	q->request_id = (uint64_t)getpid();
 	/* Even when the send fails (the daemon refused us at once), read why. */
 	sent = rv_frame_send(fd, RV_CHANNEL_ADMIN, &q->base, NULL, 0);
-	rc = rv_frame_recv(fd, RV_CHANNEL_ADMIN, RV_FRAME_MAX_HARD, &payload, &len, NULL, NULL);
+	rc = rv_frame_recv(fd, RV_CHANNEL_ADMIN, RV_FRAME_MAX_HARD, &payload, &len,
+			   rfd ? fds : NULL, rfd ? &nfds : NULL);
 	close(fd);
+	if (rfd && rc > 0 && nfds == 1)
+		*rfd = fds[0];
 	if (rc <= 0) {
 		fprintf(stderr, "rvctl: rearviewd closed the connection: %s\n",
 			sent < 0  ? strerror(-sent)
@@ -127,6 +140,11 @@ static int transact(Rearview__AdminRequest *q, Rearview__AdminResponse **out)
 	}
 	*out = rearview__admin_response__unpack(NULL, len, payload);
 	free(payload);
+	if (rfd && *rfd >= 0 &&
+	    (!*out || (*out)->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_ERROR)) {
+		close(*rfd);
+		*rfd = -1;
+	}
 	if (!*out) {
 		fprintf(stderr, "rvctl: undecodable answer from rearviewd\n");
 		return EXIT_ERR;
@@ -142,6 +160,11 @@ static int transact(Rearview__AdminRequest *q, Rearview__AdminResponse **out)
 		return denied ? EXIT_DENIED : EXIT_ERR;
 	}
 	return 0;
+}
+
+static int transact(Rearview__AdminRequest *q, Rearview__AdminResponse **out)
+{
+	return transact_fd(q, out, NULL);
 }
 
 static const char *const consent_names[] = {"unspecified", "off", "local", "summary", "full"};
@@ -371,6 +394,279 @@ static void print_capture(const Rearview__CaptureInfo *c, int one)
 		       a->severity, a->pid, a->tid, a->name, *a->name ? " " : "", a->detail);
 }
 
+static void print_chain_json(const Rearview__Chain *c)
+{
+	printf("{\"frames\":[");
+	for (size_t i = 0; i < c->n_frames; i++) {
+		if (i)
+			putchar(',');
+		json_str(c->frames[i]);
+	}
+	printf("],\"duration_ns\":%" PRIu64 ",\"signature\":\"%016" PRIx64 "\"}", c->duration_ns,
+	       c->signature);
+}
+
+static void print_chains_json(const char *key, Rearview__Chain **v, size_t n)
+{
+	printf(",\"%s\":[", key);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			putchar(',');
+		print_chain_json(v[i]);
+	}
+	putchar(']');
+}
+
+static void print_summary_json(const Rearview__Summary *s)
+{
+	printf("{\"window_ns\":%" PRIu64 ",\"total_calls\":%" PRIu64 ",\"top_self\":[",
+	       s->window_ns, s->total_calls);
+	for (size_t i = 0; i < s->n_top_self; i++) {
+		const Rearview__MethodStat *m = s->top_self[i];
+
+		printf("%s{\"name\":", i ? "," : "");
+		json_str(m->name);
+		printf(",\"calls\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"inclusive_ns\":%" PRIu64
+		       "}",
+		       m->calls, m->self_ns, m->inclusive_ns);
+	}
+	putchar(']');
+	print_chains_json("chains_at_anomaly", s->chains_at_anomaly, s->n_chains_at_anomaly);
+	print_chains_json("longest_chains", s->longest_chains, s->n_longest_chains);
+	printf(",\"matches\":[");
+	for (size_t i = 0; i < s->n_matches; i++) {
+		const Rearview__SignatureMatch *m = s->matches[i];
+
+		printf("%s{\"model_id\":", i ? "," : "");
+		json_str(m->model_id);
+		printf(",\"signature\":\"%016" PRIx64 "\",\"duration_ns\":%" PRIu64
+		       ",\"count\":%u}",
+		       m->signature, m->duration_ns, m->count);
+	}
+	printf("]}");
+}
+
+static void print_chain_text(const Rearview__Chain *c)
+{
+	printf("  signature %016" PRIx64 ", %.3f ms in this path\n", c->signature,
+	       (double)c->duration_ns / 1e6);
+	for (size_t i = 0; i < c->n_frames; i++)
+		printf("  %*s%s\n", (int)(2 * (i < 32 ? i : 32)), "", c->frames[i]);
+}
+
+static void print_summary_text(const Rearview__Summary *s)
+{
+	printf("\nsummary:        %" PRIu64 " calls over %.3f ms\n", s->total_calls,
+	       (double)s->window_ns / 1e6);
+	printf("\ntop self time:\n  %12s %12s %10s  %s\n", "SELF_MS", "INCL_MS", "CALLS", "METHOD");
+	for (size_t i = 0; i < s->n_top_self; i++) {
+		const Rearview__MethodStat *m = s->top_self[i];
+
+		printf("  %12.3f %12.3f %10" PRIu64 "  %s\n", (double)m->self_ns / 1e6,
+		       (double)m->inclusive_ns / 1e6, m->calls, m->name);
+	}
+	printf("\nchain at the anomaly:\n");
+	if (!s->n_chains_at_anomaly)
+		printf("  (none: no traced method was running at that instant, or the capture "
+		       "has no anomaly mark)\n");
+	for (size_t i = 0; i < s->n_chains_at_anomaly; i++)
+		print_chain_text(s->chains_at_anomaly[i]);
+	printf("\nlongest-running chains (self time of the deepest frame):\n");
+	for (size_t i = 0; i < s->n_longest_chains; i++) {
+		const Rearview__Chain *c = s->longest_chains[i];
+
+		printf("  %016" PRIx64 " %10.3f ms  ", c->signature, (double)c->duration_ns / 1e6);
+		for (size_t k = 0; k < c->n_frames; k++)
+			printf("%s%s", k ? ";" : "", c->frames[k]);
+		putchar('\n');
+	}
+	if (s->n_matches)
+		printf("\nsignature matches:\n");
+	for (size_t i = 0; i < s->n_matches; i++)
+		printf("  %-24s %016" PRIx64 " %6u calls, mean %.3f ms\n", s->matches[i]->model_id,
+		       s->matches[i]->signature, s->matches[i]->count,
+		       (double)s->matches[i]->duration_ns / 1e6);
+}
+
+/* `show ID`: the summary when the daemon has one, with the capture's
+ * metadata from the capture list (admin.proto answers show_capture with
+ * either a Summary or a CaptureInfo, not both). */
+static int cmd_show(uint64_t id)
+{
+	Rearview__AdminRequest q = REARVIEW__ADMIN_REQUEST__INIT;
+	Rearview__AdminResponse *r = NULL, *list = NULL;
+	const Rearview__CaptureInfo *ci = NULL;
+	const Rearview__Summary *sum = NULL;
+	int rc;
+
+	q.req_case = REARVIEW__ADMIN_REQUEST__REQ_SHOW_CAPTURE;
+	q.show_capture = id;
+	if ((rc = transact(&q, &r)) != 0)
+		return rc;
+	if (r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_CAPTURE) {
+		ci = r->capture;
+	} else if (r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_SUMMARY) {
+		sum = r->summary;
+		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_LIST_CAPTURES;
+		q.list_captures = true;
+		if ((rc = transact(&q, &list)) != 0) {
+			rearview__admin_response__free_unpacked(r, NULL);
+			return rc;
+		}
+		for (size_t i = 0; list->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_CAPTURES &&
+				   i < list->captures->n_captures;
+		     i++)
+			if (list->captures->captures[i]->id == id)
+				ci = list->captures->captures[i];
+	} else {
+		fprintf(stderr, "rvctl: unexpected answer from rearviewd\n");
+		rearview__admin_response__free_unpacked(r, NULL);
+		return EXIT_ERR;
+	}
+	if (json) {
+		printf("{\"capture\":");
+		if (ci)
+			print_capture(ci, 1);
+		else
+			printf("null");
+		printf(",\"summary\":");
+		if (sum)
+			print_summary_json(sum);
+		else
+			printf("null");
+		printf("}\n");
+	} else {
+		if (ci)
+			print_capture(ci, 1);
+		if (sum)
+			print_summary_text(sum);
+		else
+			printf("summary:        none (computed at consent summary or full)\n");
+	}
+	if (list)
+		rearview__admin_response__free_unpacked(list, NULL);
+	rearview__admin_response__free_unpacked(r, NULL);
+	return 0;
+}
+
+/* rvtrace's export formats, by the same names. */
+static int export_as(FILE *f, const rva_trace *t, const char *fmt, const char *title)
+{
+	if (!strcmp(fmt, "folded"))
+		return rva_export_folded(f, t);
+	if (!strcmp(fmt, "chrome"))
+		return rva_export_chrome(f, t);
+	if (!strcmp(fmt, "nanoscope"))
+		return rva_export_nanoscope(f, t, 0);
+	if (!strcmp(fmt, "speedscope"))
+		return rva_export_speedscope(f, t);
+	if (!strcmp(fmt, "android"))
+		return rva_export_android(f, t);
+	if (!strcmp(fmt, "perfetto"))
+		return rva_export_perfetto(f, t);
+	if (!strcmp(fmt, "svg"))
+		return rva_export_svg(f, t, title);
+	return -EINVAL;
+}
+
+static const char *const export_formats[] = {"perfetto", "chrome",    "folded", "speedscope",
+					     "android",	 "nanoscope", "svg"};
+
+/*
+ * `export ID --format F -o OUT`: the daemon hands over the capture file's
+ * descriptor (SCM_RIGHTS); decoding and exporting happen here, with the
+ * caller's CPU and memory, never in the daemon.  OUT is written under a
+ * temporary name and renamed, so a failed export leaves no partial file.
+ */
+static int cmd_export(uint64_t id, const char *fmt, const char *out)
+{
+	Rearview__AdminRequest q = REARVIEW__ADMIN_REQUEST__INIT;
+	Rearview__AdminResponse *r = NULL;
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+	struct stat stb;
+	char tmp[PATH_MAX], title[64];
+	void *map = MAP_FAILED;
+	FILE *f = NULL;
+	int rc, fd = -1, ok = 0;
+
+	for (size_t i = 0; i < sizeof(export_formats) / sizeof(export_formats[0]); i++)
+		ok |= !strcmp(fmt, export_formats[i]);
+	if (!ok) {
+		fprintf(stderr,
+			"rvctl: unknown export format '%s' (perfetto, chrome, folded, "
+			"speedscope, android, nanoscope, svg)\n",
+			fmt);
+		return EXIT_USAGE;
+	}
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", out) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "rvctl: output path too long\n");
+		return EXIT_USAGE;
+	}
+	q.req_case = REARVIEW__ADMIN_REQUEST__REQ_EXPORT_CAPTURE;
+	q.export_capture = id;
+	if ((rc = transact_fd(&q, &r, &fd)) != 0)
+		return rc;
+	rc = EXIT_ERR;
+	if (r->resp_case != REARVIEW__ADMIN_RESPONSE__RESP_CAPTURE_FILE || fd < 0) {
+		fprintf(stderr, "rvctl: rearviewd sent no capture file\n");
+		goto free_resp;
+	}
+	if (fstat(fd, &stb) < 0 || !S_ISREG(stb.st_mode) || stb.st_size <= 0) {
+		fprintf(stderr, "rvctl: the capture file is not readable\n");
+		goto free_resp;
+	}
+	map = mmap(NULL, (size_t)stb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED) {
+		fprintf(stderr, "rvctl: mapping the capture: %s\n", strerror(errno));
+		goto free_resp;
+	}
+	if (rva_capture_decode(map, (size_t)stb.st_size, &t, &err) < 0) {
+		fprintf(stderr, "rvctl: capture %" PRIu64 " does not decode: %s\n", id, err.msg);
+		goto unmap;
+	}
+	close(fd);
+	fd = mkstemp(tmp);
+	if (fd >= 0) {
+		/* mkstemp creates 0600; an export is an ordinary file of the user. */
+		mode_t um = umask(0);
+
+		umask(um);
+		fchmod(fd, 0666 & ~um);
+	}
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		fprintf(stderr, "rvctl: %s: %s\n", out, strerror(errno));
+		if (fd >= 0)
+			unlink(tmp);
+		goto free_trace;
+	}
+	fd = -1;
+	snprintf(title, sizeof(title), "capture %" PRIu64, id);
+	rc = export_as(f, t, fmt, title);
+	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+		rc = rc < 0 ? rc : -EIO;
+	if (fclose(f) != 0 && rc >= 0)
+		rc = -EIO;
+	if (rc >= 0 && rename(tmp, out) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		fprintf(stderr, "rvctl: export to %s failed: %s\n", out, strerror(-rc));
+		unlink(tmp);
+		rc = EXIT_ERR;
+	} else {
+		rc = 0;
+	}
+free_trace:
+	rva_trace_free(t);
+unmap:
+	munmap(map, (size_t)stb.st_size);
+free_resp:
+	if (fd >= 0)
+		close(fd);
+	rearview__admin_response__free_unpacked(r, NULL);
+	return rc;
+}
+
 /* Builds an event request from argv.  Returns 0 or EXIT_USAGE. */
 static int build_event(int argc, char **argv, Rearview__EventMessage *e, Rearview__FrameReport *fr,
 		       Rearview__TouchReport *tr, Rearview__MetricSample *ms, Rearview__Anomaly *an)
@@ -578,15 +874,24 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "show") && nargs == 1) {
 		if (parse_int(args[0], 1, INT64_MAX, &v) < 0)
 			return EXIT_USAGE;
-		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_SHOW_CAPTURE;
-		q.show_capture = (uint64_t)v;
-		if ((rc = transact(&q, &r)) != 0)
-			return rc;
-		if (r->resp_case != REARVIEW__ADMIN_RESPONSE__RESP_CAPTURE)
-			goto unexpected;
-		print_capture(r->capture, 1);
-		if (json)
-			putchar('\n');
+		return cmd_show((uint64_t)v);
+	} else if (!strcmp(cmd, "export") && nargs == 5) {
+		/* --format F and -o OUT, in either order, after the id. */
+		const char *fmt = NULL, *out = NULL;
+
+		for (int i = 1; i + 1 < nargs; i += 2) {
+			if (!strcmp(args[i], "--format") || !strcmp(args[i], "-f"))
+				fmt = args[i + 1];
+			else if (!strcmp(args[i], "-o") || !strcmp(args[i], "--output"))
+				out = args[i + 1];
+		}
+		if (!fmt || !out) {
+			usage();
+			return EXIT_USAGE;
+		}
+		if (parse_int(args[0], 1, INT64_MAX, &v) < 0)
+			return EXIT_USAGE;
+		return cmd_export((uint64_t)v, fmt, out);
 	} else if ((!strcmp(cmd, "capture") || !strcmp(cmd, "foreground")) && nargs == 1) {
 		if (parse_int(args[0], 1, INT32_MAX, &v) < 0)
 			return EXIT_USAGE;

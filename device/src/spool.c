@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,6 +310,73 @@ static int recover_files(struct rvd_spool_job *job, sqlite3 *db, const char *cap
 	return fsync_dir(capdir);
 }
 
+/* Schema migration: spools created before local summaries lack the
+ * `summary` column (a serialized rearview.Summary, NULL when none). */
+static int migrate_summary(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	bool have = false;
+	int rc = sqlite3_prepare_v2(db, "PRAGMA table_info(captures)", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return map_sqlite(rc);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (!strcmp((const char *)sqlite3_column_text(st, 1), "summary"))
+			have = true;
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return map_sqlite(rc);
+	if (!have && (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN summary BLOB;")) < 0)
+		return rc;
+	/* Rows left without their placeholder (older spools, a crash right
+	 * after an insert): see file_placeholder. */
+	return exec_sql(db, "UPDATE captures SET file='-'||id WHERE file='';");
+}
+
+/*
+ * `file` is UNIQUE, so a row without a file (a skipped anomaly, a purged
+ * capture) holds a placeholder no capture file can have ("-<id>"; files
+ * are "c-…"), read back as no file.  Failure only logs: the row itself is
+ * durable, and the next open repairs it.
+ */
+static void file_placeholder(sqlite3 *db, uint64_t id)
+{
+	char sql[96];
+
+	snprintf(sql, sizeof(sql), "UPDATE captures SET file='-'||id WHERE id=%llu",
+		 (unsigned long long)id);
+	exec_sql(db, sql);
+}
+
+/* Which loaded rows have a summary (a query of its own: the row loader
+ * stays as it is), and the file-less rows' placeholders read as no file. */
+static int load_summary_flags(struct rvd_spool_job *job, sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	size_t k = 0;
+	int rc;
+
+	for (size_t i = 0; i < job->nloaded; i++)
+		if (job->loaded[i].file[0] == '-')
+			job->loaded[i].file[0] = '\0';
+	rc = sqlite3_prepare_v2(db, "SELECT id FROM captures WHERE summary IS NOT NULL ORDER BY id",
+				-1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return map_sqlite(rc);
+	/* Both lists are in id order: one merge pass. */
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+
+		while (k < job->nloaded && job->loaded[k].id < id)
+			k++;
+		if (k < job->nloaded && job->loaded[k].id == id)
+			job->loaded[k].has_summary = true;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+}
+
 static void work_open(struct rvd_spool_job *job)
 {
 	struct rvd_spool *sp = job->sp;
@@ -340,6 +408,12 @@ static void work_open(struct rvd_spool_job *job)
 	    (rc = exec_sql(db, "PRAGMA synchronous=FULL;")) < 0 ||
 	    (rc = exec_sql(db, schema)) < 0 || (rc = migrate(db)) < 0 ||
 	    (rc = load_rows(job, db)) < 0 || (rc = recover_files(job, db, capdir)) < 0) {
+		sqlite3_close(db);
+		job->status = rc;
+		return;
+	}
+	/* Local summaries: the column, and which rows have one. */
+	if ((rc = migrate_summary(db)) < 0 || (rc = load_summary_flags(job, db)) < 0) {
 		sqlite3_close(db);
 		job->status = rc;
 		return;
@@ -449,6 +523,8 @@ insert_row:
 		goto close_dir;
 	}
 	r->id = (uint64_t)sqlite3_last_insert_rowid(sp->db);
+	if (!r->file[0])
+		file_placeholder(sp->db, r->id);
 	r->size = job->size;
 	rc = 0;
 	goto close_dir;
@@ -468,8 +544,9 @@ static void work_purge(struct rvd_spool_job *job)
 	sqlite3_stmt *st = NULL;
 	char path[400];
 	int rc = sqlite3_prepare_v2(job->sp->db,
-				    "UPDATE captures SET state=?, reason=?, file='' WHERE id=?", -1,
-				    &st, NULL);
+				    "UPDATE captures SET state=?1, reason=?2, file='-'||?3, "
+				    "summary=NULL WHERE id=?3",
+				    -1, &st, NULL);
 
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_int(st, 1, job->rec.state);
@@ -828,6 +905,8 @@ int rvd_spool_purge(struct rvd_spool *sp, uint64_t id, const char *reason, rvd_s
 	job->rec = *r;
 	job->from_state = r->state;
 	job->rec.state = RVD_SPOOL_SKIPPED;
+	/* Its summary goes with its file (the row's summary is cleared). */
+	mirror_find(sp, id)->has_summary = false;
 	snprintf(job->rec.reason, sizeof(job->rec.reason), "%s", reason ? reason : "purged");
 	return submit(sp, job);
 }
@@ -842,4 +921,70 @@ int rvd_spool_run(struct rvd_spool *sp, void (*fn)(void *arg), void *arg, rvd_sp
 	job->fn = fn;
 	job->arg = arg;
 	return submit(sp, job);
+}
+
+int rvd_spool_get_summary(struct rvd_spool *s, uint64_t id, uint8_t **buf, size_t *len)
+{
+	sqlite3_stmt *st = NULL;
+	const void *blob;
+	int rc, n;
+
+	*buf = NULL;
+	*len = 0;
+	if (!s->db)
+		return -EBADF;
+	rc = sqlite3_prepare_v2(s->db, "SELECT summary FROM captures WHERE id=?", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return map_sqlite(rc);
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW || sqlite3_column_type(st, 0) != SQLITE_BLOB) {
+		sqlite3_finalize(st);
+		return rc == SQLITE_ROW || rc == SQLITE_DONE ? -ENOENT : map_sqlite(rc);
+	}
+	blob = sqlite3_column_blob(st, 0);
+	n = sqlite3_column_bytes(st, 0);
+	*buf = malloc(n > 0 ? (size_t)n : 1);
+	if (!*buf) {
+		sqlite3_finalize(st);
+		return -ENOMEM;
+	}
+	if (n > 0)
+		memcpy(*buf, blob, (size_t)n);
+	*len = (size_t)n;
+	sqlite3_finalize(st);
+	return 0;
+}
+
+int rvd_spool_put_summary(struct rvd_spool *s, uint64_t id, const uint8_t *buf, size_t len)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (!s->db)
+		return -EBADF;
+	if (len > INT_MAX)
+		return -E2BIG;
+	rc = sqlite3_prepare_v2(s->db, "UPDATE captures SET summary=? WHERE id=?", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return map_sqlite(rc);
+	/* A zero-length blob (an empty Summary) must still read back as a blob. */
+	if (len)
+		sqlite3_bind_blob(st, 1, buf, (int)len, SQLITE_STATIC);
+	else
+		sqlite3_bind_zeroblob(st, 1, 0);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)id);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return map_sqlite(rc);
+	return sqlite3_changes(s->db) == 1 ? 0 : -ENOENT;
+}
+
+void rvd_spool_note_summary(struct rvd_spool *sp, uint64_t id)
+{
+	struct rvd_capture_rec *r = mirror_find(sp, id);
+
+	if (r)
+		r->has_summary = true;
 }

@@ -34,6 +34,8 @@ enum rvd_spool_state {
 struct rvd_capture_rec {
 	uint64_t id; /* sqlite rowid, assigned at store */
 	int state;   /* enum rvd_spool_state */
+	/* A local summary is stored with the row (the `summary` column). */
+	bool has_summary;
 	char reason[32];
 	struct rvd_anomaly anomaly;
 	char app_id[64];
@@ -124,6 +126,25 @@ int rvd_spool_close(struct rvd_spool *sp, rvd_spool_cb cb, void *data);
 
 /* Frees the mirror; call after the close callback. */
 void rvd_spool_release(struct rvd_spool *sp);
+
+/*
+ * Local summaries (a serialized rearview.Summary) kept in the row's
+ * `summary` column.  The two functions below use the database directly:
+ * call them only from a function run by rvd_spool_run (work queue, spool
+ * job order).
+ *
+ * rvd_spool_get_summary: *buf (caller frees with free()) receives the
+ * summary of capture `id`; -ENOENT when the capture has none (or does not
+ * exist), -EBADF when the spool is not open, -EIO/-ENOMEM.
+ * rvd_spool_put_summary: stores it (replacing any); -ENOENT unknown id.
+ * After a successful put, tell the mirror with rvd_spool_note_summary on
+ * the loop thread.
+ */
+int rvd_spool_get_summary(struct rvd_spool *s, uint64_t id, uint8_t **buf, size_t *len);
+int rvd_spool_put_summary(struct rvd_spool *s, uint64_t id, const uint8_t *buf, size_t len);
+
+/* Loop thread: marks capture `id` in the mirror as having a summary. */
+void rvd_spool_note_summary(struct rvd_spool *sp, uint64_t id);
 
 /* The mirrored record of `id`, or NULL. */
 const struct rvd_capture_rec *rvd_spool_find(const struct rvd_spool *sp, uint64_t id);

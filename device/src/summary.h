@@ -1,0 +1,70 @@
+/*
+ * summary.h — rearviewd's local summary of a capture (Hubble §7): what may
+ * leave the device at consent "summary", and what `rvctl show` prints.
+ *
+ * A summary is a serialized rearview.Summary (proto/rearview/summary.proto)
+ * computed with librvanalysis' streaming summary (rva_capture_summarize),
+ * so memory stays proportional to distinct methods and chains, not to the
+ * capture's size.  It is CPU work: never on the loop thread.
+ */
+#ifndef RVD_SUMMARY_H
+#define RVD_SUMMARY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "enforce.h"
+#include "spool.h"
+
+struct Rearview__PolicyBody;
+
+/* Rows of the top-self-time table and of the longest-chains list. */
+#define RVD_SUMMARY_TOP 10
+/* Frames kept per Chain: the innermost ones (a deep recursion would
+ * otherwise make a summary megabytes long); the signature covers all. */
+#define RVD_SUMMARY_MAX_FRAMES 64
+
+/*
+ * Summarizes the capture held in buf[0..len): top `ntop` methods by self
+ * time, the chain running at the anomaly (with its signature), the `ntop`
+ * chains with the most self time, total calls, and the matches of every
+ * signature model of the policy's campaigns (policy may be NULL: no
+ * models).  A chain's duration_ns is the inclusive time of its deepest
+ * frame summed over the capture; a model is matched against each distinct
+ * chain with that frame's mean call duration (the streaming summary keeps
+ * no per-call times), SignatureMatch.count being its number of calls.
+ *
+ * On success *out (caller frees with free()) holds *out_len bytes.  Returns
+ * 0, -EINVAL / -E2BIG for a capture the decoder refuses (err, errsz >= 1,
+ * says why), or -ENOMEM.
+ */
+int rvd_summary_build(const uint8_t *buf, size_t len, const struct Rearview__PolicyBody *policy,
+		      size_t ntop, uint8_t **out, size_t *out_len, char *err, size_t errsz);
+
+/* The same for a capture file (mapped read-only, not copied).  -errno of
+ * open/mmap as well. */
+int rvd_summary_file(const char *path, const struct Rearview__PolicyBody *policy, size_t ntop,
+		     uint8_t **out, size_t *out_len, char *err, size_t errsz);
+
+/*
+ * One capture to summarize and store: filled on the loop thread, run by
+ * rvd_summary_work through rvd_spool_run (spool job order, so the policy
+ * store and the database are used by one thread at a time), result read
+ * back in the spool callback.
+ */
+struct rvd_summary_job {
+	struct rvd_spool *sp;
+	struct rvd_enforce *enf;
+	uint64_t id;
+	char file[48]; /* inside <state_dir>/captures */
+	int status;    /* 0 stored, or a negative errno */
+	size_t len;    /* bytes of the stored summary */
+	char err[128]; /* why, when status < 0 */
+	void *data;    /* the caller's */
+};
+
+/* Worker half: reads the file, summarizes with the current policy's
+ * signature models and stores the result in the row. */
+void rvd_summary_work(void *job);
+
+#endif

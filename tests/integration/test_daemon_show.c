@@ -1,0 +1,293 @@
+/*
+ * test_daemon_show.c — local summaries, `rvctl show` and `rvctl export` end
+ * to end: the real rearviewd (tests/device/daemon_harness.h) and the real
+ * instrumented rearview-demo-app in a temporary directory.  One burst of
+ * slow frames makes the jank detector capture the app; the daemon
+ * summarizes the capture on its work queue before it becomes pending;
+ * `rvctl show ID --json` must name the slow list-item builder as the top
+ * self-time method; `rvctl export` must write files that `rvtrace info`
+ * accepts; unknown ids, purged captures and bad formats fail clearly.
+ * Every wait is a hang guard only.
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include <sqlite3.h>
+
+#include "daemon_harness.h"
+
+static int setup(void **state)
+{
+	struct rvh *h = calloc(1, sizeof(*h));
+
+	if (!h || rvh_setup(h, NULL) < 0) {
+		fprintf(stderr, "rearviewd did not start\n");
+		free(h);
+		return -1;
+	}
+	*state = h;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	rvh_teardown(*state);
+	free(*state);
+	return 0;
+}
+
+/* Runs rearview-demo-app for 200 frames with one slow burst at frame 100
+ * (it waits until it is traced), to completion; returns its pid or -1. */
+static pid_t run_app(struct rvh *h)
+{
+	char events[160], log[160];
+	double until = rvh_now() + RVH_GUARD_S;
+	pid_t pid;
+	int st;
+
+	snprintf(events, sizeof(events), "%s/events.sock", h->run);
+	snprintf(log, sizeof(log), "%s/app.log", h->dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		execl(RV_BIN_DIR "/rearview-demo-app", "rearview-demo-app", "--events", events,
+		      "--frames", "200", "--slow-every", "100", "--slow-touch-every", "0",
+		      "--wait-traced", "--quiet", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	while (rvh_now() < until) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? pid : -1;
+		rvh_sleep_ms(20);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+/* Waits until the only capture is pending (its summary is stored before
+ * that); returns its id, or 0. */
+static uint64_t only_capture_pending(struct rvh *h)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+	uint64_t id = 0;
+
+	if (rvh_wait_captures(h, 1) != 1)
+		return 0;
+	while (!id && rvh_now() < until) {
+		Rearview__AdminResponse *r = rvh_captures(h);
+
+		if (r && r->captures->n_captures == 1 &&
+		    !strcmp(r->captures->captures[0]->state, "pending"))
+			id = r->captures->captures[0]->id;
+		if (r)
+			rearview__admin_response__free_unpacked(r, NULL);
+		if (!id)
+			rvh_sleep_ms(10);
+	}
+	return id;
+}
+
+static uint64_t capture_slow_burst(struct rvh *h)
+{
+	uint64_t id;
+
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent full"), 0);
+	assert_true(run_app(h) > 0);
+	id = only_capture_pending(h);
+	assert_true(id > 0);
+	return id;
+}
+
+/* Exit status of `rvtrace info FILE`. */
+static int rvtrace_info(const char *file)
+{
+	char cmd[400];
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/rvtrace info '%s' >/dev/null 2>&1", RV_BIN_DIR, file);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool file_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* The last line rvctl wrote to stderr contains `want`. */
+static bool rvctl_said(struct rvh *h, const char *want)
+{
+	char path[160], buf[4096];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/rvctl.err", h->dir);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, want) != NULL;
+}
+
+static void test_daemon_show_jank_capture_summary_slow_function_on_top(void **state)
+{
+	struct rvh *h = *state;
+	char out[16384];
+	uint64_t id = capture_slow_burst(h);
+
+	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "--json show %" PRIu64, id), 0);
+	/* The capture's metadata and its summary, the slow builder first. */
+	assert_non_null(strstr(out, "\"kind\":\"jank\""));
+	assert_non_null(strstr(out, "\"top_self\":[{\"name\":\"build_list_item_slow\""));
+	/* A jank fires after the late frame, when the UI thread is usually
+	 * between frames: the chain at that instant may be empty; the slow
+	 * path is the longest-running chain. */
+	assert_non_null(strstr(out, "\"chains_at_anomaly\":["));
+	assert_non_null(strstr(out,
+			       "\"longest_chains\":[{\"frames\":[\"demo_render_frame\","
+			       "\"layout_pass\",\"build_list_item\",\"build_list_item_slow\"]"));
+	assert_null(strstr(out, "\"summary\":null"));
+
+	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "show %" PRIu64, id), 0);
+	assert_non_null(strstr(out, "anomaly:"));
+	assert_non_null(strstr(out, "top self time:"));
+	assert_non_null(strstr(out, "chain at the anomaly:"));
+	assert_non_null(strstr(out, "build_list_item_slow"));
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static void test_daemon_show_export_every_format_rvtrace_accepts(void **state)
+{
+	struct rvh *h = *state;
+	/* format, extension, whether rvtrace imports it back */
+	static const struct {
+		const char *fmt, *ext;
+		bool importable;
+	} fmts[] = {
+		{"perfetto", "pftrace", true}, {"chrome", "json", true},
+		{"folded", "folded", true},    {"android", "trace", true},
+		{"nanoscope", "txt", true},    {"speedscope", "speedscope.json", false},
+		{"svg", "svg", false},
+	};
+	char path[200], out[256];
+	uint64_t id = capture_slow_burst(h);
+
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		snprintf(path, sizeof(path), "%s/export.%s", h->dir, fmts[i].ext);
+		/* Both option orders are accepted. */
+		assert_int_equal(rvh_rvctl(h, out, sizeof(out),
+					   i % 2 ? "export %1$" PRIu64 " -o %2$s --format %3$s"
+						 : "export %1$" PRIu64 " --format %3$s -o %2$s",
+					   id, path, fmts[i].fmt),
+				 0);
+		assert_true(file_size(path) > 0);
+		if (fmts[i].importable)
+			assert_int_equal(rvtrace_info(path), 0);
+	}
+	/* A format rvtrace does not have: usage error, nothing written. */
+	snprintf(path, sizeof(path), "%s/export.bad", h->dir);
+	assert_int_equal(
+		rvh_rvctl(h, out, sizeof(out), "export %" PRIu64 " --format xml -o %s", id, path),
+		2);
+	assert_false(file_exists(path));
+}
+
+static void test_daemon_show_missing_id_not_found_exit_1(void **state)
+{
+	struct rvh *h = *state;
+	char out[256], path[200];
+
+	snprintf(path, sizeof(path), "%s/never", h->dir);
+	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "show 4242"), 1);
+	assert_true(rvctl_said(h, "no such capture"));
+	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "export 4242 --format folded -o %s", path),
+			 1);
+	assert_false(file_exists(path));
+}
+
+static void test_daemon_show_consent_off_purged_not_found(void **state)
+{
+	struct rvh *h = *state;
+	char out[256], path[200];
+	uint64_t id = capture_slow_burst(h);
+
+	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "consent off"), 0);
+	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "show %" PRIu64, id), 1);
+	assert_true(rvctl_said(h, "no such capture"));
+	snprintf(path, sizeof(path), "%s/purged.json", h->dir);
+	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "export %" PRIu64 " --format chrome -o %s",
+				   id, path),
+			 1);
+	assert_false(file_exists(path));
+}
+
+/* A daemon killed after storing a capture but before its summary was
+ * stored: the row has no summary (the state a crash leaves, made here with
+ * sqlite on the stopped daemon's spool); the next start recomputes it. */
+static void test_daemon_show_killed_before_summary_recomputed_at_start(void **state)
+{
+	struct rvh *h = *state;
+	char db_path[200], out[16384];
+	uint64_t id = capture_slow_burst(h);
+	double until;
+	sqlite3 *db;
+
+	rvh_stop_daemon(h, SIGKILL);
+	snprintf(db_path, sizeof(db_path), "%s/spool.db", h->state);
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "UPDATE captures SET summary=NULL", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_changes(db), 1);
+	sqlite3_close(db);
+
+	assert_int_equal(rvh_start_daemon(h), 0);
+	until = rvh_now() + RVH_GUARD_S;
+	do {
+		assert_int_equal(rvh_rvctl(h, out, sizeof(out), "--json show %" PRIu64, id), 0);
+		if (!strstr(out, "\"summary\":null"))
+			break;
+		rvh_sleep_ms(20);
+	} while (rvh_now() < until);
+	assert_non_null(strstr(out, "\"top_self\":[{\"name\":\"build_list_item_slow\""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_daemon_show_jank_capture_summary_slow_function_on_top, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_show_export_every_format_rvtrace_accepts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_show_missing_id_not_found_exit_1, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_show_consent_off_purged_not_found,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_show_killed_before_summary_recomputed_at_start, setup,
+			teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
