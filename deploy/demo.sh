@@ -265,10 +265,14 @@ while :; do
 		uploaded=$(grep -c ' uploaded ' "$VAR/.captures")
 		inflight=$(grep -cE ' (captured|pending|uploading) ' "$VAR/.captures")
 		ntraces=$(api "traces?since=$T0&limit=500" | jq '.traces | length')
-		if [ -n "$THERMAL" ] && grep -q ' skipped quota_exhausted ' "$VAR/.captures" &&
+		# The device reports its quota skip to the server (consent full).
+		quota_skips=$(api "skips?since=$T0" |
+			jq '[.reasons[] | select(.reason == "quota_exhausted") | .count] | add // 0')
+		if [ -n "$THERMAL" ] && [ "$quota_skips" -gt 0 ] &&
+			grep -q ' skipped quota_exhausted ' "$VAR/.captures" &&
 			[ "$inflight" -eq 0 ] && [ "$ntraces" = "$uploaded" ]; then
 			say "end to end: $uploaded captures uploaded and indexed (jank $JANK, thermal $THERMAL);"
-			say "  a later anomaly skipped for quota"
+			say "  the server heard of $quota_skips anomaly(ies) skipped for quota"
 			exit 0
 		fi
 	fi

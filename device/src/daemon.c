@@ -287,8 +287,13 @@ void rvd_daemon_release_reservation(struct rvd_daemon *d, int64_t reservation)
 
 static void skipped_stored_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 {
+	struct rvd_daemon *d = data;
+
+	(void)sp;
 	if (status < 0)
-		note_error(data, "spool: recording a skipped anomaly: %s", strerror(-status));
+		note_error(d, "spool: recording a skipped anomaly: %s", strerror(-status));
+	else if (d->seams.pending)
+		d->seams.pending(d->seams.ctx, id); /* its skip report is due */
 }
 
 static void capture_begin(struct rvd_daemon *d, const struct rvd_anomaly *a, int64_t reservation);

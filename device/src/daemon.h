@@ -31,7 +31,8 @@ struct rvd_seams {
 	int (*policy_allow)(void *ctx, const struct rvd_anomaly *a, const char **reason);
 	/* After a capture is durable (librvtrace analysis: local summary). */
 	void (*captured)(void *ctx, const struct rvd_capture_rec *rec);
-	/* A capture became pending (libcurl uploader). */
+	/* A capture became pending, or a skipped row was stored (libcurl
+	 * uploader: an upload or a skip report is due). */
 	void (*pending)(void *ctx, uint64_t id);
 	void *ctx;
 };

@@ -27,7 +27,16 @@
 
 #include "log.h"
 
-enum job_type { JOB_OPEN, JOB_STORE, JOB_STATE, JOB_SETTING, JOB_CLOSE, JOB_PURGE, JOB_RUN };
+enum job_type {
+	JOB_OPEN,
+	JOB_STORE,
+	JOB_STATE,
+	JOB_SETTING,
+	JOB_CLOSE,
+	JOB_PURGE,
+	JOB_RUN,
+	JOB_REPORTED
+};
 
 struct rvd_spool_job {
 	uv_work_t req;
@@ -170,7 +179,9 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS captures("
  * Schema version 1 (PRAGMA user_version): the upload columns.  A version-0
  * database (written before uploads existed) gains them in one transaction,
  * and each of its rows an upload id, so even captures stored by an older
- * daemon are sent under one stable id.
+ * daemon are sent under one stable id.  Version 2: skip_reported, set once
+ * the server acknowledged the skip report of a skipped row (its upload id
+ * is the report id).
  */
 static int migrate(sqlite3 *db)
 {
@@ -182,22 +193,29 @@ static int migrate(sqlite3 *db)
 	if (sqlite3_step(st) == SQLITE_ROW)
 		version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
-	if (version >= 1)
+	if (version >= 2)
 		return 0;
 	if ((rc = exec_sql(db, "BEGIN IMMEDIATE;")) < 0)
 		return rc;
+	if (version == 1)
+		goto version_2;
 	if ((rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN upload_id BLOB;")) < 0 ||
 	    (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN trace_id TEXT NOT NULL "
 			       "DEFAULT '';")) < 0 ||
 	    (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN reservation INTEGER NOT NULL "
 			       "DEFAULT 0;")) < 0 ||
 	    (rc = exec_sql(db, "UPDATE captures SET upload_id=randomblob(16) "
-			       "WHERE upload_id IS NULL;")) < 0 ||
-	    (rc = exec_sql(db, "PRAGMA user_version=1;")) < 0) {
-		exec_sql(db, "ROLLBACK;");
-		return rc;
-	}
+			       "WHERE upload_id IS NULL;")) < 0)
+		goto rollback;
+version_2:
+	if ((rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN skip_reported INTEGER NOT NULL "
+			       "DEFAULT 0;")) < 0 ||
+	    (rc = exec_sql(db, "PRAGMA user_version=2;")) < 0)
+		goto rollback;
 	return exec_sql(db, "COMMIT;");
+rollback:
+	exec_sql(db, "ROLLBACK;");
+	return rc;
 }
 
 static void copy_text(char *dst, size_t cap, const unsigned char *src)
@@ -212,7 +230,8 @@ static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
 	int rc = sqlite3_prepare_v2(db,
 				    "SELECT id,state,reason,kind,severity,pid,tid,anomaly_ns,"
 				    "attribution,name,detail,app_id,size,freeze_latency_ns,file,"
-				    "upload_id,trace_id,reservation FROM captures ORDER BY id",
+				    "upload_id,trace_id,reservation,skip_reported FROM captures "
+				    "ORDER BY id",
 				    -1, &st, NULL);
 
 	if (rc != SQLITE_OK)
@@ -253,6 +272,7 @@ static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
 			memcpy(r->upload_id, sqlite3_column_blob(st, 15), sizeof(r->upload_id));
 		copy_text(r->trace_id, sizeof(r->trace_id), sqlite3_column_text(st, 16));
 		r->reservation = sqlite3_column_int64(st, 17);
+		r->skip_reported = sqlite3_column_int(st, 18) != 0;
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
@@ -590,6 +610,22 @@ static void work_state(struct rvd_spool_job *job)
 	job->status = rc == SQLITE_DONE ? 0 : map_sqlite(rc);
 }
 
+static void work_reported(struct rvd_spool_job *job)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(job->sp->db,
+				    "UPDATE captures SET skip_reported=1 WHERE id=?1 AND state=?2",
+				    -1, &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)job->rec.id);
+		sqlite3_bind_int(st, 2, RVD_SPOOL_SKIPPED);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	job->status = rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+}
+
 static void work_setting(struct rvd_spool_job *job)
 {
 	char path[320], tmp[340];
@@ -641,6 +677,9 @@ static void work_cb(uv_work_t *req)
 		break;
 	case JOB_RUN:
 		job->fn(job->arg);
+		break;
+	case JOB_REPORTED:
+		work_reported(job);
 		break;
 	case JOB_CLOSE:
 		sqlite3_close(job->sp->db);
@@ -713,6 +752,11 @@ static void after_work_cb(uv_work_t *req, int status)
 				if (job->type == JOB_PURGE)
 					r->file[0] = '\0';
 			}
+			break;
+		case JOB_REPORTED:
+			id = job->rec.id;
+			if ((r = mirror_find(sp, id)) != NULL)
+				r->skip_reported = true;
 			break;
 		case JOB_CLOSE:
 			sp->open = false;
@@ -839,6 +883,22 @@ int rvd_spool_set_uploaded(struct rvd_spool *sp, uint64_t id, const char *trace_
 	job->from_state = r->state;
 	job->set_trace = true;
 	snprintf(job->rec.trace_id, sizeof(job->rec.trace_id), "%s", trace_id ? trace_id : "");
+	return submit(sp, job);
+}
+
+int rvd_spool_set_skip_reported(struct rvd_spool *sp, uint64_t id, rvd_spool_cb cb, void *data)
+{
+	const struct rvd_capture_rec *r = mirror_find(sp, id);
+	struct rvd_spool_job *job;
+
+	if (!r)
+		return -ENOENT;
+	if (r->state != RVD_SPOOL_SKIPPED)
+		return -EINVAL;
+	job = job_new(JOB_REPORTED, cb, data);
+	if (!job)
+		return -ENOMEM;
+	job->rec.id = id;
 	return submit(sp, job);
 }
 

@@ -49,6 +49,9 @@ struct rvd_capture_rec {
 	uint8_t upload_id[16];
 	char trace_id[40];
 	int64_t reservation;
+	/* Skipped rows: the server acknowledged its skip report (POST
+	 * /v1/skips, report id = upload_id). */
+	bool skip_reported;
 };
 
 struct rvd_spool_job;
@@ -103,6 +106,10 @@ int rvd_spool_set_state(struct rvd_spool *sp, uint64_t id, int state, const char
  * same statement.  cb(status): -ENOENT, -EINVAL as for set_state. */
 int rvd_spool_set_uploaded(struct rvd_spool *sp, uint64_t id, const char *trace_id, rvd_spool_cb cb,
 			   void *data);
+
+/* Records that the server acknowledged the skip report of skipped row
+ * `id`.  cb(status): -ENOENT unknown id, -EINVAL not skipped. */
+int rvd_spool_set_skip_reported(struct rvd_spool *sp, uint64_t id, rvd_spool_cb cb, void *data);
 
 /* Purges capture `id` in any state: its row becomes skipped(reason) and
  * its file is removed (fsync'd).  -ENOENT unknown id. */

@@ -55,7 +55,7 @@
 #define MAX_RESPONSE (1u << 20) /* acks, tokens and policies are small */
 #define SECRET_MAX   256
 
-enum req_kind { REQ_ENROLL, REQ_UPLOAD, REQ_POLICY };
+enum req_kind { REQ_ENROLL, REQ_UPLOAD, REQ_POLICY, REQ_SKIP };
 
 struct req {
 	struct rvd_uploader *u;
@@ -75,8 +75,10 @@ struct req {
 	struct rvd_capture_rec rec; /* copy taken when it became uploading */
 	char path[400];
 	int consent;
-	int allowed; /* policy network check: 1 may upload */
-	int status;  /* work-queue result */
+	int allowed;	  /* policy network check: 1 may upload */
+	uint8_t *summary; /* the capture's local summary (serialized), NULL: none */
+	size_t summary_len;
+	int status; /* work-queue result */
 	uv_work_t work;
 };
 
@@ -96,6 +98,7 @@ struct rvd_uploader {
 	uint64_t busy[MAX_BUSY];
 	unsigned nbusy;
 	bool started, stopping, enrolling, fetching;
+	bool reporting;	    /* a skip report is in flight */
 	bool net_blocked;   /* the policy forbids this network: wait for a new one */
 	bool secret_logged; /* the missing-secret error was reported */
 	unsigned attempt;   /* consecutive failures */
@@ -285,6 +288,7 @@ static void req_free(struct req *r)
 	curl_slist_free_all(r->hdrs);
 	free(r->body);
 	free(r->resp);
+	free(r->summary);
 	free(r);
 }
 
@@ -878,12 +882,18 @@ static void build_work(uv_work_t *w)
 		e.captured_realtime_ns = (uint64_t)stb.st_mtim.tv_sec * 1000000000ull +
 					 (uint64_t)stb.st_mtim.tv_nsec;
 	}
+	if (r->summary &&
+	    !(e.summary = rearview__summary__unpack(NULL, r->summary_len, r->summary)))
+		rvd_warn("upload: capture %" PRIu64 ": stored summary unreadable, sent without",
+			 r->id);
 	r->body_len = rearview__upload_envelope__get_packed_size(&e);
 	r->body = malloc(r->body_len ? r->body_len : 1);
 	if (!r->body)
 		r->status = -ENOMEM;
 	else
 		rearview__upload_envelope__pack(&e, r->body);
+	if (e.summary)
+		rearview__summary__free_unpacked(e.summary, NULL);
 close_file:
 	free(z);
 	if (fd >= 0)
@@ -946,6 +956,13 @@ static void conditions_work(void *arg)
 	if (e->store && rvp_time_now(&now) == 0)
 		b = rvp_store_current(e->store, now.wall_s, NULL);
 	r->allowed = rvp_upload_conditions_ok(b, u->d->cfg.upload_metered, &why);
+	/* Its local summary travels in the envelope (the only content at
+	 * consent "summary").  Read here: the spool's database is this job's. */
+	if (r->allowed == 1 &&
+	    rvd_spool_get_summary(&u->d->spool, r->id, &r->summary, &r->summary_len) < 0) {
+		r->summary = NULL;
+		r->summary_len = 0;
+	}
 }
 
 static void conditions_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
@@ -985,6 +1002,107 @@ static void begin_upload(struct rvd_uploader *u, uint64_t id)
 		upload_finish(r, false);
 }
 
+/* ---- skip reports --------------------------------------------------------- */
+
+/*
+ * A skipped row the fleet should hear about: the policy's reasons (quota,
+ * debounce, campaign…), not the user's own consent choices and not the
+ * server's own rejections (it knows those).
+ */
+static bool reportable(const struct rvd_capture_rec *rec)
+{
+	return rec->state == RVD_SPOOL_SKIPPED && !rec->skip_reported && rec->reason[0] &&
+	       strncmp(rec->reason, "consent", 7) != 0 && strncmp(rec->reason, "rejected_", 9) != 0;
+}
+
+static void skip_reported_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_uploader *u = data;
+
+	(void)sp;
+	u->reporting = false;
+	if (status < 0 && !u->stopping)
+		up_error(u, "skip report: recording %" PRIu64 " as reported: %s", id,
+			 strerror(-status));
+	else
+		kick(u);
+}
+
+static void skip_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
+{
+	Rearview__SkipAck *ack = NULL;
+	char msg[96];
+	curl_off_t retry_after = 0;
+
+	if (cc == CURLE_OK && http == 200)
+		ack = rearview__skip_ack__unpack(NULL, r->resp_len, r->resp);
+	if (ack && ack->report_id.len == sizeof(r->rec.upload_id) &&
+	    memcmp(ack->report_id.data, r->rec.upload_id, sizeof(r->rec.upload_id)) == 0) {
+		u->attempt = 0;
+	} else if (cc != CURLE_OK || http == 200 || http == 401 || http == 408 || http == 429 ||
+		   http >= 500) {
+		/* Retryable (a malformed ack too): the same report id next time. */
+		if (ack)
+			rearview__skip_ack__free_unpacked(ack, NULL);
+		if (cc != CURLE_OK)
+			snprintf(msg, sizeof(msg), "%.95s",
+				 r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
+		else
+			error_message(r, msg, sizeof(msg));
+		up_msg(u, "skip report %" PRIu64 ": HTTP %ld: %s", r->id, http, msg);
+		if (http == 401)
+			u->token[0] = '\0';
+		curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after);
+		u->reporting = false;
+		backoff(u, (long)retry_after);
+		return;
+	} else {
+		/* The server will never take it: do not send it forever. */
+		error_message(r, msg, sizeof(msg));
+		up_error(u, "skip report %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
+	}
+	if (ack)
+		rearview__skip_ack__free_unpacked(ack, NULL);
+	if (rvd_spool_set_skip_reported(&u->d->spool, r->id, skip_reported_cb, u) < 0)
+		u->reporting = false;
+}
+
+/* Sends the skip report of skipped row `rec` (small: built on the loop). */
+static void begin_skip_report(struct rvd_uploader *u, const struct rvd_capture_rec *rec)
+{
+	Rearview__SkipReport k = REARVIEW__SKIP_REPORT__INIT;
+	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
+	Rearview__Anomaly an;
+	struct req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return;
+	r->u = u;
+	r->kind = REQ_SKIP;
+	r->id = rec->id;
+	r->rec = *rec;
+	rvd_daemon_anomaly_to_pb(&r->rec.anomaly, &an);
+	app.app_id = r->rec.app_id;
+	k.report_id.data = r->rec.upload_id;
+	k.report_id.len = sizeof(r->rec.upload_id);
+	k.app = &app;
+	k.anomaly = &an;
+	k.reason = r->rec.reason;
+	r->body_len = rearview__skip_report__get_packed_size(&k);
+	r->body = malloc(r->body_len ? r->body_len : 1);
+	if (!r->body) {
+		req_free(r);
+		return;
+	}
+	rearview__skip_report__pack(&k, r->body);
+	if (req_send(u, r, "/v1/skips", true) < 0) {
+		up_msg(u, "skip report: cannot start the request");
+		req_free(r);
+		return;
+	}
+	u->reporting = true;
+}
+
 static void kick(struct rvd_uploader *u)
 {
 	struct rvd_daemon *d = u->d;
@@ -1006,6 +1124,10 @@ static void kick(struct rvd_uploader *u)
 		if (rec->state == RVD_SPOOL_PENDING && !is_busy(u, rec->id))
 			begin_upload(u, rec->id);
 	}
+	/* Skip reports, one at a time, after the uploads. */
+	for (size_t i = 0; i < d->spool.nrecs && !u->reporting; i++)
+		if (reportable(&d->spool.recs[i]))
+			begin_skip_report(u, &d->spool.recs[i]);
 }
 
 static void check_multi_info(struct rvd_uploader *u)
@@ -1038,6 +1160,10 @@ static void check_multi_info(struct rvd_uploader *u)
 		case REQ_UPLOAD:
 			/* r lives on through the spool jobs that record the outcome. */
 			upload_done(u, r, cc, http);
+			break;
+		case REQ_SKIP:
+			skip_done(u, r, cc, http);
+			req_free(r);
 			break;
 		}
 	}

@@ -119,8 +119,8 @@ struct Rearview__SkipReport;
 /* Unpacks and validates a SkipReport, like rvs_upload_parse: *out to be
  * freed with rearview__skip_report__free_unpacked(*out, NULL); -EBADMSG or
  * -EINVAL with a human reason. */
-int rvs_skip_parse(const uint8_t *buf, size_t len, struct Rearview__SkipReport **out,
-		   char *reason, size_t reasonlen);
+int rvs_skip_parse(const uint8_t *buf, size_t len, struct Rearview__SkipReport **out, char *reason,
+		   size_t reasonlen);
 
 /* ---- blob store (blob.c; work thread) ------------------------------------ */
 /* Content-addressed: DIR/ab/abcdef… named by the SHA-256 of the content. */

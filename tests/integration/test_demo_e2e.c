@@ -13,7 +13,7 @@
  *   - a thermal anomaly was captured and indexed;
  *   - with the default weekly quota of 3, exactly 3 traces reached the
  *     server, and the device skipped the 4th anomaly with reason
- *     quota_exhausted (the demo's log of the device's spool).
+ *     quota_exhausted and reported it (GET /api/v1/skips).
  * Every wait is a hang guard, not a timing assertion.
  */
 #include <errno.h>
@@ -322,13 +322,27 @@ static void test_demo_e2e_thermal_anomaly_indexed(void **state)
 static void test_demo_e2e_quota_of_three_skips_the_fourth(void **state)
 {
 	struct e2e *e = *state;
-	json_t *list = api_get(e, "traces?limit=500");
+	json_t *list = api_get(e, "traces?limit=500"), *skips, *row;
 	char out[65536];
+	json_int_t quota = 0;
+	size_t i;
 
 	/* The device uploaded what the quota allowed, and no more. */
 	assert_non_null(list);
 	assert_int_equal(json_array_size(json_object_get(list, "traces")), 3);
 	json_decref(list);
+	/* It told the server what it skipped, and why. */
+	skips = api_get(e, "skips");
+	assert_non_null(skips);
+	json_array_foreach(json_object_get(skips, "reasons"), i, row)
+	{
+		const char *why = json_string_value(json_object_get(row, "reason"));
+		if (why && strcmp(why, "quota_exhausted") == 0)
+			quota += json_integer_value(json_object_get(row, "count"));
+	}
+	json_decref(skips);
+	assert_true(quota >= 1);
+	/* And the demo said so on the terminal. */
 	assert_int_equal(slurp(e->demo_log, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "SKIPPED, reason quota_exhausted"));
 }
