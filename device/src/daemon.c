@@ -1242,10 +1242,12 @@ struct capture_req {
 	uint64_t request_id;
 	uint64_t id;
 	bool export;
+	bool compute; /* show of a capture without a summary: make it first */
 	char file[48];
 	/* results */
 	int status;
-	uint8_t *buf; /* show: the serialized Summary */
+	bool computed; /* a summary was made and stored */
+	uint8_t *buf;  /* show: the serialized Summary */
 	size_t len;
 	int fd; /* export: the capture file, read-only */
 };
@@ -1255,6 +1257,13 @@ static void capture_req_work(void *arg)
 	struct capture_req *q = arg;
 	char path[400];
 
+	if (q->compute) {
+		struct rvd_summary_job sj = {.sp = q->sp, .enf = &q->d->enf, .id = q->id};
+
+		snprintf(sj.file, sizeof(sj.file), "%s", q->file);
+		rvd_summary_work(&sj);
+		q->computed = sj.status == 0;
+	}
 	if (!q->export) {
 		q->status = rvd_spool_get_summary(q->sp, q->id, &q->buf, &q->len);
 		return;
@@ -1272,11 +1281,24 @@ static void capture_req_cb(struct rvd_spool *sp, int status, uint64_t id, void *
 	Rearview__Summary *sum = NULL;
 	int rc;
 
+	Rearview__CaptureInfo ci;
+	Rearview__Anomaly apb;
+	const struct rvd_capture_rec *r = rvd_spool_find(sp, q->id);
+
 	if (status < 0)
 		q->status = status;
+	if (q->computed)
+		rvd_spool_note_summary(sp, q->id);
 	resp.request_id = q->request_id;
 	if (!c) {
 		/* the peer left */
+	} else if (q->compute && !q->computed && q->status == -ENOENT && r) {
+		/* No summary could be made (the capture does not decode): its
+		 * metadata alone. */
+		capture_to_pb(r, &ci, &apb);
+		resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_CAPTURE;
+		resp.capture = &ci;
+		admin_reply(c, &resp);
 	} else if (q->status == -ENOENT) {
 		send_error(c, REARVIEW__ERROR__CODE__NOT_FOUND, "no such capture");
 	} else if (q->status < 0) {
@@ -1302,7 +1324,10 @@ static void capture_req_cb(struct rvd_spool *sp, int status, uint64_t id, void *
 }
 
 /*
- * show_capture: the summary when one is stored, else the CaptureInfo.
+ * show_capture: the summary — computed and stored now, on the work queue,
+ * for a capture kept without one (consent local, or stored before the
+ * consent allowed summaries) — else, when none can be made or the capture
+ * has no file, the CaptureInfo.
  * export_capture: the file's descriptor in SCM_RIGHTS with an empty
  * capture_file.  A purged capture (or any at consent off) is not found.
  */
@@ -1317,7 +1342,7 @@ static int admin_show_export(struct rvd_daemon *d, struct rvd_conn *c,
 	if (!r || d->consent <= REARVIEW__CONSENT_LEVEL__CONSENT_OFF ||
 	    !strcmp(r->reason, "consent_purged") || (export && !r->file[0]))
 		return send_error(c, REARVIEW__ERROR__CODE__NOT_FOUND, "no such capture");
-	if (!export && !r->has_summary) {
+	if (!export && !r->has_summary && !r->file[0]) {
 		capture_to_pb(r, &ci, &apb);
 		resp->resp_case = REARVIEW__ADMIN_RESPONSE__RESP_CAPTURE;
 		resp->capture = &ci;
@@ -1332,6 +1357,7 @@ static int admin_show_export(struct rvd_daemon *d, struct rvd_conn *c,
 	q->request_id = resp->request_id;
 	q->id = id;
 	q->export = export;
+	q->compute = !export && !r->has_summary;
 	q->fd = -1;
 	snprintf(q->file, sizeof(q->file), "%s", r->file);
 	if (rvd_spool_run(&d->spool, capture_req_work, q, capture_req_cb, q) < 0) {

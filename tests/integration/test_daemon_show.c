@@ -77,9 +77,9 @@ static pid_t run_app(struct rvh *h)
 	return -1;
 }
 
-/* Waits until the only capture is pending (its summary is stored before
- * that); returns its id, or 0. */
-static uint64_t only_capture_pending(struct rvh *h)
+/* Waits until the only capture is in `state` (a pending one's summary is
+ * stored before that); returns its id, or 0. */
+static uint64_t only_capture_in(struct rvh *h, const char *state)
 {
 	double until = rvh_now() + RVH_GUARD_S;
 	uint64_t id = 0;
@@ -90,7 +90,7 @@ static uint64_t only_capture_pending(struct rvh *h)
 		Rearview__AdminResponse *r = rvh_captures(h);
 
 		if (r && r->captures->n_captures == 1 &&
-		    !strcmp(r->captures->captures[0]->state, "pending"))
+		    !strcmp(r->captures->captures[0]->state, state))
 			id = r->captures->captures[0]->id;
 		if (r)
 			rearview__admin_response__free_unpacked(r, NULL);
@@ -100,15 +100,21 @@ static uint64_t only_capture_pending(struct rvh *h)
 	return id;
 }
 
-static uint64_t capture_slow_burst(struct rvh *h)
+/* One jank capture at `consent`: full → pending, local → skipped. */
+static uint64_t capture_at(struct rvh *h, const char *consent)
 {
 	uint64_t id;
 
-	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent full"), 0);
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent %s", consent), 0);
 	assert_true(run_app(h) > 0);
-	id = only_capture_pending(h);
+	id = only_capture_in(h, strcmp(consent, "local") ? "pending" : "skipped");
 	assert_true(id > 0);
 	return id;
+}
+
+static uint64_t capture_slow_burst(struct rvh *h)
+{
+	return capture_at(h, "full");
 }
 
 /* Exit status of `rvtrace info FILE`. */
@@ -242,6 +248,40 @@ static void test_daemon_show_consent_off_purged_not_found(void **state)
 	assert_false(file_exists(path));
 }
 
+/* At consent local nothing is summarized when stored; `show` makes the
+ * summary then (it never leaves the device) and keeps it. */
+static void test_daemon_show_consent_local_summary_made_on_show(void **state)
+{
+	struct rvh *h = *state;
+	char out[16384];
+	uint64_t id = capture_at(h, "local");
+
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(rvh_rvctl(h, out, sizeof(out), "--json show %" PRIu64, id), 0);
+		assert_non_null(strstr(out, "\"reason\":\"consent_local\""));
+		assert_non_null(strstr(out, "\"top_self\":[{\"name\":\"build_list_item_slow\""));
+	}
+}
+
+/* Whether the spool row `id` holds a summary (read-only, beside the
+ * running daemon: WAL lets readers in). */
+static bool has_summary_row(const char *db_path, uint64_t id)
+{
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db = NULL;
+	bool have = false;
+
+	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT summary IS NOT NULL FROM captures WHERE id=?", -1, &st,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+		have = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return have;
+}
+
 /* A daemon killed after storing a capture but before its summary was
  * stored: the row has no summary (the state a crash leaves, made here with
  * sqlite on the stopped daemon's spool); the next start recomputes it. */
@@ -262,13 +302,13 @@ static void test_daemon_show_killed_before_summary_recomputed_at_start(void **st
 	sqlite3_close(db);
 
 	assert_int_equal(rvh_start_daemon(h), 0);
+	/* Watched in the database, not through `show` (which would make the
+	 * summary itself). */
 	until = rvh_now() + RVH_GUARD_S;
-	do {
-		assert_int_equal(rvh_rvctl(h, out, sizeof(out), "--json show %" PRIu64, id), 0);
-		if (!strstr(out, "\"summary\":null"))
-			break;
+	while (!has_summary_row(db_path, id) && rvh_now() < until)
 		rvh_sleep_ms(20);
-	} while (rvh_now() < until);
+	assert_true(has_summary_row(db_path, id));
+	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "--json show %" PRIu64, id), 0);
 	assert_non_null(strstr(out, "\"top_self\":[{\"name\":\"build_list_item_slow\""));
 }
 
@@ -287,6 +327,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_daemon_show_killed_before_summary_recomputed_at_start, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_show_consent_local_summary_made_on_show,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
