@@ -58,3 +58,4 @@ $(TBIN)/device/bench_upload: $(OBJ)/tests/device/bench_upload.o $(LIBRVPROTO) | 
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc,--libs,libcurl sqlite3) $(PROTOBUF_LIBS)
 BENCHES += $(TBIN)/device/bench_upload
+$(eval $(call rv_test,device,upload_spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))

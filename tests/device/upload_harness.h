@@ -283,6 +283,19 @@ static inline bool status_error(struct rvh *h, const char *needle)
 	return found;
 }
 
+/* Waits until a last error contains `needle`. */
+static inline bool wait_status_error(struct rvh *h, const char *needle)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+
+	while (!status_error(h, needle)) {
+		if (rvh_now() > until)
+			return false;
+		rvh_sleep_ms(20);
+	}
+	return true;
+}
+
 static inline void upload_conf(char *buf, size_t cap, const struct server *s, const char *ca_file)
 {
 	snprintf(buf, cap,
