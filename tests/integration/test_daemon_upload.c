@@ -49,6 +49,30 @@ static size_t check_on_server(struct rvh *h, const struct server *s)
 	return up;
 }
 
+static uint64_t policy_version(struct rvh *h)
+{
+	Rearview__AdminResponse *r = rvh_status(h);
+	uint64_t v = r && r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_STATUS
+			     ? r->status->policy_version
+			     : 0;
+
+	if (r)
+		rearview__admin_response__free_unpacked(r, NULL);
+	return v;
+}
+
+static bool wait_policy_version(struct rvh *h, uint64_t want)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+
+	while (policy_version(h) != want) {
+		if (rvh_now() > until)
+			return false;
+		rvh_sleep_ms(20);
+	}
+	return true;
+}
+
 /* ---- tests ------------------------------------------------------------------- */
 
 static char g_top[64];
@@ -94,7 +118,6 @@ static void test_daemon_upload_captures_reach_server_once_and_policy_applied(voi
 {
 	char conf[1024], ca[200], out[2048];
 	pid_t app;
-	double until;
 
 	(void)state;
 	assert_int_equal(server_setup(&g_s, g_top, "s1"), 0);
@@ -115,21 +138,7 @@ static void test_daemon_upload_captures_reach_server_once_and_policy_applied(voi
 
 	/* The server's default signed policy (version 1) was fetched, verified
 	 * with its policy-signing.pub and applied. */
-	until = rvh_now() + RVH_GUARD_S;
-	for (;;) {
-		Rearview__AdminResponse *r = rvh_status(&g_h);
-		uint64_t v = r && r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_STATUS
-				     ? r->status->policy_version
-				     : 0;
-
-		if (r)
-			rearview__admin_response__free_unpacked(r, NULL);
-		if (v == 1 || rvh_now() > until) {
-			assert_int_equal(v, 1);
-			break;
-		}
-		rvh_sleep_ms(20);
-	}
+	assert_true(wait_policy_version(&g_h, 1));
 	assert_int_equal(rvh_rvctl(&g_h, out, sizeof(out), "status"), 0);
 	assert_non_null(strstr(out, "policy version:     1"));
 
@@ -331,6 +340,53 @@ static void test_daemon_upload_metered_network_waits_under_unmetered_policy(void
 	assert_int_equal(metric(&g_s, "rearview_uploads_total"), 0);
 }
 
+static void test_daemon_upload_ack_hint_fetches_newer_policy(void **state)
+{
+	Rearview__PolicyBody body;
+	char conf[1400], ca[200], path[220], tmp[230], key[4096];
+	uint8_t *doc = NULL;
+	size_t doc_len;
+	pid_t app;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(server_setup(&g_s, g_top, "s7"), 0);
+	assert_int_equal(server_start(&g_s, 0), 0);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", g_s.dir);
+	upload_conf(conf, sizeof(conf), &g_s, ca);
+	/* No periodic fetch: only the start and the server's hint fetch. */
+	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "policy_interval_s = 0\n");
+	g_h_live = true;
+	assert_int_equal(rvh_setup(&g_h, conf), 0);
+	app = rvh_helper(&g_h, NULL);
+	assert_true(rvh_wait_registered(&g_h, app, true));
+	capture_now(&g_h, app);
+	assert_true(wait_uploaded(&g_h, 1));
+	assert_true(wait_policy_version(&g_h, 1));
+
+	/* The operator publishes version 2, signed with the server's key. */
+	snprintf(path, sizeof(path), "%s/policy-signing.key", g_s.dir);
+	read_file(path, key, sizeof(key));
+	assert_true(strlen(key) > 0);
+	body = *rvp_policy_default();
+	body.version = 2;
+	body.issued_at_s = (uint64_t)time(NULL);
+	assert_int_equal(rvp_policy_sign(&body, key, &doc, &doc_len), 0);
+	snprintf(path, sizeof(path), "%s/policy/current.spb", g_s.dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(doc, 1, doc_len, f), doc_len);
+	fclose(f);
+	free(doc);
+	assert_int_equal(rename(tmp, path), 0);
+
+	/* The next acknowledgement names version 2: the daemon fetches it. */
+	capture_now(&g_h, app);
+	assert_true(wait_uploaded(&g_h, 2));
+	assert_true(wait_policy_version(&g_h, 2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +402,8 @@ int main(void)
 		cmocka_unit_test_teardown(
 			test_daemon_upload_metered_network_waits_under_unmetered_policy,
 			per_test_teardown),
+		cmocka_unit_test_teardown(test_daemon_upload_ack_hint_fetches_newer_policy,
+					  per_test_teardown),
 		cmocka_unit_test_teardown(
 			test_daemon_upload_kill9_during_uploads_loses_and_duplicates_nothing,
 			per_test_teardown),
