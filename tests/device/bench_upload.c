@@ -78,7 +78,7 @@ int main(int argc, char **argv)
 		double t = rvh_now();
 
 		capture_now(&h, app);
-		if (!wait_uploaded_poll(&h, (size_t)i + 2, 1)) {
+		if (!wait_state_poll(&h, "uploaded", (size_t)i + 2, 1)) {
 			fprintf(stderr, "bench_upload: capture %ld not uploaded\n", i);
 			goto stop_daemon;
 		}

@@ -251,22 +251,22 @@ static inline size_t count_state(struct rvh *h, const char *state)
 	return n;
 }
 
-/* Waits until n captures are uploaded, polling every poll_ms. */
-static inline bool wait_uploaded_poll(struct rvh *h, size_t n, unsigned poll_ms)
+/* Waits until at least n captures are in `state`, polling every poll_ms. */
+static inline bool wait_state_poll(struct rvh *h, const char *state, size_t n, unsigned poll_ms)
 {
 	double until = rvh_now() + RVH_GUARD_S;
 
-	while (rvh_now() < until) {
-		if (count_state(h, "uploaded") >= n)
-			return true;
+	while (count_state(h, state) < n) {
+		if (rvh_now() > until)
+			return false;
 		rvh_sleep_ms(poll_ms);
 	}
-	return false;
+	return true;
 }
 
 static inline bool wait_uploaded(struct rvh *h, size_t n)
 {
-	return wait_uploaded_poll(h, n, 20);
+	return wait_state_poll(h, "uploaded", n, 20);
 }
 
 /* Whether any of the daemon's last errors contains `needle`. */

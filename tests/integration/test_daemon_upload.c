@@ -114,20 +114,35 @@ static int group_teardown(void **state)
 	return run_quiet(cmd) == 0 ? 0 : -1;
 }
 
-static void test_daemon_upload_captures_reach_server_once_and_policy_applied(void **state)
+/*
+ * Starts a server `name` and a daemon uploading to it (extra config
+ * appended; ca_file NULL: the server's own CA) with an rv_helper_app
+ * registered.  Returns the helper's pid.
+ */
+static pid_t start_all(const char *name, const char *ca_file, const char *extra)
 {
-	char conf[1024], ca[200], out[2048];
+	char conf[1400], ca[200];
 	pid_t app;
 
-	(void)state;
-	assert_int_equal(server_setup(&g_s, g_top, "s1"), 0);
+	assert_int_equal(server_setup(&g_s, g_top, name), 0);
 	assert_int_equal(server_start(&g_s, 0), 0);
 	snprintf(ca, sizeof(ca), "%s/ca.crt", g_s.dir);
-	upload_conf(conf, sizeof(conf), &g_s, ca);
+	upload_conf(conf, sizeof(conf), &g_s, ca_file ? ca_file : ca);
+	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "%s", extra ? extra : "");
 	g_h_live = true;
 	assert_int_equal(rvh_setup(&g_h, conf), 0);
 	app = rvh_helper(&g_h, "--reconnect", NULL);
 	assert_true(rvh_wait_registered(&g_h, app, true));
+	return app;
+}
+
+static void test_daemon_upload_captures_reach_server_once_and_policy_applied(void **state)
+{
+	char out[2048];
+	pid_t app;
+
+	(void)state;
+	app = start_all("s1", NULL, NULL);
 	for (int i = 0; i < 5; i++) {
 		capture_now(&g_h, app);
 		assert_true(rvh_wait_captures(&g_h, (size_t)i + 1) >= (size_t)i + 1);
@@ -154,20 +169,14 @@ static void test_daemon_upload_captures_reach_server_once_and_policy_applied(voi
 
 static void test_daemon_upload_wrong_ca_uploads_nothing_and_reports(void **state)
 {
-	char conf[1024], ca[200];
+	char ca[200];
 	pid_t app;
 
 	(void)state;
-	assert_int_equal(server_setup(&g_s, g_top, "s2"), 0);
 	assert_int_equal(server_setup(&g_other, g_top, "s2-other"), 0);
-	assert_int_equal(server_start(&g_s, 0), 0);
 	/* Pinned to another installation's CA: the real server must not be trusted. */
 	snprintf(ca, sizeof(ca), "%s/ca.crt", g_other.dir);
-	upload_conf(conf, sizeof(conf), &g_s, ca);
-	g_h_live = true;
-	assert_int_equal(rvh_setup(&g_h, conf), 0);
-	app = rvh_helper(&g_h, NULL);
-	assert_true(rvh_wait_registered(&g_h, app, true));
+	app = start_all("s2", ca, NULL);
 	capture_now(&g_h, app);
 	assert_true(rvh_wait_captures(&g_h, 1) >= 1);
 	assert_true(wait_status_error(&g_h, "enrolment"));
@@ -213,20 +222,13 @@ static void test_daemon_upload_server_down_backs_off_then_uploads(void **state)
 static void test_daemon_upload_kill9_during_uploads_loses_and_duplicates_nothing(void **state)
 {
 	static struct row rows[MAX_ROWS];
-	char conf[1024], ca[200];
 	size_t n, up;
 	pid_t app;
 	double until;
 
 	(void)state;
 	srand((unsigned)getpid());
-	assert_int_equal(server_setup(&g_s, g_top, "s4"), 0);
-	assert_int_equal(server_start(&g_s, 0), 0);
-	snprintf(ca, sizeof(ca), "%s/ca.crt", g_s.dir);
-	upload_conf(conf, sizeof(conf), &g_s, ca);
-	g_h_live = true;
-	assert_int_equal(rvh_setup(&g_h, conf), 0);
-	app = rvh_helper(&g_h, "--reconnect", NULL);
+	app = start_all("s4", NULL, NULL);
 	for (int round = 0; round < CRASH_ROUNDS; round++) {
 		int shots = 1 + rand() % 3;
 
@@ -264,22 +266,13 @@ static void test_daemon_upload_kill9_during_uploads_loses_and_duplicates_nothing
 static void test_daemon_upload_consent_summary_sends_no_trace(void **state)
 {
 	static struct row rows[8];
-	char conf[1024], ca[200], path[96];
+	char path[96];
 	struct body b;
 	pid_t app;
 
 	(void)state;
-	assert_int_equal(server_setup(&g_s, g_top, "s5"), 0);
-	assert_int_equal(server_start(&g_s, 0), 0);
-	snprintf(ca, sizeof(ca), "%s/ca.crt", g_s.dir);
-	upload_conf(conf, sizeof(conf), &g_s, ca);
 	/* The later key wins: consent summary. */
-	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf),
-		 "[capture]\nconsent_default = summary\n");
-	g_h_live = true;
-	assert_int_equal(rvh_setup(&g_h, conf), 0);
-	app = rvh_helper(&g_h, NULL);
-	assert_true(rvh_wait_registered(&g_h, app, true));
+	app = start_all("s5", NULL, "[capture]\nconsent_default = summary\n");
 	capture_now(&g_h, app);
 	assert_true(wait_uploaded(&g_h, 1));
 	assert_int_equal(spool_rows(&g_h, rows, 8), 1);
@@ -293,7 +286,7 @@ static void test_daemon_upload_consent_summary_sends_no_trace(void **state)
 static void test_daemon_upload_metered_network_waits_under_unmetered_policy(void **state)
 {
 	Rearview__PolicyBody body = REARVIEW__POLICY_BODY__INIT;
-	char keydir[96], pub_path[160], doc_path[160], conf[1400], ca[200];
+	char keydir[96], pub_path[160], doc_path[160], extra[300];
 	char *priv = NULL, *pub = NULL;
 	uint8_t *doc = NULL;
 	size_t doc_len;
@@ -322,17 +315,9 @@ static void test_daemon_upload_metered_network_waits_under_unmetered_policy(void
 	free(pub);
 	free(doc);
 
-	assert_int_equal(server_setup(&g_s, g_top, "s6"), 0);
-	assert_int_equal(server_start(&g_s, 0), 0);
-	snprintf(ca, sizeof(ca), "%s/ca.crt", g_s.dir);
-	upload_conf(conf, sizeof(conf), &g_s, ca);
-	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf),
-		 "metered = true\n[policy]\npublic_key = %s\n", pub_path);
-	g_h_live = true;
-	assert_int_equal(rvh_setup(&g_h, conf), 0);
+	snprintf(extra, sizeof(extra), "metered = true\n[policy]\npublic_key = %s\n", pub_path);
+	app = start_all("s6", NULL, extra);
 	assert_int_equal(rvh_rvctl(&g_h, NULL, 0, "push-policy %s", doc_path), 0);
-	app = rvh_helper(&g_h, NULL);
-	assert_true(rvh_wait_registered(&g_h, app, true));
 	capture_now(&g_h, app);
 	assert_true(rvh_wait_captures(&g_h, 1) >= 1);
 	assert_true(wait_status_error(&g_h, "unmetered"));
@@ -343,23 +328,15 @@ static void test_daemon_upload_metered_network_waits_under_unmetered_policy(void
 static void test_daemon_upload_ack_hint_fetches_newer_policy(void **state)
 {
 	Rearview__PolicyBody body;
-	char conf[1400], ca[200], path[220], tmp[230], key[4096];
+	char path[220], tmp[230], key[4096];
 	uint8_t *doc = NULL;
 	size_t doc_len;
 	pid_t app;
 	FILE *f;
 
 	(void)state;
-	assert_int_equal(server_setup(&g_s, g_top, "s7"), 0);
-	assert_int_equal(server_start(&g_s, 0), 0);
-	snprintf(ca, sizeof(ca), "%s/ca.crt", g_s.dir);
-	upload_conf(conf, sizeof(conf), &g_s, ca);
 	/* No periodic fetch: only the start and the server's hint fetch. */
-	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "policy_interval_s = 0\n");
-	g_h_live = true;
-	assert_int_equal(rvh_setup(&g_h, conf), 0);
-	app = rvh_helper(&g_h, NULL);
-	assert_true(rvh_wait_registered(&g_h, app, true));
+	app = start_all("s7", NULL, "policy_interval_s = 0\n");
 	capture_now(&g_h, app);
 	assert_true(wait_uploaded(&g_h, 1));
 	assert_true(wait_policy_version(&g_h, 1));
@@ -387,6 +364,37 @@ static void test_daemon_upload_ack_hint_fetches_newer_policy(void **state)
 	assert_true(wait_policy_version(&g_h, 2));
 }
 
+static void test_daemon_upload_rejected_upload_skipped_not_retried(void **state)
+{
+	char out[4096];
+	pid_t app;
+	FILE *f;
+	int port;
+
+	(void)state;
+	app = start_all("s8", NULL, NULL);
+	port = g_s.port;
+	capture_now(&g_h, app);
+	assert_true(wait_uploaded(&g_h, 1));
+
+	/* Enrolled; now the server takes no body over 64 bytes: 413. */
+	server_stop(&g_s);
+	f = fopen(g_s.conf, "a");
+	assert_non_null(f);
+	fputs("max_body_bytes = 64\n", f);
+	fclose(f);
+	assert_int_equal(server_start(&g_s, port), 0);
+	capture_now(&g_h, app);
+	assert_true(wait_status_error(&g_h, "rejected: HTTP 413"));
+	assert_true(wait_state_poll(&g_h, "skipped", 1, 20));
+	assert_int_equal(rvh_rvctl(&g_h, out, sizeof(out), "captures"), 0);
+	assert_non_null(strstr(out, "rejected_413"));
+	/* Given up, not retried: nothing is waiting for a next attempt. */
+	assert_int_equal(count_state(&g_h, "pending"), 0);
+	assert_int_equal(count_state(&g_h, "uploading"), 0);
+	assert_int_equal(count_state(&g_h, "uploaded"), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -403,6 +411,8 @@ int main(void)
 			test_daemon_upload_metered_network_waits_under_unmetered_policy,
 			per_test_teardown),
 		cmocka_unit_test_teardown(test_daemon_upload_ack_hint_fetches_newer_policy,
+					  per_test_teardown),
+		cmocka_unit_test_teardown(test_daemon_upload_rejected_upload_skipped_not_retried,
 					  per_test_teardown),
 		cmocka_unit_test_teardown(
 			test_daemon_upload_kill9_during_uploads_loses_and_duplicates_nothing,
