@@ -71,6 +71,16 @@ $(OBJ)/tests/integration/test_daemon_policy.o: CPPFLAGS += -Ipolicy/include
 $(eval $(call rv_test,integration,daemon_policy,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
 $(TBIN)/integration/test_daemon_policy: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # The uploader against a real rearview-server (init, HTTPS on a free port).
-$(eval $(call rv_test,integration,daemon_upload,$(LIBRVPROTO),$(call pc,--libs,libcurl sqlite3) $(PROTOBUF_LIBS)))
+$(OBJ)/tests/integration/test_daemon_upload.o: CPPFLAGS += -Ipolicy/include
+$(eval $(call rv_test,integration,daemon_upload,$(LIBRVPOLICY) $(LIBRVPROTO),$(call pc,--libs,libcurl sqlite3) $(RVPOLICY_LDLIBS)))
 $(TBIN)/integration/test_daemon_upload: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-server \
   $(TBIN)/device/rv_helper_app
+
+# `make bench`: upload latency, rate and daemon memory against a local server.
+$(OBJ)/tests/device/bench_upload.o: CPPFLAGS += -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
+$(TBIN)/device/bench_upload: $(OBJ)/tests/device/bench_upload.o $(LIBRVPROTO) | $(BIN)/rearviewd \
+  $(BIN)/rvctl $(BIN)/rearview-server $(TBIN)/device/rv_helper_app
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc,--libs,libcurl sqlite3) $(PROTOBUF_LIBS)
+BENCHES += $(TBIN)/device/bench_upload
+$(eval $(call rv_test,device,upload_spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))

@@ -107,7 +107,6 @@ struct rvd_uploader {
 	char secret[SECRET_MAX];
 	char etag[80];
 	uint64_t hinted_version;
-	uint64_t uploaded, failures;
 	char last_error[128];
 };
 
@@ -434,7 +433,6 @@ static void backoff(struct rvd_uploader *u, long retry_after_s)
 	if (retry_after_s > 0 && delay < (uint64_t)retry_after_s * 1000)
 		delay = (uint64_t)retry_after_s * 1000;
 	u->attempt++;
-	u->failures++;
 	if (u->stopping)
 		return;
 	uv_timer_start(&u->retry_timer, retry_cb, delay, 0);
@@ -699,11 +697,7 @@ static void uploaded_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 		up_error(u, "upload: recording capture %" PRIu64 " uploaded: %s", r->id,
 			 strerror(-status));
 	} else {
-		u->uploaded++;
-		rvd_info("capture %" PRIu64 " uploaded as %s", r->id,
-			 rvd_spool_find(&u->d->spool, r->id)
-				 ? rvd_spool_find(&u->d->spool, r->id)->trace_id
-				 : "?");
+		rvd_info("capture %" PRIu64 " uploaded as %s", r->id, r->rec.trace_id);
 	}
 	upload_finish(r, true);
 }
@@ -1253,20 +1247,4 @@ void rvd_upload_free(struct rvd_uploader *u)
 	explicit_bzero(u->secret, sizeof(u->secret));
 	explicit_bzero(u->token, sizeof(u->token));
 	free(u);
-}
-
-void rvd_upload_get_stats(const struct rvd_uploader *u, struct rvd_upload_stats *s)
-{
-	memset(s, 0, sizeof(*s));
-	if (!u)
-		return;
-	s->enrolled = u->token[0] != '\0';
-	s->uploaded = u->uploaded;
-	s->failures = u->failures;
-	if (!u->stopping && uv_is_active((const uv_handle_t *)&u->retry_timer)) {
-		uint64_t due = uv_timer_get_due_in(&u->retry_timer);
-
-		s->next_retry_ms = due ? due : 1;
-	}
-	snprintf(s->last_error, sizeof(s->last_error), "%s", u->last_error);
 }

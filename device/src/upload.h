@@ -11,7 +11,6 @@
 #ifndef RVD_UPLOAD_H
 #define RVD_UPLOAD_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 struct rvd_daemon;
@@ -21,7 +20,7 @@ struct rvd_uploader;
  * Creates the uploader of `d` (its configuration: d->cfg) and reads the
  * stored device token and the enrolment secret (small files, before the
  * loop runs).  Nothing is sent before rvd_upload_start.  *out is freed with
- * rvd_upload_free.  Returns 0, -ENOMEM, or -EINVAL (curl refused to set up).
+ * rvd_upload_free.  Returns 0 or -ENOMEM.
  */
 int rvd_upload_new(struct rvd_daemon *d, struct rvd_uploader **out);
 
@@ -39,15 +38,5 @@ void rvd_upload_stop(struct rvd_uploader *u);
 
 /* After the loop returned.  NULL is a no-op. */
 void rvd_upload_free(struct rvd_uploader *u);
-
-struct rvd_upload_stats {
-	bool enrolled;
-	uint64_t uploaded;	/* acknowledged since start */
-	uint64_t failures;	/* failed attempts since start */
-	uint64_t next_retry_ms; /* ms from now until the next attempt, 0: none waiting */
-	char last_error[128];	/* "" when none */
-};
-
-void rvd_upload_get_stats(const struct rvd_uploader *u, struct rvd_upload_stats *s);
 
 #endif
