@@ -395,6 +395,80 @@ static void test_daemon_upload_rejected_upload_skipped_not_retried(void **state)
 	assert_int_equal(count_state(&g_h, "uploaded"), 1);
 }
 
+/* quota_exhausted skips the server has heard of (GET /api/v1/skips). */
+static long quota_skips_on_server(const struct server *s)
+{
+	struct body b;
+	const char *p;
+	long n = 0;
+
+	assert_int_equal(server_get(s, "/api/v1/skips", true, &b), 200);
+	/* {"reasons":[{"reason":"quota_exhausted","anomaly_kind":4,"count":N}…] */
+	p = strstr(b.buf, "\"reason\":\"quota_exhausted\"");
+	if (p && (p = strstr(p, "\"count\":")) != NULL)
+		n = strtol(p + 8, NULL, 10);
+	return n;
+}
+
+/* Skipped rows the spool marks as reported to the server. */
+static int reported_skips(const struct rvh *h)
+{
+	char path[200];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int n = -1;
+
+	snprintf(path, sizeof(path), "%s/spool.db", h->state);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_busy_timeout(db, 5000) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT count(*) FROM captures WHERE skip_reported = 1", -1, &st,
+			       NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return n;
+}
+
+static void test_daemon_upload_quota_skip_is_reported_once(void **state)
+{
+	double until;
+	pid_t app;
+
+	(void)state;
+	app = start_all("s9", NULL, NULL);
+	/* Detector anomalies go through the policy: weekly quota 3, debounce 3
+	 * per kind.  Two janks and one generic anomaly are captured ... */
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(
+			i < 2 ? rvh_rvctl(&g_h, NULL, 0, "event jank %d", (int)app)
+			      : rvh_rvctl(&g_h, NULL, 0, "event anomaly gpu_stall %d", (int)app),
+			0);
+		assert_true(rvh_wait_captures(&g_h, (size_t)i + 1) >= (size_t)i + 1);
+	}
+	/* ... and the fourth is skipped for quota, and reported. */
+	assert_int_equal(rvh_rvctl(&g_h, NULL, 0, "event anomaly gpu_stall %d", (int)app), 0);
+	assert_true(wait_uploaded(&g_h, 3));
+	assert_true(wait_state_poll(&g_h, "skipped", 1, 20));
+	until = rvh_now() + RVH_GUARD_S;
+	while (quota_skips_on_server(&g_s) < 1 && rvh_now() < until)
+		rvh_sleep_ms(50);
+	assert_int_equal(quota_skips_on_server(&g_s), 1);
+	until = rvh_now() + RVH_GUARD_S;
+	while (reported_skips(&g_h) < 1 && rvh_now() < until)
+		rvh_sleep_ms(20);
+	assert_int_equal(reported_skips(&g_h), 1);
+
+	/* A restart (kill -9) does not send it again: the spool remembers (and
+	 * a re-send would only be acknowledged as a duplicate). */
+	rvh_stop_daemon(&g_h, SIGKILL);
+	assert_int_equal(rvh_start_daemon(&g_h), 0);
+	assert_true(rvh_wait_registered(&g_h, app, true));
+	capture_now(&g_h, app); /* the uploader has run once more after the restart */
+	assert_true(wait_uploaded(&g_h, 4));
+	assert_int_equal(quota_skips_on_server(&g_s), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +487,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_daemon_upload_ack_hint_fetches_newer_policy,
 					  per_test_teardown),
 		cmocka_unit_test_teardown(test_daemon_upload_rejected_upload_skipped_not_retried,
+					  per_test_teardown),
+		cmocka_unit_test_teardown(test_daemon_upload_quota_skip_is_reported_once,
 					  per_test_teardown),
 		cmocka_unit_test_teardown(
 			test_daemon_upload_kill9_during_uploads_loses_and_duplicates_nothing,
