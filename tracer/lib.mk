@@ -7,8 +7,8 @@ comma := ,
 LIBELF_CFLAGS := $(call pc,--cflags,libelf)
 LIBELF_LIBS   := $(call pc,--libs,libelf)
 
-RVT_SRC := tracer/src/tracer.c tracer/src/capture.c tracer/src/symbols.c \
-           tracer/src/control.c
+RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/capture.c \
+           tracer/src/symbols.c tracer/src/control.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64, portable C elsewhere and under
 # ThreadSanitizer (which must see the hooks' memory accesses).
@@ -17,6 +17,8 @@ ifneq ($(findstring x86_64,$(RVT_ARCH))$(findstring thread,$(SANFLAGS)),x86_64)
 RVT_OBJ += $(OBJ)/tracer/src/hooks.o
 else
 RVT_OBJ += $(OBJ)/tracer/src/hooks-x86_64.o
+# The inline-mode stubs save only general-purpose registers around these.
+$(OBJ)/tracer/src/tp-slow.o: CFLAGS += -mgeneral-regs-only
 endif
 
 $(OBJ)/tracer/src/%.o: CPPFLAGS += -Itracer/include -DRVT_BUILDING_LIBRARY \
@@ -72,12 +74,20 @@ $(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(OBJ)/tests/tra
 $(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
 $(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+# x86-64 inline mode's register-preserving stubs, called from hand-written asm.
+ifneq ($(findstring x86_64,$(RVT_ARCH)),)
+RVT_STUB_OBJ := $(OBJ)/tests/tracer/stub_regs-x86_64.o
+$(OBJ)/tests/tracer/%.o: tests/tracer/%.S
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+endif
+$(eval $(call rv_test,tracer,stubs,$(RVT_STUB_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(OBJ)/tests/tracer/test_format.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 
 # `make bench`: Listing 1 built several ways into one driver.
 RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \
-	tracer_work_call.o tracer_work_inline.o tracer_work_clang_plain.o \
+	tracer_work_call.o tracer_work_inline.o tracer_work_inline_c.o tracer_work_clang_plain.o \
 	tracer_work_clang_call.o tracer_work_empty.o)
 $(OBJ)/tests/bench/tracer_%.o: CPPFLAGS += -Itracer/include
 $(OBJ)/tests/bench/tracer_work_%.o: CFLAGS += -fno-optimize-sibling-calls
@@ -85,6 +95,8 @@ $(OBJ)/tests/bench/tracer_work_call.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/bench/tracer_work_empty_src.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/bench/tracer_work_inline.o: CFLAGS += -finstrument-functions \
 	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/tests/bench/tracer_work_inline_c.o: CFLAGS += -finstrument-functions \
+	-DRVT_INLINE_PORTABLE -include tracer/include/rearview/trace-inline.h
 $(OBJ)/tests/bench/tracer_work_clang_%.o: tests/bench/tracer_work_clang_%.c
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) -std=c11 $(OPT) -fPIC -fno-optimize-sibling-calls \
@@ -107,7 +119,7 @@ ifneq ($(shell command -v $(RVT_A64_CC) 2>/dev/null),)
 ifneq ($(shell command -v qemu-aarch64 2>/dev/null),)
 RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -Itests/tracer \
                   -DRVT_BUILDING_LIBRARY $(WARN)
-RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/capture.o \
+RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o tracer/src/capture.o \
 	tracer/src/hooks.o tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
 	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o)
 $(OBJ)/a64/tests/tracer/fixture_call.o: RVT_A64_EXTRA := -finstrument-functions

@@ -3,9 +3,10 @@
  * (recursive Test(depth=10, work, sum), ten calls = twenty trace points per
  * Test) built uninstrumented, with empty hooks, in call mode and in inline
  * mode (gcc), and uninstrumented / call mode with clang; each instrumented
- * build measured with tracing off and on.  Prints medians of 5 runs: ns per
+ * build measured with tracing off and on.  Prints medians of 9 interleaved rounds: ns per
  * Test call and ns per trace point over the same compiler's uninstrumented
- * build, plus the raw cost of one counter read.  Results: tracer/BENCHMARKS.md.
+ * build, plus the raw cost of one counter read.  Arguments: the work values
+ * to run (default 0 1 10 100 1000).  Results: tracer/BENCHMARKS.md.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@ typedef long (*test_fn)(int depth, int work, long sum);
 long plain_test(int, int, long);
 long call_test(int, int, long);
 long inline_test(int, int, long);
+long inline_c_test(int, int, long);
 long clang_plain_test(int, int, long);
 long clang_call_test(int, int, long);
 long empty_test(int, int, long);
@@ -67,15 +69,11 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-#define REPS 5
-static double median(test_fn f, int work, long iters)
+#define REPS 9
+static double median_of(double *v, int n)
 {
-	double v[REPS];
-	run(f, work, iters / 10); /* warm up */
-	for (int r = 0; r < REPS; r++)
-		v[r] = run(f, work, iters);
-	qsort(v, REPS, sizeof(v[0]), cmp_d);
-	return v[REPS / 2];
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_d);
+	return v[n / 2];
 }
 
 static double counter_read_ns(void)
@@ -91,8 +89,7 @@ static double counter_read_ns(void)
 		sink = (long)acc;
 		v[r] = (t1 - t0) / (double)n;
 	}
-	qsort(v, REPS, sizeof(v[0]), cmp_d);
-	return v[REPS / 2];
+	return median_of(v, REPS);
 }
 
 struct variant {
@@ -102,9 +99,23 @@ struct variant {
 	test_fn base;
 };
 
-int main(void)
+/* Arguments: the work values to run (default 0 1 10 100 1000). */
+int main(int argc, char **argv)
 {
-	static const int works[] = {0, 1, 10, 100, 1000};
+	int works[16] = {0, 1, 10, 100, 1000};
+	size_t nworks = 5;
+	if (argc > 1) {
+		nworks = 0;
+		for (int i = 1; i < argc && nworks < 16; i++) {
+			char *end;
+			long v = strtol(argv[i], &end, 10);
+			if (*end != '\0' || v < 0 || v > 100000) {
+				fprintf(stderr, "usage: %s [work...]\n", argv[0]);
+				return 2;
+			}
+			works[nworks++] = (int)v;
+		}
+	}
 	const struct variant vs[] = {
 		{"gcc uninstrumented", plain_test, 0, plain_test},
 		{"gcc empty hooks", empty_test, 0, plain_test},
@@ -112,6 +123,8 @@ int main(void)
 		{"gcc call on", call_test, 1, plain_test},
 		{"gcc inline off", inline_test, 0, plain_test},
 		{"gcc inline on", inline_test, 1, plain_test},
+		{"gcc inline-C off", inline_c_test, 0, plain_test},
+		{"gcc inline-C on", inline_c_test, 1, plain_test},
 		{"clang uninstrumented", clang_plain_test, 0, clang_plain_test},
 		{"clang call off", clang_call_test, 0, clang_plain_test},
 		{"clang call on", clang_call_test, 1, clang_plain_test},
@@ -119,26 +132,38 @@ int main(void)
 	const size_t nv = sizeof(vs) / sizeof(vs[0]);
 	printf("counter read: %.2f ns (median of %d)\n", counter_read_ns(), REPS);
 	printf("%-22s %5s %12s %14s\n", "variant", "work", "ns/Test", "ns/tracepoint");
-	for (size_t w = 0; w < sizeof(works) / sizeof(works[0]); w++) {
+	for (size_t w = 0; w < nworks; w++) {
 		int work = works[w];
 		long iters = 2000000 / (1 + work);
 		if (iters < 200)
 			iters = 200;
-		double base_gcc = 0, base_clang = 0;
-		for (size_t i = 0; i < nv; i++) {
-			if (vs[i].trace && rvt_start(0) != 0) {
-				fprintf(stderr, "rvt_start failed\n");
-				return 1;
+		/* Rounds interleave the variants, so the load of a shared machine
+		 * falls on all of them alike; medians over the rounds. */
+		double t[sizeof(vs) / sizeof(vs[0])][REPS];
+		for (int r = -1; r < REPS; r++) {
+			for (size_t i = 0; i < nv; i++) {
+				if (vs[i].trace && rvt_start(0) != 0) {
+					fprintf(stderr, "rvt_start failed\n");
+					return 1;
+				}
+				/* round -1 is a warm-up */
+				double x = run(vs[i].fn, work, r < 0 ? iters / 10 : iters);
+				if (vs[i].trace)
+					rvt_stop(0, 0);
+				if (r >= 0)
+					t[i][r] = x;
 			}
-			double t = median(vs[i].fn, work, iters);
-			if (vs[i].trace)
-				rvt_stop(0, 0);
-			if (vs[i].fn == plain_test)
-				base_gcc = t;
-			if (vs[i].fn == clang_plain_test)
-				base_clang = t;
-			double base = vs[i].base == plain_test ? base_gcc : base_clang;
-			printf("%-22s %5d %12.2f %14.3f\n", vs[i].name, work, t, (t - base) / 20.0);
+		}
+		double med[sizeof(vs) / sizeof(vs[0])];
+		for (size_t i = 0; i < nv; i++)
+			med[i] = median_of(t[i], REPS);
+		for (size_t i = 0; i < nv; i++) {
+			double base = med[0];
+			for (size_t j = 0; j < nv; j++)
+				if (vs[j].fn == vs[i].base)
+					base = med[j];
+			printf("%-22s %5d %12.2f %14.3f\n", vs[i].name, work, med[i],
+			       (med[i] - base) / 20.0);
 		}
 	}
 	rvt_stop(0, 1);

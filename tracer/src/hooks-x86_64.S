@@ -7,6 +7,17 @@
  * untraced case is one TLS load, a test and a return, with no stack frame.
  * Only caller-saved registers are used; the rare paths (adopting a new ring,
  * a stop request) go to C.
+ *
+ * rvt__inl_enter/rvt__inl_exit are inline mode's out-of-line part: the
+ * inlined check in trace-inline.h is one TLS compare and a branch, and only
+ * when the thread is traced does it call here, with the function in %rax,
+ * after moving %rsp below the caller's red zone (128 bytes).  They preserve
+ * every register except the flags, so the inlined check costs the caller no
+ * register: they save the general-purpose caller-saved registers and run the
+ * call-mode hook; its C slow paths (tp-slow.c) are compiled with
+ * -mgeneral-regs-only, so vector and x87 state is never touched.  Their CFI
+ * puts the caller's frame 128 bytes above the return address, so unwinding
+ * from inside them recovers the caller's %rsp.
  */
 #define T_START	  0
 #define T_STOP	  8
@@ -26,6 +37,7 @@
 	.type	__cyg_profile_func_enter, @function
 	.p2align 4
 __cyg_profile_func_enter:
+.Lcyg_enter:
 	.cfi_startproc
 	movq	rvt__tls@gottpoff(%rip), %rax
 	movq	%fs:T_START(%rax), %rcx
@@ -109,6 +121,7 @@ __cyg_profile_func_enter:
 	.type	__cyg_profile_func_exit, @function
 	.p2align 4
 __cyg_profile_func_exit:
+.Lcyg_exit:
 	.cfi_startproc
 	movq	rvt__tls@gottpoff(%rip), %rax
 	movq	%fs:T_START(%rax), %rcx
@@ -169,5 +182,60 @@ __cyg_profile_func_exit:
 	jmp	.Lexit_go
 	.cfi_endproc
 	.size	__cyg_profile_func_exit, .-__cyg_profile_func_exit
+
+/*
+ * Inline-mode stubs: see the top of the file.  Stack on entry (caller did
+ * `lea -128(%rsp), %rsp; call`): return address at 0(%rsp), the caller's
+ * %rsp at 136(%rsp).  %rsp is realigned to 16 for the C slow paths.
+ */
+.macro RVT_INL_STUB name, hook
+	.globl	\name
+	.type	\name, @function
+	.p2align 4
+\name:
+	.cfi_startproc
+	.cfi_def_cfa %rsp, 136
+	.cfi_offset %rip, -136
+	pushq	%rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -144
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-16, %rsp
+	pushq	%rax
+	pushq	%rcx
+	pushq	%rdx
+	pushq	%rsi
+	pushq	%rdi
+	pushq	%r8
+	pushq	%r9
+	pushq	%r10
+	pushq	%r11
+	subq	$8, %rsp
+	movq	%rax, %rdi
+	call	\hook
+	addq	$8, %rsp
+	popq	%r11
+	popq	%r10
+	popq	%r9
+	popq	%r8
+	popq	%rdi
+	popq	%rsi
+	popq	%rdx
+	popq	%rcx
+	popq	%rax
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 136
+	.cfi_restore %rbp
+	ret
+	.cfi_endproc
+	.size	\name, .-\name
+.endm
+
+/* void rvt__inl_enter(void): fn in %rax, every register preserved */
+	RVT_INL_STUB rvt__inl_enter, .Lcyg_enter
+/* void rvt__inl_exit(void): every register preserved */
+	RVT_INL_STUB rvt__inl_exit, .Lcyg_exit
 
 	.section .note.GNU-stack,"",@progbits

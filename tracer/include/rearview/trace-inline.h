@@ -134,7 +134,80 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry)
 		rvt__stop_slow(t);
 }
 
+/*
+ * On x86-64 (not under ThreadSanitizer, which must see the accesses) the
+ * inlined part of a trace point is only the off check — one TLS compare and
+ * a branch that clobber nothing but the flags and %r11 — and a traced thread
+ * calls librvtrace's rvt__inl_enter/exit (hooks-x86_64.S), which run the
+ * call-mode hook and preserve every register.  The instrumented function
+ * therefore needs no extra register, spill or frame for its trace points.
+ * The call first steps below the x86-64 red zone, which the function may be
+ * using since the compiler does not see a call.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define RVT__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RVT__TSAN 1
+#endif
+#endif
+#if defined(__x86_64__) && !defined(RVT__TSAN) && !defined(RVT_INLINE_PORTABLE)
+#define RVT__INLINE_STUBS 1
+#endif
+
 #ifndef RVT_NO_INLINE_HOOKS
+#ifdef RVT__INLINE_STUBS
+#ifdef __clang__
+#define RVT__COLD_LABEL
+#else
+#define RVT__COLD_LABEL __attribute__((cold))
+#endif
+/* gnu_inline: inlined everywhere, never emitted; librvtrace has the symbol. */
+extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
+__cyg_profile_func_enter(void *fn, void *call_site)
+{
+	(void)call_site;
+	__asm__ goto("movq rvt__tls@gottpoff(%%rip), %%r11\n\t"
+		     "cmpq $0, %%fs:(%%r11)\n\t"
+		     "jne %l[on]"
+		     :
+		     :
+		     : "r11", "cc"
+		     : on);
+	return;
+on:
+	RVT__COLD_LABEL;
+	__asm__ __volatile__("leaq -128(%%rsp), %%rsp\n\t"
+			     "call rvt__inl_enter@PLT\n\t"
+			     "leaq 128(%%rsp), %%rsp"
+			     :
+			     : "a"(fn)
+			     : "memory", "cc");
+}
+
+extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
+__cyg_profile_func_exit(void *fn, void *call_site)
+{
+	(void)fn;
+	(void)call_site;
+	__asm__ goto("movq rvt__tls@gottpoff(%%rip), %%r11\n\t"
+		     "cmpq $0, %%fs:(%%r11)\n\t"
+		     "jne %l[on]"
+		     :
+		     :
+		     : "r11", "cc"
+		     : on);
+	return;
+on:
+	RVT__COLD_LABEL;
+	__asm__ __volatile__("leaq -128(%%rsp), %%rsp\n\t"
+			     "call rvt__inl_exit@PLT\n\t"
+			     "leaq 128(%%rsp), %%rsp"
+			     :
+			     :
+			     : "memory", "cc");
+}
+#else
 /* gnu_inline: inlined everywhere, never emitted; librvtrace has the symbol. */
 extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
 __cyg_profile_func_enter(void *fn, void *call_site)
@@ -150,6 +223,7 @@ __cyg_profile_func_exit(void *fn, void *call_site)
 	(void)call_site;
 	rvt__trace_point(0, 0);
 }
+#endif
 #endif
 
 #ifdef __cplusplus
