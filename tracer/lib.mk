@@ -10,16 +10,21 @@ LIBELF_LIBS   := $(call pc,--libs,libelf)
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/capture.c \
            tracer/src/symbols.c tracer/src/control.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
-# Call-mode hooks: hand-written on x86-64, portable C elsewhere and under
-# ThreadSanitizer (which must see the hooks' memory accesses).
+# Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
+# and under ThreadSanitizer (which must see the hooks' memory accesses).
 RVT_ARCH := $(shell $(CC) -dumpmachine)
-ifneq ($(findstring x86_64,$(RVT_ARCH))$(findstring thread,$(SANFLAGS)),x86_64)
-RVT_OBJ += $(OBJ)/tracer/src/hooks.o
-else
-RVT_OBJ += $(OBJ)/tracer/src/hooks-x86_64.o
+RVT_HOOKS := hooks
+ifeq ($(findstring thread,$(SANFLAGS)),)
+ifneq ($(findstring x86_64,$(RVT_ARCH)),)
+RVT_HOOKS := hooks-x86_64
 # The inline-mode stubs save only general-purpose registers around these.
 $(OBJ)/tracer/src/tp-slow.o: CFLAGS += -mgeneral-regs-only
 endif
+ifneq ($(findstring aarch64,$(RVT_ARCH)),)
+RVT_HOOKS := hooks-aarch64
+endif
+endif
+RVT_OBJ += $(OBJ)/tracer/src/$(RVT_HOOKS).o
 
 $(OBJ)/tracer/src/%.o: CPPFLAGS += -Itracer/include -DRVT_BUILDING_LIBRARY \
                                    $(LIBELF_CFLAGS) $(PROTOBUF_CFLAGS)
@@ -55,7 +60,8 @@ $(OBJ)/tests/tracer/fixture_inline.o: CFLAGS += -finstrument-functions \
 $(OBJ)/tests/tracer/test_signal.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/tracer/fixture_call.o $(OBJ)/tests/tracer/fixture_inline.o: tests/tracer/fixture_body.h
 
-RVT_TEST_OBJ := $(OBJ)/tests/tracer/capture_util.o $(OBJ)/tests/tracer/fixture_call.o \
+RVT_TEST_OBJ := $(OBJ)/tests/tracer/capture_util.o $(OBJ)/tests/tracer/wrap_check.o \
+                $(OBJ)/tests/tracer/fixture_call.o \
                 $(OBJ)/tests/tracer/fixture_inline.o $(LIBRVTRACE_A) $(LIBRVPROTO)
 
 $(eval $(call rv_test,tracer,format,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
@@ -109,7 +115,7 @@ $(TBIN)/bench/tracer_listing1: $(RVT_BENCH_OBJ) $(LIBRVTRACE_A) $(LIBRVPROTO)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVT_LDLIBS)
 BENCHES += $(TBIN)/bench/tracer_listing1
 
-# aarch64: the C hooks, rings, protocol and writer cross-built statically and
+# aarch64: the hand-written hooks, rings, protocol and writer cross-built statically and
 # run under qemu-user (symbols and the control thread are stubbed: no arm64
 # libelf or protobuf-c on the build machine).  Skipped under sanitizers and
 # when the cross compiler or qemu is missing.
@@ -120,15 +126,19 @@ ifneq ($(shell command -v qemu-aarch64 2>/dev/null),)
 RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -Itests/tracer \
                   -DRVT_BUILDING_LIBRARY $(WARN)
 RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o tracer/src/capture.o \
-	tracer/src/hooks.o tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
+	tracer/src/hooks-aarch64.o tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
+	tests/tracer/wrap_check.o \
 	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o)
 $(OBJ)/a64/tests/tracer/fixture_call.o: RVT_A64_EXTRA := -finstrument-functions
 $(OBJ)/a64/tests/tracer/fixture_inline.o: RVT_A64_EXTRA := -finstrument-functions \
 	-include tracer/include/rearview/trace-inline.h
 $(OBJ)/a64/%.o: %.c tracer/include/rearview/trace-inline.h tracer/src/tracer-int.h \
-		tests/tracer/fixture_body.h
+		tests/tracer/fixture_body.h tests/tracer/wrap_check.h
 	@mkdir -p $(@D)
 	$(RVT_A64_CC) $(RVT_A64_CFLAGS) $(RVT_A64_EXTRA) -c -o $@ $<
+$(OBJ)/a64/%.o: %.S
+	@mkdir -p $(@D)
+	$(RVT_A64_CC) $(RVT_A64_CFLAGS) -c -o $@ $<
 $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 	@mkdir -p $(@D)
 	$(RVT_A64_CC) -static -pthread -o $@ $^

@@ -1,9 +1,10 @@
 /*
  * aarch64_smoke.c — librvtrace on aarch64, cross-built and run under
  * qemu-user by `make check` (no cmocka for arm64 here: it prints TAP
- * itself).  Checks the generic C call-mode hooks against inline mode, the
- * cntvct_el0 clock fields, two-slot entries, and a stop delivered by signal
- * to a thread blocked in read().
+ * itself).  Checks the hand-written call-mode hooks (hooks-aarch64.S)
+ * against inline mode, the cntvct_el0 clock fields, two-slot entries, a stop
+ * delivered by signal to a thread blocked in read(), and wrap-around with
+ * entries straddling the wrap point through the hooks and the manual API.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #include "capture_util.h"
 #include "fixture.h"
 #include "rearview/trace.h"
+#include "wrap_check.h"
 
 static int failures, count;
 
@@ -127,10 +129,22 @@ static int stop_blocked_thread(void)
 	return ok;
 }
 
+static int wrap(const struct wc_points *p, const char *name)
+{
+	char why[128];
+	if (wc_check_wrap(p, why, sizeof(why)) == 0)
+		return 1;
+	printf("# %s: %s\n", name, why);
+	return 0;
+}
+
 int main(void)
 {
-	printf("1..2\n");
+	printf("1..4\n");
 	check(modes_identical(), "aarch64_call_and_inline_modes_write_identical_buffers");
 	check(stop_blocked_thread(), "aarch64_stop_thread_blocked_in_read_completes");
+	check(wrap(&wc_hooks, "hooks"), "aarch64_hooks_wrap_straddling_two_slot_entries_decodes");
+	check(wrap(&wc_manual, "manual"),
+	      "aarch64_manual_wrap_straddling_two_slot_entries_decodes");
 	return failures ? 1 : 0;
 }
