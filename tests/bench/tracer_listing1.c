@@ -3,9 +3,10 @@
  * (recursive Test(depth=10, work, sum), ten calls = twenty trace points per
  * Test) built uninstrumented, with empty hooks, in call mode and in inline
  * mode (gcc), and uninstrumented / call mode with clang; each instrumented
- * build measured with tracing off and on.  Prints medians of 9 interleaved rounds: ns per
- * Test call and ns per trace point over the same compiler's uninstrumented
- * build, plus the raw cost of one counter read.  Arguments: the work values
+ * build measured with tracing off and on.  Prints medians and minima (the
+ * least disturbed figure on a shared machine) of 15 interleaved rounds: ns
+ * per Test call and ns per trace point over the same compiler's
+ * uninstrumented build, plus the raw cost of one counter read.  Arguments: the work values
  * to run (default 0 1 10 100 1000).  Results: tracer/BENCHMARKS.md.
  */
 #include <stdint.h>
@@ -69,17 +70,18 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-#define REPS 9
+#define REPS 15
 static double median_of(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(v[0]), cmp_d);
 	return v[n / 2];
 }
 
-static double counter_read_ns(void)
+/* Median and minimum cost of one counter read in a tight loop. */
+static void counter_read_ns(double *med, double *min)
 {
 	double v[REPS];
-	const long n = 20000000;
+	const long n = 5000000;
 	for (int r = 0; r < REPS; r++) {
 		uint64_t acc = 0;
 		double t0 = now_ns();
@@ -89,7 +91,8 @@ static double counter_read_ns(void)
 		sink = (long)acc;
 		v[r] = (t1 - t0) / (double)n;
 	}
-	return median_of(v, REPS);
+	*med = median_of(v, REPS);
+	*min = v[0];
 }
 
 struct variant {
@@ -130,11 +133,14 @@ int main(int argc, char **argv)
 		{"clang call on", clang_call_test, 1, clang_plain_test},
 	};
 	const size_t nv = sizeof(vs) / sizeof(vs[0]);
-	printf("counter read: %.2f ns (median of %d)\n", counter_read_ns(), REPS);
-	printf("%-22s %5s %12s %14s\n", "variant", "work", "ns/Test", "ns/tracepoint");
+	double cmed, cmin;
+	counter_read_ns(&cmed, &cmin);
+	printf("counter read: %.2f ns (median of %d), min %.2f ns\n", cmed, REPS, cmin);
+	printf("%-22s %5s %12s %14s %10s %10s\n", "variant", "work", "ns/Test", "ns/tracepoint",
+	       "min ns/T", "min ns/tp");
 	for (size_t w = 0; w < nworks; w++) {
 		int work = works[w];
-		long iters = 2000000 / (1 + work);
+		long iters = 1000000 / (1 + work);
 		if (iters < 200)
 			iters = 200;
 		/* Rounds interleave the variants, so the load of a shared machine
@@ -154,16 +160,18 @@ int main(int argc, char **argv)
 					t[i][r] = x;
 			}
 		}
-		double med[sizeof(vs) / sizeof(vs[0])];
-		for (size_t i = 0; i < nv; i++)
-			med[i] = median_of(t[i], REPS);
+		double med[sizeof(vs) / sizeof(vs[0])], min[sizeof(vs) / sizeof(vs[0])];
 		for (size_t i = 0; i < nv; i++) {
-			double base = med[0];
+			med[i] = median_of(t[i], REPS);
+			min[i] = t[i][0]; /* sorted by median_of() */
+		}
+		for (size_t i = 0; i < nv; i++) {
+			size_t b = 0;
 			for (size_t j = 0; j < nv; j++)
 				if (vs[j].fn == vs[i].base)
-					base = med[j];
-			printf("%-22s %5d %12.2f %14.3f\n", vs[i].name, work, med[i],
-			       (med[i] - base) / 20.0);
+					b = j;
+			printf("%-22s %5d %12.2f %14.3f %10.2f %10.3f\n", vs[i].name, work, med[i],
+			       (med[i] - med[b]) / 20.0, min[i], (min[i] - min[b]) / 20.0);
 		}
 	}
 	rvt_stop(0, 1);

@@ -5,6 +5,7 @@
  * register, the vector registers and the caller's red zone must survive the
  * untraced call, the traced call, the first traced call (which adopts the
  * ring in C) and a call that performs a stop requested by another thread.
+ * (%r11 is the one register the inline asm lets them clobber.)
  * The slots they write are checked through a capture.
  */
 #include <pthread.h>
@@ -37,6 +38,8 @@ static int stub_call_damage(const void *fn, int entry)
 	rvt_test_stub_regs(fn, entry, out);
 	int bad = 0;
 	for (int k = 0; k < 17; k++) {
+		if (k == 10)
+			continue; /* r11: declared clobbered */
 		uint64_t want = k == 15 ? SENT(200) : k == 16 ? SENT(215) : SENT(k);
 		if (k == 0 && entry)
 			want = (uint64_t)(uintptr_t)fn;

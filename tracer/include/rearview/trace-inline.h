@@ -138,8 +138,9 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry)
  * On x86-64 (not under ThreadSanitizer, which must see the accesses) the
  * inlined part of a trace point is only the off check — one TLS compare and
  * a branch that clobber nothing but the flags and %r11 — and a traced thread
- * calls librvtrace's rvt__inl_enter/exit (hooks-x86_64.S), which run the
- * call-mode hook and preserve every register.  The instrumented function
+ * calls librvtrace's rvt__inl_enter/exit (hooks-x86_64.S), which write the
+ * slot and preserve every register but %r11 (which the check clobbers
+ * already).  The instrumented function
  * therefore needs no extra register, spill or frame for its trace points.
  * The call first steps below the x86-64 red zone, which the function may be
  * using since the compiler does not see a call.
@@ -182,7 +183,7 @@ on:
 			     "leaq 128(%%rsp), %%rsp"
 			     :
 			     : "a"(fn)
-			     : "memory", "cc");
+			     : "r11", "memory", "cc");
 }
 
 extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
@@ -205,7 +206,7 @@ on:
 			     "leaq 128(%%rsp), %%rsp"
 			     :
 			     :
-			     : "memory", "cc");
+			     : "r11", "memory", "cc");
 }
 #else
 /* gnu_inline: inlined everywhere, never emitted; librvtrace has the symbol. */
