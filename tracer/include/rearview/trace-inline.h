@@ -163,27 +163,34 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry)
 #else
 #define RVT__COLD_LABEL __attribute__((cold))
 #endif
+/* Jumps to label `on` when the calling thread is traced (start != 0). */
+#define RVT__IF_TRACED_GOTO(on)                                 \
+	__asm__ goto("movq rvt__tls@gottpoff(%%rip), %%r11\n\t" \
+		     "cmpq $0, %%fs:(%%r11)\n\t"                \
+		     "jne %l[" #on "]"                          \
+		     :                                          \
+		     :                                          \
+		     : "r11", "cc"                              \
+		     : on)
+/* Calls `stub` below the red zone; inputs as asm operands (may be none). */
+#define RVT__CALL_STUB(stub, ...)                          \
+	__asm__ __volatile__("leaq -128(%%rsp), %%rsp\n\t" \
+			     "call " #stub "@PLT\n\t"      \
+			     "leaq 128(%%rsp), %%rsp"      \
+			     :                             \
+			     : __VA_ARGS__                 \
+			     : "r11", "memory", "cc")
+
 /* gnu_inline: inlined everywhere, never emitted; librvtrace has the symbol. */
 extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
 __cyg_profile_func_enter(void *fn, void *call_site)
 {
 	(void)call_site;
-	__asm__ goto("movq rvt__tls@gottpoff(%%rip), %%r11\n\t"
-		     "cmpq $0, %%fs:(%%r11)\n\t"
-		     "jne %l[on]"
-		     :
-		     :
-		     : "r11", "cc"
-		     : on);
+	RVT__IF_TRACED_GOTO(on);
 	return;
 on:
 	RVT__COLD_LABEL;
-	__asm__ __volatile__("leaq -128(%%rsp), %%rsp\n\t"
-			     "call rvt__inl_enter@PLT\n\t"
-			     "leaq 128(%%rsp), %%rsp"
-			     :
-			     : "a"(fn)
-			     : "r11", "memory", "cc");
+	RVT__CALL_STUB(rvt__inl_enter, "a"(fn));
 }
 
 extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
@@ -191,22 +198,11 @@ __cyg_profile_func_exit(void *fn, void *call_site)
 {
 	(void)fn;
 	(void)call_site;
-	__asm__ goto("movq rvt__tls@gottpoff(%%rip), %%r11\n\t"
-		     "cmpq $0, %%fs:(%%r11)\n\t"
-		     "jne %l[on]"
-		     :
-		     :
-		     : "r11", "cc"
-		     : on);
+	RVT__IF_TRACED_GOTO(on);
 	return;
 on:
 	RVT__COLD_LABEL;
-	__asm__ __volatile__("leaq -128(%%rsp), %%rsp\n\t"
-			     "call rvt__inl_exit@PLT\n\t"
-			     "leaq 128(%%rsp), %%rsp"
-			     :
-			     :
-			     : "r11", "memory", "cc");
+	RVT__CALL_STUB(rvt__inl_exit, );
 }
 #else
 /* gnu_inline: inlined everywhere, never emitted; librvtrace has the symbol. */
