@@ -133,6 +133,23 @@ int main(int argc, char **argv)
 		{"clang call on", clang_call_test, 1, clang_plain_test},
 	};
 	const size_t nv = sizeof(vs) / sizeof(vs[0]);
+	/* RVT_BENCH_ITERS: Test calls per round at work 0 (default 1000000);
+	 * small values let the run go under valgrind for instruction counts.
+	 * RVT_BENCH_OFF=1: skip the tracing-on variants (then each Test
+	 * function runs only untraced, so its instruction count is the off
+	 * path's). */
+	long iters_base = 1000000;
+	const char *ie = getenv("RVT_BENCH_ITERS");
+	if (ie) {
+		char *end;
+		iters_base = strtol(ie, &end, 10);
+		if (*end != '\0' || iters_base < 1) {
+			fprintf(stderr, "bad RVT_BENCH_ITERS\n");
+			return 2;
+		}
+	}
+	const char *oe = getenv("RVT_BENCH_OFF");
+	int off_only = oe && strcmp(oe, "1") == 0;
 	double cmed, cmin;
 	counter_read_ns(&cmed, &cmin);
 	printf("counter read: %.2f ns (median of %d), min %.2f ns\n", cmed, REPS, cmin);
@@ -140,14 +157,16 @@ int main(int argc, char **argv)
 	       "min ns/T", "min ns/tp");
 	for (size_t w = 0; w < nworks; w++) {
 		int work = works[w];
-		long iters = 1000000 / (1 + work);
+		long iters = iters_base / (1 + work);
 		if (iters < 200)
 			iters = 200;
 		/* Rounds interleave the variants, so the load of a shared machine
 		 * falls on all of them alike; medians over the rounds. */
-		double t[sizeof(vs) / sizeof(vs[0])][REPS];
+		double t[sizeof(vs) / sizeof(vs[0])][REPS] = {{0}};
 		for (int r = -1; r < REPS; r++) {
 			for (size_t i = 0; i < nv; i++) {
+				if (vs[i].trace && off_only)
+					continue;
 				if (vs[i].trace && rvt_start(0) != 0) {
 					fprintf(stderr, "rvt_start failed\n");
 					return 1;
@@ -166,6 +185,8 @@ int main(int argc, char **argv)
 			min[i] = t[i][0]; /* sorted by median_of() */
 		}
 		for (size_t i = 0; i < nv; i++) {
+			if (vs[i].trace && off_only)
+				continue;
 			size_t b = 0;
 			for (size_t j = 0; j < nv; j++)
 				if (vs[j].fn == vs[i].base)

@@ -87,6 +87,8 @@ static void test_stubs_traced_preserve_registers_and_write_slots(void **state)
 		if (c.events[i].entry)
 			assert_int_equal(c.events[i].value, want);
 	}
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
 struct stopper {
@@ -120,6 +122,7 @@ static void test_stubs_stop_from_another_thread_preserves_registers(void **state
 	assert_int_equal(s.rc, 0);
 	assert_int_equal(rvt_is_tracing(0), 0);
 	assert_int_equal(stub_call_damage((const void *)stub_target, 1), 0);
+	assert_int_equal(rvt_stop(0, 1), 0);
 }
 #else
 static void test_stubs_untraced_preserve_every_register(void **state)
