@@ -11,6 +11,9 @@
 # build with a paired t-test.
 #
 #   tests/bench/tracer_lua.sh [BUILD_DIR]     (default build; RUNS=5)
+#   CONFIGS="plain call-off inline-off" RUNS=15 tests/bench/tracer_lua.sh
+#                                             (a subset; plain and/or
+#                                             clang-plain must be in it)
 #
 # Needs the network once: it adds a deb-src entry for Debian bookworm (root
 # only) and runs `apt-get source lua5.4` into $BUILD_DIR/bench/lua.
@@ -109,8 +112,8 @@ run() { # config -> ns
 	t1=$(now)
 	echo $((t1 - t0))
 }
-CONFIGS="plain call-off call-on inline-off inline-on inline-c-off inline-c-on call-x-off call-x-on \
-	inline-x-off inline-x-on clang-plain clang-call-off clang-call-on"
+CONFIGS=${CONFIGS:-"plain call-off call-on inline-off inline-on inline-c-off inline-c-on call-x-off \
+	call-x-on inline-x-off inline-x-on clang-plain clang-call-off clang-call-on"}
 : >"$WORK/times.txt"
 for r in $(seq 1 "$RUNS"); do
 	for c in $CONFIGS; do
@@ -132,6 +135,8 @@ print("%-15s %10s %10s %9s %8s %s" % ("build", "mean ms", "median ms", "overhead
 for c in ["plain", "call-off", "call-on", "inline-off", "inline-on", "inline-c-off",
           "inline-c-on", "call-x-off", "call-x-on", "inline-x-off", "inline-x-on",
           "clang-plain", "clang-call-off", "clang-call-on"]:
+    if c not in by:
+        continue
     v = by[c]
     base = by["clang-plain" if c.startswith("clang") else "plain"]
     rs = sorted(v)
