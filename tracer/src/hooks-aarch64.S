@@ -5,8 +5,9 @@
  * (aarch64_smoke checks that call and inline mode write identical buffers
  * and that the hooks' slots decode across wraps); the offsets below are
  * those of struct rvt__thread and must follow it.  The timestamp is
- * cntvct_el0.  The untraced case is: thread pointer, GOT load of rvt__tls's
- * offset, one load, a branch and a return, with no stack frame.  Only the
+ * cntvct_el0.  The untraced case is: thread pointer, rvt__tls's offset (a
+ * GOT load, or movz/movk once the linker relaxes it), one load, a branch and
+ * a return, with no stack frame.  Only the
  * caller-saved scratch registers x9–x15 are used (x0 is read; the hooks are
  * called as ordinary functions, so callers already assume x0–x18 clobbered);
  * the rare paths (adopting a new ring, a stop request) go to C (tp-slow.c).
@@ -22,11 +23,16 @@
 #define T_MBASE	  56
 #define T_SHIFT	  64
 
-/* x10 = &rvt__tls (initial-exec TLS) */
-.macro TLS_ADDR
+/* x9 = thread pointer, x10 = rvt__tls's offset from it (initial-exec TLS) */
+.macro TLS_OFF
 	mrs	x9, tpidr_el0
 	adrp	x10, :gottprel:rvt__tls
 	ldr	x10, [x10, #:gottprel_lo12:rvt__tls]
+.endm
+
+/* x10 = &rvt__tls */
+.macro TLS_ADDR
+	TLS_OFF
 	add	x10, x9, x10
 .endm
 
@@ -57,11 +63,12 @@
  * (a stop ran in between), busy = 0 and return.
  */
 .macro HEAD name
-	TLS_ADDR
-	ldr	x11, [x10, #T_START]
+	TLS_OFF
+	ldr	x11, [x9, x10]			/* start (T_START is 0) */
 	cbnz	x11, .L\name\()_on
 	ret
 .L\name\()_on:
+	add	x10, x9, x10
 	ldr	x12, [x10, #T_SEEN]
 	cmp	x11, x12
 	b.eq	.L\name\()_go
