@@ -71,11 +71,22 @@ $(OBJ)/tests/tracer/modfix.o: CFLAGS += -finstrument-functions
 $(RVT_MODFIX): $(OBJ)/tests/tracer/modfix.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmodfix.so -o $@ $<
+# The same library in inline mode, renamed: the trace points' PIC form (GOT
+# TLS offset, stub called through the PLT) from a shared object.
+RVT_MODINL := $(TBIN)/tracer/libmodinl.so
+$(OBJ)/tests/tracer/modinl.o: tests/tracer/modfix.c tracer/include/rearview/trace-inline.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions \
+	  -include tracer/include/rearview/trace-inline.h \
+	  -Dmodfix_outer=modinl_outer -Dmodfix_inner=modinl_inner -c -o $@ $<
+$(RVT_MODINL): $(OBJ)/tests/tracer/modinl.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmodinl.so -o $@ $<
 # A C++ method, for demangling (librvtrace finds __cxa_demangle weakly).
 $(OBJ)/tests/tracer/cxxfix.o: tests/tracer/cxxfix.cc
 	@mkdir -p $(@D)
 	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -finstrument-functions -c -o $@ $<
-$(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(OBJ)/tests/tracer/cxxfix.o,\
+$(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(RVT_MODINL) $(OBJ)/tests/tracer/cxxfix.o,\
 	$(RVT_LDLIBS) -lstdc++ -Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer)))
 $(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
 $(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))

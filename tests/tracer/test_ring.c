@@ -188,6 +188,29 @@ static void test_ring_multi_module_chain_found_by_name(void **state)
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
+int modinl_outer(int x);
+
+/* libmodinl.so is modfix.c in inline mode: trace points inlined in a shared
+ * object reach the stubs through the PLT and rvt__tls through the GOT. */
+static void test_ring_inline_mode_shared_object_chain_found_by_name(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(modinl_outer(1), 9);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	long a = cu_find_entry(&c, "modinl_outer", 0);
+	assert_true(a >= 0);
+	assert_int_equal(cu_find_entry(&c, "modinl_inner", (size_t)a), a + 1);
+	assert_true(c.events[a].value >> 32 != 0);
+	assert_true((size_t)a + 4 <= c.nevents);
+	assert_int_equal(c.events[a + 2].entry, 0);
+	assert_int_equal(c.events[a + 3].entry, 0);
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
 int cxxfix_call(int x);
 
 static void test_ring_cxx_method_name_is_demangled(void **state)
@@ -282,6 +305,7 @@ int main(void)
 		cmocka_unit_test(test_ring_capture_resumes_tracing_in_fresh_buffer),
 		cmocka_unit_test(test_ring_buffer_limit_refuses_extra_buffers),
 		cmocka_unit_test(test_ring_multi_module_chain_found_by_name),
+		cmocka_unit_test(test_ring_inline_mode_shared_object_chain_found_by_name),
 		cmocka_unit_test(test_ring_cxx_method_name_is_demangled),
 		cmocka_unit_test(test_ring_manual_trace_points_named_by_resolver),
 		cmocka_unit_test(test_ring_untouched_pages_stay_out_of_memory),
