@@ -90,6 +90,10 @@ $(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(RVT_MODINL) $(
 	$(RVT_LDLIBS) -lstdc++ -Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer)))
 $(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
 $(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(OBJ)/tests/tracer/test_signal_inline.o: CFLAGS += -finstrument-functions \
+	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/tests/tracer/test_signal_inline.o: tests/tracer/test_signal.c
+$(eval $(call rv_test,tracer,signal_inline,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 # x86-64 inline mode's register-preserving stubs, called from hand-written asm.
 ifneq ($(findstring x86_64,$(RVT_ARCH)),)
