@@ -4,8 +4,10 @@
  * Force-include it into every translation unit of an instrumented program
  * (gcc: `-finstrument-functions -include rearview/trace-inline.h`) and gcc
  * inlines __cyg_profile_func_enter/exit into each function body instead of
- * calling librvtrace's out-of-line hooks (call mode).  Both modes run this
- * same code and write identical slots (FORMAT.md §1).
+ * calling librvtrace's out-of-line hooks (call mode).  Both modes run the
+ * same algorithm (rvt__trace_point() below; on x86-64 and aarch64 the
+ * hand-written hooks follow it slot for slot) and write identical slots
+ * (FORMAT.md §1).
  *
  * The per-thread state below is librvtrace's internal ABI (names start with
  * rvt__); it may change between library versions, so rebuild inline-mode
@@ -140,10 +142,10 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry)
  * a branch that clobber nothing but the flags and %r11 — and a traced thread
  * calls librvtrace's rvt__inl_enter/exit (hooks-x86_64.S), which write the
  * slot and preserve every register but %r11 (which the check clobbers
- * already).  The instrumented function
- * therefore needs no extra register, spill or frame for its trace points.
- * The call first steps below the x86-64 red zone, which the function may be
- * using since the compiler does not see a call.
+ * already).  The instrumented function therefore needs no extra register or
+ * spill for its trace points.  The call first steps below the x86-64 red
+ * zone, which the function may be using since the compiler sees no call.
+ * Define RVT_INLINE_PORTABLE to inline the whole C trace point instead.
  */
 #if defined(__SANITIZE_THREAD__)
 #define RVT__TSAN 1
