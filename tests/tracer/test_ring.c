@@ -167,48 +167,45 @@ static void test_ring_buffer_limit_refuses_extra_buffers(void **state)
 }
 
 int modfix_outer(int x);
+int modinl_outer(int x);
 
-static void test_ring_multi_module_chain_found_by_name(void **state)
+/* Traces outer(1) of an instrumented shared library, then call_top(0) of the
+ * executable; checks outer's chain by name, that the library's entries take
+ * two slots (it is mapped far from the executable) and that both modules
+ * are in the capture. */
+static void check_library_chain(int (*outer)(int), const char *outer_name, const char *inner_name)
 {
-	(void)state;
 	assert_int_equal(rvt_start(0), 0);
-	assert_int_equal(modfix_outer(1), 9);
+	assert_int_equal(outer(1), 9);
 	call_top(0);
 	assert_int_equal(rvt_stop(0, 0), 0);
 	struct cu_capture c;
 	capture_self(&c);
-	long a = cu_find_entry(&c, "modfix_outer", 0);
+	long a = cu_find_entry(&c, outer_name, 0);
 	assert_true(a >= 0);
-	assert_int_equal(cu_find_entry(&c, "modfix_inner", (size_t)a), a + 1);
+	assert_int_equal(cu_find_entry(&c, inner_name, (size_t)a), a + 1);
+	assert_true((size_t)a + 4 <= c.nevents);
+	assert_int_equal(c.events[a + 2].entry, 0);
+	assert_int_equal(c.events[a + 3].entry, 0);
 	assert_true(cu_find_entry(&c, "call_leaf", (size_t)a) > a);
-	/* The library is mapped far from the executable: two-slot entries. */
 	assert_true(c.events[a].value >> 32 != 0);
 	assert_true(c.nmodules >= 2);
 	cu_release(&c);
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
-int modinl_outer(int x);
+static void test_ring_multi_module_chain_found_by_name(void **state)
+{
+	(void)state;
+	check_library_chain(modfix_outer, "modfix_outer", "modfix_inner");
+}
 
 /* libmodinl.so is modfix.c in inline mode: trace points inlined in a shared
  * object reach the stubs through the PLT and rvt__tls through the GOT. */
 static void test_ring_inline_mode_shared_object_chain_found_by_name(void **state)
 {
 	(void)state;
-	assert_int_equal(rvt_start(0), 0);
-	assert_int_equal(modinl_outer(1), 9);
-	assert_int_equal(rvt_stop(0, 0), 0);
-	struct cu_capture c;
-	capture_self(&c);
-	long a = cu_find_entry(&c, "modinl_outer", 0);
-	assert_true(a >= 0);
-	assert_int_equal(cu_find_entry(&c, "modinl_inner", (size_t)a), a + 1);
-	assert_true(c.events[a].value >> 32 != 0);
-	assert_true((size_t)a + 4 <= c.nevents);
-	assert_int_equal(c.events[a + 2].entry, 0);
-	assert_int_equal(c.events[a + 3].entry, 0);
-	cu_release(&c);
-	assert_int_equal(rvt_stop(0, 1), 0);
+	check_library_chain(modinl_outer, "modinl_outer", "modinl_inner");
 }
 
 int cxxfix_call(int x);
