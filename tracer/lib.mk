@@ -7,17 +7,24 @@ comma := ,
 LIBELF_CFLAGS := $(call pc,--cflags,libelf)
 LIBELF_LIBS   := $(call pc,--libs,libelf)
 
-RVT_SRC := tracer/src/tracer.c tracer/src/capture.c tracer/src/symbols.c \
-           tracer/src/control.c
+RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/capture.c \
+           tracer/src/symbols.c tracer/src/control.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
-# Call-mode hooks: hand-written on x86-64, portable C elsewhere and under
-# ThreadSanitizer (which must see the hooks' memory accesses).
+# Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
+# and under ThreadSanitizer (which must see the hooks' memory accesses).
 RVT_ARCH := $(shell $(CC) -dumpmachine)
-ifneq ($(findstring x86_64,$(RVT_ARCH))$(findstring thread,$(SANFLAGS)),x86_64)
-RVT_OBJ += $(OBJ)/tracer/src/hooks.o
-else
-RVT_OBJ += $(OBJ)/tracer/src/hooks-x86_64.o
+RVT_HOOKS := hooks
+ifeq ($(findstring thread,$(SANFLAGS)),)
+ifneq ($(findstring x86_64,$(RVT_ARCH)),)
+RVT_HOOKS := hooks-x86_64
+# The inline-mode stubs save only general-purpose registers around these.
+$(OBJ)/tracer/src/tp-slow.o: CFLAGS += -mgeneral-regs-only
 endif
+ifneq ($(findstring aarch64,$(RVT_ARCH)),)
+RVT_HOOKS := hooks-aarch64
+endif
+endif
+RVT_OBJ += $(OBJ)/tracer/src/$(RVT_HOOKS).o
 
 $(OBJ)/tracer/src/%.o: CPPFLAGS += -Itracer/include -DRVT_BUILDING_LIBRARY \
                                    $(LIBELF_CFLAGS) $(PROTOBUF_CFLAGS)
@@ -53,7 +60,8 @@ $(OBJ)/tests/tracer/fixture_inline.o: CFLAGS += -finstrument-functions \
 $(OBJ)/tests/tracer/test_signal.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/tracer/fixture_call.o $(OBJ)/tests/tracer/fixture_inline.o: tests/tracer/fixture_body.h
 
-RVT_TEST_OBJ := $(OBJ)/tests/tracer/capture_util.o $(OBJ)/tests/tracer/fixture_call.o \
+RVT_TEST_OBJ := $(OBJ)/tests/tracer/capture_util.o $(OBJ)/tests/tracer/wrap_check.o \
+                $(OBJ)/tests/tracer/fixture_call.o \
                 $(OBJ)/tests/tracer/fixture_inline.o $(LIBRVTRACE_A) $(LIBRVPROTO)
 
 $(eval $(call rv_test,tracer,format,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
@@ -63,21 +71,44 @@ $(OBJ)/tests/tracer/modfix.o: CFLAGS += -finstrument-functions
 $(RVT_MODFIX): $(OBJ)/tests/tracer/modfix.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmodfix.so -o $@ $<
+# The same library in inline mode, renamed: the trace points' PIC form (GOT
+# TLS offset, stub called through the PLT) from a shared object.
+RVT_MODINL := $(TBIN)/tracer/libmodinl.so
+$(OBJ)/tests/tracer/modinl.o: tests/tracer/modfix.c tracer/include/rearview/trace-inline.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions \
+	  -include tracer/include/rearview/trace-inline.h \
+	  -Dmodfix_outer=modinl_outer -Dmodfix_inner=modinl_inner -c -o $@ $<
+$(RVT_MODINL): $(OBJ)/tests/tracer/modinl.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmodinl.so -o $@ $<
 # A C++ method, for demangling (librvtrace finds __cxa_demangle weakly).
 $(OBJ)/tests/tracer/cxxfix.o: tests/tracer/cxxfix.cc
 	@mkdir -p $(@D)
 	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -finstrument-functions -c -o $@ $<
-$(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(OBJ)/tests/tracer/cxxfix.o,\
+$(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(RVT_MODINL) $(OBJ)/tests/tracer/cxxfix.o,\
 	$(RVT_LDLIBS) -lstdc++ -Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer)))
 $(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
 $(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(OBJ)/tests/tracer/test_signal_inline.o: CFLAGS += -finstrument-functions \
+	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/tests/tracer/test_signal_inline.o: tests/tracer/test_signal.c
+$(eval $(call rv_test,tracer,signal_inline,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+# x86-64 inline mode's register-preserving stubs, called from hand-written asm.
+ifneq ($(findstring x86_64,$(RVT_ARCH)),)
+RVT_STUB_OBJ := $(OBJ)/tests/tracer/stub_regs-x86_64.o
+$(OBJ)/tests/tracer/%.o: tests/tracer/%.S
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+endif
+$(eval $(call rv_test,tracer,stubs,$(RVT_STUB_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(OBJ)/tests/tracer/test_format.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 
 # `make bench`: Listing 1 built several ways into one driver.
 RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \
-	tracer_work_call.o tracer_work_inline.o tracer_work_clang_plain.o \
+	tracer_work_call.o tracer_work_inline.o tracer_work_inline_c.o tracer_work_clang_plain.o \
 	tracer_work_clang_call.o tracer_work_empty.o)
 $(OBJ)/tests/bench/tracer_%.o: CPPFLAGS += -Itracer/include
 $(OBJ)/tests/bench/tracer_work_%.o: CFLAGS += -fno-optimize-sibling-calls
@@ -85,6 +116,8 @@ $(OBJ)/tests/bench/tracer_work_call.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/bench/tracer_work_empty_src.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/bench/tracer_work_inline.o: CFLAGS += -finstrument-functions \
 	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/tests/bench/tracer_work_inline_c.o: CFLAGS += -finstrument-functions \
+	-DRVT_INLINE_PORTABLE -include tracer/include/rearview/trace-inline.h
 $(OBJ)/tests/bench/tracer_work_clang_%.o: tests/bench/tracer_work_clang_%.c
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) -std=c11 $(OPT) -fPIC -fno-optimize-sibling-calls \
@@ -97,7 +130,7 @@ $(TBIN)/bench/tracer_listing1: $(RVT_BENCH_OBJ) $(LIBRVTRACE_A) $(LIBRVPROTO)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVT_LDLIBS)
 BENCHES += $(TBIN)/bench/tracer_listing1
 
-# aarch64: the C hooks, rings, protocol and writer cross-built statically and
+# aarch64: the hand-written hooks, rings, protocol and writer cross-built statically and
 # run under qemu-user (symbols and the control thread are stubbed: no arm64
 # libelf or protobuf-c on the build machine).  Skipped under sanitizers and
 # when the cross compiler or qemu is missing.
@@ -107,16 +140,20 @@ ifneq ($(shell command -v $(RVT_A64_CC) 2>/dev/null),)
 ifneq ($(shell command -v qemu-aarch64 2>/dev/null),)
 RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -Itests/tracer \
                   -DRVT_BUILDING_LIBRARY $(WARN)
-RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/capture.o \
-	tracer/src/hooks.o tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
+RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o tracer/src/capture.o \
+	tracer/src/hooks-aarch64.o tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
+	tests/tracer/wrap_check.o \
 	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o)
 $(OBJ)/a64/tests/tracer/fixture_call.o: RVT_A64_EXTRA := -finstrument-functions
 $(OBJ)/a64/tests/tracer/fixture_inline.o: RVT_A64_EXTRA := -finstrument-functions \
 	-include tracer/include/rearview/trace-inline.h
 $(OBJ)/a64/%.o: %.c tracer/include/rearview/trace-inline.h tracer/src/tracer-int.h \
-		tests/tracer/fixture_body.h
+		tests/tracer/fixture_body.h tests/tracer/wrap_check.h
 	@mkdir -p $(@D)
 	$(RVT_A64_CC) $(RVT_A64_CFLAGS) $(RVT_A64_EXTRA) -c -o $@ $<
+$(OBJ)/a64/%.o: %.S
+	@mkdir -p $(@D)
+	$(RVT_A64_CC) $(RVT_A64_CFLAGS) -c -o $@ $<
 $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 	@mkdir -p $(@D)
 	$(RVT_A64_CC) -static -pthread -o $@ $^

@@ -1,7 +1,9 @@
 #!/bin/sh
 # tracer_lua.sh — librvtrace macro-benchmark (Hubble §8.3 in spirit): the Lua
 # 5.4 interpreter from Debian's sources, built uninstrumented, in call mode
-# and in inline mode (gcc -O2), runs a workload RUNS times per build,
+# and in inline mode (gcc -O2; also inline mode with the whole C trace point
+# inlined, as before the x86-64 stubs, and both modes with the tiniest hot
+# helpers excluded from instrumentation), runs a workload RUNS times per build,
 # interleaved round by round; the instrumented builds run with tracing off and
 # with tracing on (RV_TRACE=1: the main thread traced from start into a 32 MiB
 # ring); clang builds instrument after inlining.  Prints mean wall time per
@@ -9,6 +11,9 @@
 # build with a paired t-test.
 #
 #   tests/bench/tracer_lua.sh [BUILD_DIR]     (default build; RUNS=5)
+#   CONFIGS="plain call-off inline-off" RUNS=15 tests/bench/tracer_lua.sh
+#                                             (a subset; plain and/or
+#                                             clang-plain must be in it)
 #
 # Needs the network once: it adds a deb-src entry for Debian bookworm (root
 # only) and runs `apt-get source lua5.4` into $BUILD_DIR/bench/lua.
@@ -43,8 +48,9 @@ CORE=$(ls "$SRC"/*.c | grep -v '/luac\.c$')
 LIBS="$ROOT/$BUILD/lib/librvtrace.a $ROOT/$BUILD/lib/librvproto.a \
 	$(pkg-config --libs libprotobuf-c libelf) -lpthread"
 
-build() { # name, compiler, extra cflags, extra libs
-	[ -x "$WORK/lua-$1" ] && return 0
+build() { # name, compiler, extra cflags, extra libs (rebuilt when the tracer changes)
+	[ "$WORK/lua-$1" -nt "$ROOT/$BUILD/lib/librvtrace.a" ] &&
+		[ "$WORK/lua-$1" -nt "$ROOT/tracer/include/rearview/trace-inline.h" ] && return 0
 	# shellcheck disable=SC2086
 	$2 -std=gnu99 -O2 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX $3 -o "$WORK/lua-$1" $CORE -lm -ldl $4
 }
@@ -52,6 +58,19 @@ build plain gcc "" ""
 build call gcc "-finstrument-functions" "$LIBS"
 build inline gcc "-finstrument-functions -include $ROOT/tracer/include/rearview/trace-inline.h \
 	-I$ROOT/tracer/include" "$LIBS"
+# Before the x86-64 inline stubs: the whole C trace point inlined.
+build inline-c gcc "-finstrument-functions -DRVT_INLINE_PORTABLE \
+	-include $ROOT/tracer/include/rearview/trace-inline.h -I$ROOT/tracer/include" "$LIBS"
+# The interpreter's tiniest hot helpers left uninstrumented (by substring of
+# the name; chosen from call counts of RV_TRACE captures: index2value alone
+# is 6 million calls in the sort).  Lua-level calls (luaD_precall) and the
+# library functions stay traced.
+EXCL=index2value,prepCallInfo,l_strcmp,lessthanothers,luaV_lessthan,lua_type,lua_geti,lua_seti
+EXCL=$EXCL,set2,lua_settop,sort_comp,lua_compare,singlematch,match_class,classend,luaH_get
+EXCL=$EXCL,luaS_hash,internshrstr,reprepstate,lua_touserdata,luaL_checkstack,luaD_poscall
+build call-x gcc "-finstrument-functions -finstrument-functions-exclude-function-list=$EXCL" "$LIBS"
+build inline-x gcc "-finstrument-functions -finstrument-functions-exclude-function-list=$EXCL \
+	-include $ROOT/tracer/include/rearview/trace-inline.h -I$ROOT/tracer/include" "$LIBS"
 # clang instruments after inlining: only functions that remain calls.
 build clang-plain clang "" ""
 build clang-call clang "-finstrument-functions-after-inlining" "$LIBS"
@@ -78,6 +97,12 @@ run() { # config -> ns
 	call-on) b=call on=1 ;;
 	inline-off) b=inline on="" ;;
 	inline-on) b=inline on=1 ;;
+	inline-c-off) b=inline-c on="" ;;
+	inline-c-on) b=inline-c on=1 ;;
+	call-x-off) b=call-x on="" ;;
+	call-x-on) b=call-x on=1 ;;
+	inline-x-off) b=inline-x on="" ;;
+	inline-x-on) b=inline-x on=1 ;;
 	clang-plain) b=clang-plain on="" ;;
 	clang-call-off) b=clang-call on="" ;;
 	clang-call-on) b=clang-call on=1 ;;
@@ -87,7 +112,8 @@ run() { # config -> ns
 	t1=$(now)
 	echo $((t1 - t0))
 }
-CONFIGS="plain call-off call-on inline-off inline-on clang-plain clang-call-off clang-call-on"
+CONFIGS=${CONFIGS:-"plain call-off call-on inline-off inline-on inline-c-off inline-c-on call-x-off \
+	call-x-on inline-x-off inline-x-on clang-plain clang-call-off clang-call-on"}
 : >"$WORK/times.txt"
 for r in $(seq 1 "$RUNS"); do
 	for c in $CONFIGS; do
@@ -106,8 +132,11 @@ for r, c, ns in rows:
 tcrit = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
          10: 2.23, 14: 2.14, 19: 2.09, 29: 2.05}
 print("%-15s %10s %10s %9s %8s %s" % ("build", "mean ms", "median ms", "overhead", "t", "95%"))
-for c in ["plain", "call-off", "call-on", "inline-off", "inline-on",
+for c in ["plain", "call-off", "call-on", "inline-off", "inline-on", "inline-c-off",
+          "inline-c-on", "call-x-off", "call-x-on", "inline-x-off", "inline-x-on",
           "clang-plain", "clang-call-off", "clang-call-on"]:
+    if c not in by:
+        continue
     v = by[c]
     base = by["clang-plain" if c.startswith("clang") else "plain"]
     rs = sorted(v)

@@ -1,12 +1,15 @@
 /*
  * aarch64_smoke.c — librvtrace on aarch64, cross-built and run under
  * qemu-user by `make check` (no cmocka for arm64 here: it prints TAP
- * itself).  Checks the generic C call-mode hooks against inline mode, the
- * cntvct_el0 clock fields, two-slot entries, and a stop delivered by signal
- * to a thread blocked in read().
+ * itself).  Checks the hand-written call-mode hooks (hooks-aarch64.S)
+ * against inline mode, the cntvct_el0 clock fields, two-slot entries, a stop
+ * delivered by signal to a thread blocked in read(), wrap-around with
+ * entries straddling the wrap point through the hooks and the manual API,
+ * and start/stop cycles against a thread running the hooks hot.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include "capture_util.h"
 #include "fixture.h"
 #include "rearview/trace.h"
+#include "wrap_check.h"
 
 static int failures, count;
 
@@ -127,10 +131,66 @@ static int stop_blocked_thread(void)
 	return ok;
 }
 
+/* Start/stop cycles against a thread running the hooks hot: each stop is
+ * performed by a trace point (the hooks' stop path) or by the stop signal. */
+static _Atomic int hot_tid, hot_stop;
+static _Atomic unsigned long hot_calls;
+
+static void *hot_main(void *arg)
+{
+	(void)arg;
+	rvt_thread_register();
+	hot_tid = (int)syscall(SYS_gettid);
+	while (!hot_stop) {
+		call_top(2);
+		hot_calls++;
+	}
+	return NULL;
+}
+
+static int start_stop_while_hot(void)
+{
+	pthread_t th;
+	if (pthread_create(&th, NULL, hot_main, NULL) != 0)
+		return 0;
+	while (hot_tid == 0)
+		usleep(1000);
+	int ok = rvt_set_config(8192, 0) == 0;
+	for (int i = 0; ok && i < 200; i++) {
+		ok = rvt_start(hot_tid) == 0;
+		usleep(200);
+		if (ok && i % 50 == 0) {
+			struct cu_capture c;
+			ok = capture(hot_tid, &c) == 0;
+			for (size_t k = 1; ok && k < c.nevents; k++)
+				ok = c.events[k].ts >= c.events[k - 1].ts;
+			if (ok)
+				cu_release(&c);
+		}
+		ok = ok && rvt_stop(hot_tid, i % 10 == 0) == 0 && !rvt_is_tracing(hot_tid);
+	}
+	hot_stop = 1;
+	pthread_join(th, NULL);
+	return ok && hot_calls > 0 && rvt_set_config(RVT_DEFAULT_BUFFER_BYTES, 0) == 0;
+}
+
+static int wrap(const struct wc_points *p, const char *name)
+{
+	char why[128];
+	if (wc_check_wrap(p, why, sizeof(why)) == 0)
+		return 1;
+	printf("# %s: %s\n", name, why);
+	return 0;
+}
+
 int main(void)
 {
-	printf("1..2\n");
+	printf("1..5\n");
 	check(modes_identical(), "aarch64_call_and_inline_modes_write_identical_buffers");
 	check(stop_blocked_thread(), "aarch64_stop_thread_blocked_in_read_completes");
+	check(wrap(&wc_hooks, "hooks"), "aarch64_hooks_wrap_straddling_two_slot_entries_decodes");
+	check(wrap(&wc_manual, "manual"),
+	      "aarch64_manual_wrap_straddling_two_slot_entries_decodes");
+	check(start_stop_while_hot(), "aarch64_start_stop_cycles_while_hot_stay_consistent");
 	return failures ? 1 : 0;
 }

@@ -20,6 +20,7 @@
 #include "fixture.h"
 #include "rearview/trace.h"
 #include "tracer-int.h"
+#include "wrap_check.h"
 
 static void capture_self(struct cu_capture *c)
 {
@@ -101,60 +102,22 @@ static void test_ring_call_and_inline_modes_write_identical_buffers(void **state
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
-/*
- * Manual trace points with keys on both sides of method_base give one- and
- * two-slot entries; a 16-slot ring wraps constantly.  For every phase of the
- * wrap, the capture must decode into a suffix of what was written.
- */
-struct wev {
-	int entry;
-	uint64_t value;
-};
-
+/* Wrap-around with entries straddling the wrap point (wrap_check.c), through
+ * the manual API and through the call-mode hooks (hand-written on x86-64). */
 static void test_ring_wrap_straddling_two_slot_entries_decodes(void **state)
 {
 	(void)state;
-	assert_int_equal(rvt_set_config(16 * 8, 0), 0);
-	const char *far_key = (const char *)(uintptr_t)0x1000; /* below base: two slots */
-	for (int phase = 0; phase < 40; phase++) {
-		assert_int_equal(rvt_start(0), 0);
-		struct wev w[200];
-		size_t nw = 0, slots = 0;
-		uint64_t near = 0x10000 + (uint64_t)phase * 16;
-		for (int k = 0; k < phase % 7; k++) {
-			rvt_enter((const void *)(uintptr_t)(rvt_method_base + near));
-			w[nw++] = (struct wev){1, near};
-		}
-		for (int k = 0; k < 9 + phase; k++) {
-			if (k % 3 == 0) {
-				rvt_enter(far_key);
-				w[nw++] = (struct wev){1, (uint64_t)(uintptr_t)far_key -
-								  rvt_method_base};
-				slots++;
-			} else if (k % 3 == 1) {
-				rvt_enter((const void *)(uintptr_t)(rvt_method_base + near + 8));
-				w[nw++] = (struct wev){1, near + 8};
-			} else {
-				rvt_exit();
-				w[nw++] = (struct wev){0, 0};
-			}
-		}
-		assert_int_equal(rvt_stop(0, 0), 0);
-		struct cu_capture c;
-		capture_self(&c);
-		assert_true(c.nevents > 0 && c.nevents <= nw);
-		slots += nw;
-		if (slots >= 16)
-			assert_true(c.flags & 1u);
-		size_t off = nw - c.nevents;
-		for (size_t k = 0; k < c.nevents; k++) {
-			assert_int_equal(c.events[k].entry, w[off + k].entry);
-			assert_true(c.events[k].value == w[off + k].value);
-		}
-		cu_release(&c);
-		assert_int_equal(rvt_stop(0, 1), 0);
-	}
-	assert_int_equal(rvt_set_config(RVT_DEFAULT_BUFFER_BYTES, 0), 0);
+	char why[128];
+	if (wc_check_wrap(&wc_manual, why, sizeof(why)) != 0)
+		fail_msg("manual: %s", why);
+}
+
+static void test_ring_hooks_wrap_straddling_two_slot_entries_decodes(void **state)
+{
+	(void)state;
+	char why[128];
+	if (wc_check_wrap(&wc_hooks, why, sizeof(why)) != 0)
+		fail_msg("hooks: %s", why);
 }
 
 static void test_ring_untraced_thread_records_nothing(void **state)
@@ -204,25 +167,45 @@ static void test_ring_buffer_limit_refuses_extra_buffers(void **state)
 }
 
 int modfix_outer(int x);
+int modinl_outer(int x);
 
-static void test_ring_multi_module_chain_found_by_name(void **state)
+/* Traces outer(1) of an instrumented shared library, then call_top(0) of the
+ * executable; checks outer's chain by name, that the library's entries take
+ * two slots (it is mapped far from the executable) and that both modules
+ * are in the capture. */
+static void check_library_chain(int (*outer)(int), const char *outer_name, const char *inner_name)
 {
-	(void)state;
 	assert_int_equal(rvt_start(0), 0);
-	assert_int_equal(modfix_outer(1), 9);
+	assert_int_equal(outer(1), 9);
 	call_top(0);
 	assert_int_equal(rvt_stop(0, 0), 0);
 	struct cu_capture c;
 	capture_self(&c);
-	long a = cu_find_entry(&c, "modfix_outer", 0);
+	long a = cu_find_entry(&c, outer_name, 0);
 	assert_true(a >= 0);
-	assert_int_equal(cu_find_entry(&c, "modfix_inner", (size_t)a), a + 1);
+	assert_int_equal(cu_find_entry(&c, inner_name, (size_t)a), a + 1);
+	assert_true((size_t)a + 4 <= c.nevents);
+	assert_int_equal(c.events[a + 2].entry, 0);
+	assert_int_equal(c.events[a + 3].entry, 0);
 	assert_true(cu_find_entry(&c, "call_leaf", (size_t)a) > a);
-	/* The library is mapped far from the executable: two-slot entries. */
 	assert_true(c.events[a].value >> 32 != 0);
 	assert_true(c.nmodules >= 2);
 	cu_release(&c);
 	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+static void test_ring_multi_module_chain_found_by_name(void **state)
+{
+	(void)state;
+	check_library_chain(modfix_outer, "modfix_outer", "modfix_inner");
+}
+
+/* libmodinl.so is modfix.c in inline mode: trace points inlined in a shared
+ * object reach the stubs through the PLT and rvt__tls through the GOT. */
+static void test_ring_inline_mode_shared_object_chain_found_by_name(void **state)
+{
+	(void)state;
+	check_library_chain(modinl_outer, "modinl_outer", "modinl_inner");
 }
 
 int cxxfix_call(int x);
@@ -314,10 +297,12 @@ int main(void)
 		cmocka_unit_test(test_ring_capture_finds_call_chain_by_name),
 		cmocka_unit_test(test_ring_call_and_inline_modes_write_identical_buffers),
 		cmocka_unit_test(test_ring_wrap_straddling_two_slot_entries_decodes),
+		cmocka_unit_test(test_ring_hooks_wrap_straddling_two_slot_entries_decodes),
 		cmocka_unit_test(test_ring_untraced_thread_records_nothing),
 		cmocka_unit_test(test_ring_capture_resumes_tracing_in_fresh_buffer),
 		cmocka_unit_test(test_ring_buffer_limit_refuses_extra_buffers),
 		cmocka_unit_test(test_ring_multi_module_chain_found_by_name),
+		cmocka_unit_test(test_ring_inline_mode_shared_object_chain_found_by_name),
 		cmocka_unit_test(test_ring_cxx_method_name_is_demangled),
 		cmocka_unit_test(test_ring_manual_trace_points_named_by_resolver),
 		cmocka_unit_test(test_ring_untouched_pages_stay_out_of_memory),

@@ -2,7 +2,8 @@
  * test_signal.c — stopping threads that cannot reach a trace point, and
  * signals landing in the middle of trace points.  This file is itself built
  * with -finstrument-functions, so the SIGUSR1 handler is an instrumented
- * signal handler that interrupts instrumented code.
+ * signal handler that interrupts instrumented code.  test_signal_inline.c
+ * builds it again in inline mode, against the inline-mode fixture (FIX).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -22,6 +23,16 @@
 #include "capture_util.h"
 #include "fixture.h"
 #include "rearview/trace.h"
+
+/* The fixture the workers run: call mode here, inline mode when built as
+ * test_signal_inline. */
+#ifdef RVT_TEST_INLINE
+#define FIX(n)	   inl_##n
+#define FIXNAME(n) "inl_" #n
+#else
+#define FIX(n)	   call_##n
+#define FIXNAME(n) "call_" #n
+#endif
 
 struct worker {
 	pthread_t th;
@@ -57,13 +68,13 @@ static void *worker_main(void *arg)
 		char c;
 		while (read(w->pipe[0], &c, 1) < 0 && errno == EINTR)
 			;
-		call_top(2);
+		FIX(top)(2);
 		return NULL;
 	}
 	assert_true(rvt_thread_register() > 0);
 	if (w->mode == 2) {
 		assert_int_equal(rvt_start(0), 0);
-		call_top(2);
+		FIX(top)(2);
 		w->tid = (int)syscall(SYS_gettid);
 		return NULL; /* exits while traced */
 	}
@@ -74,7 +85,7 @@ static void *worker_main(void *arg)
 			;
 		return NULL;
 	}
-	call_spin(&w->stop, &w->calls);
+	FIX(spin)(&w->stop, &w->calls);
 	return NULL;
 }
 
@@ -110,8 +121,8 @@ static void check_capture(pid_t tid, int expect_chain)
 	assert_int_equal(cu_parse_fd(fd, &c), 0);
 	close(fd);
 	assert_int_equal(c.tid, (uint32_t)tid);
-	static const char *const known[] = {"call_top",	 "call_middle", "call_leaf",
-					    "call_spin", "in_handler",	"on_usr1"};
+	static const char *const known[] = {FIXNAME(top),  FIXNAME(middle), FIXNAME(leaf),
+					    FIXNAME(spin), "in_handler",    "on_usr1"};
 	for (size_t i = 0; i < c.nevents; i++) {
 		/* A late or torn write shows as time going backwards... */
 		if (i > 0)
@@ -129,7 +140,7 @@ static void check_capture(pid_t tid, int expect_chain)
 				 (unsigned long long)c.events[i].value);
 	}
 	if (expect_chain)
-		assert_true(cu_find_entry(&c, "call_leaf", 0) >= 0);
+		assert_true(cu_find_entry(&c, FIXNAME(leaf), 0) >= 0);
 	cu_release(&c);
 }
 

@@ -1,12 +1,27 @@
 /*
- * hooks-x86_64.S — call-mode trace points for x86-64, by hand.
+ * hooks-x86_64.S — x86-64 trace points, by hand: the call-mode hooks
+ * (__cyg_profile_func_enter/exit) and inline mode's out-of-line stubs
+ * (rvt__inl_enter/exit).
  *
- * The same algorithm as rvt__trace_point() in trace-inline.h, slot for slot
- * (test_ring checks that call and inline mode write identical buffers); the
- * offsets below are those of struct rvt__thread and must follow it.  The
- * untraced case is one TLS load, a test and a return, with no stack frame.
- * Only caller-saved registers are used; the rare paths (adopting a new ring,
- * a stop request) go to C.
+ * Both run one body (the TP macro), the same algorithm as rvt__trace_point()
+ * in trace-inline.h, slot for slot (test_ring checks that call and inline
+ * mode write identical buffers); the offsets below are those of struct
+ * rvt__thread and must follow it.  The body uses only %rax %rcx %rdx %r8 and
+ * %r11; the rare paths (adopting a new ring, a stop request) call C
+ * (tp-slow.c) through RARE, which saves every other caller-saved
+ * general-purpose register and realigns the stack.
+ *
+ * Call mode: the untraced case is one TLS compare, a branch and a return,
+ * with no stack frame.
+ *
+ * Inline mode: the inlined check in trace-inline.h is one TLS compare and a
+ * branch; only a traced thread calls a stub, with the function in %rax,
+ * after moving %rsp below the caller's red zone (128 bytes).  A stub may
+ * clobber %r11 and the flags (the inline asm declares them) and preserves
+ * every other register: it saves the four the body uses, and the C slow
+ * paths are compiled with -mgeneral-regs-only, so vector and x87 state is
+ * never touched.  The stubs' CFI puts the caller's frame 128 bytes above the
+ * return address, so unwinding from inside them recovers the caller's %rsp.
  */
 #define T_START	  0
 #define T_STOP	  8
@@ -19,155 +34,181 @@
 #define T_MBASE	  56
 #define T_SHIFT	  64
 
-	.text
+/*
+ * Calls fn(&rvt__tls) (%r11 = rvt__tls's TLS offset) preserving every
+ * caller-saved general-purpose register but %rax and %r11 (%eax = result).
+ */
+.macro RARE fn
+	.cfi_remember_state
+	pushq	%rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset %rbp, 0
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-16, %rsp
+	pushq	%rcx
+	pushq	%rdx
+	pushq	%rsi
+	pushq	%rdi
+	pushq	%r8
+	pushq	%r9
+	pushq	%r10
+	pushq	%r10				/* keeps %rsp 16-aligned */
+	movq	%fs:0, %rdi
+	addq	%r11, %rdi
+	call	\fn@PLT
+	popq	%r10
+	popq	%r10
+	popq	%r9
+	popq	%r8
+	popq	%rdi
+	popq	%rsi
+	popq	%rdx
+	popq	%rcx
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_restore_state
+	movq	rvt__tls@gottpoff(%rip), %r11
+.endm
 
-/* void __cyg_profile_func_enter(void *fn, void *call_site) */
-	.globl	__cyg_profile_func_enter
-	.type	__cyg_profile_func_enter, @function
-	.p2align 4
-__cyg_profile_func_enter:
-	.cfi_startproc
-	movq	rvt__tls@gottpoff(%rip), %rax
-	movq	%fs:T_START(%rax), %rcx
+/*
+ * One trace point, entry (\entry = 1, function in %r8) or exit.  Falls
+ * through to \name\()_done with the flags and %rax %rcx %rdx %r8 %r11
+ * clobbered.
+ */
+.macro TP name, entry
+	movq	rvt__tls@gottpoff(%rip), %r11
+	movq	%fs:T_START(%r11), %rcx
 	testq	%rcx, %rcx
-	jne	.Lenter_on
-	ret
-.Lenter_on:
-	cmpq	%fs:T_SEEN(%rax), %rcx
-	jne	.Lenter_adopt
-.Lenter_go:
-	cmpl	$0, %fs:T_BUSY(%rax)
-	jne	.Lenter_ret			/* nested in a signal handler: drop */
-	movl	$1, %fs:T_BUSY(%rax)
-	cmpq	%fs:T_START(%rax), %rcx		/* stopped before busy was set */
-	jne	.Lenter_unbusy
-	movq	%rdi, %r8
-	subq	%fs:T_MBASE(%rax), %r8		/* r8 = method value */
-	movq	%rax, %r9			/* r9 = TLS offset of rvt__tls */
+	je	\name\()_done			/* a stop ran since the caller looked */
+	cmpq	%fs:T_SEEN(%r11), %rcx
+	je	\name\()_go
+	RARE	rvt__adopt
+	testl	%eax, %eax
+	je	\name\()_done
+	movq	%fs:T_SEEN(%r11), %rcx
+\name\()_go:
+	cmpl	$0, %fs:T_BUSY(%r11)
+	jne	\name\()_done			/* nested in a signal handler: drop */
+	movl	$1, %fs:T_BUSY(%r11)
+	cmpq	%fs:T_START(%r11), %rcx		/* stopped before busy was set */
+	jne	\name\()_unbusy
+.if \entry
+	subq	%fs:T_MBASE(%r11), %r8		/* r8 = method value */
+.endif
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rdx, %rax
-	movl	%fs:T_SHIFT(%r9), %ecx
+	movl	%fs:T_SHIFT(%r11), %ecx
 	shrq	%cl, %rax
 	shlq	$32, %rax			/* rax = ts << 32 */
-	movq	%fs:T_CUR(%r9), %rdx		/* rdx = cur */
+	movq	%fs:T_CUR(%r11), %rdx		/* rdx = cur */
+.if \entry
 	movq	%r8, %rcx
 	shrq	$32, %rcx
-	jne	.Lenter_two
+	jne	\name\()_two
 	orq	%r8, %rax
-	movq	%rax, (%rdx)
-.Lenter_next:
+.endif
+	movq	%rax, (%rdx)			/* entry: ts << 32 | value; exit: ts << 32 */
+\name\()_next:
 	addq	$8, %rdx
-	cmpq	%fs:T_LIMIT(%r9), %rdx
-	je	.Lenter_wrap
-.Lenter_commit:
-	movq	%rdx, %fs:T_CUR(%r9)
-	movl	$0, %fs:T_BUSY(%r9)
-	cmpq	$0, %fs:T_STOP(%r9)
-	jne	.Lenter_stop
-.Lenter_ret:
-	ret
-.Lenter_wrap:
-	movq	%fs:T_BASE(%r9), %rdx
-	movl	$1, %fs:T_WRAPPED(%r9)
-	jmp	.Lenter_commit
-.Lenter_two:					/* value ≥ 2^32: two slots */
+	cmpq	%fs:T_LIMIT(%r11), %rdx
+	je	\name\()_wrap
+\name\()_commit:
+	movq	%rdx, %fs:T_CUR(%r11)
+	movl	$0, %fs:T_BUSY(%r11)
+	cmpq	$0, %fs:T_STOP(%r11)
+	je	\name\()_done
+	RARE	rvt__stop_slow
+	jmp	\name\()_done
+\name\()_wrap:
+	movq	%fs:T_BASE(%r11), %rdx
+	movl	$1, %fs:T_WRAPPED(%r11)
+	jmp	\name\()_commit
+.if \entry
+\name\()_two:					/* value ≥ 2^32: value, then ts << 32 | 1 */
 	movq	%r8, (%rdx)
 	addq	$8, %rdx
-	cmpq	%fs:T_LIMIT(%r9), %rdx
+	cmpq	%fs:T_LIMIT(%r11), %rdx
 	jne	1f
-	movq	%fs:T_BASE(%r9), %rdx
-	movl	$1, %fs:T_WRAPPED(%r9)
+	movq	%fs:T_BASE(%r11), %rdx
+	movl	$1, %fs:T_WRAPPED(%r11)
 1:	orq	$1, %rax
 	movq	%rax, (%rdx)
-	jmp	.Lenter_next
-.Lenter_stop:
-	movq	%fs:0, %rdi
-	addq	%r9, %rdi
-	jmp	rvt__stop_slow@PLT
-.Lenter_unbusy:
-	movl	$0, %fs:T_BUSY(%rax)
-	ret
-.Lenter_adopt:
-	pushq	%rdi
-	.cfi_adjust_cfa_offset 8
-	movq	%fs:0, %rdi
-	addq	%rax, %rdi
-	call	rvt__adopt@PLT
-	popq	%rdi
-	.cfi_adjust_cfa_offset -8
-	testl	%eax, %eax
-	je	.Lenter_ret
-	movq	rvt__tls@gottpoff(%rip), %rax
-	movq	%fs:T_SEEN(%rax), %rcx
-	jmp	.Lenter_go
-	.cfi_endproc
-	.size	__cyg_profile_func_enter, .-__cyg_profile_func_enter
+	jmp	\name\()_next
+.endif
+\name\()_unbusy:
+	movl	$0, %fs:T_BUSY(%r11)
+\name\()_done:
+.endm
 
-/* void __cyg_profile_func_exit(void *fn, void *call_site) */
-	.globl	__cyg_profile_func_exit
-	.type	__cyg_profile_func_exit, @function
+/* A call-mode hook: \entry = 1 for __cyg_profile_func_enter (fn in %rdi). */
+.macro HOOK sym, entry
+	.globl	\sym
+	.type	\sym, @function
 	.p2align 4
-__cyg_profile_func_exit:
+\sym:
 	.cfi_startproc
-	movq	rvt__tls@gottpoff(%rip), %rax
-	movq	%fs:T_START(%rax), %rcx
-	testq	%rcx, %rcx
-	jne	.Lexit_on
+	movq	rvt__tls@gottpoff(%rip), %r11
+	cmpq	$0, %fs:T_START(%r11)
+	jne	.L\sym\()_on
 	ret
-.Lexit_on:
-	cmpq	%fs:T_SEEN(%rax), %rcx
-	jne	.Lexit_adopt
-.Lexit_go:
-	cmpl	$0, %fs:T_BUSY(%rax)
-	jne	.Lexit_ret
-	movl	$1, %fs:T_BUSY(%rax)
-	cmpq	%fs:T_START(%rax), %rcx
-	jne	.Lexit_unbusy
-	movq	%rax, %r9
-	rdtsc
-	shlq	$32, %rdx
-	orq	%rdx, %rax
-	movl	%fs:T_SHIFT(%r9), %ecx
-	shrq	%cl, %rax
-	shlq	$32, %rax			/* exit slot: ts << 32 | 0 */
-	movq	%fs:T_CUR(%r9), %rdx
-	movq	%rax, (%rdx)
-	addq	$8, %rdx
-	cmpq	%fs:T_LIMIT(%r9), %rdx
-	je	.Lexit_wrap
-.Lexit_commit:
-	movq	%rdx, %fs:T_CUR(%r9)
-	movl	$0, %fs:T_BUSY(%r9)
-	cmpq	$0, %fs:T_STOP(%r9)
-	jne	.Lexit_stop
-.Lexit_ret:
+.L\sym\()_on:
+.if \entry
+	movq	%rdi, %r8
+.endif
+	TP	.L\sym, \entry
 	ret
-.Lexit_wrap:
-	movq	%fs:T_BASE(%r9), %rdx
-	movl	$1, %fs:T_WRAPPED(%r9)
-	jmp	.Lexit_commit
-.Lexit_stop:
-	movq	%fs:0, %rdi
-	addq	%r9, %rdi
-	jmp	rvt__stop_slow@PLT
-.Lexit_unbusy:
-	movl	$0, %fs:T_BUSY(%rax)
-	ret
-.Lexit_adopt:
-	subq	$8, %rsp
-	.cfi_adjust_cfa_offset 8
-	movq	%fs:0, %rdi
-	addq	%rax, %rdi
-	call	rvt__adopt@PLT
-	addq	$8, %rsp
-	.cfi_adjust_cfa_offset -8
-	testl	%eax, %eax
-	je	.Lexit_ret
-	movq	rvt__tls@gottpoff(%rip), %rax
-	movq	%fs:T_SEEN(%rax), %rcx
-	jmp	.Lexit_go
 	.cfi_endproc
-	.size	__cyg_profile_func_exit, .-__cyg_profile_func_exit
+	.size	\sym, .-\sym
+.endm
+
+/*
+ * An inline-mode stub (see the top).  Stack on entry (the caller did `lea
+ * -128(%rsp), %rsp; call`): the return address at 0(%rsp), the caller's
+ * %rsp at 136(%rsp).
+ */
+.macro STUB sym, entry
+	.globl	\sym
+	.type	\sym, @function
+	.p2align 4
+\sym:
+	.cfi_startproc
+	.cfi_def_cfa %rsp, 136
+	.cfi_offset %rip, -136
+	pushq	%rax
+	.cfi_adjust_cfa_offset 8
+	pushq	%rcx
+	.cfi_adjust_cfa_offset 8
+	pushq	%rdx
+	.cfi_adjust_cfa_offset 8
+	pushq	%r8
+	.cfi_adjust_cfa_offset 8
+.if \entry
+	movq	%rax, %r8
+.endif
+	TP	.L\sym, \entry
+	popq	%r8
+	.cfi_adjust_cfa_offset -8
+	popq	%rdx
+	.cfi_adjust_cfa_offset -8
+	popq	%rcx
+	.cfi_adjust_cfa_offset -8
+	popq	%rax
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size	\sym, .-\sym
+.endm
+
+	.text
+/* void __cyg_profile_func_enter(void *fn, void *call_site) */
+	HOOK	__cyg_profile_func_enter, 1
+/* void __cyg_profile_func_exit(void *fn, void *call_site) */
+	HOOK	__cyg_profile_func_exit, 0
+/* rvt__inl_enter: fn in %rax; preserves all but %r11 and the flags */
+	STUB	rvt__inl_enter, 1
+/* rvt__inl_exit: preserves all but %r11 and the flags */
+	STUB	rvt__inl_exit, 0
 
 	.section .note.GNU-stack,"",@progbits

@@ -154,63 +154,6 @@ static int find_base(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* ---- the thread side ---------------------------------------------------- */
 
-/* Takes the ring published in start.  Runs on the traced thread. */
-int rvt__adopt(struct rvt__thread *t)
-{
-	if (RVT__LD(t->busy))
-		return 0;
-	RVT__ST(t->busy, 1);
-	atomic_signal_fence(memory_order_seq_cst);
-	uintptr_t s = atomic_load_explicit(&t->start, memory_order_acquire);
-	if (s != 0 && s != RVT__LD(t->seen)) {
-		struct rvt_ring *r = (struct rvt_ring *)s;
-		t->base = r->slots;
-		t->limit = r->slots + r->nslots;
-		t->method_base = rvt_method_base;
-		t->shift = rvt_clock.shift;
-		RVT__ST(t->cur, r->slots + r->end_pos);
-		RVT__ST(t->wrapped, r->wrapped);
-		RVT__ST(t->seen, s);
-	}
-	atomic_signal_fence(memory_order_seq_cst);
-	RVT__ST(t->busy, 0);
-	return s != 0;
-}
-
-/* The thread's side of a stop: record the end, clear start, publish stop.
- * Caller guarantees no trace point of this thread is mid-write. */
-static void thread_finish_stop(struct rvt__thread *t)
-{
-	uintptr_t s = atomic_load_explicit(&t->start, memory_order_acquire);
-	if (s != 0 && s != RVT__LD(t->seen)) {
-		RVT__ST(t->busy, 0);
-		rvt__adopt(t);
-		RVT__ST(t->busy, 1);
-	}
-	uint64_t end = 0;
-	struct rvt_ring *r = (struct rvt_ring *)RVT__LD(t->seen);
-	if (r) {
-		end = (uint64_t)(RVT__LD(t->cur) - t->base);
-		r->end_pos = end;
-		r->wrapped = RVT__LD(t->wrapped);
-	}
-	RVT__ST(t->seen, 0);
-	RVT__ST(t->start, 0);
-	atomic_store_explicit(&t->stop, end + 2, memory_order_release);
-}
-
-void rvt__stop_slow(struct rvt__thread *t)
-{
-	if (RVT__LD(t->busy))
-		return;
-	RVT__ST(t->busy, 1);
-	atomic_signal_fence(memory_order_seq_cst);
-	if (RVT__LD(t->stop) == 1)
-		thread_finish_stop(t);
-	atomic_signal_fence(memory_order_seq_cst);
-	RVT__ST(t->busy, 0);
-}
-
 /* Remote registration handshake (register_remote_locked()). */
 static _Atomic(pid_t) reg_want;
 static _Atomic(struct rvt__thread *) reg_got;

@@ -4,8 +4,10 @@
  * Force-include it into every translation unit of an instrumented program
  * (gcc: `-finstrument-functions -include rearview/trace-inline.h`) and gcc
  * inlines __cyg_profile_func_enter/exit into each function body instead of
- * calling librvtrace's out-of-line hooks (call mode).  Both modes run this
- * same code and write identical slots (FORMAT.md §1).
+ * calling librvtrace's out-of-line hooks (call mode).  Both modes run the
+ * same algorithm (rvt__trace_point() below; on x86-64 and aarch64 the
+ * hand-written hooks follow it slot for slot) and write identical slots
+ * (FORMAT.md §1).
  *
  * The per-thread state below is librvtrace's internal ABI (names start with
  * rvt__); it may change between library versions, so rebuild inline-mode
@@ -134,7 +136,77 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry)
 		rvt__stop_slow(t);
 }
 
+/*
+ * On x86-64 (not under ThreadSanitizer, which must see the accesses) the
+ * inlined part of a trace point is only the off check — one TLS compare and
+ * a branch that clobber nothing but the flags and %r11 — and a traced thread
+ * calls librvtrace's rvt__inl_enter/exit (hooks-x86_64.S), which write the
+ * slot and preserve every register but %r11 (which the check clobbers
+ * already).  The instrumented function therefore needs no extra register or
+ * spill for its trace points.  The call first steps below the x86-64 red
+ * zone, which the function may be using since the compiler sees no call.
+ * Define RVT_INLINE_PORTABLE to inline the whole C trace point instead.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define RVT__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RVT__TSAN 1
+#endif
+#endif
+#if defined(__x86_64__) && !defined(RVT__TSAN) && !defined(RVT_INLINE_PORTABLE)
+#define RVT__INLINE_STUBS 1
+#endif
+
 #ifndef RVT_NO_INLINE_HOOKS
+#ifdef RVT__INLINE_STUBS
+#ifdef __clang__
+#define RVT__COLD_LABEL
+#else
+#define RVT__COLD_LABEL __attribute__((cold))
+#endif
+/* Jumps to label `on` when the calling thread is traced (start != 0). */
+#define RVT__IF_TRACED_GOTO(on)                                 \
+	__asm__ goto("movq rvt__tls@gottpoff(%%rip), %%r11\n\t" \
+		     "cmpq $0, %%fs:(%%r11)\n\t"                \
+		     "jne %l[" #on "]"                          \
+		     :                                          \
+		     :                                          \
+		     : "r11", "cc"                              \
+		     : on)
+/* Calls `stub` below the red zone; inputs as asm operands (may be none). */
+#define RVT__CALL_STUB(stub, ...)                          \
+	__asm__ __volatile__("leaq -128(%%rsp), %%rsp\n\t" \
+			     "call " #stub "@PLT\n\t"      \
+			     "leaq 128(%%rsp), %%rsp"      \
+			     :                             \
+			     : __VA_ARGS__                 \
+			     : "r11", "memory", "cc")
+
+/* gnu_inline: inlined everywhere, never emitted; librvtrace has the symbol. */
+extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
+__cyg_profile_func_enter(void *fn, void *call_site)
+{
+	(void)call_site;
+	RVT__IF_TRACED_GOTO(on);
+	return;
+on:
+	RVT__COLD_LABEL;
+	RVT__CALL_STUB(rvt__inl_enter, "a"(fn));
+}
+
+extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
+__cyg_profile_func_exit(void *fn, void *call_site)
+{
+	(void)fn;
+	(void)call_site;
+	RVT__IF_TRACED_GOTO(on);
+	return;
+on:
+	RVT__COLD_LABEL;
+	RVT__CALL_STUB(rvt__inl_exit, );
+}
+#else
 /* gnu_inline: inlined everywhere, never emitted; librvtrace has the symbol. */
 extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
 __cyg_profile_func_enter(void *fn, void *call_site)
@@ -150,6 +222,7 @@ __cyg_profile_func_exit(void *fn, void *call_site)
 	(void)call_site;
 	rvt__trace_point(0, 0);
 }
+#endif
 #endif
 
 #ifdef __cplusplus

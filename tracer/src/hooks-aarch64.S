@@ -1,0 +1,159 @@
+/*
+ * hooks-aarch64.S — call-mode trace points for aarch64 (AAPCS64), by hand.
+ *
+ * The same algorithm as rvt__trace_point() in trace-inline.h, slot for slot
+ * (aarch64_smoke checks that call and inline mode write identical buffers
+ * and that the hooks' slots decode across wraps); the offsets below are
+ * those of struct rvt__thread and must follow it.  The timestamp is
+ * cntvct_el0.  The untraced case is: thread pointer, rvt__tls's offset (a
+ * GOT load, or movz/movk once the linker relaxes it), one load, a branch and
+ * a return, with no stack frame.  Only the
+ * caller-saved scratch registers x9–x15 are used (x0 is read; the hooks are
+ * called as ordinary functions, so callers already assume x0–x18 clobbered);
+ * the rare paths (adopting a new ring, a stop request) go to C (tp-slow.c).
+ */
+#define T_START	  0
+#define T_STOP	  8
+#define T_CUR	  16
+#define T_SEEN	  24
+#define T_BUSY	  32
+#define T_WRAPPED 36
+#define T_BASE	  40
+#define T_LIMIT	  48
+#define T_MBASE	  56
+#define T_SHIFT	  64
+
+/* x9 = thread pointer, x10 = rvt__tls's offset from it (initial-exec TLS) */
+.macro TLS_OFF
+	mrs	x9, tpidr_el0
+	adrp	x10, :gottprel:rvt__tls
+	ldr	x10, [x10, #:gottprel_lo12:rvt__tls]
+.endm
+
+/* x10 = &rvt__tls */
+.macro TLS_ADDR
+	TLS_OFF
+	add	x10, x9, x10
+.endm
+
+/* x14 = (uint32_t)(cntvct_el0 >> shift) << 32 */
+.macro TIMESTAMP
+	mrs	x14, cntvct_el0
+	ldr	w12, [x10, #T_SHIFT]
+	lsr	x14, x14, x12
+	lsl	x14, x14, #32
+.endm
+
+/* x15 += 8, wrapping to base (and setting wrapped) at limit */
+.macro ADVANCE
+	add	x15, x15, #8
+	ldr	x12, [x10, #T_LIMIT]
+	cmp	x15, x12
+	b.ne	9f
+	ldr	x15, [x10, #T_BASE]
+	mov	w12, #1
+	str	w12, [x10, #T_WRAPPED]
+9:
+.endm
+
+/*
+ * The common head: x11 = start; off → return; a new ring → adopt (in C, x0
+ * kept across the call); a trace point already busy (a signal handler
+ * interrupting one) → return; else busy = 1 and, if start changed meanwhile
+ * (a stop ran in between), busy = 0 and return.
+ */
+.macro HEAD name
+	TLS_OFF
+	ldr	x11, [x9, x10]			/* start (T_START is 0) */
+	cbnz	x11, .L\name\()_on
+	ret
+.L\name\()_on:
+	add	x10, x9, x10
+	ldr	x12, [x10, #T_SEEN]
+	cmp	x11, x12
+	b.eq	.L\name\()_go
+	stp	x29, x30, [sp, #-32]!
+	.cfi_adjust_cfa_offset 32
+	.cfi_rel_offset x29, 0
+	.cfi_rel_offset x30, 8
+	mov	x29, sp
+	str	x0, [sp, #16]
+	mov	x0, x10
+	bl	rvt__adopt
+	mov	w12, w0
+	ldr	x0, [sp, #16]
+	ldp	x29, x30, [sp], #32
+	.cfi_adjust_cfa_offset -32
+	.cfi_restore x29
+	.cfi_restore x30
+	cbz	w12, .L\name\()_ret
+	TLS_ADDR
+	ldr	x11, [x10, #T_SEEN]
+.L\name\()_go:
+	ldr	w12, [x10, #T_BUSY]
+	cbnz	w12, .L\name\()_ret
+	mov	w12, #1
+	str	w12, [x10, #T_BUSY]
+	ldr	x12, [x10, #T_START]
+	cmp	x12, x11
+	b.eq	.L\name\()_write
+	str	wzr, [x10, #T_BUSY]
+.L\name\()_ret:
+	ret
+.L\name\()_write:
+.endm
+
+/* The common tail: publish cur, busy = 0, then honour a pending stop. */
+.macro TAIL
+	str	x15, [x10, #T_CUR]
+	str	wzr, [x10, #T_BUSY]
+	ldr	x12, [x10, #T_STOP]
+	cbnz	x12, 8f
+	ret
+8:	mov	x0, x10
+	b	rvt__stop_slow
+.endm
+
+	.text
+
+/* void __cyg_profile_func_enter(void *fn, void *call_site) */
+	.globl	__cyg_profile_func_enter
+	.type	__cyg_profile_func_enter, %function
+	.p2align 4
+__cyg_profile_func_enter:
+	.cfi_startproc
+	HEAD	enter
+	ldr	x12, [x10, #T_MBASE]
+	sub	x13, x0, x12			/* x13 = method value */
+	TIMESTAMP
+	ldr	x15, [x10, #T_CUR]
+	lsr	x12, x13, #32
+	cbnz	x12, 1f
+	orr	x12, x14, x13			/* one slot: ts << 32 | value */
+	str	x12, [x15]
+	b	2f
+1:	str	x13, [x15]			/* value ≥ 2^32: value, then ts << 32 | 1 */
+	ADVANCE
+	orr	x12, x14, #1
+	str	x12, [x15]
+2:	ADVANCE
+	TAIL
+	.cfi_endproc
+	.size	__cyg_profile_func_enter, .-__cyg_profile_func_enter
+
+/* void __cyg_profile_func_exit(void *fn, void *call_site) */
+	.globl	__cyg_profile_func_exit
+	.type	__cyg_profile_func_exit, %function
+	.p2align 4
+__cyg_profile_func_exit:
+	.cfi_startproc
+	HEAD	exit
+	TIMESTAMP
+	ldr	x15, [x10, #T_CUR]
+	str	x14, [x15]			/* exit slot: ts << 32 | 0 */
+	ADVANCE
+	TAIL
+	.cfi_endproc
+	.size	__cyg_profile_func_exit, .-__cyg_profile_func_exit
+
+	.section .note.GNU-stack,"",%progbits
