@@ -97,7 +97,7 @@ struct rvd_uploader {
 	uint64_t busy[MAX_BUSY];
 	unsigned nbusy;
 	bool started, stopping, enrolling, fetching;
-	bool net_blocked;   /* the policy forbids this network: wait for a new one */
+	bool net_blocked;   /* the policy forbids this network (reported once) */
 	bool secret_logged; /* the missing-secret error was reported */
 	unsigned attempt;   /* consecutive failures */
 	char token[160];
@@ -996,13 +996,15 @@ static void conditions_cb(struct rvd_spool *sp, int status, uint64_t id, void *d
 		return;
 	}
 	if (r->allowed != 1) {
-		/* Stays pending; a new policy or the next capture looks again. */
+		/* Stays pending, no retry timer: the next capture or a fetched
+		 * policy looks again (one check each, so no loop). */
 		if (!u->net_blocked)
 			up_error(u, "upload: waiting for an unmetered network (policy)");
 		u->net_blocked = true;
 		upload_finish(r, false);
 		return;
 	}
+	u->net_blocked = false;
 	if (rvd_spool_set_state(sp, r->id, RVD_SPOOL_UPLOADING, NULL, uploading_cb, r) < 0)
 		upload_finish(r, false);
 }
@@ -1035,7 +1037,7 @@ static void kick(struct rvd_uploader *u)
 			enroll(u);
 		return;
 	}
-	if (d->consent < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY || u->net_blocked)
+	if (d->consent < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY)
 		return;
 	for (size_t i = 0; i < d->spool.nrecs && u->nbusy < max; i++) {
 		const struct rvd_capture_rec *rec = &d->spool.recs[i];
