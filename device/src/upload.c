@@ -63,8 +63,9 @@ struct req {
 	enum req_kind kind;
 	CURL *easy;
 	struct curl_slist *hdrs;
-	uint8_t *body;
+	uint8_t *body; /* the request body, inside body_mem */
 	size_t body_len;
+	uint8_t *body_mem;
 	uint8_t *resp;
 	size_t resp_len;
 	bool resp_overflow;
@@ -99,7 +100,7 @@ struct rvd_uploader {
 	unsigned nbusy;
 	bool started, stopping, enrolling, fetching;
 	bool reporting;	    /* a skip report is in flight */
-	bool net_blocked;   /* the policy forbids this network: wait for a new one */
+	bool net_blocked;   /* the policy forbids this network (reported once) */
 	bool secret_logged; /* the missing-secret error was reported */
 	unsigned attempt;   /* consecutive failures */
 	char token[160];
@@ -285,7 +286,7 @@ static void req_free(struct req *r)
 	if (r->easy)
 		curl_easy_cleanup(r->easy);
 	curl_slist_free_all(r->hdrs);
-	free(r->body);
+	free(r->body_mem);
 	free(r->resp);
 	free(r->summary);
 	free(r);
@@ -544,7 +545,7 @@ static void enroll(struct rvd_uploader *u)
 	q.enrollment_secret = u->secret;
 	q.device = &di;
 	r->body_len = rearview__enroll_request__get_packed_size(&q);
-	r->body = malloc(r->body_len ? r->body_len : 1);
+	r->body = r->body_mem = malloc(r->body_len ? r->body_len : 1);
 	if (!r->body) {
 		req_free(r);
 		return;
@@ -785,8 +786,71 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 		upload_finish(r, true);
 }
 
-/* Worker: the envelope, with the capture zstd-compressed in a stream (one
- * read buffer, one growing output) when the consent allows the trace. */
+/* Appends the zstd-compressed file to *z (from *zlen, growing *zcap);
+ * returns the uncompressed byte count or a negative errno. */
+static int64_t compress_file(int fd, int level, uint64_t size, uint8_t **z, size_t *zlen,
+			     size_t *zcap)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	uint8_t in[65536];
+	uint64_t total = 0;
+	size_t zr = 0;
+	int64_t rc = 0;
+
+	if (!cc)
+		return -ENOMEM;
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
+	ZSTD_CCtx_setPledgedSrcSize(cc, (unsigned long long)size);
+	for (bool eof = false; rc == 0 && (!eof || zr != 0);) {
+		ssize_t n = 0;
+		ZSTD_inBuffer ib;
+
+		if (!eof) {
+			n = read(fd, in, sizeof(in));
+			if (n < 0) {
+				rc = -errno;
+				break;
+			}
+			eof = n == 0;
+			total += (uint64_t)n;
+		}
+		ib = (ZSTD_inBuffer){in, (size_t)n, 0};
+		do {
+			ZSTD_outBuffer ob;
+
+			if (*zcap - *zlen < ZSTD_CStreamOutSize()) {
+				size_t ncap = *zcap * 2 + ZSTD_CStreamOutSize();
+				uint8_t *nz = realloc(*z, ncap);
+
+				if (!nz) {
+					rc = -ENOMEM;
+					break;
+				}
+				*z = nz;
+				*zcap = ncap;
+			}
+			ob = (ZSTD_outBuffer){*z + *zlen, *zcap - *zlen, 0};
+			zr = ZSTD_compressStream2(cc, &ob, &ib, eof ? ZSTD_e_end : ZSTD_e_continue);
+			*zlen += ob.pos;
+			if (ZSTD_isError(zr))
+				rc = -EIO;
+		} while (rc == 0 && (ib.pos < ib.size || (eof && zr != 0)));
+	}
+	ZSTD_freeCCtx(cc);
+	if (rc == 0 && total != size)
+		rc = -EIO; /* spool files never change: something is wrong with this one */
+	return rc < 0 ? rc : (int64_t)total;
+}
+
+/*
+ * Worker: the envelope.  With consent full the capture file is streamed
+ * through zstd straight into the request body: the envelope's other
+ * fields are packed first (their size is known), the compressed bytes go
+ * after a gap for that header plus the payload field's tag and length, and
+ * the header is then written into the gap — so the compressed payload
+ * exists once, and the uncompressed capture never in memory.  Field order
+ * does not matter to protobuf parsers.
+ */
 static void build_work(uv_work_t *w)
 {
 	struct req *r = w->data;
@@ -796,11 +860,12 @@ static void build_work(uv_work_t *w)
 	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
 	Rearview__Anomaly an;
 	struct utsname un;
-	uint8_t *z = NULL;
-	size_t zlen = 0, zcap = 0;
-	uint64_t total = 0;
+	uint8_t *z = NULL, tag[11];
+	size_t hdr, gap, zlen, zcap = 0, taglen;
+	uint64_t plen;
 	struct stat stb;
-	int fd = -1;
+	int64_t n;
+	int fd;
 
 	rvd_daemon_anomaly_to_pb(&r->rec.anomaly, &an);
 	device_info(&di, &un, u->device_id);
@@ -813,85 +878,65 @@ static void build_work(uv_work_t *w)
 	e.anomaly = &an;
 	e.consent = (Rearview__ConsentLevel)r->consent;
 	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_NONE;
-	if (r->consent >= REARVIEW__CONSENT_LEVEL__CONSENT_FULL && r->rec.file[0]) {
-		ZSTD_CCtx *cc = ZSTD_createCCtx();
-		uint8_t in[65536];
-		size_t zr = 0;
-
-		fd = open(r->path, O_RDONLY | O_CLOEXEC);
-		if (!cc || fd < 0 || fstat(fd, &stb) < 0) {
-			r->status = fd < 0 ? -errno : -ENOMEM;
-			ZSTD_freeCCtx(cc);
-			goto close_file;
-		}
-		ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, u->d->cfg.zstd_level);
-		ZSTD_CCtx_setPledgedSrcSize(cc, (unsigned long long)stb.st_size);
-		for (bool eof = false; !eof || zr != 0;) {
-			ssize_t n = 0;
-			ZSTD_inBuffer ib;
-
-			if (!eof) {
-				n = read(fd, in, sizeof(in));
-				if (n < 0) {
-					r->status = -errno;
-					break;
-				}
-				eof = n == 0;
-				total += (uint64_t)n;
-			}
-			ib = (ZSTD_inBuffer){in, (size_t)n, 0};
-			do {
-				ZSTD_outBuffer ob;
-
-				if (zcap - zlen < ZSTD_CStreamOutSize()) {
-					size_t ncap = zcap ? zcap * 2 : ZSTD_CStreamOutSize() * 2;
-					uint8_t *nz = realloc(z, ncap);
-
-					if (!nz) {
-						r->status = -ENOMEM;
-						goto free_cctx;
-					}
-					z = nz;
-					zcap = ncap;
-				}
-				ob = (ZSTD_outBuffer){z + zlen, zcap - zlen, 0};
-				zr = ZSTD_compressStream2(cc, &ob, &ib,
-							  eof ? ZSTD_e_end : ZSTD_e_continue);
-				zlen += ob.pos;
-				if (ZSTD_isError(zr)) {
-					r->status = -EIO;
-					goto free_cctx;
-				}
-			} while (ib.pos < ib.size || (eof && zr != 0));
-		}
-	free_cctx:
-		ZSTD_freeCCtx(cc);
-		if (r->status < 0)
-			goto close_file;
-		e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
-		e.compression = REARVIEW__COMPRESSION__COMPRESSION_ZSTD;
-		e.payload_size = total;
-		e.payload.data = z;
-		e.payload.len = zlen;
-		e.captured_realtime_ns = (uint64_t)stb.st_mtim.tv_sec * 1000000000ull +
-					 (uint64_t)stb.st_mtim.tv_nsec;
-	}
+	/* The local summary rides along (at consent summary it is the content). */
 	if (r->summary &&
 	    !(e.summary = rearview__summary__unpack(NULL, r->summary_len, r->summary)))
 		rvd_warn("upload: capture %" PRIu64 ": stored summary unreadable, sent without",
 			 r->id);
-	r->body_len = rearview__upload_envelope__get_packed_size(&e);
-	r->body = malloc(r->body_len ? r->body_len : 1);
-	if (!r->body)
+	if (r->consent < REARVIEW__CONSENT_LEVEL__CONSENT_FULL || !r->rec.file[0]) {
+		r->body_len = rearview__upload_envelope__get_packed_size(&e);
+		r->body = r->body_mem = malloc(r->body_len ? r->body_len : 1);
+		if (!r->body)
+			r->status = -ENOMEM;
+		else
+			rearview__upload_envelope__pack(&e, r->body);
+		goto free_summary;
+	}
+	fd = open(r->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &stb) < 0) {
+		r->status = -errno;
+		if (fd >= 0)
+			close(fd);
+		goto free_summary;
+	}
+	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
+	e.compression = REARVIEW__COMPRESSION__COMPRESSION_ZSTD;
+	e.payload_size = (uint64_t)stb.st_size;
+	e.captured_realtime_ns =
+		(uint64_t)stb.st_mtim.tv_sec * 1000000000ull + (uint64_t)stb.st_mtim.tv_nsec;
+	hdr = rearview__upload_envelope__get_packed_size(&e); /* payload still empty */
+	gap = hdr + sizeof(tag);
+	zlen = gap;
+	zcap = gap;
+	z = malloc(zcap);
+	if (!z) {
 		r->status = -ENOMEM;
-	else
-		rearview__upload_envelope__pack(&e, r->body);
+		close(fd);
+		goto free_summary;
+	}
+	n = compress_file(fd, u->d->cfg.zstd_level, (uint64_t)stb.st_size, &z, &zlen, &zcap);
+	close(fd);
+	if (n < 0) {
+		r->status = (int)n;
+		free(z);
+		goto free_summary;
+	}
+	/* Field 12 (payload), wire type 2: tag, varint length. */
+	plen = zlen - gap;
+	tag[0] = (12 << 3) | 2;
+	taglen = 1;
+	do {
+		tag[taglen++] = (uint8_t)((plen & 0x7f) | (plen >= 0x80 ? 0x80 : 0));
+		plen >>= 7;
+	} while (plen);
+	memcpy(z + gap - taglen, tag, taglen);
+	rearview__upload_envelope__pack(&e, z + gap - taglen - hdr);
+	r->body_mem = z;
+	r->body = z + gap - taglen - hdr;
+	r->body_len = zlen - (gap - taglen - hdr);
+free_summary:
 	if (e.summary)
 		rearview__summary__free_unpacked(e.summary, NULL);
-close_file:
-	free(z);
-	if (fd >= 0)
-		close(fd);
 }
 
 static void build_done(uv_work_t *w, int status)
@@ -970,13 +1015,15 @@ static void conditions_cb(struct rvd_spool *sp, int status, uint64_t id, void *d
 		return;
 	}
 	if (r->allowed != 1) {
-		/* Stays pending; a new policy or the next capture looks again. */
+		/* Stays pending, no retry timer: the next capture or a fetched
+		 * policy looks again (one check each, so no loop). */
 		if (!u->net_blocked)
 			up_error(u, "upload: waiting for an unmetered network (policy)");
 		u->net_blocked = true;
 		upload_finish(r, false);
 		return;
 	}
+	u->net_blocked = false;
 	if (rvd_spool_set_state(sp, r->id, RVD_SPOOL_UPLOADING, NULL, uploading_cb, r) < 0)
 		upload_finish(r, false);
 }
@@ -1110,7 +1157,7 @@ static void kick(struct rvd_uploader *u)
 			enroll(u);
 		return;
 	}
-	if (d->consent < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY || u->net_blocked)
+	if (d->consent < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY)
 		return;
 	for (size_t i = 0; i < d->spool.nrecs && u->nbusy < max; i++) {
 		const struct rvd_capture_rec *rec = &d->spool.recs[i];

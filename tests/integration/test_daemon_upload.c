@@ -149,6 +149,25 @@ static void test_daemon_upload_captures_reach_server_once_and_policy_applied(voi
 	}
 	assert_true(wait_uploaded(&g_h, 5));
 	assert_int_equal(check_on_server(&g_h, &g_s), 5);
+	/* The server inflated the payload (zstd, payload_size) and handed it to
+	 * its capture decoder, which refuses rv_helper_app's stand-in bytes: the
+	 * reason names the capture format, not the compression or the size. */
+	{
+		static struct row rows[8];
+		double until = rvh_now() + RVH_GUARD_S;
+		char path[96];
+		struct body b;
+
+		assert_true(spool_rows(&g_h, rows, 8) >= 1);
+		snprintf(path, sizeof(path), "/api/v1/traces/%s", rows[0].trace_id);
+		do {
+			assert_int_equal(server_get(&g_s, path, true, &b), 200);
+			if (!strstr(b.buf, "\"pending_decode\""))
+				break;
+			rvh_sleep_ms(20);
+		} while (rvh_now() < until);
+		assert_non_null(strstr(b.buf, "\"quarantine_reason\":\"capture: "));
+	}
 	assert_int_equal(metric(&g_s, "rearview_enrollments_total"), 1);
 
 	/* The server's default signed policy (version 1) was fetched, verified
