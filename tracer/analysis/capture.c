@@ -109,21 +109,31 @@ typedef struct agg {
 	amemo *memo;
 	size_t memocap;	 /* of memo and inner */
 	int64_t snap_at; /* anomaly time; INT64_MAX when there is none */
-	int snapped;
+	int snapped, want_snap;
 	uint32_t *snap; /* chain at snap_at, root first */
 	size_t nsnap;
 } agg;
 
-static int agg_snapshot(agg *a)
+/* Records the chain running at snap_at as rva_chain_at gives it on the
+ * model: the open frames that started at or before it.  Taken just before
+ * the first event after snap_at or the first exit at it (an earlier frame
+ * containing snap_at would have exited then), or at the end, when open
+ * frames end at close_ts (they contain snap_at only if it is <= close_ts).
+ * Frame starts never decrease along the stack. */
+static int agg_snapshot(agg *a, int64_t close_ts)
 {
+	int64_t at = a->snap_at;
 	a->snapped = 1;
 	a->snap_at = INT64_MAX; /* the hot loop's test now fails at once */
 	a->snap = malloc((a->nfr ? a->nfr : 1) * sizeof(*a->snap));
 	if (!a->snap)
 		return -ENOMEM;
-	for (size_t i = 0; i < a->nfr; i++)
-		a->snap[i] = a->tree.nodes[a->fr[i].node].method;
-	a->nsnap = a->nfr;
+	size_t n = 0;
+	while (n < a->nfr && a->fr[n].start <= at && at <= close_ts) {
+		a->snap[n] = a->tree.nodes[a->fr[n].node].method;
+		n++;
+	}
+	a->nsnap = n;
 	return 0;
 }
 
@@ -338,7 +348,22 @@ typedef struct ctx {
 	uint64_t *vk;
 	uint32_t *vid;
 	size_t vcap, vn;
+	const rva_progress *prog; /* NULL: no progress reports */
+	uint64_t pdone, ptotal;
 } ctx;
+
+/* Slots per progress report in each pass: 2 MiB of input, so the callback
+ * runs a bounded number of times and never inside the per-slot loops. */
+#define PROGRESS_SLOTS (256u * 1024u)
+
+static void progress(ctx *c, uint64_t add)
+{
+	c->pdone += add;
+	if (c->pdone > c->ptotal)
+		c->pdone = c->ptotal;
+	if (c->prog && c->prog->fn)
+		c->prog->fn(c->prog->arg, c->pdone, c->ptotal);
+}
 
 static const char *base_name(const char *p, size_t n, size_t *len)
 {
@@ -606,59 +631,67 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 	int have_first = c->have_first;
 	int rc = 0;
 	uint64_t run_end = 0; /* end of the last run of low-word-1 slots seen */
-	for (uint64_t i = first; i < n; i++) {
-		uint64_t value;
-		uint64_t s = rd64(c->slots + 8 * i);
-		uint64_t nx = i + 1 < n ? rd64(c->slots + 8 * (i + 1)) : 0;
-		int pair = 0;
-		if ((uint32_t)nx == 1) {
-			if (i + 1 >= run_end) {
-				run_end = i + 1;
-				while (run_end < n && (uint32_t)rd64(c->slots + 8 * run_end) == 1)
-					run_end++;
+	uint64_t i = first;
+	while (i < n && rc == 0) {
+		uint64_t stop = n - i > PROGRESS_SLOTS ? i + PROGRESS_SLOTS : n, from = i;
+		for (; i < stop; i++) {
+			uint64_t value;
+			uint64_t s = rd64(c->slots + 8 * i);
+			uint64_t nx = i + 1 < n ? rd64(c->slots + 8 * (i + 1)) : 0;
+			int pair = 0;
+			if ((uint32_t)nx == 1) {
+				if (i + 1 >= run_end) {
+					run_end = i + 1;
+					while (run_end < n &&
+					       (uint32_t)rd64(c->slots + 8 * run_end) == 1)
+						run_end++;
+				}
+				pair = ((run_end - 2 - i) & 1) == 0;
 			}
-			pair = ((run_end - 2 - i) & 1) == 0;
+			if (pair) {
+				value = s;
+				s = nx;
+				i++;
+			} else {
+				value = (uint32_t)s;
+			}
+			uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+			if (ts < prev)
+				hi++;
+			prev = ts;
+			int64_t ns = to_ns(k, hi << 32 | ts);
+			if (__builtin_expect(!have_first, 0)) {
+				c->first_ns = ns;
+				have_first = 1;
+			} else if (ns < last) {
+				ns = last; /* saturated hostile clocks stay monotonic */
+			}
+			last = ns;
+			if (summing && __builtin_expect(ns >= sum->snap_at, 0) &&
+			    (ns > sum->snap_at || lo == 0) &&
+			    (rc = agg_snapshot(sum, INT64_MAX)) < 0) {
+				rc = fail(err, rc, "out of memory");
+				break;
+			}
+			if (lo == 0) {
+				if (!summing)
+					rc = rva_exit(c->t, 0, RVA_ANY_METHOD, ns);
+				else if (sum->nfr)
+					agg_exit(sum, ns);
+			} else {
+				int64_t m = method_of(c, value);
+				rc = m < 0     ? (int)m
+				     : summing ? agg_enter(sum, (uint32_t)m, ns)
+					       : rva_enter(c->t, 0, (uint32_t)m, ns);
+			}
+			if (__builtin_expect(rc < 0, 0)) {
+				rc = fail(err, rc, "slot %llu: cannot record the event",
+					  (unsigned long long)i);
+				break;
+			}
 		}
-		if (pair) {
-			value = s;
-			s = nx;
-			i++;
-		} else {
-			value = (uint32_t)s;
-		}
-		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
-		if (ts < prev)
-			hi++;
-		prev = ts;
-		int64_t ns = to_ns(k, hi << 32 | ts);
-		if (__builtin_expect(!have_first, 0)) {
-			c->first_ns = ns;
-			have_first = 1;
-		} else if (ns < last) {
-			ns = last; /* saturated hostile clocks stay monotonic */
-		}
-		last = ns;
-		if (summing && __builtin_expect(ns > sum->snap_at, 0) && !sum->snapped &&
-		    (rc = agg_snapshot(sum)) < 0) {
-			rc = fail(err, rc, "out of memory");
-			break;
-		}
-		if (lo == 0) {
-			if (!summing)
-				rc = rva_exit(c->t, 0, RVA_ANY_METHOD, ns);
-			else if (sum->nfr)
-				agg_exit(sum, ns);
-		} else {
-			int64_t m = method_of(c, value);
-			rc = m < 0     ? (int)m
-			     : summing ? agg_enter(sum, (uint32_t)m, ns)
-				       : rva_enter(c->t, 0, (uint32_t)m, ns);
-		}
-		if (__builtin_expect(rc < 0, 0)) {
-			rc = fail(err, rc, "slot %llu: cannot record the event",
-				  (unsigned long long)i);
-			break;
-		}
+		if (rc == 0)
+			progress(c, (i - from) * 4);
 	}
 	c->last_ns = last;
 	c->have_first = have_first;
@@ -675,29 +708,37 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	uint64_t oldest_hi = hi;
 	uint32_t oldest_t = prev;
 	int any = 0;
-	/* Pass 1, backwards. */
-	for (uint64_t i = n; i-- > 0;) {
-		uint64_t s = rd64(c->slots + 8 * i);
-		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
-		if (lo == 1) {
-			if (i == 0) {
-				/* Torn: its value slot was overwritten. */
-				c->t->dropped++;
-				first = 1;
-				break;
+	/* Pass 1, backwards, reporting progress every PROGRESS_SLOTS. */
+	uint64_t i = n;
+	int torn = 0;
+	while (i > 0 && !torn) {
+		uint64_t stop = i > PROGRESS_SLOTS ? i - PROGRESS_SLOTS : 0, from = i;
+		while (i > stop) {
+			i--;
+			uint64_t s = rd64(c->slots + 8 * i);
+			uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+			if (lo == 1) {
+				if (i == 0) {
+					/* Torn: its value slot was overwritten. */
+					c->t->dropped++;
+					first = 1;
+					torn = 1;
+					break;
+				}
 			}
+			if (ts > prev)
+				hi--;
+			prev = ts;
+			oldest_hi = hi;
+			oldest_t = ts;
+			any = 1;
+			/* Branch-free: entries and exits alternate unpredictably. */
+			uint64_t is_exit = lo == 0;
+			open = open + is_exit - ((is_exit ^ 1) & (open != 0));
+			if (lo == 1)
+				i--; /* skip the value slot */
 		}
-		if (ts > prev)
-			hi--;
-		prev = ts;
-		oldest_hi = hi;
-		oldest_t = ts;
-		any = 1;
-		/* Branch-free: entries and exits alternate unpredictably. */
-		uint64_t is_exit = lo == 0;
-		open = open + is_exit - ((is_exit ^ 1) & (open != 0));
-		if (lo == 1)
-			i--; /* skip the value slot */
+		progress(c, (from - i) * 4);
 	}
 	int64_t oldest_ns = any ? to_ns(k, oldest_hi << 32 | oldest_t) : k->mono;
 	int rc = 0;
@@ -717,7 +758,8 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 		      : forward(c, k, first, oldest_hi, oldest_t, 0, err);
 }
 
-static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err)
+static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err,
+		  const rva_progress *p)
 {
 	static const uint8_t magic[8] = {'R', 'V', 'C', 'A', 'P', 0, '\r', '\n'};
 	*out = NULL;
@@ -758,7 +800,12 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	if (k.mono > INT64_MAX / 2)
 		return fail(err, -EINVAL, "reference time out of range");
 
-	ctx c = {.slots = buf + soff, .nslots = count, .base = rd64(buf + 64), .sum = sum};
+	ctx c = {.slots = buf + soff,
+		 .nslots = count,
+		 .base = rd64(buf + 64),
+		 .sum = sum,
+		 .prog = p,
+		 .ptotal = len};
 	int rc = -ENOMEM;
 	c.t = rva_trace_new();
 	if (!c.t)
@@ -769,21 +816,26 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		goto out_free;
 	}
 	uint64_t anomaly_mono = 0;
+	progress(&c, 0);
 	if ((rc = parse_records(&c, buf, moff, len, err, &anomaly_mono)) < 0)
 		goto out_free;
-	if (sum)
-		sum->snap_at = c.t->has_anomaly ? (int64_t)(anomaly_mono & INT64_MAX) : INT64_MAX;
+	progress(&c, len - 8 * count);
+	if (sum) {
+		sum->want_snap = c.t->has_anomaly;
+		sum->snap_at = c.t->has_anomaly ? (int64_t)anomaly_mono : INT64_MAX;
+	}
 	if ((rc = decode_slots(&c, &k, err)) < 0)
 		goto out_free;
 	c.t->anomaly_ns = (int64_t)anomaly_mono;
 	if (sum) {
-		if (!sum->snapped && sum->snap_at != INT64_MAX && (rc = agg_snapshot(sum)) < 0) {
+		int64_t close_ts = k.mono > c.last_ns ? k.mono : c.last_ns;
+		if (sum->want_snap && !sum->snapped && (rc = agg_snapshot(sum, close_ts)) < 0) {
 			fail(err, rc, "out of memory");
 			goto out_free;
 		}
 		int open_at_end = sum->nfr > 0;
 		while (sum->nfr)
-			agg_exit(sum, k.mono > c.last_ns ? k.mono : c.last_ns);
+			agg_exit(sum, close_ts);
 		c.t->start = count ? c.first_ns : 0;
 		c.t->end = !count	 ? 0
 			   : open_at_end ? (k.mono > c.last_ns ? k.mono : c.last_ns)
@@ -793,6 +845,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		 * damaged file has events after it. */
 		rva_trace_finish(c.t, k.mono > c.last_ns ? k.mono : c.last_ns);
 	}
+	progress(&c, len); /* clamped: ends at the total */
 	*out = c.t;
 	c.t = NULL;
 	rc = 0;
@@ -805,18 +858,30 @@ out_free:
 	return rc;
 }
 
+int rva_capture_decode_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err,
+				const rva_progress *p)
+{
+	return decode(buf, len, out, NULL, err, p);
+}
+
 int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
 {
-	return decode(buf, len, out, NULL, err);
+	return decode(buf, len, out, NULL, err, NULL);
 }
 
 int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err)
+{
+	return rva_capture_summarize_progress(buf, len, out, err, NULL);
+}
+
+int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err,
+				   const rva_progress *p)
 {
 	agg a = {0};
 	memset(out, 0, sizeof(*out));
 	if (rva_tree_init(&a.tree) < 0)
 		return fail(err, -ENOMEM, "out of memory");
-	int rc = decode(buf, len, &out->trace, &a, err);
+	int rc = decode(buf, len, &out->trace, &a, err, p);
 	rva_mstat *st = NULL;
 	if (rc == 0) {
 		size_t n = out->trace->nmethods;

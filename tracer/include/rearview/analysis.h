@@ -290,14 +290,53 @@ typedef struct rva_summary {
 	rva_trace *trace;
 	rva_mstat *stats;
 	rva_tree tree;
-	uint32_t *anomaly_chain; /* method ids running at the anomaly, root first
-				  * (events at exactly that time applied); NULL
-				  * when the capture has no ANOMALY record */
+	uint32_t *anomaly_chain; /* method ids running at the anomaly, root first,
+				  * exactly as rva_chain_at on the decoded model
+				  * (frames entered or exited at that very time
+				  * included); NULL when the capture has no
+				  * ANOMALY record */
 	size_t anomaly_depth;
 } rva_summary;
 
 int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err);
 void rva_summary_release(rva_summary *s); /* zeroes *s; safe on a zeroed one */
+
+/* Writes the rva_summary_json document (window < 0) of a streaming summary:
+ * the same bytes as rva_summary_json on the decoded model, except that a
+ * capture with no ANOMALY record has an empty "chains_at_anomaly" (the model
+ * gives the chain at the end there; decode the model when that is needed).
+ * 0, -ENOMEM or -EIO. */
+int rva_summary_json_from(FILE *f, const rva_summary *s, size_t ntop);
+
+/* ---- progress ---- */
+
+/* Progress of a long decode or import: bytes of input processed so far, of
+ * total.  done never decreases; the first call has done 0 and, on success,
+ * the last has done == total.  Calls are bounded by the input size (at most
+ * 2 + 2 per 2 MiB of capture slots; importers of other formats report only
+ * the start and the end), never one per event, so the callback may print.
+ * It runs on the calling thread and must not touch the trace being built. */
+typedef void (*rva_progress_fn)(void *arg, uint64_t done, uint64_t total);
+typedef struct rva_progress {
+	rva_progress_fn fn;
+	void *arg;
+} rva_progress;
+
+/* rva_capture_decode, rva_capture_summarize, rva_import and rva_import_file
+ * reporting progress to p (NULL: none).  rva_import_file_progress reports
+ * the decoding only, not the reading of the file. */
+int rva_capture_decode_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err,
+				const rva_progress *p);
+int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err,
+				   const rva_progress *p);
+int rva_import_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err,
+			const rva_progress *p);
+int rva_import_file_progress(const char *path, rva_trace **out, rva_error *err,
+			     const rva_progress *p);
+
+/* Reads a whole file of at most 1 GiB into *buf (caller frees; not
+ * NUL-terminated), its size in *len.  0, -EFBIG, -ENOMEM or -errno. */
+int rva_file_read(const char *path, uint8_t **buf, size_t *len, rva_error *err);
 
 /* Folded stacks (UTF-8 or UTF-16 with BOM, LF or CRLF); malformed lines are
  * skipped and counted in dropped.  The result is weighted. */
