@@ -17,7 +17,8 @@
 
 typedef struct frame {
 	size_t call;
-	int64_t child; /* summed durations of the children */
+	int64_t child;	   /* summed durations of the children */
+	int64_t cpu_child; /* and their CPU times (rva_method_stats) */
 } frame;
 
 typedef struct fstack {
@@ -37,6 +38,7 @@ static int fs_push(fstack *s, size_t call)
 	}
 	s->v[s->n].call = call;
 	s->v[s->n].child = 0;
+	s->v[s->n].cpu_child = 0;
 	s->n++;
 	return 0;
 }
@@ -56,24 +58,36 @@ int rva_method_stats(const rva_trace *t, rva_mstat **out)
 		goto out_free;
 	for (size_t ti = 0; ti < t->nthreads; ti++) {
 		const rva_thread *th = &t->threads[ti];
+		const int64_t *cpu = th->cpu; /* NULL: no CPU times, stays 0 */
 		s.n = 0;
 		for (size_t i = 0; i <= th->ncalls; i++) {
 			size_t d = i < th->ncalls ? th->calls[i].depth : 0;
 			while (s.n > d) {
 				frame *f = &s.v[--s.n];
 				const rva_call *c = &th->calls[f->call];
-				st[c->method].self =
-					rva_sadd(st[c->method].self, dur(c) - f->child);
+				rva_mstat *m = &st[c->method];
+				m->self = rva_sadd(m->self, dur(c) - f->child);
 				active[c->method]--;
 				if (s.n)
 					s.v[s.n - 1].child = rva_sadd(s.v[s.n - 1].child, dur(c));
+				if (cpu) {
+					m->cpu_self =
+						rva_sadd(m->cpu_self, cpu[f->call] - f->cpu_child);
+					if (s.n)
+						s.v[s.n - 1].cpu_child = rva_sadd(
+							s.v[s.n - 1].cpu_child, cpu[f->call]);
+				}
 			}
 			if (i == th->ncalls)
 				break;
 			const rva_call *c = &th->calls[i];
 			st[c->method].calls++;
-			if (active[c->method]++ == 0)
+			if (active[c->method]++ == 0) {
 				st[c->method].incl = rva_sadd(st[c->method].incl, dur(c));
+				if (cpu)
+					st[c->method].cpu_incl =
+						rva_sadd(st[c->method].cpu_incl, cpu[i]);
+			}
 			if (fs_push(&s, i) < 0)
 				goto out_free;
 		}

@@ -62,7 +62,9 @@ static const char usage_summary[] =
 	"                 with no anomaly record need the model and imply it)\n"
 	"\n"
 	"Prints the methods with the most self time (calls, inclusive time with\n"
-	"recursion counted once, self time), the call chain running at the anomaly\n"
+	"recursion counted once, self time; for traces with a thread-CPU clock\n"
+	"beside the wall clock, e.g. Android dual-clock traces, also cpu_incl and\n"
+	"cpu_self in thread-CPU time), the call chain running at the anomaly\n"
 	"on each thread, and the chains (distinct call paths) with the most self\n"
 	"time, each with its 64-bit signature (FNV-1a over normalized names, the\n"
 	"same on every device).  Times are microseconds, or samples for\n"
@@ -293,10 +295,19 @@ static int print_summary(const sumview *v, size_t ntop)
 	const char *unit = t->weighted ? "samples" : "us";
 	printf("%s, %zu threads, %zu methods, span %.3f %s, %" PRIu64 " dropped\n\n", t->format,
 	       t->nthreads, t->nmethods, usec(t, t->end - t->start), unit, t->dropped);
-	printf("%10s %14s %14s  %s\n", "calls", "incl", "self", "method");
-	for (size_t i = 0; i < n; i++)
-		printf("%10" PRIu64 " %14.3f %14.3f  %s\n", v->st[ids[i]].calls,
-		       usec(t, v->st[ids[i]].incl), usec(t, v->st[ids[i]].self), t->names[ids[i]]);
+	/* Two clocks (Android dual): thread-CPU columns beside the wall ones. */
+	if (t->has_cpu)
+		printf("%10s %14s %14s %14s %14s  %s\n", "calls", "incl", "self", "cpu_incl",
+		       "cpu_self", "method");
+	else
+		printf("%10s %14s %14s  %s\n", "calls", "incl", "self", "method");
+	for (size_t i = 0; i < n; i++) {
+		const rva_mstat *m = &v->st[ids[i]];
+		printf("%10" PRIu64 " %14.3f %14.3f", m->calls, usec(t, m->incl), usec(t, m->self));
+		if (t->has_cpu)
+			printf(" %14.3f %14.3f", usec(t, m->cpu_incl), usec(t, m->cpu_self));
+		printf("  %s\n", t->names[ids[i]]);
+	}
 	free(ids);
 	if (full->has_anomaly) {
 		printf("\nanomaly %s at %" PRId64 "; chains running then:\n",

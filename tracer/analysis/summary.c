@@ -68,8 +68,12 @@ static int write_doc(FILE *f, const rva_trace *full, const rva_trace *t, const r
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "%s\n {\"method\":", i ? "," : "");
 		json_str(f, t->names[ids[i]]);
-		fprintf(f, ",\"calls\":%" PRIu64 ",\"incl\":%" PRId64 ",\"self\":%" PRId64 "}",
+		fprintf(f, ",\"calls\":%" PRIu64 ",\"incl\":%" PRId64 ",\"self\":%" PRId64,
 			st[ids[i]].calls, st[ids[i]].incl, st[ids[i]].self);
+		if (t->has_cpu)
+			fprintf(f, ",\"cpu_incl\":%" PRId64 ",\"cpu_self\":%" PRId64,
+				st[ids[i]].cpu_incl, st[ids[i]].cpu_self);
+		fputc('}', f);
 	}
 	free(ids);
 	fprintf(f, "],\n\"chains_at_anomaly\":[");

@@ -56,6 +56,12 @@ typedef struct rva_thread {
 	size_t sdepth;
 	size_t scap;
 	int64_t last_ts;
+	/* Thread-CPU time (inputs with two clocks, e.g. Android dual-clock
+	 * traces): NULL, or per call the CPU ns spent in it, children included
+	 * (cpu[i] for calls[i]).  Calls keep the wall clock as their timeline. */
+	int64_t *cpu;	  /* owned */
+	size_t cpucap;	  /* private */
+	int64_t last_cpu; /* private */
 } rva_thread;
 
 typedef struct rva_trace {
@@ -71,6 +77,7 @@ typedef struct rva_trace {
 	int64_t anomaly_ns; /* same clock as the calls */
 	char *anomaly_name; /* owned; may be NULL */
 	uint64_t dropped;   /* events ignored as damage (unmatched, torn) */
+	int has_cpu;	    /* some thread carries thread-CPU time (cpu != NULL) */
 	/* private */
 	uint32_t *hash;
 	size_t hcap;
@@ -110,6 +117,13 @@ int rva_enter(rva_trace *t, size_t th, uint32_t method, int64_t ts);
  * exit on an empty stack, is counted in t->dropped and ignored. */
 int rva_exit(rva_trace *t, size_t th, uint32_t method, int64_t ts);
 
+/* rva_enter / rva_exit with the thread's CPU clock at that moment too
+ * (cpu_ts in ns, clamped to never go backwards on a thread): the calls of
+ * the thread then carry their CPU time in th->cpu and t->has_cpu is set.
+ * Plain rva_enter / rva_exit on such a thread reuse its last CPU time. */
+int rva_enter_cpu(rva_trace *t, size_t th, uint32_t method, int64_t ts, int64_t cpu_ts);
+int rva_exit_cpu(rva_trace *t, size_t th, uint32_t method, int64_t ts, int64_t cpu_ts);
+
 /* Close every still-open frame at end_ts (INT64_MIN: at the thread's last
  * timestamp) and compute t->start / t->end.  Call once after building. */
 void rva_trace_finish(rva_trace *t, int64_t end_ts);
@@ -125,6 +139,8 @@ typedef struct rva_mstat {
 	uint64_t calls;
 	int64_t incl; /* inclusive; a recursive call inside itself counts once */
 	int64_t self;
+	int64_t cpu_incl; /* the same in thread-CPU ns when t->has_cpu, else 0 */
+	int64_t cpu_self;
 } rva_mstat;
 
 /* Statistics of every method (array of t->nmethods, caller frees with free).
@@ -137,8 +153,9 @@ size_t rva_top_self(const rva_trace *t, const rva_mstat *st, uint32_t *ids, size
 
 /* ---- time windows and chains ---- */
 
-/* A new trace holding the calls overlapping [from, to), clipped to it.
- * NULL on ENOMEM.  Caller frees with rva_trace_free. */
+/* A new trace holding the calls overlapping [from, to), clipped to it
+ * (without CPU times: they cannot be clipped).  NULL on ENOMEM.  Caller frees with rva_trace_free.
+ */
 rva_trace *rva_trace_slice(const rva_trace *t, int64_t from, int64_t to);
 
 /* The chain running on thread th at ts (root first): method ids into
