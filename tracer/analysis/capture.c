@@ -82,14 +82,24 @@ static int cmp_sym(const void *a, const void *b)
 }
 
 /* Streaming aggregation state (rva_capture_summarize).  The hot loop only
- * touches the frame stack and the merged-tree node of the frame it closes:
- * per-method statistics are derived from the tree once at the end (a node's
- * path is exactly the call chain, so "outermost" is a property of the node,
- * decided when the node is created). */
+ * touches the frame stack, the memo of the frame it enters under and the
+ * 16-byte running totals of the node of the frame it closes: calls and
+ * inclusive time.  Self times come at the end, a node's inclusive time less
+ * its children's (every call of a child node runs inside a call of its
+ * parent node, and timestamps never decrease, so this is exact; calls of one
+ * node never overlap, so no sum exceeds the capture's span and nothing
+ * saturates).  Per-method statistics are derived from the tree once at the
+ * end too (a node's path is exactly the call chain, so "outermost" is a
+ * property of the node, decided when the node is created). */
 typedef struct aframe {
 	uint32_t node;
-	int64_t start, child;
+	int64_t start;
 } aframe;
+
+typedef struct ahot {
+	uint64_t calls;
+	int64_t incl;
+} ahot;
 
 /* Per tree node, the four children entered last (one 32-byte line): code
  * repeats its call sites, so most enters skip the hash lookup in the
@@ -107,7 +117,8 @@ typedef struct agg {
 	aframe *fr;
 	size_t nfr, frcap;
 	amemo *memo;
-	size_t memocap;	 /* of memo and inner */
+	ahot *hot;	 /* per node: running totals, copied to the tree at the end */
+	size_t memocap;	 /* of memo, hot and inner */
 	int64_t snap_at; /* anomaly time; INT64_MAX when there is none */
 	int snapped, want_snap;
 	uint32_t *snap; /* chain at snap_at, root first */
@@ -247,6 +258,11 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 			return -ENOMEM;
 		memset(in + a->memocap, 0, cap - a->memocap);
 		a->inner = in;
+		ahot *h = realloc(a->hot, cap * sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		memset(h + a->memocap, 0, (cap - a->memocap) * sizeof(*h));
+		a->hot = h;
 		a->memocap = cap;
 	}
 	int rc = agg_find_child(a, parent, method, &node);
@@ -292,27 +308,38 @@ static inline int agg_enter(agg *a, uint32_t method, int64_t ts)
 	}
 	/* This frame's node is written at its exit and its memo read at the
 	 * next enter: start both loads now, the tree is bigger than the cache. */
-	__builtin_prefetch(&a->tree.nodes[node], 1);
+	__builtin_prefetch(&a->hot[node], 1);
 	__builtin_prefetch(&a->memo[node], 1);
 	aframe *f = &a->fr[a->nfr++];
 	f->node = node;
 	f->start = ts;
-	f->child = 0;
 	return 0;
 }
 
+/* Closes the top frame at ts (never before its start: see ahot). */
 static inline void agg_exit(agg *a, int64_t ts)
 {
 	aframe *f = &a->fr[--a->nfr];
-	int64_t dur = ts > f->start ? ts - f->start : 0;
-	rva_tnode *nd = &a->tree.nodes[f->node];
-	nd->calls++;
-	nd->incl = rva_sadd(nd->incl, dur);
-	nd->self = rva_sadd(nd->self, dur - f->child);
-	if (a->nfr)
-		a->fr[a->nfr - 1].child = rva_sadd(a->fr[a->nfr - 1].child, dur);
-	else
-		a->tree.nodes[0].incl = rva_sadd(a->tree.nodes[0].incl, dur);
+	ahot *h = &a->hot[f->node];
+	h->calls++;
+	h->incl += ts - f->start;
+}
+
+/* The tree's calls, inclusive and self times from the running totals. */
+static void agg_tree_totals(agg *a)
+{
+	rva_tnode *nd = a->tree.nodes;
+	for (size_t i = 1; i < a->tree.n; i++) {
+		nd[i].calls = a->hot[i].calls;
+		nd[i].incl = nd[i].self = a->hot[i].incl;
+	}
+	nd[0].incl = 0;
+	for (size_t i = 1; i < a->tree.n; i++) {
+		if (nd[i].parent)
+			nd[nd[i].parent].self -= nd[i].incl;
+		else
+			nd[0].incl += nd[i].incl;
+	}
 }
 
 /* Per-method statistics from the merged tree: calls and self time are sums
@@ -619,11 +646,14 @@ static inline int64_t to_ns(const clockconv *k, uint64_t full)
 	return k->mono + ns;
 }
 
-/* The forward replay of pass 2; `summing` is a constant at each call site so
- * the compiler drops the untaken side from the hot loop. */
+/* The forward replay of pass 2; `summing` and `fast` are constants at each
+ * call site so the compiler drops the untaken sides from the hot loop.
+ * fast: every counter value from the oldest to the newest takes to_ns's
+ * integer path (decode_slots checked both ends; the counter never decreases
+ * forwards), so ns is that product directly, already non-decreasing. */
 static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv *k, uint64_t first,
 							 uint64_t hi, uint32_t prev, int summing,
-							 rva_error *err)
+							 int fast, rva_error *err)
 {
 	uint64_t n = c->nslots;
 	agg *sum = c->sum;
@@ -659,12 +689,18 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 			if (ts < prev)
 				hi++;
 			prev = ts;
-			int64_t ns = to_ns(k, hi << 32 | ts);
-			if (__builtin_expect(!have_first, 0)) {
-				c->first_ns = ns;
-				have_first = 1;
-			} else if (ns < last) {
-				ns = last; /* saturated hostile clocks stay monotonic */
+			int64_t ns;
+			if (fast) {
+				uint64_t back = k->ref - ((hi << 32 | ts) << k->shift);
+				ns = k->mono - (int64_t)(back * k->mult);
+			} else {
+				ns = to_ns(k, hi << 32 | ts);
+				if (__builtin_expect(!have_first, 0)) {
+					c->first_ns = ns;
+					have_first = 1;
+				} else if (ns < last) {
+					ns = last; /* saturated hostile clocks stay monotonic */
+				}
 			}
 			last = ns;
 			if (summing && __builtin_expect(ns >= sum->snap_at, 0) &&
@@ -708,6 +744,13 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	uint64_t oldest_hi = hi;
 	uint32_t oldest_t = prev;
 	int any = 0;
+	/* The newest counter value: where the forward replay ends. */
+	uint64_t newest_hi = hi;
+	uint32_t newest_t = 0;
+	if (n) {
+		newest_t = (uint32_t)(rd64(c->slots + 8 * (n - 1)) >> 32);
+		newest_hi -= newest_t > prev;
+	}
 	/* Pass 1, backwards, reporting progress every PROGRESS_SLOTS. */
 	uint64_t i = n;
 	int torn = 0;
@@ -753,9 +796,18 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 				return fail(err, rc, "cannot open frame");
 			}
 	}
-	/* Pass 2, forwards, specialised for the summary and the model. */
-	return c->sum ? forward(c, k, first, oldest_hi, oldest_t, 1, err)
-		      : forward(c, k, first, oldest_hi, oldest_t, 0, err);
+	/* Pass 2, forwards, specialised for the summary and the model, and for
+	 * clocks whose whole span converts in integers (see forward). */
+	uint64_t newest = n ? newest_hi << 32 | newest_t : 0, oldest = oldest_hi << 32 | oldest_t;
+	if (any && k->mult && oldest <= newest && newest <= k->ref >> k->shift &&
+	    k->ref - (oldest << k->shift) <= k->back_max) {
+		c->first_ns = oldest_ns;
+		c->have_first = 1;
+		return c->sum ? forward(c, k, first, oldest_hi, oldest_t, 1, 1, err)
+			      : forward(c, k, first, oldest_hi, oldest_t, 0, 1, err);
+	}
+	return c->sum ? forward(c, k, first, oldest_hi, oldest_t, 1, 0, err)
+		      : forward(c, k, first, oldest_hi, oldest_t, 0, 0, err);
 }
 
 static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err,
@@ -891,11 +943,13 @@ int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *
 			rva_trace_free(out->trace);
 			out->trace = NULL;
 		} else {
+			agg_tree_totals(&a);
 			agg_stats(&a, st, n);
 		}
 	}
 	free(a.map.slot);
 	free(a.memo);
+	free(a.hot);
 	free(a.inner);
 	free(a.fr);
 	if (rc < 0) {
