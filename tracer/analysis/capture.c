@@ -83,8 +83,8 @@ static int cmp_sym(const void *a, const void *b)
 
 /* Streaming aggregation state (rva_capture_summarize).  The hot loop only
  * touches the frame stack, the memo of the frame it enters under and the
- * 16-byte running totals of the node of the frame it closes: calls and
- * inclusive time.  Self times come at the end, a node's inclusive time less
+ * calls and inclusive time of the tree node of the frame it closes.  Self
+ * times come at the end, a node's inclusive time less
  * its children's (every call of a child node runs inside a call of its
  * parent node, and timestamps never decrease, so this is exact; calls of one
  * node never overlap, so no sum exceeds the capture's span and nothing
@@ -95,11 +95,6 @@ typedef struct aframe {
 	uint32_t node;
 	int64_t start;
 } aframe;
-
-typedef struct ahot {
-	uint64_t calls;
-	int64_t incl;
-} ahot;
 
 /* Per tree node, the four children entered last (one 32-byte line): code
  * repeats its call sites, so most enters skip the hash lookup in the
@@ -117,8 +112,7 @@ typedef struct agg {
 	aframe *fr;
 	size_t nfr, frcap;
 	amemo *memo;
-	ahot *hot;	 /* per node: running totals, copied to the tree at the end */
-	size_t memocap;	 /* of memo, hot and inner */
+	size_t memocap;	 /* of memo and inner */
 	int64_t snap_at; /* anomaly time; INT64_MAX when there is none */
 	int snapped, want_snap;
 	uint32_t *snap; /* chain at snap_at, root first */
@@ -258,11 +252,6 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 			return -ENOMEM;
 		memset(in + a->memocap, 0, cap - a->memocap);
 		a->inner = in;
-		ahot *h = realloc(a->hot, cap * sizeof(*h));
-		if (!h)
-			return -ENOMEM;
-		memset(h + a->memocap, 0, (cap - a->memocap) * sizeof(*h));
-		a->hot = h;
 		a->memocap = cap;
 	}
 	int rc = agg_find_child(a, parent, method, &node);
@@ -308,7 +297,7 @@ static inline int agg_enter(agg *a, uint32_t method, int64_t ts)
 	}
 	/* This frame's node is written at its exit and its memo read at the
 	 * next enter: start both loads now, the tree is bigger than the cache. */
-	__builtin_prefetch(&a->hot[node], 1);
+	__builtin_prefetch(&a->tree.nodes[node], 1);
 	__builtin_prefetch(&a->memo[node], 1);
 	aframe *f = &a->fr[a->nfr++];
 	f->node = node;
@@ -316,23 +305,21 @@ static inline int agg_enter(agg *a, uint32_t method, int64_t ts)
 	return 0;
 }
 
-/* Closes the top frame at ts (never before its start: see ahot). */
+/* Closes the top frame at ts (never before its start: see aframe). */
 static inline void agg_exit(agg *a, int64_t ts)
 {
 	aframe *f = &a->fr[--a->nfr];
-	ahot *h = &a->hot[f->node];
-	h->calls++;
-	h->incl += ts - f->start;
+	rva_tnode *nd = &a->tree.nodes[f->node];
+	nd->calls++;
+	nd->incl += ts - f->start;
 }
 
-/* The tree's calls, inclusive and self times from the running totals. */
+/* The tree's self times (and the root's total) from the inclusive ones. */
 static void agg_tree_totals(agg *a)
 {
 	rva_tnode *nd = a->tree.nodes;
-	for (size_t i = 1; i < a->tree.n; i++) {
-		nd[i].calls = a->hot[i].calls;
-		nd[i].incl = nd[i].self = a->hot[i].incl;
-	}
+	for (size_t i = 1; i < a->tree.n; i++)
+		nd[i].self = nd[i].incl;
 	nd[0].incl = 0;
 	for (size_t i = 1; i < a->tree.n; i++) {
 		if (nd[i].parent)
@@ -949,7 +936,6 @@ int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *
 	}
 	free(a.map.slot);
 	free(a.memo);
-	free(a.hot);
 	free(a.inner);
 	free(a.fr);
 	if (rc < 0) {
