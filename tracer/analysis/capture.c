@@ -648,6 +648,13 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 	int have_first = c->have_first;
 	int rc = 0;
 	uint64_t run_end = 0; /* end of the last run of low-word-1 slots seen */
+	/* fast: ns = mono - (ref - (full << shift)) * mult, rewritten modulo
+	 * 2^64 (exact, the true value fits) as the ns of the current high word,
+	 * `base`, plus (ts << shift) * mult: full << shift is the sum of the two
+	 * halves shifted. */
+	const uint64_t kmul = k->mult, kc = (uint64_t)k->mono - k->ref * kmul;
+	const unsigned ksh = k->shift;
+	uint64_t base = kc + ((hi << 32) << ksh) * kmul;
 	uint64_t i = first;
 	while (i < n && rc == 0) {
 		uint64_t stop = n - i > PROGRESS_SLOTS ? i + PROGRESS_SLOTS : n, from = i;
@@ -673,13 +680,14 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 				value = (uint32_t)s;
 			}
 			uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
-			if (ts < prev)
+			if (ts < prev) {
 				hi++;
+				base = kc + ((hi << 32) << ksh) * kmul;
+			}
 			prev = ts;
 			int64_t ns;
 			if (fast) {
-				uint64_t back = k->ref - ((hi << 32 | ts) << k->shift);
-				ns = k->mono - (int64_t)(back * k->mult);
+				ns = (int64_t)(base + ((uint64_t)ts << ksh) * kmul);
 			} else {
 				ns = to_ns(k, hi << 32 | ts);
 				if (__builtin_expect(!have_first, 0)) {
@@ -728,9 +736,6 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	uint64_t hi = shifted >> 32;
 	uint32_t prev = (uint32_t)shifted;
 	uint64_t open = 0; /* frames open at the oldest slot */
-	uint64_t oldest_hi = hi;
-	uint32_t oldest_t = prev;
-	int any = 0;
 	/* The newest counter value: where the forward replay ends. */
 	uint64_t newest_hi = hi;
 	uint32_t newest_t = 0;
@@ -755,21 +760,22 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 					torn = 1;
 					break;
 				}
+				i--; /* skip the value slot (its time is unused) */
 			}
 			if (ts > prev)
 				hi--;
 			prev = ts;
-			oldest_hi = hi;
-			oldest_t = ts;
-			any = 1;
 			/* Branch-free: entries and exits alternate unpredictably. */
 			uint64_t is_exit = lo == 0;
 			open = open + is_exit - ((is_exit ^ 1) & (open != 0));
-			if (lo == 1)
-				i--; /* skip the value slot */
 		}
 		progress(c, (from - i) * 4);
 	}
+	/* The oldest slot walked is the last one (a torn slot is not walked:
+	 * nothing is when it is the only one). */
+	int any = n > 1 || (n == 1 && !torn);
+	uint64_t oldest_hi = hi;
+	uint32_t oldest_t = prev;
 	int64_t oldest_ns = any ? to_ns(k, oldest_hi << 32 | oldest_t) : k->mono;
 	int rc = 0;
 	if (open) {
