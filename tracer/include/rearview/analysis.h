@@ -328,10 +328,12 @@ int rva_summary_json_from(FILE *f, const rva_summary *s, size_t ntop);
 /* ---- progress ---- */
 
 /* Progress of a long decode or import: bytes of input processed so far, of
- * total.  done never decreases; the first call has done 0 and, on success,
- * the last has done == total.  Calls are bounded by the input size (at most
- * 2 + 2 per 2 MiB of capture slots; importers of other formats report only
- * the start and the end), never one per event, so the callback may print.
+ * total (the input's length; for a capture, its file_size field, which may
+ * be less).  done never decreases; the first call has done 0 and, on
+ * success, the last has done == total.  Calls are bounded by the input size
+ * (at most 3 + 2 per 2 MiB of capture slots; importers of other formats
+ * report only the start and the end), never one per event, so the callback
+ * may print.
  * It runs on the calling thread and must not touch the trace being built. */
 typedef void (*rva_progress_fn)(void *arg, uint64_t done, uint64_t total);
 typedef struct rva_progress {
