@@ -223,8 +223,10 @@ static int agg_find_child(agg *a, uint32_t parent, uint32_t method, uint32_t *ou
 	return 0;
 }
 
-static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uint32_t method,
-						    uint32_t *out)
+/* Room for one more frame and one more node (memo and flags).  Called once
+ * before decoding too, so that agg_enter may assume every node has a memo.
+ * 0, -E2BIG or -ENOMEM. */
+static int agg_reserve(agg *a)
 {
 	if (a->nfr == a->frcap) {
 		size_t cap = a->frcap ? a->frcap * 2 : 64;
@@ -236,8 +238,6 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 		a->fr = f;
 		a->frcap = cap;
 	}
-	size_t before = a->tree.n;
-	uint32_t node;
 	if (a->tree.n + 1 > a->memocap) {
 		size_t cap = a->memocap ? a->memocap * 2 : 1024;
 		while (cap < a->tree.n + 1)
@@ -254,7 +254,18 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 		a->inner = in;
 		a->memocap = cap;
 	}
-	int rc = agg_find_child(a, parent, method, &node);
+	return 0;
+}
+
+static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uint32_t method,
+						    uint32_t *out)
+{
+	size_t before = a->tree.n;
+	uint32_t node;
+	int rc = agg_reserve(a);
+	if (rc < 0)
+		return rc;
+	rc = agg_find_child(a, parent, method, &node);
 	if (rc < 0)
 		return rc;
 	if (a->tree.n > before) {
@@ -278,10 +289,12 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 
 static inline int agg_enter(agg *a, uint32_t method, int64_t ts)
 {
+	/* Every node has a memo (agg_reserve ran before the first enter and
+	 * runs before each new node), so only the stack's room is checked. */
 	uint32_t parent = a->nfr ? a->fr[a->nfr - 1].node : 0, node;
-	amemo *mm = parent < a->memocap ? &a->memo[parent] : NULL;
+	const amemo *mm = &a->memo[parent];
 	int hit = 0;
-	if (mm && a->nfr < a->frcap) {
+	if (a->nfr < a->frcap) {
 		for (size_t w = 0; w < MEMO_WAYS; w++) {
 			if (mm->method[w] == method) {
 				node = mm->child[w];
@@ -924,8 +937,13 @@ int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *
 {
 	agg a = {0};
 	memset(out, 0, sizeof(*out));
-	if (rva_tree_init(&a.tree) < 0)
+	if (rva_tree_init(&a.tree) < 0 || agg_reserve(&a) < 0) {
+		free(a.fr);
+		free(a.memo);
+		free(a.inner);
+		rva_tree_release(&a.tree);
 		return fail(err, -ENOMEM, "out of memory");
+	}
 	int rc = decode(buf, len, &out->trace, &a, err, p);
 	rva_mstat *st = NULL;
 	if (rc == 0) {
