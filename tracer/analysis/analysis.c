@@ -556,6 +556,22 @@ int rva_chains_collect(const rva_trace *t, size_t max, rva_chains *out)
 	return rc;
 }
 
+/* Fills depth[] and sig[] of node i and of its ancestors that lack them
+ * (depth 0 = not yet, but for the root), through path[] (room for the
+ * tree's depth).  A signature extends the parent's FNV state. */
+static void chain_sig(const rva_tree *tr, char **norm, uint32_t *depth, uint64_t *sig,
+		      uint32_t *path, uint32_t i)
+{
+	size_t n = 0;
+	for (; i && !depth[i]; i = tr->nodes[i].parent)
+		path[n++] = i;
+	while (n--) {
+		const rva_tnode *nd = &tr->nodes[path[n]];
+		depth[path[n]] = depth[nd->parent] + 1;
+		sig[path[n]] = fnv_name(sig[nd->parent], norm[nd->method]);
+	}
+}
+
 int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rva_chains *out)
 {
 	const rva_tree tr = *trp;
@@ -563,13 +579,14 @@ int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rv
 	memset(out, 0, sizeof(*out));
 	uint32_t *depth = calloc(tr.n, sizeof(*depth));
 	uint64_t *sig = calloc(tr.n, sizeof(*sig));
+	uint32_t *path = malloc(tr.n * sizeof(*path));
 	char **norm = calloc(t->nmethods + 1, sizeof(*norm));
 	nkey *keep = NULL;
 	size_t nk = 0;
-	if (!depth || !sig || !norm)
+	if (!depth || !sig || !path || !norm)
 		goto out_free;
-	/* Signatures extend the parent's FNV state (parents precede children),
-	 * with each method's name normalized once. */
+	/* Signatures are computed only for the nodes that may enter the top
+	 * (and their ancestors), with each method's name normalized once. */
 	for (size_t m = 0; m < t->nmethods; m++) {
 		size_t len = rva_normalize_name(t->names[m], NULL, 0);
 		if (!(norm[m] = malloc(len + 1)))
@@ -583,8 +600,9 @@ int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rv
 		goto out_free;
 	for (size_t i = 1; i < tr.n; i++) {
 		const rva_tnode *nd = &tr.nodes[i];
-		depth[i] = depth[nd->parent] + 1;
-		sig[i] = fnv_name(sig[nd->parent], norm[nd->method]);
+		if (nk == cap && nd->self < keep[0].self)
+			continue; /* after the worst kept one whatever its signature */
+		chain_sig(&tr, norm, depth, sig, path, (uint32_t)i);
 		nkey k = {nd->self, sig[i], (uint32_t)i};
 		if (nk < cap) {
 			keep[nk++] = k;
@@ -626,6 +644,7 @@ out_free:
 	free(norm);
 	free(keep);
 	free(sig);
+	free(path);
 	free(depth);
 	if (rc < 0)
 		rva_chains_release(out);
