@@ -316,6 +316,15 @@ static void assert_summary_matches(const uint8_t *b, size_t len)
 	} else {
 		assert_null(s.anomaly_chain);
 	}
+	if (s.end_chain) {
+		/* No anomaly: the chain at the end, as on the model. */
+		assert_false(t->has_anomaly);
+		uint32_t ch[64];
+		size_t d = rva_chain_at(t, 0, t->end, ch, 64);
+		assert_int_equal(s.end_depth, d);
+		for (size_t i = 0; i < d && i < 64; i++)
+			assert_int_equal(ch[i], s.end_chain[i]);
+	}
 	rva_chains_release(&a);
 	rva_chains_release(&c);
 	rva_tree_release(&tr);
@@ -402,6 +411,44 @@ static void test_capture_streaming_anomaly_chain_edges_match_model(void **state)
 		rva_error err;
 		assert_int_equal(rva_capture_summarize(c.b, c.len, &s, &err), 0);
 		assert_int_equal(s.anomaly_depth, cases[k].depth);
+		assert_null(s.end_chain);
+		rva_summary_release(&s);
+		free(c.b);
+	}
+	/* No anomaly: the chain at the end of the trace.  Ends at the last
+	 * event (970, B exited there before its sibling C), at the freeze
+	 * inside the still-open A (1000), or, the freeze (tick 60) before the
+	 * last event, unknown in one pass (NULL). */
+	static const struct {
+		uint64_t ref;
+		int close_a;
+		size_t depth;
+		int known;
+	} ends[] = {{100, 1, 2, 1}, {100, 0, 1, 1}, {60, 1, 0, 0}};
+	for (size_t k = 0; k < sizeof(ends) / sizeof(ends[0]); k++) {
+		capbuf c = {0};
+		/* ts t is ns 1000 - ref + t. */
+		cb_header(&c, ends[k].ref, 1000000000, 0, 1000, BASE, 0);
+		cb_entry(&c, 0x1200, 10); /* A */
+		cb_entry(&c, 0x1300, 20); /* B */
+		cb_exit(&c, 70);
+		cb_entry(&c, 0x1400, 70); /* C, entered and exited at 70 */
+		cb_exit(&c, 70);
+		if (ends[k].close_a)
+			cb_exit(&c, 70);
+		cb_end_slots(&c);
+		cb_finish(&c);
+		assert_summary_matches(c.b, c.len);
+		rva_summary s;
+		rva_error err;
+		assert_int_equal(rva_capture_summarize(c.b, c.len, &s, &err), 0);
+		assert_null(s.anomaly_chain);
+		if (ends[k].known) {
+			assert_non_null(s.end_chain);
+			assert_int_equal(s.end_depth, ends[k].depth);
+		} else {
+			assert_null(s.end_chain);
+		}
 		rva_summary_release(&s);
 		free(c.b);
 	}

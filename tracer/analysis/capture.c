@@ -115,6 +115,10 @@ typedef struct agg {
 	size_t memocap;	 /* of memo and inner */
 	int64_t snap_at; /* anomaly time; INT64_MAX when there is none */
 	int snapped, want_snap;
+	/* No anomaly: the chain at the end of the trace instead, when the last
+	 * event's time is known before the forward pass (end_ok). */
+	int want_end, end_ok;
+	int64_t end_pred;
 	uint32_t *snap; /* chain at snap_at, root first */
 	size_t nsnap;
 } agg;
@@ -809,6 +813,13 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	    k->ref - (oldest << k->shift) <= k->back_max) {
 		c->first_ns = oldest_ns;
 		c->have_first = 1;
+		if (c->sum && c->sum->want_end) {
+			/* ns never decrease here: the last event is at the newest
+			 * slot's time, the chain at the end is taken there. */
+			c->sum->end_pred = to_ns(k, newest);
+			c->sum->snap_at = c->sum->end_pred;
+			c->sum->end_ok = 1;
+		}
 		return c->sum ? forward(c, k, first, oldest_hi, oldest_t, 1, 1, err)
 			      : forward(c, k, first, oldest_hi, oldest_t, 0, 1, err);
 	}
@@ -880,6 +891,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	progress(&c, len - 8 * count);
 	if (sum) {
 		sum->want_snap = c.t->has_anomaly;
+		sum->want_end = !c.t->has_anomaly;
 		sum->snap_at = c.t->has_anomaly ? (int64_t)anomaly_mono : INT64_MAX;
 	}
 	if ((rc = decode_slots(&c, &k, err)) < 0)
@@ -888,6 +900,22 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	if (sum) {
 		int64_t close_ts = k.mono > c.last_ns ? k.mono : c.last_ns;
 		if (sum->want_snap && !sum->snapped && (rc = agg_snapshot(sum, close_ts)) < 0) {
+			fail(err, rc, "out of memory");
+			goto out_free;
+		}
+		if (sum->end_ok && c.last_ns != sum->end_pred)
+			sum->end_ok = 0; /* not expected: then no chain at the end */
+		if (sum->end_ok && sum->nfr && k.mono > c.last_ns) {
+			/* The trace ends at the freeze, inside the open frames: they
+			 * are the chain (every other call ended before). */
+			free(sum->snap);
+			sum->snap = NULL;
+			sum->snap_at = k.mono;
+			rc = agg_snapshot(sum, close_ts);
+		} else if (sum->end_ok && !sum->snapped) {
+			rc = agg_snapshot(sum, close_ts);
+		}
+		if (rc < 0) {
 			fail(err, rc, "out of memory");
 			goto out_free;
 		}
@@ -969,8 +997,15 @@ int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *
 	}
 	out->stats = st;
 	out->tree = a.tree;
-	out->anomaly_chain = a.snap;
-	out->anomaly_depth = a.nsnap;
+	if (a.want_snap) {
+		out->anomaly_chain = a.snap;
+		out->anomaly_depth = a.nsnap;
+	} else if (a.end_ok) {
+		out->end_chain = a.snap;
+		out->end_depth = a.nsnap;
+	} else {
+		free(a.snap);
+	}
 	return 0;
 }
 
@@ -979,6 +1014,7 @@ void rva_summary_release(rva_summary *s)
 	rva_trace_free(s->trace);
 	free(s->stats);
 	free(s->anomaly_chain);
+	free(s->end_chain);
 	rva_tree_release(&s->tree);
 	memset(s, 0, sizeof(*s));
 }

@@ -58,8 +58,8 @@ static const char usage_summary[] =
 	"  --full         decode a Rearview capture into the full model first\n"
 	"                 (same output; by default a capture is summarised while\n"
 	"                 it is decoded, in memory proportional to its distinct\n"
-	"                 call paths; --window, --match and --json on a capture\n"
-	"                 with no anomaly record need the model and imply it)\n"
+	"                 call paths; --window and --match need the model and\n"
+	"                 imply it)\n"
 	"\n"
 	"Prints the methods with the most self time (calls, inclusive time with\n"
 	"recursion counted once, self time; for traces with a thread-CPU clock\n"
@@ -342,7 +342,8 @@ static int print_summary(const sumview *v, size_t ntop)
 
 /* `summary` of a Rearview capture held in buf, summarised while decoded
  * (rva_capture_summarize).  Returns the exit status, or -1 when the model
- * is needed after all (--json on a capture with no anomaly record). */
+ * is needed after all (--json on a capture with no anomaly record whose
+ * chain at the end the summary could not give). */
 static int summary_streamed(const char *path, const uint8_t *buf, size_t len, int json, size_t ntop)
 {
 	rva_error err = {{0}};
@@ -356,7 +357,7 @@ static int summary_streamed(const char *path, const uint8_t *buf, size_t len, in
 		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg[0] ? err.msg : strerror(-rc));
 		return 1;
 	}
-	if (json && !sm.trace->has_anomaly) {
+	if (json && !sm.trace->has_anomaly && !sm.end_chain) {
 		rva_summary_release(&sm);
 		return -1;
 	}

@@ -136,8 +136,11 @@ int rva_summary_json_from(FILE *f, const rva_summary *s, size_t ntop)
 	int rc = rva_chains_from_tree(s->trace, &s->tree, ntop, &ch);
 	if (rc < 0)
 		return rc;
-	rc = write_doc(f, s->trace, s->trace, s->stats, &ch, ntop, 0,
-		       s->anomaly_chain ? s->anomaly_chain : none, s->anomaly_depth);
+	const uint32_t *chain = s->anomaly_chain ? s->anomaly_chain : s->end_chain;
+	rc = write_doc(f, s->trace, s->trace, s->stats, &ch, ntop, 0, chain ? chain : none,
+		       s->anomaly_chain ? s->anomaly_depth
+		       : s->end_chain	? s->end_depth
+					: 0);
 	rva_chains_release(&ch);
 	return rc;
 }

@@ -313,16 +313,22 @@ typedef struct rva_summary {
 				  * included); NULL when the capture has no
 				  * ANOMALY record */
 	size_t anomaly_depth;
+	uint32_t *end_chain; /* no ANOMALY record: the chain at trace->end, as
+			      * rva_chain_at on the model; NULL when there is
+			      * an anomaly, or when the clock is not one whose
+			      * rate divides 10^9 within 2^52 ns of the freeze
+			      * (then the end is known only after decoding) */
+	size_t end_depth;
 } rva_summary;
 
 int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err);
 void rva_summary_release(rva_summary *s); /* zeroes *s; safe on a zeroed one */
 
 /* Writes the rva_summary_json document (window < 0) of a streaming summary:
- * the same bytes as rva_summary_json on the decoded model, except that a
- * capture with no ANOMALY record has an empty "chains_at_anomaly" (the model
- * gives the chain at the end there; decode the model when that is needed).
- * 0, -ENOMEM or -EIO. */
+ * the same bytes as rva_summary_json on the decoded model, except when the
+ * capture has no ANOMALY record and end_chain is NULL: "chains_at_anomaly"
+ * is then empty (the model gives the chain at the end; decode it when that
+ * is needed).  0, -ENOMEM or -EIO. */
 int rva_summary_json_from(FILE *f, const rva_summary *s, size_t ntop);
 
 /* ---- progress ---- */
