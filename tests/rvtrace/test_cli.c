@@ -318,9 +318,21 @@ static void test_cli_summary_streamed_equals_full_model(void **state)
 			free(y);
 		}
 	}
+	/* Off a terminal no progress bar is drawn: stderr stays empty. */
+	char errp[160];
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	char *e = slurp(errp);
+	assert_string_equal(e, "");
+	free(e);
 	/* --quiet is accepted anywhere and changes nothing off a terminal. */
-	snprintf(args, sizeof(args), "--quiet summary %s -q", path);
+	snprintf(args, sizeof(args), "summary %s", path);
 	assert_int_equal(run(args, a), 0);
+	snprintf(args, sizeof(args), "--quiet summary %s -q", path);
+	assert_int_equal(run(args, b), 0);
+	char *x = slurp(a), *y = slurp(b);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
 }
 
 static void test_cli_callers_and_match(void **state)
