@@ -335,6 +335,32 @@ static void test_cli_summary_streamed_equals_full_model(void **state)
 	free(y);
 }
 
+/* On a terminal (a pty from script(1)) the bar is drawn, ends at 100 % of
+ * the file and is erased; --quiet draws nothing.  RVTRACE_PROGRESS_AFTER=0
+ * shows it at once instead of after a second. */
+static void test_cli_progress_bar_on_a_terminal(void **state)
+{
+	if (system("command -v script > /dev/null 2>&1") != 0)
+		skip();
+	char out[160], cmd[1024];
+	snprintf(out, sizeof(out), "%s/pty", dir);
+	for (int q = 0; q < 2; q++) {
+		snprintf(cmd, sizeof(cmd),
+			 "RVTRACE_PROGRESS_AFTER=0 script -qec '%s summary %s%s > /dev/null' "
+			 "/dev/null > %s",
+			 RVTRACE_BIN, q ? "--quiet " : "", capture, out);
+		assert_int_equal(system(cmd), 0);
+		char *s = slurp(out);
+		if (q) {
+			assert_null(strstr(s, "[#"));
+		} else {
+			assert_non_null(strstr(s, "\r[####################] 100% "));
+			assert_non_null(strstr(s, "\r\033[K"));
+		}
+		free(s);
+	}
+}
+
 static void test_cli_callers_and_match(void **state)
 {
 	char out[128], args[1024];
@@ -371,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_cli_diff_reports_slower_method),
 		cmocka_unit_test(test_cli_callers_and_match),
 		cmocka_unit_test(test_cli_summary_streamed_equals_full_model),
+		cmocka_unit_test(test_cli_progress_bar_on_a_terminal),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -133,11 +133,13 @@ static double mono_s(void)
 
 static int quiet; /* --quiet: no progress bar */
 
+static int parse_num(const char *s, double *out);
+
 /* The progress bar: drawn on a terminal only, once the work has run for a
  * second, and redrawn at most ten times a second (the library reports at a
  * bounded rate already).  `\r[#####     ] 42% 13.4 MiB/32.0 MiB`. */
 typedef struct bar {
-	double t0, last;
+	double t0, last, after;
 	int drawn;
 } bar;
 
@@ -145,7 +147,7 @@ static void bar_draw(void *arg, uint64_t done, uint64_t total)
 {
 	bar *b = arg;
 	double now = mono_s();
-	if (now - b->t0 < 1.0 || (now - b->last < 0.1 && done < total) || total == 0)
+	if (now - b->t0 < b->after || (now - b->last < 0.1 && done < total) || total == 0)
 		return;
 	int pct = (int)(done * 100 / total), fill = pct / 5;
 	fprintf(stderr, "\r[%.*s%*s] %3d%% %.1f MiB/%.1f MiB", fill, "####################",
@@ -156,10 +158,15 @@ static void bar_draw(void *arg, uint64_t done, uint64_t total)
 }
 
 /* Starts a bar when stderr is a terminal and --quiet is not given: *p is
- * then the callback to pass, else p->fn is NULL. */
+ * then the callback to pass, else p->fn is NULL.  RVTRACE_PROGRESS_AFTER
+ * (seconds, default 1) is when it appears; tests set it to 0. */
 static void bar_start(bar *b, rva_progress *p)
 {
-	*b = (bar){.t0 = mono_s()};
+	*b = (bar){.t0 = mono_s(), .after = 1.0};
+	const char *env = getenv("RVTRACE_PROGRESS_AFTER");
+	double after;
+	if (env && parse_num(env, &after) == 0)
+		b->after = after;
 	*p = (rva_progress){isatty(STDERR_FILENO) && !quiet ? bar_draw : NULL, b};
 }
 
