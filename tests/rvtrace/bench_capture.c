@@ -35,7 +35,9 @@ static int cmp_d(const void *a, const void *b)
 /* Program-like: method m calls one of 2 fixed callees, depth <= 12, so
  * hot paths repeat as in real code; RVBENCH_RANDOM=1 picks any of 64
  * callees at any depth up to 24 (nearly every chain distinct: worst case).
- * RVBENCH_MODEL=1 measures decoding into the full model instead. */
+ * RVBENCH_MODEL=1 measures decoding into the full model instead;
+ * RVBENCH_WRITE=PATH also writes the capture there (for timing `rvtrace
+ * summary` on it) and exits. */
 int main(void)
 {
 	int random_graph = getenv("RVBENCH_RANDOM") != NULL;
@@ -78,6 +80,17 @@ int main(void)
 		cb_symbol(&c, 0x1000 + 16 * m, 0x1000 + 16 * m, 0, name);
 	}
 	cb_finish(&c);
+	const char *out = getenv("RVBENCH_WRITE");
+	if (out) {
+		FILE *f = fopen(out, "wb");
+		int ok = f && fwrite(c.b, 1, c.len, f) == c.len;
+		if (f && fclose(f) != 0)
+			ok = 0;
+		free(c.b);
+		if (!ok)
+			perror(out);
+		return ok ? 0 : 1;
+	}
 	printf("capture: %zu bytes, %zu slots, %s call graph, %s\n", c.len, c.nslots,
 	       random_graph ? "random" : "program-like",
 	       model ? "full model" : "streaming summary");

@@ -165,6 +165,7 @@ static void test_android_perflib_quirks_handled(void **state)
 	assert_int_equal(t->nthreads, 8);
 	assert_int_equal(busiest(t)->ncalls, 7);
 	assert_string_equal(busiest(t)->name, "AsyncTask #1");
+	assert_false(t->has_cpu); /* one clock: it is the timeline */
 	rva_trace_free(t);
 	/* v3 dual; first record is the exit of startMethodTracing. */
 	t = load(PERFLIB "/basic.trace");
@@ -175,6 +176,8 @@ static void test_android_perflib_quirks_handled(void **state)
 	assert_int_equal(th->calls[0].method, smt);
 	assert_int_equal(th->calls[0].start, t->start);
 	assert_int_equal(t->dropped, 0);
+	assert_true(t->has_cpu);
+	assert_non_null(th->cpu);
 	rva_trace_free(t);
 	/* Three unwind exits; all frames closed, none dropped. */
 	t = load(PERFLIB "/exception.trace");
@@ -225,9 +228,13 @@ static void srec(buf *b, uint16_t tid, uint32_t word, uint32_t cpu, uint32_t wal
 	put32(b, wall);
 }
 
-/* ART streaming 0xF3: method and thread packets, records (one id never
- * defined), summary. */
-static void build_streaming(buf *b)
+typedef struct drec {
+	uint32_t word, cpu, wall;
+} drec;
+
+/* ART streaming 0xF3: method and thread packets, records r[0..n) of thread
+ * 7 "main", summary. */
+static void build_streaming_recs(buf *b, const drec *r, size_t n)
 {
 	uint8_t hdr[32] = {'S', 'L', 'O', 'W', 0xf3, 0, 32, 0};
 	hdr[16] = 14;
@@ -248,17 +255,88 @@ static void build_streaming(buf *b)
 	put16(b, 7);
 	put16(b, 4);
 	put(b, "main", 4);
-	srec(b, 7, 0x4, 0, 100);
-	srec(b, 7, 0x8, 1, 110);
-	srec(b, 7, 0x9, 2, 150);
-	srec(b, 7, 0xc, 3, 160); /* id 0xc never defined */
-	srec(b, 7, 0xd, 4, 170);
-	srec(b, 7, 0x5, 5, 200);
+	for (size_t i = 0; i < n; i++)
+		srec(b, 7, r[i].word, r[i].cpu, r[i].wall);
 	static const char sum[] = "*version\n3\nclock=dual\n*threads\n7\tmain\n*methods\n*end\n";
 	put16(b, 0);
 	put(b, "\x03", 1);
 	put32(b, sizeof(sum) - 1);
 	put(b, sum, sizeof(sum) - 1);
+}
+
+/* Records of which one id is never defined. */
+static void build_streaming(buf *b)
+{
+	static const drec r[] = {{0x4, 0, 100}, {0x8, 1, 110},
+				 {0x9, 2, 150}, {0xc, 3, 160}, /* id 0xc never defined */
+				 {0xd, 4, 170}, {0x5, 5, 200}};
+	build_streaming_recs(b, r, sizeof(r) / sizeof(r[0]));
+}
+
+/* Dual clock: wall stays the timeline, each call carries its thread-CPU
+ * time, across a wrap of the 32-bit CPU clock and through the dummy exit
+ * of a frame closed by its caller's exit; statistics and the summary JSON
+ * show it. */
+static void test_android_dual_clock_cpu_time_per_call(void **state)
+{
+	(void)state;
+	static const drec r[] = {
+		{0x4, 0xffffff00u, 100}, /* enter run */
+		{0x8, 0xffffff10u, 110}, /* enter step */
+		{0x9, 0x00000010u, 400}, /* exit step: CPU wrapped, 256 µs */
+		{0x8, 0x00000020u, 410}, /* enter step */
+		{0x5, 0x00000030u, 500}, /* exit run, closing step (16 µs) */
+	};
+	buf b;
+	build_streaming_recs(&b, r, sizeof(r) / sizeof(r[0]));
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_import(b.b, b.n, &t, &err), 0);
+	assert_true(t->has_cpu);
+	const rva_thread *th = &t->threads[0];
+	assert_int_equal(th->ncalls, 3);
+	assert_non_null(th->cpu);
+	assert_int_equal(th->calls[0].end - th->calls[0].start, 400000);
+	assert_int_equal(th->cpu[0], 0x130 * 1000);
+	assert_int_equal(th->calls[1].end - th->calls[1].start, 290000);
+	assert_int_equal(th->cpu[1], 256000);
+	assert_int_equal(th->calls[2].end - th->calls[2].start, 90000);
+	assert_int_equal(th->cpu[2], 16000);
+	rva_mstat *st;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	int64_t run = rva_method_find(t, "com.a.Main.run()V");
+	int64_t step = rva_method_find(t, "com.a.Main.step(I)V");
+	assert_true(run >= 0 && step >= 0);
+	assert_int_equal(st[run].incl, 400000);
+	assert_int_equal(st[run].self, 20000);
+	assert_int_equal(st[run].cpu_incl, 304000);
+	assert_int_equal(st[run].cpu_self, 32000);
+	assert_int_equal(st[step].calls, 2);
+	assert_int_equal(st[step].cpu_incl, 272000);
+	assert_int_equal(st[step].cpu_self, 272000);
+	free(st);
+	char *doc = NULL;
+	size_t dlen = 0;
+	FILE *f = open_memstream(&doc, &dlen);
+	assert_non_null(f);
+	assert_int_equal(rva_summary_json(f, t, -1, 5), 0);
+	fclose(f);
+	assert_non_null(strstr(doc,
+			       "\"method\":\"com.a.Main.step(I)V\",\"calls\":2,\"incl\":380000,"
+			       "\"self\":380000,\"cpu_incl\":272000,\"cpu_self\":272000}"));
+	free(doc);
+	/* Appending keeps the CPU times; a window slice drops them. */
+	rva_trace *all = rva_trace_new();
+	assert_non_null(all);
+	assert_int_equal(rva_trace_append(all, t), 0);
+	assert_true(all->has_cpu);
+	assert_int_equal(all->threads[0].cpu[1], 256000);
+	rva_trace *sl = rva_trace_slice(t, t->start, t->end);
+	assert_non_null(sl);
+	assert_false(sl->has_cpu);
+	rva_trace_free(sl);
+	rva_trace_free(all);
+	rva_trace_free(t);
 }
 
 static void test_android_streaming_built_bytewise(void **state)
@@ -369,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_android_dmtracedump_golden_trees_match),
 		cmocka_unit_test(test_android_perflib_quirks_handled),
 		cmocka_unit_test(test_android_streaming_built_bytewise),
+		cmocka_unit_test(test_android_dual_clock_cpu_time_per_call),
 		cmocka_unit_test(test_android_truncated_and_corrupt_never_crash),
 		cmocka_unit_test(test_android_export_header_and_record_count),
 	};

@@ -304,14 +304,26 @@ static void assert_summary_matches(const uint8_t *b, size_t len)
 	}
 	assert_int_equal(t->start, s.trace->start);
 	assert_int_equal(t->end, s.trace->end);
-	if (t->has_anomaly && t->anomaly_ns != t->end) {
+	if (t->has_anomaly) {
+		/* The same chain as on the model, frames entered or exited exactly
+		 * at the anomaly included. */
 		uint32_t ch[64];
 		size_t d = rva_chain_at(t, 0, t->anomaly_ns, ch, 64);
 		assert_non_null(s.anomaly_chain);
-		/* Frames exiting exactly at the anomaly count in rva_chain_at only. */
-		assert_true(s.anomaly_depth <= d);
-		for (size_t i = 0; i < s.anomaly_depth && i < 64; i++)
+		assert_int_equal(s.anomaly_depth, d);
+		for (size_t i = 0; i < d && i < 64; i++)
 			assert_int_equal(ch[i], s.anomaly_chain[i]);
+	} else {
+		assert_null(s.anomaly_chain);
+	}
+	if (s.end_chain) {
+		/* No anomaly: the chain at the end, as on the model. */
+		assert_false(t->has_anomaly);
+		uint32_t ch[64];
+		size_t d = rva_chain_at(t, 0, t->end, ch, 64);
+		assert_int_equal(s.end_depth, d);
+		for (size_t i = 0; i < d && i < 64; i++)
+			assert_int_equal(ch[i], s.end_chain[i]);
 	}
 	rva_chains_release(&a);
 	rva_chains_release(&c);
@@ -365,6 +377,163 @@ static void test_capture_streaming_summary_matches_model(void **state)
 		assert_summary_matches(b, c.len);
 	}
 	free(b);
+	free(c.b);
+}
+
+/* The chain at the anomaly when events fall exactly on it, before the
+ * first event, after the freeze, and with frames still open at the end: the
+ * streaming summary gives what rva_chain_at gives on the model. */
+static void test_capture_streaming_anomaly_chain_edges_match_model(void **state)
+{
+	(void)state;
+	/* ts t is ns 900 + t (reference 100 ticks, frozen at ns 1000). */
+	static const struct {
+		uint64_t anomaly;
+		size_t depth;
+	} cases[] = {{950, 2}, {960, 3}, {970, 1}, {905, 0}, {2000, 0}, {1000, 1}, {975, 1}};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		capbuf c = {0};
+		cb_header(&c, 100, 1000000000, 0, 1000, BASE, 0);
+		cb_entry(&c, 0x1200, 10); /* A */
+		cb_entry(&c, 0x1300, 20); /* B */
+		cb_exit(&c, 50);	  /* B ends exactly at 950 */
+		cb_entry(&c, 0x1400, 50); /* C starts there */
+		cb_entry(&c, 0x1500, 60); /* D: entered and exited at 960 */
+		cb_exit(&c, 60);
+		cb_exit(&c, 60);	  /* C */
+		cb_exit(&c, 70);	  /* A */
+		cb_entry(&c, 0x1600, 75); /* E, open at the end */
+		cb_end_slots(&c);
+		cb_anomaly(&c, 1, cases[k].anomaly, "edge");
+		cb_finish(&c);
+		assert_summary_matches(c.b, c.len);
+		rva_summary s;
+		rva_error err;
+		assert_int_equal(rva_capture_summarize(c.b, c.len, &s, &err), 0);
+		assert_int_equal(s.anomaly_depth, cases[k].depth);
+		assert_null(s.end_chain);
+		rva_summary_release(&s);
+		free(c.b);
+	}
+	/* No anomaly: the chain at the end of the trace.  Ends at the last
+	 * event (970, B exited there before its sibling C), at the freeze
+	 * inside the still-open A (1000), or, the freeze (tick 60) before the
+	 * last event, unknown in one pass (NULL). */
+	static const struct {
+		uint64_t ref;
+		int close_a;
+		size_t depth;
+		int known;
+	} ends[] = {{100, 1, 2, 1}, {100, 0, 1, 1}, {60, 1, 0, 0}};
+	for (size_t k = 0; k < sizeof(ends) / sizeof(ends[0]); k++) {
+		capbuf c = {0};
+		/* ts t is ns 1000 - ref + t. */
+		cb_header(&c, ends[k].ref, 1000000000, 0, 1000, BASE, 0);
+		cb_entry(&c, 0x1200, 10); /* A */
+		cb_entry(&c, 0x1300, 20); /* B */
+		cb_exit(&c, 70);
+		cb_entry(&c, 0x1400, 70); /* C, entered and exited at 70 */
+		cb_exit(&c, 70);
+		if (ends[k].close_a)
+			cb_exit(&c, 70);
+		cb_end_slots(&c);
+		cb_finish(&c);
+		assert_summary_matches(c.b, c.len);
+		rva_summary s;
+		rva_error err;
+		assert_int_equal(rva_capture_summarize(c.b, c.len, &s, &err), 0);
+		assert_null(s.anomaly_chain);
+		if (ends[k].known) {
+			assert_non_null(s.end_chain);
+			assert_int_equal(s.end_depth, ends[k].depth);
+		} else {
+			assert_null(s.end_chain);
+		}
+		rva_summary_release(&s);
+		free(c.b);
+	}
+}
+
+typedef struct prog_log {
+	uint64_t calls, last, total;
+	int backwards, total_changed;
+} prog_log;
+
+static void prog_cb(void *arg, uint64_t done, uint64_t total)
+{
+	prog_log *l = arg;
+	if (l->calls && done < l->last)
+		l->backwards = 1;
+	if (l->calls && total != l->total)
+		l->total_changed = 1;
+	if (l->calls == 0)
+		assert_int_equal(done, 0);
+	l->calls++;
+	l->last = done;
+	l->total = total;
+}
+
+/* Progress of a 1.2 Mi-slot capture (9.6 MiB): reported from 0, never
+ * backwards, ending at the file size, a few times per pass, not per slot;
+ * the same for the summary, the model and rva_import_progress. */
+static void test_capture_progress_monotonic_ends_at_total(void **state)
+{
+	(void)state;
+	capbuf c = {0};
+	cb_header(&c, 1ull << 40, 1000000000, 0, 1ull << 40, BASE, 0);
+	uint32_t t = 0;
+	for (uint32_t i = 0; i < 300000; i++) {
+		cb_entry(&c, 0x1000, t += 3);
+		cb_entry(&c, i % 3 ? 0x1010 : 0xffffff0000000010ull, t += 3);
+		cb_exit(&c, t += 3);
+		cb_exit(&c, t += 3);
+	}
+	cb_end_slots(&c);
+	cb_symbol(&c, 0x1000, 0x1000, 0, "outer");
+	cb_finish(&c);
+	for (int mode = 0; mode < 3; mode++) {
+		prog_log l = {0};
+		rva_progress p = {prog_cb, &l};
+		rva_error err;
+		if (mode == 0) {
+			rva_summary s;
+			assert_int_equal(rva_capture_summarize_progress(c.b, c.len, &s, &err, &p),
+					 0);
+			assert_int_equal(s.stats[0].calls, 300000);
+			rva_summary_release(&s);
+		} else {
+			rva_trace *tr;
+			assert_int_equal(
+				mode == 1 ? rva_capture_decode_progress(c.b, c.len, &tr, &err, &p)
+					  : rva_import_progress(c.b, c.len, &tr, &err, &p),
+				0);
+			assert_int_equal(tr->threads[0].ncalls, 600000);
+			rva_trace_free(tr);
+		}
+		assert_false(l.backwards);
+		assert_false(l.total_changed);
+		assert_int_equal(l.total, c.len);
+		assert_int_equal(l.last, c.len);
+		/* 1.3 Mi slots: 6 reports per pass, plus start, records, end. */
+		assert_true(l.calls >= 8);
+		assert_true(l.calls <= 20);
+	}
+	/* A NULL progress, or one with no function, is accepted. */
+	rva_summary s;
+	rva_error err;
+	rva_progress none = {NULL, NULL};
+	assert_int_equal(rva_capture_summarize_progress(c.b, c.len, &s, &err, &none), 0);
+	rva_summary_release(&s);
+	/* Other formats: the start and the end only. */
+	static const char folded[] = "a;b 3\na;c 4\n";
+	prog_log l = {0};
+	rva_progress p = {prog_cb, &l};
+	rva_trace *tr;
+	assert_int_equal(
+		rva_import_progress((const uint8_t *)folded, sizeof(folded) - 1, &tr, &err, &p), 0);
+	rva_trace_free(tr);
+	assert_int_equal(l.calls, 2);
+	assert_int_equal(l.last, sizeof(folded) - 1);
 	free(c.b);
 }
 
@@ -524,6 +693,8 @@ int main(void)
 		cmocka_unit_test(test_capture_empty_symbol_name_uses_module_offset),
 		cmocka_unit_test(test_capture_truncated_every_length_rejected),
 		cmocka_unit_test(test_capture_hostile_headers_rejected),
+		cmocka_unit_test(test_capture_streaming_anomaly_chain_edges_match_model),
+		cmocka_unit_test(test_capture_progress_monotonic_ends_at_total),
 		cmocka_unit_test(test_capture_random_corruption_never_crashes),
 		cmocka_unit_test(test_capture_streaming_summary_matches_model),
 		cmocka_unit_test(test_capture_streaming_many_callees_and_recursion_match_model),

@@ -37,7 +37,8 @@ static void write_file(const char *path, const void *b, size_t n)
 	fclose(f);
 }
 
-static void build(const char *path, uint32_t slow)
+/* anomaly: tick of the ANOMALY record, 0 for none. */
+static void build_at(const char *path, uint32_t slow, uint32_t anomaly)
 {
 	capbuf c = {0};
 	cb_header(&c, 10000000, 1000000000, 0, 20000000, 0x400000, 0);
@@ -54,10 +55,16 @@ static void build(const char *path, uint32_t slow)
 	cb_symbol(&c, 0x1000, 0x1000, 0, "com.app.Loop.run()V");
 	cb_symbol(&c, 0x2000, 0x2000, 0, "com.app.Loop.parse(I)V");
 	cb_symbol(&c, 0x3000, 0x3000, 0, "com.app.Loop.draw<&>()V");
-	cb_anomaly(&c, 1, 20000000 - 10000000 + 994500, "frame drop");
+	if (anomaly)
+		cb_anomaly(&c, 1, 20000000 - 10000000 + anomaly, "frame drop");
 	cb_finish(&c);
 	write_file(path, c.b, c.len);
 	free(c.b);
+}
+
+static void build(const char *path, uint32_t slow)
+{
+	build_at(path, slow, 994500);
 }
 
 static int setup(void **state)
@@ -284,6 +291,76 @@ static void test_cli_diff_reports_slower_method(void **state)
 	free(s);
 }
 
+/* summary streams a capture (rva_capture_summarize) unless an option
+ * needs the model: its output is byte for byte that of --full, text and
+ * JSON, with the anomaly inside a call, exactly at an exit, and absent. */
+static void test_cli_summary_streamed_equals_full_model(void **state)
+{
+	static const uint32_t anomaly[] = {994500, 993100, 0};
+	static const char *const opts[] = {"", "--json", "--top 2", "--json --top 1"};
+	char path[160], a[160], b[160], args[512];
+	snprintf(path, sizeof(path), "%s/edge.rvt", dir);
+	snprintf(a, sizeof(a), "%s/streamed", dir);
+	snprintf(b, sizeof(b), "%s/full", dir);
+	for (size_t i = 0; i < 3; i++) {
+		build_at(path, 2000, anomaly[i]);
+		for (size_t k = 0; k < 4; k++) {
+			snprintf(args, sizeof(args), "summary %s %s", opts[k], path);
+			assert_int_equal(run(args, a), 0);
+			snprintf(args, sizeof(args), "summary --full %s %s", opts[k], path);
+			assert_int_equal(run(args, b), 0);
+			char *x = slurp(a), *y = slurp(b);
+			assert_string_equal(x, y);
+			assert_non_null(strstr(x, "com.app.Loop"));
+			if (anomaly[i] && k == 0)
+				assert_non_null(strstr(x, "chains running then"));
+			free(x);
+			free(y);
+		}
+	}
+	/* Off a terminal no progress bar is drawn: stderr stays empty. */
+	char errp[160];
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	char *e = slurp(errp);
+	assert_string_equal(e, "");
+	free(e);
+	/* --quiet is accepted anywhere and changes nothing off a terminal. */
+	snprintf(args, sizeof(args), "summary %s", path);
+	assert_int_equal(run(args, a), 0);
+	snprintf(args, sizeof(args), "--quiet summary %s -q", path);
+	assert_int_equal(run(args, b), 0);
+	char *x = slurp(a), *y = slurp(b);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+}
+
+/* On a terminal (a pty from script(1)) the bar is drawn, ends at 100 % of
+ * the file and is erased; --quiet draws nothing.  RVTRACE_PROGRESS_AFTER=0
+ * shows it at once instead of after a second. */
+static void test_cli_progress_bar_on_a_terminal(void **state)
+{
+	if (system("command -v script > /dev/null 2>&1") != 0)
+		skip();
+	char out[160], cmd[1024];
+	snprintf(out, sizeof(out), "%s/pty", dir);
+	for (int q = 0; q < 2; q++) {
+		snprintf(cmd, sizeof(cmd),
+			 "RVTRACE_PROGRESS_AFTER=0 script -qec '%s summary %s%s > /dev/null' "
+			 "/dev/null > %s",
+			 RVTRACE_BIN, q ? "--quiet " : "", capture, out);
+		assert_int_equal(system(cmd), 0);
+		char *s = slurp(out);
+		if (q) {
+			assert_null(strstr(s, "[#"));
+		} else {
+			assert_non_null(strstr(s, "\r[####################] 100% "));
+			assert_non_null(strstr(s, "\r\033[K"));
+		}
+		free(s);
+	}
+}
+
 static void test_cli_callers_and_match(void **state)
 {
 	char out[128], args[1024];
@@ -319,6 +396,8 @@ int main(void)
 		cmocka_unit_test(test_cli_export_json_and_svg_parse),
 		cmocka_unit_test(test_cli_diff_reports_slower_method),
 		cmocka_unit_test(test_cli_callers_and_match),
+		cmocka_unit_test(test_cli_summary_streamed_equals_full_model),
+		cmocka_unit_test(test_cli_progress_bar_on_a_terminal),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -17,7 +17,8 @@
 
 typedef struct frame {
 	size_t call;
-	int64_t child; /* summed durations of the children */
+	int64_t child;	   /* summed durations of the children */
+	int64_t cpu_child; /* and their CPU times (rva_method_stats) */
 } frame;
 
 typedef struct fstack {
@@ -37,6 +38,7 @@ static int fs_push(fstack *s, size_t call)
 	}
 	s->v[s->n].call = call;
 	s->v[s->n].child = 0;
+	s->v[s->n].cpu_child = 0;
 	s->n++;
 	return 0;
 }
@@ -56,24 +58,36 @@ int rva_method_stats(const rva_trace *t, rva_mstat **out)
 		goto out_free;
 	for (size_t ti = 0; ti < t->nthreads; ti++) {
 		const rva_thread *th = &t->threads[ti];
+		const int64_t *cpu = th->cpu; /* NULL: no CPU times, stays 0 */
 		s.n = 0;
 		for (size_t i = 0; i <= th->ncalls; i++) {
 			size_t d = i < th->ncalls ? th->calls[i].depth : 0;
 			while (s.n > d) {
 				frame *f = &s.v[--s.n];
 				const rva_call *c = &th->calls[f->call];
-				st[c->method].self =
-					rva_sadd(st[c->method].self, dur(c) - f->child);
+				rva_mstat *m = &st[c->method];
+				m->self = rva_sadd(m->self, dur(c) - f->child);
 				active[c->method]--;
 				if (s.n)
 					s.v[s.n - 1].child = rva_sadd(s.v[s.n - 1].child, dur(c));
+				if (cpu) {
+					m->cpu_self =
+						rva_sadd(m->cpu_self, cpu[f->call] - f->cpu_child);
+					if (s.n)
+						s.v[s.n - 1].cpu_child = rva_sadd(
+							s.v[s.n - 1].cpu_child, cpu[f->call]);
+				}
 			}
 			if (i == th->ncalls)
 				break;
 			const rva_call *c = &th->calls[i];
 			st[c->method].calls++;
-			if (active[c->method]++ == 0)
+			if (active[c->method]++ == 0) {
 				st[c->method].incl = rva_sadd(st[c->method].incl, dur(c));
+				if (cpu)
+					st[c->method].cpu_incl =
+						rva_sadd(st[c->method].cpu_incl, cpu[i]);
+			}
 			if (fs_push(&s, i) < 0)
 				goto out_free;
 		}
@@ -542,6 +556,22 @@ int rva_chains_collect(const rva_trace *t, size_t max, rva_chains *out)
 	return rc;
 }
 
+/* Fills depth[] and sig[] of node i and of its ancestors that lack them
+ * (depth 0 = not yet, but for the root), through path[] (room for the
+ * tree's depth).  A signature extends the parent's FNV state. */
+static void chain_sig(const rva_tree *tr, char **norm, uint32_t *depth, uint64_t *sig,
+		      uint32_t *path, uint32_t i)
+{
+	size_t n = 0;
+	for (; i && !depth[i]; i = tr->nodes[i].parent)
+		path[n++] = i;
+	while (n--) {
+		const rva_tnode *nd = &tr->nodes[path[n]];
+		depth[path[n]] = depth[nd->parent] + 1;
+		sig[path[n]] = fnv_name(sig[nd->parent], norm[nd->method]);
+	}
+}
+
 int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rva_chains *out)
 {
 	const rva_tree tr = *trp;
@@ -549,13 +579,14 @@ int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rv
 	memset(out, 0, sizeof(*out));
 	uint32_t *depth = calloc(tr.n, sizeof(*depth));
 	uint64_t *sig = calloc(tr.n, sizeof(*sig));
+	uint32_t *path = malloc(tr.n * sizeof(*path));
 	char **norm = calloc(t->nmethods + 1, sizeof(*norm));
 	nkey *keep = NULL;
 	size_t nk = 0;
-	if (!depth || !sig || !norm)
+	if (!depth || !sig || !path || !norm)
 		goto out_free;
-	/* Signatures extend the parent's FNV state (parents precede children),
-	 * with each method's name normalized once. */
+	/* Signatures are computed only for the nodes that may enter the top
+	 * (and their ancestors), with each method's name normalized once. */
 	for (size_t m = 0; m < t->nmethods; m++) {
 		size_t len = rva_normalize_name(t->names[m], NULL, 0);
 		if (!(norm[m] = malloc(len + 1)))
@@ -569,8 +600,9 @@ int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rv
 		goto out_free;
 	for (size_t i = 1; i < tr.n; i++) {
 		const rva_tnode *nd = &tr.nodes[i];
-		depth[i] = depth[nd->parent] + 1;
-		sig[i] = fnv_name(sig[nd->parent], norm[nd->method]);
+		if (nk == cap && nd->self < keep[0].self)
+			continue; /* after the worst kept one whatever its signature */
+		chain_sig(&tr, norm, depth, sig, path, (uint32_t)i);
 		nkey k = {nd->self, sig[i], (uint32_t)i};
 		if (nk < cap) {
 			keep[nk++] = k;
@@ -612,6 +644,7 @@ out_free:
 	free(norm);
 	free(keep);
 	free(sig);
+	free(path);
 	free(depth);
 	if (rc < 0)
 		rva_chains_release(out);

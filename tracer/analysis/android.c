@@ -26,7 +26,8 @@ typedef struct rec {
 	uint32_t tid;
 	uint32_t mid; /* method word & ~3 */
 	uint32_t action;
-	uint32_t time; /* µs, 32-bit */
+	uint32_t time; /* µs, 32-bit: wall when there are two clocks */
+	uint32_t cpu;  /* thread-CPU µs, 32-bit, when actx.cpu */
 	uint32_t seq;
 } rec;
 
@@ -49,6 +50,7 @@ typedef struct actx {
 	tname *thr;
 	size_t nthr, tcap;
 	int dual;
+	int cpu; /* records carry thread-CPU time too (dual clock) */
 	int version;
 } actx;
 
@@ -214,7 +216,7 @@ static int64_t parse_keys(actx *a, const uint8_t *buf, size_t len, int need_end)
 	return need_end ? -EINVAL : (int64_t)len;
 }
 
-static int add_rec(actx *a, uint32_t tid, uint32_t word, uint32_t time)
+static int add_rec(actx *a, uint32_t tid, uint32_t word, uint32_t time, uint32_t cpu)
 {
 	if (a->nrecs == a->rcap) {
 		size_t n = a->rcap ? a->rcap * 2 : 1024;
@@ -231,6 +233,7 @@ static int add_rec(actx *a, uint32_t tid, uint32_t word, uint32_t time)
 	r->mid = word & ~3u;
 	r->action = word & 3u;
 	r->time = time;
+	r->cpu = cpu;
 	r->seq = (uint32_t)a->nrecs;
 	a->nrecs++;
 	return 0;
@@ -275,15 +278,22 @@ static int replay(actx *a, const rec *r, size_t n)
 	 * tracing; list them innermost first. */
 	uint32_t *st = malloc((n + 1) * sizeof(*st)), *pre = malloc((n + 1) * sizeof(*pre));
 	int64_t *ts = malloc((n + 1) * sizeof(*ts));
+	int64_t *cpu = a->cpu ? malloc((n + 1) * sizeof(*cpu)) : NULL;
 	size_t sn = 0, pn = 0;
 	int rc = -ENOMEM;
-	if (!st || !pre || !ts)
+	if (!st || !pre || !ts || (a->cpu && !cpu))
 		goto out_free;
-	uint64_t hi = 0;
+	uint64_t hi = 0, chi = 0;
 	for (size_t i = 0; i < n; i++) {
+		/* A 32-bit µs clock wrapped when it falls by more than half. */
 		if (i && r[i].time < r[i - 1].time && r[i - 1].time - r[i].time > 0x80000000u)
-			hi += 1ull << 32; /* the 32-bit µs clock wrapped */
+			hi += 1ull << 32;
 		ts[i] = (int64_t)(hi + r[i].time) * 1000;
+		if (cpu) {
+			if (i && r[i].cpu < r[i - 1].cpu && r[i - 1].cpu - r[i].cpu > 0x80000000u)
+				chi += 1ull << 32;
+			cpu[i] = (int64_t)(chi + r[i].cpu) * 1000;
+		}
 		if (r[i].action == 0) {
 			st[sn++] = r[i].mid;
 			continue;
@@ -300,7 +310,8 @@ static int replay(actx *a, const rec *r, size_t n)
 	}
 	for (size_t k = pn; k-- > 0;) {
 		int64_t m = method_for(a, pre[k]);
-		if (m < 0 || (rc = rva_enter(a->t, (size_t)th, (uint32_t)m, ts[0])) < 0) {
+		if (m < 0 || (rc = cpu ? rva_enter_cpu(a->t, (size_t)th, (uint32_t)m, ts[0], cpu[0])
+				       : rva_enter(a->t, (size_t)th, (uint32_t)m, ts[0])) < 0) {
 			rc = m < 0 ? (int)m : rc;
 			goto out_free;
 		}
@@ -311,8 +322,13 @@ static int replay(actx *a, const rec *r, size_t n)
 			rc = (int)m;
 			goto out_free;
 		}
-		rc = r[i].action == 0 ? rva_enter(a->t, (size_t)th, (uint32_t)m, ts[i])
-				      : rva_exit(a->t, (size_t)th, (uint32_t)m, ts[i]);
+		if (cpu)
+			rc = r[i].action == 0
+				     ? rva_enter_cpu(a->t, (size_t)th, (uint32_t)m, ts[i], cpu[i])
+				     : rva_exit_cpu(a->t, (size_t)th, (uint32_t)m, ts[i], cpu[i]);
+		else
+			rc = r[i].action == 0 ? rva_enter(a->t, (size_t)th, (uint32_t)m, ts[i])
+					      : rva_exit(a->t, (size_t)th, (uint32_t)m, ts[i]);
 		if (rc < 0)
 			goto out_free;
 	}
@@ -321,6 +337,7 @@ out_free:
 	free(st);
 	free(pre);
 	free(ts);
+	free(cpu);
 	return rc;
 }
 
@@ -372,9 +389,14 @@ static int record_layout(int version, int dual, size_t recsize, rva_error *err)
 static int parse_record(actx *a, const uint8_t *p, int version, int dual)
 {
 	if (version == 1)
-		return add_rec(a, p[0], rd32(p + 1), rd32(p + 5));
-	/* v3 dual: thread-CPU then wall; wall is comparable across threads. */
-	return add_rec(a, rd16(p), rd32(p + 2), version >= 3 && dual ? rd32(p + 10) : rd32(p + 6));
+		return add_rec(a, p[0], rd32(p + 1), rd32(p + 5), 0);
+	/* v3 dual: thread-CPU then wall; wall is the timeline (comparable
+	 * across threads), thread-CPU the CPU time of each call. */
+	if (version >= 3 && dual) {
+		a->cpu = 1;
+		return add_rec(a, rd16(p), rd32(p + 2), rd32(p + 10), rd32(p + 6));
+	}
+	return add_rec(a, rd16(p), rd32(p + 2), rd32(p + 6), 0);
 }
 
 static int import_plain(actx *a, const uint8_t *buf, size_t len, rva_error *err)

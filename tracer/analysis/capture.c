@@ -82,13 +82,18 @@ static int cmp_sym(const void *a, const void *b)
 }
 
 /* Streaming aggregation state (rva_capture_summarize).  The hot loop only
- * touches the frame stack and the merged-tree node of the frame it closes:
- * per-method statistics are derived from the tree once at the end (a node's
- * path is exactly the call chain, so "outermost" is a property of the node,
- * decided when the node is created). */
+ * touches the frame stack, the memo of the frame it enters under and the
+ * calls and inclusive time of the tree node of the frame it closes.  Self
+ * times come at the end, a node's inclusive time less
+ * its children's (every call of a child node runs inside a call of its
+ * parent node, and timestamps never decrease, so this is exact; calls of one
+ * node never overlap, so no sum exceeds the capture's span and nothing
+ * saturates).  Per-method statistics are derived from the tree once at the
+ * end too (a node's path is exactly the call chain, so "outermost" is a
+ * property of the node, decided when the node is created). */
 typedef struct aframe {
 	uint32_t node;
-	int64_t start, child;
+	int64_t start;
 } aframe;
 
 /* Per tree node, the four children entered last (one 32-byte line): code
@@ -109,21 +114,35 @@ typedef struct agg {
 	amemo *memo;
 	size_t memocap;	 /* of memo and inner */
 	int64_t snap_at; /* anomaly time; INT64_MAX when there is none */
-	int snapped;
+	int snapped, want_snap;
+	/* No anomaly: the chain at the end of the trace instead, when the last
+	 * event's time is known before the forward pass (end_ok). */
+	int want_end, end_ok;
+	int64_t end_pred;
 	uint32_t *snap; /* chain at snap_at, root first */
 	size_t nsnap;
 } agg;
 
-static int agg_snapshot(agg *a)
+/* Records the chain running at snap_at as rva_chain_at gives it on the
+ * model: the open frames that started at or before it.  Taken just before
+ * the first event after snap_at or the first exit at it (an earlier frame
+ * containing snap_at would have exited then), or at the end, when open
+ * frames end at close_ts (they contain snap_at only if it is <= close_ts).
+ * Frame starts never decrease along the stack. */
+static int agg_snapshot(agg *a, int64_t close_ts)
 {
+	int64_t at = a->snap_at;
 	a->snapped = 1;
 	a->snap_at = INT64_MAX; /* the hot loop's test now fails at once */
 	a->snap = malloc((a->nfr ? a->nfr : 1) * sizeof(*a->snap));
 	if (!a->snap)
 		return -ENOMEM;
-	for (size_t i = 0; i < a->nfr; i++)
-		a->snap[i] = a->tree.nodes[a->fr[i].node].method;
-	a->nsnap = a->nfr;
+	size_t n = 0;
+	while (n < a->nfr && a->fr[n].start <= at && at <= close_ts) {
+		a->snap[n] = a->tree.nodes[a->fr[n].node].method;
+		n++;
+	}
+	a->nsnap = n;
 	return 0;
 }
 
@@ -208,8 +227,10 @@ static int agg_find_child(agg *a, uint32_t parent, uint32_t method, uint32_t *ou
 	return 0;
 }
 
-static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uint32_t method,
-						    uint32_t *out)
+/* Room for one more frame and one more node (memo and flags).  Called once
+ * before decoding too, so that agg_enter may assume every node has a memo.
+ * 0, -E2BIG or -ENOMEM. */
+static int agg_reserve(agg *a)
 {
 	if (a->nfr == a->frcap) {
 		size_t cap = a->frcap ? a->frcap * 2 : 64;
@@ -221,8 +242,6 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 		a->fr = f;
 		a->frcap = cap;
 	}
-	size_t before = a->tree.n;
-	uint32_t node;
 	if (a->tree.n + 1 > a->memocap) {
 		size_t cap = a->memocap ? a->memocap * 2 : 1024;
 		while (cap < a->tree.n + 1)
@@ -239,7 +258,18 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 		a->inner = in;
 		a->memocap = cap;
 	}
-	int rc = agg_find_child(a, parent, method, &node);
+	return 0;
+}
+
+static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uint32_t method,
+						    uint32_t *out)
+{
+	size_t before = a->tree.n;
+	uint32_t node;
+	int rc = agg_reserve(a);
+	if (rc < 0)
+		return rc;
+	rc = agg_find_child(a, parent, method, &node);
 	if (rc < 0)
 		return rc;
 	if (a->tree.n > before) {
@@ -263,10 +293,12 @@ static __attribute__((noinline)) int agg_child_slow(agg *a, uint32_t parent, uin
 
 static inline int agg_enter(agg *a, uint32_t method, int64_t ts)
 {
+	/* Every node has a memo (agg_reserve ran before the first enter and
+	 * runs before each new node), so only the stack's room is checked. */
 	uint32_t parent = a->nfr ? a->fr[a->nfr - 1].node : 0, node;
-	amemo *mm = parent < a->memocap ? &a->memo[parent] : NULL;
+	const amemo *mm = &a->memo[parent];
 	int hit = 0;
-	if (mm && a->nfr < a->frcap) {
+	if (a->nfr < a->frcap) {
 		for (size_t w = 0; w < MEMO_WAYS; w++) {
 			if (mm->method[w] == method) {
 				node = mm->child[w];
@@ -287,22 +319,31 @@ static inline int agg_enter(agg *a, uint32_t method, int64_t ts)
 	aframe *f = &a->fr[a->nfr++];
 	f->node = node;
 	f->start = ts;
-	f->child = 0;
 	return 0;
 }
 
+/* Closes the top frame at ts (never before its start: see aframe). */
 static inline void agg_exit(agg *a, int64_t ts)
 {
 	aframe *f = &a->fr[--a->nfr];
-	int64_t dur = ts > f->start ? ts - f->start : 0;
 	rva_tnode *nd = &a->tree.nodes[f->node];
 	nd->calls++;
-	nd->incl = rva_sadd(nd->incl, dur);
-	nd->self = rva_sadd(nd->self, dur - f->child);
-	if (a->nfr)
-		a->fr[a->nfr - 1].child = rva_sadd(a->fr[a->nfr - 1].child, dur);
-	else
-		a->tree.nodes[0].incl = rva_sadd(a->tree.nodes[0].incl, dur);
+	nd->incl += ts - f->start;
+}
+
+/* The tree's self times (and the root's total) from the inclusive ones. */
+static void agg_tree_totals(agg *a)
+{
+	rva_tnode *nd = a->tree.nodes;
+	for (size_t i = 1; i < a->tree.n; i++)
+		nd[i].self = nd[i].incl;
+	nd[0].incl = 0;
+	for (size_t i = 1; i < a->tree.n; i++) {
+		if (nd[i].parent)
+			nd[nd[i].parent].self -= nd[i].incl;
+		else
+			nd[0].incl += nd[i].incl;
+	}
 }
 
 /* Per-method statistics from the merged tree: calls and self time are sums
@@ -338,7 +379,22 @@ typedef struct ctx {
 	uint64_t *vk;
 	uint32_t *vid;
 	size_t vcap, vn;
+	const rva_progress *prog; /* NULL: no progress reports */
+	uint64_t pdone, ptotal;
 } ctx;
+
+/* Slots per progress report in each pass: 2 MiB of input, so the callback
+ * runs a bounded number of times and never inside the per-slot loops. */
+#define PROGRESS_SLOTS (256u * 1024u)
+
+static void progress(ctx *c, uint64_t add)
+{
+	c->pdone += add;
+	if (c->pdone > c->ptotal)
+		c->pdone = c->ptotal;
+	if (c->prog && c->prog->fn)
+		c->prog->fn(c->prog->arg, c->pdone, c->ptotal);
+}
 
 static const char *base_name(const char *p, size_t n, size_t *len)
 {
@@ -594,11 +650,14 @@ static inline int64_t to_ns(const clockconv *k, uint64_t full)
 	return k->mono + ns;
 }
 
-/* The forward replay of pass 2; `summing` is a constant at each call site so
- * the compiler drops the untaken side from the hot loop. */
+/* The forward replay of pass 2; `summing` and `fast` are constants at each
+ * call site so the compiler drops the untaken sides from the hot loop.
+ * fast: every counter value from the oldest to the newest takes to_ns's
+ * integer path (decode_slots checked both ends; the counter never decreases
+ * forwards), so ns is that product directly, already non-decreasing. */
 static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv *k, uint64_t first,
 							 uint64_t hi, uint32_t prev, int summing,
-							 rva_error *err)
+							 int fast, rva_error *err)
 {
 	uint64_t n = c->nslots;
 	agg *sum = c->sum;
@@ -606,59 +665,81 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 	int have_first = c->have_first;
 	int rc = 0;
 	uint64_t run_end = 0; /* end of the last run of low-word-1 slots seen */
-	for (uint64_t i = first; i < n; i++) {
-		uint64_t value;
-		uint64_t s = rd64(c->slots + 8 * i);
-		uint64_t nx = i + 1 < n ? rd64(c->slots + 8 * (i + 1)) : 0;
-		int pair = 0;
-		if ((uint32_t)nx == 1) {
-			if (i + 1 >= run_end) {
-				run_end = i + 1;
-				while (run_end < n && (uint32_t)rd64(c->slots + 8 * run_end) == 1)
-					run_end++;
+	/* fast: ns = mono - (ref - (full << shift)) * mult, rewritten modulo
+	 * 2^64 (exact, the true value fits) as the ns of the current high word,
+	 * `base`, plus (ts << shift) * mult: full << shift is the sum of the two
+	 * halves shifted. */
+	const uint64_t kmul = k->mult, kc = (uint64_t)k->mono - k->ref * kmul;
+	const unsigned ksh = k->shift;
+	uint64_t base = kc + ((hi << 32) << ksh) * kmul;
+	uint64_t i = first;
+	while (i < n && rc == 0) {
+		uint64_t stop = n - i > PROGRESS_SLOTS ? i + PROGRESS_SLOTS : n, from = i;
+		for (; i < stop; i++) {
+			uint64_t value;
+			uint64_t s = rd64(c->slots + 8 * i);
+			uint64_t nx = i + 1 < n ? rd64(c->slots + 8 * (i + 1)) : 0;
+			int pair = 0;
+			if ((uint32_t)nx == 1) {
+				if (i + 1 >= run_end) {
+					run_end = i + 1;
+					while (run_end < n &&
+					       (uint32_t)rd64(c->slots + 8 * run_end) == 1)
+						run_end++;
+				}
+				pair = ((run_end - 2 - i) & 1) == 0;
 			}
-			pair = ((run_end - 2 - i) & 1) == 0;
+			if (pair) {
+				value = s;
+				s = nx;
+				i++;
+			} else {
+				value = (uint32_t)s;
+			}
+			uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+			if (ts < prev) {
+				hi++;
+				base = kc + ((hi << 32) << ksh) * kmul;
+			}
+			prev = ts;
+			int64_t ns;
+			if (fast) {
+				ns = (int64_t)(base + ((uint64_t)ts << ksh) * kmul);
+			} else {
+				ns = to_ns(k, hi << 32 | ts);
+				if (__builtin_expect(!have_first, 0)) {
+					c->first_ns = ns;
+					have_first = 1;
+				} else if (ns < last) {
+					ns = last; /* saturated hostile clocks stay monotonic */
+				}
+			}
+			last = ns;
+			if (summing && __builtin_expect(ns >= sum->snap_at, 0) &&
+			    (ns > sum->snap_at || lo == 0) &&
+			    (rc = agg_snapshot(sum, INT64_MAX)) < 0) {
+				rc = fail(err, rc, "out of memory");
+				break;
+			}
+			if (lo == 0) {
+				if (!summing)
+					rc = rva_exit(c->t, 0, RVA_ANY_METHOD, ns);
+				else if (sum->nfr)
+					agg_exit(sum, ns);
+			} else {
+				int64_t m = method_of(c, value);
+				rc = m < 0     ? (int)m
+				     : summing ? agg_enter(sum, (uint32_t)m, ns)
+					       : rva_enter(c->t, 0, (uint32_t)m, ns);
+			}
+			if (__builtin_expect(rc < 0, 0)) {
+				rc = fail(err, rc, "slot %llu: cannot record the event",
+					  (unsigned long long)i);
+				break;
+			}
 		}
-		if (pair) {
-			value = s;
-			s = nx;
-			i++;
-		} else {
-			value = (uint32_t)s;
-		}
-		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
-		if (ts < prev)
-			hi++;
-		prev = ts;
-		int64_t ns = to_ns(k, hi << 32 | ts);
-		if (__builtin_expect(!have_first, 0)) {
-			c->first_ns = ns;
-			have_first = 1;
-		} else if (ns < last) {
-			ns = last; /* saturated hostile clocks stay monotonic */
-		}
-		last = ns;
-		if (summing && __builtin_expect(ns > sum->snap_at, 0) && !sum->snapped &&
-		    (rc = agg_snapshot(sum)) < 0) {
-			rc = fail(err, rc, "out of memory");
-			break;
-		}
-		if (lo == 0) {
-			if (!summing)
-				rc = rva_exit(c->t, 0, RVA_ANY_METHOD, ns);
-			else if (sum->nfr)
-				agg_exit(sum, ns);
-		} else {
-			int64_t m = method_of(c, value);
-			rc = m < 0     ? (int)m
-			     : summing ? agg_enter(sum, (uint32_t)m, ns)
-				       : rva_enter(c->t, 0, (uint32_t)m, ns);
-		}
-		if (__builtin_expect(rc < 0, 0)) {
-			rc = fail(err, rc, "slot %llu: cannot record the event",
-				  (unsigned long long)i);
-			break;
-		}
+		if (rc == 0)
+			progress(c, (i - from) * 4);
 	}
 	c->last_ns = last;
 	c->have_first = have_first;
@@ -672,33 +753,46 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	uint64_t hi = shifted >> 32;
 	uint32_t prev = (uint32_t)shifted;
 	uint64_t open = 0; /* frames open at the oldest slot */
+	/* The newest counter value: where the forward replay ends. */
+	uint64_t newest_hi = hi;
+	uint32_t newest_t = 0;
+	if (n) {
+		newest_t = (uint32_t)(rd64(c->slots + 8 * (n - 1)) >> 32);
+		newest_hi -= newest_t > prev;
+	}
+	/* Pass 1, backwards, reporting progress every PROGRESS_SLOTS. */
+	uint64_t i = n;
+	int torn = 0;
+	while (i > 0 && !torn) {
+		uint64_t stop = i > PROGRESS_SLOTS ? i - PROGRESS_SLOTS : 0, from = i;
+		while (i > stop) {
+			i--;
+			uint64_t s = rd64(c->slots + 8 * i);
+			uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+			if (lo == 1) {
+				if (i == 0) {
+					/* Torn: its value slot was overwritten. */
+					c->t->dropped++;
+					first = 1;
+					torn = 1;
+					break;
+				}
+				i--; /* skip the value slot (its time is unused) */
+			}
+			if (ts > prev)
+				hi--;
+			prev = ts;
+			/* Branch-free: entries and exits alternate unpredictably. */
+			uint64_t is_exit = lo == 0;
+			open = open + is_exit - ((is_exit ^ 1) & (open != 0));
+		}
+		progress(c, (from - i) * 4);
+	}
+	/* The oldest slot walked is the last one (a torn slot is not walked:
+	 * nothing is when it is the only one). */
+	int any = n > 1 || (n == 1 && !torn);
 	uint64_t oldest_hi = hi;
 	uint32_t oldest_t = prev;
-	int any = 0;
-	/* Pass 1, backwards. */
-	for (uint64_t i = n; i-- > 0;) {
-		uint64_t s = rd64(c->slots + 8 * i);
-		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
-		if (lo == 1) {
-			if (i == 0) {
-				/* Torn: its value slot was overwritten. */
-				c->t->dropped++;
-				first = 1;
-				break;
-			}
-		}
-		if (ts > prev)
-			hi--;
-		prev = ts;
-		oldest_hi = hi;
-		oldest_t = ts;
-		any = 1;
-		/* Branch-free: entries and exits alternate unpredictably. */
-		uint64_t is_exit = lo == 0;
-		open = open + is_exit - ((is_exit ^ 1) & (open != 0));
-		if (lo == 1)
-			i--; /* skip the value slot */
-	}
 	int64_t oldest_ns = any ? to_ns(k, oldest_hi << 32 | oldest_t) : k->mono;
 	int rc = 0;
 	if (open) {
@@ -712,12 +806,29 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 				return fail(err, rc, "cannot open frame");
 			}
 	}
-	/* Pass 2, forwards, specialised for the summary and the model. */
-	return c->sum ? forward(c, k, first, oldest_hi, oldest_t, 1, err)
-		      : forward(c, k, first, oldest_hi, oldest_t, 0, err);
+	/* Pass 2, forwards, specialised for the summary and the model, and for
+	 * clocks whose whole span converts in integers (see forward). */
+	uint64_t newest = n ? newest_hi << 32 | newest_t : 0, oldest = oldest_hi << 32 | oldest_t;
+	if (any && k->mult && oldest <= newest && newest <= k->ref >> k->shift &&
+	    k->ref - (oldest << k->shift) <= k->back_max) {
+		c->first_ns = oldest_ns;
+		c->have_first = 1;
+		if (c->sum && c->sum->want_end) {
+			/* ns never decrease here: the last event is at the newest
+			 * slot's time, the chain at the end is taken there. */
+			c->sum->end_pred = to_ns(k, newest);
+			c->sum->snap_at = c->sum->end_pred;
+			c->sum->end_ok = 1;
+		}
+		return c->sum ? forward(c, k, first, oldest_hi, oldest_t, 1, 1, err)
+			      : forward(c, k, first, oldest_hi, oldest_t, 0, 1, err);
+	}
+	return c->sum ? forward(c, k, first, oldest_hi, oldest_t, 1, 0, err)
+		      : forward(c, k, first, oldest_hi, oldest_t, 0, 0, err);
 }
 
-static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err)
+static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err,
+		  const rva_progress *p)
 {
 	static const uint8_t magic[8] = {'R', 'V', 'C', 'A', 'P', 0, '\r', '\n'};
 	*out = NULL;
@@ -758,7 +869,12 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	if (k.mono > INT64_MAX / 2)
 		return fail(err, -EINVAL, "reference time out of range");
 
-	ctx c = {.slots = buf + soff, .nslots = count, .base = rd64(buf + 64), .sum = sum};
+	ctx c = {.slots = buf + soff,
+		 .nslots = count,
+		 .base = rd64(buf + 64),
+		 .sum = sum,
+		 .prog = p,
+		 .ptotal = len};
 	int rc = -ENOMEM;
 	c.t = rva_trace_new();
 	if (!c.t)
@@ -769,21 +885,43 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		goto out_free;
 	}
 	uint64_t anomaly_mono = 0;
+	progress(&c, 0);
 	if ((rc = parse_records(&c, buf, moff, len, err, &anomaly_mono)) < 0)
 		goto out_free;
-	if (sum)
-		sum->snap_at = c.t->has_anomaly ? (int64_t)(anomaly_mono & INT64_MAX) : INT64_MAX;
+	progress(&c, len - 8 * count);
+	if (sum) {
+		sum->want_snap = c.t->has_anomaly;
+		sum->want_end = !c.t->has_anomaly;
+		sum->snap_at = c.t->has_anomaly ? (int64_t)anomaly_mono : INT64_MAX;
+	}
 	if ((rc = decode_slots(&c, &k, err)) < 0)
 		goto out_free;
 	c.t->anomaly_ns = (int64_t)anomaly_mono;
 	if (sum) {
-		if (!sum->snapped && sum->snap_at != INT64_MAX && (rc = agg_snapshot(sum)) < 0) {
+		int64_t close_ts = k.mono > c.last_ns ? k.mono : c.last_ns;
+		if (sum->want_snap && !sum->snapped && (rc = agg_snapshot(sum, close_ts)) < 0) {
+			fail(err, rc, "out of memory");
+			goto out_free;
+		}
+		if (sum->end_ok && c.last_ns != sum->end_pred)
+			sum->end_ok = 0; /* not expected: then no chain at the end */
+		if (sum->end_ok && sum->nfr && k.mono > c.last_ns) {
+			/* The trace ends at the freeze, inside the open frames: they
+			 * are the chain (every other call ended before). */
+			free(sum->snap);
+			sum->snap = NULL;
+			sum->snap_at = k.mono;
+			rc = agg_snapshot(sum, close_ts);
+		} else if (sum->end_ok && !sum->snapped) {
+			rc = agg_snapshot(sum, close_ts);
+		}
+		if (rc < 0) {
 			fail(err, rc, "out of memory");
 			goto out_free;
 		}
 		int open_at_end = sum->nfr > 0;
 		while (sum->nfr)
-			agg_exit(sum, k.mono > c.last_ns ? k.mono : c.last_ns);
+			agg_exit(sum, close_ts);
 		c.t->start = count ? c.first_ns : 0;
 		c.t->end = !count	 ? 0
 			   : open_at_end ? (k.mono > c.last_ns ? k.mono : c.last_ns)
@@ -793,6 +931,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		 * damaged file has events after it. */
 		rva_trace_finish(c.t, k.mono > c.last_ns ? k.mono : c.last_ns);
 	}
+	progress(&c, len); /* clamped: ends at the total */
 	*out = c.t;
 	c.t = NULL;
 	rc = 0;
@@ -805,18 +944,35 @@ out_free:
 	return rc;
 }
 
+int rva_capture_decode_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err,
+				const rva_progress *p)
+{
+	return decode(buf, len, out, NULL, err, p);
+}
+
 int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
 {
-	return decode(buf, len, out, NULL, err);
+	return decode(buf, len, out, NULL, err, NULL);
 }
 
 int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err)
 {
+	return rva_capture_summarize_progress(buf, len, out, err, NULL);
+}
+
+int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err,
+				   const rva_progress *p)
+{
 	agg a = {0};
 	memset(out, 0, sizeof(*out));
-	if (rva_tree_init(&a.tree) < 0)
+	if (rva_tree_init(&a.tree) < 0 || agg_reserve(&a) < 0) {
+		free(a.fr);
+		free(a.memo);
+		free(a.inner);
+		rva_tree_release(&a.tree);
 		return fail(err, -ENOMEM, "out of memory");
-	int rc = decode(buf, len, &out->trace, &a, err);
+	}
+	int rc = decode(buf, len, &out->trace, &a, err, p);
 	rva_mstat *st = NULL;
 	if (rc == 0) {
 		size_t n = out->trace->nmethods;
@@ -826,6 +982,7 @@ int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_
 			rva_trace_free(out->trace);
 			out->trace = NULL;
 		} else {
+			agg_tree_totals(&a);
 			agg_stats(&a, st, n);
 		}
 	}
@@ -840,8 +997,15 @@ int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_
 	}
 	out->stats = st;
 	out->tree = a.tree;
-	out->anomaly_chain = a.snap;
-	out->anomaly_depth = a.nsnap;
+	if (a.want_snap) {
+		out->anomaly_chain = a.snap;
+		out->anomaly_depth = a.nsnap;
+	} else if (a.end_ok) {
+		out->end_chain = a.snap;
+		out->end_depth = a.nsnap;
+	} else {
+		free(a.snap);
+	}
 	return 0;
 }
 
@@ -850,6 +1014,7 @@ void rva_summary_release(rva_summary *s)
 	rva_trace_free(s->trace);
 	free(s->stats);
 	free(s->anomaly_chain);
+	free(s->end_chain);
 	rva_tree_release(&s->tree);
 	memset(s, 0, sizeof(*s));
 }

@@ -48,6 +48,7 @@ void rva_trace_free(rva_trace *t)
 		free(t->threads[i].name);
 		free(t->threads[i].calls);
 		free(t->threads[i].stack);
+		free(t->threads[i].cpu);
 	}
 	free(t->threads);
 	free(t->anomaly_name);
@@ -170,7 +171,11 @@ int rva_enter(rva_trace *t, size_t thi, uint32_t method, int64_t ts)
 		return -ENOMEM;
 	if (th->ncalls >= UINT32_MAX)
 		return -E2BIG;
+	if (th->cpu && grow((void **)&th->cpu, &th->cpucap, th->ncalls + 1, sizeof(int64_t)) < 0)
+		return -ENOMEM;
 	ts = clamp_ts(th, ts);
+	if (th->cpu)
+		th->cpu[th->ncalls] = th->last_cpu; /* the start, until the exit */
 	rva_call *c = &th->calls[th->ncalls];
 	c->method = method;
 	c->depth = (uint32_t)th->sdepth;
@@ -202,9 +207,46 @@ int rva_exit(rva_trace *t, size_t thi, uint32_t method, int64_t ts)
 		target = i - 1;
 	}
 	/* Frames above the target get dummy exits at the same time. */
-	while (th->sdepth > target)
-		th->calls[th->stack[--th->sdepth]].end = ts;
+	while (th->sdepth > target) {
+		uint32_t k = th->stack[--th->sdepth];
+		th->calls[k].end = ts;
+		if (th->cpu)
+			th->cpu[k] = th->last_cpu - th->cpu[k];
+	}
 	return 0;
+}
+
+/* Sets the thread's CPU clock (clamped), starting its per-call CPU times on
+ * first use: earlier calls get 0, frames open now start counting now. */
+static int set_cpu(rva_trace *t, size_t thi, int64_t cpu_ts)
+{
+	if (thi >= t->nthreads)
+		return -EINVAL;
+	rva_thread *th = &t->threads[thi];
+	if (!th->cpu) {
+		if (grow((void **)&th->cpu, &th->cpucap, th->ncalls + 1, sizeof(int64_t)) < 0)
+			return -ENOMEM;
+		memset(th->cpu, 0, th->cpucap * sizeof(int64_t));
+		th->last_cpu = cpu_ts;
+		for (size_t i = 0; i < th->sdepth; i++)
+			th->cpu[th->stack[i]] = cpu_ts;
+	}
+	if (cpu_ts > th->last_cpu)
+		th->last_cpu = cpu_ts;
+	t->has_cpu = 1;
+	return 0;
+}
+
+int rva_enter_cpu(rva_trace *t, size_t thi, uint32_t method, int64_t ts, int64_t cpu_ts)
+{
+	int rc = set_cpu(t, thi, cpu_ts);
+	return rc < 0 ? rc : rva_enter(t, thi, method, ts);
+}
+
+int rva_exit_cpu(rva_trace *t, size_t thi, uint32_t method, int64_t ts, int64_t cpu_ts)
+{
+	int rc = set_cpu(t, thi, cpu_ts);
+	return rc < 0 ? rc : rva_exit(t, thi, method, ts);
 }
 
 void rva_trace_finish(rva_trace *t, int64_t end_ts)
@@ -214,8 +256,11 @@ void rva_trace_finish(rva_trace *t, int64_t end_ts)
 		rva_thread *th = &t->threads[i];
 		int64_t e = end_ts == INT64_MIN ? th->last_ts : end_ts;
 		while (th->sdepth > 0) {
-			rva_call *c = &th->calls[th->stack[--th->sdepth]];
+			uint32_t k = th->stack[--th->sdepth];
+			rva_call *c = &th->calls[k];
 			c->end = e > c->start ? e : c->start;
+			if (th->cpu)
+				th->cpu[k] = th->last_cpu - th->cpu[k];
 		}
 		for (size_t k = 0; k < th->ncalls; k++) {
 			if (th->calls[k].start < lo)
@@ -279,6 +324,17 @@ int rva_trace_append(rva_trace *dst, const rva_trace *src)
 				d->calls[i].method = map[s->calls[i].method];
 			}
 			d->ncalls = d->cap = s->ncalls;
+			if (s->cpu) {
+				d->cpu = malloc(s->ncalls * sizeof(*d->cpu));
+				if (!d->cpu) {
+					rc = -ENOMEM;
+					goto out_free;
+				}
+				memcpy(d->cpu, s->cpu, s->ncalls * sizeof(*d->cpu));
+				d->cpucap = s->ncalls;
+				d->last_cpu = s->last_cpu;
+				dst->has_cpu = 1;
+			}
 		}
 		d->last_ts = s->last_ts;
 	}

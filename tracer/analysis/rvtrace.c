@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,7 +33,9 @@ static const char usage_main[] =
 	"  export FILE        convert (--format F -o OUT)\n"
 	"  diff A B           methods whose self time changed, largest first\n"
 	"\n"
-	"`rvtrace COMMAND --help` describes each command.\n";
+	"`rvtrace COMMAND --help` describes each command.  On a terminal, work\n"
+	"taking over a second shows a progress bar on stderr; --quiet (anywhere\n"
+	"before a `--`) turns it off.\n";
 
 static const char usage_info[] =
 	"usage: rvtrace info FILE\n"
@@ -44,7 +45,7 @@ static const char usage_info[] =
 	"(unmatched exits, torn slots, malformed lines).\n";
 
 static const char usage_summary[] =
-	"usage: rvtrace summary [--top N] [--window MS] [--json] [--match P] FILE\n"
+	"usage: rvtrace summary [--top N] [--window MS] [--json] [--match P] [--full] FILE\n"
 	"\n"
 	"  --top N        rows in each table (default 20)\n"
 	"  --window MS    analyse only the last MS milliseconds before the anomaly\n"
@@ -54,9 +55,16 @@ static const char usage_summary[] =
 	"                 NAME[,NAME...][@MIN_MS]: names (globs) in order along the\n"
 	"                 chain, the last one the call itself, lasting >= MIN_MS\n"
 	"                 (a \"performance bug model\"); text output only\n"
+	"  --full         decode a Rearview capture into the full model first\n"
+	"                 (same output; by default a capture is summarised while\n"
+	"                 it is decoded, in memory proportional to its distinct\n"
+	"                 call paths; --window and --match need the model and\n"
+	"                 imply it)\n"
 	"\n"
 	"Prints the methods with the most self time (calls, inclusive time with\n"
-	"recursion counted once, self time), the call chain running at the anomaly\n"
+	"recursion counted once, self time; for traces with a thread-CPU clock\n"
+	"beside the wall clock, e.g. Android dual-clock traces, also cpu_incl and\n"
+	"cpu_self in thread-CPU time), the call chain running at the anomaly\n"
 	"on each thread, and the chains (distinct call paths) with the most self\n"
 	"time, each with its 64-bit signature (FNV-1a over normalized names, the\n"
 	"same on every device).  Times are microseconds, or samples for\n"
@@ -123,20 +131,60 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Imports a file.  On a terminal, inputs of 8 MiB or more show what is
- * happening and how long it took, so long imports never look hung. */
+static int quiet; /* --quiet: no progress bar */
+
+static int parse_num(const char *s, double *out);
+
+/* The progress bar: drawn on a terminal only, once the work has run for a
+ * second, and redrawn at most ten times a second (the library reports at a
+ * bounded rate already).  `\r[#####     ] 42% 13.4 MiB/32.0 MiB`. */
+typedef struct bar {
+	double t0, last, after;
+	int drawn;
+} bar;
+
+static void bar_draw(void *arg, uint64_t done, uint64_t total)
+{
+	bar *b = arg;
+	double now = mono_s();
+	if (now - b->t0 < b->after || (now - b->last < 0.1 && done < total) || total == 0)
+		return;
+	int pct = (int)(done * 100 / total), fill = pct / 5;
+	fprintf(stderr, "\r[%.*s%*s] %3d%% %.1f MiB/%.1f MiB", fill, "####################",
+		20 - fill, "", pct, (double)done / 1048576.0, (double)total / 1048576.0);
+	fflush(stderr);
+	b->last = now;
+	b->drawn = 1;
+}
+
+/* Starts a bar when stderr is a terminal and --quiet is not given: *p is
+ * then the callback to pass, else p->fn is NULL.  RVTRACE_PROGRESS_AFTER
+ * (seconds, default 1) is when it appears; tests set it to 0. */
+static void bar_start(bar *b, rva_progress *p)
+{
+	*b = (bar){.t0 = mono_s(), .after = 1.0};
+	const char *env = getenv("RVTRACE_PROGRESS_AFTER");
+	double after;
+	if (env && parse_num(env, &after) == 0)
+		b->after = after;
+	*p = (rva_progress){isatty(STDERR_FILENO) && !quiet ? bar_draw : NULL, b};
+}
+
+static void bar_end(const bar *b)
+{
+	if (b->drawn)
+		fputs("\r\033[K", stderr);
+}
+
+/* Imports a file, with the progress bar. */
 static int load(const char *path, rva_trace **t)
 {
 	rva_error err = {{0}};
-	struct stat st;
-	int show = isatty(STDERR_FILENO) && stat(path, &st) == 0 && st.st_size >= (8 << 20);
-	double t0 = mono_s();
-	if (show)
-		fprintf(stderr, "rvtrace: importing %s (%lld MiB)...", path,
-			(long long)(st.st_size >> 20));
-	int rc = rva_import_file(path, t, &err);
-	if (show)
-		fprintf(stderr, "\r\033[Krvtrace: imported %s in %.2f s\n", path, mono_s() - t0);
+	bar b;
+	rva_progress p;
+	bar_start(&b, &p);
+	int rc = rva_import_file_progress(path, t, &err, &p);
+	bar_end(&b);
 	if (rc < 0)
 		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg[0] ? err.msg : strerror(-rc));
 	return rc;
@@ -220,16 +268,145 @@ static int print_matches(const rva_trace *t, const char *spec)
 	return 0;
 }
 
+/* What `summary` prints, from the model or from a streaming summary. */
+typedef struct sumview {
+	const rva_trace *t;	/* the analysed trace (sliced to the window or not) */
+	const rva_trace *full;	/* the anomaly and the threads */
+	const rva_mstat *st;	/* of t */
+	const rva_chains *ch;	/* of t */
+	const uint32_t *achain; /* streaming: the chain at the anomaly on thread
+				 * 0; NULL: rva_chain_at on full */
+	size_t adepth;
+	const char *match; /* --match on t, or NULL */
+} sumview;
+
+static void print_chain_at(const rva_trace *full, size_t th, const uint32_t *chain, size_t d)
+{
+	printf("  thread %u  sig %016" PRIx64 "\n", full->threads[th].tid,
+	       rva_signature(full, chain, d));
+	for (size_t k = 0; k < d; k++)
+		printf("    %*s%s\n", (int)k, "", full->names[chain[k]]);
+}
+
+/* The text summary; 2 for a bad --match pattern, else 0. */
+static int print_summary(const sumview *v, size_t ntop)
+{
+	const rva_trace *t = v->t, *full = v->full;
+	uint32_t *ids = calloc(ntop + 1, sizeof(*ids));
+	if (!ids) {
+		fprintf(stderr, "rvtrace: out of memory\n");
+		return 1;
+	}
+	size_t n = rva_top_self(t, v->st, ids, ntop);
+	int rc = 0;
+	const char *unit = t->weighted ? "samples" : "us";
+	printf("%s, %zu threads, %zu methods, span %.3f %s, %" PRIu64 " dropped\n\n", t->format,
+	       t->nthreads, t->nmethods, usec(t, t->end - t->start), unit, t->dropped);
+	/* Two clocks (Android dual): thread-CPU columns beside the wall ones. */
+	if (t->has_cpu)
+		printf("%10s %14s %14s %14s %14s  %s\n", "calls", "incl", "self", "cpu_incl",
+		       "cpu_self", "method");
+	else
+		printf("%10s %14s %14s  %s\n", "calls", "incl", "self", "method");
+	for (size_t i = 0; i < n; i++) {
+		const rva_mstat *m = &v->st[ids[i]];
+		printf("%10" PRIu64 " %14.3f %14.3f", m->calls, usec(t, m->incl), usec(t, m->self));
+		if (t->has_cpu)
+			printf(" %14.3f %14.3f", usec(t, m->cpu_incl), usec(t, m->cpu_self));
+		printf("  %s\n", t->names[ids[i]]);
+	}
+	free(ids);
+	if (full->has_anomaly) {
+		printf("\nanomaly %s at %" PRId64 "; chains running then:\n",
+		       full->anomaly_name ? full->anomaly_name : "", full->anomaly_ns);
+		if (v->achain) {
+			if (v->adepth && full->nthreads)
+				print_chain_at(full, 0, v->achain,
+					       v->adepth > 256 ? 256 : v->adepth);
+		} else {
+			for (size_t th = 0; th < full->nthreads; th++) {
+				uint32_t chain[256];
+				size_t d = rva_chain_at(full, th, full->anomaly_ns, chain, 256);
+				if (d)
+					print_chain_at(full, th, chain, d > 256 ? 256 : d);
+			}
+		}
+	}
+	if (v->match && print_matches(t, v->match) < 0) {
+		fprintf(stderr, "rvtrace: bad --match pattern '%s'\n", v->match);
+		rc = 2;
+	}
+	printf("\nchains by self time:\n");
+	for (size_t i = 0; i < v->ch->n && i < ntop; i++) {
+		const rva_chain *k = &v->ch->v[i];
+		printf("  %016" PRIx64 " %14.3f %s  ", k->signature, usec(t, k->self), unit);
+		for (size_t d = 0; d < k->depth; d++)
+			printf("%s%s", d ? ";" : "", t->names[k->methods[d]]);
+		putchar('\n');
+	}
+	return rc;
+}
+
+/* `summary` of a Rearview capture held in buf, summarised while decoded
+ * (rva_capture_summarize).  Returns the exit status, or -1 when the model
+ * is needed after all (--json on a capture with no anomaly record whose
+ * chain at the end the summary could not give). */
+static int summary_streamed(const char *path, const uint8_t *buf, size_t len, int json, size_t ntop)
+{
+	rva_error err = {{0}};
+	rva_summary sm;
+	bar b;
+	rva_progress p;
+	bar_start(&b, &p);
+	int rc = rva_capture_summarize_progress(buf, len, &sm, &err, &p);
+	bar_end(&b);
+	if (rc < 0) {
+		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg[0] ? err.msg : strerror(-rc));
+		return 1;
+	}
+	if (json && !sm.trace->has_anomaly && !sm.end_chain) {
+		rva_summary_release(&sm);
+		return -1;
+	}
+	if (json) {
+		rc = rva_summary_json_from(stdout, &sm, ntop) < 0;
+		if (rc)
+			fprintf(stderr, "rvtrace: cannot write the summary\n");
+	} else {
+		rva_chains ch = {0};
+		if (rva_chains_from_tree(sm.trace, &sm.tree, ntop, &ch) < 0) {
+			fprintf(stderr, "rvtrace: out of memory\n");
+			rc = 1;
+		} else {
+			static const uint32_t none[1];
+			sumview v = {sm.trace,
+				     sm.trace,
+				     sm.stats,
+				     &ch,
+				     sm.anomaly_chain ? sm.anomaly_chain : none,
+				     sm.anomaly_depth,
+				     NULL};
+			rc = print_summary(&v, ntop);
+		}
+		rva_chains_release(&ch);
+	}
+	rva_summary_release(&sm);
+	return rc;
+}
+
 static int cmd_summary(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"top", required_argument, NULL, 'n'}, {"window", required_argument, NULL, 'w'},
-		{"json", no_argument, NULL, 'j'},      {"match", required_argument, NULL, 'm'},
-		{"help", no_argument, NULL, 'h'},      {0}};
+	static const struct option opts[] = {{"top", required_argument, NULL, 'n'},
+					     {"window", required_argument, NULL, 'w'},
+					     {"json", no_argument, NULL, 'j'},
+					     {"match", required_argument, NULL, 'm'},
+					     {"full", no_argument, NULL, 'F'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
 	double top = 20, window = -1;
-	int json = 0, c;
+	int json = 0, full_model = 0, c;
 	const char *match = NULL;
-	while ((c = getopt_long(argc, argv, "n:w:jm:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:w:jm:Fh", opts, NULL)) != -1) {
 		if (c == 'm') {
 			match = optarg;
 			continue;
@@ -238,21 +415,52 @@ static int cmd_summary(int argc, char **argv)
 			continue;
 		if (c == 'w' && parse_num(optarg, &window) == 0)
 			continue;
-		if (c == 'j') {
-			json = 1;
+		if (c == 'j' || c == 'F') {
+			*(c == 'j' ? &json : &full_model) = 1;
 			continue;
 		}
 		return die_usage(usage_summary);
 	}
 	if (optind + 1 != argc)
 		return die_usage(usage_summary);
-	rva_trace *full, *t;
-	if (load(argv[optind], &full) < 0)
+	size_t ntop = (size_t)top;
+	const char *path = argv[optind];
+	rva_error err = {{0}};
+	uint8_t *buf;
+	size_t len;
+	if (rva_file_read(path, &buf, &len, &err) < 0) {
+		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg);
 		return 1;
+	}
+	if (!full_model && window < 0 && !match && rva_detect(buf, len) == RVA_FMT_CAPTURE) {
+		int rc = summary_streamed(path, buf, len, json, ntop);
+		if (rc >= 0) {
+			free(buf);
+			return fflush(stdout) != 0 ? 1 : rc;
+		}
+	}
+	rva_trace *full, *t;
+	bar b;
+	rva_progress p;
+	bar_start(&b, &p);
+	int rc = rva_import_progress(buf, len, &full, &err, &p);
+	bar_end(&b);
+	free(buf);
+	if (rc < 0) {
+		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg[0] ? err.msg : strerror(-rc));
+		return 1;
+	}
 	t = full;
 	int64_t at = full->has_anomaly ? full->anomaly_ns : full->end;
-	if (window >= 0) {
-		int64_t w = full->weighted ? (int64_t)window : (int64_t)(window * 1e6);
+	int64_t w = window < 0 ? -1 : full->weighted ? (int64_t)window : (int64_t)(window * 1e6);
+	if (json) {
+		rc = rva_summary_json(stdout, full, w, ntop) < 0;
+		if (rc)
+			fprintf(stderr, "rvtrace: cannot write the summary\n");
+		rva_trace_free(full);
+		return fflush(stdout) != 0 ? 1 : rc;
+	}
+	if (w >= 0) {
 		t = rva_trace_slice(full, at - w, at + 1);
 		if (!t) {
 			fprintf(stderr, "rvtrace: out of memory\n");
@@ -262,68 +470,13 @@ static int cmd_summary(int argc, char **argv)
 	}
 	rva_mstat *st = NULL;
 	rva_chains ch = {0};
-	size_t ntop = (size_t)top;
-	uint32_t *ids = calloc(ntop + 1, sizeof(*ids));
-	if (!ids || rva_method_stats(t, &st) < 0 || rva_chains_collect(t, ntop, &ch) < 0) {
+	if (rva_method_stats(t, &st) < 0 || rva_chains_collect(t, ntop, &ch) < 0) {
 		fprintf(stderr, "rvtrace: out of memory\n");
-		free(ids);
-		free(st);
-		if (t != full)
-			rva_trace_free(t);
-		rva_trace_free(full);
-		return 1;
-	}
-	size_t n = rva_top_self(t, st, ids, ntop);
-	int rc = 0;
-	const char *unit = t->weighted ? "samples" : "us";
-	if (json) {
-		int64_t w = window < 0	     ? -1
-			    : full->weighted ? (int64_t)window
-					     : (int64_t)(window * 1e6);
-		if (rva_summary_json(stdout, full, w, ntop) < 0) {
-			fprintf(stderr, "rvtrace: cannot write the summary\n");
-			rc = 1;
-		}
+		rc = 1;
 	} else {
-		printf("%s, %zu threads, %zu methods, span %.3f %s, %" PRIu64 " dropped\n\n",
-		       t->format, t->nthreads, t->nmethods, usec(t, t->end - t->start), unit,
-		       t->dropped);
-		printf("%10s %14s %14s  %s\n", "calls", "incl", "self", "method");
-		for (size_t i = 0; i < n; i++)
-			printf("%10" PRIu64 " %14.3f %14.3f  %s\n", st[ids[i]].calls,
-			       usec(t, st[ids[i]].incl), usec(t, st[ids[i]].self),
-			       t->names[ids[i]]);
-		if (full->has_anomaly) {
-			printf("\nanomaly %s at %" PRId64 "; chains running then:\n",
-			       full->anomaly_name ? full->anomaly_name : "", full->anomaly_ns);
-			for (size_t th = 0; th < full->nthreads; th++) {
-				uint32_t chain[256];
-				size_t d = rva_chain_at(full, th, at, chain, 256);
-				if (d > 256)
-					d = 256;
-				if (!d)
-					continue;
-				printf("  thread %u  sig %016" PRIx64 "\n", full->threads[th].tid,
-				       rva_signature(full, chain, d));
-				for (size_t k = 0; k < d; k++)
-					printf("    %*s%s\n", (int)k, "", full->names[chain[k]]);
-			}
-		}
-		if (match && print_matches(t, match) < 0) {
-			fprintf(stderr, "rvtrace: bad --match pattern '%s'\n", match);
-			rc = 2;
-		}
-		printf("\nchains by self time:\n");
-		for (size_t i = 0; i < ch.n && i < ntop; i++) {
-			const rva_chain *k = &ch.v[i];
-			printf("  %016" PRIx64 " %14.3f %s  ", k->signature, usec(t, k->self),
-			       unit);
-			for (size_t d = 0; d < k->depth; d++)
-				printf("%s%s", d ? ";" : "", t->names[k->methods[d]]);
-			putchar('\n');
-		}
+		sumview v = {t, full, st, &ch, NULL, 0, match};
+		rc = print_summary(&v, ntop);
 	}
-	free(ids);
 	free(st);
 	rva_chains_release(&ch);
 	if (t != full)
@@ -569,6 +722,19 @@ static int cmd_diff(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	if (argc < 2)
+		return die_usage(usage_main);
+	/* --quiet / -q anywhere before a `--` (diff's separator): no bar. */
+	int n = 1;
+	for (int i = 1, rest = 0; i < argc; i++) {
+		rest |= strcmp(argv[i], "--") == 0;
+		if (!rest && (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0))
+			quiet = 1;
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	argc = n;
 	if (argc < 2)
 		return die_usage(usage_main);
 	const char *cmd = argv[1];

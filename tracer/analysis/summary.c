@@ -24,23 +24,32 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-int rva_summary_json(FILE *f, const rva_trace *full, int64_t window, size_t ntop)
+/* One entry of "chains_at_anomaly". */
+static void write_chain_at(FILE *f, int *first, const rva_trace *t, size_t th,
+			   const uint32_t *chain, size_t d)
 {
-	const rva_trace *t = full;
-	rva_trace *sliced = NULL;
-	int64_t at = full->has_anomaly ? full->anomaly_ns : full->end;
-	if (window >= 0) {
-		sliced = rva_trace_slice(full, at - window, at + 1);
-		if (!sliced)
-			return -ENOMEM;
-		t = sliced;
+	fprintf(f, "%s\n {\"thread\":%zu,\"tid\":%u,\"signature\":\"%016" PRIx64 "\",\"frames\":[",
+		*first ? "" : ",", th, t->threads[th].tid, rva_signature(t, chain, d));
+	for (size_t k = 0; k < d; k++) {
+		if (k)
+			fputc(',', f);
+		json_str(f, t->names[chain[k]]);
 	}
-	rva_mstat *st = NULL;
-	rva_chains ch = {0};
+	fprintf(f, "]}");
+	*first = 0;
+}
+
+/* The document from t's header fields and names, the statistics st of t,
+ * the chains ch, and the chains at the anomaly: of every thread of `full`
+ * at `at` (rva_chain_at) when achain is NULL, else achain[0..adepth) on
+ * thread 0 of full. */
+static int write_doc(FILE *f, const rva_trace *full, const rva_trace *t, const rva_mstat *st,
+		     const rva_chains *ch, size_t ntop, int64_t at, const uint32_t *achain,
+		     size_t adepth)
+{
 	uint32_t *ids = calloc(ntop + 1, sizeof(*ids));
-	int rc = -ENOMEM;
-	if (!ids || rva_method_stats(t, &st) < 0 || rva_chains_collect(t, ntop, &ch) < 0)
-		goto out_free;
+	if (!ids)
+		return -ENOMEM;
 	size_t n = rva_top_self(t, st, ids, ntop);
 	fprintf(f, "{\"schema\":\"rvtrace.summary.v1\",\"format\":");
 	json_str(f, t->format);
@@ -59,33 +68,30 @@ int rva_summary_json(FILE *f, const rva_trace *full, int64_t window, size_t ntop
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "%s\n {\"method\":", i ? "," : "");
 		json_str(f, t->names[ids[i]]);
-		fprintf(f, ",\"calls\":%" PRIu64 ",\"incl\":%" PRId64 ",\"self\":%" PRId64 "}",
+		fprintf(f, ",\"calls\":%" PRIu64 ",\"incl\":%" PRId64 ",\"self\":%" PRId64,
 			st[ids[i]].calls, st[ids[i]].incl, st[ids[i]].self);
+		if (t->has_cpu)
+			fprintf(f, ",\"cpu_incl\":%" PRId64 ",\"cpu_self\":%" PRId64,
+				st[ids[i]].cpu_incl, st[ids[i]].cpu_self);
+		fputc('}', f);
 	}
+	free(ids);
 	fprintf(f, "],\n\"chains_at_anomaly\":[");
 	int first = 1;
-	for (size_t th = 0; th < full->nthreads; th++) {
-		uint32_t chain[256];
-		size_t d = rva_chain_at(full, th, at, chain, 256);
-		if (d == 0)
-			continue;
-		if (d > 256)
-			d = 256;
-		fprintf(f,
-			"%s\n {\"thread\":%zu,\"tid\":%u,\"signature\":\"%016" PRIx64
-			"\",\"frames\":[",
-			first ? "" : ",", th, full->threads[th].tid, rva_signature(full, chain, d));
-		for (size_t k = 0; k < d; k++) {
-			if (k)
-				fputc(',', f);
-			json_str(f, full->names[chain[k]]);
+	if (achain) {
+		if (adepth && full->nthreads)
+			write_chain_at(f, &first, full, 0, achain, adepth < 256 ? adepth : 256);
+	} else {
+		for (size_t th = 0; th < full->nthreads; th++) {
+			uint32_t chain[256];
+			size_t d = rva_chain_at(full, th, at, chain, 256);
+			if (d)
+				write_chain_at(f, &first, full, th, chain, d > 256 ? 256 : d);
 		}
-		fprintf(f, "]}");
-		first = 0;
 	}
 	fprintf(f, "],\n\"chains\":[");
-	for (size_t i = 0; i < ch.n && i < ntop; i++) {
-		const rva_chain *k = &ch.v[i];
+	for (size_t i = 0; i < ch->n && i < ntop; i++) {
+		const rva_chain *k = &ch->v[i];
 		fprintf(f,
 			"%s\n {\"signature\":\"%016" PRIx64 "\",\"calls\":%" PRIu64
 			",\"incl\":%" PRId64 ",\"self\":%" PRId64 ",\"frames\":[",
@@ -98,11 +104,43 @@ int rva_summary_json(FILE *f, const rva_trace *full, int64_t window, size_t ntop
 		fprintf(f, "]}");
 	}
 	fprintf(f, "]}\n");
-	rc = ferror(f) ? -EIO : 0;
-out_free:
-	free(ids);
+	return ferror(f) ? -EIO : 0;
+}
+
+int rva_summary_json(FILE *f, const rva_trace *full, int64_t window, size_t ntop)
+{
+	const rva_trace *t = full;
+	rva_trace *sliced = NULL;
+	int64_t at = full->has_anomaly ? full->anomaly_ns : full->end;
+	if (window >= 0) {
+		sliced = rva_trace_slice(full, at - window, at + 1);
+		if (!sliced)
+			return -ENOMEM;
+		t = sliced;
+	}
+	rva_mstat *st = NULL;
+	rva_chains ch = {0};
+	int rc = -ENOMEM;
+	if (rva_method_stats(t, &st) == 0 && rva_chains_collect(t, ntop, &ch) == 0)
+		rc = write_doc(f, full, t, st, &ch, ntop, at, NULL, 0);
 	free(st);
 	rva_chains_release(&ch);
 	rva_trace_free(sliced);
+	return rc;
+}
+
+int rva_summary_json_from(FILE *f, const rva_summary *s, size_t ntop)
+{
+	static const uint32_t none[1];
+	rva_chains ch = {0};
+	int rc = rva_chains_from_tree(s->trace, &s->tree, ntop, &ch);
+	if (rc < 0)
+		return rc;
+	const uint32_t *chain = s->anomaly_chain ? s->anomaly_chain : s->end_chain;
+	rc = write_doc(f, s->trace, s->trace, s->stats, &ch, ntop, 0, chain ? chain : none,
+		       s->anomaly_chain ? s->anomaly_depth
+		       : s->end_chain	? s->end_depth
+					: 0);
+	rva_chains_release(&ch);
 	return rc;
 }

@@ -337,30 +337,50 @@ rva_format rva_detect(const uint8_t *buf, size_t len)
 	return RVA_FMT_UNKNOWN;
 }
 
-int rva_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+int rva_import_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err,
+			const rva_progress *p)
 {
 	*out = NULL;
-	switch (rva_detect(buf, len)) {
-	case RVA_FMT_CAPTURE:
-		return rva_capture_decode(buf, len, out, err);
+	rva_format fmt = rva_detect(buf, len);
+	if (fmt == RVA_FMT_CAPTURE)
+		return rva_capture_decode_progress(buf, len, out, err, p);
+	/* The other importers report only their start and end. */
+	if (p && p->fn)
+		p->fn(p->arg, 0, len);
+	int rc;
+	switch (fmt) {
 	case RVA_FMT_FOLDED:
-		return rva_folded_import(buf, len, out, err);
+		rc = rva_folded_import(buf, len, out, err);
+		break;
 	case RVA_FMT_NANOSCOPE:
-		return rva_nanoscope_import(buf, len, out, err);
+		rc = rva_nanoscope_import(buf, len, out, err);
+		break;
 	case RVA_FMT_PERFETTO:
-		return rva_perfetto_import(buf, len, out, err);
+		rc = rva_perfetto_import(buf, len, out, err);
+		break;
 	case RVA_FMT_CHROME:
-		return rva_chrome_import(buf, len, out, err);
+		rc = rva_chrome_import(buf, len, out, err);
+		break;
 	case RVA_FMT_ANDROID:
-		return rva_android_import(buf, len, out, err);
+		rc = rva_android_import(buf, len, out, err);
+		break;
 	default:
 		return fail(err, -EPROTONOSUPPORT, "unrecognized trace format");
 	}
+	if (rc == 0 && p && p->fn)
+		p->fn(p->arg, len, len);
+	return rc;
 }
 
-int rva_import_file(const char *path, rva_trace **out, rva_error *err)
+int rva_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+{
+	return rva_import_progress(buf, len, out, err, NULL);
+}
+
+int rva_file_read(const char *path, uint8_t **out, size_t *outlen, rva_error *err)
 {
 	*out = NULL;
+	*outlen = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fail(err, -errno, "%s: %s", path, strerror(errno));
@@ -387,16 +407,36 @@ int rva_import_file(const char *path, rva_trace **out, rva_error *err)
 			continue;
 		if (r <= 0) {
 			rc = fail(err, r < 0 ? -errno : -EIO, "%s: read failed", path);
-			goto out_free;
+			free(buf);
+			goto out_close;
 		}
 		got += (size_t)r;
 	}
-	rc = rva_import(buf, len, out, err);
-out_free:
-	free(buf);
+	*out = buf;
+	*outlen = len;
+	rc = 0;
 out_close:
 	close(fd);
 	return rc;
+}
+
+int rva_import_file_progress(const char *path, rva_trace **out, rva_error *err,
+			     const rva_progress *p)
+{
+	uint8_t *buf;
+	size_t len;
+	*out = NULL;
+	int rc = rva_file_read(path, &buf, &len, err);
+	if (rc < 0)
+		return rc;
+	rc = rva_import_progress(buf, len, out, err, p);
+	free(buf);
+	return rc;
+}
+
+int rva_import_file(const char *path, rva_trace **out, rva_error *err)
+{
+	return rva_import_file_progress(path, out, err, NULL);
 }
 
 /* ---- exports ---- */

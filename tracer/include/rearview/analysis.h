@@ -56,6 +56,12 @@ typedef struct rva_thread {
 	size_t sdepth;
 	size_t scap;
 	int64_t last_ts;
+	/* Thread-CPU time (inputs with two clocks, e.g. Android dual-clock
+	 * traces): NULL, or per call the CPU ns spent in it, children included
+	 * (cpu[i] for calls[i]).  Calls keep the wall clock as their timeline. */
+	int64_t *cpu;	  /* owned */
+	size_t cpucap;	  /* private */
+	int64_t last_cpu; /* private */
 } rva_thread;
 
 typedef struct rva_trace {
@@ -71,6 +77,7 @@ typedef struct rva_trace {
 	int64_t anomaly_ns; /* same clock as the calls */
 	char *anomaly_name; /* owned; may be NULL */
 	uint64_t dropped;   /* events ignored as damage (unmatched, torn) */
+	int has_cpu;	    /* some thread carries thread-CPU time (cpu != NULL) */
 	/* private */
 	uint32_t *hash;
 	size_t hcap;
@@ -110,6 +117,13 @@ int rva_enter(rva_trace *t, size_t th, uint32_t method, int64_t ts);
  * exit on an empty stack, is counted in t->dropped and ignored. */
 int rva_exit(rva_trace *t, size_t th, uint32_t method, int64_t ts);
 
+/* rva_enter / rva_exit with the thread's CPU clock at that moment too
+ * (cpu_ts in ns, clamped to never go backwards on a thread): the calls of
+ * the thread then carry their CPU time in th->cpu and t->has_cpu is set.
+ * Plain rva_enter / rva_exit on such a thread reuse its last CPU time. */
+int rva_enter_cpu(rva_trace *t, size_t th, uint32_t method, int64_t ts, int64_t cpu_ts);
+int rva_exit_cpu(rva_trace *t, size_t th, uint32_t method, int64_t ts, int64_t cpu_ts);
+
 /* Close every still-open frame at end_ts (INT64_MIN: at the thread's last
  * timestamp) and compute t->start / t->end.  Call once after building. */
 void rva_trace_finish(rva_trace *t, int64_t end_ts);
@@ -125,6 +139,8 @@ typedef struct rva_mstat {
 	uint64_t calls;
 	int64_t incl; /* inclusive; a recursive call inside itself counts once */
 	int64_t self;
+	int64_t cpu_incl; /* the same in thread-CPU ns when t->has_cpu, else 0 */
+	int64_t cpu_self;
 } rva_mstat;
 
 /* Statistics of every method (array of t->nmethods, caller frees with free).
@@ -137,8 +153,9 @@ size_t rva_top_self(const rva_trace *t, const rva_mstat *st, uint32_t *ids, size
 
 /* ---- time windows and chains ---- */
 
-/* A new trace holding the calls overlapping [from, to), clipped to it.
- * NULL on ENOMEM.  Caller frees with rva_trace_free. */
+/* A new trace holding the calls overlapping [from, to), clipped to it
+ * (without CPU times: they cannot be clipped).  NULL on ENOMEM.  Caller frees with rva_trace_free.
+ */
 rva_trace *rva_trace_slice(const rva_trace *t, int64_t from, int64_t to);
 
 /* The chain running on thread th at ts (root first): method ids into
@@ -290,14 +307,61 @@ typedef struct rva_summary {
 	rva_trace *trace;
 	rva_mstat *stats;
 	rva_tree tree;
-	uint32_t *anomaly_chain; /* method ids running at the anomaly, root first
-				  * (events at exactly that time applied); NULL
-				  * when the capture has no ANOMALY record */
+	uint32_t *anomaly_chain; /* method ids running at the anomaly, root first,
+				  * exactly as rva_chain_at on the decoded model
+				  * (frames entered or exited at that very time
+				  * included); NULL when the capture has no
+				  * ANOMALY record */
 	size_t anomaly_depth;
+	uint32_t *end_chain; /* no ANOMALY record: the chain at trace->end, as
+			      * rva_chain_at on the model; NULL when there is
+			      * an anomaly, or when the clock is not one whose
+			      * rate divides 10^9 within 2^52 ns of the freeze
+			      * (then the end is known only after decoding) */
+	size_t end_depth;
 } rva_summary;
 
 int rva_capture_summarize(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err);
 void rva_summary_release(rva_summary *s); /* zeroes *s; safe on a zeroed one */
+
+/* Writes the rva_summary_json document (window < 0) of a streaming summary:
+ * the same bytes as rva_summary_json on the decoded model, except when the
+ * capture has no ANOMALY record and end_chain is NULL: "chains_at_anomaly"
+ * is then empty (the model gives the chain at the end; decode it when that
+ * is needed).  0, -ENOMEM or -EIO. */
+int rva_summary_json_from(FILE *f, const rva_summary *s, size_t ntop);
+
+/* ---- progress ---- */
+
+/* Progress of a long decode or import: bytes of input processed so far, of
+ * total (the input's length; for a capture, its file_size field, which may
+ * be less).  done never decreases; the first call has done 0 and, on
+ * success, the last has done == total.  Calls are bounded by the input size
+ * (at most 3 + 2 per 2 MiB of capture slots; importers of other formats
+ * report only the start and the end), never one per event, so the callback
+ * may print.
+ * It runs on the calling thread and must not touch the trace being built. */
+typedef void (*rva_progress_fn)(void *arg, uint64_t done, uint64_t total);
+typedef struct rva_progress {
+	rva_progress_fn fn;
+	void *arg;
+} rva_progress;
+
+/* rva_capture_decode, rva_capture_summarize, rva_import and rva_import_file
+ * reporting progress to p (NULL: none).  rva_import_file_progress reports
+ * the decoding only, not the reading of the file. */
+int rva_capture_decode_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err,
+				const rva_progress *p);
+int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *out, rva_error *err,
+				   const rva_progress *p);
+int rva_import_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err,
+			const rva_progress *p);
+int rva_import_file_progress(const char *path, rva_trace **out, rva_error *err,
+			     const rva_progress *p);
+
+/* Reads a whole file of at most 1 GiB into *buf (caller frees; not
+ * NUL-terminated), its size in *len.  0, -EFBIG, -ENOMEM or -errno. */
+int rva_file_read(const char *path, uint8_t **buf, size_t *len, rva_error *err);
 
 /* Folded stacks (UTF-8 or UTF-16 with BOM, LF or CRLF); malformed lines are
  * skipped and counted in dropped.  The result is weighted. */
