@@ -87,6 +87,11 @@ static int qparam(const char *query, const char *name, char *out, size_t outsz)
 	return 0;
 }
 
+int rvs_query_param(const char *query, const char *name, char *out, size_t outsz)
+{
+	return qparam(query, name, out, outsz);
+}
+
 static int parse_i64(const char *s, int64_t *out)
 {
 	char *end;
@@ -378,18 +383,63 @@ static int run_export(const struct export_fmt *f, FILE *out, const rva_trace *t,
 	}
 }
 
-static void export_trace(sqlite3 *db, const char *blob_dir, const char *id, const char *query,
-			 struct rvs_query_resp *r)
+int rvs_query_load_trace(const char *database, const char *blob_dir, const char *id,
+			 struct rva_trace **out)
 {
-	const struct export_fmt *f = NULL;
-	char fmt[32], blob[65] = "", path[1024];
+	char blob[65] = "", path[1024];
 	uint8_t *raw = NULL, *cap = NULL;
 	size_t rawlen = 0, caplen = 0;
 	int comp = 0, rc;
 	sqlite3_stmt *st;
-	rva_trace *t = NULL;
+	sqlite3 *db;
 	rva_error err;
+
+	if (!valid_trace_id(id, strlen(id)))
+		return -ENOENT;
+	if (!(db = open_ro(database)))
+		return -EIO;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT blob_sha256, compression FROM uploads WHERE trace_id = ?"
+			       " AND state = 'decoded'",
+			       -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+		snprintf(blob, sizeof blob, "%s", (const char *)sqlite3_column_text(st, 0));
+		comp = sqlite3_column_int(st, 1);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	/* The blob name comes from our own database and is validated again as
+	 * 64 hex digits by rvs_blob_path; nothing from the request is a path. */
+	if (!blob[0] || rvs_blob_path(blob_dir, blob, path, sizeof path))
+		return -ENOENT;
+	if (rvs_read_file(path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))
+		return -EIO;
+	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD) {
+		rc = rvs_zstd_decompress(raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap, &caplen);
+		free(raw);
+		if (rc)
+			return -EBADMSG;
+	} else {
+		cap = raw;
+		caplen = rawlen;
+	}
+	rc = rva_capture_decode(cap, caplen, out, &err);
+	free(cap);
+	return rc ? -EBADMSG : 0;
+}
+
+static void export_trace(const char *database, const char *blob_dir, const char *id,
+			 const char *query, struct rvs_query_resp *r)
+{
+	const struct export_fmt *f = NULL;
+	char fmt[32];
+	rva_trace *t = NULL;
 	FILE *out;
+	int rc;
 
 	if (qparam(query, "format", fmt, sizeof fmt) != 1)
 		return set_error(r, 400, "format required");
@@ -398,34 +448,11 @@ static void export_trace(sqlite3 *db, const char *blob_dir, const char *id, cons
 			f = &FORMATS[i];
 	if (!f)
 		return set_error(r, 400, "unknown format");
-	if (sqlite3_prepare_v2(db,
-			       "SELECT blob_sha256, compression FROM uploads WHERE trace_id = ?"
-			       " AND state = 'decoded'",
-			       -1, &st, NULL) != SQLITE_OK)
-		return set_error(r, 500, "query failed");
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-		snprintf(blob, sizeof blob, "%s", (const char *)sqlite3_column_text(st, 0));
-		comp = sqlite3_column_int(st, 1);
-	}
-	sqlite3_finalize(st);
-	/* The blob name comes from our own database and is validated again as
-	 * 64 hex digits by rvs_blob_path; nothing from the request is a path. */
-	if (!blob[0] || rvs_blob_path(blob_dir, blob, path, sizeof path))
+	rc = rvs_query_load_trace(database, blob_dir, id, &t);
+	if (rc == -ENOENT)
 		return set_error(r, 404, "no decoded capture for this trace");
-	if (rvs_read_file(path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))
+	if (rc == -EIO)
 		return set_error(r, 500, "blob unreadable");
-	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD) {
-		rc = rvs_zstd_decompress(raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap, &caplen);
-		free(raw);
-		if (rc)
-			return set_error(r, 500, "blob corrupt");
-	} else {
-		cap = raw;
-		caplen = rawlen;
-	}
-	rc = rva_capture_decode(cap, caplen, &t, &err);
-	free(cap);
 	if (rc)
 		return set_error(r, 500, "capture does not decode");
 	out = open_memstream(&r->body, &r->len);
@@ -461,6 +488,92 @@ static int64_t pct(const int64_t *v, size_t n, int p)
 {
 	size_t k = (size_t)((p * n + 99) / 100);
 	return v[k ? k - 1 : 0];
+}
+
+/* p50/p95 of self and inclusive time per app version, and the saved alert
+ * (threshold on the fleet-wide self p95) with whether it is crossed. */
+static int method_by_version(sqlite3 *db, const char *name, json_t *doc)
+{
+	sqlite3_stmt *st;
+	int64_t *self = NULL, *incl = NULL, *g;
+	size_t n = 0, cap = 0;
+	char *ver = NULL;
+	json_t *arr = json_array();
+	int rc;
+
+	json_object_set_new(doc, "by_version", arr);
+	if (sqlite3_prepare_v2(db,
+			       "SELECT COALESCE(t.app_version, ''), m.self_ns, m.incl_ns FROM"
+			       " trace_methods m JOIN traces t USING (trace_id) WHERE m.method = ?"
+			       " ORDER BY 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	for (;;) {
+		const char *v;
+		rc = sqlite3_step(st);
+		v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+		if (n && (!v || strcmp(v, ver) != 0)) {
+			qsort(self, n, sizeof *self, cmp_i64);
+			qsort(incl, n, sizeof *incl, cmp_i64);
+			json_array_append_new(
+				arr, json_pack("{s:o,s:I,s:{s:I,s:I},s:{s:I,s:I}}", "app_version",
+					       jstr(ver), "count", (json_int_t)n, "self_ns", "p50",
+					       (json_int_t)pct(self, n, 50), "p95",
+					       (json_int_t)pct(self, n, 95), "incl_ns", "p50",
+					       (json_int_t)pct(incl, n, 50), "p95",
+					       (json_int_t)pct(incl, n, 95)));
+			n = 0;
+		}
+		if (!v)
+			break;
+		if (n == 0) {
+			free(ver);
+			if (!(ver = strdup(v)))
+				break;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if (!(g = realloc(self, cap * sizeof *self)))
+				break;
+			self = g;
+			if (!(g = realloc(incl, cap * sizeof *incl)))
+				break;
+			incl = g;
+		}
+		self[n] = sqlite3_column_int64(st, 1);
+		incl[n] = sqlite3_column_int64(st, 2);
+		n++;
+	}
+	sqlite3_finalize(st);
+	free(ver);
+	free(self);
+	free(incl);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int method_alert(sqlite3 *db, const char *name, json_t *doc)
+{
+	sqlite3_stmt *st;
+	json_t *p95 = json_object_get(json_object_get(doc, "self_ns"), "p95");
+	int rc;
+
+	if (sqlite3_prepare_v2(db, "SELECT p95_threshold_ns FROM method_alerts WHERE method = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		int64_t th = sqlite3_column_int64(st, 0);
+		json_object_set_new(
+			doc, "alert",
+			json_pack("{s:I,s:b}", "p95_threshold_ns", (json_int_t)th, "crossed",
+				  json_is_integer(p95) && json_integer_value(p95) >= th));
+	} else {
+		json_object_set_new(doc, "alert", json_null());
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 static void get_method(sqlite3 *db, const char *name, const char *query, struct rvs_query_resp *r)
@@ -512,6 +625,10 @@ static void get_method(sqlite3 *db, const char *name, const char *query, struct 
 	}
 	free(self);
 	free(incl);
+	if (method_by_version(db, name, doc) || method_alert(db, name, doc)) {
+		json_decref(doc);
+		return set_error(r, 500, "query failed");
+	}
 	traces = json_array();
 	json_object_set_new(doc, "traces", traces);
 	if (sqlite3_prepare_v2(db,
@@ -572,6 +689,47 @@ static void list_signatures(sqlite3 *db, const char *query, struct rvs_query_res
 	set_json(r, 200, json_pack("{s:o}", "signatures", arr));
 }
 
+/* ---- GET /api/v1/signatures/weekly ------------------------------------------ */
+
+/* Trace counts per signature, week (Monday, UTC) and app version, for the
+ * signatures that have traces received since ?since= (unix s, default: all). */
+static void signatures_weekly(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+{
+	sqlite3_stmt *st;
+	char v[32];
+	int64_t since = 0;
+	json_t *arr;
+	int rc;
+
+	if ((rc = qparam(query, "since", v, sizeof v)) < 0 || (rc && parse_i64(v, &since)))
+		return set_error(r, 400, "bad since");
+	if (sqlite3_prepare_v2(
+		    db,
+		    "WITH s AS (SELECT t.received_at, t.app_version,"
+		    " COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
+		    " LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
+		    " AND c.rank = 1 WHERE t.received_at >= ?)"
+		    " SELECT sig AS signature,"
+		    " date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
+		    " app_version, count(*) AS traces FROM s WHERE sig IS NOT NULL"
+		    " GROUP BY sig, week, app_version ORDER BY sig, week, app_version",
+		    -1, &st, NULL) != SQLITE_OK)
+		return set_error(r, 500, "query failed");
+	sqlite3_bind_int64(st, 1, since);
+	arr = json_array();
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		row_into(st, o);
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		return set_error(r, 500, "query failed");
+	}
+	set_json(r, 200, json_pack("{s:o}", "rows", arr));
+}
+
 /* ---- routing ----------------------------------------------------------------- */
 
 void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
@@ -589,6 +747,8 @@ void rvs_query_handle(const char *database, const char *blob_dir, const char *pa
 		list_traces(db, query, r);
 	} else if (strcmp(rest, "signatures") == 0) {
 		list_signatures(db, query, r);
+	} else if (strcmp(rest, "signatures/weekly") == 0) {
+		signatures_weekly(db, query, r);
 	} else if (strncmp(rest, "traces/", 7) == 0) {
 		const char *id = rest + 7, *slash = strchr(id, '/');
 		size_t idlen = slash ? (size_t)(slash - id) : strlen(id);
@@ -601,7 +761,7 @@ void rvs_query_handle(const char *database, const char *blob_dir, const char *pa
 			if (!slash)
 				get_trace(db, tid, r);
 			else if (strcmp(slash, "/export") == 0)
-				export_trace(db, blob_dir, tid, query, r);
+				export_trace(database, blob_dir, tid, query, r);
 			else
 				set_error(r, 404, "no such resource");
 		}

@@ -66,11 +66,12 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len);
 /* ---- HTTP request parsing (http.c; pure, no I/O) ------------------------- */
 struct rvs_http_req {
 	enum http_method method;
-	char path[1024];  /* URL path, query removed; never decoded */
-	char query[1024]; /* the query string after '?', never decoded; "" if none */
-	char auth[512];	  /* Authorization header */
-	char inm[256];	  /* If-None-Match header */
-	uint8_t *body;	  /* owned; freed by rvs_http_next/release */
+	char path[1024];   /* URL path, query removed; never decoded */
+	char query[1024];  /* the query string after '?', never decoded; "" if none */
+	char auth[512];	   /* Authorization header */
+	char inm[256];	   /* If-None-Match header */
+	char cookie[1024]; /* Cookie header (the web UI's session) */
+	uint8_t *body;	   /* owned; freed by rvs_http_next/release */
 	size_t body_len;
 	int keep_alive;
 	int expect_continue; /* "Expect: 100-continue" was sent */
