@@ -5,7 +5,7 @@ SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsql
 	$(PROTOBUF_LIBS) -lpthread
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o \
 	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
-	web.o web_pages.o web_timeline.o)
+	web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
@@ -55,6 +55,6 @@ $(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(LIBRVPROTO) | 
 BENCHES += $(TBIN)/server/bench_upload
 
 # The web UI (server/WEB.md): the real binary driven over TLS by libcurl.
-$(eval $(call rv_test,server,web,$(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd $(PROTOBUF_LIBS) $(RVT_LDLIBS)))
-$(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include
+$(eval $(call rv_test,server,web,$(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS)))
+$(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(TBIN)/server/test_web: | $(BIN)/rearview-server

@@ -9,6 +9,7 @@
  * Error bodies are rearview.Error messages (code + human reason).
  */
 #include "api.h"
+#include "campaign.h"
 #include "query.h"
 #include "web.h"
 
@@ -513,8 +514,8 @@ static void job_work(uv_work_t *w)
 		do_policy(j);
 		break;
 	case JOB_QUERY:
-		rvs_query_handle(j->a->cfg->database, j->a->cfg->blob_dir, j->req->path,
-				 j->req->query, &j->q);
+		rvs_api_v1(j->a->cfg, j->req->method == HTTP_POST, j->req->path, j->req->query,
+			   j->req->body, j->req->body_len, &j->q);
 		break;
 	case JOB_WEB:
 		rvs_web_handle(j->a->cfg, j->req, &j->wr);
@@ -829,8 +830,9 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 		else if (admit(a, c, req, hash) == 0)
 			queue_job(a, c, req, JOB_POLICY, hash);
 	} else if (strncmp(req->path, "/api/v1/", 8) == 0) {
-		if (req->method != HTTP_GET)
-			method_not_allowed(a, c, "GET");
+		int writable = rvs_campaign_path(req->path);
+		if (req->method != HTTP_GET && !(writable && req->method == HTTP_POST))
+			method_not_allowed(a, c, writable ? "GET, POST" : "GET");
 		else if (admit_api(a, c, req) == 0)
 			queue_job(a, c, req, JOB_QUERY, NULL);
 	} else if (rvs_web_path(req->path)) {

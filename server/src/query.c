@@ -156,6 +156,13 @@ static void set_error(struct rvs_query_resp *r, int status, const char *msg)
 	set_json(r, status, json_pack("{s:s}", "error", msg));
 }
 
+void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc)
+{
+	if (!doc)
+		return set_error(r, 500, "out of memory");
+	set_json(r, status, doc);
+}
+
 static int valid_trace_id(const char *s, size_t n)
 {
 	if (n != 34 || s[0] != 't' || s[1] != '-')

@@ -153,5 +153,9 @@ int rvs_init_dir(const char *dir);
  * default policy as version 1, signed with DIR/policy-signing.key.  0 when
  * published or already present, else a negative errno (logged). */
 int rvs_policy_publish_default(const struct rvs_config *cfg);
+/* Signs body with DIR/policy-signing.key and writes it to policy_file
+ * atomically (work thread).  0 or a negative errno (logged). */
+struct Rearview__PolicyBody;
+int rvs_policy_publish(const struct rvs_config *cfg, const struct Rearview__PolicyBody *body);
 
 #endif

@@ -21,6 +21,7 @@
  *   and never contains a ".." or hidden segment.
  */
 #include "web_int.h"
+#include "campaign.h"
 #include "query.h"
 
 #include <errno.h>
@@ -170,7 +171,7 @@ json_t *web_api(struct web_ctx *c, const char *path, const char *query, int *sta
 {
 	struct rvs_query_resp q;
 	json_t *j = NULL;
-	rvs_query_handle(c->cfg->database, c->cfg->blob_dir, path, query, &q);
+	rvs_api_v1(c->cfg, 0, path, query, NULL, 0, &q);
 	*status = q.status;
 	if (q.body && q.content_type && strncmp(q.content_type, "application/json", 16) == 0)
 		j = json_loadb(q.body, q.len, 0, NULL);
@@ -611,6 +612,10 @@ static void route(struct web_ctx *c)
 		return web_redirect(c, "/login");
 	}
 	if (post) {
+		if (strcmp(p, "/campaigns") == 0)
+			return web_campaign_post(c, "");
+		if (strncmp(p, "/campaigns/", 11) == 0)
+			return web_campaign_post(c, p + 11);
 		if (strncmp(p, "/methods/", 9) == 0) {
 			size_t n = strlen(p);
 			if (n > 15 && strcmp(p + n - 6, "/alert") == 0) {
@@ -631,6 +636,12 @@ static void route(struct web_ctx *c)
 		return trace_route(c, p + 8);
 	if (strcmp(p, "/signatures") == 0)
 		return web_signatures_page(c);
+	if (strcmp(p, "/campaigns") == 0)
+		return web_campaigns_page(c, NULL);
+	if (strncmp(p, "/campaigns/", 11) == 0)
+		return web_campaign_page(c, p + 11);
+	if (strcmp(p, "/fleet") == 0)
+		return web_fleet_page(c);
 	if (strncmp(p, "/methods/", 9) == 0) {
 		char name[1024];
 		if (!p[9] || rvs_url_decode(p + 9, strlen(p + 9), 0, name, sizeof name))

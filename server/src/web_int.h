@@ -53,6 +53,11 @@ void web_trace_page(struct web_ctx *c, const char *id);
 void web_method_page(struct web_ctx *c, const char *name);
 void web_method_alert(struct web_ctx *c, const char *name);
 void web_signatures_page(struct web_ctx *c);
+/* Campaigns and fleet (web_campaign.c); msg: a form error to show. */
+void web_campaigns_page(struct web_ctx *c, const char *msg);
+void web_campaign_page(struct web_ctx *c, const char *id);
+void web_campaign_post(struct web_ctx *c, const char *rest);
+void web_fleet_page(struct web_ctx *c);
 /* Timeline SVG of the thread before the anomaly (web_timeline.c). */
 struct rva_trace;
 void web_timeline_svg(FILE *f, const struct rva_trace *t);

@@ -27,12 +27,17 @@
 #include <sqlite3.h>
 #include <zstd.h>
 
+#include <jansson.h>
+#include <time.h>
+
+#include "rearview/policy.h"
 #include "rearview/trace.h"
 
 #include "rearview/common.pb-c.h"
+#include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
 
-static char g_dir[256], g_data[320], g_ca[400], g_secret[128], g_password[64];
+static char g_dir[256], g_data[320], g_ca[400], g_secret[128], g_password[64], g_api[128];
 static char g_session[128]; /* "rv_session=…" once signed in */
 static char g_csrf[80];
 static char g_trace[40]; /* a decoded real capture */
@@ -96,6 +101,10 @@ static int group_setup(void **state)
 	if (slurp(path, g_secret, sizeof g_secret) <= 0)
 		return -1;
 	g_secret[strcspn(g_secret, "\r\n")] = '\0';
+	snprintf(path, sizeof path, "%s/api.token", g_data);
+	if (slurp(path, g_api, sizeof g_api) <= 0)
+		return -1;
+	g_api[strcspn(g_api, "\r\n")] = '\0';
 	snprintf(path, sizeof path, "%s/rearview-server.conf", g_data);
 	if (!(f = fopen(path, "a")))
 		return -1;
@@ -731,6 +740,209 @@ static void test_web_signatures_page_counts_by_week_and_version(void **state)
 	resp_free(&r);
 }
 
+/* ---- campaigns and the fleet ------------------------------------------------------ */
+
+/* GET /v1/policy as a device, verified with librvpolicy against the init
+ * dir's public key; returns the body (caller frees) — NULL fails the test. */
+static Rearview__PolicyBody *fetch_verified_policy(void)
+{
+	char path[512], pub[2048], *tok = enroll("policy-reader");
+	Rearview__PolicyBody *b = NULL;
+	struct resp r;
+	snprintf(path, sizeof path, "%s/policy-signing.pub", g_data);
+	assert_true(slurp(path, pub, sizeof pub) > 0);
+	req("/v1/policy", NULL, tok, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	assert_int_equal(
+		rvp_policy_verify((uint8_t *)r.body, r.len, pub, 0, (int64_t)time(NULL), &b),
+		RVP_VERIFY_OK);
+	resp_free(&r);
+	free(tok);
+	return b;
+}
+
+static const Rearview__Campaign *find_campaign(const Rearview__PolicyBody *b, const char *id)
+{
+	for (size_t i = 0; i < b->n_campaigns; i++)
+		if (strcmp(b->campaigns[i]->id, id) == 0)
+			return b->campaigns[i];
+	return NULL;
+}
+
+static void test_web_campaign_api_publishes_a_verified_policy(void **state)
+{
+	static const char spec[] =
+		"{\"id\":\"jank-web\",\"priority\":5,\"app_patterns\":[\"com.example.*\"],"
+		"\"kinds\":[\"ANOMALY_JANK\"],\"upload_mode\":\"UPLOAD_FULL\",\"quota\":4,"
+		"\"app_version_min\":\"2.0\"}";
+	Rearview__PolicyBody *before = fetch_verified_policy(), *after, *ended;
+	const Rearview__Campaign *c;
+	struct resp r;
+	json_t *j;
+
+	assert_null(find_campaign(before, "jank-web"));
+	req("/api/v1/campaigns", NULL, g_api, spec, strlen(spec), "application/json", &r);
+	assert_int_equal(r.code, 200);
+	j = json_loads(r.body, 0, NULL);
+	assert_non_null(j);
+	assert_true((uint64_t)json_integer_value(json_object_get(j, "policy_version")) >
+		    before->version);
+	json_decref(j);
+	resp_free(&r);
+	after = fetch_verified_policy();
+	assert_true(after->version > before->version);
+	c = find_campaign(after, "jank-web");
+	assert_non_null(c);
+	assert_int_equal(c->priority, 5);
+	assert_int_equal(c->quota, 4);
+	assert_int_equal(c->upload_mode, REARVIEW__UPLOAD_MODE__UPLOAD_FULL);
+	assert_int_equal(c->n_kinds, 1);
+	assert_int_equal(c->kinds[0], REARVIEW__ANOMALY_KIND__ANOMALY_JANK);
+	assert_string_equal(c->app_patterns[0], "com.example.*");
+	assert_string_equal(c->app_versions[0]->min, "2.0");
+	/* Settings other than campaigns are kept. */
+	assert_int_equal(after->weekly_quota, before->weekly_quota);
+	/* The same id again is a conflict and publishes nothing. */
+	req("/api/v1/campaigns", NULL, g_api, spec, strlen(spec), "application/json", &r);
+	assert_int_equal(r.code, 409);
+	resp_free(&r);
+	/* Ending it publishes a policy without it. */
+	req("/api/v1/campaigns/jank-web/end", NULL, g_api, "", 0, "application/json", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+	ended = fetch_verified_policy();
+	assert_true(ended->version > after->version);
+	assert_null(find_campaign(ended, "jank-web"));
+	rearview__policy_body__free_unpacked(before, NULL);
+	rearview__policy_body__free_unpacked(after, NULL);
+	rearview__policy_body__free_unpacked(ended, NULL);
+}
+
+static void test_web_campaign_api_rejects_bad_specs_without_publishing(void **state)
+{
+	static const char *const bad[] = {
+		"{\"id\":\"has space\"}",
+		"{\"id\":\"p\",\"sample_probability\":1.5}",
+		"{\"id\":\"k\",\"kinds\":[\"ANOMALY_NOPE\"]}",
+		"{\"id\":\"m\",\"upload_mode\":\"UPLOAD_EVERYTHING\"}",
+		"{\"id\":\"v\",\"app_version_min\":\"3.0\",\"app_version_max\":\"2.0\"}",
+		"{\"id\":\"x\",\"app_patterns\":[\"a\\u0001b\"]}",
+		"[1,2]",
+		"not json",
+	};
+	Rearview__PolicyBody *before = fetch_verified_policy(), *after;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct resp r;
+		req("/api/v1/campaigns", NULL, g_api, bad[i], strlen(bad[i]), "application/json",
+		    &r);
+		assert_int_equal(r.code, 400);
+		assert_non_null(strstr(r.body, "\"error\""));
+		resp_free(&r);
+	}
+	after = fetch_verified_policy();
+	assert_int_equal(after->version, before->version);
+	rearview__policy_body__free_unpacked(before, NULL);
+	rearview__policy_body__free_unpacked(after, NULL);
+}
+
+static void test_web_campaign_form_creates_edits_and_ends(void **state)
+{
+	struct resp r;
+	char form[1024];
+	Rearview__PolicyBody *b;
+	const Rearview__Campaign *c;
+	uint64_t v1;
+
+	ensure_login();
+	/* Without the CSRF token nothing happens. */
+	post_form("/campaigns", "id=form-camp&quota=2", &r);
+	assert_int_equal(r.code, 403);
+	resp_free(&r);
+	snprintf(form, sizeof form,
+		 "csrf=%s&id=form-camp&priority=3&app_patterns=com.a.*%%2C+com.b&kinds=ANOMALY_JANK"
+		 "&kinds=ANOMALY_THERMAL&upload_mode=UPLOAD_SUMMARY&quota=2&sample_probability=0.25"
+		 "&device_models=pixel-web",
+		 g_csrf);
+	post_form("/campaigns", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+	b = fetch_verified_policy();
+	c = find_campaign(b, "form-camp");
+	assert_non_null(c);
+	assert_int_equal(c->n_app_patterns, 2);
+	assert_string_equal(c->app_patterns[1], "com.b");
+	assert_int_equal(c->n_kinds, 2);
+	assert_int_equal(c->upload_mode, REARVIEW__UPLOAD_MODE__UPLOAD_SUMMARY);
+	assert_true(c->sample_probability > 0.24 && c->sample_probability < 0.26);
+	v1 = b->version;
+	rearview__policy_body__free_unpacked(b, NULL);
+
+	get("/campaigns", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "href=\"/campaigns/form-camp\""));
+	resp_free(&r);
+	get("/campaigns/form-camp", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "value=\"com.a.*, com.b\""));
+	resp_free(&r);
+
+	snprintf(form, sizeof form, "csrf=%s&priority=9&quota=7&upload_mode=UPLOAD_FULL", g_csrf);
+	post_form("/campaigns/form-camp", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+	b = fetch_verified_policy();
+	c = find_campaign(b, "form-camp");
+	assert_non_null(c);
+	assert_int_equal(c->priority, 9);
+	assert_int_equal(c->quota, 7);
+	assert_true(b->version > v1);
+	v1 = b->version;
+	rearview__policy_body__free_unpacked(b, NULL);
+
+	/* A bad value shows the form again with the reason; nothing published. */
+	snprintf(form, sizeof form, "csrf=%s&id=bad-camp&quota=lots", g_csrf);
+	post_form("/campaigns", form, &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "quota: not an integer"));
+	resp_free(&r);
+
+	snprintf(form, sizeof form, "csrf=%s", g_csrf);
+	post_form("/campaigns/form-camp/end", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+	b = fetch_verified_policy();
+	assert_null(find_campaign(b, "form-camp"));
+	assert_true(b->version > v1);
+	rearview__policy_body__free_unpacked(b, NULL);
+	get("/campaigns", &r);
+	assert_non_null(strstr(r.body, "<td>ended</td>"));
+	resp_free(&r);
+}
+
+static void test_web_fleet_page_shows_devices_uploads_and_says_what_is_missing(void **state)
+{
+	struct resp r;
+	json_t *j;
+	ensure_login();
+	ensure_trace();
+	get("/fleet", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "id=\"devices\""));
+	assert_non_null(strstr(r.body, "<td>pixel-web</td>"));
+	assert_non_null(strstr(r.body, "Devices do not report skip reasons"));
+	resp_free(&r);
+	req("/api/v1/fleet", NULL, g_api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	j = json_loads(r.body, 0, NULL);
+	assert_non_null(j);
+	assert_true(json_integer_value(json_object_get(j, "device_count")) >= 1);
+	assert_true(json_array_size(json_object_get(j, "uploads_per_week")) >= 1);
+	assert_false(json_is_true(
+		json_object_get(json_object_get(j, "skip_reasons"), "reported_by_devices")));
+	json_decref(j);
+	resp_free(&r);
+}
+
 static void test_web_logout_ends_the_session(void **state)
 {
 	struct resp r;
@@ -774,6 +986,11 @@ int main(void)
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
 		cmocka_unit_test(test_web_signatures_page_counts_by_week_and_version),
+		cmocka_unit_test(test_web_campaign_api_publishes_a_verified_policy),
+		cmocka_unit_test(test_web_campaign_api_rejects_bad_specs_without_publishing),
+		cmocka_unit_test(test_web_campaign_form_creates_edits_and_ends),
+		cmocka_unit_test(
+			test_web_fleet_page_shows_devices_uploads_and_says_what_is_missing),
 		cmocka_unit_test(test_web_logout_ends_the_session),
 		cmocka_unit_test(test_web_password_guessing_is_throttled),
 	};
