@@ -24,7 +24,7 @@ PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"
 PACKAGES="$PACKAGES libuv1-dev libcurl4-openssl-dev libzstd-dev libinih-dev libsqlite3-dev"
 
 # server/ (rearview-server).
-PACKAGES="$PACKAGES libhttp-parser-dev libuv1-dev libmbedtls-dev libsqlite3-dev libinih-dev libcurl4-openssl-dev libzstd-dev"
+PACKAGES="$PACKAGES libhttp-parser-dev libuv1-dev libmbedtls-dev libsqlite3-dev libinih-dev libcurl4-openssl-dev libzstd-dev nodejs chromium"
 
 missing=""
 for p in $PACKAGES; do

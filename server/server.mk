@@ -54,7 +54,28 @@ $(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(LIBRVPROTO) | 
 	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl $(PROTOBUF_LIBS)
 BENCHES += $(TBIN)/server/bench_upload
 
-# The web UI (server/WEB.md): the real binary driven over TLS by libcurl.
+# The web UI's npm assets (server/web/package-lock.json pins them): speedscope,
+# served under /static/speedscope/, and playwright-core, the browser test's
+# driver of Debian's chromium.  One tree for every build flavour.  Without
+# npm or the registry the UI still works (no speedscope) and the browser
+# test skips; the rule then says so and retries on the next make.
+WEB_DIR    := $(CURDIR)/build/web
+WEB_ASSETS := build/web/.installed
+$(WEB_ASSETS): server/web/package.json server/web/package-lock.json
+	@mkdir -p $(@D)
+	cp server/web/package.json server/web/package-lock.json $(@D)/
+	@if command -v npm >/dev/null 2>&1 && (cd $(@D) && npm ci --no-audit --no-fund \
+	    --loglevel=error >npm.log 2>&1); then \
+	  ln -sfn node_modules/speedscope/dist/release $(@D)/speedscope && touch $@; \
+	else echo "warning: npm ci failed (see $(@D)/npm.log): no speedscope, browser test skips" >&2; fi
+$(OBJ)/server/src/web.o: CPPFLAGS += -DRVS_WEB_DIR='"$(WEB_DIR)"'
+$(BIN)/rearview-server: | $(WEB_ASSETS)
+
+# The web UI (server/WEB.md): the real binary driven over TLS by libcurl, and
+# tests/browser/web.spec.js in headless chromium when it is installed.
 $(eval $(call rv_test,server,web,$(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS)))
-$(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
+$(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Ipolicy/include \
+	$(call pc,--cflags,jansson) -DRVS_WEB_DIR='"$(WEB_DIR)"' \
+	-DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
+$(TBIN)/server/test_web: | $(WEB_ASSETS)
 $(TBIN)/server/test_web: | $(BIN)/rearview-server

@@ -105,6 +105,7 @@ void web_page_begin(struct web_ctx *c, const char *title)
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
 	      "<link rel=\"stylesheet\" href=\"/static/app.css\">"
+	      "<link rel=\"icon\" href=\"/static/favicon.svg\" type=\"image/svg+xml\">"
 	      "<script src=\"/static/app.js\" defer></script><title>",
 	      f);
 	rvs_web_esc(f, title);
@@ -432,6 +433,12 @@ static const char APP_JS[] =
 	" });\n"
 	"});\n";
 
+static const char FAVICON[] =
+	"<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\">"
+	"<rect width=\"16\" height=\"16\" rx=\"3\" fill=\"#263238\"/>"
+	"<rect x=\"2\" y=\"10\" width=\"12\" height=\"3\" fill=\"#ffb74d\"/>"
+	"<rect x=\"4\" y=\"6\" width=\"7\" height=\"3\" fill=\"#e57373\"/></svg>";
+
 #ifndef RVS_WEB_DIR
 #define RVS_WEB_DIR "/usr/share/rearview/web"
 #endif
@@ -494,6 +501,8 @@ static void serve_static(struct web_ctx *c, const char *p)
 		return set_body(c->r, 200, "text/css; charset=utf-8", APP_CSS);
 	if (strcmp(p, "app.js") == 0)
 		return set_body(c->r, 200, "text/javascript; charset=utf-8", APP_JS);
+	if (strcmp(p, "favicon.svg") == 0)
+		return set_body(c->r, 200, "image/svg+xml", FAVICON);
 	if (strncmp(p, "speedscope/", 11) != 0 || !static_path_ok(p + 11) || !(ct = ctype_of(p)))
 		return web_error(c, 404, "no such file");
 	snprintf(path, sizeof path, "%s/speedscope/%s", dir && *dir ? dir : RVS_WEB_DIR, p + 11);
@@ -511,8 +520,8 @@ static void serve_static(struct web_ctx *c, const char *p)
 
 int rvs_web_path(const char *p)
 {
-	static const char *const exact[] = {"/",	   "/login",	 "/logout", "/traces",
-					    "/signatures", "/campaigns", "/fleet"};
+	static const char *const exact[] = {"/favicon.ico", "/",	   "/login",	 "/logout",
+					    "/traces",	    "/signatures", "/campaigns", "/fleet"};
 	static const char *const prefix[] = {"/static/", "/traces/", "/methods/", "/campaigns/"};
 	for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
 		if (strcmp(p, exact[i]) == 0)
@@ -588,6 +597,9 @@ static void route(struct web_ctx *c)
 
 	if (strncmp(p, "/static/", 8) == 0)
 		return get ? serve_static(c, p + 8) : web_error(c, 405, "method not allowed");
+	if (strcmp(p, "/favicon.ico") == 0)
+		return get ? serve_static(c, "favicon.svg")
+			   : web_error(c, 405, "method not allowed");
 	if (strcmp(p, "/login") == 0) {
 		if (get)
 			return login_form(c, 200, NULL);

@@ -132,11 +132,37 @@ static void query_without_cursor(FILE *f, const char *q)
 
 /* ---- /traces ---------------------------------------------------------------- */
 
+/* The query without empty parameters: the filter form submits every field,
+ * and an empty one means "any", which the API expresses by absence. */
+static void drop_empty(const char *q, char *out, size_t cap)
+{
+	size_t o = 0;
+	const char *p = q;
+	out[0] = '\0';
+	while (p && *p) {
+		const char *amp = strchr(p, '&');
+		size_t n = amp ? (size_t)(amp - p) : strlen(p);
+		const char *eq = memchr(p, '=', n);
+		if (n && (!eq || eq + 1 < p + n) && o + n + 2 < cap) {
+			if (o)
+				out[o++] = '&';
+			memcpy(out + o, p, n);
+			o += n;
+			out[o] = '\0';
+		}
+		p = amp ? amp + 1 : NULL;
+	}
+}
+
 void web_traces_page(struct web_ctx *c)
 {
+	char q[sizeof c->req->query];
 	int status;
-	json_t *doc = web_api(c, "/api/v1/traces", c->req->query, &status), *items, *o, *next;
+	json_t *doc, *items, *o, *next;
 	size_t i;
+
+	drop_empty(c->req->query, q, sizeof q);
+	doc = web_api(c, "/api/v1/traces", q, &status);
 
 	if (!doc || status != 200) {
 		json_decref(doc);
@@ -193,7 +219,7 @@ void web_traces_page(struct web_ctx *c)
 	next = json_object_get(doc, "next_cursor");
 	if (json_is_string(next)) {
 		fputs("<p><a id=\"next\" rel=\"next\" href=\"/traces?", c->f);
-		query_without_cursor(c->f, c->req->query);
+		query_without_cursor(c->f, q);
 		fputs("cursor=", c->f);
 		rvs_web_urlenc(c->f, json_string_value(next));
 		fputs("\">Next page →</a></p>", c->f);

@@ -11,6 +11,8 @@
  */
 #include "web_int.h"
 
+#include <string.h>
+
 #include "rearview/analysis.h"
 
 #define W	  1200.0
@@ -70,6 +72,24 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 		fputs("\"><title>", f);
 		rvs_web_esc(f, k->method < t->nmethods ? t->names[k->method] : "?");
 		fprintf(f, " (%.3f ms)</title></rect>", (double)(k->end - k->start) / 1e6);
+		/* A label where it fits (~7 units per character, clipped). */
+		if (w >= 40) {
+			const char *name = k->method < t->nmethods ? t->names[k->method] : "?";
+			int fit = (int)((w - 6) / 7);
+			fprintf(f,
+				"<text x=\"%.2f\" y=\"%u\" font-size=\"11\" "
+				"font-family=\"monospace\""
+				" pointer-events=\"none\">",
+				x + 3, k->depth * ROW + ROW - 4);
+			if ((int)strlen(name) <= fit) {
+				rvs_web_esc(f, name);
+			} else {
+				char cut[256];
+				snprintf(cut, sizeof cut, "%.*s..", fit > 2 ? fit - 2 : 0, name);
+				rvs_web_esc(f, cut);
+			}
+			fputs("</text>", f);
+		}
 		shown++;
 	}
 	if (t->has_anomaly && a >= from && a <= to)

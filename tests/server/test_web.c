@@ -959,6 +959,42 @@ static void test_web_logout_ends_the_session(void **state)
 	g_session[0] = '\0';
 }
 
+/* The headless-browser test (tests/browser/web.spec.js): skipped, saying
+ * why, when chromium, node or playwright-core are not installed. */
+static void test_web_browser_signs_in_filters_opens_trace_and_exports(void **state)
+{
+	char url[64], profile[320], mods[600], script[600];
+	pid_t pid;
+	int st;
+
+	snprintf(mods, sizeof mods, "%s/node_modules", RVS_WEB_DIR);
+	snprintf(script, sizeof script, "%s/tests/browser/web.spec.js", RVS_SRCDIR);
+	if (access("/usr/bin/chromium", X_OK) || system("command -v node >/dev/null 2>&1") ||
+	    access(RVS_WEB_DIR "/node_modules/playwright-core/package.json", R_OK)) {
+		fprintf(stderr, "browser test skipped: needs /usr/bin/chromium, node and "
+				"playwright-core (make build/web/.installed)\n");
+		skip();
+	}
+	ensure_trace();
+	snprintf(url, sizeof url, "https://127.0.0.1:%d", g_port);
+	snprintf(profile, sizeof profile, "%s/chromium-profile", g_dir);
+	pid = fork();
+	if (pid == 0) {
+		setenv("RVS_URL", url, 1);
+		setenv("RVS_PASSWORD", g_password, 1);
+		setenv("RVS_TRACE", g_trace, 1);
+		setenv("RVS_MODULES", mods, 1);
+		setenv("RVS_SHOTS", RVS_SHOTS_DIR, 1);
+		setenv("RVS_PROFILE", profile, 1);
+		execlp("node", "node", script, (char *)NULL);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_web_password_guessing_is_throttled(void **state)
 {
 	long code = 0;
@@ -992,6 +1028,7 @@ int main(void)
 		cmocka_unit_test(
 			test_web_fleet_page_shows_devices_uploads_and_says_what_is_missing),
 		cmocka_unit_test(test_web_logout_ends_the_session),
+		cmocka_unit_test(test_web_browser_signs_in_filters_opens_trace_and_exports),
 		cmocka_unit_test(test_web_password_guessing_is_throttled),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
