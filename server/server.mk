@@ -79,3 +79,9 @@ $(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Ipolicy/include \
 	-DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
 $(TBIN)/server/test_web: | $(WEB_ASSETS)
 $(TBIN)/server/test_web: | $(BIN)/rearview-server
+
+# `make bench`: web page latency next to the JSON API at 100k indexed traces.
+$(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o | $(BIN)/rearview-server
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
+BENCHES += $(TBIN)/server/bench_web

@@ -497,13 +497,56 @@ static int64_t pct(const int64_t *v, size_t n, int p)
 	return v[k ? k - 1 : 0];
 }
 
-/* p50/p95 of self and inclusive time per app version, and the saved alert
- * (threshold on the fleet-wide self p95) with whether it is crossed. */
+/* Per-trace self / inclusive totals of a method, for percentiles. */
+struct samples {
+	int64_t *self, *incl;
+	size_t n, cap;
+};
+
+static int samples_add(struct samples *s, int64_t self, int64_t incl)
+{
+	int64_t *g;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		if (!(g = realloc(s->self, cap * sizeof *g)))
+			return -ENOMEM;
+		s->self = g;
+		if (!(g = realloc(s->incl, cap * sizeof *g)))
+			return -ENOMEM;
+		s->incl = g;
+		s->cap = cap;
+	}
+	s->self[s->n] = self;
+	s->incl[s->n] = incl;
+	s->n++;
+	return 0;
+}
+
+/* Sets obj's "count" and, when there are samples, "self_ns" / "incl_ns"
+ * {p50, p95} (nearest rank); then empties s for the next group. */
+static void samples_into(struct samples *s, json_t *obj)
+{
+	json_object_set_new(obj, "count", json_integer((json_int_t)s->n));
+	if (s->n) {
+		qsort(s->self, s->n, sizeof *s->self, cmp_i64);
+		qsort(s->incl, s->n, sizeof *s->incl, cmp_i64);
+		json_object_set_new(obj, "self_ns",
+				    json_pack("{s:I,s:I}", "p50",
+					      (json_int_t)pct(s->self, s->n, 50), "p95",
+					      (json_int_t)pct(s->self, s->n, 95)));
+		json_object_set_new(obj, "incl_ns",
+				    json_pack("{s:I,s:I}", "p50",
+					      (json_int_t)pct(s->incl, s->n, 50), "p95",
+					      (json_int_t)pct(s->incl, s->n, 95)));
+	}
+	s->n = 0;
+}
+
+/* The same percentiles per app version (ordered by version text). */
 static int method_by_version(sqlite3 *db, const char *name, json_t *doc)
 {
+	struct samples sm = {0};
 	sqlite3_stmt *st;
-	int64_t *self = NULL, *incl = NULL, *g;
-	size_t n = 0, cap = 0;
 	char *ver = NULL;
 	json_t *arr = json_array();
 	int rc;
@@ -520,42 +563,25 @@ static int method_by_version(sqlite3 *db, const char *name, json_t *doc)
 		const char *v;
 		rc = sqlite3_step(st);
 		v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-		if (n && (!v || strcmp(v, ver) != 0)) {
-			qsort(self, n, sizeof *self, cmp_i64);
-			qsort(incl, n, sizeof *incl, cmp_i64);
-			json_array_append_new(
-				arr, json_pack("{s:o,s:I,s:{s:I,s:I},s:{s:I,s:I}}", "app_version",
-					       jstr(ver), "count", (json_int_t)n, "self_ns", "p50",
-					       (json_int_t)pct(self, n, 50), "p95",
-					       (json_int_t)pct(self, n, 95), "incl_ns", "p50",
-					       (json_int_t)pct(incl, n, 50), "p95",
-					       (json_int_t)pct(incl, n, 95)));
-			n = 0;
+		if (sm.n && (!v || strcmp(v, ver) != 0)) {
+			json_t *o = json_pack("{s:o}", "app_version", jstr(ver));
+			samples_into(&sm, o);
+			json_array_append_new(arr, o);
 		}
 		if (!v)
 			break;
-		if (n == 0) {
+		if (sm.n == 0) {
 			free(ver);
 			if (!(ver = strdup(v)))
 				break;
 		}
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			if (!(g = realloc(self, cap * sizeof *self)))
-				break;
-			self = g;
-			if (!(g = realloc(incl, cap * sizeof *incl)))
-				break;
-			incl = g;
-		}
-		self[n] = sqlite3_column_int64(st, 1);
-		incl[n] = sqlite3_column_int64(st, 2);
-		n++;
+		if (samples_add(&sm, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)))
+			break;
 	}
 	sqlite3_finalize(st);
 	free(ver);
-	free(self);
-	free(incl);
+	free(sm.self);
+	free(sm.incl);
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
@@ -585,9 +611,9 @@ static int method_alert(sqlite3 *db, const char *name, json_t *doc)
 
 static void get_method(sqlite3 *db, const char *name, const char *query, struct rvs_query_resp *r)
 {
+	struct samples sm = {0};
 	sqlite3_stmt *st;
-	int64_t *self = NULL, *incl = NULL, limit, *g;
-	size_t n = 0, cap = 0;
+	int64_t limit;
 	json_t *doc, *traces;
 	int rc;
 
@@ -597,41 +623,18 @@ static void get_method(sqlite3 *db, const char *name, const char *query, struct 
 			       -1, &st, NULL) != SQLITE_OK)
 		return set_error(r, 500, "query failed");
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			if (!(g = realloc(self, cap * sizeof *self)))
-				break;
-			self = g;
-			if (!(g = realloc(incl, cap * sizeof *incl)))
-				break;
-			incl = g;
-		}
-		self[n] = sqlite3_column_int64(st, 0);
-		incl[n] = sqlite3_column_int64(st, 1);
-		n++;
-	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (samples_add(&sm, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)))
+			break;
 	sqlite3_finalize(st);
+	doc = json_pack("{s:o}", "method", jstr(name));
+	samples_into(&sm, doc);
+	free(sm.self);
+	free(sm.incl);
 	if (rc != SQLITE_DONE) {
-		free(self);
-		free(incl);
+		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
-	doc = json_object();
-	json_object_set_new(doc, "method", jstr(name));
-	json_object_set_new(doc, "count", json_integer((json_int_t)n));
-	if (n) {
-		qsort(self, n, sizeof *self, cmp_i64);
-		qsort(incl, n, sizeof *incl, cmp_i64);
-		json_object_set_new(doc, "self_ns",
-				    json_pack("{s:I,s:I}", "p50", (json_int_t)pct(self, n, 50),
-					      "p95", (json_int_t)pct(self, n, 95)));
-		json_object_set_new(doc, "incl_ns",
-				    json_pack("{s:I,s:I}", "p50", (json_int_t)pct(incl, n, 50),
-					      "p95", (json_int_t)pct(incl, n, 95)));
-	}
-	free(self);
-	free(incl);
 	if (method_by_version(db, name, doc) || method_alert(db, name, doc)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
@@ -702,35 +705,26 @@ static void list_signatures(sqlite3 *db, const char *query, struct rvs_query_res
  * signatures that have traces received since ?since= (unix s, default: all). */
 static void signatures_weekly(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 {
-	sqlite3_stmt *st;
-	char v[32];
-	int64_t since = 0;
+	char v[32] = "0";
+	int64_t since;
 	json_t *arr;
 	int rc;
 
-	if ((rc = qparam(query, "since", v, sizeof v)) < 0 || (rc && parse_i64(v, &since)))
+	if ((rc = qparam(query, "since", v, sizeof v)) < 0 || parse_i64(v, &since))
 		return set_error(r, 400, "bad since");
-	if (sqlite3_prepare_v2(
-		    db,
-		    "WITH s AS (SELECT t.received_at, t.app_version,"
-		    " COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
-		    " LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
-		    " AND c.rank = 1 WHERE t.received_at >= ?)"
-		    " SELECT sig AS signature,"
-		    " date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
-		    " app_version, count(*) AS traces FROM s WHERE sig IS NOT NULL"
-		    " GROUP BY sig, week, app_version ORDER BY sig, week, app_version",
-		    -1, &st, NULL) != SQLITE_OK)
-		return set_error(r, 500, "query failed");
-	sqlite3_bind_int64(st, 1, since);
+	/* since is bound as its (checked) text; the INTEGER column's affinity
+	 * makes the comparison numeric. */
 	arr = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		json_array_append_new(arr, o);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
+	if (rows_into(db,
+		      "WITH s AS (SELECT t.received_at, t.app_version,"
+		      " COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
+		      " LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
+		      " AND c.rank = 1 WHERE t.received_at >= ?)"
+		      " SELECT sig AS signature,"
+		      " date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
+		      " app_version, count(*) AS traces FROM s WHERE sig IS NOT NULL"
+		      " GROUP BY sig, week, app_version ORDER BY sig, week, app_version",
+		      v, arr)) {
 		json_decref(arr);
 		return set_error(r, 500, "query failed");
 	}

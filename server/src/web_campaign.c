@@ -225,6 +225,35 @@ static void campaign_form(struct web_ctx *c, json_t *o)
 		o ? "Save and publish" : "Create and publish");
 }
 
+static void id_link(struct web_ctx *c, json_t *o)
+{
+	const char *id = json_string_value(json_object_get(o, "id"));
+	fputs("<a href=\"/campaigns/", c->f);
+	rvs_web_urlenc(c->f, id ? id : "");
+	fputs("\">", c->f);
+	web_field(c, o, "id");
+	fputs("</a>", c->f);
+}
+
+static void end_form(struct web_ctx *c, json_t *o)
+{
+	const char *id = json_string_value(json_object_get(o, "id"));
+	if (!json_is_true(json_object_get(o, "active")))
+		return;
+	fputs("<form method=\"post\" action=\"/campaigns/", c->f);
+	rvs_web_urlenc(c->f, id ? id : "");
+	fputs("/end\">", c->f);
+	web_csrf_field(c);
+	fputs("<button type=\"submit\">End</button></form>", c->f);
+}
+
+static const struct web_col CAMPAIGN_COLS[] = {
+	{"Id", "id", COL_CUSTOM, id_link},	 {"State", "state", COL_TEXT, NULL},
+	{"Priority", "priority", COL_NUM, NULL}, {"Apps", "app_patterns", COL_LIST, NULL},
+	{"Kinds", "kinds", COL_LIST, NULL},	 {"Mode", "upload_mode", COL_TEXT, NULL},
+	{"Quota", "quota", COL_NUM, NULL},	 {"", "", COL_CUSTOM, end_form},
+};
+
 void web_campaigns_page(struct web_ctx *c, const char *msg)
 {
 	int status;
@@ -244,40 +273,16 @@ void web_campaigns_page(struct web_ctx *c, const char *msg)
 	fputs("<p>Published policy version: <b id=\"policy-version\">", c->f);
 	web_field(c, doc, "policy_version");
 	fputs("</b>. Every change below signs and publishes a new version; devices pick it up "
-	      "at their next GET /v1/policy.</p><table id=\"campaigns\"><thead><tr><th>Id</th>"
-	      "<th>State</th><th>Priority</th><th>Apps</th><th>Kinds</th><th>Mode</th>"
-	      "<th>Quota</th><th></th></tr></thead><tbody>",
+	      "at their next GET /v1/policy.</p>",
 	      c->f);
 	arr = json_object_get(doc, "campaigns");
-	json_array_foreach(arr, i, o)
-	{
-		int active = json_is_true(json_object_get(o, "active"));
-		const char *id = json_string_value(json_object_get(o, "id"));
-		fputs("<tr><td><a href=\"/campaigns/", c->f);
-		rvs_web_urlenc(c->f, id ? id : "");
-		fputs("\">", c->f);
-		web_field(c, o, "id");
-		fprintf(c->f, "</a></td><td>%s</td><td class=\"n\">", active ? "active" : "ended");
-		web_field(c, o, "priority");
-		fputs("</td><td>", c->f);
-		list_value(c, o, "app_patterns");
-		fputs("</td><td>", c->f);
-		list_value(c, o, "kinds");
-		fputs("</td><td>", c->f);
-		web_field(c, o, "upload_mode");
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "quota");
-		fputs("</td><td>", c->f);
-		if (active) {
-			fputs("<form method=\"post\" action=\"/campaigns/", c->f);
-			rvs_web_urlenc(c->f, id ? id : "");
-			fputs("/end\">", c->f);
-			web_csrf_field(c);
-			fputs("<button type=\"submit\">End</button></form>", c->f);
-		}
-		fputs("</td></tr>", c->f);
-	}
-	fputs("</tbody></table><h2>New campaign</h2>", c->f);
+	json_array_foreach(arr, i, o) json_object_set_new(
+		o, "state",
+		json_string(json_is_true(json_object_get(o, "active")) ? "active" : "ended"));
+	web_table(c, "campaigns", CAMPAIGN_COLS, sizeof CAMPAIGN_COLS / sizeof CAMPAIGN_COLS[0],
+		  arr);
+	fputs("<h2>New campaign</h2>", c->f);
+
 	campaign_form(c, NULL);
 	json_decref(doc);
 	web_page_end(c, msg ? 400 : 200);
@@ -344,11 +349,25 @@ void web_campaign_post(struct web_ctx *c, const char *rest)
 
 /* ---- /fleet ------------------------------------------------------------------------ */
 
+static const struct web_col WEEK_COLS[] = {
+	{"Week of", "week", COL_TEXT, NULL},
+	{"Uploads", "uploads", COL_NUM, NULL},
+	{"Bytes", "bytes", COL_NUM, NULL},
+};
+static const struct web_col DEVICE_COLS[] = {
+	{"Device", "device_id", COL_TEXT, NULL},      {"Model", "model", COL_TEXT, NULL},
+	{"OS build", "os_build", COL_TEXT, NULL},     {"Uploads", "uploads", COL_NUM, NULL},
+	{"Last 7 days", "uploads_7d", COL_NUM, NULL}, {"Quota used", "quota_used", COL_PCT, NULL},
+};
+static const struct web_col QUARANTINE_COLS[] = {
+	{"Server quarantine reason", "reason", COL_TEXT, NULL},
+	{"Traces", "traces", COL_NUM, NULL},
+};
+
 void web_fleet_page(struct web_ctx *c)
 {
 	int status;
-	json_t *doc = web_api(c, "/api/v1/fleet", "", &status), *arr, *o, *skip;
-	size_t i;
+	json_t *doc = web_api(c, "/api/v1/fleet", "", &status), *skip;
 
 	if (!doc || status != 200) {
 		json_decref(doc);
@@ -361,57 +380,19 @@ void web_fleet_page(struct web_ctx *c)
 	web_field(c, doc, "weekly_quota");
 	fputs(" per device; devices at quota now: ", c->f);
 	web_field(c, doc, "devices_at_quota");
-	fputs(".</p><h2>Uploads per week</h2><table id=\"weeks\"><thead><tr><th>Week of</th>"
-	      "<th>Uploads</th><th>Bytes</th></tr></thead><tbody>",
-	      c->f);
-	arr = json_object_get(doc, "uploads_per_week");
-	json_array_foreach(arr, i, o)
-	{
-		fputs("<tr><td>", c->f);
-		web_field(c, o, "week");
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "uploads");
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "bytes");
-		fputs("</td></tr>", c->f);
-	}
-	fputs("</tbody></table><h2>Devices and quota use</h2><table id=\"devices\"><thead><tr>"
-	      "<th>Device</th><th>Model</th><th>OS build</th><th>Uploads</th><th>Last 7 days</th>"
-	      "<th>Quota used</th></tr></thead><tbody>",
-	      c->f);
-	arr = json_object_get(doc, "devices");
-	json_array_foreach(arr, i, o)
-	{
-		fputs("<tr><td>", c->f);
-		web_field(c, o, "device_id");
-		fputs("</td><td>", c->f);
-		web_field(c, o, "model");
-		fputs("</td><td>", c->f);
-		web_field(c, o, "os_build");
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "uploads");
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "uploads_7d");
-		fprintf(c->f, "</td><td class=\"n\">%.0f%%</td></tr>",
-			100.0 * json_number_value(json_object_get(o, "quota_used")));
-	}
-	fputs("</tbody></table><h2>Skip reasons</h2>", c->f);
+	fputs(".</p><h2>Uploads per week</h2>", c->f);
+	web_table(c, "weeks", WEEK_COLS, sizeof WEEK_COLS / sizeof WEEK_COLS[0],
+		  json_object_get(doc, "uploads_per_week"));
+	fputs("<h2>Devices and quota use</h2>", c->f);
+	web_table(c, "devices", DEVICE_COLS, sizeof DEVICE_COLS / sizeof DEVICE_COLS[0],
+		  json_object_get(doc, "devices"));
 	skip = json_object_get(doc, "skip_reasons");
-	fputs("<p id=\"skip-note\">", c->f);
+	fputs("<h2>Skip reasons</h2><p id=\"skip-note\">", c->f);
 	web_field(c, skip, "note");
-	fputs("</p><table id=\"quarantine\"><thead><tr><th>Server quarantine reason</th>"
-	      "<th>Traces</th></tr></thead><tbody>",
-	      c->f);
-	arr = json_object_get(skip, "server_quarantine");
-	json_array_foreach(arr, i, o)
-	{
-		fputs("<tr><td>", c->f);
-		web_field(c, o, "reason");
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "traces");
-		fputs("</td></tr>", c->f);
-	}
-	fputs("</tbody></table>", c->f);
+	fputs("</p>", c->f);
+	web_table(c, "quarantine", QUARANTINE_COLS,
+		  sizeof QUARANTINE_COLS / sizeof QUARANTINE_COLS[0],
+		  json_object_get(skip, "server_quarantine"));
 	json_decref(doc);
 	web_page_end(c, 200);
 }

@@ -47,6 +47,33 @@ void web_ms(FILE *f, json_t *v);
 /* The anomaly kind's name (static), "?" when unknown. */
 const char *web_kind_name(int kind);
 
+/* A table column: its header (static HTML), the row member it shows ("a.b"
+ * for a nested one) and how; COL_CUSTOM calls render instead. */
+enum web_col_kind {
+	COL_TEXT,
+	COL_NUM,
+	COL_MS,
+	COL_PCT,
+	COL_TIME,
+	COL_TRACE,
+	COL_METHOD,
+	COL_CHAIN,
+	COL_KIND,
+	COL_SIGNATURE,
+	COL_LIST,
+	COL_LINES,
+	COL_CUSTOM
+};
+struct web_col {
+	const char *head;
+	const char *key;
+	enum web_col_kind kind;
+	void (*render)(struct web_ctx *c, json_t *row);
+};
+/* A table with id (static) of one row per element of rows (web_pages.c). */
+void web_table(struct web_ctx *c, const char *id, const struct web_col *cols, size_t n,
+	       json_t *rows);
+
 /* Pages (web_pages.c). */
 void web_traces_page(struct web_ctx *c);
 void web_trace_page(struct web_ctx *c, const char *id);

@@ -130,6 +130,109 @@ static void query_without_cursor(FILE *f, const char *q)
 		fputs("&amp;", f);
 }
 
+/* ---- tables ----------------------------------------------------------------- */
+
+/* Member key of o; "a.b" reaches into a nested object. */
+static json_t *member(json_t *o, const char *key)
+{
+	const char *dot = strchr(key, '.');
+	char head[64];
+	if (!dot || (size_t)(dot - key) >= sizeof head)
+		return json_object_get(o, key);
+	memcpy(head, key, (size_t)(dot - key));
+	head[dot - key] = '\0';
+	return json_object_get(json_object_get(o, head), dot + 1);
+}
+
+static void list_cell(struct web_ctx *c, json_t *a, const char *sep)
+{
+	json_t *v;
+	size_t i;
+	json_array_foreach(a, i, v)
+	{
+		if (i)
+			fputs(sep, c->f);
+		rvs_web_esc(c->f, json_string_value(v));
+	}
+}
+
+static void cell(struct web_ctx *c, json_t *o, const struct web_col *k)
+{
+	json_t *v = member(o, k->key);
+	const char *s = json_string_value(v);
+	switch (k->kind) {
+	case COL_NUM:
+		if (json_is_integer(v))
+			fprintf(c->f, "%lld", (long long)json_integer_value(v));
+		break;
+	case COL_MS:
+		web_ms(c->f, v);
+		break;
+	case COL_PCT:
+		fprintf(c->f, "%.0f%%", 100.0 * json_number_value(v));
+		break;
+	case COL_TIME:
+		time_cell(c->f, v);
+		break;
+	case COL_TRACE:
+		trace_link(c->f, s ? s : "");
+		break;
+	case COL_METHOD:
+		method_link(c->f, s ? s : "");
+		break;
+	case COL_CHAIN:
+		chain_cell(c->f, s);
+		break;
+	case COL_KIND:
+		rvs_web_esc(c->f, web_kind_name((int)json_integer_value(v)));
+		break;
+	case COL_SIGNATURE:
+		if (!s)
+			break;
+		fputs("<a href=\"/traces?signature=", c->f);
+		rvs_web_urlenc(c->f, s);
+		fputs("\">", c->f);
+		rvs_web_esc(c->f, s);
+		fputs("</a>", c->f);
+		break;
+	case COL_LIST:
+		list_cell(c, v, ", ");
+		break;
+	case COL_LINES:
+		list_cell(c, v, "<br>");
+		break;
+	default:
+		web_field(c, o, k->key);
+	}
+}
+
+void web_table(struct web_ctx *c, const char *id, const struct web_col *cols, size_t n,
+	       json_t *rows)
+{
+	json_t *o;
+	size_t i;
+	fprintf(c->f, "<table id=\"%s\"><thead><tr>", id);
+	for (size_t k = 0; k < n; k++)
+		fprintf(c->f, "<th>%s</th>", cols[k].head);
+	fputs("</tr></thead><tbody>", c->f);
+	json_array_foreach(rows, i, o)
+	{
+		fputs("<tr>", c->f);
+		for (size_t k = 0; k < n; k++) {
+			int num = cols[k].kind == COL_NUM || cols[k].kind == COL_MS ||
+				  cols[k].kind == COL_PCT;
+			fputs(num ? "<td class=\"n\">" : "<td>", c->f);
+			if (cols[k].kind == COL_CUSTOM)
+				cols[k].render(c, o);
+			else
+				cell(c, o, &cols[k]);
+			fputs("</td>", c->f);
+		}
+		fputs("</tr>", c->f);
+	}
+	fputs("</tbody></table>", c->f);
+}
+
 /* ---- /traces ---------------------------------------------------------------- */
 
 /* The query without empty parameters: the filter form submits every field,
@@ -154,12 +257,19 @@ static void drop_empty(const char *q, char *out, size_t cap)
 	}
 }
 
+static const struct web_col TRACE_COLS[] = {
+	{"Trace", "trace_id", COL_TRACE, NULL},	      {"App", "app_id", COL_TEXT, NULL},
+	{"Version", "app_version", COL_TEXT, NULL},   {"Model", "model", COL_TEXT, NULL},
+	{"OS build", "os_build", COL_TEXT, NULL},     {"Anomaly", "anomaly_kind", COL_KIND, NULL},
+	{"Name", "anomaly_name", COL_TEXT, NULL},     {"Severity", "severity", COL_NUM, NULL},
+	{"Duration ms", "duration_ns", COL_MS, NULL}, {"Received", "received_at", COL_TIME, NULL},
+};
+
 void web_traces_page(struct web_ctx *c)
 {
 	char q[sizeof c->req->query];
 	int status;
-	json_t *doc, *items, *o, *next;
-	size_t i;
+	json_t *doc, *items, *next;
 
 	drop_empty(c->req->query, q, sizeof q);
 	doc = web_api(c, "/api/v1/traces", q, &status);
@@ -184,38 +294,7 @@ void web_traces_page(struct web_ctx *c)
 	fputs("<button type=\"submit\">Filter</button> <a href=\"/traces\">Clear</a></form>", c->f);
 	items = json_object_get(doc, "traces");
 	fprintf(c->f, "<p>%zu traces on this page.</p>", json_array_size(items));
-	fputs("<table id=\"traces\"><thead><tr><th>Trace</th><th>App</th><th>Version</th>"
-	      "<th>Model</th><th>OS build</th><th>Anomaly</th><th>Severity</th>"
-	      "<th>Duration ms</th><th>Received</th></tr></thead><tbody>",
-	      c->f);
-	json_array_foreach(items, i, o)
-	{
-		fputs("<tr><td>", c->f);
-		trace_link(c->f, json_string_value(json_object_get(o, "trace_id")));
-		fputs("</td><td>", c->f);
-		web_field(c, o, "app_id");
-		fputs("</td><td>", c->f);
-		web_field(c, o, "app_version");
-		fputs("</td><td>", c->f);
-		web_field(c, o, "model");
-		fputs("</td><td>", c->f);
-		web_field(c, o, "os_build");
-		fputs("</td><td>", c->f);
-		rvs_web_esc(c->f, web_kind_name((int)json_integer_value(
-					  json_object_get(o, "anomaly_kind"))));
-		if (json_is_string(json_object_get(o, "anomaly_name"))) {
-			fputs(" ", c->f);
-			web_field(c, o, "anomaly_name");
-		}
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "severity");
-		fputs("</td><td class=\"n\">", c->f);
-		web_ms(c->f, json_object_get(o, "duration_ns"));
-		fputs("</td><td>", c->f);
-		time_cell(c->f, json_object_get(o, "received_at"));
-		fputs("</td></tr>", c->f);
-	}
-	fputs("</tbody></table>", c->f);
+	web_table(c, "traces", TRACE_COLS, sizeof TRACE_COLS / sizeof TRACE_COLS[0], items);
 	next = json_object_get(doc, "next_cursor");
 	if (json_is_string(next)) {
 		fputs("<p><a id=\"next\" rel=\"next\" href=\"/traces?", c->f);
@@ -257,13 +336,27 @@ static void exports(struct web_ctx *c, const char *id)
 		id, id);
 }
 
+static const struct web_col TOP_COLS[] = {
+	{"#", "rank", COL_NUM, NULL},
+	{"Method", "method", COL_METHOD, NULL},
+	{"Calls", "calls", COL_NUM, NULL},
+	{"Self ms", "self_ns", COL_MS, NULL},
+	{"Inclusive ms", "incl_ns", COL_MS, NULL},
+};
+static const struct web_col CHAIN_COLS[] = {
+	{"Kind", "kind", COL_TEXT, NULL},
+	{"#", "rank", COL_NUM, NULL},
+	{"Chain (outer first)", "chain", COL_CHAIN, NULL},
+	{"Self ms", "self_ns", COL_MS, NULL},
+	{"Signature", "signature", COL_SIGNATURE, NULL},
+};
+
 void web_trace_page(struct web_ctx *c, const char *id)
 {
 	char api[96];
 	int status;
-	json_t *doc, *arr, *o, *state;
+	json_t *doc, *state;
 	rva_trace *t = NULL;
-	size_t i;
 
 	snprintf(api, sizeof api, "/api/v1/traces/%s", id);
 	doc = web_api(c, api, "", &status);
@@ -298,55 +391,15 @@ void web_trace_page(struct web_ctx *c, const char *id)
 	meta_row(c, doc, "Severity", "severity");
 	meta_row(c, doc, "Name", "anomaly_name");
 	fputs("<tr><th>Signature</th><td>", c->f);
-	if (json_is_string(json_object_get(doc, "anomaly_signature"))) {
-		fputs("<a href=\"/traces?signature=", c->f);
-		rvs_web_urlenc(c->f, json_string_value(json_object_get(doc, "anomaly_signature")));
-		fputs("\">", c->f);
-		web_field(c, doc, "anomaly_signature");
-		fputs("</a>", c->f);
-	}
+	cell(c, doc, &(struct web_col){"", "anomaly_signature", COL_SIGNATURE, NULL});
 	fputs("</td></tr></table>", c->f);
 
-	fputs("<h2>Top self time</h2><table id=\"top-self\"><thead><tr><th>#</th><th>Method</th>"
-	      "<th>Calls</th><th>Self ms</th><th>Inclusive ms</th></tr></thead><tbody>",
-	      c->f);
-	arr = json_object_get(doc, "top_self");
-	json_array_foreach(arr, i, o)
-	{
-		fputs("<tr><td class=\"n\">", c->f);
-		web_field(c, o, "rank");
-		fputs("</td><td>", c->f);
-		method_link(c->f, json_string_value(json_object_get(o, "method")));
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "calls");
-		fputs("</td><td class=\"n\">", c->f);
-		web_ms(c->f, json_object_get(o, "self_ns"));
-		fputs("</td><td class=\"n\">", c->f);
-		web_ms(c->f, json_object_get(o, "incl_ns"));
-		fputs("</td></tr>", c->f);
-	}
-	fputs("</tbody></table><h2>Chains</h2><table id=\"chains\"><thead><tr><th>Kind</th>"
-	      "<th>#</th><th>Chain (outer first)</th><th>Self ms</th><th>Signature</th></tr>"
-	      "</thead><tbody>",
-	      c->f);
-	arr = json_object_get(doc, "chains");
-	json_array_foreach(arr, i, o)
-	{
-		fputs("<tr><td>", c->f);
-		web_field(c, o, "kind");
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "rank");
-		fputs("</td><td>", c->f);
-		chain_cell(c->f, json_string_value(json_object_get(o, "chain")));
-		fputs("</td><td class=\"n\">", c->f);
-		web_ms(c->f, json_object_get(o, "self_ns"));
-		fputs("</td><td><a href=\"/traces?signature=", c->f);
-		rvs_web_urlenc(c->f, json_string_value(json_object_get(o, "signature")));
-		fputs("\">", c->f);
-		web_field(c, o, "signature");
-		fputs("</a></td></tr>", c->f);
-	}
-	fputs("</tbody></table>", c->f);
+	fputs("<h2>Top self time</h2>", c->f);
+	web_table(c, "top-self", TOP_COLS, sizeof TOP_COLS / sizeof TOP_COLS[0],
+		  json_object_get(doc, "top_self"));
+	fputs("<h2>Chains</h2>", c->f);
+	web_table(c, "chains", CHAIN_COLS, sizeof CHAIN_COLS / sizeof CHAIN_COLS[0],
+		  json_object_get(doc, "chains"));
 
 	if (rvs_query_load_trace(c->cfg->database, c->cfg->blob_dir, id, &t) == 0) {
 		fprintf(c->f,
@@ -372,28 +425,28 @@ void web_trace_page(struct web_ctx *c, const char *id)
 
 /* ---- /methods/{name} -------------------------------------------------------- */
 
-static void pct_cells(struct web_ctx *c, json_t *o)
-{
-	json_t *s = json_object_get(o, "self_ns"), *n = json_object_get(o, "incl_ns");
-	fputs("<td class=\"n\">", c->f);
-	web_ms(c->f, json_object_get(s, "p50"));
-	fputs("</td><td class=\"n\">", c->f);
-	web_ms(c->f, json_object_get(s, "p95"));
-	fputs("</td><td class=\"n\">", c->f);
-	web_ms(c->f, json_object_get(n, "p50"));
-	fputs("</td><td class=\"n\">", c->f);
-	web_ms(c->f, json_object_get(n, "p95"));
-	fputs("</td>", c->f);
-}
+static const struct web_col VERSION_COLS[] = {
+	{"App version", "app_version", COL_TEXT, NULL},
+	{"Traces", "count", COL_NUM, NULL},
+	{"Self p50 ms", "self_ns.p50", COL_MS, NULL},
+	{"Self p95 ms", "self_ns.p95", COL_MS, NULL},
+	{"Incl. p50 ms", "incl_ns.p50", COL_MS, NULL},
+	{"Incl. p95 ms", "incl_ns.p95", COL_MS, NULL},
+};
+static const struct web_col METHOD_TRACE_COLS[] = {
+	{"Trace", "trace_id", COL_TRACE, NULL},	    {"App", "app_id", COL_TEXT, NULL},
+	{"Version", "app_version", COL_TEXT, NULL}, {"Model", "model", COL_TEXT, NULL},
+	{"Calls", "calls", COL_NUM, NULL},	    {"Self ms", "self_ns", COL_MS, NULL},
+	{"Incl. ms", "incl_ns", COL_MS, NULL},
+};
 
 void web_method_page(struct web_ctx *c, const char *name)
 {
 	char *api = NULL;
 	size_t alen = 0;
 	FILE *u = open_memstream(&api, &alen);
-	json_t *doc, *arr, *o, *alert;
+	json_t *doc, *alert, *rows;
 	int status;
-	size_t i;
 
 	if (!u)
 		return web_error(c, 500, "out of memory");
@@ -409,27 +462,20 @@ void web_method_page(struct web_ctx *c, const char *name)
 	web_page_begin(c, name);
 	fputs("<p>Traces containing this method: <b id=\"count\">", c->f);
 	web_field(c, doc, "count");
-	fputs("</b></p><h2>Time by app version</h2><table id=\"by-version\"><thead><tr>"
-	      "<th>App version</th><th>Traces</th><th>Self p50 ms</th><th>Self p95 ms</th>"
-	      "<th>Incl. p50 ms</th><th>Incl. p95 ms</th></tr></thead><tbody>"
-	      "<tr><th>all</th><td class=\"n\">",
-	      c->f);
-	web_field(c, doc, "count");
-	fputs("</td>", c->f);
-	pct_cells(c, doc);
-	fputs("</tr>", c->f);
-	arr = json_object_get(doc, "by_version");
-	json_array_foreach(arr, i, o)
-	{
-		fputs("<tr><td>", c->f);
-		web_field(c, o, "app_version");
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "count");
-		fputs("</td>", c->f);
-		pct_cells(c, o);
-		fputs("</tr>", c->f);
-	}
-	fputs("</tbody></table><h2>Alert</h2>", c->f);
+	fputs("</b></p><h2>Time by app version</h2>", c->f);
+	/* The fleet-wide row first, then one per version. */
+	rows = json_pack(
+		"[{s:s,s:O,s:O,s:O}]", "app_version", "all", "count", json_object_get(doc, "count"),
+		"self_ns",
+		json_object_get(doc, "self_ns") ? json_object_get(doc, "self_ns") : json_null(),
+		"incl_ns",
+		json_object_get(doc, "incl_ns") ? json_object_get(doc, "incl_ns") : json_null());
+	json_array_extend(rows, json_object_get(doc, "by_version"));
+	web_table(c, "by-version", VERSION_COLS, sizeof VERSION_COLS / sizeof VERSION_COLS[0],
+		  rows);
+	json_decref(rows);
+	fputs("<h2>Alert</h2>", c->f);
+
 	alert = json_object_get(doc, "alert");
 	if (json_is_object(alert)) {
 		int crossed = json_is_true(json_object_get(alert, "crossed"));
@@ -451,30 +497,10 @@ void web_method_page(struct web_ctx *c, const char *name)
 	      " step=\"0.001\" min=\"0.001\" required></label> <button type=\"submit\">Save alert"
 	      "</button></form>",
 	      c->f);
-	fputs("<h2>Traces</h2><table id=\"method-traces\"><thead><tr><th>Trace</th><th>App</th>"
-	      "<th>Version</th><th>Model</th><th>Calls</th><th>Self ms</th><th>Incl. ms</th>"
-	      "</tr></thead><tbody>",
-	      c->f);
-	arr = json_object_get(doc, "traces");
-	json_array_foreach(arr, i, o)
-	{
-		fputs("<tr><td>", c->f);
-		trace_link(c->f, json_string_value(json_object_get(o, "trace_id")));
-		fputs("</td><td>", c->f);
-		web_field(c, o, "app_id");
-		fputs("</td><td>", c->f);
-		web_field(c, o, "app_version");
-		fputs("</td><td>", c->f);
-		web_field(c, o, "model");
-		fputs("</td><td class=\"n\">", c->f);
-		web_field(c, o, "calls");
-		fputs("</td><td class=\"n\">", c->f);
-		web_ms(c->f, json_object_get(o, "self_ns"));
-		fputs("</td><td class=\"n\">", c->f);
-		web_ms(c->f, json_object_get(o, "incl_ns"));
-		fputs("</td></tr>", c->f);
-	}
-	fputs("</tbody></table>", c->f);
+	fputs("<h2>Traces</h2>", c->f);
+	web_table(c, "method-traces", METHOD_TRACE_COLS,
+		  sizeof METHOD_TRACE_COLS / sizeof METHOD_TRACE_COLS[0],
+		  json_object_get(doc, "traces"));
 	json_decref(doc);
 	web_page_end(c, 200);
 }
@@ -523,6 +549,13 @@ void web_method_alert(struct web_ctx *c, const char *name)
 
 /* ---- /signatures ------------------------------------------------------------ */
 
+static const struct web_col SIG_COLS[] = {
+	{"Signature", "signature", COL_SIGNATURE, NULL},
+	{"Traces", "traces", COL_NUM, NULL},
+	{"Chain", "chain", COL_CHAIN, NULL},
+	{"By week and app version", "by_week", COL_LINES, NULL},
+};
+
 void web_signatures_page(struct web_ctx *c)
 {
 	int status, s2;
@@ -537,39 +570,31 @@ void web_signatures_page(struct web_ctx *c)
 	}
 	web_page_begin(c, "Top issues");
 	fputs("<p>Traces grouped by call-chain signature (the chain at the anomaly, else the "
-	      "longest-running chain).</p><table id=\"signatures\"><thead><tr><th>Signature</th>"
-	      "<th>Traces</th><th>Chain</th><th>By week and app version</th></tr></thead><tbody>",
+	      "longest-running chain).</p>",
 	      c->f);
 	arr = json_object_get(doc, "signatures");
 	rows = wk && s2 == 200 ? json_object_get(wk, "rows") : NULL;
+	/* Each cluster gets its weekly rows as lines of text (escaped later). */
 	json_array_foreach(arr, i, o)
 	{
 		const char *sig = json_string_value(json_object_get(o, "signature"));
-		fputs("<tr><td><a href=\"/traces?signature=", c->f);
-		rvs_web_urlenc(c->f, sig ? sig : "");
-		fputs("\">", c->f);
-		web_field(c, o, "signature");
-		fputs("</a></td><td class=\"n\">", c->f);
-		web_field(c, o, "traces");
-		fputs("</td><td>", c->f);
-		chain_cell(c->f, json_string_value(json_object_get(o, "chain")));
-		fputs("</td><td><ul>", c->f);
+		json_t *lines = json_array();
 		json_array_foreach(rows, k, w)
 		{
 			const char *ws = json_string_value(json_object_get(w, "signature"));
+			const char *ver = json_string_value(json_object_get(w, "app_version"));
+			const char *week = json_string_value(json_object_get(w, "week"));
+			char line[512];
 			if (!sig || !ws || strcmp(sig, ws) != 0)
 				continue;
-			fputs("<li>week of ", c->f);
-			web_field(c, w, "week");
-			fputs(", version ", c->f);
-			web_field(c, w, "app_version");
-			fputs(": ", c->f);
-			web_field(c, w, "traces");
-			fputs("</li>", c->f);
+			snprintf(line, sizeof line, "week of %s, version %s: %lld",
+				 week ? week : "?", ver ? ver : "?",
+				 (long long)json_integer_value(json_object_get(w, "traces")));
+			json_array_append_new(lines, json_string(line));
 		}
-		fputs("</ul></td></tr>", c->f);
+		json_object_set_new(o, "by_week", lines);
 	}
-	fputs("</tbody></table>", c->f);
+	web_table(c, "signatures", SIG_COLS, sizeof SIG_COLS / sizeof SIG_COLS[0], arr);
 	json_decref(doc);
 	json_decref(wk);
 	web_page_end(c, 200);

@@ -85,16 +85,18 @@ async function main() {
     check(flame !== null, 'the flame graph document loads');
     await flame.waitForSelector('g.f rect');
     const nframes = await flame.locator('g.f').count();
-    check(nframes >= 3, `the flame graph has frames (${nframes})`);
-    // Click the narrowest frame: zooming widens it to the full 1200 units.
-    const widths = await flame.locator('g.f rect').evaluateAll(
-      (rs) => rs.map((r) => Number(r.getAttribute('width'))));
-    const narrow = widths.indexOf(Math.min(...widths));
-    const target = flame.locator('g.f').nth(narrow);
-    const before = widths[narrow];
+    check(nframes >= 2, `the flame graph has frames (${nframes})`);
+    // Click the deepest frame: it zooms to the full 1,200 units and its
+    // ancestors fade (the SVG's own script).
+    const depths = await flame.locator('g.f').evaluateAll((gs) => gs.map((g) => Number(g.dataset.d)));
+    const deepest = depths.indexOf(Math.max(...depths));
+    const target = flame.locator('g.f').nth(deepest);
     await target.dispatchEvent('click');
-    const after = Number(await target.locator('rect').getAttribute('width'));
-    check(after > before && after > 1190, `clicking a frame zooms it (${before} -> ${after})`);
+    const width = Number(await target.locator('rect').getAttribute('width'));
+    const faded = await flame.locator('g.f').evaluateAll(
+      (gs) => gs.filter((g) => g.style.opacity === '0.5').length);
+    check(Math.abs(width - 1200) < 0.01 && faded >= 1,
+      `clicking a frame zooms it (width ${width}, ${faded} ancestors faded)`);
     await page.screenshot({ path: path.join(shots, '3-trace.png'), fullPage: true });
 
     // Export download.
