@@ -575,10 +575,12 @@ static void trace_route(struct web_ctx *c, const char *rest)
 		c->r->content_type = q.content_type;
 		if (flame) {
 			/* Shown in an <object> on the trace page: its own script
-			 * zooms and searches, so it may run inline script, and may
-			 * be framed by this origin only. */
+			 * zooms and searches, so it may run inline script, but
+			 * sandboxed (an opaque origin: no cookies, no access to
+			 * the UI) and framed by this origin only. */
 			c->r->csp = "default-src 'none'; script-src 'unsafe-inline';"
-				    " style-src 'unsafe-inline'; frame-ancestors 'self'";
+				    " style-src 'unsafe-inline'; frame-ancestors 'self';"
+				    " sandbox allow-scripts";
 			c->r->frame = "SAMEORIGIN";
 		} else {
 			c->r->csp = "default-src 'none'; frame-ancestors 'none'; sandbox";

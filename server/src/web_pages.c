@@ -265,13 +265,41 @@ static const struct web_col TRACE_COLS[] = {
 	{"Duration ms", "duration_ns", COL_MS, NULL}, {"Received", "received_at", COL_TIME, NULL},
 };
 
+/* The form's "from" / "to" (datetime-local, read as UTC) as the API's
+ * since= / until= (unix seconds), each followed by '&', into out. */
+static int time_params(const char *query, char *out, size_t cap)
+{
+	static const char *const names[2][2] = {{"from", "since"}, {"to", "until"}};
+	size_t o = 0;
+	out[0] = '\0';
+	for (int i = 0; i < 2; i++) {
+		char v[64], *end;
+		struct tm tm;
+		if (rvs_query_param(query, names[i][0], v, sizeof v) != 1 || !v[0])
+			continue;
+		memset(&tm, 0, sizeof tm);
+		end = strptime(v, "%Y-%m-%dT%H:%M", &tm);
+		if (end && *end == ':')
+			end = strptime(end, ":%S", &tm);
+		if (!end || *end)
+			return -EINVAL;
+		o += (size_t)snprintf(out + o, cap - o, "%s=%lld&", names[i][1],
+				      (long long)timegm(&tm));
+		if (o >= cap)
+			return -E2BIG;
+	}
+	return 0;
+}
+
 void web_traces_page(struct web_ctx *c)
 {
-	char q[sizeof c->req->query];
+	char q[sizeof c->req->query + 64];
 	int status;
 	json_t *doc, *items, *next;
 
-	drop_empty(c->req->query, q, sizeof q);
+	if (time_params(c->req->query, q, sizeof q))
+		return web_error(c, 400, "bad date: use YYYY-MM-DDTHH:MM (UTC)");
+	drop_empty(c->req->query, q + strlen(q), sizeof q - strlen(q));
 	doc = web_api(c, "/api/v1/traces", q, &status);
 
 	if (!doc || status != 200) {
@@ -287,8 +315,8 @@ void web_traces_page(struct web_ctx *c)
 	filter_input(c, "os_build", "OS build", "text");
 	kind_select(c);
 	filter_input(c, "min_severity", "Min severity", "number");
-	filter_input(c, "since", "Received since (unix s)", "number");
-	filter_input(c, "until", "Received before (unix s)", "number");
+	filter_input(c, "from", "Received from (UTC)", "datetime-local");
+	filter_input(c, "to", "Received before (UTC)", "datetime-local");
 	filter_input(c, "signature", "Signature", "text");
 	filter_input(c, "method", "Contains method", "text");
 	fputs("<button type=\"submit\">Filter</button> <a href=\"/traces\">Clear</a></form>", c->f);

@@ -24,7 +24,7 @@ const { chromium } = require(path.join(env('RVS_MODULES'), 'playwright-core'));
 
 function check(cond, what) {
   if (!cond) throw new Error(`check failed: ${what}`);
-  console.log(`ok - ${what}`);
+  console.log(`browser check passed: ${what}`);
 }
 
 async function main() {

@@ -622,6 +622,25 @@ static void test_web_sql_injection_in_filters_matches_nothing(void **state)
 	resp_free(&r);
 }
 
+static void test_web_time_range_filter_takes_utc_dates(void **state)
+{
+	struct resp r;
+	ensure_login();
+	ensure_trace();
+	get("/traces?app=com.example.web&from=2000-01-01T00%3A00&to=2999-01-01T00%3A00", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, g_trace));
+	assert_non_null(strstr(r.body, "value=\"2000-01-01T00:00\""));
+	resp_free(&r);
+	get("/traces?app=com.example.web&from=2999-01-01T00%3A00", &r);
+	assert_int_equal(r.code, 200);
+	assert_null(strstr(r.body, g_trace));
+	resp_free(&r);
+	get("/traces?from=yesterday", &r);
+	assert_int_equal(r.code, 400);
+	resp_free(&r);
+}
+
 static void test_web_path_traversal_in_static_and_export_is_refused(void **state)
 {
 	static const char *const paths[] = {
@@ -930,6 +949,9 @@ static void test_web_fleet_page_shows_devices_uploads_and_says_what_is_missing(v
 	assert_non_null(strstr(r.body, "id=\"devices\""));
 	assert_non_null(strstr(r.body, "<td>pixel-web</td>"));
 	assert_non_null(strstr(r.body, "Devices do not report skip reasons"));
+	/* The hostile model enrolled earlier shows escaped here too. */
+	assert_no_raw_xss(r.body);
+	assert_non_null(strstr(r.body, "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"));
 	resp_free(&r);
 	req("/api/v1/fleet", NULL, g_api, NULL, 0, NULL, &r);
 	assert_int_equal(r.code, 200);
@@ -1018,6 +1040,7 @@ int main(void)
 		cmocka_unit_test(test_web_hostile_app_id_and_model_are_escaped),
 		cmocka_unit_test(test_web_hostile_method_name_in_url_is_escaped),
 		cmocka_unit_test(test_web_sql_injection_in_filters_matches_nothing),
+		cmocka_unit_test(test_web_time_range_filter_takes_utc_dates),
 		cmocka_unit_test(test_web_path_traversal_in_static_and_export_is_refused),
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
