@@ -701,33 +701,73 @@ static void list_signatures(sqlite3 *db, const char *query, struct rvs_query_res
 
 /* ---- GET /api/v1/signatures/weekly ------------------------------------------ */
 
-/* Trace counts per signature, week (Monday, UTC) and app version, for the
- * signatures that have traces received since ?since= (unix s, default: all). */
+/* A trace's signature as in list_signatures, counted per week (Monday,
+ * UTC), app version and signature.  With ?signatures=a,b,… only those
+ * clusters are counted, through the signature indexes (traces with an
+ * anomaly signature, then top-1 chains of traces without one), instead of
+ * grouping every trace. */
+static const char WEEKLY_ALL_SQL[] =
+	"WITH s AS (SELECT t.received_at, t.app_version,"
+	" COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
+	" LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
+	" AND c.rank = 1 WHERE t.received_at >= CAST(json_extract(?1, '$.since') AS INTEGER))"
+	" SELECT sig AS signature,"
+	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
+	" app_version, count(*) AS traces FROM s WHERE sig IS NOT NULL"
+	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
+static const char WEEKLY_SOME_SQL[] =
+	"WITH want(sig) AS (SELECT value FROM json_each(?1, '$.signatures')),"
+	" s AS (SELECT t.received_at, t.app_version, t.anomaly_signature AS sig FROM traces t"
+	"  WHERE t.anomaly_signature IN (SELECT sig FROM want)"
+	" UNION ALL"
+	" SELECT t.received_at, t.app_version, c.signature AS sig FROM trace_chains c"
+	"  CROSS JOIN traces t ON t.trace_id = c.trace_id"
+	"  WHERE c.signature IN (SELECT sig FROM want) AND c.kind = 'top' AND c.rank = 1"
+	"  AND t.anomaly_signature IS NULL)"
+	" SELECT sig AS signature,"
+	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
+	" app_version, count(*) AS traces FROM s"
+	" WHERE received_at >= CAST(json_extract(?1, '$.since') AS INTEGER)"
+	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
+
 static void signatures_weekly(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 {
-	char v[32] = "0";
+	char v[32] = "0", list[4096], *param;
 	int64_t since;
-	json_t *arr;
-	int rc;
+	json_t *arr, *p, *sigs = NULL;
+	int rc, some;
 
 	if ((rc = qparam(query, "since", v, sizeof v)) < 0 || parse_i64(v, &since))
 		return set_error(r, 400, "bad since");
-	/* since is bound as its (checked) text; the INTEGER column's affinity
-	 * makes the comparison numeric. */
+	if ((rc = qparam(query, "signatures", list, sizeof list)) < 0)
+		return set_error(r, 400, "bad signatures");
+	if (rc) {
+		/* Comma-separated signatures: 16 hex digits each, at most 200. */
+		char *save = NULL;
+		sigs = json_array();
+		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (strlen(t) != 16 || strspn(t, "0123456789abcdef") != 16 ||
+			    json_array_size(sigs) == 200) {
+				json_decref(sigs);
+				return set_error(r, 400, "bad signatures");
+			}
+			json_array_append_new(sigs, json_string(t));
+		}
+	}
+	/* One JSON parameter carries both values; the SQL text stays fixed. */
+	some = sigs != NULL;
+	p = json_pack("{s:I}", "since", (json_int_t)since);
+	if (sigs)
+		json_object_set_new(p, "signatures", sigs);
+	param = json_dumps(p, JSON_COMPACT);
+	json_decref(p);
 	arr = json_array();
-	if (rows_into(db,
-		      "WITH s AS (SELECT t.received_at, t.app_version,"
-		      " COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
-		      " LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
-		      " AND c.rank = 1 WHERE t.received_at >= ?)"
-		      " SELECT sig AS signature,"
-		      " date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
-		      " app_version, count(*) AS traces FROM s WHERE sig IS NOT NULL"
-		      " GROUP BY sig, week, app_version ORDER BY sig, week, app_version",
-		      v, arr)) {
+	if (!param || rows_into(db, some ? WEEKLY_SOME_SQL : WEEKLY_ALL_SQL, param, arr)) {
+		free(param);
 		json_decref(arr);
 		return set_error(r, 500, "query failed");
 	}
+	free(param);
 	set_json(r, 200, json_pack("{s:o}", "rows", arr));
 }
 

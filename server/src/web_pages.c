@@ -586,21 +586,34 @@ static const struct web_col SIG_COLS[] = {
 
 void web_signatures_page(struct web_ctx *c)
 {
-	int status, s2;
+	int status, s2 = 0;
 	json_t *doc = web_api(c, "/api/v1/signatures", c->req->query, &status), *arr, *o;
-	json_t *wk = web_api(c, "/api/v1/signatures/weekly", c->req->query, &s2), *rows, *w;
-	size_t i, k;
+	json_t *wk = NULL, *rows, *w;
+	char *q = NULL;
+	size_t i, k, qlen = 0;
+	FILE *qf;
 
 	if (!doc || status != 200) {
 		json_decref(doc);
-		json_decref(wk);
 		return web_error(c, 500, "query failed");
+	}
+	/* The weekly counts of just the clusters shown. */
+	arr = json_object_get(doc, "signatures");
+	if (json_array_size(arr) && (qf = open_memstream(&q, &qlen))) {
+		fputs("signatures=", qf);
+		json_array_foreach(arr, i, o)
+		{
+			const char *sig = json_string_value(json_object_get(o, "signature"));
+			fprintf(qf, "%s%s", i ? "%2C" : "", sig ? sig : "");
+		}
+		fclose(qf);
+		wk = web_api(c, "/api/v1/signatures/weekly", q, &s2);
+		free(q);
 	}
 	web_page_begin(c, "Top issues");
 	fputs("<p>Traces grouped by call-chain signature (the chain at the anomaly, else the "
 	      "longest-running chain).</p>",
 	      c->f);
-	arr = json_object_get(doc, "signatures");
 	rows = wk && s2 == 200 ? json_object_get(wk, "rows") : NULL;
 	/* Each cluster gets its weekly rows as lines of text (escaped later). */
 	json_array_foreach(arr, i, o)

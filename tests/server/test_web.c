@@ -752,10 +752,32 @@ static void test_web_signatures_page_counts_by_week_and_version(void **state)
 	struct resp r;
 	ensure_login();
 	ensure_trace();
+	json_t *j, *rows, *o;
+	char path[256], sig[17];
+	size_t i;
+	const char *p;
 	get("/signatures", &r);
 	assert_int_equal(r.code, 200);
 	assert_non_null(strstr(r.body, "rvs_fixture_hot_spin"));
 	assert_non_null(strstr(r.body, ", version 2.0.0: "));
+	/* The first cluster's signature, to ask for it alone. */
+	p = strstr(r.body, "/traces?signature=");
+	assert_non_null(p);
+	snprintf(sig, sizeof sig, "%.16s", p + strlen("/traces?signature="));
+	resp_free(&r);
+	snprintf(path, sizeof path, "/api/v1/signatures/weekly?signatures=%s", sig);
+	req(path, NULL, g_api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	j = json_loads(r.body, 0, NULL);
+	rows = json_object_get(j, "rows");
+	assert_true(json_array_size(rows) >= 1);
+	json_array_foreach(rows, i, o)
+		assert_string_equal(json_string_value(json_object_get(o, "signature")), sig);
+	json_decref(j);
+	resp_free(&r);
+	req("/api/v1/signatures/weekly?signatures=zz%27%20OR%201%3D1", NULL, g_api, NULL, 0, NULL,
+	    &r);
+	assert_int_equal(r.code, 400);
 	resp_free(&r);
 }
 
