@@ -137,16 +137,31 @@ static int group_setup(void **state)
 	return g_port > 0 ? 0 : -1;
 }
 
+/* Stops the server with SIGTERM (so a sanitizer build reports leaks at
+ * exit) and fails when its log holds a sanitizer report. */
 static int group_teardown(void **state)
 {
+	static char log[1 << 16];
 	char cmd[600];
+	int bad = 0;
 	if (g_pid > 0) {
-		kill(g_pid, SIGKILL);
-		waitpid(g_pid, NULL, 0);
+		kill(g_pid, SIGTERM);
+		for (int i = 0; i < 200 && waitpid(g_pid, NULL, WNOHANG) != g_pid; i++)
+			usleep(50000);
+		if (kill(g_pid, 0) == 0) {
+			kill(g_pid, SIGKILL);
+			waitpid(g_pid, NULL, 0);
+		}
+	}
+	snprintf(cmd, sizeof cmd, "%s/server.log", g_dir);
+	if (slurp(cmd, log, sizeof log) > 0 &&
+	    (strstr(log, "Sanitizer") || strstr(log, "runtime error"))) {
+		fprintf(stderr, "server log has a sanitizer report:\n%s\n", log);
+		bad = 1;
 	}
 	curl_global_cleanup();
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return system(cmd) == 0 && !bad ? 0 : -1;
 }
 
 /* ---- a small libcurl client ------------------------------------------------- */
