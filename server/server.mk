@@ -73,7 +73,7 @@ $(BIN)/rearview-server: | $(WEB_ASSETS)
 
 # The web UI (server/WEB.md): the real binary driven over TLS by libcurl, and
 # tests/browser/web.spec.js in headless chromium when it is installed.
-$(eval $(call rv_test,server,web,$(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS)))
+$(eval $(call rv_test,server,web,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS)))
 $(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Ipolicy/include \
 	$(call pc,--cflags,jansson) -DRVS_WEB_DIR='"$(WEB_DIR)"' \
 	-DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
@@ -81,7 +81,8 @@ $(TBIN)/server/test_web: | $(WEB_ASSETS)
 $(TBIN)/server/test_web: | $(BIN)/rearview-server
 
 # `make bench`: web page latency next to the JSON API at 100k indexed traces.
-$(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o | $(BIN)/rearview-server
+$(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o \
+	| $(BIN)/rearview-server
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
 BENCHES += $(TBIN)/server/bench_web

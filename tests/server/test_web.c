@@ -33,135 +33,31 @@
 #include "rearview/policy.h"
 #include "rearview/trace.h"
 
+#include "test_web_server.h"
+
 #include "rearview/common.pb-c.h"
 #include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
 
-static char g_dir[256], g_data[320], g_ca[400], g_secret[128], g_password[64], g_api[128];
+static struct web_server g_srv;
 static char g_session[128]; /* "rv_session=…" once signed in */
 static char g_csrf[80];
 static char g_trace[40]; /* a decoded real capture */
-static int g_port;
-static pid_t g_pid;
-
-/* ---- the server ------------------------------------------------------------ */
-
-static int slurp(const char *path, char *buf, size_t cap)
-{
-	FILE *f = fopen(path, "r");
-	size_t n;
-	if (!f)
-		return -1;
-	n = fread(buf, 1, cap - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return (int)n;
-}
-
-/* Runs `init` and keeps the admin password it prints once. */
-static int run_init(void)
-{
-	char out[8192], path[512], *p;
-	pid_t pid;
-	int st, fd;
-
-	snprintf(path, sizeof path, "%s/init.out", g_dir);
-	pid = fork();
-	if (pid == 0) {
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(RVS_BIN, RVS_BIN, "init", g_data, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
-		return -1;
-	if (slurp(path, out, sizeof out) <= 0 || !(p = strstr(out, "admin password:")))
-		return -1;
-	p += strlen("admin password:");
-	while (*p == ' ')
-		p++;
-	snprintf(g_password, sizeof g_password, "%.*s", (int)strcspn(p, " \n"), p);
-	return g_password[0] ? 0 : -1;
-}
 
 static int group_setup(void **state)
 {
-	char path[512], buf[64];
-	FILE *f;
-
-	snprintf(g_dir, sizeof g_dir, "/tmp/rvs-web-XXXXXX");
-	if (!mkdtemp(g_dir))
+	if (web_server_start(&g_srv,
+			     "upload_burst = 50\nauth_fail_burst = 12\nauth_fail_per_min = 1\n",
+			     NULL))
 		return -1;
-	snprintf(g_data, sizeof g_data, "%s/data", g_dir);
-	if (run_init())
-		return -1;
-	snprintf(g_ca, sizeof g_ca, "%s/ca.crt", g_data);
-	snprintf(path, sizeof path, "%s/enrollment.secret", g_data);
-	if (slurp(path, g_secret, sizeof g_secret) <= 0)
-		return -1;
-	g_secret[strcspn(g_secret, "\r\n")] = '\0';
-	snprintf(path, sizeof path, "%s/api.token", g_data);
-	if (slurp(path, g_api, sizeof g_api) <= 0)
-		return -1;
-	g_api[strcspn(g_api, "\r\n")] = '\0';
-	snprintf(path, sizeof path, "%s/rearview-server.conf", g_data);
-	if (!(f = fopen(path, "a")))
-		return -1;
-	fputs("listen = 127.0.0.1:0\nupload_burst = 50\nauth_fail_burst = 12\n"
-	      "auth_fail_per_min = 1\n",
-	      f);
-	fclose(f);
-	g_pid = fork();
-	if (g_pid == 0) {
-		char log[512];
-		snprintf(log, sizeof log, "%s/server.log", g_dir);
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(fd, 2);
-		execl(RVS_BIN, RVS_BIN, "--config", path, (char *)NULL);
-		_exit(127);
-	}
-	if (g_pid < 0)
-		return -1;
-	snprintf(path, sizeof path, "%s/server.port", g_data);
-	for (int i = 0; i < 1200 && g_port <= 0; i++) { /* bounded: a minute */
-		if (slurp(path, buf, sizeof buf) > 0)
-			g_port = (int)strtol(buf, NULL, 10);
-		else if (waitpid(g_pid, NULL, WNOHANG) == g_pid)
-			return -1;
-		else
-			usleep(50000);
-	}
-	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	return g_port > 0 ? 0 : -1;
+	return 0;
 }
 
-/* Stops the server with SIGTERM (so a sanitizer build reports leaks at
- * exit) and fails when its log holds a sanitizer report. */
 static int group_teardown(void **state)
 {
-	static char log[1 << 16];
-	char cmd[600];
-	int bad = 0;
-	if (g_pid > 0) {
-		kill(g_pid, SIGTERM);
-		for (int i = 0; i < 200 && waitpid(g_pid, NULL, WNOHANG) != g_pid; i++)
-			usleep(50000);
-		if (kill(g_pid, 0) == 0) {
-			kill(g_pid, SIGKILL);
-			waitpid(g_pid, NULL, 0);
-		}
-	}
-	snprintf(cmd, sizeof cmd, "%s/server.log", g_dir);
-	if (slurp(cmd, log, sizeof log) > 0 &&
-	    (strstr(log, "Sanitizer") || strstr(log, "runtime error"))) {
-		fprintf(stderr, "server log has a sanitizer report:\n%s\n", log);
-		bad = 1;
-	}
 	curl_global_cleanup();
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-	return system(cmd) == 0 && !bad ? 0 : -1;
+	return web_server_stop(&g_srv);
 }
 
 /* ---- a small libcurl client ------------------------------------------------- */
@@ -213,9 +109,9 @@ static void req(const char *path, const char *cookie, const char *auth, const vo
 	char url[4096], h[512];
 
 	memset(r, 0, sizeof *r);
-	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", g_port, path);
+	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", g_srv.port, path);
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CAINFO, g_ca);
+	curl_easy_setopt(c, CURLOPT_CAINFO, g_srv.ca);
 	curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
@@ -292,7 +188,7 @@ static void ensure_login(void)
 	const char *v;
 	if (g_session[0])
 		return;
-	assert_int_equal(login(g_password, &r), 303);
+	assert_int_equal(login(g_srv.password, &r), 303);
 	set_cookie_value(&r, "rv_session", id, sizeof id);
 	assert_int_equal(strlen(id), 64);
 	snprintf(g_session, sizeof g_session, "rv_session=%s", id);
@@ -319,7 +215,7 @@ static char *enroll(const char *model)
 	char *tok;
 	size_t n;
 
-	q.enrollment_secret = g_secret;
+	q.enrollment_secret = g_srv.secret;
 	d.device_id = "web-test-device";
 	d.model = (char *)model;
 	d.os_build = "os-web";
@@ -383,7 +279,7 @@ static char *upload(const char *app, const char *model, const char *version, con
 	free(env);
 	free(tok);
 	/* Bounded poll until decoded (or quarantined). */
-	snprintf(sql, sizeof sql, "%s/rearview.db", g_data);
+	snprintf(sql, sizeof sql, "%s/rearview.db", g_srv.data);
 	for (int i = 0; i < 600; i++) {
 		sqlite3 *db;
 		sqlite3_stmt *st;
@@ -418,7 +314,7 @@ static uint8_t *capture_zstd(size_t *zlen)
 	size_t clen, zcap;
 	FILE *f;
 
-	snprintf(path, sizeof path, "%s/fixture.rvt", g_dir);
+	snprintf(path, sizeof path, "%s/fixture.rvt", g_srv.dir);
 	assert_int_equal(rvt_set_config(256u << 10, 0), 0);
 	assert_int_equal(rvt_start(0), 0);
 	assert_true(rvs_fixture_outer(3) != 1);
@@ -466,7 +362,7 @@ static void test_web_login_right_password_sets_strict_session_cookie(void **stat
 {
 	struct resp r;
 	const char *sc;
-	assert_int_equal(login(g_password, &r), 303);
+	assert_int_equal(login(g_srv.password, &r), 303);
 	assert_non_null(strstr(r.hdrs, "Location: /traces"));
 	sc = strstr(r.hdrs, "Set-Cookie: rv_session=");
 	assert_non_null(sc);
@@ -499,7 +395,7 @@ static void test_web_login_without_csrf_token_gets_403(void **state)
 {
 	struct resp r;
 	char form[256];
-	snprintf(form, sizeof form, "user=admin&password=%s", g_password);
+	snprintf(form, sizeof form, "user=admin&password=%s", g_srv.password);
 	req("/login", NULL, NULL, form, strlen(form), NULL, &r);
 	assert_int_equal(r.code, 403);
 	assert_null(strstr(r.hdrs, "rv_session="));
@@ -781,7 +677,7 @@ static void test_web_signatures_page_counts_by_week_and_version(void **state)
 	snprintf(sig, sizeof sig, "%.16s", p + strlen("/traces?signature="));
 	resp_free(&r);
 	snprintf(path, sizeof path, "/api/v1/signatures/weekly?signatures=%s", sig);
-	req(path, NULL, g_api, NULL, 0, NULL, &r);
+	req(path, NULL, g_srv.api, NULL, 0, NULL, &r);
 	assert_int_equal(r.code, 200);
 	j = json_loads(r.body, 0, NULL);
 	rows = json_object_get(j, "rows");
@@ -790,8 +686,8 @@ static void test_web_signatures_page_counts_by_week_and_version(void **state)
 		assert_string_equal(json_string_value(json_object_get(o, "signature")), sig);
 	json_decref(j);
 	resp_free(&r);
-	req("/api/v1/signatures/weekly?signatures=zz%27%20OR%201%3D1", NULL, g_api, NULL, 0, NULL,
-	    &r);
+	req("/api/v1/signatures/weekly?signatures=zz%27%20OR%201%3D1", NULL, g_srv.api, NULL, 0,
+	    NULL, &r);
 	assert_int_equal(r.code, 400);
 	resp_free(&r);
 }
@@ -805,8 +701,8 @@ static Rearview__PolicyBody *fetch_verified_policy(void)
 	char path[512], pub[2048], *tok = enroll("policy-reader");
 	Rearview__PolicyBody *b = NULL;
 	struct resp r;
-	snprintf(path, sizeof path, "%s/policy-signing.pub", g_data);
-	assert_true(slurp(path, pub, sizeof pub) > 0);
+	snprintf(path, sizeof path, "%s/policy-signing.pub", g_srv.data);
+	assert_true(web_slurp(path, pub, sizeof pub) > 0);
 	req("/v1/policy", NULL, tok, NULL, 0, NULL, &r);
 	assert_int_equal(r.code, 200);
 	assert_int_equal(
@@ -837,7 +733,7 @@ static void test_web_campaign_api_publishes_a_verified_policy(void **state)
 	json_t *j;
 
 	assert_null(find_campaign(before, "jank-web"));
-	req("/api/v1/campaigns", NULL, g_api, spec, strlen(spec), "application/json", &r);
+	req("/api/v1/campaigns", NULL, g_srv.api, spec, strlen(spec), "application/json", &r);
 	assert_int_equal(r.code, 200);
 	j = json_loads(r.body, 0, NULL);
 	assert_non_null(j);
@@ -859,11 +755,11 @@ static void test_web_campaign_api_publishes_a_verified_policy(void **state)
 	/* Settings other than campaigns are kept. */
 	assert_int_equal(after->weekly_quota, before->weekly_quota);
 	/* The same id again is a conflict and publishes nothing. */
-	req("/api/v1/campaigns", NULL, g_api, spec, strlen(spec), "application/json", &r);
+	req("/api/v1/campaigns", NULL, g_srv.api, spec, strlen(spec), "application/json", &r);
 	assert_int_equal(r.code, 409);
 	resp_free(&r);
 	/* Ending it publishes a policy without it. */
-	req("/api/v1/campaigns/jank-web/end", NULL, g_api, "", 0, "application/json", &r);
+	req("/api/v1/campaigns/jank-web/end", NULL, g_srv.api, "", 0, "application/json", &r);
 	assert_int_equal(r.code, 200);
 	resp_free(&r);
 	ended = fetch_verified_policy();
@@ -889,8 +785,8 @@ static void test_web_campaign_api_rejects_bad_specs_without_publishing(void **st
 	Rearview__PolicyBody *before = fetch_verified_policy(), *after;
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct resp r;
-		req("/api/v1/campaigns", NULL, g_api, bad[i], strlen(bad[i]), "application/json",
-		    &r);
+		req("/api/v1/campaigns", NULL, g_srv.api, bad[i], strlen(bad[i]),
+		    "application/json", &r);
 		assert_int_equal(r.code, 400);
 		assert_non_null(strstr(r.body, "\"error\""));
 		resp_free(&r);
@@ -990,7 +886,7 @@ static void test_web_fleet_page_shows_devices_uploads_and_says_what_is_missing(v
 	assert_no_raw_xss(r.body);
 	assert_non_null(strstr(r.body, "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"));
 	resp_free(&r);
-	req("/api/v1/fleet", NULL, g_api, NULL, 0, NULL, &r);
+	req("/api/v1/fleet", NULL, g_srv.api, NULL, 0, NULL, &r);
 	assert_int_equal(r.code, 200);
 	j = json_loads(r.body, 0, NULL);
 	assert_non_null(j);
@@ -1035,12 +931,12 @@ static void test_web_browser_signs_in_filters_opens_trace_and_exports(void **sta
 		skip();
 	}
 	ensure_trace();
-	snprintf(url, sizeof url, "https://127.0.0.1:%d", g_port);
-	snprintf(profile, sizeof profile, "%s/chromium-profile", g_dir);
+	snprintf(url, sizeof url, "https://127.0.0.1:%d", g_srv.port);
+	snprintf(profile, sizeof profile, "%s/chromium-profile", g_srv.dir);
 	pid = fork();
 	if (pid == 0) {
 		setenv("RVS_URL", url, 1);
-		setenv("RVS_PASSWORD", g_password, 1);
+		setenv("RVS_PASSWORD", g_srv.password, 1);
 		setenv("RVS_TRACE", g_trace, 1);
 		setenv("RVS_MODULES", mods, 1);
 		setenv("RVS_SHOTS", RVS_SHOTS_DIR, 1);

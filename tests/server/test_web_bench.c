@@ -23,49 +23,27 @@
 #include <curl/curl.h>
 #include <sqlite3.h>
 
+#include "test_web_server.h"
+
 #define REPS	    200
 #define MIN_REPS    20
 #define ROW_SECONDS 10.0
 
-static char g_dir[64], g_data[128], g_ca[192], g_pw[64], g_api[128], g_cookie[128];
-static int g_port;
-static pid_t g_pid;
-
-static int slurp(const char *path, char *buf, size_t cap)
-{
-	FILE *f = fopen(path, "r");
-	size_t n;
-	if (!f)
-		return -1;
-	n = fread(buf, 1, cap - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return (int)n;
-}
-
-static int run(char *const argv[], const char *out)
-{
-	pid_t p = fork();
-	int st;
-	if (p == 0) {
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	return p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -1;
-}
+static struct web_server g_srv;
+static char g_cookie[128];
+static long g_n = 100000;
 
 /* Synthetic index rows for n traces in one transaction. */
-static int fill(long n)
+static int fill(const char *data)
 {
+	long n = g_n;
 	char path[256], id[40], m[64], sig[17], chain[256];
 	sqlite3 *db;
 	sqlite3_stmt *up, *tr, *me, *ch;
 	int rc = 0;
 
-	snprintf(path, sizeof path, "%s/rearview.db", g_data);
+	snprintf(path, sizeof path, "%s/rearview.db", data);
+	fprintf(stderr, "filling %ld traces...\n", n);
 	if (sqlite3_open(path, &db) != SQLITE_OK)
 		return -1;
 	sqlite3_exec(db, "PRAGMA synchronous=OFF; BEGIN", NULL, NULL, NULL);
@@ -171,9 +149,9 @@ static CURL *handle(const char *path, const char *auth_hdr, struct curl_slist **
 {
 	CURL *c = curl_easy_init();
 	char url[512];
-	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", g_port, path);
+	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", g_srv.port, path);
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CAINFO, g_ca);
+	curl_easy_setopt(c, CURLOPT_CAINFO, g_srv.ca);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, hdr);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
@@ -198,7 +176,7 @@ static void measure(const char *label, const char *path, int api)
 	int n;
 	CURL *c;
 
-	snprintf(auth, sizeof auth, "Authorization: Bearer %s", g_api);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", g_srv.api);
 	c = handle(path, api ? auth : NULL, &hl);
 	if (!api)
 		curl_easy_setopt(c, CURLOPT_COOKIE, g_cookie);
@@ -221,50 +199,14 @@ static void measure(const char *label, const char *path, int api)
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? strtol(argv[1], NULL, 10) : 100000;
-	char path[256], out[8192], form[256], buf[32], *p;
-	char *init[] = {RVS_BIN, "init", g_data, NULL};
+	char form[256];
 	struct curl_slist *hl;
 	CURL *c;
-	FILE *f;
 
-	snprintf(g_dir, sizeof g_dir, "/tmp/rvs-webbench-XXXXXX");
-	if (!mkdtemp(g_dir))
+	if (argc > 1)
+		g_n = strtol(argv[1], NULL, 10);
+	if (web_server_start(&g_srv, NULL, fill))
 		return 1;
-	snprintf(g_data, sizeof g_data, "%s/data", g_dir);
-	snprintf(path, sizeof path, "%s/init.out", g_dir);
-	if (run(init, path) || slurp(path, out, sizeof out) <= 0 ||
-	    !(p = strstr(out, "admin password:")))
-		return 1;
-	p += strlen("admin password:");
-	p += strspn(p, " ");
-	snprintf(g_pw, sizeof g_pw, "%.*s", (int)strcspn(p, " \n"), p);
-	snprintf(path, sizeof path, "%s/api.token", g_data);
-	slurp(path, g_api, sizeof g_api);
-	g_api[strcspn(g_api, "\r\n")] = '\0';
-	snprintf(g_ca, sizeof g_ca, "%s/ca.crt", g_data);
-	fprintf(stderr, "filling %ld traces...\n", n);
-	if (fill(n))
-		return 1;
-	snprintf(path, sizeof path, "%s/rearview-server.conf", g_data);
-	f = fopen(path, "a");
-	fputs("listen = 127.0.0.1:0\n", f);
-	fclose(f);
-	g_pid = fork();
-	if (g_pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-		dup2(fd, 2);
-		execl(RVS_BIN, RVS_BIN, "--config", path, (char *)NULL);
-		_exit(127);
-	}
-	snprintf(path, sizeof path, "%s/server.port", g_data);
-	for (int i = 0; i < 1200 && g_port <= 0; i++) {
-		if (slurp(path, buf, sizeof buf) > 0)
-			g_port = (int)strtol(buf, NULL, 10);
-		else
-			usleep(50000);
-	}
-	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	/* Sign in (the login form's double-submit token is any 64 hex here). */
 	c = handle("/login",
@@ -274,17 +216,17 @@ int main(int argc, char **argv)
 	snprintf(form, sizeof form,
 		 "csrf=00000000000000000000000000000000000000000000000000000000000000aa"
 		 "&user=admin&password=%s",
-		 g_pw);
+		 g_srv.password);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, form);
 	curl_easy_perform(c);
 	curl_slist_free_all(hl);
 	curl_easy_cleanup(c);
 	if (!g_cookie[0]) {
 		fprintf(stderr, "sign-in failed\n");
-		kill(g_pid, SIGKILL);
+		web_server_stop(&g_srv);
 		return 1;
 	}
-	printf("%ld traces, sequential requests on one keep-alive TLS connection per row\n\n", n);
+	printf("%ld traces, sequential requests on one keep-alive TLS connection per row\n\n", g_n);
 	printf("| page | status | requests | p50 ms | p99 ms |\n|---|---|---|---|---|\n");
 	measure("/traces", "/traces", 0);
 	measure("/api/v1/traces", "/api/v1/traces", 1);
@@ -298,9 +240,6 @@ int main(int argc, char **argv)
 	measure("/signatures", "/signatures", 0);
 	measure("/api/v1/signatures", "/api/v1/signatures", 1);
 	measure("/fleet", "/fleet", 0);
-	kill(g_pid, SIGTERM);
-	waitpid(g_pid, NULL, 0);
 	curl_global_cleanup();
-	snprintf(path, sizeof path, "rm -rf '%s'", g_dir);
-	return system(path) == 0 ? 0 : 1;
+	return web_server_stop(&g_srv) ? 1 : 0;
 }
