@@ -482,10 +482,12 @@ static const char *ctype_of(const char *p)
 	return NULL;
 }
 
-/* The speedscope build's own CSP: it runs its bundled scripts and styles
- * (which use inline styles) and fetches the profile from this origin. */
+/* The speedscope build's own CSP: its bundled scripts, a WebAssembly module
+ * (wasm-unsafe-eval, not unsafe-eval), inline styles, and the profile
+ * fetched from this origin. */
 static const char CSP_SPEEDSCOPE[] =
-	"default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline';"
+	"default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' "
+	"'unsafe-inline';"
 	" img-src 'self' data: blob:; connect-src 'self'; worker-src 'self' blob:;"
 	" frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
