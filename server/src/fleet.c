@@ -4,10 +4,11 @@
  * Read-only: its own read-only sqlite connection, fixed SQL, nothing from
  * the request reaches a query.  Quota use is each device's uploads in the
  * last 7 days against the served policy's weekly quota (rvp_policy_weekly_
- * quota, which falls back to librvpolicy's default).  Devices do not send
- * their skip reasons to the server (the upload protocol has no field for
- * them), so the document says so and lists only what the server itself
- * recorded: quarantine reasons.  No figure is made up.
+ * quota, which falls back to librvpolicy's default).  Skip reasons come
+ * from the `skips` table that POST /v1/skips fills when this build's schema
+ * has it; without it the document says devices do not report them and
+ * lists only what the server itself recorded (quarantine reasons).  No
+ * figure is made up.
  */
 #include "fleet.h"
 #include "campaign.h"
@@ -87,15 +88,30 @@ static int rows(sqlite3 *db, const char *sql, const char *const *keys, int nkeys
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
+static int has_table(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
 void rvs_fleet_api(const struct rvs_config *cfg, struct rvs_query_resp *r)
 {
 	static const char *const week_keys[] = {"week", "uploads", "bytes"};
 	static const char *const q_keys[] = {"reason", "traces"};
+	static const char *const s_keys[] = {"reason", "anomalies"};
 	Rearview__PolicyBody *served = rvs_policy_served(cfg);
 	uint32_t quota = rvp_policy_weekly_quota(served ? served : rvp_policy_default());
 	json_t *doc, *weeks = json_array(), *quarantine = json_array();
+	json_t *device_reasons = json_array();
 	sqlite3 *db = NULL;
-	int bad;
+	int bad, reported;
 
 	memset(r, 0, sizeof *r);
 	if (served)
@@ -104,16 +120,22 @@ void rvs_fleet_api(const struct rvs_config *cfg, struct rvs_query_resp *r)
 		sqlite3_close(db);
 		json_decref(weeks);
 		json_decref(quarantine);
+		json_decref(device_reasons);
 		return rvs_query_reply(r, 503, json_pack("{s:s}", "error", "database unavailable"));
 	}
 	sqlite3_busy_timeout(db, 5000);
-	doc = json_pack("{s:i,s:o,s:o}", "weekly_quota", (int)quota, "uploads_per_week", weeks,
-			"skip_reasons",
-			json_pack("{s:b,s:s,s:o}", "reported_by_devices", 0, "note",
-				  "Devices do not report skip reasons to the server yet (the "
-				  "upload protocol has no field for them); only the server's own "
-				  "quarantine reasons are shown.",
-				  "server_quarantine", quarantine));
+	reported = has_table(db, "skips");
+	doc = json_pack(
+		"{s:i,s:o,s:o}", "weekly_quota", (int)quota, "uploads_per_week", weeks,
+		"skip_reasons",
+		json_pack("{s:b,s:s,s:o,s:o}", "reported_by_devices", reported, "note",
+			  reported ? "Anomalies devices did not upload, by the reason they "
+				     "reported (POST /v1/skips), and the server's own quarantine "
+				     "reasons."
+				   : "Devices do not report skip reasons to this server (it has "
+				     "no skip reports table); only the server's own quarantine "
+				     "reasons are shown.",
+			  "device_reported", device_reasons, "server_quarantine", quarantine));
 	bad = devices(db, quota, doc) ||
 	      rows(db,
 		   "SELECT date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
@@ -123,7 +145,11 @@ void rvs_fleet_api(const struct rvs_config *cfg, struct rvs_query_resp *r)
 	      rows(db,
 		   "SELECT reason, count(*) FROM quarantine GROUP BY reason ORDER BY 2 DESC"
 		   " LIMIT 50",
-		   q_keys, 2, quarantine);
+		   q_keys, 2, quarantine) ||
+	      (reported && rows(db,
+				"SELECT reason, count(*) FROM skips GROUP BY reason ORDER BY 2 DESC"
+				" LIMIT 50",
+				s_keys, 2, device_reasons));
 	if (!bad) {
 		sqlite3_stmt *st;
 		if (sqlite3_prepare_v2(db, "SELECT count(*) FROM devices", -1, &st, NULL) ==

@@ -359,6 +359,10 @@ static const struct web_col DEVICE_COLS[] = {
 	{"OS build", "os_build", COL_TEXT, NULL},     {"Uploads", "uploads", COL_NUM, NULL},
 	{"Last 7 days", "uploads_7d", COL_NUM, NULL}, {"Quota used", "quota_used", COL_PCT, NULL},
 };
+static const struct web_col SKIP_COLS[] = {
+	{"Reason reported by devices", "reason", COL_TEXT, NULL},
+	{"Anomalies not uploaded", "anomalies", COL_NUM, NULL},
+};
 static const struct web_col QUARANTINE_COLS[] = {
 	{"Server quarantine reason", "reason", COL_TEXT, NULL},
 	{"Traces", "traces", COL_NUM, NULL},
@@ -390,6 +394,9 @@ void web_fleet_page(struct web_ctx *c)
 	fputs("<h2>Skip reasons</h2><p id=\"skip-note\">", c->f);
 	web_field(c, skip, "note");
 	fputs("</p>", c->f);
+	if (json_is_true(json_object_get(skip, "reported_by_devices")))
+		web_table(c, "device-skips", SKIP_COLS, sizeof SKIP_COLS / sizeof SKIP_COLS[0],
+			  json_object_get(skip, "device_reported"));
 	web_table(c, "quarantine", QUARANTINE_COLS,
 		  sizeof QUARANTINE_COLS / sizeof QUARANTINE_COLS[0],
 		  json_object_get(skip, "server_quarantine"));
