@@ -5,7 +5,7 @@ SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsql
 	$(PROTOBUF_LIBS) -lpthread
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o \
 	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
-	skips.o)
+	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
@@ -63,3 +63,36 @@ $(BUILD)/fuzz/server_skip: tests/fuzz/server_skip.c server/src/skips.c server/sr
 		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 $(eval $(call rv_test,server,fuzz_skip,$(OBJ)/server/src/skips.o $(OBJ)/server/src/upload.o \
 	$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+
+# The web UI's npm assets (server/web/package-lock.json pins them): speedscope,
+# served under /static/speedscope/, and playwright-core, the browser test's
+# driver of Debian's chromium.  One tree for every build flavour.  Without
+# npm or the registry the UI still works (no speedscope) and the browser
+# test skips; the rule then says so and retries on the next make.
+WEB_DIR    := $(CURDIR)/build/web
+WEB_ASSETS := build/web/.installed
+$(WEB_ASSETS): server/web/package.json server/web/package-lock.json
+	@mkdir -p $(@D)
+	cp server/web/package.json server/web/package-lock.json $(@D)/
+	@if command -v npm >/dev/null 2>&1 && (cd $(@D) && npm ci --no-audit --no-fund \
+	    --loglevel=error >npm.log 2>&1); then \
+	  ln -sfn node_modules/speedscope/dist/release $(@D)/speedscope && touch $@; \
+	else echo "warning: npm ci failed (see $(@D)/npm.log): no speedscope, browser test skips" >&2; fi
+$(OBJ)/server/src/web.o: CPPFLAGS += -DRVS_WEB_DIR='"$(WEB_DIR)"'
+$(BIN)/rearview-server: | $(WEB_ASSETS)
+
+# The web UI (server/WEB.md): the real binary driven over TLS by libcurl, and
+# tests/browser/web.spec.js in headless chromium when it is installed.
+$(eval $(call rv_test,server,web,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS)))
+$(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Ipolicy/include \
+	$(call pc,--cflags,jansson) -DRVS_WEB_DIR='"$(WEB_DIR)"' \
+	-DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
+$(TBIN)/server/test_web: | $(WEB_ASSETS)
+$(TBIN)/server/test_web: | $(BIN)/rearview-server
+
+# `make bench`: web page latency next to the JSON API at 100k indexed traces.
+$(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o \
+	| $(BIN)/rearview-server
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
+BENCHES += $(TBIN)/server/bench_web

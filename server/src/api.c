@@ -9,7 +9,9 @@
  * Error bodies are rearview.Error messages (code + human reason).
  */
 #include "api.h"
+#include "campaign.h"
 #include "query.h"
+#include "web.h"
 
 #include <errno.h>
 #include <math.h>
@@ -70,7 +72,7 @@ struct rvs_api {
 	struct bucket peers[N_BUCKETS]; /* failed-auth budget per peer address */
 };
 
-enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_SKIP, JOB_POLICY, JOB_QUERY };
+enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_SKIP, JOB_POLICY, JOB_QUERY, JOB_WEB };
 
 struct job {
 	uv_work_t w;
@@ -89,6 +91,7 @@ struct job {
 	char etag[72];
 	int new_upload, duplicate;
 	struct rvs_query_resp q; /* JOB_QUERY */
+	struct rvs_web_resp wr;	 /* JOB_WEB */
 };
 
 static void decode_pump(struct rvs_api *a);
@@ -564,13 +567,46 @@ static void job_work(uv_work_t *w)
 		do_policy(j);
 		break;
 	case JOB_QUERY:
-		rvs_query_handle(j->a->cfg->database, j->a->cfg->blob_dir, j->req->path,
-				 j->req->query, &j->q);
+		rvs_api_v1(j->a->cfg, j->req->method == HTTP_POST, j->req->path, j->req->query,
+			   j->req->body, j->req->body_len, &j->q);
+		break;
+	case JOB_WEB:
+		rvs_web_handle(j->a->cfg, j->req, &j->wr);
 		break;
 	}
 }
 
 static void maybe_stop(struct rvs_api *a);
+
+/* The web UI's answer with its security headers; a failed login spends the
+ * peer's failed-authentication budget like a bad token does. */
+static void web_respond(struct rvs_api *a, struct job *j)
+{
+	struct rvs_web_resp *w = &j->wr;
+	struct rvs_header h[9];
+	size_t n = 0;
+
+	if (w->auth_failed) {
+		a->m->errors[RVS_ERR_UNAUTHORIZED]++;
+		charge_auth_failure(a, j->conn);
+	}
+	h[n++] = (struct rvs_header){"Cache-Control", "no-store"};
+	h[n++] = (struct rvs_header){"X-Content-Type-Options", "nosniff"};
+	h[n++] = (struct rvs_header){"Referrer-Policy", "same-origin"};
+	if (w->csp)
+		h[n++] = (struct rvs_header){"Content-Security-Policy", w->csp};
+	if (w->frame)
+		h[n++] = (struct rvs_header){"X-Frame-Options", w->frame};
+	for (int i = 0; i < 2; i++)
+		if (w->set_cookie[i][0])
+			h[n++] = (struct rvs_header){"Set-Cookie", w->set_cookie[i]};
+	if (w->location[0])
+		h[n++] = (struct rvs_header){"Location", w->location};
+	if (w->disposition[0])
+		h[n++] = (struct rvs_header){"Content-Disposition", w->disposition};
+	rvs_conn_respond(j->conn, w->status, w->content_type, h, n, w->body, w->len);
+	free(w->body);
+}
 
 static void job_done(uv_work_t *w, int status)
 {
@@ -579,6 +615,12 @@ static void job_done(uv_work_t *w, int status)
 	struct rvs_metrics *m = a->m;
 
 	a->inflight--;
+	if (j->kind == JOB_WEB) {
+		web_respond(a, j);
+		free(j);
+		maybe_stop(a);
+		return;
+	}
 	if (j->kind == JOB_QUERY) {
 		struct rvs_header h[2] = {{"Cache-Control", "no-store"},
 					  {"Content-Disposition", j->q.disposition}};
@@ -846,10 +888,25 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 		else if (admit(a, c, req, hash) == 0)
 			queue_job(a, c, req, JOB_POLICY, hash);
 	} else if (strncmp(req->path, "/api/v1/", 8) == 0) {
-		if (req->method != HTTP_GET)
-			method_not_allowed(a, c, "GET");
+		int writable = rvs_campaign_path(req->path);
+		if (req->method != HTTP_GET && !(writable && req->method == HTTP_POST))
+			method_not_allowed(a, c, writable ? "GET, POST" : "GET");
 		else if (admit_api(a, c, req) == 0)
 			queue_job(a, c, req, JOB_QUERY, NULL);
+	} else if (rvs_web_path(req->path)) {
+		/* Login attempts share the failed-authentication budget, so
+		 * passwords cannot be guessed faster than tokens. */
+		if (rvs_web_is_login(req) && peer_bucket(a, c)->tokens < 1.0) {
+			char secs[16];
+			struct rvs_header h = {"Retry-After", secs};
+			snprintf(secs, sizeof secs, "%u",
+				 retry_after(peer_bucket(a, c), a->cfg->auth_fail_per_min));
+			a->m->errors[RVS_ERR_RATE_LIMITED]++;
+			rvs_conn_respond(c, 429, "text/plain; charset=utf-8", &h, 1,
+					 "too many failed sign-ins; retry later\n", 38);
+			return;
+		}
+		queue_job(a, c, req, JOB_WEB, NULL);
 	} else {
 		a->m->errors[RVS_ERR_NOT_FOUND]++;
 		respond_error(c, 404, REARVIEW__ERROR__CODE__NOT_FOUND, "no such resource", NULL,

@@ -71,6 +71,9 @@ static void pick_target(struct rvs_http *h)
 	} else if (strcasecmp(h->field, "if-none-match") == 0) {
 		h->target = h->req.inm;
 		h->target_cap = sizeof h->req.inm;
+	} else if (strcasecmp(h->field, "cookie") == 0) {
+		h->target = h->req.cookie;
+		h->target_cap = sizeof h->req.cookie;
 	} else if (strcasecmp(h->field, "expect") == 0) {
 		h->target = h->expect;
 		h->target_cap = sizeof h->expect;

@@ -262,6 +262,8 @@ static const char *status_text(int status)
 	switch (status) {
 	case 200:
 		return "OK";
+	case 303:
+		return "See Other";
 	case 304:
 		return "Not Modified";
 	case 400:

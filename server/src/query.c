@@ -87,6 +87,11 @@ static int qparam(const char *query, const char *name, char *out, size_t outsz)
 	return 0;
 }
 
+int rvs_query_param(const char *query, const char *name, char *out, size_t outsz)
+{
+	return qparam(query, name, out, outsz);
+}
+
 static int parse_i64(const char *s, int64_t *out)
 {
 	char *end;
@@ -149,6 +154,13 @@ static void set_json(struct rvs_query_resp *r, int status, json_t *doc)
 static void set_error(struct rvs_query_resp *r, int status, const char *msg)
 {
 	set_json(r, status, json_pack("{s:s}", "error", msg));
+}
+
+void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc)
+{
+	if (!doc)
+		return set_error(r, 500, "out of memory");
+	set_json(r, status, doc);
 }
 
 static int valid_trace_id(const char *s, size_t n)
@@ -378,18 +390,63 @@ static int run_export(const struct export_fmt *f, FILE *out, const rva_trace *t,
 	}
 }
 
-static void export_trace(sqlite3 *db, const char *blob_dir, const char *id, const char *query,
-			 struct rvs_query_resp *r)
+int rvs_query_load_trace(const char *database, const char *blob_dir, const char *id,
+			 struct rva_trace **out)
 {
-	const struct export_fmt *f = NULL;
-	char fmt[32], blob[65] = "", path[1024];
+	char blob[65] = "", path[1024];
 	uint8_t *raw = NULL, *cap = NULL;
 	size_t rawlen = 0, caplen = 0;
 	int comp = 0, rc;
 	sqlite3_stmt *st;
-	rva_trace *t = NULL;
+	sqlite3 *db;
 	rva_error err;
+
+	if (!valid_trace_id(id, strlen(id)))
+		return -ENOENT;
+	if (!(db = open_ro(database)))
+		return -EIO;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT blob_sha256, compression FROM uploads WHERE trace_id = ?"
+			       " AND state = 'decoded'",
+			       -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+		snprintf(blob, sizeof blob, "%s", (const char *)sqlite3_column_text(st, 0));
+		comp = sqlite3_column_int(st, 1);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	/* The blob name comes from our own database and is validated again as
+	 * 64 hex digits by rvs_blob_path; nothing from the request is a path. */
+	if (!blob[0] || rvs_blob_path(blob_dir, blob, path, sizeof path))
+		return -ENOENT;
+	if (rvs_read_file(path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))
+		return -EIO;
+	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD) {
+		rc = rvs_zstd_decompress(raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap, &caplen);
+		free(raw);
+		if (rc)
+			return -EBADMSG;
+	} else {
+		cap = raw;
+		caplen = rawlen;
+	}
+	rc = rva_capture_decode(cap, caplen, out, &err);
+	free(cap);
+	return rc ? -EBADMSG : 0;
+}
+
+static void export_trace(const char *database, const char *blob_dir, const char *id,
+			 const char *query, struct rvs_query_resp *r)
+{
+	const struct export_fmt *f = NULL;
+	char fmt[32];
+	rva_trace *t = NULL;
 	FILE *out;
+	int rc;
 
 	if (qparam(query, "format", fmt, sizeof fmt) != 1)
 		return set_error(r, 400, "format required");
@@ -398,34 +455,11 @@ static void export_trace(sqlite3 *db, const char *blob_dir, const char *id, cons
 			f = &FORMATS[i];
 	if (!f)
 		return set_error(r, 400, "unknown format");
-	if (sqlite3_prepare_v2(db,
-			       "SELECT blob_sha256, compression FROM uploads WHERE trace_id = ?"
-			       " AND state = 'decoded'",
-			       -1, &st, NULL) != SQLITE_OK)
-		return set_error(r, 500, "query failed");
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-		snprintf(blob, sizeof blob, "%s", (const char *)sqlite3_column_text(st, 0));
-		comp = sqlite3_column_int(st, 1);
-	}
-	sqlite3_finalize(st);
-	/* The blob name comes from our own database and is validated again as
-	 * 64 hex digits by rvs_blob_path; nothing from the request is a path. */
-	if (!blob[0] || rvs_blob_path(blob_dir, blob, path, sizeof path))
+	rc = rvs_query_load_trace(database, blob_dir, id, &t);
+	if (rc == -ENOENT)
 		return set_error(r, 404, "no decoded capture for this trace");
-	if (rvs_read_file(path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))
+	if (rc == -EIO)
 		return set_error(r, 500, "blob unreadable");
-	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD) {
-		rc = rvs_zstd_decompress(raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap, &caplen);
-		free(raw);
-		if (rc)
-			return set_error(r, 500, "blob corrupt");
-	} else {
-		cap = raw;
-		caplen = rawlen;
-	}
-	rc = rva_capture_decode(cap, caplen, &t, &err);
-	free(cap);
 	if (rc)
 		return set_error(r, 500, "capture does not decode");
 	out = open_memstream(&r->body, &r->len);
@@ -463,11 +497,123 @@ static int64_t pct(const int64_t *v, size_t n, int p)
 	return v[k ? k - 1 : 0];
 }
 
-static void get_method(sqlite3 *db, const char *name, const char *query, struct rvs_query_resp *r)
+/* Per-trace self / inclusive totals of a method, for percentiles. */
+struct samples {
+	int64_t *self, *incl;
+	size_t n, cap;
+};
+
+static int samples_add(struct samples *s, int64_t self, int64_t incl)
+{
+	int64_t *g;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		if (!(g = realloc(s->self, cap * sizeof *g)))
+			return -ENOMEM;
+		s->self = g;
+		if (!(g = realloc(s->incl, cap * sizeof *g)))
+			return -ENOMEM;
+		s->incl = g;
+		s->cap = cap;
+	}
+	s->self[s->n] = self;
+	s->incl[s->n] = incl;
+	s->n++;
+	return 0;
+}
+
+/* Sets obj's "count" and, when there are samples, "self_ns" / "incl_ns"
+ * {p50, p95} (nearest rank); then empties s for the next group. */
+static void samples_into(struct samples *s, json_t *obj)
+{
+	json_object_set_new(obj, "count", json_integer((json_int_t)s->n));
+	if (s->n) {
+		qsort(s->self, s->n, sizeof *s->self, cmp_i64);
+		qsort(s->incl, s->n, sizeof *s->incl, cmp_i64);
+		json_object_set_new(obj, "self_ns",
+				    json_pack("{s:I,s:I}", "p50",
+					      (json_int_t)pct(s->self, s->n, 50), "p95",
+					      (json_int_t)pct(s->self, s->n, 95)));
+		json_object_set_new(obj, "incl_ns",
+				    json_pack("{s:I,s:I}", "p50",
+					      (json_int_t)pct(s->incl, s->n, 50), "p95",
+					      (json_int_t)pct(s->incl, s->n, 95)));
+	}
+	s->n = 0;
+}
+
+/* The same percentiles per app version (ordered by version text). */
+static int method_by_version(sqlite3 *db, const char *name, json_t *doc)
+{
+	struct samples sm = {0};
+	sqlite3_stmt *st;
+	char *ver = NULL;
+	json_t *arr = json_array();
+	int rc;
+
+	json_object_set_new(doc, "by_version", arr);
+	if (sqlite3_prepare_v2(db,
+			       "SELECT COALESCE(t.app_version, ''), m.self_ns, m.incl_ns FROM"
+			       " trace_methods m JOIN traces t USING (trace_id) WHERE m.method = ?"
+			       " ORDER BY 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	for (;;) {
+		const char *v;
+		rc = sqlite3_step(st);
+		v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+		if (sm.n && (!v || strcmp(v, ver) != 0)) {
+			json_t *o = json_pack("{s:o}", "app_version", jstr(ver));
+			samples_into(&sm, o);
+			json_array_append_new(arr, o);
+		}
+		if (!v)
+			break;
+		if (sm.n == 0) {
+			free(ver);
+			if (!(ver = strdup(v)))
+				break;
+		}
+		if (samples_add(&sm, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)))
+			break;
+	}
+	sqlite3_finalize(st);
+	free(ver);
+	free(sm.self);
+	free(sm.incl);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int method_alert(sqlite3 *db, const char *name, json_t *doc)
 {
 	sqlite3_stmt *st;
-	int64_t *self = NULL, *incl = NULL, limit, *g;
-	size_t n = 0, cap = 0;
+	json_t *p95 = json_object_get(json_object_get(doc, "self_ns"), "p95");
+	int rc;
+
+	if (sqlite3_prepare_v2(db, "SELECT p95_threshold_ns FROM method_alerts WHERE method = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		int64_t th = sqlite3_column_int64(st, 0);
+		json_object_set_new(
+			doc, "alert",
+			json_pack("{s:I,s:b}", "p95_threshold_ns", (json_int_t)th, "crossed",
+				  json_is_integer(p95) && json_integer_value(p95) >= th));
+	} else {
+		json_object_set_new(doc, "alert", json_null());
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static void get_method(sqlite3 *db, const char *name, const char *query, struct rvs_query_resp *r)
+{
+	struct samples sm = {0};
+	sqlite3_stmt *st;
+	int64_t limit;
 	json_t *doc, *traces;
 	int rc;
 
@@ -477,41 +623,22 @@ static void get_method(sqlite3 *db, const char *name, const char *query, struct 
 			       -1, &st, NULL) != SQLITE_OK)
 		return set_error(r, 500, "query failed");
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			if (!(g = realloc(self, cap * sizeof *self)))
-				break;
-			self = g;
-			if (!(g = realloc(incl, cap * sizeof *incl)))
-				break;
-			incl = g;
-		}
-		self[n] = sqlite3_column_int64(st, 0);
-		incl[n] = sqlite3_column_int64(st, 1);
-		n++;
-	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (samples_add(&sm, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)))
+			break;
 	sqlite3_finalize(st);
+	doc = json_pack("{s:o}", "method", jstr(name));
+	samples_into(&sm, doc);
+	free(sm.self);
+	free(sm.incl);
 	if (rc != SQLITE_DONE) {
-		free(self);
-		free(incl);
+		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
-	doc = json_object();
-	json_object_set_new(doc, "method", jstr(name));
-	json_object_set_new(doc, "count", json_integer((json_int_t)n));
-	if (n) {
-		qsort(self, n, sizeof *self, cmp_i64);
-		qsort(incl, n, sizeof *incl, cmp_i64);
-		json_object_set_new(doc, "self_ns",
-				    json_pack("{s:I,s:I}", "p50", (json_int_t)pct(self, n, 50),
-					      "p95", (json_int_t)pct(self, n, 95)));
-		json_object_set_new(doc, "incl_ns",
-				    json_pack("{s:I,s:I}", "p50", (json_int_t)pct(incl, n, 50),
-					      "p95", (json_int_t)pct(incl, n, 95)));
+	if (method_by_version(db, name, doc) || method_alert(db, name, doc)) {
+		json_decref(doc);
+		return set_error(r, 500, "query failed");
 	}
-	free(self);
-	free(incl);
 	traces = json_array();
 	json_object_set_new(doc, "traces", traces);
 	if (sqlite3_prepare_v2(db,
@@ -648,6 +775,78 @@ fail:
 	set_error(r, 500, "query failed");
 }
 
+/* ---- GET /api/v1/signatures/weekly ------------------------------------------ */
+
+/* A trace's signature as in list_signatures, counted per week (Monday,
+ * UTC), app version and signature.  With ?signatures=a,b,… only those
+ * clusters are counted, through the signature indexes (traces with an
+ * anomaly signature, then top-1 chains of traces without one), instead of
+ * grouping every trace. */
+static const char WEEKLY_ALL_SQL[] =
+	"WITH s AS (SELECT t.received_at, t.app_version,"
+	" COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
+	" LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
+	" AND c.rank = 1 WHERE t.received_at >= CAST(json_extract(?1, '$.since') AS INTEGER))"
+	" SELECT sig AS signature,"
+	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
+	" app_version, count(*) AS traces FROM s WHERE sig IS NOT NULL"
+	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
+static const char WEEKLY_SOME_SQL[] =
+	"WITH want(sig) AS (SELECT value FROM json_each(?1, '$.signatures')),"
+	" s AS (SELECT t.received_at, t.app_version, t.anomaly_signature AS sig FROM traces t"
+	"  WHERE t.anomaly_signature IN (SELECT sig FROM want)"
+	" UNION ALL"
+	" SELECT t.received_at, t.app_version, c.signature AS sig FROM trace_chains c"
+	"  CROSS JOIN traces t ON t.trace_id = c.trace_id"
+	"  WHERE c.signature IN (SELECT sig FROM want) AND c.kind = 'top' AND c.rank = 1"
+	"  AND t.anomaly_signature IS NULL)"
+	" SELECT sig AS signature,"
+	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
+	" app_version, count(*) AS traces FROM s"
+	" WHERE received_at >= CAST(json_extract(?1, '$.since') AS INTEGER)"
+	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
+
+static void signatures_weekly(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+{
+	char v[32] = "0", list[4096], *param;
+	int64_t since;
+	json_t *arr, *p, *sigs = NULL;
+	int rc, some;
+
+	if ((rc = qparam(query, "since", v, sizeof v)) < 0 || parse_i64(v, &since))
+		return set_error(r, 400, "bad since");
+	if ((rc = qparam(query, "signatures", list, sizeof list)) < 0)
+		return set_error(r, 400, "bad signatures");
+	if (rc) {
+		/* Comma-separated signatures: 16 hex digits each, at most 200. */
+		char *save = NULL;
+		sigs = json_array();
+		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (strlen(t) != 16 || strspn(t, "0123456789abcdef") != 16 ||
+			    json_array_size(sigs) == 200) {
+				json_decref(sigs);
+				return set_error(r, 400, "bad signatures");
+			}
+			json_array_append_new(sigs, json_string(t));
+		}
+	}
+	/* One JSON parameter carries both values; the SQL text stays fixed. */
+	some = sigs != NULL;
+	p = json_pack("{s:I}", "since", (json_int_t)since);
+	if (sigs)
+		json_object_set_new(p, "signatures", sigs);
+	param = json_dumps(p, JSON_COMPACT);
+	json_decref(p);
+	arr = json_array();
+	if (!param || rows_into(db, some ? WEEKLY_SOME_SQL : WEEKLY_ALL_SQL, param, arr)) {
+		free(param);
+		json_decref(arr);
+		return set_error(r, 500, "query failed");
+	}
+	free(param);
+	set_json(r, 200, json_pack("{s:o}", "rows", arr));
+}
+
 /* ---- routing ----------------------------------------------------------------- */
 
 void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
@@ -667,6 +866,8 @@ void rvs_query_handle(const char *database, const char *blob_dir, const char *pa
 		list_signatures(db, query, r);
 	} else if (strcmp(rest, "skips") == 0) {
 		list_skips(db, query, r);
+	} else if (strcmp(rest, "signatures/weekly") == 0) {
+		signatures_weekly(db, query, r);
 	} else if (strncmp(rest, "traces/", 7) == 0) {
 		const char *id = rest + 7, *slash = strchr(id, '/');
 		size_t idlen = slash ? (size_t)(slash - id) : strlen(id);
@@ -679,7 +880,7 @@ void rvs_query_handle(const char *database, const char *blob_dir, const char *pa
 			if (!slash)
 				get_trace(db, tid, r);
 			else if (strcmp(slash, "/export") == 0)
-				export_trace(db, blob_dir, tid, query, r);
+				export_trace(database, blob_dir, tid, query, r);
 			else
 				set_error(r, 404, "no such resource");
 		}

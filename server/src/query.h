@@ -28,4 +28,22 @@ void rvs_query_handle(const char *database, const char *blob_dir, const char *pa
  * when it does not fit. */
 int rvs_url_decode(const char *in, size_t n, int plus_space, char *out, size_t outsz);
 
+/* Fills *r with doc as compact JSON (status; doc's reference is taken; NULL
+ * gives a 500).  For endpoint functions outside query.c. */
+struct json_t;
+void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc);
+
+/* Work thread: loads and decodes the stored capture of trace id (the blob
+ * of a decoded upload).  *out is freed with rva_trace_free.  -ENOENT when
+ * the id is malformed or the trace has no decoded capture, -EIO when the
+ * database or blob cannot be read, -EBADMSG when it does not decode. */
+struct rva_trace;
+int rvs_query_load_trace(const char *database, const char *blob_dir, const char *id,
+			 struct rva_trace **out);
+
+/* The percent-decoded value of parameter name in an application/
+ * x-www-form-urlencoded string (a query or a form body): 1 found, 0 absent,
+ * -EINVAL for a bad escape or one that does not fit outsz. */
+int rvs_query_param(const char *query, const char *name, char *out, size_t outsz);
+
 #endif

@@ -66,11 +66,12 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len);
 /* ---- HTTP request parsing (http.c; pure, no I/O) ------------------------- */
 struct rvs_http_req {
 	enum http_method method;
-	char path[1024];  /* URL path, query removed; never decoded */
-	char query[1024]; /* the query string after '?', never decoded; "" if none */
-	char auth[512];	  /* Authorization header */
-	char inm[256];	  /* If-None-Match header */
-	uint8_t *body;	  /* owned; freed by rvs_http_next/release */
+	char path[1024];   /* URL path, query removed; never decoded */
+	char query[1024];  /* the query string after '?', never decoded; "" if none */
+	char auth[512];	   /* Authorization header */
+	char inm[256];	   /* If-None-Match header */
+	char cookie[1024]; /* Cookie header (the web UI's session) */
+	uint8_t *body;	   /* owned; freed by rvs_http_next/release */
 	size_t body_len;
 	int keep_alive;
 	int expect_continue; /* "Expect: 100-continue" was sent */
@@ -160,5 +161,9 @@ int rvs_init_dir(const char *dir);
  * default policy as version 1, signed with DIR/policy-signing.key.  0 when
  * published or already present, else a negative errno (logged). */
 int rvs_policy_publish_default(const struct rvs_config *cfg);
+/* Signs body with DIR/policy-signing.key and writes it to policy_file
+ * atomically (work thread).  0 or a negative errno (logged). */
+struct Rearview__PolicyBody;
+int rvs_policy_publish(const struct rvs_config *cfg, const struct Rearview__PolicyBody *body);
 
 #endif

@@ -92,6 +92,23 @@ static const char *const migrations[] = {
 	" captured_realtime_ns INTEGER,"
 	" PRIMARY KEY (device_id, report_id));"
 	"CREATE INDEX skips_received ON skips(received_at);",
+	/* 4: web UI: sessions, saved method alerts, campaigns (web*.c, campaign.c) */
+	"CREATE TABLE web_sessions ("
+	" id_hash BLOB PRIMARY KEY,"
+	" admin TEXT NOT NULL, csrf TEXT NOT NULL,"
+	" created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);"
+	"CREATE TABLE method_alerts ("
+	" method TEXT PRIMARY KEY,"
+	" p95_threshold_ns INTEGER NOT NULL CHECK (p95_threshold_ns > 0),"
+	" created_at INTEGER NOT NULL);"
+	"CREATE TABLE campaigns ("
+	" id TEXT PRIMARY KEY,"
+	" spec BLOB NOT NULL,"
+	" created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+	" ended_at INTEGER);"
+	"CREATE TABLE policy_versions ("
+	" version INTEGER PRIMARY KEY,"
+	" published_at INTEGER NOT NULL, reason TEXT NOT NULL);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -1,0 +1,602 @@
+/*
+ * campaign.c — campaigns: validation, storage and publishing (campaign.h).
+ *
+ * Invariants:
+ * - A spec is validated field by field (bounded lists and strings, printable
+ *   UTF-8 through rvs_field_ok, enum names from the protobuf descriptors)
+ *   and stored normalized (campaign_json of the parsed form), so what the
+ *   database holds always parses again.
+ * - Each change and its publication happen in one BEGIN IMMEDIATE
+ *   transaction: sqlite's write lock serializes concurrent changes, so
+ *   versions strictly increase and the published file always lists the
+ *   campaigns the database says are active.  A failed signature or write
+ *   rolls the change back.
+ * - The new policy keeps every other setting of the one currently served
+ *   (or librvpolicy's default when none), gets version = max(served,
+ *   recorded) + 1, is checked with rvp_policy_validate, and is signed by
+ *   rvs_policy_publish with the server's key — the document devices verify.
+ */
+#include "campaign.h"
+#include "fleet.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "rearview/common.pb-c.h"
+#include "rearview/policy.h"
+#include "rearview/policy.pb-c.h"
+
+#define MAX_LIST      16
+#define MAX_STR	      128
+#define MAX_CAMPAIGNS 64
+
+/* A parsed campaign; its strings are borrowed from spec, which it holds. */
+struct camp {
+	Rearview__Campaign c;
+	Rearview__VersionRange vr, *vrp;
+	char *pat[MAX_LIST], *models[MAX_LIST], *builds[MAX_LIST];
+	Rearview__AnomalyKind kinds[MAX_LIST];
+	json_t *spec;
+};
+
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
+						      ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int id_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	return n >= 1 && n <= 64 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+static int str_list(json_t *spec, const char *key, char **out, size_t *n, char *err, size_t errlen)
+{
+	json_t *a = json_object_get(spec, key), *v;
+	size_t i;
+	*n = 0;
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > MAX_LIST)
+		return fail(err, errlen, "%s: a list of at most 16 strings", key);
+	json_array_foreach(a, i, v)
+	{
+		if (!json_is_string(v) || !json_string_length(v) ||
+		    !rvs_field_ok(json_string_value(v), MAX_STR))
+			return fail(err, errlen, "%s: each entry a non-empty printable string",
+				    key);
+		out[(*n)++] = (char *)json_string_value(v);
+	}
+	return 0;
+}
+
+static int get_int(json_t *spec, const char *key, long long lo, long long hi, long long *out,
+		   char *err, size_t errlen)
+{
+	json_t *v = json_object_get(spec, key);
+	*out = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return fail(err, errlen, "%s: an integer out of range or of the wrong type", key);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int get_str(json_t *spec, const char *key, char **out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(spec, key);
+	*out = (char *)protobuf_c_empty_string;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v) ||
+	    (json_string_length(v) && !rvs_field_ok(json_string_value(v), 64)))
+		return fail(err, errlen, "%s: a printable string of at most 64 bytes", key);
+	*out = (char *)json_string_value(v);
+	return 0;
+}
+
+/* An enum given by its proto name or number; 0 (unspecified) is refused. */
+static int get_enum(const ProtobufCEnumDescriptor *d, json_t *v, int *out)
+{
+	const ProtobufCEnumValue *e = NULL;
+	if (json_is_string(v))
+		e = protobuf_c_enum_descriptor_get_value_by_name(d, json_string_value(v));
+	else if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 1000)
+		e = protobuf_c_enum_descriptor_get_value(d, (int)json_integer_value(v));
+	if (!e || e->value == 0)
+		return -EINVAL;
+	*out = e->value;
+	return 0;
+}
+
+/* Parses spec into k (which takes a reference to spec).  0 or -EINVAL. */
+static int camp_parse(json_t *spec, struct camp *k, char *err, size_t errlen)
+{
+	json_t *v, *kinds;
+	long long x;
+	size_t i;
+	int e;
+
+	memset(k, 0, sizeof *k);
+	rearview__campaign__init(&k->c);
+	rearview__version_range__init(&k->vr);
+	if (!json_is_object(spec))
+		return fail(err, errlen, "%s", "a campaign is a JSON object");
+	k->spec = json_incref(spec);
+	v = json_object_get(spec, "id");
+	if (!json_is_string(v) || !id_ok(json_string_value(v)))
+		return fail(err, errlen, "%s", "id: 1-64 characters of A-Z a-z 0-9 . _ -");
+	k->c.id = (char *)json_string_value(v);
+	if (get_int(spec, "priority", -1000, 1000, &x, err, errlen))
+		return -EINVAL;
+	k->c.priority = (int32_t)x;
+	if (get_int(spec, "valid_from_s", 0, 1LL << 40, &x, err, errlen))
+		return -EINVAL;
+	k->c.valid_from_s = (uint64_t)x;
+	if (get_int(spec, "valid_until_s", 0, 1LL << 40, &x, err, errlen))
+		return -EINVAL;
+	k->c.valid_until_s = (uint64_t)x;
+	if (k->c.valid_until_s && k->c.valid_until_s <= k->c.valid_from_s)
+		return fail(err, errlen, "%s", "valid_until_s must be after valid_from_s");
+	if (str_list(spec, "app_patterns", k->pat, &k->c.n_app_patterns, err, errlen) ||
+	    str_list(spec, "device_models", k->models, &k->c.n_device_models, err, errlen) ||
+	    str_list(spec, "os_builds", k->builds, &k->c.n_os_builds, err, errlen))
+		return -EINVAL;
+	k->c.app_patterns = k->pat;
+	k->c.device_models = k->models;
+	k->c.os_builds = k->builds;
+	if (get_str(spec, "app_version_min", &k->vr.min, err, errlen) ||
+	    get_str(spec, "app_version_max", &k->vr.max, err, errlen))
+		return -EINVAL;
+	if (k->vr.min[0] || k->vr.max[0]) {
+		if (k->vr.min[0] && k->vr.max[0] && rvp_version_cmp(k->vr.min, k->vr.max) > 0)
+			return fail(err, errlen, "%s", "app_version_min is above app_version_max");
+		k->vrp = &k->vr;
+		k->c.app_versions = &k->vrp;
+		k->c.n_app_versions = 1;
+	}
+	kinds = json_object_get(spec, "kinds");
+	if (kinds && !json_is_null(kinds)) {
+		if (!json_is_array(kinds) || json_array_size(kinds) > MAX_LIST)
+			return fail(err, errlen, "%s", "kinds: a list of anomaly kind names");
+		json_array_foreach(kinds, i, v)
+		{
+			if (get_enum(&rearview__anomaly_kind__descriptor, v, &e))
+				return fail(err, errlen, "%s", "kinds: unknown anomaly kind");
+			k->kinds[k->c.n_kinds++] = (Rearview__AnomalyKind)e;
+		}
+		k->c.kinds = k->kinds;
+	}
+	if (get_int(spec, "min_severity", 0, 100, &x, err, errlen))
+		return -EINVAL;
+	k->c.min_severity = (uint32_t)x;
+	v = json_object_get(spec, "sample_probability");
+	if (v && !json_is_null(v)) {
+		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1)
+			return fail(err, errlen, "%s", "sample_probability: a number in [0, 1]");
+		k->c.sample_probability = json_number_value(v);
+	}
+	v = json_object_get(spec, "upload_mode");
+	if (v && !json_is_null(v)) {
+		if (get_enum(&rearview__upload_mode__descriptor, v, &e))
+			return fail(err, errlen, "%s",
+				    "upload_mode: UPLOAD_FULL, UPLOAD_SUMMARY or "
+				    "UPLOAD_SIGNATURE_STATS");
+		k->c.upload_mode = (Rearview__UploadMode)e;
+	}
+	if (get_int(spec, "quota", 0, 100000, &x, err, errlen))
+		return -EINVAL;
+	k->c.quota = (uint32_t)x;
+	return 0;
+}
+
+static void camp_release(struct camp *k)
+{
+	json_decref(k->spec);
+	k->spec = NULL;
+}
+
+static json_t *str_array(char **v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+/* The normalized JSON form of a parsed campaign. */
+static json_t *campaign_json(const Rearview__Campaign *c)
+{
+	json_t *kinds = json_array();
+	const ProtobufCEnumValue *um = protobuf_c_enum_descriptor_get_value(
+		&rearview__upload_mode__descriptor, c->upload_mode);
+	for (size_t i = 0; i < c->n_kinds; i++) {
+		const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value(
+			&rearview__anomaly_kind__descriptor, c->kinds[i]);
+		json_array_append_new(kinds, json_string(e ? e->name : "?"));
+	}
+	return json_pack("{s:s,s:i,s:I,s:I,s:o,s:s,s:s,s:o,s:o,s:o,s:i,s:f,s:s*,s:i}", "id", c->id,
+			 "priority", (int)c->priority, "valid_from_s", (json_int_t)c->valid_from_s,
+			 "valid_until_s", (json_int_t)c->valid_until_s, "app_patterns",
+			 str_array(c->app_patterns, c->n_app_patterns), "app_version_min",
+			 c->n_app_versions ? c->app_versions[0]->min : "", "app_version_max",
+			 c->n_app_versions ? c->app_versions[0]->max : "", "device_models",
+			 str_array(c->device_models, c->n_device_models), "os_builds",
+			 str_array(c->os_builds, c->n_os_builds), "kinds", kinds, "min_severity",
+			 (int)c->min_severity, "sample_probability", c->sample_probability,
+			 "upload_mode", c->upload_mode && um ? um->name : NULL, "quota",
+			 (int)c->quota);
+}
+
+/* ---- publishing ------------------------------------------------------------ */
+
+Rearview__PolicyBody *rvs_policy_served(const struct rvs_config *cfg)
+{
+	uint8_t *buf;
+	size_t len;
+	Rearview__SignedPolicy *sp;
+	Rearview__PolicyBody *b = NULL;
+	if (rvs_read_file(cfg->policy_file, 1 << 20, &buf, &len))
+		return NULL;
+	sp = rearview__signed_policy__unpack(NULL, len, buf);
+	if (sp)
+		b = rearview__policy_body__unpack(NULL, sp->body.len, sp->body.data);
+	if (sp)
+		rearview__signed_policy__free_unpacked(sp, NULL);
+	free(buf);
+	return b;
+}
+
+static int64_t scalar(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t v = 0;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Inside the caller's transaction: signs and writes a policy whose
+ * campaigns are the active ones, and records its version. */
+static int publish(const struct rvs_config *cfg, sqlite3 *db, const char *reason, uint64_t *version,
+		   char *err, size_t errlen)
+{
+	Rearview__Campaign *ptrs[MAX_CAMPAIGNS];
+	struct camp *cs = calloc(MAX_CAMPAIGNS, sizeof *cs);
+	Rearview__PolicyBody *base = rvs_policy_served(cfg), body;
+	size_t n = 0;
+	sqlite3_stmt *st;
+	int64_t recorded, now = (int64_t)time(NULL);
+	int rc = 0;
+
+	if (!cs) {
+		rc = -ENOMEM;
+		goto free_base;
+	}
+	if (sqlite3_prepare_v2(db,
+			       "SELECT spec FROM campaigns WHERE ended_at IS NULL ORDER BY id"
+			       " LIMIT ?",
+			       -1, &st, NULL) != SQLITE_OK) {
+		rc = -EIO;
+		goto free_camps;
+	}
+	sqlite3_bind_int(st, 1, MAX_CAMPAIGNS + 1);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *spec;
+		if (n == MAX_CAMPAIGNS) {
+			rc = fail(err, errlen, "%s", "too many active campaigns (at most 64)");
+			break;
+		}
+		spec = json_loadb((const char *)sqlite3_column_blob(st, 0),
+				  (size_t)sqlite3_column_bytes(st, 0), 0, NULL);
+		if (!spec || camp_parse(spec, &cs[n], err, errlen)) {
+			json_decref(spec);
+			camp_release(&cs[n]);
+			rc = -EIO;
+			break;
+		}
+		json_decref(spec);
+		ptrs[n] = &cs[n].c;
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (rc)
+		goto free_camps;
+	body = base ? *base : *rvp_policy_default();
+	recorded = scalar(db, "SELECT COALESCE(max(version), 0) FROM policy_versions");
+	if (recorded < 0) {
+		rc = -EIO;
+		goto free_camps;
+	}
+	body.version = ((uint64_t)recorded > body.version ? (uint64_t)recorded : body.version) + 1;
+	/* Keep the served policy's lifetime, counted from now. */
+	if (body.expires_at_s && body.expires_at_s > body.issued_at_s)
+		body.expires_at_s = (uint64_t)now + (body.expires_at_s - body.issued_at_s);
+	else
+		body.expires_at_s = 0;
+	body.issued_at_s = (uint64_t)now;
+	body.campaigns = ptrs;
+	body.n_campaigns = n;
+	if (rvp_policy_validate(&body)) {
+		rc = fail(err, errlen, "%s", "the resulting policy does not validate");
+		goto free_camps;
+	}
+	if ((rc = rvs_policy_publish(cfg, &body))) {
+		snprintf(err, errlen, "cannot sign or write the policy");
+		rc = -EIO;
+		goto free_camps;
+	}
+	if (sqlite3_prepare_v2(db,
+			       "INSERT INTO policy_versions (version, published_at, reason)"
+			       " VALUES (?,?,?)",
+			       -1, &st, NULL) != SQLITE_OK) {
+		rc = -EIO;
+		goto free_camps;
+	}
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)body.version);
+	sqlite3_bind_int64(st, 2, now);
+	sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_finalize(st);
+	*version = body.version;
+free_camps:
+	for (size_t i = 0; i < n; i++)
+		camp_release(&cs[i]);
+	free(cs);
+free_base:
+	if (base)
+		rearview__policy_body__free_unpacked(base, NULL);
+	return rc;
+}
+
+static int begin(sqlite3 *db)
+{
+	return sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+static int finish(sqlite3 *db, int rc)
+{
+	if (rc == 0 && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return rc ? rc : -EIO;
+}
+
+int rvs_campaign_save(const struct rvs_config *cfg, sqlite3 *db, json_t *spec, int create,
+		      uint64_t *version, char *err, size_t errlen)
+{
+	struct camp k;
+	json_t *norm;
+	char *text;
+	sqlite3_stmt *st;
+	char reason[128];
+	int rc;
+
+	if ((rc = camp_parse(spec, &k, err, errlen))) {
+		camp_release(&k);
+		return rc;
+	}
+	norm = campaign_json(&k.c);
+	text = norm ? json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(norm);
+	if (!text) {
+		camp_release(&k);
+		return -ENOMEM;
+	}
+	if ((rc = begin(db)))
+		goto free_text;
+	if (sqlite3_prepare_v2(
+		    db,
+		    create ? "INSERT INTO campaigns (id, spec, created_at, updated_at)"
+			     " VALUES (?1, ?2, strftime('%s','now'), strftime('%s','now'))"
+			   : "UPDATE campaigns SET spec = ?2, updated_at = strftime('%s','now')"
+			     " WHERE id = ?1 AND ended_at IS NULL",
+		    -1, &st, NULL) != SQLITE_OK) {
+		rc = finish(db, -EIO);
+		goto free_text;
+	}
+	sqlite3_bind_text(st, 1, k.c.id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, text, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+		snprintf(err, errlen, "a campaign with this id exists");
+		rc = finish(db, -EEXIST);
+		goto free_text;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = finish(db, -EIO);
+		goto free_text;
+	}
+	if (!create && sqlite3_changes(db) == 0) {
+		snprintf(err, errlen, "no active campaign with this id");
+		rc = finish(db, -ENOENT);
+		goto free_text;
+	}
+	snprintf(reason, sizeof reason, "campaign %s %s", k.c.id, create ? "created" : "edited");
+	rc = finish(db, publish(cfg, db, reason, version, err, errlen));
+free_text:
+	free(text);
+	camp_release(&k);
+	return rc;
+}
+
+int rvs_campaign_end(const struct rvs_config *cfg, sqlite3 *db, const char *id, uint64_t *version,
+		     char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	char reason[128];
+	int rc;
+
+	if (!id_ok(id))
+		return fail(err, errlen, "%s", "bad campaign id");
+	if ((rc = begin(db)))
+		return rc;
+	if (sqlite3_prepare_v2(
+		    db,
+		    "UPDATE campaigns SET ended_at = strftime('%s','now'),"
+		    " updated_at = strftime('%s','now') WHERE id = ? AND ended_at IS NULL",
+		    -1, &st, NULL) != SQLITE_OK)
+		return finish(db, -EIO);
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return finish(db, -EIO);
+	if (sqlite3_changes(db) == 0) {
+		snprintf(err, errlen, "no active campaign with this id");
+		return finish(db, -ENOENT);
+	}
+	snprintf(reason, sizeof reason, "campaign %s ended", id);
+	return finish(db, publish(cfg, db, reason, version, err, errlen));
+}
+
+json_t *rvs_campaigns_json(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	json_t *arr = json_array(), *doc;
+	int64_t v;
+	int rc;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT spec, created_at, updated_at, ended_at FROM campaigns"
+			       " ORDER BY ended_at IS NOT NULL, updated_at DESC, id",
+			       -1, &st, NULL) != SQLITE_OK) {
+		json_decref(arr);
+		return NULL;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_loadb((const char *)sqlite3_column_blob(st, 0),
+				       (size_t)sqlite3_column_bytes(st, 0), 0, NULL);
+		if (!o)
+			continue;
+		json_object_set_new(o, "created_at", json_integer(sqlite3_column_int64(st, 1)));
+		json_object_set_new(o, "updated_at", json_integer(sqlite3_column_int64(st, 2)));
+		json_object_set_new(o, "ended_at",
+				    sqlite3_column_type(st, 3) == SQLITE_NULL
+					    ? json_null()
+					    : json_integer(sqlite3_column_int64(st, 3)));
+		json_object_set_new(o, "active",
+				    json_boolean(sqlite3_column_type(st, 3) == SQLITE_NULL));
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		return NULL;
+	}
+	v = scalar(db, "SELECT max(version) FROM policy_versions");
+	doc = json_pack("{s:o,s:o}", "campaigns", arr, "policy_version",
+			v > 0 ? json_integer(v) : json_null());
+	return doc;
+}
+
+/* ---- the JSON API ------------------------------------------------------------ */
+
+static int status_of(int rc)
+{
+	switch (rc) {
+	case 0:
+		return 200;
+	case -EINVAL:
+		return 400;
+	case -ENOENT:
+		return 404;
+	case -EEXIST:
+		return 409;
+	default:
+		return 500;
+	}
+}
+
+int rvs_campaign_path(const char *path)
+{
+	return strcmp(path, "/api/v1/campaigns") == 0 ||
+	       strncmp(path, "/api/v1/campaigns/", 18) == 0;
+}
+
+void rvs_campaign_api(const struct rvs_config *cfg, int post, const char *path, const uint8_t *body,
+		      size_t len, struct rvs_query_resp *r)
+{
+	const char *rest = path + strlen("/api/v1/campaigns");
+	char err[160] = "", id[80];
+	uint64_t version = 0;
+	sqlite3 *db = NULL;
+	json_t *spec = NULL;
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	if (sqlite3_open_v2(cfg->database, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return rvs_query_reply(r, 503, json_pack("{s:s}", "error", "database unavailable"));
+	}
+	sqlite3_busy_timeout(db, 5000);
+	if (!post) {
+		json_t *doc = *rest ? NULL : rvs_campaigns_json(db);
+		sqlite3_close(db);
+		if (*rest)
+			return rvs_query_reply(r, 404,
+					       json_pack("{s:s}", "error", "no such resource"));
+		return rvs_query_reply(r, doc ? 200 : 500,
+				       doc ? doc : json_pack("{s:s}", "error", "query failed"));
+	}
+	if (*rest == '\0') {
+		json_error_t je;
+		spec = len <= 65536 ? json_loadb((const char *)body, len, 0, &je) : NULL;
+		if (!spec) {
+			snprintf(err, sizeof err, "body: a JSON campaign object of at most 64 KiB");
+			rc = -EINVAL;
+		} else {
+			rc = rvs_campaign_save(cfg, db, spec,
+					       !json_is_true(json_object_get(spec, "replace")),
+					       &version, err, sizeof err);
+		}
+		snprintf(id, sizeof id, "%s",
+			 spec && json_is_string(json_object_get(spec, "id"))
+				 ? json_string_value(json_object_get(spec, "id"))
+				 : "");
+	} else if (rest[0] == '/' && strlen(rest) > 5 && strlen(rest) < sizeof id + 4 &&
+		   strcmp(rest + strlen(rest) - 4, "/end") == 0) {
+		snprintf(id, sizeof id, "%.*s", (int)(strlen(rest) - 5), rest + 1);
+		rc = rvs_campaign_end(cfg, db, id, &version, err, sizeof err);
+	} else {
+		snprintf(err, sizeof err, "no such resource");
+		rc = -ENOENT;
+		id[0] = '\0';
+	}
+	json_decref(spec);
+	sqlite3_close(db);
+	if (rc)
+		return rvs_query_reply(
+			r, status_of(rc),
+			json_pack("{s:s}", "error", err[0] ? err : "storage or signing error"));
+	rvs_query_reply(r, 200,
+			json_pack("{s:s,s:I}", "id", id, "policy_version", (json_int_t)version));
+}
+
+void rvs_api_v1(const struct rvs_config *cfg, int post, const char *path, const char *query,
+		const uint8_t *body, size_t len, struct rvs_query_resp *r)
+{
+	if (rvs_campaign_path(path))
+		rvs_campaign_api(cfg, post, path, body, len, r);
+	else if (strcmp(path, "/api/v1/fleet") == 0)
+		rvs_fleet_api(cfg, r);
+	else
+		rvs_query_handle(cfg->database, cfg->blob_dir, path, query, r);
+}

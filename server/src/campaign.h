@@ -1,0 +1,52 @@
+/*
+ * campaign.h — campaigns (policy.proto's Campaign) kept in sqlite and
+ * published: every create, edit or end signs and writes a new policy
+ * version (policy_pub.c) whose campaigns are the active ones.  Work thread
+ * only.  A campaign's wire form, in the database, the JSON API and the web
+ * forms, is one JSON object (server/API.md "Campaigns").
+ */
+#ifndef RVS_CAMPAIGN_H
+#define RVS_CAMPAIGN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "query.h"
+#include "rvs.h"
+
+/* Creates (create = 1; -EEXIST if the id exists) or replaces (create = 0;
+ * -ENOENT if absent or ended) the campaign described by spec, then
+ * publishes.  *version gets the published policy version.  -EINVAL with a
+ * human reason in err for a bad spec; -EIO for storage or signing errors. */
+int rvs_campaign_save(const struct rvs_config *cfg, sqlite3 *db, json_t *spec, int create,
+		      uint64_t *version, char *err, size_t errlen);
+/* Ends campaign id (kept, marked ended) and publishes without it. */
+int rvs_campaign_end(const struct rvs_config *cfg, sqlite3 *db, const char *id, uint64_t *version,
+		     char *err, size_t errlen);
+/* GET /api/v1/campaigns: {"policy_version": N|null, "campaigns": [...]},
+ * each campaign its spec plus created_at, updated_at, ended_at, active.
+ * NULL on a storage error. */
+json_t *rvs_campaigns_json(sqlite3 *db);
+/* 1 for the paths rvs_campaign_api serves (the router uses it). */
+int rvs_campaign_path(const char *path);
+/* The JSON API's GET /api/v1/campaigns, POST /api/v1/campaigns (create or,
+ * with "replace": true, edit) and POST /api/v1/campaigns/{id}/end.  Fills
+ * *r always. */
+void rvs_campaign_api(const struct rvs_config *cfg, int post, const char *path, const uint8_t *body,
+		      size_t len, struct rvs_query_resp *r);
+
+/* Every /api/v1/ endpoint, for the router and the web pages alike: the
+ * campaign and fleet documents here, the rest through rvs_query_handle.
+ * post is 1 for POST (only the campaign paths accept it). */
+void rvs_api_v1(const struct rvs_config *cfg, int post, const char *path, const char *query,
+		const uint8_t *body, size_t len, struct rvs_query_resp *r);
+
+/* The body of the policy now served (unverified: it is the server's own
+ * file), or NULL when there is none or it does not decode.  Free with
+ * rearview__policy_body__free_unpacked(b, NULL). */
+struct Rearview__PolicyBody *rvs_policy_served(const struct rvs_config *cfg);
+
+#endif

@@ -1,0 +1,714 @@
+/*
+ * web.c — the engineer web UI's core: routing, login, sessions, CSRF,
+ * security headers, static assets and the page frame.
+ *
+ * Invariants:
+ * - A session id is 32 random bytes (64 hex) that only the browser holds;
+ *   sqlite stores its SHA-256 with the admin name, a per-session CSRF token
+ *   and an expiry.  The cookie is HttpOnly; Secure; SameSite=Strict; Path=/.
+ * - Every POST carries a CSRF token that must match (constant time) the
+ *   session's, or, for the login form (no session yet), the rv_login cookie
+ *   set with the form (double submit); a POST without or with a wrong token
+ *   gets 403 before anything changes.
+ * - The password check is the PBKDF2 of util.c against the admins table
+ *   written by `init`; failures are reported to the caller, which spends the
+ *   peer address's failed-authentication budget (api.c).
+ * - Every untrusted string reaches HTML through rvs_web_esc, and every
+ *   attribute is double-quoted.  HTML pages carry a self-only CSP with no
+ *   inline script or style, nosniff and X-Frame-Options: DENY.
+ * - Static files are a fixed table (app.css, app.js) plus the speedscope
+ *   build under RVS_WEB_DIR; a static path is checked character by character
+ *   and never contains a ".." or hidden segment.
+ */
+#include "web_int.h"
+#include "campaign.h"
+#include "query.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "rearview/common.pb-c.h"
+
+#define SESSION_TTL_S (12 * 3600)
+#define LOGIN_TTL_S   3600
+
+static const char CSP_HTML[] =
+	"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+	" object-src 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none';"
+	" form-action 'self'";
+static const char HTML[] = "text/html; charset=utf-8";
+
+/* ---- escaping ------------------------------------------------------------ */
+
+void rvs_web_esc(FILE *f, const char *s)
+{
+	if (!s)
+		return;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&#39;", f);
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fputs("&#xFFFD;", f);
+			else
+				fputc(*p, f);
+		}
+	}
+}
+
+void rvs_web_urlenc(FILE *f, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.' || *p == '~')
+			fputc(*p, f);
+		else
+			fprintf(f, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
+	}
+}
+
+/* ---- responses ----------------------------------------------------------- */
+
+static void set_body(struct rvs_web_resp *r, int status, const char *ctype, const char *s)
+{
+	r->status = status;
+	r->content_type = ctype;
+	r->body = strdup(s);
+	r->len = r->body ? strlen(r->body) : 0;
+}
+
+void web_page_begin(struct web_ctx *c, const char *title)
+{
+	FILE *f = c->f;
+	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+	      "<link rel=\"stylesheet\" href=\"/static/app.css\">"
+	      "<link rel=\"icon\" href=\"/static/favicon.svg\" type=\"image/svg+xml\">"
+	      "<script src=\"/static/app.js\" defer></script><title>",
+	      f);
+	rvs_web_esc(f, title);
+	fputs(" — Rearview</title></head><body>", f);
+	if (c->user[0]) {
+		fputs("<nav><a href=\"/traces\">Traces</a> <a href=\"/signatures\">Top issues</a>"
+		      " <a href=\"/campaigns\">Campaigns</a> <a href=\"/fleet\">Fleet</a>"
+		      "<form class=\"logout\" method=\"post\" action=\"/logout\">",
+		      f);
+		web_csrf_field(c);
+		fputs("<span>", f);
+		rvs_web_esc(f, c->user);
+		fputs("</span> <button type=\"submit\">Log out</button></form></nav>", f);
+	}
+	fputs("<main><h1>", f);
+	rvs_web_esc(f, title);
+	fputs("</h1>", f);
+}
+
+void web_page_end(struct web_ctx *c, int status)
+{
+	fputs("</main></body></html>\n", c->f);
+	c->r->status = status;
+	c->r->content_type = HTML;
+}
+
+void web_error(struct web_ctx *c, int status, const char *msg)
+{
+	/* Discard whatever part of a page or direct body was written. */
+	if (c->f)
+		fclose(c->f);
+	free(c->page);
+	c->page = NULL;
+	c->plen = 0;
+	free(c->r->body);
+	c->r->body = NULL;
+	c->r->len = 0;
+	c->r->csp = CSP_HTML;
+	c->r->frame = "DENY";
+	c->r->disposition[0] = '\0';
+	c->f = open_memstream(&c->page, &c->plen);
+	if (!c->f)
+		return;
+	web_page_begin(c, status == 404 ? "Not found" : "Error");
+	fputs("<p class=\"error\">", c->f);
+	rvs_web_esc(c->f, msg);
+	fputs("</p>", c->f);
+	web_page_end(c, status);
+}
+
+void web_redirect(struct web_ctx *c, const char *location)
+{
+	c->r->status = 303;
+	c->r->content_type = HTML;
+	snprintf(c->r->location, sizeof c->r->location, "%s", location);
+}
+
+void web_csrf_field(struct web_ctx *c)
+{
+	fprintf(c->f, "<input type=\"hidden\" name=\"csrf\" value=\"%s\">", c->csrf);
+}
+
+json_t *web_api(struct web_ctx *c, const char *path, const char *query, int *status)
+{
+	struct rvs_query_resp q;
+	json_t *j = NULL;
+	rvs_api_v1(c->cfg, 0, path, query, NULL, 0, &q);
+	*status = q.status;
+	if (q.body && q.content_type && strncmp(q.content_type, "application/json", 16) == 0)
+		j = json_loadb(q.body, q.len, 0, NULL);
+	free(q.body);
+	return j;
+}
+
+void web_field(struct web_ctx *c, json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	if (json_is_string(v))
+		rvs_web_esc(c->f, json_string_value(v));
+	else if (json_is_integer(v))
+		fprintf(c->f, "%lld", (long long)json_integer_value(v));
+}
+
+void web_ms(FILE *f, json_t *v)
+{
+	if (json_is_integer(v))
+		fprintf(f, "%.3f", (double)json_integer_value(v) / 1e6);
+	else
+		fputs("–", f);
+}
+
+const char *web_kind_name(int kind)
+{
+	const ProtobufCEnumValue *v =
+		protobuf_c_enum_descriptor_get_value(&rearview__anomaly_kind__descriptor, kind);
+	return v ? v->name : "?";
+}
+
+/* ---- sessions ------------------------------------------------------------ */
+
+/* The value of cookie name in a Cookie header, into out (hex only). */
+static int cookie_get(const char *hdr, const char *name, char *out, size_t outsz)
+{
+	size_t nl = strlen(name);
+	const char *p = hdr;
+	while (*p) {
+		size_t n;
+		while (*p == ' ' || *p == ';')
+			p++;
+		n = strcspn(p, ";");
+		if (n > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
+			size_t vl = n - nl - 1;
+			const char *v = p + nl + 1;
+			if (vl + 1 > outsz || strspn(v, "0123456789abcdef") < vl)
+				return 0;
+			memcpy(out, v, vl);
+			out[vl] = '\0';
+			return 1;
+		}
+		p += n;
+	}
+	return 0;
+}
+
+static int random_hex(char *out, size_t nbytes)
+{
+	uint8_t raw[32];
+	if (nbytes > sizeof raw || rvs_random(raw, nbytes))
+		return -EIO;
+	rvs_hex(raw, nbytes, out);
+	return 0;
+}
+
+/* Finds the live session named by the request's cookie. */
+static int session_lookup(struct web_ctx *c)
+{
+	char id[65];
+	uint8_t h[32];
+	sqlite3_stmt *st;
+	int rc = -ENOENT;
+
+	if (!cookie_get(c->req->cookie, "rv_session", id, sizeof id) || strlen(id) != 64)
+		return -ENOENT;
+	rvs_sha256(id, 64, h);
+	if (sqlite3_prepare_v2(c->db,
+			       "SELECT admin, csrf FROM web_sessions WHERE id_hash = ?"
+			       " AND expires_at > ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_blob(st, 1, h, 32, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(c->user, sizeof c->user, "%s", (const char *)sqlite3_column_text(st, 0));
+		snprintf(c->csrf, sizeof c->csrf, "%s", (const char *)sqlite3_column_text(st, 1));
+		rc = 0;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int session_create(struct web_ctx *c, const char *user, char id[65])
+{
+	uint8_t h[32];
+	sqlite3_stmt *st;
+	int64_t now = (int64_t)time(NULL);
+	int rc;
+
+	if (random_hex(id, 32) || random_hex(c->csrf, 32))
+		return -EIO;
+	rvs_sha256(id, 64, h);
+	sqlite3_exec(c->db, "DELETE FROM web_sessions WHERE expires_at <= strftime('%s','now')",
+		     NULL, NULL, NULL);
+	if (sqlite3_prepare_v2(c->db,
+			       "INSERT INTO web_sessions (id_hash, admin, csrf, created_at,"
+			       " expires_at) VALUES (?,?,?,?,?)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_blob(st, 1, h, 32, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, user, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, c->csrf, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 4, now);
+	sqlite3_bind_int64(st, 5, now + SESSION_TTL_S);
+	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static void session_delete(struct web_ctx *c)
+{
+	char id[65];
+	uint8_t h[32];
+	sqlite3_stmt *st;
+	if (!cookie_get(c->req->cookie, "rv_session", id, sizeof id) || strlen(id) != 64)
+		return;
+	rvs_sha256(id, 64, h);
+	if (sqlite3_prepare_v2(c->db, "DELETE FROM web_sessions WHERE id_hash = ?", -1, &st,
+			       NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_blob(st, 1, h, 32, SQLITE_TRANSIENT);
+	sqlite3_step(st);
+	sqlite3_finalize(st);
+}
+
+/* 0 when the admin's PBKDF2 hash matches password, -EACCES otherwise. */
+static int password_ok(sqlite3 *db, const char *user, const char *password)
+{
+	sqlite3_stmt *st;
+	uint8_t got[32], salt[64];
+	int rc = -EACCES;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT pbkdf2_iterations, salt, hash FROM admins WHERE name = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		int iter = sqlite3_column_int(st, 0);
+		int sl = sqlite3_column_bytes(st, 1), hl = sqlite3_column_bytes(st, 2);
+		const void *s = sqlite3_column_blob(st, 1), *h = sqlite3_column_blob(st, 2);
+		if (iter > 0 && sl > 0 && (size_t)sl <= sizeof salt && hl == 32) {
+			memcpy(salt, s, (size_t)sl);
+			if (rvs_pbkdf2(password, salt, (size_t)sl, (unsigned)iter, got) == 0 &&
+			    rvs_ct_equal(got, 32, h, 32))
+				rc = 0;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static void set_session_cookie(struct rvs_web_resp *r, int slot, const char *id, int ttl)
+{
+	snprintf(r->set_cookie[slot], sizeof r->set_cookie[slot],
+		 "rv_session=%s; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=%d", id, ttl);
+}
+
+/* ---- login / logout ------------------------------------------------------- */
+
+static void login_form(struct web_ctx *c, int status, const char *msg)
+{
+	char tok[65];
+	if (random_hex(tok, 32))
+		return web_error(c, 500, "no randomness");
+	snprintf(c->r->set_cookie[1], sizeof c->r->set_cookie[1],
+		 "rv_login=%s; HttpOnly; Secure; SameSite=Strict; Path=/login; Max-Age=%d", tok,
+		 LOGIN_TTL_S);
+	c->user[0] = '\0';
+	web_page_begin(c, "Sign in");
+	if (msg) {
+		fputs("<p class=\"error\">", c->f);
+		rvs_web_esc(c->f, msg);
+		fputs("</p>", c->f);
+	}
+	fprintf(c->f,
+		"<form method=\"post\" action=\"/login\" class=\"login\">"
+		"<input type=\"hidden\" name=\"csrf\" value=\"%s\">"
+		"<label>User <input name=\"user\" value=\"admin\" autocomplete=\"username\""
+		" required></label>"
+		"<label>Password <input type=\"password\" name=\"password\""
+		" autocomplete=\"current-password\" required></label>"
+		"<button type=\"submit\">Sign in</button></form>",
+		tok);
+	web_page_end(c, status);
+}
+
+static void login_post(struct web_ctx *c)
+{
+	char want[65], got[80], user[64], pw[256], id[65];
+	int rc;
+
+	if (!cookie_get(c->req->cookie, "rv_login", want, sizeof want) || strlen(want) != 64 ||
+	    rvs_query_param(c->form, "csrf", got, sizeof got) != 1 ||
+	    !rvs_ct_equal(want, 64, got, strlen(got)))
+		return web_error(c, 403, "missing or wrong CSRF token; reload the sign-in page");
+	if (rvs_query_param(c->form, "user", user, sizeof user) != 1 ||
+	    rvs_query_param(c->form, "password", pw, sizeof pw) != 1)
+		return login_form(c, 400, "user and password are required");
+	rc = password_ok(c->db, user, pw);
+	memset(pw, 0, sizeof pw);
+	if (rc == -EACCES) {
+		c->r->auth_failed = 1;
+		return login_form(c, 401, "wrong user or password");
+	}
+	if (rc || session_create(c, user, id))
+		return web_error(c, 500, "cannot create a session");
+	set_session_cookie(c->r, 0, id, SESSION_TTL_S);
+	snprintf(c->r->set_cookie[1], sizeof c->r->set_cookie[1],
+		 "rv_login=; HttpOnly; Secure; SameSite=Strict; Path=/login; Max-Age=0");
+	web_redirect(c, "/traces");
+}
+
+/* ---- static assets --------------------------------------------------------- */
+
+static const char APP_CSS[] =
+	"body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}"
+	"nav{background:#263238;padding:6px 12px;display:flex;gap:12px;align-items:center}"
+	"nav a{color:#fff;text-decoration:none}nav .logout{margin-left:auto;color:#ccc}"
+	"main{padding:8px 16px}table{border-collapse:collapse;margin:8px 0}"
+	"td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}"
+	"td.n{text-align:right;font-variant-numeric:tabular-nums}"
+	".error{color:#b00020}.alert{color:#fff;background:#b00020;padding:4px}"
+	".ok{color:#1b5e20}form.filters{display:flex;flex-wrap:wrap;gap:6px}"
+	"form.filters label{display:flex;flex-direction:column;font-size:12px}"
+	"code{word-break:break-all}.flame{width:100%;height:480px;border:1px solid #ccc}"
+	".timeline{width:100%;border:1px solid #ccc}"
+	".timeline rect.sel{stroke:#000;stroke-width:1}"
+	"form.login{display:flex;flex-direction:column;max-width:280px;gap:8px}";
+
+/* Progressive enhancement only: every page works without it. */
+static const char APP_JS[] =
+	"'use strict';\n"
+	"document.addEventListener('DOMContentLoaded',function(){\n"
+	" var info=document.getElementById('tl-info');\n"
+	" document.querySelectorAll('svg.timeline rect[data-name]').forEach(function(r){\n"
+	"  r.addEventListener('click',function(){\n"
+	"   document.querySelectorAll('svg.timeline rect.sel').forEach(function(x){"
+	"x.classList.remove('sel');});\n"
+	"   r.classList.add('sel');\n"
+	"   if(info)info.textContent=r.getAttribute('data-name')+' — '+"
+	"r.getAttribute('data-ms')+' ms';\n"
+	"  });\n"
+	" });\n"
+	" document.querySelectorAll('select[data-autosubmit]').forEach(function(s){\n"
+	"  s.addEventListener('change',function(){s.form.submit();});\n"
+	" });\n"
+	"});\n";
+
+static const char FAVICON[] =
+	"<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\">"
+	"<rect width=\"16\" height=\"16\" rx=\"3\" fill=\"#263238\"/>"
+	"<rect x=\"2\" y=\"10\" width=\"12\" height=\"3\" fill=\"#ffb74d\"/>"
+	"<rect x=\"4\" y=\"6\" width=\"7\" height=\"3\" fill=\"#e57373\"/></svg>";
+
+#ifndef RVS_WEB_DIR
+#define RVS_WEB_DIR "/usr/share/rearview/web"
+#endif
+
+static int static_path_ok(const char *p)
+{
+	if (!*p || strlen(p) > 200)
+		return 0;
+	for (const char *q = p; *q; q++) {
+		char ch = *q;
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '/'))
+			return 0;
+		/* no empty, hidden or parent segments */
+		if ((q == p || q[-1] == '/') && (ch == '.' || ch == '/'))
+			return 0;
+	}
+	return p[strlen(p) - 1] != '/';
+}
+
+static const char *ctype_of(const char *p)
+{
+	static const char *const map[][2] = {
+		{".html", "text/html; charset=utf-8"},
+		{".js", "text/javascript; charset=utf-8"},
+		{".css", "text/css; charset=utf-8"},
+		{".json", "application/json"},
+		{".png", "image/png"},
+		{".svg", "image/svg+xml"},
+		{".txt", "text/plain; charset=utf-8"},
+		{".wasm", "application/wasm"},
+		{".map", "application/json"},
+		{".ico", "image/x-icon"},
+		{".ttf", "font/ttf"},
+		{".woff2", "font/woff2"},
+	};
+	const char *dot = strrchr(p, '.');
+	for (size_t i = 0; dot && i < sizeof map / sizeof map[0]; i++)
+		if (strcmp(dot, map[i][0]) == 0)
+			return map[i][1];
+	return NULL;
+}
+
+/* The speedscope build's own CSP: its bundled scripts, a WebAssembly module
+ * (wasm-unsafe-eval, not unsafe-eval), inline styles, and the profile
+ * fetched from this origin. */
+static const char CSP_SPEEDSCOPE[] =
+	"default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' "
+	"'unsafe-inline';"
+	" img-src 'self' data: blob:; connect-src 'self'; worker-src 'self' blob:;"
+	" frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+static void serve_static(struct web_ctx *c, const char *p)
+{
+	char path[700];
+	const char *dir = getenv("RVS_WEB_DIR");
+	const char *ct;
+	uint8_t *buf;
+	size_t len;
+
+	if (strcmp(p, "app.css") == 0)
+		return set_body(c->r, 200, "text/css; charset=utf-8", APP_CSS);
+	if (strcmp(p, "app.js") == 0)
+		return set_body(c->r, 200, "text/javascript; charset=utf-8", APP_JS);
+	if (strcmp(p, "favicon.svg") == 0)
+		return set_body(c->r, 200, "image/svg+xml", FAVICON);
+	if (strncmp(p, "speedscope/", 11) != 0 || !static_path_ok(p + 11) || !(ct = ctype_of(p)))
+		return web_error(c, 404, "no such file");
+	snprintf(path, sizeof path, "%s/speedscope/%s", dir && *dir ? dir : RVS_WEB_DIR, p + 11);
+	if (rvs_read_file(path, 32u << 20, &buf, &len))
+		return web_error(c, 404, "no such file");
+	free(c->r->body);
+	c->r->body = (char *)buf;
+	c->r->len = len;
+	c->r->status = 200;
+	c->r->content_type = ct;
+	c->r->csp = CSP_SPEEDSCOPE;
+}
+
+/* ---- routing ---------------------------------------------------------------- */
+
+int rvs_web_path(const char *p)
+{
+	static const char *const exact[] = {"/favicon.ico", "/",	   "/login",	 "/logout",
+					    "/traces",	    "/signatures", "/campaigns", "/fleet"};
+	static const char *const prefix[] = {"/static/", "/traces/", "/methods/", "/campaigns/"};
+	for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+		if (strcmp(p, exact[i]) == 0)
+			return 1;
+	for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++)
+		if (strncmp(p, prefix[i], strlen(prefix[i])) == 0)
+			return 1;
+	return 0;
+}
+
+int rvs_web_is_login(const struct rvs_http_req *req)
+{
+	return req->method == HTTP_POST && strcmp(req->path, "/login") == 0;
+}
+
+static int csrf_ok(struct web_ctx *c)
+{
+	char got[80];
+	return rvs_query_param(c->form, "csrf", got, sizeof got) == 1 && c->csrf[0] &&
+	       rvs_ct_equal(got, strlen(got), c->csrf, strlen(c->csrf));
+}
+
+/* Session-authenticated trace routes: the page, its flame graph, exports. */
+static void trace_route(struct web_ctx *c, const char *rest)
+{
+	const char *slash = strchr(rest, '/');
+	char id[40], api[96];
+	size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+
+	if (n >= sizeof id)
+		return web_error(c, 404, "no such trace");
+	memcpy(id, rest, n);
+	id[n] = '\0';
+	if (!slash)
+		return web_trace_page(c, id);
+	if (strcmp(slash, "/export") == 0 || strcmp(slash, "/flame.svg") == 0) {
+		struct rvs_query_resp q;
+		int flame = slash[1] == 'f';
+		snprintf(api, sizeof api, "/api/v1/traces/%s/export", id);
+		rvs_query_handle(c->cfg->database, c->cfg->blob_dir, api,
+				 flame ? "format=svg" : c->req->query, &q);
+		if (q.status != 200) {
+			free(q.body);
+			return web_error(c, q.status == 400 ? 400 : 404,
+					 "no such export for this trace");
+		}
+		free(c->r->body);
+		c->r->body = q.body;
+		c->r->len = q.len;
+		c->r->status = 200;
+		c->r->content_type = q.content_type;
+		if (flame) {
+			/* Shown in an <object> on the trace page: its own script
+			 * zooms and searches, so it may run inline script, but
+			 * sandboxed (an opaque origin: no cookies, no access to
+			 * the UI) and framed by this origin only. */
+			c->r->csp = "default-src 'none'; script-src 'unsafe-inline';"
+				    " style-src 'unsafe-inline'; frame-ancestors 'self';"
+				    " sandbox allow-scripts";
+			c->r->frame = "SAMEORIGIN";
+		} else {
+			c->r->csp = "default-src 'none'; frame-ancestors 'none'; sandbox";
+			snprintf(c->r->disposition, sizeof c->r->disposition, "%s", q.disposition);
+		}
+		return;
+	}
+	web_error(c, 404, "no such page");
+}
+
+static void route(struct web_ctx *c)
+{
+	const struct rvs_http_req *q = c->req;
+	const char *p = q->path;
+	int get = q->method == HTTP_GET, post = q->method == HTTP_POST;
+
+	if (strncmp(p, "/static/", 8) == 0)
+		return get ? serve_static(c, p + 8) : web_error(c, 405, "method not allowed");
+	if (strcmp(p, "/favicon.ico") == 0)
+		return get ? serve_static(c, "favicon.svg")
+			   : web_error(c, 405, "method not allowed");
+	if (strcmp(p, "/login") == 0) {
+		if (get)
+			return login_form(c, 200, NULL);
+		return post ? login_post(c) : web_error(c, 405, "method not allowed");
+	}
+	if (session_lookup(c)) {
+		c->user[0] = '\0';
+		c->csrf[0] = '\0';
+		if (post)
+			return web_error(c, 403, "not signed in");
+		return web_redirect(c, "/login");
+	}
+	if (!get && !post)
+		return web_error(c, 405, "method not allowed");
+	if (post && !csrf_ok(c))
+		return web_error(c, 403, "missing or wrong CSRF token");
+	if (strcmp(p, "/logout") == 0) {
+		if (!post)
+			return web_error(c, 405, "method not allowed");
+		session_delete(c);
+		set_session_cookie(c->r, 0, "", 0);
+		return web_redirect(c, "/login");
+	}
+	if (post) {
+		if (strcmp(p, "/campaigns") == 0)
+			return web_campaign_post(c, "");
+		if (strncmp(p, "/campaigns/", 11) == 0)
+			return web_campaign_post(c, p + 11);
+		if (strncmp(p, "/methods/", 9) == 0) {
+			size_t n = strlen(p);
+			if (n > 15 && strcmp(p + n - 6, "/alert") == 0) {
+				char name[1024], raw[1024];
+				snprintf(raw, sizeof raw, "%.*s", (int)(n - 15), p + 9);
+				if (rvs_url_decode(raw, strlen(raw), 0, name, sizeof name))
+					return web_error(c, 400, "bad method name");
+				return web_method_alert(c, name);
+			}
+		}
+		return web_error(c, 404, "no such form");
+	}
+	if (strcmp(p, "/") == 0)
+		return web_redirect(c, "/traces");
+	if (strcmp(p, "/traces") == 0)
+		return web_traces_page(c);
+	if (strncmp(p, "/traces/", 8) == 0)
+		return trace_route(c, p + 8);
+	if (strcmp(p, "/signatures") == 0)
+		return web_signatures_page(c);
+	if (strcmp(p, "/campaigns") == 0)
+		return web_campaigns_page(c, NULL);
+	if (strncmp(p, "/campaigns/", 11) == 0)
+		return web_campaign_page(c, p + 11);
+	if (strcmp(p, "/fleet") == 0)
+		return web_fleet_page(c);
+	if (strncmp(p, "/methods/", 9) == 0) {
+		char name[1024];
+		if (!p[9] || rvs_url_decode(p + 9, strlen(p + 9), 0, name, sizeof name))
+			return web_error(c, 400, "bad method name");
+		return web_method_page(c, name);
+	}
+	web_error(c, 404, "no such page");
+}
+
+void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req,
+		    struct rvs_web_resp *r)
+{
+	struct web_ctx *c = calloc(1, sizeof *c);
+
+	memset(r, 0, sizeof *r);
+	r->csp = CSP_HTML;
+	r->frame = "DENY";
+	if (!c)
+		return set_body(r, 503, "text/plain", "out of memory");
+	c->cfg = cfg;
+	c->req = req;
+	c->r = r;
+	if (req->body_len >= sizeof c->form) {
+		free(c);
+		return set_body(r, 413, "text/plain", "form too large");
+	}
+	if (req->body_len)
+		memcpy(c->form, req->body, req->body_len);
+	c->form[req->body_len] = '\0';
+	if (sqlite3_open_v2(cfg->database, &c->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		sqlite3_close(c->db);
+		free(c);
+		return set_body(r, 503, "text/plain", "database unavailable");
+	}
+	sqlite3_busy_timeout(c->db, 5000);
+	c->f = open_memstream(&c->page, &c->plen);
+	if (c->f) {
+		route(c);
+		if (c->f)
+			fclose(c->f);
+	}
+	/* A page, unless a handler answered with a body of its own. */
+	if (!r->body) {
+		r->body = c->page;
+		r->len = c->plen;
+	} else {
+		free(c->page);
+	}
+	sqlite3_close(c->db);
+	memset(c->form, 0, sizeof c->form); /* it may hold a password */
+	free(c);
+	if (!r->status)
+		set_body(r, 500, "text/plain", "internal error");
+}

@@ -1,0 +1,128 @@
+// web.spec.js — the engineer web UI in headless Chromium (Debian's
+// /usr/bin/chromium) driven by playwright-core.  Plain node script, run by
+// tests/server/test_web.c against a real rearview-server with ingested
+// traces; it exits 0 when every check passes and prints what failed
+// otherwise.  Screenshots go to RVS_SHOTS.
+//
+// Environment: RVS_URL (https://127.0.0.1:PORT), RVS_PASSWORD, RVS_TRACE
+// (a decoded trace of app com.example.web), RVS_MODULES (node_modules with
+// playwright-core), RVS_SHOTS, RVS_PROFILE (a fresh --user-data-dir).
+'use strict';
+
+const path = require('path');
+const fs = require('fs');
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const base = env('RVS_URL');
+const trace = env('RVS_TRACE');
+const shots = env('RVS_SHOTS');
+const { chromium } = require(path.join(env('RVS_MODULES'), 'playwright-core'));
+
+function check(cond, what) {
+  if (!cond) throw new Error(`check failed: ${what}`);
+  console.log(`browser check passed: ${what}`);
+}
+
+async function main() {
+  fs.mkdirSync(shots, { recursive: true });
+  const ctx = await chromium.launchPersistentContext(env('RVS_PROFILE'), {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    // The server's certificate is signed by the test's own throwaway CA.
+    ignoreHTTPSErrors: true,
+    acceptDownloads: true,
+    viewport: { width: 1280, height: 900 },
+  });
+  const errors = [];
+  try {
+    const page = ctx.pages()[0] || await ctx.newPage();
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('response', (r) => { if (r.status() >= 400) errors.push(`${r.status()} ${r.url()}`); });
+
+    // Sign in.
+    await page.goto(`${base}/traces`);
+    check(page.url().endsWith('/login'), 'an unauthenticated page redirects to /login');
+    await page.fill('input[name=password]', env('RVS_PASSWORD'));
+    await Promise.all([page.waitForURL(/\/traces$/), page.click('form.login button')]);
+    check(await page.locator('#traces tbody tr').count() >= 2, 'the trace list shows traces');
+    await page.screenshot({ path: path.join(shots, '1-traces.png'), fullPage: true });
+
+    // Filter by app: only that app's traces remain.
+    await page.fill('input[name=app]', 'com.example.web');
+    await Promise.all([page.waitForURL(/app=com.example.web/), page.click('form.filters button')]);
+    const apps = await page.locator('#traces tbody tr td:nth-child(2)').allTextContents();
+    check(apps.length >= 1 && apps.every((a) => a === 'com.example.web'),
+      `the app filter keeps only com.example.web (${apps.length} rows)`);
+    await page.screenshot({ path: path.join(shots, '2-filtered.png'), fullPage: true });
+
+    // Open the trace.
+    await Promise.all([page.waitForURL(new RegExp(`/traces/${trace}$`)),
+      page.click(`a[href="/traces/${trace}"]`)]);
+    check((await page.locator('h1').textContent()) === trace, 'the trace page opens');
+    check(await page.locator('#top-self tbody tr').count() >= 1, 'the top self-time table has rows');
+
+    // Timeline: server-side SVG with one rect per call; clicking selects.
+    const tl = page.locator('svg#timeline rect[data-name]');
+    check(await tl.count() >= 3, `the timeline has rects (${await tl.count()})`);
+    await tl.first().click();
+    check((await page.locator('#tl-info').textContent()).includes('ms'),
+      'clicking a timeline rect shows its method and duration');
+
+    // Flame graph: the SVG inside the <object> has frames; a click zooms.
+    await page.locator('#flame').scrollIntoViewIfNeeded();
+    let flame = null;
+    for (let i = 0; i < 100 && !flame; i++) {
+      flame = page.frames().find((f) => f.url().endsWith('/flame.svg'));
+      if (!flame) await page.waitForTimeout(100);
+    }
+    check(flame !== null, 'the flame graph document loads');
+    await flame.waitForSelector('g.f rect');
+    const nframes = await flame.locator('g.f').count();
+    check(nframes >= 2, `the flame graph has frames (${nframes})`);
+    // Click the deepest frame: it zooms to the full 1,200 units and its
+    // ancestors fade (the SVG's own script).
+    const depths = await flame.locator('g.f').evaluateAll((gs) => gs.map((g) => Number(g.dataset.d)));
+    const deepest = depths.indexOf(Math.max(...depths));
+    const target = flame.locator('g.f').nth(deepest);
+    await target.dispatchEvent('click');
+    const width = Number(await target.locator('rect').getAttribute('width'));
+    const faded = await flame.locator('g.f').evaluateAll(
+      (gs) => gs.filter((g) => g.style.opacity === '0.5').length);
+    check(Math.abs(width - 1200) < 0.01 && faded >= 1,
+      `clicking a frame zooms it (width ${width}, ${faded} ancestors faded)`);
+    await page.screenshot({ path: path.join(shots, '3-trace.png'), fullPage: true });
+
+    // Export download.
+    const [dl] = await Promise.all([page.waitForEvent('download'),
+      page.click('a.export[href$="format=folded"]')]);
+    const saved = path.join(shots, `${trace}.folded`);
+    await dl.saveAs(saved);
+    check(fs.readFileSync(saved, 'utf8').includes('rvs_fixture_hot_spin'),
+      'the folded export downloads with the trace\'s stacks');
+
+    // speedscope, served locally, loads the trace from this origin.
+    await Promise.all([page.waitForURL(/\/static\/speedscope\/index.html#profileURL=/),
+      page.click('#speedscope')]);
+    // Names are drawn on a canvas; the toolbar shows the profile's title.
+    await page.waitForFunction((t) => document.body.innerText.includes(t), trace,
+      { timeout: 30000 }).catch(() => {});
+    await page.waitForTimeout(500);
+    const text = await page.evaluate(() => document.body.innerText);
+    await page.screenshot({ path: path.join(shots, '4-speedscope.png') });
+    check(await page.locator('canvas').count() >= 1 && text.includes(trace) &&
+      !/went wrong|error/i.test(text), 'speedscope loads and shows the trace');
+    check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
+  } finally {
+    await ctx.close();
+  }
+}
+
+main().then(() => { console.log('browser test passed'); process.exit(0); },
+  (e) => { console.error(String(e && e.stack || e)); process.exit(1); });

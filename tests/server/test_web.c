@@ -1,0 +1,1027 @@
+/*
+ * test_web.c — the engineer web UI of the real rearview-server binary,
+ * started by `init` in a temporary directory on a free port and driven by
+ * libcurl over TLS: sign-in, session cookie flags, CSRF, security headers,
+ * XSS through device-supplied strings, SQL injection in filters, path
+ * traversal, the trace page built from a real librvtrace capture, method
+ * alerts, and (when node, playwright-core and chromium are installed) the
+ * headless-browser test tests/browser/web.mjs.  No timing assertions.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <sqlite3.h>
+#include <zstd.h>
+
+#include <jansson.h>
+#include <time.h>
+
+#include "rearview/policy.h"
+#include "rearview/trace.h"
+
+#include "test_web_server.h"
+
+#include "rearview/common.pb-c.h"
+#include "rearview/policy.pb-c.h"
+#include "rearview/upload.pb-c.h"
+
+static struct web_server g_srv;
+static char g_session[128]; /* "rv_session=…" once signed in */
+static char g_csrf[80];
+static char g_trace[40]; /* a decoded real capture */
+
+static int group_setup(void **state)
+{
+	if (web_server_start(&g_srv,
+			     "upload_burst = 50\nauth_fail_burst = 12\nauth_fail_per_min = 1\n",
+			     NULL))
+		return -1;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	curl_global_cleanup();
+	return web_server_stop(&g_srv);
+}
+
+/* ---- a small libcurl client ------------------------------------------------- */
+
+struct resp {
+	long code;
+	char *body;
+	size_t len;
+	char hdrs[8192];
+	size_t hlen;
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *u)
+{
+	struct resp *r = u;
+	char *b = realloc(r->body, r->len + sz * n + 1);
+	if (!b)
+		return 0;
+	memcpy(b + r->len, p, sz * n);
+	r->body = b;
+	r->len += sz * n;
+	b[r->len] = '\0';
+	return sz * n;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *u)
+{
+	struct resp *r = u;
+	if (r->hlen + sz * n < sizeof r->hdrs) {
+		memcpy(r->hdrs + r->hlen, p, sz * n);
+		r->hlen += sz * n;
+		r->hdrs[r->hlen] = '\0';
+	}
+	return sz * n;
+}
+
+static void resp_free(struct resp *r)
+{
+	free(r->body);
+	memset(r, 0, sizeof *r);
+}
+
+/* One request.  body != NULL makes it a POST of ctype (form by default). */
+static void req(const char *path, const char *cookie, const char *auth, const void *body,
+		size_t len, const char *ctype, struct resp *r)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *hl = NULL;
+	char url[4096], h[512];
+
+	memset(r, 0, sizeof *r);
+	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", g_srv.port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CAINFO, g_srv.ca);
+	curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	if (body) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+		snprintf(h, sizeof h, "Content-Type: %s",
+			 ctype ? ctype : "application/x-www-form-urlencoded");
+		hl = curl_slist_append(hl, h);
+	}
+	if (cookie) {
+		curl_easy_setopt(c, CURLOPT_COOKIE, cookie);
+	}
+	if (auth) {
+		snprintf(h, sizeof h, "Authorization: Bearer %s", auth);
+		hl = curl_slist_append(hl, h);
+	}
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(c);
+	if (!r->body)
+		r->body = calloc(1, 1);
+}
+
+static void get(const char *path, struct resp *r)
+{
+	req(path, g_session, NULL, NULL, 0, NULL, r);
+}
+
+static void post_form(const char *path, const char *form, struct resp *r)
+{
+	req(path, g_session, NULL, form, strlen(form), NULL, r);
+}
+
+/* The value after "name=" in the response's Set-Cookie for name, or "". */
+static void set_cookie_value(const struct resp *r, const char *name, char *out, size_t cap)
+{
+	char needle[64];
+	const char *p;
+	snprintf(needle, sizeof needle, "Set-Cookie: %s=", name);
+	out[0] = '\0';
+	if ((p = strstr(r->hdrs, needle)))
+		snprintf(out, cap, "%.*s", (int)strcspn(p + strlen(needle), ";\r\n"),
+			 p + strlen(needle));
+}
+
+/* Signs in through the login form (double-submit CSRF); returns the status. */
+static long login(const char *password, struct resp *out)
+{
+	struct resp r;
+	char tok[80], cookie[128], form[256];
+	req("/login", NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	set_cookie_value(&r, "rv_login", tok, sizeof tok);
+	assert_int_equal(strlen(tok), 64);
+	assert_non_null(strstr(r.body, tok)); /* the form carries the same token */
+	resp_free(&r);
+	snprintf(cookie, sizeof cookie, "rv_login=%s", tok);
+	snprintf(form, sizeof form, "csrf=%s&user=admin&password=%s", tok, password);
+	req("/login", cookie, NULL, form, strlen(form), NULL, out);
+	return out->code;
+}
+
+static void ensure_login(void)
+{
+	struct resp r, p;
+	char id[80];
+	const char *v;
+	if (g_session[0])
+		return;
+	assert_int_equal(login(g_srv.password, &r), 303);
+	set_cookie_value(&r, "rv_session", id, sizeof id);
+	assert_int_equal(strlen(id), 64);
+	snprintf(g_session, sizeof g_session, "rv_session=%s", id);
+	resp_free(&r);
+	get("/traces", &p);
+	assert_int_equal(p.code, 200);
+	v = strstr(p.body, "name=\"csrf\" value=\"");
+	assert_non_null(v);
+	v += strlen("name=\"csrf\" value=\"");
+	snprintf(g_csrf, sizeof g_csrf, "%.*s", (int)strcspn(v, "\""), v);
+	assert_int_equal(strlen(g_csrf), 64);
+	resp_free(&p);
+}
+
+/* ---- devices ----------------------------------------------------------------- */
+
+static char *enroll(const char *model)
+{
+	Rearview__EnrollRequest q = REARVIEW__ENROLL_REQUEST__INIT;
+	Rearview__DeviceInfo d = REARVIEW__DEVICE_INFO__INIT;
+	Rearview__EnrollResponse *a;
+	uint8_t buf[1024];
+	struct resp r;
+	char *tok;
+	size_t n;
+
+	q.enrollment_secret = g_srv.secret;
+	d.device_id = "web-test-device";
+	d.model = (char *)model;
+	d.os_build = "os-web";
+	q.device = &d;
+	n = rearview__enroll_request__pack(&q, buf);
+	req("/v1/enroll", NULL, NULL, buf, n, "application/x-protobuf", &r);
+	assert_int_equal(r.code, 200);
+	a = rearview__enroll_response__unpack(NULL, r.len, (uint8_t *)r.body);
+	assert_non_null(a);
+	tok = strdup(a->device_token);
+	rearview__enroll_response__free_unpacked(a, NULL);
+	resp_free(&r);
+	return tok;
+}
+
+/* Uploads (app, model, version, payload) and waits for it to leave
+ * pending_decode; returns the trace id (caller frees). */
+static char *upload(const char *app, const char *model, const char *version, const uint8_t *pl,
+		    size_t pllen, int compression)
+{
+	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
+	Rearview__AppInfo ai = REARVIEW__APP_INFO__INIT;
+	Rearview__DeviceInfo di = REARVIEW__DEVICE_INFO__INIT;
+	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
+	Rearview__UploadAck *k;
+	char *tok = enroll(model), *id, sql[512];
+	uint8_t uid[16], *env;
+	struct resp r;
+	size_t len;
+
+	assert_int_equal(getrandom(uid, sizeof uid, 0), (ssize_t)sizeof uid);
+	e.upload_id.data = uid;
+	e.upload_id.len = 16;
+	e.envelope_version = 1;
+	ai.app_id = (char *)app;
+	ai.version = (char *)version;
+	e.app = &ai;
+	di.model = (char *)model;
+	di.os_build = "os-web";
+	e.device = &di;
+	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
+	an.severity = 40;
+	e.anomaly = &an;
+	if (pl) {
+		e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
+		e.compression = (Rearview__Compression)compression;
+		e.payload.data = (uint8_t *)pl;
+		e.payload.len = pllen;
+		e.payload_size = pllen;
+	}
+	len = rearview__upload_envelope__get_packed_size(&e);
+	env = malloc(len);
+	rearview__upload_envelope__pack(&e, env);
+	req("/v1/uploads", NULL, tok, env, len, "application/x-protobuf", &r);
+	assert_int_equal(r.code, 200);
+	k = rearview__upload_ack__unpack(NULL, r.len, (uint8_t *)r.body);
+	assert_non_null(k);
+	id = strdup(k->trace_id);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	resp_free(&r);
+	free(env);
+	free(tok);
+	/* Bounded poll until decoded (or quarantined). */
+	snprintf(sql, sizeof sql, "%s/rearview.db", g_srv.data);
+	for (int i = 0; i < 600; i++) {
+		sqlite3 *db;
+		sqlite3_stmt *st;
+		int pending = 1;
+		if (sqlite3_open_v2(sql, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+			sqlite3_busy_timeout(db, 5000);
+			if (sqlite3_prepare_v2(db, "SELECT state FROM uploads WHERE trace_id = ?",
+					       -1, &st, NULL) == SQLITE_OK) {
+				sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+				if (sqlite3_step(st) == SQLITE_ROW)
+					pending = strcmp((const char *)sqlite3_column_text(st, 0),
+							 "pending_decode") == 0;
+				sqlite3_finalize(st);
+			}
+		}
+		sqlite3_close(db);
+		if (!pending)
+			return id;
+		usleep(50000);
+	}
+	fail_msg("trace %s was never decoded", id);
+	return NULL;
+}
+
+uint64_t rvs_fixture_outer(int rounds); /* capture_fixture.c, instrumented */
+
+/* A real capture of the instrumented fixture, zstd-compressed. */
+static uint8_t *capture_zstd(size_t *zlen)
+{
+	char path[512];
+	uint8_t *cap = malloc(1u << 20), *z;
+	size_t clen, zcap;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/fixture.rvt", g_srv.dir);
+	assert_int_equal(rvt_set_config(256u << 10, 0), 0);
+	assert_int_equal(rvt_start(0), 0);
+	assert_true(rvs_fixture_outer(3) != 1);
+	assert_int_equal(rvt_capture_to_path(0, path), 0);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	clen = fread(cap, 1, 1u << 20, f);
+	fclose(f);
+	zcap = ZSTD_compressBound(clen);
+	z = malloc(zcap);
+	*zlen = ZSTD_compress(z, zcap, cap, clen, 1);
+	assert_false(ZSTD_isError(*zlen));
+	free(cap);
+	return z;
+}
+
+static void ensure_trace(void)
+{
+	size_t zlen;
+	uint8_t *z;
+	char *id;
+	if (g_trace[0])
+		return;
+	z = capture_zstd(&zlen);
+	id = upload("com.example.web", "pixel-web", "2.0.0", z, zlen,
+		    REARVIEW__COMPRESSION__COMPRESSION_ZSTD);
+	snprintf(g_trace, sizeof g_trace, "%s", id);
+	free(id);
+	free(z);
+}
+
+/* ---- tests ---------------------------------------------------------------------- */
+
+static void test_web_login_wrong_password_gets_401_without_session(void **state)
+{
+	struct resp r;
+	assert_int_equal(login("not-the-password", &r), 401);
+	assert_null(strstr(r.hdrs, "rv_session="));
+	assert_non_null(strstr(r.body, "wrong user or password"));
+	resp_free(&r);
+}
+
+static void test_web_login_right_password_sets_strict_session_cookie(void **state)
+{
+	struct resp r;
+	const char *sc;
+	assert_int_equal(login(g_srv.password, &r), 303);
+	assert_non_null(strstr(r.hdrs, "Location: /traces"));
+	sc = strstr(r.hdrs, "Set-Cookie: rv_session=");
+	assert_non_null(sc);
+	{
+		char line[512];
+		snprintf(line, sizeof line, "%.*s", (int)strcspn(sc, "\r\n"), sc);
+		assert_non_null(strstr(line, "; HttpOnly"));
+		assert_non_null(strstr(line, "; Secure"));
+		assert_non_null(strstr(line, "; SameSite=Strict"));
+		assert_non_null(strstr(line, "; Path=/"));
+	}
+	resp_free(&r);
+}
+
+static void test_web_pages_without_session_redirect_to_login(void **state)
+{
+	struct resp r;
+	req("/traces", NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 303);
+	assert_non_null(strstr(r.hdrs, "Location: /login"));
+	resp_free(&r);
+	req("/traces",
+	    "rv_session=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", NULL,
+	    NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+}
+
+static void test_web_login_without_csrf_token_gets_403(void **state)
+{
+	struct resp r;
+	char form[256];
+	snprintf(form, sizeof form, "user=admin&password=%s", g_srv.password);
+	req("/login", NULL, NULL, form, strlen(form), NULL, &r);
+	assert_int_equal(r.code, 403);
+	assert_null(strstr(r.hdrs, "rv_session="));
+	resp_free(&r);
+}
+
+static void test_web_post_without_or_with_wrong_csrf_gets_403(void **state)
+{
+	struct resp r;
+	char form[256];
+	ensure_login();
+	post_form("/methods/some.method/alert", "threshold_ms=5", &r);
+	assert_int_equal(r.code, 403);
+	resp_free(&r);
+	post_form("/methods/some.method/alert",
+		  "threshold_ms=5&csrf="
+		  "0000000000000000000000000000000000000000000000000000000000000000",
+		  &r);
+	assert_int_equal(r.code, 403);
+	resp_free(&r);
+	post_form("/logout", "csrf=wrong", &r);
+	assert_int_equal(r.code, 403);
+	resp_free(&r);
+	/* Nothing was stored by the refused posts; the right token works. */
+	get("/methods/some.method", &r);
+	assert_non_null(strstr(r.body, "No alert saved"));
+	resp_free(&r);
+	snprintf(form, sizeof form, "threshold_ms=5&csrf=%s", g_csrf);
+	post_form("/methods/some.method/alert", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+	get("/methods/some.method", &r);
+	assert_null(strstr(r.body, "No alert saved"));
+	resp_free(&r);
+}
+
+static void test_web_html_pages_send_security_headers(void **state)
+{
+	static const char *const pages[] = {"/login", "/traces", "/signatures", "/methods/x",
+					    "/traces/nope"};
+	ensure_login();
+	for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+		struct resp r;
+		get(pages[i], &r);
+		assert_non_null(strstr(r.hdrs, "Content-Type: text/html; charset=utf-8"));
+		assert_non_null(strstr(r.hdrs, "Content-Security-Policy: default-src 'self';"
+					       " script-src 'self'; style-src 'self';"));
+		assert_null(strstr(r.hdrs, "unsafe-inline"));
+		assert_non_null(strstr(r.hdrs, "X-Content-Type-Options: nosniff"));
+		assert_non_null(strstr(r.hdrs, "X-Frame-Options: DENY"));
+		resp_free(&r);
+	}
+}
+
+static const char XSS_APP[] = "<script>alert(1)</script>";
+static const char XSS_MODEL[] = "\"><img src=x onerror=alert(2)>";
+
+static void assert_no_raw_xss(const char *body)
+{
+	assert_null(strstr(body, "<script>alert"));
+	assert_null(strstr(body, "<img src=x"));
+	assert_null(strstr(body, "\"><img"));
+}
+
+static void test_web_hostile_app_id_and_model_are_escaped(void **state)
+{
+	struct resp r;
+	char *id, path[128];
+	ensure_login();
+	id = upload(XSS_APP, XSS_MODEL, "1'\"<b>", NULL, 0, 0);
+	get("/traces", &r);
+	assert_int_equal(r.code, 200);
+	assert_no_raw_xss(r.body);
+	assert_non_null(strstr(r.body, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+	assert_non_null(strstr(r.body, "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"));
+	resp_free(&r);
+	snprintf(path, sizeof path, "/traces/%s", id);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_no_raw_xss(r.body);
+	assert_non_null(strstr(r.body, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+	assert_null(strstr(r.body, "<b>"));
+	resp_free(&r);
+	/* The filter form echoes the value back escaped, inside quotes. */
+	get("/traces?app=%3Cscript%3Ealert(1)%3C%2Fscript%3E&model=%22%3E%3Cimg%20src%3Dx%20"
+	    "onerror%3Dalert(2)%3E",
+	    &r);
+	assert_int_equal(r.code, 200);
+	assert_no_raw_xss(r.body);
+	assert_non_null(strstr(r.body, "value=\"&quot;&gt;&lt;img src=x onerror=alert(2)&gt;\""));
+	assert_non_null(strstr(r.body, "1 traces on this page"));
+	resp_free(&r);
+	free(id);
+}
+
+static void test_web_hostile_method_name_in_url_is_escaped(void **state)
+{
+	struct resp r;
+	ensure_login();
+	get("/methods/%3Cscript%3Ealert(1)%3C%2Fscript%3E%22%3E%3Cimg%20src%3Dx%3E", &r);
+	assert_int_equal(r.code, 200);
+	assert_no_raw_xss(r.body);
+	assert_non_null(strstr(r.body, "<h1>&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;"));
+	/* The alert form posts back to the percent-encoded name. */
+	assert_non_null(strstr(r.body, "action=\"/methods/%3Cscript%3Ealert%281%29"));
+	resp_free(&r);
+}
+
+static void test_web_sql_injection_in_filters_matches_nothing(void **state)
+{
+	static const char *const evil[] = {
+		"/traces?app=%27%20OR%20%271%27%3D%271",
+		"/traces?model=x%27%3B%20DROP%20TABLE%20traces%3B%20--",
+		"/traces?method=%27%20OR%201%3D1%20--",
+		"/traces?signature=%22%20OR%20%22%22%3D%22",
+		"/methods/%27%20OR%20%271%27%3D%271",
+	};
+	struct resp r;
+	ensure_login();
+	ensure_trace();
+	for (size_t i = 0; i < sizeof evil / sizeof evil[0]; i++) {
+		get(evil[i], &r);
+		assert_int_equal(r.code, 200);
+		assert_null(strstr(r.body, g_trace)); /* no extra rows */
+		assert_true(strstr(r.body, "0 traces on this page") ||
+			    strstr(r.body, "<b id=\"count\">0</b>"));
+		resp_free(&r);
+	}
+	get("/traces?min_severity=1%20OR%201%3D1", &r);
+	assert_int_equal(r.code, 400);
+	resp_free(&r);
+	/* And the table is still there. */
+	get("/traces", &r);
+	assert_non_null(strstr(r.body, g_trace));
+	resp_free(&r);
+}
+
+static void test_web_time_range_filter_takes_utc_dates(void **state)
+{
+	struct resp r;
+	ensure_login();
+	ensure_trace();
+	get("/traces?app=com.example.web&from=2000-01-01T00%3A00&to=2999-01-01T00%3A00", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, g_trace));
+	assert_non_null(strstr(r.body, "value=\"2000-01-01T00:00\""));
+	resp_free(&r);
+	get("/traces?app=com.example.web&from=2999-01-01T00%3A00", &r);
+	assert_int_equal(r.code, 200);
+	assert_null(strstr(r.body, g_trace));
+	resp_free(&r);
+	get("/traces?from=yesterday", &r);
+	assert_int_equal(r.code, 400);
+	resp_free(&r);
+}
+
+static void test_web_path_traversal_in_static_and_export_is_refused(void **state)
+{
+	static const char *const paths[] = {
+		"/static/../rearview.db",
+		"/static/speedscope/../../enrollment.secret",
+		"/static/speedscope/%2e%2e/%2e%2e/server.key",
+		"/static/speedscope//etc/passwd",
+		"/static/speedscope/.hidden.js",
+		"/traces/../../etc/passwd",
+		"/traces/t-../../rearview.db/export?format=folded",
+	};
+	struct resp r;
+	char path[256];
+	ensure_login();
+	ensure_trace();
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		get(paths[i], &r);
+		assert_int_equal(r.code, 404);
+		assert_null(strstr(r.body, "PRIVATE KEY"));
+		assert_null(strstr(r.body, "root:"));
+		assert_null(strstr(r.body, "SQLite format"));
+		resp_free(&r);
+	}
+	snprintf(path, sizeof path, "/traces/%s/export?format=..%%2F..%%2Frearview.db", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 400);
+	resp_free(&r);
+}
+
+static void test_web_trace_page_has_flame_graph_timeline_and_exports(void **state)
+{
+	static const char *const fmts[] = {"folded",   "chrome",  "speedscope",
+					   "perfetto", "android", "svg"};
+	struct resp r;
+	char path[256], *tl;
+	ensure_login();
+	ensure_trace();
+	snprintf(path, sizeof path, "/traces/%s", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "rvs_fixture_hot_spin"));
+	assert_non_null(strstr(r.body, "id=\"top-self\""));
+	assert_non_null(strstr(r.body, "id=\"chains\""));
+	snprintf(path, sizeof path, "data=\"/traces/%s/flame.svg\"", g_trace);
+	assert_non_null(strstr(r.body, path));
+	tl = strstr(r.body, "<svg class=\"timeline\"");
+	assert_non_null(tl);
+	assert_non_null(strstr(tl, "<rect x="));
+	assert_non_null(strstr(tl, "data-name=\"rvs_fixture_hot_spin"));
+	assert_non_null(strstr(r.body, "id=\"speedscope\""));
+	resp_free(&r);
+
+	snprintf(path, sizeof path, "/traces/%s/flame.svg", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.hdrs, "Content-Type: image/svg+xml"));
+	assert_non_null(strstr(r.hdrs, "X-Frame-Options: SAMEORIGIN"));
+	assert_non_null(strstr(r.body, "<rect"));
+	assert_non_null(strstr(r.body, "rvs_fixture_hot_spin"));
+	resp_free(&r);
+
+	for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+		snprintf(path, sizeof path, "/traces/%s/export?format=%s", g_trace, fmts[i]);
+		get(path, &r);
+		assert_int_equal(r.code, 200);
+		assert_true(r.len > 0);
+		assert_non_null(strstr(r.hdrs, "Content-Disposition: attachment; filename=\""));
+		resp_free(&r);
+	}
+	/* Exports need the session too. */
+	snprintf(path, sizeof path, "/traces/%s/export?format=folded", g_trace);
+	req(path, NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+}
+
+static void test_web_method_alert_shows_when_p95_crosses(void **state)
+{
+	struct resp r;
+	char form[256];
+	ensure_login();
+	ensure_trace();
+	snprintf(form, sizeof form, "threshold_ms=0.001&csrf=%s", g_csrf);
+	post_form("/methods/rvs_fixture_hot_spin/alert", form, &r);
+	assert_int_equal(r.code, 303);
+	assert_non_null(strstr(r.hdrs, "Location: /methods/rvs_fixture_hot_spin"));
+	resp_free(&r);
+	get("/methods/rvs_fixture_hot_spin", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "CROSSED"));
+	assert_non_null(strstr(r.body, "id=\"by-version\""));
+	assert_non_null(strstr(r.body, "<td>2.0.0</td>"));
+	resp_free(&r);
+	snprintf(form, sizeof form, "threshold_ms=100000&csrf=%s", g_csrf);
+	post_form("/methods/rvs_fixture_hot_spin/alert", form, &r);
+	resp_free(&r);
+	get("/methods/rvs_fixture_hot_spin", &r);
+	assert_null(strstr(r.body, "CROSSED"));
+	assert_non_null(strstr(r.body, "not crossed"));
+	resp_free(&r);
+	snprintf(form, sizeof form, "threshold_ms=-1&csrf=%s", g_csrf);
+	post_form("/methods/rvs_fixture_hot_spin/alert", form, &r);
+	assert_int_equal(r.code, 400);
+	resp_free(&r);
+}
+
+static void test_web_signatures_page_counts_by_week_and_version(void **state)
+{
+	struct resp r;
+	ensure_login();
+	ensure_trace();
+	json_t *j, *rows, *o;
+	char path[256], sig[17];
+	size_t i;
+	const char *p;
+	get("/signatures", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "rvs_fixture_hot_spin"));
+	assert_non_null(strstr(r.body, ", version 2.0.0: "));
+	/* The first cluster's signature, to ask for it alone. */
+	p = strstr(r.body, "/traces?signature=");
+	assert_non_null(p);
+	snprintf(sig, sizeof sig, "%.16s", p + strlen("/traces?signature="));
+	resp_free(&r);
+	snprintf(path, sizeof path, "/api/v1/signatures/weekly?signatures=%s", sig);
+	req(path, NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	j = json_loads(r.body, 0, NULL);
+	rows = json_object_get(j, "rows");
+	assert_true(json_array_size(rows) >= 1);
+	json_array_foreach(rows, i, o)
+		assert_string_equal(json_string_value(json_object_get(o, "signature")), sig);
+	json_decref(j);
+	resp_free(&r);
+	req("/api/v1/signatures/weekly?signatures=zz%27%20OR%201%3D1", NULL, g_srv.api, NULL, 0,
+	    NULL, &r);
+	assert_int_equal(r.code, 400);
+	resp_free(&r);
+}
+
+/* ---- campaigns and the fleet ------------------------------------------------------ */
+
+/* GET /v1/policy as a device, verified with librvpolicy against the init
+ * dir's public key; returns the body (caller frees) — NULL fails the test. */
+static Rearview__PolicyBody *fetch_verified_policy(void)
+{
+	char path[512], pub[2048], *tok = enroll("policy-reader");
+	Rearview__PolicyBody *b = NULL;
+	struct resp r;
+	snprintf(path, sizeof path, "%s/policy-signing.pub", g_srv.data);
+	assert_true(web_slurp(path, pub, sizeof pub) > 0);
+	req("/v1/policy", NULL, tok, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	assert_int_equal(
+		rvp_policy_verify((uint8_t *)r.body, r.len, pub, 0, (int64_t)time(NULL), &b),
+		RVP_VERIFY_OK);
+	resp_free(&r);
+	free(tok);
+	return b;
+}
+
+static const Rearview__Campaign *find_campaign(const Rearview__PolicyBody *b, const char *id)
+{
+	for (size_t i = 0; i < b->n_campaigns; i++)
+		if (strcmp(b->campaigns[i]->id, id) == 0)
+			return b->campaigns[i];
+	return NULL;
+}
+
+static void test_web_campaign_api_publishes_a_verified_policy(void **state)
+{
+	static const char spec[] =
+		"{\"id\":\"jank-web\",\"priority\":5,\"app_patterns\":[\"com.example.*\"],"
+		"\"kinds\":[\"ANOMALY_JANK\"],\"upload_mode\":\"UPLOAD_FULL\",\"quota\":4,"
+		"\"app_version_min\":\"2.0\"}";
+	Rearview__PolicyBody *before = fetch_verified_policy(), *after, *ended;
+	const Rearview__Campaign *c;
+	struct resp r;
+	json_t *j;
+
+	assert_null(find_campaign(before, "jank-web"));
+	req("/api/v1/campaigns", NULL, g_srv.api, spec, strlen(spec), "application/json", &r);
+	assert_int_equal(r.code, 200);
+	j = json_loads(r.body, 0, NULL);
+	assert_non_null(j);
+	assert_true((uint64_t)json_integer_value(json_object_get(j, "policy_version")) >
+		    before->version);
+	json_decref(j);
+	resp_free(&r);
+	after = fetch_verified_policy();
+	assert_true(after->version > before->version);
+	c = find_campaign(after, "jank-web");
+	assert_non_null(c);
+	assert_int_equal(c->priority, 5);
+	assert_int_equal(c->quota, 4);
+	assert_int_equal(c->upload_mode, REARVIEW__UPLOAD_MODE__UPLOAD_FULL);
+	assert_int_equal(c->n_kinds, 1);
+	assert_int_equal(c->kinds[0], REARVIEW__ANOMALY_KIND__ANOMALY_JANK);
+	assert_string_equal(c->app_patterns[0], "com.example.*");
+	assert_string_equal(c->app_versions[0]->min, "2.0");
+	/* Settings other than campaigns are kept. */
+	assert_int_equal(after->weekly_quota, before->weekly_quota);
+	/* The same id again is a conflict and publishes nothing. */
+	req("/api/v1/campaigns", NULL, g_srv.api, spec, strlen(spec), "application/json", &r);
+	assert_int_equal(r.code, 409);
+	resp_free(&r);
+	/* Ending it publishes a policy without it. */
+	req("/api/v1/campaigns/jank-web/end", NULL, g_srv.api, "", 0, "application/json", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+	ended = fetch_verified_policy();
+	assert_true(ended->version > after->version);
+	assert_null(find_campaign(ended, "jank-web"));
+	rearview__policy_body__free_unpacked(before, NULL);
+	rearview__policy_body__free_unpacked(after, NULL);
+	rearview__policy_body__free_unpacked(ended, NULL);
+}
+
+static void test_web_campaign_api_rejects_bad_specs_without_publishing(void **state)
+{
+	static const char *const bad[] = {
+		"{\"id\":\"has space\"}",
+		"{\"id\":\"p\",\"sample_probability\":1.5}",
+		"{\"id\":\"k\",\"kinds\":[\"ANOMALY_NOPE\"]}",
+		"{\"id\":\"m\",\"upload_mode\":\"UPLOAD_EVERYTHING\"}",
+		"{\"id\":\"v\",\"app_version_min\":\"3.0\",\"app_version_max\":\"2.0\"}",
+		"{\"id\":\"x\",\"app_patterns\":[\"a\\u0001b\"]}",
+		"[1,2]",
+		"not json",
+	};
+	Rearview__PolicyBody *before = fetch_verified_policy(), *after;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct resp r;
+		req("/api/v1/campaigns", NULL, g_srv.api, bad[i], strlen(bad[i]),
+		    "application/json", &r);
+		assert_int_equal(r.code, 400);
+		assert_non_null(strstr(r.body, "\"error\""));
+		resp_free(&r);
+	}
+	after = fetch_verified_policy();
+	assert_int_equal(after->version, before->version);
+	rearview__policy_body__free_unpacked(before, NULL);
+	rearview__policy_body__free_unpacked(after, NULL);
+}
+
+static void test_web_campaign_form_creates_edits_and_ends(void **state)
+{
+	struct resp r;
+	char form[1024];
+	Rearview__PolicyBody *b;
+	const Rearview__Campaign *c;
+	uint64_t v1;
+
+	ensure_login();
+	/* Without the CSRF token nothing happens. */
+	post_form("/campaigns", "id=form-camp&quota=2", &r);
+	assert_int_equal(r.code, 403);
+	resp_free(&r);
+	snprintf(form, sizeof form,
+		 "csrf=%s&id=form-camp&priority=3&app_patterns=com.a.*%%2C+com.b&kinds=ANOMALY_JANK"
+		 "&kinds=ANOMALY_THERMAL&upload_mode=UPLOAD_SUMMARY&quota=2&sample_probability=0.25"
+		 "&device_models=pixel-web",
+		 g_csrf);
+	post_form("/campaigns", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+	b = fetch_verified_policy();
+	c = find_campaign(b, "form-camp");
+	assert_non_null(c);
+	assert_int_equal(c->n_app_patterns, 2);
+	assert_string_equal(c->app_patterns[1], "com.b");
+	assert_int_equal(c->n_kinds, 2);
+	assert_int_equal(c->upload_mode, REARVIEW__UPLOAD_MODE__UPLOAD_SUMMARY);
+	assert_true(c->sample_probability > 0.24 && c->sample_probability < 0.26);
+	v1 = b->version;
+	rearview__policy_body__free_unpacked(b, NULL);
+
+	get("/campaigns", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "href=\"/campaigns/form-camp\""));
+	resp_free(&r);
+	get("/campaigns/form-camp", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "value=\"com.a.*, com.b\""));
+	resp_free(&r);
+
+	snprintf(form, sizeof form, "csrf=%s&priority=9&quota=7&upload_mode=UPLOAD_FULL", g_csrf);
+	post_form("/campaigns/form-camp", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+	b = fetch_verified_policy();
+	c = find_campaign(b, "form-camp");
+	assert_non_null(c);
+	assert_int_equal(c->priority, 9);
+	assert_int_equal(c->quota, 7);
+	assert_true(b->version > v1);
+	v1 = b->version;
+	rearview__policy_body__free_unpacked(b, NULL);
+
+	/* A bad value shows the form again with the reason; nothing published. */
+	snprintf(form, sizeof form, "csrf=%s&id=bad-camp&quota=lots", g_csrf);
+	post_form("/campaigns", form, &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "quota: not an integer"));
+	resp_free(&r);
+
+	snprintf(form, sizeof form, "csrf=%s", g_csrf);
+	post_form("/campaigns/form-camp/end", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+	b = fetch_verified_policy();
+	assert_null(find_campaign(b, "form-camp"));
+	assert_true(b->version > v1);
+	rearview__policy_body__free_unpacked(b, NULL);
+	get("/campaigns", &r);
+	assert_non_null(strstr(r.body, "<td>ended</td>"));
+	resp_free(&r);
+}
+
+/* Runs sql on the server's database (the test's own connection). */
+static void db_exec(const char *sql)
+{
+	char path[512];
+	sqlite3 *db;
+	snprintf(path, sizeof path, "%s/rearview.db", g_srv.data);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static void test_web_fleet_page_shows_devices_uploads_and_skip_reasons(void **state)
+{
+	struct resp r;
+	json_t *j, *skip, *o;
+	size_t i;
+	int found = 0;
+	ensure_login();
+	ensure_trace();
+	get("/fleet", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "id=\"devices\""));
+	assert_non_null(strstr(r.body, "<td>pixel-web</td>"));
+	/* The hostile model enrolled earlier shows escaped here too. */
+	assert_no_raw_xss(r.body);
+	assert_non_null(strstr(r.body, "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"));
+	resp_free(&r);
+	/* Skip reports as POST /v1/skips stores them (the table is created here
+	 * when this build's schema does not have it yet). */
+	db_exec("CREATE TABLE IF NOT EXISTS skips (device_id TEXT NOT NULL, report_id BLOB NOT "
+		"NULL, received_at INTEGER NOT NULL, app_id TEXT, app_version TEXT, anomaly_kind "
+		"INTEGER, severity INTEGER, reason TEXT NOT NULL, captured_realtime_ns INTEGER, "
+		"PRIMARY KEY (device_id, report_id));"
+		"INSERT INTO skips (device_id, report_id, received_at, reason) VALUES"
+		" ('d-x', randomblob(16), strftime('%s','now'), 'quota_exhausted'),"
+		" ('d-x', randomblob(16), strftime('%s','now'), 'quota_exhausted'),"
+		" ('d-y', randomblob(16), strftime('%s','now'), '<b>debounced</b>');");
+	req("/api/v1/fleet", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	j = json_loads(r.body, 0, NULL);
+	assert_non_null(j);
+	assert_true(json_integer_value(json_object_get(j, "device_count")) >= 1);
+	assert_true(json_array_size(json_object_get(j, "uploads_per_week")) >= 1);
+	skip = json_object_get(j, "skip_reasons");
+	assert_true(json_is_true(json_object_get(skip, "reported_by_devices")));
+	json_array_foreach(json_object_get(skip, "device_reported"), i, o)
+	{
+		if (strcmp(json_string_value(json_object_get(o, "reason")), "quota_exhausted") ==
+		    0) {
+			assert_int_equal(json_integer_value(json_object_get(o, "anomalies")), 2);
+			found = 1;
+		}
+	}
+	assert_true(found);
+	json_decref(j);
+	resp_free(&r);
+	get("/fleet", &r);
+	assert_non_null(strstr(r.body, "id=\"device-skips\""));
+	assert_non_null(strstr(r.body, "<td>quota_exhausted</td><td class=\"n\">2</td>"));
+	assert_non_null(strstr(r.body, "&lt;b&gt;debounced&lt;/b&gt;"));
+	resp_free(&r);
+}
+
+static void test_web_logout_ends_the_session(void **state)
+{
+	struct resp r;
+	char form[128];
+	ensure_login();
+	snprintf(form, sizeof form, "csrf=%s", g_csrf);
+	post_form("/logout", form, &r);
+	assert_int_equal(r.code, 303);
+	assert_non_null(strstr(r.hdrs, "Set-Cookie: rv_session=; "));
+	resp_free(&r);
+	get("/traces", &r);
+	assert_int_equal(r.code, 303); /* the old cookie is dead */
+	resp_free(&r);
+	g_session[0] = '\0';
+}
+
+/* The headless-browser test (tests/browser/web.spec.js): skipped, saying
+ * why, when chromium, node or playwright-core are not installed. */
+static void test_web_browser_signs_in_filters_opens_trace_and_exports(void **state)
+{
+	char url[64], profile[320], mods[600], script[600];
+	pid_t pid;
+	int st;
+
+	snprintf(mods, sizeof mods, "%s/node_modules", RVS_WEB_DIR);
+	snprintf(script, sizeof script, "%s/tests/browser/web.spec.js", RVS_SRCDIR);
+	if (access("/usr/bin/chromium", X_OK) || system("command -v node >/dev/null 2>&1") ||
+	    access(RVS_WEB_DIR "/node_modules/playwright-core/package.json", R_OK)) {
+		fprintf(stderr, "browser test skipped: needs /usr/bin/chromium, node and "
+				"playwright-core (make build/web/.installed)\n");
+		skip();
+	}
+	ensure_trace();
+	snprintf(url, sizeof url, "https://127.0.0.1:%d", g_srv.port);
+	snprintf(profile, sizeof profile, "%s/chromium-profile", g_srv.dir);
+	pid = fork();
+	if (pid == 0) {
+		setenv("RVS_URL", url, 1);
+		setenv("RVS_PASSWORD", g_srv.password, 1);
+		setenv("RVS_TRACE", g_trace, 1);
+		setenv("RVS_MODULES", mods, 1);
+		setenv("RVS_SHOTS", RVS_SHOTS_DIR, 1);
+		setenv("RVS_PROFILE", profile, 1);
+		execlp("node", "node", script, (char *)NULL);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void test_web_password_guessing_is_throttled(void **state)
+{
+	long code = 0;
+	for (int i = 0; i < 30 && code != 429; i++) {
+		struct resp r;
+		code = login("guess", &r);
+		resp_free(&r);
+	}
+	assert_int_equal(code, 429);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_web_login_wrong_password_gets_401_without_session),
+		cmocka_unit_test(test_web_login_right_password_sets_strict_session_cookie),
+		cmocka_unit_test(test_web_pages_without_session_redirect_to_login),
+		cmocka_unit_test(test_web_login_without_csrf_token_gets_403),
+		cmocka_unit_test(test_web_post_without_or_with_wrong_csrf_gets_403),
+		cmocka_unit_test(test_web_html_pages_send_security_headers),
+		cmocka_unit_test(test_web_hostile_app_id_and_model_are_escaped),
+		cmocka_unit_test(test_web_hostile_method_name_in_url_is_escaped),
+		cmocka_unit_test(test_web_sql_injection_in_filters_matches_nothing),
+		cmocka_unit_test(test_web_time_range_filter_takes_utc_dates),
+		cmocka_unit_test(test_web_path_traversal_in_static_and_export_is_refused),
+		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
+		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
+		cmocka_unit_test(test_web_signatures_page_counts_by_week_and_version),
+		cmocka_unit_test(test_web_campaign_api_publishes_a_verified_policy),
+		cmocka_unit_test(test_web_campaign_api_rejects_bad_specs_without_publishing),
+		cmocka_unit_test(test_web_campaign_form_creates_edits_and_ends),
+		cmocka_unit_test(test_web_fleet_page_shows_devices_uploads_and_skip_reasons),
+		cmocka_unit_test(test_web_logout_ends_the_session),
+		cmocka_unit_test(test_web_browser_signs_in_filters_opens_trace_and_exports),
+		cmocka_unit_test(test_web_password_guessing_is_throttled),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,245 @@
+/*
+ * test_web_bench.c — `make bench`: latency of the web UI's pages, side by
+ * side with the JSON API documents they render, with N indexed traces
+ * (default 100,000; argv[1] overrides) written straight into a fresh
+ * server's database (synthetic rows shaped like decode.c's: 8 methods and
+ * 3 chains per trace, 2,000 method names, 500 signatures).  The real binary
+ * serves them over TLS; one keep-alive libcurl handle per page measures
+ * REPS sequential requests after a warm-up (fewer, at least MIN_REPS, once a
+ * row has taken ROW_SECONDS) and reports p50 / p99 (nearest rank).
+ * Not a test: it asserts nothing and prints a table for server/BENCHMARKS.md.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <sqlite3.h>
+
+#include "test_web_server.h"
+
+#define REPS	    200
+#define MIN_REPS    20
+#define ROW_SECONDS 10.0
+
+static struct web_server g_srv;
+static char g_cookie[128];
+static long g_n = 100000;
+
+/* Synthetic index rows for n traces in one transaction. */
+static int fill(const char *data)
+{
+	long n = g_n;
+	char path[256], id[40], m[64], sig[17], chain[256];
+	sqlite3 *db;
+	sqlite3_stmt *up, *tr, *me, *ch;
+	int rc = 0;
+
+	snprintf(path, sizeof path, "%s/rearview.db", data);
+	fprintf(stderr, "filling %ld traces...\n", n);
+	if (sqlite3_open(path, &db) != SQLITE_OK)
+		return -1;
+	sqlite3_exec(db, "PRAGMA synchronous=OFF; BEGIN", NULL, NULL, NULL);
+	sqlite3_prepare_v2(
+		db,
+		"INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
+		" app_version, model, os_build, anomaly_kind, severity, state)"
+		" VALUES (?1, 'd-bench', randomblob(16), ?2, ?3, ?4, ?5, 'os-1', 1, ?6,"
+		" 'decoded')",
+		-1, &up, NULL);
+	sqlite3_prepare_v2(
+		db,
+		"INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
+		" anomaly_kind, severity, captured_at_ns, received_at, duration_ns, nmethods,"
+		" dropped, anomaly_signature, decoded_at) VALUES (?1, ?3, ?4, ?5, 'os-1', 1,"
+		" ?6, ?2 * 1000000000, ?2, 5000000, 8, 0, ?7, ?2)",
+		-1, &tr, NULL);
+	sqlite3_prepare_v2(db,
+			   "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+			   " self_rank) VALUES (?, ?, ?, ?, ?, ?)",
+			   -1, &me, NULL);
+	sqlite3_prepare_v2(
+		db,
+		"INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
+		" self_ns, incl_ns) VALUES (?, 'top', ?, ?, ?, 3, ?, ?)",
+		-1, &ch, NULL);
+	for (long i = 0; i < n && !rc; i++) {
+		char app[32], ver[16], model[16];
+		snprintf(id, sizeof id, "t-%032lx", (unsigned long)i + 1);
+		snprintf(app, sizeof app, "com.example.app%ld", i % 20);
+		snprintf(ver, sizeof ver, "1.%ld.0", i % 7);
+		snprintf(model, sizeof model, "model-%ld", i % 50);
+		snprintf(sig, sizeof sig, "%016lx", (unsigned long)(i % 500) * 2654435761u);
+		sqlite3_bind_text(up, 1, id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(up, 2, 1795000000 + i * 6);
+		sqlite3_bind_text(up, 3, app, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(up, 4, ver, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(up, 5, model, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(up, 6, (int)(i % 100));
+		rc |= sqlite3_step(up) != SQLITE_DONE;
+		sqlite3_reset(up);
+		sqlite3_bind_text(tr, 1, id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(tr, 2, 1795000000 + i * 6);
+		sqlite3_bind_text(tr, 3, app, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(tr, 4, ver, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(tr, 5, model, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(tr, 6, (int)(i % 100));
+		sqlite3_bind_text(tr, 7, sig, -1, SQLITE_TRANSIENT);
+		rc |= sqlite3_step(tr) != SQLITE_DONE;
+		sqlite3_reset(tr);
+		for (int k = 0; k < 8; k++) {
+			snprintf(m, sizeof m, "com.example.Class%ld.method%ld",
+				 (i * 7 + k * 131) % 2000 / 10, (i * 7 + k * 131) % 2000);
+			sqlite3_bind_text(me, 1, id, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(me, 2, m, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int(me, 3, 1 + k);
+			sqlite3_bind_int64(me, 4, 100000 * (8 - k) + i % 1000);
+			sqlite3_bind_int64(me, 5, 200000 * (8 - k) + i % 1000);
+			sqlite3_bind_int(me, 6, k + 1);
+			rc |= sqlite3_step(me) != SQLITE_DONE;
+			sqlite3_reset(me);
+		}
+		for (int k = 0; k < 3; k++) {
+			snprintf(sig, sizeof sig, "%016lx",
+				 (unsigned long)((i + k) % 500) * 2654435761u);
+			snprintf(chain, sizeof chain, "main;com.example.Loop.run;com.example.X%ld;",
+				 (i + k) % 500);
+			sqlite3_bind_text(ch, 1, id, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int(ch, 2, k + 1);
+			sqlite3_bind_text(ch, 3, sig, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(ch, 4, chain, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(ch, 5, 300000 - k);
+			sqlite3_bind_int64(ch, 6, 400000 - k);
+			rc |= sqlite3_step(ch) != SQLITE_DONE;
+			sqlite3_reset(ch);
+		}
+	}
+	sqlite3_finalize(up);
+	sqlite3_finalize(tr);
+	sqlite3_finalize(me);
+	sqlite3_finalize(ch);
+	rc |= sqlite3_exec(db, "COMMIT; ANALYZE", NULL, NULL, NULL) != SQLITE_OK;
+	sqlite3_close(db);
+	return rc ? -1 : 0;
+}
+
+static size_t sink(char *p, size_t sz, size_t n, void *u)
+{
+	(void)p;
+	(void)u;
+	return sz * n;
+}
+
+static size_t hdr(char *p, size_t sz, size_t n, void *u)
+{
+	const char *k = "Set-Cookie: rv_session=";
+	if (sz * n > strlen(k) + 64 && strncmp(p, k, strlen(k)) == 0)
+		snprintf(g_cookie, sizeof g_cookie, "rv_session=%.64s", p + strlen(k));
+	return sz * n;
+}
+
+static CURL *handle(const char *path, const char *auth_hdr, struct curl_slist **hl)
+{
+	CURL *c = curl_easy_init();
+	char url[512];
+	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", g_srv.port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CAINFO, g_srv.ca);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, hdr);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	*hl = auth_hdr ? curl_slist_append(NULL, auth_hdr) : NULL;
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hl);
+	return c;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void measure(const char *label, const char *path, int api)
+{
+	static double ms[REPS];
+	struct curl_slist *hl;
+	char auth[200];
+	long code = 0;
+	double total = 0;
+	int n;
+	CURL *c;
+
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", g_srv.api);
+	c = handle(path, api ? auth : NULL, &hl);
+	if (!api)
+		curl_easy_setopt(c, CURLOPT_COOKIE, g_cookie);
+	curl_easy_perform(c); /* warm-up, and the TLS handshake */
+	for (n = 0; n < REPS && (n < MIN_REPS || total < ROW_SECONDS * 1e3); n++) {
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		curl_easy_perform(c);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		ms[n] = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+		total += ms[n];
+	}
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	qsort(ms, n, sizeof ms[0], cmp_d);
+	printf("| %-30s | %3ld | %3d | %7.1f | %7.1f |\n", label, code, n, ms[(n + 1) / 2 - 1],
+	       ms[(99 * n + 99) / 100 - 1]);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(c);
+}
+
+int main(int argc, char **argv)
+{
+	char form[256];
+	struct curl_slist *hl;
+	CURL *c;
+
+	if (argc > 1)
+		g_n = strtol(argv[1], NULL, 10);
+	if (web_server_start(&g_srv, NULL, fill))
+		return 1;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* Sign in (the login form's double-submit token is any 64 hex here). */
+	c = handle("/login",
+		   "Cookie: rv_login="
+		   "00000000000000000000000000000000000000000000000000000000000000aa",
+		   &hl);
+	snprintf(form, sizeof form,
+		 "csrf=00000000000000000000000000000000000000000000000000000000000000aa"
+		 "&user=admin&password=%s",
+		 g_srv.password);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, form);
+	curl_easy_perform(c);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(c);
+	if (!g_cookie[0]) {
+		fprintf(stderr, "sign-in failed\n");
+		web_server_stop(&g_srv);
+		return 1;
+	}
+	printf("%ld traces, sequential requests on one keep-alive TLS connection per row\n\n", g_n);
+	printf("| page | status | requests | p50 ms | p99 ms |\n|---|---|---|---|---|\n");
+	measure("/traces", "/traces", 0);
+	measure("/api/v1/traces", "/api/v1/traces", 1);
+	measure("/traces?app=&version=", "/traces?app=com.example.app3&version=1.3.0", 0);
+	measure("/api/v1/traces?app=&version=", "/api/v1/traces?app=com.example.app3&version=1.3.0",
+		1);
+	measure("/traces/{id}", "/traces/t-00000000000000000000000000000007", 0);
+	measure("/api/v1/traces/{id}", "/api/v1/traces/t-00000000000000000000000000000007", 1);
+	measure("/methods/{name}", "/methods/com.example.Class13.method131", 0);
+	measure("/api/v1/methods/{name}", "/api/v1/methods/com.example.Class13.method131", 1);
+	measure("/signatures", "/signatures", 0);
+	measure("/api/v1/signatures", "/api/v1/signatures", 1);
+	measure("/fleet", "/fleet", 0);
+	curl_global_cleanup();
+	return web_server_stop(&g_srv) ? 1 : 0;
+}
