@@ -10,6 +10,7 @@
  */
 #include "api.h"
 #include "query.h"
+#include "retention.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <mbedtls/platform_util.h>
 
@@ -68,6 +70,11 @@ struct rvs_api {
 	int api_enabled;
 	struct bucket buckets[N_BUCKETS];
 	struct bucket peers[N_BUCKETS]; /* failed-auth budget per peer address */
+	/* Retention (cfg->retention_days > 0): a timer queues one pass at a time. */
+	uv_timer_t retention_timer;
+	int retention_on, retention_busy;
+	uv_work_t retention_work;
+	struct rvs_retention_stats retention_stats;
 };
 
 enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_POLICY, JOB_QUERY };
@@ -580,6 +587,8 @@ struct decode_job {
 	uv_work_t w;
 	struct rvs_api *a;
 	uint64_t depth;
+	struct rvs_hist hist; /* this job's decode times, merged on the loop */
+	uint64_t failures;
 };
 
 static void decode_work(uv_work_t *w)
@@ -594,12 +603,16 @@ static void decode_work(uv_work_t *w)
 		reason[0] = '\0';
 		if (blob[0] && rvs_blob_path(a->cfg->blob_dir, blob, path, sizeof path) == 0)
 			p = path;
+		uint64_t t0 = uv_hrtime();
 		rc = a->decoder->decode(a->decoder->ctx, trace_id, p, reason, sizeof reason);
-		if (rc == 0)
+		rvs_hist_observe(&dj->hist, (double)(uv_hrtime() - t0) / 1e9);
+		if (rc == 0) {
 			rc = a->ops->decode_done(a->store, trace_id);
-		else
+		} else {
+			dj->failures++;
 			rc = a->ops->decode_fail(a->store, trace_id,
 						 reason[0] ? reason : "decode failed");
+		}
 		if (rc)
 			break;
 	}
@@ -612,6 +625,8 @@ static void decode_done_cb(uv_work_t *w, int status)
 	struct decode_job *dj = w->data;
 	struct rvs_api *a = dj->a;
 	a->m->decode_queue_depth = dj->depth;
+	rvs_hist_merge(&a->m->decode_seconds, &dj->hist);
+	a->m->decode_failures += dj->failures;
 	a->inflight--;
 	a->decoding = 0;
 	free(dj);
@@ -867,6 +882,37 @@ static void start_work(uv_work_t *w)
 		a->start_depth = depth;
 }
 
+/* ---- retention (timer on the loop, the pass on the work queue) ------------ */
+
+static void retention_work(uv_work_t *w)
+{
+	struct rvs_api *a = w->data;
+	int64_t cutoff = (int64_t)time(NULL) - (int64_t)(a->cfg->retention_days * 86400.0);
+	rvs_retention_run(a->cfg->database, a->cfg->blob_dir, cutoff, &a->retention_stats);
+}
+
+static void retention_done(uv_work_t *w, int status)
+{
+	struct rvs_api *a = w->data;
+	a->m->retention_runs++;
+	a->m->retention_traces += a->retention_stats.traces;
+	a->m->retention_blobs += a->retention_stats.blobs;
+	a->retention_busy = 0;
+	a->inflight--;
+	maybe_stop(a);
+}
+
+static void retention_tick(uv_timer_t *t)
+{
+	struct rvs_api *a = t->data;
+	if (a->retention_busy || a->stopping)
+		return;
+	a->retention_busy = 1;
+	a->inflight++;
+	a->retention_work.data = a;
+	uv_queue_work(a->loop, &a->retention_work, retention_work, retention_done);
+}
+
 static void start_done(uv_work_t *w, int status)
 {
 	struct rvs_api *a = w->data;
@@ -874,6 +920,13 @@ static void start_done(uv_work_t *w, int status)
 	a->cb(a->cb_arg, a->life_rc);
 	if (a->life_rc == 0)
 		decode_pump(a);
+	if (a->life_rc == 0 && a->cfg->retention_days > 0 &&
+	    uv_timer_init(a->loop, &a->retention_timer) == 0) {
+		uint64_t ms = (uint64_t)a->cfg->retention_interval_s * 1000;
+		a->retention_on = 1;
+		a->retention_timer.data = a;
+		uv_timer_start(&a->retention_timer, retention_tick, ms, ms);
+	}
 }
 
 void rvs_api_start(struct rvs_api *a, void (*ready)(void *, int), void *arg)
@@ -911,6 +964,10 @@ void rvs_api_stop(struct rvs_api *a, void (*done)(void *), void *arg)
 	if (a->stopping)
 		return;
 	a->stopping = 1;
+	if (a->retention_on) {
+		a->retention_on = 0;
+		uv_close((uv_handle_t *)&a->retention_timer, NULL);
+	}
 	a->stop_done = done;
 	a->stop_arg = arg;
 	maybe_stop(a);

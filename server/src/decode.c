@@ -270,13 +270,19 @@ static int index_rows(sqlite3 *db, const char *trace_id, const rva_summary *sum)
 		}
 	}
 	sqlite3_finalize(st);
-	if (rc || !anomaly_sig[0])
+	if (rc)
 		return rc;
-	rc = sqlite3_prepare_v2(db, "UPDATE traces SET anomaly_signature = ? WHERE trace_id = ?",
+	/* Setting traces.signature fires migration 3's triggers, which count the
+	 * trace into its signature's totals inside this transaction. */
+	rc = sqlite3_prepare_v2(db,
+				"UPDATE traces SET anomaly_signature = ?1, signature = COALESCE(?1,"
+				" (SELECT c.signature FROM trace_chains c WHERE c.trace_id = ?2"
+				" AND c.kind = 'top' AND c.rank = 1)) WHERE trace_id = ?2",
 				-1, &st, NULL);
 	if (rc)
 		return rc;
-	sqlite3_bind_text(st, 1, anomaly_sig, -1, SQLITE_STATIC);
+	if (anomaly_sig[0])
+		sqlite3_bind_text(st, 1, anomaly_sig, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, trace_id, -1, SQLITE_STATIC);
 	rc = step_done(st);
 	sqlite3_finalize(st);

@@ -536,36 +536,56 @@ static void get_method(sqlite3 *db, const char *name, const char *query, struct 
 
 /* ---- GET /api/v1/signatures ------------------------------------------------- */
 
+/* Per-week / app-version counts of one signature into o["counts"]. */
+static int signature_counts_into(sqlite3_stmt *st, const char *sig, json_t *o)
+{
+	json_t *arr = json_array();
+	int rc;
+	sqlite3_bind_text(st, 1, sig, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *c = json_object();
+		row_into(st, c);
+		json_array_append_new(arr, c);
+	}
+	sqlite3_reset(st);
+	json_object_set_new(o, "counts", arr);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Reads the totals migration 3's triggers maintain: no scan of traces. */
 static void list_signatures(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st, *cst;
 	int64_t limit;
 	json_t *arr;
-	int rc;
+	int rc, bad = 0;
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	/* A trace's signature: its chain at the anomaly, else its top chain. */
-	if (sqlite3_prepare_v2(
-		    db,
-		    "WITH s AS (SELECT t.trace_id, COALESCE(t.anomaly_signature, c.signature) AS "
-		    "sig"
-		    " FROM traces t LEFT JOIN trace_chains c ON c.trace_id = t.trace_id"
-		    " AND c.kind = 'top' AND c.rank = 1)"
-		    " SELECT sig AS signature, count(*) AS traces,"
-		    " (SELECT chain FROM trace_chains x WHERE x.signature = s.sig LIMIT 1) AS chain"
-		    " FROM s WHERE sig IS NOT NULL GROUP BY sig ORDER BY traces DESC, sig LIMIT ?",
-		    -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db,
+			       "SELECT signature, traces, chain FROM signatures"
+			       " ORDER BY traces DESC, signature LIMIT ?",
+			       -1, &st, NULL) != SQLITE_OK)
 		return set_error(r, 500, "query failed");
+	if (sqlite3_prepare_v2(db,
+			       "SELECT week * 604800 AS week_start, app_version, traces"
+			       " FROM signature_counts WHERE signature = ?"
+			       " ORDER BY week DESC, app_version LIMIT 200",
+			       -1, &cst, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return set_error(r, 500, "query failed");
+	}
 	sqlite3_bind_int64(st, 1, limit);
 	arr = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o = json_object();
 		row_into(st, o);
+		bad = signature_counts_into(cst, (const char *)sqlite3_column_text(st, 0), o);
 		json_array_append_new(arr, o);
 	}
+	sqlite3_finalize(cst);
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
+	if (bad || rc != SQLITE_DONE) {
 		json_decref(arr);
 		return set_error(r, 500, "query failed");
 	}

@@ -47,6 +47,18 @@ enum rvs_err_reason {
 	RVS_ERR_CONN_LIMIT,
 	RVS_ERR_COUNT
 };
+/* Decode-time histogram (Prometheus buckets, seconds, last bucket +Inf).
+ * Work threads fill a private one per job; the loop thread adds it into
+ * struct rvs_metrics with rvs_hist_merge. */
+#define RVS_DECODE_BUCKETS 12
+struct rvs_hist {
+	uint64_t bucket[RVS_DECODE_BUCKETS]; /* not cumulative; rendered cumulative */
+	uint64_t count;
+	double sum;
+};
+void rvs_hist_observe(struct rvs_hist *h, double seconds);
+void rvs_hist_merge(struct rvs_hist *into, const struct rvs_hist *from);
+
 struct rvs_metrics {
 	uint64_t requests;
 	uint64_t uploads;
@@ -58,6 +70,11 @@ struct rvs_metrics {
 	uint64_t connections_open;
 	uint64_t decode_queue_depth;
 	uint64_t errors[RVS_ERR_COUNT];
+	struct rvs_hist decode_seconds; /* decodes that ran, ok or failed */
+	uint64_t decode_failures;	/* uploads quarantined */
+	uint64_t retention_runs;
+	uint64_t retention_traces; /* traces deleted by retention */
+	uint64_t retention_blobs;  /* blob files deleted by retention */
 };
 const char *rvs_err_name(enum rvs_err_reason r);
 /* Renders Prometheus text exposition into a heap buffer (caller frees). */
@@ -142,6 +159,8 @@ struct rvs_config {
 	uint32_t upload_burst;
 	uint32_t auth_fail_per_min; /* refill of a peer address's failed-auth budget */
 	uint32_t auth_fail_burst;
+	double retention_days;	       /* traces older than this are deleted; 0 keeps all */
+	uint32_t retention_interval_s; /* how often the retention job runs */
 };
 /* Loads an INI file; relative paths are resolved against data_dir. */
 int rvs_config_load(const char *path, struct rvs_config *cfg, char *err, size_t errlen);

@@ -24,6 +24,25 @@ struct rvs_store {
 	pthread_mutex_t mu;
 };
 
+/* Trigger bodies of migration 3: count row R (NEW or OLD) of traces into,
+ * or out of, its signature's totals.  A count reaching 0 removes the row. */
+#define SIG_ADD(R)                                                                           \
+	" INSERT INTO signature_counts (signature, week, app_version, traces) VALUES"        \
+	" (" R ".signature, " R ".received_at / 604800, COALESCE(" R ".app_version, ''), 1)" \
+	" ON CONFLICT DO UPDATE SET traces = traces + 1;"                                    \
+	" INSERT INTO signatures (signature, chain, traces) VALUES (" R ".signature,"        \
+	" (SELECT x.chain FROM trace_chains x WHERE x.trace_id = " R ".trace_id"             \
+	" AND x.signature = " R ".signature LIMIT 1), 1)"                                    \
+	" ON CONFLICT DO UPDATE SET traces = traces + 1,"                                    \
+	" chain = COALESCE(chain, excluded.chain);"
+#define SIG_SUB(R)                                                                           \
+	" UPDATE signature_counts SET traces = traces - 1 WHERE signature = " R ".signature" \
+	" AND week = " R ".received_at / 604800 AND app_version = COALESCE(" R               \
+	".app_version, '');"                                                                 \
+	" DELETE FROM signature_counts WHERE signature = " R ".signature AND traces <= 0;"   \
+	" UPDATE signatures SET traces = traces - 1 WHERE signature = " R ".signature;"      \
+	" DELETE FROM signatures WHERE signature = " R ".signature AND traces <= 0;"
+
 static const char *const migrations[] = {
 	/* 1: devices, uploads, the decode queue, quarantine, admin accounts */
 	"CREATE TABLE devices ("
@@ -81,6 +100,44 @@ static const char *const migrations[] = {
 	"CREATE INDEX traces_signature ON traces(anomaly_signature);"
 	"CREATE INDEX trace_methods_method ON trace_methods(method);"
 	"CREATE INDEX trace_chains_signature ON trace_chains(signature);",
+	/* 3 (server ops): each trace's signature (its chain at the anomaly, else
+	 * its top chain) as a column, and per-signature counts kept current by
+	 * triggers on traces, so /api/v1/signatures reads an index instead of
+	 * grouping every trace.  Backfilled from the rows of migration 2. */
+	"ALTER TABLE traces ADD COLUMN signature TEXT;"
+	"UPDATE traces SET signature = COALESCE(anomaly_signature, (SELECT c.signature"
+	" FROM trace_chains c WHERE c.trace_id = traces.trace_id AND c.kind = 'top'"
+	" AND c.rank = 1));"
+	"CREATE INDEX traces_sig ON traces(signature);"
+	"CREATE TABLE signatures ("
+	" signature TEXT PRIMARY KEY, chain TEXT, traces INTEGER NOT NULL);"
+	"CREATE TABLE signature_counts ("
+	" signature TEXT NOT NULL, week INTEGER NOT NULL, app_version TEXT NOT NULL,"
+	" traces INTEGER NOT NULL, PRIMARY KEY (signature, week, app_version)) WITHOUT ROWID;"
+	"INSERT INTO signature_counts (signature, week, app_version, traces)"
+	" SELECT signature, received_at / 604800, COALESCE(app_version, ''), count(*)"
+	" FROM traces WHERE signature IS NOT NULL GROUP BY 1, 2, 3;"
+	"INSERT INTO signatures (signature, chain, traces)"
+	" SELECT s.signature, (SELECT x.chain FROM trace_chains x WHERE x.signature ="
+	" s.signature LIMIT 1), sum(s.traces) FROM signature_counts s GROUP BY s.signature;"
+	"CREATE INDEX signatures_traces ON signatures(traces DESC, signature);"
+	"CREATE TRIGGER traces_sig_ins AFTER INSERT ON traces WHEN NEW.signature IS NOT NULL"
+	" BEGIN" SIG_ADD("NEW") "END;"
+				"CREATE TRIGGER traces_sig_del AFTER DELETE ON traces WHEN "
+				"OLD.signature IS NOT NULL"
+				" BEGIN" SIG_SUB(
+					"OLD") "END;"
+					       "CREATE TRIGGER traces_sig_upd_old AFTER UPDATE OF "
+					       "signature ON traces"
+					       " WHEN OLD.signature IS NOT NULL AND OLD.signature "
+					       "IS NOT NEW.signature"
+					       " BEGIN" SIG_SUB(
+						       "OLD") "END;"
+							      "CREATE TRIGGER traces_sig_upd_new "
+							      "AFTER UPDATE OF signature ON traces"
+							      " WHEN NEW.signature IS NOT NULL AND "
+							      "OLD.signature IS NOT NEW.signature"
+							      " BEGIN" SIG_ADD("NEW") "END;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
