@@ -48,9 +48,12 @@ $(eval $(call rv_test,server,fuzz_http,$(OBJ)/server/src/http.o,-lhttp_parser))
 $(eval $(call rv_test,server,fuzz_upload,$(OBJ)/server/src/upload.o $(LIBRVPROTO),$(PROTOBUF_LIBS)))
 
 # `make bench`: the upload load generator against the real binary.
-$(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(LIBRVPROTO) | $(BIN)/rearview-server
+$(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(OBJ)/tests/bench/server_workload.o \
+		$(LIBRVTRACE_A) $(LIBRVPROTO) | $(BIN)/rearview-server
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl $(PROTOBUF_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl -lzstd $(RVT_LDLIBS) $(PROTOBUF_LIBS)
+$(OBJ)/tests/bench/server_workload.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include
 BENCHES += $(TBIN)/server/bench_upload
 
 # Server ops: retention, signature totals, decode metrics.

@@ -373,6 +373,11 @@ static void do_upload(struct job *j)
 	if (device_of(j, device_id))
 		return;
 	rc = rvs_upload_parse(j->req->body, j->req->body_len, &e, reason, sizeof reason);
+	/* The envelope holds its own copy of the payload: drop the request's
+	 * now, so a 64 MiB body is not held twice through the blob write.  The
+	 * connection is parked until the response (body_len stays for metrics). */
+	free(j->req->body);
+	j->req->body = NULL;
 	if (rc) {
 		job_fail(j, 400, rc == -EBADMSG ? RVS_ERR_MALFORMED : RVS_ERR_BAD_REQUEST,
 			 REARVIEW__ERROR__CODE__MALFORMED, reason);

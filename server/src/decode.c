@@ -31,10 +31,17 @@
 #define TOP_METHODS 20
 #define TOP_CHAINS  10
 
+/* A capture buffer up to this size is kept between decodes: refaulting
+ * 32 MiB of fresh pages per capture costs more than decompressing into it. */
+#define KEEP_BUF_MAX (64u << 20)
+
 struct rvs_decode {
 	char database[512];
 	sqlite3 *db;
 	pthread_mutex_t mu;
+	ZSTD_DCtx *dctx; /* reused: its window buffers are allocated once */
+	uint8_t *buf;	 /* the capture buffer (d->bufcap bytes), reused */
+	size_t bufcap;
 };
 
 int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
@@ -42,11 +49,18 @@ int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out
 	ZSTD_DStream *zs = ZSTD_createDStream();
 	ZSTD_inBuffer ib = {in, len, 0};
 	size_t cap = len * 4 < 65536 ? 65536 : len * 4, r = 1;
+	unsigned long long declared = ZSTD_getFrameContentSize(in, len);
 	uint8_t *buf = NULL, *nb;
 	int rc = 0;
 
 	if (!zs)
 		return -ENOMEM;
+	/* A frame that declares its size (ZSTD_compress does) gets one buffer
+	 * of that size (+1 so the end is seen without growing): no realloc
+	 * copies of a 32 MiB capture.  The declaration is untrusted, hence the
+	 * max cap and the loop below still checking every byte. */
+	if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR)
+		cap = declared < max ? (size_t)declared + 1 : max;
 	if (cap > max)
 		cap = max ? max : 1;
 	ZSTD_initDStream(zs);
@@ -91,6 +105,61 @@ int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out
 free_stream:
 	ZSTD_freeDStream(zs);
 	return rc;
+}
+
+/* Decompresses into d->buf when the frames declare their total size (a
+ * device's ZSTD_compress output does); *out is then d->buf, not to be
+ * freed.  Anything else goes through rvs_zstd_decompress (*out malloc'd,
+ * *owned set).  Errors as rvs_zstd_decompress. */
+/* The sum of the content sizes the frames of in[0..len) declare (skippable
+ * frames count 0); ZSTD_CONTENTSIZE_UNKNOWN when a frame does not declare
+ * it, ZSTD_CONTENTSIZE_ERROR when the frames do not parse. */
+static unsigned long long declared_size(const uint8_t *in, size_t len)
+{
+	unsigned long long total = 0;
+	while (len) {
+		unsigned long long fcs = ZSTD_getFrameContentSize(in, len);
+		size_t fl = ZSTD_findFrameCompressedSize(in, len);
+		if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN)
+			return fcs;
+		if (ZSTD_isError(fl) || fl > len || total + fcs < total)
+			return ZSTD_CONTENTSIZE_ERROR;
+		total += fcs;
+		in += fl;
+		len -= fl;
+	}
+	return total;
+}
+
+static int inflate(struct rvs_decode *d, const uint8_t *in, size_t len, uint8_t **out,
+		   size_t *outlen, int *owned)
+{
+	unsigned long long total = declared_size(in, len);
+	size_t r;
+
+	*owned = 0;
+	if (total == ZSTD_CONTENTSIZE_ERROR || total == ZSTD_CONTENTSIZE_UNKNOWN || total == 0 ||
+	    total > KEEP_BUF_MAX) {
+		*owned = 1;
+		return rvs_zstd_decompress(in, len, RVS_DECODE_MAX_CAPTURE, out, outlen);
+	}
+	if (!d->dctx && !(d->dctx = ZSTD_createDCtx()))
+		return -ENOMEM;
+	if (d->bufcap < total) {
+		uint8_t *nb = realloc(d->buf, (size_t)total);
+		if (!nb)
+			return -ENOMEM;
+		d->buf = nb;
+		d->bufcap = (size_t)total;
+	}
+	/* The declared sizes are untrusted: output beyond them is an error
+	 * (dstSize_tooSmall), output short of them is checked below. */
+	r = ZSTD_decompressDCtx(d->dctx, d->buf, (size_t)total, in, len);
+	if (ZSTD_isError(r) || r != total)
+		return -EINVAL;
+	*out = d->buf;
+	*outlen = r;
+	return 0;
 }
 
 static int sqlerr(sqlite3 *db, int rc, char *reason, size_t rlen)
@@ -308,14 +377,22 @@ static int upload_compression(sqlite3 *db, const char *trace_id, int *out)
 	return rc;
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static int decode_locked(struct rvs_decode *d, const char *trace_id, const char *blob_path,
 			 char *reason, size_t rlen)
 {
+	double t0 = now_ms(), t_read = t0, t_zstd = t0, t_sum = t0;
 	uint8_t *raw = NULL, *cap = NULL;
 	size_t rawlen = 0, caplen = 0;
 	rva_summary sum;
 	rva_error err;
-	int comp = 0, rc, have_sum = 0;
+	int comp = 0, rc, have_sum = 0, cap_owned = 0;
 
 	memset(&sum, 0, sizeof sum);
 	err.msg[0] = 0;
@@ -330,9 +407,9 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 			snprintf(reason, rlen, "blob unreadable: %s", strerror(-rc));
 			return rc;
 		}
+		t_read = now_ms();
 		if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD) {
-			rc = rvs_zstd_decompress(raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap,
-						 &caplen);
+			rc = inflate(d, raw, rawlen, &cap, &caplen, &cap_owned);
 			free(raw);
 			raw = NULL;
 			if (rc) {
@@ -348,9 +425,13 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 		} else {
 			cap = raw;
 			caplen = rawlen;
+			cap_owned = 1;
 		}
+		t_zstd = now_ms();
 		rc = rva_capture_summarize(cap, caplen, &sum, &err);
-		free(cap);
+		if (cap_owned)
+			free(cap);
+		t_sum = now_ms();
 		if (rc) {
 			snprintf(reason, rlen, "capture: %s", err.msg[0] ? err.msg : strerror(-rc));
 			return rc;
@@ -367,6 +448,12 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 		sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
 	}
 	rva_summary_release(&sum);
+	if (!rc && blob_path)
+		rvs_log("info",
+			"msg=\"decoded\" trace=%s capture_bytes=%zu read_ms=%.1f zstd_ms=%.1f"
+			" summarize_ms=%.1f index_ms=%.1f",
+			trace_id, caplen, t_read - t0, t_zstd - t_read, t_sum - t_zstd,
+			now_ms() - t_sum);
 	return rc;
 }
 
@@ -406,6 +493,8 @@ void rvs_decode_free(struct rvs_decode *d)
 	if (!d)
 		return;
 	sqlite3_close(d->db);
+	ZSTD_freeDCtx(d->dctx);
+	free(d->buf);
 	pthread_mutex_destroy(&d->mu);
 	free(d);
 }

@@ -4,8 +4,14 @@
  * (one keep-alive TLS connection and one device token each) posting
  * UploadEnvelopes on loopback.  Reports sustained acknowledged uploads/s and
  * p50/p99 acknowledgement latency for summary-only uploads and for uploads
- * carrying a capture payload.
- *   bench_upload [concurrency] [summary_uploads] [capture_uploads] [capture_kib]
+ * carrying a capture payload, then how fast the captures were decoded and
+ * indexed (the server's /metrics decode counter reaching the upload count).
+ *   bench_upload [concurrency] [summary_uploads] [capture_uploads] [ring_kib] [real|random]
+ * "real" (the default) traces tests/bench/server_workload.c with librvtrace
+ * until a ring of ring_kib is full, zstd-compresses the capture as a device
+ * would, and makes each upload's blob distinct by appending a zstd skippable
+ * frame carrying its upload id (same decode work, a new content address).
+ * "random" posts ring_kib of uncompressed filler, which the decoder rejects.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -18,8 +24,15 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <zstd.h>
 
+#include "rearview/trace.h"
 #include "rearview/upload.pb-c.h"
+
+uint64_t rvs_bench_workload(uint64_t iterations); /* server_workload.c */
+
+static uint8_t *g_zcap; /* the compressed real capture; NULL in random mode */
+static size_t g_zlen, g_rawlen;
 
 static char g_dir[64], g_data[128], g_ca[160], g_secret[128];
 static int g_port;
@@ -71,7 +84,11 @@ static pid_t start_server(void)
 	fclose(f);
 	pid = fork();
 	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
+		/* RVS_BENCH_LOG=file keeps the server's log (per-decode timings). */
+		const char *log = getenv("RVS_BENCH_LOG");
+		int fd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
+		if (fd < 0)
+			fd = open("/dev/null", O_WRONLY);
 		dup2(fd, 2);
 		execl(RVS_BIN, RVS_BIN, "--config", path, (char *)NULL);
 		_exit(127);
@@ -146,10 +163,19 @@ static void next_body(struct dev *d, size_t payload)
 
 	if (!run)
 		run = (unsigned)getpid() ^ (unsigned)time(NULL);
+	if (payload && g_zcap)
+		payload = g_zlen + 24;
 	if (payload && !pl) {
 		pl = malloc(payload);
-		for (size_t i = 0; i < payload; i++)
-			pl[i] = (uint8_t)(i * 131);
+		if (g_zcap) {
+			/* Skippable frame header: magic 0x184D2A50, 16-byte body. */
+			static const uint8_t skip[8] = {0x50, 0x2a, 0x4d, 0x18, 16, 0, 0, 0};
+			memcpy(pl, g_zcap, g_zlen);
+			memcpy(pl + g_zlen, skip, 8);
+		} else {
+			for (size_t i = 0; i < payload; i++)
+				pl[i] = (uint8_t)(i * 131);
+		}
 	}
 	memcpy(id, &run, sizeof run);
 	memcpy(id + 4, &d->id, sizeof d->id);
@@ -162,11 +188,15 @@ static void next_body(struct dev *d, size_t payload)
 	app.version = "1.0";
 	e.app = &app;
 	if (payload) {
-		/* A distinct first byte per upload: distinct blobs, as in the field. */
-		memcpy(pl, id, 16);
+		/* Distinct bytes per upload: distinct blobs, as in the field. */
+		memcpy(g_zcap ? pl + g_zlen + 8 : pl, id, 16);
 		e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
 		e.payload.data = pl;
 		e.payload.len = payload;
+		if (g_zcap) {
+			e.compression = REARVIEW__COMPRESSION__COMPRESSION_ZSTD;
+			e.payload_size = g_rawlen;
+		}
 	}
 	free(d->body);
 	d->len = rearview__upload_envelope__get_packed_size(&e);
@@ -229,12 +259,84 @@ static void run(struct dev *devs, int conc, int total, size_t payload, const cha
 	free(lat);
 }
 
+/* Traces the workload until a ring of kib KiB has wrapped, zstd level 3. */
+static int make_capture(size_t kib)
+{
+	char path[160];
+	uint8_t *raw;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof path, "%s/capture.rvt", g_dir);
+	if (rvt_set_config(kib << 10, 0) || rvt_start(0))
+		return -1;
+	/* About 14 bytes of ring per call: twice the ring's worth of calls. */
+	rvs_bench_workload((uint64_t)kib * 1024 / 14 * 2 / 11);
+	if (rvt_capture_to_path(0, path) || rvt_stop(0, 1))
+		return -1;
+	if (!(f = fopen(path, "rb")) || fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0)
+		return -1;
+	rewind(f);
+	raw = malloc((size_t)n);
+	g_rawlen = fread(raw, 1, (size_t)n, f);
+	fclose(f);
+	g_zcap = malloc(ZSTD_compressBound(g_rawlen));
+	g_zlen = ZSTD_compress(g_zcap, ZSTD_compressBound(g_rawlen), raw, g_rawlen, 3);
+	free(raw);
+	if (ZSTD_isError(g_zlen))
+		return -1;
+	printf("capture: %zu KiB ring, %zu B capture, %zu B zstd\n", kib, g_rawlen, g_zlen);
+	return 0;
+}
+
+static size_t grow(char *p, size_t sz, size_t n, void *u)
+{
+	char *buf = u;
+	size_t have = strlen(buf), add = sz * n;
+	if (have + add < 16384) {
+		memcpy(buf + have, p, add);
+		buf[have + add] = '\0';
+	}
+	return sz * n;
+}
+
+/* A counter from the server's /metrics, -1 when unreadable. */
+static double metric(const char *name)
+{
+	static char text[16384];
+	static CURL *h; /* one kept-alive connection: no TLS handshake per poll */
+	char *p;
+	size_t nl = strlen(name);
+	text[0] = '\0';
+	if (!h) {
+		h = curl_easy_init();
+		setup_common(h, "/metrics");
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, grow);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, text);
+	}
+	if (curl_easy_perform(h) != CURLE_OK)
+		return -1;
+	for (p = text; (p = strstr(p, name)); p += nl)
+		if ((p == text || p[-1] == '\n') && p[nl] == ' ')
+			return strtod(p + nl + 1, NULL);
+	return -1;
+}
+
+/* Waits until the server has decoded `count` uploads in all. */
+static void wait_decoded(double count)
+{
+	while (metric("rearview_decode_seconds_count") < count)
+		usleep(100000);
+}
+
 int main(int argc, char **argv)
 {
 	int conc = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 32;
 	int nsum = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 4000;
-	int ncap = argc > 3 ? (int)strtol(argv[3], NULL, 10) : 200;
-	size_t kib = argc > 4 ? (size_t)strtol(argv[4], NULL, 10) : 1024;
+	int ncap = argc > 3 ? (int)strtol(argv[3], NULL, 10) : 60;
+	size_t kib = argc > 4 ? (size_t)strtol(argv[4], NULL, 10) : 32768;
+	int real = !(argc > 5 && strcmp(argv[5], "random") == 0);
+	double t0, failed0, sum0;
 	struct dev *devs;
 	pid_t pid;
 	char cmd[128];
@@ -247,6 +349,10 @@ int main(int argc, char **argv)
 		return 1;
 	snprintf(g_data, sizeof g_data, "%s/d", g_dir);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (ncap && real && make_capture(kib)) {
+		fprintf(stderr, "cannot make a capture\n");
+		return 1;
+	}
 	pid = start_server();
 	if (pid < 0 || g_port <= 0)
 		return 1;
@@ -264,8 +370,22 @@ int main(int argc, char **argv)
 		curl_easy_setopt(devs[i].h, CURLOPT_PRIVATE, &devs[i]);
 	}
 	run(devs, conc, nsum, 0, "summary-only uploads");
-	if (ncap)
-		run(devs, conc, ncap, kib * 1024, "capture uploads");
+	wait_decoded(nsum);
+	if (ncap) {
+		failed0 = metric("rearview_decode_failures_total");
+		sum0 = metric("rearview_decode_seconds_sum");
+		t0 = now_s();
+		run(devs, conc, ncap, real ? g_zlen + 24 : kib * 1024,
+		    real ? "zstd capture uploads" : "capture uploads");
+		wait_decoded(nsum + ncap);
+		t0 = now_s() - t0;
+		printf("%-28s %6d indexed %4.0f quarantined  %6.1f captures/s (upload start to"
+		       " last decode; decode mean %.0f ms)\n",
+		       "captures decoded+indexed",
+		       ncap - (int)(metric("rearview_decode_failures_total") - failed0),
+		       metric("rearview_decode_failures_total") - failed0, ncap / t0,
+		       1000 * (metric("rearview_decode_seconds_sum") - sum0) / ncap);
+	}
 	for (int i = 0; i < conc; i++) {
 		curl_easy_cleanup(devs[i].h);
 		curl_slist_free_all(devs[i].hdr);
