@@ -49,12 +49,18 @@ $(eval $(call rv_test,server,fuzz_upload,$(OBJ)/server/src/upload.o $(LIBRVPROTO
 
 # `make bench`: the upload load generator against the real binary.
 $(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(OBJ)/tests/bench/server_workload.o \
-		$(LIBRVTRACE_A) $(LIBRVPROTO) | $(BIN)/rearview-server
+		$(OBJ)/tests/bench/server_common.o $(LIBRVTRACE_A) $(LIBRVPROTO) | $(BIN)/rearview-server
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl -lzstd $(RVT_LDLIBS) $(PROTOBUF_LIBS)
 $(OBJ)/tests/bench/server_workload.o: CFLAGS += -finstrument-functions
-$(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include
+$(OBJ)/tests/bench/server_%.o: CPPFLAGS += -DRVS_BIN='"$(BIN)/rearview-server"' -Iserver/src
+$(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include -Itests/bench
 BENCHES += $(TBIN)/server/bench_upload
 
 # Server ops: retention, signature totals, decode metrics.
 $(eval $(call rv_test,server,retention,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench/server_common.o \
+		| $(BIN)/rearview-server
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
+BENCHES += $(TBIN)/server/bench_pages

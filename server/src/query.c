@@ -450,87 +450,95 @@ static void export_trace(sqlite3 *db, const char *blob_dir, const char *id, cons
 
 /* ---- GET /api/v1/methods/{name} --------------------------------------------- */
 
-static int cmp_i64(const void *a, const void *b)
+/* Past this many traces with the method, its newest traces are found by
+ * walking traces newest first and probing trace_methods' primary key,
+ * instead of sorting every row of the method. */
+#define METHOD_SCAN_MIN 5000
+
+/* One integer from sql with ?1 = name and ?2 = arg; -1 on error. */
+static int64_t method_int(sqlite3 *db, const char *sql, const char *name, int64_t arg)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
+	sqlite3_stmt *st;
+	int64_t v = -1;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, arg);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
 }
 
-/* Nearest-rank percentile of sorted v[0..n). */
-static int64_t pct(const int64_t *v, size_t n, int p)
+/* {"p50","p95"} of column col (nearest rank) read off migration 3's
+ * (method, col) index: an OFFSET walk, no sort. */
+static json_t *method_pcts(sqlite3 *db, const char *name, int64_t n, int incl)
 {
-	size_t k = (size_t)((p * n + 99) / 100);
-	return v[k ? k - 1 : 0];
+	const char *sql = incl ? "SELECT incl_ns FROM trace_methods WHERE method = ?1"
+				 " ORDER BY incl_ns LIMIT 1 OFFSET ?2"
+			       : "SELECT self_ns FROM trace_methods WHERE method = ?1"
+				 " ORDER BY self_ns LIMIT 1 OFFSET ?2";
+	int64_t k50 = (50 * n + 99) / 100, k95 = (95 * n + 99) / 100;
+	int64_t p50 = method_int(db, sql, name, k50 ? k50 - 1 : 0);
+	int64_t p95 = method_int(db, sql, name, k95 ? k95 - 1 : 0);
+	if (p50 < 0 || p95 < 0)
+		return NULL;
+	return json_pack("{s:I,s:I}", "p50", (json_int_t)p50, "p95", (json_int_t)p95);
 }
 
 static void get_method(sqlite3 *db, const char *name, const char *query, struct rvs_query_resp *r)
 {
 	sqlite3_stmt *st;
-	int64_t *self = NULL, *incl = NULL, limit, *g;
-	size_t n = 0, cap = 0;
-	json_t *doc, *traces;
+	int64_t limit, n;
+	json_t *doc, *traces, *self = NULL, *incl = NULL;
 	int rc;
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	if (sqlite3_prepare_v2(db, "SELECT self_ns, incl_ns FROM trace_methods WHERE method = ?",
-			       -1, &st, NULL) != SQLITE_OK)
+	n = method_int(db, "SELECT count(*) FROM trace_methods WHERE method = ?1", name, 0);
+	if (n < 0)
 		return set_error(r, 500, "query failed");
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			if (!(g = realloc(self, cap * sizeof *self)))
-				break;
-			self = g;
-			if (!(g = realloc(incl, cap * sizeof *incl)))
-				break;
-			incl = g;
-		}
-		self[n] = sqlite3_column_int64(st, 0);
-		incl[n] = sqlite3_column_int64(st, 1);
-		n++;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		free(self);
-		free(incl);
+	if (n && (!(self = method_pcts(db, name, n, 0)) || !(incl = method_pcts(db, name, n, 1)))) {
+		json_decref(self);
 		return set_error(r, 500, "query failed");
 	}
 	doc = json_object();
 	json_object_set_new(doc, "method", jstr(name));
 	json_object_set_new(doc, "count", json_integer((json_int_t)n));
 	if (n) {
-		qsort(self, n, sizeof *self, cmp_i64);
-		qsort(incl, n, sizeof *incl, cmp_i64);
-		json_object_set_new(doc, "self_ns",
-				    json_pack("{s:I,s:I}", "p50", (json_int_t)pct(self, n, 50),
-					      "p95", (json_int_t)pct(self, n, 95)));
-		json_object_set_new(doc, "incl_ns",
-				    json_pack("{s:I,s:I}", "p50", (json_int_t)pct(incl, n, 50),
-					      "p95", (json_int_t)pct(incl, n, 95)));
+		json_object_set_new(doc, "self_ns", self);
+		json_object_set_new(doc, "incl_ns", incl);
 	}
-	free(self);
-	free(incl);
 	traces = json_array();
 	json_object_set_new(doc, "traces", traces);
-	if (sqlite3_prepare_v2(db,
-			       "SELECT t.trace_id, t.app_id, t.app_version, t.model, t.received_at,"
-			       " m.calls, m.self_ns, m.incl_ns FROM trace_methods m"
-			       " JOIN traces t USING (trace_id) WHERE m.method = ?"
-			       " ORDER BY t.rowid DESC LIMIT ?",
-			       -1, &st, NULL) != SQLITE_OK) {
+	/* CROSS JOIN fixes the loop order (traces outside) for common methods. */
+	if (sqlite3_prepare_v2(
+		    db,
+		    n > METHOD_SCAN_MIN
+			    ? "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
+			      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM traces t"
+			      " CROSS JOIN trace_methods m ON m.trace_id = t.trace_id"
+			      " AND m.method = ?1 ORDER BY t.rowid DESC LIMIT ?2"
+			    : "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
+			      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM"
+			      " trace_methods m JOIN traces t USING (trace_id)"
+			      " WHERE m.method = ?1 ORDER BY t.rowid DESC LIMIT ?2",
+		    -1, &st, NULL) != SQLITE_OK) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 2, limit);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o = json_object();
 		row_into(st, o);
 		json_array_append_new(traces, o);
 	}
 	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(doc);
+		return set_error(r, 500, "query failed");
+	}
 	set_json(r, 200, doc);
 }
 

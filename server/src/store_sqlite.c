@@ -121,6 +121,10 @@ static const char *const migrations[] = {
 	" SELECT s.signature, (SELECT x.chain FROM trace_chains x WHERE x.signature ="
 	" s.signature LIMIT 1), sum(s.traces) FROM signature_counts s GROUP BY s.signature;"
 	"CREATE INDEX signatures_traces ON signatures(traces DESC, signature);"
+	/* The method page's count and percentiles walk these, never sort. */
+	"DROP INDEX trace_methods_method;"
+	"CREATE INDEX trace_methods_self ON trace_methods(method, self_ns);"
+	"CREATE INDEX trace_methods_incl ON trace_methods(method, incl_ns);"
 	"CREATE TRIGGER traces_sig_ins AFTER INSERT ON traces WHEN NEW.signature IS NOT NULL"
 	" BEGIN" SIG_ADD("NEW") "END;"
 				"CREATE TRIGGER traces_sig_del AFTER DELETE ON traces WHEN "

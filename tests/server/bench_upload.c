@@ -13,13 +13,10 @@
  * frame carrying its upload id (same decode work, a new content address).
  * "random" posts ring_kib of uncompressed filler, which the decoder rejects.
  */
-#include <fcntl.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +24,7 @@
 #include <zstd.h>
 
 #include "rearview/trace.h"
+#include "server_common.h"
 #include "rearview/upload.pb-c.h"
 
 uint64_t rvs_bench_workload(uint64_t iterations); /* server_workload.c */
@@ -34,77 +32,7 @@ uint64_t rvs_bench_workload(uint64_t iterations); /* server_workload.c */
 static uint8_t *g_zcap; /* the compressed real capture; NULL in random mode */
 static size_t g_zlen, g_rawlen;
 
-static char g_dir[64], g_data[128], g_ca[160], g_secret[128];
-static int g_port;
-
-static int slurp(const char *path, char *buf, size_t cap)
-{
-	FILE *f = fopen(path, "r");
-	size_t n;
-	if (!f)
-		return -1;
-	n = fread(buf, 1, cap - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return (int)n;
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static size_t sink(char *p, size_t sz, size_t n, void *u)
-{
-	return sz * n;
-}
-
-static pid_t start_server(void)
-{
-	char path[256], buf[32];
-	FILE *f;
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(RVS_BIN, RVS_BIN, "init", g_data, (char *)NULL);
-		_exit(127);
-	}
-	waitpid(pid, NULL, 0);
-	snprintf(path, sizeof path, "%s/rearview-server.conf", g_data);
-	f = fopen(path, "a");
-	if (!f)
-		return -1;
-	fputs("listen = 127.0.0.1:0\nupload_rate_per_min = 1000000\nupload_burst = 1000000\n"
-	      "max_connections = 1024\n",
-	      f);
-	fclose(f);
-	pid = fork();
-	if (pid == 0) {
-		/* RVS_BENCH_LOG=file keeps the server's log (per-decode timings). */
-		const char *log = getenv("RVS_BENCH_LOG");
-		int fd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
-		if (fd < 0)
-			fd = open("/dev/null", O_WRONLY);
-		dup2(fd, 2);
-		execl(RVS_BIN, RVS_BIN, "--config", path, (char *)NULL);
-		_exit(127);
-	}
-	snprintf(path, sizeof path, "%s/server.port", g_data);
-	for (int i = 0; i < 1200 && g_port <= 0; i++) {
-		if (slurp(path, buf, sizeof buf) > 0)
-			g_port = (int)strtol(buf, NULL, 10);
-		else
-			usleep(50000);
-	}
-	snprintf(path, sizeof path, "%s/enrollment.secret", g_data);
-	slurp(path, g_secret, sizeof g_secret);
-	snprintf(g_ca, sizeof g_ca, "%s/ca.crt", g_data);
-	return pid;
-}
+static struct rvsb g_b;
 
 struct dev {
 	CURL *h;
@@ -118,11 +46,7 @@ struct dev {
 
 static void setup_common(CURL *h, const char *path)
 {
-	char url[128];
-	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", g_port, path);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CAINFO, g_ca);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+	rvsb_curl(&g_b, h, path);
 }
 
 static size_t grab(char *p, size_t sz, size_t n, void *u)
@@ -142,7 +66,7 @@ static void enroll(struct dev *d)
 	uint8_t buf[256];
 	size_t n;
 	CURL *h = curl_easy_init();
-	q.enrollment_secret = g_secret;
+	q.enrollment_secret = g_b.secret;
 	n = rearview__enroll_request__pack(&q, buf);
 	setup_common(h, "/v1/enroll");
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, buf);
@@ -206,12 +130,6 @@ static void next_body(struct dev *d, size_t payload)
 	curl_easy_setopt(d->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)d->len);
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static void run(struct dev *devs, int conc, int total, size_t payload, const char *label)
 {
 	CURLM *m = curl_multi_init();
@@ -222,7 +140,7 @@ static void run(struct dev *devs, int conc, int total, size_t payload, const cha
 		next_body(&devs[i], payload);
 		curl_multi_add_handle(m, devs[i].h);
 	}
-	t0 = now_s();
+	t0 = rvsb_now();
 	while (done + failed < total) {
 		CURLMsg *msg;
 		int left;
@@ -249,12 +167,11 @@ static void run(struct dev *devs, int conc, int total, size_t payload, const cha
 		}
 		curl_multi_poll(m, NULL, 0, 100, NULL);
 	}
-	t0 = now_s() - t0;
-	qsort(lat, (size_t)done, sizeof *lat, cmp);
+	t0 = rvsb_now() - t0;
 	printf("%-28s %6d ok %4d failed  %8.0f uploads/s  p50 %7.2f ms  p99 %7.2f ms"
 	       "  (%d concurrent, %zu B payload)\n",
-	       label, done, failed, done / t0, done ? lat[done / 2] : 0.0,
-	       done ? lat[(size_t)(done * 0.99)] : 0.0, conc, payload);
+	       label, done, failed, done / t0, rvsb_pct(lat, (size_t)done, 50),
+	       rvsb_pct(lat, (size_t)done, 99), conc, payload);
 	curl_multi_cleanup(m);
 	free(lat);
 }
@@ -267,7 +184,7 @@ static int make_capture(size_t kib)
 	FILE *f;
 	long n;
 
-	snprintf(path, sizeof path, "%s/capture.rvt", g_dir);
+	snprintf(path, sizeof path, "%s/capture.rvt", g_b.dir);
 	if (rvt_set_config(kib << 10, 0) || rvt_start(0))
 		return -1;
 	/* About 14 bytes of ring per call: twice the ring's worth of calls. */
@@ -338,23 +255,17 @@ int main(int argc, char **argv)
 	int real = !(argc > 5 && strcmp(argv[5], "random") == 0);
 	double t0, failed0, sum0;
 	struct dev *devs;
-	pid_t pid;
-	char cmd[128];
-	int st;
 
 	if (conc < 1 || nsum < 1 || ncap < 0)
 		return 2;
-	snprintf(g_dir, sizeof g_dir, "/tmp/rvs-bench-XXXXXX");
-	if (!mkdtemp(g_dir))
-		return 1;
-	snprintf(g_data, sizeof g_data, "%s/d", g_dir);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (rvsb_init(&g_b))
+		return 1;
 	if (ncap && real && make_capture(kib)) {
 		fprintf(stderr, "cannot make a capture\n");
 		return 1;
 	}
-	pid = start_server();
-	if (pid < 0 || g_port <= 0)
+	if (rvsb_start(&g_b, NULL))
 		return 1;
 	devs = calloc((size_t)conc, sizeof *devs);
 	for (int i = 0; i < conc; i++) {
@@ -374,11 +285,11 @@ int main(int argc, char **argv)
 	if (ncap) {
 		failed0 = metric("rearview_decode_failures_total");
 		sum0 = metric("rearview_decode_seconds_sum");
-		t0 = now_s();
+		t0 = rvsb_now();
 		run(devs, conc, ncap, real ? g_zlen + 24 : kib * 1024,
 		    real ? "zstd capture uploads" : "capture uploads");
 		wait_decoded(nsum + ncap);
-		t0 = now_s() - t0;
+		t0 = rvsb_now() - t0;
 		printf("%-28s %6d indexed %4.0f quarantined  %6.1f captures/s (upload start to"
 		       " last decode; decode mean %.0f ms)\n",
 		       "captures decoded+indexed",
@@ -392,9 +303,6 @@ int main(int argc, char **argv)
 		free(devs[i].body);
 	}
 	free(devs);
-	kill(pid, SIGTERM);
-	waitpid(pid, &st, 0);
 	curl_global_cleanup();
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-	return system(cmd) == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+	return rvsb_stop(&g_b) ? 1 : 0;
 }
