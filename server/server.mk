@@ -64,3 +64,4 @@ $(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
 BENCHES += $(TBIN)/server/bench_pages
+$(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))

@@ -26,14 +26,20 @@
 #include <zstd.h>
 
 #include "rearview/analysis.h"
+#include "rearview/summary.pb-c.h"
 #include "rearview/upload.pb-c.h"
 
 #define TOP_METHODS 20
 #define TOP_CHAINS  10
+/* Bounds on what a device's Summary may add to the index. */
+#define SUMMARY_MAX_ROWS  1000
+#define SUMMARY_MAX_DEPTH 512
+#define SUMMARY_NAME_MAX  4096
 
 /* A capture buffer up to this size is kept between decodes: refaulting
  * 32 MiB of fresh pages per capture costs more than decompressing into it. */
 #define KEEP_BUF_MAX (64u << 20)
+#define STMT_CACHE   16
 
 struct rvs_decode {
 	char database[512];
@@ -42,6 +48,10 @@ struct rvs_decode {
 	ZSTD_DCtx *dctx; /* reused: its window buffers are allocated once */
 	uint8_t *buf;	 /* the capture buffer (d->bufcap bytes), reused */
 	size_t bufcap;
+	/* Prepared statements, kept for the connection's life and keyed by the
+	 * address of their SQL text (each a string literal of this file). */
+	const char *stmt_sql[STMT_CACHE];
+	sqlite3_stmt *stmt[STMT_CACHE];
 };
 
 int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
@@ -187,6 +197,37 @@ static int open_db(struct rvs_decode *d)
 	return rc == SQLITE_OK ? 0 : -EIO;
 }
 
+/* The cached statement for sql (prepared on first use), ready to bind. */
+static int prep(struct rvs_decode *d, const char *sql, sqlite3_stmt **st)
+{
+	size_t i;
+	for (i = 0; i < STMT_CACHE && d->stmt_sql[i]; i++)
+		if (d->stmt_sql[i] == sql) {
+			*st = d->stmt[i];
+			return SQLITE_OK;
+		}
+	if (i == STMT_CACHE) /* more statements than slots: not cached */
+		return sqlite3_prepare_v2(d->db, sql, -1, st, NULL);
+	int rc = sqlite3_prepare_v3(d->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->stmt[i], NULL);
+	if (rc == SQLITE_OK) {
+		d->stmt_sql[i] = sql;
+		*st = d->stmt[i];
+	}
+	return rc;
+}
+
+/* Done with a statement from prep: reset for its next use. */
+static void unprep(struct rvs_decode *d, sqlite3_stmt *st)
+{
+	for (size_t i = 0; i < STMT_CACHE && d->stmt_sql[i]; i++)
+		if (d->stmt[i] == st) {
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			return;
+		}
+	sqlite3_finalize(st);
+}
+
 /* "name;name;...;" of chain[0..n) into a malloc'd string. */
 static char *chain_text(const rva_trace *t, const uint32_t *chain, size_t n)
 {
@@ -238,65 +279,22 @@ static int insert_chain(sqlite3_stmt *st, const char *trace_id, const char *kind
 	return rc;
 }
 
-/* Writes every index row of one trace; sum NULL for summary-only uploads.
- * Runs inside the caller's transaction. */
-static int index_rows(sqlite3 *db, const char *trace_id, const rva_summary *sum)
+/* The method and chain rows of a decoded capture; anomaly_sig gets the
+ * signature of its chain at the anomaly ("" when none). */
+static int index_capture(struct rvs_decode *d, const char *trace_id, const rva_summary *sum,
+			 char anomaly_sig[17])
 {
+	const rva_trace *t = sum->trace;
 	sqlite3_stmt *st = NULL;
-	const rva_trace *t = sum ? sum->trace : NULL;
-	char anomaly_sig[17] = "";
 	uint32_t top[TOP_METHODS];
-	size_t ntop = 0;
+	size_t ntop;
 	int rc;
 
-	static const char *const wipe[] = {
-		"DELETE FROM trace_chains WHERE trace_id = ?",
-		"DELETE FROM trace_methods WHERE trace_id = ?",
-		"DELETE FROM traces WHERE trace_id = ?",
-	};
-	for (size_t i = 0; i < 3; i++) {
-		if ((rc = sqlite3_prepare_v2(db, wipe[i], -1, &st, NULL)))
-			return rc;
-		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-		rc = step_done(st);
-		sqlite3_finalize(st);
-		if (rc)
-			return rc;
-	}
-	/* The parent row first (foreign keys), its signature filled in last. */
-	rc = sqlite3_prepare_v2(
-		db,
-		"INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
-		" anomaly_kind, severity, captured_at_ns, received_at, anomaly_name, duration_ns,"
-		" nmethods, dropped, decoded_at)"
-		" SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind, severity,"
-		" captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6 FROM uploads"
-		" WHERE trace_id = ?1",
-		-1, &st, NULL);
-	if (rc)
-		return rc;
-	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-	if (t) {
-		if (t->anomaly_name)
-			sqlite3_bind_text(st, 2, t->anomaly_name, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 3, t->end - t->start);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)t->nmethods);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)t->dropped);
-	}
-	sqlite3_bind_int64(st, 6, (sqlite3_int64)time(NULL));
-	rc = step_done(st);
-	if (!rc && sqlite3_changes(db) != 1)
-		rc = SQLITE_NOTFOUND;
-	sqlite3_finalize(st);
-	if (rc || !t)
-		return rc;
-
 	ntop = rva_top_self(t, sum->stats, top, TOP_METHODS);
-	rc = sqlite3_prepare_v2(
-		db,
-		"INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
-		" self_rank) VALUES (?,?,?,?,?,?)",
-		-1, &st, NULL);
+	rc = prep(d,
+		  "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+		  " self_rank) VALUES (?,?,?,?,?,?)",
+		  &st);
 	if (rc)
 		return rc;
 	for (size_t m = 0; m < t->nmethods && !rc; m++) {
@@ -313,14 +311,14 @@ static int index_rows(sqlite3 *db, const char *trace_id, const rva_summary *sum)
 				sqlite3_bind_int64(st, 6, (sqlite3_int64)k + 1);
 		rc = step_done(st);
 	}
-	sqlite3_finalize(st);
+	unprep(d, st);
 	if (rc)
 		return rc;
 
-	rc = sqlite3_prepare_v2(db,
-				"INSERT INTO trace_chains (trace_id, kind, rank, signature, chain,"
-				" depth, self_ns, incl_ns) VALUES (?,?,?,?,?,?,?,?)",
-				-1, &st, NULL);
+	rc = prep(d,
+		  "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain,"
+		  " depth, self_ns, incl_ns) VALUES (?,?,?,?,?,?,?,?)",
+		  &st);
 	if (rc)
 		return rc;
 	if (sum->anomaly_chain && sum->anomaly_depth)
@@ -338,42 +336,191 @@ static int index_rows(sqlite3 *db, const char *trace_id, const rva_summary *sum)
 			rva_chains_release(&ch);
 		}
 	}
-	sqlite3_finalize(st);
+	unprep(d, st);
+	return rc;
+}
+
+/* A device's chain as "name;name;...;" (as chain_text), NULL on no memory. */
+static char *summary_chain_text(const Rearview__Chain *c, size_t depth)
+{
+	char *s = NULL;
+	size_t sl = 0;
+	FILE *f = open_memstream(&s, &sl);
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < depth; i++)
+		fprintf(f, "%.*s;", SUMMARY_NAME_MAX, c->frames[i] ? c->frames[i] : "?");
+	if (fclose(f)) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* The method and chain rows of a device's Summary (top_self, the chains at
+ * the anomaly and the longest chains), bounded: the summary is untrusted.
+ * A method named twice keeps its first row. */
+static int index_summary(struct rvs_decode *d, const char *trace_id, const Rearview__Summary *ps,
+			 char anomaly_sig[17])
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = prep(d,
+		  "INSERT OR IGNORE INTO trace_methods (trace_id, method, calls,"
+		  " self_ns, incl_ns, self_rank) VALUES (?,?,?,?,?,?)",
+		  &st);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < ps->n_top_self && i < SUMMARY_MAX_ROWS && !rc; i++) {
+		const Rearview__MethodStat *m = ps->top_self[i];
+		if (!m->name || !m->name[0] || strlen(m->name) > SUMMARY_NAME_MAX)
+			continue;
+		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)(m->calls & INT64_MAX));
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)(m->self_ns & INT64_MAX));
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)(m->inclusive_ns & INT64_MAX));
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)i + 1);
+		rc = step_done(st);
+	}
+	unprep(d, st);
+	if (rc)
+		return rc;
+	rc = prep(d,
+		  "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain,"
+		  " depth, self_ns, incl_ns) VALUES (?,?,?,?,?,?,NULL,?)",
+		  &st);
+	if (rc)
+		return rc;
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		Rearview__Chain **v = pass ? ps->longest_chains : ps->chains_at_anomaly;
+		size_t n = pass ? ps->n_longest_chains : ps->n_chains_at_anomaly;
+		int rank = 0;
+		for (size_t i = 0; i < n && rank < TOP_CHAINS && !rc; i++) {
+			size_t depth = v[i]->n_frames < SUMMARY_MAX_DEPTH ? v[i]->n_frames
+									  : SUMMARY_MAX_DEPTH;
+			char sig[17], *text;
+			if (!depth)
+				continue;
+			if (!(text = summary_chain_text(v[i], depth)))
+				return SQLITE_NOMEM;
+			snprintf(sig, sizeof sig, "%016" PRIx64, v[i]->signature);
+			if (!pass && !anomaly_sig[0])
+				memcpy(anomaly_sig, sig, sizeof sig);
+			sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, pass ? "top" : "anomaly", -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, 3, ++rank);
+			sqlite3_bind_text(st, 4, sig, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 5, text, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 6, (sqlite3_int64)depth);
+			sqlite3_bind_int64(st, 7, (sqlite3_int64)(v[i]->duration_ns & INT64_MAX));
+			rc = step_done(st);
+			free(text);
+		}
+	}
+	unprep(d, st);
+	return rc;
+}
+
+/* Writes every index row of one trace: from the decoded capture sum, else
+ * (summary-only uploads) from the device's summary ps when it sent one.
+ * Runs inside the caller's transaction. */
+static int index_rows(struct rvs_decode *d, const char *trace_id, const rva_summary *sum,
+		      const Rearview__Summary *ps)
+{
+	sqlite3_stmt *st = NULL;
+	const rva_trace *t = sum ? sum->trace : NULL;
+	char anomaly_sig[17] = "";
+	int rc;
+
+	static const char *const wipe[] = {
+		"DELETE FROM trace_chains WHERE trace_id = ?",
+		"DELETE FROM trace_methods WHERE trace_id = ?",
+		"DELETE FROM traces WHERE trace_id = ?",
+	};
+	for (size_t i = 0; i < 3; i++) {
+		if ((rc = prep(d, wipe[i], &st)))
+			return rc;
+		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+		rc = step_done(st);
+		unprep(d, st);
+		if (rc)
+			return rc;
+	}
+	/* The parent row first (foreign keys), its signature filled in last. */
+	rc = prep(d,
+		  "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
+		  " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name, duration_ns,"
+		  " nmethods, dropped, decoded_at)"
+		  " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind, severity,"
+		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6 FROM uploads"
+		  " WHERE trace_id = ?1",
+		  &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+	if (t) {
+		if (t->anomaly_name)
+			sqlite3_bind_text(st, 2, t->anomaly_name, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 3, t->end - t->start);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)t->nmethods);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)t->dropped);
+	} else if (ps && ps->window_ns) {
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)(ps->window_ns & INT64_MAX));
+	}
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)time(NULL));
+	rc = step_done(st);
+	if (!rc && sqlite3_changes(d->db) != 1)
+		rc = SQLITE_NOTFOUND;
+	unprep(d, st);
+	if (!rc && t)
+		rc = index_capture(d, trace_id, sum, anomaly_sig);
+	else if (!rc && ps)
+		rc = index_summary(d, trace_id, ps, anomaly_sig);
 	if (rc)
 		return rc;
 	/* Setting traces.signature fires migration 3's triggers, which count the
 	 * trace into its signature's totals inside this transaction. */
-	rc = sqlite3_prepare_v2(db,
-				"UPDATE traces SET anomaly_signature = ?1, signature = COALESCE(?1,"
-				" (SELECT c.signature FROM trace_chains c WHERE c.trace_id = ?2"
-				" AND c.kind = 'top' AND c.rank = 1)) WHERE trace_id = ?2",
-				-1, &st, NULL);
+	rc = prep(d,
+		  "UPDATE traces SET anomaly_signature = ?1, signature = COALESCE(?1,"
+		  " (SELECT c.signature FROM trace_chains c WHERE c.trace_id = ?2"
+		  " AND c.kind = 'top' AND c.rank = 1)) WHERE trace_id = ?2",
+		  &st);
 	if (rc)
 		return rc;
 	if (anomaly_sig[0])
 		sqlite3_bind_text(st, 1, anomaly_sig, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, trace_id, -1, SQLITE_STATIC);
 	rc = step_done(st);
-	sqlite3_finalize(st);
+	unprep(d, st);
 	return rc;
 }
 
-static int upload_compression(sqlite3 *db, const char *trace_id, int *out)
+/* The upload's compression and, when want_summary and it carried one, its device Summary
+ * (*ps; free with rearview__summary__free_unpacked).  A stored summary that
+ * does not unpack is ignored: the envelope it came in was validated. */
+static int upload_meta(struct rvs_decode *d, const char *trace_id, int *comp,
+		       Rearview__Summary **ps, int want_summary)
 {
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(db, "SELECT compression FROM uploads WHERE trace_id = ?", -1,
-				    &st, NULL);
+	int rc = prep(d, "SELECT compression, summary FROM uploads WHERE trace_id = ?", &st);
+	*ps = NULL;
 	if (rc)
 		return rc;
 	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		*out = sqlite3_column_int(st, 0);
+		const void *blob = sqlite3_column_blob(st, 1);
+		int len = sqlite3_column_bytes(st, 1);
+		*comp = sqlite3_column_int(st, 0);
+		if (want_summary && blob && len > 0)
+			*ps = rearview__summary__unpack(NULL, (size_t)len, blob);
 		rc = SQLITE_OK;
 	} else if (rc == SQLITE_DONE) {
 		rc = SQLITE_NOTFOUND;
 	}
-	sqlite3_finalize(st);
+	unprep(d, st);
 	return rc;
 }
 
@@ -393,6 +540,7 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 	rva_summary sum;
 	rva_error err;
 	int comp = 0, rc, have_sum = 0, cap_owned = 0;
+	Rearview__Summary *ps = NULL;
 
 	memset(&sum, 0, sizeof sum);
 	err.msg[0] = 0;
@@ -400,7 +548,7 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 		snprintf(reason, rlen, "index: cannot open database");
 		return rc;
 	}
-	if ((rc = upload_compression(d->db, trace_id, &comp)))
+	if ((rc = upload_meta(d, trace_id, &comp, &ps, !blob_path)))
 		return sqlerr(d->db, rc, reason, rlen);
 	if (blob_path) {
 		if ((rc = rvs_read_file(blob_path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))) {
@@ -440,7 +588,7 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 	}
 	rc = sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (!rc)
-		rc = index_rows(d->db, trace_id, have_sum ? &sum : NULL);
+		rc = index_rows(d, trace_id, have_sum ? &sum : NULL, ps);
 	if (!rc)
 		rc = sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL);
 	if (rc) {
@@ -448,6 +596,7 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 		sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
 	}
 	rva_summary_release(&sum);
+	rearview__summary__free_unpacked(ps, NULL);
 	if (!rc && blob_path)
 		rvs_log("info",
 			"msg=\"decoded\" trace=%s capture_bytes=%zu read_ms=%.1f zstd_ms=%.1f"
@@ -492,6 +641,8 @@ void rvs_decode_free(struct rvs_decode *d)
 {
 	if (!d)
 		return;
+	for (size_t i = 0; i < STMT_CACHE; i++)
+		sqlite3_finalize(d->stmt[i]);
 	sqlite3_close(d->db);
 	ZSTD_freeDCtx(d->dctx);
 	free(d->buf);

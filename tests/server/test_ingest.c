@@ -1,0 +1,228 @@
+/*
+ * test_ingest.c — the decoder's index of summary-only uploads: a device's
+ * Summary (top_self, chains at the anomaly, longest chains) becomes method
+ * and chain rows and a signature, within bounds when it is hostile.  Real
+ * sqlite store and decoder in a temporary directory.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "decode.h"
+#include "rvs.h"
+#include "store.h"
+
+#include "rearview/summary.pb-c.h"
+
+static const struct rvs_store_ops *ops = &rvs_store_sqlite;
+
+struct fx {
+	char dir[64], db[128];
+	struct rvs_store *s;
+	struct rvs_decode *d;
+	struct rvs_decoder dec;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	struct rvs_device_rec dev = {0};
+	snprintf(f->dir, sizeof f->dir, "/tmp/rvs-ingest-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+	if (ops->open(f->db, &f->s) || rvs_decode_new(f->db, &f->dec, &f->d))
+		return -1;
+	snprintf(dev.device_id, sizeof dev.device_id, "d-1");
+	if (ops->device_add(f->s, &dev))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+	rvs_decode_free(f->d);
+	ops->close(f->s);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+	free(f);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int64_t num(struct fx *f, const char *q)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Stores a summary-only upload n carrying sum and decodes it. */
+static int upload_and_decode(struct fx *f, int n, const Rearview__Summary *sum)
+{
+	struct rvs_upload_rec u = {0};
+	char reason[256];
+	uint8_t *buf = NULL;
+	int rc;
+
+	snprintf(u.trace_id, sizeof u.trace_id, "t-%032d", n);
+	u.device_id = "d-1";
+	memset(u.upload_id, n, 16);
+	u.app_version = "2.0";
+	if (sum) {
+		u.summary_len = rearview__summary__get_packed_size(sum);
+		buf = malloc(u.summary_len + 1);
+		rearview__summary__pack(sum, buf);
+		u.summary = buf;
+	}
+	assert_int_equal(ops->upload_add(f->s, &u), 0);
+	rc = f->dec.decode(f->dec.ctx, u.trace_id, NULL, reason, sizeof reason);
+	free(buf);
+	return rc;
+}
+
+static void test_ingest_summary_only_methods_chains_and_signature_indexed(void **state)
+{
+	struct fx *f = *state;
+	Rearview__Summary sum = REARVIEW__SUMMARY__INIT;
+	Rearview__MethodStat m1 = REARVIEW__METHOD_STAT__INIT, m2 = REARVIEW__METHOD_STAT__INIT;
+	Rearview__MethodStat *top[2] = {&m1, &m2};
+	Rearview__Chain c = REARVIEW__CHAIN__INIT;
+	Rearview__Chain *chains[1] = {&c};
+	char *frames[3] = {"main", "Activity.onCreate", "Json.parse"};
+
+	m1.name = "Json.parse";
+	m1.calls = 3;
+	m1.self_ns = 9000000;
+	m1.inclusive_ns = 9500000;
+	m2.name = "Activity.onCreate";
+	m2.calls = 1;
+	m2.self_ns = 100;
+	m2.inclusive_ns = 9600000;
+	sum.top_self = top;
+	sum.n_top_self = 2;
+	c.frames = frames;
+	c.n_frames = 3;
+	c.duration_ns = 9500000;
+	c.signature = 0xabcdef0123456789ull;
+	sum.chains_at_anomaly = chains;
+	sum.n_chains_at_anomaly = 1;
+	sum.window_ns = 2000000000;
+
+	assert_int_equal(upload_and_decode(f, 1, &sum), 0);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_methods"), 2);
+	assert_int_equal(num(f, "SELECT self_ns FROM trace_methods WHERE method = 'Json.parse'"),
+			 9000000);
+	assert_int_equal(num(f, "SELECT self_rank FROM trace_methods WHERE method ="
+				" 'Activity.onCreate'"),
+			 2);
+	assert_int_equal(num(f, "SELECT depth FROM trace_chains WHERE kind = 'anomaly'"), 3);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_chains WHERE chain ="
+				" 'main;Activity.onCreate;Json.parse;'"),
+			 1);
+	assert_int_equal(num(f, "SELECT count(*) FROM traces WHERE signature = 'abcdef0123456789'"
+				" AND anomaly_signature = 'abcdef0123456789'"),
+			 1);
+	assert_int_equal(num(f, "SELECT duration_ns FROM traces"), 2000000000);
+	/* Counted in the signature totals like a decoded capture. */
+	assert_int_equal(num(f, "SELECT traces FROM signatures WHERE signature ="
+				" 'abcdef0123456789'"),
+			 1);
+	assert_int_equal(num(f, "SELECT count(*) FROM signatures WHERE chain ="
+				" 'main;Activity.onCreate;Json.parse;'"),
+			 1);
+}
+
+static void test_ingest_summary_absent_indexes_metadata_only(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(upload_and_decode(f, 2, NULL), 0);
+	assert_int_equal(num(f, "SELECT count(*) FROM traces"), 1);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_methods"), 0);
+	assert_int_equal(num(f, "SELECT count(*) FROM signatures"), 0);
+}
+
+static void test_ingest_hostile_summary_is_bounded(void **state)
+{
+	struct fx *f = *state;
+	enum { NTOP = 1500, DEPTH = 2000, NCH = 40 };
+	Rearview__Summary sum = REARVIEW__SUMMARY__INIT;
+	Rearview__MethodStat *ms = calloc(NTOP, sizeof *ms), **top = calloc(NTOP, sizeof *top);
+	Rearview__Chain *cs = calloc(NCH, sizeof *cs), **chains = calloc(NCH, sizeof *chains);
+	char **frames = calloc(DEPTH, sizeof *frames), *huge = malloc(10000);
+	char(*names)[16] = calloc(NTOP, 16);
+
+	memset(huge, 'x', 9999);
+	huge[9999] = 0;
+	for (int i = 0; i < NTOP; i++) {
+		rearview__method_stat__init(&ms[i]);
+		/* Every name twice, one far too long, one empty. */
+		snprintf(names[i], 16, "m%d", i / 2);
+		ms[i].name = i == 7 ? huge : i == 8 ? "" : names[i];
+		ms[i].self_ns = UINT64_MAX; /* does not fit sqlite's signed 64 bits */
+		top[i] = &ms[i];
+	}
+	for (int i = 0; i < DEPTH; i++)
+		frames[i] = "f";
+	for (int i = 0; i < NCH; i++) {
+		rearview__chain__init(&cs[i]);
+		cs[i].frames = frames;
+		cs[i].n_frames = DEPTH;
+		cs[i].signature = (uint64_t)i + 1;
+		chains[i] = &cs[i];
+	}
+	sum.top_self = top;
+	sum.n_top_self = NTOP;
+	sum.chains_at_anomaly = chains;
+	sum.n_chains_at_anomaly = NCH;
+	sum.longest_chains = chains;
+	sum.n_longest_chains = NCH;
+
+	assert_int_equal(upload_and_decode(f, 3, &sum), 0);
+	/* The first 1000 entries name m0..m499 twice each; the huge and the
+	 * empty name are skipped (their twins keep m3 and m4). */
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_methods"), 500);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_methods WHERE length(method) > 100"),
+			 0);
+	assert_true(num(f, "SELECT min(self_ns) FROM trace_methods") >= 0);
+	assert_int_equal(num(f, "SELECT max(depth) FROM trace_chains"), 512);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_chains WHERE kind = 'anomaly'"), 10);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_chains WHERE kind = 'top'"), 10);
+	free(ms);
+	free(top);
+	free(cs);
+	free(chains);
+	free(frames);
+	free(huge);
+	free(names);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_ingest_summary_only_methods_chains_and_signature_indexed, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_summary_absent_indexes_metadata_only,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_hostile_summary_is_bounded, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
