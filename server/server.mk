@@ -58,7 +58,9 @@ $(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include -Itests/bench
 BENCHES += $(TBIN)/server/bench_upload
 
 # Server ops: retention, signature totals, decode metrics.
-$(eval $(call rv_test,server,retention,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,retention,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(OBJ)/tests/server/test_retention.o: CPPFLAGS += -Itests/bench
+$(TBIN)/server/test_retention: | $(BIN)/rearview-server
 $(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench/server_common.o \
 		| $(BIN)/rearview-server
 	@mkdir -p $(@D)

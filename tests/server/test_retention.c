@@ -17,10 +17,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 #include <sqlite3.h>
 
 #include "retention.h"
 #include "rvs.h"
+#include "server_common.h"
 #include "store.h"
 
 static const struct rvs_store_ops *ops = &rvs_store_sqlite;
@@ -78,15 +80,20 @@ static void sql(struct fx *f, const char *fmt, ...)
 	assert_int_equal(sqlite3_exec(f->q, buf, NULL, NULL, NULL), SQLITE_OK);
 }
 
-static int64_t num(struct fx *f, const char *q)
+static int64_t num_db(sqlite3 *db, const char *q)
 {
 	sqlite3_stmt *st;
 	int64_t v = -1;
-	assert_int_equal(sqlite3_prepare_v2(f->q, q, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		v = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	return v;
+}
+
+static int64_t num(struct fx *f, const char *q)
+{
+	return num_db(f->q, q);
 }
 
 /* An upload of `content` (blob stored, its mtime set to long ago), received
@@ -292,6 +299,60 @@ static void test_retention_metrics_render_histogram_and_counters(void **state)
 	free(text);
 }
 
+static size_t keep_text(char *p, size_t sz, size_t n, void *u)
+{
+	char *buf = u;
+	size_t have = strlen(buf), add = sz * n;
+	if (have + add < 16384) {
+		memcpy(buf + have, p, add);
+		buf[have + add] = '\0';
+	}
+	return sz * n;
+}
+
+/* The real server with retention_days a fraction of a second's worth and a
+ * 1 s timer: an old upload disappears and /metrics counts the pass. */
+static void test_retention_server_timer_deletes_and_counts(void **state)
+{
+	static char text[16384];
+	struct rvsb b;
+	sqlite3 *db;
+	CURL *h;
+	int gone = 0;
+
+	assert_int_equal(rvsb_init(&b), 0);
+	assert_int_equal(sqlite3_open(b.db, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(
+		sqlite3_exec(db,
+			     "INSERT INTO devices VALUES ('d-1', zeroblob(32), 'c', 'm',"
+			     " 'o', 'a', 0);"
+			     "INSERT INTO uploads (trace_id, device_id, upload_id,"
+			     " received_at, state) VALUES ('t-old', 'd-1', zeroblob(16), 1000,"
+			     " 'decoded');"
+			     "INSERT INTO traces (trace_id, received_at, decoded_at, signature)"
+			     " VALUES ('t-old', 1000, 1000, '00000000000000aa');",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	assert_int_equal(rvsb_start(&b, "retention_days = 0.0001\nretention_interval_s = 1\n"), 0);
+	for (int i = 0; i < 100 && !gone; i++) {
+		usleep(100000);
+		gone = num_db(db, "SELECT count(*) FROM uploads") == 0;
+	}
+	assert_true(gone);
+	assert_int_equal(num_db(db, "SELECT count(*) FROM signatures"), 0);
+	sqlite3_close(db);
+	h = curl_easy_init();
+	rvsb_curl(&b, h, "/metrics");
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_text);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, text);
+	assert_int_equal(curl_easy_perform(h), CURLE_OK);
+	curl_easy_cleanup(h);
+	assert_non_null(strstr(text, "rearview_retention_deleted_traces_total 1\n"));
+	assert_null(strstr(text, "rearview_retention_runs_total 0\n"));
+	assert_int_equal(rvsb_stop(&b), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,6 +369,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retention_config_keys_parsed_and_checked,
 						setup, teardown),
 		cmocka_unit_test(test_retention_metrics_render_histogram_and_counters),
+		cmocka_unit_test(test_retention_server_timer_deletes_and_counts),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int rc;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
 }
