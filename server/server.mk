@@ -2,12 +2,13 @@
 # sqlite3 storage, content-addressed blobs.  See server/README.md.
 
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
-	$(PROTOBUF_LIBS) -lpthread
+	$(PROTOBUF_LIBS) $(LIBELF_LIBS) -lpthread
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o \
-	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o retention.o)
+	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o retention.o symbols.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
-$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
+$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson) \
+	$(LIBELF_CFLAGS)
 
 $(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
@@ -67,3 +68,6 @@ $(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench
 	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
 BENCHES += $(TBIN)/server/bench_pages
 $(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench
+$(TBIN)/server/test_symbols: | $(BIN)/rearview-server

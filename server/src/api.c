@@ -11,6 +11,7 @@
 #include "api.h"
 #include "query.h"
 #include "retention.h"
+#include "symbols.h"
 
 #include <errno.h>
 #include <math.h>
@@ -77,7 +78,7 @@ struct rvs_api {
 	struct rvs_retention_stats retention_stats;
 };
 
-enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_POLICY, JOB_QUERY };
+enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_POLICY, JOB_QUERY, JOB_SYMBOLS };
 
 struct job {
 	uv_work_t w;
@@ -526,6 +527,10 @@ static void job_work(uv_work_t *w)
 		rvs_query_handle(j->a->cfg->database, j->a->cfg->blob_dir, j->req->path,
 				 j->req->query, &j->q);
 		break;
+	case JOB_SYMBOLS:
+		rvs_symbols_handle(j->a->cfg->symbols_dir, j->req->method, j->req->path,
+				   j->req->query, j->req->body, j->req->body_len, &j->q);
+		break;
 	}
 }
 
@@ -538,7 +543,7 @@ static void job_done(uv_work_t *w, int status)
 	struct rvs_metrics *m = a->m;
 
 	a->inflight--;
-	if (j->kind == JOB_QUERY) {
+	if (j->kind == JOB_QUERY || j->kind == JOB_SYMBOLS) {
 		struct rvs_header h[2] = {{"Cache-Control", "no-store"},
 					  {"Content-Disposition", j->q.disposition}};
 		rvs_conn_respond(j->conn, j->q.status, j->q.content_type, h,
@@ -807,6 +812,12 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 			method_not_allowed(a, c, "GET");
 		else if (admit(a, c, req, hash) == 0)
 			queue_job(a, c, req, JOB_POLICY, hash);
+	} else if (strncmp(req->path, "/api/v1/symbols", 15) == 0 &&
+		   (req->path[15] == '\0' || req->path[15] == '/')) {
+		if (req->method != HTTP_GET && req->method != HTTP_POST)
+			method_not_allowed(a, c, "GET, POST");
+		else if (admit_api(a, c, req) == 0)
+			queue_job(a, c, req, JOB_SYMBOLS, NULL);
 	} else if (strncmp(req->path, "/api/v1/", 8) == 0) {
 		if (req->method != HTTP_GET)
 			method_not_allowed(a, c, "GET");

@@ -83,6 +83,7 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	STR("database", database);
 	STR("blob_dir", blob_dir);
 	STR("port_file", port_file);
+	STR("symbols_dir", symbols_dir);
 	NUM("max_body_bytes", max_body_bytes, (uint64_t)1 << 32)
 	NUM("max_header_bytes", max_header_bytes, 1 << 20)
 	NUM("max_connections", max_connections, 1 << 20)
@@ -149,6 +150,7 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	snprintf(c->database, sizeof c->database, "rearview.db");
 	snprintf(c->blob_dir, sizeof c->blob_dir, "blobs");
 	snprintf(c->port_file, sizeof c->port_file, "server.port");
+	snprintf(c->symbols_dir, sizeof c->symbols_dir, "symbols");
 	c->max_body_bytes = 64ull << 20;
 	c->max_header_bytes = 16384;
 	c->max_connections = 256;
@@ -184,7 +186,8 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	    resolve(c->data_dir, c->policy_file, sizeof c->policy_file) ||
 	    resolve(c->data_dir, c->database, sizeof c->database) ||
 	    resolve(c->data_dir, c->blob_dir, sizeof c->blob_dir) ||
-	    resolve(c->data_dir, c->port_file, sizeof c->port_file)) {
+	    resolve(c->data_dir, c->port_file, sizeof c->port_file) ||
+	    resolve(c->data_dir, c->symbols_dir, sizeof c->symbols_dir)) {
 		snprintf(err, errlen, "path too long");
 		return -ENAMETOOLONG;
 	}

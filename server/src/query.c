@@ -151,6 +151,16 @@ static void set_error(struct rvs_query_resp *r, int status, const char *msg)
 	set_json(r, status, json_pack("{s:s}", "error", msg));
 }
 
+void rvs_query_set_json(struct rvs_query_resp *r, int status, json_t *doc)
+{
+	set_json(r, status, doc);
+}
+
+void rvs_query_set_error(struct rvs_query_resp *r, int status, const char *msg)
+{
+	set_error(r, status, msg);
+}
+
 static int valid_trace_id(const char *s, size_t n)
 {
 	if (n != 34 || s[0] != 't' || s[1] != '-')

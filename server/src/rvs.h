@@ -159,6 +159,7 @@ struct rvs_config {
 	uint32_t upload_burst;
 	uint32_t auth_fail_per_min; /* refill of a peer address's failed-auth budget */
 	uint32_t auth_fail_burst;
+	char symbols_dir[512];	       /* the symbol store (symbols.h) */
 	double retention_days;	       /* traces older than this are deleted; 0 keeps all */
 	uint32_t retention_interval_s; /* how often the retention job runs */
 };
