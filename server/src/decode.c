@@ -228,21 +228,48 @@ static void unprep(struct rvs_decode *d, sqlite3_stmt *st)
 	sqlite3_finalize(st);
 }
 
-/* "name;name;...;" of chain[0..n) into a malloc'd string. */
-static char *chain_text(const rva_trace *t, const uint32_t *chain, size_t n)
+/* "name;name;...;" of the n names name_at(ctx, i) into a malloc'd string
+ * (the chain column's form); NULL on no memory.  Each name is cut at
+ * SUMMARY_NAME_MAX bytes. */
+static char *join_chain(size_t n, const char *(*name_at)(const void *, size_t), const void *ctx)
 {
 	char *s = NULL;
 	size_t sl = 0;
 	FILE *f = open_memstream(&s, &sl);
 	if (!f)
 		return NULL;
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s;", chain[i] < t->nmethods ? t->names[chain[i]] : "?");
+	for (size_t i = 0; i < n; i++) {
+		const char *name = name_at(ctx, i);
+		fprintf(f, "%.*s;", SUMMARY_NAME_MAX, name ? name : "?");
+	}
 	if (fclose(f)) {
 		free(s);
 		return NULL;
 	}
 	return s;
+}
+
+struct chain_ids {
+	const rva_trace *t;
+	const uint32_t *ids;
+};
+
+static const char *chain_id_name(const void *ctx, size_t i)
+{
+	const struct chain_ids *c = ctx;
+	return c->ids[i] < c->t->nmethods ? c->t->names[c->ids[i]] : NULL;
+}
+
+static const char *frame_name(const void *ctx, size_t i)
+{
+	return ((const Rearview__Chain *)ctx)->frames[i];
+}
+
+/* The chain column of method ids chain[0..n) of t. */
+static char *chain_text(const rva_trace *t, const uint32_t *chain, size_t n)
+{
+	struct chain_ids c = {t, chain};
+	return join_chain(n, chain_id_name, &c);
 }
 
 static int step_done(sqlite3_stmt *st)
@@ -251,6 +278,21 @@ static int step_done(sqlite3_stmt *st)
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* One trace_methods row; values above INT64_MAX (a hostile summary) are
+ * clipped into sqlite's signed range; rank 0 leaves self_rank NULL. */
+static int insert_method(sqlite3_stmt *st, const char *trace_id, const char *name, uint64_t calls,
+			 uint64_t self, uint64_t incl, int64_t rank)
+{
+	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)(calls & INT64_MAX));
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)(self & INT64_MAX));
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)(incl & INT64_MAX));
+	if (rank)
+		sqlite3_bind_int64(st, 6, rank);
+	return step_done(st);
 }
 
 static int insert_chain(sqlite3_stmt *st, const char *trace_id, const char *kind, int rank,
@@ -301,15 +343,12 @@ static int index_capture(struct rvs_decode *d, const char *trace_id, const rva_s
 		const rva_mstat *ms = &sum->stats[m];
 		if (!ms->calls)
 			continue;
-		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, t->names[m], -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)ms->calls);
-		sqlite3_bind_int64(st, 4, ms->self);
-		sqlite3_bind_int64(st, 5, ms->incl);
+		int64_t rank = 0;
 		for (size_t k = 0; k < ntop; k++)
 			if (top[k] == m)
-				sqlite3_bind_int64(st, 6, (sqlite3_int64)k + 1);
-		rc = step_done(st);
+				rank = (int64_t)k + 1;
+		rc = insert_method(st, trace_id, t->names[m], ms->calls, (uint64_t)ms->self,
+				   (uint64_t)ms->incl, rank);
 	}
 	unprep(d, st);
 	if (rc)
@@ -340,23 +379,6 @@ static int index_capture(struct rvs_decode *d, const char *trace_id, const rva_s
 	return rc;
 }
 
-/* A device's chain as "name;name;...;" (as chain_text), NULL on no memory. */
-static char *summary_chain_text(const Rearview__Chain *c, size_t depth)
-{
-	char *s = NULL;
-	size_t sl = 0;
-	FILE *f = open_memstream(&s, &sl);
-	if (!f)
-		return NULL;
-	for (size_t i = 0; i < depth; i++)
-		fprintf(f, "%.*s;", SUMMARY_NAME_MAX, c->frames[i] ? c->frames[i] : "?");
-	if (fclose(f)) {
-		free(s);
-		return NULL;
-	}
-	return s;
-}
-
 /* The method and chain rows of a device's Summary (top_self, the chains at
  * the anomaly and the longest chains), bounded: the summary is untrusted.
  * A method named twice keeps its first row. */
@@ -376,13 +398,8 @@ static int index_summary(struct rvs_decode *d, const char *trace_id, const Rearv
 		const Rearview__MethodStat *m = ps->top_self[i];
 		if (!m->name || !m->name[0] || strlen(m->name) > SUMMARY_NAME_MAX)
 			continue;
-		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)(m->calls & INT64_MAX));
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)(m->self_ns & INT64_MAX));
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)(m->inclusive_ns & INT64_MAX));
-		sqlite3_bind_int64(st, 6, (sqlite3_int64)i + 1);
-		rc = step_done(st);
+		rc = insert_method(st, trace_id, m->name, m->calls, m->self_ns, m->inclusive_ns,
+				   (int64_t)i + 1);
 	}
 	unprep(d, st);
 	if (rc)
@@ -403,7 +420,7 @@ static int index_summary(struct rvs_decode *d, const char *trace_id, const Rearv
 			char sig[17], *text;
 			if (!depth)
 				continue;
-			if (!(text = summary_chain_text(v[i], depth)))
+			if (!(text = join_chain(depth, frame_name, v[i])))
 				return SQLITE_NOMEM;
 			snprintf(sig, sizeof sig, "%016" PRIx64, v[i]->signature);
 			if (!pass && !anomaly_sig[0])

@@ -294,6 +294,18 @@ bad:
 
 /* ---- GET /api/v1/traces/{id} ------------------------------------------------ */
 
+/* Every remaining row of st as an object appended to arr; 0 or -EIO. */
+static int step_rows_into(sqlite3_stmt *st, json_t *arr)
+{
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		row_into(st, o);
+		json_array_append_new(arr, o);
+	}
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
 static int rows_into(sqlite3 *db, const char *sql, const char *id, json_t *arr)
 {
 	sqlite3_stmt *st;
@@ -301,13 +313,9 @@ static int rows_into(sqlite3 *db, const char *sql, const char *id, json_t *arr)
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		json_array_append_new(arr, o);
-	}
+	rc = step_rows_into(st, arr);
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	return rc;
 }
 
 static void get_trace(sqlite3 *db, const char *id, struct rvs_query_resp *r)
@@ -560,14 +568,10 @@ static int signature_counts_into(sqlite3_stmt *st, const char *sig, json_t *o)
 	json_t *arr = json_array();
 	int rc;
 	sqlite3_bind_text(st, 1, sig, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *c = json_object();
-		row_into(st, c);
-		json_array_append_new(arr, c);
-	}
+	rc = step_rows_into(st, arr);
 	sqlite3_reset(st);
 	json_object_set_new(o, "counts", arr);
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	return rc;
 }
 
 /* Reads the totals migration 3's triggers maintain: no scan of traces. */

@@ -50,6 +50,17 @@ double rvsb_pct(double *v, size_t n, double p)
 	return v[i < n ? i : n - 1];
 }
 
+size_t rvsb_append_text(char *p, size_t sz, size_t n, void *u)
+{
+	char *buf = u;
+	size_t have = strlen(buf), add = sz * n;
+	if (have + add < RVSB_TEXT_MAX) {
+		memcpy(buf + have, p, add);
+		buf[have + add] = '\0';
+	}
+	return sz * n;
+}
+
 static size_t sink(char *p, size_t sz, size_t n, void *u)
 {
 	return sz * n;

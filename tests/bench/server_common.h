@@ -33,6 +33,10 @@ int rvsb_start(struct rvsb *b, const char *extra_conf);
 int rvsb_stop(struct rvsb *b);
 /* Points h at https://127.0.0.1:port/path trusting the CA; discards the body. */
 void rvsb_curl(const struct rvsb *b, CURL *h, const char *path);
+/* A curl write callback appending to a NUL-terminated RVSB_TEXT_MAX-byte
+ * buffer (its userdata); what does not fit is dropped. */
+#define RVSB_TEXT_MAX 16384
+size_t rvsb_append_text(char *p, size_t sz, size_t n, void *buf);
 double rvsb_now(void); /* monotonic seconds */
 /* Sorts v[0..n) and returns its p-th percentile (0 when n is 0). */
 double rvsb_pct(double *v, size_t n, double p);

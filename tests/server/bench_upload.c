@@ -237,21 +237,10 @@ static int make_capture(size_t kib)
 	return 0;
 }
 
-static size_t grow(char *p, size_t sz, size_t n, void *u)
-{
-	char *buf = u;
-	size_t have = strlen(buf), add = sz * n;
-	if (have + add < 16384) {
-		memcpy(buf + have, p, add);
-		buf[have + add] = '\0';
-	}
-	return sz * n;
-}
-
 /* A counter from the server's /metrics, -1 when unreadable. */
 static double metric(const char *name)
 {
-	static char text[16384];
+	static char text[RVSB_TEXT_MAX];
 	static CURL *h; /* one kept-alive connection: no TLS handshake per poll */
 	char *p;
 	size_t nl = strlen(name);
@@ -259,7 +248,7 @@ static double metric(const char *name)
 	if (!h) {
 		h = curl_easy_init();
 		setup_common(h, "/metrics");
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, grow);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, rvsb_append_text);
 		curl_easy_setopt(h, CURLOPT_WRITEDATA, text);
 	}
 	if (curl_easy_perform(h) != CURLE_OK)

@@ -299,22 +299,11 @@ static void test_retention_metrics_render_histogram_and_counters(void **state)
 	free(text);
 }
 
-static size_t keep_text(char *p, size_t sz, size_t n, void *u)
-{
-	char *buf = u;
-	size_t have = strlen(buf), add = sz * n;
-	if (have + add < 16384) {
-		memcpy(buf + have, p, add);
-		buf[have + add] = '\0';
-	}
-	return sz * n;
-}
-
 /* The real server with retention_days a fraction of a second's worth and a
  * 1 s timer: an old upload disappears and /metrics counts the pass. */
 static void test_retention_server_timer_deletes_and_counts(void **state)
 {
-	static char text[16384];
+	static char text[RVSB_TEXT_MAX];
 	struct rvsb b;
 	sqlite3 *db;
 	CURL *h;
@@ -344,7 +333,7 @@ static void test_retention_server_timer_deletes_and_counts(void **state)
 	sqlite3_close(db);
 	h = curl_easy_init();
 	rvsb_curl(&b, h, "/metrics");
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_text);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, rvsb_append_text);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, text);
 	assert_int_equal(curl_easy_perform(h), CURLE_OK);
 	curl_easy_cleanup(h);
