@@ -67,7 +67,7 @@ $(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
 BENCHES += $(TBIN)/server/bench_pages
-$(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench
 $(TBIN)/server/test_symbols: | $(BIN)/rearview-server

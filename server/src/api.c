@@ -50,7 +50,9 @@ struct rvs_api {
 	uint8_t *secret;
 	size_t secret_len;
 	unsigned inflight;
-	int decoding, decode_again, stopping;
+	int stopping;
+	/* One decode job per queue partition at most (RVS_DECODE_LANES). */
+	int decoding[RVS_DECODE_LANES], decode_again[RVS_DECODE_LANES];
 	void (*cb)(void *, int);
 	void *cb_arg;
 	void (*stop_done)(void *);
@@ -100,6 +102,7 @@ struct job {
 };
 
 static void decode_pump(struct rvs_api *a);
+static void decode_start(struct rvs_api *a, unsigned part);
 
 /* ---- responses ---------------------------------------------------------- */
 
@@ -596,6 +599,7 @@ static void job_done(uv_work_t *w, int status)
 struct decode_job {
 	uv_work_t w;
 	struct rvs_api *a;
+	unsigned part; /* the queue partition this job drains */
 	uint64_t depth;
 	struct rvs_hist hist; /* this job's decode times, merged on the loop */
 	uint64_t failures;
@@ -607,7 +611,8 @@ static void decode_work(uv_work_t *w)
 	struct rvs_api *a = dj->a;
 	char trace_id[40], blob[65], path[1024], reason[256];
 
-	while (a->ops->decode_next(a->store, trace_id, blob) == 0) {
+	while (a->ops->decode_next_part(a->store, dj->part, a->cfg->decode_jobs, trace_id, blob) ==
+	       0) {
 		const char *p = NULL;
 		int rc;
 		reason[0] = '\0';
@@ -638,32 +643,42 @@ static void decode_done_cb(uv_work_t *w, int status)
 	rvs_hist_merge(&a->m->decode_seconds, &dj->hist);
 	a->m->decode_failures += dj->failures;
 	a->inflight--;
-	a->decoding = 0;
-	free(dj);
-	if (a->decode_again && !a->stopping) {
-		a->decode_again = 0;
-		decode_pump(a);
+	a->decoding[dj->part] = 0;
+	if (a->decode_again[dj->part] && !a->stopping) {
+		a->decode_again[dj->part] = 0;
+		decode_start(a, dj->part);
 	}
+	free(dj);
 	maybe_stop(a);
 }
 
-static void decode_pump(struct rvs_api *a)
+static void decode_start(struct rvs_api *a, unsigned part)
 {
 	struct decode_job *dj;
-	if (!a->decoder || a->stopping)
-		return;
-	if (a->decoding) {
-		a->decode_again = 1;
+	if (a->decoding[part]) {
+		a->decode_again[part] = 1;
 		return;
 	}
 	dj = calloc(1, sizeof *dj);
 	if (!dj)
 		return;
 	dj->a = a;
+	dj->part = part;
 	dj->w.data = dj;
-	a->decoding = 1;
+	a->decoding[part] = 1;
 	a->inflight++;
 	uv_queue_work(a->loop, &dj->w, decode_work, decode_done_cb);
+}
+
+/* Decodes run on cfg->decode_jobs work threads at once, each draining its
+ * partition of the queue: a 32 MiB capture takes a core for a few hundred
+ * ms, so one decoder would leave the second core idle. */
+static void decode_pump(struct rvs_api *a)
+{
+	if (!a->decoder || a->stopping)
+		return;
+	for (unsigned p = 0; p < a->cfg->decode_jobs && p < RVS_DECODE_LANES; p++)
+		decode_start(a, p);
 }
 
 /* ---- routing (loop thread) ------------------------------------------------ */

@@ -5,11 +5,14 @@
  * when COMPRESSION_ZSTD, run rva_capture_summarize (memory bounded by
  * distinct methods and chains, not by call count), then replace the trace's
  * rows in traces / trace_methods / trace_chains in one transaction.  A
- * summary-only upload gets its traces row from the upload metadata alone.
+ * summary-only upload gets its index rows from the device's Summary.
  * Invariants: every value goes into SQL through bound parameters; a decode
  * either indexes the whole trace or nothing (the caller then quarantines it
- * with the reason written here).  Only one decode runs at a time (api.c
- * pumps one work job), the mutex makes that safe regardless.
+ * with the reason written here).  Up to RVS_DECODE_LANES decodes run at once
+ * (api.c drains that many queue partitions), each on its own lane: its own
+ * sqlite connection, statements, zstd context and capture buffer, taken
+ * under the lane's mutex; sqlite's busy timeout serializes the short index
+ * transactions.
  */
 #include "decode.h"
 #include "rvs.h"
@@ -41,8 +44,9 @@
 #define KEEP_BUF_MAX (64u << 20)
 #define STMT_CACHE   16
 
-struct rvs_decode {
-	char database[512];
+/* One decoder's state; RVS_DECODE_LANES of them decode side by side. */
+struct lane {
+	const char *database;
 	sqlite3 *db;
 	pthread_mutex_t mu;
 	ZSTD_DCtx *dctx; /* reused: its window buffers are allocated once */
@@ -52,6 +56,11 @@ struct rvs_decode {
 	 * address of their SQL text (each a string literal of this file). */
 	const char *stmt_sql[STMT_CACHE];
 	sqlite3_stmt *stmt[STMT_CACHE];
+};
+
+struct rvs_decode {
+	char database[512];
+	struct lane lane[RVS_DECODE_LANES];
 };
 
 int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
@@ -141,8 +150,8 @@ static unsigned long long declared_size(const uint8_t *in, size_t len)
 	return total;
 }
 
-static int inflate(struct rvs_decode *d, const uint8_t *in, size_t len, uint8_t **out,
-		   size_t *outlen, int *owned)
+static int inflate(struct lane *d, const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
+		   int *owned)
 {
 	unsigned long long total = declared_size(in, len);
 	size_t r;
@@ -179,7 +188,7 @@ static int sqlerr(sqlite3 *db, int rc, char *reason, size_t rlen)
 	return (rc & 0xff) == SQLITE_BUSY ? -EBUSY : -EIO;
 }
 
-static int open_db(struct rvs_decode *d)
+static int open_db(struct lane *d)
 {
 	int rc;
 	if (d->db)
@@ -198,7 +207,7 @@ static int open_db(struct rvs_decode *d)
 }
 
 /* The cached statement for sql (prepared on first use), ready to bind. */
-static int prep(struct rvs_decode *d, const char *sql, sqlite3_stmt **st)
+static int prep(struct lane *d, const char *sql, sqlite3_stmt **st)
 {
 	size_t i;
 	for (i = 0; i < STMT_CACHE && d->stmt_sql[i]; i++)
@@ -217,7 +226,7 @@ static int prep(struct rvs_decode *d, const char *sql, sqlite3_stmt **st)
 }
 
 /* Done with a statement from prep: reset for its next use. */
-static void unprep(struct rvs_decode *d, sqlite3_stmt *st)
+static void unprep(struct lane *d, sqlite3_stmt *st)
 {
 	for (size_t i = 0; i < STMT_CACHE && d->stmt_sql[i]; i++)
 		if (d->stmt[i] == st) {
@@ -323,7 +332,7 @@ static int insert_chain(sqlite3_stmt *st, const char *trace_id, const char *kind
 
 /* The method and chain rows of a decoded capture; anomaly_sig gets the
  * signature of its chain at the anomaly ("" when none). */
-static int index_capture(struct rvs_decode *d, const char *trace_id, const rva_summary *sum,
+static int index_capture(struct lane *d, const char *trace_id, const rva_summary *sum,
 			 char anomaly_sig[17])
 {
 	const rva_trace *t = sum->trace;
@@ -382,7 +391,7 @@ static int index_capture(struct rvs_decode *d, const char *trace_id, const rva_s
 /* The method and chain rows of a device's Summary (top_self, the chains at
  * the anomaly and the longest chains), bounded: the summary is untrusted.
  * A method named twice keeps its first row. */
-static int index_summary(struct rvs_decode *d, const char *trace_id, const Rearview__Summary *ps,
+static int index_summary(struct lane *d, const char *trace_id, const Rearview__Summary *ps,
 			 char anomaly_sig[17])
 {
 	sqlite3_stmt *st = NULL;
@@ -443,7 +452,7 @@ static int index_summary(struct rvs_decode *d, const char *trace_id, const Rearv
 /* Writes every index row of one trace: from the decoded capture sum, else
  * (summary-only uploads) from the device's summary ps when it sent one.
  * Runs inside the caller's transaction. */
-static int index_rows(struct rvs_decode *d, const char *trace_id, const rva_summary *sum,
+static int index_rows(struct lane *d, const char *trace_id, const rva_summary *sum,
 		      const Rearview__Summary *ps)
 {
 	sqlite3_stmt *st = NULL;
@@ -517,8 +526,8 @@ static int index_rows(struct rvs_decode *d, const char *trace_id, const rva_summ
 /* The upload's compression and, when want_summary and it carried one, its device Summary
  * (*ps; free with rearview__summary__free_unpacked).  A stored summary that
  * does not unpack is ignored: the envelope it came in was validated. */
-static int upload_meta(struct rvs_decode *d, const char *trace_id, int *comp,
-		       Rearview__Summary **ps, int want_summary)
+static int upload_meta(struct lane *d, const char *trace_id, int *comp, Rearview__Summary **ps,
+		       int want_summary)
 {
 	sqlite3_stmt *st;
 	int rc = prep(d, "SELECT compression, summary FROM uploads WHERE trace_id = ?", &st);
@@ -548,8 +557,8 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int decode_locked(struct rvs_decode *d, const char *trace_id, const char *blob_path,
-			 char *reason, size_t rlen)
+static int decode_locked(struct lane *d, const char *trace_id, const char *blob_path, char *reason,
+			 size_t rlen)
 {
 	double t0 = now_ms(), t_read = t0, t_zstd = t0, t_sum = t0;
 	uint8_t *raw = NULL, *cap = NULL;
@@ -623,13 +632,22 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 	return rc;
 }
 
+/* Runs the decode on a free lane: concurrent callers (at most
+ * RVS_DECODE_LANES, api.h) each find one; more would wait on the first. */
 static int decode_cb(void *ctx, const char *trace_id, const char *blob_path, char *reason,
 		     size_t rlen)
 {
-	struct rvs_decode *d = ctx;
+	struct rvs_decode *dec = ctx;
+	struct lane *d = NULL;
 	int rc;
 	reason[0] = 0;
-	pthread_mutex_lock(&d->mu);
+	for (size_t i = 0; i < RVS_DECODE_LANES && !d; i++)
+		if (pthread_mutex_trylock(&dec->lane[i].mu) == 0)
+			d = &dec->lane[i];
+	if (!d) {
+		d = &dec->lane[0];
+		pthread_mutex_lock(&d->mu);
+	}
 	rc = decode_locked(d, trace_id, blob_path, reason, rlen);
 	pthread_mutex_unlock(&d->mu);
 	if (rc)
@@ -647,7 +665,10 @@ int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_dec
 		free(d);
 		return -ENAMETOOLONG;
 	}
-	pthread_mutex_init(&d->mu, NULL);
+	for (size_t i = 0; i < RVS_DECODE_LANES; i++) {
+		d->lane[i].database = d->database;
+		pthread_mutex_init(&d->lane[i].mu, NULL);
+	}
 	dec->decode = decode_cb;
 	dec->ctx = d;
 	*out = d;
@@ -658,11 +679,14 @@ void rvs_decode_free(struct rvs_decode *d)
 {
 	if (!d)
 		return;
-	for (size_t i = 0; i < STMT_CACHE; i++)
-		sqlite3_finalize(d->stmt[i]);
-	sqlite3_close(d->db);
-	ZSTD_freeDCtx(d->dctx);
-	free(d->buf);
-	pthread_mutex_destroy(&d->mu);
+	for (size_t l = 0; l < RVS_DECODE_LANES; l++) {
+		struct lane *ln = &d->lane[l];
+		for (size_t i = 0; i < STMT_CACHE; i++)
+			sqlite3_finalize(ln->stmt[i]);
+		sqlite3_close(ln->db);
+		ZSTD_freeDCtx(ln->dctx);
+		free(ln->buf);
+		pthread_mutex_destroy(&ln->mu);
+	}
 	free(d);
 }

@@ -162,6 +162,7 @@ struct rvs_config {
 	char symbols_dir[512];	       /* the symbol store (symbols.h) */
 	double retention_days;	       /* traces older than this are deleted; 0 keeps all */
 	uint32_t retention_interval_s; /* how often the retention job runs */
+	uint32_t decode_jobs;	       /* decodes at once, 1..RVS_DECODE_LANES (api.h); default 1 */
 };
 /* Loads an INI file; relative paths are resolved against data_dir. */
 int rvs_config_load(const char *path, struct rvs_config *cfg, char *err, size_t errlen);

@@ -405,11 +405,14 @@ unlock:
 	return rc;
 }
 
-static int decode_next(struct rvs_store *s, char trace_id[40], char blob_sha256[65])
+static int decode_next_part(struct rvs_store *s, unsigned part, unsigned nparts, char trace_id[40],
+			    char blob_sha256[65])
 {
 	sqlite3_stmt *st;
 	int rc;
 
+	if (nparts < 1 || nparts > 16 || part >= nparts)
+		return -EINVAL;
 	pthread_mutex_lock(&s->mu);
 	rc = sqlite3_prepare_v2(s->db,
 				/* A new rowid is always above every present one, so rowid
@@ -417,9 +420,12 @@ static int decode_next(struct rvs_store *s, char trace_id[40], char blob_sha256[
 				 * (ordering by enqueued_at scanned and sorted the whole
 				 * queue for every decode).  CROSS JOIN keeps q outside. */
 				"SELECT q.trace_id, u.blob_sha256 FROM decode_queue q"
-				" CROSS JOIN uploads u USING (trace_id) ORDER BY q.rowid LIMIT 1",
+				" CROSS JOIN uploads u USING (trace_id) WHERE q.rowid % ?1 = ?2"
+				" ORDER BY q.rowid LIMIT 1",
 				-1, &st, NULL);
 	if (rc == SQLITE_OK) {
+		sqlite3_bind_int(st, 1, (int)nparts);
+		sqlite3_bind_int(st, 2, (int)part);
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW) {
 			const unsigned char *a = sqlite3_column_text(st, 0);
@@ -436,6 +442,11 @@ static int decode_next(struct rvs_store *s, char trace_id[40], char blob_sha256[
 	}
 	pthread_mutex_unlock(&s->mu);
 	return rc;
+}
+
+static int decode_next(struct rvs_store *s, char trace_id[40], char blob_sha256[65])
+{
+	return decode_next_part(s, 0, 1, trace_id, blob_sha256);
 }
 
 /* Leaves the queue with a final state, recording reason when quarantined. */
@@ -546,6 +557,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.upload_find = upload_find,
 	.upload_add = upload_add,
 	.decode_next = decode_next,
+	.decode_next_part = decode_next_part,
 	.decode_done = decode_done,
 	.decode_fail = decode_fail,
 	.queue_depth = queue_depth,

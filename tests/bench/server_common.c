@@ -118,6 +118,9 @@ int rvsb_start(struct rvsb *b, const char *extra_conf)
 	      f);
 	if (extra_conf)
 		fputs(extra_conf, f);
+	/* RVS_BENCH_CONF: more INI lines ("\n"-separated), e.g. decode_jobs = 1. */
+	if (getenv("RVS_BENCH_CONF"))
+		fprintf(f, "%s\n", getenv("RVS_BENCH_CONF"));
 	fclose(f);
 	b->pid = fork();
 	if (b->pid == 0) {

@@ -5,6 +5,7 @@
  * sqlite store and decoder in a temporary directory.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -213,6 +214,82 @@ static void test_ingest_hostile_summary_is_bounded(void **state)
 	free(names);
 }
 
+/* Queues n summary-only uploads without decoding them. */
+static void queue_uploads(struct fx *f, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct rvs_upload_rec u = {0};
+		snprintf(u.trace_id, sizeof u.trace_id, "t-%032d", 100 + i);
+		u.device_id = "d-1";
+		memset(u.upload_id, 100 + i, 16);
+		assert_int_equal(ops->upload_add(f->s, &u), 0);
+	}
+}
+
+static void test_ingest_queue_partitions_split_without_overlap(void **state)
+{
+	struct fx *f = *state;
+	char seen[40][40], tid[40], blob[65];
+	int nseen = 0;
+
+	queue_uploads(f, 40);
+	assert_int_equal(ops->decode_next_part(f->s, 2, 2, tid, blob), -EINVAL);
+	assert_int_equal(ops->decode_next_part(f->s, 0, 0, tid, blob), -EINVAL);
+	/* Drain both partitions alternately, as two decode jobs would. */
+	for (int round = 0; nseen < 40 && round < 100; round++) {
+		unsigned part = (unsigned)round % 2;
+		if (ops->decode_next_part(f->s, part, 2, tid, blob))
+			continue;
+		for (int k = 0; k < nseen; k++)
+			assert_string_not_equal(seen[k], tid);
+		snprintf(seen[nseen++], sizeof seen[0], "%s", tid);
+		assert_int_equal(ops->decode_done(f->s, tid), 0);
+	}
+	assert_int_equal(nseen, 40);
+	assert_int_equal(ops->decode_next_part(f->s, 0, 2, tid, blob), -ENOENT);
+	assert_int_equal(ops->decode_next_part(f->s, 1, 2, tid, blob), -ENOENT);
+}
+
+struct drain_arg {
+	struct fx *f;
+	unsigned part;
+	int decoded, failed;
+};
+
+static void *drain(void *p)
+{
+	struct drain_arg *a = p;
+	char tid[40], blob[65], reason[256];
+	while (ops->decode_next_part(a->f->s, a->part, 2, tid, blob) == 0) {
+		if (a->f->dec.decode(a->f->dec.ctx, tid, NULL, reason, sizeof reason) == 0) {
+			a->decoded++;
+			ops->decode_done(a->f->s, tid);
+		} else {
+			a->failed++;
+			ops->decode_fail(a->f->s, tid, reason);
+		}
+	}
+	return NULL;
+}
+
+static void test_ingest_two_decoders_run_concurrently(void **state)
+{
+	struct fx *f = *state;
+	struct drain_arg a[2] = {{f, 0, 0, 0}, {f, 1, 0, 0}};
+	pthread_t th[2];
+
+	queue_uploads(f, 60);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, drain, &a[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(a[0].failed + a[1].failed, 0);
+	assert_int_equal(a[0].decoded + a[1].decoded, 60);
+	assert_true(a[0].decoded > 0 && a[1].decoded > 0);
+	assert_int_equal(num(f, "SELECT count(*) FROM traces"), 60);
+	assert_int_equal(num(f, "SELECT count(*) FROM decode_queue"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +299,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ingest_summary_absent_indexes_metadata_only,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_hostile_summary_is_bounded, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_queue_partitions_split_without_overlap,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_two_decoders_run_concurrently, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
