@@ -596,6 +596,13 @@ static void job_done(uv_work_t *w, int status)
 
 /* ---- the decode seam ------------------------------------------------------ */
 
+/* cfg->decode_jobs within 1..RVS_DECODE_LANES (a zeroed config means 1). */
+static unsigned decode_jobs(const struct rvs_api *a)
+{
+	unsigned n = a->cfg->decode_jobs;
+	return n < 1 ? 1 : n > RVS_DECODE_LANES ? RVS_DECODE_LANES : n;
+}
+
 struct decode_job {
 	uv_work_t w;
 	struct rvs_api *a;
@@ -611,8 +618,7 @@ static void decode_work(uv_work_t *w)
 	struct rvs_api *a = dj->a;
 	char trace_id[40], blob[65], path[1024], reason[256];
 
-	while (a->ops->decode_next_part(a->store, dj->part, a->cfg->decode_jobs, trace_id, blob) ==
-	       0) {
+	while (a->ops->decode_next_part(a->store, dj->part, decode_jobs(a), trace_id, blob) == 0) {
 		const char *p = NULL;
 		int rc;
 		reason[0] = '\0';
@@ -677,7 +683,7 @@ static void decode_pump(struct rvs_api *a)
 {
 	if (!a->decoder || a->stopping)
 		return;
-	for (unsigned p = 0; p < a->cfg->decode_jobs && p < RVS_DECODE_LANES; p++)
+	for (unsigned p = 0; p < decode_jobs(a); p++)
 		decode_start(a, p);
 }
 

@@ -27,6 +27,13 @@ static int slurp(const char *path, char *buf, size_t cap)
 	return (int)n;
 }
 
+/* $RVS_BENCH_BIN (another build, for side-by-side runs) or this build's. */
+static const char *server_bin(void)
+{
+	const char *b = getenv("RVS_BENCH_BIN");
+	return b && *b ? b : RVS_BIN;
+}
+
 double rvsb_now(void)
 {
 	struct timespec t;
@@ -91,7 +98,7 @@ int rvsb_init(struct rvsb *b)
 		int fd = open("/dev/null", O_WRONLY);
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execl(RVS_BIN, RVS_BIN, "init", b->data, (char *)NULL);
+		execl(server_bin(), server_bin(), "init", b->data, (char *)NULL);
 		_exit(127);
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
@@ -129,7 +136,7 @@ int rvsb_start(struct rvsb *b, const char *extra_conf)
 		if (fd < 0)
 			fd = open("/dev/null", O_WRONLY);
 		dup2(fd, 2);
-		execl(RVS_BIN, RVS_BIN, "--config", path, (char *)NULL);
+		execl(server_bin(), server_bin(), "--config", path, (char *)NULL);
 		_exit(127);
 	}
 	if (b->pid < 0)

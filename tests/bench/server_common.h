@@ -28,7 +28,8 @@ int rvsb_init(struct rvsb *b);
 /* Appends extra_conf (INI lines, may be NULL) plus a port-0 listener and
  * lifted rate limits to the config and starts the server; waits until it
  * listens.  The server's stderr goes to $RVS_BENCH_LOG when set, and
- * $RVS_BENCH_CONF (INI lines) is appended to the config.  0 or -1. */
+ * $RVS_BENCH_CONF (INI lines) is appended to the config.  $RVS_BENCH_BIN
+ * names another server binary (side-by-side runs).  0 or -1. */
 int rvsb_start(struct rvsb *b, const char *extra_conf);
 /* SIGTERM, wait, remove the directory.  0 when the server exited cleanly. */
 int rvsb_stop(struct rvsb *b);
