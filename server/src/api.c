@@ -609,7 +609,7 @@ struct decode_job {
 	unsigned part; /* the queue partition this job drains */
 	uint64_t depth;
 	struct rvs_hist hist; /* this job's decode times, merged on the loop */
-	uint64_t failures;
+	uint64_t failures[RVS_DECODE_FAIL_COUNT];
 };
 
 static void decode_work(uv_work_t *w)
@@ -630,7 +630,7 @@ static void decode_work(uv_work_t *w)
 		if (rc == 0) {
 			rc = a->ops->decode_done(a->store, trace_id);
 		} else {
-			dj->failures++;
+			dj->failures[rvs_decode_fail_class(reason)]++;
 			rc = a->ops->decode_fail(a->store, trace_id,
 						 reason[0] ? reason : "decode failed");
 		}
@@ -647,7 +647,8 @@ static void decode_done_cb(uv_work_t *w, int status)
 	struct rvs_api *a = dj->a;
 	a->m->decode_queue_depth = dj->depth;
 	rvs_hist_merge(&a->m->decode_seconds, &dj->hist);
-	a->m->decode_failures += dj->failures;
+	for (int i = 0; i < RVS_DECODE_FAIL_COUNT; i++)
+		a->m->decode_failures[i] += dj->failures[i];
 	a->inflight--;
 	a->decoding[dj->part] = 0;
 	if (a->decode_again[dj->part] && !a->stopping) {

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const err_names[RVS_ERR_COUNT] = {
 	[RVS_ERR_BAD_REQUEST] = "bad_request",	   [RVS_ERR_MALFORMED] = "malformed_protobuf",
@@ -39,6 +40,26 @@ void rvs_hist_merge(struct rvs_hist *into, const struct rvs_hist *from)
 		into->bucket[i] += from->bucket[i];
 	into->count += from->count;
 	into->sum += from->sum;
+}
+
+static const struct {
+	const char *prefix, *label;
+} fail_classes[RVS_DECODE_FAIL_COUNT] = {
+	[RVS_DECODE_FAIL_BLOB] = {"blob unreadable", "blob"},
+	[RVS_DECODE_FAIL_ZSTD] = {"zstd:", "zstd"},
+	[RVS_DECODE_FAIL_COMPRESSION] = {"unknown compression", "compression"},
+	[RVS_DECODE_FAIL_CAPTURE] = {"capture:", "capture"},
+	[RVS_DECODE_FAIL_INDEX] = {"index:", "index"},
+	[RVS_DECODE_FAIL_OTHER] = {"", "other"},
+};
+
+enum rvs_decode_fail rvs_decode_fail_class(const char *reason)
+{
+	for (int i = 0; i < RVS_DECODE_FAIL_OTHER; i++)
+		if (reason &&
+		    strncmp(reason, fail_classes[i].prefix, strlen(fail_classes[i].prefix)) == 0)
+			return (enum rvs_decode_fail)i;
+	return RVS_DECODE_FAIL_OTHER;
 }
 
 const char *rvs_err_name(enum rvs_err_reason r)
@@ -110,10 +131,11 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
 	}
 	EMIT("rearview_decode_seconds_sum %.6f\nrearview_decode_seconds_count %" PRIu64 "\n",
 	     m->decode_seconds.sum, m->decode_seconds.count);
-	EMIT("# HELP rearview_decode_failures_total Uploads quarantined by the decoder.\n"
-	     "# TYPE rearview_decode_failures_total counter\n"
-	     "rearview_decode_failures_total %" PRIu64 "\n",
-	     m->decode_failures);
+	EMIT("# HELP rearview_decode_failures_total Uploads quarantined by the decoder, by"
+	     " reason.\n# TYPE rearview_decode_failures_total counter\n");
+	for (int i = 0; i < RVS_DECODE_FAIL_COUNT; i++)
+		EMIT("rearview_decode_failures_total{reason=\"%s\"} %" PRIu64 "\n",
+		     fail_classes[i].label, m->decode_failures[i]);
 	EMIT("# HELP rearview_retention_runs_total Retention passes completed.\n"
 	     "# TYPE rearview_retention_runs_total counter\n"
 	     "rearview_retention_runs_total %" PRIu64 "\n",

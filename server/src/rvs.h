@@ -59,6 +59,19 @@ struct rvs_hist {
 void rvs_hist_observe(struct rvs_hist *h, double seconds);
 void rvs_hist_merge(struct rvs_hist *into, const struct rvs_hist *from);
 
+/* Why the decoder quarantined an upload (metrics label). */
+enum rvs_decode_fail {
+	RVS_DECODE_FAIL_BLOB,	     /* blob unreadable */
+	RVS_DECODE_FAIL_ZSTD,	     /* corrupt, truncated or too large */
+	RVS_DECODE_FAIL_COMPRESSION, /* unknown compression */
+	RVS_DECODE_FAIL_CAPTURE,     /* librvanalysis refused the capture */
+	RVS_DECODE_FAIL_INDEX,	     /* sqlite */
+	RVS_DECODE_FAIL_OTHER,
+	RVS_DECODE_FAIL_COUNT
+};
+/* The class of a decoder's reason text (decode.c writes "zstd: …" etc.). */
+enum rvs_decode_fail rvs_decode_fail_class(const char *reason);
+
 struct rvs_metrics {
 	uint64_t requests;
 	uint64_t uploads;
@@ -70,8 +83,8 @@ struct rvs_metrics {
 	uint64_t connections_open;
 	uint64_t decode_queue_depth;
 	uint64_t errors[RVS_ERR_COUNT];
-	struct rvs_hist decode_seconds; /* decodes that ran, ok or failed */
-	uint64_t decode_failures;	/* uploads quarantined */
+	struct rvs_hist decode_seconds;			 /* decodes that ran, ok or failed */
+	uint64_t decode_failures[RVS_DECODE_FAIL_COUNT]; /* quarantined, by reason */
 	uint64_t retention_runs;
 	uint64_t retention_traces; /* traces deleted by retention */
 	uint64_t retention_blobs;  /* blob files deleted by retention */

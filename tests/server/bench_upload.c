@@ -244,6 +244,7 @@ static double metric(const char *name)
 	static CURL *h; /* one kept-alive connection: no TLS handshake per poll */
 	char *p;
 	size_t nl = strlen(name);
+	double sum = -1;
 	text[0] = '\0';
 	if (!h) {
 		h = curl_easy_init();
@@ -253,10 +254,17 @@ static double metric(const char *name)
 	}
 	if (curl_easy_perform(h) != CURLE_OK)
 		return -1;
-	for (p = text; (p = strstr(p, name)); p += nl)
-		if ((p == text || p[-1] == '\n') && p[nl] == ' ')
-			return strtod(p + nl + 1, NULL);
-	return -1;
+	/* The sum over the metric's label sets; -1 when it is absent. */
+	for (p = text; (p = strstr(p, name)); p += nl) {
+		const char *sp, *eol;
+		if ((p != text && p[-1] != '\n') || (p[nl] != ' ' && p[nl] != '{'))
+			continue;
+		eol = strchr(p, '\n');
+		for (sp = eol ? eol : p + strlen(p); sp > p && sp[-1] != ' '; sp--)
+			;
+		sum = (sum < 0 ? 0 : sum) + strtod(sp, NULL);
+	}
+	return sum;
 }
 
 /* Waits until the server has decoded `count` uploads in all.  A server

@@ -295,6 +295,9 @@ static void test_retention_metrics_render_histogram_and_counters(void **state)
 	rvs_hist_observe(&h, 99);
 	rvs_hist_merge(&m.decode_seconds, &h);
 	m.retention_traces = 7;
+	m.decode_failures[rvs_decode_fail_class("zstd: corrupt or truncated")] = 2;
+	m.decode_failures[rvs_decode_fail_class("capture: bad magic")] = 3;
+	m.decode_failures[rvs_decode_fail_class("something new")] = 4;
 	assert_int_equal(rvs_metrics_render(&m, &text, &len), 0);
 	assert_non_null(strstr(text, "rearview_decode_seconds_bucket{le=\"0.005\"} 1\n"));
 	assert_non_null(strstr(text, "rearview_decode_seconds_bucket{le=\"0.1\"} 1\n"));
@@ -303,6 +306,10 @@ static void test_retention_metrics_render_histogram_and_counters(void **state)
 	assert_non_null(strstr(text, "rearview_decode_seconds_bucket{le=\"+Inf\"} 3\n"));
 	assert_non_null(strstr(text, "rearview_decode_seconds_count 3\n"));
 	assert_non_null(strstr(text, "rearview_retention_deleted_traces_total 7\n"));
+	assert_non_null(strstr(text, "rearview_decode_failures_total{reason=\"zstd\"} 2\n"));
+	assert_non_null(strstr(text, "rearview_decode_failures_total{reason=\"capture\"} 3\n"));
+	assert_non_null(strstr(text, "rearview_decode_failures_total{reason=\"other\"} 4\n"));
+	assert_non_null(strstr(text, "rearview_decode_failures_total{reason=\"index\"} 0\n"));
 	free(text);
 }
 
