@@ -71,3 +71,13 @@ $(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLIC
 $(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench
 $(TBIN)/server/test_symbols: | $(BIN)/rearview-server
+FUZZ += $(BUILD)/fuzz/server_symbols
+# symbols.c answers through query.c's JSON helpers, which bring decode.c and blob.c.
+$(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c server/src/query.c \
+		server/src/util.c server/src/decode.c server/src/blob.c $(LIBRVANALYSIS) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) $(LIBELF_CFLAGS) $(call pc,--cflags,jansson) -Iserver/src \
+		-Itracer/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
+		$(LIBRVANALYSIS) $(LIBRVPROTO) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
+		-lmbedcrypto -lzstd $(PROTOBUF_LIBS)
+$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o blob.o) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))
