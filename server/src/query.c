@@ -203,27 +203,45 @@ static int parse_limit(const char *query, int64_t *limit)
 
 /* ---- GET /api/v1/traces ------------------------------------------------------ */
 
-static const char LIST_SQL[] =
-	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build,"
-	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"
+#define LIST_COLS                                                                             \
+	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build," \
+	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"       \
 	" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
-	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"
-	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"
-	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"
-	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"
-	/* Uncorrelated IN: sqlite builds each set once through the signature /
-	 * method index instead of probing per trace. */
-	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id"
-	"  FROM trace_chains c WHERE c.signature = ?9))"
-	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
-	"  WHERE m.method = ?10))"
-	" AND (?11 IS NULL OR t.rowid < ?11)"
-	" ORDER BY t.rowid DESC LIMIT ?12";
+#define LIST_FILTERS                                                                       \
+	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"            \
+	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"            \
+	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"    \
+	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"  \
+	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id" \
+	"  FROM trace_chains c WHERE c.signature = ?9))"                                   \
+	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"       \
+	"  WHERE m.method = ?10))"                                                         \
+	" AND (?11 IS NULL OR t.rowid < ?11)"                                              \
+	" ORDER BY t.rowid DESC LIMIT ?12"
+
+/* Without a signature or method filter: walk traces newest first. */
+static const char LIST_SQL[] = LIST_COLS LIST_FILTERS;
+/* With one (or a time range), its matches drive the query (index lookups,
+ * then a sort of the matches only): walking every trace newest first to
+ * find the few that match a rare signature or method, or an older time
+ * range, read most of the table. */
+static const char LIST_SQL_SIG[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.anomaly_signature = ?9"
+		  " UNION SELECT x.rowid FROM trace_chains c JOIN traces x ON x.trace_id ="
+		  " c.trace_id WHERE c.signature = ?9) AND" LIST_FILTERS;
+static const char LIST_SQL_TIME[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.received_at >="
+		  " coalesce(?7, -9223372036854775807) AND x.received_at <"
+		  " coalesce(?8, 9223372036854775807)) AND" LIST_FILTERS;
+static const char LIST_SQL_METHOD[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM trace_methods m JOIN traces x ON"
+		  " x.trace_id = m.trace_id WHERE m.method = ?10) AND" LIST_FILTERS;
 
 static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 {
 	static const char *const text_params[] = {"app", "version", "model", "os_build"};
 	static const char *const int_params[] = {"kind", "min_severity", "since", "until"};
+	const char *sql = LIST_SQL;
 	char v[1024];
 	int64_t limit, n = 0, last = 0, iv;
 	sqlite3_stmt *st;
@@ -232,7 +250,14 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	if (sqlite3_prepare_v2(db, LIST_SQL, -1, &st, NULL) != SQLITE_OK)
+	if (qparam(query, "signature", v, sizeof v) == 1)
+		sql = LIST_SQL_SIG;
+	else if (qparam(query, "method", v, sizeof v) == 1)
+		sql = LIST_SQL_METHOD;
+	else if (qparam(query, "since", v, sizeof v) == 1 ||
+		 qparam(query, "until", v, sizeof v) == 1)
+		sql = LIST_SQL_TIME;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return set_error(r, 500, "query failed");
 	for (int i = 0; i < 4; i++) {
 		if ((rc = qparam(query, text_params[i], v, sizeof v)) < 0)

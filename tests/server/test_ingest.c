@@ -15,9 +15,11 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "decode.h"
+#include "query.h"
 #include "rvs.h"
 #include "store.h"
 
@@ -290,6 +292,83 @@ static void test_ingest_two_decoders_run_concurrently(void **state)
 	assert_int_equal(num(f, "SELECT count(*) FROM decode_queue"), 0);
 }
 
+/* Ids of /api/v1/traces?query, newest first, joined with ','. */
+static void list_ids(struct fx *f, const char *query, char *out, size_t outlen)
+{
+	struct rvs_query_resp r;
+	json_t *doc, *o;
+	size_t i;
+	out[0] = '\0';
+	rvs_query_handle(f->db, f->dir, "/api/v1/traces", query, &r);
+	assert_int_equal(r.status, 200);
+	doc = json_loadb(r.body, r.len, 0, NULL);
+	assert_non_null(doc);
+	json_array_foreach(json_object_get(doc, "traces"), i, o)
+	{
+		const char *id = json_string_value(json_object_get(o, "trace_id"));
+		/* the last two digits of t-000…NN */
+		snprintf(out + strlen(out), outlen - strlen(out), "%s%s", i ? "," : "",
+			 id + strlen(id) - 2);
+	}
+	json_decref(doc);
+	free(r.body);
+}
+
+/* Traces 10..19 received at 1000 * n, model m<n % 2>, signature s<n % 3>
+ * (chain rows), a method "hot" in the even ones. */
+static void fill_list(struct fx *f)
+{
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	for (int n = 10; n < 20; n++) {
+		char sql[1024];
+		snprintf(sql, sizeof sql,
+			 "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, state)"
+			 " VALUES ('t-%032d', 'd-1', randomblob(16), %d, 'decoded');"
+			 "INSERT INTO traces (trace_id, model, received_at, decoded_at) VALUES"
+			 " ('t-%032d', 'm%d', %d, 0);"
+			 "INSERT INTO trace_chains VALUES ('t-%032d', 'top', 1, '%016d', 'a;', 1,"
+			 " 1, 1);"
+			 "%s",
+			 n, 1000 * n, n, n % 2, 1000 * n, n, n % 3,
+			 n % 2 ? ""
+			       : "INSERT INTO trace_methods SELECT trace_id, 'hot', 1, 1, 1, 1 FROM"
+				 " traces WHERE rowid = last_insert_rowid();");
+		assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	}
+	sqlite3_close(db);
+}
+
+static void test_ingest_trace_list_filters_driven_by_matches(void **state)
+{
+	struct fx *f = *state;
+	char ids[512];
+
+	fill_list(f);
+	list_ids(f, "", ids, sizeof ids);
+	assert_string_equal(ids, "19,18,17,16,15,14,13,12,11,10");
+	list_ids(f, "since=12000&until=15000", ids, sizeof ids);
+	assert_string_equal(ids, "14,13,12");
+	list_ids(f, "since=17000", ids, sizeof ids);
+	assert_string_equal(ids, "19,18,17");
+	list_ids(f, "until=11001", ids, sizeof ids);
+	assert_string_equal(ids, "11,10");
+	list_ids(f, "until=11001&model=m1", ids, sizeof ids);
+	assert_string_equal(ids, "11");
+	list_ids(f, "signature=0000000000000001", ids, sizeof ids);
+	assert_string_equal(ids, "19,16,13,10");
+	list_ids(f, "signature=0000000000000001&since=13000&limit=1", ids, sizeof ids);
+	assert_string_equal(ids, "19");
+	list_ids(f, "signature=0000000000000001&method=hot", ids, sizeof ids);
+	assert_string_equal(ids, "16,10");
+	list_ids(f, "method=hot&until=15000", ids, sizeof ids);
+	assert_string_equal(ids, "14,12,10");
+	list_ids(f, "method=hot&limit=2", ids, sizeof ids);
+	assert_string_equal(ids, "18,16");
+	list_ids(f, "method=none", ids, sizeof ids);
+	assert_string_equal(ids, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +383,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_two_decoders_run_concurrently, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_trace_list_filters_driven_by_matches,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
