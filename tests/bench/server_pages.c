@@ -96,24 +96,19 @@ static int fill(const char *path, int n, int64_t now)
 		sqlite3_bind_text(ch, 1, id, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_text(ch, 2, sig, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_text(ch, 3, chain, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(up, 1, id, -1, SQLITE_TRANSIENT);
+		/* uploads and traces share parameters ?1 and ?3..?9. */
+		for (int k = 0; k < 2; k++) {
+			sqlite3_stmt *st = k ? tr : up;
+			sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 3, at);
+			sqlite3_bind_text(st, 4, app, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 5, ver, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 6, model, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 7, os, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int(st, 8, i % 4);
+			sqlite3_bind_int(st, 9, i % 101);
+		}
 		sqlite3_bind_blob(up, 2, uid, 16, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(up, 3, at);
-		sqlite3_bind_text(up, 4, app, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(up, 5, ver, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(up, 6, model, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(up, 7, os, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(up, 8, i % 4);
-		sqlite3_bind_int(up, 9, i % 101);
-		sqlite3_clear_bindings(tr);
-		sqlite3_bind_text(tr, 1, id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(tr, 3, at);
-		sqlite3_bind_text(tr, 4, app, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(tr, 5, ver, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(tr, 6, model, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(tr, 7, os, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(tr, 8, i % 4);
-		sqlite3_bind_int(tr, 9, i % 101);
 		sqlite3_bind_text(tr, 10, sig, -1, SQLITE_TRANSIENT);
 		if (sqlite3_step(ch) != SQLITE_DONE || sqlite3_step(up) != SQLITE_DONE ||
 		    sqlite3_step(tr) != SQLITE_DONE) {

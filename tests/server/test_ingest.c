@@ -344,29 +344,27 @@ static void test_ingest_trace_list_filters_driven_by_matches(void **state)
 	struct fx *f = *state;
 	char ids[512];
 
+	static const struct {
+		const char *query, *ids;
+	} cases[] = {
+		{"", "19,18,17,16,15,14,13,12,11,10"},
+		{"since=12000&until=15000", "14,13,12"},
+		{"since=17000", "19,18,17"},
+		{"until=11001", "11,10"},
+		{"until=11001&model=m1", "11"},
+		{"signature=0000000000000001", "19,16,13,10"},
+		{"signature=0000000000000001&since=13000&limit=1", "19"},
+		{"signature=0000000000000001&method=hot", "16,10"},
+		{"method=hot&until=15000", "14,12,10"},
+		{"method=hot&limit=2", "18,16"},
+		{"method=none", ""},
+	};
+
 	fill_list(f);
-	list_ids(f, "", ids, sizeof ids);
-	assert_string_equal(ids, "19,18,17,16,15,14,13,12,11,10");
-	list_ids(f, "since=12000&until=15000", ids, sizeof ids);
-	assert_string_equal(ids, "14,13,12");
-	list_ids(f, "since=17000", ids, sizeof ids);
-	assert_string_equal(ids, "19,18,17");
-	list_ids(f, "until=11001", ids, sizeof ids);
-	assert_string_equal(ids, "11,10");
-	list_ids(f, "until=11001&model=m1", ids, sizeof ids);
-	assert_string_equal(ids, "11");
-	list_ids(f, "signature=0000000000000001", ids, sizeof ids);
-	assert_string_equal(ids, "19,16,13,10");
-	list_ids(f, "signature=0000000000000001&since=13000&limit=1", ids, sizeof ids);
-	assert_string_equal(ids, "19");
-	list_ids(f, "signature=0000000000000001&method=hot", ids, sizeof ids);
-	assert_string_equal(ids, "16,10");
-	list_ids(f, "method=hot&until=15000", ids, sizeof ids);
-	assert_string_equal(ids, "14,12,10");
-	list_ids(f, "method=hot&limit=2", ids, sizeof ids);
-	assert_string_equal(ids, "18,16");
-	list_ids(f, "method=none", ids, sizeof ids);
-	assert_string_equal(ids, "");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		list_ids(f, cases[i].query, ids, sizeof ids);
+		assert_string_equal(ids, cases[i].ids);
+	}
 }
 
 int main(void)
