@@ -35,7 +35,7 @@ static int fail(sqlite3 *db, const char *what)
 	return -EIO;
 }
 
-/* The next BATCH old uploads and their distinct blob names. */
+/* The next BATCH old uploads and their blob names (a name may repeat). */
 static int select_batch(sqlite3 *db, int64_t cutoff, struct batch *b)
 {
 	sqlite3_stmt *st;
