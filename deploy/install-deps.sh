@@ -30,6 +30,9 @@ PACKAGES="$PACKAGES systemd curl jq"
 # server/ (rearview-server).
 PACKAGES="$PACKAGES libhttp-parser-dev libuv1-dev libmbedtls-dev libsqlite3-dev libinih-dev libcurl4-openssl-dev libzstd-dev nodejs chromium"
 
+# server ops (symbol store: libelf; its tests use objcopy from binutils).
+PACKAGES="$PACKAGES libelf-dev binutils"
+
 missing=""
 for p in $PACKAGES; do
 	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

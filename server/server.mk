@@ -2,13 +2,15 @@
 # sqlite3 storage, content-addressed blobs.  See server/README.md.
 
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
-	$(PROTOBUF_LIBS) -lpthread
+	$(PROTOBUF_LIBS) $(LIBELF_LIBS) -lpthread
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o \
 	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
-	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o)
+	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
+	symbols.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
-$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
+$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson) \
+	$(LIBELF_CFLAGS)
 
 $(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
@@ -49,9 +51,13 @@ $(eval $(call rv_test,server,fuzz_http,$(OBJ)/server/src/http.o,-lhttp_parser))
 $(eval $(call rv_test,server,fuzz_upload,$(OBJ)/server/src/upload.o $(LIBRVPROTO),$(PROTOBUF_LIBS)))
 
 # `make bench`: the upload load generator against the real binary.
-$(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(LIBRVPROTO) | $(BIN)/rearview-server
+$(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(OBJ)/tests/bench/server_workload.o \
+		$(OBJ)/tests/bench/server_common.o $(LIBRVTRACE_A) $(LIBRVPROTO) | $(BIN)/rearview-server
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl $(PROTOBUF_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl -lzstd $(RVT_LDLIBS) $(PROTOBUF_LIBS)
+$(OBJ)/tests/bench/server_workload.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/bench/server_%.o: CPPFLAGS += -DRVS_BIN='"$(BIN)/rearview-server"' -Iserver/src
+$(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include -Itests/bench
 BENCHES += $(TBIN)/server/bench_upload
 
 # Skip reports (POST /v1/skips): fuzz target and its corpus replay.
@@ -96,3 +102,27 @@ $(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/serv
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
 BENCHES += $(TBIN)/server/bench_web
+
+# Server ops: retention, signature totals, decode metrics.
+$(eval $(call rv_test,server,retention,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(OBJ)/tests/server/test_retention.o: CPPFLAGS += -Itests/bench
+$(TBIN)/server/test_retention: | $(BIN)/rearview-server
+$(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench/server_common.o \
+		| $(BIN)/rearview-server
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
+BENCHES += $(TBIN)/server/bench_pages
+$(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench
+$(TBIN)/server/test_symbols: | $(BIN)/rearview-server
+FUZZ += $(BUILD)/fuzz/server_symbols
+# symbols.c answers through query.c's JSON helpers, which bring decode.c and blob.c.
+$(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c server/src/query.c \
+		server/src/util.c server/src/decode.c server/src/blob.c $(LIBRVANALYSIS) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) $(LIBELF_CFLAGS) $(call pc,--cflags,jansson) -Iserver/src \
+		-Itracer/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
+		$(LIBRVANALYSIS) $(LIBRVPROTO) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
+		-lmbedcrypto -lzstd $(PROTOBUF_LIBS)
+$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o blob.o) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))

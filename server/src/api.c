@@ -12,6 +12,8 @@
 #include "campaign.h"
 #include "query.h"
 #include "web.h"
+#include "retention.h"
+#include "symbols.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <mbedtls/platform_util.h>
 
@@ -49,7 +52,9 @@ struct rvs_api {
 	uint8_t *secret;
 	size_t secret_len;
 	unsigned inflight;
-	int decoding, decode_again, stopping;
+	int stopping;
+	/* One decode job per queue partition at most (RVS_DECODE_LANES). */
+	int decoding[RVS_DECODE_LANES], decode_again[RVS_DECODE_LANES];
 	void (*cb)(void *, int);
 	void *cb_arg;
 	void (*stop_done)(void *);
@@ -70,9 +75,14 @@ struct rvs_api {
 	int api_enabled;
 	struct bucket buckets[N_BUCKETS];
 	struct bucket peers[N_BUCKETS]; /* failed-auth budget per peer address */
+	/* Retention (cfg->retention_days > 0): a timer queues one pass at a time. */
+	uv_timer_t retention_timer;
+	int retention_on, retention_busy;
+	uv_work_t retention_work;
+	struct rvs_retention_stats retention_stats;
 };
 
-enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_SKIP, JOB_POLICY, JOB_QUERY, JOB_WEB };
+enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_SKIP, JOB_POLICY, JOB_QUERY, JOB_WEB, JOB_SYMBOLS };
 
 struct job {
 	uv_work_t w;
@@ -95,6 +105,7 @@ struct job {
 };
 
 static void decode_pump(struct rvs_api *a);
+static void decode_start(struct rvs_api *a, unsigned part);
 
 /* ---- responses ---------------------------------------------------------- */
 
@@ -369,6 +380,11 @@ static void do_upload(struct job *j)
 	if (device_of(j, device_id))
 		return;
 	rc = rvs_upload_parse(j->req->body, j->req->body_len, &e, reason, sizeof reason);
+	/* The envelope holds its own copy of the payload: drop the request's
+	 * now, so a 64 MiB body is not held twice through the blob write.  The
+	 * connection is parked until the response (body_len stays for metrics). */
+	free(j->req->body);
+	j->req->body = NULL;
 	if (rc) {
 		job_fail(j, 400, rc == -EBADMSG ? RVS_ERR_MALFORMED : RVS_ERR_BAD_REQUEST,
 			 REARVIEW__ERROR__CODE__MALFORMED, reason);
@@ -573,6 +589,10 @@ static void job_work(uv_work_t *w)
 	case JOB_WEB:
 		rvs_web_handle(j->a->cfg, j->req, &j->wr);
 		break;
+	case JOB_SYMBOLS:
+		rvs_symbols_handle(j->a->cfg->symbols_dir, j->req->method, j->req->path,
+				   j->req->query, j->req->body, j->req->body_len, &j->q);
+		break;
 	}
 }
 
@@ -621,7 +641,7 @@ static void job_done(uv_work_t *w, int status)
 		maybe_stop(a);
 		return;
 	}
-	if (j->kind == JOB_QUERY) {
+	if (j->kind == JOB_QUERY || j->kind == JOB_SYMBOLS) {
 		struct rvs_header h[2] = {{"Cache-Control", "no-store"},
 					  {"Content-Disposition", j->q.disposition}};
 		rvs_conn_respond(j->conn, j->q.status, j->q.content_type, h,
@@ -671,10 +691,20 @@ static void job_done(uv_work_t *w, int status)
 
 /* ---- the decode seam ------------------------------------------------------ */
 
+/* cfg->decode_jobs within 1..RVS_DECODE_LANES (a zeroed config means 1). */
+static unsigned decode_jobs(const struct rvs_api *a)
+{
+	unsigned n = a->cfg->decode_jobs;
+	return n < 1 ? 1 : n > RVS_DECODE_LANES ? RVS_DECODE_LANES : n;
+}
+
 struct decode_job {
 	uv_work_t w;
 	struct rvs_api *a;
+	unsigned part; /* the queue partition this job drains */
 	uint64_t depth;
+	struct rvs_hist hist; /* this job's decode times, merged on the loop */
+	uint64_t failures[RVS_DECODE_FAIL_COUNT];
 };
 
 static void decode_work(uv_work_t *w)
@@ -683,18 +713,22 @@ static void decode_work(uv_work_t *w)
 	struct rvs_api *a = dj->a;
 	char trace_id[40], blob[65], path[1024], reason[256];
 
-	while (a->ops->decode_next(a->store, trace_id, blob) == 0) {
+	while (a->ops->decode_next_part(a->store, dj->part, decode_jobs(a), trace_id, blob) == 0) {
 		const char *p = NULL;
 		int rc;
 		reason[0] = '\0';
 		if (blob[0] && rvs_blob_path(a->cfg->blob_dir, blob, path, sizeof path) == 0)
 			p = path;
+		uint64_t t0 = uv_hrtime();
 		rc = a->decoder->decode(a->decoder->ctx, trace_id, p, reason, sizeof reason);
-		if (rc == 0)
+		rvs_hist_observe(&dj->hist, (double)(uv_hrtime() - t0) / 1e9);
+		if (rc == 0) {
 			rc = a->ops->decode_done(a->store, trace_id);
-		else
+		} else {
+			dj->failures[rvs_decode_fail_class(reason)]++;
 			rc = a->ops->decode_fail(a->store, trace_id,
 						 reason[0] ? reason : "decode failed");
+		}
 		if (rc)
 			break;
 	}
@@ -707,33 +741,46 @@ static void decode_done_cb(uv_work_t *w, int status)
 	struct decode_job *dj = w->data;
 	struct rvs_api *a = dj->a;
 	a->m->decode_queue_depth = dj->depth;
+	rvs_hist_merge(&a->m->decode_seconds, &dj->hist);
+	for (int i = 0; i < RVS_DECODE_FAIL_COUNT; i++)
+		a->m->decode_failures[i] += dj->failures[i];
 	a->inflight--;
-	a->decoding = 0;
-	free(dj);
-	if (a->decode_again && !a->stopping) {
-		a->decode_again = 0;
-		decode_pump(a);
+	a->decoding[dj->part] = 0;
+	if (a->decode_again[dj->part] && !a->stopping) {
+		a->decode_again[dj->part] = 0;
+		decode_start(a, dj->part);
 	}
+	free(dj);
 	maybe_stop(a);
 }
 
-static void decode_pump(struct rvs_api *a)
+static void decode_start(struct rvs_api *a, unsigned part)
 {
 	struct decode_job *dj;
-	if (!a->decoder || a->stopping)
-		return;
-	if (a->decoding) {
-		a->decode_again = 1;
+	if (a->decoding[part]) {
+		a->decode_again[part] = 1;
 		return;
 	}
 	dj = calloc(1, sizeof *dj);
 	if (!dj)
 		return;
 	dj->a = a;
+	dj->part = part;
 	dj->w.data = dj;
-	a->decoding = 1;
+	a->decoding[part] = 1;
 	a->inflight++;
 	uv_queue_work(a->loop, &dj->w, decode_work, decode_done_cb);
+}
+
+/* Decodes run on cfg->decode_jobs work threads at once, each draining its
+ * partition of the queue: a 32 MiB capture takes a core for a few hundred
+ * ms, so one decoder would leave the second core idle. */
+static void decode_pump(struct rvs_api *a)
+{
+	if (!a->decoder || a->stopping)
+		return;
+	for (unsigned p = 0; p < decode_jobs(a); p++)
+		decode_start(a, p);
 }
 
 /* ---- routing (loop thread) ------------------------------------------------ */
@@ -887,6 +934,12 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 			method_not_allowed(a, c, "GET");
 		else if (admit(a, c, req, hash) == 0)
 			queue_job(a, c, req, JOB_POLICY, hash);
+	} else if (strncmp(req->path, "/api/v1/symbols", 15) == 0 &&
+		   (req->path[15] == '\0' || req->path[15] == '/')) {
+		if (req->method != HTTP_GET && req->method != HTTP_POST)
+			method_not_allowed(a, c, "GET, POST");
+		else if (admit_api(a, c, req) == 0)
+			queue_job(a, c, req, JOB_SYMBOLS, NULL);
 	} else if (strncmp(req->path, "/api/v1/", 8) == 0) {
 		int writable = rvs_campaign_path(req->path);
 		if (req->method != HTTP_GET && !(writable && req->method == HTTP_POST))
@@ -982,6 +1035,37 @@ static void start_work(uv_work_t *w)
 		a->start_depth = depth;
 }
 
+/* ---- retention (timer on the loop, the pass on the work queue) ------------ */
+
+static void retention_work(uv_work_t *w)
+{
+	struct rvs_api *a = w->data;
+	int64_t cutoff = (int64_t)time(NULL) - (int64_t)(a->cfg->retention_days * 86400.0);
+	rvs_retention_run(a->cfg->database, a->cfg->blob_dir, cutoff, &a->retention_stats);
+}
+
+static void retention_done(uv_work_t *w, int status)
+{
+	struct rvs_api *a = w->data;
+	a->m->retention_runs++;
+	a->m->retention_traces += a->retention_stats.traces;
+	a->m->retention_blobs += a->retention_stats.blobs;
+	a->retention_busy = 0;
+	a->inflight--;
+	maybe_stop(a);
+}
+
+static void retention_tick(uv_timer_t *t)
+{
+	struct rvs_api *a = t->data;
+	if (a->retention_busy || a->stopping)
+		return;
+	a->retention_busy = 1;
+	a->inflight++;
+	a->retention_work.data = a;
+	uv_queue_work(a->loop, &a->retention_work, retention_work, retention_done);
+}
+
 static void start_done(uv_work_t *w, int status)
 {
 	struct rvs_api *a = w->data;
@@ -989,6 +1073,13 @@ static void start_done(uv_work_t *w, int status)
 	a->cb(a->cb_arg, a->life_rc);
 	if (a->life_rc == 0)
 		decode_pump(a);
+	if (a->life_rc == 0 && a->cfg->retention_days > 0 &&
+	    uv_timer_init(a->loop, &a->retention_timer) == 0) {
+		uint64_t ms = (uint64_t)a->cfg->retention_interval_s * 1000;
+		a->retention_on = 1;
+		a->retention_timer.data = a;
+		uv_timer_start(&a->retention_timer, retention_tick, ms, ms);
+	}
 }
 
 void rvs_api_start(struct rvs_api *a, void (*ready)(void *, int), void *arg)
@@ -1026,6 +1117,10 @@ void rvs_api_stop(struct rvs_api *a, void (*done)(void *), void *arg)
 	if (a->stopping)
 		return;
 	a->stopping = 1;
+	if (a->retention_on) {
+		a->retention_on = 0;
+		uv_close((uv_handle_t *)&a->retention_timer, NULL);
+	}
 	a->stop_done = done;
 	a->stop_arg = arg;
 	maybe_stop(a);

@@ -17,6 +17,11 @@
  * which case the upload is quarantined with that reason.  The trace analysis
  * library provides the implementation; with none, uploads stay in state
  * pending_decode. */
+/* decode() may run on up to this many work threads at once, each with a
+ * different upload (api.c drains config decode_jobs partitions of the
+ * queue, 1..RVS_DECODE_LANES). */
+#define RVS_DECODE_LANES 4
+
 struct rvs_decoder {
 	int (*decode)(void *ctx, const char *trace_id, const char *blob_path, char *reason,
 		      size_t reasonlen);

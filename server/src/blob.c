@@ -56,8 +56,13 @@ int rvs_blob_put(const char *dir, const void *data, size_t len, char hex[65])
 	rvs_hex(digest, 32, hex);
 	if ((rc = rvs_blob_path(dir, hex, final, sizeof final)))
 		return rc;
-	if (stat(final, &st) == 0 && (size_t)st.st_size == len)
-		return 0; /* already stored: content addressing makes this a no-op */
+	if (stat(final, &st) == 0 && (size_t)st.st_size == len) {
+		/* Already stored: content addressing makes this a no-op.  The new
+		 * mtime keeps retention from unlinking it before the caller's row
+		 * references it (retention.h). */
+		utimensat(AT_FDCWD, final, NULL, 0);
+		return 0;
+	}
 	snprintf(sub, sizeof sub, "%s/%.2s", dir, hex);
 	snprintf(tmpdir, sizeof tmpdir, "%s/tmp", dir);
 	if ((rc = mkdir_ok(dir)) || (rc = mkdir_ok(sub)) || (rc = mkdir_ok(tmpdir)))

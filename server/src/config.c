@@ -83,6 +83,7 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	STR("database", database);
 	STR("blob_dir", blob_dir);
 	STR("port_file", port_file);
+	STR("symbols_dir", symbols_dir);
 	NUM("max_body_bytes", max_body_bytes, (uint64_t)1 << 32)
 	NUM("max_header_bytes", max_header_bytes, 1 << 20)
 	NUM("max_connections", max_connections, 1 << 20)
@@ -91,6 +92,17 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	NUM("upload_burst", upload_burst, 1 << 20)
 	NUM("auth_fail_per_min", auth_fail_per_min, 1 << 20)
 	NUM("auth_fail_burst", auth_fail_burst, 1 << 20)
+	NUM("retention_interval_s", retention_interval_s, 86400 * 7)
+	NUM("decode_jobs", decode_jobs, 4)
+	else if (strcmp(name, "retention_days") == 0)
+	{
+		char *end;
+		double d = strtod(value, &end);
+		if (end == value || *end || !(d >= 0) || d > 36500)
+			bad = 1;
+		else
+			c->retention_days = d;
+	}
 	else if (strcmp(name, "upload_rate_per_min") == 0)
 	{
 		char *end;
@@ -139,12 +151,16 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	snprintf(c->database, sizeof c->database, "rearview.db");
 	snprintf(c->blob_dir, sizeof c->blob_dir, "blobs");
 	snprintf(c->port_file, sizeof c->port_file, "server.port");
+	snprintf(c->symbols_dir, sizeof c->symbols_dir, "symbols");
 	c->max_body_bytes = 64ull << 20;
 	c->max_header_bytes = 16384;
 	c->max_connections = 256;
 	c->request_timeout_ms = 30000;
 	c->idle_timeout_ms = 60000;
 	c->upload_rate_per_min = 60;
+	c->retention_days = 0;
+	c->retention_interval_s = 3600;
+	c->decode_jobs = 1;
 	c->upload_burst = 30;
 	c->auth_fail_per_min = 10;
 	c->auth_fail_burst = 20;
@@ -172,13 +188,14 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	    resolve(c->data_dir, c->policy_file, sizeof c->policy_file) ||
 	    resolve(c->data_dir, c->database, sizeof c->database) ||
 	    resolve(c->data_dir, c->blob_dir, sizeof c->blob_dir) ||
-	    resolve(c->data_dir, c->port_file, sizeof c->port_file)) {
+	    resolve(c->data_dir, c->port_file, sizeof c->port_file) ||
+	    resolve(c->data_dir, c->symbols_dir, sizeof c->symbols_dir)) {
 		snprintf(err, errlen, "path too long");
 		return -ENAMETOOLONG;
 	}
 	if (c->max_connections == 0 || c->max_header_bytes < 256 || c->request_timeout_ms == 0 ||
-	    c->idle_timeout_ms == 0 || c->upload_burst == 0 || c->auth_fail_per_min == 0 ||
-	    c->auth_fail_burst == 0) {
+	    c->idle_timeout_ms == 0 || c->upload_burst == 0 || c->retention_interval_s == 0 ||
+	    c->decode_jobs == 0 || c->auth_fail_per_min == 0 || c->auth_fail_burst == 0) {
 		snprintf(err, errlen, "%s: a limit is zero or too small", path);
 		return -EINVAL;
 	}

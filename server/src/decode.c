@@ -5,11 +5,14 @@
  * when COMPRESSION_ZSTD, run rva_capture_summarize (memory bounded by
  * distinct methods and chains, not by call count), then replace the trace's
  * rows in traces / trace_methods / trace_chains in one transaction.  A
- * summary-only upload gets its traces row from the upload metadata alone.
+ * summary-only upload gets its index rows from the device's Summary.
  * Invariants: every value goes into SQL through bound parameters; a decode
  * either indexes the whole trace or nothing (the caller then quarantines it
- * with the reason written here).  Only one decode runs at a time (api.c
- * pumps one work job), the mutex makes that safe regardless.
+ * with the reason written here).  Up to RVS_DECODE_LANES decodes run at once
+ * (api.c drains that many queue partitions), each on its own lane: its own
+ * sqlite connection, statements, zstd context and capture buffer, taken
+ * under the lane's mutex; sqlite's busy timeout serializes the short index
+ * transactions.
  */
 #include "decode.h"
 #include "rvs.h"
@@ -26,15 +29,38 @@
 #include <zstd.h>
 
 #include "rearview/analysis.h"
+#include "rearview/summary.pb-c.h"
 #include "rearview/upload.pb-c.h"
 
 #define TOP_METHODS 20
 #define TOP_CHAINS  10
+/* Bounds on what a device's Summary may add to the index. */
+#define SUMMARY_MAX_ROWS  1000
+#define SUMMARY_MAX_DEPTH 512
+#define SUMMARY_NAME_MAX  4096
+
+/* A capture buffer up to this size is kept between decodes: refaulting
+ * 32 MiB of fresh pages per capture costs more than decompressing into it. */
+#define KEEP_BUF_MAX (64u << 20)
+#define STMT_CACHE   16
+
+/* One decoder's state; RVS_DECODE_LANES of them decode side by side. */
+struct lane {
+	const char *database;
+	sqlite3 *db;
+	pthread_mutex_t mu;
+	ZSTD_DCtx *dctx; /* reused: its window buffers are allocated once */
+	uint8_t *buf;	 /* the capture buffer (d->bufcap bytes), reused */
+	size_t bufcap;
+	/* Prepared statements, kept for the connection's life and keyed by the
+	 * address of their SQL text (each a string literal of this file). */
+	const char *stmt_sql[STMT_CACHE];
+	sqlite3_stmt *stmt[STMT_CACHE];
+};
 
 struct rvs_decode {
 	char database[512];
-	sqlite3 *db;
-	pthread_mutex_t mu;
+	struct lane lane[RVS_DECODE_LANES];
 };
 
 int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
@@ -42,11 +68,18 @@ int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out
 	ZSTD_DStream *zs = ZSTD_createDStream();
 	ZSTD_inBuffer ib = {in, len, 0};
 	size_t cap = len * 4 < 65536 ? 65536 : len * 4, r = 1;
+	unsigned long long declared = ZSTD_getFrameContentSize(in, len);
 	uint8_t *buf = NULL, *nb;
 	int rc = 0;
 
 	if (!zs)
 		return -ENOMEM;
+	/* A frame that declares its size (ZSTD_compress does) gets one buffer
+	 * of that size (+1 so the end is seen without growing): no realloc
+	 * copies of a 32 MiB capture.  The declaration is untrusted, hence the
+	 * max cap and the loop below still checking every byte. */
+	if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR)
+		cap = declared < max ? (size_t)declared + 1 : max;
 	if (cap > max)
 		cap = max ? max : 1;
 	ZSTD_initDStream(zs);
@@ -93,6 +126,61 @@ free_stream:
 	return rc;
 }
 
+/* Decompresses into d->buf when the frames declare their total size (a
+ * device's ZSTD_compress output does); *out is then d->buf, not to be
+ * freed.  Anything else goes through rvs_zstd_decompress (*out malloc'd,
+ * *owned set).  Errors as rvs_zstd_decompress. */
+/* The sum of the content sizes the frames of in[0..len) declare (skippable
+ * frames count 0); ZSTD_CONTENTSIZE_UNKNOWN when a frame does not declare
+ * it, ZSTD_CONTENTSIZE_ERROR when the frames do not parse. */
+static unsigned long long declared_size(const uint8_t *in, size_t len)
+{
+	unsigned long long total = 0;
+	while (len) {
+		unsigned long long fcs = ZSTD_getFrameContentSize(in, len);
+		size_t fl = ZSTD_findFrameCompressedSize(in, len);
+		if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN)
+			return fcs;
+		if (ZSTD_isError(fl) || fl > len || total + fcs < total)
+			return ZSTD_CONTENTSIZE_ERROR;
+		total += fcs;
+		in += fl;
+		len -= fl;
+	}
+	return total;
+}
+
+static int inflate(struct lane *d, const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
+		   int *owned)
+{
+	unsigned long long total = declared_size(in, len);
+	size_t r;
+
+	*owned = 0;
+	if (total == ZSTD_CONTENTSIZE_ERROR || total == ZSTD_CONTENTSIZE_UNKNOWN || total == 0 ||
+	    total > KEEP_BUF_MAX) {
+		*owned = 1;
+		return rvs_zstd_decompress(in, len, RVS_DECODE_MAX_CAPTURE, out, outlen);
+	}
+	if (!d->dctx && !(d->dctx = ZSTD_createDCtx()))
+		return -ENOMEM;
+	if (d->bufcap < total) {
+		uint8_t *nb = realloc(d->buf, (size_t)total);
+		if (!nb)
+			return -ENOMEM;
+		d->buf = nb;
+		d->bufcap = (size_t)total;
+	}
+	/* The declared sizes are untrusted: output beyond them is an error
+	 * (dstSize_tooSmall), output short of them is checked below. */
+	r = ZSTD_decompressDCtx(d->dctx, d->buf, (size_t)total, in, len);
+	if (ZSTD_isError(r) || r != total)
+		return -EINVAL;
+	*out = d->buf;
+	*outlen = r;
+	return 0;
+}
+
 static int sqlerr(sqlite3 *db, int rc, char *reason, size_t rlen)
 {
 	snprintf(reason, rlen, "index: %s", sqlite3_errmsg(db));
@@ -100,7 +188,7 @@ static int sqlerr(sqlite3 *db, int rc, char *reason, size_t rlen)
 	return (rc & 0xff) == SQLITE_BUSY ? -EBUSY : -EIO;
 }
 
-static int open_db(struct rvs_decode *d)
+static int open_db(struct lane *d)
 {
 	int rc;
 	if (d->db)
@@ -118,21 +206,79 @@ static int open_db(struct rvs_decode *d)
 	return rc == SQLITE_OK ? 0 : -EIO;
 }
 
-/* "name;name;...;" of chain[0..n) into a malloc'd string. */
-static char *chain_text(const rva_trace *t, const uint32_t *chain, size_t n)
+/* The cached statement for sql (prepared on first use), ready to bind. */
+static int prep(struct lane *d, const char *sql, sqlite3_stmt **st)
+{
+	size_t i;
+	for (i = 0; i < STMT_CACHE && d->stmt_sql[i]; i++)
+		if (d->stmt_sql[i] == sql) {
+			*st = d->stmt[i];
+			return SQLITE_OK;
+		}
+	if (i == STMT_CACHE) /* more statements than slots: not cached */
+		return sqlite3_prepare_v2(d->db, sql, -1, st, NULL);
+	int rc = sqlite3_prepare_v3(d->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->stmt[i], NULL);
+	if (rc == SQLITE_OK) {
+		d->stmt_sql[i] = sql;
+		*st = d->stmt[i];
+	}
+	return rc;
+}
+
+/* Done with a statement from prep: reset for its next use. */
+static void unprep(struct lane *d, sqlite3_stmt *st)
+{
+	for (size_t i = 0; i < STMT_CACHE && d->stmt_sql[i]; i++)
+		if (d->stmt[i] == st) {
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			return;
+		}
+	sqlite3_finalize(st);
+}
+
+/* "name;name;...;" of the n names name_at(ctx, i) into a malloc'd string
+ * (the chain column's form); NULL on no memory.  Each name is cut at
+ * SUMMARY_NAME_MAX bytes. */
+static char *join_chain(size_t n, const char *(*name_at)(const void *, size_t), const void *ctx)
 {
 	char *s = NULL;
 	size_t sl = 0;
 	FILE *f = open_memstream(&s, &sl);
 	if (!f)
 		return NULL;
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s;", chain[i] < t->nmethods ? t->names[chain[i]] : "?");
+	for (size_t i = 0; i < n; i++) {
+		const char *name = name_at(ctx, i);
+		fprintf(f, "%.*s;", SUMMARY_NAME_MAX, name ? name : "?");
+	}
 	if (fclose(f)) {
 		free(s);
 		return NULL;
 	}
 	return s;
+}
+
+struct chain_ids {
+	const rva_trace *t;
+	const uint32_t *ids;
+};
+
+static const char *chain_id_name(const void *ctx, size_t i)
+{
+	const struct chain_ids *c = ctx;
+	return c->ids[i] < c->t->nmethods ? c->t->names[c->ids[i]] : NULL;
+}
+
+static const char *frame_name(const void *ctx, size_t i)
+{
+	return ((const Rearview__Chain *)ctx)->frames[i];
+}
+
+/* The chain column of method ids chain[0..n) of t. */
+static char *chain_text(const rva_trace *t, const uint32_t *chain, size_t n)
+{
+	struct chain_ids c = {t, chain};
+	return join_chain(n, chain_id_name, &c);
 }
 
 static int step_done(sqlite3_stmt *st)
@@ -141,6 +287,21 @@ static int step_done(sqlite3_stmt *st)
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* One trace_methods row; values above INT64_MAX (a hostile summary) are
+ * clipped into sqlite's signed range; rank 0 leaves self_rank NULL. */
+static int insert_method(sqlite3_stmt *st, const char *trace_id, const char *name, uint64_t calls,
+			 uint64_t self, uint64_t incl, int64_t rank)
+{
+	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)(calls & INT64_MAX));
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)(self & INT64_MAX));
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)(incl & INT64_MAX));
+	if (rank)
+		sqlite3_bind_int64(st, 6, rank);
+	return step_done(st);
 }
 
 static int insert_chain(sqlite3_stmt *st, const char *trace_id, const char *kind, int rank,
@@ -169,89 +330,43 @@ static int insert_chain(sqlite3_stmt *st, const char *trace_id, const char *kind
 	return rc;
 }
 
-/* Writes every index row of one trace; sum NULL for summary-only uploads.
- * Runs inside the caller's transaction. */
-static int index_rows(sqlite3 *db, const char *trace_id, const rva_summary *sum)
+/* The method and chain rows of a decoded capture; anomaly_sig gets the
+ * signature of its chain at the anomaly ("" when none). */
+static int index_capture(struct lane *d, const char *trace_id, const rva_summary *sum,
+			 char anomaly_sig[17])
 {
+	const rva_trace *t = sum->trace;
 	sqlite3_stmt *st = NULL;
-	const rva_trace *t = sum ? sum->trace : NULL;
-	char anomaly_sig[17] = "";
 	uint32_t top[TOP_METHODS];
-	size_t ntop = 0;
+	size_t ntop;
 	int rc;
 
-	static const char *const wipe[] = {
-		"DELETE FROM trace_chains WHERE trace_id = ?",
-		"DELETE FROM trace_methods WHERE trace_id = ?",
-		"DELETE FROM traces WHERE trace_id = ?",
-	};
-	for (size_t i = 0; i < 3; i++) {
-		if ((rc = sqlite3_prepare_v2(db, wipe[i], -1, &st, NULL)))
-			return rc;
-		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-		rc = step_done(st);
-		sqlite3_finalize(st);
-		if (rc)
-			return rc;
-	}
-	/* The parent row first (foreign keys), its signature filled in last. */
-	rc = sqlite3_prepare_v2(
-		db,
-		"INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
-		" anomaly_kind, severity, captured_at_ns, received_at, anomaly_name, duration_ns,"
-		" nmethods, dropped, decoded_at)"
-		" SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind, severity,"
-		" captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6 FROM uploads"
-		" WHERE trace_id = ?1",
-		-1, &st, NULL);
-	if (rc)
-		return rc;
-	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-	if (t) {
-		if (t->anomaly_name)
-			sqlite3_bind_text(st, 2, t->anomaly_name, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 3, t->end - t->start);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)t->nmethods);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)t->dropped);
-	}
-	sqlite3_bind_int64(st, 6, (sqlite3_int64)time(NULL));
-	rc = step_done(st);
-	if (!rc && sqlite3_changes(db) != 1)
-		rc = SQLITE_NOTFOUND;
-	sqlite3_finalize(st);
-	if (rc || !t)
-		return rc;
-
 	ntop = rva_top_self(t, sum->stats, top, TOP_METHODS);
-	rc = sqlite3_prepare_v2(
-		db,
-		"INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
-		" self_rank) VALUES (?,?,?,?,?,?)",
-		-1, &st, NULL);
+	rc = prep(d,
+		  "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+		  " self_rank) VALUES (?,?,?,?,?,?)",
+		  &st);
 	if (rc)
 		return rc;
 	for (size_t m = 0; m < t->nmethods && !rc; m++) {
 		const rva_mstat *ms = &sum->stats[m];
 		if (!ms->calls)
 			continue;
-		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, t->names[m], -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)ms->calls);
-		sqlite3_bind_int64(st, 4, ms->self);
-		sqlite3_bind_int64(st, 5, ms->incl);
+		int64_t rank = 0;
 		for (size_t k = 0; k < ntop; k++)
 			if (top[k] == m)
-				sqlite3_bind_int64(st, 6, (sqlite3_int64)k + 1);
-		rc = step_done(st);
+				rank = (int64_t)k + 1;
+		rc = insert_method(st, trace_id, t->names[m], ms->calls, (uint64_t)ms->self,
+				   (uint64_t)ms->incl, rank);
 	}
-	sqlite3_finalize(st);
+	unprep(d, st);
 	if (rc)
 		return rc;
 
-	rc = sqlite3_prepare_v2(db,
-				"INSERT INTO trace_chains (trace_id, kind, rank, signature, chain,"
-				" depth, self_ns, incl_ns) VALUES (?,?,?,?,?,?,?,?)",
-				-1, &st, NULL);
+	rc = prep(d,
+		  "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain,"
+		  " depth, self_ns, incl_ns) VALUES (?,?,?,?,?,?,?,?)",
+		  &st);
 	if (rc)
 		return rc;
 	if (sum->anomaly_chain && sum->anomaly_depth)
@@ -269,47 +384,189 @@ static int index_rows(sqlite3 *db, const char *trace_id, const rva_summary *sum)
 			rva_chains_release(&ch);
 		}
 	}
-	sqlite3_finalize(st);
-	if (rc || !anomaly_sig[0])
-		return rc;
-	rc = sqlite3_prepare_v2(db, "UPDATE traces SET anomaly_signature = ? WHERE trace_id = ?",
-				-1, &st, NULL);
-	if (rc)
-		return rc;
-	sqlite3_bind_text(st, 1, anomaly_sig, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, trace_id, -1, SQLITE_STATIC);
-	rc = step_done(st);
-	sqlite3_finalize(st);
+	unprep(d, st);
 	return rc;
 }
 
-static int upload_compression(sqlite3 *db, const char *trace_id, int *out)
+/* The method and chain rows of a device's Summary (top_self, the chains at
+ * the anomaly and the longest chains), bounded: the summary is untrusted.
+ * A method named twice keeps its first row. */
+static int index_summary(struct lane *d, const char *trace_id, const Rearview__Summary *ps,
+			 char anomaly_sig[17])
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = prep(d,
+		  "INSERT OR IGNORE INTO trace_methods (trace_id, method, calls,"
+		  " self_ns, incl_ns, self_rank) VALUES (?,?,?,?,?,?)",
+		  &st);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < ps->n_top_self && i < SUMMARY_MAX_ROWS && !rc; i++) {
+		const Rearview__MethodStat *m = ps->top_self[i];
+		if (!m->name || !m->name[0] || strlen(m->name) > SUMMARY_NAME_MAX)
+			continue;
+		rc = insert_method(st, trace_id, m->name, m->calls, m->self_ns, m->inclusive_ns,
+				   (int64_t)i + 1);
+	}
+	unprep(d, st);
+	if (rc)
+		return rc;
+	rc = prep(d,
+		  "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain,"
+		  " depth, self_ns, incl_ns) VALUES (?,?,?,?,?,?,NULL,?)",
+		  &st);
+	if (rc)
+		return rc;
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		Rearview__Chain **v = pass ? ps->longest_chains : ps->chains_at_anomaly;
+		size_t n = pass ? ps->n_longest_chains : ps->n_chains_at_anomaly;
+		int rank = 0;
+		for (size_t i = 0; i < n && rank < TOP_CHAINS && !rc; i++) {
+			size_t depth = v[i]->n_frames < SUMMARY_MAX_DEPTH ? v[i]->n_frames
+									  : SUMMARY_MAX_DEPTH;
+			char sig[17], *text;
+			if (!depth)
+				continue;
+			if (!(text = join_chain(depth, frame_name, v[i])))
+				return SQLITE_NOMEM;
+			snprintf(sig, sizeof sig, "%016" PRIx64, v[i]->signature);
+			if (!pass && !anomaly_sig[0])
+				memcpy(anomaly_sig, sig, sizeof sig);
+			sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, pass ? "top" : "anomaly", -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, 3, ++rank);
+			sqlite3_bind_text(st, 4, sig, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 5, text, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 6, (sqlite3_int64)depth);
+			sqlite3_bind_int64(st, 7, (sqlite3_int64)(v[i]->duration_ns & INT64_MAX));
+			rc = step_done(st);
+			free(text);
+		}
+	}
+	unprep(d, st);
+	return rc;
+}
+
+/* Writes every index row of one trace: from the decoded capture sum, else
+ * (summary-only uploads) from the device's summary ps when it sent one.
+ * Runs inside the caller's transaction. */
+static int index_rows(struct lane *d, const char *trace_id, const rva_summary *sum,
+		      const Rearview__Summary *ps)
+{
+	sqlite3_stmt *st = NULL;
+	const rva_trace *t = sum ? sum->trace : NULL;
+	char anomaly_sig[17] = "";
+	int rc;
+
+	static const char *const wipe[] = {
+		"DELETE FROM trace_chains WHERE trace_id = ?",
+		"DELETE FROM trace_methods WHERE trace_id = ?",
+		"DELETE FROM traces WHERE trace_id = ?",
+	};
+	for (size_t i = 0; i < 3; i++) {
+		if ((rc = prep(d, wipe[i], &st)))
+			return rc;
+		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+		rc = step_done(st);
+		unprep(d, st);
+		if (rc)
+			return rc;
+	}
+	/* The parent row first (foreign keys), its signature filled in last. */
+	rc = prep(d,
+		  "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
+		  " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name, duration_ns,"
+		  " nmethods, dropped, decoded_at)"
+		  " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind, severity,"
+		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6 FROM uploads"
+		  " WHERE trace_id = ?1",
+		  &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+	if (t) {
+		if (t->anomaly_name)
+			sqlite3_bind_text(st, 2, t->anomaly_name, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 3, t->end - t->start);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)t->nmethods);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)t->dropped);
+	} else if (ps && ps->window_ns) {
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)(ps->window_ns & INT64_MAX));
+	}
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)time(NULL));
+	rc = step_done(st);
+	if (!rc && sqlite3_changes(d->db) != 1)
+		rc = SQLITE_NOTFOUND;
+	unprep(d, st);
+	if (!rc && t)
+		rc = index_capture(d, trace_id, sum, anomaly_sig);
+	else if (!rc && ps)
+		rc = index_summary(d, trace_id, ps, anomaly_sig);
+	if (rc)
+		return rc;
+	/* Setting traces.signature fires migration 5's triggers, which count the
+	 * trace into its signature's totals inside this transaction. */
+	rc = prep(d,
+		  "UPDATE traces SET anomaly_signature = ?1, signature = COALESCE(?1,"
+		  " (SELECT c.signature FROM trace_chains c WHERE c.trace_id = ?2"
+		  " AND c.kind = 'top' AND c.rank = 1)) WHERE trace_id = ?2",
+		  &st);
+	if (rc)
+		return rc;
+	if (anomaly_sig[0])
+		sqlite3_bind_text(st, 1, anomaly_sig, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, trace_id, -1, SQLITE_STATIC);
+	rc = step_done(st);
+	unprep(d, st);
+	return rc;
+}
+
+/* The upload's compression and, when want_summary and it carried one, its device Summary
+ * (*ps; free with rearview__summary__free_unpacked).  A stored summary that
+ * does not unpack is ignored: the envelope it came in was validated. */
+static int upload_meta(struct lane *d, const char *trace_id, int *comp, Rearview__Summary **ps,
+		       int want_summary)
 {
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(db, "SELECT compression FROM uploads WHERE trace_id = ?", -1,
-				    &st, NULL);
+	int rc = prep(d, "SELECT compression, summary FROM uploads WHERE trace_id = ?", &st);
+	*ps = NULL;
 	if (rc)
 		return rc;
 	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		*out = sqlite3_column_int(st, 0);
+		const void *blob = sqlite3_column_blob(st, 1);
+		int len = sqlite3_column_bytes(st, 1);
+		*comp = sqlite3_column_int(st, 0);
+		if (want_summary && blob && len > 0)
+			*ps = rearview__summary__unpack(NULL, (size_t)len, blob);
 		rc = SQLITE_OK;
 	} else if (rc == SQLITE_DONE) {
 		rc = SQLITE_NOTFOUND;
 	}
-	sqlite3_finalize(st);
+	unprep(d, st);
 	return rc;
 }
 
-static int decode_locked(struct rvs_decode *d, const char *trace_id, const char *blob_path,
-			 char *reason, size_t rlen)
+static double now_ms(void)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int decode_locked(struct lane *d, const char *trace_id, const char *blob_path, char *reason,
+			 size_t rlen)
+{
+	double t0 = now_ms(), t_read = t0, t_zstd = t0, t_sum = t0;
 	uint8_t *raw = NULL, *cap = NULL;
 	size_t rawlen = 0, caplen = 0;
 	rva_summary sum;
 	rva_error err;
-	int comp = 0, rc, have_sum = 0;
+	int comp = 0, rc, have_sum = 0, cap_owned = 0;
+	Rearview__Summary *ps = NULL;
 
 	memset(&sum, 0, sizeof sum);
 	err.msg[0] = 0;
@@ -317,16 +574,16 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 		snprintf(reason, rlen, "index: cannot open database");
 		return rc;
 	}
-	if ((rc = upload_compression(d->db, trace_id, &comp)))
+	if ((rc = upload_meta(d, trace_id, &comp, &ps, !blob_path)))
 		return sqlerr(d->db, rc, reason, rlen);
 	if (blob_path) {
 		if ((rc = rvs_read_file(blob_path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))) {
 			snprintf(reason, rlen, "blob unreadable: %s", strerror(-rc));
 			return rc;
 		}
+		t_read = now_ms();
 		if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD) {
-			rc = rvs_zstd_decompress(raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap,
-						 &caplen);
+			rc = inflate(d, raw, rawlen, &cap, &caplen, &cap_owned);
 			free(raw);
 			raw = NULL;
 			if (rc) {
@@ -342,9 +599,13 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 		} else {
 			cap = raw;
 			caplen = rawlen;
+			cap_owned = 1;
 		}
+		t_zstd = now_ms();
 		rc = rva_capture_summarize(cap, caplen, &sum, &err);
-		free(cap);
+		if (cap_owned)
+			free(cap);
+		t_sum = now_ms();
 		if (rc) {
 			snprintf(reason, rlen, "capture: %s", err.msg[0] ? err.msg : strerror(-rc));
 			return rc;
@@ -353,7 +614,7 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 	}
 	rc = sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (!rc)
-		rc = index_rows(d->db, trace_id, have_sum ? &sum : NULL);
+		rc = index_rows(d, trace_id, have_sum ? &sum : NULL, ps);
 	if (!rc)
 		rc = sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL);
 	if (rc) {
@@ -361,16 +622,32 @@ static int decode_locked(struct rvs_decode *d, const char *trace_id, const char 
 		sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
 	}
 	rva_summary_release(&sum);
+	rearview__summary__free_unpacked(ps, NULL);
+	if (!rc && blob_path)
+		rvs_log("info",
+			"msg=\"decoded\" trace=%s capture_bytes=%zu read_ms=%.1f zstd_ms=%.1f"
+			" summarize_ms=%.1f index_ms=%.1f",
+			trace_id, caplen, t_read - t0, t_zstd - t_read, t_sum - t_zstd,
+			now_ms() - t_sum);
 	return rc;
 }
 
+/* Runs the decode on a free lane: concurrent callers (at most
+ * RVS_DECODE_LANES, api.h) each find one; more would wait on the first. */
 static int decode_cb(void *ctx, const char *trace_id, const char *blob_path, char *reason,
 		     size_t rlen)
 {
-	struct rvs_decode *d = ctx;
+	struct rvs_decode *dec = ctx;
+	struct lane *d = NULL;
 	int rc;
 	reason[0] = 0;
-	pthread_mutex_lock(&d->mu);
+	for (size_t i = 0; i < RVS_DECODE_LANES && !d; i++)
+		if (pthread_mutex_trylock(&dec->lane[i].mu) == 0)
+			d = &dec->lane[i];
+	if (!d) {
+		d = &dec->lane[0];
+		pthread_mutex_lock(&d->mu);
+	}
 	rc = decode_locked(d, trace_id, blob_path, reason, rlen);
 	pthread_mutex_unlock(&d->mu);
 	if (rc)
@@ -388,7 +665,10 @@ int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_dec
 		free(d);
 		return -ENAMETOOLONG;
 	}
-	pthread_mutex_init(&d->mu, NULL);
+	for (size_t i = 0; i < RVS_DECODE_LANES; i++) {
+		d->lane[i].database = d->database;
+		pthread_mutex_init(&d->lane[i].mu, NULL);
+	}
 	dec->decode = decode_cb;
 	dec->ctx = d;
 	*out = d;
@@ -399,7 +679,14 @@ void rvs_decode_free(struct rvs_decode *d)
 {
 	if (!d)
 		return;
-	sqlite3_close(d->db);
-	pthread_mutex_destroy(&d->mu);
+	for (size_t l = 0; l < RVS_DECODE_LANES; l++) {
+		struct lane *ln = &d->lane[l];
+		for (size_t i = 0; i < STMT_CACHE; i++)
+			sqlite3_finalize(ln->stmt[i]);
+		sqlite3_close(ln->db);
+		ZSTD_freeDCtx(ln->dctx);
+		free(ln->buf);
+		pthread_mutex_destroy(&ln->mu);
+	}
 	free(d);
 }

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const err_names[RVS_ERR_COUNT] = {
 	[RVS_ERR_BAD_REQUEST] = "bad_request",	   [RVS_ERR_MALFORMED] = "malformed_protobuf",
@@ -20,6 +21,47 @@ static const char *const err_names[RVS_ERR_COUNT] = {
 	[RVS_ERR_CONN_LIMIT] = "connection_limit",
 };
 
+static const double bucket_le[RVS_DECODE_BUCKETS - 1] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+							 0.5,	1,    2.5,   5,	   10};
+
+void rvs_hist_observe(struct rvs_hist *h, double seconds)
+{
+	int i = 0;
+	while (i < RVS_DECODE_BUCKETS - 1 && seconds > bucket_le[i])
+		i++;
+	h->bucket[i]++;
+	h->count++;
+	h->sum += seconds;
+}
+
+void rvs_hist_merge(struct rvs_hist *into, const struct rvs_hist *from)
+{
+	for (int i = 0; i < RVS_DECODE_BUCKETS; i++)
+		into->bucket[i] += from->bucket[i];
+	into->count += from->count;
+	into->sum += from->sum;
+}
+
+static const struct {
+	const char *prefix, *label;
+} fail_classes[RVS_DECODE_FAIL_COUNT] = {
+	[RVS_DECODE_FAIL_BLOB] = {"blob unreadable", "blob"},
+	[RVS_DECODE_FAIL_ZSTD] = {"zstd:", "zstd"},
+	[RVS_DECODE_FAIL_COMPRESSION] = {"unknown compression", "compression"},
+	[RVS_DECODE_FAIL_CAPTURE] = {"capture:", "capture"},
+	[RVS_DECODE_FAIL_INDEX] = {"index:", "index"},
+	[RVS_DECODE_FAIL_OTHER] = {"", "other"},
+};
+
+enum rvs_decode_fail rvs_decode_fail_class(const char *reason)
+{
+	for (int i = 0; i < RVS_DECODE_FAIL_OTHER; i++)
+		if (reason &&
+		    strncmp(reason, fail_classes[i].prefix, strlen(fail_classes[i].prefix)) == 0)
+			return (enum rvs_decode_fail)i;
+	return RVS_DECODE_FAIL_OTHER;
+}
+
 const char *rvs_err_name(enum rvs_err_reason r)
 {
 	return (unsigned)r < RVS_ERR_COUNT ? err_names[r] : "unknown";
@@ -27,7 +69,8 @@ const char *rvs_err_name(enum rvs_err_reason r)
 
 int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
 {
-	size_t cap = 4096, n = 0;
+	size_t cap = 8192, n = 0;
+	uint64_t cum;
 	char *buf = malloc(cap);
 	int w;
 
@@ -75,6 +118,36 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
 	for (int i = 0; i < RVS_ERR_COUNT; i++)
 		EMIT("rearview_errors_total{reason=\"%s\"} %" PRIu64 "\n", err_names[i],
 		     m->errors[i]);
+	EMIT("# HELP rearview_decode_seconds Time to decode and index one upload.\n"
+	     "# TYPE rearview_decode_seconds histogram\n");
+	cum = 0;
+	for (int i = 0; i < RVS_DECODE_BUCKETS; i++) {
+		cum += m->decode_seconds.bucket[i];
+		if (i < RVS_DECODE_BUCKETS - 1)
+			EMIT("rearview_decode_seconds_bucket{le=\"%g\"} %" PRIu64 "\n",
+			     bucket_le[i], cum);
+		else
+			EMIT("rearview_decode_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cum);
+	}
+	EMIT("rearview_decode_seconds_sum %.6f\nrearview_decode_seconds_count %" PRIu64 "\n",
+	     m->decode_seconds.sum, m->decode_seconds.count);
+	EMIT("# HELP rearview_decode_failures_total Uploads quarantined by the decoder, by"
+	     " reason.\n# TYPE rearview_decode_failures_total counter\n");
+	for (int i = 0; i < RVS_DECODE_FAIL_COUNT; i++)
+		EMIT("rearview_decode_failures_total{reason=\"%s\"} %" PRIu64 "\n",
+		     fail_classes[i].label, m->decode_failures[i]);
+	EMIT("# HELP rearview_retention_runs_total Retention passes completed.\n"
+	     "# TYPE rearview_retention_runs_total counter\n"
+	     "rearview_retention_runs_total %" PRIu64 "\n",
+	     m->retention_runs);
+	EMIT("# HELP rearview_retention_deleted_traces_total Traces deleted for age.\n"
+	     "# TYPE rearview_retention_deleted_traces_total counter\n"
+	     "rearview_retention_deleted_traces_total %" PRIu64 "\n",
+	     m->retention_traces);
+	EMIT("# HELP rearview_retention_deleted_blobs_total Blobs deleted for age.\n"
+	     "# TYPE rearview_retention_deleted_blobs_total counter\n"
+	     "rearview_retention_deleted_blobs_total %" PRIu64 "\n",
+	     m->retention_blobs);
 #undef EMIT
 	*out = buf;
 	*len = n;

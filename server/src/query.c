@@ -163,6 +163,11 @@ void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc)
 	set_json(r, status, doc);
 }
 
+void rvs_query_set_error(struct rvs_query_resp *r, int status, const char *msg)
+{
+	set_error(r, status, msg);
+}
+
 static int valid_trace_id(const char *s, size_t n)
 {
 	if (n != 34 || s[0] != 't' || s[1] != '-')
@@ -205,27 +210,45 @@ static int parse_limit(const char *query, int64_t *limit)
 
 /* ---- GET /api/v1/traces ------------------------------------------------------ */
 
-static const char LIST_SQL[] =
-	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build,"
-	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"
+#define LIST_COLS                                                                             \
+	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build," \
+	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"       \
 	" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
-	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"
-	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"
-	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"
-	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"
-	/* Uncorrelated IN: sqlite builds each set once through the signature /
-	 * method index instead of probing per trace. */
-	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id"
-	"  FROM trace_chains c WHERE c.signature = ?9))"
-	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
-	"  WHERE m.method = ?10))"
-	" AND (?11 IS NULL OR t.rowid < ?11)"
-	" ORDER BY t.rowid DESC LIMIT ?12";
+#define LIST_FILTERS                                                                       \
+	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"            \
+	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"            \
+	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"    \
+	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"  \
+	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id" \
+	"  FROM trace_chains c WHERE c.signature = ?9))"                                   \
+	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"       \
+	"  WHERE m.method = ?10))"                                                         \
+	" AND (?11 IS NULL OR t.rowid < ?11)"                                              \
+	" ORDER BY t.rowid DESC LIMIT ?12"
+
+/* Without a signature or method filter: walk traces newest first. */
+static const char LIST_SQL[] = LIST_COLS LIST_FILTERS;
+/* With one (or a time range), its matches drive the query (index lookups,
+ * then a sort of the matches only): walking every trace newest first to
+ * find the few that match a rare signature or method, or an older time
+ * range, read most of the table. */
+static const char LIST_SQL_SIG[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.anomaly_signature = ?9"
+		  " UNION SELECT x.rowid FROM trace_chains c JOIN traces x ON x.trace_id ="
+		  " c.trace_id WHERE c.signature = ?9) AND" LIST_FILTERS;
+static const char LIST_SQL_TIME[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.received_at >="
+		  " coalesce(?7, -9223372036854775807) AND x.received_at <"
+		  " coalesce(?8, 9223372036854775807)) AND" LIST_FILTERS;
+static const char LIST_SQL_METHOD[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM trace_methods m JOIN traces x ON"
+		  " x.trace_id = m.trace_id WHERE m.method = ?10) AND" LIST_FILTERS;
 
 static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 {
 	static const char *const text_params[] = {"app", "version", "model", "os_build"};
 	static const char *const int_params[] = {"kind", "min_severity", "since", "until"};
+	const char *sql = LIST_SQL;
 	char v[1024];
 	int64_t limit, n = 0, last = 0, iv;
 	sqlite3_stmt *st;
@@ -234,7 +257,14 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	if (sqlite3_prepare_v2(db, LIST_SQL, -1, &st, NULL) != SQLITE_OK)
+	if (qparam(query, "signature", v, sizeof v) == 1)
+		sql = LIST_SQL_SIG;
+	else if (qparam(query, "method", v, sizeof v) == 1)
+		sql = LIST_SQL_METHOD;
+	else if (qparam(query, "since", v, sizeof v) == 1 ||
+		 qparam(query, "until", v, sizeof v) == 1)
+		sql = LIST_SQL_TIME;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return set_error(r, 500, "query failed");
 	for (int i = 0; i < 4; i++) {
 		if ((rc = qparam(query, text_params[i], v, sizeof v)) < 0)
@@ -296,6 +326,18 @@ bad:
 
 /* ---- GET /api/v1/traces/{id} ------------------------------------------------ */
 
+/* Every remaining row of st as an object appended to arr; 0 or -EIO. */
+static int step_rows_into(sqlite3_stmt *st, json_t *arr)
+{
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		row_into(st, o);
+		json_array_append_new(arr, o);
+	}
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
 static int rows_into(sqlite3 *db, const char *sql, const char *id, json_t *arr)
 {
 	sqlite3_stmt *st;
@@ -303,13 +345,9 @@ static int rows_into(sqlite3 *db, const char *sql, const char *id, json_t *arr)
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		json_array_append_new(arr, o);
-	}
+	rc = step_rows_into(st, arr);
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	return rc;
 }
 
 static void get_trace(sqlite3 *db, const char *id, struct rvs_query_resp *r)
@@ -484,6 +522,42 @@ static void export_trace(const char *database, const char *blob_dir, const char 
 
 /* ---- GET /api/v1/methods/{name} --------------------------------------------- */
 
+/* Past this many traces with the method, its newest traces are found by
+ * walking traces newest first and probing trace_methods' primary key,
+ * instead of sorting every row of the method. */
+#define METHOD_SCAN_MIN 5000
+
+/* One integer from sql with ?1 = name and ?2 = arg; -1 on error. */
+static int64_t method_int(sqlite3 *db, const char *sql, const char *name, int64_t arg)
+{
+	sqlite3_stmt *st;
+	int64_t v = -1;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, arg);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* {"p50","p95"} of column col (nearest rank) read off migration 5's
+ * (method, col) index: an OFFSET walk, no sort. */
+static json_t *method_pcts(sqlite3 *db, const char *name, int64_t n, int incl)
+{
+	const char *sql = incl ? "SELECT incl_ns FROM trace_methods WHERE method = ?1"
+				 " ORDER BY incl_ns LIMIT 1 OFFSET ?2"
+			       : "SELECT self_ns FROM trace_methods WHERE method = ?1"
+				 " ORDER BY self_ns LIMIT 1 OFFSET ?2";
+	int64_t k50 = (50 * n + 99) / 100, k95 = (95 * n + 99) / 100;
+	int64_t p50 = method_int(db, sql, name, k50 ? k50 - 1 : 0);
+	int64_t p95 = method_int(db, sql, name, k95 ? k95 - 1 : 0);
+	if (p50 < 0 || p95 < 0)
+		return NULL;
+	return json_pack("{s:I,s:I}", "p50", (json_int_t)p50, "p95", (json_int_t)p95);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -611,29 +685,26 @@ static int method_alert(sqlite3 *db, const char *name, json_t *doc)
 
 static void get_method(sqlite3 *db, const char *name, const char *query, struct rvs_query_resp *r)
 {
-	struct samples sm = {0};
 	sqlite3_stmt *st;
-	int64_t limit;
-	json_t *doc, *traces;
+	int64_t limit, n;
+	json_t *doc, *traces, *self = NULL, *incl = NULL;
 	int rc;
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	if (sqlite3_prepare_v2(db, "SELECT self_ns, incl_ns FROM trace_methods WHERE method = ?",
-			       -1, &st, NULL) != SQLITE_OK)
+	n = method_int(db, "SELECT count(*) FROM trace_methods WHERE method = ?1", name, 0);
+	if (n < 0)
 		return set_error(r, 500, "query failed");
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		if (samples_add(&sm, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)))
-			break;
-	sqlite3_finalize(st);
-	doc = json_pack("{s:o}", "method", jstr(name));
-	samples_into(&sm, doc);
-	free(sm.self);
-	free(sm.incl);
-	if (rc != SQLITE_DONE) {
-		json_decref(doc);
+	if (n && (!(self = method_pcts(db, name, n, 0)) || !(incl = method_pcts(db, name, n, 1)))) {
+		json_decref(self);
 		return set_error(r, 500, "query failed");
+	}
+	doc = json_object();
+	json_object_set_new(doc, "method", jstr(name));
+	json_object_set_new(doc, "count", json_integer((json_int_t)n));
+	if (n) {
+		json_object_set_new(doc, "self_ns", self);
+		json_object_set_new(doc, "incl_ns", incl);
 	}
 	if (method_by_version(db, name, doc) || method_alert(db, name, doc)) {
 		json_decref(doc);
@@ -641,58 +712,85 @@ static void get_method(sqlite3 *db, const char *name, const char *query, struct 
 	}
 	traces = json_array();
 	json_object_set_new(doc, "traces", traces);
-	if (sqlite3_prepare_v2(db,
-			       "SELECT t.trace_id, t.app_id, t.app_version, t.model, t.received_at,"
-			       " m.calls, m.self_ns, m.incl_ns FROM trace_methods m"
-			       " JOIN traces t USING (trace_id) WHERE m.method = ?"
-			       " ORDER BY t.rowid DESC LIMIT ?",
-			       -1, &st, NULL) != SQLITE_OK) {
+	/* CROSS JOIN fixes the loop order (traces outside) for common methods. */
+	if (sqlite3_prepare_v2(
+		    db,
+		    n > METHOD_SCAN_MIN
+			    ? "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
+			      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM traces t"
+			      " CROSS JOIN trace_methods m ON m.trace_id = t.trace_id"
+			      " AND m.method = ?1 ORDER BY t.rowid DESC LIMIT ?2"
+			    : "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
+			      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM"
+			      " trace_methods m JOIN traces t USING (trace_id)"
+			      " WHERE m.method = ?1 ORDER BY t.rowid DESC LIMIT ?2",
+		    -1, &st, NULL) != SQLITE_OK) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 2, limit);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o = json_object();
 		row_into(st, o);
 		json_array_append_new(traces, o);
 	}
 	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(doc);
+		return set_error(r, 500, "query failed");
+	}
 	set_json(r, 200, doc);
 }
 
 /* ---- GET /api/v1/signatures ------------------------------------------------- */
 
+/* Per-week / app-version counts of one signature into o["counts"]. */
+static int signature_counts_into(sqlite3_stmt *st, const char *sig, json_t *o)
+{
+	json_t *arr = json_array();
+	int rc;
+	sqlite3_bind_text(st, 1, sig, -1, SQLITE_TRANSIENT);
+	rc = step_rows_into(st, arr);
+	sqlite3_reset(st);
+	json_object_set_new(o, "counts", arr);
+	return rc;
+}
+
+/* Reads the totals migration 5's triggers maintain: no scan of traces. */
 static void list_signatures(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st, *cst;
 	int64_t limit;
 	json_t *arr;
-	int rc;
+	int rc, bad = 0;
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	/* A trace's signature: its chain at the anomaly, else its top chain. */
-	if (sqlite3_prepare_v2(
-		    db,
-		    "WITH s AS (SELECT t.trace_id, COALESCE(t.anomaly_signature, c.signature) AS "
-		    "sig"
-		    " FROM traces t LEFT JOIN trace_chains c ON c.trace_id = t.trace_id"
-		    " AND c.kind = 'top' AND c.rank = 1)"
-		    " SELECT sig AS signature, count(*) AS traces,"
-		    " (SELECT chain FROM trace_chains x WHERE x.signature = s.sig LIMIT 1) AS chain"
-		    " FROM s WHERE sig IS NOT NULL GROUP BY sig ORDER BY traces DESC, sig LIMIT ?",
-		    -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db,
+			       "SELECT signature, traces, chain FROM signatures"
+			       " ORDER BY traces DESC, signature LIMIT ?",
+			       -1, &st, NULL) != SQLITE_OK)
 		return set_error(r, 500, "query failed");
+	if (sqlite3_prepare_v2(db,
+			       "SELECT week * 604800 AS week_start, app_version, traces"
+			       " FROM signature_counts WHERE signature = ?"
+			       " ORDER BY week DESC, app_version LIMIT 200",
+			       -1, &cst, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return set_error(r, 500, "query failed");
+	}
 	sqlite3_bind_int64(st, 1, limit);
 	arr = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o = json_object();
 		row_into(st, o);
+		bad = signature_counts_into(cst, (const char *)sqlite3_column_text(st, 0), o);
 		json_array_append_new(arr, o);
 	}
+	sqlite3_finalize(cst);
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
+	if (bad || rc != SQLITE_DONE) {
 		json_decref(arr);
 		return set_error(r, 500, "query failed");
 	}

@@ -23,6 +23,9 @@ struct rvs_query_resp {
 void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
 		      const char *query, struct rvs_query_resp *r);
 
+/* For other endpoint files: *r becomes {"error": msg} with status. */
+void rvs_query_set_error(struct rvs_query_resp *r, int status, const char *msg);
+
 /* Percent-decodes in[0..n) into out (NUL-terminated).  '+' is a space in
  * queries (plus_space).  -EINVAL for bad escapes or an embedded NUL, -E2BIG
  * when it does not fit. */

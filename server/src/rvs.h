@@ -47,6 +47,31 @@ enum rvs_err_reason {
 	RVS_ERR_CONN_LIMIT,
 	RVS_ERR_COUNT
 };
+/* Decode-time histogram (Prometheus buckets, seconds, last bucket +Inf).
+ * Work threads fill a private one per job; the loop thread adds it into
+ * struct rvs_metrics with rvs_hist_merge. */
+#define RVS_DECODE_BUCKETS 12
+struct rvs_hist {
+	uint64_t bucket[RVS_DECODE_BUCKETS]; /* not cumulative; rendered cumulative */
+	uint64_t count;
+	double sum;
+};
+void rvs_hist_observe(struct rvs_hist *h, double seconds);
+void rvs_hist_merge(struct rvs_hist *into, const struct rvs_hist *from);
+
+/* Why the decoder quarantined an upload (metrics label). */
+enum rvs_decode_fail {
+	RVS_DECODE_FAIL_BLOB,	     /* blob unreadable */
+	RVS_DECODE_FAIL_ZSTD,	     /* corrupt, truncated or too large */
+	RVS_DECODE_FAIL_COMPRESSION, /* unknown compression */
+	RVS_DECODE_FAIL_CAPTURE,     /* librvanalysis refused the capture */
+	RVS_DECODE_FAIL_INDEX,	     /* sqlite */
+	RVS_DECODE_FAIL_OTHER,
+	RVS_DECODE_FAIL_COUNT
+};
+/* The class of a decoder's reason text (decode.c writes "zstd: …" etc.). */
+enum rvs_decode_fail rvs_decode_fail_class(const char *reason);
+
 struct rvs_metrics {
 	uint64_t requests;
 	uint64_t uploads;
@@ -58,6 +83,11 @@ struct rvs_metrics {
 	uint64_t connections_open;
 	uint64_t decode_queue_depth;
 	uint64_t errors[RVS_ERR_COUNT];
+	struct rvs_hist decode_seconds;			 /* decodes that ran, ok or failed */
+	uint64_t decode_failures[RVS_DECODE_FAIL_COUNT]; /* quarantined, by reason */
+	uint64_t retention_runs;
+	uint64_t retention_traces; /* traces deleted by retention */
+	uint64_t retention_blobs;  /* blob files deleted by retention */
 };
 const char *rvs_err_name(enum rvs_err_reason r);
 /* Renders Prometheus text exposition into a heap buffer (caller frees). */
@@ -151,6 +181,10 @@ struct rvs_config {
 	uint32_t upload_burst;
 	uint32_t auth_fail_per_min; /* refill of a peer address's failed-auth budget */
 	uint32_t auth_fail_burst;
+	char symbols_dir[512];	       /* the symbol store (symbols.h) */
+	double retention_days;	       /* traces older than this are deleted; 0 keeps all */
+	uint32_t retention_interval_s; /* how often the retention job runs */
+	uint32_t decode_jobs;	       /* decodes at once, 1..RVS_DECODE_LANES (api.h); default 1 */
 };
 /* Loads an INI file; relative paths are resolved against data_dir. */
 int rvs_config_load(const char *path, struct rvs_config *cfg, char *err, size_t errlen);

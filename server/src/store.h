@@ -64,6 +64,10 @@ struct rvs_store_ops {
 	/* The decode step's seam: the oldest upload in pending_decode (its trace
 	 * id and blob name; blob empty when summary-only), -ENOENT when none. */
 	int (*decode_next)(struct rvs_store *s, char trace_id[40], char blob_sha256[65]);
+	/* decode_next within queue partition part of nparts (1..16), so that
+	 * nparts concurrent decoders never take the same upload. */
+	int (*decode_next_part)(struct rvs_store *s, unsigned part, unsigned nparts,
+				char trace_id[40], char blob_sha256[65]);
 	/* Decode succeeded: state decoded, off the queue. */
 	int (*decode_done)(struct rvs_store *s, const char *trace_id);
 	/* Decode failed: state quarantined, off the queue, reason recorded. */

@@ -24,6 +24,25 @@ struct rvs_store {
 	pthread_mutex_t mu;
 };
 
+/* Trigger bodies of migration 5: count row R (NEW or OLD) of traces into,
+ * or out of, its signature's totals.  A count reaching 0 removes the row. */
+#define SIG_ADD(R)                                                                           \
+	" INSERT INTO signature_counts (signature, week, app_version, traces) VALUES"        \
+	" (" R ".signature, " R ".received_at / 604800, COALESCE(" R ".app_version, ''), 1)" \
+	" ON CONFLICT DO UPDATE SET traces = traces + 1;"                                    \
+	" INSERT INTO signatures (signature, chain, traces) VALUES (" R ".signature,"        \
+	" (SELECT x.chain FROM trace_chains x WHERE x.trace_id = " R ".trace_id"             \
+	" AND x.signature = " R ".signature LIMIT 1), 1)"                                    \
+	" ON CONFLICT DO UPDATE SET traces = traces + 1,"                                    \
+	" chain = COALESCE(chain, excluded.chain);"
+#define SIG_SUB(R)                                                                           \
+	" UPDATE signature_counts SET traces = traces - 1 WHERE signature = " R ".signature" \
+	" AND week = " R ".received_at / 604800 AND app_version = COALESCE(" R               \
+	".app_version, '');"                                                                 \
+	" DELETE FROM signature_counts WHERE signature = " R ".signature AND traces <= 0;"   \
+	" UPDATE signatures SET traces = traces - 1 WHERE signature = " R ".signature;"      \
+	" DELETE FROM signatures WHERE signature = " R ".signature AND traces <= 0;"
+
 static const char *const migrations[] = {
 	/* 1: devices, uploads, the decode queue, quarantine, admin accounts */
 	"CREATE TABLE devices ("
@@ -109,6 +128,48 @@ static const char *const migrations[] = {
 	"CREATE TABLE policy_versions ("
 	" version INTEGER PRIMARY KEY,"
 	" published_at INTEGER NOT NULL, reason TEXT NOT NULL);",
+	/* 5 (server ops): each trace's signature (its chain at the anomaly, else
+	 * its top chain) as a column, and per-signature counts kept current by
+	 * triggers on traces, so /api/v1/signatures reads an index instead of
+	 * grouping every trace.  Backfilled from the rows of migration 2. */
+	"ALTER TABLE traces ADD COLUMN signature TEXT;"
+	"UPDATE traces SET signature = COALESCE(anomaly_signature, (SELECT c.signature"
+	" FROM trace_chains c WHERE c.trace_id = traces.trace_id AND c.kind = 'top'"
+	" AND c.rank = 1));"
+	"CREATE INDEX traces_sig ON traces(signature);"
+	"CREATE TABLE signatures ("
+	" signature TEXT PRIMARY KEY, chain TEXT, traces INTEGER NOT NULL);"
+	"CREATE TABLE signature_counts ("
+	" signature TEXT NOT NULL, week INTEGER NOT NULL, app_version TEXT NOT NULL,"
+	" traces INTEGER NOT NULL, PRIMARY KEY (signature, week, app_version)) WITHOUT ROWID;"
+	"INSERT INTO signature_counts (signature, week, app_version, traces)"
+	" SELECT signature, received_at / 604800, COALESCE(app_version, ''), count(*)"
+	" FROM traces WHERE signature IS NOT NULL GROUP BY 1, 2, 3;"
+	"INSERT INTO signatures (signature, chain, traces)"
+	" SELECT s.signature, (SELECT x.chain FROM trace_chains x WHERE x.signature ="
+	" s.signature LIMIT 1), sum(s.traces) FROM signature_counts s GROUP BY s.signature;"
+	"CREATE INDEX signatures_traces ON signatures(traces DESC, signature);"
+	/* The method page's count and percentiles walk these, never sort. */
+	"DROP INDEX trace_methods_method;"
+	"CREATE INDEX trace_methods_self ON trace_methods(method, self_ns);"
+	"CREATE INDEX trace_methods_incl ON trace_methods(method, incl_ns);"
+	"CREATE TRIGGER traces_sig_ins AFTER INSERT ON traces WHEN NEW.signature IS NOT NULL"
+	" BEGIN" SIG_ADD("NEW") "END;"
+				"CREATE TRIGGER traces_sig_del AFTER DELETE ON traces WHEN "
+				"OLD.signature IS NOT NULL"
+				" BEGIN" SIG_SUB(
+					"OLD") "END;"
+					       "CREATE TRIGGER traces_sig_upd_old AFTER UPDATE OF "
+					       "signature ON traces"
+					       " WHEN OLD.signature IS NOT NULL AND OLD.signature "
+					       "IS NOT NEW.signature"
+					       " BEGIN" SIG_SUB(
+						       "OLD") "END;"
+							      "CREATE TRIGGER traces_sig_upd_new "
+							      "AFTER UPDATE OF signature ON traces"
+							      " WHEN NEW.signature IS NOT NULL AND "
+							      "OLD.signature IS NOT NEW.signature"
+							      " BEGIN" SIG_ADD("NEW") "END;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -372,18 +433,27 @@ unlock:
 	return rc;
 }
 
-static int decode_next(struct rvs_store *s, char trace_id[40], char blob_sha256[65])
+static int decode_next_part(struct rvs_store *s, unsigned part, unsigned nparts, char trace_id[40],
+			    char blob_sha256[65])
 {
 	sqlite3_stmt *st;
 	int rc;
 
+	if (nparts < 1 || nparts > 16 || part >= nparts)
+		return -EINVAL;
 	pthread_mutex_lock(&s->mu);
 	rc = sqlite3_prepare_v2(s->db,
+				/* A new rowid is always above every present one, so rowid
+				 * order is arrival order, read off the table's own b-tree
+				 * (ordering by enqueued_at scanned and sorted the whole
+				 * queue for every decode).  CROSS JOIN keeps q outside. */
 				"SELECT q.trace_id, u.blob_sha256 FROM decode_queue q"
-				" JOIN uploads u USING (trace_id) ORDER BY q.enqueued_at, q.rowid"
-				" LIMIT 1",
+				" CROSS JOIN uploads u USING (trace_id) WHERE q.rowid % ?1 = ?2"
+				" ORDER BY q.rowid LIMIT 1",
 				-1, &st, NULL);
 	if (rc == SQLITE_OK) {
+		sqlite3_bind_int(st, 1, (int)nparts);
+		sqlite3_bind_int(st, 2, (int)part);
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW) {
 			const unsigned char *a = sqlite3_column_text(st, 0);
@@ -400,6 +470,11 @@ static int decode_next(struct rvs_store *s, char trace_id[40], char blob_sha256[
 	}
 	pthread_mutex_unlock(&s->mu);
 	return rc;
+}
+
+static int decode_next(struct rvs_store *s, char trace_id[40], char blob_sha256[65])
+{
+	return decode_next_part(s, 0, 1, trace_id, blob_sha256);
 }
 
 /* Leaves the queue with a final state, recording reason when quarantined. */
@@ -539,6 +614,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.upload_find = upload_find,
 	.upload_add = upload_add,
 	.decode_next = decode_next,
+	.decode_next_part = decode_next_part,
 	.decode_done = decode_done,
 	.decode_fail = decode_fail,
 	.queue_depth = queue_depth,

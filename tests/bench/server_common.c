@@ -1,0 +1,165 @@
+/*
+ * server_common.c — the rearview-server benchmarks' shared harness
+ * (server_common.h).  RVS_BIN is the server binary of this build flavour.
+ */
+#include "server_common.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int slurp(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+	if (!f)
+		return -1;
+	n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	return (int)n;
+}
+
+/* $RVS_BENCH_BIN (another build, for side-by-side runs) or this build's. */
+static const char *server_bin(void)
+{
+	const char *b = getenv("RVS_BENCH_BIN");
+	return b && *b ? b : RVS_BIN;
+}
+
+double rvsb_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+double rvsb_pct(double *v, size_t n, double p)
+{
+	size_t i;
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof *v, cmp);
+	i = (size_t)((double)n * p / 100.0);
+	return v[i < n ? i : n - 1];
+}
+
+size_t rvsb_append_text(char *p, size_t sz, size_t n, void *u)
+{
+	char *buf = u;
+	size_t have = strlen(buf), add = sz * n;
+	if (have + add < RVSB_TEXT_MAX) {
+		memcpy(buf + have, p, add);
+		buf[have + add] = '\0';
+	}
+	return sz * n;
+}
+
+static size_t sink(char *p, size_t sz, size_t n, void *u)
+{
+	return sz * n;
+}
+
+void rvsb_curl(const struct rvsb *b, CURL *h, const char *path)
+{
+	char url[1200];
+	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", b->port, path);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CAINFO, b->ca);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+}
+
+int rvsb_init(struct rvsb *b)
+{
+	char path[256];
+	pid_t pid;
+	int st;
+
+	memset(b, 0, sizeof *b);
+	snprintf(b->dir, sizeof b->dir, "/tmp/rvs-bench-XXXXXX");
+	if (!mkdtemp(b->dir))
+		return -1;
+	snprintf(b->data, sizeof b->data, "%s/d", b->dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(server_bin(), server_bin(), "init", b->data, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return -1;
+	snprintf(b->ca, sizeof b->ca, "%s/ca.crt", b->data);
+	snprintf(b->db, sizeof b->db, "%s/rearview.db", b->data);
+	snprintf(path, sizeof path, "%s/enrollment.secret", b->data);
+	if (slurp(path, b->secret, sizeof b->secret) <= 0)
+		return -1;
+	snprintf(path, sizeof path, "%s/api.token", b->data);
+	return slurp(path, b->api_token, sizeof b->api_token) > 0 ? 0 : -1;
+}
+
+int rvsb_start(struct rvsb *b, const char *extra_conf)
+{
+	char path[256], buf[32];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/rearview-server.conf", b->data);
+	if (!(f = fopen(path, "a")))
+		return -1;
+	fputs("listen = 127.0.0.1:0\nupload_rate_per_min = 1000000\nupload_burst = 1000000\n"
+	      "max_connections = 1024\n",
+	      f);
+	if (extra_conf)
+		fputs(extra_conf, f);
+	/* RVS_BENCH_CONF: more INI lines ("\n"-separated), e.g. decode_jobs = 1. */
+	if (getenv("RVS_BENCH_CONF"))
+		fprintf(f, "%s\n", getenv("RVS_BENCH_CONF"));
+	fclose(f);
+	b->pid = fork();
+	if (b->pid == 0) {
+		const char *log = getenv("RVS_BENCH_LOG");
+		int fd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
+		if (fd < 0)
+			fd = open("/dev/null", O_WRONLY);
+		dup2(fd, 2);
+		execl(server_bin(), server_bin(), "--config", path, (char *)NULL);
+		_exit(127);
+	}
+	if (b->pid < 0)
+		return -1;
+	snprintf(path, sizeof path, "%s/server.port", b->data);
+	for (int i = 0; i < 1200 && b->port <= 0; i++) {
+		if (slurp(path, buf, sizeof buf) > 0)
+			b->port = (int)strtol(buf, NULL, 10);
+		else
+			usleep(50000);
+	}
+	return b->port > 0 ? 0 : -1;
+}
+
+int rvsb_stop(struct rvsb *b)
+{
+	char cmd[128];
+	int st = 0, ok = 1;
+	if (b->pid > 0) {
+		kill(b->pid, SIGTERM);
+		waitpid(b->pid, &st, 0);
+		ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", b->dir);
+	return system(cmd) == 0 && ok ? 0 : -1;
+}

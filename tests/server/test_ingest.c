@@ -1,0 +1,388 @@
+/*
+ * test_ingest.c — the decoder's index of summary-only uploads: a device's
+ * Summary (top_self, chains at the anomaly, longest chains) becomes method
+ * and chain rows and a signature, within bounds when it is hostile.  Real
+ * sqlite store and decoder in a temporary directory.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "decode.h"
+#include "query.h"
+#include "rvs.h"
+#include "store.h"
+
+#include "rearview/summary.pb-c.h"
+
+static const struct rvs_store_ops *ops = &rvs_store_sqlite;
+
+struct fx {
+	char dir[64], db[128];
+	struct rvs_store *s;
+	struct rvs_decode *d;
+	struct rvs_decoder dec;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	struct rvs_device_rec dev = {0};
+	snprintf(f->dir, sizeof f->dir, "/tmp/rvs-ingest-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+	if (ops->open(f->db, &f->s) || rvs_decode_new(f->db, &f->dec, &f->d))
+		return -1;
+	snprintf(dev.device_id, sizeof dev.device_id, "d-1");
+	if (ops->device_add(f->s, &dev))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+	rvs_decode_free(f->d);
+	ops->close(f->s);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+	free(f);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int64_t num(struct fx *f, const char *q)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Stores a summary-only upload n carrying sum and decodes it. */
+static int upload_and_decode(struct fx *f, int n, const Rearview__Summary *sum)
+{
+	struct rvs_upload_rec u = {0};
+	char reason[256];
+	uint8_t *buf = NULL;
+	int rc;
+
+	snprintf(u.trace_id, sizeof u.trace_id, "t-%032d", n);
+	u.device_id = "d-1";
+	memset(u.upload_id, n, 16);
+	u.app_version = "2.0";
+	if (sum) {
+		u.summary_len = rearview__summary__get_packed_size(sum);
+		buf = malloc(u.summary_len + 1);
+		rearview__summary__pack(sum, buf);
+		u.summary = buf;
+	}
+	assert_int_equal(ops->upload_add(f->s, &u), 0);
+	rc = f->dec.decode(f->dec.ctx, u.trace_id, NULL, reason, sizeof reason);
+	free(buf);
+	return rc;
+}
+
+static void test_ingest_summary_only_methods_chains_and_signature_indexed(void **state)
+{
+	struct fx *f = *state;
+	Rearview__Summary sum = REARVIEW__SUMMARY__INIT;
+	Rearview__MethodStat m1 = REARVIEW__METHOD_STAT__INIT, m2 = REARVIEW__METHOD_STAT__INIT;
+	Rearview__MethodStat *top[2] = {&m1, &m2};
+	Rearview__Chain c = REARVIEW__CHAIN__INIT;
+	Rearview__Chain *chains[1] = {&c};
+	char *frames[3] = {"main", "Activity.onCreate", "Json.parse"};
+
+	m1.name = "Json.parse";
+	m1.calls = 3;
+	m1.self_ns = 9000000;
+	m1.inclusive_ns = 9500000;
+	m2.name = "Activity.onCreate";
+	m2.calls = 1;
+	m2.self_ns = 100;
+	m2.inclusive_ns = 9600000;
+	sum.top_self = top;
+	sum.n_top_self = 2;
+	c.frames = frames;
+	c.n_frames = 3;
+	c.duration_ns = 9500000;
+	c.signature = 0xabcdef0123456789ull;
+	sum.chains_at_anomaly = chains;
+	sum.n_chains_at_anomaly = 1;
+	sum.window_ns = 2000000000;
+
+	assert_int_equal(upload_and_decode(f, 1, &sum), 0);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_methods"), 2);
+	assert_int_equal(num(f, "SELECT self_ns FROM trace_methods WHERE method = 'Json.parse'"),
+			 9000000);
+	assert_int_equal(num(f, "SELECT self_rank FROM trace_methods WHERE method ="
+				" 'Activity.onCreate'"),
+			 2);
+	assert_int_equal(num(f, "SELECT depth FROM trace_chains WHERE kind = 'anomaly'"), 3);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_chains WHERE chain ="
+				" 'main;Activity.onCreate;Json.parse;'"),
+			 1);
+	assert_int_equal(num(f, "SELECT count(*) FROM traces WHERE signature = 'abcdef0123456789'"
+				" AND anomaly_signature = 'abcdef0123456789'"),
+			 1);
+	assert_int_equal(num(f, "SELECT duration_ns FROM traces"), 2000000000);
+	/* Counted in the signature totals like a decoded capture. */
+	assert_int_equal(num(f, "SELECT traces FROM signatures WHERE signature ="
+				" 'abcdef0123456789'"),
+			 1);
+	assert_int_equal(num(f, "SELECT count(*) FROM signatures WHERE chain ="
+				" 'main;Activity.onCreate;Json.parse;'"),
+			 1);
+}
+
+static void test_ingest_summary_absent_indexes_metadata_only(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(upload_and_decode(f, 2, NULL), 0);
+	assert_int_equal(num(f, "SELECT count(*) FROM traces"), 1);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_methods"), 0);
+	assert_int_equal(num(f, "SELECT count(*) FROM signatures"), 0);
+}
+
+static void test_ingest_hostile_summary_is_bounded(void **state)
+{
+	struct fx *f = *state;
+	enum { NTOP = 1500, DEPTH = 2000, NCH = 40 };
+	Rearview__Summary sum = REARVIEW__SUMMARY__INIT;
+	Rearview__MethodStat *ms = calloc(NTOP, sizeof *ms), **top = calloc(NTOP, sizeof *top);
+	Rearview__Chain *cs = calloc(NCH, sizeof *cs), **chains = calloc(NCH, sizeof *chains);
+	char **frames = calloc(DEPTH, sizeof *frames), *huge = malloc(10000);
+	char(*names)[16] = calloc(NTOP, 16);
+
+	memset(huge, 'x', 9999);
+	huge[9999] = 0;
+	for (int i = 0; i < NTOP; i++) {
+		rearview__method_stat__init(&ms[i]);
+		/* Every name twice, one far too long, one empty. */
+		snprintf(names[i], 16, "m%d", i / 2);
+		ms[i].name = i == 7 ? huge : i == 8 ? "" : names[i];
+		ms[i].self_ns = UINT64_MAX; /* does not fit sqlite's signed 64 bits */
+		top[i] = &ms[i];
+	}
+	for (int i = 0; i < DEPTH; i++)
+		frames[i] = "f";
+	for (int i = 0; i < NCH; i++) {
+		rearview__chain__init(&cs[i]);
+		cs[i].frames = frames;
+		cs[i].n_frames = DEPTH;
+		cs[i].signature = (uint64_t)i + 1;
+		chains[i] = &cs[i];
+	}
+	sum.top_self = top;
+	sum.n_top_self = NTOP;
+	sum.chains_at_anomaly = chains;
+	sum.n_chains_at_anomaly = NCH;
+	sum.longest_chains = chains;
+	sum.n_longest_chains = NCH;
+
+	assert_int_equal(upload_and_decode(f, 3, &sum), 0);
+	/* The first 1000 entries name m0..m499 twice each; the huge and the
+	 * empty name are skipped (their twins keep m3 and m4). */
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_methods"), 500);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_methods WHERE length(method) > 100"),
+			 0);
+	assert_true(num(f, "SELECT min(self_ns) FROM trace_methods") >= 0);
+	assert_int_equal(num(f, "SELECT max(depth) FROM trace_chains"), 512);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_chains WHERE kind = 'anomaly'"), 10);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_chains WHERE kind = 'top'"), 10);
+	free(ms);
+	free(top);
+	free(cs);
+	free(chains);
+	free(frames);
+	free(huge);
+	free(names);
+}
+
+/* Queues n summary-only uploads without decoding them. */
+static void queue_uploads(struct fx *f, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct rvs_upload_rec u = {0};
+		snprintf(u.trace_id, sizeof u.trace_id, "t-%032d", 100 + i);
+		u.device_id = "d-1";
+		memset(u.upload_id, 100 + i, 16);
+		assert_int_equal(ops->upload_add(f->s, &u), 0);
+	}
+}
+
+static void test_ingest_queue_partitions_split_without_overlap(void **state)
+{
+	struct fx *f = *state;
+	char seen[40][40], tid[40], blob[65];
+	int nseen = 0;
+
+	queue_uploads(f, 40);
+	assert_int_equal(ops->decode_next_part(f->s, 2, 2, tid, blob), -EINVAL);
+	assert_int_equal(ops->decode_next_part(f->s, 0, 0, tid, blob), -EINVAL);
+	/* Drain both partitions alternately, as two decode jobs would. */
+	for (int round = 0; nseen < 40 && round < 100; round++) {
+		unsigned part = (unsigned)round % 2;
+		if (ops->decode_next_part(f->s, part, 2, tid, blob))
+			continue;
+		for (int k = 0; k < nseen; k++)
+			assert_string_not_equal(seen[k], tid);
+		snprintf(seen[nseen++], sizeof seen[0], "%s", tid);
+		assert_int_equal(ops->decode_done(f->s, tid), 0);
+	}
+	assert_int_equal(nseen, 40);
+	assert_int_equal(ops->decode_next_part(f->s, 0, 2, tid, blob), -ENOENT);
+	assert_int_equal(ops->decode_next_part(f->s, 1, 2, tid, blob), -ENOENT);
+}
+
+struct drain_arg {
+	struct fx *f;
+	unsigned part;
+	int decoded, failed;
+};
+
+static void *drain(void *p)
+{
+	struct drain_arg *a = p;
+	char tid[40], blob[65], reason[256];
+	while (ops->decode_next_part(a->f->s, a->part, 2, tid, blob) == 0) {
+		if (a->f->dec.decode(a->f->dec.ctx, tid, NULL, reason, sizeof reason) == 0) {
+			a->decoded++;
+			ops->decode_done(a->f->s, tid);
+		} else {
+			a->failed++;
+			ops->decode_fail(a->f->s, tid, reason);
+		}
+	}
+	return NULL;
+}
+
+static void test_ingest_two_decoders_run_concurrently(void **state)
+{
+	struct fx *f = *state;
+	struct drain_arg a[2] = {{f, 0, 0, 0}, {f, 1, 0, 0}};
+	pthread_t th[2];
+
+	queue_uploads(f, 60);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, drain, &a[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(a[0].failed + a[1].failed, 0);
+	assert_int_equal(a[0].decoded + a[1].decoded, 60);
+	assert_true(a[0].decoded > 0 && a[1].decoded > 0);
+	assert_int_equal(num(f, "SELECT count(*) FROM traces"), 60);
+	assert_int_equal(num(f, "SELECT count(*) FROM decode_queue"), 0);
+}
+
+/* Ids of /api/v1/traces?query, newest first, joined with ','. */
+static void list_ids(struct fx *f, const char *query, char *out, size_t outlen)
+{
+	struct rvs_query_resp r;
+	json_t *doc, *o;
+	size_t i;
+	out[0] = '\0';
+	rvs_query_handle(f->db, f->dir, "/api/v1/traces", query, &r);
+	assert_int_equal(r.status, 200);
+	doc = json_loadb(r.body, r.len, 0, NULL);
+	assert_non_null(doc);
+	json_array_foreach(json_object_get(doc, "traces"), i, o)
+	{
+		const char *id = json_string_value(json_object_get(o, "trace_id"));
+		/* the last two digits of t-000…NN */
+		snprintf(out + strlen(out), outlen - strlen(out), "%s%s", i ? "," : "",
+			 id + strlen(id) - 2);
+	}
+	json_decref(doc);
+	free(r.body);
+}
+
+/* Traces 10..19 received at 1000 * n, model m<n % 2>, signature s<n % 3>
+ * (chain rows), a method "hot" in the even ones. */
+static void fill_list(struct fx *f)
+{
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	for (int n = 10; n < 20; n++) {
+		char sql[1024];
+		snprintf(sql, sizeof sql,
+			 "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, state)"
+			 " VALUES ('t-%032d', 'd-1', randomblob(16), %d, 'decoded');"
+			 "INSERT INTO traces (trace_id, model, received_at, decoded_at) VALUES"
+			 " ('t-%032d', 'm%d', %d, 0);"
+			 "INSERT INTO trace_chains VALUES ('t-%032d', 'top', 1, '%016d', 'a;', 1,"
+			 " 1, 1);"
+			 "%s",
+			 n, 1000 * n, n, n % 2, 1000 * n, n, n % 3,
+			 n % 2 ? ""
+			       : "INSERT INTO trace_methods SELECT trace_id, 'hot', 1, 1, 1, 1 FROM"
+				 " traces WHERE rowid = last_insert_rowid();");
+		assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	}
+	sqlite3_close(db);
+}
+
+static void test_ingest_trace_list_filters_driven_by_matches(void **state)
+{
+	struct fx *f = *state;
+	char ids[512];
+
+	static const struct {
+		const char *query, *ids;
+	} cases[] = {
+		{"", "19,18,17,16,15,14,13,12,11,10"},
+		{"since=12000&until=15000", "14,13,12"},
+		{"since=17000", "19,18,17"},
+		{"until=11001", "11,10"},
+		{"until=11001&model=m1", "11"},
+		{"signature=0000000000000001", "19,16,13,10"},
+		{"signature=0000000000000001&since=13000&limit=1", "19"},
+		{"signature=0000000000000001&method=hot", "16,10"},
+		{"method=hot&until=15000", "14,12,10"},
+		{"method=hot&limit=2", "18,16"},
+		{"method=none", ""},
+	};
+
+	fill_list(f);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		list_ids(f, cases[i].query, ids, sizeof ids);
+		assert_string_equal(ids, cases[i].ids);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_ingest_summary_only_methods_chains_and_signature_indexed, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_summary_absent_indexes_metadata_only,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_hostile_summary_is_bounded, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_queue_partitions_split_without_overlap,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_two_decoders_run_concurrently, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_trace_list_filters_driven_by_matches,
+						setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
