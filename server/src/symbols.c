@@ -199,8 +199,8 @@ static void put(const char *dir, const uint8_t *body, size_t len, struct rvs_que
 	rvs_log("info", "msg=\"symbols stored\" build_id=%s bytes=%zu functions=%zu", bid, len,
 		nfuncs);
 	rvs_query_reply(r, 201,
-			   json_pack("{s:s,s:I,s:I}", "build_id", bid, "bytes", (json_int_t)len,
-				     "functions", (json_int_t)nfuncs));
+			json_pack("{s:s,s:I,s:I}", "build_id", bid, "bytes", (json_int_t)len,
+				  "functions", (json_int_t)nfuncs));
 }
 
 static void list(const char *dir, struct rvs_query_resp *r)
