@@ -616,8 +616,15 @@ static void samples_into(struct samples *s, json_t *obj)
 	s->n = 0;
 }
 
-/* The same percentiles per app version (ordered by version text). */
-static int method_by_version(sqlite3 *db, const char *name, json_t *doc)
+/* Traces the per-version percentiles are drawn from: the newest ones
+ * containing the method (a sample, so the page stays fast for a method
+ * that is in every trace). */
+#define BY_VERSION_SAMPLE 2000
+
+/* The same percentiles per app version (ordered by version text), over the
+ * newest BY_VERSION_SAMPLE traces containing the method (n of them in all:
+ * it picks the plan, as for the trace list below). */
+static int method_by_version(sqlite3 *db, const char *name, int64_t n, json_t *doc)
 {
 	struct samples sm = {0};
 	sqlite3_stmt *st;
@@ -626,13 +633,23 @@ static int method_by_version(sqlite3 *db, const char *name, json_t *doc)
 	int rc;
 
 	json_object_set_new(doc, "by_version", arr);
-	if (sqlite3_prepare_v2(db,
-			       "SELECT COALESCE(t.app_version, ''), m.self_ns, m.incl_ns FROM"
-			       " trace_methods m JOIN traces t USING (trace_id) WHERE m.method = ?"
-			       " ORDER BY 1",
-			       -1, &st, NULL) != SQLITE_OK)
+	json_object_set_new(doc, "by_version_traces",
+			    json_integer(n < BY_VERSION_SAMPLE ? n : BY_VERSION_SAMPLE));
+	if (sqlite3_prepare_v2(
+		    db,
+		    n > METHOD_SCAN_MIN
+			    ? "SELECT v, s, i FROM (SELECT COALESCE(t.app_version, '') AS v,"
+			      " m.self_ns AS s, m.incl_ns AS i FROM traces t CROSS JOIN"
+			      " trace_methods m ON m.trace_id = t.trace_id AND m.method = ?1"
+			      " ORDER BY t.rowid DESC LIMIT ?2) ORDER BY 1"
+			    : "SELECT v, s, i FROM (SELECT COALESCE(t.app_version, '') AS v,"
+			      " m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
+			      " USING (trace_id) WHERE m.method = ?1 ORDER BY t.rowid DESC"
+			      " LIMIT ?2) ORDER BY 1",
+		    -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 2, BY_VERSION_SAMPLE);
 	for (;;) {
 		const char *v;
 		rc = sqlite3_step(st);
@@ -706,7 +723,7 @@ static void get_method(sqlite3 *db, const char *name, const char *query, struct 
 		json_object_set_new(doc, "self_ns", self);
 		json_object_set_new(doc, "incl_ns", incl);
 	}
-	if (method_by_version(db, name, doc) || method_alert(db, name, doc)) {
+	if (method_by_version(db, name, n, doc) || method_alert(db, name, doc)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
