@@ -329,4 +329,41 @@ static inline int rvh_rvctl(struct rvh *h, char *out, size_t cap, const char *fm
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Runs the instrumented rearview-demo-app (RV_BIN_DIR) on the harness's
+ * sockets for 200 frames with one slow burst at frame 100 (it waits until it
+ * is traced), to completion; returns its pid or -1. */
+static inline pid_t rvh_run_demo_app(struct rvh *h)
+{
+	char events[160], log[160];
+	double until = rvh_now() + RVH_GUARD_S;
+	pid_t pid;
+	int st;
+
+	snprintf(events, sizeof(events), "%s/events.sock", h->run);
+	snprintf(log, sizeof(log), "%s/app.log", h->dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		execl(RV_BIN_DIR "/rearview-demo-app", "rearview-demo-app", "--events", events,
+		      "--frames", "200", "--slow-every", "100", "--slow-touch-every", "0",
+		      "--wait-traced", "--quiet", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	while (rvh_now() < until) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? pid : -1;
+		rvh_sleep_ms(20);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
 #endif

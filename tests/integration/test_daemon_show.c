@@ -41,42 +41,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Runs rearview-demo-app for 200 frames with one slow burst at frame 100
- * (it waits until it is traced), to completion; returns its pid or -1. */
-static pid_t run_app(struct rvh *h)
-{
-	char events[160], log[160];
-	double until = rvh_now() + RVH_GUARD_S;
-	pid_t pid;
-	int st;
-
-	snprintf(events, sizeof(events), "%s/events.sock", h->run);
-	snprintf(log, sizeof(log), "%s/app.log", h->dir);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 2);
-			close(fd);
-		}
-		execl(RV_BIN_DIR "/rearview-demo-app", "rearview-demo-app", "--events", events,
-		      "--frames", "200", "--slow-every", "100", "--slow-touch-every", "0",
-		      "--wait-traced", "--quiet", (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0)
-		return -1;
-	while (rvh_now() < until) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? pid : -1;
-		rvh_sleep_ms(20);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	return -1;
-}
-
 /* Waits until the only capture is in `state` (a pending one's summary is
  * stored before that); returns its id, or 0. */
 static uint64_t only_capture_in(struct rvh *h, const char *state)
@@ -106,7 +70,7 @@ static uint64_t capture_at(struct rvh *h, const char *consent)
 	uint64_t id;
 
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent %s", consent), 0);
-	assert_true(run_app(h) > 0);
+	assert_true(rvh_run_demo_app(h) > 0);
 	id = only_capture_in(h, strcmp(consent, "local") ? "pending" : "skipped");
 	assert_true(id > 0);
 	return id;

@@ -302,6 +302,39 @@ static void test_daemon_upload_consent_summary_sends_no_trace(void **state)
 	assert_non_null(strstr(b.buf, "\"compression\":0"));
 }
 
+/* At consent summary the local summary is what reaches the server: the
+ * real instrumented demo app's slow builder tops the trace's self time
+ * although no trace bytes were sent. */
+static void test_daemon_upload_consent_summary_sends_the_local_summary(void **state)
+{
+	static struct row rows[8];
+	char conf[1400], ca[200], path[96];
+	struct body b;
+
+	(void)state;
+	assert_int_equal(server_setup(&g_s, g_top, "s10"), 0);
+	assert_int_equal(server_start(&g_s, 0), 0);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", g_s.dir);
+	upload_conf(conf, sizeof(conf), &g_s, ca);
+	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf),
+		 "[capture]\nconsent_default = summary\n");
+	g_h_live = true;
+	assert_int_equal(rvh_setup(&g_h, conf), 0);
+	assert_true(rvh_run_demo_app(&g_h) > 0);
+	assert_true(wait_uploaded(&g_h, 1));
+	assert_int_equal(spool_rows(&g_h, rows, 8), 1);
+	snprintf(path, sizeof(path), "/api/v1/traces/%s", rows[0].trace_id);
+	/* Indexed from the envelope's Summary on the server's decode queue. */
+	for (double until = rvh_now() + RVH_GUARD_S;; rvh_sleep_ms(50)) {
+		assert_int_equal(server_get(&g_s, path, true, &b), 200);
+		if (strstr(b.buf, "\"state\":\"decoded\"") || rvh_now() > until)
+			break;
+	}
+	assert_non_null(strstr(b.buf, "\"payload_kind\":0"));
+	assert_non_null(
+		strstr(b.buf, "\"top_self\":[{\"rank\":1,\"method\":\"build_list_item_slow\""));
+}
+
 static void test_daemon_upload_metered_network_waits_under_unmetered_policy(void **state)
 {
 	Rearview__PolicyBody body = REARVIEW__POLICY_BODY__INIT;
@@ -500,6 +533,9 @@ int main(void)
 					  per_test_teardown),
 		cmocka_unit_test_teardown(test_daemon_upload_consent_summary_sends_no_trace,
 					  per_test_teardown),
+		cmocka_unit_test_teardown(
+			test_daemon_upload_consent_summary_sends_the_local_summary,
+			per_test_teardown),
 		cmocka_unit_test_teardown(
 			test_daemon_upload_metered_network_waits_under_unmetered_policy,
 			per_test_teardown),
