@@ -29,7 +29,7 @@ $(eval $(call rv_test,server,integration,$(SERVER_CORE) $(OBJ)/tests/server/capt
 $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
-$(eval $(call rv_test,server,decode,$(OBJ)/server/src/decode.o $(OBJ)/server/src/util.o $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd -lsqlite3 -lmbedcrypto $(RVA_LIBS)))
+$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o util.o symbols.o query.o blob.o) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(RVA_LIBS)))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
@@ -114,8 +114,19 @@ $(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench
 BENCHES += $(TBIN)/server/bench_pages
 $(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
-$(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench
-$(TBIN)/server/test_symbols: | $(BIN)/rearview-server
+$(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench -DRVS_SYMFIX='"$(TBIN)/server/symfix"'
+$(TBIN)/server/test_symbols: | $(BIN)/rearview-server $(TBIN)/server/symfix.stripped \
+	$(TBIN)/server/symfix.debug
+# The symbolization fixture: instrumented, then split into a stripped
+# program (what devices run) and its debug file (what engineers upload).
+$(OBJ)/tests/server/symfix.o: CFLAGS += -finstrument-functions
+$(TBIN)/server/symfix: $(OBJ)/tests/server/symfix.o $(LIBRVTRACE_SO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< -L$(LIB) -lrvtrace -Wl,-rpath,$(abspath $(LIB))
+$(TBIN)/server/symfix.stripped: $(TBIN)/server/symfix
+	objcopy --strip-all $< $@
+$(TBIN)/server/symfix.debug: $(TBIN)/server/symfix
+	objcopy --only-keep-debug $< $@
 FUZZ += $(BUILD)/fuzz/server_symbols
 # symbols.c answers through query.c's JSON helpers, which bring decode.c and blob.c.
 $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c server/src/query.c \

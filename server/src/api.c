@@ -16,6 +16,7 @@
 #include "symbols.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -100,6 +101,7 @@ struct job {
 	size_t body_len;
 	char etag[72];
 	int new_upload, duplicate;
+	uint64_t requeued;	 /* JOB_SYMBOLS: traces queued to decode again */
 	struct rvs_query_resp q; /* JOB_QUERY */
 	struct rvs_web_resp wr;	 /* JOB_WEB */
 };
@@ -589,10 +591,15 @@ static void job_work(uv_work_t *w)
 	case JOB_WEB:
 		rvs_web_handle(j->a->cfg, j->req, &j->wr);
 		break;
-	case JOB_SYMBOLS:
+	case JOB_SYMBOLS: {
+		char stored[2 * RVS_BUILD_ID_MAX + 1];
 		rvs_symbols_handle(j->a->cfg->symbols_dir, j->req->method, j->req->path,
-				   j->req->query, j->req->body, j->req->body_len, &j->q);
+				   j->req->query, j->req->body, j->req->body_len, &j->q, stored);
+		/* Traces that arrived before these symbols are decoded again. */
+		if (stored[0] && j->a->ops->requeue_build_id(j->a->store, stored, &j->requeued) < 0)
+			rvs_log("error", "msg=\"requeue for symbols failed\" build_id=%s", stored);
 		break;
+	}
 	}
 }
 
@@ -640,6 +647,11 @@ static void job_done(uv_work_t *w, int status)
 		free(j);
 		maybe_stop(a);
 		return;
+	}
+	if (j->requeued) {
+		rvs_log("info", "msg=\"re-symbolizing\" traces=%" PRIu64, j->requeued);
+		m->decode_queue_depth += j->requeued;
+		decode_pump(a);
 	}
 	if (j->kind == JOB_QUERY || j->kind == JOB_SYMBOLS) {
 		struct rvs_header h[2] = {{"Cache-Control", "no-store"},

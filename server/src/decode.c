@@ -16,6 +16,7 @@
  */
 #include "decode.h"
 #include "rvs.h"
+#include "symbols.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -47,6 +48,7 @@
 /* One decoder's state; RVS_DECODE_LANES of them decode side by side. */
 struct lane {
 	const char *database;
+	const char *symbols_dir; /* "" : no symbol store */
 	sqlite3 *db;
 	pthread_mutex_t mu;
 	ZSTD_DCtx *dctx; /* reused: its window buffers are allocated once */
@@ -60,6 +62,7 @@ struct lane {
 
 struct rvs_decode {
 	char database[512];
+	char symbols_dir[512];
 	struct lane lane[RVS_DECODE_LANES];
 };
 
@@ -557,6 +560,64 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/*
+ * Names what the device could not from the symbol store (symbols.c): each
+ * unresolved method whose module's debug file is stored and has a function
+ * at its offset.  Runs before the index rows (and their chains and
+ * signatures) are computed.  Marks in `left` (one flag per unresolved
+ * entry) what stays unnamed, for trace_unresolved.
+ */
+static void symbolize(const struct lane *d, rva_trace *t, unsigned char *left)
+{
+	for (size_t i = 0; i < t->nunresolved; i++) {
+		const rva_unresolved *u = &t->unresolved[i];
+		char bid[2 * 64 + 1], name[512];
+
+		left[i] = 1;
+		if (!d->symbols_dir[0])
+			continue;
+		for (uint32_t k = 0; k < u->build_id_len; k++)
+			snprintf(bid + 2 * k, 3, "%02x", u->build_id[k]);
+		if (rvs_symbols_lookup(d->symbols_dir, bid, u->elf_offset, name, sizeof name) ==
+			    0 &&
+		    rva_method_rename(t, u->method, name) == 0)
+			left[i] = 0;
+	}
+}
+
+/* Inside the index transaction: the build-ids this trace still needs. */
+static int index_unresolved(struct lane *d, const char *trace_id, const rva_trace *t,
+			    const unsigned char *left)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if ((rc = prep(d, "DELETE FROM trace_unresolved WHERE trace_id = ?", &st)))
+		return rc;
+	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+	rc = step_done(st);
+	unprep(d, st);
+	for (size_t i = 0; t && !rc && i < t->nunresolved; i++) {
+		const rva_unresolved *u = &t->unresolved[i];
+		char bid[2 * 64 + 1];
+
+		if (!left[i])
+			continue;
+		for (uint32_t k = 0; k < u->build_id_len; k++)
+			snprintf(bid + 2 * k, 3, "%02x", u->build_id[k]);
+		if ((rc = prep(d,
+			       "INSERT OR IGNORE INTO trace_unresolved (build_id, trace_id)"
+			       " VALUES (?, ?)",
+			       &st)))
+			return rc;
+		sqlite3_bind_text(st, 1, bid, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, trace_id, -1, SQLITE_STATIC);
+		rc = step_done(st);
+		unprep(d, st);
+	}
+	return rc;
+}
+
 static int decode_locked(struct lane *d, const char *trace_id, const char *blob_path, char *reason,
 			 size_t rlen)
 {
@@ -567,6 +628,7 @@ static int decode_locked(struct lane *d, const char *trace_id, const char *blob_
 	rva_error err;
 	int comp = 0, rc, have_sum = 0, cap_owned = 0;
 	Rearview__Summary *ps = NULL;
+	unsigned char *left = NULL; /* per unresolved method: still unnamed */
 
 	memset(&sum, 0, sizeof sum);
 	err.msg[0] = 0;
@@ -611,10 +673,18 @@ static int decode_locked(struct lane *d, const char *trace_id, const char *blob_
 			return rc;
 		}
 		have_sum = 1;
+		if (sum.trace->nunresolved && !(left = malloc(sum.trace->nunresolved))) {
+			rva_summary_release(&sum);
+			snprintf(reason, rlen, "index: out of memory");
+			return -ENOMEM;
+		}
+		symbolize(d, sum.trace, left);
 	}
 	rc = sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (!rc)
 		rc = index_rows(d, trace_id, have_sum ? &sum : NULL, ps);
+	if (!rc && have_sum)
+		rc = index_unresolved(d, trace_id, sum.trace, left);
 	if (!rc)
 		rc = sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL);
 	if (rc) {
@@ -622,6 +692,7 @@ static int decode_locked(struct lane *d, const char *trace_id, const char *blob_
 		sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
 	}
 	rva_summary_release(&sum);
+	free(left);
 	rearview__summary__free_unpacked(ps, NULL);
 	if (!rc && blob_path)
 		rvs_log("info",
@@ -667,11 +738,22 @@ int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_dec
 	}
 	for (size_t i = 0; i < RVS_DECODE_LANES; i++) {
 		d->lane[i].database = d->database;
+		d->lane[i].symbols_dir = d->symbols_dir;
 		pthread_mutex_init(&d->lane[i].mu, NULL);
 	}
 	dec->decode = decode_cb;
 	dec->ctx = d;
 	*out = d;
+	return 0;
+}
+
+int rvs_decode_set_symbols_dir(struct rvs_decode *d, const char *dir)
+{
+	if ((size_t)snprintf(d->symbols_dir, sizeof d->symbols_dir, "%s", dir ? dir : "") >=
+	    sizeof d->symbols_dir) {
+		d->symbols_dir[0] = '\0';
+		return -ENAMETOOLONG;
+	}
 	return 0;
 }
 

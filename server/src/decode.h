@@ -25,6 +25,13 @@ struct rvs_decode;
 int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_decode **out);
 void rvs_decode_free(struct rvs_decode *d); /* NULL is a no-op */
 
+/* The symbol store (symbols.c) the decoder names unresolved methods from:
+ * a capture's "module+0xoffset" methods whose module's debug file is there
+ * get the function's name; the build-ids still missing are recorded in
+ * trace_unresolved.  "" or never called: no symbolization.  0 or
+ * -ENAMETOOLONG. */
+int rvs_decode_set_symbols_dir(struct rvs_decode *d, const char *dir);
+
 /* Decompresses a zstd frame (or concatenated frames) of any content size up
  * to max bytes.  *out is malloc'd (caller frees).  0, -EINVAL (not zstd /
  * corrupt / truncated), -E2BIG (over max), -ENOMEM. */

@@ -115,6 +115,7 @@ static int run(const char *config_path)
 	rvs_policy_publish_default(&a.cfg);
 	if (rvs_decode_new(a.cfg.database, &a.decoder, &a.dec))
 		return 1;
+	rvs_decode_set_symbols_dir(a.dec, a.cfg.symbols_dir);
 	if (rvs_api_new(a.loop, &a.cfg, &a.metrics, &rvs_store_sqlite, &a.decoder, &a.api)) {
 		rvs_decode_free(a.dec);
 		return 1;

@@ -77,6 +77,11 @@ struct rvs_store_ops {
 			 const uint8_t *salt, size_t saltlen, const uint8_t hash[32]);
 	/* Stores a skip report; -EEXIST when (device, report_id) exists. */
 	int (*skip_add)(struct rvs_store *s, const struct rvs_skip_rec *k);
+	/* Symbols for module build_id (lowercase hex) arrived: every decoded
+	 * trace that left methods of it unnamed goes back on the decode queue
+	 * (pending_decode), to be indexed again with the names.  *queued: how
+	 * many. */
+	int (*requeue_build_id)(struct rvs_store *s, const char *build_id, uint64_t *queued);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

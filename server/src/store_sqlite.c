@@ -170,6 +170,14 @@ static const char *const migrations[] = {
 							      " WHEN NEW.signature IS NOT NULL AND "
 							      "OLD.signature IS NOT NEW.signature"
 							      " BEGIN" SIG_ADD("NEW") "END;",
+	/* 6: methods a decoded capture left as "module+0xoffset", by module
+	 * build-id: the traces to decode again when that module's debug file
+	 * reaches the symbol store. */
+	"CREATE TABLE trace_unresolved ("
+	" build_id TEXT NOT NULL,"
+	" trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,"
+	" PRIMARY KEY (build_id, trace_id)) WITHOUT ROWID;"
+	"CREATE INDEX trace_unresolved_trace ON trace_unresolved(trace_id);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -604,6 +612,48 @@ static int skip_add(struct rvs_store *s, const struct rvs_skip_rec *k)
 	return map(rc);
 }
 
+static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t *queued)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*queued = 0;
+	pthread_mutex_lock(&s->mu);
+	if ((rc = exec(s, "BEGIN IMMEDIATE")))
+		goto unlock;
+	rc = sqlite3_prepare_v2(s->db,
+				"INSERT OR IGNORE INTO decode_queue (trace_id, enqueued_at)"
+				" SELECT r.trace_id, ?2 FROM trace_unresolved r JOIN uploads u"
+				" USING (trace_id) WHERE r.build_id = ?1 AND u.state = 'decoded'",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, build_id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
+		rc = sqlite3_step(st);
+		*queued = (uint64_t)sqlite3_changes(s->db);
+		sqlite3_finalize(st);
+	}
+	if (rc == SQLITE_DONE)
+		rc = sqlite3_prepare_v2(
+			s->db,
+			"UPDATE uploads SET state = 'pending_decode' WHERE trace_id IN"
+			" (SELECT trace_id FROM trace_unresolved WHERE build_id = ?1)"
+			" AND state = 'decoded'",
+			-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, build_id, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	if (rc == SQLITE_DONE)
+		rc = exec(s, "COMMIT");
+	else
+		exec(s, "ROLLBACK");
+unlock:
+	pthread_mutex_unlock(&s->mu);
+	return map(rc);
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -620,4 +670,5 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.queue_depth = queue_depth,
 	.admin_put = admin_put,
 	.skip_add = skip_add,
+	.requeue_build_id = requeue_build_id,
 };

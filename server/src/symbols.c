@@ -178,7 +178,8 @@ int rvs_symbols_lookup(const char *dir, const char *bid, uint64_t offset, char *
 
 /* ---- the endpoints ---------------------------------------------------------- */
 
-static void put(const char *dir, const uint8_t *body, size_t len, struct rvs_query_resp *r)
+static void put(const char *dir, const uint8_t *body, size_t len, struct rvs_query_resp *r,
+		char stored[2 * RVS_BUILD_ID_MAX + 1])
 {
 	char bid[2 * RVS_BUILD_ID_MAX + 1], reason[160], path[1024];
 	size_t nfuncs;
@@ -198,6 +199,7 @@ static void put(const char *dir, const uint8_t *body, size_t len, struct rvs_que
 	}
 	rvs_log("info", "msg=\"symbols stored\" build_id=%s bytes=%zu functions=%zu", bid, len,
 		nfuncs);
+	memcpy(stored, bid, sizeof bid);
 	rvs_query_reply(r, 201,
 			json_pack("{s:s,s:I,s:I}", "build_id", bid, "bytes", (json_int_t)len,
 				  "functions", (json_int_t)nfuncs));
@@ -271,16 +273,17 @@ static void get_one(const char *dir, const char *bid, const char *query, struct 
 
 void rvs_symbols_handle(const char *dir, enum http_method method, const char *path,
 			const char *query, const uint8_t *body, size_t body_len,
-			struct rvs_query_resp *r)
+			struct rvs_query_resp *r, char stored[2 * RVS_BUILD_ID_MAX + 1])
 {
 	static const char base[] = "/api/v1/symbols";
 	const char *rest = path + sizeof base - 1;
 
 	memset(r, 0, sizeof *r);
+	stored[0] = '\0';
 	if (strncmp(path, base, sizeof base - 1) != 0 || (*rest && *rest != '/'))
 		return rvs_query_set_error(r, 404, "no such resource");
 	if (!*rest && method == HTTP_POST)
-		return put(dir, body, body_len, r);
+		return put(dir, body, body_len, r, stored);
 	if (method != HTTP_GET)
 		return rvs_query_set_error(r, 405, "method not allowed");
 	if (!*rest)

@@ -34,9 +34,11 @@ int rvs_symbols_lookup(const char *dir, const char *bid, uint64_t offset, char *
 		       size_t namelen);
 
 /* The /api/v1/symbols[/{build-id}] endpoints: method, path, query and body
- * of the request; fills *r (always). */
+ * of the request; fills *r (always).  stored gets the build-id of a debug
+ * file this request stored ("" when none), so the caller can have the
+ * traces waiting for it decoded again. */
 void rvs_symbols_handle(const char *dir, enum http_method method, const char *path,
 			const char *query, const uint8_t *body, size_t body_len,
-			struct rvs_query_resp *r);
+			struct rvs_query_resp *r, char stored[2 * RVS_BUILD_ID_MAX + 1]);
 
 #endif

@@ -47,6 +47,28 @@ static rva_trace *sample(void)
 	return t;
 }
 
+static void test_model_rename_keeps_names_unique_and_findable(void **state)
+{
+	rva_trace *t = rva_trace_new();
+	int64_t a, b;
+
+	(void)state;
+	assert_non_null(t);
+	a = rva_method_intern(t, "app+0x1c0", 9);
+	b = rva_method_intern(t, "main", 4);
+	assert_true(a >= 0 && b >= 0);
+	assert_int_equal(rva_method_rename(t, (uint32_t)a, "hot_leaf"), 0);
+	assert_string_equal(t->names[a], "hot_leaf");
+	assert_int_equal(rva_method_find(t, "hot_leaf"), a);
+	assert_int_equal(rva_method_find(t, "app+0x1c0"), -ENOENT);
+	/* Two methods may not share a name; ids out of range are refused. */
+	assert_int_equal(rva_method_rename(t, (uint32_t)a, "main"), -EINVAL);
+	assert_int_equal(rva_method_rename(t, 99, "x"), -EINVAL);
+	/* Interning the new name finds the renamed method. */
+	assert_int_equal(rva_method_intern(t, "hot_leaf", 8), a);
+	rva_trace_free(t);
+}
+
 static void test_model_recursion_inclusive_counted_once(void **state)
 {
 	rva_trace *t = sample();
@@ -316,6 +338,7 @@ static void test_model_intern_rejects_huge_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_model_rename_keeps_names_unique_and_findable),
 		cmocka_unit_test(test_model_recursion_inclusive_counted_once),
 		cmocka_unit_test(test_model_mismatched_exit_closes_inner_frames),
 		cmocka_unit_test(test_model_open_frames_end_at_given_time),

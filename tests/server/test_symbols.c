@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "rearview/upload.pb-c.h"
 #include "rvs.h"
 #include "server_common.h"
 #include "symbols.h"
@@ -188,14 +189,14 @@ static size_t grab(char *p, size_t sz, size_t n, void *u)
 	return add;
 }
 
-static json_t *call(const struct rvsb *b, const char *method, const char *path, const char *token,
-		    const uint8_t *body, size_t len, long want)
+/* One request; the response (body NUL-terminated) lives until the next. */
+static struct resp *request(const struct rvsb *b, const char *method, const char *path,
+			    const char *token, const uint8_t *body, size_t len, long want)
 {
 	static struct resp r;
 	char auth[200];
 	struct curl_slist *h = NULL;
 	CURL *c = curl_easy_init();
-	json_t *j;
 
 	memset(&r, 0, sizeof r);
 	rvsb_curl(b, c, path);
@@ -220,7 +221,13 @@ static json_t *call(const struct rvsb *b, const char *method, const char *path, 
 	if (r.code != want)
 		fprintf(stderr, "%s %s: %ld %s\n", method, path, r.code, r.body);
 	assert_int_equal(r.code, want);
-	j = json_loads(r.body, 0, NULL);
+	return &r;
+}
+
+static json_t *call(const struct rvsb *b, const char *method, const char *path, const char *token,
+		    const uint8_t *body, size_t len, long want)
+{
+	json_t *j = json_loads(request(b, method, path, token, body, len, want)->body, 0, NULL);
 	return j ? j : json_null();
 }
 
@@ -276,6 +283,115 @@ static void test_symbols_https_upload_list_lookup_and_refusals(void **state)
 	free(dbg);
 }
 
+/* The trace's top self-time method names, ';'-joined, once it is decoded
+ * and `want` is among them (or the guard runs out: then what it has). */
+static void wait_top_self(const struct rvsb *b, const char *trace_id, const char *want, char *out,
+			  size_t cap)
+{
+	char path[128];
+	double until = rvsb_now() + 60;
+
+	snprintf(path, sizeof path, "/api/v1/traces/%s", trace_id);
+	do {
+		json_t *j = call(b, "GET", path, b->api_token, NULL, 0, 200), *o;
+		size_t i, n = 0;
+
+		out[0] = '\0';
+		if (!strcmp(json_string_value(json_object_get(j, "state")) ?: "", "decoded"))
+			json_array_foreach(json_object_get(j, "top_self"), i, o) n +=
+				(size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s;",
+						 json_string_value(json_object_get(o, "method")));
+		json_decref(j);
+		if (out[0] && strstr(out, want))
+			return;
+		usleep(50 * 1000);
+	} while (rvsb_now() < until);
+}
+
+/* Enrols, uploads capture[0..len) uncompressed; the server's trace id. */
+static void upload_capture(const struct rvsb *b, const uint8_t *capture, size_t len, uint8_t seed,
+			   char trace_id[40])
+{
+	Rearview__EnrollRequest q = REARVIEW__ENROLL_REQUEST__INIT;
+	Rearview__EnrollResponse *er;
+	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
+	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
+	Rearview__UploadAck *ack;
+	struct resp *r;
+	uint8_t id[16], small[512], *body;
+	size_t n;
+	char token[160];
+
+	q.enrollment_secret = (char *)b->secret;
+	n = rearview__enroll_request__pack(&q, small);
+	r = request(b, "POST", "/v1/enroll", NULL, small, n, 200);
+	er = rearview__enroll_response__unpack(NULL, r->len, (const uint8_t *)r->body);
+	assert_non_null(er);
+	snprintf(token, sizeof token, "%s", er->device_token);
+	rearview__enroll_response__free_unpacked(er, NULL);
+	memset(id, seed, sizeof id);
+	e.upload_id.data = id;
+	e.upload_id.len = sizeof id;
+	app.app_id = "symfix";
+	e.app = &app;
+	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
+	e.payload.data = (uint8_t *)capture;
+	e.payload.len = len;
+	e.payload_size = len;
+	n = rearview__upload_envelope__get_packed_size(&e);
+	body = malloc(n);
+	assert_non_null(body);
+	rearview__upload_envelope__pack(&e, body);
+	r = request(b, "POST", "/v1/uploads", token, body, n, 200);
+	ack = rearview__upload_ack__unpack(NULL, r->len, (const uint8_t *)r->body);
+	assert_non_null(ack);
+	snprintf(trace_id, 40, "%s", ack->trace_id);
+	rearview__upload_ack__free_unpacked(ack, NULL);
+	free(body);
+}
+
+/* A stripped program's capture is indexed with "module+0x…" names; when
+ * its debug file reaches the symbol store the trace is decoded again and
+ * indexed with the function names, and a later capture is named at once. */
+static void test_symbols_traces_are_resymbolized_when_their_symbols_arrive(void **state)
+{
+	struct rvsb b;
+	char cap_path[160], trace[40], later[40], names[4096];
+	size_t caplen, dbglen;
+	uint8_t *capture, *dbg;
+	json_t *j;
+
+	(void)state;
+	snprintf(cap_path, sizeof cap_path, "%s/symfix.rvc", g_dir);
+	assert_int_equal(
+		run("RV_TRACE=1 RV_TRACE_FILE='%s' '%s.stripped' >/dev/null", cap_path, RVS_SYMFIX),
+		0);
+	capture = slurp(cap_path, &caplen);
+	dbg = slurp(RVS_SYMFIX ".debug", &dbglen);
+	assert_int_equal(rvsb_init(&b), 0);
+	assert_int_equal(rvsb_start(&b, NULL), 0);
+
+	upload_capture(&b, capture, caplen, 0x61, trace);
+	wait_top_self(&b, trace, "symfix.stripped+0x", names, sizeof names);
+	assert_non_null(strstr(names, "symfix.stripped+0x"));
+	assert_null(strstr(names, "symfix_hot_leaf"));
+
+	j = call(&b, "POST", "/api/v1/symbols", b.api_token, dbg, dbglen, 201);
+	json_decref(j);
+	wait_top_self(&b, trace, "symfix_hot_leaf", names, sizeof names);
+	assert_non_null(strstr(names, "symfix_hot_leaf;"));
+	assert_non_null(strstr(names, "symfix_outer;"));
+	assert_null(strstr(names, "symfix.stripped+0x"));
+
+	/* With the symbols stored, the next capture is named at its decode. */
+	upload_capture(&b, capture, caplen, 0x62, later);
+	wait_top_self(&b, later, "symfix_hot_leaf", names, sizeof names);
+	assert_non_null(strstr(names, "symfix_hot_leaf;"));
+	assert_int_equal(rvsb_stop(&b), 0);
+	free(capture);
+	free(dbg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_symbols_malformed_files_refused_with_reason),
 		cmocka_unit_test(test_symbols_keys_are_bounded_lowercase_hex),
 		cmocka_unit_test(test_symbols_https_upload_list_lookup_and_refusals),
+		cmocka_unit_test(test_symbols_traces_are_resymbolized_when_their_symbols_arrive),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

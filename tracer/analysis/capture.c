@@ -37,9 +37,11 @@ enum { REC_EXE = 1, REC_CMDLINE, REC_THREAD, REC_MODULE, REC_SYMBOL, REC_ANOMALY
 
 typedef struct module {
 	uint32_t index;
-	uint64_t start, end;
+	uint64_t load_bias, start, end;
 	const char *path;
 	size_t path_len;
+	const uint8_t *build_id;
+	uint32_t build_id_len;
 } module;
 
 typedef struct symbol {
@@ -468,11 +470,35 @@ static inline int64_t method_of(ctx *c, uint64_t v)
 	return id;
 }
 
+/* Records that method `id` (at addr, in mod) has no name from the device. */
+static int note_unresolved(rva_trace *t, uint32_t id, const module *mod, uint64_t addr)
+{
+	rva_unresolved *u;
+
+	/* Once per method: method_of looks each slot value up once, and each
+	 * value has a name of its own. */
+	if ((t->nunresolved & (t->nunresolved - 1)) == 0) {
+		size_t cap = t->nunresolved ? t->nunresolved * 2 : 8;
+		u = realloc(t->unresolved, cap * sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		t->unresolved = u;
+	}
+	u = &t->unresolved[t->nunresolved++];
+	memset(u, 0, sizeof(*u));
+	u->method = id;
+	memcpy(u->build_id, mod->build_id, mod->build_id_len);
+	u->build_id_len = mod->build_id_len;
+	u->elf_offset = addr - mod->load_bias;
+	return 0;
+}
+
 /* A miss of method_of: symbol table, modules, interning. */
 static __attribute__((noinline)) int64_t method_lookup(ctx *c, uint64_t v)
 {
 	symbol key = {.value = v};
 	symbol *s = c->nsyms ? bsearch(&key, c->syms, c->nsyms, sizeof(key), cmp_sym) : NULL;
+	const module *mod = NULL;
 	int64_t id;
 	if (s) {
 		id = s->method;
@@ -489,6 +515,7 @@ static __attribute__((noinline)) int64_t method_lookup(ctx *c, uint64_t v)
 					bl = 256;
 				n = snprintf(buf, sizeof(buf), "%.*s+0x%llx", (int)bl, bn,
 					     (unsigned long long)(addr - c->mods[i].start));
+				mod = &c->mods[i];
 				break;
 			}
 		}
@@ -497,6 +524,11 @@ static __attribute__((noinline)) int64_t method_lookup(ctx *c, uint64_t v)
 		id = rva_method_intern(c->t, buf, (size_t)n);
 		if (id < 0)
 			return id;
+		if (mod && mod->build_id_len && mod->build_id_len <= 64) {
+			int rc = note_unresolved(c->t, (uint32_t)id, mod, addr);
+			if (rc < 0)
+				return rc;
+		}
 	}
 	return id;
 }
@@ -581,6 +613,9 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 			}
 			module *m = &c->mods[c->nmods++];
 			m->index = rd32(v);
+			m->load_bias = rd64(v + 8);
+			m->build_id = v + 32;
+			m->build_id_len = bl;
 			m->start = rd64(v + 16);
 			m->end = rd64(v + 24);
 			m->path = (const char *)v + 32 + bl;

@@ -52,6 +52,7 @@ void rva_trace_free(rva_trace *t)
 	}
 	free(t->threads);
 	free(t->anomaly_name);
+	free(t->unresolved);
 	free(t->hash);
 	free(t);
 }
@@ -271,6 +272,22 @@ void rva_trace_finish(rva_trace *t, int64_t end_ts)
 	}
 	t->start = lo == INT64_MAX ? 0 : lo;
 	t->end = hi == INT64_MIN ? 0 : hi;
+}
+
+int rva_method_rename(rva_trace *t, uint32_t id, const char *name)
+{
+	size_t len = strlen(name);
+	char *copy;
+
+	if (id >= t->nmethods || len > MAX_NAME || rva_method_find(t, name) >= 0)
+		return -EINVAL;
+	if (!(copy = strdup(name)))
+		return -ENOMEM;
+	t->name_bytes = t->name_bytes - strlen(t->names[id]) + len;
+	free(t->names[id]);
+	t->names[id] = copy;
+	/* The name hash is keyed by the text: build it again. */
+	return rehash(t, t->hcap ? t->hcap : 64);
 }
 
 int64_t rva_method_find(const rva_trace *t, const char *name)

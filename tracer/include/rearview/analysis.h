@@ -64,6 +64,16 @@ typedef struct rva_thread {
 	int64_t last_cpu; /* private */
 } rva_thread;
 
+/* A method of a capture that the device could not name: shown as
+ * "module+0xoffset", symbolizable later from the module's debug file. */
+typedef struct rva_unresolved {
+	uint32_t method;       /* method id */
+	uint8_t build_id[64];  /* GNU build-id of its module */
+	uint32_t build_id_len; /* 0: the module has none */
+	uint64_t elf_offset;   /* address - the module's load bias: the ELF
+				* virtual address a symbol table names */
+} rva_unresolved;
+
 typedef struct rva_trace {
 	char **names; /* method names, owned; names[id] */
 	size_t nmethods;
@@ -78,6 +88,10 @@ typedef struct rva_trace {
 	char *anomaly_name; /* owned; may be NULL */
 	uint64_t dropped;   /* events ignored as damage (unmatched, torn) */
 	int has_cpu;	    /* some thread carries thread-CPU time (cpu != NULL) */
+	/* Captures only: the methods named "module+0xoffset" (no SYMBOL name),
+	 * with what a symbolizer needs; owned. */
+	rva_unresolved *unresolved;
+	size_t nunresolved;
 	/* private */
 	uint32_t *hash;
 	size_t hcap;
@@ -87,6 +101,12 @@ typedef struct rva_trace {
 } rva_trace;
 
 /* ---- building (used by every importer; usable by callers too) ---- */
+
+/* Gives method `id` a new name (copied), e.g. a symbolizer's: 0, -EINVAL
+ * (id out of range, or another method already has that name — the trace's
+ * names stay unique), -ENOMEM.  Call before computing chains or
+ * signatures. */
+int rva_method_rename(rva_trace *t, uint32_t id, const char *name);
 
 /* Allocate an empty trace; NULL on ENOMEM.  Caller frees with rva_trace_free. */
 rva_trace *rva_trace_new(void);
