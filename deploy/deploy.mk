@@ -52,10 +52,12 @@ $(BUILD)/prefix/.installed: $(BINS) $(LIBS) $(INSTALL_HDR) $(PROTO_H) Makefile d
 	rm -rf $(RV_TEST_PREFIX)
 	$(call rv_install,,$(RV_TEST_PREFIX),$(RV_TEST_PREFIX)/etc)
 	touch $@
-# The runner passes no arguments: a two-line wrapper names this flavour's prefix.
+# The runner passes no arguments: a two-line wrapper names this flavour's
+# prefix and sanitizer flags (a sanitized librvtrace needs its runtime in the
+# program that loads it).
 $(TBIN)/deploy/test_install: tests/deploy/test_install.sh $(BUILD)/prefix/.installed
 	@mkdir -p $(@D)
-	printf '#!/bin/sh\nexec sh %s %s\n' '$(CURDIR)/$<' '$(RV_TEST_PREFIX)' > $@
+	printf '#!/bin/sh\nexec sh %s %s "%s"\n' '$(CURDIR)/$<' '$(RV_TEST_PREFIX)' '$(SANFLAGS)' > $@
 	chmod +x $@
 TESTS += $(TBIN)/deploy/test_install
 

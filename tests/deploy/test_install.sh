@@ -2,8 +2,10 @@
 # tests/deploy/test_install.sh — checks what `make install` produces, in TAP
 # (tests/run-tests.sh counts it like a cmocka binary).
 #
-#   test_install.sh PREFIX
+#   test_install.sh PREFIX [CFLAGS]
 #
+# CFLAGS (the build flavour's sanitizer flags, may be empty) are added when
+# compiling the traced program, so a sanitized librvtrace finds its runtime.
 # PREFIX is a tree installed by `make install PREFIX=<abs path> DESTDIR=`
 # (deploy/deploy.mk does that into build/prefix), so the paths written into
 # the units and the pkg-config file exist on this machine and can be checked
@@ -16,7 +18,8 @@
 #      in the capture it wrote;
 #   4. the installed headers compile on their own (C11, -Wall -Werror).
 set -u
-P=${1:?usage: test_install.sh PREFIX}
+P=${1:?usage: test_install.sh PREFIX [CFLAGS]}
+XCFLAGS=${2:-}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 n=0
@@ -80,8 +83,8 @@ int main(void)
 C
 traced_program() {
 	PKG_CONFIG_PATH="$P/lib/pkgconfig" pkg-config --cflags --libs rearview-trace >"$T/flags" || return 1
-	# shellcheck disable=SC2046
-	cc -O1 -finstrument-functions -o "$T/hello" "$T/hello.c" $(cat "$T/flags") || return 1
+	# shellcheck disable=SC2046,SC2086
+	cc -O1 -finstrument-functions $XCFLAGS -o "$T/hello" "$T/hello.c" $(cat "$T/flags") || return 1
 	RV_TRACE=1 RV_TRACE_FILE="$T/hello.rvc" LD_LIBRARY_PATH="$P/lib" "$T/hello" || return 1
 	[ -s "$T/hello.rvc" ] || { echo "no capture written"; return 1; }
 	"$P/bin/rvtrace" summary "$T/hello.rvc" >"$T/summary" || return 1
