@@ -23,6 +23,7 @@
 #include "web_int.h"
 #include "campaign.h"
 #include "query.h"
+#include "rearview/analysis.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,32 +50,9 @@ static const char HTML[] = "text/html; charset=utf-8";
 
 void rvs_web_esc(FILE *f, const char *s)
 {
-	if (!s)
-		return;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&#39;", f);
-			break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fputs("&#xFFFD;", f);
-			else
-				fputc(*p, f);
-		}
-	}
+	/* librvanalysis' escaper (its SVG flame graphs use it too): & < > " '
+	 * as entities, control characters as U+FFFD; NULL writes nothing. */
+	rva_xml_escape(f, s);
 }
 
 void rvs_web_urlenc(FILE *f, const char *s)

@@ -20,8 +20,10 @@
 #define PAD_TOP	   50
 #define PAD_BOTTOM 20
 
-static void xml_escaped(FILE *f, const char *s)
+void rva_xml_escape(FILE *f, const char *s)
 {
+	if (!s)
+		return;
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		switch (*p) {
 		case '<':
@@ -37,11 +39,14 @@ static void xml_escaped(FILE *f, const char *s)
 			fputs("&quot;", f);
 			break;
 		case '\'':
-			fputs("&apos;", f);
+			fputs("&#39;", f);
 			break;
 		default:
-			/* XML 1.0 forbids most control characters. */
-			fputc(*p < 0x20 ? ' ' : *p, f);
+			/* XML 1.0 forbids most control characters: U+FFFD instead. */
+			if (*p < 0x20 || *p == 0x7f)
+				fputs("&#xFFFD;", f);
+			else
+				fputc(*p, f);
 		}
 	}
 }
@@ -136,7 +141,7 @@ int rva_export_svg(FILE *f, const rva_trace *t, const char *title)
 		"<text x=\"600\" y=\"20\" text-anchor=\"middle\" "
 		"style=\"font-size:16px\">",
 		(int)WIDTH, height, (int)WIDTH, height, script);
-	xml_escaped(f, title ? title : "Flame graph");
+	rva_xml_escape(f, title ? title : "Flame graph");
 	fprintf(f,
 		"</text>\n<text id=\"reset\" x=\"10\" y=\"20\">Reset zoom</text>\n"
 		"<text id=\"search\" x=\"1110\" y=\"20\">Search</text>\n"
@@ -154,7 +159,7 @@ int rva_export_svg(FILE *f, const rva_trace *t, const char *title)
 		int y = height - PAD_BOTTOM - FRAME_H * (int)depth[i];
 		fprintf(f, "<g class=\"f\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%u\"><title>",
 			x[i], w, depth[i] - 1);
-		xml_escaped(f, name);
+		rva_xml_escape(f, name);
 		fprintf(f,
 			" (%.3f %s, %.2f%%, %llu calls)</title><rect x=\"%.2f\" y=\"%d\" "
 			"width=\"%.2f\" height=\"%d\" fill=\"rgb(%u,%u,%u)\" "

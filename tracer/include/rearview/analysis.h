@@ -351,6 +351,10 @@ void rva_summary_release(rva_summary *s); /* zeroes *s; safe on a zeroed one */
  * is needed).  0, -ENOMEM or -EIO. */
 int rva_summary_json_from(FILE *f, const rva_summary *s, size_t ntop);
 
+/* Writes s to f escaped for XML and HTML text and quoted attributes: & < >
+ * " ' as entities, control characters as &#xFFFD;.  NULL writes nothing. */
+void rva_xml_escape(FILE *f, const char *s);
+
 /* ---- progress ---- */
 
 /* Progress of a long decode or import: bytes of input processed so far, of
