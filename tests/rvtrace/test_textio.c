@@ -242,8 +242,7 @@ static void test_textio_svg_escapes_untrusted_names(void **state)
 	assert_int_equal(rva_export_svg(f, t, "<title>"), 0);
 	fclose(f);
 	assert_null(strstr(buf, "<script>alert"));
-	assert_non_null(
-		strstr(buf, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"));
+	assert_non_null(strstr(buf, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"));
 	assert_non_null(strstr(buf, "&lt;title&gt;"));
 	assert_null(strstr(buf, "href"));
 	assert_non_null(strstr(buf, "function zoom"));
