@@ -864,9 +864,8 @@ static void capture_to_pb(const struct rvd_capture_rec *r, Rearview__CaptureInfo
 	anomaly_to_pb(&r->anomaly, apb);
 	ci->id = r->id;
 	ci->state = (char *)rvd_spool_state_name(r->state);
-	/* CaptureInfo has no trace_id field yet: an uploaded capture's "reason"
-	 * is the server's id for it. */
-	ci->reason = (char *)(r->state == RVD_SPOOL_UPLOADED ? r->trace_id : r->reason);
+	ci->reason = (char *)r->reason;
+	ci->trace_id = (char *)r->trace_id;
 	ci->anomaly = apb;
 	ci->app_id = (char *)r->app_id;
 	ci->size = r->size;

@@ -359,17 +359,16 @@ static int read_doc(const char *path, ProtobufCBinaryData *out)
 static void print_capture(const Rearview__CaptureInfo *c, int one)
 {
 	const Rearview__Anomaly *a = c->anomaly;
-	/* The daemon reports an uploaded capture's trace id in `reason`. */
-	bool uploaded = c->state && !strcmp(c->state, "uploaded");
+	bool uploaded = c->trace_id && *c->trace_id;
 
 	if (json) {
 		printf("{\"id\":%" PRIu64 ",\"state\":", c->id);
 		json_str(c->state);
 		printf(",\"reason\":");
-		json_str(uploaded ? "" : c->reason);
+		json_str(c->reason);
 		if (uploaded) {
 			printf(",\"trace_id\":");
-			json_str(c->reason);
+			json_str(c->trace_id);
 		}
 		printf(",\"kind\":\"%s\",\"pid\":%d,\"tid\":%d,\"app\":",
 		       kind_name(a ? a->kind : 0), a ? a->pid : 0, a ? a->tid : 0);
@@ -379,14 +378,21 @@ static void print_capture(const Rearview__CaptureInfo *c, int one)
 		return;
 	}
 	if (!one) {
+		/* The REASON column: why it was skipped, or the server's trace id. */
+		const char *col = uploaded		    ? c->trace_id
+				  : c->reason && *c->reason ? c->reason
+							    : "-";
+
 		printf("%-6" PRIu64 " %-9s %-14s %-13s %-7d %-16s %10" PRIu64 " %8" PRIu64 "\n",
-		       c->id, c->state, c->reason && *c->reason ? c->reason : "-",
-		       kind_name(a ? a->kind : 0), a ? a->pid : 0, c->app_id, c->size,
-		       c->freeze_latency_ns / 1000);
+		       c->id, c->state, col, kind_name(a ? a->kind : 0), a ? a->pid : 0, c->app_id,
+		       c->size, c->freeze_latency_ns / 1000);
 		return;
 	}
-	printf("id:             %" PRIu64 "\nstate:          %s\n%s         %s\n", c->id, c->state,
-	       uploaded ? "trace: " : "reason:", c->reason && *c->reason ? c->reason : "-");
+	printf("id:             %" PRIu64 "\nstate:          %s\n", c->id, c->state);
+	if (uploaded)
+		printf("trace:          %s\n", c->trace_id);
+	else
+		printf("reason:         %s\n", c->reason && *c->reason ? c->reason : "-");
 	printf("app:            %s\nsize:           %" PRIu64 " bytes\n", c->app_id, c->size);
 	printf("freeze latency: %" PRIu64 " us\n", c->freeze_latency_ns / 1000);
 	if (a)

@@ -149,6 +149,22 @@ static void test_daemon_upload_captures_reach_server_once_and_policy_applied(voi
 	}
 	assert_true(wait_uploaded(&g_h, 5));
 	assert_int_equal(check_on_server(&g_h, &g_s), 5);
+	/* admin.sock names each uploaded capture's trace (CaptureInfo.trace_id). */
+	{
+		Rearview__AdminResponse *r = rvh_captures(&g_h);
+		size_t named = 0;
+
+		assert_non_null(r);
+		for (size_t i = 0; i < r->captures->n_captures; i++) {
+			const Rearview__CaptureInfo *ci = r->captures->captures[i];
+
+			if (!strcmp(ci->state, "uploaded") && strlen(ci->trace_id) == 34 &&
+			    !strncmp(ci->trace_id, "t-", 2) && !ci->reason[0])
+				named++;
+		}
+		assert_int_equal(named, 5);
+		rearview__admin_response__free_unpacked(r, NULL);
+	}
 	/* The server inflated the payload (zstd, payload_size) and handed it to
 	 * its capture decoder, which refuses rv_helper_app's stand-in bytes: the
 	 * reason names the capture format, not the compression or the size. */
