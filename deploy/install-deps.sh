@@ -29,6 +29,10 @@ PACKAGES="$PACKAGES systemd curl jq"
 
 # server/ (rearview-server).
 PACKAGES="$PACKAGES libhttp-parser-dev libuv1-dev libmbedtls-dev libsqlite3-dev libinih-dev libcurl4-openssl-dev libzstd-dev nodejs chromium"
+# npm (the web UI's speedscope and the browser test's playwright-core):
+# Debian's nodejs comes without it; a nodesource nodejs brings its own and
+# conflicts with Debian's npm package, so ask for it only when it is missing.
+command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
 
 # server ops (symbol store: libelf; its tests use objcopy from binutils).
 PACKAGES="$PACKAGES libelf-dev binutils"
