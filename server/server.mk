@@ -52,7 +52,8 @@ $(eval $(call rv_test,server,fuzz_upload,$(OBJ)/server/src/upload.o $(LIBRVPROTO
 
 # `make bench`: the upload load generator against the real binary.
 $(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(OBJ)/tests/bench/server_workload.o \
-		$(OBJ)/tests/bench/server_common.o $(LIBRVTRACE_A) $(LIBRVPROTO) | $(BIN)/rearview-server
+		$(OBJ)/tests/bench/server_common.o $(LIBRVTRACE_A) $(LIBRVANALYSIS) $(LIBRVPROTO) \
+		| $(BIN)/rearview-server
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl -lzstd $(RVT_LDLIBS) $(PROTOBUF_LIBS)
 $(OBJ)/tests/bench/server_workload.o: CFLAGS += -finstrument-functions

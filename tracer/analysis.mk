@@ -5,7 +5,8 @@ RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c \
            tracer/analysis/capture.c tracer/analysis/textio.c \
            tracer/analysis/svg.c tracer/analysis/android.c \
            tracer/analysis/chrome.c tracer/analysis/perfetto.c \
-           tracer/analysis/exports.c tracer/analysis/summary.c
+           tracer/analysis/exports.c tracer/analysis/summary.c \
+           tracer/analysis/shuffle.c
 RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o) $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o
 RVA_PROTO := tracer/analysis/proto/rvperfetto.proto
 RVA_PB_H  := $(GEN)/rvanalysis/rvperfetto.pb-c.h
@@ -21,6 +22,8 @@ LIBRVANALYSIS := $(LIB)/librvanalysis.a
 # What a program linking librvanalysis.a adds to its link line.
 RVA_LIBS := $(call pc,--libs,jansson) $(PROTOBUF_LIBS) -lm
 
+# The block transposes vectorize at -O3 (shuffle.c).
+$(OBJ)/tracer/analysis/shuffle.o: CFLAGS += -O3
 $(OBJ)/tracer/analysis/chrome.o: CPPFLAGS += $(call pc,--cflags,jansson)
 
 $(OBJ)/tracer/analysis/%.o: CPPFLAGS += -Itracer/include
@@ -42,6 +45,9 @@ INSTALL_HDR += tracer/include/rearview/analysis.h
 $(eval $(call rv_test,rvtrace,model,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,shuffle,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_shuffle.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
+
 $(OBJ)/tests/rvtrace/test_textio.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
 $(eval $(call rv_test,rvtrace,android,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_android.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'

@@ -47,6 +47,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "rearview/analysis.h"
 #include "rearview/policy.h"
 #include "rearview/upload.pb-c.h"
 
@@ -786,10 +787,12 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 		upload_finish(r, true);
 }
 
-/* Appends the zstd-compressed file to *z (from *zlen, growing *zcap);
- * returns the uncompressed byte count or a negative errno. */
-static int64_t compress_file(int fd, int level, uint64_t size, uint8_t **z, size_t *zlen,
-			     size_t *zcap)
+/* Appends the zstd-compressed file to *z (from *zlen, growing *zcap): its
+ * shuffled form read through sh (tracer/FORMAT.md §3), or with sh NULL its
+ * bytes as they are; returns the uncompressed byte count or a negative
+ * errno. */
+static int64_t compress_file(int fd, rva_shuffler *sh, int level, uint64_t size, uint8_t **z,
+			     size_t *zlen, size_t *zcap)
 {
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
 	uint8_t in[65536];
@@ -806,9 +809,9 @@ static int64_t compress_file(int fd, int level, uint64_t size, uint8_t **z, size
 		ZSTD_inBuffer ib;
 
 		if (!eof) {
-			n = read(fd, in, sizeof(in));
+			n = sh ? rva_shuffler_read(sh, in, sizeof(in)) : read(fd, in, sizeof(in));
 			if (n < 0) {
-				rc = -errno;
+				rc = sh ? n : -errno;
 				break;
 			}
 			eof = n == 0;
@@ -864,8 +867,9 @@ static void build_work(uv_work_t *w)
 	size_t hdr, gap, zlen, zcap = 0, taglen;
 	uint64_t plen;
 	struct stat stb;
+	rva_shuffler *sh = NULL;
 	int64_t n;
-	int fd;
+	int fd, rc;
 
 	rvd_daemon_anomaly_to_pb(&r->rec.anomaly, &an);
 	device_info(&di, &un, u->device_id);
@@ -899,8 +903,18 @@ static void build_work(uv_work_t *w)
 			close(fd);
 		goto free_summary;
 	}
+	/* The shuffled form compresses several times smaller than the plain
+	 * capture (device/BENCHMARKS.md); a file whose header does not lay out
+	 * a slot area (never one the daemon spooled) goes as it is. */
+	rc = rva_shuffler_new(fd, (uint64_t)stb.st_size, &sh);
+	if (rc < 0 && rc != -EINVAL) {
+		r->status = rc;
+		close(fd);
+		goto free_summary;
+	}
 	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
-	e.compression = REARVIEW__COMPRESSION__COMPRESSION_ZSTD;
+	e.compression = sh ? REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED
+			   : REARVIEW__COMPRESSION__COMPRESSION_ZSTD;
 	e.payload_size = (uint64_t)stb.st_size;
 	e.captured_realtime_ns =
 		(uint64_t)stb.st_mtim.tv_sec * 1000000000ull + (uint64_t)stb.st_mtim.tv_nsec;
@@ -911,10 +925,12 @@ static void build_work(uv_work_t *w)
 	z = malloc(zcap);
 	if (!z) {
 		r->status = -ENOMEM;
+		rva_shuffler_free(sh);
 		close(fd);
 		goto free_summary;
 	}
-	n = compress_file(fd, u->d->cfg.zstd_level, (uint64_t)stb.st_size, &z, &zlen, &zcap);
+	n = compress_file(fd, sh, u->d->cfg.zstd_level, (uint64_t)stb.st_size, &z, &zlen, &zcap);
+	rva_shuffler_free(sh);
 	close(fd);
 	if (n < 0) {
 		r->status = (int)n;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct load {
 	struct rvs_config *cfg;
@@ -136,6 +137,12 @@ static int resolve(const char *dir, char *path, size_t cap)
 	return set_str(path, cap, tmp);
 }
 
+unsigned rvs_default_decode_jobs(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 2 ? 1 : 2;
+}
+
 int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t errlen)
 {
 	struct load l = {c, err, errlen};
@@ -160,7 +167,7 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->upload_rate_per_min = 60;
 	c->retention_days = 0;
 	c->retention_interval_s = 3600;
-	c->decode_jobs = 1;
+	c->decode_jobs = rvs_default_decode_jobs();
 	c->upload_burst = 30;
 	c->auth_fail_per_min = 10;
 	c->auth_fail_burst = 20;

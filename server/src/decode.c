@@ -2,7 +2,9 @@
  * decode.c — the trace decoder (decode.h).
  *
  * Per upload: look up its compression in uploads, read the blob, inflate it
- * when COMPRESSION_ZSTD, run rva_capture_summarize (memory bounded by
+ * when COMPRESSION_ZSTD, or when COMPRESSION_ZSTD_SHUFFLED (zstd over the
+ * shuffled form, unshuffled chunk by chunk as zstd produces it), run
+ * rva_capture_summarize (memory bounded by
  * distinct methods and chains, not by call count), then replace the trace's
  * rows in traces / trace_methods / trace_chains in one transaction.  A
  * summary-only upload gets its index rows from the device's Summary.
@@ -129,10 +131,6 @@ free_stream:
 	return rc;
 }
 
-/* Decompresses into d->buf when the frames declare their total size (a
- * device's ZSTD_compress output does); *out is then d->buf, not to be
- * freed.  Anything else goes through rvs_zstd_decompress (*out malloc'd,
- * *owned set).  Errors as rvs_zstd_decompress. */
 /* The sum of the content sizes the frames of in[0..len) declare (skippable
  * frames count 0); ZSTD_CONTENTSIZE_UNKNOWN when a frame does not declare
  * it, ZSTD_CONTENTSIZE_ERROR when the frames do not parse. */
@@ -153,35 +151,132 @@ static unsigned long long declared_size(const uint8_t *in, size_t len)
 	return total;
 }
 
-static int inflate(struct lane *d, const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
-		   int *owned)
+/* zstd frames in[0..len) holding a capture's shuffled form (tracer/FORMAT.md
+ * §3) into the capture, out[0..cap): zstd's output goes through the
+ * unshuffler one chunk at a time, so no second capture-sized buffer.
+ * 0, -EINVAL (corrupt, truncated, not a capture's form), -E2BIG (more than
+ * cap), -ENOMEM. */
+static int unzstd_shuffled(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint8_t *out,
+			   size_t cap, size_t *outlen)
 {
-	unsigned long long total = declared_size(in, len);
+	size_t chunk_len = ZSTD_DStreamOutSize(), r = 0;
+	ZSTD_inBuffer ib = {in, len, 0};
+	rva_unshuffler *u = NULL;
+	uint8_t *chunk;
+	int rc;
+
+	if (!(chunk = malloc(chunk_len)))
+		return -ENOMEM;
+	if ((rc = rva_unshuffler_new(out, cap, &u)))
+		goto free_chunk;
+	ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
+	for (;;) {
+		ZSTD_outBuffer ob = {chunk, chunk_len, 0};
+		r = ZSTD_decompressStream(dctx, &ob, &ib);
+		if (ZSTD_isError(r)) {
+			rc = -EINVAL;
+			goto free_unshuffler;
+		}
+		if (ob.pos && (rc = rva_unshuffler_write(u, chunk, ob.pos)))
+			goto free_unshuffler;
+		if (ib.pos == ib.size && ob.pos < ob.size)
+			break; /* all input taken, nothing left inside zstd */
+	}
+	rc = r ? -EINVAL : rva_unshuffler_finish(u, outlen); /* r: ended mid-frame */
+free_unshuffler:
+	rva_unshuffler_free(u);
+free_chunk:
+	free(chunk);
+	return rc;
+}
+
+/* The capture of a payload of Compression comp (ZSTD or ZSTD_SHUFFLED) whose
+ * frames declare their total size, total, into out[0..total).  Errors as
+ * rvs_payload_inflate. */
+static int inflate_to(ZSTD_DCtx *dctx, int comp, const uint8_t *in, size_t len, uint8_t *out,
+		      size_t total, size_t *outlen)
+{
 	size_t r;
+	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED)
+		return unzstd_shuffled(dctx, in, len, out, total, outlen);
+	/* The declared sizes are untrusted: output beyond them is an error
+	 * (dstSize_tooSmall), output short of them is checked below. */
+	r = ZSTD_decompressDCtx(dctx, out, total, in, len);
+	if (ZSTD_isError(r) || r != total)
+		return -EINVAL;
+	*outlen = r;
+	return 0;
+}
+
+/* The declared capture size of a compressed payload, checked against max:
+ * 0 with *total, -E2BIG, or -EINVAL when the frames do not parse or (the
+ * shuffled form, which devices always size) declare nothing.  1: plain zstd
+ * without declared sizes (rvs_zstd_decompress's growing buffer handles it). */
+static int payload_size(int comp, const uint8_t *in, size_t len, size_t max, size_t *total)
+{
+	unsigned long long t = declared_size(in, len);
+	if (t == ZSTD_CONTENTSIZE_ERROR || t == ZSTD_CONTENTSIZE_UNKNOWN || t == 0)
+		return comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD ? 1 : -EINVAL;
+	if (t > max)
+		return -E2BIG;
+	*total = (size_t)t;
+	return 0;
+}
+
+int rvs_payload_inflate(int comp, const uint8_t *in, size_t len, size_t max, uint8_t **out,
+			size_t *outlen)
+{
+	ZSTD_DCtx *dctx;
+	size_t total = 0;
+	int rc;
+
+	*out = NULL;
+	if (comp != REARVIEW__COMPRESSION__COMPRESSION_ZSTD &&
+	    comp != REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED)
+		return -EPROTONOSUPPORT;
+	if ((rc = payload_size(comp, in, len, max, &total)) == 1)
+		return rvs_zstd_decompress(in, len, max, out, outlen);
+	if (rc)
+		return rc;
+	if (!(dctx = ZSTD_createDCtx()))
+		return -ENOMEM;
+	if (!(*out = malloc(total))) {
+		rc = -ENOMEM;
+	} else if ((rc = inflate_to(dctx, comp, in, len, *out, total, outlen))) {
+		free(*out);
+		*out = NULL;
+	}
+	ZSTD_freeDCtx(dctx);
+	return rc;
+}
+
+/* rvs_payload_inflate into the lane's reused buffer when the frames declare
+ * a total of at most KEEP_BUF_MAX (a device's output always does): *out is
+ * then d->buf, not to be freed.  Otherwise *out is malloc'd and *owned set. */
+static int inflate(struct lane *d, int comp, const uint8_t *in, size_t len, uint8_t **out,
+		   size_t *outlen, int *owned)
+{
+	size_t total = 0;
+	int rc = payload_size(comp, in, len, RVS_DECODE_MAX_CAPTURE, &total);
 
 	*owned = 0;
-	if (total == ZSTD_CONTENTSIZE_ERROR || total == ZSTD_CONTENTSIZE_UNKNOWN || total == 0 ||
-	    total > KEEP_BUF_MAX) {
+	if (rc < 0)
+		return rc;
+	if (rc == 1 || total > KEEP_BUF_MAX) {
 		*owned = 1;
-		return rvs_zstd_decompress(in, len, RVS_DECODE_MAX_CAPTURE, out, outlen);
+		return rvs_payload_inflate(comp, in, len, RVS_DECODE_MAX_CAPTURE, out, outlen);
 	}
 	if (!d->dctx && !(d->dctx = ZSTD_createDCtx()))
 		return -ENOMEM;
 	if (d->bufcap < total) {
-		uint8_t *nb = realloc(d->buf, (size_t)total);
+		uint8_t *nb = realloc(d->buf, total);
 		if (!nb)
 			return -ENOMEM;
 		d->buf = nb;
-		d->bufcap = (size_t)total;
+		d->bufcap = total;
 	}
-	/* The declared sizes are untrusted: output beyond them is an error
-	 * (dstSize_tooSmall), output short of them is checked below. */
-	r = ZSTD_decompressDCtx(d->dctx, d->buf, (size_t)total, in, len);
-	if (ZSTD_isError(r) || r != total)
-		return -EINVAL;
 	*out = d->buf;
-	*outlen = r;
-	return 0;
+	return inflate_to(d->dctx, comp, in, len, d->buf, total, outlen);
 }
 
 static int sqlerr(sqlite3 *db, int rc, char *reason, size_t rlen)
@@ -644,14 +739,16 @@ static int decode_locked(struct lane *d, const char *trace_id, const char *blob_
 			return rc;
 		}
 		t_read = now_ms();
-		if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD) {
-			rc = inflate(d, raw, rawlen, &cap, &caplen, &cap_owned);
+		if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD ||
+		    comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED) {
+			rc = inflate(d, comp, raw, rawlen, &cap, &caplen, &cap_owned);
 			free(raw);
 			raw = NULL;
 			if (rc) {
 				snprintf(reason, rlen, "zstd: %s",
-					 rc == -E2BIG ? "capture too large"
-						      : "corrupt or truncated");
+					 rc == -E2BIG	 ? "capture too large"
+					 : rc == -ENOMEM ? "out of memory"
+							 : "corrupt or truncated");
 				return rc;
 			}
 		} else if (comp != REARVIEW__COMPRESSION__COMPRESSION_NONE) {

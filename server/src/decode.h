@@ -1,6 +1,7 @@
 /*
  * decode.h — the decoder behind api.h's struct rvs_decoder: reads a stored
- * capture blob, zstd-decompresses it when the upload says so, summarizes it
+ * capture blob, inflates it when the upload says so (zstd, or zstd over
+ * the shuffled form), summarizes it
  * with librvanalysis and indexes it in sqlite (tables traces, trace_methods,
  * trace_chains; server/SCHEMA.md migration 2).  Runs on the libuv work
  * queue only.  It uses its own sqlite connection to the store's database;
@@ -36,5 +37,15 @@ int rvs_decode_set_symbols_dir(struct rvs_decode *d, const char *dir);
  * to max bytes.  *out is malloc'd (caller frees).  0, -EINVAL (not zstd /
  * corrupt / truncated), -E2BIG (over max), -ENOMEM. */
 int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
+
+/* The capture held in a stored payload of Compression comp (upload.proto):
+ * COMPRESSION_ZSTD decompressed as rvs_zstd_decompress does,
+ * COMPRESSION_ZSTD_SHUFFLED decompressed and taken out of its shuffled form
+ * (tracer/FORMAT.md §3; its frames must declare their sizes).  *out is
+ * malloc'd (caller frees).  0, -EINVAL (corrupt, truncated, not a capture's
+ * shuffled form), -E2BIG (over max), -EPROTONOSUPPORT (any other comp,
+ * including COMPRESSION_NONE: the payload is the capture), -ENOMEM. */
+int rvs_payload_inflate(int comp, const uint8_t *in, size_t len, size_t max, uint8_t **out,
+			size_t *outlen);
 
 #endif

@@ -463,8 +463,8 @@ int rvs_query_load_trace(const char *database, const char *blob_dir, const char 
 		return -ENOENT;
 	if (rvs_read_file(path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))
 		return -EIO;
-	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD) {
-		rc = rvs_zstd_decompress(raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap, &caplen);
+	if (comp != REARVIEW__COMPRESSION__COMPRESSION_NONE) {
+		rc = rvs_payload_inflate(comp, raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap, &caplen);
 		free(raw);
 		if (rc)
 			return -EBADMSG;

@@ -184,10 +184,15 @@ struct rvs_config {
 	char symbols_dir[512];	       /* the symbol store (symbols.h) */
 	double retention_days;	       /* traces older than this are deleted; 0 keeps all */
 	uint32_t retention_interval_s; /* how often the retention job runs */
-	uint32_t decode_jobs;	       /* decodes at once, 1..RVS_DECODE_LANES (api.h); default 1 */
+	uint32_t decode_jobs;	       /* decodes at once, 1..RVS_DECODE_LANES (api.h); default
+					* rvs_default_decode_jobs() */
 };
 /* Loads an INI file; relative paths are resolved against data_dir. */
 int rvs_config_load(const char *path, struct rvs_config *cfg, char *err, size_t errlen);
+/* decode_jobs when the config does not say: 2 on a machine with two or more
+ * online CPUs, else 1 — two decodes plus the uploads' blob writes and the
+ * store fit the default libuv pool of 4 threads (server/BENCHMARKS.md). */
+unsigned rvs_default_decode_jobs(void);
 
 /* ---- init (init.c) -------------------------------------------------------- */
 int rvs_init_dir(const char *dir);

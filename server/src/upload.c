@@ -76,7 +76,8 @@ int rvs_upload_parse(const uint8_t *buf, size_t len, Rearview__UploadEnvelope **
 		 e->payload_kind != REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE)
 		rc = bad(reason, reasonlen, "unknown payload_kind");
 	else if (e->compression != REARVIEW__COMPRESSION__COMPRESSION_NONE &&
-		 e->compression != REARVIEW__COMPRESSION__COMPRESSION_ZSTD)
+		 e->compression != REARVIEW__COMPRESSION__COMPRESSION_ZSTD &&
+		 e->compression != REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED)
 		rc = bad(reason, reasonlen, "unknown compression");
 	else if (e->payload_kind == REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE && e->payload.len == 0)
 		rc = bad(reason, reasonlen, "capture upload without payload");

@@ -6,12 +6,16 @@
  * p50/p99 acknowledgement latency for summary-only uploads and for uploads
  * carrying a capture payload, then how fast the captures were decoded and
  * indexed (the server's /metrics decode counter reaching the upload count).
- *   bench_upload [concurrency] [summary_uploads] [capture_uploads] [ring_kib] [real|random]
+ *   bench_upload [concurrency] [summary_uploads] [capture_uploads] [ring_kib]
+ *                [real|plain|random]
  * "real" (the default) traces tests/bench/server_workload.c with librvtrace
- * until a ring of ring_kib is full, zstd-compresses the capture as a device
- * would, and makes each upload's blob distinct by appending a zstd skippable
- * frame carrying its upload id (same decode work, a new content address).
- * "random" posts ring_kib of uncompressed filler, which the decoder rejects.
+ * until a ring of ring_kib is full, compresses the capture as a device does
+ * (its shuffled form, tracer/FORMAT.md §3, through zstd level 3), and makes
+ * each upload's blob distinct by appending a zstd skippable frame carrying
+ * its upload id (same decode work, a new content address).  "plain" is the
+ * same capture zstd-compressed as it is (COMPRESSION_ZSTD, what devices sent
+ * before the shuffled form).  "random" posts ring_kib of uncompressed
+ * filler, which the decoder rejects.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +27,7 @@
 #include <curl/curl.h>
 #include <zstd.h>
 
+#include "rearview/analysis.h"
 #include "rearview/trace.h"
 #include "server_common.h"
 #include "rearview/upload.pb-c.h"
@@ -31,6 +36,7 @@ uint64_t rvs_bench_workload(uint64_t iterations); /* server_workload.c */
 
 static uint8_t *g_zcap; /* the compressed real capture; NULL in random mode */
 static size_t g_zlen, g_rawlen;
+static int g_plain; /* COMPRESSION_ZSTD instead of COMPRESSION_ZSTD_SHUFFLED */
 
 static struct rvsb g_b;
 
@@ -149,7 +155,9 @@ static void next_body(struct dev *d, size_t payload)
 		e.payload.data = pl;
 		e.payload.len = payload;
 		if (g_zcap) {
-			e.compression = REARVIEW__COMPRESSION__COMPRESSION_ZSTD;
+			e.compression = g_plain
+					    ? REARVIEW__COMPRESSION__COMPRESSION_ZSTD
+					    : REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED;
 			e.payload_size = g_rawlen;
 		}
 	}
@@ -228,12 +236,20 @@ static int make_capture(size_t kib)
 	raw = malloc((size_t)n);
 	g_rawlen = fread(raw, 1, (size_t)n, f);
 	fclose(f);
+	if (!g_plain) {
+		uint8_t *form = malloc(g_rawlen);
+		if (!form || rva_shuffle_buf(raw, g_rawlen, form))
+			return -1;
+		free(raw);
+		raw = form;
+	}
 	g_zcap = malloc(ZSTD_compressBound(g_rawlen));
 	g_zlen = ZSTD_compress(g_zcap, ZSTD_compressBound(g_rawlen), raw, g_rawlen, 3);
 	free(raw);
 	if (ZSTD_isError(g_zlen))
 		return -1;
-	printf("capture: %zu KiB ring, %zu B capture, %zu B zstd\n", kib, g_rawlen, g_zlen);
+	printf("capture: %zu KiB ring, %zu B capture, %zu B zstd%s\n", kib, g_rawlen, g_zlen,
+	       g_plain ? " (plain)" : " (shuffled form)");
 	return 0;
 }
 
@@ -287,6 +303,8 @@ int main(int argc, char **argv)
 	int ncap = argc > 3 ? (int)strtol(argv[3], NULL, 10) : 60;
 	size_t kib = argc > 4 ? (size_t)strtol(argv[4], NULL, 10) : 32768;
 	int real = !(argc > 5 && strcmp(argv[5], "random") == 0);
+
+	g_plain = argc > 5 && strcmp(argv[5], "plain") == 0;
 	double t0, failed0, sum0;
 	struct dev *devs;
 

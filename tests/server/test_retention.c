@@ -275,6 +275,8 @@ static void test_retention_config_keys_parsed_and_checked(void **state)
 	assert_int_not_equal(write_conf(f->dir, "retention_interval_s = 0", &c, err), 0);
 	/* The decode parallelism knob shares this test (config keys of server ops). */
 	assert_int_equal(write_conf(f->dir, "", &c, err), 0);
+	assert_int_equal(c.decode_jobs, sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1);
+	assert_int_equal(write_conf(f->dir, "decode_jobs = 1", &c, err), 0);
 	assert_int_equal(c.decode_jobs, 1);
 	assert_int_equal(write_conf(f->dir, "decode_jobs = 2", &c, err), 0);
 	assert_int_equal(c.decode_jobs, 2);

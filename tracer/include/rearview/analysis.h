@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -350,6 +351,46 @@ void rva_summary_release(rva_summary *s); /* zeroes *s; safe on a zeroed one */
  * is then empty (the model gives the chain at the end; decode it when that
  * is needed).  0, -ENOMEM or -EIO. */
 int rva_summary_json_from(FILE *f, const rva_summary *s, size_t ntop);
+
+/* ---- the shuffled transport form (tracer/FORMAT.md §3) ---- */
+
+/* A capture as it travels to the server (Compression COMPRESSION_ZSTD_
+ * SHUFFLED, then zstd): the same bytes and length, but its slot area is
+ * transposed in blocks of RVA_SHUFFLE_BLOCK slots so that byte k of every
+ * slot of a block stands together.  Only the header's magic, slot_count and
+ * slots_offset are read; the rest of the capture is not checked (decode it
+ * for that). */
+#define RVA_SHUFFLE_BLOCK 8192u
+
+/* The form of the capture cap[0..len) into out[0..len) (caller's, not
+ * overlapping cap).  0, or -EINVAL when the header's magic is wrong or its
+ * slot area does not lie within len. */
+int rva_shuffle_buf(const uint8_t *cap, size_t len, uint8_t *out);
+
+/* Streaming encoder over a capture file: reads the form of the size bytes
+ * of fd (from offset 0, by pread; fd stays the caller's and is not moved)
+ * one block at a time, whatever the capture's size.  new: 0, -EINVAL (not a
+ * capture, as rva_shuffle_buf), -ENOMEM or -errno; *out freed with
+ * rva_shuffler_free (NULL is a no-op).  read: bytes written into buf
+ * (≤ n), 0 once all size bytes were read, -EIO when the file is shorter
+ * than size, or -errno. */
+typedef struct rva_shuffler rva_shuffler;
+int rva_shuffler_new(int fd, uint64_t size, rva_shuffler **out);
+ssize_t rva_shuffler_read(rva_shuffler *s, uint8_t *buf, size_t n);
+void rva_shuffler_free(rva_shuffler *s);
+
+/* Streaming decoder into a buffer: the form, written in pieces of any size,
+ * comes out as the capture in out[0..cap) (borrowed; must outlive the
+ * unshuffler).  new: 0 or -ENOMEM; free with rva_unshuffler_free (NULL is a
+ * no-op).  write: 0, -E2BIG (more than cap bytes), -EINVAL (the header is
+ * not a capture's or its slot area does not fit cap); errors are sticky.
+ * finish: the capture's length in *len, or -EINVAL when the form ended
+ * inside the header or the slot area (truncated), or the sticky error. */
+typedef struct rva_unshuffler rva_unshuffler;
+int rva_unshuffler_new(uint8_t *out, size_t cap, rva_unshuffler **u);
+int rva_unshuffler_write(rva_unshuffler *u, const uint8_t *p, size_t n);
+int rva_unshuffler_finish(rva_unshuffler *u, size_t *len);
+void rva_unshuffler_free(rva_unshuffler *u);
 
 /* Writes s to f escaped for XML and HTML text and quoted attributes: & < >
  * " ' as entities, control characters as &#xFFFD;.  NULL writes nothing. */
