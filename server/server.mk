@@ -29,6 +29,7 @@ $(eval $(call rv_test,server,integration,$(SERVER_CORE) $(OBJ)/tests/server/capt
 $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/include -Itests/rvtrace
 $(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o util.o symbols.o query.o blob.o) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(RVA_LIBS)))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))

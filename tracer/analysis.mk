@@ -62,7 +62,7 @@ $(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/r
 # the library sources into each binary so they carry coverage; they are
 # listed in FUZZ for the top Makefile's `fuzz` goal.  make check replays
 # the same targets deterministically (test_fuzzreplay, no libFuzzer).
-RVA_FUZZ_NAMES := capture android chrome perfetto folded nanoscope
+RVA_FUZZ_NAMES := capture android chrome perfetto folded nanoscope shuffle
 RVA_FUZZ_OBJ   := $(RVA_FUZZ_NAMES:%=$(OBJ)/tests/fuzz/rvtrace_%.o)
 FUZZ += $(RVA_FUZZ_NAMES:%=$(BUILD)/fuzz/rvtrace_%)
 
@@ -82,4 +82,8 @@ $(TBIN)/rvtrace/bench_capture: $(OBJ)/tests/rvtrace/bench_capture.o $(LIBRVANALY
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVA_LIBS)
 BENCHES += $(TBIN)/rvtrace/bench_capture
+$(TBIN)/rvtrace/bench_shuffle: $(OBJ)/tests/rvtrace/bench_shuffle.o $(LIBRVANALYSIS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVA_LIBS) -lzstd
+BENCHES += $(TBIN)/rvtrace/bench_shuffle
 $(eval $(call rv_test,rvtrace,concurrent,$(LIBRVANALYSIS),$(RVA_LIBS),1))

@@ -42,44 +42,8 @@ int main(void)
 {
 	int random_graph = getenv("RVBENCH_RANDOM") != NULL;
 	int model = getenv("RVBENCH_MODEL") != NULL;
-	uint32_t stack[32];
 	capbuf c = {0};
-	cb_header(&c, 0, 1000000000, 0, 1000000000000ull, 0x400000, 0);
-	uint64_t t = 1ull << 32;
-	unsigned depth = 0;
-	uint64_t rng = 88172645463325252ull;
-	while (c.nslots < SLOTS - 2) {
-		rng ^= rng << 13;
-		rng ^= rng >> 7;
-		rng ^= rng << 17;
-		t += 20 + (rng & 63);
-		unsigned maxd = random_graph ? 24 : 12;
-		int enter = depth == 0 || (depth < maxd && (rng >> 8) % 100 < 50);
-		if (enter && c.nslots < SLOTS - 4) {
-			uint64_t m = random_graph ? (rng >> 20) % 64
-				     : depth == 0
-					     ? 0
-					     : (stack[depth - 1] * 7 + 1 + (rng >> 20) % 2) % 64;
-			stack[depth] = (uint32_t)m;
-			uint64_t v = (rng >> 30) % 16 == 0 ? 0xffffff0000000000ull + 16 * m
-							   : 0x1000 + 16 * m;
-			cb_entry(&c, v, (uint32_t)t);
-			depth++;
-		} else if (depth) {
-			cb_exit(&c, (uint32_t)t);
-			depth--;
-		} else {
-			break;
-		}
-	}
-	cb_u64at(&c, 16, t + 10);
-	cb_end_slots(&c);
-	for (unsigned m = 0; m < 64; m++) {
-		char name[64];
-		snprintf(name, sizeof(name), "com.example.Service.method%02u(int)", m);
-		cb_symbol(&c, 0x1000 + 16 * m, 0x1000 + 16 * m, 0, name);
-	}
-	cb_finish(&c);
+	cb_program(&c, SLOTS, random_graph);
 	const char *out = getenv("RVBENCH_WRITE");
 	if (out) {
 		FILE *f = fopen(out, "wb");

@@ -7,6 +7,7 @@
 #define RVTRACE_CAPBUILD_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,6 +169,53 @@ static inline void cb_finish(capbuf *c)
 {
 	cb_record(c, 0xffff, NULL, 0);
 	cb_u64at(c, 120, c->len);
+}
+
+/* The benchmarks' synthetic capture: about `slots` slots of nested calls
+ * over 64 methods named "com.example.Service.methodNN(int)", 1 in 16
+ * entries a two-slot value, the counter wrapping every 4.3 s.  Program-like
+ * (method m calls one of 2 fixed callees, depth <= 12, so hot paths repeat
+ * as in real code), or with random_graph any of 64 callees at any depth up
+ * to 24 (nearly every chain distinct: the worst case). */
+static inline void cb_program(capbuf *c, size_t slots, int random_graph)
+{
+	uint32_t stack[32];
+	uint64_t t = 1ull << 32, rng = 88172645463325252ull;
+	unsigned depth = 0;
+
+	cb_header(c, 0, 1000000000, 0, 1000000000000ull, 0x400000, 0);
+	while (c->nslots < slots - 2) {
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		t += 20 + (rng & 63);
+		unsigned maxd = random_graph ? 24 : 12;
+		int enter = depth == 0 || (depth < maxd && (rng >> 8) % 100 < 50);
+		if (enter && c->nslots < slots - 4) {
+			uint64_t m = random_graph ? (rng >> 20) % 64
+				     : depth == 0
+					     ? 0
+					     : (stack[depth - 1] * 7 + 1 + (rng >> 20) % 2) % 64;
+			stack[depth] = (uint32_t)m;
+			uint64_t v = (rng >> 30) % 16 == 0 ? 0xffffff0000000000ull + 16 * m
+							   : 0x1000 + 16 * m;
+			cb_entry(c, v, (uint32_t)t);
+			depth++;
+		} else if (depth) {
+			cb_exit(c, (uint32_t)t);
+			depth--;
+		} else {
+			break;
+		}
+	}
+	cb_u64at(c, 16, t + 10);
+	cb_end_slots(c);
+	for (unsigned m = 0; m < 64; m++) {
+		char name[64];
+		snprintf(name, sizeof(name), "com.example.Service.method%02u(int)", m);
+		cb_symbol(c, 0x1000 + 16 * m, 0x1000 + 16 * m, 0, name);
+	}
+	cb_finish(c);
 }
 
 #endif

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "capbuild.h"
+#include "rearview/analysis.h"
 
 #ifndef RV_TESTDATA
 #define RV_TESTDATA "../shared/testdata"
@@ -27,6 +28,7 @@ int rva_fuzz_chrome(const uint8_t *data, size_t size);
 int rva_fuzz_perfetto(const uint8_t *data, size_t size);
 int rva_fuzz_folded(const uint8_t *data, size_t size);
 int rva_fuzz_nanoscope(const uint8_t *data, size_t size);
+int rva_fuzz_shuffle(const uint8_t *data, size_t size);
 
 typedef int (*target)(const uint8_t *, size_t);
 
@@ -88,6 +90,25 @@ static void test_fuzzreplay_capture_corpus_survives(void **state)
 	free(c.b);
 }
 
+static void test_fuzzreplay_shuffle_corpus_survives(void **state)
+{
+	capbuf c = {0};
+	uint8_t *form;
+	cb_header(&c, 1ull << 34, 1000000000, 2, 99999, 0x400000, 1);
+	for (uint32_t i = 0; i < 300; i++) {
+		cb_entry(&c, i % 5 ? 0x1000 + i % 9 : 0xfff0000000000000ull + i, i * 1000);
+		cb_exit(&c, i * 1000 + 500);
+	}
+	cb_end_slots(&c);
+	cb_symbol(&c, 0x1001, 0x1001, 0, "f");
+	cb_finish(&c);
+	form = malloc(c.len);
+	assert_int_equal(rva_shuffle_buf(c.b, c.len, form), 0);
+	replay(rva_fuzz_shuffle, form, c.len);
+	free(form);
+	free(c.b);
+}
+
 static void test_fuzzreplay_android_corpus_survives(void **state)
 {
 	replay_file(rva_fuzz_android, RV_TESTDATA "/android-trace/perflib/basic-api10.trace");
@@ -122,6 +143,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fuzzreplay_capture_corpus_survives),
+		cmocka_unit_test(test_fuzzreplay_shuffle_corpus_survives),
 		cmocka_unit_test(test_fuzzreplay_android_corpus_survives),
 		cmocka_unit_test(test_fuzzreplay_chrome_corpus_survives),
 		cmocka_unit_test(test_fuzzreplay_perfetto_corpus_survives),

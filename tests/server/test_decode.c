@@ -1,6 +1,10 @@
 /*
- * test_decode.c — the decoder's zstd step (decode.c) on its own: round trip,
- * concatenated frames, truncated, garbage, empty and over-limit inputs.
+ * test_decode.c — the decoder's inflate step (decode.c) on its own: zstd
+ * round trip, concatenated frames, truncated, garbage, empty and over-limit
+ * inputs; the shuffled form (rvs_payload_inflate with
+ * COMPRESSION_ZSTD_SHUFFLED) round trip across blocks and frames, and its
+ * hostile cases: lying or missing declared sizes, truncation, a form that is
+ * not a capture's, an unknown compression.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,7 +17,12 @@
 #include <cmocka.h>
 #include <zstd.h>
 
+#include "capbuild.h"
 #include "decode.h"
+#include "rearview/analysis.h"
+#include "rearview/upload.pb-c.h"
+
+#define SHUFFLED REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED
 
 static uint8_t *compress(const uint8_t *in, size_t n, size_t *zlen)
 {
@@ -92,6 +101,125 @@ static void test_decode_zstd_over_limit_is_e2big(void **state)
 	free(p);
 }
 
+/* A capture of n slots (three blocks and a bit for n = 3 × 8192 + 77). */
+static capbuf capture(size_t n)
+{
+	capbuf c = {0};
+	cb_header(&c, 1ull << 40, 1000000000, 6, 5000000, 0x400000, 0);
+	for (size_t i = 0; c.nslots < n; i++) {
+		if (i % 2)
+			cb_exit(&c, (uint32_t)(i * 41));
+		else
+			cb_entry(&c, 0x1000 + i % 11, (uint32_t)(i * 41));
+	}
+	cb_end_slots(&c);
+	cb_symbol(&c, 0x1000, 0x1000, 0xffffffff, "main");
+	cb_finish(&c);
+	return c;
+}
+
+/* The capture's shuffled form, zstd-compressed (one frame declaring its size). */
+static uint8_t *shuffled(const capbuf *c, size_t *zlen)
+{
+	uint8_t *form = malloc(c->len), *z;
+	assert_int_equal(rva_shuffle_buf(c->b, c->len, form), 0);
+	z = compress(form, c->len, zlen);
+	free(form);
+	return z;
+}
+
+static void test_decode_shuffled_round_trip_is_the_capture(void **state)
+{
+	capbuf c = capture(3 * 8192 + 77);
+	size_t zlen, outlen = 0;
+	uint8_t *z = shuffled(&c, &zlen), *out = NULL;
+	(void)state;
+
+	assert_int_equal(rvs_payload_inflate(SHUFFLED, z, zlen, 64u << 20, &out, &outlen), 0);
+	assert_int_equal(outlen, c.len);
+	assert_memory_equal(out, c.b, c.len);
+	free(out);
+	/* A trailing skippable frame (content size 0) changes nothing. */
+	{
+		uint8_t *z2 = malloc(zlen + 12);
+		static const uint8_t skip[12] = {0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4};
+		memcpy(z2, z, zlen);
+		memcpy(z2 + zlen, skip, sizeof skip);
+		assert_int_equal(
+			rvs_payload_inflate(SHUFFLED, z2, zlen + 12, 64u << 20, &out, &outlen), 0);
+		assert_int_equal(outlen, c.len);
+		assert_memory_equal(out, c.b, c.len);
+		free(out);
+		free(z2);
+	}
+	/* The plain path still reads plain zstd. */
+	{
+		size_t plen;
+		uint8_t *p = compress(c.b, c.len, &plen);
+		assert_int_equal(rvs_payload_inflate(REARVIEW__COMPRESSION__COMPRESSION_ZSTD, p,
+						     plen, 64u << 20, &out, &outlen),
+				 0);
+		assert_memory_equal(out, c.b, c.len);
+		free(out);
+		free(p);
+	}
+	free(z);
+	free(c.b);
+}
+
+static void test_decode_shuffled_hostile_payloads_are_refused(void **state)
+{
+	capbuf c = capture(9000);
+	size_t zlen, outlen;
+	uint8_t *z = shuffled(&c, &zlen), *out = (uint8_t *)&out;
+	(void)state;
+
+	/* Truncated anywhere: corrupt. */
+	for (size_t n = 0; n < zlen; n += zlen / 13 + 1)
+		assert_int_equal(rvs_payload_inflate(SHUFFLED, z, n, 64u << 20, &out, &outlen),
+				 -EINVAL);
+	assert_null(out);
+	/* Bigger than the limit: refused before any allocation. */
+	assert_int_equal(rvs_payload_inflate(SHUFFLED, z, zlen, c.len - 1, &out, &outlen), -E2BIG);
+	/* A frame that does not declare its size (a stream without a pledged
+	 * size): the shuffled form must, so it is refused. */
+	{
+		ZSTD_CCtx *cc = ZSTD_createCCtx();
+		uint8_t *form = malloc(c.len), *u = malloc(ZSTD_compressBound(c.len) + 64);
+		ZSTD_inBuffer ib = {form, c.len, 0};
+		ZSTD_outBuffer ob = {u, ZSTD_compressBound(c.len) + 64, 0};
+		assert_int_equal(rva_shuffle_buf(c.b, c.len, form), 0);
+		ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0);
+		assert_int_equal(ZSTD_compressStream2(cc, &ob, &ib, ZSTD_e_end), 0);
+		assert_int_equal(ZSTD_getFrameContentSize(u, ob.pos), ZSTD_CONTENTSIZE_UNKNOWN);
+		assert_int_equal(rvs_payload_inflate(SHUFFLED, u, ob.pos, 64u << 20, &out, &outlen),
+				 -EINVAL);
+		ZSTD_freeCCtx(cc);
+		free(form);
+		free(u);
+	}
+	/* Not a capture's form: the header's slot area is outside the bytes. */
+	{
+		uint8_t *bad = malloc(c.len);
+		size_t blen;
+		memcpy(bad, c.b, c.len);
+		cb_u64at(&(capbuf){.b = bad}, 96, 1u << 30);
+		uint8_t *zb = compress(bad, c.len, &blen);
+		assert_int_equal(rvs_payload_inflate(SHUFFLED, zb, blen, 64u << 20, &out, &outlen),
+				 -EINVAL);
+		free(zb);
+		free(bad);
+	}
+	/* No compression, or one that does not exist, is not inflated. */
+	assert_int_equal(rvs_payload_inflate(REARVIEW__COMPRESSION__COMPRESSION_NONE, z, zlen,
+					     64u << 20, &out, &outlen),
+			 -EPROTONOSUPPORT);
+	assert_int_equal(rvs_payload_inflate(77, z, zlen, 64u << 20, &out, &outlen),
+			 -EPROTONOSUPPORT);
+	free(z);
+	free(c.b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -99,6 +227,8 @@ int main(void)
 		cmocka_unit_test(test_decode_zstd_concatenated_frames_are_joined),
 		cmocka_unit_test(test_decode_zstd_truncated_garbage_and_empty_are_einval),
 		cmocka_unit_test(test_decode_zstd_over_limit_is_e2big),
+		cmocka_unit_test(test_decode_shuffled_round_trip_is_the_capture),
+		cmocka_unit_test(test_decode_shuffled_hostile_payloads_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

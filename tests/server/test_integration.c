@@ -33,6 +33,7 @@
 #include <zstd.h>
 #include <jansson.h>
 
+#include "rearview/analysis.h"
 #include "rearview/policy.h"
 #include "rearview/trace.h"
 
@@ -720,20 +721,35 @@ static char *wait_decoded(const char *trace_id)
 	return NULL;
 }
 
-static void test_integration_zstd_capture_is_decoded_and_indexed(void **state)
+/* The capture cap[0..clen) as a device sends it with Compression comp: zstd
+ * over the capture, or over its shuffled form (tracer/FORMAT.md §3). */
+static uint8_t *compress_capture(const uint8_t *cap, size_t clen, int comp, int level,
+				 size_t *zlen)
 {
-	char *tok = enroll("pixel-decode");
-	size_t clen, zlen, len;
-	uint8_t *cap = make_capture(&clen);
 	size_t zcap = ZSTD_compressBound(clen);
-	uint8_t *z = malloc(zcap), *env;
+	uint8_t *z = malloc(zcap), *form = malloc(clen);
+
+	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED) {
+		assert_int_equal(rva_shuffle_buf(cap, clen, form), 0);
+		cap = form;
+	}
+	*zlen = ZSTD_compress(z, zcap, cap, clen, level);
+	assert_false(ZSTD_isError(*zlen));
+	free(form);
+	return z;
+}
+
+/* A capture uploaded with Compression comp is decoded and indexed. */
+static void check_capture_decoded_and_indexed(uint8_t seed, const char *model, int comp)
+{
+	char *tok = enroll(model);
+	size_t clen, zlen, len;
+	uint8_t *cap = make_capture(&clen), *z, *env;
 	Rearview__UploadAck *k;
 	char *st, *top, *sig;
 
-	zlen = ZSTD_compress(z, zcap, cap, clen, 3);
-	assert_false(ZSTD_isError(zlen));
-	env = envelope_with(20, "com.example.decode", "pixel-decode", z, zlen,
-			    REARVIEW__COMPRESSION__COMPRESSION_ZSTD, &len);
+	z = compress_capture(cap, clen, comp, 3, &zlen);
+	env = envelope_with(seed, "com.example.decode", model, z, zlen, comp, &len);
 	k = upload(tok, env, len);
 	st = wait_decoded(k->trace_id);
 	assert_non_null(st);
@@ -748,10 +764,14 @@ static void test_integration_zstd_capture_is_decoded_and_indexed(void **state)
 				  k->trace_id),
 			 3);
 	assert_int_equal(db_count("SELECT count(*) FROM traces WHERE trace_id = ?"
-				  " AND app_id = 'com.example.decode' AND model = 'pixel-decode'"
-				  " AND app_version = '1.2.3' AND severity = 40",
+				  " AND app_id = 'com.example.decode' AND app_version = '1.2.3'"
+				  " AND severity = 40",
 				  k->trace_id),
 			 1);
+	free(top);
+	top = db_text("SELECT model FROM traces WHERE trace_id = ?", k->trace_id);
+	assert_non_null(top);
+	assert_string_equal(top, model);
 	/* The longest chain ends in the hot loop, with a 16-hex-digit signature. */
 	sig = db_text("SELECT signature FROM trace_chains WHERE trace_id = ? AND kind = 'top'"
 		      " AND rank = 1 AND chain LIKE '%rvs_fixture_outer;%rvs_fixture_hot_spin;'",
@@ -768,6 +788,18 @@ static void test_integration_zstd_capture_is_decoded_and_indexed(void **state)
 	free(z);
 	free(cap);
 	free(tok);
+}
+
+static void test_integration_zstd_capture_is_decoded_and_indexed(void **state)
+{
+	check_capture_decoded_and_indexed(20, "pixel-decode",
+					  REARVIEW__COMPRESSION__COMPRESSION_ZSTD);
+}
+
+static void test_integration_shuffled_capture_is_decoded_and_indexed(void **state)
+{
+	check_capture_decoded_and_indexed(23, "pixel-shuffled",
+					  REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED);
 }
 
 static void test_integration_truncated_capture_is_quarantined_with_reason(void **state)
@@ -857,15 +889,13 @@ static char *decoded_trace(uint8_t seed, const char *app, const char *model)
 {
 	char *tok = enroll(model), *st, *id;
 	size_t clen, zlen, len;
-	uint8_t *cap = make_capture(&clen);
-	size_t zcap = ZSTD_compressBound(clen);
-	uint8_t *z = malloc(zcap), *env;
+	uint8_t *cap = make_capture(&clen), *z, *env;
 	Rearview__UploadAck *k;
 
-	zlen = ZSTD_compress(z, zcap, cap, clen, 1);
-	assert_false(ZSTD_isError(zlen));
-	env = envelope_with(seed, app, model, z, zlen, REARVIEW__COMPRESSION__COMPRESSION_ZSTD,
-			    &len);
+	/* As devices send captures: the export and API tests read it back. */
+	z = compress_capture(cap, clen, REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED, 1, &zlen);
+	env = envelope_with(seed, app, model, z, zlen,
+			    REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED, &len);
 	k = upload(tok, env, len);
 	st = wait_decoded(k->trace_id);
 	assert_non_null(st);
@@ -1637,6 +1667,7 @@ int main(void)
 		cmocka_unit_test(test_integration_policy_etag_gives_304),
 		cmocka_unit_test(test_integration_rate_limit_gives_429_with_retry_after),
 		cmocka_unit_test(test_integration_zstd_capture_is_decoded_and_indexed),
+		cmocka_unit_test(test_integration_shuffled_capture_is_decoded_and_indexed),
 		cmocka_unit_test(test_integration_truncated_capture_is_quarantined_with_reason),
 		cmocka_unit_test(test_integration_truncated_zstd_is_quarantined_with_reason),
 		cmocka_unit_test(test_integration_summary_only_upload_is_indexed_without_methods),
