@@ -717,31 +717,35 @@ struct decode_job {
 	uint64_t depth;
 	struct rvs_hist hist; /* this job's decode times, merged on the loop */
 	uint64_t failures[RVS_DECODE_FAIL_COUNT];
+	struct rvs_decode_item items[RVS_DECODE_BATCH];
 };
 
+/* Drains the job's partition a batch at a time: the decoder indexes it, the
+ * store records every outcome in one transaction (a crash in between only
+ * decodes the batch again: indexing replaces a trace's rows). */
 static void decode_work(uv_work_t *w)
 {
 	struct decode_job *dj = w->data;
 	struct rvs_api *a = dj->a;
-	char trace_id[40], blob[65], path[1024], reason[256];
+	struct rvs_decode_item *it = dj->items;
+	int n;
 
-	while (a->ops->decode_next_part(a->store, dj->part, decode_jobs(a), trace_id, blob) == 0) {
-		const char *p = NULL;
-		int rc;
-		reason[0] = '\0';
-		if (blob[0] && rvs_blob_path(a->cfg->blob_dir, blob, path, sizeof path) == 0)
-			p = path;
-		uint64_t t0 = uv_hrtime();
-		rc = a->decoder->decode(a->decoder->ctx, trace_id, p, reason, sizeof reason);
-		rvs_hist_observe(&dj->hist, (double)(uv_hrtime() - t0) / 1e9);
-		if (rc == 0) {
-			rc = a->ops->decode_done(a->store, trace_id);
-		} else {
-			dj->failures[rvs_decode_fail_class(reason)]++;
-			rc = a->ops->decode_fail(a->store, trace_id,
-						 reason[0] ? reason : "decode failed");
+	while ((n = a->ops->decode_next_batch(a->store, dj->part, decode_jobs(a), it,
+					      RVS_DECODE_BATCH)) > 0) {
+		for (int i = 0; i < n; i++)
+			if (!it[i].blob_sha256[0] || rvs_blob_path(a->cfg->blob_dir, it[i].blob_sha256,
+								   it[i].path, sizeof it[i].path))
+				it[i].path[0] = '\0';
+		a->decoder->decode(a->decoder->ctx, it, (size_t)n);
+		for (int i = 0; i < n; i++) {
+			rvs_hist_observe(&dj->hist, it[i].seconds);
+			if (it[i].rc) {
+				if (!it[i].reason[0])
+					snprintf(it[i].reason, sizeof it[i].reason, "decode failed");
+				dj->failures[rvs_decode_fail_class(it[i].reason)]++;
+			}
 		}
-		if (rc)
+		if (a->ops->decode_finish(a->store, it, (size_t)n))
 			break;
 	}
 	if (a->ops->queue_depth(a->store, &dj->depth))

@@ -11,20 +11,22 @@
 #include "net.h"
 #include "store.h"
 
-/* The decode step's seam.  decode() runs on a work thread with the path of
- * an upload's payload blob (NULL for summary-only uploads) and returns 0 when
- * the trace was decoded and indexed, or a negative errno with a reason, in
- * which case the upload is quarantined with that reason.  The trace analysis
- * library provides the implementation; with none, uploads stay in state
- * pending_decode. */
-/* decode() may run on up to this many work threads at once, each with a
- * different upload (api.c drains config decode_jobs partitions of the
- * queue, 1..RVS_DECODE_LANES). */
+/* The decode step's seam.  decode() runs on a work thread with a batch of
+ * queued uploads, oldest first (store.h's struct rvs_decode_item: trace id,
+ * the payload blob's path, "" for summary-only uploads), and sets each
+ * item's rc: 0 when the trace was decoded and indexed, or a negative errno
+ * with a reason, in which case the upload is quarantined with that reason;
+ * and its seconds.  It may index several summary-only uploads in one
+ * transaction.  The trace analysis library provides the implementation;
+ * with none, uploads stay in state pending_decode. */
+/* decode() may run on up to this many work threads at once, each with
+ * different uploads (api.c drains config decode_jobs partitions of the
+ * queue, 1..RVS_DECODE_LANES), at most RVS_DECODE_BATCH uploads a call. */
 #define RVS_DECODE_LANES 4
+#define RVS_DECODE_BATCH 64
 
 struct rvs_decoder {
-	int (*decode)(void *ctx, const char *trace_id, const char *blob_path, char *reason,
-		      size_t reasonlen);
+	void (*decode)(void *ctx, struct rvs_decode_item *items, size_t n);
 	void *ctx;
 };
 

@@ -546,7 +546,7 @@ void rvs_campaign_api(const struct rvs_config *cfg, int post, const char *path, 
 		sqlite3_close(db);
 		return rvs_query_reply(r, 503, json_pack("{s:s}", "error", "database unavailable"));
 	}
-	sqlite3_busy_timeout(db, 5000);
+	rvs_sqlite_busy(db, 5000);
 	if (!post) {
 		json_t *doc = *rest ? NULL : rvs_campaigns_json(db);
 		sqlite3_close(db);

@@ -4,8 +4,8 @@
  * Per upload: look up its compression in uploads, read the blob, inflate it
  * when COMPRESSION_ZSTD, or when COMPRESSION_ZSTD_SHUFFLED (zstd over the
  * shuffled form, unshuffled chunk by chunk as zstd produces it), run
- * rva_capture_summarize (memory bounded by
- * distinct methods and chains, not by call count), then replace the trace's
+ * rva_capture_summarize (memory bounded by distinct methods and chains, not
+ * by call count), then replace the trace's
  * rows in traces / trace_methods / trace_chains in one transaction.  A
  * summary-only upload gets its index rows from the device's Summary.
  * Invariants: every value goes into SQL through bound parameters; a decode
@@ -298,7 +298,7 @@ static int open_db(struct lane *d)
 		d->db = NULL;
 		return -EIO;
 	}
-	sqlite3_busy_timeout(d->db, 10000);
+	rvs_sqlite_busy(d->db, 10000);
 	rc = sqlite3_exec(d->db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;", NULL, NULL,
 			  NULL);
 	return rc == SQLITE_OK ? 0 : -EIO;
@@ -713,15 +713,18 @@ static int index_unresolved(struct lane *d, const char *trace_id, const rva_trac
 	return rc;
 }
 
-static int decode_locked(struct lane *d, const char *trace_id, const char *blob_path, char *reason,
-			 size_t rlen)
+/* Decodes and indexes one capture upload (blob_path its payload) in its own
+ * index transaction, taken only after the capture is summarized: decoding
+ * takes tens of ms, and the write lock is not held through it. */
+static int decode_capture(struct lane *d, const char *trace_id, const char *blob_path,
+			  char *reason, size_t rlen)
 {
 	double t0 = now_ms(), t_read = t0, t_zstd = t0, t_sum = t0;
 	uint8_t *raw = NULL, *cap = NULL;
 	size_t rawlen = 0, caplen = 0;
 	rva_summary sum;
 	rva_error err;
-	int comp = 0, rc, have_sum = 0, cap_owned = 0;
+	int comp = 0, rc, cap_owned = 0;
 	Rearview__Summary *ps = NULL;
 	unsigned char *left = NULL; /* per unresolved method: still unnamed */
 
@@ -731,9 +734,9 @@ static int decode_locked(struct lane *d, const char *trace_id, const char *blob_
 		snprintf(reason, rlen, "index: cannot open database");
 		return rc;
 	}
-	if ((rc = upload_meta(d, trace_id, &comp, &ps, !blob_path)))
+	if ((rc = upload_meta(d, trace_id, &comp, &ps, 0)))
 		return sqlerr(d->db, rc, reason, rlen);
-	if (blob_path) {
+	{
 		if ((rc = rvs_read_file(blob_path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))) {
 			snprintf(reason, rlen, "blob unreadable: %s", strerror(-rc));
 			return rc;
@@ -769,7 +772,6 @@ static int decode_locked(struct lane *d, const char *trace_id, const char *blob_
 			snprintf(reason, rlen, "capture: %s", err.msg[0] ? err.msg : strerror(-rc));
 			return rc;
 		}
-		have_sum = 1;
 		if (sum.trace->nunresolved && !(left = malloc(sum.trace->nunresolved))) {
 			rva_summary_release(&sum);
 			snprintf(reason, rlen, "index: out of memory");
@@ -779,8 +781,8 @@ static int decode_locked(struct lane *d, const char *trace_id, const char *blob_
 	}
 	rc = sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (!rc)
-		rc = index_rows(d, trace_id, have_sum ? &sum : NULL, ps);
-	if (!rc && have_sum)
+		rc = index_rows(d, trace_id, &sum, NULL);
+	if (!rc)
 		rc = index_unresolved(d, trace_id, sum.trace, left);
 	if (!rc)
 		rc = sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL);
@@ -790,8 +792,7 @@ static int decode_locked(struct lane *d, const char *trace_id, const char *blob_
 	}
 	rva_summary_release(&sum);
 	free(left);
-	rearview__summary__free_unpacked(ps, NULL);
-	if (!rc && blob_path)
+	if (!rc)
 		rvs_log("info",
 			"msg=\"decoded\" trace=%s capture_bytes=%zu read_ms=%.1f zstd_ms=%.1f"
 			" summarize_ms=%.1f index_ms=%.1f",
@@ -800,15 +801,54 @@ static int decode_locked(struct lane *d, const char *trace_id, const char *blob_
 	return rc;
 }
 
-/* Runs the decode on a free lane: concurrent callers (at most
- * RVS_DECODE_LANES, api.h) each find one; more would wait on the first. */
-static int decode_cb(void *ctx, const char *trace_id, const char *blob_path, char *reason,
-		     size_t rlen)
+/* Indexes n summary-only uploads (a device's Summary, or nothing but the
+ * trace row) in one transaction, a savepoint each, so that one upload's
+ * failure quarantines it alone; every item's rc and reason are set. */
+static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n)
+{
+	int rc = open_db(d);
+
+	if (rc) {
+		for (size_t i = 0; i < n; i++) {
+			it[i].rc = rc;
+			snprintf(it[i].reason, sizeof it[i].reason, "index: cannot open database");
+		}
+		return;
+	}
+	rc = sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	for (size_t i = 0; i < n; i++) {
+		Rearview__Summary *ps = NULL;
+		int comp, r = rc;
+
+		if (!r)
+			r = sqlite3_exec(d->db, "SAVEPOINT one", NULL, NULL, NULL);
+		if (!r && !(r = upload_meta(d, it[i].trace_id, &comp, &ps, 1)))
+			r = index_rows(d, it[i].trace_id, NULL, ps);
+		rearview__summary__free_unpacked(ps, NULL);
+		if (r) {
+			it[i].rc = sqlerr(d->db, r, it[i].reason, sizeof it[i].reason);
+			if (!rc)
+				sqlite3_exec(d->db, "ROLLBACK TO one", NULL, NULL, NULL);
+		}
+		if (!rc)
+			sqlite3_exec(d->db, "RELEASE one", NULL, NULL, NULL);
+	}
+	if (!rc && (rc = sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL))) {
+		for (size_t i = 0; i < n; i++)
+			if (!it[i].rc)
+				it[i].rc = sqlerr(d->db, rc, it[i].reason, sizeof it[i].reason);
+		sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+}
+
+/* The seam's decode (api.h) on a free lane: concurrent callers (at most
+ * RVS_DECODE_LANES) each find one; more would wait on the first.  Captures
+ * one by one; each run of summary-only uploads as one index transaction. */
+static void decode_cb(void *ctx, struct rvs_decode_item *it, size_t n)
 {
 	struct rvs_decode *dec = ctx;
 	struct lane *d = NULL;
-	int rc;
-	reason[0] = 0;
+
 	for (size_t i = 0; i < RVS_DECODE_LANES && !d; i++)
 		if (pthread_mutex_trylock(&dec->lane[i].mu) == 0)
 			d = &dec->lane[i];
@@ -816,11 +856,29 @@ static int decode_cb(void *ctx, const char *trace_id, const char *blob_path, cha
 		d = &dec->lane[0];
 		pthread_mutex_lock(&d->mu);
 	}
-	rc = decode_locked(d, trace_id, blob_path, reason, rlen);
+	for (size_t i = 0, j; i < n; i = j) {
+		double t0 = now_ms();
+
+		if (it[i].path[0]) {
+			it[i].reason[0] = 0;
+			it[i].rc = decode_capture(d, it[i].trace_id, it[i].path, it[i].reason,
+						  sizeof it[i].reason);
+			it[i].seconds = (now_ms() - t0) / 1e3;
+			j = i + 1;
+			continue;
+		}
+		for (j = i; j < n && !it[j].path[0]; j++) {
+			it[j].rc = 0;
+			it[j].reason[0] = 0;
+		}
+		index_summaries(d, it + i, j - i);
+		for (size_t k = i; k < j; k++)
+			it[k].seconds = (now_ms() - t0) / 1e3 / (double)(j - i);
+	}
 	pthread_mutex_unlock(&d->mu);
-	if (rc)
-		rvs_log("warn", "msg=\"decode failed\" trace=%s", trace_id);
-	return rc;
+	for (size_t i = 0; i < n; i++)
+		if (it[i].rc)
+			rvs_log("warn", "msg=\"decode failed\" trace=%s", it[i].trace_id);
 }
 
 int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_decode **out)

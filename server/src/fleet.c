@@ -123,7 +123,7 @@ void rvs_fleet_api(const struct rvs_config *cfg, struct rvs_query_resp *r)
 		json_decref(device_reasons);
 		return rvs_query_reply(r, 503, json_pack("{s:s}", "error", "database unavailable"));
 	}
-	sqlite3_busy_timeout(db, 5000);
+	rvs_sqlite_busy(db, 5000);
 	reported = has_table(db, "skips");
 	doc = json_pack(
 		"{s:i,s:o,s:o}", "weekly_quota", (int)quota, "uploads_per_week", weeks,

@@ -185,7 +185,7 @@ static sqlite3 *open_ro(const char *database)
 		sqlite3_close(db);
 		return NULL;
 	}
-	sqlite3_busy_timeout(db, 5000);
+	rvs_sqlite_busy(db, 5000);
 	return db;
 }
 

@@ -147,7 +147,7 @@ int rvs_retention_run(const char *database, const char *blob_dir, int64_t cutoff
 		rc = fail(db, "open");
 		goto close_db;
 	}
-	sqlite3_busy_timeout(db, 10000);
+	rvs_sqlite_busy(db, 10000);
 	if (sqlite3_exec(db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL)) {
 		rc = fail(db, "pragma");
 		goto close_db;

@@ -30,6 +30,15 @@ int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
 /* Writes data to path atomically: temp file in the same dir, fsync, rename. */
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
+/* sqlite3_busy_timeout for one of the server's connections, but polling the
+ * lock every 50 µs at first (then 0.5 ms, then 2 ms) where sqlite's own
+ * handler sleeps 1, 2, 5, 10, … ms: every writer is in this process, their
+ * transactions last well under a millisecond, and the coarse sleeps left
+ * the cores idle while uploads and decoders waited on each other
+ * (server/BENCHMARKS.md).  Gives up after about timeout_ms. */
+struct sqlite3;
+void rvs_sqlite_busy(struct sqlite3 *db, int timeout_ms);
+
 /* ---- metrics (metrics.c; loop thread only) ------------------------------ */
 enum rvs_err_reason {
 	RVS_ERR_BAD_REQUEST,

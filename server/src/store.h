@@ -44,6 +44,17 @@ struct rvs_skip_rec {
 	uint64_t captured_realtime_ns;
 };
 
+/* One queued upload on its way through the decoder (api.h's seam) and back
+ * to the store with its outcome. */
+struct rvs_decode_item {
+	char trace_id[40];
+	char blob_sha256[65]; /* "" for a summary-only upload */
+	char path[1024];      /* the blob's path; "" when summary-only (set by api.c) */
+	int rc;		      /* the decoder's result: 0 decoded, < 0 quarantine */
+	char reason[256];     /* why, when rc < 0 */
+	double seconds;	      /* decode time (a batch's share for summaries) */
+};
+
 struct rvs_store;
 
 struct rvs_store_ops {
@@ -61,17 +72,19 @@ struct rvs_store_ops {
 	/* Stores an upload in state pending_decode and queues it for decoding,
 	 * in one transaction; -EEXIST when (device, upload_id) exists. */
 	int (*upload_add)(struct rvs_store *s, const struct rvs_upload_rec *u);
-	/* The decode step's seam: the oldest upload in pending_decode (its trace
-	 * id and blob name; blob empty when summary-only), -ENOENT when none. */
-	int (*decode_next)(struct rvs_store *s, char trace_id[40], char blob_sha256[65]);
-	/* decode_next within queue partition part of nparts (1..16), so that
-	 * nparts concurrent decoders never take the same upload. */
-	int (*decode_next_part)(struct rvs_store *s, unsigned part, unsigned nparts,
-				char trace_id[40], char blob_sha256[65]);
-	/* Decode succeeded: state decoded, off the queue. */
-	int (*decode_done)(struct rvs_store *s, const char *trace_id);
-	/* Decode failed: state quarantined, off the queue, reason recorded. */
-	int (*decode_fail)(struct rvs_store *s, const char *trace_id, const char *reason);
+	/* The decode step's seam: up to max of the oldest uploads in
+	 * pending_decode within queue partition part of nparts (1..16, so that
+	 * nparts concurrent decoders never take the same upload), oldest
+	 * first: their trace ids and blob names (blob empty when summary-only)
+	 * into items.  Returns how many (0: none queued), -EINVAL for a bad
+	 * partition, or -errno. */
+	int (*decode_next_batch)(struct rvs_store *s, unsigned part, unsigned nparts,
+				 struct rvs_decode_item *items, size_t max);
+	/* The outcome of n decodes, in one transaction: each item off the
+	 * queue, state decoded (rc 0) or quarantined with its reason (rc < 0;
+	 * "" counts as "unspecified").  An item no longer queued is skipped.
+	 * 0 or -errno (then nothing is recorded). */
+	int (*decode_finish)(struct rvs_store *s, const struct rvs_decode_item *items, size_t n);
 	int (*queue_depth)(struct rvs_store *s, uint64_t *out);
 	int (*admin_put)(struct rvs_store *s, const char *name, unsigned iterations,
 			 const uint8_t *salt, size_t saltlen, const uint8_t hash[32]);

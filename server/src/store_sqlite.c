@@ -3,7 +3,12 @@
  *
  * One connection in serialized mode, WAL journal, foreign keys on.  A mutex
  * makes each multi-statement operation atomic with respect to other work
- * threads (BEGIN IMMEDIATE inside it).  Every value from a device goes in
+ * threads (BEGIN IMMEDIATE inside it).  Uploads commit in groups: one that
+ * arrives while another thread is committing waits, and the next committer
+ * writes every waiting upload in one transaction, a savepoint each, so a
+ * duplicate fails alone and each caller still gets its own result once its
+ * row is committed (one WAL append for the group instead of one per
+ * upload; server/BENCHMARKS.md).  Every value from a device goes in
  * through bound parameters, never through SQL text.  Migrations are an
  * append-only list: migration N brings user_version from N-1 to N.
  */
@@ -11,6 +16,7 @@
 #include "rvs.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -19,9 +25,22 @@
 
 #include <sqlite3.h>
 
+/* An upload waiting for a group commit (lives on its caller's stack). */
+struct pending_upload {
+	const struct rvs_upload_rec *u;
+	int rc;
+	int done; /* under gmu: rc is final, the caller may return */
+	struct pending_upload *next;
+};
+
 struct rvs_store {
 	sqlite3 *db;
 	pthread_mutex_t mu;
+	/* Group commit of uploads: gmu guards the list and committing. */
+	pthread_mutex_t gmu;
+	pthread_cond_t gcv;
+	struct pending_upload *head, **tail;
+	int committing;
 };
 
 /* Trigger bodies of migration 5: count row R (NEW or OLD) of traces into,
@@ -258,6 +277,8 @@ static void store_close(struct rvs_store *s)
 		return;
 	sqlite3_close(s->db);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->gmu);
+	pthread_cond_destroy(&s->gcv);
 	free(s);
 }
 
@@ -269,6 +290,9 @@ static int store_open(const char *dsn, struct rvs_store **out)
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->gmu, NULL);
+	pthread_cond_init(&s->gcv, NULL);
+	s->tail = &s->head;
 	rc = sqlite3_open_v2(dsn, &s->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 			     NULL);
@@ -277,7 +301,7 @@ static int store_open(const char *dsn, struct rvs_store **out)
 		store_close(s);
 		return rc;
 	}
-	sqlite3_busy_timeout(s->db, 5000);
+	rvs_sqlite_busy(s->db, 5000);
 	if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 			  "PRAGMA foreign_keys=ON;")) ||
 	    (rc = migrate(s))) {
@@ -373,81 +397,139 @@ static int upload_find(struct rvs_store *s, const char *device_id, const uint8_t
 			   upload_id, 16, device_id, trace_id, 40);
 }
 
-static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
+/* The uploads and decode_queue rows of u with the prepared statements of
+ * commit_uploads; SQLITE_DONE on success. */
+static int insert_upload(sqlite3_stmt *st, sqlite3_stmt *q, const struct rvs_upload_rec *u,
+			 sqlite3_int64 t)
 {
-	sqlite3_stmt *st = NULL;
 	int rc;
-	sqlite3_int64 t = (sqlite3_int64)time(NULL);
 
-	pthread_mutex_lock(&s->mu);
-	rc = exec(s, "BEGIN IMMEDIATE");
-	if (rc)
-		goto unlock;
-	rc = sqlite3_prepare_v2(
-		s->db,
-		"INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
-		" app_version, app_build_id, model, os_build, campaign_id, anomaly_kind, severity,"
-		" consent, payload_kind, compression, payload_size, captured_realtime_ns,"
-		" blob_sha256, blob_bytes, summary, state)"
-		" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'pending_decode')",
-		-1, &st, NULL);
-	if (rc == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, u->trace_id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 2, u->device_id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_blob(st, 3, u->upload_id, 16, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 4, t);
-		bind_text(st, 5, u->app_id);
-		bind_text(st, 6, u->app_version);
-		if (u->app_build_id_len)
-			sqlite3_bind_blob(st, 7, u->app_build_id, (int)u->app_build_id_len,
-					  SQLITE_TRANSIENT);
-		bind_text(st, 8, u->model);
-		bind_text(st, 9, u->os_build);
-		bind_text(st, 10, u->campaign_id);
-		sqlite3_bind_int(st, 11, u->anomaly_kind);
-		sqlite3_bind_int(st, 12, u->severity);
-		sqlite3_bind_int(st, 13, u->consent);
-		sqlite3_bind_int(st, 14, u->payload_kind);
-		sqlite3_bind_int(st, 15, u->compression);
-		sqlite3_bind_int64(st, 16, (sqlite3_int64)u->payload_size);
-		sqlite3_bind_int64(st, 17, (sqlite3_int64)u->captured_realtime_ns);
-		bind_text(st, 18, u->blob_sha256);
-		sqlite3_bind_int64(st, 19, (sqlite3_int64)u->blob_bytes);
-		if (u->summary_len)
-			sqlite3_bind_blob(st, 20, u->summary, (int)u->summary_len,
-					  SQLITE_TRANSIENT);
-		rc = sqlite3_step(st);
-		sqlite3_finalize(st);
-	}
-	if (rc == SQLITE_DONE) {
-		rc = sqlite3_prepare_v2(
-			s->db, "INSERT INTO decode_queue (trace_id, enqueued_at) VALUES (?,?)", -1,
-			&st, NULL);
-		if (rc == SQLITE_OK) {
-			sqlite3_bind_text(st, 1, u->trace_id, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_int64(st, 2, t);
-			rc = sqlite3_step(st);
-			sqlite3_finalize(st);
-		}
-	}
-	if (rc == SQLITE_DONE) {
-		rc = exec(s, "COMMIT");
-	} else {
-		rc = map(rc);
-		exec(s, "ROLLBACK");
-	}
-unlock:
-	pthread_mutex_unlock(&s->mu);
+	sqlite3_bind_text(st, 1, u->trace_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, u->device_id, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 3, u->upload_id, 16, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, t);
+	bind_text(st, 5, u->app_id);
+	bind_text(st, 6, u->app_version);
+	if (u->app_build_id_len)
+		sqlite3_bind_blob(st, 7, u->app_build_id, (int)u->app_build_id_len, SQLITE_STATIC);
+	bind_text(st, 8, u->model);
+	bind_text(st, 9, u->os_build);
+	bind_text(st, 10, u->campaign_id);
+	sqlite3_bind_int(st, 11, u->anomaly_kind);
+	sqlite3_bind_int(st, 12, u->severity);
+	sqlite3_bind_int(st, 13, u->consent);
+	sqlite3_bind_int(st, 14, u->payload_kind);
+	sqlite3_bind_int(st, 15, u->compression);
+	sqlite3_bind_int64(st, 16, (sqlite3_int64)u->payload_size);
+	sqlite3_bind_int64(st, 17, (sqlite3_int64)u->captured_realtime_ns);
+	bind_text(st, 18, u->blob_sha256);
+	sqlite3_bind_int64(st, 19, (sqlite3_int64)u->blob_bytes);
+	if (u->summary_len)
+		sqlite3_bind_blob(st, 20, u->summary, (int)u->summary_len, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE)
+		return rc;
+	sqlite3_bind_text(q, 1, u->trace_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, t);
+	rc = sqlite3_step(q);
+	sqlite3_reset(q);
 	return rc;
 }
 
-static int decode_next_part(struct rvs_store *s, unsigned part, unsigned nparts, char trace_id[40],
-			    char blob_sha256[65])
+/* One transaction for the uploads of the list at p, a savepoint each; sets
+ * every p->rc (0, -EEXIST for a duplicate, -errno). */
+static void commit_uploads(struct rvs_store *s, struct pending_upload *p)
+{
+	sqlite3_stmt *st = NULL, *q = NULL;
+	sqlite3_int64 t = (sqlite3_int64)time(NULL);
+	int rc, began;
+
+	pthread_mutex_lock(&s->mu);
+	rc = exec(s, "BEGIN IMMEDIATE");
+	began = rc == 0;
+	if (!rc)
+		rc = map(sqlite3_prepare_v2(
+			s->db,
+			"INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
+			" app_version, app_build_id, model, os_build, campaign_id, anomaly_kind,"
+			" severity, consent, payload_kind, compression, payload_size,"
+			" captured_realtime_ns, blob_sha256, blob_bytes, summary, state)"
+			" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'pending_decode')",
+			-1, &st, NULL));
+	if (!rc)
+		rc = map(sqlite3_prepare_v2(
+			s->db, "INSERT INTO decode_queue (trace_id, enqueued_at) VALUES (?,?)", -1,
+			&q, NULL));
+	for (struct pending_upload *i = p; i; i = i->next) {
+		if ((i->rc = rc))
+			continue;
+		if ((i->rc = exec(s, "SAVEPOINT up")))
+			continue;
+		int r = insert_upload(st, q, i->u, t);
+		if (r != SQLITE_DONE) {
+			i->rc = map(r) ? map(r) : -EIO;
+			exec(s, "ROLLBACK TO up");
+		}
+		exec(s, "RELEASE up");
+	}
+	sqlite3_finalize(st);
+	sqlite3_finalize(q);
+	if (!began) {
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	if (rc || (rc = exec(s, "COMMIT"))) {
+		for (struct pending_upload *i = p; i; i = i->next)
+			if (!i->rc)
+				i->rc = rc;
+		exec(s, "ROLLBACK");
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
+{
+	struct pending_upload me = {u, 0, 0, NULL};
+
+	pthread_mutex_lock(&s->gmu);
+	*s->tail = &me;
+	s->tail = &me.next;
+	while (!me.done) {
+		struct pending_upload *group, *next;
+
+		if (s->committing) {
+			pthread_cond_wait(&s->gcv, &s->gmu);
+			continue;
+		}
+		/* Commit everything waiting, this upload included. */
+		group = s->head;
+		s->head = NULL;
+		s->tail = &s->head;
+		s->committing = 1;
+		pthread_mutex_unlock(&s->gmu);
+		commit_uploads(s, group);
+		pthread_mutex_lock(&s->gmu);
+		for (; group; group = next) {
+			next = group->next; /* read before done: the owner may return */
+			group->done = 1;
+		}
+		s->committing = 0;
+		pthread_cond_broadcast(&s->gcv);
+	}
+	pthread_mutex_unlock(&s->gmu);
+	return me.rc;
+}
+
+static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts,
+			     struct rvs_decode_item *items, size_t max)
 {
 	sqlite3_stmt *st;
+	size_t n = 0;
 	int rc;
 
-	if (nparts < 1 || nparts > 16 || part >= nparts)
+	if (nparts < 1 || nparts > 16 || part >= nparts || max < 1 || max > INT_MAX)
 		return -EINVAL;
 	pthread_mutex_lock(&s->mu);
 	rc = sqlite3_prepare_v2(s->db,
@@ -457,21 +539,23 @@ static int decode_next_part(struct rvs_store *s, unsigned part, unsigned nparts,
 				 * queue for every decode).  CROSS JOIN keeps q outside. */
 				"SELECT q.trace_id, u.blob_sha256 FROM decode_queue q"
 				" CROSS JOIN uploads u USING (trace_id) WHERE q.rowid % ?1 = ?2"
-				" ORDER BY q.rowid LIMIT 1",
+				" ORDER BY q.rowid LIMIT ?3",
 				-1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_int(st, 1, (int)nparts);
 		sqlite3_bind_int(st, 2, (int)part);
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW) {
+		sqlite3_bind_int(st, 3, (int)max);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 			const unsigned char *a = sqlite3_column_text(st, 0);
 			const unsigned char *b = sqlite3_column_text(st, 1);
-			snprintf(trace_id, 40, "%s", a ? (const char *)a : "");
-			snprintf(blob_sha256, 65, "%s", b ? (const char *)b : "");
-			rc = 0;
-		} else {
-			rc = rc == SQLITE_DONE ? -ENOENT : map(rc);
+			memset(&items[n], 0, sizeof items[n]);
+			snprintf(items[n].trace_id, sizeof items[n].trace_id, "%s",
+				 a ? (const char *)a : "");
+			snprintf(items[n].blob_sha256, sizeof items[n].blob_sha256, "%s",
+				 b ? (const char *)b : "");
+			n++;
 		}
+		rc = rc == SQLITE_DONE ? (int)n : map(rc);
 		sqlite3_finalize(st);
 	} else {
 		rc = map(rc);
@@ -480,72 +564,62 @@ static int decode_next_part(struct rvs_store *s, unsigned part, unsigned nparts,
 	return rc;
 }
 
-static int decode_next(struct rvs_store *s, char trace_id[40], char blob_sha256[65])
+/* Takes one decoded or quarantined item off the queue with the prepared
+ * statements of decode_finish; SQLITE_DONE also when it was not queued. */
+static int finish_one(sqlite3_stmt *del, sqlite3_stmt *upd, sqlite3_stmt *quar,
+		      const struct rvs_decode_item *it)
 {
-	return decode_next_part(s, 0, 1, trace_id, blob_sha256);
+	int rc;
+
+	sqlite3_bind_text(del, 1, it->trace_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(del);
+	sqlite3_reset(del);
+	if (rc != SQLITE_DONE || sqlite3_changes(sqlite3_db_handle(del)) == 0)
+		return rc;
+	sqlite3_bind_text(upd, 1, it->rc ? "quarantined" : "decoded", -1, SQLITE_STATIC);
+	sqlite3_bind_text(upd, 2, it->trace_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(upd);
+	sqlite3_reset(upd);
+	if (rc != SQLITE_DONE || !it->rc)
+		return rc;
+	sqlite3_bind_text(quar, 1, it->trace_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(quar, 2, it->reason[0] ? it->reason : "unspecified", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(quar, 3, (sqlite3_int64)time(NULL));
+	rc = sqlite3_step(quar);
+	sqlite3_reset(quar);
+	return rc;
 }
 
-/* Leaves the queue with a final state, recording reason when quarantined. */
-static int decode_finish(struct rvs_store *s, const char *trace_id, const char *state,
-			 const char *reason)
+static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *items, size_t n)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *del = NULL, *upd = NULL, *quar = NULL;
 	int rc;
 
 	pthread_mutex_lock(&s->mu);
 	if ((rc = exec(s, "BEGIN IMMEDIATE")))
 		goto unlock;
-	rc = sqlite3_prepare_v2(s->db, "DELETE FROM decode_queue WHERE trace_id = ?", -1, &st,
+	rc = sqlite3_prepare_v2(s->db, "DELETE FROM decode_queue WHERE trace_id = ?", -1, &del,
 				NULL);
-	if (rc == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_TRANSIENT);
-		rc = sqlite3_step(st);
-		sqlite3_finalize(st);
-		if (rc == SQLITE_DONE && sqlite3_changes(s->db) == 0)
-			rc = SQLITE_NOTFOUND;
-	}
-	if (rc == SQLITE_DONE) {
+	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(s->db, "UPDATE uploads SET state = ? WHERE trace_id = ?",
-					-1, &st, NULL);
-		if (rc == SQLITE_OK) {
-			sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 2, trace_id, -1, SQLITE_TRANSIENT);
-			rc = sqlite3_step(st);
-			sqlite3_finalize(st);
-		}
-	}
-	if (rc == SQLITE_DONE && reason) {
+					-1, &upd, NULL);
+	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(s->db,
 					"INSERT INTO quarantine (trace_id, reason, quarantined_at)"
 					" VALUES (?,?,?)",
-					-1, &st, NULL);
-		if (rc == SQLITE_OK) {
-			sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_text(st, 2, reason, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
-			rc = sqlite3_step(st);
-			sqlite3_finalize(st);
-		}
-	}
-	if (rc == SQLITE_DONE) {
-		rc = exec(s, "COMMIT");
-	} else {
-		rc = rc == SQLITE_NOTFOUND ? -ENOENT : map(rc);
+					-1, &quar, NULL);
+	for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
+		if ((rc = finish_one(del, upd, quar, &items[i])) == SQLITE_DONE)
+			rc = SQLITE_OK;
+	sqlite3_finalize(del);
+	sqlite3_finalize(upd);
+	sqlite3_finalize(quar);
+	rc = rc == SQLITE_OK ? exec(s, "COMMIT") : map(rc) ? map(rc) : -EIO;
+	if (rc)
 		exec(s, "ROLLBACK");
-	}
 unlock:
 	pthread_mutex_unlock(&s->mu);
 	return rc;
-}
-
-static int decode_done(struct rvs_store *s, const char *trace_id)
-{
-	return decode_finish(s, trace_id, "decoded", NULL);
-}
-
-static int decode_fail(struct rvs_store *s, const char *trace_id, const char *reason)
-{
-	return decode_finish(s, trace_id, "quarantined", reason ? reason : "unspecified");
 }
 
 static int queue_depth(struct rvs_store *s, uint64_t *out)
@@ -663,10 +737,8 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.device_by_token = device_by_token,
 	.upload_find = upload_find,
 	.upload_add = upload_add,
-	.decode_next = decode_next,
-	.decode_next_part = decode_next_part,
-	.decode_done = decode_done,
-	.decode_fail = decode_fail,
+	.decode_next_batch = decode_next_batch,
+	.decode_finish = decode_finish,
 	.queue_depth = queue_depth,
 	.admin_put = admin_put,
 	.skip_add = skip_add,

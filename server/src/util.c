@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include <mbedtls/md.h>
 #include <mbedtls/pkcs5.h>
 #include <mbedtls/sha256.h>
@@ -175,4 +177,29 @@ int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t
 		close(dfd);
 	}
 	return 0;
+}
+
+/* Milliseconds slept before retry number `count` (count retries so far). */
+static double busy_slept_ms(int count)
+{
+	if (count < 40)
+		return count * 0.05;
+	if (count < 120)
+		return 2 + (count - 40) * 0.5;
+	return 42 + (count - 120) * 2.0;
+}
+
+static int busy_cb(void *arg, int count)
+{
+	int timeout_ms = (int)(intptr_t)arg;
+
+	if (busy_slept_ms(count) >= timeout_ms)
+		return 0;
+	usleep(count < 40 ? 50 : count < 120 ? 500 : 2000);
+	return 1;
+}
+
+void rvs_sqlite_busy(sqlite3 *db, int timeout_ms)
+{
+	sqlite3_busy_handler(db, busy_cb, (void *)(intptr_t)timeout_ms);
 }

@@ -670,7 +670,7 @@ void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req
 		free(c);
 		return set_body(r, 503, "text/plain", "database unavailable");
 	}
-	sqlite3_busy_timeout(c->db, 5000);
+	rvs_sqlite_busy(c->db, 5000);
 	c->f = open_memstream(&c->page, &c->plen);
 	if (c->f) {
 		route(c);

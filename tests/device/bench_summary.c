@@ -22,27 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../bench/bench_stat.h"
 #include "capbuild.h"
 #include "rearview/policy.pb-c.h"
 #include "summary.h"
 
 #define SLOTS (4u * 1024 * 1024)
 #define RUNS  7
-
-static double ms(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* Peak anonymous and file-backed RSS, sampled from /proc/self/status every
  * millisecond while the summary runs (VmHWM mixes the mapped capture's
@@ -98,15 +84,15 @@ static int one(const char *path)
 
 	if (pthread_create(&th, NULL, sampler, NULL) != 0)
 		return 1;
-	c0 = ms(CLOCK_THREAD_CPUTIME_ID);
-	w0 = ms(CLOCK_MONOTONIC);
+	c0 = rvb_ms(CLOCK_THREAD_CPUTIME_ID);
+	w0 = rvb_ms(CLOCK_MONOTONIC);
 	if (strcmp(path, "-") &&
 	    rvd_summary_file(path, &b, RVD_SUMMARY_TOP, &out, &len, err, sizeof(err)) < 0) {
 		fprintf(stderr, "bench_summary: %s\n", err);
 		return 1;
 	}
-	c1 = ms(CLOCK_THREAD_CPUTIME_ID);
-	w1 = ms(CLOCK_MONOTONIC);
+	c1 = rvb_ms(CLOCK_THREAD_CPUTIME_ID);
+	w1 = rvb_ms(CLOCK_MONOTONIC);
 	atomic_store(&sampling, false);
 	pthread_join(th, NULL);
 	getrusage(RUSAGE_SELF, &ru);
@@ -119,48 +105,10 @@ static int one(const char *path)
 static void build(const char *path)
 {
 	int random_graph = getenv("RVBENCH_RANDOM") != NULL;
-	uint32_t stack[32];
 	capbuf c = {0};
-	uint64_t t = 1ull << 32, rng = 88172645463325252ull;
-	unsigned depth = 0;
 	FILE *f;
 
-	cb_header(&c, 0, 1000000000, 0, 1000000000000ull, 0x400000, 0);
-	while (c.nslots < SLOTS - 2) {
-		unsigned maxd = random_graph ? 24 : 12;
-		int enter;
-
-		rng ^= rng << 13;
-		rng ^= rng >> 7;
-		rng ^= rng << 17;
-		t += 20 + (rng & 63);
-		enter = depth == 0 || (depth < maxd && (rng >> 8) % 100 < 50);
-		if (enter && c.nslots < SLOTS - 4) {
-			uint64_t m = random_graph ? (rng >> 20) % 64
-				     : depth == 0
-					     ? 0
-					     : (stack[depth - 1] * 7 + 1 + (rng >> 20) % 2) % 64;
-			uint64_t v = (rng >> 30) % 16 == 0 ? 0xffffff0000000000ull + 16 * m
-							   : 0x1000 + 16 * m;
-
-			stack[depth] = (uint32_t)m;
-			cb_entry(&c, v, (uint32_t)t);
-			depth++;
-		} else if (depth) {
-			cb_exit(&c, (uint32_t)t);
-			depth--;
-		} else {
-			break;
-		}
-	}
-	cb_u64at(&c, 16, t + 10);
-	cb_end_slots(&c);
-	for (unsigned m = 0; m < 64; m++) {
-		char name[64];
-
-		snprintf(name, sizeof(name), "com.example.Service.method%02u(int)", m);
-		cb_symbol(&c, 0x1000 + 16 * m, 0x1000 + 16 * m, 0, name);
-	}
+	cb_program(&c, SLOTS, random_graph);
 	cb_anomaly(&c, 1, 1000000000000ull - 1000, "jank");
 	cb_finish(&c);
 	f = fopen(path, "wb");
@@ -215,8 +163,8 @@ int main(int argc, char **argv)
 		if (fk > filek)
 			filek = fk;
 	}
-	qsort(cpu, RUNS, sizeof(double), cmp_d);
-	qsort(wall, RUNS, sizeof(double), cmp_d);
+	rvb_sort_median(cpu, RUNS);
+	rvb_sort_median(wall, RUNS);
 	printf("local summary of the 32 MiB capture: median cpu %.1f ms, wall %.1f ms "
 	       "(min %.1f, max %.1f), summary %zu bytes\n",
 	       cpu[RUNS / 2], wall[RUNS / 2], wall[0], wall[RUNS - 1], bytes);

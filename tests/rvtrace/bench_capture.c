@@ -12,25 +12,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "../bench/bench_stat.h"
 #include "capbuild.h"
 #include "rearview/analysis.h"
 
 #define SLOTS (4u * 1024 * 1024)
-
-/* Thread CPU time: the machine is shared, so wall time mostly measures the
- * neighbours; CPU time of this thread is what the target is about. */
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 /* Program-like: method m calls one of 2 fixed callees, depth <= 12, so
  * hot paths repeat as in real code; RVBENCH_RANDOM=1 picks any of 64
@@ -44,6 +30,7 @@ int main(void)
 	int model = getenv("RVBENCH_MODEL") != NULL;
 	capbuf c = {0};
 	cb_program(&c, SLOTS, random_graph);
+	cb_finish(&c);
 	const char *out = getenv("RVBENCH_WRITE");
 	if (out) {
 		FILE *f = fopen(out, "wb");
@@ -64,7 +51,7 @@ int main(void)
 	double ms[7];
 	size_t calls = 0, chains = 0;
 	for (int r = 0; r < 7; r++) {
-		double t0 = now_ms();
+		double t0 = rvb_ms(CLOCK_THREAD_CPUTIME_ID);
 		rva_error err;
 		uint32_t ids[20];
 		rva_chains ch;
@@ -76,7 +63,7 @@ int main(void)
 			    rva_method_stats(tr, &st) < 0 || rva_chains_collect(tr, 20, &ch) < 0)
 				return 1;
 			rva_top_self(tr, st, ids, 20);
-			ms[r] = now_ms() - t0;
+			ms[r] = rvb_ms(CLOCK_THREAD_CPUTIME_ID) - t0;
 			calls = tr->threads[0].ncalls;
 			chains = ch.n;
 			free(st);
@@ -92,7 +79,7 @@ int main(void)
 		if (rva_chains_from_tree(sum.trace, &sum.tree, 20, &ch) < 0)
 			return 1;
 		rva_top_self(sum.trace, sum.stats, ids, 20);
-		ms[r] = now_ms() - t0;
+		ms[r] = rvb_ms(CLOCK_THREAD_CPUTIME_ID) - t0;
 		calls = 0;
 		for (size_t k = 0; k < sum.trace->nmethods; k++)
 			calls += sum.stats[k].calls;
@@ -100,7 +87,7 @@ int main(void)
 		rva_chains_release(&ch);
 		rva_summary_release(&sum);
 	}
-	qsort(ms, 7, sizeof(ms[0]), cmp_d);
+	rvb_sort_median(ms, 7);
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	printf("calls %zu, distinct chains %zu\n", calls, chains);

@@ -23,23 +23,11 @@
 
 #include <zstd.h>
 
+#include "../bench/bench_stat.h"
 #include "capbuild.h"
 #include "rearview/analysis.h"
 
 #define RUNS 7
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 static void die(const char *what)
 {
@@ -130,6 +118,7 @@ int main(int argc, char **argv)
 			die(err.msg);
 	} else {
 		cb_program(&c, 4u * 1024 * 1024, 0);
+		cb_finish(&c);
 	}
 	if (fd < 0 || write(fd, c.b, c.len) != (ssize_t)c.len)
 		die("memfd");
@@ -140,14 +129,14 @@ int main(int argc, char **argv)
 		die("memory");
 	for (int run = 0; run < RUNS; run++) {
 		for (int s = 0; s < 2; s++) {
-			double t0 = now_ms();
+			double t0 = rvb_ms(CLOCK_THREAD_CPUTIME_ID);
 			zl[s] = compress_fd(fd, c.len, s, level, z, zcap);
-			double t1 = now_ms();
+			double t1 = rvb_ms(CLOCK_THREAD_CPUTIME_ID);
 			if (decompress(dc, z, zl[s], s, out, c.len) != c.len ||
 			    memcmp(out, c.b, c.len) != 0)
 				die("round trip differs");
 			ct[s][run] = t1 - t0;
-			dt[s][run] = now_ms() - t1;
+			dt[s][run] = rvb_ms(CLOCK_THREAD_CPUTIME_ID) - t1;
 		}
 	}
 	printf("capture %zu bytes, zstd level %d, medians of %d (thread CPU ms)\n", c.len, level,
@@ -155,11 +144,9 @@ int main(int argc, char **argv)
 	printf("%-10s %12s %8s %12s %12s %14s\n", "form", "compressed", "ratio", "compress", "inflate",
 	       "inflate MB/s");
 	for (int s = 0; s < 2; s++) {
-		qsort(ct[s], RUNS, sizeof(double), cmp_d);
-		qsort(dt[s], RUNS, sizeof(double), cmp_d);
+		double cm = rvb_sort_median(ct[s], RUNS), dm = rvb_sort_median(dt[s], RUNS);
 		printf("%-10s %12zu %7.1fx %10.1f ms %10.1f ms %14.0f\n", s ? "shuffled" : "plain",
-		       zl[s], (double)c.len / (double)zl[s], ct[s][RUNS / 2], dt[s][RUNS / 2],
-		       (double)c.len / 1e3 / dt[s][RUNS / 2]);
+		       zl[s], (double)c.len / (double)zl[s], cm, dm, (double)c.len / 1e3 / dm);
 	}
 	free(z);
 	free(out);

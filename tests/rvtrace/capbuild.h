@@ -176,7 +176,8 @@ static inline void cb_finish(capbuf *c)
  * entries a two-slot value, the counter wrapping every 4.3 s.  Program-like
  * (method m calls one of 2 fixed callees, depth <= 12, so hot paths repeat
  * as in real code), or with random_graph any of 64 callees at any depth up
- * to 24 (nearly every chain distinct: the worst case). */
+ * to 24 (nearly every chain distinct: the worst case).  Records may follow;
+ * cb_finish ends the file. */
 static inline void cb_program(capbuf *c, size_t slots, int random_graph)
 {
 	uint32_t stack[32];
@@ -215,7 +216,6 @@ static inline void cb_program(capbuf *c, size_t slots, int random_graph)
 		snprintf(name, sizeof(name), "com.example.Service.method%02u(int)", m);
 		cb_symbol(c, 0x1000 + 16 * m, 0x1000 + 16 * m, 0, name);
 	}
-	cb_finish(c);
 }
 
 #endif

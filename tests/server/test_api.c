@@ -38,23 +38,25 @@ static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static int g_port = -1;
 
 /* The stand-in decoder: a payload starting with "BAD" fails to decode. */
-static int fake_decode(void *ctx, const char *trace_id, const char *blob_path, char *reason,
-		       size_t reasonlen)
+static void fake_decode(void *ctx, struct rvs_decode_item *it, size_t n)
 {
-	uint8_t *buf;
-	size_t len;
-	int bad;
-	if (!blob_path)
-		return 0;
-	if (rvs_read_file(blob_path, 1 << 20, &buf, &len))
-		return -EIO;
-	bad = len >= 3 && memcmp(buf, "BAD", 3) == 0;
-	free(buf);
-	if (bad) {
-		snprintf(reason, reasonlen, "truncated capture (stand-in decoder)");
-		return -EBADMSG;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *buf;
+		size_t len;
+		it[i].rc = 0;
+		if (!it[i].path[0])
+			continue;
+		if (rvs_read_file(it[i].path, 1 << 20, &buf, &len)) {
+			it[i].rc = -EIO;
+			continue;
+		}
+		if (len >= 3 && memcmp(buf, "BAD", 3) == 0) {
+			snprintf(it[i].reason, sizeof it[i].reason,
+				 "truncated capture (stand-in decoder)");
+			it[i].rc = -EBADMSG;
+		}
+		free(buf);
 	}
-	return 0;
 }
 static const struct rvs_decoder g_decoder = {fake_decode, NULL};
 

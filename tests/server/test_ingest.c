@@ -80,9 +80,8 @@ static int64_t num(struct fx *f, const char *q)
 static int upload_and_decode(struct fx *f, int n, const Rearview__Summary *sum)
 {
 	struct rvs_upload_rec u = {0};
-	char reason[256];
+	struct rvs_decode_item it = {0};
 	uint8_t *buf = NULL;
-	int rc;
 
 	snprintf(u.trace_id, sizeof u.trace_id, "t-%032d", n);
 	u.device_id = "d-1";
@@ -95,9 +94,10 @@ static int upload_and_decode(struct fx *f, int n, const Rearview__Summary *sum)
 		u.summary = buf;
 	}
 	assert_int_equal(ops->upload_add(f->s, &u), 0);
-	rc = f->dec.decode(f->dec.ctx, u.trace_id, NULL, reason, sizeof reason);
+	snprintf(it.trace_id, sizeof it.trace_id, "%s", u.trace_id);
+	f->dec.decode(f->dec.ctx, &it, 1);
 	free(buf);
-	return rc;
+	return it.rc;
 }
 
 static void test_ingest_summary_only_methods_chains_and_signature_indexed(void **state)
@@ -231,25 +231,60 @@ static void queue_uploads(struct fx *f, int n)
 static void test_ingest_queue_partitions_split_without_overlap(void **state)
 {
 	struct fx *f = *state;
-	char seen[40][40], tid[40], blob[65];
-	int nseen = 0;
+	struct rvs_decode_item it[7];
+	char seen[40][40];
+	int nseen = 0, n;
 
 	queue_uploads(f, 40);
-	assert_int_equal(ops->decode_next_part(f->s, 2, 2, tid, blob), -EINVAL);
-	assert_int_equal(ops->decode_next_part(f->s, 0, 0, tid, blob), -EINVAL);
-	/* Drain both partitions alternately, as two decode jobs would. */
+	assert_int_equal(ops->decode_next_batch(f->s, 2, 2, it, 7), -EINVAL);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 0, it, 7), -EINVAL);
+	/* Drain both partitions alternately, in batches, as two decode jobs
+	 * would. */
 	for (int round = 0; nseen < 40 && round < 100; round++) {
 		unsigned part = (unsigned)round % 2;
-		if (ops->decode_next_part(f->s, part, 2, tid, blob))
+		if ((n = ops->decode_next_batch(f->s, part, 2, it, 7)) <= 0)
 			continue;
-		for (int k = 0; k < nseen; k++)
-			assert_string_not_equal(seen[k], tid);
-		snprintf(seen[nseen++], sizeof seen[0], "%s", tid);
-		assert_int_equal(ops->decode_done(f->s, tid), 0);
+		for (int i = 0; i < n; i++) {
+			for (int k = 0; k < nseen; k++)
+				assert_string_not_equal(seen[k], it[i].trace_id);
+			memcpy(seen[nseen++], it[i].trace_id, sizeof seen[0]);
+		}
+		assert_int_equal(ops->decode_finish(f->s, it, (size_t)n), 0);
 	}
 	assert_int_equal(nseen, 40);
-	assert_int_equal(ops->decode_next_part(f->s, 0, 2, tid, blob), -ENOENT);
-	assert_int_equal(ops->decode_next_part(f->s, 1, 2, tid, blob), -ENOENT);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 2, it, 7), 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 1, 2, it, 7), 0);
+}
+
+static void test_ingest_batch_failure_quarantines_only_its_upload(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_decode_item it[5];
+	int n;
+
+	queue_uploads(f, 4);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 5), 4);
+	/* A queued id whose upload row vanished (as retention could make it)
+	 * in the middle of the batch: it alone fails, with its reason. */
+	memmove(&it[3], &it[2], 2 * sizeof it[0]);
+	memset(&it[2], 0, sizeof it[2]);
+	snprintf(it[2].trace_id, sizeof it[2].trace_id, "t-gone");
+	f->dec.decode(f->dec.ctx, it, 5);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(it[i].rc != 0, i == 2);
+	assert_true(strncmp(it[2].reason, "index: ", 7) == 0);
+	assert_int_equal(ops->decode_finish(f->s, it, 5), 0);
+	assert_int_equal(num(f, "SELECT count(*) FROM traces"), 4);
+	assert_int_equal(num(f, "SELECT count(*) FROM uploads WHERE state = 'decoded'"), 4);
+	assert_int_equal(num(f, "SELECT count(*) FROM decode_queue"), 0);
+	/* Decoding the same batch again (a crash before decode_finish) gives
+	 * the same rows, not twice as many. */
+	n = 0;
+	for (int i = 0; i < 5; i++)
+		if (i != 2)
+			it[n++] = it[i];
+	f->dec.decode(f->dec.ctx, it, (size_t)n);
+	assert_int_equal(num(f, "SELECT count(*) FROM traces"), 4);
 }
 
 struct drain_arg {
@@ -261,15 +296,15 @@ struct drain_arg {
 static void *drain(void *p)
 {
 	struct drain_arg *a = p;
-	char tid[40], blob[65], reason[256];
-	while (ops->decode_next_part(a->f->s, a->part, 2, tid, blob) == 0) {
-		if (a->f->dec.decode(a->f->dec.ctx, tid, NULL, reason, sizeof reason) == 0) {
-			a->decoded++;
-			ops->decode_done(a->f->s, tid);
-		} else {
-			a->failed++;
-			ops->decode_fail(a->f->s, tid, reason);
+	struct rvs_decode_item it[8];
+	int n;
+	while ((n = ops->decode_next_batch(a->f->s, a->part, 2, it, 8)) > 0) {
+		a->f->dec.decode(a->f->dec.ctx, it, (size_t)n);
+		for (int i = 0; i < n; i++) {
+			a->decoded += it[i].rc == 0;
+			a->failed += it[i].rc != 0;
 		}
+		assert_int_equal(ops->decode_finish(a->f->s, it, (size_t)n), 0);
 	}
 	return NULL;
 }
@@ -378,6 +413,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ingest_hostile_summary_is_bounded, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_queue_partitions_split_without_overlap,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_batch_failure_quarantines_only_its_upload,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_two_decoders_run_concurrently, setup,
 						teardown),

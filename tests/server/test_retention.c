@@ -178,12 +178,15 @@ static void test_retention_quarantined_and_pending_uploads_deleted(void **state)
 {
 	struct fx *f = *state;
 	struct rvs_retention_stats st;
-	char a[65], b[65], tid[40], blob[65];
+	struct rvs_decode_item it;
+	char a[65], b[65];
 
 	add_trace(f, 1, "q", OLD, NULL, a);
 	add_trace(f, 2, "p", OLD, NULL, b);
-	assert_int_equal(ops->decode_next(f->s, tid, blob), 0);
-	assert_int_equal(ops->decode_fail(f->s, tid, "bad capture"), 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, &it, 1), 1);
+	it.rc = -EBADMSG;
+	snprintf(it.reason, sizeof it.reason, "bad capture");
+	assert_int_equal(ops->decode_finish(f->s, &it, 1), 0);
 	assert_int_equal(num(f, "SELECT count(*) FROM quarantine"), 1);
 	assert_int_equal(num(f, "SELECT count(*) FROM decode_queue"), 1);
 

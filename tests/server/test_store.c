@@ -130,7 +130,7 @@ static void test_store_upload_is_unique_per_device_and_queued(void **state)
 static void test_store_failed_decode_goes_to_quarantine_with_reason(void **state)
 {
 	struct fx *f = *state;
-	char trace[40], blob[65];
+	struct rvs_decode_item it[4];
 	uint64_t depth = 9;
 	sqlite3 *db;
 	sqlite3_stmt *st;
@@ -138,14 +138,24 @@ static void test_store_failed_decode_goes_to_quarantine_with_reason(void **state
 	add_device(f, "d-one", 1);
 	add_upload(f, "t-a", "d-one", 1, 0);
 	add_upload(f, "t-b", "d-one", 2, 0);
-	assert_int_equal(ops->decode_next(f->s, trace, blob), 0);
-	assert_string_equal(trace, "t-a");
-	assert_int_equal(ops->decode_fail(f->s, "t-a", "truncated capture: 12 bytes"), 0);
-	assert_int_equal(ops->decode_fail(f->s, "t-a", "again"), -ENOENT);
-	assert_int_equal(ops->decode_next(f->s, trace, blob), 0);
-	assert_string_equal(trace, "t-b");
-	assert_int_equal(ops->decode_done(f->s, "t-b"), 0);
-	assert_int_equal(ops->decode_next(f->s, trace, blob), -ENOENT);
+	add_upload(f, "t-c", "d-one", 3, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 1), 1);
+	assert_string_equal(it[0].trace_id, "t-a");
+	it[0].rc = -EBADMSG;
+	snprintf(it[0].reason, sizeof it[0].reason, "truncated capture: 12 bytes");
+	assert_int_equal(ops->decode_finish(f->s, it, 1), 0);
+	/* Recorded once: finishing it again changes nothing. */
+	snprintf(it[0].reason, sizeof it[0].reason, "again");
+	assert_int_equal(ops->decode_finish(f->s, it, 1), 0);
+	/* The rest as one batch, oldest first: one decoded, one quarantined
+	 * without a reason. */
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 4), 2);
+	assert_string_equal(it[0].trace_id, "t-b");
+	assert_string_equal(it[1].trace_id, "t-c");
+	it[1].rc = -EIO;
+	assert_int_equal(ops->decode_finish(f->s, it, 2), 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 4), 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 0), -EINVAL);
 	assert_int_equal(ops->queue_depth(f->s, &depth), 0);
 	assert_int_equal(depth, 0);
 
@@ -159,6 +169,18 @@ static void test_store_failed_decode_goes_to_quarantine_with_reason(void **state
 	assert_string_equal((const char *)sqlite3_column_text(st, 0),
 			    "truncated capture: 12 bytes");
 	assert_string_equal((const char *)sqlite3_column_text(st, 1), "quarantined");
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT group_concat(trace_id || '=' || state || '/' ||"
+					    " coalesce(reason, '-'), ' ') FROM (SELECT u.trace_id,"
+					    " u.state, q.reason FROM uploads u LEFT JOIN quarantine q"
+					    " USING (trace_id) ORDER BY u.trace_id)",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0),
+			    "t-a=quarantined/truncated capture: 12 bytes t-b=decoded/-"
+			    " t-c=quarantined/unspecified");
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 }
