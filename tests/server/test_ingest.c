@@ -414,8 +414,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_queue_partitions_split_without_overlap,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ingest_batch_failure_quarantines_only_its_upload,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ingest_batch_failure_quarantines_only_its_upload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_two_decoders_run_concurrently, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_trace_list_filters_driven_by_matches,

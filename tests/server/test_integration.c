@@ -723,8 +723,7 @@ static char *wait_decoded(const char *trace_id)
 
 /* The capture cap[0..clen) as a device sends it with Compression comp: zstd
  * over the capture, or over its shuffled form (tracer/FORMAT.md §3). */
-static uint8_t *compress_capture(const uint8_t *cap, size_t clen, int comp, int level,
-				 size_t *zlen)
+static uint8_t *compress_capture(const uint8_t *cap, size_t clen, int comp, int level, size_t *zlen)
 {
 	size_t zcap = ZSTD_compressBound(clen);
 	uint8_t *z = malloc(zcap), *form = malloc(clen);

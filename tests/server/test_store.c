@@ -170,13 +170,14 @@ static void test_store_failed_decode_goes_to_quarantine_with_reason(void **state
 			    "truncated capture: 12 bytes");
 	assert_string_equal((const char *)sqlite3_column_text(st, 1), "quarantined");
 	sqlite3_finalize(st);
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "SELECT group_concat(trace_id || '=' || state || '/' ||"
-					    " coalesce(reason, '-'), ' ') FROM (SELECT u.trace_id,"
-					    " u.state, q.reason FROM uploads u LEFT JOIN quarantine q"
-					    " USING (trace_id) ORDER BY u.trace_id)",
-					    -1, &st, NULL),
-			 SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db,
+				   "SELECT group_concat(trace_id || '=' || state || '/' ||"
+				   " coalesce(reason, '-'), ' ') FROM (SELECT u.trace_id,"
+				   " u.state, q.reason FROM uploads u LEFT JOIN quarantine q"
+				   " USING (trace_id) ORDER BY u.trace_id)",
+				   -1, &st, NULL),
+		SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal((const char *)sqlite3_column_text(st, 0),
 			    "t-a=quarantined/truncated capture: 12 bytes t-b=decoded/-"
