@@ -155,9 +155,8 @@ static void next_body(struct dev *d, size_t payload)
 		e.payload.data = pl;
 		e.payload.len = payload;
 		if (g_zcap) {
-			e.compression = g_plain
-					    ? REARVIEW__COMPRESSION__COMPRESSION_ZSTD
-					    : REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED;
+			e.compression = g_plain ? REARVIEW__COMPRESSION__COMPRESSION_ZSTD
+						: REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED;
 			e.payload_size = g_rawlen;
 		}
 	}
