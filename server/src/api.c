@@ -733,15 +733,17 @@ static void decode_work(uv_work_t *w)
 	while ((n = a->ops->decode_next_batch(a->store, dj->part, decode_jobs(a), it,
 					      RVS_DECODE_BATCH)) > 0) {
 		for (int i = 0; i < n; i++)
-			if (!it[i].blob_sha256[0] || rvs_blob_path(a->cfg->blob_dir, it[i].blob_sha256,
-								   it[i].path, sizeof it[i].path))
+			if (!it[i].blob_sha256[0] ||
+			    rvs_blob_path(a->cfg->blob_dir, it[i].blob_sha256, it[i].path,
+					  sizeof it[i].path))
 				it[i].path[0] = '\0';
 		a->decoder->decode(a->decoder->ctx, it, (size_t)n);
 		for (int i = 0; i < n; i++) {
 			rvs_hist_observe(&dj->hist, it[i].seconds);
 			if (it[i].rc) {
 				if (!it[i].reason[0])
-					snprintf(it[i].reason, sizeof it[i].reason, "decode failed");
+					snprintf(it[i].reason, sizeof it[i].reason,
+						 "decode failed");
 				dj->failures[rvs_decode_fail_class(it[i].reason)]++;
 			}
 		}

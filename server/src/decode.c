@@ -156,8 +156,8 @@ static unsigned long long declared_size(const uint8_t *in, size_t len)
  * unshuffler one chunk at a time, so no second capture-sized buffer.
  * 0, -EINVAL (corrupt, truncated, not a capture's form), -E2BIG (more than
  * cap), -ENOMEM. */
-static int unzstd_shuffled(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint8_t *out,
-			   size_t cap, size_t *outlen)
+static int unzstd_shuffled(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint8_t *out, size_t cap,
+			   size_t *outlen)
 {
 	size_t chunk_len = ZSTD_DStreamOutSize(), r = 0;
 	ZSTD_inBuffer ib = {in, len, 0};
@@ -716,8 +716,8 @@ static int index_unresolved(struct lane *d, const char *trace_id, const rva_trac
 /* Decodes and indexes one capture upload (blob_path its payload) in its own
  * index transaction, taken only after the capture is summarized: decoding
  * takes tens of ms, and the write lock is not held through it. */
-static int decode_capture(struct lane *d, const char *trace_id, const char *blob_path,
-			  char *reason, size_t rlen)
+static int decode_capture(struct lane *d, const char *trace_id, const char *blob_path, char *reason,
+			  size_t rlen)
 {
 	double t0 = now_ms(), t_read = t0, t_zstd = t0, t_sum = t0;
 	uint8_t *raw = NULL, *cap = NULL;

@@ -141,8 +141,8 @@ int main(int argc, char **argv)
 	}
 	printf("capture %zu bytes, zstd level %d, medians of %d (thread CPU ms)\n", c.len, level,
 	       RUNS);
-	printf("%-10s %12s %8s %12s %12s %14s\n", "form", "compressed", "ratio", "compress", "inflate",
-	       "inflate MB/s");
+	printf("%-10s %12s %8s %12s %12s %14s\n", "form", "compressed", "ratio", "compress",
+	       "inflate", "inflate MB/s");
 	for (int s = 0; s < 2; s++) {
 		double cm = rvb_sort_median(ct[s], RUNS), dm = rvb_sort_median(dt[s], RUNS);
 		printf("%-10s %12zu %7.1fx %10.1f ms %10.1f ms %14.0f\n", s ? "shuffled" : "plain",

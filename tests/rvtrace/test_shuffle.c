@@ -114,7 +114,8 @@ static uint8_t *shuffle_via_fd(const uint8_t *cap, size_t len, size_t max)
 	for (;;) {
 		s = s * 6364136223846793005ull + 1442695040888963407ull;
 		size_t n = 1 + (size_t)(s >> 33) % max;
-		ssize_t r = rva_shuffler_read(sh, form + got, n < len + 1 - got ? n : len + 1 - got);
+		ssize_t r =
+			rva_shuffler_read(sh, form + got, n < len + 1 - got ? n : len + 1 - got);
 		assert_true(r >= 0);
 		if (r == 0)
 			break;
@@ -201,13 +202,13 @@ static void test_shuffle_hostile_headers_are_einval(void **state)
 		size_t off;
 		uint64_t v;
 	} cases[] = {
-		{0, 0x0a0d005041435653ull},	  /* magic's 'R' → 'S' */
-		{104, 132},			  /* slots_offset not 8-aligned */
-		{104, 120},			  /* inside the header */
-		{104, 1ull << 40},		  /* beyond the file */
-		{96, 100000},			  /* more slots than bytes */
-		{96, (1ull << 61) + 1},		  /* 8 × count wraps around */
-		{96, UINT64_MAX},		  /* likewise */
+		{0, 0x0a0d005041435653ull}, /* magic's 'R' → 'S' */
+		{104, 132},		    /* slots_offset not 8-aligned */
+		{104, 120},		    /* inside the header */
+		{104, 1ull << 40},	    /* beyond the file */
+		{96, 100000},		    /* more slots than bytes */
+		{96, (1ull << 61) + 1},	    /* 8 × count wraps around */
+		{96, UINT64_MAX},	    /* likewise */
 	};
 	size_t blen;
 	(void)state;
