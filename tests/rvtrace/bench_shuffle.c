@@ -105,7 +105,8 @@ static size_t decompress(ZSTD_DCtx *dc, const uint8_t *z, size_t zlen, int shuff
 
 int main(int argc, char **argv)
 {
-	int level = argc > 2 ? atoi(argv[2]) : 3, fd = memfd_create("capture", MFD_CLOEXEC);
+	int level = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 3,
+	    fd = memfd_create("capture", MFD_CLOEXEC);
 	double ct[2][RUNS], dt[2][RUNS];
 	size_t zl[2] = {0, 0}, zcap;
 	ZSTD_DCtx *dc = ZSTD_createDCtx();
