@@ -3,7 +3,11 @@
  *
  * One connection in serialized mode, WAL journal, foreign keys on.  A mutex
  * makes each multi-statement operation atomic with respect to other work
- * threads (BEGIN IMMEDIATE inside it).  Uploads commit in groups: one that
+ * threads (BEGIN IMMEDIATE inside it).  The hot single-statement reads
+ * (token lookup, upload lookup, the decode queue) go through a second,
+ * read-only connection with a mutex of its own: in WAL mode a reader never
+ * waits for a writer, so a request's authentication is not queued behind a
+ * commit that waits for the decoder's write lock.  Uploads commit in groups: one that
  * arrives while another thread is committing waits, and the next committer
  * writes every waiting upload in one transaction, a savepoint each, so a
  * duplicate fails alone and each caller still gets its own result once its
@@ -36,6 +40,8 @@ struct pending_upload {
 struct rvs_store {
 	sqlite3 *db;
 	pthread_mutex_t mu;
+	sqlite3 *rdb; /* read-only; rmu serializes its statements */
+	pthread_mutex_t rmu;
 	/* Group commit of uploads: gmu guards the list and committing. */
 	pthread_mutex_t gmu;
 	pthread_cond_t gcv;
@@ -275,7 +281,9 @@ static void store_close(struct rvs_store *s)
 {
 	if (!s)
 		return;
+	sqlite3_close(s->rdb);
 	sqlite3_close(s->db);
+	pthread_mutex_destroy(&s->rmu);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->gmu);
 	pthread_cond_destroy(&s->gcv);
@@ -290,6 +298,7 @@ static int store_open(const char *dsn, struct rvs_store **out)
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->rmu, NULL);
 	pthread_mutex_init(&s->gmu, NULL);
 	pthread_cond_init(&s->gcv, NULL);
 	s->tail = &s->head;
@@ -308,6 +317,13 @@ static int store_open(const char *dsn, struct rvs_store **out)
 		store_close(s);
 		return rc;
 	}
+	/* Opened after the migrations, so it never sees an older schema. */
+	if (sqlite3_open_v2(dsn, &s->rdb, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL) !=
+	    SQLITE_OK) {
+		store_close(s);
+		return -EIO;
+	}
+	rvs_sqlite_busy(s->rdb, 5000);
 	*out = s;
 	return 0;
 }
@@ -358,8 +374,8 @@ static int lookup_text(struct rvs_store *s, const char *sql, const void *blob, s
 	sqlite3_stmt *st;
 	int rc;
 
-	pthread_mutex_lock(&s->mu);
-	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(s->rdb, sql, -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		int i = 1;
 		if (text)
@@ -380,7 +396,7 @@ static int lookup_text(struct rvs_store *s, const char *sql, const void *blob, s
 	} else {
 		rc = map(rc);
 	}
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->rmu);
 	return rc;
 }
 
@@ -531,8 +547,8 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 
 	if (nparts < 1 || nparts > 16 || part >= nparts || max < 1 || max > INT_MAX)
 		return -EINVAL;
-	pthread_mutex_lock(&s->mu);
-	rc = sqlite3_prepare_v2(s->db,
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(s->rdb,
 				/* A new rowid is always above every present one, so rowid
 				 * order is arrival order, read off the table's own b-tree
 				 * (ordering by enqueued_at scanned and sorted the whole
@@ -560,7 +576,7 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 	} else {
 		rc = map(rc);
 	}
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->rmu);
 	return rc;
 }
 
