@@ -23,7 +23,7 @@
  * different uploads (api.c drains config decode_jobs partitions of the
  * queue, 1..RVS_DECODE_LANES), at most RVS_DECODE_BATCH uploads a call. */
 #define RVS_DECODE_LANES 4
-#define RVS_DECODE_BATCH 64
+#define RVS_DECODE_BATCH 8
 
 struct rvs_decoder {
 	void (*decode)(void *ctx, struct rvs_decode_item *items, size_t n);

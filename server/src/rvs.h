@@ -32,10 +32,11 @@ int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t
 
 /* sqlite3_busy_timeout for one of the server's connections, but polling the
  * lock every 50 µs at first (then 0.5 ms, then 2 ms) where sqlite's own
- * handler sleeps 1, 2, 5, 10, … ms: every writer is in this process, their
- * transactions last well under a millisecond, and the coarse sleeps left
- * the cores idle while uploads and decoders waited on each other
- * (server/BENCHMARKS.md).  Gives up after about timeout_ms. */
+ * handler sleeps 1, 2, 5, 10, … ms: every writer is in this process and
+ * their transactions are short, so a waiter gets the lock soon after it is
+ * free.  The decoder's index lanes keep sqlite's coarse handler on purpose,
+ * so that waiting acknowledgements win the lock (decode.c).  Gives up after
+ * about timeout_ms. */
 struct sqlite3;
 void rvs_sqlite_busy(struct sqlite3 *db, int timeout_ms);
 
