@@ -291,6 +291,9 @@ static void test_demo_e2e_jank_trace_top_self_is_slow_builder(void **state)
 	full = api_get(e, q);
 	assert_non_null(full);
 	assert_string_equal(json_string_value(json_object_get(full, "state")), "decoded");
+	/* The daemon sent the real capture in its shuffled transport form
+	 * (upload.proto COMPRESSION_ZSTD_SHUFFLED = 2, tracer/FORMAT.md §3). */
+	assert_int_equal(json_integer_value(json_object_get(full, "compression")), 2);
 	top = json_array_get(json_object_get(full, "top_self"), 0);
 	assert_non_null(top);
 	assert_string_equal(json_string_value(json_object_get(top, "method")),
