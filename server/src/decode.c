@@ -742,49 +742,47 @@ static int decode_capture(struct lane *d, const char *trace_id, const char *blob
 	}
 	if ((rc = upload_meta(d, trace_id, &comp, &ps, 0)))
 		return sqlerr(d->db, rc, reason, rlen);
-	{
-		if ((rc = rvs_read_file(blob_path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))) {
-			snprintf(reason, rlen, "blob unreadable: %s", strerror(-rc));
-			return rc;
-		}
-		t_read = now_ms();
-		if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD ||
-		    comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED) {
-			rc = inflate(d, comp, raw, rawlen, &cap, &caplen, &cap_owned);
-			free(raw);
-			raw = NULL;
-			if (rc) {
-				snprintf(reason, rlen, "zstd: %s",
-					 rc == -E2BIG	 ? "capture too large"
-					 : rc == -ENOMEM ? "out of memory"
-							 : "corrupt or truncated");
-				return rc;
-			}
-		} else if (comp != REARVIEW__COMPRESSION__COMPRESSION_NONE) {
-			free(raw);
-			snprintf(reason, rlen, "unknown compression %d", comp);
-			return -EPROTONOSUPPORT;
-		} else {
-			cap = raw;
-			caplen = rawlen;
-			cap_owned = 1;
-		}
-		t_zstd = now_ms();
-		rc = rva_capture_summarize(cap, caplen, &sum, &err);
-		if (cap_owned)
-			free(cap);
-		t_sum = now_ms();
-		if (rc) {
-			snprintf(reason, rlen, "capture: %s", err.msg[0] ? err.msg : strerror(-rc));
-			return rc;
-		}
-		if (sum.trace->nunresolved && !(left = malloc(sum.trace->nunresolved))) {
-			rva_summary_release(&sum);
-			snprintf(reason, rlen, "index: out of memory");
-			return -ENOMEM;
-		}
-		symbolize(d, sum.trace, left);
+	if ((rc = rvs_read_file(blob_path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))) {
+		snprintf(reason, rlen, "blob unreadable: %s", strerror(-rc));
+		return rc;
 	}
+	t_read = now_ms();
+	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD ||
+	    comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED) {
+		rc = inflate(d, comp, raw, rawlen, &cap, &caplen, &cap_owned);
+		free(raw);
+		raw = NULL;
+		if (rc) {
+			snprintf(reason, rlen, "zstd: %s",
+				 rc == -E2BIG	 ? "capture too large"
+				 : rc == -ENOMEM ? "out of memory"
+						 : "corrupt or truncated");
+			return rc;
+		}
+	} else if (comp != REARVIEW__COMPRESSION__COMPRESSION_NONE) {
+		free(raw);
+		snprintf(reason, rlen, "unknown compression %d", comp);
+		return -EPROTONOSUPPORT;
+	} else {
+		cap = raw;
+		caplen = rawlen;
+		cap_owned = 1;
+	}
+	t_zstd = now_ms();
+	rc = rva_capture_summarize(cap, caplen, &sum, &err);
+	if (cap_owned)
+		free(cap);
+	t_sum = now_ms();
+	if (rc) {
+		snprintf(reason, rlen, "capture: %s", err.msg[0] ? err.msg : strerror(-rc));
+		return rc;
+	}
+	if (sum.trace->nunresolved && !(left = malloc(sum.trace->nunresolved))) {
+		rva_summary_release(&sum);
+		snprintf(reason, rlen, "index: out of memory");
+		return -ENOMEM;
+	}
+	symbolize(d, sum.trace, left);
 	rc = sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (!rc)
 		rc = index_rows(d, trace_id, &sum, NULL);
