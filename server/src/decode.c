@@ -627,15 +627,16 @@ static int index_rows(struct lane *d, const char *trace_id, const rva_summary *s
 	return rc;
 }
 
-/* The upload's compression and, when want_summary and it carried one, its device Summary
- * (*ps; free with rearview__summary__free_unpacked).  A stored summary that
- * does not unpack is ignored: the envelope it came in was validated. */
-static int upload_meta(struct lane *d, const char *trace_id, int *comp, Rearview__Summary **ps,
-		       int want_summary)
+/* The upload's compression (*comp, when comp is not NULL) and, when ps is
+ * not NULL and it carried one, its device Summary (*ps; free with
+ * rearview__summary__free_unpacked).  A stored summary that does not unpack
+ * is ignored: the envelope it came in was validated. */
+static int upload_meta(struct lane *d, const char *trace_id, int *comp, Rearview__Summary **ps)
 {
 	sqlite3_stmt *st;
 	int rc = prep(d, "SELECT compression, summary FROM uploads WHERE trace_id = ?", &st);
-	*ps = NULL;
+	if (ps)
+		*ps = NULL;
 	if (rc)
 		return rc;
 	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
@@ -643,8 +644,9 @@ static int upload_meta(struct lane *d, const char *trace_id, int *comp, Rearview
 	if (rc == SQLITE_ROW) {
 		const void *blob = sqlite3_column_blob(st, 1);
 		int len = sqlite3_column_bytes(st, 1);
-		*comp = sqlite3_column_int(st, 0);
-		if (want_summary && blob && len > 0)
+		if (comp)
+			*comp = sqlite3_column_int(st, 0);
+		if (ps && blob && len > 0)
 			*ps = rearview__summary__unpack(NULL, (size_t)len, blob);
 		rc = SQLITE_OK;
 	} else if (rc == SQLITE_DONE) {
@@ -731,7 +733,6 @@ static int decode_capture(struct lane *d, const char *trace_id, const char *blob
 	rva_summary sum;
 	rva_error err;
 	int comp = 0, rc, cap_owned = 0;
-	Rearview__Summary *ps = NULL;
 	unsigned char *left = NULL; /* per unresolved method: still unnamed */
 
 	memset(&sum, 0, sizeof sum);
@@ -740,7 +741,7 @@ static int decode_capture(struct lane *d, const char *trace_id, const char *blob
 		snprintf(reason, rlen, "index: cannot open database");
 		return rc;
 	}
-	if ((rc = upload_meta(d, trace_id, &comp, &ps, 0)))
+	if ((rc = upload_meta(d, trace_id, &comp, NULL)))
 		return sqlerr(d->db, rc, reason, rlen);
 	if ((rc = rvs_read_file(blob_path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))) {
 		snprintf(reason, rlen, "blob unreadable: %s", strerror(-rc));
@@ -812,6 +813,10 @@ static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n
 {
 	int rc = open_db(d);
 
+	for (size_t i = 0; i < n; i++) {
+		it[i].rc = 0;
+		it[i].reason[0] = 0;
+	}
 	if (rc) {
 		for (size_t i = 0; i < n; i++) {
 			it[i].rc = rc;
@@ -822,11 +827,11 @@ static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n
 	rc = sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	for (size_t i = 0; i < n; i++) {
 		Rearview__Summary *ps = NULL;
-		int comp, r = rc;
+		int r = rc;
 
 		if (!r)
 			r = sqlite3_exec(d->db, "SAVEPOINT one", NULL, NULL, NULL);
-		if (!r && !(r = upload_meta(d, it[i].trace_id, &comp, &ps, 1)))
+		if (!r && !(r = upload_meta(d, it[i].trace_id, NULL, &ps)))
 			r = index_rows(d, it[i].trace_id, NULL, ps);
 		rearview__summary__free_unpacked(ps, NULL);
 		if (r) {
@@ -861,7 +866,7 @@ static void decode_cb(void *ctx, struct rvs_decode_item *it, size_t n)
 		pthread_mutex_lock(&d->mu);
 	}
 	for (size_t i = 0, j; i < n; i = j) {
-		double t0 = now_ms();
+		double t0 = now_ms(), share;
 
 		if (it[i].path[0]) {
 			it[i].reason[0] = 0;
@@ -871,13 +876,12 @@ static void decode_cb(void *ctx, struct rvs_decode_item *it, size_t n)
 			j = i + 1;
 			continue;
 		}
-		for (j = i; j < n && !it[j].path[0]; j++) {
-			it[j].rc = 0;
-			it[j].reason[0] = 0;
-		}
+		for (j = i; j < n && !it[j].path[0]; j++)
+			;
 		index_summaries(d, it + i, j - i);
+		share = (now_ms() - t0) / 1e3 / (double)(j - i);
 		for (size_t k = i; k < j; k++)
-			it[k].seconds = (now_ms() - t0) / 1e3 / (double)(j - i);
+			it[k].seconds = share;
 	}
 	pthread_mutex_unlock(&d->mu);
 	for (size_t i = 0; i < n; i++)

@@ -492,11 +492,7 @@ static void commit_uploads(struct rvs_store *s, struct pending_upload *p)
 	}
 	sqlite3_finalize(st);
 	sqlite3_finalize(q);
-	if (!began) {
-		pthread_mutex_unlock(&s->mu);
-		return;
-	}
-	if (rc || (rc = exec(s, "COMMIT"))) {
+	if (began && (rc || (rc = exec(s, "COMMIT")))) {
 		for (struct pending_upload *i = p; i; i = i->next)
 			if (!i->rc)
 				i->rc = rc;

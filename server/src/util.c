@@ -1,7 +1,7 @@
 /*
- * util.c — logging, hashing, randomness and atomic file writes shared by the
- * server's parts.  Every function here is thread-safe: the work queue uses
- * them as much as the loop thread does.
+ * util.c — logging, hashing, randomness, atomic file writes and the sqlite
+ * busy handler shared by the server's parts.  Every function here is thread-safe: the work queue
+ * uses them as much as the loop thread does.
  */
 #include "rvs.h"
 
