@@ -215,7 +215,9 @@ static void test_shuffle_hostile_headers_are_einval(void **state)
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		int fd = memfd_create("bad", MFD_CLOEXEC);
-		rva_shuffler *sh = (rva_shuffler *)&sh;
+		static char sentinel;
+		/* Not NULL before the call: a refused header must clear it. */
+		rva_shuffler *sh = (rva_shuffler *)&sentinel;
 
 		memcpy(bad, c.b, c.len);
 		cb_u64at(&(capbuf){.b = bad}, cases[i].off, cases[i].v);
