@@ -214,10 +214,10 @@ report_new() {
 	[ -s "$VAR/.captures" ] && start_heating
 }
 
-# The server's newest decoded trace of anomaly kind $1 received since this
-# run began, or nothing.
+# The server's oldest decoded trace of anomaly kind $1 received since this
+# run began, or nothing (the list is newest first; a run makes three).
 indexed() {
-	api "traces?kind=$1&since=$T0&limit=1" 2>/dev/null | jq -r '.traces[0].trace_id // empty'
+	api "traces?kind=$1&since=$T0&limit=500" 2>/dev/null | jq -r '.traces[-1].trace_id // empty'
 }
 
 # What the server made of a trace: its anomaly and top self-time methods.
