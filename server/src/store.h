@@ -76,7 +76,9 @@ struct rvs_store_ops {
 	 * pending_decode within queue partition part of nparts (1..16, so that
 	 * nparts concurrent decoders never take the same upload), oldest
 	 * first: their trace ids and blob names (blob empty when summary-only)
-	 * into items.  Returns how many (0: none queued), -EINVAL for a bad
+	 * into items.  A batch ends at its first upload with a blob (a capture
+	 * takes tens of ms to decode, and its outcome is recorded with its
+	 * batch's).  Returns how many (0: none queued), -EINVAL for a bad
 	 * partition, or -errno. */
 	int (*decode_next_batch)(struct rvs_store *s, unsigned part, unsigned nparts,
 				 struct rvs_decode_item *items, size_t max);

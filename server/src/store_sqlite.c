@@ -282,6 +282,7 @@ static void store_close(struct rvs_store *s)
 	if (!s)
 		return;
 	sqlite3_close(s->rdb);
+	rvs_sqlite_ckpt_detach(s->db);
 	sqlite3_close(s->db);
 	pthread_mutex_destroy(&s->rmu);
 	pthread_mutex_destroy(&s->mu);
@@ -311,8 +312,9 @@ static int store_open(const char *dsn, struct rvs_store **out)
 		return rc;
 	}
 	rvs_sqlite_busy(s->db, 5000);
+	/* temp_store: savepoint journals of group commits stay in memory. */
 	if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-			  "PRAGMA foreign_keys=ON;")) ||
+			  "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")) ||
 	    (rc = migrate(s))) {
 		store_close(s);
 		return rc;
@@ -324,6 +326,7 @@ static int store_open(const char *dsn, struct rvs_store **out)
 		return -EIO;
 	}
 	rvs_sqlite_busy(s->rdb, 5000);
+	rvs_sqlite_ckpt_attach(s->db); /* on failure: sqlite's own checkpoints */
 	*out = s;
 	return 0;
 }
@@ -565,9 +568,10 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 				 a ? (const char *)a : "");
 			snprintf(items[n].blob_sha256, sizeof items[n].blob_sha256, "%s",
 				 b ? (const char *)b : "");
-			n++;
+			if (items[n++].blob_sha256[0])
+				break;
 		}
-		rc = rc == SQLITE_DONE ? (int)n : map(rc);
+		rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? (int)n : map(rc);
 		sqlite3_finalize(st);
 	} else {
 		rc = map(rc);

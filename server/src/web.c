@@ -671,6 +671,9 @@ void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req
 		return set_body(r, 503, "text/plain", "database unavailable");
 	}
 	rvs_sqlite_busy(c->db, 5000);
+	/* A login or a saved alert never pays for a checkpoint of the ingest's
+	 * WAL (checkpoint.c). */
+	rvs_sqlite_ckpt_attach(c->db);
 	c->f = open_memstream(&c->page, &c->plen);
 	if (c->f) {
 		route(c);
@@ -684,6 +687,7 @@ void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req
 	} else {
 		free(c->page);
 	}
+	rvs_sqlite_ckpt_detach(c->db);
 	sqlite3_close(c->db);
 	memset(c->form, 0, sizeof c->form); /* it may hold a password */
 	free(c);

@@ -127,6 +127,36 @@ static void test_store_upload_is_unique_per_device_and_queued(void **state)
 	assert_int_equal(depth, 2);
 }
 
+/* Summary-only uploads batch together; a capture (an upload with a blob)
+ * closes its batch, so its outcome is recorded as soon as it is decoded. */
+static void test_store_batch_ends_at_its_first_capture(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_decode_item it[8];
+	static const char *const blob[6] = {NULL, NULL, "aa", NULL, "bb", NULL};
+
+	add_device(f, "d-one", 1);
+	for (int i = 0; i < 6; i++) {
+		struct rvs_upload_rec u = {0};
+		snprintf(u.trace_id, sizeof u.trace_id, "t-%d", i);
+		u.device_id = "d-one";
+		memset(u.upload_id, 10 + i, 16);
+		u.blob_sha256 = blob[i];
+		assert_int_equal(ops->upload_add(f->s, &u), 0);
+	}
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 8), 3);
+	assert_string_equal(it[2].trace_id, "t-2");
+	assert_string_equal(it[2].blob_sha256, "aa");
+	assert_string_equal(it[0].blob_sha256, "");
+	assert_int_equal(ops->decode_finish(f->s, it, 3), 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 8), 2);
+	assert_string_equal(it[0].trace_id, "t-3");
+	assert_string_equal(it[1].blob_sha256, "bb");
+	assert_int_equal(ops->decode_finish(f->s, it, 2), 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 8), 1);
+	assert_string_equal(it[0].trace_id, "t-5");
+}
+
 static void test_store_failed_decode_goes_to_quarantine_with_reason(void **state)
 {
 	struct fx *f = *state;
@@ -299,6 +329,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_failed_decode_goes_to_quarantine_with_reason, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_batch_ends_at_its_first_capture, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_store_hostile_text_is_data_not_sql, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_store_blob_is_content_addressed_and_complete,
