@@ -88,8 +88,8 @@ static void *ckpt_main(void *arg)
 		rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
 		if (rc == SQLITE_OK && log >= RVS_CKPT_HARD_FRAMES) {
 			int frames = log;
-			rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log,
-						       &done);
+			rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE,
+						       &log, &done);
 			if (rc != SQLITE_OK) /* routine under load when it works */
 				rvs_log("warn", "msg=\"wal truncate failed\" frames=%d err=\"%s\"",
 					frames, sqlite3_errstr(rc));

@@ -73,9 +73,9 @@ static void write_rows(sqlite3 *db, int n)
 	sqlite3_stmt *st;
 
 	assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO t (v) VALUES (zeroblob(4000))", -1,
-					    &st, NULL),
-			 SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db, "INSERT INTO t (v) VALUES (zeroblob(4000))", -1, &st, NULL),
+		SQLITE_OK);
 	for (int i = 0; i < n; i++) {
 		assert_int_equal(sqlite3_step(st), SQLITE_DONE);
 		sqlite3_reset(st);
@@ -207,7 +207,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
-			test_ckpt_wal_past_threshold_is_copied_by_the_checkpointer, setup, teardown),
+			test_ckpt_wal_past_threshold_is_copied_by_the_checkpointer, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_ckpt_wal_past_hard_limit_is_truncated, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ckpt_below_threshold_waits_for_the_idle_pass,
