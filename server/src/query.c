@@ -444,8 +444,11 @@ int rvs_query_load_trace(const char *database, const char *blob_dir, const char 
 	if (!(db = open_ro(database)))
 		return -EIO;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT blob_sha256, compression FROM uploads WHERE trace_id = ?"
-			       " AND state = 'decoded'",
+			       /* Decoded — or decoded once and queued again to be
+				* re-symbolized, with its index rows still there. */
+			       "SELECT blob_sha256, compression FROM uploads WHERE trace_id = ?1"
+			       " AND (state = 'decoded' OR (state = 'pending_decode' AND EXISTS"
+			       " (SELECT 1 FROM traces t WHERE t.trace_id = ?1)))",
 			       -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_close(db);
 		return -EIO;

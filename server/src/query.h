@@ -37,7 +37,7 @@ struct json_t;
 void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc);
 
 /* Work thread: loads and decodes the stored capture of trace id (the blob
- * of a decoded upload).  *out is freed with rva_trace_free.  -ENOENT when
+ * of a decoded upload, or of one queued again to be re-symbolized).  *out is freed with rva_trace_free.  -ENOENT when
  * the id is malformed or the trace has no decoded capture, -EIO when the
  * database or blob cannot be read, -EBADMSG when it does not decode. */
 struct rva_trace;

@@ -23,6 +23,8 @@
 #include "rvs.h"
 #include "store.h"
 
+#include "capbuild.h"
+#include "rearview/analysis.h"
 #include "rearview/summary.pb-c.h"
 
 static const struct rvs_store_ops *ops = &rvs_store_sqlite;
@@ -402,6 +404,56 @@ static void test_ingest_trace_list_filters_driven_by_matches(void **state)
 	}
 }
 
+/* A trace that was decoded keeps its export while its capture is decoded
+ * again (re-symbolized: the symbol store requeues it in pending_decode);
+ * one never decoded has none. */
+static void test_ingest_export_survives_a_requeue(void **state)
+{
+	struct fx *f = *state;
+	char blobs[160], sql[256];
+	struct rvs_upload_rec u = {0};
+	struct rvs_decode_item it = {0};
+	struct rva_trace *t = NULL;
+	capbuf c = {0};
+	char hex[65];
+	sqlite3 *db;
+
+	snprintf(blobs, sizeof blobs, "%s/blobs", f->dir);
+	cb_program(&c, 4096, 0);
+	cb_finish(&c);
+	assert_int_equal(rvs_blob_put(blobs, c.b, c.len, hex), 0);
+	for (int n = 0; n < 2; n++) {
+		snprintf(u.trace_id, sizeof u.trace_id, "t-%032d", 700 + n);
+		u.device_id = "d-1";
+		memset(u.upload_id, 70 + n, 16);
+		u.payload_kind = 1;
+		u.blob_sha256 = hex;
+		assert_int_equal(ops->upload_add(f->s, &u), 0);
+	}
+	/* The first is decoded, the second still waits. */
+	snprintf(it.trace_id, sizeof it.trace_id, "t-%032d", 700);
+	assert_int_equal(rvs_blob_path(blobs, hex, it.path, sizeof it.path), 0);
+	f->dec.decode(f->dec.ctx, &it, 1);
+	assert_int_equal(it.rc, 0);
+	assert_int_equal(ops->decode_finish(f->s, &it, 1), 0);
+	assert_int_equal(rvs_query_load_trace(f->db, blobs, it.trace_id, &t), 0);
+	rva_trace_free(t);
+	t = NULL;
+	assert_int_equal(
+		rvs_query_load_trace(f->db, blobs, "t-00000000000000000000000000000701", &t),
+		-ENOENT);
+	/* Requeued as the symbol store does: still exported meanwhile. */
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	snprintf(sql, sizeof sql,
+		 "UPDATE uploads SET state = 'pending_decode' WHERE trace_id = '%s'", it.trace_id);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(rvs_query_load_trace(f->db, blobs, it.trace_id, &t), 0);
+	assert_non_null(t);
+	rva_trace_free(t);
+	free(c.b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +468,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_ingest_batch_failure_quarantines_only_its_upload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_export_survives_a_requeue, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_two_decoders_run_concurrently, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_trace_list_filters_driven_by_matches,
