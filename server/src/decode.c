@@ -568,14 +568,25 @@ static int index_rows(struct lane *d, const char *trace_id, const rva_summary *s
 	sqlite3_stmt *st = NULL;
 	const rva_trace *t = sum ? sum->trace : NULL;
 	char anomaly_sig[17] = "";
-	int rc;
+	int rc, decoded_before;
 
 	static const char *const wipe[] = {
 		"DELETE FROM trace_chains WHERE trace_id = ?",
 		"DELETE FROM trace_methods WHERE trace_id = ?",
 		"DELETE FROM traces WHERE trace_id = ?",
 	};
-	for (size_t i = 0; i < 3; i++) {
+	/* A trace decoded again (re-symbolized, or after a crash before its
+	 * outcome was recorded) replaces its rows; a first decode — nearly all
+	 * of them — has none (child rows exist only under a traces row). */
+	if ((rc = prep(d, "SELECT 1 FROM traces WHERE trace_id = ?", &st)))
+		return rc;
+	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	unprep(d, st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return rc;
+	decoded_before = rc == SQLITE_ROW;
+	for (size_t i = 0; decoded_before && i < 3; i++) {
 		if ((rc = prep(d, wipe[i], &st)))
 			return rc;
 		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);

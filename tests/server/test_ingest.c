@@ -286,6 +286,8 @@ static void test_ingest_batch_failure_quarantines_only_its_upload(void **state)
 		if (i != 2)
 			it[n++] = it[i];
 	f->dec.decode(f->dec.ctx, it, (size_t)n);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(it[i].rc, 0);
 	assert_int_equal(num(f, "SELECT count(*) FROM traces"), 4);
 }
 
