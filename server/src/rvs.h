@@ -46,7 +46,7 @@ void rvs_sqlite_busy(struct sqlite3 *db, int timeout_ms);
  * moment to truncate the WAL (64 MiB): under steady load passive
  * checkpoints copy every frame but some reader always sits in the WAL, so
  * no writer may rewind it and sqlite's own checkpoints leave it growing
- * (server/BENCHMARKS.md, 2026-11-24 afternoon). */
+ * (server/BENCHMARKS.md, "2026-11-24 (second session)"). */
 #define RVS_CKPT_FRAMES	     4096
 #define RVS_CKPT_HARD_FRAMES 16384
 /* Replaces db's automatic checkpoint with a hook that wakes the one
