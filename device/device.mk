@@ -74,7 +74,7 @@ $(TBIN)/integration/test_daemon_policy: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/
 $(OBJ)/tests/integration/test_daemon_upload.o: CPPFLAGS += -Ipolicy/include
 $(eval $(call rv_test,integration,daemon_upload,$(LIBRVPOLICY) $(LIBRVPROTO),$(call pc,--libs,libcurl sqlite3) $(RVPOLICY_LDLIBS)))
 $(TBIN)/integration/test_daemon_upload: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-server \
-  $(TBIN)/device/rv_helper_app $(BIN)/rearview-demo-app
+  $(TBIN)/server/rearview-server-v1 $(TBIN)/device/rv_helper_app $(BIN)/rearview-demo-app
 
 # `make bench`: upload latency, rate and daemon memory against a local server.
 $(OBJ)/tests/device/bench_upload.o: CPPFLAGS += -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'

@@ -18,6 +18,16 @@ $(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPRO
 
 BINS += $(BIN)/rearview-server
 
+# A server as it was before COMPRESSION_ZSTD_SHUFFLED (upload.c refuses it as
+# an unknown compression): the daemon's fallback is tested against it.
+$(OBJ)/tests/server/upload_v1.o: server/src/upload.c $(FLAGS_STAMP) | $(PROTO_H)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PROTOBUF_CFLAGS) -DRVS_ACCEPTS_SHUFFLED=0 $(CFLAGS) -c -o $@ $<
+$(TBIN)/server/rearview-server-v1: $(filter-out $(OBJ)/server/src/upload.o,$(SERVER_OBJ)) \
+  $(OBJ)/tests/server/upload_v1.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO) | $(WEB_ASSETS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
+
 # Tests.  The integration test runs the real binary from this build flavour.
 $(OBJ)/tests/server/%.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS) \
 	-DRVS_BIN='"$(BIN)/rearview-server"' -DRVS_SRCDIR='"$(CURDIR)"'

@@ -14,6 +14,8 @@
  *       ─(zstd + envelope on the work queue)─→ POST /v1/uploads
  *       ─→ 200 UploadAck: commit the quota reservation, then uploaded(trace_id)
  *       ─→ 408/429/5xx/transport error: back to pending, backoff
+ *       ─→ 400 "unknown compression" to the shuffled form (a server older
+ *          than it): back to pending, sent as plain zstd from then on
  *       ─→ other 4xx: skipped(rejected_<code>), reservation released
  * The upload id was stored with the row when the capture was stored, so a
  * retry — also after kill -9 — carries the same id and the server answers
@@ -77,6 +79,8 @@ struct req {
 	struct rvd_capture_rec rec; /* copy taken when it became uploading */
 	char path[400];
 	int consent;
+	bool plain;	  /* send the capture as plain zstd, not its shuffled form */
+	bool shuffled;	  /* the body carries the shuffled form */
 	int allowed;	  /* policy network check: 1 may upload */
 	uint8_t *summary; /* the capture's local summary (serialized), NULL: none */
 	size_t summary_len;
@@ -103,6 +107,7 @@ struct rvd_uploader {
 	bool reporting;	    /* a skip report is in flight */
 	bool net_blocked;   /* the policy forbids this network (reported once) */
 	bool secret_logged; /* the missing-secret error was reported */
+	bool plain_zstd;    /* the server refused the shuffled form: plain zstd */
 	unsigned attempt;   /* consecutive failures */
 	char token[160];
 	char device_id[40]; /* DeviceInfo.device_id: random per install */
@@ -780,6 +785,19 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 		upload_retry(r, (long)retry_after);
 		return;
 	}
+	/* A server older than the shuffled form (upload.proto
+	 * COMPRESSION_ZSTD_SHUFFLED) refuses it as an unknown compression: the
+	 * same capture (same upload id: nothing was stored) goes again as plain
+	 * zstd, and so does every later one until the daemon restarts. */
+	if (http == 400 && r->shuffled && strstr(msg, "unknown compression")) {
+		u->plain_zstd = true;
+		up_msg(u,
+		       "upload: capture %" PRIu64 ": the server does not take the shuffled"
+		       " form; sending plain zstd",
+		       r->id);
+		upload_retry(r, 0);
+		return;
+	}
 	/* The server will never take this one: say why, and stop trying. */
 	up_error(u, "upload: capture %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
 	snprintf(reason, sizeof(reason), "rejected_%ld", http);
@@ -905,8 +923,10 @@ static void build_work(uv_work_t *w)
 	}
 	/* The shuffled form compresses several times smaller than the plain
 	 * capture (device/BENCHMARKS.md); a file whose header does not lay out
-	 * a slot area (never one the daemon spooled) goes as it is. */
-	rc = rva_shuffler_new(fd, (uint64_t)stb.st_size, &sh);
+	 * a slot area (never one the daemon spooled) goes as it is, and so does
+	 * everything once the server has refused the shuffled form. */
+	rc = r->plain ? -EINVAL : rva_shuffler_new(fd, (uint64_t)stb.st_size, &sh);
+	r->shuffled = sh != NULL;
 	if (rc < 0 && rc != -EINVAL) {
 		r->status = rc;
 		close(fd);
@@ -1054,6 +1074,7 @@ static void begin_upload(struct rvd_uploader *u, uint64_t id)
 	r->kind = REQ_UPLOAD;
 	r->id = id;
 	r->consent = u->d->consent;
+	r->plain = u->plain_zstd;
 	u->busy[u->nbusy++] = id;
 	if (rvd_spool_run(&u->d->spool, conditions_work, r, conditions_cb, r) < 0)
 		upload_finish(r, false);

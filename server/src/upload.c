@@ -17,6 +17,13 @@
 
 #include "rearview/upload.pb-c.h"
 
+/* 0 only in the tests' build of a server that predates the shuffled form
+ * (build/tests/server/rearview-server-v1): it refuses it as servers before
+ * it did, so the daemon's fallback to plain zstd is tested against it. */
+#ifndef RVS_ACCEPTS_SHUFFLED
+#define RVS_ACCEPTS_SHUFFLED 1
+#endif
+
 int rvs_field_ok(const char *s, size_t max)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -77,7 +84,8 @@ int rvs_upload_parse(const uint8_t *buf, size_t len, Rearview__UploadEnvelope **
 		rc = bad(reason, reasonlen, "unknown payload_kind");
 	else if (e->compression != REARVIEW__COMPRESSION__COMPRESSION_NONE &&
 		 e->compression != REARVIEW__COMPRESSION__COMPRESSION_ZSTD &&
-		 e->compression != REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED)
+		 (!RVS_ACCEPTS_SHUFFLED ||
+		  e->compression != REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED))
 		rc = bad(reason, reasonlen, "unknown compression");
 	else if (e->payload_kind == REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE && e->payload.len == 0)
 		rc = bad(reason, reasonlen, "capture upload without payload");

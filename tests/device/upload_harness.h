@@ -15,7 +15,8 @@
 #include "daemon_harness.h"
 
 struct server {
-	char dir[128]; /* the data directory */
+	const char *bin; /* the server binary; NULL: RV_BIN_DIR's rearview-server */
+	char dir[128];	 /* the data directory */
 	char conf[160];
 	char token[64]; /* api.token */
 	int port;
@@ -80,8 +81,8 @@ static inline int server_start(struct server *s, int port)
 			dup2(fd, 2);
 			close(fd);
 		}
-		execl(RV_BIN_DIR "/rearview-server", "rearview-server", "--config", s->conf,
-		      (char *)NULL);
+		execl(s->bin ? s->bin : RV_BIN_DIR "/rearview-server", "rearview-server",
+		      "--config", s->conf, (char *)NULL);
 		_exit(127);
 	}
 	while (rvh_now() < until) {

@@ -353,6 +353,41 @@ static void test_daemon_upload_consent_summary_sends_the_local_summary(void **st
 		strstr(b.buf, "\"top_self\":[{\"rank\":1,\"method\":\"build_list_item_slow\""));
 }
 
+/* A server from before the shuffled form refuses COMPRESSION_ZSTD_SHUFFLED
+ * as an unknown compression (400): the daemon sends the same capture again
+ * as plain zstd instead of dropping it as rejected. */
+static void test_daemon_upload_old_server_gets_plain_zstd(void **state)
+{
+	static struct row rows[8];
+	char conf[1400], ca[200], path[96];
+	struct body b;
+
+	(void)state;
+	assert_int_equal(server_setup(&g_s, g_top, "s13"), 0);
+	g_s.bin = RV_TBIN_DIR "/server/rearview-server-v1";
+	assert_int_equal(server_start(&g_s, 0), 0);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", g_s.dir);
+	upload_conf(conf, sizeof(conf), &g_s, ca);
+	g_h_live = true;
+	assert_int_equal(rvh_setup(&g_h, conf), 0);
+	assert_true(rvh_run_demo_app(&g_h) > 0);
+	assert_true(wait_uploaded(&g_h, 1));
+	assert_int_equal(spool_rows(&g_h, rows, 8), 1);
+	assert_int_equal(rows[0].state, 3); /* RVD_SPOOL_UPLOADED, not skipped */
+	/* The shuffled attempt was refused, the plain one taken. */
+	assert_true(metric(&g_s, "rearview_errors_total{reason=\"bad_request\"}") >= 1);
+	assert_int_equal(metric(&g_s, "rearview_uploads_total"), 1);
+	snprintf(path, sizeof(path), "/api/v1/traces/%s", rows[0].trace_id);
+	for (double until = rvh_now() + RVH_GUARD_S;; rvh_sleep_ms(50)) {
+		assert_int_equal(server_get(&g_s, path, true, &b), 200);
+		if (strstr(b.buf, "\"state\":\"decoded\"") || rvh_now() > until)
+			break;
+	}
+	assert_non_null(strstr(b.buf, "\"compression\":1"));
+	assert_non_null(
+		strstr(b.buf, "\"top_self\":[{\"rank\":1,\"method\":\"build_list_item_slow\""));
+}
+
 static void test_daemon_upload_metered_network_waits_under_unmetered_policy(void **state)
 {
 	Rearview__PolicyBody body = REARVIEW__POLICY_BODY__INIT;
@@ -560,6 +595,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_daemon_upload_ack_hint_fetches_newer_policy,
 					  per_test_teardown),
 		cmocka_unit_test_teardown(test_daemon_upload_rejected_upload_skipped_not_retried,
+					  per_test_teardown),
+		cmocka_unit_test_teardown(test_daemon_upload_old_server_gets_plain_zstd,
 					  per_test_teardown),
 		cmocka_unit_test_teardown(test_daemon_upload_quota_skip_is_reported_once,
 					  per_test_teardown),
