@@ -124,24 +124,25 @@ static void test_summary_policy_models_matched_by_chain_and_duration(void **stat
 	Rearview__SignatureModel too_long = REARVIEW__SIGNATURE_MODEL__INIT;
 	Rearview__SignatureModel other = REARVIEW__SIGNATURE_MODEL__INIT;
 	Rearview__SignatureModel *models[] = {&hit, &too_long, &other};
-	char *hit_m[] = {"render_*", "inflate_row_slowly"}, *long_m[] = {"inflate_row_slowly"};
-	char *other_m[] = {"bind_row_fast", "render_frame"}; /* wrong order */
+	char *hit_m[] = {(char *)"render_*", (char *)"inflate_row_slowly"},
+	     *long_m[] = {(char *)"inflate_row_slowly"};
+	char *other_m[] = {(char *)"bind_row_fast", (char *)"render_frame"}; /* wrong order */
 	capbuf c = {0};
 	Rearview__Summary *s;
 
 	(void)state;
-	hit.id = "slow-row";
+	hit.id = (char *)"slow-row";
 	hit.methods = hit_m;
 	hit.n_methods = 2;
 	hit.min_duration_ns = 50000;
-	too_long.id = "too-long";
+	too_long.id = (char *)"too-long";
 	too_long.methods = long_m;
 	too_long.n_methods = 1;
 	too_long.min_duration_ns = 1000000;
-	other.id = "other";
+	other.id = (char *)"other";
 	other.methods = other_m;
 	other.n_methods = 2;
-	camp.id = "c1";
+	camp.id = (char *)"c1";
 	camp.signatures = models;
 	camp.n_signatures = 3;
 	b.campaigns = &pc;

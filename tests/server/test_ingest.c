@@ -110,13 +110,13 @@ static void test_ingest_summary_only_methods_chains_and_signature_indexed(void *
 	Rearview__MethodStat *top[2] = {&m1, &m2};
 	Rearview__Chain c = REARVIEW__CHAIN__INIT;
 	Rearview__Chain *chains[1] = {&c};
-	char *frames[3] = {"main", "Activity.onCreate", "Json.parse"};
+	char *frames[3] = {(char *)"main", (char *)"Activity.onCreate", (char *)"Json.parse"};
 
-	m1.name = "Json.parse";
+	m1.name = (char *)"Json.parse";
 	m1.calls = 3;
 	m1.self_ns = 9000000;
 	m1.inclusive_ns = 9500000;
-	m2.name = "Activity.onCreate";
+	m2.name = (char *)"Activity.onCreate";
 	m2.calls = 1;
 	m2.self_ns = 100;
 	m2.inclusive_ns = 9600000;
@@ -179,12 +179,12 @@ static void test_ingest_hostile_summary_is_bounded(void **state)
 		rearview__method_stat__init(&ms[i]);
 		/* Every name twice, one far too long, one empty. */
 		snprintf(names[i], 16, "m%d", i / 2);
-		ms[i].name = i == 7 ? huge : i == 8 ? "" : names[i];
+		ms[i].name = i == 7 ? huge : i == 8 ? (char *)"" : names[i];
 		ms[i].self_ns = UINT64_MAX; /* does not fit sqlite's signed 64 bits */
 		top[i] = &ms[i];
 	}
 	for (int i = 0; i < DEPTH; i++)
-		frames[i] = "f";
+		frames[i] = (char *)"f";
 	for (int i = 0; i < NCH; i++) {
 		rearview__chain__init(&cs[i]);
 		cs[i].frames = frames;

@@ -97,8 +97,8 @@ static int write_policy(const char *path)
 	b.weekly_quota = 3;
 	sp.body.data = body;
 	sp.body.len = rearview__policy_body__pack(&b, body);
-	sp.key_id = "test";
-	sp.algorithm = "ecdsa-p256-sha256";
+	sp.key_id = (char *)"test";
+	sp.algorithm = (char *)"ecdsa-p256-sha256";
 	g_policy_len = rearview__signed_policy__pack(&sp, g_policy);
 	f = fopen(path, "wb");
 	if (!f)
@@ -286,10 +286,10 @@ static char *enroll(const char *model)
 	char *tok;
 
 	q.enrollment_secret = g_secret;
-	d.device_id = "test-device";
+	d.device_id = (char *)"test-device";
 	d.model = (char *)model;
-	d.os_build = "os-1";
-	d.arch = "x86_64";
+	d.os_build = (char *)"os-1";
+	d.arch = (char *)"x86_64";
 	q.device = &d;
 	n = rearview__enroll_request__pack(&q, buf);
 	http(NULL, "POST", "/v1/enroll", NULL, buf, n, NULL, &r);
@@ -329,10 +329,10 @@ static uint8_t *envelope_with(uint8_t seed, const char *app_id, const char *mode
 	e.upload_id.len = 16;
 	e.envelope_version = 1;
 	app.app_id = (char *)app_id;
-	app.version = "1.2.3";
+	app.version = (char *)"1.2.3";
 	e.app = &app;
 	dev.model = (char *)model;
-	dev.os_build = "os-1";
+	dev.os_build = (char *)"os-1";
 	e.device = &dev;
 	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
 	an.severity = 40;
@@ -479,7 +479,7 @@ static void test_integration_wrong_enrolment_secret_gets_403(void **state)
 	uint8_t buf[256];
 	size_t n;
 	struct resp r;
-	q.enrollment_secret = "not-the-secret-but-long-enough";
+	q.enrollment_secret = (char *)"not-the-secret-but-long-enough";
 	n = rearview__enroll_request__pack(&q, buf);
 	http(NULL, "POST", "/v1/enroll", NULL, buf, n, NULL, &r);
 	assert_int_equal(r.code, 403);
@@ -1154,7 +1154,7 @@ static uint8_t *skip_report(uint8_t seed, const char *app_id, const char *reason
 	k.report_id.data = id;
 	k.report_id.len = sizeof id;
 	app.app_id = (char *)app_id;
-	app.version = "1.0";
+	app.version = (char *)"1.0";
 	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
 	an.severity = 60;
 	k.app = &app;

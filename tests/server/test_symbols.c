@@ -332,7 +332,7 @@ static void upload_capture(const struct rvsb *b, const uint8_t *capture, size_t 
 	memset(id, seed, sizeof id);
 	e.upload_id.data = id;
 	e.upload_id.len = sizeof id;
-	app.app_id = "symfix";
+	app.app_id = (char *)"symfix";
 	e.app = &app;
 	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
 	e.payload.data = (uint8_t *)capture;

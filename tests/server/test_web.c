@@ -216,9 +216,9 @@ static char *enroll(const char *model)
 	size_t n;
 
 	q.enrollment_secret = g_srv.secret;
-	d.device_id = "web-test-device";
+	d.device_id = (char *)"web-test-device";
 	d.model = (char *)model;
-	d.os_build = "os-web";
+	d.os_build = (char *)"os-web";
 	q.device = &d;
 	n = rearview__enroll_request__pack(&q, buf);
 	req("/v1/enroll", NULL, NULL, buf, n, "application/x-protobuf", &r);
@@ -254,7 +254,7 @@ static char *upload(const char *app, const char *model, const char *version, con
 	ai.version = (char *)version;
 	e.app = &ai;
 	di.model = (char *)model;
-	di.os_build = "os-web";
+	di.os_build = (char *)"os-web";
 	e.device = &di;
 	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
 	an.severity = 40;

@@ -125,7 +125,7 @@ static void test_control_daemon_session_start_capture_reconnect(void **state)
 	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
 	an.severity = 77;
 	an.monotonic_ns = 123456789012ull;
-	an.detail = "3 frames over 16667 us";
+	an.detail = (char *)"3 frames over 16667 us";
 	cr.request_id = 7;
 	cr.tid = me;
 	cr.anomaly = &an;
