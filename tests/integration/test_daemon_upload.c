@@ -323,10 +323,24 @@ static void test_daemon_upload_consent_summary_sends_no_trace(void **state)
 /* At consent summary the local summary is what reaches the server: the
  * real instrumented demo app's slow builder tops the trace's self time
  * although no trace bytes were sent. */
+/* The server's view of trace_id into *b, once it is decoded (or the guard
+ * time is up: the caller's assertions then fail on what it shows). */
+static void get_decoded(const struct server *s, const char *trace_id, struct body *b)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/api/v1/traces/%s", trace_id);
+	for (double until = rvh_now() + RVH_GUARD_S;; rvh_sleep_ms(50)) {
+		assert_int_equal(server_get(s, path, true, b), 200);
+		if (strstr(b->buf, "\"state\":\"decoded\"") || rvh_now() > until)
+			break;
+	}
+}
+
 static void test_daemon_upload_consent_summary_sends_the_local_summary(void **state)
 {
 	static struct row rows[8];
-	char conf[1400], ca[200], path[96];
+	char conf[1400], ca[200];
 	struct body b;
 
 	(void)state;
@@ -341,13 +355,8 @@ static void test_daemon_upload_consent_summary_sends_the_local_summary(void **st
 	assert_true(rvh_run_demo_app(&g_h) > 0);
 	assert_true(wait_uploaded(&g_h, 1));
 	assert_int_equal(spool_rows(&g_h, rows, 8), 1);
-	snprintf(path, sizeof(path), "/api/v1/traces/%s", rows[0].trace_id);
 	/* Indexed from the envelope's Summary on the server's decode queue. */
-	for (double until = rvh_now() + RVH_GUARD_S;; rvh_sleep_ms(50)) {
-		assert_int_equal(server_get(&g_s, path, true, &b), 200);
-		if (strstr(b.buf, "\"state\":\"decoded\"") || rvh_now() > until)
-			break;
-	}
+	get_decoded(&g_s, rows[0].trace_id, &b);
 	assert_non_null(strstr(b.buf, "\"payload_kind\":0"));
 	assert_non_null(
 		strstr(b.buf, "\"top_self\":[{\"rank\":1,\"method\":\"build_list_item_slow\""));
@@ -359,7 +368,7 @@ static void test_daemon_upload_consent_summary_sends_the_local_summary(void **st
 static void test_daemon_upload_old_server_gets_plain_zstd(void **state)
 {
 	static struct row rows[8];
-	char conf[1400], ca[200], path[96];
+	char conf[1400], ca[200];
 	struct body b;
 
 	(void)state;
@@ -377,12 +386,7 @@ static void test_daemon_upload_old_server_gets_plain_zstd(void **state)
 	/* The shuffled attempt was refused, the plain one taken. */
 	assert_true(metric(&g_s, "rearview_errors_total{reason=\"bad_request\"}") >= 1);
 	assert_int_equal(metric(&g_s, "rearview_uploads_total"), 1);
-	snprintf(path, sizeof(path), "/api/v1/traces/%s", rows[0].trace_id);
-	for (double until = rvh_now() + RVH_GUARD_S;; rvh_sleep_ms(50)) {
-		assert_int_equal(server_get(&g_s, path, true, &b), 200);
-		if (strstr(b.buf, "\"state\":\"decoded\"") || rvh_now() > until)
-			break;
-	}
+	get_decoded(&g_s, rows[0].trace_id, &b);
 	assert_non_null(strstr(b.buf, "\"compression\":1"));
 	assert_non_null(
 		strstr(b.buf, "\"top_self\":[{\"rank\":1,\"method\":\"build_list_item_slow\""));
