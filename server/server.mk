@@ -22,7 +22,7 @@ BINS += $(BIN)/rearview-server
 # an unknown compression): the daemon's fallback is tested against it.
 $(OBJ)/tests/server/upload_v1.o: server/src/upload.c $(FLAGS_STAMP) | $(PROTO_H)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(PROTOBUF_CFLAGS) -DRVS_ACCEPTS_SHUFFLED=0 $(CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) -DRVS_ACCEPTS_SHUFFLED=0 $(CFLAGS) -c -o $@ $<
 $(TBIN)/server/rearview-server-v1: $(filter-out $(OBJ)/server/src/upload.o,$(SERVER_OBJ)) \
   $(OBJ)/tests/server/upload_v1.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO) | $(WEB_ASSETS)
 	@mkdir -p $(@D)

@@ -49,6 +49,15 @@ struct ckpt {
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct ckpt registry[CKPT_SLOTS];
 
+/* The checkpointer of path, or NULL; under registry_mu. */
+static struct ckpt *registry_find(const char *path)
+{
+	for (size_t i = 0; i < CKPT_SLOTS; i++)
+		if (registry[i].path && strcmp(registry[i].path, path) == 0)
+			return &registry[i];
+	return NULL;
+}
+
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	struct ckpt *c = arg;
@@ -76,7 +85,7 @@ static void *ckpt_main(void *arg)
 		int log = 0, done = 0, rc;
 
 		if (!c->due) {
-			clock_gettime(CLOCK_REALTIME, &until);
+			clock_gettime(CLOCK_MONOTONIC, &until);
 			until.tv_sec += 1;
 			pthread_cond_timedwait(&c->cv, &c->mu, &until);
 			if (c->stop)
@@ -90,7 +99,8 @@ static void *ckpt_main(void *arg)
 			int frames = log;
 			rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE,
 						       &log, &done);
-			if (rc != SQLITE_OK) /* routine under load when it works */
+			/* Truncations are routine under load: only failures are logged. */
+			if (rc != SQLITE_OK)
 				rvs_log("warn", "msg=\"wal truncate failed\" frames=%d err=\"%s\"",
 					frames, sqlite3_errstr(rc));
 		}
@@ -116,7 +126,13 @@ static int ckpt_start(struct ckpt *c, const char *path)
 	    SQLITE_OK)
 		goto fail;
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_cond_init(&c->cv, NULL);
+	{
+		pthread_condattr_t ca; /* the idle pass ignores wall-clock jumps */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	if (pthread_create(&c->thread, NULL, ckpt_main, c) == 0) {
 		rvs_log("info", "msg=\"checkpointer started\" database=\"%s\"", path);
 		return 0;
@@ -147,18 +163,16 @@ static void ckpt_stop(struct ckpt *c)
 int rvs_sqlite_ckpt_attach(sqlite3 *db)
 {
 	const char *path = sqlite3_db_filename(db, "main");
-	struct ckpt *c = NULL, *free_slot = NULL;
+	struct ckpt *c, *free_slot = NULL;
 	int rc = 0;
 
 	if (!path || !path[0])
 		return -EINVAL; /* in-memory or temporary: nothing to checkpoint */
 	pthread_mutex_lock(&registry_mu);
-	for (size_t i = 0; i < CKPT_SLOTS && !c; i++) {
-		if (registry[i].path && strcmp(registry[i].path, path) == 0)
-			c = &registry[i];
-		else if (!registry[i].path && !free_slot)
+	c = registry_find(path);
+	for (size_t i = 0; i < CKPT_SLOTS && !c && !free_slot; i++)
+		if (!registry[i].path)
 			free_slot = &registry[i];
-	}
 	if (!c && !free_slot)
 		rc = -ENOSPC;
 	else if (!c && !(rc = ckpt_start(free_slot, path)))
@@ -172,26 +186,23 @@ int rvs_sqlite_ckpt_attach(sqlite3 *db)
 void rvs_sqlite_ckpt_detach(sqlite3 *db)
 {
 	const char *path = db ? sqlite3_db_filename(db, "main") : NULL;
+	struct ckpt *c;
 
 	if (!path || !path[0])
 		return;
 	pthread_mutex_lock(&registry_mu);
-	for (size_t i = 0; i < CKPT_SLOTS; i++) {
-		struct ckpt *c = &registry[i];
-		if (!c->path || strcmp(c->path, path) != 0)
-			continue;
+	if ((c = registry_find(path))) {
 		/* sqlite3_wal_hook hands back the hook's argument: c when db is
 		 * attached, else the frame count of sqlite's automatic
 		 * checkpoint, which is put back as it was. */
 		void *prev = sqlite3_wal_hook(db, NULL, NULL);
 		if (prev != c) {
 			sqlite3_wal_autocheckpoint(db, (int)(intptr_t)prev);
-			break;
+		} else {
+			sqlite3_wal_autocheckpoint(db, 1000); /* sqlite's default */
+			if (--c->refs == 0)
+				ckpt_stop(c);
 		}
-		sqlite3_wal_autocheckpoint(db, 1000); /* sqlite's default */
-		if (--c->refs == 0)
-			ckpt_stop(c);
-		break;
 	}
 	pthread_mutex_unlock(&registry_mu);
 }
@@ -199,19 +210,16 @@ void rvs_sqlite_ckpt_detach(sqlite3 *db)
 unsigned long rvs_sqlite_ckpt_runs(sqlite3 *db)
 {
 	const char *path = sqlite3_db_filename(db, "main");
+	struct ckpt *c;
 	unsigned long runs = 0;
 
 	if (!path || !path[0])
 		return 0;
 	pthread_mutex_lock(&registry_mu);
-	for (size_t i = 0; i < CKPT_SLOTS; i++) {
-		struct ckpt *c = &registry[i];
-		if (c->path && strcmp(c->path, path) == 0) {
-			pthread_mutex_lock(&c->mu);
-			runs = c->runs;
-			pthread_mutex_unlock(&c->mu);
-			break;
-		}
+	if ((c = registry_find(path))) {
+		pthread_mutex_lock(&c->mu);
+		runs = c->runs;
+		pthread_mutex_unlock(&c->mu);
 	}
 	pthread_mutex_unlock(&registry_mu);
 	return runs;
