@@ -102,11 +102,11 @@ $(shell mkdir -p $(BUILD) && echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 endif
 
 include proto/proto.mk
--include tracer/tracer.mk
--include policy/policy.mk
--include device/device.mk
--include server/server.mk
--include deploy/deploy.mk
+include tracer/tracer.mk
+include policy/policy.mk
+include device/device.mk
+include server/server.mk
+include deploy/deploy.mk
 include tests/tests.mk
 
 $(OBJ)/%.o: %.c $(FLAGS_STAMP) | $(PROTO_H)

@@ -6,7 +6,7 @@ DEMO_DIR := deploy/demo
 
 # demo_ui.c is the traced UI work; demo_app.c (loop, pacing, reporting) is
 # left uninstrumented so idle time is nobody's self time.
-$(OBJ)/$(DEMO_DIR)/%.o: CPPFLAGS += -Itracer/include $(PROTOBUF_CFLAGS)
+$(OBJ)/$(DEMO_DIR)/%.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include $(PROTOBUF_CFLAGS)
 $(OBJ)/$(DEMO_DIR)/demo_ui.o: CFLAGS += -finstrument-functions
 
 # librvtrace.so carries (and exports) part of librvproto — the frame helpers
@@ -31,7 +31,7 @@ all: $(DEMO_BINS)
 demo: $(DEMO_BINS) $(BINS)
 	@DEMO_ONESHOT='$(DEMO_ONESHOT)' sh deploy/demo.sh
 
-$(OBJ)/tests/integration/test_demo_%.o: CPPFLAGS += -Itests/device -Itracer/include \
+$(OBJ)/tests/integration/test_demo_%.o: CPPFLAGS += -Itests/device -Itracer/include -Itracer/analysis/include \
   $(PROTOBUF_CFLAGS) -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
 $(eval $(call rv_test,integration,demo_app,$(LIBRVANALYSIS) $(LIBRVPROTO),$(RVA_LIBS) $(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_demo_app: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-demo-app

@@ -15,7 +15,7 @@ DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 # the objects so every link of them gets it, before librvpolicy/librvproto.
 DEVICE_CORE_OBJ += $(OBJ)/device/src/summary.o $(LIBRVANALYSIS)
 DEVICE_LIBS     += $(RVA_LIBS)
-$(OBJ)/device/%.o: CPPFLAGS += -Idevice/src -Ipolicy/include -Itracer/include $(DEVICE_CFLAGS)
+$(OBJ)/device/%.o: CPPFLAGS += -Idevice/src -Ipolicy/include -Itracer/analysis/include $(DEVICE_CFLAGS)
 
 $(BIN)/rearviewd: $(OBJ)/device/src/main.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
@@ -32,14 +32,14 @@ BINS += $(BIN)/rearviewd $(BIN)/rvctl
 # the benchmark of a 32 MiB capture, and the show/export integration test on
 # the real instrumented demo app.
 $(OBJ)/tests/device/test_summary.o $(OBJ)/tests/device/bench_summary.o: CPPFLAGS += \
-  -Itests/rvtrace -Ipolicy/include -Itracer/include
+  -Itests/rvtrace -Ipolicy/include -Itracer/analysis/include
 $(eval $(call rv_test,device,summary,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
 $(TBIN)/device/bench_summary: $(OBJ)/tests/device/bench_summary.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
                               $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS) -lpthread
 BENCHES += $(TBIN)/device/bench_summary
-$(OBJ)/tests/integration/test_daemon_show.o: CPPFLAGS += -Itracer/include
+$(OBJ)/tests/integration/test_daemon_show.o: CPPFLAGS += -Itracer/analysis/include
 $(eval $(call rv_test,integration,daemon_show,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,sqlite3)))
 $(TBIN)/integration/test_daemon_show: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                         $(BIN)/rearview-demo-app

@@ -9,7 +9,7 @@ SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o b
 	symbols.o checkpoint.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
-$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson) \
+$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
 	$(LIBELF_CFLAGS)
 
 $(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
@@ -37,9 +37,9 @@ $(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
 $(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(eval $(call rv_test,server,integration,$(SERVER_CORE) $(OBJ)/tests/server/capture_fixture.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
 $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
-$(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Ipolicy/include $(call pc,--cflags,jansson)
+$(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
-$(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/include -Itests/rvtrace
+$(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
 $(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o util.o symbols.o query.o blob.o checkpoint.o) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(RVA_LIBS)))
 $(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,checkpoint.o util.o),-lmbedx509 -lmbedcrypto -lsqlite3,1))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
@@ -70,7 +70,7 @@ $(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(OBJ)/tests/ben
 	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl -lzstd $(RVT_LDLIBS) $(PROTOBUF_LIBS)
 $(OBJ)/tests/bench/server_workload.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/bench/server_%.o: CPPFLAGS += -DRVS_BIN='"$(BIN)/rearview-server"' -Iserver/src
-$(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include -Itests/bench
+$(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Itests/bench
 BENCHES += $(TBIN)/server/bench_upload
 
 # Skip reports (POST /v1/skips): fuzz target and its corpus replay.
@@ -103,7 +103,7 @@ $(BIN)/rearview-server: | $(WEB_ASSETS)
 # The web UI (server/WEB.md): the real binary driven over TLS by libcurl, and
 # tests/browser/web.spec.js in headless chromium when it is installed.
 $(eval $(call rv_test,server,web,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS)))
-$(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Ipolicy/include \
+$(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include \
 	$(call pc,--cflags,jansson) -DRVS_WEB_DIR='"$(WEB_DIR)"' \
 	-DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
 $(TBIN)/server/test_web: | $(WEB_ASSETS)
@@ -125,7 +125,7 @@ $(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
 BENCHES += $(TBIN)/server/bench_pages
-$(OBJ)/tests/server/test_ingest.o: CPPFLAGS += -Itracer/include -Itests/rvtrace
+$(OBJ)/tests/server/test_ingest.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
 $(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench -DRVS_SYMFIX='"$(TBIN)/server/symfix"'
@@ -147,7 +147,7 @@ $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c s
 		server/src/util.c server/src/decode.c server/src/blob.c $(LIBRVANALYSIS) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) $(LIBELF_CFLAGS) $(call pc,--cflags,jansson) -Iserver/src \
-		-Itracer/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
+		-Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
 		-lmbedcrypto -lzstd $(PROTOBUF_LIBS)
 $(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o blob.o checkpoint.o) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))

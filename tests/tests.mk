@@ -35,7 +35,7 @@ $(ITEST)/libchainmod.so: $(OBJ)/tests/integration/chain_mod.o $(LIBRVTRACE_SO)
 $(ITEST)/chain_app_%: $(OBJ)/tests/integration/chain_app_%.o $(ITEST)/libchainmod.so $(LIBRVTRACE_SO)
 	$(CC) $(LDFLAGS) -o $@ $< -L$(ITEST) -lchainmod -L$(LIB) -lrvtrace
 
-$(OBJ)/tests/integration/test_capture_chain.o: CPPFLAGS += -Itracer/include \
+$(OBJ)/tests/integration/test_capture_chain.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include \
 	-DRV_APP_DIR='"$(CURDIR)/$(ITEST)"' -DRV_LIB_DIR='"$(CURDIR)/$(LIB):$(CURDIR)/$(ITEST)"'
 $(eval $(call rv_test,integration,capture_chain,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(ITEST)/test_capture_chain: | $(ITEST)/chain_app_call $(ITEST)/chain_app_inline

@@ -26,8 +26,8 @@ RVA_LIBS := $(call pc,--libs,jansson) $(PROTOBUF_LIBS) -lm
 $(OBJ)/tracer/analysis/shuffle.o: CFLAGS += -O3
 $(OBJ)/tracer/analysis/chrome.o: CPPFLAGS += $(call pc,--cflags,jansson)
 
-$(OBJ)/tracer/analysis/%.o: CPPFLAGS += -Itracer/include
-$(OBJ)/tests/rvtrace/%.o: CPPFLAGS += -Itracer/include -Itests/rvtrace
+$(OBJ)/tracer/analysis/%.o: CPPFLAGS += -Itracer/analysis/include
+$(OBJ)/tests/rvtrace/%.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
 
 $(LIBRVANALYSIS): $(RVA_OBJ)
 	@mkdir -p $(@D)
@@ -40,7 +40,7 @@ $(BIN)/rvtrace: $(OBJ)/tracer/analysis/rvtrace.o $(LIBRVANALYSIS)
 
 LIBS        += $(LIBRVANALYSIS)
 BINS        += $(BIN)/rvtrace
-INSTALL_HDR += tracer/include/rearview/analysis.h
+INSTALL_HDR += tracer/analysis/include/rearview/analysis.h
 
 $(eval $(call rv_test,rvtrace,model,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),$(RVA_LIBS)))
@@ -67,11 +67,11 @@ RVA_FUZZ_OBJ   := $(RVA_FUZZ_NAMES:%=$(OBJ)/tests/fuzz/rvtrace_%.o)
 FUZZ += $(RVA_FUZZ_NAMES:%=$(BUILD)/fuzz/rvtrace_%)
 
 $(foreach n,$(RVA_FUZZ_NAMES),$(eval \
-  $(OBJ)/tests/fuzz/rvtrace_$(n).o: CPPFLAGS += -Itracer/include -DLLVMFuzzerTestOneInput=rva_fuzz_$(n)))
+  $(OBJ)/tests/fuzz/rvtrace_$(n).o: CPPFLAGS += -Itracer/analysis/include -DLLVMFuzzerTestOneInput=rva_fuzz_$(n)))
 
 $(BUILD)/fuzz/rvtrace_%: tests/fuzz/rvtrace_%.c $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c
 	@mkdir -p $(@D)
-	clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -Itracer/include \
+	clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -Itracer/analysis/include \
 	  -I$(GEN)/rvanalysis $(PROTOBUF_CFLAGS) $(call pc,--cflags,jansson) \
 	  -o $@ $< $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c $(RVA_LIBS)
 

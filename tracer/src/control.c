@@ -264,11 +264,25 @@ static void *control_main(void *arg)
 	}
 }
 
+static void control_notify_threads(void);
+static void control_atfork_child(void);
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+/* The tracer core knows nothing of the control thread: it is told here whom
+ * to wake when the thread set changes, and fork gets our own child handler
+ * (run after the core's, which registered first). */
+static void install_hooks(void)
+{
+	rvt_set_threads_changed_hook(control_notify_threads);
+	pthread_atfork(NULL, NULL, control_atfork_child);
+}
+
 int rvt_control_start(const char *socket_path)
 {
 	int rc = rvt_init();
 	if (rc)
 		return rc;
+	pthread_once(&hooks_once, install_hooks);
 	const char *path = socket_path;
 	if (!path)
 		path = getenv("RV_SOCKET");
@@ -307,7 +321,7 @@ static void wake(char c)
 	}
 }
 
-void rvt_control_notify_threads(void)
+static void control_notify_threads(void)
 {
 	pthread_mutex_lock(&ctl_lock);
 	if (ctl_running)
@@ -333,7 +347,7 @@ void rvt_control_stop(void)
 }
 
 /* The child of a fork has no control thread; it may start its own. */
-void rvt_control_atfork_child(void)
+static void control_atfork_child(void)
 {
 	pthread_mutex_init(&ctl_lock, NULL);
 	if (ctl_running) {

@@ -20,6 +20,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -301,4 +302,28 @@ void rvt_symtab_release(struct rvt_symtab *st)
 	free(st->strings);
 	free(st->ids);
 	memset(st, 0, sizeof(*st));
+}
+
+/* ---- the manual-key resolver (trace.h) ------------------------------------ */
+
+static pthread_mutex_t resolver_lock = PTHREAD_MUTEX_INITIALIZER;
+static rvt_resolve_fn resolver;
+static void *resolver_arg;
+
+void rvt_set_resolver(rvt_resolve_fn fn, void *arg)
+{
+	pthread_mutex_lock(&resolver_lock);
+	resolver = fn;
+	resolver_arg = arg;
+	pthread_mutex_unlock(&resolver_lock);
+}
+
+int rvt_resolve_key(uint64_t addr, char *buf, size_t len)
+{
+	pthread_mutex_lock(&resolver_lock);
+	rvt_resolve_fn fn = resolver;
+	void *arg = resolver_arg;
+	pthread_mutex_unlock(&resolver_lock);
+	/* Called unlocked: the resolver may use the API itself. */
+	return fn ? fn((const void *)(uintptr_t)addr, buf, len, arg) : -1;
 }

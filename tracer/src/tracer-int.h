@@ -134,12 +134,13 @@ RVT_HIDDEN extern uint64_t rvt_method_base;
 RVT_HIDDEN int rvt_clock_init(void);
 RVT_HIDDEN pid_t rvt_gettid(void);
 
-/* Manual-key resolver (trace.h), read by the capture builder. */
+/* Manual-key resolver (trace.h; symbols.c), read by the capture builder. */
 RVT_HIDDEN int rvt_resolve_key(uint64_t addr, char *buf, size_t len);
 
-/* Control thread hooks. */
-RVT_HIDDEN void rvt_control_atfork_child(void);
-RVT_HIDDEN void rvt_control_notify_threads(void);
+/* Called (outside the registry lock) when a thread registers or the UI
+ * thread changes; the control thread installs it when it starts, so the core
+ * never calls into control.c.  NULL: nobody listens. */
+RVT_HIDDEN void rvt_set_threads_changed_hook(void (*fn)(void));
 
 /* Registry snapshot for the control thread. */
 struct rvt_thread_info {

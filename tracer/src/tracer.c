@@ -67,8 +67,19 @@ static int init_error;
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 static char *env_trace_file;
 static pid_t main_tid;
-static rvt_resolve_fn resolver;
-static void *resolver_arg;
+static void (*_Atomic threads_changed)(void);
+
+void rvt_set_threads_changed_hook(void (*fn)(void))
+{
+	atomic_store(&threads_changed, fn);
+}
+
+static void notify_threads_changed(void)
+{
+	void (*fn)(void) = atomic_load(&threads_changed);
+	if (fn)
+		fn();
+}
 
 pid_t rvt_gettid(void)
 {
@@ -436,7 +447,6 @@ static void atfork_child(void)
 	nrecs = 0;
 	live_rings = 0;
 	pthread_mutex_init(&reg_lock, NULL);
-	rvt_control_atfork_child();
 	pthread_mutex_lock(&reg_lock);
 	register_locked();
 	pthread_mutex_unlock(&reg_lock);
@@ -559,7 +569,7 @@ int rvt_thread_register(void)
 	rc = register_locked();
 	pthread_mutex_unlock(&reg_lock);
 	if (rc > 0 && !known)
-		rvt_control_notify_threads();
+		notify_threads_changed();
 	return rc;
 }
 
@@ -636,7 +646,7 @@ int rvt_set_ui_thread(pid_t tid)
 			recs[i].is_ui = &recs[i] == r;
 	pthread_mutex_unlock(&reg_lock);
 	if (r)
-		rvt_control_notify_threads();
+		notify_threads_changed();
 	return r ? 0 : -ESRCH;
 }
 
@@ -669,24 +679,6 @@ size_t rvt_threads_snapshot(struct rvt_thread_info *out, size_t cap)
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return n;
-}
-
-void rvt_set_resolver(rvt_resolve_fn fn, void *arg)
-{
-	pthread_mutex_lock(&reg_lock);
-	resolver = fn;
-	resolver_arg = arg;
-	pthread_mutex_unlock(&reg_lock);
-}
-
-int rvt_resolve_key(uint64_t addr, char *buf, size_t len)
-{
-	pthread_mutex_lock(&reg_lock);
-	rvt_resolve_fn fn = resolver;
-	void *arg = resolver_arg;
-	pthread_mutex_unlock(&reg_lock);
-	/* Called unlocked: the resolver may use the API itself. */
-	return fn ? fn((const void *)(uintptr_t)addr, buf, len, arg) : -1;
 }
 
 void rvt_enter(const void *key)

@@ -1,5 +1,5 @@
 /*
- * capture.c — the capture file writer (tracer/FORMAT.md §2).
+ * encode.c — the capture file writer (tracer/FORMAT.md §2).
  *
  * rvt_capture_encode() turns a plain description into the exact bytes of a
  * capture; it is what tests/tracer/test_format.c checks against the golden
