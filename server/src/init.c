@@ -16,7 +16,6 @@
  * Keys and secrets are mode 0600.  The admin password is printed once.
  */
 #include "rvs.h"
-#include "rearview/common.h"
 #include "store.h"
 
 #include <errno.h>
@@ -48,7 +47,7 @@ static int write_path(const char *dir, const char *name, const void *data, size_
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
 		return -ENAMETOOLONG;
-	return rvc_write_file_atomic(path, data, len, mode);
+	return rvs_write_file_atomic(path, data, len, mode);
 }
 
 static int gen_key(struct gen *g, mbedtls_pk_context *key)
@@ -287,7 +286,7 @@ int rvs_init_dir(const char *dir)
 		goto free_keys;
 
 	snprintf(conf, sizeof conf, config_template, absdir);
-	if ((rc = rvc_write_file_atomic(conf_path, conf, strlen(conf), 0640)))
+	if ((rc = rvs_write_file_atomic(conf_path, conf, strlen(conf), 0640)))
 		goto free_keys;
 	printf("initialised %s\n"
 	       "  config:            %s\n"

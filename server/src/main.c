@@ -15,7 +15,6 @@
 #include "decode.h"
 #include "net.h"
 #include "rvs.h"
-#include "rearview/common.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -92,7 +91,7 @@ static void on_ready(void *arg, int rc)
 	}
 	n = snprintf(port, sizeof port, "%d\n", rvs_server_port(a->srv));
 	/* Written once at startup, before any request is served. */
-	if (rvc_write_file_atomic(a->cfg.port_file, port, (size_t)n, 0644))
+	if (rvs_write_file_atomic(a->cfg.port_file, port, (size_t)n, 0644))
 		rvs_log("warn", "msg=\"cannot write port file\" path=\"%s\"", a->cfg.port_file);
 	rvs_log("info", "msg=\"listening\" url=https://%s:%d/ store=sqlite3", a->cfg.listen_host,
 		rvs_server_port(a->srv));

@@ -10,7 +10,6 @@
  * through it (campaign.c).
  */
 #include "rvs.h"
-#include "rearview/common.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,7 +47,7 @@ int rvs_policy_publish(const struct rvs_config *cfg, const Rearview__PolicyBody 
 			(unsigned long long)body->version, rc);
 		goto free_key;
 	}
-	rc = rvc_write_file_atomic(cfg->policy_file, doc, doclen, 0644);
+	rc = rvs_write_file_atomic(cfg->policy_file, doc, doclen, 0644);
 	if (rc)
 		rvs_log("error", "msg=\"cannot write policy\" path=\"%s\" err=%d", cfg->policy_file,
 			rc);

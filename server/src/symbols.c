@@ -9,7 +9,6 @@
  * build-id or without .symtab functions is refused (400) rather than kept.
  */
 #include "symbols.h"
-#include "rearview/common.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -194,7 +193,7 @@ static void put(const char *dir, const uint8_t *body, size_t len, struct rvs_que
 		return rvs_query_set_error(r, 500, "cannot create the symbol store");
 	if (key_path(dir, bid, path, sizeof path))
 		return rvs_query_set_error(r, 500, "symbol store path too long");
-	if ((rc = rvc_write_file_atomic(path, body, len, 0640))) {
+	if ((rc = rvs_write_file_atomic(path, body, len, 0640))) {
 		rvs_log("error", "msg=\"symbol store write\" build_id=%s err=%d", bid, rc);
 		return rvs_query_set_error(r, 500, "cannot store the file");
 	}

@@ -1,7 +1,8 @@
 /*
- * util.c — logging, hashing, randomness, whole-file reads and the sqlite
- * busy handler shared by the server's parts.  Every function here is thread-safe: the work queue
- * uses them as much as the loop thread does.
+ * util.c — logging, hashing, randomness, whole-file reads, atomic writes
+ * (librvcommon's) and the sqlite busy handler shared by the server's parts.
+ * Every function here is thread-safe: the work queue uses them as much as
+ * the loop thread does.
  */
 #include "rvs.h"
 #include "rearview/common.h"
@@ -130,6 +131,11 @@ int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len)
 	*out = buf;
 	*len = (size_t)st.st_size;
 	return 0;
+}
+
+int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	return rvc_write_file_atomic(path, data, len, mode);
 }
 
 /* Milliseconds slept before retry number `count` (count retries so far). */
