@@ -4,10 +4,12 @@
  * Layout: DIR/<2 hex>/<64 hex>, the name being the SHA-256 of the content,
  * so an identical payload is stored once and a name can never point outside
  * DIR.  A blob appears under its name only complete and durable: it is
- * written to a temporary file in DIR/tmp, fsync'd, renamed into place and
- * the directory fsync'd.  Runs on the work queue only (blocking I/O).
+ * written by rvc_write_file_atomic (a temporary file beside its name,
+ * fsync'd, renamed into place, the directory fsync'd).  Runs on the work
+ * queue only (blocking I/O).
  */
 #include "rvs.h"
+#include "rearview/common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,23 +35,11 @@ int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen)
 	return 0;
 }
 
-static int sync_dir(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	fsync(fd);
-	close(fd);
-	return 0;
-}
-
 int rvs_blob_put(const char *dir, const void *data, size_t len, char hex[65])
 {
 	uint8_t digest[32];
-	char sub[1024], final[1024], tmpdir[1024], tmp[1100];
-	const uint8_t *p = data;
-	size_t left = len;
-	int fd, rc;
+	char sub[1024], final[1024];
+	int rc;
 	struct stat st;
 
 	rvs_sha256(data, len, digest);
@@ -64,34 +54,7 @@ int rvs_blob_put(const char *dir, const void *data, size_t len, char hex[65])
 		return 0;
 	}
 	snprintf(sub, sizeof sub, "%s/%.2s", dir, hex);
-	snprintf(tmpdir, sizeof tmpdir, "%s/tmp", dir);
-	if ((rc = mkdir_ok(dir)) || (rc = mkdir_ok(sub)) || (rc = mkdir_ok(tmpdir)))
+	if ((rc = mkdir_ok(dir)) || (rc = mkdir_ok(sub)))
 		return rc;
-	snprintf(tmp, sizeof tmp, "%s/%s.XXXXXX", tmpdir, hex);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	rc = 0;
-	while (left > 0) {
-		ssize_t n = write(fd, p, left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		p += n;
-		left -= (size_t)n;
-	}
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, final) < 0)
-		rc = -errno;
-	if (rc) {
-		unlink(tmp);
-		return rc;
-	}
-	return sync_dir(sub);
+	return rvc_write_file_atomic(final, data, len, 0600);
 }

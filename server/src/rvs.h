@@ -25,9 +25,11 @@ void rvs_hex(const uint8_t *in, size_t len, char *out); /* out: 2*len+1 bytes */
 int rvs_random(void *buf, size_t len);			/* getrandom; 0 or -errno */
 int rvs_ct_equal(const void *a, size_t alen, const void *b, size_t blen);
 int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned iter, uint8_t out[32]);
-/* Reads a whole file (at most max bytes) into *out (caller frees). */
+/* Reads a whole regular file (at most max bytes) into *out (caller frees),
+ * NUL-terminated; a file that shrinks while read is -EIO. */
 int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
-/* Writes data to path atomically: temp file in the same dir, fsync, rename. */
+/* rvc_write_file_atomic (rearview/common.h): temp file in the same dir,
+ * fsync, rename, directory fsync. */
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
 /* sqlite3_busy_timeout for one of the server's connections, but polling the

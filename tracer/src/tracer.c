@@ -17,6 +17,7 @@
  * This file is compiled without -finstrument-functions; nothing here traces.
  */
 #include "tracer-int.h"
+#include "rearview/common.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -765,29 +766,7 @@ int rvt_capture_to_path(pid_t tid, const char *path)
 	int rc = capture_to_buffer(tid, NULL, &buf, &len, NULL);
 	if (rc)
 		return rc;
-	size_t tl = strlen(path) + 32;
-	char *tmp = malloc(tl);
-	if (!tmp) {
-		free(buf);
-		return -ENOMEM;
-	}
-	snprintf(tmp, tl, "%s.tmp.%d", path, (int)rvt_gettid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out_tmp;
-	}
-	rc = rvt_write_all(fd, buf, len);
-	if (rc == 0 && fsync(fd) != 0)
-		rc = -errno;
-	if (close(fd) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-out_tmp:
-	free(tmp);
+	rc = rvc_write_file_atomic(path, buf, len, 0644);
 	free(buf);
 	return rc;
 }
@@ -805,7 +784,7 @@ int rvt_capture_frozen_memfd(pid_t tid, const struct rvt_anomaly *anomaly, uint6
 		rc = -errno;
 		goto out_buf;
 	}
-	rc = rvt_write_all(fd, buf, len);
+	rc = rvc_write_all(fd, buf, len);
 	if (rc == 0 &&
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
 		rc = -errno;

@@ -109,8 +109,9 @@ RVT_API int rvt_set_ui_thread(pid_t tid);
  * capture file (FORMAT.md §2).  A traced thread keeps tracing into a fresh
  * buffer swapped in at the freeze; it never waits for the write.
  *
- * rvt_capture_to_path(): writes `path` under a temporary name in the same
- *   directory, fsyncs, renames.  Returns 0 or a negative errno.
+ * rvt_capture_to_path(): replaces the regular file `path` (mode 0644)
+ *   atomically: an unpredictable temporary name in the same directory,
+ *   fsync, rename, fsync of the directory.  Returns 0 or a negative errno.
  * rvt_capture_to_memfd(): returns a new sealed memfd (caller closes) holding
  *   the capture, or a negative errno.  *size (optional) gets its size.
  * rvt_capture_default(): to RV_TRACE_FILE for the main thread, or -ENOENT
