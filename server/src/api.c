@@ -610,7 +610,7 @@ static void maybe_stop(struct rvs_api *a);
 static void web_respond(struct rvs_api *a, struct job *j)
 {
 	struct rvs_web_resp *w = &j->wr;
-	struct rvs_header h[9];
+	struct rvs_header h[10];
 	size_t n = 0;
 
 	if (w->auth_failed) {
@@ -620,6 +620,8 @@ static void web_respond(struct rvs_api *a, struct job *j)
 	h[n++] = (struct rvs_header){"Cache-Control", "no-store"};
 	h[n++] = (struct rvs_header){"X-Content-Type-Options", "nosniff"};
 	h[n++] = (struct rvs_header){"Referrer-Policy", "same-origin"};
+	/* The web UI is served over HTTPS only: browsers must never try HTTP. */
+	h[n++] = (struct rvs_header){"Strict-Transport-Security", "max-age=31536000"};
 	if (w->csp)
 		h[n++] = (struct rvs_header){"Content-Security-Policy", w->csp};
 	if (w->frame)

@@ -446,6 +446,8 @@ static void test_web_html_pages_send_security_headers(void **state)
 		assert_null(strstr(r.hdrs, "unsafe-inline"));
 		assert_non_null(strstr(r.hdrs, "X-Content-Type-Options: nosniff"));
 		assert_non_null(strstr(r.hdrs, "X-Frame-Options: DENY"));
+		/* Issue 18 item 13: HSTS on the web UI. */
+		assert_non_null(strstr(r.hdrs, "Strict-Transport-Security: max-age=31536000"));
 		resp_free(&r);
 	}
 }
