@@ -287,6 +287,8 @@ static const char *status_text(int status)
 		return "Not Implemented";
 	case 503:
 		return "Service Unavailable";
+	case 505:
+		return "HTTP Version Not Supported";
 	default:
 		return status < 500 ? "Error" : "Internal Server Error";
 	}

@@ -159,7 +159,12 @@ struct rvs_http {
 	size_t url_len;
 	int url_over;
 	char expect[32]; /* the Expect header */
-	char *target;	 /* buffer the current value goes to, or NULL */
+	char te[32];	 /* the Transfer-Encoding header */
+	int te_seen; /* how many Transfer-Encoding headers */
+	/* Header-block scan for obsolete line folding: state of the bytes
+	 * before the blank line that ends the headers (see rvs_http_feed). */
+	int scan_nl, scan_done, scan_began;
+	char *target; /* buffer the current value goes to, or NULL */
 	size_t target_cap;
 };
 void rvs_http_init(struct rvs_http *h, size_t max_header, size_t max_body);
