@@ -165,7 +165,7 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->request_timeout_ms = 30000;
 	c->idle_timeout_ms = 60000;
 	c->upload_rate_per_min = 60;
-	c->retention_days = 0;
+	c->retention_days = RVS_DEFAULT_RETENTION_DAYS;
 	c->retention_interval_s = 3600;
 	c->decode_jobs = rvs_default_decode_jobs();
 	c->upload_burst = 30;

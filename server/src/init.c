@@ -213,7 +213,12 @@ static const char config_template[] =
 	"# Per peer address: failed bearer-token authentications allowed (burst,\n"
 	"# refill per minute) before unknown tokens from it get 429.\n"
 	"auth_fail_burst = 20\n"
-	"auth_fail_per_min = 10\n";
+	"auth_fail_per_min = 10\n"
+	"# Retention: uploads older than retention_days (their traces, index rows\n"
+	"# and blobs) are deleted by a pass every retention_interval_s, which also\n"
+	"# collects orphaned blobs.  0 keeps everything forever.\n"
+	"retention_days = 90\n"
+	"retention_interval_s = 3600\n";
 
 int rvs_init_dir(const char *dir)
 {

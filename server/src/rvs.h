@@ -160,7 +160,7 @@ struct rvs_http {
 	int url_over;
 	char expect[32]; /* the Expect header */
 	char te[32];	 /* the Transfer-Encoding header */
-	int te_seen; /* how many Transfer-Encoding headers */
+	int te_seen;	 /* how many Transfer-Encoding headers */
 	/* Header-block scan for obsolete line folding: state of the bytes
 	 * before the blank line that ends the headers (see rvs_http_feed). */
 	int scan_nl, scan_done, scan_began;
@@ -197,6 +197,22 @@ int rvs_skip_parse(const uint8_t *buf, size_t len, struct Rearview__SkipReport *
 /* Content-addressed: DIR/ab/abcdef… named by the SHA-256 of the content. */
 int rvs_blob_put(const char *dir, const void *data, size_t len, char hex_out[65]);
 int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen);
+/* Retention when the config does not say (issue 18: bounded by default). */
+#define RVS_DEFAULT_RETENTION_DAYS 90
+
+struct rvs_blob_sweep_stats {
+	uint64_t temps;	  /* temporary files of unfinished writes removed */
+	uint64_t orphans; /* blobs no upload references, removed */
+};
+/* Walks DIR and unlinks the regular files at least min_age_s old that are
+ * leftovers of an unfinished write (not named like a blob, or in DIR/tmp)
+ * and, when `referenced` is given, the blobs it says nobody references
+ * (it returns 1 referenced, 0 not, <0 error — which stops the walk).
+ * Symlinks and directories are never touched.  *out (may be NULL) gets the
+ * counts.  0 or a negative errno. */
+int rvs_blob_sweep(const char *dir, int64_t min_age_s,
+		   int (*referenced)(const char *hex, void *arg), void *arg,
+		   struct rvs_blob_sweep_stats *out);
 
 /* ---- storage interface (store.h has the function table) ----------------- */
 

@@ -1478,10 +1478,9 @@ static void test_integration_tls_offers_only_aead_suites_and_modern_groups(void 
 				       MBEDTLS_TLS_ECDHE_ECDSA_WITH_CAMELLIA_128_CBC_SHA256, 0};
 	static const int gcm[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, 0};
 	static const int chacha[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, 0};
-	static const mbedtls_ecp_group_id p521[] = {MBEDTLS_ECP_DP_SECP521R1,
-						     MBEDTLS_ECP_DP_NONE};
-	static const mbedtls_ecp_group_id x25519[] = {MBEDTLS_ECP_DP_CURVE25519,
-						       MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_NONE};
+	static const mbedtls_ecp_group_id p521[] = {MBEDTLS_ECP_DP_SECP521R1, MBEDTLS_ECP_DP_NONE};
+	static const mbedtls_ecp_group_id x25519[] = {
+		MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_NONE};
 	static const int *const refused[] = {cbc, ccm8, camellia};
 	struct tls t;
 
