@@ -35,8 +35,6 @@
 #include <mbedtls/platform_util.h>
 #include <mbedtls/x509_crt.h>
 
-#define ADMIN_PBKDF2_ITERATIONS 210000
-
 struct gen {
 	mbedtls_entropy_context entropy;
 	mbedtls_ctr_drbg_context drbg;
@@ -278,13 +276,13 @@ int rvs_init_dir(const char *dir)
 		goto free_keys;
 
 	if ((rc = random_word(password, 20)) || (rc = rvs_random(salt, sizeof salt)) ||
-	    (rc = rvs_pbkdf2(password, salt, sizeof salt, ADMIN_PBKDF2_ITERATIONS, hash)))
+	    (rc = rvs_pbkdf2(password, salt, sizeof salt, RVS_ADMIN_PBKDF2_ITERATIONS, hash)))
 		goto free_keys;
 	snprintf(db_path, sizeof db_path, "%s/rearview.db", absdir);
 	umask(077); /* the database holds token and password hashes */
 	if ((rc = rvs_store_sqlite.open(db_path, &st)))
 		goto free_keys;
-	rc = rvs_store_sqlite.admin_put(st, "admin", ADMIN_PBKDF2_ITERATIONS, salt, sizeof salt,
+	rc = rvs_store_sqlite.admin_put(st, "admin", RVS_ADMIN_PBKDF2_ITERATIONS, salt, sizeof salt,
 					hash);
 	rvs_store_sqlite.close(st);
 	if (rc)

@@ -123,6 +123,7 @@ struct rvs_metrics {
 	uint64_t retention_runs;
 	uint64_t retention_traces; /* traces deleted by retention */
 	uint64_t retention_blobs;  /* blob files deleted by retention */
+	uint64_t login_hashes;	   /* sign-in password hashes computed */
 };
 const char *rvs_err_name(enum rvs_err_reason r);
 /* Renders Prometheus text exposition into a heap buffer (caller frees). */
@@ -199,6 +200,9 @@ int rvs_blob_put(const char *dir, const void *data, size_t len, char hex_out[65]
 int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen);
 /* Retention when the config does not say (issue 18: bounded by default). */
 #define RVS_DEFAULT_RETENTION_DAYS 90
+/* PBKDF2-SHA256 iterations of an admin password (init), also spent on a
+ * sign-in for an unknown user. */
+#define RVS_ADMIN_PBKDF2_ITERATIONS 210000
 
 struct rvs_blob_sweep_stats {
 	uint64_t temps;	  /* temporary files of unfinished writes removed */
@@ -237,6 +241,9 @@ struct rvs_config {
 	uint32_t upload_burst;
 	uint32_t auth_fail_per_min; /* refill of a peer address's failed-auth budget */
 	uint32_t auth_fail_burst;
+	/* Sign-ins hashing their password at once (each holds a work thread for
+	 * the PBKDF2); more get 503 with Retry-After. */
+	uint32_t login_hashers;
 	char symbols_dir[512];	       /* the symbol store (symbols.h) */
 	double retention_days;	       /* traces older than this are deleted; 0 keeps all */
 	uint32_t retention_interval_s; /* how often the retention job runs */
