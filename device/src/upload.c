@@ -47,7 +47,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "daemon.h"
+#include "anomaly.h"
 #include "log.h"
 #include "rearview/analysis.h"
 #include "rearview/policy.h"
@@ -96,7 +96,7 @@ struct sock_ctx {
 };
 
 struct rvd_uploader {
-	struct rvd_daemon *d;
+	struct rvd_upload_env env;
 	CURLM *multi;
 	uv_timer_t curl_timer, retry_timer, policy_timer;
 	struct req *reqs;
@@ -145,7 +145,7 @@ static void up_error(struct rvd_uploader *u, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(u->last_error, sizeof(u->last_error), fmt, ap);
 	va_end(ap);
-	rvd_daemon_note_error(u->d, u->last_error);
+	u->env.note_error(u->env.ctx, u->last_error);
 }
 
 /* ---- small files, read before the loop runs ------------------------------ */
@@ -172,7 +172,7 @@ static void load_token(struct rvd_uploader *u)
 {
 	char path[RVD_PATH_MAX + 32], buf[256], *nl;
 
-	snprintf(path, sizeof(path), "%s/" TOKEN_FILE, u->d->cfg.state_dir);
+	snprintf(path, sizeof(path), "%s/" TOKEN_FILE, u->env.cfg->state_dir);
 	if (read_small(path, buf, sizeof(buf)) <= 0)
 		return;
 	/* "<device token>\n<device id>" */
@@ -243,7 +243,7 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *s
 			return -1;
 		sc->fd = s;
 		sc->u = u;
-		if (uv_poll_init_socket(u->d->loop, &sc->poll, s) < 0) {
+		if (uv_poll_init_socket(u->env.loop, &sc->poll, s) < 0) {
 			free(sc);
 			return -1;
 		}
@@ -340,7 +340,7 @@ static size_t header_cb(char *p, size_t sz, size_t n, void *userp)
 /* Sends r (body already set for POST) to server_url + path. */
 static int req_send(struct rvd_uploader *u, struct req *r, const char *path, bool post)
 {
-	const struct rvd_config *cfg = &u->d->cfg;
+	const struct rvd_config *cfg = u->env.cfg;
 	char url[RVD_PATH_MAX + 32], hdr[200];
 	size_t ul = strlen(cfg->server_url);
 
@@ -425,7 +425,7 @@ static void retry_cb(uv_timer_t *t)
  * at least the server's Retry-After. */
 static void backoff(struct rvd_uploader *u, long retry_after_s)
 {
-	const struct rvd_config *cfg = &u->d->cfg;
+	const struct rvd_config *cfg = u->env.cfg;
 	uint64_t ceil = cfg->backoff_initial_ms, delay;
 	uint32_t rnd = 0;
 	char msg[192];
@@ -446,7 +446,7 @@ static void backoff(struct rvd_uploader *u, long retry_after_s)
 	snprintf(msg, sizeof(msg), "%s; next attempt in %" PRIu64 ".%01" PRIu64 " s",
 		 u->last_error[0] ? u->last_error : "upload failed", delay / 1000,
 		 delay % 1000 / 100);
-	rvd_daemon_note_error(u->d, msg);
+	u->env.note_error(u->env.ctx, msg);
 }
 
 /* ---- enrolment ------------------------------------------------------------ */
@@ -512,7 +512,7 @@ static void enroll_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 	snprintf(u->token, sizeof(u->token), "%s", er->device_token);
 	rearview__enroll_response__free_unpacked(er, NULL);
 	n = snprintf(buf, sizeof(buf), "%s\n%s\n", u->token, u->device_id);
-	if (rvd_spool_write_setting(&u->d->spool, TOKEN_FILE, buf, (size_t)n, token_saved_cb, u) <
+	if (rvd_spool_write_setting(u->env.spool, TOKEN_FILE, buf, (size_t)n, token_saved_cb, u) <
 	    0) {
 		u->token[0] = '\0';
 		u->enrolling = false;
@@ -603,7 +603,7 @@ static void policy_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 	}
 	switch (http) {
 	case 200:
-		rc = rvd_daemon_apply_policy(u->d, r->resp, r->resp_len);
+		rc = u->env.apply_policy(u->env.ctx, r->resp, r->resp_len);
 		if (rc < 0)
 			up_error(u, "policy fetch: %s", strerror(-rc));
 		else
@@ -675,7 +675,7 @@ static void upload_retry(struct req *r, long retry_after_s)
 	struct rvd_uploader *u = r->u;
 
 	backoff(u, retry_after_s);
-	if (rvd_spool_set_state(&u->d->spool, r->id, RVD_SPOOL_PENDING, NULL, requeued_cb, r) < 0)
+	if (rvd_spool_set_state(u->env.spool, r->id, RVD_SPOOL_PENDING, NULL, requeued_cb, r) < 0)
 		upload_finish(r, false);
 }
 
@@ -688,7 +688,7 @@ static void rejected_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 	if (status < 0)
 		up_error(r->u, "upload: recording a rejection: %s", strerror(-status));
 	else
-		rvd_daemon_release_reservation(r->u->d, r->rec.reservation);
+		r->u->env.release_reservation(r->u->env.ctx, r->rec.reservation);
 	upload_finish(r, true);
 }
 
@@ -714,7 +714,7 @@ static void uploaded_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 static void commit_work(void *arg)
 {
 	struct req *r = arg;
-	struct rvd_enforce *e = &r->u->d->enf;
+	struct rvd_enforce *e = r->u->env.enf;
 	struct rvp_time now;
 	int rc;
 
@@ -745,15 +745,15 @@ static void upload_acked(struct req *r)
 	}
 	u->attempt = 0;
 	snprintf(r->rec.trace_id, sizeof(r->rec.trace_id), "%s", ack->trace_id);
-	if (ack->policy_version > u->d->enf.policy_version &&
+	if (ack->policy_version > u->env.enf->policy_version &&
 	    ack->policy_version != u->hinted_version) {
 		u->hinted_version = ack->policy_version;
 		fetch_policy(u);
 	}
 	rearview__upload_ack__free_unpacked(ack, NULL);
 	/* Commit first: a crash before the state change re-sends and re-commits. */
-	if (rvd_spool_run(&u->d->spool, commit_work, r, NULL, NULL) < 0 ||
-	    (rc = rvd_spool_set_uploaded(&u->d->spool, r->id, r->rec.trace_id, uploaded_cb, r)) <
+	if (rvd_spool_run(u->env.spool, commit_work, r, NULL, NULL) < 0 ||
+	    (rc = rvd_spool_set_uploaded(u->env.spool, r->id, r->rec.trace_id, uploaded_cb, r)) <
 		    0) {
 		up_error(u, "upload: capture %" PRIu64 ": cannot record the acknowledgement",
 			 r->id);
@@ -801,7 +801,7 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 	/* The server will never take this one: say why, and stop trying. */
 	up_error(u, "upload: capture %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
 	snprintf(reason, sizeof(reason), "rejected_%ld", http);
-	if (rvd_spool_set_state(&u->d->spool, r->id, RVD_SPOOL_SKIPPED, reason, rejected_cb, r) < 0)
+	if (rvd_spool_set_state(u->env.spool, r->id, RVD_SPOOL_SKIPPED, reason, rejected_cb, r) < 0)
 		upload_finish(r, true);
 }
 
@@ -889,7 +889,7 @@ static void build_work(uv_work_t *w)
 	int64_t n;
 	int fd, rc;
 
-	rvd_daemon_anomaly_to_pb(&r->rec.anomaly, &an);
+	rvd_anomaly_to_pb(&r->rec.anomaly, &an);
 	device_info(&di, &un, u->device_id);
 	app.app_id = r->rec.app_id;
 	e.upload_id.data = r->rec.upload_id;
@@ -949,7 +949,7 @@ static void build_work(uv_work_t *w)
 		close(fd);
 		goto free_summary;
 	}
-	n = compress_file(fd, sh, u->d->cfg.zstd_level, (uint64_t)stb.st_size, &z, &zlen, &zcap);
+	n = compress_file(fd, sh, u->env.cfg->zstd_level, (uint64_t)stb.st_size, &z, &zlen, &zcap);
 	rva_shuffler_free(sh);
 	close(fd);
 	if (n < 0) {
@@ -1013,7 +1013,7 @@ static void uploading_cb(struct rvd_spool *sp, int status, uint64_t id, void *da
 	r->rec = *rec;
 	snprintf(r->path, sizeof(r->path), "%s/captures/%s", sp->dir, rec->file);
 	r->work.data = r;
-	if (uv_queue_work(u->d->loop, &r->work, build_work, build_done) < 0)
+	if (uv_queue_work(u->env.loop, &r->work, build_work, build_done) < 0)
 		upload_retry(r, 0);
 }
 
@@ -1023,18 +1023,18 @@ static void conditions_work(void *arg)
 {
 	struct req *r = arg;
 	struct rvd_uploader *u = r->u;
-	struct rvd_enforce *e = &u->d->enf;
+	struct rvd_enforce *e = u->env.enf;
 	const Rearview__PolicyBody *b = rvp_policy_default();
 	enum rvp_reason why;
 	struct rvp_time now;
 
 	if (e->store && rvp_time_now(&now) == 0)
 		b = rvp_store_current(e->store, now.wall_s, NULL);
-	r->allowed = rvp_upload_conditions_ok(b, u->d->cfg.upload_metered, &why);
+	r->allowed = rvp_upload_conditions_ok(b, u->env.cfg->upload_metered, &why);
 	/* Its local summary travels in the envelope (the only content at
 	 * consent "summary").  Read here: the spool's database is this job's. */
 	if (r->allowed == 1 &&
-	    rvd_spool_get_summary(&u->d->spool, r->id, &r->summary, &r->summary_len) < 0) {
+	    rvd_spool_get_summary(u->env.spool, r->id, &r->summary, &r->summary_len) < 0) {
 		r->summary = NULL;
 		r->summary_len = 0;
 	}
@@ -1073,10 +1073,10 @@ static void begin_upload(struct rvd_uploader *u, uint64_t id)
 	r->u = u;
 	r->kind = REQ_UPLOAD;
 	r->id = id;
-	r->consent = u->d->consent;
+	r->consent = u->env.consent(u->env.ctx);
 	r->plain = u->plain_zstd;
 	u->busy[u->nbusy++] = id;
-	if (rvd_spool_run(&u->d->spool, conditions_work, r, conditions_cb, r) < 0)
+	if (rvd_spool_run(u->env.spool, conditions_work, r, conditions_cb, r) < 0)
 		upload_finish(r, false);
 }
 
@@ -1141,7 +1141,7 @@ static void skip_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long h
 	}
 	if (ack)
 		rearview__skip_ack__free_unpacked(ack, NULL);
-	if (rvd_spool_set_skip_reported(&u->d->spool, r->id, skip_reported_cb, u) < 0)
+	if (rvd_spool_set_skip_reported(u->env.spool, r->id, skip_reported_cb, u) < 0)
 		u->reporting = false;
 }
 
@@ -1159,7 +1159,7 @@ static void begin_skip_report(struct rvd_uploader *u, const struct rvd_capture_r
 	r->kind = REQ_SKIP;
 	r->id = rec->id;
 	r->rec = *rec;
-	rvd_daemon_anomaly_to_pb(&r->rec.anomaly, &an);
+	rvd_anomaly_to_pb(&r->rec.anomaly, &an);
 	app.app_id = r->rec.app_id;
 	k.report_id.data = r->rec.upload_id;
 	k.report_id.len = sizeof(r->rec.upload_id);
@@ -1183,10 +1183,11 @@ static void begin_skip_report(struct rvd_uploader *u, const struct rvd_capture_r
 
 static void kick(struct rvd_uploader *u)
 {
-	struct rvd_daemon *d = u->d;
-	unsigned max = d->cfg.max_in_flight < MAX_BUSY ? d->cfg.max_in_flight : MAX_BUSY;
+	const struct rvd_config *cfg = u->env.cfg;
+	struct rvd_spool *sp = u->env.spool;
+	unsigned max = cfg->max_in_flight < MAX_BUSY ? cfg->max_in_flight : MAX_BUSY;
 
-	if (!u->started || u->stopping || d->stopping || !d->spool.open ||
+	if (!u->started || u->stopping || u->env.stopping(u->env.ctx) || !sp->open ||
 	    uv_is_active((uv_handle_t *)&u->retry_timer))
 		return;
 	if (!u->token[0]) {
@@ -1194,18 +1195,18 @@ static void kick(struct rvd_uploader *u)
 			enroll(u);
 		return;
 	}
-	if (d->consent < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY)
+	if (u->env.consent(u->env.ctx) < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY)
 		return;
-	for (size_t i = 0; i < d->spool.nrecs && u->nbusy < max; i++) {
-		const struct rvd_capture_rec *rec = &d->spool.recs[i];
+	for (size_t i = 0; i < sp->nrecs && u->nbusy < max; i++) {
+		const struct rvd_capture_rec *rec = &sp->recs[i];
 
 		if (rec->state == RVD_SPOOL_PENDING && !is_busy(u, rec->id))
 			begin_upload(u, rec->id);
 	}
 	/* Skip reports, one at a time, after the uploads. */
-	for (size_t i = 0; i < d->spool.nrecs && !u->reporting; i++)
-		if (reportable(&d->spool.recs[i]))
-			begin_skip_report(u, &d->spool.recs[i]);
+	for (size_t i = 0; i < sp->nrecs && !u->reporting; i++)
+		if (reportable(&sp->recs[i]))
+			begin_skip_report(u, &sp->recs[i]);
 }
 
 static void check_multi_info(struct rvd_uploader *u)
@@ -1249,14 +1250,14 @@ static void check_multi_info(struct rvd_uploader *u)
 
 /* ---- lifecycle --------------------------------------------------------------- */
 
-int rvd_upload_new(struct rvd_daemon *d, struct rvd_uploader **out)
+int rvd_upload_new(const struct rvd_upload_env *env, struct rvd_uploader **out)
 {
 	struct rvd_uploader *u = calloc(1, sizeof(*u));
 	int rc;
 
 	if (!u)
 		return -ENOMEM;
-	u->d = d;
+	u->env = *env;
 	u->multi = curl_multi_init();
 	if (!u->multi) {
 		free(u);
@@ -1266,14 +1267,15 @@ int rvd_upload_new(struct rvd_daemon *d, struct rvd_uploader **out)
 	curl_multi_setopt(u->multi, CURLMOPT_SOCKETDATA, u);
 	curl_multi_setopt(u->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
 	curl_multi_setopt(u->multi, CURLMOPT_TIMERDATA, u);
-	uv_timer_init(d->loop, &u->curl_timer);
-	uv_timer_init(d->loop, &u->retry_timer);
-	uv_timer_init(d->loop, &u->policy_timer);
+	uv_timer_init(env->loop, &u->curl_timer);
+	uv_timer_init(env->loop, &u->retry_timer);
+	uv_timer_init(env->loop, &u->policy_timer);
 	u->curl_timer.data = u->retry_timer.data = u->policy_timer.data = u;
-	if (d->cfg.enrollment_secret_file[0]) {
-		rc = read_small(d->cfg.enrollment_secret_file, u->secret, sizeof(u->secret));
+	if (env->cfg->enrollment_secret_file[0]) {
+		rc = read_small(env->cfg->enrollment_secret_file, u->secret, sizeof(u->secret));
 		if (rc < 0)
-			rvd_warn("uploader: %s: %s", d->cfg.enrollment_secret_file, strerror(-rc));
+			rvd_warn("uploader: %s: %s", env->cfg->enrollment_secret_file,
+				 strerror(-rc));
 	}
 	load_token(u);
 	*out = u;
@@ -1285,11 +1287,12 @@ void rvd_upload_start(struct rvd_uploader *u)
 	if (!u || u->started || u->stopping)
 		return;
 	u->started = true;
-	rvd_info("uploader: %s, %s", u->d->cfg.server_url, u->token[0] ? "enrolled" : "enrolling");
-	if (u->d->cfg.policy_interval_s)
+	rvd_info("uploader: %s, %s", u->env.cfg->server_url,
+		 u->token[0] ? "enrolled" : "enrolling");
+	if (u->env.cfg->policy_interval_s)
 		uv_timer_start(&u->policy_timer, policy_timer_cb,
-			       (uint64_t)u->d->cfg.policy_interval_s * 1000,
-			       (uint64_t)u->d->cfg.policy_interval_s * 1000);
+			       (uint64_t)u->env.cfg->policy_interval_s * 1000,
+			       (uint64_t)u->env.cfg->policy_interval_s * 1000);
 	fetch_policy(u);
 	kick(u);
 }
