@@ -45,9 +45,10 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include "anomaly.h"
+#include "compress.h"
+#include "curl_uv.h"
 #include "log.h"
 #include "rearview/analysis.h"
 #include "rearview/policy.h"
@@ -88,19 +89,11 @@ struct req {
 	uv_work_t work;
 };
 
-struct sock_ctx {
-	uv_poll_t poll;
-	curl_socket_t fd;
-	struct rvd_uploader *u;
-	struct sock_ctx *next;
-};
-
 struct rvd_uploader {
 	struct rvd_upload_env env;
-	CURLM *multi;
-	uv_timer_t curl_timer, retry_timer, policy_timer;
+	struct rvd_curl_uv cu; /* libcurl on the daemon's loop */
+	uv_timer_t retry_timer, policy_timer;
 	struct req *reqs;
-	struct sock_ctx *socks;
 	uint64_t busy[MAX_BUSY];
 	unsigned nbusy;
 	bool started, stopping, enrolling, fetching;
@@ -184,103 +177,6 @@ static void load_token(struct rvd_uploader *u)
 		snprintf(u->token, sizeof(u->token), "%s", buf);
 		snprintf(u->device_id, sizeof(u->device_id), "%s", nl + 1);
 	}
-}
-
-/* ---- curl ↔ libuv ------------------------------------------------------ */
-
-static void check_multi_info(struct rvd_uploader *u);
-
-static void sock_closed_cb(uv_handle_t *h)
-{
-	free(h->data);
-}
-
-static void sock_close(struct rvd_uploader *u, struct sock_ctx *sc)
-{
-	for (struct sock_ctx **pp = &u->socks; *pp; pp = &(*pp)->next) {
-		if (*pp == sc) {
-			*pp = sc->next;
-			break;
-		}
-	}
-	uv_close((uv_handle_t *)&sc->poll, sock_closed_cb);
-}
-
-static void poll_cb(uv_poll_t *h, int status, int events)
-{
-	struct sock_ctx *sc = h->data;
-	struct rvd_uploader *u = sc->u;
-	int running, flags = 0;
-
-	if (status < 0)
-		flags = CURL_CSELECT_ERR;
-	if (events & UV_READABLE)
-		flags |= CURL_CSELECT_IN;
-	if (events & UV_WRITABLE)
-		flags |= CURL_CSELECT_OUT;
-	curl_multi_socket_action(u->multi, sc->fd, flags, &running);
-	check_multi_info(u);
-}
-
-static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
-	struct rvd_uploader *u = userp;
-	struct sock_ctx *sc = socketp;
-	int events = 0;
-
-	(void)easy;
-	if (what == CURL_POLL_REMOVE) {
-		if (sc) {
-			uv_poll_stop(&sc->poll);
-			curl_multi_assign(u->multi, s, NULL);
-			sock_close(u, sc);
-		}
-		return 0;
-	}
-	if (!sc) {
-		sc = calloc(1, sizeof(*sc));
-		if (!sc)
-			return -1;
-		sc->fd = s;
-		sc->u = u;
-		if (uv_poll_init_socket(u->env.loop, &sc->poll, s) < 0) {
-			free(sc);
-			return -1;
-		}
-		sc->poll.data = sc;
-		sc->next = u->socks;
-		u->socks = sc;
-		curl_multi_assign(u->multi, s, sc);
-	}
-	if (what & CURL_POLL_IN)
-		events |= UV_READABLE;
-	if (what & CURL_POLL_OUT)
-		events |= UV_WRITABLE;
-	uv_poll_start(&sc->poll, events, poll_cb);
-	return 0;
-}
-
-static void curl_timer_cb(uv_timer_t *t)
-{
-	struct rvd_uploader *u = t->data;
-	int running;
-
-	curl_multi_socket_action(u->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	check_multi_info(u);
-}
-
-static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
-{
-	struct rvd_uploader *u = userp;
-
-	(void)multi;
-	if (u->stopping)
-		return 0;
-	if (timeout_ms < 0)
-		uv_timer_stop(&u->curl_timer);
-	else
-		uv_timer_start(&u->curl_timer, curl_timer_cb, (uint64_t)timeout_ms, 0);
-	return 0;
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -380,7 +276,7 @@ static int req_send(struct rvd_uploader *u, struct req *r, const char *path, boo
 	if ((post || r->kind != REQ_ENROLL) && !r->hdrs)
 		return -ENOMEM;
 	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs);
-	if (curl_multi_add_handle(u->multi, r->easy) != CURLM_OK)
+	if (curl_multi_add_handle(u->cu.multi, r->easy) != CURLM_OK)
 		return -EIO;
 	r->next = u->reqs;
 	u->reqs = r;
@@ -395,7 +291,7 @@ static void req_unlink(struct rvd_uploader *u, struct req *r)
 			break;
 		}
 	}
-	curl_multi_remove_handle(u->multi, r->easy);
+	curl_multi_remove_handle(u->cu.multi, r->easy);
 }
 
 /* The server's Error message from an error body, or "". */
@@ -805,64 +701,6 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 		upload_finish(r, true);
 }
 
-/* Appends the zstd-compressed file to *z (from *zlen, growing *zcap): its
- * shuffled form read through sh (tracer/FORMAT.md §3), or with sh NULL its
- * bytes as they are; returns the uncompressed byte count or a negative
- * errno. */
-static int64_t compress_file(int fd, rva_shuffler *sh, int level, uint64_t size, uint8_t **z,
-			     size_t *zlen, size_t *zcap)
-{
-	ZSTD_CCtx *cc = ZSTD_createCCtx();
-	uint8_t in[65536];
-	uint64_t total = 0;
-	size_t zr = 0;
-	int64_t rc = 0;
-
-	if (!cc)
-		return -ENOMEM;
-	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
-	ZSTD_CCtx_setPledgedSrcSize(cc, (unsigned long long)size);
-	for (bool eof = false; rc == 0 && (!eof || zr != 0);) {
-		ssize_t n = 0;
-		ZSTD_inBuffer ib;
-
-		if (!eof) {
-			n = sh ? rva_shuffler_read(sh, in, sizeof(in)) : read(fd, in, sizeof(in));
-			if (n < 0) {
-				rc = sh ? n : -errno;
-				break;
-			}
-			eof = n == 0;
-			total += (uint64_t)n;
-		}
-		ib = (ZSTD_inBuffer){in, (size_t)n, 0};
-		do {
-			ZSTD_outBuffer ob;
-
-			if (*zcap - *zlen < ZSTD_CStreamOutSize()) {
-				size_t ncap = *zcap * 2 + ZSTD_CStreamOutSize();
-				uint8_t *nz = realloc(*z, ncap);
-
-				if (!nz) {
-					rc = -ENOMEM;
-					break;
-				}
-				*z = nz;
-				*zcap = ncap;
-			}
-			ob = (ZSTD_outBuffer){*z + *zlen, *zcap - *zlen, 0};
-			zr = ZSTD_compressStream2(cc, &ob, &ib, eof ? ZSTD_e_end : ZSTD_e_continue);
-			*zlen += ob.pos;
-			if (ZSTD_isError(zr))
-				rc = -EIO;
-		} while (rc == 0 && (ib.pos < ib.size || (eof && zr != 0)));
-	}
-	ZSTD_freeCCtx(cc);
-	if (rc == 0 && total != size)
-		rc = -EIO; /* spool files never change: something is wrong with this one */
-	return rc < 0 ? rc : (int64_t)total;
-}
-
 /*
  * Worker: the envelope.  With consent full the capture file is streamed
  * through zstd straight into the request body: the envelope's other
@@ -881,12 +719,8 @@ static void build_work(uv_work_t *w)
 	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
 	Rearview__Anomaly an;
 	struct utsname un;
-	uint8_t *z = NULL, tag[11];
-	size_t hdr, gap, zlen, zcap = 0, taglen;
-	uint64_t plen;
 	struct stat stb;
 	rva_shuffler *sh = NULL;
-	int64_t n;
 	int fd, rc;
 
 	rvd_anomaly_to_pb(&r->rec.anomaly, &an);
@@ -938,38 +772,12 @@ static void build_work(uv_work_t *w)
 	e.payload_size = (uint64_t)stb.st_size;
 	e.captured_realtime_ns =
 		(uint64_t)stb.st_mtim.tv_sec * 1000000000ull + (uint64_t)stb.st_mtim.tv_nsec;
-	hdr = rearview__upload_envelope__get_packed_size(&e); /* payload still empty */
-	gap = hdr + sizeof(tag);
-	zlen = gap;
-	zcap = gap;
-	z = malloc(zcap);
-	if (!z) {
-		r->status = -ENOMEM;
-		rva_shuffler_free(sh);
-		close(fd);
-		goto free_summary;
-	}
-	n = compress_file(fd, sh, u->env.cfg->zstd_level, (uint64_t)stb.st_size, &z, &zlen, &zcap);
+	rc = rvd_compress_envelope(&e, fd, sh, u->env.cfg->zstd_level, (uint64_t)stb.st_size,
+				   &r->body_mem, &r->body, &r->body_len);
 	rva_shuffler_free(sh);
 	close(fd);
-	if (n < 0) {
-		r->status = (int)n;
-		free(z);
-		goto free_summary;
-	}
-	/* Field 12 (payload), wire type 2: tag, varint length. */
-	plen = zlen - gap;
-	tag[0] = (12 << 3) | 2;
-	taglen = 1;
-	do {
-		tag[taglen++] = (uint8_t)((plen & 0x7f) | (plen >= 0x80 ? 0x80 : 0));
-		plen >>= 7;
-	} while (plen);
-	memcpy(z + gap - taglen, tag, taglen);
-	rearview__upload_envelope__pack(&e, z + gap - taglen - hdr);
-	r->body_mem = z;
-	r->body = z + gap - taglen - hdr;
-	r->body_len = zlen - (gap - taglen - hdr);
+	if (rc < 0)
+		r->status = rc;
 free_summary:
 	if (e.summary)
 		rearview__summary__free_unpacked(e.summary, NULL);
@@ -1209,12 +1017,14 @@ static void kick(struct rvd_uploader *u)
 			begin_skip_report(u, &sp->recs[i]);
 }
 
-static void check_multi_info(struct rvd_uploader *u)
+/* The progress callback of u->cu: the transfers that finished. */
+static void check_multi_info(void *ctx)
 {
+	struct rvd_uploader *u = ctx;
 	CURLMsg *m;
 	int left;
 
-	while ((m = curl_multi_info_read(u->multi, &left)) != NULL) {
+	while ((m = curl_multi_info_read(u->cu.multi, &left)) != NULL) {
 		struct req *r = NULL;
 		long http = 0;
 		CURLcode cc;
@@ -1258,19 +1068,13 @@ int rvd_upload_new(const struct rvd_upload_env *env, struct rvd_uploader **out)
 	if (!u)
 		return -ENOMEM;
 	u->env = *env;
-	u->multi = curl_multi_init();
-	if (!u->multi) {
+	if (rvd_curl_uv_init(&u->cu, env->loop, check_multi_info, u) < 0) {
 		free(u);
 		return -ENOMEM;
 	}
-	curl_multi_setopt(u->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-	curl_multi_setopt(u->multi, CURLMOPT_SOCKETDATA, u);
-	curl_multi_setopt(u->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-	curl_multi_setopt(u->multi, CURLMOPT_TIMERDATA, u);
-	uv_timer_init(env->loop, &u->curl_timer);
 	uv_timer_init(env->loop, &u->retry_timer);
 	uv_timer_init(env->loop, &u->policy_timer);
-	u->curl_timer.data = u->retry_timer.data = u->policy_timer.data = u;
+	u->retry_timer.data = u->policy_timer.data = u;
 	if (env->cfg->enrollment_secret_file[0]) {
 		rc = read_small(env->cfg->enrollment_secret_file, u->secret, sizeof(u->secret));
 		if (rc < 0)
@@ -1308,7 +1112,7 @@ void rvd_upload_stop(struct rvd_uploader *u)
 	if (!u || u->stopping)
 		return;
 	u->stopping = true;
-	uv_close((uv_handle_t *)&u->curl_timer, NULL);
+	rvd_curl_uv_stop(&u->cu);
 	uv_close((uv_handle_t *)&u->retry_timer, NULL);
 	uv_close((uv_handle_t *)&u->policy_timer, NULL);
 	while (u->reqs) {
@@ -1319,18 +1123,14 @@ void rvd_upload_stop(struct rvd_uploader *u)
 			unbusy(u, r->id);
 		req_free(r);
 	}
-	curl_multi_cleanup(u->multi);
-	u->multi = NULL;
-	while (u->socks)
-		sock_close(u, u->socks);
+	rvd_curl_uv_release(&u->cu);
 }
 
 void rvd_upload_free(struct rvd_uploader *u)
 {
 	if (!u)
 		return;
-	if (u->multi)
-		curl_multi_cleanup(u->multi);
+	rvd_curl_uv_release(&u->cu);
 	explicit_bzero(u->secret, sizeof(u->secret));
 	explicit_bzero(u->token, sizeof(u->token));
 	free(u);
