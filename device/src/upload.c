@@ -1,13 +1,14 @@
 /*
- * upload.c — the uploader (see upload.h): enrolment, uploads with an
- * idempotent id, backoff, and policy fetches, all on the daemon's loop.
+ * upload.c — the uploader (see upload.h): uploads with an idempotent id,
+ * skip reports, backoff, the requests, and the uploader's lifecycle, all on
+ * the daemon's loop.  Enrolment and policy fetches are in enroll.c, the
+ * streaming compression in compress.c; the daemon is reached only through
+ * the handed-in struct rvd_upload_env.
  *
- * libcurl runs through its multi socket interface: curl tells us which
- * sockets to watch (CURLMOPT_SOCKETFUNCTION → one uv_poll_t each) and when
- * to call it back (CURLMOPT_TIMERFUNCTION → one uv_timer_t), and we call
- * curl_multi_socket_action only from those callbacks — never a perform
- * loop.  The easy handles use HTTPS only, verify the peer and the host
- * against the configured CA file.
+ * libcurl runs through its multi socket interface on the loop (curl_uv.c):
+ * curl_multi_socket_action runs only from socket and timer callbacks —
+ * never a perform loop.  The easy handles use HTTPS only, verify the peer
+ * and the host against the configured CA file.
  *
  * One upload goes
  *     pending ─(policy network check, a spool job)─→ uploading (durable)
@@ -29,7 +30,7 @@
  * the multi handle.  After rvd_upload_stop those finish by freeing
  * themselves without side effects.
  */
-#include "upload.h"
+#include "upload_int.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -54,71 +55,7 @@
 #include "rearview/policy.h"
 #include "rearview/upload.pb-c.h"
 
-#define TOKEN_FILE   "upload.token"
-#define MAX_BUSY     16
-#define MAX_RESPONSE (1u << 20) /* acks, tokens and policies are small */
-#define SECRET_MAX   256
-
-enum req_kind { REQ_ENROLL, REQ_UPLOAD, REQ_POLICY, REQ_SKIP };
-
-struct req {
-	struct rvd_uploader *u;
-	struct req *next; /* on u->reqs while in the multi handle */
-	enum req_kind kind;
-	CURL *easy;
-	struct curl_slist *hdrs;
-	uint8_t *body; /* the request body, inside body_mem */
-	size_t body_len;
-	uint8_t *body_mem;
-	uint8_t *resp;
-	size_t resp_len;
-	bool resp_overflow;
-	char errbuf[CURL_ERROR_SIZE];
-	char etag[80];
-	/* REQ_UPLOAD */
-	uint64_t id;
-	struct rvd_capture_rec rec; /* copy taken when it became uploading */
-	char path[400];
-	int consent;
-	bool plain;	  /* send the capture as plain zstd, not its shuffled form */
-	bool shuffled;	  /* the body carries the shuffled form */
-	int allowed;	  /* policy network check: 1 may upload */
-	uint8_t *summary; /* the capture's local summary (serialized), NULL: none */
-	size_t summary_len;
-	int status; /* work-queue result */
-	uv_work_t work;
-};
-
-struct rvd_uploader {
-	struct rvd_upload_env env;
-	struct rvd_curl_uv cu; /* libcurl on the daemon's loop */
-	uv_timer_t retry_timer, policy_timer;
-	struct req *reqs;
-	uint64_t busy[MAX_BUSY];
-	unsigned nbusy;
-	bool started, stopping, enrolling, fetching;
-	bool reporting;	    /* a skip report is in flight */
-	bool net_blocked;   /* the policy forbids this network (reported once) */
-	bool secret_logged; /* the missing-secret error was reported */
-	bool plain_zstd;    /* the server refused the shuffled form: plain zstd */
-	unsigned attempt;   /* consecutive failures */
-	char token[160];
-	char device_id[40]; /* DeviceInfo.device_id: random per install */
-	char secret[SECRET_MAX];
-	char etag[80];
-	uint64_t hinted_version;
-	char last_error[128];
-};
-
-static void kick(struct rvd_uploader *u);
-static void fetch_policy(struct rvd_uploader *u);
-
-/* Sets the last upload error; the caller's backoff() then reports it with
- * the time of the next attempt. */
-static void up_msg(struct rvd_uploader *u, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void up_msg(struct rvd_uploader *u, const char *fmt, ...)
+void rvd_up_msg(struct rvd_uploader *u, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -127,11 +64,7 @@ static void up_msg(struct rvd_uploader *u, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Sets the last upload error and reports it (log, rvctl status). */
-static void up_error(struct rvd_uploader *u, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void up_error(struct rvd_uploader *u, const char *fmt, ...)
+void rvd_up_error(struct rvd_uploader *u, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -141,47 +74,9 @@ static void up_error(struct rvd_uploader *u, const char *fmt, ...)
 	u->env.note_error(u->env.ctx, u->last_error);
 }
 
-/* ---- small files, read before the loop runs ------------------------------ */
-
-static int read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	/* Trailing newlines and spaces are editing artefacts, not secret. */
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	return (int)n;
-}
-
-static void load_token(struct rvd_uploader *u)
-{
-	char path[RVD_PATH_MAX + 32], buf[256], *nl;
-
-	snprintf(path, sizeof(path), "%s/" TOKEN_FILE, u->env.cfg->state_dir);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
-		return;
-	/* "<device token>\n<device id>" */
-	nl = strchr(buf, '\n');
-	if (!nl)
-		return;
-	*nl = '\0';
-	if (strlen(buf) < sizeof(u->token) && strlen(nl + 1) < sizeof(u->device_id)) {
-		snprintf(u->token, sizeof(u->token), "%s", buf);
-		snprintf(u->device_id, sizeof(u->device_id), "%s", nl + 1);
-	}
-}
-
 /* ---- requests ------------------------------------------------------------ */
 
-static void req_free(struct req *r)
+void rvd_up_req_free(struct req *r)
 {
 	if (!r)
 		return;
@@ -234,7 +129,7 @@ static size_t header_cb(char *p, size_t sz, size_t n, void *userp)
 }
 
 /* Sends r (body already set for POST) to server_url + path. */
-static int req_send(struct rvd_uploader *u, struct req *r, const char *path, bool post)
+int rvd_up_req_send(struct rvd_uploader *u, struct req *r, const char *path, bool post)
 {
 	const struct rvd_config *cfg = u->env.cfg;
 	char url[RVD_PATH_MAX + 32], hdr[200];
@@ -295,7 +190,7 @@ static void req_unlink(struct rvd_uploader *u, struct req *r)
 }
 
 /* The server's Error message from an error body, or "". */
-static void error_message(const struct req *r, char *out, size_t cap)
+void rvd_up_error_message(const struct req *r, char *out, size_t cap)
 {
 	Rearview__Error *e = NULL;
 
@@ -314,12 +209,12 @@ static void error_message(const struct req *r, char *out, size_t cap)
 
 static void retry_cb(uv_timer_t *t)
 {
-	kick(t->data);
+	rvd_up_kick(t->data);
 }
 
 /* Exponential backoff with full jitter: uniform in [0, min(cap, base·2^n)],
  * at least the server's Retry-After. */
-static void backoff(struct rvd_uploader *u, long retry_after_s)
+void rvd_up_backoff(struct rvd_uploader *u, long retry_after_s)
 {
 	const struct rvd_config *cfg = u->env.cfg;
 	uint64_t ceil = cfg->backoff_initial_ms, delay;
@@ -343,183 +238,6 @@ static void backoff(struct rvd_uploader *u, long retry_after_s)
 		 u->last_error[0] ? u->last_error : "upload failed", delay / 1000,
 		 delay % 1000 / 100);
 	u->env.note_error(u->env.ctx, msg);
-}
-
-/* ---- enrolment ------------------------------------------------------------ */
-
-static void device_info(Rearview__DeviceInfo *di, struct utsname *un, const char *device_id)
-{
-	rearview__device_info__init(di);
-	if (uname(un) < 0)
-		memset(un, 0, sizeof(*un));
-	di->device_id = (char *)device_id;
-	di->os_build = un->release;
-	di->arch = un->machine;
-}
-
-static void token_saved_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
-{
-	struct rvd_uploader *u = data;
-
-	(void)sp;
-	(void)id;
-	u->enrolling = false;
-	if (status < 0) {
-		/* Not durable: do not upload under a token a restart would forget. */
-		u->token[0] = '\0';
-		up_msg(u, "upload: saving the device token: %s", strerror(-status));
-		backoff(u, 0);
-		return;
-	}
-	rvd_info("uploader: enrolled as %s", u->device_id);
-	u->attempt = 0;
-	fetch_policy(u);
-	kick(u);
-}
-
-static void enroll_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
-{
-	Rearview__EnrollResponse *er;
-	char buf[sizeof(u->token) + sizeof(u->device_id) + 2], msg[96];
-	int n;
-
-	if (cc != CURLE_OK || http != 200) {
-		u->enrolling = false;
-		if (cc != CURLE_OK)
-			up_msg(u, "upload: enrolment: %s",
-			       r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
-		else {
-			error_message(r, msg, sizeof(msg));
-			up_msg(u, "upload: enrolment refused (%ld): %s", http, msg);
-		}
-		backoff(u, 0);
-		return;
-	}
-	er = rearview__enroll_response__unpack(NULL, r->resp_len, r->resp);
-	if (!er || !er->device_token || !er->device_token[0] ||
-	    strlen(er->device_token) >= sizeof(u->token) || strchr(er->device_token, '\n')) {
-		if (er)
-			rearview__enroll_response__free_unpacked(er, NULL);
-		u->enrolling = false;
-		up_msg(u, "upload: enrolment: malformed answer");
-		backoff(u, 0);
-		return;
-	}
-	snprintf(u->token, sizeof(u->token), "%s", er->device_token);
-	rearview__enroll_response__free_unpacked(er, NULL);
-	n = snprintf(buf, sizeof(buf), "%s\n%s\n", u->token, u->device_id);
-	if (rvd_spool_write_setting(u->env.spool, TOKEN_FILE, buf, (size_t)n, token_saved_cb, u) <
-	    0) {
-		u->token[0] = '\0';
-		u->enrolling = false;
-		up_msg(u, "upload: saving the device token: out of memory");
-		backoff(u, 0);
-	}
-}
-
-static void enroll(struct rvd_uploader *u)
-{
-	Rearview__EnrollRequest q = REARVIEW__ENROLL_REQUEST__INIT;
-	Rearview__DeviceInfo di;
-	struct utsname un;
-	struct req *r;
-
-	if (!u->secret[0]) {
-		if (!u->secret_logged)
-			up_error(u, "upload: no enrolment secret (enrollment_secret_file)");
-		u->secret_logged = true;
-		return;
-	}
-	if (!u->device_id[0]) {
-		uint8_t rnd[16];
-
-		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-			return;
-		for (int i = 0; i < 16; i++)
-			snprintf(u->device_id + 2 * i, 3, "%02x", rnd[i]);
-	}
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return;
-	r->u = u;
-	r->kind = REQ_ENROLL;
-	device_info(&di, &un, u->device_id);
-	q.enrollment_secret = u->secret;
-	q.device = &di;
-	r->body_len = rearview__enroll_request__get_packed_size(&q);
-	r->body = r->body_mem = malloc(r->body_len ? r->body_len : 1);
-	if (!r->body) {
-		req_free(r);
-		return;
-	}
-	rearview__enroll_request__pack(&q, r->body);
-	if (req_send(u, r, "/v1/enroll", true) < 0) {
-		req_free(r);
-		up_msg(u, "upload: cannot start the enrolment request");
-		backoff(u, 0);
-		return;
-	}
-	u->enrolling = true;
-}
-
-/* ---- policy fetch ---------------------------------------------------------- */
-
-static void policy_timer_cb(uv_timer_t *t)
-{
-	fetch_policy(t->data);
-}
-
-static void fetch_policy(struct rvd_uploader *u)
-{
-	struct req *r;
-
-	if (u->stopping || u->fetching || !u->token[0])
-		return;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return;
-	r->u = u;
-	r->kind = REQ_POLICY;
-	if (req_send(u, r, "/v1/policy", false) < 0) {
-		req_free(r);
-		return;
-	}
-	u->fetching = true;
-}
-
-static void policy_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
-{
-	char msg[96];
-	int rc;
-
-	u->fetching = false;
-	if (cc != CURLE_OK) {
-		up_error(u, "policy fetch: %s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
-		return;
-	}
-	switch (http) {
-	case 200:
-		rc = u->env.apply_policy(u->env.ctx, r->resp, r->resp_len);
-		if (rc < 0)
-			up_error(u, "policy fetch: %s", strerror(-rc));
-		else
-			snprintf(u->etag, sizeof(u->etag), "%s", r->etag);
-		/* A new policy may allow what the old one held back. */
-		u->net_blocked = false;
-		kick(u);
-		break;
-	case 304: /* unchanged */
-	case 404: /* nothing published yet */
-		break;
-	case 401:
-		u->token[0] = '\0';
-		up_error(u, "policy fetch: device token refused; enrolling again");
-		kick(u);
-		break;
-	default:
-		error_message(r, msg, sizeof(msg));
-		up_error(u, "policy fetch: HTTP %ld: %s", http, msg);
-	}
 }
 
 /* ---- uploads ----------------------------------------------------------------- */
@@ -548,9 +266,9 @@ static void upload_finish(struct req *r, bool kick_next)
 	struct rvd_uploader *u = r->u;
 
 	unbusy(u, r->id);
-	req_free(r);
+	rvd_up_req_free(r);
 	if (kick_next)
-		kick(u);
+		rvd_up_kick(u);
 }
 
 static void requeued_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
@@ -560,8 +278,8 @@ static void requeued_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 	(void)sp;
 	(void)id;
 	if (status < 0 && !r->u->stopping)
-		up_error(r->u, "upload: capture %" PRIu64 " back to pending: %s", r->id,
-			 strerror(-status));
+		rvd_up_error(r->u, "upload: capture %" PRIu64 " back to pending: %s", r->id,
+			     strerror(-status));
 	upload_finish(r, false); /* the retry timer runs */
 }
 
@@ -570,7 +288,7 @@ static void upload_retry(struct req *r, long retry_after_s)
 {
 	struct rvd_uploader *u = r->u;
 
-	backoff(u, retry_after_s);
+	rvd_up_backoff(u, retry_after_s);
 	if (rvd_spool_set_state(u->env.spool, r->id, RVD_SPOOL_PENDING, NULL, requeued_cb, r) < 0)
 		upload_finish(r, false);
 }
@@ -582,7 +300,7 @@ static void rejected_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 	(void)sp;
 	(void)id;
 	if (status < 0)
-		up_error(r->u, "upload: recording a rejection: %s", strerror(-status));
+		rvd_up_error(r->u, "upload: recording a rejection: %s", strerror(-status));
 	else
 		r->u->env.release_reservation(r->u->env.ctx, r->rec.reservation);
 	upload_finish(r, true);
@@ -597,8 +315,8 @@ static void uploaded_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 	(void)id;
 	if (status < 0) {
 		/* Stays uploading until the next start re-sends it (a duplicate then). */
-		up_error(u, "upload: recording capture %" PRIu64 " uploaded: %s", r->id,
-			 strerror(-status));
+		rvd_up_error(u, "upload: recording capture %" PRIu64 " uploaded: %s", r->id,
+			     strerror(-status));
 	} else {
 		rvd_info("capture %" PRIu64 " uploaded as %s", r->id, r->rec.trace_id);
 	}
@@ -635,7 +353,7 @@ static void upload_acked(struct req *r)
 	    strlen(ack->trace_id) >= sizeof(r->rec.trace_id)) {
 		if (ack)
 			rearview__upload_ack__free_unpacked(ack, NULL);
-		up_msg(u, "upload: capture %" PRIu64 ": malformed acknowledgement", r->id);
+		rvd_up_msg(u, "upload: capture %" PRIu64 ": malformed acknowledgement", r->id);
 		upload_retry(r, 0);
 		return;
 	}
@@ -644,15 +362,15 @@ static void upload_acked(struct req *r)
 	if (ack->policy_version > u->env.enf->policy_version &&
 	    ack->policy_version != u->hinted_version) {
 		u->hinted_version = ack->policy_version;
-		fetch_policy(u);
+		rvd_up_fetch_policy(u);
 	}
 	rearview__upload_ack__free_unpacked(ack, NULL);
 	/* Commit first: a crash before the state change re-sends and re-commits. */
 	if (rvd_spool_run(u->env.spool, commit_work, r, NULL, NULL) < 0 ||
 	    (rc = rvd_spool_set_uploaded(u->env.spool, r->id, r->rec.trace_id, uploaded_cb, r)) <
 		    0) {
-		up_error(u, "upload: capture %" PRIu64 ": cannot record the acknowledgement",
-			 r->id);
+		rvd_up_error(u, "upload: capture %" PRIu64 ": cannot record the acknowledgement",
+			     r->id);
 		upload_finish(r, true);
 	}
 }
@@ -663,8 +381,8 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 	curl_off_t retry_after = 0;
 
 	if (cc != CURLE_OK) {
-		up_msg(u, "upload: capture %" PRIu64 ": %s", r->id,
-		       r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
+		rvd_up_msg(u, "upload: capture %" PRIu64 ": %s", r->id,
+			   r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
 		upload_retry(r, 0);
 		return;
 	}
@@ -672,10 +390,10 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 		upload_acked(r);
 		return;
 	}
-	error_message(r, msg, sizeof(msg));
+	rvd_up_error_message(r, msg, sizeof(msg));
 	if (http == 408 || http == 429 || http >= 500 || http == 401) {
 		curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after);
-		up_msg(u, "upload: capture %" PRIu64 ": HTTP %ld: %s", r->id, http, msg);
+		rvd_up_msg(u, "upload: capture %" PRIu64 ": HTTP %ld: %s", r->id, http, msg);
 		if (http == 401)
 			u->token[0] = '\0'; /* enrol again at the next attempt */
 		upload_retry(r, (long)retry_after);
@@ -687,15 +405,15 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 	 * zstd, and so does every later one until the daemon restarts. */
 	if (http == 400 && r->shuffled && strstr(msg, "unknown compression")) {
 		u->plain_zstd = true;
-		up_msg(u,
-		       "upload: capture %" PRIu64 ": the server does not take the shuffled"
-		       " form; sending plain zstd",
-		       r->id);
+		rvd_up_msg(u,
+			   "upload: capture %" PRIu64 ": the server does not take the shuffled"
+			   " form; sending plain zstd",
+			   r->id);
 		upload_retry(r, 0);
 		return;
 	}
 	/* The server will never take this one: say why, and stop trying. */
-	up_error(u, "upload: capture %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
+	rvd_up_error(u, "upload: capture %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
 	snprintf(reason, sizeof(reason), "rejected_%ld", http);
 	if (rvd_spool_set_state(u->env.spool, r->id, RVD_SPOOL_SKIPPED, reason, rejected_cb, r) < 0)
 		upload_finish(r, true);
@@ -724,7 +442,7 @@ static void build_work(uv_work_t *w)
 	int fd, rc;
 
 	rvd_anomaly_to_pb(&r->rec.anomaly, &an);
-	device_info(&di, &un, u->device_id);
+	rvd_up_device_info(&di, &un, u->device_id);
 	app.app_id = r->rec.app_id;
 	e.upload_id.data = r->rec.upload_id;
 	e.upload_id.len = sizeof(r->rec.upload_id);
@@ -793,13 +511,13 @@ static void build_done(uv_work_t *w, int status)
 		return;
 	}
 	if (status < 0 || r->status < 0) {
-		up_msg(u, "upload: preparing capture %" PRIu64 ": %s", r->id,
-		       strerror(-(status < 0 ? status : r->status)));
+		rvd_up_msg(u, "upload: preparing capture %" PRIu64 ": %s", r->id,
+			   strerror(-(status < 0 ? status : r->status)));
 		upload_retry(r, 0);
 		return;
 	}
-	if (req_send(u, r, "/v1/uploads", true) < 0) {
-		up_msg(u, "upload: cannot start the request");
+	if (rvd_up_req_send(u, r, "/v1/uploads", true) < 0) {
+		rvd_up_msg(u, "upload: cannot start the request");
 		upload_retry(r, 0);
 	}
 }
@@ -814,7 +532,8 @@ static void uploading_cb(struct rvd_spool *sp, int status, uint64_t id, void *da
 	rec = rvd_spool_find(sp, r->id);
 	if (u->stopping || status < 0 || !rec || rec->state != RVD_SPOOL_UPLOADING) {
 		if (status < 0 && !u->stopping)
-			up_error(u, "upload: capture %" PRIu64 ": %s", r->id, strerror(-status));
+			rvd_up_error(u, "upload: capture %" PRIu64 ": %s", r->id,
+				     strerror(-status));
 		upload_finish(r, false);
 		return;
 	}
@@ -862,7 +581,7 @@ static void conditions_cb(struct rvd_spool *sp, int status, uint64_t id, void *d
 		/* Stays pending, no retry timer: the next capture or a fetched
 		 * policy looks again (one check each, so no loop). */
 		if (!u->net_blocked)
-			up_error(u, "upload: waiting for an unmetered network (policy)");
+			rvd_up_error(u, "upload: waiting for an unmetered network (policy)");
 		u->net_blocked = true;
 		upload_finish(r, false);
 		return;
@@ -908,10 +627,10 @@ static void skip_reported_cb(struct rvd_spool *sp, int status, uint64_t id, void
 	(void)sp;
 	u->reporting = false;
 	if (status < 0 && !u->stopping)
-		up_error(u, "skip report: recording %" PRIu64 " as reported: %s", id,
-			 strerror(-status));
+		rvd_up_error(u, "skip report: recording %" PRIu64 " as reported: %s", id,
+			     strerror(-status));
 	else
-		kick(u);
+		rvd_up_kick(u);
 }
 
 static void skip_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
@@ -934,18 +653,18 @@ static void skip_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long h
 			snprintf(msg, sizeof(msg), "%.95s",
 				 r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
 		else
-			error_message(r, msg, sizeof(msg));
-		up_msg(u, "skip report %" PRIu64 ": HTTP %ld: %s", r->id, http, msg);
+			rvd_up_error_message(r, msg, sizeof(msg));
+		rvd_up_msg(u, "skip report %" PRIu64 ": HTTP %ld: %s", r->id, http, msg);
 		if (http == 401)
 			u->token[0] = '\0';
 		curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after);
 		u->reporting = false;
-		backoff(u, (long)retry_after);
+		rvd_up_backoff(u, (long)retry_after);
 		return;
 	} else {
 		/* The server will never take it: do not send it forever. */
-		error_message(r, msg, sizeof(msg));
-		up_error(u, "skip report %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
+		rvd_up_error_message(r, msg, sizeof(msg));
+		rvd_up_error(u, "skip report %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
 	}
 	if (ack)
 		rearview__skip_ack__free_unpacked(ack, NULL);
@@ -977,19 +696,19 @@ static void begin_skip_report(struct rvd_uploader *u, const struct rvd_capture_r
 	r->body_len = rearview__skip_report__get_packed_size(&k);
 	r->body = malloc(r->body_len ? r->body_len : 1);
 	if (!r->body) {
-		req_free(r);
+		rvd_up_req_free(r);
 		return;
 	}
 	rearview__skip_report__pack(&k, r->body);
-	if (req_send(u, r, "/v1/skips", true) < 0) {
-		up_msg(u, "skip report: cannot start the request");
-		req_free(r);
+	if (rvd_up_req_send(u, r, "/v1/skips", true) < 0) {
+		rvd_up_msg(u, "skip report: cannot start the request");
+		rvd_up_req_free(r);
 		return;
 	}
 	u->reporting = true;
 }
 
-static void kick(struct rvd_uploader *u)
+void rvd_up_kick(struct rvd_uploader *u)
 {
 	const struct rvd_config *cfg = u->env.cfg;
 	struct rvd_spool *sp = u->env.spool;
@@ -1000,7 +719,7 @@ static void kick(struct rvd_uploader *u)
 		return;
 	if (!u->token[0]) {
 		if (!u->enrolling)
-			enroll(u);
+			rvd_up_enroll(u);
 		return;
 	}
 	if (u->env.consent(u->env.ctx) < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY)
@@ -1039,12 +758,12 @@ static void check_multi_info(void *ctx)
 		req_unlink(u, r);
 		switch (r->kind) {
 		case REQ_ENROLL:
-			enroll_done(u, r, cc, http);
-			req_free(r);
+			rvd_up_enroll_done(u, r, cc, http);
+			rvd_up_req_free(r);
 			break;
 		case REQ_POLICY:
-			policy_done(u, r, cc, http);
-			req_free(r);
+			rvd_up_policy_done(u, r, cc, http);
+			rvd_up_req_free(r);
 			break;
 		case REQ_UPLOAD:
 			/* r lives on through the spool jobs that record the outcome. */
@@ -1052,7 +771,7 @@ static void check_multi_info(void *ctx)
 			break;
 		case REQ_SKIP:
 			skip_done(u, r, cc, http);
-			req_free(r);
+			rvd_up_req_free(r);
 			break;
 		}
 	}
@@ -1076,12 +795,13 @@ int rvd_upload_new(const struct rvd_upload_env *env, struct rvd_uploader **out)
 	uv_timer_init(env->loop, &u->policy_timer);
 	u->retry_timer.data = u->policy_timer.data = u;
 	if (env->cfg->enrollment_secret_file[0]) {
-		rc = read_small(env->cfg->enrollment_secret_file, u->secret, sizeof(u->secret));
+		rc = rvd_up_read_small(env->cfg->enrollment_secret_file, u->secret,
+				       sizeof(u->secret));
 		if (rc < 0)
 			rvd_warn("uploader: %s: %s", env->cfg->enrollment_secret_file,
 				 strerror(-rc));
 	}
-	load_token(u);
+	rvd_up_load_token(u);
 	*out = u;
 	return 0;
 }
@@ -1094,17 +814,17 @@ void rvd_upload_start(struct rvd_uploader *u)
 	rvd_info("uploader: %s, %s", u->env.cfg->server_url,
 		 u->token[0] ? "enrolled" : "enrolling");
 	if (u->env.cfg->policy_interval_s)
-		uv_timer_start(&u->policy_timer, policy_timer_cb,
+		uv_timer_start(&u->policy_timer, rvd_up_policy_timer_cb,
 			       (uint64_t)u->env.cfg->policy_interval_s * 1000,
 			       (uint64_t)u->env.cfg->policy_interval_s * 1000);
-	fetch_policy(u);
-	kick(u);
+	rvd_up_fetch_policy(u);
+	rvd_up_kick(u);
 }
 
 void rvd_upload_pending(void *ctx, uint64_t id)
 {
 	(void)id;
-	kick(ctx);
+	rvd_up_kick(ctx);
 }
 
 void rvd_upload_stop(struct rvd_uploader *u)
@@ -1121,7 +841,7 @@ void rvd_upload_stop(struct rvd_uploader *u)
 		req_unlink(u, r);
 		if (r->kind == REQ_UPLOAD)
 			unbusy(u, r->id);
-		req_free(r);
+		rvd_up_req_free(r);
 	}
 	rvd_curl_uv_release(&u->cu);
 }
