@@ -10,7 +10,8 @@ DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/registry.c device/src/spool.c device/src/conn.c \
                    device/src/enforce.c device/src/daemon.c device/src/upload.c \
                    device/src/admin.c device/src/anomaly.c device/src/curl_uv.c \
-                   device/src/compress.c device/src/enroll.c
+                   device/src/compress.c device/src/enroll.c \
+                   device/src/capture.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
 # Local summaries (src/summary.c) with librvanalysis: the archive rides with

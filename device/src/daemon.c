@@ -1,6 +1,9 @@
 /*
- * daemon.c — rearviewd's event loop wiring: sockets, peers, detectors,
- * tracing plan, capture flow and spool hand-off.
+ * daemon.c — rearviewd's core: the loop, the listeners and peers,
+ * control.sock and events.sock, the tracing plan, the thermal poll, the
+ * policy jobs and the lifecycle.  The capture flow (capture.c), admin.sock
+ * (admin.c) and the uploader (upload.c) get the daemon's state only
+ * through the tables envs_init builds; struct rvd_daemon is private here.
  *
  * Invariants:
  *  - the loop thread never blocks: socket I/O is non-blocking, sqlite,
@@ -9,16 +12,14 @@
  *  - a control peer speaks only for the pid SO_PEERCRED gave us: the first
  *    frame must be Register{pid = peer pid}, and every tid it names must be
  *    a task of that pid;
- *  - at most one capture is in flight per process; each has a timer, and a
- *    process that does not answer in time is disconnected;
- *  - a capture is acknowledged to the process (Ack) only once the spool has
- *    made it durable.
+ *  - every accepted peer is on d->conns (nconns of them) until its close
+ *    callback; listener i is polled by listen_poll[i] on listen_fd[i].
  */
 #include "daemon.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,18 +28,16 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "admin.h"
 #include "anomaly.h"
+#include "capture.h"
 #include "conn.h"
 #include "enforce.h"
 #include "log.h"
 #include "registry.h"
 #include "upload.h"
-#include "summary.h"
-#include "rearview/policy.h"
 #include "rearview/control.pb-c.h"
 #include "rearview/event.pb-c.h"
 
@@ -70,39 +69,14 @@ struct rvd_daemon {
 	struct rvd_spool spool;
 	struct rvd_corr_state corr;
 	int consent;
-	uint64_t next_request;
-	struct rvd_pending_capture *pending;
+	struct rvd_capture_flow cap;
 	struct rvd_uploader *up;      /* NULL: no [upload] server_url */
 	struct rvd_upload_env up_env; /* handed to the uploader */
 	struct rvd_admin_env admin;   /* handed to admin.sock */
-	uint64_t last_freeze_latency_ns;
-	uint64_t captures_dropped;
-	uint64_t anomalies;
 	char last_errors[RVD_LAST_ERRORS][RVD_ERROR_LEN];
 	unsigned nerrors;
 	bool stopping, ready, listening;
 	int exit_status;
-};
-
-struct rvd_pending_capture {
-	struct rvd_pending_capture *next;
-	struct rvd_daemon *d;
-	uv_timer_t timer;
-	uint64_t request_id;
-	pid_t pid;
-	uint64_t fired_ns; /* uv_hrtime() when the anomaly reached us */
-	struct rvd_anomaly anomaly;
-	char app_id[64];
-	int64_t reservation; /* upload quota held for it; released if it fails */
-	bool answered;
-};
-
-/* A store in flight: what to acknowledge once durable. */
-struct store_ctx {
-	struct rvd_daemon *d;
-	pid_t pid;
-	uint64_t request_id;
-	int64_t reservation;
 };
 
 static void note_error(struct rvd_daemon *d, const char *fmt, ...)
@@ -178,52 +152,6 @@ static void replan(struct rvd_daemon *d)
 	rvd_registry_plan(&d->reg, n, trace_cb, d);
 }
 
-/* ---- capture flow -------------------------------------------------------- */
-
-static void pending_close_cb(uv_handle_t *h)
-{
-	free(h->data);
-}
-
-static void release_reservation(struct rvd_daemon *d, int64_t reservation);
-
-static void pending_drop(struct rvd_daemon *d, struct rvd_pending_capture *pc)
-{
-	struct rvd_pending_capture **pp;
-
-	release_reservation(d, pc->reservation);
-	for (pp = &d->pending; *pp; pp = &(*pp)->next) {
-		if (*pp == pc) {
-			*pp = pc->next;
-			break;
-		}
-	}
-	uv_timer_stop(&pc->timer);
-	uv_close((uv_handle_t *)&pc->timer, pending_close_cb);
-}
-
-static struct rvd_pending_capture *pending_find(struct rvd_daemon *d, pid_t pid,
-						uint64_t request_id)
-{
-	for (struct rvd_pending_capture *pc = d->pending; pc; pc = pc->next)
-		if (pc->pid == pid && (!request_id || pc->request_id == request_id))
-			return pc;
-	return NULL;
-}
-
-static void capture_timeout_cb(uv_timer_t *t)
-{
-	struct rvd_pending_capture *pc = t->data;
-	struct rvd_daemon *d = pc->d;
-	struct rvd_process *p = rvd_registry_find(&d->reg, pc->pid);
-
-	note_error(d, "capture %" PRIu64 " of pid %d: no answer within %u ms", pc->request_id,
-		   (int)pc->pid, d->cfg.capture_timeout_ms);
-	pending_drop(d, pc);
-	if (p && p->conn)
-		rvd_conn_close(p->conn, "did not answer a capture request");
-}
-
 /* The loop-thread copies of the policy's detector thresholds. */
 static void apply_thresholds(struct rvd_daemon *d)
 {
@@ -273,339 +201,6 @@ static void release_reservation(struct rvd_daemon *d, int64_t reservation)
 	if (enforce_submit(d, j, NULL) < 0)
 		note_error(d, "policy: releasing reservation %" PRId64 ": out of memory",
 			   reservation);
-}
-
-static void skipped_stored_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
-{
-	struct rvd_daemon *d = data;
-
-	(void)sp;
-	if (status < 0)
-		note_error(d, "spool: recording a skipped anomaly: %s", strerror(-status));
-	else if (d->seams.pending)
-		d->seams.pending(d->seams.ctx, id); /* its skip report is due */
-}
-
-static void capture_begin(struct rvd_daemon *d, const struct rvd_anomaly *a, int64_t reservation);
-
-/* The policy decided: capture, or record skipped(reason) without a file. */
-static void decide_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
-{
-	struct rvd_enforce_job *j = data;
-	struct rvd_daemon *d = sp->loop->data;
-	struct rvd_process *p = rvd_registry_find(&d->reg, j->anomaly.pid);
-	struct rvd_capture_rec meta;
-
-	if (p && p->deciding)
-		p->deciding--;
-	rvd_enforce_done(j);
-	apply_thresholds(d);
-	if (status < 0 || j->status < 0) {
-		note_error(d, "policy decision: %s", strerror(-(status < 0 ? status : j->status)));
-		d->captures_dropped++;
-	} else if (j->reason[0]) {
-		rvd_info("anomaly not captured: %s", j->reason);
-		d->captures_dropped++;
-		memset(&meta, 0, sizeof(meta));
-		meta.state = RVD_SPOOL_SKIPPED;
-		snprintf(meta.reason, sizeof(meta.reason), "%s", j->reason);
-		meta.anomaly = j->anomaly;
-		snprintf(meta.app_id, sizeof(meta.app_id), "%s", j->app_id);
-		if (!d->stopping && rvd_spool_store(sp, -1, 0, &meta, skipped_stored_cb, d) < 0)
-			note_error(d, "spool: recording a skipped anomaly: out of memory");
-	} else {
-		capture_begin(d, &j->anomaly, j->reservation);
-	}
-	rvd_enforce_job_free(j);
-}
-
-void rvd_daemon_anomaly(struct rvd_daemon *d, const struct rvd_anomaly *a)
-{
-	struct rvd_enforce_job *j;
-	const char *reason = NULL;
-	struct rvd_process *p;
-	struct rvd_anomaly an = *a;
-
-	rvd_info("anomaly kind %d severity %u pid %d tid %d: %s%s%s", a->kind, a->severity,
-		 (int)a->pid, (int)a->tid, a->name, a->name[0] ? " " : "", a->detail);
-	if (d->stopping)
-		return;
-	d->anomalies++;
-	if (d->consent == REARVIEW__CONSENT_LEVEL__CONSENT_OFF) {
-		rvd_info("anomaly not captured: consent off");
-		d->captures_dropped++;
-		return;
-	}
-	if (d->seams.policy_allow && d->seams.policy_allow(d->seams.ctx, a, &reason) < 0) {
-		rvd_info("anomaly not captured: %s", reason ? reason : "policy");
-		d->captures_dropped++;
-		return;
-	}
-	/* A system-wide anomaly (thermal) captures the foreground app. */
-	if (an.pid == 0) {
-		for (unsigned i = 0; i < RVD_MRU_MAX && d->reg.mru[i]; i++) {
-			if (rvd_registry_find(&d->reg, d->reg.mru[i])) {
-				an.pid = d->reg.mru[i];
-				break;
-			}
-		}
-	}
-	p = an.pid ? rvd_registry_find(&d->reg, an.pid) : NULL;
-	if (!p || !p->conn) {
-		rvd_info("anomaly not captured: pid %d is not registered", (int)an.pid);
-		d->captures_dropped++;
-		return;
-	}
-	if (an.tid == 0)
-		an.tid = p->traced_tid ? p->traced_tid : (p->ui_tid ? p->ui_tid : p->pid);
-	if (pending_find(d, p->pid, 0) || p->deciding) {
-		rvd_info("anomaly not captured: a capture of pid %d is in flight", (int)p->pid);
-		d->captures_dropped++;
-		return;
-	}
-	/*
-	 * An explicit capture (rvctl, the capture API) is asked for by an admin:
-	 * consent alone gates it.  Detector anomalies go through the ledger —
-	 * debounce, campaigns, quota — on the work queue (it fsyncs).
-	 */
-	if (an.kind == RVD_ANOMALY_MANUAL) {
-		capture_begin(d, &an, 0);
-		return;
-	}
-	j = rvd_enforce_job_new(&d->enf, RVD_ENF_DECIDE);
-	if (!j) {
-		note_error(d, "policy decision: out of memory");
-		d->captures_dropped++;
-		return;
-	}
-	j->consent = d->consent;
-	j->anomaly = an;
-	snprintf(j->app_id, sizeof(j->app_id), "%.63s", p->app_id[0] ? p->app_id : p->exe);
-	snprintf(j->item_id, sizeof(j->item_id), "a-%d-%" PRIu64, (int)p->pid, ++d->next_request);
-	if (enforce_submit(d, j, decide_cb) < 0) {
-		note_error(d, "policy decision: out of memory");
-		d->captures_dropped++;
-		return;
-	}
-	p->deciding++;
-}
-
-static void capture_begin(struct rvd_daemon *d, const struct rvd_anomaly *a, int64_t reservation)
-{
-	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
-	Rearview__CaptureRequest cr = REARVIEW__CAPTURE_REQUEST__INIT;
-	Rearview__Anomaly apb;
-	struct rvd_pending_capture *pc;
-	struct rvd_process *p = rvd_registry_find(&d->reg, a->pid);
-	struct rvd_anomaly an = *a;
-
-	if (d->stopping || !p || !p->conn || pending_find(d, a->pid, 0)) {
-		rvd_info("anomaly not captured: pid %d is gone or busy", (int)a->pid);
-		d->captures_dropped++;
-		release_reservation(d, reservation);
-		return;
-	}
-	pc = calloc(1, sizeof(*pc));
-	if (!pc) {
-		note_error(d, "capture: out of memory");
-		release_reservation(d, reservation);
-		return;
-	}
-	pc->d = d;
-	pc->request_id = ++d->next_request;
-	pc->pid = p->pid;
-	pc->fired_ns = uv_hrtime();
-	pc->anomaly = an;
-	pc->reservation = reservation;
-	snprintf(pc->app_id, sizeof(pc->app_id), "%s", p->app_id);
-	uv_timer_init(d->loop, &pc->timer);
-	pc->timer.data = pc;
-	pc->next = d->pending;
-	d->pending = pc;
-	uv_timer_start(&pc->timer, capture_timeout_cb, d->cfg.capture_timeout_ms, 0);
-
-	rvd_anomaly_to_pb(&an, &apb);
-	cr.request_id = pc->request_id;
-	cr.tid = an.tid;
-	cr.anomaly = &apb;
-	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE;
-	m.capture = &cr;
-	rvd_conn_send(p->conn, &m.base);
-}
-
-static void state_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
-{
-	struct rvd_daemon *d = data;
-	const struct rvd_capture_rec *r = rvd_spool_find(sp, id);
-
-	if (status < 0) {
-		note_error(d, "spool: state change of capture %" PRIu64 ": %s", id,
-			   strerror(-status));
-		return;
-	}
-	if (r && r->state == RVD_SPOOL_PENDING && d->seams.pending)
-		d->seams.pending(d->seams.ctx, id);
-}
-
-/* captured → pending | skipped(reason), from the consent (and, later, policy). */
-static void gate_stored(struct rvd_daemon *d, uint64_t id)
-{
-	int rc;
-
-	if (d->consent >= REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY)
-		rc = rvd_spool_set_state(&d->spool, id, RVD_SPOOL_PENDING, NULL, state_cb, d);
-	else
-		rc = rvd_spool_set_state(&d->spool, id, RVD_SPOOL_SKIPPED,
-					 d->consent == REARVIEW__CONSENT_LEVEL__CONSENT_LOCAL
-						 ? "consent_local"
-						 : "consent_off",
-					 state_cb, d);
-	if (rc < 0)
-		note_error(d, "spool: capture %" PRIu64 ": %s", id, strerror(-rc));
-}
-
-static void summary_done_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
-{
-	struct rvd_summary_job *j = data;
-
-	if (status < 0 || j->status < 0)
-		note_error(sp->loop->data, "summary of capture %" PRIu64 ": %s", j->id,
-			   status < 0 ? strerror(-status) : j->err);
-	else
-		rvd_spool_note_summary(sp, j->id);
-	free(j);
-}
-
-/*
- * Queues the local summary of a stored capture when the consent lets
- * summaries leave the device (summary/full) and it has none yet.  A spool
- * job: it runs before the capture's gate (queued after it), so a capture
- * is pending only once its summary is durable, and the policy store it
- * reads the signature models from is used by one thread at a time.
- */
-static void summarize(struct rvd_daemon *d, const struct rvd_capture_rec *r)
-{
-	struct rvd_summary_job *j;
-
-	if (d->consent < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY || !r->file[0] ||
-	    r->has_summary || d->stopping)
-		return;
-	j = calloc(1, sizeof(*j));
-	if (j) {
-		j->sp = &d->spool;
-		j->enf = &d->enf;
-		j->id = r->id;
-		snprintf(j->file, sizeof(j->file), "%s", r->file);
-	}
-	if (!j || rvd_spool_run(&d->spool, rvd_summary_work, j, summary_done_cb, j) < 0) {
-		free(j);
-		note_error(d, "summary of capture %" PRIu64 ": out of memory", r->id);
-	}
-}
-
-static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
-{
-	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
-	Rearview__Ack ack = REARVIEW__ACK__INIT;
-	struct store_ctx *sc = data;
-	struct rvd_daemon *d = sc->d;
-	struct rvd_process *p = rvd_registry_find(&d->reg, sc->pid);
-
-	if (status < 0) {
-		note_error(d, "spool: storing capture of pid %d: %s", (int)sc->pid,
-			   strerror(-status));
-		release_reservation(d, sc->reservation);
-		free(sc);
-		return;
-	}
-	rvd_info("capture %" PRIu64 " of pid %d stored", id, (int)sc->pid);
-	if (p && p->conn) {
-		ack.request_id = sc->request_id;
-		m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_ACK;
-		m.ack = &ack;
-		rvd_conn_send(p->conn, &m.base);
-	}
-	free(sc);
-	if (d->seams.captured) {
-		const struct rvd_capture_rec *r = rvd_spool_find(sp, id);
-
-		if (r)
-			d->seams.captured(d->seams.ctx, r);
-	}
-	if (rvd_spool_find(sp, id))
-		summarize(d, rvd_spool_find(sp, id));
-	gate_stored(d, id);
-}
-
-#define RVD_SEALS_REQUIRED (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
-
-static int on_capture_ready(struct rvd_daemon *d, struct rvd_conn *c, struct rvd_process *p,
-			    const Rearview__CaptureReady *cr)
-{
-	struct rvd_pending_capture *pc = pending_find(d, p->pid, cr->request_id);
-	struct rvd_capture_rec meta;
-	struct store_ctx *sc;
-	struct stat stb;
-	uint64_t now = uv_hrtime();
-	int fd = rvd_conn_take_fd(c);
-	int seals;
-
-	if (!pc) {
-		if (fd >= 0)
-			close(fd);
-		rvd_info("pid %d: CaptureReady for unknown request %" PRIu64, (int)p->pid,
-			 cr->request_id);
-		return 0; /* a late answer after a timeout is not an offence */
-	}
-	if (fd < 0) {
-		note_error(d, "pid %d: CaptureReady without a descriptor", (int)p->pid);
-		pending_drop(d, pc);
-		return -EBADMSG;
-	}
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED ||
-	    fstat(fd, &stb) < 0 || !S_ISREG(stb.st_mode) || (uint64_t)stb.st_size != cr->size ||
-	    cr->size > d->cfg.capture_max_bytes) {
-		note_error(d, "pid %d: capture %" PRIu64 " refused: %s", (int)p->pid,
-			   cr->request_id,
-			   seals < 0 ? "not a sealable memfd"
-			   : (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED
-				   ? "memfd not sealed"
-				   : "size mismatch or too large");
-		close(fd);
-		pending_drop(d, pc);
-		return -EBADMSG;
-	}
-	memset(&meta, 0, sizeof(meta));
-	meta.anomaly = pc->anomaly;
-	meta.reservation = pc->reservation; /* committed when the upload is acknowledged */
-	snprintf(meta.app_id, sizeof(meta.app_id), "%s", pc->app_id);
-	/* Same clock (CLOCK_MONOTONIC) on both sides; fall back to what we saw. */
-	if (cr->frozen_monotonic_ns >= pc->anomaly.monotonic_ns &&
-	    cr->frozen_monotonic_ns - pc->anomaly.monotonic_ns < 60ull * 1000000000ull)
-		meta.freeze_latency_ns = cr->frozen_monotonic_ns - pc->anomaly.monotonic_ns;
-	else
-		meta.freeze_latency_ns = now - pc->fired_ns;
-	d->last_freeze_latency_ns = meta.freeze_latency_ns;
-	sc = malloc(sizeof(*sc));
-	if (!sc) {
-		close(fd);
-		pending_drop(d, pc);
-		note_error(d, "capture: out of memory");
-		return 0;
-	}
-	sc->d = d;
-	sc->pid = p->pid;
-	sc->request_id = cr->request_id;
-	sc->reservation = pc->reservation;
-	pc->reservation = 0; /* the stored capture holds it now */
-	pending_drop(d, pc);
-	if (rvd_spool_store(&d->spool, fd, cr->size, &meta, store_cb, sc) < 0) {
-		release_reservation(d, sc->reservation);
-		free(sc);
-		note_error(d, "capture: spool refused the capture");
-	}
-	return 0;
 }
 
 /* ---- control.sock ------------------------------------------------------------ */
@@ -728,7 +323,7 @@ static int on_control_frame(struct rvd_conn *c, const uint8_t *payload, uint32_t
 			replan(d);
 		break;
 	case REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE_READY:
-		rc = on_capture_ready(d, c, p, m->capture_ready);
+		rc = rvd_capture_ready(&d->cap, c, p, m->capture_ready);
 		if (rc < 0)
 			rvd_conn_close(c, "bad CaptureReady");
 		break;
@@ -770,13 +365,13 @@ static void handle_event(struct rvd_daemon *d, const Rearview__EventMessage *e)
 		/* The correlated anomaly, when the metrics agree, replaces plain jank. */
 		if (rvd_corr_check(&cc, &d->corr, &a, &corr) == 1)
 			a = corr;
-		rvd_daemon_anomaly(d, &a);
+		rvd_capture_anomaly(&d->cap, &a);
 		return;
 	case REARVIEW__EVENT_MESSAGE__MSG_TOUCH:
 		if (rvd_touch_eval(d->cfg.touch_threshold_ns, e->touch->pid, e->touch->tid,
 				   e->touch->detected_ns, e->touch->delivered_ns,
 				   e->touch->responded_ns, &a) == 1)
-			rvd_daemon_anomaly(d, &a);
+			rvd_capture_anomaly(&d->cap, &a);
 		return;
 	case REARVIEW__EVENT_MESSAGE__MSG_FOREGROUND:
 		rvd_info("foreground: pid %d", (int)e->foreground->pid);
@@ -793,7 +388,7 @@ static void handle_event(struct rvd_daemon *d, const Rearview__EventMessage *e)
 			rvd_info("events: invalid anomaly ignored");
 			return;
 		}
-		rvd_daemon_anomaly(d, &a);
+		rvd_capture_anomaly(&d->cap, &a);
 		return;
 	default:
 		return;
@@ -885,9 +480,9 @@ static void env_stats(void *ctx, struct rvd_admin_stats *st)
 	struct rvd_daemon *d = ctx;
 	unsigned ne = d->nerrors < RVD_LAST_ERRORS ? d->nerrors : RVD_LAST_ERRORS;
 
-	st->last_freeze_latency_ns = d->last_freeze_latency_ns;
-	st->anomalies = d->anomalies;
-	st->anomalies_not_captured = d->captures_dropped;
+	st->last_freeze_latency_ns = d->cap.last_freeze_latency_ns;
+	st->anomalies = d->cap.anomalies;
+	st->anomalies_not_captured = d->cap.captures_dropped;
 	for (unsigned k = 0; k < ne; k++)
 		st->errors[k] = d->last_errors[(d->nerrors - ne + k) % RVD_LAST_ERRORS];
 	st->nerrors = ne;
@@ -895,7 +490,7 @@ static void env_stats(void *ctx, struct rvd_admin_stats *st)
 
 static void env_anomaly(void *ctx, const struct rvd_anomaly *a)
 {
-	rvd_daemon_anomaly(ctx, a);
+	rvd_capture_anomaly(&((struct rvd_daemon *)ctx)->cap, a);
 }
 
 static void env_event(void *ctx, const Rearview__EventMessage *e)
@@ -930,6 +525,23 @@ static void env_release_reservation(void *ctx, int64_t reservation)
 
 static void envs_init(struct rvd_daemon *d)
 {
+	struct rvd_capture_env ce = {
+		.loop = d->loop,
+		.cfg = &d->cfg,
+		.reg = &d->reg,
+		.spool = &d->spool,
+		.enf = &d->enf,
+		.seams = &d->seams,
+		.consent = env_consent,
+		.stopping = env_stopping,
+		.note_error = env_note_error,
+		.enforce_submit = env_enforce_submit,
+		.policy_changed = env_policy_changed,
+		.release_reservation = env_release_reservation,
+		.ctx = d,
+	};
+
+	rvd_capture_init(&d->cap, &ce);
 	d->admin = (struct rvd_admin_env){
 		.reg = &d->reg,
 		.spool = &d->spool,
@@ -986,11 +598,8 @@ static void conn_closed_cb(struct rvd_conn *c)
 	struct rvd_process *p = c->data;
 
 	if (p) {
-		struct rvd_pending_capture *pc;
-
 		rvd_info("pid %d unregistered", (int)p->pid);
-		while ((pc = pending_find(d, p->pid, 0)) != NULL)
-			pending_drop(d, pc);
+		rvd_capture_forget(&d->cap, p->pid);
 		rvd_registry_remove(&d->reg, p);
 		if (!d->stopping)
 			replan(d);
@@ -1001,6 +610,7 @@ static void conn_closed_cb(struct rvd_conn *c)
 		d->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	assert(d->nconns > 0);
 	d->nconns--;
 	free(c);
 }
@@ -1047,6 +657,8 @@ static void accept_cb(uv_poll_t *h, int status, int events)
 {
 	struct rvd_daemon *d = h->loop->data;
 	int which = (int)(h - d->listen_poll);
+
+	assert(which >= 0 && which < 3 && d->listen_fd[which] >= 0);
 
 	for (int round = 0; round < 16 && status == 0; round++) {
 		struct rvd_conn *c;
@@ -1157,7 +769,7 @@ static void thermal_after_cb(uv_work_t *w, int status)
 	/* A distributed policy's trip replaces the zones' own trip points. */
 	d->thermal_snap.trip_mc = d->enf.thr.thermal_trip_mc;
 	if (rvd_thermal_feed(&d->throttling, &d->thermal_snap, uv_hrtime(), &a) == 1)
-		rvd_daemon_anomaly(d, &a);
+		rvd_capture_anomaly(&d->cap, &a);
 }
 
 static void thermal_timer_cb(uv_timer_t *t)
@@ -1195,7 +807,7 @@ static void spool_open_cb(struct rvd_spool *sp, int status, uint64_t id, void *d
 	/* Captures stored before a crash but never gated go through the gate now. */
 	for (size_t i = 0; i < sp->nrecs; i++)
 		if (sp->recs[i].state == RVD_SPOOL_CAPTURED)
-			gate_stored(d, sp->recs[i].id);
+			rvd_capture_gate(&d->cap, sp->recs[i].id);
 }
 
 /* Runs after the spool opened (job order): then the daemon is ready. */
@@ -1221,7 +833,7 @@ static void enforce_open_cb(struct rvd_spool *sp, int status, uint64_t id, void 
 	for (size_t i = 0; i < sp->nrecs; i++)
 		if (sp->recs[i].state == RVD_SPOOL_PENDING ||
 		    sp->recs[i].state == RVD_SPOOL_CAPTURED)
-			summarize(d, &sp->recs[i]);
+			rvd_capture_summarize(&d->cap, &sp->recs[i]);
 	d->ready = true;
 	if (d->up)
 		rvd_upload_start(d->up);
@@ -1350,8 +962,7 @@ void rvd_daemon_stop(struct rvd_daemon *d)
 	uv_close((uv_handle_t *)&d->thermal_timer, NULL);
 	uv_close((uv_handle_t *)&d->accept_backoff, NULL);
 	rvd_upload_stop(d->up);
-	while (d->pending)
-		pending_drop(d, d->pending);
+	rvd_capture_stop(&d->cap);
 	for (struct rvd_conn *c = d->conns; c; c = c->next)
 		rvd_conn_close(c, NULL);
 	if (enforce_submit(d, rvd_enforce_job_new(&d->enf, RVD_ENF_CLOSE), NULL) < 0)
