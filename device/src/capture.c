@@ -418,6 +418,7 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 		pending_drop(f, pc);
 		return -EBADMSG;
 	}
+	assert(cr->size <= f->env.cfg->capture_max_bytes && pc->pid == p->pid);
 	memset(&meta, 0, sizeof(meta));
 	meta.anomaly = pc->anomaly;
 	meta.reservation = pc->reservation; /* committed when the upload is acknowledged */

@@ -49,6 +49,7 @@ int main(int argc, char **argv)
 	int verbose = 0, quiet = 0, opt, rc;
 	uv_loop_t *loop;
 
+	rvd_log_open();
 	while ((opt = getopt_long(argc, argv, "c:r:s:vqh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':

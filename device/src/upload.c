@@ -32,6 +32,7 @@
  */
 #include "upload_int.h"
 
+#include <assert.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -602,6 +603,7 @@ static void begin_upload(struct rvd_uploader *u, uint64_t id)
 	r->id = id;
 	r->consent = u->env.consent(u->env.ctx);
 	r->plain = u->plain_zstd;
+	assert(u->nbusy < MAX_BUSY && !is_busy(u, id));
 	u->busy[u->nbusy++] = id;
 	if (rvd_spool_run(u->env.spool, conditions_work, r, conditions_cb, r) < 0)
 		upload_finish(r, false);
@@ -752,6 +754,7 @@ static void check_multi_info(void *ctx)
 			continue;
 		cc = m->data.result;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+		assert(r && r->u == u && r->easy == m->easy_handle);
 		curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &http);
 		if (r->resp_overflow && cc == CURLE_OK)
 			cc = CURLE_WRITE_ERROR;
