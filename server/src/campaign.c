@@ -378,6 +378,231 @@ static int finish(sqlite3 *db, int rc)
 	return rc ? rc : -EIO;
 }
 
+/* ---- what an engineer must say explicitly (issue 18 item 10) ------------- */
+
+static const char *const known_keys[] = {
+	"id",
+	"priority",
+	"valid_from_s",
+	"valid_until_s",
+	"app_patterns",
+	"all_apps",
+	"device_models",
+	"os_builds",
+	"app_version_min",
+	"app_version_max",
+	"kinds",
+	"min_severity",
+	"sample_probability",
+	"upload_mode",
+	"quota",
+	"replace",
+	"confirm_fleet_wide",
+};
+
+/* Edit distance of two short keys (a typo has a small one). */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
+	if (la >= 63 || lb >= 63)
+		return 64;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof *prev);
+	}
+	return prev[lb];
+}
+
+/*
+ * Input from an engineer (the JSON API and the web form), before it is
+ * parsed: an unknown field is refused with its name (and the field it was
+ * probably meant to be) instead of being ignored; "every app" and the share
+ * of anomalies to collect must be said, never inferred from a missing
+ * field.  Stored specs are not held to this (they were normalized).
+ */
+static int spec_strict(json_t *spec, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *v, *apps, *all;
+	char unknown[160] = "";
+	const char *hint = NULL, *hint_for = NULL;
+	size_t nunk = 0, nap;
+
+	if (!json_is_object(spec))
+		return fail(err, errlen, "%s", "a campaign is a JSON object");
+	json_object_foreach(spec, key, v)
+	{
+		size_t best = 3, k;
+		const char *near = NULL;
+		for (k = 0; k < sizeof known_keys / sizeof known_keys[0]; k++) {
+			size_t d = edit_distance(key, known_keys[k]);
+			if (d == 0)
+				break;
+			if (d < best) {
+				best = d;
+				near = known_keys[k];
+			}
+		}
+		if (k < sizeof known_keys / sizeof known_keys[0])
+			continue;
+		if (nunk++ < 4)
+			snprintf(unknown + strlen(unknown), sizeof unknown - strlen(unknown),
+				 "%s%.40s", nunk > 1 ? ", " : "", key);
+		if (near && !hint) {
+			hint = near;
+			hint_for = key;
+		}
+	}
+	if (nunk)
+		return hint ? fail(err, errlen, "unknown field%s: %s (did you mean %s for %.40s?)",
+				   nunk > 1 ? "s" : "", unknown, hint, hint_for)
+			    : fail(err, errlen, "unknown field%s: %s", nunk > 1 ? "s" : "",
+				   unknown);
+	apps = json_object_get(spec, "app_patterns");
+	all = json_object_get(spec, "all_apps");
+	if (all && !json_is_boolean(all))
+		return fail(err, errlen, "%s", "all_apps: true or false");
+	nap = json_is_array(apps) ? json_array_size(apps) : 0;
+	if (nap == 0 && !json_is_true(all))
+		return fail(err, errlen, "%s",
+			    "app_patterns: name the apps this campaign collects from, or set "
+			    "all_apps to true to collect from every app");
+	if (nap > 0 && json_is_true(all))
+		return fail(err, errlen, "%s", "all_apps is true but app_patterns names apps");
+	v = json_object_get(spec, "sample_probability");
+	if (!v || json_is_null(v))
+		return fail(err, errlen, "%s",
+			    "sample_probability: required — the share of matching anomalies to "
+			    "collect, 1 for every one");
+	if (json_is_number(v) && json_number_value(v) == 0)
+		return fail(err, errlen, "%s",
+			    "sample_probability: 0 would collect nothing — end the campaign to "
+			    "stop collecting");
+	return 0;
+}
+
+/* A campaign that matches every app on every device and version. */
+static int fleet_wide(const Rearview__Campaign *c)
+{
+	return c->n_app_patterns == 0 && c->n_device_models == 0 && c->n_os_builds == 0 &&
+	       c->n_app_versions == 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+#define PREVIEW_MAX_ROWS 1000000
+
+/* Counts last week's anomalies (uploads and skip reports) the campaign
+ * would have matched, before sampling, and on how many devices. */
+static int preview(sqlite3 *db, const Rearview__Campaign *c, struct rvs_campaign_preview *p)
+{
+	static const char sql[] =
+		"SELECT u.upload_id, u.device_id, u.app_id, u.app_version, u.model, u.os_build,"
+		" u.anomaly_kind, u.severity FROM uploads u WHERE u.received_at >= ?1"
+		" UNION ALL SELECT s.report_id, s.device_id, s.app_id, s.app_version, d.model,"
+		" d.os_build, s.anomaly_kind, s.severity FROM skips s"
+		" LEFT JOIN devices d ON d.device_id = s.device_id WHERE s.received_at >= ?1"
+		" LIMIT ?2";
+	Rearview__Campaign all = *c;
+	sqlite3_stmt *st;
+	char **devs = NULL;
+	size_t ndev = 0, cap = 0;
+	int64_t now = (int64_t)time(NULL);
+	int rc;
+
+	memset(p, 0, sizeof *p);
+	p->fleet_wide = fleet_wide(c);
+	all.sample_probability = 1; /* before sampling */
+	all.valid_from_s = all.valid_until_s = 0;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, now - 7 * 86400);
+	sqlite3_bind_int(st, 2, PREVIEW_MAX_ROWS + 1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct rvp_event ev = {
+			.item_id = "",
+			.app_id = (const char *)sqlite3_column_text(st, 2),
+			.app_version = (const char *)sqlite3_column_text(st, 3),
+			.device_model = (const char *)sqlite3_column_text(st, 4),
+			.os_build = (const char *)sqlite3_column_text(st, 5),
+			.kind = (Rearview__AnomalyKind)sqlite3_column_int(st, 6),
+			.severity = (uint32_t)sqlite3_column_int(st, 7),
+		};
+		const char *dev = (const char *)sqlite3_column_text(st, 1);
+		if (++p->rows > PREVIEW_MAX_ROWS) {
+			p->truncated = 1;
+			break;
+		}
+		if (rvp_campaign_match(&all, &ev, now, 0) != RVP_ACCEPTED)
+			continue;
+		p->anomalies++;
+		if (ndev == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			char **nd = realloc(devs, nc * sizeof *nd);
+			if (!nd) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			devs = nd;
+			cap = nc;
+		}
+		if (!(devs[ndev] = strdup(dev ? dev : ""))) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		ndev++;
+	}
+	sqlite3_finalize(st);
+	if (ndev)
+		qsort(devs, ndev, sizeof *devs, cmp_str);
+	for (size_t i = 0; i < ndev; i++) {
+		p->devices += i == 0 || strcmp(devs[i], devs[i - 1]) != 0;
+		free(devs[i]);
+	}
+	free(devs);
+	p->expected = (double)p->anomalies * (c->sample_probability > 0 && c->sample_probability < 1
+						      ? c->sample_probability
+						      : 1.0);
+	if (rc == SQLITE_NOMEM)
+		return -ENOMEM;
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+static void preview_text(const struct rvs_campaign_preview *p, char *out, size_t len)
+{
+	snprintf(out, len,
+		 "last week it would have matched %s%llu anomalies on %llu devices (about %.0f "
+		 "after sampling)%s",
+		 p->truncated ? "at least " : "", (unsigned long long)p->anomalies,
+		 (unsigned long long)p->devices, p->expected,
+		 p->fleet_wide ? "; it targets every app on every device" : "");
+}
+
+int rvs_campaign_preview(sqlite3 *db, json_t *spec, struct rvs_campaign_preview *p, char *err,
+			 size_t errlen)
+{
+	struct camp k;
+	int rc = spec_strict(spec, err, errlen);
+	if (rc == 0)
+		rc = camp_parse(spec, &k, err, errlen);
+	if (rc == 0 && (rc = preview(db, &k.c, p)))
+		snprintf(err, errlen, "cannot read last week's anomalies");
+	if (rc == 0)
+		preview_text(p, p->text, sizeof p->text);
+	camp_release(&k);
+	return rc;
+}
+
 int rvs_campaign_save(const struct rvs_config *cfg, sqlite3 *db, json_t *spec, int create,
 		      uint64_t *version, char *err, size_t errlen)
 {
@@ -388,9 +613,22 @@ int rvs_campaign_save(const struct rvs_config *cfg, sqlite3 *db, json_t *spec, i
 	char reason[128];
 	int rc;
 
-	if ((rc = camp_parse(spec, &k, err, errlen))) {
+	memset(&k, 0, sizeof k);
+	if ((rc = spec_strict(spec, err, errlen)) || (rc = camp_parse(spec, &k, err, errlen))) {
 		camp_release(&k);
 		return rc;
+	}
+	if (fleet_wide(&k.c) && !json_is_true(json_object_get(spec, "confirm_fleet_wide"))) {
+		struct rvs_campaign_preview p;
+		char what[200];
+		if (preview(db, &k.c, &p) == 0)
+			preview_text(&p, what, sizeof what);
+		else
+			snprintf(what, sizeof what, "its reach could not be previewed");
+		snprintf(err, errlen,
+			 "a fleet-wide campaign needs confirm_fleet_wide set to true: %s", what);
+		camp_release(&k);
+		return -EAGAIN;
 	}
 	norm = campaign_json(&k.c);
 	text = norm ? json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
@@ -519,6 +757,7 @@ static int status_of(int rc)
 	case -ENOENT:
 		return 404;
 	case -EEXIST:
+	case -EAGAIN: /* a fleet-wide campaign not confirmed */
 		return 409;
 	default:
 		return 500;
@@ -571,6 +810,28 @@ void rvs_campaign_api(const struct rvs_config *cfg, int post, const char *path, 
 			 spec && json_is_string(json_object_get(spec, "id"))
 				 ? json_string_value(json_object_get(spec, "id"))
 				 : "");
+	} else if (strcmp(rest, "/preview") == 0) {
+		json_error_t je;
+		struct rvs_campaign_preview p;
+		spec = len <= 65536 ? json_loadb((const char *)body, len, 0, &je) : NULL;
+		if (!spec) {
+			sqlite3_close(db);
+			return rvs_query_reply(
+				r, 400,
+				json_pack("{s:s}", "error",
+					  "body: a JSON campaign object of at most 64 KiB"));
+		}
+		rc = rvs_campaign_preview(db, spec, &p, err, sizeof err);
+		json_decref(spec);
+		sqlite3_close(db);
+		if (rc)
+			return rvs_query_reply(r, status_of(rc), json_pack("{s:s}", "error", err));
+		return rvs_query_reply(r, 200,
+				       json_pack("{s:I,s:I,s:f,s:b,s:b,s:s}", "anomalies_last_week",
+						 (json_int_t)p.anomalies, "devices",
+						 (json_int_t)p.devices, "expected_after_sampling",
+						 p.expected, "fleet_wide", p.fleet_wide,
+						 "truncated", p.truncated, "text", p.text));
 	} else if (rest[0] == '/' && strlen(rest) > 5 && strlen(rest) < sizeof id + 4 &&
 		   strcmp(rest + strlen(rest) - 4, "/end") == 0) {
 		snprintf(id, sizeof id, "%.*s", (int)(strlen(rest) - 5), rest + 1);

@@ -99,6 +99,10 @@ static int form_spec(const char *form, const char *id, json_t **out, char *err, 
 	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
 		if (rvs_query_param(form, lists[i], v, sizeof v) == 1)
 			json_object_set_new(spec, lists[i], comma_list(v));
+	if (rvs_query_param(form, "all_apps", v, sizeof v) == 1 && strcmp(v, "1") == 0)
+		json_object_set_new(spec, "all_apps", json_true());
+	if (rvs_query_param(form, "confirm_fleet_wide", v, sizeof v) == 1 && strcmp(v, "1") == 0)
+		json_object_set_new(spec, "confirm_fleet_wide", json_true());
 	if (rvs_query_param(form, "sample_probability", v, sizeof v) == 1 && v[0]) {
 		double d;
 		errno = 0;
@@ -138,8 +142,8 @@ static int has_string(json_t *a, const char *s)
 	return 0;
 }
 
-/* The create/edit form, prefilled from o (NULL: a new campaign). */
-static void campaign_form(struct web_ctx *c, json_t *o)
+/* The create (edit = 0) or edit form, prefilled from o (NULL: empty). */
+static void campaign_form(struct web_ctx *c, json_t *o, int edit)
 {
 	const ProtobufCEnumDescriptor *kd = &rearview__anomaly_kind__descriptor;
 	const ProtobufCEnumDescriptor *ud = &rearview__upload_mode__descriptor;
@@ -147,16 +151,20 @@ static void campaign_form(struct web_ctx *c, json_t *o)
 	long long now = (long long)time(NULL);
 
 	fputs("<form class=\"campaign\" method=\"post\" action=\"/campaigns", c->f);
-	if (o) {
+	if (edit) {
 		fputs("/", c->f);
 		rvs_web_urlenc(c->f, json_string_value(json_object_get(o, "id")));
 	}
 	fputs("\">", c->f);
 	web_csrf_field(c);
-	if (!o)
-		fputs("<label>Id <input name=\"id\" required pattern=\"[A-Za-z0-9._\\-]{1,64}\">"
-		      "</label>",
+	if (!edit) {
+		fputs("<label>Id <input name=\"id\" required pattern=\"[A-Za-z0-9._\\-]{1,64}\""
+		      " value=\"",
 		      c->f);
+		if (o)
+			web_field(c, o, "id");
+		fputs("\"></label>", c->f);
+	}
 #define TEXT(key, label)                                                            \
 	do {                                                                        \
 		fprintf(c->f, "<label>%s <input name=\"%s\" value=\"", label, key); \
@@ -186,6 +194,14 @@ static void campaign_form(struct web_ctx *c, json_t *o)
 		fprintf(c->f, "%lld", now + 30 * 86400);
 	fputs("\"></label>", c->f);
 	LIST("app_patterns", "App patterns");
+	/* Every app is a choice made here, never what an empty list means. */
+	fprintf(c->f,
+		"<label><input type=\"checkbox\" name=\"all_apps\" value=\"1\"%s> Every app"
+		" (leave App patterns empty)</label>",
+		o && (json_is_true(json_object_get(o, "all_apps")) ||
+		      (edit && json_array_size(json_object_get(o, "app_patterns")) == 0))
+			? " checked"
+			: "");
 	TEXT("app_version_min", "App version min");
 	TEXT("app_version_max", "App version max");
 	LIST("device_models", "Device models");
@@ -207,6 +223,8 @@ static void campaign_form(struct web_ctx *c, json_t *o)
 	fputs("<label>Sample probability (0-1) <input name=\"sample_probability\" value=\"", c->f);
 	if (o && json_is_number(json_object_get(o, "sample_probability")))
 		fprintf(c->f, "%g", json_number_value(json_object_get(o, "sample_probability")));
+	else if (!o)
+		fputs("1", c->f); /* shown, so collecting every anomaly is seen and chosen */
 	fputs("\"></label><label>Upload mode <select name=\"upload_mode\"><option value=\"\">"
 	      "policy default</option>",
 	      c->f);
@@ -221,8 +239,13 @@ static void campaign_form(struct web_ctx *c, json_t *o)
 	TEXT("quota", "Quota per device per 7 days (0 = weekly quota only)");
 #undef TEXT
 #undef LIST
-	fprintf(c->f, "<button type=\"submit\">%s</button></form>",
-		o ? "Save and publish" : "Create and publish");
+	fputs("<label><input type=\"checkbox\" name=\"confirm_fleet_wide\" value=\"1\"> I"
+	      " confirm: this campaign may target every app on every device</label>",
+	      c->f);
+	fprintf(c->f,
+		"<button type=\"submit\" name=\"preview\" value=\"1\">Preview</button>"
+		"<button type=\"submit\">%s</button></form>",
+		edit ? "Save and publish" : "Create and publish");
 }
 
 static void id_link(struct web_ctx *c, json_t *o)
@@ -254,7 +277,9 @@ static const struct web_col CAMPAIGN_COLS[] = {
 	{"Quota", "quota", COL_NUM, NULL},	 {"", "", COL_CUSTOM, end_form},
 };
 
-void web_campaigns_page(struct web_ctx *c, const char *msg)
+/* The list and the new-campaign form (prefilled from `form_o` when not
+ * NULL); `msg` above them, an error (400) or a preview (200). */
+static void campaigns_page(struct web_ctx *c, const char *msg, int is_error, json_t *form_o)
 {
 	int status;
 	json_t *doc = web_api(c, "/api/v1/campaigns", "", &status), *arr, *o;
@@ -266,7 +291,9 @@ void web_campaigns_page(struct web_ctx *c, const char *msg)
 	}
 	web_page_begin(c, "Campaigns");
 	if (msg) {
-		fputs("<p class=\"error\" id=\"form-error\">", c->f);
+		fputs(is_error ? "<p class=\"error\" id=\"form-error\">"
+			       : "<p class=\"preview\" id=\"preview\">",
+		      c->f);
 		rvs_web_esc(c->f, msg);
 		fputs("</p>", c->f);
 	}
@@ -283,9 +310,14 @@ void web_campaigns_page(struct web_ctx *c, const char *msg)
 		  arr);
 	fputs("<h2>New campaign</h2>", c->f);
 
-	campaign_form(c, NULL);
+	campaign_form(c, form_o, 0);
 	json_decref(doc);
-	web_page_end(c, msg ? 400 : 200);
+	web_page_end(c, msg && is_error ? 400 : 200);
+}
+
+void web_campaigns_page(struct web_ctx *c, const char *msg)
+{
+	campaigns_page(c, msg, 1, NULL);
 }
 
 void web_campaign_page(struct web_ctx *c, const char *id)
@@ -307,13 +339,38 @@ void web_campaign_page(struct web_ctx *c, const char *id)
 	}
 	web_page_begin(c, id);
 	if (json_is_true(json_object_get(found, "active"))) {
-		campaign_form(c, found);
+		campaign_form(c, found, 1);
 	} else {
 		fputs("<p>This campaign has ended; it is no longer in the published policy.</p>",
 		      c->f);
 	}
 	json_decref(doc);
 	web_page_end(c, 200);
+}
+
+/* The Preview button: what the form's campaign would have matched last
+ * week, shown above the form filled as it was sent; nothing is published. */
+static void campaign_preview(struct web_ctx *c, const char *id)
+{
+	struct rvs_campaign_preview p;
+	char err[240] = "";
+	json_t *spec = NULL;
+	int rc = form_spec(c->form, *id ? id : NULL, &spec, err, sizeof err);
+	if (rc == 0 && (rc = rvs_campaign_preview(c->db, spec, &p, err, sizeof err)) == 0)
+		snprintf(err, sizeof err, "Preview: %s.", p.text);
+	if (*id) {
+		web_page_begin(c, id);
+		fputs(rc ? "<p class=\"error\" id=\"form-error\">"
+			 : "<p class=\"preview\" id=\"preview\">",
+		      c->f);
+		rvs_web_esc(c->f, err);
+		fputs("</p>", c->f);
+		campaign_form(c, spec, 1);
+		web_page_end(c, rc ? 400 : 200);
+	} else {
+		campaigns_page(c, err, rc != 0, spec);
+	}
+	json_decref(spec);
 }
 
 /* POST /campaigns (create), /campaigns/{id} (edit), /campaigns/{id}/end. */
@@ -325,6 +382,10 @@ void web_campaign_post(struct web_ctx *c, const char *rest)
 	size_t n = strlen(rest);
 	int rc;
 
+	char want[8];
+	if (rvs_query_param(c->form, "preview", want, sizeof want) == 1 && strcmp(want, "1") == 0 &&
+	    !strchr(rest, '/'))
+		return campaign_preview(c, rest);
 	if (!*rest) {
 		if ((rc = form_spec(c->form, NULL, &spec, err, sizeof err)) == 0)
 			rc = rvs_campaign_save(c->cfg, c->db, spec, 1, &version, err, sizeof err);
@@ -338,7 +399,7 @@ void web_campaign_post(struct web_ctx *c, const char *rest)
 		return web_error(c, 404, "no such form");
 	}
 	json_decref(spec);
-	if (rc == -EINVAL || rc == -EEXIST)
+	if (rc == -EINVAL || rc == -EEXIST || rc == -EAGAIN)
 		return web_campaigns_page(c, err);
 	if (rc == -ENOENT)
 		return web_error(c, 404, err[0] ? err : "no such campaign");

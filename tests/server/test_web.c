@@ -768,7 +768,7 @@ static void test_web_campaign_api_publishes_a_verified_policy(void **state)
 	static const char spec[] =
 		"{\"id\":\"jank-web\",\"priority\":5,\"app_patterns\":[\"com.example.*\"],"
 		"\"kinds\":[\"ANOMALY_JANK\"],\"upload_mode\":\"UPLOAD_FULL\",\"quota\":4,"
-		"\"app_version_min\":\"2.0\"}";
+		"\"app_version_min\":\"2.0\",\"sample_probability\":1}";
 	Rearview__PolicyBody *before = fetch_verified_policy(), *after, *ended;
 	const Rearview__Campaign *c;
 	struct resp r;
@@ -839,6 +839,113 @@ static void test_web_campaign_api_rejects_bad_specs_without_publishing(void **st
 	rearview__policy_body__free_unpacked(after, NULL);
 }
 
+/* Issue 18 item 10: `qouta`, `sample_probabilty`, `app_pattern` were
+ * silently ignored, "no apps" meant every app and sample probability 0
+ * every anomaly — a typo became a signed fleet-wide capture-everything
+ * policy.  Each is refused by name; every app must be said and, for every
+ * device too, confirmed; a preview says what it would have matched. */
+static void test_web_campaign_typos_and_implicit_fleet_wide_refused(void **state)
+{
+	static const struct {
+		const char *spec, *says;
+		long code;
+	} cases[] = {
+		{"{\"id\":\"t1\",\"app_patterns\":[\"a\"],\"sample_probability\":1,\"qouta\":3}",
+		 "did you mean quota", 400},
+		{"{\"id\":\"t2\",\"app_patterns\":[\"a\"],\"sample_probabilty\":0.1}",
+		 "sample_probabilty", 400},
+		{"{\"id\":\"t3\",\"app_pattern\":[\"a\"],\"sample_probability\":1}",
+		 "did you mean app_patterns", 400},
+		{"{\"id\":\"t4\",\"sample_probability\":1}", "all_apps", 400},
+		{"{\"id\":\"t5\",\"app_patterns\":[\"a\"]}", "sample_probability: required", 400},
+		{"{\"id\":\"t6\",\"app_patterns\":[\"a\"],\"sample_probability\":0}",
+		 "collect nothing", 400},
+		{"{\"id\":\"t7\",\"all_apps\":true,\"app_patterns\":[\"a\"],"
+		 "\"sample_probability\":1}",
+		 "all_apps is true", 400},
+		{"{\"id\":\"t8\",\"all_apps\":true,\"sample_probability\":1}", "confirm_fleet_wide",
+		 409},
+	};
+	Rearview__PolicyBody *before = fetch_verified_policy(), *after;
+	struct resp r;
+	json_t *j;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		req("/api/v1/campaigns", NULL, g_srv.api, cases[i].spec, strlen(cases[i].spec),
+		    "application/json", &r);
+		if (r.code != cases[i].code || !strstr(r.body, cases[i].says))
+			fail_msg("case %zu: %ld %s", i, r.code, r.body);
+		resp_free(&r);
+	}
+	after = fetch_verified_policy();
+	assert_int_equal(after->version, before->version);
+	rearview__policy_body__free_unpacked(after, NULL);
+
+	/* The preview counts last week's jank of com.example.web (uploaded by
+	 * the earlier tests) and nothing for an app nobody runs. */
+	static const char prev_web[] =
+		"{\"id\":\"p\",\"app_patterns\":[\"com.example.*\"],\"sample_probability\":0.5}";
+	static const char prev_none[] =
+		"{\"id\":\"p\",\"app_patterns\":[\"com.nobody.*\"],\"sample_probability\":1}";
+	req("/api/v1/campaigns/preview", NULL, g_srv.api, prev_web, strlen(prev_web),
+	    "application/json", &r);
+	assert_int_equal(r.code, 200);
+	j = json_loads(r.body, 0, NULL);
+	assert_non_null(j);
+	assert_true(json_integer_value(json_object_get(j, "anomalies_last_week")) >= 1);
+	assert_true(json_integer_value(json_object_get(j, "devices")) >= 1);
+	assert_false(json_is_true(json_object_get(j, "fleet_wide")));
+	json_decref(j);
+	resp_free(&r);
+	req("/api/v1/campaigns/preview", NULL, g_srv.api, prev_none, strlen(prev_none),
+	    "application/json", &r);
+	assert_int_equal(r.code, 200);
+	j = json_loads(r.body, 0, NULL);
+	assert_int_equal(json_integer_value(json_object_get(j, "anomalies_last_week")), 0);
+	assert_int_equal(json_integer_value(json_object_get(j, "devices")), 0);
+	json_decref(j);
+	resp_free(&r);
+
+	/* Confirmed, a fleet-wide campaign publishes. */
+	static const char fleet[] = "{\"id\":\"t9\",\"all_apps\":true,\"sample_probability\":1,"
+				    "\"confirm_fleet_wide\":true}";
+	req("/api/v1/campaigns", NULL, g_srv.api, fleet, strlen(fleet), "application/json", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+	after = fetch_verified_policy();
+	assert_true(after->version > before->version);
+	assert_non_null(find_campaign(after, "t9"));
+	rearview__policy_body__free_unpacked(after, NULL);
+	req("/api/v1/campaigns/t9/end", NULL, g_srv.api, "", 0, "application/json", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+	rearview__policy_body__free_unpacked(before, NULL);
+}
+
+/* The form's Preview button shows the reach and publishes nothing. */
+static void test_web_campaign_form_preview_publishes_nothing(void **state)
+{
+	struct resp r;
+	char form[1024];
+	Rearview__PolicyBody *before, *after;
+	ensure_login();
+	before = fetch_verified_policy();
+	snprintf(form, sizeof form,
+		 "csrf=%s&id=prev-camp&app_patterns=com.example.web&sample_probability=1"
+		 "&preview=1",
+		 g_csrf);
+	post_form("/campaigns", form, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "id=\"preview\""));
+	assert_non_null(strstr(r.body, "would have matched"));
+	assert_non_null(strstr(r.body, "value=\"prev-camp\"")); /* the form kept */
+	resp_free(&r);
+	after = fetch_verified_policy();
+	assert_int_equal(after->version, before->version);
+	assert_null(find_campaign(after, "prev-camp"));
+	rearview__policy_body__free_unpacked(before, NULL);
+	rearview__policy_body__free_unpacked(after, NULL);
+}
+
 static void test_web_campaign_form_creates_edits_and_ends(void **state)
 {
 	struct resp r;
@@ -880,7 +987,17 @@ static void test_web_campaign_form_creates_edits_and_ends(void **state)
 	assert_non_null(strstr(r.body, "value=\"com.a.*, com.b\""));
 	resp_free(&r);
 
+	/* Issue 18 item 10: an edit that leaves the apps out no longer turns
+	 * the campaign into one for every app; it is refused, nothing published. */
 	snprintf(form, sizeof form, "csrf=%s&priority=9&quota=7&upload_mode=UPLOAD_FULL", g_csrf);
+	post_form("/campaigns/form-camp", form, &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "all_apps"));
+	resp_free(&r);
+	snprintf(form, sizeof form,
+		 "csrf=%s&priority=9&quota=7&upload_mode=UPLOAD_FULL&app_patterns=com.a.*"
+		 "%%2C+com.b&sample_probability=0.25",
+		 g_csrf);
 	post_form("/campaigns/form-camp", form, &r);
 	assert_int_equal(r.code, 303);
 	resp_free(&r);
@@ -1125,6 +1242,8 @@ int main(void)
 		cmocka_unit_test(test_web_campaign_api_publishes_a_verified_policy),
 		cmocka_unit_test(test_web_campaign_api_rejects_bad_specs_without_publishing),
 		cmocka_unit_test(test_web_campaign_form_creates_edits_and_ends),
+		cmocka_unit_test(test_web_campaign_typos_and_implicit_fleet_wide_refused),
+		cmocka_unit_test(test_web_campaign_form_preview_publishes_nothing),
 		cmocka_unit_test(test_web_fleet_page_shows_devices_uploads_and_skip_reasons),
 		cmocka_unit_test(test_web_logout_ends_the_session),
 		cmocka_unit_test(test_web_browser_signs_in_filters_opens_trace_and_exports),
