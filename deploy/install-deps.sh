@@ -15,7 +15,7 @@ libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcmocka-dev"
 PACKAGES="$PACKAGES libelf-dev libxxhash-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 
 # tracer/ analysis (rvtrace).
-PACKAGES="$PACKAGES libjansson-dev uftrace"
+PACKAGES="$PACKAGES libjansson-dev zlib1g-dev libzstd-dev uftrace"
 
 # policy/.
 PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"

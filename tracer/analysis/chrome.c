@@ -85,7 +85,11 @@ static int get_ns(json_t *o, const char *key, int64_t *out)
 static json_t *load_json(const uint8_t *buf, size_t len, rva_error *err)
 {
 	json_error_t je;
-	json_t *root = json_loadb((const char *)buf, len, JSON_ALLOW_NUL, &je);
+	/* Numbers as doubles: real traces carry unsigned 64-bit ids and
+	 * addresses (18446744064077150000) that jansson's integers refuse;
+	 * timestamps in µs and pids stay exact below 2^53. */
+	json_t *root =
+		json_loadb((const char *)buf, len, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &je);
 	if (root)
 		return root;
 	size_t i = 0;
@@ -100,7 +104,8 @@ static json_t *load_json(const uint8_t *buf, size_t len, rva_error *err)
 		if (copy) {
 			memcpy(copy, buf, cut);
 			memcpy(copy + cut, tail, strlen(tail));
-			root = json_loadb(copy, cut + strlen(tail), JSON_ALLOW_NUL, NULL);
+			root = json_loadb(copy, cut + strlen(tail),
+					  JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, NULL);
 			free(copy);
 			if (root)
 				return root;

@@ -331,6 +331,21 @@ int rva_import_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 			const rva_progress *p)
 {
 	*out = NULL;
+	if (rva_compression_of(buf, len) != RVA_COMPRESSED_NONE) {
+		/* As the tools save them: inflate (bounded) and import what is
+		 * inside; compression inside compression is not a trace. */
+		uint8_t *plain;
+		size_t plen;
+		int rc = rva_decompress(buf, len, MAX_FILE, &plain, &plen, err);
+		if (rc < 0)
+			return rc;
+		if (rva_compression_of(plain, plen) != RVA_COMPRESSED_NONE)
+			rc = rva_fail(err, -EPROTONOSUPPORT, "compressed twice: not a trace");
+		else
+			rc = rva_import_progress(plain, plen, out, err, p);
+		free(plain);
+		return rc;
+	}
 	rva_format fmt = rva_detect(buf, len);
 	if (fmt == RVA_FMT_CAPTURE)
 		return rva_capture_decode_progress(buf, len, out, err, p);

@@ -464,6 +464,17 @@ int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 /* Detect and import buf.  -EPROTONOSUPPORT for an unknown format. */
 int rva_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 
+/* Compressed input (inflate.c): gzip or zstd by magic bytes. */
+enum { RVA_COMPRESSED_NONE = 0, RVA_COMPRESSED_GZIP = 1, RVA_COMPRESSED_ZSTD = 2 };
+/* Which compression buf starts with (RVA_COMPRESSED_*). */
+int rva_compression_of(const uint8_t *buf, size_t len);
+/* Inflates a gzip (every member) or zstd (every frame) buffer into a new
+ * heap buffer *out (caller frees) of *outlen bytes, refusing once it would
+ * pass max bytes, whatever the input declares.  0, -EFBIG (past max),
+ * -EINVAL (damaged or truncated; err says which), -ENOMEM. */
+int rva_decompress(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *outlen,
+		   rva_error *err);
+
 /* Read a whole file (at most 1 GiB) and import it. */
 int rva_import_file(const char *path, rva_trace **out, rva_error *err);
 
