@@ -300,7 +300,7 @@ int rvt_control_start(const char *socket_path)
 		rc = -errno;
 		goto out_unlock;
 	}
-	rc = -pthread_create(&ctl_thread, NULL, control_main, NULL);
+	rc = -rvt_pthread_create_untraced(&ctl_thread, NULL, control_main, NULL);
 	if (rc) {
 		close(wake_pipe[0]);
 		close(wake_pipe[1]);

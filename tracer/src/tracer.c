@@ -65,8 +65,6 @@ static int initialised;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_error;
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
-static char *env_trace_file;
-static pid_t main_tid;
 static void (*_Atomic threads_changed)(void);
 
 void rvt_set_threads_changed_hook(void (*fn)(void))
@@ -454,58 +452,12 @@ static void atfork_child(void)
 
 /* ---- init ----------------------------------------------------------------- */
 
-static size_t parse_size(const char *s, size_t dflt)
-{
-	if (!s || !*s)
-		return dflt;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return dflt;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end || v < RVT_MIN_BUFFER_BYTES || v > RVT_MAX_BUFFER_BYTES)
-		return dflt;
-	return (size_t)v & ~(size_t)7;
-}
-
-static void at_exit_capture(void)
-{
-	if (env_trace_file)
-		rvt_capture_default();
-}
-
 static void do_init(void)
 {
 	uint64_t base = 0;
 	dl_iterate_phdr(find_base, &base);
 	rvt_method_base = base;
-	cfg_buffer_bytes = parse_size(getenv("RV_TRACE_BUFFER"), RVT_DEFAULT_BUFFER_BYTES);
-	const char *mb = getenv("RV_TRACE_MAX_BUFFERS");
-	if (mb && *mb) {
-		char *end;
-		unsigned long v = strtoul(mb, &end, 10);
-		if (!*end && v >= 1 && v <= 4096)
-			cfg_max_buffers = (unsigned)v;
-	}
+	rvt_devmode_env(&cfg_buffer_bytes, &cfg_max_buffers);
 	/* The first real-time signal nobody has a handler for. */
 	stop_signal = 0;
 	for (int s = SIGRTMIN + 6; s <= SIGRTMAX - 2 && !stop_signal; s++) {
@@ -531,9 +483,6 @@ static void do_init(void)
 		return;
 	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	const char *f = getenv("RV_TRACE_FILE");
-	if (f && *f)
-		env_trace_file = strdup(f);
 	initialised = 1;
 }
 
@@ -548,13 +497,9 @@ __attribute__((constructor)) static void rvt_ctor(void)
 	if (rvt_init() != 0)
 		return;
 	pthread_mutex_lock(&reg_lock);
-	main_tid = register_locked();
+	register_locked();
 	pthread_mutex_unlock(&reg_lock);
-	const char *on = getenv("RV_TRACE");
-	if (on && strcmp(on, "1") == 0)
-		rvt_start(0);
-	if (env_trace_file)
-		atexit(at_exit_capture);
+	rvt_devmode_start();
 }
 
 /* ---- public control API ------------------------------------------------- */
@@ -765,29 +710,7 @@ int rvt_capture_to_path(pid_t tid, const char *path)
 	int rc = capture_to_buffer(tid, NULL, &buf, &len, NULL);
 	if (rc)
 		return rc;
-	size_t tl = strlen(path) + 32;
-	char *tmp = malloc(tl);
-	if (!tmp) {
-		free(buf);
-		return -ENOMEM;
-	}
-	snprintf(tmp, tl, "%s.tmp.%d", path, (int)rvt_gettid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out_tmp;
-	}
-	rc = rvt_write_all(fd, buf, len);
-	if (rc == 0 && fsync(fd) != 0)
-		rc = -errno;
-	if (close(fd) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-out_tmp:
-	free(tmp);
+	rc = rvt_output_write(path, buf, len);
 	free(buf);
 	return rc;
 }
@@ -830,9 +753,7 @@ int rvt_capture_to_memfd(pid_t tid, uint64_t *size)
 
 int rvt_capture_default(void)
 {
-	if (!env_trace_file)
-		return -ENOENT;
-	return rvt_capture_to_path(main_tid, env_trace_file);
+	return rvt_devmode_capture_all();
 }
 
 /* hooks-x86_64.S hard-codes these offsets. */
