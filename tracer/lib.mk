@@ -96,6 +96,7 @@ $(OBJ)/tests/tracer/test_signal_inline.o: CFLAGS += -finstrument-functions \
 $(OBJ)/tests/tracer/test_signal_inline.o: tests/tracer/test_signal.c
 $(eval $(call rv_test,tracer,signal_inline,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,devmode,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 # x86-64 inline mode's register-preserving stubs, called from hand-written asm.
 ifneq ($(findstring x86_64,$(RVT_ARCH)),)
 RVT_STUB_OBJ := $(OBJ)/tests/tracer/stub_regs-x86_64.o
