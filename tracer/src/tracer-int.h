@@ -143,6 +143,11 @@ RVT_HIDDEN int rvt_resolve_key(uint64_t addr, char *buf, size_t len);
  * never calls into control.c.  NULL: nobody listens. */
 RVT_HIDDEN void rvt_set_threads_changed_hook(void (*fn)(void));
 
+/* Stops every thread and unmaps every ring of the process (exited threads'
+ * included).  Returns 0, or the first rvt_stop() error (-ETIMEDOUT) with
+ * the rings of the threads that did stop released. */
+RVT_HIDDEN int rvt_release_all(void);
+
 /* Registry snapshot for the control thread. */
 struct rvt_thread_info {
 	pid_t tid;

@@ -18,6 +18,7 @@
  */
 #include "tracer-int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stddef.h>
 #include <dirent.h>
@@ -567,6 +568,32 @@ int rvt_stop(pid_t tid, int release)
 		if (!r->t)
 			*r = recs[--nrecs];
 	}
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
+}
+
+int rvt_release_all(void)
+{
+	if (rvt_init())
+		return -ESRCH;
+	int rc = 0;
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < nrecs;) {
+		struct rec *r = &recs[i];
+		int e = stop_locked(r);
+		if (e) {
+			rc = rc ? rc : e;
+			i++;
+			continue;
+		}
+		ring_free(r->ring);
+		r->ring = NULL;
+		if (!r->t)
+			*r = recs[--nrecs]; /* exited: forget it, look at the moved one */
+		else
+			i++;
+	}
+	assert(rc != 0 || live_rings == 0);
 	pthread_mutex_unlock(&reg_lock);
 	return rc;
 }
