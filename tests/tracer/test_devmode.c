@@ -3,11 +3,13 @@
  * itself with RV_TRACE* set and checks what lands on disk and on stderr.
  * Every thread of a forking program gets its own %p.%t capture; a FIFO is
  * written through and stays a FIFO; a character device, a directory and a
- * symlink are never replaced; every bad setting is said on stderr.
+ * symlink are never replaced; every bad setting, and a missing daemon
+ * socket, is said on stderr once.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -435,7 +437,7 @@ static void test_devmode_names_trace_only_named_threads(void **state)
 	char dir[] = "/tmp/rvt-dev-names-XXXXXX";
 	mk_dir(dir);
 	char file[320], names_env[] = "RV_TRACE=rv-named,other", buf_env[] = "RV_TRACE_BUFFER=64k";
-	snprintf(file, sizeof(file), "RV_TRACE_FILE=%s/%%t.rvt", dir);
+	snprintf(file, sizeof(file), "RV_TRACE_FILE=%s/%%e-%%%%-%%t.rvt", dir);
 	const char *env[] = {names_env, buf_env, file, NULL};
 	struct run r;
 	run(&r, env, "named", dir);
@@ -447,17 +449,56 @@ static void test_devmode_names_trace_only_named_threads(void **state)
 	while ((e = readdir(d)) != NULL) {
 		if (e->d_name[0] == '.')
 			continue;
-		char p[512];
+		char p[512], want[64];
 		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
 		struct cu_capture c;
 		assert_int_equal(cu_parse_file(p, &c), 0);
 		assert_string_equal(c.thread_name, "rv-named");
+		snprintf(want, sizeof(want), "test_devmode-%%-%u.rvt", c.tid);
+		assert_string_equal(e->d_name, want);
 		assert_true(cu_find_entry(&c, "call_leaf", 0) >= 0);
 		cu_release(&c);
 		n++;
 	}
 	closedir(d);
 	assert_int_equal(n, 1);
+	rm_rf(dir);
+}
+
+static void test_devmode_missing_socket_said_once(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rvt-dev-sock-XXXXXX";
+	mk_dir(dir);
+	char sock[320], err_path[320];
+	snprintf(sock, sizeof(sock), "RV_SOCKET=%s/none.sock", dir);
+	snprintf(err_path, sizeof(err_path), "%s.stderr", dir);
+	const char *env[] = {sock, NULL};
+	struct run r;
+	r.pid = spawn(env, "control", err_path, 0);
+	assert_true(r.pid > 0);
+	/* The control thread retries with backoff; the first failure is said. */
+	int seen = 0;
+	time_t deadline = time(NULL) + 30;
+	while (!seen && time(NULL) < deadline) {
+		FILE *f = fopen(err_path, "r");
+		if (f) {
+			char line[512];
+			while (fgets(line, sizeof(line), f))
+				seen += strstr(line, "rearview: cannot reach the daemon at") !=
+					NULL;
+			fclose(f);
+		}
+		if (!seen) {
+			struct pollfd none;
+			poll(&none, 0, 20);
+		}
+	}
+	kill(r.pid, SIGKILL);
+	finish(&r, err_path);
+	assert_int_equal(seen, 1);
+	assert_non_null(strstr(r.err, "none.sock (No such file or directory); retrying quietly"));
+	assert_null(strstr(strstr(r.err, "retrying quietly") + 1, "rearview:"));
 	rm_rf(dir);
 }
 
@@ -484,8 +525,15 @@ static int run_named(void)
 int main(int argc, char **argv)
 {
 	self_path = argv[0];
-	if (argc > 2 && strcmp(argv[1], "--traced") == 0)
+	if (argc > 2 && strcmp(argv[1], "--traced") == 0) {
+		if (strcmp(argv[2], "control") == 0) {
+			if (rvt_control_start(NULL) != 0)
+				return 40;
+			for (;;)
+				pause(); /* killed by the test */
+		}
 		return strcmp(argv[2], "named") == 0 ? run_named() : traced_program(argv[2]);
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_devmode_fork_all_threads_one_capture_per_thread),
 		cmocka_unit_test(test_devmode_no_fork_optin_child_writes_nothing),
@@ -496,6 +544,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_devmode_readonly_dir_says_so),
 		cmocka_unit_test(test_devmode_bad_settings_each_said),
 		cmocka_unit_test(test_devmode_names_trace_only_named_threads),
+		cmocka_unit_test(test_devmode_missing_socket_said_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
