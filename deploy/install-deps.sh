@@ -12,7 +12,7 @@ PACKAGES="build-essential pkg-config clang clang-format llvm
 libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcmocka-dev"
 
 # tracer/ (librvtrace; aarch64 cross build tested under qemu-user).
-PACKAGES="$PACKAGES libelf-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
+PACKAGES="$PACKAGES libelf-dev libxxhash-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 
 # tracer/ analysis (rvtrace).
 PACKAGES="$PACKAGES libjansson-dev uftrace"

@@ -151,7 +151,7 @@ $(OBJ)/a64/tests/tracer/fixture_call.o: RVT_A64_EXTRA := -finstrument-functions
 $(OBJ)/a64/tests/tracer/fixture_inline.o: RVT_A64_EXTRA := -finstrument-functions \
 	-include tracer/include/rearview/trace-inline.h
 $(OBJ)/a64/%.o: %.c tracer/include/rearview/trace-inline.h tracer/src/tracer-int.h \
-		tests/tracer/fixture_body.h tests/tracer/wrap_check.h
+		tests/tracer/fixture_body.h tests/tracer/wrap_check.h tests/tracer/capture_util.h
 	@mkdir -p $(@D)
 	$(RVT_A64_CC) $(RVT_A64_CFLAGS) $(RVT_A64_EXTRA) -c -o $@ $<
 $(OBJ)/a64/%.o: %.S

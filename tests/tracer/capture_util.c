@@ -11,6 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 static uint64_t le(const uint8_t *p, unsigned n)
 {
 	uint64_t v = 0;
@@ -123,6 +126,11 @@ int cu_parse(const uint8_t *b, size_t len, struct cu_capture *c)
 			if (l < 32 || le(v + 4, 4) > l - 32 || le(v, 4) != c->nmodules)
 				return -EBADMSG;
 			c->nmodules++;
+		} else if (type == 8) {
+			/* CHECKSUM: XXH3-64 of every byte before this record. */
+			if (l != 16 || le(v, 4) != 1 || le(v + 8, 8) != XXH3_64bits(b, off))
+				return -EBADMSG;
+			c->checksummed = 1;
 		} else if (type == 6) {
 			if (l < 16)
 				return -EBADMSG;
@@ -149,7 +157,9 @@ int cu_parse(const uint8_t *b, size_t len, struct cu_capture *c)
 		}
 		off = next;
 	}
-	if (!end)
+	/* Every capture this library writes says it is checksummed (flags bit 2),
+	 * and then carries a CHECKSUM that matched above. */
+	if (!end || !(le(b + 12, 4) & 4u) || !c->checksummed)
 		return -EBADMSG;
 	return decode(c);
 }

@@ -36,6 +36,8 @@ struct cu_capture {
 	char exe[512];
 	char thread_name[64];
 	int has_cmdline;
+	/* A CHECKSUM record verified (required: cu_parse fails without). */
+	int checksummed;
 	/* The ANOMALY record, if any (has_anomaly). */
 	int has_anomaly;
 	uint32_t anomaly_kind, anomaly_severity;

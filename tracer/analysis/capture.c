@@ -27,13 +27,28 @@
 #include "aggr.h"
 #include "rearview/analysis.h"
 
-#define HDR_MIN	    128u
-#define MAX_STRINGS (16u * 1024u * 1024u)
-#define MAX_STRING  (64u * 1024u)
-#define MAX_SYMNAME 4096u
-#define MAX_MODULES 4096u
+/* xxHash from libxxhash-dev, compiled in (FORMAT.md CHECKSUM). */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
-enum { REC_EXE = 1, REC_CMDLINE, REC_THREAD, REC_MODULE, REC_SYMBOL, REC_ANOMALY, REC_APP };
+#define HDR_MIN		128u
+#define HDR_CHECKSUMMED 4u /* header flags bit 2 */
+#define MAX_STRINGS	(16u * 1024u * 1024u)
+#define MAX_STRING	(64u * 1024u)
+#define MAX_SYMNAME	4096u
+#define MAX_MODULES	4096u
+
+enum {
+	REC_EXE = 1,
+	REC_CMDLINE,
+	REC_THREAD,
+	REC_MODULE,
+	REC_SYMBOL,
+	REC_ANOMALY,
+	REC_APP,
+	REC_CHECKSUM
+};
+enum { CHECKSUM_XXH3_64 = 1 };
 
 typedef struct module {
 	uint32_t index;
@@ -533,30 +548,67 @@ static __attribute__((noinline)) int64_t method_lookup(ctx *c, uint64_t v)
 	return id;
 }
 
-static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end, rva_error *err,
-			 uint64_t *anomaly_mono)
+/*
+ * The records of [off, end).  `cut` is set when the file is shorter than its
+ * header's file_size: the records then stop at the last whole one, and a
+ * capture whose verified CHECKSUM is followed by nothing (only its END lost)
+ * is salvaged with a warning; anything else missing is refused.
+ */
+static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end, int cut,
+			 int need_checksum, rva_error *err, uint64_t *anomaly_mono)
 {
 	uint64_t strings = 0;
 	size_t symcap = 0, modcap = 0;
-	int saw_end = 0;
+	int saw_end = 0, after_checksum = 0;
 	while (off < end) {
-		if (end - off < 8)
+		if (end - off < 8) {
+			if (cut)
+				break;
 			return fail(err, -EINVAL, "record header at %llu runs past the end",
 				    (unsigned long long)off);
+		}
 		const uint8_t *r = buf + off;
 		uint16_t type = rd16(r);
 		uint32_t len = rd32(r + 4);
 		uint64_t padded = ((uint64_t)len + 7) & ~7ull;
-		if (padded > end - off - 8)
+		if (padded > end - off - 8) {
+			if (cut)
+				break;
 			return fail(err, -EINVAL, "record type %u at %llu runs past the end", type,
 				    (unsigned long long)off);
+		}
 		const uint8_t *v = r + 8;
+		uint64_t at = off;
 		off += 8 + padded;
 		if (type == 0xffff) {
 			if (off != end)
 				return fail(err, -EINVAL, "END record is not last");
+			if (cut) /* whole, yet shorter than it says: file_size is wrong */
+				return fail(err, -EINVAL, "file_size beyond the END record");
 			saw_end = 1;
 			break;
+		}
+		if (after_checksum)
+			return fail(err, -EBADMSG,
+				    "record type %u after the CHECKSUM: capture damaged or altered",
+				    type);
+		if (type == REC_CHECKSUM) {
+			/* Its own bytes are outside the hash: each must be exact. */
+			if (len != 16 || rd16(r + 2) != 0 || rd32(v + 4) != 0)
+				return fail(err, -EBADMSG, "malformed checksum record");
+			uint32_t algo = rd32(v);
+			if (algo != CHECKSUM_XXH3_64)
+				return fail(err, -EPROTONOSUPPORT, "unknown checksum algorithm %u",
+					    algo);
+			uint64_t want = rd64(v + 8), got = XXH3_64bits(buf, (size_t)at);
+			if (want != got)
+				return fail(err, -EBADMSG,
+					    "checksum mismatch (XXH3 %016llx, file says %016llx): "
+					    "the capture is damaged",
+					    (unsigned long long)got, (unsigned long long)want);
+			c->t->checksum = RVA_CHECKSUM_VERIFIED;
+			after_checksum = 1;
+			continue;
 		}
 		if (type == REC_SYMBOL) {
 			if (len < 24)
@@ -631,8 +683,18 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 				return fail(err, -ENOMEM, "out of memory");
 		}
 	}
-	if (!saw_end)
-		return fail(err, -EINVAL, "no END record");
+	if (need_checksum && !after_checksum)
+		return fail(err, -EBADMSG,
+			    "no checksum record although the header says there is one: the capture "
+			    "is damaged");
+	if (!saw_end) {
+		if (!after_checksum)
+			return fail(err, -EINVAL,
+				    cut ? "truncated capture: records cut short before the CHECKSUM"
+					: "no END record");
+		c->t->warning = "END record missing: salvaged (slots and records verified by "
+				"the checksum)";
+	}
 	if (c->nsyms)
 		qsort(c->syms, c->nsyms, sizeof(*c->syms), cmp_sym);
 	return 0;
@@ -894,7 +956,10 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 			    (unsigned long long)k.hz);
 	if (soff % 8 || soff < hsize || ring > (1ull << 32) || count > ring)
 		return fail(err, -EINVAL, "bad slot geometry");
-	if (fsize > len)
+	/* A file cut short keeps its chance: if what is missing is only the END
+	 * record, parse_records() salvages it once the CHECKSUM verifies. */
+	int cut = fsize > len;
+	if (cut && (moff > len || moff != soff + 8 * count))
 		return fail(err, -EINVAL, "truncated capture: %zu of %llu bytes", len,
 			    (unsigned long long)fsize);
 	if (fsize < len)
@@ -921,7 +986,8 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	}
 	uint64_t anomaly_mono = 0;
 	progress(&c, 0);
-	if ((rc = parse_records(&c, buf, moff, len, err, &anomaly_mono)) < 0)
+	if ((rc = parse_records(&c, buf, moff, len, cut, (rd32(buf + 12) & HDR_CHECKSUMMED) != 0,
+				err, &anomaly_mono)) < 0)
 		goto out_free;
 	progress(&c, len - 8 * count);
 	if (sum) {

@@ -187,6 +187,8 @@ static int load(const char *path, rva_trace **t)
 	bar_end(&b);
 	if (rc < 0)
 		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg[0] ? err.msg : strerror(-rc));
+	else if ((*t)->warning)
+		fprintf(stderr, "rvtrace: %s: warning: %s\n", path, (*t)->warning);
 	return rc;
 }
 
@@ -225,6 +227,11 @@ static int cmd_info(int argc, char **argv)
 	if (t->has_anomaly)
 		printf("anomaly:  %s at %" PRId64 "\n", t->anomaly_name ? t->anomaly_name : "",
 		       t->anomaly_ns);
+	if (strcmp(t->format, "rearview-capture") == 0)
+		printf("checksum: %s\n",
+		       t->checksum == RVA_CHECKSUM_VERIFIED ? "verified (XXH3-64)" : "none");
+	if (t->warning)
+		printf("warning:  %s\n", t->warning);
 	printf("threads:  %zu\n", t->nthreads);
 	for (size_t i = 0; i < t->nthreads; i++)
 		printf("  [%zu] pid %u tid %u %s: %zu calls\n", i, t->threads[i].pid,

@@ -13,6 +13,12 @@
  */
 #include "tracer-int.h"
 
+#include <assert.h>
+/* xxHash from libxxhash-dev, compiled into this file: librvtrace gains no
+ * run-time dependency. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -98,7 +104,7 @@ int rvt_capture_encode(const struct rvt_capture_desc *d, uint8_t **outp, size_t 
 	put(&o, magic, 8);
 	put_le(&o, RVT_FORMAT_VERSION, 2);
 	put_le(&o, RVT_CAP_HEADER, 2);
-	put_le(&o, d->flags, 4);
+	put_le(&o, d->flags | RVT_CAP_CHECKSUMMED, 4);
 	put_le(&o, d->ref_counter, 8);
 	put_le(&o, d->ref_realtime_ns, 8);
 	put_le(&o, d->ref_monotonic_ns, 8);
@@ -168,13 +174,25 @@ int rvt_capture_encode(const struct rvt_capture_desc *d, uint8_t **outp, size_t 
 		put(&o, d->anomaly->name, nl);
 		pad8(&o);
 	}
+	/* CHECKSUM, then END: the hash covers every byte before the CHECKSUM
+	 * record, so it is computed last, after file_size is patched in. */
+	size_t checksum_at = o.len;
+	rec_head(&o, RVT_REC_CHECKSUM, 16);
+	put_le(&o, RVT_CHECKSUM_XXH3_64, 4);
+	put_le(&o, 0, 4);
+	size_t hash_at = o.len;
+	put_le(&o, 0, 8);
 	rec_head(&o, RVT_REC_END, 0);
 	if (o.err) {
 		free(o.p);
 		return o.err;
 	}
+	assert(o.len % 8 == 0 && hash_at + 16 == o.len);
 	for (unsigned i = 0; i < 8; i++)
 		o.p[file_size_at + i] = (uint8_t)((uint64_t)o.len >> (8 * i));
+	uint64_t h = XXH3_64bits(o.p, checksum_at);
+	for (unsigned i = 0; i < 8; i++)
+		o.p[hash_at + i] = (uint8_t)(h >> (8 * i));
 	*outp = o.p;
 	*lenp = o.len;
 	return 0;

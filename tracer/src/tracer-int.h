@@ -89,14 +89,19 @@ struct rvt_capture_desc {
 };
 
 #define RVT_CAP_WRAPPED 1u
-#define RVT_CAP_HEADER	128u
-#define RVT_REC_EXE	1u
-#define RVT_REC_CMDLINE 2u
-#define RVT_REC_THREAD	3u
-#define RVT_REC_MODULE	4u
-#define RVT_REC_SYMBOL	5u
-#define RVT_REC_ANOMALY 6u
-#define RVT_REC_END	0xffffu
+/* Set by every writer of this library: a verified CHECKSUM record is required. */
+#define RVT_CAP_CHECKSUMMED 4u
+#define RVT_CAP_HEADER	    128u
+#define RVT_REC_EXE	    1u
+#define RVT_REC_CMDLINE	    2u
+#define RVT_REC_THREAD	    3u
+#define RVT_REC_MODULE	    4u
+#define RVT_REC_SYMBOL	    5u
+#define RVT_REC_ANOMALY	    6u
+#define RVT_REC_CHECKSUM    8u
+#define RVT_REC_END	    0xffffu
+/* CHECKSUM algorithms (FORMAT.md). */
+#define RVT_CHECKSUM_XXH3_64 1u
 
 /* Number of slots from start_pos to end_pos in a ring of `n` slots. */
 RVT_HIDDEN uint64_t rvt_capture_slot_count(uint64_t n, uint64_t start_pos, uint64_t end_pos,

@@ -75,6 +75,8 @@ typedef struct rva_unresolved {
 				* virtual address a symbol table names */
 } rva_unresolved;
 
+enum { RVA_CHECKSUM_NONE = 0, RVA_CHECKSUM_VERIFIED = 1 };
+
 typedef struct rva_trace {
 	char **names; /* method names, owned; names[id] */
 	size_t nmethods;
@@ -93,6 +95,13 @@ typedef struct rva_trace {
 	 * with what a symbolizer needs; owned. */
 	rva_unresolved *unresolved;
 	size_t nunresolved;
+	/* Captures only: RVA_CHECKSUM_VERIFIED when the file's CHECKSUM record
+	 * matched (a mismatch is refused), RVA_CHECKSUM_NONE when it has none
+	 * (written before checksums, or not a capture). */
+	int checksum;
+	/* Static string, NULL when none: damage the decoder accepted and a
+	 * reader must be told of (e.g. a capture salvaged without its END). */
+	const char *warning;
 	/* private */
 	uint32_t *hash;
 	size_t hcap;
