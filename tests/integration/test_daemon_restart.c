@@ -3,11 +3,13 @@
  * while a real traced program (rearview-demo-app, librvtrace's control
  * thread) runs: the restarted daemon takes the program's tracing over with
  * no foreground event and can capture it; consent set to off then makes the
- * program unmap its rings (its reported buffers drop to 0).
+ * program unmap its rings (its reported buffers drop to 0 and its VmSize
+ * shrinks by at least the ring).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cmocka.h>
 
@@ -83,6 +85,36 @@ static bool wait_traced(struct rvh *h, pid_t pid, bool want)
 	return false;
 }
 
+/* VmSize of `pid` in bytes (/proc/PID/status), or 0. */
+static unsigned long long vm_size(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+/* The buffer bytes the daemon reports for `pid`. */
+static uint64_t reported_bytes(struct rvh *h, pid_t pid)
+{
+	Rearview__AdminResponse *r = rvh_status(h);
+	const Rearview__ProcessStatus *ps = rvh_find_proc(r, pid);
+	uint64_t b = ps ? ps->buffer_bytes : 0;
+
+	if (r)
+		rearview__admin_response__free_unpacked(r, NULL);
+	return b;
+}
+
 static void test_daemon_restart_sigkill_app_taken_over_then_released(void **state)
 {
 	struct rvh *h = *state;
@@ -111,9 +143,17 @@ static void test_daemon_restart_sigkill_app_taken_over_then_released(void **stat
 		rearview__admin_response__free_unpacked(r, NULL);
 	}
 
-	/* Consent off: the app stops and unmaps every ring. */
+	/* Consent off: the app stops and unmaps every ring — its address
+	 * space shrinks by at least the ring it reported (the daemon's 32 MiB
+	 * default dwarfs anything the demo allocates meanwhile). */
+	uint64_t ring = reported_bytes(h, app);
+	unsigned long long before = vm_size(app);
+
+	assert_true(ring >= (1u << 20));
+	assert_true(before > ring);
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent off"), 0);
 	assert_true(wait_traced(h, app, false));
+	assert_true(before - vm_size(app) >= ring);
 	/* Still registered, and a daemon restart at consent off takes nothing
 	 * over. */
 	rvh_stop_daemon(h, SIGKILL);
