@@ -15,11 +15,14 @@
  * - An output path is never replaced unless it is a regular file or does
  *   not exist; a FIFO or character device is written through; a symlink is
  *   resolved; anything else is refused.
+ * - The table of started threads (known) holds nknown ≤ capknown entries,
+ *   one per live thread started through the trampoline in names mode.
  * - Nothing here runs inside a trace point or a signal handler; this file is
  *   compiled without -finstrument-functions.
  */
 #include "tracer-int.h"
 
+#include <assert.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -200,6 +203,9 @@ static char *with_suffix(const char *pat, const char *suffix, const char *why)
 
 void rvt_devmode_env(size_t *buffer_bytes, unsigned *max_buffers)
 {
+	static int read_once;
+	assert(!read_once);
+	read_once = 1;
 	const char *b = getenv("RV_TRACE_BUFFER");
 	if (b && *b && parse_size(b, buffer_bytes) != 0)
 		rvt_say("rearview: RV_TRACE_BUFFER=%s not understood (a byte count from %u to "
@@ -378,6 +384,7 @@ static int std_fd(const char *path)
 
 int rvt_output_write(const char *path, const void *buf, size_t len)
 {
+	assert(path && *path);
 	int fd = std_fd(path);
 	if (fd >= 0)
 		return rvt_write_all(fd, buf, len);
@@ -408,6 +415,7 @@ int rvt_output_write(const char *path, const void *buf, size_t len)
 
 static void capture_one(pid_t tid)
 {
+	assert(dm.output);
 	char path[PATH_MAX];
 	int rc = rvt_output_name(dm.output, getpid(), tid, path, sizeof(path));
 	if (rc == 0)
@@ -440,6 +448,60 @@ static void at_exit_capture(void)
 		rvt_say("rearview: RV_TRACE: no thread of pid %d had one of the names given; "
 			"nothing was traced",
 			(int)getpid());
+}
+
+/* ---- threads started through pthread_create() ---------------------------- */
+
+/* Threads started through the trampoline, pthread_t → tid, so that a thread
+ * named by another thread can be started by its tid.  A thread enters the
+ * table before it reads its own name: a name set before that read is seen
+ * by the thread, one set after it is found here. */
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct known {
+	pthread_t th;
+	pid_t tid;
+} * known;
+static size_t nknown, capknown;
+
+static void known_add(void)
+{
+	pthread_mutex_lock(&known_lock);
+	if (nknown == capknown) {
+		size_t nc = capknown ? capknown * 2 : 16;
+		struct known *n = realloc(known, nc * sizeof(*n));
+		if (n) {
+			known = n;
+			capknown = nc;
+		}
+	}
+	if (nknown < capknown) /* else out of memory: only self-naming matches */
+		known[nknown++] = (struct known){pthread_self(), rvt_gettid()};
+	assert(nknown <= capknown);
+	pthread_mutex_unlock(&known_lock);
+}
+
+static void known_del(void)
+{
+	pthread_t self = pthread_self();
+	pthread_mutex_lock(&known_lock);
+	for (size_t i = 0; i < nknown; i++)
+		if (pthread_equal(known[i].th, self)) {
+			known[i] = known[--nknown];
+			break;
+		}
+	pthread_mutex_unlock(&known_lock);
+}
+
+/* The tid of a live trampolined thread, or 0. */
+static pid_t known_tid(pthread_t th)
+{
+	pid_t tid = 0;
+	pthread_mutex_lock(&known_lock);
+	for (size_t i = 0; i < nknown && !tid; i++)
+		if (pthread_equal(known[i].th, th))
+			tid = known[i].tid;
+	pthread_mutex_unlock(&known_lock);
+	return tid;
 }
 
 /* ---- which threads -------------------------------------------------------- */
@@ -496,6 +558,9 @@ static void consider_self(int is_main)
  * at exit either. */
 static void atfork_child(void)
 {
+	/* The other threads are gone; the lock may have been held by one. */
+	pthread_mutex_init(&known_lock, NULL);
+	nknown = 0;
 	if (!dm.fork) {
 		dm.active = 0;
 		return;
@@ -536,6 +601,7 @@ struct tramp {
 static void thread_end(void *unused)
 {
 	(void)unused;
+	known_del();
 	if (!dm.active || !rvt_is_tracing(0))
 		return;
 	rvt_stop(0, 0);
@@ -547,6 +613,8 @@ static void *trampoline(void *p)
 {
 	struct tramp t = *(struct tramp *)p;
 	free(p);
+	if (dm.mode == DM_NAMES)
+		known_add();
 	consider_self(0);
 	void *ret;
 	pthread_cleanup_push(thread_end, NULL);
@@ -592,10 +660,17 @@ RVT_API int pthread_setname_np(pthread_t th, const char *name)
 	if (!f)
 		return ENOSYS;
 	int rc = f(th, name);
-	/* A thread that names itself is matched now; one named by another
-	 * thread is matched when it names itself or never (documented). */
-	if (rc == 0 && dm.mode == DM_NAMES && pthread_equal(th, pthread_self()) &&
-	    name_wanted(name) && !rvt_is_tracing(0))
-		start_self();
+	if (rc != 0 || dm.mode != DM_NAMES || !name_wanted(name))
+		return rc;
+	if (pthread_equal(th, pthread_self())) {
+		if (!rvt_is_tracing(0))
+			start_self();
+		return rc;
+	}
+	/* Named by another thread: started by tid if it came through
+	 * pthread_create() (it may exit meanwhile: then nothing happens). */
+	pid_t tid = known_tid(th);
+	if (tid > 0 && rvt_start(tid) == 0)
+		atomic_store(&matched_any, 1);
 	return rc;
 }

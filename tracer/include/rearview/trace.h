@@ -26,8 +26,9 @@
  *   RV_TRACE=1            trace the main thread from process start
  *   RV_TRACE=all          trace every thread, also those created later
  *   RV_TRACE=a,b          trace the threads named a or b (comm), matched when
- *                         a thread starts and when it calls
- *                         pthread_setname_np() on itself
+ *                         a thread starts and when pthread_setname_np()
+ *                         names it (itself, or another thread naming one
+ *                         created by pthread_create())
  *   RV_TRACE_FORK=1       a forked child keeps tracing (default: it does not
  *                         trace and writes no capture)
  *   RV_TRACE_FILE=pattern one capture per traced thread, written when the
