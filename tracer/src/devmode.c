@@ -553,14 +553,26 @@ static void consider_self(int is_main)
 	}
 }
 
+/* The table's lock is held across fork() (taken before the core's registry
+ * lock: prepare handlers run in reverse order of registration), so the
+ * child gets it consistent and unlocks it. */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&known_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&known_lock);
+}
+
 /* Runs after the core's child handler (registered earlier), which left the
  * child untraced with no rings.  A child that does not trace does not write
  * at exit either. */
 static void atfork_child(void)
 {
-	/* The other threads are gone; the lock may have been held by one. */
-	pthread_mutex_init(&known_lock, NULL);
-	nknown = 0;
+	nknown = 0; /* the other threads are gone */
+	pthread_mutex_unlock(&known_lock);
 	if (!dm.fork) {
 		dm.active = 0;
 		return;
@@ -572,7 +584,7 @@ void rvt_devmode_start(void)
 {
 	if (dm.mode == DM_OFF && !dm.output)
 		return;
-	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	consider_self(1);
 	atexit(at_exit_capture);
 }
