@@ -102,6 +102,7 @@ $(shell mkdir -p $(BUILD) && echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 endif
 
 include proto/proto.mk
+include proto/common/common.mk
 include tracer/tracer.mk
 include policy/policy.mk
 include device/device.mk
@@ -112,6 +113,10 @@ include tests/tests.mk
 $(OBJ)/%.o: %.c $(FLAGS_STAMP) | $(PROTO_H)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# Every program links librvcommon (proto/common/common.mk): a prerequisite
+# here puts it on each link line after the component libraries that use it.
+$(BINS) $(TESTS) $(BENCHES) $(FUZZ): $(LIBRVCOMMON)
 
 all: $(BINS) $(LIBS) $(TESTS)
 

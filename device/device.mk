@@ -8,7 +8,9 @@ DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3 libcurl libzstd) $(RVPOLICY
 
 DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/registry.c device/src/spool.c device/src/conn.c \
-                   device/src/enforce.c device/src/daemon.c device/src/upload.c
+                   device/src/enforce.c device/src/daemon.c device/src/capture.c \
+                   device/src/admin.c device/src/anomaly.c device/src/upload.c \
+                   device/src/enroll.c device/src/curl_uv.c device/src/compress.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
 # Local summaries (src/summary.c) with librvanalysis: the archive rides with
@@ -55,6 +57,9 @@ $(TBIN)/device/rv_helper_app: $(OBJ)/tests/device/helper_app.o $(LIBRVPROTO)
 
 $(OBJ)/tests/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
+
+# logfmt lines and the journald priority prefix (src/log.c).
+$(eval $(call rv_test,device,log,$(OBJ)/device/src/log.o,))
 
 $(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
 

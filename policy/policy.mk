@@ -11,7 +11,7 @@ SQLITE_LIBS   := $(call pc,--libs,sqlite3)
 MBEDTLS_LIBS  := -lmbedcrypto
 
 # What a program linking librvpolicy.a must add.
-RVPOLICY_LDLIBS := $(SQLITE_LIBS) $(MBEDTLS_LIBS) $(PROTOBUF_LIBS) -lm
+RVPOLICY_LDLIBS := $(LIBRVCOMMON) $(SQLITE_LIBS) $(MBEDTLS_LIBS) $(PROTOBUF_LIBS) -lm
 
 $(OBJ)/policy/%.o: CPPFLAGS += -Ipolicy/include $(SQLITE_CFLAGS) $(PROTOBUF_CFLAGS)
 $(OBJ)/tests/policy/%.o: CPPFLAGS += -Ipolicy/include -Ipolicy/src $(PROTOBUF_CFLAGS)

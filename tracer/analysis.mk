@@ -6,7 +6,7 @@ RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c \
            tracer/analysis/svg.c tracer/analysis/android.c \
            tracer/analysis/chrome.c tracer/analysis/perfetto.c \
            tracer/analysis/exports.c tracer/analysis/summary.c \
-           tracer/analysis/shuffle.c
+           tracer/analysis/shuffle.c tracer/analysis/error.c
 RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o) $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o
 RVA_PROTO := tracer/analysis/proto/rvperfetto.proto
 RVA_PB_H  := $(GEN)/rvanalysis/rvperfetto.pb-c.h
@@ -20,7 +20,7 @@ $(OBJ)/tracer/analysis/perfetto.o: $(RVA_PB_H)
 $(OBJ)/tracer/analysis/perfetto.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
 LIBRVANALYSIS := $(LIB)/librvanalysis.a
 # What a program linking librvanalysis.a adds to its link line.
-RVA_LIBS := $(call pc,--libs,jansson) $(PROTOBUF_LIBS) -lm
+RVA_LIBS := $(LIBRVCOMMON) $(call pc,--libs,jansson) $(PROTOBUF_LIBS) -lm
 
 # The block transposes vectorize at -O3 (shuffle.c).
 $(OBJ)/tracer/analysis/shuffle.o: CFLAGS += -O3

@@ -38,19 +38,22 @@ RVT_LDLIBS := $(LIBRVPROTO) $(PROTOBUF_LIBS) $(LIBELF_LIBS) -lpthread
 
 LIBRVTRACE_A  := $(LIB)/librvtrace.a
 LIBRVTRACE_SO := $(LIB)/librvtrace.so
-$(LIBRVTRACE_A): $(RVT_OBJ)
+# The archive carries the librvcommon objects it uses, so the installed
+# librvtrace.a links with only what rearview-trace.pc lists.
+$(LIBRVTRACE_A): $(RVT_OBJ) $(RVC_TRACE_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
-$(LIBRVTRACE_SO): $(RVT_OBJ) $(LIBRVPROTO)
+$(LIBRVTRACE_SO): $(RVT_OBJ) $(LIBRVCOMMON) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,librvtrace.so -Wl,--exclude-libs,librvproto.a \
-	  -o $@ $(RVT_OBJ) $(RVT_LDLIBS)
+	  -Wl,--exclude-libs,librvcommon.a -o $@ $(RVT_OBJ) $(LIBRVCOMMON) $(RVT_LDLIBS)
 
 LIBS += $(LIBRVTRACE_A) $(LIBRVTRACE_SO)
 INSTALL_HDR += tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h
 
-# librvproto is linked in but not re-exported (--exclude-libs): a program
-# that also links librvproto must not see two copies of its descriptors.
+# librvproto and librvcommon are linked in but not re-exported
+# (--exclude-libs): a program that also links librvproto must not see two
+# copies of its descriptors.
 
 # Tests: the library statically, plus instrumented fixtures.
 RVT_TEST_CPPFLAGS := -Itracer/include -Itracer/src -Itests/tracer
@@ -141,10 +144,12 @@ ifeq ($(SANFLAGS),)
 ifneq ($(shell command -v $(RVT_A64_CC) 2>/dev/null),)
 ifneq ($(shell command -v qemu-aarch64 2>/dev/null),)
 RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -Itests/tracer \
+                  -Iproto/common/include \
                   -DRVT_BUILDING_LIBRARY $(WARN)
 RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o tracer/src/encode.o \
 	tracer/src/devmode.o \
-	tracer/src/hooks-aarch64.o tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
+	tracer/src/hooks-aarch64.o proto/common/src/io.o proto/common/src/atomic.o \
+	tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
 	tests/tracer/wrap_check.o \
 	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o)
 $(OBJ)/a64/tests/tracer/fixture_call.o: RVT_A64_EXTRA := -finstrument-functions

@@ -18,6 +18,9 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "rearview/admin.pb-c.h"
+#include "rearview/control.pb-c.h"
+#include "rearview/event.pb-c.h"
 
 #define RVD_READS_PER_EVENT 8
 #define RVD_READ_CHUNK	    65536
@@ -333,4 +336,31 @@ int rvd_conn_send_fd(struct rvd_conn *c, const ProtobufCMessage *msg, int fd)
 	c->out_off = (size_t)n;
 	flush_out(c);
 	return c->closing ? -EPIPE : 0;
+}
+
+int rvd_conn_send_error(struct rvd_conn *c, int code, const char *msg)
+{
+	Rearview__Error err = REARVIEW__ERROR__INIT;
+	Rearview__ControlMessage cm = REARVIEW__CONTROL_MESSAGE__INIT;
+	Rearview__AdminResponse ar = REARVIEW__ADMIN_RESPONSE__INIT;
+	Rearview__EventMessage em = REARVIEW__EVENT_MESSAGE__INIT;
+
+	err.code = (Rearview__Error__Code)code;
+	err.message = (char *)msg;
+	err.min_version = RV_FRAME_VERSION;
+	err.max_version = RV_FRAME_VERSION;
+	switch (c->channel) {
+	case RV_CHANNEL_CONTROL:
+		cm.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_ERROR;
+		cm.error = &err;
+		return rvd_conn_send(c, &cm.base);
+	case RV_CHANNEL_ADMIN:
+		ar.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_ERROR;
+		ar.error = &err;
+		return rvd_conn_send(c, &ar.base);
+	default:
+		em.msg_case = REARVIEW__EVENT_MESSAGE__MSG_ERROR;
+		em.error = &err;
+		return rvd_conn_send(c, &em.base);
+	}
 }

@@ -70,6 +70,12 @@ int rvd_conn_send(struct rvd_conn *c, const ProtobufCMessage *msg);
  * close the connection. */
 int rvd_conn_send_fd(struct rvd_conn *c, const ProtobufCMessage *msg, int fd);
 
+/* Sends the channel's Error message (ControlMessage, AdminResponse or
+ * EventMessage .error) with `code` (Rearview__Error__Code) and `msg`
+ * (borrowed), advertising this build's frame version as min and max.
+ * Returns what rvd_conn_send returns.  Loop thread. */
+int rvd_conn_send_error(struct rvd_conn *c, int code, const char *msg);
+
 /* Removes and returns the oldest received descriptor, or -1. */
 int rvd_conn_take_fd(struct rvd_conn *c);
 

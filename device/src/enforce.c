@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "rearview/common.h"
 #include "rearview/policy.h"
 
 #define RVD_KEY_MAX (16u * 1024u)
@@ -58,7 +59,6 @@ static int read_file(const char *path, size_t max, uint8_t **out, size_t *len)
 {
 	struct stat st;
 	uint8_t *buf;
-	size_t off = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	int rc = 0;
 
@@ -77,21 +77,13 @@ static int read_file(const char *path, size_t max, uint8_t **out, size_t *len)
 		rc = -ENOMEM;
 		goto close_fd;
 	}
-	while (off < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + off, (size_t)st.st_size - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = n < 0 ? -errno : -EIO;
-			free(buf);
-			goto close_fd;
-		}
-		off += (size_t)n;
+	if ((rc = rvc_read_all(fd, buf, (size_t)st.st_size)) < 0) {
+		free(buf);
+		goto close_fd;
 	}
-	buf[off] = '\0';
+	buf[st.st_size] = '\0';
 	*out = buf;
-	*len = off;
+	*len = (size_t)st.st_size;
 close_fd:
 	close(fd);
 	return rc;

@@ -1,17 +1,37 @@
 /*
- * log.c — leveled logging to stderr.  One line per call, written with a
- * single write() so lines from the loop thread and work-queue threads never
- * interleave mid-line.
+ * log.c — leveled logging to stderr in logfmt, the shape rearview-server
+ * writes (server/src/util.c rvs_log):
+ *
+ *     ts=2026-11-24T10:27:45.123Z level=info msg="pid 42 registered (app, 3 threads)"
+ *
+ * ts is UTC with milliseconds; level is error, warn, info or debug; msg is
+ * the formatted message, quoted, with \ " and control characters escaped
+ * (\n, \t, \xHH), so one call is always one line.  When stderr is the
+ * journal (systemd sets JOURNAL_STREAM to its device:inode) each line is
+ * prefixed with the sd-daemon priority "<N>", which journald strips and
+ * files the line under; anywhere else (a terminal, a file) the line is
+ * plain logfmt.
+ *
+ * Invariants: one line per call, written with a single write() so lines
+ * from the loop thread and work-queue threads never interleave mid-line;
+ * the line never exceeds RVD_LOG_LINE bytes (the message is truncated).
  */
 #include "log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#define RVD_LOG_LINE 1024
+
 static int log_level = RVD_LOG_INFO;
+static int log_journal; /* stderr is the journal: "<N>" prefixes */
 
 void rvd_log_set_level(int level)
 {
@@ -36,22 +56,92 @@ int rvd_log_level_parse(const char *s)
 	return -EINVAL;
 }
 
+void rvd_log_open(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	log_journal = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
+		      fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+		      (unsigned long long)st.st_ino == ino;
+}
+
+static const char *level_name(int level)
+{
+	switch (level) {
+	case RVD_LOG_ERR:
+		return "error";
+	case RVD_LOG_WARN:
+		return "warn";
+	case RVD_LOG_INFO:
+		return "info";
+	default:
+		return "debug";
+	}
+}
+
+/* Appends msg to line[n..cap-2] quoted and escaped; returns the new length,
+ * leaving room for the closing quote and the newline. */
+static size_t quote(char *line, size_t n, size_t cap, const char *msg)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+		char esc[4];
+		size_t k = 0;
+
+		if (*p == '"' || *p == '\\') {
+			esc[k++] = '\\';
+			esc[k++] = (char)*p;
+		} else if (*p == '\n') {
+			esc[k++] = '\\';
+			esc[k++] = 'n';
+		} else if (*p == '\t') {
+			esc[k++] = '\\';
+			esc[k++] = 't';
+		} else if (*p < 0x20 || *p == 0x7f) {
+			esc[k++] = '\\';
+			esc[k++] = 'x';
+			esc[k++] = hex[*p >> 4];
+			esc[k++] = hex[*p & 15];
+		} else {
+			esc[k++] = (char)*p;
+		}
+		if (n + k > cap - 2)
+			break;
+		memcpy(line + n, esc, k);
+		n += k;
+	}
+	return n;
+}
+
 void rvd_log(int level, const char *fmt, ...)
 {
-	char line[1024];
+	char line[RVD_LOG_LINE], msg[RVD_LOG_LINE], when[32], prio[8] = "";
+	struct timespec ts;
+	struct tm tm;
 	va_list ap;
-	int n;
+	size_t n;
 
 	if (level > log_level)
 		return;
-	n = snprintf(line, sizeof(line), "<%d>rearviewd: ", level);
 	va_start(ap, fmt);
-	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (log_journal)
+		snprintf(prio, sizeof(prio), "<%d>", level);
+	n = (size_t)snprintf(line, sizeof(line), "%sts=%s.%03ldZ level=%s msg=\"", prio, when,
+			     ts.tv_nsec / 1000000, level_name(level));
+	assert(n < sizeof(line) - 2);
+	n = quote(line, n, sizeof(line), msg);
+	assert(n <= sizeof(line) - 2);
+	line[n++] = '"';
 	line[n++] = '\n';
 	/* Best effort: a log line that cannot be written is dropped. */
-	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+	if (write(STDERR_FILENO, line, n) < 0)
 		return;
 }

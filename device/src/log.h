@@ -1,6 +1,10 @@
 /*
- * log.h — leveled logging to stderr for rearviewd (journald picks stderr up
- * under systemd; the "<N>" prefix is the sd-daemon priority convention).
+ * log.h — leveled logging to stderr for rearviewd, in logfmt, the same
+ * shape as rearview-server's lines:
+ *     ts=2026-11-24T10:27:45.123Z level=info msg="…"
+ * Under systemd, with stderr connected to the journal, each line also
+ * starts with the sd-daemon priority prefix "<N>" (stripped by journald,
+ * which files the line at that priority).  Any thread.
  */
 #ifndef RVD_LOG_H
 #define RVD_LOG_H
@@ -19,6 +23,13 @@ int rvd_log_get_level(void);
 /* Parses "err", "warn", "info", "debug".  Returns the level or -EINVAL. */
 int rvd_log_level_parse(const char *s);
 
+/* Checks whether stderr is the journal (JOURNAL_STREAM names its device and
+ * inode) and, if so, prefixes lines with "<N>" from now on.  Once, before
+ * any other thread exists. */
+void rvd_log_open(void);
+
+/* Logs one line at `level` (enum rvd_log_level) when it is not more verbose
+ * than the current level; the message is truncated to fit 1 KiB. */
 void rvd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define rvd_err(...)   rvd_log(RVD_LOG_ERR, __VA_ARGS__)

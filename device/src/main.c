@@ -45,10 +45,11 @@ int main(int argc, char **argv)
 	};
 	const char *config = NULL, *run_dir = NULL, *state_dir = NULL;
 	struct rvd_config cfg;
-	struct rvd_daemon d;
+	struct rvd_daemon *d;
 	int verbose = 0, quiet = 0, opt, rc;
 	uv_loop_t *loop;
 
+	rvd_log_open();
 	while ((opt = getopt_long(argc, argv, "c:r:s:vqh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -103,13 +104,21 @@ int main(int argc, char **argv)
 		rvd_err("libcurl initialisation failed");
 		return 1;
 	}
+	d = rvd_daemon_new();
+	if (!d) {
+		rvd_err("out of memory");
+		curl_global_cleanup();
+		return 1;
+	}
 	loop = uv_default_loop();
-	rc = rvd_daemon_start(&d, loop, &cfg);
+	rc = rvd_daemon_start(d, loop, &cfg);
 	uv_run(loop, UV_RUN_DEFAULT);
-	rvd_daemon_release(&d);
+	if (rvd_daemon_exit_status(d))
+		rc = -EIO;
+	rvd_daemon_free(d);
 	curl_global_cleanup();
 	if (uv_loop_close(loop) != 0)
 		rvd_warn("loop closed with handles still open");
 	rvd_info("stopped");
-	return rc < 0 || d.exit_status ? 1 : 0;
+	return rc < 0 ? 1 : 0;
 }

@@ -26,7 +26,7 @@ struct rvd_thread {
 struct rvd_process {
 	struct rvd_process *next;
 	pid_t pid;
-	unsigned deciding; /* policy decisions in flight (daemon.c) */
+	unsigned deciding; /* policy decisions in flight (capture.c) */
 	uid_t uid;
 	char exe[128];
 	char app_id[64];

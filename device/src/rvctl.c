@@ -8,6 +8,7 @@
  * 3 the daemon is not running; 4 access denied.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 
 #include "rearview/admin.pb-c.h"
 #include "rearview/analysis.h"
+#include "rearview/common.h"
 #include "rearview/frame.h"
 
 enum { EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_NOT_RUNNING = 3, EXIT_DENIED = 4 };
@@ -182,23 +184,6 @@ static const char *kind_name(int k)
 	return k >= 0 && k <= 5 ? kind_names[k] : "unknown";
 }
 
-/* JSON string output: escapes quotes, backslashes and control characters. */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 /* Captures in state "uploaded" (a second request: Status has no such
  * counter), or -1 when the list could not be had. */
 static long count_uploaded(void)
@@ -235,7 +220,7 @@ static void print_status(const Rearview__Status *s, long uploaded)
 			const Rearview__ProcessStatus *p = s->processes[i];
 
 			printf("%s{\"pid\":%d,\"exe\":", i ? "," : "", p->pid);
-			json_str(p->exe);
+			rvc_json_str(stdout, p->exe);
 			printf(",\"buffer_bytes\":%" PRIu64 ",\"traced_tids\":[", p->buffer_bytes);
 			for (size_t k = 0; k < p->n_traced_tids; k++)
 				printf("%s%d", k ? "," : "", p->traced_tids[k]);
@@ -244,7 +229,7 @@ static void print_status(const Rearview__Status *s, long uploaded)
 		printf("],\"last_errors\":[");
 		for (size_t i = 0; i < s->n_last_errors; i++) {
 			printf("%s", i ? "," : "");
-			json_str(s->last_errors[i]);
+			rvc_json_str(stdout, s->last_errors[i]);
 		}
 		printf("]}\n");
 		return;
@@ -293,7 +278,7 @@ static int print_policy(const ProtobufCBinaryData *doc)
 	if (json) {
 		printf("{\"version\":%" PRIu64 ",\"signed\":%s,\"key_id\":", b->version,
 		       sp->signature.len ? "true" : "false");
-		json_str(sp->key_id);
+		rvc_json_str(stdout, sp->key_id);
 		printf(",\"issued_at_s\":%" PRIu64 ",\"expires_at_s\":%" PRIu64
 		       ",\"weekly_quota\":%u,\"selection\":%d,\"unmetered_only\":%s,"
 		       "\"debounce_captures\":%u,\"debounce_window_s\":%u,"
@@ -363,16 +348,16 @@ static void print_capture(const Rearview__CaptureInfo *c, int one)
 
 	if (json) {
 		printf("{\"id\":%" PRIu64 ",\"state\":", c->id);
-		json_str(c->state);
+		rvc_json_str(stdout, c->state);
 		printf(",\"reason\":");
-		json_str(c->reason);
+		rvc_json_str(stdout, c->reason);
 		if (uploaded) {
 			printf(",\"trace_id\":");
-			json_str(c->trace_id);
+			rvc_json_str(stdout, c->trace_id);
 		}
 		printf(",\"kind\":\"%s\",\"pid\":%d,\"tid\":%d,\"app\":",
 		       kind_name(a ? a->kind : 0), a ? a->pid : 0, a ? a->tid : 0);
-		json_str(c->app_id);
+		rvc_json_str(stdout, c->app_id);
 		printf(",\"size\":%" PRIu64 ",\"freeze_latency_ns\":%" PRIu64 "}", c->size,
 		       c->freeze_latency_ns);
 		return;
@@ -406,7 +391,7 @@ static void print_chain_json(const Rearview__Chain *c)
 	for (size_t i = 0; i < c->n_frames; i++) {
 		if (i)
 			putchar(',');
-		json_str(c->frames[i]);
+		rvc_json_str(stdout, c->frames[i]);
 	}
 	printf("],\"duration_ns\":%" PRIu64 ",\"signature\":\"%016" PRIx64 "\"}", c->duration_ns,
 	       c->signature);
@@ -431,7 +416,7 @@ static void print_summary_json(const Rearview__Summary *s)
 		const Rearview__MethodStat *m = s->top_self[i];
 
 		printf("%s{\"name\":", i ? "," : "");
-		json_str(m->name);
+		rvc_json_str(stdout, m->name);
 		printf(",\"calls\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"inclusive_ns\":%" PRIu64
 		       "}",
 		       m->calls, m->self_ns, m->inclusive_ns);
@@ -444,7 +429,7 @@ static void print_summary_json(const Rearview__Summary *s)
 		const Rearview__SignatureMatch *m = s->matches[i];
 
 		printf("%s{\"model_id\":", i ? "," : "");
-		json_str(m->model_id);
+		rvc_json_str(stdout, m->model_id);
 		printf(",\"signature\":\"%016" PRIx64 "\",\"duration_ns\":%" PRIu64
 		       ",\"count\":%u}",
 		       m->signature, m->duration_ns, m->count);
@@ -575,6 +560,32 @@ static int export_as(FILE *f, const rva_trace *t, const char *fmt, const char *t
 	return -EINVAL;
 }
 
+struct export_job {
+	const rva_trace *t;
+	const char *fmt, *title;
+};
+
+/* Writes the export into rvc_write_file_atomic_fn's temporary file through a
+ * stdio stream on a duplicate of it (the helper closes the original). */
+static int fill_export(int fd, void *arg)
+{
+	const struct export_job *x = arg;
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0), rc;
+	FILE *f;
+
+	if (dfd < 0)
+		return -errno;
+	if (!(f = fdopen(dfd, "w"))) {
+		rc = -errno;
+		close(dfd);
+		return rc;
+	}
+	rc = export_as(f, x->t, x->fmt, x->title);
+	if (fclose(f) != 0 && rc >= 0)
+		rc = -EIO;
+	return rc < 0 ? rc : 0;
+}
+
 static const char *const export_formats[] = {"perfetto", "chrome",    "folded", "speedscope",
 					     "android",	 "nanoscope", "svg"};
 
@@ -591,9 +602,10 @@ static int cmd_export(uint64_t id, const char *fmt, const char *out)
 	rva_trace *t = NULL;
 	rva_error err = {{0}};
 	struct stat stb;
-	char tmp[PATH_MAX], title[64];
+	char title[64];
+	struct export_job x = {NULL, fmt, title};
 	void *map = MAP_FAILED;
-	FILE *f = NULL;
+	mode_t um;
 	int rc, fd = -1, ok = 0;
 
 	for (size_t i = 0; i < sizeof(export_formats) / sizeof(export_formats[0]); i++)
@@ -605,7 +617,7 @@ static int cmd_export(uint64_t id, const char *fmt, const char *out)
 			fmt);
 		return EXIT_USAGE;
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", out) >= (int)sizeof(tmp)) {
+	if (strlen(out) + sizeof(".tmp.XXXXXX") > PATH_MAX) {
 		fprintf(stderr, "rvctl: output path too long\n");
 		return EXIT_USAGE;
 	}
@@ -632,37 +644,17 @@ static int cmd_export(uint64_t id, const char *fmt, const char *out)
 		goto unmap;
 	}
 	close(fd);
-	fd = mkstemp(tmp);
-	if (fd >= 0) {
-		/* mkstemp creates 0600; an export is an ordinary file of the user. */
-		mode_t um = umask(0);
-
-		umask(um);
-		fchmod(fd, 0666 & ~um);
-	}
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		fprintf(stderr, "rvctl: %s: %s\n", out, strerror(errno));
-		if (fd >= 0)
-			unlink(tmp);
-		goto free_trace;
-	}
 	fd = -1;
+	/* An export is an ordinary file of the user: 0666 less the umask. */
+	um = umask(0);
+	umask(um);
 	snprintf(title, sizeof(title), "capture %" PRIu64, id);
-	rc = export_as(f, t, fmt, title);
-	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
-		rc = rc < 0 ? rc : -EIO;
-	if (fclose(f) != 0 && rc >= 0)
-		rc = -EIO;
-	if (rc >= 0 && rename(tmp, out) < 0)
-		rc = -errno;
+	x.t = t;
+	rc = rvc_write_file_atomic_fn(out, 0666 & ~um, fill_export, &x);
 	if (rc < 0) {
 		fprintf(stderr, "rvctl: export to %s failed: %s\n", out, strerror(-rc));
-		unlink(tmp);
 		rc = EXIT_ERR;
-	} else {
-		rc = 0;
 	}
-free_trace:
 	rva_trace_free(t);
 unmap:
 	munmap(map, (size_t)stb.st_size);

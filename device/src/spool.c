@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "rearview/common.h"
 
 enum job_type {
 	JOB_OPEN,
@@ -98,28 +99,6 @@ void rvd_spool_init(struct rvd_spool *sp, uv_loop_t *loop, const char *state_dir
 
 /* ---- helpers that run on work-queue threads ---------------------------- */
 
-static int map_sqlite(int rc)
-{
-	switch (rc) {
-	case SQLITE_OK:
-	case SQLITE_DONE:
-	case SQLITE_ROW:
-		return 0;
-	case SQLITE_NOMEM:
-		return -ENOMEM;
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return -EBUSY;
-	case SQLITE_FULL:
-		return -ENOSPC;
-	case SQLITE_READONLY:
-	case SQLITE_PERM:
-		return -EACCES;
-	default:
-		return -EIO;
-	}
-}
-
 static int exec_sql(sqlite3 *db, const char *sql)
 {
 	char *msg = NULL;
@@ -129,38 +108,7 @@ static int exec_sql(sqlite3 *db, const char *sql)
 		rvd_err("spool: %s: %s", sql, msg ? msg : sqlite3_errstr(rc));
 		sqlite3_free(msg);
 	}
-	return map_sqlite(rc);
-}
-
-static int fsync_dir(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return rvc_sqlite_errno(rc);
 }
 
 static const char schema[] = "CREATE TABLE IF NOT EXISTS captures("
@@ -235,7 +183,7 @@ static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
 				    -1, &st, NULL);
 
 	if (rc != SQLITE_OK)
-		return map_sqlite(rc);
+		return rvc_sqlite_errno(rc);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct rvd_capture_rec *r;
 
@@ -275,7 +223,7 @@ static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
 		r->skip_reported = sqlite3_column_int(st, 18) != 0;
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
 static bool is_indexed(const struct rvd_spool_job *job, const char *name)
@@ -327,7 +275,7 @@ static int recover_files(struct rvd_spool_job *job, sqlite3 *db, const char *cap
 		exec_sql(db, sql);
 	}
 	closedir(d);
-	return fsync_dir(capdir);
+	return rvc_fsync_dir(capdir);
 }
 
 /* Schema migration: spools created before local summaries lack the
@@ -339,13 +287,13 @@ static int migrate_summary(sqlite3 *db)
 	int rc = sqlite3_prepare_v2(db, "PRAGMA table_info(captures)", -1, &st, NULL);
 
 	if (rc != SQLITE_OK)
-		return map_sqlite(rc);
+		return rvc_sqlite_errno(rc);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		if (!strcmp((const char *)sqlite3_column_text(st, 1), "summary"))
 			have = true;
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return map_sqlite(rc);
+		return rvc_sqlite_errno(rc);
 	if (!have && (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN summary BLOB;")) < 0)
 		return rc;
 	/* Rows left without their placeholder (older spools, a crash right
@@ -383,7 +331,7 @@ static int load_summary_flags(struct rvd_spool_job *job, sqlite3 *db)
 				-1, &st, NULL);
 
 	if (rc != SQLITE_OK)
-		return map_sqlite(rc);
+		return rvc_sqlite_errno(rc);
 	/* Both lists are in id order: one merge pass. */
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
@@ -394,7 +342,7 @@ static int load_summary_flags(struct rvd_spool_job *job, sqlite3 *db)
 			job->loaded[k].has_summary = true;
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
 static void work_open(struct rvd_spool_job *job)
@@ -419,7 +367,7 @@ static void work_open(struct rvd_spool_job *job)
 	if (rc != SQLITE_OK) {
 		rvd_err("spool: open %s: %s", path, sqlite3_errstr(rc));
 		sqlite3_close(db);
-		job->status = map_sqlite(rc);
+		job->status = rvc_sqlite_errno(rc);
 		return;
 	}
 	sqlite3_busy_timeout(db, 5000);
@@ -441,19 +389,38 @@ static void work_open(struct rvd_spool_job *job)
 	sp->db = db;
 }
 
+/* Copies the sealed capture memfd into the spool file (an rvc_fill_fn). */
+static int copy_capture(int out, void *arg)
+{
+	const struct rvd_spool_job *job = arg;
+	uint8_t buf[65536];
+	uint64_t off = 0;
+	int rc;
+
+	while (off < job->size) {
+		size_t want =
+			job->size - off < sizeof(buf) ? (size_t)(job->size - off) : sizeof(buf);
+
+		if ((rc = rvc_pread_all(job->fd, buf, want, off)) < 0 ||
+		    (rc = rvc_write_all(out, buf, want)) < 0)
+			return rc;
+		off += want;
+	}
+	return 0;
+}
+
 static void work_store(struct rvd_spool_job *job)
 {
 	struct rvd_spool *sp = job->sp;
 	struct rvd_capture_rec *r = &job->rec;
-	char capdir[300], tmp[64];
+	char path[400];
 	static const char sql[] =
 		"INSERT INTO captures(state,reason,kind,severity,pid,tid,anomaly_ns,attribution,"
 		"name,detail,app_id,size,freeze_latency_ns,file,upload_id,reservation) "
 		"VALUES(?1,?14,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?15,?16)";
-	uint8_t rnd[8], buf[65536];
+	uint8_t rnd[8];
 	sqlite3_stmt *st = NULL;
-	uint64_t off = 0;
-	int dfd = -1, out, rc;
+	int rc;
 
 	if (getrandom(r->upload_id, sizeof(r->upload_id), 0) != sizeof(r->upload_id)) {
 		job->status = -EIO;
@@ -472,43 +439,12 @@ static void work_store(struct rvd_spool_job *job)
 	}
 	snprintf(r->file, sizeof(r->file), "c-%02x%02x%02x%02x%02x%02x%02x%02x.rvc", rnd[0], rnd[1],
 		 rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-	snprintf(tmp, sizeof(tmp), ".tmp-%s", r->file);
-	snprintf(capdir, sizeof(capdir), "%s/captures", sp->dir);
-	dfd = open(capdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		job->status = -errno;
+	snprintf(path, sizeof(path), "%s/captures/%s", sp->dir, r->file);
+	if ((rc = rvc_write_file_atomic_fn(path, 0600, copy_capture, job)) < 0) {
+		/* Only a failed directory fsync leaves the file in place. */
+		unlink(path);
+		job->status = rc;
 		return;
-	}
-	out = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (out < 0) {
-		rc = -errno;
-		goto close_dir;
-	}
-	while (off < job->size) {
-		size_t want =
-			job->size - off < sizeof(buf) ? (size_t)(job->size - off) : sizeof(buf);
-		ssize_t n = pread(job->fd, buf, want, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = n < 0 ? -errno : -EIO;
-			goto unlink_tmp;
-		}
-		if ((rc = write_all(out, buf, (size_t)n)) < 0)
-			goto unlink_tmp;
-		off += (uint64_t)n;
-	}
-	if (fsync(out) < 0 || renameat(dfd, tmp, dfd, r->file) < 0) {
-		rc = -errno;
-		goto unlink_tmp;
-	}
-	close(out);
-	out = -1;
-	if (fsync(dfd) < 0) {
-		rc = -errno;
-		unlinkat(dfd, r->file, 0);
-		goto close_dir;
 	}
 	r->state = RVD_SPOOL_CAPTURED;
 	r->reason[0] = '\0';
@@ -536,25 +472,17 @@ insert_row:
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
 		rvd_err("spool: insert: %s", sqlite3_errmsg(sp->db));
-		rc = map_sqlite(rc);
 		/* No row: the file is an orphan; remove it now rather than at open. */
-		if (dfd >= 0)
-			unlinkat(dfd, r->file, 0);
-		goto close_dir;
+		if (r->file[0])
+			unlink(path);
+		job->status = rvc_sqlite_errno(rc);
+		return;
 	}
 	r->id = (uint64_t)sqlite3_last_insert_rowid(sp->db);
 	if (!r->file[0])
 		file_placeholder(sp->db, r->id);
 	r->size = job->size;
-	rc = 0;
-	goto close_dir;
-unlink_tmp:
-	close(out);
-	unlinkat(dfd, tmp, 0);
-close_dir:
-	if (dfd >= 0)
-		close(dfd);
-	job->status = rc;
+	job->status = 0;
 }
 
 /* Purge: the row becomes skipped(reason) without a file, then the file is
@@ -575,7 +503,7 @@ static void work_purge(struct rvd_spool_job *job)
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
-	job->status = rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+	job->status = rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 	if (job->status < 0 || !job->rec.file[0])
 		return;
 	snprintf(path, sizeof(path), "%s/captures/%s", job->sp->dir, job->rec.file);
@@ -584,7 +512,7 @@ static void work_purge(struct rvd_spool_job *job)
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/captures", job->sp->dir);
-	job->status = fsync_dir(path);
+	job->status = rvc_fsync_dir(path);
 }
 
 static void work_state(struct rvd_spool_job *job)
@@ -607,7 +535,7 @@ static void work_state(struct rvd_spool_job *job)
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
-	job->status = rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+	job->status = rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
 static void work_reported(struct rvd_spool_job *job)
@@ -623,31 +551,15 @@ static void work_reported(struct rvd_spool_job *job)
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
-	job->status = rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+	job->status = rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
 static void work_setting(struct rvd_spool_job *job)
 {
-	char path[320], tmp[340];
-	int fd, rc = 0;
+	char path[320];
 
 	snprintf(path, sizeof(path), "%s/%s", job->sp->dir, job->name);
-	snprintf(tmp, sizeof(tmp), "%s/.tmp-%s", job->sp->dir, job->name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		job->status = -errno;
-		return;
-	}
-	if ((rc = write_all(fd, job->value, job->len)) == 0 && fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc == 0)
-		rc = fsync_dir(job->sp->dir);
-	else
-		unlink(tmp);
-	job->status = rc;
+	job->status = rvc_write_file_atomic(path, job->value, job->len, 0600);
 }
 
 static void work_cb(uv_work_t *req)
@@ -995,12 +907,12 @@ int rvd_spool_get_summary(struct rvd_spool *s, uint64_t id, uint8_t **buf, size_
 		return -EBADF;
 	rc = sqlite3_prepare_v2(s->db, "SELECT summary FROM captures WHERE id=?", -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return map_sqlite(rc);
+		return rvc_sqlite_errno(rc);
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW || sqlite3_column_type(st, 0) != SQLITE_BLOB) {
 		sqlite3_finalize(st);
-		return rc == SQLITE_ROW || rc == SQLITE_DONE ? -ENOENT : map_sqlite(rc);
+		return rc == SQLITE_ROW || rc == SQLITE_DONE ? -ENOENT : rvc_sqlite_errno(rc);
 	}
 	blob = sqlite3_column_blob(st, 0);
 	n = sqlite3_column_bytes(st, 0);
@@ -1027,7 +939,7 @@ int rvd_spool_put_summary(struct rvd_spool *s, uint64_t id, const uint8_t *buf, 
 		return -E2BIG;
 	rc = sqlite3_prepare_v2(s->db, "UPDATE captures SET summary=? WHERE id=?", -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return map_sqlite(rc);
+		return rvc_sqlite_errno(rc);
 	/* A zero-length blob (an empty Summary) must still read back as a blob. */
 	if (len)
 		sqlite3_bind_blob(st, 1, buf, (int)len, SQLITE_STATIC);
@@ -1037,7 +949,7 @@ int rvd_spool_put_summary(struct rvd_spool *s, uint64_t id, const uint8_t *buf, 
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return map_sqlite(rc);
+		return rvc_sqlite_errno(rc);
 	return sqlite3_changes(s->db) == 1 ? 0 : -ENOENT;
 }
 

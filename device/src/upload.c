@@ -1,13 +1,14 @@
 /*
- * upload.c — the uploader (see upload.h): enrolment, uploads with an
- * idempotent id, backoff, and policy fetches, all on the daemon's loop.
+ * upload.c — the uploader (see upload.h): uploads with an idempotent id,
+ * skip reports, backoff, the requests, and the uploader's lifecycle, all on
+ * the daemon's loop.  Enrolment and policy fetches are in enroll.c, the
+ * streaming compression in compress.c; the daemon is reached only through
+ * the handed-in struct rvd_upload_env.
  *
- * libcurl runs through its multi socket interface: curl tells us which
- * sockets to watch (CURLMOPT_SOCKETFUNCTION → one uv_poll_t each) and when
- * to call it back (CURLMOPT_TIMERFUNCTION → one uv_timer_t), and we call
- * curl_multi_socket_action only from those callbacks — never a perform
- * loop.  The easy handles use HTTPS only, verify the peer and the host
- * against the configured CA file.
+ * libcurl runs through its multi socket interface on the loop (curl_uv.c):
+ * curl_multi_socket_action runs only from socket and timer callbacks —
+ * never a perform loop.  The easy handles use HTTPS only, verify the peer
+ * and the host against the configured CA file.
  *
  * One upload goes
  *     pending ─(policy network check, a spool job)─→ uploading (durable)
@@ -29,8 +30,9 @@
  * the multi handle.  After rvd_upload_stop those finish by freeing
  * themselves without side effects.
  */
-#include "upload.h"
+#include "upload_int.h"
 
+#include <assert.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -45,87 +47,16 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
-#include <zstd.h>
 
-#include "daemon.h"
+#include "anomaly.h"
+#include "compress.h"
+#include "curl_uv.h"
 #include "log.h"
 #include "rearview/analysis.h"
 #include "rearview/policy.h"
 #include "rearview/upload.pb-c.h"
 
-#define TOKEN_FILE   "upload.token"
-#define MAX_BUSY     16
-#define MAX_RESPONSE (1u << 20) /* acks, tokens and policies are small */
-#define SECRET_MAX   256
-
-enum req_kind { REQ_ENROLL, REQ_UPLOAD, REQ_POLICY, REQ_SKIP };
-
-struct req {
-	struct rvd_uploader *u;
-	struct req *next; /* on u->reqs while in the multi handle */
-	enum req_kind kind;
-	CURL *easy;
-	struct curl_slist *hdrs;
-	uint8_t *body; /* the request body, inside body_mem */
-	size_t body_len;
-	uint8_t *body_mem;
-	uint8_t *resp;
-	size_t resp_len;
-	bool resp_overflow;
-	char errbuf[CURL_ERROR_SIZE];
-	char etag[80];
-	/* REQ_UPLOAD */
-	uint64_t id;
-	struct rvd_capture_rec rec; /* copy taken when it became uploading */
-	char path[400];
-	int consent;
-	bool plain;	  /* send the capture as plain zstd, not its shuffled form */
-	bool shuffled;	  /* the body carries the shuffled form */
-	int allowed;	  /* policy network check: 1 may upload */
-	uint8_t *summary; /* the capture's local summary (serialized), NULL: none */
-	size_t summary_len;
-	int status; /* work-queue result */
-	uv_work_t work;
-};
-
-struct sock_ctx {
-	uv_poll_t poll;
-	curl_socket_t fd;
-	struct rvd_uploader *u;
-	struct sock_ctx *next;
-};
-
-struct rvd_uploader {
-	struct rvd_daemon *d;
-	CURLM *multi;
-	uv_timer_t curl_timer, retry_timer, policy_timer;
-	struct req *reqs;
-	struct sock_ctx *socks;
-	uint64_t busy[MAX_BUSY];
-	unsigned nbusy;
-	bool started, stopping, enrolling, fetching;
-	bool reporting;	    /* a skip report is in flight */
-	bool net_blocked;   /* the policy forbids this network (reported once) */
-	bool secret_logged; /* the missing-secret error was reported */
-	bool plain_zstd;    /* the server refused the shuffled form: plain zstd */
-	unsigned attempt;   /* consecutive failures */
-	char token[160];
-	char device_id[40]; /* DeviceInfo.device_id: random per install */
-	char secret[SECRET_MAX];
-	char etag[80];
-	uint64_t hinted_version;
-	char last_error[128];
-};
-
-static void kick(struct rvd_uploader *u);
-static void fetch_policy(struct rvd_uploader *u);
-
-/* Sets the last upload error; the caller's backoff() then reports it with
- * the time of the next attempt. */
-static void up_msg(struct rvd_uploader *u, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void up_msg(struct rvd_uploader *u, const char *fmt, ...)
+void rvd_up_msg(struct rvd_uploader *u, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -134,158 +65,19 @@ static void up_msg(struct rvd_uploader *u, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Sets the last upload error and reports it (log, rvctl status). */
-static void up_error(struct rvd_uploader *u, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void up_error(struct rvd_uploader *u, const char *fmt, ...)
+void rvd_up_error(struct rvd_uploader *u, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(u->last_error, sizeof(u->last_error), fmt, ap);
 	va_end(ap);
-	rvd_daemon_note_error(u->d, u->last_error);
-}
-
-/* ---- small files, read before the loop runs ------------------------------ */
-
-static int read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	/* Trailing newlines and spaces are editing artefacts, not secret. */
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	return (int)n;
-}
-
-static void load_token(struct rvd_uploader *u)
-{
-	char path[RVD_PATH_MAX + 32], buf[256], *nl;
-
-	snprintf(path, sizeof(path), "%s/" TOKEN_FILE, u->d->cfg.state_dir);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
-		return;
-	/* "<device token>\n<device id>" */
-	nl = strchr(buf, '\n');
-	if (!nl)
-		return;
-	*nl = '\0';
-	if (strlen(buf) < sizeof(u->token) && strlen(nl + 1) < sizeof(u->device_id)) {
-		snprintf(u->token, sizeof(u->token), "%s", buf);
-		snprintf(u->device_id, sizeof(u->device_id), "%s", nl + 1);
-	}
-}
-
-/* ---- curl ↔ libuv ------------------------------------------------------ */
-
-static void check_multi_info(struct rvd_uploader *u);
-
-static void sock_closed_cb(uv_handle_t *h)
-{
-	free(h->data);
-}
-
-static void sock_close(struct rvd_uploader *u, struct sock_ctx *sc)
-{
-	for (struct sock_ctx **pp = &u->socks; *pp; pp = &(*pp)->next) {
-		if (*pp == sc) {
-			*pp = sc->next;
-			break;
-		}
-	}
-	uv_close((uv_handle_t *)&sc->poll, sock_closed_cb);
-}
-
-static void poll_cb(uv_poll_t *h, int status, int events)
-{
-	struct sock_ctx *sc = h->data;
-	struct rvd_uploader *u = sc->u;
-	int running, flags = 0;
-
-	if (status < 0)
-		flags = CURL_CSELECT_ERR;
-	if (events & UV_READABLE)
-		flags |= CURL_CSELECT_IN;
-	if (events & UV_WRITABLE)
-		flags |= CURL_CSELECT_OUT;
-	curl_multi_socket_action(u->multi, sc->fd, flags, &running);
-	check_multi_info(u);
-}
-
-static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
-	struct rvd_uploader *u = userp;
-	struct sock_ctx *sc = socketp;
-	int events = 0;
-
-	(void)easy;
-	if (what == CURL_POLL_REMOVE) {
-		if (sc) {
-			uv_poll_stop(&sc->poll);
-			curl_multi_assign(u->multi, s, NULL);
-			sock_close(u, sc);
-		}
-		return 0;
-	}
-	if (!sc) {
-		sc = calloc(1, sizeof(*sc));
-		if (!sc)
-			return -1;
-		sc->fd = s;
-		sc->u = u;
-		if (uv_poll_init_socket(u->d->loop, &sc->poll, s) < 0) {
-			free(sc);
-			return -1;
-		}
-		sc->poll.data = sc;
-		sc->next = u->socks;
-		u->socks = sc;
-		curl_multi_assign(u->multi, s, sc);
-	}
-	if (what & CURL_POLL_IN)
-		events |= UV_READABLE;
-	if (what & CURL_POLL_OUT)
-		events |= UV_WRITABLE;
-	uv_poll_start(&sc->poll, events, poll_cb);
-	return 0;
-}
-
-static void curl_timer_cb(uv_timer_t *t)
-{
-	struct rvd_uploader *u = t->data;
-	int running;
-
-	curl_multi_socket_action(u->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	check_multi_info(u);
-}
-
-static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
-{
-	struct rvd_uploader *u = userp;
-
-	(void)multi;
-	if (u->stopping)
-		return 0;
-	if (timeout_ms < 0)
-		uv_timer_stop(&u->curl_timer);
-	else
-		uv_timer_start(&u->curl_timer, curl_timer_cb, (uint64_t)timeout_ms, 0);
-	return 0;
+	u->env.note_error(u->env.ctx, u->last_error);
 }
 
 /* ---- requests ------------------------------------------------------------ */
 
-static void req_free(struct req *r)
+void rvd_up_req_free(struct req *r)
 {
 	if (!r)
 		return;
@@ -338,9 +130,9 @@ static size_t header_cb(char *p, size_t sz, size_t n, void *userp)
 }
 
 /* Sends r (body already set for POST) to server_url + path. */
-static int req_send(struct rvd_uploader *u, struct req *r, const char *path, bool post)
+int rvd_up_req_send(struct rvd_uploader *u, struct req *r, const char *path, bool post)
 {
-	const struct rvd_config *cfg = &u->d->cfg;
+	const struct rvd_config *cfg = u->env.cfg;
 	char url[RVD_PATH_MAX + 32], hdr[200];
 	size_t ul = strlen(cfg->server_url);
 
@@ -380,7 +172,7 @@ static int req_send(struct rvd_uploader *u, struct req *r, const char *path, boo
 	if ((post || r->kind != REQ_ENROLL) && !r->hdrs)
 		return -ENOMEM;
 	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs);
-	if (curl_multi_add_handle(u->multi, r->easy) != CURLM_OK)
+	if (curl_multi_add_handle(u->cu.multi, r->easy) != CURLM_OK)
 		return -EIO;
 	r->next = u->reqs;
 	u->reqs = r;
@@ -395,11 +187,11 @@ static void req_unlink(struct rvd_uploader *u, struct req *r)
 			break;
 		}
 	}
-	curl_multi_remove_handle(u->multi, r->easy);
+	curl_multi_remove_handle(u->cu.multi, r->easy);
 }
 
 /* The server's Error message from an error body, or "". */
-static void error_message(const struct req *r, char *out, size_t cap)
+void rvd_up_error_message(const struct req *r, char *out, size_t cap)
 {
 	Rearview__Error *e = NULL;
 
@@ -418,14 +210,14 @@ static void error_message(const struct req *r, char *out, size_t cap)
 
 static void retry_cb(uv_timer_t *t)
 {
-	kick(t->data);
+	rvd_up_kick(t->data);
 }
 
 /* Exponential backoff with full jitter: uniform in [0, min(cap, base·2^n)],
  * at least the server's Retry-After. */
-static void backoff(struct rvd_uploader *u, long retry_after_s)
+void rvd_up_backoff(struct rvd_uploader *u, long retry_after_s)
 {
-	const struct rvd_config *cfg = &u->d->cfg;
+	const struct rvd_config *cfg = u->env.cfg;
 	uint64_t ceil = cfg->backoff_initial_ms, delay;
 	uint32_t rnd = 0;
 	char msg[192];
@@ -446,184 +238,7 @@ static void backoff(struct rvd_uploader *u, long retry_after_s)
 	snprintf(msg, sizeof(msg), "%s; next attempt in %" PRIu64 ".%01" PRIu64 " s",
 		 u->last_error[0] ? u->last_error : "upload failed", delay / 1000,
 		 delay % 1000 / 100);
-	rvd_daemon_note_error(u->d, msg);
-}
-
-/* ---- enrolment ------------------------------------------------------------ */
-
-static void device_info(Rearview__DeviceInfo *di, struct utsname *un, const char *device_id)
-{
-	rearview__device_info__init(di);
-	if (uname(un) < 0)
-		memset(un, 0, sizeof(*un));
-	di->device_id = (char *)device_id;
-	di->os_build = un->release;
-	di->arch = un->machine;
-}
-
-static void token_saved_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
-{
-	struct rvd_uploader *u = data;
-
-	(void)sp;
-	(void)id;
-	u->enrolling = false;
-	if (status < 0) {
-		/* Not durable: do not upload under a token a restart would forget. */
-		u->token[0] = '\0';
-		up_msg(u, "upload: saving the device token: %s", strerror(-status));
-		backoff(u, 0);
-		return;
-	}
-	rvd_info("uploader: enrolled as %s", u->device_id);
-	u->attempt = 0;
-	fetch_policy(u);
-	kick(u);
-}
-
-static void enroll_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
-{
-	Rearview__EnrollResponse *er;
-	char buf[sizeof(u->token) + sizeof(u->device_id) + 2], msg[96];
-	int n;
-
-	if (cc != CURLE_OK || http != 200) {
-		u->enrolling = false;
-		if (cc != CURLE_OK)
-			up_msg(u, "upload: enrolment: %s",
-			       r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
-		else {
-			error_message(r, msg, sizeof(msg));
-			up_msg(u, "upload: enrolment refused (%ld): %s", http, msg);
-		}
-		backoff(u, 0);
-		return;
-	}
-	er = rearview__enroll_response__unpack(NULL, r->resp_len, r->resp);
-	if (!er || !er->device_token || !er->device_token[0] ||
-	    strlen(er->device_token) >= sizeof(u->token) || strchr(er->device_token, '\n')) {
-		if (er)
-			rearview__enroll_response__free_unpacked(er, NULL);
-		u->enrolling = false;
-		up_msg(u, "upload: enrolment: malformed answer");
-		backoff(u, 0);
-		return;
-	}
-	snprintf(u->token, sizeof(u->token), "%s", er->device_token);
-	rearview__enroll_response__free_unpacked(er, NULL);
-	n = snprintf(buf, sizeof(buf), "%s\n%s\n", u->token, u->device_id);
-	if (rvd_spool_write_setting(&u->d->spool, TOKEN_FILE, buf, (size_t)n, token_saved_cb, u) <
-	    0) {
-		u->token[0] = '\0';
-		u->enrolling = false;
-		up_msg(u, "upload: saving the device token: out of memory");
-		backoff(u, 0);
-	}
-}
-
-static void enroll(struct rvd_uploader *u)
-{
-	Rearview__EnrollRequest q = REARVIEW__ENROLL_REQUEST__INIT;
-	Rearview__DeviceInfo di;
-	struct utsname un;
-	struct req *r;
-
-	if (!u->secret[0]) {
-		if (!u->secret_logged)
-			up_error(u, "upload: no enrolment secret (enrollment_secret_file)");
-		u->secret_logged = true;
-		return;
-	}
-	if (!u->device_id[0]) {
-		uint8_t rnd[16];
-
-		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-			return;
-		for (int i = 0; i < 16; i++)
-			snprintf(u->device_id + 2 * i, 3, "%02x", rnd[i]);
-	}
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return;
-	r->u = u;
-	r->kind = REQ_ENROLL;
-	device_info(&di, &un, u->device_id);
-	q.enrollment_secret = u->secret;
-	q.device = &di;
-	r->body_len = rearview__enroll_request__get_packed_size(&q);
-	r->body = r->body_mem = malloc(r->body_len ? r->body_len : 1);
-	if (!r->body) {
-		req_free(r);
-		return;
-	}
-	rearview__enroll_request__pack(&q, r->body);
-	if (req_send(u, r, "/v1/enroll", true) < 0) {
-		req_free(r);
-		up_msg(u, "upload: cannot start the enrolment request");
-		backoff(u, 0);
-		return;
-	}
-	u->enrolling = true;
-}
-
-/* ---- policy fetch ---------------------------------------------------------- */
-
-static void policy_timer_cb(uv_timer_t *t)
-{
-	fetch_policy(t->data);
-}
-
-static void fetch_policy(struct rvd_uploader *u)
-{
-	struct req *r;
-
-	if (u->stopping || u->fetching || !u->token[0])
-		return;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return;
-	r->u = u;
-	r->kind = REQ_POLICY;
-	if (req_send(u, r, "/v1/policy", false) < 0) {
-		req_free(r);
-		return;
-	}
-	u->fetching = true;
-}
-
-static void policy_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
-{
-	char msg[96];
-	int rc;
-
-	u->fetching = false;
-	if (cc != CURLE_OK) {
-		up_error(u, "policy fetch: %s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
-		return;
-	}
-	switch (http) {
-	case 200:
-		rc = rvd_daemon_apply_policy(u->d, r->resp, r->resp_len);
-		if (rc < 0)
-			up_error(u, "policy fetch: %s", strerror(-rc));
-		else
-			snprintf(u->etag, sizeof(u->etag), "%s", r->etag);
-		/* A new policy may allow what the old one held back. */
-		u->net_blocked = false;
-		kick(u);
-		break;
-	case 304: /* unchanged */
-	case 404: /* nothing published yet */
-		break;
-	case 401:
-		u->token[0] = '\0';
-		up_error(u, "policy fetch: device token refused; enrolling again");
-		kick(u);
-		break;
-	default:
-		error_message(r, msg, sizeof(msg));
-		up_error(u, "policy fetch: HTTP %ld: %s", http, msg);
-	}
+	u->env.note_error(u->env.ctx, msg);
 }
 
 /* ---- uploads ----------------------------------------------------------------- */
@@ -652,9 +267,9 @@ static void upload_finish(struct req *r, bool kick_next)
 	struct rvd_uploader *u = r->u;
 
 	unbusy(u, r->id);
-	req_free(r);
+	rvd_up_req_free(r);
 	if (kick_next)
-		kick(u);
+		rvd_up_kick(u);
 }
 
 static void requeued_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
@@ -664,8 +279,8 @@ static void requeued_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 	(void)sp;
 	(void)id;
 	if (status < 0 && !r->u->stopping)
-		up_error(r->u, "upload: capture %" PRIu64 " back to pending: %s", r->id,
-			 strerror(-status));
+		rvd_up_error(r->u, "upload: capture %" PRIu64 " back to pending: %s", r->id,
+			     strerror(-status));
 	upload_finish(r, false); /* the retry timer runs */
 }
 
@@ -674,8 +289,8 @@ static void upload_retry(struct req *r, long retry_after_s)
 {
 	struct rvd_uploader *u = r->u;
 
-	backoff(u, retry_after_s);
-	if (rvd_spool_set_state(&u->d->spool, r->id, RVD_SPOOL_PENDING, NULL, requeued_cb, r) < 0)
+	rvd_up_backoff(u, retry_after_s);
+	if (rvd_spool_set_state(u->env.spool, r->id, RVD_SPOOL_PENDING, NULL, requeued_cb, r) < 0)
 		upload_finish(r, false);
 }
 
@@ -686,9 +301,9 @@ static void rejected_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 	(void)sp;
 	(void)id;
 	if (status < 0)
-		up_error(r->u, "upload: recording a rejection: %s", strerror(-status));
+		rvd_up_error(r->u, "upload: recording a rejection: %s", strerror(-status));
 	else
-		rvd_daemon_release_reservation(r->u->d, r->rec.reservation);
+		r->u->env.release_reservation(r->u->env.ctx, r->rec.reservation);
 	upload_finish(r, true);
 }
 
@@ -701,8 +316,8 @@ static void uploaded_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 	(void)id;
 	if (status < 0) {
 		/* Stays uploading until the next start re-sends it (a duplicate then). */
-		up_error(u, "upload: recording capture %" PRIu64 " uploaded: %s", r->id,
-			 strerror(-status));
+		rvd_up_error(u, "upload: recording capture %" PRIu64 " uploaded: %s", r->id,
+			     strerror(-status));
 	} else {
 		rvd_info("capture %" PRIu64 " uploaded as %s", r->id, r->rec.trace_id);
 	}
@@ -714,7 +329,7 @@ static void uploaded_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 static void commit_work(void *arg)
 {
 	struct req *r = arg;
-	struct rvd_enforce *e = &r->u->d->enf;
+	struct rvd_enforce *e = r->u->env.enf;
 	struct rvp_time now;
 	int rc;
 
@@ -739,24 +354,24 @@ static void upload_acked(struct req *r)
 	    strlen(ack->trace_id) >= sizeof(r->rec.trace_id)) {
 		if (ack)
 			rearview__upload_ack__free_unpacked(ack, NULL);
-		up_msg(u, "upload: capture %" PRIu64 ": malformed acknowledgement", r->id);
+		rvd_up_msg(u, "upload: capture %" PRIu64 ": malformed acknowledgement", r->id);
 		upload_retry(r, 0);
 		return;
 	}
 	u->attempt = 0;
 	snprintf(r->rec.trace_id, sizeof(r->rec.trace_id), "%s", ack->trace_id);
-	if (ack->policy_version > u->d->enf.policy_version &&
+	if (ack->policy_version > u->env.enf->policy_version &&
 	    ack->policy_version != u->hinted_version) {
 		u->hinted_version = ack->policy_version;
-		fetch_policy(u);
+		rvd_up_fetch_policy(u);
 	}
 	rearview__upload_ack__free_unpacked(ack, NULL);
 	/* Commit first: a crash before the state change re-sends and re-commits. */
-	if (rvd_spool_run(&u->d->spool, commit_work, r, NULL, NULL) < 0 ||
-	    (rc = rvd_spool_set_uploaded(&u->d->spool, r->id, r->rec.trace_id, uploaded_cb, r)) <
+	if (rvd_spool_run(u->env.spool, commit_work, r, NULL, NULL) < 0 ||
+	    (rc = rvd_spool_set_uploaded(u->env.spool, r->id, r->rec.trace_id, uploaded_cb, r)) <
 		    0) {
-		up_error(u, "upload: capture %" PRIu64 ": cannot record the acknowledgement",
-			 r->id);
+		rvd_up_error(u, "upload: capture %" PRIu64 ": cannot record the acknowledgement",
+			     r->id);
 		upload_finish(r, true);
 	}
 }
@@ -767,8 +382,8 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 	curl_off_t retry_after = 0;
 
 	if (cc != CURLE_OK) {
-		up_msg(u, "upload: capture %" PRIu64 ": %s", r->id,
-		       r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
+		rvd_up_msg(u, "upload: capture %" PRIu64 ": %s", r->id,
+			   r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
 		upload_retry(r, 0);
 		return;
 	}
@@ -776,10 +391,10 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 		upload_acked(r);
 		return;
 	}
-	error_message(r, msg, sizeof(msg));
+	rvd_up_error_message(r, msg, sizeof(msg));
 	if (http == 408 || http == 429 || http >= 500 || http == 401) {
 		curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after);
-		up_msg(u, "upload: capture %" PRIu64 ": HTTP %ld: %s", r->id, http, msg);
+		rvd_up_msg(u, "upload: capture %" PRIu64 ": HTTP %ld: %s", r->id, http, msg);
 		if (http == 401)
 			u->token[0] = '\0'; /* enrol again at the next attempt */
 		upload_retry(r, (long)retry_after);
@@ -791,76 +406,18 @@ static void upload_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 	 * zstd, and so does every later one until the daemon restarts. */
 	if (http == 400 && r->shuffled && strstr(msg, "unknown compression")) {
 		u->plain_zstd = true;
-		up_msg(u,
-		       "upload: capture %" PRIu64 ": the server does not take the shuffled"
-		       " form; sending plain zstd",
-		       r->id);
+		rvd_up_msg(u,
+			   "upload: capture %" PRIu64 ": the server does not take the shuffled"
+			   " form; sending plain zstd",
+			   r->id);
 		upload_retry(r, 0);
 		return;
 	}
 	/* The server will never take this one: say why, and stop trying. */
-	up_error(u, "upload: capture %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
+	rvd_up_error(u, "upload: capture %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
 	snprintf(reason, sizeof(reason), "rejected_%ld", http);
-	if (rvd_spool_set_state(&u->d->spool, r->id, RVD_SPOOL_SKIPPED, reason, rejected_cb, r) < 0)
+	if (rvd_spool_set_state(u->env.spool, r->id, RVD_SPOOL_SKIPPED, reason, rejected_cb, r) < 0)
 		upload_finish(r, true);
-}
-
-/* Appends the zstd-compressed file to *z (from *zlen, growing *zcap): its
- * shuffled form read through sh (tracer/FORMAT.md §3), or with sh NULL its
- * bytes as they are; returns the uncompressed byte count or a negative
- * errno. */
-static int64_t compress_file(int fd, rva_shuffler *sh, int level, uint64_t size, uint8_t **z,
-			     size_t *zlen, size_t *zcap)
-{
-	ZSTD_CCtx *cc = ZSTD_createCCtx();
-	uint8_t in[65536];
-	uint64_t total = 0;
-	size_t zr = 0;
-	int64_t rc = 0;
-
-	if (!cc)
-		return -ENOMEM;
-	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
-	ZSTD_CCtx_setPledgedSrcSize(cc, (unsigned long long)size);
-	for (bool eof = false; rc == 0 && (!eof || zr != 0);) {
-		ssize_t n = 0;
-		ZSTD_inBuffer ib;
-
-		if (!eof) {
-			n = sh ? rva_shuffler_read(sh, in, sizeof(in)) : read(fd, in, sizeof(in));
-			if (n < 0) {
-				rc = sh ? n : -errno;
-				break;
-			}
-			eof = n == 0;
-			total += (uint64_t)n;
-		}
-		ib = (ZSTD_inBuffer){in, (size_t)n, 0};
-		do {
-			ZSTD_outBuffer ob;
-
-			if (*zcap - *zlen < ZSTD_CStreamOutSize()) {
-				size_t ncap = *zcap * 2 + ZSTD_CStreamOutSize();
-				uint8_t *nz = realloc(*z, ncap);
-
-				if (!nz) {
-					rc = -ENOMEM;
-					break;
-				}
-				*z = nz;
-				*zcap = ncap;
-			}
-			ob = (ZSTD_outBuffer){*z + *zlen, *zcap - *zlen, 0};
-			zr = ZSTD_compressStream2(cc, &ob, &ib, eof ? ZSTD_e_end : ZSTD_e_continue);
-			*zlen += ob.pos;
-			if (ZSTD_isError(zr))
-				rc = -EIO;
-		} while (rc == 0 && (ib.pos < ib.size || (eof && zr != 0)));
-	}
-	ZSTD_freeCCtx(cc);
-	if (rc == 0 && total != size)
-		rc = -EIO; /* spool files never change: something is wrong with this one */
-	return rc < 0 ? rc : (int64_t)total;
 }
 
 /*
@@ -881,16 +438,12 @@ static void build_work(uv_work_t *w)
 	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
 	Rearview__Anomaly an;
 	struct utsname un;
-	uint8_t *z = NULL, tag[11];
-	size_t hdr, gap, zlen, zcap = 0, taglen;
-	uint64_t plen;
 	struct stat stb;
 	rva_shuffler *sh = NULL;
-	int64_t n;
 	int fd, rc;
 
-	rvd_daemon_anomaly_to_pb(&r->rec.anomaly, &an);
-	device_info(&di, &un, u->device_id);
+	rvd_anomaly_to_pb(&r->rec.anomaly, &an);
+	rvd_up_device_info(&di, &un, u->device_id);
 	app.app_id = r->rec.app_id;
 	e.upload_id.data = r->rec.upload_id;
 	e.upload_id.len = sizeof(r->rec.upload_id);
@@ -938,38 +491,12 @@ static void build_work(uv_work_t *w)
 	e.payload_size = (uint64_t)stb.st_size;
 	e.captured_realtime_ns =
 		(uint64_t)stb.st_mtim.tv_sec * 1000000000ull + (uint64_t)stb.st_mtim.tv_nsec;
-	hdr = rearview__upload_envelope__get_packed_size(&e); /* payload still empty */
-	gap = hdr + sizeof(tag);
-	zlen = gap;
-	zcap = gap;
-	z = malloc(zcap);
-	if (!z) {
-		r->status = -ENOMEM;
-		rva_shuffler_free(sh);
-		close(fd);
-		goto free_summary;
-	}
-	n = compress_file(fd, sh, u->d->cfg.zstd_level, (uint64_t)stb.st_size, &z, &zlen, &zcap);
+	rc = rvd_compress_envelope(&e, fd, sh, u->env.cfg->zstd_level, (uint64_t)stb.st_size,
+				   &r->body_mem, &r->body, &r->body_len);
 	rva_shuffler_free(sh);
 	close(fd);
-	if (n < 0) {
-		r->status = (int)n;
-		free(z);
-		goto free_summary;
-	}
-	/* Field 12 (payload), wire type 2: tag, varint length. */
-	plen = zlen - gap;
-	tag[0] = (12 << 3) | 2;
-	taglen = 1;
-	do {
-		tag[taglen++] = (uint8_t)((plen & 0x7f) | (plen >= 0x80 ? 0x80 : 0));
-		plen >>= 7;
-	} while (plen);
-	memcpy(z + gap - taglen, tag, taglen);
-	rearview__upload_envelope__pack(&e, z + gap - taglen - hdr);
-	r->body_mem = z;
-	r->body = z + gap - taglen - hdr;
-	r->body_len = zlen - (gap - taglen - hdr);
+	if (rc < 0)
+		r->status = rc;
 free_summary:
 	if (e.summary)
 		rearview__summary__free_unpacked(e.summary, NULL);
@@ -985,13 +512,13 @@ static void build_done(uv_work_t *w, int status)
 		return;
 	}
 	if (status < 0 || r->status < 0) {
-		up_msg(u, "upload: preparing capture %" PRIu64 ": %s", r->id,
-		       strerror(-(status < 0 ? status : r->status)));
+		rvd_up_msg(u, "upload: preparing capture %" PRIu64 ": %s", r->id,
+			   strerror(-(status < 0 ? status : r->status)));
 		upload_retry(r, 0);
 		return;
 	}
-	if (req_send(u, r, "/v1/uploads", true) < 0) {
-		up_msg(u, "upload: cannot start the request");
+	if (rvd_up_req_send(u, r, "/v1/uploads", true) < 0) {
+		rvd_up_msg(u, "upload: cannot start the request");
 		upload_retry(r, 0);
 	}
 }
@@ -1006,14 +533,15 @@ static void uploading_cb(struct rvd_spool *sp, int status, uint64_t id, void *da
 	rec = rvd_spool_find(sp, r->id);
 	if (u->stopping || status < 0 || !rec || rec->state != RVD_SPOOL_UPLOADING) {
 		if (status < 0 && !u->stopping)
-			up_error(u, "upload: capture %" PRIu64 ": %s", r->id, strerror(-status));
+			rvd_up_error(u, "upload: capture %" PRIu64 ": %s", r->id,
+				     strerror(-status));
 		upload_finish(r, false);
 		return;
 	}
 	r->rec = *rec;
 	snprintf(r->path, sizeof(r->path), "%s/captures/%s", sp->dir, rec->file);
 	r->work.data = r;
-	if (uv_queue_work(u->d->loop, &r->work, build_work, build_done) < 0)
+	if (uv_queue_work(u->env.loop, &r->work, build_work, build_done) < 0)
 		upload_retry(r, 0);
 }
 
@@ -1023,18 +551,18 @@ static void conditions_work(void *arg)
 {
 	struct req *r = arg;
 	struct rvd_uploader *u = r->u;
-	struct rvd_enforce *e = &u->d->enf;
+	struct rvd_enforce *e = u->env.enf;
 	const Rearview__PolicyBody *b = rvp_policy_default();
 	enum rvp_reason why;
 	struct rvp_time now;
 
 	if (e->store && rvp_time_now(&now) == 0)
 		b = rvp_store_current(e->store, now.wall_s, NULL);
-	r->allowed = rvp_upload_conditions_ok(b, u->d->cfg.upload_metered, &why);
+	r->allowed = rvp_upload_conditions_ok(b, u->env.cfg->upload_metered, &why);
 	/* Its local summary travels in the envelope (the only content at
 	 * consent "summary").  Read here: the spool's database is this job's. */
 	if (r->allowed == 1 &&
-	    rvd_spool_get_summary(&u->d->spool, r->id, &r->summary, &r->summary_len) < 0) {
+	    rvd_spool_get_summary(u->env.spool, r->id, &r->summary, &r->summary_len) < 0) {
 		r->summary = NULL;
 		r->summary_len = 0;
 	}
@@ -1054,7 +582,7 @@ static void conditions_cb(struct rvd_spool *sp, int status, uint64_t id, void *d
 		/* Stays pending, no retry timer: the next capture or a fetched
 		 * policy looks again (one check each, so no loop). */
 		if (!u->net_blocked)
-			up_error(u, "upload: waiting for an unmetered network (policy)");
+			rvd_up_error(u, "upload: waiting for an unmetered network (policy)");
 		u->net_blocked = true;
 		upload_finish(r, false);
 		return;
@@ -1073,10 +601,11 @@ static void begin_upload(struct rvd_uploader *u, uint64_t id)
 	r->u = u;
 	r->kind = REQ_UPLOAD;
 	r->id = id;
-	r->consent = u->d->consent;
+	r->consent = u->env.consent(u->env.ctx);
 	r->plain = u->plain_zstd;
+	assert(u->nbusy < MAX_BUSY && !is_busy(u, id));
 	u->busy[u->nbusy++] = id;
-	if (rvd_spool_run(&u->d->spool, conditions_work, r, conditions_cb, r) < 0)
+	if (rvd_spool_run(u->env.spool, conditions_work, r, conditions_cb, r) < 0)
 		upload_finish(r, false);
 }
 
@@ -1100,10 +629,10 @@ static void skip_reported_cb(struct rvd_spool *sp, int status, uint64_t id, void
 	(void)sp;
 	u->reporting = false;
 	if (status < 0 && !u->stopping)
-		up_error(u, "skip report: recording %" PRIu64 " as reported: %s", id,
-			 strerror(-status));
+		rvd_up_error(u, "skip report: recording %" PRIu64 " as reported: %s", id,
+			     strerror(-status));
 	else
-		kick(u);
+		rvd_up_kick(u);
 }
 
 static void skip_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
@@ -1126,22 +655,22 @@ static void skip_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long h
 			snprintf(msg, sizeof(msg), "%.95s",
 				 r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc));
 		else
-			error_message(r, msg, sizeof(msg));
-		up_msg(u, "skip report %" PRIu64 ": HTTP %ld: %s", r->id, http, msg);
+			rvd_up_error_message(r, msg, sizeof(msg));
+		rvd_up_msg(u, "skip report %" PRIu64 ": HTTP %ld: %s", r->id, http, msg);
 		if (http == 401)
 			u->token[0] = '\0';
 		curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &retry_after);
 		u->reporting = false;
-		backoff(u, (long)retry_after);
+		rvd_up_backoff(u, (long)retry_after);
 		return;
 	} else {
 		/* The server will never take it: do not send it forever. */
-		error_message(r, msg, sizeof(msg));
-		up_error(u, "skip report %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
+		rvd_up_error_message(r, msg, sizeof(msg));
+		rvd_up_error(u, "skip report %" PRIu64 " rejected: HTTP %ld: %s", r->id, http, msg);
 	}
 	if (ack)
 		rearview__skip_ack__free_unpacked(ack, NULL);
-	if (rvd_spool_set_skip_reported(&u->d->spool, r->id, skip_reported_cb, u) < 0)
+	if (rvd_spool_set_skip_reported(u->env.spool, r->id, skip_reported_cb, u) < 0)
 		u->reporting = false;
 }
 
@@ -1159,7 +688,7 @@ static void begin_skip_report(struct rvd_uploader *u, const struct rvd_capture_r
 	r->kind = REQ_SKIP;
 	r->id = rec->id;
 	r->rec = *rec;
-	rvd_daemon_anomaly_to_pb(&r->rec.anomaly, &an);
+	rvd_anomaly_to_pb(&r->rec.anomaly, &an);
 	app.app_id = r->rec.app_id;
 	k.report_id.data = r->rec.upload_id;
 	k.report_id.len = sizeof(r->rec.upload_id);
@@ -1169,51 +698,54 @@ static void begin_skip_report(struct rvd_uploader *u, const struct rvd_capture_r
 	r->body_len = rearview__skip_report__get_packed_size(&k);
 	r->body = malloc(r->body_len ? r->body_len : 1);
 	if (!r->body) {
-		req_free(r);
+		rvd_up_req_free(r);
 		return;
 	}
 	rearview__skip_report__pack(&k, r->body);
-	if (req_send(u, r, "/v1/skips", true) < 0) {
-		up_msg(u, "skip report: cannot start the request");
-		req_free(r);
+	if (rvd_up_req_send(u, r, "/v1/skips", true) < 0) {
+		rvd_up_msg(u, "skip report: cannot start the request");
+		rvd_up_req_free(r);
 		return;
 	}
 	u->reporting = true;
 }
 
-static void kick(struct rvd_uploader *u)
+void rvd_up_kick(struct rvd_uploader *u)
 {
-	struct rvd_daemon *d = u->d;
-	unsigned max = d->cfg.max_in_flight < MAX_BUSY ? d->cfg.max_in_flight : MAX_BUSY;
+	const struct rvd_config *cfg = u->env.cfg;
+	struct rvd_spool *sp = u->env.spool;
+	unsigned max = cfg->max_in_flight < MAX_BUSY ? cfg->max_in_flight : MAX_BUSY;
 
-	if (!u->started || u->stopping || d->stopping || !d->spool.open ||
+	if (!u->started || u->stopping || u->env.stopping(u->env.ctx) || !sp->open ||
 	    uv_is_active((uv_handle_t *)&u->retry_timer))
 		return;
 	if (!u->token[0]) {
 		if (!u->enrolling)
-			enroll(u);
+			rvd_up_enroll(u);
 		return;
 	}
-	if (d->consent < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY)
+	if (u->env.consent(u->env.ctx) < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY)
 		return;
-	for (size_t i = 0; i < d->spool.nrecs && u->nbusy < max; i++) {
-		const struct rvd_capture_rec *rec = &d->spool.recs[i];
+	for (size_t i = 0; i < sp->nrecs && u->nbusy < max; i++) {
+		const struct rvd_capture_rec *rec = &sp->recs[i];
 
 		if (rec->state == RVD_SPOOL_PENDING && !is_busy(u, rec->id))
 			begin_upload(u, rec->id);
 	}
 	/* Skip reports, one at a time, after the uploads. */
-	for (size_t i = 0; i < d->spool.nrecs && !u->reporting; i++)
-		if (reportable(&d->spool.recs[i]))
-			begin_skip_report(u, &d->spool.recs[i]);
+	for (size_t i = 0; i < sp->nrecs && !u->reporting; i++)
+		if (reportable(&sp->recs[i]))
+			begin_skip_report(u, &sp->recs[i]);
 }
 
-static void check_multi_info(struct rvd_uploader *u)
+/* The progress callback of u->cu: the transfers that finished. */
+static void check_multi_info(void *ctx)
 {
+	struct rvd_uploader *u = ctx;
 	CURLMsg *m;
 	int left;
 
-	while ((m = curl_multi_info_read(u->multi, &left)) != NULL) {
+	while ((m = curl_multi_info_read(u->cu.multi, &left)) != NULL) {
 		struct req *r = NULL;
 		long http = 0;
 		CURLcode cc;
@@ -1222,18 +754,19 @@ static void check_multi_info(struct rvd_uploader *u)
 			continue;
 		cc = m->data.result;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+		assert(r && r->u == u && r->easy == m->easy_handle);
 		curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &http);
 		if (r->resp_overflow && cc == CURLE_OK)
 			cc = CURLE_WRITE_ERROR;
 		req_unlink(u, r);
 		switch (r->kind) {
 		case REQ_ENROLL:
-			enroll_done(u, r, cc, http);
-			req_free(r);
+			rvd_up_enroll_done(u, r, cc, http);
+			rvd_up_req_free(r);
 			break;
 		case REQ_POLICY:
-			policy_done(u, r, cc, http);
-			req_free(r);
+			rvd_up_policy_done(u, r, cc, http);
+			rvd_up_req_free(r);
 			break;
 		case REQ_UPLOAD:
 			/* r lives on through the spool jobs that record the outcome. */
@@ -1241,7 +774,7 @@ static void check_multi_info(struct rvd_uploader *u)
 			break;
 		case REQ_SKIP:
 			skip_done(u, r, cc, http);
-			req_free(r);
+			rvd_up_req_free(r);
 			break;
 		}
 	}
@@ -1249,33 +782,29 @@ static void check_multi_info(struct rvd_uploader *u)
 
 /* ---- lifecycle --------------------------------------------------------------- */
 
-int rvd_upload_new(struct rvd_daemon *d, struct rvd_uploader **out)
+int rvd_upload_new(const struct rvd_upload_env *env, struct rvd_uploader **out)
 {
 	struct rvd_uploader *u = calloc(1, sizeof(*u));
 	int rc;
 
 	if (!u)
 		return -ENOMEM;
-	u->d = d;
-	u->multi = curl_multi_init();
-	if (!u->multi) {
+	u->env = *env;
+	if (rvd_curl_uv_init(&u->cu, env->loop, check_multi_info, u) < 0) {
 		free(u);
 		return -ENOMEM;
 	}
-	curl_multi_setopt(u->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-	curl_multi_setopt(u->multi, CURLMOPT_SOCKETDATA, u);
-	curl_multi_setopt(u->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-	curl_multi_setopt(u->multi, CURLMOPT_TIMERDATA, u);
-	uv_timer_init(d->loop, &u->curl_timer);
-	uv_timer_init(d->loop, &u->retry_timer);
-	uv_timer_init(d->loop, &u->policy_timer);
-	u->curl_timer.data = u->retry_timer.data = u->policy_timer.data = u;
-	if (d->cfg.enrollment_secret_file[0]) {
-		rc = read_small(d->cfg.enrollment_secret_file, u->secret, sizeof(u->secret));
+	uv_timer_init(env->loop, &u->retry_timer);
+	uv_timer_init(env->loop, &u->policy_timer);
+	u->retry_timer.data = u->policy_timer.data = u;
+	if (env->cfg->enrollment_secret_file[0]) {
+		rc = rvd_up_read_small(env->cfg->enrollment_secret_file, u->secret,
+				       sizeof(u->secret));
 		if (rc < 0)
-			rvd_warn("uploader: %s: %s", d->cfg.enrollment_secret_file, strerror(-rc));
+			rvd_warn("uploader: %s: %s", env->cfg->enrollment_secret_file,
+				 strerror(-rc));
 	}
-	load_token(u);
+	rvd_up_load_token(u);
 	*out = u;
 	return 0;
 }
@@ -1285,19 +814,20 @@ void rvd_upload_start(struct rvd_uploader *u)
 	if (!u || u->started || u->stopping)
 		return;
 	u->started = true;
-	rvd_info("uploader: %s, %s", u->d->cfg.server_url, u->token[0] ? "enrolled" : "enrolling");
-	if (u->d->cfg.policy_interval_s)
-		uv_timer_start(&u->policy_timer, policy_timer_cb,
-			       (uint64_t)u->d->cfg.policy_interval_s * 1000,
-			       (uint64_t)u->d->cfg.policy_interval_s * 1000);
-	fetch_policy(u);
-	kick(u);
+	rvd_info("uploader: %s, %s", u->env.cfg->server_url,
+		 u->token[0] ? "enrolled" : "enrolling");
+	if (u->env.cfg->policy_interval_s)
+		uv_timer_start(&u->policy_timer, rvd_up_policy_timer_cb,
+			       (uint64_t)u->env.cfg->policy_interval_s * 1000,
+			       (uint64_t)u->env.cfg->policy_interval_s * 1000);
+	rvd_up_fetch_policy(u);
+	rvd_up_kick(u);
 }
 
 void rvd_upload_pending(void *ctx, uint64_t id)
 {
 	(void)id;
-	kick(ctx);
+	rvd_up_kick(ctx);
 }
 
 void rvd_upload_stop(struct rvd_uploader *u)
@@ -1305,7 +835,7 @@ void rvd_upload_stop(struct rvd_uploader *u)
 	if (!u || u->stopping)
 		return;
 	u->stopping = true;
-	uv_close((uv_handle_t *)&u->curl_timer, NULL);
+	rvd_curl_uv_stop(&u->cu);
 	uv_close((uv_handle_t *)&u->retry_timer, NULL);
 	uv_close((uv_handle_t *)&u->policy_timer, NULL);
 	while (u->reqs) {
@@ -1314,20 +844,16 @@ void rvd_upload_stop(struct rvd_uploader *u)
 		req_unlink(u, r);
 		if (r->kind == REQ_UPLOAD)
 			unbusy(u, r->id);
-		req_free(r);
+		rvd_up_req_free(r);
 	}
-	curl_multi_cleanup(u->multi);
-	u->multi = NULL;
-	while (u->socks)
-		sock_close(u, u->socks);
+	rvd_curl_uv_release(&u->cu);
 }
 
 void rvd_upload_free(struct rvd_uploader *u)
 {
 	if (!u)
 		return;
-	if (u->multi)
-		curl_multi_cleanup(u->multi);
+	rvd_curl_uv_release(&u->cu);
 	explicit_bzero(u->secret, sizeof(u->secret));
 	explicit_bzero(u->token, sizeof(u->token));
 	free(u);

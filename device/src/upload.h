@@ -11,18 +11,50 @@
 #ifndef RVD_UPLOAD_H
 #define RVD_UPLOAD_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <uv.h>
 
-struct rvd_daemon;
+#include "config.h"
+#include "enforce.h"
+#include "spool.h"
+
 struct rvd_uploader;
 
 /*
- * Creates the uploader of `d` (its configuration: d->cfg) and reads the
- * stored device token and the enrolment secret (small files, before the
- * loop runs).  Nothing is sent before rvd_upload_start.  *out is freed with
- * rvd_upload_free.  Returns 0 or -ENOMEM.
+ * What the uploader uses of the daemon, handed in (it never sees struct
+ * rvd_daemon).  The pointers are borrowed and outlive the uploader; the
+ * spool and the enforcer are used through their own headers (the enforcer
+ * only inside spool jobs, except policy_version read on the loop).  Every
+ * function is called on the loop thread with `ctx`.
  */
-int rvd_upload_new(struct rvd_daemon *d, struct rvd_uploader **out);
+struct rvd_upload_env {
+	uv_loop_t *loop;
+	const struct rvd_config *cfg;
+	struct rvd_spool *spool;
+	struct rvd_enforce *enf;
+	/* The consent level (Rearview__ConsentLevel). */
+	int (*consent)(void *ctx);
+	/* True once the daemon is shutting down: nothing new starts. */
+	bool (*stopping)(void *ctx);
+	/* Records `msg` (copied) among the last errors and logs it. */
+	void (*note_error)(void *ctx, const char *msg);
+	/* Verifies and applies a fetched SignedPolicy (copied) as an admin push
+	 * would; the outcome is logged.  Returns 0 once queued, or -ENOMEM. */
+	int (*apply_policy)(void *ctx, const uint8_t *doc, size_t len);
+	/* Gives an unused policy quota reservation back (a spool job). */
+	void (*release_reservation)(void *ctx, int64_t reservation);
+	void *ctx;
+};
+
+/*
+ * Creates the uploader over `env` (copied; its configuration: env->cfg) and
+ * reads the stored device token and the enrolment secret (small files,
+ * before the loop runs).  Nothing is sent before rvd_upload_start.  *out is
+ * freed with rvd_upload_free.  Returns 0 or -ENOMEM.
+ */
+int rvd_upload_new(const struct rvd_upload_env *env, struct rvd_uploader **out);
 
 /* The daemon is ready (spool open, policy loaded): enrol if needed, fetch
  * the policy, upload what is pending.  Idempotent. */

@@ -24,6 +24,7 @@
  *     a stale commit cannot land on another item.
  */
 #include "rearview/policy.h"
+#include "rearview/common.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -73,30 +74,6 @@ struct boot {
 	int64_t last_s;	  /* the latest boot-clock second seen in this boot */
 };
 
-static int map_sqlite(int rc)
-{
-	switch (rc & 0xff) {
-	case SQLITE_OK:
-	case SQLITE_DONE:
-	case SQLITE_ROW:
-		return 0;
-	case SQLITE_NOMEM:
-		return -ENOMEM;
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return -EBUSY;
-	case SQLITE_CANTOPEN:
-		return -ENOENT;
-	case SQLITE_READONLY:
-	case SQLITE_PERM:
-		return -EACCES;
-	case SQLITE_FULL:
-		return -ENOSPC;
-	default:
-		return -EIO;
-	}
-}
-
 /* Counts one write statement against the crash hook. */
 static int crash_point(struct rvp_ledger *l)
 {
@@ -115,7 +92,7 @@ static int exec(struct rvp_ledger *l, const char *sql)
 
 	if (rc)
 		return rc;
-	return map_sqlite(sqlite3_exec(l->db, sql, NULL, NULL, NULL));
+	return rvc_sqlite_errno(sqlite3_exec(l->db, sql, NULL, NULL, NULL));
 }
 
 static int begin(struct rvp_ledger *l)
@@ -147,7 +124,7 @@ static int commit_tx(struct rvp_ledger *l)
 
 static int prepare(struct rvp_ledger *l, const char *sql, sqlite3_stmt **st)
 {
-	return map_sqlite(sqlite3_prepare_v2(l->db, sql, -1, st, NULL));
+	return rvc_sqlite_errno(sqlite3_prepare_v2(l->db, sql, -1, st, NULL));
 }
 
 static void bind_time(sqlite3_stmt *st, int first, const struct rvp_time *t)
@@ -174,7 +151,7 @@ static int step_write(struct rvp_ledger *l, sqlite3_stmt *st)
 	if (rc)
 		return rc;
 	rc = sqlite3_step(st);
-	return rc == SQLITE_DONE ? 0 : map_sqlite(rc ? rc : SQLITE_ERROR);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc ? rc : SQLITE_ERROR);
 }
 
 static int load_boots(struct rvp_ledger *l)
@@ -203,7 +180,7 @@ static int load_boots(struct rvp_ledger *l)
 		b->last_s = sqlite3_column_int64(st, 3);
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
 static struct boot *find_boot(struct rvp_ledger *l, const char *id)
@@ -327,7 +304,7 @@ int rvp_ledger_new(const char *path, struct rvp_ledger **out)
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 			     NULL);
 	if (rc != SQLITE_OK) {
-		rc = map_sqlite(rc);
+		rc = rvc_sqlite_errno(rc);
 		goto close_db;
 	}
 	sqlite3_busy_timeout(l->db, 2000);
@@ -337,12 +314,12 @@ int rvp_ledger_new(const char *path, struct rvp_ledger **out)
 	 * last commits on power loss — i.e. forget an acknowledged upload and
 	 * let the quota be exceeded.  Commits are rare (a few per week).
 	 */
-	rc = map_sqlite(sqlite3_exec(l->db,
-				     "PRAGMA journal_mode=WAL;"
-				     "PRAGMA synchronous=FULL;",
-				     NULL, NULL, NULL));
+	rc = rvc_sqlite_errno(sqlite3_exec(l->db,
+					   "PRAGMA journal_mode=WAL;"
+					   "PRAGMA synchronous=FULL;",
+					   NULL, NULL, NULL));
 	if (!rc)
-		rc = map_sqlite(sqlite3_exec(l->db, schema, NULL, NULL, NULL));
+		rc = rvc_sqlite_errno(sqlite3_exec(l->db, schema, NULL, NULL, NULL));
 	if (!rc)
 		rc = load_boots(l);
 	if (rc)
@@ -415,7 +392,7 @@ int rvp_ledger_debounce(struct rvp_ledger *l, const char *app_id, Rearview__Anom
 	sqlite3_finalize(st);
 	st = NULL;
 	if (rc != SQLITE_DONE) {
-		rc = map_sqlite(rc);
+		rc = rvc_sqlite_errno(rc);
 		goto rollback;
 	}
 	if (recent >= max) {
@@ -518,7 +495,7 @@ static int count_usage(struct rvp_ledger *l, const struct rvp_time *now, const c
 		}
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
 int rvp_ledger_quota_used(struct rvp_ledger *l, const struct rvp_time *now)
@@ -774,7 +751,7 @@ int rvp_ledger_purge(struct rvp_ledger *l, rvp_consent level, struct rvp_reserve
 	sqlite3_finalize(st);
 	sqlite3_finalize(del);
 	if (rc < 0 || (rc != 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)) {
-		rc = rc < 0 ? rc : map_sqlite(rc);
+		rc = rc < 0 ? rc : rvc_sqlite_errno(rc);
 		goto rollback;
 	}
 	rc = commit_tx(l);
@@ -805,6 +782,6 @@ int rvp_ledger_pending(struct rvp_ledger *l, struct rvp_reserved *out, size_t n)
 	}
 	sqlite3_finalize(st);
 	if (k < n && rc != SQLITE_DONE)
-		return map_sqlite(rc);
+		return rvc_sqlite_errno(rc);
 	return (int)k;
 }

@@ -16,6 +16,7 @@
  * Exit: 0 ok, 1 refused/invalid, 2 usage.  Private keys are written 0600.
  */
 #include "rearview/policy.h"
+#include "rearview/common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,24 +39,14 @@ static int usage(void)
 
 static int write_file(const char *path, const void *p, size_t len, mode_t mode)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	const char *c = p;
+	int rc, fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 
 	if (fd < 0)
 		return -errno;
-	while (len) {
-		ssize_t n = write(fd, c, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			n = -errno;
-			close(fd);
-			return (int)n;
-		}
-		c += n;
-		len -= (size_t)n;
-	}
-	return close(fd) ? -errno : 0;
+	rc = rvc_write_all(fd, p, len);
+	if (close(fd) && rc == 0)
+		rc = -errno;
+	return rc;
 }
 
 /* Reads at most max bytes (plus a NUL); -EFBIG beyond. */

@@ -3,9 +3,10 @@
  * persisted atomically, or the built-in default.
  *
  * File: <dir>/policy.signed holds the SignedPolicy bytes exactly as received
- * (so it can be re-verified at every open).  Replacement is write to
- * <dir>/policy.signed.tmp, fsync, rename over, fsync the directory: after a
- * crash the file is either the old or the new document, never a mix.
+ * (so it can be re-verified at every open).  Replacement is
+ * rvc_write_file_atomic (a temporary file beside it, fsync, rename over,
+ * fsync the directory): after a crash the file is either the old or the new
+ * document, never a mix.
  *
  * <dir>/policy.version holds the highest version ever accepted (written the
  * same way, after the document), so a lost or corrupted document does not
@@ -16,6 +17,7 @@
  */
 #include "rearview/policy.h"
 #include "policy_int.h"
+#include "rearview/common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,16 +41,14 @@ static int read_file(const char *path, uint8_t **out, size_t *len)
 {
 	uint8_t *buf;
 	struct stat st;
-	ssize_t n;
-	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc, fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) != 0) {
-		n = -errno;
+		rc = -errno;
 		close(fd);
-		return (int)n;
+		return rc;
 	}
 	if (st.st_size > (off_t)RVP_MAX_DOCUMENT_BYTES) {
 		close(fd);
@@ -59,64 +59,25 @@ static int read_file(const char *path, uint8_t **out, size_t *len)
 		close(fd);
 		return -ENOMEM;
 	}
-	while (got < (size_t)st.st_size) {
-		n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	rc = rvc_read_all(fd, buf, (size_t)st.st_size);
 	close(fd);
-	*out = buf;
-	*len = got;
-	return 0;
-}
-
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int save_atomic(const char *dir, const char *name, const uint8_t *doc, size_t len)
-{
-	char tmp[4096], dst[4096];
-	int fd, rc;
-
-	if (snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name) >= (int)sizeof(tmp) ||
-	    snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= (int)sizeof(dst))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	rc = write_all(fd, doc, len);
-	if (!rc && fsync(fd) != 0)
-		rc = -errno;
-	if (close(fd) != 0 && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, dst) != 0)
-		rc = -errno;
 	if (rc) {
-		unlink(tmp);
+		free(buf);
 		return rc;
 	}
-	/* The rename is durable only once the directory is. */
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) != 0)
-		rc = -errno;
-	close(fd);
-	return rc;
+	*out = buf;
+	*len = (size_t)st.st_size;
+	return 0;
+}
+
+/* Replaces <dir>/<name> atomically and durably (rvc_write_file_atomic). */
+static int save_atomic(const char *dir, const char *name, const uint8_t *doc, size_t len)
+{
+	char dst[4096];
+
+	if (snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= (int)sizeof(dst))
+		return -ENAMETOOLONG;
+	return rvc_write_file_atomic(dst, doc, len, 0600);
 }
 
 int rvp_store_new(const char *dir, const char *pub_pem, struct rvp_store **out)

@@ -15,6 +15,7 @@
 #include "retention.h"
 #include "symbols.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -53,6 +54,10 @@ struct rvs_api {
 	uint8_t *secret;
 	size_t secret_len;
 	unsigned inflight;
+	/* Sign-ins whose password hash is being computed: at most
+	 * cfg->login_hashers at once, so hashing never holds more of the work
+	 * pool than that (API work keeps the rest). */
+	unsigned logins_hashing;
 	int stopping;
 	/* One decode job per queue partition at most (RVS_DECODE_LANES). */
 	int decoding[RVS_DECODE_LANES], decode_again[RVS_DECODE_LANES];
@@ -104,6 +109,7 @@ struct job {
 	uint64_t requeued;	 /* JOB_SYMBOLS: traces queued to decode again */
 	struct rvs_query_resp q; /* JOB_QUERY */
 	struct rvs_web_resp wr;	 /* JOB_WEB */
+	int login;		 /* a sign-in: charged up front, one of logins_hashing */
 };
 
 static void decode_pump(struct rvs_api *a);
@@ -610,16 +616,26 @@ static void maybe_stop(struct rvs_api *a);
 static void web_respond(struct rvs_api *a, struct job *j)
 {
 	struct rvs_web_resp *w = &j->wr;
-	struct rvs_header h[9];
+	struct rvs_header h[10];
 	size_t n = 0;
 
+	a->m->login_hashes += w->hashed != 0;
 	if (w->auth_failed) {
 		a->m->errors[RVS_ERR_UNAUTHORIZED]++;
-		charge_auth_failure(a, j->conn);
+		if (!j->login) /* a sign-in paid before its hash ran */
+			charge_auth_failure(a, j->conn);
+	} else if (j->login) {
+		/* The password was right (or the form never got to the hash):
+		 * give the unit back. */
+		struct bucket *b = peer_bucket(a, j->conn);
+		b->tokens = b->tokens + 1.0 > a->cfg->auth_fail_burst ? a->cfg->auth_fail_burst
+								      : b->tokens + 1.0;
 	}
 	h[n++] = (struct rvs_header){"Cache-Control", "no-store"};
 	h[n++] = (struct rvs_header){"X-Content-Type-Options", "nosniff"};
 	h[n++] = (struct rvs_header){"Referrer-Policy", "same-origin"};
+	/* The web UI is served over HTTPS only: browsers must never try HTTP. */
+	h[n++] = (struct rvs_header){"Strict-Transport-Security", "max-age=31536000"};
 	if (w->csp)
 		h[n++] = (struct rvs_header){"Content-Security-Policy", w->csp};
 	if (w->frame)
@@ -643,6 +659,10 @@ static void job_done(uv_work_t *w, int status)
 
 	a->inflight--;
 	if (j->kind == JOB_WEB) {
+		if (j->login) {
+			assert(a->logins_hashing > 0);
+			a->logins_hashing--;
+		}
 		web_respond(a, j);
 		free(j);
 		maybe_stop(a);
@@ -803,13 +823,13 @@ static void decode_pump(struct rvs_api *a)
 
 /* ---- routing (loop thread) ------------------------------------------------ */
 
-static void queue_job(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req,
-		      enum job_kind kind, const uint8_t *hash)
+static struct job *queue_job(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req,
+			     enum job_kind kind, const uint8_t *hash)
 {
 	struct job *j = calloc(1, sizeof *j);
 	if (!j) {
 		respond_error(c, 503, REARVIEW__ERROR__CODE__BUSY, "out of memory", NULL, 0);
-		return;
+		return NULL;
 	}
 	j->a = a;
 	j->conn = c;
@@ -818,8 +838,10 @@ static void queue_job(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req
 	if (hash)
 		memcpy(j->token_hash, hash, 32);
 	j->w.data = j;
+	j->login = kind == JOB_WEB && rvs_web_is_login(req);
 	a->inflight++;
 	uv_queue_work(a->loop, &j->w, job_work, job_done);
+	return j;
 }
 
 static void method_not_allowed(struct rvs_api *a, struct rvs_conn *c, const char *allow)
@@ -966,15 +988,34 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 			queue_job(a, c, req, JOB_QUERY, NULL);
 	} else if (rvs_web_path(req->path)) {
 		/* Login attempts share the failed-authentication budget, so
-		 * passwords cannot be guessed faster than tokens. */
-		if (rvs_web_is_login(req) && peer_bucket(a, c)->tokens < 1.0) {
+		 * passwords cannot be guessed faster than tokens.  Each attempt
+		 * pays before its hash runs (a right password gets the unit
+		 * back), so parallel guesses cannot all pass the check; and at
+		 * most login_hashers hash at once. */
+		if (rvs_web_is_login(req)) {
+			struct bucket *b = peer_bucket(a, c);
 			char secs[16];
 			struct rvs_header h = {"Retry-After", secs};
-			snprintf(secs, sizeof secs, "%u",
-				 retry_after(peer_bucket(a, c), a->cfg->auth_fail_per_min));
-			a->m->errors[RVS_ERR_RATE_LIMITED]++;
-			rvs_conn_respond(c, 429, "text/plain; charset=utf-8", &h, 1,
-					 "too many failed sign-ins; retry later\n", 38);
+			if (b->tokens < 1.0) {
+				snprintf(secs, sizeof secs, "%u",
+					 retry_after(b, a->cfg->auth_fail_per_min));
+				a->m->errors[RVS_ERR_RATE_LIMITED]++;
+				rvs_conn_respond(c, 429, "text/plain; charset=utf-8", &h, 1,
+						 "too many failed sign-ins; retry later\n", 38);
+				return;
+			}
+			if (a->logins_hashing >= a->cfg->login_hashers) {
+				snprintf(secs, sizeof secs, "1");
+				a->m->errors[RVS_ERR_RATE_LIMITED]++;
+				rvs_conn_respond(c, 503, "text/plain; charset=utf-8", &h, 1,
+						 "sign-ins busy; retry in a second\n", 33);
+				return;
+			}
+			b->tokens -= 1.0;
+			if (queue_job(a, c, req, JOB_WEB, NULL))
+				a->logins_hashing++;
+			else
+				b->tokens += 1.0;
 			return;
 		}
 		queue_job(a, c, req, JOB_WEB, NULL);

@@ -4,17 +4,24 @@
  * Layout: DIR/<2 hex>/<64 hex>, the name being the SHA-256 of the content,
  * so an identical payload is stored once and a name can never point outside
  * DIR.  A blob appears under its name only complete and durable: it is
- * written to a temporary file in DIR/tmp, fsync'd, renamed into place and
- * the directory fsync'd.  Runs on the work queue only (blocking I/O).
+ * written by rvc_write_file_atomic (a temporary file beside its name,
+ * fsync'd, renamed into place, the directory fsync'd).  Runs on the work
+ * queue only (blocking I/O).
+ * rvs_blob_sweep() collects what a crash leaves: temporary files (any name
+ * that is not a blob's, in a fan-out directory or the DIR/tmp of older
+ * servers) and, given a reference check, blobs no upload names.
  */
 #include "rvs.h"
+#include "rearview/common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int mkdir_ok(const char *path)
@@ -33,23 +40,11 @@ int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen)
 	return 0;
 }
 
-static int sync_dir(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	fsync(fd);
-	close(fd);
-	return 0;
-}
-
 int rvs_blob_put(const char *dir, const void *data, size_t len, char hex[65])
 {
 	uint8_t digest[32];
-	char sub[1024], final[1024], tmpdir[1024], tmp[1100];
-	const uint8_t *p = data;
-	size_t left = len;
-	int fd, rc;
+	char sub[1024], final[1024];
+	int rc;
 	struct stat st;
 
 	rvs_sha256(data, len, digest);
@@ -64,34 +59,77 @@ int rvs_blob_put(const char *dir, const void *data, size_t len, char hex[65])
 		return 0;
 	}
 	snprintf(sub, sizeof sub, "%s/%.2s", dir, hex);
-	snprintf(tmpdir, sizeof tmpdir, "%s/tmp", dir);
-	if ((rc = mkdir_ok(dir)) || (rc = mkdir_ok(sub)) || (rc = mkdir_ok(tmpdir)))
+	if ((rc = mkdir_ok(dir)) || (rc = mkdir_ok(sub)))
 		return rc;
-	snprintf(tmp, sizeof tmp, "%s/%s.XXXXXX", tmpdir, hex);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	rc = 0;
-	while (left > 0) {
-		ssize_t n = write(fd, p, left);
-		if (n < 0 && errno == EINTR)
+	return rvc_write_file_atomic(final, data, len, 0600);
+}
+
+static int is_blob_name(const char *name, const char *sub)
+{
+	return strlen(name) == 64 && strspn(name, "0123456789abcdef") == 64 &&
+	       strncmp(name, sub, 2) == 0;
+}
+
+/* Unlinks DIR/sub/name if it is a regular file at least min_age_s old. */
+static int unlink_old(const char *path, int64_t min_age_s, time_t now)
+{
+	struct stat sb;
+	if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode) || now - sb.st_mtime < min_age_s)
+		return 0;
+	if (unlink(path) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return 1;
+}
+
+int rvs_blob_sweep(const char *dir, int64_t min_age_s,
+		   int (*referenced)(const char *hex, void *arg), void *arg,
+		   struct rvs_blob_sweep_stats *out)
+{
+	struct rvs_blob_sweep_stats st = {0, 0};
+	time_t now = time(NULL);
+	DIR *top = opendir(dir);
+	struct dirent *e;
+	int rc = 0;
+
+	if (!top)
+		return errno == ENOENT ? 0 : -errno;
+	while (rc >= 0 && (e = readdir(top)) != NULL) {
+		char sub[1100], path[1200];
+		int is_tmp = strcmp(e->d_name, "tmp") == 0;
+		if (!is_tmp &&
+		    (strlen(e->d_name) != 2 || strspn(e->d_name, "0123456789abcdef") != 2))
 			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
+		snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+		DIR *d = opendir(sub);
+		if (!d)
+			continue;
+		struct dirent *f;
+		while (rc >= 0 && (f = readdir(d)) != NULL) {
+			if (f->d_name[0] == '.')
+				continue;
+			if (snprintf(path, sizeof path, "%s/%s", sub, f->d_name) >=
+			    (int)sizeof path)
+				continue;
+			if (is_tmp || !is_blob_name(f->d_name, e->d_name)) {
+				/* A temporary file of a write that never finished. */
+				int r = unlink_old(path, min_age_s, now);
+				st.temps += r > 0;
+				rc = r < 0 ? r : 0;
+			} else if (referenced) {
+				int r = referenced(f->d_name, arg);
+				if (r < 0)
+					rc = r;
+				else if (r == 0) {
+					r = unlink_old(path, min_age_s, now);
+					st.orphans += r > 0;
+					rc = r < 0 ? r : 0;
+				}
+			}
 		}
-		p += n;
-		left -= (size_t)n;
+		closedir(d);
 	}
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, final) < 0)
-		rc = -errno;
-	if (rc) {
-		unlink(tmp);
-		return rc;
-	}
-	return sync_dir(sub);
+	closedir(top);
+	if (out)
+		*out = st;
+	return rc;
 }

@@ -95,6 +95,7 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	NUM("auth_fail_burst", auth_fail_burst, 1 << 20)
 	NUM("retention_interval_s", retention_interval_s, 86400 * 7)
 	NUM("decode_jobs", decode_jobs, 4)
+	NUM("login_hashers", login_hashers, 64)
 	else if (strcmp(name, "retention_days") == 0)
 	{
 		char *end;
@@ -165,12 +166,13 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->request_timeout_ms = 30000;
 	c->idle_timeout_ms = 60000;
 	c->upload_rate_per_min = 60;
-	c->retention_days = 0;
+	c->retention_days = RVS_DEFAULT_RETENTION_DAYS;
 	c->retention_interval_s = 3600;
 	c->decode_jobs = rvs_default_decode_jobs();
 	c->upload_burst = 30;
 	c->auth_fail_per_min = 10;
 	c->auth_fail_burst = 20;
+	c->login_hashers = 1;
 	err[0] = '\0';
 	line = ini_parse(path, on_kv, &l);
 	if (line < 0) {
@@ -202,7 +204,8 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	}
 	if (c->max_connections == 0 || c->max_header_bytes < 256 || c->request_timeout_ms == 0 ||
 	    c->idle_timeout_ms == 0 || c->upload_burst == 0 || c->retention_interval_s == 0 ||
-	    c->decode_jobs == 0 || c->auth_fail_per_min == 0 || c->auth_fail_burst == 0) {
+	    c->decode_jobs == 0 || c->auth_fail_per_min == 0 || c->auth_fail_burst == 0 ||
+	    c->login_hashers == 0) {
 		snprintf(err, errlen, "%s: a limit is zero or too small", path);
 		return -EINVAL;
 	}

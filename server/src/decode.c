@@ -18,6 +18,7 @@
  */
 #include "decode.h"
 #include "rvs.h"
+#include "rearview/common.h"
 #include "symbols.h"
 
 #include <errno.h>
@@ -283,7 +284,8 @@ static int sqlerr(sqlite3 *db, int rc, char *reason, size_t rlen)
 {
 	snprintf(reason, rlen, "index: %s", sqlite3_errmsg(db));
 	rvs_log("error", "msg=\"decode index\" err=\"%s\"", sqlite3_errmsg(db));
-	return (rc & 0xff) == SQLITE_BUSY ? -EBUSY : -EIO;
+	rc = rvc_sqlite_errno(rc);
+	return rc ? rc : -EIO;
 }
 
 static int open_db(struct lane *d)

@@ -77,6 +77,10 @@ static void pick_target(struct rvs_http *h)
 	} else if (strcasecmp(h->field, "expect") == 0) {
 		h->target = h->expect;
 		h->target_cap = sizeof h->expect;
+	} else if (strcasecmp(h->field, "transfer-encoding") == 0) {
+		h->te_seen++;
+		h->target = h->te;
+		h->target_cap = sizeof h->te;
 	}
 	if (h->target)
 		h->target[0] = '\0';
@@ -130,6 +134,13 @@ static int on_headers_complete(http_parser *p)
 		return fail(h, 431, "request target too long");
 	if (p->upgrade)
 		return fail(h, 501, "upgrade not supported");
+	/* HTTP/0.9 request lines (no version) and anything but 1.x. */
+	if (p->http_major != 1)
+		return fail(h, 505, "HTTP version not supported");
+	/* Only exactly `chunked`: other codings, lists and repeated headers are
+	 * how requests get smuggled past a proxy that reads them otherwise. */
+	if (h->te_seen > 1 || (h->te_seen && strcasecmp(h->te, "chunked") != 0))
+		return fail(h, 501, "Transfer-Encoding other than chunked not supported");
 	/* The query string is kept apart for the JSON API; fragments never
 	 * arrive.  Both fit: query is as large as path. */
 	q = strchr(h->req.path, '?');
@@ -206,6 +217,11 @@ static void reset_request(struct rvs_http *h)
 	h->began = 0;
 	h->headers_done = 0;
 	h->expect[0] = '\0';
+	h->te[0] = '\0';
+	h->te_seen = 0;
+	h->scan_nl = 0;
+	h->scan_done = 0;
+	h->scan_began = 0;
 	h->complete = 0;
 	h->field_len = 0;
 	h->field_over = 0;
@@ -239,6 +255,25 @@ ssize_t rvs_http_feed(struct rvs_http *h, const char *data, size_t len)
 		return -EPROTO;
 	if (h->complete)
 		return 0;
+	/* Obsolete header line folding (a line starting with SP or HT inside the
+	 * header block) is refused (RFC 9112 §5.2): http-parser would join it
+	 * to the previous value.  The scan stops at the blank line. */
+	for (size_t i = 0; i < len && !h->scan_done; i++) {
+		char c = data[i];
+		if (h->scan_nl && (c == ' ' || c == '\t')) {
+			h->status = 400;
+			h->reason = "obsolete header line folding";
+			return -EPROTO;
+		}
+		if (h->scan_nl && (c == '\r' || c == '\n') && h->scan_began)
+			h->scan_done = 1;
+		if (c == '\n')
+			h->scan_nl = 1;
+		else if (c != '\r')
+			h->scan_nl = 0;
+		if (c != '\r' && c != '\n')
+			h->scan_began = 1;
+	}
 	n = http_parser_execute(&h->p, &settings, data, len);
 	e = HTTP_PARSER_ERRNO(&h->p);
 	if (e == HPE_PAUSED)

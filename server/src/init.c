@@ -35,8 +35,6 @@
 #include <mbedtls/platform_util.h>
 #include <mbedtls/x509_crt.h>
 
-#define ADMIN_PBKDF2_ITERATIONS 210000
-
 struct gen {
 	mbedtls_entropy_context entropy;
 	mbedtls_ctr_drbg_context drbg;
@@ -213,7 +211,12 @@ static const char config_template[] =
 	"# Per peer address: failed bearer-token authentications allowed (burst,\n"
 	"# refill per minute) before unknown tokens from it get 429.\n"
 	"auth_fail_burst = 20\n"
-	"auth_fail_per_min = 10\n";
+	"auth_fail_per_min = 10\n"
+	"# Retention: uploads older than retention_days (their traces, index rows\n"
+	"# and blobs) are deleted by a pass every retention_interval_s, which also\n"
+	"# collects orphaned blobs.  0 keeps everything forever.\n"
+	"retention_days = 90\n"
+	"retention_interval_s = 3600\n";
 
 int rvs_init_dir(const char *dir)
 {
@@ -273,13 +276,13 @@ int rvs_init_dir(const char *dir)
 		goto free_keys;
 
 	if ((rc = random_word(password, 20)) || (rc = rvs_random(salt, sizeof salt)) ||
-	    (rc = rvs_pbkdf2(password, salt, sizeof salt, ADMIN_PBKDF2_ITERATIONS, hash)))
+	    (rc = rvs_pbkdf2(password, salt, sizeof salt, RVS_ADMIN_PBKDF2_ITERATIONS, hash)))
 		goto free_keys;
 	snprintf(db_path, sizeof db_path, "%s/rearview.db", absdir);
 	umask(077); /* the database holds token and password hashes */
 	if ((rc = rvs_store_sqlite.open(db_path, &st)))
 		goto free_keys;
-	rc = rvs_store_sqlite.admin_put(st, "admin", ADMIN_PBKDF2_ITERATIONS, salt, sizeof salt,
+	rc = rvs_store_sqlite.admin_put(st, "admin", RVS_ADMIN_PBKDF2_ITERATIONS, salt, sizeof salt,
 					hash);
 	rvs_store_sqlite.close(st);
 	if (rc)

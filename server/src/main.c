@@ -113,6 +113,14 @@ static int run(const char *config_path)
 	a.loop = uv_default_loop();
 	/* Before serving; a failure leaves GET /v1/policy answering "no policy". */
 	rvs_policy_publish_default(&a.cfg);
+	/* Temporary files of blob writes a killed server never finished: no
+	 * writer runs yet, so every one of them is dead. */
+	struct rvs_blob_sweep_stats swept;
+	if (rvs_blob_sweep(a.cfg.blob_dir, 0, NULL, NULL, &swept) < 0)
+		rvs_log("warn", "msg=\"blob sweep failed\" dir=\"%s\"", a.cfg.blob_dir);
+	else if (swept.temps)
+		rvs_log("info", "msg=\"blob temporary files removed\" count=%llu",
+			(unsigned long long)swept.temps);
 	if (rvs_decode_new(a.cfg.database, &a.decoder, &a.dec))
 		return 1;
 	rvs_decode_set_symbols_dir(a.dec, a.cfg.symbols_dir);

@@ -148,6 +148,10 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
 	     "# TYPE rearview_retention_deleted_blobs_total counter\n"
 	     "rearview_retention_deleted_blobs_total %" PRIu64 "\n",
 	     m->retention_blobs);
+	EMIT("# HELP rearview_login_hashes_total Sign-in password hashes computed (unknown"
+	     " users included).\n# TYPE rearview_login_hashes_total counter\n"
+	     "rearview_login_hashes_total %" PRIu64 "\n",
+	     m->login_hashes);
 #undef EMIT
 	*out = buf;
 	*len = n;

@@ -27,6 +27,7 @@
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/ssl_ciphersuites.h>
 #include <mbedtls/ssl_cache.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
@@ -286,6 +287,8 @@ static const char *status_text(int status)
 		return "Not Implemented";
 	case 503:
 		return "Service Unavailable";
+	case 505:
+		return "HTTP Version Not Supported";
 	default:
 		return status < 500 ? "Error" : "Internal Server Error";
 	}
@@ -528,6 +531,28 @@ static void on_connection(uv_stream_t *ls, int status)
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
+/*
+ * What the server offers: forward-secret AEAD suites only (AES-GCM and
+ * ChaCha20-Poly1305 over ECDHE) — no CBC, no CCM-8, no Camellia, no static
+ * RSA — and the groups X25519 then P-256 (P-384 for older clients), in the
+ * server's order of preference.
+ */
+static const int tls_suites[] = {
+	MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+	MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	0,
+};
+static const mbedtls_ecp_group_id tls_groups[] = {
+	MBEDTLS_ECP_DP_CURVE25519,
+	MBEDTLS_ECP_DP_SECP256R1,
+	MBEDTLS_ECP_DP_SECP384R1,
+	MBEDTLS_ECP_DP_NONE,
+};
+
 int rvs_server_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metrics *metrics,
 		   rvs_handler_fn handler, void *ctx, struct rvs_server **out)
 {
@@ -569,6 +594,8 @@ int rvs_server_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_met
 	 * TLS 1.3 (MBEDTLS_SSL_PROTO_TLS1_3_EXPERIMENTAL is off in config.h). */
 	mbedtls_ssl_conf_min_version(&s->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
 				     MBEDTLS_SSL_MINOR_VERSION_3);
+	mbedtls_ssl_conf_ciphersuites(&s->conf, tls_suites);
+	mbedtls_ssl_conf_curves(&s->conf, tls_groups);
 	mbedtls_ssl_conf_rng(&s->conf, mbedtls_ctr_drbg_random, &s->drbg);
 	if (mbedtls_ssl_conf_own_cert(&s->conf, &s->crt, &s->key))
 		goto free_tls;

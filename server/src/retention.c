@@ -6,7 +6,8 @@
  * file is unlinked only after the transaction that removed its last
  * reference committed, only when no uploads row names it, and only when it
  * was not touched within RVS_RETENTION_BLOB_GRACE_S (see retention.h).
- * A blob left behind by a crash between commit and unlink is harmless.
+ * A blob left behind by a crash between commit and unlink is collected by
+ * the next pass's orphan sweep, as are temporary files of dead writes.
  */
 #include "retention.h"
 #include "rvs.h"
@@ -133,10 +134,39 @@ static int unlink_unreferenced(sqlite3 *db, const char *blob_dir, const struct b
 	return rc < 0 ? rc : 0;
 }
 
+struct ref_check {
+	sqlite3 *db;
+	sqlite3_stmt *st;
+};
+
+static int referenced_cb(const char *hex, void *arg)
+{
+	struct ref_check *r = arg;
+	return blob_referenced(r->db, r->st, hex);
+}
+
+/* Blobs no upload references (a crash between a commit and its unlink, or
+ * before an upload's row) and temporary files of dead writes, both older
+ * than the grace period. */
+static int collect_orphans(sqlite3 *db, const char *blob_dir, struct rvs_retention_stats *stats)
+{
+	struct ref_check r = {db, NULL};
+	struct rvs_blob_sweep_stats sw;
+	int rc;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM uploads WHERE blob_sha256 = ? LIMIT 1", -1, &r.st,
+			       NULL))
+		return fail(db, "prepare");
+	rc = rvs_blob_sweep(blob_dir, RVS_RETENTION_BLOB_GRACE_S, referenced_cb, &r, &sw);
+	sqlite3_finalize(r.st);
+	stats->blobs += sw.orphans;
+	stats->temps += sw.temps;
+	return rc;
+}
+
 int rvs_retention_run(const char *database, const char *blob_dir, int64_t cutoff,
 		      struct rvs_retention_stats *out)
 {
-	struct rvs_retention_stats stats = {0, 0};
+	struct rvs_retention_stats stats = {0, 0, 0};
 	struct batch *b = malloc(sizeof *b);
 	sqlite3 *db = NULL;
 	int rc = 0;
@@ -161,11 +191,13 @@ int rvs_retention_run(const char *database, const char *blob_dir, int64_t cutoff
 		if ((rc = unlink_unreferenced(db, blob_dir, b, &stats.blobs)))
 			break;
 	}
-	if (stats.traces || rc)
+	if (rc == 0)
+		rc = collect_orphans(db, blob_dir, &stats);
+	if (stats.traces || stats.blobs || stats.temps || rc)
 		rvs_log(rc ? "error" : "info",
-			"msg=\"retention\" cutoff=%lld traces=%llu blobs=%llu rc=%d",
+			"msg=\"retention\" cutoff=%lld traces=%llu blobs=%llu temps=%llu rc=%d",
 			(long long)cutoff, (unsigned long long)stats.traces,
-			(unsigned long long)stats.blobs, rc);
+			(unsigned long long)stats.blobs, (unsigned long long)stats.temps, rc);
 close_db:
 	sqlite3_close(db);
 	free(b);

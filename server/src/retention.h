@@ -10,7 +10,8 @@
 
 struct rvs_retention_stats {
 	uint64_t traces; /* uploads deleted (decoded, pending or quarantined) */
-	uint64_t blobs;	 /* blob files unlinked */
+	uint64_t blobs;	 /* blob files unlinked (of deleted uploads, and orphans) */
+	uint64_t temps;	 /* temporary files of unfinished blob writes removed */
 };
 
 /* A blob touched more recently than this is never unlinked: an upload may
@@ -22,7 +23,9 @@ struct rvs_retention_stats {
  * row (trace_methods and trace_chains cascade, the signature triggers
  * uncount it), decode_queue and quarantine rows and the uploads row — in
  * transactions of at most 500 uploads, then unlinks each of their blobs in
- * blob_dir that no remaining upload references.  Opens its own connection
+ * blob_dir that no remaining upload references; then sweeps blob_dir for
+ * orphans (blobs no upload references) and temporary files of dead writes,
+ * all older than the grace period.  Opens its own connection
  * to database.  *out (may be NULL) gets what was deleted, also on error.
  * 0, -EIO (sqlite; logged), -ENOMEM. */
 int rvs_retention_run(const char *database, const char *blob_dir, int64_t cutoff,

@@ -25,9 +25,11 @@ void rvs_hex(const uint8_t *in, size_t len, char *out); /* out: 2*len+1 bytes */
 int rvs_random(void *buf, size_t len);			/* getrandom; 0 or -errno */
 int rvs_ct_equal(const void *a, size_t alen, const void *b, size_t blen);
 int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned iter, uint8_t out[32]);
-/* Reads a whole file (at most max bytes) into *out (caller frees). */
+/* Reads a whole regular file (at most max bytes) into *out (caller frees),
+ * NUL-terminated; a file that shrinks while read is -EIO. */
 int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
-/* Writes data to path atomically: temp file in the same dir, fsync, rename. */
+/* rvc_write_file_atomic (rearview/common.h): temp file in the same dir,
+ * fsync, rename, directory fsync. */
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
 /* sqlite3_busy_timeout for one of the server's connections, but polling the
@@ -123,6 +125,7 @@ struct rvs_metrics {
 	uint64_t retention_runs;
 	uint64_t retention_traces; /* traces deleted by retention */
 	uint64_t retention_blobs;  /* blob files deleted by retention */
+	uint64_t login_hashes;	   /* sign-in password hashes computed */
 };
 const char *rvs_err_name(enum rvs_err_reason r);
 /* Renders Prometheus text exposition into a heap buffer (caller frees). */
@@ -159,7 +162,12 @@ struct rvs_http {
 	size_t url_len;
 	int url_over;
 	char expect[32]; /* the Expect header */
-	char *target;	 /* buffer the current value goes to, or NULL */
+	char te[32];	 /* the Transfer-Encoding header */
+	int te_seen;	 /* how many Transfer-Encoding headers */
+	/* Header-block scan for obsolete line folding: state of the bytes
+	 * before the blank line that ends the headers (see rvs_http_feed). */
+	int scan_nl, scan_done, scan_began;
+	char *target; /* buffer the current value goes to, or NULL */
 	size_t target_cap;
 };
 void rvs_http_init(struct rvs_http *h, size_t max_header, size_t max_body);
@@ -192,6 +200,25 @@ int rvs_skip_parse(const uint8_t *buf, size_t len, struct Rearview__SkipReport *
 /* Content-addressed: DIR/ab/abcdef… named by the SHA-256 of the content. */
 int rvs_blob_put(const char *dir, const void *data, size_t len, char hex_out[65]);
 int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen);
+/* Retention when the config does not say (issue 18: bounded by default). */
+#define RVS_DEFAULT_RETENTION_DAYS 90
+/* PBKDF2-SHA256 iterations of an admin password (init), also spent on a
+ * sign-in for an unknown user. */
+#define RVS_ADMIN_PBKDF2_ITERATIONS 210000
+
+struct rvs_blob_sweep_stats {
+	uint64_t temps;	  /* temporary files of unfinished writes removed */
+	uint64_t orphans; /* blobs no upload references, removed */
+};
+/* Walks DIR and unlinks the regular files at least min_age_s old that are
+ * leftovers of an unfinished write (not named like a blob, or in DIR/tmp)
+ * and, when `referenced` is given, the blobs it says nobody references
+ * (it returns 1 referenced, 0 not, <0 error — which stops the walk).
+ * Symlinks and directories are never touched.  *out (may be NULL) gets the
+ * counts.  0 or a negative errno. */
+int rvs_blob_sweep(const char *dir, int64_t min_age_s,
+		   int (*referenced)(const char *hex, void *arg), void *arg,
+		   struct rvs_blob_sweep_stats *out);
 
 /* ---- storage interface (store.h has the function table) ----------------- */
 
@@ -216,6 +243,9 @@ struct rvs_config {
 	uint32_t upload_burst;
 	uint32_t auth_fail_per_min; /* refill of a peer address's failed-auth budget */
 	uint32_t auth_fail_burst;
+	/* Sign-ins hashing their password at once (each holds a work thread for
+	 * the PBKDF2); more get 503 with Retry-After. */
+	uint32_t login_hashers;
 	char symbols_dir[512];	       /* the symbol store (symbols.h) */
 	double retention_days;	       /* traces older than this are deleted; 0 keeps all */
 	uint32_t retention_interval_s; /* how often the retention job runs */

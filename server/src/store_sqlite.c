@@ -18,6 +18,7 @@
  */
 #include "store.h"
 #include "rvs.h"
+#include "rearview/common.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -206,25 +207,6 @@ static const char *const migrations[] = {
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
-static int map(int rc)
-{
-	switch (rc & 0xff) {
-	case SQLITE_OK:
-	case SQLITE_DONE:
-	case SQLITE_ROW:
-		return 0;
-	case SQLITE_CONSTRAINT:
-		return -EEXIST;
-	case SQLITE_NOMEM:
-		return -ENOMEM;
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return -EBUSY;
-	default:
-		return -EIO;
-	}
-}
-
 static int exec(struct rvs_store *s, const char *sql)
 {
 	char *err = NULL;
@@ -233,7 +215,7 @@ static int exec(struct rvs_store *s, const char *sql)
 		rvs_log("error", "msg=\"sqlite\" err=\"%s\"", err ? err : sqlite3_errstr(rc));
 		sqlite3_free(err);
 	}
-	return map(rc);
+	return rvc_sqlite_errno(rc);
 }
 
 static int user_version(struct rvs_store *s, int *out)
@@ -241,11 +223,11 @@ static int user_version(struct rvs_store *s, int *out)
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
 	if (rc)
-		return map(rc);
+		return rvc_sqlite_errno(rc);
 	rc = sqlite3_step(st);
 	*out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
 	sqlite3_finalize(st);
-	return rc == SQLITE_ROW ? 0 : map(rc);
+	return rc == SQLITE_ROW ? 0 : rvc_sqlite_errno(rc);
 }
 
 static int migrate(struct rvs_store *s)
@@ -307,7 +289,7 @@ static int store_open(const char *dsn, struct rvs_store **out)
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 			     NULL);
 	if (rc != SQLITE_OK) {
-		rc = map(rc);
+		rc = rvc_sqlite_errno(rc);
 		store_close(s);
 		return rc;
 	}
@@ -368,7 +350,7 @@ static int device_add(struct rvs_store *s, const struct rvs_device_rec *d)
 		sqlite3_finalize(st);
 	}
 	pthread_mutex_unlock(&s->mu);
-	return map(rc);
+	return rvc_sqlite_errno(rc);
 }
 
 static int lookup_text(struct rvs_store *s, const char *sql, const void *blob, size_t bloblen,
@@ -393,11 +375,11 @@ static int lookup_text(struct rvs_store *s, const char *sql, const void *blob, s
 		} else if (rc == SQLITE_DONE) {
 			rc = -ENOENT;
 		} else {
-			rc = map(rc);
+			rc = rvc_sqlite_errno(rc);
 		}
 		sqlite3_finalize(st);
 	} else {
-		rc = map(rc);
+		rc = rvc_sqlite_errno(rc);
 	}
 	pthread_mutex_unlock(&s->rmu);
 	return rc;
@@ -469,7 +451,7 @@ static void commit_uploads(struct rvs_store *s, struct pending_upload *p)
 	rc = exec(s, "BEGIN IMMEDIATE");
 	began = rc == 0;
 	if (!rc)
-		rc = map(sqlite3_prepare_v2(
+		rc = rvc_sqlite_errno(sqlite3_prepare_v2(
 			s->db,
 			"INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
 			" app_version, app_build_id, model, os_build, campaign_id, anomaly_kind,"
@@ -478,7 +460,7 @@ static void commit_uploads(struct rvs_store *s, struct pending_upload *p)
 			" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'pending_decode')",
 			-1, &st, NULL));
 	if (!rc)
-		rc = map(sqlite3_prepare_v2(
+		rc = rvc_sqlite_errno(sqlite3_prepare_v2(
 			s->db, "INSERT INTO decode_queue (trace_id, enqueued_at) VALUES (?,?)", -1,
 			&q, NULL));
 	for (struct pending_upload *i = p; i; i = i->next) {
@@ -488,7 +470,7 @@ static void commit_uploads(struct rvs_store *s, struct pending_upload *p)
 			continue;
 		int r = insert_upload(st, q, i->u, t);
 		if (r != SQLITE_DONE) {
-			i->rc = map(r) ? map(r) : -EIO;
+			i->rc = rvc_sqlite_errno(r) ? rvc_sqlite_errno(r) : -EIO;
 			exec(s, "ROLLBACK TO up");
 		}
 		exec(s, "RELEASE up");
@@ -571,10 +553,10 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 			if (items[n++].blob_sha256[0])
 				break;
 		}
-		rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? (int)n : map(rc);
+		rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? (int)n : rvc_sqlite_errno(rc);
 		sqlite3_finalize(st);
 	} else {
-		rc = map(rc);
+		rc = rvc_sqlite_errno(rc);
 	}
 	pthread_mutex_unlock(&s->rmu);
 	return rc;
@@ -630,7 +612,9 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 	sqlite3_finalize(del);
 	sqlite3_finalize(upd);
 	sqlite3_finalize(quar);
-	rc = rc == SQLITE_OK ? exec(s, "COMMIT") : map(rc) ? map(rc) : -EIO;
+	rc = rc == SQLITE_OK	    ? exec(s, "COMMIT")
+	     : rvc_sqlite_errno(rc) ? rvc_sqlite_errno(rc)
+				    : -EIO;
 	if (rc)
 		exec(s, "ROLLBACK");
 unlock:
@@ -670,7 +654,7 @@ static int admin_put(struct rvs_store *s, const char *name, unsigned iterations,
 		sqlite3_finalize(st);
 	}
 	pthread_mutex_unlock(&s->mu);
-	return map(rc);
+	return rvc_sqlite_errno(rc);
 }
 
 static int skip_add(struct rvs_store *s, const struct rvs_skip_rec *k)
@@ -699,7 +683,7 @@ static int skip_add(struct rvs_store *s, const struct rvs_skip_rec *k)
 		sqlite3_finalize(st);
 	}
 	pthread_mutex_unlock(&s->mu);
-	return map(rc);
+	return rvc_sqlite_errno(rc);
 }
 
 static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t *queued)
@@ -741,7 +725,7 @@ static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t 
 		exec(s, "ROLLBACK");
 unlock:
 	pthread_mutex_unlock(&s->mu);
-	return map(rc);
+	return rvc_sqlite_errno(rc);
 }
 
 const struct rvs_store_ops rvs_store_sqlite = {

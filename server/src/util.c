@@ -1,13 +1,14 @@
 /*
- * util.c — logging, hashing, randomness, atomic file writes and the sqlite
- * busy handler shared by the server's parts.  Every function here is thread-safe: the work queue
- * uses them as much as the loop thread does.
+ * util.c — logging, hashing, randomness, whole-file reads, atomic writes
+ * (librvcommon's) and the sqlite busy handler shared by the server's parts.
+ * Every function here is thread-safe: the work queue uses them as much as
+ * the loop thread does.
  */
 #include "rvs.h"
+#include "rearview/common.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +104,7 @@ int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	uint8_t *buf;
-	size_t got = 0;
+	int rc;
 
 	if (fd < 0)
 		return -errno;
@@ -120,63 +121,21 @@ int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len)
 		close(fd);
 		return -ENOMEM;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	rc = rvc_read_all(fd, buf, (size_t)st.st_size);
 	close(fd);
-	buf[got] = '\0';
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	buf[st.st_size] = '\0';
 	*out = buf;
-	*len = got;
+	*len = (size_t)st.st_size;
 	return 0;
 }
 
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
-	char tmp[1024], dircopy[1024];
-	const uint8_t *p = data;
-	int fd, rc = 0, dfd;
-
-	if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
-		return -ENAMETOOLONG;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fchmod(fd, mode) < 0)
-		rc = -errno;
-	while (rc == 0 && len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc != 0) {
-		unlink(tmp);
-		return rc;
-	}
-	/* The rename is durable only once the directory entry is synced. */
-	snprintf(dircopy, sizeof dircopy, "%s", path);
-	dfd = open(dirname(dircopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	return rvc_write_file_atomic(path, data, len, mode);
 }
 
 /* Milliseconds slept before retry number `count` (count retries so far). */

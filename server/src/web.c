@@ -288,7 +288,7 @@ static void session_delete(struct web_ctx *c)
 }
 
 /* 0 when the admin's PBKDF2 hash matches password, -EACCES otherwise. */
-static int password_ok(sqlite3 *db, const char *user, const char *password)
+static int password_ok(sqlite3 *db, const char *user, const char *password, int *hashed)
 {
 	sqlite3_stmt *st;
 	uint8_t got[32], salt[64];
@@ -299,12 +299,20 @@ static int password_ok(sqlite3 *db, const char *user, const char *password)
 			       -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(st, 1, user, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		/* No such user: the same hash work as a real one, so the answer
+		 * takes as long and says nothing about which names exist. */
+		static const uint8_t dummy_salt[16] = {0};
+		rvs_pbkdf2(password, dummy_salt, sizeof dummy_salt, RVS_ADMIN_PBKDF2_ITERATIONS,
+			   got);
+		*hashed = 1;
+	} else {
 		int iter = sqlite3_column_int(st, 0);
 		int sl = sqlite3_column_bytes(st, 1), hl = sqlite3_column_bytes(st, 2);
 		const void *s = sqlite3_column_blob(st, 1), *h = sqlite3_column_blob(st, 2);
 		if (iter > 0 && sl > 0 && (size_t)sl <= sizeof salt && hl == 32) {
 			memcpy(salt, s, (size_t)sl);
+			*hashed = 1;
 			if (rvs_pbkdf2(password, salt, (size_t)sl, (unsigned)iter, got) == 0 &&
 			    rvs_ct_equal(got, 32, h, 32))
 				rc = 0;
@@ -361,7 +369,7 @@ static void login_post(struct web_ctx *c)
 	if (rvs_query_param(c->form, "user", user, sizeof user) != 1 ||
 	    rvs_query_param(c->form, "password", pw, sizeof pw) != 1)
 		return login_form(c, 400, "user and password are required");
-	rc = password_ok(c->db, user, pw);
+	rc = password_ok(c->db, user, pw, &c->r->hashed);
 	memset(pw, 0, sizeof pw);
 	if (rc == -EACCES) {
 		c->r->auth_failed = 1;

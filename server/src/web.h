@@ -22,6 +22,7 @@ struct rvs_web_resp {
 	char location[1100];	 /* redirect target, "" if none */
 	char disposition[96];	 /* Content-Disposition, "" if none */
 	int auth_failed;	 /* a login attempt failed: charge the peer's budget */
+	int hashed;		 /* a password hash was computed (known user or not) */
 };
 
 /* 1 when path belongs to the web UI (and so not to the device or JSON API). */

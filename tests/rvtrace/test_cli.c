@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,6 +246,49 @@ static void test_cli_export_round_trips(void **state)
 	roundtrip("android", 1000); /* µs records */
 }
 
+/* Issue 18 item 13: an export that fails half-way (here: the file size
+ * limit, EFBIG) says why and leaves no partial file; an existing file keeps
+ * its old content. */
+static void test_cli_failed_export_leaves_no_partial_file(void **state)
+{
+	char out[128], cmd[2048], *err;
+	struct stat st;
+	snprintf(out, sizeof(out), "%s/partial.json", dir);
+	unlink(out);
+	/* A 1-block file size limit (dash counts 512-byte blocks); SIGXFSZ
+	 * ignored so the write fails with EFBIG instead of killing. */
+	snprintf(cmd, sizeof(cmd),
+		 "trap '' XFSZ; ulimit -f 1; exec %s export --format chrome -o %s %s 2>%s/stderr",
+		 RVTRACE_BIN, out, capture, dir);
+	int rc = system(cmd);
+	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+	assert_int_equal(stat(out, &st), -1);
+	snprintf(cmd, sizeof(cmd), "%s/stderr", dir);
+	err = slurp(cmd);
+	assert_non_null(strstr(err, "export to"));
+	if (!strstr(err, "too large"))
+		fail_msg("no reason on stderr: %s", err);
+	free(err);
+	/* An old file stays whole. */
+	FILE *f = fopen(out, "w");
+	assert_non_null(f);
+	fputs("old", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "trap '' XFSZ; ulimit -f 1; exec %s export --format chrome -o %s %s 2>/dev/null",
+		 RVTRACE_BIN, out, capture);
+	rc = system(cmd);
+	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+	err = slurp(out);
+	assert_string_equal(err, "old");
+	free(err);
+	/* The control: without the limit the export is written. */
+	snprintf(cmd, sizeof(cmd), "export --format chrome -o %s %s", out, capture);
+	assert_int_equal(run(cmd, "/dev/null"), 0);
+	assert_int_equal(stat(out, &st), 0);
+	assert_true(st.st_size > 512);
+}
+
 static void test_cli_export_json_and_svg_parse(void **state)
 {
 	char out[128], args[1024];
@@ -398,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_cli_callers_and_match),
 		cmocka_unit_test(test_cli_summary_streamed_equals_full_model),
 		cmocka_unit_test(test_cli_progress_bar_on_a_terminal),
+		cmocka_unit_test(test_cli_failed_export_leaves_no_partial_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

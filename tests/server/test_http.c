@@ -171,6 +171,56 @@ static void test_http_smuggling_framing_is_400(void **state)
 	}
 }
 
+/* Issue 18 item 13: what http-parser accepts but a strict server must not.
+ * Each is fed whole and byte by byte (the fold can straddle two reads). */
+static void test_http_legacy_and_ambiguous_framing_is_refused(void **state)
+{
+	static const struct {
+		const char *in;
+		int status;
+	} bad[] = {
+		{"GET /metrics\r\n\r\n", 505}, /* HTTP/0.9: no version */
+		{"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\tfolded\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nX-A: b\r\n  folded\r\nHost: a\r\n\r\n", 400},
+		{"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501},
+		{"POST / HTTP/1.1\r\nTransfer-Encoding: identity\r\n\r\n", 501},
+		{"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"
+		 "\r\n0\r\n\r\n",
+		 501},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		for (int bytewise = 0; bytewise < 2; bytewise++) {
+			struct rvs_http h;
+			size_t len = strlen(bad[i].in);
+			ssize_t rc = 0;
+			rvs_http_init(&h, 4096, 1024);
+			if (bytewise)
+				for (size_t k = 0; k < len && rc >= 0; k++)
+					rc = rvs_http_feed(&h, bad[i].in + k, 1);
+			else
+				rc = rvs_http_feed(&h, bad[i].in, len);
+			assert_int_equal(rc, -EPROTO);
+			assert_int_equal(h.status, bad[i].status);
+			assert_false(h.complete);
+			rvs_http_release(&h);
+		}
+	}
+	/* Controls: exactly `chunked` (any case), and a body that begins with
+	 * a space after the headers, are fine. */
+	static const char *const good[] = {
+		"POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n3\r\n ab\r\n0\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\n\t b",
+		"\r\nGET / HTTP/1.0\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		struct rvs_http h;
+		rvs_http_init(&h, 4096, 1024);
+		assert_true(rvs_http_feed(&h, good[i], strlen(good[i])) > 0);
+		assert_true(h.complete);
+		rvs_http_release(&h);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +233,7 @@ int main(void)
 		cmocka_unit_test(test_http_upgrade_is_refused),
 		cmocka_unit_test(test_http_connection_close_clears_keep_alive),
 		cmocka_unit_test(test_http_smuggling_framing_is_400),
+		cmocka_unit_test(test_http_legacy_and_ambiguous_framing_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

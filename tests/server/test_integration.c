@@ -29,6 +29,7 @@
 #include <mbedtls/entropy.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/ssl.h>
+#include <mbedtls/ssl_ciphersuites.h>
 #include <sqlite3.h>
 #include <zstd.h>
 #include <jansson.h>
@@ -1360,7 +1361,11 @@ struct tls {
 	mbedtls_ctr_drbg_context drbg;
 };
 
-static void tls_connect_resume(struct tls *t, const mbedtls_ssl_session *resume)
+/* Connects and handshakes; `suites` and `groups` (each 0-terminated, or
+ * NULL for mbedTLS's defaults) restrict what the client offers.  Returns
+ * the handshake's result: 0 or an mbedTLS error. */
+static int tls_try(struct tls *t, const mbedtls_ssl_session *resume, const int *suites,
+		   const mbedtls_ecp_group_id *groups)
 {
 	char port[16];
 	int r;
@@ -1383,13 +1388,24 @@ static void tls_connect_resume(struct tls *t, const mbedtls_ssl_session *resume)
 	mbedtls_ssl_conf_ca_chain(&t->conf, &t->ca, NULL);
 	mbedtls_ssl_conf_authmode(&t->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
 	mbedtls_ssl_conf_rng(&t->conf, mbedtls_ctr_drbg_random, &t->drbg);
+	if (suites)
+		mbedtls_ssl_conf_ciphersuites(&t->conf, suites);
+	if (groups)
+		mbedtls_ssl_conf_curves(&t->conf, groups);
 	assert_int_equal(mbedtls_ssl_setup(&t->ssl, &t->conf), 0);
 	assert_int_equal(mbedtls_ssl_set_hostname(&t->ssl, "localhost"), 0);
 	mbedtls_ssl_set_bio(&t->ssl, &t->net, mbedtls_net_send, mbedtls_net_recv, NULL);
 	if (resume)
 		assert_int_equal(mbedtls_ssl_set_session(&t->ssl, resume), 0);
-	while ((r = mbedtls_ssl_handshake(&t->ssl)) != 0)
-		assert_true(r == MBEDTLS_ERR_SSL_WANT_READ || r == MBEDTLS_ERR_SSL_WANT_WRITE);
+	while ((r = mbedtls_ssl_handshake(&t->ssl)) == MBEDTLS_ERR_SSL_WANT_READ ||
+	       r == MBEDTLS_ERR_SSL_WANT_WRITE)
+		;
+	return r;
+}
+
+static void tls_connect_resume(struct tls *t, const mbedtls_ssl_session *resume)
+{
+	assert_int_equal(tls_try(t, resume, NULL, NULL), 0);
 }
 
 static void tls_connect(struct tls *t)
@@ -1448,6 +1464,45 @@ static void test_integration_slowloris_is_cut_off(void **state)
 	}
 	assert_true(cut);
 	assert_true(sent < sizeof req - 1);
+	tls_free(&t);
+}
+
+/* Issue 18 item 13: only forward-secret AEAD suites, X25519/P-256/P-384.
+ * A client offering nothing else is refused at the handshake. */
+static void test_integration_tls_offers_only_aead_suites_and_modern_groups(void **state)
+{
+	static const int cbc[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256,
+				  MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, 0};
+	static const int ccm8[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_CCM_8, 0};
+	static const int camellia[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_CAMELLIA_128_GCM_SHA256,
+				       MBEDTLS_TLS_ECDHE_ECDSA_WITH_CAMELLIA_128_CBC_SHA256, 0};
+	static const int gcm[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, 0};
+	static const int chacha[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, 0};
+	static const mbedtls_ecp_group_id p521[] = {MBEDTLS_ECP_DP_SECP521R1, MBEDTLS_ECP_DP_NONE};
+	static const mbedtls_ecp_group_id x25519[] = {
+		MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1, MBEDTLS_ECP_DP_NONE};
+	static const int *const refused[] = {cbc, ccm8, camellia};
+	struct tls t;
+
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		assert_int_not_equal(tls_try(&t, NULL, refused[i], NULL), 0);
+		tls_free(&t);
+	}
+	assert_int_not_equal(tls_try(&t, NULL, gcm, p521), 0);
+	tls_free(&t);
+
+	assert_int_equal(tls_try(&t, NULL, gcm, x25519), 0);
+	assert_string_equal(mbedtls_ssl_get_ciphersuite(&t.ssl),
+			    "TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256");
+	tls_free(&t);
+	assert_int_equal(tls_try(&t, NULL, chacha, NULL), 0);
+	assert_string_equal(mbedtls_ssl_get_ciphersuite(&t.ssl),
+			    "TLS-ECDHE-ECDSA-WITH-CHACHA20-POLY1305-SHA256");
+	tls_free(&t);
+	/* A default client gets an AEAD suite. */
+	assert_int_equal(tls_try(&t, NULL, NULL, NULL), 0);
+	const char *cs = mbedtls_ssl_get_ciphersuite(&t.ssl);
+	assert_true(strstr(cs, "-GCM-") || strstr(cs, "CHACHA20-POLY1305"));
 	tls_free(&t);
 }
 
@@ -1656,6 +1711,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_integration_enroll_then_upload_stores_blob),
+		cmocka_unit_test(test_integration_tls_offers_only_aead_suites_and_modern_groups),
 		cmocka_unit_test(test_integration_retry_returns_original_ack_as_duplicate),
 		cmocka_unit_test(test_integration_bad_token_gets_401),
 		cmocka_unit_test(test_integration_wrong_enrolment_secret_gets_403),

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -236,10 +237,74 @@ static void test_retention_signature_change_moves_counts(void **state)
 	assert_int_equal(num(f, "SELECT count(*) FROM signature_counts"), 0);
 }
 
+/* Writes `path` with mtime `at` (unix seconds). */
+static void put_file(const char *path, time_t at)
+{
+	struct timeval tv[2] = {{at, 0}, {at, 0}};
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("leftover", fp);
+	fclose(fp);
+	assert_int_equal(utimes(path, tv), 0);
+}
+
+/* Issue 18 items 8 and 9: temporary files of writes a killed server never
+ * finished, and blobs no upload references, are collected — old ones by the
+ * pass, every temporary one by the start-up sweep — while referenced blobs,
+ * fresh files and symlinks stay. */
+static void test_retention_orphans_and_dead_temps_collected(void **state)
+{
+	struct fx *f = *state;
+	char kept[65], orphan[65], path[1024], p2[1024];
+	struct rvs_retention_stats st;
+	struct rvs_blob_sweep_stats sw;
+	struct stat sb;
+	time_t now = time(NULL);
+
+	add_trace(f, 1, "kept content", NEWER, NULL, kept);
+	/* An orphan: stored, but its upload row never committed. */
+	assert_int_equal(rvs_blob_put(f->blobs, "orphan content", 14, orphan), 0);
+	assert_int_equal(rvs_blob_path(f->blobs, orphan, path, sizeof path), 0);
+	put_file(path, 1000);
+	/* Dead temporaries: in tmp/ and beside a blob, old and fresh. */
+	snprintf(p2, sizeof p2, "%s/tmp", f->blobs);
+	mkdir(p2, 0750);
+	snprintf(p2, sizeof p2, "%s/tmp/%s.Xq12ab", f->blobs, orphan);
+	put_file(p2, 1000);
+	snprintf(p2, sizeof p2, "%s/%.2s/%s.tmp.Ab3dEf", f->blobs, kept, kept);
+	put_file(p2, 1000);
+	snprintf(p2, sizeof p2, "%s/%.2s/fresh.tmp", f->blobs, kept);
+	put_file(p2, now);
+	snprintf(p2, sizeof p2, "%s/%.2s/link", f->blobs, kept);
+	assert_int_equal(symlink("/etc/passwd", p2), 0);
+
+	assert_int_equal(rvs_retention_run(f->db, f->blobs, OLD, &st), 0);
+	assert_int_equal(st.traces, 0);
+	assert_int_equal(st.blobs, 1); /* the orphan */
+	assert_int_equal(st.temps, 2); /* the two old temporaries */
+	assert_int_equal(stat(path, &sb), -1);
+	assert_int_equal(rvs_blob_path(f->blobs, kept, path, sizeof path), 0);
+	assert_int_equal(stat(path, &sb), 0);
+	snprintf(p2, sizeof p2, "%s/%.2s/fresh.tmp", f->blobs, kept);
+	assert_int_equal(stat(p2, &sb), 0);
+	snprintf(p2, sizeof p2, "%s/%.2s/link", f->blobs, kept);
+	assert_int_equal(lstat(p2, &sb), 0);
+
+	/* Start-up sweep: any temporary, whatever its age; blobs untouched. */
+	assert_int_equal(rvs_blob_sweep(f->blobs, 0, NULL, NULL, &sw), 0);
+	assert_int_equal(sw.temps, 1);
+	assert_int_equal(sw.orphans, 0);
+	snprintf(p2, sizeof p2, "%s/%.2s/fresh.tmp", f->blobs, kept);
+	assert_int_equal(stat(p2, &sb), -1);
+	assert_int_equal(stat(path, &sb), 0);
+	snprintf(p2, sizeof p2, "%s/%.2s/link", f->blobs, kept);
+	assert_int_equal(lstat(p2, &sb), 0);
+}
+
 static void test_retention_bad_database_fails_cleanly(void **state)
 {
 	struct fx *f = *state;
-	struct rvs_retention_stats st = {9, 9};
+	struct rvs_retention_stats st = {9, 9, 9};
 	char path[160];
 	snprintf(path, sizeof path, "%s/missing/none.db", f->dir);
 	assert_int_equal(rvs_retention_run(path, f->blobs, OLD, &st), -EIO);
@@ -266,7 +331,10 @@ static void test_retention_config_keys_parsed_and_checked(void **state)
 	struct rvs_config c;
 	char err[256];
 
+	/* Issue 18 item 9: bounded by default (it kept everything forever). */
 	assert_int_equal(write_conf(f->dir, "", &c, err), 0);
+	assert_true(c.retention_days == RVS_DEFAULT_RETENTION_DAYS && c.retention_days > 0);
+	assert_int_equal(write_conf(f->dir, "retention_days = 0", &c, err), 0);
 	assert_true(c.retention_days == 0);
 	assert_int_equal(c.retention_interval_s, 3600);
 	assert_int_equal(
@@ -372,6 +440,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_retention_signature_change_moves_counts, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_retention_orphans_and_dead_temps_collected,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention_bad_database_fails_cleanly, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_retention_config_keys_parsed_and_checked,

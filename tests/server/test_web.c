@@ -47,7 +47,8 @@ static char g_trace[40]; /* a decoded real capture */
 static int group_setup(void **state)
 {
 	if (web_server_start(&g_srv,
-			     "upload_burst = 50\nauth_fail_burst = 12\nauth_fail_per_min = 1\n",
+			     "upload_burst = 50\nauth_fail_burst = 12\nauth_fail_per_min = 1\n"
+			     "login_hashers = 32\n",
 			     NULL))
 		return -1;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -162,6 +163,45 @@ static void set_cookie_value(const struct resp *r, const char *name, char *out, 
 	if ((p = strstr(r->hdrs, needle)))
 		snprintf(out, cap, "%.*s", (int)strcspn(p + strlen(needle), ";\r\n"),
 			 p + strlen(needle));
+}
+
+/* A login form's CSRF token (GET /login sets it as cookie and in the form). */
+static void login_token(char tok[80])
+{
+	struct resp r;
+	req("/login", NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	set_cookie_value(&r, "rv_login", tok, 80);
+	assert_int_equal(strlen(tok), 64);
+	resp_free(&r);
+}
+
+/* Signs in as `user`; returns the status. */
+static long login_as(const char *user, const char *password, struct resp *out)
+{
+	char tok[80], cookie[128], form[256];
+	login_token(tok);
+	snprintf(cookie, sizeof cookie, "rv_login=%s", tok);
+	snprintf(form, sizeof form, "csrf=%s&user=%s&password=%s", tok, user, password);
+	req("/login", cookie, NULL, form, strlen(form), NULL, out);
+	return out->code;
+}
+
+/* The value of a counter in /metrics. */
+static uint64_t metric(const char *name)
+{
+	struct resp r;
+	const char *p;
+	uint64_t v;
+	req("/metrics", NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	p = strstr(r.body, name);
+	while (p && p != r.body && p[-1] != '\n')
+		p = strstr(p + 1, name);
+	assert_non_null(p);
+	v = strtoull(p + strlen(name), NULL, 10);
+	resp_free(&r);
+	return v;
 }
 
 /* Signs in through the login form (double-submit CSRF); returns the status. */
@@ -446,6 +486,8 @@ static void test_web_html_pages_send_security_headers(void **state)
 		assert_null(strstr(r.hdrs, "unsafe-inline"));
 		assert_non_null(strstr(r.hdrs, "X-Content-Type-Options: nosniff"));
 		assert_non_null(strstr(r.hdrs, "X-Frame-Options: DENY"));
+		/* Issue 18 item 13: HSTS on the web UI. */
+		assert_non_null(strstr(r.hdrs, "Strict-Transport-Security: max-age=31536000"));
 		resp_free(&r);
 	}
 }
@@ -987,6 +1029,71 @@ static void test_web_browser_signs_in_filters_opens_trace_and_exports(void **sta
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* Issue 18 item 4: an unknown user costs the same hash as a known one
+ * (0.01 s against 0.20 s before), so the answer's time names no users. */
+static void test_web_login_unknown_user_is_hashed_like_a_known_one(void **state)
+{
+	struct resp r;
+	uint64_t before = metric("rearview_login_hashes_total ");
+	assert_int_equal(login_as("nobody-at-all", "guess", &r), 401);
+	resp_free(&r);
+	assert_int_equal(metric("rearview_login_hashes_total "), before + 1);
+}
+
+/* Issue 18 item 4: 80 parallel guesses were all admitted (the budget was
+ * checked before the hash and charged after) and saturated the hash
+ * workers.  Now each pays before hashing: no more wrong passwords are
+ * hashed than the budget (auth_fail_burst = 12) holds, whatever arrives at
+ * once; the rest get 429.  (The hasher bound, login_hashers, is set high
+ * here so that only the budget can stop them; test_integration checks it.) */
+static void test_web_parallel_login_guesses_pay_before_hashing(void **state)
+{
+	enum { N = 24 }; /* all may hash at once here (login_hashers = 32) */
+	CURL *h[N];
+	struct resp r[N];
+	char tok[N][80], cookie[N][128], form[N][256], url[256];
+	CURLM *m = curl_multi_init();
+	int running = 0, n401 = 0, nbusy = 0;
+	uint64_t before = metric("rearview_login_hashes_total ");
+
+	snprintf(url, sizeof url, "https://127.0.0.1:%d/login", g_srv.port);
+	for (int i = 0; i < N; i++) {
+		login_token(tok[i]);
+		snprintf(cookie[i], sizeof cookie[i], "rv_login=%.64s", tok[i]);
+		snprintf(form[i], sizeof form[i], "csrf=%.64s&user=admin&password=guess%d", tok[i],
+			 i);
+		memset(&r[i], 0, sizeof r[i]);
+		h[i] = curl_easy_init();
+		curl_easy_setopt(h[i], CURLOPT_URL, url);
+		curl_easy_setopt(h[i], CURLOPT_CAINFO, g_srv.ca);
+		curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, on_body);
+		curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &r[i]);
+		curl_easy_setopt(h[i], CURLOPT_COOKIE, cookie[i]);
+		curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, form[i]);
+		curl_easy_setopt(h[i], CURLOPT_TIMEOUT, 120L);
+		curl_multi_add_handle(m, h[i]);
+	}
+	do {
+		assert_int_equal(curl_multi_perform(m, &running), CURLM_OK);
+		if (running)
+			assert_int_equal(curl_multi_poll(m, NULL, 0, 1000, NULL), CURLM_OK);
+	} while (running);
+	for (int i = 0; i < N; i++) {
+		long code = 0;
+		curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &code);
+		assert_true(code == 401 || code == 429);
+		n401 += code == 401;
+		nbusy += code != 401;
+		curl_multi_remove_handle(m, h[i]);
+		curl_easy_cleanup(h[i]);
+		resp_free(&r[i]);
+	}
+	curl_multi_cleanup(m);
+	assert_true(n401 <= 12);
+	assert_true(nbusy >= N - 12);
+	assert_int_equal(metric("rearview_login_hashes_total "), before + (uint64_t)n401);
+}
+
 static void test_web_password_guessing_is_throttled(void **state)
 {
 	long code = 0;
@@ -1021,6 +1128,8 @@ int main(void)
 		cmocka_unit_test(test_web_fleet_page_shows_devices_uploads_and_skip_reasons),
 		cmocka_unit_test(test_web_logout_ends_the_session),
 		cmocka_unit_test(test_web_browser_signs_in_filters_opens_trace_and_exports),
+		cmocka_unit_test(test_web_login_unknown_user_is_hashed_like_a_known_one),
+		cmocka_unit_test(test_web_parallel_login_guesses_pay_before_hashing),
 		cmocka_unit_test(test_web_password_guessing_is_throttled),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

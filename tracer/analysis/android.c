@@ -14,11 +14,11 @@
  * file; every packet length against what remains.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rearview/analysis.h"
+#include "analysis-int.h"
 
 #define MAGIC 0x574f4c53u
 
@@ -53,17 +53,6 @@ typedef struct actx {
 	int cpu; /* records carry thread-CPU time too (dual clock) */
 	int version;
 } actx;
-
-__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 static uint16_t rd16(const uint8_t *p)
 {
@@ -381,8 +370,8 @@ static int record_layout(int version, int dual, size_t recsize, rva_error *err)
 {
 	size_t need = version == 1 ? 9 : version == 2 ? 10 : dual ? 14 : 10;
 	if (recsize < need || recsize > 64)
-		return fail(err, -EINVAL, "record size %zu invalid for version %d", recsize,
-			    version);
+		return rva_fail(err, -EINVAL, "record size %zu invalid for version %d", recsize,
+				version);
 	return 0;
 }
 
@@ -403,7 +392,7 @@ static int import_plain(actx *a, const uint8_t *buf, size_t len, rva_error *err)
 {
 	int64_t off = parse_keys(a, buf, len, 1);
 	if (off < 0)
-		return fail(err, (int)off, "Android trace: bad key section");
+		return rva_fail(err, (int)off, "Android trace: bad key section");
 	const uint8_t *d = buf + off;
 	size_t dl = len - (size_t)off;
 	if (dl < 16 || rd32(d) != MAGIC || rd16(d + 4) < 1 || rd16(d + 4) > 3 || rd16(d + 6) < 16 ||
@@ -422,7 +411,7 @@ static int import_plain(actx *a, const uint8_t *buf, size_t len, rva_error *err)
 	size_t pos = first;
 	for (; pos + recsize <= dl; pos += recsize)
 		if ((rc = parse_record(a, d + pos, version, a->dual)) < 0)
-			return fail(err, rc, "out of memory");
+			return rva_fail(err, rc, "out of memory");
 	if (pos != dl)
 		a->t->dropped++; /* a torn last record */
 	return 0;
@@ -431,11 +420,11 @@ static int import_plain(actx *a, const uint8_t *buf, size_t len, rva_error *err)
 static int import_streaming(actx *a, const uint8_t *buf, size_t len, rva_error *err)
 {
 	if (len < 18)
-		return fail(err, -EINVAL, "streaming trace header truncated");
+		return rva_fail(err, -EINVAL, "streaming trace header truncated");
 	int dual = (buf[4] & 0x0f) == 3;
 	size_t first = rd16(buf + 6), recsize = rd16(buf + 16);
 	if (first < 18 || first > len)
-		return fail(err, -EINVAL, "bad data offset %zu", first);
+		return rva_fail(err, -EINVAL, "bad data offset %zu", first);
 	int rc = record_layout(3, dual, recsize, err);
 	if (rc < 0)
 		return rc;
@@ -446,7 +435,7 @@ static int import_streaming(actx *a, const uint8_t *buf, size_t len, rva_error *
 			if (recsize > len - pos)
 				break;
 			if ((rc = parse_record(a, buf + pos, 3, dual)) < 0)
-				return fail(err, rc, "out of memory");
+				return rva_fail(err, rc, "out of memory");
 			pos += recsize;
 			continue;
 		}
@@ -463,14 +452,14 @@ static int import_streaming(actx *a, const uint8_t *buf, size_t len, rva_error *
 			if (n && l[n - 1] == '\n')
 				n--;
 			if ((rc = add_method_line(a, l, n)) < 0)
-				return fail(err, rc, "method table rejected");
+				return rva_fail(err, rc, "method table rejected");
 		} else if (op == 2) {
 			if (pos + 4 > len || rd16(buf + pos + 2) > len - pos - 4)
 				break;
 			size_t n = rd16(buf + pos + 2);
 			if ((rc = add_thread(a, rd16(buf + pos), (const char *)buf + pos + 4, n)) <
 			    0)
-				return fail(err, rc, "thread table rejected");
+				return rva_fail(err, rc, "thread table rejected");
 			pos += 4 + n;
 		} else if (op == 3) {
 			if (pos + 4 > len || rd32(buf + pos) > len - pos - 4)
@@ -478,12 +467,12 @@ static int import_streaming(actx *a, const uint8_t *buf, size_t len, rva_error *
 			size_t n = rd32(buf + pos);
 			int64_t r = parse_keys(a, buf + pos + 4, n, 0);
 			if (r < 0)
-				return fail(err, (int)r, "summary rejected");
+				return rva_fail(err, (int)r, "summary rejected");
 			pos += 4 + n;
 			break; /* nothing follows the summary */
 		} else {
-			return fail(err, -EINVAL, "unknown streaming opcode %u at %zu", op,
-				    pos - 1);
+			return rva_fail(err, -EINVAL, "unknown streaming opcode %u at %zu", op,
+					pos - 1);
 		}
 	}
 	if (pos < len && pos + 2 <= len)
@@ -497,7 +486,7 @@ int rva_android_import(const uint8_t *buf, size_t len, rva_trace **out, rva_erro
 	*out = NULL;
 	a.t = rva_trace_new();
 	if (!a.t)
-		return fail(err, -ENOMEM, "out of memory");
+		return rva_fail(err, -ENOMEM, "out of memory");
 	a.t->format = "android-trace";
 	int rc;
 	if (len >= 6 && rd32(buf) == MAGIC && (buf[4] & 0xf0) == 0xf0) {
@@ -508,7 +497,7 @@ int rva_android_import(const uint8_t *buf, size_t len, rva_trace **out, rva_erro
 		static const char keys[] = "*version\n3\n*end\n";
 		uint8_t *copy = malloc(sizeof(keys) - 1 + len);
 		if (!copy) {
-			rc = fail(err, -ENOMEM, "out of memory");
+			rc = rva_fail(err, -ENOMEM, "out of memory");
 		} else {
 			memcpy(copy, keys, sizeof(keys) - 1);
 			memcpy(copy + sizeof(keys) - 1, buf, len);
@@ -519,7 +508,7 @@ int rva_android_import(const uint8_t *buf, size_t len, rva_trace **out, rva_erro
 		rc = import_plain(&a, buf, len, err);
 	}
 	if (rc == 0 && (rc = finish(&a)) < 0)
-		fail(err, rc, "cannot build the model");
+		rva_fail(err, rc, "cannot build the model");
 	actx_release(&a);
 	if (rc < 0) {
 		rva_trace_free(a.t);

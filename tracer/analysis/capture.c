@@ -20,12 +20,12 @@
  */
 #include <endian.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aggr.h"
 #include "rearview/analysis.h"
+#include "analysis-int.h"
 
 /* xxHash from libxxhash-dev, compiled in (FORMAT.md CHECKSUM). */
 #define XXH_INLINE_ALL
@@ -63,17 +63,6 @@ typedef struct symbol {
 	uint64_t value;
 	uint32_t method; /* interned id */
 } symbol;
-
-__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 static uint16_t rd16(const uint8_t *p)
 {
@@ -564,8 +553,8 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 		if (end - off < 8) {
 			if (cut)
 				break;
-			return fail(err, -EINVAL, "record header at %llu runs past the end",
-				    (unsigned long long)off);
+			return rva_fail(err, -EINVAL, "record header at %llu runs past the end",
+					(unsigned long long)off);
 		}
 		const uint8_t *r = buf + off;
 		uint16_t type = rd16(r);
@@ -574,92 +563,95 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 		if (padded > end - off - 8) {
 			if (cut)
 				break;
-			return fail(err, -EINVAL, "record type %u at %llu runs past the end", type,
-				    (unsigned long long)off);
+			return rva_fail(err, -EINVAL, "record type %u at %llu runs past the end",
+					type, (unsigned long long)off);
 		}
 		const uint8_t *v = r + 8;
 		uint64_t at = off;
 		off += 8 + padded;
 		if (type == 0xffff) {
 			if (off != end)
-				return fail(err, -EINVAL, "END record is not last");
+				return rva_fail(err, -EINVAL, "END record is not last");
 			if (cut) /* whole, yet shorter than it says: file_size is wrong */
-				return fail(err, -EINVAL, "file_size beyond the END record");
+				return rva_fail(err, -EINVAL, "file_size beyond the END record");
 			saw_end = 1;
 			break;
 		}
 		if (after_checksum)
-			return fail(err, -EBADMSG,
-				    "record type %u after the CHECKSUM: capture damaged or altered",
-				    type);
+			return rva_fail(
+				err, -EBADMSG,
+				"record type %u after the CHECKSUM: capture damaged or altered",
+				type);
 		if (type == REC_CHECKSUM) {
 			/* Its own bytes are outside the hash: each must be exact. */
 			if (len != 16 || rd16(r + 2) != 0 || rd32(v + 4) != 0)
-				return fail(err, -EBADMSG, "malformed checksum record");
+				return rva_fail(err, -EBADMSG, "malformed checksum record");
 			uint32_t algo = rd32(v);
 			if (algo != CHECKSUM_XXH3_64)
-				return fail(err, -EPROTONOSUPPORT, "unknown checksum algorithm %u",
-					    algo);
+				return rva_fail(err, -EPROTONOSUPPORT,
+						"unknown checksum algorithm %u", algo);
 			uint64_t want = rd64(v + 8), got = XXH3_64bits(buf, (size_t)at);
 			if (want != got)
-				return fail(err, -EBADMSG,
-					    "checksum mismatch (XXH3 %016llx, file says %016llx): "
-					    "the capture is damaged",
-					    (unsigned long long)got, (unsigned long long)want);
+				return rva_fail(
+					err, -EBADMSG,
+					"checksum mismatch (XXH3 %016llx, file says %016llx): "
+					"the capture is damaged",
+					(unsigned long long)got, (unsigned long long)want);
 			c->t->checksum = RVA_CHECKSUM_VERIFIED;
 			after_checksum = 1;
 			continue;
 		}
 		if (type == REC_SYMBOL) {
 			if (len < 24)
-				return fail(err, -EINVAL, "short SYMBOL record");
+				return rva_fail(err, -EINVAL, "short SYMBOL record");
 			uint32_t nl = rd32(v + 20);
 			if (nl > MAX_SYMNAME || nl > len - 24)
-				return fail(err, -E2BIG, "SYMBOL name too long");
+				return rva_fail(err, -E2BIG, "SYMBOL name too long");
 			strings += nl;
 			if (strings > MAX_STRINGS)
-				return fail(err, -E2BIG, "more than 16 MiB of strings");
+				return rva_fail(err, -E2BIG, "more than 16 MiB of strings");
 			if (nl == 0)
 				continue; /* shown as module+0xoffset */
 			if (c->nsyms == symcap) {
 				size_t n = symcap ? symcap * 2 : 64;
 				symbol *s = realloc(c->syms, n * sizeof(*s));
 				if (!s)
-					return fail(err, -ENOMEM, "out of memory");
+					return rva_fail(err, -ENOMEM, "out of memory");
 				c->syms = s;
 				symcap = n;
 			}
 			int64_t id = rva_method_intern(c->t, (const char *)v + 24, nl);
 			if (id < 0)
-				return fail(err, (int)id, "cannot intern symbol");
+				return rva_fail(err, (int)id, "cannot intern symbol");
 			c->syms[c->nsyms].value = rd64(v);
 			c->syms[c->nsyms].method = (uint32_t)id;
 			c->nsyms++;
 			continue;
 		}
 		if (len > MAX_STRING + 64)
-			return fail(err, -E2BIG, "record type %u too long (%u bytes)", type, len);
+			return rva_fail(err, -E2BIG, "record type %u too long (%u bytes)", type,
+					len);
 		strings += len;
 		if (strings > MAX_STRINGS)
-			return fail(err, -E2BIG, "more than 16 MiB of strings");
+			return rva_fail(err, -E2BIG, "more than 16 MiB of strings");
 		if (type == REC_THREAD) {
 			free(c->t->threads[0].name);
 			c->t->threads[0].name = strndup((const char *)v, len);
 			if (!c->t->threads[0].name)
-				return fail(err, -ENOMEM, "out of memory");
+				return rva_fail(err, -ENOMEM, "out of memory");
 		} else if (type == REC_MODULE) {
 			if (len < 32)
-				return fail(err, -EINVAL, "short MODULE record");
+				return rva_fail(err, -EINVAL, "short MODULE record");
 			uint32_t bl = rd32(v + 4);
 			if (bl > len - 32)
-				return fail(err, -EINVAL, "MODULE build id past the record");
+				return rva_fail(err, -EINVAL, "MODULE build id past the record");
 			if (c->nmods >= MAX_MODULES)
-				return fail(err, -E2BIG, "too many modules");
+				return rva_fail(err, -E2BIG, "too many modules");
 			if (c->nmods == modcap) {
 				size_t n = modcap ? modcap * 2 : 16;
 				module *m = realloc(c->mods, n * sizeof(*m));
 				if (!m)
-					return fail(err, -ENOMEM, "out of memory");
+					return rva_fail(err, -ENOMEM, "out of memory");
 				c->mods = m;
 				modcap = n;
 			}
@@ -674,24 +666,26 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 			m->path_len = len - 32 - bl;
 		} else if (type == REC_ANOMALY) {
 			if (len < 16)
-				return fail(err, -EINVAL, "short ANOMALY record");
+				return rva_fail(err, -EINVAL, "short ANOMALY record");
 			c->t->has_anomaly = 1;
 			*anomaly_mono = rd64(v + 8);
 			free(c->t->anomaly_name);
 			c->t->anomaly_name = strndup((const char *)v + 16, len - 16);
 			if (!c->t->anomaly_name)
-				return fail(err, -ENOMEM, "out of memory");
+				return rva_fail(err, -ENOMEM, "out of memory");
 		}
 	}
 	if (need_checksum && !after_checksum)
-		return fail(err, -EBADMSG,
-			    "no checksum record although the header says there is one: the capture "
-			    "is damaged");
+		return rva_fail(
+			err, -EBADMSG,
+			"no checksum record although the header says there is one: the capture "
+			"is damaged");
 	if (!saw_end) {
 		if (!after_checksum)
-			return fail(err, -EINVAL,
-				    cut ? "truncated capture: records cut short before the CHECKSUM"
-					: "no END record");
+			return rva_fail(
+				err, -EINVAL,
+				cut ? "truncated capture: records cut short before the CHECKSUM"
+				    : "no END record");
 		c->t->warning = "END record missing: salvaged (slots and records verified by "
 				"the checksum)";
 	}
@@ -815,7 +809,7 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 			if (summing && __builtin_expect(ns >= sum->snap_at, 0) &&
 			    (ns > sum->snap_at || lo == 0) &&
 			    (rc = agg_snapshot(sum, INT64_MAX)) < 0) {
-				rc = fail(err, rc, "out of memory");
+				rc = rva_fail(err, rc, "out of memory");
 				break;
 			}
 			if (lo == 0) {
@@ -830,8 +824,8 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 					       : rva_enter(c->t, 0, (uint32_t)m, ns);
 			}
 			if (__builtin_expect(rc < 0, 0)) {
-				rc = fail(err, rc, "slot %llu: cannot record the event",
-					  (unsigned long long)i);
+				rc = rva_fail(err, rc, "slot %llu: cannot record the event",
+					      (unsigned long long)i);
 				break;
 			}
 		}
@@ -895,12 +889,12 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	if (open) {
 		int64_t unk = rva_method_intern(c->t, "(unknown caller)", 16);
 		if (unk < 0) {
-			return fail(err, (int)unk, "out of memory");
+			return rva_fail(err, (int)unk, "out of memory");
 		}
 		for (uint64_t j = 0; j < open; j++)
 			if ((rc = c->sum ? agg_enter(c->sum, (uint32_t)unk, oldest_ns)
 					 : rva_enter(c->t, 0, (uint32_t)unk, oldest_ns)) < 0) {
-				return fail(err, rc, "cannot open frame");
+				return rva_fail(err, rc, "cannot open frame");
 			}
 	}
 	/* Pass 2, forwards, specialised for the summary and the model, and for
@@ -930,13 +924,13 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	static const uint8_t magic[8] = {'R', 'V', 'C', 'A', 'P', 0, '\r', '\n'};
 	*out = NULL;
 	if (len < HDR_MIN)
-		return fail(err, -EINVAL, "capture shorter than its 128-byte header (%zu bytes)",
-			    len);
+		return rva_fail(err, -EINVAL,
+				"capture shorter than its 128-byte header (%zu bytes)", len);
 	if (memcmp(buf, magic, 8) != 0)
-		return fail(err, -EINVAL, "not a Rearview capture (bad magic)");
+		return rva_fail(err, -EINVAL, "not a Rearview capture (bad magic)");
 	if (rd16(buf + 8) != 1)
-		return fail(err, -EPROTONOSUPPORT, "capture version %u not supported",
-			    rd16(buf + 8));
+		return rva_fail(err, -EPROTONOSUPPORT, "capture version %u not supported",
+				rd16(buf + 8));
 	uint16_t hsize = rd16(buf + 10);
 	clockconv k = {.ref = rd64(buf + 16),
 		       .hz = rd64(buf + 40),
@@ -945,29 +939,29 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	uint64_t ring = rd64(buf + 72), count = rd64(buf + 96);
 	uint64_t soff = rd64(buf + 104), moff = rd64(buf + 112), fsize = rd64(buf + 120);
 	if (hsize < HDR_MIN)
-		return fail(err, -EINVAL, "header_size %u < 128", hsize);
+		return rva_fail(err, -EINVAL, "header_size %u < 128", hsize);
 	k.ns_per_tick = k.hz ? 1e9 / (double)k.hz : 0;
 	if (k.hz && k.hz <= 1000000000 && 1000000000 % k.hz == 0) {
 		k.mult = 1000000000 / k.hz;
 		k.back_max = ((1ull << 52) - 1) / k.mult;
 	}
 	if (k.shift > 31 || k.hz == 0 || k.hz > 100000000000ull)
-		return fail(err, -EINVAL, "bad clock (shift %u, %llu Hz)", k.shift,
-			    (unsigned long long)k.hz);
+		return rva_fail(err, -EINVAL, "bad clock (shift %u, %llu Hz)", k.shift,
+				(unsigned long long)k.hz);
 	if (soff % 8 || soff < hsize || ring > (1ull << 32) || count > ring)
-		return fail(err, -EINVAL, "bad slot geometry");
+		return rva_fail(err, -EINVAL, "bad slot geometry");
 	/* A file cut short keeps its chance: if what is missing is only the END
 	 * record, parse_records() salvages it once the CHECKSUM verifies. */
 	int cut = fsize > len;
 	if (cut && (moff > len || moff != soff + 8 * count))
-		return fail(err, -EINVAL, "truncated capture: %zu of %llu bytes", len,
-			    (unsigned long long)fsize);
+		return rva_fail(err, -EINVAL, "truncated capture: %zu of %llu bytes", len,
+				(unsigned long long)fsize);
 	if (fsize < len)
 		len = (size_t)fsize;
 	if (soff > len || count > (len - soff) / 8 || moff != soff + 8 * count || moff > len)
-		return fail(err, -EINVAL, "slots or records outside the file");
+		return rva_fail(err, -EINVAL, "slots or records outside the file");
 	if (k.mono > INT64_MAX / 2)
-		return fail(err, -EINVAL, "reference time out of range");
+		return rva_fail(err, -EINVAL, "reference time out of range");
 
 	ctx c = {.slots = buf + soff,
 		 .nslots = count,
@@ -978,10 +972,10 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	int rc = -ENOMEM;
 	c.t = rva_trace_new();
 	if (!c.t)
-		return fail(err, -ENOMEM, "out of memory");
+		return rva_fail(err, -ENOMEM, "out of memory");
 	c.t->format = "rearview-capture";
 	if (rva_thread_add(c.t, rd32(buf + 52), rd32(buf + 56), NULL) < 0) {
-		fail(err, rc, "out of memory");
+		rva_fail(err, rc, "out of memory");
 		goto out_free;
 	}
 	uint64_t anomaly_mono = 0;
@@ -1001,7 +995,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	if (sum) {
 		int64_t close_ts = k.mono > c.last_ns ? k.mono : c.last_ns;
 		if (sum->want_snap && !sum->snapped && (rc = agg_snapshot(sum, close_ts)) < 0) {
-			fail(err, rc, "out of memory");
+			rva_fail(err, rc, "out of memory");
 			goto out_free;
 		}
 		if (sum->end_ok && c.last_ns != sum->end_pred)
@@ -1017,7 +1011,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 			rc = agg_snapshot(sum, close_ts);
 		}
 		if (rc < 0) {
-			fail(err, rc, "out of memory");
+			rva_fail(err, rc, "out of memory");
 			goto out_free;
 		}
 		int open_at_end = sum->nfr > 0;
@@ -1071,7 +1065,7 @@ int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *
 		free(a.memo);
 		free(a.inner);
 		rva_tree_release(&a.tree);
-		return fail(err, -ENOMEM, "out of memory");
+		return rva_fail(err, -ENOMEM, "out of memory");
 	}
 	int rc = decode(buf, len, &out->trace, &a, err, p);
 	rva_mstat *st = NULL;
@@ -1079,7 +1073,7 @@ int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *
 		size_t n = out->trace->nmethods;
 		st = calloc(n ? n : 1, sizeof(*st));
 		if (!st) {
-			rc = fail(err, -ENOMEM, "out of memory");
+			rc = rva_fail(err, -ENOMEM, "out of memory");
 			rva_trace_free(out->trace);
 			out->trace = NULL;
 		} else {

@@ -17,11 +17,11 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rearview/analysis.h"
+#include "analysis-int.h"
 
 #define MAX_JSON (256u * 1024u * 1024u)
 
@@ -34,17 +34,6 @@ typedef struct ev {
 	int64_t method; /* -1: nameless E */
 	int end;	/* an exit */
 } ev;
-
-__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 static int cmp_ev(const void *x, const void *y)
 {
@@ -117,7 +106,7 @@ static json_t *load_json(const uint8_t *buf, size_t len, rva_error *err)
 				return root;
 		}
 	}
-	fail(err, -EINVAL, "JSON line %d column %d: %s", je.line, je.column, je.text);
+	rva_fail(err, -EINVAL, "JSON line %d column %d: %s", je.line, je.column, je.text);
 	return NULL;
 }
 
@@ -125,7 +114,7 @@ int rva_chrome_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 {
 	*out = NULL;
 	if (len > MAX_JSON)
-		return fail(err, -E2BIG, "JSON larger than 256 MiB");
+		return rva_fail(err, -E2BIG, "JSON larger than 256 MiB");
 	json_t *root = load_json(buf, len, err);
 	if (!root)
 		return -EINVAL;
@@ -138,7 +127,7 @@ int rva_chrome_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 		goto out_json;
 	t->format = "chrome-json";
 	if (!json_is_array(events)) {
-		rc = fail(err, -EINVAL, "no traceEvents array");
+		rc = rva_fail(err, -EINVAL, "no traceEvents array");
 		goto out_json;
 	}
 	size_t ne = json_array_size(events);
@@ -182,7 +171,7 @@ int rva_chrome_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 			m = rva_method_intern(t, name ? name : "(anonymous)",
 					      strlen(name ? name : "(anonymous)"));
 			if (m < 0) {
-				rc = fail(err, (int)m, "event name rejected");
+				rc = rva_fail(err, (int)m, "event name rejected");
 				goto out_json;
 			}
 		}
@@ -210,7 +199,7 @@ int rva_chrome_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 				     v[i].method < 0 ? RVA_ANY_METHOD : (uint32_t)v[i].method,
 				     v[i].ts);
 		if (r < 0) {
-			rc = fail(err, r, "event %u rejected", v[i].seq);
+			rc = rva_fail(err, r, "event %u rejected", v[i].seq);
 			goto out_json;
 		}
 	}
@@ -220,7 +209,7 @@ int rva_chrome_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 	rc = 0;
 out_json:
 	if (rc == -ENOMEM)
-		fail(err, rc, "out of memory");
+		rva_fail(err, rc, "out of memory");
 	free(v);
 	rva_trace_free(t);
 	json_decref(root);

@@ -11,20 +11,7 @@
 #include <string.h>
 
 #include "rearview/analysis.h"
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
+#include "rearview/common.h"
 
 int rva_export_speedscope(FILE *f, const rva_trace *t)
 {
@@ -34,7 +21,7 @@ int rva_export_speedscope(FILE *f, const rva_trace *t)
 	      f);
 	for (size_t i = 0; i < t->nmethods; i++) {
 		fputs(i ? ",{\"name\":" : "{\"name\":", f);
-		json_str(f, t->names[i]);
+		rvc_json_str(f, t->names[i]);
 		fputc('}', f);
 	}
 	fputs("]},\"profiles\":[", f);
@@ -63,7 +50,7 @@ int rva_export_speedscope(FILE *f, const rva_trace *t)
 		fputs(first ? "{\"type\":\"evented\",\"name\":"
 			    : ",{\"type\":\"evented\",\"name\":",
 		      f);
-		json_str(f, th->name ? th->name : name);
+		rvc_json_str(f, th->name ? th->name : name);
 		fprintf(f, ",\"unit\":\"%s\",\"startValue\":%lld,\"endValue\":%lld,\"events\":[",
 			t->weighted ? "none" : "nanoseconds", (long long)lo, (long long)hi);
 		size_t n = 0;

@@ -14,26 +14,15 @@
  * BEGIN/END per call in pre-order, all on one sequence.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rearview/analysis.h"
+#include "analysis-int.h"
 #include "rvanalysis/rvperfetto.pb-c.h"
 
 #define MAX_PFTRACE (1024ull * 1024 * 1024)
 #define MAX_PACKET  (64u * 1024 * 1024)
-
-__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 static int varint(const uint8_t *b, size_t len, size_t *pos, uint64_t *out)
 {
@@ -279,10 +268,10 @@ int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 	pctx c = {0};
 	*out = NULL;
 	if (len > MAX_PFTRACE)
-		return fail(err, -E2BIG, "Perfetto trace larger than 1 GiB");
+		return rva_fail(err, -E2BIG, "Perfetto trace larger than 1 GiB");
 	c.t = rva_trace_new();
 	if (!c.t)
-		return fail(err, -ENOMEM, "out of memory");
+		return rva_fail(err, -ENOMEM, "out of memory");
 	c.t->format = "perfetto";
 	int rc = 0;
 	size_t pos = 0, packets = 0;
@@ -307,8 +296,8 @@ int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 		}
 		if (tag >> 3 == 1) {
 			if (n > MAX_PACKET) {
-				rc = fail(err, -E2BIG, "packet of %llu bytes",
-					  (unsigned long long)n);
+				rc = rva_fail(err, -E2BIG, "packet of %llu bytes",
+					      (unsigned long long)n);
 				goto out_free;
 			}
 			Rvpf__TracePacket *p =
@@ -319,7 +308,7 @@ int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 				rc = packet(&c, p);
 				rvpf__trace_packet__free_unpacked(p, NULL);
 				if (rc < 0) {
-					fail(err, rc, "packet %zu rejected", packets);
+					rva_fail(err, rc, "packet %zu rejected", packets);
 					goto out_free;
 				}
 				packets++;
@@ -330,11 +319,11 @@ int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 	if (pos < len)
 		c.t->dropped++; /* a truncated tail */
 	if (packets == 0) {
-		rc = fail(err, -EINVAL, "no Perfetto trace packet");
+		rc = rva_fail(err, -EINVAL, "no Perfetto trace packet");
 		goto out_free;
 	}
 	if ((rc = replay(&c)) < 0) {
-		fail(err, rc, "cannot build the model");
+		rva_fail(err, rc, "cannot build the model");
 		goto out_free;
 	}
 	*out = c.t;

@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rearview/analysis.h"
+#include "rearview/common.h"
 
 static const char usage_main[] =
 	"usage: rvtrace COMMAND [OPTIONS] FILE...\n"
@@ -577,17 +579,16 @@ static int close_out(FILE *f)
 	return fclose(f) == 0 ? 0 : -EIO;
 }
 
-static int do_export(const char *fmt, const char *in, const char *outp, const char *title)
+struct export_job {
+	const char *fmt, *title;
+	const rva_trace *t;
+};
+
+static int export_to(FILE *f, const struct export_job *j)
 {
-	rva_trace *t;
-	if (load(in, &t) < 0)
-		return 1;
-	FILE *f = open_out(outp);
+	const char *fmt = j->fmt, *title = j->title;
+	const rva_trace *t = j->t;
 	int rc;
-	if (!f) {
-		rva_trace_free(t);
-		return 1;
-	}
 	if (strcmp(fmt, "folded") == 0)
 		rc = rva_export_folded(f, t);
 	else if (strcmp(fmt, "chrome") == 0)
@@ -601,18 +602,81 @@ static int do_export(const char *fmt, const char *in, const char *outp, const ch
 	else if (strcmp(fmt, "perfetto") == 0)
 		rc = rva_export_perfetto(f, t);
 	else if (strcmp(fmt, "svg") == 0)
-		rc = rva_export_svg(f, t, title ? title : in);
+		rc = rva_export_svg(f, t, title);
 	else
 		rc = -EINVAL;
-	if (close_out(f) < 0 && rc == 0)
+	if (rc == 0 && fflush(f) != 0)
 		rc = -EIO;
-	rva_trace_free(t);
-	if (rc == -EINVAL) {
+	/* An exporter reports a failed write as -EIO; the stream's errno says
+	 * why (EFBIG, ENOSPC, …), which is what the user needs to read. */
+	if (rc == -EIO && ferror(f) && errno)
+		rc = -errno;
+	return rc;
+}
+
+/* rvc_write_file_atomic_fn() filler: the export into the temporary file. */
+static int export_fill(int fd, void *arg)
+{
+	int dfd = dup(fd);
+	FILE *f = dfd < 0 ? NULL : fdopen(dfd, "w");
+	if (!f) {
+		int rc = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return rc;
+	}
+	errno = 0;
+	int rc = export_to(f, arg);
+	if (fclose(f) != 0 && rc == 0)
+		rc = errno ? -errno : -EIO;
+	return rc;
+}
+
+static int known_format(const char *fmt)
+{
+	static const char *const fmts[] = {"folded",  "chrome",	  "nanoscope", "speedscope",
+					   "android", "perfetto", "svg"};
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
+		if (strcmp(fmt, fmts[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Writes the export to outp: stdout for NULL or "-"; a FIFO, terminal or
+ * other non-regular file is written through; a regular file (or a new name)
+ * appears only complete — a failed export leaves no file, and an old one
+ * as it was.
+ */
+static int do_export(const char *fmt, const char *in, const char *outp, const char *title)
+{
+	if (!known_format(fmt)) {
 		fprintf(stderr, "rvtrace: unknown export format '%s'\n", fmt);
 		return 2;
 	}
+	rva_trace *t;
+	if (load(in, &t) < 0)
+		return 1;
+	struct export_job j = {fmt, title ? title : in, t};
+	struct stat st;
+	int rc;
+	if (!outp || strcmp(outp, "-") == 0 || (stat(outp, &st) == 0 && !S_ISREG(st.st_mode))) {
+		FILE *f = open_out(outp);
+		if (!f) {
+			rva_trace_free(t);
+			return 1;
+		}
+		errno = 0;
+		rc = export_to(f, &j);
+		if (close_out(f) < 0 && rc == 0)
+			rc = -EIO;
+	} else {
+		rc = rvc_write_file_atomic_fn(outp, 0644, export_fill, &j);
+	}
+	rva_trace_free(t);
 	if (rc < 0)
-		fprintf(stderr, "rvtrace: export failed: %s\n", strerror(-rc));
+		fprintf(stderr, "rvtrace: export to %s failed: %s\n",
+			outp && strcmp(outp, "-") ? outp : "standard output", strerror(-rc));
 	return rc < 0;
 }
 

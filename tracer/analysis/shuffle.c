@@ -22,9 +22,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rearview/analysis.h"
+#include "rearview/common.h"
 
 #define HDR   128u
 #define BLK   RVA_SHUFFLE_BLOCK
@@ -109,24 +109,6 @@ struct rva_shuffler {
 	uint8_t blk[BLK_B];
 };
 
-/* All n bytes at off, or -EIO when the file is shorter, or -errno. */
-static int pread_full(int fd, uint8_t *buf, size_t n, uint64_t off)
-{
-	while (n) {
-		ssize_t r = pread(fd, buf, n, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		buf += r;
-		n -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return 0;
-}
-
 int rva_shuffler_new(int fd, uint64_t size, rva_shuffler **out)
 {
 	uint8_t hdr[HDR];
@@ -136,7 +118,7 @@ int rva_shuffler_new(int fd, uint64_t size, rva_shuffler **out)
 	*out = NULL;
 	if (size < HDR)
 		return -EINVAL;
-	if ((rc = pread_full(fd, hdr, HDR, 0)))
+	if ((rc = rvc_pread_all(fd, hdr, HDR, 0)))
 		return rc;
 	if (!(s = malloc(sizeof *s)))
 		return -ENOMEM;
@@ -163,13 +145,13 @@ ssize_t rva_shuffler_read(rva_shuffler *s, uint8_t *buf, size_t n)
 	if (s->pos < s->soff || s->pos >= s->end) { /* header, records: as they are */
 		uint64_t stop = s->pos < s->soff ? s->soff : s->size;
 		take = stop - s->pos < n ? (size_t)(stop - s->pos) : n;
-		if ((rc = pread_full(s->fd, buf, take, s->pos)))
+		if ((rc = rvc_pread_all(s->fd, buf, take, s->pos)))
 			return rc;
 	} else {
 		if (s->bpos == s->blen) { /* the next block */
 			uint64_t j = (s->pos - s->soff) / BLK_B;
 			size_t m = block_slots(s->count, j);
-			if ((rc = pread_full(s->fd, s->in, 8 * m, s->pos)))
+			if ((rc = rvc_pread_all(s->fd, s->in, 8 * m, s->pos)))
 				return rc;
 			shuffle_block(s->in, s->blk, m);
 			s->blen = 8 * m;

@@ -9,20 +9,7 @@
 #include <string.h>
 
 #include "rearview/analysis.h"
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
+#include "rearview/common.h"
 
 /* One entry of "chains_at_anomaly". */
 static void write_chain_at(FILE *f, int *first, const rva_trace *t, size_t th,
@@ -33,7 +20,7 @@ static void write_chain_at(FILE *f, int *first, const rva_trace *t, size_t th,
 	for (size_t k = 0; k < d; k++) {
 		if (k)
 			fputc(',', f);
-		json_str(f, t->names[chain[k]]);
+		rvc_json_str(f, t->names[chain[k]]);
 	}
 	fprintf(f, "]}");
 	*first = 0;
@@ -52,14 +39,14 @@ static int write_doc(FILE *f, const rva_trace *full, const rva_trace *t, const r
 		return -ENOMEM;
 	size_t n = rva_top_self(t, st, ids, ntop);
 	fprintf(f, "{\"schema\":\"rvtrace.summary.v1\",\"format\":");
-	json_str(f, t->format);
+	rvc_json_str(f, t->format);
 	fprintf(f,
 		",\"unit\":\"%s\",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"dropped\":%" PRIu64
 		",\n\"anomaly\":",
 		t->weighted ? "samples" : "ns", t->start, t->end, t->dropped);
 	if (full->has_anomaly) {
 		fprintf(f, "{\"name\":");
-		json_str(f, full->anomaly_name ? full->anomaly_name : "");
+		rvc_json_str(f, full->anomaly_name ? full->anomaly_name : "");
 		fprintf(f, ",\"ns\":%" PRId64 "}", full->anomaly_ns);
 	} else {
 		fputs("null", f);
@@ -67,7 +54,7 @@ static int write_doc(FILE *f, const rva_trace *full, const rva_trace *t, const r
 	fprintf(f, ",\n\"top_self\":[");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "%s\n {\"method\":", i ? "," : "");
-		json_str(f, t->names[ids[i]]);
+		rvc_json_str(f, t->names[ids[i]]);
 		fprintf(f, ",\"calls\":%" PRIu64 ",\"incl\":%" PRId64 ",\"self\":%" PRId64,
 			st[ids[i]].calls, st[ids[i]].incl, st[ids[i]].self);
 		if (t->has_cpu)
@@ -99,7 +86,7 @@ static int write_doc(FILE *f, const rva_trace *full, const rva_trace *t, const r
 		for (size_t d = 0; d < k->depth; d++) {
 			if (d)
 				fputc(',', f);
-			json_str(f, t->names[k->methods[d]]);
+			rvc_json_str(f, t->names[k->methods[d]]);
 		}
 		fprintf(f, "]}");
 	}

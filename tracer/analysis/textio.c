@@ -8,26 +8,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "rearview/analysis.h"
+#include "rearview/common.h"
+#include "analysis-int.h"
 
 #define MAX_FILE (1024ull * 1024 * 1024)
-
-__attribute__((format(printf, 3, 4))) static int fail(rva_error *err, int rc, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 /* UTF-16 (with BOM) to UTF-8; surrogate pairs combined, lone ones → U+FFFD. */
 static uint8_t *utf16_to_utf8(const uint8_t *b, size_t len, int be, size_t *outlen)
@@ -96,7 +86,7 @@ int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 	    ((buf[0] == 0xff && buf[1] == 0xfe) || (buf[0] == 0xfe && buf[1] == 0xff))) {
 		conv = utf16_to_utf8(buf + 2, len - 2, buf[0] == 0xfe, &len);
 		if (!conv)
-			return fail(err, -ENOMEM, "out of memory");
+			return rva_fail(err, -ENOMEM, "out of memory");
 		buf = conv;
 	} else if (len >= 3 && buf[0] == 0xef && buf[1] == 0xbb && buf[2] == 0xbf) {
 		buf += 3;
@@ -157,7 +147,7 @@ int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 			}
 			int64_t id = rva_method_intern(t, f, (size_t)(fe - f));
 			if (id < 0) {
-				rc = fail(err, (int)id, "frame name rejected");
+				rc = rva_fail(err, (int)id, "frame name rejected");
 				goto out_free;
 			}
 			line_ids[n++] = (uint32_t)id;
@@ -166,7 +156,7 @@ int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 		if (w == 0)
 			continue;
 		if (now > INT64_MAX - (int64_t)w) {
-			rc = fail(err, -E2BIG, "total weight overflows");
+			rc = rva_fail(err, -E2BIG, "total weight overflows");
 			goto out_free;
 		}
 		/* Keep the common prefix with the previous line open, so sorted
@@ -180,7 +170,7 @@ int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 		}
 		for (size_t i = common; i < n; i++) {
 			if ((rc = rva_enter(t, 0, line_ids[i], now)) < 0) {
-				fail(err, rc, "cannot record frame");
+				rva_fail(err, rc, "cannot record frame");
 				goto out_free;
 			}
 			cur[ncur++] = line_ids[i];
@@ -189,7 +179,7 @@ int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 		good++;
 	}
 	if (good == 0 && t->dropped) {
-		rc = fail(err, -EINVAL, "no valid folded line");
+		rc = rva_fail(err, -EINVAL, "no valid folded line");
 		goto out_free;
 	}
 	rva_trace_finish(t, now);
@@ -198,7 +188,7 @@ int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error
 	rc = 0;
 out_free:
 	if (rc == -ENOMEM)
-		fail(err, rc, "out of memory");
+		rva_fail(err, rc, "out of memory");
 	free(cur);
 	free(line_ids);
 	free(conv);
@@ -247,7 +237,7 @@ int rva_nanoscope_import(const uint8_t *buf, size_t len, rva_trace **out, rva_er
 			}
 			int64_t id = rva_method_intern(t, name, namelen);
 			if (id < 0 || (rc = rva_enter(t, 0, (uint32_t)id, ts)) < 0) {
-				rc = fail(err, id < 0 ? (int)id : rc, "line rejected");
+				rc = rva_fail(err, id < 0 ? (int)id : rc, "line rejected");
 				goto out_free;
 			}
 		}
@@ -255,7 +245,7 @@ int rva_nanoscope_import(const uint8_t *buf, size_t len, rva_trace **out, rva_er
 		good++;
 	}
 	if (good == 0) {
-		rc = fail(err, -EINVAL, "no Nanoscope event line");
+		rc = rva_fail(err, -EINVAL, "no Nanoscope event line");
 		goto out_free;
 	}
 	rva_trace_finish(t, last);
@@ -263,7 +253,7 @@ int rva_nanoscope_import(const uint8_t *buf, size_t len, rva_trace **out, rva_er
 	return 0;
 out_free:
 	if (rc == -ENOMEM)
-		fail(err, rc, "out of memory");
+		rva_fail(err, rc, "out of memory");
 	rva_trace_free(t);
 	return rc;
 }
@@ -365,7 +355,7 @@ int rva_import_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 		rc = rva_android_import(buf, len, out, err);
 		break;
 	default:
-		return fail(err, -EPROTONOSUPPORT, "unrecognized trace format");
+		return rva_fail(err, -EPROTONOSUPPORT, "unrecognized trace format");
 	}
 	if (rc == 0 && p && p->fn)
 		p->fn(p->arg, len, len);
@@ -383,34 +373,28 @@ int rva_file_read(const char *path, uint8_t **out, size_t *outlen, rva_error *er
 	*outlen = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fail(err, -errno, "%s: %s", path, strerror(errno));
+		return rva_fail(err, -errno, "%s: %s", path, strerror(errno));
 	struct stat st;
 	int rc;
 	uint8_t *buf = NULL;
 	if (fstat(fd, &st) < 0) {
-		rc = fail(err, -errno, "%s: %s", path, strerror(errno));
+		rc = rva_fail(err, -errno, "%s: %s", path, strerror(errno));
 		goto out_close;
 	}
 	if ((unsigned long long)st.st_size > MAX_FILE) {
-		rc = fail(err, -EFBIG, "%s: larger than 1 GiB", path);
+		rc = rva_fail(err, -EFBIG, "%s: larger than 1 GiB", path);
 		goto out_close;
 	}
-	size_t len = (size_t)st.st_size, got = 0;
+	size_t len = (size_t)st.st_size;
 	buf = malloc(len ? len : 1);
 	if (!buf) {
-		rc = fail(err, -ENOMEM, "%s: out of memory", path);
+		rc = rva_fail(err, -ENOMEM, "%s: out of memory", path);
 		goto out_close;
 	}
-	while (got < len) {
-		ssize_t r = read(fd, buf + got, len - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			rc = fail(err, r < 0 ? -errno : -EIO, "%s: read failed", path);
-			free(buf);
-			goto out_close;
-		}
-		got += (size_t)r;
+	if ((rc = rvc_read_all(fd, buf, len)) < 0) {
+		rva_fail(err, rc, "%s: read failed", path);
+		free(buf);
+		goto out_close;
 	}
 	*out = buf;
 	*outlen = len;
@@ -469,20 +453,6 @@ int rva_export_folded(FILE *f, const rva_trace *t)
 	return ferror(f) ? -EIO : 0;
 }
 
-static void put_json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 int rva_export_chrome(FILE *f, const rva_trace *t)
 {
 	int first = 1;
@@ -494,7 +464,7 @@ int rva_export_chrome(FILE *f, const rva_trace *t)
 				"%s\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
 				"\"args\":{\"name\":",
 				first ? "" : ",", th->pid, th->tid);
-			put_json_string(f, th->name);
+			rvc_json_str(f, th->name);
 			fputs("}}", f);
 			first = 0;
 		}
@@ -507,7 +477,7 @@ int rva_export_chrome(FILE *f, const rva_trace *t)
 				(long long)((c->start % 1000 + 1000) % 1000),
 				(long long)((c->end - c->start) / 1000),
 				(long long)((c->end - c->start) % 1000));
-			put_json_string(f, t->names[c->method]);
+			rvc_json_str(f, t->names[c->method]);
 			fputc('}', f);
 			first = 0;
 		}

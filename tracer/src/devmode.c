@@ -21,6 +21,7 @@
  *   compiled without -finstrument-functions.
  */
 #include "tracer-int.h"
+#include "rearview/common.h"
 
 #include <assert.h>
 #include <dlfcn.h>
@@ -313,36 +314,11 @@ int rvt_output_name(const char *pat, pid_t pid, pid_t tid, char *out, size_t len
 
 /* ---- writing a path ------------------------------------------------------- */
 
-/*
- * Writes a regular file (new or existing) under a temporary name beside it,
- * fsyncs and renames.  Seam: this becomes rvc_write_file_atomic() once the
- * shared library that provides it is on main.
- */
+/* A regular file (new or existing): replaced atomically and durably by the
+ * shared helper (a temporary beside it, fsync, rename, directory fsync). */
 static int write_atomic(const char *path, const void *buf, size_t len)
 {
-	size_t tl = strlen(path) + 32;
-	char *tmp = malloc(tl);
-	if (!tmp)
-		return -ENOMEM;
-	snprintf(tmp, tl, "%s.tmp.%d", path, (int)rvt_gettid());
-	int rc = 0;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	rc = rvt_write_all(fd, buf, len);
-	if (rc == 0 && fsync(fd) != 0)
-		rc = -errno;
-	if (close(fd) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-out:
-	free(tmp);
-	return rc;
+	return rvc_write_file_atomic(path, buf, len, 0644);
 }
 
 /* Opens an existing FIFO or character device for writing, never creating
@@ -357,7 +333,7 @@ static int write_through(const char *path, const void *buf, size_t len)
 	if (rc == 0 && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
 		rc = -EINVAL; /* swapped since it was looked at: refuse */
 	if (rc == 0)
-		rc = rvt_write_all(fd, buf, len);
+		rc = rvc_write_all(fd, buf, len);
 	if (close(fd) != 0 && rc == 0)
 		rc = -errno;
 	return rc;
@@ -387,7 +363,7 @@ int rvt_output_write(const char *path, const void *buf, size_t len)
 	assert(path && *path);
 	int fd = std_fd(path);
 	if (fd >= 0)
-		return rvt_write_all(fd, buf, len);
+		return rvc_write_all(fd, buf, len);
 	struct stat st;
 	if (lstat(path, &st) != 0)
 		return errno == ENOENT ? write_atomic(path, buf, len) : -errno;

@@ -111,9 +111,6 @@ RVT_HIDDEN uint64_t rvt_capture_slot_count(uint64_t n, uint64_t start_pos, uint6
  * Returns 0 or -ENOMEM / -EINVAL. */
 RVT_HIDDEN int rvt_capture_encode(const struct rvt_capture_desc *d, uint8_t **out, size_t *len);
 
-/* Writes all of buf to fd. Returns 0 or a negative errno. */
-RVT_HIDDEN int rvt_write_all(int fd, const void *buf, size_t len);
-
 /* Builds a complete capture of `f` (symbols and metadata included) into a heap
  * buffer.  Returns 0 or a negative errno. */
 RVT_HIDDEN int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len);

@@ -17,6 +17,7 @@
  * This file is compiled without -finstrument-functions; nothing here traces.
  */
 #include "tracer-int.h"
+#include "rearview/common.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -755,7 +756,7 @@ int rvt_capture_frozen_memfd(pid_t tid, const struct rvt_anomaly *anomaly, uint6
 		rc = -errno;
 		goto out_buf;
 	}
-	rc = rvt_write_all(fd, buf, len);
+	rc = rvc_write_all(fd, buf, len);
 	if (rc == 0 &&
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
 		rc = -errno;

@@ -125,11 +125,12 @@ RVT_API int rvt_set_ui_thread(pid_t tid);
  * capture file (FORMAT.md §2).  A traced thread keeps tracing into a fresh
  * buffer swapped in at the freeze; it never waits for the write.
  *
- * rvt_capture_to_path(): a new or regular file `path` is written under a
- *   temporary name in the same directory, fsynced and renamed; a FIFO or
- *   character device is written through (never replaced); /dev/stdout,
- *   /dev/stderr and /dev/fd/N are written to that descriptor; a symlink is
- *   followed.  Anything else is refused: -EISDIR (a directory) or -EINVAL.
+ * rvt_capture_to_path(): a new or regular file `path` replaced atomically
+ *   (mode 0644: an unpredictable temporary name in the same directory,
+ *   fsync, rename, fsync of the directory); a FIFO or character device is
+ *   written through (never replaced); /dev/stdout, /dev/stderr and
+ *   /dev/fd/N are written to that descriptor; a symlink is followed to its
+ *   target.  Anything else is refused: -EISDIR (a directory) or -EINVAL.
  *   Returns 0 or a negative errno.
  * rvt_capture_to_memfd(): returns a new sealed memfd (caller closes) holding
  *   the capture, or a negative errno.  *size (optional) gets its size.

@@ -1,0 +1,81 @@
+/*
+ * admin.h — rearviewd's admin.sock protocol (AdminRequest → AdminResponse,
+ * proto/rearview/admin.proto): consent, status, capture list, show/export,
+ * manual captures, foreground, injected events, policy get/push.
+ *
+ * The daemon hands in its state as struct rvd_admin_env (a function table
+ * and the registry, spool and enforcer it owns); admin.c never sees struct
+ * rvd_daemon.  Everything here runs on the loop thread.
+ */
+#ifndef RVD_ADMIN_H
+#define RVD_ADMIN_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conn.h"
+#include "detect.h"
+#include "enforce.h"
+#include "registry.h"
+#include "spool.h"
+#include "rearview/admin.pb-c.h"
+#include "rearview/event.pb-c.h"
+
+#define RVD_LAST_ERRORS 8   /* errors kept for `rvctl status` */
+#define RVD_ERROR_LEN	128 /* bytes kept of each, NUL included */
+
+/* The daemon's counters for Status, filled by rvd_admin_env.stats. */
+struct rvd_admin_stats {
+	uint64_t last_freeze_latency_ns;
+	uint64_t anomalies;
+	uint64_t anomalies_not_captured;
+	/* The last errors, oldest first; borrowed until the loop runs again. */
+	const char *errors[RVD_LAST_ERRORS];
+	unsigned nerrors; /* <= RVD_LAST_ERRORS */
+};
+
+/*
+ * What admin.sock reads and changes.  The pointers are borrowed and outlive
+ * every admin peer; `ctx` is passed back to each function.  Every function
+ * runs on the loop thread.
+ */
+struct rvd_admin_env {
+	struct rvd_registry *reg;
+	struct rvd_spool *spool;
+	struct rvd_enforce *enf; /* read by summary jobs on the spool's queue */
+	/* The consent level (Rearview__ConsentLevel). */
+	int (*consent)(void *ctx);
+	/* Records a new consent level in memory (saving it is admin.c's job). */
+	void (*set_consent)(void *ctx, int level);
+	/* Fills the Status counters and last errors. */
+	void (*stats)(void *ctx, struct rvd_admin_stats *out);
+	/* Records `msg` (copied) among the last errors and logs it. */
+	void (*note_error)(void *ctx, const char *msg);
+	/* One anomaly, as from a detector (rvctl capture: kind MANUAL). */
+	void (*anomaly)(void *ctx, const struct rvd_anomaly *a);
+	/* An EventMessage injected through admin.sock, as if on events.sock. */
+	void (*event)(void *ctx, const Rearview__EventMessage *e);
+	/* The registry's foreground changed: re-plan which threads are traced. */
+	void (*replan)(void *ctx);
+	/* Queues policy job `j` (taken, freed on failure) on the spool's queue;
+	 * `cb` runs on the loop after it.  Returns 0 or a negative errno. */
+	int (*enforce_submit)(void *ctx, struct rvd_enforce_job *j, rvd_spool_cb cb);
+	/* A policy job finished: the daemon refreshes its copies of the
+	 * policy's thresholds. */
+	void (*policy_changed)(void *ctx);
+	/* The peer with connection id `id`, or NULL when it has left. */
+	struct rvd_conn *(*conn_by_id)(void *ctx, uint64_t id);
+	void *ctx;
+};
+
+/*
+ * The admin peer `c` sent one frame (`payload`, `len` bytes, unverified).
+ * Answers it now or, for requests that wait on a job, later.  Returns 0 to
+ * keep the peer, or -EPIPE when it could not be written to (it is being
+ * closed); an undecodable request is answered with Error{MALFORMED}, the
+ * peer closed and -EBADMSG returned.  `env` must outlive every peer.
+ */
+int rvd_admin_frame(struct rvd_admin_env *env, struct rvd_conn *c, const uint8_t *payload,
+		    uint32_t len);
+
+#endif

@@ -1,0 +1,24 @@
+/*
+ * anomaly.h — the Anomaly codec: struct rvd_anomaly (detect.h) to and from
+ * its wire form, rearview.Anomaly (common.proto).  Used by the control
+ * socket (CaptureRequest), events.sock, admin.sock and the uploader.
+ */
+#ifndef RVD_ANOMALY_H
+#define RVD_ANOMALY_H
+
+#include "detect.h"
+#include "rearview/common.pb-c.h"
+
+/* Fills *pb (initialised here) from `a`.  The strings are borrowed from `a`:
+ * `a` must outlive *pb.  Never fails; any thread. */
+void rvd_anomaly_to_pb(const struct rvd_anomaly *a, Rearview__Anomaly *pb);
+
+/*
+ * Fills *a from an untrusted `pb` (strings copied and truncated to fit; a
+ * zero monotonic_ns becomes now, an unknown touch attribution 0).  Returns 0,
+ * or -EINVAL when the kind, severity, pid or tid is out of range (*a is then
+ * zeroed).  Any thread.
+ */
+int rvd_anomaly_from_pb(const Rearview__Anomaly *pb, struct rvd_anomaly *a);
+
+#endif

@@ -1,0 +1,471 @@
+/*
+ * capture.c — the capture flow (see capture.h): from an anomaly to a
+ * durable, acknowledged, gated capture.
+ *
+ * Invariants:
+ *  - at most one capture is in flight per process (a CaptureRequest sent,
+ *    or a policy decision queued: p->deciding); each has a timer, and a
+ *    process that does not answer in time is disconnected;
+ *  - a capture is acknowledged to the process (Ack) only once the spool has
+ *    made it durable;
+ *  - a policy quota reservation is held by exactly one owner — the
+ *    pending capture, then the store in flight, then the spool row — and is
+ *    released when the capture fails or is dropped;
+ *  - a capture is pending only once its local summary is durable (the
+ *    summary job is queued before the gate's state change).
+ */
+#include "capture.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "anomaly.h"
+#include "log.h"
+#include "summary.h"
+#include "rearview/common.pb-c.h"
+
+struct rvd_pending_capture {
+	struct rvd_pending_capture *next;
+	struct rvd_capture_flow *f;
+	uv_timer_t timer;
+	uint64_t request_id;
+	pid_t pid;
+	uint64_t fired_ns; /* uv_hrtime() when the anomaly reached us */
+	struct rvd_anomaly anomaly;
+	char app_id[64];
+	int64_t reservation; /* upload quota held for it; released if it fails */
+	bool answered;
+};
+
+/* A store in flight: what to acknowledge once durable. */
+struct store_ctx {
+	struct rvd_capture_flow *f;
+	pid_t pid;
+	uint64_t request_id;
+	int64_t reservation;
+};
+
+static void note_error(struct rvd_capture_flow *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The daemon keeps the first 128 bytes of each error. */
+static void note_error(struct rvd_capture_flow *f, const char *fmt, ...)
+{
+	char msg[128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	f->env.note_error(f->env.ctx, msg);
+}
+
+static void pending_close_cb(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+static void pending_drop(struct rvd_capture_flow *f, struct rvd_pending_capture *pc)
+{
+	struct rvd_pending_capture **pp;
+
+	f->env.release_reservation(f->env.ctx, pc->reservation);
+	for (pp = &f->pending; *pp; pp = &(*pp)->next) {
+		if (*pp == pc) {
+			*pp = pc->next;
+			break;
+		}
+	}
+	uv_timer_stop(&pc->timer);
+	uv_close((uv_handle_t *)&pc->timer, pending_close_cb);
+}
+
+static struct rvd_pending_capture *pending_find(struct rvd_capture_flow *f, pid_t pid,
+						uint64_t request_id)
+{
+	for (struct rvd_pending_capture *pc = f->pending; pc; pc = pc->next)
+		if (pc->pid == pid && (!request_id || pc->request_id == request_id))
+			return pc;
+	return NULL;
+}
+
+static void capture_timeout_cb(uv_timer_t *t)
+{
+	struct rvd_pending_capture *pc = t->data;
+	struct rvd_capture_flow *f = pc->f;
+	struct rvd_process *p = rvd_registry_find(f->env.reg, pc->pid);
+
+	note_error(f, "capture %" PRIu64 " of pid %d: no answer within %u ms", pc->request_id,
+		   (int)pc->pid, f->env.cfg->capture_timeout_ms);
+	pending_drop(f, pc);
+	if (p && p->conn)
+		rvd_conn_close(p->conn, "did not answer a capture request");
+}
+
+static void skipped_stored_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_capture_flow *f = data;
+
+	(void)sp;
+	if (status < 0)
+		note_error(f, "spool: recording a skipped anomaly: %s", strerror(-status));
+	else if (f->env.seams->pending)
+		f->env.seams->pending(f->env.seams->ctx, id); /* its skip report is due */
+}
+
+static void capture_begin(struct rvd_capture_flow *f, const struct rvd_anomaly *a,
+			  int64_t reservation);
+
+/* The policy decided: capture, or record skipped(reason) without a file. */
+static void decide_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_enforce_job *j = data;
+	struct rvd_capture_flow *f = j->data;
+	struct rvd_process *p = rvd_registry_find(f->env.reg, j->anomaly.pid);
+	struct rvd_capture_rec meta;
+
+	if (p && p->deciding)
+		p->deciding--;
+	rvd_enforce_done(j);
+	f->env.policy_changed(f->env.ctx);
+	if (status < 0 || j->status < 0) {
+		note_error(f, "policy decision: %s", strerror(-(status < 0 ? status : j->status)));
+		f->captures_dropped++;
+	} else if (j->reason[0]) {
+		rvd_info("anomaly not captured: %s", j->reason);
+		f->captures_dropped++;
+		memset(&meta, 0, sizeof(meta));
+		meta.state = RVD_SPOOL_SKIPPED;
+		snprintf(meta.reason, sizeof(meta.reason), "%s", j->reason);
+		meta.anomaly = j->anomaly;
+		snprintf(meta.app_id, sizeof(meta.app_id), "%s", j->app_id);
+		if (!f->env.stopping(f->env.ctx) &&
+		    rvd_spool_store(sp, -1, 0, &meta, skipped_stored_cb, f) < 0)
+			note_error(f, "spool: recording a skipped anomaly: out of memory");
+	} else {
+		capture_begin(f, &j->anomaly, j->reservation);
+	}
+	rvd_enforce_job_free(j);
+}
+
+void rvd_capture_anomaly(struct rvd_capture_flow *f, const struct rvd_anomaly *a)
+{
+	struct rvd_enforce_job *j;
+	const char *reason = NULL;
+	struct rvd_process *p;
+	struct rvd_anomaly an = *a;
+
+	rvd_info("anomaly kind %d severity %u pid %d tid %d: %s%s%s", a->kind, a->severity,
+		 (int)a->pid, (int)a->tid, a->name, a->name[0] ? " " : "", a->detail);
+	if (f->env.stopping(f->env.ctx))
+		return;
+	f->anomalies++;
+	if (f->env.consent(f->env.ctx) == REARVIEW__CONSENT_LEVEL__CONSENT_OFF) {
+		rvd_info("anomaly not captured: consent off");
+		f->captures_dropped++;
+		return;
+	}
+	if (f->env.seams->policy_allow &&
+	    f->env.seams->policy_allow(f->env.seams->ctx, a, &reason) < 0) {
+		rvd_info("anomaly not captured: %s", reason ? reason : "policy");
+		f->captures_dropped++;
+		return;
+	}
+	/* A system-wide anomaly (thermal) captures the foreground app. */
+	if (an.pid == 0) {
+		for (unsigned i = 0; i < RVD_MRU_MAX && f->env.reg->mru[i]; i++) {
+			if (rvd_registry_find(f->env.reg, f->env.reg->mru[i])) {
+				an.pid = f->env.reg->mru[i];
+				break;
+			}
+		}
+	}
+	p = an.pid ? rvd_registry_find(f->env.reg, an.pid) : NULL;
+	if (!p || !p->conn) {
+		rvd_info("anomaly not captured: pid %d is not registered", (int)an.pid);
+		f->captures_dropped++;
+		return;
+	}
+	if (an.tid == 0)
+		an.tid = p->traced_tid ? p->traced_tid : (p->ui_tid ? p->ui_tid : p->pid);
+	if (pending_find(f, p->pid, 0) || p->deciding) {
+		rvd_info("anomaly not captured: a capture of pid %d is in flight", (int)p->pid);
+		f->captures_dropped++;
+		return;
+	}
+	/*
+	 * An explicit capture (rvctl, the capture API) is asked for by an admin:
+	 * consent alone gates it.  Detector anomalies go through the ledger —
+	 * debounce, campaigns, quota — on the work queue (it fsyncs).
+	 */
+	if (an.kind == RVD_ANOMALY_MANUAL) {
+		capture_begin(f, &an, 0);
+		return;
+	}
+	j = rvd_enforce_job_new(f->env.enf, RVD_ENF_DECIDE);
+	if (!j) {
+		note_error(f, "policy decision: out of memory");
+		f->captures_dropped++;
+		return;
+	}
+	j->consent = f->env.consent(f->env.ctx);
+	j->anomaly = an;
+	snprintf(j->app_id, sizeof(j->app_id), "%.63s", p->app_id[0] ? p->app_id : p->exe);
+	snprintf(j->item_id, sizeof(j->item_id), "a-%d-%" PRIu64, (int)p->pid, ++f->next_request);
+	j->data = f;
+	if (f->env.enforce_submit(f->env.ctx, j, decide_cb) < 0) {
+		note_error(f, "policy decision: out of memory");
+		f->captures_dropped++;
+		return;
+	}
+	p->deciding++;
+}
+
+static void capture_begin(struct rvd_capture_flow *f, const struct rvd_anomaly *a,
+			  int64_t reservation)
+{
+	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
+	Rearview__CaptureRequest cr = REARVIEW__CAPTURE_REQUEST__INIT;
+	Rearview__Anomaly apb;
+	struct rvd_pending_capture *pc;
+	struct rvd_process *p = rvd_registry_find(f->env.reg, a->pid);
+	struct rvd_anomaly an = *a;
+
+	if (f->env.stopping(f->env.ctx) || !p || !p->conn || pending_find(f, a->pid, 0)) {
+		rvd_info("anomaly not captured: pid %d is gone or busy", (int)a->pid);
+		f->captures_dropped++;
+		f->env.release_reservation(f->env.ctx, reservation);
+		return;
+	}
+	pc = calloc(1, sizeof(*pc));
+	if (!pc) {
+		note_error(f, "capture: out of memory");
+		f->env.release_reservation(f->env.ctx, reservation);
+		return;
+	}
+	pc->f = f;
+	pc->request_id = ++f->next_request;
+	pc->pid = p->pid;
+	pc->fired_ns = uv_hrtime();
+	pc->anomaly = an;
+	pc->reservation = reservation;
+	snprintf(pc->app_id, sizeof(pc->app_id), "%s", p->app_id);
+	uv_timer_init(f->env.loop, &pc->timer);
+	pc->timer.data = pc;
+	pc->next = f->pending;
+	f->pending = pc;
+	uv_timer_start(&pc->timer, capture_timeout_cb, f->env.cfg->capture_timeout_ms, 0);
+
+	rvd_anomaly_to_pb(&an, &apb);
+	cr.request_id = pc->request_id;
+	cr.tid = an.tid;
+	cr.anomaly = &apb;
+	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE;
+	m.capture = &cr;
+	rvd_conn_send(p->conn, &m.base);
+}
+
+static void state_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_capture_flow *f = data;
+	const struct rvd_capture_rec *r = rvd_spool_find(sp, id);
+
+	if (status < 0) {
+		note_error(f, "spool: state change of capture %" PRIu64 ": %s", id,
+			   strerror(-status));
+		return;
+	}
+	if (r && r->state == RVD_SPOOL_PENDING && f->env.seams->pending)
+		f->env.seams->pending(f->env.seams->ctx, id);
+}
+
+/* captured → pending | skipped(reason), from the consent (and, later, policy). */
+void rvd_capture_gate(struct rvd_capture_flow *f, uint64_t id)
+{
+	int rc;
+
+	if (f->env.consent(f->env.ctx) >= REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY)
+		rc = rvd_spool_set_state(f->env.spool, id, RVD_SPOOL_PENDING, NULL, state_cb, f);
+	else
+		rc = rvd_spool_set_state(f->env.spool, id, RVD_SPOOL_SKIPPED,
+					 f->env.consent(f->env.ctx) ==
+							 REARVIEW__CONSENT_LEVEL__CONSENT_LOCAL
+						 ? "consent_local"
+						 : "consent_off",
+					 state_cb, f);
+	if (rc < 0)
+		note_error(f, "spool: capture %" PRIu64 ": %s", id, strerror(-rc));
+}
+
+static void summary_done_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_summary_job *j = data;
+
+	if (status < 0 || j->status < 0)
+		note_error(j->data, "summary of capture %" PRIu64 ": %s", j->id,
+			   status < 0 ? strerror(-status) : j->err);
+	else
+		rvd_spool_note_summary(sp, j->id);
+	free(j);
+}
+
+/*
+ * Queues the local summary of a stored capture when the consent lets
+ * summaries leave the device (summary/full) and it has none yet.  A spool
+ * job: it runs before the capture's gate (queued after it), so a capture
+ * is pending only once its summary is durable, and the policy store it
+ * reads the signature models from is used by one thread at a time.
+ */
+void rvd_capture_summarize(struct rvd_capture_flow *f, const struct rvd_capture_rec *r)
+{
+	struct rvd_summary_job *j;
+
+	if (f->env.consent(f->env.ctx) < REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY || !r->file[0] ||
+	    r->has_summary || f->env.stopping(f->env.ctx))
+		return;
+	j = calloc(1, sizeof(*j));
+	if (j) {
+		j->data = f;
+		j->sp = f->env.spool;
+		j->enf = f->env.enf;
+		j->id = r->id;
+		snprintf(j->file, sizeof(j->file), "%s", r->file);
+	}
+	if (!j || rvd_spool_run(f->env.spool, rvd_summary_work, j, summary_done_cb, j) < 0) {
+		free(j);
+		note_error(f, "summary of capture %" PRIu64 ": out of memory", r->id);
+	}
+}
+
+static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
+	Rearview__Ack ack = REARVIEW__ACK__INIT;
+	struct store_ctx *sc = data;
+	struct rvd_capture_flow *f = sc->f;
+	struct rvd_process *p = rvd_registry_find(f->env.reg, sc->pid);
+
+	if (status < 0) {
+		note_error(f, "spool: storing capture of pid %d: %s", (int)sc->pid,
+			   strerror(-status));
+		f->env.release_reservation(f->env.ctx, sc->reservation);
+		free(sc);
+		return;
+	}
+	rvd_info("capture %" PRIu64 " of pid %d stored", id, (int)sc->pid);
+	if (p && p->conn) {
+		ack.request_id = sc->request_id;
+		m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_ACK;
+		m.ack = &ack;
+		rvd_conn_send(p->conn, &m.base);
+	}
+	free(sc);
+	if (f->env.seams->captured) {
+		const struct rvd_capture_rec *r = rvd_spool_find(sp, id);
+
+		if (r)
+			f->env.seams->captured(f->env.seams->ctx, r);
+	}
+	if (rvd_spool_find(sp, id))
+		rvd_capture_summarize(f, rvd_spool_find(sp, id));
+	rvd_capture_gate(f, id);
+}
+
+#define RVD_SEALS_REQUIRED (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
+
+int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd_process *p,
+		      const Rearview__CaptureReady *cr)
+{
+	struct rvd_pending_capture *pc = pending_find(f, p->pid, cr->request_id);
+	struct rvd_capture_rec meta;
+	struct store_ctx *sc;
+	struct stat stb;
+	uint64_t now = uv_hrtime();
+	int fd = rvd_conn_take_fd(c);
+	int seals;
+
+	if (!pc) {
+		if (fd >= 0)
+			close(fd);
+		rvd_info("pid %d: CaptureReady for unknown request %" PRIu64, (int)p->pid,
+			 cr->request_id);
+		return 0; /* a late answer after a timeout is not an offence */
+	}
+	if (fd < 0) {
+		note_error(f, "pid %d: CaptureReady without a descriptor", (int)p->pid);
+		pending_drop(f, pc);
+		return -EBADMSG;
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED ||
+	    fstat(fd, &stb) < 0 || !S_ISREG(stb.st_mode) || (uint64_t)stb.st_size != cr->size ||
+	    cr->size > f->env.cfg->capture_max_bytes) {
+		note_error(f, "pid %d: capture %" PRIu64 " refused: %s", (int)p->pid,
+			   cr->request_id,
+			   seals < 0 ? "not a sealable memfd"
+			   : (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED
+				   ? "memfd not sealed"
+				   : "size mismatch or too large");
+		close(fd);
+		pending_drop(f, pc);
+		return -EBADMSG;
+	}
+	assert(cr->size <= f->env.cfg->capture_max_bytes && pc->pid == p->pid);
+	memset(&meta, 0, sizeof(meta));
+	meta.anomaly = pc->anomaly;
+	meta.reservation = pc->reservation; /* committed when the upload is acknowledged */
+	snprintf(meta.app_id, sizeof(meta.app_id), "%s", pc->app_id);
+	/* Same clock (CLOCK_MONOTONIC) on both sides; fall back to what we saw. */
+	if (cr->frozen_monotonic_ns >= pc->anomaly.monotonic_ns &&
+	    cr->frozen_monotonic_ns - pc->anomaly.monotonic_ns < 60ull * 1000000000ull)
+		meta.freeze_latency_ns = cr->frozen_monotonic_ns - pc->anomaly.monotonic_ns;
+	else
+		meta.freeze_latency_ns = now - pc->fired_ns;
+	f->last_freeze_latency_ns = meta.freeze_latency_ns;
+	sc = malloc(sizeof(*sc));
+	if (!sc) {
+		close(fd);
+		pending_drop(f, pc);
+		note_error(f, "capture: out of memory");
+		return 0;
+	}
+	sc->f = f;
+	sc->pid = p->pid;
+	sc->request_id = cr->request_id;
+	sc->reservation = pc->reservation;
+	pc->reservation = 0; /* the stored capture holds it now */
+	pending_drop(f, pc);
+	if (rvd_spool_store(f->env.spool, fd, cr->size, &meta, store_cb, sc) < 0) {
+		f->env.release_reservation(f->env.ctx, sc->reservation);
+		free(sc);
+		note_error(f, "capture: spool refused the capture");
+	}
+	return 0;
+}
+
+void rvd_capture_init(struct rvd_capture_flow *f, const struct rvd_capture_env *env)
+{
+	*f = (struct rvd_capture_flow){.env = *env};
+}
+
+void rvd_capture_forget(struct rvd_capture_flow *f, pid_t pid)
+{
+	struct rvd_pending_capture *pc;
+
+	while ((pc = pending_find(f, pid, 0)) != NULL)
+		pending_drop(f, pc);
+}
+
+void rvd_capture_stop(struct rvd_capture_flow *f)
+{
+	while (f->pending)
+		pending_drop(f, f->pending);
+}
