@@ -164,7 +164,7 @@ $(OBJ)/a64/%.o: %.S
 	$(RVT_A64_CC) $(RVT_A64_CFLAGS) -c -o $@ $<
 $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 	@mkdir -p $(@D)
-	$(RVT_A64_CC) -static -pthread -o $@ $^
+	$(RVT_A64_CC) -static -pthread -Wl,-u,__pthread_create,-u,__pthread_setname_np -o $@ $^
 $(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
 	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
 	chmod +x $@

@@ -570,12 +570,34 @@ void rvt_devmode_start(void)
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 typedef int (*setname_fn)(pthread_t, const char *);
 
+/* glibc's own names for the two functions: strong in a static libc.a (whose
+ * pthread_create and pthread_setname_np are weak aliases of them), absent
+ * from libc.so.  Weak here, so a dynamic program leaves them NULL and finds
+ * libc's through dlsym(RTLD_NEXT); a fully static one, where dlsym finds
+ * nothing, links them with -Wl,-u,__pthread_create,-u,__pthread_setname_np
+ * (trace.h). */
+extern int __pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
+	__attribute__((weak));
+extern int __pthread_setname_np(pthread_t, const char *) __attribute__((weak));
+
+static void *next_symbol(const char *name, void *static_fallback)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (!f)
+		f = static_fallback;
+	if (!f)
+		rvt_say("rearview: %s of the C library not found (a static program must link "
+			"with -Wl,-u,__pthread_create,-u,__pthread_setname_np)",
+			name);
+	return f;
+}
+
 static create_fn real_create(void)
 {
 	static _Atomic(create_fn) fn;
 	create_fn f = atomic_load(&fn);
 	if (!f) {
-		f = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		f = (create_fn)next_symbol("pthread_create", (void *)__pthread_create);
 		atomic_store(&fn, f);
 	}
 	return f;
@@ -642,7 +664,7 @@ RVT_API int pthread_setname_np(pthread_t th, const char *name)
 	static _Atomic(setname_fn) fn;
 	setname_fn f = atomic_load(&fn);
 	if (!f) {
-		f = (setname_fn)dlsym(RTLD_NEXT, "pthread_setname_np");
+		f = (setname_fn)next_symbol("pthread_setname_np", (void *)__pthread_setname_np);
 		atomic_store(&fn, f);
 	}
 	if (!f)

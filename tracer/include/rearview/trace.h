@@ -42,7 +42,9 @@
  *
  * Threads: with RV_TRACE=all or a name list, librvtrace interposes
  * pthread_create() (to start new threads and capture them as they end) and
- * pthread_setname_np(); they behave as libc's otherwise.
+ * pthread_setname_np(); they behave as libc's otherwise.  A fully static
+ * program (-static) links with -Wl,-u,__pthread_create,-u,__pthread_setname_np
+ * so that libc's own functions are there to call.
  *
  * Errors: every fallible function returns 0 (or a count / descriptor) or a
  * negative errno.  Every function is thread-safe except where noted.  None of
