@@ -70,6 +70,9 @@ $(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 $(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_daemon_crash: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+# A real traced program (the demo app) across a daemon SIGKILL and restart.
+$(eval $(call rv_test,integration,daemon_restart,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_restart: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-demo-app
 $(eval $(call rv_test,device,spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),1))
 # Policy enforcement end to end; signs documents with librvpolicy at test time.
 $(OBJ)/tests/integration/test_daemon_policy.o: CPPFLAGS += -Ipolicy/include

@@ -8,7 +8,8 @@ LIBELF_CFLAGS := $(call pc,--cflags,libelf)
 LIBELF_LIBS   := $(call pc,--libs,libelf)
 
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
-           tracer/src/symbols.c tracer/src/control.c
+           tracer/src/symbols.c tracer/src/control.c \
+           tracer/src/devmode.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -98,6 +99,7 @@ $(OBJ)/tests/tracer/test_signal_inline.o: CFLAGS += -finstrument-functions \
 $(OBJ)/tests/tracer/test_signal_inline.o: tests/tracer/test_signal.c
 $(eval $(call rv_test,tracer,signal_inline,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,devmode,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 # x86-64 inline mode's register-preserving stubs, called from hand-written asm.
 ifneq ($(findstring x86_64,$(RVT_ARCH)),)
 RVT_STUB_OBJ := $(OBJ)/tests/tracer/stub_regs-x86_64.o
@@ -145,6 +147,7 @@ RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -I
                   -Iproto/common/include \
                   -DRVT_BUILDING_LIBRARY $(WARN)
 RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o tracer/src/encode.o \
+	tracer/src/devmode.o \
 	tracer/src/hooks-aarch64.o proto/common/src/io.o proto/common/src/atomic.o \
 	tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
 	tests/tracer/wrap_check.o \
@@ -161,7 +164,7 @@ $(OBJ)/a64/%.o: %.S
 	$(RVT_A64_CC) $(RVT_A64_CFLAGS) -c -o $@ $<
 $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 	@mkdir -p $(@D)
-	$(RVT_A64_CC) -static -pthread -o $@ $^
+	$(RVT_A64_CC) -static -pthread -Wl,-u,__pthread_create,-u,__pthread_setname_np -o $@ $^
 $(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
 	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
 	chmod +x $@

@@ -30,7 +30,7 @@ void rvd_config_defaults(struct rvd_config *c)
 	c->max_frame = 1u << 20;
 	c->max_peers = 256;
 	c->traced_apps = 2;
-	c->buffer_bytes = 1u << 20;
+	c->buffer_bytes = 32u << 20; /* = RVT_DEFAULT_BUFFER_BYTES (tracer/BENCHMARKS.md) */
 	c->jank_frames = 3;
 	c->jank_budget_ns = 16666667;
 	c->touch_threshold_ns = 400000000;

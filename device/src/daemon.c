@@ -145,11 +145,73 @@ static void trace_cb(struct rvd_process *p, pid_t tid, bool start, void *data)
 		rvd_conn_send(c, &m.base);
 }
 
-static void replan(struct rvd_daemon *d)
+/* Tells `p` to stop every thread and unmap every ring it holds. */
+static void release_all(struct rvd_process *p)
+{
+	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
+	Rearview__StopTracing sp = REARVIEW__STOP_TRACING__INIT;
+
+	sp.all_threads = true;
+	sp.release_buffer = true;
+	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_STOP;
+	m.stop = &sp;
+	rvd_info("pid %d: stop tracing and release every buffer", (int)p->pid);
+	p->traced_tid = 0;
+	if (p->conn)
+		rvd_conn_send(p->conn, &m.base);
+}
+
+/* Whether `p` last reported a thread tracing or holding a ring. */
+static bool holds_rings(const struct rvd_process *p)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tracing || p->threads[i].buffer_bytes)
+			return true;
+	return false;
+}
+
+/*
+ * A process that registers while it traces (it outlived a daemon restart)
+ * is taken over: its traced UI thread counts against traced_apps as if it
+ * had been planned here, with no foreground event needed.  Every other ring
+ * it reports (consent off, no room, not its UI thread, or held untraced) is
+ * released.
+ */
+static void adopt_or_release(struct rvd_daemon *d, struct rvd_process *p)
 {
 	unsigned n = d->consent == REARVIEW__CONSENT_LEVEL__CONSENT_OFF ? 0 : d->cfg.traced_apps;
+	bool others = false;
 
-	rvd_registry_plan(&d->reg, n, trace_cb, d);
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct rvd_thread *t = &p->threads[i];
+
+		if (t->tracing && rvd_registry_adopt(&d->reg, p, t->tid, n))
+			rvd_info("pid %d: took over tracing tid %d", (int)p->pid, (int)t->tid);
+		else if (t->tracing || t->buffer_bytes)
+			others = true;
+	}
+	if (others && !p->traced_tid) {
+		release_all(p);
+		return;
+	}
+	for (size_t i = 0; others && i < p->nthreads; i++) {
+		const struct rvd_thread *t = &p->threads[i];
+
+		if (t->tid != p->traced_tid && (t->tracing || t->buffer_bytes))
+			trace_cb(p, t->tid, false, d);
+	}
+}
+
+/* At consent off, every process still reporting a ring is told to release
+ * them all (again, until its report shows none: a report can lag). */
+static void replan(struct rvd_daemon *d)
+{
+	bool off = d->consent == REARVIEW__CONSENT_LEVEL__CONSENT_OFF;
+
+	for (struct rvd_process *p = d->reg.head; off && p; p = p->next)
+		if (holds_rings(p))
+			release_all(p);
+	rvd_registry_plan(&d->reg, off ? 0 : d->cfg.traced_apps, trace_cb, d);
 }
 
 /* The loop-thread copies of the policy's detector thresholds. */
@@ -278,6 +340,7 @@ static int on_register(struct rvd_daemon *d, struct rvd_conn *c, const Rearview_
 		return rc;
 	}
 	rvd_info("pid %d registered (%s, %zu threads)", (int)p->pid, p->app_id, p->nthreads);
+	adopt_or_release(d, p);
 	tc.buffer_bytes = d->cfg.buffer_bytes;
 	tc.max_buffers = d->cfg.traced_apps;
 	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_CONFIG;

@@ -1,7 +1,8 @@
 /*
  * registry.c — process registry and the "N most recently foreground apps"
  * tracing plan.  Invariant: traced_tid of a process is exactly what the
- * daemon last asked it to trace; rvd_registry_plan() is the only writer.
+ * daemon last asked it to trace, or what it took over at registration;
+ * rvd_registry_plan() and rvd_registry_adopt() are the only writers.
  */
 #include "registry.h"
 
@@ -140,6 +141,27 @@ static bool wanted(const struct rvd_registry *reg, const struct rvd_process *p, 
 		seen++;
 	}
 	return false;
+}
+
+bool rvd_registry_adopt(struct rvd_registry *reg, struct rvd_process *p, pid_t tid, unsigned n)
+{
+	unsigned seen = 0, end = 0;
+
+	if (tid <= 0 || p->traced_tid)
+		return false;
+	for (; end < RVD_MRU_MAX && reg->mru[end]; end++) {
+		if (reg->mru[end] == p->pid)
+			return false; /* already planned: the plan decides */
+		if (rvd_registry_find(reg, reg->mru[end]))
+			seen++;
+	}
+	/* A process tracing another thread than its UI thread is re-planned. */
+	if (seen >= n || end >= RVD_MRU_MAX || (p->ui_tid && p->ui_tid != tid))
+		return false;
+	reg->mru[end] = p->pid;
+	p->ui_tid = tid;
+	p->traced_tid = tid;
+	return true;
 }
 
 unsigned rvd_registry_plan(struct rvd_registry *reg, unsigned n, rvd_trace_cb cb, void *data)

@@ -65,6 +65,16 @@ uint64_t rvd_process_buffer_bytes(const struct rvd_process *p);
  * that process's UI thread when it is registered. */
 void rvd_registry_foreground(struct rvd_registry *reg, pid_t pid, pid_t ui_tid);
 
+/*
+ * Takes over thread `tid` that `p` reports it is already tracing (it
+ * outlived a daemon restart): when fewer than `n` registered processes are in
+ * the foreground list and `tid` is p's UI thread (or p named none), p joins
+ * the list at its end, tid becomes its UI thread and traced_tid.  Returns
+ * true if taken over; false leaves p untouched (the caller releases the
+ * ring).
+ */
+bool rvd_registry_adopt(struct rvd_registry *reg, struct rvd_process *p, pid_t tid, unsigned n);
+
 /* Called for each change: start (tracing a tid) or stop (release its buffer). */
 typedef void (*rvd_trace_cb)(struct rvd_process *p, pid_t tid, bool start, void *data);
 

@@ -251,6 +251,46 @@ static void test_registry_plan_traces_n_most_recent(void **state)
 	rvd_registry_release(&reg);
 }
 
+static void test_registry_adopt_counts_against_n_then_plan_keeps_it(void **state)
+{
+	struct rvd_registry reg;
+	struct plan_log log = {0};
+	struct rvd_process *a, *b, *c;
+	int err;
+
+	rvd_registry_init(&reg);
+	a = rvd_registry_add(&reg, 100, &err);
+	b = rvd_registry_add(&reg, 200, &err);
+	c = rvd_registry_add(&reg, 300, &err);
+	rvd_registry_foreground(&reg, 100, 0);
+	assert_int_equal(rvd_registry_plan(&reg, 2, plan_cb, &log), 1);
+
+	/* 200 still traces its thread 201 from before a restart: taken over,
+	 * and the plan then changes nothing. */
+	assert_true(rvd_registry_adopt(&reg, b, 201, 2));
+	assert_int_equal(b->traced_tid, 201);
+	assert_int_equal(b->ui_tid, 201);
+	log.n = 0;
+	assert_int_equal(rvd_registry_plan(&reg, 2, plan_cb, &log), 0);
+	/* No room left for 300; nor at N = 0; nor twice. */
+	assert_false(rvd_registry_adopt(&reg, c, 300, 2));
+	assert_false(rvd_registry_adopt(&reg, c, 300, 0));
+	assert_false(rvd_registry_adopt(&reg, b, 201, 3));
+	/* A process whose UI thread is another one is not taken over. */
+	c->ui_tid = 302;
+	assert_false(rvd_registry_adopt(&reg, c, 301, 3));
+	assert_int_equal(c->traced_tid, 0);
+	/* A later foreground event supersedes the takeover as usual. */
+	rvd_registry_foreground(&reg, 300, 0);
+	log.n = 0;
+	assert_int_equal(rvd_registry_plan(&reg, 2, plan_cb, &log), 2);
+	assert_int_equal(log.tid[0], 201);
+	assert_false(log.start[0]);
+	assert_int_equal(log.tid[1], 302);
+	assert_int_equal(a->traced_tid, 100);
+	rvd_registry_release(&reg);
+}
+
 static void test_registry_buffer_bytes_summed(void **state)
 {
 	struct rvd_registry reg;
@@ -325,6 +365,7 @@ int main(void)
 		cmocka_unit_test(test_thermal_missing_root_empty),
 		cmocka_unit_test(test_corr_jank_with_high_metric_fires),
 		cmocka_unit_test(test_registry_plan_traces_n_most_recent),
+		cmocka_unit_test(test_registry_adopt_counts_against_n_then_plan_keeps_it),
 		cmocka_unit_test(test_registry_buffer_bytes_summed),
 		cmocka_unit_test(test_spool_transitions_follow_state_machine),
 		cmocka_unit_test(test_config_file_overrides_and_rejects_typos),

@@ -10,7 +10,10 @@
  * in SCM_RIGHTS, or with `error` set and no fd).  ThreadsChanged goes out when
  * threads register or the UI thread changes.  A lost connection is retried
  * with backoff (100 ms doubling to 5 s), waiting on the wake pipe so
- * rvt_control_stop() is immediate.
+ * rvt_control_stop() is immediate; the first failure to connect is said once
+ * on stderr, the retries are quiet.  Register carries what the process is
+ * tracing, so a restarted daemon takes it over; StopTracing.all_threads
+ * releases every ring.
  *
  * Invariants: only this thread touches the socket; the wake pipe is the only
  * way other threads talk to it; the thread is library code, never traced.
@@ -164,8 +167,13 @@ static int handle(int sock, const uint8_t *payload, size_t len)
 			rc = send_threads(sock);
 		break;
 	case REARVIEW__CONTROL_MESSAGE__MSG_STOP:
-		if (rvt_stop(m->stop->tid ? m->stop->tid : -1, m->stop->release_buffer) == 0)
+		if (m->stop->all_threads) {
+			rvt_release_all();
 			rc = send_threads(sock);
+		} else if (rvt_stop(m->stop->tid ? m->stop->tid : -1, m->stop->release_buffer) ==
+			   0) {
+			rc = send_threads(sock);
+		}
 		break;
 	case REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE:
 		rc = do_capture(sock, m->capture);
@@ -218,8 +226,14 @@ static void *control_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	int backoff_ms = 100;
+	int said = 0;
 	for (;;) {
 		int sock = connect_to(ctl_path);
+		if (sock < 0 && !said) {
+			rvt_say("rearview: cannot reach the daemon at %s (%s); retrying quietly",
+				ctl_path, strerror(-sock));
+			said = 1;
+		}
 		if (sock < 0) {
 			struct pollfd w = {wake_pipe[0], POLLIN, 0};
 			if (poll(&w, 1, backoff_ms) > 0) {
@@ -300,7 +314,7 @@ int rvt_control_start(const char *socket_path)
 		rc = -errno;
 		goto out_unlock;
 	}
-	rc = -pthread_create(&ctl_thread, NULL, control_main, NULL);
+	rc = -rvt_pthread_create_untraced(&ctl_thread, NULL, control_main, NULL);
 	if (rc) {
 		close(wake_pipe[0]);
 		close(wake_pipe[1]);

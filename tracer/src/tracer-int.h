@@ -9,6 +9,7 @@
 #include "rearview/trace-inline.h"
 #include "rearview/trace.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -144,6 +145,11 @@ RVT_HIDDEN int rvt_resolve_key(uint64_t addr, char *buf, size_t len);
  * never calls into control.c.  NULL: nobody listens. */
 RVT_HIDDEN void rvt_set_threads_changed_hook(void (*fn)(void));
 
+/* Stops every thread and unmaps every ring of the process (exited threads'
+ * included).  Returns 0, or the first rvt_stop() error (-ETIMEDOUT) with
+ * the rings of the threads that did stop released. */
+RVT_HIDDEN int rvt_release_all(void);
+
 /* Registry snapshot for the control thread. */
 struct rvt_thread_info {
 	pid_t tid;
@@ -156,5 +162,42 @@ RVT_HIDDEN size_t rvt_threads_snapshot(struct rvt_thread_info *out, size_t cap);
  * record when `anomaly` is not NULL); returns the fd or a negative errno. */
 RVT_HIDDEN int rvt_capture_frozen_memfd(pid_t tid, const struct rvt_anomaly *anomaly,
 					uint64_t *size, uint64_t *frozen_ns);
+
+/* ---- developer mode (devmode.c) ---- */
+
+/* Prints one line (a trailing newline is added) on stderr in one write.
+ * Any thread; not in a signal handler. */
+RVT_HIDDEN void rvt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Reads the developer-mode environment once (from the library's init):
+ * *buffer_bytes and *max_buffers hold the defaults and get RV_TRACE_BUFFER
+ * and RV_TRACE_MAX_BUFFERS (or the raised limit of RV_TRACE=all); every
+ * setting it cannot honour is said on stderr and the default kept. */
+RVT_HIDDEN void rvt_devmode_env(size_t *buffer_bytes, unsigned *max_buffers);
+
+/* From the library constructor, after the main thread registered: starts
+ * the threads the settings name and arms the at-exit and fork handlers. */
+RVT_HIDDEN void rvt_devmode_start(void);
+
+/* Captures every thread holding a ring to the expanded RV_TRACE_FILE; a
+ * failure is said on stderr.  Returns 0, or -ENOENT when it is unset. */
+RVT_HIDDEN int rvt_devmode_capture_all(void);
+
+/* Expands `pat` (%p, %t, %e, %%) into out[len].  Returns 0, -ENAMETOOLONG
+ * or -EINVAL (empty). */
+RVT_HIDDEN int rvt_output_name(const char *pat, pid_t pid, pid_t tid, char *out, size_t len);
+
+/* Writes buf to `path` without ever replacing what is not a regular file:
+ * a new name or a regular file atomically (temporary + fsync + rename), a
+ * FIFO or character device through (opened O_WRONLY), /dev/stdout,
+ * /dev/stderr, /dev/fd/N to the descriptor, a symlink by its resolved
+ * target.  Returns 0, -EISDIR, -EINVAL (another kind of file: refused), or
+ * the errno of the failing call. */
+RVT_HIDDEN int rvt_output_write(const char *path, const void *buf, size_t len);
+
+/* pthread_create() without developer mode's tracing of new threads, for the
+ * library's own threads.  Returns 0 or a positive errno like it. */
+RVT_HIDDEN int rvt_pthread_create_untraced(pthread_t *th, const pthread_attr_t *attr,
+					   void *(*fn)(void *), void *arg);
 
 #endif

@@ -19,6 +19,7 @@
 #include "tracer-int.h"
 #include "rearview/common.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stddef.h>
 #include <dirent.h>
@@ -66,8 +67,6 @@ static int initialised;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_error;
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
-static char *env_trace_file;
-static pid_t main_tid;
 static void (*_Atomic threads_changed)(void);
 
 void rvt_set_threads_changed_hook(void (*fn)(void))
@@ -455,58 +454,12 @@ static void atfork_child(void)
 
 /* ---- init ----------------------------------------------------------------- */
 
-static size_t parse_size(const char *s, size_t dflt)
-{
-	if (!s || !*s)
-		return dflt;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return dflt;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end || v < RVT_MIN_BUFFER_BYTES || v > RVT_MAX_BUFFER_BYTES)
-		return dflt;
-	return (size_t)v & ~(size_t)7;
-}
-
-static void at_exit_capture(void)
-{
-	if (env_trace_file)
-		rvt_capture_default();
-}
-
 static void do_init(void)
 {
 	uint64_t base = 0;
 	dl_iterate_phdr(find_base, &base);
 	rvt_method_base = base;
-	cfg_buffer_bytes = parse_size(getenv("RV_TRACE_BUFFER"), RVT_DEFAULT_BUFFER_BYTES);
-	const char *mb = getenv("RV_TRACE_MAX_BUFFERS");
-	if (mb && *mb) {
-		char *end;
-		unsigned long v = strtoul(mb, &end, 10);
-		if (!*end && v >= 1 && v <= 4096)
-			cfg_max_buffers = (unsigned)v;
-	}
+	rvt_devmode_env(&cfg_buffer_bytes, &cfg_max_buffers);
 	/* The first real-time signal nobody has a handler for. */
 	stop_signal = 0;
 	for (int s = SIGRTMIN + 6; s <= SIGRTMAX - 2 && !stop_signal; s++) {
@@ -532,9 +485,6 @@ static void do_init(void)
 		return;
 	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	const char *f = getenv("RV_TRACE_FILE");
-	if (f && *f)
-		env_trace_file = strdup(f);
 	initialised = 1;
 }
 
@@ -549,13 +499,9 @@ __attribute__((constructor)) static void rvt_ctor(void)
 	if (rvt_init() != 0)
 		return;
 	pthread_mutex_lock(&reg_lock);
-	main_tid = register_locked();
+	register_locked();
 	pthread_mutex_unlock(&reg_lock);
-	const char *on = getenv("RV_TRACE");
-	if (on && strcmp(on, "1") == 0)
-		rvt_start(0);
-	if (env_trace_file)
-		atexit(at_exit_capture);
+	rvt_devmode_start();
 }
 
 /* ---- public control API ------------------------------------------------- */
@@ -623,6 +569,32 @@ int rvt_stop(pid_t tid, int release)
 		if (!r->t)
 			*r = recs[--nrecs];
 	}
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
+}
+
+int rvt_release_all(void)
+{
+	if (rvt_init())
+		return -ESRCH;
+	int rc = 0;
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < nrecs;) {
+		struct rec *r = &recs[i];
+		int e = stop_locked(r);
+		if (e) {
+			rc = rc ? rc : e;
+			i++;
+			continue;
+		}
+		ring_free(r->ring);
+		r->ring = NULL;
+		if (!r->t)
+			*r = recs[--nrecs]; /* exited: forget it, look at the moved one */
+		else
+			i++;
+	}
+	assert(rc != 0 || live_rings == 0);
 	pthread_mutex_unlock(&reg_lock);
 	return rc;
 }
@@ -766,7 +738,7 @@ int rvt_capture_to_path(pid_t tid, const char *path)
 	int rc = capture_to_buffer(tid, NULL, &buf, &len, NULL);
 	if (rc)
 		return rc;
-	rc = rvc_write_file_atomic(path, buf, len, 0644);
+	rc = rvt_output_write(path, buf, len);
 	free(buf);
 	return rc;
 }
@@ -809,9 +781,7 @@ int rvt_capture_to_memfd(pid_t tid, uint64_t *size)
 
 int rvt_capture_default(void)
 {
-	if (!env_trace_file)
-		return -ENOENT;
-	return rvt_capture_to_path(main_tid, env_trace_file);
+	return rvt_devmode_capture_all();
 }
 
 /* hooks-x86_64.S hard-codes these offsets. */

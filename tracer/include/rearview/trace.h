@@ -20,13 +20,31 @@
  * (rvt_stop() then returns -ETIMEDOUT).  A trace point of a signal handler
  * that interrupted a trace point of the same thread is dropped.
  *
- * Environment (read once, when the library loads):
+ * Environment (read once, when the library loads; README "Tracing your own
+ * program" has the details).  A value it cannot honour is said in one line
+ * on stderr ("rearview: ...") and the default kept:
  *   RV_TRACE=1            trace the main thread from process start
- *   RV_TRACE_FILE=path    write a capture of the main thread there at exit and
- *                         on each rvt_capture_default() call
+ *   RV_TRACE=all          trace every thread, also those created later
+ *   RV_TRACE=a,b          trace the threads named a or b (comm), matched when
+ *                         a thread starts and when pthread_setname_np()
+ *                         names it (itself, or another thread naming one
+ *                         created by pthread_create())
+ *   RV_TRACE_FORK=1       a forked child keeps tracing (default: it does not
+ *                         trace and writes no capture)
+ *   RV_TRACE_FILE=pattern one capture per traced thread, written when the
+ *                         thread ends and at exit() for the others, and on
+ *                         each rvt_capture_default() call; %p pid, %t tid,
+ *                         %e executable name, %% percent sign
  *   RV_TRACE_BUFFER=n     ring size in bytes per thread (suffix k, m or g)
- *   RV_TRACE_MAX_BUFFERS  at most this many ring buffers per process (2)
+ *   RV_TRACE_MAX_BUFFERS  at most this many ring buffers per process (2, or
+ *                         32 with RV_TRACE=all or a name list)
  *   RV_SOCKET=path        control socket for rvt_control_start()
+ *
+ * Threads: with RV_TRACE=all or a name list, librvtrace interposes
+ * pthread_create() (to start new threads and capture them as they end) and
+ * pthread_setname_np(); they behave as libc's otherwise.  A fully static
+ * program (-static) links with -Wl,-u,__pthread_create,-u,__pthread_setname_np
+ * so that libc's own functions are there to call.
  *
  * Errors: every fallible function returns 0 (or a count / descriptor) or a
  * negative errno.  Every function is thread-safe except where noted.  None of
@@ -109,13 +127,18 @@ RVT_API int rvt_set_ui_thread(pid_t tid);
  * capture file (FORMAT.md §2).  A traced thread keeps tracing into a fresh
  * buffer swapped in at the freeze; it never waits for the write.
  *
- * rvt_capture_to_path(): replaces the regular file `path` (mode 0644)
- *   atomically: an unpredictable temporary name in the same directory,
- *   fsync, rename, fsync of the directory.  Returns 0 or a negative errno.
+ * rvt_capture_to_path(): a new or regular file `path` replaced atomically
+ *   (mode 0644: an unpredictable temporary name in the same directory,
+ *   fsync, rename, fsync of the directory); a FIFO or character device is
+ *   written through (never replaced); /dev/stdout, /dev/stderr and
+ *   /dev/fd/N are written to that descriptor; a symlink is followed to its
+ *   target.  Anything else is refused: -EISDIR (a directory) or -EINVAL.
+ *   Returns 0 or a negative errno.
  * rvt_capture_to_memfd(): returns a new sealed memfd (caller closes) holding
  *   the capture, or a negative errno.  *size (optional) gets its size.
- * rvt_capture_default(): to RV_TRACE_FILE for the main thread, or -ENOENT
- *   when RV_TRACE_FILE is unset.
+ * rvt_capture_default(): every thread holding a buffer, each to the
+ *   RV_TRACE_FILE pattern expanded for it (failures are said on stderr).
+ *   Returns 0, or -ENOENT when RV_TRACE_FILE is unset.
  * Errors: -ESRCH (unknown tid), -ENODATA (the thread has no buffer),
  * -ETIMEDOUT (see rvt_stop), -ENOMEM, I/O errors.
  */

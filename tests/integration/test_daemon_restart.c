@@ -1,0 +1,172 @@
+/*
+ * test_daemon_restart.c — a real rearviewd is killed (SIGKILL) and restarted
+ * while a real traced program (rearview-demo-app, librvtrace's control
+ * thread) runs: the restarted daemon takes the program's tracing over with
+ * no foreground event and can capture it; consent set to off then makes the
+ * program unmap its rings (its reported buffers drop to 0 and its VmSize
+ * shrinks by at least the ring).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "daemon_harness.h"
+
+static int setup(void **state)
+{
+	struct rvh *h = calloc(1, sizeof(*h));
+
+	if (!h || rvh_setup(h, NULL) < 0) {
+		fprintf(stderr, "rearviewd did not start\n");
+		free(h);
+		return -1;
+	}
+	*state = h;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	rvh_teardown(*state);
+	free(*state);
+	return 0;
+}
+
+/* The demo app on the harness's control socket, with an events socket that
+ * never exists: it sends no foreground event of its own. */
+static pid_t start_app(struct rvh *h)
+{
+	char control[160], events[160], log[160];
+	pid_t pid;
+
+	snprintf(control, sizeof(control), "%s/control.sock", h->run);
+	snprintf(events, sizeof(events), "%s/no-events.sock", h->dir);
+	snprintf(log, sizeof(log), "%s/app.log", h->dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		execl(RV_BIN_DIR "/rearview-demo-app", "rearview-demo-app", "--events", events,
+		      "--control", control, "--frames", "0", "--slow-every", "0", "--quiet",
+		      (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0 && h->nhelpers < 8)
+		h->helpers[h->nhelpers++] = pid;
+	return pid;
+}
+
+/* Waits until the daemon reports `pid` traced (tid pid, buffer held) or,
+ * with want=false, holding no buffer and traced by nobody. */
+static bool wait_traced(struct rvh *h, pid_t pid, bool want)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+
+	while (rvh_now() < until) {
+		Rearview__AdminResponse *r = rvh_status(h);
+		const Rearview__ProcessStatus *ps = rvh_find_proc(r, pid);
+		bool traced = ps && ps->n_traced_tids == 1 && ps->traced_tids[0] == pid &&
+			      ps->buffer_bytes > 0;
+		bool released = ps && ps->n_traced_tids == 0 && ps->buffer_bytes == 0;
+
+		if (r)
+			rearview__admin_response__free_unpacked(r, NULL);
+		if (want ? traced : released)
+			return true;
+		rvh_sleep_ms(20);
+	}
+	return false;
+}
+
+/* VmSize of `pid` in bytes (/proc/PID/status), or 0. */
+static unsigned long long vm_size(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+/* The buffer bytes the daemon reports for `pid`. */
+static uint64_t reported_bytes(struct rvh *h, pid_t pid)
+{
+	Rearview__AdminResponse *r = rvh_status(h);
+	const Rearview__ProcessStatus *ps = rvh_find_proc(r, pid);
+	uint64_t b = ps ? ps->buffer_bytes : 0;
+
+	if (r)
+		rearview__admin_response__free_unpacked(r, NULL);
+	return b;
+}
+
+static void test_daemon_restart_sigkill_app_taken_over_then_released(void **state)
+{
+	struct rvh *h = *state;
+	pid_t app = start_app(h);
+
+	assert_true(app > 0);
+	assert_true(rvh_wait_registered(h, app, true));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "foreground %d", (int)app), 0);
+	assert_true(wait_traced(h, app, true));
+
+	/* The daemon dies without a word; a new one knows nothing of the app. */
+	rvh_stop_daemon(h, SIGKILL);
+	assert_int_equal(rvh_start_daemon(h), 0);
+	assert_true(rvh_wait_registered(h, app, true));
+	/* Taken over with no foreground event, and capturable. */
+	assert_true(wait_traced(h, app, true));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)app), 0);
+	assert_int_equal(rvh_wait_captures(h, 1), 1);
+	{
+		Rearview__AdminResponse *r = rvh_captures(h);
+
+		assert_non_null(r);
+		assert_int_equal(r->resp_case, REARVIEW__ADMIN_RESPONSE__RESP_CAPTURES);
+		assert_string_equal(r->captures->captures[0]->app_id, "rearview-demo-app");
+		assert_true(r->captures->captures[0]->size > 128);
+		rearview__admin_response__free_unpacked(r, NULL);
+	}
+
+	/* Consent off: the app stops and unmaps every ring — its address
+	 * space shrinks by at least the ring it reported (the daemon's 32 MiB
+	 * default dwarfs anything the demo allocates meanwhile). */
+	uint64_t ring = reported_bytes(h, app);
+	unsigned long long before = vm_size(app);
+
+	assert_true(ring >= (1u << 20));
+	assert_true(before > ring);
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent off"), 0);
+	assert_true(wait_traced(h, app, false));
+	assert_true(before - vm_size(app) >= ring);
+	/* Still registered, and a daemon restart at consent off takes nothing
+	 * over. */
+	rvh_stop_daemon(h, SIGKILL);
+	assert_int_equal(rvh_start_daemon(h), 0);
+	assert_true(rvh_wait_registered(h, app, true));
+	assert_true(wait_traced(h, app, false));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_daemon_restart_sigkill_app_taken_over_then_released, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
