@@ -26,6 +26,7 @@
 #include "rearview/policy.h"
 #include "rearview/common.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -624,6 +625,10 @@ int rvp_ledger_decide(struct rvp_ledger *l, const Rearview__PolicyBody *policy, 
 		snprintf(d->evicted_item, sizeof(d->evicted_item), "%s", u.victim_item);
 		d->reason = RVP_REPLACED_LESS_SEVERE;
 	}
+	/* A reservation is inserted only when used < K (after an eviction,
+	 * used was exactly K and one pending row went). */
+	assert(u.total < rvp_policy_weekly_quota(policy) || d->reason == RVP_REPLACED_LESS_SEVERE);
+	assert(!camp || !camp->quota || u.campaign < camp->quota);
 	rc = prepare(l,
 		     "INSERT INTO uploads(item_id, campaign, severity, state,"
 		     " wall_s, boot_id, boot_ns, mode)"

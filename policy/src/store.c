@@ -19,6 +19,7 @@
 #include "policy_int.h"
 #include "rearview/common.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -162,6 +163,8 @@ int rvp_store_apply(struct rvp_store *s, const uint8_t *doc, size_t len, int64_t
 		rearview__policy_body__free_unpacked(body, NULL);
 		return rc;
 	}
+	/* The floor only grows, and the body never falls below it. */
+	assert(body->version >= s->floor);
 	s->floor = body->version;
 	rearview__policy_body__free_unpacked(s->body, NULL);
 	s->body = body;

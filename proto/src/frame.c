@@ -12,6 +12,7 @@
  */
 #include "rearview/frame.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,9 @@ int rv_frame_pack(uint8_t channel, const ProtobufCMessage *msg, uint32_t max, ui
 	if (!buf)
 		return -ENOMEM;
 	rv_frame_header_encode(buf, channel, (uint32_t)n);
-	protobuf_c_message_pack(msg, buf + RV_FRAME_HEADER_SIZE);
+	size_t packed = protobuf_c_message_pack(msg, buf + RV_FRAME_HEADER_SIZE);
+	assert(packed == n);
+	(void)packed;
 	*out = buf;
 	*out_len = RV_FRAME_HEADER_SIZE + n;
 	return 0;
@@ -127,6 +130,7 @@ void rv_frame_reader_release(struct rv_frame_reader *r)
 /* Drops bytes already handed out, so the live data starts at buf[0]. */
 static void reader_compact(struct rv_frame_reader *r)
 {
+	assert(r->consumed <= r->len && r->len <= r->cap);
 	if (r->consumed == 0)
 		return;
 	memmove(r->buf, r->buf + r->consumed, r->len - r->consumed);
@@ -163,6 +167,8 @@ int rv_frame_reader_feed(struct rv_frame_reader *r, const void *data, size_t n)
 	}
 	memcpy(r->buf + r->len, data, n);
 	r->len += n;
+	/* Bounded by the receiver's limit, never by what the peer claims. */
+	assert(r->len <= r->cap && r->cap <= 2 * limit);
 	return 0;
 }
 
@@ -182,6 +188,7 @@ int rv_frame_reader_next(struct rv_frame_reader *r, const uint8_t **payload, uin
 		return r->error = rc;
 	if (avail < RV_FRAME_HEADER_SIZE + (size_t)h.length)
 		return 0;
+	assert(h.length <= r->max);
 	*payload = r->buf + r->consumed + RV_FRAME_HEADER_SIZE;
 	*len = h.length;
 	r->consumed += RV_FRAME_HEADER_SIZE + h.length;
