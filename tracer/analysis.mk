@@ -6,8 +6,10 @@ RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c \
            tracer/analysis/svg.c tracer/analysis/android.c \
            tracer/analysis/chrome.c tracer/analysis/perfetto.c \
            tracer/analysis/exports.c tracer/analysis/summary.c \
-           tracer/analysis/shuffle.c tracer/analysis/inflate.c tracer/analysis/error.c
-RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o) $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o
+           tracer/analysis/shuffle.c tracer/analysis/inflate.c tracer/analysis/pprof.c \
+           tracer/analysis/error.c
+RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o) $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o \
+           $(OBJ)/gen/rvanalysis/rvpprof.pb-c.o
 RVA_PROTO := tracer/analysis/proto/rvperfetto.proto
 RVA_PB_H  := $(GEN)/rvanalysis/rvperfetto.pb-c.h
 
@@ -18,6 +20,14 @@ $(GEN)/rvanalysis/rvperfetto.pb-c.c $(RVA_PB_H) &: $(RVA_PROTO)
 $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o: CPPFLAGS += -I$(GEN)/rvanalysis
 $(OBJ)/tracer/analysis/perfetto.o: $(RVA_PB_H)
 $(OBJ)/tracer/analysis/perfetto.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
+# pprof's profile.proto field numbers (pprof.c).
+RVA_PPROF_H := $(GEN)/rvanalysis/rvpprof.pb-c.h
+$(GEN)/rvanalysis/rvpprof.pb-c.c $(RVA_PPROF_H) &: tracer/analysis/proto/rvpprof.proto
+	@mkdir -p $(GEN)/rvanalysis
+	$(PROTOC_C) --proto_path=tracer/analysis/proto --c_out=$(GEN)/rvanalysis $<
+$(OBJ)/gen/rvanalysis/rvpprof.pb-c.o: CPPFLAGS += -I$(GEN)/rvanalysis
+$(OBJ)/tracer/analysis/pprof.o: $(RVA_PPROF_H)
+$(OBJ)/tracer/analysis/pprof.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -I$(GEN)/rvanalysis
 LIBRVANALYSIS := $(LIB)/librvanalysis.a
 # What a program linking librvanalysis.a adds to its link line.
 RVA_LIBS := $(LIBRVCOMMON) $(call pc,--libs,jansson) $(PROTOBUF_LIBS) -lz -lzstd -lm
@@ -58,7 +68,8 @@ $(OBJ)/tests/rvtrace/test_import.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../sha
 $(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(TBIN)/rvtrace/test_cli: | $(BIN)/rvtrace
 $(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"' \
-  $(call pc,--cflags,jansson)
+  -DRV_NODE_MODULES='"$(abspath build/web/node_modules)"' \
+  -DRV_PPROF_TOP='"$(abspath tests/rvtrace/pprof_top.js)"' $(call pc,--cflags,jansson)
 
 # Fuzzing.  The libFuzzer targets (clang -fsanitize=fuzzer,address) build
 # the library sources into each binary so they carry coverage; they are

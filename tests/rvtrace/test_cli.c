@@ -289,6 +289,51 @@ static void test_cli_failed_export_leaves_no_partial_file(void **state)
 	assert_true(st.st_size > 512);
 }
 
+/* Issue 20: `export --format pprof` read back by a decoder nobody here
+ * wrote (npm's pprof-format): each function's self time and calls, summed
+ * over the samples it is the leaf of, equal rvtrace's own statistics. */
+static void test_cli_pprof_export_agrees_with_independent_reader(void **state)
+{
+	char out[128], args[1024], cmd[1024], line[512];
+	snprintf(cmd, sizeof(cmd), "%s/pprof-format/package.json", RV_NODE_MODULES);
+	if (access(cmd, R_OK) != 0 || system("command -v node >/dev/null 2>&1") != 0)
+		skip(); /* npm ci of server/web did not run: said by the build */
+	snprintf(out, sizeof(out), "%s/p.pb.gz", dir);
+	snprintf(args, sizeof(args), "export --format pprof -o %s %s", out, capture);
+	assert_int_equal(run(args, "/dev/null"), 0);
+	snprintf(cmd, sizeof(cmd), "RVS_NODE_MODULES=%s node %s %s", RV_NODE_MODULES, RV_PPROF_TOP,
+		 out);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_import_file(capture, &t, &err), 0);
+	rva_mstat *st;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	size_t seen = 0;
+	while (fgets(line, sizeof(line), p)) {
+		char name[256];
+		long long self, calls;
+		assert_int_equal(sscanf(line, "%255[^\t]\t%lld\t%lld", name, &self, &calls), 3);
+		int64_t m = rva_method_find(t, name);
+		assert_true(m >= 0);
+		if (self != st[m].self || (uint64_t)calls != st[m].calls)
+			fail_msg("%s: pprof self %lld calls %lld, rvtrace self %lld calls %llu",
+				 name, self, calls, (long long)st[m].self,
+				 (unsigned long long)st[m].calls);
+		seen++;
+	}
+	assert_int_equal(pclose(p), 0);
+	/* Every method with calls is in the profile. */
+	size_t want = 0;
+	for (size_t m = 0; m < t->nmethods; m++)
+		want += st[m].calls > 0;
+	assert_true(want > 1);
+	assert_int_equal(seen, want);
+	free(st);
+	rva_trace_free(t);
+}
+
 static void test_cli_export_json_and_svg_parse(void **state)
 {
 	char out[128], args[1024];
@@ -443,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_cli_summary_streamed_equals_full_model),
 		cmocka_unit_test(test_cli_progress_bar_on_a_terminal),
 		cmocka_unit_test(test_cli_failed_export_leaves_no_partial_file),
+		cmocka_unit_test(test_cli_pprof_export_agrees_with_independent_reader),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -100,6 +100,7 @@ static const char usage_export[] =
 	"  chrome     Chrome Trace Event JSON (\"X\" events)\n"
 	"  nanoscope  Nanoscope text of the first thread\n"
 	"  perfetto   Perfetto protobuf (opens in ui.perfetto.dev)\n"
+	"  pprof      gzip'd pprof profile: wall time and calls per stack (go tool pprof)\n"
 	"  speedscope speedscope JSON, evented profiles (www.speedscope.app)\n"
 	"  android    Android .trace v3 (Android Studio, traceview, dmtracedump)\n"
 	"  svg        the flame graph (same as `rvtrace flamegraph`)\n";
@@ -603,6 +604,8 @@ static int export_to(FILE *f, const struct export_job *j)
 		rc = rva_export_perfetto(f, t);
 	else if (strcmp(fmt, "svg") == 0)
 		rc = rva_export_svg(f, t, title);
+	else if (strcmp(fmt, "pprof") == 0)
+		rc = rva_export_pprof(f, t);
 	else
 		rc = -EINVAL;
 	if (rc == 0 && fflush(f) != 0)
@@ -635,7 +638,7 @@ static int export_fill(int fd, void *arg)
 static int known_format(const char *fmt)
 {
 	static const char *const fmts[] = {"folded",  "chrome",	  "nanoscope", "speedscope",
-					   "android", "perfetto", "svg"};
+					   "android", "perfetto", "svg",       "pprof"};
 	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
 		if (strcmp(fmt, fmts[i]) == 0)
 			return 1;

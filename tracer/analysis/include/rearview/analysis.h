@@ -484,6 +484,11 @@ int rva_import_file(const char *path, rva_trace **out, rva_error *err);
  * weighted trace), names with ';' and newlines replaced by '_'. */
 int rva_export_folded(FILE *f, const rva_trace *t);
 
+/* pprof (gzip'd profile.proto, pprof.c): one sample per call-tree node with
+ * values wall nanoseconds of self time and calls (or samples for weighted
+ * traces), leaf first.  0, -E2BIG (more than 2^24 methods), -ENOMEM, -EIO. */
+int rva_export_pprof(FILE *f, const rva_trace *t);
+
 /* Chrome Trace Event JSON (array form, "X" events, µs with ns fraction). */
 int rva_export_chrome(FILE *f, const rva_trace *t);
 
