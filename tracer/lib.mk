@@ -8,7 +8,7 @@ LIBELF_CFLAGS := $(call pc,--cflags,libelf)
 LIBELF_LIBS   := $(call pc,--libs,libelf)
 
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
-           tracer/src/symbols.c tracer/src/control.c
+           tracer/src/symbols.c tracer/src/control.c tracer/src/unwind.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -141,6 +141,7 @@ ifneq ($(shell command -v qemu-aarch64 2>/dev/null),)
 RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -Itests/tracer \
                   -DRVT_BUILDING_LIBRARY $(WARN)
 RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o tracer/src/encode.o \
+	tracer/src/unwind.o \
 	tracer/src/hooks-aarch64.o tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
 	tests/tracer/wrap_check.o \
 	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o)

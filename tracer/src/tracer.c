@@ -209,6 +209,12 @@ static struct rvt_ring *ring_new(void)
 		return NULL;
 	}
 	r->slots = m;
+	r->shadow = calloc(RVT_SHADOW_WORDS, sizeof(uintptr_t));
+	if (!r->shadow) {
+		munmap(m, r->map_bytes);
+		free(r);
+		return NULL;
+	}
 	live_rings++;
 	return r;
 }
@@ -218,6 +224,7 @@ static void ring_free(struct rvt_ring *r)
 	if (!r)
 		return;
 	munmap(r->slots, r->map_bytes);
+	free(r->shadow);
 	free(r);
 	live_rings--;
 }
@@ -409,6 +416,8 @@ static void on_thread_exit(void *arg)
 	for (size_t i = 0; i < nrecs; i++)
 		if (recs[i].t == t) {
 			if (recs[i].tracing) {
+				/* pthread_exit or cancellation left frames open. */
+				rvt_unwind_below(UINTPTR_MAX);
 				RVT__ST(t->stop, 1);
 				rvt__stop_slow(t);
 				recs[i].tracing = 0;
@@ -683,12 +692,12 @@ size_t rvt_threads_snapshot(struct rvt_thread_info *out, size_t cap)
 
 void rvt_enter(const void *key)
 {
-	rvt__trace_point(key, 1);
+	rvt__trace_point(key, 1, (uintptr_t)__builtin_dwarf_cfa());
 }
 
 void rvt_exit(void)
 {
-	rvt__trace_point(0, 0);
+	rvt__trace_point(0, 0, 0);
 }
 
 /* ---- capture ------------------------------------------------------------- */
@@ -846,3 +855,6 @@ _Static_assert(offsetof(struct rvt__thread, base) == 40, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, limit) == 48, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, method_base) == 56, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, shift) == 64, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, sh_top) == 72, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, sh_base) == 80, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, sh_end) == 88, "asm offsets");
