@@ -168,3 +168,34 @@ endif
 # The Lua macro-benchmark (fetches lua5.4's Debian source once; see the script).
 BENCHES += tests/bench/tracer_lua.sh
 tests/bench/tracer_lua.sh: $(LIBRVTRACE_A) $(LIBRVPROTO)
+
+# test_unwind (unwind.c): one fixture in call mode, inline mode and fortified
+# call mode (longjmp -> __longjmp_chk), a C++ one with g++ and clang++ (when
+# clang++ is installed; the test skips otherwise), and Lua 5.4 built on demand
+# by tests/tracer/unwind_lua.sh.
+RVT_UNWIND_OBJ := $(addprefix $(OBJ)/tests/tracer/,unwind_uc.o unwind_ui.o unwind_uf.o unwind_gx.o)
+$(OBJ)/tests/tracer/unwind_uc.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions -DUF_PREFIX=uc_ -c -o $@ $<
+$(OBJ)/tests/tracer/unwind_ui.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h \
+		tracer/include/rearview/trace-inline.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions \
+	  -include tracer/include/rearview/trace-inline.h -DUF_PREFIX=ui_ -c -o $@ $<
+$(OBJ)/tests/tracer/unwind_uf.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -O2 -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 \
+	  -finstrument-functions -DUF_PREFIX=uf_ -c -o $@ $<
+$(OBJ)/tests/tracer/unwind_gx.o: tests/tracer/unwind_cxx.cc tests/tracer/unwind_fix.h
+	@mkdir -p $(@D)
+	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -Itests/tracer -finstrument-functions -DUF_PREFIX=gx_ -c -o $@ $<
+ifneq ($(shell command -v clang++ 2>/dev/null),)
+RVT_UNWIND_OBJ += $(OBJ)/tests/tracer/unwind_cl.o
+$(OBJ)/tests/tracer/test_unwind.o: CPPFLAGS += -DUNWIND_HAVE_CLANG
+$(OBJ)/tests/tracer/unwind_cl.o: tests/tracer/unwind_cxx.cc tests/tracer/unwind_fix.h
+	@mkdir -p $(@D)
+	clang++ $(OPT) -g -fPIC $(SANFLAGS) -Itests/tracer -finstrument-functions-after-inlining \
+	  -DUF_PREFIX=cl_ -c -o $@ $<
+endif
+$(OBJ)/tests/tracer/test_unwind.o: CPPFLAGS += -DRVT_SRC_DIR='"$(CURDIR)"' -DRVT_BUILD_DIR='"$(BUILD)"'
+$(eval $(call rv_test,tracer,unwind,$(RVT_UNWIND_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS) -lstdc++))

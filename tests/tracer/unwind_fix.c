@@ -1,0 +1,94 @@
+/*
+ * unwind_fix.c — see unwind_fix.h.  UF_PREFIX names the build (uc_, ui_,
+ * uf_); every function is noinline and does work after its call, so each
+ * is a real frame with its own trace points.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <unistd.h>
+
+#include "unwind_fix.h"
+
+#define CAT2(a, b) a##b
+#define CAT(a, b)  CAT2(a, b)
+#define P(n)	   CAT(UF_PREFIX, n)
+#define NI	   __attribute__((noinline))
+
+static jmp_buf jb;
+static sigjmp_buf sjb;
+static volatile int sink;
+
+void P(leaf)(int kind);
+void P(d)(int kind);
+void P(c)(int kind);
+void P(b)(int kind);
+void P(a)(int kind);
+void P(after_inner)(void);
+void P(after)(void);
+
+NI void P(leaf)(int kind)
+{
+	sink++;
+	switch (kind) {
+	case UF_LONGJMP:
+		longjmp(jb, 1);
+	case UF__LONGJMP:
+		_longjmp(jb, 1);
+	case UF_SIGLONGJMP:
+		siglongjmp(sjb, 1);
+	case UF_PTHREAD_EXIT:
+		pthread_exit(NULL);
+	default:
+		for (;;)
+			pause();
+	}
+}
+
+NI void P(d)(int kind)
+{
+	P(leaf)(kind);
+	sink++;
+}
+
+NI void P(c)(int kind)
+{
+	P(d)(kind);
+	sink++;
+}
+
+NI void P(b)(int kind)
+{
+	P(c)(kind);
+	sink++;
+}
+
+NI void P(a)(int kind)
+{
+	P(b)(kind);
+	sink++;
+}
+
+NI void P(after_inner)(void)
+{
+	sink++;
+}
+
+NI void P(after)(void)
+{
+	P(after_inner)();
+	sink++;
+}
+
+NI void P(top)(int kind)
+{
+	if (kind == UF_SIGLONGJMP) {
+		if (sigsetjmp(sjb, 1) == 0)
+			P(a)(kind);
+	} else if (kind == UF__LONGJMP) {
+		if (_setjmp(jb) == 0)
+			P(a)(kind);
+	} else if (setjmp(jb) == 0) {
+		P(a)(kind);
+	}
+	P(after)();
+}

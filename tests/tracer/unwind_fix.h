@@ -1,0 +1,29 @@
+/*
+ * unwind_fix.h — instrumented fixtures for test_unwind: a chain
+ * top → a → b → c → d → leaf whose leaf leaves non-locally (UF_*), then
+ * after → after_inner.  unwind_fix.c is built in call mode (uc_), inline mode
+ * (ui_) and call mode with _FORTIFY_SOURCE=2 (uf_, whose longjmp is
+ * __longjmp_chk); unwind_cxx.cc with g++ (gx_) and clang++ (cl_).
+ */
+#ifndef RVT_TEST_UNWIND_FIX_H
+#define RVT_TEST_UNWIND_FIX_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { UF_LONGJMP, UF__LONGJMP, UF_SIGLONGJMP, UF_PTHREAD_EXIT, UF_CANCEL };
+
+/* Runs the chain; kind UF_PTHREAD_EXIT / UF_CANCEL ends the calling thread
+ * in the leaf (UF_CANCEL blocks in pause() until cancelled). */
+void uc_top(int kind);
+void ui_top(int kind);
+void uf_top(int kind);
+/* Throws an int from the leaf, caught in x_top, then calls x_after. */
+int gx_x_top(int v);
+int cl_x_top(int v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
