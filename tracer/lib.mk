@@ -144,10 +144,16 @@ RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o 
 	tracer/src/unwind.o \
 	tracer/src/hooks-aarch64.o tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
 	tests/tracer/wrap_check.o \
-	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o)
+	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o \
+	tests/tracer/unwind_uc.o tests/tracer/unwind_ui.o)
 $(OBJ)/a64/tests/tracer/fixture_call.o: RVT_A64_EXTRA := -finstrument-functions
 $(OBJ)/a64/tests/tracer/fixture_inline.o: RVT_A64_EXTRA := -finstrument-functions \
 	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/a64/tests/tracer/unwind_u%.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h \
+		tracer/include/rearview/trace-inline.h
+	@mkdir -p $(@D)
+	$(RVT_A64_CC) $(RVT_A64_CFLAGS) -finstrument-functions -DUF_PREFIX=u$*_ \
+	  $(if $(findstring i,$*),-include tracer/include/rearview/trace-inline.h) -c -o $@ $<
 $(OBJ)/a64/%.o: %.c tracer/include/rearview/trace-inline.h tracer/src/tracer-int.h \
 		tests/tracer/fixture_body.h tests/tracer/wrap_check.h
 	@mkdir -p $(@D)
@@ -157,7 +163,7 @@ $(OBJ)/a64/%.o: %.S
 	$(RVT_A64_CC) $(RVT_A64_CFLAGS) -c -o $@ $<
 $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 	@mkdir -p $(@D)
-	$(RVT_A64_CC) -static -pthread -o $@ $^
+	$(RVT_A64_CC) -static -pthread -Wl,--undefined=__libc_siglongjmp -o $@ $^
 $(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
 	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
 	chmod +x $@

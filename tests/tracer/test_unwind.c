@@ -35,49 +35,12 @@ static void capture(pid_t tid, struct cu_capture *c)
 	close(fd);
 }
 
-/* Renders the events of `c` whose names start with `prefix` ("" all) as a
- * tree: an entry "name(", an exit ")".  Unknown names are "?". */
-static char *render(const struct cu_capture *c, const char *prefix)
-{
-	size_t cap = 1 << 16, len = 0;
-	char *out = malloc(cap);
-	assert_non_null(out);
-	int *keep = calloc(c->nevents + 1, sizeof(int));
-	size_t depth = 0;
-	assert_non_null(keep);
-	for (size_t i = 0; i < c->nevents; i++) {
-		const char *s;
-		if (c->events[i].entry) {
-			const char *n = cu_name(c, c->events[i].value);
-			n = n ? n : "?";
-			keep[depth++] = strncmp(n, prefix, strlen(prefix)) == 0;
-			if (!keep[depth - 1])
-				continue;
-			s = n;
-		} else {
-			if (depth == 0 || !keep[--depth])
-				continue;
-			s = ")";
-		}
-		size_t n = strlen(s) + 2;
-		if (len + n >= cap) {
-			cap = 2 * (len + n);
-			out = realloc(out, cap);
-			assert_non_null(out);
-		}
-		len += (size_t)snprintf(out + len, cap - len, "%s%s", s,
-					c->events[i].entry ? "(" : "");
-	}
-	out[len] = '\0';
-	free(keep);
-	return out;
-}
-
 static void expect_tree(const char *prefix, const char *want)
 {
 	struct cu_capture c;
 	capture(0, &c);
-	char *got = render(&c, prefix);
+	char *got = cu_render_tree(&c, prefix);
+	assert_non_null(got);
 	assert_string_equal(got, want);
 	free(got);
 	cu_release(&c);
@@ -212,7 +175,8 @@ static void exit_case(int kind)
 	assert_int_equal(pthread_join(th, NULL), 0);
 	struct cu_capture c;
 	capture(e.tid, &c);
-	char *got = render(&c, "uc_");
+	char *got = cu_render_tree(&c, "uc_");
+	assert_non_null(got);
 	assert_string_equal(got, "uc_top(uc_a(uc_b(uc_c(uc_d(uc_leaf())))))");
 	free(got);
 	cu_release(&c);

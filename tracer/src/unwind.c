@@ -21,6 +21,9 @@
  * What cannot be known: frames past the shadow stack's capacity
  * (RVT_SHADOW_WORDS) when the target lies inside them (they stay open), and
  * jumps to another stack (target below the current stack pointer: ignored).
+ * A fully static program must be linked with
+ * -Wl,--undefined=__libc_siglongjmp (its jumps go there; __longjmp_chk's
+ * stack check is then skipped).
  * The decoder repairs what reaches it unbalanced (FORMAT.md §2, "Repair").
  *
  * Invariants: runs on the traced thread; touches the ring and the shadow only
@@ -44,6 +47,10 @@ typedef void (*jump_fn)(struct __jmp_buf_tag *env, int val);
 typedef void *(*catch_fn)(void *exc);
 
 static jump_fn real_longjmp, real__longjmp, real_siglongjmp, real_longjmp_chk;
+/* A fully static program has no RTLD_NEXT: there the C library's own entry
+ * (not exported by libc.so, so NULL in a dynamic program) is called, when
+ * the program is linked with -Wl,--undefined=__libc_siglongjmp. */
+extern void __libc_siglongjmp(struct __jmp_buf_tag *env, int val) __attribute__((weak));
 static _Atomic(catch_fn) real_begin_catch;
 static uintptr_t jb_key;
 static int jb_ok; /* jb_key was found consistently */
@@ -157,9 +164,14 @@ __attribute__((noreturn)) static void jump(jump_fn real, const char *name,
 	uintptr_t target = jump_target(env);
 	if (target > rvt__sp())
 		rvt_unwind_below(target);
+	if (!real)
+		real = __libc_siglongjmp;
 	if (!real) {
-		/* Only a fully static program gets here (no RTLD_NEXT). */
-		fprintf(stderr, "librvtrace: %s: the C library's is not found\n", name);
+		/* Only a fully static program gets here (see above). */
+		fprintf(stderr,
+			"librvtrace: %s: the C library's is not found (static link: add "
+			"-Wl,--undefined=__libc_siglongjmp)\n",
+			name);
 		abort();
 	}
 	real(env, val);
