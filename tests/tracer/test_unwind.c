@@ -223,8 +223,8 @@ static void test_unwind_lua_pcall_error_then_sort_nests_right(void **state)
 {
 	(void)state;
 	char cmd[4096], lua[2048] = "";
-	snprintf(cmd, sizeof(cmd), "cd '%s' && sh tests/tracer/unwind_lua.sh '%s'", RVT_SRC_DIR,
-		 RVT_BUILD_DIR);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && sh tests/tracer/unwind_lua.sh '%s' '%s'",
+		 RVT_SRC_DIR, RVT_BUILD_DIR, RVT_SANFLAGS);
 	FILE *p = popen(cmd, "r");
 	assert_non_null(p);
 	if (!fgets(lua, sizeof(lua), p))

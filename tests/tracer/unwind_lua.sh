@@ -2,12 +2,14 @@
 # unwind_lua.sh — for test_unwind: Lua 5.4 from Debian's source (the fetch
 # of tests/bench/tracer_lua.sh, shared under BUILD/bench/lua), built once per
 # build dir with gcc -O2 -finstrument-functions against BUILD's librvtrace.a
-# (rebuilt when the library is newer).  Prints the interpreter's path; exits
-# 77 when the source cannot be had (the test then skips, saying so).
+# (rebuilt when the library is newer), with the build's sanitizer flags.
+# Prints the interpreter's path; exits 77 when the source cannot be had (the
+# test then skips, saying so).
 #
-#   tests/tracer/unwind_lua.sh BUILD_DIR    (run from the source root)
+#   tests/tracer/unwind_lua.sh BUILD_DIR [SANFLAGS]   (run from the source root)
 set -eu
 BUILD=$1
+SAN=${2:-}
 ROOT=$(pwd)
 WORK="$BUILD/bench/lua"
 mkdir -p "$WORK"
@@ -30,7 +32,7 @@ LIB="$ROOT/$BUILD/lib/librvtrace.a"
 if ! [ "$OUT" -nt "$LIB" ]; then
 	CORE=$(ls "$SRC"/*.c | grep -v '/luac\.c$')
 	# shellcheck disable=SC2086
-	gcc -std=gnu99 -O2 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -finstrument-functions \
+	gcc $SAN -std=gnu99 -O2 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -finstrument-functions \
 		-o "$OUT.tmp" $CORE -lm -ldl "$LIB" "$ROOT/$BUILD/lib/librvproto.a" \
 		$(pkg-config --libs libprotobuf-c libelf) -lpthread >&2
 	mv "$OUT.tmp" "$OUT"
