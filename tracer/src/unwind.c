@@ -46,7 +46,9 @@
 typedef void (*jump_fn)(struct __jmp_buf_tag *env, int val);
 typedef void *(*catch_fn)(void *exc);
 
-static jump_fn real_longjmp, real__longjmp, real_siglongjmp, real_longjmp_chk;
+/* The C library's entries, found at load (or at first use, for a jump made
+ * by a constructor that ran before ours). */
+static _Atomic(jump_fn) real_longjmp, real__longjmp, real_siglongjmp, real_longjmp_chk;
 /* A fully static program has no RTLD_NEXT: there the C library's own entry
  * (not exported by libc.so, so NULL in a dynamic program) is called, when
  * the program is linked with -Wl,--undefined=__libc_siglongjmp. */
@@ -147,10 +149,10 @@ static uintptr_t jump_target(struct __jmp_buf_tag *env)
 
 __attribute__((constructor)) static void unwind_init(void)
 {
-	real_longjmp = (jump_fn)dlsym(RTLD_NEXT, "longjmp");
-	real__longjmp = (jump_fn)dlsym(RTLD_NEXT, "_longjmp");
-	real_siglongjmp = (jump_fn)dlsym(RTLD_NEXT, "siglongjmp");
-	real_longjmp_chk = (jump_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
+	atomic_store(&real_longjmp, (jump_fn)dlsym(RTLD_NEXT, "longjmp"));
+	atomic_store(&real__longjmp, (jump_fn)dlsym(RTLD_NEXT, "_longjmp"));
+	atomic_store(&real_siglongjmp, (jump_fn)dlsym(RTLD_NEXT, "siglongjmp"));
+	atomic_store(&real_longjmp_chk, (jump_fn)dlsym(RTLD_NEXT, "__longjmp_chk"));
 #ifdef JB_SP
 	volatile char pad[1];
 	jb_key = calibrate(pad);
@@ -158,12 +160,17 @@ __attribute__((constructor)) static void unwind_init(void)
 #endif
 }
 
-__attribute__((noreturn)) static void jump(jump_fn real, const char *name,
+__attribute__((noreturn)) static void jump(_Atomic(jump_fn) *slot, const char *name,
 					   struct __jmp_buf_tag *env, int val)
 {
 	uintptr_t target = jump_target(env);
 	if (target > rvt__sp())
 		rvt_unwind_below(target);
+	jump_fn real = atomic_load_explicit(slot, memory_order_relaxed);
+	if (!real) {
+		real = (jump_fn)dlsym(RTLD_NEXT, name);
+		atomic_store_explicit(slot, real, memory_order_relaxed);
+	}
 	if (!real)
 		real = __libc_siglongjmp;
 	if (!real) {
@@ -180,23 +187,23 @@ __attribute__((noreturn)) static void jump(jump_fn real, const char *name,
 
 RVT_API void longjmp(struct __jmp_buf_tag env[1], int val)
 {
-	jump(real_longjmp, "longjmp", env, val);
+	jump(&real_longjmp, "longjmp", env, val);
 }
 
 RVT_API void _longjmp(struct __jmp_buf_tag env[1], int val)
 {
-	jump(real__longjmp, "_longjmp", env, val);
+	jump(&real__longjmp, "_longjmp", env, val);
 }
 
 RVT_API void siglongjmp(struct __jmp_buf_tag env[1], int val)
 {
-	jump(real_siglongjmp, "siglongjmp", env, val);
+	jump(&real_siglongjmp, "siglongjmp", env, val);
 }
 
 RVT_API void __longjmp_chk(struct __jmp_buf_tag env[1], int val);
 void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 {
-	jump(real_longjmp_chk, "__longjmp_chk", env, val);
+	jump(&real_longjmp_chk, "__longjmp_chk", env, val);
 }
 
 RVT_API void *__cxa_begin_catch(void *exc);
