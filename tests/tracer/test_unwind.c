@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -82,6 +83,19 @@ static void test_unwind_siglongjmp_call_mode_tree_exact(void **state)
 	fresh_ring();
 	uc_top(UF_SIGLONGJMP);
 	expect_tree("uc_", JUMP_TREE("uc_"));
+}
+
+static void test_unwind_siglongjmp_from_signal_handler_tree_exact(void **state)
+{
+	(void)state;
+	struct sigaction sa = {.sa_handler = uc_on_signal}, old;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR2, &sa, &old), 0);
+	fresh_ring();
+	uc_top(UF_SIGNAL);
+	expect_tree("uc_", "uc_top(uc_a(uc_b(uc_c(uc_d(uc_leaf(uc_on_signal())))))"
+			   "uc_after(uc_after_inner()))");
+	assert_int_equal(sigaction(SIGUSR2, &old, NULL), 0);
 }
 
 static void test_unwind_longjmp_chk_fortified_tree_exact(void **state)
@@ -286,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_unwind_longjmp_call_mode_tree_exact),
 		cmocka_unit_test(test_unwind__longjmp_call_mode_tree_exact),
 		cmocka_unit_test(test_unwind_siglongjmp_call_mode_tree_exact),
+		cmocka_unit_test(test_unwind_siglongjmp_from_signal_handler_tree_exact),
 		cmocka_unit_test(test_unwind_longjmp_chk_fortified_tree_exact),
 		cmocka_unit_test(test_unwind_longjmp_inline_mode_tree_exact),
 		cmocka_unit_test(test_unwind_repeated_longjmp_depth_stays_flat),

@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "unwind_fix.h"
@@ -38,6 +39,9 @@ NI void P(leaf)(int kind)
 		siglongjmp(sjb, 1);
 	case UF_PTHREAD_EXIT:
 		pthread_exit(NULL);
+	case UF_SIGNAL:
+		raise(SIGUSR2);
+		break;
 	default:
 		for (;;)
 			pause();
@@ -68,6 +72,14 @@ NI void P(a)(int kind)
 	sink++;
 }
 
+void P(on_signal)(int sig);
+NI void P(on_signal)(int sig)
+{
+	(void)sig;
+	sink++;
+	siglongjmp(sjb, 1);
+}
+
 NI void P(after_inner)(void)
 {
 	sink++;
@@ -81,7 +93,7 @@ NI void P(after)(void)
 
 NI void P(top)(int kind)
 {
-	if (kind == UF_SIGLONGJMP) {
+	if (kind == UF_SIGLONGJMP || kind == UF_SIGNAL) {
 		if (sigsetjmp(sjb, 1) == 0)
 			P(a)(kind);
 	} else if (kind == UF__LONGJMP) {

@@ -12,13 +12,17 @@
 extern "C" {
 #endif
 
-enum { UF_LONGJMP, UF__LONGJMP, UF_SIGLONGJMP, UF_PTHREAD_EXIT, UF_CANCEL };
+/* UF_SIGNAL: the leaf raises SIGUSR2, whose handler (uc_on_signal, installed
+ * by the test) leaves by siglongjmp. */
+enum { UF_LONGJMP, UF__LONGJMP, UF_SIGLONGJMP, UF_PTHREAD_EXIT, UF_CANCEL, UF_SIGNAL };
 
 /* Runs the chain; kind UF_PTHREAD_EXIT / UF_CANCEL ends the calling thread
  * in the leaf (UF_CANCEL blocks in pause() until cancelled). */
 void uc_top(int kind);
 void ui_top(int kind);
 void uf_top(int kind);
+/* The SIGUSR2 handler for UF_SIGNAL (uc_ build). */
+void uc_on_signal(int sig);
 /* Throws an int from the leaf, caught in x_top, then calls x_after. */
 int gx_x_top(int v);
 int cl_x_top(int v);
