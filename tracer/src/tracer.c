@@ -209,12 +209,15 @@ static struct rvt_ring *ring_new(void)
 		return NULL;
 	}
 	r->slots = m;
-	r->shadow = calloc(RVT_SHADOW_WORDS, sizeof(uintptr_t));
-	if (!r->shadow) {
+	/* The shadow stack likewise: pages as deep as the thread's calls go. */
+	void *sh = mmap(NULL, RVT_SHADOW_WORDS * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (sh == MAP_FAILED) {
 		munmap(m, r->map_bytes);
 		free(r);
 		return NULL;
 	}
+	r->shadow = sh;
 	live_rings++;
 	return r;
 }
@@ -224,7 +227,7 @@ static void ring_free(struct rvt_ring *r)
 	if (!r)
 		return;
 	munmap(r->slots, r->map_bytes);
-	free(r->shadow);
+	munmap(r->shadow, RVT_SHADOW_WORDS * sizeof(uintptr_t));
 	free(r);
 	live_rings--;
 }
