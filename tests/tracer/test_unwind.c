@@ -133,6 +133,30 @@ static void test_unwind_repeated_longjmp_depth_stays_flat(void **state)
 	cu_release(&c);
 }
 
+static void test_unwind_longjmp_past_shadow_capacity_tree_exact(void **state)
+{
+	(void)state;
+	fresh_ring();
+	uc_deep_top(6000); /* deeper than RVT_SHADOW_WORDS (4096) */
+	struct cu_capture c;
+	capture(0, &c);
+	long depth = 0, max = 0, after_depth = -1;
+	for (size_t i = 0; i < c.nevents; i++) {
+		if (c.events[i].entry) {
+			const char *n = cu_name(&c, c.events[i].value);
+			if (n && strcmp(n, "uc_after") == 0)
+				after_depth = depth;
+			max = ++depth > max ? depth : max;
+		} else {
+			depth--;
+		}
+	}
+	assert_int_equal(max, 6003); /* deep_top, 6001 deep, leaf */
+	assert_int_equal(after_depth, 1);
+	assert_int_equal(depth, 0);
+	cu_release(&c);
+}
+
 #define CXX_TREE(p)                                                                      \
 	p "x_top(" p "x_a(" p "x_b(" p "x_c(" p "x_d(" p "x_leaf()))))" p "x_after())" p \
 	  "x_top(" p "x_a(" p "x_b(" p "x_c(" p "x_d(" p "x_leaf()))))" p "x_after())"
@@ -304,6 +328,7 @@ int main(void)
 		cmocka_unit_test(test_unwind_longjmp_chk_fortified_tree_exact),
 		cmocka_unit_test(test_unwind_longjmp_inline_mode_tree_exact),
 		cmocka_unit_test(test_unwind_repeated_longjmp_depth_stays_flat),
+		cmocka_unit_test(test_unwind_longjmp_past_shadow_capacity_tree_exact),
 		cmocka_unit_test(test_unwind_gxx_exception_tree_exact),
 		cmocka_unit_test(test_unwind_clangxx_exception_tree_exact),
 		cmocka_unit_test(test_unwind_pthread_exit_frames_closed),

@@ -91,6 +91,24 @@ NI void P(after)(void)
 	sink++;
 }
 
+void P(deep)(int n);
+NI void P(deep)(int n)
+{
+	if (n == 0)
+		P(leaf)(UF_LONGJMP);
+	else
+		P(deep)(n - 1);
+	sink++;
+}
+
+void P(deep_top)(int n);
+NI void P(deep_top)(int n)
+{
+	if (setjmp(jb) == 0)
+		P(deep)(n);
+	P(after)();
+}
+
 NI void P(top)(int kind)
 {
 	if (kind == UF_SIGLONGJMP || kind == UF_SIGNAL) {

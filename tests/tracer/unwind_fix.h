@@ -21,6 +21,9 @@ enum { UF_LONGJMP, UF__LONGJMP, UF_SIGLONGJMP, UF_PTHREAD_EXIT, UF_CANCEL, UF_SI
 void uc_top(int kind);
 void ui_top(int kind);
 void uf_top(int kind);
+/* Recurses n frames deep (past the shadow stack's capacity when n > 4096),
+ * longjmps back to the top, then calls after (uc_ build). */
+void uc_deep_top(int n);
 /* The SIGUSR2 handler for UF_SIGNAL (uc_ build). */
 void uc_on_signal(int sig);
 /* Throws an int from the leaf, caught in x_top, then calls x_after. */
