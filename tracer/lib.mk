@@ -9,7 +9,7 @@ LIBELF_LIBS   := $(call pc,--libs,libelf)
 
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
            tracer/src/symbols.c tracer/src/control.c \
-           tracer/src/devmode.c
+           tracer/src/devmode.c tracer/src/unwind.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -147,14 +147,20 @@ RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -I
                   -Iproto/common/include \
                   -DRVT_BUILDING_LIBRARY $(WARN)
 RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o tracer/src/encode.o \
-	tracer/src/devmode.o \
+	tracer/src/devmode.o tracer/src/unwind.o \
 	tracer/src/hooks-aarch64.o proto/common/src/io.o proto/common/src/atomic.o \
 	tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
 	tests/tracer/wrap_check.o \
-	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o)
+	tests/tracer/aarch64_smoke.o tests/tracer/fixture_call.o tests/tracer/fixture_inline.o \
+	tests/tracer/unwind_uc.o tests/tracer/unwind_ui.o)
 $(OBJ)/a64/tests/tracer/fixture_call.o: RVT_A64_EXTRA := -finstrument-functions
 $(OBJ)/a64/tests/tracer/fixture_inline.o: RVT_A64_EXTRA := -finstrument-functions \
 	-include tracer/include/rearview/trace-inline.h
+$(OBJ)/a64/tests/tracer/unwind_u%.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h \
+		tracer/include/rearview/trace-inline.h
+	@mkdir -p $(@D)
+	$(RVT_A64_CC) $(RVT_A64_CFLAGS) -finstrument-functions -DUF_PREFIX=u$*_ \
+	  $(if $(findstring i,$*),-include tracer/include/rearview/trace-inline.h) -c -o $@ $<
 $(OBJ)/a64/%.o: %.c tracer/include/rearview/trace-inline.h tracer/src/tracer-int.h \
 		tests/tracer/fixture_body.h tests/tracer/wrap_check.h tests/tracer/capture_util.h
 	@mkdir -p $(@D)
@@ -164,7 +170,8 @@ $(OBJ)/a64/%.o: %.S
 	$(RVT_A64_CC) $(RVT_A64_CFLAGS) -c -o $@ $<
 $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 	@mkdir -p $(@D)
-	$(RVT_A64_CC) -static -pthread -Wl,-u,__pthread_create,-u,__pthread_setname_np -o $@ $^
+	$(RVT_A64_CC) -static -pthread -Wl,-u,__pthread_create,-u,__pthread_setname_np \
+	  -Wl,--undefined=__libc_siglongjmp -o $@ $^
 $(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
 	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
 	chmod +x $@
@@ -175,3 +182,35 @@ endif
 # The Lua macro-benchmark (fetches lua5.4's Debian source once; see the script).
 BENCHES += tests/bench/tracer_lua.sh
 tests/bench/tracer_lua.sh: $(LIBRVTRACE_A) $(LIBRVPROTO)
+
+# test_unwind (unwind.c): one fixture in call mode, inline mode and fortified
+# call mode (longjmp -> __longjmp_chk), a C++ one with g++ and clang++ (when
+# clang++ is installed; the test skips otherwise), and Lua 5.4 built on demand
+# by tests/tracer/unwind_lua.sh.
+RVT_UNWIND_OBJ := $(addprefix $(OBJ)/tests/tracer/,unwind_uc.o unwind_ui.o unwind_uf.o unwind_gx.o)
+$(OBJ)/tests/tracer/unwind_uc.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions -DUF_PREFIX=uc_ -c -o $@ $<
+$(OBJ)/tests/tracer/unwind_ui.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h \
+		tracer/include/rearview/trace-inline.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions \
+	  -include tracer/include/rearview/trace-inline.h -DUF_PREFIX=ui_ -c -o $@ $<
+$(OBJ)/tests/tracer/unwind_uf.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -O2 -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 \
+	  -finstrument-functions -DUF_PREFIX=uf_ -c -o $@ $<
+$(OBJ)/tests/tracer/unwind_gx.o: tests/tracer/unwind_cxx.cc tests/tracer/unwind_fix.h
+	@mkdir -p $(@D)
+	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -Itests/tracer -finstrument-functions -DUF_PREFIX=gx_ -c -o $@ $<
+ifneq ($(shell command -v clang++ 2>/dev/null),)
+RVT_UNWIND_OBJ += $(OBJ)/tests/tracer/unwind_cl.o
+$(OBJ)/tests/tracer/test_unwind.o: CPPFLAGS += -DUNWIND_HAVE_CLANG
+$(OBJ)/tests/tracer/unwind_cl.o: tests/tracer/unwind_cxx.cc tests/tracer/unwind_fix.h
+	@mkdir -p $(@D)
+	clang++ $(OPT) -g -fPIC $(SANFLAGS) -Itests/tracer -finstrument-functions-after-inlining \
+	  -DUF_PREFIX=cl_ -c -o $@ $<
+endif
+$(OBJ)/tests/tracer/test_unwind.o: CPPFLAGS += -DRVT_SRC_DIR='"$(CURDIR)"' -DRVT_BUILD_DIR='"$(BUILD)"' \
+	-DRVT_SANFLAGS='"$(SANFLAGS)"'
+$(eval $(call rv_test,tracer,unwind,$(RVT_UNWIND_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS) -lstdc++,1))

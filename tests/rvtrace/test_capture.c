@@ -141,6 +141,7 @@ static void test_capture_exits_without_entry_start_at_oldest(void **state)
 	assert_int_equal(th->calls[1].end, 10);
 	assert_int_equal(th->calls[2].depth, 2);
 	assert_int_equal(th->calls[2].end - th->calls[2].start, 2);
+	assert_int_equal(t->repaired, 2);
 	rva_trace_free(t);
 	free(c.b);
 }

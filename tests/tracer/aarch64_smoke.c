@@ -5,19 +5,23 @@
  * against inline mode, the cntvct_el0 clock fields, two-slot entries, a stop
  * delivered by signal to a thread blocked in read(), wrap-around with
  * entries straddling the wrap point through the hooks and the manual API,
- * and start/stop cycles against a thread running the hooks hot.
+ * start/stop cycles against a thread running the hooks hot, and the call
+ * tree across longjmp, siglongjmp and pthread_exit (unwind.c: the hooks'
+ * shadow stack and the aarch64 jmp_buf).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "capture_util.h"
 #include "fixture.h"
+#include "unwind_fix.h"
 #include "rearview/trace.h"
 #include "wrap_check.h"
 
@@ -183,14 +187,62 @@ static int wrap(const struct wc_points *p, const char *name)
 	return 0;
 }
 
+/* top(a(b(c(d(leaf()))))after(after_inner())); symbols are stubbed here
+ * (every name is empty), so the shape is what is compared. */
+#define JUMP_TREE "(((((()))))(()))"
+
+/* Captures the calling thread (or the exited `tid`) and compares its tree
+ * with `want`. */
+static int tree_is(pid_t tid, const char *want)
+{
+	struct cu_capture c;
+	if (capture(tid, &c) != 0)
+		return 0;
+	char *got = cu_render_tree(&c, "");
+	int ok = got && strcmp(got, want) == 0;
+	if (!ok)
+		printf("# got %s\n# want %s\n", got ? got : "(null)", want);
+	free(got);
+	cu_release(&c);
+	return ok;
+}
+
+static void *exiter(void *arg)
+{
+	*(_Atomic int *)arg = (int)syscall(SYS_gettid);
+	if (rvt_start(0) == 0)
+		uc_top(UF_PTHREAD_EXIT);
+	return NULL;
+}
+
+static int unwind_trees(void)
+{
+	struct cu_capture c;
+	if (rvt_start(0) != 0 || capture(0, &c) != 0)
+		return 0;
+	cu_release(&c);
+	uc_top(UF_LONGJMP);
+	uc_top(UF_SIGLONGJMP);
+	int ok = tree_is(0, JUMP_TREE JUMP_TREE);
+	ui_top(UF__LONGJMP);
+	ok = tree_is(0, JUMP_TREE) && ok;
+	_Atomic int tid = 0;
+	pthread_t th;
+	if (pthread_create(&th, NULL, exiter, &tid) != 0)
+		return 0;
+	pthread_join(th, NULL);
+	return tree_is(tid, "(((((())))))") && ok;
+}
+
 int main(void)
 {
-	printf("1..5\n");
+	printf("1..6\n");
 	check(modes_identical(), "aarch64_call_and_inline_modes_write_identical_buffers");
 	check(stop_blocked_thread(), "aarch64_stop_thread_blocked_in_read_completes");
 	check(wrap(&wc_hooks, "hooks"), "aarch64_hooks_wrap_straddling_two_slot_entries_decodes");
 	check(wrap(&wc_manual, "manual"),
 	      "aarch64_manual_wrap_straddling_two_slot_entries_decodes");
 	check(start_stop_while_hot(), "aarch64_start_stop_cycles_while_hot_stay_consistent");
+	check(unwind_trees(), "aarch64_longjmp_and_thread_exit_trees_exact");
 	return failures ? 1 : 0;
 }

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -220,4 +221,41 @@ long cu_find_entry(const struct cu_capture *c, const char *name, size_t from)
 			return (long)i;
 	}
 	return -1;
+}
+
+char *cu_render_tree(const struct cu_capture *c, const char *prefix)
+{
+	size_t cap = 4096, len = 0, depth = 0;
+	char *out = malloc(cap);
+	unsigned char *keep = calloc(c->nevents + 1, 1);
+	if (!out || !keep)
+		goto fail;
+	out[0] = '\0';
+	for (size_t i = 0; i < c->nevents; i++) {
+		const char *s = ")", *open = "";
+		if (c->events[i].entry) {
+			const char *n = cu_name(c, c->events[i].value);
+			s = n ? n : "?";
+			open = "(";
+			keep[depth++] = strncmp(s, prefix, strlen(prefix)) == 0;
+			if (!keep[depth - 1])
+				continue;
+		} else if (depth == 0 || !keep[--depth]) {
+			continue;
+		}
+		size_t n = strlen(s) + 2;
+		if (len + n >= cap) {
+			char *bigger = realloc(out, cap = 2 * (len + n));
+			if (!bigger)
+				goto fail;
+			out = bigger;
+		}
+		len += (size_t)snprintf(out + len, cap - len, "%s%s", s, open);
+	}
+	free(keep);
+	return out;
+fail:
+	free(out);
+	free(keep);
+	return NULL;
 }

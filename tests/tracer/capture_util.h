@@ -55,5 +55,10 @@ void cu_release(struct cu_capture *c);
 const char *cu_name(const struct cu_capture *c, uint64_t value);
 /* Index of the first event at or after `from` that enters `name`, or -1. */
 long cu_find_entry(const struct cu_capture *c, const char *name, size_t from);
+/* Renders the frames of `c` whose names start with `prefix` ("" all) as a
+ * tree, an entry "name(" and its exit ")", into a new string (caller frees;
+ * NULL when out of memory).  Unknown names are "?"; the frames of other
+ * names are left out, their children kept. */
+char *cu_render_tree(const struct cu_capture *c, const char *prefix);
 
 #endif

@@ -896,6 +896,7 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 					 : rva_enter(c->t, 0, (uint32_t)unk, oldest_ns)) < 0) {
 				return rva_fail(err, rc, "cannot open frame");
 			}
+		c->t->repaired += open;
 	}
 	/* Pass 2, forwards, specialised for the summary and the model, and for
 	 * clocks whose whole span converts in integers (see forward). */

@@ -356,6 +356,7 @@ int rva_trace_append(rva_trace *dst, const rva_trace *src)
 		d->last_ts = s->last_ts;
 	}
 	dst->dropped += src->dropped;
+	dst->repaired += src->repaired;
 	rva_trace_finish(dst, INT64_MIN);
 out_free:
 	free(map);

@@ -43,8 +43,9 @@ static const char usage_info[] =
 	"usage: rvtrace info FILE\n"
 	"\n"
 	"Print the detected format, the time span, the thread list with call\n"
-	"counts, the number of distinct methods and of events dropped as damage\n"
-	"(unmatched exits, torn slots, malformed lines).\n";
+	"counts, the number of distinct methods, of events dropped as damage\n"
+	"(unmatched exits, torn slots, malformed lines) and of frames repaired\n"
+	"(a capture's exits with no entry, given an \"(unknown caller)\" frame).\n";
 
 static const char usage_summary[] =
 	"usage: rvtrace summary [--top N] [--window MS] [--json] [--match P] [--full] FILE\n"
@@ -227,6 +228,7 @@ static int cmd_info(int argc, char **argv)
 	       usec(t, t->end - t->start), t->weighted ? "samples" : "us");
 	printf("methods:  %zu\ncalls:    %zu\ndropped:  %" PRIu64 "\n", t->nmethods, calls,
 	       t->dropped);
+	printf("repaired: %" PRIu64 " frames\n", t->repaired);
 	if (t->has_anomaly)
 		printf("anomaly:  %s at %" PRId64 "\n", t->anomaly_name ? t->anomaly_name : "",
 		       t->anomaly_ns);

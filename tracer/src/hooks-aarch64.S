@@ -22,6 +22,9 @@
 #define T_LIMIT	  48
 #define T_MBASE	  56
 #define T_SHIFT	  64
+#define T_SHTOP	  72
+#define T_SHBASE  80
+#define T_SHEND	  88
 
 /* x9 = thread pointer, x10 = rvt__tls's offset from it (initial-exec TLS) */
 .macro TLS_OFF
@@ -114,6 +117,28 @@
 	b	rvt__stop_slow
 .endm
 
+/* Shadow stack (trace-inline.h): push the caller's sp, or pop one word. */
+.macro SHADOW_PUSH
+	ldr	x12, [x10, #T_SHTOP]
+	ldr	x13, [x10, #T_SHEND]
+	cmp	x12, x13
+	b.hs	3f
+	mov	x13, sp
+	str	x13, [x12]
+3:	add	x12, x12, #8
+	str	x12, [x10, #T_SHTOP]
+.endm
+
+.macro SHADOW_POP
+	ldr	x12, [x10, #T_SHTOP]
+	ldr	x13, [x10, #T_SHBASE]
+	cmp	x12, x13
+	b.eq	3f
+	sub	x12, x12, #8
+	str	x12, [x10, #T_SHTOP]
+3:
+.endm
+
 	.text
 
 /* void __cyg_profile_func_enter(void *fn, void *call_site) */
@@ -137,6 +162,7 @@ __cyg_profile_func_enter:
 	orr	x12, x14, #1
 	str	x12, [x15]
 2:	ADVANCE
+	SHADOW_PUSH
 	TAIL
 	.cfi_endproc
 	.size	__cyg_profile_func_enter, .-__cyg_profile_func_enter
@@ -152,6 +178,7 @@ __cyg_profile_func_exit:
 	ldr	x15, [x10, #T_CUR]
 	str	x14, [x15]			/* exit slot: ts << 32 | 0 */
 	ADVANCE
+	SHADOW_POP
 	TAIL
 	.cfi_endproc
 	.size	__cyg_profile_func_exit, .-__cyg_profile_func_exit

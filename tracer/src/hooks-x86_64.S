@@ -33,6 +33,9 @@
 #define T_LIMIT	  48
 #define T_MBASE	  56
 #define T_SHIFT	  64
+#define T_SHTOP	  72
+#define T_SHBASE  80
+#define T_SHEND	  88
 
 /*
  * Calls fn(&rvt__tls) (%r11 = rvt__tls's TLS offset) preserving every
@@ -74,9 +77,10 @@
 /*
  * One trace point, entry (\entry = 1, function in %r8) or exit.  Falls
  * through to \name\()_done with the flags and %rax %rcx %rdx %r8 %r11
- * clobbered.
+ * clobbered.  \spoff(%rsp) is the instrumented function's stack pointer,
+ * which an entry pushes on the shadow stack (trace-inline.h).
  */
-.macro TP name, entry
+.macro TP name, entry, spoff
 	movq	rvt__tls@gottpoff(%rip), %r11
 	movq	%fs:T_START(%r11), %rcx
 	testq	%rcx, %rcx
@@ -115,6 +119,21 @@
 	cmpq	%fs:T_LIMIT(%r11), %rdx
 	je	\name\()_wrap
 \name\()_commit:
+	movq	%fs:T_SHTOP(%r11), %rcx
+.if \entry
+	cmpq	%fs:T_SHEND(%r11), %rcx
+	jae	2f
+	leaq	\spoff(%rsp), %rax
+	movq	%rax, (%rcx)
+2:	addq	$8, %rcx
+	movq	%rcx, %fs:T_SHTOP(%r11)
+.else
+	cmpq	%fs:T_SHBASE(%r11), %rcx
+	je	2f
+	subq	$8, %rcx
+	movq	%rcx, %fs:T_SHTOP(%r11)
+2:
+.endif
 	movq	%rdx, %fs:T_CUR(%r11)
 	movl	$0, %fs:T_BUSY(%r11)
 	cmpq	$0, %fs:T_STOP(%r11)
@@ -157,7 +176,7 @@
 .if \entry
 	movq	%rdi, %r8
 .endif
-	TP	.L\sym, \entry
+	TP	.L\sym, \entry, 8
 	ret
 	.cfi_endproc
 	.size	\sym, .-\sym
@@ -187,7 +206,7 @@
 .if \entry
 	movq	%rax, %r8
 .endif
-	TP	.L\sym, \entry
+	TP	.L\sym, \entry, 168
 	popq	%r8
 	.cfi_adjust_cfa_offset -8
 	popq	%rdx

@@ -27,6 +27,9 @@ int rvt__adopt(struct rvt__thread *t)
 		t->limit = r->slots + r->nslots;
 		t->method_base = rvt_method_base;
 		t->shift = rvt_clock.shift;
+		t->sh_base = (uintptr_t)r->shadow;
+		t->sh_end = t->sh_base + RVT_SHADOW_WORDS * sizeof(uintptr_t);
+		t->sh_top = t->sh_base;
 		RVT__ST(t->cur, r->slots + r->end_pos);
 		RVT__ST(t->wrapped, r->wrapped);
 		RVT__ST(t->seen, s);

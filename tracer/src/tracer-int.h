@@ -21,11 +21,22 @@
  * them after seeing it (acquire). */
 struct rvt_ring {
 	uint64_t *slots;
+	uintptr_t *shadow; /* RVT_SHADOW_WORDS words: the traced thread's shadow stack */
 	uint64_t nslots;
 	uint64_t end_pos;
 	int wrapped;
 	size_t map_bytes;
 };
+
+/* Shadow stack capacity in frames (trace-inline.h; deeper frames are counted
+ * but their stack pointers not kept). */
+#define RVT_SHADOW_WORDS 4096u
+
+/* Writes an exit slot for, and pops, every shadow frame of the calling
+ * thread whose stack pointer is below `limit` (UINTPTR_MAX: all of them);
+ * nothing when the thread is not tracing.  Runs on the traced thread, not
+ * inside a trace point (unwind.c). */
+RVT_HIDDEN void rvt_unwind_below(uintptr_t limit);
 
 /* The process-wide clock parameters (FORMAT.md header). */
 struct rvt_clock {

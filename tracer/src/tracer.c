@@ -209,6 +209,15 @@ static struct rvt_ring *ring_new(void)
 		return NULL;
 	}
 	r->slots = m;
+	/* The shadow stack likewise: pages as deep as the thread's calls go. */
+	void *sh = mmap(NULL, RVT_SHADOW_WORDS * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (sh == MAP_FAILED) {
+		munmap(m, r->map_bytes);
+		free(r);
+		return NULL;
+	}
+	r->shadow = sh;
 	live_rings++;
 	return r;
 }
@@ -218,6 +227,7 @@ static void ring_free(struct rvt_ring *r)
 	if (!r)
 		return;
 	munmap(r->slots, r->map_bytes);
+	munmap(r->shadow, RVT_SHADOW_WORDS * sizeof(uintptr_t));
 	free(r);
 	live_rings--;
 }
@@ -409,6 +419,8 @@ static void on_thread_exit(void *arg)
 	for (size_t i = 0; i < nrecs; i++)
 		if (recs[i].t == t) {
 			if (recs[i].tracing) {
+				/* pthread_exit or cancellation left frames open. */
+				rvt_unwind_below(UINTPTR_MAX);
 				RVT__ST(t->stop, 1);
 				rvt__stop_slow(t);
 				recs[i].tracing = 0;
@@ -656,12 +668,12 @@ size_t rvt_threads_snapshot(struct rvt_thread_info *out, size_t cap)
 
 void rvt_enter(const void *key)
 {
-	rvt__trace_point(key, 1);
+	rvt__trace_point(key, 1, (uintptr_t)__builtin_dwarf_cfa());
 }
 
 void rvt_exit(void)
 {
-	rvt__trace_point(0, 0);
+	rvt__trace_point(0, 0, 0);
 }
 
 /* ---- capture ------------------------------------------------------------- */
@@ -795,3 +807,6 @@ _Static_assert(offsetof(struct rvt__thread, base) == 40, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, limit) == 48, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, method_base) == 56, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, shift) == 64, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, sh_top) == 72, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, sh_base) == 80, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, sh_end) == 88, "asm offsets");

@@ -27,6 +27,16 @@
  * signal can never tear an entry or misplace the end position.  No
  * read-modify-write, lock, call or system call on the path; the shared words
  * are C11 atomics with relaxed order (plain loads and stores).
+ *
+ * Shadow stack (unwind.c): inside the busy window, after its slot, an entry
+ * stores `sp` (the instrumented function's stack pointer) at sh_top when
+ * sh_top < sh_end and advances sh_top by one word either way; an exit steps
+ * sh_top back by one word unless it is at sh_base (a frame entered before
+ * the ring was adopted).  So (sh_top - sh_base) / 8 is the number of frames
+ * entered since adoption and still open, and the words below
+ * min(sh_top, sh_end) are their stack pointers, outermost first — what the
+ * longjmp / exception / thread-exit interposers unwind by.  Private to the
+ * thread; rvt__adopt() resets sh_top to sh_base.
  */
 #ifndef REARVIEW_TRACE_INLINE_H
 #define REARVIEW_TRACE_INLINE_H
@@ -56,6 +66,9 @@ struct rvt__thread {
 	uint64_t *limit;	  /* one past the last slot */
 	uint64_t method_base;	  /* FORMAT.md method_base */
 	unsigned shift;		  /* FORMAT.md timestamp shift */
+	uintptr_t sh_top;	  /* shadow stack: next word (may pass sh_end) */
+	uintptr_t sh_base;	  /* shadow stack: first word */
+	uintptr_t sh_end;	  /* shadow stack: one past the last word */
 };
 
 extern __thread struct rvt__thread rvt__tls __attribute__((tls_model("initial-exec")));
@@ -85,11 +98,26 @@ extern inline RVT__ALWAYS uint64_t rvt__counter(void)
 #endif
 }
 
+/* The stack pointer of the function this is inlined into. */
+extern inline RVT__ALWAYS uintptr_t rvt__sp(void)
+{
+	uintptr_t sp;
+#if defined(__x86_64__)
+	__asm__("movq %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+	__asm__("mov %0, sp" : "=r"(sp));
+#else
+	sp = (uintptr_t)__builtin_frame_address(0);
+#endif
+	return sp;
+}
+
 /*
- * One trace point: an entry of `fn` when `entry`, else an exit.  The hot
- * branch (tracing off) is one TLS load and a compare.
+ * One trace point: an entry of `fn` when `entry`, else an exit; `sp` is the
+ * instrumented function's stack pointer (entries only; see Shadow stack).
+ * The hot branch (tracing off) is one TLS load and a compare.
  */
-extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry)
+extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintptr_t sp)
 {
 	struct rvt__thread *t = &rvt__tls;
 	uintptr_t s = RVT__LD(t->start);
@@ -127,6 +155,14 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry)
 	if (RVT__UNLIKELY(++p == limit)) {
 		p = t->base;
 		RVT__ST(t->wrapped, 1);
+	}
+	uintptr_t top = t->sh_top;
+	if (entry) {
+		if (RVT__LIKELY(top < t->sh_end))
+			*(uintptr_t *)top = sp;
+		t->sh_top = top + sizeof(uintptr_t);
+	} else if (RVT__LIKELY(top != t->sh_base)) {
+		t->sh_top = top - sizeof(uintptr_t);
 	}
 	RVT__ST(t->cur, p);
 	atomic_signal_fence(memory_order_seq_cst);
@@ -212,7 +248,7 @@ extern inline __attribute__((gnu_inline, always_inline, no_instrument_function))
 __cyg_profile_func_enter(void *fn, void *call_site)
 {
 	(void)call_site;
-	rvt__trace_point(fn, 1);
+	rvt__trace_point(fn, 1, rvt__sp());
 }
 
 extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
@@ -220,7 +256,7 @@ __cyg_profile_func_exit(void *fn, void *call_site)
 {
 	(void)fn;
 	(void)call_site;
-	rvt__trace_point(0, 0);
+	rvt__trace_point(0, 0, 0);
 }
 #endif
 #endif

@@ -90,6 +90,8 @@ typedef struct rva_trace {
 	int64_t anomaly_ns; /* same clock as the calls */
 	char *anomaly_name; /* owned; may be NULL */
 	uint64_t dropped;   /* events ignored as damage (unmatched, torn) */
+	uint64_t repaired;  /* frames the decoder supplied: exits with no entry
+			     * got an "(unknown caller)" frame (FORMAT.md §1) */
 	int has_cpu;	    /* some thread carries thread-CPU time (cpu != NULL) */
 	/* Captures only: the methods named "module+0xoffset" (no SYMBOL name),
 	 * with what a symbolizer needs; owned. */
