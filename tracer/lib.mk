@@ -8,7 +8,7 @@ LIBELF_CFLAGS := $(call pc,--cflags,libelf)
 LIBELF_LIBS   := $(call pc,--libs,libelf)
 
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
-           tracer/src/symbols.c tracer/src/control.c
+           tracer/src/symbols.c tracer/src/control.c tracer/src/runtime.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -46,7 +46,8 @@ $(LIBRVTRACE_SO): $(RVT_OBJ) $(LIBRVPROTO)
 	  -o $@ $(RVT_OBJ) $(RVT_LDLIBS)
 
 LIBS += $(LIBRVTRACE_A) $(LIBRVTRACE_SO)
-INSTALL_HDR += tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h
+INSTALL_HDR += tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h \
+               tracer/include/rearview/trace-runtime.h
 
 # librvproto is linked in but not re-exported (--exclude-libs): a program
 # that also links librvproto must not see two copies of its descriptors.

@@ -1,0 +1,38 @@
+/*
+ * rearview/trace-runtime.h — the inline half of a runtime integration
+ * (trace.h, "Runtime integrations"): the test a VM's call and return paths
+ * make before calling rvt_enter() / rvt_exit() / rvt_exit_n(), so an
+ * untraced thread pays one thread-local load and a branch per frame and the
+ * VM does no other work (naming a function, walking its frames) unless the
+ * thread is traced.
+ *
+ * It reads librvtrace's internal per-thread word (trace-inline.h): rebuild
+ * the runtime with the matching library, as for inline mode.
+ */
+#ifndef REARVIEW_TRACE_RUNTIME_H
+#define REARVIEW_TRACE_RUNTIME_H
+
+#ifndef REARVIEW_TRACE_INLINE_H
+#define RVT_NO_INLINE_HOOKS 1
+#endif
+#include "trace-inline.h"
+#include "trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Non-zero when the calling thread is, or is about to start, tracing: only
+ * then do rvt_enter() and rvt_exit() record anything.  A false non-zero (a
+ * stop in flight) only costs a call that records nothing.  Async-signal-safe.
+ */
+static inline RVT__NOTRACE int rvt_thread_active(void)
+{
+	return RVT__UNLIKELY(RVT__LD(rvt__tls.start) != 0);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
