@@ -217,24 +217,22 @@ local function fasta(n)
 	return gc
 end
 
--- The planted cause: quadratic string building, a quarter of the run.
+-- The planted cause: a long pure-Lua loop (no calls, so the end-of-run ring
+-- still holds its entry), about a quarter of the run.
 local function planted_slow(n)
-	local s = ""
+	local h = 7
 	for i = 1, n do
-		s = s .. string.char(97 + i % 26)
-		if #s > 4000 then
-			s = ""
-		end
+		h = (h * 31 + i) % 1000000007
 	end
-	return #s
+	return h % 10
 end
 
 local sum = binary_trees(math.max(6, math.floor(13 + math.log(scale, 2))))
 sum = sum + fannkuch(scale >= 1 and 9 or 7)
-sum = sum + nbody(math.floor(100000 * scale))
+sum = sum + nbody(math.floor(40000 * scale))
 sum = sum + spectral_norm(math.floor(200 * math.sqrt(scale)))
 sum = sum + fasta(math.floor(250000 * scale))
-sum = sum + planted_slow(math.floor(2500000 * scale))
+sum = sum + planted_slow(math.floor(50000000 * scale))
 for i = 1, math.floor(1000 * scale) do
 	sum = count_me(sum + i % 3)
 end
