@@ -106,6 +106,7 @@ endif
 $(eval $(call rv_test,tracer,stubs,$(RVT_STUB_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(OBJ)/tests/tracer/test_format.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,runtime,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 
 # `make bench`: Listing 1 built several ways into one driver.
 RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \
