@@ -7,7 +7,8 @@
  * thread is traced.
  *
  * It reads librvtrace's internal per-thread word (trace-inline.h): rebuild
- * the runtime with the matching library, as for inline mode.
+ * the runtime with the matching library, as for inline mode.  C only (C11
+ * atomics, like trace-inline.h); a C++ VM includes it from a C file.
  */
 #ifndef REARVIEW_TRACE_RUNTIME_H
 #define REARVIEW_TRACE_RUNTIME_H

@@ -25,13 +25,18 @@
 
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lauxlib.h"
 #include "ldebug.h"
 #include "lfunc.h"
 #include "lobject.h"
 #include "lstring.h"
+
+/* trace.h, rvt_control_start(): where the daemon listens by default. */
+#define RVLUA_DEFAULT_SOCKET "/run/rearview/control.sock"
 
 /* ldebug.c (rvlua.patch): the name a call made from `caller` gives its callee. */
 LUAI_FUNC const char *luaG_rvcallname(lua_State *L, CallInfo *caller, const char **name);
@@ -113,8 +118,19 @@ void rvlua_rewind(lua_State *L)
 	}
 }
 
-/* Captures name the keys of Lua functions. */
+/*
+ * At load: captures name the keys of Lua functions; and when a daemon is
+ * there to follow (RV_SOCKET set, or the default control socket exists), the
+ * main thread is the one it traces (the UI thread) and the control thread
+ * connects to it, as README.md's "Tracing your own program" asks of every
+ * program.  Without a daemon, developer mode (RV_TRACE, RV_TRACE_FILE) only.
+ */
 __attribute__((constructor)) static void rvlua_init(void)
 {
 	rvt_set_resolver(rvt_key_resolve, NULL);
+	const char *sock = getenv("RV_SOCKET");
+	if ((sock && *sock) || access(RVLUA_DEFAULT_SOCKET, F_OK) == 0) {
+		rvt_set_ui_thread(0);
+		rvt_control_start(NULL);
+	}
 }
