@@ -11,6 +11,9 @@
 #   lua.sh run MODE       MODE plain | off | on | capture; prints one line
 #                         seconds=<wall> tracepoints=<n|-> found=<yes|no|->
 #                         instrumented=<k>/<total>
+#   lua.sh rounds [N]     N (default 10) interleaved rounds of every mode; a
+#                         table of medians and paired-t overheads vs plain
+#                         (until tests/bench/real/run.sh covers it)
 #   lua.sh check          the small version (SCALE 0.05): the capture names
 #                         planted_slow at the top of self time and counts
 #                         count_me's calls exactly as the script does; exit 0,
@@ -41,6 +44,12 @@ build() {
 }
 
 now() { date +%s%N; }
+# CPU seconds (user + system) of this shell's finished children so far
+# (`times` must run in this shell, not in a pipeline's or $(...)'s subshell).
+cpu() { # file
+	times >"$1"
+	awk 'NR == 2 { gsub(/[ms]/, " "); print $1 * 60 + $2 + $3 * 60 + $4 }' "$1"
+}
 
 # summary FILE -> "calls methods top_method span_ns"
 summary() {
@@ -66,9 +75,14 @@ run() { # MODE [SCALE]
 		;;
 	esac
 	[ -x "$bin" ] || build
+	cpu "$W/times.tmp" >"$W/c0.tmp"
 	t0=$(now)
 	RV_TRACE=$on RV_TRACE_FILE=$cap "$bin" "$SCRIPT" "$scale" >/dev/null
 	t1=$(now)
+	cpu "$W/times.tmp" >"$W/c1.tmp"
+	# `rounds` also wants CPU time (user + system), steadier than wall time
+	# on a loaded machine.
+	[ -z "${LUA_SH_CPU_LOG:-}" ] || cat "$W/c0.tmp" "$W/c1.tmp" | paste -sd' ' | awk '{ printf "%.4f\n", $2 - $1 }' >>"$LUA_SH_CPU_LOG"
 	secs=$(echo "$t0 $t1" | awk '{ printf "%.4f", ($2 - $1) / 1e9 }')
 	if [ -z "$cap" ]; then
 		echo "seconds=$secs tracepoints=- found=- instrumented=-"
@@ -107,12 +121,53 @@ for b in bad:
 sys.exit(1 if bad else 0)' "$want" "$plain"
 }
 
+rounds() { # N
+	build || exit $?
+	log=$(mktemp)
+	for r in $(seq 1 "${1:-10}"); do
+		for m in plain off on capture; do
+			: >"$log.cpu"
+			line=$(LUA_SH_CPU_LOG=$log.cpu run "$m")
+			echo "$r $m $line cpu=$(cat "$log.cpu")" >>"$log"
+		done
+	done
+	python3 - "$log" <<'PY'
+import math, re, statistics as st, sys
+t975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
+        10: 2.23, 11: 2.20, 12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13, 19: 2.09, 24: 2.06, 29: 2.05}
+by, cpu, extra = {}, {}, {}
+for line in open(sys.argv[1]):
+    r, m, rest = line.split(" ", 2)
+    kv = dict(re.findall(r"(\w+)=(\S+)", rest))
+    by.setdefault(m, {})[int(r)] = float(kv["seconds"])
+    cpu.setdefault(m, {})[int(r)] = float(kv["cpu"])
+    extra.setdefault(m, []).append(kv)
+def paired(v, base):
+    d = [(v[r] - base[r]) / base[r] for r in sorted(v)]
+    n = len(d)
+    mean = st.mean(d)
+    half = t975.get(n - 1, 2.0) * st.stdev(d) / math.sqrt(n) if n > 1 else float("nan")
+    return "%7.2f%% [%+6.2f%%, %+6.2f%%]" % (100 * mean, 100 * (mean - half), 100 * (mean + half))
+print("%-8s %8s %-31s %8s %-31s %10s %5s" % ("mode", "wall s", "wall overhead, paired-t 95%",
+      "cpu s", "cpu overhead, paired-t 95%", "points/s", "found"))
+for m in ["plain", "off", "on", "capture"]:
+    tp = [float(k["tracepoints"]) / float(k["seconds"]) for k in extra[m] if k["tracepoints"] != "-"]
+    found = ",".join(sorted(set(k["found"] for k in extra[m])))
+    print("%-8s %8.3f %-31s %8.3f %-31s %10s %5s" % (
+        m, st.median(by[m].values()), "" if m == "plain" else paired(by[m], by["plain"]),
+        st.median(cpu[m].values()), "" if m == "plain" else paired(cpu[m], cpu["plain"]),
+        "%.3g" % st.median(tp) if tp else "-", found))
+PY
+	rm -f "$log" "$log.cpu"
+}
+
 case ${1:-} in
 build) build ;;
+rounds) rounds "${2:-10}" ;;
 run) run "${2:?usage: lua.sh run plain|off|on|capture}" ;;
 check) check ;;
 *)
-	echo "usage: lua.sh build | run MODE | check" >&2
+	echo "usage: lua.sh build | run MODE | rounds [N] | check" >&2
 	exit 2
 	;;
 esac
