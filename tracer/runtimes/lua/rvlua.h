@@ -26,10 +26,15 @@ LUAI_FUNC void rvlua_unwind(lua_State *L, CallInfo *to);
 /* Coroutine L resumes: its frames base_ci+1 .. L->ci enter again. */
 LUAI_FUNC void rvlua_rewind(lua_State *L);
 
-#define RVLUA_ENTER_LUA(L, ci, p)                  \
-	do {                                       \
-		if (rvt_thread_active())           \
-			rvlua_enter_lua(L, ci, p); \
+/* A function already keyed costs the traced thread one call, rvt_enter(). */
+#define RVLUA_ENTER_LUA(L, ci, p)                          \
+	do {                                               \
+		if (rvt_thread_active()) {                 \
+			if (l_likely((p)->rvkey != NULL))  \
+				rvt_enter((p)->rvkey);     \
+			else                               \
+				rvlua_enter_lua(L, ci, p); \
+		}                                          \
 	} while (0)
 #define RVLUA_ENTER_C(f)                                         \
 	do {                                                     \
