@@ -43,14 +43,6 @@ build() {
 	sh tracer/runtimes/lua/build.sh rv "$top" "$W/rv" "$B"
 }
 
-now() { date +%s%N; }
-# CPU seconds (user + system) of this shell's finished children so far
-# (`times` must run in this shell, not in a pipeline's or $(...)'s subshell).
-cpu() { # file
-	times >"$1"
-	awk 'NR == 2 { gsub(/[ms]/, " "); print $1 * 60 + $2 + $3 * 60 + $4 }' "$1"
-}
-
 # summary FILE -> "calls methods top_method span_ns"
 summary() {
 	"$RVTRACE" summary --top 100000 --json "$1" | python3 -c '
@@ -75,14 +67,20 @@ run() { # MODE [SCALE]
 		;;
 	esac
 	[ -x "$bin" ] || build
-	cpu "$W/times.tmp" >"$W/c0.tmp"
-	t0=$(now)
-	RV_TRACE=$on RV_TRACE_FILE=$cap "$bin" "$SCRIPT" "$scale" >/dev/null
-	t1=$(now)
-	cpu "$W/times.tmp" >"$W/c1.tmp"
-	# `rounds` also wants CPU time (user + system), steadier than wall time
-	# on a loaded machine.
-	[ -z "${LUA_SH_CPU_LOG:-}" ] || cat "$W/c0.tmp" "$W/c1.tmp" | paste -sd' ' | awk '{ printf "%.4f\n", $2 - $1 }' >>"$LUA_SH_CPU_LOG"
+	# Wall and CPU (user + system, µs resolution from getrusage) of the
+	# interpreter alone, measured around it by a small runner.
+	set -- $(RV_TRACE=$on RV_TRACE_FILE=$cap python3 -c '
+import resource, subprocess, sys, time
+r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+t0 = time.monotonic_ns()
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+t1 = time.monotonic_ns()
+r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+print("%d %d %.6f" % (t0, t1, cpu))' "$bin" "$SCRIPT" "$scale")
+	t0=$1 t1=$2
+	# `rounds` also wants CPU time, steadier than wall time on a loaded machine.
+	[ -z "${LUA_SH_CPU_LOG:-}" ] || echo "$3" >>"$LUA_SH_CPU_LOG"
 	secs=$(echo "$t0 $t1" | awk '{ printf "%.4f", ($2 - $1) / 1e9 }')
 	if [ -z "$cap" ]; then
 		echo "seconds=$secs tracepoints=- found=- instrumented=-"
