@@ -13,7 +13,8 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 CASES="test_rvlua_planted_slow_tops_self_time test_rvlua_calls_match_script_count \
 test_rvlua_pcall_errors_then_sort_nests_at_real_depth test_rvlua_coroutine_frames_nest_under_resume \
-test_rvlua_tail_call_chain_stays_one_frame test_rvlua_bench_check_passes"
+test_rvlua_tail_call_chain_stays_one_frame test_rvlua_freed_functions_keep_their_names \
+test_rvlua_bench_check_passes"
 echo "1..$(echo $CASES | wc -w)"
 
 if sh tests/bench/real/lua.sh build >"$T/build.log" 2>&1; then
@@ -125,6 +126,13 @@ if calls.get(C) != 100001:
 if max(f.count(C) for f, _ in chains) != 1:
     fail("tail calls stacked")'
 result test_rvlua_tail_call_chain_stays_one_frame $?
+
+capture reuse.lua && check '
+gen = {m: n for m, n in calls.items() if m.startswith("=gen") and not m.endswith(":0:main chunk")}
+want = {"=gen%d:1:f" % i: 1 for i in range(1, 301)}
+if gen != want:
+    fail("%d names, wrong: %s" % (len(gen), sorted(set(gen.items()) ^ set(want.items()))[:5]))'
+result test_rvlua_freed_functions_keep_their_names $?
 
 sh tests/bench/real/lua.sh check >"$T/stdout" 2>&1
 rc=$?
