@@ -2,8 +2,9 @@
  * rvlua.h — Rearview's trace points in Lua 5.4's call and return paths
  * (rvlua.patch puts the RVLUA_* lines into ldo.c and lvm.c; rvlua.c has the
  * out-of-line parts).  Every macro costs an untraced thread one
- * thread-local load and a branch (rvt_thread_active()); all the work is in
- * rvlua.c, called only when the thread is traced.
+ * thread-local load and a branch (rvt_thread_active()); a traced thread runs
+ * the trace point inlined (rvt_enter_inline() / rvt_exit_inline()), and the
+ * rare work (naming a function, walking frames) in rvlua.c.
  *
  * Invariant kept on a traced thread: every CallInfo that becomes L->ci
  * records one entry and, when it leaves the chain by any path (return, tail
@@ -26,25 +27,25 @@ LUAI_FUNC void rvlua_unwind(lua_State *L, CallInfo *to);
 /* Coroutine L resumes: its frames base_ci+1 .. L->ci enter again. */
 LUAI_FUNC void rvlua_rewind(lua_State *L);
 
-/* A function already keyed costs the traced thread one call, rvt_enter(). */
-#define RVLUA_ENTER_LUA(L, ci, p)                          \
-	do {                                               \
-		if (rvt_thread_active()) {                 \
-			if (l_likely((p)->rvkey != NULL))  \
-				rvt_enter((p)->rvkey);     \
-			else                               \
-				rvlua_enter_lua(L, ci, p); \
-		}                                          \
+/* A function already keyed costs the traced thread one inlined trace point. */
+#define RVLUA_ENTER_LUA(L, ci, p)                             \
+	do {                                                  \
+		if (rvt_thread_active()) {                    \
+			if (l_likely((p)->rvkey != NULL))     \
+				rvt_enter_inline((p)->rvkey); \
+			else                                  \
+				rvlua_enter_lua(L, ci, p);    \
+		}                                             \
 	} while (0)
-#define RVLUA_ENTER_C(f)                                         \
-	do {                                                     \
-		if (rvt_thread_active())                         \
-			rvt_enter((const void *)(uintptr_t)(f)); \
+#define RVLUA_ENTER_C(f)                                                \
+	do {                                                            \
+		if (rvt_thread_active())                                \
+			rvt_enter_inline((const void *)(uintptr_t)(f)); \
 	} while (0)
-#define RVLUA_EXIT()                     \
-	do {                             \
-		if (rvt_thread_active()) \
-			rvt_exit();      \
+#define RVLUA_EXIT()                       \
+	do {                               \
+		if (rvt_thread_active())   \
+			rvt_exit_inline(); \
 	} while (0)
 #define RVLUA_TAILCALL(L, ci, p)                  \
 	do {                                      \
