@@ -40,12 +40,12 @@ static inline RVT__NOTRACE int rvt_thread_active(void)
  * rvt_enter() / rvt_exit(); a few dozen bytes of code per use, so call them
  * after rvt_thread_active() in a rarely taken branch.
  */
-static inline RVT__NOTRACE void rvt_enter_inline(const void *key)
+static inline __attribute__((always_inline)) RVT__NOTRACE void rvt_enter_inline(const void *key)
 {
 	rvt__trace_point(key, 1);
 }
 
-static inline RVT__NOTRACE void rvt_exit_inline(void)
+static inline __attribute__((always_inline)) RVT__NOTRACE void rvt_exit_inline(void)
 {
 	rvt__trace_point(0, 0);
 }
