@@ -13,7 +13,9 @@
 #                         instrumented=<k>/<total>
 #   lua.sh rounds [N]     N (default 10) interleaved rounds of every mode; a
 #                         table of medians and paired-t overheads vs plain
-#                         (until tests/bench/real/run.sh covers it)
+#                         (until tests/bench/real/run.sh covers it);
+#                         LUA_BENCH_SCRIPT=… runs another script (calls.lua:
+#                         nothing but calls, the worst case)
 #   lua.sh check          the small version (SCALE 0.05): the capture names
 #                         planted_slow at the top of self time and counts
 #                         count_me's calls exactly as the script does; exit 0,
@@ -28,7 +30,7 @@
 set -eu
 B=build
 W=$B/real/lua
-SCRIPT=tests/bench/real/lua/bench.lua
+SCRIPT=${LUA_BENCH_SCRIPT:-tests/bench/real/lua/bench.lua}
 RVTRACE=$B/bin/rvtrace
 
 build() {
@@ -97,8 +99,8 @@ check() {
 	build || exit $?
 	cap=$(mktemp /tmp/rvlua.XXXXXX)
 	trap 'rm -f "$cap"' EXIT
-	want=$(RV_TRACE=1 RV_TRACE_BUFFER=256m RV_TRACE_FILE=$cap "$W/rv/rvlua" "$SCRIPT" 0.05 | sed -n 's/^count_me=//p')
-	plain=$("$W/plain/lua" "$SCRIPT" 0.05 | sed -n 's/^count_me=//p')
+	want=$(RV_TRACE=1 RV_TRACE_BUFFER=256m RV_TRACE_FILE=$cap "$W/rv/rvlua" tests/bench/real/lua/bench.lua 0.05 | sed -n 's/^count_me=//p')
+	plain=$("$W/plain/lua" tests/bench/real/lua/bench.lua 0.05 | sed -n 's/^count_me=//p')
 	"$RVTRACE" summary --top 100000 --json "$cap" | python3 -c '
 import json, re, sys
 want, plain = int(sys.argv[1]), int(sys.argv[2])
