@@ -17,6 +17,11 @@ PACKAGES="$PACKAGES libelf-dev libxxhash-dev gcc-aarch64-linux-gnu libc6-dev-arm
 # tracer/ analysis (rvtrace).
 PACKAGES="$PACKAGES libjansson-dev zlib1g-dev libzstd-dev uftrace"
 
+# tracer/runtimes/lua (rvlua): `apt-get source lua5.4` unpacks with dpkg-dev,
+# build.sh applies rvlua.patch with patch; its scripts read rvtrace's JSON
+# with python3.
+PACKAGES="$PACKAGES dpkg-dev patch python3"
+
 # policy/.
 PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"
 

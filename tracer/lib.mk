@@ -9,7 +9,7 @@ LIBELF_LIBS   := $(call pc,--libs,libelf)
 
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
            tracer/src/symbols.c tracer/src/control.c \
-           tracer/src/devmode.c tracer/src/unwind.c
+           tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -49,7 +49,8 @@ $(LIBRVTRACE_SO): $(RVT_OBJ) $(LIBRVCOMMON) $(LIBRVPROTO)
 	  -Wl,--exclude-libs,librvcommon.a -o $@ $(RVT_OBJ) $(LIBRVCOMMON) $(RVT_LDLIBS)
 
 LIBS += $(LIBRVTRACE_A) $(LIBRVTRACE_SO)
-INSTALL_HDR += tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h
+INSTALL_HDR += tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h \
+               tracer/include/rearview/trace-runtime.h
 
 # librvproto and librvcommon are linked in but not re-exported
 # (--exclude-libs): a program that also links librvproto must not see two
@@ -110,6 +111,7 @@ endif
 $(eval $(call rv_test,tracer,stubs,$(RVT_STUB_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(OBJ)/tests/tracer/test_format.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,runtime,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 
 # `make bench`: Listing 1 built several ways into one driver.
 RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \

@@ -668,7 +668,10 @@ size_t rvt_threads_snapshot(struct rvt_thread_info *out, size_t cap)
 
 void rvt_enter(const void *key)
 {
-	rvt__trace_point(key, 1, (uintptr_t)__builtin_dwarf_cfa());
+	/* A manual frame is its runtime's to unwind (rvt_exit_n): the stack
+	 * pointer it records is above every jump target, so librvtrace's
+	 * longjmp and exception handling never closes it a second time. */
+	rvt__trace_point(key, 1, RVT_MANUAL_FRAME_SP);
 }
 
 void rvt_exit(void)

@@ -117,6 +117,10 @@ extern inline RVT__ALWAYS uintptr_t rvt__sp(void)
  * instrumented function's stack pointer (entries only; see Shadow stack).
  * The hot branch (tracing off) is one TLS load and a compare.
  */
+/* The stack pointer a manual (rvt_enter) frame records on the shadow
+ * stack: above any jump target, so only its runtime unwinds it. */
+#define RVT_MANUAL_FRAME_SP UINTPTR_MAX
+
 extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintptr_t sp)
 {
 	struct rvt__thread *t = &rvt__tls;

@@ -151,7 +151,10 @@ RVT_API int rvt_capture_default(void);
  * interpreter's bytecode functions): `key` is any stable, non-NULL pointer
  * identifying the function (encoded like a function address).  Pair every
  * rvt_enter() with one rvt_exit() on the same thread.  Async-signal-safe;
- * no effect on an untraced thread.
+ * no effect on an untraced thread.  A manual frame is never closed by
+ * librvtrace's handling of longjmp and C++ exceptions: the runtime that
+ * entered it unwinds it (rvt_exit_n() when its own error handling drops
+ * frames), so a frame is never closed twice.
  */
 RVT_API void rvt_enter(const void *key);
 RVT_API void rvt_exit(void);
@@ -165,6 +168,43 @@ typedef int (*rvt_resolve_fn)(const void *key, char *buf, size_t len, void *arg)
 
 /* Installs (or with NULL removes) the resolver. `arg` is borrowed. */
 RVT_API void rvt_set_resolver(rvt_resolve_fn fn, void *arg);
+
+/*
+ * Runtime integrations (tracer/src/runtime.c; the pattern of rvlua,
+ * tracer/runtimes/lua/): a script VM calls rvt_enter() when one of its
+ * frames starts (a bytecode function or a native function it calls) and
+ * rvt_exit() when it ends, from its own call and return paths.  Frames that
+ * end without returning — unwound by an error, or suspended by a coroutine
+ * yield — end with rvt_exit_n(number unwound); a resumed coroutine enters
+ * its suspended frames again, outermost first.  The VM's own C is left
+ * uninstrumented.  rearview/trace-runtime.h has the inline "is this thread
+ * traced" test that keeps the untraced cost to one load and a branch.
+ *
+ * Keys: a function object's address is not a key when the VM may free it
+ * and reuse the address for another function before a capture names it.
+ * rvt_key_new() returns a key that is never reused, named `name` forever;
+ * install rvt_key_resolve() (or call it from your own resolver) so captures
+ * name those keys.
+ */
+
+/* Records `n` exits on the calling thread (n = 0: nothing).  Async-signal-safe. */
+RVT_API void rvt_exit_n(unsigned n);
+
+/*
+ * Returns a new key for rvt_enter(), never returned before in this process,
+ * that rvt_key_resolve() names `name` (copied; truncated to 511 bytes).  Keys
+ * are never freed: call it once per function, not per call (a few dozen
+ * bytes each).  Returns NULL when out of memory.  Thread-safe; not for
+ * signal handlers.
+ */
+RVT_API const void *rvt_key_new(const char *name);
+
+/*
+ * An rvt_resolve_fn for keys from rvt_key_new(): copies the key's name into
+ * `buf` (capacity `len`, NUL-terminated, truncated to fit) and returns 0, or
+ * returns -ENOENT for any other value.  `arg` is ignored.  Thread-safe.
+ */
+RVT_API int rvt_key_resolve(const void *key, char *buf, size_t len, void *arg);
 
 /*
  * Starts the control thread, which connects to the daemon's control socket

@@ -1,0 +1,8 @@
+-- A tail-call chain 100000 long: one frame deep, 100001 calls.
+local function chain(k)
+	if k == 0 then
+		return 0
+	end
+	return chain(k - 1)
+end
+print(chain(100000))

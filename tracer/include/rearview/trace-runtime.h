@@ -1,0 +1,56 @@
+/*
+ * rearview/trace-runtime.h — the inline half of a runtime integration
+ * (trace.h, "Runtime integrations"): the test a VM's call and return paths
+ * make before calling rvt_enter() / rvt_exit() / rvt_exit_n(), so an
+ * untraced thread pays one thread-local load and a branch per frame and the
+ * VM does no other work (naming a function, walking its frames) unless the
+ * thread is traced.
+ *
+ * It reads librvtrace's internal per-thread word (trace-inline.h): rebuild
+ * the runtime with the matching library, as for inline mode.  C only (C11
+ * atomics, like trace-inline.h); a C++ VM includes it from a C file.
+ */
+#ifndef REARVIEW_TRACE_RUNTIME_H
+#define REARVIEW_TRACE_RUNTIME_H
+
+#ifndef REARVIEW_TRACE_INLINE_H
+#define RVT_NO_INLINE_HOOKS 1
+#endif
+#include "trace-inline.h"
+#include "trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Non-zero when the calling thread is, or is about to start, tracing: only
+ * then do rvt_enter() and rvt_exit() record anything.  A false non-zero (a
+ * stop in flight) only costs a call that records nothing.  Async-signal-safe.
+ */
+static inline RVT__NOTRACE int rvt_thread_active(void)
+{
+	return RVT__UNLIKELY(RVT__LD(rvt__tls.start) != 0);
+}
+
+/*
+ * rvt_enter() and rvt_exit() inlined into the caller: the same slots without
+ * the call, for a VM's hottest paths (rvlua: ~4.7 instead of ~5.7 ns per
+ * event on a call-bound script, tracer/BENCHMARKS.md "rvlua").  Same rules as
+ * rvt_enter() / rvt_exit(); a few dozen bytes of code per use, so call them
+ * after rvt_thread_active() in a rarely taken branch.
+ */
+static inline __attribute__((always_inline)) RVT__NOTRACE void rvt_enter_inline(const void *key)
+{
+	rvt__trace_point(key, 1, RVT_MANUAL_FRAME_SP);
+}
+
+static inline __attribute__((always_inline)) RVT__NOTRACE void rvt_exit_inline(void)
+{
+	rvt__trace_point(0, 0, 0);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,38 @@
+# rvlua — Lua 5.4 from Debian's lua5.4 source with Rearview's trace points in
+# its call and return paths (tracer/runtimes/lua/README.md).  Lua's sources are
+# never in the repository: tracer/runtimes/lua/fetch.sh unpacks them once into
+# build/real/src/lua.  `make` builds $(BIN)/rvlua (and `make install` installs
+# it) only when that source is already there; `make rvlua` fetches it first.
+# Not in sanitizer flavours (the interpreter is built by build.sh, without
+# their flags).  `make check` runs tests/tracer/test_rvlua.sh, which fetches
+# and builds through tests/bench/real/lua.sh, or skips visibly.
+
+RVLUA      := $(BIN)/rvlua
+RVLUA_TOP  := $(firstword $(wildcard build/real/src/lua/lua5.4-*/src/lua.c))
+RVLUA_DEPS := $(LIBRVTRACE_A) $(LIBRVPROTO) $(wildcard tracer/runtimes/lua/*) \
+              tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h \
+              tracer/include/rearview/trace-runtime.h
+
+$(RVLUA): $(RVLUA_DEPS)
+	@top=$$(ls -d build/real/src/lua/lua5.4-*/ | head -n 1) && \
+	  sh tracer/runtimes/lua/build.sh rv "$${top%/}" $(BUILD)/real/lua/rv $(BUILD)
+	@mkdir -p $(@D)
+	cp $(BUILD)/real/lua/rv/rvlua $@
+
+rvlua: $(LIBRVTRACE_A) $(LIBRVPROTO)
+	sh tracer/runtimes/lua/fetch.sh build/real/src/lua >/dev/null
+	@$(MAKE) --no-print-directory $(RVLUA)
+
+ifeq ($(SANFLAGS),)
+ifneq ($(RVLUA_TOP),)
+BINS += $(RVLUA)
+endif
+
+$(TBIN)/tracer/test_rvlua: tests/tracer/test_rvlua.sh
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec sh "%s" "%s"\n' "$(abspath $<)" "$(CURDIR)" > $@
+	chmod +x $@
+TESTS += $(TBIN)/tracer/test_rvlua
+endif
+
+.PHONY: rvlua

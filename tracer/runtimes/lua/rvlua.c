@@ -1,0 +1,136 @@
+/*
+ * rvlua.c — the out-of-line half of rvlua's trace points (rvlua.h), built
+ * with Lua's own sources (it needs the VM's internal structures).
+ *
+ * Keys: a C function's key is its address (named from the symbol table at
+ * capture time, e.g. `sort`).  A Lua function's key comes from
+ * rvt_key_new() the first time the function runs on a traced thread and is
+ * kept in its Proto (`rvkey`, added by rvlua.patch): a Proto may be freed and
+ * its address reused by another function before a capture, so the address
+ * cannot be the key, but a key from rvt_key_new() is never reused.  Its name
+ * is `chunkname:line:name` — the chunk's source (`@file.lua`, `=stdin`, or
+ * a shortened `[string "..."]`), the line the function is defined on, and the
+ * name the call site gives it (Lua's debug info: `fib` for a call through a
+ * local, global, field or method named fib; `main chunk` for line 0; `?`
+ * when the caller is C or the call site names nothing) as of that first
+ * traced call.  Cost: one name per function, a few dozen bytes, never freed.
+ *
+ * Frames that end without a return are counted on the CallInfo chain, which
+ * always links L->ci back to L->base_ci.  Runs only on the thread running L;
+ * no lock except inside rvt_key_new().
+ */
+#define LUA_CORE
+
+#include "rvlua.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lauxlib.h"
+#include "ldebug.h"
+#include "lfunc.h"
+#include "lobject.h"
+#include "lstring.h"
+
+/* trace.h, rvt_control_start(): where the daemon listens by default. */
+#define RVLUA_DEFAULT_SOCKET "/run/rearview/control.sock"
+
+/* ldebug.c (rvlua.patch): the name a call made from `caller` gives its callee. */
+LUAI_FUNC const char *luaG_rvcallname(lua_State *L, CallInfo *caller, const char **name);
+
+/* `p`'s key, made on its first traced call from `caller` (NULL: unknown). */
+static const void *proto_key(lua_State *L, CallInfo *caller, Proto *p)
+{
+	if (p->rvkey)
+		return p->rvkey;
+	char chunk[LUA_IDSIZE];
+	const char *src = p->source ? getstr(p->source) : "=?";
+	size_t srclen = p->source ? tsslen(p->source) : 2;
+	if (src[0] == '@' || src[0] == '=')
+		snprintf(chunk, sizeof(chunk), "%s", src);
+	else
+		luaO_chunkid(chunk, src, srclen);
+	const char *name = NULL;
+	if (p->linedefined == 0)
+		name = "main chunk";
+	else if (caller && !luaG_rvcallname(L, caller, &name))
+		name = NULL;
+	char full[LUA_IDSIZE + 128];
+	snprintf(full, sizeof(full), "%s:%d:%s", chunk, p->linedefined, name ? name : "?");
+	p->rvkey = rvt_key_new(full);
+	/* Out of memory: the Proto's address, unnamed but still one key per frame. */
+	return p->rvkey ? p->rvkey : p;
+}
+
+/* The key of the function running in frame `ci`. */
+static const void *frame_key(lua_State *L, CallInfo *ci)
+{
+	const TValue *f = s2v(ci->func);
+	switch (ttypetag(f)) {
+	case LUA_VLCL:
+		return proto_key(L, (ci->callstatus & CIST_TAIL) ? NULL : ci->previous,
+				 clLvalue(f)->p);
+	case LUA_VCCL:
+		return (const void *)(uintptr_t)clCvalue(f)->f;
+	case LUA_VLCF:
+		return (const void *)(uintptr_t)fvalue(f);
+	default:
+		return ci; /* not reached: every frame above base_ci runs a function */
+	}
+}
+
+void rvlua_enter_lua(lua_State *L, CallInfo *ci, Proto *p)
+{
+	assert(L->ci == ci && ci->previous);
+	rvt_enter(proto_key(L, ci->previous, p));
+}
+
+void rvlua_tailcall(lua_State *L, CallInfo *ci, Proto *p)
+{
+	/* `ci` still runs the caller, stopped at its OP_TAILCALL: name `p` from it. */
+	const void *key = proto_key(L, ci, p);
+	rvt_exit();
+	rvt_enter(key);
+}
+
+void rvlua_unwind(lua_State *L, CallInfo *to)
+{
+	unsigned n = 0;
+	for (CallInfo *ci = L->ci; ci != to; ci = ci->previous) {
+		assert(ci != NULL); /* `to` is an ancestor of L->ci */
+		n++;
+	}
+	rvt_exit_n(n);
+}
+
+void rvlua_rewind(lua_State *L)
+{
+	if (L->ci == &L->base_ci)
+		return;
+	for (CallInfo *ci = L->base_ci.next;; ci = ci->next) {
+		assert(ci != NULL); /* L->ci is on the chain above base_ci */
+		rvt_enter(frame_key(L, ci));
+		if (ci == L->ci)
+			break;
+	}
+}
+
+/*
+ * At load: captures name the keys of Lua functions; and when a daemon is
+ * there to follow (RV_SOCKET set, or the default control socket exists), the
+ * main thread is the one it traces (the UI thread) and the control thread
+ * connects to it, as README.md's "Tracing your own program" asks of every
+ * program.  Without a daemon, developer mode (RV_TRACE, RV_TRACE_FILE) only.
+ */
+__attribute__((constructor)) static void rvlua_init(void)
+{
+	rvt_set_resolver(rvt_key_resolve, NULL);
+	const char *sock = getenv("RV_SOCKET");
+	if ((sock && *sock) || access(RVLUA_DEFAULT_SOCKET, F_OK) == 0) {
+		rvt_set_ui_thread(0);
+		rvt_control_start(NULL);
+	}
+}

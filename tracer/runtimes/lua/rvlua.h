@@ -1,0 +1,66 @@
+/*
+ * rvlua.h — Rearview's trace points in Lua 5.4's call and return paths
+ * (rvlua.patch puts the RVLUA_* lines into ldo.c and lvm.c; rvlua.c has the
+ * out-of-line parts).  Every macro costs an untraced thread one
+ * thread-local load and a branch (rvt_thread_active()); a traced thread runs
+ * the trace point inlined (rvt_enter_inline() / rvt_exit_inline()), and the
+ * rare work (naming a function, walking frames) in rvlua.c.
+ *
+ * Invariant kept on a traced thread: every CallInfo that becomes L->ci
+ * records one entry and, when it leaves the chain by any path (return, tail
+ * call, error unwinding, coroutine yield or death), one exit; a coroutine
+ * resumed after a yield enters its suspended frames again.
+ */
+#ifndef RVLUA_H
+#define RVLUA_H
+
+#include <rearview/trace-runtime.h>
+
+#include "lstate.h"
+
+/* A Lua function's frame `ci` (now L->ci) starts running `p`. */
+LUAI_FUNC void rvlua_enter_lua(lua_State *L, CallInfo *ci, Proto *p);
+/* `ci` (running Lua code) tail-calls `p`: one exit, then `p`'s entry. */
+LUAI_FUNC void rvlua_tailcall(lua_State *L, CallInfo *ci, Proto *p);
+/* Frames L->ci down to `to` (exclusive, an ancestor of L->ci) end unreturned. */
+LUAI_FUNC void rvlua_unwind(lua_State *L, CallInfo *to);
+/* Coroutine L resumes: its frames base_ci+1 .. L->ci enter again. */
+LUAI_FUNC void rvlua_rewind(lua_State *L);
+
+/* A function already keyed costs the traced thread one inlined trace point. */
+#define RVLUA_ENTER_LUA(L, ci, p)                             \
+	do {                                                  \
+		if (rvt_thread_active()) {                    \
+			if (l_likely((p)->rvkey != NULL))     \
+				rvt_enter_inline((p)->rvkey); \
+			else                                  \
+				rvlua_enter_lua(L, ci, p);    \
+		}                                             \
+	} while (0)
+#define RVLUA_ENTER_C(f)                                                \
+	do {                                                            \
+		if (rvt_thread_active())                                \
+			rvt_enter_inline((const void *)(uintptr_t)(f)); \
+	} while (0)
+#define RVLUA_EXIT()                       \
+	do {                               \
+		if (rvt_thread_active())   \
+			rvt_exit_inline(); \
+	} while (0)
+#define RVLUA_TAILCALL(L, ci, p)                  \
+	do {                                      \
+		if (rvt_thread_active())          \
+			rvlua_tailcall(L, ci, p); \
+	} while (0)
+#define RVLUA_UNWIND(L, to)                  \
+	do {                                 \
+		if (rvt_thread_active())     \
+			rvlua_unwind(L, to); \
+	} while (0)
+#define RVLUA_REWIND(L)                  \
+	do {                             \
+		if (rvt_thread_active()) \
+			rvlua_rewind(L); \
+	} while (0)
+
+#endif

@@ -1,0 +1,131 @@
+/*
+ * runtime.c — the calls a script VM's integration needs beyond rvt_enter()
+ * and rvt_exit() (trace.h, "Runtime integrations"): several exits at once
+ * for unwound or suspended frames, and keys that are never reused.
+ *
+ * Keys live in an append-only arena of blocks of KEYS_PER_BLOCK entries; a
+ * key is the address of its entry, so it is non-NULL, unique for the life of
+ * the process (entries are never freed or reused) and outside every loaded
+ * module (heap memory), which is what makes symbols.c offer it to the
+ * resolver.  Names are copied into 64 KiB text blocks, bump-allocated: a
+ * VM that names hundreds of thousands of functions must not scatter as many
+ * permanent small mallocs through its own heap (measured with rvlua and
+ * 200 000 load()ed functions named ~18 bytes each: +26 MB of peak RSS with
+ * strdup'd names, +13 MB with text blocks).  Invariants,
+ * under `lock`: blocks[0..nblocks) each hold `used` (≤ KEYS_PER_BLOCK)
+ * initialised entries, only the last block is partly filled, and every
+ * initialised entry points at a NUL-terminated name in a text block; text
+ * blocks are never freed.
+ */
+#include "tracer-int.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEYS_PER_BLOCK 1024u
+#define KEY_NAME_MAX   511u
+#define TEXT_BLOCK     (64u << 10)
+
+struct key {
+	const char *name; /* in a text block */
+};
+
+struct key_block {
+	struct key keys[KEYS_PER_BLOCK];
+	unsigned used;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct key_block **blocks; /* owned, grows by doubling */
+static size_t nblocks, cap_blocks;
+static char *text;	 /* the current text block (owned, never freed) */
+static size_t text_used; /* bytes of it taken */
+
+void rvt_exit_n(unsigned n)
+{
+	while (n-- > 0)
+		rvt_exit();
+}
+
+/* The block with a free entry, appending one if needed; NULL when out of memory. */
+static struct key_block *block_with_room_locked(void)
+{
+	if (nblocks && blocks[nblocks - 1]->used < KEYS_PER_BLOCK)
+		return blocks[nblocks - 1];
+	if (nblocks == cap_blocks) {
+		size_t cap = cap_blocks ? 2 * cap_blocks : 16;
+		struct key_block **v = realloc(blocks, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		blocks = v;
+		cap_blocks = cap;
+	}
+	struct key_block *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	blocks[nblocks++] = b;
+	return b;
+}
+
+/* A copy of `name` (at most KEY_NAME_MAX bytes) in a text block, or NULL. */
+static const char *text_copy_locked(const char *name)
+{
+	size_t n = strnlen(name, KEY_NAME_MAX);
+	if (!text || TEXT_BLOCK - text_used < n + 1) {
+		char *b = malloc(TEXT_BLOCK);
+		if (!b)
+			return NULL;
+		text = b;
+		text_used = 0;
+	}
+	char *dst = text + text_used;
+	memcpy(dst, name, n);
+	dst[n] = '\0';
+	text_used += n + 1;
+	assert(text_used <= TEXT_BLOCK);
+	return dst;
+}
+
+const void *rvt_key_new(const char *name)
+{
+	assert(name);
+	struct key *k = NULL;
+	pthread_mutex_lock(&lock);
+	struct key_block *b = block_with_room_locked();
+	const char *copy = b ? text_copy_locked(name) : NULL;
+	if (copy) {
+		assert(b->used < KEYS_PER_BLOCK);
+		k = &b->keys[b->used++];
+		k->name = copy;
+	}
+	pthread_mutex_unlock(&lock);
+	return k;
+}
+
+int rvt_key_resolve(const void *key, char *buf, size_t len, void *arg)
+{
+	(void)arg;
+	int rc = -ENOENT;
+	uintptr_t a = (uintptr_t)key;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nblocks && rc; i++) {
+		const struct key_block *b = blocks[i];
+		uintptr_t lo = (uintptr_t)b->keys;
+		if (a < lo || a >= (uintptr_t)(b->keys + b->used) || (a - lo) % sizeof(struct key))
+			continue;
+		const struct key *k = key;
+		assert(k->name);
+		if (len) {
+			size_t n = strlen(k->name);
+			n = n < len - 1 ? n : len - 1;
+			memcpy(buf, k->name, n);
+			buf[n] = '\0';
+		}
+		rc = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
