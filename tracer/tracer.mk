@@ -5,4 +5,4 @@
 #   tracer/runtimes/lua/lua.mk  rvlua: Lua 5.4 traced at its own level
 -include tracer/lib.mk
 -include tracer/analysis.mk
--include tracer/runtimes/lua/lua.mk
+include tracer/runtimes/lua/lua.mk
