@@ -241,7 +241,7 @@ static void test_capture_hostile_headers_rejected(void **state)
 		int width;
 	} bad[] = {
 		{0, 0x41, 1},	       /* magic */
-		{8, 2, 2},	       /* version */
+		{8, 2, 3},	       /* version (1 and 2 are read) */
 		{10, 64, 2},	       /* header_size < 128 */
 		{40, 0, 8},	       /* counter_hz 0 */
 		{48, 32, 1},	       /* shift > 31 */

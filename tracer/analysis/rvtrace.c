@@ -42,7 +42,8 @@ static const char usage_info[] =
 	"\n"
 	"Print the detected format, the time span, the thread list with call\n"
 	"counts, the number of distinct methods and of events dropped as damage\n"
-	"(unmatched exits, torn slots, malformed lines).\n";
+	"(unmatched exits, torn slots, malformed lines), and for a capture any\n"
+	"span in which the tracer lost events.\n";
 
 static const char usage_summary[] =
 	"usage: rvtrace summary [--top N] [--window MS] [--json] [--match P] [--full] FILE\n"
@@ -222,6 +223,10 @@ static int cmd_info(int argc, char **argv)
 	       usec(t, t->end - t->start), t->weighted ? "samples" : "us");
 	printf("methods:  %zu\ncalls:    %zu\ndropped:  %" PRIu64 "\n", t->nmethods, calls,
 	       t->dropped);
+	if (t->lost_spans)
+		printf("lost:     %" PRIu64 " span(s) of %.3f us in all, the first %" PRId64
+		       " .. %" PRId64 " (the tracer had no spare ring at a capture)\n",
+		       t->lost_spans, usec(t, t->lost_ns), t->lost_first_start, t->lost_first_end);
 	if (t->has_anomaly)
 		printf("anomaly:  %s at %" PRId64 "\n", t->anomaly_name ? t->anomaly_name : "",
 		       t->anomaly_ns);

@@ -88,7 +88,12 @@ typedef struct rva_trace {
 	int64_t anomaly_ns; /* same clock as the calls */
 	char *anomaly_name; /* owned; may be NULL */
 	uint64_t dropped;   /* events ignored as damage (unmatched, torn) */
-	int has_cpu;	    /* some thread carries thread-CPU time (cpu != NULL) */
+	/* Captures only: spans in which the tracer lost events (LOSS records,
+	 * FORMAT.md §1: no spare ring at a capture), their total length and the
+	 * first one, on the calls' clock. */
+	uint64_t lost_spans;
+	int64_t lost_ns, lost_first_start, lost_first_end;
+	int has_cpu; /* some thread carries thread-CPU time (cpu != NULL) */
 	/* Captures only: the methods named "module+0xoffset" (no SYMBOL name),
 	 * with what a symbolizer needs; owned. */
 	rva_unresolved *unresolved;
