@@ -113,7 +113,7 @@ static void *stopper_main(void *arg)
 	return NULL;
 }
 
-static void test_stubs_stop_from_another_thread_preserves_registers(void **state)
+static void test_stubs_captures_and_stop_from_another_thread_preserve_registers(void **state)
 {
 	(void)state;
 	assert_int_equal(rvt_start(0), 0);
@@ -145,7 +145,7 @@ static void test_stubs_traced_preserve_registers_and_write_slots(void **state)
 	(void)state;
 	skip();
 }
-static void test_stubs_stop_from_another_thread_preserves_registers(void **state)
+static void test_stubs_captures_and_stop_from_another_thread_preserve_registers(void **state)
 {
 	(void)state;
 	skip();
@@ -157,7 +157,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stubs_untraced_preserve_every_register),
 		cmocka_unit_test(test_stubs_traced_preserve_registers_and_write_slots),
-		cmocka_unit_test(test_stubs_stop_from_another_thread_preserves_registers),
+		cmocka_unit_test(
+			test_stubs_captures_and_stop_from_another_thread_preserve_registers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -635,6 +635,11 @@ int rvt_thread_register(void)
 
 /* ---- threads register at birth --------------------------------------------- */
 
+/* RVT_NO_PTHREAD_INTERPOSE: for a fully static link (the aarch64 smoke test
+ * under qemu), where dlsym(RTLD_NEXT) finds no pthread_create to call; there
+ * threads register when they first call into the library. */
+#ifndef RVT_NO_PTHREAD_INTERPOSE
+
 struct birth {
 	void *(*fn)(void *);
 	void *arg;
@@ -679,6 +684,7 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *
 		free(b);
 	return rc;
 }
+#endif
 
 int rvt_set_config(size_t buffer_bytes, unsigned max_buffers)
 {
