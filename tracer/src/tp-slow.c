@@ -29,7 +29,9 @@ int rvt__adopt(struct rvt__thread *t)
 		RVT__ST(t->prev_ring, o);
 		t->prev_cur = RVT__LD(t->cur);
 		t->prev_wrapped = RVT__LD(t->wrapped);
-		RVT__ST(t->seen, RVT__SEEN_CHANGING);
+		/* Release: whoever sees CHANGING sees prev_ring (ring_new's
+		 * check that a shell is neither seen nor prev_ring). */
+		atomic_store_explicit(&t->seen, RVT__SEEN_CHANGING, memory_order_release);
 		struct rvt_ring *r = (struct rvt_ring *)s;
 		t->base = r->slots;
 		t->limit = r->slots + r->nslots;

@@ -27,7 +27,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,9 +196,9 @@ static int shell_seen_locked(const struct rvt_ring *r)
 /*
  * Maps a new ring; `spare` allows one above the limit (a capture's spare,
  * while the frozen ring awaits its write).  The shell is a fresh one or an
- * unused one no live thread has as `seen` (such a thread would take the new
- * ring for its old one and skip adopting it).  NULL at the limit or when out
- * of memory.
+ * unused one no live thread has as `seen` or `prev_ring` (such a thread
+ * would take the new ring for its old one: skip adopting it, or take its
+ * prev_* for the new ring's end).  NULL at the limit or when out of memory.
  */
 static struct rvt_ring *ring_new(int spare)
 {
