@@ -143,12 +143,63 @@ static void test_protocol_nested_trace_point_in_busy_window_is_dropped(void **st
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
+struct shortlived {
+	_Atomic int tid;
+	_Atomic int go;
+};
+
+static void *shortlived_main(void *arg)
+{
+	struct shortlived *sl = arg;
+	sl->tid = (int)syscall(SYS_gettid);
+	while (!sl->go)
+		sched_yield();
+	for (int i = 0; i < 50; i++)
+		call_top(1);
+	return NULL; /* exits, maybe in the middle of a handover */
+}
+
+static void test_protocol_handover_racing_thread_exit_stays_consistent(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_set_config(8192, 0), 0);
+	for (int i = 0; i < 300; i++) {
+		struct shortlived sl = {0};
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, shortlived_main, &sl), 0);
+		while (sl.tid == 0)
+			sched_yield();
+		assert_int_equal(rvt_start(sl.tid), 0); /* registered at birth */
+		sl.go = 1;
+		/* Capture and stop while it runs and exits: each either happens
+		 * before the exit or finds the buffer the exit left. */
+		int fd = rvt_capture_to_memfd(sl.tid, NULL);
+		if (fd >= 0) {
+			struct cu_capture c;
+			assert_int_equal(cu_parse_fd(fd, &c), 0);
+			for (size_t k = 1; k < c.nevents; k++)
+				assert_true(c.events[k].ts >= c.events[k - 1].ts);
+			cu_release(&c);
+			close(fd);
+		} else {
+			assert_int_equal(fd, -ESRCH);
+		}
+		int rc = rvt_stop(sl.tid, i % 2);
+		assert_true(rc == 0 || rc == -ESRCH);
+		pthread_join(th, NULL);
+		rc = rvt_stop(sl.tid, 1); /* forget what is left */
+		assert_true(rc == 0 || rc == -ESRCH);
+	}
+	assert_int_equal(rvt_set_config(RVT_DEFAULT_BUFFER_BYTES, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_protocol_start_stop_cycles_while_hot_stay_consistent),
 		cmocka_unit_test(test_protocol_handover_waits_for_trace_point_in_flight),
 		cmocka_unit_test(test_protocol_nested_trace_point_in_busy_window_is_dropped),
+		cmocka_unit_test(test_protocol_handover_racing_thread_exit_stays_consistent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
