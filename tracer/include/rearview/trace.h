@@ -13,7 +13,10 @@
  * pthread_create and calls the real one through dlsym(RTLD_NEXT)); others
  * when they call rvt_thread_register() or rvt_start(0).  A thread that
  * existed before the library loaded and never called in is unknown
- * (-ESRCH).  Any thread may be started, stopped and captured by tid from any
+ * (-ESRCH).  A fully static program (`-static`) has no next pthread_create
+ * to call: build librvtrace for it with -DRVT_NO_PTHREAD_INTERPOSE (threads
+ * then register when they first call in); otherwise its pthread_create()
+ * fails with EAGAIN.  Any thread may be started, stopped and captured by tid from any
  * thread.
  *
  * No signal: stopping and capturing never interrupt the traced thread.  The
