@@ -112,6 +112,12 @@ $(eval $(call rv_test,tracer,stubs,$(RVT_STUB_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS)
 $(OBJ)/tests/tracer/test_format.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(eval $(call rv_test,tracer,runtime,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+# Issue 21 items 1-3: blocking calls undisturbed, no lost call, exact time.
+$(eval $(call rv_test,tracer,blocking,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,stream,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
+# (librvanalysis is defined later, in analysis.mk: named here by its path.)
+$(OBJ)/tests/tracer/test_gap.o: CPPFLAGS += -Itracer/analysis/include
+$(eval $(call rv_test,tracer,gap,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS)))
 
 # `make bench`: Listing 1 built several ways into one driver.
 RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \

@@ -63,6 +63,43 @@ static void test_capture_worked_example_main_18ns_work_6ns(void **state)
 	free(c.b);
 }
 
+/* FORMAT.md §1's CLOCK example, with a LOSS record between the calls: the
+ * second call is 40 s after the first (9.3 wraps of the 32-bit ts). */
+static void test_capture_clock_records_span_any_gap_and_loss_is_counted(void **state)
+{
+	capbuf c = {0};
+	cb_header(&c, 0xc502f9030ull, 1000000000, 0, 100000000000ll, BASE, 0);
+	cb_u16at(&c, 8, 2);
+	cb_slot(&c, 0x0000000300000010ull); /* CLOCK */
+	cb_slot(&c, 0x0000001000000002ull);
+	cb_entry(&c, 0x1200, 0x10);
+	cb_exit(&c, 0x18);
+	cb_slot(&c, 0x00000003000000b0ull); /* LOSS from 0x3_000000b0 ... */
+	cb_slot(&c, 0x000000f000000003ull); /* ... to 0x3_000000f0 */
+	cb_slot(&c, 0x0000000c502f9018ull); /* CLOCK: the high word moved */
+	cb_slot(&c, 0x502f901800000002ull);
+	cb_entry(&c, 0x1200, 0x502f9018);
+	cb_exit(&c, 0x502f9020);
+	cb_end_slots(&c);
+	cb_symbol(&c, 0x1200, 0x1200, 0xffffffffu, "f");
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err = {{0}};
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(t->threads[0].ncalls, 2);
+	const rva_call *a = &t->threads[0].calls[0], *b = &t->threads[0].calls[1];
+	assert_int_equal(a->end - a->start, 8);
+	assert_int_equal(b->end - b->start, 8);
+	assert_int_equal(b->start - a->start, 40000000008ll);
+	assert_int_equal(b->end, 100000000000ll - 0x10); /* 16 ticks before the freeze */
+	assert_int_equal(t->lost_spans, 1);
+	assert_int_equal(t->lost_ns, 64);
+	assert_int_equal(t->lost_first_start, a->start + 0xa0);
+	assert_int_equal(t->dropped, 0);
+	rva_trace_free(t);
+	free(c.b);
+}
+
 static void test_capture_many_wraps_reconstructed(void **state)
 {
 	/* 1 GHz, shift 0: 40 calls of 3 s each, 1 s apart: 160 s, ~37 wraps. */
@@ -242,7 +279,7 @@ static void test_capture_hostile_headers_rejected(void **state)
 		int width;
 	} bad[] = {
 		{0, 0x41, 1},	       /* magic */
-		{8, 2, 2},	       /* version */
+		{8, 2, 3},	       /* version (1 and 2 are read) */
 		{10, 64, 2},	       /* header_size < 128 */
 		{40, 0, 8},	       /* counter_hz 0 */
 		{48, 32, 1},	       /* shift > 31 */
@@ -686,6 +723,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capture_worked_example_main_18ns_work_6ns),
+		cmocka_unit_test(test_capture_clock_records_span_any_gap_and_loss_is_counted),
 		cmocka_unit_test(test_capture_many_wraps_reconstructed),
 		cmocka_unit_test(test_capture_shift_scales_ticks),
 		cmocka_unit_test(test_capture_exits_without_entry_start_at_oldest),

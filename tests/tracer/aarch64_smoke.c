@@ -3,7 +3,7 @@
  * qemu-user by `make check` (no cmocka for arm64 here: it prints TAP
  * itself).  Checks the hand-written call-mode hooks (hooks-aarch64.S)
  * against inline mode, the cntvct_el0 clock fields, two-slot entries, a stop
- * delivered by signal to a thread blocked in read(), wrap-around with
+ * (a handover, no signal) of a thread blocked in read(), wrap-around with
  * entries straddling the wrap point through the hooks and the manual API,
  * start/stop cycles against a thread running the hooks hot, and the call
  * tree across longjmp, siglongjmp and pthread_exit (unwind.c: the hooks'
@@ -135,8 +135,8 @@ static int stop_blocked_thread(void)
 	return ok;
 }
 
-/* Start/stop cycles against a thread running the hooks hot: each stop is
- * performed by a trace point (the hooks' stop path) or by the stop signal. */
+/* Start/stop cycles against a thread running the hooks hot: each stop is a
+ * handover (membarrier, then waiting out a trace point in flight). */
 static _Atomic int hot_tid, hot_stop;
 static _Atomic unsigned long hot_calls;
 

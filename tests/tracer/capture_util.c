@@ -23,59 +23,111 @@ static uint64_t le(const uint8_t *p, unsigned n)
 	return v;
 }
 
+/*
+ * Backwards, records split into events and markers; then each event's high
+ * word: that of the last CLOCK record before it (FORMAT.md §1: every slot
+ * after a CLOCK shares its high word), else — before the oldest CLOCK, or
+ * with none — Hubble's rule walking back from the oldest CLOCK, or from the
+ * reference counter.
+ */
 static int decode(struct cu_capture *c)
 {
 	size_t n = c->slot_count;
 	struct cu_event *ev = calloc(n ? n : 1, sizeof(*ev));
-	if (!ev)
+	int64_t *clock = calloc(n ? n : 1, sizeof(*clock)); /* per event: hi or -1 */
+	if (!ev || !clock) {
+		free(ev);
+		free(clock);
 		return -ENOMEM;
+	}
 	size_t k = n; /* fill from the back */
-	uint64_t ref = c->ref_counter >> c->shift;
-	uint64_t hi = ref >> 32, prev = ref & 0xffffffffu;
 	for (size_t i = n; i-- > 0;) {
 		uint64_t s = c->slots[i];
 		uint32_t low = (uint32_t)s;
-		uint64_t t = s >> 32;
-		if (t > prev)
-			hi--;
-		prev = t;
 		struct cu_event e = {0};
-		e.ts = hi << 32 | t;
-		if (low == 0) {
-			e.entry = 0;
-		} else if (low == 1) {
+		e.ts = s >> 32;
+		if (low >= 1 && low <= 15) {
 			if (i == 0) {
 				/* only legal as the damaged oldest slot of a wrapped ring */
-				if (!(c->flags & 1)) {
-					free(ev);
-					return -EBADMSG;
-				}
+				if (!(c->flags & 1))
+					goto bad;
 				break;
 			}
-			i--;
-			e.entry = 1;
-			e.value = c->slots[i];
-			if ((e.value >> 32) == 0) { /* would have been one slot */
-				free(ev);
-				return -EBADMSG;
+			uint64_t v = c->slots[--i];
+			if (low == 2) { /* CLOCK: the full shifted counter */
+				if ((uint32_t)v != (uint32_t)e.ts)
+					goto bad;
+				c->nclocks++;
+				/* The newer events up to the next CLOCK share v's high word. */
+				for (size_t j = k; j < n && clock[j] == -2; j++)
+					clock[j] = (int64_t)(v >> 32);
+				continue;
 			}
+			if (low == 3) { /* LOSS: from v to this slot's time */
+				c->nlosses++;
+				c->loss_from = v;
+				c->loss_to_low = (uint32_t)e.ts;
+				continue;
+			}
+			if (low != 1)
+				continue; /* reserved marker: skipped */
+			e.entry = 1;
+			e.value = v;
+			if ((e.value >> 32) == 0) /* would have been one slot */
+				goto bad;
+		} else if (low == 0) {
+			e.entry = 0;
 		} else {
 			e.entry = 1;
 			e.value = low;
 		}
 		ev[--k] = e;
+		clock[k] = -2; /* not yet known */
 	}
-	memmove(ev, ev + k, (n - k) * sizeof(*ev));
+	/* Events never claimed by a CLOCK: Hubble's rule backwards from the
+	 * oldest CLOCK's (hi, ts), or from the reference counter. */
+	size_t m = n - k;
+	memmove(ev, ev + k, m * sizeof(*ev));
+	memmove(clock, clock + k, m * sizeof(*clock));
+	uint64_t ref = c->ref_counter >> c->shift;
+	uint64_t hi = ref >> 32, prev = ref & 0xffffffffu;
+	size_t first_known = m;
+	for (size_t j = 0; j < m; j++)
+		if (clock[j] >= 0) {
+			first_known = j;
+			break;
+		}
+	if (first_known < m) {
+		hi = (uint64_t)clock[first_known];
+		prev = ev[first_known].ts;
+	}
+	for (size_t j = first_known; j-- > 0;) {
+		if (ev[j].ts > prev)
+			hi--;
+		prev = ev[j].ts;
+		ev[j].ts = hi << 32 | ev[j].ts;
+	}
+	for (size_t j = first_known; j < m; j++) {
+		if (clock[j] >= 0)
+			hi = (uint64_t)clock[j];
+		ev[j].ts = hi << 32 | ev[j].ts;
+	}
+	free(clock);
 	c->events = ev;
-	c->nevents = n - k;
+	c->nevents = m;
 	return 0;
+bad:
+	free(ev);
+	free(clock);
+	return -EBADMSG;
 }
 
 int cu_parse(const uint8_t *b, size_t len, struct cu_capture *c)
 {
 	memset(c, 0, sizeof(*c));
 	static const uint8_t magic[8] = {0x52, 0x56, 0x43, 0x41, 0x50, 0x00, 0x0d, 0x0a};
-	if (len < 128 || memcmp(b, magic, 8) != 0 || le(b + 8, 2) != 1 || le(b + 10, 2) < 128)
+	if (len < 128 || memcmp(b, magic, 8) != 0 || le(b + 8, 2) < 1 || le(b + 8, 2) > 2 ||
+	    le(b + 10, 2) < 128)
 		return -EBADMSG;
 	c->flags = (uint32_t)le(b + 12, 4);
 	c->ref_counter = le(b + 16, 8);

@@ -30,6 +30,10 @@ struct cu_capture {
 	uint64_t *slots;
 	struct cu_event *events; /* oldest first */
 	size_t nevents;
+	size_t nclocks;	      /* CLOCK records */
+	size_t nlosses;	      /* LOSS records; the last one's span: */
+	uint64_t loss_from;   /* full shifted counter where the loss began */
+	uint32_t loss_to_low; /* low word of where it ended */
 	struct cu_symbol *symbols;
 	size_t nsymbols;
 	size_t nmodules;

@@ -114,8 +114,15 @@ static void test_control_daemon_session_start_capture_reconnect(void **state)
 	out.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_START;
 	out.start = &st;
 	send_msg(c, &out);
-	m = expect(c, REARVIEW__CONTROL_MESSAGE__MSG_THREADS, NULL);
-	free_msg(m);
+	/* Threads lists also come when a thread registers (the control thread
+	 * itself, at birth): wait for the one that shows this thread traced. */
+	for (int traced = 0; !traced;) {
+		m = expect(c, REARVIEW__CONTROL_MESSAGE__MSG_THREADS, NULL);
+		for (size_t i = 0; i < m->threads->n_threads; i++)
+			traced |= m->threads->threads[i]->tid == me &&
+				  m->threads->threads[i]->tracing;
+		free_msg(m);
+	}
 	assert_int_equal(rvt_is_tracing(0), 1);
 	call_top(2);
 

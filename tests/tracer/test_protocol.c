@@ -1,9 +1,9 @@
 /*
  * test_protocol.c — the Fig. 4 start/stop protocol: thousands of start, stop
  * and capture cycles against a thread running hot (run under ThreadSanitizer
- * by `make tsan`), and the signal handler's deferral rule checked
- * deterministically: a stop signal that lands while a trace point is writing
- * must leave the stop to that trace point.
+ * by `make tsan`), and the handover's wait checked deterministically: a stop
+ * published while a trace point is writing completes only when that trace
+ * point ends, at the end position it published.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -78,50 +78,52 @@ static void test_protocol_start_stop_cycles_while_hot_stay_consistent(void **sta
 	assert_int_equal(rvt_set_config(RVT_DEFAULT_BUFFER_BYTES, 0), 0);
 }
 
-/* The real-time signal librvtrace installed its stop handler on. */
-static int find_stop_signal(void)
+struct stopper {
+	pid_t tid;
+	_Atomic int done;
+	int rc;
+};
+
+static void *stopper_main(void *arg)
 {
-	for (int s = SIGRTMIN; s <= SIGRTMAX; s++) {
-		struct sigaction sa;
-		if (sigaction(s, NULL, &sa) == 0 && (sa.sa_flags & SA_SIGINFO) &&
-		    sa.sa_sigaction != NULL)
-			return s;
-	}
-	return -1;
+	struct stopper *st = arg;
+	st->rc = rvt_stop(st->tid, 0);
+	st->done = 1;
+	return NULL;
 }
 
-static void test_protocol_signal_mid_trace_point_defers_to_it(void **state)
+static void test_protocol_handover_waits_for_trace_point_in_flight(void **state)
 {
 	(void)state;
-	int sig = find_stop_signal();
-	assert_true(sig > 0);
 	assert_int_equal(rvt_start(0), 0);
 	call_top(0);
 	struct rvt__thread *t = &rvt__tls;
-	/* Pretend a trace point is mid-write when the stop signal lands. */
-	atomic_store(&t->busy, 1);
-	atomic_store(&t->stop, 1);
-	assert_int_equal(raise(sig), 0);
-	assert_int_equal(atomic_load(&t->stop), 1); /* deferred */
-	assert_true(atomic_load(&t->start) != 0);   /* still tracing */
+	/* Pretend a trace point of this thread is mid-write. */
 	uint64_t *cur = atomic_load(&t->cur);
+	atomic_store(&t->busy, 1);
+	struct stopper st = {.tid = (pid_t)syscall(SYS_gettid)};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, stopper_main, &st), 0);
+	/* The stop is published, but cannot complete while busy is set. */
+	while (atomic_load(&t->start) != 0)
+		sched_yield();
+	assert_int_equal(st.done, 0);
+	/* The trace point "writes" its slot and ends. */
+	*cur = 0;
+	atomic_store(&t->cur, cur + 1);
 	atomic_store(&t->busy, 0);
-	/* The interrupted trace point finishes: it writes, then stops itself. */
-	rvt_exit();
-	assert_int_equal(atomic_load(&t->start), 0);
-	uint64_t end = atomic_load(&t->stop) - 2;
-	assert_true(end == (uint64_t)(cur + 1 - t->base));
-	/* Outside a trace point the handler stops at once. */
-	atomic_store(&t->stop, 0);
-	assert_int_equal(rvt_stop(0, 1), 0);
-	assert_int_equal(rvt_start(0), 0);
-	call_top(0);
-	cur = atomic_load(&t->cur);
-	atomic_store(&t->stop, 1);
-	assert_int_equal(raise(sig), 0);
-	assert_int_equal(atomic_load(&t->start), 0);
-	assert_true(atomic_load(&t->stop) - 2 == (uint64_t)(cur - t->base));
-	/* The registry still thinks it traces: a stop completes immediately. */
+	pthread_join(th, NULL);
+	assert_int_equal(st.rc, 0);
+	assert_int_equal(rvt_is_tracing(0), 0);
+	/* The end recorded is the one the trace point published. */
+	uint64_t size;
+	int fd = rvt_capture_to_memfd(0, &size);
+	assert_true(fd >= 0);
+	struct cu_capture c;
+	assert_int_equal(cu_parse_fd(fd, &c), 0);
+	close(fd);
+	assert_int_equal(c.end_pos, (uint64_t)(cur + 1 - t->base));
+	cu_release(&c);
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
@@ -141,12 +143,63 @@ static void test_protocol_nested_trace_point_in_busy_window_is_dropped(void **st
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
+struct shortlived {
+	_Atomic int tid;
+	_Atomic int go;
+};
+
+static void *shortlived_main(void *arg)
+{
+	struct shortlived *sl = arg;
+	sl->tid = (int)syscall(SYS_gettid);
+	while (!sl->go)
+		sched_yield();
+	for (int i = 0; i < 50; i++)
+		call_top(1);
+	return NULL; /* exits, maybe in the middle of a handover */
+}
+
+static void test_protocol_handover_racing_thread_exit_stays_consistent(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_set_config(8192, 0), 0);
+	for (int i = 0; i < 300; i++) {
+		struct shortlived sl = {0};
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, shortlived_main, &sl), 0);
+		while (sl.tid == 0)
+			sched_yield();
+		assert_int_equal(rvt_start(sl.tid), 0); /* registered at birth */
+		sl.go = 1;
+		/* Capture and stop while it runs and exits: each either happens
+		 * before the exit or finds the buffer the exit left. */
+		int fd = rvt_capture_to_memfd(sl.tid, NULL);
+		if (fd >= 0) {
+			struct cu_capture c;
+			assert_int_equal(cu_parse_fd(fd, &c), 0);
+			for (size_t k = 1; k < c.nevents; k++)
+				assert_true(c.events[k].ts >= c.events[k - 1].ts);
+			cu_release(&c);
+			close(fd);
+		} else {
+			assert_int_equal(fd, -ESRCH);
+		}
+		int rc = rvt_stop(sl.tid, i % 2);
+		assert_true(rc == 0 || rc == -ESRCH);
+		pthread_join(th, NULL);
+		rc = rvt_stop(sl.tid, 1); /* forget what is left */
+		assert_true(rc == 0 || rc == -ESRCH);
+	}
+	assert_int_equal(rvt_set_config(RVT_DEFAULT_BUFFER_BYTES, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_protocol_start_stop_cycles_while_hot_stay_consistent),
-		cmocka_unit_test(test_protocol_signal_mid_trace_point_defers_to_it),
+		cmocka_unit_test(test_protocol_handover_waits_for_trace_point_in_flight),
 		cmocka_unit_test(test_protocol_nested_trace_point_in_busy_window_is_dropped),
+		cmocka_unit_test(test_protocol_handover_racing_thread_exit_stays_consistent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

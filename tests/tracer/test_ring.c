@@ -2,9 +2,11 @@
  * test_ring.c — ring buffers and captures on the calling thread: the call
  * chain of a real instrumented program found by name, call and inline mode
  * writing identical buffers, wrap-around with one- and two-slot entries
- * straddling the wrap point, and untraced threads writing nothing.
+ * straddling the wrap point, untraced threads writing nothing, and the
+ * buffer limit's spare for captures (or the LOSS record when none is had).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -148,22 +151,92 @@ static void test_ring_capture_resumes_tracing_in_fresh_buffer(void **state)
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
-static void test_ring_buffer_limit_refuses_extra_buffers(void **state)
+/* A registered thread blocked in read() on a pipe until released. */
+struct idler {
+	pthread_t th;
+	_Atomic int tid;
+	int pipe[2];
+};
+
+static void *idler_main(void *arg)
+{
+	struct idler *d = arg;
+	d->tid = (int)syscall(SYS_gettid);
+	char ch;
+	while (read(d->pipe[0], &ch, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+static void idler_start(struct idler *d)
+{
+	memset(d, 0, sizeof(*d));
+	assert_int_equal(pipe(d->pipe), 0);
+	assert_int_equal(pthread_create(&d->th, NULL, idler_main, d), 0);
+	while (d->tid == 0)
+		sched_yield();
+}
+
+static void idler_join(struct idler *d)
+{
+	assert_int_equal(write(d->pipe[1], "x", 1), 1);
+	pthread_join(d->th, NULL);
+	close(d->pipe[0]);
+	close(d->pipe[1]);
+}
+
+static void test_ring_buffer_limit_allows_one_spare_for_a_capture(void **state)
 {
 	(void)state;
+	struct idler d;
+	idler_start(&d);
 	assert_int_equal(rvt_set_config(0, 1), 0);
 	assert_int_equal(rvt_start(0), 0);
+	/* A second thread does not fit the limit... */
+	assert_int_equal(rvt_start(d.tid), -ENOBUFS);
 	call_top(1);
 	uint64_t size;
-	/* The frozen ring still counts, so tracing cannot resume... */
+	/* ...but a capture's spare does: tracing goes on through it. */
 	int fd = rvt_capture_to_memfd(0, &size);
 	assert_true(fd >= 0);
 	close(fd);
-	/* ...and the thread is stopped rather than blocked on the flush. */
-	assert_int_equal(rvt_is_tracing(0), 0);
-	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(rvt_is_tracing(0), 1);
+	assert_int_equal(rvt_start(d.tid), -ENOBUFS);
 	assert_int_equal(rvt_stop(0, 1), 0);
 	assert_int_equal(rvt_set_config(0, RVT_DEFAULT_MAX_BUFFERS), 0);
+	idler_join(&d);
+}
+
+static void test_ring_capture_without_spare_marks_the_loss(void **state)
+{
+	(void)state;
+	struct idler d;
+	idler_start(&d);
+	assert_int_equal(rvt_set_config(0, 2), 0);
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(rvt_start(d.tid), 0);
+	/* Two rings live and the limit lowered to one: no spare to be had. */
+	assert_int_equal(rvt_set_config(0, 1), 0);
+	call_top(1);
+	struct cu_capture c;
+	capture_self(&c);
+	assert_int_equal(c.nlosses, 0);
+	uint64_t frozen = c.ref_counter >> c.shift;
+	cu_release(&c);
+	/* Stopped at the freeze, resumed once the capture was built... */
+	assert_int_equal(rvt_is_tracing(0), 1);
+	inl_top(1);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	capture_self(&c);
+	/* ...in a ring that says what it missed: from the freeze on. */
+	assert_int_equal(c.nlosses, 1);
+	assert_int_equal(c.loss_from, frozen);
+	assert_true(cu_find_entry(&c, "inl_top", 0) >= 0);
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	assert_int_equal(rvt_stop(d.tid, 1), 0);
+	assert_int_equal(rvt_set_config(0, RVT_DEFAULT_MAX_BUFFERS), 0);
+	idler_join(&d);
 }
 
 int modfix_outer(int x);
@@ -300,7 +373,8 @@ int main(void)
 		cmocka_unit_test(test_ring_hooks_wrap_straddling_two_slot_entries_decodes),
 		cmocka_unit_test(test_ring_untraced_thread_records_nothing),
 		cmocka_unit_test(test_ring_capture_resumes_tracing_in_fresh_buffer),
-		cmocka_unit_test(test_ring_buffer_limit_refuses_extra_buffers),
+		cmocka_unit_test(test_ring_buffer_limit_allows_one_spare_for_a_capture),
+		cmocka_unit_test(test_ring_capture_without_spare_marks_the_loss),
 		cmocka_unit_test(test_ring_multi_module_chain_found_by_name),
 		cmocka_unit_test(test_ring_inline_mode_shared_object_chain_found_by_name),
 		cmocka_unit_test(test_ring_cxx_method_name_is_demangled),

@@ -237,12 +237,13 @@ static void test_signal_exited_thread_ring_yields_to_live_thread_at_limit(void *
 	assert_int_equal(rvt_set_config(0, RVT_DEFAULT_MAX_BUFFERS), 0);
 }
 
-static void test_signal_unregistered_thread_started_by_tid_is_traced(void **state)
+static void test_signal_thread_that_never_called_in_started_by_tid_is_traced(void **state)
 {
 	(void)state;
 	struct worker w;
 	worker_start(&w, 3);
-	assert_int_equal(rvt_start(w.tid), 0); /* registers it through the signal */
+	/* Registered at birth (pthread_create is interposed): no signal. */
+	assert_int_equal(rvt_start(w.tid), 0);
 	assert_int_equal(rvt_is_tracing(w.tid), 1);
 	ssize_t n = write(w.pipe[1], "x", 1);
 	assert_int_equal(n, 1);
@@ -259,7 +260,7 @@ int main(void)
 		cmocka_unit_test(test_signal_storm_during_start_stop_keeps_slots_whole),
 		cmocka_unit_test(test_signal_stop_thread_blocked_in_read_completes),
 		cmocka_unit_test(test_signal_thread_exit_while_traced_keeps_buffer),
-		cmocka_unit_test(test_signal_unregistered_thread_started_by_tid_is_traced),
+		cmocka_unit_test(test_signal_thread_that_never_called_in_started_by_tid_is_traced),
 		cmocka_unit_test(test_signal_exited_thread_ring_yields_to_live_thread_at_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

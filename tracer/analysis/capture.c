@@ -11,11 +11,17 @@
  *     oldest timestamp, then replay entries and exits with timestamps rebuilt
  *     forwards (a decrease is a wrap), which is the same arithmetic as the
  *     backward walk.  Frames still open end at the reference time.
- * Which slot is the value half of a two-slot entry is what the backward walk
- * decides: a marker (low word 1) takes the slot before it.  Forwards that is
- * the parity of a run of low-word-1 slots: within the run [rs, re), slot j is
- * a marker iff re - 1 - j is even, and slot i is a value iff i + 1 is a
- * marker.  Each run is scanned once, so pass 2 needs no per-slot memory.
+ * Which slot is the value half of a two-slot record is what the backward
+ * walk decides: a marker (low word 1..15) takes the slot before it.
+ * Forwards that is the parity of a run of marker-like slots: within the run
+ * [rs, re), slot j is a marker iff re - 1 - j is even, and slot i is a value
+ * iff i + 1 is a marker.  Each run is scanned once, so pass 2 needs no
+ * per-slot memory.  Markers (format 2): 1 an entry of a value ≥ 2^32, 2 a
+ * CLOCK (the value is the full shifted counter: every later slot up to the
+ * next CLOCK has its high word, so both passes re-anchor there and idle gaps
+ * of any length decode exactly), 3 a LOSS (events lost from the value's
+ * counter to this slot's time: counted into the trace's lost_* fields), the
+ * rest reserved and skipped.
  * Every header field and record is range-checked before use.
  */
 #include <endian.h>
@@ -49,6 +55,10 @@ enum {
 	REC_CHECKSUM
 };
 enum { CHECKSUM_XXH3_64 = 1 };
+
+/* A slot whose low word is a marker (1..15, FORMAT.md §1): the slot before
+ * it is its 64-bit value. */
+#define IS_MARKER(s) ((uint32_t)(s)-1u < 15u)
 
 typedef struct module {
 	uint32_t index;
@@ -771,11 +781,11 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 			uint64_t s = rd64(c->slots + 8 * i);
 			uint64_t nx = i + 1 < n ? rd64(c->slots + 8 * (i + 1)) : 0;
 			int pair = 0;
-			if ((uint32_t)nx == 1) {
+			if (IS_MARKER(nx)) {
 				if (i + 1 >= run_end) {
 					run_end = i + 1;
 					while (run_end < n &&
-					       (uint32_t)rd64(c->slots + 8 * run_end) == 1)
+					       IS_MARKER(rd64(c->slots + 8 * run_end)))
 						run_end++;
 				}
 				pair = ((run_end - 2 - i) & 1) == 0;
@@ -788,11 +798,30 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 				value = (uint32_t)s;
 			}
 			uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+			int marker = __builtin_expect(lo >= 2 && pair, 0);
+			if (marker && lo == 2 && (uint32_t)value == ts) { /* CLOCK: re-anchor */
+				hi = value >> 32;
+				base = kc + ((hi << 32) << ksh) * kmul;
+				prev = ts;
+				continue;
+			}
 			if (ts < prev) {
 				hi++;
 				base = kc + ((hi << 32) << ksh) * kmul;
 			}
 			prev = ts;
+			if (marker) {
+				uint64_t to = hi << 32 | ts;
+				if (lo == 3 && value <= to) { /* LOSS from `value` to here */
+					int64_t a = to_ns(k, value), b = to_ns(k, to);
+					if (!c->t->lost_spans++) {
+						c->t->lost_first_start = a;
+						c->t->lost_first_end = b;
+					}
+					c->t->lost_ns += b - a;
+				}
+				continue; /* other markers: reserved, skipped */
+			}
 			int64_t ns;
 			if (fast) {
 				ns = (int64_t)(base + ((uint64_t)ts << ksh) * kmul);
@@ -853,14 +882,14 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	}
 	/* Pass 1, backwards, reporting progress every PROGRESS_SLOTS. */
 	uint64_t i = n;
-	int torn = 0;
+	int torn = 0, clocked = 0;
 	while (i > 0 && !torn) {
 		uint64_t stop = i > PROGRESS_SLOTS ? i - PROGRESS_SLOTS : 0, from = i;
 		while (i > stop) {
 			i--;
 			uint64_t s = rd64(c->slots + 8 * i);
 			uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
-			if (lo == 1) {
+			if (IS_MARKER(s)) {
 				if (i == 0) {
 					/* Torn: its value slot was overwritten. */
 					c->t->dropped++;
@@ -868,7 +897,21 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 					torn = 1;
 					break;
 				}
-				i--; /* skip the value slot (its time is unused) */
+				i--; /* the value slot */
+				if (lo >= 2) {
+					uint64_t v = rd64(c->slots + 8 * i);
+					if (lo == 2 && (uint32_t)v == ts) { /* CLOCK: exact */
+						hi = v >> 32;
+						if (!clocked)
+							newest_hi =
+								hi; /* every later slot has it */
+						clocked = 1;
+					} else if (ts > prev) {
+						hi--;
+					}
+					prev = ts;
+					continue;
+				}
 			}
 			if (ts > prev)
 				hi--;
@@ -929,7 +972,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 				"capture shorter than its 128-byte header (%zu bytes)", len);
 	if (memcmp(buf, magic, 8) != 0)
 		return rva_fail(err, -EINVAL, "not a Rearview capture (bad magic)");
-	if (rd16(buf + 8) != 1)
+	if (rd16(buf + 8) != 1 && rd16(buf + 8) != 2) /* 1: no markers but 1 occur */
 		return rva_fail(err, -EPROTONOSUPPORT, "capture version %u not supported",
 				rd16(buf + 8));
 	uint16_t hsize = rd16(buf + 10);

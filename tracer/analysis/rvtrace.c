@@ -45,7 +45,8 @@ static const char usage_info[] =
 	"Print the detected format, the time span, the thread list with call\n"
 	"counts, the number of distinct methods, of events dropped as damage\n"
 	"(unmatched exits, torn slots, malformed lines) and of frames repaired\n"
-	"(a capture's exits with no entry, given an \"(unknown caller)\" frame).\n";
+	"(a capture's exits with no entry, given an \"(unknown caller)\" frame),\n"
+	"and for a capture any span in which the tracer lost events.\n";
 
 static const char usage_summary[] =
 	"usage: rvtrace summary [--top N] [--window MS] [--json] [--match P] [--full] FILE\n"
@@ -229,6 +230,10 @@ static int cmd_info(int argc, char **argv)
 	printf("methods:  %zu\ncalls:    %zu\ndropped:  %" PRIu64 "\n", t->nmethods, calls,
 	       t->dropped);
 	printf("repaired: %" PRIu64 " frames\n", t->repaired);
+	if (t->lost_spans)
+		printf("lost:     %" PRIu64 " span(s) of %.3f us in all, the first %" PRId64
+		       " .. %" PRId64 " (the tracer had no spare ring at a capture)\n",
+		       t->lost_spans, usec(t, t->lost_ns), t->lost_first_start, t->lost_first_end);
 	if (t->has_anomaly)
 		printf("anomaly:  %s at %" PRId64 "\n", t->anomaly_name ? t->anomaly_name : "",
 		       t->anomaly_ns);

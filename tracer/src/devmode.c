@@ -623,6 +623,9 @@ static void *trampoline(void *p)
 {
 	struct tramp t = *(struct tramp *)p;
 	free(p);
+	/* Every thread registers at birth, before its own code: it can then be
+	 * started, stopped and captured by tid without a signal (trace.h). */
+	rvt_thread_register();
 	if (dm.mode == DM_NAMES)
 		known_add();
 	consider_self(0);
@@ -646,8 +649,6 @@ RVT_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn
 	create_fn f = real_create();
 	if (!f)
 		return ENOSYS;
-	if (dm.mode != DM_ALL && dm.mode != DM_NAMES)
-		return f(th, attr, fn, arg);
 	struct tramp *t = malloc(sizeof(*t));
 	if (!t)
 		return EAGAIN;

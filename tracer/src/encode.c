@@ -271,11 +271,12 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 		uint32_t low = (uint32_t)s;
 		if (low == 0)
 			continue;
-		if (low == 1) {
+		if (low <= RVT_SLOT_MARKER_MAX) { /* two slots: a marker and its value */
 			if (i == 0)
 				break; /* its first half was overwritten */
 			i--;
-			vals[nv++] = r->slots[(first + i) % r->nslots];
+			if (low == RVT_SLOT_PAIR)
+				vals[nv++] = r->slots[(first + i) % r->nslots];
 		} else {
 			vals[nv++] = low;
 		}

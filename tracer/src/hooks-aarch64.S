@@ -10,10 +10,12 @@
  * a return, with no stack frame.  Only the
  * caller-saved scratch registers x9–x15 are used (x0 is read; the hooks are
  * called as ordinary functions, so callers already assume x0–x18 clobbered);
- * the rare paths (adopting a new ring, a stop request) go to C (tp-slow.c).
+ * the rare paths (adopting a new ring, a CLOCK record) go to C (tp-slow.c).
+ * busy = 0 at the end is a release store (stlr): the control side's acquire
+ * load of busy then sees the slots and cur (trace-inline.h, DESIGN).
  */
 #define T_START	  0
-#define T_STOP	  8
+#define T_HI	  8
 #define T_CUR	  16
 #define T_SEEN	  24
 #define T_BUSY	  32
@@ -39,12 +41,34 @@
 	add	x10, x9, x10
 .endm
 
-/* x14 = (uint32_t)(cntvct_el0 >> shift) << 32 */
+/*
+ * x14 = (uint32_t)(cntvct_el0 >> shift) << 32, after a CLOCK record (in C,
+ * x0 and x13 kept across the call) when the high word is not hi.
+ */
 .macro TIMESTAMP
 	mrs	x14, cntvct_el0
 	ldr	w12, [x10, #T_SHIFT]
 	lsr	x14, x14, x12
-	lsl	x14, x14, #32
+	ldr	x12, [x10, #T_HI]
+	cmp	x12, x14, lsr #32
+	b.eq	7f
+	stp	x29, x30, [sp, #-32]!
+	.cfi_adjust_cfa_offset 32
+	.cfi_rel_offset x29, 0
+	.cfi_rel_offset x30, 8
+	mov	x29, sp
+	stp	x0, x13, [sp, #16]
+	mov	x1, x14
+	mov	x0, x10
+	bl	rvt__clock
+	mov	x14, x0
+	ldp	x0, x13, [sp, #16]
+	ldp	x29, x30, [sp], #32
+	.cfi_adjust_cfa_offset -32
+	.cfi_restore x29
+	.cfi_restore x30
+	TLS_ADDR
+7:	lsl	x14, x14, #32
 .endm
 
 /* x15 += 8, wrapping to base (and setting wrapped) at limit */
@@ -56,14 +80,17 @@
 	ldr	x15, [x10, #T_BASE]
 	mov	w12, #1
 	str	w12, [x10, #T_WRAPPED]
+	mov	x12, #-1
+	str	x12, [x10, #T_HI]		/* the next lap starts with a CLOCK */
 9:
 .endm
 
 /*
- * The common head: x11 = start; off → return; a new ring → adopt (in C, x0
- * kept across the call); a trace point already busy (a signal handler
- * interrupting one) → return; else busy = 1 and, if start changed meanwhile
- * (a stop ran in between), busy = 0 and return.
+ * The common head: x11 = start; off → return; a trace point already busy (a
+ * signal handler interrupting one) → return; else busy = 1, then start is
+ * loaded again (partner: the control side's membarrier, trace-inline.h
+ * DESIGN): 0 → busy = 0 and return; not the ring adopted → adopt it (in C,
+ * x0 kept across the call).
  */
 .macro HEAD name
 	TLS_OFF
@@ -72,9 +99,15 @@
 	ret
 .L\name\()_on:
 	add	x10, x9, x10
+	ldr	w12, [x10, #T_BUSY]
+	cbnz	w12, .L\name\()_ret
+	mov	w12, #1
+	str	w12, [x10, #T_BUSY]
+	ldr	x11, [x10, #T_START]
+	cbz	x11, .L\name\()_unbusy
 	ldr	x12, [x10, #T_SEEN]
 	cmp	x11, x12
-	b.eq	.L\name\()_go
+	b.eq	.L\name\()_write
 	stp	x29, x30, [sp, #-32]!
 	.cfi_adjust_cfa_offset 32
 	.cfi_rel_offset x29, 0
@@ -89,32 +122,21 @@
 	.cfi_adjust_cfa_offset -32
 	.cfi_restore x29
 	.cfi_restore x30
-	cbz	w12, .L\name\()_ret
 	TLS_ADDR
-	ldr	x11, [x10, #T_SEEN]
-.L\name\()_go:
-	ldr	w12, [x10, #T_BUSY]
-	cbnz	w12, .L\name\()_ret
-	mov	w12, #1
-	str	w12, [x10, #T_BUSY]
-	ldr	x12, [x10, #T_START]
-	cmp	x12, x11
-	b.eq	.L\name\()_write
+	cbnz	w12, .L\name\()_write
+.L\name\()_unbusy:
 	str	wzr, [x10, #T_BUSY]
 .L\name\()_ret:
 	ret
 .L\name\()_write:
 .endm
 
-/* The common tail: publish cur, busy = 0, then honour a pending stop. */
+/* The common tail: publish cur, then busy = 0 with release order. */
 .macro TAIL
 	str	x15, [x10, #T_CUR]
-	str	wzr, [x10, #T_BUSY]
-	ldr	x12, [x10, #T_STOP]
-	cbnz	x12, 8f
+	add	x12, x10, #T_BUSY
+	stlr	wzr, [x12]
 	ret
-8:	mov	x0, x10
-	b	rvt__stop_slow
 .endm
 
 /* Shadow stack (trace-inline.h): push the caller's sp, or pop one word. */

@@ -7,7 +7,7 @@
  * in trace-inline.h, slot for slot (test_ring checks that call and inline
  * mode write identical buffers); the offsets below are those of struct
  * rvt__thread and must follow it.  The body uses only %rax %rcx %rdx %r8 and
- * %r11; the rare paths (adopting a new ring, a stop request) call C
+ * %r11; the rare paths (adopting a new ring, a CLOCK record) call C
  * (tp-slow.c) through RARE, which saves every other caller-saved
  * general-purpose register and realigns the stack.
  *
@@ -24,7 +24,7 @@
  * return address, so unwinding from inside them recovers the caller's %rsp.
  */
 #define T_START	  0
-#define T_STOP	  8
+#define T_HI	  8
 #define T_CUR	  16
 #define T_SEEN	  24
 #define T_BUSY	  32
@@ -38,10 +38,11 @@
 #define T_SHEND	  88
 
 /*
- * Calls fn(&rvt__tls) (%r11 = rvt__tls's TLS offset) preserving every
- * caller-saved general-purpose register but %rax and %r11 (%eax = result).
+ * Calls fn(&rvt__tls) — fn(&rvt__tls, %rax) when \arg — (%r11 = rvt__tls's
+ * TLS offset) preserving every caller-saved general-purpose register but
+ * %rax and %r11 (%rax = result).
  */
-.macro RARE fn
+.macro RARE fn, arg=0
 	.cfi_remember_state
 	pushq	%rbp
 	.cfi_adjust_cfa_offset 8
@@ -59,6 +60,9 @@
 	pushq	%r10				/* keeps %rsp 16-aligned */
 	movq	%fs:0, %rdi
 	addq	%r11, %rdi
+.if \arg
+	movq	%rax, %rsi
+.endif
 	call	\fn@PLT
 	popq	%r10
 	popq	%r10
@@ -77,26 +81,22 @@
 /*
  * One trace point, entry (\entry = 1, function in %r8) or exit.  Falls
  * through to \name\()_done with the flags and %rax %rcx %rdx %r8 %r11
- * clobbered.  \spoff(%rsp) is the instrumented function's stack pointer,
- * which an entry pushes on the shadow stack (trace-inline.h).
+ * clobbered.  TP_COLD \name must follow in the same function.  \spoff(%rsp)
+ * is the instrumented function's stack pointer, which an entry pushes on
+ * the shadow stack (trace-inline.h, "Shadow stack").
  */
 .macro TP name, entry, spoff
 	movq	rvt__tls@gottpoff(%rip), %r11
-	movq	%fs:T_START(%r11), %rcx
-	testq	%rcx, %rcx
-	je	\name\()_done			/* a stop ran since the caller looked */
-	cmpq	%fs:T_SEEN(%r11), %rcx
-	je	\name\()_go
-	RARE	rvt__adopt
-	testl	%eax, %eax
-	je	\name\()_done
-	movq	%fs:T_SEEN(%r11), %rcx
-\name\()_go:
 	cmpl	$0, %fs:T_BUSY(%r11)
 	jne	\name\()_done			/* nested in a signal handler: drop */
 	movl	$1, %fs:T_BUSY(%r11)
-	cmpq	%fs:T_START(%r11), %rcx		/* stopped before busy was set */
-	jne	\name\()_unbusy
+	/* Partner: the control side's membarrier (trace-inline.h, DESIGN). */
+	movq	%fs:T_START(%r11), %rcx
+	testq	%rcx, %rcx
+	je	\name\()_unbusy			/* stopped since the caller looked */
+	cmpq	%fs:T_SEEN(%r11), %rcx
+	jne	\name\()_adopt
+\name\()_go:
 .if \entry
 	subq	%fs:T_MBASE(%r11), %r8		/* r8 = method value */
 .endif
@@ -104,7 +104,12 @@
 	shlq	$32, %rdx
 	orq	%rdx, %rax
 	movl	%fs:T_SHIFT(%r11), %ecx
-	shrq	%cl, %rax
+	shrq	%cl, %rax			/* rax = now = counter >> shift */
+	movq	%rax, %rcx
+	shrq	$32, %rcx
+	cmpq	%fs:T_HI(%r11), %rcx
+	jne	\name\()_clock
+\name\()_clocked:
 	shlq	$32, %rax			/* rax = ts << 32 */
 	movq	%fs:T_CUR(%r11), %rdx		/* rdx = cur */
 .if \entry
@@ -135,15 +140,29 @@
 2:
 .endif
 	movq	%rdx, %fs:T_CUR(%r11)
-	movl	$0, %fs:T_BUSY(%r11)
-	cmpq	$0, %fs:T_STOP(%r11)
-	je	\name\()_done
-	RARE	rvt__stop_slow
-	jmp	\name\()_done
+\name\()_unbusy:
+	movl	$0, %fs:T_BUSY(%r11)		/* a release store on x86-64 */
+\name\()_done:
+.endm
+
+/*
+ * The rare paths of TP \name, placed after the caller's return so the common
+ * path falls straight through; each jumps back into TP.
+ */
+.macro TP_COLD name, entry
 \name\()_wrap:
 	movq	%fs:T_BASE(%r11), %rdx
 	movl	$1, %fs:T_WRAPPED(%r11)
+	movq	$-1, %fs:T_HI(%r11)		/* the next lap starts with a CLOCK */
 	jmp	\name\()_commit
+\name\()_adopt:
+	RARE	rvt__adopt
+	testl	%eax, %eax
+	jne	\name\()_go
+	jmp	\name\()_unbusy
+\name\()_clock:
+	RARE	rvt__clock, 1			/* returns now in %rax */
+	jmp	\name\()_clocked
 .if \entry
 \name\()_two:					/* value ≥ 2^32: value, then ts << 32 | 1 */
 	movq	%r8, (%rdx)
@@ -152,13 +171,11 @@
 	jne	1f
 	movq	%fs:T_BASE(%r11), %rdx
 	movl	$1, %fs:T_WRAPPED(%r11)
+	movq	$-1, %fs:T_HI(%r11)
 1:	orq	$1, %rax
 	movq	%rax, (%rdx)
 	jmp	\name\()_next
 .endif
-\name\()_unbusy:
-	movl	$0, %fs:T_BUSY(%r11)
-\name\()_done:
 .endm
 
 /* A call-mode hook: \entry = 1 for __cyg_profile_func_enter (fn in %rdi). */
@@ -178,6 +195,7 @@
 .endif
 	TP	.L\sym, \entry, 8
 	ret
+	TP_COLD	.L\sym, \entry
 	.cfi_endproc
 	.size	\sym, .-\sym
 .endm
@@ -207,6 +225,7 @@
 	movq	%rax, %r8
 .endif
 	TP	.L\sym, \entry, 168
+	.cfi_remember_state
 	popq	%r8
 	.cfi_adjust_cfa_offset -8
 	popq	%rdx
@@ -216,6 +235,8 @@
 	popq	%rax
 	.cfi_adjust_cfa_offset -8
 	ret
+	.cfi_restore_state
+	TP_COLD	.L\sym, \entry
 	.cfi_endproc
 	.size	\sym, .-\sym
 .endm

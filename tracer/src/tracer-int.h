@@ -16,16 +16,23 @@
 
 #define RVT_HIDDEN __attribute__((visibility("hidden")))
 
-/* A ring buffer (FORMAT.md §1).  end_pos and wrapped are written by the
- * traced thread before it publishes `stop` (release); the control side reads
- * them after seeing it (acquire). */
+/* A ring buffer (FORMAT.md §1).  end_pos and wrapped are the control
+ * side's: set before it publishes the ring in `start` (the thread resumes
+ * there) and after a handover (the thread's cur and wrapped at its end).
+ * `next` links unused shells (tracer.c, ring_new()). */
 struct rvt_ring {
 	uint64_t *slots;
-	uintptr_t *shadow; /* RVT_SHADOW_WORDS words: the traced thread's shadow stack */
+	/* The traced thread's shadow stack (RVT_SHADOW_WORDS words), borrowed
+	 * from its registry record; carry_shadow: the thread keeps its shadow
+	 * frames when it adopts this ring (a capture's spare), else it begins
+	 * it empty.  Set by the control side before it publishes the ring. */
+	uintptr_t *shadow;
+	int carry_shadow;
 	uint64_t nslots;
 	uint64_t end_pos;
 	int wrapped;
 	size_t map_bytes;
+	struct rvt_ring *next;
 };
 
 /* Shadow stack capacity in frames (trace-inline.h; deeper frames are counted
@@ -37,6 +44,13 @@ struct rvt_ring {
  * nothing when the thread is not tracing.  Runs on the traced thread, not
  * inside a trace point (unwind.c). */
 RVT_HIDDEN void rvt_unwind_below(uintptr_t limit);
+
+/* Marker codes in a slot's low word (FORMAT.md §1): the slot before holds
+ * a 64-bit value.  2..15 are reserved (no function lies in the ELF header). */
+#define RVT_SLOT_PAIR	    1u /* entry of a method value ≥ 2^32 */
+#define RVT_SLOT_CLOCK	    2u /* the full shifted counter */
+#define RVT_SLOT_LOSS	    3u /* events lost since this shifted counter value */
+#define RVT_SLOT_MARKER_MAX 15u
 
 /* The process-wide clock parameters (FORMAT.md header). */
 struct rvt_clock {

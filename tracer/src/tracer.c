@@ -1,13 +1,16 @@
 /*
  * tracer.c — librvtrace's core: the clock, ring buffers, the thread registry
  * and the control side of the start/stop protocol (trace-inline.h explains
- * the two shared words).
+ * the shared word and, under DESIGN, the handover without a signal).
  *
  * Invariants:
- * - Only the traced thread (or its signal handler) writes its ring slots,
- *   cur, base, limit and wrapped.  The control side touches a ring only after
- *   it has seen stop ≥ 2 with acquire order, and before it publishes start
- *   with release order.
+ * - Only the traced thread writes its ring slots, cur, base, limit, seen,
+ *   hi and wrapped, and only inside a trace point (busy set).  The control
+ *   side touches a ring before it publishes it in start (release), and after
+ *   a handover (handover_locked()) has taken it away from the thread.
+ * - A ring shell (struct rvt_ring) that a live thread's `seen` or
+ *   `prev_ring` points at is never reused for another ring (ring_new()), so
+ *   a published ring is never mistaken for one the thread adopted before.
  * - The registry mutex guards the records; it is never taken on the trace
  *   point path nor in a signal handler.
  * - A record's `t` points into a live thread's TLS: the thread's key
@@ -25,10 +28,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -52,6 +55,9 @@ struct rec {
 	struct rvt_ring *ring; /* owned; NULL when none */
 	int tracing;
 	int is_ui;
+	int resume;	   /* stopped by a capture that found no spare: restart */
+	uintptr_t *shadow; /* the thread's shadow stack (trace-inline.h), owned;
+			    * NULL until it first traces, freed when it exits */
 	char name[32];
 };
 
@@ -61,7 +67,7 @@ static size_t nrecs, caprecs;
 static unsigned live_rings;
 static size_t cfg_buffer_bytes = RVT_DEFAULT_BUFFER_BYTES;
 static unsigned cfg_max_buffers = RVT_DEFAULT_MAX_BUFFERS;
-static int stop_signal;
+static struct rvt_ring *shells; /* unused ring shells, linked by next */
 static pthread_key_t exit_key;
 static int initialised;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -134,10 +140,19 @@ static void clock_measure(void)
 #if defined(__x86_64__)
 shift:;
 #endif
-	/* FORMAT.md: the smallest shift for which 2^32 ticks span ≥ 180 s. */
+	/* FORMAT.md: the smallest shift for which 2^32 ticks span ≥ 180 s.
+	 * RV_TRACE_CLOCK_SHIFT (0..31) overrides it, so that tests see the
+	 * shifted counter wrap within seconds. */
 	unsigned s = 0;
 	while (s < 31 && ((uint64_t)1 << (32 + s)) < rvt_clock.hz * 180u)
 		s++;
+	const char *e = getenv("RV_TRACE_CLOCK_SHIFT");
+	if (e && *e) {
+		char *end;
+		unsigned long v = strtoul(e, &end, 10);
+		if (!*end && v <= 31)
+			s = (unsigned)v;
+	}
 	rvt_clock.shift = s;
 }
 
@@ -163,40 +178,42 @@ static int find_base(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1; /* the first entry is the main program */
 }
 
-/* ---- the thread side ---------------------------------------------------- */
-
-/* Remote registration handshake (register_remote_locked()). */
-static _Atomic(pid_t) reg_want;
-static _Atomic(struct rvt__thread *) reg_got;
-
-static void on_stop_signal(int sig, siginfo_t *si, void *uc)
-{
-	(void)sig;
-	(void)si;
-	(void)uc;
-	int saved = errno;
-	/* A registration request from rvt_start(tid) for a thread that never
-	 * registered itself: publish this thread's state and arm the exit
-	 * destructor.  glibc's pthread_setspecific() for the first 32 keys is a
-	 * plain store into the thread descriptor (register_remote_locked()
-	 * refuses other keys), so it is safe here. */
-	pid_t want = atomic_load_explicit(&reg_want, memory_order_acquire);
-	if (want != 0 && want == rvt_gettid()) {
-		pthread_setspecific(exit_key, &rvt__tls);
-		atomic_store_explicit(&reg_got, &rvt__tls, memory_order_release);
-	}
-	/* If a trace point is mid-write, it sees stop == 1 as its last step. */
-	rvt__stop_slow(&rvt__tls);
-	errno = saved;
-}
-
 /* ---- rings ---------------------------------------------------------------- */
 
-static struct rvt_ring *ring_new(void)
+/* 1 if a live thread's `seen` or `prev_ring` is r (the rings it last
+ * adopted and left). */
+static int shell_seen_locked(const struct rvt_ring *r)
 {
-	if (live_rings >= cfg_max_buffers)
+	for (size_t i = 0; i < nrecs; i++) {
+		struct rvt__thread *t = recs[i].t;
+		if (t && (atomic_load_explicit(&t->seen, memory_order_acquire) == (uintptr_t)r ||
+			  RVT__LD(t->prev_ring) == (uintptr_t)r))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Maps a new ring; `spare` allows one above the limit (a capture's spare,
+ * while the frozen ring awaits its write).  The shell is a fresh one or an
+ * unused one no live thread has as `seen` or `prev_ring` (such a thread
+ * would take the new ring for its old one: skip adopting it, or take its
+ * prev_* for the new ring's end).  NULL at the limit or when out of memory.
+ */
+static struct rvt_ring *ring_new(int spare)
+{
+	if (live_rings >= cfg_max_buffers + (spare ? 1u : 0u))
 		return NULL;
-	struct rvt_ring *r = calloc(1, sizeof(*r));
+	struct rvt_ring *r = NULL, **pp = &shells;
+	while (*pp && shell_seen_locked(*pp))
+		pp = &(*pp)->next;
+	if (*pp) {
+		r = *pp;
+		*pp = r->next;
+		memset(r, 0, sizeof(*r));
+	} else {
+		r = calloc(1, sizeof(*r));
+	}
 	if (!r)
 		return NULL;
 	r->nslots = cfg_buffer_bytes / 8;
@@ -205,19 +222,11 @@ static struct rvt_ring *ring_new(void)
 	void *m = mmap(NULL, r->map_bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
-		free(r);
+		r->next = shells;
+		shells = r;
 		return NULL;
 	}
 	r->slots = m;
-	/* The shadow stack likewise: pages as deep as the thread's calls go. */
-	void *sh = mmap(NULL, RVT_SHADOW_WORDS * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (sh == MAP_FAILED) {
-		munmap(m, r->map_bytes);
-		free(r);
-		return NULL;
-	}
-	r->shadow = sh;
 	live_rings++;
 	return r;
 }
@@ -227,9 +236,35 @@ static void ring_free(struct rvt_ring *r)
 	if (!r)
 		return;
 	munmap(r->slots, r->map_bytes);
-	munmap(r->shadow, RVT_SHADOW_WORDS * sizeof(uintptr_t));
-	free(r);
+	r->slots = NULL;
+	r->next = shells;
+	shells = r;
 	live_rings--;
+}
+
+/* ---- shadow stacks ------------------------------------------------------- */
+
+#define SHADOW_BYTES (RVT_SHADOW_WORDS * sizeof(uintptr_t))
+
+/* The record's shadow stack, mapped once (MAP_NORESERVE: pages as deep as
+ * the thread's calls go).  0 or -ENOMEM. */
+static int shadow_get_locked(struct rec *r)
+{
+	if (r->shadow)
+		return 0;
+	void *sh = mmap(NULL, SHADOW_BYTES, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (sh == MAP_FAILED)
+		return -ENOMEM;
+	r->shadow = sh;
+	return 0;
+}
+
+static void shadow_free(struct rec *r)
+{
+	if (r->shadow)
+		munmap(r->shadow, SHADOW_BYTES);
+	r->shadow = NULL;
 }
 
 /* ---- registry ------------------------------------------------------------- */
@@ -282,8 +317,10 @@ static struct rec *rec_slot_locked(pid_t tid)
 		}
 		r = &recs[nrecs++];
 		r->ring = NULL;
+		r->shadow = NULL;
 	}
 	ring_free(r->ring);
+	shadow_free(r); /* a recycled record's thread has exited */
 	memset(r, 0, sizeof(*r));
 	r->tid = tid;
 	return r;
@@ -319,94 +356,152 @@ static int register_locked(void)
 }
 
 /*
- * Registers thread `tid` of this process that never called into the library:
- * it is signalled and its handler publishes its per-thread state.  Returns
- * the new record or NULL (not our thread, it exited, or it blocks the
- * signal for a second).
+ * Sets old->end_pos and old->wrapped to where thread t left ring `old`, after
+ * a handover took it away: the reader side of the seqlock in trace-inline.h's
+ * DESIGN (partner: rvt__adopt).  The thread may adopt its new ring at any
+ * moment meanwhile, but only once.
  */
-static struct rec *register_remote_locked(pid_t tid)
+static void ring_end_locked(struct rvt__thread *t, struct rvt_ring *old)
 {
-	if (tid <= 0 || (unsigned)exit_key >= 32)
-		return NULL;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
-	if (access(path, F_OK) != 0)
-		return NULL;
-	atomic_store_explicit(&reg_got, NULL, memory_order_relaxed);
-	atomic_store_explicit(&reg_want, tid, memory_order_release);
-	struct rvt__thread *t = NULL;
-	if (syscall(SYS_tgkill, getpid(), tid, stop_signal) == 0)
-		for (int i = 0; i < 10000 && !t; i++) {
-			t = atomic_load_explicit(&reg_got, memory_order_acquire);
-			struct timespec nap = {0, i < 50 ? 20000 : 100000};
-			if (!t)
-				nanosleep(&nap, NULL);
+	for (;;) {
+		uintptr_t s = atomic_load_explicit(&t->seen, memory_order_acquire);
+		if (s == RVT__SEEN_CHANGING) {
+			sched_yield(); /* an adoption is under way */
+			continue;
 		}
-	atomic_store_explicit(&reg_want, 0, memory_order_release);
-	if (!t)
-		return NULL;
-	struct rec *r = rec_slot_locked(tid);
-	if (!r)
-		return NULL;
-	r->t = t;
-	thread_name_of(tid, r->name, sizeof(r->name));
-	return r;
+		if (s == (uintptr_t)old) {
+			uint64_t *cur = atomic_load_explicit(&t->cur, memory_order_acquire);
+			int w = atomic_load_explicit(&t->wrapped, memory_order_acquire);
+			if (RVT__LD(t->seen) != s)
+				continue; /* adopted meanwhile: prev_* now say it */
+			old->end_pos = (uint64_t)(cur - old->slots);
+			old->wrapped = w;
+		} else if (RVT__LD(t->prev_ring) == (uintptr_t)old) {
+			old->end_pos = (uint64_t)(t->prev_cur - old->slots);
+			old->wrapped = t->prev_wrapped;
+		} /* else it never entered `old`: its end_pos stands */
+		return;
+	}
 }
 
-/* Waits (lock held) for the thread of `r` to publish its end position. */
-static int request_stop_locked(struct rec *r)
+/*
+ * Moves r's thread from its ring (r->ring) to `next` (NULL: stops it) — the
+ * control side of trace-inline.h's DESIGN — and records the old ring's end
+ * position.  On return no trace point of the thread writes the old ring
+ * again.  Returns 0, -EDEADLK (the calling thread is r's and is inside one of
+ * its own trace points: a signal handler) or -ETIMEDOUT (a trace point did
+ * not end within 2 s); on error nothing changed.
+ */
+static int handover_locked(struct rec *r, struct rvt_ring *next)
 {
 	struct rvt__thread *t = r->t;
-	if (!t)
-		return 0; /* exited: stopped in its destructor */
-	if (atomic_load_explicit(&t->stop, memory_order_acquire) >= 2)
-		return 0;
-	RVT__ST(t->stop, 1);
+	assert(t && r->tracing);
+	uintptr_t prev = RVT__LD(t->start);
+	/* Partner: the acquire load of start in rvt__adopt (the new ring's
+	 * slots and end_pos are set). */
+	atomic_store_explicit(&t->start, (uintptr_t)next, memory_order_release);
+	int rc = 0;
 	if (r->tid == rvt_gettid()) {
-		rvt__stop_slow(t);
-		return 0;
+		/* Our own trace points run in program order: only a handler that
+		 * interrupted one could find busy set. */
+		if (atomic_load_explicit(&t->busy, memory_order_acquire))
+			rc = -EDEADLK;
+	} else {
+		/* Partner: the signal fence between busy = 1 and the load of start
+		 * in every trace point (trace-inline.h, DESIGN). */
+		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+			rc = -errno;
+		/* Partner of the acquire: the trace point's release of busy = 0,
+		 * which orders its slots and cur before it. */
+		uint64_t deadline = 0;
+		for (unsigned i = 0;
+		     rc == 0 && atomic_load_explicit(&t->busy, memory_order_acquire); i++) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+			if (i == 0)
+				deadline = ns + 2000000000u;
+			else if (ns > deadline)
+				rc = -ETIMEDOUT;
+			if (i < 64) {
+				sched_yield();
+			} else {
+				struct timespec nap = {0, 20000};
+				nanosleep(&nap, NULL);
+			}
+		}
 	}
-	pid_t pid = getpid();
-	for (int i = 0; i < 100000; i++) {
-		if (i % 1000 == 0) /* once, then every ~100 ms if masked */
-			syscall(SYS_tgkill, pid, r->tid, stop_signal);
-		if (atomic_load_explicit(&t->stop, memory_order_acquire) >= 2)
-			return 0;
-		struct timespec nap = {0, i < 50 ? 20000 : 100000};
-		nanosleep(&nap, NULL);
-		if (i > 10000)
-			break;
+	if (rc) {
+		RVT__ST(t->start, prev);
+		return rc;
 	}
-	return -ETIMEDOUT;
+	if (r->ring)
+		ring_end_locked(t, r->ring);
+	return 0;
 }
 
 /* Stops r's thread if tracing; returns 0 with the ring's end_pos valid. */
 static int stop_locked(struct rec *r)
 {
+	r->resume = 0;
 	if (!r->tracing)
 		return 0;
-	int rc = request_stop_locked(r);
+	if (!r->t) {
+		r->tracing = 0; /* exited: stopped in its destructor */
+		return 0;
+	}
+	int rc = handover_locked(r, NULL);
 	if (rc)
 		return rc;
 	r->tracing = 0;
 	return 0;
 }
 
-static int start_locked(struct rec *r)
+/* A new ring (see ring_new), at the limit after taking an exited
+ * thread's. */
+static struct rvt_ring *ring_get_locked(int spare)
+{
+	struct rvt_ring *g = ring_new(spare);
+	if (!g && live_rings >= cfg_max_buffers && reclaim_exited_locked())
+		g = ring_new(spare);
+	return g;
+}
+
+/*
+ * Starts r's thread.  `lost_from` (NULL: none): the shifted counter from
+ * which events were lost (a capture found no spare ring); a new ring then
+ * begins with a CLOCK record and a LOSS record up to now (FORMAT.md §1).
+ */
+static int start_locked(struct rec *r, const uint64_t *lost_from)
 {
 	if (!r->t)
 		return -ESRCH;
 	if (r->tracing)
 		return 0;
 	rvt_clock_init();
+	if (shadow_get_locked(r))
+		return -ENOMEM;
 	if (!r->ring) {
-		r->ring = ring_new();
-		if (!r->ring && live_rings >= cfg_max_buffers && reclaim_exited_locked())
-			r->ring = ring_new();
+		/* A resumption replaces the frozen ring just unmapped, so it may
+		 * take the spare's allowance: the count is never above what it
+		 * was before the capture. */
+		r->ring = ring_get_locked(lost_from != NULL);
 		if (!r->ring)
 			return live_rings >= cfg_max_buffers ? -ENOBUFS : -ENOMEM;
+		if (lost_from && r->ring->nslots >= 4) {
+			uint64_t now = rvt__counter() >> rvt_clock.shift;
+			uint64_t *sl = r->ring->slots;
+			sl[0] = now;
+			sl[1] = now << 32 | RVT_SLOT_CLOCK;
+			sl[2] = *lost_from;
+			sl[3] = now << 32 | RVT_SLOT_LOSS;
+			r->ring->end_pos = 4;
+		}
 	}
-	RVT__ST(r->t->stop, 0);
+	/* A start after tracing was off begins the shadow stack empty. */
+	r->ring->shadow = r->shadow;
+	r->ring->carry_shadow = 0;
+	/* Partner: the acquire load of start in rvt__adopt. */
 	atomic_store_explicit(&r->t->start, (uintptr_t)r->ring, memory_order_release);
 	r->tracing = 1;
 	return 0;
@@ -421,11 +516,14 @@ static void on_thread_exit(void *arg)
 			if (recs[i].tracing) {
 				/* pthread_exit or cancellation left frames open. */
 				rvt_unwind_below(UINTPTR_MAX);
-				RVT__ST(t->stop, 1);
-				rvt__stop_slow(t);
-				recs[i].tracing = 0;
+				/* Our own handover: this thread is in no trace point. */
+				if (handover_locked(&recs[i], NULL) == 0)
+					recs[i].tracing = 0;
 			}
+			recs[i].resume = 0;
 			recs[i].t = NULL;
+			/* Nobody uses the shadow stack of a thread that is gone. */
+			shadow_free(&recs[i]);
 			if (!recs[i].ring) { /* nothing to capture: forget it */
 				recs[i] = recs[--nrecs];
 			}
@@ -451,15 +549,18 @@ static void atfork_child(void)
 {
 	struct rvt__thread *t = &rvt__tls;
 	RVT__ST(t->start, 0);
-	RVT__ST(t->stop, 0);
 	RVT__ST(t->seen, 0);
+	RVT__ST(t->prev_ring, 0);
 	RVT__ST(t->busy, 0);
-	for (size_t i = 0; i < nrecs; i++)
+	for (size_t i = 0; i < nrecs; i++) {
 		ring_free(recs[i].ring);
+		shadow_free(&recs[i]);
+	}
 	nrecs = 0;
 	live_rings = 0;
-	pthread_mutex_init(&reg_lock, NULL);
-	pthread_mutex_lock(&reg_lock);
+	/* The child is a new process for membarrier: register it again. */
+	syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
+	/* atfork_prepare's lock is held by this, the child's only thread. */
 	register_locked();
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -472,24 +573,9 @@ static void do_init(void)
 	dl_iterate_phdr(find_base, &base);
 	rvt_method_base = base;
 	rvt_devmode_env(&cfg_buffer_bytes, &cfg_max_buffers);
-	/* The first real-time signal nobody has a handler for. */
-	stop_signal = 0;
-	for (int s = SIGRTMIN + 6; s <= SIGRTMAX - 2 && !stop_signal; s++) {
-		struct sigaction old;
-		if (sigaction(s, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-			stop_signal = s;
-	}
-	if (!stop_signal) {
+	/* The handover's barrier (trace-inline.h, DESIGN); no signal. */
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) {
 		init_error = -ENOSYS;
-		return;
-	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_stop_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	if (sigaction(stop_signal, &sa, NULL) != 0) {
-		init_error = -errno;
 		return;
 	}
 	if (pthread_key_create(&exit_key, on_thread_exit) != 0) {
@@ -558,12 +644,9 @@ int rvt_start(pid_t tid)
 		tid = rc;
 	}
 	struct rec *r = rc < 0 ? NULL : find_rec(tid);
-	if ((!r || !r->t) && rc >= 0 && tid != rvt_gettid()) {
-		struct rec *nr = register_remote_locked(tid);
-		if (nr)
-			r = nr;
-	}
-	rc = r ? start_locked(r) : (rc < 0 ? rc : -ESRCH);
+	if (r && !r->t)
+		r = NULL;
+	rc = r ? start_locked(r, NULL) : (rc < 0 ? rc : -ESRCH);
 	pthread_mutex_unlock(&reg_lock);
 	return rc;
 }
@@ -624,8 +707,8 @@ int rvt_set_ui_thread(pid_t tid)
 {
 	pthread_mutex_lock(&reg_lock);
 	struct rec *r = find_rec(tid ? tid : rvt_gettid());
-	if ((!r || !r->t) && tid)
-		r = register_remote_locked(tid);
+	if (r && !r->t)
+		r = NULL;
 	if (r)
 		for (size_t i = 0; i < nrecs; i++)
 			recs[i].is_ui = &recs[i] == r;
@@ -689,33 +772,43 @@ static uint64_t clock_ns(clockid_t c)
 }
 
 /*
- * Freezes r's ring into *f and, if the thread was tracing, swaps a fresh ring
- * in so it resumes at once.  On success the caller owns f->ring (free it with
- * ring_free under the lock).
+ * Freezes r's ring into *f.  A tracing thread is handed over to a spare ring
+ * at the freeze, so it loses no event; with no spare to be had it is stopped
+ * (r->resume) and capture_to_buffer() restarts it, marking the loss.  On
+ * success the caller owns f->ring (free it with ring_free under the lock).
  */
 static int freeze_locked(struct rec *r, struct rvt_frozen *f)
 {
 	if (!r->ring)
 		return -ENODATA;
-	int was = r->tracing;
-	int rc = stop_locked(r);
-	if (rc)
-		return rc;
+	struct rvt_ring *spare = NULL;
+	if (r->tracing && r->t) {
+		spare = ring_get_locked(1);
+		if (spare) { /* the thread's open frames go on with it */
+			spare->shadow = r->shadow;
+			spare->carry_shadow = 1;
+		}
+		int rc = handover_locked(r, spare);
+		if (rc) {
+			ring_free(spare);
+			return rc;
+		}
+		if (!spare) {
+			r->tracing = 0;
+			r->resume = 1;
+		}
+	}
 	memset(f, 0, sizeof(*f));
 	f->ref_counter = rvt__counter();
 	f->ref_realtime_ns = clock_ns(CLOCK_REALTIME);
 	f->ref_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 	f->pid = getpid();
 	f->tid = r->tid;
+	if (r->t) /* names are often set after the thread registered */
+		thread_name_of(r->tid, r->name, sizeof(r->name));
 	memcpy(f->thread_name, r->name, sizeof(f->thread_name));
 	f->ring = r->ring;
-	r->ring = NULL;
-	if (was && r->t) {
-		/* The frozen ring still counts: this may fail at the limit, and
-		 * then the thread stays stopped until the flush is done. */
-		if (start_locked(r) != 0)
-			r->tracing = 0;
-	}
+	r->ring = spare;
 	return 0;
 }
 
@@ -727,7 +820,8 @@ static int capture_to_buffer(pid_t tid, const struct rvt_anomaly *anomaly, uint8
 		return rc;
 	struct rvt_frozen f;
 	pthread_mutex_lock(&reg_lock);
-	struct rec *r = find_rec(tid ? tid : rvt_gettid());
+	tid = tid ? tid : rvt_gettid();
+	struct rec *r = find_rec(tid);
 	rc = r ? freeze_locked(r, &f) : -ESRCH;
 	if (rc == 0 && r && !r->t && !r->ring)
 		*r = recs[--nrecs];
@@ -740,6 +834,14 @@ static int capture_to_buffer(pid_t tid, const struct rvt_anomaly *anomaly, uint8
 		*frozen_ns = f.ref_monotonic_ns;
 	pthread_mutex_lock(&reg_lock);
 	ring_free((struct rvt_ring *)f.ring);
+	/* No spare was had: resume now that the frozen ring is gone, unless
+	 * the thread was stopped or exited meanwhile. */
+	r = find_rec(tid);
+	if (r && r->resume && r->t) {
+		r->resume = 0;
+		uint64_t from = f.ref_counter >> rvt_clock.shift;
+		start_locked(r, &from);
+	}
 	pthread_mutex_unlock(&reg_lock);
 	return rc;
 }
@@ -801,7 +903,7 @@ int rvt_capture_default(void)
 
 /* hooks-x86_64.S hard-codes these offsets. */
 _Static_assert(offsetof(struct rvt__thread, start) == 0, "asm offsets");
-_Static_assert(offsetof(struct rvt__thread, stop) == 8, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, hi) == 8, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, cur) == 16, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, seen) == 24, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, busy) == 32, "asm offsets");

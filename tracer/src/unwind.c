@@ -28,7 +28,7 @@
  *
  * Invariants: runs on the traced thread; touches the ring and the shadow only
  * with `busy` set after checking start == seen (as a trace point does), so a
- * stop or signal cannot tear it; no lock, allocation or system call on the
+ * handover cannot tear it; no lock, allocation or system call on the
  * path from an interposer to the real function once initialised.
  *
  * This file is compiled without -finstrument-functions and without
@@ -60,37 +60,45 @@ static int jb_ok; /* jb_key was found consistently */
 void rvt_unwind_below(uintptr_t limit)
 {
 	struct rvt__thread *t = &rvt__tls;
-	uintptr_t s = RVT__LD(t->start);
-	if (s == 0 || s != RVT__LD(t->seen) || RVT__LD(t->busy))
+	/* The trace point's own protocol (trace-inline.h, DESIGN): busy first,
+	 * then start read again; a new ring is adopted, a stop honoured. */
+	if (RVT__LD(t->start) == 0 || RVT__LD(t->busy))
 		return;
 	RVT__ST(t->busy, 1);
+	/* Partner: the control side's membarrier in handover_locked(). */
 	atomic_signal_fence(memory_order_seq_cst);
-	if (RVT__LD(t->start) == s) {
-		uintptr_t top = t->sh_top;
-		uintptr_t known = top < t->sh_end ? top : t->sh_end;
-		uintptr_t keep = known;
-		while (keep > t->sh_base && ((const uintptr_t *)keep)[-1] < limit)
-			keep -= sizeof(uintptr_t);
-		if (keep == known)
-			keep = top; /* nothing recorded is gone: frames past the end are unknown */
-		assert(keep >= t->sh_base && keep <= top);
-		uint64_t ts = (uint64_t)(uint32_t)(rvt__counter() >> t->shift) << 32;
+	uintptr_t s = RVT__LD(t->start);
+	if ((s != RVT__LD(t->seen) || s == 0) && !rvt__adopt(t)) {
+		atomic_store_explicit(&t->busy, 0, memory_order_release);
+		return;
+	}
+	uintptr_t top = t->sh_top;
+	uintptr_t known = top < t->sh_end ? top : t->sh_end;
+	uintptr_t keep = known;
+	while (keep > t->sh_base && ((const uintptr_t *)keep)[-1] < limit)
+		keep -= sizeof(uintptr_t);
+	if (keep == known)
+		keep = top; /* nothing recorded is gone: frames past the end are unknown */
+	assert(keep >= t->sh_base && keep <= top);
+	if (keep < top) {
+		uint64_t now = rvt__counter() >> t->shift;
+		if ((now >> 32) != t->hi)
+			rvt__clock(t, now);
+		uint64_t ts = now << 32;
 		uint64_t *p = RVT__LD(t->cur);
 		for (uintptr_t w = keep; w < top; w += sizeof(uintptr_t)) {
 			*p = ts;
 			if (++p == t->limit) {
 				p = t->base;
 				RVT__ST(t->wrapped, 1);
+				t->hi = UINT64_MAX; /* the next lap starts with a CLOCK */
 			}
 		}
 		t->sh_top = keep;
 		RVT__ST(t->cur, p);
 	}
-	atomic_signal_fence(memory_order_seq_cst);
-	RVT__ST(t->busy, 0);
-	atomic_signal_fence(memory_order_seq_cst);
-	if (RVT__LD(t->stop) != 0)
-		rvt__stop_slow(t);
+	/* Partner: the control side's acquire load of busy (DESIGN). */
+	atomic_store_explicit(&t->busy, 0, memory_order_release);
 }
 
 /* glibc's jmp_buf: the saved stack pointer's word and its demangling. */

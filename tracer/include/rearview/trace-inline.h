@@ -13,30 +13,73 @@
  * rvt__); it may change between library versions, so rebuild inline-mode
  * programs with the matching library.
  *
- * Protocol (Hubble Fig. 4, two shared words per thread):
+ * Protocol (Hubble Fig. 4, without a signal).  One word is shared:
  *   start  0 = off; otherwise the address of the ring the thread must trace
- *          into.  Written by the control side (release) to start; cleared by
- *          the thread when it stops.
- *   stop   0 = nothing asked; 1 = the control side asks the thread to stop;
- *          ≥ 2 = the thread stopped, its end position is stop − 2 (written by
- *          the thread with release, after the ring's end_pos and wrapped).
- * Everything else is private to the thread and its signal handler.  `busy`
- * is set while a trace point touches the ring: the stop signal handler then
- * leaves the stop to the interrupted trace point (which checks `stop` as its
- * last step), and a trace point nested in a signal handler is dropped, so a
- * signal can never tear an entry or misplace the end position.  No
- * read-modify-write, lock, call or system call on the path; the shared words
- * are C11 atomics with relaxed order (plain loads and stores).
+ *          into.  Written only by the control side (release).
+ * Everything else belongs to the thread.  `busy` is 1 while a trace point
+ * (or the adoption of a ring inside one) touches the ring or the fields
+ * below; the control side only reads it.  A trace point nested in a signal
+ * handler that interrupted a trace point sees busy and is dropped, so it
+ * can never tear an entry or misplace the end position.  No read-modify-
+ * write, lock, call or system call on the path; the shared words are C11
+ * atomics, relaxed but for `busy = 0` (release) and the adoption's load of
+ * `start` (acquire).
+ *
+ * DESIGN — why a handover needs no signal (asymmetric Dekker, membarrier).
+ * The control side (tracer.c, handover_locked()) stores the new `start`
+ * (0 to stop, or a fresh ring to capture and continue), then runs
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), then loads `busy` (acquire)
+ * until it reads 0.  A trace point stores busy = 1, then (after a compiler-
+ * only fence) loads `start` again and compares it with `seen`, the ring it
+ * writes into.  The membarrier puts a full fence into the thread's
+ * instruction stream at some point M while the syscall runs: if M comes
+ * before the thread's store of busy = 1, its load of start comes after M and
+ * sees the new value (it adopts the new ring, or stops); if M comes after
+ * that load, the store of busy = 1 precedes M and the control side's load
+ * after the syscall sees it, and waits for the trace point's release store
+ * busy = 0, which orders every slot and `cur` before it.  Either way, once
+ * the control side has read busy == 0 after the barrier, no trace point
+ * writes the old ring again.  A thread blocked in a system call is not
+ * running: the barrier costs it nothing and interrupts nothing.  A trace
+ * point that finds start changed adopts the new ring (rvt__adopt) and writes
+ * its event there, so a capture that switches rings loses no call.
+ *
+ * The old ring's end: the thread may adopt the new ring at any moment, even
+ * while the control side reads, so adoption is a small seqlock: rvt__adopt
+ * saves where it left the old ring in prev_ring/prev_cur/prev_wrapped, sets
+ * seen = RVT__SEEN_CHANGING, rewrites cur and wrapped (release), then
+ * publishes seen = the new ring (release).  The control side (ring_end_locked
+ * in tracer.c) reads seen (acquire): the old ring → it reads cur and wrapped
+ * (acquire) and accepts them only if seen is still the old ring afterwards
+ * (had it read an adoption's store, that store's release would make the
+ * earlier seen = CHANGING visible); CHANGING → it waits; anything else → the
+ * thread left the old ring (prev_* say where, if prev_ring is it) or never
+ * entered it.  Only the control side, under its lock, changes start, so the
+ * thread adopts at most once while it reads.
+ *
+ * ThreadSanitizer does not model membarrier; it does not need to: the data
+ * handed over (slots, cur, wrapped) is ordered by the release store of
+ * busy = 0 and the control side's acquire load of it, and a new ring by the
+ * release store of start and the adoption's acquire load.  The tsan build
+ * uses the portable C trace point (hooks.c) with these same atomics.
+ *
+ * Exact time (FORMAT.md §1): `hi` is the high word (counter >> shift) >> 32
+ * of the last slot written; when the counter's high word differs, the trace
+ * point first writes a CLOCK record (rvt__clock) carrying the full value.
+ * Adopting a ring and wrapping the ring set hi = ~0, so every ring and every
+ * lap of it starts with one.
  *
  * Shadow stack (unwind.c): inside the busy window, after its slot, an entry
  * stores `sp` (the instrumented function's stack pointer) at sh_top when
  * sh_top < sh_end and advances sh_top by one word either way; an exit steps
  * sh_top back by one word unless it is at sh_base (a frame entered before
- * the ring was adopted).  So (sh_top - sh_base) / 8 is the number of frames
- * entered since adoption and still open, and the words below
- * min(sh_top, sh_end) are their stack pointers, outermost first — what the
- * longjmp / exception / thread-exit interposers unwind by.  Private to the
- * thread; rvt__adopt() resets sh_top to sh_base.
+ * tracing started).  So (sh_top - sh_base) / 8 is the number of frames
+ * entered and still open, and the words below min(sh_top, sh_end) are their
+ * stack pointers, outermost first — what the longjmp / exception /
+ * thread-exit interposers unwind by.  The shadow belongs to the thread (one
+ * per registry record, tracer.c), not to a ring: a capture's switch to a
+ * spare ring keeps it (the ring says carry_shadow), a start after tracing
+ * was off begins it empty.  Private to the thread.
  */
 #ifndef REARVIEW_TRACE_INLINE_H
 #define REARVIEW_TRACE_INLINE_H
@@ -57,7 +100,7 @@ extern "C" {
 
 struct rvt__thread {
 	_Atomic(uintptr_t) start; /* shared, see above */
-	_Atomic(uintptr_t) stop;  /* shared, see above */
+	uint64_t hi;		  /* high word of the last slot's counter */
 	_Atomic(uint64_t *) cur;  /* next slot to write */
 	_Atomic(uintptr_t) seen;  /* the ring cur/base/limit belong to */
 	_Atomic(int) busy;	  /* a trace point is writing */
@@ -69,14 +112,25 @@ struct rvt__thread {
 	uintptr_t sh_top;	  /* shadow stack: next word (may pass sh_end) */
 	uintptr_t sh_base;	  /* shadow stack: first word */
 	uintptr_t sh_end;	  /* shadow stack: one past the last word */
+	/* Where the thread left its previous ring when it last adopted one
+	 * (DESIGN): read by the control side after seeing seen change. */
+	_Atomic(uintptr_t) prev_ring;
+	uint64_t *prev_cur;
+	int prev_wrapped;
 };
+
+/* `seen` while rvt__adopt rewrites the thread's ring fields (no ring is at
+ * address 1). */
+#define RVT__SEEN_CHANGING ((uintptr_t)1)
 
 extern __thread struct rvt__thread rvt__tls __attribute__((tls_model("initial-exec")));
 
-/* Adopts the ring published in `start`; returns 0 if tracing must not go on. */
+/* With busy set: adopts the ring published in `start` if it is not `seen`;
+ * returns 0 if tracing must not go on (start is 0). */
 __attribute__((visibility("default"))) int rvt__adopt(struct rvt__thread *t);
-/* Runs the thread's side of a stop request. */
-__attribute__((visibility("default"))) void rvt__stop_slow(struct rvt__thread *t);
+/* With busy set: writes a CLOCK record for `now` (counter >> shift), sets hi;
+ * returns `now`. */
+__attribute__((visibility("default"))) uint64_t rvt__clock(struct rvt__thread *t, uint64_t now);
 
 #define RVT__LD(x)	 atomic_load_explicit(&(x), memory_order_relaxed)
 #define RVT__ST(x, v)	 atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -112,33 +166,34 @@ extern inline RVT__ALWAYS uintptr_t rvt__sp(void)
 	return sp;
 }
 
+/* The stack pointer a manual (rvt_enter) frame records on the shadow
+ * stack: above any jump target, so only its runtime unwinds it. */
+#define RVT_MANUAL_FRAME_SP UINTPTR_MAX
+
 /*
  * One trace point: an entry of `fn` when `entry`, else an exit; `sp` is the
  * instrumented function's stack pointer (entries only; see Shadow stack).
  * The hot branch (tracing off) is one TLS load and a compare.
  */
-/* The stack pointer a manual (rvt_enter) frame records on the shadow
- * stack: above any jump target, so only its runtime unwinds it. */
-#define RVT_MANUAL_FRAME_SP UINTPTR_MAX
-
 extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintptr_t sp)
 {
 	struct rvt__thread *t = &rvt__tls;
-	uintptr_t s = RVT__LD(t->start);
-	if (RVT__LIKELY(s == 0))
-		return;
-	if (RVT__UNLIKELY(s != RVT__LD(t->seen)) && !rvt__adopt(t))
+	if (RVT__LIKELY(RVT__LD(t->start) == 0))
 		return;
 	if (RVT__UNLIKELY(RVT__LD(t->busy)))
 		return; /* nested in a signal handler that interrupted a trace point */
 	RVT__ST(t->busy, 1);
+	/* Partner: the control side's membarrier in handover_locked() (DESIGN). */
 	atomic_signal_fence(memory_order_seq_cst);
-	/* A stop handled between the first load and `busy` cleared `start`. */
-	if (RVT__UNLIKELY(RVT__LD(t->start) != s)) {
+	uintptr_t s = RVT__LD(t->start);
+	if (RVT__UNLIKELY(s != RVT__LD(t->seen) || s == 0) && !rvt__adopt(t)) {
 		RVT__ST(t->busy, 0);
-		return;
+		return; /* stopped since the first load */
 	}
-	uint64_t ts = (uint64_t)(uint32_t)(rvt__counter() >> t->shift) << 32;
+	uint64_t now = rvt__counter() >> t->shift;
+	if (RVT__UNLIKELY((now >> 32) != t->hi))
+		rvt__clock(t, now);
+	uint64_t ts = now << 32;
 	uint64_t *p = RVT__LD(t->cur);
 	uint64_t *limit = t->limit;
 	if (entry) {
@@ -150,6 +205,7 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintp
 			if (RVT__UNLIKELY(++p == limit)) {
 				p = t->base;
 				RVT__ST(t->wrapped, 1);
+				t->hi = UINT64_MAX;
 			}
 			*p = ts | 1u;
 		}
@@ -159,6 +215,7 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintp
 	if (RVT__UNLIKELY(++p == limit)) {
 		p = t->base;
 		RVT__ST(t->wrapped, 1);
+		t->hi = UINT64_MAX;
 	}
 	uintptr_t top = t->sh_top;
 	if (entry) {
@@ -169,11 +226,8 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintp
 		t->sh_top = top - sizeof(uintptr_t);
 	}
 	RVT__ST(t->cur, p);
-	atomic_signal_fence(memory_order_seq_cst);
-	RVT__ST(t->busy, 0);
-	atomic_signal_fence(memory_order_seq_cst);
-	if (RVT__UNLIKELY(RVT__LD(t->stop) != 0))
-		rvt__stop_slow(t);
+	/* Partner: the control side's acquire load of busy (DESIGN). */
+	atomic_store_explicit(&t->busy, 0, memory_order_release);
 }
 
 /*

@@ -7,18 +7,26 @@
  * thread's ring buffer (tracer/FORMAT.md §1).  Tracing a thread costs a few
  * stores per trace point; an untraced thread pays one load and a branch.
  *
- * Threads: the main thread is registered when the library loads; others when
- * they call rvt_thread_register() or rvt_start(0), or when another thread
- * names them by tid in rvt_start() / rvt_set_ui_thread() (they are then
- * registered from a signal handler).  Any thread may be started, stopped and
- * captured by tid from any thread; stopping never waits for the target to
- * reach a trace point: it is signalled and answers in the handler.
+ * Threads: the main thread is registered when the library loads; every
+ * thread created with pthread_create() afterwards registers itself as it
+ * starts, before its start routine runs (librvtrace interposes
+ * pthread_create and calls the real one through dlsym(RTLD_NEXT)); others
+ * when they call rvt_thread_register() or rvt_start(0).  A thread that
+ * existed before the library loaded and never called in is unknown
+ * (-ESRCH).  A fully static program (`-static`) links with
+ * -Wl,-u,__pthread_create,-u,__pthread_setname_np so the C library's own
+ * functions can be found (see the developer-mode paragraph below).  Any
+ * thread may be started, stopped and captured by tid from any thread.
  *
- * Signal: librvtrace takes the first real-time signal from SIGRTMIN+6 that
- * has no handler when it loads.  The application must not replace that
- * handler, and a thread that blocks it for long cannot be stopped promptly
- * (rvt_stop() then returns -ETIMEDOUT).  A trace point of a signal handler
- * that interrupted a trace point of the same thread is dropped.
+ * No signal: stopping and capturing never interrupt the traced thread.  The
+ * control side publishes the change, runs
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) and waits only while the
+ * thread is inside a trace point (trace-inline.h, DESIGN), so a thread
+ * blocked in any system call is stopped or captured at once and its call
+ * returns exactly as it would untraced.  rvt_init() registers the process
+ * for that barrier; a kernel without it (before Linux 4.14) makes rvt_init()
+ * fail with -ENOSYS.  A trace point of a signal handler that interrupted a
+ * trace point of the same thread is dropped.
  *
  * Environment (read once, when the library loads; README "Tracing your own
  * program" has the details).  A value it cannot honour is said in one line
@@ -68,7 +76,7 @@ extern "C" {
 #endif
 
 /* Capture file format version written by this library (FORMAT.md). */
-#define RVT_FORMAT_VERSION 1u
+#define RVT_FORMAT_VERSION 2u
 /* Default ring size per thread, and default buffer limit per process. */
 #define RVT_DEFAULT_BUFFER_BYTES (32u << 20)
 #define RVT_DEFAULT_MAX_BUFFERS	 2u
@@ -77,9 +85,10 @@ extern "C" {
 #define RVT_MAX_BUFFER_BYTES (8ull << 32)
 
 /*
- * Initialises the library (clock, signal handler, fork handler).  Called
+ * Initialises the library (clock, membarrier registration, fork handler).  Called
  * automatically when the library loads; calling it again is a no-op.
- * Returns 0 or a negative errno (-ENOSYS when no real-time signal is free).
+ * Returns 0 or a negative errno (-ENOSYS when the kernel has no
+ * MEMBARRIER_CMD_PRIVATE_EXPEDITED).
  */
 RVT_API int rvt_init(void);
 
@@ -107,12 +116,14 @@ RVT_API int rvt_set_config(size_t buffer_bytes, unsigned max_buffers);
 RVT_API int rvt_start(pid_t tid);
 
 /*
- * Stops tracing thread `tid` (0: the calling thread).  Returns once the
- * thread has recorded its end position: at once if it is in a trace point or
- * blocked, since it is signalled.  If `release` is non-zero the buffer is
- * unmapped (its contents lost).  Returns 0, -ESRCH or -ETIMEDOUT (the thread
- * blocks RVT_SIGNAL and runs no instrumented code for a second; the stop stays
- * pending and completes at its next trace point).
+ * Stops tracing thread `tid` (0: the calling thread).  Returns once no
+ * trace point of the thread can write its buffer any more, with the end
+ * position recorded: at once unless the thread is inside a trace point,
+ * whose end it waits for (nanoseconds; it never interrupts the thread).  If
+ * `release` is non-zero the buffer is unmapped (its contents lost).  Returns
+ * 0, -ESRCH or -ETIMEDOUT (a trace point of the thread did not end within 2 s:
+ * the thread is stopped by a debugger, or a signal handler left a trace point
+ * by longjmp; nothing changed).
  */
 RVT_API int rvt_stop(pid_t tid, int release);
 
@@ -124,8 +135,13 @@ RVT_API int rvt_set_ui_thread(pid_t tid);
 
 /*
  * Freezes the buffer of thread `tid` (0: the caller) and writes it as a
- * capture file (FORMAT.md §2).  A traced thread keeps tracing into a fresh
- * buffer swapped in at the freeze; it never waits for the write.
+ * capture file (FORMAT.md §2).  A traced thread keeps tracing into a spare
+ * buffer it switches to at the freeze, so no call is lost between two
+ * captures; it never waits for the write.  The spare may exceed
+ * RV_TRACE_MAX_BUFFERS by one while the frozen buffer is being written (it
+ * is unmapped right after).  When no spare can be mapped the thread stops at
+ * the freeze and resumes in a new buffer once the capture is built, and that
+ * buffer begins with a LOSS record (FORMAT.md §1) giving the span lost.
  *
  * rvt_capture_to_path(): a new or regular file `path` replaced atomically
  *   (mode 0644: an unpredictable temporary name in the same directory,

@@ -92,7 +92,12 @@ typedef struct rva_trace {
 	uint64_t dropped;   /* events ignored as damage (unmatched, torn) */
 	uint64_t repaired;  /* frames the decoder supplied: exits with no entry
 			     * got an "(unknown caller)" frame (FORMAT.md §1) */
-	int has_cpu;	    /* some thread carries thread-CPU time (cpu != NULL) */
+	/* Captures only: spans in which the tracer lost events (LOSS records,
+	 * FORMAT.md §1: no spare ring at a capture), their total length and the
+	 * first one, on the calls' clock. */
+	uint64_t lost_spans;
+	int64_t lost_ns, lost_first_start, lost_first_end;
+	int has_cpu; /* some thread carries thread-CPU time (cpu != NULL) */
 	/* Captures only: the methods named "module+0xoffset" (no SYMBOL name),
 	 * with what a symbolizer needs; owned. */
 	rva_unresolved *unresolved;
