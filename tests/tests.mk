@@ -39,3 +39,11 @@ $(OBJ)/tests/integration/test_capture_chain.o: CPPFLAGS += -Itracer/include -Itr
 	-DRV_APP_DIR='"$(CURDIR)/$(ITEST)"' -DRV_LIB_DIR='"$(CURDIR)/$(LIB):$(CURDIR)/$(ITEST)"'
 $(eval $(call rv_test,integration,capture_chain,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(ITEST)/test_capture_chain: | $(ITEST)/chain_app_call $(ITEST)/chain_app_inline
+
+# Allocation-failure ("torture") tests: tests/torture/torture.c defines the
+# process's malloc family, so it is linked into these binaries only.
+TORTURE_OBJ := $(OBJ)/tests/torture/torture.o
+$(OBJ)/tests/torture/%.o: CPPFLAGS += $(CMOCKA_CFLAGS) -Itests/torture
+$(OBJ)/tests/torture/torture.o: CFLAGS += -fno-builtin
+$(OBJ)/tests/torture/test_analysis.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
+$(eval $(call rv_test,torture,analysis,$(TORTURE_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS)))
