@@ -49,3 +49,7 @@ $(OBJ)/tests/torture/%.o: CPPFLAGS += $(CMOCKA_CFLAGS) -Itests/torture
 $(OBJ)/tests/torture/torture.o: CFLAGS += -fno-builtin -fno-sanitize=all
 $(OBJ)/tests/torture/test_analysis.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
 $(eval $(call rv_test,torture,analysis,$(TORTURE_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/torture/test_frame.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
+$(eval $(call rv_test,torture,frame,$(TORTURE_OBJ) $(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(OBJ)/tests/torture/test_policy.o: CPPFLAGS += -Ipolicy/include $(PROTOBUF_CFLAGS)
+$(eval $(call rv_test,torture,policy,$(TORTURE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
