@@ -56,4 +56,6 @@ $(eval $(call rv_test,torture,policy,$(TORTURE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO)
 $(OBJ)/tests/torture/test_daemon_config.o: CPPFLAGS += -Idevice/src $(PROTOBUF_CFLAGS)
 $(eval $(call rv_test,torture,daemon_config,$(TORTURE_OBJ) $(addprefix $(OBJ)/device/src/,config.o log.o),-linih))
 $(OBJ)/tests/torture/test_server.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS)
-$(eval $(call rv_test,torture,server,$(TORTURE_OBJ) $(addprefix $(OBJ)/server/src/,config.o http.o),-linih -lhttp_parser))
+$(eval $(call rv_test,torture,server,$(TORTURE_OBJ) \
+  $(addprefix $(OBJ)/server/src/,config.o http.o upload.o skips.o) $(LIBRVPROTO), \
+  -linih -lhttp_parser $(PROTOBUF_LIBS)))
