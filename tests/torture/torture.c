@@ -26,6 +26,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +43,16 @@ extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t k, size_t n);
 extern void *__libc_realloc(void *p, size_t n);
 
-/* Upper bound on allocation points per call: a torture input that needs
- * more is too big for an O(n^2) loop and should be made smaller. */
-#define TORTURE_MAX_POINTS 200000ul
+/* Calls with at most TORTURE_EXHAUSTIVE allocations have every one failed
+ * in turn.  Longer ones (mbedTLS's bignum arithmetic allocates thousands of
+ * times in one signature check, all through the same error path) have their
+ * first and last TORTURE_EDGE failed, and between those a geometric sample:
+ * each step 1/TORTURE_EDGE of the way so far. */
+#define TORTURE_EXHAUSTIVE 2000ul
+#define TORTURE_EDGE	   64ul
+/* Upper bound on allocations per call: a torture input that needs more is
+ * too big and should be made smaller. */
+#define TORTURE_MAX_POINTS 1000000ul
 
 static atomic_ulong target;
 static atomic_ulong armed; /* the last n armed, kept after disarming */
@@ -136,24 +144,48 @@ int torture_disarm(void)
 	return atomic_load(&fired);
 }
 
+/* The allocation point after n, for a call that made `total` allocations
+ * when none failed. */
+static unsigned long next_point(unsigned long n, unsigned long total)
+{
+	unsigned long step;
+
+	if (total <= TORTURE_EXHAUSTIVE || n < TORTURE_EDGE || n + TORTURE_EDGE >= total)
+		return n + 1;
+	step = n / TORTURE_EDGE;
+	return n + step < total - TORTURE_EDGE ? n + step : total - TORTURE_EDGE;
+}
+
 unsigned long torture_run(torture_fn fn, void *arg, int want)
 {
-	for (unsigned long n = 1; n <= TORTURE_MAX_POINTS; n++) {
-		torture_arm(n);
-		int rc = fn(arg);
-		int hit = torture_disarm();
+	unsigned long total, tried = 0;
+	int rc;
 
+	/* A clean run counts the allocations (ULONG_MAX is never reached). */
+	torture_arm(ULONG_MAX);
+	rc = fn(arg);
+	total = atomic_load(&count);
+	torture_disarm();
+	if (rc != 0)
+		fail_msg("the call fails with no allocation failing: %d", rc);
+	if (total > TORTURE_MAX_POINTS)
+		fail_msg("%lu allocations: make the torture input smaller", total);
+	for (unsigned long n = 1;; n = next_point(n, total)) {
+		int hit;
+
+		torture_arm(n);
+		rc = fn(arg);
+		hit = torture_disarm();
 		if (!hit) {
 			if (rc != 0)
-				fail_msg(
-					"no allocation failed (%lu tried) but the call returned %d",
-					n - 1, rc);
-			return n - 1;
+				fail_msg("allocation %lu armed, none failed, but the call returned "
+					 "%d",
+					 n, rc);
+			return tried;
 		}
+		tried++;
 		if (rc > 0 || (rc < 0 && want != 0 && rc != want))
 			fail_msg("allocation %lu failed; the call returned %d, want 0 or %d", n, rc,
 				 want);
 	}
-	fail_msg("more than %lu allocations: make the torture input smaller", TORTURE_MAX_POINTS);
-	return 0;
 }

@@ -33,14 +33,17 @@ int torture_disarm(void);
 unsigned long torture_point(void);
 
 /*
- * Runs fn(arg) with allocation n failing for n = 1, 2, … until a run in
- * which the n-th allocation is never reached; that last run must return 0.
+ * Runs fn(arg) once with no failure (it must return 0; this counts its
+ * allocations), then with allocation n failing for n = 1, 2, … until a run
+ * in which the n-th allocation is never reached; that last run must return
+ * 0.  A call making more than 2000 allocations has its first and last 64
+ * failed and a geometric sample of those between (torture.c says why).
  * A run in which the failure happened must return a negative errno (exactly
  * `want` when that is nonzero, e.g. -ENOMEM), or 0 when the failure was
  * absorbed (glibc's qsort falls back to sorting in place): fn must then
  * check that its result is the complete one.  Fails
  * the cmocka test otherwise, naming n and the return value.  Returns the
- * number of allocation points tried (the caller asserts it is > 0, so a hook
+ * number of allocation failures tried (the caller asserts it is > 0, so a hook
  * that stopped working fails the test instead of passing it).
  */
 unsigned long torture_run(torture_fn fn, void *arg, int want);
