@@ -2,15 +2,17 @@
  * test_server.c — allocation-failure tests for rearview-server's parsers
  * that work as units: the configuration file (server/src/config.c), the
  * HTTP request parser (server/src/http.c, fed a pipelined POST with a body
- * and a chunked POST) and the upload envelope and skip report validators
- * (upload.c, skips.c).  A failing allocation must give -ENOMEM from the
+ * and a chunked POST), the upload envelope and skip report validators
+ * (upload.c, skips.c) and the reader of uploaded ELF debug files
+ * (symbols.c, libelf; fed this test binary).  A failing allocation must give -ENOMEM from the
  * config loader (not "cannot read"), and make the HTTP parser stop with
  * status 503 (not a 4xx that blames the client); no crash, no leak.
  *
  * The two validators return -EBADMSG when protobuf-c runs out of memory
  * (it cannot tell that from bad bytes), and api.c answers that with 400,
- * which a device takes as a final rejection.  Until they tell the two
- * apart, their tests only ask for a negative errno (want 0).
+ * which a device takes as a final rejection; the ELF reader says -EINVAL
+ * ("damaged").  Until they tell the cases apart, their tests only ask for
+ * a negative errno (want 0).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -26,6 +28,7 @@
 
 #include "rearview/upload.pb-c.h"
 #include "rvs.h"
+#include "symbols.h"
 #include "torture.h"
 
 static const char conf[] = "[server]\n"
@@ -196,6 +199,49 @@ static void test_server_skip_parse_each_alloc_failing_fails_cleanly(void **state
 	free(p.b);
 }
 
+struct image {
+	uint8_t *b;
+	size_t len;
+	size_t nfuncs;
+};
+
+static int run_symbols(void *arg)
+{
+	struct image *im = arg;
+	char bid[2 * RVS_BUILD_ID_MAX + 1], reason[160];
+	size_t nfuncs = 0;
+	int rc = rvs_symbols_inspect(im->b, im->len, bid, &nfuncs, reason, sizeof(reason));
+
+	if (rc == 0) {
+		if (im->nfuncs)
+			assert_int_equal(nfuncs, im->nfuncs);
+		im->nfuncs = nfuncs;
+	}
+	return rc;
+}
+
+static void test_server_symbols_inspect_each_alloc_failing_fails_cleanly(void **state)
+{
+	struct image im = {NULL, 0, 0};
+	FILE *f = fopen("/proc/self/exe", "rb");
+	long size;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	size = ftell(f);
+	assert_true(size > 0);
+	rewind(f);
+	im.b = malloc((size_t)size);
+	assert_non_null(im.b);
+	im.len = fread(im.b, 1, (size_t)size, f);
+	fclose(f);
+	assert_int_equal(im.len, (size_t)size);
+	assert_int_equal(run_symbols(&im), 0);
+	assert_true(im.nfuncs > 0);
+	assert_true(torture_run(run_symbols, &im, 0) > 0);
+	free(im.b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -203,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_server_http_each_alloc_failing_fails_cleanly),
 		cmocka_unit_test(test_server_upload_parse_each_alloc_failing_fails_cleanly),
 		cmocka_unit_test(test_server_skip_parse_each_alloc_failing_fails_cleanly),
+		cmocka_unit_test(test_server_symbols_inspect_each_alloc_failing_fails_cleanly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
