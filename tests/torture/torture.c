@@ -9,7 +9,8 @@
  * build, so LeakSanitizer still sees every block) or else glibc's
  * (__libc_malloc …).  free() is not defined here: the real one matches both.
  * strdup and strndup are defined because ASan intercepts them directly,
- * without calling malloc.
+ * without calling malloc.  The aligned allocators (posix_memalign,
+ * aligned_alloc) are not hooked: nothing under test uses them.
  *
  * RV_TORTURE_BACKTRACE=N in the environment prints where the injected
  * failure of allocation N happens (to find who ignores it: the addresses go
@@ -25,8 +26,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
