@@ -99,10 +99,15 @@ endef
 
 # Objects depend on the compiler and flags they were built with, so
 # `make DEVELOPER=1` or `CC=clang make` after a plain build rebuilds everything.
+# `make check` and `make lint` compile nothing themselves (check's stages are
+# sub-makes with their own flags), so they leave the stamp alone: otherwise
+# check's plain parse would make its DEVELOPER=1 stage rebuild every time.
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_NOW   := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
+ifneq ($(if $(MAKECMDGOALS),$(filter-out check lint,$(MAKECMDGOALS)),all),)
 ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
 $(shell mkdir -p $(BUILD) && echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+endif
 endif
 
 include proto/proto.mk
