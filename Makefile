@@ -1,7 +1,11 @@
 # Rearview — the one entry point.
 #
 #   make            build everything into build/ (bin/, lib/, gen/)
-#   make check      install missing dependencies, build, run every test
+#   make check      what CI runs (.ci/run): install missing dependencies, then
+#                   lint, build with DEVELOPER=1 and run every test (build/),
+#                   build with ASan+UBSan and run every test again (build/san;
+#                   LeakSanitizer on, so the torture tests also prove no leak)
+#   make test       the quick developer loop: build, run every test (build/)
 #   make asan|ubsan run the suite under AddressSanitizer / UBSan (build/asan, build/ubsan)
 #   make tsan       run the concurrency tests under ThreadSanitizer (build/tsan)
 #   make bench      benchmarks (results go in each component's BENCHMARKS.md)
@@ -14,7 +18,7 @@
 # which makes sure the Debian dependencies are present and then runs the
 # real goals with RV_INNER=1, so pkg-config sees the installed libraries.
 
-PUBLIC_GOALS := all check bench asan ubsan tsan lint install demo fuzz
+PUBLIC_GOALS := all check test bench asan ubsan tsan lint install demo fuzz
 
 ifeq ($(RV_INNER),)
 
@@ -95,10 +99,15 @@ endef
 
 # Objects depend on the compiler and flags they were built with, so
 # `make DEVELOPER=1` or `CC=clang make` after a plain build rebuilds everything.
+# `make check` and `make lint` compile nothing themselves (check's stages are
+# sub-makes with their own flags), so they leave the stamp alone: otherwise
+# check's plain parse would make its DEVELOPER=1 stage rebuild every time.
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_NOW   := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
+ifneq ($(if $(MAKECMDGOALS),$(filter-out check lint,$(MAKECMDGOALS)),all),)
 ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
 $(shell mkdir -p $(BUILD) && echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+endif
 endif
 
 include proto/proto.mk
@@ -121,16 +130,44 @@ $(BINS) $(TESTS) $(BENCHES) $(FUZZ): $(LIBRVCOMMON)
 all: $(BINS) $(LIBS) $(TESTS)
 
 # Every test binary runs even when an earlier one fails; the runner prints
-# the one closing line `N passed, N failed` and exits non-zero on failure.
-check: all
-	@sh tests/run-tests.sh $(TESTS)
+# the one closing line `N passed, N failed[, N skipped]` and exits non-zero
+# on failure.  With RV_TALLY=FILE it adds its counts to FILE and prints a
+# stage line instead (`make check` sums the stages).
+test: all
+	@sh tests/run-tests.sh $(if $(RV_TALLY),--tally $(RV_TALLY)) $(TESTS)
+
+# `make check`: every stage runs even when an earlier one fails; each adds
+# its counts to one tally (lint and a failed build count as one failure)
+# and the last line sums them all, so CI's judge reads one closing line.
+# Stages build with -j$(RV_JOBS) unless make was given -j.
+# Tests a sanitizer cannot run are left out by their fragments
+# (ifeq ($(SANFLAGS),): the aarch64 cross test under qemu).
+RV_JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+RV_SUBMAKE  = $(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(RV_JOBS))
+CHECK_TALLY := build/.check-tally
+SAN_BUILD   := BUILD=build/san OPT=-O1 \
+  SANFLAGS='-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer'
+check:
+	@mkdir -p build && rm -f $(CHECK_TALLY)
+	@echo '== check 1/3: lint'
+	@$(MAKE) --no-print-directory lint && echo '1 0 0' >> $(CHECK_TALLY) \
+	  || echo '0 1 0' >> $(CHECK_TALLY)
+	@echo '== check 2/3: DEVELOPER=1 build and tests (build/)'
+	@if $(RV_SUBMAKE) DEVELOPER=1 all; then \
+	  $(MAKE) --no-print-directory DEVELOPER=1 RV_TALLY=$(CHECK_TALLY) test || true; \
+	else echo 'check: the DEVELOPER=1 build failed'; echo '0 1 0' >> $(CHECK_TALLY); fi
+	@echo '== check 3/3: ASan+UBSan build and tests (build/san)'
+	@if $(RV_SUBMAKE) $(SAN_BUILD) all; then \
+	  $(MAKE) --no-print-directory $(SAN_BUILD) RV_TALLY=$(CHECK_TALLY) test || true; \
+	else echo 'check: the sanitizer build failed'; echo '0 1 0' >> $(CHECK_TALLY); fi
+	@sh tests/run-tests.sh --total $(CHECK_TALLY)
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
-	  SANFLAGS='-fsanitize=address -fno-omit-frame-pointer' check
+	  SANFLAGS='-fsanitize=address -fno-omit-frame-pointer' test
 ubsan:
 	@$(MAKE) --no-print-directory BUILD=build/ubsan OPT=-O1 \
-	  SANFLAGS='-fsanitize=undefined -fno-sanitize-recover=undefined' check
+	  SANFLAGS='-fsanitize=undefined -fno-sanitize-recover=undefined' test
 tsan:
 	@$(MAKE) --no-print-directory BUILD=build/tsan OPT=-O1 \
 	  SANFLAGS='-fsanitize=thread' tsan-run
@@ -197,7 +234,7 @@ endef
 install: $(BINS) $(LIBS) $(PROTO_H)
 	$(call rv_install,$(DESTDIR),$(PREFIX),$(SYSCONFDIR))
 
-.PHONY: all check asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
+.PHONY: all check test asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 

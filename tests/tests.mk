@@ -39,3 +39,26 @@ $(OBJ)/tests/integration/test_capture_chain.o: CPPFLAGS += -Itracer/include -Itr
 	-DRV_APP_DIR='"$(CURDIR)/$(ITEST)"' -DRV_LIB_DIR='"$(CURDIR)/$(LIB):$(CURDIR)/$(ITEST)"'
 $(eval $(call rv_test,integration,capture_chain,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(ITEST)/test_capture_chain: | $(ITEST)/chain_app_call $(ITEST)/chain_app_inline
+
+# Allocation-failure ("torture") tests: tests/torture/torture.c defines the
+# process's malloc family, so it is linked into these binaries only.  It is
+# not instrumented: ASan calls malloc while it initializes, before its shadow
+# memory exists.
+TORTURE_OBJ := $(OBJ)/tests/torture/torture.o
+$(OBJ)/tests/torture/%.o: CPPFLAGS += $(CMOCKA_CFLAGS) -Itests/torture
+$(OBJ)/tests/torture/torture.o: CFLAGS += -fno-builtin -fno-sanitize=all
+$(OBJ)/tests/torture/test_analysis.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
+$(eval $(call rv_test,torture,analysis,$(TORTURE_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/torture/test_frame.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
+$(eval $(call rv_test,torture,frame,$(TORTURE_OBJ) $(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(OBJ)/tests/torture/test_policy.o: CPPFLAGS += -Ipolicy/include $(PROTOBUF_CFLAGS)
+$(eval $(call rv_test,torture,policy,$(TORTURE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(OBJ)/tests/torture/test_daemon_config.o: CPPFLAGS += -Idevice/src $(PROTOBUF_CFLAGS)
+$(eval $(call rv_test,torture,daemon_config,$(TORTURE_OBJ) $(addprefix $(OBJ)/device/src/,config.o log.o),-linih))
+# symbols.c answers through query.c's JSON helpers, which bring decode.c and
+# the rest (as for test_fuzz_symbols).
+$(OBJ)/tests/torture/test_server.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS)
+$(eval $(call rv_test,torture,server,$(TORTURE_OBJ) $(addprefix $(OBJ)/server/src/,config.o \
+  http.o upload.o skips.o symbols.o query.o util.o decode.o blob.o checkpoint.o) \
+  $(LIBRVANALYSIS) $(LIBRVPROTO),-linih -lhttp_parser $(LIBELF_LIBS) -lsqlite3 -lmbedcrypto \
+  -lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))

@@ -12,16 +12,20 @@
  */
 #include "rearview/policy.h"
 #include "policy_int.h"
+#include "rearview/frame.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <mbedtls/asn1.h>
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/ecdsa.h>
 #include <mbedtls/ecp.h>
 #include <mbedtls/entropy.h>
+#include <mbedtls/md.h>
+#include <mbedtls/pem.h>
 #include <mbedtls/pk.h>
 #include <mbedtls/platform_util.h>
 #include <mbedtls/sha256.h>
@@ -75,7 +79,21 @@ static void rng_release(struct rng *r)
 	mbedtls_entropy_free(&r->entropy);
 }
 
-/* Parse a PEM key (private when want_private) and insist on P-256. */
+/* 1 when an mbedTLS return code says an allocation failed.  Codes combine
+ * a high-level module's error with a low-level one (bignum, ASN.1), so
+ * both parts are looked at. */
+static int mbed_is_oom(int ret)
+{
+	int high = -(-ret & 0xff80), low = -(-ret & 0x007f);
+
+	return ret < 0 &&
+	       (low == MBEDTLS_ERR_MPI_ALLOC_FAILED || low == MBEDTLS_ERR_ASN1_ALLOC_FAILED ||
+		high == MBEDTLS_ERR_ECP_ALLOC_FAILED || high == MBEDTLS_ERR_PK_ALLOC_FAILED ||
+		high == MBEDTLS_ERR_PEM_ALLOC_FAILED || high == MBEDTLS_ERR_MD_ALLOC_FAILED);
+}
+
+/* Parse a PEM key (private when want_private) and insist on P-256:
+ * 0, -ENOMEM or -EINVAL. */
 static int load_key(mbedtls_pk_context *pk, const char *pem, int want_private)
 {
 	int rc;
@@ -91,7 +109,7 @@ static int load_key(mbedtls_pk_context *pk, const char *pem, int want_private)
 	if (rc != 0 || !mbedtls_pk_can_do(pk, MBEDTLS_PK_ECDSA) ||
 	    mbedtls_pk_ec(*pk)->grp.id != MBEDTLS_ECP_DP_SECP256R1) {
 		mbedtls_pk_free(pk);
-		return -EINVAL;
+		return mbed_is_oom(rc) ? -ENOMEM : -EINVAL;
 	}
 	return 0;
 }
@@ -149,7 +167,7 @@ static int key_id_of(mbedtls_pk_context *pk, char out[17])
 	int n = mbedtls_pk_write_pubkey_der(pk, der, sizeof(der));
 
 	if (n <= 0)
-		return -EINVAL;
+		return mbed_is_oom(n) ? -ENOMEM : -EINVAL;
 	/* write_pubkey_der writes at the end of the buffer. */
 	if (mbedtls_sha256_ret(der + sizeof(der) - n, (size_t)n, hash, 0))
 		return -EIO;
@@ -163,11 +181,10 @@ int rvp_key_id(const char *pem, char out[17])
 	mbedtls_pk_context pk;
 	int rc = load_key(&pk, pem, 0);
 
-	if (rc) {
+	if (rc == -EINVAL)
 		rc = load_key(&pk, pem, 1);
-		if (rc)
-			return rc;
-	}
+	if (rc)
+		return rc;
 	rc = key_id_of(&pk, out);
 	mbedtls_pk_free(&pk);
 	return rc;
@@ -260,10 +277,11 @@ int rvp_verify_doc(const uint8_t *doc, size_t len, const char *pub_pem, uint64_t
 {
 	Rearview__SignedPolicy *env = NULL;
 	Rearview__PolicyBody *body = NULL;
+	ProtobufCMessage *pm = NULL;
 	unsigned char hash[32];
 	mbedtls_pk_context pk;
 	char kid[17];
-	int rc;
+	int rc, ret;
 
 	if (body_out)
 		*body_out = NULL;
@@ -271,21 +289,28 @@ int rvp_verify_doc(const uint8_t *doc, size_t len, const char *pub_pem, uint64_t
 		return RVP_VERIFY_OVERSIZED;
 	if (!doc && len)
 		return RVP_VERIFY_MALFORMED;
-	if (load_key(&pk, pub_pem, 0))
-		return -EINVAL;
-	rc = RVP_VERIFY_MALFORMED;
-	env = rearview__signed_policy__unpack(NULL, len, doc);
-	if (!env)
+	rc = load_key(&pk, pub_pem, 0);
+	if (rc)
+		return rc;
+	/* rv_frame_unpack tells a failed allocation (-ENOMEM) from bytes that
+	 * do not decode: running out of memory is never a verdict. */
+	rc = rv_frame_unpack(&rearview__signed_policy__descriptor, doc, len, &pm);
+	if (rc) {
+		rc = rc == -ENOMEM ? rc : RVP_VERIFY_MALFORMED;
 		goto free_pk;
+	}
+	env = (Rearview__SignedPolicy *)pm;
 	rc = RVP_VERIFY_UNSIGNED;
 	if (env->signature.len == 0 || !env->signature.data)
 		goto free_env;
 	rc = RVP_VERIFY_BAD_ALGORITHM;
 	if (!env->algorithm || strcmp(env->algorithm, RVP_ALGORITHM) != 0)
 		goto free_env;
-	rc = -EIO;
-	if (key_id_of(&pk, kid))
+	rc = key_id_of(&pk, kid);
+	if (rc) {
+		rc = rc == -ENOMEM ? rc : -EIO;
 		goto free_env;
+	}
 	/* The key id is required, so that a document for another key is told
 	 * apart ("wrong key", not "tampered") and no envelope field can be
 	 * dropped unnoticed. */
@@ -295,14 +320,19 @@ int rvp_verify_doc(const uint8_t *doc, size_t len, const char *pub_pem, uint64_t
 	rc = -EIO;
 	if (mbedtls_sha256_ret(env->body.data, env->body.len, hash, 0))
 		goto free_env;
-	rc = RVP_VERIFY_BAD_SIGNATURE;
-	if (mbedtls_pk_verify(&pk, MBEDTLS_MD_SHA256, hash, sizeof(hash), env->signature.data,
-			      env->signature.len))
+	ret = mbedtls_pk_verify(&pk, MBEDTLS_MD_SHA256, hash, sizeof(hash), env->signature.data,
+				env->signature.len);
+	rc = mbed_is_oom(ret) ? -ENOMEM : RVP_VERIFY_BAD_SIGNATURE;
+	if (ret)
 		goto free_env;
-	rc = RVP_VERIFY_MALFORMED;
-	body = rearview__policy_body__unpack(NULL, env->body.len, env->body.data);
-	if (!body)
+	pm = NULL;
+	rc = rv_frame_unpack(&rearview__policy_body__descriptor, env->body.data, env->body.len,
+			     &pm);
+	if (rc) {
+		rc = rc == -ENOMEM ? rc : RVP_VERIFY_MALFORMED;
 		goto free_env;
+	}
+	body = (Rearview__PolicyBody *)pm;
 	rc = RVP_VERIFY_INVALID_BODY;
 	if (rvp_policy_validate(body))
 		goto free_body;

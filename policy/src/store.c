@@ -88,10 +88,14 @@ int rvp_store_new(const char *dir, const char *pub_pem, struct rvp_store **out)
 	uint8_t *doc = NULL;
 	size_t len = 0;
 	char kid[17];
+	int rc;
 
 	*out = NULL;
-	if (!dir || !pub_pem || rvp_key_id(pub_pem, kid) != 0)
+	if (!dir || !pub_pem)
 		return -EINVAL;
+	rc = rvp_key_id(pub_pem, kid);
+	if (rc)
+		return rc == -ENOMEM ? rc : -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -105,16 +109,29 @@ int rvp_store_new(const char *dir, const char *pub_pem, struct rvp_store **out)
 		rvp_store_free(s);
 		return -ENAMETOOLONG;
 	}
-	/* A missing, unreadable or no longer verifying file means "none". */
-	if (read_file(path, &doc, &len) == 0) {
-		if (rvp_verify_doc(doc, len, s->pub_pem, 0, 0, 0, &s->body) != 0)
+	/* A missing, unreadable or no longer verifying file means "none"; but
+	 * running out of memory is no verdict on the file: that fails the open. */
+	rc = read_file(path, &doc, &len);
+	if (rc == 0) {
+		rc = rvp_verify_doc(doc, len, s->pub_pem, 0, 0, 0, &s->body);
+		if (rc != 0)
 			s->body = NULL;
 		free(doc);
 	}
+	if (rc == -ENOMEM) {
+		rvp_store_free(s);
+		return rc;
+	}
 	/* The floor outlives a lost or corrupted document, so losing the file
 	 * does not reopen the door to replaying older documents. */
-	if (snprintf(path, sizeof(path), "%s/" FLOOR_FILE, dir) < (int)sizeof(path) &&
-	    read_file(path, &doc, &len) == 0) {
+	rc = -ENAMETOOLONG;
+	if (snprintf(path, sizeof(path), "%s/" FLOOR_FILE, dir) < (int)sizeof(path))
+		rc = read_file(path, &doc, &len);
+	if (rc == -ENOMEM) {
+		rvp_store_free(s);
+		return rc;
+	}
+	if (rc == 0) {
 		char num[32];
 		char *end;
 		unsigned long long v;

@@ -103,13 +103,38 @@ int rv_frame_pack(uint8_t channel, const ProtobufCMessage *msg, uint32_t max, ui
 	return 0;
 }
 
+/* protobuf-c returns NULL both for bytes that do not decode and when an
+ * allocation fails; this allocator (plain malloc/free, so the message is
+ * still freed with a NULL allocator) records the second. */
+struct unpack_alloc {
+	ProtobufCAllocator a;
+	int failed;
+};
+
+static void *unpack_alloc(void *data, size_t n)
+{
+	void *p = malloc(n);
+
+	if (!p)
+		((struct unpack_alloc *)data)->failed = 1;
+	return p;
+}
+
+static void unpack_free(void *data, void *p)
+{
+	free(p);
+}
+
 int rv_frame_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *payload, size_t len,
 		    ProtobufCMessage **out)
 {
-	ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, payload);
+	struct unpack_alloc ua = {{unpack_alloc, unpack_free, NULL}, 0};
+	ProtobufCMessage *m;
 
+	ua.a.allocator_data = &ua;
+	m = protobuf_c_message_unpack(desc, &ua.a, len, payload);
 	if (!m)
-		return -EBADMSG;
+		return ua.failed ? -ENOMEM : -EBADMSG;
 	*out = m;
 	return 0;
 }

@@ -174,7 +174,13 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->auth_fail_burst = 20;
 	c->login_hashers = 1;
 	err[0] = '\0';
+	errno = 0;
 	line = ini_parse(path, on_kv, &l);
+	/* -1: fopen failed (errno says why); -2: inih's own allocation failed. */
+	if (line == -2 || (line < 0 && errno == ENOMEM)) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
 	if (line < 0) {
 		snprintf(err, errlen, "cannot read %s", path);
 		return -ENOENT;

@@ -252,7 +252,9 @@ struct rvs_config {
 	uint32_t decode_jobs;	       /* decodes at once, 1..RVS_DECODE_LANES (api.h); default
 					* rvs_default_decode_jobs() */
 };
-/* Loads an INI file; relative paths are resolved against data_dir. */
+/* Loads an INI file; relative paths are resolved against data_dir.
+ * 0, -ENOENT (unreadable), -EINVAL (bad content), -ENAMETOOLONG or -ENOMEM,
+ * with a human reason in err. */
 int rvs_config_load(const char *path, struct rvs_config *cfg, char *err, size_t errlen);
 /* decode_jobs when the config does not say: 2 on a machine with two or more
  * online CPUs, else 1 — two decodes plus the uploads' blob writes and the

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -61,14 +62,24 @@ static void replay(target fn, const uint8_t *seed, size_t len)
 	free(b);
 }
 
-static void replay_file(target fn, const char *path)
+/* Replays every file of a NULL-terminated list.  The shared test data lives
+ * outside the tree (../shared/testdata): when any file is missing the whole
+ * case is a visible skip, checked before anything runs. */
+static void replay_files(target fn, const char *const *paths)
 {
-	size_t len;
-	uint8_t *b = slurp(path, &len, 64 * 1024);
-	if (!b)
-		return;
-	replay(fn, b, len);
-	free(b);
+	for (const char *const *p = paths; *p; p++) {
+		if (access(*p, R_OK) != 0) {
+			print_message("missing test data %s\n", *p);
+			skip();
+		}
+	}
+	for (const char *const *p = paths; *p; p++) {
+		size_t len = 0;
+		uint8_t *b = slurp(*p, &len, 64 * 1024);
+		assert_non_null(b);
+		replay(fn, b, len);
+		free(b);
+	}
 }
 
 static void test_fuzzreplay_capture_corpus_survives(void **state)
@@ -111,32 +122,49 @@ static void test_fuzzreplay_shuffle_corpus_survives(void **state)
 
 static void test_fuzzreplay_android_corpus_survives(void **state)
 {
-	replay_file(rva_fuzz_android, RV_TESTDATA "/android-trace/perflib/basic-api10.trace");
-	replay_file(rva_fuzz_android, RV_TESTDATA "/android-trace/perflib/exception.trace");
-	replay_file(rva_fuzz_android,
-		    RV_TESTDATA "/android-trace/dmtracedump-tests/"
-				"testWaitingNestedOverlapCrossThreadDiffFilterDiffKeysTrace");
+	static const char *const files[] = {
+		RV_TESTDATA "/android-trace/perflib/basic-api10.trace",
+		RV_TESTDATA "/android-trace/perflib/exception.trace",
+		RV_TESTDATA "/android-trace/dmtracedump-tests/"
+			    "testWaitingNestedOverlapCrossThreadDiffFilterDiffKeysTrace",
+		NULL,
+	};
+	replay_files(rva_fuzz_android, files);
 }
 
 static void test_fuzzreplay_chrome_corpus_survives(void **state)
 {
-	replay_file(rva_fuzz_chrome, RV_TESTDATA "/chrome-json/catapult/simple_trace.json");
-	replay_file(rva_fuzz_chrome, RV_TESTDATA "/chrome-json/speedscope-edge-cases/simple.json");
+	static const char *const files[] = {
+		RV_TESTDATA "/chrome-json/catapult/simple_trace.json",
+		RV_TESTDATA "/chrome-json/speedscope-edge-cases/simple.json",
+		NULL,
+	};
+	replay_files(rva_fuzz_chrome, files);
 }
 
 static void test_fuzzreplay_perfetto_corpus_survives(void **state)
 {
-	replay_file(rva_fuzz_perfetto, RV_TESTDATA "/perfetto/instants-only/test.pftrace");
-	replay_file(rva_fuzz_perfetto, RV_TESTDATA "/perfetto/tokio-slices/test.pftrace");
+	static const char *const files[] = {
+		RV_TESTDATA "/perfetto/instants-only/test.pftrace",
+		RV_TESTDATA "/perfetto/tokio-slices/test.pftrace",
+		NULL,
+	};
+	replay_files(rva_fuzz_perfetto, files);
 }
 
 static void test_fuzzreplay_text_corpus_survives(void **state)
 {
-	replay_file(rva_fuzz_folded,
-		    RV_TESTDATA "/folded/speedscope-edge-cases/simple-utf16-le.txt");
-	replay_file(rva_fuzz_folded,
-		    RV_TESTDATA "/folded/flamegraph/perf-numa-stacks-01-collapsed-all.txt");
-	replay_file(rva_fuzz_nanoscope, "tests/rvtrace/fixtures/nanoscope-basic.txt");
+	static const char *const folded[] = {
+		RV_TESTDATA "/folded/speedscope-edge-cases/simple-utf16-le.txt",
+		RV_TESTDATA "/folded/flamegraph/perf-numa-stacks-01-collapsed-all.txt",
+		NULL,
+	};
+	static const char *const nanoscope[] = {
+		"tests/rvtrace/fixtures/nanoscope-basic.txt",
+		NULL,
+	};
+	replay_files(rva_fuzz_folded, folded);
+	replay_files(rva_fuzz_nanoscope, nanoscope);
 }
 
 int main(void)

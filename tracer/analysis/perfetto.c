@@ -4,9 +4,10 @@
  *
  * Import walks the Trace's field-1 packets one at a time (a truncated last
  * packet is dropped, not fatal) and unpacks each with protobuf-c against
- * proto/rvperfetto.proto (Perfetto's field numbers).  Slice events are
- * collected, then sorted per track by timestamp (files are not in time
- * order) keeping file order for ties, and replayed: SLICE_BEGIN enters,
+ * proto/rvperfetto.proto (Perfetto's field numbers); a packet that does not
+ * unpack is counted as damage, unless an allocation failed (-ENOMEM).
+ * Slice events are collected, then sorted per track by timestamp (files are
+ * not in time order) keeping file order for ties, and replayed: SLICE_BEGIN enters,
  * SLICE_END closes the innermost open slice of that track (END names are
  * unreliable).  Interned names are keyed by (sequence, generation, iid);
  * SEQ_INCREMENTAL_STATE_CLEARED starts a new generation.
@@ -23,6 +24,28 @@
 
 #define MAX_PFTRACE (1024ull * 1024 * 1024)
 #define MAX_PACKET  (64u * 1024 * 1024)
+
+/* protobuf-c returns NULL both for a malformed packet (damage: counted and
+ * skipped) and when an allocation fails (-ENOMEM: the import fails).  This
+ * allocator records the second so the two can be told apart. */
+struct pb_alloc {
+	ProtobufCAllocator a;
+	int failed;
+};
+
+static void *pb_alloc(void *data, size_t n)
+{
+	void *p = malloc(n);
+
+	if (!p)
+		((struct pb_alloc *)data)->failed = 1;
+	return p;
+}
+
+static void pb_free(void *data, void *p)
+{
+	free(p);
+}
 
 static int varint(const uint8_t *b, size_t len, size_t *pos, uint64_t *out)
 {
@@ -300,13 +323,18 @@ int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 					      (unsigned long long)n);
 				goto out_free;
 			}
+			struct pb_alloc pa = {{pb_alloc, pb_free, NULL}, 0};
+			pa.a.allocator_data = &pa;
 			Rvpf__TracePacket *p =
-				rvpf__trace_packet__unpack(NULL, (size_t)n, buf + pos);
-			if (!p) {
+				rvpf__trace_packet__unpack(&pa.a, (size_t)n, buf + pos);
+			if (!p && pa.failed) {
+				rc = rva_fail(err, -ENOMEM, "out of memory");
+				goto out_free;
+			} else if (!p) {
 				c.t->dropped++;
 			} else {
 				rc = packet(&c, p);
-				rvpf__trace_packet__free_unpacked(p, NULL);
+				rvpf__trace_packet__free_unpacked(p, &pa.a);
 				if (rc < 0) {
 					rva_fail(err, rc, "packet %zu rejected", packets);
 					goto out_free;

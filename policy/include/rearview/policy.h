@@ -330,7 +330,7 @@ int rvp_keygen(char **priv_pem, char **pub_pem);
 
 /*
  * Key id: lowercase hex of the first 8 bytes of SHA-256(public key DER).
- * pem is either key.  out must hold 17 bytes.  0 or -EINVAL.
+ * pem is either key.  out must hold 17 bytes.  0, -EINVAL or -ENOMEM.
  */
 int rvp_key_id(const char *pem, char out[17]);
 
@@ -371,6 +371,9 @@ struct rvp_store;
  * (copied).  A stored document is re-verified (signature and body; not
  * expiry) and ignored if it fails; the version floor survives that, so
  * older documents stay refused.  *out freed with rvp_store_free.
+ * Returns 0, -EINVAL (no dir, or pub_pem is not a P-256 key),
+ * -ENAMETOOLONG, or -ENOMEM (also when it strikes while reading the stored
+ * files: out of memory is never taken for a missing document).
  */
 int rvp_store_new(const char *dir, const char *pub_pem, struct rvp_store **out);
 void rvp_store_free(struct rvp_store *s);

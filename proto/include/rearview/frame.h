@@ -84,7 +84,7 @@ int rv_frame_pack(uint8_t channel, const ProtobufCMessage *msg, uint32_t max, ui
 /*
  * Decodes a payload as a message of type `desc`.  On success *out is owned by
  * the caller, freed with protobuf_c_message_free_unpacked(*out, NULL).
- * Returns 0 or -EBADMSG.
+ * Returns 0, -EBADMSG, or -ENOMEM when an allocation failed.
  */
 int rv_frame_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *payload, size_t len,
 		    ProtobufCMessage **out);
