@@ -41,7 +41,7 @@
 #define SLOW_BURST     4u	   /* slow frames in a row: one jank at K = 3 */
 #define TOUCH_EVERY    90u	   /* a scripted touch every 1.5 s */
 #define TOUCH_INPUT_NS 3000000ull  /* input stack → app delivery, simulated */
-#define LIST_ITEMS     4u
+#define LIST_ITEMS     5u
 #define RECONNECT_NS   1000000000ull
 #define TRACED_WAIT_NS 20000000000ull
 

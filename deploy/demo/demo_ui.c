@@ -25,9 +25,13 @@
 #define NOINLINE __attribute__((noinline))
 
 /*
- * Per slow item: four items make a frame of at least 68 ms, over four 16.7 ms
- * budgets, so rearviewd grades the jank at the top of its scale (severity
- * 100: ≥ 4x the budget) however the machine schedules the sleeps.
+ * Per slow item: the five items of a frame make it at least 85 ms, over four
+ * 16.7 ms budgets, so rearviewd grades the jank at the top of its scale
+ * (severity 100: ≥ 4x the budget) however the machine schedules the sleeps.
+ * An odd count puts the middle of a slow frame — the anomaly's focus — in
+ * the middle of the third item's load, 8 ms from either edge, not on the
+ * few microseconds between two loads (with four items it sat there, and
+ * sleeps that overslept unevenly moved it off the slow builder).
  */
 #define SLOW_ITEM_NS 17000000L
 /* A slow touch: past rearviewd's 400 ms touch threshold on its own. */

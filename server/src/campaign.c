@@ -565,10 +565,10 @@ static int preview(sqlite3 *db, const Rearview__Campaign *c, struct rvs_campaign
 	sqlite3_finalize(st);
 	if (ndev)
 		qsort(devs, ndev, sizeof *devs, cmp_str);
-	for (size_t i = 0; i < ndev; i++) {
+	for (size_t i = 0; i < ndev; i++)
 		p->devices += i == 0 || strcmp(devs[i], devs[i - 1]) != 0;
+	for (size_t i = 0; i < ndev; i++)
 		free(devs[i]);
-	}
 	free(devs);
 	p->expected = (double)p->anomalies * (c->sample_probability > 0 && c->sample_probability < 1
 						      ? c->sample_probability
