@@ -29,6 +29,10 @@ void rvd_config_defaults(struct rvd_config *c)
 	c->settings_gid = (gid_t)-1;
 	c->max_frame = 1u << 20;
 	c->max_peers = 256;
+	c->max_events_peers = 64;
+	c->max_admin_peers = 32;
+	c->max_peers_per_uid = 64;
+	c->register_timeout_ms = 5000;
 	c->traced_apps = 2;
 	c->buffer_bytes = 1u << 20;
 	c->jank_frames = 3;
@@ -171,6 +175,14 @@ int rvd_config_set(struct rvd_config *c, const char *section, const char *key, c
 		return parse_u32(v, 4096, 16u << 20, &c->max_frame);
 	if (KEY("sockets", "max_peers"))
 		return parse_u32(v, 1, 65536, &c->max_peers);
+	if (KEY("sockets", "max_events_peers"))
+		return parse_u32(v, 1, 65536, &c->max_events_peers);
+	if (KEY("sockets", "max_admin_peers"))
+		return parse_u32(v, 1, 65536, &c->max_admin_peers);
+	if (KEY("sockets", "max_peers_per_uid"))
+		return parse_u32(v, 0, 65536, &c->max_peers_per_uid);
+	if (KEY("sockets", "register_timeout_ms"))
+		return parse_u32(v, 10, 600000, &c->register_timeout_ms);
 	if (KEY("tracing", "traced_apps"))
 		return parse_u32(v, 0, 64, &c->traced_apps);
 	if (KEY("tracing", "buffer_bytes"))

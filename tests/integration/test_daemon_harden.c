@@ -1,0 +1,162 @@
+/*
+ * test_daemon_harden.c — issue 18 hardening of rearviewd, each case with
+ * the reproducer's numbers: idle control.sock peers cannot lock out
+ * admin.sock (item 1: 256 idle peers made `rvctl status` fail), a uid's
+ * share of control.sock is bounded, and a peer that never registers is
+ * dropped.  Real rearviewd and rvctl in a mkdtemp directory
+ * (daemon_harness.h); every wait has a generous guard, nothing is timed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "daemon_harness.h"
+
+static int start(void **state, const char *conf)
+{
+	struct rvh *h = calloc(1, sizeof(*h));
+
+	if (!h || rvh_setup(h, conf) < 0) {
+		fprintf(stderr, "rearviewd did not start\n");
+		if (h)
+			rvh_teardown(h);
+		free(h);
+		return -1;
+	}
+	*state = h;
+	return 0;
+}
+
+/* 256 peers fit on control.sock; none registers during the test. */
+static int setup_flood(void **state)
+{
+	return start(state, "[sockets]\nmax_peers = 256\nmax_peers_per_uid = 0\n"
+			    "register_timeout_ms = 600000\n");
+}
+
+static int setup_per_uid(void **state)
+{
+	return start(state, "[sockets]\nmax_peers_per_uid = 4\nregister_timeout_ms = 600000\n");
+}
+
+static int setup_deadline(void **state)
+{
+	return start(state, "[sockets]\nregister_timeout_ms = 100\n");
+}
+
+static int teardown(void **state)
+{
+	rvh_teardown(*state);
+	free(*state);
+	return 0;
+}
+
+static int connect_sock(struct rvh *h, const char *name)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/%.20s", h->run, name);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* True when the daemon closes `fd` (EOF) within the guard. */
+static bool closed_by_daemon(int fd)
+{
+	struct timeval tv = {RVH_GUARD_S, 0};
+	char b;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return recv(fd, &b, 1, 0) == 0;
+}
+
+/* Item 1: 256 idle connections to control.sock (the old shared limit) and
+ * admin.sock still answers `rvctl status` and events.sock still admits. */
+static void test_daemon_harden_256_idle_control_peers_admin_still_answers(void **state)
+{
+	struct rvh *h = *state;
+	int fds[256], extra, efd;
+	char out[4096];
+	Rearview__AdminResponse *r;
+
+	for (int i = 0; i < 256; i++)
+		fds[i] = connect_sock(h, "control.sock");
+	/* The 257th is refused, so the daemon has accepted all 256 before. */
+	extra = connect_sock(h, "control.sock");
+	assert_true(closed_by_daemon(extra));
+	close(extra);
+	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "status"), 0);
+	assert_non_null(strstr(out, "consent"));
+	r = rvh_status(h);
+	assert_non_null(r);
+	assert_int_equal(r->resp_case, REARVIEW__ADMIN_RESPONSE__RESP_STATUS);
+	rearview__admin_response__free_unpacked(r, NULL);
+	efd = connect_sock(h, "events.sock");
+	r = rvh_status(h);
+	assert_non_null(r);
+	rearview__admin_response__free_unpacked(r, NULL);
+	close(efd);
+	for (int i = 0; i < 256; i++)
+		close(fds[i]);
+}
+
+/* Item 1: with max_peers_per_uid = 4, a 5th idle connection of the same
+ * uid is refused while the socket has room; admin.sock still answers. */
+static void test_daemon_harden_fifth_peer_of_one_uid_refused(void **state)
+{
+	struct rvh *h = *state;
+	int fds[5];
+	Rearview__AdminResponse *r;
+	pid_t pid;
+
+	for (int i = 0; i < 4; i++)
+		fds[i] = connect_sock(h, "control.sock");
+	/* The admin round trip orders us after the daemon accepted the four. */
+	r = rvh_status(h);
+	assert_non_null(r);
+	rearview__admin_response__free_unpacked(r, NULL);
+	fds[4] = connect_sock(h, "control.sock");
+	assert_true(closed_by_daemon(fds[4]));
+	for (int i = 0; i < 5; i++)
+		close(fds[i]);
+	/* Their slots come back once they are gone. */
+	pid = rvh_helper(h, "--reconnect", NULL);
+	assert_true(pid > 0);
+	assert_true(rvh_wait_registered(h, pid, true));
+}
+
+/* Item 1: a control peer that never registers is dropped after
+ * register_timeout_ms (100 here); a registered one stays. */
+static void test_daemon_harden_unregistered_peer_dropped_registered_kept(void **state)
+{
+	struct rvh *h = *state;
+	pid_t pid = rvh_helper(h, NULL);
+	int fd;
+
+	assert_true(pid > 0);
+	assert_true(rvh_wait_registered(h, pid, true));
+	fd = connect_sock(h, "control.sock");
+	assert_true(closed_by_daemon(fd));
+	close(fd);
+	assert_true(rvh_wait_registered(h, pid, true));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_daemon_harden_256_idle_control_peers_admin_still_answers, setup_flood,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_harden_fifth_peer_of_one_uid_refused,
+						setup_per_uid, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_harden_unregistered_peer_dropped_registered_kept,
+			setup_deadline, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
