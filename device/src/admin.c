@@ -49,6 +49,24 @@ static void note_error(struct rvd_admin_env *env, const char *fmt, ...)
 	env->note_error(env->ctx, msg);
 }
 
+/* An injected event whose timestamps can happen: a touch detected ≤
+ * delivered ≤ responded, a frame that starts before it ends (issue 18 item
+ * 12: `rvctl event touch` with a response before the touch was accepted). */
+static bool event_plausible(const Rearview__EventMessage *e)
+{
+	if (!e)
+		return false;
+	switch (e->msg_case) {
+	case REARVIEW__EVENT_MESSAGE__MSG_TOUCH:
+		return e->touch->detected_ns <= e->touch->delivered_ns &&
+		       e->touch->delivered_ns <= e->touch->responded_ns;
+	case REARVIEW__EVENT_MESSAGE__MSG_FRAME:
+		return e->frame->frame_start_ns <= e->frame->frame_end_ns;
+	default:
+		return true;
+	}
+}
+
 static int admin_reply(struct rvd_conn *c, Rearview__AdminResponse *r)
 {
 	return rvd_conn_send(c, &r->base);
@@ -580,6 +598,12 @@ int rvd_admin_frame(struct rvd_admin_env *env, struct rvd_conn *c, const uint8_t
 		rc = admin_reply(c, &resp);
 		break;
 	case REARVIEW__ADMIN_REQUEST__REQ_FOREGROUND_PID:
+		/* Issue 18 item 12: `rvctl foreground 999999` was accepted. */
+		if (!rvd_registry_find(env->reg, q->foreground_pid)) {
+			rc = rvd_conn_send_error(c, REARVIEW__ERROR__CODE__NOT_FOUND,
+						 "no registered process with that pid");
+			break;
+		}
 		rvd_info("foreground (admin): pid %d", (int)q->foreground_pid);
 		rvd_registry_foreground(env->reg, q->foreground_pid, 0);
 		env->replan(env->ctx);
@@ -588,6 +612,11 @@ int rvd_admin_frame(struct rvd_admin_env *env, struct rvd_conn *c, const uint8_t
 		rc = admin_reply(c, &resp);
 		break;
 	case REARVIEW__ADMIN_REQUEST__REQ_EVENT:
+		if (!event_plausible(q->event)) {
+			rc = rvd_conn_send_error(c, REARVIEW__ERROR__CODE__MALFORMED,
+						 "impossible event: timestamps out of order");
+			break;
+		}
 		env->event(env->ctx, q->event);
 		resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_OK;
 		resp.ok = true;

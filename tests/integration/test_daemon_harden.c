@@ -145,6 +145,31 @@ static void test_daemon_harden_unregistered_peer_dropped_registered_kept(void **
 	assert_true(rvh_wait_registered(h, pid, true));
 }
 
+static int setup_plain(void **state)
+{
+	return start(state, NULL);
+}
+
+/* Item 12: `rvctl foreground 999999` (no such process) and a touch that
+ * is answered before it is detected (300, 100, 200 ms) exit 1, not 0; a
+ * registered pid and an ordered touch are still accepted. */
+static void test_daemon_harden_foreground_999999_and_backwards_touch_refused(void **state)
+{
+	struct rvh *h = *state;
+	pid_t pid = rvh_helper(h, NULL);
+
+	assert_true(pid > 0);
+	assert_true(rvh_wait_registered(h, pid, true));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "foreground 999999"), 1);
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "event touch %d %d 300 100 200", (int)pid, (int)pid),
+			 1);
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "event touch %d %d 100 300 200", (int)pid, (int)pid),
+			 1);
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "foreground %d", (int)pid), 0);
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "event touch %d %d 100 150 200", (int)pid, (int)pid),
+			 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -156,6 +181,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_daemon_harden_unregistered_peer_dropped_registered_kept,
 			setup_deadline, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_harden_foreground_999999_and_backwards_touch_refused,
+			setup_plain, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
