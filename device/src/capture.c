@@ -345,6 +345,24 @@ void rvd_capture_summarize(struct rvd_capture_flow *f, const struct rvd_capture_
 	}
 }
 
+/* An evicted capture is durable as skipped(spool_full): its quota
+ * reservation goes back and the uploader may report the skip. */
+static void evicted_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_capture_flow *f = data;
+	const struct rvd_capture_rec *r = rvd_spool_find(sp, id);
+
+	if (status < 0) {
+		note_error(f, "spool: evicting capture %" PRIu64 ": %s", id, strerror(-status));
+		return;
+	}
+	rvd_info("capture %" PRIu64 " evicted: spool over its bounds", id);
+	if (r && r->reservation > 0)
+		f->env.release_reservation(f->env.ctx, r->reservation);
+	if (f->env.seams->pending)
+		f->env.seams->pending(f->env.seams->ctx, id);
+}
+
 static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 {
 	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
@@ -377,6 +395,9 @@ static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 	if (rvd_spool_find(sp, id))
 		rvd_capture_summarize(f, rvd_spool_find(sp, id));
 	rvd_capture_gate(f, id);
+	if (rvd_spool_evict(sp, f->env.cfg->spool_max_bytes, f->env.cfg->spool_max_files,
+			    "spool_full", evicted_cb, f) < 0)
+		note_error(f, "spool: evicting old captures: out of memory");
 }
 
 #define RVD_SEALS_REQUIRED (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)

@@ -47,6 +47,9 @@ struct rvd_config {
 	uint32_t capture_timeout_ms;
 	uint64_t capture_max_bytes;
 	int consent_default; /* a ConsentLevel value */
+	/* [spool] */
+	uint64_t spool_max_bytes; /* capture files kept, oldest evicted first */
+	uint32_t spool_max_files;
 	/* [policy] */
 	char policy_key[RVD_PATH_MAX]; /* PEM public key; "" = built-in default only */
 	/* [upload] */
