@@ -542,6 +542,10 @@ static void work_state(struct rvd_spool_job *job)
 	}
 	sqlite3_finalize(st);
 	job->status = rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+	/* The row left from_state after this job was queued (a purge queued
+	 * before it): the mirror must not take the new state. */
+	if (job->status == 0 && sqlite3_changes(job->sp->db) == 0)
+		job->status = -ESTALE;
 	if (job->status < 0 || !job->set_trace || !job->rec.file[0])
 		return;
 	snprintf(path, sizeof(path), "%s/captures/%s", job->sp->dir, job->rec.file);
@@ -869,6 +873,16 @@ void rvd_spool_release(struct rvd_spool *sp)
 const struct rvd_capture_rec *rvd_spool_find(const struct rvd_spool *sp, uint64_t id)
 {
 	return mirror_find(sp, id);
+}
+
+const struct rvd_capture_rec *rvd_spool_find_reservation(const struct rvd_spool *sp,
+							 int64_t reservation)
+{
+	assert(reservation > 0);
+	for (size_t i = 0; i < sp->nrecs; i++)
+		if (sp->recs[i].reservation == reservation)
+			return &sp->recs[i];
+	return NULL;
 }
 
 unsigned rvd_spool_count(const struct rvd_spool *sp, int state)

@@ -172,6 +172,11 @@ void rvd_spool_note_summary(struct rvd_spool *sp, uint64_t id);
 /* The mirrored record of `id`, or NULL. */
 const struct rvd_capture_rec *rvd_spool_find(const struct rvd_spool *sp, uint64_t id);
 
+/* The mirrored record holding policy reservation `reservation` (> 0), or
+ * NULL. */
+const struct rvd_capture_rec *rvd_spool_find_reservation(const struct rvd_spool *sp,
+							 int64_t reservation);
+
 /* Number of captures in `state`. */
 unsigned rvd_spool_count(const struct rvd_spool *sp, int state);
 

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "daemon_harness.h"
+#include "rearview/policy.h"
 
 static int start(void **state, const char *conf)
 {
@@ -170,6 +171,104 @@ static void test_daemon_harden_foreground_999999_and_backwards_touch_refused(voi
 			 0);
 }
 
+/* A policy signed with a fresh key: the daemon's config (consent full,
+ * the public key, `extra`) and the signed document's path. */
+struct signed_setup {
+	char keydir[32];
+	char doc[200];
+};
+
+static void sign_policy(struct signed_setup *ss, const Rearview__PolicyBody *body, char *conf,
+			size_t cap, const char *extra)
+{
+	char *priv = NULL, *pub = NULL, path[200];
+	uint8_t *doc = NULL;
+	size_t len;
+	FILE *f;
+
+	snprintf(ss->keydir, sizeof(ss->keydir), "/tmp/rvd-key-XXXXXX");
+	assert_non_null(mkdtemp(ss->keydir));
+	assert_int_equal(rvp_keygen(&priv, &pub), 0);
+	snprintf(path, sizeof(path), "%s/policy.pub", ss->keydir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(pub, f);
+	fclose(f);
+	assert_int_equal(rvp_policy_sign(body, priv, &doc, &len), 0);
+	snprintf(ss->doc, sizeof(ss->doc), "%s/p.policy", ss->keydir);
+	f = fopen(ss->doc, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(doc, 1, len, f), len);
+	fclose(f);
+	snprintf(conf, cap, "[capture]\nconsent_default = full\n[policy]\npublic_key = %s\n%s",
+		 path, extra ? extra : "");
+	free(priv);
+	free(pub);
+	free(doc);
+}
+
+/* The state of capture row `i` once it is not `unwanted`; "" on timeout. */
+static void wait_state(struct rvh *h, size_t i, const char *unwanted, char *state, size_t cap,
+		       char *reason, size_t rcap)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+
+	state[0] = reason[0] = '\0';
+	while (rvh_now() < until) {
+		Rearview__AdminResponse *r = rvh_captures(h);
+		bool done = false;
+
+		if (r && r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_CAPTURES &&
+		    r->captures->n_captures > i &&
+		    strcmp(r->captures->captures[i]->state, unwanted) != 0 &&
+		    strcmp(r->captures->captures[i]->state, "captured") != 0) {
+			snprintf(state, cap, "%s", r->captures->captures[i]->state);
+			snprintf(reason, rcap, "%s", r->captures->captures[i]->reason);
+			done = true;
+		}
+		if (r)
+			rearview__admin_response__free_unpacked(r, NULL);
+		if (done)
+			return;
+		rvh_sleep_ms(10);
+	}
+}
+
+/* Item 11: quota 1, selection most-severe: a severity-30 jank, then a
+ * severity-90 one — the 30 is dropped as skipped(replaced_by_more_severe)
+ * (both used to upload), the 90 stays pending. */
+static void test_daemon_harden_quota1_most_severe_30_then_90_drops_30(void **state)
+{
+	Rearview__PolicyBody body = REARVIEW__POLICY_BODY__INIT;
+	struct signed_setup ss;
+	char conf[600], st[32], reason[64], cmd[300];
+	struct rvh h;
+	pid_t a;
+
+	(void)state;
+	body.version = 1;
+	body.issued_at_s = (uint64_t)time(NULL);
+	body.weekly_quota = 1;
+	body.selection = REARVIEW__SELECTION_MODE__SELECT_MOST_SEVERE;
+	sign_policy(&ss, &body, conf, sizeof(conf), NULL);
+	assert_int_equal(rvh_setup(&h, conf), 0);
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "push-policy %s", ss.doc), 0);
+	a = rvh_helper(&h, NULL);
+	assert_true(rvh_wait_registered(&h, a, true));
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "event jank %d %d 30", (int)a, (int)a), 0);
+	wait_state(&h, 0, "", st, sizeof(st), reason, sizeof(reason));
+	assert_string_equal(st, "pending");
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "event jank %d %d 90", (int)a, (int)a), 0);
+	wait_state(&h, 1, "", st, sizeof(st), reason, sizeof(reason));
+	assert_string_equal(st, "pending");
+	wait_state(&h, 0, "pending", st, sizeof(st), reason, sizeof(reason));
+	assert_string_equal(st, "skipped");
+	assert_string_equal(reason, "replaced_by_more_severe");
+	rvh_teardown(&h);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ss.keydir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -184,6 +283,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_daemon_harden_foreground_999999_and_backwards_touch_refused,
 			setup_plain, teardown),
+		cmocka_unit_test(test_daemon_harden_quota1_most_severe_30_then_90_drops_30),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
