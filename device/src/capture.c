@@ -474,6 +474,8 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	}
 	if (fd < 0) {
 		note_error(f, "pid %d: CaptureReady without a descriptor", (int)p->pid);
+		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__MALFORMED,
+				    "CaptureReady without a descriptor");
 		pending_drop(f, pc);
 		return -EBADMSG;
 	}
@@ -481,12 +483,19 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	if (seals < 0 || (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED ||
 	    fstat(fd, &stb) < 0 || !S_ISREG(stb.st_mode) || (uint64_t)stb.st_size != cr->size ||
 	    cr->size > f->env.cfg->capture_max_bytes) {
+		const char *why = seals < 0 ? "not a sealable memfd"
+				  : (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED
+					  ? "memfd not sealed"
+					  : "size mismatch or too large";
+
 		note_error(f, "pid %d: capture %" PRIu64 " refused: %s", (int)p->pid,
-			   cr->request_id,
-			   seals < 0 ? "not a sealable memfd"
-			   : (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED
-				   ? "memfd not sealed"
-				   : "size mismatch or too large");
+			   cr->request_id, why);
+		/* The Error device/README.md promises before the disconnect. */
+		rvd_conn_send_error(c,
+				    cr->size > f->env.cfg->capture_max_bytes
+					    ? REARVIEW__ERROR__CODE__TOO_LARGE
+					    : REARVIEW__ERROR__CODE__MALFORMED,
+				    why);
 		close(fd);
 		pending_drop(f, pc);
 		return -EBADMSG;

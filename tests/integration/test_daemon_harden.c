@@ -171,6 +171,31 @@ static void test_daemon_harden_foreground_999999_and_backwards_touch_refused(voi
 			 0);
 }
 
+/* Item 12: an unsealed memfd in CaptureReady gets Error{MALFORMED} (code
+ * 2) before the disconnect, as device/README.md promises. */
+static void test_daemon_harden_unsealed_capture_answered_with_error(void **state)
+{
+	struct rvh *h = *state;
+	pid_t bad = rvh_helper(h, "--no-seal", NULL);
+	char path[200], out[512] = "";
+	size_t n;
+	FILE *f;
+
+	assert_true(rvh_wait_registered(h, bad, true));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)bad), 0);
+	assert_true(rvh_wait_registered(h, bad, false));
+	/* The helper exits after the close: its output is complete. */
+	assert_int_equal(waitpid(bad, NULL, 0), bad);
+	h->helpers[0] = 0;
+	snprintf(path, sizeof(path), "%s/helper0.out", h->dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(out, "error 2\n"));
+}
+
 /* A policy signed with a fresh key: the daemon's config (consent full,
  * the public key, `extra`) and the signed document's path. */
 struct signed_setup {
@@ -284,6 +309,9 @@ int main(void)
 			test_daemon_harden_foreground_999999_and_backwards_touch_refused,
 			setup_plain, teardown),
 		cmocka_unit_test(test_daemon_harden_quota1_most_severe_30_then_90_drops_30),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_harden_unsealed_capture_answered_with_error, setup_plain,
+			teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
