@@ -286,11 +286,17 @@ static int consent_lowered(struct rvd_admin_env *env, struct rvd_conn *c,
 		if (!r->file[0])
 			continue;
 		items[k].item_id = r->file;
-		if (r->state == RVD_SPOOL_CAPTURED || r->state == RVD_SPOOL_PENDING ||
-		    r->state == RVD_SPOOL_UPLOADING)
+		/* Lowered to summary, a capture not yet sending goes as its
+		 * summary (the uploader reads the consent when it starts; the
+		 * ledger downgrades its reservation): issue 18 item 12, full →
+		 * summary discarded them.  One already sending its full trace
+		 * is purged. */
+		if (r->state == RVD_SPOOL_UPLOADING)
 			items[k].action = from == REARVIEW__CONSENT_LEVEL__CONSENT_FULL
 						  ? RVP_ACT_UPLOAD_FULL
 						  : RVP_ACT_UPLOAD_SUMMARY;
+		else if (r->state == RVD_SPOOL_CAPTURED || r->state == RVD_SPOOL_PENDING)
+			items[k].action = RVP_ACT_UPLOAD_SUMMARY;
 		else
 			items[k].action = RVP_ACT_CAPTURE;
 		ids[k++] = r->id;

@@ -72,9 +72,10 @@ struct rvd_daemon {
 	struct rvd_corr_state corr;
 	int consent;
 	struct rvd_capture_flow cap;
-	struct rvd_uploader *up;      /* NULL: no [upload] server_url */
-	struct rvd_upload_env up_env; /* handed to the uploader */
-	struct rvd_admin_env admin;   /* handed to admin.sock */
+	struct rvd_uploader *up;	/* NULL: no [upload] server_url */
+	uint64_t upload_policy_version; /* the policy the uploader last heard of */
+	struct rvd_upload_env up_env;	/* handed to the uploader */
+	struct rvd_admin_env admin;	/* handed to admin.sock */
 	char last_errors[RVD_LAST_ERRORS][RVD_ERROR_LEN];
 	unsigned nerrors;
 	bool stopping, ready, listening;
@@ -164,6 +165,11 @@ static void apply_thresholds(struct rvd_daemon *d)
 		t->frame_budget_us ? t->frame_budget_us * 1000ull : d->cfg_file.jank_budget_ns;
 	d->cfg.touch_threshold_ns = t->touch_latency_ms ? t->touch_latency_ms * 1000000ull
 							: d->cfg_file.touch_threshold_ns;
+	/* Another document in force: its upload conditions may differ. */
+	if (d->enf.policy_version != d->upload_policy_version) {
+		d->upload_policy_version = d->enf.policy_version;
+		rvd_upload_policy_changed(d->up);
+	}
 }
 
 static void enforce_plain_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)

@@ -208,6 +208,12 @@ static int work_purge(struct rvd_enforce_job *j)
 	struct rvp_reserved out[32];
 	int n, total = 0;
 
+	/* full → summary: pending captures go as their summaries (issue 18
+	 * item 12: they were discarded), still charged to the quota. */
+	if (j->consent == REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY &&
+	    (n = rvp_ledger_downgrade(j->e->ledger)) < 0)
+		return n;
+
 	do {
 		n = rvp_ledger_purge(j->e->ledger, (rvp_consent)j->consent, out, 32);
 		if (n < 0)
