@@ -71,11 +71,11 @@ struct rvd_daemon {
 	struct rvd_spool spool;
 	struct rvd_corr_state corr;
 	int consent;
-	struct rvd_capture_flow cap;
-	struct rvd_uploader *up;	/* NULL: no [upload] server_url */
 	uint64_t upload_policy_version; /* the policy the uploader last heard of */
-	struct rvd_upload_env up_env;	/* handed to the uploader */
-	struct rvd_admin_env admin;	/* handed to admin.sock */
+	struct rvd_capture_flow cap;
+	struct rvd_uploader *up;      /* NULL: no [upload] server_url */
+	struct rvd_upload_env up_env; /* handed to the uploader */
+	struct rvd_admin_env admin;   /* handed to admin.sock */
 	char last_errors[RVD_LAST_ERRORS][RVD_ERROR_LEN];
 	unsigned nerrors;
 	bool stopping, ready, listening;
