@@ -68,6 +68,10 @@ $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \
   -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
 $(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+# Issue 18 hardening: peer limits, registration deadline, spool bounds.
+$(OBJ)/tests/integration/test_daemon_harden.o: CPPFLAGS += -Ipolicy/include
+$(eval $(call rv_test,integration,daemon_harden,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(TBIN)/integration/test_daemon_harden: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 $(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_daemon_crash: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # A real traced program (the demo app) across a daemon SIGKILL and restart.

@@ -49,6 +49,24 @@ static void note_error(struct rvd_admin_env *env, const char *fmt, ...)
 	env->note_error(env->ctx, msg);
 }
 
+/* An injected event whose timestamps can happen: a touch detected ≤
+ * delivered ≤ responded, a frame that starts before it ends (issue 18 item
+ * 12: `rvctl event touch` with a response before the touch was accepted). */
+static bool event_plausible(const Rearview__EventMessage *e)
+{
+	if (!e)
+		return false;
+	switch (e->msg_case) {
+	case REARVIEW__EVENT_MESSAGE__MSG_TOUCH:
+		return e->touch->detected_ns <= e->touch->delivered_ns &&
+		       e->touch->delivered_ns <= e->touch->responded_ns;
+	case REARVIEW__EVENT_MESSAGE__MSG_FRAME:
+		return e->frame->frame_start_ns <= e->frame->frame_end_ns;
+	default:
+		return true;
+	}
+}
+
 static int admin_reply(struct rvd_conn *c, Rearview__AdminResponse *r)
 {
 	return rvd_conn_send(c, &r->base);
@@ -268,11 +286,17 @@ static int consent_lowered(struct rvd_admin_env *env, struct rvd_conn *c,
 		if (!r->file[0])
 			continue;
 		items[k].item_id = r->file;
-		if (r->state == RVD_SPOOL_CAPTURED || r->state == RVD_SPOOL_PENDING ||
-		    r->state == RVD_SPOOL_UPLOADING)
+		/* Lowered to summary, a capture not yet sending goes as its
+		 * summary (the uploader reads the consent when it starts; the
+		 * ledger downgrades its reservation): issue 18 item 12, full →
+		 * summary discarded them.  One already sending its full trace
+		 * is purged. */
+		if (r->state == RVD_SPOOL_UPLOADING)
 			items[k].action = from == REARVIEW__CONSENT_LEVEL__CONSENT_FULL
 						  ? RVP_ACT_UPLOAD_FULL
 						  : RVP_ACT_UPLOAD_SUMMARY;
+		else if (r->state == RVD_SPOOL_CAPTURED || r->state == RVD_SPOOL_PENDING)
+			items[k].action = RVP_ACT_UPLOAD_SUMMARY;
 		else
 			items[k].action = RVP_ACT_CAPTURE;
 		ids[k++] = r->id;
@@ -580,6 +604,12 @@ int rvd_admin_frame(struct rvd_admin_env *env, struct rvd_conn *c, const uint8_t
 		rc = admin_reply(c, &resp);
 		break;
 	case REARVIEW__ADMIN_REQUEST__REQ_FOREGROUND_PID:
+		/* Issue 18 item 12: `rvctl foreground 999999` was accepted. */
+		if (!rvd_registry_find(env->reg, q->foreground_pid)) {
+			rc = rvd_conn_send_error(c, REARVIEW__ERROR__CODE__NOT_FOUND,
+						 "no registered process with that pid");
+			break;
+		}
 		rvd_info("foreground (admin): pid %d", (int)q->foreground_pid);
 		rvd_registry_foreground(env->reg, q->foreground_pid, 0);
 		env->replan(env->ctx);
@@ -588,6 +618,11 @@ int rvd_admin_frame(struct rvd_admin_env *env, struct rvd_conn *c, const uint8_t
 		rc = admin_reply(c, &resp);
 		break;
 	case REARVIEW__ADMIN_REQUEST__REQ_EVENT:
+		if (!event_plausible(q->event)) {
+			rc = rvd_conn_send_error(c, REARVIEW__ERROR__CODE__MALFORMED,
+						 "impossible event: timestamps out of order");
+			break;
+		}
 		env->event(env->ctx, q->event);
 		resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_OK;
 		resp.ok = true;

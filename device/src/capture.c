@@ -124,6 +124,56 @@ static void skipped_stored_cb(struct rvd_spool *sp, int status, uint64_t id, voi
 static void capture_begin(struct rvd_capture_flow *f, const struct rvd_anomaly *a,
 			  int64_t reservation);
 
+static void replaced_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_capture_flow *f = data;
+
+	if (status < 0) {
+		note_error(f, "spool: dropping replaced capture %" PRIu64 ": %s", id,
+			   strerror(-status));
+		return;
+	}
+	rvd_info("capture %" PRIu64 " replaced by a more severe one", id);
+	if (f->env.seams->pending)
+		f->env.seams->pending(f->env.seams->ctx, id); /* its skip report is due */
+}
+
+/*
+ * Most-severe selection made room for a new capture by dropping the ledger
+ * reservation `res` of a less severe one (issue 18 item 11: with quota 1, a
+ * severity-30 and then a severity-90 jank both uploaded).  Its capture is
+ * not uploaded: a stored one becomes skipped(replaced_by_more_severe)
+ * without its file, one still being captured is dropped.  The reservation
+ * is gone from the ledger, so it is not released again.
+ */
+static void drop_replaced(struct rvd_capture_flow *f, int64_t res)
+{
+	const struct rvd_capture_rec *r = rvd_spool_find_reservation(f->env.spool, res);
+
+	for (struct rvd_pending_capture *pc = f->pending; !r && pc; pc = pc->next) {
+		if (pc->reservation == res) {
+			pc->reservation = 0;
+			rvd_info("capture %" PRIu64 " of pid %d replaced by a more severe one",
+				 pc->request_id, (int)pc->pid);
+			pending_drop(f, pc);
+			return;
+		}
+	}
+	if (!r) {
+		note_error(f, "policy replaced reservation %" PRId64 ": no such capture", res);
+		return;
+	}
+	if (r->state == RVD_SPOOL_UPLOADING || r->state == RVD_SPOOL_UPLOADED ||
+	    r->state == RVD_SPOOL_SKIPPED) {
+		if (r->state == RVD_SPOOL_UPLOADING)
+			note_error(f, "capture %" PRIu64 " replaced while its upload is in flight",
+				   r->id);
+		return;
+	}
+	if (rvd_spool_purge(f->env.spool, r->id, "replaced_by_more_severe", replaced_cb, f) < 0)
+		note_error(f, "spool: dropping replaced capture %" PRIu64 ": out of memory", r->id);
+}
+
 /* The policy decided: capture, or record skipped(reason) without a file. */
 static void decide_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 {
@@ -136,6 +186,8 @@ static void decide_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 		p->deciding--;
 	rvd_enforce_done(j);
 	f->env.policy_changed(f->env.ctx);
+	if (status == 0 && j->status == 0 && j->evicted_reservation > 0)
+		drop_replaced(f, j->evicted_reservation);
 	if (status < 0 || j->status < 0) {
 		note_error(f, "policy decision: %s", strerror(-(status < 0 ? status : j->status)));
 		f->captures_dropped++;
@@ -345,6 +397,24 @@ void rvd_capture_summarize(struct rvd_capture_flow *f, const struct rvd_capture_
 	}
 }
 
+/* An evicted capture is durable as skipped(spool_full): its quota
+ * reservation goes back and the uploader may report the skip. */
+static void evicted_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_capture_flow *f = data;
+	const struct rvd_capture_rec *r = rvd_spool_find(sp, id);
+
+	if (status < 0) {
+		note_error(f, "spool: evicting capture %" PRIu64 ": %s", id, strerror(-status));
+		return;
+	}
+	rvd_info("capture %" PRIu64 " evicted: spool over its bounds", id);
+	if (r && r->reservation > 0)
+		f->env.release_reservation(f->env.ctx, r->reservation);
+	if (f->env.seams->pending)
+		f->env.seams->pending(f->env.seams->ctx, id);
+}
+
 static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 {
 	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
@@ -377,6 +447,9 @@ static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 	if (rvd_spool_find(sp, id))
 		rvd_capture_summarize(f, rvd_spool_find(sp, id));
 	rvd_capture_gate(f, id);
+	if (rvd_spool_evict(sp, f->env.cfg->spool_max_bytes, f->env.cfg->spool_max_files,
+			    "spool_full", evicted_cb, f) < 0)
+		note_error(f, "spool: evicting old captures: out of memory");
 }
 
 #define RVD_SEALS_REQUIRED (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
@@ -401,6 +474,8 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	}
 	if (fd < 0) {
 		note_error(f, "pid %d: CaptureReady without a descriptor", (int)p->pid);
+		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__MALFORMED,
+				    "CaptureReady without a descriptor");
 		pending_drop(f, pc);
 		return -EBADMSG;
 	}
@@ -408,12 +483,19 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	if (seals < 0 || (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED ||
 	    fstat(fd, &stb) < 0 || !S_ISREG(stb.st_mode) || (uint64_t)stb.st_size != cr->size ||
 	    cr->size > f->env.cfg->capture_max_bytes) {
+		const char *why = seals < 0 ? "not a sealable memfd"
+				  : (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED
+					  ? "memfd not sealed"
+					  : "size mismatch or too large";
+
 		note_error(f, "pid %d: capture %" PRIu64 " refused: %s", (int)p->pid,
-			   cr->request_id,
-			   seals < 0 ? "not a sealable memfd"
-			   : (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED
-				   ? "memfd not sealed"
-				   : "size mismatch or too large");
+			   cr->request_id, why);
+		/* The Error device/README.md promises before the disconnect. */
+		rvd_conn_send_error(c,
+				    cr->size > f->env.cfg->capture_max_bytes
+					    ? REARVIEW__ERROR__CODE__TOO_LARGE
+					    : REARVIEW__ERROR__CODE__MALFORMED,
+				    why);
 		close(fd);
 		pending_drop(f, pc);
 		return -EBADMSG;

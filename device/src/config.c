@@ -29,6 +29,10 @@ void rvd_config_defaults(struct rvd_config *c)
 	c->settings_gid = (gid_t)-1;
 	c->max_frame = 1u << 20;
 	c->max_peers = 256;
+	c->max_events_peers = 64;
+	c->max_admin_peers = 32;
+	c->max_peers_per_uid = 64;
+	c->register_timeout_ms = 5000;
 	c->traced_apps = 2;
 	c->buffer_bytes = 32u << 20; /* = RVT_DEFAULT_BUFFER_BYTES (tracer/BENCHMARKS.md) */
 	c->jank_frames = 3;
@@ -42,6 +46,8 @@ void rvd_config_defaults(struct rvd_config *c)
 	c->capture_timeout_ms = 5000;
 	c->capture_max_bytes = 64ull << 20;
 	c->consent_default = REARVIEW__CONSENT_LEVEL__CONSENT_LOCAL;
+	c->spool_max_bytes = 256ull << 20;
+	c->spool_max_files = 100;
 	c->backoff_initial_ms = 1000;
 	c->backoff_max_ms = 300000;
 	c->max_in_flight = 1;
@@ -171,6 +177,18 @@ int rvd_config_set(struct rvd_config *c, const char *section, const char *key, c
 		return parse_u32(v, 4096, 16u << 20, &c->max_frame);
 	if (KEY("sockets", "max_peers"))
 		return parse_u32(v, 1, 65536, &c->max_peers);
+	if (KEY("sockets", "max_events_peers"))
+		return parse_u32(v, 1, 65536, &c->max_events_peers);
+	if (KEY("sockets", "max_admin_peers"))
+		return parse_u32(v, 1, 65536, &c->max_admin_peers);
+	if (KEY("sockets", "max_peers_per_uid"))
+		return parse_u32(v, 0, 65536, &c->max_peers_per_uid);
+	if (KEY("sockets", "register_timeout_ms"))
+		return parse_u32(v, 10, 600000, &c->register_timeout_ms);
+	if (KEY("spool", "max_bytes"))
+		return parse_u64(v, 0, 1ull << 40, &c->spool_max_bytes);
+	if (KEY("spool", "max_files"))
+		return parse_u32(v, 0, 1000000, &c->spool_max_files);
 	if (KEY("tracing", "traced_apps"))
 		return parse_u32(v, 0, 64, &c->traced_apps);
 	if (KEY("tracing", "buffer_bytes"))

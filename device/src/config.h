@@ -23,7 +23,11 @@ struct rvd_config {
 	gid_t events_gid;   /* (gid_t)-1: no group configured */
 	gid_t settings_gid; /* (gid_t)-1: no group configured */
 	uint32_t max_frame;
-	uint32_t max_peers;
+	uint32_t max_peers; /* control.sock */
+	uint32_t max_events_peers;
+	uint32_t max_admin_peers;
+	uint32_t max_peers_per_uid;   /* control.sock and events.sock each; 0: no limit */
+	uint32_t register_timeout_ms; /* a control peer must Register within this */
 	/* [tracing] */
 	uint32_t traced_apps; /* N most recently foreground apps */
 	uint64_t buffer_bytes;
@@ -43,6 +47,9 @@ struct rvd_config {
 	uint32_t capture_timeout_ms;
 	uint64_t capture_max_bytes;
 	int consent_default; /* a ConsentLevel value */
+	/* [spool] */
+	uint64_t spool_max_bytes; /* capture files kept, oldest evicted first */
+	uint32_t spool_max_files;
 	/* [policy] */
 	char policy_key[RVD_PATH_MAX]; /* PEM public key; "" = built-in default only */
 	/* [upload] */

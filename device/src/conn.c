@@ -7,10 +7,16 @@
  *    that sends descriptors where none are allowed, more than
  *    RV_FRAME_MAX_FDS outstanding, or truncated control data is dropped;
  *  - per readable event at most RVD_READS_PER_EVENT recvmsg calls, so one
- *    chatty peer cannot starve the others.
+ *    chatty peer cannot starve the others;
+ *  - admission (rvd_conn_admit) counts live peers per socket and per uid, so
+ *    one socket's or one user's peers never use up another's slots
+ *    (issue 18 item 1: 256 idle control.sock peers locked out admin.sock);
+ *  - a control peer that has not registered within the deadline is dropped
+ *    (rvd_conn_drop_unregistered).
  */
 #include "conn.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +237,7 @@ int rvd_conn_start(struct rvd_conn *c, uv_loop_t *loop, int fd, uint8_t channel,
 
 	c->fd = fd;
 	c->channel = channel;
+	c->started_ms = uv_now(loop);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &sl) < 0) {
 		rc = -errno;
 		close(fd);
@@ -363,4 +370,41 @@ int rvd_conn_send_error(struct rvd_conn *c, int code, const char *msg)
 		em.error = &err;
 		return rvd_conn_send(c, &em.base);
 	}
+}
+
+int rvd_conn_admit(const struct rvd_conn *list, int fd, uint8_t channel,
+		   const struct rvd_peer_limits *lim, struct ucred *cred)
+{
+	socklen_t sl = sizeof(*cred);
+	uint32_t on_socket = 0, of_uid = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &sl) < 0)
+		return -errno;
+	for (const struct rvd_conn *c = list; c; c = c->next) {
+		if (c->closing || c->channel != channel)
+			continue;
+		on_socket++;
+		if (c->cred.uid == cred->uid)
+			of_uid++;
+	}
+	assert(of_uid <= on_socket);
+	if (on_socket >= lim->max)
+		return -ENOSPC;
+	if (lim->max_per_uid && of_uid >= lim->max_per_uid)
+		return -EUSERS;
+	return 0;
+}
+
+unsigned rvd_conn_drop_unregistered(struct rvd_conn *list, uint64_t now_ms, uint64_t deadline_ms)
+{
+	unsigned n = 0;
+
+	for (struct rvd_conn *c = list; c; c = c->next) {
+		if (c->closing || c->channel != RV_CHANNEL_CONTROL || c->data ||
+		    now_ms - c->started_ms < deadline_ms)
+			continue;
+		rvd_conn_close(c, "did not register in time");
+		n++;
+	}
+	return n;
 }

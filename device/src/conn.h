@@ -53,6 +53,14 @@ struct rvd_conn {
 	rvd_conn_error_cb on_stream_error; /* optional */
 	void *data;			   /* per-peer state, owned by the callbacks */
 	uint64_t id;
+	uint64_t started_ms; /* uv_now() at rvd_conn_start */
+};
+
+/* How many peers a socket admits: in all, and from one uid (0: no per-uid
+ * limit).  Peers already closing are not counted. */
+struct rvd_peer_limits {
+	uint32_t max;
+	uint32_t max_per_uid;
 };
 
 /* Takes `fd` (an accepted socket); reads SO_PEERCRED; starts polling.
@@ -78,6 +86,23 @@ int rvd_conn_send_error(struct rvd_conn *c, int code, const char *msg);
 
 /* Removes and returns the oldest received descriptor, or -1. */
 int rvd_conn_take_fd(struct rvd_conn *c);
+
+/*
+ * Decides whether the socket `channel` admits one more peer connected on
+ * `fd` (accepted, not yet started), given the live peers on `list` (linked
+ * by next) and `lim`.  Fills *cred from SO_PEERCRED.  Returns 0, -ENOSPC
+ * when the socket is full, -EUSERS when the peer's uid holds its share, or
+ * the getsockopt errno.  Loop thread; O(peers).
+ */
+int rvd_conn_admit(const struct rvd_conn *list, int fd, uint8_t channel,
+		   const struct rvd_peer_limits *lim, struct ucred *cred);
+
+/*
+ * Closes every peer on `list` on the control channel that has not
+ * registered (data still NULL) `deadline_ms` after it connected, as of
+ * `now_ms` (uv_now).  Returns how many were closed.  Loop thread.
+ */
+unsigned rvd_conn_drop_unregistered(struct rvd_conn *list, uint64_t now_ms, uint64_t deadline_ms);
 
 /* Logs `why` and closes; on_close runs later from uv_close.  Idempotent. */
 void rvd_conn_close(struct rvd_conn *c, const char *why);

@@ -57,6 +57,7 @@ struct rvd_daemon {
 	uv_poll_t listen_poll[3];
 	uv_signal_t sig_term, sig_int;
 	uv_timer_t accept_backoff; /* out of descriptors: stop accepting for a while */
+	uv_timer_t register_sweep; /* drops control peers that never register */
 	uv_timer_t thermal_timer;
 	uv_work_t thermal_work;
 	struct rvd_thermal_snapshot thermal_snap;
@@ -64,11 +65,13 @@ struct rvd_daemon {
 	bool thermal_busy, throttling;
 	struct rvd_conn *conns;
 	unsigned nconns;
+	struct rvd_peer_limits limits[3]; /* per listener: admission in rvd_conn_admit */
 	uint64_t next_conn_id;
 	struct rvd_registry reg;
 	struct rvd_spool spool;
 	struct rvd_corr_state corr;
 	int consent;
+	uint64_t upload_policy_version; /* the policy the uploader last heard of */
 	struct rvd_capture_flow cap;
 	struct rvd_uploader *up;      /* NULL: no [upload] server_url */
 	struct rvd_upload_env up_env; /* handed to the uploader */
@@ -224,6 +227,11 @@ static void apply_thresholds(struct rvd_daemon *d)
 		t->frame_budget_us ? t->frame_budget_us * 1000ull : d->cfg_file.jank_budget_ns;
 	d->cfg.touch_threshold_ns = t->touch_latency_ms ? t->touch_latency_ms * 1000000ull
 							: d->cfg_file.touch_threshold_ns;
+	/* Another document in force: its upload conditions may differ. */
+	if (d->enf.policy_version != d->upload_policy_version) {
+		d->upload_policy_version = d->enf.policy_version;
+		rvd_upload_policy_changed(d->up);
+	}
 }
 
 static void enforce_plain_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
@@ -708,6 +716,13 @@ static bool peer_allowed(struct rvd_daemon *d, struct rvd_conn *c, int which)
 
 static void accept_cb(uv_poll_t *h, int status, int events);
 
+static void register_sweep_cb(uv_timer_t *t)
+{
+	struct rvd_daemon *d = t->data;
+
+	rvd_conn_drop_unregistered(d->conns, uv_now(d->loop), d->cfg.register_timeout_ms);
+}
+
 static void accept_resume_cb(uv_timer_t *t)
 {
 	struct rvd_daemon *d = t->data;
@@ -725,6 +740,8 @@ static void accept_cb(uv_poll_t *h, int status, int events)
 
 	for (int round = 0; round < 16 && status == 0; round++) {
 		struct rvd_conn *c;
+		struct ucred cred = {0};
+		int rc;
 		int fd = accept4(d->listen_fd[which], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
@@ -741,8 +758,13 @@ static void accept_cb(uv_poll_t *h, int status, int events)
 			}
 			return;
 		}
-		if (d->nconns >= d->cfg.max_peers) {
-			rvd_warn("%s: too many peers, refusing one", sock_names[which]);
+		rc = rvd_conn_admit(d->conns, fd, sock_channels[which], &d->limits[which], &cred);
+		if (rc < 0) {
+			rvd_warn("%s: refusing a peer (uid %u): %s", sock_names[which],
+				 (unsigned)cred.uid,
+				 rc == -ENOSPC	 ? "too many peers"
+				 : rc == -EUSERS ? "too many peers of this uid"
+						 : strerror(-rc));
 			close(fd);
 			continue;
 		}
@@ -951,7 +973,13 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	uv_signal_init(loop, &d->sig_int);
 	uv_timer_init(loop, &d->thermal_timer);
 	uv_timer_init(loop, &d->accept_backoff);
+	uv_timer_init(loop, &d->register_sweep);
 	d->sig_term.data = d->sig_int.data = d->thermal_timer.data = d->accept_backoff.data = d;
+	d->register_sweep.data = d;
+	d->limits[SOCK_CONTROL] = (struct rvd_peer_limits){cfg->max_peers, cfg->max_peers_per_uid};
+	d->limits[SOCK_EVENTS] =
+		(struct rvd_peer_limits){cfg->max_events_peers, cfg->max_peers_per_uid};
+	d->limits[SOCK_ADMIN] = (struct rvd_peer_limits){cfg->max_admin_peers, 0};
 	uv_signal_start(&d->sig_term, signal_cb, SIGTERM);
 	uv_signal_start(&d->sig_int, signal_cb, SIGINT);
 
@@ -986,6 +1014,9 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	    (rc = enforce_submit(d, rvd_enforce_job_new(&d->enf, RVD_ENF_OPEN), enforce_open_cb)) <
 		    0)
 		goto fail;
+	/* A peer is dropped between 1 and 1.5 deadlines after it connected. */
+	uv_timer_start(&d->register_sweep, register_sweep_cb, cfg->register_timeout_ms / 2 + 1,
+		       cfg->register_timeout_ms / 2 + 1);
 	if (cfg->thermal_poll_ms)
 		uv_timer_start(&d->thermal_timer, thermal_timer_cb, cfg->thermal_poll_ms,
 			       cfg->thermal_poll_ms);
@@ -1024,6 +1055,7 @@ void rvd_daemon_stop(struct rvd_daemon *d)
 	}
 	uv_close((uv_handle_t *)&d->thermal_timer, NULL);
 	uv_close((uv_handle_t *)&d->accept_backoff, NULL);
+	uv_close((uv_handle_t *)&d->register_sweep, NULL);
 	rvd_upload_stop(d->up);
 	rvd_capture_stop(&d->cap);
 	for (struct rvd_conn *c = d->conns; c; c = c->next)

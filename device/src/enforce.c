@@ -25,6 +25,9 @@
 #include "rearview/policy.h"
 
 #define RVD_KEY_MAX (16u * 1024u)
+/* Pending reservations looked at to map an evicted item (most-severe
+ * selection) to its capture: more than a week's quota is never pending. */
+#define RVD_PENDING_MAX 1024
 
 void rvd_enforce_init(struct rvd_enforce *e, const char *state_dir, const char *key_path)
 {
@@ -158,7 +161,8 @@ static int work_decide(struct rvd_enforce_job *j, const struct rvp_time *now)
 	Rearview__AnomalyKind kind = (Rearview__AnomalyKind)j->anomaly.kind;
 	struct rvp_event ev = {0};
 	struct rvp_decision dec;
-	int rc;
+	struct rvp_reserved *pend;
+	int rc, npend;
 
 	rc = rvp_ledger_decide_capture(e->ledger, b, (rvp_consent)j->consent, j->app_id, kind, now);
 	if (rc < 0)
@@ -174,7 +178,22 @@ static int work_decide(struct rvd_enforce_job *j, const struct rvp_time *now)
 	ev.app_id = j->app_id;
 	ev.kind = kind;
 	ev.severity = j->anomaly.severity > 100 ? 100 : j->anomaly.severity;
-	if ((rc = rvp_ledger_decide(e->ledger, b, (rvp_consent)j->consent, &ev, 0, now, &dec)) < 0)
+	/* The ledger names an evicted item by its item id and deletes its
+	 * reservation; the spool knows captures by reservation, so note which
+	 * reservation each pending item holds first. */
+	pend = calloc(RVD_PENDING_MAX, sizeof(*pend));
+	npend = pend ? rvp_ledger_pending(e->ledger, pend, RVD_PENDING_MAX) : -ENOMEM;
+	rc = rvp_ledger_decide(e->ledger, b, (rvp_consent)j->consent, &ev, 0, now, &dec);
+	if (rc == 0 && dec.reason == RVP_REPLACED_LESS_SEVERE && dec.evicted_item[0]) {
+		for (int i = 0; i < npend; i++)
+			if (!strcmp(pend[i].item_id, dec.evicted_item))
+				j->evicted_reservation = pend[i].reservation;
+		if (!j->evicted_reservation)
+			rvd_warn("policy: evicted item %s not among the pending ones",
+				 dec.evicted_item);
+	}
+	free(pend);
+	if (rc < 0)
 		return rc;
 	if (dec.reason != RVP_ACCEPTED && dec.reason != RVP_REPLACED_LESS_SEVERE) {
 		snprintf(j->reason, sizeof(j->reason), "%s", rvp_reason_name(dec.reason));
@@ -188,6 +207,12 @@ static int work_purge(struct rvd_enforce_job *j)
 {
 	struct rvp_reserved out[32];
 	int n, total = 0;
+
+	/* full → summary: pending captures go as their summaries (issue 18
+	 * item 12: they were discarded), still charged to the quota. */
+	if (j->consent == REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY &&
+	    (n = rvp_ledger_downgrade(j->e->ledger)) < 0)
+		return n;
 
 	do {
 		n = rvp_ledger_purge(j->e->ledger, (rvp_consent)j->consent, out, 32);

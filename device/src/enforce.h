@@ -63,6 +63,10 @@ struct rvd_enforce_job {
 	/* DECIDE out: reason name ("" = capture), reservation (> 0 or 0) */
 	char reason[32];
 	int64_t reservation;
+	/* most-severe selection made room: the reservation of the less severe
+	 * pending capture the ledger dropped (0: none), whose capture must not
+	 * be uploaded */
+	int64_t evicted_reservation;
 	/* APPLY in/out: the document (owned, freed by rvd_enforce_job_free) */
 	uint8_t *doc;
 	size_t len;

@@ -14,6 +14,7 @@
 #include "spool.h"
 
 #include <dirent.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -515,13 +516,18 @@ static void work_purge(struct rvd_spool_job *job)
 	job->status = rvc_fsync_dir(path);
 }
 
+/* A state change.  An acknowledged upload (set_trace) also drops the
+ * capture's file — row and summary stay for rvctl — committed first, then
+ * unlinked (a crash in between leaves an unindexed file, removed at open):
+ * issue 18 item 7, 45 uploads left 45 files of up to 64 MiB. */
 static void work_state(struct rvd_spool_job *job)
 {
 	sqlite3_stmt *st = NULL;
+	char path[400];
 	int rc = sqlite3_prepare_v2(
 		job->sp->db,
-		job->set_trace ? "UPDATE captures SET state=?1, reason=?2, trace_id=?5 "
-				 "WHERE id=?3 AND state=?4"
+		job->set_trace ? "UPDATE captures SET state=?1, reason=?2, trace_id=?5, "
+				 "file='-'||?3 WHERE id=?3 AND state=?4"
 			       : "UPDATE captures SET state=?1, reason=?2 WHERE id=?3 AND state=?4",
 		-1, &st, NULL);
 
@@ -536,6 +542,20 @@ static void work_state(struct rvd_spool_job *job)
 	}
 	sqlite3_finalize(st);
 	job->status = rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+	/* The row left from_state after this job was queued (a purge queued
+	 * before it): the mirror must not take the new state. */
+	if (job->status == 0 && sqlite3_changes(job->sp->db) == 0)
+		job->status = -ESTALE;
+	if (job->status < 0 || !job->set_trace || !job->rec.file[0])
+		return;
+	snprintf(path, sizeof(path), "%s/captures/%s", job->sp->dir, job->rec.file);
+	/* The row no longer names the file: a failure here only logs, and the
+	 * next open removes the unindexed file. */
+	if (unlink(path) < 0 && errno != ENOENT)
+		rvd_warn("spool: removing uploaded %s: %s", job->rec.file, strerror(errno));
+	snprintf(path, sizeof(path), "%s/captures", job->sp->dir);
+	if ((rc = rvc_fsync_dir(path)) < 0)
+		rvd_warn("spool: fsync captures/: %s", strerror(-rc));
 }
 
 static void work_reported(struct rvd_spool_job *job)
@@ -661,7 +681,7 @@ static void after_work_cb(uv_work_t *req, int status)
 				memcpy(r->reason, job->rec.reason, sizeof(r->reason));
 				if (job->set_trace)
 					memcpy(r->trace_id, job->rec.trace_id, sizeof(r->trace_id));
-				if (job->type == JOB_PURGE)
+				if (job->type == JOB_PURGE || job->set_trace)
 					r->file[0] = '\0';
 			}
 			break;
@@ -794,6 +814,7 @@ int rvd_spool_set_uploaded(struct rvd_spool *sp, uint64_t id, const char *trace_
 	job->rec.state = RVD_SPOOL_UPLOADED;
 	job->from_state = r->state;
 	job->set_trace = true;
+	memcpy(job->rec.file, r->file, sizeof(job->rec.file));
 	snprintf(job->rec.trace_id, sizeof(job->rec.trace_id), "%s", trace_id ? trace_id : "");
 	return submit(sp, job);
 }
@@ -854,6 +875,16 @@ const struct rvd_capture_rec *rvd_spool_find(const struct rvd_spool *sp, uint64_
 	return mirror_find(sp, id);
 }
 
+const struct rvd_capture_rec *rvd_spool_find_reservation(const struct rvd_spool *sp,
+							 int64_t reservation)
+{
+	assert(reservation > 0);
+	for (size_t i = 0; i < sp->nrecs; i++)
+		if (sp->recs[i].reservation == reservation)
+			return &sp->recs[i];
+	return NULL;
+}
+
 unsigned rvd_spool_count(const struct rvd_spool *sp, int state)
 {
 	unsigned n = 0;
@@ -866,7 +897,7 @@ unsigned rvd_spool_count(const struct rvd_spool *sp, int state)
 int rvd_spool_purge(struct rvd_spool *sp, uint64_t id, const char *reason, rvd_spool_cb cb,
 		    void *data)
 {
-	const struct rvd_capture_rec *r = mirror_find(sp, id);
+	struct rvd_capture_rec *r = mirror_find(sp, id);
 	struct rvd_spool_job *job;
 
 	if (!r)
@@ -874,6 +905,7 @@ int rvd_spool_purge(struct rvd_spool *sp, uint64_t id, const char *reason, rvd_s
 	job = job_new(JOB_PURGE, cb, data);
 	if (!job)
 		return -ENOMEM;
+	r->purging = true;
 	job->rec = *r;
 	job->from_state = r->state;
 	job->rec.state = RVD_SPOOL_SKIPPED;
@@ -881,6 +913,38 @@ int rvd_spool_purge(struct rvd_spool *sp, uint64_t id, const char *reason, rvd_s
 	mirror_find(sp, id)->has_summary = false;
 	snprintf(job->rec.reason, sizeof(job->rec.reason), "%s", reason ? reason : "purged");
 	return submit(sp, job);
+}
+
+/* Issue 18 item 7: manual captures and consent-local ones are not bounded
+ * by the quota; 45 uploads left 45 files of up to 64 MiB. */
+int rvd_spool_evict(struct rvd_spool *sp, uint64_t max_bytes, uint32_t max_files,
+		    const char *reason, rvd_spool_cb cb, void *data)
+{
+	uint64_t bytes = 0;
+	uint32_t files = 0;
+	int n = 0, rc;
+
+	for (size_t i = 0; i < sp->nrecs; i++) {
+		if (!sp->recs[i].file[0] || sp->recs[i].purging)
+			continue;
+		bytes += sp->recs[i].size;
+		files++;
+	}
+	/* Oldest first: the mirror is in row order (ids ascend). */
+	for (size_t i = 0; i < sp->nrecs && (bytes > max_bytes || files > max_files); i++) {
+		struct rvd_capture_rec *r = &sp->recs[i];
+
+		assert(i == 0 || sp->recs[i - 1].id < r->id);
+		if (!r->file[0] || r->purging ||
+		    (r->state != RVD_SPOOL_PENDING && r->state != RVD_SPOOL_SKIPPED))
+			continue;
+		bytes -= r->size;
+		files--;
+		if ((rc = rvd_spool_purge(sp, r->id, reason, cb, data)) < 0)
+			return rc;
+		n++;
+	}
+	return n;
 }
 
 int rvd_spool_run(struct rvd_spool *sp, void (*fn)(void *arg), void *arg, rvd_spool_cb cb,

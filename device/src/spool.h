@@ -52,6 +52,8 @@ struct rvd_capture_rec {
 	/* Skipped rows: the server acknowledged its skip report (POST
 	 * /v1/skips, report id = upload_id). */
 	bool skip_reported;
+	/* Loop-thread bookkeeping: a purge of this row is queued. */
+	bool purging;
 };
 
 struct rvd_spool_job;
@@ -103,7 +105,8 @@ int rvd_spool_set_state(struct rvd_spool *sp, uint64_t id, int state, const char
 			rvd_spool_cb cb, void *data);
 
 /* uploading → uploaded, recording the server's `trace_id` (copied) in the
- * same statement.  cb(status): -ENOENT, -EINVAL as for set_state. */
+ * same statement; the capture's file is then removed (the row and its
+ * summary stay).  cb(status): -ENOENT, -EINVAL as for set_state. */
 int rvd_spool_set_uploaded(struct rvd_spool *sp, uint64_t id, const char *trace_id, rvd_spool_cb cb,
 			   void *data);
 
@@ -115,6 +118,19 @@ int rvd_spool_set_skip_reported(struct rvd_spool *sp, uint64_t id, rvd_spool_cb 
  * its file is removed (fsync'd).  -ENOENT unknown id. */
 int rvd_spool_purge(struct rvd_spool *sp, uint64_t id, const char *reason, rvd_spool_cb cb,
 		    void *data);
+
+/*
+ * Bounds the spool's disk use: while the capture files of all rows (those
+ * already being purged not counted) exceed `max_bytes` or `max_files`, the
+ * oldest file of a row that is pending or skipped — never one being
+ * captured, gated or uploaded — is purged as skipped(reason) (its row
+ * kept, its summary dropped as by rvd_spool_purge), and cb(status, id,
+ * data) runs for each once durable (the mirrored row still holds its
+ * reservation to give back).  Returns how many purges were queued, or
+ * -ENOMEM.  Loop thread.
+ */
+int rvd_spool_evict(struct rvd_spool *sp, uint64_t max_bytes, uint32_t max_files,
+		    const char *reason, rvd_spool_cb cb, void *data);
 
 /* Runs fn(arg) on the work queue in the spool's job order (after every job
  * queued before it), then cb(0) on the loop thread.  Everything else that
@@ -155,6 +171,11 @@ void rvd_spool_note_summary(struct rvd_spool *sp, uint64_t id);
 
 /* The mirrored record of `id`, or NULL. */
 const struct rvd_capture_rec *rvd_spool_find(const struct rvd_spool *sp, uint64_t id);
+
+/* The mirrored record holding policy reservation `reservation` (> 0), or
+ * NULL. */
+const struct rvd_capture_rec *rvd_spool_find_reservation(const struct rvd_spool *sp,
+							 int64_t reservation);
 
 /* Number of captures in `state`. */
 unsigned rvd_spool_count(const struct rvd_spool *sp, int state);

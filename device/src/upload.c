@@ -830,6 +830,16 @@ void rvd_upload_pending(void *ctx, uint64_t id)
 	rvd_up_kick(ctx);
 }
 
+/* Issue 18 item 12: a pushed policy lifting unmetered_only left uploads
+ * waiting until a restart (only a fetched one cleared net_blocked). */
+void rvd_upload_policy_changed(struct rvd_uploader *u)
+{
+	if (!u)
+		return;
+	u->net_blocked = false;
+	rvd_up_kick(u);
+}
+
 void rvd_upload_stop(struct rvd_uploader *u)
 {
 	if (!u || u->stopping)

@@ -63,6 +63,11 @@ void rvd_upload_start(struct rvd_uploader *u);
 /* The pending seam (struct rvd_seams): capture `id` became pending. */
 void rvd_upload_pending(void *u, uint64_t id);
 
+/* A new policy is in force (pushed, fetched or loaded): what its network
+ * conditions held back (unmetered_only) is looked at again.  Loop thread;
+ * NULL is a no-op. */
+void rvd_upload_policy_changed(struct rvd_uploader *u);
+
 /* Abandons requests in flight (their rows stay uploading and go back to
  * pending at the next start, under the same upload id) and closes every
  * handle.  The loop returns once they are closed.  NULL is a no-op. */

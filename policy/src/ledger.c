@@ -714,6 +714,31 @@ int rvp_ledger_release(struct rvp_ledger *l, int64_t reservation)
 	return commit_tx(l);
 }
 
+int rvp_ledger_downgrade(struct rvp_ledger *l)
+{
+	sqlite3_stmt *st;
+	int rc = begin(l), n;
+
+	if (rc)
+		return rc;
+	rc = prepare(l, "UPDATE uploads SET mode = ?1 WHERE state = 1 AND mode = ?2", &st);
+	if (rc) {
+		abort_tx(l);
+		return rc;
+	}
+	sqlite3_bind_int(st, 1, REARVIEW__UPLOAD_MODE__UPLOAD_SUMMARY);
+	sqlite3_bind_int(st, 2, REARVIEW__UPLOAD_MODE__UPLOAD_FULL);
+	rc = step_write(l, st);
+	sqlite3_finalize(st);
+	if (rc) {
+		abort_tx(l);
+		return rc;
+	}
+	n = sqlite3_changes(l->db);
+	rc = commit_tx(l);
+	return rc ? rc : n;
+}
+
 int rvp_ledger_purge(struct rvp_ledger *l, rvp_consent level, struct rvp_reserved *out, size_t n)
 {
 	sqlite3_stmt *st, *del = NULL;

@@ -30,6 +30,7 @@
 #include <mbedtls/platform_util.h>
 
 #include "rearview/common.pb-c.h"
+#include "rearview/policy.h"
 #include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
 
@@ -106,11 +107,16 @@ struct job {
 	size_t body_len;
 	char etag[72];
 	int new_upload, duplicate;
+	char retry_after[16];	 /* an error's Retry-After, "" for none */
 	uint64_t requeued;	 /* JOB_SYMBOLS: traces queued to decode again */
 	struct rvs_query_resp q; /* JOB_QUERY */
 	struct rvs_web_resp wr;	 /* JOB_WEB */
 	int login;		 /* a sign-in: charged up front, one of logins_hashing */
 };
+
+/* Retry-After of an upload refused over the weekly quota: an hour, by
+ * when the device's 7-day window may have room again. */
+#define QUOTA_RETRY_S 3600
 
 static void decode_pump(struct rvs_api *a);
 static void decode_start(struct rvs_api *a, unsigned part);
@@ -416,6 +422,31 @@ static void do_upload(struct job *j)
 	}
 	if (rc != -ENOENT)
 		goto storage_error;
+	/* Defence in depth (issue 18 item 11): a device's ledger keeps it
+	 * within the served policy's weekly quota; one that does not (modified,
+	 * or its eviction raced an upload in flight) is refused here.  Manual
+	 * captures are not charged.  429: a retry succeeds once the 7-day
+	 * window has room, so an honest device at the window's edge loses
+	 * nothing. */
+	if (!e->anomaly || e->anomaly->kind != REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL) {
+		Rearview__PolicyBody *served = rvs_policy_served(a->cfg);
+		uint32_t quota = rvp_policy_weekly_quota(served ? served : rvp_policy_default());
+		uint64_t charged = 0;
+
+		if (served)
+			rearview__policy_body__free_unpacked(served, NULL);
+		if (a->ops->uploads_charged(a->store, device_id, (int64_t)time(NULL) - 7 * 86400,
+					    &charged))
+			goto storage_error;
+		if (charged >= quota) {
+			snprintf(reason, sizeof reason,
+				 "weekly upload quota exhausted (%" PRIu64 " of %u in 7 days)",
+				 charged, quota);
+			job_fail(j, 429, RVS_ERR_RATE_LIMITED, REARVIEW__ERROR__CODE__BUSY, reason);
+			snprintf(j->retry_after, sizeof j->retry_after, "%d", QUOTA_RETRY_S);
+			goto free_env;
+		}
+	}
 	if (e->payload.len) {
 		if ((rc = rvs_blob_put(a->cfg->blob_dir, e->payload.data, e->payload.len, blob))) {
 			rvs_log("error", "msg=\"blob write failed\" err=%d", rc);
@@ -692,12 +723,13 @@ static void job_done(uv_work_t *w, int status)
 		mark_known(a, j->token_hash);
 	}
 	if (j->err) {
-		struct rvs_header h = {"Cache-Control", "no-store"};
+		struct rvs_header h[2] = {{"Cache-Control", "no-store"},
+					  {"Retry-After", j->retry_after}};
 		m->errors[j->err - 1]++;
 		if (j->status >= 500)
 			rvs_log("error", "msg=\"request failed\" path=%s status=%d reason=\"%s\"",
 				j->req->path, j->status, j->reason);
-		respond_error(j->conn, j->status, j->code, j->reason, &h, 1);
+		respond_error(j->conn, j->status, j->code, j->reason, h, j->retry_after[0] ? 2 : 1);
 	} else if (j->kind == JOB_POLICY) {
 		struct rvs_header h[2] = {{"ETag", j->etag}, {"Cache-Control", "no-cache"}};
 		m->policy_fetches++;

@@ -2,9 +2,11 @@
  * fleet.c — GET /api/v1/fleet (fleet.h).
  *
  * Read-only: its own read-only sqlite connection, fixed SQL, nothing from
- * the request reaches a query.  Quota use is each device's uploads in the
- * last 7 days against the served policy's weekly quota (rvp_policy_weekly_
- * quota, which falls back to librvpolicy's default).  Skip reasons come
+ * the request reaches a query.  Quota use is each device's quota-charged
+ * uploads (every anomaly kind but MANUAL) in the last 7 days against the
+ * served policy's weekly quota (rvp_policy_weekly_quota, which falls back
+ * to librvpolicy's default); manual captures are counted apart
+ * (manual_7d), as the device's ledger does (issue 18 item 11).  Skip reasons come
  * from the `skips` table that POST /v1/skips fills when this build's schema
  * has it; without it the document says devices do not report them and
  * lists only what the server itself recorded (quarantine reasons).  No
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rearview/common.pb-c.h"
 #include "rearview/policy.h"
 #include "rearview/policy.pb-c.h"
 
@@ -40,7 +43,10 @@ static int devices(sqlite3 *db, uint32_t quota, json_t *doc)
 	if (sqlite3_prepare_v2(
 		    db,
 		    "SELECT d.device_id, d.model, d.os_build, d.arch, d.enrolled_at,"
-		    " count(u.trace_id), sum(u.received_at >= ?1), max(u.received_at)"
+		    " count(u.trace_id),"
+		    " sum(u.received_at >= ?1 AND COALESCE(u.anomaly_kind, 0) != ?3),"
+		    " max(u.received_at),"
+		    " sum(u.received_at >= ?1 AND COALESCE(u.anomaly_kind, 0) = ?3)"
 		    " FROM devices d LEFT JOIN uploads u ON u.device_id = d.device_id"
 		    " GROUP BY d.device_id ORDER BY max(u.received_at) DESC, d.enrolled_at DESC"
 		    " LIMIT ?2",
@@ -48,17 +54,19 @@ static int devices(sqlite3 *db, uint32_t quota, json_t *doc)
 		return -1;
 	sqlite3_bind_int64(st, 1, week_ago);
 	sqlite3_bind_int(st, 2, MAX_DEVICES);
+	sqlite3_bind_int(st, 3, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t last7 = sqlite3_column_int64(st, 6);
 		if (quota && last7 >= quota)
 			at_quota++;
 		json_array_append_new(
-			arr, json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:o,s:f}", "device_id",
+			arr, json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:f}", "device_id",
 				       text_or_null(st, 0), "model", text_or_null(st, 1),
 				       "os_build", text_or_null(st, 2), "arch", text_or_null(st, 3),
 				       "enrolled_at", (json_int_t)sqlite3_column_int64(st, 4),
 				       "uploads", (json_int_t)sqlite3_column_int64(st, 5),
-				       "uploads_7d", (json_int_t)last7, "last_upload_at",
+				       "uploads_7d", (json_int_t)last7, "manual_7d",
+				       (json_int_t)sqlite3_column_int64(st, 8), "last_upload_at",
 				       sqlite3_column_type(st, 7) == SQLITE_NULL
 					       ? json_null()
 					       : json_integer(sqlite3_column_int64(st, 7)),

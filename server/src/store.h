@@ -69,6 +69,10 @@ struct rvs_store_ops {
 	/* The trace id of (device, upload_id) if already stored, else -ENOENT. */
 	int (*upload_find)(struct rvs_store *s, const char *device_id, const uint8_t upload_id[16],
 			   char trace_id[40]);
+	/* How many of device_id's uploads received at or after `since` (unix
+	 * s) count against the weekly quota (every anomaly kind but MANUAL). */
+	int (*uploads_charged)(struct rvs_store *s, const char *device_id, int64_t since,
+			       uint64_t *out);
 	/* Stores an upload in state pending_decode and queues it for decoding,
 	 * in one transaction; -EEXIST when (device, upload_id) exists. */
 	int (*upload_add)(struct rvs_store *s, const struct rvs_upload_rec *u);

@@ -19,6 +19,7 @@
 #include "store.h"
 #include "rvs.h"
 #include "rearview/common.h"
+#include "rearview/common.pb-c.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -622,6 +623,21 @@ unlock:
 	return rc;
 }
 
+static int uploads_charged(struct rvs_store *s, const char *device_id, int64_t since, uint64_t *out)
+{
+	char sql[160], buf[32];
+	int rc;
+
+	snprintf(sql, sizeof sql,
+		 "SELECT count(*) FROM uploads WHERE device_id = ? AND received_at >= %lld"
+		 " AND COALESCE(anomaly_kind, 0) != %d",
+		 (long long)since, (int)REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
+	rc = lookup_text(s, sql, NULL, 0, device_id, buf, sizeof buf);
+	if (rc == 0)
+		*out = strtoull(buf, NULL, 10);
+	return rc;
+}
+
 static int queue_depth(struct rvs_store *s, uint64_t *out)
 {
 	char buf[32];
@@ -736,6 +752,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.device_add = device_add,
 	.device_by_token = device_by_token,
 	.upload_find = upload_find,
+	.uploads_charged = uploads_charged,
 	.upload_add = upload_add,
 	.decode_next_batch = decode_next_batch,
 	.decode_finish = decode_finish,

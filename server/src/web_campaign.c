@@ -416,9 +416,13 @@ static const struct web_col WEEK_COLS[] = {
 	{"Bytes", "bytes", COL_NUM, NULL},
 };
 static const struct web_col DEVICE_COLS[] = {
-	{"Device", "device_id", COL_TEXT, NULL},      {"Model", "model", COL_TEXT, NULL},
-	{"OS build", "os_build", COL_TEXT, NULL},     {"Uploads", "uploads", COL_NUM, NULL},
-	{"Last 7 days", "uploads_7d", COL_NUM, NULL}, {"Quota used", "quota_used", COL_PCT, NULL},
+	{"Device", "device_id", COL_TEXT, NULL},
+	{"Model", "model", COL_TEXT, NULL},
+	{"OS build", "os_build", COL_TEXT, NULL},
+	{"Uploads", "uploads", COL_NUM, NULL},
+	{"Last 7 days", "uploads_7d", COL_NUM, NULL},
+	{"Manual (7 days)", "manual_7d", COL_NUM, NULL},
+	{"Quota used", "quota_used", COL_PCT, NULL},
 };
 static const struct web_col SKIP_COLS[] = {
 	{"Reason reported by devices", "reason", COL_TEXT, NULL},

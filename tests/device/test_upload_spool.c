@@ -155,6 +155,110 @@ static void test_upload_spool_uploaded_records_trace_id_durably(void **state)
 	rm_rf(dir);
 }
 
+static bool file_exists(const char *dir, const char *name)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/captures/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* Issue 18 item 7: 45 uploads left 45 capture files (up to 64 MiB each).
+ * An acknowledged upload removes the file; the row and trace id stay. */
+static void test_upload_spool_uploaded_file_removed_row_kept(void **state)
+{
+	char dir[] = "/tmp/rvd-upsp-XXXXXX", file[48];
+	struct rvd_spool sp;
+	uv_loop_t loop;
+	uint64_t a;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	uv_loop_init(&loop);
+	reopen(&sp, &loop, dir, false);
+	a = store_one(&sp, &loop, 0);
+	snprintf(file, sizeof(file), "%s", rvd_spool_find(&sp, a)->file);
+	assert_true(file[0] && file_exists(dir, file));
+	assert_int_equal(
+		settle(&loop, rvd_spool_set_state(&sp, a, RVD_SPOOL_PENDING, NULL, done_cb, NULL)),
+		0);
+	assert_int_equal(settle(&loop, rvd_spool_set_state(&sp, a, RVD_SPOOL_UPLOADING, NULL,
+							   done_cb, NULL)),
+			 0);
+	assert_int_equal(settle(&loop, rvd_spool_set_uploaded(&sp, a, "t-1", done_cb, NULL)), 0);
+	assert_false(file_exists(dir, file));
+	assert_string_equal(rvd_spool_find(&sp, a)->file, "");
+	reopen(&sp, &loop, dir, true);
+	assert_int_equal(rvd_spool_find(&sp, a)->state, RVD_SPOOL_UPLOADED);
+	assert_string_equal(rvd_spool_find(&sp, a)->trace_id, "t-1");
+	assert_string_equal(rvd_spool_find(&sp, a)->file, "");
+	assert_int_equal(settle(&loop, rvd_spool_close(&sp, done_cb, NULL)), 0);
+	rvd_spool_release(&sp);
+	uv_loop_close(&loop);
+	rm_rf(dir);
+}
+
+/* Runs the loop until every queued job has answered. */
+static void drain(uv_loop_t *loop)
+{
+	uv_run(loop, UV_RUN_DEFAULT);
+}
+
+/* Item 7: the spool's files are bounded by count and bytes, oldest first,
+ * as skipped(spool_full); a capture still being gated (captured) is kept. */
+static void test_upload_spool_over_bounds_oldest_evicted_as_spool_full(void **state)
+{
+	char dir[] = "/tmp/rvd-upsp-XXXXXX", files[6][48];
+	struct rvd_spool sp;
+	uv_loop_t loop;
+	uint64_t id[6];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	uv_loop_init(&loop);
+	reopen(&sp, &loop, dir, false);
+	for (int i = 0; i < 6; i++) {
+		id[i] = store_one(&sp, &loop, 0);
+		snprintf(files[i], sizeof(files[i]), "%s", rvd_spool_find(&sp, id[i])->file);
+	}
+	/* 0 stays captured; 1, 2 pending; 3 skipped (consent local); 4, 5 pending. */
+	for (int i = 1; i < 6; i++)
+		assert_int_equal(
+			settle(&loop,
+			       rvd_spool_set_state(&sp, id[i],
+						   i == 3 ? RVD_SPOOL_SKIPPED : RVD_SPOOL_PENDING,
+						   i == 3 ? "consent_local" : NULL, done_cb, NULL)),
+			0);
+	/* 6 files of 7 bytes, at most 4 files: the two oldest evictable go. */
+	g_calls = 0;
+	assert_int_equal(rvd_spool_evict(&sp, 1000, 4, "spool_full", done_cb, NULL), 2);
+	/* Asked again before they are durable: nothing more to do. */
+	assert_int_equal(rvd_spool_evict(&sp, 1000, 4, "spool_full", done_cb, NULL), 0);
+	drain(&loop);
+	assert_int_equal(g_calls, 2);
+	assert_true(file_exists(dir, files[0]));
+	for (int i = 1; i <= 2; i++) {
+		assert_false(file_exists(dir, files[i]));
+		assert_int_equal(rvd_spool_find(&sp, id[i])->state, RVD_SPOOL_SKIPPED);
+		assert_string_equal(rvd_spool_find(&sp, id[i])->reason, "spool_full");
+	}
+	/* At most 14 bytes (2 files): the skipped 3, then 4. */
+	g_calls = 0;
+	assert_int_equal(rvd_spool_evict(&sp, 14, 100, "spool_full", done_cb, NULL), 2);
+	drain(&loop);
+	assert_false(file_exists(dir, files[3]));
+	assert_false(file_exists(dir, files[4]));
+	assert_true(file_exists(dir, files[5]));
+	assert_true(file_exists(dir, files[0]));
+	reopen(&sp, &loop, dir, true);
+	assert_string_equal(rvd_spool_find(&sp, id[4])->reason, "spool_full");
+	assert_int_equal(rvd_spool_find(&sp, id[5])->state, RVD_SPOOL_PENDING);
+	assert_int_equal(settle(&loop, rvd_spool_close(&sp, done_cb, NULL)), 0);
+	rvd_spool_release(&sp);
+	uv_loop_close(&loop);
+	rm_rf(dir);
+}
+
 /* The schema as it was before uploads (spool version 0). */
 static const char v0_schema[] =
 	"CREATE TABLE captures(id INTEGER PRIMARY KEY AUTOINCREMENT, state INTEGER NOT NULL,"
@@ -218,6 +322,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_upload_spool_upload_id_stable_across_crash_recovery),
 		cmocka_unit_test(test_upload_spool_uploaded_records_trace_id_durably),
+		cmocka_unit_test(test_upload_spool_uploaded_file_removed_row_kept),
+		cmocka_unit_test(test_upload_spool_over_bounds_oldest_evicted_as_spool_full),
 		cmocka_unit_test(test_upload_spool_version0_database_migrated_with_ids),
 	};
 

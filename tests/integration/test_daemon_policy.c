@@ -129,7 +129,7 @@ static void test_daemon_policy_consent_off_nothing_decided(void **state)
 	rvh_teardown(&h);
 }
 
-static void test_daemon_policy_consent_lowered_purges_pending(void **state)
+static void test_daemon_policy_consent_full_to_summary_keeps_pending_local_purges(void **state)
 {
 	struct rvh h;
 	Rearview__AdminRequest q = REARVIEW__ADMIN_REQUEST__INIT;
@@ -151,9 +151,24 @@ static void test_daemon_policy_consent_lowered_purges_pending(void **state)
 	assert_int_equal(r->status->quota_left, RVP_DEFAULT_WEEKLY_QUOTA - 1);
 	rearview__admin_response__free_unpacked(r, NULL);
 
-	/* Full uploads are forbidden at summary: the pending capture is purged. */
+	/* Issue 18 item 12: at summary the pending capture goes as its summary
+	 * (it used to be purged): kept, file and reservation too. */
 	q.req_case = REARVIEW__ADMIN_REQUEST__REQ_SET_CONSENT;
 	q.set_consent = REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY;
+	assert_int_equal(rvh_admin(&h, &q, &r), 0);
+	assert_int_equal(r->resp_case, REARVIEW__ADMIN_RESPONSE__RESP_CONSENT);
+	assert_int_equal(r->consent->n_purged, 0);
+	rearview__admin_response__free_unpacked(r, NULL);
+	assert_int_equal(count_files(&h), 1);
+	r = rvh_captures(&h);
+	assert_string_equal(r->captures->captures[0]->state, "pending");
+	rearview__admin_response__free_unpacked(r, NULL);
+	r = rvh_status(&h);
+	assert_int_equal(r->status->quota_left, RVP_DEFAULT_WEEKLY_QUOTA - 1);
+	rearview__admin_response__free_unpacked(r, NULL);
+
+	/* No upload leaves at local: the pending capture is purged. */
+	q.set_consent = REARVIEW__CONSENT_LEVEL__CONSENT_LOCAL;
 	assert_int_equal(rvh_admin(&h, &q, &r), 0);
 	assert_int_equal(r->resp_case, REARVIEW__ADMIN_RESPONSE__RESP_CONSENT);
 	assert_int_equal(r->consent->n_purged, 1);
@@ -318,7 +333,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_daemon_policy_fourth_anomaly_quota_exhausted_skipped),
 		cmocka_unit_test(test_daemon_policy_consent_off_nothing_decided),
-		cmocka_unit_test(test_daemon_policy_consent_lowered_purges_pending),
+		cmocka_unit_test(
+			test_daemon_policy_consent_full_to_summary_keeps_pending_local_purges),
 		cmocka_unit_test(test_daemon_policy_consent_off_purges_local_capture),
 		cmocka_unit_test(test_daemon_policy_pushed_policy_changes_jank_threshold),
 	};

@@ -392,10 +392,10 @@ static void test_daemon_upload_old_server_gets_plain_zstd(void **state)
 		strstr(b.buf, "\"top_self\":[{\"rank\":1,\"method\":\"build_list_item_slow\""));
 }
 
-static void test_daemon_upload_metered_network_waits_under_unmetered_policy(void **state)
+static void test_daemon_upload_metered_network_waits_until_pushed_policy_lifts_it(void **state)
 {
 	Rearview__PolicyBody body = REARVIEW__POLICY_BODY__INIT;
-	char keydir[96], pub_path[160], doc_path[160], extra[300];
+	char keydir[96], pub_path[160], doc_path[160], lift_path[160], extra[300];
 	char *priv = NULL, *pub = NULL;
 	uint8_t *doc = NULL;
 	size_t doc_len;
@@ -420,6 +420,16 @@ static void test_daemon_upload_metered_network_waits_under_unmetered_policy(void
 	assert_non_null(f);
 	assert_int_equal(fwrite(doc, 1, doc_len, f), doc_len);
 	fclose(f);
+	free(doc);
+	/* The next document (version 6) lifts unmetered_only. */
+	body.version = 6;
+	body.unmetered_only = false;
+	assert_int_equal(rvp_policy_sign(&body, priv, &doc, &doc_len), 0);
+	snprintf(lift_path, sizeof(lift_path), "%s/lifted.policy", keydir);
+	f = fopen(lift_path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(doc, 1, doc_len, f), doc_len);
+	fclose(f);
 	free(priv);
 	free(pub);
 	free(doc);
@@ -432,6 +442,10 @@ static void test_daemon_upload_metered_network_waits_under_unmetered_policy(void
 	assert_true(wait_status_error(&g_h, "unmetered"));
 	assert_int_equal(count_state(&g_h, "pending"), 1);
 	assert_int_equal(metric(&g_s, "rearview_uploads_total"), 0);
+	/* Issue 18 item 12: pushing the lifting policy lets the waiting
+	 * capture go — no restart, no further capture (it used to wait). */
+	assert_int_equal(rvh_rvctl(&g_h, NULL, 0, "push-policy %s", lift_path), 0);
+	assert_true(wait_uploaded(&g_h, 1));
 }
 
 static void test_daemon_upload_ack_hint_fetches_newer_policy(void **state)
@@ -594,7 +608,7 @@ int main(void)
 			test_daemon_upload_consent_summary_sends_the_local_summary,
 			per_test_teardown),
 		cmocka_unit_test_teardown(
-			test_daemon_upload_metered_network_waits_under_unmetered_policy,
+			test_daemon_upload_metered_network_waits_until_pushed_policy_lifts_it,
 			per_test_teardown),
 		cmocka_unit_test_teardown(test_daemon_upload_ack_hint_fetches_newer_policy,
 					  per_test_teardown),

@@ -316,6 +316,27 @@ static void test_ledger_reservation_counts_until_released(void **state)
 	assert_true(nd.reservation > d[2].reservation);
 }
 
+/* Issue 18 item 12: full → summary keeps a pending full capture as a
+ * summary upload, still charged, instead of releasing it. */
+static void test_ledger_downgrade_keeps_full_reservation_as_summary(void **state)
+{
+	struct fx *f = *state;
+	struct rvp_time t = at("A", 1000, 10);
+	Rearview__PolicyBody p = REARVIEW__POLICY_BODY__INIT;
+	struct rvp_decision full;
+	struct rvp_reserved out[4];
+
+	p.weekly_quota = 10;
+	assert_int_equal(decide(f, &p, FULL, "full", 10, t, &full), RVP_ACCEPTED);
+	assert_int_equal(full.mode, REARVIEW__UPLOAD_MODE__UPLOAD_FULL);
+	assert_int_equal(rvp_ledger_downgrade(f->l), 1);
+	assert_int_equal(rvp_ledger_downgrade(f->l), 0);
+	assert_int_equal(rvp_ledger_purge(f->l, REARVIEW__CONSENT_LEVEL__CONSENT_SUMMARY, out, 4),
+			 0);
+	assert_int_equal(rvp_ledger_quota_used(f->l, &t), 1);
+	assert_int_equal(rvp_ledger_commit(f->l, full.reservation, &t), 0);
+}
+
 static void test_ledger_purge_releases_what_lower_consent_forbids(void **state)
 {
 	struct fx *f = *state;
@@ -694,6 +715,7 @@ int main(void)
 		T(test_ledger_old_history_is_pruned_without_changing_counts),
 		T(test_ledger_reservation_counts_until_released),
 		T(test_ledger_purge_releases_what_lower_consent_forbids),
+		T(test_ledger_downgrade_keeps_full_reservation_as_summary),
 		T(test_ledger_most_severe_evicts_least_severe_pending),
 		T(test_ledger_decide_rules_table),
 		T(test_ledger_crash_mid_transaction_rolls_back),

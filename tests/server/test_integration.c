@@ -306,6 +306,9 @@ static char *enroll(const char *model)
 	return tok;
 }
 
+/* The anomaly kind of the envelopes built next (0: JANK, quota-charged). */
+static Rearview__AnomalyKind g_anomaly_kind;
+
 /* Packs an envelope (caller frees) carrying pl[0..pllen) with the given
  * compression; upload_id filled from seed. */
 static uint8_t *envelope_with(uint8_t seed, const char *app_id, const char *model,
@@ -335,7 +338,7 @@ static uint8_t *envelope_with(uint8_t seed, const char *app_id, const char *mode
 	dev.model = (char *)model;
 	dev.os_build = (char *)"os-1";
 	e.device = &dev;
-	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
+	an.kind = g_anomaly_kind ? g_anomaly_kind : REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
 	an.severity = 40;
 	e.anomaly = &an;
 	if (pl) {
@@ -607,6 +610,9 @@ static void test_integration_rate_limit_gives_429_with_retry_after(void **state)
 	int limited = 0;
 	struct resp r;
 
+	/* Manual captures: not charged against the weekly quota (3), so the
+	 * 429 is the rate limit's. */
+	g_anomaly_kind = REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL;
 	for (int i = 0; i < 60 && !limited; i++) {
 		size_t len;
 		uint8_t *env = envelope((uint8_t)(100 + i), "rate.app", "m", 0, &len);
@@ -623,6 +629,7 @@ static void test_integration_rate_limit_gives_429_with_retry_after(void **state)
 		resp_free(&r);
 	}
 	assert_true(limited);
+	g_anomaly_kind = 0;
 	free(tok);
 }
 
@@ -923,6 +930,68 @@ static json_t *api_get(const char *path, long want)
 	assert_non_null(j);
 	resp_free(&r);
 	return j;
+}
+
+/* Issue 18 item 11: the served policy's weekly quota is 3; a 4th
+ * quota-charged upload of one device is refused with 429, a clear reason
+ * and Retry-After (a modified device cannot flood), a retry of an
+ * accepted one is still its duplicate ack, a manual capture is not
+ * charged, and the fleet page counts the 3 charged uploads apart from the
+ * manual one (it showed 300 %). */
+static void test_integration_fourth_upload_over_weekly_quota_3_gets_429(void **state)
+{
+	char *tok = enroll("quota-model");
+	Rearview__UploadAck *k;
+	Rearview__Error *e;
+	struct resp r;
+	uint8_t *env;
+	size_t len;
+	json_t *fleet, *devs;
+	int seen = 0;
+
+	for (int i = 0; i < 3; i++) {
+		env = envelope((uint8_t)(200 + i), "quota.app", "quota-model", 0, &len);
+		k = upload(tok, env, len);
+		rearview__upload_ack__free_unpacked(k, NULL);
+		free(env);
+	}
+	env = envelope(203, "quota.app", "quota-model", 0, &len);
+	http(NULL, "POST", "/v1/uploads", tok, env, len, NULL, &r);
+	free(env);
+	assert_int_equal(r.code, 429);
+	assert_non_null(strstr(r.hdrs, "Retry-After: "));
+	e = error_of(&r);
+	assert_non_null(strstr(e->message, "weekly upload quota exhausted (3 of 3"));
+	rearview__error__free_unpacked(e, NULL);
+	resp_free(&r);
+	env = envelope(200, "quota.app", "quota-model", 0, &len);
+	k = upload(tok, env, len);
+	assert_true(k->duplicate);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	g_anomaly_kind = REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL;
+	env = envelope(204, "quota.app", "quota-model", 0, &len);
+	k = upload(tok, env, len);
+	assert_false(k->duplicate);
+	rearview__upload_ack__free_unpacked(k, NULL);
+	free(env);
+	g_anomaly_kind = 0;
+	fleet = api_get("/api/v1/fleet", 200);
+	devs = json_object_get(fleet, "devices");
+	for (size_t i = 0; i < json_array_size(devs); i++) {
+		json_t *d = json_array_get(devs, i);
+		json_t *m = json_object_get(d, "model");
+
+		if (!json_is_string(m) || strcmp(json_string_value(m), "quota-model"))
+			continue;
+		assert_int_equal(json_integer_value(json_object_get(d, "uploads_7d")), 3);
+		assert_int_equal(json_integer_value(json_object_get(d, "manual_7d")), 1);
+		assert_true(json_real_value(json_object_get(d, "quota_used")) <= 1.0);
+		seen++;
+	}
+	assert_int_equal(seen, 1);
+	json_decref(fleet);
+	free(tok);
 }
 
 static int list_has(json_t *arr, const char *key, const char *val)
@@ -1721,6 +1790,7 @@ int main(void)
 		cmocka_unit_test(test_integration_keep_alive_reuses_connection),
 		cmocka_unit_test(test_integration_policy_etag_gives_304),
 		cmocka_unit_test(test_integration_rate_limit_gives_429_with_retry_after),
+		cmocka_unit_test(test_integration_fourth_upload_over_weekly_quota_3_gets_429),
 		cmocka_unit_test(test_integration_zstd_capture_is_decoded_and_indexed),
 		cmocka_unit_test(test_integration_shuffled_capture_is_decoded_and_indexed),
 		cmocka_unit_test(test_integration_truncated_capture_is_quarantined_with_reason),

@@ -292,6 +292,14 @@ int rvp_ledger_pending(struct rvp_ledger *l, struct rvp_reserved *out, size_t n)
  */
 int rvp_ledger_purge(struct rvp_ledger *l, rvp_consent level, struct rvp_reserved *out, size_t n);
 
+/*
+ * Consent was lowered to SUMMARY: every pending FULL reservation becomes a
+ * SUMMARY one (the capture goes as its summary, still counted against the
+ * quota) instead of being released by rvp_ledger_purge.  Returns how many
+ * were downgraded, or -errno.  Call before rvp_ledger_purge.
+ */
+int rvp_ledger_downgrade(struct rvp_ledger *l);
+
 /* Uploads committed within the last 7 days plus pending ones. */
 int rvp_ledger_quota_used(struct rvp_ledger *l, const struct rvp_time *now);
 
