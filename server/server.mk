@@ -142,12 +142,14 @@ $(TBIN)/server/symfix.stripped: $(TBIN)/server/symfix
 $(TBIN)/server/symfix.debug: $(TBIN)/server/symfix
 	objcopy --only-keep-debug $< $@
 FUZZ += $(BUILD)/fuzz/server_symbols
-# symbols.c answers through query.c's JSON helpers, which bring decode.c and blob.c.
+# symbols.c answers through query.c's JSON helpers, which bring decode.c, blob.c
+# and decode.c's WAL checkpointer (checkpoint.c).
 $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c server/src/query.c \
-		server/src/util.c server/src/decode.c server/src/blob.c $(LIBRVANALYSIS) $(LIBRVPROTO)
+		server/src/util.c server/src/decode.c server/src/blob.c server/src/checkpoint.c \
+		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) $(LIBELF_CFLAGS) $(call pc,--cflags,jansson) -Iserver/src \
 		-Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
-		$(LIBRVANALYSIS) $(LIBRVPROTO) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
-		-lmbedcrypto -lzstd $(PROTOBUF_LIBS)
+		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
+		-lmbedcrypto -lzstd $(PROTOBUF_LIBS) -lpthread
 $(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o blob.o checkpoint.o) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))
