@@ -117,6 +117,7 @@ struct rvs_metrics {
 	uint64_t enrollments;
 	uint64_t policy_fetches;
 	uint64_t connections_total;
+	uint64_t connections_evicted; /* idle ones closed to admit a new one at the limit */
 	uint64_t connections_open;
 	uint64_t decode_queue_depth;
 	uint64_t errors[RVS_ERR_COUNT];
@@ -243,6 +244,16 @@ struct rvs_config {
 	uint32_t upload_burst;
 	uint32_t auth_fail_per_min; /* refill of a peer address's failed-auth budget */
 	uint32_t auth_fail_burst;
+	/* Enrolments allowed per peer address and per enrolment secret
+	 * (burst, refill per minute); more get 429 with Retry-After. */
+	uint32_t enroll_per_min, enroll_burst;
+	uint32_t enroll_secret_per_min, enroll_secret_burst;
+	/* Connections one peer address may hold at once; past three quarters of
+	 * max_connections a new connection's TLS handshake must finish within
+	 * handshake_pressure_ms (not request_timeout_ms), and at the limit the
+	 * connection idle the longest is closed to admit the new one. */
+	uint32_t max_conns_per_addr;
+	uint32_t handshake_pressure_ms;
 	/* Sign-ins hashing their password at once (each holds a work thread for
 	 * the PBKDF2); more get 503 with Retry-After. */
 	uint32_t login_hashers;

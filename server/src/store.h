@@ -63,7 +63,9 @@ struct rvs_store_ops {
 	int (*open)(const char *dsn, struct rvs_store **out);
 	void (*close)(struct rvs_store *s);
 	int (*schema_version)(struct rvs_store *s, int *out);
-	int (*device_add)(struct rvs_store *s, const struct rvs_device_rec *d);
+	/* Adds a device, or gives an enrolled device with the same non-empty
+	 * client_device_id the new token hash and sets d->device_id to its id. */
+	int (*device_add)(struct rvs_store *s, struct rvs_device_rec *d);
 	/* Finds the device owning a token hash; device_id gets its id. */
 	int (*device_by_token)(struct rvs_store *s, const uint8_t hash[32], char device_id[40]);
 	/* The trace id of (device, upload_id) if already stored, else -ENOENT. */
