@@ -203,6 +203,11 @@ int rvs_blob_put(const char *dir, const void *data, size_t len, char hex_out[65]
 int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen);
 /* Retention when the config does not say (issue 18: bounded by default). */
 #define RVS_DEFAULT_RETENTION_DAYS 90
+
+/* The largest capture the server inflates (bytes): an upload declaring more
+ * is refused, and inflating stops at the size the upload declared.  Devices
+ * spool captures of at most 64 MiB. */
+#define RVS_MAX_CAPTURE_BYTES (256ull << 20)
 /* PBKDF2-SHA256 iterations of an admin password (init), also spent on a
  * sign-in for an unknown user. */
 #define RVS_ADMIN_PBKDF2_ITERATIONS 210000

@@ -4,7 +4,9 @@
  * inputs; the shuffled form (rvs_payload_inflate with
  * COMPRESSION_ZSTD_SHUFFLED) round trip across blocks and frames, and its
  * hostile cases: lying or missing declared sizes, truncation, a form that is
- * not a capture's, an unknown compression.
+ * not a capture's, an unknown compression.  Issue 18 item 2's zstd bomb:
+ * inflating stops at the size the upload declared, with peak memory
+ * measured in a child process, and uploads must declare that size.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,6 +15,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <zstd.h>
@@ -21,6 +26,7 @@
 #include "decode.h"
 #include "rearview/analysis.h"
 #include "rearview/upload.pb-c.h"
+#include "rvs.h"
 
 #define SHUFFLED REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED
 
@@ -220,6 +226,88 @@ static void test_decode_shuffled_hostile_payloads_are_refused(void **state)
 	free(c.b);
 }
 
+/* A zstd frame of n MiB of zeros that does not declare its size (a
+ * streaming compressor's output): the bomb of issue 18 item 2. */
+static uint8_t *zero_bomb(size_t mib, size_t *zlen)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	size_t cap = 1u << 20, pos = 0;
+	uint8_t *z = malloc(cap), *zeros = calloc(1, 1u << 20);
+	assert_non_null(cc);
+	for (size_t i = 0; i <= mib; i++) {
+		ZSTD_EndDirective end = i == mib ? ZSTD_e_end : ZSTD_e_continue;
+		ZSTD_inBuffer in = {zeros, i == mib ? 0 : 1u << 20, 0};
+		size_t r;
+		do {
+			ZSTD_outBuffer out = {z + pos, cap - pos, 0};
+			r = ZSTD_compressStream2(cc, &out, &in, end);
+			assert_false(ZSTD_isError(r));
+			pos += out.pos;
+			assert_true(pos < cap);
+		} while (end == ZSTD_e_end ? r != 0 : in.pos < in.size);
+	}
+	ZSTD_freeCCtx(cc);
+	free(zeros);
+	*zlen = pos;
+	return z;
+}
+
+/* Issue 18 item 2: a 29 KB zstd payload inflated to ~0.9 GB whatever the
+ * envelope declared.  A 900 MiB bomb declared as 1 MiB now stops at 1 MiB
+ * (-E2BIG); run in a child, whose peak RSS must stay under 64 MiB (it was
+ * ~0.9 GB with the 1 GiB cap applied before the declared size counted). */
+static void test_decode_zstd_bomb_900mib_declared_1mib_peak_rss_bounded(void **state)
+{
+	size_t zlen;
+	uint8_t *z = zero_bomb(900, &zlen);
+	struct rusage ru;
+	int status;
+	pid_t pid;
+
+	assert_true(zlen < 64u << 10);
+	assert_int_equal(rvs_inflate_limit(1u << 20), 1u << 20);
+	assert_int_equal(rvs_inflate_limit(0), RVS_DECODE_MAX_CAPTURE);
+	assert_int_equal(rvs_inflate_limit(UINT64_MAX), RVS_DECODE_MAX_CAPTURE);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uint8_t *out = NULL;
+		size_t outlen = 0;
+		int rc = rvs_payload_inflate(REARVIEW__COMPRESSION__COMPRESSION_ZSTD, z, zlen,
+					     rvs_inflate_limit(1u << 20), &out, &outlen);
+		_exit(rc == -E2BIG && !out ? 0 : 1);
+	}
+	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_true(ru.ru_maxrss < 64 * 1024); /* KiB */
+	free(z);
+}
+
+/* An upload of a compressed capture must declare its inflated size, within
+ * the server's limit; the one devices send (declared, 1 MiB) passes. */
+static void test_decode_upload_compressed_capture_must_declare_size(void **state)
+{
+	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT, *got;
+	uint8_t id[16] = {1}, pl[8] = "zstd....", buf[256];
+	uint64_t sizes[] = {0, RVS_MAX_CAPTURE_BYTES + 1, 1u << 20};
+	char reason[128];
+	e.upload_id.data = id;
+	e.upload_id.len = 16;
+	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
+	e.compression = REARVIEW__COMPRESSION__COMPRESSION_ZSTD;
+	e.payload.data = pl;
+	e.payload.len = sizeof pl;
+	for (size_t i = 0; i < 3; i++) {
+		e.payload_size = sizes[i];
+		size_t n = rearview__upload_envelope__pack(&e, buf);
+		int rc = rvs_upload_parse(buf, n, &got, reason, sizeof reason);
+		assert_int_equal(rc, i < 2 ? -EINVAL : 0);
+		if (!rc)
+			rearview__upload_envelope__free_unpacked(got, NULL);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +317,8 @@ int main(void)
 		cmocka_unit_test(test_decode_zstd_over_limit_is_e2big),
 		cmocka_unit_test(test_decode_shuffled_round_trip_is_the_capture),
 		cmocka_unit_test(test_decode_shuffled_hostile_payloads_are_refused),
+		cmocka_unit_test(test_decode_zstd_bomb_900mib_declared_1mib_peak_rss_bounded),
+		cmocka_unit_test(test_decode_upload_compressed_capture_must_declare_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
