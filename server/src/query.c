@@ -489,7 +489,7 @@ static void export_trace(const char *database, const char *blob_dir, const char 
 	char fmt[32];
 	rva_trace *t = NULL;
 	FILE *out;
-	int rc;
+	int rc, over = 0;
 
 	if (qparam(query, "format", fmt, sizeof fmt) != 1)
 		return set_error(r, 400, "format required");
@@ -505,18 +505,22 @@ static void export_trace(const char *database, const char *blob_dir, const char 
 		return set_error(r, 500, "blob unreadable");
 	if (rc)
 		return set_error(r, 500, "capture does not decode");
-	out = open_memstream(&r->body, &r->len);
+	/* Bounded: an export past RVS_EXPORT_MAX_BYTES stops there (413). */
+	out = rvs_capped_memstream(&r->body, &r->len, RVS_EXPORT_MAX_BYTES, &over);
 	if (!out) {
 		rva_trace_free(t);
 		return set_error(r, 500, "out of memory");
 	}
 	rc = run_export(f, out, t, id);
-	if (fclose(out) || rc) {
+	if (fclose(out) || rc || over) {
 		free(r->body);
 		r->body = NULL;
 		r->len = 0;
 		rva_trace_free(t);
-		return set_error(r, 500, "export failed");
+		return over ? set_error(r, 413,
+					"export larger than the server's limit (128 MiB);"
+					" export the capture with rvtrace instead")
+			    : set_error(r, 500, "export failed");
 	}
 	rva_trace_free(t);
 	r->status = 200;
