@@ -358,15 +358,21 @@ static void unprep(struct lane *d, sqlite3_stmt *st)
 
 /* "name;name;...;" of the n names name_at(ctx, i) into a malloc'd string
  * (the chain column's form); NULL on no memory.  Each name is cut at
- * SUMMARY_NAME_MAX bytes. */
+ * SUMMARY_NAME_MAX bytes; past RVA_EXPORT_MAX_DEPTH names only the innermost
+ * RVA_EXPORT_MAX_DEPTH are kept, after "[K outer frames truncated];" (the
+ * row's depth column keeps n): a 100 k deep chain was ~3.5 MB of text per
+ * row, shown whole on the trace page. */
 static char *join_chain(size_t n, const char *(*name_at)(const void *, size_t), const void *ctx)
 {
+	size_t from = n > RVA_EXPORT_MAX_DEPTH ? n - RVA_EXPORT_MAX_DEPTH : 0;
 	char *s = NULL;
 	size_t sl = 0;
 	FILE *f = open_memstream(&s, &sl);
 	if (!f)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
+	if (from)
+		fprintf(f, "[%zu outer frames truncated];", from);
+	for (size_t i = from; i < n; i++) {
 		const char *name = name_at(ctx, i);
 		fprintf(f, "%.*s;", SUMMARY_NAME_MAX, name ? name : "?");
 	}
