@@ -81,11 +81,11 @@ struct rvs_api {
 	int api_enabled;
 	struct bucket buckets[N_BUCKETS];
 	struct bucket peers[N_BUCKETS]; /* failed-auth budget per peer address */
-	/* Enrolment budgets (issue 18 item 5): per peer address, and per
-	 * enrolment secret presented (keyed by its SHA-256), both charged on
-	 * the loop thread before the job is queued. */
+	/* Enrolment budgets (issue 18 item 5): per peer address, and of the
+	 * enrolment secret (charged by requests presenting it), both charged
+	 * on the loop thread before the job is queued. */
 	struct bucket enroll_peers[N_BUCKETS];
-	struct bucket enroll_secrets[N_BUCKETS];
+	struct bucket enroll_secret;
 	/* Retention (cfg->retention_days > 0): a timer queues one pass at a time. */
 	uv_timer_t retention_timer;
 	int retention_on, retention_busy;
@@ -901,52 +901,57 @@ static int admit(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req
 	return 0;
 }
 
-/* Charges an enrolment to its peer address and to the secret it presents
- * (an unreadable body is charged to the empty secret); when either budget is
- * spent answers 429 with Retry-After and returns nonzero.  Both are charged
- * before the job runs, so parallel enrolments cannot pass together. */
+/* Charges an enrolment to its peer address and, when it presents the
+ * enrolment secret, to the secret's budget (a wrong secret spends only the
+ * address's: it gets 403, and cannot exhaust the real secret's budget);
+ * when a budget is spent answers 429 with Retry-After and returns nonzero.
+ * Charged before the job runs, so parallel enrolments cannot pass together. */
 static int admit_enroll(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req)
 {
 	Rearview__EnrollRequest *r;
 	struct rvs_header h[1];
 	uint8_t key[32] = {0};
 	uint64_t now = uv_now(a->loop);
-	struct bucket *p, *s;
-	const char *why = NULL;
+	struct bucket *p, *s = &a->enroll_secret;
+	int presents_secret;
 	char secs[16];
-	double per_min = 0;
 
 	rvs_conn_peer(c, key);
 	p = bucket_find(a->enroll_peers, key, a->cfg->enroll_burst, now);
 	bucket_refill(p, a->cfg->enroll_per_min, a->cfg->enroll_burst, now);
 	if (p->tokens < 1.0) {
-		why = "too many enrolments from this address";
-		per_min = a->cfg->enroll_per_min;
-	} else {
-		memset(key, 0, sizeof key);
-		r = rearview__enroll_request__unpack(NULL, req->body_len, req->body);
-		if (r && r->enrollment_secret)
-			rvs_sha256(r->enrollment_secret, strlen(r->enrollment_secret), key);
-		rearview__enroll_request__free_unpacked(r, NULL);
-		s = bucket_find(a->enroll_secrets, key, a->cfg->enroll_secret_burst, now);
+		snprintf(secs, sizeof secs, "%u", retry_after(p, a->cfg->enroll_per_min));
+		h[0] = (struct rvs_header){"Retry-After", secs};
+		a->m->errors[RVS_ERR_RATE_LIMITED]++;
+		respond_error(c, 429, REARVIEW__ERROR__CODE__BUSY,
+			      "too many enrolments from this address", h, 1);
+		return -1;
+	}
+	r = rearview__enroll_request__unpack(NULL, req->body_len, req->body);
+	presents_secret = r && r->enrollment_secret &&
+			  rvs_ct_equal(r->enrollment_secret, strlen(r->enrollment_secret),
+				       a->secret, a->secret_len);
+	rearview__enroll_request__free_unpacked(r, NULL);
+	if (presents_secret) {
+		if (!s->used) {
+			s->used = 1;
+			s->tokens = a->cfg->enroll_secret_burst;
+			s->last_ms = now;
+		}
 		bucket_refill(s, a->cfg->enroll_secret_per_min, a->cfg->enroll_secret_burst, now);
 		if (s->tokens < 1.0) {
-			why = "too many enrolments with this secret";
-			per_min = a->cfg->enroll_secret_per_min;
-			p = s;
-		} else {
-			s->tokens -= 1.0;
+			snprintf(secs, sizeof secs, "%u",
+				 retry_after(s, a->cfg->enroll_secret_per_min));
+			h[0] = (struct rvs_header){"Retry-After", secs};
+			a->m->errors[RVS_ERR_RATE_LIMITED]++;
+			respond_error(c, 429, REARVIEW__ERROR__CODE__BUSY,
+				      "too many enrolments with this secret", h, 1);
+			return -1;
 		}
+		s->tokens -= 1.0;
 	}
-	if (!why) {
-		p->tokens -= 1.0;
-		return 0;
-	}
-	snprintf(secs, sizeof secs, "%u", retry_after(p, per_min));
-	h[0] = (struct rvs_header){"Retry-After", secs};
-	a->m->errors[RVS_ERR_RATE_LIMITED]++;
-	respond_error(c, 429, REARVIEW__ERROR__CODE__BUSY, why, h, 1);
-	return -1;
+	p->tokens -= 1.0;
+	return 0;
 }
 
 static void api_json_error(struct rvs_conn *c, int status, const char *msg,
