@@ -111,6 +111,9 @@ struct job {
 	size_t body_len;
 	char etag[72];
 	int new_upload, duplicate;
+	/* JOB_ENROLL: the device enrolled before; its old token's hash. */
+	int reenrolled;
+	uint8_t old_token_hash[32];
 	uint64_t requeued;	 /* JOB_SYMBOLS: traces queued to decode again */
 	struct rvs_query_resp q; /* JOB_QUERY */
 	struct rvs_web_resp wr;	 /* JOB_WEB */
@@ -226,6 +229,22 @@ static void mark_known(struct rvs_api *a, const uint8_t key[32])
 	token_bucket(a, key)->known = 1;
 }
 
+/* A re-enrolled device's new token starts with what is left of its old
+ * token's upload budget, not a fresh burst: re-enrolling does not reset the
+ * device's rate limit. */
+static void inherit_budget(struct rvs_api *a, const uint8_t old[32], const uint8_t key[32])
+{
+	struct bucket *o = bucket_peek(a->buckets, old), *n;
+	double left;
+	if (!o)
+		return;
+	bucket_refill(o, a->cfg->upload_rate_per_min, a->cfg->upload_burst, uv_now(a->loop));
+	left = o->tokens;
+	n = token_bucket(a, key);
+	if (left < n->tokens)
+		n->tokens = left;
+}
+
 /* "Bearer <token>", token of [A-Za-z0-9_-]{16,128}. */
 static int bearer_hash(const char *auth, uint8_t out[32])
 {
@@ -292,6 +311,10 @@ static void do_enroll(struct job *j)
 		d.arch = r->device->arch;
 	}
 	rc = a->ops->device_add(a->store, &d);
+	if (!rc && d.reenrolled) {
+		j->reenrolled = 1;
+		memcpy(j->old_token_hash, d.old_token_hash, 32);
+	}
 	if (rc) {
 		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL,
 			 "storage error");
@@ -695,6 +718,8 @@ static void job_done(uv_work_t *w, int status)
 			mark_known(a, j->token_hash);
 	} else if (j->status == 200) {
 		mark_known(a, j->token_hash);
+		if (j->reenrolled)
+			inherit_budget(a, j->old_token_hash, j->token_hash);
 	}
 	if (j->err) {
 		struct rvs_header h = {"Cache-Control", "no-store"};

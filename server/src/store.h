@@ -17,6 +17,10 @@ struct rvs_device_rec {
 	uint8_t token_hash[32];	      /* SHA-256 of the bearer token; the token is never stored */
 	const char *client_device_id; /* borrowed; what the device calls itself */
 	const char *model, *os_build, *arch;
+	/* Set by device_add when the device enrolled before under the same
+	 * client_device_id: reenrolled, and the token hash it replaced. */
+	int reenrolled;
+	uint8_t old_token_hash[32];
 };
 
 struct rvs_upload_rec {

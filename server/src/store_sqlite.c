@@ -336,30 +336,43 @@ static int device_add(struct rvs_store *s, struct rvs_device_rec *d)
 	sqlite3_stmt *st;
 	int rc = SQLITE_DONE;
 
+	d->reenrolled = 0;
 	pthread_mutex_lock(&s->mu);
 	if (d->client_device_id && d->client_device_id[0]) {
 		rc = sqlite3_prepare_v2(
 			s->db,
-			"UPDATE devices SET token_hash = ?2, model = ?3, os_build = ?4, arch = ?5"
-			" WHERE device_id = (SELECT device_id FROM devices WHERE client_device_id "
-			"= ?1"
-			" ORDER BY enrolled_at, rowid LIMIT 1) RETURNING device_id",
+			"SELECT device_id, token_hash FROM devices WHERE client_device_id"
+			" = ? ORDER BY enrolled_at, rowid LIMIT 1",
 			-1, &st, NULL);
 		if (rc == SQLITE_OK) {
 			sqlite3_bind_text(st, 1, d->client_device_id, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_blob(st, 2, d->token_hash, 32, SQLITE_TRANSIENT);
-			bind_text(st, 3, d->model);
-			bind_text(st, 4, d->os_build);
-			bind_text(st, 5, d->arch);
 			rc = sqlite3_step(st);
-			if (rc == SQLITE_ROW)
+			if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 1) == 32) {
 				snprintf(d->device_id, sizeof d->device_id, "%s",
 					 (const char *)sqlite3_column_text(st, 0));
+				memcpy(d->old_token_hash, sqlite3_column_blob(st, 1), 32);
+				d->reenrolled = 1;
+			}
 			sqlite3_finalize(st);
 		}
-		if (rc == SQLITE_ROW) {
+		if (d->reenrolled) {
+			rc = sqlite3_prepare_v2(s->db,
+						"UPDATE devices SET token_hash = ?2, model = ?3,"
+						" os_build = ?4, arch = ?5 WHERE device_id = ?1",
+						-1, &st, NULL);
+			if (rc == SQLITE_OK) {
+				sqlite3_bind_text(st, 1, d->device_id, -1, SQLITE_TRANSIENT);
+				sqlite3_bind_blob(st, 2, d->token_hash, 32, SQLITE_TRANSIENT);
+				bind_text(st, 3, d->model);
+				bind_text(st, 4, d->os_build);
+				bind_text(st, 5, d->arch);
+				rc = sqlite3_step(st);
+				sqlite3_finalize(st);
+			}
 			pthread_mutex_unlock(&s->mu);
-			return 0;
+			if (rc != SQLITE_DONE)
+				d->reenrolled = 0;
+			return rvc_sqlite_errno(rc);
 		}
 	}
 	if (rc == SQLITE_DONE || rc == SQLITE_OK)

@@ -133,11 +133,13 @@ static int setup_with(const char *extra)
 	return g_port > 0 ? 0 : -1;
 }
 
-/* Enrolment budgets with no refill to speak of (1 a minute), so counts are exact. */
+/* Enrolment and upload budgets with no refill to speak of (1 a minute), so
+ * counts are exact. */
 static int setup(void **state)
 {
 	return setup_with("enroll_burst = 20\nenroll_per_min = 1\n"
-			  "enroll_secret_burst = 30\nenroll_secret_per_min = 1\n");
+			  "enroll_secret_burst = 30\nenroll_secret_per_min = 1\n"
+			  "upload_burst = 5\nupload_rate_per_min = 1\n");
 }
 
 /* 16 connections, 4 per address, no shorter handshake deadline. */
@@ -411,10 +413,44 @@ static void test_api_reenrol_same_client_id_keeps_identity(void **state)
 	free(id2);
 }
 
+/* The status of one upload (upload id seed) with token tok. */
+static long upload_status(const char *tok, uint8_t seed)
+{
+	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
+	uint8_t id[16], body[256];
+	struct buf out = {0};
+	long code;
+	memset(id, seed, sizeof id);
+	e.upload_id.data = id;
+	e.upload_id.len = 16;
+	size_t n = rearview__upload_envelope__pack(&e, body);
+	code = post("/v1/uploads", tok, body, n, &out);
+	free(out.p);
+	return code;
+}
+
+/* Issue 18 item 5: each enrolment came "with a fresh rate limit".  A device
+ * that spent its upload budget (burst 5 here) and re-enrols keeps what was
+ * left of it (nothing): its new token gets 429 too. */
+static void test_api_reenrol_does_not_reset_upload_budget(void **state)
+{
+	char *tok1, *tok2;
+	int ok = 0;
+	assert_int_equal(enroll(NULL, "phone-q", &tok1, NULL, NULL), 200);
+	for (int i = 0; i < 6; i++)
+		ok += upload_status(tok1, (uint8_t)(40 + i)) == 200;
+	assert_int_equal(ok, 5);
+	assert_int_equal(upload_status(tok1, 50), 429);
+	assert_int_equal(enroll(NULL, "phone-q", &tok2, NULL, NULL), 200);
+	assert_int_equal(upload_status(tok2, 51), 429);
+	free(tok1);
+	free(tok2);
+}
+
 /* Issue 18 item 5's reproducer: 300 enrolments in 0.1 s from one address,
- * each a new device.  Now the address's budget (burst 20 here; two spent by
- * the test above, one by the first) admits at most 20 and the rest get 429
- * naming the address; another address still enrols. */
+ * each a new device.  Now the address's budget (burst 20 here, five
+ * spent by the tests above) admits at most 20 and the rest get 429 naming
+ * the address; another address still enrols. */
 static void test_api_enroll_flood_300_from_one_address_gets_429(void **state)
 {
 	int ok = 0, limited = 0, why = 0;
@@ -528,6 +564,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api_failed_decode_is_quarantined_with_reason),
 		cmocka_unit_test(test_api_reenrol_same_client_id_keeps_identity),
+		cmocka_unit_test(test_api_reenrol_does_not_reset_upload_budget),
 		cmocka_unit_test(test_api_enroll_flood_300_from_one_address_gets_429),
 		cmocka_unit_test(test_api_enroll_spread_over_addresses_hits_secret_budget),
 	};
