@@ -174,14 +174,15 @@ tsan:
 tsan-run: $(TSAN_TESTS)
 	@TSAN_OPTIONS=halt_on_error=1 sh tests/run-tests.sh $(TSAN_TESTS)
 
-# Fuzz targets run FUZZ_SECONDS each, with their corpus under tests/fuzz/corpus/<name>/
-# when there is one.  `make check` replays the corpora deterministically instead.
+# Fuzz targets run FUZZ_SECONDS each, seeded from tests/fuzz/<name>_corpus/ (real
+# inputs, committed) into a working corpus under build/fuzz/corpus/<name>/.
+# `make check` replays the corpora deterministically instead.
 FUZZ_SECONDS ?= 60
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 \
 	  SANFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer' RV_FUZZ=1 fuzz-run
 fuzz-run: $(FUZZ)
-	@set -e; for f in $(FUZZ); do n=$$(basename $$f); c=tests/fuzz/corpus/$$n; \
+	@set -e; for f in $(FUZZ); do n=$$(basename $$f); c=tests/fuzz/$${n}_corpus; \
 	  mkdir -p $(BUILD)/corpus/$$n; echo "== $$n"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 $(BUILD)/corpus/$$n \
 	    $$( [ -d $$c ] && echo $$c ); done

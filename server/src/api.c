@@ -82,6 +82,11 @@ struct rvs_api {
 	int api_enabled;
 	struct bucket buckets[N_BUCKETS];
 	struct bucket peers[N_BUCKETS]; /* failed-auth budget per peer address */
+	/* Enrolment budgets (issue 18 item 5): per peer address, and of the
+	 * enrolment secret (charged by requests presenting it), both charged
+	 * on the loop thread before the job is queued. */
+	struct bucket enroll_peers[N_BUCKETS];
+	struct bucket enroll_secret;
 	/* Retention (cfg->retention_days > 0): a timer queues one pass at a time. */
 	uv_timer_t retention_timer;
 	int retention_on, retention_busy;
@@ -108,6 +113,9 @@ struct job {
 	char etag[72];
 	int new_upload, duplicate;
 	char retry_after[16];	 /* an error's Retry-After, "" for none */
+	/* JOB_ENROLL: the device enrolled before; its old token's hash. */
+	int reenrolled;
+	uint8_t old_token_hash[32];
 	uint64_t requeued;	 /* JOB_SYMBOLS: traces queued to decode again */
 	struct rvs_query_resp q; /* JOB_QUERY */
 	struct rvs_web_resp wr;	 /* JOB_WEB */
@@ -227,6 +235,22 @@ static void mark_known(struct rvs_api *a, const uint8_t key[32])
 	token_bucket(a, key)->known = 1;
 }
 
+/* A re-enrolled device's new token starts with what is left of its old
+ * token's upload budget, not a fresh burst: re-enrolling does not reset the
+ * device's rate limit. */
+static void inherit_budget(struct rvs_api *a, const uint8_t old[32], const uint8_t key[32])
+{
+	struct bucket *o = bucket_peek(a->buckets, old), *n;
+	double left;
+	if (!o)
+		return;
+	bucket_refill(o, a->cfg->upload_rate_per_min, a->cfg->upload_burst, uv_now(a->loop));
+	left = o->tokens;
+	n = token_bucket(a, key);
+	if (left < n->tokens)
+		n->tokens = left;
+}
+
 /* "Bearer <token>", token of [A-Za-z0-9_-]{16,128}. */
 static int bearer_hash(const char *auth, uint8_t out[32])
 {
@@ -293,6 +317,10 @@ static void do_enroll(struct job *j)
 		d.arch = r->device->arch;
 	}
 	rc = a->ops->device_add(a->store, &d);
+	if (!rc && d.reenrolled) {
+		j->reenrolled = 1;
+		memcpy(j->old_token_hash, d.old_token_hash, 32);
+	}
 	if (rc) {
 		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL,
 			 "storage error");
@@ -721,6 +749,8 @@ static void job_done(uv_work_t *w, int status)
 			mark_known(a, j->token_hash);
 	} else if (j->status == 200) {
 		mark_known(a, j->token_hash);
+		if (j->reenrolled)
+			inherit_budget(a, j->old_token_hash, j->token_hash);
 	}
 	if (j->err) {
 		struct rvs_header h[2] = {{"Cache-Control", "no-store"},
@@ -928,6 +958,59 @@ static int admit(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req
 	return 0;
 }
 
+/* Charges an enrolment to its peer address and, when it presents the
+ * enrolment secret, to the secret's budget (a wrong secret spends only the
+ * address's: it gets 403, and cannot exhaust the real secret's budget);
+ * when a budget is spent answers 429 with Retry-After and returns nonzero.
+ * Charged before the job runs, so parallel enrolments cannot pass together. */
+static int admit_enroll(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req)
+{
+	Rearview__EnrollRequest *r;
+	struct rvs_header h[1];
+	uint8_t key[32] = {0};
+	uint64_t now = uv_now(a->loop);
+	struct bucket *p, *s = &a->enroll_secret;
+	int presents_secret;
+	char secs[16];
+
+	rvs_conn_peer(c, key);
+	p = bucket_find(a->enroll_peers, key, a->cfg->enroll_burst, now);
+	bucket_refill(p, a->cfg->enroll_per_min, a->cfg->enroll_burst, now);
+	if (p->tokens < 1.0) {
+		snprintf(secs, sizeof secs, "%u", retry_after(p, a->cfg->enroll_per_min));
+		h[0] = (struct rvs_header){"Retry-After", secs};
+		a->m->errors[RVS_ERR_RATE_LIMITED]++;
+		respond_error(c, 429, REARVIEW__ERROR__CODE__BUSY,
+			      "too many enrolments from this address", h, 1);
+		return -1;
+	}
+	r = rearview__enroll_request__unpack(NULL, req->body_len, req->body);
+	presents_secret = r && r->enrollment_secret &&
+			  rvs_ct_equal(r->enrollment_secret, strlen(r->enrollment_secret),
+				       a->secret, a->secret_len);
+	rearview__enroll_request__free_unpacked(r, NULL);
+	if (presents_secret) {
+		if (!s->used) {
+			s->used = 1;
+			s->tokens = a->cfg->enroll_secret_burst;
+			s->last_ms = now;
+		}
+		bucket_refill(s, a->cfg->enroll_secret_per_min, a->cfg->enroll_secret_burst, now);
+		if (s->tokens < 1.0) {
+			snprintf(secs, sizeof secs, "%u",
+				 retry_after(s, a->cfg->enroll_secret_per_min));
+			h[0] = (struct rvs_header){"Retry-After", secs};
+			a->m->errors[RVS_ERR_RATE_LIMITED]++;
+			respond_error(c, 429, REARVIEW__ERROR__CODE__BUSY,
+				      "too many enrolments with this secret", h, 1);
+			return -1;
+		}
+		s->tokens -= 1.0;
+	}
+	p->tokens -= 1.0;
+	return 0;
+}
+
 static void api_json_error(struct rvs_conn *c, int status, const char *msg,
 			   const struct rvs_header *h, size_t nh)
 {
@@ -989,7 +1072,7 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 	} else if (strcmp(req->path, "/v1/enroll") == 0) {
 		if (req->method != HTTP_POST)
 			method_not_allowed(a, c, "POST");
-		else
+		else if (admit_enroll(a, c, req) == 0)
 			queue_job(a, c, req, JOB_ENROLL, NULL);
 	} else if (strcmp(req->path, "/v1/uploads") == 0) {
 		if (req->method != HTTP_POST)

@@ -93,6 +93,12 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	NUM("upload_burst", upload_burst, 1 << 20)
 	NUM("auth_fail_per_min", auth_fail_per_min, 1 << 20)
 	NUM("auth_fail_burst", auth_fail_burst, 1 << 20)
+	NUM("enroll_per_min", enroll_per_min, 1 << 20)
+	NUM("enroll_burst", enroll_burst, 1 << 20)
+	NUM("enroll_secret_per_min", enroll_secret_per_min, 1 << 20)
+	NUM("enroll_secret_burst", enroll_secret_burst, 1 << 20)
+	NUM("max_conns_per_addr", max_conns_per_addr, 1 << 20)
+	NUM("handshake_pressure_ms", handshake_pressure_ms, 1 << 30)
 	NUM("retention_interval_s", retention_interval_s, 86400 * 7)
 	NUM("decode_jobs", decode_jobs, 4)
 	NUM("login_hashers", login_hashers, 64)
@@ -172,6 +178,12 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->upload_burst = 30;
 	c->auth_fail_per_min = 10;
 	c->auth_fail_burst = 20;
+	c->enroll_per_min = 10;
+	c->enroll_burst = 20;
+	c->enroll_secret_per_min = 600;
+	c->enroll_secret_burst = 200;
+	c->max_conns_per_addr = 32;
+	c->handshake_pressure_ms = 2000;
 	c->login_hashers = 1;
 	err[0] = '\0';
 	errno = 0;
@@ -211,7 +223,9 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	if (c->max_connections == 0 || c->max_header_bytes < 256 || c->request_timeout_ms == 0 ||
 	    c->idle_timeout_ms == 0 || c->upload_burst == 0 || c->retention_interval_s == 0 ||
 	    c->decode_jobs == 0 || c->auth_fail_per_min == 0 || c->auth_fail_burst == 0 ||
-	    c->login_hashers == 0) {
+	    c->login_hashers == 0 || c->enroll_per_min == 0 || c->enroll_burst == 0 ||
+	    c->enroll_secret_per_min == 0 || c->enroll_secret_burst == 0 ||
+	    c->max_conns_per_addr == 0 || c->handshake_pressure_ms == 0) {
 		snprintf(err, errlen, "%s: a limit is zero or too small", path);
 		return -EINVAL;
 	}

@@ -251,21 +251,28 @@ int rvs_payload_inflate(int comp, const uint8_t *in, size_t len, size_t max, uin
 	return rc;
 }
 
-/* rvs_payload_inflate into the lane's reused buffer when the frames declare
- * a total of at most KEEP_BUF_MAX (a device's output always does): *out is
- * then d->buf, not to be freed.  Otherwise *out is malloc'd and *owned set. */
-static int inflate(struct lane *d, int comp, const uint8_t *in, size_t len, uint8_t **out,
-		   size_t *outlen, int *owned)
+size_t rvs_inflate_limit(uint64_t declared)
+{
+	return declared && declared < RVS_DECODE_MAX_CAPTURE ? (size_t)declared
+							     : (size_t)RVS_DECODE_MAX_CAPTURE;
+}
+
+/* rvs_payload_inflate (at most max bytes) into the lane's reused buffer when
+ * the frames declare a total of at most KEEP_BUF_MAX (a device's output
+ * always does): *out is then d->buf, not to be freed.  Otherwise *out is
+ * malloc'd and *owned set. */
+static int inflate(struct lane *d, int comp, const uint8_t *in, size_t len, size_t max,
+		   uint8_t **out, size_t *outlen, int *owned)
 {
 	size_t total = 0;
-	int rc = payload_size(comp, in, len, RVS_DECODE_MAX_CAPTURE, &total);
+	int rc = payload_size(comp, in, len, max, &total);
 
 	*owned = 0;
 	if (rc < 0)
 		return rc;
 	if (rc == 1 || total > KEEP_BUF_MAX) {
 		*owned = 1;
-		return rvs_payload_inflate(comp, in, len, RVS_DECODE_MAX_CAPTURE, out, outlen);
+		return rvs_payload_inflate(comp, in, len, max, out, outlen);
 	}
 	if (!d->dctx && !(d->dctx = ZSTD_createDCtx()))
 		return -ENOMEM;
@@ -351,15 +358,21 @@ static void unprep(struct lane *d, sqlite3_stmt *st)
 
 /* "name;name;...;" of the n names name_at(ctx, i) into a malloc'd string
  * (the chain column's form); NULL on no memory.  Each name is cut at
- * SUMMARY_NAME_MAX bytes. */
+ * SUMMARY_NAME_MAX bytes; past RVA_EXPORT_MAX_DEPTH names only the innermost
+ * RVA_EXPORT_MAX_DEPTH are kept, after "[K outer frames truncated];" (the
+ * row's depth column keeps n): a 100 k deep chain was ~3.5 MB of text per
+ * row, shown whole on the trace page. */
 static char *join_chain(size_t n, const char *(*name_at)(const void *, size_t), const void *ctx)
 {
+	size_t from = n > RVA_EXPORT_MAX_DEPTH ? n - RVA_EXPORT_MAX_DEPTH : 0;
 	char *s = NULL;
 	size_t sl = 0;
 	FILE *f = open_memstream(&s, &sl);
 	if (!f)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
+	if (from)
+		fprintf(f, "[%zu outer frames truncated];", from);
+	for (size_t i = from; i < n; i++) {
 		const char *name = name_at(ctx, i);
 		fprintf(f, "%.*s;", SUMMARY_NAME_MAX, name ? name : "?");
 	}
@@ -650,10 +663,13 @@ static int index_rows(struct lane *d, const char *trace_id, const rva_summary *s
  * not NULL and it carried one, its device Summary (*ps; free with
  * rearview__summary__free_unpacked).  A stored summary that does not unpack
  * is ignored: the envelope it came in was validated. */
-static int upload_meta(struct lane *d, const char *trace_id, int *comp, Rearview__Summary **ps)
+static int upload_meta(struct lane *d, const char *trace_id, int *comp, Rearview__Summary **ps,
+		       size_t *limit)
 {
 	sqlite3_stmt *st;
-	int rc = prep(d, "SELECT compression, summary FROM uploads WHERE trace_id = ?", &st);
+	int rc =
+		prep(d, "SELECT compression, summary, payload_size FROM uploads WHERE trace_id = ?",
+		     &st);
 	if (ps)
 		*ps = NULL;
 	if (rc)
@@ -667,6 +683,8 @@ static int upload_meta(struct lane *d, const char *trace_id, int *comp, Rearview
 			*comp = sqlite3_column_int(st, 0);
 		if (ps && blob && len > 0)
 			*ps = rearview__summary__unpack(NULL, (size_t)len, blob);
+		if (limit)
+			*limit = rvs_inflate_limit((uint64_t)sqlite3_column_int64(st, 2));
 		rc = SQLITE_OK;
 	} else if (rc == SQLITE_DONE) {
 		rc = SQLITE_NOTFOUND;
@@ -752,6 +770,7 @@ static int decode_capture(struct lane *d, const char *trace_id, const char *blob
 	rva_summary sum;
 	rva_error err;
 	int comp = 0, rc, cap_owned = 0;
+	size_t limit = RVS_DECODE_MAX_CAPTURE;
 	unsigned char *left = NULL; /* per unresolved method: still unnamed */
 
 	memset(&sum, 0, sizeof sum);
@@ -760,7 +779,7 @@ static int decode_capture(struct lane *d, const char *trace_id, const char *blob
 		snprintf(reason, rlen, "index: cannot open database");
 		return rc;
 	}
-	if ((rc = upload_meta(d, trace_id, &comp, NULL)))
+	if ((rc = upload_meta(d, trace_id, &comp, NULL, &limit)))
 		return sqlerr(d->db, rc, reason, rlen);
 	if ((rc = rvs_read_file(blob_path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))) {
 		snprintf(reason, rlen, "blob unreadable: %s", strerror(-rc));
@@ -769,7 +788,7 @@ static int decode_capture(struct lane *d, const char *trace_id, const char *blob
 	t_read = now_ms();
 	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD ||
 	    comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED) {
-		rc = inflate(d, comp, raw, rawlen, &cap, &caplen, &cap_owned);
+		rc = inflate(d, comp, raw, rawlen, limit, &cap, &caplen, &cap_owned);
 		free(raw);
 		raw = NULL;
 		if (rc) {
@@ -850,7 +869,7 @@ static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n
 
 		if (!r)
 			r = sqlite3_exec(d->db, "SAVEPOINT one", NULL, NULL, NULL);
-		if (!r && !(r = upload_meta(d, it[i].trace_id, NULL, &ps)))
+		if (!r && !(r = upload_meta(d, it[i].trace_id, NULL, &ps, NULL)))
 			r = index_rows(d, it[i].trace_id, NULL, ps);
 		rearview__summary__free_unpacked(ps, NULL);
 		if (r) {

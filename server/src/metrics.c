@@ -107,6 +107,11 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
 	EMIT("# HELP rearview_connections_total TCP connections accepted.\n"
 	     "# TYPE rearview_connections_total counter\nrearview_connections_total %" PRIu64 "\n",
 	     m->connections_total);
+	EMIT("# HELP rearview_connections_evicted_total Idle connections closed to admit a new "
+	     "one.\n"
+	     "# TYPE rearview_connections_evicted_total "
+	     "counter\nrearview_connections_evicted_total %" PRIu64 "\n",
+	     m->connections_evicted);
 	EMIT("# HELP rearview_connections_open Connections open now.\n"
 	     "# TYPE rearview_connections_open gauge\nrearview_connections_open %" PRIu64 "\n",
 	     m->connections_open);

@@ -13,10 +13,16 @@
  *     while the handler works, request_timeout again while lingering;
  *   - an error response ends the connection with close_notify, a FIN and a
  *     lingering read that discards, so the peer reads the response instead
- *     of a reset.
+ *     of a reset;
+ *   - slowloris (issue 18 item 3): one peer address holds at most
+ *     max_conns_per_addr open connections; past three quarters of
+ *     max_connections a new handshake gets handshake_pressure_ms; at
+ *     max_connections the open connection idle the longest (no handler
+ *     working on it, oldest last_ms) is closed to admit the new one.
  */
 #include "net.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +74,9 @@ struct rvs_conn {
 	struct rvs_http http;
 	int handles;
 	uint8_t peer[16];
+	/* Loop time of the accept, then of the last bytes read once the
+	 * handshake is done: a handshake trickled byte by byte stays old. */
+	uint64_t last_ms;
 	unsigned handshake_done : 1, busy : 1, closing : 1, ending : 1, peer_gone : 1, in_drive : 1,
 		continue_sent : 1;
 };
@@ -255,6 +264,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	if (c->ending)
 		return; /* lingering: discard */
 	c->in_len += (size_t)nread;
+	if (c->handshake_done)
+		c->last_ms = uv_now(c->srv->loop);
 	drive(c);
 }
 
@@ -469,14 +480,63 @@ static void on_rejected_closed(uv_handle_t *h)
 	free(h);
 }
 
+/* The peer address of t as 16 bytes (IPv4 mapped into IPv6), zeros if unknown. */
+static void peer_of(uv_tcp_t *t, uint8_t peer[16])
+{
+	struct sockaddr_storage sa;
+	int salen = sizeof sa;
+	if (uv_tcp_getpeername(t, (struct sockaddr *)&sa, &salen) != 0)
+		return;
+	if (sa.ss_family == AF_INET6) {
+		memcpy(peer, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
+	} else if (sa.ss_family == AF_INET) {
+		peer[10] = peer[11] = 0xff;
+		memcpy(peer + 12, &((struct sockaddr_in *)&sa)->sin_addr, 4);
+	}
+}
+
+/* Whether a new connection from peer may be admitted: not when its address
+ * already holds max_conns_per_addr; at max_connections only by closing the
+ * connection idle the longest (none busy in the handler).  *live gets the
+ * connections open (not closing) before it. */
+static int admit_conn(struct rvs_server *s, const uint8_t peer[16], unsigned *live)
+{
+	struct rvs_conn *x, *victim = NULL;
+	unsigned same = 0;
+
+	*live = 0;
+	for (x = s->conns; x; x = x->next) {
+		if (x->closing)
+			continue;
+		++*live;
+		if (memcmp(x->peer, peer, 16) == 0)
+			same++;
+		/* s->conns runs newest first: <= makes the oldest win a tie
+		 * (last_ms is the loop's cached time, shared by a burst). */
+		if (!x->busy && (!victim || x->last_ms <= victim->last_ms))
+			victim = x;
+	}
+	if (same >= s->cfg->max_conns_per_addr)
+		return 0;
+	if (*live < s->cfg->max_connections)
+		return 1;
+	if (!victim)
+		return 0;
+	s->m->connections_evicted++;
+	really_close(victim);
+	--*live;
+	return 1;
+}
+
 static void on_connection(uv_stream_t *ls, int status)
 {
 	struct rvs_server *s = ls->data;
 	struct rvs_conn *c;
+	unsigned live;
 
 	if (status < 0)
 		return;
-	if (s->nconns >= s->cfg->max_connections || s->draining) {
+	if (s->draining) {
 		uv_tcp_t *t = malloc(sizeof *t);
 		if (!t)
 			return;
@@ -492,11 +552,19 @@ static void on_connection(uv_stream_t *ls, int status)
 	c->srv = s;
 	uv_tcp_init(s->loop, &c->tcp);
 	c->tcp.data = c;
+	/* tcp is the first member: on_rejected_closed frees c. */
 	if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0) {
-		/* tcp is the first member: the close callback frees c. */
 		uv_close((uv_handle_t *)&c->tcp, on_rejected_closed);
 		return;
 	}
+	peer_of(&c->tcp, c->peer);
+	if (!admit_conn(s, c->peer, &live)) {
+		s->m->errors[RVS_ERR_CONN_LIMIT]++;
+		uv_close((uv_handle_t *)&c->tcp, on_rejected_closed);
+		return;
+	}
+	assert(live < s->cfg->max_connections);
+	c->last_ms = uv_now(s->loop);
 	uv_timer_init(s->loop, &c->timer);
 	c->timer.data = c;
 	c->handles = 2;
@@ -514,20 +582,13 @@ static void on_connection(uv_stream_t *ls, int status)
 		return;
 	}
 	mbedtls_ssl_set_bio(&c->ssl, c, bio_send, bio_recv, NULL);
-	{
-		struct sockaddr_storage sa;
-		int salen = sizeof sa;
-		if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) == 0) {
-			if (sa.ss_family == AF_INET6) {
-				memcpy(c->peer, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
-			} else if (sa.ss_family == AF_INET) {
-				c->peer[10] = c->peer[11] = 0xff;
-				memcpy(c->peer + 12, &((struct sockaddr_in *)&sa)->sin_addr, 4);
-			}
-		}
-	}
 	uv_tcp_nodelay(&c->tcp, 1);
-	arm(c, s->cfg->request_timeout_ms);
+	/* Under pressure a handshake gets the short deadline. */
+	if ((uint64_t)live * 4 >= (uint64_t)s->cfg->max_connections * 3 &&
+	    s->cfg->handshake_pressure_ms < s->cfg->request_timeout_ms)
+		arm(c, s->cfg->handshake_pressure_ms);
+	else
+		arm(c, s->cfg->request_timeout_ms);
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 

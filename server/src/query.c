@@ -433,7 +433,7 @@ int rvs_query_load_trace(const char *database, const char *blob_dir, const char 
 {
 	char blob[65] = "", path[1024];
 	uint8_t *raw = NULL, *cap = NULL;
-	size_t rawlen = 0, caplen = 0;
+	size_t rawlen = 0, caplen = 0, limit = RVS_DECODE_MAX_CAPTURE;
 	int comp = 0, rc;
 	sqlite3_stmt *st;
 	sqlite3 *db;
@@ -443,13 +443,14 @@ int rvs_query_load_trace(const char *database, const char *blob_dir, const char 
 		return -ENOENT;
 	if (!(db = open_ro(database)))
 		return -EIO;
-	if (sqlite3_prepare_v2(db,
-			       /* Decoded — or decoded once and queued again to be
-				* re-symbolized, with its index rows still there. */
-			       "SELECT blob_sha256, compression FROM uploads WHERE trace_id = ?1"
-			       " AND (state = 'decoded' OR (state = 'pending_decode' AND EXISTS"
-			       " (SELECT 1 FROM traces t WHERE t.trace_id = ?1)))",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		    db,
+		    /* Decoded — or decoded once and queued again to be
+		     * re-symbolized, with its index rows still there. */
+		    "SELECT blob_sha256, compression, payload_size FROM uploads WHERE trace_id = ?1"
+		    " AND (state = 'decoded' OR (state = 'pending_decode' AND EXISTS"
+		    " (SELECT 1 FROM traces t WHERE t.trace_id = ?1)))",
+		    -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_close(db);
 		return -EIO;
 	}
@@ -457,6 +458,7 @@ int rvs_query_load_trace(const char *database, const char *blob_dir, const char 
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
 		snprintf(blob, sizeof blob, "%s", (const char *)sqlite3_column_text(st, 0));
 		comp = sqlite3_column_int(st, 1);
+		limit = rvs_inflate_limit((uint64_t)sqlite3_column_int64(st, 2));
 	}
 	sqlite3_finalize(st);
 	sqlite3_close(db);
@@ -467,7 +469,7 @@ int rvs_query_load_trace(const char *database, const char *blob_dir, const char 
 	if (rvs_read_file(path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))
 		return -EIO;
 	if (comp != REARVIEW__COMPRESSION__COMPRESSION_NONE) {
-		rc = rvs_payload_inflate(comp, raw, rawlen, RVS_DECODE_MAX_CAPTURE, &cap, &caplen);
+		rc = rvs_payload_inflate(comp, raw, rawlen, limit, &cap, &caplen);
 		free(raw);
 		if (rc)
 			return -EBADMSG;
@@ -487,7 +489,7 @@ static void export_trace(const char *database, const char *blob_dir, const char 
 	char fmt[32];
 	rva_trace *t = NULL;
 	FILE *out;
-	int rc;
+	int rc, over = 0;
 
 	if (qparam(query, "format", fmt, sizeof fmt) != 1)
 		return set_error(r, 400, "format required");
@@ -503,18 +505,22 @@ static void export_trace(const char *database, const char *blob_dir, const char 
 		return set_error(r, 500, "blob unreadable");
 	if (rc)
 		return set_error(r, 500, "capture does not decode");
-	out = open_memstream(&r->body, &r->len);
+	/* Bounded: an export past RVS_EXPORT_MAX_BYTES stops there (413). */
+	out = rvs_capped_memstream(&r->body, &r->len, RVS_EXPORT_MAX_BYTES, &over);
 	if (!out) {
 		rva_trace_free(t);
 		return set_error(r, 500, "out of memory");
 	}
 	rc = run_export(f, out, t, id);
-	if (fclose(out) || rc) {
+	if (fclose(out) || rc || over) {
 		free(r->body);
 		r->body = NULL;
 		r->len = 0;
 		rva_trace_free(t);
-		return set_error(r, 500, "export failed");
+		return over ? set_error(r, 413,
+					"export larger than the server's limit (128 MiB);"
+					" export the capture with rvtrace instead")
+			    : set_error(r, 500, "export failed");
 	}
 	rva_trace_free(t);
 	r->status = 200;

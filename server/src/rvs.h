@@ -10,6 +10,7 @@
 #define RVS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,6 +29,17 @@ int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned ite
 /* Reads a whole regular file (at most max bytes) into *out (caller frees),
  * NUL-terminated; a file that shrinks while read is -EIO. */
 int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
+/* Like open_memstream(buf, len), but a write that would take the stream
+ * past max bytes fails (and every later one): the stream's memory never
+ * exceeds max (plus stdio's buffer).  *over is set then.  On fclose *buf is
+ * the bytes written so far, malloc'd (caller frees), NUL-terminated.  NULL
+ * with errno on failure.  One stream per thread; any thread. */
+FILE *rvs_capped_memstream(char **buf, size_t *len, size_t max, int *over);
+
+/* The most an export (GET .../export, the flame graph) may take in memory;
+ * past it the request gets 413 (issue 18 item 2: a 40 MB trace of 10 M tiny
+ * calls made a 770 MB Chrome export). */
+#define RVS_EXPORT_MAX_BYTES (128u << 20)
 /* rvc_write_file_atomic (rearview/common.h): temp file in the same dir,
  * fsync, rename, directory fsync. */
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
@@ -117,6 +129,7 @@ struct rvs_metrics {
 	uint64_t enrollments;
 	uint64_t policy_fetches;
 	uint64_t connections_total;
+	uint64_t connections_evicted; /* idle ones closed to admit a new one at the limit */
 	uint64_t connections_open;
 	uint64_t decode_queue_depth;
 	uint64_t errors[RVS_ERR_COUNT];
@@ -202,6 +215,11 @@ int rvs_blob_put(const char *dir, const void *data, size_t len, char hex_out[65]
 int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen);
 /* Retention when the config does not say (issue 18: bounded by default). */
 #define RVS_DEFAULT_RETENTION_DAYS 90
+
+/* The largest capture the server inflates (bytes): an upload declaring more
+ * is refused, and inflating stops at the size the upload declared.  Devices
+ * spool captures of at most 64 MiB. */
+#define RVS_MAX_CAPTURE_BYTES (256ull << 20)
 /* PBKDF2-SHA256 iterations of an admin password (init), also spent on a
  * sign-in for an unknown user. */
 #define RVS_ADMIN_PBKDF2_ITERATIONS 210000
@@ -243,6 +261,16 @@ struct rvs_config {
 	uint32_t upload_burst;
 	uint32_t auth_fail_per_min; /* refill of a peer address's failed-auth budget */
 	uint32_t auth_fail_burst;
+	/* Enrolments allowed per peer address and per enrolment secret
+	 * (burst, refill per minute); more get 429 with Retry-After. */
+	uint32_t enroll_per_min, enroll_burst;
+	uint32_t enroll_secret_per_min, enroll_secret_burst;
+	/* Connections one peer address may hold at once; past three quarters of
+	 * max_connections a new connection's TLS handshake must finish within
+	 * handshake_pressure_ms (not request_timeout_ms), and at the limit the
+	 * connection idle the longest is closed to admit the new one. */
+	uint32_t max_conns_per_addr;
+	uint32_t handshake_pressure_ms;
 	/* Sign-ins hashing their password at once (each holds a work thread for
 	 * the PBKDF2); more get 503 with Retry-After. */
 	uint32_t login_hashers;

@@ -17,6 +17,10 @@ struct rvs_device_rec {
 	uint8_t token_hash[32];	      /* SHA-256 of the bearer token; the token is never stored */
 	const char *client_device_id; /* borrowed; what the device calls itself */
 	const char *model, *os_build, *arch;
+	/* Set by device_add when the device enrolled before under the same
+	 * client_device_id: reenrolled, and the token hash it replaced. */
+	int reenrolled;
+	uint8_t old_token_hash[32];
 };
 
 struct rvs_upload_rec {
@@ -63,7 +67,9 @@ struct rvs_store_ops {
 	int (*open)(const char *dsn, struct rvs_store **out);
 	void (*close)(struct rvs_store *s);
 	int (*schema_version)(struct rvs_store *s, int *out);
-	int (*device_add)(struct rvs_store *s, const struct rvs_device_rec *d);
+	/* Adds a device, or gives an enrolled device with the same non-empty
+	 * client_device_id the new token hash and sets d->device_id to its id. */
+	int (*device_add)(struct rvs_store *s, struct rvs_device_rec *d);
 	/* Finds the device owning a token hash; device_id gets its id. */
 	int (*device_by_token)(struct rvs_store *s, const uint8_t hash[32], char device_id[40]);
 	/* The trace id of (device, upload_id) if already stored, else -ENOENT. */

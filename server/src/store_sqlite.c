@@ -328,17 +328,60 @@ static int bind_text(sqlite3_stmt *st, int i, const char *v)
 	return v ? sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
 }
 
-static int device_add(struct rvs_store *s, const struct rvs_device_rec *d)
+/* A device that enrols again under the client_device_id of an enrolled
+ * device (it lost its token, or got 401) takes that device's identity back:
+ * the oldest such row gets the new token hash and d->device_id becomes its
+ * id, so the fleet page and quotas count it once.  Otherwise a new row. */
+static int device_add(struct rvs_store *s, struct rvs_device_rec *d)
 {
 	sqlite3_stmt *st;
-	int rc;
+	int rc = SQLITE_DONE;
 
+	d->reenrolled = 0;
 	pthread_mutex_lock(&s->mu);
-	rc = sqlite3_prepare_v2(
-		s->db,
-		"INSERT INTO devices (device_id, token_hash, client_device_id, model,"
-		" os_build, arch, enrolled_at) VALUES (?,?,?,?,?,?,?)",
-		-1, &st, NULL);
+	if (d->client_device_id && d->client_device_id[0]) {
+		rc = sqlite3_prepare_v2(
+			s->db,
+			"SELECT device_id, token_hash FROM devices WHERE client_device_id"
+			" = ? ORDER BY enrolled_at, rowid LIMIT 1",
+			-1, &st, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, d->client_device_id, -1, SQLITE_TRANSIENT);
+			rc = sqlite3_step(st);
+			if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 1) == 32) {
+				snprintf(d->device_id, sizeof d->device_id, "%s",
+					 (const char *)sqlite3_column_text(st, 0));
+				memcpy(d->old_token_hash, sqlite3_column_blob(st, 1), 32);
+				d->reenrolled = 1;
+			}
+			sqlite3_finalize(st);
+		}
+		if (d->reenrolled) {
+			rc = sqlite3_prepare_v2(s->db,
+						"UPDATE devices SET token_hash = ?2, model = ?3,"
+						" os_build = ?4, arch = ?5 WHERE device_id = ?1",
+						-1, &st, NULL);
+			if (rc == SQLITE_OK) {
+				sqlite3_bind_text(st, 1, d->device_id, -1, SQLITE_TRANSIENT);
+				sqlite3_bind_blob(st, 2, d->token_hash, 32, SQLITE_TRANSIENT);
+				bind_text(st, 3, d->model);
+				bind_text(st, 4, d->os_build);
+				bind_text(st, 5, d->arch);
+				rc = sqlite3_step(st);
+				sqlite3_finalize(st);
+			}
+			pthread_mutex_unlock(&s->mu);
+			if (rc != SQLITE_DONE)
+				d->reenrolled = 0;
+			return rvc_sqlite_errno(rc);
+		}
+	}
+	if (rc == SQLITE_DONE || rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(
+			s->db,
+			"INSERT INTO devices (device_id, token_hash, client_device_id, model,"
+			" os_build, arch, enrolled_at) VALUES (?,?,?,?,?,?,?)",
+			-1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, d->device_id, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_blob(st, 2, d->token_hash, 32, SQLITE_TRANSIENT);

@@ -92,6 +92,14 @@ int rvs_upload_parse(const uint8_t *buf, size_t len, Rearview__UploadEnvelope **
 	else if (e->compression == REARVIEW__COMPRESSION__COMPRESSION_NONE && e->payload_size &&
 		 e->payload_size != e->payload.len)
 		rc = bad(reason, reasonlen, "payload_size does not match payload");
+	/* A compressed capture declares its size: inflating stops there (issue
+	 * 18 item 2: a 29 KB zstd bomb inflated to ~0.9 GB whatever it declared). */
+	else if (e->compression != REARVIEW__COMPRESSION__COMPRESSION_NONE &&
+		 e->payload_kind == REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE &&
+		 (e->payload_size == 0 || e->payload_size > RVS_MAX_CAPTURE_BYTES))
+		rc = bad(reason, reasonlen,
+			 e->payload_size ? "payload_size over the server's capture limit"
+					 : "compressed capture without payload_size");
 	else if (e->device &&
 		 (!rvs_field_ok(e->device->device_id, 128) ||
 		  !rvs_field_ok(e->device->model, 256) || !rvs_field_ok(e->device->os_build, 256) ||

@@ -1,12 +1,14 @@
 /*
  * util.c — logging, hashing, randomness, whole-file reads, atomic writes
- * (librvcommon's) and the sqlite busy handler shared by the server's parts.
+ * (librvcommon's), a size-capped memory stream and the sqlite busy handler
+ * shared by the server's parts.
  * Every function here is thread-safe: the work queue uses them as much as
  * the loop thread does.
  */
 #include "rvs.h"
 #include "rearview/common.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -161,4 +163,74 @@ static int busy_cb(void *arg, int count)
 void rvs_sqlite_busy(sqlite3 *db, int timeout_ms)
 {
 	sqlite3_busy_handler(db, busy_cb, (void *)(intptr_t)timeout_ms);
+}
+
+/* rvs_capped_memstream's cookie: p[0..len) written, room for cap (< max). */
+struct capped {
+	char **buf;
+	size_t *len;
+	char *p;
+	size_t n, cap, max;
+	int *over;
+};
+
+static ssize_t capped_write(void *cookie, const char *data, size_t size)
+{
+	struct capped *c = cookie;
+	if (*c->over || size > c->max - c->n) {
+		*c->over = 1;
+		errno = EFBIG;
+		return 0;
+	}
+	if (c->n + size + 1 > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		while (cap < c->n + size + 1)
+			cap *= 2;
+		if (cap > c->max + 1)
+			cap = c->max + 1;
+		char *np = realloc(c->p, cap);
+		if (!np) {
+			errno = ENOMEM;
+			return 0;
+		}
+		c->p = np;
+		c->cap = cap;
+	}
+	memcpy(c->p + c->n, data, size);
+	c->n += size;
+	assert(c->n <= c->max);
+	return (ssize_t)size;
+}
+
+static int capped_close(void *cookie)
+{
+	struct capped *c = cookie;
+	if (!c->p)
+		c->p = malloc(1);
+	if (c->p)
+		c->p[c->n] = '\0';
+	int ok = c->p != NULL;
+	*c->buf = c->p;
+	*c->len = ok ? c->n : 0;
+	free(c);
+	return ok ? 0 : EOF;
+}
+
+FILE *rvs_capped_memstream(char **buf, size_t *len, size_t max, int *over)
+{
+	cookie_io_functions_t io = {.write = capped_write, .close = capped_close};
+	struct capped *c = calloc(1, sizeof *c);
+	FILE *f;
+	if (!c)
+		return NULL;
+	*buf = NULL;
+	*len = 0;
+	*over = 0;
+	c->buf = buf;
+	c->len = len;
+	c->max = max;
+	c->over = over;
+	if (!(f = fopencookie(c, "w", io)))
+		free(c);
+	return f;
 }

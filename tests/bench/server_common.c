@@ -120,8 +120,10 @@ int rvsb_start(struct rvsb *b, const char *extra_conf)
 	snprintf(path, sizeof path, "%s/rearview-server.conf", b->data);
 	if (!(f = fopen(path, "a")))
 		return -1;
+	/* Every simulated device connects and enrols from 127.0.0.1. */
 	fputs("listen = 127.0.0.1:0\nupload_rate_per_min = 1000000\nupload_burst = 1000000\n"
-	      "max_connections = 1024\n",
+	      "max_connections = 1024\nmax_conns_per_addr = 1024\n"
+	      "enroll_burst = 1000000\nenroll_secret_burst = 1000000\n",
 	      f);
 	if (extra_conf)
 		fputs(extra_conf, f);

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -263,6 +265,127 @@ static void test_textio_detect_and_reject_unknown(void **state)
 	assert_int_equal(rva_detect((const uint8_t *)"RVCAP\0\r\n", 8), RVA_FMT_CAPTURE);
 }
 
+/* Peak-memory bounds are for the plain build; sanitizers' shadow memory
+ * multiplies what the same allocations cost. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MEM_FACTOR 4
+#else
+#define MEM_FACTOR 1
+#endif
+
+/* A weighted trace of depth nested calls "m0;m1;...", each weight 1 (its
+ * own method per level, as a real deep recursion through distinct frames). */
+static rva_trace *nested(size_t depth)
+{
+	size_t cap = depth * 12 + 16, n = 0;
+	char *line = malloc(cap);
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+	assert_non_null(line);
+	for (size_t i = 0; i < depth; i++)
+		n += (size_t)snprintf(line + n, cap - n, "%sm%zu", i ? ";" : "", i % 1000);
+	n += (size_t)snprintf(line + n, cap - n, " 1\n");
+	assert_int_equal(rva_folded_import((const uint8_t *)line, n, &t, &err), 0);
+	free(line);
+	return t;
+}
+
+/* What an export of t writes, counted in a child process: bytes written,
+ * the export's return code, occurrences of needle, and the child's peak RSS
+ * (KiB), measured around the export alone (the trace is built before). */
+struct export_cost {
+	long long bytes, needles;
+	int rc;
+	long peak_kib;
+};
+
+/* Occurrences of needle in buf[0..len). */
+static size_t count_of(const char *buf, size_t len, const char *needle)
+{
+	size_t n = 0, k = strlen(needle);
+	for (const char *p = buf; (p = memmem(p, (size_t)(buf + len - p), needle, k)) != NULL;
+	     p += k)
+		n++;
+	return n;
+}
+
+static struct export_cost export_in_child(const rva_trace *t, int svg, const char *needle)
+{
+	struct export_cost c = {0};
+	struct rusage ru;
+	int fds[2], status;
+	pid_t pid;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* Measured from a fresh peak: the export's own memory. */
+		char *buf = NULL;
+		size_t len = 0;
+		struct export_cost r = {0};
+		FILE *f = tmpfile();
+		struct rusage before, after;
+		FILE *cr = fopen("/proc/self/clear_refs", "w");
+		if (cr) { /* "5": the peak RSS restarts from the current RSS */
+			fputs("5", cr);
+			fclose(cr);
+		}
+		getrusage(RUSAGE_SELF, &before);
+		r.rc = svg ? rva_export_svg(f, t, "deep") : rva_export_folded(f, t);
+		getrusage(RUSAGE_SELF, &after);
+		fflush(f);
+		r.bytes = ftell(f);
+		r.peak_kib = after.ru_maxrss - before.ru_maxrss;
+		if (r.rc == 0 && r.bytes > 0 && r.bytes < (64 << 20)) {
+			buf = malloc((size_t)r.bytes);
+			rewind(f);
+			len = fread(buf, 1, (size_t)r.bytes, f);
+			r.needles = (long long)count_of(buf, len, needle);
+		}
+		if (write(fds[1], &r, sizeof r) != (ssize_t)sizeof r)
+			_exit(2);
+		_exit(0);
+	}
+	close(fds[1]);
+	assert_int_equal(read(fds[0], &c, sizeof c), (ssize_t)sizeof c);
+	close(fds[0]);
+	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return c;
+}
+
+/* Issue 18 item 2: the folded export allocated the sum of all chain depths
+ * (a 99 KB upload cost 4.9 GB; 1 M nested calls: ~2 TB, -ENOMEM or the OOM
+ * killer).  Now 1 M nested calls export 512 levels and one truncated line,
+ * a few KB, in memory linear in the calls: under 160 MiB more peak than the
+ * trace (measured ~70 MiB, the merged tree's 1 M nodes). */
+static void test_textio_folded_1m_nested_calls_bounded(void **state)
+{
+	rva_trace *t = nested(1000000);
+	struct export_cost c = export_in_child(t, 0, RVA_TRUNCATED_FRAME);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.needles, 1);
+	assert_true(c.bytes < (8 << 20));
+	print_message("folded: %lld bytes, peak +%ld KiB\n", c.bytes, c.peak_kib);
+	assert_true(c.peak_kib < MEM_FACTOR * 160 * 1024);
+	rva_trace_free(t);
+}
+
+/* Issue 18 item 2: 1 M nested calls gave a 274 MB flame graph.  Now 512
+ * levels are drawn, the graph says the rest was truncated, 139 KB (the
+ * peak, ~85 MiB, is the merged tree's 1 M nodes and their layout). */
+static void test_textio_svg_1m_nested_calls_bounded(void **state)
+{
+	rva_trace *t = nested(1000000);
+	struct export_cost c = export_in_child(t, 1, RVA_TRUNCATED_FRAME);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.needles, 1);
+	assert_true(c.bytes < (1 << 20));
+	print_message("svg: %lld bytes, peak +%ld KiB\n", c.bytes, c.peak_kib);
+	assert_true(c.peak_kib < MEM_FACTOR * 160 * 1024);
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -275,6 +398,8 @@ int main(void)
 		cmocka_unit_test(test_textio_folded_round_trip_keeps_self_us),
 		cmocka_unit_test(test_textio_svg_escapes_untrusted_names),
 		cmocka_unit_test(test_textio_detect_and_reject_unknown),
+		cmocka_unit_test(test_textio_folded_1m_nested_calls_bounded),
+		cmocka_unit_test(test_textio_svg_1m_nested_calls_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,9 +3,14 @@
  * with a stand-in decoder behind the decode seam, to check what the seam
  * promises: every upload leaves pending_decode either decoded or
  * quarantined with the decoder's reason.  The loop runs on its own thread;
- * libcurl drives it over TLS from the test thread.
+ * libcurl drives it over TLS from the test thread.  Three groups, each
+ * with its own server and limits: the decode seam and enrolment (issue 18
+ * item 5), connection caps and eviction, handshakes under pressure (item 3).
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -92,7 +98,7 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
-static int setup(void **state)
+static int setup_with(const char *extra)
 {
 	char path[256], err[256];
 	FILE *f;
@@ -108,7 +114,9 @@ static int setup(void **state)
 	if (!f)
 		return -1;
 	fputs("listen = 127.0.0.1:0\n", f);
+	fputs(extra, f);
 	fclose(f);
+	g_port = -1;
 	if (rvs_config_load(path, &g_cfg, err, sizeof err))
 		return -1;
 	uv_loop_init(&g_loop);
@@ -123,6 +131,29 @@ static int setup(void **state)
 	pthread_mutex_unlock(&g_mu);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return g_port > 0 ? 0 : -1;
+}
+
+/* Enrolment and upload budgets with no refill to speak of (1 a minute), so
+ * counts are exact. */
+static int setup(void **state)
+{
+	return setup_with("enroll_burst = 20\nenroll_per_min = 1\n"
+			  "enroll_secret_burst = 30\nenroll_secret_per_min = 1\n"
+			  "upload_burst = 5\nupload_rate_per_min = 1\n");
+}
+
+/* 16 connections, 4 per address, no shorter handshake deadline. */
+static int setup_conns(void **state)
+{
+	return setup_with("max_connections = 16\nmax_conns_per_addr = 4\n"
+			  "handshake_pressure_ms = 30000\n");
+}
+
+/* 16 connections, handshakes past 12 open must finish within 200 ms. */
+static int setup_pressure(void **state)
+{
+	return setup_with("max_connections = 16\nmax_conns_per_addr = 16\n"
+			  "handshake_pressure_ms = 200\n");
 }
 
 static int teardown(void **state)
@@ -152,11 +183,14 @@ static size_t on_body(char *p, size_t sz, size_t n, void *u)
 	return sz * n;
 }
 
-static long post(const char *path, const char *token, const void *body, size_t len, struct buf *out)
+/* POSTs body to path from the local address src (NULL: any), with a bearer
+ * token when given; the status, the body in *out. */
+static long post_from(const char *src, const char *path, const char *token, const void *body,
+		      size_t len, struct buf *out)
 {
 	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
-	char url[256], auth[256], ca[256];
+	char url[256], auth[256], ca[256], iface[64];
 	long code = 0;
 
 	snprintf(url, sizeof url, "https://localhost:%d%s", g_port, path);
@@ -168,6 +202,10 @@ static long post(const char *path, const char *token, const void *body, size_t l
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	if (src) {
+		snprintf(iface, sizeof iface, "host!%s", src);
+		curl_easy_setopt(c, CURLOPT_INTERFACE, iface);
+	}
 	if (token) {
 		snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
 		h = curl_slist_append(h, auth);
@@ -178,6 +216,11 @@ static long post(const char *path, const char *token, const void *body, size_t l
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
 	return code;
+}
+
+static long post(const char *path, const char *token, const void *body, size_t len, struct buf *out)
+{
+	return post_from(NULL, path, token, body, len, out);
 }
 
 static char *upload(const char *tok, uint8_t seed, const char *payload)
@@ -276,10 +319,272 @@ static void test_api_failed_decode_is_quarantined_with_reason(void **state)
 	free(tok);
 }
 
+/* The enrolment secret the server was initialized with. */
+static void read_secret(char *secret, size_t cap)
+{
+	char path[256];
+	uint8_t *s;
+	size_t n;
+	snprintf(path, sizeof path, "%s/enrollment.secret", g_data);
+	assert_int_equal(rvs_read_file(path, cap - 1, &s, &n), 0);
+	memcpy(secret, s, n);
+	secret[n] = '\0';
+	free(s);
+}
+
+/* One enrolment from src as client_device_id cid (NULL: none); the status,
+ * and on 200 the token and device id (malloc'd) when asked for; *why gets
+ * whether a refusal named the address or the secret. */
+static long enroll(const char *src, const char *cid, char **tok, char **id, int *why)
+{
+	Rearview__EnrollRequest q = REARVIEW__ENROLL_REQUEST__INIT;
+	Rearview__DeviceInfo dev = REARVIEW__DEVICE_INFO__INIT;
+	Rearview__EnrollResponse *er;
+	char secret[128];
+	uint8_t body[512];
+	struct buf out = {0};
+	long code;
+	size_t n;
+
+	read_secret(secret, sizeof secret);
+	q.enrollment_secret = secret;
+	if (cid) {
+		dev.device_id = (char *)cid;
+		dev.model = (char *)"Pixel 7";
+		q.device = &dev;
+	}
+	n = rearview__enroll_request__pack(&q, body);
+	code = post_from(src, "/v1/enroll", NULL, body, n, &out);
+	if (code == 200) {
+		er = rearview__enroll_response__unpack(NULL, out.n, out.p);
+		assert_non_null(er);
+		if (tok)
+			*tok = strdup(er->device_token);
+		if (id)
+			*id = strdup(er->device_id);
+		rearview__enroll_response__free_unpacked(er, NULL);
+	} else if (why && out.p) {
+		*why = memmem(out.p, out.n, "this address", 12)	 ? 1
+		       : memmem(out.p, out.n, "this secret", 11) ? 2
+								 : 0;
+	}
+	free(out.p);
+	return code;
+}
+
+static int64_t db_int(const char *sql)
+{
+	char path[256];
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int64_t v = -1;
+	snprintf(path, sizeof path, "%s/rearview.db", g_data);
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Issue 18 item 5: a device that re-enrols (after a 401) became a second
+ * device.  Now it keeps its device id, its old token stops working and the
+ * fleet holds one row for it. */
+static void test_api_reenrol_same_client_id_keeps_identity(void **state)
+{
+	char *tok1, *tok2, *id1, *id2, *t, sql[160];
+	assert_int_equal(enroll(NULL, "phone-1", &tok1, &id1, NULL), 200);
+	t = upload(tok1, 7, "RVCAPTURE before re-enrolment");
+	free(t);
+	assert_int_equal(enroll(NULL, "phone-1", &tok2, &id2, NULL), 200);
+	assert_string_equal(id2, id1);
+	assert_string_not_equal(tok2, tok1);
+	t = upload(tok2, 8, "RVCAPTURE after re-enrolment");
+	free(t);
+	assert_int_equal(db_int("SELECT count(*) FROM devices WHERE client_device_id = 'phone-1'"),
+			 1);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM uploads WHERE device_id = '%s'", id1);
+	assert_int_equal(db_int(sql), 2);
+	free(tok1);
+	free(tok2);
+	free(id1);
+	free(id2);
+}
+
+/* The status of one upload (upload id seed) with token tok. */
+static long upload_status(const char *tok, uint8_t seed)
+{
+	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
+	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
+	uint8_t id[16], body[256];
+	struct buf out = {0};
+	long code;
+	memset(id, seed, sizeof id);
+	e.upload_id.data = id;
+	e.upload_id.len = 16;
+	/* Manual captures: the weekly quota (3) does not charge them, so only
+	 * the rate limit can refuse. */
+	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL;
+	e.anomaly = &an;
+	size_t n = rearview__upload_envelope__pack(&e, body);
+	code = post("/v1/uploads", tok, body, n, &out);
+	free(out.p);
+	return code;
+}
+
+/* Issue 18 item 5: each enrolment came "with a fresh rate limit".  A device
+ * that spent its upload budget (burst 5 here) and re-enrols keeps what was
+ * left of it (nothing): its new token gets 429 too. */
+static void test_api_reenrol_does_not_reset_upload_budget(void **state)
+{
+	char *tok1, *tok2;
+	int ok = 0;
+	assert_int_equal(enroll(NULL, "phone-q", &tok1, NULL, NULL), 200);
+	for (int i = 0; i < 6; i++)
+		ok += upload_status(tok1, (uint8_t)(40 + i)) == 200;
+	assert_int_equal(ok, 5);
+	assert_int_equal(upload_status(tok1, 50), 429);
+	assert_int_equal(enroll(NULL, "phone-q", &tok2, NULL, NULL), 200);
+	assert_int_equal(upload_status(tok2, 51), 429);
+	free(tok1);
+	free(tok2);
+}
+
+/* Issue 18 item 5's reproducer: 300 enrolments in 0.1 s from one address,
+ * each a new device.  Now the address's budget (burst 20 here, five
+ * spent by the tests above) admits at most 20 and the rest get 429 naming
+ * the address; another address still enrols. */
+static void test_api_enroll_flood_300_from_one_address_gets_429(void **state)
+{
+	int ok = 0, limited = 0, why = 0;
+	for (int i = 0; i < 300; i++) {
+		long code = enroll("127.0.0.1", NULL, NULL, NULL, &why);
+		if (code == 200)
+			ok++;
+		else if (code == 429 && why == 1)
+			limited++;
+	}
+	assert_true(ok <= 20);
+	assert_int_equal(ok + limited, 300);
+	assert_int_equal(enroll("127.0.0.2", "phone-2", NULL, NULL, NULL), 200);
+}
+
+/* The enrolment secret has its own budget (burst 30 here) whatever the
+ * addresses: spread over fresh addresses, enrolments stop at it with a 429
+ * naming the secret. */
+static void test_api_enroll_spread_over_addresses_hits_secret_budget(void **state)
+{
+	int ok = 0, secret_limited = 0, why = 0;
+	char src[32];
+	for (int i = 0; i < 40; i++) {
+		snprintf(src, sizeof src, "127.0.1.%d", 1 + i / 10);
+		why = 0;
+		long code = enroll(src, NULL, NULL, NULL, &why);
+		if (code == 200)
+			ok++;
+		else if (code == 429 && why == 2)
+			secret_limited++;
+	}
+	assert_true(ok < 30);
+	assert_int_equal(ok + secret_limited, 40);
+}
+
+/* A TCP connection from src to the server, sending nothing; -1 on failure. */
+static int raw_connect(const char *src)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET}, b = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	inet_pton(AF_INET, src, &b.sin_addr);
+	assert_int_equal(bind(fd, (struct sockaddr *)&b, sizeof b), 0);
+	a.sin_port = htons((uint16_t)g_port);
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+	return fd;
+}
+
+/* Whether the server closes fd (EOF or reset) within ms milliseconds. */
+static int closed_within(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char c;
+	if (poll(&p, 1, ms) != 1)
+		return 0;
+	return recv(fd, &c, 1, 0) <= 0;
+}
+
+/* Issue 18 item 3's slowloris: one address could hold every slot for the
+ * 30 s handshake timeout.  Now its fifth connection is closed at once (cap
+ * 4 here); the waits are generous deadlines, far below 30 s. */
+static void test_api_fifth_connection_from_one_address_is_closed(void **state)
+{
+	int fd[5];
+	for (int i = 0; i < 5; i++)
+		fd[i] = raw_connect("127.0.2.1");
+	assert_true(closed_within(fd[4], 10000));
+	assert_false(closed_within(fd[0], 0));
+	for (int i = 0; i < 5; i++)
+		close(fd[i]);
+}
+
+/* At max_connections (16 here, silent handshakes from four addresses) a
+ * normal client is still served: the connection idle the longest, the
+ * first one, is closed to make room. */
+static void test_api_full_server_evicts_oldest_idle_for_new_client(void **state)
+{
+	int fd[16];
+	char src[32];
+	for (int i = 0; i < 16; i++) {
+		snprintf(src, sizeof src, "127.0.3.%d", 1 + i / 4);
+		fd[i] = raw_connect(src);
+	}
+	assert_int_equal(enroll("127.0.3.9", "phone-3", NULL, NULL, NULL), 200);
+	assert_true(closed_within(fd[0], 10000));
+	assert_false(closed_within(fd[15], 0));
+	for (int i = 0; i < 16; i++)
+		close(fd[i]);
+}
+
+/* Past three quarters of max_connections (12 of 16) a silent handshake is
+ * dropped after handshake_pressure_ms (200 ms here), not request_timeout_ms
+ * (30 s); the ones admitted before the pressure keep the long deadline. */
+static void test_api_handshake_under_pressure_gets_short_deadline(void **state)
+{
+	int fd[14];
+	char src[32];
+	for (int i = 0; i < 14; i++) {
+		snprintf(src, sizeof src, "127.0.4.%d", 1 + i);
+		fd[i] = raw_connect(src);
+	}
+	assert_true(closed_within(fd[13], 10000));
+	assert_false(closed_within(fd[0], 0));
+	for (int i = 0; i < 14; i++)
+		close(fd[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api_failed_decode_is_quarantined_with_reason),
+		cmocka_unit_test(test_api_reenrol_same_client_id_keeps_identity),
+		cmocka_unit_test(test_api_reenrol_does_not_reset_upload_budget),
+		cmocka_unit_test(test_api_enroll_flood_300_from_one_address_gets_429),
+		cmocka_unit_test(test_api_enroll_spread_over_addresses_hits_secret_budget),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	const struct CMUnitTest conns[] = {
+		cmocka_unit_test(test_api_fifth_connection_from_one_address_is_closed),
+	};
+	const struct CMUnitTest full[] = {
+		cmocka_unit_test(test_api_full_server_evicts_oldest_idle_for_new_client),
+	};
+	const struct CMUnitTest pressure[] = {
+		cmocka_unit_test(test_api_handshake_under_pressure_gets_short_deadline),
+	};
+	int rc = cmocka_run_group_tests(tests, setup, teardown);
+	rc |= cmocka_run_group_tests(conns, setup_conns, teardown);
+	rc |= cmocka_run_group_tests(full, setup_conns, teardown);
+	rc |= cmocka_run_group_tests(pressure, setup_pressure, teardown);
+	return rc;
 }

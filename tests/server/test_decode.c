@@ -4,7 +4,10 @@
  * inputs; the shuffled form (rvs_payload_inflate with
  * COMPRESSION_ZSTD_SHUFFLED) round trip across blocks and frames, and its
  * hostile cases: lying or missing declared sizes, truncation, a form that is
- * not a capture's, an unknown compression.
+ * not a capture's, an unknown compression.  Issue 18 item 2's zstd bomb:
+ * inflating stops at the size the upload declared, with peak memory
+ * measured in a child process, and uploads must declare that size; exports
+ * go through a capped memory stream (rvs_capped_memstream).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,6 +16,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <zstd.h>
@@ -21,6 +27,7 @@
 #include "decode.h"
 #include "rearview/analysis.h"
 #include "rearview/upload.pb-c.h"
+#include "rvs.h"
 
 #define SHUFFLED REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED
 
@@ -220,6 +227,169 @@ static void test_decode_shuffled_hostile_payloads_are_refused(void **state)
 	free(c.b);
 }
 
+/* Peak-memory bounds are for the plain build; sanitizers' shadow memory
+ * and quarantine multiply what the same allocations cost. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MEM_FACTOR 4
+#else
+#define MEM_FACTOR 1
+#endif
+
+/* A zstd frame of n MiB of zeros that does not declare its size (a
+ * streaming compressor's output): the bomb of issue 18 item 2. */
+static uint8_t *zero_bomb(size_t mib, size_t *zlen)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	size_t cap = 1u << 20, pos = 0;
+	uint8_t *z = malloc(cap), *zeros = calloc(1, 1u << 20);
+	assert_non_null(cc);
+	for (size_t i = 0; i <= mib; i++) {
+		ZSTD_EndDirective end = i == mib ? ZSTD_e_end : ZSTD_e_continue;
+		ZSTD_inBuffer in = {zeros, i == mib ? 0 : 1u << 20, 0};
+		size_t r;
+		do {
+			ZSTD_outBuffer out = {z + pos, cap - pos, 0};
+			r = ZSTD_compressStream2(cc, &out, &in, end);
+			assert_false(ZSTD_isError(r));
+			pos += out.pos;
+			assert_true(pos < cap);
+		} while (end == ZSTD_e_end ? r != 0 : in.pos < in.size);
+	}
+	ZSTD_freeCCtx(cc);
+	free(zeros);
+	*zlen = pos;
+	return z;
+}
+
+/* Issue 18 item 2: a 29 KB zstd payload inflated to ~0.9 GB whatever the
+ * envelope declared.  A 900 MiB bomb declared as 1 MiB now stops at 1 MiB
+ * (-E2BIG); run in a child, whose peak RSS must stay under 64 MiB (it was
+ * ~0.9 GB with the 1 GiB cap applied before the declared size counted). */
+static void test_decode_zstd_bomb_900mib_declared_1mib_peak_rss_bounded(void **state)
+{
+	size_t zlen;
+	uint8_t *z = zero_bomb(900, &zlen);
+	struct rusage ru;
+	int status;
+	pid_t pid;
+
+	assert_true(zlen < 64u << 10);
+	assert_int_equal(rvs_inflate_limit(1u << 20), 1u << 20);
+	assert_int_equal(rvs_inflate_limit(0), RVS_DECODE_MAX_CAPTURE);
+	assert_int_equal(rvs_inflate_limit(UINT64_MAX), RVS_DECODE_MAX_CAPTURE);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uint8_t *out = NULL;
+		size_t outlen = 0;
+		int rc = rvs_payload_inflate(REARVIEW__COMPRESSION__COMPRESSION_ZSTD, z, zlen,
+					     rvs_inflate_limit(1u << 20), &out, &outlen);
+		_exit(rc == -E2BIG && !out ? 0 : 1);
+	}
+	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_true(ru.ru_maxrss < MEM_FACTOR * 64 * 1024); /* KiB */
+	free(z);
+}
+
+/* An upload of a compressed capture must declare its inflated size, within
+ * the server's limit; the one devices send (declared, 1 MiB) passes. */
+static void test_decode_upload_compressed_capture_must_declare_size(void **state)
+{
+	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT, *got;
+	uint8_t id[16] = {1}, pl[8] = "zstd....", buf[256];
+	uint64_t sizes[] = {0, RVS_MAX_CAPTURE_BYTES + 1, 1u << 20};
+	char reason[128];
+	e.upload_id.data = id;
+	e.upload_id.len = 16;
+	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
+	e.compression = REARVIEW__COMPRESSION__COMPRESSION_ZSTD;
+	e.payload.data = pl;
+	e.payload.len = sizeof pl;
+	for (size_t i = 0; i < 3; i++) {
+		e.payload_size = sizes[i];
+		size_t n = rearview__upload_envelope__pack(&e, buf);
+		int rc = rvs_upload_parse(buf, n, &got, reason, sizeof reason);
+		assert_int_equal(rc, i < 2 ? -EINVAL : 0);
+		if (!rc)
+			rearview__upload_envelope__free_unpacked(got, NULL);
+	}
+}
+
+/* A trace of n calls, each its own method (folded lines "m<i> 1"). */
+static rva_trace *many_calls(size_t n)
+{
+	size_t cap = n * 16 + 1, len = 0;
+	char *text = malloc(cap);
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(text + len, cap - len, "m%zu 1\n", i);
+	assert_int_equal(rva_folded_import((const uint8_t *)text, len, &t, &err), 0);
+	free(text);
+	return t;
+}
+
+/* Issue 18 item 2: a 40 MB trace of 10 M tiny calls made a 770 MB Chrome
+ * export in server memory.  Exports now go through a capped stream: 1 M
+ * calls (~80 MB of Chrome JSON) into an 8 MiB cap fail, flagged over, and
+ * the child's peak RSS grows by less than 32 MiB while exporting. */
+static void test_decode_chrome_export_of_1m_calls_stops_at_cap(void **state)
+{
+	rva_trace *t = many_calls(1000000);
+	struct rusage ru;
+	int status;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rusage before, after;
+		char *buf;
+		size_t len;
+		int over, rc;
+		FILE *cr = fopen("/proc/self/clear_refs", "w"), *f;
+		if (cr) { /* "5": the peak RSS restarts from the current RSS */
+			fputs("5", cr);
+			fclose(cr);
+		}
+		getrusage(RUSAGE_SELF, &before);
+		f = rvs_capped_memstream(&buf, &len, 8u << 20, &over);
+		rc = rva_export_chrome(f, t);
+		if (fclose(f) == 0 && rc == 0 && !over)
+			_exit(1); /* the whole export fitted: not the case under test */
+		getrusage(RUSAGE_SELF, &after);
+		_exit(over && len <= (8u << 20) &&
+				      after.ru_maxrss - before.ru_maxrss < MEM_FACTOR * 32 * 1024
+			      ? 0
+			      : 2);
+	}
+	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	rva_trace_free(t);
+}
+
+/* Below the cap the capped stream is an ordinary memory stream. */
+static void test_decode_capped_memstream_under_cap_keeps_everything(void **state)
+{
+	char *buf;
+	size_t len;
+	int over;
+	FILE *f = rvs_capped_memstream(&buf, &len, 16, &over);
+	assert_non_null(f);
+	fputs("0123456789abcdef", f);
+	assert_int_equal(fclose(f), 0);
+	assert_false(over);
+	assert_int_equal(len, 16);
+	assert_string_equal(buf, "0123456789abcdef");
+	free(buf);
+	f = rvs_capped_memstream(&buf, &len, 16, &over);
+	fputs("0123456789abcdefX", f);
+	assert_int_not_equal(fclose(f), 0);
+	assert_true(over);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +399,10 @@ int main(void)
 		cmocka_unit_test(test_decode_zstd_over_limit_is_e2big),
 		cmocka_unit_test(test_decode_shuffled_round_trip_is_the_capture),
 		cmocka_unit_test(test_decode_shuffled_hostile_payloads_are_refused),
+		cmocka_unit_test(test_decode_zstd_bomb_900mib_declared_1mib_peak_rss_bounded),
+		cmocka_unit_test(test_decode_upload_compressed_capture_must_declare_size),
+		cmocka_unit_test(test_decode_chrome_export_of_1m_calls_stops_at_cap),
+		cmocka_unit_test(test_decode_capped_memstream_under_cap_keeps_everything),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

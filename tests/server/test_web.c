@@ -48,6 +48,7 @@ static int group_setup(void **state)
 {
 	if (web_server_start(&g_srv,
 			     "upload_burst = 50\nauth_fail_burst = 12\nauth_fail_per_min = 1\n"
+			     "enroll_burst = 1000\n"
 			     "login_hashers = 32\n",
 			     NULL))
 		return -1;
@@ -256,7 +257,12 @@ static char *enroll(const char *model)
 	size_t n;
 
 	q.enrollment_secret = g_srv.secret;
-	d.device_id = (char *)"web-test-device";
+	/* Each enrolment is a new install: a device id reused would re-enrol
+	 * the same device (its old token revoked). */
+	static int installs;
+	char install[48];
+	snprintf(install, sizeof install, "%s-%d", "web-test-device", ++installs);
+	d.device_id = install;
 	d.model = (char *)model;
 	d.os_build = (char *)"os-web";
 	q.device = &d;
@@ -269,6 +275,31 @@ static char *enroll(const char *model)
 	rearview__enroll_response__free_unpacked(a, NULL);
 	resp_free(&r);
 	return tok;
+}
+
+/* The uncompressed size a device declares for payload pl[0..n) of the given
+ * compression (upload.proto payload_size): the sum of the frames' content
+ * sizes, up to a frame cut short (whose header still declares one); n when
+ * no frame declares a size. */
+static uint64_t declared_size(const void *pl, size_t n, int compression)
+{
+	const uint8_t *p = pl;
+	uint64_t total = 0;
+	size_t left = n;
+	if (compression == REARVIEW__COMPRESSION__COMPRESSION_NONE)
+		return n;
+	while (left) {
+		unsigned long long s = ZSTD_getFrameContentSize(p, left);
+		size_t fl = ZSTD_findFrameCompressedSize(p, left);
+		if (s == ZSTD_CONTENTSIZE_ERROR || s == ZSTD_CONTENTSIZE_UNKNOWN)
+			break;
+		total += s;
+		if (ZSTD_isError(fl))
+			break; /* truncated: its header still declares a size */
+		p += fl;
+		left -= fl;
+	}
+	return total ? total : n;
 }
 
 /* Uploads (app, model, version, payload) and waits for it to leave
@@ -304,7 +335,7 @@ static char *upload(const char *app, const char *model, const char *version, con
 		e.compression = (Rearview__Compression)compression;
 		e.payload.data = (uint8_t *)pl;
 		e.payload.len = pllen;
-		e.payload_size = pllen;
+		e.payload_size = declared_size(pl, pllen, compression);
 	}
 	len = rearview__upload_envelope__get_packed_size(&e);
 	env = malloc(len);

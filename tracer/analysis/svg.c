@@ -7,7 +7,9 @@
  * parent).  Every frame is a <g> carrying data-x/data-w (fractions of the
  * root) so the embedded script can zoom without recomputing the tree.
  * Names are untrusted: they only reach the document XML-escaped, and the
- * script reads them through textContent, never innerHTML.
+ * script reads them through textContent, never innerHTML.  Frames deeper
+ * than RVA_EXPORT_MAX_DEPTH are not drawn and a note says how deep the
+ * tree went, so the document stays linear in the trace.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -129,7 +131,8 @@ int rva_export_svg(FILE *f, const rva_trace *t, const char *title)
 			next[i] += (double)tr.nodes[c].incl / total;
 		}
 	free(next);
-	int height = PAD_TOP + FRAME_H * (int)(maxd + 1) + PAD_BOTTOM;
+	uint32_t drawn = maxd < RVA_EXPORT_MAX_DEPTH ? maxd : RVA_EXPORT_MAX_DEPTH;
+	int height = PAD_TOP + FRAME_H * (int)(drawn + 1) + PAD_BOTTOM;
 	fprintf(f,
 		"<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -147,12 +150,17 @@ int rva_export_svg(FILE *f, const rva_trace *t, const char *title)
 		"<text id=\"search\" x=\"1110\" y=\"20\">Search</text>\n"
 		"<text id=\"matched\" x=\"1100\" y=\"%d\"></text>\n",
 		height - 5);
+	if (maxd > drawn)
+		fprintf(f,
+			"<text id=\"truncated\" x=\"10\" y=\"40\">" RVA_TRUNCATED_FRAME
+			": call depth %u, %u levels drawn</text>\n",
+			maxd, drawn);
 	const char *unit = t->weighted ? "samples" : "us";
 	double scale = t->weighted ? 1.0 : 1e-3;
 	for (size_t i = 1; i < tr.n; i++) {
 		const rva_tnode *nd = &tr.nodes[i];
 		double w = (double)nd->incl / total;
-		if (w * WIDTH < 0.1)
+		if (w * WIDTH < 0.1 || depth[i] > drawn)
 			continue;
 		const char *name = t->names[nd->method];
 		unsigned h = colour(name);

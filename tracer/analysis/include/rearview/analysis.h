@@ -487,8 +487,18 @@ int rva_import_file(const char *path, rva_trace **out, rva_error *err);
 
 /* ---- outputs ---- */
 
-/* Folded stacks: one line per distinct path, self time in µs (weights for a
- * weighted trace), names with ';' and newlines replaced by '_'. */
+/* Call depth the folded and SVG exports draw: what lies deeper is folded
+ * into one "[deeper frames truncated]" frame (folded) or not drawn and
+ * noted (SVG), so an export's size is linear in the trace, never quadratic
+ * in its depth (issue 18 item 2: 1 M nested calls). */
+#define RVA_EXPORT_MAX_DEPTH 512
+#define RVA_TRUNCATED_FRAME  "[deeper frames truncated]"
+
+/* Folded stacks: one line per distinct path, most self time first, self
+ * time in µs (weights for a weighted trace), names with ';' and newlines
+ * replaced by '_'.  Paths deeper than RVA_EXPORT_MAX_DEPTH end in
+ * RVA_TRUNCATED_FRAME, which carries the self time of everything below.
+ * Memory linear in the merged tree.  0, -ENOMEM, -EIO. */
 int rva_export_folded(FILE *f, const rva_trace *t);
 
 /* pprof (gzip'd profile.proto, pprof.c): one sample per call-tree node with
@@ -517,7 +527,8 @@ int rva_export_speedscope(FILE *f, const rva_trace *t);
 int rva_export_android(FILE *f, const rva_trace *t);
 
 /* Self-contained interactive SVG flame graph of all threads (click to zoom,
- * search, tooltips); names are XML-escaped.  title may be NULL. */
+ * search, tooltips); names are XML-escaped.  title may be NULL.  Frames
+ * deeper than RVA_EXPORT_MAX_DEPTH are not drawn; the graph then says so. */
 int rva_export_svg(FILE *f, const rva_trace *t, const char *title);
 
 #ifdef __cplusplus
