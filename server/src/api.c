@@ -112,7 +112,7 @@ struct job {
 	size_t body_len;
 	char etag[72];
 	int new_upload, duplicate;
-	char retry_after[16];	 /* an error's Retry-After, "" for none */
+	char retry_after[16]; /* an error's Retry-After, "" for none */
 	/* JOB_ENROLL: the device enrolled before; its old token's hash. */
 	int reenrolled;
 	uint8_t old_token_hash[32];
