@@ -4,3 +4,4 @@
 #   tracer/analysis.mk  rvtrace: decode, analyse, import, export, the CLI
 -include tracer/lib.mk
 -include tracer/analysis.mk
+include tracer/rvcc.mk
