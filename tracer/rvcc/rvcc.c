@@ -21,7 +21,10 @@
  * (`rvtrace hotlist`).  Both need the function sizes, so such a compile runs
  * twice: once uninstrumented with -fno-inline into a temporary object whose
  * disassembly (objdump) gives each function's instruction count and loops,
- * then for real with -finstrument-functions-exclude-function-list=.  gcc
+ * then for real with -finstrument-functions-exclude-function-list=
+ * (in pass one, -fkeep-inline-functions and always_inline spelled as
+ * noinline give inline helpers a body to measure too: gcc instruments their
+ * inlined copies as well).  gcc
  * matches that list by substring, so a name is only excluded when it is not
  * a substring of a function of the same translation unit that stays traced.
  * The names left out are written into the object's `.rearview_untraced`
@@ -457,6 +460,9 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 		args_push(&a, s);
 	}
 	args_push(&a, "-fno-inline");
+	args_push(&a, "-fkeep-inline-functions");
+	args_push(&a, "-Dalways_inline=noinline");
+	args_push(&a, "-D__always_inline__=__noinline__");
 	args_push(&a, "-g0");
 	args_push(&a, "-w");
 	args_push(&a, "-o");
