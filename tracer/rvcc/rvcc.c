@@ -349,6 +349,7 @@ struct fn {
 	char name[512];
 	long insns;
 	int loop;
+	const char *rule; /* why it is left out, or NULL: traced */
 };
 
 struct fns {
@@ -418,13 +419,25 @@ static int measure(const char *obj, struct fns *fs)
 }
 
 /* gcc's exclude list matches substrings: a name is safe to exclude when no
- * traced function of this translation unit contains it. */
-static int substring_of_traced(const struct fns *fs, const struct names *out, const char *name)
+ * traced function of this translation unit contains it.  Un-excluding one
+ * name can make another unsafe, hence the passes until nothing changes. */
+static void keep_substring_safe(struct fns *fs)
 {
-	for (size_t i = 0; i < fs->n; i++)
-		if (!names_has(out, fs->v[i].name) && strstr(fs->v[i].name, name))
-			return 1;
-	return 0;
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = 0; i < fs->n; i++) {
+			if (!fs->v[i].rule)
+				continue;
+			for (size_t j = 0; j < fs->n; j++) {
+				if (j == i || fs->v[j].rule ||
+				    !strstr(fs->v[j].name, fs->v[i].name))
+					continue;
+				fs->v[i].rule = NULL;
+				changed = 1;
+				break;
+			}
+		}
+	}
 }
 
 struct compile {
@@ -480,30 +493,18 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 		return rc;
 	}
 	for (size_t i = 0; i < fs.n; i++) {
-		const struct fn *f = &fs.v[i];
-		if (names_has(never, f->name)) {
-			names_push(excluded, f->name);
-			names_push(rules, "never");
-		} else if (o->threshold > 0 && f->insns < o->threshold && !f->loop) {
-			names_push(excluded, f->name);
-			names_push(rules, "threshold");
-		}
+		struct fn *f = &fs.v[i];
+		if (names_has(never, f->name))
+			f->rule = "never";
+		else if (o->threshold > 0 && f->insns < o->threshold && !f->loop)
+			f->rule = "threshold";
 	}
-	/* Drop the unsafe ones (until a fixed point: dropping one can make
-	 * another unsafe). */
-	for (int changed = 1; changed;) {
-		changed = 0;
-		for (size_t i = 0; i < excluded->n; i++) {
-			if (!substring_of_traced(&fs, excluded, excluded->v[i]))
-				continue;
-			free(excluded->v[i]);
-			free(rules->v[i]);
-			excluded->v[i] = excluded->v[--excluded->n];
-			rules->v[i] = rules->v[rules->n - 1];
-			rules->n--;
-			changed = 1;
-			break;
-		}
+	keep_substring_safe(&fs);
+	for (size_t i = 0; i < fs.n; i++) {
+		if (!fs.v[i].rule)
+			continue;
+		names_push(excluded, fs.v[i].name);
+		names_push(rules, fs.v[i].rule);
 	}
 	assert(excluded->n == rules->n);
 	free(fs.v);
