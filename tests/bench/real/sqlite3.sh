@@ -3,11 +3,12 @@
 # real program for Rearview: the amalgamation is generated once (configure;
 # make sqlite3.c shell.c — needs tclsh), then the shell is built
 # uninstrumented and through rvcc, both with sqlite3-planted.c (the SQL
-# function rv_slow(X), registered by SQLITE_EXTRA_INIT, doing its work in
+# function rv_slow(X, N), registered by SQLITE_EXTRA_INIT, doing its work in
 # sqlite_planted_slow_fn) that a capture must name at the top of self time.
 # The workload (an in-memory database): N rows inserted through a recursive
 # CTE, an index, LIKE scans, GROUP BY, a self-join, updates, deletes, and
-# rv_slow() over every 50th row.
+# last (just before the end, where a capture at an anomaly would look)
+# rv_slow(a, 20000) over the rows with a % 50 = 1 (none of them deleted).
 #
 #   tests/bench/real/sqlite3.sh build          (quiet; exit 77 without the source)
 #   tests/bench/real/sqlite3.sh run MODE       plain | off | on | capture; one line:
@@ -55,7 +56,7 @@ build_one() { # name, CC
 	}
 }
 
-workload() { # rows
+workload() { # rows, rounds per rv_slow call
 	cat <<SQL
 CREATE TABLE t(a INTEGER PRIMARY KEY, b INT, c TEXT);
 WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < $1)
@@ -63,15 +64,15 @@ WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < $1)
 CREATE INDEX tb ON t(b);
 SELECT count(*), sum(b) FROM t WHERE c LIKE '%7f%';
 SELECT b, count(*) FROM t GROUP BY b ORDER BY 2 DESC, 1 LIMIT 3;
-SELECT sum(rv_slow(a)) FROM t WHERE a % 50 = 0;
 UPDATE t SET b = b + 1 WHERE a % 3 = 0;
 SELECT count(*), sum(t2.b) FROM t t1 JOIN t t2 ON t1.b = t2.a WHERE t1.a < $1 / 4;
 DELETE FROM t WHERE a % 5 = 0;
 SELECT count(*), max(c) FROM t;
+SELECT sum(rv_slow(a, $2)) FROM t WHERE a % 50 = 1;
 SQL
 }
 
-# run_once MODE ROWS TMP: prints the fields; the shell's output in TMP/out.
+# run_once MODE ROWS TMP [ROUNDS]: prints the fields; the shell's output in TMP/out.
 run_once() {
 	mode=$1
 	bin="$W/rv/sqlite3"
@@ -86,7 +87,7 @@ run_once() {
 		exit 2
 		;;
 	esac
-	workload "$2" >"$3/w.sql"
+	workload "$2" "${4:-20000}" >"$3/w.sql"
 	t0=$(now)
 	env $env_on "$bin" -batch :memory: <"$3/w.sql" >"$3/out"
 	t1=$(now)
@@ -122,10 +123,11 @@ if [ "$cmd" = run ]; then
 	exit 0
 fi
 
-# check: 5000 rows; rv_slow runs once per row with a % 50 = 0.
-run_once plain 5000 "$T" >/dev/null
+# check: 5000 rows; rv_slow (200000 rounds, so that it stands out in so
+# short a run) runs exactly once per row with a % 50 = 1: 5000 / 50 rows.
+run_once plain 5000 "$T" 200000 >/dev/null
 mv "$T/out" "$T/out.plain"
-line=$(run_once capture 5000 "$T")
+line=$(run_once capture 5000 "$T" 200000)
 cmp -s "$T/out" "$T/out.plain" || {
 	echo "sqlite3 check: output differs from the uninstrumented shell" >&2
 	diff "$T/out.plain" "$T/out" >&2
