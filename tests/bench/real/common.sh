@@ -6,7 +6,8 @@
 #   BUILD          the build directory (default build)
 #   RV_THRESHOLD   rvcc --rv-threshold for the instrumented build (default 200,
 #                  XRay's rule; 0 instruments every function)
-#   RV_NEVER       a never-list for rvcc (rvtrace hotlist output), or empty
+#   RV_NEVER       a never-list for rvcc (rvtrace hotlist output); each script
+#                  defaults to its own <prog>.never, RV_NEVER= turns it off
 #   RV_CC          the compiler rvcc wraps (default gcc)
 
 BUILD=${BUILD:-build}
@@ -43,6 +44,15 @@ fetch_source() {
 	dirname "$found"
 }
 
+# up_to_date NAME CC TARGET FILE...: true when TARGET exists, is newer than
+# every FILE and was built with the same CC line (kept in TARGET.cc).
+up_to_date() {
+	[ "$(cat "$3.cc" 2>/dev/null)" = "$2" ] || return 1
+	t=$3
+	shift 3
+	newer_than "$t" "$@"
+}
+
 # newer_than TARGET FILE...: true when TARGET exists and is newer than all.
 newer_than() {
 	t=$1
@@ -55,7 +65,8 @@ newer_than() {
 
 # The instrumented build is redone when any of these change.
 rv_deps() {
-	echo "$RVCC" "$ROOT/$BUILD/lib/librvtrace.so" "$ROOT/tracer/include/rearview/trace-inline.h"
+	echo "$RVCC" "$ROOT/$BUILD/lib/librvtrace.so" "$ROOT/tracer/include/rearview/trace-inline.h" \
+		$RV_NEVER
 }
 
 # rvcc's settings as flags, for CC="…".

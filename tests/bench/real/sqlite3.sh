@@ -20,6 +20,7 @@
 # Run from the repository root.  Settings: see common.sh; ROWS (default 200000).
 set -eu
 ROOT=$(pwd)
+: "${RV_NEVER=$ROOT/tests/bench/real/sqlite3.never}"
 . "$ROOT/tests/bench/real/common.sh"
 PLANTED=sqlite_planted_slow_fn
 W="$REAL/sqlite3"
@@ -42,7 +43,7 @@ amalgamation() {
 
 build_one() { # name, CC
 	out="$W/$1/sqlite3"
-	newer_than "$out" "$ROOT/tests/bench/real/sqlite3.sh" "$PLANT" $([ "$1" = rv ] && rv_deps) &&
+	up_to_date "$1" "$2" "$out" "$ROOT/tests/bench/real/sqlite3.sh" "$PLANT" $([ "$1" = rv ] && rv_deps) &&
 		return 0
 	rm -rf "$W/$1" && mkdir -p "$W/$1"
 	D="-D_GNU_SOURCE -DSQLITE_EXTRA_INIT=rv_planted_init -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION"
@@ -54,6 +55,7 @@ build_one() { # name, CC
 		cat "$W/$1.log" >&2
 		return 1
 	}
+	echo "$2" >"$out.cc"
 }
 
 workload() { # rows, rounds per rv_slow call

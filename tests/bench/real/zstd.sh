@@ -18,13 +18,14 @@
 # RV_NEVER, RV_CC); CORPUS_MB (default 20).
 set -eu
 ROOT=$(pwd)
+: "${RV_NEVER=$ROOT/tests/bench/real/zstd.never}"
 . "$ROOT/tests/bench/real/common.sh"
 PLANTED=zstd_planted_slow_scan
 W="$REAL/zstd"
 
 build_one() { # name, CC
 	out="$W/$1/zstd"
-	newer_than "$out" "$ROOT/tests/bench/real/zstd.sh" "$ROOT/tests/bench/real/zstd-planted.patch" \
+	up_to_date "$1" "$2" "$out" "$ROOT/tests/bench/real/zstd.sh" "$ROOT/tests/bench/real/zstd-planted.patch" \
 		$([ "$1" = rv ] && rv_deps) && return 0
 	rm -rf "$W/$1" && mkdir -p "$W/$1"
 	cp -r "$SRC/lib" "$SRC/programs" "$W/$1/"
@@ -35,6 +36,7 @@ build_one() { # name, CC
 		return 1
 	}
 	cp "$W/$1/programs/zstd" "$out"
+	echo "$2" >"$out.cc"
 }
 
 corpus() { # megabytes -> path
