@@ -21,3 +21,9 @@ TESTS += $(TBIN)/bench/test_real
 bench-real: $(RV_REAL_DEPS)
 	BUILD=$(BUILD) ROUNDS=$(or $(ROUNDS),10) sh tests/bench/real/run.sh
 .PHONY: bench-real
+# rvcc's own test (probes, response files, threshold, never-list, shared objects).
+$(TBIN)/rvcc/test_rvcc: tests/rvcc/test_rvcc.sh | $(BIN)/rvcc $(BIN)/rvtrace $(LIBRVTRACE_SO)
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec sh %s %s\n' '$(CURDIR)/$<' '$(abspath $(BIN))' > $@
+	chmod +x $@
+TESTS += $(TBIN)/rvcc/test_rvcc

@@ -447,9 +447,10 @@ struct compile {
 	const char *source; /* the only source, or NULL */
 };
 
-/* The two-pass compile for the threshold and the never-list (gcc, -c, one
- * source).  Fills excluded with the names to leave out and rules with their
- * reason.  Returns 0, or non-zero when pass 1 fails (then rvcc instruments
+/* The two-pass compile for the threshold and the never-list (gcc, one
+ * source and no other input; pass one always stops at the object).  Fills
+ * excluded with the names to leave out and rules with their reason.
+ * Returns 0, or non-zero when pass one fails (then rvcc instruments
  * everything, and the real compile reports the error). */
 static int plan_exclusions(const struct opts *o, const struct args *cc, const struct names *never,
 			   struct names *excluded, struct names *rules)
@@ -472,6 +473,7 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 			continue;
 		args_push(&a, s);
 	}
+	args_push(&a, "-c");
 	args_push(&a, "-fno-inline");
 	args_push(&a, "-fkeep-inline-functions");
 	args_push(&a, "-Dalways_inline=noinline");
@@ -692,7 +694,7 @@ int main(int argc, char **argv)
 			}
 			if (o.never)
 				read_never(o.never, &never);
-			two_pass = compile_only && nsrc == 1 && ninputs == 1 && !asm_src &&
+			two_pass = nsrc == 1 && ninputs == 1 && !asm_src &&
 				   (o.threshold > 0 || never.n > 0);
 		}
 	}
@@ -746,6 +748,8 @@ int main(int argc, char **argv)
 		char obj[PATH_MAX];
 		if (c.output) {
 			snprintf(obj, sizeof(obj), "%s", c.output);
+		} else if (!compile_only) {
+			snprintf(obj, sizeof(obj), "a.out");
 		} else {
 			const char *b = strrchr(c.source, '/');
 			b = b ? b + 1 : c.source;

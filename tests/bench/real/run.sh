@@ -7,7 +7,8 @@
 # seconds, overhead against plain as the mean of the paired per-round
 # differences with its paired-t 95 % interval, trace points per second (from
 # the capture: entries + exits over the captured span), functions
-# instrumented / total, and whether the capture named the planted cause.
+# instrumented / total, and in how many rounds the capture named the planted
+# cause at the top of self time (found k/n).
 #
 #   tests/bench/real/run.sh            (ROUNDS=10, PROGS="zstd sqlite3 lua")
 # Run from the repository root.  Other settings: see common.sh.
@@ -70,7 +71,7 @@ BEGIN {
 	for (i = 4; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	sec[p, m, r] = f["seconds"]
 	if (f["instrumented"] != "-") inst[p, m] = f["instrumented"]
-	if (f["found"] != "-") found[p, m] = f["found"]
+	if (f["found"] != "-") { nf[p, m]++; if (f["found"] == "yes") yf[p, m]++ }
 	if (f["tprate"] != "-" && f["tprate"] != "") { rate[p, m] += f["tprate"]; nrate[p, m]++ }
 	if (!(p in seenp)) { seenp[p] = 1; order[++np] = p }
 	if (r > maxr) maxr = r
@@ -107,7 +108,7 @@ END {
 			}
 			rt = nrate[p, m] ? sprintf("%.3g", rate[p, m] / nrate[p, m]) : "-"
 			printf "%-8s %-8s %9.3f %22s %12s %14s %6s\n", p, m, med, ov, rt, \
-				((p, m) in inst) ? inst[p, m] : "-", ((p, m) in found) ? found[p, m] : "-"
+				((p, m) in inst) ? inst[p, m] : "-", ((p, m) in nf) ? sprintf("%d/%d", yf[p, m], nf[p, m]) : "-"
 		}
 	}
 }' "$T/raw"

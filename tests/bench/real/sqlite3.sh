@@ -8,7 +8,7 @@
 # The workload (an in-memory database): N rows inserted through a recursive
 # CTE, an index, LIKE scans, GROUP BY, a self-join, updates, deletes, and
 # last (just before the end, where a capture at an anomaly would look)
-# rv_slow(a, 20000) over the rows with a % 50 = 1 (none of them deleted).
+# rv_slow(a, 40000) over the rows with a % 50 = 1 (none of them deleted).
 #
 #   tests/bench/real/sqlite3.sh build          (quiet; exit 77 without the source)
 #   tests/bench/real/sqlite3.sh run MODE       plain | off | on | capture; one line:
@@ -89,7 +89,7 @@ run_once() {
 		exit 2
 		;;
 	esac
-	workload "$2" "${4:-20000}" >"$3/w.sql"
+	workload "$2" "${4:-40000}" >"$3/w.sql"
 	t0=$(now)
 	env $env_on "$bin" -batch :memory: <"$3/w.sql" >"$3/out"
 	t1=$(now)
