@@ -24,6 +24,6 @@ bench-real: $(RV_REAL_DEPS)
 # rvcc's own test (probes, response files, threshold, never-list, shared objects).
 $(TBIN)/rvcc/test_rvcc: tests/rvcc/test_rvcc.sh | $(BIN)/rvcc $(BIN)/rvtrace $(LIBRVTRACE_SO)
 	@mkdir -p $(@D)
-	printf '#!/bin/sh\nexec sh %s %s\n' '$(CURDIR)/$<' '$(abspath $(BIN))' > $@
+	printf '#!/bin/sh\nexec sh %s %s "%s"\n' '$(CURDIR)/$<' '$(abspath $(BIN))' '$(SANFLAGS)' > $@
 	chmod +x $@
 TESTS += $(TBIN)/rvcc/test_rvcc

@@ -1,9 +1,16 @@
 #!/bin/sh
 # tests/rvcc/test_rvcc.sh — rvcc, the compiler wrapper, in TAP (counted by
 # tests/run-tests.sh like a cmocka binary).
-#   test_rvcc.sh BIN_DIR     (the build's bin/: rvcc and rvtrace)
+#   test_rvcc.sh BIN_DIR [SANFLAGS]   (the build's bin/: rvcc and rvtrace)
+# A sanitizer flavour skips every case visibly: its librvtrace needs the
+# sanitizer runtime in the programs rvcc builds.
 set -u
-B=${1:?usage: test_rvcc.sh BIN_DIR}
+B=${1:?usage: test_rvcc.sh BIN_DIR [SANFLAGS]}
+if [ -n "${2:-}" ]; then
+	echo "1..6"
+	for i in 1 2 3 4 5 6; do echo "ok $i # SKIP sanitizer flavour"; done
+	exit 0
+fi
 RVCC="$B/rvcc"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
