@@ -9,6 +9,7 @@
 #   make asan|ubsan run the suite under AddressSanitizer / UBSan (build/asan, build/ubsan)
 #   make tsan       run the concurrency tests under ThreadSanitizer (build/tsan)
 #   make bench      benchmarks (results go in each component's BENCHMARKS.md)
+#   make bench-real the real programs (zstd, sqlite3) plain and through rvcc
 #   make lint       clang-format check and banned-call check
 #   make install    PREFIX=/usr/local DESTDIR=
 #   DEVELOPER=1     strict warnings as errors
@@ -18,7 +19,7 @@
 # which makes sure the Debian dependencies are present and then runs the
 # real goals with RV_INNER=1, so pkg-config sees the installed libraries.
 
-PUBLIC_GOALS := all check test bench asan ubsan tsan lint install demo fuzz
+PUBLIC_GOALS := all check test bench bench-real asan ubsan tsan lint install demo fuzz
 
 ifeq ($(RV_INNER),)
 

@@ -44,7 +44,7 @@ $(LIBRVANALYSIS): $(RVA_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BIN)/rvtrace: $(OBJ)/tracer/analysis/rvtrace.o $(LIBRVANALYSIS)
+$(BIN)/rvtrace: $(OBJ)/tracer/analysis/rvtrace.o $(OBJ)/tracer/analysis/hotlist.o $(LIBRVANALYSIS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVA_LIBS)
 

@@ -6,3 +6,4 @@
 -include tracer/lib.mk
 -include tracer/analysis.mk
 include tracer/runtimes/lua/lua.mk
+include tracer/rvcc.mk

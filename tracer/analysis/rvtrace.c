@@ -18,6 +18,7 @@
 
 #include "rearview/analysis.h"
 #include "rearview/common.h"
+#include "hotlist.h"
 
 static const char usage_main[] =
 	"usage: rvtrace COMMAND [OPTIONS] FILE...\n"
@@ -34,6 +35,7 @@ static const char usage_main[] =
 	"  flamegraph FILE    interactive SVG flame graph\n"
 	"  export FILE        convert (--format F -o OUT)\n"
 	"  diff A B           methods whose self time changed, largest first\n"
+	"  hotlist FILE...    hot, short methods: a never-list for rvcc\n"
 	"\n"
 	"`rvtrace COMMAND --help` describes each command.  On a terminal, work\n"
 	"taking over a second shows a progress bar on stderr; --quiet (anywhere\n"
@@ -824,9 +826,13 @@ int main(int argc, char **argv)
 		int (*fn)(int, char **);
 		const char *usage;
 	} cmds[] = {
-		{"info", cmd_info, usage_info},	      {"summary", cmd_summary, usage_summary},
-		{"tree", cmd_tree, usage_tree},	      {"flamegraph", cmd_flamegraph, usage_flame},
-		{"export", cmd_export, usage_export}, {"diff", cmd_diff, usage_diff},
+		{"info", cmd_info, usage_info},
+		{"summary", cmd_summary, usage_summary},
+		{"tree", cmd_tree, usage_tree},
+		{"flamegraph", cmd_flamegraph, usage_flame},
+		{"export", cmd_export, usage_export},
+		{"diff", cmd_diff, usage_diff},
+		{"hotlist", rvtrace_cmd_hotlist, rvtrace_usage_hotlist},
 	};
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
 		fputs(usage_main, stdout);

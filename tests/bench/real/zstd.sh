@@ -1,0 +1,128 @@
+#!/bin/sh
+# tests/bench/real/zstd.sh — zstd from Debian's source (libzstd) as a real
+# program for Rearview: built uninstrumented and through rvcc, with a planted
+# slow function (zstd-planted.patch: zstd_planted_slow_scan, a checksum of
+# each input chunk in the compression loop) that a capture must name at the
+# top of self time.  The workload compresses a deterministic corpus (files
+# under /usr/share concatenated in sorted order: text, man pages, gzip'd
+# changelogs) at level 3 (check: level 1, 2 MiB) on one thread (no asynchronous I/O threads either) and
+# decompresses it again.
+#
+#   tests/bench/real/zstd.sh build          (quiet; exit 77 without the source)
+#   tests/bench/real/zstd.sh run MODE       plain | off | on | capture; one line:
+#     seconds=<wall> tracepoints=<n|-> found=<yes|no|-> instrumented=<k>/<total> tprate=<events/s|->
+#   tests/bench/real/zstd.sh check          small and fast: the planted function
+#                                           found by name, its call count exact,
+#                                           the round trip exact; exit 0/1/77
+# Run from the repository root.  Settings: see common.sh (BUILD, RV_THRESHOLD,
+# RV_NEVER, RV_CC); CORPUS_MB (default 20).
+set -eu
+ROOT=$(pwd)
+: "${RV_NEVER=$ROOT/tests/bench/real/zstd.never}"
+. "$ROOT/tests/bench/real/common.sh"
+PLANTED=zstd_planted_slow_scan
+W="$REAL/zstd"
+
+build_one() { # name, CC
+	out="$W/$1/zstd"
+	up_to_date "$1" "$2" "$out" "$ROOT/tests/bench/real/zstd.sh" "$ROOT/tests/bench/real/zstd-planted.patch" \
+		$([ "$1" = rv ] && rv_deps) && return 0
+	rm -rf "$W/$1" && mkdir -p "$W/$1"
+	cp -r "$SRC/lib" "$SRC/programs" "$W/$1/"
+	(cd "$W/$1" && patch -s -p0 <"$ROOT/tests/bench/real/zstd-planted.patch")
+	make -s -C "$W/$1/programs" -j2 zstd CC="$2" HAVE_ZLIB=0 HAVE_LZMA=0 HAVE_LZ4=0 \
+		ZSTD_LEGACY_SUPPORT=0 MOREFLAGS=-g >"$W/$1.log" 2>&1 || {
+		cat "$W/$1.log" >&2
+		return 1
+	}
+	cp "$W/$1/programs/zstd" "$out"
+	echo "$2" >"$out.cc"
+}
+
+corpus() { # megabytes -> path
+	c="$W/corpus-$1M"
+	[ -s "$c" ] && {
+		echo "$c"
+		return 0
+	}
+	find /usr/share/doc /usr/share/common-licenses /usr/share/man /usr/share/perl -type f \
+		2>/dev/null | LC_ALL=C sort | xargs cat 2>/dev/null | head -c "$(($1 << 20))" >"$c.tmp"
+	mv "$c.tmp" "$c"
+	echo "$c"
+}
+
+# run_once MODE CORPUS TMP: compress + decompress; prints the fields.
+run_once() {
+	mode=$1
+	bin="$W/rv/zstd"
+	[ "$mode" = plain ] && bin="$W/plain/zstd"
+	env_on=""
+	case "$mode" in
+	on) env_on="RV_TRACE=1" ;;
+	capture) env_on="RV_TRACE=1 RV_TRACE_FILE=$3/c.rvt" ;;
+	plain | off) ;;
+	*)
+		echo "zstd.sh: unknown mode $mode" >&2
+		exit 2
+		;;
+	esac
+	t0=$(now)
+	env $env_on "$bin" -q -f -"${LEVEL:-3}" --single-thread --no-asyncio "$2" -o "$3/x.zst"
+	[ "$mode" = capture ] && env_on="RV_TRACE=1 RV_TRACE_FILE=$3/d.rvt"
+	env $env_on "$bin" -q -f -d --no-asyncio "$3/x.zst" -o "$3/x.out"
+	t1=$(now)
+	cmp -s "$2" "$3/x.out" || {
+		echo "zstd.sh: round trip differs" >&2
+		exit 1
+	}
+	secs=$(echo "$t0 $t1" | awk '{ printf "%.4f", $2 - $1 }')
+	cap="tracepoints=- found=- tprate=-"
+	[ "$mode" = capture ] && cap=$(capture_fields "$3/c.rvt" "$PLANTED")
+	inst="-"
+	[ "$mode" != plain ] && inst=$(instrumented "$bin")
+	set -- $cap
+	echo "seconds=$secs $1 $2 instrumented=$inst $3"
+}
+
+cmd=${1:-}
+case "$cmd" in
+build | run | check) ;;
+*)
+	echo "usage: $0 build | run MODE | check" >&2
+	exit 2
+	;;
+esac
+SRC=$(fetch_source libzstd zstd)
+mkdir -p "$W"
+build_one plain "$RV_CC"
+build_one rv "$RVCC $RV_CC $(rv_flags)"
+[ "$cmd" = build ] && exit 0
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+if [ "$cmd" = run ]; then
+	run_once "${2:?run MODE}" "$(corpus "${CORPUS_MB:-20}")" "$T"
+	exit 0
+fi
+
+# check: 2 MiB, captured; the planted function on top, called once per
+# 128 KiB input chunk (the compression loop reads ZSTD_CStreamInSize() bytes
+# per turn and ends on the turn that reads the file's last byte).
+c=$(corpus 2)
+LEVEL=1
+line=$(run_once capture "$c" "$T")
+calls=$("$RVTRACE" summary --top 100 "$T/c.rvt" | awk -v p="$PLANTED" '$NF == p { print $1; exit }')
+want=$((($(wc -c <"$c") + 131071) / 131072))
+case "$line" in
+*found=yes*) ;;
+*)
+	echo "zstd check: $PLANTED not at the top of self time: $line" >&2
+	"$RVTRACE" summary --top 5 "$T/c.rvt" >&2
+	exit 1
+	;;
+esac
+[ "$calls" = "$want" ] || {
+	echo "zstd check: $PLANTED called ${calls:-0} times in the capture, expected $want" >&2
+	exit 1
+}
+echo "zstd check: ok ($line; $PLANTED calls $calls)"

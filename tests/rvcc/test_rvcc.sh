@@ -1,0 +1,95 @@
+#!/bin/sh
+# tests/rvcc/test_rvcc.sh — rvcc, the compiler wrapper, in TAP (counted by
+# tests/run-tests.sh like a cmocka binary).
+#   test_rvcc.sh BIN_DIR [SANFLAGS]   (the build's bin/: rvcc and rvtrace)
+# A sanitizer flavour skips every case visibly: its librvtrace needs the
+# sanitizer runtime in the programs rvcc builds.
+set -u
+B=${1:?usage: test_rvcc.sh BIN_DIR [SANFLAGS]}
+if [ -n "${2:-}" ]; then
+	echo "1..6"
+	for i in 1 2 3 4 5 6; do echo "ok $i # SKIP sanitizer flavour"; done
+	exit 0
+fi
+RVCC="$B/rvcc"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+n=0
+fails=0
+check() { # name, command...
+	name=$1
+	shift
+	n=$((n + 1))
+	if "$@" >"$T/out" 2>&1; then
+		echo "ok $n - $name"
+	else
+		fails=$((fails + 1))
+		echo "not ok $n - $name"
+		sed 's/^/# /' "$T/out"
+	fi
+}
+echo "1..6"
+
+cat >"$T/app.c" <<'C'
+static int small_helper(int x) { return x + 1; }
+int looper(int n);
+int looper(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * n; return s; }
+__attribute__((noinline)) int rvcc_busy(int n);
+__attribute__((noinline)) int rvcc_busy(int n)
+{
+	volatile unsigned h = 1;
+	for (int i = 0; i < n; i++)
+		h = h * 31 + (unsigned)small_helper(i);
+	return (int)h;
+}
+int main(void) { return rvcc_busy(1000) == 7 && looper(3) == 0; }
+C
+
+probe_same() { # configure's probes pass through unchanged
+	[ "$("$RVCC" gcc --version)" = "$(gcc --version)" ] &&
+		[ "$("$RVCC" gcc -dumpmachine)" = "$(gcc -dumpmachine)" ] &&
+		[ "$(echo 'int x = __LINE__;' | "$RVCC" gcc -E -P -x c -)" = \
+			"$(echo 'int x = __LINE__;' | gcc -E -P -x c -)" ]
+}
+check "test_rvcc_probes_pass_through_unchanged" probe_same
+
+build_traced() { # threshold 20: small_helper is left out (inlined copies too), looper has
+	# a loop, rvcc_busy is traced
+	echo "-O2 -c $T/app.c -o $T/app.o" >"$T/rsp" &&
+		"$RVCC" gcc --rv-threshold=20 @"$T/rsp" &&
+		"$RVCC" gcc -o "$T/app" "$T/app.o" &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/app.rvt" "$T/app" &&
+		"$B/rvtrace" summary "$T/app.rvt" >"$T/sum" && grep -q ' rvcc_busy$' "$T/sum" &&
+		! grep -q ' small_helper$' "$T/sum"
+}
+check "test_rvcc_response_file_threshold_traces_only_big_functions" build_traced
+
+untraced_named() {
+	readelf -p .rearview_untraced "$T/app" | grep -q 'threshold small_helper\\n' &&
+		! readelf -p .rearview_untraced "$T/app" | grep -q 'looper'
+}
+check "test_rvcc_untraced_section_names_left_out_functions" untraced_named
+
+never_list() { # the never-list leaves rvcc_busy out; main stays traced
+	printf '# comment\nrvcc_busy # from hotlist\n' >"$T/never" &&
+		"$RVCC" gcc --rv-never="$T/never" -O2 -o "$T/app2" "$T/app.c" &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/app2.rvt" "$T/app2" &&
+		"$B/rvtrace" summary "$T/app2.rvt" >"$T/sum2" && grep -q ' main$' "$T/sum2" &&
+		! grep -q 'rvcc_busy' "$T/sum2"
+}
+check "test_rvcc_never_list_leaves_named_function_out" never_list
+
+shared_and_off() { # a shared object links librvtrace; --rv-off adds nothing
+	"$RVCC" gcc -O2 -fPIC -shared -o "$T/lib.so" "$T/app.c" &&
+		readelf -d "$T/lib.so" | grep -q 'librvtrace' &&
+		"$RVCC" gcc --rv-off -O2 -o "$T/plain" "$T/app.c" &&
+		! nm "$T/plain" | grep -q cyg_profile && ! readelf -d "$T/plain" | grep -q librvtrace
+}
+check "test_rvcc_shared_object_links_library_and_off_adds_nothing" shared_and_off
+
+unknown_option() {
+	"$RVCC" gcc --rv-bogus -c "$T/app.c" -o "$T/x.o"
+	[ $? -eq 2 ]
+}
+check "test_rvcc_unknown_option_exits_2" unknown_option
+[ "$fails" -eq 0 ]

@@ -1,0 +1,29 @@
+# tracer/rvcc.mk — rvcc, the compiler wrapper (CC="rvcc gcc"): adds the
+# instrumentation and links librvtrace.  It finds the library in the lib/
+# beside its own bin/ (build tree or installed prefix), else in PREFIX.
+$(OBJ)/tracer/rvcc/rvcc.o: CPPFLAGS += -DRVCC_PREFIX='"$(PREFIX)"'
+$(BIN)/rvcc: $(OBJ)/tracer/rvcc/rvcc.o | $(LIBRVTRACE_A) $(LIBRVTRACE_SO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+BINS += $(BIN)/rvcc
+
+# The real-program benchmark (issue 14): zstd and sqlite3 from Debian's
+# sources, plain and through rvcc (tests/bench/real/).  `make check` runs each
+# program's correctness check (builds cached under build/real); `make
+# bench-real` the timed rounds (ROUNDS=10 by default).
+RV_REAL_DEPS := $(BIN)/rvcc $(BIN)/rvtrace $(LIBRVTRACE_SO) $(LIBRVTRACE_A)
+$(TBIN)/bench/test_real: tests/bench/real/test_real.sh | $(RV_REAL_DEPS)
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\ncd %s && exec sh tests/bench/real/test_real.sh %s "%s"\n' \
+	  '$(CURDIR)' '$(BUILD)' '$(SANFLAGS)' > $@
+	chmod +x $@
+TESTS += $(TBIN)/bench/test_real
+bench-real: $(RV_REAL_DEPS)
+	BUILD=$(BUILD) ROUNDS=$(or $(ROUNDS),10) sh tests/bench/real/run.sh
+.PHONY: bench-real
+# rvcc's own test (probes, response files, threshold, never-list, shared objects).
+$(TBIN)/rvcc/test_rvcc: tests/rvcc/test_rvcc.sh | $(BIN)/rvcc $(BIN)/rvtrace $(LIBRVTRACE_SO)
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec sh %s %s "%s"\n' '$(CURDIR)/$<' '$(abspath $(BIN))' '$(SANFLAGS)' > $@
+	chmod +x $@
+TESTS += $(TBIN)/rvcc/test_rvcc

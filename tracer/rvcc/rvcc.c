@@ -1,0 +1,768 @@
+/*
+ * rvcc.c — a compiler wrapper that builds any program for Rearview tracing.
+ *
+ *   CC="rvcc gcc" ./configure && make        (also clang, g++, clang++)
+ *
+ * rvcc runs the real compiler with the instrumentation Rearview recommends
+ * added and, when the command links, librvtrace added to the link.  Options
+ * come from `--rv-…` flags (removed before the compiler sees them) or from
+ * RVCC_… environment variables; `rvcc --help` lists them.
+ *
+ * What it adds, per compiler:
+ *   gcc, C     -finstrument-functions -include rearview/trace-inline.h
+ *              (inline mode: the trace point inlined into each body)
+ *   g++        -finstrument-functions (call mode; the inline header is C only)
+ *   clang(++)  -finstrument-functions-after-inlining (no hooks in inlined
+ *              copies; clang has no per-function exclusion flag, so the
+ *              threshold and never-list apply to gcc only)
+ * gcc instruments every inlined copy of a function, so rvcc can leave small
+ * leaf functions out (XRay's rule: fewer than --rv-threshold machine
+ * instructions and no backward branch) and the functions of a never-list
+ * (`rvtrace hotlist`).  Both need the function sizes, so such a compile runs
+ * twice: once uninstrumented with -fno-inline into a temporary object whose
+ * disassembly (objdump) gives each function's instruction count and loops,
+ * then for real with -finstrument-functions-exclude-function-list=
+ * (in pass one, -fkeep-inline-functions and always_inline spelled as
+ * noinline give inline helpers a body to measure too: gcc instruments their
+ * inlined copies as well).  gcc
+ * matches that list by substring, so a name is only excluded when it is not
+ * a substring of a function of the same translation unit that stays traced.
+ * The names left out are written into the object's `.rearview_untraced`
+ * section (non-allocated; one "rule name" line each), which the linker
+ * concatenates, so the program says what it does not trace.
+ *
+ * Invocations that do not compile code pass through unchanged: no input
+ * file (`--version`, `-v`, `-dumpmachine`, `-print-…`), preprocessing only
+ * (-E, -M, -MM), -fsyntax-only, and everything with --rv-off / RVCC=off.
+ * Response files (@file) are expanded so that rvcc sees every argument.
+ *
+ * Invariants: the compiler's own arguments are passed in their original
+ * order; rvcc adds arguments only after them (-include before the sources
+ * is positional-independent in gcc); the exit status is the compiler's.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <assert.h>
+
+#ifndef RVCC_PREFIX
+#define RVCC_PREFIX "/usr/local"
+#endif
+
+static const char usage[] =
+	"usage: rvcc COMPILER [--rv-OPTION…] ARGS…\n"
+	"  Runs COMPILER (gcc, clang, g++, clang++ or a path) with Rearview's\n"
+	"  instrumentation added and librvtrace linked in.  Use it as CC/CXX:\n"
+	"    CC=\"rvcc gcc\" ./configure && make\n"
+	"    cmake -DCMAKE_C_COMPILER_LAUNCHER=rvcc …   (or CC=\"rvcc gcc\")\n"
+	"options (flag / environment; flags win):\n"
+	"  --rv-off              RVCC=off         pass everything through untouched\n"
+	"  --rv-mode=inline|call RVCC_MODE        gcc C: inline trace point (default)\n"
+	"                                         or calls to librvtrace's hooks\n"
+	"  --rv-threshold=N      RVCC_THRESHOLD   gcc: leave out functions of fewer\n"
+	"                                         than N instructions without a loop\n"
+	"                                         (default 0 = off; XRay uses 200)\n"
+	"  --rv-never=FILE       RVCC_NEVER       gcc: never instrument the functions\n"
+	"                                         named in FILE (one per line, '#'\n"
+	"                                         comments; `rvtrace hotlist` output)\n"
+	"  --rv-static           RVCC_STATIC=1    link librvtrace.a instead of the .so\n"
+	"  --rv-libdir=DIR       RVCC_LIBDIR      where librvtrace is (default: the\n"
+	"                                         lib/ beside rvcc's bin/, else " RVCC_PREFIX
+	"/lib)\n"
+	"  --rv-incdir=DIR       RVCC_INCDIR      where rearview/trace-inline.h is\n"
+	"  --rv-verbose          RVCC_VERBOSE=1   print each command run\n"
+	"  The compiler may also come from RVCC_CC when the first argument is an option.\n"
+	"  The traced program then runs with RV_TRACE=1 (trace the main thread) and\n"
+	"  RV_TRACE_FILE=out.rvt (capture at exit), or under rearviewd.\n";
+
+struct args {
+	char **v;
+	size_t n, cap;
+};
+
+static void args_push(struct args *a, const char *s)
+{
+	if (a->n + 2 > a->cap) {
+		a->cap = a->cap ? 2 * a->cap : 64;
+		a->v = realloc(a->v, a->cap * sizeof(*a->v));
+		if (!a->v) {
+			perror("rvcc");
+			exit(1);
+		}
+	}
+	a->v[a->n] = strdup(s);
+	if (!a->v[a->n]) {
+		perror("rvcc");
+		exit(1);
+	}
+	a->n++;
+	a->v[a->n] = NULL;
+}
+
+struct opts {
+	int off, inline_mode, is_static, verbose;
+	long threshold;
+	const char *never, *libdir, *incdir;
+};
+
+struct names {
+	char **v;
+	size_t n;
+};
+
+static int names_has(const struct names *ns, const char *s)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		if (strcmp(ns->v[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+static void names_push(struct names *ns, const char *s)
+{
+	char **nv = realloc(ns->v, (ns->n + 1) * sizeof(*nv));
+	char *d = strdup(s);
+	if (!nv || !d) {
+		perror("rvcc");
+		exit(1);
+	}
+	ns->v = nv;
+	ns->v[ns->n++] = d;
+}
+
+static void names_add(struct names *ns, const char *s)
+{
+	if (!names_has(ns, s))
+		names_push(ns, s);
+}
+
+/* Expands @file the way gcc reads it: whitespace separates, quotes and
+ * backslash escape.  A file that cannot be read stays a literal argument. */
+static void push_expanded(struct args *out, const char *arg, int depth)
+{
+	FILE *f = arg[0] == '@' && depth < 8 ? fopen(arg + 1, "r") : NULL;
+	if (!f) {
+		args_push(out, arg);
+		return;
+	}
+	char buf[PATH_MAX * 2];
+	size_t len = 0;
+	int c, quote = 0, have = 0;
+	while ((c = fgetc(f)) != EOF) {
+		if (c == '\\') {
+			c = fgetc(f);
+			if (c == EOF)
+				break;
+		} else if (quote && c == quote) {
+			quote = 0;
+			continue;
+		} else if (!quote && (c == '"' || c == '\'')) {
+			quote = c;
+			have = 1;
+			continue;
+		} else if (!quote && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+			if (have || len) {
+				buf[len] = 0;
+				push_expanded(out, buf, depth + 1);
+			}
+			len = 0;
+			have = 0;
+			continue;
+		}
+		if (len + 1 < sizeof(buf))
+			buf[len++] = (char)c;
+		have = 1;
+	}
+	if (have || len) {
+		buf[len] = 0;
+		push_expanded(out, buf, depth + 1);
+	}
+	fclose(f);
+}
+
+/* Options whose value is the next argument (gcc and clang). */
+static int takes_value(const char *a)
+{
+	static const char *const two[] = {"-o",
+					  "-x",
+					  "-I",
+					  "-L",
+					  "-l",
+					  "-D",
+					  "-U",
+					  "-include",
+					  "-imacros",
+					  "-isystem",
+					  "-idirafter",
+					  "-iprefix",
+					  "-iwithprefix",
+					  "-iwithprefixbefore",
+					  "-iquote",
+					  "-isysroot",
+					  "-imultilib",
+					  "-MF",
+					  "-MT",
+					  "-MQ",
+					  "-Xlinker",
+					  "-Xassembler",
+					  "-Xpreprocessor",
+					  "-Xclang",
+					  "-T",
+					  "-u",
+					  "-e",
+					  "--param",
+					  "-aux-info",
+					  "-dumpbase",
+					  "-dumpdir",
+					  "-target",
+					  "-arch",
+					  "-z",
+					  "-B",
+					  "-G",
+					  "-Xarch_host",
+					  "-Xcuda-ptxas",
+					  "--sysroot",
+					  "-specs",
+					  "-wrapper",
+					  "-mllvm",
+					  "-working-directory",
+					  "-ivfsoverlay"};
+	for (size_t i = 0; i < sizeof(two) / sizeof(two[0]); i++)
+		if (strcmp(a, two[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int has_prefix(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+static void verbose_print(const struct opts *o, char *const *v)
+{
+	if (!o->verbose)
+		return;
+	fputs("rvcc:", stderr);
+	for (size_t i = 0; v[i]; i++)
+		fprintf(stderr, " %s", v[i]);
+	fputc('\n', stderr);
+}
+
+/* Runs argv, waits; returns its exit status (or 127 when it cannot run). */
+static int run(const struct opts *o, char *const *v)
+{
+	verbose_print(o, v);
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("rvcc: fork");
+		return 127;
+	}
+	if (pid == 0) {
+		execvp(v[0], v);
+		fprintf(stderr, "rvcc: %s: %s\n", v[0], strerror(errno));
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return 127;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int file_exists(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0;
+}
+
+/* librvtrace's directory: the option, else lib/ beside this binary's bin/
+ * (the build tree and an installed prefix look the same), else the prefix. */
+static void find_dirs(struct opts *o)
+{
+	static char libdir[PATH_MAX], incdir[PATH_MAX];
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+	if (n > 0) {
+		self[n] = 0;
+		slash = strrchr(self, '/');
+		if (slash)
+			*slash = 0; /* …/bin */
+		slash = strrchr(self, '/');
+		if (slash)
+			*slash = 0; /* the prefix or build directory */
+	} else {
+		self[0] = 0;
+	}
+	char probe[PATH_MAX + 64];
+	if (!o->libdir) {
+		snprintf(probe, sizeof(probe), "%s/lib/librvtrace.a", self);
+		if (self[0] && file_exists(probe))
+			snprintf(libdir, sizeof(libdir), "%s/lib", self);
+		else
+			snprintf(libdir, sizeof(libdir), "%s/lib", RVCC_PREFIX);
+		o->libdir = libdir;
+	}
+	if (!o->incdir) {
+		snprintf(probe, sizeof(probe), "%s/include/rearview/trace-inline.h", self);
+		if (self[0] && file_exists(probe)) {
+			snprintf(incdir, sizeof(incdir), "%s/include", self);
+		} else {
+			/* The build tree: build/bin/rvcc beside tracer/include. */
+			snprintf(probe, sizeof(probe),
+				 "%s/../tracer/include/rearview/trace-inline.h", self);
+			if (self[0] && file_exists(probe))
+				snprintf(incdir, sizeof(incdir), "%s/../tracer/include", self);
+			else
+				snprintf(incdir, sizeof(incdir), "%s/include", RVCC_PREFIX);
+		}
+		o->incdir = incdir;
+	}
+}
+
+static void read_never(const char *path, struct names *never)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "rvcc: never-list %s: %s (ignored)\n", path, strerror(errno));
+		return;
+	}
+	char line[4096];
+	while (fgets(line, sizeof(line), f)) {
+		char *s = line + strspn(line, " \t");
+		s[strcspn(s, "#\r\n")] = 0;
+		size_t l = strlen(s);
+		while (l && (s[l - 1] == ' ' || s[l - 1] == '\t'))
+			s[--l] = 0;
+		if (l && !strchr(s, ','))
+			names_add(never, s);
+	}
+	fclose(f);
+}
+
+struct fn {
+	char name[512];
+	long insns;
+	int loop;
+	const char *rule; /* why it is left out, or NULL: traced */
+};
+
+struct fns {
+	struct fn *v;
+	size_t n;
+};
+
+static struct fn *fns_get(struct fns *fs, const char *name)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		if (strcmp(fs->v[i].name, name) == 0)
+			return &fs->v[i];
+	struct fn *nv = realloc(fs->v, (fs->n + 1) * sizeof(*nv));
+	if (!nv) {
+		perror("rvcc");
+		exit(1);
+	}
+	fs->v = nv;
+	struct fn *f = &fs->v[fs->n++];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	return f;
+}
+
+/* Reads `objdump -d` of obj: per function (clones such as foo.part.0 and
+ * foo.cold folded into foo) its instruction count and whether any branch
+ * targets an earlier address of the same function (a loop or recursion). */
+static int measure(const char *obj, struct fns *fs)
+{
+	char cmd[PATH_MAX + 64];
+	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn '%s'", obj);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -errno;
+	char line[2048], cur[512] = "", sym[512] = "";
+	struct fn *f = NULL;
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long addr;
+		char name[512];
+		if (sscanf(line, "%llx <%511[^>]>:", &addr, name) == 2) {
+			snprintf(sym, sizeof(sym), "%s", name);
+			name[strcspn(name, ".")] = 0;
+			snprintf(cur, sizeof(cur), "%s", name);
+			f = fns_get(fs, cur);
+			continue;
+		}
+		if (!f || sscanf(line, " %llx:", &addr) != 1 || !strchr(line, '\t'))
+			continue;
+		f->insns++;
+		/* "jne    20 <sum+0x10>": a target inside the same symbol. */
+		char *lt = strrchr(line, '<');
+		size_t sl = strlen(sym);
+		if (lt && strncmp(lt + 1, sym, sl) == 0 &&
+		    (lt[1 + sl] == '>' || lt[1 + sl] == '+')) {
+			char *q = lt;
+			while (q > line && q[-1] == ' ')
+				q--;
+			while (q > line && strchr("0123456789abcdef", q[-1]))
+				q--;
+			unsigned long long target = strtoull(q, NULL, 16);
+			if (target <= addr)
+				f->loop = 1;
+		}
+	}
+	int st = pclose(p);
+	return st == 0 ? 0 : -EIO;
+}
+
+/* gcc's exclude list matches substrings: a name is safe to exclude when no
+ * traced function of this translation unit contains it.  Un-excluding one
+ * name can make another unsafe, hence the passes until nothing changes. */
+static void keep_substring_safe(struct fns *fs)
+{
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = 0; i < fs->n; i++) {
+			if (!fs->v[i].rule)
+				continue;
+			for (size_t j = 0; j < fs->n; j++) {
+				if (j == i || fs->v[j].rule ||
+				    !strstr(fs->v[j].name, fs->v[i].name))
+					continue;
+				fs->v[i].rule = NULL;
+				changed = 1;
+				break;
+			}
+		}
+	}
+}
+
+struct compile {
+	int lang_c; /* every source is C (not C++, assembler …) */
+	int one_obj;
+	const char *output; /* -o, or NULL */
+	const char *source; /* the only source, or NULL */
+};
+
+/* The two-pass compile for the threshold and the never-list (gcc, one
+ * source and no other input; pass one always stops at the object).  Fills
+ * excluded with the names to leave out and rules with their reason.
+ * Returns 0, or non-zero when pass one fails (then rvcc instruments
+ * everything, and the real compile reports the error). */
+static int plan_exclusions(const struct opts *o, const struct args *cc, const struct names *never,
+			   struct names *excluded, struct names *rules)
+{
+	char tmpl[] = "/tmp/rvcc-XXXXXX";
+	int fd = mkstemp(tmpl);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	struct args a = {0};
+	for (size_t i = 0; i < cc->n; i++) {
+		const char *s = cc->v[i];
+		if (strcmp(s, "-o") == 0 || strcmp(s, "-MF") == 0 || strcmp(s, "-MT") == 0 ||
+		    strcmp(s, "-MQ") == 0) {
+			i++;
+			continue;
+		}
+		if (strcmp(s, "-MD") == 0 || strcmp(s, "-MMD") == 0 || strcmp(s, "-MP") == 0 ||
+		    has_prefix(s, "-Wp,-M") || strcmp(s, "-g") == 0 || has_prefix(s, "-flto"))
+			continue;
+		args_push(&a, s);
+	}
+	args_push(&a, "-c");
+	args_push(&a, "-fno-inline");
+	args_push(&a, "-fkeep-inline-functions");
+	args_push(&a, "-Dalways_inline=noinline");
+	args_push(&a, "-D__always_inline__=__noinline__");
+	args_push(&a, "-g0");
+	args_push(&a, "-w");
+	args_push(&a, "-o");
+	args_push(&a, tmpl);
+	int rc = run(o, a.v);
+	struct fns fs = {0};
+	if (rc == 0)
+		rc = measure(tmpl, &fs);
+	unlink(tmpl);
+	for (size_t i = 0; i < a.n; i++)
+		free(a.v[i]);
+	free(a.v);
+	if (rc != 0) {
+		free(fs.v);
+		return rc;
+	}
+	for (size_t i = 0; i < fs.n; i++) {
+		struct fn *f = &fs.v[i];
+		if (names_has(never, f->name))
+			f->rule = "never";
+		else if (o->threshold > 0 && f->insns < o->threshold && !f->loop)
+			f->rule = "threshold";
+	}
+	keep_substring_safe(&fs);
+	for (size_t i = 0; i < fs.n; i++) {
+		if (!fs.v[i].rule)
+			continue;
+		names_push(excluded, fs.v[i].name);
+		names_push(rules, fs.v[i].rule);
+	}
+	assert(excluded->n == rules->n);
+	free(fs.v);
+	return 0;
+}
+
+/* Adds the `.rearview_untraced` section to obj: "rule name\n" per name. */
+static int mark_untraced(const struct opts *o, const char *obj, const struct names *excluded,
+			 const struct names *rules)
+{
+	char tmpl[] = "/tmp/rvcc-XXXXXX";
+	int fd = mkstemp(tmpl);
+	if (fd < 0)
+		return -errno;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmpl);
+		return -errno;
+	}
+	for (size_t i = 0; i < excluded->n; i++)
+		fprintf(f, "%s %s\n", rules->v[i], excluded->v[i]);
+	fclose(f);
+	char sec[PATH_MAX + 32];
+	snprintf(sec, sizeof(sec), ".rearview_untraced=%s", tmpl);
+	struct args a = {0};
+	args_push(&a, "objcopy");
+	args_push(&a, "--add-section");
+	args_push(&a, sec);
+	args_push(&a, "--set-section-flags");
+	args_push(&a, ".rearview_untraced=contents,readonly");
+	args_push(&a, obj);
+	int rc = run(o, a.v);
+	unlink(tmpl);
+	for (size_t i = 0; i < a.n; i++)
+		free(a.v[i]);
+	free(a.v);
+	return rc;
+}
+
+static const char *env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : dflt;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {0};
+	o.inline_mode = strcmp(env_or("RVCC_MODE", "inline"), "call") != 0;
+	o.off = strcmp(env_or("RVCC", ""), "off") == 0;
+	o.is_static = strcmp(env_or("RVCC_STATIC", "0"), "1") == 0;
+	o.verbose = strcmp(env_or("RVCC_VERBOSE", "0"), "1") == 0;
+	o.threshold = strtol(env_or("RVCC_THRESHOLD", "0"), NULL, 10);
+	o.never = env_or("RVCC_NEVER", NULL);
+	o.libdir = env_or("RVCC_LIBDIR", NULL);
+	o.incdir = env_or("RVCC_INCDIR", NULL);
+
+	int first = 1;
+	const char *compiler;
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (argc >= 2 && argv[1][0] != '-') {
+		compiler = argv[1];
+		first = 2;
+	} else {
+		compiler = env_or("RVCC_CC", "gcc");
+	}
+
+	/* The compiler's arguments: response files expanded, --rv- removed. */
+	struct args cc = {0};
+	args_push(&cc, compiler);
+	for (int i = first; i < argc; i++) {
+		const char *a = argv[i];
+		if (!has_prefix(a, "--rv-")) {
+			push_expanded(&cc, a, 0);
+			continue;
+		}
+		const char *v = strchr(a, '=');
+		v = v ? v + 1 : "";
+		if (strcmp(a, "--rv-off") == 0)
+			o.off = 1;
+		else if (strcmp(a, "--rv-static") == 0)
+			o.is_static = 1;
+		else if (strcmp(a, "--rv-verbose") == 0)
+			o.verbose = 1;
+		else if (has_prefix(a, "--rv-mode="))
+			o.inline_mode = strcmp(v, "call") != 0;
+		else if (has_prefix(a, "--rv-threshold="))
+			o.threshold = strtol(v, NULL, 10);
+		else if (has_prefix(a, "--rv-never="))
+			o.never = v;
+		else if (has_prefix(a, "--rv-libdir="))
+			o.libdir = v;
+		else if (has_prefix(a, "--rv-incdir="))
+			o.incdir = v;
+		else {
+			fprintf(stderr, "rvcc: unknown option %s (see rvcc --help)\n", a);
+			return 2;
+		}
+	}
+
+	const char *base = strrchr(compiler, '/');
+	base = base ? base + 1 : compiler;
+	int is_clang = strstr(base, "clang") != NULL;
+	int is_cxx = strstr(base, "++") != NULL;
+
+	/* Classify the command. */
+	int compile_only = 0, preprocess_only = 0, shared = 0, nsrc = 0, ninputs = 0, asm_src = 0;
+	int cxx_src = 0;
+	struct compile c = {0};
+	const char *lang = NULL;
+	for (size_t i = 1; i < cc.n; i++) {
+		const char *a = cc.v[i];
+		if (a[0] == '-' && a[1]) {
+			if (strcmp(a, "-c") == 0 || strcmp(a, "-S") == 0)
+				compile_only = 1;
+			else if (strcmp(a, "-E") == 0 || strcmp(a, "-M") == 0 ||
+				 strcmp(a, "-MM") == 0 || strcmp(a, "-fsyntax-only") == 0)
+				preprocess_only = 1;
+			else if (strcmp(a, "-shared") == 0)
+				shared = 1;
+			else if (strcmp(a, "-o") == 0 && i + 1 < cc.n)
+				c.output = cc.v[i + 1];
+			else if (has_prefix(a, "-x"))
+				lang = a[2] ? a + 2 : (i + 1 < cc.n ? cc.v[i + 1] : NULL);
+			if (takes_value(a))
+				i++;
+			continue;
+		}
+		ninputs++;
+		const char *dot = strrchr(a, '.');
+		const char *ext = dot ? dot + 1 : "";
+		int is_src;
+		if (lang && strcmp(lang, "none") != 0) {
+			is_src = 1;
+			if (has_prefix(lang, "assembler"))
+				asm_src = 1;
+			else if (strstr(lang, "c++"))
+				cxx_src = 1;
+		} else if (strcmp(ext, "c") == 0 || strcmp(ext, "i") == 0) {
+			is_src = 1;
+		} else if (strcmp(ext, "s") == 0 || strcmp(ext, "S") == 0 ||
+			   strcmp(ext, "sx") == 0) {
+			is_src = 1;
+			asm_src = 1;
+		} else if (strcmp(ext, "cc") == 0 || strcmp(ext, "cpp") == 0 ||
+			   strcmp(ext, "cxx") == 0 || strcmp(ext, "C") == 0 ||
+			   strcmp(ext, "c++") == 0 || strcmp(ext, "ii") == 0) {
+			is_src = 1;
+			cxx_src = 1;
+		} else {
+			is_src = 0;
+		}
+		if (is_src) {
+			nsrc++;
+			c.source = a;
+		}
+	}
+	if (o.off || ninputs == 0 || preprocess_only) {
+		verbose_print(&o, cc.v);
+		execvp(cc.v[0], cc.v);
+		fprintf(stderr, "rvcc: %s: %s\n", cc.v[0], strerror(errno));
+		return 127;
+	}
+	find_dirs(&o);
+
+	/* Instrumentation, when there is something to compile. */
+	struct names never = {0}, excluded = {0}, rules = {0};
+	int two_pass = 0;
+	size_t ncc = cc.n; /* the user's arguments end here */
+	if (nsrc > 0) {
+		if (is_clang) {
+			args_push(&cc, "-finstrument-functions-after-inlining");
+		} else {
+			args_push(&cc, "-finstrument-functions");
+			c.lang_c = !cxx_src && !is_cxx && !asm_src;
+			if (o.inline_mode && c.lang_c) {
+				char inc[PATH_MAX + 32];
+				snprintf(inc, sizeof(inc), "%s/rearview/trace-inline.h", o.incdir);
+				args_push(&cc, "-include");
+				args_push(&cc, inc);
+			}
+			if (o.never)
+				read_never(o.never, &never);
+			two_pass = nsrc == 1 && ninputs == 1 && !asm_src &&
+				   (o.threshold > 0 || never.n > 0);
+		}
+	}
+	if (two_pass) {
+		struct args plain = {cc.v, ncc, cc.cap};
+		char *saved = cc.v[ncc];
+		cc.v[ncc] = NULL;
+		int rc = plan_exclusions(&o, &plain, &never, &excluded, &rules);
+		cc.v[ncc] = saved;
+		if (rc == 0 && excluded.n > 0) {
+			size_t len = 64;
+			for (size_t i = 0; i < excluded.n; i++)
+				len += strlen(excluded.v[i]) + 1;
+			char *flag = malloc(len);
+			if (!flag) {
+				perror("rvcc");
+				return 1;
+			}
+			size_t at = (size_t)snprintf(
+				flag, len, "-finstrument-functions-exclude-function-list=");
+			for (size_t i = 0; i < excluded.n; i++)
+				at += (size_t)snprintf(flag + at, len - at, "%s%s", i ? "," : "",
+						       excluded.v[i]);
+			args_push(&cc, flag);
+			free(flag);
+		}
+	}
+
+	/* librvtrace, when the command links. */
+	if (!compile_only) {
+		char a1[PATH_MAX + 32], a2[PATH_MAX + 32];
+		if (o.is_static && !shared) {
+			snprintf(a1, sizeof(a1), "%s/librvtrace.a", o.libdir);
+			snprintf(a2, sizeof(a2), "%s/librvproto.a", o.libdir);
+			args_push(&cc, a1);
+			args_push(&cc, a2);
+			args_push(&cc, "-lprotobuf-c");
+			args_push(&cc, "-lelf");
+			args_push(&cc, "-lpthread");
+		} else {
+			snprintf(a1, sizeof(a1), "-L%s", o.libdir);
+			snprintf(a2, sizeof(a2), "-Wl,-rpath,%s", o.libdir);
+			args_push(&cc, a1);
+			args_push(&cc, a2);
+			args_push(&cc, "-lrvtrace");
+		}
+	}
+
+	int rc = run(&o, cc.v);
+	if (rc == 0 && two_pass && excluded.n > 0) {
+		char obj[PATH_MAX];
+		if (c.output) {
+			snprintf(obj, sizeof(obj), "%s", c.output);
+		} else if (!compile_only) {
+			snprintf(obj, sizeof(obj), "a.out");
+		} else {
+			const char *b = strrchr(c.source, '/');
+			b = b ? b + 1 : c.source;
+			snprintf(obj, sizeof(obj), "%s", b);
+			char *dot = strrchr(obj, '.');
+			if (dot && strlen(dot) >= 2)
+				snprintf(dot, sizeof(obj) - (size_t)(dot - obj), ".o");
+		}
+		int src_is_s = 0;
+		for (size_t i = 1; i < ncc; i++)
+			src_is_s |= strcmp(cc.v[i], "-S") == 0;
+		if (!src_is_s && mark_untraced(&o, obj, &excluded, &rules) != 0)
+			fprintf(stderr, "rvcc: %s: could not add .rearview_untraced\n", obj);
+	}
+	return rc;
+}
