@@ -37,6 +37,7 @@
 #include "enforce.h"
 #include "log.h"
 #include "registry.h"
+#include "tracectl.h"
 #include "upload.h"
 #include "rearview/control.pb-c.h"
 #include "rearview/event.pb-c.h"
@@ -97,80 +98,12 @@ static void note_error(struct rvd_daemon *d, const char *fmt, ...)
 	rvd_warn("%s", slot);
 }
 
-/* ---- readiness (sd_notify protocol, no libsystemd) ----------------------- */
-
-static void notify(const char *state)
-{
-	const char *path = getenv("NOTIFY_SOCKET");
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	size_t len;
-	int fd;
-
-	if (!path || !*path || (path[0] != '/' && path[0] != '@'))
-		return;
-	len = strlen(path);
-	if (len >= sizeof(sa.sun_path))
-		return;
-	memcpy(sa.sun_path, path, len);
-	if (path[0] == '@')
-		sa.sun_path[0] = '\0'; /* abstract namespace */
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
-		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
-		rvd_warn("sd_notify %s: %s", state, strerror(errno));
-	close(fd);
-}
-
 /* ---- tracing plan ---------------------------------------------------------- */
 
 static void trace_cb(struct rvd_process *p, pid_t tid, bool start, void *data)
 {
-	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
-	Rearview__StartTracing st = REARVIEW__START_TRACING__INIT;
-	Rearview__StopTracing sp = REARVIEW__STOP_TRACING__INIT;
-	struct rvd_conn *c = p->conn;
-
 	(void)data;
-	if (start) {
-		st.tid = tid;
-		m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_START;
-		m.start = &st;
-	} else {
-		sp.tid = tid;
-		sp.release_buffer = true;
-		m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_STOP;
-		m.stop = &sp;
-	}
-	rvd_info("pid %d: %s tracing tid %d", (int)p->pid, start ? "start" : "stop", (int)tid);
-	if (c)
-		rvd_conn_send(c, &m.base);
-}
-
-/* Tells `p` to stop every thread and unmap every ring it holds. */
-static void release_all(struct rvd_process *p)
-{
-	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
-	Rearview__StopTracing sp = REARVIEW__STOP_TRACING__INIT;
-
-	sp.all_threads = true;
-	sp.release_buffer = true;
-	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_STOP;
-	m.stop = &sp;
-	rvd_info("pid %d: stop tracing and release every buffer", (int)p->pid);
-	p->traced_tid = 0;
-	if (p->conn)
-		rvd_conn_send(p->conn, &m.base);
-}
-
-/* Whether `p` last reported a thread tracing or holding a ring. */
-static bool holds_rings(const struct rvd_process *p)
-{
-	for (size_t i = 0; i < p->nthreads; i++)
-		if (p->threads[i].tracing || p->threads[i].buffer_bytes)
-			return true;
-	return false;
+	rvd_tracectl_send(p, tid, start);
 }
 
 /*
@@ -194,7 +127,7 @@ static void adopt_or_release(struct rvd_daemon *d, struct rvd_process *p)
 			others = true;
 	}
 	if (others && !p->traced_tid) {
-		release_all(p);
+		rvd_tracectl_release_all(p);
 		return;
 	}
 	for (size_t i = 0; others && i < p->nthreads; i++) {
@@ -212,8 +145,8 @@ static void replan(struct rvd_daemon *d)
 	bool off = d->consent == REARVIEW__CONSENT_LEVEL__CONSENT_OFF;
 
 	for (struct rvd_process *p = d->reg.head; off && p; p = p->next)
-		if (holds_rings(p))
-			release_all(p);
+		if (rvd_tracectl_holds_rings(p))
+			rvd_tracectl_release_all(p);
 	rvd_registry_plan(&d->reg, off ? 0 : d->cfg.traced_apps, trace_cb, d);
 }
 
@@ -275,42 +208,6 @@ static void release_reservation(struct rvd_daemon *d, int64_t reservation)
 
 /* ---- control.sock ------------------------------------------------------------ */
 
-static bool tid_of(pid_t pid, pid_t tid)
-{
-	char path[64];
-
-	if (tid <= 0)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, (int)tid);
-	return access(path, F_OK) == 0;
-}
-
-static int set_threads(struct rvd_process *p, Rearview__ThreadInfo **ti, size_t n)
-{
-	struct rvd_thread *t;
-	int rc;
-
-	if (n > 4096)
-		return -E2BIG;
-	t = calloc(n ? n : 1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (!tid_of(p->pid, ti[i]->tid)) {
-			free(t);
-			return -EPERM;
-		}
-		t[i].tid = ti[i]->tid;
-		t[i].is_ui = ti[i]->is_ui;
-		t[i].tracing = ti[i]->tracing;
-		t[i].buffer_bytes = ti[i]->buffer_bytes;
-		snprintf(t[i].name, sizeof(t[i].name), "%s", ti[i]->name ? ti[i]->name : "");
-	}
-	rc = rvd_process_set_threads(p, t, n);
-	free(t);
-	return rc;
-}
-
 static int on_register(struct rvd_daemon *d, struct rvd_conn *c, const Rearview__Register *r)
 {
 	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
@@ -340,7 +237,7 @@ static int on_register(struct rvd_daemon *d, struct rvd_conn *c, const Rearview_
 		snprintf(p->app_id, sizeof(p->app_id), "%s", r->app->app_id);
 	else
 		snprintf(p->app_id, sizeof(p->app_id), "%.63s", base ? base + 1 : p->exe);
-	rc = set_threads(p, r->threads, r->n_threads);
+	rc = rvd_tracectl_set_threads(p, r->threads, r->n_threads);
 	if (rc < 0) {
 		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__DENIED,
 				    "thread list names foreign tids");
@@ -387,7 +284,7 @@ static int on_control_frame(struct rvd_conn *c, const uint8_t *payload, uint32_t
 		rc = on_register(d, c, m->reg);
 		break;
 	case REARVIEW__CONTROL_MESSAGE__MSG_THREADS:
-		rc = set_threads(p, m->threads->threads, m->threads->n_threads);
+		rc = rvd_tracectl_set_threads(p, m->threads->threads, m->threads->n_threads);
 		if (rc < 0)
 			rvd_conn_close(c, "ThreadsChanged names threads that are not its own");
 		else
@@ -924,7 +821,7 @@ static void enforce_open_cb(struct rvd_spool *sp, int status, uint64_t id, void 
 		rvd_upload_start(d->up);
 	rvd_info("ready: %zu captures in the spool, policy version %" PRIu64 ", quota left %u",
 		 sp->nrecs, d->enf.policy_version, d->enf.quota_left);
-	notify("READY=1");
+	rvd_sd_notify("READY=1");
 }
 
 static int load_consent(struct rvd_daemon *d)
@@ -1043,7 +940,7 @@ void rvd_daemon_stop(struct rvd_daemon *d)
 	if (d->stopping)
 		return;
 	d->stopping = true;
-	notify("STOPPING=1");
+	rvd_sd_notify("STOPPING=1");
 	for (int i = 0; i < 3; i++) {
 		if (d->listen_fd[i] < 0)
 			continue;

@@ -32,6 +32,11 @@ void rvd_log_open(void);
  * than the current level; the message is truncated to fit 1 KiB. */
 void rvd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Sends `state` ("READY=1", "STOPPING=1") to systemd's NOTIFY_SOCKET (the
+ * sd_notify protocol, without libsystemd); nothing when it is unset.  A
+ * failure is logged as a warning, never fatal. */
+void rvd_sd_notify(const char *state);
+
 #define rvd_err(...)   rvd_log(RVD_LOG_ERR, __VA_ARGS__)
 #define rvd_warn(...)  rvd_log(RVD_LOG_WARN, __VA_ARGS__)
 #define rvd_info(...)  rvd_log(RVD_LOG_INFO, __VA_ARGS__)
