@@ -16,38 +16,16 @@
 
 #include <cmocka.h>
 
+#include "../tracer/golden/golden_hex.h"
+
 #include "rearview/analysis.h"
 
 #define GOLDEN_LEN   472u
 #define CHECKSUM_OFF (GOLDEN_LEN - 32u) /* CHECKSUM record: 24 bytes, then END: 8 */
 
-static size_t load_hex(const char *path, uint8_t *out, size_t cap)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	char line[256];
-	size_t n = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (line[0] == '#')
-			continue;
-		char *p = line, *end;
-		for (;;) {
-			unsigned long v = strtoul(p, &end, 16);
-			if (end == p)
-				break;
-			assert_true(v <= 0xff && n < cap);
-			out[n++] = (uint8_t)v;
-			p = end;
-		}
-	}
-	fclose(f);
-	return n;
-}
-
 static size_t golden(uint8_t *buf)
 {
-	size_t n = load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", buf, 4096);
+	size_t n = golden_load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", buf, 4096);
 	assert_int_equal(n, GOLDEN_LEN);
 	assert_int_equal(buf[CHECKSUM_OFF], 8); /* the CHECKSUM record's type */
 	return n;

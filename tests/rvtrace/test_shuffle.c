@@ -19,41 +19,12 @@
 
 #include <cmocka.h>
 
+#include "../tracer/golden/golden_hex.h"
+
 #include "capbuild.h"
 #include "rearview/analysis.h"
 
 /* tests/tracer/golden/example.rvt.hex: hex digits, whitespace and # comments. */
-static size_t load_hex(const char *path, uint8_t *out, size_t cap)
-{
-	FILE *f = fopen(path, "r");
-	size_t n = 0;
-	int c, hi = -1;
-
-	assert_non_null(f);
-	while ((c = fgetc(f)) != EOF) {
-		if (c == '#') {
-			while ((c = fgetc(f)) != EOF && c != '\n')
-				;
-			continue;
-		}
-		int v = c >= '0' && c <= '9'   ? c - '0'
-			: c >= 'a' && c <= 'f' ? c - 'a' + 10
-			: c >= 'A' && c <= 'F' ? c - 'A' + 10
-					       : -1;
-		if (v < 0)
-			continue;
-		if (hi < 0) {
-			hi = v;
-		} else {
-			assert_true(n < cap);
-			out[n++] = (uint8_t)(hi << 4 | v);
-			hi = -1;
-		}
-	}
-	fclose(f);
-	return n;
-}
-
 /* A capture of nslots slots (entries and exits of a few methods, so the
  * bytes differ slot to slot) and a symbol record after them. */
 static capbuf make_capture(size_t nslots)
@@ -142,7 +113,8 @@ static void test_shuffle_format_md_example_matches_its_bytes(void **state)
 		0xff, 0x00, 0x00, 0x00, 0x00, /* byte 7 */
 	};
 	uint8_t golden[4096], form[4096], back[4096];
-	size_t glen = load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof golden), blen;
+	size_t glen = golden_load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof golden),
+	       blen;
 	(void)state;
 
 	assert_int_equal(glen, 472);

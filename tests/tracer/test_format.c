@@ -15,35 +15,14 @@
 
 #include <cmocka.h>
 
+#include "golden/golden_hex.h"
+
 #include "capture_util.h"
 #include "tracer-int.h"
 
 #ifndef RVT_GOLDEN_DIR
 #define RVT_GOLDEN_DIR "tests/tracer/golden"
 #endif
-
-static size_t load_hex(const char *path, uint8_t *out, size_t cap)
-{
-	FILE *f = fopen(path, "r");
-	assert_non_null(f);
-	char line[256];
-	size_t n = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (line[0] == '#')
-			continue;
-		char *p = line, *end;
-		for (;;) {
-			unsigned long v = strtoul(p, &end, 16);
-			if (end == p)
-				break;
-			assert_true(v <= 0xff && n < cap);
-			out[n++] = (uint8_t)v;
-			p = end;
-		}
-	}
-	fclose(f);
-	return n;
-}
 
 static const uint64_t example_slots[8] = {
 	0xfffffffe00001200ull,
@@ -93,7 +72,7 @@ static void test_format_writer_matches_golden_example(void **state)
 {
 	(void)state;
 	uint8_t golden[4096];
-	size_t glen = load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof(golden));
+	size_t glen = golden_load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof(golden));
 	assert_int_equal(glen, 472);
 	struct rvt_capture_desc d;
 	struct rvt_module m[2];
@@ -113,7 +92,7 @@ static void test_format_golden_example_decodes_as_documented(void **state)
 {
 	(void)state;
 	uint8_t golden[4096];
-	size_t glen = load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof(golden));
+	size_t glen = golden_load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof(golden));
 	struct cu_capture c;
 	assert_int_equal(cu_parse(golden, glen, &c), 0);
 	assert_int_equal(c.nevents, 4);
@@ -137,7 +116,7 @@ static void test_format_damaged_file_is_refused(void **state)
 {
 	(void)state;
 	uint8_t golden[4096];
-	size_t glen = load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof(golden));
+	size_t glen = golden_load_hex(RVT_GOLDEN_DIR "/example.rvt.hex", golden, sizeof(golden));
 	struct cu_capture c;
 	for (size_t cut = 0; cut < glen; cut += 8) {
 		assert_int_equal(cu_parse(golden, cut, &c), -EBADMSG);
