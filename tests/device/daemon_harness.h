@@ -25,7 +25,10 @@
 #include "rearview/admin.pb-c.h"
 #include "rearview/frame.h"
 
-#define RVH_GUARD_S 30 /* failure guard for every wait */
+/* Failure guard for every wait: generous, since a sanitizer build on a busy
+ * two-core machine can take tens of seconds to reach a state a quiet plain
+ * build reaches in one (it only ever delays a failing test). */
+#define RVH_GUARD_S 90
 
 struct rvh {
 	char dir[64];
