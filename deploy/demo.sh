@@ -183,7 +183,7 @@ rvctl consent full >/dev/null && say "consent: $(rvctl consent status)"
 	--wait-traced 2>"$LOG/app.log" &
 APP=$!
 PIDS="$PIDS $APP"
-say "rearview-demo-app pid $APP: 60 fps, 4 slow frames (68 ms each) every 5 s,"
+say "rearview-demo-app pid $APP: 60 fps, 4 slow frames (85 ms each) every 5 s,"
 say "  a 450 ms touch every ~10 s; weekly upload quota 3 (the server's default policy)"
 
 if [ -f "$VAR/server-init.txt" ]; then

@@ -211,7 +211,7 @@ static void test_demo_app_slow_burst_jank_captured_slow_builder_on_top(void **st
 	assert_int_equal(ci->anomaly->kind, REARVIEW__ANOMALY_KIND__ANOMALY_JANK);
 	assert_int_equal(ci->anomaly->pid, app);
 	assert_int_equal(ci->anomaly->tid, app);
-	/* Slow frames are ≥ 68 ms, over 4x the 16.7 ms budget: the top grade. */
+	/* Slow frames are ≥ 85 ms, over 4x the 16.7 ms budget: the top grade. */
 	assert_int_equal(ci->anomaly->severity, 100);
 	assert_string_equal(ci->app_id, "rearview-demo-app");
 	rearview__admin_response__free_unpacked(r, NULL);
