@@ -41,6 +41,7 @@
 #include "rearview/common.pb-c.h"
 #include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
+#include "payload_size.h"
 
 static char g_dir[256], g_data[320], g_conf[400], g_ca[400], g_secret[128], g_api[128];
 static int g_port;
@@ -314,31 +315,6 @@ static char *enroll(const char *model)
 
 /* The anomaly kind of the envelopes built next (0: JANK, quota-charged). */
 static Rearview__AnomalyKind g_anomaly_kind;
-
-/* The uncompressed size a device declares for payload pl[0..n) of the given
- * compression (upload.proto payload_size): the sum of the frames' content
- * sizes, up to a frame cut short (whose header still declares one); n when
- * no frame declares a size. */
-static uint64_t declared_size(const void *pl, size_t n, int compression)
-{
-	const uint8_t *p = pl;
-	uint64_t total = 0;
-	size_t left = n;
-	if (compression == REARVIEW__COMPRESSION__COMPRESSION_NONE)
-		return n;
-	while (left) {
-		unsigned long long s = ZSTD_getFrameContentSize(p, left);
-		size_t fl = ZSTD_findFrameCompressedSize(p, left);
-		if (s == ZSTD_CONTENTSIZE_ERROR || s == ZSTD_CONTENTSIZE_UNKNOWN)
-			break;
-		total += s;
-		if (ZSTD_isError(fl))
-			break; /* truncated: its header still declares a size */
-		p += fl;
-		left -= fl;
-	}
-	return total ? total : n;
-}
 
 /* Packs an envelope (caller frees) carrying pl[0..pllen) with the given
  * compression; upload_id filled from seed. */

@@ -38,6 +38,7 @@
 #include "rearview/common.pb-c.h"
 #include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
+#include "payload_size.h"
 
 static struct web_server g_srv;
 static char g_session[128]; /* "rv_session=…" once signed in */
@@ -275,31 +276,6 @@ static char *enroll(const char *model)
 	rearview__enroll_response__free_unpacked(a, NULL);
 	resp_free(&r);
 	return tok;
-}
-
-/* The uncompressed size a device declares for payload pl[0..n) of the given
- * compression (upload.proto payload_size): the sum of the frames' content
- * sizes, up to a frame cut short (whose header still declares one); n when
- * no frame declares a size. */
-static uint64_t declared_size(const void *pl, size_t n, int compression)
-{
-	const uint8_t *p = pl;
-	uint64_t total = 0;
-	size_t left = n;
-	if (compression == REARVIEW__COMPRESSION__COMPRESSION_NONE)
-		return n;
-	while (left) {
-		unsigned long long s = ZSTD_getFrameContentSize(p, left);
-		size_t fl = ZSTD_findFrameCompressedSize(p, left);
-		if (s == ZSTD_CONTENTSIZE_ERROR || s == ZSTD_CONTENTSIZE_UNKNOWN)
-			break;
-		total += s;
-		if (ZSTD_isError(fl))
-			break; /* truncated: its header still declares a size */
-		p += fl;
-		left -= fl;
-	}
-	return total ? total : n;
 }
 
 /* Uploads (app, model, version, payload) and waits for it to leave

@@ -103,6 +103,30 @@ capture_fields() {
 	echo "tracepoints=$((2 * ${calls:-0})) found=$found tprate=${rate:--}"
 }
 
+# run_line MODE BIN DIR T0 T1: the one line `run` prints (the shared
+# interface): wall seconds from T0 to T1, the capture's fields (DIR/c.rvt,
+# PLANTED) in capture mode, BIN's traced/total functions unless plain.
+run_line() {
+	secs=$(echo "$4 $5" | awk '{ printf "%.4f", $2 - $1 }')
+	cap="tracepoints=- found=- tprate=-"
+	[ "$1" = capture ] && cap=$(capture_fields "$3/c.rvt" "$PLANTED")
+	inst="-"
+	[ "$1" != plain ] && inst=$(instrumented "$2")
+	set -- $cap
+	echo "seconds=$secs $1 $2 instrumented=$inst $3"
+}
+
+# want_cmd CMD PROG: exits 2 with the usage unless CMD is build, run or check.
+want_cmd() {
+	case "$1" in
+	build | run | check) ;;
+	*)
+		echo "usage: $2 build | run MODE | check" >&2
+		exit 2
+		;;
+	esac
+}
+
 # now: seconds since the epoch with nanoseconds.
 now() {
 	date +%s.%N

@@ -75,23 +75,11 @@ run_once() {
 		echo "zstd.sh: round trip differs" >&2
 		exit 1
 	}
-	secs=$(echo "$t0 $t1" | awk '{ printf "%.4f", $2 - $1 }')
-	cap="tracepoints=- found=- tprate=-"
-	[ "$mode" = capture ] && cap=$(capture_fields "$3/c.rvt" "$PLANTED")
-	inst="-"
-	[ "$mode" != plain ] && inst=$(instrumented "$bin")
-	set -- $cap
-	echo "seconds=$secs $1 $2 instrumented=$inst $3"
+	run_line "$mode" "$bin" "$3" "$t0" "$t1"
 }
 
 cmd=${1:-}
-case "$cmd" in
-build | run | check) ;;
-*)
-	echo "usage: $0 build | run MODE | check" >&2
-	exit 2
-	;;
-esac
+want_cmd "$cmd" "$0"
 SRC=$(fetch_source libzstd zstd)
 mkdir -p "$W"
 build_one plain "$RV_CC"
