@@ -8,7 +8,7 @@ DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3 libcurl libzstd) $(RVPOLICY
 
 DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/registry.c device/src/spool.c device/src/spool_summary.c \
-                   device/src/conn.c \
+                   device/src/conn.c device/src/capcheck.c \
                    device/src/enforce.c device/src/daemon.c device/src/capture.c \
                    device/src/admin.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
                    device/src/enroll.c device/src/curl_uv.c device/src/compress.c
@@ -57,6 +57,7 @@ $(TBIN)/device/rv_helper_app: $(OBJ)/tests/device/helper_app.o $(LIBRVPROTO)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PROTOBUF_LIBS)
 
 $(OBJ)/tests/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
+$(OBJ)/tests/device/helper_app.o: CPPFLAGS += -Itests/rvtrace
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 
 # logfmt lines and the journald priority prefix (src/log.c).

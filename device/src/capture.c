@@ -6,6 +6,8 @@
  *  - at most one capture is in flight per process (a CaptureRequest sent,
  *    or a policy decision queued: p->deciding); each has a timer, and a
  *    process that does not answer in time is disconnected;
+ *  - a capture is stored only when it is one: sealed, sized, and its header
+ *    and checksum verify (capcheck.c);
  *  - a capture is acknowledged to the process (Ack) only once the spool has
  *    made it durable;
  *  - a policy quota reservation is held by exactly one owner — the
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "anomaly.h"
+#include "capcheck.h"
 #include "log.h"
 #include "summary.h"
 #include "rearview/common.pb-c.h"
@@ -462,6 +465,7 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	struct store_ctx *sc;
 	struct stat stb;
 	uint64_t now = uv_hrtime();
+	const char *why;
 	int fd = rvd_conn_take_fd(c);
 	int seals;
 
@@ -483,10 +487,10 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	if (seals < 0 || (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED ||
 	    fstat(fd, &stb) < 0 || !S_ISREG(stb.st_mode) || (uint64_t)stb.st_size != cr->size ||
 	    cr->size > f->env.cfg->capture_max_bytes) {
-		const char *why = seals < 0 ? "not a sealable memfd"
-				  : (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED
-					  ? "memfd not sealed"
-					  : "size mismatch or too large";
+		why = seals < 0 ? "not a sealable memfd"
+		      : (seals & RVD_SEALS_REQUIRED) != RVD_SEALS_REQUIRED
+			      ? "memfd not sealed"
+			      : "size mismatch or too large";
 
 		note_error(f, "pid %d: capture %" PRIu64 " refused: %s", (int)p->pid,
 			   cr->request_id, why);
@@ -501,6 +505,16 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 		return -EBADMSG;
 	}
 	assert(cr->size <= f->env.cfg->capture_max_bytes && pc->pid == p->pid);
+	/* Sealed and sized, but is it a capture?  Nothing else is stored,
+	 * acknowledged or uploaded. */
+	if (rvd_capcheck_fd(fd, (size_t)cr->size, &why) < 0) {
+		note_error(f, "pid %d: capture %" PRIu64 " refused: %s", (int)p->pid,
+			   cr->request_id, why);
+		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__MALFORMED, why);
+		close(fd);
+		pending_drop(f, pc);
+		return -EBADMSG;
+	}
 	memset(&meta, 0, sizeof(meta));
 	meta.anomaly = pc->anomaly;
 	meta.reservation = pc->reservation; /* committed when the upload is acknowledged */

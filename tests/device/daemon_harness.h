@@ -198,6 +198,26 @@ static inline pid_t rvh_helper(struct rvh *h, ...)
 
 /* One admin request in-process.  Returns 0 with *out (free with
  * rearview__admin_response__free_unpacked), or a negative errno. */
+/* The token rv_helper_app wrote into a spooled capture file: its
+ * THREAD_NAME record "rvcap PID SEQ" (the file is a real capture; the
+ * token is found by its bytes).  0, or -1 when the file has none. */
+static inline int rvh_capture_token(const char *path, int *pid, unsigned long *seq)
+{
+	char buf[8192], *at;
+	size_t n;
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	at = memmem(buf, n, "rvcap ", 6);
+	if (!at || sscanf(at, "rvcap %d %lu", pid, seq) != 2)
+		return -1;
+	return 0;
+}
+
 static inline int rvh_admin(struct rvh *h, Rearview__AdminRequest *q, Rearview__AdminResponse **out)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};

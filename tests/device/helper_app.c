@@ -1,19 +1,23 @@
 /*
  * helper_app.c — a stand-in traced process for rearviewd's integration
  * tests: connects to control.sock, registers its main thread as the UI
- * thread, and answers each CaptureRequest with a sealed memfd whose bytes
- * name this process and a per-process sequence number ("token").  When the
+ * thread, and answers each CaptureRequest with a sealed memfd holding a
+ * real capture (tracer/FORMAT.md, built with tests/rvtrace/capbuild.h and
+ * checksummed: the daemon verifies it) of one method call, whose
+ * THREAD_NAME record is "rvcap PID SEQ" — this process and a per-process
+ * sequence number, the "token".  When the
  * daemon acknowledges a capture, the token is appended (and fsync'd) to the
  * ack log, so a test can check that every acknowledged capture is in the
  * spool exactly once.
  *
  *   rv_helper_app CONTROL_SOCK ACK_LOG [--reconnect] [--no-seal] [--silent]
- *                 [--pid N]
+ *                 [--pid N] [--not-a-capture]
  *
  * --reconnect  keep reconnecting (daemon restarts) until killed
  * --no-seal    send an unsealed memfd (the daemon must refuse it)
  * --silent     never answer a CaptureRequest
  * --pid N      register as pid N (the daemon must refuse it)
+ * --not-a-capture  send sealed bytes that are not a capture (refused)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,11 +32,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capbuild.h"
 #include "rearview/control.pb-c.h"
 #include "rearview/frame.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 static const bool stop;
-static bool no_seal, silent;
+static bool no_seal, silent, not_a_capture;
 static long fake_pid;
 static unsigned long seq;
 
@@ -85,24 +93,58 @@ static int send_register(int fd)
 	return rv_frame_send(fd, RV_CHANNEL_CONTROL, &m.base, NULL, 0);
 }
 
+/* The capture's bytes: one call of one method, the token as the thread
+ * name, CHECKSUM and END; or, with --not-a-capture, the token and filler. */
+static void build_capture(capbuf *c, const char *token)
+{
+	uint8_t sum[16] = {1};
+	uint64_t h;
+
+	if (not_a_capture) {
+		char body[4096];
+
+		memset(body, 'x', sizeof(body));
+		c->len = 0;
+		cb_put(c, token, strlen(token));
+		cb_put(c, body, sizeof(body));
+		return;
+	}
+	cb_header(c, 1000, 1000000000, 0, now_ns(), 0x400000, 4);
+	cb_entry(c, 0x1000, 10);
+	cb_exit(c, 900);
+	cb_end_slots(c);
+	cb_record(c, 3, token, (uint32_t)strlen(token));
+	cb_symbol(c, 0x1000, 0x1000, 0xffffffffu, "rv_helper_app_answer");
+	/* file_size as it will be: this record (24) and END (8) follow. */
+	cb_u64at(c, 120, c->len + 24 + 8);
+	h = XXH3_64bits(c->b, c->len);
+	for (int i = 0; i < 8; i++)
+		sum[8 + i] = (uint8_t)(h >> (8 * i));
+	cb_record(c, 8, sum, sizeof(sum));
+	cb_finish(c);
+}
+
 static int answer_capture(int fd, const Rearview__CaptureRequest *cr)
 {
 	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
 	Rearview__CaptureReady ready = REARVIEW__CAPTURE_READY__INIT;
-	char head[128];
-	char body[4096];
-	int mfd, n, rc;
+	capbuf cap = {0};
+	char token[64];
+	int mfd, rc;
 
 	mfd = memfd_create("rv-capture", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (mfd < 0)
 		return -errno;
 	seq++;
-	n = snprintf(head, sizeof(head), "rvcap %d %lu\n", (int)getpid(), seq);
-	memset(body, 'x', sizeof(body));
-	if (write(mfd, head, (size_t)n) != n || write(mfd, body, sizeof(body)) != sizeof(body)) {
+	snprintf(token, sizeof(token), "rvcap %d %lu\n", (int)getpid(), seq);
+	build_capture(&cap, token);
+	if (write(mfd, cap.b, cap.len) != (ssize_t)cap.len) {
+		free(cap.b);
 		close(mfd);
 		return -EIO;
 	}
+	ready.size = cap.len;
+	free(cap.b);
 	if (!no_seal &&
 	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
 		close(mfd);
@@ -110,7 +152,6 @@ static int answer_capture(int fd, const Rearview__CaptureRequest *cr)
 	}
 	ready.request_id = cr->request_id;
 	ready.tid = cr->tid;
-	ready.size = (uint64_t)n + sizeof(body);
 	ready.frozen_monotonic_ns = now_ns();
 	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_CAPTURE_READY;
 	m.capture_ready = &ready;
@@ -191,6 +232,8 @@ int main(int argc, char **argv)
 			reconnect = true;
 		else if (!strcmp(argv[i], "--no-seal"))
 			no_seal = true;
+		else if (!strcmp(argv[i], "--not-a-capture"))
+			not_a_capture = true;
 		else if (!strcmp(argv[i], "--silent"))
 			silent = true;
 		else if (!strcmp(argv[i], "--pid") && i + 1 < argc)

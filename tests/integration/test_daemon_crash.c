@@ -56,15 +56,11 @@ static size_t read_files(const char *capdir, struct token *t, size_t cap)
 	assert_non_null(d);
 	while ((de = readdir(d)) != NULL && n < cap) {
 		char path[512];
-		FILE *f;
 
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", capdir, de->d_name);
-		f = fopen(path, "r");
-		assert_non_null(f);
-		assert_int_equal(fscanf(f, "rvcap %d %lu", &t[n].pid, &t[n].seq), 2);
-		fclose(f);
+		assert_int_equal(rvh_capture_token(path, &t[n].pid, &t[n].seq), 0);
 		n++;
 	}
 	closedir(d);

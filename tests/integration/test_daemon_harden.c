@@ -196,6 +196,44 @@ static void test_daemon_harden_unsealed_capture_answered_with_error(void **state
 	assert_non_null(strstr(out, "error 2\n"));
 }
 
+/* Item 12: a sealed memfd of the right size that is not a capture (no
+ * RVCAP header, no checksum) gets Error{MALFORMED} before the disconnect,
+ * and nothing is spooled: no capture row, no file, no Ack. */
+static void test_daemon_harden_not_a_capture_refused_nothing_spooled(void **state)
+{
+	struct rvh *h = *state;
+	pid_t bad = rvh_helper(h, "--not-a-capture", NULL);
+	Rearview__AdminResponse *r;
+	char path[200], out[512] = "";
+	size_t n;
+	FILE *f;
+
+	assert_true(rvh_wait_registered(h, bad, true));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)bad), 0);
+	assert_true(rvh_wait_registered(h, bad, false));
+	assert_int_equal(waitpid(bad, NULL, 0), bad);
+	h->helpers[0] = 0;
+	snprintf(path, sizeof(path), "%s/helper0.out", h->dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(out, "error 2\n"));
+	r = rvh_captures(h);
+	assert_non_null(r);
+	assert_int_equal(r->captures->n_captures, 0);
+	rearview__admin_response__free_unpacked(r, NULL);
+	assert_int_equal(access(h->acklog, F_OK), -1);
+	r = rvh_status(h);
+	assert_non_null(r);
+	for (n = 0; n < r->status->n_last_errors; n++)
+		if (strstr(r->status->last_errors[n], "not a capture (bad magic)"))
+			break;
+	assert_true(n < r->status->n_last_errors);
+	rearview__admin_response__free_unpacked(r, NULL);
+}
+
 /* A policy signed with a fresh key: the daemon's config (consent full,
  * the public key, `extra`) and the signed document's path. */
 struct signed_setup {
@@ -309,6 +347,9 @@ int main(void)
 			test_daemon_harden_foreground_999999_and_backwards_touch_refused,
 			setup_plain, teardown),
 		cmocka_unit_test(test_daemon_harden_quota1_most_severe_30_then_90_drops_30),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_harden_not_a_capture_refused_nothing_spooled, setup_plain,
+			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_daemon_harden_unsealed_capture_answered_with_error, setup_plain,
 			teardown),
