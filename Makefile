@@ -215,6 +215,7 @@ define rv_install
 	  $(1)$(2)/lib/sysusers.d $(1)$(2)/lib/tmpfiles.d $(1)$(2)/lib/systemd/system \
 	  $(1)$(3)/rearview $(1)$(2)/share/doc/rearview/examples
 	$(call RV_SUBST,,$(2),$(3)) deploy/rearview-trace.pc.in > $(1)$(2)/lib/pkgconfig/rearview-trace.pc
+	$(call RV_SUBST,,$(2),$(3)) deploy/rearview-events.pc.in > $(1)$(2)/lib/pkgconfig/rearview-events.pc
 	for u in rearviewd rearview-server; do \
 	  $(call RV_SUBST,,$(2),$(3)) deploy/$$u.service.in > $(1)$(2)/lib/systemd/system/$$u.service; \
 	done

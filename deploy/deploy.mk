@@ -6,7 +6,8 @@ DEMO_DIR := deploy/demo
 
 # demo_ui.c is the traced UI work; demo_app.c (loop, pacing, reporting) is
 # left uninstrumented so idle time is nobody's self time.
-$(OBJ)/$(DEMO_DIR)/%.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include $(PROTOBUF_CFLAGS)
+$(OBJ)/$(DEMO_DIR)/%.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include \
+  -Idevice/events/include $(PROTOBUF_CFLAGS)
 $(OBJ)/$(DEMO_DIR)/demo_ui.o: CFLAGS += -finstrument-functions
 
 # librvtrace.so carries (and exports) part of librvproto — the frame helpers
@@ -14,10 +15,12 @@ $(OBJ)/$(DEMO_DIR)/demo_ui.o: CFLAGS += -finstrument-functions
 # link line, so only what the .so lacks (event.pb-c.o) is taken from the
 # archive: linking the whole archive first would put two copies of those
 # descriptors in the process (an ODR violation that ASan reports).
+# librvevents.a (events.sock reports) is one object; its librvproto needs come
+# from the same archive after it.
 $(BIN)/rearview-demo-app: $(OBJ)/$(DEMO_DIR)/demo_app.o $(OBJ)/$(DEMO_DIR)/demo_ui.o \
-                          $(LIBRVTRACE_SO) $(LIBRVPROTO)
+                          $(LIBRVTRACE_SO) $(LIBRVEVENTS_A) $(LIBRVPROTO)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(LIB) -lrvtrace $(LIBRVPROTO) \
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(LIB) -lrvtrace $(LIBRVEVENTS_A) $(LIBRVPROTO) \
 	  -Wl,-rpath,'$$ORIGIN/../lib' $(PROTOBUF_LIBS) -lpthread
 
 $(BIN)/rearview-demo-thermal: $(OBJ)/$(DEMO_DIR)/demo_thermal.o
@@ -47,7 +50,8 @@ $(TBIN)/integration/test_demo_thermal: | $(BIN)/rearviewd $(BIN)/rvctl $(DEMO_BI
 RV_TEST_PREFIX := $(abspath $(BUILD))/prefix
 $(BUILD)/prefix/.installed: $(BINS) $(LIBS) $(INSTALL_HDR) $(PROTO_H) Makefile deploy/deploy.mk \
 		deploy/rearviewd.service.in deploy/rearview-server.service.in \
-		deploy/rearview-trace.pc.in deploy/rearview.sysusers deploy/rearview.tmpfiles \
+		deploy/rearview-trace.pc.in deploy/rearview-events.pc.in deploy/rearview.sysusers \
+		deploy/rearview.tmpfiles \
 		deploy/rearviewd.conf.example deploy/rearview-server.conf.example
 	rm -rf $(RV_TEST_PREFIX)
 	$(call rv_install,,$(RV_TEST_PREFIX),$(RV_TEST_PREFIX)/etc)

@@ -20,6 +20,9 @@ DEVICE_CORE_OBJ += $(OBJ)/device/src/summary.o $(LIBRVANALYSIS)
 DEVICE_LIBS     += $(RVA_LIBS)
 $(OBJ)/device/%.o: CPPFLAGS += -Idevice/src -Ipolicy/include -Itracer/analysis/include $(DEVICE_CFLAGS)
 
+include device/events/events.mk
+include device/weston/weston.mk
+
 $(BIN)/rearviewd: $(OBJ)/device/src/main.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS)

@@ -9,15 +9,18 @@
  * touch threshold.
  *
  * Every frame goes to rearviewd's events.sock as a FrameReport and every
- * touch as a TouchReport (detected / delivered / responded); the app
- * announces itself with a ForegroundChange at start.  The control thread
+ * touch as a TouchReport (detected / delivered / handled / responded)
+ * through librvevents (rearview/events.h: rv_frame, rv_input); the app
+ * announces itself with rv_foreground at start, which the library repeats
+ * on every reconnection.  The control thread
  * of librvtrace (rvt_control_start) registers the process on control.sock,
  * so the daemon can trace and capture the UI thread.
  *
  * This file is built WITHOUT -finstrument-functions: the idle wait between
  * frames and the event reporting are outside every traced method, so they
  * never count as anyone's self time.  Losing the events socket is not
- * fatal: the app keeps rendering and reconnects about once a second.
+ * fatal: the app keeps rendering and librvevents reconnects about once a
+ * second, dropping (and counting) what it cannot send meanwhile.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,14 +30,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "demo_ui.h"
-#include "rearview/event.pb-c.h"
-#include "rearview/frame.h"
+#include "rearview/events.h"
 #include "rearview/trace.h"
 
 #define FRAME_NS       16666667ull /* 60 Hz */
@@ -42,7 +42,6 @@
 #define TOUCH_EVERY    90u	   /* a scripted touch every 1.5 s */
 #define TOUCH_INPUT_NS 3000000ull  /* input stack → app delivery, simulated */
 #define LIST_ITEMS     5u
-#define RECONNECT_NS   1000000000ull
 #define TRACED_WAIT_NS 20000000000ull
 
 struct opts {
@@ -54,13 +53,6 @@ struct opts {
 	unsigned long seed;
 	bool wait_traced;
 	bool quiet;
-};
-
-struct events {
-	const char *path;
-	int fd;
-	uint64_t next_try_ns;
-	pid_t pid, tid;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -86,95 +78,6 @@ static void sleep_until(uint64_t at_ns)
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
 	       !stop_requested)
 		;
-}
-
-static int connect_unix(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int rc = -errno;
-
-		close(fd);
-		return rc;
-	}
-	return fd;
-}
-
-static void events_send(struct events *ev, Rearview__EventMessage *m);
-
-static void events_connect(struct events *ev)
-{
-	Rearview__EventMessage m = REARVIEW__EVENT_MESSAGE__INIT;
-	Rearview__ForegroundChange fg = REARVIEW__FOREGROUND_CHANGE__INIT;
-	uint64_t now = now_ns();
-	int fd;
-
-	if (ev->fd >= 0 || now < ev->next_try_ns)
-		return;
-	ev->next_try_ns = now + RECONNECT_NS;
-	fd = connect_unix(ev->path);
-	if (fd < 0)
-		return;
-	ev->fd = fd;
-	fprintf(stderr, "demo-app: connected to %s\n", ev->path);
-	/* Every (re)connection announces the app as the foreground. */
-	fg.pid = ev->pid;
-	fg.ui_tid = ev->tid;
-	m.msg_case = REARVIEW__EVENT_MESSAGE__MSG_FOREGROUND;
-	m.foreground = &fg;
-	events_send(ev, &m);
-}
-
-static void events_send(struct events *ev, Rearview__EventMessage *m)
-{
-	int rc;
-
-	if (ev->fd < 0)
-		return;
-	rc = rv_frame_send(ev->fd, RV_CHANNEL_EVENT, &m->base, NULL, 0);
-	if (rc < 0) {
-		fprintf(stderr, "demo-app: events.sock: %s; reconnecting\n", strerror(-rc));
-		close(ev->fd);
-		ev->fd = -1;
-	}
-}
-
-static void report_frame(struct events *ev, uint64_t start, uint64_t end)
-{
-	Rearview__EventMessage m = REARVIEW__EVENT_MESSAGE__INIT;
-	Rearview__FrameReport fr = REARVIEW__FRAME_REPORT__INIT;
-
-	fr.pid = ev->pid;
-	fr.tid = ev->tid;
-	fr.frame_start_ns = start;
-	fr.frame_end_ns = end;
-	m.msg_case = REARVIEW__EVENT_MESSAGE__MSG_FRAME;
-	m.frame = &fr;
-	events_send(ev, &m);
-}
-
-static void report_touch(struct events *ev, uint64_t detected, uint64_t delivered,
-			 uint64_t responded)
-{
-	Rearview__EventMessage m = REARVIEW__EVENT_MESSAGE__INIT;
-	Rearview__TouchReport t = REARVIEW__TOUCH_REPORT__INIT;
-
-	t.pid = ev->pid;
-	t.tid = ev->tid;
-	t.detected_ns = detected;
-	t.delivered_ns = delivered;
-	t.responded_ns = responded;
-	m.msg_case = REARVIEW__EVENT_MESSAGE__MSG_TOUCH;
-	m.touch = &t;
-	events_send(ev, &m);
 }
 
 static int parse_ulong(const char *s, unsigned long *out)
@@ -284,7 +187,8 @@ static int control_path(const struct opts *o, char *buf, size_t len)
 int main(int argc, char **argv)
 {
 	struct opts o;
-	struct events ev = {.fd = -1};
+	struct rv_events_stats est;
+	pid_t pid = getpid();
 	char control[256];
 	struct sigaction sa = {.sa_handler = on_signal};
 	unsigned long touch_phase, touches = 0;
@@ -305,9 +209,10 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	ev.path = o.events;
-	ev.pid = getpid();
-	ev.tid = gettid();
+	if ((rc = rv_events_set_path(o.events)) < 0) {
+		fprintf(stderr, "demo-app: --events %s: %s\n", o.events, strerror(-rc));
+		return 2;
+	}
 	if ((rc = rvt_set_ui_thread(0)) < 0)
 		fprintf(stderr, "demo-app: rvt_set_ui_thread: %s\n", strerror(-rc));
 	if ((rc = rvt_control_start(control)) < 0) {
@@ -316,7 +221,9 @@ int main(int argc, char **argv)
 	}
 	touch_phase = o.seed % TOUCH_EVERY;
 	fprintf(stderr, "demo-app: pid %d, events %s, control %s, slow burst every %lu frames\n",
-		(int)ev.pid, o.events, control, o.slow_every);
+		(int)pid, o.events, control, o.slow_every);
+	/* The UI thread is this one; librvevents repeats it after reconnects. */
+	rv_foreground(pid, gettid());
 
 	next = now_ns();
 	traced_deadline = next + TRACED_WAIT_NS;
@@ -324,7 +231,6 @@ int main(int argc, char **argv)
 		struct demo_frame fr = {.index = (unsigned)f, .items = LIST_ITEMS};
 		uint64_t start, end, detected = 0, delivered = 0;
 
-		events_connect(&ev);
 		/* A burst is due at every multiple of --slow-every; --wait-traced
 		 * holds it while the daemon has not started tracing us yet
 		 * (bounded, so a missing daemon never hangs the app). */
@@ -358,9 +264,9 @@ int main(int argc, char **argv)
 		}
 		sum += demo_render_frame(&fr);
 		end = now_ns();
-		report_frame(&ev, start, end);
+		rv_frame(start, end, 0);
 		if (fr.touch)
-			report_touch(&ev, detected, delivered, end);
+			rv_input(detected, delivered, end, end);
 
 		next += FRAME_NS;
 		if (next < end) /* a late frame: the next one starts at once */
@@ -368,8 +274,8 @@ int main(int argc, char **argv)
 		sleep_until(next);
 	}
 	rvt_control_stop();
-	if (ev.fd >= 0)
-		close(ev.fd);
-	fprintf(stderr, "demo-app: done (%u)\n", sum);
+	rv_events_stats(&est);
+	fprintf(stderr, "demo-app: done (%u); events sent %llu, dropped %llu\n", sum,
+		(unsigned long long)est.sent, (unsigned long long)est.dropped);
 	return 0;
 }

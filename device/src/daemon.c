@@ -312,68 +312,88 @@ free_msg:
 
 /* ---- events.sock (and admin-injected events) ----------------------------- */
 
-static void handle_event(struct rvd_daemon *d, const Rearview__EventMessage *e)
+/* Feeds one event to the detectors.  NULL, or why its times cannot happen
+ * (then nothing is fed). */
+static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessage *e)
 {
 	struct rvd_jank_config jc = {d->cfg.jank_frames, d->cfg.jank_budget_ns};
 	struct rvd_corr_config cc = {d->cfg.corr_metric, d->cfg.corr_threshold,
 				     d->cfg.corr_window_ns};
 	struct rvd_anomaly a, corr;
 	struct rvd_process *p;
+	const char *why;
 
 	switch (e->msg_case) {
 	case REARVIEW__EVENT_MESSAGE__MSG_FRAME:
+		why = rvd_frame_impossible(e->frame->frame_start_ns, e->frame->frame_end_ns,
+					   e->frame->frame_deadline_ns, uv_hrtime());
+		if (why)
+			return why;
 		p = rvd_registry_find(&d->reg, e->frame->pid);
 		if (!p) {
 			rvd_debug("frame for unregistered pid %d", (int)e->frame->pid);
-			return;
+			return NULL;
 		}
+		/* A frame with a deadline is late when it ends after it. */
+		if (e->frame->frame_deadline_ns)
+			jc.budget_ns = e->frame->frame_deadline_ns - e->frame->frame_start_ns;
 		if (rvd_jank_feed(&jc, &p->jank, p->pid, e->frame->tid, e->frame->frame_start_ns,
 				  e->frame->frame_end_ns, &a) != 1)
-			return;
+			return NULL;
 		/* The correlated anomaly, when the metrics agree, replaces plain jank. */
 		if (rvd_corr_check(&cc, &d->corr, &a, &corr) == 1)
 			a = corr;
 		rvd_capture_anomaly(&d->cap, &a);
-		return;
+		return NULL;
 	case REARVIEW__EVENT_MESSAGE__MSG_TOUCH:
+		why = rvd_touch_impossible(e->touch->detected_ns, e->touch->delivered_ns,
+					   e->touch->handled_ns, e->touch->responded_ns,
+					   uv_hrtime());
+		if (why)
+			return why;
 		if (rvd_touch_eval(d->cfg.touch_threshold_ns, e->touch->pid, e->touch->tid,
 				   e->touch->detected_ns, e->touch->delivered_ns,
 				   e->touch->responded_ns, &a) == 1)
 			rvd_capture_anomaly(&d->cap, &a);
-		return;
+		return NULL;
 	case REARVIEW__EVENT_MESSAGE__MSG_FOREGROUND:
 		rvd_info("foreground: pid %d", (int)e->foreground->pid);
 		rvd_registry_foreground(&d->reg, e->foreground->pid, e->foreground->ui_tid);
 		replan(d);
-		return;
+		return NULL;
 	case REARVIEW__EVENT_MESSAGE__MSG_METRIC:
 		rvd_corr_sample(&cc, &d->corr, e->metric->name ? e->metric->name : "",
 				e->metric->value,
 				e->metric->monotonic_ns ? e->metric->monotonic_ns : uv_hrtime());
-		return;
+		return NULL;
 	case REARVIEW__EVENT_MESSAGE__MSG_ANOMALY:
-		if (rvd_anomaly_from_pb(e->anomaly, &a) < 0) {
-			rvd_info("events: invalid anomaly ignored");
-			return;
-		}
+		if (rvd_anomaly_from_pb(e->anomaly, &a) < 0)
+			return "invalid anomaly";
 		rvd_capture_anomaly(&d->cap, &a);
-		return;
+		return NULL;
 	default:
-		return;
+		return NULL;
 	}
 }
 
+/* A report whose times cannot happen gets Error{MALFORMED} naming why; the
+ * peer stays connected (one bad clock read is not an attack). */
 static int on_event_frame(struct rvd_conn *c, const uint8_t *payload, uint32_t len)
 {
 	struct rvd_daemon *d = c->poll.loop->data;
 	Rearview__EventMessage *e = rearview__event_message__unpack(NULL, len, payload);
+	const char *why;
 
 	if (!e) {
 		rvd_conn_close(c, "undecodable EventMessage");
 		return -EBADMSG;
 	}
-	handle_event(d, e);
+	why = handle_event(d, e);
 	rearview__event_message__free_unpacked(e, NULL);
+	if (why) {
+		rvd_debug("events peer pid %d: refused: %s", (int)c->cred.pid, why);
+		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__MALFORMED, why);
+	}
 	return 0;
 }
 
@@ -463,7 +483,10 @@ static void env_anomaly(void *ctx, const struct rvd_anomaly *a)
 
 static void env_event(void *ctx, const Rearview__EventMessage *e)
 {
-	handle_event(ctx, e);
+	const char *why = handle_event(ctx, e);
+
+	if (why)
+		rvd_info("injected event refused: %s", why);
 }
 
 static void env_replan(void *ctx)

@@ -83,6 +83,37 @@ int rvd_touch_eval(uint64_t threshold_ns, pid_t pid, pid_t tid, uint64_t detecte
 	return 1;
 }
 
+static bool too_far_ahead(uint64_t t, uint64_t now)
+{
+	return t > now && t - now > RVD_MAX_AHEAD_NS;
+}
+
+const char *rvd_frame_impossible(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns,
+				 uint64_t now_ns)
+{
+	if (end_ns < start_ns)
+		return "frame ends before it starts";
+	if (deadline_ns && deadline_ns < start_ns)
+		return "frame deadline before its start";
+	if (too_far_ahead(end_ns, now_ns))
+		return "frame end in the future";
+	return NULL;
+}
+
+const char *rvd_touch_impossible(uint64_t detected_ns, uint64_t delivered_ns, uint64_t handled_ns,
+				 uint64_t responded_ns, uint64_t now_ns)
+{
+	if (delivered_ns < detected_ns)
+		return "input delivered before it happened";
+	if (responded_ns < delivered_ns)
+		return "input presented before it was delivered";
+	if (handled_ns && (handled_ns < delivered_ns || handled_ns > responded_ns))
+		return "input handled outside delivered..presented";
+	if (too_far_ahead(responded_ns, now_ns))
+		return "input presented in the future";
+	return NULL;
+}
+
 bool rvd_thermal_is_throttling(const struct rvd_thermal_snapshot *s)
 {
 	for (unsigned i = 0; i < s->ncooling; i++)

@@ -69,6 +69,27 @@ int rvd_jank_feed(const struct rvd_jank_config *cfg, struct rvd_jank_state *st, 
 int rvd_touch_eval(uint64_t threshold_ns, pid_t pid, pid_t tid, uint64_t detected_ns,
 		   uint64_t delivered_ns, uint64_t responded_ns, struct rvd_anomaly *out);
 
+/* --- reports whose times cannot happen ----------------------------------- */
+/* How far past the daemon's now a reported time may lie (clock reads on
+ * different CPUs, a predicted presentation); librvevents uses the same. */
+#define RVD_MAX_AHEAD_NS 1000000000ull
+
+/*
+ * NULL when a FrameReport's times can happen, else why not (static text):
+ * it ends before it starts, its deadline (0: none) precedes its start, or
+ * its end lies more than RVD_MAX_AHEAD_NS past `now_ns` (CLOCK_MONOTONIC).
+ */
+const char *rvd_frame_impossible(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns,
+				 uint64_t now_ns);
+
+/*
+ * The same for a TouchReport: detected ≤ delivered ≤ handled ≤ responded
+ * (handled 0: unknown, not checked), responded not more than
+ * RVD_MAX_AHEAD_NS past `now_ns`.
+ */
+const char *rvd_touch_impossible(uint64_t detected_ns, uint64_t delivered_ns, uint64_t handled_ns,
+				 uint64_t responded_ns, uint64_t now_ns);
+
 /* --- thermal: throttling from zones and cooling devices ------------------- */
 #define RVD_THERMAL_MAX 32
 

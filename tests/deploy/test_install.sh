@@ -16,7 +16,10 @@
 #      -finstrument-functions links against the installed library, traces
 #      itself with RV_TRACE=1, and the installed rvtrace finds its function
 #      in the capture it wrote;
-#   4. the installed headers compile on their own (C11, -Wall -Werror).
+#   4. the installed headers compile on their own (C11, -Wall -Werror);
+#   5. a program built with only `pkg-config rearview-events` links against
+#      the installed librvevents and, with no daemon listening, has its
+#      report dropped and counted (-ENOTCONN), not blocked.
 set -u
 P=${1:?usage: test_install.sh PREFIX [CFLAGS]}
 XCFLAGS=${2:-}
@@ -37,7 +40,7 @@ check() { # name, command...
 	if "$@" >"$T/out" 2>&1; then ok "$name"; else notok "$name"; fi
 }
 
-echo "1..5"
+echo "1..6"
 
 # 1. Units: verify prints nothing at all for a clean unit.
 verify_units() {
@@ -57,7 +60,8 @@ check "systemd-analyze verify passes on both units with no warning" verify_units
 units_point_here() {
 	grep -q "^ExecStart=$P/bin/rearviewd " "$P/lib/systemd/system/rearviewd.service" &&
 		grep -q "^ExecStart=$P/bin/rearview-server " "$P/lib/systemd/system/rearview-server.service" &&
-		! grep -q '@[A-Z]*@' "$P"/lib/systemd/system/*.service "$P/lib/pkgconfig/rearview-trace.pc"
+		! grep -q '@[A-Z]*@' "$P"/lib/systemd/system/*.service "$P/lib/pkgconfig/rearview-trace.pc" \
+			"$P/lib/pkgconfig/rearview-events.pc"
 }
 check "installed units and pkg-config file carry the install paths" units_point_here
 
@@ -104,5 +108,36 @@ headers_compile() {
 	done
 }
 check "every installed header compiles on its own" headers_compile
+
+# 5. Report an event through pkg-config alone (no daemon: dropped, counted).
+cat >"$T/ev.c" <<'C'
+#include <errno.h>
+#include <stdio.h>
+#include "rearview/events.h"
+int main(void)
+{
+	struct rv_events_stats st;
+	uint64_t now = rv_events_now();
+
+	rv_events_set_path("/nonexistent/events.sock");
+	if (rv_frame(now - 20000000, now, now - 4000000) != -ENOTCONN)
+		return 1;
+	if (rv_input(now, now - 1, 0, now) != -EINVAL)
+		return 1;
+	rv_events_stats(&st);
+	printf("dropped %llu refused %llu\n", (unsigned long long)st.dropped,
+	       (unsigned long long)st.refused);
+	return st.dropped == 1 && st.refused == 1 ? 0 : 1;
+}
+C
+events_program() {
+	PKG_CONFIG_PATH="$P/lib/pkgconfig" pkg-config --cflags --libs rearview-events >"$T/evflags" ||
+		return 1
+	# shellcheck disable=SC2046,SC2086
+	cc $XCFLAGS -o "$T/ev" "$T/ev.c" $(cat "$T/evflags") || return 1
+	LD_LIBRARY_PATH="$P/lib" "$T/ev"
+}
+check "a program built with pkg-config rearview-events reports, dropped without a daemon" \
+	events_program
 
 [ "$fails" -eq 0 ]

@@ -1,0 +1,29 @@
+# device/events/ — librvevents, the installed client library of events.sock
+# (rearview/events.h): toolkits, compositors, input and thermal services link
+# it to report frames, input latency, focus and anomalies to rearviewd.
+#
+# librvevents.a holds only its own object (link librvproto.a and
+# protobuf-c after it: rearview-events.pc's Libs.private);
+# librvevents.so carries the librvproto parts it uses, hidden
+# (--exclude-libs), like librvtrace.so.
+
+RVE_OBJ := $(OBJ)/device/events/src/events.o
+$(OBJ)/device/events/%.o: CPPFLAGS += -Idevice/events/include $(PROTOBUF_CFLAGS)
+
+LIBRVEVENTS_A  := $(LIB)/librvevents.a
+LIBRVEVENTS_SO := $(LIB)/librvevents.so
+$(LIBRVEVENTS_A): $(RVE_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+$(LIBRVEVENTS_SO): $(RVE_OBJ) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,librvevents.so -Wl,--exclude-libs,librvproto.a \
+	  -o $@ $(RVE_OBJ) $(LIBRVPROTO) $(PROTOBUF_LIBS) -lpthread
+
+LIBS += $(LIBRVEVENTS_A) $(LIBRVEVENTS_SO)
+INSTALL_HDR += device/events/include/rearview/events.h
+
+# Unit test: the library against a socketpair-free fake daemon (a listening
+# unix socket in a mkdtemp directory, read with rv_frame_recv).
+$(OBJ)/tests/device/test_events.o: CPPFLAGS += -Idevice/events/include
+$(eval $(call rv_test,device,events,$(LIBRVEVENTS_A) $(LIBRVPROTO),$(PROTOBUF_LIBS),tsan))

@@ -1,0 +1,329 @@
+/*
+ * rearview-weston.c — a Weston 10 module that feeds rearviewd's detectors
+ * from the compositor, for any Wayland client, through librvevents
+ * (rearview/events.h).  Loaded with
+ *   weston --modules=/usr/lib/…/rearview-weston.so
+ * (or `modules=` in weston.ini's [core]); configured by weston.ini's
+ * [rearview] section (device/README.md).
+ *
+ * What it reports, per client (pid from wl_client_get_credentials; the UI
+ * thread is taken to be the main thread, tid = pid, the Wayland thread of
+ * every common toolkit):
+ *  - frames: a client's frame is the time between two commits of one of its
+ *    surfaces while it animates (the earlier commit asked for a frame
+ *    callback); it is due two refresh periods of the surface's output after
+ *    it starts (the client missed at least one vblank when it ends later):
+ *    rv_frame_of(pid, pid, previous commit, commit, previous + 2 periods);
+ *  - input latency: a pointer button press or a touch down (compositor
+ *    bindings, which do not consume the event) on a client's surface is an
+ *    input with the device's timestamp, dispatched now; the next commit of
+ *    that surface presents the answer: rv_input_of(…, handled 0, commit);
+ *  - focus: a surface activated (keyboard focus, compositor activate
+ *    signal) → rv_foreground(pid, pid); a compositor with no keyboard
+ *    (headless, kiosk devices without one) never activates, so a client's
+ *    surface mapped for the first time is reported as foreground too (in
+ *    kiosk-shell the newest mapped client is the one on screen).
+ *
+ * Test-only switch: [rearview] test-click-every-ms=N (default 0, off) makes
+ * the module itself press and release the left button of a seat it creates
+ * ("rearview-test", with a pointer) every N ms at the middle of the most
+ * recently mapped surface, through libweston's notify_* functions — so a
+ * headless compositor (no input devices) can exercise the input path.  Never
+ * set it on a device.
+ *
+ * Invariants:
+ *  - every listener is removed before its struct is freed: a surface's
+ *    state is freed on the surface's destroy signal, the module's on the
+ *    compositor's destroy signal;
+ *  - the compositor thread is never blocked: librvevents drops instead.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libweston/config-parser.h>
+#include <libweston/libweston.h>
+#include <linux/input-event-codes.h>
+#include <wayland-server-core.h>
+#include <weston/weston.h>
+
+#include "rearview/events.h"
+
+/* libweston's seat and input entry points for backends
+ * (libweston/backend.h, not installed; exported by libweston-10): used only
+ * by the test-only click switch. */
+void weston_seat_init(struct weston_seat *seat, struct weston_compositor *ec,
+		      const char *seat_name);
+int weston_seat_init_pointer(struct weston_seat *seat);
+void weston_seat_release(struct weston_seat *seat);
+void notify_pointer_frame(struct weston_seat *seat);
+void notify_motion_absolute(struct weston_seat *seat, const struct timespec *time, double x,
+			    double y);
+void notify_button(struct weston_seat *seat, const struct timespec *time, int32_t button,
+		   enum wl_pointer_button_state state);
+
+#define DEFAULT_REFRESH_MHZ 60000
+
+struct rv_module {
+	struct weston_compositor *ec;
+	struct wl_listener destroy;
+	struct wl_listener create_surface;
+	struct wl_listener activate;
+	struct wl_list surfaces; /* struct rv_surface.link */
+	struct weston_binding *button_binding, *touch_binding;
+	/* test-only click */
+	struct weston_seat test_seat;
+	bool test_seat_ready;
+	struct wl_event_source *click_timer;
+	int click_every_ms;
+	struct weston_surface *last_mapped;
+	pid_t fg_pid; /* the last foreground reported */
+};
+
+struct rv_surface {
+	struct rv_module *m;
+	struct weston_surface *surface;
+	struct wl_list link;
+	struct wl_listener commit;
+	struct wl_listener destroy;
+	pid_t pid;
+	bool was_mapped;
+	bool animating;				/* the last commit asked for a frame callback */
+	uint64_t last_commit;			/* CLOCK_MONOTONIC ns */
+	uint64_t input_event, input_dispatched; /* an input awaiting its answer */
+};
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+static pid_t client_pid(struct weston_surface *s)
+{
+	struct wl_client *c;
+	pid_t pid = 0;
+	uid_t uid;
+	gid_t gid;
+
+	if (!s || !s->resource)
+		return 0;
+	c = wl_resource_get_client(s->resource);
+	wl_client_get_credentials(c, &pid, &uid, &gid);
+	return pid;
+}
+
+static uint64_t refresh_period_ns(const struct weston_surface *s)
+{
+	int32_t mhz = DEFAULT_REFRESH_MHZ;
+
+	if (s->output && s->output->current_mode && s->output->current_mode->refresh > 0)
+		mhz = s->output->current_mode->refresh;
+	return 1000000000000ull / (uint64_t)mhz;
+}
+
+static struct rv_surface *find_surface(struct rv_module *m, struct weston_surface *s)
+{
+	struct rv_surface *rs;
+
+	wl_list_for_each(rs, &m->surfaces, link) if (rs->surface == s) return rs;
+	return NULL;
+}
+
+/* Reports a focus change (not a repeat: kiosk-shell re-activates on
+ * every click). */
+static void set_foreground(struct rv_module *m, pid_t pid)
+{
+	if (pid <= 0 || pid == getpid() || pid == m->fg_pid)
+		return;
+	m->fg_pid = pid;
+	rv_foreground(pid, pid);
+}
+
+static void on_commit(struct wl_listener *l, void *data)
+{
+	struct rv_surface *rs = wl_container_of(l, rs, commit);
+	struct weston_surface *s = rs->surface;
+	uint64_t now = rv_events_now();
+	bool mapped = weston_surface_is_mapped(s);
+
+	if (!rs->pid)
+		return;
+	if (mapped && !rs->was_mapped) {
+		rs->m->last_mapped = s;
+		set_foreground(rs->m, rs->pid);
+	}
+	rs->was_mapped = mapped;
+	if (rs->animating && rs->last_commit && mapped)
+		rv_frame_of(rs->pid, rs->pid, rs->last_commit, now,
+			    rs->last_commit + 2 * refresh_period_ns(s));
+	if (rs->input_event) {
+		rv_input_of(rs->pid, rs->pid, rs->input_event, rs->input_dispatched, 0, now);
+		rs->input_event = 0;
+	}
+	rs->last_commit = now;
+	rs->animating = !wl_list_empty(&s->frame_callback_list);
+}
+
+static void surface_free(struct rv_surface *rs)
+{
+	if (rs->m->last_mapped == rs->surface)
+		rs->m->last_mapped = NULL;
+	wl_list_remove(&rs->commit.link);
+	wl_list_remove(&rs->destroy.link);
+	wl_list_remove(&rs->link);
+	free(rs);
+}
+
+static void on_surface_destroy(struct wl_listener *l, void *data)
+{
+	struct rv_surface *rs = wl_container_of(l, rs, destroy);
+
+	surface_free(rs);
+}
+
+static void on_create_surface(struct wl_listener *l, void *data)
+{
+	struct rv_module *m = wl_container_of(l, m, create_surface);
+	struct weston_surface *s = data;
+	struct rv_surface *rs = calloc(1, sizeof(*rs));
+
+	if (!rs)
+		return;
+	rs->m = m;
+	rs->surface = s;
+	rs->pid = client_pid(s);
+	/* The compositor's own surfaces (shell panels it draws) are not
+	 * clients' frames. */
+	if (rs->pid == getpid())
+		rs->pid = 0;
+	rs->commit.notify = on_commit;
+	wl_signal_add(&s->commit_signal, &rs->commit);
+	rs->destroy.notify = on_surface_destroy;
+	wl_signal_add(&s->destroy_signal, &rs->destroy);
+	wl_list_insert(&m->surfaces, &rs->link);
+}
+
+static void on_activate(struct wl_listener *l, void *data)
+{
+	struct rv_module *m = wl_container_of(l, m, activate);
+	const struct weston_surface_activation_data *ad = data;
+
+	if (ad && ad->surface)
+		set_foreground(m, client_pid(ad->surface));
+}
+
+/* An input on `s` at the device's time `t`. */
+static void input_on(struct rv_module *m, struct weston_surface *s, const struct timespec *t)
+{
+	struct rv_surface *rs;
+	uint64_t now = rv_events_now(), at;
+
+	rs = s ? find_surface(m, s) : NULL;
+	if (!rs || !rs->pid)
+		return;
+	at = t ? ts_ns(t) : now;
+	rs->input_event = at <= now ? at : now;
+	rs->input_dispatched = now;
+}
+
+static void on_button(struct weston_pointer *p, const struct timespec *t, uint32_t button,
+		      void *data)
+{
+	if (p->button_count == 1 && p->focus)
+		input_on(data, p->focus->surface, t);
+}
+
+static void on_touch(struct weston_touch *t, const struct timespec *time, void *data)
+{
+	if (t->num_tp == 1 && t->focus)
+		input_on(data, t->focus->surface, time);
+}
+
+/* Test-only: one click at the middle of the most recently mapped surface. */
+static int on_click_timer(void *data)
+{
+	struct rv_module *m = data;
+	struct weston_view *v;
+	struct timespec now;
+
+	wl_event_source_timer_update(m->click_timer, m->click_every_ms);
+	if (!m->last_mapped || wl_list_empty(&m->last_mapped->views))
+		return 0;
+	v = wl_container_of(m->last_mapped->views.next, v, surface_link);
+	weston_compositor_get_time(&now);
+	notify_motion_absolute(&m->test_seat, &now, v->geometry.x + m->last_mapped->width / 2.0,
+			       v->geometry.y + m->last_mapped->height / 2.0);
+	notify_pointer_frame(&m->test_seat);
+	notify_button(&m->test_seat, &now, BTN_LEFT, WL_POINTER_BUTTON_STATE_PRESSED);
+	notify_pointer_frame(&m->test_seat);
+	notify_button(&m->test_seat, &now, BTN_LEFT, WL_POINTER_BUTTON_STATE_RELEASED);
+	notify_pointer_frame(&m->test_seat);
+	return 0;
+}
+
+static void on_compositor_destroy(struct wl_listener *l, void *data)
+{
+	struct rv_module *m = wl_container_of(l, m, destroy);
+	struct rv_surface *rs, *tmp;
+
+	wl_list_for_each_safe(rs, tmp, &m->surfaces, link) surface_free(rs);
+	if (m->click_timer)
+		wl_event_source_remove(m->click_timer);
+	if (m->test_seat_ready)
+		weston_seat_release(&m->test_seat);
+	wl_list_remove(&m->destroy.link);
+	wl_list_remove(&m->create_surface.link);
+	wl_list_remove(&m->activate.link);
+	free(m);
+}
+
+static void read_config(struct rv_module *m)
+{
+	struct weston_config *cfg = wet_get_config(m->ec);
+	struct weston_config_section *sec =
+		cfg ? weston_config_get_section(cfg, "rearview", NULL, NULL) : NULL;
+	char *path = NULL;
+
+	if (!sec)
+		return;
+	if (weston_config_section_get_string(sec, "events-socket", &path, NULL) == 0 && path)
+		rv_events_set_path(path);
+	free(path);
+	weston_config_section_get_int(sec, "test-click-every-ms", &m->click_every_ms, 0);
+}
+
+WL_EXPORT int wet_module_init(struct weston_compositor *ec, int *argc, char *argv[])
+{
+	struct rv_module *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -1;
+	m->ec = ec;
+	wl_list_init(&m->surfaces);
+	read_config(m);
+	m->destroy.notify = on_compositor_destroy;
+	wl_signal_add(&ec->destroy_signal, &m->destroy);
+	m->create_surface.notify = on_create_surface;
+	wl_signal_add(&ec->create_surface_signal, &m->create_surface);
+	m->activate.notify = on_activate;
+	wl_signal_add(&ec->activate_signal, &m->activate);
+	m->button_binding = weston_compositor_add_button_binding(ec, BTN_LEFT, 0, on_button, m);
+	m->touch_binding = weston_compositor_add_touch_binding(ec, 0, on_touch, m);
+	if (m->click_every_ms > 0) {
+		weston_seat_init(&m->test_seat, ec, "rearview-test");
+		weston_seat_init_pointer(&m->test_seat);
+		m->test_seat_ready = true;
+		m->click_timer = wl_event_loop_add_timer(wl_display_get_event_loop(ec->wl_display),
+							 on_click_timer, m);
+		if (m->click_timer)
+			wl_event_source_timer_update(m->click_timer, m->click_every_ms);
+	}
+	weston_log("rearview: reporting frames, input and focus to rearviewd%s\n",
+		   m->click_every_ms > 0 ? " (TEST clicks on)" : "");
+	return 0;
+}
