@@ -28,6 +28,11 @@ PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"
 # device/ (rearviewd, rvctl).
 PACKAGES="$PACKAGES libuv1-dev libcurl4-openssl-dev libzstd-dev libinih-dev libsqlite3-dev"
 
+# device/weston (rearview-weston.so, the Weston 10 module) and its test:
+# weston (headless backend, kiosk-shell, weston-simple-shm), libwayland-dev,
+# wayland-protocols (xdg-shell for the test's client).
+PACKAGES="$PACKAGES weston libweston-10-dev libwayland-dev wayland-protocols"
+
 # deploy/ (systemd-analyze verify and systemd-sysusers in the install test;
 # curl and jq for the demo script).
 PACKAGES="$PACKAGES systemd curl jq"

@@ -184,6 +184,16 @@ static const char *kind_name(int k)
 	return k >= 0 && k <= 5 ? kind_names[k] : "unknown";
 }
 
+/* A slow touch's TouchAttribution: where the delay was spent, or NULL. */
+static const char *attribution_name(const Rearview__Anomaly *a)
+{
+	if (a && a->touch_attribution == REARVIEW__TOUCH_ATTRIBUTION__TOUCH_ATTR_DELIVERY)
+		return "delivery";
+	if (a && a->touch_attribution == REARVIEW__TOUCH_ATTRIBUTION__TOUCH_ATTR_APP)
+		return "app";
+	return NULL;
+}
+
 /* Captures in state "uploaded" (a second request: Status has no such
  * counter), or -1 when the list could not be had. */
 static long count_uploaded(void)
@@ -358,8 +368,11 @@ static void print_capture(const Rearview__CaptureInfo *c, int one)
 		printf(",\"kind\":\"%s\",\"pid\":%d,\"tid\":%d,\"app\":",
 		       kind_name(a ? a->kind : 0), a ? a->pid : 0, a ? a->tid : 0);
 		rvc_json_str(stdout, c->app_id);
-		printf(",\"size\":%" PRIu64 ",\"freeze_latency_ns\":%" PRIu64 "}", c->size,
+		printf(",\"size\":%" PRIu64 ",\"freeze_latency_ns\":%" PRIu64, c->size,
 		       c->freeze_latency_ns);
+		if (attribution_name(a))
+			printf(",\"attribution\":\"%s\"", attribution_name(a));
+		printf("}");
 		return;
 	}
 	if (!one) {
@@ -383,6 +396,8 @@ static void print_capture(const Rearview__CaptureInfo *c, int one)
 	if (a)
 		printf("anomaly:        %s severity %u pid %d tid %d %s%s%s\n", kind_name(a->kind),
 		       a->severity, a->pid, a->tid, a->name, *a->name ? " " : "", a->detail);
+	if (attribution_name(a))
+		printf("attribution:    %s\n", attribution_name(a));
 }
 
 static void print_chain_json(const Rearview__Chain *c)

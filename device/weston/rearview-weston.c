@@ -24,12 +24,15 @@
  *    surface mapped for the first time is reported as foreground too (in
  *    kiosk-shell the newest mapped client is the one on screen).
  *
- * Test-only switch: [rearview] test-click-every-ms=N (default 0, off) makes
- * the module itself press and release the left button of a seat it creates
- * ("rearview-test", with a pointer) every N ms at the middle of the most
- * recently mapped surface, through libweston's notify_* functions — so a
- * headless compositor (no input devices) can exercise the input path.  Never
- * set it on a device.
+ * Test-only switches, never to be set on a device (a headless compositor
+ * has no input devices, hence no seat):
+ *  - [rearview] test-seat=true: the module creates a seat ("rearview-test",
+ *    with a pointer) — kiosk-shell maps and activates no surface on a
+ *    compositor without a seat;
+ *  - [rearview] test-click-every-ms=N (implies test-seat; default 0, off):
+ *    every N ms the module presses and releases that seat's left button at
+ *    the middle of the focused client's surface, through libweston's
+ *    notify_* functions, so the input path can be exercised headless.
  *
  * Invariants:
  *  - every listener is removed before its struct is freed: a surface's
@@ -78,11 +81,11 @@ struct rv_module {
 	struct weston_binding *button_binding, *touch_binding;
 	/* test-only click */
 	struct weston_seat test_seat;
-	bool test_seat_ready;
+	bool want_test_seat, test_seat_ready;
 	struct wl_event_source *click_timer;
 	int click_every_ms;
-	struct weston_surface *last_mapped;
-	pid_t fg_pid; /* the last foreground reported */
+	struct weston_surface *focus; /* the foreground client's surface */
+	pid_t fg_pid;		      /* the last foreground reported */
 };
 
 struct rv_surface {
@@ -134,11 +137,14 @@ static struct rv_surface *find_surface(struct rv_module *m, struct weston_surfac
 	return NULL;
 }
 
-/* Reports a focus change (not a repeat: kiosk-shell re-activates on
- * every click). */
-static void set_foreground(struct rv_module *m, pid_t pid)
+/* Surface `s` of client `pid` has the focus: reported when the client
+ * changes (not a repeat: kiosk-shell re-activates on every click). */
+static void set_foreground(struct rv_module *m, struct weston_surface *s, pid_t pid)
 {
-	if (pid <= 0 || pid == getpid() || pid == m->fg_pid)
+	if (pid <= 0 || pid == getpid())
+		return;
+	m->focus = s;
+	if (pid == m->fg_pid)
 		return;
 	m->fg_pid = pid;
 	rv_foreground(pid, pid);
@@ -154,8 +160,7 @@ static void on_commit(struct wl_listener *l, void *data)
 	if (!rs->pid)
 		return;
 	if (mapped && !rs->was_mapped) {
-		rs->m->last_mapped = s;
-		set_foreground(rs->m, rs->pid);
+		set_foreground(rs->m, s, rs->pid);
 	}
 	rs->was_mapped = mapped;
 	if (rs->animating && rs->last_commit && mapped)
@@ -171,8 +176,8 @@ static void on_commit(struct wl_listener *l, void *data)
 
 static void surface_free(struct rv_surface *rs)
 {
-	if (rs->m->last_mapped == rs->surface)
-		rs->m->last_mapped = NULL;
+	if (rs->m->focus == rs->surface)
+		rs->m->focus = NULL;
 	wl_list_remove(&rs->commit.link);
 	wl_list_remove(&rs->destroy.link);
 	wl_list_remove(&rs->link);
@@ -214,7 +219,7 @@ static void on_activate(struct wl_listener *l, void *data)
 	const struct weston_surface_activation_data *ad = data;
 
 	if (ad && ad->surface)
-		set_foreground(m, client_pid(ad->surface));
+		set_foreground(m, ad->surface, client_pid(ad->surface));
 }
 
 /* An input on `s` at the device's time `t`. */
@@ -244,7 +249,8 @@ static void on_touch(struct weston_touch *t, const struct timespec *time, void *
 		input_on(data, t->focus->surface, time);
 }
 
-/* Test-only: one click at the middle of the most recently mapped surface. */
+/* Test-only: one click at the middle of the focused surface (on top in
+ * kiosk-shell). */
 static int on_click_timer(void *data)
 {
 	struct rv_module *m = data;
@@ -252,12 +258,12 @@ static int on_click_timer(void *data)
 	struct timespec now;
 
 	wl_event_source_timer_update(m->click_timer, m->click_every_ms);
-	if (!m->last_mapped || wl_list_empty(&m->last_mapped->views))
+	if (!m->focus || wl_list_empty(&m->focus->views))
 		return 0;
-	v = wl_container_of(m->last_mapped->views.next, v, surface_link);
+	v = wl_container_of(m->focus->views.next, v, surface_link);
 	weston_compositor_get_time(&now);
-	notify_motion_absolute(&m->test_seat, &now, v->geometry.x + m->last_mapped->width / 2.0,
-			       v->geometry.y + m->last_mapped->height / 2.0);
+	notify_motion_absolute(&m->test_seat, &now, v->geometry.x + m->focus->width / 2.0,
+			       v->geometry.y + m->focus->height / 2.0);
 	notify_pointer_frame(&m->test_seat);
 	notify_button(&m->test_seat, &now, BTN_LEFT, WL_POINTER_BUTTON_STATE_PRESSED);
 	notify_pointer_frame(&m->test_seat);
@@ -295,6 +301,9 @@ static void read_config(struct rv_module *m)
 		rv_events_set_path(path);
 	free(path);
 	weston_config_section_get_int(sec, "test-click-every-ms", &m->click_every_ms, 0);
+	weston_config_section_get_bool(sec, "test-seat", &m->want_test_seat, false);
+	if (m->click_every_ms > 0)
+		m->want_test_seat = true;
 }
 
 WL_EXPORT int wet_module_init(struct weston_compositor *ec, int *argc, char *argv[])
@@ -314,16 +323,20 @@ WL_EXPORT int wet_module_init(struct weston_compositor *ec, int *argc, char *arg
 	wl_signal_add(&ec->activate_signal, &m->activate);
 	m->button_binding = weston_compositor_add_button_binding(ec, BTN_LEFT, 0, on_button, m);
 	m->touch_binding = weston_compositor_add_touch_binding(ec, 0, on_touch, m);
-	if (m->click_every_ms > 0) {
+	if (m->want_test_seat) {
 		weston_seat_init(&m->test_seat, ec, "rearview-test");
 		weston_seat_init_pointer(&m->test_seat);
 		m->test_seat_ready = true;
+	}
+	if (m->click_every_ms > 0) {
 		m->click_timer = wl_event_loop_add_timer(wl_display_get_event_loop(ec->wl_display),
 							 on_click_timer, m);
 		if (m->click_timer)
 			wl_event_source_timer_update(m->click_timer, m->click_every_ms);
 	}
 	weston_log("rearview: reporting frames, input and focus to rearviewd%s\n",
-		   m->click_every_ms > 0 ? " (TEST clicks on)" : "");
+		   m->click_every_ms > 0 ? " (TEST seat and clicks on)"
+		   : m->want_test_seat	 ? " (TEST seat on)"
+					 : "");
 	return 0;
 }

@@ -17,3 +17,36 @@ $(RV_WESTON_SO): $(OBJ)/device/weston/rearview-weston.o $(LIBRVEVENTS_A) $(LIBRV
 	  $(PROTOBUF_LIBS) $(WESTON_LIBS) -lpthread
 all: $(RV_WESTON_SO)
 endif
+
+# The Weston test: rv_slow_client, a traced Wayland client (xdg-shell from
+# wayland-protocols, wl_shm), slow on purpose in named functions; its UI
+# file is instrumented, its loop is not.
+WESTON_GEN := $(GEN)/weston
+XDG_SHELL_XML := $(shell $(PKG_CONFIG) --variable=pkgdatadir wayland-protocols 2>/dev/null)/stable/xdg-shell/xdg-shell.xml
+$(WESTON_GEN)/xdg-shell-client-protocol.h: $(XDG_SHELL_XML)
+	@mkdir -p $(@D)
+	wayland-scanner client-header $< $@
+$(WESTON_GEN)/xdg-shell-protocol.c: $(XDG_SHELL_XML)
+	@mkdir -p $(@D)
+	wayland-scanner private-code $< $@
+$(OBJ)/gen/weston/xdg-shell-protocol.o: $(WESTON_GEN)/xdg-shell-protocol.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+$(OBJ)/tests/weston/%.o: CPPFLAGS += -Itracer/include -I$(WESTON_GEN) \
+  $(call pc,--cflags,wayland-client)
+$(OBJ)/tests/weston/slow_client.o: $(WESTON_GEN)/xdg-shell-client-protocol.h
+$(OBJ)/tests/weston/slow_client_ui.o: CFLAGS += -O1 -finstrument-functions
+$(TBIN)/weston/rv_slow_client: $(OBJ)/tests/weston/slow_client.o \
+  $(OBJ)/tests/weston/slow_client_ui.o $(OBJ)/gen/weston/xdg-shell-protocol.o $(LIBRVTRACE_SO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(LIB) -lrvtrace -Wl,-rpath,$(CURDIR)/$(LIB) \
+	  $(call pc,--libs,wayland-client)
+all: $(TBIN)/weston/rv_slow_client
+
+# Real weston (headless), the module, rearviewd, weston-simple-shm and
+# rv_slow_client; skips visibly when weston is not installed.
+$(OBJ)/tests/integration/test_weston.o: CPPFLAGS += -Itests/device -Idevice/src $(DEVICE_CFLAGS) \
+  -DRV_LIB_DIR='"$(LIB)"' -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
+$(eval $(call rv_test,integration,weston,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_weston: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/weston/rv_slow_client \
+  $(RV_WESTON_SO)
