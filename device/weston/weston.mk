@@ -15,7 +15,7 @@ $(RV_WESTON_SO): $(OBJ)/device/weston/rearview-weston.o $(LIBRVEVENTS_A) $(LIBRV
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -o $@ $(filter %.o %.a,$^) \
 	  $(PROTOBUF_LIBS) $(WESTON_LIBS) -lpthread
-all: $(RV_WESTON_SO)
+LIBS += $(RV_WESTON_SO)
 endif
 
 # The Weston test: rv_slow_client, a traced Wayland client (xdg-shell from
@@ -45,8 +45,16 @@ all: $(TBIN)/weston/rv_slow_client
 
 # Real weston (headless), the module, rearviewd, weston-simple-shm and
 # rv_slow_client; skips visibly when weston is not installed.
+# In a sanitizer build the module carries the sanitizer's references:
+# Debian's (uninstrumented) weston runs with the runtime preloaded
+# (RV_WESTON_PRELOAD; gcc's runtimes — with clang's the test skips).
+RV_WESTON_PRELOAD := $(strip \
+  $(if $(findstring address,$(SANFLAGS)),$(shell $(CC) -print-file-name=libasan.so)) \
+  $(if $(findstring undefined,$(SANFLAGS)),$(shell $(CC) -print-file-name=libubsan.so)) \
+  $(if $(findstring thread,$(SANFLAGS)),$(shell $(CC) -print-file-name=libtsan.so)))
 $(OBJ)/tests/integration/test_weston.o: CPPFLAGS += -Itests/device -Idevice/src $(DEVICE_CFLAGS) \
-  -DRV_LIB_DIR='"$(LIB)"' -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
+  -DRV_LIB_DIR='"$(LIB)"' -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"' \
+  -DRV_WESTON_PRELOAD='"$(RV_WESTON_PRELOAD)"'
 $(eval $(call rv_test,integration,weston,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_weston: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/weston/rv_slow_client \
   $(RV_WESTON_SO)

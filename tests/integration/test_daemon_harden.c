@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "daemon_harness.h"
+#include "rearview/event.pb-c.h"
 #include "rearview/policy.h"
 
 static int start(void **state, const char *conf)
@@ -234,6 +235,76 @@ static void test_daemon_harden_not_a_capture_refused_nothing_spooled(void **stat
 	rearview__admin_response__free_unpacked(r, NULL);
 }
 
+/* Sends one EventMessage on `fd`; returns the Error code the daemon
+ * answers within 2 s (a guard: a valid event gets no answer), or -1. */
+static int event_answer(int fd, Rearview__EventMessage *m)
+{
+	struct timeval tv = {2, 0};
+	Rearview__EventMessage *r;
+	uint8_t *payload;
+	size_t len;
+	int code = -1;
+
+	assert_int_equal(rv_frame_send(fd, RV_CHANNEL_EVENT, &m->base, NULL, 0), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (rv_frame_recv(fd, RV_CHANNEL_EVENT, RV_FRAME_MAX_DEFAULT, &payload, &len, NULL, NULL) !=
+	    1)
+		return -1;
+	r = rearview__event_message__unpack(NULL, len, payload);
+	free(payload);
+	assert_non_null(r);
+	assert_int_equal(r->msg_case, REARVIEW__EVENT_MESSAGE__MSG_ERROR);
+	code = r->error->code;
+	rearview__event_message__free_unpacked(r, NULL);
+	return code;
+}
+
+/* Issue 17: on events.sock a touch handled before it was delivered, one
+ * presented before it happened, and a frame ending an hour from now each
+ * get Error{MALFORMED}; the peer stays connected (a metric after them is
+ * accepted silently and the next bad one is still answered). */
+static void test_daemon_harden_impossible_event_times_answered_with_error(void **state)
+{
+	struct rvh *h = *state;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	Rearview__EventMessage m = REARVIEW__EVENT_MESSAGE__INIT;
+	Rearview__TouchReport t = REARVIEW__TOUCH_REPORT__INIT;
+	Rearview__FrameReport fr = REARVIEW__FRAME_REPORT__INIT;
+	Rearview__MetricSample ms = REARVIEW__METRIC_SAMPLE__INIT;
+	struct timespec now;
+	uint64_t ns;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.90s/events.sock", h->run);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	t.pid = t.tid = 1;
+	t.detected_ns = ns - 300000000;
+	t.delivered_ns = ns - 200000000;
+	t.handled_ns = ns - 250000000;
+	t.responded_ns = ns - 100000000;
+	m.msg_case = REARVIEW__EVENT_MESSAGE__MSG_TOUCH;
+	m.touch = &t;
+	assert_int_equal(event_answer(fd, &m), REARVIEW__ERROR__CODE__MALFORMED);
+	t.handled_ns = 0;
+	t.responded_ns = ns - 400000000;
+	assert_int_equal(event_answer(fd, &m), REARVIEW__ERROR__CODE__MALFORMED);
+	ms.name = (char *)"gpu_busy";
+	ms.value = 0.5;
+	m.msg_case = REARVIEW__EVENT_MESSAGE__MSG_METRIC;
+	m.metric = &ms;
+	assert_int_equal(rv_frame_send(fd, RV_CHANNEL_EVENT, &m.base, NULL, 0), 0);
+	fr.pid = fr.tid = 1;
+	fr.frame_start_ns = ns;
+	fr.frame_end_ns = ns + 3600000000000ull;
+	m.msg_case = REARVIEW__EVENT_MESSAGE__MSG_FRAME;
+	m.frame = &fr;
+	assert_int_equal(event_answer(fd, &m), REARVIEW__ERROR__CODE__MALFORMED);
+	close(fd);
+}
+
 /* A policy signed with a fresh key: the daemon's config (consent full,
  * the public key, `extra`) and the signed document's path. */
 struct signed_setup {
@@ -347,6 +418,9 @@ int main(void)
 			test_daemon_harden_foreground_999999_and_backwards_touch_refused,
 			setup_plain, teardown),
 		cmocka_unit_test(test_daemon_harden_quota1_most_severe_30_then_90_drops_30),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_harden_impossible_event_times_answered_with_error, setup_plain,
+			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_daemon_harden_not_a_capture_refused_nothing_spooled, setup_plain,
 			teardown),

@@ -40,7 +40,10 @@ struct wt {
 	pid_t weston, shm, client;
 };
 
-static pid_t spawn(struct wt *t, const char *log, char *const argv[])
+/* Starts argv[0] on the test's display, output to `log`; with `runtime`
+ * (weston, loading the module) a sanitizer build's runtime is preloaded and
+ * weston's own leaks are not this test's. */
+static pid_t spawn(struct wt *t, const char *log, char *const argv[], bool runtime)
 {
 	char path[200];
 	pid_t pid = fork();
@@ -57,6 +60,10 @@ static pid_t spawn(struct wt *t, const char *log, char *const argv[])
 		}
 		setenv("XDG_RUNTIME_DIR", t->xdg, 1);
 		setenv("WAYLAND_DISPLAY", t->display, 1);
+		if (runtime && *RV_WESTON_PRELOAD) {
+			setenv("LD_PRELOAD", RV_WESTON_PRELOAD, 1);
+			setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+		}
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -70,8 +77,16 @@ static int start_weston(struct wt *t, int click_every_ms)
 	double until = rvh_now() + RVH_GUARD_S;
 	FILE *f;
 
-	if (access(WESTON_BIN, X_OK) < 0 || !realpath(RV_LIB_DIR "/rearview-weston.so", module))
+	if (access(WESTON_BIN, X_OK) < 0 || !realpath(RV_LIB_DIR "/rearview-weston.so", module)) {
+		fprintf(stderr, "weston or the module is not installed: skipped\n");
 		return -1;
+	}
+	/* A sanitizer build's module needs the sanitizer runtime in weston. */
+	if (*RV_WESTON_PRELOAD && RV_WESTON_PRELOAD[0] != '/') {
+		fprintf(stderr, "no sanitizer runtime to preload into weston (%s): skipped\n",
+			RV_WESTON_PRELOAD);
+		return -1;
+	}
 	memmove(module + 10, module, strlen(module) + 1);
 	memcpy(module, "--modules=", 10);
 	snprintf(t->xdg, sizeof(t->xdg), "%s/xdg", t->h.dir);
@@ -101,11 +116,13 @@ static int start_weston(struct wt *t, int click_every_ms)
 				module,
 				NULL};
 
-		t->weston = spawn(t, "weston.log", argv);
+		t->weston = spawn(t, "weston.log", argv, true);
 	}
 	snprintf(sock, sizeof(sock), "%s/%s", t->xdg, t->display);
 	while (rvh_now() < until) {
 		if (waitpid(t->weston, NULL, WNOHANG) == t->weston) {
+			fprintf(stderr, "weston exited at start (%s/weston.log): skipped\n",
+				t->h.dir);
 			t->weston = 0;
 			return -1;
 		}
@@ -204,7 +221,7 @@ static pid_t run_clients(struct wt *t, const char *extra)
 	if (access(SIMPLE_SHM, X_OK) == 0) {
 		char *argv[] = {(char *)SIMPLE_SHM, NULL};
 
-		t->shm = spawn(t, "simple-shm.log", argv);
+		t->shm = spawn(t, "simple-shm.log", argv, false);
 		if (!daemon_log_has(t, "foreground: pid %d\"", (int)t->shm))
 			return -1;
 	}
@@ -219,7 +236,7 @@ static pid_t run_clients(struct wt *t, const char *extra)
 				(char *)(strcmp(extra, "--slow-at") ? NULL : "60"),
 				NULL};
 
-		t->client = spawn(t, "client.log", argv);
+		t->client = spawn(t, "client.log", argv, false);
 	}
 	while (rvh_now() < until) {
 		if (waitpid(t->client, &st, WNOHANG) == t->client) {
