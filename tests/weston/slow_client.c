@@ -53,6 +53,7 @@ struct app {
 	struct wl_surface *surface;
 	struct xdg_surface *xsurface;
 	struct xdg_toplevel *toplevel;
+	struct wl_callback *frame_cb; /* the pending frame callback */
 	struct buffer buf[NBUF];
 	int width, height;
 	bool configured, closed, slow_click, click_pending;
@@ -98,8 +99,11 @@ static void redraw(struct app *a);
 
 static void frame_done(void *data, struct wl_callback *cb, uint32_t time)
 {
+	struct app *a = data;
+
 	wl_callback_destroy(cb);
-	redraw(data);
+	a->frame_cb = NULL;
+	redraw(a);
 }
 
 static const struct wl_callback_listener frame_listener = {frame_done};
@@ -128,6 +132,7 @@ static void redraw(struct app *a)
 	}
 	cb = wl_surface_frame(a->surface);
 	wl_callback_add_listener(cb, &frame_listener, a);
+	a->frame_cb = cb;
 	if (b) {
 		a->sum += draw_frame(b->px, a->width, a->height, a->frame, slow);
 		b->busy = true;
@@ -290,6 +295,23 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	rvt_control_stop();
+	/* Every proxy destroyed: the sanitizer build checks for leaks. */
+	if (a.frame_cb)
+		wl_callback_destroy(a.frame_cb);
+	for (int i = 0; i < NBUF; i++)
+		wl_buffer_destroy(a.buf[i].wb);
+	munmap(a.buf[0].px, (size_t)a.width * (size_t)a.height * 4 * NBUF);
+	xdg_toplevel_destroy(a.toplevel);
+	xdg_surface_destroy(a.xsurface);
+	wl_surface_destroy(a.surface);
+	if (a.pointer)
+		wl_pointer_destroy(a.pointer);
+	if (a.seat)
+		wl_seat_destroy(a.seat);
+	xdg_wm_base_destroy(a.wm);
+	wl_shm_destroy(a.shm);
+	wl_compositor_destroy(a.compositor);
+	wl_registry_destroy(reg);
 	wl_display_disconnect(dpy);
 	fprintf(stderr, "rv_slow_client: %u frames (%u)\n", a.frame, a.sum);
 	return 0;
