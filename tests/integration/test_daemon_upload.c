@@ -41,10 +41,9 @@ static size_t check_on_server(struct rvh *h, const struct server *s)
 		snprintf(path, sizeof(path), "/api/v1/traces/%s", rows[i].trace_id);
 		assert_int_equal(server_get(s, path, true, &b), 200);
 		assert_non_null(strstr(b.buf, "\"app_id\":\"rv_helper_app\""));
-		/* The payload arrived zstd-compressed as a capture; plain zstd,
-		 * since the helper's stand-in capture lays out no slot area (a
-		 * real one goes shuffled: test_demo_e2e). */
-		assert_non_null(strstr(b.buf, "\"compression\":1"));
+		/* The payload arrived as a capture in its shuffled zstd form:
+		 * the helper's captures are real ones, with a slot area. */
+		assert_non_null(strstr(b.buf, "\"compression\":2"));
 	}
 	/* First deliveries: one per uploaded capture, none twice. */
 	assert_int_equal(metric(s, "rearview_uploads_total"), (long)up);
@@ -167,9 +166,9 @@ static void test_daemon_upload_captures_reach_server_once_and_policy_applied(voi
 		assert_int_equal(named, 5);
 		rearview__admin_response__free_unpacked(r, NULL);
 	}
-	/* The server inflated the payload (zstd, payload_size) and handed it to
-	 * its capture decoder, which refuses rv_helper_app's stand-in bytes: the
-	 * reason names the capture format, not the compression or the size. */
+	/* The server unshuffled and inflated the payload and decoded it:
+	 * rv_helper_app's capture is a real one (one call of
+	 * rv_helper_app_answer), so it is indexed, not quarantined. */
 	{
 		static struct row rows[8];
 		double until = rvh_now() + RVH_GUARD_S;
@@ -184,7 +183,8 @@ static void test_daemon_upload_captures_reach_server_once_and_policy_applied(voi
 				break;
 			rvh_sleep_ms(20);
 		} while (rvh_now() < until);
-		assert_non_null(strstr(b.buf, "\"quarantine_reason\":\"capture: "));
+		assert_null(strstr(b.buf, "\"quarantine_reason\":\"capture"));
+		assert_non_null(strstr(b.buf, "rv_helper_app_answer"));
 	}
 	assert_int_equal(metric(&g_s, "rearview_enrollments_total"), 1);
 
