@@ -30,11 +30,11 @@ $(OBJ)/tracer/analysis/pprof.o: $(RVA_PPROF_H)
 $(OBJ)/tracer/analysis/pprof.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -I$(GEN)/rvanalysis
 LIBRVANALYSIS := $(LIB)/librvanalysis.a
 # What a program linking librvanalysis.a adds to its link line.
-RVA_LIBS := $(LIBRVCOMMON) $(call pc,--libs,jansson) $(PROTOBUF_LIBS) -lz -lzstd -lm
+RVA_LIBS := $(LIBRVCOMMON) $(call pc,--libs,jansson) $(call pc,--libs,yajl) $(PROTOBUF_LIBS) -lz -lzstd -lm
 
 # The block transposes vectorize at -O3 (shuffle.c).
 $(OBJ)/tracer/analysis/shuffle.o: CFLAGS += -O3
-$(OBJ)/tracer/analysis/chrome.o: CPPFLAGS += $(call pc,--cflags,jansson)
+$(OBJ)/tracer/analysis/chrome.o: CPPFLAGS += $(call pc,--cflags,yajl)
 
 $(OBJ)/tracer/analysis/%.o: CPPFLAGS += -Itracer/analysis/include
 $(OBJ)/tests/rvtrace/%.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace

@@ -420,13 +420,73 @@ out_close:
 	return rc;
 }
 
+/* The start of a file's content, then the rest of it from its reader. */
+typedef struct peeked {
+	rva_reader *r;
+	uint8_t *head;
+	size_t pos, len;
+} peeked;
+
+static ssize_t peeked_read(void *arg, uint8_t *buf, size_t cap, rva_error *err)
+{
+	peeked *k = arg;
+	if (k->pos == k->len)
+		return rva_reader_read(k->r, buf, cap, err);
+	size_t n = k->len - k->pos < cap ? k->len - k->pos : cap;
+	memcpy(buf, k->head + k->pos, n);
+	k->pos += n;
+	return (ssize_t)n;
+}
+
+/* Chrome JSON (plain or compressed) is streamed from the file: 1 when it
+ * was (rc in *rc), 0 when the file is of another format. */
+static int import_streamed(const char *path, rva_trace **out, rva_error *err, const rva_progress *p,
+			   int *rc)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		*rc = rva_fail(err, -errno, "%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	rva_reader *r;
+	if ((*rc = rva_reader_open(&r, fd, (uint64_t)st.st_size, p, err)) < 0)
+		return 1;
+	peeked k = {r, malloc(4096), 0, 0};
+	if (!k.head) {
+		rva_reader_close(r);
+		*rc = rva_fail(err, -ENOMEM, "out of memory");
+		return 1;
+	}
+	ssize_t n = 1;
+	while (k.len < 4096 && (n = rva_reader_read(r, k.head + k.len, 4096 - k.len, err)) > 0)
+		k.len += (size_t)n;
+	int streamed = 1, bin = 0;
+	for (size_t i = 0; i < k.len && i < 64; i++)
+		bin |= k.head[i] < 0x09;
+	if (n < 0)
+		*rc = (int)n;
+	else if (rva_detect(k.head, k.len) == RVA_FMT_CHROME && !bin)
+		*rc = rva_chrome_import_stream(peeked_read, &k, out, err);
+	else
+		streamed = 0;
+	free(k.head);
+	rva_reader_close(r);
+	return streamed;
+}
+
 int rva_import_file_progress(const char *path, rva_trace **out, rva_error *err,
 			     const rva_progress *p)
 {
 	uint8_t *buf;
 	size_t len;
 	*out = NULL;
-	int rc = rva_file_read(path, &buf, &len, err);
+	int rc;
+	if (import_streamed(path, out, err, p, &rc))
+		return rc;
+	rc = rva_file_read(path, &buf, &len, err);
 	if (rc < 0)
 		return rc;
 	rc = rva_import_progress(buf, len, out, err, p);

@@ -77,6 +77,8 @@ typedef struct rva_unresolved {
 
 enum { RVA_CHECKSUM_NONE = 0, RVA_CHECKSUM_VERIFIED = 1 };
 
+#define RVA_MAX_SKIPPED 16
+
 typedef struct rva_trace {
 	char **names; /* method names, owned; names[id] */
 	size_t nmethods;
@@ -109,6 +111,14 @@ typedef struct rva_trace {
 	/* Static string, NULL when none: damage the decoder accepted and a
 	 * reader must be told of (e.g. a capture salvaged without its END). */
 	const char *warning;
+	/* Events of the input that map to no call, skipped on purpose (not
+	 * damage, unlike dropped): per kind a static label ("counter (C)")
+	 * and a count, in the importer's order (rva_skip_count). */
+	struct {
+		const char *what;
+		uint64_t n;
+	} skipped[RVA_MAX_SKIPPED];
+	size_t nskipped;
 	/* private */
 	uint32_t *hash;
 	size_t hcap;
@@ -124,6 +134,10 @@ typedef struct rva_trace {
  * names stay unique), -ENOMEM.  Call before computing chains or
  * signatures. */
 int rva_method_rename(rva_trace *t, uint32_t id, const char *name);
+
+/* Adds n to the count of skipped events of kind `what` (a static string,
+ * kept, compared by content): 0, or -E2BIG past RVA_MAX_SKIPPED kinds. */
+int rva_skip_count(rva_trace *t, const char *what, uint64_t n);
 
 /* Allocate an empty trace; NULL on ENOMEM.  Caller frees with rva_trace_free. */
 rva_trace *rva_trace_new(void);
