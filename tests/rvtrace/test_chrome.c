@@ -79,14 +79,14 @@ static void test_chrome_every_phase_kept_or_skipped_with_count(void **state)
 	assert_int_equal(t->threads[0].calls[0].end, 9000);
 	assert_int_equal(t->threads[0].calls[1].end, 5000);
 	assert_int_equal(t->nmethods, 2); /* skipped events' names are not methods */
-	assert_int_equal(skipped(t, "instant (I/i/R)"), 2);
-	assert_int_equal(skipped(t, "counter (C)"), 1);
-	assert_int_equal(skipped(t, "async (b/e/n/S/T/p/F)"), 3);
-	assert_int_equal(skipped(t, "flow (s/t/f)"), 3);
-	assert_int_equal(skipped(t, "sample (P)"), 1);
-	assert_int_equal(skipped(t, "object (N/O/D)"), 1);
-	assert_int_equal(skipped(t, "metadata (M)"), 2);
-	assert_int_equal(skipped(t, "other-phase"), 1);
+	assert_int_equal(skipped(t, "instant (I/i/R) events"), 2);
+	assert_int_equal(skipped(t, "counter (C) events"), 1);
+	assert_int_equal(skipped(t, "async (b/e/n/S/T/p/F) events"), 3);
+	assert_int_equal(skipped(t, "flow (s/t/f) events"), 3);
+	assert_int_equal(skipped(t, "sample (P) events"), 1);
+	assert_int_equal(skipped(t, "object (N/O/D) events"), 1);
+	assert_int_equal(skipped(t, "metadata (M) events"), 2);
+	assert_int_equal(skipped(t, "events of other phases"), 1);
 	/* Damage, not a phase: a two-letter ph and an event without one. */
 	assert_int_equal(t->dropped, 2);
 	rva_trace_free(t);

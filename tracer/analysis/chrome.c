@@ -74,8 +74,9 @@ enum key { F_OTHER, F_PH, F_NAME, F_PID, F_TID, F_TS, F_DUR, F_ARGS };
 /* Skipped kinds, in the order rvtrace info lists them. */
 enum skip { S_INSTANT, S_COUNTER, S_ASYNC, S_FLOW, S_SAMPLE, S_OBJECT, S_META, S_OTHER, S_N };
 static const char *const skip_what[S_N] = {
-	"instant (I/i/R)", "counter (C)",    "async (b/e/n/S/T/p/F)", "flow (s/t/f)",
-	"sample (P)",	   "object (N/O/D)", "metadata (M)",	      "other-phase",
+	"instant (I/i/R) events", "counter (C) events",	    "async (b/e/n/S/T/p/F) events",
+	"flow (s/t/f) events",	  "sample (P) events",	    "object (N/O/D) events",
+	"metadata (M) events",	  "events of other phases",
 };
 
 typedef struct ctx {

@@ -233,7 +233,7 @@ static int cmd_info(int argc, char **argv)
 	       t->dropped);
 	printf("repaired: %" PRIu64 " frames\n", t->repaired);
 	for (size_t i = 0; i < t->nskipped; i++)
-		printf("%s%" PRIu64 " %s events%s", i ? ", " : "skipped:  ", t->skipped[i].n,
+		printf("%s%" PRIu64 " %s%s", i ? ", " : "skipped:  ", t->skipped[i].n,
 		       t->skipped[i].what, i + 1 == t->nskipped ? " (map to no call)\n" : "");
 	if (t->lost_spans)
 		printf("lost:     %" PRIu64 " span(s) of %.3f us in all, the first %" PRId64

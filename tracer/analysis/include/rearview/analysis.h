@@ -112,7 +112,8 @@ typedef struct rva_trace {
 	 * reader must be told of (e.g. a capture salvaged without its END). */
 	const char *warning;
 	/* Events of the input that map to no call, skipped on purpose (not
-	 * damage, unlike dropped): per kind a static label ("counter (C)")
+	 * damage, unlike dropped): per kind a static label, a plural noun
+	 * ("counter (C) events")
 	 * and a count, in the importer's order (rva_skip_count). */
 	struct {
 		const char *what;
