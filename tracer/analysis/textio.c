@@ -285,6 +285,45 @@ static int looks_perfetto(const uint8_t *b, size_t len)
 	return bin;
 }
 
+/* pprof's Profile: every top-level field one of profile.proto's with its
+ * wire type, the whole buffer consumed, and a string table (field 6; its
+ * entry 0 is "").  A Perfetto trace has only field 1 at the top. */
+static int looks_pprof(const uint8_t *b, size_t len)
+{
+	size_t pos = 0;
+	int strings = 0;
+	while (pos < len) {
+		uint64_t tag = 0, n = 0;
+		int shift = 0;
+		while (pos < len && (b[pos] & 0x80) && shift < 63) {
+			tag |= (uint64_t)(b[pos++] & 0x7f) << shift;
+			shift += 7;
+		}
+		if (pos >= len)
+			return 0;
+		tag |= (uint64_t)b[pos++] << shift;
+		uint64_t field = tag >> 3, wt = tag & 7;
+		int lenfield = field <= 6 || field == 11 || (field == 13 && wt == 2);
+		if (field == 0 || field > 14 || wt != (lenfield ? 2u : 0u))
+			return 0;
+		shift = 0;
+		while (pos < len && (b[pos] & 0x80) && shift < 63) {
+			n |= (uint64_t)(b[pos++] & 0x7f) << shift;
+			shift += 7;
+		}
+		if (pos >= len)
+			return 0;
+		n |= (uint64_t)b[pos++] << shift;
+		if (lenfield) {
+			if (n > len - pos)
+				return 0;
+			pos += (size_t)n;
+		}
+		strings |= field == 6;
+	}
+	return strings;
+}
+
 rva_format rva_detect(const uint8_t *buf, size_t len)
 {
 	if (len >= 8 && memcmp(buf, "RVCAP\0\r\n", 8) == 0)
@@ -292,6 +331,8 @@ rva_format rva_detect(const uint8_t *buf, size_t len)
 	if ((len >= 9 && memcmp(buf, "*version\n", 9) == 0) ||
 	    (len >= 4 && memcmp(buf, "SLOW", 4) == 0))
 		return RVA_FMT_ANDROID;
+	if (looks_pprof(buf, len))
+		return RVA_FMT_PPROF;
 	if (looks_perfetto(buf, len))
 		return RVA_FMT_PERFETTO;
 	if (len >= 2 && ((buf[0] == 0xff && buf[1] == 0xfe) || (buf[0] == 0xfe && buf[1] == 0xff)))
@@ -369,6 +410,9 @@ int rva_import_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 		break;
 	case RVA_FMT_ANDROID:
 		rc = rva_android_import(buf, len, out, err);
+		break;
+	case RVA_FMT_PPROF:
+		rc = rva_pprof_import(buf, len, out, err);
 		break;
 	default:
 		return rva_fail(err, -EPROTONOSUPPORT, "unrecognized trace format");

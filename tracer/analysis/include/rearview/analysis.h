@@ -338,6 +338,7 @@ typedef enum rva_format {
 	RVA_FMT_CHROME,	   /* Chrome Trace Event JSON */
 	RVA_FMT_ANDROID,   /* Android .trace v1-3 and streaming 0xF2/0xF3 */
 	RVA_FMT_PERFETTO,  /* Perfetto protobuf trace */
+	RVA_FMT_PPROF,	   /* pprof profile.proto (gzip'd as written) */
 } rva_format;
 
 /* Guess the format of a buffer from its first bytes. */
@@ -462,6 +463,13 @@ int rva_file_read(const char *path, uint8_t **buf, size_t *len, rva_error *err);
 /* Folded stacks (UTF-8 or UTF-16 with BOM, LF or CRLF); malformed lines are
  * skipped and counted in dropped.  The result is weighted. */
 int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* pprof profile.proto (plain; rva_import inflates gzip'd ones): samples as
+ * aggregated stacks of synthetic calls lasting the sample values, on one
+ * thread named "pprof <type>/<unit>" after the sample type used (the
+ * profile's default, else its last).  Times (ns … s) give a trace in ns,
+ * other units a weighted trace.  -EINVAL when buf is not a profile. */
+int rva_pprof_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 
 /* Nanoscope text: "<ns>:<name>" enters (a leading '+' is allowed), "<ns>:POP"
  * exits; one thread. */
