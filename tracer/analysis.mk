@@ -72,6 +72,8 @@ $(OBJ)/tests/rvtrace/test_perfetto.o: $(RVA_PB_H)
 $(OBJ)/tests/rvtrace/test_perfetto.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
 $(eval $(call rv_test,rvtrace,pprof,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_pprof.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"'
+$(eval $(call rv_test,rvtrace,corpus,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_corpus.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"'
 $(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(TBIN)/rvtrace/test_cli: | $(BIN)/rvtrace
 $(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"' \
