@@ -84,7 +84,7 @@ $(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/r
 # the library sources into each binary so they carry coverage; they are
 # listed in FUZZ for the top Makefile's `fuzz` goal.  make check replays
 # the same targets deterministically (test_fuzzreplay, no libFuzzer).
-RVA_FUZZ_NAMES := capture android chrome perfetto folded nanoscope shuffle
+RVA_FUZZ_NAMES := capture android chrome perfetto folded nanoscope shuffle pprof
 RVA_FUZZ_OBJ   := $(RVA_FUZZ_NAMES:%=$(OBJ)/tests/fuzz/rvtrace_%.o)
 FUZZ += $(RVA_FUZZ_NAMES:%=$(BUILD)/fuzz/rvtrace_%)
 
@@ -99,7 +99,8 @@ $(BUILD)/fuzz/rvtrace_%: tests/fuzz/rvtrace_%.c $(RVA_SRC) $(GEN)/rvanalysis/rvp
 	  -o $@ $< $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c $(GEN)/rvanalysis/rvpprof.pb-c.c $(RVA_LIBS)
 
 $(eval $(call rv_test,rvtrace,fuzzreplay,$(RVA_FUZZ_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS)))
-$(OBJ)/tests/rvtrace/test_fuzzreplay.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+$(OBJ)/tests/rvtrace/test_fuzzreplay.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"' \
+  -DRV_FUZZ_SEEDS='"$(CURDIR)/tests/fuzz"'
 
 $(TBIN)/rvtrace/bench_capture: $(OBJ)/tests/rvtrace/bench_capture.o $(LIBRVANALYSIS)
 	@mkdir -p $(@D)
