@@ -71,7 +71,9 @@ $(eval $(call rv_test,rvtrace,perfetto,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_perfetto.o: $(RVA_PB_H)
 $(OBJ)/tests/rvtrace/test_perfetto.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
 $(eval $(call rv_test,rvtrace,pprof,$(LIBRVANALYSIS),$(RVA_LIBS)))
-$(OBJ)/tests/rvtrace/test_pprof.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"'
+$(OBJ)/tests/rvtrace/test_pprof.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"' \
+  $(PROTOBUF_CFLAGS) -I$(GEN)/rvanalysis
+$(OBJ)/tests/rvtrace/test_pprof.o: $(RVA_PPROF_H)
 $(eval $(call rv_test,rvtrace,corpus,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_corpus.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"'
 $(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS)))

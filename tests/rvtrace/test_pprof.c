@@ -3,8 +3,9 @@
  * (tests/rvtrace/corpus/pprof, SOURCES.md there) import as aggregated
  * stacks whose self and inclusive totals per function equal what Go's own
  * `go tool pprof -top` printed for them (flat and cum, committed beside
- * them); rvtrace's pprof export imports back with the same self times;
- * a plain (not gzip'd) profile is told from a Perfetto trace.
+ * them); rvtrace's pprof export imports back with the same self times
+ * and carries its unresolved methods' modules as mappings with build ids; a
+ * plain (not gzip'd) profile is told from a Perfetto trace.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 
 #include "capbuild.h"
 #include "rearview/analysis.h"
+#include "rvpprof.pb-c.h"
 
 #ifndef RV_CORPUS
 #define RV_CORPUS "tests/rvtrace/corpus"
@@ -155,6 +157,74 @@ static void test_pprof_export_round_trip_same_times(void **state)
 	free(buf);
 }
 
+/* A MODULE record with a GNU build id (tracer/FORMAT.md): index, id
+ * length, load bias, start, end, the id, the path. */
+static void module_with_id(capbuf *c, uint64_t bias, const char *path)
+{
+	uint8_t r[32 + 20 + 64] = {0};
+	size_t n = strlen(path);
+	r[4] = 20;
+	for (int i = 0; i < 8; i++) {
+		r[8 + i] = (uint8_t)(bias >> (8 * i));
+		r[16 + i] = (uint8_t)(bias >> (8 * i));
+		r[24 + i] = (uint8_t)((bias + 0x100000) >> (8 * i));
+	}
+	for (int i = 0; i < 20; i++)
+		r[32 + i] = (uint8_t)(0xa0 + i);
+	memcpy(r + 52, path, n);
+	cb_record(c, 4, r, (uint32_t)(52 + n));
+}
+
+/* Methods the device could not name keep their module in the export: one
+ * Mapping with the path and the hex build id, the Location at the ELF
+ * address, so symbolizers can name them later. */
+static void test_pprof_export_mappings_carry_build_ids(void **state)
+{
+	(void)state;
+	capbuf c = {0};
+	const uint64_t bias = 0x7f0000000000ull;
+	cb_header(&c, 1000000, 1000000000, 0, 5000000, bias, 0);
+	cb_entry(&c, 0x1234, 10); /* offsets from the header's base */
+	cb_entry(&c, 0x5678, 20);
+	cb_exit(&c, 30);
+	cb_exit(&c, 40);
+	cb_end_slots(&c);
+	module_with_id(&c, bias, "/usr/lib/libwork.so");
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err = {{0}};
+	if (rva_capture_decode(c.b, c.len, &t, &err) < 0)
+		fail_msg("%s", err.msg);
+	free(c.b);
+	assert_int_equal(t->nunresolved, 2);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(rva_export_pprof(f, t), 0);
+	fclose(f);
+	uint8_t *plain;
+	size_t pl;
+	assert_int_equal(rva_decompress((const uint8_t *)buf, len, 1u << 26, &plain, &pl, &err), 0);
+	Rvpprof__Profile *p = rvpprof__profile__unpack(NULL, pl, plain);
+	assert_non_null(p);
+	assert_int_equal(p->n_mapping, 1);
+	assert_string_equal(p->string_table[p->mapping[0]->filename], "libwork.so");
+	assert_string_equal(p->string_table[p->mapping[0]->build_id],
+			    "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3");
+	size_t mapped = 0;
+	for (size_t i = 0; i < p->n_location; i++)
+		if (p->location[i]->mapping_id == p->mapping[0]->id) {
+			assert_true(p->location[i]->address == 0x1234 ||
+				    p->location[i]->address == 0x5678);
+			mapped++;
+		}
+	assert_int_equal(mapped, 2);
+	rvpprof__profile__free_unpacked(p, NULL);
+	free(plain);
+	free(buf);
+	rva_trace_free(t);
+}
+
 /* A profile's bytes, un-gzip'd: detected as pprof, never as Perfetto
  * (both begin with field-1 records); garbage is refused. */
 static void test_pprof_plain_profile_detected_not_perfetto(void **state)
@@ -181,6 +251,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pprof_go_profiles_agree_with_go_tool_pprof_top),
 		cmocka_unit_test(test_pprof_export_round_trip_same_times),
+		cmocka_unit_test(test_pprof_export_mappings_carry_build_ids),
 		cmocka_unit_test(test_pprof_plain_profile_detected_not_perfetto),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

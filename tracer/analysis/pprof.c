@@ -3,11 +3,12 @@
  * `go tool pprof` and every pprof-reading tool expect it.
  *
  * One sample per node of the merged call tree (all threads) that has self
- * time or calls: its stack leaf first, values [wall nanoseconds of self
- * time, calls] — or [samples] for a trace of sample weights.  One Function
- * and one Location per method (ids = method id + 1).  Summing a function's
- * self values over samples gives rvtrace's self time; its calls, the call
- * count.
+ * time or calls (the default sample type is wall time): its stack leaf first, values [wall
+ * nanoseconds of self time, calls] — or [samples] for a trace of sample weights.  One Function and
+ * one Location per method (ids = method id + 1).  Summing a function's self values over samples
+ * gives rvtrace's self time; its calls, the call count.  Methods of a capture the device could not
+ * name ("module+0x…", t->unresolved) get a Mapping per module with its path and hex build id, and
+ * their Location the ELF virtual address, for pprof's and other symbolizers.
  *
  * Invariants: string_table[0] is ""; every location id a sample names is
  * one of the locations written; memory is the tree plus the packed
@@ -74,7 +75,11 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 	/* Strings: "", the value names, then one per method. */
 	static const char *const fixed[] = {"", "wall", "nanoseconds", "calls", "count", "samples"};
 	enum { S_EMPTY, S_WALL, S_NS, S_CALLS, S_COUNT, S_SAMPLES, S_FIXED };
-	char **strs = calloc(S_FIXED + nm, sizeof *strs);
+	size_t nu = t->nunresolved, nmap = 0;
+	char **strs = calloc(S_FIXED + nm + 2 * nu, sizeof *strs);
+	Rvpprof__Mapping *map = calloc(nu ? nu : 1, sizeof *map);
+	Rvpprof__Mapping **mapp = calloc(nu ? nu : 1, sizeof *mapp);
+	char **mstr = calloc(2 * nu + 1, sizeof *mstr); /* owned: path, build id */
 	Rvpprof__Function *fn = calloc(nm ? nm : 1, sizeof *fn);
 	Rvpprof__Function **fnp = calloc(nm ? nm : 1, sizeof *fnp);
 	Rvpprof__Location *loc = calloc(nm ? nm : 1, sizeof *loc);
@@ -88,7 +93,8 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 	uint8_t *packed = NULL;
 	size_t nids = 0, idcap = 0;
 	rc = -ENOMEM;
-	if (!strs || !fn || !fnp || !loc || !locp || !line || !linep || !smp || !smpp)
+	if (!strs || !fn || !fnp || !loc || !locp || !line || !linep || !smp || !smpp || !map ||
+	    !mapp || !mstr)
 		goto out;
 	for (size_t i = 0; i < S_FIXED; i++)
 		strs[i] = (char *)fixed[i];
@@ -106,6 +112,45 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 		loc[m].n_line = 1;
 		loc[m].line = &linep[m];
 		locp[m] = &loc[m];
+	}
+	/* Mappings: one per module (path, build id) of the methods the device
+	 * could not name, so symbolizers find the binary by its build id;
+	 * their locations carry the ELF virtual address (mapping start and
+	 * file offset 0). */
+	for (size_t i = 0; i < nu; i++) {
+		const rva_unresolved *u = &t->unresolved[i];
+		if (u->method >= nm)
+			continue;
+		const char *name = t->names[u->method], *plus = strstr(name, "+0x");
+		size_t plen = plus ? (size_t)(plus - name) : strlen(name);
+		uint32_t bl = u->build_id_len < 64 ? u->build_id_len : 64;
+		char hex[129];
+		for (uint32_t b = 0; b < bl; b++)
+			snprintf(hex + 2 * b, 3, "%02x", u->build_id[b]);
+		hex[2 * bl] = '\0';
+		size_t k = 0;
+		while (k < nmap && !(strncmp(mstr[2 * k], name, plen) == 0 && !mstr[2 * k][plen] &&
+				     strcmp(mstr[2 * k + 1], hex) == 0))
+			k++;
+		if (k == nmap) {
+			if (!(mstr[2 * k] = strndup(name, plen)) ||
+			    !(mstr[2 * k + 1] = strdup(hex))) {
+				free(mstr[2 * k]);
+				mstr[2 * k] = NULL;
+				goto out;
+			}
+			strs[S_FIXED + nm + 2 * k] = mstr[2 * k];
+			strs[S_FIXED + nm + 2 * k + 1] = mstr[2 * k + 1];
+			rvpprof__mapping__init(&map[k]);
+			map[k].id = k + 1;
+			map[k].memory_limit = UINT64_MAX;
+			map[k].filename = (int64_t)(S_FIXED + nm + 2 * k);
+			map[k].build_id = (int64_t)(S_FIXED + nm + 2 * k + 1);
+			mapp[k] = &map[k];
+			nmap++;
+		}
+		loc[u->method].mapping_id = k + 1;
+		loc[u->method].address = u->elf_offset;
 	}
 	/* Stacks: the location ids of every sample in one array, then the
 	 * values; pointers are set once both arrays stopped moving. */
@@ -176,7 +221,9 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 	p.location = locp;
 	p.n_function = nm;
 	p.function = fnp;
-	p.n_string_table = S_FIXED + nm;
+	p.n_mapping = nmap;
+	p.mapping = mapp;
+	p.n_string_table = S_FIXED + nm + 2 * nmap;
 	p.string_table = strs;
 	p.duration_nanos = t->weighted ? 0 : t->end - t->start;
 	/* pprof shows the last type unless told: wall time, not calls. */
@@ -200,6 +247,11 @@ out:
 	free(fnp);
 	free(fn);
 	free(strs);
+	for (size_t i = 0; mstr && i < 2 * nmap; i++)
+		free(mstr[i]);
+	free(mstr);
+	free(mapp);
+	free(map);
 	rva_tree_release(&tr);
 	return rc;
 }
