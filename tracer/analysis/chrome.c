@@ -552,12 +552,15 @@ static int build(ctx *c)
 	qsort(order, c->nth, sizeof(*order), cmp_thread);
 	for (size_t i = 0; i < c->nth; i++) {
 		rank[order[i] - c->th] = (uint32_t)i;
-		if (rva_thread_add(t, order[i]->pid, order[i]->tid, order[i]->name) < 0)
+		int64_t th = rva_thread_add(t, order[i]->pid, order[i]->tid, order[i]->name);
+		if (th < 0)
 			goto out;
+		assert((size_t)th == i); /* the trace had no thread: ranks are indexes */
 	}
 	for (size_t i = 0; i < c->n; i++)
 		c->v[i].thread = rank[c->v[i].thread];
-	qsort(c->v, c->n, sizeof(*c->v), cmp_ev);
+	if (c->n) /* c->v is NULL when no event maps to calls */
+		qsort(c->v, c->n, sizeof(*c->v), cmp_ev);
 	for (size_t i = 0; i <= c->n; i++) {
 		const ev *e = i < c->n ? &c->v[i] : NULL;
 		/* Ends due before e: all of the previous thread when e starts a
@@ -691,7 +694,8 @@ static ssize_t mem_read(void *arg, uint8_t *buf, size_t cap, rva_error *err)
 	membuf *m = arg;
 	(void)err;
 	size_t n = m->left < cap ? m->left : cap;
-	memcpy(buf, m->p, n);
+	if (n)
+		memcpy(buf, m->p, n);
 	m->p += n;
 	m->left -= n;
 	return (ssize_t)n;
