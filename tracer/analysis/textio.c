@@ -286,8 +286,9 @@ static int looks_perfetto(const uint8_t *b, size_t len)
 }
 
 /* pprof's Profile: every top-level field one of profile.proto's with its
- * wire type, the whole buffer consumed, and a string table (field 6; its
- * entry 0 is "").  A Perfetto trace has only field 1 at the top. */
+ * wire type, the whole buffer consumed, and a string table (field 6) whose
+ * entry 0 is "".  A Perfetto trace has only field 1 at the top; text that
+ * starts with '2' (field 6) would need a NUL next. */
 static int looks_pprof(const uint8_t *b, size_t len)
 {
 	size_t pos = 0;
@@ -319,6 +320,9 @@ static int looks_pprof(const uint8_t *b, size_t len)
 				return 0;
 			pos += (size_t)n;
 		}
+		/* string_table[0] must be "" (profile.proto). */
+		if (field == 6 && !strings && n != 0)
+			return 0;
 		strings |= field == 6;
 	}
 	return strings;

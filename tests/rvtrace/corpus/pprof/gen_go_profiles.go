@@ -1,15 +1,18 @@
 // gen_go_profiles.go — writes the Go-runtime pprof files of this corpus
 // (see SOURCES.md): a CPU profile (runtime/pprof.StartCPUProfile) of a
 // small deterministic workload, and a heap profile
-// (runtime/pprof.WriteHeapProfile).  Run once with Debian's golang-go:
+// (runtime/pprof.WriteHeapProfile), and a block profile
+// (pprof.Lookup("block"), goroutines waiting on channels).  Run once with
+// Debian's golang-go:
 //
-//	go run gen_go_profiles.go   # writes go-cpu.pb.gz and go-heap.pb.gz
+//	go run gen_go_profiles.go   # writes go-cpu.pb.gz, go-heap.pb.gz, go-block.pb.gz
 package main
 
 import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"time"
 )
 
 var sink []byte
@@ -50,8 +53,25 @@ func work() uint64 {
 	return s
 }
 
+//go:noinline
+func consumer(ch chan int, done chan bool) {
+	for range ch {
+	}
+	done <- true
+}
+
+//go:noinline
+func producer(ch chan int) {
+	for i := 0; i < 20; i++ {
+		time.Sleep(time.Millisecond)
+		ch <- i
+	}
+	close(ch)
+}
+
 func main() {
 	runtime.MemProfileRate = 4096
+	runtime.SetBlockProfileRate(1)
 	f, err := os.Create("go-cpu.pb.gz")
 	if err != nil {
 		panic(err)
@@ -70,4 +90,16 @@ func main() {
 		panic(err)
 	}
 	h.Close()
+	ch, done := make(chan int), make(chan bool)
+	go consumer(ch, done)
+	producer(ch)
+	<-done
+	b, err := os.Create("go-block.pb.gz")
+	if err != nil {
+		panic(err)
+	}
+	if err := pprof.Lookup("block").WriteTo(b, 0); err != nil {
+		panic(err)
+	}
+	b.Close()
 }
