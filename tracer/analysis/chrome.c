@@ -22,10 +22,20 @@
  * fields are never parsed at all.  Unknown fields are ignored.
  *
  * Threads are created in (pid, tid) order once the input is read.
+ *
+ * yajl does not check its own allocations (a failed realloc is used as
+ * is), so it gets an allocator (yalloc) that tracks every block it hands
+ * out and, when malloc fails, longjmps back to the one yajl call in
+ * progress (ycall): that call reports -ENOMEM and every tracked block is
+ * freed without yajl touching the handle again.  Invariant: yajl is only
+ * ever entered through ycall, and nothing of ours allocates inside it
+ * except through our callbacks, which never longjmp.
  */
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <setjmp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -476,6 +486,114 @@ static const yajl_callbacks callbacks = {
 	.yajl_end_array = cb_end,
 };
 
+/* ---- yajl's allocator: tracked blocks, longjmp on failure ---- */
+
+typedef union yblk {
+	struct {
+		union yblk *prev, *next;
+	} l;
+	max_align_t align;
+} yblk;
+
+typedef struct yalloc {
+	yblk head; /* circular list of live blocks */
+	jmp_buf oom;
+	int armed; /* inside ycall */
+} yalloc;
+
+static void ylink(yalloc *a, yblk *b)
+{
+	b->l.next = a->head.l.next;
+	b->l.prev = &a->head;
+	a->head.l.next->l.prev = b;
+	a->head.l.next = b;
+}
+
+static void yunlink(yblk *b)
+{
+	b->l.prev->l.next = b->l.next;
+	b->l.next->l.prev = b->l.prev;
+}
+
+static void *ymalloc(void *arg, size_t n)
+{
+	yalloc *a = arg;
+	yblk *b = n <= SIZE_MAX - sizeof(*b) ? malloc(sizeof(*b) + n) : NULL;
+	assert(a->armed);
+	if (!b)
+		longjmp(a->oom, 1);
+	ylink(a, b);
+	return b + 1;
+}
+
+static void *yrealloc(void *arg, void *p, size_t n)
+{
+	yalloc *a = arg;
+	if (!p)
+		return ymalloc(arg, n);
+	yblk *b = (yblk *)p - 1, *nb;
+	assert(a->armed);
+	yunlink(b);
+	nb = n <= SIZE_MAX - sizeof(*b) ? realloc(b, sizeof(*b) + n) : NULL;
+	if (!nb) {
+		ylink(a, b); /* realloc failed: b is intact */
+		longjmp(a->oom, 1);
+	}
+	ylink(a, nb);
+	return nb + 1;
+}
+
+static void yfree(void *arg, void *p)
+{
+	(void)arg;
+	if (p) {
+		yunlink((yblk *)p - 1);
+		free((yblk *)p - 1);
+	}
+}
+
+/* Frees every block yajl holds: the handle, its lexer, buffers, stack. */
+static void yrelease(yalloc *a)
+{
+	while (a->head.l.next != &a->head) {
+		yblk *b = a->head.l.next;
+		yunlink(b);
+		free(b);
+	}
+}
+
+enum { Y_ALLOC, Y_PARSE, Y_COMPLETE, Y_ERROR };
+
+/* The one way into yajl: op on *h (Y_ALLOC creates it), with buf for
+ * Y_PARSE and msg (cap bytes) for Y_ERROR.  0 with *st set, or -ENOMEM
+ * when an allocation inside yajl failed (*h is then unusable).  Handles are
+ * freed by yrelease, never by yajl_free. */
+static int ycall(yalloc *a, int op, yajl_handle *h, ctx *c, const uint8_t *buf, size_t len,
+		 yajl_status *st, char *msg, size_t cap)
+{
+	if (setjmp(a->oom)) {
+		a->armed = 0;
+		return -ENOMEM;
+	}
+	a->armed = 1;
+	if (op == Y_ALLOC) {
+		yajl_alloc_funcs f = {ymalloc, yrealloc, yfree, a};
+		*h = yajl_alloc(&callbacks, &f, c);
+		/* Strings are taken as bytes, like names in every other format. */
+		yajl_config(*h, yajl_dont_validate_strings, 1);
+	} else if (op == Y_PARSE) {
+		*st = yajl_parse(*h, buf, len);
+	} else if (op == Y_COMPLETE) {
+		*st = yajl_complete_parse(*h);
+	} else {
+		unsigned char *m = yajl_get_error(*h, 0, NULL, 0);
+		snprintf(msg, cap, "%s", m ? (const char *)m : "syntax error");
+		yajl_free_error(*h, m);
+	}
+	a->armed = 0;
+	return 0;
+}
+
 static int cmp_thread(const void *x, const void *y)
 {
 	const lthread *a = *(lthread *const *)x, *b = *(lthread *const *)y;
@@ -610,25 +728,29 @@ int rva_chrome_import_stream(rva_read_fn rd, void *arg, rva_trace **out, rva_err
 {
 	*out = NULL;
 	ctx c = {.err = err};
+	yalloc ya = {.armed = 0};
+	ya.head.l.prev = ya.head.l.next = &ya.head;
 	uint8_t *chunk = malloc(RVA_CHUNK);
-	yajl_handle h = yajl_alloc(&callbacks, NULL, &c);
+	yajl_handle h = NULL;
+	yajl_status st = yajl_status_ok;
 	c.t = rva_trace_new();
-	int rc = -ENOMEM;
-	if (!chunk || !h || !c.t) {
-		rva_fail(err, rc, "out of memory");
+	int rc = -ENOMEM, truncated = 0;
+	if (!chunk || !c.t || (rc = ycall(&ya, Y_ALLOC, &h, &c, NULL, 0, NULL, NULL, 0)) < 0) {
+		rc = rva_fail(err, -ENOMEM, "out of memory");
 		goto out;
 	}
 	c.t->format = "chrome-json";
-	/* Strings are taken as bytes, like names in every other format. */
-	yajl_config(h, yajl_dont_validate_strings, 1);
-	int truncated = 0;
 	for (;;) {
 		ssize_t got = rd(arg, chunk, RVA_CHUNK, err);
 		if (got < 0) {
 			rc = (int)got;
 			goto out;
 		}
-		yajl_status st = got ? yajl_parse(h, chunk, (size_t)got) : yajl_complete_parse(h);
+		if ((rc = ycall(&ya, got ? Y_PARSE : Y_COMPLETE, &h, &c, chunk, (size_t)got, &st,
+				NULL, 0)) < 0) {
+			rva_fail(err, rc, "out of memory");
+			goto out;
+		}
 		if (st == yajl_status_client_canceled) {
 			rc = c.rc;
 			goto out;
@@ -640,11 +762,13 @@ int rva_chrome_import_stream(rva_read_fn rd, void *arg, rva_trace **out, rva_err
 				truncated = 1;
 				break;
 			}
-			unsigned char *msg = yajl_get_error(h, 0, NULL, 0);
-			rc = rva_fail(err, -EINVAL, "JSON: %s",
-				      msg ? (const char *)msg : "syntax error");
-			if (msg)
-				yajl_free_error(h, msg);
+			char msg[160];
+			if ((rc = ycall(&ya, Y_ERROR, &h, &c, NULL, 0, NULL, msg, sizeof msg)) <
+			    0) {
+				rva_fail(err, rc, "out of memory");
+				goto out;
+			}
+			rc = rva_fail(err, -EINVAL, "JSON: %s", msg);
 			goto out;
 		}
 		if (!got)
@@ -670,8 +794,9 @@ int rva_chrome_import_stream(rva_read_fn rd, void *arg, rva_trace **out, rva_err
 	c.t = NULL;
 	rc = 0;
 out:
-	if (h)
-		yajl_free(h);
+	/* The handle is never yajl_free'd: after an out-of-memory jump it is
+	 * unusable, and in every case the tracked blocks are all it holds. */
+	yrelease(&ya);
 	free(chunk);
 	free(c.v);
 	for (size_t i = 0; i < c.nth; i++)
