@@ -15,7 +15,7 @@ libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcmocka-dev"
 PACKAGES="$PACKAGES libelf-dev libxxhash-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 
 # tracer/ analysis (rvtrace).
-PACKAGES="$PACKAGES libjansson-dev zlib1g-dev libzstd-dev uftrace"
+PACKAGES="$PACKAGES libjansson-dev libyajl-dev zlib1g-dev libzstd-dev uftrace"
 
 # tracer/runtimes/lua (rvlua): `apt-get source lua5.4` unpacks with dpkg-dev,
 # build.sh applies rvlua.patch with patch; its scripts read rvtrace's JSON

@@ -30,11 +30,11 @@ $(OBJ)/tracer/analysis/pprof.o: $(RVA_PPROF_H)
 $(OBJ)/tracer/analysis/pprof.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -I$(GEN)/rvanalysis
 LIBRVANALYSIS := $(LIB)/librvanalysis.a
 # What a program linking librvanalysis.a adds to its link line.
-RVA_LIBS := $(LIBRVCOMMON) $(call pc,--libs,jansson) $(PROTOBUF_LIBS) -lz -lzstd -lm
+RVA_LIBS := $(LIBRVCOMMON) $(call pc,--libs,jansson) $(call pc,--libs,yajl) $(PROTOBUF_LIBS) -lz -lzstd -lm
 
 # The block transposes vectorize at -O3 (shuffle.c).
 $(OBJ)/tracer/analysis/shuffle.o: CFLAGS += -O3
-$(OBJ)/tracer/analysis/chrome.o: CPPFLAGS += $(call pc,--cflags,jansson)
+$(OBJ)/tracer/analysis/chrome.o: CPPFLAGS += $(call pc,--cflags,yajl)
 
 $(OBJ)/tracer/analysis/%.o: CPPFLAGS += -Itracer/analysis/include
 $(OBJ)/tests/rvtrace/%.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
@@ -65,6 +65,17 @@ $(eval $(call rv_test,rvtrace,android,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_android.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
 $(eval $(call rv_test,rvtrace,import,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_import.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+$(eval $(call rv_test,rvtrace,chrome,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_chrome.o: CPPFLAGS += -Itracer/analysis
+$(eval $(call rv_test,rvtrace,perfetto,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_perfetto.o: $(RVA_PB_H)
+$(OBJ)/tests/rvtrace/test_perfetto.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
+$(eval $(call rv_test,rvtrace,pprof,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_pprof.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"' \
+  $(PROTOBUF_CFLAGS) -I$(GEN)/rvanalysis
+$(OBJ)/tests/rvtrace/test_pprof.o: $(RVA_PPROF_H)
+$(eval $(call rv_test,rvtrace,corpus,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_corpus.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"'
 $(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(TBIN)/rvtrace/test_cli: | $(BIN)/rvtrace
 $(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"' \
@@ -75,21 +86,23 @@ $(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/r
 # the library sources into each binary so they carry coverage; they are
 # listed in FUZZ for the top Makefile's `fuzz` goal.  make check replays
 # the same targets deterministically (test_fuzzreplay, no libFuzzer).
-RVA_FUZZ_NAMES := capture android chrome perfetto folded nanoscope shuffle
+RVA_FUZZ_NAMES := capture android chrome perfetto folded nanoscope shuffle pprof
 RVA_FUZZ_OBJ   := $(RVA_FUZZ_NAMES:%=$(OBJ)/tests/fuzz/rvtrace_%.o)
 FUZZ += $(RVA_FUZZ_NAMES:%=$(BUILD)/fuzz/rvtrace_%)
 
 $(foreach n,$(RVA_FUZZ_NAMES),$(eval \
   $(OBJ)/tests/fuzz/rvtrace_$(n).o: CPPFLAGS += -Itracer/analysis/include -DLLVMFuzzerTestOneInput=rva_fuzz_$(n)))
 
-$(BUILD)/fuzz/rvtrace_%: tests/fuzz/rvtrace_%.c $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c
+$(BUILD)/fuzz/rvtrace_%: tests/fuzz/rvtrace_%.c $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c \
+  $(GEN)/rvanalysis/rvpprof.pb-c.c
 	@mkdir -p $(@D)
 	clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -Itracer/analysis/include \
-	  -I$(GEN)/rvanalysis $(PROTOBUF_CFLAGS) $(call pc,--cflags,jansson) \
-	  -o $@ $< $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c $(RVA_LIBS)
+	  -I$(GEN)/rvanalysis $(PROTOBUF_CFLAGS) $(call pc,--cflags,yajl) \
+	  -o $@ $< $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c $(GEN)/rvanalysis/rvpprof.pb-c.c $(RVA_LIBS)
 
 $(eval $(call rv_test,rvtrace,fuzzreplay,$(RVA_FUZZ_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS)))
-$(OBJ)/tests/rvtrace/test_fuzzreplay.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+$(OBJ)/tests/rvtrace/test_fuzzreplay.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"' \
+  -DRV_FUZZ_SEEDS='"$(CURDIR)/tests/fuzz"'
 
 $(TBIN)/rvtrace/bench_capture: $(OBJ)/tests/rvtrace/bench_capture.o $(LIBRVANALYSIS)
 	@mkdir -p $(@D)

@@ -450,6 +450,42 @@ static void test_cli_progress_bar_on_a_terminal(void **state)
 	}
 }
 
+/* Issue 20: a Chrome JSON file (gzip'd here) is streamed with the bar on
+ * any stderr under --progress, ending at 100 % of the file; rvtrace info
+ * says what was skipped, per kind. */
+static void test_cli_chrome_progress_flag_and_skipped_counts(void **state)
+{
+	char json[160], gz[160], out[160], cmd[1024];
+	snprintf(json, sizeof(json), "%s/t.json", dir);
+	snprintf(gz, sizeof(gz), "%s/t.json.gz", dir);
+	snprintf(out, sizeof(out), "%s/info.txt", dir);
+	FILE *f = fopen(json, "w");
+	assert_non_null(f);
+	fputs("[", f);
+	for (int i = 0; i < 3000; i++)
+		fprintf(f,
+			"{\"ph\":\"X\",\"name\":\"f%d\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":5},"
+			"{\"ph\":\"C\",\"name\":\"c\",\"pid\":1,\"ts\":%d,\"args\":{\"v\":1}},\n",
+			i % 7, i * 10, i * 10);
+	fputs("{\"ph\":\"s\",\"name\":\"fl\",\"id\":1,\"pid\":1,\"tid\":1,\"ts\":1}]\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "gzip -c %s > %s", json, gz);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "RVTRACE_PROGRESS_AFTER=0 %s --progress info %s > %s 2> %s/stderr", RVTRACE_BIN,
+		 gz, out, dir);
+	assert_int_equal(system(cmd), 0);
+	char errp[160];
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	char *e = slurp(errp), *s = slurp(out);
+	assert_non_null(strstr(e, "\r[####################] 100% "));
+	assert_non_null(strstr(s, "calls:    3000\n"));
+	assert_non_null(strstr(
+		s, "skipped:  3000 counter (C) events, 1 flow (s/t/f) events (map to no call)\n"));
+	free(e);
+	free(s);
+}
+
 static void test_cli_callers_and_match(void **state)
 {
 	char out[128], args[1024];
@@ -487,6 +523,7 @@ int main(void)
 		cmocka_unit_test(test_cli_callers_and_match),
 		cmocka_unit_test(test_cli_summary_streamed_equals_full_model),
 		cmocka_unit_test(test_cli_progress_bar_on_a_terminal),
+		cmocka_unit_test(test_cli_chrome_progress_flag_and_skipped_counts),
 		cmocka_unit_test(test_cli_failed_export_leaves_no_partial_file),
 		cmocka_unit_test(test_cli_pprof_export_agrees_with_independent_reader),
 	};

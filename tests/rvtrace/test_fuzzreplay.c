@@ -22,6 +22,9 @@
 #ifndef RV_TESTDATA
 #define RV_TESTDATA "../shared/testdata"
 #endif
+#ifndef RV_FUZZ_SEEDS
+#define RV_FUZZ_SEEDS "tests/fuzz"
+#endif
 
 int rva_fuzz_capture(const uint8_t *data, size_t size);
 int rva_fuzz_android(const uint8_t *data, size_t size);
@@ -30,6 +33,7 @@ int rva_fuzz_perfetto(const uint8_t *data, size_t size);
 int rva_fuzz_folded(const uint8_t *data, size_t size);
 int rva_fuzz_nanoscope(const uint8_t *data, size_t size);
 int rva_fuzz_shuffle(const uint8_t *data, size_t size);
+int rva_fuzz_pprof(const uint8_t *data, size_t size);
 
 typedef int (*target)(const uint8_t *, size_t);
 
@@ -152,6 +156,30 @@ static void test_fuzzreplay_perfetto_corpus_survives(void **state)
 	replay_files(rva_fuzz_perfetto, files);
 }
 
+/* Issue 20's real files: committed seeds, no skip. */
+static void test_fuzzreplay_real_writers_corpus_survives(void **state)
+{
+	static const char *const chrome[] = {
+		RV_FUZZ_SEEDS "/rvtrace_chrome_corpus/clang-ftime-trace.json",
+		RV_FUZZ_SEEDS "/rvtrace_chrome_corpus/uftrace-dump-chrome.json",
+		RV_FUZZ_SEEDS "/rvtrace_chrome_corpus/chromium-benchmark-head.json",
+		NULL,
+	};
+	static const char *const perfetto[] = {
+		RV_FUZZ_SEEDS "/rvtrace_perfetto_corpus/chromium-v8-execute.pftrace",
+		NULL,
+	};
+	static const char *const pprof[] = {
+		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/go-cpu.pb",
+		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/go-heap.pb",
+		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/rvtrace-export.pb",
+		NULL,
+	};
+	replay_files(rva_fuzz_chrome, chrome);
+	replay_files(rva_fuzz_perfetto, perfetto);
+	replay_files(rva_fuzz_pprof, pprof);
+}
+
 static void test_fuzzreplay_text_corpus_survives(void **state)
 {
 	static const char *const folded[] = {
@@ -175,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_fuzzreplay_android_corpus_survives),
 		cmocka_unit_test(test_fuzzreplay_chrome_corpus_survives),
 		cmocka_unit_test(test_fuzzreplay_perfetto_corpus_survives),
+		cmocka_unit_test(test_fuzzreplay_real_writers_corpus_survives),
 		cmocka_unit_test(test_fuzzreplay_text_corpus_survives),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,9 @@
 #ifndef RVANALYSIS_ANALYSIS_INT_H
 #define RVANALYSIS_ANALYSIS_INT_H
 
+#include <stdint.h>
+#include <sys/types.h>
+
 #include "rearview/analysis.h"
 
 /* Formats the message of a failure into err->msg (err may be NULL: the
@@ -11,5 +14,26 @@
  * `return rva_fail(err, -EINVAL, "…", …);`.  The message is truncated to
  * fit; err->msg is always NUL-terminated. */
 __attribute__((format(printf, 3, 4))) int rva_fail(rva_error *err, int rc, const char *fmt, ...);
+
+/* Reads up to cap bytes of an input into buf: the count (0 at its end), or
+ * a negative errno with err's message set. */
+typedef ssize_t (*rva_read_fn)(void *arg, uint8_t *buf, size_t cap, rva_error *err);
+
+/* The size of the chunks the streaming importers read. */
+#define RVA_CHUNK (1u << 20)
+
+/* Chrome Trace Event JSON read through rd in chunks (chrome.c): as
+ * rva_chrome_import, without ever holding the whole text. */
+int rva_chrome_import_stream(rva_read_fn rd, void *arg, rva_trace **out, rva_error *err);
+
+/* A file's content in chunks, inflated on the way when it is gzip or zstd
+ * (by magic; inflate.c).  rva_reader_open takes fd (closed by
+ * rva_reader_close) and the file's size; p (may be NULL) hears of the
+ * file bytes consumed.  rva_reader_read is an rva_read_fn; a compressed
+ * stream that ends inside a member or frame is an error. */
+typedef struct rva_reader rva_reader;
+int rva_reader_open(rva_reader **out, int fd, uint64_t size, const rva_progress *p, rva_error *err);
+ssize_t rva_reader_read(void *r, uint8_t *buf, size_t cap, rva_error *err);
+void rva_reader_close(rva_reader *r); /* NULL is a no-op */
 
 #endif

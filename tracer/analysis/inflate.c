@@ -7,12 +7,17 @@
  * that inflates without end is refused once it passes it, whatever sizes
  * its headers declare); output memory grows geometrically from a modest
  * start, so a bomb costs at most the limit; concatenated members (gzip) and
- * frames (zstd) are all decoded, as `zcat` and `zstdcat` do.
+ * frames (zstd) are all decoded, as `zcat` and `zstdcat` do.  The streaming
+ * reader (rva_reader) holds one chunk of the file and the decoder's state,
+ * never the whole content; it has no output limit (its consumer bounds what
+ * it keeps).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zlib.h>
 #include <zstd.h>
@@ -155,4 +160,184 @@ int rva_decompress(const uint8_t *buf, size_t len, size_t max, uint8_t **out, si
 		*outlen = 0;
 	}
 	return rc;
+}
+
+/* ---- streaming: a file read in chunks, inflated on the way ---- */
+
+struct rva_reader {
+	int fd;
+	int kind; /* RVA_COMPRESSED_* */
+	uint64_t size, consumed;
+	const rva_progress *p;
+	uint8_t *in; /* RVA_CHUNK bytes of the file */
+	size_t in_pos, in_len;
+	int in_eof;
+	z_stream z;
+	int z_init, member_done;
+	ZSTD_DStream *zs;
+	ZSTD_inBuffer zin;
+	size_t zr; /* ZSTD_decompressStream's last hint: 0 at a frame's end */
+};
+
+/* Refills r->in from the file (only once it is used up). */
+static int fill(rva_reader *r, rva_error *err)
+{
+	assert(r->in_pos == r->in_len);
+	ssize_t n;
+	do
+		n = read(r->fd, r->in, RVA_CHUNK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return rva_fail(err, -errno, "read: %s", strerror(errno));
+	r->in_pos = 0;
+	r->in_len = (size_t)n;
+	r->in_eof = n == 0;
+	r->consumed += (uint64_t)n;
+	if (r->p && r->p->fn)
+		r->p->fn(r->p->arg, r->consumed, r->size > r->consumed ? r->size : r->consumed);
+	return 0;
+}
+
+int rva_reader_open(rva_reader **out, int fd, uint64_t size, const rva_progress *p, rva_error *err)
+{
+	rva_reader *r = calloc(1, sizeof(*r));
+	*out = NULL;
+	if (!r || !(r->in = malloc(RVA_CHUNK))) {
+		free(r);
+		close(fd);
+		return rva_fail(err, -ENOMEM, "out of memory");
+	}
+	r->fd = fd;
+	r->size = size;
+	r->p = p;
+	r->zr = 1;
+	int rc;
+	/* The magic needs 4 bytes; a file may arrive a few bytes at a time. */
+	while (r->in_len < 4 && !r->in_eof) {
+		ssize_t n;
+		do
+			n = read(fd, r->in + r->in_len, RVA_CHUNK - r->in_len);
+		while (n < 0 && errno == EINTR);
+		if (n < 0) {
+			rc = rva_fail(err, -errno, "read: %s", strerror(errno));
+			goto fail;
+		}
+		r->in_eof = n == 0;
+		r->in_len += (size_t)n;
+		r->consumed += (uint64_t)n;
+	}
+	r->kind = rva_compression_of(r->in, r->in_len);
+	if (r->kind == RVA_COMPRESSED_GZIP) {
+		r->z.next_in = r->in;
+		r->z.avail_in = (uInt)r->in_len;
+		r->in_pos = r->in_len;
+		if (inflateInit2(&r->z, 15 + 32) != Z_OK) {
+			rc = rva_fail(err, -ENOMEM, "gzip: out of memory");
+			goto fail;
+		}
+		r->z_init = 1;
+	} else if (r->kind == RVA_COMPRESSED_ZSTD) {
+		if (!(r->zs = ZSTD_createDStream())) {
+			rc = rva_fail(err, -ENOMEM, "zstd: out of memory");
+			goto fail;
+		}
+		ZSTD_DCtx_setParameter(r->zs, ZSTD_d_windowLogMax, 27);
+		r->zin = (ZSTD_inBuffer){r->in, r->in_len, 0};
+		r->in_pos = r->in_len;
+	}
+	*out = r;
+	return 0;
+fail:
+	rva_reader_close(r);
+	return rc;
+}
+
+static ssize_t read_gzip(rva_reader *r, uint8_t *buf, size_t cap, rva_error *err)
+{
+	int rc;
+	for (;;) {
+		if (r->z.avail_in == 0 && !r->in_eof) {
+			if ((rc = fill(r, err)) < 0)
+				return rc;
+			r->z.next_in = r->in;
+			r->z.avail_in = (uInt)r->in_len;
+			r->in_pos = r->in_len;
+		}
+		if (r->z.avail_in == 0 && r->in_eof) {
+			if (r->member_done)
+				return 0;
+			return rva_fail(err, -EINVAL, "gzip: truncated or damaged stream");
+		}
+		if (r->member_done) {
+			/* Another gzip member follows (`cat a.gz b.gz`). */
+			if (inflateReset(&r->z) != Z_OK)
+				return rva_fail(err, -EINVAL, "gzip: damaged stream");
+			r->member_done = 0;
+		}
+		r->z.next_out = buf;
+		r->z.avail_out = (uInt)cap;
+		int zr = inflate(&r->z, Z_NO_FLUSH);
+		size_t got = cap - r->z.avail_out;
+		if (zr == Z_STREAM_END)
+			r->member_done = 1;
+		else if (zr != Z_OK && zr != Z_BUF_ERROR)
+			return rva_fail(err, zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL, "gzip: %s",
+					r->z.msg ? r->z.msg : "damaged stream");
+		if (got)
+			return (ssize_t)got;
+	}
+}
+
+static ssize_t read_zstd(rva_reader *r, uint8_t *buf, size_t cap, rva_error *err)
+{
+	int rc;
+	for (;;) {
+		if (r->zin.pos == r->zin.size && !r->in_eof) {
+			if ((rc = fill(r, err)) < 0)
+				return rc;
+			r->zin = (ZSTD_inBuffer){r->in, r->in_len, 0};
+			r->in_pos = r->in_len;
+		}
+		if (r->zin.pos == r->zin.size && r->in_eof && r->zr == 0)
+			return 0;
+		ZSTD_outBuffer o = {buf, cap, 0};
+		size_t zr = ZSTD_decompressStream(r->zs, &o, &r->zin);
+		if (ZSTD_isError(zr))
+			return rva_fail(err, -EINVAL, "zstd: %s", ZSTD_getErrorName(zr));
+		r->zr = zr;
+		if (o.pos)
+			return (ssize_t)o.pos;
+		if (r->zin.pos == r->zin.size && r->in_eof && zr != 0)
+			return rva_fail(err, -EINVAL, "zstd: truncated frame");
+	}
+}
+
+ssize_t rva_reader_read(void *arg, uint8_t *buf, size_t cap, rva_error *err)
+{
+	rva_reader *r = arg;
+	int rc;
+	if (cap > RVA_CHUNK)
+		cap = RVA_CHUNK; /* zlib counts in uInt */
+	if (r->kind == RVA_COMPRESSED_GZIP)
+		return read_gzip(r, buf, cap, err);
+	if (r->kind == RVA_COMPRESSED_ZSTD)
+		return read_zstd(r, buf, cap, err);
+	if (r->in_pos == r->in_len && !r->in_eof && (rc = fill(r, err)) < 0)
+		return rc;
+	size_t n = r->in_len - r->in_pos < cap ? r->in_len - r->in_pos : cap;
+	memcpy(buf, r->in + r->in_pos, n);
+	r->in_pos += n;
+	return (ssize_t)n;
+}
+
+void rva_reader_close(rva_reader *r)
+{
+	if (!r)
+		return;
+	if (r->z_init)
+		inflateEnd(&r->z);
+	ZSTD_freeDStream(r->zs);
+	free(r->in);
+	close(r->fd);
+	free(r);
 }

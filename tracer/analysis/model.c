@@ -362,3 +362,17 @@ out_free:
 	free(map);
 	return rc;
 }
+
+int rva_skip_count(rva_trace *t, const char *what, uint64_t n)
+{
+	for (size_t i = 0; i < t->nskipped; i++)
+		if (strcmp(t->skipped[i].what, what) == 0) {
+			t->skipped[i].n += n;
+			return 0;
+		}
+	if (t->nskipped == RVA_MAX_SKIPPED)
+		return -E2BIG;
+	t->skipped[t->nskipped].what = what;
+	t->skipped[t->nskipped++].n = n;
+	return 0;
+}

@@ -10,13 +10,24 @@
  * not in time order) keeping file order for ties, and replayed: SLICE_BEGIN enters,
  * SLICE_END closes the innermost open slice of that track (END names are
  * unreliable).  Interned names are keyed by (sequence, generation, iid);
- * SEQ_INCREMENTAL_STATE_CLEARED starts a new generation.
+ * SEQ_INCREMENTAL_STATE_CLEARED starts a new generation.  Per sequence:
+ * TracePacketDefaults give the track of events that name none and the
+ * default timestamp clock; a legacy ThreadDescriptor packet gives a thread
+ * track; ClockSnapshots define sequence-scoped clocks (ids >= 64), absolute
+ * or incremental, with their unit, mapped onto BOOTTIME through the
+ * snapshot's BOOTTIME reading.  compressed_packets are inflated (bounded)
+ * and walked like the top level.  What maps to no call is never fatal:
+ * instant, counter and other track events, and packets of kinds not read
+ * (ftrace bundles, process trees, …: unknown fields) are counted per kind
+ * in the trace's skipped counts.
  * Export: one TrackDescriptor per thread, one interning packet, then
  * BEGIN/END per call in pre-order, all on one sequence.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zlib.h>
 
 #include "rearview/analysis.h"
 #include "analysis-int.h"
@@ -76,15 +87,37 @@ typedef struct iname {
 	int used;
 } iname;
 
+#define MAX_SEQ_CLOCKS 8
+#define CLOCK_BOOTTIME 6
+
+/* A sequence-scoped clock from a ClockSnapshot. */
+typedef struct pclock {
+	uint32_t id;
+	int incremental;
+	uint64_t unit; /* ns per tick */
+	uint64_t last; /* last value, in ticks */
+	uint64_t snap; /* its value at the snapshot, in ticks */
+	int64_t boot;  /* BOOTTIME at the snapshot, ns */
+} pclock;
+
+/* Incremental state of one packet sequence. */
+typedef struct pseq {
+	uint32_t id, gen;
+	int has_track, has_clock;
+	uint64_t track; /* TracePacketDefaults' track, or a ThreadDescriptor's */
+	uint32_t clock; /* TracePacketDefaults' timestamp clock */
+	pclock clocks[MAX_SEQ_CLOCKS];
+	size_t nclocks;
+} pseq;
+
 typedef struct pctx {
 	rva_trace *t;
 	pev *ev;
 	size_t nev, evcap;
 	iname *names;
 	size_t ncap, nnames;
-	uint32_t seqs[64];
-	uint32_t gens[64];
-	size_t nseqs;
+	pseq *seqs;
+	size_t nseqs, scap, last_seq;
 	struct track {
 		uint64_t uuid;
 		uint32_t pid, tid;
@@ -93,16 +126,27 @@ typedef struct pctx {
 	size_t ntracks, tcap;
 } pctx;
 
-static uint32_t gen_of(pctx *c, uint32_t seq, int clear)
+/* The state of sequence id, created on first sight; NULL on ENOMEM. */
+static pseq *seq_of(pctx *c, uint32_t id)
 {
+	if (c->last_seq < c->nseqs && c->seqs[c->last_seq].id == id)
+		return &c->seqs[c->last_seq];
 	for (size_t i = 0; i < c->nseqs; i++)
-		if (c->seqs[i] == seq)
-			return clear ? ++c->gens[i] : c->gens[i];
-	if (c->nseqs < 64) {
-		c->seqs[c->nseqs] = seq;
-		c->gens[c->nseqs++] = 0;
+		if (c->seqs[i].id == id) {
+			c->last_seq = i;
+			return &c->seqs[i];
+		}
+	if (c->nseqs == c->scap) {
+		size_t cap = c->scap ? c->scap * 2 : 16;
+		pseq *n = realloc(c->seqs, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		c->seqs = n;
+		c->scap = cap;
 	}
-	return 0;
+	c->seqs[c->nseqs] = (pseq){.id = id};
+	c->last_seq = c->nseqs;
+	return &c->seqs[c->nseqs++];
 }
 
 static uint64_t name_key(uint32_t seq, uint32_t gen, uint64_t iid)
@@ -152,12 +196,10 @@ static int64_t name_get(pctx *c, uint64_t key)
 	return -1;
 }
 
-static int add_track(pctx *c, const Rvpf__TrackDescriptor *td)
+static int add_track_raw(pctx *c, uint64_t uuid, uint32_t pid, uint32_t tid, const char *n)
 {
-	if (!td->has_uuid)
-		return 0;
 	for (size_t i = 0; i < c->ntracks; i++)
-		if (c->tracks[i].uuid == td->uuid)
+		if (c->tracks[i].uuid == uuid)
 			return 0;
 	if (c->ntracks == c->tcap) {
 		size_t cap = c->tcap ? c->tcap * 2 : 16;
@@ -170,14 +212,9 @@ static int add_track(pctx *c, const Rvpf__TrackDescriptor *td)
 		c->tcap = cap;
 	}
 	struct track *k = &c->tracks[c->ntracks];
-	k->uuid = td->uuid;
-	k->pid = td->thread && td->thread->has_pid     ? (uint32_t)td->thread->pid
-		 : td->process && td->process->has_pid ? (uint32_t)td->process->pid
-						       : 0;
-	k->tid = td->thread && td->thread->has_tid ? (uint32_t)td->thread->tid : (uint32_t)td->uuid;
-	const char *n = td->thread && td->thread->thread_name ? td->thread->thread_name
-			: td->name			      ? td->name
-							      : NULL;
+	k->uuid = uuid;
+	k->pid = pid;
+	k->tid = tid;
 	k->name = n ? strndup(n, 4096) : NULL;
 	if (n && !k->name)
 		return -ENOMEM;
@@ -185,12 +222,211 @@ static int add_track(pctx *c, const Rvpf__TrackDescriptor *td)
 	return 0;
 }
 
-static int packet(pctx *c, const Rvpf__TracePacket *p)
+static int add_track(pctx *c, const Rvpf__TrackDescriptor *td)
+{
+	if (!td->has_uuid)
+		return 0;
+	uint32_t pid = td->thread && td->thread->has_pid     ? (uint32_t)td->thread->pid
+		       : td->process && td->process->has_pid ? (uint32_t)td->process->pid
+							     : 0;
+	uint32_t tid =
+		td->thread && td->thread->has_tid ? (uint32_t)td->thread->tid : (uint32_t)td->uuid;
+	const char *n = td->thread && td->thread->thread_name ? td->thread->thread_name
+			: td->name			      ? td->name
+							      : NULL;
+	return add_track_raw(c, td->uuid, pid, tid, n);
+}
+
+/* A legacy ThreadDescriptor packet: the sequence's thread, as a track of
+ * its own (uuid with the top bit set, which TrackDescriptors' uuids from
+ * Perfetto's SDK and Chrome do not use for threads). */
+static int legacy_thread(pctx *c, pseq *s, const Rvpf__ThreadDescriptor *td)
+{
+	uint32_t pid = td->has_pid ? (uint32_t)td->pid : 0,
+		 tid = td->has_tid ? (uint32_t)td->tid : 0;
+	uint64_t uuid = 1ull << 63 | (((uint64_t)pid << 31) ^ tid);
+	if (!s->has_track) {
+		s->has_track = 1;
+		s->track = uuid;
+	}
+	return add_track_raw(c, uuid, pid, tid, td->thread_name);
+}
+
+static void clock_snapshot(pseq *s, const Rvpf__ClockSnapshot *cs)
+{
+	int64_t boot = INT64_MIN;
+	for (size_t i = 0; i < cs->n_clocks; i++)
+		if (cs->clocks[i]->has_clock_id && cs->clocks[i]->clock_id == CLOCK_BOOTTIME &&
+		    cs->clocks[i]->has_timestamp && cs->clocks[i]->timestamp <= INT64_MAX)
+			boot = (int64_t)cs->clocks[i]->timestamp;
+	for (size_t i = 0; i < cs->n_clocks; i++) {
+		const Rvpf__ClockSnapshot__Clock *k = cs->clocks[i];
+		if (!k->has_clock_id || k->clock_id < 64 || !k->has_timestamp)
+			continue;
+		pclock *pc = NULL;
+		for (size_t j = 0; j < s->nclocks && !pc; j++)
+			if (s->clocks[j].id == k->clock_id)
+				pc = &s->clocks[j];
+		if (!pc && s->nclocks < MAX_SEQ_CLOCKS)
+			pc = &s->clocks[s->nclocks++];
+		if (!pc)
+			continue;
+		uint64_t unit = k->has_unit_multiplier_ns && k->unit_multiplier_ns
+					? k->unit_multiplier_ns
+					: 1;
+		*pc = (pclock){
+			k->clock_id,  k->has_is_incremental && k->is_incremental,
+			unit,	      k->timestamp,
+			k->timestamp, boot != INT64_MIN ? boot : (int64_t)(k->timestamp * unit)};
+	}
+}
+
+/* The packet's time in ns on BOOTTIME (builtin clocks are taken as they
+ * are); -1 when it cannot be placed (an undefined sequence clock). */
+static int packet_time(pseq *s, const Rvpf__TracePacket *p, int64_t *out)
+{
+	uint32_t clk = p->has_timestamp_clock_id ? p->timestamp_clock_id
+		       : s->has_clock		 ? s->clock
+						 : CLOCK_BOOTTIME;
+	if (clk < 64) {
+		if (p->timestamp > INT64_MAX)
+			return -1;
+		*out = (int64_t)p->timestamp;
+		return 0;
+	}
+	for (size_t j = 0; j < s->nclocks; j++) {
+		pclock *k = &s->clocks[j];
+		if (k->id != clk)
+			continue;
+		uint64_t v = k->incremental ? k->last + p->timestamp : p->timestamp;
+		k->last = v;
+		double ns = (double)k->boot + ((double)v - (double)k->snap) * (double)k->unit;
+		if (!(ns >= 0 && ns < 9.2e18))
+			return -1;
+		*out = (int64_t)ns;
+		return 0;
+	}
+	return -1;
+}
+
+/* A packet whose payload rvtrace does not read: its kind, by field. */
+static const char *unread_kind(const Rvpf__TracePacket *p)
+{
+	for (size_t i = 0; i < p->base.n_unknown_fields; i++) {
+		uint32_t tag = p->base.unknown_fields[i].tag;
+		switch (tag) {
+		case 1:
+			return "ftrace bundle packets (sched, …)";
+		case 2:
+		case 9:
+			return "process tree/stats packets";
+		case 5:
+			return "legacy Chrome JSON-in-proto packets";
+		default:
+			if (tag != 3 && tag != 79 && tag != 42 && tag != 87 && tag != 98)
+				return "packets of other kinds";
+		}
+	}
+	return NULL;
+}
+
+static int walk(pctx *c, const uint8_t *buf, size_t len, int nested, size_t *packets,
+		rva_error *err);
+
+/* Inflates a compressed_packets payload (zlib or raw deflate header
+ * detected by zlib) into *out, at most MAX_PACKET bytes. */
+static int inflate_packets(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen)
+{
+	z_stream z;
+	size_t cap = len * 4 + 4096, used = 0;
+	int rc = 0;
+	memset(&z, 0, sizeof z);
+	if (len > MAX_PACKET || inflateInit2(&z, 15 + 32) != Z_OK)
+		return -EINVAL;
+	*out = NULL;
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	for (;;) {
+		if (used == cap || !*out) {
+			if (*out)
+				cap *= 2;
+			if (cap > MAX_PACKET) {
+				rc = -E2BIG;
+				break;
+			}
+			uint8_t *n = realloc(*out, cap);
+			if (!n) {
+				rc = -ENOMEM;
+				break;
+			}
+			*out = n;
+		}
+		z.next_out = *out + used;
+		z.avail_out = (uInt)(cap - used);
+		int zr = inflate(&z, Z_NO_FLUSH);
+		used = cap - z.avail_out;
+		if (zr == Z_STREAM_END)
+			break;
+		if (zr != Z_OK && !(zr == Z_BUF_ERROR && z.avail_out == 0)) {
+			rc = zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
+			break;
+		}
+	}
+	inflateEnd(&z);
+	if (rc < 0) {
+		free(*out);
+		*out = NULL;
+		return rc;
+	}
+	*outlen = used;
+	return 0;
+}
+
+static int packet(pctx *c, const Rvpf__TracePacket *p, int nested, size_t *packets, rva_error *err)
 {
 	uint32_t seq = p->has_trusted_packet_sequence_id ? p->trusted_packet_sequence_id : 0;
-	int clear = p->has_sequence_flags && (p->sequence_flags & 1);
-	uint32_t gen = gen_of(c, seq, clear);
+	int clear = (p->has_sequence_flags && (p->sequence_flags & 1)) ||
+		    (p->has_incremental_state_cleared && p->incremental_state_cleared);
+	pseq *s = seq_of(c, seq);
 	int rc;
+	if (!s)
+		return -ENOMEM;
+	if (clear)
+		s->gen++;
+	uint32_t gen = s->gen;
+	if (p->has_compressed_packets) {
+		if (nested) {
+			c->t->dropped++; /* compression inside compression */
+			return 0;
+		}
+		uint8_t *in;
+		size_t inlen;
+		if ((rc = inflate_packets(p->compressed_packets.data, p->compressed_packets.len,
+					  &in, &inlen)) < 0) {
+			if (rc == -ENOMEM)
+				return rc;
+			c->t->dropped++;
+			return 0;
+		}
+		rc = walk(c, in, inlen, 1, packets, err);
+		free(in);
+		return rc;
+	}
+	if (p->trace_packet_defaults) {
+		const Rvpf__TracePacketDefaults *d = p->trace_packet_defaults;
+		if (d->has_timestamp_clock_id) {
+			s->has_clock = 1;
+			s->clock = d->timestamp_clock_id;
+		}
+		if (d->track_event_defaults && d->track_event_defaults->has_track_uuid) {
+			s->has_track = 1;
+			s->track = d->track_event_defaults->track_uuid;
+		}
+	}
+	if (p->clock_snapshot)
+		clock_snapshot(s, p->clock_snapshot);
+	if (p->thread_descriptor && (rc = legacy_thread(c, s, p->thread_descriptor)) < 0)
+		return rc;
 	if (p->track_descriptor && (rc = add_track(c, p->track_descriptor)) < 0)
 		return rc;
 	if (p->interned_data)
@@ -204,10 +440,25 @@ static int packet(pctx *c, const Rvpf__TracePacket *p)
 			if ((rc = name_put(c, name_key(seq, gen, en->iid), (uint32_t)m)) < 0)
 				return rc;
 		}
+	int64_t ts = 0;
+	int has_ts = p->has_timestamp && packet_time(s, p, &ts) == 0;
 	const Rvpf__TrackEvent *te = p->track_event;
-	if (!te || !te->has_type || (te->type != 1 && te->type != 2))
-		return 0;
-	if (!p->has_timestamp || p->timestamp > INT64_MAX) {
+	if (!te) {
+		const char *k = p->trace_packet_defaults || p->clock_snapshot ||
+						p->thread_descriptor || p->process_descriptor ||
+						p->track_descriptor || p->interned_data
+					? NULL
+					: unread_kind(p);
+		return k ? rva_skip_count(c->t, k, 1) : 0;
+	}
+	if (!te->has_type || (te->type != 1 && te->type != 2))
+		return rva_skip_count(c->t,
+				      !te->has_type   ? "untyped (legacy) track events"
+				      : te->type == 3 ? "instant track events"
+				      : te->type == 4 ? "counter track events"
+						      : "track events of other types",
+				      1);
+	if (!has_ts) {
 		c->t->dropped++;
 		return 0;
 	}
@@ -232,8 +483,8 @@ static int packet(pctx *c, const Rvpf__TracePacket *p)
 	}
 	if (c->nev >= UINT32_MAX)
 		return -E2BIG;
-	c->ev[c->nev] = (pev){te->has_track_uuid ? te->track_uuid : 0, (int64_t)p->timestamp,
-			      (uint32_t)c->nev, m};
+	uint64_t track = te->has_track_uuid ? te->track_uuid : s->has_track ? s->track : 0;
+	c->ev[c->nev] = (pev){track, ts, (uint32_t)c->nev, m};
 	c->nev++;
 	return 0;
 }
@@ -286,18 +537,11 @@ static int replay(pctx *c)
 	return 0;
 }
 
-int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+/* The field-1 packets of buf (a Trace, or inflated compressed_packets). */
+static int walk(pctx *c, const uint8_t *buf, size_t len, int nested, size_t *packets,
+		rva_error *err)
 {
-	pctx c = {0};
-	*out = NULL;
-	if (len > MAX_PFTRACE)
-		return rva_fail(err, -E2BIG, "Perfetto trace larger than 1 GiB");
-	c.t = rva_trace_new();
-	if (!c.t)
-		return rva_fail(err, -ENOMEM, "out of memory");
-	c.t->format = "perfetto";
-	int rc = 0;
-	size_t pos = 0, packets = 0;
+	size_t pos = 0;
 	while (pos < len) {
 		uint64_t tag, n;
 		size_t at = pos;
@@ -318,34 +562,47 @@ int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 			break;
 		}
 		if (tag >> 3 == 1) {
-			if (n > MAX_PACKET) {
-				rc = rva_fail(err, -E2BIG, "packet of %llu bytes",
-					      (unsigned long long)n);
-				goto out_free;
-			}
+			if (n > MAX_PACKET)
+				return rva_fail(err, -E2BIG, "packet of %llu bytes",
+						(unsigned long long)n);
 			struct pb_alloc pa = {{pb_alloc, pb_free, NULL}, 0};
 			pa.a.allocator_data = &pa;
 			Rvpf__TracePacket *p =
 				rvpf__trace_packet__unpack(&pa.a, (size_t)n, buf + pos);
-			if (!p && pa.failed) {
-				rc = rva_fail(err, -ENOMEM, "out of memory");
-				goto out_free;
-			} else if (!p) {
-				c.t->dropped++;
+			if (!p && pa.failed)
+				return rva_fail(err, -ENOMEM, "out of memory");
+			if (!p) {
+				c->t->dropped++;
 			} else {
-				rc = packet(&c, p);
+				size_t here = *packets;
+				int rc = packet(c, p, nested, packets, err);
 				rvpf__trace_packet__free_unpacked(p, &pa.a);
-				if (rc < 0) {
-					rva_fail(err, rc, "packet %zu rejected", packets);
-					goto out_free;
-				}
-				packets++;
+				if (rc < 0)
+					return rva_fail(err, rc, "packet %zu rejected", here);
+				++*packets;
 			}
 		}
 		pos += (size_t)n;
 	}
 	if (pos < len)
-		c.t->dropped++; /* a truncated tail */
+		c->t->dropped++; /* a truncated tail */
+	return 0;
+}
+
+int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+{
+	pctx c = {0};
+	*out = NULL;
+	if (len > MAX_PFTRACE)
+		return rva_fail(err, -E2BIG, "Perfetto trace larger than 1 GiB");
+	c.t = rva_trace_new();
+	if (!c.t)
+		return rva_fail(err, -ENOMEM, "out of memory");
+	c.t->format = "perfetto";
+	size_t packets = 0;
+	int rc = walk(&c, buf, len, 0, &packets, err);
+	if (rc < 0)
+		goto out_free;
 	if (packets == 0) {
 		rc = rva_fail(err, -EINVAL, "no Perfetto trace packet");
 		goto out_free;
@@ -360,6 +617,7 @@ out_free:
 	rva_trace_free(c.t);
 	free(c.ev);
 	free(c.names);
+	free(c.seqs);
 	for (size_t i = 0; i < c.ntracks; i++)
 		free(c.tracks[i].name);
 	free(c.tracks);

@@ -3,15 +3,26 @@
  * `go tool pprof` and every pprof-reading tool expect it.
  *
  * One sample per node of the merged call tree (all threads) that has self
- * time or calls: its stack leaf first, values [wall nanoseconds of self
- * time, calls] — or [samples] for a trace of sample weights.  One Function
- * and one Location per method (ids = method id + 1).  Summing a function's
- * self values over samples gives rvtrace's self time; its calls, the call
- * count.
+ * time or calls (the default sample type is wall time): its stack leaf first, values [wall
+ * nanoseconds of self time, calls] — or [samples] for a trace of sample weights.  One Function and
+ * one Location per method (ids = method id + 1).  Summing a function's self values over samples
+ * gives rvtrace's self time; its calls, the call count.  Methods of a capture the device could not
+ * name ("module+0x…", t->unresolved) get a Mapping per module with its path and hex build id, and
+ * their Location the ELF virtual address, for pprof's and other symbolizers.
  *
  * Invariants: string_table[0] is ""; every location id a sample names is
  * one of the locations written; memory is the tree plus the packed
  * message, freed on every path.
+ *
+ * Import (rva_pprof_import): the profile's samples as aggregated stacks on
+ * one thread named after the sample type used (pprof's own default: the
+ * default_sample_type, else the last type).  Each sample is a run of
+ * synthetic calls, its stack root first, lasting the sample's value: in ns
+ * when the type is a time (nanoseconds … seconds), else as weights (a
+ * weighted trace).  Consecutive samples keep their common stack prefix
+ * open, as folded stacks do.  Inlined frames (several lines in one
+ * location) are separate frames, caller first.  A sample naming an unknown
+ * location, or without the chosen value, is damage (dropped).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -64,7 +75,11 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 	/* Strings: "", the value names, then one per method. */
 	static const char *const fixed[] = {"", "wall", "nanoseconds", "calls", "count", "samples"};
 	enum { S_EMPTY, S_WALL, S_NS, S_CALLS, S_COUNT, S_SAMPLES, S_FIXED };
-	char **strs = calloc(S_FIXED + nm, sizeof *strs);
+	size_t nu = t->nunresolved, nmap = 0;
+	char **strs = calloc(S_FIXED + nm + 2 * nu, sizeof *strs);
+	Rvpprof__Mapping *map = calloc(nu ? nu : 1, sizeof *map);
+	Rvpprof__Mapping **mapp = calloc(nu ? nu : 1, sizeof *mapp);
+	char **mstr = calloc(2 * nu + 1, sizeof *mstr); /* owned: path, build id */
 	Rvpprof__Function *fn = calloc(nm ? nm : 1, sizeof *fn);
 	Rvpprof__Function **fnp = calloc(nm ? nm : 1, sizeof *fnp);
 	Rvpprof__Location *loc = calloc(nm ? nm : 1, sizeof *loc);
@@ -78,7 +93,8 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 	uint8_t *packed = NULL;
 	size_t nids = 0, idcap = 0;
 	rc = -ENOMEM;
-	if (!strs || !fn || !fnp || !loc || !locp || !line || !linep || !smp || !smpp)
+	if (!strs || !fn || !fnp || !loc || !locp || !line || !linep || !smp || !smpp || !map ||
+	    !mapp || !mstr)
 		goto out;
 	for (size_t i = 0; i < S_FIXED; i++)
 		strs[i] = (char *)fixed[i];
@@ -96,6 +112,45 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 		loc[m].n_line = 1;
 		loc[m].line = &linep[m];
 		locp[m] = &loc[m];
+	}
+	/* Mappings: one per module (path, build id) of the methods the device
+	 * could not name, so symbolizers find the binary by its build id;
+	 * their locations carry the ELF virtual address (mapping start and
+	 * file offset 0). */
+	for (size_t i = 0; i < nu; i++) {
+		const rva_unresolved *u = &t->unresolved[i];
+		if (u->method >= nm)
+			continue;
+		const char *name = t->names[u->method], *plus = strstr(name, "+0x");
+		size_t plen = plus ? (size_t)(plus - name) : strlen(name);
+		uint32_t bl = u->build_id_len < 64 ? u->build_id_len : 64;
+		char hex[129];
+		for (uint32_t b = 0; b < bl; b++)
+			snprintf(hex + 2 * b, 3, "%02x", u->build_id[b]);
+		hex[2 * bl] = '\0';
+		size_t k = 0;
+		while (k < nmap && !(strncmp(mstr[2 * k], name, plen) == 0 && !mstr[2 * k][plen] &&
+				     strcmp(mstr[2 * k + 1], hex) == 0))
+			k++;
+		if (k == nmap) {
+			if (!(mstr[2 * k] = strndup(name, plen)) ||
+			    !(mstr[2 * k + 1] = strdup(hex))) {
+				free(mstr[2 * k]);
+				mstr[2 * k] = NULL;
+				goto out;
+			}
+			strs[S_FIXED + nm + 2 * k] = mstr[2 * k];
+			strs[S_FIXED + nm + 2 * k + 1] = mstr[2 * k + 1];
+			rvpprof__mapping__init(&map[k]);
+			map[k].id = k + 1;
+			map[k].memory_limit = UINT64_MAX;
+			map[k].filename = (int64_t)(S_FIXED + nm + 2 * k);
+			map[k].build_id = (int64_t)(S_FIXED + nm + 2 * k + 1);
+			mapp[k] = &map[k];
+			nmap++;
+		}
+		loc[u->method].mapping_id = k + 1;
+		loc[u->method].address = u->elf_offset;
 	}
 	/* Stacks: the location ids of every sample in one array, then the
 	 * values; pointers are set once both arrays stopped moving. */
@@ -166,9 +221,13 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 	p.location = locp;
 	p.n_function = nm;
 	p.function = fnp;
-	p.n_string_table = S_FIXED + nm;
+	p.n_mapping = nmap;
+	p.mapping = mapp;
+	p.n_string_table = S_FIXED + nm + 2 * nmap;
 	p.string_table = strs;
 	p.duration_nanos = t->weighted ? 0 : t->end - t->start;
+	/* pprof shows the last type unless told: wall time, not calls. */
+	p.default_sample_type = t->weighted ? S_SAMPLES : S_WALL;
 	size_t len = rvpprof__profile__get_packed_size(&p);
 	packed = malloc(len ? len : 1);
 	if (!packed)
@@ -188,6 +247,229 @@ out:
 	free(fnp);
 	free(fn);
 	free(strs);
+	for (size_t i = 0; mstr && i < 2 * nmap; i++)
+		free(mstr[i]);
+	free(mstr);
+	free(mapp);
+	free(map);
 	rva_tree_release(&tr);
+	return rc;
+}
+
+/* ---- import ---- */
+
+/* A sample type's unit as nanoseconds per unit; 0: not a time. */
+static int64_t unit_ns(const char *u)
+{
+	static const struct {
+		const char *name;
+		int64_t ns;
+	} units[] = {{"nanoseconds", 1},
+		     {"microseconds", 1000},
+		     {"milliseconds", 1000000},
+		     {"seconds", 1000000000}};
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(u, units[i].name) == 0)
+			return units[i].ns;
+	return 0;
+}
+
+typedef struct idmap {
+	uint64_t id;
+	size_t idx;
+} idmap;
+
+static int cmp_idmap(const void *a, const void *b)
+{
+	const idmap *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The index of id in a sorted map, or SIZE_MAX. */
+static size_t find_id(const idmap *m, size_t n, uint64_t id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && m[lo].id == id ? m[lo].idx : SIZE_MAX;
+}
+
+typedef struct pimp {
+	const Rvpprof__Profile *p;
+	rva_trace *t;
+	idmap *locs, *fns;
+	uint32_t **frames; /* per location: its methods, caller first */
+	size_t *nframes;
+} pimp;
+
+static const char *str_at(const Rvpprof__Profile *p, int64_t i)
+{
+	return i >= 0 && (uint64_t)i < p->n_string_table ? p->string_table[i] : "";
+}
+
+/* The frames of location li, interned once: its lines from the outermost
+ * caller (the last line) to the innermost inlined function (the first);
+ * a location without lines is named by its mapping's file and address. */
+static int loc_frames(pimp *c, size_t li)
+{
+	const Rvpprof__Location *l = c->p->location[li];
+	size_t n = l->n_line ? l->n_line : 1;
+	uint32_t *f = malloc(n * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		char buf[256];
+		const char *name = NULL;
+		if (l->n_line) {
+			const Rvpprof__Line *ln = l->line[l->n_line - 1 - k];
+			size_t fi = find_id(c->fns, c->p->n_function, ln->function_id);
+			if (fi != SIZE_MAX)
+				name = str_at(c->p, c->p->function[fi]->name);
+		}
+		if (!name || !name[0]) {
+			const char *file = "";
+			for (size_t m = 0; m < c->p->n_mapping; m++)
+				if (c->p->mapping[m]->id == l->mapping_id)
+					file = str_at(c->p, c->p->mapping[m]->filename);
+			snprintf(buf, sizeof buf, "%s%s0x%llx", file, file[0] ? "+" : "",
+				 (unsigned long long)l->address);
+			name = buf;
+		}
+		int64_t id = rva_method_intern(c->t, name, strlen(name));
+		if (id < 0) {
+			free(f);
+			return (int)id;
+		}
+		f[k] = (uint32_t)id;
+	}
+	c->frames[li] = f;
+	c->nframes[li] = n;
+	return 0;
+}
+
+int rva_pprof_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
+{
+	*out = NULL;
+	Rvpprof__Profile *p = rvpprof__profile__unpack(NULL, len, buf);
+	if (!p)
+		return rva_fail(err, -EINVAL, "not a pprof profile (profile.proto)");
+	pimp c = {.p = p};
+	uint32_t *cur = NULL, *stk = NULL;
+	size_t ncur = 0, cap = 0;
+	int rc = -ENOMEM;
+	if (p->n_sample_type == 0) {
+		rc = rva_fail(err, -EINVAL, "pprof profile without a sample type");
+		goto out;
+	}
+	/* pprof's own choice: default_sample_type, else the last type. */
+	size_t si = p->n_sample_type - 1;
+	for (size_t i = 0; p->default_sample_type && i < p->n_sample_type; i++)
+		if (p->sample_type[i]->type == p->default_sample_type)
+			si = i;
+	const char *type = str_at(p, p->sample_type[si]->type),
+		   *unit = str_at(p, p->sample_type[si]->unit);
+	int64_t scale = unit_ns(unit);
+	char tname[256];
+	snprintf(tname, sizeof tname, "pprof %s/%s", type, unit);
+	c.t = rva_trace_new();
+	c.locs = malloc((p->n_location ? p->n_location : 1) * sizeof(*c.locs));
+	c.fns = malloc((p->n_function ? p->n_function : 1) * sizeof(*c.fns));
+	c.frames = calloc(p->n_location ? p->n_location : 1, sizeof(*c.frames));
+	c.nframes = calloc(p->n_location ? p->n_location : 1, sizeof(*c.nframes));
+	if (!c.t || !c.locs || !c.fns || !c.frames || !c.nframes ||
+	    rva_thread_add(c.t, 0, 0, tname) < 0)
+		goto out;
+	c.t->format = "pprof";
+	/* Times when the type is one (wall or CPU time): calls last as long;
+	 * anything else (samples, bytes, objects) is a weight. */
+	c.t->weighted = scale == 0;
+	if (!scale)
+		scale = 1;
+	for (size_t i = 0; i < p->n_location; i++)
+		c.locs[i] = (idmap){p->location[i]->id, i};
+	for (size_t i = 0; i < p->n_function; i++)
+		c.fns[i] = (idmap){p->function[i]->id, i};
+	qsort(c.locs, p->n_location, sizeof(*c.locs), cmp_idmap);
+	qsort(c.fns, p->n_function, sizeof(*c.fns), cmp_idmap);
+	int64_t now = 0;
+	for (size_t s = 0; s < p->n_sample; s++) {
+		const Rvpprof__Sample *sm = p->sample[s];
+		if (sm->n_value <= si || sm->value[si] < 0) {
+			c.t->dropped++;
+			continue;
+		}
+		if (sm->value[si] == 0)
+			continue;
+		if (sm->value[si] > (INT64_MAX - now) / scale) {
+			rc = rva_fail(err, -E2BIG, "pprof values overflow");
+			goto out;
+		}
+		/* The stack, root first (location_id[0] is the leaf). */
+		size_t n = 0, bad = 0;
+		for (size_t k = sm->n_location_id; k-- > 0 && !bad;) {
+			size_t li = find_id(c.locs, p->n_location, sm->location_id[k]);
+			if (li == SIZE_MAX) {
+				bad = 1;
+				break;
+			}
+			if (!c.frames[li] && (rc = loc_frames(&c, li)) < 0) {
+				rva_fail(err, rc, "frame name rejected");
+				goto out;
+			}
+			if (n + c.nframes[li] > cap) {
+				size_t nc = (n + c.nframes[li]) * 2;
+				uint32_t *a = realloc(stk, nc * sizeof(*a)), *b;
+				if (!a)
+					goto out;
+				stk = a;
+				if (!(b = realloc(cur, nc * sizeof(*b))))
+					goto out;
+				cur = b;
+				cap = nc;
+			}
+			memcpy(stk + n, c.frames[li], c.nframes[li] * sizeof(*stk));
+			n += c.nframes[li];
+		}
+		if (bad) {
+			c.t->dropped++;
+			continue;
+		}
+		/* Keep the common prefix with the previous sample open. */
+		size_t common = 0;
+		while (common < n && common < ncur && cur[common] == stk[common])
+			common++;
+		for (; ncur > common; ncur--)
+			rva_exit(c.t, 0, RVA_ANY_METHOD, now);
+		for (size_t i = common; i < n; i++) {
+			if ((rc = rva_enter(c.t, 0, stk[i], now)) < 0) {
+				rva_fail(err, rc, "cannot record frame");
+				goto out;
+			}
+			cur[ncur++] = stk[i];
+		}
+		now += sm->value[si] * scale;
+	}
+	rva_trace_finish(c.t, now);
+	*out = c.t;
+	c.t = NULL;
+	rc = 0;
+out:
+	if (rc == -ENOMEM)
+		rva_fail(err, rc, "out of memory");
+	for (size_t i = 0; c.frames && i < p->n_location; i++)
+		free(c.frames[i]);
+	free(c.frames);
+	free(c.nframes);
+	free(c.locs);
+	free(c.fns);
+	free(cur);
+	free(stk);
+	rva_trace_free(c.t);
+	rvpprof__profile__free_unpacked(p, NULL);
 	return rc;
 }

@@ -39,7 +39,7 @@ static const char usage_main[] =
 	"\n"
 	"`rvtrace COMMAND --help` describes each command.  On a terminal, work\n"
 	"taking over a second shows a progress bar on stderr; --quiet (anywhere\n"
-	"before a `--`) turns it off.\n";
+	"before a `--`) turns it off, --progress shows it on any stderr.\n";
 
 static const char usage_info[] =
 	"usage: rvtrace info FILE\n"
@@ -138,7 +138,8 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int quiet; /* --quiet: no progress bar */
+static int quiet;    /* --quiet: no progress bar */
+static int progress; /* --progress: the bar even when stderr is no terminal */
 
 static int parse_num(const char *s, double *out);
 
@@ -164,7 +165,7 @@ static void bar_draw(void *arg, uint64_t done, uint64_t total)
 	b->drawn = 1;
 }
 
-/* Starts a bar when stderr is a terminal and --quiet is not given: *p is
+/* Starts a bar when stderr is a terminal (or --progress) and --quiet is not given: *p is
  * then the callback to pass, else p->fn is NULL.  RVTRACE_PROGRESS_AFTER
  * (seconds, default 1) is when it appears; tests set it to 0. */
 static void bar_start(bar *b, rva_progress *p)
@@ -174,7 +175,7 @@ static void bar_start(bar *b, rva_progress *p)
 	double after;
 	if (env && parse_num(env, &after) == 0)
 		b->after = after;
-	*p = (rva_progress){isatty(STDERR_FILENO) && !quiet ? bar_draw : NULL, b};
+	*p = (rva_progress){(isatty(STDERR_FILENO) || progress) && !quiet ? bar_draw : NULL, b};
 }
 
 static void bar_end(const bar *b)
@@ -232,6 +233,9 @@ static int cmd_info(int argc, char **argv)
 	printf("methods:  %zu\ncalls:    %zu\ndropped:  %" PRIu64 "\n", t->nmethods, calls,
 	       t->dropped);
 	printf("repaired: %" PRIu64 " frames\n", t->repaired);
+	for (size_t i = 0; i < t->nskipped; i++)
+		printf("%s%" PRIu64 " %s%s", i ? ", " : "skipped:  ", t->skipped[i].n,
+		       t->skipped[i].what, i + 1 == t->nskipped ? " (map to no call)\n" : "");
 	if (t->lost_spans)
 		printf("lost:     %" PRIu64 " span(s) of %.3f us in all, the first %" PRId64
 		       " .. %" PRId64 " (the tracer had no spare ring at a capture)\n",
@@ -807,12 +811,15 @@ int main(int argc, char **argv)
 {
 	if (argc < 2)
 		return die_usage(usage_main);
-	/* --quiet / -q anywhere before a `--` (diff's separator): no bar. */
+	/* --quiet / -q anywhere before a `--` (diff's separator): no bar;
+	 * --progress: the bar on any stderr. */
 	int n = 1;
 	for (int i = 1, rest = 0; i < argc; i++) {
 		rest |= strcmp(argv[i], "--") == 0;
 		if (!rest && (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0))
 			quiet = 1;
+		else if (!rest && strcmp(argv[i], "--progress") == 0)
+			progress = 1;
 		else
 			argv[n++] = argv[i];
 	}

@@ -285,6 +285,49 @@ static int looks_perfetto(const uint8_t *b, size_t len)
 	return bin;
 }
 
+/* pprof's Profile: every top-level field one of profile.proto's with its
+ * wire type, the whole buffer consumed, and a string table (field 6) whose
+ * entry 0 is "".  A Perfetto trace has only field 1 at the top; text that
+ * starts with '2' (field 6) would need a NUL next. */
+static int looks_pprof(const uint8_t *b, size_t len)
+{
+	size_t pos = 0;
+	int strings = 0;
+	while (pos < len) {
+		uint64_t tag = 0, n = 0;
+		int shift = 0;
+		while (pos < len && (b[pos] & 0x80) && shift < 63) {
+			tag |= (uint64_t)(b[pos++] & 0x7f) << shift;
+			shift += 7;
+		}
+		if (pos >= len)
+			return 0;
+		tag |= (uint64_t)b[pos++] << shift;
+		uint64_t field = tag >> 3, wt = tag & 7;
+		int lenfield = field <= 6 || field == 11 || (field == 13 && wt == 2);
+		if (field == 0 || field > 14 || wt != (lenfield ? 2u : 0u))
+			return 0;
+		shift = 0;
+		while (pos < len && (b[pos] & 0x80) && shift < 63) {
+			n |= (uint64_t)(b[pos++] & 0x7f) << shift;
+			shift += 7;
+		}
+		if (pos >= len)
+			return 0;
+		n |= (uint64_t)b[pos++] << shift;
+		if (lenfield) {
+			if (n > len - pos)
+				return 0;
+			pos += (size_t)n;
+		}
+		/* string_table[0] must be "" (profile.proto). */
+		if (field == 6 && !strings && n != 0)
+			return 0;
+		strings |= field == 6;
+	}
+	return strings;
+}
+
 rva_format rva_detect(const uint8_t *buf, size_t len)
 {
 	if (len >= 8 && memcmp(buf, "RVCAP\0\r\n", 8) == 0)
@@ -292,6 +335,8 @@ rva_format rva_detect(const uint8_t *buf, size_t len)
 	if ((len >= 9 && memcmp(buf, "*version\n", 9) == 0) ||
 	    (len >= 4 && memcmp(buf, "SLOW", 4) == 0))
 		return RVA_FMT_ANDROID;
+	if (looks_pprof(buf, len))
+		return RVA_FMT_PPROF;
 	if (looks_perfetto(buf, len))
 		return RVA_FMT_PERFETTO;
 	if (len >= 2 && ((buf[0] == 0xff && buf[1] == 0xfe) || (buf[0] == 0xfe && buf[1] == 0xff)))
@@ -370,6 +415,9 @@ int rva_import_progress(const uint8_t *buf, size_t len, rva_trace **out, rva_err
 	case RVA_FMT_ANDROID:
 		rc = rva_android_import(buf, len, out, err);
 		break;
+	case RVA_FMT_PPROF:
+		rc = rva_pprof_import(buf, len, out, err);
+		break;
 	default:
 		return rva_fail(err, -EPROTONOSUPPORT, "unrecognized trace format");
 	}
@@ -420,13 +468,73 @@ out_close:
 	return rc;
 }
 
+/* The start of a file's content, then the rest of it from its reader. */
+typedef struct peeked {
+	rva_reader *r;
+	uint8_t *head;
+	size_t pos, len;
+} peeked;
+
+static ssize_t peeked_read(void *arg, uint8_t *buf, size_t cap, rva_error *err)
+{
+	peeked *k = arg;
+	if (k->pos == k->len)
+		return rva_reader_read(k->r, buf, cap, err);
+	size_t n = k->len - k->pos < cap ? k->len - k->pos : cap;
+	memcpy(buf, k->head + k->pos, n);
+	k->pos += n;
+	return (ssize_t)n;
+}
+
+/* Chrome JSON (plain or compressed) is streamed from the file: 1 when it
+ * was (rc in *rc), 0 when the file is of another format. */
+static int import_streamed(const char *path, rva_trace **out, rva_error *err, const rva_progress *p,
+			   int *rc)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		*rc = rva_fail(err, -errno, "%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	rva_reader *r;
+	if ((*rc = rva_reader_open(&r, fd, (uint64_t)st.st_size, p, err)) < 0)
+		return 1;
+	peeked k = {r, malloc(4096), 0, 0};
+	if (!k.head) {
+		rva_reader_close(r);
+		*rc = rva_fail(err, -ENOMEM, "out of memory");
+		return 1;
+	}
+	ssize_t n = 1;
+	while (k.len < 4096 && (n = rva_reader_read(r, k.head + k.len, 4096 - k.len, err)) > 0)
+		k.len += (size_t)n;
+	int streamed = 1, bin = 0;
+	for (size_t i = 0; i < k.len && i < 64; i++)
+		bin |= k.head[i] < 0x09;
+	if (n < 0)
+		*rc = (int)n;
+	else if (rva_detect(k.head, k.len) == RVA_FMT_CHROME && !bin)
+		*rc = rva_chrome_import_stream(peeked_read, &k, out, err);
+	else
+		streamed = 0;
+	free(k.head);
+	rva_reader_close(r);
+	return streamed;
+}
+
 int rva_import_file_progress(const char *path, rva_trace **out, rva_error *err,
 			     const rva_progress *p)
 {
 	uint8_t *buf;
 	size_t len;
 	*out = NULL;
-	int rc = rva_file_read(path, &buf, &len, err);
+	int rc;
+	if (import_streamed(path, out, err, p, &rc))
+		return rc;
+	rc = rva_file_read(path, &buf, &len, err);
 	if (rc < 0)
 		return rc;
 	rc = rva_import_progress(buf, len, out, err, p);

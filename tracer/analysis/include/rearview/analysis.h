@@ -77,6 +77,8 @@ typedef struct rva_unresolved {
 
 enum { RVA_CHECKSUM_NONE = 0, RVA_CHECKSUM_VERIFIED = 1 };
 
+#define RVA_MAX_SKIPPED 16
+
 typedef struct rva_trace {
 	char **names; /* method names, owned; names[id] */
 	size_t nmethods;
@@ -109,6 +111,15 @@ typedef struct rva_trace {
 	/* Static string, NULL when none: damage the decoder accepted and a
 	 * reader must be told of (e.g. a capture salvaged without its END). */
 	const char *warning;
+	/* Events of the input that map to no call, skipped on purpose (not
+	 * damage, unlike dropped): per kind a static label, a plural noun
+	 * ("counter (C) events")
+	 * and a count, in the importer's order (rva_skip_count). */
+	struct {
+		const char *what;
+		uint64_t n;
+	} skipped[RVA_MAX_SKIPPED];
+	size_t nskipped;
 	/* private */
 	uint32_t *hash;
 	size_t hcap;
@@ -124,6 +135,10 @@ typedef struct rva_trace {
  * names stay unique), -ENOMEM.  Call before computing chains or
  * signatures. */
 int rva_method_rename(rva_trace *t, uint32_t id, const char *name);
+
+/* Adds n to the count of skipped events of kind `what` (a static string,
+ * kept, compared by content): 0, or -E2BIG past RVA_MAX_SKIPPED kinds. */
+int rva_skip_count(rva_trace *t, const char *what, uint64_t n);
 
 /* Allocate an empty trace; NULL on ENOMEM.  Caller frees with rva_trace_free. */
 rva_trace *rva_trace_new(void);
@@ -323,6 +338,7 @@ typedef enum rva_format {
 	RVA_FMT_CHROME,	   /* Chrome Trace Event JSON */
 	RVA_FMT_ANDROID,   /* Android .trace v1-3 and streaming 0xF2/0xF3 */
 	RVA_FMT_PERFETTO,  /* Perfetto protobuf trace */
+	RVA_FMT_PPROF,	   /* pprof profile.proto (gzip'd as written) */
 } rva_format;
 
 /* Guess the format of a buffer from its first bytes. */
@@ -447,6 +463,13 @@ int rva_file_read(const char *path, uint8_t **buf, size_t *len, rva_error *err);
 /* Folded stacks (UTF-8 or UTF-16 with BOM, LF or CRLF); malformed lines are
  * skipped and counted in dropped.  The result is weighted. */
 int rva_folded_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
+
+/* pprof profile.proto (plain; rva_import inflates gzip'd ones): samples as
+ * aggregated stacks of synthetic calls lasting the sample values, on one
+ * thread named "pprof <type>/<unit>" after the sample type used (the
+ * profile's default, else its last).  Times (ns … s) give a trace in ns,
+ * other units a weighted trace.  -EINVAL when buf is not a profile. */
+int rva_pprof_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 
 /* Nanoscope text: "<ns>:<name>" enters (a leading '+' is allowed), "<ns>:POP"
  * exits; one thread. */
