@@ -85,7 +85,8 @@ struct rvs_store_ops {
 	int (*device_add)(struct rvs_store *s, struct rvs_device_rec *d);
 	/* Finds the device owning a token hash; device_id gets its id. */
 	int (*device_by_token)(struct rvs_store *s, const uint8_t hash[32], char device_id[40]);
-	/* The trace id of (device, upload_id) if already stored, else -ENOENT. */
+	/* The trace id of (device, upload_id) if already stored (then durable:
+	 * the caller acknowledges it as a duplicate), else -ENOENT. */
 	int (*upload_find)(struct rvs_store *s, const char *device_id, const uint8_t upload_id[16],
 			   char trace_id[40]);
 	/* How many of device_id's uploads received at or after `since` (unix
@@ -114,7 +115,8 @@ struct rvs_store_ops {
 	int (*queue_depth)(struct rvs_store *s, uint64_t *out);
 	int (*admin_put)(struct rvs_store *s, const char *name, unsigned iterations,
 			 const uint8_t *salt, size_t saltlen, const uint8_t hash[32]);
-	/* Stores a skip report; -EEXIST when (device, report_id) exists. */
+	/* Stores a skip report; -EEXIST when (device, report_id) exists (that
+	 * row durable too).  Durable on return 0. */
 	int (*skip_add)(struct rvs_store *s, const struct rvs_skip_rec *k);
 	/* Symbols for module build_id (lowercase hex) arrived: every decoded
 	 * trace that left methods of it unnamed goes back on the decode queue

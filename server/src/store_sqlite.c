@@ -28,14 +28,18 @@
  * is written after it; and the WAL is only restarted (overwritten) after a
  * checkpoint has copied every frame into the database and fsynced it, so a
  * transaction checkpointed before our fsync is durable in the database
- * file.  One fsync covers every commit counted before it started, so
- * commits that arrive while it runs are acknowledged together by the next
- * (group commit: the next group commits while this one syncs).  A failed
- * fsync is sticky: the kernel may have dropped the pages it could not
- * write, so from then on nothing is acknowledged (-EIO) until a restart.
- * Every value from a device goes in
- * through bound parameters, never through SQL text.  Migrations are an
- * append-only list: migration N brings user_version from N-1 to N.
+ * file.  (Later appends cannot damage synced frames: sqlite's unix VFS
+ * assumes powersafe overwrite, as its own FULL commit does without sector
+ * padding.)  One fsync covers every commit counted before it started:
+ * uploads that arrive while a group commits and syncs gather into the next
+ * group (one transaction, one fsync), and the skip reports and enrolments
+ * committed while a sync runs share the next one.  A failed fsync is
+ * sticky: the kernel may have dropped the pages it could not write, so
+ * from then on nothing is acknowledged (-EIO) until a restart.
+ *
+ * Every value from a device goes in through bound parameters, never through
+ * SQL text.  Migrations are an append-only list: migration N brings
+ * user_version from N-1 to N.
  */
 #include "store.h"
 #include "rvs.h"
@@ -339,6 +343,20 @@ static int wal_durable(struct rvs_store *s, uint64_t ticket)
 	return rc;
 }
 
+/* Returns once every commit of s->db made so far is on disk (0 or -EIO):
+ * for an answer about a row another caller committed — a duplicate — which
+ * may not be synced yet.  A row visible now was committed, and counted,
+ * under mu, so the count read under mu covers it. */
+static int durable_now(struct rvs_store *s)
+{
+	uint64_t ticket;
+
+	pthread_mutex_lock(&s->mu);
+	ticket = (uint64_t)atomic_load(&s->committed);
+	pthread_mutex_unlock(&s->mu);
+	return wal_durable(s, ticket);
+}
+
 /* Finds db's WAL file and syncs it once under mu: its directory entry is
  * then durable too (sqlite fsyncs a new WAL's directory at its first sync),
  * so later syncs outside mu only touch the file.  0 or -EIO. */
@@ -545,11 +563,14 @@ static int device_by_token(struct rvs_store *s, const uint8_t hash[32], char dev
 			   device_id, 40);
 }
 
+/* Found, the row is durable before the caller answers "duplicate". */
 static int upload_find(struct rvs_store *s, const char *device_id, const uint8_t upload_id[16],
 		       char trace_id[40])
 {
-	return lookup_text(s, "SELECT trace_id FROM uploads WHERE device_id = ? AND upload_id = ?",
-			   upload_id, 16, device_id, trace_id, 40);
+	int rc =
+		lookup_text(s, "SELECT trace_id FROM uploads WHERE device_id = ? AND upload_id = ?",
+			    upload_id, 16, device_id, trace_id, 40);
+	return rc ? rc : durable_now(s);
 }
 
 /* Whether u would take its device past its weekly quota, counted in the
@@ -685,9 +706,8 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 		uint64_t ticket = 0;
 		int rc;
 
-		/* Another group is committing, or this upload's group (no
-		 * longer on the list) is waiting for its fsync. */
-		if (s->committing || !s->head) {
+		/* Another group is committing and syncing (this upload's, maybe). */
+		if (s->committing) {
 			pthread_cond_wait(&s->gcv, &s->gmu);
 			continue;
 		}
@@ -698,10 +718,10 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 		s->committing = 1;
 		pthread_mutex_unlock(&s->gmu);
 		commit_uploads(s, group, &ticket);
-		pthread_mutex_lock(&s->gmu);
-		s->committing = 0; /* the next group commits while this one syncs */
-		pthread_cond_broadcast(&s->gcv);
-		pthread_mutex_unlock(&s->gmu);
+		/* The sync runs without mu (other writers go on) but still
+		 * committing: uploads arriving meanwhile gather into the next
+		 * group, one transaction (measured: pipelining the next commit
+		 * with this sync made many small transactions, no faster). */
 		rc = ticket ? wal_durable(s, ticket) : 0;
 		pthread_mutex_lock(&s->gmu);
 		for (; group; group = next) {
@@ -710,6 +730,7 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 				group->rc = rc;
 			group->done = 1;
 		}
+		s->committing = 0;
 		pthread_cond_broadcast(&s->gcv);
 	}
 	pthread_mutex_unlock(&s->gmu);
@@ -898,7 +919,11 @@ static int skip_add(struct rvs_store *s, const struct rvs_skip_rec *k)
 	if (rc == SQLITE_DONE)
 		ticket = commit_ticket(s);
 	pthread_mutex_unlock(&s->mu);
-	return rc == SQLITE_DONE ? wal_durable(s, ticket) : rvc_sqlite_errno(rc);
+	if (rc == SQLITE_DONE)
+		return wal_durable(s, ticket);
+	rc = rvc_sqlite_errno(rc);
+	/* A duplicate is acknowledged too: its row durable first. */
+	return rc == -EEXIST && durable_now(s) ? -EIO : rc;
 }
 
 static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t *queued)
