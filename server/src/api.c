@@ -125,6 +125,8 @@ struct job {
 /* Retry-After of an upload refused over the weekly quota: an hour, by
  * when the device's 7-day window may have room again. */
 #define QUOTA_RETRY_S 3600
+/* Retry-After of a body the server had no memory to unpack (503). */
+#define NOMEM_RETRY_S 30
 
 static void decode_pump(struct rvs_api *a);
 static void decode_start(struct rvs_api *a, unsigned part);
@@ -156,6 +158,21 @@ static void job_fail(struct job *j, int status, enum rvs_err_reason err, int cod
 	j->err = (int)err + 1;
 	j->code = code;
 	snprintf(j->reason, sizeof j->reason, "%s", reason);
+}
+
+/* A body rvs_upload_parse or rvs_skip_parse refused with rc: out of memory
+ * is the server's trouble, 503 with Retry-After (the device keeps the
+ * capture and sends it again; issue 18: it used to be 400 "malformed" and
+ * the device dropped it); otherwise 400. */
+static void parse_fail(struct job *j, int rc, const char *reason)
+{
+	if (rc == -ENOMEM) {
+		job_fail(j, 503, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__BUSY, reason);
+		snprintf(j->retry_after, sizeof j->retry_after, "%d", NOMEM_RETRY_S);
+		return;
+	}
+	job_fail(j, 400, rc == -EBADMSG ? RVS_ERR_MALFORMED : RVS_ERR_BAD_REQUEST,
+		 REARVIEW__ERROR__CODE__MALFORMED, reason);
 }
 
 /* ---- rate limiting (loop thread) ------------------------------------------ */
@@ -417,6 +434,7 @@ static void do_upload(struct job *j)
 	struct rvs_upload_rec u = {0};
 	char device_id[40], trace_id[40], blob[65], reason[160];
 	uint8_t d[32], *summary = NULL;
+	uint64_t charged = 0;
 	int rc;
 
 	if (device_of(j, device_id))
@@ -428,8 +446,7 @@ static void do_upload(struct job *j)
 	free(j->req->body);
 	j->req->body = NULL;
 	if (rc) {
-		job_fail(j, 400, rc == -EBADMSG ? RVS_ERR_MALFORMED : RVS_ERR_BAD_REQUEST,
-			 REARVIEW__ERROR__CODE__MALFORMED, reason);
+		parse_fail(j, rc, reason);
 		return;
 	}
 	/* The server's id is a function of (device, upload_id): a retry maps
@@ -455,25 +472,20 @@ static void do_upload(struct job *j)
 	 * or its eviction raced an upload in flight) is refused here.  Manual
 	 * captures are not charged.  429: a retry succeeds once the 7-day
 	 * window has room, so an honest device at the window's edge loses
-	 * nothing. */
+	 * nothing.  This count spares the blob write of an upload over quota;
+	 * the rule itself is upload_add's, counted in the transaction that
+	 * inserts (two parallel uploads at quota - 1 both passed this count). */
 	if (!e->anomaly || e->anomaly->kind != REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL) {
 		Rearview__PolicyBody *served = rvs_policy_served(a->cfg);
-		uint32_t quota = rvp_policy_weekly_quota(served ? served : rvp_policy_default());
-		uint64_t charged = 0;
 
+		u.weekly_quota = rvp_policy_weekly_quota(served ? served : rvp_policy_default());
+		u.quota_since = (int64_t)time(NULL) - 7 * 86400;
 		if (served)
 			rearview__policy_body__free_unpacked(served, NULL);
-		if (a->ops->uploads_charged(a->store, device_id, (int64_t)time(NULL) - 7 * 86400,
-					    &charged))
+		if (a->ops->uploads_charged(a->store, device_id, u.quota_since, &charged))
 			goto storage_error;
-		if (charged >= quota) {
-			snprintf(reason, sizeof reason,
-				 "weekly upload quota exhausted (%" PRIu64 " of %u in 7 days)",
-				 charged, quota);
-			job_fail(j, 429, RVS_ERR_RATE_LIMITED, REARVIEW__ERROR__CODE__BUSY, reason);
-			snprintf(j->retry_after, sizeof j->retry_after, "%d", QUOTA_RETRY_S);
-			goto free_env;
-		}
+		if (charged >= u.weekly_quota)
+			goto over_quota;
 	}
 	if (e->payload.len) {
 		if ((rc = rvs_blob_put(a->cfg->blob_dir, e->payload.data, e->payload.len, blob))) {
@@ -519,9 +531,20 @@ static void do_upload(struct job *j)
 		ack(j, e->upload_id.data, trace_id, 1);
 		goto free_env;
 	}
+	if (rc == -EDQUOT) {
+		charged = u.weekly_quota; /* at least: counted in the insert's transaction */
+		goto over_quota;
+	}
 	if (rc)
 		goto storage_error;
 	ack(j, e->upload_id.data, u.trace_id, 0);
+	goto free_env;
+over_quota:
+	snprintf(reason, sizeof reason,
+		 "weekly upload quota exhausted (%" PRIu64 " of %u in 7 days)", charged,
+		 u.weekly_quota);
+	job_fail(j, 429, RVS_ERR_RATE_LIMITED, REARVIEW__ERROR__CODE__BUSY, reason);
+	snprintf(j->retry_after, sizeof j->retry_after, "%d", QUOTA_RETRY_S);
 	goto free_env;
 storage_error:
 	job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "storage error");
@@ -544,8 +567,7 @@ static void do_skip(struct job *j)
 		return;
 	rc = rvs_skip_parse(j->req->body, j->req->body_len, &r, reason, sizeof reason);
 	if (rc) {
-		job_fail(j, 400, rc == -EBADMSG ? RVS_ERR_MALFORMED : RVS_ERR_BAD_REQUEST,
-			 REARVIEW__ERROR__CODE__MALFORMED, reason);
+		parse_fail(j, rc, reason);
 		return;
 	}
 	rec.device_id = device_id;

@@ -5,7 +5,10 @@
  * so an identical payload is stored once and a name can never point outside
  * DIR.  A blob appears under its name only complete and durable: it is
  * written by rvc_write_file_atomic (a temporary file beside its name,
- * fsync'd, renamed into place, the directory fsync'd).  Runs on the work
+ * fsync'd, renamed into place, the directory fsync'd), and its fan-out
+ * directory's own entry is made durable (DIR fsync'd) before it returns, so
+ * an upload acknowledged after rvs_blob_put finds its blob after power
+ * loss (issue 18 item 6).  Runs on the work
  * queue only (blocking I/O).
  * rvs_blob_sweep() collects what a crash leaves: temporary files (any name
  * that is not a blob's, in a fan-out directory or the DIR/tmp of older
@@ -51,17 +54,24 @@ int rvs_blob_put(const char *dir, const void *data, size_t len, char hex[65])
 	rvs_hex(digest, 32, hex);
 	if ((rc = rvs_blob_path(dir, hex, final, sizeof final)))
 		return rc;
+	snprintf(sub, sizeof sub, "%s/%.2s", dir, hex);
 	if (stat(final, &st) == 0 && (size_t)st.st_size == len) {
 		/* Already stored: content addressing makes this a no-op.  The new
 		 * mtime keeps retention from unlinking it before the caller's row
-		 * references it (retention.h). */
+		 * references it (retention.h).  Its writer may still be making
+		 * its name durable: so do we, before the caller acknowledges. */
 		utimensat(AT_FDCWD, final, NULL, 0);
-		return 0;
+		if ((rc = rvc_fsync_dir(sub)))
+			return rc;
+		return rvc_fsync_dir(dir);
 	}
-	snprintf(sub, sizeof sub, "%s/%.2s", dir, hex);
 	if ((rc = mkdir_ok(dir)) || (rc = mkdir_ok(sub)))
 		return rc;
-	return rvc_write_file_atomic(final, data, len, 0600);
+	if ((rc = rvc_write_file_atomic(final, data, len, 0600)))
+		return rc;
+	/* The fan-out directory's entry (made by this call, or by a
+	 * concurrent one that has not fsync'd DIR yet); cheap when clean. */
+	return rvc_fsync_dir(dir);
 }
 
 static int is_blob_name(const char *name, const char *sub)

@@ -110,12 +110,15 @@ static void *ckpt_main(void *arg)
 	return NULL;
 }
 
-static int ckpt_start(struct ckpt *c, const char *path)
+/* Starts the checkpointer of path, opened through the VFS named vfs (the
+ * attaching connection's, so that a test's fault-injecting VFS sees the
+ * checkpoints' writes and syncs too). */
+static int ckpt_start(struct ckpt *c, const char *path, const char *vfs)
 {
 	memset(c, 0, sizeof *c);
 	if (!(c->path = strdup(path)))
 		return -ENOMEM;
-	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE, vfs) != SQLITE_OK)
 		goto fail;
 	/* A TRUNCATE checkpoint waits for readers through the busy handler,
 	 * holding off writers meanwhile: briefly, then it tries again later. */
@@ -164,10 +167,13 @@ int rvs_sqlite_ckpt_attach(sqlite3 *db)
 {
 	const char *path = sqlite3_db_filename(db, "main");
 	struct ckpt *c, *free_slot = NULL;
+	sqlite3_vfs *vfs = NULL;
 	int rc = 0;
 
 	if (!path || !path[0])
 		return -EINVAL; /* in-memory or temporary: nothing to checkpoint */
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_VFS_POINTER, &vfs) != SQLITE_OK)
+		vfs = NULL; /* the default VFS */
 	pthread_mutex_lock(&registry_mu);
 	c = registry_find(path);
 	for (size_t i = 0; i < CKPT_SLOTS && !c && !free_slot; i++)
@@ -175,7 +181,7 @@ int rvs_sqlite_ckpt_attach(sqlite3 *db)
 			free_slot = &registry[i];
 	if (!c && !free_slot)
 		rc = -ENOSPC;
-	else if (!c && !(rc = ckpt_start(free_slot, path)))
+	else if (!c && !(rc = ckpt_start(free_slot, path, vfs ? vfs->zName : NULL)))
 		c = free_slot;
 	if (c && sqlite3_wal_hook(db, wal_hook, c) != c)
 		c->refs++;

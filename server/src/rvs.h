@@ -195,17 +195,28 @@ void rvs_http_next(struct rvs_http *h);
 struct Rearview__UploadEnvelope;
 /* Unpacks and validates an UploadEnvelope.  On success *out is set (free with
  * rearview__upload_envelope__free_unpacked(*out, NULL)); on failure returns
- * -EBADMSG or -EINVAL and writes a human reason into reason. */
+ * -EBADMSG (malformed) or -EINVAL and writes a human reason into reason, or
+ * -ENOMEM when memory ran out unpacking it (not the device's fault: the API
+ * answers 503 with Retry-After and the device sends it again). */
 int rvs_upload_parse(const uint8_t *buf, size_t len, struct Rearview__UploadEnvelope **out,
 		     char *reason, size_t reasonlen);
 /* Checks an untrusted string field: bounded length, UTF-8, no control chars. */
 int rvs_field_ok(const char *s, size_t max);
+struct ProtobufCAllocator;
+/* Fills *a for protobuf-c's unpack of an untrusted body: malloc and free
+ * (so free_unpacked(x, NULL) frees what it made), and *failed (set to 0
+ * here) becomes 1 when an allocation fails, which tells an unpack that ran
+ * out of memory from a malformed body.  Thread-safe. */
+void rvs_pb_allocator(struct ProtobufCAllocator *a, int *failed);
+/* Test seam for the allocation failure above: when nonzero, the
+ * allocation that counts it down to 0 fails (1: the next one). */
+extern _Atomic unsigned long rvs_pb_alloc_fail_in;
 
 /* ---- skip report validation (skips.c; work thread or fuzzer) ------------- */
 struct Rearview__SkipReport;
 /* Unpacks and validates a SkipReport, like rvs_upload_parse: *out to be
  * freed with rearview__skip_report__free_unpacked(*out, NULL); -EBADMSG or
- * -EINVAL with a human reason. */
+ * -EINVAL with a human reason, -ENOMEM out of memory. */
 int rvs_skip_parse(const uint8_t *buf, size_t len, struct Rearview__SkipReport **out, char *reason,
 		   size_t reasonlen);
 

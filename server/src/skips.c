@@ -4,10 +4,10 @@
  *
  * Everything in a report is untrusted.  A body that does not decode is
  * -EBADMSG ("malformed"); one that decodes but breaks a rule is -EINVAL
- * with the rule in the reason.  The rules: report_id is exactly 16 bytes;
- * the reason is a policy reason name (1..64 bytes of [a-z0-9_]); the app's
- * strings are bounded printable UTF-8 (rvs_field_ok, as for uploads);
- * severity ≤ 100.
+ * with the rule in the reason; out of memory unpacking it is -ENOMEM (as in
+ * upload.c: the device retries, it does not drop the report).  The rules: report_id is exactly 16
+ * bytes; the reason is a policy reason name (1..64 bytes of [a-z0-9_]); the app's strings are
+ * bounded printable UTF-8 (rvs_field_ok, as for uploads); severity ≤ 100.
  */
 #include "rvs.h"
 
@@ -33,10 +33,17 @@ int rvs_skip_parse(const uint8_t *buf, size_t len, Rearview__SkipReport **out, c
 		   size_t reasonlen)
 {
 	Rearview__SkipReport *r;
+	ProtobufCAllocator pa;
 	const char *why = NULL;
+	int nomem;
 
 	*out = NULL;
-	r = rearview__skip_report__unpack(NULL, len, buf);
+	rvs_pb_allocator(&pa, &nomem);
+	r = rearview__skip_report__unpack(&pa, len, buf);
+	if (!r && nomem) {
+		snprintf(reason, reasonlen, "out of memory unpacking the skip report");
+		return -ENOMEM;
+	}
 	if (!r) {
 		snprintf(reason, reasonlen, "malformed: body is not a SkipReport");
 		return -EBADMSG;

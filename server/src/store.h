@@ -5,6 +5,9 @@
  * queue; a backend handle is safe to use from several work threads at once.
  * Errors: 0 or a negative errno (-ENOENT not found, -EEXIST a uniqueness
  * conflict, -EIO a backend failure).
+ * Durability: a function that stores what a device is acknowledged for
+ * (device_add, upload_add, skip_add) returns 0 only once it is on disk
+ * (it survives power loss); the others may return before.
  */
 #ifndef RVS_STORE_H
 #define RVS_STORE_H
@@ -37,6 +40,13 @@ struct rvs_upload_rec {
 	uint64_t blob_bytes;
 	const uint8_t *summary; /* serialized Summary, may be NULL */
 	size_t summary_len;
+	/* The weekly quota, checked in the transaction that inserts the row:
+	 * when quota_since > 0 (unix s) and the upload is charged (every
+	 * anomaly kind but MANUAL), upload_add refuses it with -EDQUOT if the
+	 * device already has weekly_quota charged uploads received at or after
+	 * quota_since.  quota_since 0: no check. */
+	uint32_t weekly_quota;
+	int64_t quota_since;
 };
 
 /* A device's report of an anomaly it did not upload (POST /v1/skips). */
@@ -63,7 +73,10 @@ struct rvs_store;
 
 struct rvs_store_ops {
 	const char *name;
-	/* Opens (creating) the store at dsn and applies pending migrations. */
+	/* Opens (creating) the store at dsn and applies pending migrations.
+	 * For sqlite3, dsn is a path or a "file:" URI (e.g.
+	 * "file:/var/lib/x.db?vfs=NAME": a test's fault-injecting VFS; every
+	 * connection the store opens on it uses that VFS). */
 	int (*open)(const char *dsn, struct rvs_store **out);
 	void (*close)(struct rvs_store *s);
 	int (*schema_version)(struct rvs_store *s, int *out);
@@ -72,7 +85,8 @@ struct rvs_store_ops {
 	int (*device_add)(struct rvs_store *s, struct rvs_device_rec *d);
 	/* Finds the device owning a token hash; device_id gets its id. */
 	int (*device_by_token)(struct rvs_store *s, const uint8_t hash[32], char device_id[40]);
-	/* The trace id of (device, upload_id) if already stored, else -ENOENT. */
+	/* The trace id of (device, upload_id) if already stored (then durable:
+	 * the caller acknowledges it as a duplicate), else -ENOENT. */
 	int (*upload_find)(struct rvs_store *s, const char *device_id, const uint8_t upload_id[16],
 			   char trace_id[40]);
 	/* How many of device_id's uploads received at or after `since` (unix
@@ -80,7 +94,8 @@ struct rvs_store_ops {
 	int (*uploads_charged)(struct rvs_store *s, const char *device_id, int64_t since,
 			       uint64_t *out);
 	/* Stores an upload in state pending_decode and queues it for decoding,
-	 * in one transaction; -EEXIST when (device, upload_id) exists. */
+	 * in one transaction; -EEXIST when (device, upload_id) exists, -EDQUOT
+	 * over its weekly quota (u->quota_since).  Durable on return 0. */
 	int (*upload_add)(struct rvs_store *s, const struct rvs_upload_rec *u);
 	/* The decode step's seam: up to max of the oldest uploads in
 	 * pending_decode within queue partition part of nparts (1..16, so that
@@ -100,7 +115,8 @@ struct rvs_store_ops {
 	int (*queue_depth)(struct rvs_store *s, uint64_t *out);
 	int (*admin_put)(struct rvs_store *s, const char *name, unsigned iterations,
 			 const uint8_t *salt, size_t saltlen, const uint8_t hash[32]);
-	/* Stores a skip report; -EEXIST when (device, report_id) exists. */
+	/* Stores a skip report; -EEXIST when (device, report_id) exists (that
+	 * row durable too).  Durable on return 0. */
 	int (*skip_add)(struct rvs_store *s, const struct rvs_skip_rec *k);
 	/* Symbols for module build_id (lowercase hex) arrived: every decoded
 	 * trace that left methods of it unnamed goes back on the decode queue

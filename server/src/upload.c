@@ -3,7 +3,9 @@
  *
  * Everything in an envelope is untrusted.  A body that does not decode as
  * protobuf is -EBADMSG ("malformed"); one that decodes but breaks a rule
- * below is -EINVAL with the rule in the reason.  The rules: upload_id is
+ * below is -EINVAL with the rule in the reason; running out of memory while
+ * unpacking is -ENOMEM, never "malformed" (the device would drop a capture
+ * the server merely had no memory for).  The rules: upload_id is
  * exactly 16 bytes; enums are known values; strings are bounded, valid
  * UTF-8 without control characters; a capture carries a payload; an
  * uncompressed payload matches its declared size.  Decoding the capture
@@ -12,7 +14,9 @@
 #include "rvs.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rearview/upload.pb-c.h"
@@ -23,6 +27,37 @@
 #ifndef RVS_ACCEPTS_SHUFFLED
 #define RVS_ACCEPTS_SHUFFLED 1
 #endif
+
+_Atomic unsigned long rvs_pb_alloc_fail_in;
+
+static void *pb_alloc(void *data, size_t size)
+{
+	unsigned long n = atomic_load(&rvs_pb_alloc_fail_in);
+	void *p = NULL;
+
+	/* The seam: only the thread that takes the count from 1 to 0 fails. */
+	while (n && !atomic_compare_exchange_weak(&rvs_pb_alloc_fail_in, &n, n - 1))
+		;
+	if (n != 1)
+		p = malloc(size);
+	if (!p)
+		*(int *)data = 1;
+	return p;
+}
+
+static void pb_free(void *data, void *p)
+{
+	(void)data;
+	free(p);
+}
+
+void rvs_pb_allocator(ProtobufCAllocator *a, int *failed)
+{
+	*failed = 0;
+	a->alloc = pb_alloc;
+	a->free = pb_free;
+	a->allocator_data = failed;
+}
 
 int rvs_field_ok(const char *s, size_t max)
 {
@@ -69,10 +104,16 @@ int rvs_upload_parse(const uint8_t *buf, size_t len, Rearview__UploadEnvelope **
 		     size_t reasonlen)
 {
 	Rearview__UploadEnvelope *e;
-	int rc = 0;
+	ProtobufCAllocator pa;
+	int rc = 0, nomem;
 
 	*out = NULL;
-	e = rearview__upload_envelope__unpack(NULL, len, buf);
+	rvs_pb_allocator(&pa, &nomem);
+	e = rearview__upload_envelope__unpack(&pa, len, buf);
+	if (!e && nomem) {
+		snprintf(reason, reasonlen, "out of memory unpacking the upload");
+		return -ENOMEM;
+	}
 	if (!e) {
 		snprintf(reason, reasonlen, "malformed: body is not an UploadEnvelope");
 		return -EBADMSG;

@@ -452,6 +452,82 @@ static void test_api_reenrol_does_not_reset_upload_budget(void **state)
 	free(tok2);
 }
 
+/* POSTs body to path with token tok; the status, and in *retry the
+ * response's Retry-After in seconds (0 when none). */
+static long post_retry_after(const char *path, const char *tok, const void *body, size_t len,
+			     long *retry)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = NULL;
+	struct buf out = {0};
+	char url[256], auth[256], ca[256];
+	curl_off_t ra = 0;
+	long code = 0;
+
+	snprintf(url, sizeof url, "https://localhost:%d%s", g_port, path);
+	snprintf(ca, sizeof ca, "%s/ca.crt", g_data);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+	h = curl_slist_append(h, auth);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra);
+	*retry = (long)ra;
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	free(out.p);
+	return code;
+}
+
+/* Out of memory while unpacking a body was -EBADMSG: 400 "malformed", and
+ * the device dropped a capture the server merely had no memory for.  With
+ * the next allocation of the unpack made to fail (rvs_pb_alloc_fail_in),
+ * an upload and a skip report now get 503 with Retry-After — which
+ * device/src/upload.c retries, as it does every 5xx — and the same bodies
+ * sent again are stored. */
+static void test_api_out_of_memory_unpacking_gets_503_retry_after_not_400(void **state)
+{
+	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
+	Rearview__SkipReport k = REARVIEW__SKIP_REPORT__INIT;
+	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
+	uint8_t id[16], body[256], kbody[128];
+	size_t n, kn;
+	long retry = 0;
+	char *tok;
+
+	assert_int_equal(enroll("127.0.0.3", "phone-nomem", &tok, NULL, NULL), 200);
+	memset(id, 0x61, sizeof id);
+	e.upload_id.data = id;
+	e.upload_id.len = 16;
+	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL; /* not charged to the quota */
+	e.anomaly = &an;
+	n = rearview__upload_envelope__pack(&e, body);
+	k.report_id.data = id;
+	k.report_id.len = 16;
+	k.reason = (char *)"quota";
+	kn = rearview__skip_report__pack(&k, kbody);
+
+	rvs_pb_alloc_fail_in = 1;
+	assert_int_equal(post_retry_after("/v1/uploads", tok, body, n, &retry), 503);
+	assert_true(retry > 0);
+	assert_int_equal(rvs_pb_alloc_fail_in, 0); /* the unpack met the failure */
+	assert_int_equal(post_retry_after("/v1/uploads", tok, body, n, &retry), 200);
+
+	rvs_pb_alloc_fail_in = 1;
+	assert_int_equal(post_retry_after("/v1/skips", tok, kbody, kn, &retry), 503);
+	assert_true(retry > 0);
+	assert_int_equal(post_retry_after("/v1/skips", tok, kbody, kn, &retry), 200);
+	assert_int_equal(db_int("SELECT count(*) FROM skips WHERE reason = 'quota'"), 1);
+	free(tok);
+}
+
 /* Issue 18 item 5's reproducer: 300 enrolments in 0.1 s from one address,
  * each a new device.  Now the address's budget (burst 20 here, five
  * spent by the tests above) admits at most 20 and the rest get 429 naming
@@ -570,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_api_failed_decode_is_quarantined_with_reason),
 		cmocka_unit_test(test_api_reenrol_same_client_id_keeps_identity),
 		cmocka_unit_test(test_api_reenrol_does_not_reset_upload_budget),
+		cmocka_unit_test(test_api_out_of_memory_unpacking_gets_503_retry_after_not_400),
 		cmocka_unit_test(test_api_enroll_flood_300_from_one_address_gets_429),
 		cmocka_unit_test(test_api_enroll_spread_over_addresses_hits_secret_budget),
 	};

@@ -12,11 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "rearview/common.pb-c.h"
 #include "rvs.h"
 #include "store.h"
 
@@ -318,6 +320,70 @@ static void test_store_concurrent_adds_store_each_upload_once(void **state)
 	assert_int_equal(depth, 50);
 }
 
+struct quota_racer {
+	struct fx *f;
+	int n, rc;
+};
+
+/* One upload of d-q (upload id n) within a weekly quota of 3. */
+static void *quota_race(void *arg)
+{
+	struct quota_racer *r = arg;
+	struct rvs_upload_rec u = {0};
+
+	snprintf(u.trace_id, sizeof u.trace_id, "t-q%d", r->n);
+	u.device_id = "d-q";
+	memset(u.upload_id, 0x40 + r->n, 16);
+	u.anomaly_kind = 1; /* jank: charged */
+	u.weekly_quota = 3;
+	u.quota_since = (int64_t)time(NULL) - 7 * 86400;
+	r->rc = ops->upload_add(r->f->s, &u);
+	return NULL;
+}
+
+/* Issue 18 item 11's server check was count-then-insert (api.c counted
+ * with uploads_charged, then upload_add inserted): 8 parallel uploads of a
+ * device at quota - 1 all passed the count (8 of 8 could be stored; the
+ * store had no check).  Counted in the insert's transaction, exactly one
+ * is stored, the other 7 get -EDQUOT; a manual capture is never charged. */
+static void test_store_parallel_uploads_at_quota_minus_one_store_exactly_one(void **state)
+{
+	struct fx *f = *state;
+	pthread_t t[8];
+	struct quota_racer r[8];
+	struct rvs_upload_rec m = {0};
+	uint64_t charged = 0;
+	int ok = 0, over = 0;
+
+	add_device(f, "d-q", 9);
+	for (int i = 0; i < 2; i++) {
+		r[0] = (struct quota_racer){f, 100 + i, -1};
+		quota_race(&r[0]);
+		assert_int_equal(r[0].rc, 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		r[i] = (struct quota_racer){f, i, -1};
+		assert_int_equal(pthread_create(&t[i], NULL, quota_race, &r[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		ok += r[i].rc == 0;
+		over += r[i].rc == -EDQUOT;
+	}
+	assert_int_equal(ok, 1);
+	assert_int_equal(over, 7);
+	assert_int_equal(
+		ops->uploads_charged(f->s, "d-q", (int64_t)time(NULL) - 7 * 86400, &charged), 0);
+	assert_int_equal(charged, 3);
+	snprintf(m.trace_id, sizeof m.trace_id, "t-qm");
+	m.device_id = "d-q";
+	memset(m.upload_id, 0x7f, 16);
+	m.anomaly_kind = REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL;
+	m.weekly_quota = 3;
+	m.quota_since = (int64_t)time(NULL) - 7 * 86400;
+	assert_int_equal(ops->upload_add(f->s, &m), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -337,6 +403,9 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_concurrent_adds_store_each_upload_once,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_parallel_uploads_at_quota_minus_one_store_exactly_one, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_store_pbkdf2_matches_rfc7914_vector, setup,
 						teardown),
 	};
