@@ -27,6 +27,8 @@
 #define T_SHTOP	  72
 #define T_SHBASE  80
 #define T_SHEND	  88
+#define T_LEFT	  120
+#define T_RELOAD  128
 
 /* x9 = thread pointer, x10 = rvt__tls's offset from it (initial-exec TLS) */
 .macro TLS_OFF
@@ -43,14 +45,25 @@
 
 /*
  * x14 = (uint32_t)(cntvct_el0 >> shift) << 32, after a CLOCK record (in C,
- * x0 and x13 kept across the call) when the high word is not hi.
+ * x0 and x13 kept across the call) when the high word of now + 1 is not hi
+ * (trace-inline.h: a low word of all ones takes that path too); or, sparse
+ * time, RVT__TS_NONE << 32 with no clock read while `left` stays ≥ 0.
  */
 .macro TIMESTAMP
+	ldr	x14, [x10, #T_LEFT]
+	subs	x14, x14, #1
+	b.lt	6f
+	str	x14, [x10, #T_LEFT]
+	mov	x14, #0xffffffff00000000	/* RVT__TS_NONE << 32 */
+	b	8f
+6:	ldr	x12, [x10, #T_RELOAD]
+	str	x12, [x10, #T_LEFT]
 	mrs	x14, cntvct_el0
 	ldr	w12, [x10, #T_SHIFT]
 	lsr	x14, x14, x12
 	ldr	x12, [x10, #T_HI]
-	cmp	x12, x14, lsr #32
+	add	x11, x14, #1
+	cmp	x12, x11, lsr #32
 	b.eq	7f
 	stp	x29, x30, [sp, #-32]!
 	.cfi_adjust_cfa_offset 32
@@ -69,6 +82,7 @@
 	.cfi_restore x30
 	TLS_ADDR
 7:	lsl	x14, x14, #32
+8:
 .endm
 
 /* x15 += 8, wrapping to base (and setting wrapped) at limit */
@@ -82,6 +96,7 @@
 	str	w12, [x10, #T_WRAPPED]
 	mov	x12, #-1
 	str	x12, [x10, #T_HI]		/* the next lap starts with a CLOCK */
+	str	xzr, [x10, #T_LEFT]		/* ... and a stamped event */
 9:
 .endm
 

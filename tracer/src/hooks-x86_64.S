@@ -36,6 +36,8 @@
 #define T_SHTOP	  72
 #define T_SHBASE  80
 #define T_SHEND	  88
+#define T_LEFT	  120
+#define T_RELOAD  128
 
 /*
  * Calls fn(&rvt__tls) — fn(&rvt__tls, %rax) when \arg — (%r11 = rvt__tls's
@@ -100,17 +102,22 @@
 .if \entry
 	subq	%fs:T_MBASE(%r11), %r8		/* r8 = method value */
 .endif
+	decq	%fs:T_LEFT(%r11)		/* sparse time: stamp when < 0 */
+	jns	\name\()_nots
+	movq	%fs:T_RELOAD(%r11), %rax
+	movq	%rax, %fs:T_LEFT(%r11)
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rdx, %rax
 	movl	%fs:T_SHIFT(%r11), %ecx
 	shrq	%cl, %rax			/* rax = now = counter >> shift */
-	movq	%rax, %rcx
+	leaq	1(%rax), %rcx			/* low word all ones: the rare path too */
 	shrq	$32, %rcx
 	cmpq	%fs:T_HI(%r11), %rcx
 	jne	\name\()_clock
 \name\()_clocked:
 	shlq	$32, %rax			/* rax = ts << 32 */
+\name\()_stamped:
 	movq	%fs:T_CUR(%r11), %rdx		/* rdx = cur */
 .if \entry
 	movq	%r8, %rcx
@@ -154,7 +161,11 @@
 	movq	%fs:T_BASE(%r11), %rdx
 	movl	$1, %fs:T_WRAPPED(%r11)
 	movq	$-1, %fs:T_HI(%r11)		/* the next lap starts with a CLOCK */
+	movq	$0, %fs:T_LEFT(%r11)		/* ... and a stamped event */
 	jmp	\name\()_commit
+\name\()_nots:				/* sparse time, no clock read */
+	movabsq	$0xffffffff00000000, %rax	/* RVT__TS_NONE << 32 */
+	jmp	\name\()_stamped
 \name\()_adopt:
 	RARE	rvt__adopt
 	testl	%eax, %eax
@@ -172,6 +183,7 @@
 	movq	%fs:T_BASE(%r11), %rdx
 	movl	$1, %fs:T_WRAPPED(%r11)
 	movq	$-1, %fs:T_HI(%r11)
+	movq	$0, %fs:T_LEFT(%r11)
 1:	orq	$1, %rax
 	movq	%rax, (%rdx)
 	jmp	\name\()_next

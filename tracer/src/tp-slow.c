@@ -38,6 +38,9 @@ int rvt__adopt(struct rvt__thread *t)
 		t->method_base = rvt_method_base;
 		t->shift = rvt_clock.shift;
 		t->hi = UINT64_MAX; /* the ring starts with a CLOCK record */
+		/* ... and with a stamped event; K - 1 unstamped ones follow. */
+		t->reload = r->sparse_k > 1 ? (int64_t)r->sparse_k - 1 : 0;
+		RVT__ST(t->left, 0);
 		/* The shadow stack is the thread's (tracer.c): a capture's
 		 * spare ring carries it on; a new start begins it empty. */
 		if ((uintptr_t)r->shadow != t->sh_base || !r->carry_shadow) {
@@ -64,6 +67,11 @@ static uint64_t *next_slot(struct rvt__thread *t, uint64_t *p)
 
 uint64_t rvt__clock(struct rvt__thread *t, uint64_t now)
 {
+	/* Sparse time: RVT__TS_NONE means "no clock read" (trace-inline.h). */
+	if (t->reload > 0 && (uint32_t)now == RVT__TS_NONE)
+		now--;
+	if ((now >> 32) == t->hi)
+		return now;
 	uint64_t *p = RVT__LD(t->cur);
 	*p = now;
 	p = next_slot(t, p);

@@ -31,6 +31,10 @@ struct rvt_ring {
 	uint64_t nslots;
 	uint64_t end_pos;
 	int wrapped;
+	/* Sparse time (trace-inline.h): a timestamp every sparse_k-th event
+	 * (0 or 1: every event).  Set by the control side before it publishes
+	 * the ring; fixed for the ring's life, so a capture has one mode. */
+	unsigned sparse_k;
 	size_t map_bytes;
 	struct rvt_ring *next;
 };
@@ -156,6 +160,23 @@ struct rvt_symtab {
 RVT_HIDDEN int rvt_symtab_build(struct rvt_symtab *st, const uint64_t *values, size_t n,
 				uint64_t method_base);
 RVT_HIDDEN void rvt_symtab_release(struct rvt_symtab *st);
+
+/* Sparse time (trace-inline.h): the K of rings mapped from now on (0 or 1:
+ * exact), set by rvt_set_time_mode() (sparse.c). */
+RVT_HIDDEN extern _Atomic(unsigned) rvt_time_k;
+
+/* Makes the next trace point of every thread tracing into a sparse ring read
+ * the clock (stores its `left` = 0); returns how many threads that was.
+ * Takes the registry lock; the ticker thread's (sparse.c). */
+RVT_HIDDEN unsigned rvt_sparse_tick(void);
+
+/* Reads RV_TRACE_TIME once (the library's init): sets rvt_time_k, says on
+ * stderr what it cannot honour and keeps exact time then (sparse.c). */
+RVT_HIDDEN void rvt_sparse_env(void);
+
+/* Starts the ticker thread if the time mode is sparse and it is not running
+ * in this process; 0 or a negative errno (sparse.c). */
+RVT_HIDDEN int rvt_sparse_ticker_start(void);
 
 RVT_HIDDEN extern struct rvt_clock rvt_clock;
 RVT_HIDDEN extern uint64_t rvt_method_base;

@@ -48,6 +48,7 @@ RVT_API __thread struct rvt__thread rvt__tls __attribute__((tls_model("initial-e
 
 struct rvt_clock rvt_clock;
 uint64_t rvt_method_base;
+_Atomic(unsigned) rvt_time_k;
 
 struct rec {
 	pid_t tid;
@@ -227,6 +228,7 @@ static struct rvt_ring *ring_new(int spare)
 		return NULL;
 	}
 	r->slots = m;
+	r->sparse_k = atomic_load_explicit(&rvt_time_k, memory_order_relaxed);
 	live_rings++;
 	return r;
 }
@@ -573,6 +575,7 @@ static void do_init(void)
 	dl_iterate_phdr(find_base, &base);
 	rvt_method_base = base;
 	rvt_devmode_env(&cfg_buffer_bytes, &cfg_max_buffers);
+	rvt_sparse_env();
 	/* The handover's barrier (trace-inline.h, DESIGN); no signal. */
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) {
 		init_error = -ENOSYS;
@@ -648,6 +651,10 @@ int rvt_start(pid_t tid)
 		r = NULL;
 	rc = r ? start_locked(r, NULL) : (rc < 0 ? rc : -ESRCH);
 	pthread_mutex_unlock(&reg_lock);
+	/* Sparse time: a fork child's first start gets its ticker.  Without
+	 * one only the count (every K-th event) stamps: no error for that. */
+	if (rc == 0)
+		rvt_sparse_ticker_start();
 	return rc;
 }
 
@@ -760,6 +767,21 @@ void rvt_enter(const void *key)
 void rvt_exit(void)
 {
 	rvt__trace_point(0, 0, 0);
+}
+
+unsigned rvt_sparse_tick(void)
+{
+	unsigned n = 0;
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].t && recs[i].tracing && recs[i].ring && recs[i].ring->sparse_k > 1) {
+			/* Races with the thread's countdown by design (trace-inline.h,
+			 * Sparse time); the record's `t` is live under the lock. */
+			RVT__ST(recs[i].t->left, 0);
+			n++;
+		}
+	pthread_mutex_unlock(&reg_lock);
+	return n;
 }
 
 /* ---- capture ------------------------------------------------------------- */
@@ -915,3 +937,5 @@ _Static_assert(offsetof(struct rvt__thread, shift) == 64, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, sh_top) == 72, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, sh_base) == 80, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, sh_end) == 88, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, left) == 120, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, reload) == 128, "asm offsets");

@@ -69,6 +69,24 @@
  * Adopting a ring and wrapping the ring set hi = ~0, so every ring and every
  * lap of it starts with one.
  *
+ * Sparse time (FORMAT.md §1, "Sparse time"; opt-in, rvt_set_time_mode()):
+ * in a ring published with K > 1 only every K-th event reads the counter;
+ * the others write RVT__TS_NONE as their timestamp and the decoder
+ * interpolates them.  `left` counts down; when it goes below 0 the event
+ * reads the clock and `left` restarts at `reload` (K - 1; 0 in exact mode,
+ * so there every event reads it).  Adopting a ring and wrapping it store
+ * left = 0, so every ring and every lap starts with a stamped event (and its
+ * CLOCK).  The control side's ticker (sparse.c) stores left = 0 in every
+ * sparse thread about every millisecond, so the first event after any gap
+ * of a millisecond or more is stamped.  Its store races with the thread's
+ * load-decrement-store: a lost store only happens while the thread is
+ * inside a trace point, i.e. busy, not idle, and only delays the stamp by
+ * at most K events.  The CLOCK check compares ((now + 1) >> 32) with hi, so
+ * a counter whose low word is all ones also takes the rare path, where a
+ * sparse ring moves it one tick back (a stamped event never reads
+ * RVT__TS_NONE) and an exact one writes it unchanged (same instructions,
+ * same bytes as before sparse time existed).
+ *
  * Shadow stack (unwind.c): inside the busy window, after its slot, an entry
  * stores `sp` (the instrumented function's stack pointer) at sh_top when
  * sh_top < sh_end and advances sh_top by one word either way; an exit steps
@@ -117,7 +135,17 @@ struct rvt__thread {
 	_Atomic(uintptr_t) prev_ring;
 	uint64_t *prev_cur;
 	int prev_wrapped;
+	/* Sparse time (see Sparse time): events left until the next stamped
+	 * one, minus one (< 0 after the decrement: read the clock).  The
+	 * thread counts it down; the control side's ticker stores 0 to force a
+	 * stamp (a plain store: a lost one only delays the stamp, see below). */
+	_Atomic(int64_t) left;
+	int64_t reload; /* what `left` restarts at after a stamp: K - 1 (0: exact) */
 };
+
+/* The timestamp of a slot whose event read no clock (Sparse time); a
+ * stamped event of a sparse ring never carries it. */
+#define RVT__TS_NONE 0xffffffffu
 
 /* `seen` while rvt__adopt rewrites the thread's ring fields (no ring is at
  * address 1). */
@@ -128,8 +156,10 @@ extern __thread struct rvt__thread rvt__tls __attribute__((tls_model("initial-ex
 /* With busy set: adopts the ring published in `start` if it is not `seen`;
  * returns 0 if tracing must not go on (start is 0). */
 __attribute__((visibility("default"))) int rvt__adopt(struct rvt__thread *t);
-/* With busy set: writes a CLOCK record for `now` (counter >> shift), sets hi;
- * returns `now`. */
+/* With busy set, when ((now + 1) >> 32) != hi: in a sparse ring moves a
+ * `now` whose timestamp would read RVT__TS_NONE one tick back; then writes a
+ * CLOCK record if the high word of `now` (counter >> shift) is not hi, and
+ * sets hi.  Returns the (possibly moved) `now`. */
 __attribute__((visibility("default"))) uint64_t rvt__clock(struct rvt__thread *t, uint64_t now);
 
 #define RVT__LD(x)	 atomic_load_explicit(&(x), memory_order_relaxed)
@@ -190,10 +220,18 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintp
 		RVT__ST(t->busy, 0);
 		return; /* stopped since the first load */
 	}
-	uint64_t now = rvt__counter() >> t->shift;
-	if (RVT__UNLIKELY((now >> 32) != t->hi))
-		rvt__clock(t, now);
-	uint64_t ts = now << 32;
+	uint64_t ts;
+	int64_t left = RVT__LD(t->left) - 1;
+	if (RVT__LIKELY(left < 0)) {
+		RVT__ST(t->left, t->reload);
+		uint64_t now = rvt__counter() >> t->shift;
+		if (RVT__UNLIKELY(((now + 1) >> 32) != t->hi))
+			now = rvt__clock(t, now);
+		ts = now << 32;
+	} else {
+		RVT__ST(t->left, left);
+		ts = (uint64_t)RVT__TS_NONE << 32;
+	}
 	uint64_t *p = RVT__LD(t->cur);
 	uint64_t *limit = t->limit;
 	if (entry) {
@@ -206,6 +244,7 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintp
 				p = t->base;
 				RVT__ST(t->wrapped, 1);
 				t->hi = UINT64_MAX;
+				RVT__ST(t->left, 0);
 			}
 			*p = ts | 1u;
 		}
@@ -216,6 +255,7 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintp
 		p = t->base;
 		RVT__ST(t->wrapped, 1);
 		t->hi = UINT64_MAX;
+		RVT__ST(t->left, 0);
 	}
 	uintptr_t top = t->sh_top;
 	if (entry) {

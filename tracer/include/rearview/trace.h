@@ -127,6 +127,28 @@ RVT_API int rvt_start(pid_t tid);
  */
 RVT_API int rvt_stop(pid_t tid, int release);
 
+/*
+ * Sparse time (experimental, opt-in; FORMAT.md §1 "Sparse time"): with
+ * k ≥ 2 only every k-th event of a thread reads the clock, plus the first
+ * event after any gap of about a millisecond or more (a ticker thread of
+ * the library marks every sparse thread each millisecond); the events in
+ * between are written without a timestamp and a decoder interpolates them
+ * (rvtrace says "times interpolated (sparse mode, K=k)").  k = 0 or 1:
+ * exact time, the default (every event reads the clock).  Applies to rings
+ * mapped from now on: a thread's next new ring (its first start, or the
+ * spare a capture switches it to), so every capture has one mode.  The
+ * environment variable RV_TRACE_TIME=exact|sparse|sparse:K sets it at load
+ * (K defaults to RVT_SPARSE_K_DEFAULT).  Any thread.  Returns 0, -EINVAL
+ * (k > RVT_SPARSE_K_MAX), or a negative errno from rvt_init() or from
+ * starting the ticker thread (the mode is set all the same: stamps then
+ * come every k-th event only).
+ */
+#define RVT_SPARSE_K_DEFAULT 8u
+#define RVT_SPARSE_K_MAX     65536u
+RVT_API int rvt_set_time_mode(unsigned k);
+/* The k of rvt_set_time_mode() now in force (0: exact).  Any thread. */
+RVT_API unsigned rvt_time_mode(void);
+
 /* Returns 1 if thread `tid` (0: the caller) is being traced, 0 if not. */
 RVT_API int rvt_is_tracing(pid_t tid);
 
