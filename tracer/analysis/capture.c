@@ -38,7 +38,10 @@
 #include <xxhash.h>
 
 #define HDR_MIN		128u
-#define HDR_CHECKSUMMED 4u /* header flags bit 2 */
+#define HDR_CHECKSUMMED 4u	    /* header flags bit 2 */
+#define HDR_SPARSE	8u	    /* header flags bit 3: sparse time */
+#define TS_NONE		0xffffffffu /* a sparse capture's "no timestamp" */
+#define SPARSE_K_MAX	65536u
 #define MAX_STRINGS	(16u * 1024u * 1024u)
 #define MAX_STRING	(64u * 1024u)
 #define MAX_SYMNAME	4096u
@@ -52,7 +55,8 @@ enum {
 	REC_SYMBOL,
 	REC_ANOMALY,
 	REC_APP,
-	REC_CHECKSUM
+	REC_CHECKSUM,
+	REC_SPARSE = 11
 };
 enum { CHECKSUM_XXH3_64 = 1 };
 
@@ -397,6 +401,7 @@ typedef struct ctx {
 	size_t vcap, vn;
 	const rva_progress *prog; /* NULL: no progress reports */
 	uint64_t pdone, ptotal;
+	uint32_t sparse_k; /* SPARSE record's K; 0: none */
 } ctx;
 
 /* Slots per progress report in each pass: 2 MiB of input, so the callback
@@ -674,6 +679,12 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 			m->end = rd64(v + 24);
 			m->path = (const char *)v + 32 + bl;
 			m->path_len = len - 32 - bl;
+		} else if (type == REC_SPARSE) {
+			if (len < 8)
+				return rva_fail(err, -EINVAL, "short SPARSE record");
+			c->sparse_k = rd32(v);
+			if (c->sparse_k < 2 || c->sparse_k > SPARSE_K_MAX)
+				return rva_fail(err, -EINVAL, "SPARSE record: K = %u", c->sparse_k);
 		} else if (type == REC_ANOMALY) {
 			if (len < 16)
 				return rva_fail(err, -EINVAL, "short ANOMALY record");
@@ -866,6 +877,200 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 	return rc;
 }
 
+/*
+ * Sparse time (FORMAT.md §1): in `sl` (a writable copy of the n slots),
+ * gives every event slot whose timestamp is TS_NONE an interpolated one, so
+ * that the exact decoder below reads the copy as it reads any capture.
+ *
+ * Forwards from `first` (after a torn oldest slot), with the marker parity
+ * rule of forward() and the CLOCK re-anchoring of the exact decoder,
+ * skipping unstamped slots in the wrap rule.  Between two stamped events A
+ * and B (full shifted counters) lie at most k - 1 unstamped ones (the
+ * tracer's countdown; more is damage, refused).  A full window (exactly
+ * k - 1) spreads them evenly over (A, B).  A shorter one ended early — by
+ * the tracer's millisecond ticker after a gap, a wrap or a new ring — and
+ * so does the tail after the newest stamp (B = the freeze): its events are
+ * placed after A at the mean spacing of the full windows (`typical`, ticks
+ * per event), never past the even spacing, so an idle gap stays after them
+ * instead of being spread over them.  Unstamped events before the oldest
+ * stamp go before it at that spacing.  Every interpolated value lies in
+ * [A, B], non-decreasing.  Pass 0 only measures `typical`; pass 1 writes.
+ */
+typedef struct sparse_run {
+	uint64_t *idx; /* slot index of each unstamped event of the run */
+	uint64_t n, cap;
+	uint64_t a; /* full counter of the stamp before the run */
+	int have_a;
+} sparse_run;
+
+static void sparse_put(uint8_t *sl, uint64_t i, uint64_t full)
+{
+	uint64_t s = rd64(sl + 8 * i);
+	s = (s & 0xffffffffu) | (uint64_t)(uint32_t)full << 32;
+	uint8_t *p = sl + 8 * i;
+	for (unsigned b = 0; b < 8; b++)
+		p[b] = (uint8_t)(s >> (8 * b));
+}
+
+/* Fills run r that ends at stamp b (full); `full`: a complete window. */
+static void sparse_fill_run(uint8_t *sl, const sparse_run *r, uint64_t b, int full, double typical)
+{
+	uint64_t a = r->a, n = r->n;
+	if (b < a)
+		b = a; /* hostile clocks: no interpolation backwards */
+	for (uint64_t m = 1; m <= n; m++) {
+		uint64_t off = (uint64_t)((unsigned __int128)(b - a) * m / (n + 1));
+		if (!full && typical > 0) {
+			double t = typical * (double)m + 0.5;
+			if (t < (double)off)
+				off = (uint64_t)t;
+		}
+		sparse_put(sl, r->idx[m - 1], a + off);
+	}
+}
+
+static int sparse_pass(ctx *c, uint8_t *sl, uint64_t first, uint64_t hi, uint32_t prev,
+		       uint64_t refsh, int write, double *typical, rva_error *err)
+{
+	uint64_t n = c->nslots, kk = c->sparse_k;
+	sparse_run r = {.cap = kk - 1};
+	r.idx = malloc(r.cap * sizeof(*r.idx));
+	if (!r.idx)
+		return rva_fail(err, -ENOMEM, "out of memory");
+	double span = 0, events = 0;
+	uint64_t run_end = 0, interpolated = 0;
+	int rc = 0;
+	for (uint64_t i = first; i < n; i++) {
+		uint64_t s = rd64(sl + 8 * i);
+		uint64_t nx = i + 1 < n ? rd64(sl + 8 * (i + 1)) : 0;
+		uint64_t value = (uint32_t)s;
+		int pair = 0;
+		if (IS_MARKER(nx)) {
+			if (i + 1 >= run_end) {
+				run_end = i + 1;
+				while (run_end < n && IS_MARKER(rd64(sl + 8 * run_end)))
+					run_end++;
+			}
+			pair = ((run_end - 2 - i) & 1) == 0;
+		}
+		if (pair) {
+			value = s;
+			s = nx;
+			i++;
+		}
+		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+		if (pair && lo >= 2) {
+			if (lo == 2 && (uint32_t)value == ts) {
+				hi = value >> 32;
+			} else if (ts < prev) {
+				hi++;
+			}
+			prev = ts;
+			continue;
+		}
+		if (ts == TS_NONE) {
+			if (r.n == r.cap) {
+				rc = rva_fail(err, -EINVAL,
+					      "slot %llu: more than K - 1 = %llu events without a "
+					      "timestamp in a row (sparse capture damaged)",
+					      (unsigned long long)i, (unsigned long long)r.cap);
+				break;
+			}
+			r.idx[r.n++] = i;
+			continue;
+		}
+		if (ts < prev)
+			hi++;
+		prev = ts;
+		uint64_t b = hi << 32 | ts;
+		if (!r.have_a) {
+			/* The oldest stamp: what came before it goes before it. */
+			if (write)
+				for (uint64_t m = 0; m < r.n; m++) {
+					double back = *typical * (double)(r.n - m) + 0.5;
+					uint64_t off = back < (double)b ? (uint64_t)back : b;
+					sparse_put(sl, r.idx[m], b - off);
+				}
+		} else if (write) {
+			sparse_fill_run(sl, &r, b, r.n == r.cap, *typical);
+		} else if (r.n == r.cap && b >= r.a) {
+			span += (double)(b - r.a);
+			events += (double)kk;
+		}
+		interpolated += r.n;
+		r.n = 0;
+		r.a = b;
+		r.have_a = 1;
+	}
+	if (rc == 0 && r.n) {
+		interpolated += r.n;
+		if (!r.have_a) {
+			/* No stamp at all (damage): everything at the freeze. */
+			if (write)
+				for (uint64_t m = 0; m < r.n; m++)
+					sparse_put(sl, r.idx[m], refsh);
+		} else if (write) {
+			sparse_fill_run(sl, &r, refsh, 0, *typical);
+		}
+	}
+	free(r.idx);
+	if (rc == 0 && !write)
+		*typical = events > 0 ? span / events : 0;
+	if (rc == 0 && write)
+		c->t->interpolated = interpolated;
+	return rc;
+}
+
+/* Sparse time: a filled copy of the slots replaces c->slots (*copy owns
+ * it, the caller frees it).  0 or a negative errno. */
+static int sparse_fill(ctx *c, const clockconv *k, uint8_t **copy, rva_error *err)
+{
+	uint64_t n = c->nslots, first = 0;
+	uint64_t refsh = k->ref >> k->shift;
+	uint64_t hi = refsh >> 32;
+	uint32_t prev = (uint32_t)refsh;
+	/* Backwards to the oldest stamp's high word, as pass 1 of
+	 * decode_slots() does (unstamped slots take no part). */
+	for (uint64_t i = n; i-- > 0;) {
+		uint64_t s = rd64(c->slots + 8 * i);
+		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+		if (IS_MARKER(s)) {
+			if (i == 0) {
+				first = 1; /* torn: decode_slots drops it */
+				break;
+			}
+			i--;
+			if (lo >= 2) {
+				uint64_t v = rd64(c->slots + 8 * i);
+				if (lo == 2 && (uint32_t)v == ts)
+					hi = v >> 32;
+				else if (ts > prev)
+					hi--;
+				prev = ts;
+				continue;
+			}
+		}
+		if (ts == TS_NONE)
+			continue;
+		if (ts > prev)
+			hi--;
+		prev = ts;
+	}
+	*copy = malloc(n ? 8 * n : 1);
+	if (!*copy)
+		return rva_fail(err, -ENOMEM, "out of memory");
+	memcpy(*copy, c->slots, 8 * n);
+	double typical = 0;
+	int rc = sparse_pass(c, *copy, first, hi, prev, refsh, 0, &typical, err);
+	if (rc == 0)
+		rc = sparse_pass(c, *copy, first, hi, prev, refsh, 1, &typical, err);
+	if (rc == 0) {
+		c->slots = *copy;
+		c->t->sparse_k = c->sparse_k;
+	}
+	return rc;
+}
+
 static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 {
 	uint64_t n = c->nslots, first = 0;
@@ -972,7 +1177,8 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 				"capture shorter than its 128-byte header (%zu bytes)", len);
 	if (memcmp(buf, magic, 8) != 0)
 		return rva_fail(err, -EINVAL, "not a Rearview capture (bad magic)");
-	if (rd16(buf + 8) != 1 && rd16(buf + 8) != 2) /* 1: no markers but 1 occur */
+	/* 1: no markers but 1 occur; 3: sparse time (header flag, SPARSE record) */
+	if (rd16(buf + 8) < 1 || rd16(buf + 8) > 3)
 		return rva_fail(err, -EPROTONOSUPPORT, "capture version %u not supported",
 				rd16(buf + 8));
 	uint16_t hsize = rd16(buf + 10);
@@ -1033,7 +1239,21 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		sum->want_end = !c.t->has_anomaly;
 		sum->snap_at = c.t->has_anomaly ? (int64_t)anomaly_mono : INT64_MAX;
 	}
-	if ((rc = decode_slots(&c, &k, err)) < 0)
+	uint8_t *filled = NULL;
+	if (rd32(buf + 12) & HDR_SPARSE) {
+		if (!c.sparse_k) {
+			rc = rva_fail(err, -EINVAL, "sparse capture without its SPARSE record");
+			goto out_free;
+		}
+		if ((rc = sparse_fill(&c, &k, &filled, err)) < 0) {
+			free(filled);
+			goto out_free;
+		}
+	}
+	rc = decode_slots(&c, &k, err);
+	free(filled);
+	c.slots = NULL;
+	if (rc < 0)
 		goto out_free;
 	c.t->anomaly_ns = (int64_t)anomaly_mono;
 	if (sum) {

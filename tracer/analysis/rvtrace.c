@@ -236,6 +236,10 @@ static int cmd_info(int argc, char **argv)
 		printf("lost:     %" PRIu64 " span(s) of %.3f us in all, the first %" PRId64
 		       " .. %" PRId64 " (the tracer had no spare ring at a capture)\n",
 		       t->lost_spans, usec(t, t->lost_ns), t->lost_first_start, t->lost_first_end);
+	if (t->sparse_k)
+		printf("times:    interpolated (sparse mode, K=%" PRIu32 "): %" PRIu64
+		       " events without a clock reading\n",
+		       t->sparse_k, t->interpolated);
 	if (t->has_anomaly)
 		printf("anomaly:  %s at %" PRId64 "\n", t->anomaly_name ? t->anomaly_name : "",
 		       t->anomaly_ns);

@@ -102,9 +102,11 @@ int rvt_capture_encode(const struct rvt_capture_desc *d, uint8_t **outp, size_t 
 	out_reserve(&o, RVT_CAP_HEADER + count * 8 + 4096);
 	static const uint8_t magic[8] = {0x52, 0x56, 0x43, 0x41, 0x50, 0x00, 0x0d, 0x0a};
 	put(&o, magic, 8);
-	put_le(&o, RVT_FORMAT_VERSION, 2);
+	/* Sparse time: a version old readers refuse rather than misread. */
+	int sparse = d->sparse_k > 1;
+	put_le(&o, sparse ? RVT_FORMAT_VERSION_SPARSE : RVT_FORMAT_VERSION, 2);
 	put_le(&o, RVT_CAP_HEADER, 2);
-	put_le(&o, d->flags | RVT_CAP_CHECKSUMMED, 4);
+	put_le(&o, d->flags | RVT_CAP_CHECKSUMMED | (sparse ? RVT_CAP_SPARSE : 0), 4);
 	put_le(&o, d->ref_counter, 8);
 	put_le(&o, d->ref_realtime_ns, 8);
 	put_le(&o, d->ref_monotonic_ns, 8);
@@ -137,6 +139,11 @@ int rvt_capture_encode(const struct rvt_capture_desc *d, uint8_t **outp, size_t 
 		rec_bytes(&o, RVT_REC_CMDLINE, d->cmdline, d->cmdline_len);
 	if (d->thread_name && *d->thread_name)
 		rec_bytes(&o, RVT_REC_THREAD, d->thread_name, strlen(d->thread_name));
+	if (sparse) {
+		rec_head(&o, RVT_REC_SPARSE, 8);
+		put_le(&o, d->sparse_k, 4);
+		put_le(&o, RVT_SPARSE_TICK_US, 4);
+	}
 	for (size_t i = 0; i < d->nmodules; i++) {
 		const struct rvt_module *m = &d->modules[i];
 		size_t pl = m->path ? strlen(m->path) : 0;
@@ -243,6 +250,7 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 	struct rvt_capture_desc d;
 	memset(&d, 0, sizeof(d));
 	d.flags = r->wrapped ? RVT_CAP_WRAPPED : 0;
+	d.sparse_k = r->sparse_k;
 	d.ref_counter = f->ref_counter;
 	d.ref_realtime_ns = f->ref_realtime_ns;
 	d.ref_monotonic_ns = f->ref_monotonic_ns;

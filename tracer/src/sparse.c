@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 /* How often the ticker forces a stamp (FORMAT.md §1, Sparse time). */
-#define TICK_NS 1000000L
+#define TICK_NS (RVT_SPARSE_TICK_US * 1000L)
 
 static pthread_mutex_t ticker_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t ticker_pid; /* the process whose ticker runs; 0: none */
@@ -102,7 +102,8 @@ void rvt_sparse_env(void)
 		ok = !errno && end != e + 7 && !*end && k >= 2 && k <= RVT_SPARSE_K_MAX;
 	}
 	if (!ok) {
-		rvt_say("rearview: RV_TRACE_TIME=%s not understood (exact, sparse or sparse:K with K "
+		rvt_say("rearview: RV_TRACE_TIME=%s not understood (exact, sparse or sparse:K with "
+			"K "
 			"from 2 to %u); exact time kept",
 			e, RVT_SPARSE_K_MAX);
 		return;

@@ -115,6 +115,9 @@ struct rvt_capture_desc {
 	const struct rvt_symbol *symbols;
 	size_t nsymbols;
 	const struct rvt_anomaly *anomaly; /* NULL: no ANOMALY record */
+	/* Sparse time: K > 1 writes version 3, flag RVT_CAP_SPARSE and a
+	 * SPARSE record (FORMAT.md); 0 or 1: exact. */
+	unsigned sparse_k;
 };
 
 #define RVT_CAP_WRAPPED 1u
@@ -131,6 +134,14 @@ struct rvt_capture_desc {
 #define RVT_REC_END	    0xffffu
 /* CHECKSUM algorithms (FORMAT.md). */
 #define RVT_CHECKSUM_XXH3_64 1u
+
+/* Sparse time (FORMAT.md §1): header flag (slots may carry RVT__TS_NONE),
+ * the version such a capture is written with (exact: RVT_FORMAT_VERSION),
+ * its record and the ticker's period (sparse.c) the record carries. */
+#define RVT_CAP_SPARSE		  8u
+#define RVT_FORMAT_VERSION_SPARSE 3u
+#define RVT_REC_SPARSE		  11u
+#define RVT_SPARSE_TICK_US	  1000u
 
 /* Number of slots from start_pos to end_pos in a ring of `n` slots. */
 RVT_HIDDEN uint64_t rvt_capture_slot_count(uint64_t n, uint64_t start_pos, uint64_t end_pos,
@@ -169,6 +180,10 @@ RVT_HIDDEN extern _Atomic(unsigned) rvt_time_k;
  * the clock (stores its `left` = 0); returns how many threads that was.
  * Takes the registry lock; the ticker thread's (sparse.c). */
 RVT_HIDDEN unsigned rvt_sparse_tick(void);
+/* Incremented by rvt_sparse_tick() before and after its stores (odd while
+ * it stores): a test that read the same even value before and after a burst
+ * of events knows no tick forced a stamp inside it. */
+RVT_HIDDEN extern _Atomic(uint64_t) rvt_sparse_ticks;
 
 /* Reads RV_TRACE_TIME once (the library's init): sets rvt_time_k, says on
  * stderr what it cannot honour and keeps exact time then (sparse.c). */

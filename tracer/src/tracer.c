@@ -769,10 +769,13 @@ void rvt_exit(void)
 	rvt__trace_point(0, 0, 0);
 }
 
+_Atomic(uint64_t) rvt_sparse_ticks;
+
 unsigned rvt_sparse_tick(void)
 {
 	unsigned n = 0;
 	pthread_mutex_lock(&reg_lock);
+	atomic_fetch_add(&rvt_sparse_ticks, 1); /* odd: stores under way */
 	for (size_t i = 0; i < nrecs; i++)
 		if (recs[i].t && recs[i].tracing && recs[i].ring && recs[i].ring->sparse_k > 1) {
 			/* Races with the thread's countdown by design (trace-inline.h,
@@ -780,6 +783,7 @@ unsigned rvt_sparse_tick(void)
 			RVT__ST(recs[i].t->left, 0);
 			n++;
 		}
+	atomic_fetch_add(&rvt_sparse_ticks, 1);
 	pthread_mutex_unlock(&reg_lock);
 	return n;
 }

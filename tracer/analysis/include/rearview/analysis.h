@@ -97,6 +97,10 @@ typedef struct rva_trace {
 	 * first one, on the calls' clock. */
 	uint64_t lost_spans;
 	int64_t lost_ns, lost_first_start, lost_first_end;
+	/* Captures only: sparse time (FORMAT.md §1) — K (0: exact time) and
+	 * how many events got an interpolated time, not a clock reading. */
+	uint32_t sparse_k;
+	uint64_t interpolated;
 	int has_cpu; /* some thread carries thread-CPU time (cpu != NULL) */
 	/* Captures only: the methods named "module+0xoffset" (no SYMBOL name),
 	 * with what a symbolizer needs; owned. */
