@@ -7,7 +7,7 @@
  * entries straddling the wrap point through the hooks and the manual API,
  * start/stop cycles against a thread running the hooks hot, and the call
  * tree across longjmp, siglongjmp and pthread_exit (unwind.c: the hooks'
- * shadow stack and the aarch64 jmp_buf).
+ * shadow stack and the aarch64 jmp_buf), and sparse time's stamp pattern.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +23,7 @@
 #include "fixture.h"
 #include "unwind_fix.h"
 #include "rearview/trace.h"
+#include "tracer-int.h"
 #include "wrap_check.h"
 
 static int failures, count;
@@ -95,6 +96,75 @@ static int modes_identical(void)
 	cu_release(&c);
 	rvt_stop(0, 1);
 	return ok;
+}
+
+/*
+ * Sparse time (trace-inline.h): with K = 4, every 4th event of the hooks,
+ * inline mode and a manual two-slot entry is stamped, the rest carry
+ * RVT__TS_NONE; a burst a tick fell into (rvt_sparse_ticks moved) is retried.
+ */
+static int sparse_every_fourth(void)
+{
+	if (rvt_set_time_mode(4) != 0)
+		return 0;
+	rvt_stop(0, 1); /* a new ring: the mode applies to rings mapped after it */
+	int ok = 0;
+	for (int attempt = 0; attempt < 1000 && !ok; attempt++) {
+		uint64_t t0 = atomic_load(&rvt_sparse_ticks);
+		if (rvt_start(0) != 0)
+			break;
+		call_top(2);
+		inl_top(2);
+		rvt_enter((const void *)(uintptr_t)0x1000); /* below the base: two slots */
+		rvt_exit();
+		rvt_stop(0, 0);
+		uint64_t t1 = atomic_load(&rvt_sparse_ticks);
+		uint64_t size;
+		int fd = rvt_capture_to_memfd(0, &size);
+		rvt_stop(0, 1);
+		if (fd < 0)
+			break;
+		uint8_t *b = malloc(size);
+		int got = b && pread(fd, b, size, 0) == (ssize_t)size;
+		close(fd);
+		if (!got || t0 != t1 || (t0 & 1)) {
+			free(b);
+			if (!got)
+				break;
+			continue;
+		}
+		uint64_t n, off, v;
+		memcpy(&n, b + 96, 8);
+		memcpy(&off, b + 104, 8);
+		int good = b[8] == RVT_FORMAT_VERSION_SPARSE && (b[12] & RVT_CAP_SPARSE);
+		/* Backwards (FORMAT.md §1): event k from the newest. */
+		uint32_t ts[64];
+		size_t ne = 0;
+		for (uint64_t i = n; good && i-- > 0;) {
+			memcpy(&v, b + off + 8 * i, 8);
+			uint32_t lo = (uint32_t)v;
+			if (lo >= 1 && lo <= 15) {
+				good = i > 0;
+				i--;
+				if (lo >= 2)
+					continue;
+			}
+			good = good && ne < 64;
+			if (good)
+				ts[ne++] = (uint32_t)(v >> 32);
+		}
+		good = good && ne == 22; /* 10 + 10 + 2 */
+		for (size_t k = 0; good && k < ne; k++) {
+			size_t i = ne - 1 - k; /* oldest first */
+			good = (i % 4 == 0) == (ts[k] != RVT__TS_NONE);
+		}
+		free(b);
+		if (!good)
+			printf("# sparse: %zu events, or the pattern differs\n", ne);
+		ok = good ? 1 : -1;
+	}
+	rvt_set_time_mode(0);
+	return ok == 1;
 }
 
 static int pipefd[2];
@@ -236,7 +306,7 @@ static int unwind_trees(void)
 
 int main(void)
 {
-	printf("1..6\n");
+	printf("1..7\n");
 	check(modes_identical(), "aarch64_call_and_inline_modes_write_identical_buffers");
 	check(stop_blocked_thread(), "aarch64_stop_thread_blocked_in_read_completes");
 	check(wrap(&wc_hooks, "hooks"), "aarch64_hooks_wrap_straddling_two_slot_entries_decodes");
@@ -244,5 +314,6 @@ int main(void)
 	      "aarch64_manual_wrap_straddling_two_slot_entries_decodes");
 	check(start_stop_while_hot(), "aarch64_start_stop_cycles_while_hot_stay_consistent");
 	check(unwind_trees(), "aarch64_longjmp_and_thread_exit_trees_exact");
+	check(sparse_every_fourth(), "aarch64_sparse_time_stamps_every_fourth_event");
 	return failures ? 1 : 0;
 }
