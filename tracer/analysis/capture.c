@@ -401,7 +401,8 @@ typedef struct ctx {
 	size_t vcap, vn;
 	const rva_progress *prog; /* NULL: no progress reports */
 	uint64_t pdone, ptotal;
-	uint32_t sparse_k; /* SPARSE record's K; 0: none */
+	uint32_t sparse_k;	 /* SPARSE record's K; 0: none */
+	uint32_t sparse_tick_us; /* and the ticker's period */
 } ctx;
 
 /* Slots per progress report in each pass: 2 MiB of input, so the callback
@@ -683,6 +684,7 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 			if (len < 8)
 				return rva_fail(err, -EINVAL, "short SPARSE record");
 			c->sparse_k = rd32(v);
+			c->sparse_tick_us = rd32(v + 4);
 			if (c->sparse_k < 2 || c->sparse_k > SPARSE_K_MAX)
 				return rva_fail(err, -EINVAL, "SPARSE record: K = %u", c->sparse_k);
 		} else if (type == REC_ANOMALY) {
@@ -878,30 +880,48 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 }
 
 /*
- * Sparse time (FORMAT.md §1): in `sl` (a writable copy of the n slots),
- * gives every event slot whose timestamp is TS_NONE an interpolated one, so
- * that the exact decoder below reads the copy as it reads any capture.
+ * Sparse time (FORMAT.md §1): gives every event slot whose timestamp is
+ * TS_NONE an estimated one, in a writable copy of the slots that then
+ * replaces c->slots, so the exact decoder below reads it as any capture.
  *
- * Forwards from `first` (after a torn oldest slot), with the marker parity
- * rule of forward() and the CLOCK re-anchoring of the exact decoder,
- * skipping unstamped slots in the wrap rule.  Between two stamped events A
- * and B (full shifted counters) lie at most k - 1 unstamped ones (the
- * tracer's countdown; more is damage, refused).  A full window (exactly
- * k - 1) spreads them evenly over (A, B).  A shorter one ended early — by
- * the tracer's millisecond ticker after a gap, a wrap or a new ring — and
- * so does the tail after the newest stamp (B = the freeze): its events are
- * placed after A at the mean spacing of the full windows (`typical`, ticks
- * per event), never past the even spacing, so an idle gap stays after them
- * instead of being spread over them.  Unstamped events before the oldest
- * stamp go before it at that spacing.  Every interpolated value lies in
- * [A, B], non-decreasing.  Pass 0 only measures `typical`; pass 1 writes.
+ * Pass 1, forwards from `first` (the marker parity rule of forward(), the
+ * CLOCK re-anchoring of the exact decoder, unstamped slots left out of the
+ * wrap rule), records per event its slot, its full counter (stamped) and
+ * the owner of the gap after it: the method on top of the call stack then
+ * (after an entry the entered method, after an exit its caller; 0 when the
+ * stack is empty), which is whose self time the gap is.  More than K - 1
+ * unstamped events in a row is damage, refused.
+ *
+ * The estimate: each owner o has a weight w[o], its mean gap in ticks,
+ * learnt from the windows between two stamps A and B that are full
+ * (exactly K - 1 unstamped events: no tick ended them early) or shorter
+ * than the ticker's period (so no idle gap of a millisecond is in them).
+ * In a window the gaps' lengths are taken proportional to their owners'
+ * weights and scaled to add up to B - A exactly; the weights are the fixed
+ * point of w[o] = the mean length so allotted to o's gaps (WEIGHT_ROUNDS
+ * rounds from the mean spacing of all full windows, the first of which is
+ * even spacing; an owner seen in no full window keeps that mean).  A short
+ * window (forced early by the ticker after a gap, a wrap or a new ring) and
+ * the tail after the newest stamp (up to the freeze) keep the estimated
+ * lengths after A, scaled down only if they pass B, so an idle gap stays
+ * after the events before it; before the oldest stamp events are w[o]
+ * apart, ending at it.  Interpolated values are non-decreasing and within
+ * [A, B].
  */
-typedef struct sparse_run {
-	uint64_t *idx; /* slot index of each unstamped event of the run */
-	uint64_t n, cap;
-	uint64_t a; /* full counter of the stamp before the run */
-	int have_a;
-} sparse_run;
+#define WEIGHT_ROUNDS 16
+
+typedef struct sparse_ev {
+	uint64_t slot;
+	uint64_t full; /* the full counter; UINT64_MAX: unstamped (pass 1) */
+	uint32_t owner;
+} sparse_ev;
+
+typedef struct sparse_vec {
+	sparse_ev *ev;
+	size_t n, cap;
+	uint32_t *stack;
+	size_t depth, scap;
+} sparse_vec;
 
 static void sparse_put(uint8_t *sl, uint64_t i, uint64_t full)
 {
@@ -912,34 +932,25 @@ static void sparse_put(uint8_t *sl, uint64_t i, uint64_t full)
 		p[b] = (uint8_t)(s >> (8 * b));
 }
 
-/* Fills run r that ends at stamp b (full); `full`: a complete window. */
-static void sparse_fill_run(uint8_t *sl, const sparse_run *r, uint64_t b, int full, double typical)
+static int sparse_push_ev(sparse_vec *v, uint64_t slot, uint64_t full, uint32_t owner)
 {
-	uint64_t a = r->a, n = r->n;
-	if (b < a)
-		b = a; /* hostile clocks: no interpolation backwards */
-	for (uint64_t m = 1; m <= n; m++) {
-		uint64_t off = (uint64_t)((unsigned __int128)(b - a) * m / (n + 1));
-		if (!full && typical > 0) {
-			double t = typical * (double)m + 0.5;
-			if (t < (double)off)
-				off = (uint64_t)t;
-		}
-		sparse_put(sl, r->idx[m - 1], a + off);
+	if (v->n == v->cap) {
+		size_t nc = v->cap ? v->cap * 2 : 4096;
+		sparse_ev *e = realloc(v->ev, nc * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		v->ev = e;
+		v->cap = nc;
 	}
+	v->ev[v->n++] = (sparse_ev){slot, full, owner};
+	return 0;
 }
 
-static int sparse_pass(ctx *c, uint8_t *sl, uint64_t first, uint64_t hi, uint32_t prev,
-		       uint64_t refsh, int write, double *typical, rva_error *err)
+/* Pass 1 (see above).  0 or a negative errno. */
+static int sparse_collect(ctx *c, const uint8_t *sl, uint64_t first, uint64_t hi, uint32_t prev,
+			  sparse_vec *v, rva_error *err)
 {
-	uint64_t n = c->nslots, kk = c->sparse_k;
-	sparse_run r = {.cap = kk - 1};
-	r.idx = malloc(r.cap * sizeof(*r.idx));
-	if (!r.idx)
-		return rva_fail(err, -ENOMEM, "out of memory");
-	double span = 0, events = 0;
-	uint64_t run_end = 0, interpolated = 0;
-	int rc = 0;
+	uint64_t n = c->nslots, run_end = 0, none_run = 0;
 	for (uint64_t i = first; i < n; i++) {
 		uint64_t s = rd64(sl + 8 * i);
 		uint64_t nx = i + 1 < n ? rd64(sl + 8 * (i + 1)) : 0;
@@ -960,65 +971,137 @@ static int sparse_pass(ctx *c, uint8_t *sl, uint64_t first, uint64_t hi, uint32_
 		}
 		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
 		if (pair && lo >= 2) {
-			if (lo == 2 && (uint32_t)value == ts) {
+			if (lo == 2 && (uint32_t)value == ts)
 				hi = value >> 32;
-			} else if (ts < prev) {
+			else if (ts < prev)
 				hi++;
-			}
 			prev = ts;
 			continue;
 		}
+		uint64_t full = UINT64_MAX;
 		if (ts == TS_NONE) {
-			if (r.n == r.cap) {
-				rc = rva_fail(err, -EINVAL,
-					      "slot %llu: more than K - 1 = %llu events without a "
-					      "timestamp in a row (sparse capture damaged)",
-					      (unsigned long long)i, (unsigned long long)r.cap);
-				break;
+			if (++none_run >= c->sparse_k)
+				return rva_fail(err, -EINVAL,
+						"slot %llu: more than K - 1 = %u events without a "
+						"timestamp in a row (sparse capture damaged)",
+						(unsigned long long)i, c->sparse_k - 1);
+		} else {
+			none_run = 0;
+			if (ts < prev)
+				hi++;
+			prev = ts;
+			full = hi << 32 | ts;
+		}
+		if (lo == 0) {
+			if (v->depth)
+				v->depth--;
+		} else {
+			int64_t m = method_of(c, value);
+			if (m < 0)
+				return rva_fail(err, (int)m, "out of memory");
+			if (v->depth == v->scap) {
+				size_t nc = v->scap ? v->scap * 2 : 256;
+				uint32_t *st = realloc(v->stack, nc * sizeof(*st));
+				if (!st)
+					return rva_fail(err, -ENOMEM, "out of memory");
+				v->stack = st;
+				v->scap = nc;
 			}
-			r.idx[r.n++] = i;
+			v->stack[v->depth++] = (uint32_t)m + 1;
+		}
+		if (sparse_push_ev(v, i, full, v->depth ? v->stack[v->depth - 1] : 0) < 0)
+			return rva_fail(err, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* The weights' fixed point over the learning windows (see above): full,
+ * or shorter than `tick` (the ticker's period in counter ticks). */
+static void sparse_weights(const sparse_vec *v, uint32_t k, uint64_t tick, double *w, double *num,
+			   double *den, size_t nw)
+{
+	double span = 0, gaps = 0;
+	size_t a = SIZE_MAX;
+	for (size_t j = 0; j < v->n; j++) {
+		if (v->ev[j].full == UINT64_MAX)
 			continue;
+		if (a != SIZE_MAX && j - a == k && v->ev[j].full > v->ev[a].full) {
+			span += (double)(v->ev[j].full - v->ev[a].full);
+			gaps += k;
 		}
-		if (ts < prev)
-			hi++;
-		prev = ts;
-		uint64_t b = hi << 32 | ts;
-		if (!r.have_a) {
-			/* The oldest stamp: what came before it goes before it. */
-			if (write)
-				for (uint64_t m = 0; m < r.n; m++) {
-					double back = *typical * (double)(r.n - m) + 0.5;
-					uint64_t off = back < (double)b ? (uint64_t)back : b;
-					sparse_put(sl, r.idx[m], b - off);
+		a = j;
+	}
+	for (size_t o = 0; o < nw; o++)
+		w[o] = gaps > 0 ? span / gaps : 0;
+	for (unsigned round = 0; round < WEIGHT_ROUNDS && gaps > 0; round++) {
+		memset(num, 0, nw * sizeof(*num));
+		memset(den, 0, nw * sizeof(*den));
+		a = SIZE_MAX;
+		for (size_t j = 0; j < v->n; j++) {
+			if (v->ev[j].full == UINT64_MAX)
+				continue;
+			uint64_t fa = a != SIZE_MAX ? v->ev[a].full : 0, fb = v->ev[j].full;
+			if (a != SIZE_MAX && (j - a == k || (fb >= fa && fb - fa < tick))) {
+				double d = fb > fa ? (double)(fb - fa) : 0, p = 0;
+				for (size_t g = a; g < j; g++)
+					p += w[v->ev[g].owner];
+				for (size_t g = a; g < j; g++) {
+					uint32_t o = v->ev[g].owner;
+					num[o] += p > 0 ? d * w[o] / p : d / k;
+					den[o] += 1;
 				}
-		} else if (write) {
-			sparse_fill_run(sl, &r, b, r.n == r.cap, *typical);
-		} else if (r.n == r.cap && b >= r.a) {
-			span += (double)(b - r.a);
-			events += (double)kk;
+			}
+			a = j;
 		}
-		interpolated += r.n;
-		r.n = 0;
-		r.a = b;
-		r.have_a = 1;
+		for (size_t o = 0; o < nw; o++)
+			if (den[o] > 0)
+				w[o] = num[o] / den[o];
 	}
-	if (rc == 0 && r.n) {
-		interpolated += r.n;
-		if (!r.have_a) {
+}
+
+/* Writes every unstamped event's estimate into sl (see above). */
+static void sparse_place(const sparse_vec *v, uint32_t k, const double *w, uint8_t *sl,
+			 uint64_t refsh)
+{
+	size_t a = SIZE_MAX;
+	for (size_t j = 0; j <= v->n; j++) {
+		if (j < v->n && v->ev[j].full == UINT64_MAX)
+			continue;
+		if (a == SIZE_MAX && j < v->n) {
+			/* Before the oldest stamp: w[o] apart, ending at it. */
+			uint64_t fb = v->ev[j].full;
+			double cum = 0;
+			for (size_t g = j; g-- > 0;) {
+				cum += w[v->ev[g].owner];
+				sparse_put(sl, v->ev[g].slot,
+					   cum < (double)fb ? fb - (uint64_t)cum : 0);
+			}
+		} else if (a == SIZE_MAX) {
 			/* No stamp at all (damage): everything at the freeze. */
-			if (write)
-				for (uint64_t m = 0; m < r.n; m++)
-					sparse_put(sl, r.idx[m], refsh);
-		} else if (write) {
-			sparse_fill_run(sl, &r, refsh, 0, *typical);
+			for (size_t g = 0; g < v->n; g++)
+				sparse_put(sl, v->ev[g].slot, refsh);
+		} else if (j > a + 1) {
+			uint64_t fa = v->ev[a].full;
+			uint64_t fb = j < v->n ? v->ev[j].full : refsh;
+			double d = fb > fa ? (double)(fb - fa) : 0, p = 0;
+			for (size_t g = a; g < j; g++)
+				p += w[v->ev[g].owner];
+			/* A full window is scaled to its span; a short one and the
+			 * tail keep the estimated lengths (the idle gap that ended
+			 * them stays after their events) unless they do not fit. */
+			int full = j < v->n && j - a == k;
+			double scale = p > 0 && (full || p > d) ? d / p : 1;
+			double cum = 0;
+			for (size_t g = a + 1; g < j; g++) {
+				cum += p > 0  ? w[v->ev[g - 1].owner] * scale
+				       : full ? d / (double)k
+					      : 0;
+				uint64_t off = cum < d ? (uint64_t)cum : (uint64_t)d;
+				sparse_put(sl, v->ev[g].slot, fa + off);
+			}
 		}
+		a = j;
 	}
-	free(r.idx);
-	if (rc == 0 && !write)
-		*typical = events > 0 ? span / events : 0;
-	if (rc == 0 && write)
-		c->t->interpolated = interpolated;
-	return rc;
 }
 
 /* Sparse time: a filled copy of the slots replaces c->slots (*copy owns
@@ -1060,14 +1143,29 @@ static int sparse_fill(ctx *c, const clockconv *k, uint8_t **copy, rva_error *er
 	if (!*copy)
 		return rva_fail(err, -ENOMEM, "out of memory");
 	memcpy(*copy, c->slots, 8 * n);
-	double typical = 0;
-	int rc = sparse_pass(c, *copy, first, hi, prev, refsh, 0, &typical, err);
-	if (rc == 0)
-		rc = sparse_pass(c, *copy, first, hi, prev, refsh, 1, &typical, err);
+	sparse_vec v = {0};
+	int rc = sparse_collect(c, *copy, first, hi, prev, &v, err);
+	size_t nw = c->t->nmethods + 1;
+	double *w = NULL;
 	if (rc == 0) {
+		w = malloc(3 * nw * sizeof(*w));
+		if (!w)
+			rc = rva_fail(err, -ENOMEM, "out of memory");
+	}
+	if (rc == 0) {
+		uint64_t tick = (uint64_t)((double)k->hz * c->sparse_tick_us / 1e6) >> k->shift;
+		sparse_weights(&v, c->sparse_k, tick, w, w + nw, w + 2 * nw, nw);
+		sparse_place(&v, c->sparse_k, w, *copy, refsh);
 		c->slots = *copy;
 		c->t->sparse_k = c->sparse_k;
+		uint64_t none = 0;
+		for (size_t j = 0; j < v.n; j++)
+			none += v.ev[j].full == UINT64_MAX;
+		c->t->interpolated = none;
 	}
+	free(w);
+	free(v.ev);
+	free(v.stack);
 	return rc;
 }
 
