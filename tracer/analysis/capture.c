@@ -22,6 +22,9 @@
  * of any length decode exactly), 3 a LOSS (events lost from the value's
  * counter to this slot's time: counted into the trace's lost_* fields), the
  * rest reserved and skipped.
+ * A sparse-time capture (version 3, FORMAT.md §1 "Sparse time") is first
+ * copied with an estimated timestamp in every slot that has none
+ * (sparse_fill); the two passes then read the copy.
  * Every header field and record is range-checked before use.
  */
 #include <endian.h>
