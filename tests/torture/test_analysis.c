@@ -131,6 +131,31 @@ static void test_analysis_capture_decode_each_alloc_failing_fails_cleanly(void *
 	free(c.b);
 }
 
+/* Sparse time (FORMAT.md §1): version 3, flag bit 3, a SPARSE record (K 4)
+ * and unstamped slots, nested, with a short window and a tail. */
+static void test_analysis_sparse_capture_decode_each_alloc_failing_fails_cleanly(void **state)
+{
+	capbuf c = {0};
+	static const uint8_t sparse[8] = {4, 0, 0, 0, 0xe8, 3, 0, 0};
+
+	cb_header(&c, 1ull << 34, 1000000000, 2, 99999, 0x400000, 8);
+	cb_u16at(&c, 8, 3);
+	for (uint32_t i = 0; i < 40; i++) {
+		uint32_t ts = i % 4 == 0 || i == 6 ? 1000 * i : 0xffffffffu;
+		if (i % 2 == 0)
+			cb_entry(&c, 0x1000 + i % 6, ts);
+		else
+			cb_exit(&c, ts);
+	}
+	cb_end_slots(&c);
+	cb_record(&c, 11, sparse, sizeof(sparse));
+	cb_module(&c, 0, 0x400000, 0x500000, "/bin/app");
+	cb_symbol(&c, 0x1001, 0x1001, 0, "f");
+	cb_finish(&c);
+	torture_import(rva_capture_decode, c.b, c.len);
+	free(c.b);
+}
+
 static int run_summarize(void *arg)
 {
 	const capbuf *c = arg;
@@ -242,6 +267,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_analysis_capture_decode_each_alloc_failing_fails_cleanly),
+		cmocka_unit_test(
+			test_analysis_sparse_capture_decode_each_alloc_failing_fails_cleanly),
 		cmocka_unit_test(test_analysis_capture_summarize_each_alloc_failing_fails_cleanly),
 		cmocka_unit_test(test_analysis_unshuffle_each_alloc_failing_fails_cleanly),
 		cmocka_unit_test(test_analysis_android_import_each_alloc_failing_fails_cleanly),
