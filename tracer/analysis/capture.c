@@ -27,6 +27,7 @@
  * (sparse_fill); the two passes then read the copy.
  * Every header field and record is range-checked before use.
  */
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -1100,6 +1101,8 @@ static void sparse_place(const sparse_vec *v, uint32_t k, const double *w, uint8
 				       : full ? d / (double)k
 					      : 0;
 				uint64_t off = cum < d ? (uint64_t)cum : (uint64_t)d;
+				/* Within [A, B] (FORMAT.md §1). */
+				assert(fa + off >= fa && (fb <= fa || fa + off <= fb));
 				sparse_put(sl, v->ev[g].slot, fa + off);
 			}
 		}

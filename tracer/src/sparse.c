@@ -19,6 +19,7 @@
  */
 #include "tracer-int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -80,6 +81,7 @@ int rvt_set_time_mode(unsigned k)
 	if (rc)
 		return rc;
 	atomic_store(&rvt_time_k, k > 1 ? k : 0);
+	assert(atomic_load(&rvt_time_k) != 1); /* 0 (exact) or 2..K_MAX */
 	return rvt_sparse_ticker_start();
 }
 
