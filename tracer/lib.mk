@@ -9,7 +9,8 @@ LIBELF_LIBS   := $(call pc,--libs,libelf)
 
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
            tracer/src/symbols.c tracer/src/control.c \
-           tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c
+           tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c \
+           tracer/src/mute.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -18,6 +19,8 @@ RVT_HOOKS := hooks
 ifeq ($(findstring thread,$(SANFLAGS)),)
 ifneq ($(findstring x86_64,$(RVT_ARCH)),)
 RVT_HOOKS := hooks-x86_64
+# Muting patches calls to these hooks (mute.c).
+$(OBJ)/tracer/src/mute.o: CPPFLAGS += -DRVT_MUTE_X86
 # The inline-mode stubs save only general-purpose registers around these.
 $(OBJ)/tracer/src/tp-slow.o: CFLAGS += -mgeneral-regs-only
 endif
