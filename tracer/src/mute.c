@@ -63,16 +63,17 @@
 #define MUTE_CAN 0
 #endif
 
-#define PERIOD_MS  100
-#define LEARN_MS   20
-#define WIN	   65536u /* slots copied per thread and sample */
-#define MIN_CALLS  64u	  /* completed calls in a window before judging */
-#define WANT_MAX   16u	  /* functions learned at once */
-#define WANT_SITES 64u	  /* call sites per function */
-#define PSITES_MAX 4096u  /* call sites patched per process */
-#define TRIED_MAX  1024u
-#define UNTR_MODS  64u
-#define SEEN_MODS  512u
+#define PERIOD_MS    100
+#define LEARN_MS     20
+#define WIN	     65536u /* slots copied per thread and sample */
+#define MIN_CALLS    64u    /* completed calls in a window before judging */
+#define WANT_MAX     16u    /* functions learned at once */
+#define WANT_SITES   64u    /* call sites per function */
+#define PSITES_MAX   4096u  /* call sites patched per process */
+#define TRIED_MAX    1024u
+#define MAX_ATTEMPTS 5u /* learnings that saw no entry or no exit site */
+#define UNTR_MODS    64u
+#define SEEN_MODS    512u
 
 /* ---- settings (trace.h, RV_TRACE_MUTE) ---- */
 
@@ -393,6 +394,28 @@ static void poke(uintptr_t at, const uint8_t *b, size_t n)
 		p[i] = b[i];
 }
 
+/* Entry and exit sites of wants[i] seen so far (*entries, *exits). */
+static void want_counts(const struct want *w, int *entries, int *exits)
+{
+	*entries = *exits = 0;
+	for (unsigned k = 0; k < WANT_SITES; k++) {
+		uint64_t c = atomic_load(&w->site[k]);
+		*entries += c && SITE_ENTRY(c);
+		*exits += c && !SITE_ENTRY(c);
+	}
+}
+
+static int learned_all(size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int en, ex;
+		want_counts(&wants[i], &en, &ex);
+		if (!atomic_load(&wants[i].bad) && (!en || !ex))
+			return 0;
+	}
+	return 1;
+}
+
 /* Learns the call sites of fns[0..n) into wants[] (int3 on the hooks). */
 static int learn(const uintptr_t *fns, size_t n)
 {
@@ -413,15 +436,19 @@ static int learn(const uintptr_t *fns, size_t n)
 	}
 	if (rc == 0)
 		rc = sync_core();
-	if (rc == 0) {
-		struct timespec ts = {0, LEARN_MS * 1000000L};
+	/* LEARN_MS at least, longer (up to 10×) until every function has
+	 * shown an entry and an exit site (a busy machine may not run it). */
+	for (unsigned ms = 0; rc == 0 && ms < 10 * LEARN_MS; ms += 5) {
+		if (ms >= LEARN_MS && learned_all(n))
+			break;
+		struct timespec ts = {0, 5 * 1000000L};
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 			;
 	}
-	for (unsigned i = 0; i < armed; i++) {
+	for (unsigned i = 0; i < armed; i++)
 		poke(hooks[i].addr, &hooks[i].orig, 1);
-		text_prot(hooks[i].addr, 1, 0);
-	}
+	for (unsigned i = 0; i < armed; i++)
+		text_prot(hooks[i].addr, 1, 0); /* after every poke: hooks share pages */
 	int s = sync_core();
 	atomic_store(&learning, 0);
 	return rc ? rc : s;
@@ -496,15 +523,32 @@ struct sampler {
 	size_t rings;
 };
 
-static uint64_t tried[TRIED_MAX];
+/* Functions given up on or muted: value and attempts (mute thread only). */
+static struct {
+	uint64_t value;
+	unsigned attempts;
+} tried[TRIED_MAX];
 static size_t ntried;
 
+static unsigned *attempts_of(uint64_t v)
+{
+	for (size_t i = 0; i < ntried; i++)
+		if (tried[i].value == v)
+			return &tried[i].attempts;
+	if (ntried == TRIED_MAX)
+		return NULL;
+	tried[ntried].value = v;
+	tried[ntried].attempts = 0;
+	return &tried[ntried++].attempts;
+}
+
+/* No more attempts for v: muted, refused, or tried MAX_ATTEMPTS times. */
 static int was_tried(uint64_t v)
 {
 	for (size_t i = 0; i < ntried; i++)
-		if (tried[i] == v)
-			return 1;
-	return 0;
+		if (tried[i].value == v)
+			return tried[i].attempts >= MAX_ATTEMPTS;
+	return ntried == TRIED_MAX;
 }
 
 static int cmp_pair(const void *a, const void *b)
@@ -602,29 +646,30 @@ static uint64_t mono_ns(void)
 static void mute_offenders(struct sampler *S)
 {
 	uintptr_t fns[WANT_MAX];
-	for (size_t i = 0; i < S->noff; i++) {
+	for (size_t i = 0; i < S->noff; i++)
 		fns[i] = (uintptr_t)(S->off[i].value + rvt_method_base);
-		if (ntried < TRIED_MAX)
-			tried[ntried++] = S->off[i].value;
-	}
 	if (learn(fns, S->noff) != 0)
 		return;
 	for (size_t i = 0; i < S->noff; i++) {
 		struct want *w = &wants[i];
+		unsigned *att = attempts_of(S->off[i].value);
 		uint64_t sites[WANT_SITES];
 		size_t ns = 0;
-		int entries = 0, exits = 0;
+		int entries, exits;
+		want_counts(w, &entries, &exits);
 		for (unsigned k = 0; k < WANT_SITES; k++) {
 			uint64_t c = atomic_load(&w->site[k]);
-			if (c) {
+			if (c)
 				sites[ns++] = c;
-				entries += SITE_ENTRY(c) != 0;
-				exits += SITE_ENTRY(c) == 0;
-			}
 		}
 		size_t at = atomic_load(&nmuted);
+		if (att)
+			*att = atomic_load(&w->bad) || at >= RVT_MUTED_MAX ? MAX_ATTEMPTS
+									   : *att + 1;
 		if (atomic_load(&w->bad) || !entries || !exits || at >= RVT_MUTED_MAX)
 			continue;
+		if (att)
+			*att = MAX_ATTEMPTS;
 		if (patch(sites, ns) != 0)
 			continue;
 		muted[at] = (struct rvt_muted){S->off[i].value, rvt__counter(),	     mono_ns(),
