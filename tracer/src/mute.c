@@ -20,17 +20,23 @@
  *   function.  The handler then emulates the hook's first instruction
  *   (checked at start to be one it knows) and resumes after it.  A function
  *   whose hook call could not be recognised (a tail call) is never muted.
- * - patching: int3 on every site's first byte, membarrier(SYNC_CORE), the
- *   nop's tail, sync, the nop's first byte, sync; the pages are RWX only
- *   meanwhile.  A thread trapping on a site's int3 resumes after the site,
- *   as the nop would.
+ * - patching: int3 on every site's first byte, membarrier(SYNC_CORE); the
+ *   entry sites' nop tails, sync, first bytes, sync — from then on no call
+ *   of the function opens a frame (the MUTED time); GRACE_MS later the exit
+ *   sites' nops the same way.  The pages are RWX only meanwhile.  A thread
+ *   trapping on an entry site's int3 resumes after it, as the nop would; on
+ *   an exit site's, the handler makes the original call when the thread's
+ *   innermost open frame (its own ring) is that function — a frame entered
+ *   before the entries went quiet — and skips it otherwise, so ring and
+ *   shadow stack stay balanced.
  *
- * A thread inside a muted function when its exit sites become nops never
- * writes that exit: the decoder closes the frame at the caller's exit (the
- * damage rules of FORMAT.md §1), and its shadow stack keeps one frame more
- * than its ring until the thread exits.  Only functions whose every call
- * site was seen in the learning window are made silent everywhere; a site
- * not seen then (a rare path) keeps tracing.
+ * Limits: a thread still inside the function GRACE_MS after its entries went
+ * quiet never writes that exit (the decoder closes the frame at the
+ * caller's exit, FORMAT.md §1's damage rules, and the thread's shadow stack
+ * keeps one frame more than its ring until it exits); a call site not seen
+ * in the learning window (a rare path) keeps tracing; a program that blocks
+ * SIGTRAP, or replaces the handler while muting runs, cannot be muted
+ * safely (do not set RV_TRACE_MUTE then).
  *
  * Invariants: nothing here runs on the trace-point path; the SIGTRAP
  * handler takes no lock and allocates nothing; the site table it reads is
@@ -65,6 +71,7 @@
 
 #define PERIOD_MS    100
 #define LEARN_MS     20
+#define GRACE_MS     20	    /* exit sites resolve in the trap before their nops */
 #define WIN	     65536u /* slots copied per thread and sample */
 #define MIN_CALLS    64u    /* completed calls in a window before judging */
 #define WANT_MAX     16u    /* functions learned at once */
@@ -164,6 +171,8 @@ size_t rvt_mute_list(struct rvt_muted *out, size_t cap)
 #define SITE(a, l, e) ((uint64_t)(a) | (uint64_t)(l) << 56 | (uint64_t)(e) << 63)
 
 static _Atomic uint64_t psites[PSITES_MAX];
+/* Per patched site: its function, and where its call went. */
+static uintptr_t psite_fn[PSITES_MAX], psite_target[PSITES_MAX];
 static _Atomic size_t npsites;
 
 /* The hooks whose first instruction the trap handler emulates. */
@@ -355,10 +364,18 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	size_t n = atomic_load_explicit(&npsites, memory_order_acquire);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t c = atomic_load_explicit(&psites[i], memory_order_relaxed);
-		if (SITE_ADDR(c) == pc) {
+		if (SITE_ADDR(c) != pc)
+			continue;
+		if (!SITE_ENTRY(c) && open_frame_fn() == psite_fn[i]) {
+			/* An exit of a frame entered before the entry sites went
+			 * quiet: make the call, so the ring stays balanced. */
+			g[REG_RSP] -= 8;
+			*(greg_t *)g[REG_RSP] = (greg_t)(pc + SITE_LEN(c));
+			g[REG_RIP] = (greg_t)psite_target[i];
+		} else {
 			g[REG_RIP] = (greg_t)(pc + SITE_LEN(c)); /* the nop's effect */
-			return;
 		}
+		return;
 	}
 	/* Not ours: what the program had. */
 	if (old_trap.sa_flags & SA_SIGINFO) {
@@ -454,21 +471,54 @@ static int learn(const uintptr_t *fns, size_t n)
 	return rc ? rc : s;
 }
 
-/* Turns the sites into nops in one batch (see the top).  Returns 0 or a
- * negative errno (nothing patched then, unless the error came after the
- * int3s, when every site is completed anyway). */
-static int patch(const uint64_t *sites, size_t n)
+/* Writes the nops of the sites whose entry flag is `entry`: tails, sync,
+ * first bytes, sync (their int3 is already there).  0 or a negative errno. */
+static int finish_sites(const uint64_t *sites, size_t n, unsigned entry)
 {
 	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
 	static const uint8_t nop6[6] = {0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00};
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *nop = SITE_LEN(sites[i]) == 5 ? nop5 : nop6;
+		if (SITE_ENTRY(sites[i]) == entry)
+			poke(SITE_ADDR(sites[i]) + 1, nop + 1, SITE_LEN(sites[i]) - 1);
+	}
+	int rc = sync_core();
+	for (size_t i = 0; i < n; i++)
+		if (SITE_ENTRY(sites[i]) == entry)
+			poke(SITE_ADDR(sites[i]), SITE_LEN(sites[i]) == 5 ? nop5 : nop6, 1);
+	int s = sync_core();
+	return rc ? rc : s;
+}
+
+/*
+ * Turns the sites of function fn into nops in one batch: int3 on all, sync;
+ * the entries' nops (*when: the counter then: no call of fn starts a frame
+ * after it); GRACE_MS in which an exit site's trap still makes the call for
+ * a thread whose innermost open frame is fn (entered before), else skips
+ * it; then the exits' nops.  Returns 0 or a negative errno (nothing patched
+ * then, unless the error came after the int3s, when every site is completed
+ * anyway).
+ */
+static int patch(uintptr_t fn, const uint64_t *sites, size_t n, uint64_t *when)
+{
 	static const uint8_t int3 = 0xcc;
 	size_t base = atomic_load(&npsites);
 	if (base + n > PSITES_MAX)
 		return -ENOSPC;
 	for (size_t i = 0; i < n; i++) {
-		const uint8_t *c = (const uint8_t *)SITE_ADDR(sites[i]);
-		if (SITE_LEN(sites[i]) == 5 ? c[0] != 0xe8 : (c[0] != 0xff || c[1] != 0x15))
+		uintptr_t a = SITE_ADDR(sites[i]);
+		const uint8_t *c = (const uint8_t *)a;
+		int32_t d;
+		if (SITE_LEN(sites[i]) == 5 && c[0] == 0xe8) {
+			memcpy(&d, c + 1, 4);
+			psite_target[base + i] = a + 5 + (intptr_t)d;
+		} else if (SITE_LEN(sites[i]) == 6 && c[0] == 0xff && c[1] == 0x15) {
+			memcpy(&d, c + 2, 4);
+			psite_target[base + i] = *(const uintptr_t *)(a + 6 + (intptr_t)d);
+		} else {
 			return -EILSEQ; /* not the call we learned */
+		}
+		psite_fn[base + i] = fn;
 		atomic_store_explicit(&psites[base + i], sites[i], memory_order_relaxed);
 	}
 	atomic_store_explicit(&npsites, base + n, memory_order_release);
@@ -484,15 +534,13 @@ static int patch(const uint64_t *sites, size_t n)
 	for (size_t i = 0; i < n; i++)
 		poke(SITE_ADDR(sites[i]), &int3, 1);
 	rc = sync_core();
-	for (size_t i = 0; i < n; i++) {
-		const uint8_t *nop = SITE_LEN(sites[i]) == 5 ? nop5 : nop6;
-		poke(SITE_ADDR(sites[i]) + 1, nop + 1, SITE_LEN(sites[i]) - 1);
-	}
-	int s = sync_core();
+	int s = finish_sites(sites, n, 1);
 	rc = rc ? rc : s;
-	for (size_t i = 0; i < n; i++)
-		poke(SITE_ADDR(sites[i]), SITE_LEN(sites[i]) == 5 ? nop5 : nop6, 1);
-	s = sync_core();
+	*when = rvt__counter();
+	struct timespec ts = {0, GRACE_MS * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	s = finish_sites(sites, n, 0);
 	rc = rc ? rc : s;
 	for (size_t i = 0; i < n; i++)
 		text_prot(SITE_ADDR(sites[i]), SITE_LEN(sites[i]), 0);
@@ -670,10 +718,12 @@ static void mute_offenders(struct sampler *S)
 			continue;
 		if (att)
 			*att = MAX_ATTEMPTS;
-		if (patch(sites, ns) != 0)
+		uint64_t when;
+		if (patch(fns[i], sites, ns, &when) != 0)
 			continue;
-		muted[at] = (struct rvt_muted){S->off[i].value, rvt__counter(),	     mono_ns(),
-					       S->off[i].rate,	S->off[i].median_ns, (uint32_t)ns};
+		muted[at] = (struct rvt_muted){S->off[i].value,	    when,
+					       mono_ns(),	    S->off[i].rate,
+					       S->off[i].median_ns, (uint32_t)ns};
 		atomic_store_explicit(&nmuted, at + 1, memory_order_release);
 	}
 }
