@@ -135,6 +135,20 @@ $(OBJ)/tests/tracer/mute_inl.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h 
 $(eval $(call rv_test,tracer,mute,$(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/tracer/mute_inl.o \
 	$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 
+# test_untraced: carries a .rearview_untraced section of its own (as rvcc
+# adds one), which librvtrace must find in its module's file.
+$(OBJ)/tests/tracer/test_untraced.o: CPPFLAGS += -Itracer/analysis/include \
+	-DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
+$(TBIN)/tracer/test_untraced: $(OBJ)/tests/tracer/test_untraced.o $(RVT_TEST_OBJ) \
+		$(LIB)/librvanalysis.a tests/tracer/golden/untraced.txt
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(RVT_LDLIBS) $(RVA_LIBS) $(CMOCKA_LIBS) \
+	  -lpthread
+	objcopy --add-section .rearview_untraced=tests/tracer/golden/untraced.txt \
+	  --set-section-flags .rearview_untraced=contents,readonly $@
+$(OBJ)/tests/tracer/test_untraced.o: CPPFLAGS += $(CMOCKA_CFLAGS)
+TESTS += $(TBIN)/tracer/test_untraced
+
 # `make bench`: Listing 1 built several ways into one driver.
 RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \
 	tracer_work_call.o tracer_work_inline.o tracer_work_inline_c.o tracer_work_clang_plain.o \
