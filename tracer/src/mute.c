@@ -36,7 +36,7 @@
  * keeps one frame more than its ring until it exits); a call site not seen
  * in the learning window (a rare path) keeps tracing; a program that blocks
  * SIGTRAP, or replaces the handler while muting runs, cannot be muted
- * safely (do not set RV_TRACE_MUTE then).
+ * safely (RV_TRACE_MUTE=off then).
  *
  * Invariants: nothing here runs on the trace-point path; the SIGTRAP
  * handler takes no lock and allocates nothing; the site table it reads is
@@ -70,8 +70,8 @@
 #endif
 
 #define PERIOD_MS    100
-#define LEARN_MS     20
-#define GRACE_MS     20	    /* exit sites resolve in the trap before their nops */
+#define LEARN_MS     5
+#define GRACE_MS     2	    /* exit sites resolve in the trap before their nops */
 #define WIN	     65536u /* slots copied per thread and sample */
 #define MIN_CALLS    64u    /* completed calls in a window before judging */
 #define WANT_MAX     16u    /* functions learned at once */
@@ -453,12 +453,13 @@ static int learn(const uintptr_t *fns, size_t n)
 	}
 	if (rc == 0)
 		rc = sync_core();
-	/* LEARN_MS at least, longer (up to 10×) until every function has
-	 * shown an entry and an exit site (a busy machine may not run it). */
-	for (unsigned ms = 0; rc == 0 && ms < 10 * LEARN_MS; ms += 5) {
+	/* Every trace point traps meanwhile (microseconds each): LEARN_MS at
+	 * least, longer (up to 10×) until every function has shown an entry
+	 * and an exit site (a busy machine may not run it). */
+	for (unsigned ms = 0; rc == 0 && ms < 10 * LEARN_MS; ms++) {
 		if (ms >= LEARN_MS && learned_all(n))
 			break;
-		struct timespec ts = {0, 5 * 1000000L};
+		struct timespec ts = {0, 1000000L};
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 			;
 	}
@@ -491,15 +492,16 @@ static int finish_sites(const uint64_t *sites, size_t n, unsigned entry)
 }
 
 /*
- * Turns the sites of function fn into nops in one batch: int3 on all, sync;
- * the entries' nops (*when: the counter then: no call of fn starts a frame
- * after it); GRACE_MS in which an exit site's trap still makes the call for
- * a thread whose innermost open frame is fn (entered before), else skips
- * it; then the exits' nops.  Returns 0 or a negative errno (nothing patched
+ * Turns the sites (of functions site_fn[i]) into nops in one batch: int3
+ * on all, sync; the entries' nops (*when: the counter then: no call of
+ * these functions starts a frame after it); GRACE_MS in which an exit
+ * site's trap still makes the call for a thread whose innermost open frame
+ * is the site's function (entered before), else skips it; then the exits'
+ * nops.  Returns 0 or a negative errno (nothing patched
  * then, unless the error came after the int3s, when every site is completed
  * anyway).
  */
-static int patch(uintptr_t fn, const uint64_t *sites, size_t n, uint64_t *when)
+static int patch(const uintptr_t *site_fn, const uint64_t *sites, size_t n, uint64_t *when)
 {
 	static const uint8_t int3 = 0xcc;
 	size_t base = atomic_load(&npsites);
@@ -518,7 +520,7 @@ static int patch(uintptr_t fn, const uint64_t *sites, size_t n, uint64_t *when)
 		} else {
 			return -EILSEQ; /* not the call we learned */
 		}
-		psite_fn[base + i] = fn;
+		psite_fn[base + i] = site_fn[i];
 		atomic_store_explicit(&psites[base + i], sites[i], memory_order_relaxed);
 	}
 	atomic_store_explicit(&npsites, base + n, memory_order_release);
@@ -698,34 +700,43 @@ static void mute_offenders(struct sampler *S)
 		fns[i] = (uintptr_t)(S->off[i].value + rvt_method_base);
 	if (learn(fns, S->noff) != 0)
 		return;
+	/* Every function whose entry and exit sites were seen, in one batch:
+	 * one grace period for all. */
+	static uint64_t sites[WANT_MAX * WANT_SITES];
+	static uintptr_t site_fn[WANT_MAX * WANT_SITES];
+	size_t ns = 0, ok[WANT_MAX], nok = 0, at = atomic_load(&nmuted);
+	uint32_t nsites[WANT_MAX];
 	for (size_t i = 0; i < S->noff; i++) {
 		struct want *w = &wants[i];
 		unsigned *att = attempts_of(S->off[i].value);
-		uint64_t sites[WANT_SITES];
-		size_t ns = 0;
 		int entries, exits;
 		want_counts(w, &entries, &exits);
+		int bad = atomic_load(&w->bad) || at + nok >= RVT_MUTED_MAX;
+		if (att)
+			*att = bad || (entries && exits) ? MAX_ATTEMPTS : *att + 1;
+		if (bad || !entries || !exits)
+			continue;
+		nsites[nok] = 0;
 		for (unsigned k = 0; k < WANT_SITES; k++) {
 			uint64_t c = atomic_load(&w->site[k]);
-			if (c)
+			if (c) {
+				site_fn[ns] = fns[i];
 				sites[ns++] = c;
+				nsites[nok]++;
+			}
 		}
-		size_t at = atomic_load(&nmuted);
-		if (att)
-			*att = atomic_load(&w->bad) || at >= RVT_MUTED_MAX ? MAX_ATTEMPTS
-									   : *att + 1;
-		if (atomic_load(&w->bad) || !entries || !exits || at >= RVT_MUTED_MAX)
-			continue;
-		if (att)
-			*att = MAX_ATTEMPTS;
-		uint64_t when;
-		if (patch(fns[i], sites, ns, &when) != 0)
-			continue;
-		muted[at] = (struct rvt_muted){S->off[i].value,	    when,
-					       mono_ns(),	    S->off[i].rate,
-					       S->off[i].median_ns, (uint32_t)ns};
-		atomic_store_explicit(&nmuted, at + 1, memory_order_release);
+		ok[nok++] = i;
 	}
+	uint64_t when;
+	if (nok == 0 || patch(site_fn, sites, ns, &when) != 0)
+		return;
+	uint64_t mono = mono_ns();
+	for (size_t k = 0; k < nok; k++) {
+		const struct offender *o = &S->off[ok[k]];
+		muted[at + k] =
+			(struct rvt_muted){o->value, when, mono, o->rate, o->median_ns, nsites[k]};
+	}
+	atomic_store_explicit(&nmuted, at + nok, memory_order_release);
 }
 
 static pthread_t mute_th;
