@@ -118,7 +118,10 @@ static void *inside_main(void *arg)
 static void mutes_hot_function(const struct fix *f)
 {
 	assert_int_equal(rvt_set_config(4u << 20, 8), 0);
-	assert_int_equal(rvt_set_mute("1000000,200"), 0);
+	int rc = rvt_set_mute("1000000,200");
+	if (rc == -ENOTSUP)
+		skip(); /* no x86-64 hand-written hooks in this build */
+	assert_int_equal(rc, 0);
 	atomic_store(f->hold, 1);
 	struct inside_arg ia = {f, 0, -1};
 	pthread_t th;
@@ -225,7 +228,10 @@ static void test_mute_bad_spec_einval(void **state)
 	assert_int_equal(rvt_set_mute("1000,"), -EINVAL);
 	assert_int_equal(rvt_set_mute("0,200"), -EINVAL);
 	assert_int_equal(rvt_set_mute(NULL), -EINVAL);
-	assert_int_equal(rvt_set_mute("on"), 0);
+	int rc = rvt_set_mute("on");
+	if (rc == -ENOTSUP)
+		skip(); /* no x86-64 hand-written hooks in this build */
+	assert_int_equal(rc, 0);
 	assert_int_equal(rvt_set_mute("5000000,100"), 0);
 }
 
