@@ -86,7 +86,7 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static _Atomic int cfg_on = MUTE_CAN;
+static _Atomic int cfg_on; /* off by default: muting changes what a capture holds */
 static _Atomic uint64_t cfg_rate = 1000000, cfg_median_ns = 200;
 
 /* "off" | "on" | RATE[,MEDIAN_NS]; 0 or -EINVAL. */
@@ -140,8 +140,7 @@ static void read_env(void)
 	int rc = rvt_set_mute(v);
 	if (rc == -EINVAL)
 		rvt_say("rearview: RV_TRACE_MUTE=%s not understood (use off, on or "
-			"RATE[,MEDIAN_NS]); "
-			"the default (1000000,200) is kept",
+			"RATE[,MEDIAN_NS]); muting stays off",
 			v);
 	else if (rc == -ENOTSUP)
 		rvt_say("rearview: RV_TRACE_MUTE: muting needs the x86-64 hooks; it is off");

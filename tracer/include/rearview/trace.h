@@ -47,8 +47,8 @@
  *   RV_TRACE_MAX_BUFFERS  at most this many ring buffers per process (2, or
  *                         32 with RV_TRACE=all or a name list)
  *   RV_SOCKET=path        control socket for rvt_control_start()
- *   RV_TRACE_MUTE=spec    the tracer's own budget (rvt_set_mute()): `off`,
- *                         `on` (the default: 1000000,200) or RATE[,MEDIAN_NS]
+ *   RV_TRACE_MUTE=spec    the tracer's own budget (rvt_set_mute()): `off`
+ *                         (the default), `on` (1000000,200) or RATE[,MEDIAN_NS]
  *                         — a function one thread calls more than RATE times
  *                         a second with a median duration under MEDIAN_NS is
  *                         muted (read when tracing first starts)
@@ -143,8 +143,10 @@ RVT_API int rvt_stop(pid_t tid, int release);
  * which passes every other SIGTRAP on to the previous handler).  Its time
  * then folds into its callers' self time, and every later capture carries a
  * MUTED record (FORMAT.md).  A muted function stays muted for the life of
- * the process.  `spec`: "off", "on" (1000000,200) or "RATE[,MEDIAN_NS]"
- * (both > 0).  Returns 0, -EINVAL (spec not understood) or -ENOTSUP (on,
+ * the process.  Off by default (RV_TRACE_MUTE): a muted function's calls,
+ * which a capture would otherwise count exactly, are gone.  A spec takes
+ * effect when a thread next starts tracing.  `spec`: "off", "on"
+ * (1000000,200) or "RATE[,MEDIAN_NS]" (both > 0).  Returns 0, -EINVAL (spec not understood) or -ENOTSUP (on,
  * where muting is not available).  Any thread.
  */
 RVT_API int rvt_set_mute(const char *spec);
