@@ -146,8 +146,9 @@ RVT_API int rvt_stop(pid_t tid, int release);
  * the process.  Off by default (RV_TRACE_MUTE): a muted function's calls,
  * which a capture would otherwise count exactly, are gone.  A spec takes
  * effect when a thread next starts tracing.  `spec`: "off", "on"
- * (1000000,200) or "RATE[,MEDIAN_NS]" (both > 0).  Returns 0, -EINVAL (spec not understood) or
- * -ENOTSUP (on, where muting is not available).  Any thread.
+ * (1000000,200) or "RATE[,MEDIAN_NS]" (both > 0).  Returns 0, -EINVAL
+ * (spec not understood) or -ENOTSUP (on, where muting is not available).
+ * Any thread.
  */
 RVT_API int rvt_set_mute(const char *spec);
 
