@@ -3,16 +3,17 @@
  * what a capture says was left out (the UNTRACED and MUTED records,
  * FORMAT.md §2).
  *
- * Muting.  While some thread traces, the mute thread wakes every 100 ms,
- * copies the newest window of every traced thread's ring (rvt_rings_sample)
- * and pairs its entries and exits: a function that one thread called more
- * than `rate` times a second with a median duration under `median_ns`
- * (RV_TRACE_MUTE, trace.h) is an offender.  Its trace-point call sites are
- * then learned and turned into nops, all of them (entries and exits) in one
- * cross-modifying-code batch, off the hot path:
+ * Muting (off unless RV_TRACE_MUTE / rvt_set_mute turn it on).  While some
+ * thread traces, the mute thread wakes every 100 ms, copies the newest
+ * window of every traced thread's ring (rvt_rings_sample) and pairs its entries and exits: a
+ * function that one thread called more than `rate` times a second with a median duration under
+ * `median_ns` (RV_TRACE_MUTE, trace.h) is an offender.  Its trace-point call sites are then learned
+ * and turned into nops, all of them (entries and exits) in one cross-modifying-code batch, off the
+ * hot path:
  *
  * - learning: the first byte of each of the four hooks (__cyg_profile_func_
- *   enter/exit, rvt__inl_enter/exit) becomes an int3 for LEARN_MS.  The
+ *   enter/exit, rvt__inl_enter/exit) becomes an int3 for LEARN_MS (up to
+ *   10× that until every offender showed an entry and an exit site).  The
  *   SIGTRAP handler reads the function (call mode: %rdi; inline entry: %rax;
  *   inline exit: the innermost open entry of the thread's own ring) and the
  *   return address; a `call rel32` (direct or through a PLT stub whose GOT
@@ -46,6 +47,7 @@
  */
 #include "tracer-int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -435,6 +437,7 @@ static int learned_all(size_t n)
 /* Learns the call sites of fns[0..n) into wants[] (int3 on the hooks). */
 static int learn(const uintptr_t *fns, size_t n)
 {
+	assert(n > 0 && n <= WANT_MAX);
 	for (unsigned i = 0; i < WANT_MAX; i++) {
 		for (unsigned k = 0; k < WANT_SITES; k++)
 			atomic_store(&wants[i].site[k], 0);
@@ -503,6 +506,7 @@ static int finish_sites(const uint64_t *sites, size_t n, unsigned entry)
 static int patch(const uintptr_t *site_fn, const uint64_t *sites, size_t n, uint64_t *when)
 {
 	static const uint8_t int3 = 0xcc;
+	assert(n > 0);
 	size_t base = atomic_load(&npsites);
 	if (base + n > PSITES_MAX)
 		return -ENOSPC;
@@ -617,6 +621,7 @@ static uint64_t ticks_ns(uint64_t ticks)
 static void analyse(void *arg, const uint64_t *slots, uint64_t n, uint64_t cur, int wrapped)
 {
 	struct sampler *S = arg;
+	assert(cur <= n);
 	S->rings++;
 	uint64_t w = wrapped ? n / 2 : cur;
 	if (w > WIN)
