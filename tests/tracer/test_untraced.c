@@ -3,7 +3,8 @@
  * left out"): the writer's UNTRACED and MUTED records against the worked
  * example's bytes (tests/tracer/golden/untraced.hex), their round trip
  * through rvtrace's decoder into the model and its "self time includes
- * untraced callees" line, and librvtrace reading a module's
+ * untraced callees" line (summary JSON and speedscope export too), and librvtrace reading a
+ * module's
  * `.rearview_untraced` section (this test binary carries one, added by
  * objcopy when it is linked: golden/untraced.txt).
  */
@@ -11,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +137,45 @@ static void test_untraced_round_trip_model_and_note(void **state)
 	free(out);
 }
 
+/* The summary JSON (model and streaming: the same bytes) and the
+ * speedscope export say it too. */
+static void test_untraced_summary_json_and_speedscope_say_it(void **state)
+{
+	(void)state;
+	uint8_t *out;
+	size_t len;
+	encode(&out, &len);
+	rva_trace *t;
+	rva_error err = {{0}};
+	assert_int_equal(rva_capture_decode(out, len, &t, &err), 0);
+	char *doc = NULL, *stream = NULL, *ss = NULL;
+	size_t dl = 0, sl = 0, xl = 0;
+	FILE *f = open_memstream(&doc, &dl);
+	assert_int_equal(rva_summary_json(f, t, -1, 10), 0);
+	fclose(f);
+	assert_non_null(strstr(doc,
+			       "\"untraced\":{\"note\":\"self time includes untraced callees "
+			       "(2 left out at build time; 1 muted at run time: work)\","
+			       "\"count\":2,\"truncated\":false,\"muted\":[{\"method\":\"work\","
+			       "\"ns\":123456788988,\"rate\":52000000,\"median_ns\":12}]}"));
+	rva_summary sm;
+	assert_int_equal(rva_capture_summarize(out, len, &sm, &err), 0);
+	f = open_memstream(&stream, &sl);
+	assert_int_equal(rva_summary_json_from(f, &sm, 10), 0);
+	fclose(f);
+	assert_string_equal(stream, doc);
+	rva_summary_release(&sm);
+	f = open_memstream(&ss, &xl);
+	assert_int_equal(rva_export_speedscope(f, t), 0);
+	fclose(f);
+	assert_non_null(strstr(ss, "\"name\":\"rvtrace export: self time includes untraced"));
+	free(doc);
+	free(stream);
+	free(ss);
+	rva_trace_free(t);
+	free(out);
+}
+
 static void test_untraced_none_no_note(void **state)
 {
 	(void)state;
@@ -206,6 +247,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_untraced_writer_matches_golden_records),
 		cmocka_unit_test(test_untraced_round_trip_model_and_note),
+		cmocka_unit_test(test_untraced_summary_json_and_speedscope_say_it),
 		cmocka_unit_test(test_untraced_none_no_note),
 		cmocka_unit_test(test_untraced_empty_list_no_names),
 		cmocka_unit_test(test_untraced_own_section_read),
