@@ -240,7 +240,9 @@ static uintptr_t plt_target(uintptr_t t)
 		return 0;
 	int32_t d;
 	memcpy(&d, p + 2, 4);
-	return *(const uintptr_t *)(p + 6 + d);
+	uintptr_t v;
+	memcpy(&v, p + 6 + d, sizeof(v));
+	return v;
 }
 
 /* The length of the call to `hook` that returns to ret (5 or 6), or 0. */
