@@ -9,7 +9,8 @@ LIBELF_LIBS   := $(call pc,--libs,libelf)
 
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
            tracer/src/symbols.c tracer/src/control.c \
-           tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c
+           tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c \
+           tracer/src/mute.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -18,6 +19,8 @@ RVT_HOOKS := hooks
 ifeq ($(findstring thread,$(SANFLAGS)),)
 ifneq ($(findstring x86_64,$(RVT_ARCH)),)
 RVT_HOOKS := hooks-x86_64
+# Muting patches calls to these hooks (mute.c).
+$(OBJ)/tracer/src/mute.o: CPPFLAGS += -DRVT_MUTE_X86
 # The inline-mode stubs save only general-purpose registers around these.
 $(OBJ)/tracer/src/tp-slow.o: CFLAGS += -mgeneral-regs-only
 endif
@@ -118,6 +121,33 @@ $(eval $(call rv_test,tracer,stream,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
 # (librvanalysis is defined later, in analysis.mk: named here by its path.)
 $(OBJ)/tests/tracer/test_gap.o: CPPFLAGS += -Itracer/analysis/include
 $(eval $(call rv_test,tracer,gap,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS)))
+
+# test_mute: one fixture source in call mode and in inline mode.
+$(OBJ)/tests/tracer/mute_call.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions -DMF_PREFIX=mc_ \
+	  -c -o $@ $<
+$(OBJ)/tests/tracer/mute_inl.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h \
+		tracer/include/rearview/trace-inline.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions -DMF_PREFIX=mi_ \
+	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
+$(eval $(call rv_test,tracer,mute,$(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/tracer/mute_inl.o \
+	$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+
+# test_untraced: carries a .rearview_untraced section of its own (as rvcc
+# adds one), which librvtrace must find in its module's file.
+$(OBJ)/tests/tracer/test_untraced.o: CPPFLAGS += -Itracer/analysis/include \
+	-DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
+$(TBIN)/tracer/test_untraced: $(OBJ)/tests/tracer/test_untraced.o $(RVT_TEST_OBJ) \
+		$(LIB)/librvanalysis.a tests/tracer/golden/untraced.txt
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(RVT_LDLIBS) $(RVA_LIBS) $(CMOCKA_LIBS) \
+	  -lpthread
+	objcopy --add-section .rearview_untraced=tests/tracer/golden/untraced.txt \
+	  --set-section-flags .rearview_untraced=contents,readonly $@
+$(OBJ)/tests/tracer/test_untraced.o: CPPFLAGS += $(CMOCKA_CFLAGS)
+TESTS += $(TBIN)/tracer/test_untraced
 
 # `make bench`: Listing 1 built several ways into one driver.
 RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \

@@ -430,6 +430,12 @@ void web_trace_page(struct web_ctx *c, const char *id)
 		  json_object_get(doc, "chains"));
 
 	if (rvs_query_load_trace(c->cfg->database, c->cfg->blob_dir, id, &t) == 0) {
+		char note[1024];
+		if (rva_untraced_note(t, note, sizeof(note))) {
+			fputs("<p class=\"note\">Note: ", c->f);
+			rvs_web_esc(c->f, note);
+			fputs("</p>", c->f);
+		}
 		fprintf(c->f,
 			"<h2>Flame graph</h2><p>Click a frame to zoom; Ctrl-F searches.</p>"
 			"<object id=\"flame\" class=\"flame\" type=\"image/svg+xml\""

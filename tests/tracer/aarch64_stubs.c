@@ -1,9 +1,9 @@
 /*
  * aarch64_stubs.c — stand-ins for the parts of librvtrace the aarch64 smoke
  * test does not cross-build (no arm64 libelf or protobuf-c here): the symbol
- * tables (every value gets an empty name, module unknown) and the control
- * thread.  The trace points, rings, protocol and capture writer are the real
- * sources.
+ * tables (every value gets an empty name, module unknown), the control
+ * thread and muting (x86-64 only; no UNTRACED sections either).  The trace points, rings, protocol
+ * and capture writer are the real sources.
  */
 #include "tracer-int.h"
 
@@ -55,4 +55,21 @@ int rvt_control_start(const char *socket_path)
 
 void rvt_control_stop(void)
 {
+}
+
+void rvt_mute_tracing_started(void)
+{
+}
+
+size_t rvt_mute_list(struct rvt_muted *out, size_t cap)
+{
+	(void)out;
+	(void)cap;
+	return 0;
+}
+
+size_t rvt_untraced_sections(const struct rvt_untraced **out)
+{
+	*out = NULL;
+	return 0;
 }

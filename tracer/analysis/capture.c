@@ -52,7 +52,9 @@ enum {
 	REC_SYMBOL,
 	REC_ANOMALY,
 	REC_APP,
-	REC_CHECKSUM
+	REC_CHECKSUM,
+	REC_UNTRACED,
+	REC_MUTED
 };
 enum { CHECKSUM_XXH3_64 = 1 };
 
@@ -387,6 +389,8 @@ typedef struct ctx {
 	size_t nmods;
 	symbol *syms;
 	size_t nsyms;
+	uint64_t *muted_vals; /* MUTED records' values, in order */
+	size_t nmuted_vals, muted_cap;
 	agg *sum; /* non-NULL: aggregate instead of building the model */
 	int64_t first_ns, last_ns;
 	int have_first;
@@ -547,6 +551,37 @@ static __attribute__((noinline)) int64_t method_lookup(ctx *c, uint64_t v)
 	return id;
 }
 
+/* The "rule name" lines of an UNTRACED record into t->untraced. */
+static int add_untraced(rva_trace *t, const char *p, size_t n)
+{
+	const char *end = p + n;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		const char *sp = memchr(p, ' ', (size_t)(le - p));
+		if (sp && sp + 1 < le) {
+			if ((t->nuntraced & (t->nuntraced - 1)) == 0) {
+				size_t cap = t->nuntraced ? t->nuntraced * 2 : 16;
+				rva_untraced *u = realloc(t->untraced, cap * sizeof(*u));
+				if (!u)
+					return -ENOMEM;
+				t->untraced = u;
+			}
+			rva_untraced *u = &t->untraced[t->nuntraced];
+			u->rule = strndup(p, (size_t)(sp - p));
+			u->name = strndup(sp + 1, (size_t)(le - sp - 1));
+			if (!u->rule || !u->name) {
+				free(u->rule);
+				free(u->name);
+				return -ENOMEM;
+			}
+			t->nuntraced++;
+		}
+		p = le + 1;
+	}
+	return 0;
+}
+
 /*
  * The records of [off, end).  `cut` is set when the file is shorter than its
  * header's file_size: the records then stop at the last whole one, and a
@@ -674,6 +709,36 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 			m->end = rd64(v + 24);
 			m->path = (const char *)v + 32 + bl;
 			m->path_len = len - 32 - bl;
+		} else if (type == REC_UNTRACED) {
+			if (len < 8 || rd32(v + 4) > len - 8)
+				return rva_fail(err, -EINVAL, "bad UNTRACED record");
+			c->t->untraced_truncated |= rd32(v) & 1;
+			int rc = add_untraced(c->t, (const char *)v + 8 + rd32(v + 4),
+					      len - 8 - rd32(v + 4));
+			if (rc < 0)
+				return rva_fail(err, rc, "out of memory");
+		} else if (type == REC_MUTED) {
+			if (len < 40)
+				return rva_fail(err, -EINVAL, "short MUTED record");
+			rva_muted *m = realloc(c->t->muted, (c->t->nmuted + 1) * sizeof(*m));
+			if (!m)
+				return rva_fail(err, -ENOMEM, "out of memory");
+			c->t->muted = m;
+			m += c->t->nmuted++;
+			/* method: the value until the symbols are sorted (below) */
+			m->method = 0;
+			m->ns = (int64_t)rd64(v + 16);
+			m->rate = rd64(v + 24);
+			m->median_ns = rd32(v + 32);
+			if (c->nmuted_vals == c->muted_cap) {
+				size_t n = c->muted_cap ? c->muted_cap * 2 : 4;
+				uint64_t *mv = realloc(c->muted_vals, n * sizeof(*mv));
+				if (!mv)
+					return rva_fail(err, -ENOMEM, "out of memory");
+				c->muted_vals = mv;
+				c->muted_cap = n;
+			}
+			c->muted_vals[c->nmuted_vals++] = rd64(v);
 		} else if (type == REC_ANOMALY) {
 			if (len < 16)
 				return rva_fail(err, -EINVAL, "short ANOMALY record");
@@ -701,6 +766,12 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 	}
 	if (c->nsyms)
 		qsort(c->syms, c->nsyms, sizeof(*c->syms), cmp_sym);
+	for (size_t i = 0; i < c->nmuted_vals; i++) {
+		int64_t id = method_of(c, c->muted_vals[i]);
+		if (id < 0)
+			return rva_fail(err, (int)id, "cannot name a muted function");
+		c->t->muted[i].method = (uint32_t)id;
+	}
 	return 0;
 }
 
@@ -1077,6 +1148,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 out_free:
 	free(c.mods);
 	free(c.syms);
+	free(c.muted_vals);
 	free(c.vk);
 	free(c.vid);
 	rva_trace_free(c.t);

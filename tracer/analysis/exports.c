@@ -7,6 +7,7 @@
  * frames it leaves behind, so events are time-ordered per thread.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,10 +16,17 @@
 
 int rva_export_speedscope(FILE *f, const rva_trace *t)
 {
+	/* The profile's name says what self times include (FORMAT.md UNTRACED,
+	 * MUTED): speedscope shows it as the title. */
+	char title[1100] = "rvtrace export";
+	char note[1024];
+	if (rva_untraced_note(t, note, sizeof(note)))
+		snprintf(title, sizeof(title), "rvtrace export: %s", note);
 	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
-	      "\"exporter\":\"rvtrace\",\"name\":\"rvtrace export\",\"activeProfileIndex\":0,"
-	      "\"shared\":{\"frames\":[",
+	      "\"exporter\":\"rvtrace\",\"name\":",
 	      f);
+	rvc_json_str(f, title);
+	fputs(",\"activeProfileIndex\":0,\"shared\":{\"frames\":[", f);
 	for (size_t i = 0; i < t->nmethods; i++) {
 		fputs(i ? ",{\"name\":" : "{\"name\":", f);
 		rvc_json_str(f, t->names[i]);

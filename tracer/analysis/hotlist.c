@@ -12,6 +12,11 @@
  * Their time then folds into their callers' self time.  Names rvtrace could
  * not resolve (module+0xoffset) are never listed.
  *
+ * Functions a capture says the tracer muted at run time (MUTED records,
+ * FORMAT.md) are hot and short by the tracer's own measure, and their calls
+ * after the mute are missing from the trace: they are listed too, after
+ * the others, with the figures the tracer saw.
+ *
  * Output: one name per line, then a `#` comment with the figures (rvcc
  * ignores everything after `#`); a header comment says the rule and inputs.
  * Invariant: durations are end - start of each call, ≥ 0 in a finished trace.
@@ -37,12 +42,15 @@ const char rvtrace_usage_hotlist[] =
 	"together (rate = calls over the summed time spans), one name per line\n"
 	"with its figures in a # comment: the never-list rvcc reads\n"
 	"(CC=\"rvcc --rv-never=LIST gcc\" or RVCC_NEVER=LIST) on the next build.\n"
-	"Their time then counts as their callers' self time.\n";
+	"Their time then counts as their callers' self time.  Functions the tracer\n"
+	"muted at run time (RV_TRACE_MUTE) are listed too.\n";
 
 struct hot {
 	char *name; /* owned */
 	int64_t *dur;
 	size_t n, cap;
+	int listed;
+	uint64_t rate, median_ns; /* a muted function's, from its MUTED record */
 };
 
 static int cmp_i64(const void *a, const void *b)
@@ -137,8 +145,8 @@ int rvtrace_cmd_hotlist(int argc, char **argv)
 		fputs(rvtrace_usage_hotlist, stderr);
 		return 2;
 	}
-	struct hot *v = NULL;
-	size_t n = 0;
+	struct hot *v = NULL, *mv = NULL;
+	size_t n = 0, nm = 0;
 	double span_s = 0;
 	int status = 0;
 	for (int i = optind; i < argc && !status; i++) {
@@ -158,6 +166,17 @@ int rvtrace_cmd_hotlist(int argc, char **argv)
 			if (collect(t, &v, &n) < 0) {
 				fprintf(stderr, "rvtrace: out of memory\n");
 				status = 1;
+			}
+			for (size_t k = 0; k < t->nmuted && !status; k++) {
+				const rva_muted *m = &t->muted[k];
+				struct hot *h = hot_get(&mv, &nm, t->names[m->method]);
+				if (!h) {
+					fprintf(stderr, "rvtrace: out of memory\n");
+					status = 1;
+				} else if (m->rate > h->rate) {
+					h->rate = m->rate;
+					h->median_ns = m->median_ns;
+				}
 			}
 		}
 		rva_trace_free(t);
@@ -180,8 +199,24 @@ int rvtrace_cmd_hotlist(int argc, char **argv)
 			printf("%s # %zu calls, %.3g/s, median %lld ns\n", h->name, h->n, r,
 			       (long long)med);
 			listed++;
+			h->listed = 1;
+		}
+		for (size_t i = 0; i < nm && (top < 0 || (double)listed < top); i++) {
+			if (strchr(mv[i].name, '+') || strchr(mv[i].name, ','))
+				continue;
+			int dup = 0;
+			for (size_t k = 0; k < n && !dup; k++)
+				dup = v[k].listed && strcmp(v[k].name, mv[i].name) == 0;
+			if (dup)
+				continue;
+			printf("%s # muted at run time: %.3g/s, median %llu ns\n", mv[i].name,
+			       (double)mv[i].rate, (unsigned long long)mv[i].median_ns);
+			listed++;
 		}
 	}
+	for (size_t i = 0; i < nm; i++)
+		free(mv[i].name);
+	free(mv);
 	for (size_t i = 0; i < n; i++) {
 		free(v[i].name);
 		free(v[i].dur);

@@ -9,6 +9,7 @@
  * holds id + 1 (0 = empty).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,12 @@ void rva_trace_free(rva_trace *t)
 	free(t->threads);
 	free(t->anomaly_name);
 	free(t->unresolved);
+	for (size_t i = 0; i < t->nuntraced; i++) {
+		free(t->untraced[i].rule);
+		free(t->untraced[i].name);
+	}
+	free(t->untraced);
+	free(t->muted);
 	free(t->hash);
 	free(t);
 }
@@ -375,4 +382,32 @@ int rva_skip_count(rva_trace *t, const char *what, uint64_t n)
 	t->skipped[t->nskipped].what = what;
 	t->skipped[t->nskipped++].n = n;
 	return 0;
+}
+
+int rva_untraced_note(const rva_trace *t, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	if (!t->nuntraced && !t->nmuted)
+		return 0;
+	size_t n = 0;
+#define NOTE(...)                                                               \
+	do {                                                                    \
+		int w_ = n < len ? snprintf(buf + n, len - n, __VA_ARGS__) : 0; \
+		n += w_ > 0 ? (size_t)w_ : 0;                                   \
+	} while (0)
+	NOTE("self time includes untraced callees (");
+	if (t->nuntraced)
+		NOTE("%zu%s left out at build time%s", t->nuntraced,
+		     t->untraced_truncated ? "+" : "", t->nmuted ? "; " : "");
+	if (t->nmuted) {
+		NOTE("%zu muted at run time:", t->nmuted);
+		for (size_t i = 0; i < t->nmuted && i < 5; i++)
+			NOTE("%s %s", i ? "," : "", t->names[t->muted[i].method]);
+		if (t->nmuted > 5)
+			NOTE(", ...");
+	}
+	NOTE(")");
+#undef NOTE
+	return 1;
 }

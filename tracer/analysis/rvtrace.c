@@ -216,6 +216,14 @@ static double usec(const rva_trace *t, int64_t v)
 	return t->weighted ? (double)v : (double)v / 1000.0;
 }
 
+/* The "self time includes untraced callees" line, when t has one. */
+static void print_note(const rva_trace *t, const char *prefix)
+{
+	char note[1024];
+	if (rva_untraced_note(t, note, sizeof(note)))
+		printf("%s%s\n", prefix, note);
+}
+
 static int cmd_info(int argc, char **argv)
 {
 	if (want_help(argc, argv) || argc != 2)
@@ -236,6 +244,11 @@ static int cmd_info(int argc, char **argv)
 	for (size_t i = 0; i < t->nskipped; i++)
 		printf("%s%" PRIu64 " %s%s", i ? ", " : "skipped:  ", t->skipped[i].n,
 		       t->skipped[i].what, i + 1 == t->nskipped ? " (map to no call)\n" : "");
+	print_note(t, "note:     ");
+	for (size_t i = 0; i < t->nmuted; i++)
+		printf("muted:    %s at %" PRId64 " (%" PRIu64 " calls/s, median %u ns)\n",
+		       t->names[t->muted[i].method], t->muted[i].ns, t->muted[i].rate,
+		       t->muted[i].median_ns);
 	if (t->lost_spans)
 		printf("lost:     %" PRIu64 " span(s) of %.3f us in all, the first %" PRId64
 		       " .. %" PRId64 " (the tracer had no spare ring at a capture)\n",
@@ -323,8 +336,10 @@ static int print_summary(const sumview *v, size_t ntop)
 	size_t n = rva_top_self(t, v->st, ids, ntop);
 	int rc = 0;
 	const char *unit = t->weighted ? "samples" : "us";
-	printf("%s, %zu threads, %zu methods, span %.3f %s, %" PRIu64 " dropped\n\n", t->format,
+	printf("%s, %zu threads, %zu methods, span %.3f %s, %" PRIu64 " dropped\n", t->format,
 	       t->nthreads, t->nmethods, usec(t, t->end - t->start), unit, t->dropped);
+	print_note(full, "");
+	putchar('\n');
 	/* Two clocks (Android dual): thread-CPU columns beside the wall ones. */
 	if (t->has_cpu)
 		printf("%10s %14s %14s %14s %14s  %s\n", "calls", "incl", "self", "cpu_incl",
@@ -567,6 +582,7 @@ static int cmd_tree(int argc, char **argv)
 	rva_tree tr;
 	int rc = rva_tree_build(t, thread < 0 ? SIZE_MAX : (size_t)thread, &tr);
 	if (rc == 0) {
+		print_note(t, "");
 		rc = rva_tree_print(stdout, t, &tr, pct);
 		rva_tree_release(&tr);
 	}

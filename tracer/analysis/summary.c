@@ -51,6 +51,21 @@ static int write_doc(FILE *f, const rva_trace *full, const rva_trace *t, const r
 	} else {
 		fputs("null", f);
 	}
+	char note[1024];
+	if (rva_untraced_note(full, note, sizeof(note))) {
+		fprintf(f, ",\n\"untraced\":{\"note\":");
+		rvc_json_str(f, note);
+		fprintf(f, ",\"count\":%zu,\"truncated\":%s,\"muted\":[", full->nuntraced,
+			full->untraced_truncated ? "true" : "false");
+		for (size_t i = 0; i < full->nmuted; i++) {
+			const rva_muted *m = &full->muted[i];
+			fprintf(f, "%s{\"method\":", i ? "," : "");
+			rvc_json_str(f, full->names[m->method]);
+			fprintf(f, ",\"ns\":%" PRId64 ",\"rate\":%" PRIu64 ",\"median_ns\":%u}",
+				m->ns, m->rate, m->median_ns);
+		}
+		fputs("]}", f);
+	}
 	fprintf(f, ",\n\"top_self\":[");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "%s\n {\"method\":", i ? "," : "");

@@ -6,7 +6,9 @@
  * example.  rvt_capture_build() fills that description from a frozen ring:
  * the process metadata, and a SYMBOL (plus its MODULE) for each method value
  * that occurs in the slots — found by decoding the slots backwards, the only
- * unambiguous direction.
+ * unambiguous direction — or was muted, an UNTRACED record per module that
+ * left functions out at build time and a MUTED record per function muted at
+ * run time (mute.c).
  *
  * Invariants: every record is 8-aligned and END ends exactly at file_size;
  * the header's counts always describe the bytes that follow.
@@ -174,6 +176,30 @@ int rvt_capture_encode(const struct rvt_capture_desc *d, uint8_t **outp, size_t 
 		put(&o, d->anomaly->name, nl);
 		pad8(&o);
 	}
+	for (size_t i = 0; i < d->nuntraced; i++) {
+		const struct rvt_untraced *u = &d->untraced[i];
+		size_t pl = strlen(u->path), tl = u->text_len;
+		if (pl > 4096)
+			pl = 4096;
+		if (tl > RVT_UNTRACED_MAX)
+			tl = RVT_UNTRACED_MAX;
+		rec_head(&o, RVT_REC_UNTRACED, (uint32_t)(8 + pl + tl));
+		put_le(&o, u->truncated || tl < u->text_len ? 1 : 0, 4);
+		put_le(&o, (uint32_t)pl, 4);
+		put(&o, u->path, pl);
+		put(&o, u->text, tl);
+		pad8(&o);
+	}
+	for (size_t i = 0; i < d->nmuted; i++) {
+		const struct rvt_muted *m = &d->muted[i];
+		rec_head(&o, RVT_REC_MUTED, 40);
+		put_le(&o, m->value, 8);
+		put_le(&o, m->counter, 8);
+		put_le(&o, m->monotonic_ns, 8);
+		put_le(&o, m->rate, 8);
+		put_le(&o, m->median_ns, 4);
+		put_le(&o, m->sites, 4);
+	}
 	/* CHECKSUM, then END: the hash covers every byte before the CHECKSUM
 	 * record, so it is computed last, after file_size is patched in. */
 	size_t checksum_at = o.len;
@@ -262,10 +288,17 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 	/* The distinct method values, decoding backwards (FORMAT.md §1). */
 	uint64_t count = rvt_capture_slot_count(r->nslots, d.start_pos, d.end_pos, r->wrapped);
 	uint64_t first = r->wrapped ? r->end_pos % r->nslots : 0;
-	uint64_t *vals = malloc((count ? count : 1) * sizeof(*vals));
+	/* Muted functions are named even when their calls left the ring. */
+	struct rvt_muted muted[RVT_MUTED_MAX];
+	d.muted = muted;
+	d.nmuted = rvt_mute_list(muted, RVT_MUTED_MAX);
+	d.nuntraced = rvt_untraced_sections(&d.untraced);
+	uint64_t *vals = malloc((count + d.nmuted + 1) * sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
 	size_t nv = 0;
+	for (size_t i = 0; i < d.nmuted; i++)
+		vals[nv++] = muted[i].value;
 	for (uint64_t i = count; i-- > 0;) {
 		uint64_t s = r->slots[(first + i) % r->nslots];
 		uint32_t low = (uint32_t)s;

@@ -93,6 +93,29 @@ struct rvt_symbol {
 	const char *name;
 };
 
+/* A function muted at run time (mute.c; FORMAT.md, MUTED record). */
+struct rvt_muted {
+	uint64_t value;	       /* method value */
+	uint64_t counter;      /* hardware counter when its call sites were nops */
+	uint64_t monotonic_ns; /* CLOCK_MONOTONIC then */
+	uint64_t rate;	       /* observed calls per second on one thread */
+	uint32_t median_ns;    /* observed median duration */
+	uint32_t sites;	       /* call sites turned into nops */
+};
+
+/* At most this many functions are muted in a process. */
+#define RVT_MUTED_MAX 256u
+
+/* One module's `.rearview_untraced` section (FORMAT.md, UNTRACED record). */
+struct rvt_untraced {
+	const char *path;
+	const char *text; /* "rule name\n" lines */
+	size_t text_len;
+	int truncated; /* the section was longer than RVT_UNTRACED_MAX */
+};
+/* Bytes of one module's section a capture carries at most. */
+#define RVT_UNTRACED_MAX 60000u
+
 struct rvt_capture_desc {
 	uint32_t flags;
 	uint64_t ref_counter, ref_realtime_ns, ref_monotonic_ns;
@@ -110,7 +133,11 @@ struct rvt_capture_desc {
 	size_t nmodules;
 	const struct rvt_symbol *symbols;
 	size_t nsymbols;
-	const struct rvt_anomaly *anomaly; /* NULL: no ANOMALY record */
+	const struct rvt_anomaly *anomaly;   /* NULL: no ANOMALY record */
+	const struct rvt_untraced *untraced; /* one UNTRACED record each */
+	size_t nuntraced;
+	const struct rvt_muted *muted; /* one MUTED record each */
+	size_t nmuted;
 };
 
 #define RVT_CAP_WRAPPED 1u
@@ -124,6 +151,8 @@ struct rvt_capture_desc {
 #define RVT_REC_SYMBOL	    5u
 #define RVT_REC_ANOMALY	    6u
 #define RVT_REC_CHECKSUM    8u
+#define RVT_REC_UNTRACED    9u
+#define RVT_REC_MUTED	    10u
 #define RVT_REC_END	    0xffffu
 /* CHECKSUM algorithms (FORMAT.md). */
 #define RVT_CHECKSUM_XXH3_64 1u
@@ -187,6 +216,31 @@ RVT_HIDDEN size_t rvt_threads_snapshot(struct rvt_thread_info *out, size_t cap);
  * record when `anomaly` is not NULL); returns the fd or a negative errno. */
 RVT_HIDDEN int rvt_capture_frozen_memfd(pid_t tid, const struct rvt_anomaly *anomaly,
 					uint64_t *size, uint64_t *frozen_ns);
+
+/* ---- run-time muting (mute.c) ---- */
+
+/* Calls fn(arg, slots, nslots, cur, wrapped) under the registry lock for
+ * every thread tracing into a ring it has adopted: `cur` is the index of
+ * its next slot, read once; the thread goes on writing while fn runs, so fn
+ * reads the newest slots only, with relaxed atomic loads, and must not call
+ * back into the registry (tracer.c). */
+RVT_HIDDEN void rvt_rings_sample(void (*fn)(void *arg, const uint64_t *slots, uint64_t nslots,
+					    uint64_t cur, int wrapped),
+				 void *arg);
+
+/* Tracing started on some thread: starts the mute thread when muting is on
+ * (RV_TRACE_MUTE; first call reads it).  Any thread but a traced one inside
+ * a trace point; never under the registry lock. */
+RVT_HIDDEN void rvt_mute_tracing_started(void);
+
+/* Copies up to `cap` muted functions (oldest first) into out; returns the
+ * count.  Lock-free: any thread. */
+RVT_HIDDEN size_t rvt_mute_list(struct rvt_muted *out, size_t cap);
+
+/* The `.rearview_untraced` sections of every loaded module (read from the
+ * modules' files once and kept); *out points into storage the module owns
+ * until the process exits.  Returns the count (0 when none or on error). */
+RVT_HIDDEN size_t rvt_untraced_sections(const struct rvt_untraced **out);
 
 /* ---- developer mode (devmode.c) ---- */
 

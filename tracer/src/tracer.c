@@ -648,7 +648,28 @@ int rvt_start(pid_t tid)
 		r = NULL;
 	rc = r ? start_locked(r, NULL) : (rc < 0 ? rc : -ESRCH);
 	pthread_mutex_unlock(&reg_lock);
+	if (rc == 0)
+		rvt_mute_tracing_started();
 	return rc;
+}
+
+void rvt_rings_sample(void (*fn)(void *arg, const uint64_t *slots, uint64_t nslots, uint64_t cur,
+				 int wrapped),
+		      void *arg)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < nrecs; i++) {
+		struct rec *r = &recs[i];
+		if (!r->tracing || !r->t || !r->ring ||
+		    atomic_load(&r->t->seen) != (uintptr_t)r->ring)
+			continue;
+		uint64_t *cur = atomic_load_explicit(&r->t->cur, memory_order_relaxed);
+		if (cur < r->ring->slots || cur > r->ring->slots + r->ring->nslots)
+			continue;
+		fn(arg, r->ring->slots, r->ring->nslots, (uint64_t)(cur - r->ring->slots),
+		   atomic_load_explicit(&r->t->wrapped, memory_order_relaxed));
+	}
+	pthread_mutex_unlock(&reg_lock);
 }
 
 int rvt_stop(pid_t tid, int release)

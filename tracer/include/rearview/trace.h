@@ -47,6 +47,11 @@
  *   RV_TRACE_MAX_BUFFERS  at most this many ring buffers per process (2, or
  *                         32 with RV_TRACE=all or a name list)
  *   RV_SOCKET=path        control socket for rvt_control_start()
+ *   RV_TRACE_MUTE=spec    the tracer's own budget (rvt_set_mute()): `off`
+ *                         (the default), `on` (1000000,200) or RATE[,MEDIAN_NS]
+ *                         — a function one thread calls more than RATE times
+ *                         a second with a median duration under MEDIAN_NS is
+ *                         muted (read when tracing first starts)
  *
  * Threads: with RV_TRACE=all or a name list, librvtrace interposes
  * pthread_create() (to start new threads and capture them as they end) and
@@ -126,6 +131,26 @@ RVT_API int rvt_start(pid_t tid);
  * by longjmp; nothing changed).
  */
 RVT_API int rvt_stop(pid_t tid, int release);
+
+/*
+ * The tracer's own budget (issue 14, lever 3; x86-64 hand-written hooks
+ * only).  While tracing is on, every 100 ms a library thread samples the
+ * newest events of each traced thread; a function that one thread calls
+ * more than RATE times a second with a median duration under MEDIAN_NS is
+ * muted: its trace-point call sites are turned into nops (call mode and
+ * rvcc's inline mode; briefly an int3 on the hooks learns them, handled by
+ * a SIGTRAP handler the library installs when muting first starts, and
+ * which passes every other SIGTRAP on to the previous handler).  Its time
+ * then folds into its callers' self time, and every later capture carries a
+ * MUTED record (FORMAT.md).  A muted function stays muted for the life of
+ * the process.  Off by default (RV_TRACE_MUTE): a muted function's calls,
+ * which a capture would otherwise count exactly, are gone.  A spec takes
+ * effect when a thread next starts tracing.  `spec`: "off", "on"
+ * (1000000,200) or "RATE[,MEDIAN_NS]" (both > 0).  Returns 0, -EINVAL
+ * (spec not understood) or -ENOTSUP (on, where muting is not available).
+ * Any thread.
+ */
+RVT_API int rvt_set_mute(const char *spec);
 
 /* Returns 1 if thread `tid` (0: the caller) is being traced, 0 if not. */
 RVT_API int rvt_is_tracing(pid_t tid);

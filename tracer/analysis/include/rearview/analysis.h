@@ -75,6 +75,23 @@ typedef struct rva_unresolved {
 				* virtual address a symbol table names */
 } rva_unresolved;
 
+/* A function a capture's program left untraced at build time (rvcc's
+ * `.rearview_untraced`, FORMAT.md UNTRACED record): its time is in its
+ * callers' self time. */
+typedef struct rva_untraced {
+	char *rule; /* owned: "threshold", "never", ... */
+	char *name; /* owned */
+} rva_untraced;
+
+/* A function the tracer muted at run time (FORMAT.md MUTED record): no call
+ * of it is recorded after `ns`, its time is in its callers' self time. */
+typedef struct rva_muted {
+	uint32_t method;    /* method id (its name: names[method]) */
+	int64_t ns;	    /* when, on the calls' clock */
+	uint64_t rate;	    /* calls per second observed on one thread */
+	uint32_t median_ns; /* median duration observed */
+} rva_muted;
+
 enum { RVA_CHECKSUM_NONE = 0, RVA_CHECKSUM_VERIFIED = 1 };
 
 #define RVA_MAX_SKIPPED 16
@@ -120,6 +137,14 @@ typedef struct rva_trace {
 		uint64_t n;
 	} skipped[RVA_MAX_SKIPPED];
 	size_t nskipped;
+
+	/* Captures only: what the tracer left out, owned (see rva_untraced_note).
+	 * untraced_truncated: some module's list was cut (its size bound). */
+	rva_untraced *untraced;
+	size_t nuntraced;
+	int untraced_truncated;
+	rva_muted *muted;
+	size_t nmuted;
 	/* private */
 	uint32_t *hash;
 	size_t hcap;
@@ -139,6 +164,13 @@ int rva_method_rename(rva_trace *t, uint32_t id, const char *name);
 /* Adds n to the count of skipped events of kind `what` (a static string,
  * kept, compared by content): 0, or -E2BIG past RVA_MAX_SKIPPED kinds. */
 int rva_skip_count(rva_trace *t, const char *what, uint64_t n);
+
+/* The line every view prints when `t` has untraced or muted functions:
+ * "self time includes untraced callees (…)", naming the count left out at
+ * build time and the muted functions (the first few), into buf (len bytes,
+ * NUL-terminated, cut to fit).  Returns 1 when there is such a line, 0 (buf
+ * empty) when not.  Thread-safe on a trace nobody modifies. */
+int rva_untraced_note(const rva_trace *t, char *buf, size_t len);
 
 /* Allocate an empty trace; NULL on ENOMEM.  Caller frees with rva_trace_free. */
 rva_trace *rva_trace_new(void);
