@@ -35,6 +35,8 @@ int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
  * streams its output (stream.h: a few chunks, never the whole output; issue
  * 18 item 2: a 40 MB trace of 10 M tiny calls made a 770 MB Chrome export). */
 #define RVS_EXPORT_STREAMS 2
+/* Allocations from this size up are mappings of their own (main.c). */
+#define RVS_MMAP_THRESHOLD (1u << 20)
 /* rvc_write_file_atomic (rearview/common.h): temp file in the same dir,
  * fsync, rename, directory fsync. */
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);

@@ -119,15 +119,21 @@ static int teardown(void **state)
 	return bad;
 }
 
-/* The server's peak RSS in KiB since the last reset_peak, or -1. */
-static long peak_kib(void)
+/* A "VmHWM:" or "VmRSS:" of the server in KiB, or -1. */
+static long status_kib(const char *key)
 {
 	char path[64], buf[4096];
 	const char *p;
 	snprintf(path, sizeof path, "/proc/%d/status", (int)g_srv.pid);
-	if (web_slurp(path, buf, sizeof buf) <= 0 || !(p = strstr(buf, "VmHWM:")))
+	if (web_slurp(path, buf, sizeof buf) <= 0 || !(p = strstr(buf, key)))
 		return -1;
-	return strtol(p + 6, NULL, 10);
+	return strtol(p + strlen(key), NULL, 10);
+}
+
+/* The server's peak RSS in KiB since the last reset_peak, or -1. */
+static long peak_kib(void)
+{
+	return status_kib("VmHWM:");
 }
 
 /* "5": the peak RSS restarts from the current RSS (Linux 4.0+). */
@@ -233,11 +239,14 @@ static void test_export_1m_nested_calls_every_format_peak_under_200mib(void **st
 		long code, peak;
 
 		snprintf(path, sizeof path, "/api/v1/traces/" DEEP_ID "/export?format=%s", fmts[i]);
+		long rss = status_kib("VmRSS:");
 		reset_peak();
 		code = get(path, count, &s);
 		peak = peak_kib();
-		fprintf(stderr, "%s export of %u nested calls: %zu bytes, server peak %ld KiB\n",
-			fmts[i], DEEP_CALLS, s.bytes, peak);
+		fprintf(stderr,
+			"%s export of %u nested calls: %zu bytes, server RSS %ld KiB before,"
+			" peak %ld KiB\n",
+			fmts[i], DEEP_CALLS, s.bytes, rss, peak);
 		assert_int_equal(code, 200);
 		assert_true(s.bytes > 0);
 		assert_true(peak > 0 && peak < (long)PEAK_BOUND_KIB);

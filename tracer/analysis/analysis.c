@@ -6,7 +6,10 @@
  * Every walk is one pass over a thread's pre-order calls with an explicit
  * stack of open frames (depth d pops the stack to d entries), so memory is
  * proportional to depth plus the output, never to recursion on the C stack.
+ * A capped tree (rva_tree_build_capped) has no node deeper than its cap
+ * plus one RVA_TREE_CUT node per path that went deeper.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdlib.h>
@@ -367,6 +370,11 @@ int rva_tree_init(rva_tree *tr)
 
 int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
 {
+	return rva_tree_build_capped(t, only, SIZE_MAX, tr);
+}
+
+int rva_tree_build_capped(const rva_trace *t, size_t only, size_t maxdepth, rva_tree *tr)
+{
 	rva_tmap m = {0};
 	uint32_t *nst = NULL;
 	int64_t *child = NULL;
@@ -405,12 +413,20 @@ int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
 				child = b;
 				scap = cap;
 			}
-			uint32_t parent = sn ? nst[2 * (sn - 1)] : 0, id;
-			if ((rc = rva_tree_child(tr, &m, parent, th->calls[i].method, &id)) < 0)
-				goto out_free;
-			rc = -ENOMEM;
+			uint32_t parent = sn ? nst[2 * (sn - 1)] : 0, id = parent;
+			/* Past the cap every call is its ancestor's cut node: the
+			 * self times summed there are the whole subtree's time,
+			 * counted as inclusive once, at the cut's first level. */
+			if (sn <= maxdepth) {
+				uint32_t meth = sn < maxdepth ? th->calls[i].method : RVA_TREE_CUT;
+				if ((rc = rva_tree_child(tr, &m, parent, meth, &id)) < 0)
+					goto out_free;
+				rc = -ENOMEM;
+				tr->nodes[id].incl =
+					rva_sadd(tr->nodes[id].incl, dur(&th->calls[i]));
+			}
+			assert(sn <= maxdepth || tr->nodes[id].method == RVA_TREE_CUT);
 			tr->nodes[id].calls++;
-			tr->nodes[id].incl = rva_sadd(tr->nodes[id].incl, dur(&th->calls[i]));
 			nst[2 * sn] = id;
 			nst[2 * sn + 1] = (uint32_t)i;
 			child[sn] = 0;

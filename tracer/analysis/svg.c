@@ -98,7 +98,7 @@ static unsigned colour(const char *s)
 int rva_export_svg(FILE *f, const rva_trace *t, const char *title)
 {
 	rva_tree tr;
-	int rc = rva_tree_build(t, SIZE_MAX, &tr);
+	int rc = rva_tree_build_capped(t, SIZE_MAX, RVA_EXPORT_MAX_DEPTH, &tr);
 	if (rc < 0)
 		return rc;
 	rc = -ENOMEM;
@@ -114,12 +114,13 @@ int rva_export_svg(FILE *f, const rva_trace *t, const char *title)
 	double *next = calloc(tr.n, sizeof(*next));
 	if (!next)
 		goto out_free;
-	for (size_t i = 1; i < tr.n; i++) {
-		uint32_t p = tr.nodes[i].parent;
-		depth[i] = depth[p] + 1;
-		if (depth[i] > maxd)
-			maxd = depth[i];
-	}
+	for (size_t i = 1; i < tr.n; i++)
+		depth[i] = depth[tr.nodes[i].parent] + 1;
+	/* The trace's own depth: the tree stops one level below the cap. */
+	for (size_t ti = 0; ti < t->nthreads; ti++)
+		for (size_t i = 0; i < t->threads[ti].ncalls; i++)
+			if (t->threads[ti].calls[i].depth >= maxd)
+				maxd = t->threads[ti].calls[i].depth + 1;
 	for (size_t i = 0; i < tr.n; i++)
 		next[i] = x[i];
 	/* Children lists are newest-first; any order is a valid flame graph,

@@ -273,6 +273,16 @@ typedef struct rva_tree {
 
 /* Build the merged tree of thread th, or of all threads (th = SIZE_MAX). */
 int rva_tree_build(const rva_trace *t, size_t th, rva_tree *out);
+
+/* Method of the node standing for everything below a capped tree's depth. */
+#define RVA_TREE_CUT (UINT32_MAX - 1)
+/* rva_tree_build cut at maxdepth frames: the calls deeper than that are one
+ * child node (method RVA_TREE_CUT) of their ancestor at maxdepth, whose
+ * self and inclusive times are all the time they took and calls their
+ * number.  Nodes are the distinct paths of at most maxdepth frames, so a
+ * trace of 1 M nested calls makes maxdepth + 1 nodes (issue 18 item 2);
+ * the walk's stack is the trace's depth.  0, -ENOMEM, -E2BIG. */
+int rva_tree_build_capped(const rva_trace *t, size_t th, size_t maxdepth, rva_tree *out);
 void rva_tree_release(rva_tree *tr);
 
 /* rva_chains_collect over an already built merged tree of t. */
