@@ -357,8 +357,9 @@ static struct export_cost export_in_child(const rva_trace *t, int svg, const cha
 /* Issue 18 item 2: the folded export allocated the sum of all chain depths
  * (a 99 KB upload cost 4.9 GB; 1 M nested calls: ~2 TB, -ENOMEM or the OOM
  * killer).  Now 1 M nested calls export 512 levels and one truncated line,
- * a few KB, in memory linear in the calls: under 160 MiB more peak than the
- * trace (measured ~70 MiB, the merged tree's 1 M nodes). */
+ * a few KB, from a tree cut at 512 levels (513 nodes, where the whole tree
+ * had 1 M: ~70 MiB): under 48 MiB more peak than the trace (measured ~26
+ * MiB, the walk's stack of 1 M open frames). */
 static void test_textio_folded_1m_nested_calls_bounded(void **state)
 {
 	rva_trace *t = nested(1000000);
@@ -367,13 +368,14 @@ static void test_textio_folded_1m_nested_calls_bounded(void **state)
 	assert_int_equal(c.needles, 1);
 	assert_true(c.bytes < (8 << 20));
 	print_message("folded: %lld bytes, peak +%ld KiB\n", c.bytes, c.peak_kib);
-	assert_true(c.peak_kib < MEM_FACTOR * 160 * 1024);
+	assert_true(c.peak_kib < MEM_FACTOR * 48 * 1024);
 	rva_trace_free(t);
 }
 
 /* Issue 18 item 2: 1 M nested calls gave a 274 MB flame graph.  Now 512
- * levels are drawn, the graph says the rest was truncated, 139 KB (the
- * peak, ~85 MiB, is the merged tree's 1 M nodes and their layout). */
+ * levels are drawn, the graph says the rest was truncated, 139 KB, from a
+ * tree cut at 512 levels (the whole tree and its layout took ~85 MiB):
+ * under 48 MiB more peak than the trace (measured ~15 MiB). */
 static void test_textio_svg_1m_nested_calls_bounded(void **state)
 {
 	rva_trace *t = nested(1000000);
@@ -382,7 +384,41 @@ static void test_textio_svg_1m_nested_calls_bounded(void **state)
 	assert_int_equal(c.needles, 1);
 	assert_true(c.bytes < (1 << 20));
 	print_message("svg: %lld bytes, peak +%ld KiB\n", c.bytes, c.peak_kib);
-	assert_true(c.peak_kib < MEM_FACTOR * 160 * 1024);
+	assert_true(c.peak_kib < MEM_FACTOR * 48 * 1024);
+	rva_trace_free(t);
+}
+
+/* Issue 18 item 2 (the flame graph's level of detail): 1000 stacks of 100
+ * distinct frames, each stack 1.2 px wide, drew all 100 000 frames (~35 MB).
+ * Frames narrower than a pixel merge into their parents and at most
+ * RVA_SVG_MAX_FRAMES are drawn, whole levels: here 20 levels of 1000, and
+ * the graph says 80 000 frames were merged. */
+static void test_textio_svg_100k_wide_frames_capped_and_merged(void **state)
+{
+	size_t cap = 1000 * 100 * 8 + 16, n = 0;
+	char *text = malloc(cap), note[96];
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+	assert_non_null(text);
+	for (size_t i = 0; i < 1000; i++) {
+		n += (size_t)snprintf(text + n, cap - n, "w%zu", i);
+		for (size_t d = 0; d < 99; d++)
+			n += (size_t)snprintf(text + n, cap - n, ";m%zu", d);
+		n += (size_t)snprintf(text + n, cap - n, " 1000\n");
+	}
+	/* Narrower than a pixel (0.0012 px): merged into w0. */
+	n += (size_t)snprintf(text + n, cap - n, "w0;tiny 1\n");
+	assert_int_equal(rva_folded_import((const uint8_t *)text, n, &t, &err), 0);
+	free(text);
+	struct export_cost c = export_in_child(t, 1, "<g class=\"f\"");
+	assert_int_equal(c.rc, 0);
+	print_message("svg: %lld bytes, %lld frames\n", c.bytes, c.needles);
+	assert_int_equal(c.needles, RVA_SVG_MAX_FRAMES);
+	assert_true(c.bytes < (8 << 20));
+	snprintf(note, sizeof note, "%u frames merged into their parents",
+		 1000 * 100 + 1 - RVA_SVG_MAX_FRAMES);
+	c = export_in_child(t, 1, note);
+	assert_int_equal(c.needles, 1);
 	rva_trace_free(t);
 }
 
@@ -400,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_textio_detect_and_reject_unknown),
 		cmocka_unit_test(test_textio_folded_1m_nested_calls_bounded),
 		cmocka_unit_test(test_textio_svg_1m_nested_calls_bounded),
+		cmocka_unit_test(test_textio_svg_100k_wide_frames_capped_and_merged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

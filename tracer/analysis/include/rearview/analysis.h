@@ -536,9 +536,16 @@ int rva_export_speedscope(FILE *f, const rva_trace *t);
  * Times are µs since the first event. -E2BIG over 65535 threads. */
 int rva_export_android(FILE *f, const rva_trace *t);
 
+/* Frames an SVG flame graph draws at most (whole levels, top down). */
+#define RVA_SVG_MAX_FRAMES 20000u
+
 /* Self-contained interactive SVG flame graph of all threads (click to zoom,
- * search, tooltips); names are XML-escaped.  title may be NULL.  Frames
- * deeper than RVA_EXPORT_MAX_DEPTH are not drawn; the graph then says so. */
+ * search, tooltips); names are XML-escaped.  title may be NULL.  Level of
+ * detail: frames narrower than a pixel are merged into their parents, and
+ * at most RVA_SVG_MAX_FRAMES frames in at most RVA_EXPORT_MAX_DEPTH levels
+ * are drawn; the graph says how deep the trace went and how many frames it
+ * merged ("truncated" and "merged" notes).  Memory linear in the tree of
+ * paths up to the depth cap (rva_tree_build_capped).  0, -ENOMEM, -EIO. */
 int rva_export_svg(FILE *f, const rva_trace *t, const char *title);
 
 #ifdef __cplusplus
