@@ -60,8 +60,9 @@ struct rvs_api {
 	 * cfg->login_hashers at once, so hashing never holds more of the work
 	 * pool than that (API work keeps the rest). */
 	unsigned logins_hashing;
-	/* Exports loading or streaming: at most RVS_EXPORT_STREAMS, each with
-	 * its trace in memory and a thread writing it (stream.c). */
+	/* Exports loading or streaming, and trace pages: at most
+	 * RVS_EXPORT_STREAMS, each with its trace in memory (an export also with
+	 * a thread writing it, stream.c). */
 	unsigned exports;
 	int stopping;
 	/* One decode job per queue partition at most (RVS_DECODE_LANES). */
@@ -946,26 +947,29 @@ static struct job *queue_job(struct rvs_api *a, struct rvs_conn *c, struct rvs_h
 	return j;
 }
 
-/* An export: GET /api/v1/traces/ID/export, /traces/ID/export or
- * /traces/ID/flame.svg (the web UI's). */
-static int is_export(const struct rvs_http_req *req)
+/* A request that loads a whole trace into memory: an export (GET
+ * /api/v1/traces/ID/export, /traces/ID/export, /traces/ID/flame.svg) or the
+ * web UI's trace page (/traces/ID: its timeline). */
+static int is_trace_load(const struct rvs_http_req *req)
 {
 	const char *p = req->path;
 	size_t n = strlen(p);
 	if (req->method != HTTP_GET)
 		return 0;
+	if (strncmp(p, "/traces/", 8) == 0 && !strchr(p + 8, '/'))
+		return p[8] != '\0';
 	if (strncmp(p, "/api/v1/traces/", 15) != 0 && strncmp(p, "/traces/", 8) != 0)
 		return 0;
 	return (n > 7 && strcmp(p + n - 7, "/export") == 0) ||
 	       (strncmp(p, "/traces/", 8) == 0 && n > 10 && strcmp(p + n - 10, "/flame.svg") == 0);
 }
 
-/* Exports at once are bounded (RVS_EXPORT_STREAMS): past it 503 with
+/* Trace loads at once are bounded (RVS_EXPORT_STREAMS): past it 503 with
  * Retry-After and nonzero. */
 static int admit_export(struct rvs_api *a, struct rvs_conn *c, const struct rvs_http_req *req)
 {
 	struct rvs_header h = {"Retry-After", "1"};
-	if (!is_export(req) || a->exports < RVS_EXPORT_STREAMS)
+	if (!is_trace_load(req) || a->exports < RVS_EXPORT_STREAMS)
 		return 0;
 	a->m->errors[RVS_ERR_RATE_LIMITED]++;
 	rvs_conn_respond(c, 503, "text/plain; charset=utf-8", &h, 1,
@@ -976,7 +980,7 @@ static int admit_export(struct rvs_api *a, struct rvs_conn *c, const struct rvs_
 /* j (NULL when it could not be queued) holds an export slot if it is one. */
 static void export_job(struct rvs_api *a, struct job *j, const struct rvs_http_req *req)
 {
-	if (!j || !is_export(req))
+	if (!j || !is_trace_load(req))
 		return;
 	j->export_slot = 1;
 	a->exports++;

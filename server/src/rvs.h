@@ -30,8 +30,10 @@ int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned ite
  * NUL-terminated; a file that shrinks while read is -EIO. */
 int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
 
-/* Exports (GET .../export, the flame graph) loading or streaming at once;
- * more get 503 with Retry-After.  Each holds its trace in memory and
+/* Requests that load a whole trace at once — exports (GET .../export, the
+ * flame graph) loading or streaming, and the web UI's trace page (its
+ * timeline) — so the server holds at most this many decoded traces for
+ * requests; more get 503 with Retry-After.  Each holds its trace in memory and
  * streams its output (stream.h: a few chunks, never the whole output; issue
  * 18 item 2: a 40 MB trace of 10 M tiny calls made a 770 MB Chrome export). */
 #define RVS_EXPORT_STREAMS 2

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
@@ -109,7 +111,8 @@ static int fill(const char *data)
 static int setup(void **state)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	return web_server_start(&g_srv, NULL, fill);
+	/* A client that stops reading an export is dropped after this. */
+	return web_server_start(&g_srv, "request_timeout_ms = 5000\n", fill);
 }
 
 static int teardown(void **state)
@@ -253,11 +256,80 @@ static void test_export_1m_nested_calls_every_format_peak_under_200mib(void **st
 	}
 }
 
+static size_t pause_at_first(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p;
+	(void)size;
+	(void)n;
+	*(int *)arg = 1;
+	return CURL_WRITEFUNC_PAUSE;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Two clients start the 2 M-call Chrome export and stop reading: the
+ * exports at once are bounded (RVS_EXPORT_STREAMS: a third gets 503, and
+ * metrics are still served), and a client that reads nothing for
+ * request_timeout_ms is dropped, its export's slot freed (an export then
+ * succeeds again; waited for with a generous deadline). */
+static void test_export_stalled_clients_hold_2_slots_then_are_dropped(void **state)
+{
+	CURLM *m = curl_multi_init();
+	CURL *e[RVS_EXPORT_STREAMS];
+	struct curl_slist *hl = NULL;
+	int got[RVS_EXPORT_STREAMS] = {0}, running;
+	char url[512], auth[256];
+	double deadline = now_s() + 120;
+	long code = 0;
+
+	snprintf(url, sizeof url,
+		 "https://127.0.0.1:%d/api/v1/traces/" WIDE_ID "/export?format=chrome", g_srv.port);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", g_srv.api);
+	hl = curl_slist_append(hl, auth);
+	for (int i = 0; i < RVS_EXPORT_STREAMS; i++) {
+		e[i] = curl_easy_init();
+		curl_easy_setopt(e[i], CURLOPT_URL, url);
+		curl_easy_setopt(e[i], CURLOPT_CAINFO, g_srv.ca);
+		curl_easy_setopt(e[i], CURLOPT_HTTPHEADER, hl);
+		curl_easy_setopt(e[i], CURLOPT_WRITEFUNCTION, pause_at_first);
+		curl_easy_setopt(e[i], CURLOPT_WRITEDATA, &got[i]);
+		curl_multi_add_handle(m, e[i]);
+	}
+	while (!(got[0] && got[1]) && now_s() < deadline) {
+		curl_multi_perform(m, &running);
+		curl_multi_poll(m, NULL, 0, 100, NULL);
+	}
+	assert_true(got[0] && got[1]);
+	/* Both export slots are held by clients that read nothing. */
+	assert_int_equal(get("/api/v1/traces/" DEEP_ID "/export?format=folded", discard, NULL),
+			 503);
+	assert_int_equal(get("/metrics", discard, NULL), 200);
+	/* Dropped after request_timeout_ms without reading: slots free again. */
+	while (code != 200 && now_s() < deadline) {
+		code = get("/api/v1/traces/" DEEP_ID "/export?format=folded", discard, NULL);
+		if (code != 200)
+			usleep(100000);
+	}
+	assert_int_equal(code, 200);
+	for (int i = 0; i < RVS_EXPORT_STREAMS; i++) {
+		curl_multi_remove_handle(m, e[i]);
+		curl_easy_cleanup(e[i]);
+	}
+	curl_multi_cleanup(m);
+	curl_slist_free_all(hl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_export_chrome_2m_tiny_calls_streamed_peak_under_200mib),
 		cmocka_unit_test(test_export_1m_nested_calls_every_format_peak_under_200mib),
+		cmocka_unit_test(test_export_stalled_clients_hold_2_slots_then_are_dropped),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
