@@ -111,8 +111,8 @@ $(TBIN)/server/test_web: | $(BIN)/rearview-server
 
 # `make bench`: web page latency next to the JSON API at 100k indexed traces.
 # Issue 18 item 2: exports streamed by the real binary, its peak memory read.
-$(OBJ)/tests/server/test_export.o: CPPFLAGS += -Itests/rvtrace
-$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(addprefix $(OBJ)/server/src/,blob.o util.o),-lcurl -lsqlite3 -lmbedx509 -lmbedcrypto))
+$(OBJ)/tests/server/test_export.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include
+$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(addprefix $(OBJ)/server/src/,blob.o util.o) $(LIBRVANALYSIS),-lcurl -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS)))
 $(TBIN)/server/test_export: | $(BIN)/rearview-server
 
 $(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o \

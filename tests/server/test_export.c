@@ -29,6 +29,7 @@
 #include <sqlite3.h>
 
 #include "capbuild.h"
+#include "rearview/analysis.h"
 #include "rvs.h"
 #include "test_web_server.h"
 
@@ -152,8 +153,9 @@ static void reset_peak(void)
 }
 
 /* One GET with the API token; the status, or -1 when the transfer failed
- * (an incomplete chunked body included). */
-static long get(const char *path, size_t (*write)(char *, size_t, size_t, void *), void *arg)
+ * (an incomplete chunked body included).  http10: as an HTTP/1.0 client. */
+static long get_as(const char *path, size_t (*write)(char *, size_t, size_t, void *), void *arg,
+		   int http10)
 {
 	CURL *c = curl_easy_init();
 	struct curl_slist *hl = NULL;
@@ -169,11 +171,18 @@ static long get(const char *path, size_t (*write)(char *, size_t, size_t, void *
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 600L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, arg);
+	if (http10)
+		curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_0);
 	if (curl_easy_perform(c) == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	curl_slist_free_all(hl);
 	curl_easy_cleanup(c);
 	return code;
+}
+
+static long get(const char *path, size_t (*write)(char *, size_t, size_t, void *), void *arg)
+{
+	return get_as(path, write, arg, 0);
 }
 
 struct sink {
@@ -326,12 +335,54 @@ static void test_export_stalled_clients_hold_2_slots_then_are_dropped(void **sta
 	curl_slist_free_all(hl);
 }
 
+static size_t into_file(char *p, size_t size, size_t n, void *arg)
+{
+	return fwrite(p, size, n, arg);
+}
+
+/* Streaming changes nothing in the bytes: each export of the 1 M nested
+ * calls (svg with the trace id as its title, as the server gives it) is
+ * exactly what rva_export_* writes locally from the same capture — chunked
+ * for an HTTP/1.1 client, delimited by the close for an HTTP/1.0 one. */
+static void test_export_streamed_bytes_equal_local_export(void **state)
+{
+	static const char *const fmts[] = {"folded", "svg", "perfetto", "android"};
+	capbuf c = {0};
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+
+	build(&c, DEEP_CALLS, 1);
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	free(c.b);
+	for (size_t i = 0; i < 2 * sizeof fmts / sizeof fmts[0]; i++) {
+		const char *fmt = fmts[i / 2];
+		char *want = NULL, *got = NULL, path[160];
+		size_t wantlen = 0, gotlen = 0;
+		FILE *w = open_memstream(&want, &wantlen), *g = open_memstream(&got, &gotlen);
+		int rc = fmt[0] == 'f'	 ? rva_export_folded(w, t)
+			 : fmt[0] == 's' ? rva_export_svg(w, t, DEEP_ID)
+			 : fmt[0] == 'p' ? rva_export_perfetto(w, t)
+					 : rva_export_android(w, t);
+		assert_int_equal(rc, 0);
+		snprintf(path, sizeof path, "/api/v1/traces/" DEEP_ID "/export?format=%s", fmt);
+		assert_int_equal(get_as(path, into_file, g, (int)(i % 2)), 200);
+		assert_int_equal(fclose(w), 0);
+		assert_int_equal(fclose(g), 0);
+		assert_int_equal(gotlen, wantlen);
+		assert_true(memcmp(got, want, wantlen) == 0);
+		free(want);
+		free(got);
+	}
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_export_chrome_2m_tiny_calls_streamed_peak_under_200mib),
 		cmocka_unit_test(test_export_1m_nested_calls_every_format_peak_under_200mib),
 		cmocka_unit_test(test_export_stalled_clients_hold_2_slots_then_are_dropped),
+		cmocka_unit_test(test_export_streamed_bytes_equal_local_export),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
