@@ -114,6 +114,8 @@ $(TBIN)/server/test_web: | $(BIN)/rearview-server
 $(OBJ)/tests/server/test_export.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include
 $(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(addprefix $(OBJ)/server/src/,blob.o util.o) $(LIBRVANALYSIS),-lcurl -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS)))
 $(TBIN)/server/test_export: | $(BIN)/rearview-server
+$(OBJ)/tests/server/test_timeline.o: CPPFLAGS += -Itracer/analysis/include $(call pc,--cflags,jansson)
+$(eval $(call rv_test,server,timeline,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 
 $(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o \
 	| $(BIN)/rearview-server

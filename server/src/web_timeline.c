@@ -6,8 +6,9 @@
  * Server-side SVG inside the HTML page, so it needs no script to show; the
  * page's app.js only adds click-to-select.  Method names are untrusted and
  * reach the document only through rvs_web_esc, in quoted attributes and
- * <title> text.  Output is bounded: calls narrower than MIN_W units and
- * calls past MAX_RECTS are left out and counted in the caption.
+ * <title> text.  Output is bounded: calls narrower than MIN_W units, calls
+ * past MAX_RECTS and calls MAX_DEPTH deep or deeper are left out and
+ * counted in the caption (issue 18 item 2: truncation is shown).
  */
 #include "web_int.h"
 
@@ -29,7 +30,7 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 {
 	const rva_thread *th;
 	int64_t a, from, to, span;
-	size_t shown = 0, hidden = 0;
+	size_t shown = 0, hidden = 0, deep = 0;
 	uint32_t maxd = 0;
 
 	if (!t->nthreads || !t->threads[0].ncalls) {
@@ -55,8 +56,12 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 		int64_t s = k->start > from ? k->start : from;
 		int64_t e = k->end < to ? k->end : to;
 		double x, w;
-		if (e <= s || k->depth >= MAX_DEPTH)
+		if (e <= s)
 			continue;
+		if (k->depth >= MAX_DEPTH) {
+			deep++;
+			continue;
+		}
 		x = (double)(s - from) * W / (double)span;
 		w = (double)(e - s) * W / (double)span;
 		if (w < MIN_W || shown >= MAX_RECTS) {
@@ -100,7 +105,10 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 			(double)(a - from) * W / (double)span, (int)(maxd + 2) * ROW + 4);
 	fprintf(f,
 		"</svg><p class=\"caption\">%.3f ms before the %s; %zu calls drawn, %zu too short "
-		"or too many to draw.</p>",
+		"or too many to draw",
 		(double)span / 1e6, t->has_anomaly ? "anomaly" : "end of the capture", shown,
 		hidden);
+	if (deep)
+		fprintf(f, "; %zu calls below depth %d not shown", deep, MAX_DEPTH);
+	fputs(".</p>", f);
 }
