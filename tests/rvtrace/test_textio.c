@@ -422,6 +422,80 @@ static void test_textio_svg_100k_wide_frames_capped_and_merged(void **state)
 	rva_trace_free(t);
 }
 
+/* What rva_chains_collect(t, 0: all) keeps, measured in a child process. */
+struct chains_cost {
+	int rc;
+	size_t n, deepest, kept;
+	int innermost_ok, sig_ok;
+	long peak_kib;
+};
+
+/* Issue 18 item 2: every chain kept all its frames, so all the chains of n
+ * nested calls took n²/2 method ids (20 000: 800 MB; 100 000: 20 GB).  Now
+ * a chain keeps its innermost RVA_CHAIN_MAX_FRAMES (its depth and
+ * signature still the whole path's): under 64 MiB more peak (~40 MiB of
+ * ids plus the tree). */
+static void test_textio_all_chains_of_20k_nested_calls_keep_512_frames(void **state)
+{
+	enum { N = 20000 };
+	rva_trace *t = nested(N);
+	struct chains_cost c = {0};
+	struct rusage ru;
+	int fds[2], status;
+	pid_t pid;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct chains_cost r = {0};
+		struct rusage before, after;
+		rva_chains ch;
+		FILE *cr = fopen("/proc/self/clear_refs", "w");
+		if (cr) { /* "5": the peak RSS restarts from the current RSS */
+			fputs("5", cr);
+			fclose(cr);
+		}
+		getrusage(RUSAGE_SELF, &before);
+		r.rc = rva_chains_collect(t, 0, &ch);
+		getrusage(RUSAGE_SELF, &after);
+		r.peak_kib = after.ru_maxrss - before.ru_maxrss;
+		for (size_t i = 0; r.rc == 0 && i < ch.n; i++) {
+			const rva_chain *k = &ch.v[i];
+			if (k->depth < r.deepest)
+				continue;
+			/* m<i % 1000> at depth i (nested()): the innermost last. */
+			uint32_t *full = malloc(k->depth * sizeof(*full));
+			for (size_t d = 0; d < k->depth; d++)
+				full[d] = t->threads[0].calls[d].method;
+			r.deepest = k->depth;
+			r.kept = k->nmethods;
+			r.innermost_ok = memcmp(k->methods, full + k->depth - k->nmethods,
+						k->nmethods * sizeof(*full)) == 0;
+			r.sig_ok = rva_signature(t, full, k->depth) == k->signature;
+			free(full);
+		}
+		r.n = r.rc == 0 ? ch.n : 0;
+		if (write(fds[1], &r, sizeof r) != (ssize_t)sizeof r)
+			_exit(2);
+		_exit(0);
+	}
+	close(fds[1]);
+	assert_int_equal(read(fds[0], &c, sizeof c), (ssize_t)sizeof c);
+	close(fds[0]);
+	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	print_message("chains: %zu, deepest %zu keeping %zu, peak +%ld KiB\n", c.n, c.deepest,
+		      c.kept, c.peak_kib);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.n, N);
+	assert_int_equal(c.deepest, N);
+	assert_int_equal(c.kept, RVA_CHAIN_MAX_FRAMES);
+	assert_true(c.innermost_ok);
+	assert_true(c.sig_ok);
+	assert_true(c.peak_kib < MEM_FACTOR * 64 * 1024);
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_textio_folded_1m_nested_calls_bounded),
 		cmocka_unit_test(test_textio_svg_1m_nested_calls_bounded),
 		cmocka_unit_test(test_textio_svg_100k_wide_frames_capped_and_merged),
+		cmocka_unit_test(test_textio_all_chains_of_20k_nested_calls_keep_512_frames),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

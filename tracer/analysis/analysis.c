@@ -633,7 +633,8 @@ int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rv
 	qsort(keep, nk, sizeof(*keep), cmp_nkey);
 	size_t pool = 0;
 	for (size_t i = 0; i < nk; i++)
-		pool += depth[keep[i].node];
+		pool += depth[keep[i].node] < RVA_CHAIN_MAX_FRAMES ? depth[keep[i].node]
+								   : RVA_CHAIN_MAX_FRAMES;
 	out->v = calloc(nk ? nk : 1, sizeof(*out->v));
 	out->pool = malloc((pool ? pool : 1) * sizeof(*out->pool));
 	if (!out->v || !out->pool)
@@ -643,13 +644,16 @@ int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rv
 		uint32_t id = keep[i].node;
 		rva_chain *c = &out->v[out->n++];
 		c->depth = depth[id];
+		c->nmethods = c->depth < RVA_CHAIN_MAX_FRAMES ? c->depth : RVA_CHAIN_MAX_FRAMES;
 		c->methods = out->pool + used;
-		used += c->depth;
+		used += c->nmethods;
+		assert(used <= pool);
 		c->signature = sig[id];
 		c->calls = tr.nodes[id].calls;
 		c->self = tr.nodes[id].self;
 		c->incl = tr.nodes[id].incl;
-		for (size_t k = c->depth; k-- > 0; id = tr.nodes[id].parent)
+		/* The innermost frames only: the walk up stops there. */
+		for (size_t k = c->nmethods; k-- > 0; id = tr.nodes[id].parent)
 			c->methods[k] = tr.nodes[id].method;
 	}
 	rc = 0;

@@ -210,13 +210,20 @@ size_t rva_normalize_name(const char *in, char *out, size_t outsz);
 uint64_t rva_signature(const rva_trace *t, const uint32_t *chain, size_t n);
 
 /* A distinct call path with its totals. */
+/* Frames a chain keeps (rva_chain.methods): the innermost ones, so chains
+ * take memory linear in their number, not in the sum of their depths (issue
+ * 18 item 2: 1 M nested calls). */
+#define RVA_CHAIN_MAX_FRAMES 512
+
 typedef struct rva_chain {
-	uint64_t signature;
-	uint32_t *methods; /* owned by the rva_chains, root first */
-	size_t depth;
-	uint64_t calls; /* calls of the deepest frame on this path */
-	int64_t self;	/* self time of the deepest frame, summed */
-	int64_t incl;	/* inclusive time of the deepest frame, summed */
+	uint64_t signature; /* of the whole path */
+	uint32_t *methods;  /* owned by the rva_chains, root first: the path's
+			     * innermost nmethods frames */
+	size_t depth;	    /* frames on the path */
+	size_t nmethods;    /* in methods: depth, at most RVA_CHAIN_MAX_FRAMES */
+	uint64_t calls;	    /* calls of the deepest frame on this path */
+	int64_t self;	    /* self time of the deepest frame, summed */
+	int64_t incl;	    /* inclusive time of the deepest frame, summed */
 } rva_chain;
 
 typedef struct rva_chains {
