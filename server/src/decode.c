@@ -357,12 +357,14 @@ static void unprep(struct lane *d, sqlite3_stmt *st)
 	sqlite3_finalize(st);
 }
 
-/* "name;name;...;" of the n names name_at(ctx, i) into a malloc'd string
- * (the chain column's form); NULL on no memory.  Each name is cut at
- * SUMMARY_NAME_MAX bytes; past RVA_EXPORT_MAX_DEPTH names only the innermost
- * RVA_EXPORT_MAX_DEPTH are kept, after "[K outer frames truncated];" (the
- * row's depth column keeps n): a 100 k deep chain was ~3.5 MB of text per
- * row, shown whole on the trace page. */
+/* "name;name;...;" of the n names name_at(ctx, i), the innermost of a path
+ * `outer` frames deeper, into a malloc'd string (the chain column's form);
+ * NULL on no memory.  Each name is cut at SUMMARY_NAME_MAX bytes; past
+ * RVA_EXPORT_MAX_DEPTH names only the innermost RVA_EXPORT_MAX_DEPTH are
+ * kept; frames left out (outer ones included) are counted first, as
+ * "[K outer frames truncated];" (the row's depth column keeps the whole
+ * depth): a 100 k deep chain was ~3.5 MB of text per row, shown whole on
+ * the trace page. */
 static char *join_chain(size_t outer, size_t n, const char *(*name_at)(const void *, size_t),
 			const void *ctx)
 {
