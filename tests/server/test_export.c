@@ -27,6 +27,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include <sqlite3.h>
+#include <zstd.h>
 
 #include "capbuild.h"
 #include "rearview/analysis.h"
@@ -35,6 +36,7 @@
 
 #define WIDE_ID	   "t-00000000000000000000000000000001"
 #define DEEP_ID	   "t-00000000000000000000000000000002"
+#define BOMB_ID	   "t-00000000000000000000000000000003"
 #define WIDE_CALLS 2000000u
 #define DEEP_CALLS 1000000u
 
@@ -72,25 +74,64 @@ static void build(capbuf *c, unsigned n, int deep)
 	cb_finish(c);
 }
 
-/* Stores a capture of n calls as trace id, decoded, uncompressed. */
-static int store(sqlite3 *db, const char *data, const char *id, unsigned n, int deep)
+/* Stores blob b[0..len) as trace id, decoded, with its compression and
+ * declared payload_size. */
+static int store_blob(sqlite3 *db, const char *data, const char *id, const void *b, size_t len,
+		      int compression, size_t declared)
 {
-	capbuf c = {0};
 	char blobs[256], sql[512], hex[65];
-	int rc;
 
-	build(&c, n, deep);
 	snprintf(blobs, sizeof blobs, "%s/blobs", data);
-	rc = rvs_blob_put(blobs, c.b, c.len, hex);
+	if (rvs_blob_put(blobs, b, len, hex))
+		return -1;
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, payload_kind,"
 		 " compression, payload_size, blob_sha256, blob_bytes, state) VALUES ('%s',"
-		 " 'd-1', randomblob(16), 1, 1, 0, %zu, '%s', %zu, 'decoded')",
-		 id, c.len, hex, c.len);
+		 " 'd-1', randomblob(16), 1, 1, %d, %zu, '%s', %zu, 'decoded')",
+		 id, compression, declared, hex, len);
+	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+/* Stores a capture of n calls as trace id, uncompressed. */
+static int store(sqlite3 *db, const char *data, const char *id, unsigned n, int deep)
+{
+	capbuf c = {0};
+	int rc;
+
+	build(&c, n, deep);
+	rc = store_blob(db, data, id, c.b, c.len, 0, c.len);
 	free(c.b);
-	if (rc || sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return -1;
-	return 0;
+	return rc;
+}
+
+/* A zstd frame of mib MiB of zeros that does not declare its size (a
+ * streaming compressor's output), stored as trace id declaring 1 MiB: the
+ * bomb of issue 18 item 2 (29 KB inflating to ~0.9 GB). */
+static int store_bomb(sqlite3 *db, const char *data, const char *id, size_t mib)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	size_t cap = 1u << 20, pos = 0, r = 0;
+	uint8_t *z = malloc(cap), *zeros = calloc(1, 1u << 20);
+	int rc = -1;
+
+	for (size_t i = 0; cc && z && zeros && i <= mib; i++) {
+		ZSTD_EndDirective end = i == mib ? ZSTD_e_end : ZSTD_e_continue;
+		ZSTD_inBuffer in = {zeros, i == mib ? 0 : 1u << 20, 0};
+		do {
+			ZSTD_outBuffer out = {z + pos, cap - pos, 0};
+			r = ZSTD_compressStream2(cc, &out, &in, end);
+			pos += out.pos;
+		} while (!ZSTD_isError(r) && pos < cap &&
+			 (end == ZSTD_e_end ? r != 0 : in.pos < in.size));
+		if (ZSTD_isError(r) || pos >= cap)
+			break;
+		if (i == mib)
+			rc = store_blob(db, data, id, z, pos, 1, 1u << 20);
+	}
+	ZSTD_freeCCtx(cc);
+	free(zeros);
+	free(z);
+	return rc;
 }
 
 static int fill(const char *data)
@@ -105,7 +146,8 @@ static int fill(const char *data)
 	rc = sqlite3_exec(db,
 			  "INSERT INTO devices VALUES ('d-1', zeroblob(32), 'c', 'm', 'o', 'a', 0)",
 			  NULL, NULL, NULL) != SQLITE_OK ||
-	     store(db, data, WIDE_ID, WIDE_CALLS, 0) || store(db, data, DEEP_ID, DEEP_CALLS, 1);
+	     store(db, data, WIDE_ID, WIDE_CALLS, 0) || store(db, data, DEEP_ID, DEEP_CALLS, 1) ||
+	     store_bomb(db, data, BOMB_ID, 900);
 	sqlite3_close(db);
 	return rc ? -1 : 0;
 }
@@ -268,6 +310,23 @@ static void test_export_1m_nested_calls_every_format_peak_under_200mib(void **st
 		assert_true(ok[i]);
 }
 
+/* Issue 18 item 2: a 29 KB zstd payload inflated to ~0.9 GB whatever the
+ * envelope declared.  Exported, a 900 MiB bomb declared as 1 MiB stops
+ * inflating at 1 MiB: refused (500, it does not decode), the server's peak
+ * RSS far under 200 MiB. */
+static void test_export_zstd_bomb_900mib_declared_1mib_refused_peak_bounded(void **state)
+{
+	struct sink s = {0};
+	long code, peak, rss = status_kib("VmRSS:");
+
+	reset_peak();
+	code = get("/api/v1/traces/" BOMB_ID "/export?format=folded", count, &s);
+	peak = peak_kib();
+	fprintf(stderr, "zstd bomb export: status %ld, server peak %ld KiB\n", code, peak);
+	assert_int_equal(code, 500);
+	assert_true(PEAK_OK(peak, rss));
+}
+
 static size_t pause_at_first(char *p, size_t size, size_t n, void *arg)
 {
 	(void)p;
@@ -384,6 +443,7 @@ int main(void)
 		cmocka_unit_test(test_export_1m_nested_calls_every_format_peak_under_200mib),
 		cmocka_unit_test(test_export_stalled_clients_hold_2_slots_then_are_dropped),
 		cmocka_unit_test(test_export_streamed_bytes_equal_local_export),
+		cmocka_unit_test(test_export_zstd_bomb_900mib_declared_1mib_refused_peak_bounded),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
