@@ -1,7 +1,8 @@
 /*
  * test_timeline.c — the trace page's timeline (web_timeline.c) on its own:
  * what it leaves out is counted in its caption (issue 18 item 2: a trace of
- * 1 M nested calls drew 48 levels and said nothing of the rest).
+ * 1 M nested calls drew 48 levels and said nothing of the rest), and names
+ * are shown cut, so the page is bounded whatever the names.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -65,11 +66,37 @@ static void test_timeline_shallow_trace_mentions_no_depth(void **state)
 	rva_trace_free(t);
 }
 
+/* Names may be 64 KiB: 20 000 rectangles each naming one twice made a
+ * 2.6 GB page.  A name is shown cut to 240 bytes and then "…". */
+static void test_timeline_64kib_name_shown_cut_to_240_bytes(void **state)
+{
+	size_t len = 64 * 1024 - 1;
+	char *text = malloc(len + 16), *page;
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+	assert_non_null(text);
+	memset(text, 'a', len);
+	memcpy(text + len, " 1000\n", 7);
+	assert_int_equal(rva_folded_import((const uint8_t *)text, len + 6, &t, &err), 0);
+	page = timeline(t);
+	assert_non_null(strstr(page, "1 calls drawn"));
+	assert_true(strlen(page) < 4096);
+	memset(text + 241, 0, 1);
+	assert_null(strstr(page, text)); /* never 241 bytes of it */
+	text[240] = '\0';
+	assert_non_null(strstr(page, text));
+	assert_non_null(strstr(page, "…"));
+	free(page);
+	free(text);
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_timeline_100_nested_calls_says_52_below_depth_48_not_shown),
 		cmocka_unit_test(test_timeline_shallow_trace_mentions_no_depth),
+		cmocka_unit_test(test_timeline_64kib_name_shown_cut_to_240_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
