@@ -496,6 +496,32 @@ static void test_textio_all_chains_of_20k_nested_calls_keep_512_frames(void **st
 	rva_trace_free(t);
 }
 
+/* Names may be 64 KiB: 20 000 frames of them would make a 1.3 GB graph.
+ * A frame shows its name cut to 240 bytes and then "…". */
+static void test_textio_svg_64kib_name_shown_cut_to_240_bytes(void **state)
+{
+	size_t len = 64 * 1024 - 1;
+	char *text = malloc(len + 16), *svg = NULL, *p;
+	size_t svglen = 0;
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+	FILE *f;
+	assert_non_null(text);
+	memset(text, 'a', len);
+	memcpy(text + len, " 1000\n", 7);
+	assert_int_equal(rva_folded_import((const uint8_t *)text, len + 6, &t, &err), 0);
+	f = open_memstream(&svg, &svglen);
+	assert_int_equal(rva_export_svg(f, t, NULL), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(p = strstr(svg, "<title>"));
+	assert_int_equal(strspn(p + 7, "a"), 240);
+	assert_memory_equal(p + 7 + 240, "…", strlen("…"));
+	assert_true(svglen < 16384);
+	free(svg);
+	free(text);
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +538,7 @@ int main(void)
 		cmocka_unit_test(test_textio_svg_1m_nested_calls_bounded),
 		cmocka_unit_test(test_textio_svg_100k_wide_frames_capped_and_merged),
 		cmocka_unit_test(test_textio_all_chains_of_20k_nested_calls_keep_512_frames),
+		cmocka_unit_test(test_textio_svg_64kib_name_shown_cut_to_240_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

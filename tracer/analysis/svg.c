@@ -7,7 +7,8 @@
  * is merged into its parent (its time stays there), and at most
  * RVA_SVG_MAX_FRAMES frames are drawn — whole levels, top down, while they
  * fit — so the document is bounded whatever the tree; the graph says how
- * many frames it merged.  Every frame is a <g> carrying data-x/data-w (fractions of the
+ * many frames it merged, and a frame's name is shown up to NAME_SHOWN
+ * bytes.  Every frame is a <g> carrying data-x/data-w (fractions of the
  * root) so the embedded script can zoom without recomputing the tree.
  * Names are untrusted: they only reach the document XML-escaped, and the
  * script reads them through textContent, never innerHTML.  Frames deeper
@@ -21,10 +22,13 @@
 
 #include "rearview/analysis.h"
 
-#define WIDTH	   1200.0
-#define FRAME_H	   16
-#define PAD_TOP	   50
-#define MIN_PX	   1.0
+#define WIDTH	1200.0
+#define FRAME_H 16
+#define PAD_TOP 50
+#define MIN_PX	1.0
+/* Bytes of a name a frame shows (names may be 64 KiB: 20 000 frames of
+ * them would make a 1.3 GB graph). */
+#define NAME_SHOWN 240
 #define PAD_BOTTOM 20
 
 void rva_xml_escape(FILE *f, const char *s)
@@ -56,6 +60,24 @@ void rva_xml_escape(FILE *f, const char *s)
 				fputc(*p, f);
 		}
 	}
+}
+
+/* name XML-escaped, cut to NAME_SHOWN bytes at a UTF-8 character boundary
+ * and then ended with "…". */
+static void name_escape(FILE *f, const char *name)
+{
+	char cut[NAME_SHOWN + sizeof "…"];
+	size_t n = strlen(name);
+	if (n <= NAME_SHOWN) {
+		rva_xml_escape(f, name);
+		return;
+	}
+	n = NAME_SHOWN;
+	while (n > 0 && ((unsigned char)name[n] & 0xc0) == 0x80)
+		n--;
+	memcpy(cut, name, n);
+	memcpy(cut + n, "…", sizeof "…");
+	rva_xml_escape(f, cut);
 }
 
 static const char script[] =
@@ -203,7 +225,7 @@ int rva_export_svg(FILE *f, const rva_trace *t, const char *title)
 		int y = height - PAD_BOTTOM - FRAME_H * (int)depth[i];
 		fprintf(f, "<g class=\"f\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%u\"><title>",
 			x[i], w, depth[i] - 1);
-		rva_xml_escape(f, name);
+		name_escape(f, name);
 		fprintf(f,
 			" (%.3f %s, %.2f%%, %llu calls)</title><rect x=\"%.2f\" y=\"%d\" "
 			"width=\"%.2f\" height=\"%d\" fill=\"rgb(%u,%u,%u)\" "
