@@ -6,7 +6,7 @@ SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsql
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o \
 	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
-	symbols.o checkpoint.o)
+	symbols.o checkpoint.o stream.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
@@ -112,6 +112,13 @@ $(TBIN)/server/test_web: | $(WEB_ASSETS)
 $(TBIN)/server/test_web: | $(BIN)/rearview-server
 
 # `make bench`: web page latency next to the JSON API at 100k indexed traces.
+# Issue 18 item 2: exports streamed by the real binary, its peak memory read.
+$(OBJ)/tests/server/test_export.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include
+$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(addprefix $(OBJ)/server/src/,blob.o util.o) $(LIBRVANALYSIS),-lcurl -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd))
+$(TBIN)/server/test_export: | $(BIN)/rearview-server
+$(OBJ)/tests/server/test_timeline.o: CPPFLAGS += -Itracer/analysis/include $(call pc,--cflags,jansson)
+$(eval $(call rv_test,server,timeline,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+
 $(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o \
 	| $(BIN)/rearview-server
 	@mkdir -p $(@D)

@@ -226,7 +226,8 @@ static int fill_summary(const rva_summary *sum, const struct Rearview__PolicyBod
 	for (size_t i = 0; i < nlong; i++) {
 		const rva_chain *c = &all->v[i];
 
-		fr += fill_chain(&ps->ch[i], t, c->methods, c->depth, fr,
+		/* Its innermost frames (nmethods >= kept_frames(depth)). */
+		fr += fill_chain(&ps->ch[i], t, c->methods, c->nmethods, fr,
 				 c->incl > 0 ? (uint64_t)c->incl : 0, c->signature);
 		ps->pch[i] = &ps->ch[i];
 	}

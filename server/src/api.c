@@ -14,6 +14,7 @@
 #include "web.h"
 #include "retention.h"
 #include "symbols.h"
+#include "stream.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -59,6 +60,10 @@ struct rvs_api {
 	 * cfg->login_hashers at once, so hashing never holds more of the work
 	 * pool than that (API work keeps the rest). */
 	unsigned logins_hashing;
+	/* Exports loading or streaming, and trace pages: at most
+	 * RVS_EXPORT_STREAMS, each with its trace in memory (an export also with
+	 * a thread writing it, stream.c). */
+	unsigned exports;
 	int stopping;
 	/* One decode job per queue partition at most (RVS_DECODE_LANES). */
 	int decoding[RVS_DECODE_LANES], decode_again[RVS_DECODE_LANES];
@@ -120,6 +125,7 @@ struct job {
 	struct rvs_query_resp q; /* JOB_QUERY */
 	struct rvs_web_resp wr;	 /* JOB_WEB */
 	int login;		 /* a sign-in: charged up front, one of logins_hashing */
+	int export_slot;	 /* an export: one of a->exports until it ends */
 };
 
 /* Retry-After of an upload refused over the weekly quota: an hour, by
@@ -692,6 +698,29 @@ static void job_work(uv_work_t *w)
 
 static void maybe_stop(struct rvs_api *a);
 
+/* An export's slot is free again (its stream ended, or it never started). */
+static void export_end(void *arg)
+{
+	struct rvs_api *a = arg;
+	assert(a->exports > 0);
+	a->exports--;
+}
+
+/* Answers j with its export streamed (taken), or 503 when no thread could
+ * be started; the export slot is given back when the stream ends. */
+static void respond_export(struct rvs_api *a, struct job *j, struct rvs_export *x,
+			   const char *ctype, const struct rvs_header *h, size_t n)
+{
+	assert(j->export_slot);
+	j->export_slot = 0;
+	if (rvs_stream_export(a->loop, j->conn, x, ctype, h, n, export_end, a) == 0)
+		return;
+	export_end(a);
+	rvs_log("error", "msg=\"cannot start an export\" path=%s", j->req->path);
+	rvs_conn_respond(j->conn, 503, "text/plain; charset=utf-8", NULL, 0,
+			 "export failed to start; retry\n", 30);
+}
+
 /* The web UI's answer with its security headers; a failed login spends the
  * peer's failed-authentication budget like a bad token does. */
 static void web_respond(struct rvs_api *a, struct job *j)
@@ -728,6 +757,12 @@ static void web_respond(struct rvs_api *a, struct job *j)
 		h[n++] = (struct rvs_header){"Location", w->location};
 	if (w->disposition[0])
 		h[n++] = (struct rvs_header){"Content-Disposition", w->disposition};
+	if (w->stream) {
+		respond_export(a, j, w->stream, w->content_type, h, n);
+		return;
+	}
+	if (j->export_slot)
+		export_end(a);
 	rvs_conn_respond(j->conn, w->status, w->content_type, h, n, w->body, w->len);
 	free(w->body);
 }
@@ -757,8 +792,14 @@ static void job_done(uv_work_t *w, int status)
 	if (j->kind == JOB_QUERY || j->kind == JOB_SYMBOLS) {
 		struct rvs_header h[2] = {{"Cache-Control", "no-store"},
 					  {"Content-Disposition", j->q.disposition}};
-		rvs_conn_respond(j->conn, j->q.status, j->q.content_type, h,
-				 j->q.disposition[0] ? 2 : 1, j->q.body, j->q.len);
+		if (j->q.stream)
+			respond_export(a, j, j->q.stream, j->q.content_type, h,
+				       j->q.disposition[0] ? 2 : 1);
+		else if (j->export_slot)
+			export_end(a);
+		if (!j->q.stream)
+			rvs_conn_respond(j->conn, j->q.status, j->q.content_type, h,
+					 j->q.disposition[0] ? 2 : 1, j->q.body, j->q.len);
 		free(j->q.body);
 		free(j);
 		maybe_stop(a);
@@ -926,6 +967,45 @@ static struct job *queue_job(struct rvs_api *a, struct rvs_conn *c, struct rvs_h
 	a->inflight++;
 	uv_queue_work(a->loop, &j->w, job_work, job_done);
 	return j;
+}
+
+/* A request that loads a whole trace into memory: an export (GET
+ * /api/v1/traces/ID/export, /traces/ID/export, /traces/ID/flame.svg) or the
+ * web UI's trace page (/traces/ID: its timeline). */
+static int is_trace_load(const struct rvs_http_req *req)
+{
+	const char *p = req->path;
+	size_t n = strlen(p);
+	if (req->method != HTTP_GET)
+		return 0;
+	if (strncmp(p, "/traces/", 8) == 0 && !strchr(p + 8, '/'))
+		return p[8] != '\0';
+	if (strncmp(p, "/api/v1/traces/", 15) != 0 && strncmp(p, "/traces/", 8) != 0)
+		return 0;
+	return (n > 7 && strcmp(p + n - 7, "/export") == 0) ||
+	       (strncmp(p, "/traces/", 8) == 0 && n > 10 && strcmp(p + n - 10, "/flame.svg") == 0);
+}
+
+/* Trace loads at once are bounded (RVS_EXPORT_STREAMS): past it 503 with
+ * Retry-After and nonzero. */
+static int admit_export(struct rvs_api *a, struct rvs_conn *c, const struct rvs_http_req *req)
+{
+	struct rvs_header h = {"Retry-After", "1"};
+	if (!is_trace_load(req) || a->exports < RVS_EXPORT_STREAMS)
+		return 0;
+	a->m->errors[RVS_ERR_RATE_LIMITED]++;
+	rvs_conn_respond(c, 503, "text/plain; charset=utf-8", &h, 1,
+			 "exports busy; retry in a second\n", 32);
+	return -EBUSY;
+}
+
+/* j (NULL when it could not be queued) holds an export slot if it is one. */
+static void export_job(struct rvs_api *a, struct job *j, const struct rvs_http_req *req)
+{
+	if (!j || !is_trace_load(req))
+		return;
+	j->export_slot = 1;
+	a->exports++;
 }
 
 static void method_not_allowed(struct rvs_api *a, struct rvs_conn *c, const char *allow)
@@ -1121,8 +1201,8 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 		int writable = rvs_campaign_path(req->path);
 		if (req->method != HTTP_GET && !(writable && req->method == HTTP_POST))
 			method_not_allowed(a, c, writable ? "GET, POST" : "GET");
-		else if (admit_api(a, c, req) == 0)
-			queue_job(a, c, req, JOB_QUERY, NULL);
+		else if (admit_api(a, c, req) == 0 && admit_export(a, c, req) == 0)
+			export_job(a, queue_job(a, c, req, JOB_QUERY, NULL), req);
 	} else if (rvs_web_path(req->path)) {
 		/* Login attempts share the failed-authentication budget, so
 		 * passwords cannot be guessed faster than tokens.  Each attempt
@@ -1155,7 +1235,8 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 				b->tokens += 1.0;
 			return;
 		}
-		queue_job(a, c, req, JOB_WEB, NULL);
+		if (admit_export(a, c, req) == 0)
+			export_job(a, queue_job(a, c, req, JOB_WEB, NULL), req);
 	} else {
 		a->m->errors[RVS_ERR_NOT_FOUND]++;
 		respond_error(c, 404, REARVIEW__ERROR__CODE__NOT_FOUND, "no such resource", NULL,

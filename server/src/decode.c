@@ -21,6 +21,7 @@
 #include "rearview/common.h"
 #include "symbols.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -356,13 +357,16 @@ static void unprep(struct lane *d, sqlite3_stmt *st)
 	sqlite3_finalize(st);
 }
 
-/* "name;name;...;" of the n names name_at(ctx, i) into a malloc'd string
- * (the chain column's form); NULL on no memory.  Each name is cut at
- * SUMMARY_NAME_MAX bytes; past RVA_EXPORT_MAX_DEPTH names only the innermost
- * RVA_EXPORT_MAX_DEPTH are kept, after "[K outer frames truncated];" (the
- * row's depth column keeps n): a 100 k deep chain was ~3.5 MB of text per
- * row, shown whole on the trace page. */
-static char *join_chain(size_t n, const char *(*name_at)(const void *, size_t), const void *ctx)
+/* "name;name;...;" of the n names name_at(ctx, i), the innermost of a path
+ * `outer` frames deeper, into a malloc'd string (the chain column's form);
+ * NULL on no memory.  Each name is cut at SUMMARY_NAME_MAX bytes; past
+ * RVA_EXPORT_MAX_DEPTH names only the innermost RVA_EXPORT_MAX_DEPTH are
+ * kept; frames left out (outer ones included) are counted first, as
+ * "[K outer frames truncated];" (the row's depth column keeps the whole
+ * depth): a 100 k deep chain was ~3.5 MB of text per row, shown whole on
+ * the trace page. */
+static char *join_chain(size_t outer, size_t n, const char *(*name_at)(const void *, size_t),
+			const void *ctx)
 {
 	size_t from = n > RVA_EXPORT_MAX_DEPTH ? n - RVA_EXPORT_MAX_DEPTH : 0;
 	char *s = NULL;
@@ -370,8 +374,8 @@ static char *join_chain(size_t n, const char *(*name_at)(const void *, size_t), 
 	FILE *f = open_memstream(&s, &sl);
 	if (!f)
 		return NULL;
-	if (from)
-		fprintf(f, "[%zu outer frames truncated];", from);
+	if (outer + from)
+		fprintf(f, "[%zu outer frames truncated];", outer + from);
 	for (size_t i = from; i < n; i++) {
 		const char *name = name_at(ctx, i);
 		fprintf(f, "%.*s;", SUMMARY_NAME_MAX, name ? name : "?");
@@ -399,11 +403,12 @@ static const char *frame_name(const void *ctx, size_t i)
 	return ((const Rearview__Chain *)ctx)->frames[i];
 }
 
-/* The chain column of method ids chain[0..n) of t. */
-static char *chain_text(const rva_trace *t, const uint32_t *chain, size_t n)
+/* The chain column of method ids chain[0..n) of t, the innermost frames of
+ * a path `outer` frames deeper. */
+static char *chain_text(const rva_trace *t, const uint32_t *chain, size_t n, size_t outer)
 {
 	struct chain_ids c = {t, chain};
-	return join_chain(n, chain_id_name, &c);
+	return join_chain(outer, n, chain_id_name, &c);
 }
 
 static int step_done(sqlite3_stmt *st)
@@ -429,15 +434,18 @@ static int insert_method(sqlite3_stmt *st, const char *trace_id, const char *nam
 	return step_done(st);
 }
 
+/* One trace_chains row: chain[0..n) are the innermost frames of a path of
+ * depth frames whose signature is signature. */
 static int insert_chain(sqlite3_stmt *st, const char *trace_id, const char *kind, int rank,
-			const rva_trace *t, const uint32_t *chain, size_t n, int64_t self,
-			int64_t incl, char sig_out[17])
+			const rva_trace *t, const uint32_t *chain, size_t n, size_t depth,
+			uint64_t signature, int64_t self, int64_t incl, char sig_out[17])
 {
-	char sig[17], *text = chain_text(t, chain, n);
+	char sig[17], *text;
 	int rc;
-	if (!text)
+	assert(n <= depth);
+	if (!(text = chain_text(t, chain, n, depth - n)))
 		return SQLITE_NOMEM;
-	snprintf(sig, sizeof sig, "%016" PRIx64, rva_signature(t, chain, n));
+	snprintf(sig, sizeof sig, "%016" PRIx64, signature);
 	if (sig_out)
 		memcpy(sig_out, sig, sizeof sig);
 	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
@@ -445,7 +453,7 @@ static int insert_chain(sqlite3_stmt *st, const char *trace_id, const char *kind
 	sqlite3_bind_int(st, 3, rank);
 	sqlite3_bind_text(st, 4, sig, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 5, text, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 6, (sqlite3_int64)n);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)depth);
 	if (self >= 0)
 		sqlite3_bind_int64(st, 7, self);
 	if (incl >= 0)
@@ -496,7 +504,9 @@ static int index_capture(struct lane *d, const char *trace_id, const rva_summary
 		return rc;
 	if (sum->anomaly_chain && sum->anomaly_depth)
 		rc = insert_chain(st, trace_id, "anomaly", 1, t, sum->anomaly_chain,
-				  sum->anomaly_depth, -1, -1, anomaly_sig);
+				  sum->anomaly_depth, sum->anomaly_depth,
+				  rva_signature(t, sum->anomaly_chain, sum->anomaly_depth), -1, -1,
+				  anomaly_sig);
 	if (!rc) {
 		rva_chains ch = {0};
 		if (rva_chains_from_tree(t, &sum->tree, TOP_CHAINS, &ch) < 0) {
@@ -504,8 +514,9 @@ static int index_capture(struct lane *d, const char *trace_id, const rva_summary
 		} else {
 			for (size_t i = 0; i < ch.n && !rc; i++)
 				rc = insert_chain(st, trace_id, "top", (int)i + 1, t,
-						  ch.v[i].methods, ch.v[i].depth, ch.v[i].self,
-						  ch.v[i].incl, NULL);
+						  ch.v[i].methods, ch.v[i].nmethods, ch.v[i].depth,
+						  ch.v[i].signature, ch.v[i].self, ch.v[i].incl,
+						  NULL);
 			rva_chains_release(&ch);
 		}
 	}
@@ -554,7 +565,7 @@ static int index_summary(struct lane *d, const char *trace_id, const Rearview__S
 			char sig[17], *text;
 			if (!depth)
 				continue;
-			if (!(text = join_chain(depth, frame_name, v[i])))
+			if (!(text = join_chain(0, depth, frame_name, v[i])))
 				return SQLITE_NOMEM;
 			snprintf(sig, sizeof sig, "%016" PRIx64, v[i]->signature);
 			if (!pass && !anomaly_sig[0])

@@ -17,6 +17,7 @@
 #include "rvs.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,8 +154,16 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "init") == 0)
 		return rvs_init_dir(argv[2]) ? 1 : 0;
-	if (argc == 3 && strcmp(argv[1], "--config") == 0)
+	if (argc == 3 && strcmp(argv[1], "--config") == 0) {
+		/* A request's big buffers (a blob, a trace's calls, a tree) are
+		 * mapped and unmapped whole, so memory a request freed goes back
+		 * to the system: glibc's default raises the mapping threshold
+		 * after each such free, after which the next ones stay in an
+		 * arena and the server's resident size only grows (issue 18
+		 * item 2: per-request memory bounded). */
+		mallopt(M_MMAP_THRESHOLD, RVS_MMAP_THRESHOLD);
 		return run(argv[2]);
+	}
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		usage(stdout);
 		return 0;

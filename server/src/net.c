@@ -18,12 +18,20 @@
  *     max_conns_per_addr open connections; past three quarters of
  *     max_connections a new handshake gets handshake_pressure_ms; at
  *     max_connections the open connection idle the longest (no handler
- *     working on it, oldest last_ms) is closed to admit the new one.
+ *     working on it, oldest last_ms) is closed to admit the new one;
+ *   - a streamed response (issue 18 item 2: exports) stays busy until its
+ *     last chunk; its source is pulled only while the socket's write queue
+ *     holds at most STREAM_HIGH bytes, and a write completing pulls again,
+ *     so the bytes a connection holds are bounded whatever the body's size;
+ *     the timer runs (request_timeout) only while the queue is full, so a
+ *     client that stops reading is dropped, one that waits for a slow
+ *     source is not.
  */
 #include "net.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +47,8 @@
 #include <mbedtls/x509_crt.h>
 
 #define MAX_WRITE_QUEUE (4u << 20)
+/* A streamed body is pulled while at most this much waits to be written. */
+#define STREAM_HIGH (256u << 10)
 
 struct rvs_server {
 	uv_loop_t *loop;
@@ -78,7 +88,8 @@ struct rvs_conn {
 	 * handshake is done: a handshake trickled byte by byte stays old. */
 	uint64_t last_ms;
 	unsigned handshake_done : 1, busy : 1, closing : 1, ending : 1, peer_gone : 1, in_drive : 1,
-		continue_sent : 1;
+		continue_sent : 1, streaming : 1, chunked : 1, keep : 1, in_pump : 1;
+	struct rvs_body_src src; /* while streaming */
 };
 
 struct wbuf {
@@ -88,6 +99,7 @@ struct wbuf {
 };
 
 static void drive(struct rvs_conn *c);
+static void stream_pump(struct rvs_conn *c);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 
@@ -121,12 +133,24 @@ static void on_handle_closed(uv_handle_t *h)
 	check_drained(s);
 }
 
+/* The streamed response's source is let go (exactly once). */
+static void stream_release(struct rvs_conn *c)
+{
+	struct rvs_body_src src = c->src;
+	assert(c->streaming);
+	c->streaming = 0;
+	memset(&c->src, 0, sizeof c->src);
+	src.release(src.arg);
+}
+
 /* Closes the socket now; the connection is freed when both handles close. */
 static void really_close(struct rvs_conn *c)
 {
 	if (c->closing)
 		return;
 	c->closing = 1;
+	if (c->streaming)
+		stream_release(c);
 	uv_read_stop((uv_stream_t *)&c->tcp);
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
@@ -136,8 +160,8 @@ static void really_close(struct rvs_conn *c)
 static void on_timer(uv_timer_t *t)
 {
 	struct rvs_conn *c = t->data;
-	if (c->busy)
-		return;
+	if (c->busy && !c->streaming)
+		return; /* a streaming client that stopped reading is dropped */
 	if (!c->ending && c->http.began)
 		c->srv->m->errors[RVS_ERR_TIMEOUT]++;
 	if (!c->ending && !c->handshake_done)
@@ -181,7 +205,15 @@ static void conn_end(struct rvs_conn *c, int linger)
 
 static void on_write(uv_write_t *req, int status)
 {
+	struct rvs_conn *c = req->handle->data;
 	free(req->data);
+	if (!c->streaming || c->closing)
+		return;
+	if (status < 0) {
+		really_close(c); /* the client left mid-body */
+		return;
+	}
+	stream_pump(c);
 }
 
 static int bio_send(void *ctx, const unsigned char *buf, size_t len)
@@ -318,9 +350,10 @@ static int ssl_write_all(struct rvs_conn *c, const void *data, size_t len)
 	return 0;
 }
 
-static int send_response(struct rvs_conn *c, int status, const char *ctype,
-			 const struct rvs_header *hdrs, size_t nhdrs, const void *body, size_t len,
-			 int keep)
+/* The response head.  len: the body's length, or -1 for a streamed body
+ * (chunked when keep, else delimited by the close). */
+static int send_head(struct rvs_conn *c, int status, const char *ctype,
+		     const struct rvs_header *hdrs, size_t nhdrs, ssize_t len, int keep)
 {
 	char head[2048];
 	int n, w;
@@ -328,7 +361,12 @@ static int send_response(struct rvs_conn *c, int status, const char *ctype,
 	n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nConnection: %s\r\n", status,
 		     status_text(status), keep ? "keep-alive" : "close");
 	if (status != 304) {
-		w = snprintf(head + n, sizeof head - (size_t)n, "Content-Length: %zu\r\n", len);
+		if (len >= 0)
+			w = snprintf(head + n, sizeof head - (size_t)n, "Content-Length: %zd\r\n",
+				     len);
+		else
+			w = snprintf(head + n, sizeof head - (size_t)n, "%s",
+				     keep ? "Transfer-Encoding: chunked\r\n" : "");
 		n += w;
 		if (ctype && (size_t)n < sizeof head) {
 			w = snprintf(head + n, sizeof head - (size_t)n, "Content-Type: %s\r\n",
@@ -345,7 +383,16 @@ static int send_response(struct rvs_conn *c, int status, const char *ctype,
 		return -ENOBUFS;
 	memcpy(head + n, "\r\n", 2);
 	n += 2;
-	if (ssl_write_all(c, head, (size_t)n) || (len && ssl_write_all(c, body, len)))
+	return ssl_write_all(c, head, (size_t)n) ? -EIO : 0;
+}
+
+static int send_response(struct rvs_conn *c, int status, const char *ctype,
+			 const struct rvs_header *hdrs, size_t nhdrs, const void *body, size_t len,
+			 int keep)
+{
+	if (len > (size_t)SSIZE_MAX || send_head(c, status, ctype, hdrs, nhdrs, (ssize_t)len, keep))
+		return -EIO;
+	if (len && ssl_write_all(c, body, len))
 		return -EIO;
 	return 0;
 }
@@ -380,6 +427,8 @@ void rvs_conn_peer(const struct rvs_conn *c, uint8_t key[16])
 	memcpy(key, c->peer, 16);
 }
 
+static void response_done(struct rvs_conn *c, int keep);
+
 void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 		      const struct rvs_header *hdrs, size_t nhdrs, const void *body, size_t len)
 {
@@ -394,6 +443,13 @@ void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 		really_close(c);
 		return;
 	}
+	response_done(c, keep);
+}
+
+/* The current request is answered: on to the next one, or the end. */
+static void response_done(struct rvs_conn *c, int keep)
+{
+	assert(!c->busy && !c->streaming);
 	rvs_http_next(&c->http);
 	c->continue_sent = 0;
 	/* A client that pipelines requests but never reads the answers would
@@ -410,6 +466,90 @@ void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 	arm(c, c->srv->cfg->idle_timeout_ms);
 	if (!c->in_drive)
 		drive(c);
+}
+
+void rvs_conn_respond_stream(struct rvs_conn *c, int status, const char *content_type,
+			     const struct rvs_header *hdrs, size_t nhdrs,
+			     const struct rvs_body_src *src)
+{
+	/* Chunked needs HTTP/1.1; an HTTP/1.0 body ends with the connection. */
+	int chunked = c->http.p.http_major == 1 && c->http.p.http_minor >= 1;
+	int keep = chunked && c->http.req.keep_alive && !c->srv->draining;
+
+	assert(c->busy && !c->streaming);
+	c->streaming = 1;
+	c->src = *src;
+	c->chunked = (unsigned)chunked;
+	c->keep = (unsigned)keep;
+	if (c->peer_gone || send_head(c, status, content_type, hdrs, nhdrs, -1, keep)) {
+		really_close(c);
+		return;
+	}
+	stream_pump(c);
+}
+
+void rvs_conn_stream_wake(struct rvs_conn *c)
+{
+	if (c->streaming && !c->closing)
+		stream_pump(c);
+}
+
+static int write_piece(struct rvs_conn *c, const void *buf, size_t len)
+{
+	char size[24];
+	int n;
+
+	if (!c->chunked)
+		return ssl_write_all(c, buf, len);
+	n = snprintf(size, sizeof size, "%zx\r\n", len);
+	return ssl_write_all(c, size, (size_t)n) || ssl_write_all(c, buf, len) ||
+	       ssl_write_all(c, "\r\n", 2);
+}
+
+/* Moves the source's pieces into the socket while its write queue has room
+ * (STREAM_HIGH); ends the response after the last. */
+static void stream_pump(struct rvs_conn *c)
+{
+	if (c->in_pump)
+		return;
+	c->in_pump = 1;
+	while (c->streaming && !c->closing) {
+		const void *buf = NULL;
+		size_t len = 0;
+		int r;
+
+		if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > STREAM_HIGH) {
+			/* Full: the client must read within request_timeout;
+			 * each completed write pulls again and re-arms. */
+			arm(c, c->srv->cfg->request_timeout_ms);
+			break;
+		}
+		uv_timer_stop(&c->timer); /* waiting for the source is no stall */
+		r = c->src.pull(c->src.arg, &buf, &len);
+		if (r == 0)
+			break;
+		if (r == 1) {
+			assert(len > 0);
+			if (write_piece(c, buf, len))
+				really_close(c);
+			continue;
+		}
+		stream_release(c);
+		if (r < 0) {
+			rvs_log("error", "msg=\"streamed response failed\" err=%d", r);
+			really_close(c); /* no last chunk: the client sees it cut */
+			break;
+		}
+		if (c->chunked && ssl_write_all(c, "0\r\n\r\n", 5)) {
+			really_close(c);
+			break;
+		}
+		c->busy = 0;
+		c->in_pump = 0;
+		response_done(c, c->keep);
+		return;
+	}
+	c->in_pump = 0;
 }
 
 static void drive(struct rvs_conn *c)

@@ -41,4 +41,35 @@ void rvs_conn_peer(const struct rvs_conn *c, uint8_t key[16]);
 void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 		      const struct rvs_header *hdrs, size_t nhdrs, const void *body, size_t len);
 
+/* A response body made while it is sent (rvs_conn_respond_stream).  Both
+ * functions are called on the loop thread only. */
+struct rvs_body_src {
+	/* The next piece of the body: 1 with *buf and *len (len > 0; the source
+	 * keeps the memory, valid until its next pull or release); 0 when
+	 * none is ready yet (the source calls rvs_conn_stream_wake once one
+	 * is, or once it ended); 2 at the end of a complete body; a negative
+	 * errno when the body failed (the response is then cut short). */
+	int (*pull)(void *arg, const void **buf, size_t *len);
+	/* The connection is done with the source — the body ended, failed,
+	 * or the client left or stalled: called exactly once, possibly from
+	 * within rvs_conn_respond_stream; no rvs_conn_stream_wake after it. */
+	void (*release)(void *arg);
+	void *arg;
+};
+
+/* Answers the current request with the head now and a body pulled from src
+ * while the client reads it: Transfer-Encoding: chunked (an HTTP/1.0
+ * client gets the body delimited by the connection's close).  Backpressure:
+ * src is pulled only while less than 256 KiB wait in the socket's write
+ * queue, so the connection holds a bounded amount whatever the body's
+ * size; a client that takes nothing for request_timeout_ms is dropped.  A
+ * body that fails midway ends the connection without the last chunk, so
+ * the client sees it incomplete.  The headers are copied. */
+void rvs_conn_respond_stream(struct rvs_conn *c, int status, const char *content_type,
+			     const struct rvs_header *hdrs, size_t nhdrs,
+			     const struct rvs_body_src *src);
+/* The source of c's streamed response has a piece ready or has ended: pull
+ * it (when the socket has room).  A no-op when c streams nothing. */
+void rvs_conn_stream_wake(struct rvs_conn *c);
+
 #endif

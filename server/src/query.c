@@ -482,14 +482,36 @@ int rvs_query_load_trace(const char *database, const char *blob_dir, const char 
 	return rc ? -EBADMSG : 0;
 }
 
+struct rvs_export {
+	const struct export_fmt *fmt;
+	rva_trace *t;
+	char id[40];
+};
+
+int rvs_export_write(const struct rvs_export *x, FILE *out)
+{
+	return run_export(x->fmt, out, x->t, x->id);
+}
+
+void rvs_export_free(struct rvs_export *x)
+{
+	if (!x)
+		return;
+	rva_trace_free(x->t);
+	free(x);
+}
+
+/* Loads the trace and hands it out as r->stream: the body is written later,
+ * while it is sent (the HTTP layer streams it with backpressure), so an
+ * export's memory is the trace plus a few chunks whatever its size. */
 static void export_trace(const char *database, const char *blob_dir, const char *id,
 			 const char *query, struct rvs_query_resp *r)
 {
 	const struct export_fmt *f = NULL;
+	struct rvs_export *x;
 	char fmt[32];
 	rva_trace *t = NULL;
-	FILE *out;
-	int rc, over = 0;
+	int rc;
 
 	if (qparam(query, "format", fmt, sizeof fmt) != 1)
 		return set_error(r, 400, "format required");
@@ -505,24 +527,14 @@ static void export_trace(const char *database, const char *blob_dir, const char 
 		return set_error(r, 500, "blob unreadable");
 	if (rc)
 		return set_error(r, 500, "capture does not decode");
-	/* Bounded: an export past RVS_EXPORT_MAX_BYTES stops there (413). */
-	out = rvs_capped_memstream(&r->body, &r->len, RVS_EXPORT_MAX_BYTES, &over);
-	if (!out) {
+	if (!(x = calloc(1, sizeof *x))) {
 		rva_trace_free(t);
 		return set_error(r, 500, "out of memory");
 	}
-	rc = run_export(f, out, t, id);
-	if (fclose(out) || rc || over) {
-		free(r->body);
-		r->body = NULL;
-		r->len = 0;
-		rva_trace_free(t);
-		return over ? set_error(r, 413,
-					"export larger than the server's limit (128 MiB);"
-					" export the capture with rvtrace instead")
-			    : set_error(r, 500, "export failed");
-	}
-	rva_trace_free(t);
+	x->fmt = f;
+	x->t = t;
+	snprintf(x->id, sizeof x->id, "%s", id);
+	r->stream = x;
 	r->status = 200;
 	r->content_type = f->ctype;
 	snprintf(r->disposition, sizeof r->disposition, "attachment; filename=\"%s.%s\"", id,

@@ -9,6 +9,10 @@
 #define RVS_QUERY_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+/* An export ready to be written: a loaded trace and its format (query.c). */
+struct rvs_export;
 
 struct rvs_query_resp {
 	int status;
@@ -16,6 +20,11 @@ struct rvs_query_resp {
 	char *body;		  /* malloc'd; caller frees */
 	size_t len;
 	char disposition[96]; /* Content-Disposition for exports, "" if none */
+	/* A 200 export has no body but this (owned; the caller streams it with
+	 * rvs_export_write or frees it with rvs_export_free): exports are
+	 * written to the client while they are made, never whole in memory
+	 * (issue 18 item 2: a 770 MB Chrome export of 10 M tiny calls). */
+	struct rvs_export *stream;
 };
 
 /* path: the request path (not decoded) starting with "/api/v1/"; query: the
@@ -44,6 +53,13 @@ void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc);
 struct rva_trace;
 int rvs_query_load_trace(const char *database, const char *blob_dir, const char *id,
 			 struct rva_trace **out);
+
+/* Any thread: writes the export x to out (its whole body).  0, -ENOMEM,
+ * -EIO (a failed write of out: the client went away), -E2BIG (the trace
+ * does not fit the format). */
+int rvs_export_write(const struct rvs_export *x, FILE *out);
+/* Frees x and its trace.  NULL is a no-op.  Any thread. */
+void rvs_export_free(struct rvs_export *x);
 
 /* The percent-decoded value of parameter name in an application/
  * x-www-form-urlencoded string (a query or a form body): 1 found, 0 absent,

@@ -29,17 +29,16 @@ int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned ite
 /* Reads a whole regular file (at most max bytes) into *out (caller frees),
  * NUL-terminated; a file that shrinks while read is -EIO. */
 int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
-/* Like open_memstream(buf, len), but a write that would take the stream
- * past max bytes fails (and every later one): the stream's memory never
- * exceeds max (plus stdio's buffer).  *over is set then.  On fclose *buf is
- * the bytes written so far, malloc'd (caller frees), NUL-terminated.  NULL
- * with errno on failure.  One stream per thread; any thread. */
-FILE *rvs_capped_memstream(char **buf, size_t *len, size_t max, int *over);
 
-/* The most an export (GET .../export, the flame graph) may take in memory;
- * past it the request gets 413 (issue 18 item 2: a 40 MB trace of 10 M tiny
- * calls made a 770 MB Chrome export). */
-#define RVS_EXPORT_MAX_BYTES (128u << 20)
+/* Requests that load a whole trace at once — exports (GET .../export, the
+ * flame graph) loading or streaming, and the web UI's trace page (its
+ * timeline) — so the server holds at most this many decoded traces for
+ * requests; more get 503 with Retry-After.  Each holds its trace in memory and
+ * streams its output (stream.h: a few chunks, never the whole output; issue
+ * 18 item 2: a 40 MB trace of 10 M tiny calls made a 770 MB Chrome export). */
+#define RVS_EXPORT_STREAMS 2
+/* Allocations from this size up are mappings of their own (main.c). */
+#define RVS_MMAP_THRESHOLD (1u << 20)
 /* rvc_write_file_atomic (rearview/common.h): temp file in the same dir,
  * fsync, rename, directory fsync. */
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);

@@ -25,6 +25,7 @@
 #include "query.h"
 #include "rearview/analysis.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -155,6 +156,7 @@ json_t *web_api(struct web_ctx *c, const char *path, const char *query, int *sta
 	if (q.body && q.content_type && strncmp(q.content_type, "application/json", 16) == 0)
 		j = json_loadb(q.body, q.len, 0, NULL);
 	free(q.body);
+	rvs_export_free(q.stream);
 	return j;
 }
 
@@ -556,9 +558,8 @@ static void trace_route(struct web_ctx *c, const char *rest)
 			return web_error(c, q.status == 400 ? 400 : 404,
 					 "no such export for this trace");
 		}
-		free(c->r->body);
-		c->r->body = q.body;
-		c->r->len = q.len;
+		assert(q.stream && !q.body);
+		c->r->stream = q.stream;
 		c->r->status = 200;
 		c->r->content_type = q.content_type;
 		if (flame) {
@@ -688,8 +689,9 @@ void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req
 		if (c->f)
 			fclose(c->f);
 	}
-	/* A page, unless a handler answered with a body of its own. */
-	if (!r->body) {
+	/* A page, unless a handler answered with a body (or an export) of
+	 * its own. */
+	if (!r->body && !r->stream) {
 		r->body = c->page;
 		r->len = c->plen;
 	} else {

@@ -23,6 +23,9 @@ struct rvs_web_resp {
 	char disposition[96];	 /* Content-Disposition, "" if none */
 	int auth_failed;	 /* a login attempt failed: charge the peer's budget */
 	int hashed;		 /* a password hash was computed (known user or not) */
+	/* An export or flame graph: no body, this instead (query.h; owned by
+	 * whoever holds the response: streamed to the client or freed). */
+	struct rvs_export *stream;
 };
 
 /* 1 when path belongs to the web UI (and so not to the device or JSON API). */

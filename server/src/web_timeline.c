@@ -6,8 +6,11 @@
  * Server-side SVG inside the HTML page, so it needs no script to show; the
  * page's app.js only adds click-to-select.  Method names are untrusted and
  * reach the document only through rvs_web_esc, in quoted attributes and
- * <title> text.  Output is bounded: calls narrower than MIN_W units and
- * calls past MAX_RECTS are left out and counted in the caption.
+ * <title> text.  Output is bounded: calls narrower than MIN_W units, calls
+ * past MAX_RECTS and calls MAX_DEPTH deep or deeper are left out and
+ * counted in the caption (issue 18 item 2: truncation is shown); a name is
+ * shown up to NAME_SHOWN bytes (names may be 64 KiB: 20 000 rectangles of
+ * them made a 2.6 GB page).
  */
 #include "web_int.h"
 
@@ -15,21 +18,40 @@
 
 #include "rearview/analysis.h"
 
-#define W	  1200.0
-#define ROW	  14
-#define MAX_DEPTH 48
-#define MAX_RECTS 20000
-#define MIN_W	  0.2
-#define WINDOW_NS 2000000000LL /* at most 2 s before the anomaly */
+#define W	   1200.0
+#define ROW	   14
+#define MAX_DEPTH  48
+#define MAX_RECTS  20000
+#define MIN_W	   0.2
+#define WINDOW_NS  2000000000LL /* at most 2 s before the anomaly */
+#define NAME_SHOWN 240
 
 static const char *const PALETTE[] = {"#e57373", "#ffb74d", "#fff176", "#aed581", "#4fc3f7",
 				      "#9575cd", "#f06292", "#4db6ac", "#dce775", "#90a4ae"};
+
+/* name escaped, cut to NAME_SHOWN bytes (at a UTF-8 character boundary)
+ * and then ended with "…". */
+static void esc_name(FILE *f, const char *name)
+{
+	char cut[NAME_SHOWN + sizeof "…"];
+	size_t n = strlen(name);
+	if (n <= NAME_SHOWN) {
+		rvs_web_esc(f, name);
+		return;
+	}
+	n = NAME_SHOWN;
+	while (n > 0 && ((unsigned char)name[n] & 0xc0) == 0x80)
+		n--; /* not inside a character */
+	memcpy(cut, name, n);
+	memcpy(cut + n, "…", sizeof "…");
+	rvs_web_esc(f, cut);
+}
 
 void web_timeline_svg(FILE *f, const struct rva_trace *t)
 {
 	const rva_thread *th;
 	int64_t a, from, to, span;
-	size_t shown = 0, hidden = 0;
+	size_t shown = 0, hidden = 0, deep = 0;
 	uint32_t maxd = 0;
 
 	if (!t->nthreads || !t->threads[0].ncalls) {
@@ -55,8 +77,12 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 		int64_t s = k->start > from ? k->start : from;
 		int64_t e = k->end < to ? k->end : to;
 		double x, w;
-		if (e <= s || k->depth >= MAX_DEPTH)
+		if (e <= s)
 			continue;
+		if (k->depth >= MAX_DEPTH) {
+			deep++;
+			continue;
+		}
 		x = (double)(s - from) * W / (double)span;
 		w = (double)(e - s) * W / (double)span;
 		if (w < MIN_W || shown >= MAX_RECTS) {
@@ -68,9 +94,9 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 			" data-ms=\"%.3f\" data-name=\"",
 			x, k->depth * ROW, w, ROW - 1, PALETTE[k->method % 10],
 			(double)(k->end - k->start) / 1e6);
-		rvs_web_esc(f, k->method < t->nmethods ? t->names[k->method] : "?");
+		esc_name(f, k->method < t->nmethods ? t->names[k->method] : "?");
 		fputs("\"><title>", f);
-		rvs_web_esc(f, k->method < t->nmethods ? t->names[k->method] : "?");
+		esc_name(f, k->method < t->nmethods ? t->names[k->method] : "?");
 		fprintf(f, " (%.3f ms)</title></rect>", (double)(k->end - k->start) / 1e6);
 		/* A label where it fits (~7 units per character, clipped). */
 		if (w >= 40) {
@@ -100,7 +126,10 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 			(double)(a - from) * W / (double)span, (int)(maxd + 2) * ROW + 4);
 	fprintf(f,
 		"</svg><p class=\"caption\">%.3f ms before the %s; %zu calls drawn, %zu too short "
-		"or too many to draw.</p>",
+		"or too many to draw",
 		(double)span / 1e6, t->has_anomaly ? "anomaly" : "end of the capture", shown,
 		hidden);
+	if (deep)
+		fprintf(f, "; %zu calls below depth %d not shown", deep, MAX_DEPTH);
+	fputs(".</p>", f);
 }

@@ -357,8 +357,9 @@ static struct export_cost export_in_child(const rva_trace *t, int svg, const cha
 /* Issue 18 item 2: the folded export allocated the sum of all chain depths
  * (a 99 KB upload cost 4.9 GB; 1 M nested calls: ~2 TB, -ENOMEM or the OOM
  * killer).  Now 1 M nested calls export 512 levels and one truncated line,
- * a few KB, in memory linear in the calls: under 160 MiB more peak than the
- * trace (measured ~70 MiB, the merged tree's 1 M nodes). */
+ * a few KB, from a tree cut at 512 levels (513 nodes, where the whole tree
+ * had 1 M: ~70 MiB): under 48 MiB more peak than the trace (measured ~26
+ * MiB, the walk's stack of 1 M open frames). */
 static void test_textio_folded_1m_nested_calls_bounded(void **state)
 {
 	rva_trace *t = nested(1000000);
@@ -367,13 +368,14 @@ static void test_textio_folded_1m_nested_calls_bounded(void **state)
 	assert_int_equal(c.needles, 1);
 	assert_true(c.bytes < (8 << 20));
 	print_message("folded: %lld bytes, peak +%ld KiB\n", c.bytes, c.peak_kib);
-	assert_true(c.peak_kib < MEM_FACTOR * 160 * 1024);
+	assert_true(c.peak_kib < MEM_FACTOR * 48 * 1024);
 	rva_trace_free(t);
 }
 
 /* Issue 18 item 2: 1 M nested calls gave a 274 MB flame graph.  Now 512
- * levels are drawn, the graph says the rest was truncated, 139 KB (the
- * peak, ~85 MiB, is the merged tree's 1 M nodes and their layout). */
+ * levels are drawn, the graph says the rest was truncated, 139 KB, from a
+ * tree cut at 512 levels (the whole tree and its layout took ~85 MiB):
+ * under 48 MiB more peak than the trace (measured ~15 MiB). */
 static void test_textio_svg_1m_nested_calls_bounded(void **state)
 {
 	rva_trace *t = nested(1000000);
@@ -382,7 +384,141 @@ static void test_textio_svg_1m_nested_calls_bounded(void **state)
 	assert_int_equal(c.needles, 1);
 	assert_true(c.bytes < (1 << 20));
 	print_message("svg: %lld bytes, peak +%ld KiB\n", c.bytes, c.peak_kib);
-	assert_true(c.peak_kib < MEM_FACTOR * 160 * 1024);
+	assert_true(c.peak_kib < MEM_FACTOR * 48 * 1024);
+	rva_trace_free(t);
+}
+
+/* Issue 18 item 2 (the flame graph's level of detail): 1000 stacks of 100
+ * distinct frames, each stack 1.2 px wide, drew all 100 000 frames (~35 MB).
+ * Frames narrower than a pixel merge into their parents and at most
+ * RVA_SVG_MAX_FRAMES are drawn, whole levels: here 20 levels of 1000, and
+ * the graph says 80 000 frames were merged. */
+static void test_textio_svg_100k_wide_frames_capped_and_merged(void **state)
+{
+	size_t cap = 1000 * 100 * 8 + 16, n = 0;
+	char *text = malloc(cap), note[96];
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+	assert_non_null(text);
+	for (size_t i = 0; i < 1000; i++) {
+		n += (size_t)snprintf(text + n, cap - n, "w%zu", i);
+		for (size_t d = 0; d < 99; d++)
+			n += (size_t)snprintf(text + n, cap - n, ";m%zu", d);
+		n += (size_t)snprintf(text + n, cap - n, " 1000\n");
+	}
+	/* Narrower than a pixel (0.0012 px): merged into w0. */
+	n += (size_t)snprintf(text + n, cap - n, "w0;tiny 1\n");
+	assert_int_equal(rva_folded_import((const uint8_t *)text, n, &t, &err), 0);
+	free(text);
+	struct export_cost c = export_in_child(t, 1, "<g class=\"f\"");
+	assert_int_equal(c.rc, 0);
+	print_message("svg: %lld bytes, %lld frames\n", c.bytes, c.needles);
+	assert_int_equal(c.needles, RVA_SVG_MAX_FRAMES);
+	assert_true(c.bytes < (8 << 20));
+	snprintf(note, sizeof note, "%u frames merged into their parents",
+		 1000 * 100 + 1 - RVA_SVG_MAX_FRAMES);
+	c = export_in_child(t, 1, note);
+	assert_int_equal(c.needles, 1);
+	rva_trace_free(t);
+}
+
+/* What rva_chains_collect(t, 0: all) keeps, measured in a child process. */
+struct chains_cost {
+	int rc;
+	size_t n, deepest, kept;
+	int innermost_ok, sig_ok;
+	long peak_kib;
+};
+
+/* Issue 18 item 2: every chain kept all its frames, so all the chains of n
+ * nested calls took n²/2 method ids (20 000: 800 MB; 100 000: 20 GB).  Now
+ * a chain keeps its innermost RVA_CHAIN_MAX_FRAMES (its depth and
+ * signature still the whole path's): under 64 MiB more peak (~40 MiB of
+ * ids plus the tree). */
+static void test_textio_all_chains_of_20k_nested_calls_keep_512_frames(void **state)
+{
+	enum { N = 20000 };
+	rva_trace *t = nested(N);
+	struct chains_cost c = {0};
+	struct rusage ru;
+	int fds[2], status;
+	pid_t pid;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct chains_cost r = {0};
+		struct rusage before, after;
+		rva_chains ch;
+		FILE *cr = fopen("/proc/self/clear_refs", "w");
+		if (cr) { /* "5": the peak RSS restarts from the current RSS */
+			fputs("5", cr);
+			fclose(cr);
+		}
+		getrusage(RUSAGE_SELF, &before);
+		r.rc = rva_chains_collect(t, 0, &ch);
+		getrusage(RUSAGE_SELF, &after);
+		r.peak_kib = after.ru_maxrss - before.ru_maxrss;
+		for (size_t i = 0; r.rc == 0 && i < ch.n; i++) {
+			const rva_chain *k = &ch.v[i];
+			if (k->depth < r.deepest)
+				continue;
+			/* m<i % 1000> at depth i (nested()): the innermost last. */
+			uint32_t *full = malloc(k->depth * sizeof(*full));
+			for (size_t d = 0; d < k->depth; d++)
+				full[d] = t->threads[0].calls[d].method;
+			r.deepest = k->depth;
+			r.kept = k->nmethods;
+			r.innermost_ok = memcmp(k->methods, full + k->depth - k->nmethods,
+						k->nmethods * sizeof(*full)) == 0;
+			r.sig_ok = rva_signature(t, full, k->depth) == k->signature;
+			free(full);
+		}
+		r.n = r.rc == 0 ? ch.n : 0;
+		if (write(fds[1], &r, sizeof r) != (ssize_t)sizeof r)
+			_exit(2);
+		_exit(0);
+	}
+	close(fds[1]);
+	assert_int_equal(read(fds[0], &c, sizeof c), (ssize_t)sizeof c);
+	close(fds[0]);
+	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	print_message("chains: %zu, deepest %zu keeping %zu, peak +%ld KiB\n", c.n, c.deepest,
+		      c.kept, c.peak_kib);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.n, N);
+	assert_int_equal(c.deepest, N);
+	assert_int_equal(c.kept, RVA_CHAIN_MAX_FRAMES);
+	assert_true(c.innermost_ok);
+	assert_true(c.sig_ok);
+	assert_true(c.peak_kib < MEM_FACTOR * 64 * 1024);
+	rva_trace_free(t);
+}
+
+/* Names may be 64 KiB: 20 000 frames of them would make a 1.3 GB graph.
+ * A frame shows its name cut to 240 bytes and then "…". */
+static void test_textio_svg_64kib_name_shown_cut_to_240_bytes(void **state)
+{
+	size_t len = 64 * 1024 - 1;
+	char *text = malloc(len + 16), *svg = NULL, *p;
+	size_t svglen = 0;
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+	FILE *f;
+	assert_non_null(text);
+	memset(text, 'a', len);
+	memcpy(text + len, " 1000\n", 7);
+	assert_int_equal(rva_folded_import((const uint8_t *)text, len + 6, &t, &err), 0);
+	f = open_memstream(&svg, &svglen);
+	assert_int_equal(rva_export_svg(f, t, NULL), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(p = strstr(svg, "<title>"));
+	assert_int_equal(strspn(p + 7, "a"), 240);
+	assert_memory_equal(p + 7 + 240, "…", strlen("…"));
+	assert_true(svglen < 16384);
+	free(svg);
+	free(text);
 	rva_trace_free(t);
 }
 
@@ -400,6 +536,9 @@ int main(void)
 		cmocka_unit_test(test_textio_detect_and_reject_unknown),
 		cmocka_unit_test(test_textio_folded_1m_nested_calls_bounded),
 		cmocka_unit_test(test_textio_svg_1m_nested_calls_bounded),
+		cmocka_unit_test(test_textio_svg_100k_wide_frames_capped_and_merged),
+		cmocka_unit_test(test_textio_all_chains_of_20k_nested_calls_keep_512_frames),
+		cmocka_unit_test(test_textio_svg_64kib_name_shown_cut_to_240_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,8 +6,8 @@
  * hostile cases: lying or missing declared sizes, truncation, a form that is
  * not a capture's, an unknown compression.  Issue 18 item 2's zstd bomb:
  * inflating stops at the size the upload declared, with peak memory
- * measured in a child process, and uploads must declare that size; exports
- * go through a capped memory stream (rvs_capped_memstream).
+ * measured in a child process, and uploads must declare that size (exports
+ * are streamed: test_export.c).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -317,79 +317,6 @@ static void test_decode_upload_compressed_capture_must_declare_size(void **state
 	}
 }
 
-/* A trace of n calls, each its own method (folded lines "m<i> 1"). */
-static rva_trace *many_calls(size_t n)
-{
-	size_t cap = n * 16 + 1, len = 0;
-	char *text = malloc(cap);
-	rva_trace *t = NULL;
-	rva_error err = {{0}};
-	for (size_t i = 0; i < n; i++)
-		len += (size_t)snprintf(text + len, cap - len, "m%zu 1\n", i);
-	assert_int_equal(rva_folded_import((const uint8_t *)text, len, &t, &err), 0);
-	free(text);
-	return t;
-}
-
-/* Issue 18 item 2: a 40 MB trace of 10 M tiny calls made a 770 MB Chrome
- * export in server memory.  Exports now go through a capped stream: 1 M
- * calls (~80 MB of Chrome JSON) into an 8 MiB cap fail, flagged over, and
- * the child's peak RSS grows by less than 32 MiB while exporting. */
-static void test_decode_chrome_export_of_1m_calls_stops_at_cap(void **state)
-{
-	rva_trace *t = many_calls(1000000);
-	struct rusage ru;
-	int status;
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct rusage before, after;
-		char *buf;
-		size_t len;
-		int over, rc;
-		FILE *cr = fopen("/proc/self/clear_refs", "w"), *f;
-		if (cr) { /* "5": the peak RSS restarts from the current RSS */
-			fputs("5", cr);
-			fclose(cr);
-		}
-		getrusage(RUSAGE_SELF, &before);
-		f = rvs_capped_memstream(&buf, &len, 8u << 20, &over);
-		rc = rva_export_chrome(f, t);
-		if (fclose(f) == 0 && rc == 0 && !over)
-			_exit(1); /* the whole export fitted: not the case under test */
-		getrusage(RUSAGE_SELF, &after);
-		_exit(over && len <= (8u << 20) &&
-				      after.ru_maxrss - before.ru_maxrss < MEM_FACTOR * 32 * 1024
-			      ? 0
-			      : 2);
-	}
-	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-	rva_trace_free(t);
-}
-
-/* Below the cap the capped stream is an ordinary memory stream. */
-static void test_decode_capped_memstream_under_cap_keeps_everything(void **state)
-{
-	char *buf;
-	size_t len;
-	int over;
-	FILE *f = rvs_capped_memstream(&buf, &len, 16, &over);
-	assert_non_null(f);
-	fputs("0123456789abcdef", f);
-	assert_int_equal(fclose(f), 0);
-	assert_false(over);
-	assert_int_equal(len, 16);
-	assert_string_equal(buf, "0123456789abcdef");
-	free(buf);
-	f = rvs_capped_memstream(&buf, &len, 16, &over);
-	fputs("0123456789abcdefX", f);
-	assert_int_not_equal(fclose(f), 0);
-	assert_true(over);
-	free(buf);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,8 +328,6 @@ int main(void)
 		cmocka_unit_test(test_decode_shuffled_hostile_payloads_are_refused),
 		cmocka_unit_test(test_decode_zstd_bomb_900mib_declared_1mib_peak_rss_bounded),
 		cmocka_unit_test(test_decode_upload_compressed_capture_must_declare_size),
-		cmocka_unit_test(test_decode_chrome_export_of_1m_calls_stops_at_cap),
-		cmocka_unit_test(test_decode_capped_memstream_under_cap_keeps_everything),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

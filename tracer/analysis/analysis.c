@@ -6,7 +6,10 @@
  * Every walk is one pass over a thread's pre-order calls with an explicit
  * stack of open frames (depth d pops the stack to d entries), so memory is
  * proportional to depth plus the output, never to recursion on the C stack.
+ * A capped tree (rva_tree_build_capped) has no node deeper than its cap
+ * plus one RVA_TREE_CUT node per path that went deeper.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdlib.h>
@@ -367,6 +370,11 @@ int rva_tree_init(rva_tree *tr)
 
 int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
 {
+	return rva_tree_build_capped(t, only, SIZE_MAX, tr);
+}
+
+int rva_tree_build_capped(const rva_trace *t, size_t only, size_t maxdepth, rva_tree *tr)
+{
 	rva_tmap m = {0};
 	uint32_t *nst = NULL;
 	int64_t *child = NULL;
@@ -405,12 +413,20 @@ int rva_tree_build(const rva_trace *t, size_t only, rva_tree *tr)
 				child = b;
 				scap = cap;
 			}
-			uint32_t parent = sn ? nst[2 * (sn - 1)] : 0, id;
-			if ((rc = rva_tree_child(tr, &m, parent, th->calls[i].method, &id)) < 0)
-				goto out_free;
-			rc = -ENOMEM;
+			uint32_t parent = sn ? nst[2 * (sn - 1)] : 0, id = parent;
+			/* Past the cap every call is its ancestor's cut node: the
+			 * self times summed there are the whole subtree's time,
+			 * counted as inclusive once, at the cut's first level. */
+			if (sn <= maxdepth) {
+				uint32_t meth = sn < maxdepth ? th->calls[i].method : RVA_TREE_CUT;
+				if ((rc = rva_tree_child(tr, &m, parent, meth, &id)) < 0)
+					goto out_free;
+				rc = -ENOMEM;
+				tr->nodes[id].incl =
+					rva_sadd(tr->nodes[id].incl, dur(&th->calls[i]));
+			}
+			assert(sn <= maxdepth || tr->nodes[id].method == RVA_TREE_CUT);
 			tr->nodes[id].calls++;
-			tr->nodes[id].incl = rva_sadd(tr->nodes[id].incl, dur(&th->calls[i]));
 			nst[2 * sn] = id;
 			nst[2 * sn + 1] = (uint32_t)i;
 			child[sn] = 0;
@@ -617,7 +633,8 @@ int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rv
 	qsort(keep, nk, sizeof(*keep), cmp_nkey);
 	size_t pool = 0;
 	for (size_t i = 0; i < nk; i++)
-		pool += depth[keep[i].node];
+		pool += depth[keep[i].node] < RVA_CHAIN_MAX_FRAMES ? depth[keep[i].node]
+								   : RVA_CHAIN_MAX_FRAMES;
 	out->v = calloc(nk ? nk : 1, sizeof(*out->v));
 	out->pool = malloc((pool ? pool : 1) * sizeof(*out->pool));
 	if (!out->v || !out->pool)
@@ -627,13 +644,16 @@ int rva_chains_from_tree(const rva_trace *t, const rva_tree *trp, size_t max, rv
 		uint32_t id = keep[i].node;
 		rva_chain *c = &out->v[out->n++];
 		c->depth = depth[id];
+		c->nmethods = c->depth < RVA_CHAIN_MAX_FRAMES ? c->depth : RVA_CHAIN_MAX_FRAMES;
 		c->methods = out->pool + used;
-		used += c->depth;
+		used += c->nmethods;
+		assert(used <= pool);
 		c->signature = sig[id];
 		c->calls = tr.nodes[id].calls;
 		c->self = tr.nodes[id].self;
 		c->incl = tr.nodes[id].incl;
-		for (size_t k = c->depth; k-- > 0; id = tr.nodes[id].parent)
+		/* The innermost frames only: the walk up stops there. */
+		for (size_t k = c->nmethods; k-- > 0; id = tr.nodes[id].parent)
 			c->methods[k] = tr.nodes[id].method;
 	}
 	rc = 0;

@@ -378,7 +378,9 @@ static int print_summary(const sumview *v, size_t ntop)
 	for (size_t i = 0; i < v->ch->n && i < ntop; i++) {
 		const rva_chain *k = &v->ch->v[i];
 		printf("  %016" PRIx64 " %14.3f %s  ", k->signature, usec(t, k->self), unit);
-		for (size_t d = 0; d < k->depth; d++)
+		if (k->depth > k->nmethods)
+			printf("[%zu outer frames truncated];", k->depth - k->nmethods);
+		for (size_t d = 0; d < k->nmethods; d++)
 			printf("%s%s", d ? ";" : "", t->names[k->methods[d]]);
 		putchar('\n');
 	}

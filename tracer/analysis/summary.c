@@ -98,7 +98,10 @@ static int write_doc(FILE *f, const rva_trace *full, const rva_trace *t, const r
 			"%s\n {\"signature\":\"%016" PRIx64 "\",\"calls\":%" PRIu64
 			",\"incl\":%" PRId64 ",\"self\":%" PRId64 ",\"frames\":[",
 			i ? "," : "", k->signature, k->calls, k->incl, k->self);
-		for (size_t d = 0; d < k->depth; d++) {
+		if (k->depth > k->nmethods)
+			fprintf(f, "\"[%zu outer frames truncated]\"%s", k->depth - k->nmethods,
+				k->nmethods ? "," : "");
+		for (size_t d = 0; d < k->nmethods; d++) {
 			if (d)
 				fputc(',', f);
 			rvc_json_str(f, t->names[k->methods[d]]);

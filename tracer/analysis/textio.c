@@ -555,12 +555,11 @@ static void put_sanitized(FILE *f, const char *s)
 		fputc(*s == ';' || *s == '\n' || *s == '\r' ? '_' : *s, f);
 }
 
-/* One folded line: a tree node's path and a value (its self time, or the
- * self time folded in from below RVA_EXPORT_MAX_DEPTH when cut). */
+/* One folded line: a node of the capped tree and its self time (a cut
+ * node's is the time of everything below RVA_EXPORT_MAX_DEPTH). */
 struct fline {
 	int64_t self;
 	uint32_t node;
-	uint32_t cut;
 };
 
 static int cmp_fline(const void *a, const void *b)
@@ -568,77 +567,56 @@ static int cmp_fline(const void *a, const void *b)
 	const struct fline *x = a, *y = b;
 	if (x->self != y->self)
 		return x->self > y->self ? -1 : 1;
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
-	return (int)x->cut - (int)y->cut;
+	return x->node < y->node ? -1 : x->node > y->node;
 }
 
-/* Streams the merged tree's paths (no per-path copies: a path is walked up
- * its parents when printed, at most RVA_EXPORT_MAX_DEPTH long). */
+/* Streams the capped merged tree's paths (no per-path copies: a path is
+ * walked up its parents when printed, at most RVA_EXPORT_MAX_DEPTH + 1
+ * long), so memory is the tree of paths up to the cap, never the depth. */
 int rva_export_folded(FILE *f, const rva_trace *t)
 {
 	rva_tree tr;
-	int rc = rva_tree_build(t, SIZE_MAX, &tr);
+	int rc = rva_tree_build_capped(t, SIZE_MAX, RVA_EXPORT_MAX_DEPTH, &tr);
 	if (rc < 0)
 		return rc;
 	rc = -ENOMEM;
-	uint32_t *depth = calloc(tr.n, sizeof(*depth));
-	uint32_t *anc = calloc(tr.n, sizeof(*anc)); /* ancestor at the depth cap */
-	int64_t *cut = calloc(tr.n, sizeof(*cut));
-	uint32_t *path = malloc(RVA_EXPORT_MAX_DEPTH * sizeof(*path));
+	uint32_t *path = malloc((RVA_EXPORT_MAX_DEPTH + 1) * sizeof(*path));
 	struct fline *ln = NULL;
 	size_t nl = 0;
-	if (!depth || !anc || !cut || !path)
+	if (!path)
 		goto out_free;
-	for (size_t i = 1; i < tr.n; i++) {
-		uint32_t p = tr.nodes[i].parent;
-		assert(p < i); /* parents precede children */
-		depth[i] = depth[p] + 1;
-		if (depth[i] <= RVA_EXPORT_MAX_DEPTH) {
-			anc[i] = (uint32_t)i;
-		} else {
-			anc[i] = anc[p];
-			cut[anc[i]] += tr.nodes[i].self;
-		}
-	}
 	for (size_t i = 1; i < tr.n; i++)
-		if (depth[i] <= RVA_EXPORT_MAX_DEPTH)
-			nl += (tr.nodes[i].self > 0) + (cut[i] > 0);
+		nl += tr.nodes[i].self > 0;
 	if (!(ln = malloc((nl ? nl : 1) * sizeof(*ln))))
 		goto out_free;
 	nl = 0;
-	for (size_t i = 1; i < tr.n; i++) {
-		if (depth[i] > RVA_EXPORT_MAX_DEPTH)
-			continue;
+	for (size_t i = 1; i < tr.n; i++)
 		if (tr.nodes[i].self > 0)
-			ln[nl++] = (struct fline){tr.nodes[i].self, (uint32_t)i, 0};
-		if (cut[i] > 0)
-			ln[nl++] = (struct fline){cut[i], (uint32_t)i, 1};
-	}
+			ln[nl++] = (struct fline){tr.nodes[i].self, (uint32_t)i};
 	qsort(ln, nl, sizeof(*ln), cmp_fline);
 	for (size_t i = 0; i < nl; i++) {
 		long long v = t->weighted ? ln[i].self : (ln[i].self + 500) / 1000;
 		size_t n = 0;
 		if (v <= 0)
 			continue;
-		for (uint32_t id = ln[i].node; id; id = tr.nodes[id].parent)
+		for (uint32_t id = ln[i].node; id; id = tr.nodes[id].parent) {
+			assert(n <= RVA_EXPORT_MAX_DEPTH);
 			path[n++] = tr.nodes[id].method;
+		}
 		while (n--) {
-			put_sanitized(f, t->names[path[n]]);
+			if (path[n] == RVA_TREE_CUT)
+				fputs(RVA_TRUNCATED_FRAME, f);
+			else
+				put_sanitized(f, t->names[path[n]]);
 			if (n)
 				fputc(';', f);
 		}
-		if (ln[i].cut)
-			fputs(";" RVA_TRUNCATED_FRAME, f);
 		fprintf(f, " %lld\n", v);
 	}
 	rc = ferror(f) ? -EIO : 0;
 out_free:
 	free(ln);
 	free(path);
-	free(cut);
-	free(anc);
-	free(depth);
 	rva_tree_release(&tr);
 	return rc;
 }

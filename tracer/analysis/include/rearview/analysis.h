@@ -257,13 +257,20 @@ size_t rva_normalize_name(const char *in, char *out, size_t outsz);
 uint64_t rva_signature(const rva_trace *t, const uint32_t *chain, size_t n);
 
 /* A distinct call path with its totals. */
+/* Frames a chain keeps (rva_chain.methods): the innermost ones, so chains
+ * take memory linear in their number, not in the sum of their depths (issue
+ * 18 item 2: 1 M nested calls). */
+#define RVA_CHAIN_MAX_FRAMES 512
+
 typedef struct rva_chain {
-	uint64_t signature;
-	uint32_t *methods; /* owned by the rva_chains, root first */
-	size_t depth;
-	uint64_t calls; /* calls of the deepest frame on this path */
-	int64_t self;	/* self time of the deepest frame, summed */
-	int64_t incl;	/* inclusive time of the deepest frame, summed */
+	uint64_t signature; /* of the whole path */
+	uint32_t *methods;  /* owned by the rva_chains, root first: the path's
+			     * innermost nmethods frames */
+	size_t depth;	    /* frames on the path */
+	size_t nmethods;    /* in methods: depth, at most RVA_CHAIN_MAX_FRAMES */
+	uint64_t calls;	    /* calls of the deepest frame on this path */
+	int64_t self;	    /* self time of the deepest frame, summed */
+	int64_t incl;	    /* inclusive time of the deepest frame, summed */
 } rva_chain;
 
 typedef struct rva_chains {
@@ -320,6 +327,16 @@ typedef struct rva_tree {
 
 /* Build the merged tree of thread th, or of all threads (th = SIZE_MAX). */
 int rva_tree_build(const rva_trace *t, size_t th, rva_tree *out);
+
+/* Method of the node standing for everything below a capped tree's depth. */
+#define RVA_TREE_CUT (UINT32_MAX - 1)
+/* rva_tree_build cut at maxdepth frames: the calls deeper than that are one
+ * child node (method RVA_TREE_CUT) of their ancestor at maxdepth, whose
+ * self and inclusive times are all the time they took and calls their
+ * number.  Nodes are the distinct paths of at most maxdepth frames, so a
+ * trace of 1 M nested calls makes maxdepth + 1 nodes (issue 18 item 2);
+ * the walk's stack is the trace's depth.  0, -ENOMEM, -E2BIG. */
+int rva_tree_build_capped(const rva_trace *t, size_t th, size_t maxdepth, rva_tree *out);
 void rva_tree_release(rva_tree *tr);
 
 /* rva_chains_collect over an already built merged tree of t. */
@@ -581,9 +598,16 @@ int rva_export_speedscope(FILE *f, const rva_trace *t);
  * Times are µs since the first event. -E2BIG over 65535 threads. */
 int rva_export_android(FILE *f, const rva_trace *t);
 
+/* Frames an SVG flame graph draws at most (whole levels, top down). */
+#define RVA_SVG_MAX_FRAMES 20000u
+
 /* Self-contained interactive SVG flame graph of all threads (click to zoom,
- * search, tooltips); names are XML-escaped.  title may be NULL.  Frames
- * deeper than RVA_EXPORT_MAX_DEPTH are not drawn; the graph then says so. */
+ * search, tooltips); names are XML-escaped.  title may be NULL.  Level of
+ * detail: frames narrower than a pixel are merged into their parents, and
+ * at most RVA_SVG_MAX_FRAMES frames in at most RVA_EXPORT_MAX_DEPTH levels
+ * are drawn; the graph says how deep the trace went and how many frames it
+ * merged ("truncated" and "merged" notes).  Memory linear in the tree of
+ * paths up to the depth cap (rva_tree_build_capped).  0, -ENOMEM, -EIO. */
 int rva_export_svg(FILE *f, const rva_trace *t, const char *title);
 
 #ifdef __cplusplus
