@@ -27,3 +27,17 @@ $(TBIN)/rvcc/test_rvcc: tests/rvcc/test_rvcc.sh | $(BIN)/rvcc $(BIN)/rvtrace $(L
 	printf '#!/bin/sh\nexec sh %s %s "%s"\n' '$(CURDIR)/$<' '$(abspath $(BIN))' '$(SANFLAGS)' > $@
 	chmod +x $@
 TESTS += $(TBIN)/rvcc/test_rvcc
+# The GCC plugin rvcc loads to exclude functions by exact name (gcc 12's
+# plugin headers: Debian's gcc-12-plugin-dev).  It runs inside cc1, so it is
+# built without the sanitizer flags, with the g++ matching gcc 12; without
+# the headers it is not built and rvcc falls back to substring-safe names.
+RVCC_PLUGIN_INC := $(shell gcc -print-file-name=plugin 2>/dev/null)/include
+ifneq ($(wildcard $(RVCC_PLUGIN_INC)/gcc-plugin.h),)
+RVCC_PLUGIN := $(LIB)/rearview/rvcc_gcc_plugin.so
+$(RVCC_PLUGIN): tracer/rvcc/rvcc_gcc_plugin.cc $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	g++ -std=c++17 $(OPT) -fPIC -shared -fno-rtti -Wall -Wextra \
+	  $(if $(filter 1,$(DEVELOPER)),-Werror) -I$(RVCC_PLUGIN_INC) -o $@ $<
+LIBS_REARVIEW += $(RVCC_PLUGIN)
+$(BIN)/rvcc: | $(RVCC_PLUGIN)
+endif

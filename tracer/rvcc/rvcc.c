@@ -24,9 +24,14 @@
  * then for real with -finstrument-functions-exclude-function-list=
  * (in pass one, -fkeep-inline-functions and always_inline spelled as
  * noinline give inline helpers a body to measure too: gcc instruments their
- * inlined copies as well).  gcc
- * matches that list by substring, so a name is only excluded when it is not
- * a substring of a function of the same translation unit that stays traced.
+ * inlined copies as well).  The exclusion goes through rvcc's GCC plugin
+ * (rvcc_gcc_plugin.cc, installed in lib/rearview/), which leaves exactly the
+ * listed names out; pass one loads it to see that this gcc can.  Without it
+ * (not there, --rv-plugin=off, another gcc version: said once on stderr,
+ * never an error) the list goes to -finstrument-functions-exclude-function-
+ * list, which gcc matches by substring, so a name is then only excluded when
+ * it is not a substring of a function of the same translation unit that
+ * stays traced.
  * The names left out are written into the object's `.rearview_untraced`
  * section (non-allocated; one "rule name" line each), which the linker
  * concatenates, so the program says what it does not trace.
@@ -70,6 +75,11 @@ static const char usage[] =
 	"  --rv-never=FILE       RVCC_NEVER       gcc: never instrument the functions\n"
 	"                                         named in FILE (one per line, '#'\n"
 	"                                         comments; `rvtrace hotlist` output)\n"
+	"  --rv-plugin=FILE|off  RVCC_PLUGIN      gcc: the plugin that excludes by exact\n"
+	"                                         name (default: lib/rearview/rvcc-gcc-\n"
+	"                                         plugin.so); without it, or when gcc\n"
+	"                                         cannot load it, names that are part\n"
+	"                                         of a traced name stay traced\n"
 	"  --rv-static           RVCC_STATIC=1    link librvtrace.a instead of the .so\n"
 	"  --rv-libdir=DIR       RVCC_LIBDIR      where librvtrace is (default: the\n"
 	"                                         lib/ beside rvcc's bin/, else " RVCC_PREFIX
@@ -108,6 +118,7 @@ struct opts {
 	int off, inline_mode, is_static, verbose;
 	long threshold;
 	const char *never, *libdir, *incdir;
+	const char *plugin; /* rvcc_gcc_plugin.so, "off", or NULL: the default */
 };
 
 struct names {
@@ -253,8 +264,9 @@ static void verbose_print(const struct opts *o, char *const *v)
 	fputc('\n', stderr);
 }
 
-/* Runs argv, waits; returns its exit status (or 127 when it cannot run). */
-static int run(const struct opts *o, char *const *v)
+/* Runs argv, waits; returns its exit status (or 127 when it cannot run).
+ * quiet: its stderr goes to /dev/null. */
+static int run_as(const struct opts *o, char *const *v, int quiet)
 {
 	verbose_print(o, v);
 	pid_t pid = fork();
@@ -263,6 +275,8 @@ static int run(const struct opts *o, char *const *v)
 		return 127;
 	}
 	if (pid == 0) {
+		if (quiet && !freopen("/dev/null", "w", stderr))
+			_exit(127);
 		execvp(v[0], v);
 		fprintf(stderr, "rvcc: %s: %s\n", v[0], strerror(errno));
 		_exit(127);
@@ -272,6 +286,11 @@ static int run(const struct opts *o, char *const *v)
 		if (errno != EINTR)
 			return 127;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run(const struct opts *o, char *const *v)
+{
+	return run_as(o, v, 0);
 }
 
 static int file_exists(const char *p)
@@ -323,6 +342,24 @@ static void find_dirs(struct opts *o)
 		}
 		o->incdir = incdir;
 	}
+}
+
+/* The GCC plugin for exact-name exclusion: the option, else
+ * rearview/rvcc_gcc_plugin.so in librvtrace's directory.  NULL when turned
+ * off, or (said on stderr) when the file is not there. */
+static const char *find_plugin(const struct opts *o)
+{
+	static char path[PATH_MAX + 32];
+	if (o->plugin && strcmp(o->plugin, "off") == 0)
+		return NULL;
+	if (o->plugin)
+		snprintf(path, sizeof(path), "%s", o->plugin);
+	else
+		snprintf(path, sizeof(path), "%s/rearview/rvcc_gcc_plugin.so", o->libdir);
+	if (file_exists(path))
+		return path;
+	fprintf(stderr, "rvcc: %s: no such plugin; excluding by substring-safe names\n", path);
+	return NULL;
 }
 
 static void read_never(const char *path, struct names *never)
@@ -450,10 +487,13 @@ struct compile {
 /* The two-pass compile for the threshold and the never-list (gcc, one
  * source and no other input; pass one always stops at the object).  Fills
  * excluded with the names to leave out and rules with their reason.
+ * *plugin: the GCC plugin to exclude with, or NULL; pass one loads it (with
+ * no list it does nothing) and, when gcc cannot but compiles without it,
+ * says so and sets *plugin to NULL: names are then kept substring-safe.
  * Returns 0, or non-zero when pass one fails (then rvcc instruments
  * everything, and the real compile reports the error). */
 static int plan_exclusions(const struct opts *o, const struct args *cc, const struct names *never,
-			   struct names *excluded, struct names *rules)
+			   const char **plugin, struct names *excluded, struct names *rules)
 {
 	char tmpl[] = "/tmp/rvcc-XXXXXX";
 	int fd = mkstemp(tmpl);
@@ -482,7 +522,23 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 	args_push(&a, "-w");
 	args_push(&a, "-o");
 	args_push(&a, tmpl);
-	int rc = run(o, a.v);
+	int rc;
+	if (*plugin) {
+		char fp[PATH_MAX + 64];
+		snprintf(fp, sizeof(fp), "-fplugin=%s", *plugin);
+		args_push(&a, fp);
+		rc = run_as(o, a.v, 1);
+		free(a.v[--a.n]);
+		a.v[a.n] = NULL;
+		if (rc != 0 && (rc = run(o, a.v)) == 0) {
+			fprintf(stderr,
+				"rvcc: %s: %s cannot load it; excluding by substring-safe names\n",
+				*plugin, a.v[0]);
+			*plugin = NULL;
+		}
+	} else {
+		rc = run(o, a.v);
+	}
 	struct fns fs = {0};
 	if (rc == 0)
 		rc = measure(tmpl, &fs);
@@ -501,7 +557,8 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 		else if (o->threshold > 0 && f->insns < o->threshold && !f->loop)
 			f->rule = "threshold";
 	}
-	keep_substring_safe(&fs);
+	if (!*plugin)
+		keep_substring_safe(&fs);
 	for (size_t i = 0; i < fs.n; i++) {
 		if (!fs.v[i].rule)
 			continue;
@@ -513,25 +570,37 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 	return 0;
 }
 
-/* Adds the `.rearview_untraced` section to obj: "rule name\n" per name. */
-static int mark_untraced(const struct opts *o, const char *obj, const struct names *excluded,
-			 const struct names *rules)
+/* Writes "rule name\n" per excluded name into a new temporary file whose
+ * path goes to tmpl (at least 17 bytes); the caller unlinks it.  Returns 0
+ * or a negative errno (then nothing is left behind). */
+static int write_list(char *tmpl, const struct names *excluded, const struct names *rules)
 {
-	char tmpl[] = "/tmp/rvcc-XXXXXX";
+	strcpy(tmpl, "/tmp/rvcc-XXXXXX");
 	int fd = mkstemp(tmpl);
 	if (fd < 0)
 		return -errno;
 	FILE *f = fdopen(fd, "w");
 	if (!f) {
+		int e = errno;
 		close(fd);
 		unlink(tmpl);
-		return -errno;
+		return -e;
 	}
 	for (size_t i = 0; i < excluded->n; i++)
 		fprintf(f, "%s %s\n", rules->v[i], excluded->v[i]);
-	fclose(f);
+	if (fclose(f) != 0) {
+		int e = errno;
+		unlink(tmpl);
+		return -e;
+	}
+	return 0;
+}
+
+/* Adds the `.rearview_untraced` section to obj from list (write_list). */
+static int mark_untraced(const struct opts *o, const char *obj, const char *list)
+{
 	char sec[PATH_MAX + 32];
-	snprintf(sec, sizeof(sec), ".rearview_untraced=%s", tmpl);
+	snprintf(sec, sizeof(sec), ".rearview_untraced=%s", list);
 	struct args a = {0};
 	args_push(&a, "objcopy");
 	args_push(&a, "--add-section");
@@ -540,7 +609,6 @@ static int mark_untraced(const struct opts *o, const char *obj, const struct nam
 	args_push(&a, ".rearview_untraced=contents,readonly");
 	args_push(&a, obj);
 	int rc = run(o, a.v);
-	unlink(tmpl);
 	for (size_t i = 0; i < a.n; i++)
 		free(a.v[i]);
 	free(a.v);
@@ -564,6 +632,7 @@ int main(int argc, char **argv)
 	o.never = env_or("RVCC_NEVER", NULL);
 	o.libdir = env_or("RVCC_LIBDIR", NULL);
 	o.incdir = env_or("RVCC_INCDIR", NULL);
+	o.plugin = env_or("RVCC_PLUGIN", NULL);
 
 	int first = 1;
 	const char *compiler;
@@ -605,6 +674,8 @@ int main(int argc, char **argv)
 			o.libdir = v;
 		else if (has_prefix(a, "--rv-incdir="))
 			o.incdir = v;
+		else if (has_prefix(a, "--rv-plugin="))
+			o.plugin = v;
 		else {
 			fprintf(stderr, "rvcc: unknown option %s (see rvcc --help)\n", a);
 			return 2;
@@ -698,13 +769,28 @@ int main(int argc, char **argv)
 				   (o.threshold > 0 || never.n > 0);
 		}
 	}
+	char list[32] = "";
 	if (two_pass) {
 		struct args plain = {cc.v, ncc, cc.cap};
 		char *saved = cc.v[ncc];
 		cc.v[ncc] = NULL;
-		int rc = plan_exclusions(&o, &plain, &never, &excluded, &rules);
+		const char *plugin = find_plugin(&o);
+		int rc = plan_exclusions(&o, &plain, &never, &plugin, &excluded, &rules);
 		cc.v[ncc] = saved;
-		if (rc == 0 && excluded.n > 0) {
+		if (rc == 0 && excluded.n > 0 && write_list(list, &excluded, &rules) != 0) {
+			perror("rvcc: the exclusion list");
+			list[0] = 0;
+		}
+		if (list[0] && plugin) {
+			char a1[PATH_MAX + 64], a2[PATH_MAX + 128];
+			const char *b = strrchr(plugin, '/');
+			b = b ? b + 1 : plugin;
+			int blen = (int)strcspn(b, ".");
+			snprintf(a1, sizeof(a1), "-fplugin=%s", plugin);
+			snprintf(a2, sizeof(a2), "-fplugin-arg-%.*s-exclude=%s", blen, b, list);
+			args_push(&cc, a1);
+			args_push(&cc, a2);
+		} else if (list[0]) {
 			size_t len = 64;
 			for (size_t i = 0; i < excluded.n; i++)
 				len += strlen(excluded.v[i]) + 1;
@@ -744,7 +830,7 @@ int main(int argc, char **argv)
 	}
 
 	int rc = run(&o, cc.v);
-	if (rc == 0 && two_pass && excluded.n > 0) {
+	if (rc == 0 && list[0]) {
 		char obj[PATH_MAX];
 		if (c.output) {
 			snprintf(obj, sizeof(obj), "%s", c.output);
@@ -761,8 +847,10 @@ int main(int argc, char **argv)
 		int src_is_s = 0;
 		for (size_t i = 1; i < ncc; i++)
 			src_is_s |= strcmp(cc.v[i], "-S") == 0;
-		if (!src_is_s && mark_untraced(&o, obj, &excluded, &rules) != 0)
+		if (!src_is_s && mark_untraced(&o, obj, list) != 0)
 			fprintf(stderr, "rvcc: %s: could not add .rearview_untraced\n", obj);
 	}
+	if (list[0])
+		unlink(list);
 	return rc;
 }
