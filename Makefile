@@ -79,7 +79,7 @@ CMOCKA_LIBS     := $(call pc,--libs,cmocka)
 # Filled in by the fragments.
 BINS        :=   # installed executables
 LIBS        :=   # installed libraries
-LIBS_REARVIEW :=  # installed into lib/rearview/ (rvcc's GCC plugin)
+LIBS_REARVIEW :=  # installed into lib/rearview/ (rvcc's compiler plugins)
 TESTS       :=   # test binaries run by `make check`
 TSAN_TESTS  :=   # the subset that exercises concurrency
 BENCHES     :=   # benchmark binaries run by `make bench`

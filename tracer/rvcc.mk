@@ -41,3 +41,17 @@ $(RVCC_PLUGIN): tracer/rvcc/rvcc_gcc_plugin.cc $(FLAGS_STAMP)
 LIBS_REARVIEW += $(RVCC_PLUGIN)
 $(BIN)/rvcc: | $(RVCC_PLUGIN)
 endif
+# The LLVM pass plugin rvcc loads into clang for the threshold and the
+# never-list (clang has no per-function exclusion of its own): built against
+# the LLVM of the clang on the PATH (Debian's llvm-14-dev); without the
+# headers it is not built and rvcc clang instruments every function.
+RVCC_LLVM_INC := $(shell llvm-config --includedir 2>/dev/null)
+ifneq ($(wildcard $(RVCC_LLVM_INC)/llvm/Passes/PassPlugin.h),)
+RVCC_CLANG_PLUGIN := $(LIB)/rearview/rvcc_clang_plugin.so
+$(RVCC_CLANG_PLUGIN): tracer/rvcc/rvcc_clang_plugin.cc $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	clang++ -std=c++14 -fno-exceptions -fno-rtti $(OPT) -fPIC -shared -Wall -Wextra \
+	  $(if $(filter 1,$(DEVELOPER)),-Werror) -isystem $(RVCC_LLVM_INC) -o $@ $<
+LIBS_REARVIEW += $(RVCC_CLANG_PLUGIN)
+$(BIN)/rvcc: | $(RVCC_CLANG_PLUGIN)
+endif

@@ -6,7 +6,7 @@
 # sanitizer runtime in the programs rvcc builds.
 set -u
 B=${1:?usage: test_rvcc.sh BIN_DIR [SANFLAGS]}
-N=8
+N=10
 if [ -n "${2:-}" ]; then
 	echo "1..$N"
 	i=0
@@ -146,3 +146,41 @@ fallback() { # a missing plugin and one gcc cannot load: one line on stderr each
 		done
 }
 check "test_rvcc_plugin_unavailable_falls_back_to_substring_safe" fallback
+
+# clang: the pass plugin gives -finstrument-functions-after-inlining the same
+# threshold (main: small, no loop; rvcc_busy and looper have loops) and the
+# exact never-list.
+CPLUGIN="$B/../lib/rearview/rvcc_clang_plugin.so"
+clang_lists() {
+	"$RVCC" clang --rv-threshold=20 -O2 -o "$T/capp" "$T/app.c" 2>"$T/err" && [ ! -s "$T/err" ] &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/capp.rvt" "$T/capp" &&
+		"$B/rvtrace" summary "$T/capp.rvt" >"$T/csum" && grep -q ' rvcc_busy$' "$T/csum" &&
+		! grep -q ' main$' "$T/csum" &&
+		readelf -p .rearview_untraced "$T/capp" | grep -q 'threshold main\\n' &&
+		"$RVCC" clang --rv-never="$T/never.foo" -O2 -c -o "$T/cnames.o" "$T/names.c" &&
+		"$RVCC" clang -o "$T/cnames" "$T/cnames.o" &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/cnames.rvt" "$T/cnames" &&
+		"$B/rvtrace" summary "$T/cnames.rvt" >"$T/csumn" &&
+		grep -q ' foo2$' "$T/csumn" && grep -q ' xfoo$' "$T/csumn" && grep -q ' main$' "$T/csumn" &&
+		! grep -q ' foo$' "$T/csumn"
+}
+if ! command -v clang >/dev/null; then
+	skip test_rvcc_clang_threshold_and_never_list_exact "no clang"
+elif [ -e "$CPLUGIN" ]; then
+	check "test_rvcc_clang_threshold_and_never_list_exact" clang_lists
+else
+	skip test_rvcc_clang_threshold_and_never_list_exact "no $CPLUGIN (llvm-14-dev)"
+fi
+
+clang_fallback() { # clang cannot load the plugin: one line, every function traced
+	command -v clang >/dev/null || return 0
+	"$RVCC" clang --rv-plugin="$T/bad.so" --rv-never="$T/never.foo" -O2 -o "$T/cnames_fb" \
+		"$T/names.c" 2>"$T/err" || return 1
+	cat "$T/err"
+	[ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "^rvcc: $T/bad.so: " "$T/err" &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/cfb.rvt" "$T/cnames_fb" &&
+		"$B/rvtrace" summary "$T/cfb.rvt" | grep -q ' foo$' &&
+		! "$RVCC" clang --rv-plugin="$T/bad.so" --rv-never="$T/never.foo" -c -o "$T/x.o" \
+			"$T/nonexistent.c" 2>/dev/null
+}
+check "test_rvcc_clang_plugin_unavailable_instruments_everything" clang_fallback

@@ -13,8 +13,8 @@
  *              (inline mode: the trace point inlined into each body)
  *   g++        -finstrument-functions (call mode; the inline header is C only)
  *   clang(++)  -finstrument-functions-after-inlining (no hooks in inlined
- *              copies; clang has no per-function exclusion flag, so the
- *              threshold and never-list apply to gcc only)
+ *              copies); with a threshold or never-list also
+ *              -fpass-plugin=rvcc_clang_plugin.so (below)
  * gcc instruments every inlined copy of a function, so rvcc can leave small
  * leaf functions out (XRay's rule: fewer than --rv-threshold machine
  * instructions and no backward branch) and the functions of a never-list
@@ -32,6 +32,13 @@
  * list, which gcc matches by substring, so a name is then only excluded when
  * it is not a substring of a function of the same translation unit that
  * stays traced.
+ * clang has no per-function exclusion flag (-fprofile-list covers profile
+ * instrumentation only), so rvcc loads its LLVM pass plugin
+ * (rvcc_clang_plugin.cc), which takes the threshold (IR instructions after
+ * optimisation, no loop) and the never-list from the environment and takes
+ * the hooks off those functions before clang inserts them; one compile, no
+ * pass one.  When clang cannot load it, rvcc says so once and compiles
+ * again without it.
  * The names left out are written into the object's `.rearview_untraced`
  * section (non-allocated; one "rule name" line each), which the linker
  * concatenates, so the program says what it does not trace.
@@ -69,17 +76,19 @@ static const char usage[] =
 	"  --rv-off              RVCC=off         pass everything through untouched\n"
 	"  --rv-mode=inline|call RVCC_MODE        gcc C: inline trace point (default)\n"
 	"                                         or calls to librvtrace's hooks\n"
-	"  --rv-threshold=N      RVCC_THRESHOLD   gcc: leave out functions of fewer\n"
-	"                                         than N instructions without a loop\n"
-	"                                         (default 0 = off; XRay uses 200)\n"
-	"  --rv-never=FILE       RVCC_NEVER       gcc: never instrument the functions\n"
+	"  --rv-threshold=N      RVCC_THRESHOLD   leave out functions of fewer than N\n"
+	"                                         instructions without a loop (gcc:\n"
+	"                                         machine, clang: IR instructions;\n"
+	"                                         default 0 = off; XRay uses 200)\n"
+	"  --rv-never=FILE       RVCC_NEVER       never instrument the functions\n"
 	"                                         named in FILE (one per line, '#'\n"
 	"                                         comments; `rvtrace hotlist` output)\n"
-	"  --rv-plugin=FILE|off  RVCC_PLUGIN      gcc: the plugin that excludes by exact\n"
-	"                                         name (default: lib/rearview/rvcc-gcc-\n"
-	"                                         plugin.so); without it, or when gcc\n"
-	"                                         cannot load it, names that are part\n"
-	"                                         of a traced name stay traced\n"
+	"  --rv-plugin=FILE|off  RVCC_PLUGIN      the compiler plugin that leaves out\n"
+	"                                         exactly those names (default: lib/\n"
+	"                                         rearview/rvcc_{gcc,clang}_plugin.so);\n"
+	"                                         without it (said once) gcc keeps names\n"
+	"                                         that are part of a traced name, and\n"
+	"                                         clang instruments every function\n"
 	"  --rv-static           RVCC_STATIC=1    link librvtrace.a instead of the .so\n"
 	"  --rv-libdir=DIR       RVCC_LIBDIR      where librvtrace is (default: the\n"
 	"                                         lib/ beside rvcc's bin/, else " RVCC_PREFIX
@@ -344,10 +353,10 @@ static void find_dirs(struct opts *o)
 	}
 }
 
-/* The GCC plugin for exact-name exclusion: the option, else
- * rearview/rvcc_gcc_plugin.so in librvtrace's directory.  NULL when turned
- * off, or (said on stderr) when the file is not there. */
-static const char *find_plugin(const struct opts *o)
+/* The compiler plugin for exclusion by exact name: the option, else
+ * rearview/NAME in librvtrace's directory.  NULL when turned off, or (said
+ * on stderr) when the file is not there. */
+static const char *find_plugin(const struct opts *o, const char *name)
 {
 	static char path[PATH_MAX + 32];
 	if (o->plugin && strcmp(o->plugin, "off") == 0)
@@ -355,7 +364,7 @@ static const char *find_plugin(const struct opts *o)
 	if (o->plugin)
 		snprintf(path, sizeof(path), "%s", o->plugin);
 	else
-		snprintf(path, sizeof(path), "%s/rearview/rvcc_gcc_plugin.so", o->libdir);
+		snprintf(path, sizeof(path), "%s/rearview/%s", o->libdir, name);
 	if (file_exists(path))
 		return path;
 	fprintf(stderr, "rvcc: %s: no such plugin; excluding by substring-safe names\n", path);
@@ -615,6 +624,64 @@ static int mark_untraced(const struct opts *o, const char *obj, const char *list
 	return rc;
 }
 
+/* True when clang cannot load the pass plugin (an empty compile with it
+ * fails; about 30 ms). */
+static int clang_plugin_unusable(const struct opts *o, const char *cc, const char *plugin_arg)
+{
+	static const char *const rest[] = {"-x", "c", "-c", "/dev/null", "-o", "/dev/null"};
+	struct args a = {0};
+	args_push(&a, cc);
+	args_push(&a, plugin_arg);
+	for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++)
+		args_push(&a, rest[i]);
+	int rc = run_as(o, a.v, 1);
+	for (size_t i = 0; i < a.n; i++)
+		free(a.v[i]);
+	free(a.v);
+	return rc != 0;
+}
+
+/* clang: the pass plugin (rvcc_clang_plugin.cc) takes the threshold and the
+ * never-list from the environment and appends "rule name" lines for what it
+ * leaves out to out, a new empty temporary file; arg gets the flag that
+ * loads it.  Returns the plugin, or NULL (nothing set) when there is none,
+ * clang cannot load it (said on stderr) or no file can be made. */
+static const char *clang_exclusions(const struct opts *o, const char *cc, char *out, char *arg,
+				    size_t arg_size)
+{
+	const char *plugin = find_plugin(o, "rvcc_clang_plugin.so");
+	if (!plugin)
+		return NULL;
+	snprintf(arg, arg_size, "-fpass-plugin=%s", plugin);
+	if (clang_plugin_unusable(o, cc, arg)) {
+		fprintf(stderr, "rvcc: %s: %s cannot load it; every function instrumented\n",
+			plugin, cc);
+		return NULL;
+	}
+	strcpy(out, "/tmp/rvcc-XXXXXX");
+	int fd = mkstemp(out);
+	if (fd < 0) {
+		perror("rvcc: mkstemp");
+		out[0] = 0;
+		return NULL;
+	}
+	close(fd);
+	char t[32];
+	snprintf(t, sizeof(t), "%ld", o->threshold);
+	if (setenv("RVCC_CLANG_THRESHOLD", t, 1) != 0 || setenv("RVCC_CLANG_OUT", out, 1) != 0 ||
+	    (o->never && setenv("RVCC_CLANG_EXCLUDE", o->never, 1) != 0)) {
+		perror("rvcc: setenv");
+		exit(1);
+	}
+	return plugin;
+}
+
+static long file_size(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 ? (long)st.st_size : -1;
+}
+
 static const char *env_or(const char *name, const char *dflt)
 {
 	const char *v = getenv(name);
@@ -750,10 +817,17 @@ int main(int argc, char **argv)
 	/* Instrumentation, when there is something to compile. */
 	struct names never = {0}, excluded = {0}, rules = {0};
 	int two_pass = 0;
+	const char *clang_plugin = NULL;
+	char clang_out[32] = "", clang_arg[PATH_MAX + 64];
 	size_t ncc = cc.n; /* the user's arguments end here */
 	if (nsrc > 0) {
 		if (is_clang) {
 			args_push(&cc, "-finstrument-functions-after-inlining");
+			if (o.threshold > 0 || o.never)
+				clang_plugin = clang_exclusions(&o, cc.v[0], clang_out, clang_arg,
+								sizeof(clang_arg));
+			if (clang_plugin)
+				args_push(&cc, clang_arg);
 		} else {
 			args_push(&cc, "-finstrument-functions");
 			c.lang_c = !cxx_src && !is_cxx && !asm_src;
@@ -774,7 +848,7 @@ int main(int argc, char **argv)
 		struct args plain = {cc.v, ncc, cc.cap};
 		char *saved = cc.v[ncc];
 		cc.v[ncc] = NULL;
-		const char *plugin = find_plugin(&o);
+		const char *plugin = find_plugin(&o, "rvcc_gcc_plugin.so");
 		int rc = plan_exclusions(&o, &plain, &never, &plugin, &excluded, &rules);
 		cc.v[ncc] = saved;
 		if (rc == 0 && excluded.n > 0 && write_list(list, &excluded, &rules) != 0) {
@@ -830,6 +904,11 @@ int main(int argc, char **argv)
 	}
 
 	int rc = run(&o, cc.v);
+	if (rc == 0 && clang_plugin && file_size(clang_out) > 0 && (nsrc == 1 || !compile_only)) {
+		snprintf(list, sizeof(list), "%s", clang_out);
+	}
+	if (clang_out[0] && strcmp(list, clang_out) != 0)
+		unlink(clang_out);
 	if (rc == 0 && list[0]) {
 		char obj[PATH_MAX];
 		if (c.output) {
