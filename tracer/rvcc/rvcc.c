@@ -24,8 +24,9 @@
  * then for real with -finstrument-functions-exclude-function-list=
  * (in pass one, -fkeep-inline-functions and always_inline spelled as
  * noinline give inline helpers a body to measure too: gcc instruments their
- * inlined copies as well).  The exclusion goes through rvcc's GCC plugin
- * (rvcc_gcc_plugin.cc, installed in lib/rearview/), which leaves exactly the
+ * inlined copies as well; -fno-ipa-icf keeps a function whose body equals
+ * another's from being folded into it and vanishing from the list).  The exclusion goes through
+ * rvcc's GCC plugin (rvcc_gcc_plugin.cc, installed in lib/rearview/), which leaves exactly the
  * listed names out; pass one loads it to see that this gcc can.  Without it
  * (not there, --rv-plugin=off, another gcc version: said once on stderr,
  * never an error) the list goes to -finstrument-functions-exclude-function-
@@ -524,6 +525,7 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 	}
 	args_push(&a, "-c");
 	args_push(&a, "-fno-inline");
+	args_push(&a, "-fno-ipa-icf"); /* identical bodies keep their own names */
 	args_push(&a, "-fkeep-inline-functions");
 	args_push(&a, "-Dalways_inline=noinline");
 	args_push(&a, "-D__always_inline__=__noinline__");
