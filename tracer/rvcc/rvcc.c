@@ -581,12 +581,15 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 	return 0;
 }
 
+/* The temporary file template rvcc's lists are made from. */
+static const char tmp_template[] = "/tmp/rvcc-XXXXXX";
+
 /* Writes "rule name\n" per excluded name into a new temporary file whose
- * path goes to tmpl (at least 17 bytes); the caller unlinks it.  Returns 0
- * or a negative errno (then nothing is left behind). */
+ * path goes to tmpl (at least sizeof(tmp_template) bytes); the caller
+ * unlinks it.  Returns 0 or a negative errno (then nothing is left behind). */
 static int write_list(char *tmpl, const struct names *excluded, const struct names *rules)
 {
-	strcpy(tmpl, "/tmp/rvcc-XXXXXX");
+	memcpy(tmpl, tmp_template, sizeof(tmp_template));
 	int fd = mkstemp(tmpl);
 	if (fd < 0)
 		return -errno;
@@ -645,7 +648,8 @@ static int clang_plugin_unusable(const struct opts *o, const char *cc, const cha
 
 /* clang: the pass plugin (rvcc_clang_plugin.cc) takes the threshold and the
  * never-list from the environment and appends "rule name" lines for what it
- * leaves out to out, a new empty temporary file; arg gets the flag that
+ * leaves out to out (at least sizeof(tmp_template) bytes), a new empty
+ * temporary file; arg gets the flag that
  * loads it.  Returns the plugin, or NULL (nothing set) when there is none,
  * clang cannot load it (said on stderr) or no file can be made. */
 static const char *clang_exclusions(const struct opts *o, const char *cc, char *out, char *arg,
@@ -660,7 +664,7 @@ static const char *clang_exclusions(const struct opts *o, const char *cc, char *
 			plugin, cc);
 		return NULL;
 	}
-	strcpy(out, "/tmp/rvcc-XXXXXX");
+	memcpy(out, tmp_template, sizeof(tmp_template));
 	int fd = mkstemp(out);
 	if (fd < 0) {
 		perror("rvcc: mkstemp");
@@ -846,6 +850,9 @@ int main(int argc, char **argv)
 		}
 	}
 	char list[32] = "";
+	_Static_assert(sizeof(list) >= sizeof(tmp_template) &&
+			       sizeof(clang_out) >= sizeof(tmp_template),
+		       "a list's path fits");
 	if (two_pass) {
 		struct args plain = {cc.v, ncc, cc.cap};
 		char *saved = cc.v[ncc];
