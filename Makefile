@@ -79,6 +79,7 @@ CMOCKA_LIBS     := $(call pc,--libs,cmocka)
 # Filled in by the fragments.
 BINS        :=   # installed executables
 LIBS        :=   # installed libraries
+LIBS_REARVIEW :=  # installed into lib/rearview/ (rvcc's compiler plugins)
 TESTS       :=   # test binaries run by `make check`
 TSAN_TESTS  :=   # the subset that exercises concurrency
 BENCHES     :=   # benchmark binaries run by `make bench`
@@ -230,6 +231,7 @@ define rv_install
 	done
 	$(if $(BINS),install -m 0755 $(BINS) $(1)$(2)/bin)
 	$(if $(LIBS),install -m 0644 $(LIBS) $(1)$(2)/lib)
+	$(if $(LIBS_REARVIEW),install -D -m 0644 -t $(1)$(2)/lib/rearview $(LIBS_REARVIEW))
 	$(if $(INSTALL_HDR),install -m 0644 $(INSTALL_HDR) $(1)$(2)/include/rearview)
 	install -m 0644 $(PROTO_H) $(1)$(2)/include/rearview
 endef

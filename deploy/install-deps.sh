@@ -17,6 +17,9 @@ PACKAGES="$PACKAGES libelf-dev libxxhash-dev gcc-aarch64-linux-gnu libc6-dev-arm
 # tracer/ analysis (rvtrace).
 PACKAGES="$PACKAGES libjansson-dev libyajl-dev zlib1g-dev libzstd-dev uftrace"
 
+# tracer/rvcc (its gcc and clang plugins: exclusion by exact function name).
+PACKAGES="$PACKAGES gcc-12-plugin-dev llvm-14-dev"
+
 # tracer/runtimes/lua (rvlua): `apt-get source lua5.4` unpacks with dpkg-dev,
 # build.sh applies rvlua.patch with patch; its scripts read rvtrace's JSON
 # with python3.

@@ -27,3 +27,31 @@ $(TBIN)/rvcc/test_rvcc: tests/rvcc/test_rvcc.sh | $(BIN)/rvcc $(BIN)/rvtrace $(L
 	printf '#!/bin/sh\nexec sh %s %s "%s"\n' '$(CURDIR)/$<' '$(abspath $(BIN))' '$(SANFLAGS)' > $@
 	chmod +x $@
 TESTS += $(TBIN)/rvcc/test_rvcc
+# The GCC plugin rvcc loads to exclude functions by exact name (gcc 12's
+# plugin headers: Debian's gcc-12-plugin-dev).  It runs inside cc1, so it is
+# built without the sanitizer flags, with the g++ matching gcc 12; without
+# the headers it is not built and rvcc falls back to substring-safe names.
+RVCC_PLUGIN_INC := $(shell gcc -print-file-name=plugin 2>/dev/null)/include
+ifneq ($(wildcard $(RVCC_PLUGIN_INC)/gcc-plugin.h),)
+RVCC_PLUGIN := $(LIB)/rearview/rvcc_gcc_plugin.so
+$(RVCC_PLUGIN): tracer/rvcc/rvcc_gcc_plugin.cc $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	g++ -std=c++17 $(OPT) -fPIC -shared -fno-rtti -Wall -Wextra \
+	  $(if $(filter 1,$(DEVELOPER)),-Werror) -I$(RVCC_PLUGIN_INC) -o $@ $<
+LIBS_REARVIEW += $(RVCC_PLUGIN)
+$(BIN)/rvcc: | $(RVCC_PLUGIN)
+endif
+# The LLVM pass plugin rvcc loads into clang for the threshold and the
+# never-list (clang has no per-function exclusion of its own): built against
+# the LLVM of the clang on the PATH (Debian's llvm-14-dev); without the
+# headers it is not built and rvcc clang instruments every function.
+RVCC_LLVM_INC := $(shell llvm-config --includedir 2>/dev/null)
+ifneq ($(wildcard $(RVCC_LLVM_INC)/llvm/Passes/PassPlugin.h),)
+RVCC_CLANG_PLUGIN := $(LIB)/rearview/rvcc_clang_plugin.so
+$(RVCC_CLANG_PLUGIN): tracer/rvcc/rvcc_clang_plugin.cc $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	clang++ -std=c++14 -fno-exceptions -fno-rtti $(OPT) -fPIC -shared -Wall -Wextra \
+	  $(if $(filter 1,$(DEVELOPER)),-Werror) -isystem $(RVCC_LLVM_INC) -o $@ $<
+LIBS_REARVIEW += $(RVCC_CLANG_PLUGIN)
+$(BIN)/rvcc: | $(RVCC_CLANG_PLUGIN)
+endif

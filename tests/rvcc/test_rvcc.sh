@@ -6,9 +6,14 @@
 # sanitizer runtime in the programs rvcc builds.
 set -u
 B=${1:?usage: test_rvcc.sh BIN_DIR [SANFLAGS]}
+N=10
 if [ -n "${2:-}" ]; then
-	echo "1..6"
-	for i in 1 2 3 4 5 6; do echo "ok $i # SKIP sanitizer flavour"; done
+	echo "1..$N"
+	i=0
+	while [ $i -lt $N ]; do
+		i=$((i + 1))
+		echo "ok $i # SKIP sanitizer flavour"
+	done
 	exit 0
 fi
 RVCC="$B/rvcc"
@@ -28,7 +33,11 @@ check() { # name, command...
 		sed 's/^/# /' "$T/out"
 	fi
 }
-echo "1..6"
+skip() { # name, reason
+	n=$((n + 1))
+	echo "ok $n # SKIP $1: $2"
+}
+echo "1..$N"
 
 cat >"$T/app.c" <<'C'
 static int small_helper(int x) { return x + 1; }
@@ -93,3 +102,85 @@ unknown_option() {
 }
 check "test_rvcc_unknown_option_exits_2" unknown_option
 [ "$fails" -eq 0 ]
+
+# Exact names: the never-list says foo; foo2 and xfoo contain it and must stay
+# traced (gcc's own exclude list matches substrings, so without the plugin
+# foo could only stay traced too).
+cat >"$T/names.c" <<'C'
+__attribute__((noinline)) int foo(int x);
+__attribute__((noinline)) int foo2(int x);
+__attribute__((noinline)) int xfoo(int x);
+__attribute__((noinline)) int foo(int x) { return x * 3; }
+__attribute__((noinline)) int foo2(int x) { return x * 5; }
+__attribute__((noinline)) int xfoo(int x) { return x * 7; }
+int main(int argc, char **argv) { (void)argv; return foo(argc) + foo2(argc) + xfoo(argc) == 0; }
+C
+echo foo >"$T/never.foo"
+PLUGIN="$B/../lib/rearview/rvcc_gcc_plugin.so"
+
+exact_name() {
+	"$RVCC" gcc --rv-never="$T/never.foo" -O2 -o "$T/names" "$T/names.c" 2>"$T/err" &&
+		[ ! -s "$T/err" ] &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/names.rvt" "$T/names" &&
+		"$B/rvtrace" summary "$T/names.rvt" >"$T/sumn" &&
+		grep -q ' foo2$' "$T/sumn" && grep -q ' xfoo$' "$T/sumn" &&
+		! grep -q ' foo$' "$T/sumn" &&
+		readelf -p .rearview_untraced "$T/names" | grep -q 'never foo\\n'
+}
+if [ -e "$PLUGIN" ]; then
+	check "test_rvcc_plugin_excludes_exact_name_only" exact_name
+else
+	skip test_rvcc_plugin_excludes_exact_name_only "no $PLUGIN (gcc-12-plugin-dev)"
+fi
+
+fallback() { # a missing plugin and one gcc cannot load: one line on stderr each,
+	# the build succeeds, foo stays traced (a substring of traced names)
+	echo 'not a plugin' >"$T/bad.so" &&
+		for p in "$T/none.so" "$T/bad.so"; do
+			"$RVCC" gcc --rv-plugin="$p" --rv-never="$T/never.foo" -O2 -o "$T/names_fb" \
+				"$T/names.c" 2>"$T/err" || return 1
+			cat "$T/err"
+			[ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "^rvcc: $p: " "$T/err" || return 1
+			RV_TRACE=1 RV_TRACE_FILE="$T/fb.rvt" "$T/names_fb" &&
+				"$B/rvtrace" summary "$T/fb.rvt" | grep -q ' foo$' || return 1
+		done
+}
+check "test_rvcc_plugin_unavailable_falls_back_to_substring_safe" fallback
+
+# clang: the pass plugin gives -finstrument-functions-after-inlining the same
+# threshold (main: small, no loop; rvcc_busy and looper have loops) and the
+# exact never-list.
+CPLUGIN="$B/../lib/rearview/rvcc_clang_plugin.so"
+clang_lists() {
+	"$RVCC" clang --rv-threshold=20 -O2 -o "$T/capp" "$T/app.c" 2>"$T/err" && [ ! -s "$T/err" ] &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/capp.rvt" "$T/capp" &&
+		"$B/rvtrace" summary "$T/capp.rvt" >"$T/csum" && grep -q ' rvcc_busy$' "$T/csum" &&
+		! grep -q ' main$' "$T/csum" &&
+		readelf -p .rearview_untraced "$T/capp" | grep -q 'threshold main\\n' &&
+		"$RVCC" clang --rv-never="$T/never.foo" -O2 -c -o "$T/cnames.o" "$T/names.c" &&
+		"$RVCC" clang -o "$T/cnames" "$T/cnames.o" &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/cnames.rvt" "$T/cnames" &&
+		"$B/rvtrace" summary "$T/cnames.rvt" >"$T/csumn" &&
+		grep -q ' foo2$' "$T/csumn" && grep -q ' xfoo$' "$T/csumn" && grep -q ' main$' "$T/csumn" &&
+		! grep -q ' foo$' "$T/csumn"
+}
+if ! command -v clang >/dev/null; then
+	skip test_rvcc_clang_threshold_and_never_list_exact "no clang"
+elif [ -e "$CPLUGIN" ]; then
+	check "test_rvcc_clang_threshold_and_never_list_exact" clang_lists
+else
+	skip test_rvcc_clang_threshold_and_never_list_exact "no $CPLUGIN (llvm-14-dev)"
+fi
+
+clang_fallback() { # clang cannot load the plugin: one line, every function traced
+	command -v clang >/dev/null || return 0
+	"$RVCC" clang --rv-plugin="$T/bad.so" --rv-never="$T/never.foo" -O2 -o "$T/cnames_fb" \
+		"$T/names.c" 2>"$T/err" || return 1
+	cat "$T/err"
+	[ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "^rvcc: $T/bad.so: " "$T/err" &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/cfb.rvt" "$T/cnames_fb" &&
+		"$B/rvtrace" summary "$T/cfb.rvt" | grep -q ' foo$' &&
+		! "$RVCC" clang --rv-plugin="$T/bad.so" --rv-never="$T/never.foo" -c -o "$T/x.o" \
+			"$T/nonexistent.c" 2>/dev/null
+}
+check "test_rvcc_clang_plugin_unavailable_instruments_everything" clang_fallback

@@ -13,8 +13,8 @@
  *              (inline mode: the trace point inlined into each body)
  *   g++        -finstrument-functions (call mode; the inline header is C only)
  *   clang(++)  -finstrument-functions-after-inlining (no hooks in inlined
- *              copies; clang has no per-function exclusion flag, so the
- *              threshold and never-list apply to gcc only)
+ *              copies); with a threshold or never-list also
+ *              -fpass-plugin=rvcc_clang_plugin.so (below)
  * gcc instruments every inlined copy of a function, so rvcc can leave small
  * leaf functions out (XRay's rule: fewer than --rv-threshold machine
  * instructions and no backward branch) and the functions of a never-list
@@ -24,9 +24,22 @@
  * then for real with -finstrument-functions-exclude-function-list=
  * (in pass one, -fkeep-inline-functions and always_inline spelled as
  * noinline give inline helpers a body to measure too: gcc instruments their
- * inlined copies as well).  gcc
- * matches that list by substring, so a name is only excluded when it is not
- * a substring of a function of the same translation unit that stays traced.
+ * inlined copies as well; -fno-ipa-icf keeps a function whose body equals
+ * another's from being folded into it and vanishing from the list).  The exclusion goes through
+ * rvcc's GCC plugin (rvcc_gcc_plugin.cc, installed in lib/rearview/), which leaves exactly the
+ * listed names out; pass one loads it to see that this gcc can.  Without it
+ * (not there, --rv-plugin=off, another gcc version: said once on stderr,
+ * never an error) the list goes to -finstrument-functions-exclude-function-
+ * list, which gcc matches by substring, so a name is then only excluded when
+ * it is not a substring of a function of the same translation unit that
+ * stays traced.
+ * clang has no per-function exclusion flag (-fprofile-list covers profile
+ * instrumentation only), so rvcc loads its LLVM pass plugin
+ * (rvcc_clang_plugin.cc), which takes the threshold (IR instructions after
+ * optimisation, no loop) and the never-list from the environment and takes
+ * the hooks off those functions before clang inserts them; one compile, no
+ * pass one.  When clang cannot load it, rvcc says so once and compiles
+ * again without it.
  * The names left out are written into the object's `.rearview_untraced`
  * section (non-allocated; one "rule name" line each), which the linker
  * concatenates, so the program says what it does not trace.
@@ -64,12 +77,19 @@ static const char usage[] =
 	"  --rv-off              RVCC=off         pass everything through untouched\n"
 	"  --rv-mode=inline|call RVCC_MODE        gcc C: inline trace point (default)\n"
 	"                                         or calls to librvtrace's hooks\n"
-	"  --rv-threshold=N      RVCC_THRESHOLD   gcc: leave out functions of fewer\n"
-	"                                         than N instructions without a loop\n"
-	"                                         (default 0 = off; XRay uses 200)\n"
-	"  --rv-never=FILE       RVCC_NEVER       gcc: never instrument the functions\n"
+	"  --rv-threshold=N      RVCC_THRESHOLD   leave out functions of fewer than N\n"
+	"                                         instructions without a loop (gcc:\n"
+	"                                         machine, clang: IR instructions;\n"
+	"                                         default 0 = off; XRay uses 200)\n"
+	"  --rv-never=FILE       RVCC_NEVER       never instrument the functions\n"
 	"                                         named in FILE (one per line, '#'\n"
 	"                                         comments; `rvtrace hotlist` output)\n"
+	"  --rv-plugin=FILE|off  RVCC_PLUGIN      the compiler plugin that leaves out\n"
+	"                                         exactly those names (default: lib/\n"
+	"                                         rearview/rvcc_{gcc,clang}_plugin.so);\n"
+	"                                         without it (said once) gcc keeps names\n"
+	"                                         that are part of a traced name, and\n"
+	"                                         clang instruments every function\n"
 	"  --rv-static           RVCC_STATIC=1    link librvtrace.a instead of the .so\n"
 	"  --rv-libdir=DIR       RVCC_LIBDIR      where librvtrace is (default: the\n"
 	"                                         lib/ beside rvcc's bin/, else " RVCC_PREFIX
@@ -108,6 +128,7 @@ struct opts {
 	int off, inline_mode, is_static, verbose;
 	long threshold;
 	const char *never, *libdir, *incdir;
+	const char *plugin; /* rvcc_gcc_plugin.so, "off", or NULL: the default */
 };
 
 struct names {
@@ -253,8 +274,9 @@ static void verbose_print(const struct opts *o, char *const *v)
 	fputc('\n', stderr);
 }
 
-/* Runs argv, waits; returns its exit status (or 127 when it cannot run). */
-static int run(const struct opts *o, char *const *v)
+/* Runs argv, waits; returns its exit status (or 127 when it cannot run).
+ * quiet: its stderr goes to /dev/null. */
+static int run_as(const struct opts *o, char *const *v, int quiet)
 {
 	verbose_print(o, v);
 	pid_t pid = fork();
@@ -263,6 +285,8 @@ static int run(const struct opts *o, char *const *v)
 		return 127;
 	}
 	if (pid == 0) {
+		if (quiet && !freopen("/dev/null", "w", stderr))
+			_exit(127);
 		execvp(v[0], v);
 		fprintf(stderr, "rvcc: %s: %s\n", v[0], strerror(errno));
 		_exit(127);
@@ -272,6 +296,11 @@ static int run(const struct opts *o, char *const *v)
 		if (errno != EINTR)
 			return 127;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run(const struct opts *o, char *const *v)
+{
+	return run_as(o, v, 0);
 }
 
 static int file_exists(const char *p)
@@ -323,6 +352,24 @@ static void find_dirs(struct opts *o)
 		}
 		o->incdir = incdir;
 	}
+}
+
+/* The compiler plugin for exclusion by exact name: the option, else
+ * rearview/NAME in librvtrace's directory.  NULL when turned off, or (said
+ * on stderr) when the file is not there. */
+static const char *find_plugin(const struct opts *o, const char *name)
+{
+	static char path[PATH_MAX + 32];
+	if (o->plugin && strcmp(o->plugin, "off") == 0)
+		return NULL;
+	if (o->plugin)
+		snprintf(path, sizeof(path), "%s", o->plugin);
+	else
+		snprintf(path, sizeof(path), "%s/rearview/%s", o->libdir, name);
+	if (file_exists(path))
+		return path;
+	fprintf(stderr, "rvcc: %s: no such plugin; excluding by substring-safe names\n", path);
+	return NULL;
 }
 
 static void read_never(const char *path, struct names *never)
@@ -450,10 +497,13 @@ struct compile {
 /* The two-pass compile for the threshold and the never-list (gcc, one
  * source and no other input; pass one always stops at the object).  Fills
  * excluded with the names to leave out and rules with their reason.
+ * *plugin: the GCC plugin to exclude with, or NULL; pass one loads it (with
+ * no list it does nothing) and, when gcc cannot but compiles without it,
+ * says so and sets *plugin to NULL: names are then kept substring-safe.
  * Returns 0, or non-zero when pass one fails (then rvcc instruments
  * everything, and the real compile reports the error). */
 static int plan_exclusions(const struct opts *o, const struct args *cc, const struct names *never,
-			   struct names *excluded, struct names *rules)
+			   const char **plugin, struct names *excluded, struct names *rules)
 {
 	char tmpl[] = "/tmp/rvcc-XXXXXX";
 	int fd = mkstemp(tmpl);
@@ -475,6 +525,7 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 	}
 	args_push(&a, "-c");
 	args_push(&a, "-fno-inline");
+	args_push(&a, "-fno-ipa-icf"); /* identical bodies keep their own names */
 	args_push(&a, "-fkeep-inline-functions");
 	args_push(&a, "-Dalways_inline=noinline");
 	args_push(&a, "-D__always_inline__=__noinline__");
@@ -482,7 +533,23 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 	args_push(&a, "-w");
 	args_push(&a, "-o");
 	args_push(&a, tmpl);
-	int rc = run(o, a.v);
+	int rc;
+	if (*plugin) {
+		char fp[PATH_MAX + 64];
+		snprintf(fp, sizeof(fp), "-fplugin=%s", *plugin);
+		args_push(&a, fp);
+		rc = run_as(o, a.v, 1);
+		free(a.v[--a.n]);
+		a.v[a.n] = NULL;
+		if (rc != 0 && (rc = run(o, a.v)) == 0) {
+			fprintf(stderr,
+				"rvcc: %s: %s cannot load it; excluding by substring-safe names\n",
+				*plugin, a.v[0]);
+			*plugin = NULL;
+		}
+	} else {
+		rc = run(o, a.v);
+	}
 	struct fns fs = {0};
 	if (rc == 0)
 		rc = measure(tmpl, &fs);
@@ -501,7 +568,8 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 		else if (o->threshold > 0 && f->insns < o->threshold && !f->loop)
 			f->rule = "threshold";
 	}
-	keep_substring_safe(&fs);
+	if (!*plugin)
+		keep_substring_safe(&fs);
 	for (size_t i = 0; i < fs.n; i++) {
 		if (!fs.v[i].rule)
 			continue;
@@ -513,25 +581,40 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 	return 0;
 }
 
-/* Adds the `.rearview_untraced` section to obj: "rule name\n" per name. */
-static int mark_untraced(const struct opts *o, const char *obj, const struct names *excluded,
-			 const struct names *rules)
+/* The temporary file template rvcc's lists are made from. */
+static const char tmp_template[] = "/tmp/rvcc-XXXXXX";
+
+/* Writes "rule name\n" per excluded name into a new temporary file whose
+ * path goes to tmpl (at least sizeof(tmp_template) bytes); the caller
+ * unlinks it.  Returns 0 or a negative errno (then nothing is left behind). */
+static int write_list(char *tmpl, const struct names *excluded, const struct names *rules)
 {
-	char tmpl[] = "/tmp/rvcc-XXXXXX";
+	memcpy(tmpl, tmp_template, sizeof(tmp_template));
 	int fd = mkstemp(tmpl);
 	if (fd < 0)
 		return -errno;
 	FILE *f = fdopen(fd, "w");
 	if (!f) {
+		int e = errno;
 		close(fd);
 		unlink(tmpl);
-		return -errno;
+		return -e;
 	}
 	for (size_t i = 0; i < excluded->n; i++)
 		fprintf(f, "%s %s\n", rules->v[i], excluded->v[i]);
-	fclose(f);
+	if (fclose(f) != 0) {
+		int e = errno;
+		unlink(tmpl);
+		return -e;
+	}
+	return 0;
+}
+
+/* Adds the `.rearview_untraced` section to obj from list (write_list). */
+static int mark_untraced(const struct opts *o, const char *obj, const char *list)
+{
 	char sec[PATH_MAX + 32];
-	snprintf(sec, sizeof(sec), ".rearview_untraced=%s", tmpl);
+	snprintf(sec, sizeof(sec), ".rearview_untraced=%s", list);
 	struct args a = {0};
 	args_push(&a, "objcopy");
 	args_push(&a, "--add-section");
@@ -540,11 +623,69 @@ static int mark_untraced(const struct opts *o, const char *obj, const struct nam
 	args_push(&a, ".rearview_untraced=contents,readonly");
 	args_push(&a, obj);
 	int rc = run(o, a.v);
-	unlink(tmpl);
 	for (size_t i = 0; i < a.n; i++)
 		free(a.v[i]);
 	free(a.v);
 	return rc;
+}
+
+/* True when clang cannot load the pass plugin (an empty compile with it
+ * fails; about 30 ms). */
+static int clang_plugin_unusable(const struct opts *o, const char *cc, const char *plugin_arg)
+{
+	static const char *const rest[] = {"-x", "c", "-c", "/dev/null", "-o", "/dev/null"};
+	struct args a = {0};
+	args_push(&a, cc);
+	args_push(&a, plugin_arg);
+	for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++)
+		args_push(&a, rest[i]);
+	int rc = run_as(o, a.v, 1);
+	for (size_t i = 0; i < a.n; i++)
+		free(a.v[i]);
+	free(a.v);
+	return rc != 0;
+}
+
+/* clang: the pass plugin (rvcc_clang_plugin.cc) takes the threshold and the
+ * never-list from the environment and appends "rule name" lines for what it
+ * leaves out to out (at least sizeof(tmp_template) bytes), a new empty
+ * temporary file; arg gets the flag that
+ * loads it.  Returns the plugin, or NULL (nothing set) when there is none,
+ * clang cannot load it (said on stderr) or no file can be made. */
+static const char *clang_exclusions(const struct opts *o, const char *cc, char *out, char *arg,
+				    size_t arg_size)
+{
+	const char *plugin = find_plugin(o, "rvcc_clang_plugin.so");
+	if (!plugin)
+		return NULL;
+	snprintf(arg, arg_size, "-fpass-plugin=%s", plugin);
+	if (clang_plugin_unusable(o, cc, arg)) {
+		fprintf(stderr, "rvcc: %s: %s cannot load it; every function instrumented\n",
+			plugin, cc);
+		return NULL;
+	}
+	memcpy(out, tmp_template, sizeof(tmp_template));
+	int fd = mkstemp(out);
+	if (fd < 0) {
+		perror("rvcc: mkstemp");
+		out[0] = 0;
+		return NULL;
+	}
+	close(fd);
+	char t[32];
+	snprintf(t, sizeof(t), "%ld", o->threshold);
+	if (setenv("RVCC_CLANG_THRESHOLD", t, 1) != 0 || setenv("RVCC_CLANG_OUT", out, 1) != 0 ||
+	    (o->never && setenv("RVCC_CLANG_EXCLUDE", o->never, 1) != 0)) {
+		perror("rvcc: setenv");
+		exit(1);
+	}
+	return plugin;
+}
+
+static long file_size(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 ? (long)st.st_size : -1;
 }
 
 static const char *env_or(const char *name, const char *dflt)
@@ -564,6 +705,7 @@ int main(int argc, char **argv)
 	o.never = env_or("RVCC_NEVER", NULL);
 	o.libdir = env_or("RVCC_LIBDIR", NULL);
 	o.incdir = env_or("RVCC_INCDIR", NULL);
+	o.plugin = env_or("RVCC_PLUGIN", NULL);
 
 	int first = 1;
 	const char *compiler;
@@ -605,6 +747,8 @@ int main(int argc, char **argv)
 			o.libdir = v;
 		else if (has_prefix(a, "--rv-incdir="))
 			o.incdir = v;
+		else if (has_prefix(a, "--rv-plugin="))
+			o.plugin = v;
 		else {
 			fprintf(stderr, "rvcc: unknown option %s (see rvcc --help)\n", a);
 			return 2;
@@ -679,10 +823,17 @@ int main(int argc, char **argv)
 	/* Instrumentation, when there is something to compile. */
 	struct names never = {0}, excluded = {0}, rules = {0};
 	int two_pass = 0;
+	const char *clang_plugin = NULL;
+	char clang_out[32] = "", clang_arg[PATH_MAX + 64];
 	size_t ncc = cc.n; /* the user's arguments end here */
 	if (nsrc > 0) {
 		if (is_clang) {
 			args_push(&cc, "-finstrument-functions-after-inlining");
+			if (o.threshold > 0 || o.never)
+				clang_plugin = clang_exclusions(&o, cc.v[0], clang_out, clang_arg,
+								sizeof(clang_arg));
+			if (clang_plugin)
+				args_push(&cc, clang_arg);
 		} else {
 			args_push(&cc, "-finstrument-functions");
 			c.lang_c = !cxx_src && !is_cxx && !asm_src;
@@ -698,13 +849,31 @@ int main(int argc, char **argv)
 				   (o.threshold > 0 || never.n > 0);
 		}
 	}
+	char list[32] = "";
+	_Static_assert(sizeof(list) >= sizeof(tmp_template) &&
+			       sizeof(clang_out) >= sizeof(tmp_template),
+		       "a list's path fits");
 	if (two_pass) {
 		struct args plain = {cc.v, ncc, cc.cap};
 		char *saved = cc.v[ncc];
 		cc.v[ncc] = NULL;
-		int rc = plan_exclusions(&o, &plain, &never, &excluded, &rules);
+		const char *plugin = find_plugin(&o, "rvcc_gcc_plugin.so");
+		int rc = plan_exclusions(&o, &plain, &never, &plugin, &excluded, &rules);
 		cc.v[ncc] = saved;
-		if (rc == 0 && excluded.n > 0) {
+		if (rc == 0 && excluded.n > 0 && write_list(list, &excluded, &rules) != 0) {
+			perror("rvcc: the exclusion list");
+			list[0] = 0;
+		}
+		if (list[0] && plugin) {
+			char a1[PATH_MAX + 64], a2[PATH_MAX + 128];
+			const char *b = strrchr(plugin, '/');
+			b = b ? b + 1 : plugin;
+			int blen = (int)strcspn(b, ".");
+			snprintf(a1, sizeof(a1), "-fplugin=%s", plugin);
+			snprintf(a2, sizeof(a2), "-fplugin-arg-%.*s-exclude=%s", blen, b, list);
+			args_push(&cc, a1);
+			args_push(&cc, a2);
+		} else if (list[0]) {
 			size_t len = 64;
 			for (size_t i = 0; i < excluded.n; i++)
 				len += strlen(excluded.v[i]) + 1;
@@ -744,7 +913,12 @@ int main(int argc, char **argv)
 	}
 
 	int rc = run(&o, cc.v);
-	if (rc == 0 && two_pass && excluded.n > 0) {
+	if (rc == 0 && clang_plugin && file_size(clang_out) > 0 && (nsrc == 1 || !compile_only)) {
+		snprintf(list, sizeof(list), "%s", clang_out);
+	}
+	if (clang_out[0] && strcmp(list, clang_out) != 0)
+		unlink(clang_out);
+	if (rc == 0 && list[0]) {
 		char obj[PATH_MAX];
 		if (c.output) {
 			snprintf(obj, sizeof(obj), "%s", c.output);
@@ -761,8 +935,10 @@ int main(int argc, char **argv)
 		int src_is_s = 0;
 		for (size_t i = 1; i < ncc; i++)
 			src_is_s |= strcmp(cc.v[i], "-S") == 0;
-		if (!src_is_s && mark_untraced(&o, obj, &excluded, &rules) != 0)
+		if (!src_is_s && mark_untraced(&o, obj, list) != 0)
 			fprintf(stderr, "rvcc: %s: could not add .rearview_untraced\n", obj);
 	}
+	if (list[0])
+		unlink(list);
 	return rc;
 }

@@ -66,6 +66,7 @@ newer_than() {
 # The instrumented build is redone when any of these change.
 rv_deps() {
 	echo "$RVCC" "$ROOT/$BUILD/lib/librvtrace.so" "$ROOT/tracer/include/rearview/trace-inline.h" \
+		$(ls "$ROOT/$BUILD/lib/rearview/rvcc_gcc_plugin.so" 2>/dev/null) \
 		$RV_NEVER
 }
 
