@@ -272,7 +272,7 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 	d.ref_counter = f->ref_counter;
 	d.ref_realtime_ns = f->ref_realtime_ns;
 	d.ref_monotonic_ns = f->ref_monotonic_ns;
-	d.counter_hz = rvt_clock.hz;
+	d.counter_hz = rvt_clock_hz();
 	d.shift = (uint8_t)rvt_clock.shift;
 	d.arch = rvt_clock.arch;
 	d.pid = (uint32_t)f->pid;

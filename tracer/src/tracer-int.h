@@ -189,6 +189,10 @@ RVT_HIDDEN void rvt_symtab_release(struct rvt_symtab *st);
 RVT_HIDDEN extern struct rvt_clock rvt_clock;
 RVT_HIDDEN extern uint64_t rvt_method_base;
 RVT_HIDDEN int rvt_clock_init(void);
+/* The counter's rate in Hz for a capture header: the start estimate,
+ * refined against CLOCK_MONOTONIC_RAW over the time since the clock was first
+ * measured (x86-64 without CPUID 0x15).  Any thread; never blocks. */
+RVT_HIDDEN uint64_t rvt_clock_hz(void);
 RVT_HIDDEN pid_t rvt_gettid(void);
 
 /* Manual-key resolver (trace.h; symbols.c), read by the capture builder. */

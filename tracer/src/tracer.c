@@ -103,12 +103,41 @@ static uint64_t mono_raw_ns(void)
 }
 #endif
 
+#if defined(__x86_64__)
+/* The counter and CLOCK_MONOTONIC_RAW read together when the clock was
+ * first measured: rvt_clock_hz() measures the rate again against them over
+ * the whole run.  Written once under clock_once; 0 when the rate is exact
+ * (CPUID) and needs no anchor. */
+static uint64_t anchor_counter, anchor_ns;
+
+/* The counter and CLOCK_MONOTONIC_RAW at one instant: the clock read between
+ * two counter reads, taken again (up to 8 times) while the two are more than
+ * 2^15 ticks (~13 µs at 2.4 GHz) apart — a preemption between the reads would
+ * otherwise skew the rate by its length. */
+static void pair_read(uint64_t *counter, uint64_t *ns)
+{
+	for (int i = 0; i < 8; i++) {
+		uint64_t a = rvt__counter();
+		*ns = mono_raw_ns();
+		uint64_t b = rvt__counter();
+		*counter = a + (b - a) / 2;
+		if (b - a < (1u << 15))
+			return;
+	}
+}
+#endif
+
 static void clock_measure(void)
 {
 #if defined(__x86_64__)
-	/* The kernel does not export the TSC rate.  CPUID leaf 0x15 gives it on
-	 * recent Intel parts (crystal × ratio); otherwise (AMD, most VMs) it is
-	 * measured against CLOCK_MONOTONIC_RAW over ~10 ms. */
+	/* The kernel does not export the TSC rate to user space on most
+	 * machines (the perf mmap page's time_mult is 0 on a KVM guest).  CPUID
+	 * leaf 0x15 gives it on recent Intel parts (crystal × ratio); otherwise
+	 * (AMD, most VMs) a first estimate comes from a 50 µs spin against
+	 * CLOCK_MONOTONIC_RAW — enough to choose the shift — and rvt_clock_hz()
+	 * refines it at each capture over the time since.  Sleeping 10 ms here
+	 * instead cost every traced process 10 ms at start (issue 14: all of a
+	 * short zstd run's overhead). */
 	unsigned a = 0, b = 0, c = 0, d = 0;
 	if (__get_cpuid_max(0, NULL) >= 0x15) {
 		__cpuid_count(0x15, 0, a, b, c, d);
@@ -118,15 +147,14 @@ static void clock_measure(void)
 			goto shift;
 		}
 	}
-	uint64_t t0 = mono_raw_ns(), c0 = rvt__counter();
-	struct timespec nap = {0, 10 * 1000 * 1000};
-	while (nanosleep(&nap, &nap) == -1 && errno == EINTR)
-		;
-	uint64_t c1 = rvt__counter(), t1 = mono_raw_ns();
-	uint64_t dns = t1 - t0, dc = c1 - c0;
-	rvt_clock.hz = dns ? (uint64_t)((unsigned __int128)dc * 1000000000u / dns) : 1000000000u;
-	/* Round to 10 kHz: the measurement is not finer than that. */
-	rvt_clock.hz = (rvt_clock.hz + 5000) / 10000 * 10000;
+	uint64_t t0, c0, t1, c1;
+	pair_read(&c0, &t0);
+	do
+		pair_read(&c1, &t1);
+	while (t1 - t0 < 50 * 1000);
+	anchor_counter = c0;
+	anchor_ns = t0;
+	rvt_clock.hz = (uint64_t)((unsigned __int128)(c1 - c0) * 1000000000u / (t1 - t0));
 	rvt_clock.arch = 1;
 #elif defined(__aarch64__)
 	uint64_t f;
@@ -160,6 +188,26 @@ int rvt_clock_init(void)
 {
 	pthread_once(&clock_once, clock_measure);
 	return 0;
+}
+
+uint64_t rvt_clock_hz(void)
+{
+	rvt_clock_init();
+#if defined(__x86_64__)
+	if (anchor_ns) {
+		uint64_t c1, t1;
+		pair_read(&c1, &t1);
+		/* Past 20 ms the spread of the two reads (tens of ns) is below
+		 * 10 kHz of any TSC rate; before that the start estimate stands. */
+		if (t1 - anchor_ns >= 20 * 1000 * 1000) {
+			uint64_t hz = (uint64_t)((unsigned __int128)(c1 - anchor_counter) *
+						 1000000000u / (t1 - anchor_ns));
+			/* Round to 10 kHz, so that captures of one process agree. */
+			return (hz + 5000) / 10000 * 10000;
+		}
+	}
+#endif
+	return rvt_clock.hz;
 }
 
 /* The main executable's lowest mapping (FORMAT.md method_base). */
