@@ -2,15 +2,15 @@
 # Daemon objects are also linked into the unit tests, so everything except
 # main.c lives in one list.
 
-DEVICE_CFLAGS := $(call pc,--cflags,libuv inih sqlite3 libcurl libzstd) $(PROTOBUF_CFLAGS)
-DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3 libcurl libzstd) $(RVPOLICY_LDLIBS) \
+DEVICE_CFLAGS := $(call pc,--cflags,libuv inih sqlite3 libcurl libzstd libsystemd) $(PROTOBUF_CFLAGS)
+DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3 libcurl libzstd libsystemd) $(RVPOLICY_LDLIBS) \
                  $(PROTOBUF_LIBS)
 
 DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/registry.c device/src/spool.c device/src/spool_summary.c \
                    device/src/conn.c \
                    device/src/enforce.c device/src/daemon.c device/src/capture.c \
-                   device/src/admin.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
+                   device/src/admin.c device/src/dbus.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
                    device/src/enroll.c device/src/curl_uv.c device/src/compress.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
