@@ -28,6 +28,10 @@ PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"
 # device/ (rearviewd, rvctl).
 PACKAGES="$PACKAGES libuv1-dev libcurl4-openssl-dev libzstd-dev libinih-dev libsqlite3-dev"
 
+# device/ on the system bus (sd-bus) and its tests: a private dbus-daemon, a
+# real polkitd in a mount namespace (util-linux unshare), busctl (systemd).
+PACKAGES="$PACKAGES libsystemd-dev dbus-daemon polkitd util-linux"
+
 # deploy/ (systemd-analyze verify and systemd-sysusers in the install test;
 # curl and jq for the demo script).
 PACKAGES="$PACKAGES systemd curl jq"
