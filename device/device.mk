@@ -97,3 +97,9 @@ $(TBIN)/device/bench_upload: $(OBJ)/tests/device/bench_upload.o $(LIBRVPROTO) | 
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc,--libs,libcurl sqlite3) $(PROTOBUF_LIBS)
 BENCHES += $(TBIN)/device/bench_upload
 $(eval $(call rv_test,device,upload_spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
+
+# org.rearview.Daemon1 on a private system bus with a real polkitd (issue 19).
+$(OBJ)/tests/device/test_dbus.o: CPPFLAGS += -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"' \
+  -DRV_SRC_DIR='"$(CURDIR)"'
+$(eval $(call rv_test,device,dbus,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,libsystemd)))
+$(TBIN)/device/test_dbus: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
