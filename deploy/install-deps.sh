@@ -32,6 +32,10 @@ PACKAGES="$PACKAGES libuv1-dev libcurl4-openssl-dev libzstd-dev libinih-dev libs
 # real polkitd in a mount namespace (util-linux unshare), busctl (systemd).
 PACKAGES="$PACKAGES libsystemd-dev dbus-daemon polkitd util-linux"
 
+# device/settings (rearview-settings, GTK 4) and its test under Weston's
+# headless backend.
+PACKAGES="$PACKAGES libgtk-4-dev weston"
+
 # deploy/ (systemd-analyze verify and systemd-sysusers in the install test;
 # curl and jq for the demo script).
 PACKAGES="$PACKAGES systemd curl jq"

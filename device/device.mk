@@ -103,3 +103,14 @@ $(OBJ)/tests/device/test_dbus.o: CPPFLAGS += -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_D
   -DRV_SRC_DIR='"$(CURDIR)"'
 $(eval $(call rv_test,device,dbus,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,libsystemd)))
 $(TBIN)/device/test_dbus: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+
+# rearview-settings, the consent panel (GTK 4; talks only D-Bus).  GTK's
+# headers are included as system headers so DEVELOPER=1's warnings stay ours.
+SETTINGS_CFLAGS := $(patsubst -I%,-isystem %,$(call pc,--cflags,gtk4))
+$(OBJ)/device/settings/%.o: CPPFLAGS += $(SETTINGS_CFLAGS) \
+  -DGETTEXT_PACKAGE='"rearview-settings"' -DLOCALEDIR='"$(PREFIX)/share/locale"'
+$(BIN)/rearview-settings: $(OBJ)/device/settings/settings.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc,--libs,gtk4)
+BINS += $(BIN)/rearview-settings
+$(TBIN)/device/test_dbus: | $(BIN)/rearview-settings
