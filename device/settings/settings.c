@@ -253,8 +253,7 @@ static gboolean shoot(struct panel *p, GtkWidget *w, const char *name)
 	const char *failed = NULL;
 	char path[512];
 
-	/* The window's background, then its content (a widget paintable of
-	 * the window draws nothing once the window has been drawn again). */
+	/* The window's background, then its content as laid out. */
 	gtk_snapshot_append_color(snap, &(GdkRGBA){0.96f, 0.96f, 0.96f, 1},
 				  &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
 	gtk_widget_snapshot_child(w, content, snap);

@@ -569,13 +569,15 @@ static bool file_has(const char *path, const char *needle)
 }
 
 /*
- * The panel under Weston's headless backend (kiosk shell, 800×480, as on a
- * 7-inch kiosk; pixman renders, so frames complete and GTK keeps drawing):
- * rearview-settings in its self-test mode clicks its own widgets — full
- * consent, then "Delete everything collected" and the confirmation — and
- * saves a PNG of each state into build/screenshots/.  (weston-screenshooter
- * gave blank images of this headless output, so the panel renders itself.)
- * The daemon's consent and files must follow.
+ * The panel under Weston's headless backend (an 800×480 output, as on a
+ * 7-inch kiosk; pixman renders, so every frame completes and GTK keeps
+ * drawing): rearview-settings in its self-test mode clicks its own widgets
+ * — full consent, then "Delete everything collected" and the confirmation
+ * — and saves a PNG of each state into build/screenshots/ (rendered by
+ * GSK from its widget tree: weston-screenshooter gave blank images of the
+ * headless output).  The default desktop shell, not kiosk-shell: under
+ * kiosk-shell.so GTK's frame clock stopped after the first frame here, so
+ * later states were never laid out or restyled.
  */
 static void test_dbus_panel_toggle_and_delete_change_the_daemon(void **state)
 {
@@ -607,7 +609,7 @@ static void test_dbus_panel_toggle_and_delete_change_the_daemon(void **state)
 	snprintf(wlog, sizeof(wlog), "%s/weston.log", h->dir);
 	snprintf(cmd, sizeof(cmd),
 		 "XDG_RUNTIME_DIR='%s' exec weston --backend=headless-backend.so --use-pixman "
-		 "--shell=kiosk-shell.so --width=800 --height=480 --socket=rv-settings "
+		 "--width=800 --height=480 --socket=rv-settings "
 		 "--idle-time=0",
 		 xdg);
 	{
@@ -642,12 +644,7 @@ static void test_dbus_panel_toggle_and_delete_change_the_daemon(void **state)
 	for (size_t i = 0; i < 4; i++) {
 		snprintf(path, sizeof(path), "%s/%s.png", shots, names[i]);
 		assert_int_equal(stat(path, &sb), 0);
-		/* A blank window is ~3 KB.  Known shortfall: the two shots taken
-		 * after a D-Bus answer redrew the window (2, 4) come out blank
-		 * (background only) under this headless Weston; the first and the
-		 * dialog are whole. */
-		if (i == 0 || i == 2)
-			assert_true(sb.st_size > 10000);
+		assert_true(sb.st_size > 10000); /* a blank window is ~3 KB */
 	}
 	/* The daemon followed the panel, and rvctl agrees. */
 	get_consent(v, sizeof(v));
