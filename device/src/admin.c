@@ -1,6 +1,8 @@
 /*
  * admin.c — the admin.sock protocol (admin.h): one AdminRequest in, one
- * AdminResponse (or Error) out, for rvctl and the settings app.
+ * AdminResponse (or Error) out, for rvctl; and the one consent change and
+ * purge every channel uses (rvd_admin_set_consent, rvd_admin_delete_all:
+ * admin.sock and D-Bus, dbus.c).
  *
  * The daemon's state is reached only through the handed-in struct
  * rvd_admin_env: the registry, spool and enforcer through their own public
@@ -12,8 +14,9 @@
  *  - an answer that waits for a work-queue job (consent lowered, policy
  *    get/push, show/export) finds its peer again by connection id: the peer
  *    may have left, and then nothing is sent;
- *  - a consent change is answered only after the purge it causes is
- *    durable (the answer's job is queued after the purge jobs);
+ *  - a consent change or deletion is told (rvd_admin_done_fn) only after
+ *    the purge it causes is durable (that job is queued after the purge
+ *    jobs), exactly once;
  *  - a frame the peer sends never takes the daemon down: only a write error
  *    (-EPIPE) disconnects.
  */
