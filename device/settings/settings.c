@@ -386,8 +386,8 @@ static void build(struct panel *p)
 		g_signal_connect(p->radios[i], "toggled", G_CALLBACK(radio_toggled), p);
 		gtk_box_append(GTK_BOX(choice), p->radios[i]);
 	}
-	gtk_accessible_update_property(GTK_ACCESSIBLE(choice), GTK_ACCESSIBLE_PROPERTY_LABEL,
-				       _("What may Rearview do?"), -1);
+	/* Screen readers announce the group by its heading; each radio button,
+	 * the delete button and the labels by their own text. */
 	gtk_accessible_update_relation(GTK_ACCESSIBLE(choice), GTK_ACCESSIBLE_RELATION_LABELLED_BY,
 				       heading, NULL, -1);
 	gtk_box_append(GTK_BOX(box), choice);
@@ -401,8 +401,6 @@ static void build(struct panel *p)
 	g_signal_connect(p->delete_btn, "clicked", G_CALLBACK(delete_clicked), p);
 	gtk_box_append(GTK_BOX(box), p->delete_btn);
 	p->message = label("", NULL);
-	gtk_accessible_update_property(GTK_ACCESSIBLE(p->message), GTK_ACCESSIBLE_PROPERTY_LABEL,
-				       _("Result of the last change"), -1);
 	gtk_box_append(GTK_BOX(box), p->message);
 	/* 800×480: the text scrolls rather than pushing the controls off. */
 	scroll = gtk_scrolled_window_new();

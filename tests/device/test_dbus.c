@@ -654,6 +654,64 @@ static void test_dbus_panel_toggle_and_delete_change_the_daemon(void **state)
 	assert_int_equal(count_files(h), 0);
 }
 
+/* The installed interface file (deploy/dbus/org.rearview.Daemon1.xml) names
+ * every member the daemon exports, with the same types: a settings app
+ * written from the file alone talks to the real thing. */
+static void test_dbus_interface_file_matches_daemon(void **state)
+{
+	static const char *const members[] = {
+		"<property name=\"Consent\" type=\"s\" access=\"read\"",
+		"<property name=\"QuotaLeft\" type=\"u\" access=\"read\"",
+		"<property name=\"Captures\" type=\"a(tssss)\" access=\"read\"",
+		"<method name=\"SetConsent\"",
+		"<arg type=\"s\" name=\"level\" direction=\"in\"",
+		"<method name=\"DeleteAllData\"",
+	};
+	static const char *const file_members[] = {
+		"<property name=\"Consent\" type=\"s\" access=\"read\"",
+		"<property name=\"QuotaLeft\" type=\"u\" access=\"read\"",
+		"<property name=\"Captures\" type=\"a(tssss)\" access=\"read\"",
+		"<method name=\"SetConsent\"",
+		"<arg name=\"level\" type=\"s\" direction=\"in\"",
+		"<method name=\"DeleteAllData\"",
+	};
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	sd_bus *bus = NULL;
+	const char *xml;
+	char path[256];
+
+	(void)state;
+	start("");
+	assert_true(sd_bus_open_system(&bus) >= 0);
+	assert_true(sd_bus_call_method(bus, NAME, PATH, "org.freedesktop.DBus.Introspectable",
+				       "Introspect", &e, &reply, "") >= 0);
+	assert_true(sd_bus_message_read(reply, "s", &xml) >= 0);
+	snprintf(path, sizeof(path), "%s/deploy/dbus/org.rearview.Daemon1.xml", RV_SRC_DIR);
+	for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++) {
+		if (!strstr(xml, members[i]))
+			fprintf(stderr, "daemon lacks %s\n", members[i]);
+		assert_non_null(strstr(xml, members[i]));
+		assert_true(file_has(path, file_members[i]));
+	}
+	/* Only Consent signals its changes, in both: QuotaLeft and Captures say
+	 * they do not. */
+	{
+		const char *no = "EmitsChangedSignal\" value=\"false\"";
+		const char *at = strstr(xml, "<interface name=\"org.rearview.Daemon1\">");
+		unsigned n = 0;
+
+		assert_non_null(at);
+		while ((at = strstr(at + 1, no)) != NULL)
+			n++;
+		assert_int_equal(n, 2);
+		assert_true(file_has(path, no));
+	}
+	sd_bus_message_unref(reply);
+	sd_bus_error_free(&e);
+	sd_bus_flush_close_unref(bus);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -666,6 +724,7 @@ int main(void)
 					  teardown),
 		cmocka_unit_test_teardown(test_dbus_panel_toggle_and_delete_change_the_daemon,
 					  teardown),
+		cmocka_unit_test_teardown(test_dbus_interface_file_matches_daemon, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, group_teardown);
