@@ -630,9 +630,13 @@ static void test_dbus_panel_toggle_and_delete_change_the_daemon(void **state)
 		unlink(path);
 	}
 	snprintf(log, sizeof(log), "%s/settings.log", h->dir);
+	/* In the sanitizer build LeakSanitizer would report GTK's and
+	 * fontconfig's process-lifetime caches at the panel's exit: leak
+	 * checking is off for the panel only (ASan itself stays on). */
 	snprintf(cmd, sizeof(cmd),
 		 "XDG_RUNTIME_DIR='%s' WAYLAND_DISPLAY=rv-settings GDK_BACKEND=wayland "
 		 "GSK_RENDERER=cairo DBUS_SESSION_BUS_ADDRESS=\"$DBUS_SYSTEM_BUS_ADDRESS\" "
+		 "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" "
 		 "REARVIEW_SETTINGS_SELFTEST='%s' exec '%s/rearview-settings'",
 		 xdg, shots, RV_BIN_DIR);
 	assert_int_equal(run_logged(cmd, log), 0);
