@@ -21,7 +21,9 @@
  *  - the radio buttons always show the daemon's Consent: they are set from
  *    the property (and its PropertiesChanged), never left at a choice the
  *    daemon refused (`syncing` keeps those updates from calling back);
- *  - one D-Bus call at a time (`busy`): controls are insensitive meanwhile.
+ *  - one change (SetConsent, DeleteAllData) at a time (`busy`): the
+ *    controls are insensitive meanwhile; no call blocks the GTK main loop
+ *    once the window is up (only the proxy is made synchronously, before).
  */
 #include <gio/gio.h>
 #include <glib/gi18n.h>
@@ -33,10 +35,6 @@
 #define NAME  "org.rearview.Daemon1"
 #define PATH  "/org/rearview/Daemon1"
 #define IFACE "org.rearview.Daemon1"
-
-/* The property reads are synchronous (the daemon answers them from memory
- * at once); this bounds the wait if it does not. */
-#define CALL_TIMEOUT_MS 2000
 
 #define NLEVELS 4
 static const char *const levels[NLEVELS] = {"off", "local", "summary", "full"};
@@ -73,11 +71,71 @@ static void set_busy(struct panel *p, gboolean busy)
 	gtk_widget_set_sensitive(p->delete_btn, !busy && p->proxy);
 }
 
-/* Shows the daemon's properties: consent, quota, captures by state. */
+/* The property `name` from a Properties.Get answer, or NULL (logged). */
+static GVariant *get_finish(GObject *src, GAsyncResult *res, const char *name)
+{
+	GError *err = NULL;
+	GVariant *v = g_dbus_proxy_call_finish(G_DBUS_PROXY(src), res, &err), *inner = NULL;
+
+	if (!v) {
+		g_warning("reading %s: %s", name, err->message);
+		g_clear_error(&err);
+		return NULL;
+	}
+	g_variant_get(v, "(v)", &inner);
+	g_variant_unref(v);
+	return inner;
+}
+
+static void quota_read(GObject *src, GAsyncResult *res, gpointer data)
+{
+	struct panel *p = data;
+	GVariant *v = get_finish(src, res, "QuotaLeft");
+	char buf[256];
+
+	if (!v)
+		return;
+	snprintf(buf, sizeof(buf), _("Uploads still allowed this week: %u"),
+		 g_variant_get_uint32(v));
+	gtk_label_set_text(GTK_LABEL(p->quota), buf);
+	g_variant_unref(v);
+}
+
+static void captures_read(GObject *src, GAsyncResult *res, gpointer data)
+{
+	struct panel *p = data;
+	GVariant *v = get_finish(src, res, "Captures");
+	GVariantIter it;
+	guint64 id;
+	const char *app, *anomaly, *state, *reason;
+	unsigned sent = 0, waiting = 0, kept = 0;
+	char buf[256];
+
+	if (!v)
+		return;
+	g_variant_iter_init(&it, v);
+	while (g_variant_iter_next(&it, "(t&s&s&s&s)", &id, &app, &anomaly, &state, &reason)) {
+		if (!strcmp(state, "uploaded"))
+			sent++;
+		else if (!strcmp(state, "pending") || !strcmp(state, "uploading"))
+			waiting++;
+		else if (!strcmp(state, "captured") ||
+			 (!strcmp(state, "skipped") && !strcmp(reason, "consent_local")))
+			kept++;
+	}
+	snprintf(buf, sizeof(buf),
+		 _("Sent: %u    Waiting to be sent: %u    Kept on this device: %u"), sent, waiting,
+		 kept);
+	gtk_label_set_text(GTK_LABEL(p->counts), buf);
+	g_variant_unref(v);
+}
+
+/* Shows the daemon's properties: the consent from the proxy's cache (kept
+ * current by PropertiesChanged); QuotaLeft and Captures send no signal, so
+ * they are read again, asynchronously. */
 static void refresh(struct panel *p)
 {
 	GVariant *v;
-	char buf[256];
 
 	if (!p->proxy)
 		return;
@@ -91,49 +149,12 @@ static void refresh(struct panel *p)
 		p->syncing = FALSE;
 		g_variant_unref(v);
 	}
-	/* QuotaLeft and Captures send no signal: read them fresh. */
-	v = g_dbus_proxy_call_sync(p->proxy, "org.freedesktop.DBus.Properties.Get",
-				   g_variant_new("(ss)", IFACE, "QuotaLeft"),
-				   G_DBUS_CALL_FLAGS_NONE, CALL_TIMEOUT_MS, NULL, NULL);
-	if (v) {
-		GVariant *inner;
-
-		g_variant_get(v, "(v)", &inner);
-		snprintf(buf, sizeof(buf), _("Uploads still allowed this week: %u"),
-			 g_variant_get_uint32(inner));
-		gtk_label_set_text(GTK_LABEL(p->quota), buf);
-		g_variant_unref(inner);
-		g_variant_unref(v);
-	}
-	v = g_dbus_proxy_call_sync(p->proxy, "org.freedesktop.DBus.Properties.Get",
-				   g_variant_new("(ss)", IFACE, "Captures"), G_DBUS_CALL_FLAGS_NONE,
-				   CALL_TIMEOUT_MS, NULL, NULL);
-	if (v) {
-		GVariant *inner;
-		GVariantIter it;
-		guint64 id;
-		const char *app, *anomaly, *state, *reason;
-		unsigned sent = 0, waiting = 0, kept = 0;
-
-		g_variant_get(v, "(v)", &inner);
-		g_variant_iter_init(&it, inner);
-		while (g_variant_iter_next(&it, "(t&s&s&s&s)", &id, &app, &anomaly, &state,
-					   &reason)) {
-			if (!strcmp(state, "uploaded"))
-				sent++;
-			else if (!strcmp(state, "pending") || !strcmp(state, "uploading"))
-				waiting++;
-			else if (!strcmp(state, "captured") ||
-				 (!strcmp(state, "skipped") && !strcmp(reason, "consent_local")))
-				kept++;
-		}
-		snprintf(buf, sizeof(buf),
-			 _("Sent: %u    Waiting to be sent: %u    Kept on this device: %u"), sent,
-			 waiting, kept);
-		gtk_label_set_text(GTK_LABEL(p->counts), buf);
-		g_variant_unref(inner);
-		g_variant_unref(v);
-	}
+	g_dbus_proxy_call(p->proxy, "org.freedesktop.DBus.Properties.Get",
+			  g_variant_new("(ss)", IFACE, "QuotaLeft"), G_DBUS_CALL_FLAGS_NONE, -1,
+			  NULL, quota_read, p);
+	g_dbus_proxy_call(p->proxy, "org.freedesktop.DBus.Properties.Get",
+			  g_variant_new("(ss)", IFACE, "Captures"), G_DBUS_CALL_FLAGS_NONE, -1,
+			  NULL, captures_read, p);
 }
 
 static void show_message(struct panel *p, const char *what, const GError *err)
