@@ -716,6 +716,25 @@ static void test_dbus_interface_file_matches_daemon(void **state)
 	sd_bus_flush_close_unref(bus);
 }
 
+/* [dbus] enabled = false: the daemon runs on its sockets alone and never
+ * appears on the bus (it is ready, so it would have asked by then). */
+static void test_dbus_disabled_by_config_stays_off_the_bus(void **state)
+{
+	char v[128];
+
+	(void)state;
+	if (!fixture()) {
+		fprintf(stderr, "skipped: %s\n", fx.why);
+		skip();
+	}
+	assert_false(name_owned(NAME));
+	cur_up = true;
+	assert_int_equal(rvh_setup(&cur, "[dbus]\nenabled = false\n"), 0);
+	rvctl_consent(&cur, v, sizeof(v));
+	assert_string_equal(v, "local");
+	assert_false(name_owned(NAME));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -729,6 +748,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_dbus_panel_toggle_and_delete_change_the_daemon,
 					  teardown),
 		cmocka_unit_test_teardown(test_dbus_interface_file_matches_daemon, teardown),
+		cmocka_unit_test_teardown(test_dbus_disabled_by_config_stays_off_the_bus, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, group_teardown);
