@@ -208,13 +208,18 @@ RV_DOCS    := README.md tracer/FORMAT.md tracer/RVTRACE.md device/README.md \
 	      proto/README.md
 
 # $(call rv_install,DESTDIR,PREFIX,SYSCONFDIR): binaries, libraries, headers,
-# pkg-config file, systemd units, sysusers/tmpfiles snippets, the example
+# pkg-config file, systemd units, sysusers/tmpfiles snippets, the D-Bus
+# policy and interface file and the polkit actions (deploy/dbus/), the example
 # configs (also as the default /etc/rearview/rearviewd.conf: every line in it
 # is a commented default) and the components' docs.
 define rv_install
 	install -d $(1)$(2)/bin $(1)$(2)/lib $(1)$(2)/include/rearview $(1)$(2)/lib/pkgconfig \
 	  $(1)$(2)/lib/sysusers.d $(1)$(2)/lib/tmpfiles.d $(1)$(2)/lib/systemd/system \
-	  $(1)$(3)/rearview $(1)$(2)/share/doc/rearview/examples
+	  $(1)$(3)/rearview $(1)$(2)/share/doc/rearview/examples \
+	  $(1)$(2)/share/dbus-1/system.d $(1)$(2)/share/dbus-1/interfaces $(1)$(2)/share/polkit-1/actions
+	install -m 0644 deploy/dbus/org.rearview.Daemon1.conf $(1)$(2)/share/dbus-1/system.d/
+	install -m 0644 deploy/dbus/org.rearview.Daemon1.xml $(1)$(2)/share/dbus-1/interfaces/
+	install -m 0644 deploy/dbus/org.rearview.policy $(1)$(2)/share/polkit-1/actions/
 	$(call RV_SUBST,,$(2),$(3)) deploy/rearview-trace.pc.in > $(1)$(2)/lib/pkgconfig/rearview-trace.pc
 	$(call RV_SUBST,,$(2),$(3)) deploy/rearview-events.pc.in > $(1)$(2)/lib/pkgconfig/rearview-events.pc
 	for u in rearviewd rearview-server; do \

@@ -52,7 +52,9 @@ $(BUILD)/prefix/.installed: $(BINS) $(LIBS) $(INSTALL_HDR) $(PROTO_H) Makefile d
 		deploy/rearviewd.service.in deploy/rearview-server.service.in \
 		deploy/rearview-trace.pc.in deploy/rearview-events.pc.in deploy/rearview.sysusers \
 		deploy/rearview.tmpfiles \
-		deploy/rearviewd.conf.example deploy/rearview-server.conf.example
+		deploy/rearviewd.conf.example deploy/rearview-server.conf.example \
+		deploy/dbus/org.rearview.Daemon1.conf deploy/dbus/org.rearview.Daemon1.xml \
+		deploy/dbus/org.rearview.policy
 	rm -rf $(RV_TEST_PREFIX)
 	$(call rv_install,,$(RV_TEST_PREFIX),$(RV_TEST_PREFIX)/etc)
 	touch $@

@@ -36,6 +36,14 @@ PACKAGES="$PACKAGES libuv1-dev libcurl4-openssl-dev libzstd-dev libinih-dev libs
 # wayland-protocols (xdg-shell for the test's client).
 PACKAGES="$PACKAGES weston libweston-10-dev libwayland-dev wayland-protocols"
 
+# device/ on the system bus (sd-bus) and its tests: a private dbus-daemon, a
+# real polkitd in a mount namespace (util-linux unshare), busctl (systemd).
+PACKAGES="$PACKAGES libsystemd-dev dbus-daemon polkitd util-linux"
+
+# device/settings (rearview-settings, GTK 4) and its test under Weston's
+# headless backend.
+PACKAGES="$PACKAGES libgtk-4-dev weston"
+
 # deploy/ (systemd-analyze verify and systemd-sysusers in the install test;
 # curl and jq for the demo script).
 PACKAGES="$PACKAGES systemd curl jq"

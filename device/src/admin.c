@@ -1,6 +1,8 @@
 /*
  * admin.c — the admin.sock protocol (admin.h): one AdminRequest in, one
- * AdminResponse (or Error) out, for rvctl and the settings app.
+ * AdminResponse (or Error) out, for rvctl; and the one consent change and
+ * purge every channel uses (rvd_admin_set_consent, rvd_admin_delete_all:
+ * admin.sock and D-Bus, dbus.c).
  *
  * The daemon's state is reached only through the handed-in struct
  * rvd_admin_env: the registry, spool and enforcer through their own public
@@ -12,8 +14,9 @@
  *  - an answer that waits for a work-queue job (consent lowered, policy
  *    get/push, show/export) finds its peer again by connection id: the peer
  *    may have left, and then nothing is sent;
- *  - a consent change is answered only after the purge it causes is
- *    durable (the answer's job is queued after the purge jobs);
+ *  - a consent change or deletion is told (rvd_admin_done_fn) only after
+ *    the purge it causes is durable (that job is queued after the purge
+ *    jobs), exactly once;
  *  - a frame the peer sends never takes the daemon down: only a write error
  *    (-EPIPE) disconnects.
  */
@@ -185,9 +188,6 @@ struct admin_wait {
 	struct rvd_admin_env *env;
 	uint64_t conn_id;
 	uint64_t request_id;
-	int level;
-	uint64_t *purged;
-	size_t npurged;
 };
 
 static struct admin_wait *admin_wait_new(struct rvd_admin_env *env, struct rvd_conn *c,
@@ -203,55 +203,32 @@ static struct admin_wait *admin_wait_new(struct rvd_admin_env *env, struct rvd_c
 	return w;
 }
 
-static void admin_wait_free(struct admin_wait *w)
-{
-	if (w)
-		free(w->purged);
-	free(w);
-}
-
 /* Submits a policy job whose callback answers the admin peer. */
 static int admin_async(struct rvd_admin_env *env, struct rvd_conn *c, Rearview__AdminResponse *resp,
 		       struct rvd_enforce_job *j, struct admin_wait *w, rvd_spool_cb cb)
 {
 	if (!j || !w) {
 		rvd_enforce_job_free(j);
-		admin_wait_free(w);
+		free(w);
 		return rvd_conn_send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
 	}
 	j->data = w;
 	if (env->enforce_submit(env->ctx, j, cb) < 0) {
-		admin_wait_free(w);
+		free(w);
 		return rvd_conn_send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
 	}
 	return 0;
 }
 
-static void consent_purged_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
-{
-	struct rvd_enforce_job *j = data;
-	struct admin_wait *w = j->data;
-	struct rvd_admin_env *env = w->env;
-	struct rvd_conn *c = env->conn_by_id(env->ctx, w->conn_id);
-	Rearview__AdminResponse resp = REARVIEW__ADMIN_RESPONSE__INIT;
-	Rearview__ConsentChange cc = REARVIEW__CONSENT_CHANGE__INIT;
-
-	if (status < 0 || j->status < 0)
-		note_error(env, "policy: releasing purged reservations: %s",
-			   strerror(-(status < 0 ? status : j->status)));
-	rvd_enforce_done(j);
-	if (c) {
-		resp.request_id = w->request_id;
-		cc.level = (Rearview__ConsentLevel)w->level;
-		cc.purged = w->purged;
-		cc.n_purged = w->npurged;
-		resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_CONSENT;
-		resp.consent = &cc;
-		admin_reply(c, &resp);
-	}
-	admin_wait_free(w);
-	rvd_enforce_job_free(j);
-}
+/* A purge in progress: what to tell whoever asked once it is durable. */
+struct purge_run {
+	struct rvd_admin_env *env;
+	rvd_admin_done_fn done;
+	void *data;
+	int level; /* the consent in force afterwards */
+	uint64_t *purged;
+	size_t npurged;
+};
 
 static void purge_done_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 {
@@ -259,27 +236,44 @@ static void purge_done_cb(struct rvd_spool *sp, int status, uint64_t id, void *d
 		note_error(data, "spool: purging capture %" PRIu64 ": %s", id, strerror(-status));
 }
 
+/* The ledger released the purged captures' reservations: the purge is
+ * durable (its spool jobs ran before this one). */
+static void purge_released_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	struct rvd_enforce_job *j = data;
+	struct purge_run *p = j->data;
+
+	if (status < 0 || j->status < 0)
+		note_error(p->env, "policy: releasing purged reservations: %s",
+			   strerror(-(status < 0 ? status : j->status)));
+	rvd_enforce_done(j);
+	p->done(p->data, p->level, p->purged, p->npurged);
+	free(p->purged);
+	free(p);
+	rvd_enforce_job_free(j);
+}
+
 /*
- * Consent lowered from `from` to `level`: every capture still holding a
- * file whose keeping or upload the new level forbids (rvp_consent_purge) is
- * purged; the ledger releases the matching reservations.  The answer goes
- * out after both, in job order, so the purge is durable when it is read.
+ * The one purge, for a consent lowered from `from` to `rule` and for
+ * DeleteAllData (`rule` off, consent unchanged): every capture still
+ * holding a file whose keeping or upload `rule` forbids (rvp_consent_purge)
+ * is purged as skipped(reason); the ledger releases the matching
+ * reservations.  `done` runs after both, in job order, so the purge is
+ * durable when it is told.  Returns 0, or -ENOMEM before anything changed.
  */
-static int consent_lowered(struct rvd_admin_env *env, struct rvd_conn *c,
-			   Rearview__AdminResponse *resp, int from, int level)
+static int purge_start(struct rvd_admin_env *env, int from, int rule, const char *reason,
+		       rvd_admin_done_fn done, void *data)
 {
 	size_t n = env->spool->nrecs, k = 0, npurge;
 	struct rvp_pending *items = calloc(n ? n : 1, sizeof(*items));
 	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
 	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
-	struct admin_wait *w = admin_wait_new(env, c, resp);
+	struct purge_run *p = calloc(1, sizeof(*p));
 	struct rvd_enforce_job *j = rvd_enforce_job_new(env->enf, RVD_ENF_PURGE);
-	int rc;
+	int rc = -ENOMEM;
 
-	if (!items || !idx || !ids || !w || !j) {
-		rc = rvd_conn_send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
+	if (!items || !idx || !ids || !p || !j)
 		goto free_all;
-	}
 	for (size_t i = 0; i < n; i++) {
 		const struct rvd_capture_rec *r = &env->spool->recs[i];
 
@@ -301,60 +295,117 @@ static int consent_lowered(struct rvd_admin_env *env, struct rvd_conn *c,
 			items[k].action = RVP_ACT_CAPTURE;
 		ids[k++] = r->id;
 	}
-	npurge = rvp_consent_purge((rvp_consent)level, items, k, idx);
+	npurge = rvp_consent_purge((rvp_consent)rule, items, k, idx);
 	for (size_t i = 0; i < npurge; i++) {
 		uint64_t id = ids[idx[i]];
 
-		if (rvd_spool_purge(env->spool, id, "consent_purged", purge_done_cb, env) < 0) {
+		if (rvd_spool_purge(env->spool, id, reason, purge_done_cb, env) < 0) {
 			note_error(env, "spool: purging capture %" PRIu64 ": out of memory", id);
 			continue;
 		}
-		rvd_info("capture %" PRIu64 " purged: consent lowered", id);
-		ids[w->npurged++] = id;
+		rvd_info("capture %" PRIu64 " purged: %s", id, reason);
+		ids[p->npurged++] = id;
 	}
-	w->purged = ids;
-	w->level = level;
+	p->env = env;
+	p->done = done;
+	p->data = data;
+	p->level = env->consent(env->ctx);
+	p->purged = ids;
 	ids = NULL;
-	j->consent = level;
-	rc = admin_async(env, c, resp, j, w, consent_purged_cb);
-	j = NULL;
-	w = NULL;
+	j->consent = rule;
+	j->data = p;
+	rc = env->enforce_submit(env->ctx, j, purge_released_cb);
+	j = NULL; /* freed by enforce_submit on failure */
+	if (rc < 0) {
+		/* The purges are queued: tell the caller now rather than never. */
+		note_error(env, "policy: releasing purged reservations: out of memory");
+		done(data, p->level, p->purged, p->npurged);
+		free(p->purged);
+		free(p);
+		rc = 0;
+	}
+	p = NULL;
 free_all:
 	rvd_enforce_job_free(j);
-	admin_wait_free(w);
+	free(p);
 	free(ids);
 	free(idx);
 	free(items);
 	return rc;
 }
 
-static int admin_consent(struct rvd_admin_env *env, struct rvd_conn *c,
-			 Rearview__AdminResponse *resp, int level)
+int rvd_admin_set_consent(struct rvd_admin_env *env, int level, rvd_admin_done_fn done, void *data)
 {
-	Rearview__ConsentChange cc = REARVIEW__CONSENT_CHANGE__INIT;
 	int from = env->consent(env->ctx);
 	char buf[8];
 	int n;
 
 	if (level < REARVIEW__CONSENT_LEVEL__CONSENT_OFF ||
 	    level > REARVIEW__CONSENT_LEVEL__CONSENT_FULL)
-		return rvd_conn_send_error(c, REARVIEW__ERROR__CODE__MALFORMED,
-					   "unknown consent level");
-	if (from != level) {
-		env->set_consent(env->ctx, level);
-		n = snprintf(buf, sizeof(buf), "%d\n", level);
-		if (rvd_spool_write_setting(env->spool, "consent", buf, (size_t)n, consent_saved_cb,
-					    env) < 0)
-			note_error(env, "saving consent: out of memory");
-		rvd_info("consent set to %d", level);
-		env->replan(env->ctx);
-		if (level < from)
-			return consent_lowered(env, c, resp, from, level);
+		return -EINVAL;
+	if (from == level) {
+		done(data, level, NULL, 0);
+		return 0;
 	}
-	cc.level = (Rearview__ConsentLevel)env->consent(env->ctx);
-	resp->resp_case = REARVIEW__ADMIN_RESPONSE__RESP_CONSENT;
-	resp->consent = &cc;
-	return admin_reply(c, resp);
+	env->set_consent(env->ctx, level);
+	assert(env->consent(env->ctx) == level);
+	n = snprintf(buf, sizeof(buf), "%d\n", level);
+	if (rvd_spool_write_setting(env->spool, "consent", buf, (size_t)n, consent_saved_cb, env) <
+	    0)
+		note_error(env, "saving consent: out of memory");
+	rvd_info("consent set to %d", level);
+	env->replan(env->ctx);
+	if (level < from && purge_start(env, from, level, "consent_purged", done, data) == 0)
+		return 0;
+	if (level < from)
+		note_error(env, "purging after consent lowered: out of memory");
+	done(data, level, NULL, 0);
+	return 0;
+}
+
+int rvd_admin_delete_all(struct rvd_admin_env *env, rvd_admin_done_fn done, void *data)
+{
+	rvd_info("deleting all collected data");
+	return purge_start(env, env->consent(env->ctx), REARVIEW__CONSENT_LEVEL__CONSENT_OFF,
+			   RVD_REASON_DELETED, done, data);
+}
+
+/* admin.sock's consent answer, once the change is durable. */
+static void consent_answer(void *data, int level, const uint64_t *purged, size_t npurged)
+{
+	struct admin_wait *w = data;
+	struct rvd_conn *c = w->env->conn_by_id(w->env->ctx, w->conn_id);
+	Rearview__AdminResponse resp = REARVIEW__ADMIN_RESPONSE__INIT;
+	Rearview__ConsentChange cc = REARVIEW__CONSENT_CHANGE__INIT;
+
+	if (c) {
+		resp.request_id = w->request_id;
+		cc.level = (Rearview__ConsentLevel)level;
+		cc.purged = (uint64_t *)purged;
+		cc.n_purged = npurged;
+		resp.resp_case = REARVIEW__ADMIN_RESPONSE__RESP_CONSENT;
+		resp.consent = &cc;
+		admin_reply(c, &resp);
+	}
+	free(w);
+}
+
+static int admin_consent(struct rvd_admin_env *env, struct rvd_conn *c,
+			 Rearview__AdminResponse *resp, int level)
+{
+	struct admin_wait *w = admin_wait_new(env, c, resp);
+	int rc;
+
+	if (!w)
+		return rvd_conn_send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
+	rc = rvd_admin_set_consent(env, level, consent_answer, w);
+	if (rc == 0)
+		return 0;
+	free(w);
+	return rc == -EINVAL
+		       ? rvd_conn_send_error(c, REARVIEW__ERROR__CODE__MALFORMED,
+					     "unknown consent level")
+		       : rvd_conn_send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
 }
 
 /* GET answers the SignedPolicy bytes; APPLY answers ok or the verification error. */
@@ -395,7 +446,7 @@ static void policy_answer_cb(struct rvd_spool *sp, int status, uint64_t id, void
 			admin_reply(c, &resp);
 		}
 	}
-	admin_wait_free(w);
+	free(w);
 	rvd_enforce_job_free(j);
 }
 
@@ -526,7 +577,8 @@ static int admin_show_export(struct rvd_admin_env *env, struct rvd_conn *c,
 	struct capture_req *q;
 
 	if (!r || env->consent(env->ctx) <= REARVIEW__CONSENT_LEVEL__CONSENT_OFF ||
-	    !strcmp(r->reason, "consent_purged") || (export && !r->file[0]))
+	    !strcmp(r->reason, "consent_purged") || !strcmp(r->reason, RVD_REASON_DELETED) ||
+	    (export && !r->file[0]))
 		return rvd_conn_send_error(c, REARVIEW__ERROR__CODE__NOT_FOUND, "no such capture");
 	if (!export && !r->has_summary && !r->file[0]) {
 		capture_to_pb(r, &ci, &apb);

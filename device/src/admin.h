@@ -45,7 +45,8 @@ struct rvd_admin_env {
 	struct rvd_enforce *enf; /* read by summary jobs on the spool's queue */
 	/* The consent level (Rearview__ConsentLevel). */
 	int (*consent)(void *ctx);
-	/* Records a new consent level in memory (saving it is admin.c's job). */
+	/* Records a new consent level in memory (saving it is admin.c's job)
+	 * and tells the daemon's listeners (D-Bus PropertiesChanged). */
 	void (*set_consent)(void *ctx, int level);
 	/* Fills the Status counters and last errors. */
 	void (*stats)(void *ctx, struct rvd_admin_stats *out);
@@ -67,6 +68,38 @@ struct rvd_admin_env {
 	struct rvd_conn *(*conn_by_id)(void *ctx, uint64_t id);
 	void *ctx;
 };
+
+/* The reason a capture deleted with rvd_admin_delete_all is skipped for. */
+#define RVD_REASON_DELETED "deleted_by_user"
+
+/*
+ * Told on the loop thread once a consent change or a deletion is durable
+ * (its purges committed, their quota reservations released): `level` is
+ * the consent in force, `purged` (borrowed for the call) the `npurged`
+ * capture ids purged.  Failures on the way are in the last errors.
+ */
+typedef void (*rvd_admin_done_fn)(void *data, int level, const uint64_t *purged, size_t npurged);
+
+/*
+ * The one consent change, for every channel (admin.sock, D-Bus): records
+ * `level` (env->set_consent, which tells every listener), saves it, re-plans
+ * tracing and, when it is lowered, purges what the new level forbids (the
+ * captures' files, their reservations).  `done(data, …)` runs once, after
+ * the purge is durable — before this returns when nothing waits.  Returns
+ * 0 (done will run or has run) or -EINVAL for an unknown level (nothing
+ * changed, done not run).  Loop thread.
+ */
+int rvd_admin_set_consent(struct rvd_admin_env *env, int level, rvd_admin_done_fn done, void *data);
+
+/*
+ * Deletes everything collected (D-Bus DeleteAllData): the purge lowering
+ * consent to off makes — every capture file and summary, the pending
+ * captures' reservations — with consent unchanged; the rows stay, as
+ * skipped(RVD_REASON_DELETED) without files.  `done` as above, never before
+ * this returns.  Returns 0, or -ENOMEM (nothing changed, done not run).
+ * Loop thread.
+ */
+int rvd_admin_delete_all(struct rvd_admin_env *env, rvd_admin_done_fn done, void *data);
 
 /*
  * The admin peer `c` sent one frame (`payload`, `len` bytes, unverified).

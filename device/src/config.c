@@ -55,6 +55,7 @@ void rvd_config_defaults(struct rvd_config *c)
 	c->upload_timeout_s = 60;
 	c->upload_metered = 0;
 	c->zstd_level = 3;
+	c->dbus_enabled = 1;
 }
 
 static int parse_u64(const char *v, uint64_t min, uint64_t max, uint64_t *out)
@@ -281,6 +282,15 @@ int rvd_config_set(struct rvd_config *c, const char *section, const char *key, c
 		if (parse_u32(v, 1, 19, &l) < 0)
 			return -EINVAL;
 		c->zstd_level = (int)l;
+		return 0;
+	}
+	if (KEY("dbus", "enabled")) {
+		if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+			c->dbus_enabled = 1;
+		else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+			c->dbus_enabled = 0;
+		else
+			return -EINVAL;
 		return 0;
 	}
 	if (KEY("capture", "consent_default")) {

@@ -63,6 +63,8 @@ struct rvd_config {
 	uint32_t upload_timeout_s;
 	int upload_metered; /* the network is metered (policies may forbid uploads then) */
 	int zstd_level;
+	/* [dbus] */
+	int dbus_enabled; /* serve org.rearview.Daemon1 when a system bus exists */
 };
 
 /* Fills `c` with the built-in defaults. */

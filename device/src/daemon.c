@@ -12,6 +12,9 @@
  *  - a control peer speaks only for the pid SO_PEERCRED gave us: the first
  *    frame must be Register{pid = peer pid}, and every tid it names must be
  *    a task of that pid;
+ *  - the consent changes only through env_set_consent (called by admin.c's
+ *    rvd_admin_set_consent for admin.sock and D-Bus alike), which tells the
+ *    bus;
  *  - every accepted peer is on d->conns (nconns of them) until its close
  *    callback; listener i is polled by listen_poll[i] on listen_fd[i].
  */
@@ -34,6 +37,7 @@
 #include "anomaly.h"
 #include "capture.h"
 #include "conn.h"
+#include "dbus.h"
 #include "enforce.h"
 #include "log.h"
 #include "registry.h"
@@ -76,7 +80,8 @@ struct rvd_daemon {
 	struct rvd_capture_flow cap;
 	struct rvd_uploader *up;      /* NULL: no [upload] server_url */
 	struct rvd_upload_env up_env; /* handed to the uploader */
-	struct rvd_admin_env admin;   /* handed to admin.sock */
+	struct rvd_admin_env admin;   /* handed to admin.sock and D-Bus */
+	struct rvd_dbus *bus;	      /* NULL: no system bus, or [dbus] enabled = no */
 	char last_errors[RVD_LAST_ERRORS][RVD_ERROR_LEN];
 	unsigned nerrors;
 	bool stopping, ready, listening;
@@ -448,9 +453,14 @@ static int env_consent(void *ctx)
 	return ((struct rvd_daemon *)ctx)->consent;
 }
 
+/* The one place the consent changes (admin.c's rvd_admin_set_consent,
+ * whichever channel asked): every listener is told here. */
 static void env_set_consent(void *ctx, int level)
 {
-	((struct rvd_daemon *)ctx)->consent = level;
+	struct rvd_daemon *d = ctx;
+
+	d->consent = level;
+	rvd_dbus_consent_changed(d->bus);
 }
 
 static bool env_stopping(void *ctx)
@@ -922,6 +932,8 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 		uv_poll_start(&d->listen_poll[i], UV_READABLE, accept_cb);
 	}
 	d->listening = true;
+	if (cfg->dbus_enabled && (rc = rvd_dbus_start(loop, &d->admin, &d->bus)) < 0)
+		rvd_info("no system bus (%s): running without D-Bus", strerror(-rc));
 	if (cfg->server_url[0]) {
 		if ((rc = rvd_upload_new(&d->up_env, &d->up)) < 0) {
 			rvd_err("uploader: %s", strerror(-rc));
@@ -976,6 +988,7 @@ void rvd_daemon_stop(struct rvd_daemon *d)
 	uv_close((uv_handle_t *)&d->thermal_timer, NULL);
 	uv_close((uv_handle_t *)&d->accept_backoff, NULL);
 	uv_close((uv_handle_t *)&d->register_sweep, NULL);
+	rvd_dbus_stop(d->bus);
 	rvd_upload_stop(d->up);
 	rvd_capture_stop(&d->cap);
 	for (struct rvd_conn *c = d->conns; c; c = c->next)
@@ -1007,5 +1020,6 @@ void rvd_daemon_free(struct rvd_daemon *d)
 	rvd_registry_release(&d->reg);
 	rvd_spool_release(&d->spool);
 	rvd_upload_free(d->up);
+	rvd_dbus_free(d->bus);
 	free(d);
 }

@@ -1,0 +1,50 @@
+/*
+ * dbus.h — rearviewd on the system D-Bus: org.rearview.Daemon1 at
+ * /org/rearview/Daemon1 (deploy/dbus/org.rearview.Daemon1.xml), with
+ * SetConsent and DeleteAllData authorised by polkit
+ * (org.rearview.consent.set, org.rearview.data.delete).
+ *
+ * sd-bus is driven from the daemon's libuv loop (uv_poll on the bus
+ * descriptor, a uv_timer for its timeouts); every polkit check is an
+ * asynchronous call.  The consent change and the purge are admin.c's
+ * (rvd_admin_set_consent, rvd_admin_delete_all): this file holds no copy of
+ * either.  Everything here runs on the loop thread.
+ */
+#ifndef RVD_DBUS_H
+#define RVD_DBUS_H
+
+#include <uv.h>
+
+#include "admin.h"
+
+#define RVD_DBUS_NAME	   "org.rearview.Daemon1"
+#define RVD_DBUS_PATH	   "/org/rearview/Daemon1"
+#define RVD_DBUS_INTERFACE "org.rearview.Daemon1"
+
+struct rvd_dbus;
+
+/*
+ * Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS, else the standard
+ * socket), exports the object and asks for RVD_DBUS_NAME.  `env` is
+ * borrowed and must outlive the returned object.  Returns 0 with *out set,
+ * or a negative errno with *out NULL: -ENOENT/-ECONNREFUSED when there is
+ * no system bus (the caller logs it once and runs without), -ENOMEM, or
+ * sd-bus's error.  A bus that goes away later is logged and dropped; the
+ * daemon keeps running.
+ */
+int rvd_dbus_start(uv_loop_t *loop, struct rvd_admin_env *env, struct rvd_dbus **out);
+
+/* The consent changed (from any channel): emits PropertiesChanged for
+ * Consent.  NULL or a dropped bus: no-op. */
+void rvd_dbus_consent_changed(struct rvd_dbus *b);
+
+/* Closes the connection and the loop handles; the loop returns once they
+ * are closed.  Checks still waiting on polkit are dropped unanswered; a
+ * change already under way completes without an answer.  NULL: no-op;
+ * idempotent. */
+void rvd_dbus_stop(struct rvd_dbus *b);
+
+/* Frees `b` after rvd_dbus_stop and after the loop returned.  NULL: no-op. */
+void rvd_dbus_free(struct rvd_dbus *b);
+
+#endif
