@@ -29,6 +29,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "log.h"
+
 enum { C_TASK_CLOCK, C_MINFLT, C_MAJFLT, C_CS, C_N };
 
 struct rvd_offcpu_thread {
@@ -139,6 +141,22 @@ int rvd_offcpu_open(pid_t tid, unsigned ring_pages, struct rvd_offcpu_thread **o
 fail:
 	rvd_offcpu_close(t);
 	return fd;
+}
+
+int rvd_offcpu_follow(struct rvd_offcpu_thread **slot, pid_t tid)
+{
+	int rc;
+
+	if (*slot && (*slot)->tid == tid)
+		return 0;
+	rvd_offcpu_close(*slot);
+	*slot = NULL;
+	if (!tid)
+		return 0;
+	rc = rvd_offcpu_open(tid, 64, slot);
+	if (rc < 0)
+		rvd_warn("tid %d: no off-CPU records: perf events: %s", (int)tid, strerror(-rc));
+	return rc;
 }
 
 void rvd_offcpu_window_release(struct rvd_offcpu_window *w)

@@ -61,6 +61,15 @@ struct rvd_offcpu_thread;
  */
 int rvd_offcpu_open(pid_t tid, unsigned ring_pages, struct rvd_offcpu_thread **out);
 
+/*
+ * Makes *slot watch thread `tid`: nothing when it already does; otherwise
+ * the old events are closed (*slot NULL) and, when `tid` is not 0, new
+ * ones opened with the daemon's ring size (64 pages).  A failure to open is
+ * logged (warning) and leaves *slot NULL: the captures then carry no
+ * OFFCPU records.  Returns 0 or the rvd_offcpu_open error.
+ */
+int rvd_offcpu_follow(struct rvd_offcpu_thread **slot, pid_t tid);
+
 /* Closes the events and frees `t` (NULL is fine). */
 void rvd_offcpu_close(struct rvd_offcpu_thread *t);
 
