@@ -71,6 +71,11 @@ $(eval $(call rv_test,device,log,$(OBJ)/device/src/log.o,))
 $(OBJ)/tests/device/test_offcpu.o: CPPFLAGS += -Itests/rvtrace
 $(eval $(call rv_test,device,offcpu,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
 
+# The daemon's OFFCPU records in a real capture of the demo app, read by rvtrace why.
+$(eval $(call rv_test,integration,daemon_offcpu,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_offcpu: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
+                                          $(BIN)/rearview-demo-app
+
 $(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
 
 # Integration tests: real rearviewd, rvctl and helper processes.

@@ -8,8 +8,15 @@
  *    and the daemon never has to drain it;
  *  - the ring is read only with its output paused (PERF_EVENT_IOC_PAUSE_OUTPUT),
  *    and only between data_head and the bytes the kernel has written;
- *  - every timestamp is CLOCK_MONOTONIC (perf use_clockid), the clock of
- *    the trace's ref_monotonic_ns, so intervals line up with the calls;
+ *  - every timestamp handed out is CLOCK_MONOTONIC, the clock of the
+ *    trace's ref_monotonic_ns, so intervals line up with the calls.  The
+ *    kernel stamps the records with CLOCK_MONOTONIC_RAW (perf use_clockid),
+ *    which runs at the trace counter's rate as the trace's mapping does
+ *    (counter ticks from the freeze, added to ref_monotonic_ns); they are
+ *    moved by the MONOTONIC − RAW offset read at the snapshot, near the
+ *    freeze.  Stamped with CLOCK_MONOTONIC itself (NTP-slewed) they drifted
+ *    tens of µs from the calls over a 2 s window, enough to put short calls
+ *    right after a wake-up inside the sleep (test_daemon_offcpu);
  *  - intervals come out oldest first, out_ns ≤ in_ns, and never overlap.
  */
 #include "offcpu.h"
@@ -48,12 +55,17 @@ struct sw_ev {
 	uint16_t misc;
 };
 
-static uint64_t mono_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 static int perf_open(struct perf_event_attr *a, pid_t tid)
@@ -110,7 +122,7 @@ int rvd_offcpu_open(pid_t tid, unsigned ring_pages, struct rvd_offcpu_thread **o
 	a.sample_id_all = 1;
 	a.context_switch = 1;
 	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC;
+	a.clockid = CLOCK_MONOTONIC_RAW; /* the trace counter's rate; see snapshot */
 	a.write_backward = 1;
 	a.exclude_hv = 1;
 	fd = perf_open(&a, tid);
@@ -232,13 +244,17 @@ int rvd_offcpu_snapshot(struct rvd_offcpu_thread *t, struct rvd_offcpu_window *w
 	uint64_t c[C_N];
 	size_t nev = 0;
 	bool out = false;
+	uint64_t raw;
+	int64_t shift; /* MONOTONIC - MONOTONIC_RAW now */
 	int rc;
 
 	memset(w, 0, sizeof(*w));
 	w->tid = t->tid;
 	w->since_ns = t->since_ns;
 	ioctl(t->sw_fd, PERF_EVENT_IOC_PAUSE_OUTPUT, 1);
+	raw = clock_ns(CLOCK_MONOTONIC_RAW);
 	w->at_ns = mono_ns();
+	shift = (int64_t)(w->at_ns - raw);
 	rc = ring_read(t, &ev, &nev);
 	ioctl(t->sw_fd, PERF_EVENT_IOC_PAUSE_OUTPUT, 0);
 	if (rc == 0)
@@ -257,6 +273,11 @@ int rvd_offcpu_snapshot(struct rvd_offcpu_thread *t, struct rvd_offcpu_window *w
 	w->minor_faults = c[C_MINFLT];
 	w->major_faults = c[C_MAJFLT];
 	w->switches = c[C_CS];
+	for (size_t k = 0; k < nev; k++) {
+		uint64_t m = ev[k].t + (uint64_t)shift;
+
+		ev[k].t = m > w->at_ns ? w->at_ns : m;
+	}
 	w->window_ns = nev ? ev[nev - 1].t : w->at_ns;
 	/* Oldest first: the ring gave newest first. */
 	for (size_t k = nev; k-- > 0;) {

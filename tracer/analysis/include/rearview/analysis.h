@@ -194,11 +194,13 @@ void rva_trace_finish(rva_trace *t, int64_t end_ts);
 int rva_trace_append(rva_trace *dst, const rva_trace *src);
 
 /* Gives thread `th` of a finished trace its off-CPU intervals (copied;
- * sorted by `from` and clipped so none overlaps the one before; an unknown
- * reason counts as blocked) and, with `counters` not NULL, its counters
+ * sorted by `from` and clipped so none overlaps the one before; one that
+ * holds a call's entry or exit cut to its longest part without any — a
+ * thread traces only while it runs, the two clocks differ by some µs; an
+ * unknown reason counts as blocked) and, with `counters` not NULL, its counters
  * (copied).  Each call's thread-CPU time (th->cpu) becomes its inclusive
  * time minus its overlap with the intervals, and t->has_cpu is set: every
- * method splits into on-CPU and off-CPU time.  O(calls × log intervals).
+ * method splits into on-CPU and off-CPU time.  O(calls × log calls).
  * 0, -EINVAL (th out of range), -ENOMEM (the thread unchanged). */
 int rva_offcpu_set(rva_trace *t, size_t th, const rva_offcpu *iv, size_t n,
 		   const rva_tcounters *counters);
