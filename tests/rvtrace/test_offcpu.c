@@ -194,6 +194,34 @@ static void test_offcpu_summary_json_lists_reasons(void **state)
 	free(c.b);
 }
 
+/* The two clocks disagree by some µs: an interval holding a call's entry
+ * or exit is cut to its longest part without any (a thread traces only
+ * while it runs). */
+static void test_offcpu_interval_over_events_cut_to_longest_gap(void **state)
+{
+	const rva_offcpu iv[2] = {{.from = 150, .to = 220, .reason = RVA_OFF_BLOCKED},
+				  {.from = 390, .to = 420, .reason = RVA_OFF_PREEMPTED}};
+	rva_trace *t = rva_trace_new();
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(rva_thread_add(t, 1, 1, NULL), 0);
+	assert_int_equal(rva_enter(t, 0, (uint32_t)rva_method_intern(t, "a", 1), 100), 0);
+	assert_int_equal(rva_exit(t, 0, RVA_ANY_METHOD, 120), 0);
+	assert_int_equal(rva_enter(t, 0, (uint32_t)rva_method_intern(t, "b", 1), 200), 0);
+	assert_int_equal(rva_exit(t, 0, RVA_ANY_METHOD, 400), 0);
+	rva_trace_finish(t, 400);
+	assert_int_equal(rva_offcpu_set(t, 0, iv, 2, NULL), 0);
+	/* 150..220 holds b's entry at 200: 150..200 is the longer part. */
+	assert_int_equal(t->threads[0].offcpu[0].from, 150);
+	assert_int_equal(t->threads[0].offcpu[0].to, 200);
+	/* 390..420 holds b's exit at 400: 400..420 is the longer part. */
+	assert_int_equal(t->threads[0].offcpu[1].from, 400);
+	assert_int_equal(t->threads[0].offcpu[1].to, 420);
+	assert_int_equal(t->threads[0].cpu[1], 200); /* b: never off the CPU */
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_offcpu_other_thread_records_ignored),
 		cmocka_unit_test(test_offcpu_intervals_past_record_refused),
 		cmocka_unit_test(test_offcpu_summary_json_lists_reasons),
+		cmocka_unit_test(test_offcpu_interval_over_events_cut_to_longest_gap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
