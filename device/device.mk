@@ -71,6 +71,14 @@ $(eval $(call rv_test,device,log,$(OBJ)/device/src/log.o,))
 $(OBJ)/tests/device/test_offcpu.o: CPPFLAGS += -Itests/rvtrace
 $(eval $(call rv_test,device,offcpu,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
 
+# `make bench`: the off-CPU records' cost per capture (device/BENCHMARKS.md).
+$(OBJ)/tests/device/bench_offcpu.o: CPPFLAGS += -Itests/rvtrace
+$(TBIN)/device/bench_offcpu: $(OBJ)/tests/device/bench_offcpu.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
+                             $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS)
+BENCHES += $(TBIN)/device/bench_offcpu
+
 # The daemon's OFFCPU records in a real capture of the demo app, read by rvtrace why.
 $(eval $(call rv_test,integration,daemon_offcpu,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_daemon_offcpu: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
