@@ -11,7 +11,8 @@ DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/conn.c device/src/capcheck.c \
                    device/src/enforce.c device/src/daemon.c device/src/capture.c \
                    device/src/admin.c device/src/dbus.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
-                   device/src/enroll.c device/src/curl_uv.c device/src/compress.c
+                   device/src/enroll.c device/src/curl_uv.c device/src/compress.c \
+                   device/src/offcpu.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
 # Local summaries (src/summary.c) with librvanalysis: the archive rides with
@@ -65,6 +66,23 @@ $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLA
 
 # logfmt lines and the journald priority prefix (src/log.c).
 $(eval $(call rv_test,device,log,$(OBJ)/device/src/log.o,))
+
+# Per-thread perf events and the OFFCPU / THREAD_COUNTERS records (issue 17).
+$(OBJ)/tests/device/test_offcpu.o: CPPFLAGS += -Itests/rvtrace
+$(eval $(call rv_test,device,offcpu,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
+
+# `make bench`: the off-CPU records' cost per capture (device/BENCHMARKS.md).
+$(OBJ)/tests/device/bench_offcpu.o: CPPFLAGS += -Itests/rvtrace
+$(TBIN)/device/bench_offcpu: $(OBJ)/tests/device/bench_offcpu.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
+                             $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS)
+BENCHES += $(TBIN)/device/bench_offcpu
+
+# The daemon's OFFCPU records in a real capture of the demo app, read by rvtrace why.
+$(eval $(call rv_test,integration,daemon_offcpu,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_offcpu: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
+                                          $(BIN)/rearview-demo-app
 
 $(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
 

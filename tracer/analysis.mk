@@ -1,7 +1,7 @@
 # tracer/analysis.mk — librvanalysis (decode, analyse, import, export) and
 # the rvtrace CLI.  Included by tracer/tracer.mk.
 
-RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c \
+RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c tracer/analysis/offcpu.c \
            tracer/analysis/capture.c tracer/analysis/textio.c \
            tracer/analysis/svg.c tracer/analysis/android.c \
            tracer/analysis/chrome.c tracer/analysis/perfetto.c \
@@ -58,6 +58,7 @@ $(OBJ)/tests/rvtrace/test_integrity.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/
 $(eval $(call rv_test,rvtrace,integrity,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(eval $(call rv_test,rvtrace,shuffle,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,offcpu,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(OBJ)/tests/rvtrace/test_shuffle.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 
 $(OBJ)/tests/rvtrace/test_textio.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'

@@ -14,7 +14,10 @@
  *    pending capture, then the store in flight, then the spool row — and is
  *    released when the capture fails or is dropped;
  *  - a capture is pending only once its local summary is durable (the
- *    summary job is queued before the gate's state change).
+ *    summary job is queued before the gate's state change);
+ *  - OFFCPU / THREAD_COUNTERS records (offcpu.c) are added only to a capture
+ *    of the thread the process's perf events watch, into a new sealed memfd
+ *    with a new checksum; when that fails the capture is stored as sent.
  */
 #include "capture.h"
 
@@ -26,12 +29,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "anomaly.h"
 #include "capcheck.h"
 #include "log.h"
+#include "offcpu.h"
 #include "summary.h"
 #include "rearview/common.pb-c.h"
 
@@ -457,6 +462,62 @@ static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 
 #define RVD_SEALS_REQUIRED (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
+/*
+ * The daemon's part of a capture of p's traced thread: its off-CPU
+ * intervals and counters (offcpu.c), appended to a copy of the verified
+ * capture in `*fd` (`*size` bytes).  On success *fd / *size are the new
+ * sealed memfd (the old one closed); on any failure they are unchanged and
+ * the reason is logged.  Costs a snapshot of the perf ring, one copy and
+ * one XXH3 pass of the capture (device/BENCHMARKS.md).
+ */
+static void add_offcpu(struct rvd_capture_flow *f, struct rvd_process *p, int *fd, uint64_t *size)
+{
+	struct rvd_offcpu_window w;
+	uint64_t t0 = uv_hrtime();
+	const uint8_t *cap;
+	uint32_t tid;
+	uint8_t *out = NULL;
+	size_t len = 0;
+	int rc, nfd = -1;
+
+	if (!p->offcpu || rvd_offcpu_snapshot(p->offcpu, &w) < 0)
+		return;
+	cap = mmap(NULL, (size_t)*size, PROT_READ, MAP_SHARED, *fd, 0);
+	if (cap == MAP_FAILED) {
+		rvd_offcpu_window_release(&w);
+		return;
+	}
+	memcpy(&tid, cap + 56, 4); /* header: the captured thread */
+	rc = (pid_t)tid == w.tid ? rvd_offcpu_append(cap, (size_t)*size, &w, 1, &out, &len)
+				 : -ESRCH;
+	munmap((void *)cap, (size_t)*size);
+	if (rc == 0 && len > f->env.cfg->capture_max_bytes)
+		rc = -EFBIG;
+	if (rc == 0) {
+		errno = 0;
+		nfd = memfd_create("rearview-capture", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (nfd < 0 || write(nfd, out, len) != (ssize_t)len ||
+		    fcntl(nfd, F_ADD_SEALS, RVD_SEALS_REQUIRED) < 0) {
+			rc = errno ? -errno : -EIO;
+			if (nfd >= 0)
+				close(nfd);
+			nfd = -1;
+		}
+	}
+	if (nfd >= 0) {
+		rvd_info("pid %d: %zu off-CPU intervals added to the capture (+%zu bytes, %" PRIu64
+			 " us)",
+			 (int)p->pid, w.n, len - (size_t)*size, (uv_hrtime() - t0) / 1000);
+		close(*fd);
+		*fd = nfd;
+		*size = len;
+	} else if (rc != -ESRCH) {
+		rvd_warn("pid %d: off-CPU records not added: %s", (int)p->pid, strerror(-rc));
+	}
+	free(out);
+	rvd_offcpu_window_release(&w);
+}
+
 int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd_process *p,
 		      const Rearview__CaptureReady *cr)
 {
@@ -464,7 +525,7 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	struct rvd_capture_rec meta;
 	struct store_ctx *sc;
 	struct stat stb;
-	uint64_t now = uv_hrtime();
+	uint64_t now = uv_hrtime(), size;
 	const char *why;
 	int fd = rvd_conn_take_fd(c);
 	int seals;
@@ -515,6 +576,8 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 		pending_drop(f, pc);
 		return -EBADMSG;
 	}
+	size = cr->size;
+	add_offcpu(f, p, &fd, &size);
 	memset(&meta, 0, sizeof(meta));
 	meta.anomaly = pc->anomaly;
 	meta.reservation = pc->reservation; /* committed when the upload is acknowledged */
@@ -539,7 +602,7 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	sc->reservation = pc->reservation;
 	pc->reservation = 0; /* the stored capture holds it now */
 	pending_drop(f, pc);
-	if (rvd_spool_store(f->env.spool, fd, cr->size, &meta, store_cb, sc) < 0) {
+	if (rvd_spool_store(f->env.spool, fd, size, &meta, store_cb, sc) < 0) {
 		f->env.release_reservation(f->env.ctx, sc->reservation);
 		free(sc);
 		note_error(f, "capture: spool refused the capture");

@@ -40,6 +40,7 @@
 #include "dbus.h"
 #include "enforce.h"
 #include "log.h"
+#include "offcpu.h"
 #include "registry.h"
 #include "tracectl.h"
 #include "upload.h"
@@ -109,6 +110,9 @@ static void trace_cb(struct rvd_process *p, pid_t tid, bool start, void *data)
 {
 	(void)data;
 	rvd_tracectl_send(p, tid, start);
+	/* The traced thread's perf events follow the plan (off-CPU records). */
+	if (start || (p->offcpu && tid == rvd_offcpu_tid(p->offcpu)))
+		rvd_offcpu_follow(&p->offcpu, start ? tid : 0);
 }
 
 /*
@@ -126,9 +130,10 @@ static void adopt_or_release(struct rvd_daemon *d, struct rvd_process *p)
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct rvd_thread *t = &p->threads[i];
 
-		if (t->tracing && rvd_registry_adopt(&d->reg, p, t->tid, n))
+		if (t->tracing && rvd_registry_adopt(&d->reg, p, t->tid, n)) {
 			rvd_info("pid %d: took over tracing tid %d", (int)p->pid, (int)t->tid);
-		else if (t->tracing || t->buffer_bytes)
+			rvd_offcpu_follow(&p->offcpu, t->tid);
+		} else if (t->tracing || t->buffer_bytes)
 			others = true;
 	}
 	if (others && !p->traced_tid) {

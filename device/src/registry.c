@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "offcpu.h"
+
 void rvd_registry_init(struct rvd_registry *reg)
 {
 	memset(reg, 0, sizeof(*reg));
@@ -17,6 +19,7 @@ void rvd_registry_init(struct rvd_registry *reg)
 
 static void process_free(struct rvd_process *p)
 {
+	rvd_offcpu_close(p->offcpu);
 	free(p->threads);
 	free(p);
 }

@@ -36,6 +36,8 @@ struct rvd_process {
 	size_t nthreads;
 	struct rvd_jank_state jank;
 	void *conn; /* borrowed: the control connection */
+	/* perf events on traced_tid (offcpu.c), NULL when none; owned */
+	struct rvd_offcpu_thread *offcpu;
 };
 
 struct rvd_registry {

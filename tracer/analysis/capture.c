@@ -54,8 +54,12 @@ enum {
 	REC_APP,
 	REC_CHECKSUM,
 	REC_UNTRACED,
-	REC_MUTED
+	REC_MUTED,
+	REC_OFFCPU = 12, /* written by rearviewd (device/src/offcpu.c) */
+	REC_THREAD_COUNTERS
 };
+#define OFFCPU_ITEM	    24u
+#define THREAD_COUNTERS_LEN 80u
 enum { CHECKSUM_XXH3_64 = 1 };
 
 /* A slot whose low word is a marker (1..15, FORMAT.md §1): the slot before
@@ -401,6 +405,10 @@ typedef struct ctx {
 	size_t vcap, vn;
 	const rva_progress *prog; /* NULL: no progress reports */
 	uint64_t pdone, ptotal;
+	/* The captured thread's OFFCPU and THREAD_COUNTERS values (inside the
+	 * buffer, checked for size), NULL when absent. */
+	const uint8_t *offcpu, *counters;
+	uint32_t noffcpu;
 } ctx;
 
 /* Slots per progress report in each pass: 2 MiB of input, so the callback
@@ -673,6 +681,22 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 			c->nsyms++;
 			continue;
 		}
+		if (type == REC_OFFCPU || type == REC_THREAD_COUNTERS) {
+			if (len < 8 || rd32(v) != c->t->threads[0].tid)
+				continue; /* another thread's: not this capture's */
+			if (type == REC_THREAD_COUNTERS) {
+				if (len < THREAD_COUNTERS_LEN)
+					return rva_fail(err, -EINVAL,
+							"short THREAD_COUNTERS record");
+				c->counters = v;
+				continue;
+			}
+			if ((uint64_t)rd32(v + 4) * OFFCPU_ITEM > len - 8)
+				return rva_fail(err, -EINVAL, "OFFCPU intervals past the record");
+			c->offcpu = v + 8;
+			c->noffcpu = rd32(v + 4);
+			continue;
+		}
 		if (len > MAX_STRING + 64)
 			return rva_fail(err, -E2BIG, "record type %u too long (%u bytes)", type,
 					len);
@@ -773,6 +797,43 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 		c->t->muted[i].method = (uint32_t)id;
 	}
 	return 0;
+}
+
+/* The OFFCPU / THREAD_COUNTERS records into the model (thread 0, the
+ * captured one): CLOCK_MONOTONIC ns, the calls' clock already. */
+static int attach_offcpu(ctx *c)
+{
+	rva_tcounters k;
+	rva_offcpu *iv = malloc((c->noffcpu ? c->noffcpu : 1) * sizeof(*iv));
+	int rc;
+
+	if (!iv)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->noffcpu; i++) {
+		const uint8_t *p = c->offcpu + (size_t)i * OFFCPU_ITEM;
+		uint64_t from = rd64(p), to = rd64(p + 8);
+
+		/* Hostile values stay on the int64 clock and in order. */
+		iv[i].from = from > INT64_MAX ? INT64_MAX : (int64_t)from;
+		iv[i].to = to > INT64_MAX ? INT64_MAX : (int64_t)to;
+		iv[i].reason = rd32(p + 16);
+	}
+	if (c->counters) {
+		const uint8_t *p = c->counters;
+
+		k = (rva_tcounters){.since = (int64_t)(rd64(p + 8) & INT64_MAX),
+				    .at = (int64_t)(rd64(p + 16) & INT64_MAX),
+				    .task_clock_ns = rd64(p + 24),
+				    .minor_faults = rd64(p + 32),
+				    .major_faults = rd64(p + 40),
+				    .switches = rd64(p + 48),
+				    .window = (int64_t)(rd64(p + 56) & INT64_MAX),
+				    .voluntary = rd64(p + 64),
+				    .involuntary = rd64(p + 72)};
+	}
+	rc = rva_offcpu_set(c->t, 0, iv, c->noffcpu, c->counters ? &k : NULL);
+	free(iv);
+	return rc;
 }
 
 /* Converts a full shifted counter value to monotonic ns. */
@@ -1140,6 +1201,10 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		/* Still-open frames end at the freeze, or at the last event when a
 		 * damaged file has events after it. */
 		rva_trace_finish(c.t, k.mono > c.last_ns ? k.mono : c.last_ns);
+		if ((c.offcpu || c.counters) && (rc = attach_offcpu(&c)) < 0) {
+			rva_fail(err, rc, "out of memory");
+			goto out_free;
+		}
 	}
 	progress(&c, len); /* clamped: ends at the total */
 	*out = c.t;

@@ -50,6 +50,9 @@ void rva_trace_free(rva_trace *t)
 		free(t->threads[i].calls);
 		free(t->threads[i].stack);
 		free(t->threads[i].cpu);
+		free(t->threads[i].offcpu);
+		free(t->threads[i].counters);
+		free(t->threads[i].offpre);
 	}
 	free(t->threads);
 	free(t->anomaly_name);

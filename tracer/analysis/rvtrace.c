@@ -36,6 +36,7 @@ static const char usage_main[] =
 	"  export FILE        convert (--format F -o OUT)\n"
 	"  diff A B           methods whose self time changed, largest first\n"
 	"  hotlist FILE...    hot, short methods: a never-list for rvcc\n"
+	"  why METHOD FILE    a method's time split into on-CPU and off-CPU, by reason\n"
 	"\n"
 	"`rvtrace COMMAND --help` describes each command.  On a terminal, work\n"
 	"taking over a second shows a progress bar on stderr; --quiet (anywhere\n"
@@ -75,6 +76,17 @@ static const char usage_summary[] =
 	"time, each with its 64-bit signature (FNV-1a over normalized names, the\n"
 	"same on every device).  Times are microseconds, or samples for\n"
 	"aggregate-only inputs.\n";
+
+static const char usage_why[] =
+	"usage: rvtrace why METHOD FILE\n"
+	"\n"
+	"Why METHOD (exact name) took its time: its calls' inclusive time\n"
+	"(recursion counted once) split into on-CPU and off-CPU time, the\n"
+	"off-CPU time by reason (preempted: switched out while runnable;\n"
+	"blocked: sleeping on a pipe, futex, I/O or a page fault), and the\n"
+	"counters of its threads (CPU time, minor and major page faults,\n"
+	"voluntary and involuntary context switches).  Needs a capture with\n"
+	"rearviewd's OFFCPU records (tracer/FORMAT.md); times in microseconds.\n";
 
 static const char usage_tree[] =
 	"usage: rvtrace tree [--threshold PCT] [--thread N] FILE\n"
@@ -340,8 +352,14 @@ static int print_summary(const sumview *v, size_t ntop)
 	       t->nthreads, t->nmethods, usec(t, t->end - t->start), unit, t->dropped);
 	print_note(full, "");
 	putchar('\n');
-	/* Two clocks (Android dual): thread-CPU columns beside the wall ones. */
-	if (t->has_cpu)
+	/* Two clocks (Android dual) or off-CPU records (a capture through
+	 * rearviewd): thread-CPU columns beside the wall ones; with off-CPU
+	 * records also the inclusive time spent off the CPU. */
+	int offcol = t->has_cpu && rva_trace_has_offcpu(full);
+	if (offcol)
+		printf("%10s %14s %14s %14s %14s %14s  %s\n", "calls", "incl", "self",
+		       "on_cpu_incl", "on_cpu_self", "off_cpu_incl", "method");
+	else if (t->has_cpu)
 		printf("%10s %14s %14s %14s %14s  %s\n", "calls", "incl", "self", "cpu_incl",
 		       "cpu_self", "method");
 	else
@@ -351,6 +369,8 @@ static int print_summary(const sumview *v, size_t ntop)
 		printf("%10" PRIu64 " %14.3f %14.3f", m->calls, usec(t, m->incl), usec(t, m->self));
 		if (t->has_cpu)
 			printf(" %14.3f %14.3f", usec(t, m->cpu_incl), usec(t, m->cpu_self));
+		if (offcol)
+			printf(" %14.3f", usec(t, m->incl - m->cpu_incl));
 		printf("  %s\n", t->names[ids[i]]);
 	}
 	free(ids);
@@ -472,7 +492,9 @@ static int cmd_summary(int argc, char **argv)
 		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg);
 		return 1;
 	}
-	if (!full_model && window < 0 && !match && rva_detect(buf, len) == RVA_FMT_CAPTURE) {
+	/* Off-CPU records need the model (the on/off-CPU split is per call). */
+	if (!full_model && window < 0 && !match && rva_detect(buf, len) == RVA_FMT_CAPTURE &&
+	    !rva_capture_has_offcpu(buf, len)) {
 		int rc = summary_streamed(path, buf, len, json, ntop);
 		if (rc >= 0) {
 			free(buf);
@@ -714,6 +736,75 @@ static int do_export(const char *fmt, const char *in, const char *outp, const ch
 	return rc < 0;
 }
 
+static double pct_of(int64_t a, int64_t b)
+{
+	return b > 0 ? 100.0 * (double)a / (double)b : 0;
+}
+
+static int cmd_why(int argc, char **argv)
+{
+	static const char *const reason[RVA_OFF_NREASONS] = {"", "preempted", "blocked"};
+	int64_t incl = 0, off = 0, by[RVA_OFF_NREASONS] = {0};
+	uint64_t calls = 0;
+	int have = 0;
+	rva_trace *t;
+
+	if (argc != 3 || argv[1][0] == '-')
+		return die_usage(usage_why);
+	if (load(argv[2], &t) < 0)
+		return 1;
+	int64_t m = rva_method_find(t, argv[1]);
+	if (m < 0) {
+		fprintf(stderr, "rvtrace: no method named '%s' in %s\n", argv[1], argv[2]);
+		rva_trace_free(t);
+		return 1;
+	}
+	for (size_t i = 0; i < t->nthreads; i++) {
+		const rva_thread *th = &t->threads[i];
+		int64_t until = INT64_MIN; /* end of the outermost open call of m */
+
+		have |= th->noffcpu > 0 || th->counters;
+		for (size_t k = 0; k < th->ncalls; k++) {
+			const rva_call *c = &th->calls[k];
+			int64_t r[RVA_OFF_NREASONS];
+
+			if (c->method != (uint32_t)m || c->start < until)
+				continue;
+			until = c->end;
+			calls++;
+			incl += c->end - c->start;
+			off += rva_offcpu_overlap(th, c->start, c->end, r);
+			for (int j = 1; j < RVA_OFF_NREASONS; j++)
+				by[j] += r[j];
+		}
+	}
+	printf("method: %s\ncalls: %" PRIu64 "\ninclusive: %.3f\n", argv[1], calls, usec(t, incl));
+	if (!have) {
+		printf("no off-CPU records: the capture was not taken through rearviewd with "
+		       "perf events\n");
+		rva_trace_free(t);
+		return 0;
+	}
+	printf("on-CPU: %.3f (%.1f%%)\noff-CPU: %.3f (%.1f%%)\n", usec(t, incl - off),
+	       pct_of(incl - off, incl), usec(t, off), pct_of(off, incl));
+	for (int j = 1; j < RVA_OFF_NREASONS; j++)
+		printf("  %s: %.3f (%.1f%%)\n", reason[j], usec(t, by[j]), pct_of(by[j], incl));
+	for (size_t i = 0; i < t->nthreads; i++) {
+		const rva_tcounters *k = t->threads[i].counters;
+
+		if (!k)
+			continue;
+		printf("thread %" PRIu32 ": cpu %.3f, faults minor %" PRIu64 " major %" PRIu64
+		       ", switches %" PRIu64 " (over %.3f); in the last %.3f: voluntary %" PRIu64
+		       " involuntary %" PRIu64 "\n",
+		       t->threads[i].tid, (double)k->task_clock_ns / 1e3, k->minor_faults,
+		       k->major_faults, k->switches, (double)(k->at - k->since) / 1e3,
+		       (double)(k->at - k->window) / 1e3, k->voluntary, k->involuntary);
+	}
+	rva_trace_free(t);
+	return 0;
+}
+
 static int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
@@ -858,6 +949,7 @@ int main(int argc, char **argv)
 		{"export", cmd_export, usage_export},
 		{"diff", cmd_diff, usage_diff},
 		{"hotlist", rvtrace_cmd_hotlist, rvtrace_usage_hotlist},
+		{"why", cmd_why, usage_why},
 	};
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
 		fputs(usage_main, stdout);

@@ -26,6 +26,37 @@ static void write_chain_at(FILE *f, int *first, const rva_trace *t, size_t th,
 	*first = 0;
 }
 
+/* "offcpu_reasons": the off-CPU time of every thread of `full` inside its
+ * span, by reason, largest first (ties: preempted before blocked). */
+static void write_offcpu_reasons(FILE *f, const rva_trace *full)
+{
+	static const char *const name[RVA_OFF_NREASONS] = {"", "preempted", "blocked"};
+	int64_t tot[RVA_OFF_NREASONS] = {0};
+	int order[RVA_OFF_NREASONS - 1];
+
+	for (size_t i = 0; i < full->nthreads; i++) {
+		int64_t r[RVA_OFF_NREASONS];
+
+		rva_offcpu_overlap(&full->threads[i], full->start, full->end, r);
+		for (int k = 1; k < RVA_OFF_NREASONS; k++)
+			tot[k] += r[k];
+	}
+	for (int k = 1; k < RVA_OFF_NREASONS; k++) {
+		int j = k - 1;
+
+		while (j > 0 && tot[order[j - 1]] < tot[k]) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = k;
+	}
+	fprintf(f, ",\n\"offcpu_reasons\":[");
+	for (int j = 0; j < RVA_OFF_NREASONS - 1; j++)
+		fprintf(f, "%s{\"reason\":\"%s\",\"ns\":%" PRId64 "}", j ? "," : "", name[order[j]],
+			tot[order[j]]);
+	fputc(']', f);
+}
+
 /* The document from t's header fields and names, the statistics st of t,
  * the chains ch, and the chains at the anomaly: of every thread of `full`
  * at `at` (rva_chain_at) when achain is NULL, else achain[0..adepth) on
@@ -66,6 +97,8 @@ static int write_doc(FILE *f, const rva_trace *full, const rva_trace *t, const r
 		}
 		fputs("]}", f);
 	}
+	if (rva_trace_has_offcpu(full))
+		write_offcpu_reasons(f, full);
 	fprintf(f, ",\n\"top_self\":[");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "%s\n {\"method\":", i ? "," : "");

@@ -45,6 +45,23 @@ typedef struct rva_call {
 	int64_t end;
 } rva_call;
 
+/* Why a thread was off the CPU (FORMAT.md, OFFCPU record). */
+enum { RVA_OFF_PREEMPTED = 1, RVA_OFF_BLOCKED = 2, RVA_OFF_NREASONS = 3 };
+
+/* An interval in which the thread was off the CPU, on the calls' clock. */
+typedef struct rva_offcpu {
+	int64_t from, to; /* from <= to */
+	uint32_t reason;  /* RVA_OFF_* */
+} rva_offcpu;
+
+/* A thread's counters (FORMAT.md, THREAD_COUNTERS): totals from `since` to
+ * `at`, and the switch-outs in the window [window, at) by reason. */
+typedef struct rva_tcounters {
+	int64_t since, at, window;
+	uint64_t task_clock_ns, minor_faults, major_faults, switches;
+	uint64_t voluntary, involuntary;
+} rva_tcounters;
+
 typedef struct rva_thread {
 	uint32_t pid;
 	uint32_t tid;
@@ -63,6 +80,12 @@ typedef struct rva_thread {
 	int64_t *cpu;	  /* owned */
 	size_t cpucap;	  /* private */
 	int64_t last_cpu; /* private */
+	/* Captures with OFFCPU records: the off-CPU intervals (sorted, not
+	 * overlapping; owned) and the counters (owned, NULL when none). */
+	rva_offcpu *offcpu;
+	size_t noffcpu;
+	rva_tcounters *counters;
+	int64_t *offpre; /* private: prefix sums, RVA_OFF_NREASONS per interval + 1 */
 } rva_thread;
 
 /* A method of a capture that the device could not name: shown as
@@ -216,6 +239,32 @@ void rva_trace_finish(rva_trace *t, int64_t end_ts);
  * finished dst, for analysing a set of traces as one (e.g. diff of two sets).
  * -EINVAL when one is weighted and the other is not; -ENOMEM. */
 int rva_trace_append(rva_trace *dst, const rva_trace *src);
+
+/* Gives thread `th` of a finished trace its off-CPU intervals (copied;
+ * sorted by `from` and clipped so none overlaps the one before; one that
+ * holds a call's entry or exit cut to its longest part without any — a
+ * thread traces only while it runs, the two clocks differ by some µs; an
+ * unknown reason counts as blocked) and, with `counters` not NULL, its counters
+ * (copied).  Each call's thread-CPU time (th->cpu) becomes its inclusive
+ * time minus its overlap with the intervals, and t->has_cpu is set: every
+ * method splits into on-CPU and off-CPU time.  O(calls × log calls).
+ * 0, -EINVAL (th out of range), -ENOMEM (the thread unchanged). */
+int rva_offcpu_set(rva_trace *t, size_t th, const rva_offcpu *iv, size_t n,
+		   const rva_tcounters *counters);
+
+/* The off-CPU time of thread `th` inside [from, to): the total, and per
+ * reason into by_reason[RVA_OFF_NREASONS] when not NULL (index 0 unused,
+ * 0).  0 for a thread without intervals.  O(log intervals). */
+int64_t rva_offcpu_overlap(const rva_thread *th, int64_t from, int64_t to, int64_t *by_reason);
+
+/* 1 when some thread of `t` has off-CPU intervals or counters, else 0. */
+int rva_trace_has_offcpu(const rva_trace *t);
+
+/* 1 when the Rearview capture in buf[0..len) has an OFFCPU or
+ * THREAD_COUNTERS record (a quick walk of the records, nothing verified;
+ * 0 for anything else), e.g. to choose the full model over a streamed
+ * summary.  Pure, any thread. */
+int rva_capture_has_offcpu(const uint8_t *buf, size_t len);
 
 /* ---- per-method statistics ---- */
 
