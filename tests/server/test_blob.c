@@ -1,0 +1,483 @@
+/*
+ * test_blob.c — the blob interface (blob.h): the same cases run against
+ * every backend — a local directory in a temporary directory, and the S3
+ * backend against a real S3 server (npm s3rver, pinned in
+ * tests/server/s3rver/package.json) the test starts on a port it lets the
+ * kernel pick (port 0, read back from its banner) in a temporary directory
+ * and kills at the end.  Without node or s3rver the S3 cases skip visibly.
+ * Then what only S3 has: its secret file's permissions, and an endpoint
+ * that does not answer (retried, then -EIO).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "blob.h"
+#include "rvs.h"
+
+struct fx;
+/* One backend under test. */
+struct backend {
+	const char *name;
+	int (*open)(struct fx *f);
+	/* Replaces blob hex's stored bytes by others (a corrupt store). */
+	void (*corrupt)(struct fx *f, const char *hex);
+};
+
+struct fx {
+	const struct backend *be;
+	char dir[64];
+	struct rvs_blobs *b;
+};
+
+/* ---- the S3 server, shared by the S3 group ------------------------------- */
+
+static struct {
+	pid_t pid;
+	char dir[64], endpoint[64], secret[96];
+	int up; /* 1 running, 0 not tried, -1 unavailable */
+} s3rver;
+
+static void s3rver_start(void)
+{
+	int out[2];
+	char buf[512] = "";
+	size_t got = 0;
+	time_t deadline;
+
+	s3rver.up = -1;
+	if (access(RVS_S3RVER, R_OK) != 0 || system("command -v node >/dev/null 2>&1") != 0)
+		return;
+	snprintf(s3rver.dir, sizeof s3rver.dir, "/tmp/rvs-s3-XXXXXX");
+	if (!mkdtemp(s3rver.dir) || pipe(out) < 0)
+		return;
+	snprintf(s3rver.secret, sizeof s3rver.secret, "%s/secret", s3rver.dir);
+	int fd = open(s3rver.secret, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, "S3RVER\n", 7) != 7 || close(fd) < 0)
+		return;
+	if ((s3rver.pid = fork()) == 0) {
+		char data[80];
+		snprintf(data, sizeof data, "%s/data", s3rver.dir);
+		mkdir(data, 0700);
+		dup2(out[1], 1);
+		close(out[0]);
+		execlp("node", "node", RVS_S3RVER, "-d", data, "-a", "127.0.0.1", "-p", "0",
+		       "--silent", "--configure-bucket", "rv", (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	/* Wait for "S3rver listening on 127.0.0.1:PORT" (generous deadline). */
+	deadline = time(NULL) + 60;
+	while (time(NULL) < deadline && got < sizeof buf - 1 &&
+	       !(strstr(buf, "listening on ") && strchr(strstr(buf, "listening on "), '\n'))) {
+		struct pollfd p = {out[0], POLLIN, 0};
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		ssize_t n = read(out[0], buf + got, sizeof buf - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		buf[got] = '\0';
+	}
+	close(out[0]);
+	const char *at = strstr(buf, "listening on ");
+	const char *colon = at ? strrchr(at, ':') : NULL;
+	if (!colon || atoi(colon + 1) <= 0) {
+		int status = 0;
+		kill(s3rver.pid, SIGTERM);
+		waitpid(s3rver.pid, &status, 0);
+		s3rver.pid = 0;
+		print_message("s3rver did not start (status %d): %s\n", status, buf);
+		return;
+	}
+	snprintf(s3rver.endpoint, sizeof s3rver.endpoint, "http://127.0.0.1:%d", atoi(colon + 1));
+	s3rver.up = 1;
+}
+
+static int s3_group_setup(void **state)
+{
+	s3rver_start();
+	return 0;
+}
+
+static int s3_group_teardown(void **state)
+{
+	char cmd[128];
+	if (s3rver.pid > 0) {
+		kill(s3rver.pid, SIGTERM);
+		waitpid(s3rver.pid, NULL, 0);
+	}
+	if (s3rver.dir[0]) {
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", s3rver.dir);
+		if (system(cmd) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static struct rvs_blob_s3_config s3_config(void)
+{
+	struct rvs_blob_s3_config c = {
+		.endpoint = s3rver.endpoint,
+		.region = "us-east-1",
+		.access_key = "S3RVER",
+		.secret_file = s3rver.secret,
+		.timeout_ms = 30000,
+	};
+	return c;
+}
+
+/* ---- backends ------------------------------------------------------------ */
+
+static int local_open(struct fx *f)
+{
+	char blobs[96];
+	snprintf(blobs, sizeof blobs, "%s/blobs", f->dir);
+	return rvs_blobs_open(blobs, NULL, f->dir, &f->b);
+}
+
+static void local_corrupt(struct fx *f, const char *hex)
+{
+	char blobs[96], path[1024];
+	snprintf(blobs, sizeof blobs, "%s/blobs", f->dir);
+	assert_int_equal(rvs_blob_path(blobs, hex, path, sizeof path), 0);
+	assert_int_equal(rvs_write_file_atomic(path, "tampered", 8, 0600), 0);
+}
+
+static int s3_open(struct fx *f)
+{
+	struct rvs_blob_s3_config c = s3_config();
+	char spec[96];
+	/* A prefix per test: the cases share the bucket, never their blobs. */
+	snprintf(spec, sizeof spec, "s3://rv/blobs/%s", strrchr(f->dir, '-') + 1);
+	return rvs_blobs_open(spec, &c, f->dir, &f->b);
+}
+
+/* s3rver keeps an object's bytes in DIR/data/BUCKET/KEY._S3rver_object. */
+static void s3_corrupt(struct fx *f, const char *hex)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/data/rv/blobs/%s/%s._S3rver_object", s3rver.dir,
+		 strrchr(f->dir, '-') + 1, hex);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(rvs_write_file_atomic(path, "tampered", 8, 0600), 0);
+}
+
+static const struct backend local_be = {"local", local_open, local_corrupt};
+static const struct backend s3_be = {"s3", s3_open, s3_corrupt};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	if (!f)
+		return -1;
+	f->be = *state;
+	snprintf(f->dir, sizeof f->dir, "/tmp/rvs-blob-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	*state = f;
+	if (f->be == &s3_be && s3rver.up != 1)
+		return 0; /* the case skips */
+	return f->be->open(f);
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+	rvs_blobs_close(f->b);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+	int rc = system(cmd);
+	free(f);
+	return rc == 0 ? 0 : -1;
+}
+
+static struct fx *fx_of(void **state)
+{
+	struct fx *f = *state;
+	if (!f->b) {
+		print_message("%s backend unavailable (node or s3rver missing)\n", f->be->name);
+		skip();
+	}
+	return f;
+}
+
+static void hex_of(const void *data, size_t len, char hex[65])
+{
+	uint8_t d[32];
+	rvs_sha256(data, len, d);
+	rvs_hex(d, 32, hex);
+}
+
+/* ---- the cases, run against each backend --------------------------------- */
+
+static void test_blob_put_get_roundtrips(void **state)
+{
+	struct fx *f = fx_of(state);
+	const char payload[] = "a capture's bytes\0with a NUL";
+	char hex[65], want[65];
+	uint8_t *got;
+	size_t len;
+
+	hex_of(payload, sizeof payload, want);
+	assert_int_equal(f->b->ops->put(f->b, payload, sizeof payload, hex), 0);
+	assert_string_equal(hex, want);
+	assert_int_equal(f->b->ops->exists(f->b, hex), 1);
+	assert_int_equal(f->b->ops->get(f->b, hex, 1 << 20, &got, &len), 0);
+	assert_int_equal(len, sizeof payload);
+	assert_memory_equal(got, payload, len);
+	free(got);
+}
+
+static int count_cb(const char *hex, void *arg)
+{
+	(*(unsigned *)arg)++;
+	return 1; /* referenced: keep */
+}
+
+static void test_blob_put_twice_dedups(void **state)
+{
+	struct fx *f = fx_of(state);
+	char hex[65], again[65];
+	unsigned seen = 0;
+	uint8_t *got;
+	size_t len;
+
+	assert_int_equal(f->b->ops->put(f->b, "same", 4, hex), 0);
+	assert_int_equal(f->b->ops->put(f->b, "same", 4, again), 0);
+	assert_string_equal(hex, again);
+	/* One stored blob: a sweep that keeps everything lists it once. */
+	assert_int_equal(f->b->ops->sweep(f->b, 0, count_cb, &seen, NULL), 0);
+	assert_int_equal(seen, 1);
+	assert_int_equal(f->b->ops->get(f->b, hex, 4, &got, &len), 0);
+	assert_memory_equal(got, "same", 4);
+	free(got);
+}
+
+static void test_blob_list_counts_each_blob_once(void **state)
+{
+	struct fx *f = fx_of(state);
+	char a[65], b[65], c[65];
+	unsigned seen = 0;
+
+	assert_int_equal(f->b->ops->put(f->b, "one", 3, a), 0);
+	assert_int_equal(f->b->ops->put(f->b, "two", 3, b), 0);
+	assert_int_equal(f->b->ops->put(f->b, "one", 3, c), 0);
+	assert_int_equal(f->b->ops->sweep(f->b, 0, count_cb, &seen, NULL), 0);
+	assert_int_equal(seen, 2);
+}
+
+static void test_blob_delete_removes(void **state)
+{
+	struct fx *f = fx_of(state);
+	char hex[65];
+	uint8_t *got;
+	size_t len;
+
+	assert_int_equal(f->b->ops->put(f->b, "gone soon", 9, hex), 0);
+	assert_int_equal(f->b->ops->del(f->b, hex), 0);
+	assert_int_equal(f->b->ops->exists(f->b, hex), 0);
+	assert_int_equal(f->b->ops->get(f->b, hex, 100, &got, &len), -ENOENT);
+	assert_int_equal(f->b->ops->del(f->b, hex), 0); /* already gone: fine */
+}
+
+static void test_blob_missing_is_enoent(void **state)
+{
+	struct fx *f = fx_of(state);
+	char hex[65], path[1024];
+	uint8_t *got;
+	size_t len;
+	int is_temp;
+
+	hex_of("never stored", 12, hex);
+	assert_int_equal(f->b->ops->exists(f->b, hex), 0);
+	assert_int_equal(f->b->ops->get(f->b, hex, 100, &got, &len), -ENOENT);
+	if (!f->b->ops->path)
+		assert_int_equal(rvs_blobs_file(f->b, hex, 100, path, sizeof path, &is_temp),
+				 -ENOENT);
+	assert_int_equal(f->b->ops->get(f->b, "../../etc/passwd", 100, &got, &len), -EINVAL);
+}
+
+static void test_blob_oversize_is_efbig(void **state)
+{
+	struct fx *f = fx_of(state);
+	char big[100000], hex[65], path[1024];
+	uint8_t *got;
+	size_t len;
+	int is_temp;
+
+	for (size_t i = 0; i < sizeof big; i++)
+		big[i] = (char)(i * 7);
+	assert_int_equal(f->b->ops->put(f->b, big, sizeof big, hex), 0);
+	assert_int_equal(f->b->ops->get(f->b, hex, sizeof big - 1, &got, &len), -EFBIG);
+	assert_int_equal(f->b->ops->get(f->b, hex, sizeof big, &got, &len), 0);
+	assert_memory_equal(got, big, sizeof big);
+	free(got);
+	if (!f->b->ops->path) {
+		assert_int_equal(
+			rvs_blobs_file(f->b, hex, sizeof big - 1, path, sizeof path, &is_temp),
+			-EFBIG);
+		assert_int_not_equal(access(path, F_OK), 0); /* no temporary left */
+	}
+}
+
+static void test_blob_corrupt_is_ebadmsg(void **state)
+{
+	struct fx *f = fx_of(state);
+	char hex[65], path[1024];
+	uint8_t *got;
+	size_t len;
+	int is_temp, fd;
+
+	assert_int_equal(f->b->ops->put(f->b, "the real content", 16, hex), 0);
+	f->be->corrupt(f, hex);
+	assert_int_equal(f->b->ops->get(f->b, hex, 100, &got, &len), -EBADMSG);
+	snprintf(path, sizeof path, "%s/sink", f->dir);
+	assert_true((fd = open(path, O_RDWR | O_CREAT, 0600)) >= 0);
+	assert_int_equal(f->b->ops->get_fd(f->b, hex, 100, fd), -EBADMSG);
+	close(fd);
+	if (!f->b->ops->path)
+		assert_int_equal(rvs_blobs_file(f->b, hex, 100, path, sizeof path, &is_temp),
+				 -EBADMSG);
+}
+
+static void test_blob_file_gives_the_content(void **state)
+{
+	struct fx *f = fx_of(state);
+	char hex[65], path[1024];
+	uint8_t *got;
+	size_t len;
+	int is_temp;
+
+	assert_int_equal(f->b->ops->put(f->b, "decode me", 9, hex), 0);
+	assert_int_equal(rvs_blobs_file(f->b, hex, 1 << 20, path, sizeof path, &is_temp), 0);
+	assert_int_equal(is_temp, f->b->ops->path == NULL);
+	assert_int_equal(rvs_read_file(path, 100, &got, &len), 0);
+	assert_int_equal(len, 9);
+	assert_memory_equal(got, "decode me", 9);
+	free(got);
+	if (is_temp)
+		assert_int_equal(unlink(path), 0);
+}
+
+static int referenced_cb(const char *hex, void *arg)
+{
+	return strcmp(hex, arg) == 0;
+}
+
+static void test_blob_sweep_removes_only_old_orphans(void **state)
+{
+	struct fx *f = fx_of(state);
+	char kept[65], orphan[65];
+	struct rvs_blob_sweep_stats st;
+
+	assert_int_equal(f->b->ops->put(f->b, "kept", 4, kept), 0);
+	assert_int_equal(f->b->ops->put(f->b, "orphan", 6, orphan), 0);
+	/* Within the grace window: nothing goes. */
+	assert_int_equal(f->b->ops->sweep(f->b, 3600, referenced_cb, kept, &st), 0);
+	assert_int_equal(st.orphans, 0);
+	assert_int_equal(f->b->ops->exists(f->b, orphan), 1);
+	/* Without one the orphan goes, the referenced blob stays. */
+	assert_int_equal(f->b->ops->sweep(f->b, 0, referenced_cb, kept, &st), 0);
+	assert_int_equal(st.orphans, 1);
+	assert_int_equal(f->b->ops->exists(f->b, orphan), 0);
+	assert_int_equal(f->b->ops->exists(f->b, kept), 1);
+}
+
+/* ---- S3 only -------------------------------------------------------------- */
+
+static void test_blob_s3_secret_readable_by_others_is_eperm(void **state)
+{
+	char dir[] = "/tmp/rvs-sec-XXXXXX", path[64];
+	struct rvs_blob_s3_config c = {.endpoint = "http://127.0.0.1:1", .access_key = "k"};
+	struct rvs_blobs *b;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/secret", dir);
+	assert_int_equal(rvs_write_file_atomic(path, "s\n", 2, 0644), 0);
+	c.secret_file = path;
+	assert_int_equal(rvs_blobs_open("s3://rv/p", &c, NULL, &b), -EPERM);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(rvs_blobs_open("s3://rv/p", &c, NULL, &b), 0);
+	rvs_blobs_close(b);
+	assert_int_equal(rvs_blobs_open("s3://", &c, NULL, &b), -EINVAL);
+	assert_int_equal(rvs_blobs_open("s3://rv/p", NULL, NULL, &b), -EINVAL);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_blob_s3_unreachable_is_eio(void **state)
+{
+	char dir[] = "/tmp/rvs-sec-XXXXXX", path[64], endpoint[64];
+	struct rvs_blob_s3_config c = {.access_key = "k", .timeout_ms = 2000};
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof a;
+	struct rvs_blobs *b;
+	char hex[65];
+
+	/* A port nobody listens on: bound, never listened to. */
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(s >= 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &alen), 0);
+	snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", ntohs(a.sin_port));
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/secret", dir);
+	assert_int_equal(rvs_write_file_atomic(path, "s\n", 2, 0600), 0);
+	c.endpoint = endpoint;
+	c.secret_file = path;
+	assert_int_equal(rvs_blobs_open("s3://rv/p", &c, NULL, &b), 0);
+	assert_int_equal(b->ops->put(b, "x", 1, hex), -EIO);
+	rvs_blobs_close(b);
+	close(s);
+	unlink(path);
+	rmdir(dir);
+}
+
+#define CASES(be)                                                                                  \
+	cmocka_unit_test_prestate_setup_teardown(test_blob_put_get_roundtrips, setup, teardown,    \
+						 (void *)&be),                                     \
+		cmocka_unit_test_prestate_setup_teardown(test_blob_put_twice_dedups, setup,        \
+							 teardown, (void *)&be),                   \
+		cmocka_unit_test_prestate_setup_teardown(test_blob_list_counts_each_blob_once,     \
+							 setup, teardown, (void *)&be),            \
+		cmocka_unit_test_prestate_setup_teardown(test_blob_delete_removes, setup,          \
+							 teardown, (void *)&be),                   \
+		cmocka_unit_test_prestate_setup_teardown(test_blob_missing_is_enoent, setup,       \
+							 teardown, (void *)&be),                   \
+		cmocka_unit_test_prestate_setup_teardown(test_blob_oversize_is_efbig, setup,       \
+							 teardown, (void *)&be),                   \
+		cmocka_unit_test_prestate_setup_teardown(test_blob_corrupt_is_ebadmsg, setup,      \
+							 teardown, (void *)&be),                   \
+		cmocka_unit_test_prestate_setup_teardown(test_blob_file_gives_the_content, setup,  \
+							 teardown, (void *)&be),                   \
+		cmocka_unit_test_prestate_setup_teardown(test_blob_sweep_removes_only_old_orphans, \
+							 setup, teardown, (void *)&be)
+
+int main(void)
+{
+	const struct CMUnitTest local[] = {CASES(local_be)};
+	const struct CMUnitTest s3[] = {
+		CASES(s3_be),
+		cmocka_unit_test(test_blob_s3_secret_readable_by_others_is_eperm),
+		cmocka_unit_test(test_blob_s3_unreachable_is_eio),
+	};
+	int rc = cmocka_run_group_tests_name("blob_local", local, NULL, NULL);
+	return rc | cmocka_run_group_tests_name("blob_s3", s3, s3_group_setup, s3_group_teardown);
+}
