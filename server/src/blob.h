@@ -41,8 +41,10 @@ struct rvs_blob_ops {
 	int (*get_fd)(struct rvs_blobs *b, const char *hex, uint64_t max, int fd);
 	/* 1 stored, 0 not, or a negative errno. */
 	int (*exists)(struct rvs_blobs *b, const char *hex);
-	/* Removes the blob; 0 also when it was not there. */
-	int (*del)(struct rvs_blobs *b, const char *hex);
+	/* Removes the blob if it is at least min_age_s old (its last put):
+	 * 1 removed, 0 not there or younger.  Retention's grace window: a
+	 * concurrent put of the same content renews the age first. */
+	int (*del)(struct rvs_blobs *b, const char *hex, int64_t min_age_s);
 	/* Lists every blob and removes what is at least min_age_s old and is
 	 * either the leftover of an unfinished write or, when referenced is
 	 * given, a blob it says nobody references (1 referenced, 0 not, < 0 an

@@ -257,16 +257,14 @@ static int local_exists(struct rvs_blobs *b, const char *hex)
 	return 1;
 }
 
-static int local_del(struct rvs_blobs *b, const char *hex)
+static int local_del(struct rvs_blobs *b, const char *hex, int64_t min_age_s)
 {
 	char path[1024];
 	int rc = local_path(b, hex, path, sizeof path);
 
 	if (rc)
 		return rc;
-	if (unlink(path) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
+	return unlink_old(path, min_age_s, time(NULL));
 }
 
 static int local_sweep(struct rvs_blobs *b, int64_t min_age_s,

@@ -65,6 +65,8 @@ struct req {
 	int too_big, sink_err;
 	long status;
 	curl_off_t length; /* Content-Length of a HEAD */
+	int want_time;	   /* ask for Last-Modified into mtime (-1 unknown) */
+	int64_t mtime;
 	CURL *c;
 };
 
@@ -210,7 +212,14 @@ static int perform(struct req *r)
 		} else if (strcmp(r->method, "GET") != 0) {
 			curl_easy_setopt(r->c, CURLOPT_CUSTOMREQUEST, r->method);
 		}
+		if (r->want_time)
+			curl_easy_setopt(r->c, CURLOPT_FILETIME, 1L);
 		cc = curl_easy_perform(r->c);
+		if (r->want_time) {
+			curl_off_t ft = -1;
+			curl_easy_getinfo(r->c, CURLINFO_FILETIME_T, &ft);
+			r->mtime = (int64_t)ft;
+		}
 		r->status = 0;
 		curl_easy_getinfo(r->c, CURLINFO_RESPONSE_CODE, &r->status);
 		curl_easy_getinfo(r->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &r->length);
@@ -351,16 +360,25 @@ static int s3_exists(struct rvs_blobs *b, const char *hex)
 	return head(s3_of(b), hex, -1);
 }
 
-static int s3_del(struct rvs_blobs *b, const char *hex)
+/* S3 has no conditional delete: the age is read by a HEAD first, so a put
+ * between the two can still lose its blob (as between the local backend's
+ * stat and unlink); retention's grace window makes that a narrow race. */
+static int s3_del(struct rvs_blobs *b, const char *hex, int64_t min_age_s)
 {
 	struct req r;
 	int rc;
 
 	if (!rvs_blob_name_ok(hex))
 		return -EINVAL;
+	req_init(&r, s3_of(b), "HEAD", hex);
+	r.want_time = 1;
+	if ((rc = perform(&r)))
+		return rc == -ENOENT ? 0 : rc;
+	if (r.mtime < 0 || (int64_t)time(NULL) - r.mtime < min_age_s)
+		return 0;
 	req_init(&r, s3_of(b), "DELETE", hex);
 	rc = perform(&r);
-	return rc == -ENOENT ? 0 : rc;
+	return rc == -ENOENT ? 0 : rc < 0 ? rc : 1;
 }
 
 static const char *xml_text(xmlNode *n, char *buf, size_t len)
@@ -487,8 +505,10 @@ static int s3_sweep(struct rvs_blobs *b, int64_t min_age_s,
 			if (r < 0)
 				rc = r;
 			else if (r == 0 && p.mtimes[i] >= 0 && now - p.mtimes[i] >= min_age_s &&
-				 (rc = s3_del(b, p.names[i])) == 0)
-				st.orphans++;
+				 (r = s3_del(b, p.names[i], min_age_s)) != 0) {
+				rc = r < 0 ? r : 0;
+				st.orphans += r > 0;
+			}
 		}
 		snprintf(token, sizeof token, "%s", p.token);
 	} while (rc == 0 && token[0]);

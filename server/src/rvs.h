@@ -220,7 +220,7 @@ struct Rearview__SkipReport;
 int rvs_skip_parse(const uint8_t *buf, size_t len, struct Rearview__SkipReport **out, char *reason,
 		   size_t reasonlen);
 
-/* ---- blob store (blob.c; work thread) ------------------------------------ */
+/* ---- blob store (blob_local.c; work thread; blob.h: the interface) ----- */
 /* Content-addressed: DIR/ab/abcdef… named by the SHA-256 of the content. */
 int rvs_blob_put(const char *dir, const void *data, size_t len, char hex_out[65]);
 int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen);

@@ -291,10 +291,13 @@ static void test_blob_delete_removes(void **state)
 	size_t len;
 
 	assert_int_equal(f->b->ops->put(f->b, "gone soon", 9, hex), 0);
-	assert_int_equal(f->b->ops->del(f->b, hex), 0);
+	/* Younger than the grace period asked for: kept. */
+	assert_int_equal(f->b->ops->del(f->b, hex, 3600), 0);
+	assert_int_equal(f->b->ops->exists(f->b, hex), 1);
+	assert_int_equal(f->b->ops->del(f->b, hex, 0), 1);
 	assert_int_equal(f->b->ops->exists(f->b, hex), 0);
 	assert_int_equal(f->b->ops->get(f->b, hex, 100, &got, &len), -ENOENT);
-	assert_int_equal(f->b->ops->del(f->b, hex), 0); /* already gone: fine */
+	assert_int_equal(f->b->ops->del(f->b, hex, 0), 0); /* already gone: fine */
 }
 
 static void test_blob_missing_is_enoent(void **state)
