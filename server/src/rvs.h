@@ -285,7 +285,11 @@ struct rvs_config {
 	/* Sign-ins hashing their password at once (each holds a work thread for
 	 * the PBKDF2); more get 503 with Retry-After. */
 	uint32_t login_hashers;
-	char symbols_dir[512];	       /* the symbol store (symbols.h) */
+	char symbols_dir[512]; /* the symbol store (symbols.h) */
+	/* [store] blobs: "s3://BUCKET/PREFIX" or a directory; "" is blob_dir.
+	 * The S3 backend's settings (blob.h's rvs_blob_s3_config). */
+	char blobs[512];
+	char s3_endpoint[256], s3_region[64], s3_access_key[128], s3_secret_file[512];
 	double retention_days;	       /* traces older than this are deleted; 0 keeps all */
 	uint32_t retention_interval_s; /* how often the retention job runs */
 	uint32_t decode_jobs;	       /* decodes at once, 1..RVS_DECODE_LANES (api.h); default
