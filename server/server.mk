@@ -175,3 +175,9 @@ $(eval $(call rv_test,server,blob,$(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVCO
 $(OBJ)/tests/server/test_blob.o: CPPFLAGS += \
 	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"'
 $(TBIN)/server/test_blob: | $(S3RVER_ASSETS)
+# `make bench`: put/get throughput of the blob backends (BENCHMARKS.md).
+$(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/server/src/util.o \
+		$(LIBRVCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(BLOB_LIBS) -lmbedcrypto -lsqlite3
+BENCHES += $(TBIN)/server/bench_blob
