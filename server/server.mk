@@ -173,8 +173,9 @@ $(S3RVER_ASSETS): tests/server/s3rver/package.json tests/server/s3rver/package-l
 	else echo "warning: npm ci failed (see $(@D)/npm.log): the S3 blob tests skip" >&2; fi
 $(eval $(call rv_test,server,blob,$(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVCOMMON),$(BLOB_LIBS) -lmbedcrypto -lsqlite3))
 $(OBJ)/tests/server/test_blob.o: CPPFLAGS += \
-	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"'
-$(TBIN)/server/test_blob: | $(S3RVER_ASSETS)
+	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"' \
+	-DRVS_BENCH_UPLOAD='"$(CURDIR)/$(TBIN)/server/bench_upload"'
+$(TBIN)/server/test_blob: | $(S3RVER_ASSETS) $(TBIN)/server/bench_upload
 # `make bench`: put/get throughput of the blob backends (BENCHMARKS.md).
 $(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/server/src/util.o \
 		$(LIBRVCOMMON)
