@@ -2,18 +2,18 @@
 # sqlite3 storage, content-addressed blobs.  See server/README.md.
 
 # The blob backends (blob.h): local directory, S3 (libcurl SigV4, libxml2).
-BLOB_LIBS   := -lcurl $(call pc,--libs,libxml-2.0)
-BLOB_OBJ    := $(addprefix $(OBJ)/server/src/,blob.o blob_local.o blob_s3.o)
+BLOB_LIBS   := -lcurl $(call pc,--libs,libxml-2.0) $(call pc,--libs,libpq)
+BLOB_OBJ    := $(addprefix $(OBJ)/server/src/,blob.o blob_local.o blob_s3.o blob_pg.o)
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
 	$(PROTOBUF_LIBS) $(LIBELF_LIBS) $(BLOB_LIBS) -lpthread
-SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o blob_local.o blob_s3.o \
+SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o blob_local.o blob_s3.o blob_pg.o \
 	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
 	symbols.o checkpoint.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
-	$(LIBELF_CFLAGS) $(call pc,--cflags,libxml-2.0)
+	$(LIBELF_CFLAGS) $(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq)
 
 $(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
@@ -151,11 +151,11 @@ FUZZ += $(BUILD)/fuzz/server_symbols
 # and decode.c's WAL checkpointer (checkpoint.c).
 $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c server/src/query.c \
 		server/src/util.c server/src/decode.c server/src/blob.c server/src/blob_local.c \
-		server/src/blob_s3.c server/src/checkpoint.c \
+		server/src/blob_s3.c server/src/blob_pg.c server/src/checkpoint.c \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) $(LIBELF_CFLAGS) $(call pc,--cflags,jansson) -Iserver/src \
-		$(call pc,--cflags,libxml-2.0) -Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
+		$(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq) -Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
 		-lmbedcrypto -lzstd $(BLOB_LIBS) $(PROTOBUF_LIBS) -lpthread
 $(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
@@ -174,7 +174,7 @@ $(S3RVER_ASSETS): tests/server/s3rver/package.json tests/server/s3rver/package-l
 $(eval $(call rv_test,server,blob,$(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVCOMMON),$(BLOB_LIBS) -lmbedcrypto -lsqlite3))
 $(OBJ)/tests/server/test_blob.o: CPPFLAGS += \
 	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"' \
-	-DRVS_BENCH_UPLOAD='"$(CURDIR)/$(TBIN)/server/bench_upload"'
+	-DRVS_BENCH_UPLOAD='"$(CURDIR)/$(TBIN)/server/bench_upload"' $(call pc,--cflags,libpq)
 $(TBIN)/server/test_blob: | $(S3RVER_ASSETS) $(TBIN)/server/bench_upload
 # `make bench`: put/get throughput of the blob backends (BENCHMARKS.md).
 $(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/server/src/util.o \

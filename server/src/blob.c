@@ -68,6 +68,9 @@ int rvs_blobs_open(const char *spec, const struct rvs_blob_s3_config *s3, const 
 		memcpy(bucket, spec + 5, n);
 		bucket[n] = '\0';
 		rc = rvs_blobs_open_s3(bucket, slash ? slash + 1 : "", s3, &b);
+	} else if (strncmp(spec, "postgresql://", 13) == 0 ||
+		   strncmp(spec, "postgres://", 11) == 0) {
+		rc = rvs_blobs_open_pg(spec, &b);
 	} else {
 		rc = rvs_blobs_open_local(spec, &b);
 	}

@@ -1,7 +1,8 @@
 /*
  * blob.h — the blob interface: content-addressed capture payloads behind one
  * function table, with a local-directory backend (blob_local.c, the default,
- * the layout of rvs_blob_put in rvs.h) and an S3-compatible one (blob_s3.c).
+ * the layout of rvs_blob_put in rvs.h), an S3-compatible one (blob_s3.c) and
+ * PostgreSQL bytea (blob_pg.c).
  *
  * A blob is named by the lowercase hex SHA-256 of its content, so a put of a
  * blob already stored is a no-op success (it refreshes the blob's age, which
@@ -75,8 +76,10 @@ struct rvs_blob_s3_config {
 };
 
 /* Opens the blob store `spec`: "s3://BUCKET/PREFIX" (PREFIX may be empty)
- * with the settings in s3, or otherwise a local directory path (created on
- * the first put).  tmp_dir is where rvs_blobs_file copies a remote blob for
+ * with the settings in s3; a libpq URI "postgresql://…" or "postgres://…"
+ * (table rv_blobs, created on first use; nothing connects before the first
+ * call, which must be on a work thread); or otherwise a local directory
+ * path (created on the first put).  tmp_dir is where rvs_blobs_file copies a remote blob for
  * the decoder (NULL: the system's temporary directory).  *out to be freed
  * with rvs_blobs_close.  -EINVAL a malformed spec or missing S3 settings,
  * -EPERM a secret file others can read, -ENOMEM.  Loop or work thread. */
@@ -85,6 +88,7 @@ int rvs_blobs_open(const char *spec, const struct rvs_blob_s3_config *s3, const 
 int rvs_blobs_open_local(const char *dir, struct rvs_blobs **out);
 int rvs_blobs_open_s3(const char *bucket, const char *prefix, const struct rvs_blob_s3_config *s3,
 		      struct rvs_blobs **out);
+int rvs_blobs_open_pg(const char *conninfo, struct rvs_blobs **out);
 void rvs_blobs_close(struct rvs_blobs *b);
 
 /* A file holding blob hex for a reader that needs one (the decoder): the

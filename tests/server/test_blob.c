@@ -4,7 +4,9 @@
  * backend against a real S3 server (npm s3rver, pinned in
  * tests/server/s3rver/package.json) the test starts on a port it lets the
  * kernel pick (port 0, read back from its banner) in a temporary directory
- * and kills at the end.  Without node or s3rver the S3 cases skip visibly.
+ * and kills at the end, and the PostgreSQL backend against a real
+ * PostgreSQL 15 (initdb + pg_ctl in a temporary directory, Unix socket).
+ * Without node and s3rver, or postgresql-15, those cases skip visibly.
  * Then what only S3 has: its secret file's permissions, an unknown access
  * key refused by the server, an endpoint that does not answer (retried, then
  * -EIO), and the real server storing and decoding uploads from S3.
@@ -28,6 +30,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
+#include <pwd.h>
 
 #include "blob.h"
 #include "rvs.h"
@@ -180,8 +184,115 @@ static void s3_corrupt(struct fx *f, const char *hex)
 	assert_int_equal(rvs_write_file_atomic(path, "tampered", 8, 0600), 0);
 }
 
+/* ---- PostgreSQL, shared by the PostgreSQL group --------------------------- */
+
+#define PG_BIN "/usr/lib/postgresql/15/bin"
+
+static struct {
+	char dir[64], as[64];
+	int up; /* 1 running, -1 unavailable */
+} pg;
+
+/* Runs a shell command; 0 when it exited 0. */
+static int sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* initdb and pg_ctl in a temporary directory, on a Unix socket there (as
+ * the postgres user when we are root: initdb refuses root). */
+static int pg_group_setup(void **state)
+{
+	struct passwd *pw = getpwnam("postgres");
+
+	pg.up = -1;
+	if (access(PG_BIN "/initdb", X_OK) != 0)
+		return 0;
+	snprintf(pg.dir, sizeof pg.dir, "/tmp/rvs-pg-XXXXXX");
+	if (!mkdtemp(pg.dir))
+		return -1;
+	if (geteuid() == 0) {
+		if (!pw || chown(pg.dir, pw->pw_uid, pw->pw_gid) < 0)
+			return 0;
+		snprintf(pg.as, sizeof pg.as, "runuser -u postgres -- ");
+	}
+	if (sh("%s" PG_BIN "/initdb -D %s/db -A trust -U postgres >%s/initdb.log 2>&1", pg.as,
+	       pg.dir, pg.dir) ||
+	    sh("%s" PG_BIN "/pg_ctl -D %s/db -o \"-p 5432 -k %s -c listen_addresses=''\" -w -t 120"
+	       " -l %s/db/server.log start >/dev/null 2>&1",
+	       pg.as, pg.dir, pg.dir, pg.dir)) {
+		print_message("postgresql did not start (see %s)\n", pg.dir);
+		return 0;
+	}
+	pg.up = 1;
+	return 0;
+}
+
+static int pg_group_teardown(void **state)
+{
+	if (pg.up == 1)
+		sh("%s" PG_BIN "/pg_ctl -D %s/db -m immediate -w stop >/dev/null 2>&1", pg.as,
+		   pg.dir);
+	return pg.dir[0] ? sh("rm -rf '%s'", pg.dir) : 0;
+}
+
+static void pg_uri(const struct fx *f, const char *db, char *out, size_t len)
+{
+	snprintf(out, len, "postgresql:///%s?host=%s&port=5432&user=postgres", db, pg.dir);
+}
+
+/* A database per test: the cases never see each other's blobs. */
+static int pg_open(struct fx *f)
+{
+	char uri[256], sql[128], db[32];
+	PGconn *c;
+	PGresult *r;
+	int ok;
+
+	snprintf(db, sizeof db, "b%s", strrchr(f->dir, '-') + 1);
+	for (char *p = db; *p; p++)
+		*p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+	pg_uri(f, "postgres", uri, sizeof uri);
+	c = PQconnectdb(uri);
+	snprintf(sql, sizeof sql, "CREATE DATABASE %s", db);
+	r = PQexec(c, sql);
+	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	PQclear(r);
+	PQfinish(c);
+	if (!ok)
+		return -1;
+	pg_uri(f, db, uri, sizeof uri);
+	return rvs_blobs_open(uri, NULL, f->dir, &f->b);
+}
+
+static void pg_corrupt(struct fx *f, const char *hex)
+{
+	char uri[256], db[32];
+	const char *vals[1] = {hex};
+	PGconn *c;
+	PGresult *r;
+
+	snprintf(db, sizeof db, "b%s", strrchr(f->dir, '-') + 1);
+	for (char *p = db; *p; p++)
+		*p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+	pg_uri(f, db, uri, sizeof uri);
+	c = PQconnectdb(uri);
+	r = PQexecParams(c, "UPDATE rv_blobs SET bytes = 'tampered'::bytea WHERE sha256 = $1", 1,
+			 NULL, vals, NULL, NULL, 0);
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	assert_string_equal(PQcmdTuples(r), "1");
+	PQclear(r);
+	PQfinish(c);
+}
+
 static const struct backend local_be = {"local", local_open, local_corrupt};
 static const struct backend s3_be = {"s3", s3_open, s3_corrupt};
+static const struct backend pg_be = {"postgresql", pg_open, pg_corrupt};
 
 static int setup(void **state)
 {
@@ -193,7 +304,7 @@ static int setup(void **state)
 	if (!mkdtemp(f->dir))
 		return -1;
 	*state = f;
-	if (f->be == &s3_be && s3rver.up != 1)
+	if ((f->be == &s3_be && s3rver.up != 1) || (f->be == &pg_be && pg.up != 1))
 		return 0; /* the case skips */
 	return f->be->open(f);
 }
@@ -213,7 +324,9 @@ static struct fx *fx_of(void **state)
 {
 	struct fx *f = *state;
 	if (!f->b) {
-		print_message("%s backend unavailable (node or s3rver missing)\n", f->be->name);
+		print_message(
+			"%s backend unavailable (node and s3rver, or postgresql-15, missing)\n",
+			f->be->name);
 		skip();
 	}
 	return f;
@@ -536,6 +649,9 @@ int main(void)
 		cmocka_unit_test(test_blob_s3_unknown_access_key_is_eacces),
 		cmocka_unit_test(test_blob_s3_server_decodes_uploads_from_s3),
 	};
+	const struct CMUnitTest pgsql[] = {CASES(pg_be)};
 	int rc = cmocka_run_group_tests_name("blob_local", local, NULL, NULL);
-	return rc | cmocka_run_group_tests_name("blob_s3", s3, s3_group_setup, s3_group_teardown);
+	rc |= cmocka_run_group_tests_name("blob_s3", s3, s3_group_setup, s3_group_teardown);
+	return rc |
+	       cmocka_run_group_tests_name("blob_pg", pgsql, pg_group_setup, pg_group_teardown);
 }
