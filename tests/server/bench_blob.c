@@ -6,7 +6,7 @@
  * Runs the local backend in a temporary directory; with
  * RVS_BENCH_S3_ENDPOINT and RVS_BENCH_S3_SECRET (a 0600 file) set, the S3
  * backend on bucket "rv" of that endpoint (e.g. npm s3rver, access key
- * S3RVER) instead.
+ * S3RVER) instead; with RVS_BENCH_PG_URI (a libpq URI), PostgreSQL.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -47,7 +47,9 @@ int main(int argc, char **argv)
 
 	if (n <= 0 || size == 0 || !mkdtemp(dir))
 		return 2;
-	if (endpoint && secret)
+	if (getenv("RVS_BENCH_PG_URI"))
+		snprintf(spec, sizeof spec, "%s", getenv("RVS_BENCH_PG_URI"));
+	else if (endpoint && secret)
 		snprintf(spec, sizeof spec, "s3://rv/bench-%s", dir + strlen("/tmp/rvs-bblob-"));
 	else
 		snprintf(spec, sizeof spec, "%s/blobs", dir);
