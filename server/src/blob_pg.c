@@ -185,7 +185,7 @@ static int pg_put(struct rvs_blobs *b, const void *data, size_t len, char hex[65
 	const char *vals[2] = {hex, data};
 	int lens[2] = {0, (int)len}, fmts[2] = {0, 1};
 	if ((rc = run(c, "touch", 1, vals, NULL, NULL, &r)) == 0) {
-		int touched = atoi(PQcmdTuples(r));
+		int touched = (int)strtol(PQcmdTuples(r), NULL, 10);
 		PQclear(r);
 		if (!touched)
 			rc = run(c, "insert", 2, vals, lens, fmts, NULL);
@@ -321,7 +321,7 @@ static int pg_del(struct rvs_blobs *b, const char *hex, int64_t min_age_s)
 	release(p, c);
 	if (rc)
 		return rc;
-	rc = atoi(PQcmdTuples(r)) > 0;
+	rc = (int)strtol(PQcmdTuples(r), NULL, 10) > 0;
 	PQclear(r);
 	return rc;
 }

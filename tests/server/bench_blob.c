@@ -32,8 +32,8 @@ static void report(const char *what, int n, size_t size, double s)
 
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 200;
-	size_t size = (argc > 2 ? (size_t)atoi(argv[2]) : 256) * 1024;
+	int n = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 200;
+	size_t size = (argc > 2 ? (size_t)strtol(argv[2], NULL, 10) : 256) * 1024;
 	const char *endpoint = getenv("RVS_BENCH_S3_ENDPOINT");
 	const char *secret = getenv("RVS_BENCH_S3_SECRET");
 	struct rvs_blob_s3_config s3 = {

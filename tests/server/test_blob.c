@@ -103,7 +103,7 @@ static void s3rver_start(void)
 	close(out[0]);
 	const char *at = strstr(buf, "listening on ");
 	const char *colon = at ? strrchr(at, ':') : NULL;
-	if (!colon || atoi(colon + 1) <= 0) {
+	if (!colon || (int)strtol(colon + 1, NULL, 10) <= 0) {
 		int status = 0;
 		kill(s3rver.pid, SIGTERM);
 		waitpid(s3rver.pid, &status, 0);
@@ -111,7 +111,8 @@ static void s3rver_start(void)
 		print_message("s3rver did not start (status %d): %s\n", status, buf);
 		return;
 	}
-	snprintf(s3rver.endpoint, sizeof s3rver.endpoint, "http://127.0.0.1:%d", atoi(colon + 1));
+	snprintf(s3rver.endpoint, sizeof s3rver.endpoint, "http://127.0.0.1:%d",
+		 (int)strtol(colon + 1, NULL, 10));
 	s3rver.up = 1;
 }
 
@@ -614,7 +615,7 @@ static void test_blob_s3_server_decodes_uploads_from_s3(void **state)
 		 s3rver.dir);
 	assert_non_null(p = popen(cmd, "r"));
 	if (fgets(objects, sizeof objects, p))
-		n = atoi(objects);
+		n = (int)strtol(objects, NULL, 10);
 	pclose(p);
 	assert_int_equal(n, 6);
 }
