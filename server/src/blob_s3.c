@@ -398,9 +398,9 @@ static int64_t parse_time(const char *iso)
 	return (int64_t)timegm(&tm);
 }
 
-/* One ListObjectsV2 page: each blob-named key is handed to sweep_one via
- * names/ages (at most 1000, S3's page size); token gets the next page's
- * continuation token, "" on the last page. */
+/* One ListObjectsV2 page: the blob-named keys under PREFIX in names, their
+ * LastModified (unix s, -1 unparsable) in mtimes (at most 1000, S3's page
+ * size); token gets the next page's continuation token, "" on the last. */
 struct page {
 	char (*names)[65];
 	int64_t *mtimes;
