@@ -55,6 +55,12 @@ PACKAGES="$PACKAGES libhttp-parser-dev libuv1-dev libmbedtls-dev libsqlite3-dev 
 # conflicts with Debian's npm package, so ask for it only when it is missing.
 command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
 
+# server blob backends (issue 15): S3 over libcurl, ListObjectsV2 parsed
+# with libxml2; test_blob's S3 server is npm s3rver (tests/server/s3rver).
+PACKAGES="$PACKAGES libxml2-dev"
+# PostgreSQL blob backend: libpq; test_blob starts a real PostgreSQL 15.
+PACKAGES="$PACKAGES libpq-dev postgresql-15"
+
 # server ops (symbol store: libelf; its tests use objcopy from binutils).
 PACKAGES="$PACKAGES libelf-dev binutils"
 

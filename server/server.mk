@@ -1,16 +1,19 @@
 # server/ — rearview-server: HTTPS device API (libuv + mbedTLS + http-parser),
 # sqlite3 storage, content-addressed blobs.  See server/README.md.
 
+# The blob backends (blob.h): local directory, S3 (libcurl SigV4, libxml2).
+BLOB_LIBS   := -lcurl $(call pc,--libs,libxml-2.0) $(call pc,--libs,libpq)
+BLOB_OBJ    := $(addprefix $(OBJ)/server/src/,blob.o blob_local.o blob_s3.o blob_pg.o)
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
-	$(PROTOBUF_LIBS) $(LIBELF_LIBS) -lpthread
-SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o \
+	$(PROTOBUF_LIBS) $(LIBELF_LIBS) $(BLOB_LIBS) -lpthread
+SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o blob_local.o blob_s3.o blob_pg.o \
 	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
 	symbols.o checkpoint.o stream.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
-	$(LIBELF_CFLAGS)
+	$(LIBELF_CFLAGS) $(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq)
 
 $(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
@@ -42,7 +45,7 @@ $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
-$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o upload.o util.o symbols.o query.o blob.o checkpoint.o) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(RVA_LIBS)))
+$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o upload.o util.o symbols.o query.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(BLOB_LIBS) $(RVA_LIBS)))
 $(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,checkpoint.o util.o),-lmbedx509 -lmbedcrypto -lsqlite3,1))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
@@ -154,11 +157,35 @@ FUZZ += $(BUILD)/fuzz/server_symbols
 # symbols.c answers through query.c's JSON helpers, which bring decode.c, blob.c
 # and decode.c's WAL checkpointer (checkpoint.c).
 $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c server/src/query.c \
-		server/src/util.c server/src/decode.c server/src/blob.c server/src/checkpoint.c \
+		server/src/util.c server/src/decode.c server/src/blob.c server/src/blob_local.c \
+		server/src/blob_s3.c server/src/blob_pg.c server/src/checkpoint.c \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) $(LIBELF_CFLAGS) $(call pc,--cflags,jansson) -Iserver/src \
-		-Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
+		$(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq) -Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
-		-lmbedcrypto -lzstd $(PROTOBUF_LIBS) -lpthread
-$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o blob.o checkpoint.o) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))
+		-lmbedcrypto -lzstd $(BLOB_LIBS) $(PROTOBUF_LIBS) -lpthread
+$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
+
+# The blob interface against each backend (blob.h): a local directory, and
+# S3 against npm s3rver (tests/server/s3rver pins it), started by the test;
+# without npm or node the S3 cases skip.
+S3RVER_DIR    := build/s3rver
+S3RVER_ASSETS := $(S3RVER_DIR)/.installed
+$(S3RVER_ASSETS): tests/server/s3rver/package.json tests/server/s3rver/package-lock.json
+	@mkdir -p $(@D)
+	cp $^ $(@D)/
+	@if command -v npm >/dev/null 2>&1 && (cd $(@D) && npm ci --no-audit --no-fund \
+	    --loglevel=error >npm.log 2>&1); then touch $@; \
+	else echo "warning: npm ci failed (see $(@D)/npm.log): the S3 blob tests skip" >&2; fi
+$(eval $(call rv_test,server,blob,$(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVCOMMON),$(BLOB_LIBS) -lmbedcrypto -lsqlite3))
+$(OBJ)/tests/server/test_blob.o: CPPFLAGS += \
+	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"' \
+	-DRVS_BENCH_UPLOAD='"$(CURDIR)/$(TBIN)/server/bench_upload"' $(call pc,--cflags,libpq)
+$(TBIN)/server/test_blob: | $(S3RVER_ASSETS) $(TBIN)/server/bench_upload
+# `make bench`: put/get throughput of the blob backends (BENCHMARKS.md).
+$(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/server/src/util.o \
+		$(LIBRVCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(BLOB_LIBS) -lmbedcrypto -lsqlite3
+BENCHES += $(TBIN)/server/bench_blob

@@ -9,6 +9,7 @@
  * Error bodies are rearview.Error messages (code + human reason).
  */
 #include "api.h"
+#include "blob.h"
 #include "campaign.h"
 #include "query.h"
 #include "web.h"
@@ -53,6 +54,7 @@ struct rvs_api {
 	const struct rvs_store_ops *ops;
 	struct rvs_store *store;
 	const struct rvs_decoder *decoder;
+	struct rvs_blobs *blobs; /* the blob store ([store] blobs; blob.h) */
 	uint8_t *secret;
 	size_t secret_len;
 	unsigned inflight;
@@ -494,7 +496,7 @@ static void do_upload(struct job *j)
 			goto over_quota;
 	}
 	if (e->payload.len) {
-		if ((rc = rvs_blob_put(a->cfg->blob_dir, e->payload.data, e->payload.len, blob))) {
+		if ((rc = a->blobs->ops->put(a->blobs, e->payload.data, e->payload.len, blob))) {
 			rvs_log("error", "msg=\"blob write failed\" err=%d", rc);
 			goto storage_error;
 		}
@@ -877,12 +879,28 @@ static void decode_work(uv_work_t *w)
 
 	while ((n = a->ops->decode_next_batch(a->store, dj->part, decode_jobs(a), it,
 					      RVS_DECODE_BATCH)) > 0) {
-		for (int i = 0; i < n; i++)
-			if (!it[i].blob_sha256[0] ||
-			    rvs_blob_path(a->cfg->blob_dir, it[i].blob_sha256, it[i].path,
-					  sizeof it[i].path))
-				it[i].path[0] = '\0';
+		/* The decoder reads a file: the local blob's own, or a
+		 * temporary copy of a remote one, removed after the batch. */
+		int is_temp[RVS_DECODE_BATCH] = {0};
+		for (int i = 0; i < n; i++) {
+			int rc = -ENOENT;
+			if (it[i].blob_sha256[0] &&
+			    (rc = rvs_blobs_file(a->blobs, it[i].blob_sha256, RVS_MAX_CAPTURE_BYTES,
+						 it[i].path, sizeof it[i].path, &is_temp[i]))) {
+				/* A path that does not exist: the decoder
+				 * quarantines it as "blob unreadable". */
+				rvs_log("error", "msg=\"blob fetch failed\" blob=%s err=%d",
+					it[i].blob_sha256, rc);
+				snprintf(it[i].path, sizeof it[i].path, "%s/unreadable-%s",
+					 a->blobs->tmp_dir, it[i].blob_sha256);
+			} else if (rc) {
+				it[i].path[0] = '\0'; /* summary-only */
+			}
+		}
 		a->decoder->decode(a->decoder->ctx, it, (size_t)n);
+		for (int i = 0; i < n; i++)
+			if (is_temp[i])
+				unlink(it[i].path);
 		for (int i = 0; i < n; i++) {
 			rvs_hist_observe(&dj->hist, it[i].seconds);
 			if (it[i].rc) {
@@ -1266,6 +1284,37 @@ static void load_api_token(struct rvs_api *a)
 	free(tok);
 }
 
+/* The blob store the config names.  A remote backend's temporary copies
+ * for the decoder go to blob_dir/tmp, which the startup sweep (main.c)
+ * empties of what a killed server left. */
+static int open_blobs(const struct rvs_config *cfg, struct rvs_blobs **out)
+{
+	struct rvs_blob_s3_config s3 = {
+		.endpoint = cfg->s3_endpoint,
+		.region = cfg->s3_region,
+		.access_key = cfg->s3_access_key,
+		.secret_file = cfg->s3_secret_file,
+	};
+	const char *spec = cfg->blobs[0] ? cfg->blobs : cfg->blob_dir;
+	char tmp[600];
+	int rc;
+
+	snprintf(tmp, sizeof tmp, "%s/tmp", cfg->blob_dir);
+	if (strncmp(spec, "s3://", 5) == 0 &&
+	    ((mkdir(cfg->blob_dir, 0750) < 0 && errno != EEXIST) ||
+	     (mkdir(tmp, 0700) < 0 && errno != EEXIST))) {
+		rc = -errno;
+		rvs_log("error", "msg=\"cannot make blob temporary directory\" path=\"%s\" err=%d",
+			tmp, rc);
+		return rc;
+	}
+	if ((rc = rvs_blobs_open(spec, &s3, tmp, out)))
+		rvs_log("error", "msg=\"cannot open blob store\" blobs=\"%s\" err=%d", spec, rc);
+	else
+		rvs_log("info", "msg=\"blob store\" backend=%s", (*out)->ops->name);
+	return rc;
+}
+
 int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metrics *m,
 		const struct rvs_store_ops *ops, const struct rvs_decoder *decoder,
 		struct rvs_api **out)
@@ -1298,6 +1347,11 @@ int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metric
 		free(a);
 		return -EINVAL;
 	}
+	if ((rc = open_blobs(cfg, &a->blobs))) {
+		free(a->secret);
+		free(a);
+		return rc;
+	}
 	load_api_token(a);
 	*out = a;
 	return 0;
@@ -1318,7 +1372,7 @@ static void retention_work(uv_work_t *w)
 {
 	struct rvs_api *a = w->data;
 	int64_t cutoff = (int64_t)time(NULL) - (int64_t)(a->cfg->retention_days * 86400.0);
-	rvs_retention_run(a->cfg->database, a->cfg->blob_dir, cutoff, &a->retention_stats);
+	rvs_retention_run(a->cfg->database, a->blobs, cutoff, &a->retention_stats);
 }
 
 static void retention_done(uv_work_t *w, int status)
@@ -1408,6 +1462,7 @@ void rvs_api_free(struct rvs_api *a)
 	if (!a)
 		return;
 	pthread_mutex_destroy(&a->policy_mu);
+	rvs_blobs_close(a->blobs);
 	free(a->secret);
 	free(a);
 }

@@ -42,11 +42,27 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	uint64_t u;
 	int bad = 0;
 
-	if (strcmp(section, "server") != 0) {
+	if (strcmp(section, "server") != 0 && strcmp(section, "store") != 0) {
 		snprintf(l->err, l->errlen, "unknown section [%s]", section);
 		return 0;
 	}
-	if (strcmp(name, "listen") == 0) {
+	if (strcmp(section, "store") == 0) {
+		/* The blob store (blob.h): backend and S3 settings. */
+		if (strcmp(name, "blobs") == 0)
+			bad = set_str(c->blobs, sizeof c->blobs, value);
+		else if (strcmp(name, "s3_endpoint") == 0)
+			bad = set_str(c->s3_endpoint, sizeof c->s3_endpoint, value);
+		else if (strcmp(name, "s3_region") == 0)
+			bad = set_str(c->s3_region, sizeof c->s3_region, value);
+		else if (strcmp(name, "s3_access_key") == 0)
+			bad = set_str(c->s3_access_key, sizeof c->s3_access_key, value);
+		else if (strcmp(name, "s3_secret_file") == 0)
+			bad = set_str(c->s3_secret_file, sizeof c->s3_secret_file, value);
+		else {
+			snprintf(l->err, l->errlen, "unknown key [store] %s", name);
+			return 0;
+		}
+	} else if (strcmp(name, "listen") == 0) {
 		const char *colon = strrchr(value, ':');
 		char host[64];
 		if (!colon || (size_t)(colon - value) >= sizeof host ||
@@ -216,7 +232,11 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	    resolve(c->data_dir, c->database, sizeof c->database) ||
 	    resolve(c->data_dir, c->blob_dir, sizeof c->blob_dir) ||
 	    resolve(c->data_dir, c->port_file, sizeof c->port_file) ||
-	    resolve(c->data_dir, c->symbols_dir, sizeof c->symbols_dir)) {
+	    resolve(c->data_dir, c->symbols_dir, sizeof c->symbols_dir) ||
+	    (c->s3_secret_file[0] &&
+	     resolve(c->data_dir, c->s3_secret_file, sizeof c->s3_secret_file)) ||
+	    (c->blobs[0] && strncmp(c->blobs, "s3://", 5) != 0 &&
+	     resolve(c->data_dir, c->blobs, sizeof c->blobs))) {
 		snprintf(err, errlen, "path too long");
 		return -ENAMETOOLONG;
 	}

@@ -9,6 +9,7 @@
  * A blob left behind by a crash between commit and unlink is collected by
  * the next pass's orphan sweep, as are temporary files of dead writes.
  */
+#include "blob.h"
 #include "retention.h"
 #include "rvs.h"
 
@@ -105,30 +106,23 @@ static int blob_referenced(sqlite3 *db, sqlite3_stmt *st, const char *blob)
 	return rc == SQLITE_DONE ? 0 : fail(db, "blob reference");
 }
 
-static int unlink_unreferenced(sqlite3 *db, const char *blob_dir, const struct batch *b,
+static int unlink_unreferenced(sqlite3 *db, struct rvs_blobs *blobs, const struct batch *b,
 			       uint64_t *count)
 {
 	sqlite3_stmt *st;
-	time_t now = time(NULL);
 	int rc = 0;
 
 	if (sqlite3_prepare_v2(db, "SELECT 1 FROM uploads WHERE blob_sha256 = ? LIMIT 1", -1, &st,
 			       NULL))
 		return fail(db, "prepare");
 	for (size_t i = 0; i < b->nblobs && rc >= 0; i++) {
-		char path[1024];
-		struct stat sb;
 		if ((rc = blob_referenced(db, st, b->blobs[i])) != 0)
 			continue;
-		if (rvs_blob_path(blob_dir, b->blobs[i], path, sizeof path))
-			continue;
-		if (stat(path, &sb) < 0 || now - sb.st_mtime < RVS_RETENTION_BLOB_GRACE_S)
-			continue;
-		if (unlink(path) == 0)
+		int r = blobs->ops->del(blobs, b->blobs[i], RVS_RETENTION_BLOB_GRACE_S);
+		if (r > 0)
 			(*count)++;
-		else if (errno != ENOENT)
-			rvs_log("warn", "msg=\"retention unlink\" blob=%s errno=%d", b->blobs[i],
-				errno);
+		else if (r < 0)
+			rvs_log("warn", "msg=\"retention unlink\" blob=%s err=%d", b->blobs[i], r);
 	}
 	sqlite3_finalize(st);
 	return rc < 0 ? rc : 0;
@@ -148,22 +142,22 @@ static int referenced_cb(const char *hex, void *arg)
 /* Blobs no upload references (a crash between a commit and its unlink, or
  * before an upload's row) and temporary files of dead writes, both older
  * than the grace period. */
-static int collect_orphans(sqlite3 *db, const char *blob_dir, struct rvs_retention_stats *stats)
+static int collect_orphans(sqlite3 *db, struct rvs_blobs *blobs, struct rvs_retention_stats *stats)
 {
 	struct ref_check r = {db, NULL};
-	struct rvs_blob_sweep_stats sw;
+	struct rvs_blob_sweep_stats sw = {0, 0};
 	int rc;
 	if (sqlite3_prepare_v2(db, "SELECT 1 FROM uploads WHERE blob_sha256 = ? LIMIT 1", -1, &r.st,
 			       NULL))
 		return fail(db, "prepare");
-	rc = rvs_blob_sweep(blob_dir, RVS_RETENTION_BLOB_GRACE_S, referenced_cb, &r, &sw);
+	rc = blobs->ops->sweep(blobs, RVS_RETENTION_BLOB_GRACE_S, referenced_cb, &r, &sw);
 	sqlite3_finalize(r.st);
 	stats->blobs += sw.orphans;
 	stats->temps += sw.temps;
 	return rc;
 }
 
-int rvs_retention_run(const char *database, const char *blob_dir, int64_t cutoff,
+int rvs_retention_run(const char *database, struct rvs_blobs *blobs, int64_t cutoff,
 		      struct rvs_retention_stats *out)
 {
 	struct rvs_retention_stats stats = {0, 0, 0};
@@ -188,11 +182,11 @@ int rvs_retention_run(const char *database, const char *blob_dir, int64_t cutoff
 		if ((rc = delete_batch(db, b)))
 			break;
 		stats.traces += b->n;
-		if ((rc = unlink_unreferenced(db, blob_dir, b, &stats.blobs)))
+		if ((rc = unlink_unreferenced(db, blobs, b, &stats.blobs)))
 			break;
 	}
 	if (rc == 0)
-		rc = collect_orphans(db, blob_dir, &stats);
+		rc = collect_orphans(db, blobs, &stats);
 	if (stats.traces || stats.blobs || stats.temps || rc)
 		rvs_log(rc ? "error" : "info",
 			"msg=\"retention\" cutoff=%lld traces=%llu blobs=%llu temps=%llu rc=%d",

@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+struct rvs_blobs;
+
 struct rvs_retention_stats {
 	uint64_t traces; /* uploads deleted (decoded, pending or quarantined) */
 	uint64_t blobs;	 /* blob files unlinked (of deleted uploads, and orphans) */
@@ -22,13 +24,13 @@ struct rvs_retention_stats {
 /* Deletes every upload received before cutoff (unix seconds) — its traces
  * row (trace_methods and trace_chains cascade, the signature triggers
  * uncount it), decode_queue and quarantine rows and the uploads row — in
- * transactions of at most 500 uploads, then unlinks each of their blobs in
- * blob_dir that no remaining upload references; then sweeps blob_dir for
+ * transactions of at most 500 uploads, then deletes each of their blobs in
+ * the blob store (blob.h) that no remaining upload references; then sweeps it for
  * orphans (blobs no upload references) and temporary files of dead writes,
  * all older than the grace period.  Opens its own connection
  * to database.  *out (may be NULL) gets what was deleted, also on error.
  * 0, -EIO (sqlite; logged), -ENOMEM. */
-int rvs_retention_run(const char *database, const char *blob_dir, int64_t cutoff,
+int rvs_retention_run(const char *database, struct rvs_blobs *blobs, int64_t cutoff,
 		      struct rvs_retention_stats *out);
 
 #endif

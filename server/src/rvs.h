@@ -219,7 +219,7 @@ struct Rearview__SkipReport;
 int rvs_skip_parse(const uint8_t *buf, size_t len, struct Rearview__SkipReport **out, char *reason,
 		   size_t reasonlen);
 
-/* ---- blob store (blob.c; work thread) ------------------------------------ */
+/* ---- blob store (blob_local.c; work thread; blob.h: the interface) ----- */
 /* Content-addressed: DIR/ab/abcdef… named by the SHA-256 of the content. */
 int rvs_blob_put(const char *dir, const void *data, size_t len, char hex_out[65]);
 int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen);
@@ -284,7 +284,11 @@ struct rvs_config {
 	/* Sign-ins hashing their password at once (each holds a work thread for
 	 * the PBKDF2); more get 503 with Retry-After. */
 	uint32_t login_hashers;
-	char symbols_dir[512];	       /* the symbol store (symbols.h) */
+	char symbols_dir[512]; /* the symbol store (symbols.h) */
+	/* [store] blobs: "s3://BUCKET/PREFIX" or a directory; "" is blob_dir.
+	 * The S3 backend's settings (blob.h's rvs_blob_s3_config). */
+	char blobs[512];
+	char s3_endpoint[256], s3_region[64], s3_access_key[128], s3_secret_file[512];
 	double retention_days;	       /* traces older than this are deleted; 0 keeps all */
 	uint32_t retention_interval_s; /* how often the retention job runs */
 	uint32_t decode_jobs;	       /* decodes at once, 1..RVS_DECODE_LANES (api.h); default

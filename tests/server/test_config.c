@@ -62,6 +62,28 @@ static void test_config_overrides_later_keys_win(void **state)
 	assert_int_equal(c.request_timeout_ms, 250);
 }
 
+static void test_config_store_section_names_the_blob_backend(void **state)
+{
+	struct rvs_config c;
+	char err[256] = "";
+	assert_int_equal(load("[server]\ndata_dir = /d\n[store]\nblobs = s3://bkt/pre\n"
+			      "s3_endpoint = http://127.0.0.1:9000\ns3_region = eu-west-1\n"
+			      "s3_access_key = AK\ns3_secret_file = s3.secret\n[server]\n"
+			      "max_body_bytes = 2048\n",
+			      &c, err, sizeof err),
+			 0);
+	assert_string_equal(c.blobs, "s3://bkt/pre");
+	assert_string_equal(c.s3_endpoint, "http://127.0.0.1:9000");
+	assert_string_equal(c.s3_region, "eu-west-1");
+	assert_string_equal(c.s3_access_key, "AK");
+	assert_string_equal(c.s3_secret_file, "/d/s3.secret");
+	assert_int_equal(c.max_body_bytes, 2048);
+	assert_int_equal(
+		load("[server]\ndata_dir = /d\n[store]\nblobs = b2\n", &c, err, sizeof err), 0);
+	assert_string_equal(c.blobs, "/d/b2");
+	assert_true(load("[server]\ndata_dir = /d\n[store]\nblob = x\n", &c, err, sizeof err) < 0);
+}
+
 static void test_config_typos_and_bad_values_are_errors(void **state)
 {
 	static const char *const bad[] = {
@@ -89,6 +111,7 @@ int main(void)
 		cmocka_unit_test(test_config_defaults_and_relative_paths),
 		cmocka_unit_test(test_config_overrides_later_keys_win),
 		cmocka_unit_test(test_config_typos_and_bad_values_are_errors),
+		cmocka_unit_test(test_config_store_section_names_the_blob_backend),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #include <curl/curl.h>
 #include <sqlite3.h>
 
+#include "blob.h"
 #include "retention.h"
 #include "rvs.h"
 #include "server_common.h"
@@ -34,7 +35,8 @@ static const struct rvs_store_ops *ops = &rvs_store_sqlite;
 struct fx {
 	char dir[64], db[128], blobs[128];
 	struct rvs_store *s;
-	sqlite3 *q; /* the test's own connection for fixtures and checks */
+	struct rvs_blobs *b; /* the blob store over blobs (local backend) */
+	sqlite3 *q;	     /* the test's own connection for fixtures and checks */
 };
 
 static int setup(void **state)
@@ -46,7 +48,7 @@ static int setup(void **state)
 		return -1;
 	snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
 	snprintf(f->blobs, sizeof f->blobs, "%s/blobs", f->dir);
-	if (ops->open(f->db, &f->s))
+	if (ops->open(f->db, &f->s) || rvs_blobs_open_local(f->blobs, &f->b))
 		return -1;
 	snprintf(d.device_id, sizeof d.device_id, "d-1");
 	d.model = "m";
@@ -66,6 +68,7 @@ static int teardown(void **state)
 	char cmd[128];
 	sqlite3_close(f->q);
 	ops->close(f->s);
+	rvs_blobs_close(f->b);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
 	free(f);
 	return system(cmd) == 0 ? 0 : -1;
@@ -150,7 +153,7 @@ static void test_retention_old_traces_deleted_with_unshared_blobs(void **state)
 	assert_int_equal(
 		num(f, "SELECT traces FROM signatures WHERE signature = 'aaaaaaaaaaaaaaaa'"), 2);
 
-	assert_int_equal(rvs_retention_run(f->db, f->blobs, OLD + 1, &st), 0);
+	assert_int_equal(rvs_retention_run(f->db, f->b, OLD + 1, &st), 0);
 	assert_int_equal(st.traces, 2);
 	assert_int_equal(st.blobs, 1);
 	assert_false(blob_exists(f, a));
@@ -170,7 +173,7 @@ static void test_retention_old_traces_deleted_with_unshared_blobs(void **state)
 		num(f, "SELECT traces FROM signatures WHERE signature = 'cccccccccccccccc'"), 1);
 
 	/* A second pass finds nothing more. */
-	assert_int_equal(rvs_retention_run(f->db, f->blobs, OLD + 1, &st), 0);
+	assert_int_equal(rvs_retention_run(f->db, f->b, OLD + 1, &st), 0);
 	assert_int_equal(st.traces, 0);
 	assert_true(blob_exists(f, c));
 }
@@ -191,7 +194,7 @@ static void test_retention_quarantined_and_pending_uploads_deleted(void **state)
 	assert_int_equal(num(f, "SELECT count(*) FROM quarantine"), 1);
 	assert_int_equal(num(f, "SELECT count(*) FROM decode_queue"), 1);
 
-	assert_int_equal(rvs_retention_run(f->db, f->blobs, OLD + 1, &st), 0);
+	assert_int_equal(rvs_retention_run(f->db, f->b, OLD + 1, &st), 0);
 	assert_int_equal(st.traces, 2);
 	assert_int_equal(num(f, "SELECT count(*) FROM quarantine"), 0);
 	assert_int_equal(num(f, "SELECT count(*) FROM decode_queue"), 0);
@@ -208,7 +211,7 @@ static void test_retention_recently_touched_blob_kept(void **state)
 	/* The same content arrives again: put refreshes the mtime, and the
 	 * new upload's row may not exist yet when retention runs. */
 	assert_int_equal(rvs_blob_put(f->blobs, "re-sent", 7, again), 0);
-	assert_int_equal(rvs_retention_run(f->db, f->blobs, OLD + 1, &st), 0);
+	assert_int_equal(rvs_retention_run(f->db, f->b, OLD + 1, &st), 0);
 	assert_int_equal(st.traces, 1);
 	assert_int_equal(st.blobs, 0);
 	assert_true(blob_exists(f, a));
@@ -278,7 +281,7 @@ static void test_retention_orphans_and_dead_temps_collected(void **state)
 	snprintf(p2, sizeof p2, "%s/%.2s/link", f->blobs, kept);
 	assert_int_equal(symlink("/etc/passwd", p2), 0);
 
-	assert_int_equal(rvs_retention_run(f->db, f->blobs, OLD, &st), 0);
+	assert_int_equal(rvs_retention_run(f->db, f->b, OLD, &st), 0);
 	assert_int_equal(st.traces, 0);
 	assert_int_equal(st.blobs, 1); /* the orphan */
 	assert_int_equal(st.temps, 2); /* the two old temporaries */
@@ -307,7 +310,7 @@ static void test_retention_bad_database_fails_cleanly(void **state)
 	struct rvs_retention_stats st = {9, 9, 9};
 	char path[160];
 	snprintf(path, sizeof path, "%s/missing/none.db", f->dir);
-	assert_int_equal(rvs_retention_run(path, f->blobs, OLD, &st), -EIO);
+	assert_int_equal(rvs_retention_run(path, f->b, OLD, &st), -EIO);
 	assert_int_equal(st.traces, 0);
 }
 
