@@ -117,7 +117,7 @@ $(TBIN)/server/test_web: | $(BIN)/rearview-server
 # `make bench`: web page latency next to the JSON API at 100k indexed traces.
 # Issue 18 item 2: exports streamed by the real binary, its peak memory read.
 $(OBJ)/tests/server/test_export.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include
-$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(addprefix $(OBJ)/server/src/,blob.o util.o) $(LIBRVANALYSIS),-lcurl -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd))
+$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVANALYSIS),$(BLOB_LIBS) -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd))
 $(TBIN)/server/test_export: | $(BIN)/rearview-server
 $(OBJ)/tests/server/test_timeline.o: CPPFLAGS += -Itracer/analysis/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,timeline,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
