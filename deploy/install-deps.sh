@@ -44,6 +44,10 @@ PACKAGES="$PACKAGES libhttp-parser-dev libuv1-dev libmbedtls-dev libsqlite3-dev 
 # conflicts with Debian's npm package, so ask for it only when it is missing.
 command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
 
+# server/ on PostgreSQL (store_pg.c: libpq; its tests start a private
+# PostgreSQL 15 with initdb and pg_ctl).
+PACKAGES="$PACKAGES libpq-dev postgresql-15"
+
 # server ops (symbol store: libelf; its tests use objcopy from binutils).
 PACKAGES="$PACKAGES libelf-dev binutils"
 

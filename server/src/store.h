@@ -67,6 +67,10 @@ struct rvs_decode_item {
 	int rc;		      /* the decoder's result: 0 decoded, < 0 quarantine */
 	char reason[256];     /* why, when rc < 0 */
 	double seconds;	      /* decode time (a batch's share for summaries) */
+	/* The backend's lease on this item, set by decode_next_batch and
+	 * checked by decode_finish (PostgreSQL: the item is recorded only
+	 * while its queue row still carries this lease); 0 for sqlite. */
+	uint64_t lease;
 };
 
 struct rvs_store;
@@ -126,5 +130,13 @@ struct rvs_store_ops {
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;
+/* PostgreSQL 15 (store_pg.c): dsn is a libpq connection URI
+ * ("postgresql://user@host/db", or "postgresql:///db?host=/run/sock"). */
+extern const struct rvs_store_ops rvs_store_pg;
+
+/* The backend a configured database names: rvs_store_pg for a
+ * "postgresql://" or "postgres://" URI, else rvs_store_sqlite (a path or a
+ * "file:" URI).  Never NULL; no I/O. */
+const struct rvs_store_ops *rvs_store_for(const char *dsn);
 
 #endif
