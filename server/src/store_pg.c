@@ -53,7 +53,7 @@
  * them: far above a capture's decode time (tens of ms). */
 #define LEASE "interval '5 minutes'"
 /* pg_advisory_xact_lock key of the migrations ("rvmigr"). */
-#define MIGRATE_LOCK "0x72766d696772"
+#define MIGRATE_LOCK "125852967331698"
 
 struct conn {
 	PGconn *pg;
@@ -147,11 +147,8 @@ enum {
 	N_STMTS
 };
 
-#define CHARGED_WHERE                                                                     \
-	"device_id = $1 AND received_at >= $2 AND COALESCE(anomaly_kind, 0) != " RVS_STR( \
-		REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL)
-#define RVS_STR(x)  RVS_STR_(x)
-#define RVS_STR_(x) #x
+/* $3: the anomaly kind never charged (MANUAL). */
+#define CHARGED_WHERE "device_id = $1 AND received_at >= $2 AND COALESCE(anomaly_kind, 0) != $3"
 
 static const char *const stmts[N_STMTS] = {
 	[S_DEV_BY_CLIENT] = "SELECT device_id, encode(token_hash, 'hex') FROM devices"
@@ -601,6 +598,7 @@ static int uploads_charged(struct rvs_store *s, const char *device_id, int64_t s
 
 	p_text(&p, device_id);
 	p_i64(&p, since);
+	p_i64(&p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
 	if (!(rc = lookup(s, S_UP_CHARGED, &p, buf, sizeof buf)))
 		*out = strtoull(buf, NULL, 10);
 	return rc;
@@ -621,6 +619,7 @@ static int quota_check(PGconn *pg, const struct rvs_upload_rec *u)
 	if ((rc = run0(pg, S_DEV_LOCK, &p)))
 		return rc;
 	p_i64(&p, u->quota_since);
+	p_i64(&p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
 	if ((rc = run(pg, S_UP_CHARGED, &p, &r)))
 		return rc;
 	rc = strtoull(PQgetvalue(r, 0, 0), NULL, 10) >= u->weekly_quota ? -EDQUOT : 0;
