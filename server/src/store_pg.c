@@ -42,6 +42,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -681,7 +682,7 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 	size_t n = 0;
 	int rc;
 
-	if (nparts < 1 || nparts > 16 || part >= nparts || max < 1 || max > 100000)
+	if (nparts < 1 || nparts > 16 || part >= nparts || max < 1 || max > INT_MAX)
 		return -EINVAL;
 	if (!(c = get(s)))
 		return -EIO;
