@@ -78,6 +78,14 @@ $(OBJ)/tests/bench/server_%.o: CPPFLAGS += -DRVS_BIN='"$(BIN)/rearview-server"' 
 $(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Itests/bench
 BENCHES += $(TBIN)/server/bench_upload
 
+# `make bench`: the store backends side by side (sqlite, a private PostgreSQL).
+$(TBIN)/server/bench_store: $(OBJ)/tests/server/bench_store.o $(SERVER_CORE) $(LIBRVANALYSIS) \
+		$(LIBRVPOLICY) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
+$(OBJ)/tests/server/bench_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
+BENCHES += $(TBIN)/server/bench_store
+
 # Skip reports (POST /v1/skips): fuzz target and its corpus replay.
 FUZZ += $(BUILD)/fuzz/server_skip
 $(BUILD)/fuzz/server_skip: tests/fuzz/server_skip.c server/src/skips.c server/src/upload.c \
