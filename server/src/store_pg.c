@@ -325,6 +325,7 @@ static PGconn *conn_open(const char *dsn)
 		PGresult *r;
 		int ok;
 
+		assert(stmts[i]); /* every enum entry has its SQL */
 		stmt_name(i, name);
 		r = PQprepare(pg, name, stmts[i], 0, NULL);
 		ok = PQresultStatus(r) == PGRES_COMMAND_OK;
@@ -381,7 +382,7 @@ static int version_of(PGconn *pg, int *out)
 	int rc = 0;
 
 	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-		*out = atoi(PQgetvalue(r, 0, 0));
+		*out = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
 	else
 		rc = pg_errno(pg, r);
 	PQclear(r);
@@ -742,7 +743,7 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 		p_i64(&p, (int64_t)it->lease);
 		if ((rc = run(c->pg, S_Q_DELETE, &p, &r)))
 			goto fail;
-		held = atoi(PQcmdTuples(r)) > 0;
+		held = strtoull(PQcmdTuples(r), NULL, 10) > 0;
 		PQclear(r);
 		if (!held) /* finished already, or its lease went to another */
 			continue;

@@ -110,10 +110,22 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* argv[i] as a number, def when absent; -1 when it is not one. */
+static int arg(int argc, char **argv, int i, int def)
+{
+	char *end;
+	long v;
+
+	if (argc <= i)
+		return def;
+	v = strtol(argv[i], &end, 10);
+	return *end || end == argv[i] || v < 0 || v > 10000000 ? -1 : (int)v;
+}
+
 int main(int argc, char **argv)
 {
-	int threads = argc > 1 ? atoi(argv[1]) : 4, uploads = argc > 2 ? atoi(argv[2]) : 4000;
-	int decoders = argc > 3 ? atoi(argv[3]) : 2, rounds = argc > 4 ? atoi(argv[4]) : 3;
+	int threads = arg(argc, argv, 1, 4), uploads = arg(argc, argv, 2, 4000);
+	int decoders = arg(argc, argv, 3, 2), rounds = arg(argc, argv, 4, 3);
 	static const struct rvs_store_ops *const backends[2] = {&rvs_store_sqlite, &rvs_store_pg};
 	double acked[2][16], drained_s[2][16];
 	struct pgh pg;

@@ -501,7 +501,7 @@ static void *take(void *arg)
 	while ((n = ops->decode_next_batch(t->s, 0, 1, it, 7)) > 0) {
 		pthread_mutex_lock(t->mu);
 		for (int i = 0; i < n; i++)
-			t->taken[atoi(it[i].trace_id + 2)]++;
+			t->taken[strtol(it[i].trace_id + 2, NULL, 10)]++;
 		pthread_mutex_unlock(t->mu);
 		if ((t->rc = ops->decode_finish(t->s, it, (size_t)n)))
 			return NULL;
