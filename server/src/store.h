@@ -1,10 +1,9 @@
 /*
  * store.h — the storage interface.  A backend is a function table; sqlite3
- * (store_sqlite.c) is the embedded default and a PostgreSQL backend can
- * provide the same table.  Every function blocks and must run on the work
- * queue; a backend handle is safe to use from several work threads at once.
- * Errors: 0 or a negative errno (-ENOENT not found, -EEXIST a uniqueness
- * conflict, -EIO a backend failure).
+ * (store_sqlite.c) is the embedded default and PostgreSQL (store_pg.c)
+ * provides the same table; rvs_store_for picks one by the dsn.  Every function blocks and must run
+ * on the work queue; a backend handle is safe to use from several work threads at once. Errors: 0
+ * or a negative errno (-ENOENT not found, -EEXIST a uniqueness conflict, -EIO a backend failure).
  * Durability: a function that stores what a device is acknowledged for
  * (device_add, upload_add, skip_add) returns 0 only once it is on disk
  * (it survives power loss); the others may return before.
