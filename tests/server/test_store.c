@@ -46,14 +46,21 @@ static int setup(void **state)
 		return -1;
 	if (ops == &rvs_store_pg) {
 		if (pgh_fresh_db(&pg, f->db, sizeof f->db))
-			return -1;
+			goto fail;
 	} else {
 		snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
 	}
 	if (ops->open(f->db, &f->s))
-		return -1;
+		goto fail;
 	*state = f;
 	return 0;
+fail:
+	/* teardown does not run after a failed setup */
+	snprintf(f->db, sizeof f->db, "rm -rf '%s'", f->dir);
+	if (system(f->db) != 0)
+		fprintf(stderr, "test_store: could not remove %s\n", f->dir);
+	free(f);
+	return -1;
 }
 
 static int teardown(void **state)
