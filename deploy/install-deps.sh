@@ -58,7 +58,8 @@ command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
 # server blob backends (issue 15): S3 over libcurl, ListObjectsV2 parsed
 # with libxml2; test_blob's S3 server is npm s3rver (tests/server/s3rver).
 PACKAGES="$PACKAGES libxml2-dev"
-# PostgreSQL blob backend: libpq; test_blob starts a real PostgreSQL 15.
+# server/ on PostgreSQL (store_pg.c and the PostgreSQL blob backend: libpq;
+# their tests start a private PostgreSQL 15 with initdb and pg_ctl).
 PACKAGES="$PACKAGES libpq-dev postgresql-15"
 
 # server ops (symbol store: libelf; its tests use objcopy from binutils).

@@ -1,13 +1,14 @@
 # server/ — rearview-server: HTTPS device API (libuv + mbedTLS + http-parser),
 # sqlite3 storage, content-addressed blobs.  See server/README.md.
 
-# The blob backends (blob.h): local directory, S3 (libcurl SigV4, libxml2).
+# The blob backends (blob.h): local directory, S3 (libcurl SigV4, libxml2),
+# PostgreSQL bytea (libpq, also the PostgreSQL store: store_pg.c).
 BLOB_LIBS   := -lcurl $(call pc,--libs,libxml-2.0) $(call pc,--libs,libpq)
 BLOB_OBJ    := $(addprefix $(OBJ)/server/src/,blob.o blob_local.o blob_s3.o blob_pg.o)
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
 	$(PROTOBUF_LIBS) $(LIBELF_LIBS) $(BLOB_LIBS) -lpthread
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o blob_local.o blob_s3.o blob_pg.o \
-	store_sqlite.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
+	store.o store_sqlite.o store_pg.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
 	symbols.o checkpoint.o stream.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
@@ -37,6 +38,9 @@ $(OBJ)/tests/server/%.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS) \
 
 
 $(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
+# test_store runs its cases on sqlite and on a private PostgreSQL it starts
+# (tests/server/pg_harness.h).
+$(OBJ)/server/src/store_pg.o $(OBJ)/tests/server/test_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 # Power loss simulated by a fault-injecting sqlite VFS (issue 18 item 6).
 $(eval $(call rv_test,server,durable,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
@@ -77,6 +81,14 @@ $(OBJ)/tests/bench/server_workload.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/bench/server_%.o: CPPFLAGS += -DRVS_BIN='"$(BIN)/rearview-server"' -Iserver/src
 $(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Itests/bench
 BENCHES += $(TBIN)/server/bench_upload
+
+# `make bench`: the store backends side by side (sqlite, a private PostgreSQL).
+$(TBIN)/server/bench_store: $(OBJ)/tests/server/bench_store.o $(SERVER_CORE) $(LIBRVANALYSIS) \
+		$(LIBRVPOLICY) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
+$(OBJ)/tests/server/bench_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
+BENCHES += $(TBIN)/server/bench_store
 
 # Skip reports (POST /v1/skips): fuzz target and its corpus replay.
 FUZZ += $(BUILD)/fuzz/server_skip

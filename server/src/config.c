@@ -153,8 +153,8 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 static int resolve(const char *dir, char *path, size_t cap)
 {
 	char tmp[1024];
-	if (path[0] == '/' || path[0] == '\0')
-		return 0;
+	if (path[0] == '/' || path[0] == '\0' || strstr(path, "://"))
+		return 0; /* absolute, unset, or a URI (database = postgresql://…) */
 	if (snprintf(tmp, sizeof tmp, "%s/%s", dir, path) >= (int)sizeof tmp)
 		return -1;
 	return set_str(path, cap, tmp);

@@ -1,10 +1,9 @@
 /*
  * store.h — the storage interface.  A backend is a function table; sqlite3
- * (store_sqlite.c) is the embedded default and a PostgreSQL backend can
- * provide the same table.  Every function blocks and must run on the work
- * queue; a backend handle is safe to use from several work threads at once.
- * Errors: 0 or a negative errno (-ENOENT not found, -EEXIST a uniqueness
- * conflict, -EIO a backend failure).
+ * (store_sqlite.c) is the embedded default and PostgreSQL (store_pg.c)
+ * provides the same table; rvs_store_for picks one by the dsn.  Every function blocks and must run
+ * on the work queue; a backend handle is safe to use from several work threads at once. Errors: 0
+ * or a negative errno (-ENOENT not found, -EEXIST a uniqueness conflict, -EIO a backend failure).
  * Durability: a function that stores what a device is acknowledged for
  * (device_add, upload_add, skip_add) returns 0 only once it is on disk
  * (it survives power loss); the others may return before.
@@ -67,6 +66,10 @@ struct rvs_decode_item {
 	int rc;		      /* the decoder's result: 0 decoded, < 0 quarantine */
 	char reason[256];     /* why, when rc < 0 */
 	double seconds;	      /* decode time (a batch's share for summaries) */
+	/* The backend's lease on this item, set by decode_next_batch and
+	 * checked by decode_finish (PostgreSQL: the item is recorded only
+	 * while its queue row still carries this lease); 0 for sqlite. */
+	uint64_t lease;
 };
 
 struct rvs_store;
@@ -126,5 +129,13 @@ struct rvs_store_ops {
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;
+/* PostgreSQL 15 (store_pg.c): dsn is a libpq connection URI
+ * ("postgresql://user@host/db", or "postgresql:///db?host=/run/sock"). */
+extern const struct rvs_store_ops rvs_store_pg;
+
+/* The backend a configured database names: rvs_store_pg for a
+ * "postgresql://" or "postgres://" URI, else rvs_store_sqlite (a path or a
+ * "file:" URI).  Never NULL; no I/O. */
+const struct rvs_store_ops *rvs_store_for(const char *dsn);
 
 #endif

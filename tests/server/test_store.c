@@ -1,6 +1,10 @@
 /*
- * test_store.c — the sqlite3 storage backend through its function table,
- * and the content-addressed blob store, in a temporary directory.
+ * test_store.c — the storage backends through their function table: every
+ * common case runs on sqlite3 (a file in a temporary directory) and on
+ * PostgreSQL (a fresh database on a private server pg_harness.h starts; a
+ * visible skip when PostgreSQL 15 is not installed), then the cases only
+ * one backend has (the content-addressed blob store and PBKDF2 run once;
+ * PostgreSQL's decode queue across nodes: leases, SKIP LOCKED).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,17 +20,21 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "rearview/common.pb-c.h"
 #include "rvs.h"
 #include "store.h"
+#include "pg_harness.h"
 
-static const struct rvs_store_ops *ops = &rvs_store_sqlite;
+/* The backend under test: each group of cases runs with one. */
+static const struct rvs_store_ops *ops;
+static struct pgh pg;
 
 struct fx {
 	char dir[64];
-	char db[128];
+	char db[256]; /* the dsn: a file in dir, or a fresh PostgreSQL database */
 	struct rvs_store *s;
 };
 
@@ -36,11 +44,23 @@ static int setup(void **state)
 	snprintf(f->dir, sizeof f->dir, "/tmp/rvs-store-XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
-	snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+	if (ops == &rvs_store_pg) {
+		if (pgh_fresh_db(&pg, f->db, sizeof f->db))
+			goto fail;
+	} else {
+		snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+	}
 	if (ops->open(f->db, &f->s))
-		return -1;
+		goto fail;
 	*state = f;
 	return 0;
+fail:
+	/* teardown does not run after a failed setup */
+	snprintf(f->db, sizeof f->db, "rm -rf '%s'", f->dir);
+	if (system(f->db) != 0)
+		fprintf(stderr, "test_store: could not remove %s\n", f->dir);
+	free(f);
+	return -1;
 }
 
 static int teardown(void **state)
@@ -51,6 +71,33 @@ static int teardown(void **state)
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
 	free(f);
 	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The one value sql answers on f's database (sqlite_sql on sqlite3,
+ * pg_sql on PostgreSQL; NULL: the same text), into out ("" for NULL). */
+static void sql_value(struct fx *f, const char *sqlite_sql, const char *pg_sql, char *out,
+		      size_t len)
+{
+	if (ops == &rvs_store_pg) {
+		PGconn *c = PQconnectdb(f->db);
+		PGresult *r = PQexec(c, pg_sql ? pg_sql : sqlite_sql);
+		if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+			fail_msg("%s", PQerrorMessage(c));
+		snprintf(out, len, "%s", PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+		PQclear(r);
+		PQfinish(c);
+	} else {
+		sqlite3 *db;
+		sqlite3_stmt *st;
+		assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_prepare_v2(db, sqlite_sql, -1, &st, NULL), SQLITE_OK);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		snprintf(out, len, "%s",
+			 sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0)
+						    : "");
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+	}
 }
 
 static void add_device(struct fx *f, const char *id, uint8_t tag)
@@ -72,25 +119,24 @@ static void add_upload(struct fx *f, const char *trace, const char *dev, uint8_t
 	assert_int_equal(ops->upload_add(f->s, &u), expect);
 }
 
+/* Durable commits: sqlite in WAL mode, PostgreSQL with synchronous_commit
+ * on (COMMIT returns once the WAL is flushed). */
 static void test_store_open_applies_migrations_and_wal(void **state)
 {
 	struct fx *f = *state;
 	struct rvs_store *again;
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	int v = 0;
+	char mode[32];
+	int v = 0, v2 = 0;
 
 	assert_int_equal(ops->schema_version(f->s, &v), 0);
 	assert_true(v >= 1);
 	/* Reopening is idempotent. */
 	assert_int_equal(ops->open(f->db, &again), 0);
+	assert_int_equal(ops->schema_version(again, &v2), 0);
+	assert_int_equal(v2, v);
 	ops->close(again);
-	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
-	sqlite3_finalize(st);
-	sqlite3_close(db);
+	sql_value(f, "PRAGMA journal_mode", "SHOW synchronous_commit", mode, sizeof mode);
+	assert_string_equal(mode, ops == &rvs_store_pg ? "on" : "wal");
 }
 
 static void test_store_device_token_lookup_finds_only_its_device(void **state)
@@ -164,8 +210,7 @@ static void test_store_failed_decode_goes_to_quarantine_with_reason(void **state
 	struct fx *f = *state;
 	struct rvs_decode_item it[4];
 	uint64_t depth = 9;
-	sqlite3 *db;
-	sqlite3_stmt *st;
+	char out[256];
 
 	add_device(f, "d-one", 1);
 	add_upload(f, "t-a", "d-one", 1, 0);
@@ -191,31 +236,22 @@ static void test_store_failed_decode_goes_to_quarantine_with_reason(void **state
 	assert_int_equal(ops->queue_depth(f->s, &depth), 0);
 	assert_int_equal(depth, 0);
 
-	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "SELECT q.reason, u.state FROM quarantine q"
-					    " JOIN uploads u USING (trace_id) WHERE trace_id='t-a'",
-					    -1, &st, NULL),
-			 SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(st, 0),
-			    "truncated capture: 12 bytes");
-	assert_string_equal((const char *)sqlite3_column_text(st, 1), "quarantined");
-	sqlite3_finalize(st);
-	assert_int_equal(
-		sqlite3_prepare_v2(db,
-				   "SELECT group_concat(trace_id || '=' || state || '/' ||"
-				   " coalesce(reason, '-'), ' ') FROM (SELECT u.trace_id,"
-				   " u.state, q.reason FROM uploads u LEFT JOIN quarantine q"
-				   " USING (trace_id) ORDER BY u.trace_id)",
-				   -1, &st, NULL),
-		SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(st, 0),
-			    "t-a=quarantined/truncated capture: 12 bytes t-b=decoded/-"
-			    " t-c=quarantined/unspecified");
-	sqlite3_finalize(st);
-	sqlite3_close(db);
+	sql_value(f,
+		  "SELECT q.reason || '|' || u.state FROM quarantine q"
+		  " JOIN uploads u USING (trace_id) WHERE trace_id='t-a'",
+		  NULL, out, sizeof out);
+	assert_string_equal(out, "truncated capture: 12 bytes|quarantined");
+	sql_value(f,
+		  "SELECT group_concat(trace_id || '=' || state || '/' ||"
+		  " coalesce(reason, '-'), ' ') FROM (SELECT u.trace_id,"
+		  " u.state, q.reason FROM uploads u LEFT JOIN quarantine q"
+		  " USING (trace_id) ORDER BY u.trace_id)",
+		  "SELECT string_agg(trace_id || '=' || state || '/' || coalesce(reason, '-'),"
+		  " ' ' ORDER BY trace_id) FROM uploads u LEFT JOIN quarantine q"
+		  " USING (trace_id)",
+		  out, sizeof out);
+	assert_string_equal(out, "t-a=quarantined/truncated capture: 12 bytes t-b=decoded/-"
+				 " t-c=quarantined/unspecified");
 }
 
 static void test_store_hostile_text_is_data_not_sql(void **state)
@@ -384,9 +420,149 @@ static void test_store_parallel_uploads_at_quota_minus_one_store_exactly_one(voi
 	assert_int_equal(ops->upload_add(f->s, &m), 0);
 }
 
+/* Runs sql (no result wanted) on f's PostgreSQL database. */
+static void pg_exec(struct fx *f, const char *sql)
+{
+	PGconn *c = PQconnectdb(f->db);
+	PGresult *r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql, PQerrorMessage(c));
+	PQclear(r);
+	PQfinish(c);
+}
+
+/* Two "nodes" (store handles) on one database: the device's upload id is
+ * the key on both, so a retry that reaches the other node is a duplicate. */
+static void test_store_pg_duplicate_across_nodes_is_eexist(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_store *node2;
+	struct rvs_upload_rec u = {0};
+	uint8_t uid[16];
+	char trace[40];
+
+	assert_int_equal(ops->open(f->db, &node2), 0);
+	add_device(f, "d-one", 1);
+	add_upload(f, "t-1", "d-one", 7, 0);
+	snprintf(u.trace_id, sizeof u.trace_id, "t-1");
+	u.device_id = "d-one";
+	memset(u.upload_id, 7, 16);
+	assert_int_equal(ops->upload_add(node2, &u), -EEXIST);
+	memset(uid, 7, 16);
+	assert_int_equal(ops->upload_find(node2, "d-one", uid, trace), 0);
+	assert_string_equal(trace, "t-1");
+	ops->close(node2);
+}
+
+/* A decoder killed mid-decode: its lease expires (forced here, no waiting)
+ * and another node takes the upload again; the dead holder's late finish
+ * records nothing, the new holder's records it once. */
+static void test_store_pg_expired_lease_is_retaken(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_store *node2;
+	struct rvs_decode_item a[2], b[2];
+	uint64_t depth = 0;
+	char out[64];
+
+	assert_int_equal(ops->open(f->db, &node2), 0);
+	add_device(f, "d-one", 1);
+	add_upload(f, "t-1", "d-one", 1, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, a, 2), 1);
+	assert_true(a[0].lease > 0);
+	/* Leased: the other node finds nothing to do. */
+	assert_int_equal(ops->decode_next_batch(node2, 0, 1, b, 2), 0);
+	pg_exec(f, "UPDATE decode_queue SET leased_until = now() - interval '1 second'");
+	assert_int_equal(ops->decode_next_batch(node2, 0, 1, b, 2), 1);
+	assert_string_equal(b[0].trace_id, "t-1");
+	assert_true(b[0].lease != a[0].lease);
+	/* The first holder comes back late with a failure: not recorded. */
+	a[0].rc = -EIO;
+	assert_int_equal(ops->decode_finish(f->s, a, 1), 0);
+	assert_int_equal(ops->queue_depth(f->s, &depth), 0);
+	assert_int_equal(depth, 1);
+	assert_int_equal(ops->decode_finish(node2, b, 1), 0);
+	assert_int_equal(ops->queue_depth(f->s, &depth), 0);
+	assert_int_equal(depth, 0);
+	sql_value(f, "SELECT state || (SELECT count(*) FROM quarantine) FROM uploads", NULL, out,
+		  sizeof out);
+	assert_string_equal(out, "decoded0");
+	ops->close(node2);
+}
+
+#define NQ 120
+struct taker {
+	struct rvs_store *s;
+	pthread_mutex_t *mu;
+	int *taken; /* per upload: how many times a batch handed it out */
+	int rc;
+};
+
+/* Takes and finishes batches until the queue has nothing free. */
+static void *take(void *arg)
+{
+	struct taker *t = arg;
+	struct rvs_decode_item it[7];
+	int n;
+
+	while ((n = ops->decode_next_batch(t->s, 0, 1, it, 7)) > 0) {
+		pthread_mutex_lock(t->mu);
+		for (int i = 0; i < n; i++)
+			t->taken[strtol(it[i].trace_id + 2, NULL, 10)]++;
+		pthread_mutex_unlock(t->mu);
+		if ((t->rc = ops->decode_finish(t->s, it, (size_t)n)))
+			return NULL;
+	}
+	t->rc = n;
+	return NULL;
+}
+
+/* Four decoders on two nodes take batches at once: SKIP LOCKED and the
+ * leases hand each upload to exactly one of them. */
+static void test_store_pg_concurrent_batches_never_share_an_upload(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_store *node2;
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	int taken[NQ] = {0};
+	pthread_t t[4];
+	struct taker tk[4];
+	uint64_t depth = 1;
+
+	assert_int_equal(ops->open(f->db, &node2), 0);
+	add_device(f, "d-one", 1);
+	for (int i = 0; i < NQ; i++) {
+		char trace[16];
+		snprintf(trace, sizeof trace, "t-%d", i);
+		add_upload(f, trace, "d-one", (uint8_t)i, 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		tk[i] = (struct taker){i % 2 ? node2 : f->s, &mu, taken, -1};
+		assert_int_equal(pthread_create(&t[i], NULL, take, &tk[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(tk[i].rc, 0);
+	}
+	for (int i = 0; i < NQ; i++)
+		assert_int_equal(taken[i], 1);
+	assert_int_equal(ops->queue_depth(f->s, &depth), 0);
+	assert_int_equal(depth, 0);
+	ops->close(node2);
+}
+
+static char pg_skip_why[256];
+
+static void test_store_pg_unavailable_skips(void **state)
+{
+	print_message("PostgreSQL cases skipped: %s\n", pg_skip_why);
+	skip();
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	/* Every case here runs on each backend. */
+	const struct CMUnitTest common[] = {
 		cmocka_unit_test_setup_teardown(test_store_open_applies_migrations_and_wal, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
@@ -399,15 +575,46 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_store_hostile_text_is_data_not_sql, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_store_blob_is_content_addressed_and_complete,
-						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_concurrent_adds_store_each_upload_once,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_parallel_uploads_at_quota_minus_one_store_exactly_one, setup,
 			teardown),
-		cmocka_unit_test_setup_teardown(test_store_pbkdf2_matches_rfc7914_vector, setup,
-						teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	/* No backend in them: run once. */
+	const struct CMUnitTest once[] = {
+		cmocka_unit_test_setup_teardown(test_store_blob_is_content_addressed_and_complete,
+						setup, teardown),
+		cmocka_unit_test(test_store_pbkdf2_matches_rfc7914_vector),
+	};
+	const struct CMUnitTest pg_only[] = {
+		cmocka_unit_test_setup_teardown(test_store_pg_duplicate_across_nodes_is_eexist,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_pg_expired_lease_is_retaken, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_pg_concurrent_batches_never_share_an_upload, setup, teardown),
+	};
+	const struct CMUnitTest pg_missing[] = {
+		cmocka_unit_test(test_store_pg_unavailable_skips),
+	};
+	int failed = 0, rc;
+
+	ops = &rvs_store_sqlite;
+	failed += cmocka_run_group_tests_name("store_sqlite", common, NULL, NULL);
+	failed += cmocka_run_group_tests_name("store_once", once, NULL, NULL);
+	ops = &rvs_store_pg;
+	rc = pgh_start(&pg);
+	if (rc == 0) {
+		failed += cmocka_run_group_tests_name("store_postgresql", common, NULL, NULL);
+		failed += cmocka_run_group_tests_name("store_postgresql_only", pg_only, NULL, NULL);
+	} else if (rc == -ENOENT) {
+		snprintf(pg_skip_why, sizeof pg_skip_why, "%s", pg.why);
+		failed += cmocka_run_group_tests_name("store_postgresql", pg_missing, NULL, NULL);
+	} else {
+		fprintf(stderr, "test_store: PostgreSQL did not start: %s\n", pg.why);
+		failed++;
+	}
+	pgh_stop(&pg);
+	return failed;
 }

@@ -1,0 +1,863 @@
+/*
+ * store_pg.c — the PostgreSQL 15 storage backend (server/SCHEMA.md,
+ * "PostgreSQL"), selected by a "postgresql://" database (store.c).
+ *
+ * Connections: a pool of libpq connections, each used by one work thread at
+ * a time (taken from the free list, or opened when it is empty; given back
+ * after the call), so there are as many as work threads ever ran at once.
+ * Every statement is prepared once per connection, when it opens; a
+ * connection that failed (PQstatus not OK) is closed instead of going back.
+ * Every value from a device goes in as a bound parameter, never as SQL
+ * text.  No function here runs on the event loop: they block.
+ *
+ * Durability: the server runs with synchronous_commit on (PostgreSQL's
+ * default), so COMMIT returning means the WAL is flushed: device_add,
+ * upload_add and skip_add return 0 only once their row is on disk.  (A
+ * duplicate found by upload_find or skip_add was committed, so durable, by
+ * whoever inserted it.)
+ *
+ * Quota: upload_add locks its device's row (FOR UPDATE) before counting, in
+ * the transaction that inserts, so two uploads of one device at quota - 1
+ * cannot both pass, on one node or several.
+ *
+ * The decode queue is a work queue in the database: decode_next_batch takes
+ * the oldest queued rows whose lease is free or expired with FOR UPDATE
+ * SKIP LOCKED and gives each a lease (leased_until = now() + LEASE, and a
+ * fresh lease number from a sequence, returned in rvs_decode_item.lease).
+ * Any node decodes any upload; a node killed mid-decode loses nothing (its
+ * leases expire and are taken again); decode_finish records an item only
+ * while its row still carries the lease number it was handed, so an upload
+ * whose lease expired and was taken by another decoder is recorded once, by
+ * the holder of the newest lease.  The part/nparts partition argument is
+ * validated and honoured (queue seq % nparts = part), as in sqlite.
+ *
+ * Migrations are an append-only list applied under a transaction-scoped
+ * advisory lock (nodes starting together migrate once): migration N brings
+ * schema_version from N-1 to N.
+ */
+#include "store.h"
+#include "rvs.h"
+#include "rearview/common.pb-c.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+/* How long a decoder owns the uploads it took before another may take
+ * them: far above a capture's decode time (tens of ms). */
+#define LEASE "interval '5 minutes'"
+/* pg_advisory_xact_lock key of the migrations ("rvmigr"). */
+#define MIGRATE_LOCK "125852967331698"
+
+struct conn {
+	PGconn *pg;
+	struct conn *next;
+};
+
+struct rvs_store {
+	char *dsn;
+	pthread_mutex_t mu; /* guards idle */
+	struct conn *idle;
+};
+
+static const char *const migrations[] = {
+	/* 1: the ingest path: devices, uploads, the decode queue with leases,
+	 * quarantine, admins, skip reports, and the unresolved build ids a
+	 * symbol upload requeues by. */
+	"CREATE TABLE devices ("
+	" device_id TEXT PRIMARY KEY,"
+	" token_hash BYTEA NOT NULL UNIQUE,"
+	" client_device_id TEXT, model TEXT, os_build TEXT, arch TEXT,"
+	" enrolled_at BIGINT NOT NULL, seq BIGSERIAL NOT NULL);"
+	"CREATE INDEX devices_client ON devices(client_device_id);"
+	"CREATE TABLE uploads ("
+	" trace_id TEXT PRIMARY KEY,"
+	" device_id TEXT NOT NULL REFERENCES devices(device_id),"
+	" upload_id BYTEA NOT NULL,"
+	" received_at BIGINT NOT NULL,"
+	" app_id TEXT, app_version TEXT, app_build_id BYTEA,"
+	" model TEXT, os_build TEXT, campaign_id TEXT,"
+	" anomaly_kind INTEGER, severity INTEGER, consent INTEGER,"
+	" payload_kind INTEGER, compression INTEGER, payload_size BIGINT,"
+	" captured_realtime_ns BIGINT,"
+	" blob_sha256 TEXT, blob_bytes BIGINT, summary BYTEA,"
+	" state TEXT NOT NULL CHECK (state IN ('pending_decode','decoded','quarantined')),"
+	" UNIQUE (device_id, upload_id));"
+	"CREATE INDEX uploads_received ON uploads(received_at);"
+	"CREATE INDEX uploads_device_received ON uploads(device_id, received_at);"
+	"CREATE SEQUENCE decode_lease_seq;"
+	"CREATE TABLE decode_queue ("
+	" seq BIGSERIAL NOT NULL UNIQUE,"
+	" trace_id TEXT PRIMARY KEY REFERENCES uploads(trace_id),"
+	" enqueued_at BIGINT NOT NULL,"
+	" leased_until TIMESTAMPTZ, lease BIGINT);"
+	"CREATE TABLE quarantine ("
+	" trace_id TEXT PRIMARY KEY REFERENCES uploads(trace_id),"
+	" reason TEXT NOT NULL,"
+	" quarantined_at BIGINT NOT NULL);"
+	"CREATE TABLE admins ("
+	" name TEXT PRIMARY KEY,"
+	" pbkdf2_iterations INTEGER NOT NULL, salt BYTEA NOT NULL, hash BYTEA NOT NULL,"
+	" created_at BIGINT NOT NULL);"
+	"CREATE TABLE skips ("
+	" device_id TEXT NOT NULL REFERENCES devices(device_id),"
+	" report_id BYTEA NOT NULL,"
+	" received_at BIGINT NOT NULL,"
+	" app_id TEXT, app_version TEXT,"
+	" anomaly_kind INTEGER, severity INTEGER,"
+	" reason TEXT NOT NULL,"
+	" captured_realtime_ns BIGINT,"
+	" PRIMARY KEY (device_id, report_id));"
+	"CREATE INDEX skips_received ON skips(received_at);"
+	"CREATE TABLE trace_unresolved ("
+	" build_id TEXT NOT NULL,"
+	" trace_id TEXT NOT NULL REFERENCES uploads(trace_id),"
+	" PRIMARY KEY (build_id, trace_id));"
+	"CREATE INDEX trace_unresolved_trace ON trace_unresolved(trace_id);",
+};
+#define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+
+/* The prepared statements, by index; every connection prepares them all. */
+enum {
+	S_DEV_BY_CLIENT,
+	S_DEV_REENROL,
+	S_DEV_INSERT,
+	S_DEV_BY_TOKEN,
+	S_UP_FIND,
+	S_UP_CHARGED,
+	S_DEV_LOCK,
+	S_UP_INSERT,
+	S_Q_INSERT,
+	S_Q_TAKE,
+	S_Q_LEASE,
+	S_Q_DELETE,
+	S_UP_STATE,
+	S_QUAR_INSERT,
+	S_Q_DEPTH,
+	S_ADMIN_PUT,
+	S_SKIP_INSERT,
+	S_REQUEUE,
+	S_REQUEUE_STATE,
+	N_STMTS
+};
+
+/* $3: the anomaly kind never charged (MANUAL). */
+#define CHARGED_WHERE "device_id = $1 AND received_at >= $2 AND COALESCE(anomaly_kind, 0) != $3"
+
+static const char *const stmts[N_STMTS] = {
+	[S_DEV_BY_CLIENT] = "SELECT device_id, encode(token_hash, 'hex') FROM devices"
+			    " WHERE client_device_id = $1 ORDER BY enrolled_at, seq LIMIT 1"
+			    " FOR UPDATE",
+	[S_DEV_REENROL] = "UPDATE devices SET token_hash = $2, model = $3, os_build = $4,"
+			  " arch = $5 WHERE device_id = $1",
+	[S_DEV_INSERT] = "INSERT INTO devices (device_id, token_hash, client_device_id, model,"
+			 " os_build, arch, enrolled_at) VALUES ($1,$2,$3,$4,$5,$6,"
+			 " extract(epoch FROM now())::bigint)",
+	[S_DEV_BY_TOKEN] = "SELECT device_id FROM devices WHERE token_hash = $1",
+	[S_UP_FIND] = "SELECT trace_id FROM uploads WHERE device_id = $1 AND upload_id = $2",
+	[S_UP_CHARGED] = "SELECT count(*) FROM uploads WHERE " CHARGED_WHERE,
+	[S_DEV_LOCK] = "SELECT 1 FROM devices WHERE device_id = $1 FOR UPDATE",
+	[S_UP_INSERT] = "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
+			" app_version, app_build_id, model, os_build, campaign_id, anomaly_kind,"
+			" severity, consent, payload_kind, compression, payload_size,"
+			" captured_realtime_ns, blob_sha256, blob_bytes, summary, state)"
+			" VALUES ($1,$2,$3,extract(epoch FROM now())::bigint,$4,$5,$6,$7,$8,$9,"
+			"$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,'pending_decode')",
+	[S_Q_INSERT] = "INSERT INTO decode_queue (trace_id, enqueued_at)"
+		       " VALUES ($1, extract(epoch FROM now())::bigint)",
+	[S_Q_TAKE] = "SELECT q.trace_id, COALESCE(u.blob_sha256, '') FROM decode_queue q"
+		     " JOIN uploads u USING (trace_id)"
+		     " WHERE (q.leased_until IS NULL OR q.leased_until < now())"
+		     " AND q.seq % $1 = $2 ORDER BY q.seq LIMIT $3 FOR UPDATE OF q SKIP LOCKED",
+	[S_Q_LEASE] = "UPDATE decode_queue SET leased_until = now() + " LEASE ","
+		      " lease = nextval('decode_lease_seq') WHERE trace_id = $1 RETURNING lease",
+	[S_Q_DELETE] = "DELETE FROM decode_queue WHERE trace_id = $1 AND lease = $2",
+	[S_UP_STATE] = "UPDATE uploads SET state = $1 WHERE trace_id = $2",
+	[S_QUAR_INSERT] = "INSERT INTO quarantine (trace_id, reason, quarantined_at)"
+			  " VALUES ($1, $2, extract(epoch FROM now())::bigint)"
+			  " ON CONFLICT (trace_id) DO UPDATE SET reason = excluded.reason,"
+			  " quarantined_at = excluded.quarantined_at",
+	[S_Q_DEPTH] = "SELECT count(*) FROM decode_queue",
+	[S_ADMIN_PUT] = "INSERT INTO admins (name, pbkdf2_iterations, salt, hash, created_at)"
+			" VALUES ($1,$2,$3,$4,extract(epoch FROM now())::bigint)"
+			" ON CONFLICT (name) DO UPDATE SET pbkdf2_iterations ="
+			" excluded.pbkdf2_iterations, salt = excluded.salt, hash = excluded.hash,"
+			" created_at = excluded.created_at",
+	[S_SKIP_INSERT] = "INSERT INTO skips (device_id, report_id, received_at, app_id,"
+			  " app_version, anomaly_kind, severity, reason, captured_realtime_ns)"
+			  " VALUES ($1,$2,extract(epoch FROM now())::bigint,$3,$4,$5,$6,$7,$8)",
+	[S_REQUEUE] = "INSERT INTO decode_queue (trace_id, enqueued_at)"
+		      " SELECT r.trace_id, extract(epoch FROM now())::bigint"
+		      " FROM trace_unresolved r JOIN uploads u USING (trace_id)"
+		      " WHERE r.build_id = $1 AND u.state = 'decoded'"
+		      " ON CONFLICT (trace_id) DO NOTHING",
+	[S_REQUEUE_STATE] = "UPDATE uploads SET state = 'pending_decode' WHERE trace_id IN"
+			    " (SELECT trace_id FROM trace_unresolved WHERE build_id = $1)"
+			    " AND state = 'decoded'",
+};
+
+/* The parameters of one statement: text (NULL is SQL NULL) or binary bytea. */
+#define MAX_PARAMS 20
+struct params {
+	int n;
+	const char *v[MAX_PARAMS];
+	int len[MAX_PARAMS], fmt[MAX_PARAMS];
+	char num[MAX_PARAMS][24];
+};
+
+static void p_text(struct params *p, const char *v)
+{
+	assert(p->n < MAX_PARAMS);
+	p->v[p->n] = v;
+	p->len[p->n] = 0;
+	p->fmt[p->n++] = 0;
+}
+
+static void p_i64(struct params *p, int64_t v)
+{
+	assert(p->n < MAX_PARAMS);
+	snprintf(p->num[p->n], sizeof p->num[p->n], "%" PRId64, v);
+	p_text(p, p->num[p->n]);
+}
+
+/* A bytea; NULL or empty is SQL NULL. */
+static void p_bytea(struct params *p, const void *v, size_t len)
+{
+	assert(p->n < MAX_PARAMS && len <= INT32_MAX);
+	p->v[p->n] = len ? v : NULL;
+	p->len[p->n] = (int)len;
+	p->fmt[p->n++] = 1;
+}
+
+/* The errno of a failed result: -EEXIST for a uniqueness or foreign-key
+ * conflict (as sqlite's SQLITE_CONSTRAINT), else -EIO (logged). */
+static int pg_errno(PGconn *pg, const PGresult *r)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+
+	if (state && strncmp(state, "23", 2) == 0)
+		return -EEXIST;
+	rvs_log("error", "msg=\"postgresql\" sqlstate=%s err=\"%s\"", state ? state : "-",
+		r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
+	return -EIO;
+}
+
+/* Statement i's name on every connection: "s" and two letters. */
+static void stmt_name(int i, char name[4])
+{
+	assert(i >= 0 && i < N_STMTS);
+	name[0] = 's';
+	name[1] = (char)('a' + i / 26);
+	name[2] = (char)('a' + i % 26);
+	name[3] = 0;
+}
+
+/* Runs prepared statement i; *out gets the result (the caller clears it).
+ * 0 (command or rows), or -errno (result cleared). */
+static int run(PGconn *pg, int i, const struct params *p, PGresult **out)
+{
+	char name[4];
+	PGresult *r;
+	ExecStatusType st;
+	int rc;
+
+	stmt_name(i, name);
+	r = PQexecPrepared(pg, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
+			   p ? p->fmt : NULL, 0);
+	st = PQresultStatus(r);
+
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		*out = r;
+		return 0;
+	}
+	rc = pg_errno(pg, r);
+	PQclear(r);
+	*out = NULL;
+	return rc;
+}
+
+/* Runs prepared statement i for its effect only. */
+static int run0(PGconn *pg, int i, const struct params *p)
+{
+	PGresult *r;
+	int rc = run(pg, i, p, &r);
+	PQclear(r);
+	return rc;
+}
+
+/* Runs SQL text without parameters (transaction control, migrations). */
+static int exec(PGconn *pg, const char *sql)
+{
+	PGresult *r = PQexec(pg, sql);
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = pg_errno(pg, r);
+	PQclear(r);
+	return rc;
+}
+
+static void rollback(PGconn *pg)
+{
+	PQclear(PQexec(pg, "ROLLBACK"));
+}
+
+static PGconn *conn_open(const char *dsn)
+{
+	PGconn *pg = PQconnectdb(dsn);
+
+	if (PQstatus(pg) != CONNECTION_OK) {
+		rvs_log("error", "msg=\"postgresql connect failed\" err=\"%s\"",
+			PQerrorMessage(pg));
+		PQfinish(pg);
+		return NULL;
+	}
+	PQclear(PQexec(pg, "SET client_min_messages = warning"));
+	for (int i = 0; i < N_STMTS; i++) {
+		char name[4];
+		PGresult *r;
+		int ok;
+
+		assert(stmts[i]); /* every enum entry has its SQL */
+		stmt_name(i, name);
+		r = PQprepare(pg, name, stmts[i], 0, NULL);
+		ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+
+		if (!ok)
+			pg_errno(pg, r);
+		PQclear(r);
+		if (!ok) {
+			PQfinish(pg);
+			return NULL;
+		}
+	}
+	return pg;
+}
+
+/* A connection for this thread's call: idle, or newly opened.  NULL: -EIO. */
+static struct conn *get(struct rvs_store *s)
+{
+	struct conn *c;
+
+	pthread_mutex_lock(&s->mu);
+	if ((c = s->idle))
+		s->idle = c->next;
+	pthread_mutex_unlock(&s->mu);
+	if (c)
+		return c;
+	if (!(c = calloc(1, sizeof *c)))
+		return NULL;
+	if (!(c->pg = conn_open(s->dsn))) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Gives c back, or closes it if its connection broke. */
+static void put(struct rvs_store *s, struct conn *c)
+{
+	if (PQstatus(c->pg) != CONNECTION_OK || PQtransactionStatus(c->pg) != PQTRANS_IDLE) {
+		PQfinish(c->pg);
+		free(c);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	c->next = s->idle;
+	s->idle = c;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* schema_version's value on pg (0 before the first migration). */
+static int version_of(PGconn *pg, int *out)
+{
+	PGresult *r = PQexec(pg, "SELECT COALESCE(max(version), 0) FROM schema_version");
+	int rc = 0;
+
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+		*out = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+	else
+		rc = pg_errno(pg, r);
+	PQclear(r);
+	return rc;
+}
+
+static int migrate(PGconn *pg)
+{
+	int v = 0, rc;
+
+	if ((rc = exec(pg, "BEGIN")) ||
+	    (rc = exec(pg, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK ")")) ||
+	    (rc = exec(pg, "CREATE TABLE IF NOT EXISTS schema_version ("
+			   " version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL"
+			   " DEFAULT now())")) ||
+	    (rc = version_of(pg, &v)))
+		goto fail;
+	if (v > N_MIGRATIONS) {
+		rvs_log("error", "msg=\"database is newer than this server\" version=%d", v);
+		rc = -EPROTO;
+		goto fail;
+	}
+	for (; v < N_MIGRATIONS; v++) {
+		char sql[80];
+
+		snprintf(sql, sizeof sql, "INSERT INTO schema_version (version) VALUES (%d)",
+			 v + 1);
+		if ((rc = exec(pg, migrations[v])) || (rc = exec(pg, sql)))
+			goto fail;
+		rvs_log("info", "msg=\"migrated\" backend=postgresql schema_version=%d", v + 1);
+	}
+	return exec(pg, "COMMIT");
+fail:
+	rollback(pg);
+	return rc;
+}
+
+static void store_close(struct rvs_store *s)
+{
+	struct conn *c, *next;
+
+	if (!s)
+		return;
+	for (c = s->idle; c; c = next) {
+		next = c->next;
+		PQfinish(c->pg);
+		free(c);
+	}
+	pthread_mutex_destroy(&s->mu);
+	free(s->dsn);
+	free(s);
+}
+
+static int store_open(const char *dsn, struct rvs_store **out)
+{
+	struct rvs_store *s = calloc(1, sizeof *s);
+	PGconn *pg;
+	struct conn *c;
+	int rc;
+
+	if (!s || !(s->dsn = strdup(dsn))) {
+		free(s);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	/* Migrate on a connection of its own: the pool's prepare statements
+	 * against the migrated schema. */
+	if (!(pg = PQconnectdb(dsn)) || PQstatus(pg) != CONNECTION_OK) {
+		rvs_log("error", "msg=\"postgresql connect failed\" err=\"%s\"",
+			pg ? PQerrorMessage(pg) : "out of memory");
+		PQfinish(pg);
+		store_close(s);
+		return -EIO;
+	}
+	PQclear(PQexec(pg, "SET client_min_messages = warning"));
+	rc = migrate(pg);
+	PQfinish(pg);
+	if (rc || !(c = get(s))) {
+		store_close(s);
+		return rc ? rc : -EIO;
+	}
+	put(s, c);
+	*out = s;
+	return 0;
+}
+
+static int schema_version(struct rvs_store *s, int *out)
+{
+	struct conn *c = get(s);
+	int rc;
+
+	if (!c)
+		return -EIO;
+	rc = version_of(c->pg, out);
+	put(s, c);
+	return rc;
+}
+
+static int hex_to_bytes(const char *hex, uint8_t *out, size_t n)
+{
+	if (strlen(hex) != 2 * n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return -EINVAL;
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+/* As sqlite's: a device enrolling again under the client_device_id of an
+ * enrolled one takes back the oldest such identity (its row locked, and
+ * enrolments of one client id serialized by an advisory lock on it), else
+ * a new row.  Durable on return 0. */
+static int device_add(struct rvs_store *s, struct rvs_device_rec *d)
+{
+	struct conn *c = get(s);
+	struct params p = {0};
+	PGresult *r = NULL;
+	int rc;
+
+	d->reenrolled = 0;
+	if (!c)
+		return -EIO;
+	if ((rc = exec(c->pg, "BEGIN")))
+		goto out;
+	if (d->client_device_id && d->client_device_id[0]) {
+		const char *v[1] = {d->client_device_id};
+		PGresult *l = PQexecParams(c->pg, "SELECT pg_advisory_xact_lock(hashtext($1))", 1,
+					   NULL, v, NULL, NULL, 0);
+		rc = PQresultStatus(l) == PGRES_TUPLES_OK ? 0 : pg_errno(c->pg, l);
+		PQclear(l);
+		if (rc)
+			goto fail;
+		p_text(&p, d->client_device_id);
+		if ((rc = run(c->pg, S_DEV_BY_CLIENT, &p, &r)))
+			goto fail;
+		if (PQntuples(r) == 1 &&
+		    hex_to_bytes(PQgetvalue(r, 0, 1), d->old_token_hash, 32) == 0) {
+			snprintf(d->device_id, sizeof d->device_id, "%s", PQgetvalue(r, 0, 0));
+			d->reenrolled = 1;
+		}
+		PQclear(r);
+	}
+	p.n = 0;
+	p_text(&p, d->device_id);
+	p_bytea(&p, d->token_hash, 32);
+	if (d->reenrolled) {
+		p_text(&p, d->model);
+		p_text(&p, d->os_build);
+		p_text(&p, d->arch);
+		rc = run0(c->pg, S_DEV_REENROL, &p);
+	} else {
+		p_text(&p, d->client_device_id);
+		p_text(&p, d->model);
+		p_text(&p, d->os_build);
+		p_text(&p, d->arch);
+		rc = run0(c->pg, S_DEV_INSERT, &p);
+	}
+	if (rc || (rc = exec(c->pg, "COMMIT")))
+		goto fail;
+	goto out;
+fail:
+	d->reenrolled = 0;
+	rollback(c->pg);
+out:
+	put(s, c);
+	return rc;
+}
+
+/* One row's first column into out, or -ENOENT. */
+static int lookup(struct rvs_store *s, int i, const struct params *p, char *out, size_t outlen)
+{
+	struct conn *c = get(s);
+	PGresult *r;
+	int rc;
+
+	if (!c)
+		return -EIO;
+	if (!(rc = run(c->pg, i, p, &r))) {
+		if (PQntuples(r) >= 1)
+			snprintf(out, outlen, "%s", PQgetvalue(r, 0, 0));
+		else
+			rc = -ENOENT;
+		PQclear(r);
+	}
+	put(s, c);
+	return rc;
+}
+
+static int device_by_token(struct rvs_store *s, const uint8_t hash[32], char device_id[40])
+{
+	struct params p = {0};
+
+	p_bytea(&p, hash, 32);
+	return lookup(s, S_DEV_BY_TOKEN, &p, device_id, 40);
+}
+
+static int upload_find(struct rvs_store *s, const char *device_id, const uint8_t upload_id[16],
+		       char trace_id[40])
+{
+	struct params p = {0};
+
+	p_text(&p, device_id);
+	p_bytea(&p, upload_id, 16);
+	return lookup(s, S_UP_FIND, &p, trace_id, 40);
+}
+
+static int uploads_charged(struct rvs_store *s, const char *device_id, int64_t since, uint64_t *out)
+{
+	struct params p = {0};
+	char buf[32];
+	int rc;
+
+	p_text(&p, device_id);
+	p_i64(&p, since);
+	p_i64(&p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
+	if (!(rc = lookup(s, S_UP_CHARGED, &p, buf, sizeof buf)))
+		*out = strtoull(buf, NULL, 10);
+	return rc;
+}
+
+/* Within the transaction of upload_add: -EDQUOT when u would take its
+ * device past its weekly quota (the device row locked first, so concurrent
+ * uploads of one device count one after the other), else 0 or -errno. */
+static int quota_check(PGconn *pg, const struct rvs_upload_rec *u)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	if (u->quota_since <= 0 || u->anomaly_kind == REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL)
+		return 0;
+	p_text(&p, u->device_id);
+	if ((rc = run0(pg, S_DEV_LOCK, &p)))
+		return rc;
+	p_i64(&p, u->quota_since);
+	p_i64(&p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
+	if ((rc = run(pg, S_UP_CHARGED, &p, &r)))
+		return rc;
+	rc = strtoull(PQgetvalue(r, 0, 0), NULL, 10) >= u->weekly_quota ? -EDQUOT : 0;
+	PQclear(r);
+	return rc;
+}
+
+static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
+{
+	struct conn *c = get(s);
+	struct params p = {0};
+	int rc;
+
+	if (!c)
+		return -EIO;
+	if ((rc = exec(c->pg, "BEGIN")))
+		goto out;
+	if ((rc = quota_check(c->pg, u)))
+		goto fail;
+	p_text(&p, u->trace_id);
+	p_text(&p, u->device_id);
+	p_bytea(&p, u->upload_id, 16);
+	p_text(&p, u->app_id);
+	p_text(&p, u->app_version);
+	p_bytea(&p, u->app_build_id, u->app_build_id_len);
+	p_text(&p, u->model);
+	p_text(&p, u->os_build);
+	p_text(&p, u->campaign_id);
+	p_i64(&p, u->anomaly_kind);
+	p_i64(&p, u->severity);
+	p_i64(&p, u->consent);
+	p_i64(&p, u->payload_kind);
+	p_i64(&p, u->compression);
+	p_i64(&p, (int64_t)u->payload_size);
+	p_i64(&p, (int64_t)u->captured_realtime_ns);
+	p_text(&p, u->blob_sha256);
+	p_i64(&p, (int64_t)u->blob_bytes);
+	p_bytea(&p, u->summary, u->summary_len);
+	if ((rc = run0(c->pg, S_UP_INSERT, &p)))
+		goto fail;
+	p.n = 0;
+	p_text(&p, u->trace_id);
+	if ((rc = run0(c->pg, S_Q_INSERT, &p)) || (rc = exec(c->pg, "COMMIT")))
+		goto fail;
+	goto out;
+fail:
+	rollback(c->pg);
+out:
+	put(s, c);
+	return rc;
+}
+
+static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts,
+			     struct rvs_decode_item *items, size_t max)
+{
+	struct params p = {0};
+	struct conn *c;
+	PGresult *r = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (nparts < 1 || nparts > 16 || part >= nparts || max < 1 || max > INT_MAX)
+		return -EINVAL;
+	if (!(c = get(s)))
+		return -EIO;
+	p_i64(&p, nparts);
+	p_i64(&p, part);
+	p_i64(&p, (int64_t)max);
+	if ((rc = exec(c->pg, "BEGIN")) || (rc = run(c->pg, S_Q_TAKE, &p, &r)))
+		goto fail;
+	/* Rows past the batch's first capture stay unleased: their row locks
+	 * end with this transaction. */
+	for (int row = 0; row < PQntuples(r) && n < max; row++) {
+		struct rvs_decode_item *it = &items[n++];
+		PGresult *l;
+
+		memset(it, 0, sizeof *it);
+		snprintf(it->trace_id, sizeof it->trace_id, "%s", PQgetvalue(r, row, 0));
+		snprintf(it->blob_sha256, sizeof it->blob_sha256, "%s", PQgetvalue(r, row, 1));
+		p.n = 0;
+		p_text(&p, it->trace_id);
+		if ((rc = run(c->pg, S_Q_LEASE, &p, &l)))
+			goto fail;
+		it->lease = PQntuples(l) == 1 ? strtoull(PQgetvalue(l, 0, 0), NULL, 10) : 0;
+		PQclear(l);
+		if (it->blob_sha256[0])
+			break;
+	}
+	PQclear(r);
+	r = NULL;
+	if ((rc = exec(c->pg, "COMMIT")))
+		goto fail;
+	put(s, c);
+	return (int)n;
+fail:
+	PQclear(r);
+	rollback(c->pg);
+	put(s, c);
+	return rc;
+}
+
+static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *items, size_t n)
+{
+	struct conn *c = get(s);
+	struct params p = {0};
+	int rc;
+
+	if (!c)
+		return -EIO;
+	if ((rc = exec(c->pg, "BEGIN")))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct rvs_decode_item *it = &items[i];
+		PGresult *r;
+		int held;
+
+		p.n = 0;
+		p_text(&p, it->trace_id);
+		p_i64(&p, (int64_t)it->lease);
+		if ((rc = run(c->pg, S_Q_DELETE, &p, &r)))
+			goto fail;
+		held = strtoull(PQcmdTuples(r), NULL, 10) > 0;
+		PQclear(r);
+		if (!held) /* finished already, or its lease went to another */
+			continue;
+		p.n = 0;
+		p_text(&p, it->rc ? "quarantined" : "decoded");
+		p_text(&p, it->trace_id);
+		if ((rc = run0(c->pg, S_UP_STATE, &p)))
+			goto fail;
+		if (!it->rc)
+			continue;
+		p.n = 0;
+		p_text(&p, it->trace_id);
+		p_text(&p, it->reason[0] ? it->reason : "unspecified");
+		if ((rc = run0(c->pg, S_QUAR_INSERT, &p)))
+			goto fail;
+	}
+	if (!(rc = exec(c->pg, "COMMIT")))
+		goto out;
+fail:
+	rollback(c->pg);
+out:
+	put(s, c);
+	return rc;
+}
+
+static int queue_depth(struct rvs_store *s, uint64_t *out)
+{
+	char buf[32];
+	int rc = lookup(s, S_Q_DEPTH, NULL, buf, sizeof buf);
+
+	if (!rc)
+		*out = strtoull(buf, NULL, 10);
+	return rc;
+}
+
+static int admin_put(struct rvs_store *s, const char *name, unsigned iterations,
+		     const uint8_t *salt, size_t saltlen, const uint8_t hash[32])
+{
+	struct conn *c = get(s);
+	struct params p = {0};
+	int rc;
+
+	if (!c)
+		return -EIO;
+	p_text(&p, name);
+	p_i64(&p, iterations);
+	p_bytea(&p, salt, saltlen);
+	p_bytea(&p, hash, 32);
+	rc = run0(c->pg, S_ADMIN_PUT, &p);
+	put(s, c);
+	return rc;
+}
+
+static int skip_add(struct rvs_store *s, const struct rvs_skip_rec *k)
+{
+	struct conn *c = get(s);
+	struct params p = {0};
+	int rc;
+
+	if (!c)
+		return -EIO;
+	p_text(&p, k->device_id);
+	p_bytea(&p, k->report_id, 16);
+	p_text(&p, k->app_id);
+	p_text(&p, k->app_version);
+	p_i64(&p, k->anomaly_kind);
+	p_i64(&p, k->severity);
+	p_text(&p, k->reason ? k->reason : "");
+	p_i64(&p, (int64_t)k->captured_realtime_ns);
+	rc = run0(c->pg, S_SKIP_INSERT, &p);
+	put(s, c);
+	return rc;
+}
+
+static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t *queued)
+{
+	struct conn *c = get(s);
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	*queued = 0;
+	if (!c)
+		return -EIO;
+	p_text(&p, build_id);
+	if ((rc = exec(c->pg, "BEGIN")) || (rc = run(c->pg, S_REQUEUE, &p, &r)))
+		goto fail;
+	*queued = strtoull(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	if ((rc = run0(c->pg, S_REQUEUE_STATE, &p)) || (rc = exec(c->pg, "COMMIT")))
+		goto fail;
+	put(s, c);
+	return 0;
+fail:
+	*queued = 0;
+	rollback(c->pg);
+	put(s, c);
+	return rc;
+}
+
+const struct rvs_store_ops rvs_store_pg = {
+	.name = "postgresql",
+	.open = store_open,
+	.close = store_close,
+	.schema_version = schema_version,
+	.device_add = device_add,
+	.device_by_token = device_by_token,
+	.upload_find = upload_find,
+	.uploads_charged = uploads_charged,
+	.upload_add = upload_add,
+	.decode_next_batch = decode_next_batch,
+	.decode_finish = decode_finish,
+	.queue_depth = queue_depth,
+	.admin_put = admin_put,
+	.skip_add = skip_add,
+	.requeue_build_id = requeue_build_id,
+};
