@@ -9,7 +9,8 @@ LIBELF_LIBS   := $(call pc,--libs,libelf)
 
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
            tracer/src/symbols.c tracer/src/control.c \
-           tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c
+           tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c \
+           tracer/src/locks.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -155,7 +156,7 @@ RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -I
                   -Iproto/common/include \
                   -DRVT_BUILDING_LIBRARY $(WARN)
 RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o tracer/src/encode.o \
-	tracer/src/devmode.o tracer/src/unwind.o \
+	tracer/src/devmode.o tracer/src/unwind.o tracer/src/locks.o \
 	tracer/src/hooks-aarch64.o proto/common/src/io.o proto/common/src/atomic.o \
 	tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
 	tests/tracer/wrap_check.o \
