@@ -119,6 +119,10 @@ $(eval $(call rv_test,tracer,stream,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
 # (librvanalysis is defined later, in analysis.mk: named here by its path.)
 $(OBJ)/tests/tracer/test_gap.o: CPPFLAGS += -Itracer/analysis/include
 $(eval $(call rv_test,tracer,gap,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS)))
+# Issue 17, lock waits: the fixture's own methods are traced; decoded by librvanalysis.
+$(OBJ)/tests/tracer/test_locks.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/tracer/test_locks.o: CPPFLAGS += -Itracer/analysis/include
+$(eval $(call rv_test,tracer,locks,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS),1))
 
 # `make bench`: Listing 1 built several ways into one driver.
 RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \

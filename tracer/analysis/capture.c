@@ -52,8 +52,12 @@ enum {
 	REC_SYMBOL,
 	REC_ANOMALY,
 	REC_APP,
-	REC_CHECKSUM
+	REC_CHECKSUM,
+	REC_LOCK_WAIT = 15
 };
+#define LOCK_WAIT_LEN	   56u /* FORMAT.md, LOCK_WAIT */
+#define LOCK_HOLDER_METHOD 1u
+#define LOCK_WAITER_METHOD 2u
 enum { CHECKSUM_XXH3_64 = 1 };
 
 /* A slot whose low word is a marker (1..15, FORMAT.md §1): the slot before
@@ -397,6 +401,10 @@ typedef struct ctx {
 	size_t vcap, vn;
 	const rva_progress *prog; /* NULL: no progress reports */
 	uint64_t pdone, ptotal;
+	/* The LOCK_WAIT records' values, in the input buffer, converted once
+	 * the symbols and the clock are known (lock_waits()). */
+	const uint8_t **lw;
+	size_t nlw, lwcap;
 } ctx;
 
 /* Slots per progress report in each pass: 2 MiB of input, so the callback
@@ -674,6 +682,20 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 			m->end = rd64(v + 24);
 			m->path = (const char *)v + 32 + bl;
 			m->path_len = len - 32 - bl;
+		} else if (type == REC_LOCK_WAIT) {
+			if (len < LOCK_WAIT_LEN)
+				return rva_fail(err, -EINVAL, "short LOCK_WAIT record");
+			if (rd64(v + 48) < rd64(v + 40))
+				return rva_fail(err, -EINVAL, "LOCK_WAIT ends before it starts");
+			if (c->nlw == c->lwcap) {
+				size_t n = c->lwcap ? c->lwcap * 2 : 16;
+				const uint8_t **l = realloc(c->lw, n * sizeof(*l));
+				if (!l)
+					return rva_fail(err, -ENOMEM, "out of memory");
+				c->lw = l;
+				c->lwcap = n;
+			}
+			c->lw[c->nlw++] = v;
 		} else if (type == REC_ANOMALY) {
 			if (len < 16)
 				return rva_fail(err, -EINVAL, "short ANOMALY record");
@@ -962,6 +984,39 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 		      : forward(c, k, first, oldest_hi, oldest_t, 0, 0, err);
 }
 
+/* The method of a LOCK_WAIT's value, -1 when its flag says unknown. */
+static int64_t lock_method(ctx *c, uint32_t flags, uint32_t known, uint64_t value)
+{
+	return flags & known ? method_of(c, value) : -1;
+}
+
+/* Converts the LOCK_WAIT records into c->t->lock_waits.  0 or -ENOMEM. */
+static int lock_waits(ctx *c, const clockconv *k, rva_error *err)
+{
+	if (!c->nlw)
+		return 0;
+	rva_lock_wait *w = calloc(c->nlw, sizeof(*w));
+	if (!w)
+		return rva_fail(err, -ENOMEM, "out of memory");
+	c->t->lock_waits = w;
+	for (size_t i = 0; i < c->nlw; i++) {
+		const uint8_t *v = c->lw[i];
+		uint32_t flags = rd32(v + 4);
+		w[i].kind = rd32(v);
+		w[i].waiter = rd32(v + 8);
+		w[i].holder = rd32(v + 12);
+		w[i].lock = rd64(v + 16);
+		w[i].waiter_method = lock_method(c, flags, LOCK_WAITER_METHOD, rd64(v + 24));
+		w[i].holder_method = lock_method(c, flags, LOCK_HOLDER_METHOD, rd64(v + 32));
+		if (w[i].waiter_method < -1 || w[i].holder_method < -1)
+			return rva_fail(err, -ENOMEM, "out of memory");
+		w[i].start = to_ns(k, rd64(v + 40));
+		w[i].end = to_ns(k, rd64(v + 48));
+		c->t->nlock_waits++;
+	}
+	return 0;
+}
+
 static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err,
 		  const rva_progress *p)
 {
@@ -1033,7 +1088,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		sum->want_end = !c.t->has_anomaly;
 		sum->snap_at = c.t->has_anomaly ? (int64_t)anomaly_mono : INT64_MAX;
 	}
-	if ((rc = decode_slots(&c, &k, err)) < 0)
+	if ((rc = decode_slots(&c, &k, err)) < 0 || (rc = lock_waits(&c, &k, err)) < 0)
 		goto out_free;
 	c.t->anomaly_ns = (int64_t)anomaly_mono;
 	if (sum) {
@@ -1075,6 +1130,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	c.t = NULL;
 	rc = 0;
 out_free:
+	free(c.lw);
 	free(c.mods);
 	free(c.syms);
 	free(c.vk);

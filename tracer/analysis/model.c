@@ -53,6 +53,7 @@ void rva_trace_free(rva_trace *t)
 	free(t->threads);
 	free(t->anomaly_name);
 	free(t->unresolved);
+	free(t->lock_waits);
 	free(t->hash);
 	free(t);
 }

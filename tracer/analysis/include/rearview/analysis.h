@@ -79,6 +79,22 @@ enum { RVA_CHECKSUM_NONE = 0, RVA_CHECKSUM_VERIFIED = 1 };
 
 #define RVA_MAX_SKIPPED 16
 
+/* A lock wait of a capture's thread (LOCK_WAIT record, tracer/FORMAT.md):
+ * the thread `waiter` waited from `start` to `end` for the lock at `lock`,
+ * held by thread `holder`. */
+typedef struct rva_lock_wait {
+	uint32_t kind;		 /* RVA_LOCK_MUTEX, RVA_LOCK_RDLOCK, RVA_LOCK_WRLOCK */
+	uint32_t waiter, holder; /* tids; holder 0: unknown */
+	uint64_t lock;		 /* the lock's address in the traced process */
+	int64_t waiter_method;	 /* method id that waited; -1 unknown */
+	int64_t holder_method;	 /* method id the holder was in at start; -1 unknown */
+	int64_t start, end;	 /* the calls' clock */
+} rva_lock_wait;
+
+#define RVA_LOCK_MUTEX	1u
+#define RVA_LOCK_RDLOCK 2u
+#define RVA_LOCK_WRLOCK 3u
+
 typedef struct rva_trace {
 	char **names; /* method names, owned; names[id] */
 	size_t nmethods;
@@ -104,6 +120,9 @@ typedef struct rva_trace {
 	 * with what a symbolizer needs; owned. */
 	rva_unresolved *unresolved;
 	size_t nunresolved;
+	/* Captures only: the thread's lock waits, in record order; owned. */
+	rva_lock_wait *lock_waits;
+	size_t nlock_waits;
 	/* Captures only: RVA_CHECKSUM_VERIFIED when the file's CHECKSUM record
 	 * matched (a mismatch is refused), RVA_CHECKSUM_NONE when it has none
 	 * (written before checksums, or not a capture). */
