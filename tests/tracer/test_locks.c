@@ -42,7 +42,8 @@ struct scene {
 	int lock_rc;
 };
 
-static int64_t now_ns(void)
+/* Not traced: the holder's innermost method while it waits is slow_holder. */
+__attribute__((no_instrument_function)) static int64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -50,7 +51,7 @@ static int64_t now_ns(void)
 }
 
 /* The kernel's state letter of thread `tid` ('R', 'S', ...), '?' unknown. */
-static char thread_state(int tid)
+__attribute__((no_instrument_function)) static char thread_state(int tid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
