@@ -3,7 +3,8 @@
  * for a mutex (or rwlock) held by a traced worker inside slow_holder(); its
  * capture must carry the wait (LOCK_WAIT record), the holder's tid and
  * slow_holder as the holder's method, and ui_wait as the method that
- * waited — decoded by librvanalysis, as rvtrace does.  An untraced thread's
+ * waited — decoded by librvanalysis, as rvtrace does, and shown (summary
+ * statistics and JSON, Chrome flow arrow, `why`).  An untraced thread's
  * contended wait records nothing.  The FORMAT.md worked example is encoded
  * and compared byte for byte, then decoded.
  *
@@ -36,6 +37,7 @@ struct scene {
 	int trace;
 	pthread_mutex_t mu;
 	pthread_rwlock_t rwl;
+	pthread_t holder;
 	_Atomic int holder_tid, waiter_tid;
 	_Atomic int go_holder, go_waiter; /* the tracer started them */
 	_Atomic int held, trying;
@@ -109,6 +111,9 @@ static void *waiter_main(void *arg)
 	while (!s->go_waiter || !s->held)
 		sched_yield();
 	ui_wait(s);
+	/* Both exit through librvtrace's registry lock: one at a time, so
+	 * this thread's capture holds only the wait under test. */
+	pthread_join(s->holder, NULL);
 	return NULL;
 }
 
@@ -117,8 +122,8 @@ static void run_scene(struct scene *s)
 {
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_rwlock_init(&s->rwl, NULL);
-	pthread_t h, w;
-	assert_int_equal(pthread_create(&h, NULL, holder_main, s), 0);
+	pthread_t w;
+	assert_int_equal(pthread_create(&s->holder, NULL, holder_main, s), 0);
 	assert_int_equal(pthread_create(&w, NULL, waiter_main, s), 0);
 	while (!s->holder_tid || !s->waiter_tid)
 		sched_yield();
@@ -128,7 +133,6 @@ static void run_scene(struct scene *s)
 	}
 	s->go_holder = 1;
 	s->go_waiter = 1;
-	pthread_join(h, NULL);
 	pthread_join(w, NULL);
 	assert_int_equal(s->lock_rc, 0);
 }
@@ -156,6 +160,53 @@ static rva_trace *capture_decode(int tid)
 	return t;
 }
 
+/* What rvtrace shows of t's one wait: the per-method statistics, the
+ * summary JSON field, the Chrome flow arrow and the `why` block. */
+static void check_shown(const rva_trace *t, int holder)
+{
+	rva_lock_stat *st;
+	size_t n;
+	assert_int_equal(rva_lock_stats(t, &st, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(method_name(t, st[0].method), "ui_wait");
+	assert_int_equal(st[0].waits, 1);
+	assert_int_equal(st[0].top_holder, holder);
+	assert_string_equal(method_name(t, st[0].top_holder_method), "slow_holder");
+	assert_int_equal(st[0].top_holder_ns, st[0].total);
+	int64_t ui = st[0].method;
+	free(st);
+
+	char *doc = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&doc, &len);
+	assert_non_null(f);
+	assert_int_equal(rva_summary_json(f, t, -1, 10), 0);
+	fclose(f);
+	assert_non_null(strstr(doc, "\"lock_waits\":[\n {\"method\":\"ui_wait\",\"waits\":1,"));
+	assert_non_null(strstr(doc, "\"holder_method\":\"slow_holder\""));
+	free(doc);
+
+	f = open_memstream(&doc, &len);
+	assert_non_null(f);
+	assert_int_equal(rva_export_chrome(f, t), 0);
+	fclose(f);
+	char want[128];
+	snprintf(want, sizeof(want), "{\"ph\":\"s\",\"cat\":\"lock\",\"name\":\"lock\",\"id\":1,");
+	assert_non_null(strstr(doc, want));
+	snprintf(want, sizeof(want), "\"tid\":%d", holder);
+	assert_non_null(strstr(strstr(doc, "\"ph\":\"s\""), want));
+	assert_non_null(strstr(doc, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"lock\""));
+	free(doc);
+
+	f = open_memstream(&doc, &len);
+	assert_non_null(f);
+	assert_int_equal(rva_locks_why(f, t, (uint32_t)ui), 0);
+	fclose(f);
+	snprintf(want, sizeof(want), "held by tid %d in slow_holder", holder);
+	assert_non_null(strstr(doc, want));
+	free(doc);
+}
+
 static void check_wait(int rw)
 {
 	struct scene s = {.rw = rw, .trace = 1};
@@ -176,6 +227,7 @@ static void check_wait(int rw)
 		assert_true(w->end >= w->start);
 	}
 	assert_int_equal(found, 1);
+	check_shown(t, s.holder_tid);
 	rva_trace_free(t);
 }
 

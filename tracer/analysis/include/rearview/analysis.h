@@ -551,6 +551,35 @@ int rva_export_pprof(FILE *f, const rva_trace *t);
 /* Chrome Trace Event JSON (array form, "X" events, µs with ns fraction). */
 int rva_export_chrome(FILE *f, const rva_trace *t);
 
+/* ---- lock waits (captures' LOCK_WAIT records; tracer/analysis/locks.c) ---- */
+
+/* The lock waits of one method that waited. */
+typedef struct rva_lock_stat {
+	int64_t method;		   /* method id that waited; -1 unknown */
+	uint64_t waits;		   /* how many waits */
+	int64_t total;		   /* time waited, the trace's unit */
+	uint32_t top_holder;	   /* holder tid it waited for longest; 0 unknown */
+	int64_t top_holder_method; /* that holder's method id; -1 unknown */
+	int64_t top_holder_ns;	   /* time waited for that holder in that method */
+} rva_lock_stat;
+
+/* Per method that waited, longest total first: *out (caller frees; NULL
+ * when none) of *n.  0 or -ENOMEM.  Reads t only. */
+int rva_lock_stats(const rva_trace *t, rva_lock_stat **out, size_t *n);
+/* `rvtrace summary`'s section "lock waits by method" (the ntop first rows);
+ * prints nothing when t has no lock waits.  0, -ENOMEM or -EIO. */
+int rva_locks_print(FILE *f, const rva_trace *t, size_t ntop);
+/* The summary JSON's field: `,"lock_waits":[...]` (tracer/RVTRACE.md),
+ * nothing when t has no lock waits.  0, -ENOMEM or -EIO. */
+int rva_locks_json(FILE *f, const rva_trace *t, size_t ntop);
+/* `why METHOD`'s block: every wait of `method` (an id of t), its lock and
+ * holder; nothing when it never waited.  0 or -EIO. */
+int rva_locks_why(FILE *f, const rva_trace *t, uint32_t method);
+/* Chrome JSON events of the lock waits, each preceded by a comma unless
+ * *first (then cleared): the wait on the waiter's track, the hold on the
+ * holder's and a flow arrow from the holder to the waiter.  0 or -EIO. */
+int rva_locks_chrome(FILE *f, const rva_trace *t, int *first);
+
 /* Nanoscope text of thread th (enters "<ns>:<name>", exits "<ns>:POP"). */
 int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
 
