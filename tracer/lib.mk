@@ -124,6 +124,18 @@ $(OBJ)/tests/tracer/test_locks.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/tracer/test_locks.o: CPPFLAGS += -Itracer/analysis/include
 $(eval $(call rv_test,tracer,locks,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS),1))
 
+# Lock interposers' uncontended cost (BENCHMARKS.md): plain and with librvtrace.
+$(TBIN)/bench/tracer_locks_plain: $(OBJ)/tests/bench/tracer_locks.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
+$(OBJ)/tests/bench/tracer_locks_rvt.o: tests/bench/tracer_locks.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itracer/include -DRVT_LINKED $(CFLAGS) -c -o $@ $<
+$(TBIN)/bench/tracer_locks_rvt: $(OBJ)/tests/bench/tracer_locks_rvt.o $(LIBRVTRACE_A) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVT_LDLIBS)
+BENCHES += $(TBIN)/bench/tracer_locks_plain $(TBIN)/bench/tracer_locks_rvt
+
 # `make bench`: Listing 1 built several ways into one driver.
 RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \
 	tracer_work_call.o tracer_work_inline.o tracer_work_inline_c.o tracer_work_clang_plain.o \

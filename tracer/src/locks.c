@@ -49,9 +49,21 @@ _Static_assert(offsetof(pthread_rwlock_t, __data.__cur_writer) == 24, "glibc rwl
 typedef int (*mutex_fn)(pthread_mutex_t *m);
 typedef int (*rwlock_fn)(pthread_rwlock_t *l);
 
-/* The C library's functions (dlsym RTLD_NEXT), set by resolve(). */
-static _Atomic(mutex_fn) real_mutex_lock, real_mutex_trylock;
-static _Atomic(rwlock_fn) real_rdlock, real_tryrdlock, real_wrlock, real_trywrlock;
+/* The C library's functions (dlsym RTLD_NEXT), set by resolve(); until
+ * then each points to a lazy_* stub that resolves them first (a lock taken
+ * by a constructor that ran before ours), so the path has no test. */
+static int lazy_mutex_lock(pthread_mutex_t *m);
+static int lazy_mutex_trylock(pthread_mutex_t *m);
+static int lazy_rdlock(pthread_rwlock_t *l);
+static int lazy_tryrdlock(pthread_rwlock_t *l);
+static int lazy_wrlock(pthread_rwlock_t *l);
+static int lazy_trywrlock(pthread_rwlock_t *l);
+static _Atomic(mutex_fn) real_mutex_lock = lazy_mutex_lock;
+static _Atomic(mutex_fn) real_mutex_trylock = lazy_mutex_trylock;
+static _Atomic(rwlock_fn) real_rdlock = lazy_rdlock;
+static _Atomic(rwlock_fn) real_tryrdlock = lazy_tryrdlock;
+static _Atomic(rwlock_fn) real_wrlock = lazy_wrlock;
+static _Atomic(rwlock_fn) real_trywrlock = lazy_trywrlock;
 static int owner_ok; /* the load-time check found the owner fields */
 
 struct entry {
@@ -95,72 +107,106 @@ static pid_t rwlock_writer(const pthread_rwlock_t *l)
 
 static void resolve(void)
 {
-	atomic_store(&real_mutex_trylock, (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_trylock"));
-	atomic_store(&real_mutex_lock, (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_lock"));
-	atomic_store(&real_tryrdlock, (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_tryrdlock"));
-	atomic_store(&real_rdlock, (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_rdlock"));
-	atomic_store(&real_trywrlock, (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_trywrlock"));
-	atomic_store(&real_wrlock, (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_wrlock"));
-	if (!atomic_load(&real_mutex_lock) || !atomic_load(&real_wrlock) ||
-	    !atomic_load(&real_rdlock) || !atomic_load(&real_mutex_trylock) ||
-	    !atomic_load(&real_tryrdlock) || !atomic_load(&real_trywrlock)) {
+	mutex_fn ml = (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_lock");
+	mutex_fn mt = (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_trylock");
+	rwlock_fn rd = (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_rdlock");
+	rwlock_fn trd = (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_tryrdlock");
+	rwlock_fn wr = (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_wrlock");
+	rwlock_fn twr = (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_trywrlock");
+	if (!ml || !mt || !rd || !trd || !wr || !twr) {
 		/* A fully static program: no next definition to call. */
 		static const char msg[] = "librvtrace: pthread lock functions not found\n";
 		(void)!write(2, msg, sizeof(msg) - 1);
 		abort();
 	}
+	atomic_store(&real_mutex_lock, ml);
+	atomic_store(&real_mutex_trylock, mt);
+	atomic_store(&real_rdlock, rd);
+	atomic_store(&real_tryrdlock, trd);
+	atomic_store(&real_wrlock, wr);
+	atomic_store(&real_trywrlock, twr);
 }
 
-/* A function of the C library: resolved at load, or now when a lock is
- * taken before that. */
-#define REAL(fn) (RVT__LIKELY(RVT__LD(fn) != NULL) ? RVT__LD(fn) : (resolve(), RVT__LD(fn)))
-
-RVT_API int pthread_mutex_lock(pthread_mutex_t *m)
+static int lazy_mutex_lock(pthread_mutex_t *m)
 {
-	int rc = REAL(real_mutex_trylock)(m);
-	if (RVT__LIKELY(rc != EBUSY))
-		return rc; /* taken (or the error the lock would give) */
+	resolve();
+	return RVT__LD(real_mutex_lock)(m);
+}
+
+static int lazy_mutex_trylock(pthread_mutex_t *m)
+{
+	resolve();
+	return RVT__LD(real_mutex_trylock)(m);
+}
+
+static int lazy_rdlock(pthread_rwlock_t *l)
+{
+	resolve();
+	return RVT__LD(real_rdlock)(l);
+}
+
+static int lazy_tryrdlock(pthread_rwlock_t *l)
+{
+	resolve();
+	return RVT__LD(real_tryrdlock)(l);
+}
+
+static int lazy_wrlock(pthread_rwlock_t *l)
+{
+	resolve();
+	return RVT__LD(real_wrlock)(l);
+}
+
+static int lazy_trywrlock(pthread_rwlock_t *l)
+{
+	resolve();
+	return RVT__LD(real_trywrlock)(l);
+}
+
+/* The contended paths, out of line so the try-lock path saves no register. */
+__attribute__((noinline)) static int mutex_contended(pthread_mutex_t *m)
+{
 	if (!traced())
-		return REAL(real_mutex_lock)(m);
+		return RVT__LD(real_mutex_lock)(m);
 	pid_t holder = mutex_owner(m);
 	uint64_t start = rvt__counter();
-	rc = REAL(real_mutex_lock)(m);
+	int rc = RVT__LD(real_mutex_lock)(m);
 	record(RVT_LOCK_MUTEX, m, holder, start, rvt__counter());
 	return rc;
 }
 
-RVT_API int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+__attribute__((noinline)) static int rwlock_contended(pthread_rwlock_t *l, int write)
 {
-	int rc = REAL(real_tryrdlock)(l);
-	if (RVT__LIKELY(rc == 0))
-		return 0;
+	rwlock_fn lock = write ? RVT__LD(real_wrlock) : RVT__LD(real_rdlock);
 	if (!traced())
-		return REAL(real_rdlock)(l);
+		return lock(l);
 	pid_t holder = rwlock_writer(l);
 	uint64_t start = rvt__counter();
-	rc = REAL(real_rdlock)(l);
-	record(RVT_LOCK_RDLOCK, l, holder, start, rvt__counter());
+	int rc = lock(l);
+	record(write ? RVT_LOCK_WRLOCK : RVT_LOCK_RDLOCK, l, holder, start, rvt__counter());
 	return rc;
+}
+
+RVT_API int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	int rc = RVT__LD(real_mutex_trylock)(m);
+	/* Taken, or the error the lock would give too (EINVAL, EOWNERDEAD...). */
+	return RVT__LIKELY(rc != EBUSY) ? rc : mutex_contended(m);
+}
+
+RVT_API int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+	return RVT__LIKELY(RVT__LD(real_tryrdlock)(l) == 0) ? 0 : rwlock_contended(l, 0);
 }
 
 RVT_API int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-	int rc = REAL(real_trywrlock)(l);
-	if (RVT__LIKELY(rc == 0))
-		return 0;
-	if (!traced())
-		return REAL(real_wrlock)(l);
-	pid_t holder = rwlock_writer(l);
-	uint64_t start = rvt__counter();
-	rc = REAL(real_wrlock)(l);
-	record(RVT_LOCK_WRLOCK, l, holder, start, rvt__counter());
-	return rc;
+	return RVT__LIKELY(RVT__LD(real_trywrlock)(l) == 0) ? 0 : rwlock_contended(l, 1);
 }
 
 __attribute__((constructor)) static void locks_init(void)
 {
-	if (!atomic_load(&real_mutex_lock))
-		resolve();
+	resolve();
 	/* The ABI check: both owner fields must name the calling thread. */
 	pid_t self = rvt_gettid();
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
