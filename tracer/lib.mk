@@ -196,7 +196,8 @@ $(OBJ)/a64/%.o: %.S
 $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 	@mkdir -p $(@D)
 	$(RVT_A64_CC) -static -pthread -Wl,-u,__pthread_create,-u,__pthread_setname_np \
-	  -Wl,--undefined=__libc_siglongjmp -o $@ $^
+	  -Wl,--undefined=__libc_siglongjmp \
+	  -Wl,-u,__pthread_mutex_lock,-u,__pthread_rwlock_rdlock,-u,__pthread_rwlock_wrlock -o $@ $^
 $(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
 	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
 	chmod +x $@

@@ -22,7 +22,8 @@
  * holder is 0 (unknown).  The real functions are found with
  * dlsym(RTLD_NEXT) at load; a lock taken before that (another library's
  * constructor) looks them up first (the dynamic linker's own lock is not
- * an interposable pthread call).
+ * an interposable pthread call).  A fully static program calls glibc's
+ * __pthread_* names instead (see resolve()).
  *
  * Not seen: the mutex a pthread_cond_wait re-acquires (glibc takes it
  * internally, not through the interposable symbol), the timed and clock
@@ -49,21 +50,16 @@ _Static_assert(offsetof(pthread_rwlock_t, __data.__cur_writer) == 24, "glibc rwl
 typedef int (*mutex_fn)(pthread_mutex_t *m);
 typedef int (*rwlock_fn)(pthread_rwlock_t *l);
 
-/* The C library's functions (dlsym RTLD_NEXT), set by resolve(); until
+/* The C library's blocking functions (dlsym RTLD_NEXT; the try-locks are
+ * not interposed and called by name), set by resolve(); until
  * then each points to a lazy_* stub that resolves them first (a lock taken
  * by a constructor that ran before ours), so the path has no test. */
 static int lazy_mutex_lock(pthread_mutex_t *m);
-static int lazy_mutex_trylock(pthread_mutex_t *m);
 static int lazy_rdlock(pthread_rwlock_t *l);
-static int lazy_tryrdlock(pthread_rwlock_t *l);
 static int lazy_wrlock(pthread_rwlock_t *l);
-static int lazy_trywrlock(pthread_rwlock_t *l);
 static _Atomic(mutex_fn) real_mutex_lock = lazy_mutex_lock;
-static _Atomic(mutex_fn) real_mutex_trylock = lazy_mutex_trylock;
 static _Atomic(rwlock_fn) real_rdlock = lazy_rdlock;
-static _Atomic(rwlock_fn) real_tryrdlock = lazy_tryrdlock;
 static _Atomic(rwlock_fn) real_wrlock = lazy_wrlock;
-static _Atomic(rwlock_fn) real_trywrlock = lazy_trywrlock;
 static int owner_ok; /* the load-time check found the owner fields */
 
 struct entry {
@@ -105,26 +101,35 @@ static pid_t rwlock_writer(const pthread_rwlock_t *l)
 	return owner_ok ? (pid_t)__atomic_load_n(&l->__data.__cur_writer, __ATOMIC_RELAXED) : 0;
 }
 
+/* A fully static program has no RTLD_NEXT: there the C library's own
+ * names are called, when the program is linked with
+ * -Wl,-u,__pthread_mutex_lock,-u,__pthread_rwlock_rdlock,-u,__pthread_rwlock_wrlock
+ * (weak: NULL otherwise, and in a dynamic program dlsym finds the next). */
+extern int __pthread_mutex_lock(pthread_mutex_t *m) __attribute__((weak));
+extern int __pthread_rwlock_rdlock(pthread_rwlock_t *l) __attribute__((weak));
+extern int __pthread_rwlock_wrlock(pthread_rwlock_t *l) __attribute__((weak));
+
+/* The next definition of `name`, or `own` (the C library's own name). */
+static void *next(const char *name, void *own)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+	return p ? p : own;
+}
+
 static void resolve(void)
 {
-	mutex_fn ml = (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_lock");
-	mutex_fn mt = (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_trylock");
-	rwlock_fn rd = (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_rdlock");
-	rwlock_fn trd = (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_tryrdlock");
-	rwlock_fn wr = (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_wrlock");
-	rwlock_fn twr = (rwlock_fn)dlsym(RTLD_NEXT, "pthread_rwlock_trywrlock");
-	if (!ml || !mt || !rd || !trd || !wr || !twr) {
-		/* A fully static program: no next definition to call. */
+	mutex_fn ml = (mutex_fn)next("pthread_mutex_lock", (void *)__pthread_mutex_lock);
+	rwlock_fn rd = (rwlock_fn)next("pthread_rwlock_rdlock", (void *)__pthread_rwlock_rdlock);
+	rwlock_fn wr = (rwlock_fn)next("pthread_rwlock_wrlock", (void *)__pthread_rwlock_wrlock);
+	if (!ml || !rd || !wr) {
+		/* A static program not linked as said above. */
 		static const char msg[] = "librvtrace: pthread lock functions not found\n";
 		(void)!write(2, msg, sizeof(msg) - 1);
 		abort();
 	}
 	atomic_store(&real_mutex_lock, ml);
-	atomic_store(&real_mutex_trylock, mt);
 	atomic_store(&real_rdlock, rd);
-	atomic_store(&real_tryrdlock, trd);
 	atomic_store(&real_wrlock, wr);
-	atomic_store(&real_trywrlock, twr);
 }
 
 static int lazy_mutex_lock(pthread_mutex_t *m)
@@ -133,34 +138,16 @@ static int lazy_mutex_lock(pthread_mutex_t *m)
 	return RVT__LD(real_mutex_lock)(m);
 }
 
-static int lazy_mutex_trylock(pthread_mutex_t *m)
-{
-	resolve();
-	return RVT__LD(real_mutex_trylock)(m);
-}
-
 static int lazy_rdlock(pthread_rwlock_t *l)
 {
 	resolve();
 	return RVT__LD(real_rdlock)(l);
 }
 
-static int lazy_tryrdlock(pthread_rwlock_t *l)
-{
-	resolve();
-	return RVT__LD(real_tryrdlock)(l);
-}
-
 static int lazy_wrlock(pthread_rwlock_t *l)
 {
 	resolve();
 	return RVT__LD(real_wrlock)(l);
-}
-
-static int lazy_trywrlock(pthread_rwlock_t *l)
-{
-	resolve();
-	return RVT__LD(real_trywrlock)(l);
 }
 
 /* The contended paths, out of line so the try-lock path saves no register. */
@@ -189,19 +176,19 @@ __attribute__((noinline)) static int rwlock_contended(pthread_rwlock_t *l, int w
 
 RVT_API int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	int rc = RVT__LD(real_mutex_trylock)(m);
+	int rc = pthread_mutex_trylock(m);
 	/* Taken, or the error the lock would give too (EINVAL, EOWNERDEAD...). */
 	return RVT__LIKELY(rc != EBUSY) ? rc : mutex_contended(m);
 }
 
 RVT_API int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-	return RVT__LIKELY(RVT__LD(real_tryrdlock)(l) == 0) ? 0 : rwlock_contended(l, 0);
+	return RVT__LIKELY(pthread_rwlock_tryrdlock(l) == 0) ? 0 : rwlock_contended(l, 0);
 }
 
 RVT_API int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-	return RVT__LIKELY(RVT__LD(real_trywrlock)(l) == 0) ? 0 : rwlock_contended(l, 1);
+	return RVT__LIKELY(pthread_rwlock_trywrlock(l) == 0) ? 0 : rwlock_contended(l, 1);
 }
 
 __attribute__((constructor)) static void locks_init(void)
