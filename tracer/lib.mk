@@ -122,7 +122,7 @@ $(eval $(call rv_test,tracer,gap,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LD
 # Issue 17, lock waits: the fixture's own methods are traced; decoded by librvanalysis.
 $(OBJ)/tests/tracer/test_locks.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/tracer/test_locks.o: CPPFLAGS += -Itracer/analysis/include
-$(eval $(call rv_test,tracer,locks,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS),1))
+$(eval $(call rv_test,tracer,locks,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS)))
 
 # Lock interposers' uncontended cost (BENCHMARKS.md): plain and with librvtrace.
 $(TBIN)/bench/tracer_locks_plain: $(OBJ)/tests/bench/tracer_locks.o
