@@ -15,7 +15,7 @@
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? atol(argv[1]) : 1000000;
+	long n = argc > 1 ? strtol(argv[1], NULL, 10) : 1000000;
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 	pthread_rwlock_t l = PTHREAD_RWLOCK_INITIALIZER;
 #ifdef RVT_LINKED

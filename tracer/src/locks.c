@@ -31,8 +31,9 @@
  * written when it ends).
  *
  * Invariants: no lock, allocation or system call between an interposer and
- * the real function; an entry's seq is odd while its writer fills it, and
- * a reader keeps a copy only when seq was even and unchanged around it.
+ * the real function; an entry's seq is odd while its one writer fills it
+ * (taken by compare-and-swap from an even value), and a reader keeps a copy
+ * only when seq was even and unchanged around it.
  */
 #include "tracer-int.h"
 
@@ -75,7 +76,13 @@ static void record(uint32_t kind, const void *lock, pid_t holder, uint64_t start
 {
 	uint64_t n = atomic_fetch_add_explicit(&claims, 1, memory_order_relaxed);
 	struct entry *e = &table[n % RVT_LOCK_WAITS];
-	atomic_store_explicit(&e->seq, 2 * n + 1, memory_order_relaxed);
+	/* One writer per entry: one still filling it (a table's worth of
+	 * waits ago) keeps it, and this wait is dropped. */
+	uint64_t old = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	if ((old & 1) ||
+	    !atomic_compare_exchange_strong_explicit(&e->seq, &old, 2 * n + 1, memory_order_relaxed,
+						     memory_order_relaxed))
+		return;
 	atomic_thread_fence(memory_order_release);
 	atomic_store_explicit(&e->kind, kind, memory_order_relaxed);
 	atomic_store_explicit(&e->waiter, (uint32_t)rvt_gettid(), memory_order_relaxed);

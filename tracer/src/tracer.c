@@ -884,9 +884,16 @@ static uint64_t open_method_locked(pid_t tid, uint64_t at)
 	return open_method_in(g, end, wrapped, at);
 }
 
-/* The lock waits of `f`'s thread still known, with the method that waited
- * (from the frozen ring) and the holder's method where the holder is traced
- * (or was, and its ring is still here).  NULL when none. */
+static int cmp_wait_start(const void *a, const void *b)
+{
+	const struct rvt_lock_wait *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The lock waits of `f`'s thread still known, in order of start, with the
+ * method that waited (from the frozen ring) and the holder's method where
+ * the holder is traced (or was, and its ring is still here).  NULL when
+ * none. */
 static struct rvt_lock_wait *lock_waits_locked(const struct rvt_frozen *f, size_t *n)
 {
 	*n = 0;
@@ -894,6 +901,7 @@ static struct rvt_lock_wait *lock_waits_locked(const struct rvt_frozen *f, size_
 	if (!w)
 		return NULL; /* the capture goes without them */
 	*n = rvt_locks_collect(f->tid, rvt_clock.shift, w, RVT_LOCK_WAITS);
+	qsort(w, *n, sizeof(*w), cmp_wait_start);
 	for (size_t i = 0; i < *n; i++) {
 		w[i].waiter_method =
 			open_method_in(f->ring, f->ring->end_pos, f->ring->wrapped, w[i].start);
