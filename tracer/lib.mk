@@ -10,7 +10,7 @@ LIBELF_LIBS   := $(call pc,--libs,libelf)
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
            tracer/src/symbols.c tracer/src/control.c \
            tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c \
-           tracer/src/mute.c
+           tracer/src/mute.c tracer/src/locks.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -121,6 +121,22 @@ $(eval $(call rv_test,tracer,stream,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
 # (librvanalysis is defined later, in analysis.mk: named here by its path.)
 $(OBJ)/tests/tracer/test_gap.o: CPPFLAGS += -Itracer/analysis/include
 $(eval $(call rv_test,tracer,gap,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS)))
+# Issue 17, lock waits: the fixture's own methods are traced; decoded by librvanalysis.
+$(OBJ)/tests/tracer/test_locks.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/tracer/test_locks.o: CPPFLAGS += -Itracer/analysis/include
+$(eval $(call rv_test,tracer,locks,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS)))
+
+# Lock interposers' uncontended cost (BENCHMARKS.md): plain and with librvtrace.
+$(TBIN)/bench/tracer_locks_plain: $(OBJ)/tests/bench/tracer_locks.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
+$(OBJ)/tests/bench/tracer_locks_rvt.o: tests/bench/tracer_locks.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itracer/include -DRVT_LINKED $(CFLAGS) -c -o $@ $<
+$(TBIN)/bench/tracer_locks_rvt: $(OBJ)/tests/bench/tracer_locks_rvt.o $(LIBRVTRACE_A) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVT_LDLIBS)
+BENCHES += $(TBIN)/bench/tracer_locks_plain $(TBIN)/bench/tracer_locks_rvt
 
 # test_mute: one fixture source in call mode and in inline mode.
 $(OBJ)/tests/tracer/mute_call.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h
@@ -185,7 +201,7 @@ RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -I
                   -Iproto/common/include \
                   -DRVT_BUILDING_LIBRARY $(WARN)
 RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o tracer/src/encode.o \
-	tracer/src/devmode.o tracer/src/unwind.o \
+	tracer/src/devmode.o tracer/src/unwind.o tracer/src/locks.o \
 	tracer/src/hooks-aarch64.o proto/common/src/io.o proto/common/src/atomic.o \
 	tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
 	tests/tracer/wrap_check.o \
@@ -209,7 +225,8 @@ $(OBJ)/a64/%.o: %.S
 $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 	@mkdir -p $(@D)
 	$(RVT_A64_CC) -static -pthread -Wl,-u,__pthread_create,-u,__pthread_setname_np \
-	  -Wl,--undefined=__libc_siglongjmp -o $@ $^
+	  -Wl,--undefined=__libc_siglongjmp \
+	  -Wl,-u,__pthread_mutex_lock,-u,__pthread_rwlock_rdlock,-u,__pthread_rwlock_wrlock -o $@ $^
 $(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
 	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
 	chmod +x $@

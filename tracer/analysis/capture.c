@@ -56,10 +56,14 @@ enum {
 	REC_UNTRACED,
 	REC_MUTED,
 	REC_OFFCPU = 12, /* written by rearviewd (device/src/offcpu.c) */
-	REC_THREAD_COUNTERS
+	REC_THREAD_COUNTERS,
+	REC_LOCK_WAIT = 15
 };
 #define OFFCPU_ITEM	    24u
 #define THREAD_COUNTERS_LEN 80u
+#define LOCK_WAIT_LEN	   56u /* FORMAT.md, LOCK_WAIT */
+#define LOCK_HOLDER_METHOD 1u
+#define LOCK_WAITER_METHOD 2u
 enum { CHECKSUM_XXH3_64 = 1 };
 
 /* A slot whose low word is a marker (1..15, FORMAT.md §1): the slot before
@@ -409,6 +413,10 @@ typedef struct ctx {
 	 * buffer, checked for size), NULL when absent. */
 	const uint8_t *offcpu, *counters;
 	uint32_t noffcpu;
+	/* The LOCK_WAIT records' values, in the input buffer, converted once
+	 * the symbols and the clock are known (lock_waits()). */
+	const uint8_t **lw;
+	size_t nlw, lwcap;
 } ctx;
 
 /* Slots per progress report in each pass: 2 MiB of input, so the callback
@@ -733,36 +741,17 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 			m->end = rd64(v + 24);
 			m->path = (const char *)v + 32 + bl;
 			m->path_len = len - 32 - bl;
-		} else if (type == REC_UNTRACED) {
-			if (len < 8 || rd32(v + 4) > len - 8)
-				return rva_fail(err, -EINVAL, "bad UNTRACED record");
-			c->t->untraced_truncated |= rd32(v) & 1;
-			int rc = add_untraced(c->t, (const char *)v + 8 + rd32(v + 4),
-					      len - 8 - rd32(v + 4));
-			if (rc < 0)
-				return rva_fail(err, rc, "out of memory");
-		} else if (type == REC_MUTED) {
-			if (len < 40)
-				return rva_fail(err, -EINVAL, "short MUTED record");
-			rva_muted *m = realloc(c->t->muted, (c->t->nmuted + 1) * sizeof(*m));
-			if (!m)
-				return rva_fail(err, -ENOMEM, "out of memory");
-			c->t->muted = m;
-			m += c->t->nmuted++;
-			/* method: the value until the symbols are sorted (below) */
-			m->method = 0;
-			m->ns = (int64_t)rd64(v + 16);
-			m->rate = rd64(v + 24);
-			m->median_ns = rd32(v + 32);
-			if (c->nmuted_vals == c->muted_cap) {
-				size_t n = c->muted_cap ? c->muted_cap * 2 : 4;
-				uint64_t *mv = realloc(c->muted_vals, n * sizeof(*mv));
-				if (!mv)
-					return rva_fail(err, -ENOMEM, "out of memory");
-				c->muted_vals = mv;
-				c->muted_cap = n;
-			}
-			c->muted_vals[c->nmuted_vals++] = rd64(v);
+	REC_UNTRACED,
+	REC_MUTED,
+	REC_OFFCPU = 12, /* written by rearviewd (device/src/offcpu.c) */
+	REC_THREAD_COUNTERS,
+	REC_LOCK_WAIT = 15
+};
+#define OFFCPU_ITEM	    24u
+#define THREAD_COUNTERS_LEN 80u
+#define LOCK_WAIT_LEN	   56u /* FORMAT.md, LOCK_WAIT */
+#define LOCK_HOLDER_METHOD 1u
+#define LOCK_WAITER_METHOD 2u
 		} else if (type == REC_ANOMALY) {
 			if (len < 16)
 				return rva_fail(err, -EINVAL, "short ANOMALY record");
@@ -1094,6 +1083,39 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 		      : forward(c, k, first, oldest_hi, oldest_t, 0, 0, err);
 }
 
+/* The method of a LOCK_WAIT's value, -1 when its flag says unknown. */
+static int64_t lock_method(ctx *c, uint32_t flags, uint32_t known, uint64_t value)
+{
+	return flags & known ? method_of(c, value) : -1;
+}
+
+/* Converts the LOCK_WAIT records into c->t->lock_waits.  0 or -ENOMEM. */
+static int lock_waits(ctx *c, const clockconv *k, rva_error *err)
+{
+	if (!c->nlw)
+		return 0;
+	rva_lock_wait *w = calloc(c->nlw, sizeof(*w));
+	if (!w)
+		return rva_fail(err, -ENOMEM, "out of memory");
+	c->t->lock_waits = w;
+	for (size_t i = 0; i < c->nlw; i++) {
+		const uint8_t *v = c->lw[i];
+		uint32_t flags = rd32(v + 4);
+		w[i].kind = rd32(v);
+		w[i].waiter = rd32(v + 8);
+		w[i].holder = rd32(v + 12);
+		w[i].lock = rd64(v + 16);
+		w[i].waiter_method = lock_method(c, flags, LOCK_WAITER_METHOD, rd64(v + 24));
+		w[i].holder_method = lock_method(c, flags, LOCK_HOLDER_METHOD, rd64(v + 32));
+		if (w[i].waiter_method < -1 || w[i].holder_method < -1)
+			return rva_fail(err, -ENOMEM, "out of memory");
+		w[i].start = to_ns(k, rd64(v + 40));
+		w[i].end = to_ns(k, rd64(v + 48));
+		c->t->nlock_waits++;
+	}
+	return 0;
+}
+
 static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err,
 		  const rva_progress *p)
 {
@@ -1165,7 +1187,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		sum->want_end = !c.t->has_anomaly;
 		sum->snap_at = c.t->has_anomaly ? (int64_t)anomaly_mono : INT64_MAX;
 	}
-	if ((rc = decode_slots(&c, &k, err)) < 0)
+	if ((rc = decode_slots(&c, &k, err)) < 0 || (rc = lock_waits(&c, &k, err)) < 0)
 		goto out_free;
 	c.t->anomaly_ns = (int64_t)anomaly_mono;
 	if (sum) {
@@ -1211,6 +1233,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	c.t = NULL;
 	rc = 0;
 out_free:
+	free(c.lw);
 	free(c.mods);
 	free(c.syms);
 	free(c.muted_vals);

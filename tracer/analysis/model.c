@@ -63,6 +63,7 @@ void rva_trace_free(rva_trace *t)
 	}
 	free(t->untraced);
 	free(t->muted);
+	free(t->lock_waits);
 	free(t->hash);
 	free(t);
 }

@@ -404,6 +404,10 @@ static int print_summary(const sumview *v, size_t ntop)
 			printf("%s%s", d ? ";" : "", t->names[k->methods[d]]);
 		putchar('\n');
 	}
+	if (rva_locks_print(stdout, full, ntop) == -ENOMEM) {
+		fprintf(stderr, "rvtrace: out of memory\n");
+		rc = 1;
+	}
 	return rc;
 }
 

@@ -141,8 +141,10 @@ static int write_doc(FILE *f, const rva_trace *full, const rva_trace *t, const r
 		}
 		fprintf(f, "]}");
 	}
-	fprintf(f, "]}\n");
-	return ferror(f) ? -EIO : 0;
+	fputc(']', f);
+	int rc = rva_locks_json(f, full, ntop);
+	fprintf(f, "}\n");
+	return rc < 0 ? rc : ferror(f) ? -EIO : 0;
 }
 
 int rva_summary_json(FILE *f, const rva_trace *full, int64_t window, size_t ntop)

@@ -650,6 +650,7 @@ int rva_export_chrome(FILE *f, const rva_trace *t)
 			first = 0;
 		}
 	}
+	rva_locks_chrome(f, t, &first);
 	fputs("\n]\n", f);
 	return ferror(f) ? -EIO : 0;
 }

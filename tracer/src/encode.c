@@ -200,6 +200,19 @@ int rvt_capture_encode(const struct rvt_capture_desc *d, uint8_t **outp, size_t 
 		put_le(&o, m->median_ns, 4);
 		put_le(&o, m->sites, 4);
 	}
+	for (size_t i = 0; i < d->nwaits; i++) {
+		const struct rvt_lock_wait *w = &d->waits[i];
+		rec_head(&o, RVT_REC_LOCK_WAIT, 56);
+		put_le(&o, w->kind, 4);
+		put_le(&o, w->flags, 4);
+		put_le(&o, w->waiter, 4);
+		put_le(&o, w->holder, 4);
+		put_le(&o, w->lock, 8);
+		put_le(&o, w->waiter_method, 8);
+		put_le(&o, w->holder_method, 8);
+		put_le(&o, w->start, 8);
+		put_le(&o, w->end, 8);
+	}
 	/* CHECKSUM, then END: the hash covers every byte before the CHECKSUM
 	 * record, so it is computed last, after file_size is patched in. */
 	size_t checksum_at = o.len;
@@ -284,6 +297,8 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 	d.ring = r->slots;
 	d.thread_name = f->thread_name;
 	d.anomaly = f->anomaly;
+	d.waits = f->waits;
+	d.nwaits = f->nwaits;
 
 	/* The distinct method values, decoding backwards (FORMAT.md §1). */
 	uint64_t count = rvt_capture_slot_count(r->nslots, d.start_pos, d.end_pos, r->wrapped);
@@ -293,7 +308,7 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 	d.muted = muted;
 	d.nmuted = rvt_mute_list(muted, RVT_MUTED_MAX);
 	d.nuntraced = rvt_untraced_sections(&d.untraced);
-	uint64_t *vals = malloc((count + d.nmuted + 1) * sizeof(*vals));
+	uint64_t *vals = malloc((count + d.nmuted + 2 * f->nwaits + 1) * sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
 	size_t nv = 0;
@@ -313,6 +328,12 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 		} else {
 			vals[nv++] = low;
 		}
+	}
+	for (size_t i = 0; i < f->nwaits; i++) { /* the holders' methods get SYMBOLs too */
+		if (f->waits[i].flags & RVT_LOCK_HOLDER_METHOD)
+			vals[nv++] = f->waits[i].holder_method;
+		if (f->waits[i].flags & RVT_LOCK_WAITER_METHOD)
+			vals[nv++] = f->waits[i].waiter_method;
 	}
 	qsort(vals, nv, sizeof(*vals), cmp_u64);
 	size_t u = 0;

@@ -69,8 +69,35 @@ struct rvt_anomaly {
 	const char *name;      /* may be NULL */
 };
 
+/* A lock wait of the captured thread (locks.c; FORMAT.md, LOCK_WAIT). */
+struct rvt_lock_wait {
+	uint32_t kind;		 /* RVT_LOCK_* */
+	uint32_t flags;		 /* RVT_LOCK_*_METHOD: that method is known */
+	uint32_t waiter, holder; /* tids; holder 0: unknown */
+	uint64_t lock;		 /* the lock's address */
+	uint64_t waiter_method;	 /* the method that waited (innermost open) */
+	uint64_t holder_method;	 /* method value open in the holder at `start` */
+	uint64_t start, end;	 /* full shifted counters (FORMAT.md §1) */
+};
+
+#define RVT_LOCK_MUTEX	       1u
+#define RVT_LOCK_RDLOCK	       2u
+#define RVT_LOCK_WRLOCK	       3u
+#define RVT_LOCK_HOLDER_METHOD 1u
+#define RVT_LOCK_WAITER_METHOD 2u
+/* Lock waits kept process-wide, the oldest overwritten. */
+#define RVT_LOCK_WAITS 256u
+
+/* Copies into `out` (at most `cap`) the completed waits of thread `waiter`
+ * still in the table, their counters shifted right by `shift`; holder_method,
+ * waiter_method and flags are 0.  Any thread; lock-free; returns the count. */
+RVT_HIDDEN size_t rvt_locks_collect(pid_t waiter, uint64_t shift, struct rvt_lock_wait *out,
+				    size_t cap);
+
 struct rvt_frozen {
 	const struct rvt_ring *ring;
+	const struct rvt_lock_wait *waits; /* borrowed */
+	size_t nwaits;
 	uint64_t ref_counter, ref_realtime_ns, ref_monotonic_ns;
 	pid_t pid, tid;
 	char thread_name[32];
@@ -138,6 +165,8 @@ struct rvt_capture_desc {
 	size_t nuntraced;
 	const struct rvt_muted *muted; /* one MUTED record each */
 	size_t nmuted;
+	const struct rvt_lock_wait *waits; /* LOCK_WAIT records */
+	size_t nwaits;
 };
 
 #define RVT_CAP_WRAPPED 1u
@@ -153,6 +182,7 @@ struct rvt_capture_desc {
 #define RVT_REC_CHECKSUM    8u
 #define RVT_REC_UNTRACED    9u
 #define RVT_REC_MUTED	    10u
+#define RVT_REC_LOCK_WAIT   15u
 #define RVT_REC_END	    0xffffu
 /* CHECKSUM algorithms (FORMAT.md). */
 #define RVT_CHECKSUM_XXH3_64 1u

@@ -881,6 +881,113 @@ static int freeze_locked(struct rec *r, struct rvt_frozen *f)
 	return 0;
 }
 
+/* After `t`, modulo the 32-bit timestamp wrap (FORMAT.md §1: within 90 s). */
+static int ts_after(uint32_t ts, uint32_t t)
+{
+	return (int32_t)(ts - t) > 0;
+}
+
+/*
+ * The innermost method value open in ring `g` (its slots before `end`, all
+ * of them when `wrapped`) at the shifted counter `at`: its frames entered at
+ * or before `at` and not exited by then, decoding backwards (FORMAT.md §1).
+ * 0 when there is none.
+ */
+static uint64_t open_method_in(const struct rvt_ring *g, uint64_t end, int wrapped, uint64_t at)
+{
+	if (end > g->nslots)
+		return 0;
+	uint64_t count = wrapped ? g->nslots : end;
+	int depth = 0;
+	for (uint64_t k = 0; k < count; k++) {
+		uint64_t sl = __atomic_load_n(&g->slots[(end + g->nslots - 1 - k) % g->nslots],
+					      __ATOMIC_RELAXED);
+		uint32_t low = (uint32_t)sl, ts = (uint32_t)(sl >> 32);
+		uint64_t value = low;
+		if (low != 0 && low <= RVT_SLOT_MARKER_MAX) {
+			if (++k == count)
+				break; /* its first half is gone */
+			value = __atomic_load_n(&g->slots[(end + g->nslots - 1 - k) % g->nslots],
+						__ATOMIC_RELAXED);
+			if (low != RVT_SLOT_PAIR)
+				continue; /* CLOCK, LOSS, reserved */
+		}
+		if (ts_after(ts, (uint32_t)at))
+			continue; /* written after `at`: says nothing about it */
+		if (low == 0)
+			depth++;
+		else if (depth == 0)
+			return value;
+		else
+			depth--;
+	}
+	return 0;
+}
+
+/*
+ * open_method_in() for thread `tid`'s current ring.  A live thread's ring is
+ * read while it writes it: the slots are single 64-bit stores, its end is
+ * read as ring_end_locked() does, and a slot overwritten meanwhile can only
+ * make the answer unknown or stale, never out of bounds.  0 when the thread
+ * or its ring is not there.
+ */
+static uint64_t open_method_locked(pid_t tid, uint64_t at)
+{
+	struct rec *r = find_rec(tid);
+	if (!r || !r->ring)
+		return 0;
+	const struct rvt_ring *g = r->ring;
+	uint64_t end = g->end_pos;
+	int wrapped = g->wrapped;
+	if (r->t && r->tracing) {
+		struct rvt__thread *t = r->t;
+		uintptr_t s = atomic_load_explicit(&t->seen, memory_order_acquire);
+		if (s != (uintptr_t)g)
+			return 0; /* not adopted yet, or changing */
+		uint64_t *cur = atomic_load_explicit(&t->cur, memory_order_acquire);
+		wrapped = atomic_load_explicit(&t->wrapped, memory_order_acquire);
+		if (RVT__LD(t->seen) != s)
+			return 0;
+		end = (uint64_t)(cur - g->slots);
+	}
+	return open_method_in(g, end, wrapped, at);
+}
+
+static int cmp_wait_start(const void *a, const void *b)
+{
+	const struct rvt_lock_wait *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The lock waits of `f`'s thread still known, in order of start, with the
+ * method that waited (from the frozen ring) and the holder's method where
+ * the holder is traced (or was, and its ring is still here).  NULL when
+ * none. */
+static struct rvt_lock_wait *lock_waits_locked(const struct rvt_frozen *f, size_t *n)
+{
+	*n = 0;
+	struct rvt_lock_wait *w = malloc(RVT_LOCK_WAITS * sizeof(*w));
+	if (!w)
+		return NULL; /* the capture goes without them */
+	*n = rvt_locks_collect(f->tid, rvt_clock.shift, w, RVT_LOCK_WAITS);
+	qsort(w, *n, sizeof(*w), cmp_wait_start);
+	for (size_t i = 0; i < *n; i++) {
+		w[i].waiter_method =
+			open_method_in(f->ring, f->ring->end_pos, f->ring->wrapped, w[i].start);
+		if (w[i].waiter_method)
+			w[i].flags |= RVT_LOCK_WAITER_METHOD;
+		if (w[i].holder)
+			w[i].holder_method = open_method_locked((pid_t)w[i].holder, w[i].start);
+		if (w[i].holder_method)
+			w[i].flags |= RVT_LOCK_HOLDER_METHOD;
+	}
+	if (*n == 0) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
 static int capture_to_buffer(pid_t tid, const struct rvt_anomaly *anomaly, uint8_t **out,
 			     size_t *len, uint64_t *frozen_ns)
 {
@@ -894,11 +1001,14 @@ static int capture_to_buffer(pid_t tid, const struct rvt_anomaly *anomaly, uint8
 	rc = r ? freeze_locked(r, &f) : -ESRCH;
 	if (rc == 0 && r && !r->t && !r->ring)
 		*r = recs[--nrecs];
+	struct rvt_lock_wait *waits = rc == 0 ? lock_waits_locked(&f, &f.nwaits) : NULL;
 	pthread_mutex_unlock(&reg_lock);
 	if (rc)
 		return rc;
 	f.anomaly = anomaly;
+	f.waits = waits;
 	rc = rvt_capture_build(&f, out, len);
+	free(waits);
 	if (frozen_ns)
 		*frozen_ns = f.ref_monotonic_ns;
 	pthread_mutex_lock(&reg_lock);

@@ -119,6 +119,22 @@ enum { RVA_CHECKSUM_NONE = 0, RVA_CHECKSUM_VERIFIED = 1 };
 
 #define RVA_MAX_SKIPPED 16
 
+/* A lock wait of a capture's thread (LOCK_WAIT record, tracer/FORMAT.md):
+ * the thread `waiter` waited from `start` to `end` for the lock at `lock`,
+ * held by thread `holder`. */
+typedef struct rva_lock_wait {
+	uint32_t kind;		 /* RVA_LOCK_MUTEX, RVA_LOCK_RDLOCK, RVA_LOCK_WRLOCK */
+	uint32_t waiter, holder; /* tids; holder 0: unknown */
+	uint64_t lock;		 /* the lock's address in the traced process */
+	int64_t waiter_method;	 /* method id that waited; -1 unknown */
+	int64_t holder_method;	 /* method id the holder was in at start; -1 unknown */
+	int64_t start, end;	 /* the calls' clock */
+} rva_lock_wait;
+
+#define RVA_LOCK_MUTEX	1u
+#define RVA_LOCK_RDLOCK 2u
+#define RVA_LOCK_WRLOCK 3u
+
 typedef struct rva_trace {
 	char **names; /* method names, owned; names[id] */
 	size_t nmethods;
@@ -144,6 +160,9 @@ typedef struct rva_trace {
 	 * with what a symbolizer needs; owned. */
 	rva_unresolved *unresolved;
 	size_t nunresolved;
+	/* Captures only: the thread's lock waits, in record order; owned. */
+	rva_lock_wait *lock_waits;
+	size_t nlock_waits;
 	/* Captures only: RVA_CHECKSUM_VERIFIED when the file's CHECKSUM record
 	 * matched (a mismatch is refused), RVA_CHECKSUM_NONE when it has none
 	 * (written before checksums, or not a capture). */
@@ -629,6 +648,35 @@ int rva_export_pprof(FILE *f, const rva_trace *t);
 
 /* Chrome Trace Event JSON (array form, "X" events, µs with ns fraction). */
 int rva_export_chrome(FILE *f, const rva_trace *t);
+
+/* ---- lock waits (captures' LOCK_WAIT records; tracer/analysis/locks.c) ---- */
+
+/* The lock waits of one method that waited. */
+typedef struct rva_lock_stat {
+	int64_t method;		   /* method id that waited; -1 unknown */
+	uint64_t waits;		   /* how many waits */
+	int64_t total;		   /* time waited, the trace's unit */
+	uint32_t top_holder;	   /* holder tid it waited for longest; 0 unknown */
+	int64_t top_holder_method; /* that holder's method id; -1 unknown */
+	int64_t top_holder_ns;	   /* time waited for that holder in that method */
+} rva_lock_stat;
+
+/* Per method that waited, longest total first: *out (caller frees; NULL
+ * when none) of *n.  0 or -ENOMEM.  Reads t only. */
+int rva_lock_stats(const rva_trace *t, rva_lock_stat **out, size_t *n);
+/* `rvtrace summary`'s section "lock waits by method" (the ntop first rows);
+ * prints nothing when t has no lock waits.  0, -ENOMEM or -EIO. */
+int rva_locks_print(FILE *f, const rva_trace *t, size_t ntop);
+/* The summary JSON's field: `,"lock_waits":[...]` (tracer/RVTRACE.md),
+ * nothing when t has no lock waits.  0, -ENOMEM or -EIO. */
+int rva_locks_json(FILE *f, const rva_trace *t, size_t ntop);
+/* `why METHOD`'s block: every wait of `method` (an id of t), its lock and
+ * holder; nothing when it never waited.  0 or -EIO. */
+int rva_locks_why(FILE *f, const rva_trace *t, uint32_t method);
+/* Chrome JSON events of the lock waits, each preceded by a comma unless
+ * *first (then cleared): the wait on the waiter's track, the hold on the
+ * holder's and a flow arrow from the holder to the waiter.  0 or -EIO. */
+int rva_locks_chrome(FILE *f, const rva_trace *t, int *first);
 
 /* Nanoscope text of thread th (enters "<ns>:<name>", exits "<ns>:POP"). */
 int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
