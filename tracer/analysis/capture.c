@@ -61,9 +61,9 @@ enum {
 };
 #define OFFCPU_ITEM	    24u
 #define THREAD_COUNTERS_LEN 80u
-#define LOCK_WAIT_LEN	   56u /* FORMAT.md, LOCK_WAIT */
-#define LOCK_HOLDER_METHOD 1u
-#define LOCK_WAITER_METHOD 2u
+#define LOCK_WAIT_LEN	    56u /* FORMAT.md, LOCK_WAIT */
+#define LOCK_HOLDER_METHOD  1u
+#define LOCK_WAITER_METHOD  2u
 enum { CHECKSUM_XXH3_64 = 1 };
 
 /* A slot whose low word is a marker (1..15, FORMAT.md §1): the slot before
@@ -741,17 +741,50 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 			m->end = rd64(v + 24);
 			m->path = (const char *)v + 32 + bl;
 			m->path_len = len - 32 - bl;
-	REC_UNTRACED,
-	REC_MUTED,
-	REC_OFFCPU = 12, /* written by rearviewd (device/src/offcpu.c) */
-	REC_THREAD_COUNTERS,
-	REC_LOCK_WAIT = 15
-};
-#define OFFCPU_ITEM	    24u
-#define THREAD_COUNTERS_LEN 80u
-#define LOCK_WAIT_LEN	   56u /* FORMAT.md, LOCK_WAIT */
-#define LOCK_HOLDER_METHOD 1u
-#define LOCK_WAITER_METHOD 2u
+		} else if (type == REC_UNTRACED) {
+			if (len < 8 || rd32(v + 4) > len - 8)
+				return rva_fail(err, -EINVAL, "bad UNTRACED record");
+			c->t->untraced_truncated |= rd32(v) & 1;
+			int rc = add_untraced(c->t, (const char *)v + 8 + rd32(v + 4),
+					      len - 8 - rd32(v + 4));
+			if (rc < 0)
+				return rva_fail(err, rc, "out of memory");
+		} else if (type == REC_MUTED) {
+			if (len < 40)
+				return rva_fail(err, -EINVAL, "short MUTED record");
+			rva_muted *m = realloc(c->t->muted, (c->t->nmuted + 1) * sizeof(*m));
+			if (!m)
+				return rva_fail(err, -ENOMEM, "out of memory");
+			c->t->muted = m;
+			m += c->t->nmuted++;
+			/* method: the value until the symbols are sorted (below) */
+			m->method = 0;
+			m->ns = (int64_t)rd64(v + 16);
+			m->rate = rd64(v + 24);
+			m->median_ns = rd32(v + 32);
+			if (c->nmuted_vals == c->muted_cap) {
+				size_t n = c->muted_cap ? c->muted_cap * 2 : 4;
+				uint64_t *mv = realloc(c->muted_vals, n * sizeof(*mv));
+				if (!mv)
+					return rva_fail(err, -ENOMEM, "out of memory");
+				c->muted_vals = mv;
+				c->muted_cap = n;
+			}
+			c->muted_vals[c->nmuted_vals++] = rd64(v);
+		} else if (type == REC_LOCK_WAIT) {
+			if (len < LOCK_WAIT_LEN)
+				return rva_fail(err, -EINVAL, "short LOCK_WAIT record");
+			if (rd64(v + 48) < rd64(v + 40))
+				return rva_fail(err, -EINVAL, "LOCK_WAIT ends before it starts");
+			if (c->nlw == c->lwcap) {
+				size_t n = c->lwcap ? c->lwcap * 2 : 16;
+				const uint8_t **l = realloc(c->lw, n * sizeof(*l));
+				if (!l)
+					return rva_fail(err, -ENOMEM, "out of memory");
+				c->lw = l;
+				c->lwcap = n;
+			}
+			c->lw[c->nlw++] = v;
 		} else if (type == REC_ANOMALY) {
 			if (len < 16)
 				return rva_fail(err, -EINVAL, "short ANOMALY record");
