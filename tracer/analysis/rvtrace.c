@@ -85,8 +85,10 @@ static const char usage_why[] =
 	"off-CPU time by reason (preempted: switched out while runnable;\n"
 	"blocked: sleeping on a pipe, futex, I/O or a page fault), and the\n"
 	"counters of its threads (CPU time, minor and major page faults,\n"
-	"voluntary and involuntary context switches).  Needs a capture with\n"
-	"rearviewd's OFFCPU records (tracer/FORMAT.md); times in microseconds.\n";
+	"voluntary and involuntary context switches) — from rearviewd's OFFCPU\n"
+	"records (tracer/FORMAT.md) — then every lock wait of METHOD with the\n"
+	"lock's holder and what it was running (LOCK_WAIT records); times in\n"
+	"microseconds.\n";
 
 static const char usage_tree[] =
 	"usage: rvtrace tree [--threshold PCT] [--thread N] FILE\n"
@@ -786,8 +788,9 @@ static int cmd_why(int argc, char **argv)
 	if (!have) {
 		printf("no off-CPU records: the capture was not taken through rearviewd with "
 		       "perf events\n");
+		int rc = rva_locks_why(stdout, t, (uint32_t)m);
 		rva_trace_free(t);
-		return 0;
+		return rc < 0;
 	}
 	printf("on-CPU: %.3f (%.1f%%)\noff-CPU: %.3f (%.1f%%)\n", usec(t, incl - off),
 	       pct_of(incl - off, incl), usec(t, off), pct_of(off, incl));
@@ -805,8 +808,9 @@ static int cmd_why(int argc, char **argv)
 		       k->major_faults, k->switches, (double)(k->at - k->since) / 1e3,
 		       (double)(k->at - k->window) / 1e3, k->voluntary, k->involuntary);
 	}
+	int rc = rva_locks_why(stdout, t, (uint32_t)m);
 	rva_trace_free(t);
-	return 0;
+	return rc < 0;
 }
 
 static int cmd_export(int argc, char **argv)
