@@ -45,6 +45,8 @@ $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests
 $(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o upload.o util.o symbols.o query.o blob.o checkpoint.o) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(RVA_LIBS)))
 $(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,checkpoint.o util.o),-lmbedx509 -lmbedcrypto -lsqlite3,1))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
+$(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
 
