@@ -5,7 +5,8 @@
  * On the loop thread a request is routed through route.c's table, its
  * bearer token hashed and rate limited (cheap, bounded work); everything
  * that touches sqlite, the blob store, a file or unpacks a protobuf body
- * runs in a job on the work queue (the entry's handler) and answers from the after-work callback, which also updates the metrics.
+ * runs in a job on the work queue (the entry's handler) and answers from
+ * the after-work callback, which also updates the metrics.
  * Error bodies are rearview.Error messages (code + human reason).
  */
 #include "api.h"
