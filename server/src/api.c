@@ -2,19 +2,20 @@
  * api.c — request routing, the device API handlers and per-device rate
  * limiting.
  *
- * On the loop thread a request is routed, its bearer token hashed and rate
- * limited (cheap, bounded work); everything that touches sqlite, the blob
- * store, a file or unpacks a protobuf body runs in a job on the work queue
- * and answers from the after-work callback, which also updates the metrics.
+ * On the loop thread a request is routed through route.c's table, its
+ * bearer token hashed and rate limited (cheap, bounded work); everything
+ * that touches sqlite, the blob store, a file or unpacks a protobuf body
+ * runs in a job on the work queue (the entry's handler) and answers from
+ * the after-work callback, which also updates the metrics.
  * Error bodies are rearview.Error messages (code + human reason).
  */
 #include "api.h"
 #include "blob.h"
 #include "campaign.h"
 #include "query.h"
+#include "route.h"
 #include "web.h"
 #include "retention.h"
-#include "symbols.h"
 #include "stream.h"
 
 #include <assert.h>
@@ -101,13 +102,19 @@ struct rvs_api {
 	struct rvs_retention_stats retention_stats;
 };
 
-enum job_kind { JOB_ENROLL, JOB_UPLOAD, JOB_SKIP, JOB_POLICY, JOB_QUERY, JOB_WEB, JOB_SYMBOLS };
+/* How a job's answer is made: a device API message (enrolment and policy
+ * with their own bookkeeping), a JSON API document, a web UI page. */
+enum job_kind { JOB_DEVICE, JOB_ENROLL, JOB_POLICY, JOB_QUERY, JOB_WEB };
 
 struct job {
 	uv_work_t w;
 	struct rvs_api *a;
 	struct rvs_conn *conn;
 	struct rvs_http_req *req;
+	const struct rvs_route *route; /* the entry serving req */
+	unsigned allow;		       /* nonzero: a web method no entry serves */
+	const char *arg;	       /* the route's wildcard match in req->path */
+	size_t arg_len;
 	enum job_kind kind;
 	uint8_t token_hash[32];
 	/* results */
@@ -123,7 +130,7 @@ struct job {
 	/* JOB_ENROLL: the device enrolled before; its old token's hash. */
 	int reenrolled;
 	uint8_t old_token_hash[32];
-	uint64_t requeued;	 /* JOB_SYMBOLS: traces queued to decode again */
+	uint64_t requeued;	 /* a symbols upload: traces queued to decode again */
 	struct rvs_query_resp q; /* JOB_QUERY */
 	struct rvs_web_resp wr;	 /* JOB_WEB */
 	int login;		 /* a sign-in: charged up front, one of logins_hashing */
@@ -663,39 +670,49 @@ static void do_policy(struct job *j)
 	j->status = 200;
 }
 
+void rvs_api_enroll(struct rvs_call *c)
+{
+	do_enroll(c->ctx);
+}
+
+void rvs_api_upload(struct rvs_call *c)
+{
+	do_upload(c->ctx);
+}
+
+void rvs_api_skip(struct rvs_call *c)
+{
+	do_skip(c->ctx);
+}
+
+void rvs_api_policy(struct rvs_call *c)
+{
+	do_policy(c->ctx);
+}
+
 static void job_work(uv_work_t *w)
 {
 	struct job *j = w->data;
-	switch (j->kind) {
-	case JOB_ENROLL:
-		do_enroll(j);
-		break;
-	case JOB_UPLOAD:
-		do_upload(j);
-		break;
-	case JOB_SKIP:
-		do_skip(j);
-		break;
-	case JOB_POLICY:
-		do_policy(j);
-		break;
-	case JOB_QUERY:
-		rvs_api_v1(j->a->cfg, j->req->method == HTTP_POST, j->req->path, j->req->query,
-			   j->req->body, j->req->body_len, &j->q);
-		break;
-	case JOB_WEB:
-		rvs_web_handle(j->a->cfg, j->req, &j->wr);
-		break;
-	case JOB_SYMBOLS: {
-		char stored[2 * RVS_BUILD_ID_MAX + 1];
-		rvs_symbols_handle(j->a->cfg->symbols_dir, j->req->method, j->req->path,
-				   j->req->query, j->req->body, j->req->body_len, &j->q, stored);
-		/* Traces that arrived before these symbols are decoded again. */
-		if (stored[0] && j->a->ops->requeue_build_id(j->a->store, stored, &j->requeued) < 0)
-			rvs_log("error", "msg=\"requeue for symbols failed\" build_id=%s", stored);
-		break;
-	}
-	}
+	struct rvs_call c = {.cfg = j->a->cfg,
+			     .method = j->req->method == HTTP_GET    ? RVS_M_GET
+				       : j->req->method == HTTP_POST ? RVS_M_POST
+								     : 0,
+			     .path = j->req->path,
+			     .query = j->req->query,
+			     .body = j->req->body,
+			     .body_len = j->req->body_len,
+			     .arg = j->arg,
+			     .arg_len = j->arg_len,
+			     .q = &j->q,
+			     .ctx = j};
+
+	if (j->kind == JOB_WEB)
+		return rvs_web_handle(j->a->cfg, j->req, j->route, j->allow, &c, &j->wr);
+	assert(!j->allow);
+	j->route->handler(&c);
+	/* Traces that arrived before these symbols are decoded again. */
+	if (c.build_id[0] && j->a->ops->requeue_build_id(j->a->store, c.build_id, &j->requeued) < 0)
+		rvs_log("error", "msg=\"requeue for symbols failed\" build_id=%s", c.build_id);
 }
 
 static void maybe_stop(struct rvs_api *a);
@@ -791,7 +808,7 @@ static void job_done(uv_work_t *w, int status)
 		m->decode_queue_depth += j->requeued;
 		decode_pump(a);
 	}
-	if (j->kind == JOB_QUERY || j->kind == JOB_SYMBOLS) {
+	if (j->kind == JOB_QUERY) {
 		struct rvs_header h[2] = {{"Cache-Control", "no-store"},
 					  {"Content-Disposition", j->q.disposition}};
 		if (j->q.stream)
@@ -967,7 +984,8 @@ static void decode_pump(struct rvs_api *a)
 /* ---- routing (loop thread) ------------------------------------------------ */
 
 static struct job *queue_job(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req,
-			     enum job_kind kind, const uint8_t *hash)
+			     const struct rvs_route *r, unsigned allow, const char *arg,
+			     size_t arg_len, const uint8_t *hash)
 {
 	struct job *j = calloc(1, sizeof *j);
 	if (!j) {
@@ -977,39 +995,30 @@ static struct job *queue_job(struct rvs_api *a, struct rvs_conn *c, struct rvs_h
 	j->a = a;
 	j->conn = c;
 	j->req = req;
-	j->kind = kind;
+	j->route = r;
+	j->allow = allow;
+	j->arg = arg;
+	j->arg_len = arg_len;
+	j->kind = r->family == RVS_FAMILY_WEB	 ? JOB_WEB
+		  : r->family == RVS_FAMILY_API	 ? JOB_QUERY
+		  : r->auth == RVS_AUTH_ENROLL	 ? JOB_ENROLL
+		  : r->handler == rvs_api_policy ? JOB_POLICY
+						 : JOB_DEVICE;
 	if (hash)
 		memcpy(j->token_hash, hash, 32);
 	j->w.data = j;
-	j->login = kind == JOB_WEB && rvs_web_is_login(req);
+	j->login = r->auth == RVS_AUTH_LOGIN && !allow;
 	a->inflight++;
 	uv_queue_work(a->loop, &j->w, job_work, job_done);
 	return j;
 }
 
-/* A request that loads a whole trace into memory: an export (GET
- * /api/v1/traces/ID/export, /traces/ID/export, /traces/ID/flame.svg) or the
- * web UI's trace page (/traces/ID: its timeline). */
-static int is_trace_load(const struct rvs_http_req *req)
-{
-	const char *p = req->path;
-	size_t n = strlen(p);
-	if (req->method != HTTP_GET)
-		return 0;
-	if (strncmp(p, "/traces/", 8) == 0 && !strchr(p + 8, '/'))
-		return p[8] != '\0';
-	if (strncmp(p, "/api/v1/traces/", 15) != 0 && strncmp(p, "/traces/", 8) != 0)
-		return 0;
-	return (n > 7 && strcmp(p + n - 7, "/export") == 0) ||
-	       (strncmp(p, "/traces/", 8) == 0 && n > 10 && strcmp(p + n - 10, "/flame.svg") == 0);
-}
-
 /* Trace loads at once are bounded (RVS_EXPORT_STREAMS): past it 503 with
- * Retry-After and nonzero. */
-static int admit_export(struct rvs_api *a, struct rvs_conn *c, const struct rvs_http_req *req)
+ * Retry-After and nonzero.  load: the request loads a whole trace. */
+static int admit_export(struct rvs_api *a, struct rvs_conn *c, int load)
 {
 	struct rvs_header h = {"Retry-After", "1"};
-	if (!is_trace_load(req) || a->exports < RVS_EXPORT_STREAMS)
+	if (!load || a->exports < RVS_EXPORT_STREAMS)
 		return 0;
 	a->m->errors[RVS_ERR_RATE_LIMITED]++;
 	rvs_conn_respond(c, 503, "text/plain; charset=utf-8", &h, 1,
@@ -1018,9 +1027,9 @@ static int admit_export(struct rvs_api *a, struct rvs_conn *c, const struct rvs_
 }
 
 /* j (NULL when it could not be queued) holds an export slot if it is one. */
-static void export_job(struct rvs_api *a, struct job *j, const struct rvs_http_req *req)
+static void export_job(struct rvs_api *a, struct job *j, int load)
 {
-	if (!j || !is_trace_load(req))
+	if (!j || !load)
 		return;
 	j->export_slot = 1;
 	a->exports++;
@@ -1167,98 +1176,116 @@ static int admit_api(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req 
 	return -1;
 }
 
+void rvs_api_metrics(struct rvs_call *call)
+{
+	struct job *j = call->ctx;
+	char *text;
+	size_t len;
+
+	if (rvs_metrics_render(j->a->m, &text, &len)) {
+		respond_error(j->conn, 500, REARVIEW__ERROR__CODE__INTERNAL, "metrics", NULL, 0);
+		return;
+	}
+	rvs_conn_respond(j->conn, 200, "text/plain; version=0.0.4", NULL, 0, text, len);
+	free(text);
+}
+
+/* A sign-in: it shares the failed-authentication budget, so passwords
+ * cannot be guessed faster than tokens.  Each attempt pays before its hash
+ * runs (a right password gets the unit back), so parallel guesses cannot
+ * all pass the check; and at most login_hashers hash at once. */
+static void queue_login(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req,
+			const struct rvs_route *r)
+{
+	struct bucket *b = peer_bucket(a, c);
+	char secs[16];
+	struct rvs_header h = {"Retry-After", secs};
+
+	if (b->tokens < 1.0) {
+		snprintf(secs, sizeof secs, "%u", retry_after(b, a->cfg->auth_fail_per_min));
+		a->m->errors[RVS_ERR_RATE_LIMITED]++;
+		rvs_conn_respond(c, 429, "text/plain; charset=utf-8", &h, 1,
+				 "too many failed sign-ins; retry later\n", 38);
+		return;
+	}
+	if (a->logins_hashing >= a->cfg->login_hashers) {
+		snprintf(secs, sizeof secs, "1");
+		a->m->errors[RVS_ERR_RATE_LIMITED]++;
+		rvs_conn_respond(c, 503, "text/plain; charset=utf-8", &h, 1,
+				 "sign-ins busy; retry in a second\n", 33);
+		return;
+	}
+	b->tokens -= 1.0;
+	if (queue_job(a, c, req, r, 0, NULL, 0, NULL))
+		a->logins_hashing++;
+	else
+		b->tokens += 1.0;
+}
+
 void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 {
 	struct rvs_api *a = ctx;
+	unsigned method = req->method == HTTP_GET    ? RVS_M_GET
+			  : req->method == HTTP_POST ? RVS_M_POST
+						     : 0;
+	const struct rvs_route *r;
+	const char *arg;
+	size_t arg_len;
+	unsigned allow;
 	uint8_t hash[32];
+	int load;
 
 	if (a->stopping) {
 		respond_error(c, 503, REARVIEW__ERROR__CODE__BUSY, "shutting down", NULL, 0);
 		return;
 	}
-	if (strcmp(req->path, "/metrics") == 0) {
-		char *text;
-		size_t len;
-		if (req->method != HTTP_GET) {
-			method_not_allowed(a, c, "GET");
-			return;
-		}
-		if (rvs_metrics_render(a->m, &text, &len)) {
-			respond_error(c, 500, REARVIEW__ERROR__CODE__INTERNAL, "metrics", NULL, 0);
-			return;
-		}
-		rvs_conn_respond(c, 200, "text/plain; version=0.0.4", NULL, 0, text, len);
-		free(text);
-	} else if (strcmp(req->path, "/v1/enroll") == 0) {
-		if (req->method != HTTP_POST)
-			method_not_allowed(a, c, "POST");
-		else if (admit_enroll(a, c, req) == 0)
-			queue_job(a, c, req, JOB_ENROLL, NULL);
-	} else if (strcmp(req->path, "/v1/uploads") == 0) {
-		if (req->method != HTTP_POST)
-			method_not_allowed(a, c, "POST");
-		else if (admit(a, c, req, hash) == 0)
-			queue_job(a, c, req, JOB_UPLOAD, hash);
-	} else if (strcmp(req->path, "/v1/skips") == 0) {
-		if (req->method != HTTP_POST)
-			method_not_allowed(a, c, "POST");
-		else if (admit(a, c, req, hash) == 0)
-			queue_job(a, c, req, JOB_SKIP, hash);
-	} else if (strcmp(req->path, "/v1/policy") == 0) {
-		if (req->method != HTTP_GET)
-			method_not_allowed(a, c, "GET");
-		else if (admit(a, c, req, hash) == 0)
-			queue_job(a, c, req, JOB_POLICY, hash);
-	} else if (strncmp(req->path, "/api/v1/symbols", 15) == 0 &&
-		   (req->path[15] == '\0' || req->path[15] == '/')) {
-		if (req->method != HTTP_GET && req->method != HTTP_POST)
-			method_not_allowed(a, c, "GET, POST");
-		else if (admit_api(a, c, req) == 0)
-			queue_job(a, c, req, JOB_SYMBOLS, NULL);
-	} else if (strncmp(req->path, "/api/v1/", 8) == 0) {
-		int writable = rvs_campaign_path(req->path);
-		if (req->method != HTTP_GET && !(writable && req->method == HTTP_POST))
-			method_not_allowed(a, c, writable ? "GET, POST" : "GET");
-		else if (admit_api(a, c, req) == 0 && admit_export(a, c, req) == 0)
-			export_job(a, queue_job(a, c, req, JOB_QUERY, NULL), req);
-	} else if (rvs_web_path(req->path)) {
-		/* Login attempts share the failed-authentication budget, so
-		 * passwords cannot be guessed faster than tokens.  Each attempt
-		 * pays before its hash runs (a right password gets the unit
-		 * back), so parallel guesses cannot all pass the check; and at
-		 * most login_hashers hash at once. */
-		if (rvs_web_is_login(req)) {
-			struct bucket *b = peer_bucket(a, c);
-			char secs[16];
-			struct rvs_header h = {"Retry-After", secs};
-			if (b->tokens < 1.0) {
-				snprintf(secs, sizeof secs, "%u",
-					 retry_after(b, a->cfg->auth_fail_per_min));
-				a->m->errors[RVS_ERR_RATE_LIMITED]++;
-				rvs_conn_respond(c, 429, "text/plain; charset=utf-8", &h, 1,
-						 "too many failed sign-ins; retry later\n", 38);
-				return;
-			}
-			if (a->logins_hashing >= a->cfg->login_hashers) {
-				snprintf(secs, sizeof secs, "1");
-				a->m->errors[RVS_ERR_RATE_LIMITED]++;
-				rvs_conn_respond(c, 503, "text/plain; charset=utf-8", &h, 1,
-						 "sign-ins busy; retry in a second\n", 33);
-				return;
-			}
-			b->tokens -= 1.0;
-			if (queue_job(a, c, req, JOB_WEB, NULL))
-				a->logins_hashing++;
-			else
-				b->tokens += 1.0;
-			return;
-		}
-		if (admit_export(a, c, req) == 0)
-			export_job(a, queue_job(a, c, req, JOB_WEB, NULL), req);
-	} else {
+	r = rvs_route_find(method, req->path, &arg, &arg_len, &allow);
+	if (!r) {
 		a->m->errors[RVS_ERR_NOT_FOUND]++;
 		respond_error(c, 404, REARVIEW__ERROR__CODE__NOT_FOUND, "no such resource", NULL,
 			      0);
+		return;
+	}
+	/* The web UI answers its unserved methods itself, after the session
+	 * check (web.c). */
+	if (allow && r->family != RVS_FAMILY_WEB) {
+		method_not_allowed(a, c, rvs_route_allow(allow));
+		return;
+	}
+	if (r->thread == RVS_ON_LOOP) {
+		struct job j = {.a = a, .conn = c, .req = req, .route = r};
+		struct rvs_call call = {.cfg = a->cfg,
+					.method = method,
+					.path = req->path,
+					.query = req->query,
+					.arg = arg,
+					.arg_len = arg_len,
+					.ctx = &j};
+		r->handler(&call);
+		return;
+	}
+	load = !allow && (r->flags & RVS_ROUTE_TRACE_LOAD);
+	switch (allow ? RVS_AUTH_NONE : r->auth) {
+	case RVS_AUTH_ENROLL:
+		if (admit_enroll(a, c, req) == 0)
+			queue_job(a, c, req, r, 0, arg, arg_len, NULL);
+		return;
+	case RVS_AUTH_DEVICE:
+		if (admit(a, c, req, hash) == 0)
+			queue_job(a, c, req, r, 0, arg, arg_len, hash);
+		return;
+	case RVS_AUTH_API:
+		if (admit_api(a, c, req) == 0 && admit_export(a, c, load) == 0)
+			export_job(a, queue_job(a, c, req, r, 0, arg, arg_len, NULL), load);
+		return;
+	case RVS_AUTH_LOGIN:
+		queue_login(a, c, req, r);
+		return;
+	case RVS_AUTH_NONE:
+	case RVS_AUTH_SESSION:
+		if (admit_export(a, c, load) == 0)
+			export_job(a, queue_job(a, c, req, r, allow, arg, arg_len, NULL), load);
+		return;
 	}
 }
 

@@ -44,7 +44,19 @@ void rvs_api_start(struct rvs_api *a, void (*ready)(void *, int), void *arg);
 /* Closes the store on the work queue once no job is in flight, then calls done. */
 void rvs_api_stop(struct rvs_api *a, void (*done)(void *), void *arg);
 void rvs_api_free(struct rvs_api *a);
-/* The rvs_handler_fn for net.h. */
+/* The device API's endpoints (route.c's table): call->ctx is api.c's job.
+ * metrics: GET /metrics, answered on the loop thread; enroll, upload, skip,
+ * policy: POST /v1/enroll, /v1/uploads, /v1/skips and GET /v1/policy, on a
+ * work thread, answered from the job's after-work callback. */
+struct rvs_call;
+void rvs_api_metrics(struct rvs_call *call);
+void rvs_api_enroll(struct rvs_call *call);
+void rvs_api_upload(struct rvs_call *call);
+void rvs_api_skip(struct rvs_call *call);
+void rvs_api_policy(struct rvs_call *call);
+
+/* The rvs_handler_fn for net.h: routes every request through route.c's
+ * table (loop thread). */
 void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req);
 
 #endif

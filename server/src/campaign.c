@@ -18,6 +18,7 @@
  */
 #include "campaign.h"
 #include "fleet.h"
+#include "route.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -764,100 +765,128 @@ static int status_of(int rc)
 	}
 }
 
-int rvs_campaign_path(const char *path)
+/* A read-write connection for a campaign endpoint, or NULL after 503. */
+static sqlite3 *open_rw(struct rvs_call *c)
 {
-	return strcmp(path, "/api/v1/campaigns") == 0 ||
-	       strncmp(path, "/api/v1/campaigns/", 18) == 0;
-}
-
-void rvs_campaign_api(const struct rvs_config *cfg, int post, const char *path, const uint8_t *body,
-		      size_t len, struct rvs_query_resp *r)
-{
-	const char *rest = path + strlen("/api/v1/campaigns");
-	char err[160] = "", id[80];
-	uint64_t version = 0;
 	sqlite3 *db = NULL;
-	json_t *spec = NULL;
-	int rc;
-
-	memset(r, 0, sizeof *r);
-	if (sqlite3_open_v2(cfg->database, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(c->cfg->database, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
 		sqlite3_close(db);
-		return rvs_query_reply(r, 503, json_pack("{s:s}", "error", "database unavailable"));
+		rvs_query_reply(c->q, 503, json_pack("{s:s}", "error", "database unavailable"));
+		return NULL;
 	}
 	rvs_sqlite_busy(db, 5000);
-	if (!post) {
-		json_t *doc = *rest ? NULL : rvs_campaigns_json(db);
-		sqlite3_close(db);
-		if (*rest)
-			return rvs_query_reply(r, 404,
-					       json_pack("{s:s}", "error", "no such resource"));
-		return rvs_query_reply(r, doc ? 200 : 500,
-				       doc ? doc : json_pack("{s:s}", "error", "query failed"));
-	}
-	if (*rest == '\0') {
-		json_error_t je;
-		spec = len <= 65536 ? json_loadb((const char *)body, len, 0, &je) : NULL;
-		if (!spec) {
-			snprintf(err, sizeof err, "body: a JSON campaign object of at most 64 KiB");
-			rc = -EINVAL;
-		} else {
-			rc = rvs_campaign_save(cfg, db, spec,
-					       !json_is_true(json_object_get(spec, "replace")),
-					       &version, err, sizeof err);
-		}
-		snprintf(id, sizeof id, "%s",
-			 spec && json_is_string(json_object_get(spec, "id"))
-				 ? json_string_value(json_object_get(spec, "id"))
-				 : "");
-	} else if (strcmp(rest, "/preview") == 0) {
-		json_error_t je;
-		struct rvs_campaign_preview p;
-		spec = len <= 65536 ? json_loadb((const char *)body, len, 0, &je) : NULL;
-		if (!spec) {
-			sqlite3_close(db);
-			return rvs_query_reply(
-				r, 400,
-				json_pack("{s:s}", "error",
-					  "body: a JSON campaign object of at most 64 KiB"));
-		}
-		rc = rvs_campaign_preview(db, spec, &p, err, sizeof err);
-		json_decref(spec);
-		sqlite3_close(db);
-		if (rc)
-			return rvs_query_reply(r, status_of(rc), json_pack("{s:s}", "error", err));
-		return rvs_query_reply(r, 200,
-				       json_pack("{s:I,s:I,s:f,s:b,s:b,s:s}", "anomalies_last_week",
-						 (json_int_t)p.anomalies, "devices",
-						 (json_int_t)p.devices, "expected_after_sampling",
-						 p.expected, "fleet_wide", p.fleet_wide,
-						 "truncated", p.truncated, "text", p.text));
-	} else if (rest[0] == '/' && strlen(rest) > 5 && strlen(rest) < sizeof id + 4 &&
-		   strcmp(rest + strlen(rest) - 4, "/end") == 0) {
-		snprintf(id, sizeof id, "%.*s", (int)(strlen(rest) - 5), rest + 1);
-		rc = rvs_campaign_end(cfg, db, id, &version, err, sizeof err);
-	} else {
-		snprintf(err, sizeof err, "no such resource");
-		rc = -ENOENT;
-		id[0] = '\0';
-	}
-	json_decref(spec);
-	sqlite3_close(db);
+	return db;
+}
+
+/* The body as a campaign object (caller json_decref), NULL if it is none. */
+static json_t *spec_of(struct rvs_call *c)
+{
+	json_error_t je;
+	return c->body_len <= 65536 ? json_loadb((const char *)c->body, c->body_len, 0, &je) : NULL;
+}
+
+/* Answers a change of campaign id: rc and err, or its new policy version. */
+static void changed(struct rvs_call *c, int rc, const char *err, const char *id, uint64_t version)
+{
 	if (rc)
 		return rvs_query_reply(
-			r, status_of(rc),
+			c->q, status_of(rc),
 			json_pack("{s:s}", "error", err[0] ? err : "storage or signing error"));
-	rvs_query_reply(r, 200,
+	rvs_query_reply(c->q, 200,
 			json_pack("{s:s,s:I}", "id", id, "policy_version", (json_int_t)version));
 }
 
-void rvs_api_v1(const struct rvs_config *cfg, int post, const char *path, const char *query,
-		const uint8_t *body, size_t len, struct rvs_query_resp *r)
+void rvs_campaigns_list(struct rvs_call *c)
 {
-	if (rvs_campaign_path(path))
-		rvs_campaign_api(cfg, post, path, body, len, r);
-	else if (strcmp(path, "/api/v1/fleet") == 0)
-		rvs_fleet_api(cfg, r);
-	else
-		rvs_query_handle(cfg->database, cfg->blob_dir, path, query, r);
+	sqlite3 *db = open_rw(c);
+	json_t *doc;
+	if (!db)
+		return;
+	doc = rvs_campaigns_json(db);
+	sqlite3_close(db);
+	rvs_query_reply(c->q, doc ? 200 : 500,
+			doc ? doc : json_pack("{s:s}", "error", "query failed"));
+}
+
+void rvs_campaigns_create(struct rvs_call *c)
+{
+	char err[160] = "", id[80];
+	uint64_t version = 0;
+	sqlite3 *db = open_rw(c);
+	json_t *spec;
+	int rc;
+
+	if (!db)
+		return;
+	spec = spec_of(c);
+	if (!spec) {
+		snprintf(err, sizeof err, "body: a JSON campaign object of at most 64 KiB");
+		rc = -EINVAL;
+	} else {
+		rc = rvs_campaign_save(c->cfg, db, spec,
+				       !json_is_true(json_object_get(spec, "replace")), &version,
+				       err, sizeof err);
+	}
+	snprintf(id, sizeof id, "%s",
+		 spec && json_is_string(json_object_get(spec, "id"))
+			 ? json_string_value(json_object_get(spec, "id"))
+			 : "");
+	json_decref(spec);
+	sqlite3_close(db);
+	changed(c, rc, err, id, version);
+}
+
+void rvs_campaigns_preview(struct rvs_call *c)
+{
+	struct rvs_campaign_preview p;
+	char err[160] = "";
+	sqlite3 *db = open_rw(c);
+	json_t *spec;
+	int rc;
+
+	if (!db)
+		return;
+	if (!(spec = spec_of(c))) {
+		sqlite3_close(db);
+		return rvs_query_reply(c->q, 400,
+				       json_pack("{s:s}", "error",
+						 "body: a JSON campaign object of at most 64 KiB"));
+	}
+	rc = rvs_campaign_preview(db, spec, &p, err, sizeof err);
+	json_decref(spec);
+	sqlite3_close(db);
+	if (rc)
+		return rvs_query_reply(c->q, status_of(rc), json_pack("{s:s}", "error", err));
+	rvs_query_reply(c->q, 200,
+			json_pack("{s:I,s:I,s:f,s:b,s:b,s:s}", "anomalies_last_week",
+				  (json_int_t)p.anomalies, "devices", (json_int_t)p.devices,
+				  "expected_after_sampling", p.expected, "fleet_wide", p.fleet_wide,
+				  "truncated", p.truncated, "text", p.text));
+}
+
+void rvs_campaigns_end(struct rvs_call *c)
+{
+	char err[160] = "", id[80];
+	uint64_t version = 0;
+	sqlite3 *db;
+	int rc;
+
+	if (!c->arg_len || c->arg_len > sizeof id - 2)
+		return rvs_campaigns_none(c);
+	if (!(db = open_rw(c)))
+		return;
+	memcpy(id, c->arg, c->arg_len);
+	id[c->arg_len] = '\0';
+	rc = rvs_campaign_end(c->cfg, db, id, &version, err, sizeof err);
+	sqlite3_close(db);
+	changed(c, rc, err, id, version);
+}
+
+void rvs_campaigns_none(struct rvs_call *c)
+{
+	sqlite3 *db = open_rw(c);
+	if (!db)
+		return;
+	sqlite3_close(db);
+	rvs_query_reply(c->q, 404, json_pack("{s:s}", "error", "no such resource"));
 }

@@ -48,19 +48,17 @@ int rvs_campaign_end(const struct rvs_config *cfg, sqlite3 *db, const char *id, 
  * each campaign its spec plus created_at, updated_at, ended_at, active.
  * NULL on a storage error. */
 json_t *rvs_campaigns_json(sqlite3 *db);
-/* 1 for the paths rvs_campaign_api serves (the router uses it). */
-int rvs_campaign_path(const char *path);
-/* The JSON API's GET /api/v1/campaigns, POST /api/v1/campaigns (create or,
- * with "replace": true, edit) and POST /api/v1/campaigns/{id}/end.  Fills
- * *r always. */
-void rvs_campaign_api(const struct rvs_config *cfg, int post, const char *path, const uint8_t *body,
-		      size_t len, struct rvs_query_resp *r);
-
-/* Every /api/v1/ endpoint, for the router and the web pages alike: the
- * campaign and fleet documents here, the rest through rvs_query_handle.
- * post is 1 for POST (only the campaign paths accept it). */
-void rvs_api_v1(const struct rvs_config *cfg, int post, const char *path, const char *query,
-		const uint8_t *body, size_t len, struct rvs_query_resp *r);
+/* The campaign endpoints (route.c's table; work thread; each fills c->q
+ * always).  list: GET /api/v1/campaigns; create: POST /api/v1/campaigns
+ * (create or, with "replace": true, replace; server/API.md); preview: POST
+ * /api/v1/campaigns/preview; end: POST /api/v1/campaigns/{id}/end; none:
+ * any other path under /api/v1/campaigns/ (404). */
+struct rvs_call;
+void rvs_campaigns_list(struct rvs_call *c);
+void rvs_campaigns_create(struct rvs_call *c);
+void rvs_campaigns_preview(struct rvs_call *c);
+void rvs_campaigns_end(struct rvs_call *c);
+void rvs_campaigns_none(struct rvs_call *c);
 
 /* The body of the policy now served (unverified: it is the server's own
  * file), or NULL when there is none or it does not decode.  Free with

@@ -14,6 +14,7 @@
  */
 #include "fleet.h"
 #include "campaign.h"
+#include "route.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -175,4 +176,9 @@ void rvs_fleet_api(const struct rvs_config *cfg, struct rvs_query_resp *r)
 		return rvs_query_reply(r, 500, json_pack("{s:s}", "error", "query failed"));
 	}
 	rvs_query_reply(r, 200, doc);
+}
+
+void rvs_fleet_get(struct rvs_call *c)
+{
+	rvs_fleet_api(c->cfg, c->q);
 }

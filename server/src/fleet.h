@@ -12,4 +12,8 @@
 /* Fills *r with the fleet document (server/API.md "Fleet") always. */
 void rvs_fleet_api(const struct rvs_config *cfg, struct rvs_query_resp *r);
 
+/* GET /api/v1/fleet (route.c's table): rvs_fleet_api into c->q. */
+struct rvs_call;
+void rvs_fleet_get(struct rvs_call *c);
+
 #endif

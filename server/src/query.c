@@ -11,6 +11,7 @@
  */
 #include "query.h"
 #include "decode.h"
+#include "route.h"
 #include "rvs.h"
 
 #include <errno.h>
@@ -983,50 +984,98 @@ static void signatures_weekly(sqlite3 *db, const char *query, struct rvs_query_r
 	set_json(r, 200, json_pack("{s:o}", "rows", arr));
 }
 
-/* ---- routing ----------------------------------------------------------------- */
+/* ---- the endpoints (route.c's table) ------------------------------------------ */
 
-void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
-		      const char *query, struct rvs_query_resp *r)
+/* Runs fn with a read-only connection, or answers 503. */
+static void with_db(struct rvs_call *c,
+		    void (*fn)(sqlite3 *, const char *, struct rvs_query_resp *))
 {
-	const char *rest;
-	sqlite3 *db;
-	char name[1024];
-
-	memset(r, 0, sizeof *r);
-	if (!(db = open_ro(database)))
-		return set_error(r, 503, "database unavailable");
-	rest = path + strlen("/api/v1/");
-	if (strcmp(rest, "traces") == 0) {
-		list_traces(db, query, r);
-	} else if (strcmp(rest, "signatures") == 0) {
-		list_signatures(db, query, r);
-	} else if (strcmp(rest, "skips") == 0) {
-		list_skips(db, query, r);
-	} else if (strcmp(rest, "signatures/weekly") == 0) {
-		signatures_weekly(db, query, r);
-	} else if (strncmp(rest, "traces/", 7) == 0) {
-		const char *id = rest + 7, *slash = strchr(id, '/');
-		size_t idlen = slash ? (size_t)(slash - id) : strlen(id);
-		char tid[40];
-		if (!valid_trace_id(id, idlen)) {
-			set_error(r, 404, "no such trace");
-		} else {
-			memcpy(tid, id, idlen);
-			tid[idlen] = 0;
-			if (!slash)
-				get_trace(db, tid, r);
-			else if (strcmp(slash, "/export") == 0)
-				export_trace(database, blob_dir, tid, query, r);
-			else
-				set_error(r, 404, "no such resource");
-		}
-	} else if (strncmp(rest, "methods/", 8) == 0 && rest[8]) {
-		if (rvs_url_decode(rest + 8, strlen(rest + 8), 0, name, sizeof name))
-			set_error(r, 400, "bad method name");
-		else
-			get_method(db, name, query, r);
-	} else {
-		set_error(r, 404, "no such resource");
-	}
+	sqlite3 *db = open_ro(c->cfg->database);
+	if (!db)
+		return set_error(c->q, 503, "database unavailable");
+	fn(db, c->query, c->q);
 	sqlite3_close(db);
+}
+
+void rvs_query_traces(struct rvs_call *c)
+{
+	with_db(c, list_traces);
+}
+
+void rvs_query_signatures(struct rvs_call *c)
+{
+	with_db(c, list_signatures);
+}
+
+void rvs_query_weekly(struct rvs_call *c)
+{
+	with_db(c, signatures_weekly);
+}
+
+void rvs_query_skips(struct rvs_call *c)
+{
+	with_db(c, list_skips);
+}
+
+/* The trace id the route's wildcard matched into tid, or 404 and -1. */
+static int trace_arg(struct rvs_call *c, char tid[40])
+{
+	if (!valid_trace_id(c->arg, c->arg_len)) {
+		set_error(c->q, 404, "no such trace");
+		return -1;
+	}
+	memcpy(tid, c->arg, c->arg_len);
+	tid[c->arg_len] = '\0';
+	return 0;
+}
+
+void rvs_query_trace(struct rvs_call *c)
+{
+	char tid[40];
+	sqlite3 *db = open_ro(c->cfg->database);
+	if (!db)
+		return set_error(c->q, 503, "database unavailable");
+	if (trace_arg(c, tid) == 0)
+		get_trace(db, tid, c->q);
+	sqlite3_close(db);
+}
+
+void rvs_query_export(struct rvs_call *c)
+{
+	char tid[40];
+	sqlite3 *db = open_ro(c->cfg->database);
+	if (!db)
+		return set_error(c->q, 503, "database unavailable");
+	sqlite3_close(db);
+	if (trace_arg(c, tid) == 0)
+		export_trace(c->cfg->database, c->cfg->blob_dir, tid, c->query, c->q);
+}
+
+void rvs_query_trace_none(struct rvs_call *c)
+{
+	char tid[40];
+	size_t n = strcspn(c->arg, "/");
+	c->arg_len = n;
+	if (trace_arg(c, tid) == 0)
+		set_error(c->q, 404, "no such resource");
+}
+
+void rvs_query_method(struct rvs_call *c)
+{
+	char name[1024];
+	sqlite3 *db;
+	if (!c->arg_len)
+		return set_error(c->q, 404, "no such resource");
+	if (!(db = open_ro(c->cfg->database)))
+		return set_error(c->q, 503, "database unavailable");
+	if (rvs_url_decode(c->arg, c->arg_len, 0, name, sizeof name))
+		set_error(c->q, 400, "bad method name");
+	else
+		get_method(db, name, c->query, c->q);
+	sqlite3_close(db);
+}
+
+void rvs_query_none(struct rvs_call *c)
+{
+	set_error(c->q, 404, "no such resource");
 }

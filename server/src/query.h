@@ -27,8 +27,27 @@ struct rvs_query_resp {
 	struct rvs_export *stream;
 };
 
-/* path: the request path (not decoded) starting with "/api/v1/"; query: the
- * raw query string.  Fills *r (always, with an error JSON body on failure). */
+/* The JSON API's index endpoints (route.c's table; work thread): each
+ * fills c->q always, with an error JSON body on failure.  traces,
+ * signatures, weekly, skips: the lists; trace: GET /api/v1/traces/{id};
+ * export: its export (streamed: c->q->stream); trace_none: another path
+ * under /api/v1/traces/ (404); method: GET /api/v1/methods/{name}; none:
+ * any other /api/v1/ path (404). */
+struct rvs_call;
+void rvs_query_traces(struct rvs_call *c);
+void rvs_query_signatures(struct rvs_call *c);
+void rvs_query_weekly(struct rvs_call *c);
+void rvs_query_skips(struct rvs_call *c);
+void rvs_query_trace(struct rvs_call *c);
+void rvs_query_export(struct rvs_call *c);
+void rvs_query_trace_none(struct rvs_call *c);
+void rvs_query_method(struct rvs_call *c);
+void rvs_query_none(struct rvs_call *c);
+
+/* The JSON API's GET endpoint for path through the route table (route.c),
+ * with only database and blob_dir configured.  path: the request path (not decoded) starting with
+ * "/api/v1/"; query: the raw query string.  Fills *r (always, with an error JSON body on failure).
+ */
 void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
 		      const char *query, struct rvs_query_resp *r);
 

@@ -9,6 +9,7 @@
  * build-id or without .symtab functions is refused (400) rather than kept.
  */
 #include "symbols.h"
+#include "route.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -271,22 +272,24 @@ static void get_one(const char *dir, const char *bid, const char *query, struct 
 	rvs_query_reply(r, 200, doc);
 }
 
-void rvs_symbols_handle(const char *dir, enum http_method method, const char *path,
-			const char *query, const uint8_t *body, size_t body_len,
-			struct rvs_query_resp *r, char stored[2 * RVS_BUILD_ID_MAX + 1])
+void rvs_symbols_put(struct rvs_call *c)
 {
-	static const char base[] = "/api/v1/symbols";
-	const char *rest = path + sizeof base - 1;
+	_Static_assert(sizeof c->build_id == 2 * RVS_BUILD_ID_MAX + 1, "build-id buffer");
+	c->build_id[0] = '\0';
+	put(c->cfg->symbols_dir, c->body, c->body_len, c->q, c->build_id);
+}
 
-	memset(r, 0, sizeof *r);
-	stored[0] = '\0';
-	if (strncmp(path, base, sizeof base - 1) != 0 || (*rest && *rest != '/'))
-		return rvs_query_set_error(r, 404, "no such resource");
-	if (!*rest && method == HTTP_POST)
-		return put(dir, body, body_len, r, stored);
-	if (method != HTTP_GET)
-		return rvs_query_set_error(r, 405, "method not allowed");
-	if (!*rest)
-		return list(dir, r);
-	get_one(dir, rest + 1, query, r);
+void rvs_symbols_list(struct rvs_call *c)
+{
+	list(c->cfg->symbols_dir, c->q);
+}
+
+void rvs_symbols_get(struct rvs_call *c)
+{
+	get_one(c->cfg->symbols_dir, c->arg, c->query, c->q);
+}
+
+void rvs_symbols_refuse(struct rvs_call *c)
+{
+	rvs_query_set_error(c->q, 405, "method not allowed");
 }

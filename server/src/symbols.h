@@ -33,12 +33,15 @@ int rvs_symbols_key_ok(const char *s);
 int rvs_symbols_lookup(const char *dir, const char *bid, uint64_t offset, char *name,
 		       size_t namelen);
 
-/* The /api/v1/symbols[/{build-id}] endpoints: method, path, query and body
- * of the request; fills *r (always).  stored gets the build-id of a debug
- * file this request stored ("" when none), so the caller can have the
- * traces waiting for it decoded again. */
-void rvs_symbols_handle(const char *dir, enum http_method method, const char *path,
-			const char *query, const uint8_t *body, size_t body_len,
-			struct rvs_query_resp *r, char stored[2 * RVS_BUILD_ID_MAX + 1]);
+/* The /api/v1/symbols endpoints (route.c's table; work thread; each fills
+ * c->q always).  put: POST /api/v1/symbols, a debug file stored under its
+ * build-id (then in c->build_id, "" when nothing was stored); list: GET
+ * /api/v1/symbols; get: GET /api/v1/symbols/{build-id} (c->arg, ?offset=
+ * looks a function up); refuse: POST to /api/v1/symbols/… (405). */
+struct rvs_call;
+void rvs_symbols_put(struct rvs_call *c);
+void rvs_symbols_list(struct rvs_call *c);
+void rvs_symbols_get(struct rvs_call *c);
+void rvs_symbols_refuse(struct rvs_call *c);
 
 #endif

@@ -21,7 +21,7 @@
  *   and never contains a ".." or hidden segment.
  */
 #include "web_int.h"
-#include "campaign.h"
+#include "route.h"
 #include "query.h"
 #include "rearview/analysis.h"
 
@@ -508,25 +508,6 @@ static void serve_static(struct web_ctx *c, const char *p)
 
 /* ---- routing ---------------------------------------------------------------- */
 
-int rvs_web_path(const char *p)
-{
-	static const char *const exact[] = {"/favicon.ico", "/",	   "/login",	 "/logout",
-					    "/traces",	    "/signatures", "/campaigns", "/fleet"};
-	static const char *const prefix[] = {"/static/", "/traces/", "/methods/", "/campaigns/"};
-	for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
-		if (strcmp(p, exact[i]) == 0)
-			return 1;
-	for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++)
-		if (strncmp(p, prefix[i], strlen(prefix[i])) == 0)
-			return 1;
-	return 0;
-}
-
-int rvs_web_is_login(const struct rvs_http_req *req)
-{
-	return req->method == HTTP_POST && strcmp(req->path, "/login") == 0;
-}
-
 static int csrf_ok(struct web_ctx *c)
 {
 	char got[80];
@@ -534,127 +515,201 @@ static int csrf_ok(struct web_ctx *c)
 	       rvs_ct_equal(got, strlen(got), c->csrf, strlen(c->csrf));
 }
 
-/* Session-authenticated trace routes: the page, its flame graph, exports. */
-static void trace_route(struct web_ctx *c, const char *rest)
-{
-	const char *slash = strchr(rest, '/');
-	char id[40], api[96];
-	size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+/* ---- the endpoints (route.c's table) ----------------------------------------- */
 
-	if (n >= sizeof id)
-		return web_error(c, 404, "no such trace");
-	memcpy(id, rest, n);
-	id[n] = '\0';
-	if (!slash)
-		return web_trace_page(c, id);
-	if (strcmp(slash, "/export") == 0 || strcmp(slash, "/flame.svg") == 0) {
-		struct rvs_query_resp q;
-		int flame = slash[1] == 'f';
-		snprintf(api, sizeof api, "/api/v1/traces/%s/export", id);
-		rvs_query_handle(c->cfg->database, c->cfg->blob_dir, api,
-				 flame ? "format=svg" : c->req->query, &q);
-		if (q.status != 200) {
-			free(q.body);
-			return web_error(c, q.status == 400 ? 400 : 404,
-					 "no such export for this trace");
-		}
-		assert(q.stream && !q.body);
-		c->r->stream = q.stream;
-		c->r->status = 200;
-		c->r->content_type = q.content_type;
-		if (flame) {
-			/* Shown in an <object> on the trace page: its own script
-			 * zooms and searches, so it may run inline script, but
-			 * sandboxed (an opaque origin: no cookies, no access to
-			 * the UI) and framed by this origin only. */
-			c->r->csp = "default-src 'none'; script-src 'unsafe-inline';"
-				    " style-src 'unsafe-inline'; frame-ancestors 'self';"
-				    " sandbox allow-scripts";
-			c->r->frame = "SAMEORIGIN";
-		} else {
-			c->r->csp = "default-src 'none'; frame-ancestors 'none'; sandbox";
-			snprintf(c->r->disposition, sizeof c->r->disposition, "%s", q.disposition);
-		}
-		return;
-	}
-	web_error(c, 404, "no such page");
+void rvs_web_static(struct rvs_call *call)
+{
+	serve_static(call->ctx, call->arg);
 }
 
-static void route(struct web_ctx *c)
+void rvs_web_favicon(struct rvs_call *call)
 {
-	const struct rvs_http_req *q = c->req;
-	const char *p = q->path;
-	int get = q->method == HTTP_GET, post = q->method == HTTP_POST;
+	serve_static(call->ctx, "favicon.svg");
+}
 
-	if (strncmp(p, "/static/", 8) == 0)
-		return get ? serve_static(c, p + 8) : web_error(c, 405, "method not allowed");
-	if (strcmp(p, "/favicon.ico") == 0)
-		return get ? serve_static(c, "favicon.svg")
-			   : web_error(c, 405, "method not allowed");
-	if (strcmp(p, "/login") == 0) {
-		if (get)
-			return login_form(c, 200, NULL);
-		return post ? login_post(c) : web_error(c, 405, "method not allowed");
+void rvs_web_login_form(struct rvs_call *call)
+{
+	login_form(call->ctx, 200, NULL);
+}
+
+void rvs_web_login(struct rvs_call *call)
+{
+	login_post(call->ctx);
+}
+
+void rvs_web_logout(struct rvs_call *call)
+{
+	struct web_ctx *c = call->ctx;
+	session_delete(c);
+	set_session_cookie(c->r, 0, "", 0);
+	web_redirect(c, "/login");
+}
+
+void rvs_web_root(struct rvs_call *call)
+{
+	web_redirect(call->ctx, "/traces");
+}
+
+void rvs_web_traces(struct rvs_call *call)
+{
+	web_traces_page(call->ctx);
+}
+
+/* The trace id the route's wildcard matched into id, or 404 and -1. */
+static int trace_id(struct rvs_call *call, char id[40])
+{
+	if (call->arg_len >= 40) {
+		web_error(call->ctx, 404, "no such trace");
+		return -1;
 	}
-	if (session_lookup(c)) {
-		c->user[0] = '\0';
-		c->csrf[0] = '\0';
-		if (post)
-			return web_error(c, 403, "not signed in");
-		return web_redirect(c, "/login");
+	memcpy(id, call->arg, call->arg_len);
+	id[call->arg_len] = '\0';
+	return 0;
+}
+
+void rvs_web_trace(struct rvs_call *call)
+{
+	char id[40];
+	if (trace_id(call, id) == 0)
+		web_trace_page(call->ctx, id);
+}
+
+/* A trace's export, or its flame graph, streamed (session-authenticated). */
+static void trace_export(struct rvs_call *call, int flame)
+{
+	struct web_ctx *c = call->ctx;
+	struct rvs_query_resp q;
+	char id[40], api[96];
+
+	if (trace_id(call, id))
+		return;
+	snprintf(api, sizeof api, "/api/v1/traces/%s/export", id);
+	rvs_api_v1(c->cfg, 0, api, flame ? "format=svg" : c->req->query, NULL, 0, &q);
+	if (q.status != 200) {
+		free(q.body);
+		return web_error(c, q.status == 400 ? 400 : 404, "no such export for this trace");
 	}
-	if (!get && !post)
-		return web_error(c, 405, "method not allowed");
-	if (post && !csrf_ok(c))
-		return web_error(c, 403, "missing or wrong CSRF token");
-	if (strcmp(p, "/logout") == 0) {
-		if (!post)
-			return web_error(c, 405, "method not allowed");
-		session_delete(c);
-		set_session_cookie(c->r, 0, "", 0);
-		return web_redirect(c, "/login");
+	assert(q.stream && !q.body);
+	c->r->stream = q.stream;
+	c->r->status = 200;
+	c->r->content_type = q.content_type;
+	if (flame) {
+		/* Shown in an <object> on the trace page: its own script
+		 * zooms and searches, so it may run inline script, but
+		 * sandboxed (an opaque origin: no cookies, no access to
+		 * the UI) and framed by this origin only. */
+		c->r->csp = "default-src 'none'; script-src 'unsafe-inline';"
+			    " style-src 'unsafe-inline'; frame-ancestors 'self';"
+			    " sandbox allow-scripts";
+		c->r->frame = "SAMEORIGIN";
+	} else {
+		c->r->csp = "default-src 'none'; frame-ancestors 'none'; sandbox";
+		snprintf(c->r->disposition, sizeof c->r->disposition, "%s", q.disposition);
 	}
-	if (post) {
-		if (strcmp(p, "/campaigns") == 0)
-			return web_campaign_post(c, "");
-		if (strncmp(p, "/campaigns/", 11) == 0)
-			return web_campaign_post(c, p + 11);
-		if (strncmp(p, "/methods/", 9) == 0) {
-			size_t n = strlen(p);
-			if (n > 15 && strcmp(p + n - 6, "/alert") == 0) {
-				char name[1024], raw[1024];
-				snprintf(raw, sizeof raw, "%.*s", (int)(n - 15), p + 9);
-				if (rvs_url_decode(raw, strlen(raw), 0, name, sizeof name))
-					return web_error(c, 400, "bad method name");
-				return web_method_alert(c, name);
-			}
-		}
+}
+
+void rvs_web_trace_export(struct rvs_call *call)
+{
+	trace_export(call, 0);
+}
+
+void rvs_web_trace_flame(struct rvs_call *call)
+{
+	trace_export(call, 1);
+}
+
+void rvs_web_trace_none(struct rvs_call *call)
+{
+	char id[40];
+	call->arg_len = strcspn(call->arg, "/");
+	if (trace_id(call, id) == 0)
+		web_error(call->ctx, 404, "no such page");
+}
+
+void rvs_web_signatures(struct rvs_call *call)
+{
+	web_signatures_page(call->ctx);
+}
+
+void rvs_web_campaigns(struct rvs_call *call)
+{
+	web_campaigns_page(call->ctx, NULL);
+}
+
+void rvs_web_campaigns_post(struct rvs_call *call)
+{
+	web_campaign_post(call->ctx, "");
+}
+
+void rvs_web_campaign(struct rvs_call *call)
+{
+	web_campaign_page(call->ctx, call->arg);
+}
+
+void rvs_web_campaign_post(struct rvs_call *call)
+{
+	web_campaign_post(call->ctx, call->arg);
+}
+
+void rvs_web_fleet(struct rvs_call *call)
+{
+	web_fleet_page(call->ctx);
+}
+
+void rvs_web_method(struct rvs_call *call)
+{
+	char name[1024];
+	if (!call->arg_len || rvs_url_decode(call->arg, call->arg_len, 0, name, sizeof name))
+		return web_error(call->ctx, 400, "bad method name");
+	web_method_page(call->ctx, name);
+}
+
+void rvs_web_method_post(struct rvs_call *call)
+{
+	struct web_ctx *c = call->ctx;
+	size_t n = call->arg_len;
+	char name[1024], raw[1024];
+
+	if (n <= 6 || strcmp(call->arg + n - 6, "/alert") != 0)
 		return web_error(c, 404, "no such form");
+	snprintf(raw, sizeof raw, "%.*s", (int)(n - 6), call->arg);
+	if (rvs_url_decode(raw, strlen(raw), 0, name, sizeof name))
+		return web_error(c, 400, "bad method name");
+	web_method_alert(c, name);
+}
+
+/* The session check of SESSION routes (a signed-out GET is sent to the
+ * login page, a POST refused; a POST needs the session's CSRF token), the
+ * web UI's answers to a method no route serves, then the handler. */
+static void dispatch(struct web_ctx *c, const struct rvs_route *rt, unsigned allow,
+		     struct rvs_call *call)
+{
+	int get = c->req->method == HTTP_GET, post = c->req->method == HTTP_POST;
+
+	assert(rt->family == RVS_FAMILY_WEB);
+	if (rt->auth == RVS_AUTH_SESSION) {
+		if (session_lookup(c)) {
+			c->user[0] = '\0';
+			c->csrf[0] = '\0';
+			if (post)
+				return web_error(c, 403, "not signed in");
+			return web_redirect(c, "/login");
+		}
+		if (!get && !post)
+			return web_error(c, 405, "method not allowed");
+		if (post && !csrf_ok(c))
+			return web_error(c, 403, "missing or wrong CSRF token");
 	}
-	if (strcmp(p, "/") == 0)
-		return web_redirect(c, "/traces");
-	if (strcmp(p, "/traces") == 0)
-		return web_traces_page(c);
-	if (strncmp(p, "/traces/", 8) == 0)
-		return trace_route(c, p + 8);
-	if (strcmp(p, "/signatures") == 0)
-		return web_signatures_page(c);
-	if (strcmp(p, "/campaigns") == 0)
-		return web_campaigns_page(c, NULL);
-	if (strncmp(p, "/campaigns/", 11) == 0)
-		return web_campaign_page(c, p + 11);
-	if (strcmp(p, "/fleet") == 0)
-		return web_fleet_page(c);
-	if (strncmp(p, "/methods/", 9) == 0) {
-		char name[1024];
-		if (!p[9] || rvs_url_decode(p + 9, strlen(p + 9), 0, name, sizeof name))
-			return web_error(c, 400, "bad method name");
-		return web_method_page(c, name);
-	}
-	web_error(c, 404, "no such page");
+	if (allow)
+		return post && rt->auth == RVS_AUTH_SESSION
+			       ? web_error(c, 404, "no such form")
+			       : web_error(c, 405, "method not allowed");
+	call->ctx = c;
+	rt->handler(call);
 }
 
 void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req,
+		    const struct rvs_route *route, unsigned allow, struct rvs_call *call,
 		    struct rvs_web_resp *r)
 {
 	struct web_ctx *c = calloc(1, sizeof *c);
@@ -685,7 +740,7 @@ void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req
 	rvs_sqlite_ckpt_attach(c->db);
 	c->f = open_memstream(&c->page, &c->plen);
 	if (c->f) {
-		route(c);
+		dispatch(c, route, allow, call);
 		if (c->f)
 			fclose(c->f);
 	}

@@ -2,7 +2,7 @@
  * web.h — the engineer web UI (server/WEB.md): login, sessions, CSRF, and
  * HTML pages rendered from the same JSON documents the /api/v1/ API serves.
  * rvs_web_handle runs on a work thread (sqlite, PBKDF2, file reads);
- * rvs_web_path is a pure check used by the router on the loop thread.
+ * its endpoints are entries of route.c's table.
  */
 #ifndef RVS_WEB_H
 #define RVS_WEB_H
@@ -28,15 +28,46 @@ struct rvs_web_resp {
 	struct rvs_export *stream;
 };
 
-/* 1 when path belongs to the web UI (and so not to the device or JSON API). */
-int rvs_web_path(const char *path);
-/* 1 when the request is a login attempt (rate limited by the caller). */
-int rvs_web_is_login(const struct rvs_http_req *req);
+struct rvs_route;
+struct rvs_call;
 
-/* Work thread: answers one UI request.  Fills *r always (an HTML error page
- * on failure).  Every HTML answer carries r->csp and X-Frame-Options. */
+/* Work thread: answers one UI request, route (family RVS_FAMILY_WEB) as
+ * rvs_route_find found it with allow (nonzero: the method is not served):
+ * the session check of SESSION routes, then route's handler with call.
+ * Fills *r always (an HTML error page on failure).  Every HTML answer
+ * carries r->csp and X-Frame-Options. */
 void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req,
+		    const struct rvs_route *route, unsigned allow, struct rvs_call *call,
 		    struct rvs_web_resp *r);
+
+/* The web UI's endpoints (route.c's table): call->ctx is web.c's request
+ * context, set by rvs_web_handle; each fills the response.  static:
+ * /static/{file}; favicon; login_form and login: GET and POST /login;
+ * logout; root: "/" (to /traces); traces, trace (/traces/{id}),
+ * trace_export, trace_flame (its export and flame graph, streamed),
+ * trace_none (other paths under /traces/: 404); signatures; campaigns and
+ * campaigns_post: /campaigns; campaign and campaign_post:
+ * /campaigns/{rest}; fleet; method and method_post: /methods/{name} and
+ * /methods/{name}/alert. */
+void rvs_web_static(struct rvs_call *call);
+void rvs_web_favicon(struct rvs_call *call);
+void rvs_web_login_form(struct rvs_call *call);
+void rvs_web_login(struct rvs_call *call);
+void rvs_web_logout(struct rvs_call *call);
+void rvs_web_root(struct rvs_call *call);
+void rvs_web_traces(struct rvs_call *call);
+void rvs_web_trace(struct rvs_call *call);
+void rvs_web_trace_export(struct rvs_call *call);
+void rvs_web_trace_flame(struct rvs_call *call);
+void rvs_web_trace_none(struct rvs_call *call);
+void rvs_web_signatures(struct rvs_call *call);
+void rvs_web_campaigns(struct rvs_call *call);
+void rvs_web_campaigns_post(struct rvs_call *call);
+void rvs_web_campaign(struct rvs_call *call);
+void rvs_web_campaign_post(struct rvs_call *call);
+void rvs_web_fleet(struct rvs_call *call);
+void rvs_web_method(struct rvs_call *call);
+void rvs_web_method_post(struct rvs_call *call);
 
 /* ---- shared by web*.c --------------------------------------------------- */
 

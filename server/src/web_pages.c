@@ -1,7 +1,7 @@
 /*
  * web_pages.c — the UI's read pages: trace list, trace, method, signatures.
  *
- * Each page asks the JSON API (rvs_query_handle, via web_api) for exactly
+ * Each page asks the JSON API (rvs_api_v1, via web_api) for exactly
  * the document /api/v1/… serves and renders it, so every figure on a page
  * is also available to API clients.  Every value from the document passes
  * through rvs_web_esc (text, quoted attributes) or rvs_web_urlenc (links);

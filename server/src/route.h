@@ -1,0 +1,98 @@
+/*
+ * route.h — the server's one route table and its dispatcher (route.c).
+ *
+ * Every endpoint — device API, JSON API (/api/v1/…, campaigns, fleet,
+ * symbols) and web UI — is one entry: its path pattern, the methods it
+ * serves, its authentication class, the thread that runs it and its
+ * handler.  api.c routes every request through rvs_route_find on the loop
+ * thread (authentication, rate limits, the 404/405 answers of each family)
+ * and runs the handler where the entry says.  The table is constant; every
+ * function here is pure and safe on any thread.
+ */
+#ifndef RVS_ROUTE_H
+#define RVS_ROUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "query.h"
+#include "rvs.h"
+
+/* Methods, as a set. */
+#define RVS_M_GET  1u
+#define RVS_M_POST 2u
+
+/* Who may call an endpoint; the loop thread checks it (api.c) except
+ * SESSION, which needs the database and is checked by web.c. */
+enum rvs_route_auth {
+	RVS_AUTH_NONE,	  /* anyone (metrics, static assets, the login form) */
+	RVS_AUTH_ENROLL,  /* the enrolment secret, charged per address and secret */
+	RVS_AUTH_DEVICE,  /* a device's bearer token, rate limited per device */
+	RVS_AUTH_API,	  /* the JSON API token */
+	RVS_AUTH_LOGIN,	  /* a sign-in: the failed-authentication budget */
+	RVS_AUTH_SESSION, /* a web session (and CSRF token for POST) */
+};
+
+/* Where the handler runs. */
+enum rvs_route_thread {
+	RVS_ON_LOOP, /* cheap, bounded, touches no file or database */
+	RVS_ON_WORK, /* a job on the libuv work queue */
+};
+
+/* Which family answers an unknown method (and so the error's form): the
+ * device API and the JSON API answer 405 with Allow as a rearview.Error on
+ * the loop thread, the web UI with an HTML page after its session check. */
+enum rvs_route_family { RVS_FAMILY_DEVICE, RVS_FAMILY_API, RVS_FAMILY_WEB };
+
+/* The entry loads a whole trace into memory (an export, a flame graph, the
+ * web trace page): bounded by RVS_EXPORT_STREAMS at once. */
+#define RVS_ROUTE_TRACE_LOAD 1u
+
+/* One call of a handler.  arg/arg_len: what the pattern's wildcard matched
+ * (see rvs_route_find), NUL-terminated only for a trailing "**".  q: the
+ * JSON API's answer (the API family's handlers fill it always).  ctx: the
+ * family's own state (device API: api.c's job; web UI: web.c's context). */
+struct rvs_call {
+	const struct rvs_config *cfg;
+	unsigned method; /* RVS_M_*, 0 for any other method */
+	const char *path, *query;
+	const uint8_t *body;
+	size_t body_len;
+	const char *arg;
+	size_t arg_len;
+	struct rvs_query_resp *q;
+	void *ctx;
+	/* A symbols upload: the build-id stored, "" if none. */
+	char build_id[129];
+};
+
+struct rvs_route {
+	/* Literal characters; "*" matches a run of characters other than '/'
+	 * (possibly empty); a trailing "**" matches the rest of the path. */
+	const char *pattern;
+	unsigned methods; /* RVS_M_* */
+	enum rvs_route_auth auth;
+	enum rvs_route_thread thread;
+	enum rvs_route_family family;
+	unsigned flags; /* RVS_ROUTE_* */
+	void (*handler)(struct rvs_call *c);
+};
+
+/* Finds the route of a request: the first entry whose pattern matches path
+ * and which serves method (*allow = 0); else, when some entries match path,
+ * the first of them with *allow = the union of their methods (the method is
+ * not allowed); else NULL (no such resource).  *arg and *arg_len: the first
+ * wildcard's match in path. */
+const struct rvs_route *rvs_route_find(unsigned method, const char *path, const char **arg,
+				       size_t *arg_len, unsigned *allow);
+
+/* The Allow header's value for a set of methods (static). */
+const char *rvs_route_allow(unsigned methods);
+
+/* Work thread: runs the JSON API (family API) endpoint serving path with
+ * method for the web pages and tests; fills *r always (404/405 as JSON
+ * when no endpoint serves it).  Symbols stored are not requeued. */
+void rvs_api_v1(const struct rvs_config *cfg, int post, const char *path, const char *query,
+		const uint8_t *body, size_t len, struct rvs_query_resp *r);
+
+#endif
