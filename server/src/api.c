@@ -1311,37 +1311,6 @@ static void load_api_token(struct rvs_api *a)
 	free(tok);
 }
 
-/* The blob store the config names.  A remote backend's temporary copies
- * for the decoder go to blob_dir/tmp, which the startup sweep (main.c)
- * empties of what a killed server left. */
-static int open_blobs(const struct rvs_config *cfg, struct rvs_blobs **out)
-{
-	struct rvs_blob_s3_config s3 = {
-		.endpoint = cfg->s3_endpoint,
-		.region = cfg->s3_region,
-		.access_key = cfg->s3_access_key,
-		.secret_file = cfg->s3_secret_file,
-	};
-	const char *spec = cfg->blobs[0] ? cfg->blobs : cfg->blob_dir;
-	char tmp[600];
-	int rc;
-
-	snprintf(tmp, sizeof tmp, "%s/tmp", cfg->blob_dir);
-	if (strncmp(spec, "s3://", 5) == 0 &&
-	    ((mkdir(cfg->blob_dir, 0750) < 0 && errno != EEXIST) ||
-	     (mkdir(tmp, 0700) < 0 && errno != EEXIST))) {
-		rc = -errno;
-		rvs_log("error", "msg=\"cannot make blob temporary directory\" path=\"%s\" err=%d",
-			tmp, rc);
-		return rc;
-	}
-	if ((rc = rvs_blobs_open(spec, &s3, tmp, out)))
-		rvs_log("error", "msg=\"cannot open blob store\" blobs=\"%s\" err=%d", spec, rc);
-	else
-		rvs_log("info", "msg=\"blob store\" backend=%s", (*out)->ops->name);
-	return rc;
-}
-
 int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metrics *m,
 		const struct rvs_store_ops *ops, const struct rvs_decoder *decoder,
 		struct rvs_api **out)
@@ -1374,11 +1343,13 @@ int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metric
 		free(a);
 		return -EINVAL;
 	}
-	if ((rc = open_blobs(cfg, &a->blobs))) {
+	if ((rc = rvs_blobs_open_config(cfg, &a->blobs))) {
+		rvs_log("error", "msg=\"cannot open blob store\" err=%d", rc);
 		free(a->secret);
 		free(a);
 		return rc;
 	}
+	rvs_log("info", "msg=\"blob store\" backend=%s", a->blobs->ops->name);
 	load_api_token(a);
 	*out = a;
 	return 0;

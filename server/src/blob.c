@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int rvs_blob_name_ok(const char *hex)
@@ -113,4 +114,24 @@ int rvs_blobs_file(struct rvs_blobs *b, const char *hex, uint64_t max, char *pat
 	}
 	*is_temp = 1;
 	return 0;
+}
+
+int rvs_blobs_open_config(const struct rvs_config *cfg, struct rvs_blobs **out)
+{
+	struct rvs_blob_s3_config s3 = {
+		.endpoint = cfg->s3_endpoint,
+		.region = cfg->s3_region,
+		.access_key = cfg->s3_access_key,
+		.secret_file = cfg->s3_secret_file,
+	};
+	const char *spec = cfg->blobs[0] ? cfg->blobs : cfg->blob_dir;
+	int remote = strncmp(spec, "s3://", 5) == 0 || strncmp(spec, "postgresql://", 13) == 0 ||
+		     strncmp(spec, "postgres://", 11) == 0;
+	char tmp[600];
+
+	snprintf(tmp, sizeof tmp, "%s/tmp", cfg->blob_dir);
+	if (remote && ((mkdir(cfg->blob_dir, 0750) < 0 && errno != EEXIST) ||
+		       (mkdir(tmp, 0700) < 0 && errno != EEXIST)))
+		return -errno;
+	return rvs_blobs_open(spec, &s3, tmp, out);
 }

@@ -90,6 +90,12 @@ int rvs_blobs_open_s3(const char *bucket, const char *prefix, const struct rvs_b
 		      struct rvs_blobs **out);
 int rvs_blobs_open_pg(const char *conninfo, struct rvs_blobs **out);
 void rvs_blobs_close(struct rvs_blobs *b);
+/* rvs_blobs_open for the server's config: [store] blobs (or [server]
+ * blob_dir when empty) with the s3_* keys; a remote backend's temporary
+ * copies go to blob_dir/tmp (made here), which the startup sweep (main.c)
+ * empties of what a killed server left.  Same errors, or -errno of mkdir.
+ * Loop or work thread; nothing connects before the first call. */
+int rvs_blobs_open_config(const struct rvs_config *cfg, struct rvs_blobs **out);
 
 /* A file holding blob hex for a reader that needs one (the decoder): the
  * local backend's own file, or for a remote backend a private temporary

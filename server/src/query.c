@@ -10,6 +10,7 @@
  * the device sent) are replaced by '?' first.
  */
 #include "query.h"
+#include "blob.h"
 #include "decode.h"
 #include "route.h"
 #include "rvs.h"
@@ -429,10 +430,11 @@ static int run_export(const struct export_fmt *f, FILE *out, const rva_trace *t,
 	}
 }
 
-int rvs_query_load_trace(const char *database, const char *blob_dir, const char *id,
-			 struct rva_trace **out)
+int rvs_query_load_trace(const struct rvs_config *cfg, const char *id, struct rva_trace **out)
 {
-	char blob[65] = "", path[1024];
+	const char *database = cfg->database;
+	struct rvs_blobs *blobs;
+	char blob[65] = "";
 	uint8_t *raw = NULL, *cap = NULL;
 	size_t rawlen = 0, caplen = 0, limit = RVS_DECODE_MAX_CAPTURE;
 	int comp = 0, rc;
@@ -464,10 +466,16 @@ int rvs_query_load_trace(const char *database, const char *blob_dir, const char 
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	/* The blob name comes from our own database and is validated again as
-	 * 64 hex digits by rvs_blob_path; nothing from the request is a path. */
-	if (!blob[0] || rvs_blob_path(blob_dir, blob, path, sizeof path))
+	 * 64 hex digits; nothing from the request names a blob.  Read through
+	 * the configured store (local directory, S3 or PostgreSQL, blob.h),
+	 * checked against its SHA-256 name. */
+	if (!blob[0] || !rvs_blob_name_ok(blob))
 		return -ENOENT;
-	if (rvs_read_file(path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))
+	if (rvs_blobs_open_config(cfg, &blobs))
+		return -EIO;
+	rc = blobs->ops->get(blobs, blob, RVS_DECODE_MAX_BLOB, &raw, &rawlen);
+	rvs_blobs_close(blobs);
+	if (rc)
 		return -EIO;
 	if (comp != REARVIEW__COMPRESSION__COMPRESSION_NONE) {
 		rc = rvs_payload_inflate(comp, raw, rawlen, limit, &cap, &caplen);
@@ -505,8 +513,8 @@ void rvs_export_free(struct rvs_export *x)
 /* Loads the trace and hands it out as r->stream: the body is written later,
  * while it is sent (the HTTP layer streams it with backpressure), so an
  * export's memory is the trace plus a few chunks whatever its size. */
-static void export_trace(const char *database, const char *blob_dir, const char *id,
-			 const char *query, struct rvs_query_resp *r)
+static void export_trace(const struct rvs_config *cfg, const char *id, const char *query,
+			 struct rvs_query_resp *r)
 {
 	const struct export_fmt *f = NULL;
 	struct rvs_export *x;
@@ -521,7 +529,7 @@ static void export_trace(const char *database, const char *blob_dir, const char 
 			f = &FORMATS[i];
 	if (!f)
 		return set_error(r, 400, "unknown format");
-	rc = rvs_query_load_trace(database, blob_dir, id, &t);
+	rc = rvs_query_load_trace(cfg, id, &t);
 	if (rc == -ENOENT)
 		return set_error(r, 404, "no decoded capture for this trace");
 	if (rc == -EIO)
@@ -1048,7 +1056,7 @@ void rvs_query_export(struct rvs_call *c)
 		return set_error(c->q, 503, "database unavailable");
 	sqlite3_close(db);
 	if (trace_arg(c, tid) == 0)
-		export_trace(c->cfg->database, c->cfg->blob_dir, tid, c->query, c->q);
+		export_trace(c->cfg, tid, c->query, c->q);
 }
 
 void rvs_query_trace_none(struct rvs_call *c)

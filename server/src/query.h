@@ -65,13 +65,14 @@ struct json_t;
 void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc);
 
 /* Work thread: loads and decodes the stored capture of trace id (the blob
- * of a decoded upload, or of one queued again to be re-symbolized).  *out
+ * of a decoded upload, or of one queued again to be re-symbolized), read
+ * from cfg's blob store (rvs_blobs_open_config).  *out
  * is freed with rva_trace_free.  -ENOENT when the id is malformed or the
  * trace has no decoded capture, -EIO when the database or blob cannot be
  * read, -EBADMSG when it does not decode. */
 struct rva_trace;
-int rvs_query_load_trace(const char *database, const char *blob_dir, const char *id,
-			 struct rva_trace **out);
+struct rvs_config;
+int rvs_query_load_trace(const struct rvs_config *cfg, const char *id, struct rva_trace **out);
 
 /* Any thread: writes the export x to out (its whole body).  0, -ENOMEM,
  * -EIO (a failed write of out: the client went away), -E2BIG (the trace

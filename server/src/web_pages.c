@@ -429,7 +429,7 @@ void web_trace_page(struct web_ctx *c, const char *id)
 	web_table(c, "chains", CHAIN_COLS, sizeof CHAIN_COLS / sizeof CHAIN_COLS[0],
 		  json_object_get(doc, "chains"));
 
-	if (rvs_query_load_trace(c->cfg->database, c->cfg->blob_dir, id, &t) == 0) {
+	if (rvs_query_load_trace(c->cfg, id, &t) == 0) {
 		char note[1024];
 		if (rva_untraced_note(t, note, sizeof(note))) {
 			fputs("<p class=\"note\">Note: ", c->f);

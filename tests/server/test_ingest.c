@@ -438,19 +438,21 @@ static void test_ingest_export_survives_a_requeue(void **state)
 	f->dec.decode(f->dec.ctx, &it, 1);
 	assert_int_equal(it.rc, 0);
 	assert_int_equal(ops->decode_finish(f->s, &it, 1), 0);
-	assert_int_equal(rvs_query_load_trace(f->db, blobs, it.trace_id, &t), 0);
+	struct rvs_config cfg = {0};
+	snprintf(cfg.database, sizeof cfg.database, "%s", f->db);
+	snprintf(cfg.blob_dir, sizeof cfg.blob_dir, "%s", blobs);
+	assert_int_equal(rvs_query_load_trace(&cfg, it.trace_id, &t), 0);
 	rva_trace_free(t);
 	t = NULL;
-	assert_int_equal(
-		rvs_query_load_trace(f->db, blobs, "t-00000000000000000000000000000701", &t),
-		-ENOENT);
+	assert_int_equal(rvs_query_load_trace(&cfg, "t-00000000000000000000000000000701", &t),
+			 -ENOENT);
 	/* Requeued as the symbol store does: still exported meanwhile. */
 	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
 	snprintf(sql, sizeof sql,
 		 "UPDATE uploads SET state = 'pending_decode' WHERE trace_id = '%s'", it.trace_id);
 	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
-	assert_int_equal(rvs_query_load_trace(f->db, blobs, it.trace_id, &t), 0);
+	assert_int_equal(rvs_query_load_trace(&cfg, it.trace_id, &t), 0);
 	assert_non_null(t);
 	rva_trace_free(t);
 	free(c.b);
