@@ -705,14 +705,16 @@ static uint64_t mono_ns(void)
 }
 
 /* Mutes S's offenders that are runtime keys (flag, no code) and drops them
- * from S->off. */
+ * from S->off.  The counter is read after a membarrier, so a thread's call
+ * that starts after it sees the flag: at most one frame per thread (its
+ * trace point in flight) opens after the MUTED time. */
 static void mute_keys(struct sampler *S)
 {
-	size_t keep = 0, at = atomic_load(&nmuted);
-	uint64_t when = rvt__counter(), mono = mono_ns();
+	size_t keep = 0, at = atomic_load(&nmuted), n = 0;
+	struct offender done[WANT_MAX];
 	for (size_t i = 0; i < S->noff; i++) {
 		const struct offender *o = &S->off[i];
-		if (at == RVT_MUTED_MAX ||
+		if (at + n == RVT_MUTED_MAX ||
 		    rvt_key_mute((const void *)(uintptr_t)(o->value + rvt_method_base)) != 0) {
 			S->off[keep++] = *o;
 			continue;
@@ -720,10 +722,17 @@ static void mute_keys(struct sampler *S)
 		unsigned *att = attempts_of(o->value);
 		if (att)
 			*att = MAX_ATTEMPTS;
-		muted[at++] = (struct rvt_muted){o->value, when, mono, o->rate, o->median_ns, 0};
+		done[n++] = *o;
 	}
 	S->noff = keep;
-	atomic_store_explicit(&nmuted, at, memory_order_release);
+	if (n == 0)
+		return;
+	sync_core(); /* registered at setup; on failure the flags still hold, a bit later */
+	uint64_t when = rvt__counter(), mono = mono_ns();
+	for (size_t k = 0; k < n; k++)
+		muted[at + k] = (struct rvt_muted){done[k].value,     when, mono, done[k].rate,
+						   done[k].median_ns, 0};
+	atomic_store_explicit(&nmuted, at + n, memory_order_release);
 }
 
 /* Learns and mutes S's offenders. */
