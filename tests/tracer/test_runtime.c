@@ -3,7 +3,8 @@
  * keys from rvt_key_new() are distinct, never reused and named by
  * rvt_key_resolve() in a capture; rvt_exit_n() closes that many frames;
  * rvt_thread_active() (trace-runtime.h) follows rvt_start() / rvt_stop(), and
- * the inlined trace points write the same events as the calls.
+ * the inlined trace points write the same events as the calls; a new key
+ * is not muted (rvt_key_muted(); muting one is tests/tracer/test_rvlua.sh's).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -65,6 +66,16 @@ static void test_runtime_key_resolve_other_values_enoent(void **state)
 	assert_int_equal(rvt_key_resolve(k + 1, buf, sizeof(buf), NULL), -ENOENT);
 }
 
+static void test_runtime_new_key_not_muted(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 2000; i++) {
+		const void *k = rvt_key_new("@m.lua:1:f");
+		assert_non_null(k);
+		assert_int_equal(rvt_key_muted(k), 0);
+	}
+}
+
 static void test_runtime_key_resolve_small_buffer_truncates(void **state)
 {
 	(void)state;
@@ -119,6 +130,7 @@ int main(void)
 		cmocka_unit_test(test_runtime_keys_distinct_and_named),
 		cmocka_unit_test(test_runtime_key_resolve_other_values_enoent),
 		cmocka_unit_test(test_runtime_key_resolve_small_buffer_truncates),
+		cmocka_unit_test(test_runtime_new_key_not_muted),
 		cmocka_unit_test(test_runtime_exit_n_closes_frames_and_keys_named_in_capture),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

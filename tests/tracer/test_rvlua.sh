@@ -14,6 +14,7 @@ trap 'rm -rf "$T"' EXIT
 CASES="test_rvlua_planted_slow_tops_self_time test_rvlua_calls_match_script_count \
 test_rvlua_pcall_errors_then_sort_nests_at_real_depth test_rvlua_coroutine_frames_nest_under_resume \
 test_rvlua_tail_call_chain_stays_one_frame test_rvlua_freed_functions_keep_their_names \
+test_rvlua_mute_on_hot_tiny_function_muted_capture_balanced test_rvlua_mute_off_every_call_recorded \
 test_rvlua_bench_check_passes"
 echo "1..$(echo $CASES | wc -w)"
 
@@ -35,12 +36,23 @@ else
 fi
 RVLUA=build/real/lua/rv/rvlua
 
-# capture SCRIPT -> $T/out.json (summary of a capture of the whole run), $T/stdout
+# capture SCRIPT [VAR=VALUE...] -> $T/out.json (summary of a capture of the
+# whole run), $T/stdout; the assignments are added to the environment
 capture() {
+	script=$1
+	shift
 	rm -f "$T/cap.rvt"
-	RV_TRACE=1 RV_TRACE_BUFFER=64m RV_TRACE_FILE="$T/cap.rvt" "$RVLUA" "tests/tracer/rvlua/$1" \
-		>"$T/stdout" 2>&1 &&
+	env RV_TRACE=1 RV_TRACE_BUFFER=64m RV_TRACE_FILE="$T/cap.rvt" "$@" "$RVLUA" \
+		"tests/tracer/rvlua/$script" >"$T/stdout" 2>&1 &&
 		build/bin/rvtrace summary --top 100000 --json "$T/cap.rvt" >"$T/out.json"
+}
+
+# late METHOD NS: how many of METHOD's calls in $T/cap.rvt start after NS
+late() {
+	build/bin/rvtrace export --format chrome -o "$T/chrome.json" "$T/cap.rvt" &&
+		grep -F "\"name\":\"$1\"" "$T/chrome.json" |
+		awk -F'"ts":' -v ns="$2" '{ split($2, a, ","); if (a[1] * 1000 > ns + 0.5) n++ } END { print n + 0 }'
+	rm -f "$T/chrome.json"
 }
 
 # check PYTHON-EXPR-BODY: runs it with `s` (the summary) and `out` (stdout)
@@ -133,6 +145,49 @@ want = {"=gen%d:1:f" % i: 1 for i in range(1, 301)}
 if gen != want:
     fail("%d names, wrong: %s" % (len(gen), sorted(set(gen.items()) ^ set(want.items()))[:5]))'
 result test_rvlua_freed_functions_keep_their_names $?
+
+# The tracer's budget: tiny() is muted by its key's flag while the hot loop
+# runs; every later frame of it (tail call, pcall'd error, coroutine yield)
+# records nothing, and no frame is repaired or dropped.
+M="@tests/tracer/rvlua/mute.lua:"
+capture mute.lua RV_TRACE_MUTE=on RV_TRACE_BUFFER=128m && build/bin/rvtrace info "$T/cap.rvt" >"$T/info" && check '
+mu = s["untraced"]["muted"] if s.get("untraced") else []
+if [m["method"] for m in mu] != ["'"$M"'10:tiny"]:
+    fail("muted: %s" % mu)
+if "repaired: 0 frames" not in open("'"$T/info"'").read():
+    fail("frames repaired: " + open("'"$T/info"'").read())
+if s["top_self"][0]["method"] != "'"$M"'29:slow_one":
+    fail("top of self time is " + s["top_self"][0]["method"])
+total = int(out.split("tiny=")[1])
+if not 0 < calls.get("'"$M"'10:tiny", 0) < total - 3000:
+    fail("tiny: %s of %d calls recorded" % (calls.get("'"$M"'10:tiny"), total))
+for caller in ("'"$M"'17:via_tail", "luaB_pcall", "'"$M"'42:?"):
+    if any(caller in f and f[-1].endswith(":10:tiny") for f, _ in chains):
+        fail("tiny recorded under " + caller + " after the mute")
+if (calls.get("'"$M"'17:via_tail"), calls.get("luaB_pcall"), calls.get("luaB_error"),
+    calls.get("luaB_yield")) != (1000, 1000, 1000, 2000):
+    fail("via_tail, pcall, error, yield: %s" % [calls.get(k) for k in
+         ("'"$M"'17:via_tail", "luaB_pcall", "luaB_error", "luaB_yield")])
+open("'"$T/mute_ns"'", "w").write(str(mu[0]["ns"]))' &&
+	late="$(late "${M}10:tiny" "$(cat "$T/mute_ns")")" && {
+	# at most the one call already inside its trace point when the flag was set
+	[ "$late" -le 1 ] || {
+		echo "# $late calls of tiny start after the MUTED time"
+		false
+	}
+}
+result test_rvlua_mute_on_hot_tiny_function_muted_capture_balanced $?
+
+capture mute.lua RV_TRACE_MUTE=off HOT_SECONDS=0.05 && check '
+if s.get("untraced") and s["untraced"]["muted"]:
+    fail("muted with RV_TRACE_MUTE=off: %s" % s["untraced"]["muted"])
+# each of the 1000 frames suspended by a yield is entered again at its resume
+total = int(out.split("tiny=")[1]) + 1000
+if calls.get("'"$M"'10:tiny") != total:
+    fail("tiny: %s of %d calls recorded" % (calls.get("'"$M"'10:tiny"), total))
+if s["top_self"][0]["method"] != "'"$M"'29:slow_one":
+    fail("top of self time is " + s["top_self"][0]["method"])'
+result test_rvlua_mute_off_every_call_recorded $?
 
 sh tests/bench/real/lua.sh check >"$T/stdout" 2>&1
 rc=$?

@@ -31,6 +31,12 @@
  *   before the entries went quiet — and skips it otherwise, so ring and
  *   shadow stack stay balanced.
  *
+ * A runtime's key (rvt_key_new(), runtime.c) has no call sites to patch:
+ * an offending key is muted by setting its flag, which the runtime reads at
+ * each call (rvt_key_muted(), trace-runtime.h) and then records neither the
+ * entry nor the matching exit; its MUTED record has `sites` 0 and the time
+ * the flag was set.
+ *
  * Limits: a thread still inside the function GRACE_MS after its entries went
  * quiet never writes that exit (the decoder closes the frame at the
  * caller's exit, FORMAT.md §1's damage rules, and the thread's shadow stack
@@ -698,9 +704,43 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Mutes S's offenders that are runtime keys (flag, no code) and drops them
+ * from S->off.  The counter is read after a membarrier, so a thread's call
+ * that starts after it sees the flag: at most one frame per thread (its
+ * trace point in flight) opens after the MUTED time. */
+static void mute_keys(struct sampler *S)
+{
+	size_t keep = 0, at = atomic_load(&nmuted), n = 0;
+	struct offender done[WANT_MAX];
+	for (size_t i = 0; i < S->noff; i++) {
+		const struct offender *o = &S->off[i];
+		if (at + n == RVT_MUTED_MAX ||
+		    rvt_key_mute((const void *)(uintptr_t)(o->value + rvt_method_base)) != 0) {
+			S->off[keep++] = *o;
+			continue;
+		}
+		unsigned *att = attempts_of(o->value);
+		if (att)
+			*att = MAX_ATTEMPTS;
+		done[n++] = *o;
+	}
+	S->noff = keep;
+	if (n == 0)
+		return;
+	sync_core(); /* registered at setup; on failure the flags still hold, a bit later */
+	uint64_t when = rvt__counter(), mono = mono_ns();
+	for (size_t k = 0; k < n; k++)
+		muted[at + k] = (struct rvt_muted){done[k].value,     when, mono, done[k].rate,
+						   done[k].median_ns, 0};
+	atomic_store_explicit(&nmuted, at + n, memory_order_release);
+}
+
 /* Learns and mutes S's offenders. */
 static void mute_offenders(struct sampler *S)
 {
+	mute_keys(S);
+	if (S->noff == 0)
+		return;
 	uintptr_t fns[WANT_MAX];
 	for (size_t i = 0; i < S->noff; i++)
 		fns[i] = (uintptr_t)(S->off[i].value + rvt_method_base);

@@ -16,12 +16,17 @@
  * initialised entries, only the last block is partly filled, and every
  * initialised entry points at a NUL-terminated name in a text block; text
  * blocks are never freed.
+ *
+ * A key can be muted (mute.c, issue 14 lever 3): its entry's first word is
+ * the flag rvt_key_muted() (trace-runtime.h) loads, 0 until the mute thread
+ * sets it to 1; it never goes back to 0.
  */
 #include "tracer-int.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +35,8 @@
 #define TEXT_BLOCK     (64u << 10)
 
 struct key {
-	const char *name; /* in a text block */
+	_Atomic uint32_t muted; /* first: rvt_key_muted() reads it at the key's address */
+	const char *name;	/* in a text block */
 };
 
 struct key_block {
@@ -99,25 +105,35 @@ const void *rvt_key_new(const char *name)
 	if (copy) {
 		assert(b->used < KEYS_PER_BLOCK);
 		k = &b->keys[b->used++];
+		atomic_init(&k->muted, 0);
 		k->name = copy;
 	}
 	pthread_mutex_unlock(&lock);
 	return k;
 }
 
+/* `key`'s entry if it is one from rvt_key_new(), else NULL. */
+static struct key *key_find_locked(const void *key)
+{
+	uintptr_t a = (uintptr_t)key;
+	for (size_t i = 0; i < nblocks; i++) {
+		struct key_block *b = blocks[i];
+		uintptr_t lo = (uintptr_t)b->keys;
+		if (a < lo || a >= (uintptr_t)(b->keys + b->used) || (a - lo) % sizeof(struct key))
+			continue;
+		assert(b->keys[(a - lo) / sizeof(struct key)].name);
+		return &b->keys[(a - lo) / sizeof(struct key)];
+	}
+	return NULL;
+}
+
 int rvt_key_resolve(const void *key, char *buf, size_t len, void *arg)
 {
 	(void)arg;
 	int rc = -ENOENT;
-	uintptr_t a = (uintptr_t)key;
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nblocks && rc; i++) {
-		const struct key_block *b = blocks[i];
-		uintptr_t lo = (uintptr_t)b->keys;
-		if (a < lo || a >= (uintptr_t)(b->keys + b->used) || (a - lo) % sizeof(struct key))
-			continue;
-		const struct key *k = key;
-		assert(k->name);
+	const struct key *k = key_find_locked(key);
+	if (k) {
 		if (len) {
 			size_t n = strlen(k->name);
 			n = n < len - 1 ? n : len - 1;
@@ -128,4 +144,14 @@ int rvt_key_resolve(const void *key, char *buf, size_t len, void *arg)
 	}
 	pthread_mutex_unlock(&lock);
 	return rc;
+}
+
+int rvt_key_mute(const void *key)
+{
+	pthread_mutex_lock(&lock);
+	struct key *k = key_find_locked(key);
+	if (k)
+		atomic_store_explicit(&k->muted, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&lock);
+	return k ? 0 : -ENOENT;
 }

@@ -127,7 +127,7 @@ struct rvt_muted {
 	uint64_t monotonic_ns; /* CLOCK_MONOTONIC then */
 	uint64_t rate;	       /* observed calls per second on one thread */
 	uint32_t median_ns;    /* observed median duration */
-	uint32_t sites;	       /* call sites turned into nops */
+	uint32_t sites;	       /* call sites turned into nops; 0: a runtime key (flag set) */
 };
 
 /* At most this many functions are muted in a process. */
@@ -270,6 +270,11 @@ RVT_HIDDEN void rvt_mute_tracing_started(void);
 /* Copies up to `cap` muted functions (oldest first) into out; returns the
  * count.  Lock-free: any thread. */
 RVT_HIDDEN size_t rvt_mute_list(struct rvt_muted *out, size_t cap);
+
+/* Mutes `key` if it is one from rvt_key_new() (sets the flag
+ * rvt_key_muted() reads; runtime.c) and returns 0, else -ENOENT.  Takes the
+ * key lock: not in a trace point or signal handler. */
+RVT_HIDDEN int rvt_key_mute(const void *key);
 
 /* The `.rearview_untraced` sections of every loaded module (read from the
  * modules' files once and kept); *out points into storage the module owns

@@ -34,6 +34,22 @@ static inline RVT__NOTRACE int rvt_thread_active(void)
 }
 
 /*
+ * Non-zero when `key`, a key from rvt_key_new() (never any other value: the
+ * key's first word is read), has been muted: the tracer found its calls on
+ * one thread too frequent and too short (RV_TRACE_MUTE, trace.h; issue 14's
+ * budget) and the capture has a MUTED record for it.  A VM then records
+ * neither the entry of a new frame of that function nor, later, its exit
+ * (it remembers per frame whether the entry was recorded), so the ring stays
+ * balanced; frames entered before the mute still end with rvt_exit().  One
+ * relaxed load; once set, a key stays muted.  Async-signal-safe.
+ */
+static inline RVT__NOTRACE int rvt_key_muted(const void *key)
+{
+	return RVT__UNLIKELY(
+		atomic_load_explicit((const _Atomic uint32_t *)key, memory_order_relaxed) != 0);
+}
+
+/*
  * rvt_enter() and rvt_exit() inlined into the caller: the same slots without
  * the call, for a VM's hottest paths (rvlua: ~4.7 instead of ~5.7 ns per
  * event on a call-bound script, tracer/BENCHMARKS.md "rvlua").  Same rules as

@@ -140,7 +140,9 @@ RVT_API int rvt_stop(pid_t tid, int release);
  * muted: its trace-point call sites are turned into nops (call mode and
  * rvcc's inline mode; briefly an int3 on the hooks learns them, handled by
  * a SIGTRAP handler the library installs when muting first starts, and
- * which passes every other SIGTRAP on to the previous handler).  Its time
+ * which passes every other SIGTRAP on to the previous handler); a key from
+ * rvt_key_new() is muted by a flag the runtime reads (rvt_key_muted(),
+ * trace-runtime.h), no code is patched.  Its time
  * then folds into its callers' self time, and every later capture carries a
  * MUTED record (FORMAT.md).  A muted function stays muted for the life of
  * the process.  Off by default (RV_TRACE_MUTE): a muted function's calls,

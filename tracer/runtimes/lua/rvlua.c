@@ -16,7 +16,9 @@
  * traced call.  Cost: one name per function, a few dozen bytes, never freed.
  *
  * Frames that end without a return are counted on the CallInfo chain, which
- * always links L->ci back to L->base_ci.  Runs only on the thread running L;
+ * always links L->ci back to L->base_ci; frames marked CIST_RVMUTED (their
+ * key was muted when they started, rvlua.h) recorded no entry and count for
+ * nothing.  Runs only on the thread running L;
  * no lock except inside rvt_key_new().
  */
 #define LUA_CORE
@@ -92,8 +94,15 @@ void rvlua_tailcall(lua_State *L, CallInfo *ci, Proto *p)
 {
 	/* `ci` still runs the caller, stopped at its OP_TAILCALL: name `p` from it. */
 	const void *key = proto_key(L, ci, p);
-	rvt_exit();
-	rvt_enter(key);
+	if (!(ci->callstatus & CIST_RVMUTED))
+		rvt_exit();
+	/* proto_key() falls back to `p` itself, which has no muted flag. */
+	if (p->rvkey && rvt_key_muted(p->rvkey)) {
+		ci->callstatus |= CIST_RVMUTED;
+	} else {
+		ci->callstatus &= (unsigned short)~CIST_RVMUTED;
+		rvt_enter(key);
+	}
 }
 
 void rvlua_unwind(lua_State *L, CallInfo *to)
@@ -101,7 +110,7 @@ void rvlua_unwind(lua_State *L, CallInfo *to)
 	unsigned n = 0;
 	for (CallInfo *ci = L->ci; ci != to; ci = ci->previous) {
 		assert(ci != NULL); /* `to` is an ancestor of L->ci */
-		n++;
+		n += !(ci->callstatus & CIST_RVMUTED);
 	}
 	rvt_exit_n(n);
 }
@@ -112,7 +121,8 @@ void rvlua_rewind(lua_State *L)
 		return;
 	for (CallInfo *ci = L->base_ci.next;; ci = ci->next) {
 		assert(ci != NULL); /* L->ci is on the chain above base_ci */
-		rvt_enter(frame_key(L, ci));
+		if (!(ci->callstatus & CIST_RVMUTED))
+			rvt_enter(frame_key(L, ci));
 		if (ci == L->ci)
 			break;
 	}

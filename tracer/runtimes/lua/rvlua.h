@@ -9,7 +9,12 @@
  * Invariant kept on a traced thread: every CallInfo that becomes L->ci
  * records one entry and, when it leaves the chain by any path (return, tail
  * call, error unwinding, coroutine yield or death), one exit; a coroutine
- * resumed after a yield enters its suspended frames again.
+ * resumed after a yield enters its suspended frames again.  A frame started
+ * while its function's key is muted (rvt_key_muted(), the tracer's budget,
+ * RV_TRACE_MUTE) records neither: it carries CIST_RVMUTED, and every exit
+ * path (return, tail call, unwinding, yield) and a resume's re-entry skip
+ * frames that carry it.  A frame entered before its key was muted has no
+ * bit and still ends with its exit.
  */
 #ifndef RVLUA_H
 #define RVLUA_H
@@ -17,6 +22,10 @@
 #include <rearview/trace-runtime.h>
 
 #include "lstate.h"
+
+/* CallInfo.callstatus bit (14, unused by Lua 5.4.4's lstate.h): this frame's
+ * entry was not recorded because its key was muted, so neither is its exit. */
+#define CIST_RVMUTED (1 << 14)
 
 /* A Lua function's frame `ci` (now L->ci) starts running `p`. */
 LUAI_FUNC void rvlua_enter_lua(lua_State *L, CallInfo *ci, Proto *p);
@@ -27,25 +36,29 @@ LUAI_FUNC void rvlua_unwind(lua_State *L, CallInfo *to);
 /* Coroutine L resumes: its frames base_ci+1 .. L->ci enter again. */
 LUAI_FUNC void rvlua_rewind(lua_State *L);
 
-/* A function already keyed costs the traced thread one inlined trace point. */
-#define RVLUA_ENTER_LUA(L, ci, p)                             \
-	do {                                                  \
-		if (rvt_thread_active()) {                    \
-			if (l_likely((p)->rvkey != NULL))     \
-				rvt_enter_inline((p)->rvkey); \
-			else                                  \
-				rvlua_enter_lua(L, ci, p);    \
-		}                                             \
+/* A function already keyed costs the traced thread one inlined trace point
+ * (or, muted, the bit on its frame). */
+#define RVLUA_ENTER_LUA(L, ci, p)                                       \
+	do {                                                            \
+		if (rvt_thread_active()) {                              \
+			if (l_unlikely((p)->rvkey == NULL))             \
+				rvlua_enter_lua(L, ci, p);              \
+			else if (l_unlikely(rvt_key_muted((p)->rvkey))) \
+				(ci)->callstatus |= CIST_RVMUTED;       \
+			else                                            \
+				rvt_enter_inline((p)->rvkey);           \
+		}                                                       \
 	} while (0)
 #define RVLUA_ENTER_C(f)                                                \
 	do {                                                            \
 		if (rvt_thread_active())                                \
 			rvt_enter_inline((const void *)(uintptr_t)(f)); \
 	} while (0)
-#define RVLUA_EXIT()                       \
-	do {                               \
-		if (rvt_thread_active())   \
-			rvt_exit_inline(); \
+/* Frame `ci` (L->ci) returns. */
+#define RVLUA_EXIT(ci)                                                         \
+	do {                                                                   \
+		if (rvt_thread_active() && !((ci)->callstatus & CIST_RVMUTED)) \
+			rvt_exit_inline();                                     \
 	} while (0)
 #define RVLUA_TAILCALL(L, ci, p)                  \
 	do {                                      \

@@ -1,0 +1,49 @@
+-- The tracer's budget (RV_TRACE_MUTE=on): tiny() runs millions of times a
+-- second for a few dozen ns each, long enough (0.5 s of CPU) for the mute
+-- thread to mute it; afterwards its muted frames go through every exit path
+-- rvlua has (tail call, error unwinding, coroutine yield and resume) and the
+-- capture must stay balanced.  slow_one runs twice as long as the hot loop,
+-- so it tops self time whether or not tiny's time folded into hot_loop.
+-- HOT_SECONDS (default 0.5) shortens the hot loop for a run without muting,
+-- whose every call must fit the ring.
+local calls = 0
+local function tiny(x, how)
+	calls = calls + 1
+	if how then
+		return how(x)
+	end
+	return x + 1
+end
+local function via_tail(x)
+	return tiny(x)
+end
+local function hot_loop(seconds)
+	local s, t0 = 0, os.clock()
+	repeat
+		for _ = 1, 100000 do
+			s = tiny(s)
+		end
+	until os.clock() - t0 > seconds
+	return s, os.clock() - t0
+end
+local function slow_one(seconds)
+	local h, t0 = 0, os.clock()
+	repeat
+		for i = 1, 100000 do
+			h = (h + i * i) % 65521
+		end
+	until os.clock() - t0 > seconds
+	return h
+end
+local s, took = hot_loop(tonumber(os.getenv("HOT_SECONDS")) or 0.5)
+for _ = 1, 1000 do
+	s = via_tail(s)
+	pcall(tiny, s, error)
+	local co = coroutine.wrap(function(v)
+		return tiny(v, coroutine.yield) + 1
+	end)
+	co(s)
+	s = co(s)
+end
+s = s + slow_one(2 * took)
+print("sum=" .. s .. " tiny=" .. calls)
