@@ -286,8 +286,8 @@ static void test_export_chrome_2m_tiny_calls_streamed_peak_under_200mib(void **s
  * with the server's peak RSS under 200 MiB; folded and SVG say they cut. */
 static void test_export_1m_nested_calls_every_format_peak_under_200mib(void **state)
 {
-	static const char *const fmts[] = {"folded",   "svg",	  "chrome",    "speedscope",
-					   "perfetto", "android", "nanoscope", "pprof"};
+	static const char *const fmts[] = {"folded",   "svg",	  "chrome",   "speedscope",
+					   "perfetto", "android", "nanoscope"};
 	int ok[sizeof fmts / sizeof fmts[0]];
 	/* Every format is measured (and printed) before any is judged. */
 	for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
