@@ -124,7 +124,7 @@ async function main() {
     for (const fmt of ['chrome', 'folded']) {
       const url = `/static/speedscope/index.html#profileURL=${encodeURIComponent(
         `/traces/${trace}/export?format=${fmt}`)}&title=${trace}-${fmt}`;
-      await page.goto(base + '/static/speedscope/index.html');
+      await page.goto('about:blank'); // speedscope reads its hash only at load
       await page.goto(base + url);
       await page.waitForFunction((t) => document.body.innerText.includes(t), `${trace}-${fmt}`,
         { timeout: 30000 }).catch(() => {});
