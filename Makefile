@@ -239,6 +239,9 @@ define rv_install
 	$(if $(LIBS_REARVIEW),install -D -m 0644 -t $(1)$(2)/lib/rearview $(LIBS_REARVIEW))
 	$(if $(INSTALL_HDR),install -m 0644 $(INSTALL_HDR) $(1)$(2)/include/rearview)
 	install -m 0644 $(PROTO_H) $(1)$(2)/include/rearview
+	if [ -e build/web/speedscope/index.html ]; then \
+	  install -d $(1)$(2)/share/rearview/web/speedscope && \
+	  cp -RL build/web/speedscope/. $(1)$(2)/share/rearview/web/speedscope/; fi
 endef
 
 install: $(BINS) $(LIBS) $(PROTO_H)

@@ -116,8 +116,13 @@ $(WEB_ASSETS): server/web/package.json server/web/package-lock.json
 	    --loglevel=error >npm.log 2>&1); then \
 	  ln -sfn node_modules/speedscope/dist/release $(@D)/speedscope && touch $@; \
 	else echo "warning: npm ci failed (see $(@D)/npm.log): no speedscope, browser test skips" >&2; fi
-$(OBJ)/server/src/web.o: CPPFLAGS += -DRVS_WEB_DIR='"$(WEB_DIR)"'
-$(BIN)/rearview-server: | $(WEB_ASSETS)
+# The server finds its assets in ../share/rearview/web beside its bin/ (no
+# build path compiled in): the build tree links that to build/web, make
+# install copies speedscope there.
+WEB_LINK := $(BUILD)/share/rearview/web
+$(WEB_LINK): | $(WEB_ASSETS)
+	@mkdir -p $(@D) && ln -sfn $(WEB_DIR) $@
+$(BIN)/rearview-server: | $(WEB_ASSETS) $(WEB_LINK)
 
 # The web UI (server/WEB.md): the real binary driven over TLS by libcurl, and
 # tests/browser/web.spec.js in headless chromium when it is installed.

@@ -410,6 +410,7 @@ static const struct export_fmt FORMATS[] = {
 	{"perfetto", "application/octet-stream", "perfetto-trace"},
 	{"android", "application/octet-stream", "trace"},
 	{"svg", "image/svg+xml", "svg"},
+	{"nanoscope", "text/plain; charset=utf-8", "nanoscope.txt"},
 };
 
 static int run_export(const struct export_fmt *f, FILE *out, const rva_trace *t, const char *id)
@@ -425,8 +426,10 @@ static int run_export(const struct export_fmt *f, FILE *out, const rva_trace *t,
 		return rva_export_perfetto(out, t);
 	case 4:
 		return rva_export_android(out, t);
-	default:
+	case 5:
 		return rva_export_svg(out, t, id);
+	default:
+		return rva_export_nanoscope(out, t, 0);
 	}
 }
 

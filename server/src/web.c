@@ -427,9 +427,26 @@ static const char FAVICON[] =
 	"<rect x=\"2\" y=\"10\" width=\"12\" height=\"3\" fill=\"#ffb74d\"/>"
 	"<rect x=\"4\" y=\"6\" width=\"7\" height=\"3\" fill=\"#e57373\"/></svg>";
 
-#ifndef RVS_WEB_DIR
-#define RVS_WEB_DIR "/usr/share/rearview/web"
-#endif
+/* The web assets' directory: $RVS_WEB_DIR, else share/rearview/web beside
+ * the executable's bin/ (the installed tree; the build tree has a link
+ * there), so no build path is compiled in.  0 or -ENOENT. */
+static int web_dir(char *out, size_t n)
+{
+	const char *env = getenv("RVS_WEB_DIR");
+	char exe[512], *slash;
+	ssize_t k;
+
+	if (env && *env)
+		return snprintf(out, n, "%s", env) < (int)n ? 0 : -ENOENT;
+	k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (k <= 0 || (size_t)k >= sizeof exe - 1)
+		return -ENOENT;
+	exe[k] = '\0';
+	if (!(slash = strrchr(exe, '/')))
+		return -ENOENT;
+	*slash = '\0';
+	return snprintf(out, n, "%s/../share/rearview/web", exe) < (int)n ? 0 : -ENOENT;
+}
 
 static int static_path_ok(const char *p)
 {
@@ -481,8 +498,7 @@ static const char CSP_SPEEDSCOPE[] =
 
 static void serve_static(struct web_ctx *c, const char *p)
 {
-	char path[700];
-	const char *dir = getenv("RVS_WEB_DIR");
+	char path[1000], dir[700];
 	const char *ct;
 	uint8_t *buf;
 	size_t len;
@@ -493,9 +509,10 @@ static void serve_static(struct web_ctx *c, const char *p)
 		return set_body(c->r, 200, "text/javascript; charset=utf-8", APP_JS);
 	if (strcmp(p, "favicon.svg") == 0)
 		return set_body(c->r, 200, "image/svg+xml", FAVICON);
-	if (strncmp(p, "speedscope/", 11) != 0 || !static_path_ok(p + 11) || !(ct = ctype_of(p)))
+	if (strncmp(p, "speedscope/", 11) != 0 || !static_path_ok(p + 11) || !(ct = ctype_of(p)) ||
+	    web_dir(dir, sizeof dir))
 		return web_error(c, 404, "no such file");
-	snprintf(path, sizeof path, "%s/speedscope/%s", dir && *dir ? dir : RVS_WEB_DIR, p + 11);
+	snprintf(path, sizeof path, "%s/speedscope/%s", dir, p + 11);
 	if (rvs_read_file(path, 32u << 20, &buf, &len))
 		return web_error(c, 404, "no such file");
 	free(c->r->body);

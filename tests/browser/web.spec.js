@@ -118,6 +118,22 @@ async function main() {
     await page.screenshot({ path: path.join(shots, '4-speedscope.png') });
     check(await page.locator('canvas').count() >= 1 && text.includes(trace) &&
       !/went wrong|error/i.test(text), 'speedscope loads and shows the trace');
+
+    // Issue 16: every export speedscope reads opens there without its
+    // "Something went wrong" (Chrome JSON as B/E events, folded).
+    for (const fmt of ['chrome', 'folded']) {
+      const url = `/static/speedscope/index.html#profileURL=${encodeURIComponent(
+        `/traces/${trace}/export?format=${fmt}`)}&title=${trace}-${fmt}`;
+      await page.goto('about:blank'); // speedscope reads its hash only at load
+      await page.goto(base + url);
+      await page.waitForFunction((t) => document.body.innerText.includes(t), `${trace}-${fmt}`,
+        { timeout: 30000 }).catch(() => {});
+      await page.waitForTimeout(500);
+      const shown = await page.evaluate(() => document.body.innerText);
+      await page.screenshot({ path: path.join(shots, `5-speedscope-${fmt}.png`) });
+      check(shown.includes(`${trace}-${fmt}`) && !/went wrong|error/i.test(shown),
+        `speedscope opens the ${fmt} export`);
+    }
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {
     await ctx.close();

@@ -522,6 +522,91 @@ static void test_textio_svg_64kib_name_shown_cut_to_240_bytes(void **state)
 	rva_trace_free(t);
 }
 
+/* Issue 16: a parent and two children sharing boundaries at an absolute
+ * time where float64 µs lose nanoseconds.  The export is B/E events with
+ * exact µs since the trace start, the first child's E before the second's
+ * B, both children's E before the parent's, and the anomaly an instant. */
+static rva_trace *siblings_at_large_ts(void)
+{
+	const int64_t t0 = 1700000000123456789;
+	rva_trace *t = rva_trace_new();
+	assert_int_equal(rva_thread_add(t, 7, 9, NULL), 0);
+	int64_t p = rva_method_intern(t, "outer", 5), a = rva_method_intern(t, "a", 1),
+		b = rva_method_intern(t, "b", 1);
+	assert_int_equal(rva_enter(t, 0, (uint32_t)p, t0), 0);
+	assert_int_equal(rva_enter(t, 0, (uint32_t)a, t0), 0);
+	assert_int_equal(rva_exit(t, 0, RVA_ANY_METHOD, t0 + 1500), 0);
+	assert_int_equal(rva_enter(t, 0, (uint32_t)b, t0 + 1500), 0);
+	assert_int_equal(rva_exit(t, 0, RVA_ANY_METHOD, t0 + 3001), 0);
+	assert_int_equal(rva_exit(t, 0, RVA_ANY_METHOD, t0 + 3001), 0);
+	rva_trace_finish(t, INT64_MIN);
+	t->has_anomaly = 1;
+	t->anomaly_ns = t0 + 2000;
+	t->anomaly_name = strdup("jank");
+	assert_non_null(t->anomaly_name);
+	return t;
+}
+
+static void test_textio_chrome_equal_ts_children_end_first_integer_relative_ts(void **state)
+{
+	rva_trace *t = siblings_at_large_ts();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(rva_export_chrome(f, t), 0);
+	fclose(f);
+	assert_string_equal(
+		buf, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+		     "{\"ph\":\"B\",\"pid\":7,\"tid\":9,\"ts\":0,\"name\":\"outer\"},\n"
+		     "{\"ph\":\"B\",\"pid\":7,\"tid\":9,\"ts\":0,\"name\":\"a\"},\n"
+		     "{\"ph\":\"E\",\"pid\":7,\"tid\":9,\"ts\":1.500,\"name\":\"a\"},\n"
+		     "{\"ph\":\"B\",\"pid\":7,\"tid\":9,\"ts\":1.500,\"name\":\"b\"},\n"
+		     "{\"ph\":\"E\",\"pid\":7,\"tid\":9,\"ts\":3.001,\"name\":\"b\"},\n"
+		     "{\"ph\":\"E\",\"pid\":7,\"tid\":9,\"ts\":3.001,\"name\":\"outer\"},\n"
+		     "{\"ph\":\"i\",\"pid\":7,\"tid\":9,\"ts\":2,\"s\":\"g\",\"cat\":\"anomaly\","
+		     "\"name\":\"jank\"}\n]}\n");
+	/* It reads back as the same tree. */
+	rva_trace *u;
+	rva_error err;
+	assert_int_equal(rva_import((const uint8_t *)buf, len, &u, &err), 0);
+	assert_int_equal(u->threads[0].ncalls, 3);
+	assert_int_equal(u->threads[0].calls[2].depth, 1);
+	assert_int_equal(u->threads[0].calls[2].end - u->threads[0].calls[2].start, 1501);
+	rva_trace_free(u);
+	free(buf);
+	rva_trace_free(t);
+}
+
+/* Issue 16: Android Studio and Perfetto refuse empty method columns. */
+static void test_textio_android_method_lines_class_name_signature_never_empty(void **state)
+{
+	static const char *const names[] = {"parse_json",  "libfoo.so+0x1f",   "ns::Cls::m(int)",
+					    "a.b.C.m(I)V", "(unknown caller)", "mod!sym"};
+	rva_trace *t = rva_trace_new();
+	assert_int_equal(rva_thread_add(t, 1, 1, NULL), 0);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		int64_t m = rva_method_intern(t, names[i], strlen(names[i]));
+		assert_int_equal(rva_enter(t, 0, (uint32_t)m, (int64_t)i * 10), 0);
+		assert_int_equal(rva_exit(t, 0, RVA_ANY_METHOD, (int64_t)i * 10 + 5), 0);
+	}
+	rva_trace_finish(t, INT64_MIN);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(rva_export_android(f, t), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "*methods\n"
+				    "0x4\tnative\tparse_json\t()V\tunknown\n"
+				    "0x8\tlibfoo.so\t+0x1f\t()V\tunknown\n"
+				    "0xc\tns::Cls\tm\t(int)\tunknown\n"
+				    "0x10\ta.b.C\tm\t(I)V\tunknown\n"
+				    "0x14\tnative\t(unknown caller)\t()V\tunknown\n"
+				    "0x18\tmod\tsym\t()V\tunknown\n"
+				    "*end\n"));
+	free(buf);
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +624,9 @@ int main(void)
 		cmocka_unit_test(test_textio_svg_100k_wide_frames_capped_and_merged),
 		cmocka_unit_test(test_textio_all_chains_of_20k_nested_calls_keep_512_frames),
 		cmocka_unit_test(test_textio_svg_64kib_name_shown_cut_to_240_bytes),
+		cmocka_unit_test(
+			test_textio_chrome_equal_ts_children_end_first_integer_relative_ts),
+		cmocka_unit_test(test_textio_android_method_lines_class_name_signature_never_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

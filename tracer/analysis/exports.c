@@ -6,6 +6,7 @@
  * frames, emitting an open at each call's start and the closes of the
  * frames it leaves behind, so events are time-ordered per thread.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,30 +105,63 @@ static int cmp_arec(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* Writes a name as class \t method \t signature: "a.b.C.m(I)V" splits at the
- * last '.' before '('; other names go whole into the method column. */
-static void method_line(FILE *f, uint32_t id, const char *name)
+/* Writes n bytes of s with tabs and line breaks as spaces. */
+static void put_clean_n(FILE *f, const char *s, size_t n)
 {
-	const char *paren = strchr(name, '(');
-	const char *end = paren ? paren : name + strlen(name);
-	const char *dot = NULL;
-	for (const char *p = name; p < end; p++)
-		if (*p == '.')
-			dot = p;
-	fprintf(f, "0x%x\t", (id + 1) << 2);
-	if (dot && !memchr(name, '/', (size_t)(end - name)) && dot > name) {
-		fprintf(f, "%.*s\t%.*s\t%s", (int)(dot - name), name, (int)(end - dot - 1), dot + 1,
-			paren ? paren : "");
-	} else {
-		fprintf(f, "\t%.*s\t%s", (int)(end - name), name, paren ? paren : "");
-	}
-	fputs("\tunknown\n", f);
+	for (size_t i = 0; i < n; i++)
+		fputc(s[i] == '\n' || s[i] == '\t' || s[i] == '\r' ? ' ' : s[i], f);
 }
 
 static void put_clean(FILE *f, const char *s)
 {
-	for (; *s; s++)
-		fputc(*s == '\n' || *s == '\t' || *s == '\r' ? ' ' : *s, f);
+	put_clean_n(f, s, strlen(s));
+}
+
+/* Writes a method line "0x<id>\t<class>\t<name>\t<signature>\tunknown" with
+ * every column non-empty (Android Studio's and Perfetto's readers refuse
+ * empty ones).  The name splits by the first rule that applies, a signature
+ * being the text from a '(' that is not the first byte:
+ *  - "module+0x1f" or "module!sym" (an unresolved address, a
+ *    module-qualified symbol): class "module", name "+0x1f" / "sym";
+ *  - "ns::Class::m(args)": class "ns::Class" (before the last "::"), name "m";
+ *  - "pkg.Class.m(I)V": class "pkg.Class" (before the last '.'), name "m";
+ *  - anything else ("parse_json", "(unknown caller)"): class "native".
+ * A name without a signature gets the placeholder "()V" (no arguments,
+ * void); an empty name part is "(anonymous)". */
+static void method_line(FILE *f, uint32_t id, const char *name)
+{
+	const char *paren = *name ? strchr(name + 1, '(') : NULL;
+	const char *end = paren ? paren : name + strlen(name);
+	const char *cls_end = NULL, *meth = name;
+	for (const char *p = name + (*name != 0); p < end && !cls_end; p++)
+		if (*p == '!' || (p[0] == '+' && p[1] == '0' && p[2] == 'x')) {
+			cls_end = p;
+			meth = *p == '!' ? p + 1 : p;
+		}
+	for (const char *p = name + (*name != 0); !cls_end && p + 2 < end; p++)
+		if (p[0] == ':' && p[1] == ':')
+			meth = p + 2;
+	if (!cls_end && meth != name)
+		cls_end = meth - 2;
+	for (const char *p = name + (*name != 0); !cls_end && p + 1 < end; p++)
+		if (*p == '.')
+			meth = p + 1;
+	if (!cls_end && meth != name)
+		cls_end = meth - 1;
+	assert(!cls_end || (cls_end > name && meth <= end));
+	fprintf(f, "0x%x\t", (id + 1) << 2);
+	if (cls_end)
+		put_clean_n(f, name, (size_t)(cls_end - name));
+	else
+		fputs("native", f);
+	fputc('\t', f);
+	if (end > meth)
+		put_clean_n(f, meth, (size_t)(end - meth));
+	else
+		fputs("(anonymous)", f);
+	fputc('\t', f);
+	put_clean(f, paren ? paren : "()V");
+	fputs("\tunknown\n", f);
 }
 
 int rva_export_android(FILE *f, const rva_trace *t)

@@ -180,19 +180,24 @@ static void chrome_ts(FILE *f, const char *key, int64_t ns)
 		(long long)((ns % 1000 + 1000) % 1000));
 }
 
-int rva_locks_chrome(FILE *f, const rva_trace *t, int *first)
+int rva_locks_chrome(FILE *f, const rva_trace *t, int64_t t0, int *first)
 {
 	uint32_t pid = t->nthreads ? t->threads[0].pid : 0;
 	for (size_t i = 0; i < t->nlock_waits; i++) {
 		const rva_lock_wait *w = &t->lock_waits[i];
+		/* Times relative to t0, as the export's calls; a wait that began
+		 * before t0 is cut there, one that ended before it is left out. */
+		if (w->end < t0)
+			continue;
+		int64_t start = (w->start < t0 ? t0 : w->start) - t0, dur = w->end - t0 - start;
 		/* The waiter's wait and, on the holder's track, the hold it
 		 * waited for (at least from start to end), joined by a flow
 		 * whose ends lie at both slices' start (Chrome binds a flow
 		 * event to the slice enclosing it). */
 		fprintf(f, "%s\n{\"ph\":\"X\",\"cat\":\"lock\",\"pid\":%u,\"tid\":%u",
 			*first ? "" : ",", pid, w->waiter);
-		chrome_ts(f, "ts", w->start);
-		chrome_ts(f, "dur", w->end - w->start);
+		chrome_ts(f, "ts", start);
+		chrome_ts(f, "dur", dur);
 		fprintf(f, ",\"name\":\"lock wait (%s)\",\"args\":{\"lock\":\"0x%" PRIx64 "\"}}",
 			kind_name(w->kind), w->lock);
 		*first = 0;
@@ -200,8 +205,8 @@ int rva_locks_chrome(FILE *f, const rva_trace *t, int *first)
 			continue;
 		fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"lock\",\"pid\":%u,\"tid\":%u", pid,
 			w->holder);
-		chrome_ts(f, "ts", w->start);
-		chrome_ts(f, "dur", w->end - w->start);
+		chrome_ts(f, "ts", start);
+		chrome_ts(f, "dur", dur);
 		fputs(",\"name\":\"lock held\",\"args\":{\"method\":", f);
 		rvc_json_str(f, lock_name(t, w->holder_method));
 		fputs("}}", f);
@@ -209,12 +214,12 @@ int rva_locks_chrome(FILE *f, const rva_trace *t, int *first)
 			",\n{\"ph\":\"s\",\"cat\":\"lock\",\"name\":\"lock\",\"id\":%zu,"
 			"\"pid\":%u,\"tid\":%u",
 			i + 1, pid, w->holder);
-		chrome_ts(f, "ts", w->start);
+		chrome_ts(f, "ts", start);
 		fprintf(f,
 			"},\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"lock\",\"name\":\"lock\","
 			"\"id\":%zu,\"pid\":%u,\"tid\":%u",
 			i + 1, pid, w->waiter);
-		chrome_ts(f, "ts", w->start);
+		chrome_ts(f, "ts", start);
 		fputc('}', f);
 	}
 	return ferror(f) ? -EIO : 0;

@@ -621,10 +621,36 @@ out_free:
 	return rc;
 }
 
+/* Writes ns (relative to the trace start) as µs: an integer when whole,
+ * else with exactly three decimals, so the text is exact and distinct
+ * nanoseconds stay distinct and ordered after any reader's parse. */
+static void put_us(FILE *f, int64_t ns)
+{
+	const char *sign = ns < 0 ? "-" : "";
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+	if (a % 1000)
+		fprintf(f, "%s%llu.%03llu", sign, (unsigned long long)(a / 1000),
+			(unsigned long long)(a % 1000));
+	else
+		fprintf(f, "%s%llu", sign, (unsigned long long)(a / 1000));
+}
+
+static void chrome_event(FILE *f, int *first, char ph, const rva_thread *th, int64_t ts)
+{
+	fprintf(f, "%s\n{\"ph\":\"%c\",\"pid\":%u,\"tid\":%u,\"ts\":", *first ? "" : ",", ph,
+		th->pid, th->tid);
+	put_us(f, ts);
+	*first = 0;
+}
+
 int rva_export_chrome(FILE *f, const rva_trace *t)
 {
 	int first = 1;
-	fputs("[", f);
+	int64_t t0 = t->start;
+	size_t cap = 0;
+	int64_t *ends = NULL;
+	uint32_t *meth = NULL;
+	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
 	for (size_t ti = 0; ti < t->nthreads; ti++) {
 		const rva_thread *th = &t->threads[ti];
 		if (th->name) {
@@ -636,22 +662,57 @@ int rva_export_chrome(FILE *f, const rva_trace *t)
 			fputs("}}", f);
 			first = 0;
 		}
-		for (size_t i = 0; i < th->ncalls; i++) {
+		if (th->ncalls > cap) {
+			free(ends);
+			free(meth);
+			ends = malloc(th->ncalls * sizeof(*ends));
+			meth = malloc(th->ncalls * sizeof(*meth));
+			if (!ends || !meth) {
+				free(ends);
+				free(meth);
+				return -ENOMEM;
+			}
+			cap = th->ncalls;
+		}
+		/* Pre-order walk with the open frames on a stack: a frame's E is
+		 * written when the next call starts at or above its depth, the
+		 * innermost first, so at equal times children end before their
+		 * parent and a call ends before its next sibling begins. */
+		size_t n = 0;
+		for (size_t i = 0; i <= th->ncalls; i++) {
+			size_t d = i < th->ncalls ? th->calls[i].depth : 0;
+			while (n > d) {
+				n--;
+				assert(n == 0 || ends[n] <= ends[n - 1]);
+				chrome_event(f, &first, 'E', th, ends[n] - t0);
+				fputs(",\"name\":", f);
+				rvc_json_str(f, t->names[meth[n]]);
+				fputc('}', f);
+			}
+			if (i == th->ncalls)
+				break;
 			const rva_call *c = &th->calls[i];
-			fprintf(f,
-				"%s\n{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%lld.%03lld,"
-				"\"dur\":%lld.%03lld,\"name\":",
-				first ? "" : ",", th->pid, th->tid, (long long)(c->start / 1000),
-				(long long)((c->start % 1000 + 1000) % 1000),
-				(long long)((c->end - c->start) / 1000),
-				(long long)((c->end - c->start) % 1000));
+			assert(c->start >= t0 && d == n);
+			chrome_event(f, &first, 'B', th, c->start - t0);
+			fputs(",\"name\":", f);
 			rvc_json_str(f, t->names[c->method]);
 			fputc('}', f);
-			first = 0;
+			ends[n] = c->end;
+			meth[n++] = c->method;
 		}
 	}
-	rva_locks_chrome(f, t, &first);
-	fputs("\n]\n", f);
+	free(ends);
+	free(meth);
+	if (t->has_anomaly && t->nthreads) {
+		/* A global instant event: Perfetto and chrome://tracing draw it
+		 * across the timeline (speedscope ignores instants). */
+		chrome_event(f, &first, 'i', &t->threads[0], t->anomaly_ns - t0);
+		fputs(",\"s\":\"g\",\"cat\":\"anomaly\",\"name\":", f);
+		rvc_json_str(f, t->anomaly_name ? t->anomaly_name : "anomaly");
+		fputc('}', f);
+	}
+	rva_locks_chrome(f, t, t0, &first);
+	fputs("\n]}\n", f);
 	return ferror(f) ? -EIO : 0;
 }
 

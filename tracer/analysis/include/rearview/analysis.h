@@ -646,7 +646,14 @@ int rva_export_folded(FILE *f, const rva_trace *t);
  * traces), leaf first.  0, -E2BIG (more than 2^24 methods), -ENOMEM, -EIO. */
 int rva_export_pprof(FILE *f, const rva_trace *t);
 
-/* Chrome Trace Event JSON (array form, "X" events, µs with ns fraction). */
+/* Chrome Trace Event JSON, object form (traceEvents, displayTimeUnit "ns"):
+ * per thread a thread_name M event and B/E events in the order of a
+ * pre-order walk (at equal times children end before their parent, a call
+ * ends before its next sibling begins; readers that sort stably keep it),
+ * ts in µs since the trace start (t->start), written exactly: an integer or
+ * three decimals.  A trace with an anomaly gets a global instant event
+ * ("ph":"i","s":"g","cat":"anomaly") named after it.  Memory linear in the
+ * largest thread's calls.  0, -ENOMEM, -EIO. */
 int rva_export_chrome(FILE *f, const rva_trace *t);
 
 /* ---- lock waits (captures' LOCK_WAIT records; tracer/analysis/locks.c) ---- */
@@ -675,8 +682,9 @@ int rva_locks_json(FILE *f, const rva_trace *t, size_t ntop);
 int rva_locks_why(FILE *f, const rva_trace *t, uint32_t method);
 /* Chrome JSON events of the lock waits, each preceded by a comma unless
  * *first (then cleared): the wait on the waiter's track, the hold on the
- * holder's and a flow arrow from the holder to the waiter.  0 or -EIO. */
-int rva_locks_chrome(FILE *f, const rva_trace *t, int *first);
+ * holder's and a flow arrow from the holder to the waiter; times in µs
+ * relative to t0 (the export's origin, rva_export_chrome).  0 or -EIO. */
+int rva_locks_chrome(FILE *f, const rva_trace *t, int64_t t0, int *first);
 
 /* Nanoscope text of thread th (enters "<ns>:<name>", exits "<ns>:POP"). */
 int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
@@ -691,7 +699,10 @@ int rva_export_speedscope(FILE *f, const rva_trace *t);
 
 /* Android .trace v3, non-streaming, clock=dual (both clocks carry the wall
  * time), 14-byte records in time order, thread ids 1..n, method ids
- * (id + 1) << 2; names "pkg.Class.method(sig)" split into the columns.
+ * (id + 1) << 2; every method line has non-empty class, name, signature
+ * and source columns ("pkg.Class.m(sig)", "ns::C::m(args)", "module+0x1f",
+ * "module!sym" split at the last '.', the last "::", the module; other
+ * names get class "native"; no signature: "()V"; source "unknown").
  * Times are µs since the first event. -E2BIG over 65535 threads. */
 int rva_export_android(FILE *f, const rva_trace *t);
 
