@@ -814,6 +814,15 @@ static void signal_cb(uv_signal_t *s, int signum)
 	rvd_daemon_stop(d);
 }
 
+/* The one place the spool tells of a change: captures and quota as D-Bus
+ * shows them (coalesced there). */
+static void spool_changed(void *ctx)
+{
+	struct rvd_daemon *d = ctx;
+
+	rvd_dbus_spool_changed(d->bus);
+}
+
 static void spool_open_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 {
 	struct rvd_daemon *d = data;
@@ -904,6 +913,8 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 		d->listen_fd[i] = -1;
 	rvd_registry_init(&d->reg);
 	rvd_spool_init(&d->spool, loop, cfg->state_dir);
+	d->spool.changed = spool_changed;
+	d->spool.changed_ctx = d;
 	uv_signal_init(loop, &d->sig_term);
 	uv_signal_init(loop, &d->sig_int);
 	uv_timer_init(loop, &d->thermal_timer);

@@ -17,6 +17,9 @@
  *    after each send);
  *  - sd_bus_process is never re-entered and the bus is never dropped from
  *    inside one of its callbacks (`dispatching`);
+ *  - QuotaLeft and Captures changes are coalesced: rvd_dbus_spool_changed
+ *    only arms `coalesce` (once), which emits one PropertiesChanged for
+ *    both at most every COALESCE_MS, however many captures moved;
  *  - every parked call is on `calls` from its method handler until it is
  *    answered (or, when stopping, dropped); `b` outlives them all (freed
  *    after the loop returned, when the spool ran every job).
@@ -42,6 +45,7 @@
 #define POLKIT_INTERFACE "org.freedesktop.PolicyKit1.Authority"
 #define ACTION_CONSENT	 "org.rearview.consent.set"
 #define ACTION_DELETE	 "org.rearview.data.delete"
+#define COALESCE_MS	 100
 
 enum call_op { OP_SET_CONSENT, OP_DELETE_ALL };
 
@@ -61,7 +65,8 @@ struct rvd_dbus {
 	sd_bus *bus;		   /* NULL once dropped or stopped */
 	uv_poll_t poll;
 	uv_timer_t timer;
-	bool handles; /* poll and timer initialised (closed at stop) */
+	uv_timer_t coalesce; /* armed while a spool change waits to be signalled */
+	bool handles;	     /* poll and timer initialised (closed at stop) */
 	bool dispatching;
 	bool stopped;
 	struct dbus_call *calls;
@@ -130,6 +135,7 @@ static void handles_close(struct rvd_dbus *b)
 	b->handles = false;
 	uv_close((uv_handle_t *)&b->poll, NULL);
 	uv_close((uv_handle_t *)&b->timer, NULL);
+	uv_close((uv_handle_t *)&b->coalesce, NULL);
 }
 
 /* Drops the connection (lost, or stopping): parked polkit checks are
@@ -377,8 +383,9 @@ static int prop_captures(sd_bus *bus, const char *path, const char *interface, c
 static const sd_bus_vtable daemon_vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_PROPERTY("Consent", "s", prop_consent, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-	SD_BUS_PROPERTY("QuotaLeft", "u", prop_quota_left, 0, 0),
-	SD_BUS_PROPERTY("Captures", "a(tssss)", prop_captures, 0, 0),
+	SD_BUS_PROPERTY("QuotaLeft", "u", prop_quota_left, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("Captures", "a(tssss)", prop_captures, 0,
+			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_METHOD_WITH_ARGS("SetConsent", SD_BUS_ARGS("s", level), SD_BUS_NO_RESULT,
 				method_set_consent, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("DeleteAllData", "", "", method_delete_all, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -424,7 +431,8 @@ int rvd_dbus_start(uv_loop_t *loop, struct rvd_admin_env *env, struct rvd_dbus *
 		goto fail;
 	}
 	uv_timer_init(loop, &b->timer);
-	b->poll.data = b->timer.data = b;
+	uv_timer_init(loop, &b->coalesce);
+	b->poll.data = b->timer.data = b->coalesce.data = b;
 	b->handles = true;
 	events_update(b);
 	*out = b;
@@ -446,6 +454,28 @@ void rvd_dbus_consent_changed(struct rvd_dbus *b)
 	if (r < 0)
 		rvd_warn("system bus: PropertiesChanged: %s", strerror(-r));
 	events_update(b);
+}
+
+static void coalesce_cb(uv_timer_t *h)
+{
+	struct rvd_dbus *b = h->data;
+	int r;
+
+	assert(!b->dispatching);
+	if (!b->bus)
+		return;
+	r = sd_bus_emit_properties_changed(b->bus, RVD_DBUS_PATH, RVD_DBUS_INTERFACE, "QuotaLeft",
+					   "Captures", NULL);
+	if (r < 0)
+		rvd_warn("system bus: PropertiesChanged: %s", strerror(-r));
+	events_update(b);
+}
+
+void rvd_dbus_spool_changed(struct rvd_dbus *b)
+{
+	if (!b || !b->bus || !b->handles || uv_is_active((uv_handle_t *)&b->coalesce))
+		return;
+	uv_timer_start(&b->coalesce, coalesce_cb, COALESCE_MS, 0);
 }
 
 void rvd_dbus_stop(struct rvd_dbus *b)

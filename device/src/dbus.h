@@ -38,6 +38,12 @@ int rvd_dbus_start(uv_loop_t *loop, struct rvd_admin_env *env, struct rvd_dbus *
  * Consent.  NULL or a dropped bus: no-op. */
 void rvd_dbus_consent_changed(struct rvd_dbus *b);
 
+/* A capture was spooled, changed state or was purged, or the week's quota
+ * moved: PropertiesChanged for QuotaLeft and Captures (with their new
+ * values) follows within 100 ms, one signal for any number of changes in
+ * that time.  NULL or a dropped bus: no-op. */
+void rvd_dbus_spool_changed(struct rvd_dbus *b);
+
 /* Closes the connection and the loop handles; the loop returns once they
  * are closed.  Checks still waiting on polkit are dropped unanswered; a
  * change already under way completes without an answer.  NULL: no-op;

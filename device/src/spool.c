@@ -702,6 +702,9 @@ static void after_work_cb(uv_work_t *req, int status)
 	if (!sp->head)
 		sp->tail = NULL;
 	sp->running = false;
+	if (job->status == 0 && status >= 0 && sp->changed && job->type != JOB_OPEN &&
+	    job->type != JOB_CLOSE && job->type != JOB_REPORTED)
+		sp->changed(sp->changed_ctx);
 	/* The callback may submit; submit() starts the head when nothing runs. */
 	if (job->cb)
 		job->cb(sp, status < 0 ? status : job->status, id, job->data);

@@ -71,6 +71,11 @@ struct rvd_spool {
 	size_t nrecs, caprecs;
 	bool open;
 	bool running; /* the head job is on the work queue */
+	/* Called on the loop thread after a job changed what the mirror or the
+	 * enforcement state shows (a capture stored, moved, purged; a run or a
+	 * setting), before the job's own callback.  NULL: nobody listens. */
+	void (*changed)(void *ctx);
+	void *changed_ctx;
 };
 
 /* "captured", "pending", … */

@@ -494,6 +494,81 @@ static void bus_captures(size_t *rows, const char *state, const char *reason, si
 	sd_bus_flush_close_unref(bus);
 }
 
+/* PropertiesChanged on `mon` carrying Captures (the value, not an
+ * invalidation) with `rows` rows, within the guard. */
+static bool wait_captures_signal(sd_bus *mon, size_t rows)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+
+	while (rvh_now() < until) {
+		sd_bus_message *m = NULL;
+		bool seen = false;
+		int r = sd_bus_process(mon, &m);
+
+		if (r < 0)
+			return false;
+		if (m &&
+		    sd_bus_message_is_signal(m, "org.freedesktop.DBus.Properties",
+					     "PropertiesChanged") &&
+		    !strcmp(sd_bus_message_get_path(m), PATH)) {
+			const char *iface, *key, *app, *anomaly, *st, *why;
+			uint64_t id;
+			size_t n;
+
+			assert_true(sd_bus_message_read(m, "s", &iface) >= 0);
+			assert_true(sd_bus_message_enter_container(m, 'a', "{sv}") >= 0);
+			while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
+				assert_true(sd_bus_message_read(m, "s", &key) >= 0);
+				if (!strcmp(key, "Captures")) {
+					assert_true(sd_bus_message_enter_container(
+							    m, 'v', "a(tssss)") >= 0);
+					assert_true(sd_bus_message_enter_container(m, 'a',
+										   "(tssss)") >= 0);
+					for (n = 0; sd_bus_message_read(m, "(tssss)", &id, &app,
+									&anomaly, &st, &why) > 0;
+					     n++)
+						assert_string_equal(anomaly, "jank");
+					assert_true(sd_bus_message_exit_container(m) >= 0);
+					assert_true(sd_bus_message_exit_container(m) >= 0);
+					seen = n == rows;
+				} else {
+					assert_true(sd_bus_message_skip(m, "v") >= 0);
+				}
+				assert_true(sd_bus_message_exit_container(m) >= 0);
+			}
+		}
+		sd_bus_message_unref(m);
+		if (seen)
+			return true;
+		if (r == 0)
+			sd_bus_wait(mon, 200000);
+	}
+	return false;
+}
+
+static void test_dbus_capture_arriving_signalled_to_second_client(void **state)
+{
+	struct rvh *h;
+	sd_bus *mon = NULL;
+	pid_t a;
+
+	(void)state;
+	h = start("[capture]\nconsent_default = full\n");
+	assert_true(sd_bus_open_system(&mon) >= 0);
+	assert_true(sd_bus_match_signal(mon, NULL, NAME, PATH, "org.freedesktop.DBus.Properties",
+					"PropertiesChanged", NULL, NULL) >= 0);
+	/* The match is in place once a round trip through the bus is done. */
+	assert_true(sd_bus_call_method(mon, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+				       "org.freedesktop.DBus", "GetId", NULL, NULL, "") >= 0);
+	a = rvh_helper(h, NULL);
+	assert_true(rvh_wait_registered(h, a, true));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "event jank %d %d", (int)a, (int)a), 0);
+	assert_true(wait_captures_signal(mon, 1));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "event jank %d %d", (int)a, (int)a), 0);
+	assert_true(wait_captures_signal(mon, 2));
+	sd_bus_flush_close_unref(mon);
+}
+
 static void test_dbus_delete_all_data_removes_pending_and_files(void **state)
 {
 	Rearview__AdminResponse *r;
@@ -698,18 +773,14 @@ static void test_dbus_interface_file_matches_daemon(void **state)
 		assert_non_null(strstr(xml, members[i]));
 		assert_true(file_has(path, file_members[i]));
 	}
-	/* Only Consent signals its changes, in both: QuotaLeft and Captures say
-	 * they do not. */
+	/* Every property signals its changes, in both: none says it does not. */
 	{
 		const char *no = "EmitsChangedSignal\" value=\"false\"";
 		const char *at = strstr(xml, "<interface name=\"org.rearview.Daemon1\">");
-		unsigned n = 0;
 
 		assert_non_null(at);
-		while ((at = strstr(at + 1, no)) != NULL)
-			n++;
-		assert_int_equal(n, 2);
-		assert_true(file_has(path, no));
+		assert_null(strstr(at, no));
+		assert_false(file_has(path, no));
 	}
 	sd_bus_message_unref(reply);
 	sd_bus_error_free(&e);
@@ -742,6 +813,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_dbus_set_consent_unauthorised_refused_by_polkit,
 					  teardown),
 		cmocka_unit_test_teardown(test_dbus_consent_change_signalled_to_second_client,
+					  teardown),
+		cmocka_unit_test_teardown(test_dbus_capture_arriving_signalled_to_second_client,
 					  teardown),
 		cmocka_unit_test_teardown(test_dbus_delete_all_data_removes_pending_and_files,
 					  teardown),
