@@ -137,8 +137,8 @@ static void test_untraced_round_trip_model_and_note(void **state)
 	free(out);
 }
 
-/* The summary JSON (model and streaming: the same bytes) and the
- * speedscope export say it too. */
+/* The summary JSON (model and streaming: the same bytes), the speedscope
+ * export and the Chrome export say it too. */
 static void test_untraced_summary_json_and_speedscope_say_it(void **state)
 {
 	(void)state;
@@ -169,6 +169,15 @@ static void test_untraced_summary_json_and_speedscope_say_it(void **state)
 	assert_int_equal(rva_export_speedscope(f, t), 0);
 	fclose(f);
 	assert_non_null(strstr(ss, "\"name\":\"rvtrace export: self time includes untraced"));
+	char *cj = NULL;
+	size_t cl = 0;
+	f = open_memstream(&cj, &cl);
+	assert_int_equal(rva_export_chrome(f, t), 0);
+	fclose(f);
+	assert_non_null(
+		strstr(cj, "],\"otherData\":{\"note\":\"self time includes untraced "
+			   "callees (2 left out at build time; 1 muted at run time: work)\"}}"));
+	free(cj);
 	free(doc);
 	free(stream);
 	free(ss);

@@ -712,7 +712,16 @@ int rva_export_chrome(FILE *f, const rva_trace *t)
 		fputc('}', f);
 	}
 	rva_locks_chrome(f, t, t0, &first);
-	fputs("\n]}\n", f);
+	fputs("\n]", f);
+	/* What self times include (FORMAT.md UNTRACED, MUTED), in the object
+	 * form's free-form "otherData" (viewers show or ignore it). */
+	char note[1024];
+	if (rva_untraced_note(t, note, sizeof(note))) {
+		fputs(",\"otherData\":{\"note\":", f);
+		rvc_json_str(f, note);
+		fputc('}', f);
+	}
+	fputs("}\n", f);
 	return ferror(f) ? -EIO : 0;
 }
 
