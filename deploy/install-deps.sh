@@ -41,8 +41,9 @@ PACKAGES="$PACKAGES weston libweston-10-dev libwayland-dev wayland-protocols"
 PACKAGES="$PACKAGES libsystemd-dev dbus-daemon polkitd util-linux"
 
 # device/settings (rearview-settings, GTK 4) and its test under Weston's
-# headless backend.
-PACKAGES="$PACKAGES libgtk-4-dev weston"
+# headless backend; its translation template (gettext's xgettext/msgcmp, in
+# make lint) and desktop entry (desktop-file-validate, in the install test).
+PACKAGES="$PACKAGES libgtk-4-dev weston gettext desktop-file-utils"
 
 # deploy/ (systemd-analyze verify and systemd-sysusers in the install test;
 # curl and jq for the demo script).
