@@ -204,7 +204,7 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 RV_SUBST    = sed -e 's|@PREFIX@|$(2)|g' -e 's|@VERSION@|$(RV_VERSION)|g' \
 	        -e 's|@BINDIR@|$(2)/bin|g' -e 's|@SYSCONFDIR@|$(3)|g' \
 	        -e 's|@DOCDIR@|$(2)/share/doc/rearview|g'
-RV_DOCS    := README.md tracer/FORMAT.md tracer/RVTRACE.md device/README.md \
+RV_DOCS    := README.md tracer/FORMAT.md tracer/RVTRACE.md device/README.md server/OPERATIONS.md \
 	      server/README.md server/API.md server/SCHEMA.md policy/README.md \
 	      proto/README.md
 
