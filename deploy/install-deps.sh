@@ -58,6 +58,9 @@ PACKAGES="$PACKAGES libhttp-parser-dev libuv1-dev libmbedtls-dev libsqlite3-dev 
 # conflicts with Debian's npm package, so ask for it only when it is missing.
 command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
 
+# `make demo DEMO_FLEET=1`: haproxy in front of two server nodes.
+PACKAGES="$PACKAGES haproxy"
+
 # server blob backends (issue 15): S3 over libcurl, ListObjectsV2 parsed
 # with libxml2; test_blob's S3 server is npm s3rver (tests/server/s3rver).
 PACKAGES="$PACKAGES libxml2-dev"
