@@ -604,8 +604,8 @@ int rva_android_import(const uint8_t *buf, size_t len, rva_trace **out, rva_erro
 int rva_chrome_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 
 /* Perfetto protobuf: SLICE_BEGIN/SLICE_END track events (inline or
- * interned names), one thread per track, sorted by time; instants and
- * counters skipped.  -EINVAL when no packet parses. */
+ * interned names), one thread per track (counter tracks are none), sorted
+ * by time; instants and counters skipped.  -EINVAL when no packet parses. */
 int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 
 /* Detect and import buf.  -EPROTONOSUPPORT for an unknown format. */
@@ -690,7 +690,14 @@ int rva_locks_chrome(FILE *f, const rva_trace *t, int64_t t0, int *first);
 int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
 
 /* Perfetto protobuf: a TrackDescriptor per thread (uuid = index + 1), one
- * interning packet (iid = method id + 1), BEGIN/END TrackEvents. */
+ * interning packet (iid = method id + 1), BEGIN/END TrackEvents.  A thread
+ * with off-CPU intervals or counters gets child tracks of its track (uuid
+ * (index + 1) << 32 | k): k = 1 "thread state", slices "Running",
+ * "Runnable (preempted)", "Blocked (sleeping)"; counter tracks (TYPE_COUNTER
+ * events) k = 2 "switch-outs: blocked", 3 "switch-outs: preempted" (the
+ * intervals so far), and from its counters 4 "minor faults", 5 "major
+ * faults", 6 "task-clock" (ns): 0 at `since`, the totals at `at`.
+ * 0, -ENOMEM, -EIO. */
 int rva_export_perfetto(FILE *f, const rva_trace *t);
 
 /* speedscope JSON, one evented profile per thread with calls (unit
