@@ -652,7 +652,11 @@ int rva_export_pprof(FILE *f, const rva_trace *t);
  * ends before its next sibling begins; readers that sort stably keep it),
  * ts in µs since the trace start (t->start), written exactly: an integer or
  * three decimals.  A trace with an anomaly gets a global instant event
- * ("ph":"i","s":"g","cat":"anomaly") named after it.  Memory linear in the
+ * ("ph":"i","s":"g","cat":"anomaly") named after it.  Threads with off-CPU
+ * intervals or counters get X slices "off-CPU (preempted|blocked)" (cat
+ * "offcpu") and counter events ("ph":"C") "switch-outs tid N", "page
+ * faults tid N", "task-clock tid N" (tracer/RVTRACE.md); lock waits come
+ * with their flow arrows (rva_locks_chrome).  Memory linear in the
  * largest thread's calls.  0, -ENOMEM, -EIO. */
 int rva_export_chrome(FILE *f, const rva_trace *t);
 
