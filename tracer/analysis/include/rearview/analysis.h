@@ -276,6 +276,19 @@ int rva_offcpu_set(rva_trace *t, size_t th, const rva_offcpu *iv, size_t n,
  * 0).  0 for a thread without intervals.  O(log intervals). */
 int64_t rva_offcpu_overlap(const rva_thread *th, int64_t from, int64_t to, int64_t *by_reason);
 
+/* The off-CPU time of a trace for one reason. */
+typedef struct rva_offcpu_reason {
+	uint32_t reason;  /* RVA_OFF_* */
+	const char *name; /* static: "preempted", "blocked" */
+	int64_t ns;	  /* summed over the threads, inside [t->start, t->end) */
+} rva_offcpu_reason;
+
+/* Every reason's off-CPU time into out[RVA_OFF_NREASONS - 1], largest
+ * first (ties in RVA_OFF_* order; 0 ns for a trace without intervals), as
+ * the summary's "offcpu_reasons" and the trace page list them.  Returns the
+ * count (RVA_OFF_NREASONS - 1).  Reads t only. */
+size_t rva_offcpu_reasons(const rva_trace *t, rva_offcpu_reason *out);
+
 /* 1 when some thread of `t` has off-CPU intervals or counters, else 0. */
 int rva_trace_has_offcpu(const rva_trace *t);
 
