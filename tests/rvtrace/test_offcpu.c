@@ -34,37 +34,13 @@
 
 enum { M_MAIN = 0x1000, M_CPU = 0x1010, M_PIPE = 0x1020, M_FAULT = 0x1030 };
 
-/* FORMAT.md's example records, byte for byte (value bytes after the
- * 8-byte record header). */
-static const uint8_t offcpu_value[80] = {
-	0x2b, 0,    0, 0, 3, 0, 0, 0,				    /* tid 43, 3 intervals */
-	0x28, 0x23, 0, 0, 0, 0, 0, 0, 0x10, 0x27, 0, 0, 0, 0, 0, 0, /* 9000 .. 10000 */
-	1,    0,    0, 0, 0, 0, 0, 0,				    /* preempted */
-	0x08, 0x52, 0, 0, 0, 0, 0, 0, 0x68, 0xbf, 0, 0, 0, 0, 0, 0, /* 21000 .. 49000 */
-	2,    0,    0, 0, 0, 0, 0, 0,				    /* blocked */
-	0xe8, 0xfd, 0, 0, 0, 0, 0, 0, 0x70, 0x11, 1, 0, 0, 0, 0, 0, /* 65000 .. 70000 */
-	2,    0,    0, 0, 0, 0, 0, 0,				    /* blocked */
-};
-static const uint8_t counters_value[80] = {
-	0x2b, 0,    0, 0, 0, 0, 0, 0, /* tid 43 */
-	0xf4, 0x01, 0, 0, 0, 0, 0, 0, /* since 500 */
-	0xa0, 0x86, 1, 0, 0, 0, 0, 0, /* at 100000 */
-	0x00, 0xfa, 0, 0, 0, 0, 0, 0, /* task-clock 64000 ns */
-	12,   0,    0, 0, 0, 0, 0, 0, /* minor faults */
-	1,    0,    0, 0, 0, 0, 0, 0, /* major faults */
-	3,    0,    0, 0, 0, 0, 0, 0, /* context switches */
-	0x28, 0x23, 0, 0, 0, 0, 0, 0, /* window from 9000 */
-	2,    0,    0, 0, 0, 0, 0, 0, /* voluntary */
-	1,    0,    0, 0, 0, 0, 0, 0, /* involuntary */
-};
-
 /* 1 GHz counter, monotonic = counter: the times are nanoseconds. */
 static void build(capbuf *c, uint8_t tid_byte, int bad_count)
 {
 	uint8_t off[80], cnt[80];
 
-	memcpy(off, offcpu_value, sizeof(off));
-	memcpy(cnt, counters_value, sizeof(cnt));
+	memcpy(off, cb_offcpu_value, sizeof(off));
+	memcpy(cnt, cb_counters_value, sizeof(cnt));
 	off[0] = cnt[0] = tid_byte;
 	if (bad_count)
 		off[4] = 4; /* four intervals in room for three */
