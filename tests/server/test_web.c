@@ -45,7 +45,8 @@
 static struct web_server g_srv;
 static char g_session[128]; /* "rv_session=…" once signed in */
 static char g_csrf[80];
-static char g_trace[40]; /* a decoded real capture */
+static char g_trace[40];  /* a decoded real capture */
+static char g_offcpu[40]; /* FORMAT.md's off-CPU example, with a lock wait */
 
 static int group_setup(void **state)
 {
@@ -722,6 +723,7 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 	assert_false(ZSTD_isError(zlen));
 	id = upload("com.example.offcpu", "pixel-web", "2.0.0", (uint8_t *)z, zlen,
 		    REARVIEW__COMPRESSION__COMPRESSION_ZSTD);
+	snprintf(g_offcpu, sizeof g_offcpu, "%s", id); /* for the browser test */
 	snprintf(path, sizeof path, "/traces/%s", id);
 	get(path, &r);
 	assert_int_equal(r.code, 200);
@@ -1206,6 +1208,8 @@ static void test_web_browser_signs_in_filters_opens_trace_and_exports(void **sta
 		setenv("RVS_URL", url, 1);
 		setenv("RVS_PASSWORD", g_srv.password, 1);
 		setenv("RVS_TRACE", g_trace, 1);
+		if (g_offcpu[0])
+			setenv("RVS_OFFCPU_TRACE", g_offcpu, 1);
 		setenv("RVS_MODULES", mods, 1);
 		setenv("RVS_SHOTS", RVS_SHOTS_DIR, 1);
 		setenv("RVS_PROFILE", profile, 1);
