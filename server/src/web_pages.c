@@ -13,6 +13,7 @@
 #include "web_int.h"
 #include "query.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -438,6 +439,7 @@ static int why_rows(const rva_trace *t, struct why_row *rows)
 			const rva_call *k = &th->calls[i];
 			while (n > k->depth)
 				open[stack[--n]]--;
+			assert(n == k->depth && k->method < t->nmethods); /* pre-order */
 			if (!open[k->method]) {
 				int64_t r[RVA_OFF_NREASONS];
 				rows[k->method].off[0] +=
