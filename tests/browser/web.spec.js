@@ -6,7 +6,10 @@
 //
 // Environment: RVS_URL (https://127.0.0.1:PORT), RVS_PASSWORD, RVS_TRACE
 // (a decoded trace of app com.example.web), RVS_MODULES (node_modules with
-// playwright-core), RVS_SHOTS, RVS_PROFILE (a fresh --user-data-dir).
+// playwright-core), RVS_SHOTS, RVS_PROFILE (a fresh --user-data-dir);
+// optional RVS_OFFCPU_TRACE (a trace with OFFCPU, THREAD_COUNTERS and
+// LOCK_WAIT records: its "why the time went" section, and its Chrome
+// export — off-CPU slices, counter events, lock-wait flows — in speedscope).
 'use strict';
 
 const path = require('path');
@@ -180,6 +183,29 @@ async function main() {
       checkNesting(await sandwich(page, 'rvs_fixture_outer'), `the ${fmt} export`,
         fmt === 'folded' ? ['rvs_fixture_hot_spin'] : ['rvs_fixture_hot_spin', 'rvs_fixture_cold_leaf']);
       await page.screenshot({ path: path.join(shots, `5-speedscope-${fmt}-sandwich.png`) });
+    }
+    const off = process.env.RVS_OFFCPU_TRACE;
+    if (off) {
+      await page.goto(`${base}/traces/${off}`);
+      check(await page.locator('#on-off-cpu tbody tr').count() === 4 &&
+        await page.locator('#lock-waits tbody tr').count() === 1 &&
+        await page.locator('#timeline rect.offcpu').count() === 3,
+        'the off-CPU trace shows its methods\' on/off-CPU time, lock wait and intervals');
+      await page.locator('#timeline rect.offcpu').first().click();
+      check((await page.locator('#tl-info').innerText()).includes('off-CPU'),
+        'clicking an off-CPU interval names it');
+      await page.screenshot({ path: path.join(shots, '6-offcpu-trace.png'), fullPage: true });
+      const url = `/static/speedscope/index.html#profileURL=${encodeURIComponent(
+        `/traces/${off}/export?format=chrome`)}&title=${off}-chrome`;
+      await page.goto('about:blank');
+      await page.goto(base + url);
+      await page.waitForFunction((t) => document.body.innerText.includes(t), `${off}-chrome`,
+        { timeout: 30000 }).catch(() => {});
+      await page.waitForTimeout(500);
+      const shown = await page.evaluate(() => document.body.innerText);
+      await page.screenshot({ path: path.join(shots, '7-speedscope-offcpu-chrome.png') });
+      check(shown.includes(`${off}-chrome`) && !/went wrong|error/i.test(shown),
+        'speedscope opens the off-CPU trace\'s chrome export');
     }
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {
