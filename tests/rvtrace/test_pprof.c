@@ -1,5 +1,7 @@
 /*
- * test_pprof.c — pprof import: profiles written by Go's runtime/pprof
+ * test_pprof.c — pprof import: profiles written by Go's runtime/pprof,
+ * Go's pprof tool, fgprof and two Node.js profilers (npm pprof,
+ * @datadog/pprof)
  * (tests/rvtrace/corpus/pprof, SOURCES.md there) import as aggregated
  * stacks whose self and inclusive totals per function equal what Go's own
  * `go tool pprof -top` printed for them (flat and cum, committed beside
@@ -95,6 +97,14 @@ static void test_pprof_go_profiles_agree_with_go_tool_pprof_top(void **state)
 		{"go-block.pb.gz", "go-block.top.txt", "pprof delay/nanoseconds", 0},
 		{"pprof-proto-rewrite.pb.gz", "pprof-proto-rewrite.top.txt",
 		 "pprof inuse_space/bytes", 1},
+		{"google-node-wall.pb.gz", "google-node-wall.top.txt", "pprof wall/microseconds",
+		 0},
+		{"google-node-heap.pb.gz", "google-node-heap.top.txt", "pprof space/bytes", 1},
+		{"datadog-node-wall.pb.gz", "datadog-node-wall.top.txt", "pprof wall/nanoseconds",
+		 0},
+		{"datadog-node-heap.pb.gz", "datadog-node-heap.top.txt", "pprof inuse_space/bytes",
+		 1},
+		{"fgprof-wall.pb.gz", "fgprof-wall.top.txt", "pprof time/nanoseconds", 0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char path[512], top[512];
