@@ -2,6 +2,8 @@
 """count_calls.py FILE... — per-name call counts of trace files, read
 independently of rvtrace's C code, for test_corpus's comparison: writes
 FILE.calls beside each FILE, lines "count<TAB>name" sorted by name.
+count_calls.py --to CALLS FILE writes one FILE's counts to CALLS instead
+(for files outside the repository, such as ../shared/testdata's).
 
 Chrome Trace Event JSON (plain or gzip'd; array or object form): one call
 per X or B event with a timestamp, named by "name" ("(anonymous)" when
@@ -92,7 +94,13 @@ def chrome(data, counts):
 
 
 def main():
-    for path in sys.argv[1:]:
+    args = sys.argv[1:]
+    to = None
+    if args[:1] == ["--to"]:
+        to, args = args[1], args[2:]
+        if len(args) != 1:
+            sys.exit("count_calls.py: --to CALLS takes one FILE")
+    for path in args:
         data = open(path, "rb").read()
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
@@ -101,7 +109,7 @@ def main():
             chrome(data, counts)
         else:
             perfetto(data, counts, {"gen": {}, "names": {}})
-        with open(path + ".calls", "w") as out:
+        with open(to or path + ".calls", "w") as out:
             for name in sorted(counts):
                 out.write("%d\t%s\n" % (counts[name], name))
 
