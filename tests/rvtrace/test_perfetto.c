@@ -3,8 +3,9 @@
  * and Android traces carry beyond plain slices: per-sequence defaults (the
  * track of events that name none, the timestamp clock), sequence-scoped
  * incremental clocks from a ClockSnapshot, legacy ThreadDescriptor
- * sequences, compressed_packets, and packets that map to no call (ftrace
- * bundles, instants) skipped with a count, never fatal.
+ * sequences, compressed_packets, Android's atrace sections (B/E lines in
+ * ftrace print events) as slices, and what maps to no call (other ftrace
+ * events, atrace counters, instants) skipped with a count, never fatal.
  *
  * The field numbers were checked against Perfetto's own schema: the bytes
  * the first test builds, written to a file, decode with
@@ -210,8 +211,92 @@ static void test_perfetto_defaults_clocks_legacy_and_compressed_packets_imported
 	assert_string_equal(t->names[l->calls[0].method], "old");
 	assert_int_equal(l->calls[0].end - l->calls[0].start, 500);
 	assert_int_equal(skipped(t, "instant track events"), 1);
-	assert_int_equal(skipped(t, "ftrace bundle packets (sched, …)"), 1);
+	assert_int_equal(t->nskipped, 1); /* the empty ftrace bundle: nothing */
 	assert_int_equal(t->dropped, 0);
+	rva_trace_free(t);
+}
+
+/* One ftrace event of a bundle: at ts (0: none) on thread tid, with an
+ * atrace line (NULL: no print, as a sched event). */
+static void fevent(Rvpf__FtraceEvent *e, Rvpf__PrintFtraceEvent *pr, uint64_t ts, uint32_t tid,
+		   const char *line)
+{
+	rvpf__ftrace_event__init(e);
+	rvpf__print_ftrace_event__init(pr);
+	e->has_timestamp = ts != 0;
+	e->timestamp = ts;
+	e->has_pid = 1;
+	e->pid = tid;
+	pr->buf = (char *)line;
+	e->print = line ? pr : NULL;
+}
+
+/* Android's app sections: atrace B/E lines in ftrace print events become
+ * nested slices on the event's thread (pid from the line), bundles out of
+ * time order sorted; a B with no name is "(unnamed)"; counters and
+ * non-print events are skipped with a count, an event without time is
+ * damage. */
+static void test_perfetto_atrace_print_events_become_slices(void **state)
+{
+	(void)state;
+	static const struct {
+		uint64_t ts;
+		uint32_t tid;
+		const char *line;
+	} ev[2][5] = {
+		{{1300, 42, "E|40\n"},
+		 {1400, 42, "E"},
+		 {1200, 43, "C|40|queue|5"},
+		 {1500, 42, NULL},
+		 {0, 44, "B|40|lost"}},
+		{{1000, 42, "B|40|outer\n"},
+		 {1100, 42, "B|40|inner"},
+		 {1600, 45, "B|40|"},
+		 {1700, 45, "E|40"},
+		 {1800, 46, "I|40|mark"}},
+	};
+	obuf o = {.len = 0};
+	for (int b = 0; b < 2; b++) {
+		Rvpf__FtraceEvent e[5], *ep[5];
+		Rvpf__PrintFtraceEvent pr[5];
+		for (int i = 0; i < 5; i++) {
+			fevent(&e[i], &pr[i], ev[b][i].ts, ev[b][i].tid, ev[b][i].line);
+			ep[i] = &e[i];
+		}
+		Rvpf__FtraceEventBundle fb = RVPF__FTRACE_EVENT_BUNDLE__INIT;
+		fb.n_event = 5;
+		fb.event = ep;
+		Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+		p.ftrace_events = &fb;
+		put(&o, &p);
+	}
+	rva_trace *t;
+	rva_error err = {{0}};
+	if (rva_import(o.b, o.len, &t, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(t->format, "perfetto");
+	const rva_thread *a = NULL, *u = NULL;
+	for (size_t i = 0; i < t->nthreads; i++) {
+		if (t->threads[i].tid == 42)
+			a = &t->threads[i];
+		if (t->threads[i].tid == 45)
+			u = &t->threads[i];
+	}
+	assert_non_null(a);
+	assert_non_null(u);
+	assert_int_equal(a->pid, 40);
+	assert_int_equal(a->ncalls, 2);
+	assert_string_equal(t->names[a->calls[0].method], "outer");
+	assert_int_equal(a->calls[0].start, 1000);
+	assert_int_equal(a->calls[0].end, 1400);
+	assert_string_equal(t->names[a->calls[1].method], "inner");
+	assert_int_equal(a->calls[1].start, 1100);
+	assert_int_equal(a->calls[1].end, 1300);
+	assert_int_equal(u->ncalls, 1);
+	assert_string_equal(t->names[u->calls[0].method], "(unnamed)");
+	assert_int_equal(skipped(t, "atrace events other than B/E"), 2);
+	assert_int_equal(skipped(t, "ftrace events (sched, …)"), 1);
+	assert_int_equal(t->dropped, 1);
 	rva_trace_free(t);
 }
 
@@ -255,6 +340,7 @@ int main(void)
 		cmocka_unit_test(
 			test_perfetto_defaults_clocks_legacy_and_compressed_packets_imported),
 		cmocka_unit_test(test_perfetto_undefined_clock_and_bad_compression_dropped),
+		cmocka_unit_test(test_perfetto_atrace_print_events_become_slices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

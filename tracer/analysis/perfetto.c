@@ -18,8 +18,11 @@
  * snapshot's BOOTTIME reading.  compressed_packets are inflated (bounded)
  * and walked like the top level.  What maps to no call is never fatal:
  * instant, counter and other track events, and packets of kinds not read
- * (ftrace bundles, process trees, …: unknown fields) are counted per kind
- * in the trace's skipped counts.
+ * (process trees, …: unknown fields) are counted per kind in the trace's
+ * skipped counts.  Android's app and framework sections arrive as atrace
+ * lines in ftrace print events: "B|pid|name" and "E|pid" become slices on
+ * the event's thread (a track of its own per tid, ATRACE_TRACK), sorted and
+ * replayed with the track events; every other ftrace event is skipped.
  * Export: one TrackDescriptor per thread, one interning packet, then
  * BEGIN/END per call in pre-order, all on one sequence.
  */
@@ -315,8 +318,6 @@ static const char *unread_kind(const Rvpf__TracePacket *p)
 	for (size_t i = 0; i < p->base.n_unknown_fields; i++) {
 		uint32_t tag = p->base.unknown_fields[i].tag;
 		switch (tag) {
-		case 1:
-			return "ftrace bundle packets (sched, …)";
 		case 2:
 		case 9:
 			return "process tree/stats packets";
@@ -382,6 +383,72 @@ static int inflate_packets(const uint8_t *in, size_t len, uint8_t **out, size_t 
 	return 0;
 }
 
+/* One slice event (method -1: an END) on a track, in file order. */
+static int push_ev(pctx *c, uint64_t track, int64_t ts, int64_t method)
+{
+	if (c->nev == c->evcap) {
+		size_t cap = c->evcap ? c->evcap * 2 : 1024;
+		pev *v = realloc(c->ev, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		c->ev = v;
+		c->evcap = cap;
+	}
+	if (c->nev >= UINT32_MAX)
+		return -E2BIG;
+	c->ev[c->nev] = (pev){track, ts, (uint32_t)c->nev, method};
+	c->nev++;
+	return 0;
+}
+
+/* The track of a thread's atrace slices: uuid bit 62 set over the tid
+ * (bit 63 marks legacy ThreadDescriptor tracks; the SDK's and Chrome's
+ * uuids for threads set neither). */
+#define ATRACE_TRACK(tid) (1ull << 62 | (uint64_t)(tid))
+
+/* An ftrace bundle: each print event holding an atrace line — "B|pid|name"
+ * begins a slice on the event's thread, "E|pid" (or "E") ends its innermost
+ * one — becomes a slice event; other atrace lines (async S/F, counters C,
+ * …) and other ftrace events (sched, irq, …) are counted as skipped. */
+static int ftrace_bundle(pctx *c, const Rvpf__FtraceEventBundle *b)
+{
+	int rc;
+	for (size_t i = 0; i < b->n_event; i++) {
+		const Rvpf__FtraceEvent *e = b->event[i];
+		const char *buf = e->print ? e->print->buf : NULL;
+		if (!buf) {
+			if ((rc = rva_skip_count(c->t, "ftrace events (sched, …)", 1)) < 0)
+				return rc;
+			continue;
+		}
+		if ((buf[0] != 'B' && buf[0] != 'E') ||
+		    (buf[1] != '|' && buf[1] != '\n' && buf[1] != '\0')) {
+			if ((rc = rva_skip_count(c->t, "atrace events other than B/E", 1)) < 0)
+				return rc;
+			continue;
+		}
+		if (!e->has_timestamp || e->timestamp > INT64_MAX || !e->has_pid) {
+			c->t->dropped++;
+			continue;
+		}
+		int64_t m = -1;
+		const char *p = buf[1] == '|' ? buf + 2 : NULL;
+		uint32_t pid = p ? (uint32_t)strtoul(p, NULL, 10) : 0;
+		if (buf[0] == 'B') {
+			const char *bar = p ? strchr(p, '|') : NULL;
+			const char *name = bar ? bar + 1 : "(unnamed)";
+			size_t n = strcspn(name, "\n");
+			m = rva_method_intern(c->t, n ? name : "(unnamed)", n ? n : 9);
+			if (m < 0)
+				return (int)m;
+		}
+		if ((rc = add_track_raw(c, ATRACE_TRACK(e->pid), pid, e->pid, NULL)) < 0 ||
+		    (rc = push_ev(c, ATRACE_TRACK(e->pid), (int64_t)e->timestamp, m)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int packet(pctx *c, const Rvpf__TracePacket *p, int nested, size_t *packets, rva_error *err)
 {
 	uint32_t seq = p->has_trusted_packet_sequence_id ? p->trusted_packet_sequence_id : 0;
@@ -440,6 +507,8 @@ static int packet(pctx *c, const Rvpf__TracePacket *p, int nested, size_t *packe
 			if ((rc = name_put(c, name_key(seq, gen, en->iid), (uint32_t)m)) < 0)
 				return rc;
 		}
+	if (p->ftrace_events)
+		return ftrace_bundle(c, p->ftrace_events);
 	int64_t ts = 0;
 	int has_ts = p->has_timestamp && packet_time(s, p, &ts) == 0;
 	const Rvpf__TrackEvent *te = p->track_event;
@@ -473,20 +542,8 @@ static int packet(pctx *c, const Rvpf__TracePacket *p, int nested, size_t *packe
 		if (m < 0)
 			return (int)m;
 	}
-	if (c->nev == c->evcap) {
-		size_t cap = c->evcap ? c->evcap * 2 : 1024;
-		pev *v = realloc(c->ev, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		c->ev = v;
-		c->evcap = cap;
-	}
-	if (c->nev >= UINT32_MAX)
-		return -E2BIG;
 	uint64_t track = te->has_track_uuid ? te->track_uuid : s->has_track ? s->track : 0;
-	c->ev[c->nev] = (pev){track, ts, (uint32_t)c->nev, m};
-	c->nev++;
-	return 0;
+	return push_ev(c, track, ts, m);
 }
 
 static int cmp_pev(const void *x, const void *y)
