@@ -149,6 +149,17 @@ static void test_perfetto_defaults_clocks_legacy_and_compressed_packets_imported
 		p.track_descriptor = &td;
 		put(&o, &p);
 	}
+	{
+		/* A named track that is no thread's (a counter's): no thread
+		 * of its own while it carries no slice. */
+		Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+		Rvpf__TrackDescriptor td = RVPF__TRACK_DESCRIPTOR__INIT;
+		td.has_uuid = 1;
+		td.uuid = 300;
+		td.name = (char *)"queue depth";
+		p.track_descriptor = &td;
+		put(&o, &p);
+	}
 	slice(&o, 1, 1, 10, 0, 0, NULL, 1);	      /* 1 000 000 + 10 µs */
 	slice(&o, 1, 3, 1, 0, 0, "mark", 0);	      /* an instant: skipped; +1 µs */
 	slice(&o, 1, 2, 4, 0, 0, NULL, 0);	      /* 15 µs */

@@ -124,6 +124,7 @@ typedef struct pctx {
 	struct track {
 		uint64_t uuid;
 		uint32_t pid, tid;
+		int thread; /* a thread's track (not a counter's, a process's, …) */
 		char *name;
 	} * tracks;
 	size_t ntracks, tcap;
@@ -199,7 +200,8 @@ static int64_t name_get(pctx *c, uint64_t key)
 	return -1;
 }
 
-static int add_track_raw(pctx *c, uint64_t uuid, uint32_t pid, uint32_t tid, const char *n)
+static int add_track_raw(pctx *c, uint64_t uuid, uint32_t pid, uint32_t tid, int thread,
+			 const char *n)
 {
 	for (size_t i = 0; i < c->ntracks; i++)
 		if (c->tracks[i].uuid == uuid)
@@ -218,6 +220,7 @@ static int add_track_raw(pctx *c, uint64_t uuid, uint32_t pid, uint32_t tid, con
 	k->uuid = uuid;
 	k->pid = pid;
 	k->tid = tid;
+	k->thread = thread;
 	k->name = n ? strndup(n, 4096) : NULL;
 	if (n && !k->name)
 		return -ENOMEM;
@@ -237,7 +240,7 @@ static int add_track(pctx *c, const Rvpf__TrackDescriptor *td)
 	const char *n = td->thread && td->thread->thread_name ? td->thread->thread_name
 			: td->name			      ? td->name
 							      : NULL;
-	return add_track_raw(c, td->uuid, pid, tid, n);
+	return add_track_raw(c, td->uuid, pid, tid, td->thread != NULL, n);
 }
 
 /* A legacy ThreadDescriptor packet: the sequence's thread, as a track of
@@ -252,7 +255,7 @@ static int legacy_thread(pctx *c, pseq *s, const Rvpf__ThreadDescriptor *td)
 		s->has_track = 1;
 		s->track = uuid;
 	}
-	return add_track_raw(c, uuid, pid, tid, td->thread_name);
+	return add_track_raw(c, uuid, pid, tid, 1, td->thread_name);
 }
 
 static void clock_snapshot(pseq *s, const Rvpf__ClockSnapshot *cs)
@@ -442,7 +445,7 @@ static int ftrace_bundle(pctx *c, const Rvpf__FtraceEventBundle *b)
 			if (m < 0)
 				return (int)m;
 		}
-		if ((rc = add_track_raw(c, ATRACE_TRACK(e->pid), pid, e->pid, NULL)) < 0 ||
+		if ((rc = add_track_raw(c, ATRACE_TRACK(e->pid), pid, e->pid, 1, NULL)) < 0 ||
 		    (rc = push_ev(c, ATRACE_TRACK(e->pid), (int64_t)e->timestamp, m)) < 0)
 			return rc;
 	}
@@ -580,13 +583,14 @@ static int replay(pctx *c)
 		if (rc < 0)
 			return rc;
 	}
-	/* Thread tracks without slices still appear. */
+	/* Thread tracks without slices still appear (named tracks of other
+	 * kinds — counters, processes — only when they carry slices). */
 	for (size_t j = 0; j < c->ntracks; j++) {
 		int found = 0;
 		for (size_t i = 0; i < c->t->nthreads && !found; i++)
 			found = c->t->threads[i].tid == c->tracks[j].tid &&
 				c->t->threads[i].pid == c->tracks[j].pid;
-		if (!found && c->tracks[j].name &&
+		if (!found && c->tracks[j].thread && c->tracks[j].name &&
 		    rva_thread_add(c->t, c->tracks[j].pid, c->tracks[j].tid, c->tracks[j].name) < 0)
 			return -ENOMEM;
 	}
