@@ -243,8 +243,9 @@ static void fevent(Rvpf__FtraceEvent *e, Rvpf__PrintFtraceEvent *pr, uint64_t ts
 }
 
 /* Android's app sections: atrace B/E lines in ftrace print events become
- * nested slices on the event's thread (pid from the line), bundles out of
- * time order sorted; a B with no name is "(unnamed)"; counters and
+ * nested slices on the event's thread (pid from the line, name from a
+ * process tree), bundles out of time order sorted; a B with no name is
+ * "(unnamed)"; counters and
  * non-print events are skipped with a count, an event without time is
  * damage. */
 static void test_perfetto_atrace_print_events_become_slices(void **state)
@@ -281,11 +282,41 @@ static void test_perfetto_atrace_print_events_become_slices(void **state)
 		p.ftrace_events = &fb;
 		put(&o, &p);
 	}
+	{
+		/* Names: thread 42 "ui"; process 45's main thread from its
+		 * command line; thread 99 carries no slice, so no thread. */
+		Rvpf__ProcessTree pt = RVPF__PROCESS_TREE__INIT;
+		Rvpf__ProcessTree__Thread t1 = RVPF__PROCESS_TREE__THREAD__INIT,
+					  t2 = RVPF__PROCESS_TREE__THREAD__INIT,
+					  *ths[] = {&t1, &t2};
+		Rvpf__ProcessTree__Process pr = RVPF__PROCESS_TREE__PROCESS__INIT, *prs[] = {&pr};
+		char *cmd[] = {(char *)"com.example.app", (char *)"--flag"};
+		t1.has_tid = t1.has_tgid = 1;
+		t1.tid = 42;
+		t1.tgid = 40;
+		t1.name = (char *)"ui";
+		t2.has_tid = 1;
+		t2.tid = 99;
+		t2.name = (char *)"idle";
+		pr.has_pid = 1;
+		pr.pid = 45;
+		pr.n_cmdline = 2;
+		pr.cmdline = cmd;
+		pt.n_threads = 2;
+		pt.threads = ths;
+		pt.n_processes = 1;
+		pt.processes = prs;
+		Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+		p.process_tree = &pt;
+		put(&o, &p);
+	}
 	rva_trace *t;
 	rva_error err = {{0}};
 	if (rva_import(o.b, o.len, &t, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_string_equal(t->format, "perfetto");
+	for (size_t i = 0; i < t->nthreads; i++)
+		assert_int_not_equal(t->threads[i].tid, 99);
 	const rva_thread *a = NULL, *u = NULL;
 	for (size_t i = 0; i < t->nthreads; i++) {
 		if (t->threads[i].tid == 42)
@@ -296,6 +327,8 @@ static void test_perfetto_atrace_print_events_become_slices(void **state)
 	assert_non_null(a);
 	assert_non_null(u);
 	assert_int_equal(a->pid, 40);
+	assert_string_equal(a->name, "ui");
+	assert_string_equal(u->name, "com.example.app");
 	assert_int_equal(a->ncalls, 2);
 	assert_string_equal(t->names[a->calls[0].method], "outer");
 	assert_int_equal(a->calls[0].start, 1000);

@@ -18,11 +18,12 @@
  * snapshot's BOOTTIME reading.  compressed_packets are inflated (bounded)
  * and walked like the top level.  What maps to no call is never fatal:
  * instant, counter and other track events, and packets of kinds not read
- * (process trees, …: unknown fields) are counted per kind in the trace's
+ * (process stats, …: unknown fields) are counted per kind in the trace's
  * skipped counts.  Android's app and framework sections arrive as atrace
  * lines in ftrace print events: "B|pid|name" and "E|pid" become slices on
  * the event's thread (a track of its own per tid, ATRACE_TRACK), sorted and
- * replayed with the track events; every other ftrace event is skipped.
+ * replayed with the track events, named from process trees; every other
+ * ftrace event is skipped.
  * Export: one TrackDescriptor per thread, one interning packet, then
  * BEGIN/END per call in pre-order, all on one sequence.
  */
@@ -81,6 +82,7 @@ typedef struct pev {
 	uint64_t track;
 	int64_t ts;
 	uint32_t seq;
+	uint32_t pid;	/* an atrace event's process (from its line), else 0 */
 	int64_t method; /* -1 for END */
 } pev;
 
@@ -321,9 +323,8 @@ static const char *unread_kind(const Rvpf__TracePacket *p)
 	for (size_t i = 0; i < p->base.n_unknown_fields; i++) {
 		uint32_t tag = p->base.unknown_fields[i].tag;
 		switch (tag) {
-		case 2:
 		case 9:
-			return "process tree/stats packets";
+			return "process stats packets";
 		case 5:
 			return "legacy Chrome JSON-in-proto packets";
 		default:
@@ -387,7 +388,7 @@ static int inflate_packets(const uint8_t *in, size_t len, uint8_t **out, size_t 
 }
 
 /* One slice event (method -1: an END) on a track, in file order. */
-static int push_ev(pctx *c, uint64_t track, int64_t ts, int64_t method)
+static int push_ev(pctx *c, uint64_t track, int64_t ts, uint32_t pid, int64_t method)
 {
 	if (c->nev == c->evcap) {
 		size_t cap = c->evcap ? c->evcap * 2 : 1024;
@@ -399,7 +400,7 @@ static int push_ev(pctx *c, uint64_t track, int64_t ts, int64_t method)
 	}
 	if (c->nev >= UINT32_MAX)
 		return -E2BIG;
-	c->ev[c->nev] = (pev){track, ts, (uint32_t)c->nev, method};
+	c->ev[c->nev] = (pev){track, ts, (uint32_t)c->nev, pid, method};
 	c->nev++;
 	return 0;
 }
@@ -445,8 +446,46 @@ static int ftrace_bundle(pctx *c, const Rvpf__FtraceEventBundle *b)
 			if (m < 0)
 				return (int)m;
 		}
-		if ((rc = add_track_raw(c, ATRACE_TRACK(e->pid), pid, e->pid, 1, NULL)) < 0 ||
-		    (rc = push_ev(c, ATRACE_TRACK(e->pid), (int64_t)e->timestamp, m)) < 0)
+		if ((rc = push_ev(c, ATRACE_TRACK(e->pid), (int64_t)e->timestamp, pid, m)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Names an atrace thread's track (tid; pid when known), creating it as no
+ * thread of its own: it appears only if atrace slices land on it.  A name
+ * already given stays. */
+static int name_atrace_thread(pctx *c, int32_t pid, int32_t tid, const char *name)
+{
+	if (tid <= 0 || !name || !*name)
+		return 0;
+	for (size_t i = 0; i < c->ntracks; i++) {
+		struct track *k = &c->tracks[i];
+		if (k->uuid != ATRACE_TRACK(tid))
+			continue;
+		if (!k->name && !(k->name = strndup(name, 4096)))
+			return -ENOMEM;
+		return 0;
+	}
+	return add_track_raw(c, ATRACE_TRACK(tid), pid > 0 ? (uint32_t)pid : 0, (uint32_t)tid, 0,
+			     name);
+}
+
+/* A process tree: its threads' names, and each process's first command
+ * line word as its main thread's (Android names main threads only so). */
+static int process_tree(pctx *c, const Rvpf__ProcessTree *pt)
+{
+	int rc;
+	for (size_t i = 0; i < pt->n_threads; i++) {
+		const Rvpf__ProcessTree__Thread *th = pt->threads[i];
+		if (th->has_tid && (rc = name_atrace_thread(c, th->has_tgid ? th->tgid : 0, th->tid,
+							    th->name)) < 0)
+			return rc;
+	}
+	for (size_t i = 0; i < pt->n_processes; i++) {
+		const Rvpf__ProcessTree__Process *pr = pt->processes[i];
+		if (pr->has_pid && pr->n_cmdline &&
+		    (rc = name_atrace_thread(c, pr->pid, pr->pid, pr->cmdline[0])) < 0)
 			return rc;
 	}
 	return 0;
@@ -512,6 +551,8 @@ static int packet(pctx *c, const Rvpf__TracePacket *p, int nested, size_t *packe
 		}
 	if (p->ftrace_events)
 		return ftrace_bundle(c, p->ftrace_events);
+	if (p->process_tree)
+		return process_tree(c, p->process_tree);
 	int64_t ts = 0;
 	int has_ts = p->has_timestamp && packet_time(s, p, &ts) == 0;
 	const Rvpf__TrackEvent *te = p->track_event;
@@ -546,7 +587,7 @@ static int packet(pctx *c, const Rvpf__TracePacket *p, int nested, size_t *packe
 			return (int)m;
 	}
 	uint64_t track = te->has_track_uuid ? te->track_uuid : s->has_track ? s->track : 0;
-	return push_ev(c, track, ts, m);
+	return push_ev(c, track, ts, 0, m);
 }
 
 static int cmp_pev(const void *x, const void *y)
@@ -573,7 +614,11 @@ static int replay(pctx *c)
 			for (size_t j = 0; j < c->ntracks; j++)
 				if (c->tracks[j].uuid == cur)
 					k = &c->tracks[j];
-			th = rva_thread_add(c->t, k ? k->pid : 0, k ? k->tid : (uint32_t)cur,
+			uint32_t pid = k ? k->pid : 0;
+			/* An atrace thread's process: from its lines. */
+			for (size_t j = i; !pid && j < c->nev && c->ev[j].track == cur; j++)
+				pid = c->ev[j].pid;
+			th = rva_thread_add(c->t, pid, k ? k->tid : (uint32_t)cur,
 					    k ? k->name : NULL);
 			if (th < 0)
 				return (int)th;
