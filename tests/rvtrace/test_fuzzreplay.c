@@ -167,12 +167,18 @@ static void test_fuzzreplay_real_writers_corpus_survives(void **state)
 	};
 	static const char *const perfetto[] = {
 		RV_FUZZ_SEEDS "/rvtrace_perfetto_corpus/chromium-v8-execute.pftrace",
+		RV_FUZZ_SEEDS "/rvtrace_perfetto_corpus/android13-pixel-system.perfetto-trace",
 		NULL,
 	};
 	static const char *const pprof[] = {
 		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/go-cpu.pb",
 		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/go-heap.pb",
 		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/rvtrace-export.pb",
+		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/google-node-wall.pb",
+		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/google-node-heap.pb",
+		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/datadog-node-wall.pb",
+		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/datadog-node-heap.pb",
+		RV_FUZZ_SEEDS "/rvtrace_pprof_corpus/fgprof-wall.pb",
 		NULL,
 	};
 	replay_files(rva_fuzz_chrome, chrome);

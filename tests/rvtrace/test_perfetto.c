@@ -3,8 +3,9 @@
  * and Android traces carry beyond plain slices: per-sequence defaults (the
  * track of events that name none, the timestamp clock), sequence-scoped
  * incremental clocks from a ClockSnapshot, legacy ThreadDescriptor
- * sequences, compressed_packets, and packets that map to no call (ftrace
- * bundles, instants) skipped with a count, never fatal.
+ * sequences, compressed_packets, Android's atrace sections (B/E lines in
+ * ftrace print events) as slices, and what maps to no call (other ftrace
+ * events, atrace counters, instants) skipped with a count, never fatal.
  *
  * The field numbers were checked against Perfetto's own schema: the bytes
  * the first test builds, written to a file, decode with
@@ -148,6 +149,17 @@ static void test_perfetto_defaults_clocks_legacy_and_compressed_packets_imported
 		p.track_descriptor = &td;
 		put(&o, &p);
 	}
+	{
+		/* A named track that is no thread's (a counter's): no thread
+		 * of its own while it carries no slice. */
+		Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+		Rvpf__TrackDescriptor td = RVPF__TRACK_DESCRIPTOR__INIT;
+		td.has_uuid = 1;
+		td.uuid = 300;
+		td.name = (char *)"queue depth";
+		p.track_descriptor = &td;
+		put(&o, &p);
+	}
 	slice(&o, 1, 1, 10, 0, 0, NULL, 1);	      /* 1 000 000 + 10 µs */
 	slice(&o, 1, 3, 1, 0, 0, "mark", 0);	      /* an instant: skipped; +1 µs */
 	slice(&o, 1, 2, 4, 0, 0, NULL, 0);	      /* 15 µs */
@@ -210,8 +222,125 @@ static void test_perfetto_defaults_clocks_legacy_and_compressed_packets_imported
 	assert_string_equal(t->names[l->calls[0].method], "old");
 	assert_int_equal(l->calls[0].end - l->calls[0].start, 500);
 	assert_int_equal(skipped(t, "instant track events"), 1);
-	assert_int_equal(skipped(t, "ftrace bundle packets (sched, …)"), 1);
+	assert_int_equal(t->nskipped, 1); /* the empty ftrace bundle: nothing */
 	assert_int_equal(t->dropped, 0);
+	rva_trace_free(t);
+}
+
+/* One ftrace event of a bundle: at ts (0: none) on thread tid, with an
+ * atrace line (NULL: no print, as a sched event). */
+static void fevent(Rvpf__FtraceEvent *e, Rvpf__PrintFtraceEvent *pr, uint64_t ts, uint32_t tid,
+		   const char *line)
+{
+	rvpf__ftrace_event__init(e);
+	rvpf__print_ftrace_event__init(pr);
+	e->has_timestamp = ts != 0;
+	e->timestamp = ts;
+	e->has_pid = 1;
+	e->pid = tid;
+	pr->buf = (char *)line;
+	e->print = line ? pr : NULL;
+}
+
+/* Android's app sections: atrace B/E lines in ftrace print events become
+ * nested slices on the event's thread (pid from the line, name from a
+ * process tree), bundles out of time order sorted; a B with no name is
+ * "(unnamed)"; counters and
+ * non-print events are skipped with a count, an event without time is
+ * damage. */
+static void test_perfetto_atrace_print_events_become_slices(void **state)
+{
+	(void)state;
+	static const struct {
+		uint64_t ts;
+		uint32_t tid;
+		const char *line;
+	} ev[2][5] = {
+		{{1300, 42, "E|40\n"},
+		 {1400, 42, "E"},
+		 {1200, 43, "C|40|queue|5"},
+		 {1500, 42, NULL},
+		 {0, 44, "B|40|lost"}},
+		{{1000, 42, "B|40|outer\n"},
+		 {1100, 42, "B|40|inner"},
+		 {1600, 45, "B|40|"},
+		 {1700, 45, "E|40"},
+		 {1800, 46, "I|40|mark"}},
+	};
+	obuf o = {.len = 0};
+	for (int b = 0; b < 2; b++) {
+		Rvpf__FtraceEvent e[5], *ep[5];
+		Rvpf__PrintFtraceEvent pr[5];
+		for (int i = 0; i < 5; i++) {
+			fevent(&e[i], &pr[i], ev[b][i].ts, ev[b][i].tid, ev[b][i].line);
+			ep[i] = &e[i];
+		}
+		Rvpf__FtraceEventBundle fb = RVPF__FTRACE_EVENT_BUNDLE__INIT;
+		fb.n_event = 5;
+		fb.event = ep;
+		Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+		p.ftrace_events = &fb;
+		put(&o, &p);
+	}
+	{
+		/* Names: thread 42 "ui"; process 45's main thread from its
+		 * command line; thread 99 carries no slice, so no thread. */
+		Rvpf__ProcessTree pt = RVPF__PROCESS_TREE__INIT;
+		Rvpf__ProcessTree__Thread t1 = RVPF__PROCESS_TREE__THREAD__INIT,
+					  t2 = RVPF__PROCESS_TREE__THREAD__INIT,
+					  *ths[] = {&t1, &t2};
+		Rvpf__ProcessTree__Process pr = RVPF__PROCESS_TREE__PROCESS__INIT, *prs[] = {&pr};
+		char *cmd[] = {(char *)"com.example.app", (char *)"--flag"};
+		t1.has_tid = t1.has_tgid = 1;
+		t1.tid = 42;
+		t1.tgid = 40;
+		t1.name = (char *)"ui";
+		t2.has_tid = 1;
+		t2.tid = 99;
+		t2.name = (char *)"idle";
+		pr.has_pid = 1;
+		pr.pid = 45;
+		pr.n_cmdline = 2;
+		pr.cmdline = cmd;
+		pt.n_threads = 2;
+		pt.threads = ths;
+		pt.n_processes = 1;
+		pt.processes = prs;
+		Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+		p.process_tree = &pt;
+		put(&o, &p);
+	}
+	rva_trace *t;
+	rva_error err = {{0}};
+	if (rva_import(o.b, o.len, &t, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(t->format, "perfetto");
+	for (size_t i = 0; i < t->nthreads; i++)
+		assert_int_not_equal(t->threads[i].tid, 99);
+	const rva_thread *a = NULL, *u = NULL;
+	for (size_t i = 0; i < t->nthreads; i++) {
+		if (t->threads[i].tid == 42)
+			a = &t->threads[i];
+		if (t->threads[i].tid == 45)
+			u = &t->threads[i];
+	}
+	assert_non_null(a);
+	assert_non_null(u);
+	assert_int_equal(a->pid, 40);
+	assert_string_equal(a->name, "ui");
+	assert_string_equal(u->name, "com.example.app");
+	assert_int_equal(a->ncalls, 2);
+	assert_string_equal(t->names[a->calls[0].method], "outer");
+	assert_int_equal(a->calls[0].start, 1000);
+	assert_int_equal(a->calls[0].end, 1400);
+	assert_string_equal(t->names[a->calls[1].method], "inner");
+	assert_int_equal(a->calls[1].start, 1100);
+	assert_int_equal(a->calls[1].end, 1300);
+	assert_int_equal(u->ncalls, 1);
+	assert_string_equal(t->names[u->calls[0].method], "(unnamed)");
+	assert_int_equal(skipped(t, "atrace events other than B/E"), 2);
+	assert_int_equal(skipped(t, "ftrace events (sched, …)"), 1);
+	assert_int_equal(t->dropped, 1);
 	rva_trace_free(t);
 }
 
@@ -255,6 +384,7 @@ int main(void)
 		cmocka_unit_test(
 			test_perfetto_defaults_clocks_legacy_and_compressed_packets_imported),
 		cmocka_unit_test(test_perfetto_undefined_clock_and_bad_compression_dropped),
+		cmocka_unit_test(test_perfetto_atrace_print_events_become_slices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,12 @@
 /*
- * test_pprof.c — pprof import: profiles written by Go's runtime/pprof
+ * test_pprof.c — pprof import: profiles written by Go's runtime/pprof,
+ * Go's pprof tool, fgprof and two Node.js profilers (npm pprof,
+ * @datadog/pprof)
  * (tests/rvtrace/corpus/pprof, SOURCES.md there) import as aggregated
  * stacks whose self and inclusive totals per function equal what Go's own
  * `go tool pprof -top` printed for them (flat and cum, committed beside
- * them); rvtrace's pprof export imports back with the same self times
+ * them), and so do rvtrace's pprof exports of them read back; rvtrace's
+ * pprof export of a capture imports back with the same self times
  * and carries its unresolved methods' modules as mappings with build ids; a
  * plain (not gzip'd) profile is told from a Perfetto trace.
  */
@@ -83,7 +86,7 @@ static rva_trace *load(const char *path)
 	return t;
 }
 
-static void test_pprof_go_profiles_agree_with_go_tool_pprof_top(void **state)
+static void test_pprof_real_profiles_and_round_trip_agree_with_go_tool_pprof_top(void **state)
 {
 	(void)state;
 	static const struct {
@@ -95,6 +98,14 @@ static void test_pprof_go_profiles_agree_with_go_tool_pprof_top(void **state)
 		{"go-block.pb.gz", "go-block.top.txt", "pprof delay/nanoseconds", 0},
 		{"pprof-proto-rewrite.pb.gz", "pprof-proto-rewrite.top.txt",
 		 "pprof inuse_space/bytes", 1},
+		{"google-node-wall.pb.gz", "google-node-wall.top.txt", "pprof wall/microseconds",
+		 0},
+		{"google-node-heap.pb.gz", "google-node-heap.top.txt", "pprof space/bytes", 1},
+		{"datadog-node-wall.pb.gz", "datadog-node-wall.top.txt", "pprof wall/nanoseconds",
+		 0},
+		{"datadog-node-heap.pb.gz", "datadog-node-heap.top.txt", "pprof inuse_space/bytes",
+		 1},
+		{"fgprof-wall.pb.gz", "fgprof-wall.top.txt", "pprof time/nanoseconds", 0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char path[512], top[512];
@@ -106,7 +117,22 @@ static void test_pprof_go_profiles_agree_with_go_tool_pprof_top(void **state)
 		assert_int_equal(t->nthreads, 1);
 		assert_string_equal(t->threads[0].name, cases[i].thread);
 		assert_int_equal(t->dropped, 0);
-		assert_true(agree_with_top(t, top) >= 5);
+		int rows = agree_with_top(t, top);
+		assert_true(rows >= 5);
+		/* Round trip: rvtrace's own pprof of it reads back with the
+		 * same figures. */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		assert_int_equal(rva_export_pprof(f, t), 0);
+		fclose(f);
+		rva_trace *u;
+		rva_error err = {{0}};
+		if (rva_import((const uint8_t *)buf, len, &u, &err) < 0)
+			fail_msg("%s round trip: %s", path, err.msg);
+		assert_int_equal(agree_with_top(u, top), rows);
+		rva_trace_free(u);
+		free(buf);
 		rva_trace_free(t);
 	}
 }
@@ -252,7 +278,8 @@ static void test_pprof_plain_profile_detected_not_perfetto(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pprof_go_profiles_agree_with_go_tool_pprof_top),
+		cmocka_unit_test(
+			test_pprof_real_profiles_and_round_trip_agree_with_go_tool_pprof_top),
 		cmocka_unit_test(test_pprof_export_round_trip_same_times),
 		cmocka_unit_test(test_pprof_export_mappings_carry_build_ids),
 		cmocka_unit_test(test_pprof_plain_profile_detected_not_perfetto),

@@ -18,8 +18,12 @@
  * snapshot's BOOTTIME reading.  compressed_packets are inflated (bounded)
  * and walked like the top level.  What maps to no call is never fatal:
  * instant, counter and other track events, and packets of kinds not read
- * (ftrace bundles, process trees, …: unknown fields) are counted per kind
- * in the trace's skipped counts.
+ * (process stats, …: unknown fields) are counted per kind in the trace's
+ * skipped counts.  Android's app and framework sections arrive as atrace
+ * lines in ftrace print events: "B|pid|name" and "E|pid" become slices on
+ * the event's thread (a track of its own per tid, ATRACE_TRACK), sorted and
+ * replayed with the track events, named from process trees; every other
+ * ftrace event is skipped.
  * Export: one TrackDescriptor per thread, one interning packet, then
  * BEGIN/END per call in pre-order, all on one sequence; a thread with
  * off-CPU intervals or counters (FORMAT.md OFFCPU, THREAD_COUNTERS) gets
@@ -81,6 +85,7 @@ typedef struct pev {
 	uint64_t track;
 	int64_t ts;
 	uint32_t seq;
+	uint32_t pid;	/* an atrace event's process (from its line), else 0 */
 	int64_t method; /* -1 for END */
 } pev;
 
@@ -124,6 +129,7 @@ typedef struct pctx {
 	struct track {
 		uint64_t uuid;
 		uint32_t pid, tid;
+		int thread; /* a thread's track (not a counter's, a process's, …) */
 		char *name;
 	} * tracks;
 	size_t ntracks, tcap;
@@ -199,7 +205,8 @@ static int64_t name_get(pctx *c, uint64_t key)
 	return -1;
 }
 
-static int add_track_raw(pctx *c, uint64_t uuid, uint32_t pid, uint32_t tid, const char *n)
+static int add_track_raw(pctx *c, uint64_t uuid, uint32_t pid, uint32_t tid, int thread,
+			 const char *n)
 {
 	for (size_t i = 0; i < c->ntracks; i++)
 		if (c->tracks[i].uuid == uuid)
@@ -218,6 +225,7 @@ static int add_track_raw(pctx *c, uint64_t uuid, uint32_t pid, uint32_t tid, con
 	k->uuid = uuid;
 	k->pid = pid;
 	k->tid = tid;
+	k->thread = thread;
 	k->name = n ? strndup(n, 4096) : NULL;
 	if (n && !k->name)
 		return -ENOMEM;
@@ -237,7 +245,7 @@ static int add_track(pctx *c, const Rvpf__TrackDescriptor *td)
 	const char *n = td->thread && td->thread->thread_name ? td->thread->thread_name
 			: td->name			      ? td->name
 							      : NULL;
-	return add_track_raw(c, td->uuid, pid, tid, n);
+	return add_track_raw(c, td->uuid, pid, tid, td->thread != NULL, n);
 }
 
 /* A legacy ThreadDescriptor packet: the sequence's thread, as a track of
@@ -252,7 +260,7 @@ static int legacy_thread(pctx *c, pseq *s, const Rvpf__ThreadDescriptor *td)
 		s->has_track = 1;
 		s->track = uuid;
 	}
-	return add_track_raw(c, uuid, pid, tid, td->thread_name);
+	return add_track_raw(c, uuid, pid, tid, 1, td->thread_name);
 }
 
 static void clock_snapshot(pseq *s, const Rvpf__ClockSnapshot *cs)
@@ -318,11 +326,8 @@ static const char *unread_kind(const Rvpf__TracePacket *p)
 	for (size_t i = 0; i < p->base.n_unknown_fields; i++) {
 		uint32_t tag = p->base.unknown_fields[i].tag;
 		switch (tag) {
-		case 1:
-			return "ftrace bundle packets (sched, …)";
-		case 2:
 		case 9:
-			return "process tree/stats packets";
+			return "process stats packets";
 		case 5:
 			return "legacy Chrome JSON-in-proto packets";
 		default:
@@ -385,6 +390,110 @@ static int inflate_packets(const uint8_t *in, size_t len, uint8_t **out, size_t 
 	return 0;
 }
 
+/* One slice event (method -1: an END) on a track, in file order. */
+static int push_ev(pctx *c, uint64_t track, int64_t ts, uint32_t pid, int64_t method)
+{
+	if (c->nev == c->evcap) {
+		size_t cap = c->evcap ? c->evcap * 2 : 1024;
+		pev *v = realloc(c->ev, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		c->ev = v;
+		c->evcap = cap;
+	}
+	if (c->nev >= UINT32_MAX)
+		return -E2BIG;
+	c->ev[c->nev] = (pev){track, ts, (uint32_t)c->nev, pid, method};
+	c->nev++;
+	return 0;
+}
+
+/* The track of a thread's atrace slices: uuid bit 62 set over the tid
+ * (bit 63 marks legacy ThreadDescriptor tracks; the SDK's and Chrome's
+ * uuids for threads set neither). */
+#define ATRACE_TRACK(tid) (1ull << 62 | (uint64_t)(tid))
+
+/* An ftrace bundle: each print event holding an atrace line — "B|pid|name"
+ * begins a slice on the event's thread, "E|pid" (or "E") ends its innermost
+ * one — becomes a slice event; other atrace lines (async S/F, counters C,
+ * …) and other ftrace events (sched, irq, …) are counted as skipped. */
+static int ftrace_bundle(pctx *c, const Rvpf__FtraceEventBundle *b)
+{
+	int rc;
+	for (size_t i = 0; i < b->n_event; i++) {
+		const Rvpf__FtraceEvent *e = b->event[i];
+		const char *buf = e->print ? e->print->buf : NULL;
+		if (!buf) {
+			if ((rc = rva_skip_count(c->t, "ftrace events (sched, …)", 1)) < 0)
+				return rc;
+			continue;
+		}
+		if ((buf[0] != 'B' && buf[0] != 'E') ||
+		    (buf[1] != '|' && buf[1] != '\n' && buf[1] != '\0')) {
+			if ((rc = rva_skip_count(c->t, "atrace events other than B/E", 1)) < 0)
+				return rc;
+			continue;
+		}
+		if (!e->has_timestamp || e->timestamp > INT64_MAX || !e->has_pid) {
+			c->t->dropped++;
+			continue;
+		}
+		int64_t m = -1;
+		const char *p = buf[1] == '|' ? buf + 2 : NULL;
+		uint32_t pid = p ? (uint32_t)strtoul(p, NULL, 10) : 0;
+		if (buf[0] == 'B') {
+			const char *bar = p ? strchr(p, '|') : NULL;
+			const char *name = bar ? bar + 1 : "(unnamed)";
+			size_t n = strcspn(name, "\n");
+			m = rva_method_intern(c->t, n ? name : "(unnamed)", n ? n : 9);
+			if (m < 0)
+				return (int)m;
+		}
+		if ((rc = push_ev(c, ATRACE_TRACK(e->pid), (int64_t)e->timestamp, pid, m)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Names an atrace thread's track (tid; pid when known), creating it as no
+ * thread of its own: it appears only if atrace slices land on it.  A name
+ * already given stays. */
+static int name_atrace_thread(pctx *c, int32_t pid, int32_t tid, const char *name)
+{
+	if (tid <= 0 || !name || !*name)
+		return 0;
+	for (size_t i = 0; i < c->ntracks; i++) {
+		struct track *k = &c->tracks[i];
+		if (k->uuid != ATRACE_TRACK(tid))
+			continue;
+		if (!k->name && !(k->name = strndup(name, 4096)))
+			return -ENOMEM;
+		return 0;
+	}
+	return add_track_raw(c, ATRACE_TRACK(tid), pid > 0 ? (uint32_t)pid : 0, (uint32_t)tid, 0,
+			     name);
+}
+
+/* A process tree: its threads' names, and each process's first command
+ * line word as its main thread's (Android names main threads only so). */
+static int process_tree(pctx *c, const Rvpf__ProcessTree *pt)
+{
+	int rc;
+	for (size_t i = 0; i < pt->n_threads; i++) {
+		const Rvpf__ProcessTree__Thread *th = pt->threads[i];
+		if (th->has_tid && (rc = name_atrace_thread(c, th->has_tgid ? th->tgid : 0, th->tid,
+							    th->name)) < 0)
+			return rc;
+	}
+	for (size_t i = 0; i < pt->n_processes; i++) {
+		const Rvpf__ProcessTree__Process *pr = pt->processes[i];
+		if (pr->has_pid && pr->n_cmdline &&
+		    (rc = name_atrace_thread(c, pr->pid, pr->pid, pr->cmdline[0])) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int packet(pctx *c, const Rvpf__TracePacket *p, int nested, size_t *packets, rva_error *err)
 {
 	uint32_t seq = p->has_trusted_packet_sequence_id ? p->trusted_packet_sequence_id : 0;
@@ -443,6 +552,10 @@ static int packet(pctx *c, const Rvpf__TracePacket *p, int nested, size_t *packe
 			if ((rc = name_put(c, name_key(seq, gen, en->iid), (uint32_t)m)) < 0)
 				return rc;
 		}
+	if (p->ftrace_events)
+		return ftrace_bundle(c, p->ftrace_events);
+	if (p->process_tree)
+		return process_tree(c, p->process_tree);
 	int64_t ts = 0;
 	int has_ts = p->has_timestamp && packet_time(s, p, &ts) == 0;
 	const Rvpf__TrackEvent *te = p->track_event;
@@ -476,20 +589,8 @@ static int packet(pctx *c, const Rvpf__TracePacket *p, int nested, size_t *packe
 		if (m < 0)
 			return (int)m;
 	}
-	if (c->nev == c->evcap) {
-		size_t cap = c->evcap ? c->evcap * 2 : 1024;
-		pev *v = realloc(c->ev, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		c->ev = v;
-		c->evcap = cap;
-	}
-	if (c->nev >= UINT32_MAX)
-		return -E2BIG;
 	uint64_t track = te->has_track_uuid ? te->track_uuid : s->has_track ? s->track : 0;
-	c->ev[c->nev] = (pev){track, ts, (uint32_t)c->nev, m};
-	c->nev++;
-	return 0;
+	return push_ev(c, track, ts, 0, m);
 }
 
 static int cmp_pev(const void *x, const void *y)
@@ -516,7 +617,11 @@ static int replay(pctx *c)
 			for (size_t j = 0; j < c->ntracks; j++)
 				if (c->tracks[j].uuid == cur)
 					k = &c->tracks[j];
-			th = rva_thread_add(c->t, k ? k->pid : 0, k ? k->tid : (uint32_t)cur,
+			uint32_t pid = k ? k->pid : 0;
+			/* An atrace thread's process: from its lines. */
+			for (size_t j = i; !pid && j < c->nev && c->ev[j].track == cur; j++)
+				pid = c->ev[j].pid;
+			th = rva_thread_add(c->t, pid, k ? k->tid : (uint32_t)cur,
 					    k ? k->name : NULL);
 			if (th < 0)
 				return (int)th;
@@ -526,13 +631,14 @@ static int replay(pctx *c)
 		if (rc < 0)
 			return rc;
 	}
-	/* Thread tracks without slices still appear. */
+	/* Thread tracks without slices still appear (named tracks of other
+	 * kinds — counters, processes — only when they carry slices). */
 	for (size_t j = 0; j < c->ntracks; j++) {
 		int found = 0;
 		for (size_t i = 0; i < c->t->nthreads && !found; i++)
 			found = c->t->threads[i].tid == c->tracks[j].tid &&
 				c->t->threads[i].pid == c->tracks[j].pid;
-		if (!found && c->tracks[j].name &&
+		if (!found && c->tracks[j].thread && c->tracks[j].name &&
 		    rva_thread_add(c->t, c->tracks[j].pid, c->tracks[j].tid, c->tracks[j].name) < 0)
 			return -ENOMEM;
 	}
