@@ -117,7 +117,7 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff)
 		struct idpos key = {ival(nd, "parent"), 0}, *p;
 		double v = node_value(nd, diff), px, pw;
 		const char *cls = "n";
-		char fill[32];
+		char fill[48];
 
 		if (!key.id) {
 			x[i] = rootx;
@@ -136,11 +136,12 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff)
 		if (diff) {
 			double t = maxd > 0 ? (double)ival(nd, "self_delta_ns") / maxd : 0;
 			int k = (int)lround(200 * (1 - fabs(t)));
-			snprintf(fill, sizeof fill,
-				 t > 0	 ? "rgb(255,%d,%d)"
-				 : t < 0 ? "rgb(%d,%d,255)"
-					 : "#dddddd",
-				 k + 30, k + 30);
+			if (t > 0)
+				snprintf(fill, sizeof fill, "rgb(255,%d,%d)", k + 30, k + 30);
+			else if (t < 0)
+				snprintf(fill, sizeof fill, "rgb(%d,%d,255)", k + 30, k + 30);
+			else
+				snprintf(fill, sizeof fill, "#dddddd");
 			cls = t > 0 ? "n slower" : t < 0 ? "n faster" : "n same";
 		} else {
 			unsigned h = name_hash(sval(nd, "method"));
@@ -173,8 +174,9 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff)
 			char label[NAME_SHOWN + 1];
 			size_t fit = (size_t)(pw / 7), len = strlen(sval(nd, "method"));
 			fit = fit > NAME_SHOWN ? NAME_SHOWN : fit;
-			snprintf(label, sizeof label, "%.*s", (int)(len < fit ? len : fit),
-				 sval(nd, "method"));
+			fit = len < fit ? len : fit;
+			memcpy(label, sval(nd, "method"), fit);
+			label[fit] = '\0';
 			fprintf(f, "<text x=\"%.2f\" y=\"%lld\">", px + 2,
 				(long long)ival(nd, "depth") * ROW + ROW - 4);
 			rvs_web_esc(f, label);
