@@ -3,7 +3,8 @@
  * a server data directory filled directly through sqlite (N traces with
  * 10 method rows each out of 2,000 names plus one method every trace has,
  * an anomaly chain each, 500 signatures, 20 models, 8 app versions, spread
- * over 12 days), then the real server answering sequential requests on one
+ * over 12 days; their call-path aggregates: 20 to 60 paths each out of 200
+ * per app), then the real server answering sequential requests on one
  * kept-alive HTTPS connection.  Prints p50/p99 per request kind.
  *   server_pages [traces] [requests_per_kind]
  */
@@ -148,6 +149,117 @@ close_db:
 	return rc;
 }
 
+/* Call-path aggregates (agg.c's tables) for the n traces of fill: per app
+ * a dictionary of AGG_PATHS paths (a ternary tree: path k's parent is
+ * (k - 1) / 3, its method one of the 2,000 names), and per trace the rows of
+ * the paths 0 .. 20 + (i * 7) % 41 (closed under parent; 40 on average),
+ * self times varying by trace, inclusive times summed up the tree.  The
+ * buckets' sums are kept by the triggers, as at decode. */
+#define AGG_PATHS 200
+
+static int fill_agg(const char *path, int n, int64_t now)
+{
+	sqlite3 *db;
+	sqlite3_stmt *node, *bucket_add, *bucket, *ta, *tp;
+	int64_t ids[5][AGG_PATHS], incl[AGG_PATHS], self[AGG_PATHS];
+	int rc = -1;
+
+	if (sqlite3_open(path, &db) != SQLITE_OK)
+		return -1;
+	sqlite3_busy_timeout(db, 10000);
+	if (exec(db, "PRAGMA synchronous=OFF; PRAGMA cache_size=-262144") || exec(db, "BEGIN"))
+		goto close_db;
+	sqlite3_prepare_v2(db,
+			   "INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES (?,?,?,?)"
+			   " RETURNING node",
+			   -1, &node, NULL);
+	sqlite3_prepare_v2(db,
+			   "INSERT OR IGNORE INTO agg_buckets (app_id, app_version, model,"
+			   " anomaly_kind, day) VALUES (?1, ?2, ?3, ?4, ?5)",
+			   -1, &bucket_add, NULL);
+	sqlite3_prepare_v2(db,
+			   "SELECT bucket FROM agg_buckets WHERE app_id = ?1 AND app_version = ?2"
+			   " AND model = ?3 AND anomaly_kind = ?4 AND day = ?5",
+			   -1, &bucket, NULL);
+	sqlite3_prepare_v2(db, "INSERT INTO trace_agg VALUES (?, ?, ?, 0, ?)", -1, &ta, NULL);
+	sqlite3_prepare_v2(db, "INSERT INTO trace_paths VALUES (?, ?, ?, 1, ?, ?)", -1, &tp, NULL);
+	for (int a = 0; a < 5; a++) {
+		char app[32], m[64];
+		int depth[AGG_PATHS];
+		snprintf(app, sizeof app, "com.example.app%d", a);
+		for (int k = 0; k < AGG_PATHS; k++) {
+			depth[k] = k ? depth[(k - 1) / 3] + 1 : 0;
+			snprintf(m, sizeof m, "com.example.M%d", (a * 101 + k * 7) % METHODS);
+			sqlite3_bind_text(node, 1, app, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(node, 2, k ? ids[a][(k - 1) / 3] : 0);
+			sqlite3_bind_text(node, 3, k ? m : "", -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int(node, 4, depth[k]);
+			if (sqlite3_step(node) != SQLITE_ROW)
+				goto finalize;
+			ids[a][k] = sqlite3_column_int64(node, 0);
+			sqlite3_reset(node);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		char id[40], app[32], ver[16], model[16];
+		int64_t at = now - SPREAD_S + (int64_t)i * SPREAD_S / n, b;
+		int np = 20 + (i * 7) % 41, a = i % 5;
+
+		trace_id(i, id);
+		snprintf(app, sizeof app, "com.example.app%d", a);
+		snprintf(ver, sizeof ver, "1.%d", i % 8);
+		snprintf(model, sizeof model, "m%d", i % 20);
+		for (int k = 0; k < 2; k++) {
+			sqlite3_stmt *st = k ? bucket : bucket_add;
+			sqlite3_bind_text(st, 1, app, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 2, ver, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 3, model, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int(st, 4, i % 4);
+			sqlite3_bind_int64(st, 5, at / 86400);
+		}
+		if (sqlite3_step(bucket_add) != SQLITE_DONE || sqlite3_step(bucket) != SQLITE_ROW)
+			goto finalize;
+		b = sqlite3_column_int64(bucket, 0);
+		sqlite3_reset(bucket_add);
+		sqlite3_reset(bucket);
+		for (int k = np; k-- > 0;) {
+			self[k] = 1000 * (int64_t)(1 + (i + k) % 97);
+			incl[k] = self[k];
+		}
+		for (int k = np; k-- > 1;)
+			incl[(k - 1) / 3] += incl[k];
+		sqlite3_bind_text(ta, 1, id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(ta, 2, b);
+		sqlite3_bind_int(ta, 3, np);
+		sqlite3_bind_int64(ta, 4, incl[0]);
+		if (sqlite3_step(ta) != SQLITE_DONE)
+			goto finalize;
+		sqlite3_reset(ta);
+		for (int k = 0; k < np; k++) {
+			sqlite3_bind_text(tp, 1, id, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(tp, 2, ids[a][k]);
+			sqlite3_bind_int64(tp, 3, b);
+			sqlite3_bind_int64(tp, 4, self[k]);
+			sqlite3_bind_int64(tp, 5, incl[k]);
+			if (sqlite3_step(tp) != SQLITE_DONE)
+				goto finalize;
+			sqlite3_reset(tp);
+		}
+	}
+	rc = exec(db, "COMMIT") || exec(db, "ANALYZE") ? -1 : 0;
+finalize:
+	if (rc)
+		fprintf(stderr, "fill_agg: %s\n", sqlite3_errmsg(db));
+	sqlite3_finalize(node);
+	sqlite3_finalize(bucket_add);
+	sqlite3_finalize(bucket);
+	sqlite3_finalize(ta);
+	sqlite3_finalize(tp);
+close_db:
+	sqlite3_close(db);
+	return rc;
+}
+
 static size_t count_body(char *p, size_t sz, size_t n, void *u)
 {
 	*(size_t *)u += sz * n;
@@ -205,7 +317,7 @@ int main(int argc, char **argv)
 	int64_t now = (int64_t)time(NULL);
 	struct rvsb b;
 	struct curl_slist *hdr;
-	char auth[200], sig[17], since[128], sigpath[128];
+	char auth[200], sig[17], since[128], sigpath[128], aggsince[128];
 	double t0;
 	CURL *h;
 	int bad = 0;
@@ -221,6 +333,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("filled %d traces in %.1f s\n", n, rvsb_now() - t0);
+	t0 = rvsb_now();
+	if (fill_agg(b.db, n, now)) {
+		rvsb_stop(&b);
+		return 1;
+	}
+	printf("filled their call-path aggregates in %.1f s\n", rvsb_now() - t0);
 	if (rvsb_start(&b, NULL)) {
 		rvsb_stop(&b);
 		return 1;
@@ -233,6 +351,8 @@ int main(int argc, char **argv)
 	snprintf(since, sizeof since, "/api/v1/traces?since=%" PRId64 "&until=%" PRId64,
 		 now - 6 * 86400, now - 5 * 86400);
 	snprintf(sigpath, sizeof sigpath, "/api/v1/traces?signature=%s", sig);
+	snprintf(aggsince, sizeof aggsince, "/api/v1/aggregate?app=com.example.app3&since=%" PRId64,
+		 now - 6 * 86400 + 1);
 
 	{
 		const struct {
@@ -258,6 +378,24 @@ int main(int argc, char **argv)
 			{"methods/{name} (in every trace)",
 			 "/api/v1/methods/android.os.Looper.loop", ARG_NONE},
 			{"signatures (top 50)", "/api/v1/signatures", ARG_NONE},
+			/* Issue 16 question 2: the aggregate views (≤ 1 s). */
+			{"aggregate (all apps)", "/api/v1/aggregate", ARG_NONE},
+			{"aggregate?app=", "/api/v1/aggregate?app=com.example.app3", ARG_NONE},
+			{"aggregate?app=&version=",
+			 "/api/v1/aggregate?app=com.example.app3&version=1.3", ARG_NONE},
+			{"aggregate?app=&since= (traces: 10k newest)", aggsince, ARG_NONE},
+			{"aggregate?method= (1 of 2000)",
+			 "/api/v1/aggregate?method=com.example.M42", ARG_NONE},
+			{"aggregate?method= (in every trace)",
+			 "/api/v1/aggregate?app=com.example.app3&method=android.os.Looper.loop",
+			 ARG_NONE},
+			{"aggregate/diff a.version= b.version=",
+			 "/api/v1/aggregate/diff?app=com.example.app3&a.version=1.3&b.version=1.4",
+			 ARG_NONE},
+			{"aggregate/diff a.model= b.method=",
+			 "/api/v1/aggregate/diff?app=com.example.app3&a.model=m3"
+			 "&b.method=android.os.Looper.loop",
+			 ARG_NONE},
 		};
 		for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 			bad |= measure(&b, h, kinds[i].label, kinds[i].path, kinds[i].arg, n, reqs);
