@@ -13,7 +13,8 @@
  *
  * Invariants: a trace's rows are closed under "parent of" and their self
  * times sum to the root's inclusive time (folded paths go to "(other)"
- * nodes whole); at most 2 × RVS_AGG_MAX_NODES rows per trace.  A query
+ * nodes whole); at most 2 × RVS_AGG_MAX_NODES rows per trace (each kept node and at most
+ * one "(other)" child of it).  A query
  * reads the bucket sums when its filter is only bucket columns (and whole
  * days), else the rows of at most RVS_AGG_MAX_TRACES matching traces; both
  * inside one read transaction.  Every request value is bound as an SQL
@@ -365,11 +366,9 @@ static int parse_query(const char *query, struct filt *sides, int nsides, struct
 				    !memcmp(FILTER_NAMES[k], key, klen))
 					break;
 			if (k == F_N) {
+				int shown = (int)klen + (side >= 0 ? 2 : 0);
 				snprintf(msg, sizeof msg, "unknown parameter: %.*s",
-					 (int)(klen + (side >= 0 ? 2 : 0)) > 100
-						 ? 100
-						 : (int)(klen + (side >= 0 ? 2 : 0)),
-					 side >= 0 ? key - 2 : key);
+					 shown > 100 ? 100 : shown, side >= 0 ? key - 2 : key);
 				rvs_query_set_error(r, 400, msg);
 				return -EINVAL;
 			}
@@ -558,6 +557,7 @@ static int describe(sqlite3 *db, struct agg *a)
 		return -EIO;
 	for (size_t i = 0; i < a->n && !rc; i++) {
 		struct anode *nd = &a->v[i];
+		const char *name;
 		sqlite3_bind_int64(st, 1, nd->id);
 		if (sqlite3_step(st) != SQLITE_ROW) {
 			rc = -EIO;
@@ -565,8 +565,8 @@ static int describe(sqlite3 *db, struct agg *a)
 		}
 		nd->parent = sqlite3_column_int64(st, 0);
 		nd->depth = sqlite3_column_int(st, 1);
-		nd->method =
-			strdup((const char *)sqlite3_column_text(st, nd->parent ? 2 : 3) ?: "");
+		name = (const char *)sqlite3_column_text(st, nd->parent ? 2 : 3);
+		nd->method = strdup(name ? name : "");
 		if (!nd->method)
 			rc = -ENOMEM;
 		sqlite3_reset(st);

@@ -707,6 +707,40 @@ static void test_web_method_alert_shows_when_p95_crosses(void **state)
 	resp_free(&r);
 }
 
+/* Issue 16 question 2 on the real server and a real capture: the aggregate
+ * page draws the set's flame graph with the hot loop leading bottom-up, the
+ * diff page colours an unchanged set "same", the method page links to its
+ * aggregate, and an unknown parameter is a 400 that names it. */
+static void test_web_aggregate_and_diff_pages_draw_the_real_capture(void **state)
+{
+	struct resp r;
+	const char *bu;
+	ensure_login();
+	ensure_trace();
+	get("/aggregate?app=com.example.web&version=2.0.0&model=", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "<svg class=\"aggflame\""));
+	assert_non_null(strstr(r.body, "id=\"top-down\""));
+	assert_non_null(bu = strstr(r.body, "id=\"bottom-up\""));
+	assert_non_null(strstr(bu, "rvs_fixture_hot_spin"));
+	/* The hot loop has the most self time: the first bottom-up row. */
+	assert_true(strstr(bu, "rvs_fixture_hot_spin") < strstr(bu, "rvs_fixture_cold_leaf"));
+	assert_non_null(strstr(r.body, "href=\"/aggregate/diff?app=com.example.web\""));
+	resp_free(&r);
+	get("/aggregate/diff?app=com.example.web&a.version=2.0.0&b.version=2.0.0", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "class=\"n same\""));
+	assert_null(strstr(r.body, "class=\"n slower\""));
+	resp_free(&r);
+	get("/methods/rvs_fixture_hot_spin", &r);
+	assert_non_null(strstr(r.body, "href=\"/aggregate?method=rvs_fixture_hot_spin\""));
+	resp_free(&r);
+	get("/aggregate?sort=self", &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "unknown parameter: sort"));
+	resp_free(&r);
+}
+
 static void test_web_signatures_page_counts_by_week_and_version(void **state)
 {
 	struct resp r;
@@ -1245,6 +1279,7 @@ int main(void)
 		cmocka_unit_test(test_web_path_traversal_in_static_and_export_is_refused),
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
+		cmocka_unit_test(test_web_aggregate_and_diff_pages_draw_the_real_capture),
 		cmocka_unit_test(test_web_signatures_page_counts_by_week_and_version),
 		cmocka_unit_test(test_web_campaign_api_publishes_a_verified_policy),
 		cmocka_unit_test(test_web_campaign_api_rejects_bad_specs_without_publishing),
