@@ -141,6 +141,7 @@ $(TBIN)/server/test_export: | $(BIN)/rearview-server
 $(OBJ)/tests/server/test_timeline.o: CPPFLAGS += -Itracer/analysis/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,timeline,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 
+$(OBJ)/tests/server/test_web_bench.o: CPPFLAGS += -Itests/bench
 $(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o \
 	| $(BIN)/rearview-server
 	@mkdir -p $(@D)

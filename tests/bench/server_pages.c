@@ -18,11 +18,14 @@
 #include <curl/curl.h>
 #include <sqlite3.h>
 
+#include "agg_fill.h"
 #include "server_common.h"
 
 #define METHODS	   2000
 #define SIGNATURES 500
 #define SPREAD_S   (12 * 86400)
+
+static int n_traces;
 
 static int exec(sqlite3 *db, const char *sql)
 {
@@ -149,115 +152,16 @@ close_db:
 	return rc;
 }
 
-/* Call-path aggregates (agg.c's tables) for the n traces of fill: per app
- * a dictionary of AGG_PATHS paths (a ternary tree: path k's parent is
- * (k - 1) / 3, its method one of the 2,000 names), and per trace the rows of
- * the paths 0 .. 20 + (i * 7) % 41 (closed under parent; 40 on average),
- * self times varying by trace, inclusive times summed up the tree.  The
- * buckets' sums are kept by the triggers, as at decode. */
-#define AGG_PATHS 200
-
-static int fill_agg(const char *path, int n, int64_t now)
+/* The attributes fill gave trace i (agg_fill.h's callback). */
+static void trace_attrs(long i, void *ctx, struct agg_fill_trace *t)
 {
-	sqlite3 *db;
-	sqlite3_stmt *node, *bucket_add, *bucket, *ta, *tp;
-	int64_t ids[5][AGG_PATHS], incl[AGG_PATHS], self[AGG_PATHS];
-	int rc = -1;
-
-	if (sqlite3_open(path, &db) != SQLITE_OK)
-		return -1;
-	sqlite3_busy_timeout(db, 10000);
-	if (exec(db, "PRAGMA synchronous=OFF; PRAGMA cache_size=-262144") || exec(db, "BEGIN"))
-		goto close_db;
-	sqlite3_prepare_v2(db,
-			   "INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES (?,?,?,?)"
-			   " RETURNING node",
-			   -1, &node, NULL);
-	sqlite3_prepare_v2(db,
-			   "INSERT OR IGNORE INTO agg_buckets (app_id, app_version, model,"
-			   " anomaly_kind, day) VALUES (?1, ?2, ?3, ?4, ?5)",
-			   -1, &bucket_add, NULL);
-	sqlite3_prepare_v2(db,
-			   "SELECT bucket FROM agg_buckets WHERE app_id = ?1 AND app_version = ?2"
-			   " AND model = ?3 AND anomaly_kind = ?4 AND day = ?5",
-			   -1, &bucket, NULL);
-	sqlite3_prepare_v2(db, "INSERT INTO trace_agg VALUES (?, ?, ?, 0, ?)", -1, &ta, NULL);
-	sqlite3_prepare_v2(db, "INSERT INTO trace_paths VALUES (?, ?, ?, 1, ?, ?)", -1, &tp, NULL);
-	for (int a = 0; a < 5; a++) {
-		char app[32], m[64];
-		int depth[AGG_PATHS];
-		snprintf(app, sizeof app, "com.example.app%d", a);
-		for (int k = 0; k < AGG_PATHS; k++) {
-			depth[k] = k ? depth[(k - 1) / 3] + 1 : 0;
-			snprintf(m, sizeof m, "com.example.M%d", (a * 101 + k * 7) % METHODS);
-			sqlite3_bind_text(node, 1, app, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_int64(node, 2, k ? ids[a][(k - 1) / 3] : 0);
-			sqlite3_bind_text(node, 3, k ? m : "", -1, SQLITE_TRANSIENT);
-			sqlite3_bind_int(node, 4, depth[k]);
-			if (sqlite3_step(node) != SQLITE_ROW)
-				goto finalize;
-			ids[a][k] = sqlite3_column_int64(node, 0);
-			sqlite3_reset(node);
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		char id[40], app[32], ver[16], model[16];
-		int64_t at = now - SPREAD_S + (int64_t)i * SPREAD_S / n, b;
-		int np = 20 + (i * 7) % 41, a = i % 5;
-
-		trace_id(i, id);
-		snprintf(app, sizeof app, "com.example.app%d", a);
-		snprintf(ver, sizeof ver, "1.%d", i % 8);
-		snprintf(model, sizeof model, "m%d", i % 20);
-		for (int k = 0; k < 2; k++) {
-			sqlite3_stmt *st = k ? bucket : bucket_add;
-			sqlite3_bind_text(st, 1, app, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_text(st, 2, ver, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_text(st, 3, model, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_int(st, 4, i % 4);
-			sqlite3_bind_int64(st, 5, at / 86400);
-		}
-		if (sqlite3_step(bucket_add) != SQLITE_DONE || sqlite3_step(bucket) != SQLITE_ROW)
-			goto finalize;
-		b = sqlite3_column_int64(bucket, 0);
-		sqlite3_reset(bucket_add);
-		sqlite3_reset(bucket);
-		for (int k = np; k-- > 0;) {
-			self[k] = 1000 * (int64_t)(1 + (i + k) % 97);
-			incl[k] = self[k];
-		}
-		for (int k = np; k-- > 1;)
-			incl[(k - 1) / 3] += incl[k];
-		sqlite3_bind_text(ta, 1, id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(ta, 2, b);
-		sqlite3_bind_int(ta, 3, np);
-		sqlite3_bind_int64(ta, 4, incl[0]);
-		if (sqlite3_step(ta) != SQLITE_DONE)
-			goto finalize;
-		sqlite3_reset(ta);
-		for (int k = 0; k < np; k++) {
-			sqlite3_bind_text(tp, 1, id, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_int64(tp, 2, ids[a][k]);
-			sqlite3_bind_int64(tp, 3, b);
-			sqlite3_bind_int64(tp, 4, self[k]);
-			sqlite3_bind_int64(tp, 5, incl[k]);
-			if (sqlite3_step(tp) != SQLITE_DONE)
-				goto finalize;
-			sqlite3_reset(tp);
-		}
-	}
-	rc = exec(db, "COMMIT") || exec(db, "ANALYZE") ? -1 : 0;
-finalize:
-	if (rc)
-		fprintf(stderr, "fill_agg: %s\n", sqlite3_errmsg(db));
-	sqlite3_finalize(node);
-	sqlite3_finalize(bucket_add);
-	sqlite3_finalize(bucket);
-	sqlite3_finalize(ta);
-	sqlite3_finalize(tp);
-close_db:
-	sqlite3_close(db);
-	return rc;
+	int64_t now = *(const int64_t *)ctx;
+	trace_id((int)i, t->id);
+	snprintf(t->app, sizeof t->app, "com.example.app%ld", i % 5);
+	snprintf(t->version, sizeof t->version, "1.%ld", i % 8);
+	snprintf(t->model, sizeof t->model, "m%ld", i % 20);
+	t->kind = (int)(i % 4);
+	t->received_at = now - SPREAD_S + (int64_t)i * SPREAD_S / n_traces;
 }
 
 static size_t count_body(char *p, size_t sz, size_t n, void *u)
@@ -334,7 +238,8 @@ int main(int argc, char **argv)
 	}
 	printf("filled %d traces in %.1f s\n", n, rvsb_now() - t0);
 	t0 = rvsb_now();
-	if (fill_agg(b.db, n, now)) {
+	n_traces = n;
+	if (agg_fill(b.db, n, 5, METHODS, trace_attrs, &now)) {
 		rvsb_stop(&b);
 		return 1;
 	}
