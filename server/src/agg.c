@@ -35,6 +35,7 @@
 #include <sqlite3.h>
 
 #include "rearview/analysis.h"
+#include "rearview/common.pb-c.h"
 
 #define DAY_S 86400
 
@@ -309,7 +310,8 @@ static void filt_free(struct filt *f)
 }
 
 /* Sets filter name (a FILTER_NAMES entry) of f to the decoded value; an
- * empty value clears it.  0, or -EINVAL (bad escape or number). */
+ * empty value clears it; kind may be a number or an AnomalyKind name
+ * ("ANOMALY_JANK").  0, or -EINVAL (bad escape or number). */
 static int filt_set(struct filt *f, int k, const char *raw, size_t n)
 {
 	char *v = malloc(n + 1), *end;
@@ -324,9 +326,13 @@ static int filt_set(struct filt *f, int k, const char *raw, size_t n)
 		return 0;
 	}
 	if (k >= F_FIRST_INT) {
+		const ProtobufCEnumValue *ev =
+			k == F_KIND ? protobuf_c_enum_descriptor_get_value_by_name(
+					      &rearview__anomaly_kind__descriptor, v)
+				    : NULL;
 		errno = 0;
-		f->num[k] = strtoll(v, &end, 10);
-		if (errno || *end) {
+		f->num[k] = ev ? ev->value : strtoll(v, &end, 10);
+		if (!ev && (errno || *end)) {
 			free(v);
 			return -EINVAL;
 		}

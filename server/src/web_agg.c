@@ -234,7 +234,8 @@ static void filter_form(struct web_ctx *c, int diff)
 			fputs("</fieldset>", c->f);
 	}
 	fputs("<button type=\"submit\">Show</button></form>"
-	      "<p class=\"caption\">kind: the anomaly kind's number; since/until: unix seconds"
+	      "<p class=\"caption\">kind: the anomaly kind's number or name (ANOMALY_JANK); "
+	      "since/until: unix seconds"
 	      " (received); chain: a signature (16 hex) or a chain \"a;b;c\"; times are per"
 	      " trace, the mean over the set.</p>",
 	      c->f);

@@ -289,6 +289,13 @@ static void test_agg_trace_filter_agrees_with_buckets(void **state)
 	assert_int_equal(status, 200);
 	assert_int_equal(iget(doc, "traces"), 1);
 	json_decref(doc);
+	doc = api(f, "/api/v1/aggregate", "app=com.example.app&kind=ANOMALY_JANK", &status);
+	assert_int_equal(status, 200);
+	assert_int_equal(iget(doc, "traces"), 5);
+	json_decref(doc);
+	doc = api(f, "/api/v1/aggregate", "kind=2", &status);
+	assert_int_equal(iget(doc, "traces"), 0);
+	json_decref(doc);
 	doc = api(f, "/api/v1/aggregate", "method=no_such_method", &status);
 	assert_int_equal(status, 200);
 	assert_int_equal(iget(doc, "traces"), 0);
