@@ -354,7 +354,8 @@ static char *upload(const char *app, const char *model, const char *version, con
 uint64_t rvs_fixture_outer(int rounds); /* capture_fixture.c, instrumented */
 
 /* A real capture of the instrumented fixture, zstd-compressed. */
-static uint8_t *capture_zstd(size_t *zlen)
+/* A real capture of rvs_fixture_outer(rounds), zstd-compressed. */
+static uint8_t *capture_zstd(int rounds, size_t *zlen)
 {
 	char path[512];
 	uint8_t *cap = malloc(1u << 20), *z;
@@ -364,7 +365,7 @@ static uint8_t *capture_zstd(size_t *zlen)
 	snprintf(path, sizeof path, "%s/fixture.rvt", g_srv.dir);
 	assert_int_equal(rvt_set_config(256u << 10, 0), 0);
 	assert_int_equal(rvt_start(0), 0);
-	assert_true(rvs_fixture_outer(3) != 1);
+	assert_true(rvs_fixture_outer(rounds) != 1);
 	assert_int_equal(rvt_capture_to_path(0, path), 0);
 	assert_int_equal(rvt_stop(0, 1), 0);
 	f = fopen(path, "rb");
@@ -386,7 +387,7 @@ static void ensure_trace(void)
 	char *id;
 	if (g_trace[0])
 		return;
-	z = capture_zstd(&zlen);
+	z = capture_zstd(3, &zlen);
 	id = upload("com.example.web", "pixel-web", "2.0.0", z, zlen,
 		    REARVIEW__COMPRESSION__COMPRESSION_ZSTD);
 	snprintf(g_trace, sizeof g_trace, "%s", id);
@@ -731,6 +732,20 @@ static void test_web_aggregate_and_diff_pages_draw_the_real_capture(void **state
 	assert_int_equal(r.code, 200);
 	assert_non_null(strstr(r.body, "class=\"n same\""));
 	assert_null(strstr(r.body, "class=\"n slower\""));
+	resp_free(&r);
+	/* Two versions of another app, the hot loop run 3 and 9 times: the
+	 * browser test (below) shows their diff. */
+	for (int v = 0; v < 2; v++) {
+		size_t zlen;
+		uint8_t *z = capture_zstd(v ? 9 : 3, &zlen);
+		free(upload("com.example.agg", "pixel-agg", v ? "1.1" : "1.0", z, zlen,
+			    REARVIEW__COMPRESSION__COMPRESSION_ZSTD));
+		free(z);
+	}
+	get("/aggregate/diff?app=com.example.agg&a.version=1.0&b.version=1.1", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "<b>1</b> traces"));
+	assert_non_null(strstr(r.body, "rvs_fixture_hot_spin"));
 	resp_free(&r);
 	get("/methods/rvs_fixture_hot_spin", &r);
 	assert_non_null(strstr(r.body, "href=\"/aggregate?method=rvs_fixture_hot_spin\""));
