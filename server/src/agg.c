@@ -11,13 +11,12 @@
  * trace has a row for its app's root node, the traces of a set are the
  * root nodes' trace counts.
  *
- * Invariants: a trace's rows are closed under "parent of" and their self
- * times sum to the root's inclusive time (folded paths go to "(other)"
- * nodes whole); at most 2 × RVS_AGG_MAX_NODES rows per trace (each kept node and at most
- * one "(other)" child of it).  A query
- * reads the bucket sums when its filter is only bucket columns (and whole
- * days), else the rows of at most RVS_AGG_MAX_TRACES matching traces; both
- * inside one read transaction.  Every request value is bound as an SQL
+ * Invariants: a trace's rows are closed under "parent of" and, for a
+ * well-formed tree (no saturated sums), their self times sum to the root's
+ * inclusive time (folded paths go to "(other)" nodes whole); at most 2 × RVS_AGG_MAX_NODES rows per
+ * trace (each kept node and at most one "(other)" child of it).  A query reads the bucket sums when
+ * its filter is only bucket columns (and whole days), else the rows of at most RVS_AGG_MAX_TRACES
+ * matching traces; both inside one read transaction.  Every request value is bound as an SQL
  * parameter; every string reaches JSON through jansson (invalid UTF-8 as
  * '?').  Per-trace means are integer nanoseconds, rounded to nearest.
  */
@@ -257,6 +256,7 @@ static int write_rows(sqlite3_stmt **st, const char *trace_id, const rva_summary
 	for (size_t i = 0; i < tr->n && !rc; i++) {
 		if (!c->keep[i])
 			continue;
+		assert(c->keep[c->parent[i]]);
 		rc = path_row(st[S_PATH], trace_id, c->id[i], bucket, tr->nodes[i].calls,
 			      tr->nodes[i].self, c->incl[i]);
 		if (rc || !c->other_calls[i])
