@@ -17,6 +17,7 @@
  * transactions.
  */
 #include "decode.h"
+#include "agg.h"
 #include "rvs.h"
 #include "rearview/common.h"
 #include "symbols.h"
@@ -649,6 +650,8 @@ static int index_rows(struct lane *d, const char *trace_id, const rva_summary *s
 	unprep(d, st);
 	if (!rc && t)
 		rc = index_capture(d, trace_id, sum, anomaly_sig);
+	if (!rc && t)
+		rc = rvs_agg_index(d->db, trace_id, sum);
 	else if (!rc && ps)
 		rc = index_summary(d, trace_id, ps, anomaly_sig);
 	if (rc)

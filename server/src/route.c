@@ -8,6 +8,7 @@
  * that give that family's 404.  Matching reads only its arguments.
  */
 #include "route.h"
+#include "agg.h"
 #include "api.h"
 #include "campaign.h"
 #include "fleet.h"
@@ -62,6 +63,8 @@ static const struct rvs_route routes[] = {
 	API("/api/v1/signatures/weekly", GET, 0, rvs_query_weekly),
 	API("/api/v1/skips", GET, 0, rvs_query_skips),
 	API("/api/v1/methods/**", GET, 0, rvs_query_method),
+	API("/api/v1/aggregate", GET, 0, rvs_agg_api),
+	API("/api/v1/aggregate/diff", GET, 0, rvs_agg_api_diff),
 	API("/api/v1/**", GET, 0, rvs_query_none),
 	/* The web UI (server/WEB.md). */
 	WEB("/static/**", GET, NONE, 0, rvs_web_static),
@@ -81,6 +84,8 @@ static const struct rvs_route routes[] = {
 	WEB("/campaigns/**", GET, SESSION, 0, rvs_web_campaign),
 	WEB("/campaigns/**", POST, SESSION, 0, rvs_web_campaign_post),
 	WEB("/fleet", GET, SESSION, 0, rvs_web_fleet),
+	WEB("/aggregate", GET, SESSION, 0, rvs_web_aggregate),
+	WEB("/aggregate/diff", GET, SESSION, 0, rvs_web_aggregate_diff),
 	WEB("/methods/**", GET, SESSION, 0, rvs_web_method),
 	WEB("/methods/**", POST, SESSION, 0, rvs_web_method_post),
 };

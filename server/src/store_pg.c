@@ -121,6 +121,49 @@ static const char *const migrations[] = {
 	" trace_id TEXT NOT NULL REFERENCES uploads(trace_id),"
 	" PRIMARY KEY (build_id, trace_id));"
 	"CREATE INDEX trace_unresolved_trace ON trace_unresolved(trace_id);",
+	/* 2 (agg16): sqlite's migration 7, the call-path aggregates (agg.c):
+	 * the dictionary, the buckets, the per-trace rows (referencing uploads
+	 * until the decoded-trace index moves here) and the bucket sums kept
+	 * by a trigger. */
+	"CREATE TABLE agg_nodes ("
+	" node BIGSERIAL PRIMARY KEY, app_id TEXT NOT NULL, parent BIGINT NOT NULL,"
+	" method TEXT NOT NULL, depth INTEGER NOT NULL,"
+	" UNIQUE (app_id, parent, method));"
+	"CREATE TABLE agg_buckets ("
+	" bucket BIGSERIAL PRIMARY KEY, app_id TEXT NOT NULL, app_version TEXT NOT NULL,"
+	" model TEXT NOT NULL, anomaly_kind INTEGER NOT NULL, day BIGINT NOT NULL,"
+	" UNIQUE (app_id, app_version, model, anomaly_kind, day));"
+	"CREATE TABLE trace_agg ("
+	" trace_id TEXT PRIMARY KEY REFERENCES uploads(trace_id) ON DELETE CASCADE,"
+	" bucket BIGINT NOT NULL, nodes INTEGER NOT NULL, folded INTEGER NOT NULL,"
+	" total_ns BIGINT NOT NULL);"
+	"CREATE TABLE trace_paths ("
+	" trace_id TEXT NOT NULL REFERENCES uploads(trace_id) ON DELETE CASCADE,"
+	" node BIGINT NOT NULL, bucket BIGINT NOT NULL, calls BIGINT NOT NULL,"
+	" self_ns BIGINT NOT NULL, incl_ns BIGINT NOT NULL,"
+	" PRIMARY KEY (trace_id, node));"
+	"CREATE TABLE agg_sums ("
+	" bucket BIGINT NOT NULL, node BIGINT NOT NULL, traces BIGINT NOT NULL,"
+	" calls BIGINT NOT NULL, self_ns BIGINT NOT NULL, incl_ns BIGINT NOT NULL,"
+	" PRIMARY KEY (bucket, node));"
+	"CREATE FUNCTION trace_paths_sum() RETURNS trigger LANGUAGE plpgsql AS $f$"
+	" BEGIN"
+	"  IF TG_OP = 'INSERT' THEN"
+	"   INSERT INTO agg_sums AS s (bucket, node, traces, calls, self_ns, incl_ns) VALUES"
+	"   (NEW.bucket, NEW.node, 1, NEW.calls, NEW.self_ns, NEW.incl_ns)"
+	"   ON CONFLICT (bucket, node) DO UPDATE SET traces = s.traces + 1,"
+	"   calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"
+	"   incl_ns = s.incl_ns + excluded.incl_ns;"
+	"   RETURN NEW;"
+	"  END IF;"
+	"  UPDATE agg_sums SET traces = traces - 1, calls = calls - OLD.calls,"
+	"  self_ns = self_ns - OLD.self_ns, incl_ns = incl_ns - OLD.incl_ns"
+	"  WHERE bucket = OLD.bucket AND node = OLD.node;"
+	"  DELETE FROM agg_sums WHERE bucket = OLD.bucket AND node = OLD.node AND traces <= 0;"
+	"  RETURN OLD;"
+	" END $f$;"
+	"CREATE TRIGGER trace_paths_sum AFTER INSERT OR DELETE ON trace_paths"
+	" FOR EACH ROW EXECUTE FUNCTION trace_paths_sum();",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -240,6 +240,41 @@ static const char *const migrations[] = {
 	" trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,"
 	" PRIMARY KEY (build_id, trace_id)) WITHOUT ROWID;"
 	"CREATE INDEX trace_unresolved_trace ON trace_unresolved(trace_id);",
+	/* 7 (agg16): per-trace call-path aggregates written at decode (agg.c),
+	 * and their sums per (app, version, model, kind, day) bucket kept by
+	 * triggers, for the aggregate and differential flame graphs. */
+	"CREATE TABLE agg_nodes ("
+	" node INTEGER PRIMARY KEY, app_id TEXT NOT NULL, parent INTEGER NOT NULL,"
+	" method TEXT NOT NULL, depth INTEGER NOT NULL,"
+	" UNIQUE (app_id, parent, method));"
+	"CREATE TABLE agg_buckets ("
+	" bucket INTEGER PRIMARY KEY, app_id TEXT NOT NULL, app_version TEXT NOT NULL,"
+	" model TEXT NOT NULL, anomaly_kind INTEGER NOT NULL, day INTEGER NOT NULL,"
+	" UNIQUE (app_id, app_version, model, anomaly_kind, day));"
+	"CREATE TABLE trace_agg ("
+	" trace_id TEXT PRIMARY KEY REFERENCES traces(trace_id) ON DELETE CASCADE,"
+	" bucket INTEGER NOT NULL, nodes INTEGER NOT NULL, folded INTEGER NOT NULL,"
+	" total_ns INTEGER NOT NULL);"
+	"CREATE TABLE trace_paths ("
+	" trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,"
+	" node INTEGER NOT NULL, bucket INTEGER NOT NULL, calls INTEGER NOT NULL,"
+	" self_ns INTEGER NOT NULL, incl_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (trace_id, node)) WITHOUT ROWID;"
+	"CREATE TABLE agg_sums ("
+	" bucket INTEGER NOT NULL, node INTEGER NOT NULL, traces INTEGER NOT NULL,"
+	" calls INTEGER NOT NULL, self_ns INTEGER NOT NULL, incl_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (bucket, node)) WITHOUT ROWID;"
+	"CREATE TRIGGER trace_paths_ins AFTER INSERT ON trace_paths BEGIN"
+	" INSERT INTO agg_sums (bucket, node, traces, calls, self_ns, incl_ns) VALUES"
+	" (NEW.bucket, NEW.node, 1, NEW.calls, NEW.self_ns, NEW.incl_ns)"
+	" ON CONFLICT DO UPDATE SET traces = traces + 1, calls = calls + excluded.calls,"
+	" self_ns = self_ns + excluded.self_ns, incl_ns = incl_ns + excluded.incl_ns; END;"
+	"CREATE TRIGGER trace_paths_del AFTER DELETE ON trace_paths BEGIN"
+	" UPDATE agg_sums SET traces = traces - 1, calls = calls - OLD.calls,"
+	" self_ns = self_ns - OLD.self_ns, incl_ns = incl_ns - OLD.incl_ns"
+	" WHERE bucket = OLD.bucket AND node = OLD.node;"
+	" DELETE FROM agg_sums WHERE bucket = OLD.bucket AND node = OLD.node AND traces <= 0;"
+	" END;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

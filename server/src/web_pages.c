@@ -685,7 +685,9 @@ void web_method_page(struct web_ctx *c, const char *name)
 	web_page_begin(c, name);
 	fputs("<p>Traces containing this method: <b id=\"count\">", c->f);
 	web_field(c, doc, "count");
-	fputs("</b></p><h2>Time by app version</h2>", c->f);
+	fputs("</b> — <a id=\"method-aggregate\" href=\"/aggregate?method=", c->f);
+	rvs_web_urlenc(c->f, name);
+	fputs("\">aggregate flame graph of these traces</a></p><h2>Time by app version</h2>", c->f);
 	/* The fleet-wide row first, then one per version. */
 	rows = json_pack(
 		"[{s:s,s:O,s:O,s:O}]", "app_version", "all", "count", json_object_get(doc, "count"),

@@ -3,7 +3,8 @@
  * a server data directory filled directly through sqlite (N traces with
  * 10 method rows each out of 2,000 names plus one method every trace has,
  * an anomaly chain each, 500 signatures, 20 models, 8 app versions, spread
- * over 12 days), then the real server answering sequential requests on one
+ * over 12 days; their call-path aggregates: 20 to 60 paths each out of 200
+ * per app), then the real server answering sequential requests on one
  * kept-alive HTTPS connection.  Prints p50/p99 per request kind.
  *   server_pages [traces] [requests_per_kind]
  */
@@ -17,11 +18,14 @@
 #include <curl/curl.h>
 #include <sqlite3.h>
 
+#include "agg_fill.h"
 #include "server_common.h"
 
 #define METHODS	   2000
 #define SIGNATURES 500
 #define SPREAD_S   (12 * 86400)
+
+static int n_traces;
 
 static int exec(sqlite3 *db, const char *sql)
 {
@@ -148,6 +152,18 @@ close_db:
 	return rc;
 }
 
+/* The attributes fill gave trace i (agg_fill.h's callback). */
+static void trace_attrs(long i, void *ctx, struct agg_fill_trace *t)
+{
+	int64_t now = *(const int64_t *)ctx;
+	trace_id((int)i, t->id);
+	snprintf(t->app, sizeof t->app, "com.example.app%ld", i % 5);
+	snprintf(t->version, sizeof t->version, "1.%ld", i % 8);
+	snprintf(t->model, sizeof t->model, "m%ld", i % 20);
+	t->kind = (int)(i % 4);
+	t->received_at = now - SPREAD_S + (int64_t)i * SPREAD_S / n_traces;
+}
+
 static size_t count_body(char *p, size_t sz, size_t n, void *u)
 {
 	*(size_t *)u += sz * n;
@@ -205,7 +221,7 @@ int main(int argc, char **argv)
 	int64_t now = (int64_t)time(NULL);
 	struct rvsb b;
 	struct curl_slist *hdr;
-	char auth[200], sig[17], since[128], sigpath[128];
+	char auth[200], sig[17], since[128], sigpath[128], aggsince[128];
 	double t0;
 	CURL *h;
 	int bad = 0;
@@ -221,6 +237,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("filled %d traces in %.1f s\n", n, rvsb_now() - t0);
+	t0 = rvsb_now();
+	n_traces = n;
+	if (agg_fill(b.db, n, 5, METHODS, trace_attrs, &now)) {
+		rvsb_stop(&b);
+		return 1;
+	}
+	printf("filled their call-path aggregates in %.1f s\n", rvsb_now() - t0);
 	if (rvsb_start(&b, NULL)) {
 		rvsb_stop(&b);
 		return 1;
@@ -233,6 +256,8 @@ int main(int argc, char **argv)
 	snprintf(since, sizeof since, "/api/v1/traces?since=%" PRId64 "&until=%" PRId64,
 		 now - 6 * 86400, now - 5 * 86400);
 	snprintf(sigpath, sizeof sigpath, "/api/v1/traces?signature=%s", sig);
+	snprintf(aggsince, sizeof aggsince, "/api/v1/aggregate?app=com.example.app3&since=%" PRId64,
+		 now - 6 * 86400 + 1);
 
 	{
 		const struct {
@@ -258,6 +283,24 @@ int main(int argc, char **argv)
 			{"methods/{name} (in every trace)",
 			 "/api/v1/methods/android.os.Looper.loop", ARG_NONE},
 			{"signatures (top 50)", "/api/v1/signatures", ARG_NONE},
+			/* Issue 16 question 2: the aggregate views (≤ 1 s). */
+			{"aggregate (all apps)", "/api/v1/aggregate", ARG_NONE},
+			{"aggregate?app=", "/api/v1/aggregate?app=com.example.app3", ARG_NONE},
+			{"aggregate?app=&version=",
+			 "/api/v1/aggregate?app=com.example.app3&version=1.3", ARG_NONE},
+			{"aggregate?app=&since= (traces: 10k newest)", aggsince, ARG_NONE},
+			{"aggregate?method= (1 of 2000)",
+			 "/api/v1/aggregate?method=com.example.M42", ARG_NONE},
+			{"aggregate?method= (in every trace)",
+			 "/api/v1/aggregate?app=com.example.app3&method=android.os.Looper.loop",
+			 ARG_NONE},
+			{"aggregate/diff a.version= b.version=",
+			 "/api/v1/aggregate/diff?app=com.example.app3&a.version=1.3&b.version=1.4",
+			 ARG_NONE},
+			{"aggregate/diff a.model= b.method=",
+			 "/api/v1/aggregate/diff?app=com.example.app3&a.model=m3"
+			 "&b.method=android.os.Looper.loop",
+			 ARG_NONE},
 		};
 		for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 			bad |= measure(&b, h, kinds[i].label, kinds[i].path, kinds[i].arg, n, reqs);

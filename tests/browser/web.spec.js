@@ -207,6 +207,19 @@ async function main() {
       check(shown.includes(`${off}-chrome`) && !/went wrong|error/i.test(shown),
         'speedscope opens the off-CPU trace\'s chrome export');
     }
+    // Issue 16 question 2: the aggregate flame graph of the app's traces,
+    // and the differential one of two versions (test_web.c uploads
+    // com.example.agg 1.0 and 1.1, the hot loop run 3 and 9 times).
+    await page.goto(`${base}/aggregate?app=com.example.web`);
+    check(await page.locator('svg.aggflame rect').count() >= 3,
+      'the aggregate page draws a flame graph');
+    check((await page.locator('#bottom-up').textContent()).includes('rvs_fixture_hot_spin'),
+      'the aggregate bottom-up table names the hot loop');
+    await page.screenshot({ path: path.join(shots, '6-aggregate.png'), fullPage: true });
+    await page.goto(`${base}/aggregate/diff?app=com.example.agg&a.version=1.0&b.version=1.1`);
+    check(await page.locator('svg.aggflame g.n').count() >= 3,
+      'the diff page draws a differential flame graph');
+    await page.screenshot({ path: path.join(shots, '7-aggregate-diff.png'), fullPage: true });
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {
     await ctx.close();

@@ -431,6 +431,58 @@ static void pg_exec(struct fx *f, const char *sql)
 	PQfinish(c);
 }
 
+/* SQL on this run's backend: sqlite_sql (foreign keys on) or pg_sql. */
+static void backend_exec(struct fx *f, const char *sqlite_sql, const char *pg_sql)
+{
+	sqlite3 *db;
+	char sql[1024];
+	if (ops == &rvs_store_pg)
+		return pg_exec(f, pg_sql);
+	snprintf(sql, sizeof sql, "PRAGMA foreign_keys=ON; %s", sqlite_sql);
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	sqlite3_close(db);
+}
+
+/* Migration 7 (PostgreSQL 2): the triggers sum the call-path rows of two
+ * traces per (bucket, node) and take each out again when its trace goes
+ * (the cascade from its parent row: traces in sqlite, uploads in pg). */
+static void test_store_agg_sums_follow_trace_paths(void **state)
+{
+	struct fx *f = *state;
+	static const char rows[] =
+		"INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
+		" VALUES ('app', '1.0', 'm', 1, 0);"
+		"INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES ('app', 0, '', 0);"
+		"INSERT INTO trace_paths VALUES ('t-a1', 1, 1, 1, 10, 30), ('t-a2', 1, 1, 2, 5, "
+		"50);";
+	static const char sums[] = "SELECT traces || ' ' || calls || ' ' || self_ns || ' ' ||"
+				   " incl_ns FROM agg_sums WHERE bucket = 1 AND node = 1";
+	char v[64], sql[sizeof rows + 200];
+
+	add_device(f, "d-agg", 9);
+	add_upload(f, "t-a1", "d-agg", 1, 0);
+	add_upload(f, "t-a2", "d-agg", 2, 0);
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO traces (trace_id, received_at, decoded_at) VALUES"
+		 " ('t-a1', 0, 0), ('t-a2', 0, 0); %s",
+		 rows);
+	backend_exec(f, sql, rows);
+	sql_value(f, sums, NULL, v, sizeof v);
+	assert_string_equal(v, "2 3 15 80");
+	backend_exec(f, "DELETE FROM traces WHERE trace_id = 't-a2'",
+		     "DELETE FROM decode_queue WHERE trace_id = 't-a2';"
+		     "DELETE FROM uploads WHERE trace_id = 't-a2'");
+	sql_value(f, sums, NULL, v, sizeof v);
+	assert_string_equal(v, "1 1 10 30");
+	backend_exec(f, "DELETE FROM traces WHERE trace_id = 't-a1'",
+		     "DELETE FROM decode_queue WHERE trace_id = 't-a1';"
+		     "DELETE FROM uploads WHERE trace_id = 't-a1'");
+	sql_value(f, "SELECT count(*) FROM agg_sums", NULL, v, sizeof v);
+	assert_string_equal(v, "0");
+}
+
 /* Two "nodes" (store handles) on one database: the device's upload id is
  * the key on both, so a retry that reaches the other node is a duplicate. */
 static void test_store_pg_duplicate_across_nodes_is_eexist(void **state)
@@ -580,6 +632,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_store_parallel_uploads_at_quota_minus_one_store_exactly_one, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_store_agg_sums_follow_trace_paths, setup,
+						teardown),
 	};
 	/* No backend in them: run once. */
 	const struct CMUnitTest once[] = {

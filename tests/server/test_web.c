@@ -357,7 +357,8 @@ static char *upload(const char *app, const char *model, const char *version, con
 uint64_t rvs_fixture_outer(int rounds); /* capture_fixture.c, instrumented */
 
 /* A real capture of the instrumented fixture, zstd-compressed. */
-static uint8_t *capture_zstd(size_t *zlen)
+/* A real capture of rvs_fixture_outer(rounds), zstd-compressed. */
+static uint8_t *capture_zstd(int rounds, size_t *zlen)
 {
 	char path[512];
 	uint8_t *cap = malloc(1u << 20), *z;
@@ -367,7 +368,7 @@ static uint8_t *capture_zstd(size_t *zlen)
 	snprintf(path, sizeof path, "%s/fixture.rvt", g_srv.dir);
 	assert_int_equal(rvt_set_config(256u << 10, 0), 0);
 	assert_int_equal(rvt_start(0), 0);
-	assert_true(rvs_fixture_outer(3) != 1);
+	assert_true(rvs_fixture_outer(rounds) != 1);
 	assert_int_equal(rvt_capture_to_path(0, path), 0);
 	assert_int_equal(rvt_stop(0, 1), 0);
 	f = fopen(path, "rb");
@@ -389,7 +390,7 @@ static void ensure_trace(void)
 	char *id;
 	if (g_trace[0])
 		return;
-	z = capture_zstd(&zlen);
+	z = capture_zstd(3, &zlen);
 	id = upload("com.example.web", "pixel-web", "2.0.0", z, zlen,
 		    REARVIEW__COMPRESSION__COMPRESSION_ZSTD);
 	snprintf(g_trace, sizeof g_trace, "%s", id);
@@ -771,6 +772,54 @@ static void test_web_method_alert_shows_when_p95_crosses(void **state)
 	snprintf(form, sizeof form, "threshold_ms=-1&csrf=%s", g_csrf);
 	post_form("/methods/rvs_fixture_hot_spin/alert", form, &r);
 	assert_int_equal(r.code, 400);
+	resp_free(&r);
+}
+
+/* Issue 16 question 2 on the real server and a real capture: the aggregate
+ * page draws the set's flame graph with the hot loop leading bottom-up, the
+ * diff page colours an unchanged set "same", the method page links to its
+ * aggregate, and an unknown parameter is a 400 that names it. */
+static void test_web_aggregate_and_diff_pages_draw_the_real_capture(void **state)
+{
+	struct resp r;
+	const char *bu;
+	ensure_login();
+	ensure_trace();
+	get("/aggregate?app=com.example.web&version=2.0.0&model=", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "<svg class=\"aggflame\""));
+	assert_non_null(strstr(r.body, "id=\"top-down\""));
+	assert_non_null(bu = strstr(r.body, "id=\"bottom-up\""));
+	assert_non_null(strstr(bu, "rvs_fixture_hot_spin"));
+	/* The hot loop has the most self time: the first bottom-up row. */
+	assert_true(strstr(bu, "rvs_fixture_hot_spin") < strstr(bu, "rvs_fixture_cold_leaf"));
+	assert_non_null(strstr(r.body, "href=\"/aggregate/diff?app=com.example.web\""));
+	resp_free(&r);
+	get("/aggregate/diff?app=com.example.web&a.version=2.0.0&b.version=2.0.0", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "class=\"n same\""));
+	assert_null(strstr(r.body, "class=\"n slower\""));
+	resp_free(&r);
+	/* Two versions of another app, the hot loop run 3 and 9 times: the
+	 * browser test (below) shows their diff. */
+	for (int v = 0; v < 2; v++) {
+		size_t zlen;
+		uint8_t *z = capture_zstd(v ? 9 : 3, &zlen);
+		free(upload("com.example.agg", "pixel-agg", v ? "1.1" : "1.0", z, zlen,
+			    REARVIEW__COMPRESSION__COMPRESSION_ZSTD));
+		free(z);
+	}
+	get("/aggregate/diff?app=com.example.agg&a.version=1.0&b.version=1.1", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "<b>1</b> traces"));
+	assert_non_null(strstr(r.body, "rvs_fixture_hot_spin"));
+	resp_free(&r);
+	get("/methods/rvs_fixture_hot_spin", &r);
+	assert_non_null(strstr(r.body, "href=\"/aggregate?method=rvs_fixture_hot_spin\""));
+	resp_free(&r);
+	get("/aggregate?sort=self", &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "unknown parameter: sort"));
 	resp_free(&r);
 }
 
@@ -1315,6 +1364,7 @@ int main(void)
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
 		cmocka_unit_test(test_web_trace_page_shows_offcpu_counters_and_lock_waits),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
+		cmocka_unit_test(test_web_aggregate_and_diff_pages_draw_the_real_capture),
 		cmocka_unit_test(test_web_signatures_page_counts_by_week_and_version),
 		cmocka_unit_test(test_web_campaign_api_publishes_a_verified_policy),
 		cmocka_unit_test(test_web_campaign_api_rejects_bad_specs_without_publishing),

@@ -3,7 +3,8 @@
  * side with the JSON API documents they render, with N indexed traces
  * (default 100,000; argv[1] overrides) written straight into a fresh
  * server's database (synthetic rows shaped like decode.c's: 8 methods and
- * 3 chains per trace, 2,000 method names, 500 signatures).  The real binary
+ * 3 chains per trace, 2,000 method names, 500 signatures; agg_fill.h's
+ * call-path aggregates).  The real binary
  * serves them over TLS; one keep-alive libcurl handle per page measures
  * REPS sequential requests after a warm-up (fewer, at least MIN_REPS, once a
  * row has taken ROW_SECONDS) and reports p50 / p99 (nearest rank).
@@ -23,6 +24,7 @@
 #include <curl/curl.h>
 #include <sqlite3.h>
 
+#include "agg_fill.h"
 #include "test_web_server.h"
 
 #define REPS	    200
@@ -32,6 +34,18 @@
 static struct web_server g_srv;
 static char g_cookie[128];
 static long g_n = 100000;
+
+/* The attributes fill gives trace i (agg_fill.h's callback). */
+static void trace_attrs(long i, void *ctx, struct agg_fill_trace *t)
+{
+	(void)ctx;
+	snprintf(t->id, sizeof t->id, "t-%032lx", (unsigned long)i + 1);
+	snprintf(t->app, sizeof t->app, "com.example.app%ld", i % 20);
+	snprintf(t->version, sizeof t->version, "1.%ld.0", i % 7);
+	snprintf(t->model, sizeof t->model, "model-%ld", i % 50);
+	t->kind = 1;
+	t->received_at = 1795000000 + i * 6;
+}
 
 /* Synthetic index rows for n traces in one transaction. */
 static int fill(const char *data)
@@ -127,6 +141,9 @@ static int fill(const char *data)
 	sqlite3_finalize(ch);
 	rc |= sqlite3_exec(db, "COMMIT; ANALYZE", NULL, NULL, NULL) != SQLITE_OK;
 	sqlite3_close(db);
+	/* Their call-path aggregates (issue 16 question 2). */
+	if (!rc)
+		rc = agg_fill(path, n, 20, 2000, trace_attrs, NULL);
 	return rc ? -1 : 0;
 }
 
@@ -240,6 +257,21 @@ int main(int argc, char **argv)
 	measure("/signatures", "/signatures", 0);
 	measure("/api/v1/signatures", "/api/v1/signatures", 1);
 	measure("/fleet", "/fleet", 0);
+	/* Issue 16 question 2: the aggregate views (≤ 1 s). */
+	measure("/aggregate", "/aggregate", 0);
+	measure("/api/v1/aggregate", "/api/v1/aggregate", 1);
+	measure("/aggregate?app=", "/aggregate?app=com.example.app3", 0);
+	measure("/api/v1/aggregate?app=", "/api/v1/aggregate?app=com.example.app3", 1);
+	measure("/aggregate?app=&method=",
+		"/aggregate?app=com.example.app3&method=com.example.Class13.method131", 0);
+	measure("/api/v1/aggregate?app=&method=",
+		"/api/v1/aggregate?app=com.example.app3&method=com.example.Class13.method131", 1);
+	measure("/aggregate/diff (versions)",
+		"/aggregate/diff?app=com.example.app3&a.version=1.3.0&b.version=1.4.0", 0);
+	measure("/api/v1/aggregate/diff (versions)",
+		"/api/v1/aggregate/diff?app=com.example.app3&a.version=1.3.0&b.version=1.4.0", 1);
+	measure("/aggregate/diff (since)",
+		"/aggregate/diff?app=com.example.app3&a.until=1795300001&b.since=1795300001", 0);
 	curl_global_cleanup();
 	return web_server_stop(&g_srv) ? 1 : 0;
 }

@@ -1,0 +1,418 @@
+/*
+ * test_agg.c — aggregate and differential flame graphs (agg.c, web_agg.c)
+ * from captures of known times (capbuild.h) decoded by the real decoder
+ * into a real sqlite store: exact per-trace means and counts, the planted
+ * slower method red in the diff, the per-trace bound on call paths, the
+ * bucket sums kept exact when a trace is deleted, trace-level filters
+ * agreeing with the bucket sums, and unknown parameters named in a 400.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "agg.h"
+#include "api.h"
+#include "decode.h"
+#include "query.h"
+#include "rvs.h"
+#include "store.h"
+
+#include "capbuild.h"
+
+static const struct rvs_store_ops *ops = &rvs_store_sqlite;
+
+struct fx {
+	char dir[64], db[128], blobs[160];
+	struct rvs_store *s;
+	struct rvs_decode *d;
+	struct rvs_decoder dec;
+	int next;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	struct rvs_device_rec dev = {0};
+	snprintf(f->dir, sizeof f->dir, "/tmp/rvs-agg-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+	snprintf(f->blobs, sizeof f->blobs, "%s/blobs", f->dir);
+	if (ops->open(f->db, &f->s) || rvs_decode_new(f->db, &f->dec, &f->d))
+		return -1;
+	snprintf(dev.device_id, sizeof dev.device_id, "d-1");
+	if (ops->device_add(f->s, &dev))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+	rvs_decode_free(f->d);
+	ops->close(f->s);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+	free(f);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Method m's entry value and symbol. */
+#define METHOD(m) (0x1000 + 16 * (uint64_t)(m))
+
+static void header(capbuf *c)
+{
+	cb_header(c, 0, 1000000000, 0, 1000000000000ull, 0x400000, 0);
+}
+
+static void finish(capbuf *c, uint32_t last, const char *const *names, size_t n)
+{
+	cb_u64at(c, 16, last + 10);
+	cb_end_slots(c);
+	for (size_t m = 0; m < n; m++)
+		cb_symbol(c, METHOD(m), METHOD(m), 0, names[m]);
+	cb_finish(c);
+}
+
+/* main [0, 600 + p + 300 + 100) calls parse_json for p ns, then layout_pass
+ * for 300 ns: main's self time is 700 ns, parse_json's p. */
+static const char *const APP_NAMES[] = {"main", "parse_json", "layout_pass"};
+
+static capbuf app_capture(uint32_t p)
+{
+	capbuf c = {0};
+	uint32_t t = 1000;
+	header(&c);
+	cb_entry(&c, METHOD(0), t);
+	cb_entry(&c, METHOD(1), t + 100);
+	cb_exit(&c, t + 100 + p);
+	cb_entry(&c, METHOD(2), t + 200 + p);
+	cb_exit(&c, t + 500 + p);
+	cb_exit(&c, t + 1000 + p);
+	finish(&c, t + 1000 + p, APP_NAMES, 3);
+	return c;
+}
+
+/* Stores capture c as an upload of app/version/model and decodes it; the
+ * trace id into id. */
+static void add_trace(struct fx *f, const capbuf *c, const char *version, const char *model,
+		      char id[40])
+{
+	struct rvs_upload_rec u = {0};
+	struct rvs_decode_item it = {0};
+	char hex[65];
+
+	assert_int_equal(rvs_blob_put(f->blobs, c->b, c->len, hex), 0);
+	f->next++;
+	snprintf(u.trace_id, sizeof u.trace_id, "t-%032d", f->next);
+	u.device_id = "d-1";
+	memset(u.upload_id, 0, 16);
+	memcpy(u.upload_id, &f->next, sizeof f->next);
+	u.app_id = "com.example.app";
+	u.app_version = version;
+	u.model = model;
+	u.anomaly_kind = 1;
+	u.payload_kind = 1;
+	u.blob_sha256 = hex;
+	assert_int_equal(ops->upload_add(f->s, &u), 0);
+	snprintf(it.trace_id, sizeof it.trace_id, "%s", u.trace_id);
+	assert_int_equal(rvs_blob_path(f->blobs, hex, it.path, sizeof it.path), 0);
+	f->dec.decode(f->dec.ctx, &it, 1);
+	assert_int_equal(it.rc, 0);
+	assert_int_equal(ops->decode_finish(f->s, &it, 1), 0);
+	if (id)
+		snprintf(id, 40, "%s", u.trace_id);
+}
+
+/* GET path?query on the JSON API; the parsed reply (status into *status). */
+static json_t *api(struct fx *f, const char *path, const char *query, int *status)
+{
+	struct rvs_query_resp r;
+	json_t *j;
+	rvs_query_handle(f->db, f->blobs, path, query, &r);
+	*status = r.status;
+	j = json_loadb(r.body, r.len, 0, NULL);
+	free(r.body);
+	assert_non_null(j);
+	return j;
+}
+
+/* The (first listed) node of doc whose method is name. */
+static json_t *node(json_t *doc, const char *name)
+{
+	size_t i;
+	json_t *n;
+	json_array_foreach(json_object_get(doc, "nodes"), i, n)
+	{
+		if (!strcmp(json_string_value(json_object_get(n, "method")), name))
+			return n;
+	}
+	fail_msg("no node %s", name);
+	return NULL;
+}
+
+static int64_t iget(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_integer(v))
+		fail_msg("no integer member %s", k);
+	return json_integer_value(v);
+}
+
+static int64_t num(struct fx *f, const char *q)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Three traces of 4.2 (parse_json 100 ns) and two of 4.3 (400 ns). */
+static void two_versions(struct fx *f)
+{
+	capbuf a = app_capture(100), b = app_capture(400);
+	for (int i = 0; i < 3; i++)
+		add_trace(f, &a, "4.2", i ? "Pixel 7" : "Pixel 8", NULL);
+	for (int i = 0; i < 2; i++)
+		add_trace(f, &b, "4.3", "Pixel 7", NULL);
+	free(a.b);
+	free(b.b);
+}
+
+static void test_agg_one_version_exact_means_and_counts(void **state)
+{
+	struct fx *f = *state;
+	int status;
+	json_t *doc, *n;
+
+	two_versions(f);
+	doc = api(f, "/api/v1/aggregate", "app=com.example.app&version=4.2", &status);
+	assert_int_equal(status, 200);
+	assert_int_equal(iget(doc, "traces"), 3);
+	assert_string_equal(json_string_value(json_object_get(doc, "source")), "buckets");
+	n = node(doc, "com.example.app"); /* the app's root */
+	assert_int_equal(iget(n, "parent"), 0);
+	assert_int_equal(iget(n, "incl_ns_per_trace"), 1100);
+	n = node(doc, "main");
+	assert_int_equal(iget(n, "incl_ns_per_trace"), 1100);
+	assert_int_equal(iget(n, "self_ns_per_trace"), 700);
+	assert_int_equal(iget(n, "traces"), 3);
+	assert_int_equal(iget(n, "calls"), 3);
+	n = node(doc, "parse_json");
+	assert_int_equal(iget(n, "self_ns_per_trace"), 100);
+	assert_int_equal(iget(n, "depth"), 2);
+	assert_int_equal(iget(node(doc, "layout_pass"), "self_ns_per_trace"), 300);
+	/* Bottom-up: heaviest self time first. */
+	n = json_array_get(json_object_get(doc, "bottom_up"), 0);
+	assert_string_equal(json_string_value(json_object_get(n, "method")), "main");
+	json_decref(doc);
+}
+
+/* The diff of 4.2 → 4.3 finds parse_json 4× slower: its node red with the
+ * right means and counts, layout_pass unchanged, and it leads bottom-up. */
+static void test_agg_diff_planted_slower_method_is_red_with_exact_means(void **state)
+{
+	struct fx *f = *state;
+	int status;
+	json_t *doc, *n;
+	char *svg = NULL, key[64], *at;
+	size_t len = 0;
+	FILE *out;
+
+	two_versions(f);
+	doc = api(f, "/api/v1/aggregate/diff", "app=com.example.app&a.version=4.2&b.version=4.3",
+		  &status);
+	assert_int_equal(status, 200);
+	assert_int_equal(iget(json_object_get(doc, "a"), "traces"), 3);
+	assert_int_equal(iget(json_object_get(doc, "b"), "traces"), 2);
+	n = node(doc, "parse_json");
+	assert_int_equal(iget(n, "a_self_ns_per_trace"), 100);
+	assert_int_equal(iget(n, "b_self_ns_per_trace"), 400);
+	assert_int_equal(iget(n, "self_delta_ns"), 300);
+	assert_int_equal(iget(n, "a_traces"), 3);
+	assert_int_equal(iget(n, "b_traces"), 2);
+	assert_int_equal(iget(node(doc, "layout_pass"), "self_delta_ns"), 0);
+	assert_int_equal(iget(node(doc, "main"), "self_delta_ns"), 0);
+	assert_int_equal(iget(node(doc, "main"), "incl_delta_ns"), 300);
+	n = json_array_get(json_object_get(doc, "bottom_up"), 0);
+	assert_string_equal(json_string_value(json_object_get(n, "method")), "parse_json");
+
+	out = open_memstream(&svg, &len);
+	assert_non_null(out);
+	rvs_agg_flame_svg(out, doc, 1);
+	assert_int_equal(fclose(out), 0);
+	snprintf(key, sizeof key, "<g class=\"n slower\" data-node=\"%lld\">",
+		 (long long)iget(node(doc, "parse_json"), "node"));
+	assert_non_null(at = strstr(svg, key));
+	assert_non_null(strstr(at, "fill=\"rgb(255,30,30)\"")); /* the largest change */
+	snprintf(key, sizeof key, "<g class=\"n same\" data-node=\"%lld\">",
+		 (long long)iget(node(doc, "layout_pass"), "node"));
+	assert_non_null(strstr(svg, key));
+	assert_null(strstr(svg, "n faster"));
+	free(svg);
+	json_decref(doc);
+}
+
+/* A trace-level filter (contains method) reads per-trace rows and agrees
+ * with the bucket sums; a model filter narrows the bucket sums. */
+static void test_agg_trace_filter_agrees_with_buckets(void **state)
+{
+	struct fx *f = *state;
+	int status;
+	json_t *doc;
+
+	two_versions(f);
+	doc = api(f, "/api/v1/aggregate", "app=com.example.app&version=4.3&method=parse_json",
+		  &status);
+	assert_int_equal(status, 200);
+	assert_string_equal(json_string_value(json_object_get(doc, "source")), "traces");
+	assert_int_equal(iget(doc, "traces"), 2);
+	assert_int_equal(iget(node(doc, "parse_json"), "self_ns_per_trace"), 400);
+	json_decref(doc);
+	doc = api(f, "/api/v1/aggregate", "app=com.example.app&model=Pixel+8", &status);
+	assert_int_equal(status, 200);
+	assert_int_equal(iget(doc, "traces"), 1);
+	json_decref(doc);
+	doc = api(f, "/api/v1/aggregate", "app=com.example.app&kind=ANOMALY_JANK", &status);
+	assert_int_equal(status, 200);
+	assert_int_equal(iget(doc, "traces"), 5);
+	json_decref(doc);
+	doc = api(f, "/api/v1/aggregate", "kind=2", &status);
+	assert_int_equal(iget(doc, "traces"), 0);
+	json_decref(doc);
+	doc = api(f, "/api/v1/aggregate", "method=no_such_method", &status);
+	assert_int_equal(status, 200);
+	assert_int_equal(iget(doc, "traces"), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "nodes")), 0);
+	json_decref(doc);
+}
+
+/* Deleting a trace (retention, re-decode) takes its rows out of the sums. */
+static void test_agg_deleted_trace_leaves_the_sums(void **state)
+{
+	struct fx *f = *state;
+	capbuf a = app_capture(100), b = app_capture(400);
+	char id[40], sql[160];
+	int status;
+	sqlite3 *db;
+	json_t *doc;
+
+	add_trace(f, &a, "4.2", "Pixel 7", NULL);
+	add_trace(f, &b, "4.2", "Pixel 7", id);
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	snprintf(sql, sizeof sql, "PRAGMA foreign_keys=ON; DELETE FROM traces WHERE trace_id='%s'",
+		 id);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	doc = api(f, "/api/v1/aggregate", "app=com.example.app", &status);
+	assert_int_equal(iget(doc, "traces"), 1);
+	assert_int_equal(iget(node(doc, "parse_json"), "self_ns_per_trace"), 100);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_paths"), 4);
+	assert_int_equal(num(f, "SELECT sum(traces) FROM agg_sums"), 4);
+	json_decref(doc);
+	free(a.b);
+	free(b.b);
+}
+
+/* main calls 600 distinct methods, method k for k + 1 ns: 602 tree nodes
+ * (root and main included) keep 512 — the 510 longest callees — and the 90
+ * shortest (1..90 ns: 4095 ns) are one "(other)" node; self times still
+ * sum to the root's inclusive time. */
+static void test_agg_more_paths_than_the_cap_fold_into_other(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 600 };
+	static char names[N + 1][24];
+	const char *np[N + 1];
+	capbuf c = {0};
+	uint32_t t = 1000;
+	int status;
+	json_t *doc;
+
+	header(&c);
+	snprintf(names[0], sizeof names[0], "main");
+	np[0] = names[0];
+	cb_entry(&c, METHOD(0), t);
+	for (int k = 0; k < N; k++) {
+		snprintf(names[k + 1], sizeof names[k + 1], "callee_%03d", k);
+		np[k + 1] = names[k + 1];
+		cb_entry(&c, METHOD(k + 1), ++t);
+		t += (uint32_t)k + 1;
+		cb_exit(&c, t);
+	}
+	cb_exit(&c, ++t);
+	finish(&c, t, np, N + 1);
+	add_trace(f, &c, "1.0", "Pixel 7", NULL);
+	free(c.b);
+
+	assert_int_equal(num(f, "SELECT nodes FROM trace_agg"), RVS_AGG_MAX_NODES);
+	assert_int_equal(num(f, "SELECT folded FROM trace_agg"), 602 - RVS_AGG_MAX_NODES);
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_paths"), RVS_AGG_MAX_NODES + 1);
+	assert_int_equal(num(f, "SELECT sum(self_ns) FROM trace_paths"),
+			 num(f, "SELECT total_ns FROM trace_agg"));
+	doc = api(f, "/api/v1/aggregate", "app=com.example.app", &status);
+	assert_int_equal(status, 200);
+	assert_int_equal(iget(node(doc, RVS_AGG_OTHER), "incl_ns_per_trace"), 90 * 91 / 2);
+	assert_int_equal(iget(node(doc, RVS_AGG_OTHER), "calls"), 90);
+	assert_int_equal(iget(node(doc, "callee_090"), "incl_ns_per_trace"), 91);
+	json_decref(doc);
+}
+
+static void test_agg_unknown_or_bad_parameter_is_named_in_a_400(void **state)
+{
+	struct fx *f = *state;
+	int status;
+	json_t *doc;
+
+	doc = api(f, "/api/v1/aggregate", "app=x&sort=self", &status);
+	assert_int_equal(status, 400);
+	assert_string_equal(json_string_value(json_object_get(doc, "error")),
+			    "unknown parameter: sort");
+	json_decref(doc);
+	doc = api(f, "/api/v1/aggregate", "a.version=4.2", &status);
+	assert_int_equal(status, 400);
+	assert_string_equal(json_string_value(json_object_get(doc, "error")),
+			    "unknown parameter: a.version");
+	json_decref(doc);
+	doc = api(f, "/api/v1/aggregate/diff", "b.kind=jank", &status);
+	assert_int_equal(status, 400);
+	assert_string_equal(json_string_value(json_object_get(doc, "error")),
+			    "bad value for parameter: b.kind");
+	json_decref(doc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_agg_one_version_exact_means_and_counts, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_agg_diff_planted_slower_method_is_red_with_exact_means, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_agg_trace_filter_agrees_with_buckets, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_agg_deleted_trace_leaves_the_sums, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_agg_more_paths_than_the_cap_fold_into_other,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agg_unknown_or_bad_parameter_is_named_in_a_400,
+						setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
