@@ -17,6 +17,7 @@
  * transactions.
  */
 #include "decode.h"
+#include "issue.h"
 #include "rvs.h"
 #include "rearview/common.h"
 #include "symbols.h"
@@ -322,6 +323,9 @@ static int open_db(struct lane *d)
 			  "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;"
 			  " PRAGMA temp_store=MEMORY;",
 			  NULL, NULL, NULL);
+	/* The issue column (issue.h) is computed by rvs_issue() in SQL. */
+	if (rc == SQLITE_OK && rvs_issue_register(d->db))
+		rc = SQLITE_ERROR;
 	rvs_sqlite_ckpt_attach(d->db); /* on failure: sqlite's own checkpoints */
 	return rc == SQLITE_OK ? 0 : -EIO;
 }
@@ -654,11 +658,14 @@ static int index_rows(struct lane *d, const char *trace_id, const rva_summary *s
 	if (rc)
 		return rc;
 	/* Setting traces.signature fires migration 5's triggers, which count the
-	 * trace into its signature's totals inside this transaction. */
+	 * trace into its signature's totals inside this transaction; issue is
+	 * the anomaly chain's signature folded (issue.h, migration 7). */
 	rc = prep(d,
 		  "UPDATE traces SET anomaly_signature = ?1, signature = COALESCE(?1,"
 		  " (SELECT c.signature FROM trace_chains c WHERE c.trace_id = ?2"
-		  " AND c.kind = 'top' AND c.rank = 1)) WHERE trace_id = ?2",
+		  " AND c.kind = 'top' AND c.rank = 1)), issue = (SELECT rvs_issue(c.chain,"
+		  " c.signature) FROM trace_chains c WHERE c.trace_id = ?2 AND c.kind ="
+		  " 'anomaly' AND c.rank = 1) WHERE trace_id = ?2",
 		  &st);
 	if (rc)
 		return rc;
