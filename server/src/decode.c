@@ -629,9 +629,9 @@ static int index_rows(struct lane *d, const char *trace_id, const rva_summary *s
 	rc = prep(d,
 		  "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
 		  " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name, duration_ns,"
-		  " nmethods, dropped, decoded_at)"
+		  " nmethods, dropped, decoded_at, device_id)"
 		  " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind, severity,"
-		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6 FROM uploads"
+		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6, device_id FROM uploads"
 		  " WHERE trace_id = ?1",
 		  &st);
 	if (rc)

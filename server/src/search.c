@@ -196,8 +196,11 @@ static const struct sort_key SORT_KEYS[] = {
 	" AND (?11 IS NULL OR t.issue = ?11)"
 
 /* The statement of sort key k in direction desc, with a keyset clause when
- * cursor, into sql[0..cap): 0 or -E2BIG. */
-static int sorted_sql(const struct sort_key *k, int desc, int cursor, char *sql, size_t cap)
+ * cursor, into sql[0..cap): 0 or -E2BIG.  by_issue: an issue's few traces
+ * drive the query (found by its index, then sorted) instead of a walk of
+ * the sort index that would read most of the table to find them. */
+static int sorted_sql(const struct sort_key *k, int desc, int cursor, int by_issue, char *sql,
+		      size_t cap)
 {
 	const int self = k == &SORT_KEYS[SORT_SELF];
 	const char *tb = self ? "m.rowid" : "t.rowid", *dir = desc ? "DESC" : "ASC";
@@ -209,12 +212,15 @@ static int sorted_sql(const struct sort_key *k, int desc, int cursor, char *sql,
 			 k->expr, le, k->expr, lt, tb, lt);
 	n = snprintf(sql, cap,
 		     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
-		     " WHERE %s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT ?14",
+		     " WHERE %s%s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT ?14",
 		     self ? "m.self_ns AS method_self_ns" : "NULL AS method_self_ns", k->expr, tb,
 		     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id" : "traces t",
 		     self ? "m.method = ?10 AND"
 			  : "(?10 IS NULL OR t.trace_id IN (SELECT x.trace_id FROM trace_methods x"
 			    " WHERE x.method = ?10)) AND",
+		     by_issue && !self
+			     ? " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.issue = ?11) AND"
+			     : "",
 		     keyset, k->expr, dir, tb, dir);
 	return n < 0 || (size_t)n >= cap ? -E2BIG : 0;
 }
@@ -274,7 +280,8 @@ void rvs_search_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 	if (rc < 0 || (rc == 1 && parse_cursor(v, &cv, &ct)))
 		return rvs_query_set_error(r, 400, "bad cursor");
 	has_cursor = rc == 1;
-	if (sorted_sql(k, desc, has_cursor, sql, sizeof sql) ||
+	if (sorted_sql(k, desc, has_cursor, rvs_query_param(query, "issue", v, sizeof v) == 1, sql,
+		       sizeof sql) ||
 	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return rvs_query_set_error(r, 500, "query failed");
 	for (int i = 0; i < 4; i++)
@@ -326,12 +333,11 @@ bad:
 
 /* Impact = traces × mean severity (at least 1 each) × distinct devices. */
 static const char ISSUES_SQL[] =
-	"SELECT t.issue, count(*) AS traces, count(DISTINCT u.device_id) AS devices,"
+	"SELECT t.issue, count(*) AS traces, count(DISTINCT t.device_id) AS devices,"
 	" avg(max(ifnull(t.severity, 0), 1)) AS severity,"
-	" count(*) * avg(max(ifnull(t.severity, 0), 1)) * count(DISTINCT u.device_id) AS impact,"
+	" count(*) * avg(max(ifnull(t.severity, 0), 1)) * count(DISTINCT t.device_id) AS impact,"
 	" min(t.received_at) AS first_seen, max(t.received_at) AS last_seen,"
-	" max(t.trace_id) AS example_trace, group_concat(DISTINCT t.anomaly_signature)"
-	" FROM traces t JOIN uploads u ON u.trace_id = t.trace_id"
+	" max(t.rowid) FROM traces t"
 	" WHERE t.issue IS NOT NULL AND t.received_at >= ?1"
 	" AND (?2 IS NULL OR t.app_id = ?2) AND (?3 IS NULL OR t.app_version = ?3)"
 	" AND (?4 IS NULL OR t.anomaly_kind = ?4)"
@@ -341,45 +347,44 @@ static const char TREND_SQL[] =
 	" AND t.received_at >= ?6 AND (?2 IS NULL OR t.app_id = ?2)"
 	" AND (?3 IS NULL OR t.app_version = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
 	" GROUP BY 1";
-static const char CHAIN_SQL[] = "SELECT chain FROM trace_chains WHERE trace_id = ?1"
-				" AND kind = 'anomaly' AND rank = 1";
+/* The issue's newest trace (by rowid) and its anomaly chain. */
+static const char EXAMPLE_SQL[] =
+	"SELECT x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"
+	" c.trace_id = x.trace_id AND c.kind = 'anomaly' AND c.rank = 1 WHERE x.rowid = ?1";
+static const char SIGS_SQL[] =
+	"SELECT DISTINCT t.anomaly_signature FROM traces t WHERE t.issue = ?1"
+	" AND t.received_at >= ?6 AND (?2 IS NULL OR t.app_id = ?2)"
+	" AND (?3 IS NULL OR t.app_version = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
+	" AND t.anomaly_signature IS NOT NULL ORDER BY 1 LIMIT 64";
 
-static int cmp_str(const void *a, const void *b)
+/* Every row's first column of st (bound, run to the end) as a JSON array. */
+static json_t *column_list(sqlite3_stmt *st)
 {
-	return strcmp(json_string_value(*(json_t *const *)a),
-		      json_string_value(*(json_t *const *)b));
-}
-
-/* "a,b,c" (16-hex signatures) as a sorted JSON array. */
-static json_t *sig_list(const char *csv)
-{
-	json_t *arr = json_array(), *v[64];
-	size_t n = 0;
-	while (csv && *csv && n < 64) {
-		size_t len = strcspn(csv, ",");
-		v[n++] = jstrn(csv, len);
-		csv += len + (csv[len] == ',');
-	}
-	qsort(v, n, sizeof v[0], cmp_str);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(arr, v[i]);
+	json_t *arr = json_array();
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(arr, jcol(st, 0));
+	sqlite3_reset(st);
 	return arr;
 }
 
-/* The chain text with its leading "(unknown caller);" frames left out. */
-static json_t *folded_chain(sqlite3_stmt *ch, const char *trace_id)
+/* The example trace of rowid into o, with its anomaly chain less its
+ * leading "(unknown caller);" frames as the issue's chain. */
+static void example_into(sqlite3_stmt *ex, int64_t rowid, json_t *o)
 {
 	static const char unk[] = "(unknown caller);";
 	const char *s;
-	json_t *j = json_null();
-	sqlite3_bind_text(ch, 1, trace_id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(ch) == SQLITE_ROW && (s = (const char *)sqlite3_column_text(ch, 0))) {
-		while (strncmp(s, unk, sizeof unk - 1) == 0 && s[sizeof unk - 1])
-			s += sizeof unk - 1;
-		j = jstr(s);
+	json_t *chain = json_null();
+	sqlite3_bind_int64(ex, 1, rowid);
+	if (sqlite3_step(ex) == SQLITE_ROW) {
+		json_object_set_new(o, "example_trace", jcol(ex, 0));
+		if ((s = (const char *)sqlite3_column_text(ex, 1))) {
+			while (strncmp(s, unk, sizeof unk - 1) == 0 && s[sizeof unk - 1])
+				s += sizeof unk - 1;
+			chain = jstr(s);
+		}
 	}
-	sqlite3_reset(ch);
-	return j;
+	json_object_set_new(o, "chain", chain);
+	sqlite3_reset(ex);
 }
 
 static int bind_issue_filters(sqlite3_stmt *st, const char *query)
@@ -394,7 +399,7 @@ static void list_issues(sqlite3 *db, const char *query, struct rvs_query_resp *r
 {
 	char v[32];
 	int64_t limit, weeks = WEEKS_DEFAULT, cur = (int64_t)time(NULL) / WEEK, since;
-	sqlite3_stmt *st = NULL, *tr = NULL, *ch = NULL;
+	sqlite3_stmt *st = NULL, *tr = NULL, *ex = NULL, *sg = NULL;
 	json_t *issues, *starts, *doc;
 	int rc;
 
@@ -406,17 +411,20 @@ static void list_issues(sqlite3 *db, const char *query, struct rvs_query_resp *r
 	since = (cur - weeks + 1) * WEEK;
 	if (sqlite3_prepare_v2(db, ISSUES_SQL, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, TREND_SQL, -1, &tr, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, CHAIN_SQL, -1, &ch, NULL) != SQLITE_OK) {
+	    sqlite3_prepare_v2(db, EXAMPLE_SQL, -1, &ex, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, SIGS_SQL, -1, &sg, NULL) != SQLITE_OK) {
 		rvs_query_set_error(r, 500, "query failed");
 		goto out;
 	}
-	if (bind_issue_filters(st, query) || bind_issue_filters(tr, query)) {
+	if (bind_issue_filters(st, query) || bind_issue_filters(tr, query) ||
+	    bind_issue_filters(sg, query)) {
 		rvs_query_set_error(r, 400, "bad query parameter");
 		goto out;
 	}
 	sqlite3_bind_int64(st, 1, since);
 	sqlite3_bind_int64(st, 5, limit);
 	sqlite3_bind_int64(tr, 6, since);
+	sqlite3_bind_int64(sg, 6, since);
 	issues = json_array();
 	starts = json_array();
 	for (int64_t w = cur - weeks + 1; w <= cur; w++)
@@ -427,11 +435,11 @@ static void list_issues(sqlite3 *db, const char *query, struct rvs_query_resp *r
 		json_t *o = json_object(), *trend = json_array();
 		int64_t counts[WEEKS_MAX] = {0};
 		int trc;
-		cols_into(st, 0, 8, o);
-		json_object_set_new(o, "signatures",
-				    sig_list((const char *)sqlite3_column_text(st, 8)));
-		json_object_set_new(o, "chain",
-				    folded_chain(ch, (const char *)sqlite3_column_text(st, 7)));
+		cols_into(st, 0, 7, o);
+		example_into(ex, sqlite3_column_int64(st, 7), o);
+		sqlite3_bind_text(sg, 1, (const char *)sqlite3_column_text(st, 0), -1,
+				  SQLITE_TRANSIENT);
+		json_object_set_new(o, "signatures", column_list(sg));
 		sqlite3_bind_text(tr, 1, (const char *)sqlite3_column_text(st, 0), -1,
 				  SQLITE_TRANSIENT);
 		while ((trc = sqlite3_step(tr)) == SQLITE_ROW) {
@@ -456,7 +464,8 @@ static void list_issues(sqlite3 *db, const char *query, struct rvs_query_resp *r
 out:
 	sqlite3_finalize(st);
 	sqlite3_finalize(tr);
-	sqlite3_finalize(ch);
+	sqlite3_finalize(ex);
+	sqlite3_finalize(sg);
 }
 
 /* ---- chain patterns ---------------------------------------------------------- */

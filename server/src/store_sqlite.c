@@ -242,13 +242,17 @@ static const char *const migrations[] = {
 	" PRIMARY KEY (build_id, trace_id)) WITHOUT ROWID;"
 	"CREATE INDEX trace_unresolved_trace ON trace_unresolved(trace_id);",
 	/* 7 (search): each trace's issue — its anomaly signature folded over
-	 * leading "(unknown caller)" frames (issue.h), set by decode.c and
-	 * backfilled here — and the indexes of the worst-traces sorts (their
-	 * expressions are the ORDER BY of search.c, rowid the tie-break). */
+	 * leading "(unknown caller)" frames (issue.h) — and device, set by
+	 * decode.c and backfilled here; the issues index covers the impact
+	 * ranking (traces × severity × devices per week range); the indexes of
+	 * the worst-traces sorts (their expressions are the ORDER BY of
+	 * search.c, rowid the tie-break). */
 	"ALTER TABLE traces ADD COLUMN issue TEXT;"
+	"ALTER TABLE traces ADD COLUMN device_id TEXT;"
 	"UPDATE traces SET issue = (SELECT rvs_issue(c.chain, c.signature) FROM trace_chains c"
-	" WHERE c.trace_id = traces.trace_id AND c.kind = 'anomaly' AND c.rank = 1);"
-	"CREATE INDEX traces_issue ON traces(issue, received_at);"
+	" WHERE c.trace_id = traces.trace_id AND c.kind = 'anomaly' AND c.rank = 1),"
+	" device_id = (SELECT u.device_id FROM uploads u WHERE u.trace_id = traces.trace_id);"
+	"CREATE INDEX traces_issue ON traces(issue, received_at, device_id, severity);"
 	"CREATE INDEX traces_by_severity ON traces(ifnull(severity, -1));"
 	"CREATE INDEX traces_by_duration ON traces(ifnull(duration_ns, -1));"
 	"CREATE INDEX traces_by_captured ON traces(ifnull(captured_at_ns, -1));",

@@ -100,8 +100,9 @@ static void fill(sqlite3 *db)
 		sqlite3_prepare_v2(db,
 				   "INSERT INTO traces (trace_id, app_id, app_version, model,"
 				   " anomaly_kind, severity, captured_at_ns, received_at,"
-				   " duration_ns, anomaly_signature, signature, decoded_at) VALUES"
-				   " (?1, ?2, ?3, 'm', 1, ?4, ?5, ?6, ?7, ?8, ?8, 0)",
+				   " duration_ns, anomaly_signature, signature, decoded_at,"
+				   " device_id) VALUES (?1, ?2, ?3, 'm', 1, ?4, ?5, ?6, ?7, ?8, ?8,"
+				   " 0, ?9)",
 				   -1, &tr, NULL),
 		SQLITE_OK);
 	assert_int_equal(
@@ -142,6 +143,7 @@ static void fill(sqlite3 *db)
 		else
 			sqlite3_bind_null(tr, 7);
 		sqlite3_bind_text(tr, 8, t->sig, -1, SQLITE_STATIC);
+		sqlite3_bind_text(tr, 9, t->dev, -1, SQLITE_STATIC);
 		assert_int_equal(sqlite3_step(tr), SQLITE_DONE);
 		sqlite3_reset(tr);
 		for (int k = 0; k < 2; k++) {
@@ -279,21 +281,24 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	/* Take the database back to version 6 (no issue column), then let the
 	 * store migrate it again: the backfill must fold as decode does. */
 	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
-	exec_ok(db, "DROP INDEX traces_issue; DROP INDEX traces_by_severity;"
-		    " DROP INDEX traces_by_duration; DROP INDEX traces_by_captured;"
-		    " ALTER TABLE traces DROP COLUMN issue; PRAGMA user_version = 6");
+	exec_ok(db,
+		"DROP INDEX traces_issue; DROP INDEX traces_by_severity;"
+		" DROP INDEX traces_by_duration; DROP INDEX traces_by_captured;"
+		" ALTER TABLE traces DROP COLUMN issue; ALTER TABLE traces DROP COLUMN device_id;"
+		" PRAGMA user_version = 6");
 	sqlite3_close(db);
 	assert_int_equal(rvs_store_sqlite.open(g_cfg.database, &s), 0);
 	rvs_store_sqlite.close(s);
 	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(db,
-					    "SELECT substr(trace_id, -1), issue FROM traces"
+					    "SELECT device_id, issue FROM traces"
 					    " ORDER BY trace_id",
 					    -1, &st, NULL),
 			 SQLITE_OK);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		static const char *const want[] = {S1, S1, S2, S3, S1};
 		assert_string_equal((const char *)sqlite3_column_text(st, 1), want[n]);
+		assert_string_equal((const char *)sqlite3_column_text(st, 0), TRACES[n].dev);
 		n++;
 	}
 	assert_int_equal(n, 5);
@@ -377,6 +382,8 @@ static void test_search_issues_ranked_by_impact_with_weekly_trend(void **state)
 		    json_real_value(json_object_get(a, "impact")) < 22.001);
 	assert_string_equal(json_string_value(json_object_get(a, "chain")),
 			    "main;layout_pass;measure;parse_json;");
+	assert_string_equal(json_string_value(json_object_get(a, "example_trace")),
+			    TRACES[4].id);
 	assert_int_equal(json_array_size(json_object_get(a, "signatures")), 3);
 	assert_string_equal(json_string_value(json_array_get(json_object_get(a, "signatures"), 0)),
 			    S1V);

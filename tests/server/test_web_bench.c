@@ -59,8 +59,8 @@ static int fill(const char *data)
 		db,
 		"INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
 		" anomaly_kind, severity, captured_at_ns, received_at, duration_ns, nmethods,"
-		" dropped, anomaly_signature, decoded_at, issue) VALUES (?1, ?3, ?4, ?5, 'os-1', 1,"
-		" ?6, ?2 * 1000000000, ?2, ?8, 8, 0, ?7, ?2, ?7)",
+		" dropped, anomaly_signature, decoded_at, issue, device_id) VALUES (?1, ?3, ?4, ?5,"
+		" 'os-1', 1, ?6, ?2 * 1000000000, ?2, ?8, 8, 0, ?7, ?2, ?7, 'd-bench')",
 		-1, &tr, NULL);
 	sqlite3_prepare_v2(db,
 			   "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
