@@ -738,10 +738,15 @@ static void search_chains(sqlite3 *db, const char *query, struct rvs_query_resp 
 			hi = sqlite3_column_int64(mx, 0) + 1;
 		sqlite3_finalize(mx);
 	}
-	/* An exact method is one index lookup: no chunks. */
-	while (hi > 0 && !full) {
+	/* An exact method is one index lookup: no chunks.  Time is checked
+	 * between chunks and every 256 rows a chunk hands over; a search cut
+	 * mid-chunk goes on below the last row it looked at. */
+	rc = SQLITE_DONE;
+	while (hi > 0 && !full && !partial) {
 		int64_t lo =
 			s->mode == MODE_METHOD ? 0 : (hi > SEARCH_CHUNK ? hi - SEARCH_CHUNK : 0);
+		int64_t seen = hi;
+		unsigned k = 0;
 		if (scanned >= SEARCH_MAX_ROWS || now_ms() - t0 > SEARCH_MAX_MS) {
 			partial = 1;
 			break;
@@ -750,14 +755,26 @@ static void search_chains(sqlite3 *db, const char *query, struct rvs_query_resp 
 		sqlite3_bind_int64(st, 2, lo);
 		if (s->mode == MODE_METHOD)
 			sqlite3_bind_int64(st, 6, s->limit + 1);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			seen = sqlite3_column_int64(st, HIT_NCOLS);
 			if ((full = take_row(s, st)))
 				break;
+			if (s->mode != MODE_METHOD && ++k % 256 == 0 &&
+			    now_ms() - t0 > SEARCH_MAX_MS) {
+				partial = 1;
+				break;
+			}
+		}
 		sqlite3_reset(st);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 			break;
-		scanned += hi - lo;
-		hi = lo;
+		if (partial) {
+			scanned += hi - seen;
+			hi = seen;
+		} else {
+			scanned += hi - lo;
+			hi = lo;
+		}
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		json_decref(s->hits);

@@ -382,8 +382,7 @@ static void test_search_issues_ranked_by_impact_with_weekly_trend(void **state)
 		    json_real_value(json_object_get(a, "impact")) < 22.001);
 	assert_string_equal(json_string_value(json_object_get(a, "chain")),
 			    "main;layout_pass;measure;parse_json;");
-	assert_string_equal(json_string_value(json_object_get(a, "example_trace")),
-			    TRACES[4].id);
+	assert_string_equal(json_string_value(json_object_get(a, "example_trace")), TRACES[4].id);
 	assert_int_equal(json_array_size(json_object_get(a, "signatures")), 3);
 	assert_string_equal(json_string_value(json_array_get(json_object_get(a, "signatures"), 0)),
 			    S1V);
@@ -487,6 +486,26 @@ static void test_search_cursor_pages_cover_hits_once(void **state)
 	} while (cursor && pages < 10);
 	json_decref(doc);
 	assert_string_equal(got, "54321");
+	/* The end of the table: nothing below rowid 0. */
+	expect_hits("chain=layout_pass+%3E+*+%3E+parse_json&cursor=0", "", NULL);
+}
+
+static void test_search_empty_index_finds_nothing(void **state)
+{
+	sqlite3 *db;
+	int st;
+	json_t *doc;
+	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
+	exec_ok(db, "PRAGMA foreign_keys = ON; DELETE FROM traces");
+	sqlite3_close(db);
+	expect_hits("chain=a+%3E+*+%3E+b", "", NULL);
+	expect_hits("contains=a", "", NULL);
+	expect_hits("chain=a", "", NULL);
+	expect_order("sort=severity", "");
+	doc = api("/api/v1/issues", "", &st);
+	assert_int_equal(st, 200);
+	assert_int_equal(json_array_size(json_object_get(doc, "issues")), 0);
+	json_decref(doc);
 }
 
 static void test_search_bad_patterns_are_400(void **state)
@@ -596,6 +615,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_search_cursor_pages_cover_hits_once, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_search_bad_patterns_are_400, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_search_empty_index_finds_nothing, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
