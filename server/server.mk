@@ -187,7 +187,7 @@ $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c s
 		$(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq) -Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
 		-lmbedcrypto -lzstd $(BLOB_LIBS) $(PROTOBUF_LIBS) -lpthread
-$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
+$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o checkpoint.o issue.o search.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
 
 # The blob interface against each backend (blob.h): a local directory, and
 # S3 against npm s3rver (tests/server/s3rver pins it), started by the test;
