@@ -327,9 +327,12 @@ void web_traces_page(struct web_ctx *c)
 	doc = web_api(c, "/api/v1/traces", q, &status);
 
 	if (!doc || status != 200) {
+		/* The API's reason (e.g. which sort key it does not know). */
+		const char *msg = json_string_value(json_object_get(doc, "error"));
+		web_error(c, status == 400 ? 400 : 500,
+			  status == 400 ? (msg ? msg : "bad filter value") : "query failed");
 		json_decref(doc);
-		return web_error(c, status == 400 ? 400 : 500,
-				 status == 400 ? "bad filter value" : "query failed");
+		return;
 	}
 	web_page_begin(c, "Traces");
 	fputs("<form class=\"filters\" method=\"get\" action=\"/traces\">", c->f);

@@ -184,7 +184,7 @@ static int setup(void **state)
 {
 	struct rvs_store *s;
 	sqlite3 *db;
-	strcpy(g_dir, "/tmp/rvs-search-XXXXXX");
+	snprintf(g_dir, sizeof g_dir, "/tmp/rvs-search-XXXXXX");
 	if (!mkdtemp(g_dir))
 		return -1;
 	memset(&g_cfg, 0, sizeof g_cfg);
@@ -337,7 +337,7 @@ static void test_search_sort_keyset_pages_cover_list_once(void **state)
 			json_t *next = api("/api/v1/traces", q, &st);
 			assert_int_equal(st, 200);
 			ids(next, "traces", page);
-			strcat(got, page);
+			snprintf(got + strlen(got), sizeof got - strlen(got), "%s", page);
 			json_decref(doc);
 			doc = next;
 			cursor = json_string_value(json_object_get(doc, "next_cursor"));
@@ -478,7 +478,7 @@ static void test_search_cursor_pages_cover_hits_once(void **state)
 		json_t *next = api("/api/v1/search", q, &st);
 		assert_int_equal(st, 200);
 		ids(next, "hits", page);
-		strcat(got, page);
+		snprintf(got + strlen(got), sizeof got - strlen(got), "%s", page);
 		json_decref(doc);
 		doc = next;
 		cursor = json_string_value(json_object_get(doc, "next_cursor"));

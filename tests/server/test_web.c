@@ -798,6 +798,8 @@ static void test_web_search_pages_find_real_capture_chain_marked(void **state)
 	resp_free(&r);
 	get("/traces?sort=nonsense", &r);
 	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "unknown sort key"));
+	assert_non_null(strstr(r.body, "nonsense"));
 	resp_free(&r);
 	get("/issues", &r);
 	assert_int_equal(r.code, 200);
