@@ -29,6 +29,9 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "api.h"
+#include "capbuild.h"
+#include "decode.h"
 #include "issue.h"
 #include "query.h"
 #include "route.h"
@@ -304,6 +307,93 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	assert_int_equal(n, 5);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
+}
+
+/* Three captures built from tracer/FORMAT.md (capbuild.h), decoded by the
+ * real decoder: A's anomaly fires in 0x1200 > 0x1300 > 0x1400; B's ring
+ * began inside 0x1200 (its exit has no entry: an "(unknown caller)" frame);
+ * C's thread starts at 0x1300.  B folds into C's issue, A stays apart. */
+static void capture(capbuf *c, int with_root, int root_exit)
+{
+	/* ts t is ns 900 + t (reference 100 ticks, frozen at ns 1000). */
+	cb_header(c, 100, 1000000000, 0, 1000, 0x555555554000ull, 0);
+	if (with_root)
+		cb_entry(c, 0x1200, 10);
+	cb_entry(c, 0x1300, 20);
+	cb_entry(c, 0x1400, 30);
+	cb_exit(c, 40);
+	cb_exit(c, 50);
+	if (root_exit)
+		cb_exit(c, 60);
+	cb_end_slots(c);
+	cb_anomaly(c, 1, 935, "jank");
+	cb_finish(c);
+}
+
+static void test_issue_decoder_folds_unknown_caller_prefix_of_real_captures(void **state)
+{
+	static const char *const ids[] = {"t-0000000000000000000000000000000a",
+					  "t-0000000000000000000000000000000b",
+					  "t-0000000000000000000000000000000c"};
+	struct rvs_decode_item items[3];
+	struct rvs_decoder dec;
+	struct rvs_decode *d;
+	char issue[3][17], sig[3][17], chain[256];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	memset(items, 0, sizeof items);
+	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
+	for (int i = 0; i < 3; i++) {
+		capbuf c = {0};
+		char sql[512];
+		FILE *f;
+		capture(&c, i == 0, i != 2);
+		snprintf(items[i].path, sizeof items[i].path, "%s/cap%d", g_dir, i);
+		snprintf(items[i].trace_id, sizeof items[i].trace_id, "%s", ids[i]);
+		assert_non_null(f = fopen(items[i].path, "wb"));
+		assert_int_equal(fwrite(c.b, 1, c.len, f), c.len);
+		fclose(f);
+		free(c.b);
+		snprintf(sql, sizeof sql,
+			 "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
+			 " app_version, severity, compression, state) VALUES ('%s', 'd1',"
+			 " randomblob(16), strftime('%%s'), 'A', '1', 1, 0, 'pending_decode')",
+			 ids[i]);
+		exec_ok(db, sql);
+	}
+	assert_int_equal(rvs_decode_new(g_cfg.database, &dec, &d), 0);
+	dec.decode(dec.ctx, items, 3);
+	rvs_decode_free(d);
+	for (int i = 0; i < 3; i++)
+		if (items[i].rc)
+			fail_msg("%s: %s", ids[i], items[i].reason);
+	assert_int_equal(
+		sqlite3_prepare_v2(db,
+				   "SELECT t.issue, t.anomaly_signature, c.chain FROM traces t"
+				   " JOIN trace_chains c ON c.trace_id = t.trace_id AND"
+				   " c.kind = 'anomaly' WHERE t.trace_id = ?",
+				   -1, &st, NULL),
+		SQLITE_OK);
+	for (int i = 0; i < 3; i++) {
+		sqlite3_bind_text(st, 1, ids[i], -1, SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		snprintf(issue[i], sizeof issue[i], "%s", sqlite3_column_text(st, 0));
+		snprintf(sig[i], sizeof sig[i], "%s", sqlite3_column_text(st, 1));
+		if (i == 1)
+			snprintf(chain, sizeof chain, "%s", sqlite3_column_text(st, 2));
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	/* B's chain is C's behind one unknown caller; its issue is C's. */
+	assert_int_equal(strncmp(chain, "(unknown caller);", 17), 0);
+	assert_string_not_equal(sig[1], sig[2]);
+	assert_string_equal(issue[1], sig[2]);
+	assert_string_equal(issue[2], sig[2]);
+	/* A saw the whole chain: its own issue. */
+	assert_string_equal(issue[0], sig[0]);
+	assert_string_not_equal(issue[0], issue[2]);
 }
 
 /* ---- worst traces ------------------------------------------------------------- */
@@ -598,6 +688,9 @@ int main(void)
 		cmocka_unit_test(test_search_hostile_pattern_is_linear),
 		cmocka_unit_test_setup_teardown(test_issue_migration_backfills_folded_issue, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_issue_decoder_folds_unknown_caller_prefix_of_real_captures, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_search_sort_keys_give_exact_orders, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_search_sort_keyset_pages_cover_list_once,
