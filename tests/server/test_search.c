@@ -598,6 +598,54 @@ static void test_search_empty_index_finds_nothing(void **state)
 	json_decref(doc);
 }
 
+/* 450,000 chains that all pass the prefilter and none matches: a search
+ * stops at its budget (rows or time) with a cursor, and going on from
+ * cursor to cursor reaches the end. */
+static void test_search_hostile_pattern_stops_at_budget_and_goes_on(void **state)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	json_t *doc;
+	char q[128], cursor[32] = "";
+	int status, pages = 0, partial = 0;
+
+	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
+	exec_ok(db, "BEGIN");
+	assert_int_equal(
+		sqlite3_prepare_v2(db,
+				   "INSERT INTO trace_chains (trace_id, kind, rank, signature,"
+				   " chain, depth) VALUES (?1, 'top', ?2, '00', 'a;a;a;a;zz;', 5)",
+				   -1, &st, NULL),
+		SQLITE_OK);
+	for (int i = 0; i < 450000; i++) {
+		sqlite3_bind_text(st, 1, TRACES[0].id, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 2, i + 10);
+		assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	exec_ok(db, "COMMIT");
+	sqlite3_close(db);
+	do {
+		snprintf(q, sizeof q, "chain=zz+%%3E+*+%%3E+a%s%s", cursor[0] ? "&cursor=" : "",
+			 cursor);
+		doc = api("/api/v1/search", q, &status);
+		assert_int_equal(status, 200);
+		assert_int_equal(json_array_size(json_object_get(doc, "hits")), 0);
+		/* Never more than the row budget and one chunk. */
+		assert_true(json_integer_value(json_object_get(doc, "scanned")) <= 420000);
+		partial += json_is_true(json_object_get(doc, "partial"));
+		snprintf(cursor, sizeof cursor, "%s",
+			 json_is_string(json_object_get(doc, "next_cursor"))
+				 ? json_string_value(json_object_get(doc, "next_cursor"))
+				 : "");
+		json_decref(doc);
+		pages++;
+	} while (cursor[0] && pages < 1000);
+	assert_true(partial >= 1); /* 450,006 rows: at least one stop */
+	assert_true(pages >= 2 && pages < 1000);
+}
+
 static void test_search_bad_patterns_are_400(void **state)
 {
 	static const char *const bad[] = {
@@ -708,6 +756,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_search_cursor_pages_cover_hits_once, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_search_bad_patterns_are_400, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_search_hostile_pattern_stops_at_budget_and_goes_on, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_search_empty_index_finds_nothing, setup,
 						teardown),
 	};
