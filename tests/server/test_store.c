@@ -473,6 +473,8 @@ static void test_store_pg_search_migration_indexes_a_traces_table(void **state)
 		"INSERT INTO traces VALUES ('t-1', 3, 1, 1, 1, 'aa'), ('t-2', 1, 1, 1, 1, 'bb')");
 	pg_exec(f, "INSERT INTO trace_chains VALUES ('t-1', 'anomaly', 1, 'aa', 'main;f;'),"
 		   " ('t-2', 'anomaly', 1, 'bb', '(unknown caller);main;f;')");
+	add_device(f, "d-one", 1);
+	add_upload(f, "t-1", "d-one", 1, 0);
 	pg_exec(f, "DELETE FROM schema_version WHERE version >= 2");
 	assert_int_equal(ops->open(f->db, &again), 0);
 	ops->close(again);
@@ -481,6 +483,11 @@ static void test_store_pg_search_migration_indexes_a_traces_table(void **state)
 		  " trace_id) FROM traces",
 		  out, sizeof out);
 	assert_string_equal(out, "t-1=aa,t-2=-");
+	sql_value(f, NULL,
+		  "SELECT string_agg(trace_id || '=' || coalesce(device_id, '-'), ',' ORDER BY"
+		  " trace_id) FROM traces",
+		  out, sizeof out);
+	assert_string_equal(out, "t-1=d-one,t-2=-"); /* t-2 has no uploads row here */
 	sql_value(f, NULL,
 		  "SELECT count(*) FROM pg_indexes WHERE tablename = 'traces' AND indexname IN"
 		  " ('traces_issue', 'traces_by_severity', 'traces_by_duration',"
