@@ -10,7 +10,7 @@ SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsql
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o blob_local.o blob_s3.o blob_pg.o \
 	store.o store_sqlite.o store_pg.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
-	symbols.o checkpoint.o stream.o route.o agg.o web_agg.o)
+	symbols.o checkpoint.o stream.o route.o agg.o web_agg.o issue.o search.o web_search.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
@@ -49,11 +49,14 @@ $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
-$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o agg.o upload.o util.o symbols.o query.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(BLOB_LIBS) $(RVA_LIBS)))
+$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o agg.o upload.o util.o symbols.o query.o checkpoint.o issue.o search.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(BLOB_LIBS) $(RVA_LIBS)))
 $(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,checkpoint.o util.o),-lmbedx509 -lmbedcrypto -lsqlite3,1))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
+# Worst traces, issues and chain search (search.c, issue.c) through the API.
+$(eval $(call rv_test,server,search,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(OBJ)/tests/server/test_search.o: CPPFLAGS += $(call pc,--cflags,jansson) -Itests/rvtrace
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
 
@@ -189,7 +192,7 @@ $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c s
 		$(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq) -Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
 		-lmbedcrypto -lzstd $(BLOB_LIBS) $(PROTOBUF_LIBS) -lpthread
-$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o agg.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
+$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o agg.o checkpoint.o issue.o search.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
 
 # The blob interface against each backend (blob.h): a local directory, and
 # S3 against npm s3rver (tests/server/s3rver pins it), started by the test;

@@ -18,6 +18,7 @@
  */
 #include "decode.h"
 #include "agg.h"
+#include "issue.h"
 #include "rvs.h"
 #include "rearview/common.h"
 #include "symbols.h"
@@ -323,6 +324,9 @@ static int open_db(struct lane *d)
 			  "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;"
 			  " PRAGMA temp_store=MEMORY;",
 			  NULL, NULL, NULL);
+	/* The issue column (issue.h) is computed by rvs_issue() in SQL. */
+	if (rc == SQLITE_OK && rvs_issue_register(d->db))
+		rc = SQLITE_ERROR;
 	rvs_sqlite_ckpt_attach(d->db); /* on failure: sqlite's own checkpoints */
 	return rc == SQLITE_OK ? 0 : -EIO;
 }
@@ -626,9 +630,9 @@ static int index_rows(struct lane *d, const char *trace_id, const rva_summary *s
 	rc = prep(d,
 		  "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
 		  " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name, duration_ns,"
-		  " nmethods, dropped, decoded_at)"
+		  " nmethods, dropped, decoded_at, device_id)"
 		  " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind, severity,"
-		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6 FROM uploads"
+		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6, device_id FROM uploads"
 		  " WHERE trace_id = ?1",
 		  &st);
 	if (rc)
@@ -657,11 +661,14 @@ static int index_rows(struct lane *d, const char *trace_id, const rva_summary *s
 	if (rc)
 		return rc;
 	/* Setting traces.signature fires migration 5's triggers, which count the
-	 * trace into its signature's totals inside this transaction. */
+	 * trace into its signature's totals inside this transaction; issue is
+	 * the anomaly chain's signature folded (issue.h, migration 7). */
 	rc = prep(d,
 		  "UPDATE traces SET anomaly_signature = ?1, signature = COALESCE(?1,"
 		  " (SELECT c.signature FROM trace_chains c WHERE c.trace_id = ?2"
-		  " AND c.kind = 'top' AND c.rank = 1)) WHERE trace_id = ?2",
+		  " AND c.kind = 'top' AND c.rank = 1)), issue = (SELECT rvs_issue(c.chain,"
+		  " c.signature) FROM trace_chains c WHERE c.trace_id = ?2 AND c.kind ="
+		  " 'anomaly' AND c.rank = 1) WHERE trace_id = ?2",
 		  &st);
 	if (rc)
 		return rc;

@@ -13,6 +13,7 @@
 #include "blob.h"
 #include "decode.h"
 #include "route.h"
+#include "search.h"
 #include "rvs.h"
 
 #include <errno.h>
@@ -257,6 +258,9 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 	json_t *items, *doc;
 	int rc;
 
+	/* Sorted (worst traces) or by issue: search.c's keyset lists. */
+	if (qparam(query, "sort", v, sizeof v) || qparam(query, "issue", v, sizeof v))
+		return rvs_search_traces(db, query, r);
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
 	if (qparam(query, "signature", v, sizeof v) == 1)

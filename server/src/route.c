@@ -13,6 +13,7 @@
 #include "campaign.h"
 #include "fleet.h"
 #include "query.h"
+#include "search.h"
 #include "symbols.h"
 #include "web.h"
 
@@ -65,6 +66,8 @@ static const struct rvs_route routes[] = {
 	API("/api/v1/methods/**", GET, 0, rvs_query_method),
 	API("/api/v1/aggregate", GET, 0, rvs_agg_api),
 	API("/api/v1/aggregate/diff", GET, 0, rvs_agg_api_diff),
+	API("/api/v1/issues", GET, 0, rvs_search_issues),
+	API("/api/v1/search", GET, 0, rvs_search_chains),
 	API("/api/v1/**", GET, 0, rvs_query_none),
 	/* The web UI (server/WEB.md). */
 	WEB("/static/**", GET, NONE, 0, rvs_web_static),
@@ -79,6 +82,8 @@ static const struct rvs_route routes[] = {
 	WEB("/traces/*/flame.svg", GET, SESSION, LOAD, rvs_web_trace_flame),
 	WEB("/traces/**", GET, SESSION, 0, rvs_web_trace_none),
 	WEB("/signatures", GET, SESSION, 0, rvs_web_signatures),
+	WEB("/issues", GET, SESSION, 0, rvs_web_issues),
+	WEB("/search", GET, SESSION, 0, rvs_web_search),
 	WEB("/campaigns", GET, SESSION, 0, rvs_web_campaigns),
 	WEB("/campaigns", POST, SESSION, 0, rvs_web_campaigns_post),
 	WEB("/campaigns/**", GET, SESSION, 0, rvs_web_campaign),

@@ -164,6 +164,26 @@ static const char *const migrations[] = {
 	" END $f$;"
 	"CREATE TRIGGER trace_paths_sum AFTER INSERT OR DELETE ON trace_paths"
 	" FOR EACH ROW EXECUTE FUNCTION trace_paths_sum();",
+	/* 3 (search): sqlite's migration 7 — traces.issue, traces.device_id
+	 * and the issues and worst-trace sort indexes — on the decoded-trace index, when this
+	 * database has one (issue 15 brings it here; until then there is nothing to index). The
+	 * backfill folds as issue.c does for every chain without leading
+	 * "(unknown caller)" frames (its issue is its signature); rows with
+	 * them stay NULL until re-decoded: FNV over normalized names is C. */
+	"DO $$ BEGIN IF to_regclass('traces') IS NOT NULL THEN"
+	" ALTER TABLE traces ADD COLUMN IF NOT EXISTS issue TEXT;"
+	" ALTER TABLE traces ADD COLUMN IF NOT EXISTS device_id TEXT;"
+	" UPDATE traces t SET device_id = u.device_id FROM uploads u WHERE u.trace_id = t.trace_id;"
+	" UPDATE traces t SET issue = c.signature FROM trace_chains c"
+	"  WHERE c.trace_id = t.trace_id AND c.kind = 'anomaly' AND c.rank = 1"
+	"  AND c.chain NOT LIKE '(unknown caller);%';"
+	" CREATE INDEX IF NOT EXISTS traces_issue"
+	"  ON traces(issue, received_at, device_id, severity);"
+	" CREATE INDEX IF NOT EXISTS traces_by_severity ON traces((coalesce(severity, -1)));"
+	" CREATE INDEX IF NOT EXISTS traces_by_duration ON traces((coalesce(duration_ns, -1)));"
+	" CREATE INDEX IF NOT EXISTS traces_by_captured"
+	"  ON traces((coalesce(captured_at_ns, -1)));"
+	" END IF; END $$;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -42,6 +42,7 @@
  * user_version from N-1 to N.
  */
 #include "store.h"
+#include "issue.h"
 #include "rvs.h"
 #include "rearview/common.h"
 #include "rearview/common.pb-c.h"
@@ -275,6 +276,21 @@ static const char *const migrations[] = {
 	" WHERE bucket = OLD.bucket AND node = OLD.node;"
 	" DELETE FROM agg_sums WHERE bucket = OLD.bucket AND node = OLD.node AND traces <= 0;"
 	" END;",
+	/* 8 (search): each trace's issue — its anomaly signature folded over
+	 * leading "(unknown caller)" frames (issue.h) — and device, set by
+	 * decode.c and backfilled here; the issues index covers the impact
+	 * ranking (traces × severity × devices per week range); the indexes of
+	 * the worst-traces sorts (their expressions are the ORDER BY of
+	 * search.c, rowid the tie-break). */
+	"ALTER TABLE traces ADD COLUMN issue TEXT;"
+	"ALTER TABLE traces ADD COLUMN device_id TEXT;"
+	"UPDATE traces SET issue = (SELECT rvs_issue(c.chain, c.signature) FROM trace_chains c"
+	" WHERE c.trace_id = traces.trace_id AND c.kind = 'anomaly' AND c.rank = 1),"
+	" device_id = (SELECT u.device_id FROM uploads u WHERE u.trace_id = traces.trace_id);"
+	"CREATE INDEX traces_issue ON traces(issue, received_at, device_id, severity);"
+	"CREATE INDEX traces_by_severity ON traces(ifnull(severity, -1));"
+	"CREATE INDEX traces_by_duration ON traces(ifnull(duration_ns, -1));"
+	"CREATE INDEX traces_by_captured ON traces(ifnull(captured_at_ns, -1));",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -449,6 +465,11 @@ static int store_open(const char *dsn, struct rvs_store **out)
 		return rc;
 	}
 	rvs_sqlite_busy(s->db, 5000);
+	/* Migration 7's backfill calls rvs_issue(). */
+	if ((rc = rvs_issue_register(s->db))) {
+		store_close(s);
+		return rc;
+	}
 	/* temp_store: savepoint journals of group commits stay in memory. */
 	if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 			  "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")) ||

@@ -91,6 +91,7 @@ void web_page_begin(struct web_ctx *c, const char *title)
 	fputs(" — Rearview</title></head><body>", f);
 	if (c->user[0]) {
 		fputs("<nav><a href=\"/traces\">Traces</a> <a href=\"/signatures\">Top issues</a>"
+		      " <a href=\"/issues\">Issues</a> <a href=\"/search\">Search</a>"
 		      " <a href=\"/aggregate\">Aggregate</a> <a href=\"/campaigns\">Campaigns</a>"
 		      " <a href=\"/fleet\">Fleet</a>"
 		      "<form class=\"logout\" method=\"post\" action=\"/logout\">",

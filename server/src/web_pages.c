@@ -112,6 +112,30 @@ static void kind_select(struct web_ctx *c)
 	fputs("</select></label>", c->f);
 }
 
+/* The worst-traces order (search.c's sort keys); the issue being listed
+ * rides along hidden. */
+static void sort_select(struct web_ctx *c)
+{
+	static const char *const keys[][2] = {
+		{"", "Newest first"},	    {"severity", "Severity"},
+		{"duration", "Duration"},   {"age", "Oldest anomaly"},
+		{"-age", "Newest anomaly"}, {"self", "Self time of the method"},
+	};
+	char v[64], issue[64];
+	if (rvs_query_param(c->req->query, "sort", v, sizeof v) != 1)
+		v[0] = '\0';
+	fputs("<label>Sort <select name=\"sort\">", c->f);
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		fprintf(c->f, "<option value=\"%s\"%s>%s</option>", keys[i][0],
+			strcmp(v, keys[i][0]) == 0 ? " selected" : "", keys[i][1]);
+	fputs("</select></label>", c->f);
+	if (rvs_query_param(c->req->query, "issue", issue, sizeof issue) == 1) {
+		fputs("<input type=\"hidden\" name=\"issue\" value=\"", c->f);
+		rvs_web_esc(c->f, issue);
+		fputs("\">", c->f);
+	}
+}
+
 /* The page's query without its cursor parameter, escaped for an href. */
 static void query_without_cursor(FILE *f, const char *q)
 {
@@ -307,9 +331,12 @@ void web_traces_page(struct web_ctx *c)
 	doc = web_api(c, "/api/v1/traces", q, &status);
 
 	if (!doc || status != 200) {
+		/* The API's reason (e.g. which sort key it does not know). */
+		const char *msg = json_string_value(json_object_get(doc, "error"));
+		web_error(c, status == 400 ? 400 : 500,
+			  status == 400 ? (msg ? msg : "bad filter value") : "query failed");
 		json_decref(doc);
-		return web_error(c, status == 400 ? 400 : 500,
-				 status == 400 ? "bad filter value" : "query failed");
+		return;
 	}
 	web_page_begin(c, "Traces");
 	fputs("<form class=\"filters\" method=\"get\" action=\"/traces\">", c->f);
@@ -323,6 +350,7 @@ void web_traces_page(struct web_ctx *c)
 	filter_input(c, "to", "Received before (UTC)", "datetime-local");
 	filter_input(c, "signature", "Signature", "text");
 	filter_input(c, "method", "Contains method", "text");
+	sort_select(c);
 	fputs("<button type=\"submit\">Filter</button> <a href=\"/traces\">Clear</a></form>", c->f);
 	items = json_object_get(doc, "traces");
 	fprintf(c->f, "<p>%zu traces on this page.</p>", json_array_size(items));

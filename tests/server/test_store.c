@@ -506,6 +506,48 @@ static void test_store_pg_duplicate_across_nodes_is_eexist(void **state)
 	ops->close(node2);
 }
 
+/* The search migration (store_pg.c 2) on a database that has the
+ * decoded-trace index: traces.issue backfilled where the anomaly chain has
+ * no "(unknown caller)" prefix, and the four indexes.  (Without the table,
+ * as every other case here, it is a no-op.) */
+static void test_store_pg_search_migration_indexes_a_traces_table(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_store *again;
+	char out[128];
+
+	pg_exec(f, "CREATE TABLE traces (trace_id TEXT PRIMARY KEY, severity INTEGER,"
+		   " duration_ns BIGINT, captured_at_ns BIGINT, received_at BIGINT,"
+		   " anomaly_signature TEXT)");
+	pg_exec(f, "CREATE TABLE trace_chains (trace_id TEXT, kind TEXT, rank INTEGER,"
+		   " signature TEXT, chain TEXT)");
+	pg_exec(f,
+		"INSERT INTO traces VALUES ('t-1', 3, 1, 1, 1, 'aa'), ('t-2', 1, 1, 1, 1, 'bb')");
+	pg_exec(f, "INSERT INTO trace_chains VALUES ('t-1', 'anomaly', 1, 'aa', 'main;f;'),"
+		   " ('t-2', 'anomaly', 1, 'bb', '(unknown caller);main;f;')");
+	add_device(f, "d-one", 1);
+	add_upload(f, "t-1", "d-one", 1, 0);
+	pg_exec(f, "DELETE FROM schema_version WHERE version >= 2");
+	assert_int_equal(ops->open(f->db, &again), 0);
+	ops->close(again);
+	sql_value(f, NULL,
+		  "SELECT string_agg(trace_id || '=' || coalesce(issue, '-'), ',' ORDER BY"
+		  " trace_id) FROM traces",
+		  out, sizeof out);
+	assert_string_equal(out, "t-1=aa,t-2=-");
+	sql_value(f, NULL,
+		  "SELECT string_agg(trace_id || '=' || coalesce(device_id, '-'), ',' ORDER BY"
+		  " trace_id) FROM traces",
+		  out, sizeof out);
+	assert_string_equal(out, "t-1=d-one,t-2=-"); /* t-2 has no uploads row here */
+	sql_value(f, NULL,
+		  "SELECT count(*) FROM pg_indexes WHERE tablename = 'traces' AND indexname IN"
+		  " ('traces_issue', 'traces_by_severity', 'traces_by_duration',"
+		  " 'traces_by_captured')",
+		  out, sizeof out);
+	assert_string_equal(out, "4");
+}
+
 /* A decoder killed mid-decode: its lease expires (forced here, no waiting)
  * and another node takes the upload again; the dead holder's late finish
  * records nothing, the new holder's records it once. */
@@ -646,6 +688,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_expired_lease_is_retaken, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_pg_search_migration_indexes_a_traces_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_concurrent_batches_never_share_an_upload, setup, teardown),
 	};

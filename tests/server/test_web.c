@@ -861,6 +861,76 @@ static void test_web_signatures_page_counts_by_week_and_version(void **state)
 
 /* GET /v1/policy as a device, verified with librvpolicy against the init
  * dir's public key; returns the body (caller frees) — NULL fails the test. */
+/* The outermost and innermost names of the real capture's top chain. */
+static void top_chain_ends(char *first, char *last, size_t cap)
+{
+	char path[512];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	const char *chain, *end;
+	snprintf(path, sizeof path, "%s/rearview.db", g_srv.data);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT chain FROM trace_chains WHERE trace_id = ?"
+					    " AND kind = 'top' AND rank = 1 AND depth >= 2",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_text(st, 1, g_trace, -1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	chain = (const char *)sqlite3_column_text(st, 0);
+	snprintf(first, cap, "%.*s", (int)strcspn(chain, ";"), chain);
+	end = chain + strlen(chain) - 1; /* the last ';' */
+	while (end > chain && end[-1] != ';')
+		end--;
+	snprintf(last, cap, "%.*s", (int)strcspn(end, ";"), end);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+static void test_web_search_pages_find_real_capture_chain_marked(void **state)
+{
+	char first[256], last[256], path[1024];
+	struct resp r;
+	CURL *c = curl_easy_init();
+	char *qf, *ql;
+	ensure_login();
+	ensure_trace();
+	top_chain_ends(first, last, sizeof first);
+	qf = curl_easy_escape(c, first, 0);
+	ql = curl_easy_escape(c, last, 0);
+	/* Outermost > * > innermost: the whole top chain, every frame marked. */
+	snprintf(path, sizeof path, "/search?chain=%s+%%3E+*+%%3E+%s", qf, ql);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, g_trace));
+	assert_non_null(strstr(r.body, "<mark>"));
+	assert_non_null(strstr(r.body, "id=\"hits\""));
+	resp_free(&r);
+	/* The worst-traces sorts and the issues page render; a bad key is 400. */
+	get("/traces?sort=severity", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, g_trace));
+	assert_non_null(strstr(r.body, "<option value=\"severity\" selected>"));
+	resp_free(&r);
+	get("/traces?sort=nonsense", &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "unknown sort key"));
+	assert_non_null(strstr(r.body, "nonsense"));
+	resp_free(&r);
+	get("/issues", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "id=\"issues\""));
+	resp_free(&r);
+	/* A bad pattern is shown as the API's reason, not a 500. */
+	get("/search?chain=*", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "bad chain pattern"));
+	resp_free(&r);
+	curl_free(qf);
+	curl_free(ql);
+	curl_easy_cleanup(c);
+}
+
 static Rearview__PolicyBody *fetch_verified_policy(void)
 {
 	char path[512], pub[2048], *tok = enroll("policy-reader");
@@ -1366,6 +1436,7 @@ int main(void)
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
 		cmocka_unit_test(test_web_aggregate_and_diff_pages_draw_the_real_capture),
 		cmocka_unit_test(test_web_signatures_page_counts_by_week_and_version),
+		cmocka_unit_test(test_web_search_pages_find_real_capture_chain_marked),
 		cmocka_unit_test(test_web_campaign_api_publishes_a_verified_policy),
 		cmocka_unit_test(test_web_campaign_api_rejects_bad_specs_without_publishing),
 		cmocka_unit_test(test_web_campaign_form_creates_edits_and_ends),

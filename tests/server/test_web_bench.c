@@ -1,7 +1,8 @@
 /*
  * test_web_bench.c — `make bench`: latency of the web UI's pages, side by
  * side with the JSON API documents they render, with N indexed traces
- * (default 100,000; argv[1] overrides) written straight into a fresh
+ * (default 100,000; argv[1] overrides; argv[2]: only the rows whose label
+ * contains it) written straight into a fresh
  * server's database (synthetic rows shaped like decode.c's: 8 methods and
  * 3 chains per trace, 2,000 method names, 500 signatures; agg_fill.h's
  * call-path aggregates).  The real binary
@@ -72,8 +73,8 @@ static int fill(const char *data)
 		db,
 		"INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
 		" anomaly_kind, severity, captured_at_ns, received_at, duration_ns, nmethods,"
-		" dropped, anomaly_signature, decoded_at) VALUES (?1, ?3, ?4, ?5, 'os-1', 1,"
-		" ?6, ?2 * 1000000000, ?2, 5000000, 8, 0, ?7, ?2)",
+		" dropped, anomaly_signature, decoded_at, issue, device_id) VALUES (?1, ?3, ?4, ?5,"
+		" 'os-1', 1, ?6, ?2 * 1000000000, ?2, ?8, 8, 0, ?7, ?2, ?7, 'd-bench')",
 		-1, &tr, NULL);
 	sqlite3_prepare_v2(db,
 			   "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
@@ -106,6 +107,7 @@ static int fill(const char *data)
 		sqlite3_bind_text(tr, 5, model, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int(tr, 6, (int)(i % 100));
 		sqlite3_bind_text(tr, 7, sig, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(tr, 8, 1000000 + (i * 7919) % 100000 * 1000);
 		rc |= sqlite3_step(tr) != SQLITE_DONE;
 		sqlite3_reset(tr);
 		for (int k = 0; k < 8; k++) {
@@ -183,6 +185,8 @@ static int cmp_d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static const char *g_only; /* argv[2]: measure only labels containing it */
+
 static void measure(const char *label, const char *path, int api)
 {
 	static double ms[REPS];
@@ -193,6 +197,8 @@ static void measure(const char *label, const char *path, int api)
 	int n;
 	CURL *c;
 
+	if (g_only && !strstr(label, g_only))
+		return;
 	snprintf(auth, sizeof auth, "Authorization: Bearer %s", g_srv.api);
 	c = handle(path, api ? auth : NULL, &hl);
 	if (!api)
@@ -222,6 +228,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		g_n = strtol(argv[1], NULL, 10);
+	if (argc > 2)
+		g_only = argv[2];
 	if (web_server_start(&g_srv, NULL, fill))
 		return 1;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -272,6 +280,33 @@ int main(int argc, char **argv)
 		"/api/v1/aggregate/diff?app=com.example.app3&a.version=1.3.0&b.version=1.4.0", 1);
 	measure("/aggregate/diff (since)",
 		"/aggregate/diff?app=com.example.app3&a.until=1795300001&b.since=1795300001", 0);
+	/* Worst traces, issues and chain search (search.c). */
+	measure("/traces?sort=severity", "/traces?sort=severity", 0);
+	measure("/api/v1/traces?sort=severity", "/api/v1/traces?sort=severity", 1);
+	measure("/api/v1/traces?sort=severity&cursor= (mid-list)",
+		"/api/v1/traces?sort=severity&cursor=50:50000", 1);
+	measure("/api/v1/traces?sort=duration", "/api/v1/traces?sort=duration", 1);
+	measure("/api/v1/traces?sort=age", "/api/v1/traces?sort=age", 1);
+	measure("/api/v1/traces?sort=severity&app=&version=",
+		"/api/v1/traces?sort=severity&app=com.example.app3&version=1.3.0", 1);
+	measure("/api/v1/traces?sort=self&method=",
+		"/api/v1/traces?sort=self&method=com.example.Class13.method131", 1);
+	measure("/api/v1/traces?issue=&sort=severity",
+		"/api/v1/traces?sort=severity&issue=0000000000000000", 1);
+	measure("/issues", "/issues", 0);
+	measure("/api/v1/issues", "/api/v1/issues", 1);
+	measure("/search?chain=a > * > b", "/search?chain=main+%3E+*+%3E+com.example.X499", 0);
+	measure("/api/v1/search?chain=a > * > b",
+		"/api/v1/search?chain=main+%3E+*+%3E+com.example.X499", 1);
+	measure("/api/v1/search?caller=&callee=",
+		"/api/v1/search?caller=com.example.Loop.run&callee=com.example.X7", 1);
+	measure("/api/v1/search?chain=(one method)",
+		"/api/v1/search?chain=com.example.Class13.method131", 1);
+	measure("/api/v1/search?contains=", "/api/v1/search?contains=method1999", 1);
+	measure("/api/v1/search?chain= (hostile: 7 stars, no match)",
+		"/api/v1/search?chain=main+%3E+*+%3E+main+%3E+*+%3E+main+%3E+*+%3E+main+%3E+*+%3E"
+		"+main+%3E+*+%3E+main+%3E+*+%3E+main+%3E+*+%3E+nothing",
+		1);
 	curl_global_cleanup();
 	return web_server_stop(&g_srv) ? 1 : 0;
 }

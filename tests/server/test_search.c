@@ -1,0 +1,765 @@
+/*
+ * test_search.c — worst traces, issues and chain search (server/src/
+ * search.c, issue.c) through the JSON API in-process (rvs_api_v1) over a
+ * store migrated by the real backend, with five known traces whose chains
+ * and signatures are those decode.c would store (the signatures are
+ * FNV-1a values computed independently of issue.c):
+ *
+ *   t1 A/1 d1 sev 3 dur 50 ms cap 1000  main;layout_pass;measure;parse_json;  (S1)
+ *   t2 A/1 d2 sev 5 dur 80 ms cap 2000  (unknown caller);main;layout_pass;measure;parse_json;
+ *   t3 A/2 d1 sev 1 dur 20 ms cap  500  main;layout_pass;parse_json;  (S2, last week)
+ *   t4 B/1 d3 sev 2 dur 100ms cap 3000  main;on_touch;decode_image;  (S3), top chain
+ *                                      main;layout_pass;inflate;parse_json;
+ *   t5 A/1 d1 sev 3 dur NULL  cap 4000  (unknown caller);(unknown caller);main;…;parse_json;
+ *
+ * parse_json self time: t4 70 ms, t1 40 ms, t3 10 ms (others none).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "api.h"
+#include "capbuild.h"
+#include "decode.h"
+#include "issue.h"
+#include "query.h"
+#include "route.h"
+#include "rvs.h"
+#include "search.h"
+#include "store.h"
+
+#define S1   "7f9773918f37b4da" /* main;layout_pass;measure;parse_json; */
+#define S2   "2942e52eef448ba9" /* main;layout_pass;parse_json; */
+#define S3   "0ccc0df92c8ab95a" /* main;on_touch;decode_image; */
+#define S1U  "a66cc060a3f872c5" /* (unknown caller);main;layout_pass;measure;parse_json; */
+#define S1V  "1f97fdba557922e0" /* two unknown callers before it */
+#define WEEK 604800
+
+static char g_dir[64];
+static struct rvs_config g_cfg;
+
+struct tr {
+	const char *id, *app, *ver, *dev;
+	int sev;
+	int64_t dur, cap, recv_off; /* dur < 0: NULL; recv_off from this week's start */
+	const char *chain, *sig, *top_chain, *top_sig;
+	int64_t pj_self; /* parse_json self ns, 0: no row */
+};
+
+static int64_t week_start(void)
+{
+	return (int64_t)time(NULL) / WEEK * WEEK;
+}
+
+static const struct tr TRACES[] = {
+	{"t-00000000000000000000000000000001", "A", "1", "d1", 3, 50000000, 1000, 10,
+	 "main;layout_pass;measure;parse_json;", S1, NULL, NULL, 40000000},
+	{"t-00000000000000000000000000000002", "A", "1", "d2", 5, 80000000, 2000, 20,
+	 "(unknown caller);main;layout_pass;measure;parse_json;", S1U, NULL, NULL, 0},
+	{"t-00000000000000000000000000000003", "A", "2", "d1", 1, 20000000, 500, 5 - WEEK,
+	 "main;layout_pass;parse_json;", S2, NULL, NULL, 10000000},
+	{"t-00000000000000000000000000000004", "B", "1", "d3", 2, 100000000, 3000, 30,
+	 "main;on_touch;decode_image;", S3, "main;layout_pass;inflate;parse_json;",
+	 "00000000000000aa", 70000000},
+	{"t-00000000000000000000000000000005", "A", "1", "d1", 3, -1, 4000, 40,
+	 "(unknown caller);(unknown caller);main;layout_pass;measure;parse_json;", S1V, NULL, NULL,
+	 0},
+};
+#define NTRACES (sizeof TRACES / sizeof TRACES[0])
+
+static void exec_ok(sqlite3 *db, const char *sql)
+{
+	char *err = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("%s: %s", sql, err ? err : "?");
+}
+
+/* The five traces, their issue computed in SQL as decode.c does. */
+static void fill(sqlite3 *db)
+{
+	sqlite3_stmt *up, *tr, *ch, *me, *iss;
+	int64_t w = week_start();
+	assert_int_equal(rvs_issue_register(db), 0);
+	exec_ok(db, "INSERT INTO devices (device_id, token_hash, enrolled_at) VALUES"
+		    " ('d1', x'01', 0), ('d2', x'02', 0), ('d3', x'03', 0)");
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "INSERT INTO uploads (trace_id, device_id, upload_id,"
+					    " received_at, app_id, app_version, state) VALUES (?1,"
+					    " ?2, randomblob(16), ?3, ?4, ?5, 'decoded')",
+					    -1, &up, NULL),
+			 SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db,
+				   "INSERT INTO traces (trace_id, app_id, app_version, model,"
+				   " anomaly_kind, severity, captured_at_ns, received_at,"
+				   " duration_ns, anomaly_signature, signature, decoded_at,"
+				   " device_id) VALUES (?1, ?2, ?3, 'm', 1, ?4, ?5, ?6, ?7, ?8, ?8,"
+				   " 0, ?9)",
+				   -1, &tr, NULL),
+		SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db,
+				   "INSERT INTO trace_chains (trace_id, kind, rank,"
+				   " signature, chain, depth) VALUES (?1, ?2, 1, ?3, ?4, 3)",
+				   -1, &ch, NULL),
+		SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "INSERT INTO trace_methods (trace_id, method, calls,"
+					    " self_ns, incl_ns) VALUES (?1, ?2, 1, ?3, ?3)",
+					    -1, &me, NULL),
+			 SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db,
+				   "UPDATE traces SET issue = (SELECT rvs_issue(c.chain,"
+				   " c.signature) FROM trace_chains c WHERE c.trace_id = ?1"
+				   " AND c.kind = 'anomaly') WHERE trace_id = ?1",
+				   -1, &iss, NULL),
+		SQLITE_OK);
+	for (size_t i = 0; i < NTRACES; i++) {
+		const struct tr *t = &TRACES[i];
+		sqlite3_bind_text(up, 1, t->id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(up, 2, t->dev, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(up, 3, w + t->recv_off);
+		sqlite3_bind_text(up, 4, t->app, -1, SQLITE_STATIC);
+		sqlite3_bind_text(up, 5, t->ver, -1, SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(up), SQLITE_DONE);
+		sqlite3_reset(up);
+		sqlite3_bind_text(tr, 1, t->id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(tr, 2, t->app, -1, SQLITE_STATIC);
+		sqlite3_bind_text(tr, 3, t->ver, -1, SQLITE_STATIC);
+		sqlite3_bind_int(tr, 4, t->sev);
+		sqlite3_bind_int64(tr, 5, t->cap);
+		sqlite3_bind_int64(tr, 6, w + t->recv_off);
+		if (t->dur >= 0)
+			sqlite3_bind_int64(tr, 7, t->dur);
+		else
+			sqlite3_bind_null(tr, 7);
+		sqlite3_bind_text(tr, 8, t->sig, -1, SQLITE_STATIC);
+		sqlite3_bind_text(tr, 9, t->dev, -1, SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(tr), SQLITE_DONE);
+		sqlite3_reset(tr);
+		for (int k = 0; k < 2; k++) {
+			const char *chain = k ? t->top_chain : t->chain;
+			if (!chain)
+				continue;
+			sqlite3_bind_text(ch, 1, t->id, -1, SQLITE_STATIC);
+			sqlite3_bind_text(ch, 2, k ? "top" : "anomaly", -1, SQLITE_STATIC);
+			sqlite3_bind_text(ch, 3, k ? t->top_sig : t->sig, -1, SQLITE_STATIC);
+			sqlite3_bind_text(ch, 4, chain, -1, SQLITE_STATIC);
+			assert_int_equal(sqlite3_step(ch), SQLITE_DONE);
+			sqlite3_reset(ch);
+		}
+		if (t->pj_self) {
+			sqlite3_bind_text(me, 1, t->id, -1, SQLITE_STATIC);
+			sqlite3_bind_text(me, 2, "parse_json", -1, SQLITE_STATIC);
+			sqlite3_bind_int64(me, 3, t->pj_self);
+			assert_int_equal(sqlite3_step(me), SQLITE_DONE);
+			sqlite3_reset(me);
+		}
+		sqlite3_bind_text(me, 1, t->id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(me, 2, "main", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(me, 3, 1000);
+		assert_int_equal(sqlite3_step(me), SQLITE_DONE);
+		sqlite3_reset(me);
+		sqlite3_bind_text(iss, 1, t->id, -1, SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(iss), SQLITE_DONE);
+		sqlite3_reset(iss);
+	}
+	sqlite3_finalize(up);
+	sqlite3_finalize(tr);
+	sqlite3_finalize(ch);
+	sqlite3_finalize(me);
+	sqlite3_finalize(iss);
+}
+
+static int setup(void **state)
+{
+	struct rvs_store *s;
+	sqlite3 *db;
+	snprintf(g_dir, sizeof g_dir, "/tmp/rvs-search-XXXXXX");
+	if (!mkdtemp(g_dir))
+		return -1;
+	memset(&g_cfg, 0, sizeof g_cfg);
+	snprintf(g_cfg.database, sizeof g_cfg.database, "%s/rearview.db", g_dir);
+	snprintf(g_cfg.blob_dir, sizeof g_cfg.blob_dir, "%s/blobs", g_dir);
+	if (rvs_store_sqlite.open(g_cfg.database, &s))
+		return -1;
+	rvs_store_sqlite.close(s);
+	if (sqlite3_open(g_cfg.database, &db) != SQLITE_OK)
+		return -1;
+	fill(db);
+	sqlite3_close(db);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* GET path?query through the route table: the parsed body, status in *st. */
+static json_t *api(const char *path, const char *query, int *st)
+{
+	struct rvs_query_resp r;
+	json_t *j;
+	memset(&r, 0, sizeof r);
+	rvs_api_v1(&g_cfg, 0, path, query, NULL, 0, &r);
+	*st = r.status;
+	j = json_loadb(r.body ? r.body : "", r.len, 0, NULL);
+	if (!j)
+		fail_msg("%s?%s: not JSON: %.*s", path, query, (int)r.len, r.body ? r.body : "");
+	free(r.body);
+	return j;
+}
+
+/* The last digit of each listed trace id, in order ("t-…5" → '5'), from
+ * doc[key][*].trace_id. */
+static void ids(json_t *doc, const char *key, char *out)
+{
+	json_t *v;
+	size_t i;
+	json_array_foreach(json_object_get(doc, key), i, v)
+	{
+		const char *id = json_string_value(json_object_get(v, "trace_id"));
+		out[i] = id ? id[strlen(id) - 1] : '?';
+		out[i + 1] = '\0';
+	}
+	if (!json_array_size(json_object_get(doc, key)))
+		out[0] = '\0';
+}
+
+static void expect_order(const char *query, const char *want)
+{
+	char got[16];
+	int st;
+	json_t *doc = api("/api/v1/traces", query, &st);
+	assert_int_equal(st, 200);
+	ids(doc, "traces", got);
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: got %s, want %s", query, got, want);
+	json_decref(doc);
+}
+
+/* ---- issue folding ---------------------------------------------------------- */
+
+static void test_issue_fold_unknown_caller_prefix_gives_known_chain_signature(void **state)
+{
+	char out[17];
+	assert_int_equal(
+		rvs_issue_fold("(unknown caller);main;layout_pass;measure;parse_json;", S1U, out),
+		0);
+	assert_string_equal(out, S1);
+	assert_int_equal(rvs_issue_fold("(unknown caller);(unknown caller);main;layout_pass;"
+					"measure;parse_json;",
+					S1V, out),
+			 0);
+	assert_string_equal(out, S1);
+	/* Without the prefix, or with nothing else, the signature stays. */
+	assert_int_equal(rvs_issue_fold("main;layout_pass;parse_json;", S2, out), 0);
+	assert_string_equal(out, S2);
+	assert_int_equal(rvs_issue_fold("(unknown caller);", "00000000000000ff", out), 0);
+	assert_string_equal(out, "00000000000000ff");
+	assert_int_equal(rvs_issue_fold("a;", "not-hex", out), -EINVAL);
+}
+
+static void test_issue_migration_backfills_folded_issue(void **state)
+{
+	sqlite3 *db;
+	struct rvs_store *s;
+	sqlite3_stmt *st;
+	int n = 0;
+	/* Take the database back to version 7 (no issue column), then let the
+	 * store migrate it again: the backfill must fold as decode does. */
+	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
+	exec_ok(db,
+		"DROP INDEX traces_issue; DROP INDEX traces_by_severity;"
+		" DROP INDEX traces_by_duration; DROP INDEX traces_by_captured;"
+		" ALTER TABLE traces DROP COLUMN issue; ALTER TABLE traces DROP COLUMN device_id;"
+		" PRAGMA user_version = 7");
+	sqlite3_close(db);
+	assert_int_equal(rvs_store_sqlite.open(g_cfg.database, &s), 0);
+	rvs_store_sqlite.close(s);
+	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT device_id, issue FROM traces"
+					    " ORDER BY trace_id",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		static const char *const want[] = {S1, S1, S2, S3, S1};
+		assert_string_equal((const char *)sqlite3_column_text(st, 1), want[n]);
+		assert_string_equal((const char *)sqlite3_column_text(st, 0), TRACES[n].dev);
+		n++;
+	}
+	assert_int_equal(n, 5);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* Three captures built from tracer/FORMAT.md (capbuild.h), decoded by the
+ * real decoder: A's anomaly fires in 0x1200 > 0x1300 > 0x1400; B's ring
+ * began inside 0x1200 (its exit has no entry: an "(unknown caller)" frame);
+ * C's thread starts at 0x1300.  B folds into C's issue, A stays apart. */
+static void capture(capbuf *c, int with_root, int root_exit)
+{
+	/* ts t is ns 900 + t (reference 100 ticks, frozen at ns 1000). */
+	cb_header(c, 100, 1000000000, 0, 1000, 0x555555554000ull, 0);
+	if (with_root)
+		cb_entry(c, 0x1200, 10);
+	cb_entry(c, 0x1300, 20);
+	cb_entry(c, 0x1400, 30);
+	cb_exit(c, 40);
+	cb_exit(c, 50);
+	if (root_exit)
+		cb_exit(c, 60);
+	cb_end_slots(c);
+	cb_anomaly(c, 1, 935, "jank");
+	cb_finish(c);
+}
+
+static void test_issue_decoder_folds_unknown_caller_prefix_of_real_captures(void **state)
+{
+	static const char *const ids[] = {"t-0000000000000000000000000000000a",
+					  "t-0000000000000000000000000000000b",
+					  "t-0000000000000000000000000000000c"};
+	struct rvs_decode_item items[3];
+	struct rvs_decoder dec;
+	struct rvs_decode *d;
+	char issue[3][17], sig[3][17], chain[256];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	memset(items, 0, sizeof items);
+	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
+	for (int i = 0; i < 3; i++) {
+		capbuf c = {0};
+		char sql[512];
+		FILE *f;
+		capture(&c, i == 0, i != 2);
+		snprintf(items[i].path, sizeof items[i].path, "%s/cap%d", g_dir, i);
+		snprintf(items[i].trace_id, sizeof items[i].trace_id, "%s", ids[i]);
+		assert_non_null(f = fopen(items[i].path, "wb"));
+		assert_int_equal(fwrite(c.b, 1, c.len, f), c.len);
+		fclose(f);
+		free(c.b);
+		snprintf(sql, sizeof sql,
+			 "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
+			 " app_version, severity, compression, state) VALUES ('%s', 'd1',"
+			 " randomblob(16), strftime('%%s'), 'A', '1', 1, 0, 'pending_decode')",
+			 ids[i]);
+		exec_ok(db, sql);
+	}
+	assert_int_equal(rvs_decode_new(g_cfg.database, &dec, &d), 0);
+	dec.decode(dec.ctx, items, 3);
+	rvs_decode_free(d);
+	for (int i = 0; i < 3; i++)
+		if (items[i].rc)
+			fail_msg("%s: %s", ids[i], items[i].reason);
+	assert_int_equal(
+		sqlite3_prepare_v2(db,
+				   "SELECT t.issue, t.anomaly_signature, c.chain FROM traces t"
+				   " JOIN trace_chains c ON c.trace_id = t.trace_id AND"
+				   " c.kind = 'anomaly' WHERE t.trace_id = ?",
+				   -1, &st, NULL),
+		SQLITE_OK);
+	for (int i = 0; i < 3; i++) {
+		sqlite3_bind_text(st, 1, ids[i], -1, SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		snprintf(issue[i], sizeof issue[i], "%s", sqlite3_column_text(st, 0));
+		snprintf(sig[i], sizeof sig[i], "%s", sqlite3_column_text(st, 1));
+		if (i == 1)
+			snprintf(chain, sizeof chain, "%s", sqlite3_column_text(st, 2));
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	/* B's chain is C's behind one unknown caller; its issue is C's. */
+	assert_int_equal(strncmp(chain, "(unknown caller);", 17), 0);
+	assert_string_not_equal(sig[1], sig[2]);
+	assert_string_equal(issue[1], sig[2]);
+	assert_string_equal(issue[2], sig[2]);
+	/* A saw the whole chain: its own issue. */
+	assert_string_equal(issue[0], sig[0]);
+	assert_string_not_equal(issue[0], issue[2]);
+}
+
+/* ---- worst traces ------------------------------------------------------------- */
+
+static void test_search_sort_keys_give_exact_orders(void **state)
+{
+	expect_order("sort=severity", "25143");
+	expect_order("sort=-severity", "34152");
+	expect_order("sort=duration", "42135");
+	expect_order("sort=age", "31245");
+	expect_order("sort=-age", "54213");
+	expect_order("sort=received", "54321");
+	expect_order("sort=self&method=parse_json", "413");
+	expect_order("sort=severity&app=A", "2513");
+	expect_order("sort=severity&issue=" S1, "251");
+	expect_order("issue=" S1, "521");
+}
+
+static void test_search_sort_keyset_pages_cover_list_once(void **state)
+{
+	const char *keys[] = {"severity", "duration", "age", "-age", "self&method=parse_json"};
+	const char *want[] = {"25143", "42135", "31245", "54213", "413"};
+	for (size_t k = 0; k < 5; k++) {
+		char q[256], got[16] = "", page[16];
+		const char *cursor = NULL;
+		json_t *doc = NULL;
+		int st, pages = 0;
+		do {
+			snprintf(q, sizeof q, "sort=%s&limit=2%s%s", keys[k],
+				 cursor ? "&cursor=" : "", cursor ? cursor : "");
+			json_t *next = api("/api/v1/traces", q, &st);
+			assert_int_equal(st, 200);
+			ids(next, "traces", page);
+			snprintf(got + strlen(got), sizeof got - strlen(got), "%s", page);
+			json_decref(doc);
+			doc = next;
+			cursor = json_string_value(json_object_get(doc, "next_cursor"));
+			pages++;
+		} while (cursor && pages < 10);
+		json_decref(doc);
+		if (strcmp(got, want[k]) != 0)
+			fail_msg("sort=%s pages: got %s, want %s", keys[k], got, want[k]);
+	}
+}
+
+static void test_search_sort_unknown_key_is_400_naming_it(void **state)
+{
+	int st;
+	json_t *doc = api("/api/v1/traces", "sort=worstest", &st);
+	assert_int_equal(st, 400);
+	assert_non_null(strstr(json_string_value(json_object_get(doc, "error")), "worstest"));
+	json_decref(doc);
+	doc = api("/api/v1/traces", "sort=self", &st);
+	assert_int_equal(st, 400);
+	json_decref(doc);
+	doc = api("/api/v1/traces", "sort=severity&cursor=12", &st);
+	assert_int_equal(st, 400);
+	json_decref(doc);
+}
+
+/* ---- issues ------------------------------------------------------------------- */
+
+static void test_search_issues_ranked_by_impact_with_weekly_trend(void **state)
+{
+	int st;
+	json_t *doc = api("/api/v1/issues", "weeks=2", &st), *is, *a;
+	assert_int_equal(st, 200);
+	is = json_object_get(doc, "issues");
+	assert_int_equal(json_array_size(is), 3);
+	/* S1: t1, t2, t5 folded; devices d1, d2; severity (3+5+3)/3; impact 22. */
+	a = json_array_get(is, 0);
+	assert_string_equal(json_string_value(json_object_get(a, "issue")), S1);
+	assert_int_equal(json_integer_value(json_object_get(a, "traces")), 3);
+	assert_int_equal(json_integer_value(json_object_get(a, "devices")), 2);
+	assert_true(json_real_value(json_object_get(a, "impact")) > 21.999 &&
+		    json_real_value(json_object_get(a, "impact")) < 22.001);
+	assert_string_equal(json_string_value(json_object_get(a, "chain")),
+			    "main;layout_pass;measure;parse_json;");
+	assert_string_equal(json_string_value(json_object_get(a, "example_trace")), TRACES[4].id);
+	assert_int_equal(json_array_size(json_object_get(a, "signatures")), 3);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(a, "signatures"), 0)),
+			    S1V);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(a, "trend"), 0)), 0);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(a, "trend"), 1)), 3);
+	/* S3 (impact 2) before S2 (impact 1, last week's). */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(is, 1), "issue")), S3);
+	a = json_array_get(is, 2);
+	assert_string_equal(json_string_value(json_object_get(a, "issue")), S2);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(a, "trend"), 0)), 1);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(a, "trend"), 1)), 0);
+	json_decref(doc);
+	/* One week: last week's S2 is out; app B: S3 only. */
+	doc = api("/api/v1/issues", "weeks=1", &st);
+	assert_int_equal(json_array_size(json_object_get(doc, "issues")), 2);
+	json_decref(doc);
+	doc = api("/api/v1/issues", "app=B", &st);
+	assert_int_equal(json_array_size(json_object_get(doc, "issues")), 1);
+	json_decref(doc);
+	doc = api("/api/v1/issues", "weeks=0", &st);
+	assert_int_equal(st, 400);
+	json_decref(doc);
+}
+
+/* ---- chain search ------------------------------------------------------------- */
+
+static void expect_hits(const char *query, const char *want, json_t **keep)
+{
+	char got[16];
+	int st;
+	json_t *doc = api("/api/v1/search", query, &st);
+	if (st != 200)
+		fail_msg("%s: status %d", query, st);
+	ids(doc, "hits", got);
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: got %s, want %s", query, got, want);
+	if (keep)
+		*keep = doc;
+	else
+		json_decref(doc);
+}
+
+static void test_search_chain_wildcard_matches_zero_or_more_frames(void **state)
+{
+	json_t *doc, *h;
+	expect_hits("chain=layout_pass+%3E+*+%3E+parse_json", "54321", &doc);
+	/* t3's layout_pass calls parse_json directly: "*" matched no frame. */
+	h = json_array_get(json_object_get(doc, "hits"), 2);
+	assert_string_equal(json_string_value(json_object_get(h, "source")), "anomaly");
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(h, "match"), 0)), 1);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(h, "match"), 1)), 3);
+	/* t4 matches in its top chain, frames 1..3 of main;layout_pass;inflate;parse_json. */
+	h = json_array_get(json_object_get(doc, "hits"), 1);
+	assert_string_equal(json_string_value(json_object_get(h, "source")), "top");
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(h, "match"), 0)), 1);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(h, "match"), 1)), 4);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(h, "frames"), 2)),
+			    "inflate");
+	json_decref(doc);
+	expect_hits("chain=layout_pass+%3E+*+%3E+parse_json&app=B", "4", NULL);
+	expect_hits("chain=main+%3E+*+%3E+measure+%3E+parse_json", "521", NULL);
+}
+
+static void test_search_caller_callee_is_adjacent(void **state)
+{
+	expect_hits("caller=layout_pass&callee=parse_json", "3", NULL);
+	expect_hits("chain=layout_pass+%3E+parse_json", "3", NULL);
+	expect_hits("caller=measure&callee=parse_json", "521", NULL);
+}
+
+static void test_search_method_exact_and_substring(void **state)
+{
+	json_t *doc;
+	expect_hits("chain=parse_json", "431", &doc);
+	assert_string_equal(json_string_value(json_object_get(doc, "mode")), "method");
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_array_get(json_object_get(doc, "hits"), 0), "self_ns")),
+			 70000000);
+	json_decref(doc);
+	expect_hits("contains=_js", "431", NULL);
+	expect_hits("contains=no_such_thing", "", NULL);
+}
+
+static void test_search_cursor_pages_cover_hits_once(void **state)
+{
+	char q[256], got[16] = "", page[16];
+	const char *cursor = NULL;
+	json_t *doc = NULL;
+	int st, pages = 0;
+	do {
+		snprintf(q, sizeof q, "chain=layout_pass+%%3E+*+%%3E+parse_json&limit=2%s%s",
+			 cursor ? "&cursor=" : "", cursor ? cursor : "");
+		json_t *next = api("/api/v1/search", q, &st);
+		assert_int_equal(st, 200);
+		ids(next, "hits", page);
+		snprintf(got + strlen(got), sizeof got - strlen(got), "%s", page);
+		json_decref(doc);
+		doc = next;
+		cursor = json_string_value(json_object_get(doc, "next_cursor"));
+		pages++;
+	} while (cursor && pages < 10);
+	json_decref(doc);
+	assert_string_equal(got, "54321");
+	/* The end of the table: nothing below rowid 0. */
+	expect_hits("chain=layout_pass+%3E+*+%3E+parse_json&cursor=0", "", NULL);
+}
+
+static void test_search_empty_index_finds_nothing(void **state)
+{
+	sqlite3 *db;
+	int st;
+	json_t *doc;
+	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
+	exec_ok(db, "PRAGMA foreign_keys = ON; DELETE FROM traces");
+	sqlite3_close(db);
+	expect_hits("chain=a+%3E+*+%3E+b", "", NULL);
+	expect_hits("contains=a", "", NULL);
+	expect_hits("chain=a", "", NULL);
+	expect_order("sort=severity", "");
+	doc = api("/api/v1/issues", "", &st);
+	assert_int_equal(st, 200);
+	assert_int_equal(json_array_size(json_object_get(doc, "issues")), 0);
+	json_decref(doc);
+}
+
+/* 450,000 chains that all pass the prefilter and none matches: a search
+ * stops at its budget (rows or time) with a cursor, and going on from
+ * cursor to cursor reaches the end. */
+static void test_search_hostile_pattern_stops_at_budget_and_goes_on(void **state)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	json_t *doc;
+	char q[128], cursor[32] = "";
+	int status, pages = 0, partial = 0;
+
+	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
+	exec_ok(db, "BEGIN");
+	assert_int_equal(
+		sqlite3_prepare_v2(db,
+				   "INSERT INTO trace_chains (trace_id, kind, rank, signature,"
+				   " chain, depth) VALUES (?1, 'top', ?2, '00', 'a;a;a;a;zz;', 5)",
+				   -1, &st, NULL),
+		SQLITE_OK);
+	for (int i = 0; i < 450000; i++) {
+		sqlite3_bind_text(st, 1, TRACES[0].id, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 2, i + 10);
+		assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	exec_ok(db, "COMMIT");
+	sqlite3_close(db);
+	do {
+		snprintf(q, sizeof q, "chain=zz+%%3E+*+%%3E+a%s%s", cursor[0] ? "&cursor=" : "",
+			 cursor);
+		doc = api("/api/v1/search", q, &status);
+		assert_int_equal(status, 200);
+		assert_int_equal(json_array_size(json_object_get(doc, "hits")), 0);
+		/* Never more than the row budget and one chunk. */
+		assert_true(json_integer_value(json_object_get(doc, "scanned")) <= 420000);
+		partial += json_is_true(json_object_get(doc, "partial"));
+		snprintf(cursor, sizeof cursor, "%s",
+			 json_is_string(json_object_get(doc, "next_cursor"))
+				 ? json_string_value(json_object_get(doc, "next_cursor"))
+				 : "");
+		json_decref(doc);
+		pages++;
+	} while (cursor[0] && pages < 1000);
+	assert_true(partial >= 1); /* 450,006 rows: at least one stop */
+	assert_true(pages >= 2 && pages < 1000);
+}
+
+static void test_search_bad_patterns_are_400(void **state)
+{
+	static const char *const bad[] = {
+		"chain=*",
+		"chain=*+%3E+*",
+		"chain=a+%3E++%3E+b",
+		"chain=",
+		"caller=a",
+		"",
+		"contains=",
+		"chain=a+%3E+b&contains=x",
+		/* 17 elements */
+		"chain=a+%3E+b+%3E+c+%3E+d+%3E+e+%3E+f+%3E+g+%3E+h+%3E+i+%3E+j+%3E+k+%3E+l+%3E+m+%"
+		"3E+"
+		"n+%3E+o+%3E+p+%3E+q",
+		"chain=a+%3E+b&cursor=x",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		int st;
+		json_t *doc = api("/api/v1/search", bad[i], &st);
+		if (st != 400)
+			fail_msg("%s: status %d", bad[i], st);
+		assert_non_null(json_string_value(json_object_get(doc, "error")));
+		json_decref(doc);
+	}
+}
+
+/* ---- the matcher ------------------------------------------------------------- */
+
+static int match(const char *pat, const char *const *fr, size_t n, size_t *from, size_t *to)
+{
+	struct rvs_chain_pat p;
+	size_t lens[2048];
+	assert_int_equal(rvs_chain_pattern_parse(pat, &p), 0);
+	for (size_t i = 0; i < n; i++)
+		lens[i] = strlen(fr[i]);
+	return rvs_chain_match(&p, fr, lens, n, from, to);
+}
+
+static void test_search_glob_semantics(void **state)
+{
+	const char *ab[] = {"a", "b"};
+	const char *xaybw[] = {"x", "a", "y", "z", "b", "w"};
+	const char *axb[] = {"a", "x", "b"};
+	const char *abxbc[] = {"a", "b", "x", "b", "c"};
+	const char *tmpl[] = {"main", "std::map<int>::at", "x"};
+	struct rvs_chain_pat p;
+	size_t from, to;
+
+	assert_int_equal(match("a > * > b", ab, 2, &from, &to), 1);
+	assert_true(from == 0 && to == 2);
+	assert_int_equal(match("a > * > b", xaybw, 6, &from, &to), 1);
+	assert_true(from == 1 && to == 5);
+	assert_int_equal(match("a > b", axb, 3, &from, &to), 0);
+	assert_int_equal(match("* > b", ab, 2, &from, &to), 1);
+	assert_true(from == 1 && to == 2);
+	assert_int_equal(match("a > * > b > c", abxbc, 5, &from, &to), 1);
+	assert_true(from == 0 && to == 5);
+	/* '>' inside a name (no spaces around it) is part of the name. */
+	assert_int_equal(match("std::map<int>::at > x", tmpl, 3, &from, &to), 1);
+	assert_true(from == 1 && to == 3);
+	assert_int_equal(rvs_chain_pattern_parse("* > * > *", &p), -EINVAL);
+	assert_int_equal(rvs_chain_pattern_parse("a > * > * > b", &p), 0);
+	assert_int_equal(p.n, 3); /* stars merged */
+}
+
+static void test_search_hostile_pattern_is_linear(void **state)
+{
+	/* Every star and name of the pattern over 2,000 identical frames and a
+	 * last name that never comes: a backtracking matcher would try
+	 * C(2000, 7) placements; this one fails after one pass per run. */
+	static const char *fr[2000];
+	size_t from, to;
+	for (size_t i = 0; i < 2000; i++)
+		fr[i] = "a";
+	assert_int_equal(match("a > * > a > * > a > * > a > * > a > * > a > * > a > * > b", fr,
+			       2000, &from, &to),
+			 0);
+	assert_int_equal(match("a > * > a > * > a", fr, 2000, &from, &to), 1);
+	assert_true(from == 0 && to == 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_issue_fold_unknown_caller_prefix_gives_known_chain_signature),
+		cmocka_unit_test(test_search_glob_semantics),
+		cmocka_unit_test(test_search_hostile_pattern_is_linear),
+		cmocka_unit_test_setup_teardown(test_issue_migration_backfills_folded_issue, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_issue_decoder_folds_unknown_caller_prefix_of_real_captures, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_search_sort_keys_give_exact_orders, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_search_sort_keyset_pages_cover_list_once,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_search_sort_unknown_key_is_400_naming_it,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_search_issues_ranked_by_impact_with_weekly_trend, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_search_chain_wildcard_matches_zero_or_more_frames, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_search_caller_callee_is_adjacent, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_search_method_exact_and_substring, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_search_cursor_pages_cover_hits_once, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_search_bad_patterns_are_400, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_search_hostile_pattern_stops_at_budget_and_goes_on, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_search_empty_index_finds_nothing, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
