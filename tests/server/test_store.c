@@ -527,7 +527,7 @@ static void test_store_pg_search_migration_indexes_a_traces_table(void **state)
 		   " ('t-2', 'anomaly', 1, 'bb', '(unknown caller);main;f;')");
 	add_device(f, "d-one", 1);
 	add_upload(f, "t-1", "d-one", 1, 0);
-	pg_exec(f, "DELETE FROM schema_version WHERE version >= 2");
+	pg_exec(f, "DELETE FROM schema_version WHERE version >= 3");
 	assert_int_equal(ops->open(f->db, &again), 0);
 	ops->close(again);
 	sql_value(f, NULL,
