@@ -30,8 +30,6 @@
 #define LIST_DEFAULT 50
 #define LIST_MAX     500
 
-static const char JSON_TYPE[] = "application/json";
-
 /* ---- helpers --------------------------------------------------------------- */
 
 static int hexval(int c)
@@ -139,35 +137,15 @@ static json_t *jcol(sqlite3_stmt *st, int i)
 	}
 }
 
+/* The reply helpers (reply.h) under the names this file's endpoints use. */
 static void set_json(struct rvs_query_resp *r, int status, json_t *doc)
 {
-	r->status = status;
-	r->content_type = JSON_TYPE;
-	r->body = json_dumps(doc, JSON_COMPACT);
-	r->len = r->body ? strlen(r->body) : 0;
-	json_decref(doc);
-	if (!r->body) {
-		r->status = 500;
-		r->body = strdup("{\"error\":\"out of memory\"}");
-		r->len = r->body ? strlen(r->body) : 0;
-	}
+	rvs_query_reply(r, status, doc);
 }
 
 static void set_error(struct rvs_query_resp *r, int status, const char *msg)
 {
-	set_json(r, status, json_pack("{s:s}", "error", msg));
-}
-
-void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc)
-{
-	if (!doc)
-		return set_error(r, 500, "out of memory");
-	set_json(r, status, doc);
-}
-
-void rvs_query_set_error(struct rvs_query_resp *r, int status, const char *msg)
-{
-	set_error(r, status, msg);
+	rvs_query_set_error(r, status, msg);
 }
 
 static int valid_trace_id(const char *s, size_t n)

@@ -11,21 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* An export ready to be written: a loaded trace and its format (query.c). */
-struct rvs_export;
-
-struct rvs_query_resp {
-	int status;
-	const char *content_type; /* static */
-	char *body;		  /* malloc'd; caller frees */
-	size_t len;
-	char disposition[96]; /* Content-Disposition for exports, "" if none */
-	/* A 200 export has no body but this (owned; the caller streams it with
-	 * rvs_export_write or frees it with rvs_export_free): exports are
-	 * written to the client while they are made, never whole in memory
-	 * (issue 18 item 2: a 770 MB Chrome export of 10 M tiny calls). */
-	struct rvs_export *stream;
-};
+#include "reply.h"
 
 /* The JSON API's index endpoints (route.c's table; work thread): each
  * fills c->q always, with an error JSON body on failure.  traces,
@@ -51,18 +37,10 @@ void rvs_query_none(struct rvs_call *c);
 void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
 		      const char *query, struct rvs_query_resp *r);
 
-/* For other endpoint files: *r becomes {"error": msg} with status. */
-void rvs_query_set_error(struct rvs_query_resp *r, int status, const char *msg);
-
 /* Percent-decodes in[0..n) into out (NUL-terminated).  '+' is a space in
  * queries (plus_space).  -EINVAL for bad escapes or an embedded NUL, -E2BIG
  * when it does not fit. */
 int rvs_url_decode(const char *in, size_t n, int plus_space, char *out, size_t outsz);
-
-/* Fills *r with doc as compact JSON (status; doc's reference is taken; NULL
- * gives a 500).  For endpoint functions outside query.c. */
-struct json_t;
-void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc);
 
 /* Work thread: loads and decodes the stored capture of trace id (the blob
  * of a decoded upload, or of one queued again to be re-symbolized), read

@@ -70,12 +70,9 @@ void rvs_web_urlenc(FILE *f, const char *s)
 
 /* ---- responses ----------------------------------------------------------- */
 
-static void set_body(struct rvs_web_resp *r, int status, const char *ctype, const char *s)
+static void set_body(struct rvs_query_resp *r, int status, const char *ctype, const char *s)
 {
-	r->status = status;
-	r->content_type = ctype;
-	r->body = strdup(s);
-	r->len = r->body ? strlen(r->body) : 0;
+	rvs_reply_text(r, status, ctype, s);
 }
 
 void web_page_begin(struct web_ctx *c, const char *title)
@@ -324,7 +321,7 @@ static int password_ok(sqlite3 *db, const char *user, const char *password, int 
 	return rc;
 }
 
-static void set_session_cookie(struct rvs_web_resp *r, int slot, const char *id, int ttl)
+static void set_session_cookie(struct rvs_query_resp *r, int slot, const char *id, int ttl)
 {
 	snprintf(r->set_cookie[slot], sizeof r->set_cookie[slot],
 		 "rv_session=%s; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=%d", id, ttl);
@@ -727,7 +724,7 @@ static void dispatch(struct web_ctx *c, const struct rvs_route *rt, unsigned all
 
 void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req,
 		    const struct rvs_route *route, unsigned allow, struct rvs_call *call,
-		    struct rvs_web_resp *r)
+		    struct rvs_query_resp *r)
 {
 	struct web_ctx *c = calloc(1, sizeof *c);
 
