@@ -10,7 +10,7 @@ SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsql
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o blob_local.o blob_s3.o blob_pg.o \
 	store.o store_sqlite.o store_pg.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
-	symbols.o checkpoint.o stream.o route.o reply.o)
+	symbols.o checkpoint.o stream.o route.o reply.o payload.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
@@ -49,7 +49,7 @@ $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
-$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o upload.o util.o symbols.o query.o reply.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(BLOB_LIBS) $(RVA_LIBS)))
+$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o payload.o upload.o util.o symbols.o query.o reply.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(BLOB_LIBS) $(RVA_LIBS)))
 $(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,checkpoint.o util.o),-lmbedx509 -lmbedcrypto -lsqlite3,1))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
@@ -176,7 +176,7 @@ FUZZ += $(BUILD)/fuzz/server_symbols
 # symbols.c answers through query.c's JSON helpers, which bring decode.c, blob.c
 # and decode.c's WAL checkpointer (checkpoint.c).
 $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c server/src/query.c server/src/reply.c \
-		server/src/util.c server/src/decode.c server/src/blob.c server/src/blob_local.c \
+		server/src/util.c server/src/decode.c server/src/payload.c server/src/blob.c server/src/blob_local.c \
 		server/src/blob_s3.c server/src/blob_pg.c server/src/checkpoint.c \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON)
 	@mkdir -p $(@D)
@@ -184,7 +184,7 @@ $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c s
 		$(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq) -Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
 		-lmbedcrypto -lzstd $(BLOB_LIBS) $(PROTOBUF_LIBS) -lpthread
-$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o reply.o util.o decode.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
+$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o reply.o util.o decode.o payload.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
 
 # The blob interface against each backend (blob.h): a local directory, and
 # S3 against npm s3rver (tests/server/s3rver pins it), started by the test;

@@ -11,7 +11,7 @@
  */
 #include "query.h"
 #include "blob.h"
-#include "decode.h"
+#include "payload.h"
 #include "route.h"
 #include "rvs.h"
 
