@@ -11,11 +11,9 @@
  */
 #include "api.h"
 #include "blob.h"
-#include "campaign.h"
-#include "query.h"
+#include "campaign_core.h"
 #include "reply.h"
 #include "route.h"
-#include "web.h"
 #include "retention.h"
 #include "stream.h"
 
@@ -697,10 +695,7 @@ static void job_work(uv_work_t *w)
 			     .q = &j->q,
 			     .ctx = j};
 
-	if (j->kind == JOB_WEB)
-		return rvs_web_handle(j->a->cfg, j->req, j->route, j->allow, &c, &j->q);
-	assert(!j->allow);
-	j->route->handler(&c);
+	rvs_route_run(j->req, j->route, j->allow, &c);
 	/* Traces that arrived before these symbols are decoded again. */
 	if (c.build_id[0] && j->a->ops->requeue_build_id(j->a->store, c.build_id, &j->requeued) < 0)
 		rvs_log("error", "msg=\"requeue for symbols failed\" build_id=%s", c.build_id);

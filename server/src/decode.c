@@ -19,7 +19,7 @@
 #include "decode.h"
 #include "rvs.h"
 #include "rearview/common.h"
-#include "symbols.h"
+#include "symstore.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * decode.h — the decoder behind api.h's struct rvs_decoder: reads a stored
+ * decode.h — the decoder behind decoder.h's struct rvs_decoder: reads a stored
  * capture blob, inflates it when the upload says so (zstd, or zstd over
  * the shuffled form), summarizes it
  * with librvanalysis and indexes it in sqlite (tables traces, trace_methods,
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api.h"
+#include "decoder.h"
 #include "payload.h"
 
 struct rvs_decode;

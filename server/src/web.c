@@ -22,7 +22,8 @@
  */
 #include "web_int.h"
 #include "route.h"
-#include "query.h"
+#include "export.h"
+#include "params.h"
 #include "rearview/analysis.h"
 
 #include <assert.h>

@@ -8,7 +8,8 @@
  * trace ids in links are the validated "t-" + hex form.
  */
 #include "web_int.h"
-#include "query.h"
+#include "params.h"
+#include "trace_load.h"
 
 #include <errno.h>
 #include <inttypes.h>
