@@ -10,10 +10,8 @@
  * the device sent) are replaced by '?' first.
  */
 #include "query.h"
-#include "blob.h"
 #include "export.h"
 #include "params.h"
-#include "payload.h"
 #include "trace_load.h"
 #include "route.h"
 #include "rvs.h"
@@ -28,7 +26,6 @@
 #include <sqlite3.h>
 
 #include "rearview/analysis.h"
-#include "rearview/upload.pb-c.h"
 
 #define LIST_DEFAULT 50
 #define LIST_MAX     500

@@ -8,9 +8,8 @@
 #ifndef RVS_QUERY_H
 #define RVS_QUERY_H
 
-#include <stddef.h>
-#include <stdio.h>
-
+/* The pieces the JSON API shares with the web UI, in their own files;
+ * included here too for the tests that use them through this header. */
 #include "export.h"
 #include "params.h"
 #include "reply.h"
