@@ -1120,12 +1120,16 @@ static int admit_enroll(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_r
 	return 0;
 }
 
+/* The JSON API's refusal on the loop thread: {"error": msg}, as its
+ * endpoints answer (reply.h). */
 static void api_json_error(struct rvs_conn *c, int status, const char *msg,
 			   const struct rvs_header *h, size_t nh)
 {
-	char body[128];
-	int n = snprintf(body, sizeof body, "{\"error\":\"%s\"}", msg);
-	rvs_conn_respond(c, status, "application/json", h, nh, body, (size_t)n);
+	struct rvs_query_resp r = {0};
+
+	rvs_query_set_error(&r, status, msg);
+	rvs_conn_respond(c, r.status, r.content_type, h, nh, r.body, r.len);
+	free(r.body);
 }
 
 /* The JSON API's token: compared by hash in constant time on the loop thread
