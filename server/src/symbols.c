@@ -15,18 +15,13 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <gelf.h>
 #include <jansson.h>
-#include <libelf.h>
 
 /* ---- the endpoints ---------------------------------------------------------- */
 
