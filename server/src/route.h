@@ -50,8 +50,10 @@ enum rvs_route_family { RVS_FAMILY_DEVICE, RVS_FAMILY_API, RVS_FAMILY_WEB };
 
 /* One call of a handler.  arg/arg_len: what the pattern's wildcard matched
  * (see rvs_route_find), NUL-terminated only for a trailing "**".  q: the
- * JSON API's answer (the API family's handlers fill it always).  ctx: the
- * family's own state (device API: api.c's job; web UI: web.c's context). */
+ * answer (reply.h), the one response type of every family (the API
+ * family's handlers fill it always; the device API's through its job).
+ * ctx: the family's own state (device API: api.c's job; web UI: web.c's
+ * context). */
 struct rvs_call {
 	const struct rvs_config *cfg;
 	unsigned method; /* RVS_M_*, 0 for any other method */
