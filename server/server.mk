@@ -10,7 +10,8 @@ SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsql
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o blob_local.o blob_s3.o blob_pg.o \
 	store.o store_sqlite.o store_pg.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
-	symbols.o checkpoint.o stream.o route.o agg.o web_agg.o issue.o search.o web_search.o)
+	symbols.o checkpoint.o stream.o route.o reply.o payload.o \
+	params.o export.o trace_load.o symstore.o agg.o web_agg.o issue.o search.o web_search.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
@@ -49,7 +50,8 @@ $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
-$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o agg.o upload.o util.o symbols.o query.o checkpoint.o issue.o search.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(BLOB_LIBS) $(RVA_LIBS)))
+# The payload codec and the upload parser the decoder runs on.
+$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,payload.o upload.o) $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))
 $(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,checkpoint.o util.o),-lmbedx509 -lmbedcrypto -lsqlite3,1))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
@@ -181,18 +183,13 @@ $(TBIN)/server/symfix.stripped: $(TBIN)/server/symfix
 $(TBIN)/server/symfix.debug: $(TBIN)/server/symfix
 	objcopy --only-keep-debug $< $@
 FUZZ += $(BUILD)/fuzz/server_symbols
-# symbols.c answers through query.c's JSON helpers, which bring decode.c, blob.c
-# and decode.c's WAL checkpointer (checkpoint.c).
-$(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c server/src/query.c \
-		server/src/util.c server/src/decode.c server/src/blob.c server/src/blob_local.c \
-		server/src/blob_s3.c server/src/blob_pg.c server/src/checkpoint.c \
-		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON)
+# The symbol store's ELF reader (symstore.c) alone.
+$(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symstore.c server/src/util.c \
+		$(LIBRVCOMMON)
 	@mkdir -p $(@D)
-	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) $(LIBELF_CFLAGS) $(call pc,--cflags,jansson) -Iserver/src \
-		$(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq) -Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
-		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
-		-lmbedcrypto -lzstd $(BLOB_LIBS) $(PROTOBUF_LIBS) -lpthread
-$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o agg.o checkpoint.o issue.o search.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
+	clang $(CPPFLAGS) $(LIBELF_CFLAGS) -Iserver/src -g -O1 -fsanitize=fuzzer,address,undefined \
+		-o $@ $(filter %.c,$^) $(LIBRVCOMMON) $(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lpthread
+$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symstore.o util.o) $(LIBRVCOMMON),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto))
 
 # The blob interface against each backend (blob.h): a local directory, and
 # S3 against npm s3rver (tests/server/s3rver pins it), started by the test;
@@ -216,3 +213,25 @@ $(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/s
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BLOB_LIBS) -lmbedcrypto -lsqlite3
 BENCHES += $(TBIN)/server/bench_blob
+
+# `make lint`: a handler never includes another handler's header (HACKING.md
+# rule 2).  An endpoint family is its .c files and headers (web: web*.c,
+# web.h, web_int.h); shared pieces (reply, params, export, trace_load,
+# payload, symstore, campaign_core …) include none of them.  Only the
+# dispatcher (route.c) and main.c see every family.
+SERVER_HANDLER_HEADERS := api campaign fleet query symbols web web_int
+lint: lint-server-layers
+lint-server-layers:
+	@bad=0; for f in server/src/*.c server/src/*.h; do \
+	  own=$$(basename $$f); own=$${own%.*}; \
+	  case $$own in route|main) continue ;; web_*) own=web ;; esac; \
+	  for h in $$(sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' $$f); do \
+	    case " $(SERVER_HANDLER_HEADERS) " in *" $$h "*) ;; *) continue ;; esac; \
+	    fam=$$h; [ $$h = web_int ] && fam=web; \
+	    [ $$fam = $$own ] && continue; \
+	    echo "lint: $$f includes $$h.h, another endpoint family's header (HACKING.md rule 2)"; \
+	    bad=1; \
+	  done; \
+	done; \
+	[ $$bad = 0 ] && echo "lint: server handlers include no other handler's header"; exit $$bad
+.PHONY: lint-server-layers

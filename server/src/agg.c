@@ -21,7 +21,8 @@
  * '?').  Per-trace means are integer nanoseconds, rounded to nearest.
  */
 #include "agg.h"
-#include "query.h"
+#include "params.h"
+#include "reply.h"
 #include "route.h"
 #include "rvs.h"
 

@@ -11,10 +11,9 @@
  */
 #include "api.h"
 #include "blob.h"
-#include "campaign.h"
-#include "query.h"
+#include "campaign_core.h"
+#include "reply.h"
 #include "route.h"
-#include "web.h"
 #include "retention.h"
 #include "stream.h"
 
@@ -37,7 +36,6 @@
 #include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
 
-#define PB	  "application/x-protobuf"
 #define N_BUCKETS 1024
 
 struct bucket {
@@ -117,24 +115,19 @@ struct job {
 	size_t arg_len;
 	enum job_kind kind;
 	uint8_t token_hash[32];
-	/* results */
-	int status;
+	/* results: the answer (every kind), and a device API refusal's
+	 * metric and rearview.Error made into q when the job is done */
+	struct rvs_query_resp q;
 	int err;  /* enum rvs_err_reason + 1, 0 when none */
 	int code; /* Rearview__Error__Code */
 	char reason[192];
-	uint8_t *body;
-	size_t body_len;
-	char etag[72];
 	int new_upload, duplicate;
-	char retry_after[16]; /* an error's Retry-After, "" for none */
 	/* JOB_ENROLL: the device enrolled before; its old token's hash. */
 	int reenrolled;
 	uint8_t old_token_hash[32];
-	uint64_t requeued;	 /* a symbols upload: traces queued to decode again */
-	struct rvs_query_resp q; /* JOB_QUERY */
-	struct rvs_web_resp wr;	 /* JOB_WEB */
-	int login;		 /* a sign-in: charged up front, one of logins_hashing */
-	int export_slot;	 /* an export: one of a->exports until it ends */
+	uint64_t requeued; /* a symbols upload: traces queued to decode again */
+	int login;	   /* a sign-in: charged up front, one of logins_hashing */
+	int export_slot;   /* an export: one of a->exports until it ends */
 };
 
 /* Retry-After of an upload refused over the weekly quota: an hour, by
@@ -151,25 +144,20 @@ static void decode_start(struct rvs_api *a, unsigned part);
 static void respond_error(struct rvs_conn *c, int status, int code, const char *reason,
 			  const struct rvs_header *hdrs, size_t nhdrs)
 {
-	Rearview__Error e = REARVIEW__ERROR__INIT;
-	uint8_t buf[512];
-	size_t n;
+	struct rvs_query_resp r = {0};
 
-	e.code = code;
-	e.message = (char *)reason;
-	n = rearview__error__get_packed_size(&e);
-	if (n > sizeof buf) {
+	if (rvs_reply_pb_error(&r, status, code, reason)) {
 		rvs_conn_respond(c, status, "text/plain", hdrs, nhdrs, reason, strlen(reason));
 		return;
 	}
-	rearview__error__pack(&e, buf);
-	rvs_conn_respond(c, status, PB, hdrs, nhdrs, buf, n);
+	rvs_conn_respond(c, r.status, r.content_type, hdrs, nhdrs, r.body, r.len);
+	free(r.body);
 }
 
 static void job_fail(struct job *j, int status, enum rvs_err_reason err, int code,
 		     const char *reason)
 {
-	j->status = status;
+	j->q.status = status;
 	j->err = (int)err + 1;
 	j->code = code;
 	snprintf(j->reason, sizeof j->reason, "%s", reason);
@@ -183,7 +171,7 @@ static void parse_fail(struct job *j, int rc, const char *reason)
 {
 	if (rc == -ENOMEM) {
 		job_fail(j, 503, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__BUSY, reason);
-		snprintf(j->retry_after, sizeof j->retry_after, "%d", NOMEM_RETRY_S);
+		snprintf(j->q.retry_after, sizeof j->q.retry_after, "%d", NOMEM_RETRY_S);
 		return;
 	}
 	job_fail(j, 400, rc == -EBADMSG ? RVS_ERR_MALFORMED : RVS_ERR_BAD_REQUEST,
@@ -360,14 +348,14 @@ static void do_enroll(struct job *j)
 	}
 	resp.device_token = token;
 	resp.device_id = d.device_id;
-	j->body_len = rearview__enroll_response__get_packed_size(&resp);
-	j->body = malloc(j->body_len);
-	if (!j->body) {
+	j->q.len = rearview__enroll_response__get_packed_size(&resp);
+	j->q.body = malloc(j->q.len);
+	if (!j->q.body) {
 		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "no memory");
 		goto free_req;
 	}
-	rearview__enroll_response__pack(&resp, j->body);
-	j->status = 200;
+	rearview__enroll_response__pack(&resp, (uint8_t *)j->q.body);
+	j->q.status = 200;
 free_req:
 	mbedtls_platform_zeroize(raw, sizeof raw);
 	rearview__enroll_request__free_unpacked(r, NULL);
@@ -430,14 +418,14 @@ static void ack(struct job *j, const uint8_t upload_id[16], const char *trace_id
 	k.trace_id = (char *)trace_id;
 	k.duplicate = duplicate;
 	k.policy_version = served_policy_version(j->a);
-	j->body_len = rearview__upload_ack__get_packed_size(&k);
-	j->body = malloc(j->body_len);
-	if (!j->body) {
+	j->q.len = rearview__upload_ack__get_packed_size(&k);
+	j->q.body = malloc(j->q.len);
+	if (!j->q.body) {
 		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "no memory");
 		return;
 	}
-	rearview__upload_ack__pack(&k, j->body);
-	j->status = 200;
+	rearview__upload_ack__pack(&k, (uint8_t *)j->q.body);
+	j->q.status = 200;
 	j->duplicate = duplicate;
 	j->new_upload = !duplicate;
 }
@@ -559,7 +547,7 @@ over_quota:
 		 "weekly upload quota exhausted (%" PRIu64 " of %u in 7 days)", charged,
 		 u.weekly_quota);
 	job_fail(j, 429, RVS_ERR_RATE_LIMITED, REARVIEW__ERROR__CODE__BUSY, reason);
-	snprintf(j->retry_after, sizeof j->retry_after, "%d", QUOTA_RETRY_S);
+	snprintf(j->q.retry_after, sizeof j->q.retry_after, "%d", QUOTA_RETRY_S);
 	goto free_env;
 storage_error:
 	job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "storage error");
@@ -605,14 +593,14 @@ static void do_skip(struct job *j)
 	}
 	k.report_id = r->report_id;
 	k.duplicate = rc == -EEXIST;
-	j->body_len = rearview__skip_ack__get_packed_size(&k);
-	j->body = malloc(j->body_len ? j->body_len : 1);
-	if (!j->body) {
+	j->q.len = rearview__skip_ack__get_packed_size(&k);
+	j->q.body = malloc(j->q.len ? j->q.len : 1);
+	if (!j->q.body) {
 		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "no memory");
 		goto free_report;
 	}
-	rearview__skip_ack__pack(&k, j->body);
-	j->status = 200;
+	rearview__skip_ack__pack(&k, (uint8_t *)j->q.body);
+	j->q.status = 200;
 free_report:
 	rearview__skip_report__free_unpacked(r, NULL);
 }
@@ -641,12 +629,13 @@ static int etag_matches(const char *inm, const char *etag)
 static void do_policy(struct job *j)
 {
 	char device_id[40], hex[65];
-	uint8_t d[32];
+	uint8_t d[32], *policy = NULL;
 	int rc;
 
 	if (device_of(j, device_id))
 		return;
-	rc = rvs_read_file(j->a->cfg->policy_file, 1 << 20, &j->body, &j->body_len);
+	rc = rvs_read_file(j->a->cfg->policy_file, 1 << 20, &policy, &j->q.len);
+	j->q.body = (char *)policy;
 	if (rc == -ENOENT) {
 		job_fail(j, 404, RVS_ERR_NOT_FOUND, REARVIEW__ERROR__CODE__NOT_FOUND,
 			 "no policy published");
@@ -657,17 +646,17 @@ static void do_policy(struct job *j)
 			 "cannot read policy");
 		return;
 	}
-	rvs_sha256(j->body, j->body_len, d);
+	rvs_sha256(j->q.body, j->q.len, d);
 	rvs_hex(d, 16, hex);
-	snprintf(j->etag, sizeof j->etag, "\"%s\"", hex);
-	if (j->req->inm[0] && etag_matches(j->req->inm, j->etag)) {
-		free(j->body);
-		j->body = NULL;
-		j->body_len = 0;
-		j->status = 304;
+	snprintf(j->q.etag, sizeof j->q.etag, "\"%s\"", hex);
+	if (j->req->inm[0] && etag_matches(j->req->inm, j->q.etag)) {
+		free(j->q.body);
+		j->q.body = NULL;
+		j->q.len = 0;
+		j->q.status = 304;
 		return;
 	}
-	j->status = 200;
+	j->q.status = 200;
 }
 
 void rvs_api_enroll(struct rvs_call *c)
@@ -706,10 +695,7 @@ static void job_work(uv_work_t *w)
 			     .q = &j->q,
 			     .ctx = j};
 
-	if (j->kind == JOB_WEB)
-		return rvs_web_handle(j->a->cfg, j->req, j->route, j->allow, &c, &j->wr);
-	assert(!j->allow);
-	j->route->handler(&c);
+	rvs_route_run(j->req, j->route, j->allow, &c);
 	/* Traces that arrived before these symbols are decoded again. */
 	if (c.build_id[0] && j->a->ops->requeue_build_id(j->a->store, c.build_id, &j->requeued) < 0)
 		rvs_log("error", "msg=\"requeue for symbols failed\" build_id=%s", c.build_id);
@@ -740,13 +726,28 @@ static void respond_export(struct rvs_api *a, struct job *j, struct rvs_export *
 			 "export failed to start; retry\n", 30);
 }
 
+/* Sends j's answer, j->q, with the headers it lists: an export streamed
+ * (taken), any other body copied and freed. */
+static void send_reply(struct rvs_api *a, struct job *j)
+{
+	struct rvs_header h[RVS_REPLY_HEADERS];
+	size_t n = rvs_reply_headers(&j->q, h);
+
+	if (j->q.stream)
+		respond_export(a, j, j->q.stream, j->q.content_type, h, n);
+	else if (j->export_slot)
+		export_end(a);
+	if (!j->q.stream)
+		rvs_conn_respond(j->conn, j->q.status, j->q.content_type, h, n, j->q.body,
+				 j->q.len);
+	free(j->q.body);
+}
+
 /* The web UI's answer with its security headers; a failed login spends the
  * peer's failed-authentication budget like a bad token does. */
 static void web_respond(struct rvs_api *a, struct job *j)
 {
-	struct rvs_web_resp *w = &j->wr;
-	struct rvs_header h[10];
-	size_t n = 0;
+	struct rvs_query_resp *w = &j->q;
 
 	a->m->login_hashes += w->hashed != 0;
 	if (w->auth_failed) {
@@ -760,30 +761,9 @@ static void web_respond(struct rvs_api *a, struct job *j)
 		b->tokens = b->tokens + 1.0 > a->cfg->auth_fail_burst ? a->cfg->auth_fail_burst
 								      : b->tokens + 1.0;
 	}
-	h[n++] = (struct rvs_header){"Cache-Control", "no-store"};
-	h[n++] = (struct rvs_header){"X-Content-Type-Options", "nosniff"};
-	h[n++] = (struct rvs_header){"Referrer-Policy", "same-origin"};
-	/* The web UI is served over HTTPS only: browsers must never try HTTP. */
-	h[n++] = (struct rvs_header){"Strict-Transport-Security", "max-age=31536000"};
-	if (w->csp)
-		h[n++] = (struct rvs_header){"Content-Security-Policy", w->csp};
-	if (w->frame)
-		h[n++] = (struct rvs_header){"X-Frame-Options", w->frame};
-	for (int i = 0; i < 2; i++)
-		if (w->set_cookie[i][0])
-			h[n++] = (struct rvs_header){"Set-Cookie", w->set_cookie[i]};
-	if (w->location[0])
-		h[n++] = (struct rvs_header){"Location", w->location};
-	if (w->disposition[0])
-		h[n++] = (struct rvs_header){"Content-Disposition", w->disposition};
-	if (w->stream) {
-		respond_export(a, j, w->stream, w->content_type, h, n);
-		return;
-	}
-	if (j->export_slot)
-		export_end(a);
-	rvs_conn_respond(j->conn, w->status, w->content_type, h, n, w->body, w->len);
-	free(w->body);
+	w->cache = "no-store";
+	w->browser = 1;
+	send_reply(a, j);
 }
 
 static void job_done(uv_work_t *w, int status)
@@ -809,44 +789,44 @@ static void job_done(uv_work_t *w, int status)
 		decode_pump(a);
 	}
 	if (j->kind == JOB_QUERY) {
-		struct rvs_header h[2] = {{"Cache-Control", "no-store"},
-					  {"Content-Disposition", j->q.disposition}};
-		if (j->q.stream)
-			respond_export(a, j, j->q.stream, j->q.content_type, h,
-				       j->q.disposition[0] ? 2 : 1);
-		else if (j->export_slot)
-			export_end(a);
-		if (!j->q.stream)
-			rvs_conn_respond(j->conn, j->q.status, j->q.content_type, h,
-					 j->q.disposition[0] ? 2 : 1, j->q.body, j->q.len);
-		free(j->q.body);
+		j->q.cache = "no-store";
+		send_reply(a, j);
 		free(j);
 		maybe_stop(a);
 		return;
 	}
 	if (j->kind != JOB_ENROLL) {
-		if (j->status == 401)
+		if (j->q.status == 401)
 			charge_auth_failure(a, j->conn);
-		else if (j->status < 500)
+		else if (j->q.status < 500)
 			mark_known(a, j->token_hash);
-	} else if (j->status == 200) {
+	} else if (j->q.status == 200) {
 		mark_known(a, j->token_hash);
 		if (j->reenrolled)
 			inherit_budget(a, j->old_token_hash, j->token_hash);
 	}
 	if (j->err) {
-		struct rvs_header h[2] = {{"Cache-Control", "no-store"},
-					  {"Retry-After", j->retry_after}};
 		m->errors[j->err - 1]++;
-		if (j->status >= 500)
+		if (j->q.status >= 500)
 			rvs_log("error", "msg=\"request failed\" path=%s status=%d reason=\"%s\"",
-				j->req->path, j->status, j->reason);
-		respond_error(j->conn, j->status, j->code, j->reason, h, j->retry_after[0] ? 2 : 1);
-	} else if (j->kind == JOB_POLICY) {
-		struct rvs_header h[2] = {{"ETag", j->etag}, {"Cache-Control", "no-cache"}};
-		m->policy_fetches++;
-		rvs_conn_respond(j->conn, j->status, PB, h, 2, j->body, j->body_len);
+				j->req->path, j->q.status, j->reason);
+		/* The refusal replaces whatever body the job had made. */
+		free(j->q.body);
+		j->q.body = NULL;
+		j->q.len = 0;
+		j->q.cache = "no-store";
+		if (rvs_reply_pb_error(&j->q, j->q.status, j->code, j->reason)) {
+			struct rvs_header h[RVS_REPLY_HEADERS];
+			respond_error(j->conn, j->q.status, j->code, j->reason, h,
+				      rvs_reply_headers(&j->q, h));
+		} else {
+			send_reply(a, j);
+		}
 	} else {
+		if (j->kind == JOB_POLICY) {
+			j->q.cache = "no-cache";
+			m->policy_fetches++;
+		}
 		if (j->kind == JOB_ENROLL)
 			m->enrollments++;
 		if (j->new_upload) {
@@ -856,11 +836,11 @@ static void job_done(uv_work_t *w, int status)
 		}
 		if (j->duplicate)
 			m->upload_duplicates++;
-		rvs_conn_respond(j->conn, j->status, PB, NULL, 0, j->body, j->body_len);
+		j->q.content_type = RVS_REPLY_PB;
+		send_reply(a, j);
 	}
 	if (j->new_upload)
 		decode_pump(a);
-	free(j->body);
 	free(j);
 	maybe_stop(a);
 }
@@ -1140,12 +1120,16 @@ static int admit_enroll(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_r
 	return 0;
 }
 
+/* The JSON API's refusal on the loop thread: {"error": msg}, as its
+ * endpoints answer (reply.h). */
 static void api_json_error(struct rvs_conn *c, int status, const char *msg,
 			   const struct rvs_header *h, size_t nh)
 {
-	char body[128];
-	int n = snprintf(body, sizeof body, "{\"error\":\"%s\"}", msg);
-	rvs_conn_respond(c, status, "application/json", h, nh, body, (size_t)n);
+	struct rvs_query_resp r = {0};
+
+	rvs_query_set_error(&r, status, msg);
+	rvs_conn_respond(c, r.status, r.content_type, h, nh, r.body, r.len);
+	free(r.body);
 }
 
 /* The JSON API's token: compared by hash in constant time on the loop thread

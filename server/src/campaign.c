@@ -1,5 +1,6 @@
 /*
- * campaign.c — campaigns: validation, storage and publishing (campaign.h).
+ * campaign.c — campaigns: validation, storage and publishing (the model,
+ * campaign_core.h), and their JSON API endpoints (campaign.h).
  *
  * Invariants:
  * - A spec is validated field by field (bounded lists and strings, printable
@@ -17,7 +18,8 @@
  *   rvs_policy_publish with the server's key — the document devices verify.
  */
 #include "campaign.h"
-#include "fleet.h"
+#include "campaign_core.h"
+#include "reply.h"
 #include "route.h"
 
 #include <errno.h>

@@ -1,53 +1,10 @@
 /*
- * campaign.h — campaigns (policy.proto's Campaign) kept in sqlite and
- * published: every create, edit or end signs and writes a new policy
- * version (policy_pub.c) whose campaigns are the active ones.  Work thread
- * only.  A campaign's wire form, in the database, the JSON API and the web
- * forms, is one JSON object (server/API.md "Campaigns").
+ * campaign.h — the campaign endpoints of the JSON API (campaign.c) over
+ * the campaign model (campaign_core.h).  Work thread only.
  */
 #ifndef RVS_CAMPAIGN_H
 #define RVS_CAMPAIGN_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-#include <jansson.h>
-#include <sqlite3.h>
-
-#include "query.h"
-#include "rvs.h"
-
-/* Creates (create = 1; -EEXIST if the id exists) or replaces (create = 0;
- * -ENOENT if absent or ended) the campaign described by spec, then
- * publishes.  *version gets the published policy version.  -EINVAL with a
- * human reason in err for a bad spec (an unknown field, no app_patterns
- * without all_apps, no sample_probability or 0); -EAGAIN when the campaign
- * targets every app on every device and spec lacks "confirm_fleet_wide":
- * true (err then says what it would have matched last week); -EIO for
- * storage or signing errors. */
-int rvs_campaign_save(const struct rvs_config *cfg, sqlite3 *db, json_t *spec, int create,
-		      uint64_t *version, char *err, size_t errlen);
-/* What a campaign would have collected: last week's anomalies (uploads and
- * skip reports) it matches before sampling, on how many devices, and about
- * how many after sampling; whether it targets every app on every device. */
-struct rvs_campaign_preview {
-	uint64_t anomalies, devices, rows;
-	double expected;
-	int fleet_wide;
-	int truncated;	/* more than a million rows last week: counts are lower bounds */
-	char text[200]; /* the same, in a sentence */
-};
-/* Validates spec as rvs_campaign_save does and previews it (nothing is
- * stored).  0, -EINVAL with err, -EIO, -ENOMEM. */
-int rvs_campaign_preview(sqlite3 *db, json_t *spec, struct rvs_campaign_preview *p, char *err,
-			 size_t errlen);
-/* Ends campaign id (kept, marked ended) and publishes without it. */
-int rvs_campaign_end(const struct rvs_config *cfg, sqlite3 *db, const char *id, uint64_t *version,
-		     char *err, size_t errlen);
-/* GET /api/v1/campaigns: {"policy_version": N|null, "campaigns": [...]},
- * each campaign its spec plus created_at, updated_at, ended_at, active.
- * NULL on a storage error. */
-json_t *rvs_campaigns_json(sqlite3 *db);
 /* The campaign endpoints (route.c's table; work thread; each fills c->q
  * always).  list: GET /api/v1/campaigns; create: POST /api/v1/campaigns
  * (create or, with "replace": true, replace; server/API.md); preview: POST
@@ -59,10 +16,5 @@ void rvs_campaigns_create(struct rvs_call *c);
 void rvs_campaigns_preview(struct rvs_call *c);
 void rvs_campaigns_end(struct rvs_call *c);
 void rvs_campaigns_none(struct rvs_call *c);
-
-/* The body of the policy now served (unverified: it is the server's own
- * file), or NULL when there is none or it does not decode.  Free with
- * rearview__policy_body__free_unpacked(b, NULL). */
-struct Rearview__PolicyBody *rvs_policy_served(const struct rvs_config *cfg);
 
 #endif

@@ -2,8 +2,8 @@
  * decode.c — the trace decoder (decode.h).
  *
  * Per upload: look up its compression in uploads, read the blob, inflate it
- * when COMPRESSION_ZSTD, or when COMPRESSION_ZSTD_SHUFFLED (zstd over the
- * shuffled form, unshuffled chunk by chunk as zstd produces it), run
+ * with the payload codec (payload.h) when COMPRESSION_ZSTD, or when
+ * COMPRESSION_ZSTD_SHUFFLED (zstd over the shuffled form), run
  * rva_capture_summarize (memory bounded by distinct methods and chains, not
  * by call count), then replace the trace's
  * rows in traces / trace_methods / trace_chains in one transaction.  A
@@ -21,7 +21,7 @@
 #include "issue.h"
 #include "rvs.h"
 #include "rearview/common.h"
-#include "symbols.h"
+#include "symstore.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -72,194 +72,6 @@ struct rvs_decode {
 	struct lane lane[RVS_DECODE_LANES];
 };
 
-int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
-{
-	ZSTD_DStream *zs = ZSTD_createDStream();
-	ZSTD_inBuffer ib = {in, len, 0};
-	size_t cap = len * 4 < 65536 ? 65536 : len * 4, r = 1;
-	unsigned long long declared = ZSTD_getFrameContentSize(in, len);
-	uint8_t *buf = NULL, *nb;
-	int rc = 0;
-
-	if (!zs)
-		return -ENOMEM;
-	/* A frame that declares its size (ZSTD_compress does) gets one buffer
-	 * of that size (+1 so the end is seen without growing): no realloc
-	 * copies of a 32 MiB capture.  The declaration is untrusted, hence the
-	 * max cap and the loop below still checking every byte. */
-	if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR)
-		cap = declared < max ? (size_t)declared + 1 : max;
-	if (cap > max)
-		cap = max ? max : 1;
-	ZSTD_initDStream(zs);
-	buf = malloc(cap);
-	if (!buf) {
-		rc = -ENOMEM;
-		goto free_stream;
-	}
-	*outlen = 0;
-	while (ib.pos < ib.size || r != 0) {
-		ZSTD_outBuffer ob = {buf + *outlen, cap - *outlen, 0};
-		r = ZSTD_decompressStream(zs, &ob, &ib);
-		if (ZSTD_isError(r)) {
-			rc = -EINVAL;
-			break;
-		}
-		*outlen += ob.pos;
-		if (ib.pos == ib.size && r != 0 && ob.pos < ob.size) {
-			rc = -EINVAL; /* input ended inside a frame: truncated */
-			break;
-		}
-		if (*outlen == cap) {
-			if (cap >= max) {
-				if (r == 0 && ib.pos == ib.size)
-					break;
-				rc = -E2BIG;
-				break;
-			}
-			cap = cap > max / 2 ? max : cap * 2;
-			if (!(nb = realloc(buf, cap))) {
-				rc = -ENOMEM;
-				break;
-			}
-			buf = nb;
-		}
-	}
-	if (rc) {
-		free(buf);
-		buf = NULL;
-	}
-	*out = buf;
-free_stream:
-	ZSTD_freeDStream(zs);
-	return rc;
-}
-
-/* The sum of the content sizes the frames of in[0..len) declare (skippable
- * frames count 0); ZSTD_CONTENTSIZE_UNKNOWN when a frame does not declare
- * it, ZSTD_CONTENTSIZE_ERROR when the frames do not parse. */
-static unsigned long long declared_size(const uint8_t *in, size_t len)
-{
-	unsigned long long total = 0;
-	while (len) {
-		unsigned long long fcs = ZSTD_getFrameContentSize(in, len);
-		size_t fl = ZSTD_findFrameCompressedSize(in, len);
-		if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN)
-			return fcs;
-		if (ZSTD_isError(fl) || fl > len || total + fcs < total)
-			return ZSTD_CONTENTSIZE_ERROR;
-		total += fcs;
-		in += fl;
-		len -= fl;
-	}
-	return total;
-}
-
-/* zstd frames in[0..len) holding a capture's shuffled form (tracer/FORMAT.md
- * §3) into the capture, out[0..cap): zstd's output goes through the
- * unshuffler one chunk at a time, so no second capture-sized buffer.
- * 0, -EINVAL (corrupt, truncated, not a capture's form), -E2BIG (more than
- * cap), -ENOMEM. */
-static int unzstd_shuffled(ZSTD_DCtx *dctx, const uint8_t *in, size_t len, uint8_t *out, size_t cap,
-			   size_t *outlen)
-{
-	size_t chunk_len = ZSTD_DStreamOutSize(), r = 0;
-	ZSTD_inBuffer ib = {in, len, 0};
-	rva_unshuffler *u = NULL;
-	uint8_t *chunk;
-	int rc;
-
-	if (!(chunk = malloc(chunk_len)))
-		return -ENOMEM;
-	if ((rc = rva_unshuffler_new(out, cap, &u)))
-		goto free_chunk;
-	ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
-	for (;;) {
-		ZSTD_outBuffer ob = {chunk, chunk_len, 0};
-		r = ZSTD_decompressStream(dctx, &ob, &ib);
-		if (ZSTD_isError(r)) {
-			rc = -EINVAL;
-			goto free_unshuffler;
-		}
-		if (ob.pos && (rc = rva_unshuffler_write(u, chunk, ob.pos)))
-			goto free_unshuffler;
-		if (ib.pos == ib.size && ob.pos < ob.size)
-			break; /* all input taken, nothing left inside zstd */
-	}
-	rc = r ? -EINVAL : rva_unshuffler_finish(u, outlen); /* r: ended mid-frame */
-free_unshuffler:
-	rva_unshuffler_free(u);
-free_chunk:
-	free(chunk);
-	return rc;
-}
-
-/* The capture of a payload of Compression comp (ZSTD or ZSTD_SHUFFLED) whose
- * frames declare their total size, total, into out[0..total).  Errors as
- * rvs_payload_inflate. */
-static int inflate_to(ZSTD_DCtx *dctx, int comp, const uint8_t *in, size_t len, uint8_t *out,
-		      size_t total, size_t *outlen)
-{
-	size_t r;
-	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED)
-		return unzstd_shuffled(dctx, in, len, out, total, outlen);
-	/* The declared sizes are untrusted: output beyond them is an error
-	 * (dstSize_tooSmall), output short of them is checked below. */
-	r = ZSTD_decompressDCtx(dctx, out, total, in, len);
-	if (ZSTD_isError(r) || r != total)
-		return -EINVAL;
-	*outlen = r;
-	return 0;
-}
-
-/* The declared capture size of a compressed payload, checked against max:
- * 0 with *total, -E2BIG, or -EINVAL when the frames do not parse or (the
- * shuffled form, which devices always size) declare nothing.  1: plain zstd
- * without declared sizes (rvs_zstd_decompress's growing buffer handles it). */
-static int payload_size(int comp, const uint8_t *in, size_t len, size_t max, size_t *total)
-{
-	unsigned long long t = declared_size(in, len);
-	if (t == ZSTD_CONTENTSIZE_ERROR || t == ZSTD_CONTENTSIZE_UNKNOWN || t == 0)
-		return comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD ? 1 : -EINVAL;
-	if (t > max)
-		return -E2BIG;
-	*total = (size_t)t;
-	return 0;
-}
-
-int rvs_payload_inflate(int comp, const uint8_t *in, size_t len, size_t max, uint8_t **out,
-			size_t *outlen)
-{
-	ZSTD_DCtx *dctx;
-	size_t total = 0;
-	int rc;
-
-	*out = NULL;
-	if (comp != REARVIEW__COMPRESSION__COMPRESSION_ZSTD &&
-	    comp != REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED)
-		return -EPROTONOSUPPORT;
-	if ((rc = payload_size(comp, in, len, max, &total)) == 1)
-		return rvs_zstd_decompress(in, len, max, out, outlen);
-	if (rc)
-		return rc;
-	if (!(dctx = ZSTD_createDCtx()))
-		return -ENOMEM;
-	if (!(*out = malloc(total))) {
-		rc = -ENOMEM;
-	} else if ((rc = inflate_to(dctx, comp, in, len, *out, total, outlen))) {
-		free(*out);
-		*out = NULL;
-	}
-	ZSTD_freeDCtx(dctx);
-	return rc;
-}
-
-size_t rvs_inflate_limit(uint64_t declared)
-{
-	return declared && declared < RVS_DECODE_MAX_CAPTURE ? (size_t)declared
-							     : (size_t)RVS_DECODE_MAX_CAPTURE;
-}
-
 /* rvs_payload_inflate (at most max bytes) into the lane's reused buffer when
  * the frames declare a total of at most KEEP_BUF_MAX (a device's output
  * always does): *out is then d->buf, not to be freed.  Otherwise *out is
@@ -268,7 +80,7 @@ static int inflate(struct lane *d, int comp, const uint8_t *in, size_t len, size
 		   uint8_t **out, size_t *outlen, int *owned)
 {
 	size_t total = 0;
-	int rc = payload_size(comp, in, len, max, &total);
+	int rc = rvs_payload_size(comp, in, len, max, &total);
 
 	*owned = 0;
 	if (rc < 0)
@@ -287,7 +99,7 @@ static int inflate(struct lane *d, int comp, const uint8_t *in, size_t len, size
 		d->bufcap = total;
 	}
 	*out = d->buf;
-	return inflate_to(d->dctx, comp, in, len, d->buf, total, outlen);
+	return rvs_payload_inflate_to(d->dctx, comp, in, len, d->buf, total, outlen);
 }
 
 static int sqlerr(sqlite3 *db, int rc, char *reason, size_t rlen)

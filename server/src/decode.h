@@ -1,5 +1,5 @@
 /*
- * decode.h — the decoder behind api.h's struct rvs_decoder: reads a stored
+ * decode.h — the decoder behind decoder.h's struct rvs_decoder: reads a stored
  * capture blob, inflates it when the upload says so (zstd, or zstd over
  * the shuffled form), summarizes it
  * with librvanalysis and indexes it in sqlite (tables traces, trace_methods,
@@ -13,13 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api.h"
+#include "decoder.h"
+#include "payload.h"
 
 struct rvs_decode;
-
-/* Limits: compressed blob and decompressed capture (bytes). */
-#define RVS_DECODE_MAX_BLOB    (512ull << 20)
-#define RVS_DECODE_MAX_CAPTURE RVS_MAX_CAPTURE_BYTES
 
 /* database: path of the sqlite file.  Fills *dec with the seam (ctx = the
  * new object).  0 or -ENOMEM / -ENAMETOOLONG.  Free with rvs_decode_free. */
@@ -32,26 +29,5 @@ void rvs_decode_free(struct rvs_decode *d); /* NULL is a no-op */
  * trace_unresolved.  "" or never called: no symbolization.  0 or
  * -ENAMETOOLONG. */
 int rvs_decode_set_symbols_dir(struct rvs_decode *d, const char *dir);
-
-/* Decompresses a zstd frame (or concatenated frames) of any content size up
- * to max bytes.  *out is malloc'd (caller frees).  0, -EINVAL (not zstd /
- * corrupt / truncated), -E2BIG (over max), -ENOMEM. */
-int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
-
-/* The most a capture whose upload declared payload_size `declared` may
- * inflate to: declared, capped at RVS_DECODE_MAX_CAPTURE (which is also the
- * limit when nothing was declared, rows from before the declaration was
- * required).  Any thread. */
-size_t rvs_inflate_limit(uint64_t declared);
-
-/* The capture held in a stored payload of Compression comp (upload.proto):
- * COMPRESSION_ZSTD decompressed as rvs_zstd_decompress does,
- * COMPRESSION_ZSTD_SHUFFLED decompressed and taken out of its shuffled form
- * (tracer/FORMAT.md §3; its frames must declare their sizes).  *out is
- * malloc'd (caller frees).  0, -EINVAL (corrupt, truncated, not a capture's
- * shuffled form), -E2BIG (over max), -EPROTONOSUPPORT (any other comp,
- * including COMPRESSION_NONE: the payload is the capture), -ENOMEM. */
-int rvs_payload_inflate(int comp, const uint8_t *in, size_t len, size_t max, uint8_t **out,
-			size_t *outlen);
 
 #endif

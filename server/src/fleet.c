@@ -13,7 +13,8 @@
  * figure is made up.
  */
 #include "fleet.h"
-#include "campaign.h"
+#include "campaign_core.h"
+#include "reply.h"
 #include "route.h"
 
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #ifndef RVS_FLEET_H
 #define RVS_FLEET_H
 
-#include "query.h"
+#include "reply.h"
 #include "rvs.h"
 
 /* Fills *r with the fleet document (server/API.md "Fleet") always. */

@@ -10,8 +10,9 @@
  * the device sent) are replaced by '?' first.
  */
 #include "query.h"
-#include "blob.h"
-#include "decode.h"
+#include "export.h"
+#include "params.h"
+#include "trace_load.h"
 #include "route.h"
 #include "search.h"
 #include "rvs.h"
@@ -26,73 +27,17 @@
 #include <sqlite3.h>
 
 #include "rearview/analysis.h"
-#include "rearview/upload.pb-c.h"
 
 #define LIST_DEFAULT 50
 #define LIST_MAX     500
 
-static const char JSON_TYPE[] = "application/json";
-
 /* ---- helpers --------------------------------------------------------------- */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-int rvs_url_decode(const char *in, size_t n, int plus_space, char *out, size_t outsz)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++) {
-		int c = (unsigned char)in[i];
-		if (c == '%') {
-			int h, l;
-			if (i + 2 >= n)
-				return -EINVAL;
-			h = hexval(in[i + 1]);
-			l = hexval(in[i + 2]);
-			if (h < 0 || l < 0)
-				return -EINVAL;
-			c = h * 16 + l;
-			i += 2;
-		} else if (c == '+' && plus_space) {
-			c = ' ';
-		}
-		if (c == 0)
-			return -EINVAL;
-		if (o + 1 >= outsz)
-			return -E2BIG;
-		out[o++] = (char)c;
-	}
-	out[o] = '\0';
-	return 0;
-}
-
-/* The decoded value of query parameter `name`: 1 found, 0 absent, <0 bad. */
+/* The decoded value of query parameter `name`: 1 found, 0 absent, <0 bad
+ * (params.h). */
 static int qparam(const char *query, const char *name, char *out, size_t outsz)
 {
-	size_t nl = strlen(name);
-	const char *p = query;
-	while (p && *p) {
-		const char *amp = strchr(p, '&');
-		size_t len = amp ? (size_t)(amp - p) : strlen(p);
-		if (len > nl && strncmp(p, name, nl) == 0 && p[nl] == '=')
-			return rvs_url_decode(p + nl + 1, len - nl - 1, 1, out, outsz) ? -EINVAL
-										       : 1;
-		p = amp ? amp + 1 : NULL;
-	}
-	return 0;
-}
-
-int rvs_query_param(const char *query, const char *name, char *out, size_t outsz)
-{
-	return qparam(query, name, out, outsz);
+	return rvs_query_param(query, name, out, outsz);
 }
 
 static int parse_i64(const char *s, int64_t *out)
@@ -140,45 +85,15 @@ static json_t *jcol(sqlite3_stmt *st, int i)
 	}
 }
 
+/* The reply helpers (reply.h) under the names this file's endpoints use. */
 static void set_json(struct rvs_query_resp *r, int status, json_t *doc)
 {
-	r->status = status;
-	r->content_type = JSON_TYPE;
-	r->body = json_dumps(doc, JSON_COMPACT);
-	r->len = r->body ? strlen(r->body) : 0;
-	json_decref(doc);
-	if (!r->body) {
-		r->status = 500;
-		r->body = strdup("{\"error\":\"out of memory\"}");
-		r->len = r->body ? strlen(r->body) : 0;
-	}
+	rvs_query_reply(r, status, doc);
 }
 
 static void set_error(struct rvs_query_resp *r, int status, const char *msg)
 {
-	set_json(r, status, json_pack("{s:s}", "error", msg));
-}
-
-void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc)
-{
-	if (!doc)
-		return set_error(r, 500, "out of memory");
-	set_json(r, status, doc);
-}
-
-void rvs_query_set_error(struct rvs_query_resp *r, int status, const char *msg)
-{
-	set_error(r, status, msg);
-}
-
-static int valid_trace_id(const char *s, size_t n)
-{
-	if (n != 34 || s[0] != 't' || s[1] != '-')
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
+	rvs_query_set_error(r, status, msg);
 }
 
 static sqlite3 *open_ro(const char *database)
@@ -404,126 +319,13 @@ static void get_trace(sqlite3 *db, const char *id, struct rvs_query_resp *r)
 
 /* ---- GET /api/v1/traces/{id}/export?format=F -------------------------------- */
 
-struct export_fmt {
-	const char *name, *ctype, *ext;
-};
-static const struct export_fmt FORMATS[] = {
-	{"folded", "text/plain; charset=utf-8", "folded"},
-	{"chrome", "application/json", "json"},
-	{"speedscope", "application/json", "speedscope.json"},
-	{"perfetto", "application/octet-stream", "perfetto-trace"},
-	{"android", "application/octet-stream", "trace"},
-	{"svg", "image/svg+xml", "svg"},
-	{"nanoscope", "text/plain; charset=utf-8", "nanoscope.txt"},
-};
-
-static int run_export(const struct export_fmt *f, FILE *out, const rva_trace *t, const char *id)
-{
-	switch (f - FORMATS) {
-	case 0:
-		return rva_export_folded(out, t);
-	case 1:
-		return rva_export_chrome(out, t);
-	case 2:
-		return rva_export_speedscope(out, t);
-	case 3:
-		return rva_export_perfetto(out, t);
-	case 4:
-		return rva_export_android(out, t);
-	case 5:
-		return rva_export_svg(out, t, id);
-	default:
-		return rva_export_nanoscope(out, t, 0);
-	}
-}
-
-int rvs_query_load_trace(const struct rvs_config *cfg, const char *id, struct rva_trace **out)
-{
-	const char *database = cfg->database;
-	struct rvs_blobs *blobs;
-	char blob[65] = "";
-	uint8_t *raw = NULL, *cap = NULL;
-	size_t rawlen = 0, caplen = 0, limit = RVS_DECODE_MAX_CAPTURE;
-	int comp = 0, rc;
-	sqlite3_stmt *st;
-	sqlite3 *db;
-	rva_error err;
-
-	if (!valid_trace_id(id, strlen(id)))
-		return -ENOENT;
-	if (!(db = open_ro(database)))
-		return -EIO;
-	if (sqlite3_prepare_v2(
-		    db,
-		    /* Decoded — or decoded once and queued again to be
-		     * re-symbolized, with its index rows still there. */
-		    "SELECT blob_sha256, compression, payload_size FROM uploads WHERE trace_id = ?1"
-		    " AND (state = 'decoded' OR (state = 'pending_decode' AND EXISTS"
-		    " (SELECT 1 FROM traces t WHERE t.trace_id = ?1)))",
-		    -1, &st, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
-		return -EIO;
-	}
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-		snprintf(blob, sizeof blob, "%s", (const char *)sqlite3_column_text(st, 0));
-		comp = sqlite3_column_int(st, 1);
-		limit = rvs_inflate_limit((uint64_t)sqlite3_column_int64(st, 2));
-	}
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	/* The blob name comes from our own database and is validated again as
-	 * 64 hex digits; nothing from the request names a blob.  Read through
-	 * the configured store (local directory, S3 or PostgreSQL, blob.h),
-	 * checked against its SHA-256 name. */
-	if (!blob[0] || !rvs_blob_name_ok(blob))
-		return -ENOENT;
-	if (rvs_blobs_open_config(cfg, &blobs))
-		return -EIO;
-	rc = blobs->ops->get(blobs, blob, RVS_DECODE_MAX_BLOB, &raw, &rawlen);
-	rvs_blobs_close(blobs);
-	if (rc)
-		return -EIO;
-	if (comp != REARVIEW__COMPRESSION__COMPRESSION_NONE) {
-		rc = rvs_payload_inflate(comp, raw, rawlen, limit, &cap, &caplen);
-		free(raw);
-		if (rc)
-			return -EBADMSG;
-	} else {
-		cap = raw;
-		caplen = rawlen;
-	}
-	rc = rva_capture_decode(cap, caplen, out, &err);
-	free(cap);
-	return rc ? -EBADMSG : 0;
-}
-
-struct rvs_export {
-	const struct export_fmt *fmt;
-	rva_trace *t;
-	char id[40];
-};
-
-int rvs_export_write(const struct rvs_export *x, FILE *out)
-{
-	return run_export(x->fmt, out, x->t, x->id);
-}
-
-void rvs_export_free(struct rvs_export *x)
-{
-	if (!x)
-		return;
-	rva_trace_free(x->t);
-	free(x);
-}
-
 /* Loads the trace and hands it out as r->stream: the body is written later,
  * while it is sent (the HTTP layer streams it with backpressure), so an
  * export's memory is the trace plus a few chunks whatever its size. */
 static void export_trace(const struct rvs_config *cfg, const char *id, const char *query,
 			 struct rvs_query_resp *r)
 {
-	const struct export_fmt *f = NULL;
+	const struct rvs_export_fmt *f;
 	struct rvs_export *x;
 	char fmt[32];
 	rva_trace *t = NULL;
@@ -531,10 +333,7 @@ static void export_trace(const struct rvs_config *cfg, const char *id, const cha
 
 	if (qparam(query, "format", fmt, sizeof fmt) != 1)
 		return set_error(r, 400, "format required");
-	for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
-		if (strcmp(fmt, FORMATS[i].name) == 0)
-			f = &FORMATS[i];
-	if (!f)
+	if (!(f = rvs_export_format(fmt)))
 		return set_error(r, 400, "unknown format");
 	rc = rvs_query_load_trace(cfg, id, &t);
 	if (rc == -ENOENT)
@@ -543,13 +342,10 @@ static void export_trace(const struct rvs_config *cfg, const char *id, const cha
 		return set_error(r, 500, "blob unreadable");
 	if (rc)
 		return set_error(r, 500, "capture does not decode");
-	if (!(x = calloc(1, sizeof *x))) {
+	if (rvs_export_new(f, t, id, &x)) {
 		rva_trace_free(t);
 		return set_error(r, 500, "out of memory");
 	}
-	x->fmt = f;
-	x->t = t;
-	snprintf(x->id, sizeof x->id, "%s", id);
 	r->stream = x;
 	r->status = 200;
 	r->content_type = f->ctype;
@@ -1035,7 +831,7 @@ void rvs_query_skips(struct rvs_call *c)
 /* The trace id the route's wildcard matched into tid, or 404 and -1. */
 static int trace_arg(struct rvs_call *c, char tid[40])
 {
-	if (!valid_trace_id(c->arg, c->arg_len)) {
+	if (!rvs_trace_id_ok(c->arg, c->arg_len)) {
 		set_error(c->q, 404, "no such trace");
 		return -1;
 	}

@@ -8,24 +8,12 @@
 #ifndef RVS_QUERY_H
 #define RVS_QUERY_H
 
-#include <stddef.h>
-#include <stdio.h>
-
-/* An export ready to be written: a loaded trace and its format (query.c). */
-struct rvs_export;
-
-struct rvs_query_resp {
-	int status;
-	const char *content_type; /* static */
-	char *body;		  /* malloc'd; caller frees */
-	size_t len;
-	char disposition[96]; /* Content-Disposition for exports, "" if none */
-	/* A 200 export has no body but this (owned; the caller streams it with
-	 * rvs_export_write or frees it with rvs_export_free): exports are
-	 * written to the client while they are made, never whole in memory
-	 * (issue 18 item 2: a 770 MB Chrome export of 10 M tiny calls). */
-	struct rvs_export *stream;
-};
+/* The pieces the JSON API shares with the web UI, in their own files;
+ * included here too for the tests that use them through this header. */
+#include "export.h"
+#include "params.h"
+#include "reply.h"
+#include "trace_load.h"
 
 /* The JSON API's index endpoints (route.c's table; work thread): each
  * fills c->q always, with an error JSON body on failure.  traces,
@@ -50,40 +38,5 @@ void rvs_query_none(struct rvs_call *c);
  */
 void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
 		      const char *query, struct rvs_query_resp *r);
-
-/* For other endpoint files: *r becomes {"error": msg} with status. */
-void rvs_query_set_error(struct rvs_query_resp *r, int status, const char *msg);
-
-/* Percent-decodes in[0..n) into out (NUL-terminated).  '+' is a space in
- * queries (plus_space).  -EINVAL for bad escapes or an embedded NUL, -E2BIG
- * when it does not fit. */
-int rvs_url_decode(const char *in, size_t n, int plus_space, char *out, size_t outsz);
-
-/* Fills *r with doc as compact JSON (status; doc's reference is taken; NULL
- * gives a 500).  For endpoint functions outside query.c. */
-struct json_t;
-void rvs_query_reply(struct rvs_query_resp *r, int status, struct json_t *doc);
-
-/* Work thread: loads and decodes the stored capture of trace id (the blob
- * of a decoded upload, or of one queued again to be re-symbolized), read
- * from cfg's blob store (rvs_blobs_open_config).  *out
- * is freed with rva_trace_free.  -ENOENT when the id is malformed or the
- * trace has no decoded capture, -EIO when the database or blob cannot be
- * read, -EBADMSG when it does not decode. */
-struct rva_trace;
-struct rvs_config;
-int rvs_query_load_trace(const struct rvs_config *cfg, const char *id, struct rva_trace **out);
-
-/* Any thread: writes the export x to out (its whole body).  0, -ENOMEM,
- * -EIO (a failed write of out: the client went away), -E2BIG (the trace
- * does not fit the format). */
-int rvs_export_write(const struct rvs_export *x, FILE *out);
-/* Frees x and its trace.  NULL is a no-op.  Any thread. */
-void rvs_export_free(struct rvs_export *x);
-
-/* The percent-decoded value of parameter name in an application/
- * x-www-form-urlencoded string (a query or a form body): 1 found, 0 absent,
- * -EINVAL for a bad escape or one that does not fit outsz. */
-int rvs_query_param(const char *query, const char *name, char *out, size_t outsz);
 
 #endif

@@ -166,6 +166,15 @@ const char *rvs_route_allow(unsigned methods)
 	return methods == ANY ? "GET, POST" : methods == GET ? "GET" : "POST";
 }
 
+void rvs_route_run(const struct rvs_http_req *req, const struct rvs_route *rt, unsigned allow,
+		   struct rvs_call *call)
+{
+	if (rt->family == RVS_FAMILY_WEB)
+		return rvs_web_handle(call->cfg, req, rt, allow, call, call->q);
+	assert(!allow);
+	rt->handler(call);
+}
+
 void rvs_api_v1(const struct rvs_config *cfg, int post, const char *path, const char *query,
 		const uint8_t *body, size_t len, struct rvs_query_resp *r)
 {

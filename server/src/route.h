@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "query.h"
+#include "reply.h"
 #include "rvs.h"
 
 /* Methods, as a set. */
@@ -50,8 +50,10 @@ enum rvs_route_family { RVS_FAMILY_DEVICE, RVS_FAMILY_API, RVS_FAMILY_WEB };
 
 /* One call of a handler.  arg/arg_len: what the pattern's wildcard matched
  * (see rvs_route_find), NUL-terminated only for a trailing "**".  q: the
- * JSON API's answer (the API family's handlers fill it always).  ctx: the
- * family's own state (device API: api.c's job; web UI: web.c's context). */
+ * answer (reply.h), the one response type of every family (the API
+ * family's handlers fill it always; the device API's through its job).
+ * ctx: the family's own state (device API: api.c's job; web UI: web.c's
+ * context). */
 struct rvs_call {
 	const struct rvs_config *cfg;
 	unsigned method; /* RVS_M_*, 0 for any other method */
@@ -88,6 +90,15 @@ const struct rvs_route *rvs_route_find(unsigned method, const char *path, const 
 
 /* The Allow header's value for a set of methods (static). */
 const char *rvs_route_allow(unsigned methods);
+
+/* Work thread: runs route rt (as rvs_route_find found it for req, with
+ * allow) for call, whose q gets the answer: a web UI entry through the web
+ * UI's session check (rvs_web_handle), which also answers a method it does
+ * not serve; any other entry's handler (allow must be 0: the loop thread
+ * answered the 405). */
+struct rvs_http_req;
+void rvs_route_run(const struct rvs_http_req *req, const struct rvs_route *rt, unsigned allow,
+		   struct rvs_call *call);
 
 /* Work thread: runs the JSON API (family API) endpoint serving path with
  * method for the web pages and tests; fills *r always (404/405 as JSON

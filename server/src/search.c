@@ -14,7 +14,8 @@
  */
 #include "search.h"
 #include "issue.h"
-#include "query.h"
+#include "params.h"
+#include "reply.h"
 #include "route.h"
 #include "rvs.h"
 

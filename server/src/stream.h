@@ -11,7 +11,7 @@
 #include <uv.h>
 
 #include "net.h"
-#include "query.h"
+#include "export.h"
 
 /* Bytes of one chunk, and how many chunks may wait for the connection
  * before the producer blocks: at most (STREAM_QUEUE + 1) * STREAM_CHUNK

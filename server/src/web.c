@@ -22,7 +22,8 @@
  */
 #include "web_int.h"
 #include "route.h"
-#include "query.h"
+#include "export.h"
+#include "params.h"
 #include "rearview/analysis.h"
 
 #include <assert.h>
@@ -70,12 +71,9 @@ void rvs_web_urlenc(FILE *f, const char *s)
 
 /* ---- responses ----------------------------------------------------------- */
 
-static void set_body(struct rvs_web_resp *r, int status, const char *ctype, const char *s)
+static void set_body(struct rvs_query_resp *r, int status, const char *ctype, const char *s)
 {
-	r->status = status;
-	r->content_type = ctype;
-	r->body = strdup(s);
-	r->len = r->body ? strlen(r->body) : 0;
+	rvs_reply_text(r, status, ctype, s);
 }
 
 void web_page_begin(struct web_ctx *c, const char *title)
@@ -326,7 +324,7 @@ static int password_ok(sqlite3 *db, const char *user, const char *password, int 
 	return rc;
 }
 
-static void set_session_cookie(struct rvs_web_resp *r, int slot, const char *id, int ttl)
+static void set_session_cookie(struct rvs_query_resp *r, int slot, const char *id, int ttl)
 {
 	snprintf(r->set_cookie[slot], sizeof r->set_cookie[slot],
 		 "rv_session=%s; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=%d", id, ttl);
@@ -729,7 +727,7 @@ static void dispatch(struct web_ctx *c, const struct rvs_route *rt, unsigned all
 
 void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req,
 		    const struct rvs_route *route, unsigned allow, struct rvs_call *call,
-		    struct rvs_web_resp *r)
+		    struct rvs_query_resp *r)
 {
 	struct web_ctx *c = calloc(1, sizeof *c);
 

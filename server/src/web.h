@@ -9,24 +9,8 @@
 
 #include <stdio.h>
 
+#include "reply.h"
 #include "rvs.h"
-
-struct rvs_web_resp {
-	int status;
-	const char *content_type; /* static */
-	char *body;		  /* malloc'd; caller frees */
-	size_t len;
-	const char *csp;	 /* static Content-Security-Policy */
-	const char *frame;	 /* static X-Frame-Options */
-	char set_cookie[2][192]; /* "" when unused */
-	char location[1100];	 /* redirect target, "" if none */
-	char disposition[96];	 /* Content-Disposition, "" if none */
-	int auth_failed;	 /* a login attempt failed: charge the peer's budget */
-	int hashed;		 /* a password hash was computed (known user or not) */
-	/* An export or flame graph: no body, this instead (query.h; owned by
-	 * whoever holds the response: streamed to the client or freed). */
-	struct rvs_export *stream;
-};
 
 struct rvs_route;
 struct rvs_call;
@@ -38,7 +22,7 @@ struct rvs_call;
  * carries r->csp and X-Frame-Options. */
 void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req,
 		    const struct rvs_route *route, unsigned allow, struct rvs_call *call,
-		    struct rvs_web_resp *r);
+		    struct rvs_query_resp *r);
 
 /* The web UI's endpoints (route.c's table): call->ctx is web.c's request
  * context, set by rvs_web_handle; each fills the response.  static:

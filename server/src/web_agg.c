@@ -14,7 +14,8 @@
  * node cap (RVS_AGG_MAX_REPLY_NODES) and the table row caps below.
  */
 #include "agg.h"
-#include "query.h"
+#include "params.h"
+#include "reply.h"
 #include "route.h"
 #include "web_int.h"
 

@@ -8,7 +8,8 @@
  * rvs_campaign_save, so both paths validate and publish identically.
  */
 #include "web_int.h"
-#include "campaign.h"
+#include "campaign_core.h"
+#include "params.h"
 
 #include <errno.h>
 #include <stdlib.h>

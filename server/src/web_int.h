@@ -16,7 +16,7 @@
 struct web_ctx {
 	const struct rvs_config *cfg;
 	const struct rvs_http_req *req;
-	struct rvs_web_resp *r;
+	struct rvs_query_resp *r;
 	sqlite3 *db;	  /* read-write connection for this request */
 	char user[64];	  /* the signed-in admin */
 	char csrf[65];	  /* the session's CSRF token */

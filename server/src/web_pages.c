@@ -11,7 +11,8 @@
  * summary the API serves.
  */
 #include "web_int.h"
-#include "query.h"
+#include "params.h"
+#include "trace_load.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -10,6 +10,7 @@
  * handed to the API as it came, and the API checks it.
  */
 #include "search.h"
+#include "params.h"
 #include "route.h"
 #include "web_int.h"
 

@@ -1,0 +1,21 @@
+/*
+ * params.h — request parameters (params.c): percent-decoding and the
+ * values of query strings and form bodies.  Pure functions of their
+ * arguments, safe on any thread.
+ */
+#ifndef RVS_PARAMS_H
+#define RVS_PARAMS_H
+
+#include <stddef.h>
+
+/* Percent-decodes in[0..n) into out (NUL-terminated).  '+' is a space in
+ * queries (plus_space).  -EINVAL for bad escapes or an embedded NUL, -E2BIG
+ * when it does not fit. */
+int rvs_url_decode(const char *in, size_t n, int plus_space, char *out, size_t outsz);
+
+/* The percent-decoded value of parameter name in an application/
+ * x-www-form-urlencoded string (a query or a form body): 1 found, 0 absent,
+ * -EINVAL for a bad escape or one that does not fit outsz. */
+int rvs_query_param(const char *query, const char *name, char *out, size_t outsz);
+
+#endif

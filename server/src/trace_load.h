@@ -1,0 +1,25 @@
+/*
+ * trace_load.h — a stored trace loaded for reading (trace_load.c), for the
+ * JSON API's exports and the web UI's trace pages.  Work thread only (it
+ * reads the database and the blob store).
+ */
+#ifndef RVS_TRACE_LOAD_H
+#define RVS_TRACE_LOAD_H
+
+#include <stddef.h>
+
+/* 1 when s[0..n) is a well-formed trace id: "t-" and 32 lowercase hex
+ * digits; else 0.  Any thread. */
+int rvs_trace_id_ok(const char *s, size_t n);
+
+/* Work thread: loads and decodes the stored capture of trace id (the blob
+ * of a decoded upload, or of one queued again to be re-symbolized), read
+ * from cfg's blob store (rvs_blobs_open_config).  *out
+ * is freed with rva_trace_free.  -ENOENT when the id is malformed or the
+ * trace has no decoded capture, -EIO when the database or blob cannot be
+ * read, -EBADMSG when it does not decode. */
+struct rva_trace;
+struct rvs_config;
+int rvs_query_load_trace(const struct rvs_config *cfg, const char *id, struct rva_trace **out);
+
+#endif
