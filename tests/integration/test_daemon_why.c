@@ -119,6 +119,24 @@ static int wait_done(struct why *w)
 	return -1;
 }
 
+/* The time the daemon's main thread (its event loop, which takes captures)
+ * has run so far (/proc schedstat), in ns; 0 unknown. */
+static unsigned long long daemon_cpu_ns(const struct rvh *h)
+{
+	char path[64];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)h->daemon);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &ns) != 1)
+		ns = 0;
+	fclose(f);
+	return ns;
+}
+
 /* One run for every case: start, wait, capture, find the stored file. */
 static int setup(void **state)
 {
@@ -139,11 +157,15 @@ static int setup(void **state)
 		fprintf(stderr, "rv_why_app did not run (see %s/why.out)\n", w->h.dir);
 		return -1;
 	}
+	unsigned long long cpu0 = daemon_cpu_ns(&w->h);
 	if (rvh_rvctl(&w->h, NULL, 0, "capture %d", (int)w->app) != 0 ||
 	    rvh_wait_captures(&w->h, 1) < 1) {
 		fprintf(stderr, "no capture\n");
 		return -1;
 	}
+	/* A figure for tracer/BENCHMARKS.md, never asserted. */
+	fprintf(stderr, "rearviewd CPU for the capture (and the status polls): %.3f ms\n",
+		(double)(daemon_cpu_ns(&w->h) - cpu0) / 1e6);
 	snprintf(cmd, sizeof(cmd), "find '%s' -name 'c-*.rvc' | head -n 1", w->h.dir);
 	if (run(w->file, sizeof(w->file), cmd) != 0)
 		return -1;
