@@ -4,7 +4,8 @@
  * are decoded into the model, each method's inclusive time splits into
  * on-CPU and off-CPU time by reason (a CPU-bound call preempted once, a call
  * blocked on a pipe, a page-faulting call), another thread's records are
- * ignored, a record whose intervals run past it is refused, and the
+ * ignored, a record whose intervals run past it is refused, time before
+ * the switch window is unknown once the daemon's ring lost switches, and the
  * summary JSON lists the off-CPU reasons largest first.
  */
 #include <errno.h>
@@ -136,6 +137,30 @@ static void test_offcpu_example_splits_each_method(void **state)
 	free(c.b);
 }
 
+/* The example's window starts at 9000: with all 3 switches in it nothing is
+ * unknown; had the ring lost 2 older ones, the time before 9000 is. */
+static void test_offcpu_lost_switches_make_time_before_window_unknown(void **state)
+{
+	capbuf c = {0};
+	rva_trace *t;
+	rva_tcounters *k;
+	int rc;
+
+	(void)state;
+	build(&c, 0x2b, 0);
+	t = decode(&c, &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(rva_offcpu_unknown(&t->threads[0], 1000, 99000), 0);
+	k = t->threads[0].counters;
+	k->switches = 5;
+	assert_int_equal(rva_offcpu_unknown(&t->threads[0], 1000, 99000), 8000); /* main */
+	assert_int_equal(rva_offcpu_unknown(&t->threads[0], 2000, 12000), 7000); /* spin */
+	assert_int_equal(rva_offcpu_unknown(&t->threads[0], 20000, 50000), 0);	 /* read_pipe */
+	assert_int_equal(rva_offcpu_unknown(&t->threads[0], 9000, 9000), 0);
+	rva_trace_free(t);
+	free(c.b);
+}
+
 static void test_offcpu_other_thread_records_ignored(void **state)
 {
 	capbuf c = {0};
@@ -226,6 +251,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offcpu_example_splits_each_method),
+		cmocka_unit_test(test_offcpu_lost_switches_make_time_before_window_unknown),
 		cmocka_unit_test(test_offcpu_other_thread_records_ignored),
 		cmocka_unit_test(test_offcpu_intervals_past_record_refused),
 		cmocka_unit_test(test_offcpu_summary_json_lists_reasons),

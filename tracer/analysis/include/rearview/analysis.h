@@ -279,6 +279,14 @@ int rva_offcpu_set(rva_trace *t, size_t th, const rva_offcpu *iv, size_t n,
  * 0).  0 for a thread without intervals.  O(log intervals). */
 int64_t rva_offcpu_overlap(const rva_thread *th, int64_t from, int64_t to, int64_t *by_reason);
 
+/* The part of [from, to) that thread `th`'s switch records cannot speak
+ * for: what lies before its window (THREAD_COUNTERS window_ns) when the
+ * daemon's ring lost older switches — its counters count more switches
+ * than the window holds (voluntary + involuntary).  0 when nothing was
+ * lost or the thread has no counters; such time is neither on- nor off-CPU
+ * as far as the records know.  Any thread; O(1). */
+int64_t rva_offcpu_unknown(const rva_thread *th, int64_t from, int64_t to);
+
 /* 1 when some thread of `t` has off-CPU intervals or counters, else 0. */
 int rva_trace_has_offcpu(const rva_trace *t);
 
