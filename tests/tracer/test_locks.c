@@ -243,6 +243,7 @@ static void check_shown(const rva_trace *t, int holder, int cond)
 	snprintf(want, sizeof(want), "\"tid\":%d", holder);
 	assert_non_null(strstr(strstr(doc, "\"ph\":\"s\""), want));
 	assert_non_null(strstr(doc, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"lock\""));
+	assert_non_null(strstr(doc, cond ? "\"name\":\"signalled\"" : "\"name\":\"lock held\""));
 	free(doc);
 
 	f = open_memstream(&doc, &len);

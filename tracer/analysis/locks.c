@@ -209,7 +209,9 @@ int rva_locks_chrome(FILE *f, const rva_trace *t, int64_t t0, int *first)
 			w->holder);
 		chrome_ts(f, "ts", start);
 		chrome_ts(f, "dur", dur);
-		fputs(",\"name\":\"lock held\",\"args\":{\"method\":", f);
+		/* A condition variable's holder signalled it; a lock's held it. */
+		fprintf(f, ",\"name\":\"%s\",\"args\":{\"method\":",
+			w->kind == RVA_LOCK_COND ? "signalled" : "lock held");
 		rvc_json_str(f, lock_name(t, w->holder_method));
 		fputs("}}", f);
 		fprintf(f,
