@@ -195,6 +195,7 @@ bench: $(BENCHES)
 LINT_SRC = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null)
 lint:
 	@sh tests/lint.sh $(LINT_SRC)
+	@sh device/settings/po/update-pot.sh --check
 
 RV_VERSION := 0.1.0
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
@@ -203,7 +204,7 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 RV_SUBST    = sed -e 's|@PREFIX@|$(2)|g' -e 's|@VERSION@|$(RV_VERSION)|g' \
 	        -e 's|@BINDIR@|$(2)/bin|g' -e 's|@SYSCONFDIR@|$(3)|g' \
 	        -e 's|@DOCDIR@|$(2)/share/doc/rearview|g'
-RV_DOCS    := README.md tracer/FORMAT.md tracer/RVTRACE.md device/README.md \
+RV_DOCS    := README.md tracer/FORMAT.md tracer/RVTRACE.md device/README.md server/OPERATIONS.md \
 	      server/README.md server/API.md server/SCHEMA.md policy/README.md \
 	      proto/README.md
 
@@ -216,7 +217,10 @@ define rv_install
 	install -d $(1)$(2)/bin $(1)$(2)/lib $(1)$(2)/include/rearview $(1)$(2)/lib/pkgconfig \
 	  $(1)$(2)/lib/sysusers.d $(1)$(2)/lib/tmpfiles.d $(1)$(2)/lib/systemd/system \
 	  $(1)$(3)/rearview $(1)$(2)/share/doc/rearview/examples \
-	  $(1)$(2)/share/dbus-1/system.d $(1)$(2)/share/dbus-1/interfaces $(1)$(2)/share/polkit-1/actions
+	  $(1)$(2)/share/dbus-1/system.d $(1)$(2)/share/dbus-1/interfaces $(1)$(2)/share/polkit-1/actions \
+	  $(1)$(2)/share/applications $(1)$(2)/share/rearview/po
+	install -m 0644 device/settings/rearview-settings.desktop $(1)$(2)/share/applications/
+	install -m 0644 device/settings/po/rearview-settings.pot $(1)$(2)/share/rearview/po/
 	install -m 0644 deploy/dbus/org.rearview.Daemon1.conf $(1)$(2)/share/dbus-1/system.d/
 	install -m 0644 deploy/dbus/org.rearview.Daemon1.xml $(1)$(2)/share/dbus-1/interfaces/
 	install -m 0644 deploy/dbus/org.rearview.policy $(1)$(2)/share/polkit-1/actions/

@@ -11,6 +11,9 @@
 #   DEMO_E2E=1          with DEMO_ONESHOT=1, also wait until a thermal capture
 #                       is indexed and an anomaly was skipped for quota
 #                       (tests/integration/test_demo_e2e.c)
+#   DEMO_SERVER_URL=U   use the server (or fleet) already running at U, with
+#   DEMO_SERVER_DIR=D   its `rearview-server init` directory D (CA, secrets,
+#                       api.token) instead of starting one (demo-fleet.sh)
 #
 # Order of events, so a run tells the same story every time: the app's
 # first slow frames fire a jank (capture 1 of the policy's weekly quota of
@@ -34,7 +37,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${DEMO_BIN:-$ROOT/build/bin}
 VAR=${DEMO_VAR:-$ROOT/var/demo}
-SRV=$VAR/server
+SRV=${DEMO_SERVER_DIR:-$VAR/server}
 RUN=$VAR/run
 STATE=$VAR/state
 THERM=$VAR/thermal
@@ -81,36 +84,41 @@ chmod 0700 "$VAR"
 rvctl() { "$BIN/rvctl" -r "$RUN" "$@"; }
 
 # --- the server ------------------------------------------------------------
-if [ ! -f "$SRV/rearview-server.conf" ]; then
-	umask 077
-	if ! "$BIN/rearview-server" init "$SRV" >"$VAR/server-init.txt" 2>"$LOG/server-init.log"; then
-		say "rearview-server init $SRV failed"
+if [ -n "${DEMO_SERVER_URL:-}" ]; then
+	URL=${DEMO_SERVER_URL%/}/
+	say "using the server at $URL"
+else
+	if [ ! -f "$SRV/rearview-server.conf" ]; then
+		umask 077
+		if ! "$BIN/rearview-server" init "$SRV" >"$VAR/server-init.txt" 2>"$LOG/server-init.log"; then
+			say "rearview-server init $SRV failed"
+			exit 1
+		fi
+		umask 022
+		say "initialised the demo server in $SRV"
+	fi
+	# The port can change between runs (DEMO_PORT); everything else init wrote.
+	sed -i "s|^listen = .*|listen = 127.0.0.1:$PORT|" "$SRV/rearview-server.conf"
+	"$BIN/rearview-server" --config "$SRV/rearview-server.conf" 2>"$LOG/server.log" &
+	SERVER=$!
+	PIDS="$PIDS $SERVER"
+	URL=""
+	i=0
+	while [ $i -lt 100 ]; do
+		URL=$(sed -n 's/.*msg="listening" url=\([^ ]*\).*/\1/p' "$LOG/server.log" 2>/dev/null | tail -n 1)
+		[ -n "$URL" ] && break
+		kill -0 "$SERVER" 2>/dev/null || break
+		sleep 0.2
+		i=$((i + 1))
+	done
+	if [ -z "$URL" ]; then
+		say "rearview-server did not come up (is port $PORT in use?); its log:"
+		tail -n 5 "$LOG/server.log" | sed 's/^/    /'
 		exit 1
 	fi
-	umask 022
-	say "initialised the demo server in $SRV"
+	URL=${URL%/}/
+	say "rearview-server listening on $URL"
 fi
-# The port can change between runs (DEMO_PORT); everything else init wrote.
-sed -i "s|^listen = .*|listen = 127.0.0.1:$PORT|" "$SRV/rearview-server.conf"
-"$BIN/rearview-server" --config "$SRV/rearview-server.conf" 2>"$LOG/server.log" &
-SERVER=$!
-PIDS="$PIDS $SERVER"
-URL=""
-i=0
-while [ $i -lt 100 ]; do
-	URL=$(sed -n 's/.*msg="listening" url=\([^ ]*\).*/\1/p' "$LOG/server.log" 2>/dev/null | tail -n 1)
-	[ -n "$URL" ] && break
-	kill -0 "$SERVER" 2>/dev/null || break
-	sleep 0.2
-	i=$((i + 1))
-done
-if [ -z "$URL" ]; then
-	say "rearview-server did not come up (is port $PORT in use?); its log:"
-	tail -n 5 "$LOG/server.log" | sed 's/^/    /'
-	exit 1
-fi
-URL=${URL%/}/
-say "rearview-server listening on $URL"
 TOKEN=$(cat "$SRV/api.token")
 # GET on the engineer JSON API, trusting only the demo CA.
 api() { curl -sf --cacert "$SRV/ca.crt" -H "Authorization: Bearer $TOKEN" "${URL}api/v1/$1"; }

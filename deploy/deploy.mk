@@ -31,8 +31,10 @@ $(BIN)/rearview-demo-thermal: $(OBJ)/$(DEMO_DIR)/demo_thermal.o
 DEMO_BINS := $(BIN)/rearview-demo-app $(BIN)/rearview-demo-thermal
 all: $(DEMO_BINS)
 
-demo: $(DEMO_BINS) $(BINS)
-	@DEMO_ONESHOT='$(DEMO_ONESHOT)' sh deploy/demo.sh
+# DEMO_FLEET=1: the same story on two nodes, PostgreSQL and an S3 server
+# (deploy/demo-fleet.sh; s3rver comes from npm like the S3 tests').
+demo: $(DEMO_BINS) $(BINS) $(if $(DEMO_FLEET),$(S3RVER_ASSETS))
+	@DEMO_ONESHOT='$(DEMO_ONESHOT)' sh deploy/$(if $(DEMO_FLEET),demo-fleet.sh,demo.sh)
 
 $(OBJ)/tests/integration/test_demo_%.o: CPPFLAGS += -Itests/device -Itracer/include -Itracer/analysis/include \
   $(PROTOBUF_CFLAGS) -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'

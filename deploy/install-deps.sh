@@ -41,19 +41,25 @@ PACKAGES="$PACKAGES weston libweston-10-dev libwayland-dev wayland-protocols"
 PACKAGES="$PACKAGES libsystemd-dev dbus-daemon polkitd util-linux"
 
 # device/settings (rearview-settings, GTK 4) and its test under Weston's
-# headless backend.
-PACKAGES="$PACKAGES libgtk-4-dev weston"
+# headless backend; its translation template (gettext's xgettext/msgcmp, in
+# make lint) and desktop entry (desktop-file-validate, in the install test).
+PACKAGES="$PACKAGES libgtk-4-dev weston gettext desktop-file-utils"
 
 # deploy/ (systemd-analyze verify and systemd-sysusers in the install test;
 # curl and jq for the demo script).
 PACKAGES="$PACKAGES systemd curl jq"
 
-# server/ (rearview-server).
+# server/ (rearview-server); openssl's CLI checks init's certificates for
+# IP names in test_init (mbedTLS 2.28 checks DNS names only).
+PACKAGES="$PACKAGES openssl"
 PACKAGES="$PACKAGES libhttp-parser-dev libuv1-dev libmbedtls-dev libsqlite3-dev libinih-dev libcurl4-openssl-dev libzstd-dev nodejs chromium"
 # npm (the web UI's speedscope and the browser test's playwright-core):
 # Debian's nodejs comes without it; a nodesource nodejs brings its own and
 # conflicts with Debian's npm package, so ask for it only when it is missing.
 command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
+
+# `make demo DEMO_FLEET=1`: haproxy in front of two server nodes.
+PACKAGES="$PACKAGES haproxy"
 
 # server blob backends (issue 15): S3 over libcurl, ListObjectsV2 parsed
 # with libxml2; test_blob's S3 server is npm s3rver (tests/server/s3rver).

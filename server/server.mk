@@ -128,6 +128,7 @@ $(BIN)/rearview-server: | $(WEB_ASSETS) $(WEB_LINK)
 # tests/browser/web.spec.js in headless chromium when it is installed.
 $(eval $(call rv_test,server,web,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS)))
 $(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include \
+	-Itests/rvtrace \
 	$(call pc,--cflags,jansson) -DRVS_WEB_DIR='"$(WEB_DIR)"' \
 	-DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
 $(TBIN)/server/test_web: | $(WEB_ASSETS)

@@ -59,6 +59,8 @@ $(eval $(call rv_test,rvtrace,integrity,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(eval $(call rv_test,rvtrace,shuffle,$(LIBRVANALYSIS),$(RVA_LIBS)))
 $(eval $(call rv_test,rvtrace,offcpu,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(OBJ)/tests/rvtrace/test_offcpu.o: $(RVA_PB_H)
+$(OBJ)/tests/rvtrace/test_offcpu.o: CPPFLAGS += $(PROTOBUF_CFLAGS) $(call pc,--cflags,jansson)
 $(OBJ)/tests/rvtrace/test_shuffle.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 
 $(OBJ)/tests/rvtrace/test_textio.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'

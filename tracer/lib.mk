@@ -138,6 +138,13 @@ $(TBIN)/bench/tracer_locks_rvt: $(OBJ)/tests/bench/tracer_locks_rvt.o $(LIBRVTRA
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVT_LDLIBS)
 BENCHES += $(TBIN)/bench/tracer_locks_plain $(TBIN)/bench/tracer_locks_rvt
 
+# What a capture costs the traced process (BENCHMARKS.md, "Capture build").
+$(OBJ)/tests/bench/tracer_capture.o: CPPFLAGS += -Itracer/include
+$(TBIN)/bench/tracer_capture: $(OBJ)/tests/bench/tracer_capture.o $(LIBRVTRACE_A) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RVT_LDLIBS)
+BENCHES += $(TBIN)/bench/tracer_capture
+
 # test_mute: one fixture source in call mode and in inline mode.
 $(OBJ)/tests/tracer/mute_call.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h
 	@mkdir -p $(@D)

@@ -87,32 +87,25 @@ static GVariant *get_finish(GObject *src, GAsyncResult *res, const char *name)
 	return inner;
 }
 
-static void quota_read(GObject *src, GAsyncResult *res, gpointer data)
+/* Shows QuotaLeft ("u"). */
+static void quota_show(struct panel *p, GVariant *v)
 {
-	struct panel *p = data;
-	GVariant *v = get_finish(src, res, "QuotaLeft");
 	char buf[256];
 
-	if (!v)
-		return;
 	snprintf(buf, sizeof(buf), _("Uploads still allowed this week: %u"),
 		 g_variant_get_uint32(v));
 	gtk_label_set_text(GTK_LABEL(p->quota), buf);
-	g_variant_unref(v);
 }
 
-static void captures_read(GObject *src, GAsyncResult *res, gpointer data)
+/* Shows Captures ("a(tssss)") as three counts: sent, waiting, kept. */
+static void captures_show(struct panel *p, GVariant *v)
 {
-	struct panel *p = data;
-	GVariant *v = get_finish(src, res, "Captures");
 	GVariantIter it;
 	guint64 id;
 	const char *app, *anomaly, *state, *reason;
 	unsigned sent = 0, waiting = 0, kept = 0;
 	char buf[256];
 
-	if (!v)
-		return;
 	g_variant_iter_init(&it, v);
 	while (g_variant_iter_next(&it, "(t&s&s&s&s)", &id, &app, &anomaly, &state, &reason)) {
 		if (!strcmp(state, "uploaded"))
@@ -127,12 +120,51 @@ static void captures_read(GObject *src, GAsyncResult *res, gpointer data)
 		 _("Sent: %u    Waiting to be sent: %u    Kept on this device: %u"), sent, waiting,
 		 kept);
 	gtk_label_set_text(GTK_LABEL(p->counts), buf);
+}
+
+static void quota_read(GObject *src, GAsyncResult *res, gpointer data)
+{
+	GVariant *v = get_finish(src, res, "QuotaLeft");
+
+	if (!v)
+		return;
+	quota_show(data, v);
 	g_variant_unref(v);
 }
 
-/* Shows the daemon's properties: the consent from the proxy's cache (kept
- * current by PropertiesChanged); QuotaLeft and Captures send no signal, so
- * they are read again, asynchronously. */
+static void captures_read(GObject *src, GAsyncResult *res, gpointer data)
+{
+	GVariant *v = get_finish(src, res, "Captures");
+
+	if (!v)
+		return;
+	captures_show(data, v);
+	g_variant_unref(v);
+}
+
+/* Shows the property `name` from the proxy's cache when it holds it with the
+ * type the interface gives (the daemon sends every change with its value
+ * in PropertiesChanged), else asks the daemon for it, asynchronously. */
+static void show_property(struct panel *p, const char *name, const char *type,
+			  void (*show)(struct panel *, GVariant *), GAsyncReadyCallback read)
+{
+	GVariant *v = g_dbus_proxy_get_cached_property(p->proxy, name);
+
+	if (v && g_variant_is_of_type(v, G_VARIANT_TYPE(type))) {
+		show(p, v);
+		g_variant_unref(v);
+		return;
+	}
+	if (v)
+		g_variant_unref(v);
+	g_dbus_proxy_call(p->proxy, "org.freedesktop.DBus.Properties.Get",
+			  g_variant_new("(ss)", IFACE, name), G_DBUS_CALL_FLAGS_NONE, -1, NULL,
+			  read, p);
+}
+
+/* Shows the daemon's properties, from the proxy's cache, which
+ * PropertiesChanged keeps current (Consent, QuotaLeft and Captures all
+ * signal their changes with the new value). */
 static void refresh(struct panel *p)
 {
 	GVariant *v;
@@ -149,12 +181,8 @@ static void refresh(struct panel *p)
 		p->syncing = FALSE;
 		g_variant_unref(v);
 	}
-	g_dbus_proxy_call(p->proxy, "org.freedesktop.DBus.Properties.Get",
-			  g_variant_new("(ss)", IFACE, "QuotaLeft"), G_DBUS_CALL_FLAGS_NONE, -1,
-			  NULL, quota_read, p);
-	g_dbus_proxy_call(p->proxy, "org.freedesktop.DBus.Properties.Get",
-			  g_variant_new("(ss)", IFACE, "Captures"), G_DBUS_CALL_FLAGS_NONE, -1,
-			  NULL, captures_read, p);
+	show_property(p, "QuotaLeft", "u", quota_show, quota_read);
+	show_property(p, "Captures", "a(tssss)", captures_show, captures_read);
 }
 
 static void show_message(struct panel *p, const char *what, const GError *err)
@@ -307,6 +335,7 @@ static void print_consent(struct panel *p)
 	GVariant *v = g_dbus_proxy_get_cached_property(p->proxy, "Consent");
 
 	printf("selftest: consent=%s\n", v ? g_variant_get_string(v, NULL) : "?");
+	printf("selftest: counts=%s\n", gtk_label_get_text(GTK_LABEL(p->counts)));
 	fflush(stdout);
 	if (v)
 		g_variant_unref(v);

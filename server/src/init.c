@@ -1,10 +1,15 @@
 /*
- * init.c — `rearview-server init DIR`: a ready-to-run data directory.
+ * init.c — the data directory's keys and accounts, for the operator:
+ *   rearview-server init DIR [--hostname NAME]...   a ready-to-run directory
+ *   rearview-server cert --config FILE --hostname NAME...
+ *                     a new server certificate from the directory's own CA
+ *   rearview-server passwd --config FILE [USER]      a new admin password
  *
- * Creates, refusing to overwrite an existing configuration:
+ * init creates, refusing to overwrite an existing configuration:
  *   ca.crt ca.key                 a private CA (ECDSA P-256, 10 years)
- *   server.crt server.key         the TLS certificate for localhost and
- *                                 127.0.0.1, signed by the CA
+ *   server.crt server.key         the TLS certificate for localhost,
+ *                                 127.0.0.1 and every --hostname (a DNS
+ *                                 name or an IP address), signed by the CA
  *   policy-signing.key            the ECDSA P-256 policy signing key (SEC1
  *                                 PEM, what rvp_policy_sign reads)
  *   policy-signing.pub            its public key (SPKI PEM) for devices
@@ -18,6 +23,8 @@
 #include "rvs.h"
 #include "store.h"
 
+#include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -73,51 +80,99 @@ static int save_pub(const char *dir, const char *name, mbedtls_pk_context *key)
 	return write_path(dir, name, pem, strlen((char *)pem), 0644);
 }
 
-/* subjectAltName = DNS:localhost, IP:127.0.0.1, DER written back to front. */
-static int san_der(unsigned char *buf, size_t cap, unsigned char **start, size_t *len)
+/* One GeneralName written in front of *p (DER is written back to front):
+ * [tag] len bytes.  Its size, or -EIO when buf is full. */
+static int general_name(unsigned char **p, unsigned char *buf, int tag, const void *v, size_t len)
 {
-	unsigned char *p = buf + cap;
-	static const unsigned char ip[4] = {127, 0, 0, 1};
+	int n = 0, r;
+
+	if ((r = mbedtls_asn1_write_raw_buffer(p, buf, v, len)) < 0)
+		return -EIO;
+	n += r;
+	if ((r = mbedtls_asn1_write_len(p, buf, len)) < 0)
+		return -EIO;
+	n += r;
+	if ((r = mbedtls_asn1_write_tag(p, buf,
+					(unsigned char)(MBEDTLS_ASN1_CONTEXT_SPECIFIC | tag))) < 0)
+		return -EIO;
+	return n + r;
+}
+
+int rvs_hostname_check(const char *name)
+{
+	unsigned char ip[16];
+	size_t len = strlen(name), label = 0;
+
+	if (inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1)
+		return 0;
+	if (len == 0 || len > 253)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (c == '.') {
+			if (label == 0)
+				return -EINVAL;
+			label = 0;
+			continue;
+		}
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || (c == '*' && i == 0 && name[1] == '.')) ||
+		    ++label > 63)
+			return -EINVAL;
+	}
+	return label ? 0 : -EINVAL;
+}
+
+/* subjectAltName = DNS:localhost, IP:127.0.0.1 and each of names (an IPv4 or
+ * IPv6 address as iPAddress, else dNSName), DER written back to front. */
+static int san_der(const char *const *names, size_t nnames, unsigned char *buf, size_t cap,
+		   unsigned char **start, size_t *len)
+{
+	unsigned char *p = buf + cap, ip[16];
+	static const unsigned char loop4[4] = {127, 0, 0, 1};
 	static const char dns[] = "localhost";
 	int n = 0, r;
 
-#define W(x)                         \
-	do {                         \
-		if ((r = (x)) < 0)   \
-			return -EIO; \
-		n += r;              \
-	} while (0)
-	{
-		int m = 0;
-		if ((r = mbedtls_asn1_write_raw_buffer(&p, buf, ip, 4)) < 0)
-			return -EIO;
-		m += r;
-		if ((r = mbedtls_asn1_write_len(&p, buf, 4)) < 0)
-			return -EIO;
-		m += r;
-		if ((r = mbedtls_asn1_write_tag(&p, buf, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7)) < 0)
-			return -EIO;
-		m += r;
-		n += m;
+	for (size_t i = nnames; i-- > 0;) {
+		assert(rvs_hostname_check(names[i]) == 0);
+		if (inet_pton(AF_INET, names[i], ip) == 1)
+			r = general_name(&p, buf, 7, ip, 4);
+		else if (inet_pton(AF_INET6, names[i], ip) == 1)
+			r = general_name(&p, buf, 7, ip, 16);
+		else
+			r = general_name(&p, buf, 2, names[i], strlen(names[i]));
+		if (r < 0)
+			return r;
+		n += r;
 	}
-	W(mbedtls_asn1_write_raw_buffer(&p, buf, (const unsigned char *)dns, sizeof dns - 1));
-	W(mbedtls_asn1_write_len(&p, buf, sizeof dns - 1));
-	W(mbedtls_asn1_write_tag(&p, buf, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 2));
-	W(mbedtls_asn1_write_len(&p, buf, (size_t)n));
-	W(mbedtls_asn1_write_tag(&p, buf, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE));
-#undef W
+	if ((r = general_name(&p, buf, 7, loop4, sizeof loop4)) < 0)
+		return r;
+	n += r;
+	if ((r = general_name(&p, buf, 2, dns, sizeof dns - 1)) < 0)
+		return r;
+	n += r;
+	if ((r = mbedtls_asn1_write_len(&p, buf, (size_t)n)) < 0)
+		return -EIO;
+	n += r;
+	if ((r = mbedtls_asn1_write_tag(&p, buf,
+					MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)) < 0)
+		return -EIO;
+	n += r;
 	*start = p;
 	*len = (size_t)n;
 	return 0;
 }
 
+/* Writes path: a certificate for subject_key signed by issuer_key; a
+ * server certificate (is_ca 0) names localhost, 127.0.0.1 and names[]. */
 static int make_cert(struct gen *g, mbedtls_pk_context *subject_key, mbedtls_pk_context *issuer_key,
-		     const char *subject, const char *issuer, int is_ca, const char *dir,
-		     const char *name)
+		     const char *subject, const char *issuer, int is_ca, const char *const *names,
+		     size_t nnames, const char *path)
 {
 	mbedtls_x509write_cert crt;
 	mbedtls_mpi serial;
-	unsigned char serial_bytes[16], pem[4096], san[128], *sanp;
+	unsigned char serial_bytes[16], pem[8192], san[RVS_MAX_HOSTNAMES * 260 + 64], *sanp;
 	size_t sanlen;
 	int rc = -EIO;
 
@@ -148,7 +203,7 @@ static int make_cert(struct gen *g, mbedtls_pk_context *subject_key, mbedtls_pk_
 		if (mbedtls_x509write_crt_set_key_usage(&crt,
 							MBEDTLS_X509_KU_DIGITAL_SIGNATURE |
 								MBEDTLS_X509_KU_KEY_AGREEMENT) ||
-		    san_der(san, sizeof san, &sanp, &sanlen) ||
+		    san_der(names, nnames, san, sizeof san, &sanp, &sanlen) ||
 		    mbedtls_x509write_crt_set_extension(
 			    &crt, MBEDTLS_OID_SUBJECT_ALT_NAME,
 			    MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0, sanp, sanlen))
@@ -156,7 +211,7 @@ static int make_cert(struct gen *g, mbedtls_pk_context *subject_key, mbedtls_pk_
 	}
 	if (mbedtls_x509write_crt_pem(&crt, pem, sizeof pem, mbedtls_ctr_drbg_random, &g->drbg))
 		goto out;
-	rc = write_path(dir, name, pem, strlen((char *)pem), 0644);
+	rc = rvs_write_file_atomic(path, pem, strlen((char *)pem), 0644);
 out:
 	mbedtls_mpi_free(&serial);
 	mbedtls_x509write_crt_free(&crt);
@@ -229,17 +284,85 @@ static const char config_template[] =
 	"retention_days = 90\n"
 	"retention_interval_s = 3600\n";
 
-int rvs_init_dir(const char *dir)
+#define CA_NAME "CN=Rearview Server CA,O=Rearview"
+
+static int gen_open(struct gen *g, const char *pers)
+{
+	mbedtls_entropy_init(&g->entropy);
+	mbedtls_ctr_drbg_init(&g->drbg);
+	if (mbedtls_ctr_drbg_seed(&g->drbg, mbedtls_entropy_func, &g->entropy,
+				  (const unsigned char *)pers, strlen(pers)))
+		return -EIO;
+	return 0;
+}
+
+static void gen_close(struct gen *g)
+{
+	mbedtls_ctr_drbg_free(&g->drbg);
+	mbedtls_entropy_free(&g->entropy);
+}
+
+/* A new server key and a certificate for it signed by ca, naming localhost,
+ * 127.0.0.1 and names (the first, or localhost, is the subject's CN):
+ * written to key_path (0600) and then cert_path. */
+static int server_cert(struct gen *g, mbedtls_pk_context *ca, const char *const *names,
+		       size_t nnames, const char *key_path, const char *cert_path)
+{
+	mbedtls_pk_context srv;
+	unsigned char pem[4096];
+	char subject[300];
+	int rc;
+
+	assert(nnames <= RVS_MAX_HOSTNAMES);
+	snprintf(subject, sizeof subject, "CN=%s,O=Rearview", nnames ? names[0] : "localhost");
+	mbedtls_pk_init(&srv);
+	if (!(rc = gen_key(g, &srv))) {
+		rc = -EIO;
+		if (!mbedtls_pk_write_key_pem(&srv, pem, sizeof pem))
+			rc = rvs_write_file_atomic(key_path, pem, strlen((char *)pem), 0600);
+		mbedtls_platform_zeroize(pem, sizeof pem);
+	}
+	if (!rc)
+		rc = make_cert(g, &srv, ca, subject, CA_NAME, 0, names, nnames, cert_path);
+	mbedtls_pk_free(&srv);
+	return rc;
+}
+
+/* A new random password for account `user`: its PBKDF2 hash stored in st,
+ * the password itself in password[21]. */
+static int set_password(const struct rvs_store_ops *ops, struct rvs_store *st, const char *user,
+			char password[21])
+{
+	uint8_t salt[16], hash[32];
+	int rc;
+
+	if ((rc = random_word(password, 20)) || (rc = rvs_random(salt, sizeof salt)) ||
+	    (rc = rvs_pbkdf2(password, salt, sizeof salt, RVS_ADMIN_PBKDF2_ITERATIONS, hash)))
+		return rc;
+	rc = ops->admin_put(st, user, RVS_ADMIN_PBKDF2_ITERATIONS, salt, sizeof salt, hash);
+	mbedtls_platform_zeroize(hash, sizeof hash);
+	return rc;
+}
+
+int rvs_init_dir(const char *dir, const char *const *names, size_t nnames)
 {
 	struct gen g;
-	mbedtls_pk_context ca, srv, pol;
+	mbedtls_pk_context ca, pol;
 	char absdir[PATH_MAX], conf_path[PATH_MAX + 32], db_path[PATH_MAX + 32], sub[PATH_MAX + 32];
+	char key_path[PATH_MAX + 32], crt_path[PATH_MAX + 32];
 	char conf[PATH_MAX + 4096], secret[48], password[24];
-	uint8_t salt[16], hash[32];
 	struct rvs_store *st = NULL;
 	int rc;
-	static const char pers[] = "rearview-server init";
 
+	if (nnames > RVS_MAX_HOSTNAMES)
+		return -E2BIG;
+	for (size_t i = 0; i < nnames; i++)
+		if (rvs_hostname_check(names[i])) {
+			fprintf(stderr,
+				"rearview-server: --hostname %s: not a host name or address\n",
+				names[i]);
+			return -EINVAL;
+		}
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
 		return -errno;
 	if (!realpath(dir, absdir))
@@ -256,24 +379,18 @@ int rvs_init_dir(const char *dir)
 	if (mkdir(sub, 0750) < 0 && errno != EEXIST)
 		return -errno;
 
-	mbedtls_entropy_init(&g.entropy);
-	mbedtls_ctr_drbg_init(&g.drbg);
 	mbedtls_pk_init(&ca);
-	mbedtls_pk_init(&srv);
 	mbedtls_pk_init(&pol);
-	rc = -EIO;
-	if (mbedtls_ctr_drbg_seed(&g.drbg, mbedtls_entropy_func, &g.entropy,
-				  (const unsigned char *)pers, sizeof pers - 1))
-		goto free_keys;
-	if ((rc = gen_key(&g, &ca)) || (rc = gen_key(&g, &srv)) || (rc = gen_key(&g, &pol)) ||
-	    (rc = save_key(absdir, "ca.key", &ca)) || (rc = save_key(absdir, "server.key", &srv)) ||
+	snprintf(key_path, sizeof key_path, "%s/server.key", absdir);
+	snprintf(crt_path, sizeof crt_path, "%s/ca.crt", absdir);
+	if ((rc = gen_open(&g, "rearview-server init")) || (rc = gen_key(&g, &ca)) ||
+	    (rc = gen_key(&g, &pol)) || (rc = save_key(absdir, "ca.key", &ca)) ||
 	    (rc = save_key(absdir, "policy-signing.key", &pol)) ||
-	    (rc = save_pub(absdir, "policy-signing.pub", &pol)))
+	    (rc = save_pub(absdir, "policy-signing.pub", &pol)) ||
+	    (rc = make_cert(&g, &ca, &ca, CA_NAME, CA_NAME, 1, NULL, 0, crt_path)))
 		goto free_keys;
-	if ((rc = make_cert(&g, &ca, &ca, "CN=Rearview Server CA,O=Rearview",
-			    "CN=Rearview Server CA,O=Rearview", 1, absdir, "ca.crt")) ||
-	    (rc = make_cert(&g, &srv, &ca, "CN=localhost,O=Rearview",
-			    "CN=Rearview Server CA,O=Rearview", 0, absdir, "server.crt")))
+	snprintf(crt_path, sizeof crt_path, "%s/server.crt", absdir);
+	if ((rc = server_cert(&g, &ca, names, nnames, key_path, crt_path)))
 		goto free_keys;
 
 	if ((rc = random_word(secret, 40)))
@@ -286,15 +403,11 @@ int rvs_init_dir(const char *dir)
 	    (rc = write_path(absdir, "api.token", secret, strlen(secret), 0600)))
 		goto free_keys;
 
-	if ((rc = random_word(password, 20)) || (rc = rvs_random(salt, sizeof salt)) ||
-	    (rc = rvs_pbkdf2(password, salt, sizeof salt, RVS_ADMIN_PBKDF2_ITERATIONS, hash)))
-		goto free_keys;
 	snprintf(db_path, sizeof db_path, "%s/rearview.db", absdir);
 	umask(077); /* the database holds token and password hashes */
 	if ((rc = rvs_store_sqlite.open(db_path, &st)))
 		goto free_keys;
-	rc = rvs_store_sqlite.admin_put(st, "admin", RVS_ADMIN_PBKDF2_ITERATIONS, salt, sizeof salt,
-					hash);
+	rc = set_password(&rvs_store_sqlite, st, "admin", password);
 	rvs_store_sqlite.close(st);
 	if (rc)
 		goto free_keys;
@@ -305,18 +418,79 @@ int rvs_init_dir(const char *dir)
 	printf("initialised %s\n"
 	       "  config:            %s\n"
 	       "  CA for devices:    %s/ca.crt\n"
+	       "  certificate for:   localhost, 127.0.0.1",
+	       absdir, conf_path, absdir);
+	for (size_t i = 0; i < nnames; i++)
+		printf(", %s", names[i]);
+	printf("\n"
 	       "  enrolment secret:  %s/enrollment.secret\n"
 	       "  admin user:        admin\n"
 	       "  admin password:    %s   (shown once; only its PBKDF2 hash is stored)\n"
 	       "run: rearview-server --config %s\n",
-	       absdir, conf_path, absdir, absdir, password, conf_path);
+	       absdir, password, conf_path);
 	rc = 0;
 free_keys:
 	mbedtls_platform_zeroize(password, sizeof password);
 	mbedtls_pk_free(&pol);
-	mbedtls_pk_free(&srv);
 	mbedtls_pk_free(&ca);
-	mbedtls_ctr_drbg_free(&g.drbg);
-	mbedtls_entropy_free(&g.entropy);
+	gen_close(&g);
+	return rc;
+}
+
+int rvs_init_cert(const struct rvs_config *cfg, const char *const *names, size_t nnames)
+{
+	struct gen g;
+	mbedtls_pk_context ca;
+	char ca_path[PATH_MAX + 16];
+	int rc;
+
+	if (nnames == 0 || nnames > RVS_MAX_HOSTNAMES)
+		return -EINVAL;
+	for (size_t i = 0; i < nnames; i++)
+		if (rvs_hostname_check(names[i])) {
+			fprintf(stderr,
+				"rearview-server: --hostname %s: not a host name or address\n",
+				names[i]);
+			return -EINVAL;
+		}
+	snprintf(ca_path, sizeof ca_path, "%s/ca.key", cfg->data_dir);
+	mbedtls_pk_init(&ca);
+	if ((rc = gen_open(&g, "rearview-server cert")))
+		goto out;
+	if (mbedtls_pk_parse_keyfile(&ca, ca_path, NULL)) {
+		fprintf(stderr, "rearview-server: %s: cannot read the CA's key\n", ca_path);
+		rc = -ENOENT;
+		goto out;
+	}
+	if ((rc = server_cert(&g, &ca, names, nnames, cfg->tls_key, cfg->tls_cert)))
+		goto out;
+	printf("new certificate %s (key %s) for localhost, 127.0.0.1", cfg->tls_cert, cfg->tls_key);
+	for (size_t i = 0; i < nnames; i++)
+		printf(", %s", names[i]);
+	printf(", signed by %s/ca.crt; restart the server to use it\n", cfg->data_dir);
+out:
+	mbedtls_pk_free(&ca);
+	gen_close(&g);
+	return rc;
+}
+
+int rvs_init_passwd(const struct rvs_config *cfg, const char *user)
+{
+	const struct rvs_store_ops *ops = rvs_store_for(cfg->database);
+	struct rvs_store *st;
+	char password[24];
+	int rc;
+
+	if (!*user || strlen(user) > 64)
+		return -EINVAL;
+	if ((rc = ops->open(cfg->database, &st)))
+		return rc;
+	rc = set_password(ops, st, user, password);
+	ops->close(st);
+	if (!rc)
+		printf("user %s: new password %s   (shown once; only its PBKDF2 hash is stored;\n"
+		       "web sessions signed in before stay valid until they expire)\n",
+		       user, password);
+	mbedtls_platform_zeroize(password, sizeof password);
 	return rc;
 }

@@ -1,8 +1,13 @@
 /*
  * main.c — rearview-server's command line and process lifecycle.
  *
- *   rearview-server init DIR          create a data directory (init.c)
+ *   rearview-server init DIR [--hostname NAME]...   create a data directory
+ *   rearview-server cert --config FILE --hostname NAME...
+ *                                     a new server certificate (init.c)
+ *   rearview-server passwd --config FILE [USER]     a new password (init.c)
+ *   rearview-server migrate --config FILE           apply pending migrations
  *   rearview-server --config FILE     run the server
+ * A command's bad usage exits 2, its failure 1.
  *
  * Startup: config → default policy published if none (policy_pub.c) →
  * decoder (decode.c) → enrolment secret → store opened on
@@ -15,6 +20,7 @@
 #include "decode.h"
 #include "net.h"
 #include "rvs.h"
+#include "store.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -157,14 +163,86 @@ static int run(const char *config_path)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: rearview-server init DIR\n"
+	fprintf(f, "usage: rearview-server init DIR [--hostname NAME]...\n"
+		   "       rearview-server cert --config FILE --hostname NAME...\n"
+		   "       rearview-server passwd --config FILE [USER]\n"
+		   "       rearview-server migrate --config FILE\n"
 		   "       rearview-server --config FILE\n");
+}
+
+/* Collects `--hostname NAME` pairs of argv[from..argc); -1 on anything
+ * else or too many. */
+static int hostnames(int argc, char **argv, int from, const char **names, size_t *n)
+{
+	*n = 0;
+	for (int i = from; i < argc; i += 2) {
+		if (strcmp(argv[i], "--hostname") || i + 1 >= argc || *n == RVS_MAX_HOSTNAMES)
+			return -1;
+		names[(*n)++] = argv[i + 1];
+	}
+	return 0;
+}
+
+/* Loads `--config FILE` (argv[2..3]) for a command; exit status 0 or 1. */
+static int command_config(char **argv, struct rvs_config *cfg)
+{
+	char err[256];
+
+	if (rvs_config_load(argv[3], cfg, err, sizeof err)) {
+		fprintf(stderr, "rearview-server: %s: %s\n", argv[3], err);
+		return 1;
+	}
+	return 0;
+}
+
+/* `migrate`: opens the store, which applies what is pending (under an
+ * advisory lock on PostgreSQL, so nodes may run it at once). */
+static int migrate(const struct rvs_config *cfg)
+{
+	const struct rvs_store_ops *ops = rvs_store_for(cfg->database);
+	struct rvs_store *st;
+	int rc, version = 0;
+
+	if ((rc = ops->open(cfg->database, &st)) == 0) {
+		rc = ops->schema_version(st, &version);
+		ops->close(st);
+	}
+	if (rc) {
+		fprintf(stderr, "rearview-server: migrate (%s): %s\n", ops->name, strerror(-rc));
+		return 1;
+	}
+	printf("%s store at schema version %d\n", ops->name, version);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && strcmp(argv[1], "init") == 0)
-		return rvs_init_dir(argv[2]) ? 1 : 0;
+	static struct rvs_config cfg;
+	const char *names[RVS_MAX_HOSTNAMES];
+	size_t n;
+	int cmd_config = argc >= 4 && strcmp(argv[2], "--config") == 0;
+
+	if (argc >= 3 && strcmp(argv[1], "init") == 0) {
+		if (hostnames(argc, argv, 3, names, &n)) {
+			usage(stderr);
+			return 2;
+		}
+		return rvs_init_dir(argv[2], names, n) ? 1 : 0;
+	}
+	if (cmd_config && strcmp(argv[1], "cert") == 0) {
+		if (hostnames(argc, argv, 4, names, &n) || n == 0) {
+			usage(stderr);
+			return 2;
+		}
+		return command_config(argv, &cfg) || rvs_init_cert(&cfg, names, n) ? 1 : 0;
+	}
+	if (cmd_config && strcmp(argv[1], "passwd") == 0 && argc <= 5)
+		return command_config(argv, &cfg) ||
+				       rvs_init_passwd(&cfg, argc == 5 ? argv[4] : "admin")
+			       ? 1
+			       : 0;
+	if (cmd_config && strcmp(argv[1], "migrate") == 0 && argc == 4)
+		return command_config(argv, &cfg) || migrate(&cfg) ? 1 : 0;
 	if (argc == 3 && strcmp(argv[1], "--config") == 0) {
 		/* A request's big buffers (a blob, a trace's calls, a tree) are
 		 * mapped and unmapped whole, so memory a request freed goes back

@@ -1,7 +1,8 @@
 /*
  * web_timeline.c — the trace page's timeline call chart (the Hubble paper's
  * Fig. 1 view): time on x, call depth on y, one rectangle per call of the
- * captured thread, for the window before the anomaly (or the capture's end).
+ * captured thread, for the window before the anomaly (or the capture's end),
+ * and below them the thread's off-CPU intervals (OFFCPU records) by reason.
  *
  * Server-side SVG inside the HTML page, so it needs no script to show; the
  * page's app.js only adds click-to-select.  Method names are untrusted and
@@ -51,7 +52,7 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 {
 	const rva_thread *th;
 	int64_t a, from, to, span;
-	size_t shown = 0, hidden = 0, deep = 0;
+	size_t shown = 0, hidden = 0, deep = 0, offshown = 0, offhidden = 0;
 	uint32_t maxd = 0;
 
 	if (!t->nthreads || !t->threads[0].ncalls) {
@@ -118,6 +119,32 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 		}
 		shown++;
 	}
+	/* The thread's off-CPU intervals in the row below the deepest calls,
+	 * in the calls' budget of rectangles. */
+	for (size_t i = 0; i < th->noffcpu; i++) {
+		const rva_offcpu *v = &th->offcpu[i];
+		int64_t s = v->from > from ? v->from : from;
+		int64_t e = v->to < to ? v->to : to;
+		const char *why = v->reason == RVA_OFF_PREEMPTED ? "preempted" : "blocked";
+		double x, w;
+		if (e <= s)
+			continue;
+		x = (double)(s - from) * W / (double)span;
+		w = (double)(e - s) * W / (double)span;
+		if (w < MIN_W || shown >= MAX_RECTS) {
+			offhidden++;
+			continue;
+		}
+		fprintf(f,
+			"<rect class=\"offcpu\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\""
+			" fill=\"%s\" data-ms=\"%.3f\" data-name=\"off-CPU (%s)\">"
+			"<title>off-CPU (%s) %.3f ms</title></rect>",
+			x, (maxd + 1) * ROW, w, ROW - 1,
+			v->reason == RVA_OFF_PREEMPTED ? "#fb8c00" : "#607d8b",
+			(double)(v->to - v->from) / 1e6, why, why, (double)(v->to - v->from) / 1e6);
+		shown++;
+		offshown++;
+	}
 	if (t->has_anomaly && a >= from && a <= to)
 		fprintf(f,
 			"<line x1=\"%.2f\" x2=\"%.2f\" y1=\"0\" y2=\"%d\" stroke=\"#b00020\""
@@ -131,5 +158,10 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 		hidden);
 	if (deep)
 		fprintf(f, "; %zu calls below depth %d not shown", deep, MAX_DEPTH);
+	if (th->noffcpu)
+		fprintf(f,
+			"; bottom row: the thread off the CPU (grey blocked, orange preempted), "
+			"%zu intervals drawn, %zu too short or too many",
+			offshown, offhidden);
 	fputs(".</p>", f);
 }

@@ -6,7 +6,10 @@
 //
 // Environment: RVS_URL (https://127.0.0.1:PORT), RVS_PASSWORD, RVS_TRACE
 // (a decoded trace of app com.example.web), RVS_MODULES (node_modules with
-// playwright-core), RVS_SHOTS, RVS_PROFILE (a fresh --user-data-dir).
+// playwright-core), RVS_SHOTS, RVS_PROFILE (a fresh --user-data-dir);
+// optional RVS_OFFCPU_TRACE (a trace with OFFCPU, THREAD_COUNTERS and
+// LOCK_WAIT records: its "why the time went" section, and its Chrome
+// export — off-CPU slices, counter events, lock-wait flows — in speedscope).
 'use strict';
 
 const path = require('path');
@@ -25,6 +28,49 @@ const { chromium } = require(path.join(env('RVS_MODULES'), 'playwright-core'));
 function check(cond, what) {
   if (!cond) throw new Error(`check failed: ${what}`);
   console.log(`browser check passed: ${what}`);
+}
+
+// speedscope's Sandwich view (key 3) as drawn: its table's rows (DOM, not
+// canvas), name -> { total, self } in per cent of the profile (speedscope
+// prints "<0.01%" and ">99%" at the ends: read as 0.005 and 99.5) and the
+// cells' text as drawn (totalText, selfText).  Waits for the row of `expect`.
+async function sandwich(page, expect) {
+  await page.keyboard.press('3');
+  await page.waitForFunction((n) => [...document.querySelectorAll('tr')].some(
+    (r) => r.cells.length === 3 && r.cells[2].innerText.trim() === n), expect,
+  { timeout: 30000 });
+  const rows = await page.evaluate(() => [...document.querySelectorAll('tr')]
+    .filter((r) => r.cells.length === 3 && r.cells[0].tagName === 'TD')
+    .map((r) => [...r.cells].map((c) => c.innerText.trim())));
+  const pct = (t) => {
+    const m = /\(([<>]?)([\d.]+)%\)/.exec(t);
+    if (!m) return NaN;
+    return m[1] === '<' ? Number(m[2]) / 2 : m[1] === '>' ? Number(m[2]) + 0.5 : Number(m[2]);
+  };
+  const out = {};
+  for (const [total, self, name] of rows) {
+    out[name] = { total: pct(total), self: pct(self), totalText: total, selfText: self };
+  }
+  return out;
+}
+
+// The fixture's call tree drawn right: rvs_fixture_outer calls the two
+// leaves, one after the other.  Leaves' self time is all their time (a
+// staircase, each call nested in the one before, gives the earlier leaf the
+// later one's time), and the caller's time holds both leaves'.  The folded
+// export weighs stacks in whole microseconds, so its cold leaf (well under
+// 1 µs) has no line there: `leaves` names the leaves the format must show.
+function checkNesting(rows, what, leaves) {
+  const o = rows.rvs_fixture_outer;
+  check(o && leaves.every((l) => rows[l]), `${what}: speedscope lists rvs_fixture_outer and ` +
+    `${leaves.join(', ')} (${Object.keys(rows).join(', ')})`);
+  for (const l of leaves) {
+    check(rows[l].totalText === rows[l].selfText,
+      `${what}: ${l}'s self time is its total time (${rows[l].selfText} of ${rows[l].totalText})`);
+  }
+  const sum = leaves.reduce((a, l) => a + rows[l].total, 0);
+  check(o.total + 1 >= sum && o.self < o.total,
+    `${what}: rvs_fixture_outer holds the leaves (${o.total} % >= ${sum} %)`);
 }
 
 async function main() {
@@ -110,29 +156,56 @@ async function main() {
     // speedscope, served locally, loads the trace from this origin.
     await Promise.all([page.waitForURL(/\/static\/speedscope\/index.html#profileURL=/),
       page.click('#speedscope')]);
-    // Names are drawn on a canvas; the toolbar shows the profile's title.
+    // The toolbar shows the profile's title; names and nesting are read from
+    // the Sandwich view's table.
     await page.waitForFunction((t) => document.body.innerText.includes(t), trace,
-      { timeout: 30000 }).catch(() => {});
-    await page.waitForTimeout(500);
-    const text = await page.evaluate(() => document.body.innerText);
+      { timeout: 30000 });
     await page.screenshot({ path: path.join(shots, '4-speedscope.png') });
-    check(await page.locator('canvas').count() >= 1 && text.includes(trace) &&
-      !/went wrong|error/i.test(text), 'speedscope loads and shows the trace');
+    const text = await page.evaluate(() => document.body.innerText);
+    check(await page.locator('canvas').count() >= 1 && !/went wrong|error/i.test(text),
+      'speedscope loads and shows the trace');
+    checkNesting(await sandwich(page, 'rvs_fixture_outer'), 'the speedscope export',
+      ['rvs_fixture_hot_spin', 'rvs_fixture_cold_leaf']);
 
     // Issue 16: every export speedscope reads opens there without its
-    // "Something went wrong" (Chrome JSON as B/E events, folded).
+    // "Something went wrong" (Chrome JSON as B/E events, folded), with the
+    // names and nesting of the trace.
     for (const fmt of ['chrome', 'folded']) {
       const url = `/static/speedscope/index.html#profileURL=${encodeURIComponent(
         `/traces/${trace}/export?format=${fmt}`)}&title=${trace}-${fmt}`;
       await page.goto('about:blank'); // speedscope reads its hash only at load
       await page.goto(base + url);
       await page.waitForFunction((t) => document.body.innerText.includes(t), `${trace}-${fmt}`,
+        { timeout: 30000 });
+      await page.screenshot({ path: path.join(shots, `5-speedscope-${fmt}.png`) });
+      const shown = await page.evaluate(() => document.body.innerText);
+      check(!/went wrong|error/i.test(shown), `speedscope opens the ${fmt} export`);
+      checkNesting(await sandwich(page, 'rvs_fixture_outer'), `the ${fmt} export`,
+        fmt === 'folded' ? ['rvs_fixture_hot_spin'] : ['rvs_fixture_hot_spin', 'rvs_fixture_cold_leaf']);
+      await page.screenshot({ path: path.join(shots, `5-speedscope-${fmt}-sandwich.png`) });
+    }
+    const off = process.env.RVS_OFFCPU_TRACE;
+    if (off) {
+      await page.goto(`${base}/traces/${off}`);
+      check(await page.locator('#on-off-cpu tbody tr').count() === 4 &&
+        await page.locator('#lock-waits tbody tr').count() === 1 &&
+        await page.locator('#timeline rect.offcpu').count() === 3,
+        'the off-CPU trace shows its methods\' on/off-CPU time, lock wait and intervals');
+      await page.locator('#timeline rect.offcpu').first().click();
+      check((await page.locator('#tl-info').innerText()).includes('off-CPU'),
+        'clicking an off-CPU interval names it');
+      await page.screenshot({ path: path.join(shots, '6-offcpu-trace.png'), fullPage: true });
+      const url = `/static/speedscope/index.html#profileURL=${encodeURIComponent(
+        `/traces/${off}/export?format=chrome`)}&title=${off}-chrome`;
+      await page.goto('about:blank');
+      await page.goto(base + url);
+      await page.waitForFunction((t) => document.body.innerText.includes(t), `${off}-chrome`,
         { timeout: 30000 }).catch(() => {});
       await page.waitForTimeout(500);
       const shown = await page.evaluate(() => document.body.innerText);
-      await page.screenshot({ path: path.join(shots, `5-speedscope-${fmt}.png`) });
-      check(shown.includes(`${trace}-${fmt}`) && !/went wrong|error/i.test(shown),
-        `speedscope opens the ${fmt} export`);
+      await page.screenshot({ path: path.join(shots, '7-speedscope-offcpu-chrome.png') });
+      check(shown.includes(`${off}-chrome`) && !/went wrong|error/i.test(shown),
+        'speedscope opens the off-CPU trace\'s chrome export');
     }
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {

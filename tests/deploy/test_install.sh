@@ -21,7 +21,9 @@
 #      the installed librvevents and, with no daemon listening, has its
 #      report dropped and counted (-ENOTCONN), not blocked;
 #   6. speedscope is installed with the server (share/rearview/web, found
-#      beside its bin/) and the server has no build-tree path compiled in.
+#      beside its bin/) and the server has no build-tree path compiled in;
+#   7. the settings panel's desktop entry passes desktop-file-validate and
+#      runs the installed binary's name.
 set -u
 P=${1:?usage: test_install.sh PREFIX [CFLAGS]}
 XCFLAGS=${2:-}
@@ -42,7 +44,7 @@ check() { # name, command...
 	if "$@" >"$T/out" 2>&1; then ok "$name"; else notok "$name"; fi
 }
 
-echo "1..7"
+echo "1..8"
 
 # 1. Units: verify prints nothing at all for a clean unit.
 verify_units() {
@@ -152,6 +154,19 @@ if [ -e "$ROOT/build/web/speedscope/index.html" ]; then
 else
 	n=$((n + 1))
 	echo "ok $n # skip no speedscope in build/web (npm missing)"
+fi
+
+desktop_entry() {
+	d="$P/share/applications/rearview-settings.desktop"
+	desktop-file-validate "$d" && grep -qx 'Exec=rearview-settings' "$d" &&
+		[ -x "$P/bin/rearview-settings" ]
+}
+if command -v desktop-file-validate >/dev/null 2>&1; then
+	check "the settings panel's desktop entry is valid and names the installed binary" \
+		desktop_entry
+else
+	n=$((n + 1))
+	echo "ok $n # skip desktop-file-validate missing (desktop-file-utils)"
 fi
 
 [ "$fails" -eq 0 ]

@@ -718,6 +718,11 @@ static void test_dbus_panel_toggle_and_delete_change_the_daemon(void **state)
 	kill(weston, SIGTERM);
 	waitpid(weston, NULL, 0);
 	assert_true(file_has(log, "selftest: consent=local"));
+	/* The counts shown as it opened: the kept capture, from the Captures
+	 * property the proxy holds. */
+	assert_true(file_has(log,
+			     "selftest: counts=Sent: 0    Waiting to be sent: 0    Kept on this "
+			     "device: 1"));
 	assert_true(file_has(log, "selftest: consent=full"));
 	assert_true(file_has(log, "selftest: done"));
 	for (size_t i = 0; i < 4; i++) {

@@ -171,6 +171,68 @@ static inline void cb_finish(capbuf *c)
 	cb_u64at(c, 120, c->len);
 }
 
+/* tracer/FORMAT.md's off-CPU worked example (tid 43, 1 GHz, monotonic =
+ * counter: times are ns): the OFFCPU and THREAD_COUNTERS values, byte for
+ * byte (after each record's 8-byte header). */
+static const uint8_t cb_offcpu_value[80] = {
+	0x2b, 0,    0, 0, 3, 0, 0, 0,				    /* tid 43, 3 intervals */
+	0x28, 0x23, 0, 0, 0, 0, 0, 0, 0x10, 0x27, 0, 0, 0, 0, 0, 0, /* 9000 .. 10000 */
+	1,    0,    0, 0, 0, 0, 0, 0,				    /* preempted */
+	0x08, 0x52, 0, 0, 0, 0, 0, 0, 0x68, 0xbf, 0, 0, 0, 0, 0, 0, /* 21000 .. 49000 */
+	2,    0,    0, 0, 0, 0, 0, 0,				    /* blocked */
+	0xe8, 0xfd, 0, 0, 0, 0, 0, 0, 0x70, 0x11, 1, 0, 0, 0, 0, 0, /* 65000 .. 70000 */
+	2,    0,    0, 0, 0, 0, 0, 0,				    /* blocked */
+};
+static const uint8_t cb_counters_value[80] = {
+	0x2b, 0,    0, 0, 0, 0, 0, 0, /* tid 43 */
+	0xf4, 0x01, 0, 0, 0, 0, 0, 0, /* since 500 */
+	0xa0, 0x86, 1, 0, 0, 0, 0, 0, /* at 100000 */
+	0x00, 0xfa, 0, 0, 0, 0, 0, 0, /* task-clock 64000 ns */
+	12,   0,    0, 0, 0, 0, 0, 0, /* minor faults */
+	1,    0,    0, 0, 0, 0, 0, 0, /* major faults */
+	3,    0,    0, 0, 0, 0, 0, 0, /* context switches */
+	0x28, 0x23, 0, 0, 0, 0, 0, 0, /* window from 9000 */
+	2,    0,    0, 0, 0, 0, 0, 0, /* voluntary */
+	1,    0,    0, 0, 0, 0, 0, 0, /* involuntary */
+};
+
+/* The whole example capture, finished: `main` 1000–99000 → `spin`
+ * 2000–12000 (preempted 9000–10000), `read_pipe` 20000–50000 (blocked
+ * 21000–49000), `touch_pages` 60000–80000 (blocked 65000–70000), the
+ * counters, and a LOCK_WAIT: read_pipe waited 21000–49000 for mutex
+ * 0x5555deadbee0 held by tid 44 in `flush_log`. */
+static inline void cb_offcpu_example(capbuf *c)
+{
+	static const uint8_t lock[56] = {
+		1,    0,    0,	  0,	3,    0,    0, 0, /* mutex, both methods known */
+		0x2b, 0,    0,	  0,	0x2c, 0,    0, 0, /* waiter 43, holder 44 */
+		0xe0, 0xbe, 0xad, 0xde, 0x55, 0x55, 0, 0, /* lock 0x5555deadbee0 */
+		0x20, 0x10, 0,	  0,	0,    0,    0, 0, /* waiter method read_pipe */
+		0x40, 0x10, 0,	  0,	0,    0,    0, 0, /* holder method flush_log */
+		0x08, 0x52, 0,	  0,	0,    0,    0, 0, /* start 21000 */
+		0x68, 0xbf, 0,	  0,	0,    0,    0, 0, /* end 49000 */
+	};
+	cb_header(c, 100000, 1000000000, 0, 100000, 0x400000, 0);
+	cb_entry(c, 0x1000, 1000);
+	cb_entry(c, 0x1010, 2000);
+	cb_exit(c, 12000);
+	cb_entry(c, 0x1020, 20000);
+	cb_exit(c, 50000);
+	cb_entry(c, 0x1030, 60000);
+	cb_exit(c, 80000);
+	cb_exit(c, 99000);
+	cb_end_slots(c);
+	cb_symbol(c, 0x1000, 0x1000, 0, "main");
+	cb_symbol(c, 0x1010, 0x1010, 0, "spin");
+	cb_symbol(c, 0x1020, 0x1020, 0, "read_pipe");
+	cb_symbol(c, 0x1030, 0x1030, 0, "touch_pages");
+	cb_symbol(c, 0x1040, 0x1040, 0, "flush_log");
+	cb_record(c, 15, lock, sizeof(lock));
+	cb_record(c, 12, cb_offcpu_value, sizeof(cb_offcpu_value));
+	cb_record(c, 13, cb_counters_value, sizeof(cb_counters_value));
+	cb_finish(c);
+}
+
 /* The benchmarks' synthetic capture: about `slots` slots of nested calls
  * over 64 methods named "com.example.Service.methodNN(int)", 1 in 16
  * entries a two-slot value, the counter wrapping every 4.3 s.  Program-like

@@ -510,6 +510,42 @@ static void test_cli_callers_and_match(void **state)
 	free(s);
 }
 
+/* `summary` of a capture with an OFFCPU record: the off-CPU time by
+ * reason, largest first, after the table. */
+static void test_cli_summary_lists_offcpu_reasons(void **state)
+{
+	/* tid 43 (cb_header's), two intervals inside `run` (1000..99000):
+	 * preempted 2000..3000, blocked 10000..40000. */
+	static const uint8_t off[8 + 2 * 24] = {
+		43, 0, 0,    0,	   2, 0, 0, 0, 0xd0, 0x07, 0, 0, 0, 0,	  0,	0, 0xb8, 0x0b, 0,
+		0,  0, 0,    0,	   0, 1, 0, 0, 0,    0,	   0, 0, 0, 0x10, 0x27, 0, 0,	 0,    0,
+		0,  0, 0x40, 0x9c, 0, 0, 0, 0, 0,    0,	   2, 0, 0, 0,	  0,	0, 0,	 0,
+	};
+	char path[128], out[128], args[512];
+	capbuf c = {0};
+
+	(void)state;
+	cb_header(&c, 100000, 1000000000, 0, 100000, 0x400000, 0);
+	cb_entry(&c, 0x1000, 1000);
+	cb_exit(&c, 99000);
+	cb_end_slots(&c);
+	cb_symbol(&c, 0x1000, 0x1000, 0, "run");
+	cb_record(&c, 12, off, sizeof(off));
+	cb_finish(&c);
+	snprintf(path, sizeof(path), "%s/offcpu.rvt", dir);
+	write_file(path, c.b, c.len);
+	free(c.b);
+	snprintf(out, sizeof(out), "%s/offcpu.txt", dir);
+	snprintf(args, sizeof(args), "summary %s", path);
+	assert_int_equal(run(args, out), 0);
+	char *s = slurp(out);
+	if (!strstr(s, "\noff-CPU by reason:\n"
+		       "          30.000 us  blocked\n"
+		       "           1.000 us  preempted\n"))
+		fail_msg("%s", s);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -526,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_cli_chrome_progress_flag_and_skipped_counts),
 		cmocka_unit_test(test_cli_failed_export_leaves_no_partial_file),
 		cmocka_unit_test(test_cli_pprof_export_agrees_with_independent_reader),
+		cmocka_unit_test(test_cli_summary_lists_offcpu_reasons),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

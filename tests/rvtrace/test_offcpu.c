@@ -6,7 +6,17 @@
  * blocked on a pipe, a page-faulting call), another thread's records are
  * ignored, a record whose intervals run past it is refused, time before
  * the switch window is unknown once the daemon's ring lost switches, and the
- * summary JSON lists the off-CPU reasons largest first.
+ * summary JSON lists the off-CPU reasons largest first.  The exports show
+ * it: Perfetto's thread-state slices and counter tracks (decoded here with
+ * the generated code, and re-imported), Chrome's off-CPU slices and
+ * counter (C) events.
+ *
+ * The Perfetto bytes were checked against Perfetto's own schema: the
+ * example's export, written to a file, decodes with `protoc -I .
+ * --decode=perfetto.protos.Trace protos/perfetto/trace/trace.proto` in a
+ * google/perfetto checkout (ec5d16b14b) into track_descriptor {uuid,
+ * parent_uuid, name, counter {unit: UNIT_COUNT / UNIT_TIME_NS}} and
+ * track_event {type: TYPE_COUNTER, counter_value} as intended.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,43 +27,21 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "capbuild.h"
 #include "rearview/analysis.h"
+#include "rvanalysis/rvperfetto.pb-c.h"
 
 enum { M_MAIN = 0x1000, M_CPU = 0x1010, M_PIPE = 0x1020, M_FAULT = 0x1030 };
-
-/* FORMAT.md's example records, byte for byte (value bytes after the
- * 8-byte record header). */
-static const uint8_t offcpu_value[80] = {
-	0x2b, 0,    0, 0, 3, 0, 0, 0,				    /* tid 43, 3 intervals */
-	0x28, 0x23, 0, 0, 0, 0, 0, 0, 0x10, 0x27, 0, 0, 0, 0, 0, 0, /* 9000 .. 10000 */
-	1,    0,    0, 0, 0, 0, 0, 0,				    /* preempted */
-	0x08, 0x52, 0, 0, 0, 0, 0, 0, 0x68, 0xbf, 0, 0, 0, 0, 0, 0, /* 21000 .. 49000 */
-	2,    0,    0, 0, 0, 0, 0, 0,				    /* blocked */
-	0xe8, 0xfd, 0, 0, 0, 0, 0, 0, 0x70, 0x11, 1, 0, 0, 0, 0, 0, /* 65000 .. 70000 */
-	2,    0,    0, 0, 0, 0, 0, 0,				    /* blocked */
-};
-static const uint8_t counters_value[80] = {
-	0x2b, 0,    0, 0, 0, 0, 0, 0, /* tid 43 */
-	0xf4, 0x01, 0, 0, 0, 0, 0, 0, /* since 500 */
-	0xa0, 0x86, 1, 0, 0, 0, 0, 0, /* at 100000 */
-	0x00, 0xfa, 0, 0, 0, 0, 0, 0, /* task-clock 64000 ns */
-	12,   0,    0, 0, 0, 0, 0, 0, /* minor faults */
-	1,    0,    0, 0, 0, 0, 0, 0, /* major faults */
-	3,    0,    0, 0, 0, 0, 0, 0, /* context switches */
-	0x28, 0x23, 0, 0, 0, 0, 0, 0, /* window from 9000 */
-	2,    0,    0, 0, 0, 0, 0, 0, /* voluntary */
-	1,    0,    0, 0, 0, 0, 0, 0, /* involuntary */
-};
 
 /* 1 GHz counter, monotonic = counter: the times are nanoseconds. */
 static void build(capbuf *c, uint8_t tid_byte, int bad_count)
 {
 	uint8_t off[80], cnt[80];
 
-	memcpy(off, offcpu_value, sizeof(off));
-	memcpy(cnt, counters_value, sizeof(cnt));
+	memcpy(off, cb_offcpu_value, sizeof(off));
+	memcpy(cnt, cb_counters_value, sizeof(cnt));
 	off[0] = cnt[0] = tid_byte;
 	if (bad_count)
 		off[4] = 4; /* four intervals in room for three */
@@ -247,6 +235,170 @@ static void test_offcpu_interval_over_events_cut_to_longest_gap(void **state)
 	rva_trace_free(t);
 }
 
+/* The export of the example capture, into *len bytes (caller frees). */
+static char *export_of(int (*fn)(FILE *, const rva_trace *), rva_trace **tp, size_t *len)
+{
+	capbuf c = {0};
+	char *doc = NULL;
+	FILE *f;
+	int rc;
+
+	build(&c, 0x2b, 0);
+	*tp = decode(&c, &rc);
+	assert_int_equal(rc, 0);
+	f = open_memstream(&doc, len);
+	assert_non_null(f);
+	assert_int_equal(fn(f, *tp), 0);
+	assert_int_equal(fclose(f), 0);
+	free(c.b);
+	return doc;
+}
+
+/* The events on track `uuid`, as text: "Name@ts" per slice begin, "E@ts"
+ * per end, "value@ts" per counter value, space-separated. */
+static void track_text(const Rvpf__Trace *tr, uint64_t uuid, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	out[0] = 0;
+	for (size_t i = 0; i < tr->n_packet; i++) {
+		const Rvpf__TrackEvent *te = tr->packet[i]->track_event;
+		if (!te || te->track_uuid != uuid)
+			continue;
+		if (te->type == 1)
+			n += (size_t)snprintf(out + n, cap - n, "%s@%llu ", te->name,
+					      (unsigned long long)tr->packet[i]->timestamp);
+		else if (te->type == 2)
+			n += (size_t)snprintf(out + n, cap - n, "E@%llu ",
+					      (unsigned long long)tr->packet[i]->timestamp);
+		else
+			n += (size_t)snprintf(out + n, cap - n, "%lld@%llu ",
+					      (long long)te->counter_value,
+					      (unsigned long long)tr->packet[i]->timestamp);
+		assert_true(n < cap);
+	}
+}
+
+static const Rvpf__TrackDescriptor *track_of(const Rvpf__Trace *tr, uint64_t uuid)
+{
+	for (size_t i = 0; i < tr->n_packet; i++)
+		if (tr->packet[i]->track_descriptor &&
+		    tr->packet[i]->track_descriptor->uuid == uuid)
+			return tr->packet[i]->track_descriptor;
+	fail_msg("no track %llu", (unsigned long long)uuid);
+	return NULL;
+}
+
+/* Thread state tiles the known span (from the daemon's window, 9000, to the
+ * last event, 99000); the counters step at each interval and at the
+ * THREAD_COUNTERS' since / at. */
+static void test_offcpu_perfetto_export_thread_state_and_counters(void **state)
+{
+	static const struct {
+		uint64_t k;
+		const char *name;
+		int unit;
+		const char *events;
+	} want[] = {
+		{1, "thread state", -1,
+		 "Runnable (preempted)@9000 E@10000 Running@10000 E@21000 "
+		 "Blocked (sleeping)@21000 E@49000 Running@49000 E@65000 "
+		 "Blocked (sleeping)@65000 E@70000 Running@70000 E@99000 "},
+		{2, "switch-outs: blocked", 2, "0@9000 1@21000 2@65000 "},
+		{3, "switch-outs: preempted", 2, "0@9000 1@9000 "},
+		{4, "minor faults", 2, "0@500 12@100000 "},
+		{5, "major faults", 2, "0@500 1@100000 "},
+		{6, "task-clock", 1, "0@500 64000@100000 "},
+	};
+	rva_trace *t, *back = NULL;
+	rva_error err = {{0}};
+	size_t len;
+	char *doc = export_of(rva_export_perfetto, &t, &len);
+	Rvpf__Trace *tr = rvpf__trace__unpack(NULL, len, (const uint8_t *)doc);
+	char text[1024];
+
+	(void)state;
+	assert_non_null(tr);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const Rvpf__TrackDescriptor *td = track_of(tr, 1ull << 32 | want[i].k);
+		assert_string_equal(td->name, want[i].name);
+		assert_int_equal(td->parent_uuid, 1); /* the thread's track */
+		assert_null(td->thread);
+		if (want[i].unit < 0) {
+			assert_null(td->counter);
+		} else {
+			assert_non_null(td->counter);
+			assert_int_equal(td->counter->unit, want[i].unit);
+		}
+		track_text(tr, 1ull << 32 | want[i].k, text, sizeof(text));
+		assert_string_equal(text, want[i].events);
+	}
+	/* rvtrace's importer: the calls as they were, the thread state as a
+	 * track of slices of its own, the counter tracks no threads. */
+	assert_int_equal(rva_perfetto_import((const uint8_t *)doc, len, &back, &err), 0);
+	assert_int_equal(back->nthreads, 2);
+	assert_int_equal(back->threads[0].tid, 43);
+	assert_int_equal(back->threads[0].ncalls, t->threads[0].ncalls);
+	for (size_t i = 0; i < t->threads[0].ncalls; i++) {
+		assert_int_equal(back->threads[0].calls[i].start, t->threads[0].calls[i].start);
+		assert_int_equal(back->threads[0].calls[i].end, t->threads[0].calls[i].end);
+		assert_string_equal(back->names[back->threads[0].calls[i].method],
+				    t->names[t->threads[0].calls[i].method]);
+	}
+	assert_string_equal(back->threads[1].name, "thread state");
+	assert_int_equal(back->threads[1].ncalls, 6);
+	assert_string_equal(back->names[back->threads[1].calls[2].method], "Blocked (sleeping)");
+	assert_int_equal(back->threads[1].calls[2].start, 21000);
+	assert_int_equal(back->threads[1].calls[2].end, 49000);
+	assert_int_equal(back->nskipped, 1);
+	assert_string_equal(back->skipped[0].what, "counter track events");
+	assert_int_equal(back->skipped[0].n, 3 + 2 + 2 + 2 + 2);
+	rva_trace_free(back);
+	rvpf__trace__free_unpacked(tr, NULL);
+	free(doc);
+	rva_trace_free(t);
+}
+
+/* Chrome: an X slice per interval inside the call it interrupted, and the
+ * counters, in µs from the trace start (main's entry, 1000 ns). */
+static void test_offcpu_chrome_export_slices_and_counters(void **state)
+{
+	static const char *const want[] = {
+		"{\"ph\":\"C\",\"pid\":42,\"tid\":43,\"ts\":0,\"name\":\"switch-outs tid 43\","
+		"\"args\":{\"blocked\":0,\"preempted\":0}}",
+		"{\"ph\":\"C\",\"pid\":42,\"tid\":43,\"ts\":8,\"name\":\"switch-outs tid 43\","
+		"\"args\":{\"blocked\":0,\"preempted\":1}}",
+		"{\"ph\":\"X\",\"pid\":42,\"tid\":43,\"ts\":8,\"dur\":1,\"cat\":\"offcpu\","
+		"\"name\":\"off-CPU (preempted)\"}",
+		"{\"ph\":\"C\",\"pid\":42,\"tid\":43,\"ts\":20,\"name\":\"switch-outs tid 43\","
+		"\"args\":{\"blocked\":1,\"preempted\":1}}",
+		"{\"ph\":\"X\",\"pid\":42,\"tid\":43,\"ts\":20,\"dur\":28,\"cat\":\"offcpu\","
+		"\"name\":\"off-CPU (blocked)\"}",
+		"{\"ph\":\"X\",\"pid\":42,\"tid\":43,\"ts\":64,\"dur\":5,\"cat\":\"offcpu\","
+		"\"name\":\"off-CPU (blocked)\"}",
+		/* since (500 ns) is before the trace: only the totals */
+		"{\"ph\":\"C\",\"pid\":42,\"tid\":43,\"ts\":99,\"name\":\"page faults tid 43\","
+		"\"args\":{\"minor\":12,\"major\":1}}",
+		"{\"ph\":\"C\",\"pid\":42,\"tid\":43,\"ts\":99,\"name\":\"task-clock tid 43\","
+		"\"args\":{\"ns\":64000}}",
+	};
+	rva_trace *t;
+	size_t len;
+	char *doc = export_of(rva_export_chrome, &t, &len);
+	json_error_t jerr;
+	json_t *root = json_loadb(doc, len, 0, &jerr);
+
+	(void)state;
+	assert_non_null(root);
+	json_decref(root);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strstr(doc, want[i]))
+			fail_msg("missing %s in\n%s", want[i], doc);
+	assert_null(strstr(doc, "\"ts\":-"));
+	free(doc);
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -256,6 +408,8 @@ int main(void)
 		cmocka_unit_test(test_offcpu_intervals_past_record_refused),
 		cmocka_unit_test(test_offcpu_summary_json_lists_reasons),
 		cmocka_unit_test(test_offcpu_interval_over_events_cut_to_longest_gap),
+		cmocka_unit_test(test_offcpu_perfetto_export_thread_state_and_counters),
+		cmocka_unit_test(test_offcpu_chrome_export_slices_and_counters),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,7 +107,7 @@ static int setup_with(const char *extra)
 	if (!mkdtemp(g_dir))
 		return -1;
 	snprintf(g_data, sizeof g_data, "%s/d", g_dir);
-	if (rvs_init_dir(g_data))
+	if (rvs_init_dir(g_data, NULL, 0))
 		return -1;
 	snprintf(path, sizeof path, "%s/rearview-server.conf", g_data);
 	f = fopen(path, "a");

@@ -1,8 +1,10 @@
 /*
- * test_init.c — `rearview-server init DIR` run as a process: the files it
- * creates, their modes, the admin password it prints once (checked against
- * the PBKDF2 hash in the database), the certificate chain, and that a second
- * init refuses to overwrite.
+ * test_init.c — the operator's commands run as processes: `init DIR` (the
+ * files it creates, their modes, the admin password it prints once, checked
+ * against the PBKDF2 hash in the database, the certificate chain, a second
+ * init refusing to overwrite), `init --hostname` and `cert` (certificates a
+ * TLS client accepts for those names, from the same CA), `passwd` (a new
+ * password whose hash replaces the old) and `migrate`.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,13 +28,21 @@
 
 static char g_dir[64], g_data[128];
 
-/* Runs init, capturing stdout into out; returns the exit status. */
-static int run_init(char *out, size_t cap)
+/* Runs rearview-server with the arguments after `out, cap` (NULL-ended),
+ * capturing stdout into out; returns the exit status. */
+static int run_server_cmd(char *out, size_t cap, ...)
 {
-	int p[2], st;
+	const char *argv[16] = {RVS_BIN};
+	int p[2], st, argc = 1;
 	size_t got = 0;
+	va_list ap;
 	pid_t pid;
 
+	va_start(ap, cap);
+	while (argc < 15 && (argv[argc] = va_arg(ap, const char *)) != NULL)
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
 	assert_int_equal(pipe(p), 0);
 	pid = fork();
 	if (pid == 0) {
@@ -40,7 +50,7 @@ static int run_init(char *out, size_t cap)
 		dup2(p[1], 1);
 		dup2(fd, 2);
 		close(p[0]);
-		execl(RVS_BIN, RVS_BIN, "init", g_data, (char *)NULL);
+		execv(RVS_BIN, (char *const *)argv);
 		_exit(127);
 	}
 	close(p[1]);
@@ -54,6 +64,12 @@ static int run_init(char *out, size_t cap)
 	close(p[0]);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs `init DIR`, capturing stdout into out; returns the exit status. */
+static int run_init(char *out, size_t cap)
+{
+	return run_server_cmd(out, cap, "init", g_data, (char *)NULL);
 }
 
 static int setup(void **state)
@@ -158,10 +174,191 @@ static void test_init_creates_usable_secrets_once(void **state)
 	assert_null(strstr(out, "admin password:"));
 }
 
+/* The admin password printed after `marker` in out, checked against the
+ * hash of account `user` in the data directory's database. */
+static void assert_password_matches(const char *out, const char *marker, const char *user)
+{
+	char pw[64] = "", path[256];
+	const char *p = strstr(out, marker);
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	uint8_t hash[32];
+
+	assert_non_null(p);
+	assert_int_equal(sscanf(p + strlen(marker), " %63s", pw), 1);
+	assert_int_equal(strlen(pw), 20);
+	snprintf(path, sizeof path, "%s/rearview.db", g_data);
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT pbkdf2_iterations, salt, hash FROM admins "
+					    "WHERE name = ?",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(rvs_pbkdf2(pw, sqlite3_column_blob(st, 1),
+				    (size_t)sqlite3_column_bytes(st, 1),
+				    (unsigned)sqlite3_column_int(st, 0), hash),
+			 0);
+	assert_memory_equal(hash, sqlite3_column_blob(st, 2), 32);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* Whether data_dir/server.crt chains to data_dir/ca.crt for `name` (a DNS
+ * name: mbedTLS checks it against the certificate's dNSName entries). */
+static int cert_valid_for(const char *name)
+{
+	mbedtls_x509_crt ca, srv;
+	uint32_t flags;
+	char path[256];
+	int rc;
+
+	mbedtls_x509_crt_init(&ca);
+	mbedtls_x509_crt_init(&srv);
+	snprintf(path, sizeof path, "%s/ca.crt", g_data);
+	assert_int_equal(mbedtls_x509_crt_parse_file(&ca, path), 0);
+	snprintf(path, sizeof path, "%s/server.crt", g_data);
+	assert_int_equal(mbedtls_x509_crt_parse_file(&srv, path), 0);
+	rc = mbedtls_x509_crt_verify(&srv, &ca, NULL, name, &flags, NULL, NULL);
+	mbedtls_x509_crt_free(&srv);
+	mbedtls_x509_crt_free(&ca);
+	return rc == 0;
+}
+
+/* OpenSSL's own check of server.crt for an IP address (mbedTLS 2.28 checks
+ * DNS names only): `openssl verify -verify_ip`. */
+static int cert_valid_for_ip(const char *ip)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof cmd,
+		 "openssl verify -CAfile '%s/ca.crt' -verify_ip '%s' '%s/server.crt' "
+		 ">/dev/null 2>&1",
+		 g_data, ip, g_data);
+	return system(cmd) == 0;
+}
+
+static void test_init_hostname_certificate_valid_for_those_names_only(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	assert_int_equal(run_server_cmd(out, sizeof out, "init", g_data, "--hostname",
+					"rv.example.test", "--hostname", "10.1.2.3", (char *)NULL),
+			 0);
+	assert_non_null(strstr(out, "certificate for:   localhost, 127.0.0.1, rv.example.test, "
+				    "10.1.2.3"));
+	assert_true(cert_valid_for("rv.example.test"));
+	assert_true(cert_valid_for("localhost"));
+	assert_false(cert_valid_for("other.example.test"));
+	if (system("command -v openssl >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "skipped: openssl missing, IP names not checked\n");
+		skip();
+	}
+	assert_true(cert_valid_for_ip("10.1.2.3"));
+	assert_true(cert_valid_for_ip("127.0.0.1"));
+	assert_false(cert_valid_for_ip("10.1.2.4"));
+}
+
+static void test_init_bad_hostname_refused_nothing_created(void **state)
+{
+	char out[4096], path[256];
+
+	(void)state;
+	assert_int_equal(run_server_cmd(out, sizeof out, "init", g_data, "--hostname", "bad name",
+					(char *)NULL),
+			 1);
+	assert_int_equal(
+		run_server_cmd(out, sizeof out, "init", g_data, "--hostname", "a..b", (char *)NULL),
+		1);
+	assert_int_equal(
+		run_server_cmd(out, sizeof out, "init", g_data, "--hostnam", "x", (char *)NULL), 2);
+	snprintf(path, sizeof path, "%s/rearview-server.conf", g_data);
+	assert_int_not_equal(access(path, F_OK), 0);
+}
+
+static void test_init_cert_reissues_from_the_same_ca(void **state)
+{
+	char out[4096], conf[256], path[256], before[4096], after[4096];
+	FILE *f;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(run_init(out, sizeof out), 0);
+	snprintf(conf, sizeof conf, "%s/rearview-server.conf", g_data);
+	snprintf(path, sizeof path, "%s/ca.crt", g_data);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(before, 1, sizeof before - 1, f);
+	before[n] = '\0';
+	fclose(f);
+	assert_false(cert_valid_for("fleet.example.test"));
+	assert_int_equal(run_server_cmd(out, sizeof out, "cert", "--config", conf, "--hostname",
+					"fleet.example.test", (char *)NULL),
+			 0);
+	assert_true(cert_valid_for("fleet.example.test"));
+	assert_true(cert_valid_for("localhost"));
+	/* Devices keep trusting the CA they have: ca.crt is unchanged. */
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(after, 1, sizeof after - 1, f);
+	after[n] = '\0';
+	fclose(f);
+	assert_string_equal(before, after);
+	assert_int_equal(mode_of("server.key"), 0600);
+	/* No name: usage. */
+	assert_int_equal(run_server_cmd(out, sizeof out, "cert", "--config", conf, (char *)NULL),
+			 2);
+}
+
+static void test_init_passwd_replaces_the_admin_password(void **state)
+{
+	char out[4096], out2[4096], conf[256];
+
+	(void)state;
+	assert_int_equal(run_init(out, sizeof out), 0);
+	assert_password_matches(out, "admin password:", "admin");
+	snprintf(conf, sizeof conf, "%s/rearview-server.conf", g_data);
+	assert_int_equal(
+		run_server_cmd(out2, sizeof out2, "passwd", "--config", conf, (char *)NULL), 0);
+	assert_password_matches(out2, "new password", "admin");
+	/* A second account by name. */
+	assert_int_equal(run_server_cmd(out2, sizeof out2, "passwd", "--config", conf, "oncall",
+					(char *)NULL),
+			 0);
+	assert_password_matches(out2, "new password", "oncall");
+}
+
+static void test_init_migrate_reports_schema_version(void **state)
+{
+	char out[4096], conf[256];
+	int version = 0;
+
+	(void)state;
+	assert_int_equal(run_init(out, sizeof out), 0);
+	snprintf(conf, sizeof conf, "%s/rearview-server.conf", g_data);
+	assert_int_equal(run_server_cmd(out, sizeof out, "migrate", "--config", conf, (char *)NULL),
+			 0);
+	assert_int_equal(sscanf(out, "sqlite3 store at schema version %d", &version), 1);
+	assert_true(version >= 6);
+	snprintf(conf, sizeof conf, "%s/missing.conf", g_data);
+	assert_int_equal(run_server_cmd(out, sizeof out, "migrate", "--config", conf, (char *)NULL),
+			 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_init_creates_usable_secrets_once, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_init_hostname_certificate_valid_for_those_names_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_init_bad_hostname_refused_nothing_created,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_init_cert_reissues_from_the_same_ca, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_init_passwd_replaces_the_admin_password, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_init_migrate_reports_schema_version, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,9 +3,10 @@
  * started by `init` in a temporary directory on a free port and driven by
  * libcurl over TLS: sign-in, session cookie flags, CSRF, security headers,
  * XSS through device-supplied strings, SQL injection in filters, path
- * traversal, the trace page built from a real librvtrace capture, method
- * alerts, and (when node, playwright-core and chromium are installed) the
- * headless-browser test tests/browser/web.mjs.  No timing assertions.
+ * traversal, the trace page built from a real librvtrace capture, its
+ * "why the time went" section and off-CPU timeline row from FORMAT.md's
+ * off-CPU example (with a lock wait), method alerts, and (when node, playwright-core and chromium
+ * are installed) the headless-browser test tests/browser/web.mjs.  No timing assertions.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,7 @@
 #include <jansson.h>
 #include <time.h>
 
+#include "capbuild.h"
 #include "rearview/policy.h"
 #include "rearview/trace.h"
 
@@ -43,7 +45,8 @@
 static struct web_server g_srv;
 static char g_session[128]; /* "rv_session=…" once signed in */
 static char g_csrf[80];
-static char g_trace[40]; /* a decoded real capture */
+static char g_trace[40];  /* a decoded real capture */
+static char g_offcpu[40]; /* FORMAT.md's off-CPU example, with a lock wait */
 
 static int group_setup(void **state)
 {
@@ -677,6 +680,70 @@ static void test_web_trace_page_has_flame_graph_timeline_and_exports(void **stat
 	resp_free(&r);
 }
 
+/* FORMAT.md's off-CPU example with a lock wait (capbuild.h): every figure
+ * of the section, exactly. */
+static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **state)
+{
+	static const char *const want[] = {
+		"<tr><td>blocked</td><td class=\"n\">0.033</td></tr>"
+		"<tr><td>preempted</td><td class=\"n\">0.001</td></tr>",
+		/* by off-CPU time: main 34 µs, read_pipe 28, touch_pages 5, spin 1 */
+		"<tr><td><a href=\"/methods/main\">main</a></td><td class=\"n\">1</td>"
+		"<td class=\"n\">0.098</td><td class=\"n\">0.064</td><td class=\"n\">0.034</td>"
+		"<td class=\"n\">0.001</td><td class=\"n\">0.033</td></tr>"
+		"<tr><td><a href=\"/methods/read_pipe\">read_pipe</a></td><td class=\"n\">1</td>"
+		"<td class=\"n\">0.030</td><td class=\"n\">0.002</td><td class=\"n\">0.028</td>"
+		"<td class=\"n\">0.000</td><td class=\"n\">0.028</td></tr>"
+		"<tr><td><a href=\"/methods/touch_pages\">touch_pages</a></td>"
+		"<td class=\"n\">1</td><td class=\"n\">0.020</td><td class=\"n\">0.015</td>"
+		"<td class=\"n\">0.005</td><td class=\"n\">0.000</td><td class=\"n\">0.005</td>"
+		"</tr><tr><td><a href=\"/methods/spin\">spin</a></td><td class=\"n\">1</td>"
+		"<td class=\"n\">0.010</td><td class=\"n\">0.009</td><td class=\"n\">0.001</td>"
+		"<td class=\"n\">0.001</td><td class=\"n\">0.000</td></tr></tbody>",
+		"<td class=\"n\">0.064</td><td class=\"n\">12</td><td class=\"n\">1</td>"
+		"<td class=\"n\">3</td><td class=\"n\">2</td><td class=\"n\">1</td></tr>",
+		"<table id=\"lock-waits\">",
+		"<tr><td><a href=\"/methods/read_pipe\">read_pipe</a></td><td class=\"n\">1</td>"
+		"<td class=\"n\">0.028</td><td>tid 44</td><td><a href=\"/methods/flush_log\">"
+		"flush_log</a></td><td class=\"n\">0.028</td></tr>",
+		"data-name=\"off-CPU (blocked)\"",
+		"data-name=\"off-CPU (preempted)\"",
+		"3 intervals drawn, 0 too short or too many",
+	};
+	struct resp r;
+	capbuf c = {0};
+	char path[256], *id, *z;
+	size_t zlen;
+
+	ensure_login();
+	cb_offcpu_example(&c);
+	zlen = ZSTD_compressBound(c.len);
+	z = malloc(zlen);
+	zlen = ZSTD_compress(z, zlen, c.b, c.len, 1);
+	assert_false(ZSTD_isError(zlen));
+	id = upload("com.example.offcpu", "pixel-web", "2.0.0", (uint8_t *)z, zlen,
+		    REARVIEW__COMPRESSION__COMPRESSION_ZSTD);
+	snprintf(g_offcpu, sizeof g_offcpu, "%s", id); /* for the browser test */
+	snprintf(path, sizeof path, "/traces/%s", id);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		if (!strstr(r.body, want[i]))
+			fail_msg("missing %s in the trace page", want[i]);
+	resp_free(&r);
+	/* A capture without these records has no such section. */
+	ensure_trace();
+	snprintf(path, sizeof path, "/traces/%s", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_null(strstr(r.body, "Why the time went"));
+	assert_null(strstr(r.body, "class=\"offcpu\""));
+	resp_free(&r);
+	free(id);
+	free(z);
+	free(c.b);
+}
+
 static void test_web_method_alert_shows_when_p95_crosses(void **state)
 {
 	struct resp r;
@@ -1141,6 +1208,8 @@ static void test_web_browser_signs_in_filters_opens_trace_and_exports(void **sta
 		setenv("RVS_URL", url, 1);
 		setenv("RVS_PASSWORD", g_srv.password, 1);
 		setenv("RVS_TRACE", g_trace, 1);
+		if (g_offcpu[0])
+			setenv("RVS_OFFCPU_TRACE", g_offcpu, 1);
 		setenv("RVS_MODULES", mods, 1);
 		setenv("RVS_SHOTS", RVS_SHOTS_DIR, 1);
 		setenv("RVS_PROFILE", profile, 1);
@@ -1244,6 +1313,7 @@ int main(void)
 		cmocka_unit_test(test_web_time_range_filter_takes_utc_dates),
 		cmocka_unit_test(test_web_path_traversal_in_static_and_export_is_refused),
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
+		cmocka_unit_test(test_web_trace_page_shows_offcpu_counters_and_lock_waits),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
 		cmocka_unit_test(test_web_signatures_page_counts_by_week_and_version),
 		cmocka_unit_test(test_web_campaign_api_publishes_a_verified_policy),

@@ -21,7 +21,10 @@
  * (ftrace bundles, process trees, …: unknown fields) are counted per kind
  * in the trace's skipped counts.
  * Export: one TrackDescriptor per thread, one interning packet, then
- * BEGIN/END per call in pre-order, all on one sequence.
+ * BEGIN/END per call in pre-order, all on one sequence; a thread with
+ * off-CPU intervals or counters (FORMAT.md OFFCPU, THREAD_COUNTERS) gets
+ * child tracks: its thread state as slices, and counter tracks
+ * (offcpu_tracks).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -224,8 +227,8 @@ static int add_track_raw(pctx *c, uint64_t uuid, uint32_t pid, uint32_t tid, con
 
 static int add_track(pctx *c, const Rvpf__TrackDescriptor *td)
 {
-	if (!td->has_uuid)
-		return 0;
+	if (!td->has_uuid || td->counter)
+		return 0; /* a counter track is no thread: its events are skipped */
 	uint32_t pid = td->thread && td->thread->has_pid     ? (uint32_t)td->thread->pid
 		       : td->process && td->process->has_pid ? (uint32_t)td->process->pid
 							     : 0;
@@ -650,8 +653,10 @@ static int put_packet(FILE *f, const Rvpf__TracePacket *p, uint8_t **scratch, si
 	return 0;
 }
 
-static int slice(FILE *f, int type, uint64_t track, int64_t ts, int64_t iid, uint8_t **s,
-		 size_t *cap)
+/* A TrackEvent of `type` on `track` at ts: a slice named by iid (>= 0) or
+ * by `name` (not NULL), or a counter's value (TYPE_COUNTER, 4). */
+static int track_event(FILE *f, int type, uint64_t track, int64_t ts, int64_t iid, const char *name,
+		       int64_t value, uint8_t **s, size_t *cap)
 {
 	Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
 	Rvpf__TrackEvent te = RVPF__TRACK_EVENT__INIT;
@@ -669,8 +674,125 @@ static int slice(FILE *f, int type, uint64_t track, int64_t ts, int64_t iid, uin
 		te.has_name_iid = 1;
 		te.name_iid = (uint64_t)iid;
 	}
+	te.name = (char *)name;
+	if (type == 4) {
+		te.has_counter_value = 1;
+		te.counter_value = value;
+	}
 	p.track_event = &te;
 	return put_packet(f, &p, s, cap);
+}
+
+static int slice(FILE *f, int type, uint64_t track, int64_t ts, int64_t iid, uint8_t **s,
+		 size_t *cap)
+{
+	return track_event(f, type, track, ts, iid, NULL, 0, s, cap);
+}
+
+/* A child track of thread track `parent`: a slice track (unit < 0) or a
+ * counter track of CounterDescriptor unit `unit` (1 ns, 2 count). */
+static int child_track(FILE *f, uint64_t uuid, uint64_t parent, const char *name, int unit,
+		       uint8_t **s, size_t *cap)
+{
+	Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+	Rvpf__TrackDescriptor td = RVPF__TRACK_DESCRIPTOR__INIT;
+	Rvpf__CounterDescriptor cd = RVPF__COUNTER_DESCRIPTOR__INIT;
+	td.has_uuid = 1;
+	td.uuid = uuid;
+	td.has_parent_uuid = 1;
+	td.parent_uuid = parent;
+	td.name = (char *)name;
+	if (unit >= 0) {
+		cd.has_unit = 1;
+		cd.unit = unit;
+		td.counter = &cd;
+	}
+	p.track_descriptor = &td;
+	p.has_trusted_packet_sequence_id = 1;
+	p.trusted_packet_sequence_id = 1;
+	return put_packet(f, &p, s, cap);
+}
+
+/* The off-CPU view of thread ti (track uuid ti + 1), when it has one:
+ *  - uuid (ti + 1) << 32 | 1, "thread state": slices "Running",
+ *    "Runnable (preempted)" and "Blocked (sleeping)" tiling the span in
+ *    which the thread's state is known, from the oldest switch the daemon
+ *    kept (the counters' window; else the thread's first event) to its
+ *    last event;
+ *  - | 2 and | 3, "switch-outs: blocked" / "switch-outs: preempted":
+ *    counters of the intervals so far, 0 at that start;
+ *  - | 4, | 5, | 6 (THREAD_COUNTERS): "minor faults", "major faults",
+ *    "task-clock" (ns), 0 when tracing started and the totals at the
+ *    capture.
+ * Thread track uuids are below 2^32, so these never collide with them. */
+static int offcpu_tracks(FILE *f, const rva_thread *th, size_t ti, uint8_t **s, size_t *cap)
+{
+	static const char *const state[RVA_OFF_NREASONS] = {"Running", "Runnable (preempted)",
+							    "Blocked (sleeping)"};
+	const uint64_t base = (uint64_t)(ti + 1) << 32;
+	int rc = 0;
+	if (!th->noffcpu && !th->counters)
+		return 0;
+	int64_t from = INT64_MAX, to = INT64_MIN;
+	for (size_t i = 0; i < th->ncalls; i++) {
+		from = th->calls[i].start < from ? th->calls[i].start : from;
+		to = th->calls[i].end > to ? th->calls[i].end : to;
+	}
+	if (th->noffcpu) {
+		from = th->offcpu[0].from < from ? th->offcpu[0].from : from;
+		to = th->offcpu[th->noffcpu - 1].to > to ? th->offcpu[th->noffcpu - 1].to : to;
+	}
+	if (th->counters && th->counters->window > from && th->counters->window <= to)
+		from = th->counters->window;
+	if (th->noffcpu && from <= to) {
+		uint64_t sw[RVA_OFF_NREASONS] = {0};
+		int64_t at = from;
+		rc = child_track(f, base | 1, ti + 1, "thread state", -1, s, cap);
+		for (int k = 2; k <= 3 && rc == 0; k++)
+			rc = child_track(f, base | (uint64_t)k, ti + 1,
+					 k == 2 ? "switch-outs: blocked" : "switch-outs: preempted",
+					 2, s, cap);
+		for (int k = 2; k <= 3 && rc == 0; k++)
+			rc = track_event(f, 4, base | (uint64_t)k, from, -1, NULL, 0, s, cap);
+		for (size_t i = 0; i <= th->noffcpu && rc == 0; i++) {
+			int64_t next = i < th->noffcpu ? th->offcpu[i].from : to;
+			if (next > at &&
+			    (rc = track_event(f, 1, base | 1, at, -1, state[0], 0, s, cap)) == 0)
+				rc = slice(f, 2, base | 1, next, -1, s, cap);
+			if (i == th->noffcpu || rc < 0)
+				break;
+			const rva_offcpu *v = &th->offcpu[i];
+			uint32_t r = v->reason == RVA_OFF_PREEMPTED ? RVA_OFF_PREEMPTED
+								    : RVA_OFF_BLOCKED;
+			/* Sorted and disjoint (rva_offcpu_set), but the window is
+			 * the daemon's: an interval before it is cut there. */
+			int64_t vf = v->from < at ? at : v->from, vt = v->to < vf ? vf : v->to;
+			if (vt > vf &&
+			    (rc = track_event(f, 1, base | 1, vf, -1, state[r], 0, s, cap)) == 0)
+				rc = slice(f, 2, base | 1, vt, -1, s, cap);
+			if (rc == 0)
+				rc = track_event(f, 4, base | (r == RVA_OFF_BLOCKED ? 2u : 3u), vf,
+						 -1, NULL, (int64_t)++sw[r], s, cap);
+			at = vt;
+		}
+	}
+	const rva_tcounters *k = th->counters;
+	if (!k || rc < 0)
+		return rc;
+	static const char *const cname[3] = {"minor faults", "major faults", "task-clock"};
+	const uint64_t val[3] = {k->minor_faults, k->major_faults, k->task_clock_ns};
+	for (int i = 0; i < 3 && rc == 0; i++) {
+		rc = child_track(f, base | (uint64_t)(4 + i), ti + 1, cname[i], i == 2 ? 1 : 2, s,
+				 cap);
+		if (rc == 0 && k->since < k->at)
+			rc = track_event(f, 4, base | (uint64_t)(4 + i), k->since, -1, NULL, 0, s,
+					 cap);
+		if (rc == 0)
+			rc = track_event(f, 4, base | (uint64_t)(4 + i), k->at, -1, NULL,
+					 (int64_t)(val[i] > INT64_MAX ? INT64_MAX : val[i]), s,
+					 cap);
+	}
+	return rc;
 }
 
 int rva_export_perfetto(FILE *f, const rva_trace *t)
@@ -748,6 +870,8 @@ int rva_export_perfetto(FILE *f, const rva_trace *t)
 				   &scratch, &cap);
 			ends[n++] = th->calls[i].end;
 		}
+		if (rc == 0)
+			rc = offcpu_tracks(f, th, ti, &scratch, &cap);
 	}
 out_free:
 	free(ends);

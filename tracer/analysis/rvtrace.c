@@ -376,6 +376,13 @@ static int print_summary(const sumview *v, size_t ntop)
 		printf("  %s\n", t->names[ids[i]]);
 	}
 	free(ids);
+	if (rva_trace_has_offcpu(full) && !full->weighted) {
+		rva_offcpu_reason r[RVA_OFF_NREASONS - 1];
+		size_t nr = rva_offcpu_reasons(full, r);
+		printf("\noff-CPU by reason:\n");
+		for (size_t i = 0; i < nr; i++)
+			printf("  %14.3f us  %s\n", (double)r[i].ns / 1e3, r[i].name);
+	}
 	if (full->has_anomaly) {
 		printf("\nanomaly %s at %" PRId64 "; chains running then:\n",
 		       full->anomaly_name ? full->anomaly_name : "", full->anomaly_ns);

@@ -3,6 +3,7 @@
  * rvtrace.summary.v1, tracer/RVTRACE.md), so the daemon, the server and the
  * CLI write the same bytes.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -26,34 +27,44 @@ static void write_chain_at(FILE *f, int *first, const rva_trace *t, size_t th,
 	*first = 0;
 }
 
+size_t rva_offcpu_reasons(const rva_trace *t, rva_offcpu_reason *out)
+{
+	static const char *const name[RVA_OFF_NREASONS] = {"", "preempted", "blocked"};
+	int64_t tot[RVA_OFF_NREASONS] = {0};
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nthreads; i++) {
+		int64_t r[RVA_OFF_NREASONS];
+
+		rva_offcpu_overlap(&t->threads[i], t->start, t->end, r);
+		for (int k = 1; k < RVA_OFF_NREASONS; k++)
+			tot[k] += r[k];
+	}
+	/* Insertion by total, largest first; a tie keeps reason order. */
+	for (uint32_t k = 1; k < RVA_OFF_NREASONS; k++) {
+		size_t j = n++;
+
+		while (j > 0 && out[j - 1].ns < tot[k]) {
+			out[j] = out[j - 1];
+			j--;
+		}
+		out[j] = (rva_offcpu_reason){k, name[k], tot[k]};
+	}
+	assert(n == RVA_OFF_NREASONS - 1);
+	return n;
+}
+
 /* "offcpu_reasons": the off-CPU time of every thread of `full` inside its
  * span, by reason, largest first (ties: preempted before blocked). */
 static void write_offcpu_reasons(FILE *f, const rva_trace *full)
 {
-	static const char *const name[RVA_OFF_NREASONS] = {"", "preempted", "blocked"};
-	int64_t tot[RVA_OFF_NREASONS] = {0};
-	int order[RVA_OFF_NREASONS - 1];
+	rva_offcpu_reason r[RVA_OFF_NREASONS - 1];
+	size_t n = rva_offcpu_reasons(full, r);
 
-	for (size_t i = 0; i < full->nthreads; i++) {
-		int64_t r[RVA_OFF_NREASONS];
-
-		rva_offcpu_overlap(&full->threads[i], full->start, full->end, r);
-		for (int k = 1; k < RVA_OFF_NREASONS; k++)
-			tot[k] += r[k];
-	}
-	for (int k = 1; k < RVA_OFF_NREASONS; k++) {
-		int j = k - 1;
-
-		while (j > 0 && tot[order[j - 1]] < tot[k]) {
-			order[j] = order[j - 1];
-			j--;
-		}
-		order[j] = k;
-	}
 	fprintf(f, ",\n\"offcpu_reasons\":[");
-	for (int j = 0; j < RVA_OFF_NREASONS - 1; j++)
-		fprintf(f, "%s{\"reason\":\"%s\",\"ns\":%" PRId64 "}", j ? "," : "", name[order[j]],
-			tot[order[j]]);
+	for (size_t j = 0; j < n; j++)
+		fprintf(f, "%s{\"reason\":\"%s\",\"ns\":%" PRId64 "}", j ? "," : "", r[j].name,
+			r[j].ns);
 	fputc(']', f);
 }
 

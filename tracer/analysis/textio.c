@@ -643,6 +643,64 @@ static void chrome_event(FILE *f, int *first, char ph, const rva_thread *th, int
 	*first = 0;
 }
 
+/* Thread th's off-CPU view (FORMAT.md OFFCPU, THREAD_COUNTERS) as Chrome
+ * events, times relative to t0: each interval an X slice "off-CPU
+ * (preempted)" / "off-CPU (blocked)" (cat "offcpu") on the thread, which
+ * Perfetto and speedscope draw inside the call it interrupted (an interval
+ * holds no entry or exit, rva_offcpu_set); the counter (C) "switch-outs tid
+ * N" with args "blocked" and "preempted", the intervals so far, 0 at the
+ * thread's first event; and from its counters "page faults tid N" (args
+ * "minor", "major") and "task-clock tid N" (arg "ns"): 0 when tracing
+ * started (when not before t0) and the totals at the capture. */
+static void chrome_switches(FILE *f, const rva_thread *th, int64_t ts, const uint64_t *sw,
+			    int *first)
+{
+	chrome_event(f, first, 'C', th, ts);
+	fprintf(f,
+		",\"name\":\"switch-outs tid %u\",\"args\":{\"blocked\":%llu,\"preempted\":%llu}}",
+		th->tid, (unsigned long long)sw[RVA_OFF_BLOCKED],
+		(unsigned long long)sw[RVA_OFF_PREEMPTED]);
+}
+
+static void chrome_offcpu(FILE *f, const rva_thread *th, int64_t t0, int *first)
+{
+	uint64_t sw[RVA_OFF_NREASONS] = {0};
+	if (th->noffcpu) {
+		int64_t at = th->offcpu[0].from;
+		if (th->ncalls && th->calls[0].start < at)
+			at = th->calls[0].start;
+		chrome_switches(f, th, (at < t0 ? t0 : at) - t0, sw, first);
+	}
+	for (size_t i = 0; i < th->noffcpu; i++) {
+		const rva_offcpu *v = &th->offcpu[i];
+		int preempted = v->reason == RVA_OFF_PREEMPTED;
+		int64_t from = v->from < t0 ? t0 : v->from;
+		sw[preempted ? RVA_OFF_PREEMPTED : RVA_OFF_BLOCKED]++;
+		chrome_switches(f, th, from - t0, sw, first);
+		if (v->to <= from)
+			continue;
+		chrome_event(f, first, 'X', th, from - t0);
+		fputs(",\"dur\":", f);
+		put_us(f, v->to - from);
+		fprintf(f, ",\"cat\":\"offcpu\",\"name\":\"off-CPU (%s)\"}",
+			preempted ? "preempted" : "blocked");
+	}
+	const rva_tcounters *k = th->counters;
+	if (!k)
+		return;
+	for (int z = k->since >= t0 && k->since < k->at ? 0 : 1; z < 2; z++) {
+		chrome_event(f, first, 'C', th, (z ? k->at : k->since) - t0);
+		fprintf(f,
+			",\"name\":\"page faults tid %u\",\"args\":{\"minor\":%llu,"
+			"\"major\":%llu}}",
+			th->tid, z ? (unsigned long long)k->minor_faults : 0ull,
+			z ? (unsigned long long)k->major_faults : 0ull);
+		chrome_event(f, first, 'C', th, (z ? k->at : k->since) - t0);
+		fprintf(f, ",\"name\":\"task-clock tid %u\",\"args\":{\"ns\":%llu}}", th->tid,
+			z ? (unsigned long long)k->task_clock_ns : 0ull);
+	}
+}
+
 int rva_export_chrome(FILE *f, const rva_trace *t)
 {
 	int first = 1;
@@ -711,6 +769,8 @@ int rva_export_chrome(FILE *f, const rva_trace *t)
 		rvc_json_str(f, t->anomaly_name ? t->anomaly_name : "anomaly");
 		fputc('}', f);
 	}
+	for (size_t ti = 0; ti < t->nthreads; ti++)
+		chrome_offcpu(f, &t->threads[ti], t0, &first);
 	rva_locks_chrome(f, t, t0, &first);
 	fputs("\n]", f);
 	/* What self times include (FORMAT.md UNTRACED, MUTED), in the object

@@ -6,7 +6,9 @@
  * example.  rvt_capture_build() fills that description from a frozen ring:
  * the process metadata, and a SYMBOL (plus its MODULE) for each method value
  * that occurs in the slots — found by decoding the slots backwards, the only
- * unambiguous direction — or was muted, an UNTRACED record per module that
+ * unambiguous direction, into a set of the distinct values (memory and time
+ * in the number of distinct methods, not of events: a full 32 MiB ring holds
+ * ~4 M events of a few thousand methods) — or was muted, an UNTRACED record per module that
  * left functions out at build time and a MUTED record per function muted at
  * run time (mute.c).
  *
@@ -243,6 +245,81 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* A set of distinct method values: open addressing, linear probing, at most
+ * half full; 0 marks an empty bucket (value 0 is kept in has_zero). */
+struct valset {
+	uint64_t *b;
+	size_t cap, n; /* cap a power of two */
+	int has_zero;
+	uint64_t last; /* the value added last (when n > 0 or has_zero) */
+};
+
+static size_t valset_slot(const struct valset *vs, uint64_t v)
+{
+	uint64_t h = v ^ (v >> 33); /* murmur3's finalizer: method values are dense offsets */
+
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	size_t i = (size_t)h & (vs->cap - 1);
+
+	while (vs->b[i] && vs->b[i] != v)
+		i = (i + 1) & (vs->cap - 1);
+	return i;
+}
+
+/* Adds v; 0 or -ENOMEM (the set unchanged).  An entry and its exit carry
+ * the same value, and calls repeat: the last value added is checked first. */
+static int valset_add(struct valset *vs, uint64_t v)
+{
+	if (v == vs->last && vs->n)
+		return 0;
+	vs->last = v;
+	if (v == 0) {
+		vs->has_zero = 1;
+		return 0;
+	}
+	if (2 * (vs->n + 1) > vs->cap) {
+		struct valset g = {calloc(vs->cap * 2, sizeof(uint64_t)), vs->cap * 2, 0,
+				   vs->has_zero, vs->last};
+
+		if (!g.b)
+			return -ENOMEM;
+		for (size_t i = 0; i < vs->cap; i++)
+			if (vs->b[i]) {
+				g.b[valset_slot(&g, vs->b[i])] = vs->b[i];
+				g.n++;
+			}
+		free(vs->b);
+		*vs = g;
+	}
+	size_t i = valset_slot(vs, v);
+
+	if (!vs->b[i]) {
+		vs->b[i] = v;
+		vs->n++;
+	}
+	return 0;
+}
+
+/* The set's values, ascending, in a new array of *n; NULL on -ENOMEM. */
+static uint64_t *valset_sorted(const struct valset *vs, size_t *n)
+{
+	uint64_t *out = malloc((vs->n + 1) * sizeof(*out));
+	size_t k = 0;
+
+	if (!out)
+		return NULL;
+	if (vs->has_zero)
+		out[k++] = 0;
+	for (size_t i = 0; i < vs->cap; i++)
+		if (vs->b[i])
+			out[k++] = vs->b[i];
+	assert(k == vs->n + (size_t)vs->has_zero);
+	qsort(out, k, sizeof(*out), cmp_u64);
+	*n = k;
+	return out;
+}
+
 /* Reads a whole small /proc file into a heap buffer. */
 static char *slurp(const char *path, size_t *len)
 {
@@ -308,13 +385,11 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 	d.muted = muted;
 	d.nmuted = rvt_mute_list(muted, RVT_MUTED_MAX);
 	d.nuntraced = rvt_untraced_sections(&d.untraced);
-	uint64_t *vals = malloc((count + d.nmuted + 2 * f->nwaits + 1) * sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	size_t nv = 0;
-	for (size_t i = 0; i < d.nmuted; i++)
-		vals[nv++] = muted[i].value;
-	for (uint64_t i = count; i-- > 0;) {
+	struct valset vs = {calloc(1024, sizeof(uint64_t)), 1024, 0, 0, 0};
+	int rc = vs.b ? 0 : -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < d.nmuted; i++)
+		rc = valset_add(&vs, muted[i].value);
+	for (uint64_t i = count; rc == 0 && i-- > 0;) {
 		uint64_t s = r->slots[(first + i) % r->nslots];
 		uint32_t low = (uint32_t)s;
 		if (low == 0)
@@ -324,25 +399,25 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 				break; /* its first half was overwritten */
 			i--;
 			if (low == RVT_SLOT_PAIR)
-				vals[nv++] = r->slots[(first + i) % r->nslots];
+				rc = valset_add(&vs, r->slots[(first + i) % r->nslots]);
 		} else {
-			vals[nv++] = low;
+			rc = valset_add(&vs, low);
 		}
 	}
-	for (size_t i = 0; i < f->nwaits; i++) { /* the holders' methods get SYMBOLs too */
+	for (size_t i = 0; rc == 0 && i < f->nwaits; i++) { /* the holders' methods too */
 		if (f->waits[i].flags & RVT_LOCK_HOLDER_METHOD)
-			vals[nv++] = f->waits[i].holder_method;
-		if (f->waits[i].flags & RVT_LOCK_WAITER_METHOD)
-			vals[nv++] = f->waits[i].waiter_method;
+			rc = valset_add(&vs, f->waits[i].holder_method);
+		if (rc == 0 && (f->waits[i].flags & RVT_LOCK_WAITER_METHOD))
+			rc = valset_add(&vs, f->waits[i].waiter_method);
 	}
-	qsort(vals, nv, sizeof(*vals), cmp_u64);
 	size_t u = 0;
-	for (size_t i = 0; i < nv; i++)
-		if (u == 0 || vals[u - 1] != vals[i])
-			vals[u++] = vals[i];
+	uint64_t *vals = rc == 0 ? valset_sorted(&vs, &u) : NULL;
+	free(vs.b);
+	if (!vals)
+		return -ENOMEM;
 
 	struct rvt_symtab st;
-	int rc = rvt_symtab_build(&st, vals, u, rvt_method_base);
+	rc = rvt_symtab_build(&st, vals, u, rvt_method_base);
 	free(vals);
 	if (rc)
 		return rc;

@@ -287,6 +287,19 @@ int64_t rva_offcpu_overlap(const rva_thread *th, int64_t from, int64_t to, int64
  * as far as the records know.  Any thread; O(1). */
 int64_t rva_offcpu_unknown(const rva_thread *th, int64_t from, int64_t to);
 
+/* The off-CPU time of a trace for one reason. */
+typedef struct rva_offcpu_reason {
+	uint32_t reason;  /* RVA_OFF_* */
+	const char *name; /* static: "preempted", "blocked" */
+	int64_t ns;	  /* summed over the threads, inside [t->start, t->end) */
+} rva_offcpu_reason;
+
+/* Every reason's off-CPU time into out[RVA_OFF_NREASONS - 1], largest
+ * first (ties in RVA_OFF_* order; 0 ns for a trace without intervals), as
+ * the summary's "offcpu_reasons" and the trace page list them.  Returns the
+ * count (RVA_OFF_NREASONS - 1).  Reads t only. */
+size_t rva_offcpu_reasons(const rva_trace *t, rva_offcpu_reason *out);
+
 /* 1 when some thread of `t` has off-CPU intervals or counters, else 0. */
 int rva_trace_has_offcpu(const rva_trace *t);
 
@@ -615,8 +628,8 @@ int rva_android_import(const uint8_t *buf, size_t len, rva_trace **out, rva_erro
 int rva_chrome_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 
 /* Perfetto protobuf: SLICE_BEGIN/SLICE_END track events (inline or
- * interned names), one thread per track, sorted by time; instants and
- * counters skipped.  -EINVAL when no packet parses. */
+ * interned names), one thread per track (counter tracks are none), sorted
+ * by time; instants and counters skipped.  -EINVAL when no packet parses. */
 int rva_perfetto_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 
 /* Detect and import buf.  -EPROTONOSUPPORT for an unknown format. */
@@ -663,7 +676,11 @@ int rva_export_pprof(FILE *f, const rva_trace *t);
  * ends before its next sibling begins; readers that sort stably keep it),
  * ts in µs since the trace start (t->start), written exactly: an integer or
  * three decimals.  A trace with an anomaly gets a global instant event
- * ("ph":"i","s":"g","cat":"anomaly") named after it.  Memory linear in the
+ * ("ph":"i","s":"g","cat":"anomaly") named after it.  Threads with off-CPU
+ * intervals or counters get X slices "off-CPU (preempted|blocked)" (cat
+ * "offcpu") and counter events ("ph":"C") "switch-outs tid N", "page
+ * faults tid N", "task-clock tid N" (tracer/RVTRACE.md); lock waits come
+ * with their flow arrows (rva_locks_chrome).  Memory linear in the
  * largest thread's calls.  0, -ENOMEM, -EIO. */
 int rva_export_chrome(FILE *f, const rva_trace *t);
 
@@ -701,7 +718,14 @@ int rva_locks_chrome(FILE *f, const rva_trace *t, int64_t t0, int *first);
 int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
 
 /* Perfetto protobuf: a TrackDescriptor per thread (uuid = index + 1), one
- * interning packet (iid = method id + 1), BEGIN/END TrackEvents. */
+ * interning packet (iid = method id + 1), BEGIN/END TrackEvents.  A thread
+ * with off-CPU intervals or counters gets child tracks of its track (uuid
+ * (index + 1) << 32 | k): k = 1 "thread state", slices "Running",
+ * "Runnable (preempted)", "Blocked (sleeping)"; counter tracks (TYPE_COUNTER
+ * events) k = 2 "switch-outs: blocked", 3 "switch-outs: preempted" (the
+ * intervals so far), and from its counters 4 "minor faults", 5 "major
+ * faults", 6 "task-clock" (ns): 0 at `since`, the totals at `at`.
+ * 0, -ENOMEM, -EIO. */
 int rva_export_perfetto(FILE *f, const rva_trace *t);
 
 /* speedscope JSON, one evented profile per thread with calls (unit
