@@ -84,6 +84,18 @@ $(eval $(call rv_test,integration,daemon_offcpu,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_daemon_offcpu: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                           $(BIN)/rearview-demo-app
 
+# Issue 17's "done when": rv_why_app slow for each reason in turn, captured
+# through the real rearviewd and read back by rvtrace why.
+$(OBJ)/tests/integration/why_app.o: CPPFLAGS += -Itracer/include
+$(OBJ)/tests/integration/why_app.o: CFLAGS += -finstrument-functions
+$(TBIN)/integration/rv_why_app: $(OBJ)/tests/integration/why_app.o $(LIBRVTRACE_SO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(LIB) -lrvtrace -Wl,-rpath,'$(abspath $(LIB))' \
+	  $(PROTOBUF_LIBS) -lpthread
+$(eval $(call rv_test,integration,daemon_why,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_why: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
+                                       $(TBIN)/integration/rv_why_app
+
 $(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
 
 # Integration tests: real rearviewd, rvctl and helper processes.

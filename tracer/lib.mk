@@ -233,7 +233,12 @@ $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 	@mkdir -p $(@D)
 	$(RVT_A64_CC) -static -pthread -Wl,-u,__pthread_create,-u,__pthread_setname_np \
 	  -Wl,--undefined=__libc_siglongjmp \
-	  -Wl,-u,__pthread_mutex_lock,-u,__pthread_rwlock_rdlock,-u,__pthread_rwlock_wrlock -o $@ $^
+	  -Wl,-u,__pthread_mutex_lock,-u,__pthread_rwlock_rdlock,-u,__pthread_rwlock_wrlock \
+	  -Wl,-u,__pthread_mutex_timedlock,-u,__pthread_mutex_clocklock \
+	  -Wl,-u,___pthread_rwlock_timedrdlock,-u,___pthread_rwlock_timedwrlock \
+	  -Wl,-u,___pthread_rwlock_clockrdlock,-u,___pthread_rwlock_clockwrlock \
+	  -Wl,-u,__pthread_cond_wait,-u,__pthread_cond_timedwait,-u,__pthread_cond_clockwait \
+	  -Wl,-u,__pthread_cond_signal,-u,__pthread_cond_broadcast -o $@ $^
 $(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
 	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
 	chmod +x $@

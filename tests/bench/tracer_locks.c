@@ -2,12 +2,15 @@
  * tracer_locks.c — the uncontended lock's cost with and without librvtrace
  * (issue 17: its pthread_mutex_lock / rwlock interposers try the lock first).
  * Takes and releases one mutex and one rwlock (write) N times (argv[1],
- * default 1 000 000) on a thread that is not traced; built twice, plain and
+ * default 1 000 000), then the same with pthread_mutex_timedlock and
+ * pthread_rwlock_timedwrlock, then signals and broadcasts a condition
+ * variable without waiters N times, on a thread that is not traced; built twice, plain and
  * linked with librvtrace (RVT_LINKED), to be counted under callgrind
  * (tracer/BENCHMARKS.md, "Lock interposers").  Prints nothing on success.
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #ifdef RVT_LINKED
 #include "rearview/trace.h"
@@ -29,6 +32,20 @@ int main(int argc, char **argv)
 	for (long i = 0; i < n; i++) {
 		pthread_rwlock_wrlock(&l);
 		pthread_rwlock_unlock(&l);
+	}
+	struct timespec until = {.tv_sec = 0x7fffffff};
+	for (long i = 0; i < n; i++) {
+		pthread_mutex_timedlock(&m, &until);
+		pthread_mutex_unlock(&m);
+	}
+	for (long i = 0; i < n; i++) {
+		pthread_rwlock_timedwrlock(&l, &until);
+		pthread_rwlock_unlock(&l);
+	}
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	for (long i = 0; i < n; i++) {
+		pthread_cond_signal(&c);
+		pthread_cond_broadcast(&c);
 	}
 	return 0;
 }

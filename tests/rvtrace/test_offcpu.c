@@ -4,7 +4,8 @@
  * are decoded into the model, each method's inclusive time splits into
  * on-CPU and off-CPU time by reason (a CPU-bound call preempted once, a call
  * blocked on a pipe, a page-faulting call), another thread's records are
- * ignored, a record whose intervals run past it is refused, and the
+ * ignored, a record whose intervals run past it is refused, time before
+ * the switch window is unknown once the daemon's ring lost switches, and the
  * summary JSON lists the off-CPU reasons largest first.  The exports show
  * it: Perfetto's thread-state slices and counter tracks (decoded here with
  * the generated code, and re-imported), Chrome's off-CPU slices and
@@ -120,6 +121,30 @@ static void test_offcpu_example_splits_each_method(void **state)
 	assert_int_equal(r[RVA_OFF_BLOCKED], 9000);
 	assert_int_equal(rva_offcpu_overlap(&t->threads[0], 50000, 60000, r), 0);
 	free(st);
+	rva_trace_free(t);
+	free(c.b);
+}
+
+/* The example's window starts at 9000: with all 3 switches in it nothing is
+ * unknown; had the ring lost 2 older ones, the time before 9000 is. */
+static void test_offcpu_lost_switches_make_time_before_window_unknown(void **state)
+{
+	capbuf c = {0};
+	rva_trace *t;
+	rva_tcounters *k;
+	int rc;
+
+	(void)state;
+	build(&c, 0x2b, 0);
+	t = decode(&c, &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(rva_offcpu_unknown(&t->threads[0], 1000, 99000), 0);
+	k = t->threads[0].counters;
+	k->switches = 5;
+	assert_int_equal(rva_offcpu_unknown(&t->threads[0], 1000, 99000), 8000); /* main */
+	assert_int_equal(rva_offcpu_unknown(&t->threads[0], 2000, 12000), 7000); /* spin */
+	assert_int_equal(rva_offcpu_unknown(&t->threads[0], 20000, 50000), 0);	 /* read_pipe */
+	assert_int_equal(rva_offcpu_unknown(&t->threads[0], 9000, 9000), 0);
 	rva_trace_free(t);
 	free(c.b);
 }
@@ -378,6 +403,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offcpu_example_splits_each_method),
+		cmocka_unit_test(test_offcpu_lost_switches_make_time_before_window_unknown),
 		cmocka_unit_test(test_offcpu_other_thread_records_ignored),
 		cmocka_unit_test(test_offcpu_intervals_past_record_refused),
 		cmocka_unit_test(test_offcpu_summary_json_lists_reasons),

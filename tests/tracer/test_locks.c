@@ -32,11 +32,21 @@
 #include "rearview/trace.h"
 #include "tracer-int.h"
 
+enum mode {
+	MUTEX,	      /* a mutex */
+	RWLOCK,	      /* a rwlock, written by the holder, read by the waiter */
+	TIMED_MUTEX,  /* pthread_mutex_timedlock */
+	TIMED_RWLOCK, /* pthread_rwlock_timedrdlock */
+	COND,	      /* the waiter waits on a condition variable the holder signals */
+};
+
 struct scene {
-	int rw; /* 0: a mutex; 1: a rwlock, written by the holder, read by the waiter */
+	enum mode rw;
 	int trace;
 	pthread_mutex_t mu;
 	pthread_rwlock_t rwl;
+	pthread_cond_t cond;
+	int ready; /* COND: under mu */
 	pthread_t holder;
 	_Atomic int holder_tid, waiter_tid;
 	_Atomic int go_holder, go_waiter; /* the tracer started them */
@@ -67,28 +77,64 @@ __attribute__((no_instrument_function)) static char thread_state(int tid)
 	return p && p[1] == ' ' ? p[2] : '?';
 }
 
+static int is_rw(const struct scene *s)
+{
+	return s->rw == RWLOCK || s->rw == TIMED_RWLOCK;
+}
+
 __attribute__((noinline)) static void slow_holder(struct scene *s)
 {
-	if (s->rw)
+	if (is_rw(s))
 		assert_int_equal(pthread_rwlock_wrlock(&s->rwl), 0);
-	else
+	else if (s->rw != COND)
 		assert_int_equal(pthread_mutex_lock(&s->mu), 0);
 	s->held = 1;
-	/* Hold it until the waiter sleeps on it (10 s at most). */
+	/* Hold it (or wait to signal) until the waiter sleeps on it (10 s at
+	 * most). */
 	int64_t deadline = now_ns() + 10 * 1000000000ll;
 	while (now_ns() < deadline && !(s->trying && thread_state(s->waiter_tid) == 'S'))
 		sched_yield();
-	if (s->rw)
+	if (is_rw(s)) {
 		pthread_rwlock_unlock(&s->rwl);
-	else
+	} else if (s->rw == COND) {
+		pthread_mutex_lock(&s->mu);
+		s->ready = 1;
+		pthread_cond_signal(&s->cond);
 		pthread_mutex_unlock(&s->mu);
+	} else {
+		pthread_mutex_unlock(&s->mu);
+	}
 }
 
 __attribute__((noinline)) static void ui_wait(struct scene *s)
 {
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 60;
+	if (s->rw == COND) {
+		pthread_mutex_lock(&s->mu);
+		s->trying = 1;
+		while (!s->ready && !s->lock_rc)
+			s->lock_rc = pthread_cond_wait(&s->cond, &s->mu);
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
 	s->trying = 1;
-	s->lock_rc = s->rw ? pthread_rwlock_rdlock(&s->rwl) : pthread_mutex_lock(&s->mu);
-	if (s->rw)
+	switch (s->rw) {
+	case MUTEX:
+		s->lock_rc = pthread_mutex_lock(&s->mu);
+		break;
+	case TIMED_MUTEX:
+		s->lock_rc = pthread_mutex_timedlock(&s->mu, &until);
+		break;
+	case RWLOCK:
+		s->lock_rc = pthread_rwlock_rdlock(&s->rwl);
+		break;
+	default:
+		s->lock_rc = pthread_rwlock_timedrdlock(&s->rwl, &until);
+		break;
+	}
+	if (is_rw(s))
 		pthread_rwlock_unlock(&s->rwl);
 	else
 		pthread_mutex_unlock(&s->mu);
@@ -122,6 +168,7 @@ static void run_scene(struct scene *s)
 {
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_rwlock_init(&s->rwl, NULL);
+	pthread_cond_init(&s->cond, NULL);
 	pthread_t w;
 	assert_int_equal(pthread_create(&s->holder, NULL, holder_main, s), 0);
 	assert_int_equal(pthread_create(&w, NULL, waiter_main, s), 0);
@@ -162,7 +209,7 @@ static rva_trace *capture_decode(int tid)
 
 /* What rvtrace shows of t's one wait: the per-method statistics, the
  * summary JSON field, the Chrome flow arrow and the `why` block. */
-static void check_shown(const rva_trace *t, int holder)
+static void check_shown(const rva_trace *t, int holder, int cond)
 {
 	rva_lock_stat *st;
 	size_t n;
@@ -196,18 +243,20 @@ static void check_shown(const rva_trace *t, int holder)
 	snprintf(want, sizeof(want), "\"tid\":%d", holder);
 	assert_non_null(strstr(strstr(doc, "\"ph\":\"s\""), want));
 	assert_non_null(strstr(doc, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"lock\""));
+	assert_non_null(strstr(doc, cond ? "\"name\":\"signalled\"" : "\"name\":\"lock held\""));
 	free(doc);
 
 	f = open_memstream(&doc, &len);
 	assert_non_null(f);
 	assert_int_equal(rva_locks_why(f, t, (uint32_t)ui), 0);
 	fclose(f);
-	snprintf(want, sizeof(want), "held by tid %d in slow_holder", holder);
+	snprintf(want, sizeof(want), "%s by tid %d in slow_holder", cond ? "woken" : "held",
+		 holder);
 	assert_non_null(strstr(doc, want));
 	free(doc);
 }
 
-static void check_wait(int rw)
+static void check_wait(enum mode rw)
 {
 	struct scene s = {.rw = rw, .trace = 1};
 	run_scene(&s);
@@ -215,11 +264,15 @@ static void check_wait(int rw)
 	size_t found = 0;
 	for (size_t i = 0; i < t->nlock_waits; i++) {
 		const rva_lock_wait *w = &t->lock_waits[i];
-		uint64_t want_lock = rw ? (uint64_t)(uintptr_t)&s.rwl : (uint64_t)(uintptr_t)&s.mu;
-		if (w->lock != want_lock)
+		const void *want_lock = rw == COND  ? (const void *)&s.cond
+					: is_rw(&s) ? (const void *)&s.rwl
+						    : (const void *)&s.mu;
+		if (w->lock != (uint64_t)(uintptr_t)want_lock)
 			continue;
 		found++;
-		assert_int_equal(w->kind, rw ? RVA_LOCK_RDLOCK : RVA_LOCK_MUTEX);
+		assert_int_equal(w->kind, rw == COND  ? RVA_LOCK_COND
+					  : is_rw(&s) ? RVA_LOCK_RDLOCK
+						      : RVA_LOCK_MUTEX);
 		assert_int_equal(w->waiter, s.waiter_tid);
 		assert_int_equal(w->holder, s.holder_tid);
 		assert_string_equal(method_name(t, w->holder_method), "slow_holder");
@@ -227,20 +280,40 @@ static void check_wait(int rw)
 		assert_true(w->end >= w->start);
 	}
 	assert_int_equal(found, 1);
-	check_shown(t, s.holder_tid);
+	check_shown(t, s.holder_tid, rw == COND);
 	rva_trace_free(t);
 }
 
 static void test_locks_contended_mutex_records_holder_and_method(void **state)
 {
 	(void)state;
-	check_wait(0);
+	check_wait(MUTEX);
 }
 
 static void test_locks_contended_rwlock_records_writer_and_method(void **state)
 {
 	(void)state;
-	check_wait(1);
+	check_wait(RWLOCK);
+}
+
+static void test_locks_contended_timedlock_records_holder_and_method(void **state)
+{
+	(void)state;
+	check_wait(TIMED_MUTEX);
+}
+
+static void test_locks_contended_timed_rwlock_records_writer_and_method(void **state)
+{
+	(void)state;
+	check_wait(TIMED_RWLOCK);
+}
+
+/* The condition variable's wait: the holder is the thread that signalled
+ * it, its method the one it signalled from. */
+static void test_locks_cond_wait_records_waker_and_method(void **state)
+{
+	(void)state;
+	check_wait(COND);
 }
 
 static void test_locks_untraced_contended_records_nothing(void **state)
@@ -337,6 +410,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_locks_contended_mutex_records_holder_and_method),
 		cmocka_unit_test(test_locks_contended_rwlock_records_writer_and_method),
+		cmocka_unit_test(test_locks_contended_timedlock_records_holder_and_method),
+		cmocka_unit_test(test_locks_contended_timed_rwlock_records_writer_and_method),
+		cmocka_unit_test(test_locks_cond_wait_records_waker_and_method),
 		cmocka_unit_test(test_locks_untraced_contended_records_nothing),
 		cmocka_unit_test(test_locks_format_example_encodes_and_decodes),
 	};

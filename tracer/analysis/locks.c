@@ -27,6 +27,7 @@ static const char *kind_name(uint32_t kind)
 	return kind == RVA_LOCK_MUTEX	 ? "mutex"
 	       : kind == RVA_LOCK_RDLOCK ? "rwlock read"
 	       : kind == RVA_LOCK_WRLOCK ? "rwlock write"
+	       : kind == RVA_LOCK_COND	 ? "condition variable"
 					 : "lock";
 }
 
@@ -163,8 +164,9 @@ int rva_locks_why(FILE *f, const rva_trace *t, uint32_t method)
 		const rva_lock_wait *w = &t->lock_waits[i];
 		if (w->waiter_method != (int64_t)method)
 			continue;
-		fprintf(f, "  %14.3f us on %s 0x%" PRIx64 " held by ",
-			(double)(w->end - w->start) / 1e3, kind_name(w->kind), w->lock);
+		fprintf(f, "  %14.3f us on %s 0x%" PRIx64 " %s ", (double)(w->end - w->start) / 1e3,
+			kind_name(w->kind), w->lock,
+			w->kind == RVA_LOCK_COND ? "woken by" : "held by");
 		if (w->holder)
 			fprintf(f, "tid %u in %s\n", w->holder, lock_name(t, w->holder_method));
 		else
@@ -207,7 +209,9 @@ int rva_locks_chrome(FILE *f, const rva_trace *t, int64_t t0, int *first)
 			w->holder);
 		chrome_ts(f, "ts", start);
 		chrome_ts(f, "dur", dur);
-		fputs(",\"name\":\"lock held\",\"args\":{\"method\":", f);
+		/* A condition variable's holder signalled it; a lock's held it. */
+		fprintf(f, ",\"name\":\"%s\",\"args\":{\"method\":",
+			w->kind == RVA_LOCK_COND ? "signalled" : "lock held");
 		rvc_json_str(f, lock_name(t, w->holder_method));
 		fputs("}}", f);
 		fprintf(f,

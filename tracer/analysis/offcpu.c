@@ -115,6 +115,17 @@ int64_t rva_offcpu_overlap(const rva_thread *th, int64_t from, int64_t to, int64
 	return b[0] - a[0];
 }
 
+int64_t rva_offcpu_unknown(const rva_thread *th, int64_t from, int64_t to)
+{
+	const rva_tcounters *k = th->counters;
+	int64_t until;
+
+	if (!k || k->switches <= k->voluntary + k->involuntary)
+		return 0;
+	until = to < k->window ? to : k->window;
+	return until > from ? until - from : 0;
+}
+
 int rva_offcpu_set(rva_trace *t, size_t thi, const rva_offcpu *iv, size_t n,
 		   const rva_tcounters *counters)
 {

@@ -757,7 +757,7 @@ static double pct_of(int64_t a, int64_t b)
 static int cmd_why(int argc, char **argv)
 {
 	static const char *const reason[RVA_OFF_NREASONS] = {"", "preempted", "blocked"};
-	int64_t incl = 0, off = 0, by[RVA_OFF_NREASONS] = {0};
+	int64_t incl = 0, off = 0, unknown = 0, by[RVA_OFF_NREASONS] = {0};
 	uint64_t calls = 0;
 	int have = 0;
 	rva_trace *t;
@@ -787,6 +787,7 @@ static int cmd_why(int argc, char **argv)
 			calls++;
 			incl += c->end - c->start;
 			off += rva_offcpu_overlap(th, c->start, c->end, r);
+			unknown += rva_offcpu_unknown(th, c->start, c->end);
 			for (int j = 1; j < RVA_OFF_NREASONS; j++)
 				by[j] += r[j];
 		}
@@ -799,10 +800,15 @@ static int cmd_why(int argc, char **argv)
 		rva_trace_free(t);
 		return rc < 0;
 	}
-	printf("on-CPU: %.3f (%.1f%%)\noff-CPU: %.3f (%.1f%%)\n", usec(t, incl - off),
-	       pct_of(incl - off, incl), usec(t, off), pct_of(off, incl));
+	/* Before the oldest switch the daemon kept (its ring lost older
+	 * ones) the records say nothing: that time is not called on-CPU. */
+	printf("on-CPU: %.3f (%.1f%%)\noff-CPU: %.3f (%.1f%%)\n", usec(t, incl - off - unknown),
+	       pct_of(incl - off - unknown, incl), usec(t, off), pct_of(off, incl));
 	for (int j = 1; j < RVA_OFF_NREASONS; j++)
 		printf("  %s: %.3f (%.1f%%)\n", reason[j], usec(t, by[j]), pct_of(by[j], incl));
+	if (unknown)
+		printf("not known (before the oldest switch kept): %.3f (%.1f%%)\n",
+		       usec(t, unknown), pct_of(unknown, incl));
 	for (size_t i = 0; i < t->nthreads; i++) {
 		const rva_tcounters *k = t->threads[i].counters;
 

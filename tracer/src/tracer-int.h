@@ -76,13 +76,16 @@ struct rvt_lock_wait {
 	uint32_t waiter, holder; /* tids; holder 0: unknown */
 	uint64_t lock;		 /* the lock's address */
 	uint64_t waiter_method;	 /* the method that waited (innermost open) */
-	uint64_t holder_method;	 /* method value open in the holder at `start` */
+	uint64_t holder_method;	 /* method value open in the holder at holder_at */
 	uint64_t start, end;	 /* full shifted counters (FORMAT.md §1) */
+	uint64_t holder_at;	 /* when to look the holder's method up: a lock's
+				  * start, a condition variable's wake-up */
 };
 
 #define RVT_LOCK_MUTEX	       1u
 #define RVT_LOCK_RDLOCK	       2u
 #define RVT_LOCK_WRLOCK	       3u
+#define RVT_LOCK_COND	       4u /* a condition variable wait; holder: the waker */
 #define RVT_LOCK_HOLDER_METHOD 1u
 #define RVT_LOCK_WAITER_METHOD 2u
 /* Lock waits kept process-wide, the oldest overwritten. */

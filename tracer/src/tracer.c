@@ -977,7 +977,7 @@ static struct rvt_lock_wait *lock_waits_locked(const struct rvt_frozen *f, size_
 		if (w[i].waiter_method)
 			w[i].flags |= RVT_LOCK_WAITER_METHOD;
 		if (w[i].holder)
-			w[i].holder_method = open_method_locked((pid_t)w[i].holder, w[i].start);
+			w[i].holder_method = open_method_locked((pid_t)w[i].holder, w[i].holder_at);
 		if (w[i].holder_method)
 			w[i].flags |= RVT_LOCK_HOLDER_METHOD;
 	}

@@ -121,9 +121,11 @@ enum { RVA_CHECKSUM_NONE = 0, RVA_CHECKSUM_VERIFIED = 1 };
 
 /* A lock wait of a capture's thread (LOCK_WAIT record, tracer/FORMAT.md):
  * the thread `waiter` waited from `start` to `end` for the lock at `lock`,
- * held by thread `holder`. */
+ * held by thread `holder` — for RVA_LOCK_COND, a condition variable wait
+ * (with the mutex's re-acquisition), `holder` the thread that signalled it
+ * and `holder_method` its method then. */
 typedef struct rva_lock_wait {
-	uint32_t kind;		 /* RVA_LOCK_MUTEX, RVA_LOCK_RDLOCK, RVA_LOCK_WRLOCK */
+	uint32_t kind;		 /* RVA_LOCK_MUTEX, _RDLOCK, _WRLOCK, _COND */
 	uint32_t waiter, holder; /* tids; holder 0: unknown */
 	uint64_t lock;		 /* the lock's address in the traced process */
 	int64_t waiter_method;	 /* method id that waited; -1 unknown */
@@ -134,6 +136,7 @@ typedef struct rva_lock_wait {
 #define RVA_LOCK_MUTEX	1u
 #define RVA_LOCK_RDLOCK 2u
 #define RVA_LOCK_WRLOCK 3u
+#define RVA_LOCK_COND	4u
 
 typedef struct rva_trace {
 	char **names; /* method names, owned; names[id] */
@@ -275,6 +278,14 @@ int rva_offcpu_set(rva_trace *t, size_t th, const rva_offcpu *iv, size_t n,
  * reason into by_reason[RVA_OFF_NREASONS] when not NULL (index 0 unused,
  * 0).  0 for a thread without intervals.  O(log intervals). */
 int64_t rva_offcpu_overlap(const rva_thread *th, int64_t from, int64_t to, int64_t *by_reason);
+
+/* The part of [from, to) that thread `th`'s switch records cannot speak
+ * for: what lies before its window (THREAD_COUNTERS window_ns) when the
+ * daemon's ring lost older switches — its counters count more switches
+ * than the window holds (voluntary + involuntary).  0 when nothing was
+ * lost or the thread has no counters; such time is neither on- nor off-CPU
+ * as far as the records know.  Any thread; O(1). */
+int64_t rva_offcpu_unknown(const rva_thread *th, int64_t from, int64_t to);
 
 /* The off-CPU time of a trace for one reason. */
 typedef struct rva_offcpu_reason {
