@@ -312,16 +312,6 @@ static void test_daemon_why_cold_file_major_faults_blocked(void **state)
 	assert_true(share(out, "blocked:") > 10);
 }
 
-static void test_daemon_why_hardware_counters_per_method(void **state)
-{
-	(void)state;
-	if (access("/sys/bus/event_source/devices/cpu", F_OK) != 0)
-		print_message("no PMU here (/sys/bus/event_source/devices/cpu is missing)\n");
-	else
-		print_message("per-method hardware counters are not implemented yet\n");
-	skip();
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,7 +320,6 @@ int main(void)
 		cmocka_unit_test(test_daemon_why_lock_and_cond_name_worker_and_method),
 		cmocka_unit_test(test_daemon_why_fault_counts_cover_touched_pages),
 		cmocka_unit_test(test_daemon_why_cold_file_major_faults_blocked),
-		cmocka_unit_test(test_daemon_why_hardware_counters_per_method),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
