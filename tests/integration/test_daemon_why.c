@@ -24,9 +24,9 @@
  *
  * Shares are compared with
  * generous margins, never absolute times.  When perf events cannot be
- * opened here (the daemon logs it) the off-CPU checks skip visibly; the
- * per-method hardware counters (cycles, instructions, cache misses) are not
- * implemented, and this machine has no PMU: that case skips visibly too.
+ * opened here (the daemon logs it) the off-CPU checks skip visibly.  The
+ * pointer chase's cache misses are not checked: per-method hardware
+ * counters are not implemented (and this machine has no PMU).
  */
 #include <inttypes.h>
 #include <setjmp.h>
