@@ -126,6 +126,19 @@ struct rvs_store_ops {
 	 * (pending_decode), to be indexed again with the names.  *queued: how
 	 * many. */
 	int (*requeue_build_id)(struct rvs_store *s, const char *build_id, uint64_t *queued);
+
+	/* ---- issue 15: the SQL of the other server files, behind the table ---- */
+
+	/* Retention (retention.c): deletes the (at most max, 1..500) oldest
+	 * uploads received before cutoff (unix s) in one transaction — their
+	 * traces row (index rows cascade), queue, quarantine and uploads rows
+	 * — and copies each one's blob name, when it has one, into blobs
+	 * (room for max; a name may repeat), *nblobs how many.  Returns how
+	 * many uploads it deleted (0: none left), or -errno (nothing deleted). */
+	int (*retention_delete)(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
+				size_t *nblobs);
+	/* 1 when an uploads row names blob (sha256 hex), 0 when none, -errno. */
+	int (*blob_referenced)(struct rvs_store *s, const char *blob);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;
@@ -137,5 +150,16 @@ extern const struct rvs_store_ops rvs_store_pg;
  * "postgresql://" or "postgres://" URI, else rvs_store_sqlite (a path or a
  * "file:" URI).  Never NULL; no I/O. */
 const struct rvs_store_ops *rvs_store_for(const char *dsn);
+
+/* The process's shared store of a dsn, so that every part of the server
+ * (the device API, queries, retention, the web UI) uses one handle per
+ * database: the first acquire opens it with rvs_store_for(dsn) (applying
+ * migrations), later ones count a reference.  Work thread (it may block on
+ * the open; acquirers of other dsns wait meanwhile).  *ops and *out are
+ * set on 0; -ENOSPC past 8 databases at once, or the open's -errno. */
+int rvs_store_acquire(const char *dsn, const struct rvs_store_ops **ops, struct rvs_store **out);
+/* Drops a reference taken by rvs_store_acquire; the last closes the store.
+ * Any thread; s must come from rvs_store_acquire. */
+void rvs_store_release(struct rvs_store *s);
 
 #endif

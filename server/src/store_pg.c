@@ -844,6 +844,96 @@ fail:
 	return rc;
 }
 
+/* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
+
+/* Runs SQL text with parameters (statements not worth preparing on every
+ * connection: retention, the fleet page).  As run(). */
+static int run_text(PGconn *pg, const char *sql, const struct params *p, PGresult **out)
+{
+	PGresult *r = PQexecParams(pg, sql, p ? p->n : 0, NULL, p ? p->v : NULL, p ? p->len : NULL,
+				   p ? p->fmt : NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+	int rc;
+
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		*out = r;
+		return 0;
+	}
+	rc = pg_errno(pg, r);
+	PQclear(r);
+	*out = NULL;
+	return rc;
+}
+
+/* Retention: the batch is chosen and locked (FOR UPDATE) by the first
+ * statement; the deletes name the same rows by the same ordered subquery
+ * (received_at then trace_id: deterministic), children before parents. */
+static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
+			    size_t *nblobs)
+{
+#define BATCH_OF(T)                                                                                \
+	"DELETE FROM " T " WHERE trace_id IN (SELECT trace_id FROM uploads WHERE received_at < $1" \
+	" ORDER BY received_at, trace_id LIMIT $2)"
+	static const char *const del[] = {BATCH_OF("trace_unresolved"), BATCH_OF("decode_queue"),
+					  BATCH_OF("quarantine"), BATCH_OF("uploads")};
+#undef BATCH_OF
+	struct conn *c = get(s);
+	struct params p = {0};
+	PGresult *r = NULL;
+	int rc, n = 0;
+
+	assert(max > 0 && max <= 500);
+	*nblobs = 0;
+	if (!c)
+		return -EIO;
+	p_i64(&p, cutoff);
+	p_i64(&p, (int64_t)max);
+	if ((rc = exec(c->pg, "BEGIN")) ||
+	    (rc = run_text(c->pg,
+			   "SELECT trace_id, blob_sha256 FROM uploads WHERE received_at < $1"
+			   " ORDER BY received_at, trace_id LIMIT $2 FOR UPDATE",
+			   &p, &r)))
+		goto fail;
+	n = PQntuples(r);
+	for (int i = 0; i < n; i++) {
+		const char *blob = PQgetvalue(r, i, 1);
+		if (!PQgetisnull(r, i, 1) && strlen(blob) == 64)
+			memcpy(blobs[(*nblobs)++], blob, 65);
+	}
+	PQclear(r);
+	for (size_t k = 0; k < 4 && !rc; k++)
+		if (!(rc = run_text(c->pg, del[k], &p, &r)))
+			PQclear(r);
+	if (rc || (rc = exec(c->pg, "COMMIT")))
+		goto fail;
+	put(s, c);
+	return n;
+fail:
+	*nblobs = 0;
+	rollback(c->pg);
+	put(s, c);
+	return rc;
+}
+
+static int blob_referenced(struct rvs_store *s, const char *blob)
+{
+	struct conn *c = get(s);
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	if (!c)
+		return -EIO;
+	p_text(&p, blob);
+	rc = run_text(c->pg, "SELECT 1 FROM uploads WHERE blob_sha256 = $1 LIMIT 1", &p, &r);
+	if (!rc) {
+		rc = PQntuples(r) > 0;
+		PQclear(r);
+	}
+	put(s, c);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -860,4 +950,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.admin_put = admin_put,
 	.skip_add = skip_add,
 	.requeue_build_id = requeue_build_id,
+	/* issue 15 */
+	.retention_delete = retention_delete,
+	.blob_referenced = blob_referenced,
 };

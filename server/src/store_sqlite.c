@@ -46,6 +46,7 @@
 #include "rearview/common.h"
 #include "rearview/common.pb-c.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
@@ -968,6 +969,83 @@ unlock:
 	return rvc_sqlite_errno(rc);
 }
 
+/* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
+
+/* Retention: the batch's ids are read, then deleted, under one BEGIN
+ * IMMEDIATE, children before parents (traces' index rows cascade). */
+static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
+			    size_t *nblobs)
+{
+	static const char *const del[] = {
+		"DELETE FROM traces WHERE trace_id = ?",
+		"DELETE FROM decode_queue WHERE trace_id = ?",
+		"DELETE FROM quarantine WHERE trace_id = ?",
+		"DELETE FROM uploads WHERE trace_id = ?",
+	};
+	char(*ids)[40] = malloc(max * sizeof *ids);
+	sqlite3_stmt *sel = NULL, *st[4] = {NULL};
+	size_t n = 0;
+	int rc;
+
+	assert(max > 0 && max <= 500);
+	*nblobs = 0;
+	if (!ids)
+		return -ENOMEM;
+	pthread_mutex_lock(&s->mu);
+	if ((rc = exec(s, "BEGIN IMMEDIATE")))
+		goto unlock;
+	rc = sqlite3_prepare_v2(s->db,
+				"SELECT trace_id, blob_sha256 FROM uploads WHERE received_at < ?"
+				" ORDER BY received_at LIMIT ?",
+				-1, &sel, NULL);
+	for (size_t k = 0; k < 4 && rc == SQLITE_OK; k++)
+		rc = sqlite3_prepare_v2(s->db, del[k], -1, &st[k], NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(sel, 1, cutoff);
+		sqlite3_bind_int64(sel, 2, (sqlite3_int64)max);
+		while ((rc = sqlite3_step(sel)) == SQLITE_ROW && n < max) {
+			const char *id = (const char *)sqlite3_column_text(sel, 0);
+			const char *blob = (const char *)sqlite3_column_text(sel, 1);
+			snprintf(ids[n++], sizeof ids[0], "%s", id ? id : "");
+			if (blob && strlen(blob) == 64)
+				memcpy(blobs[(*nblobs)++], blob, 65);
+		}
+	}
+	for (size_t i = 0; i < n && rc == SQLITE_DONE; i++) {
+		for (size_t k = 0; k < 4 && rc == SQLITE_DONE; k++) {
+			sqlite3_bind_text(st[k], 1, ids[i], -1, SQLITE_STATIC);
+			rc = sqlite3_step(st[k]);
+			sqlite3_reset(st[k]);
+		}
+	}
+	sqlite3_finalize(sel);
+	for (size_t k = 0; k < 4; k++)
+		sqlite3_finalize(st[k]);
+	if (rc == SQLITE_DONE) {
+		rc = exec(s, "COMMIT");
+	} else {
+		rvs_log("error", "msg=\"retention\" err=\"%s\"", sqlite3_errmsg(s->db));
+		rc = rvc_sqlite_errno(rc);
+		exec(s, "ROLLBACK");
+	}
+unlock:
+	pthread_mutex_unlock(&s->mu);
+	free(ids);
+	if (rc) {
+		*nblobs = 0;
+		return rc;
+	}
+	return (int)n;
+}
+
+static int blob_referenced(struct rvs_store *s, const char *blob)
+{
+	char buf[8];
+	int rc = lookup_text(s, "SELECT 1 FROM uploads WHERE blob_sha256 = ? LIMIT 1", NULL, 0,
+			     blob, buf, sizeof buf);
+	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -984,4 +1062,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.admin_put = admin_put,
 	.skip_add = skip_add,
 	.requeue_build_id = requeue_build_id,
+	/* issue 15 */
+	.retention_delete = retention_delete,
+	.blob_referenced = blob_referenced,
 };

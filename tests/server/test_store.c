@@ -420,6 +420,61 @@ static void test_store_parallel_uploads_at_quota_minus_one_store_exactly_one(voi
 	assert_int_equal(ops->upload_add(f->s, &m), 0);
 }
 
+/* ---- issue 15: the store functions of the other server files ---------- */
+
+static void add_blob_upload(struct fx *f, const char *trace, uint8_t idtag, const char *blob)
+{
+	struct rvs_upload_rec u = {0};
+	snprintf(u.trace_id, sizeof u.trace_id, "%s", trace);
+	u.device_id = "d-1";
+	memset(u.upload_id, idtag, 16);
+	u.blob_sha256 = blob;
+	u.blob_bytes = 10;
+	assert_int_equal(ops->upload_add(f->s, &u), 0);
+}
+
+/* Retention deletes the oldest old uploads a batch at a time, with their
+ * queue rows, and names their blobs; a blob another upload still names
+ * stays referenced until that one goes too. */
+static void test_store_retention_deletes_oldest_batch_and_names_blobs(void **state)
+{
+	struct fx *f = *state;
+	char a[65], b[65], blobs[500][65], v[32];
+	size_t nblobs = 9;
+
+	memset(a, 'a', 64);
+	memset(b, 'b', 64);
+	a[64] = b[64] = 0;
+	add_device(f, "d-1", 1);
+	add_blob_upload(f, "t-1", 1, a);
+	add_blob_upload(f, "t-2", 2, a);
+	add_blob_upload(f, "t-3", 3, b);
+	sql_value(
+		f,
+		"UPDATE uploads SET received_at = 100 + (trace_id = 't-2') WHERE trace_id <> 't-3'"
+		" RETURNING trace_id",
+		"UPDATE uploads SET received_at = 100 + (trace_id = 't-2')::int WHERE trace_id <>"
+		" 't-3' RETURNING trace_id",
+		v, sizeof v);
+	assert_int_equal(ops->blob_referenced(f->s, a), 1);
+
+	assert_int_equal(ops->retention_delete(f->s, 1000, 1, blobs, &nblobs), 1);
+	assert_int_equal(nblobs, 1);
+	assert_string_equal(blobs[0], a);
+	assert_int_equal(ops->blob_referenced(f->s, a), 1); /* t-2 still names it */
+	sql_value(f, "SELECT count(*) FROM uploads WHERE trace_id = 't-1'", NULL, v, sizeof v);
+	assert_string_equal(v, "0");
+
+	assert_int_equal(ops->retention_delete(f->s, 1000, 500, blobs, &nblobs), 1);
+	assert_int_equal(nblobs, 1);
+	assert_int_equal(ops->blob_referenced(f->s, a), 0);
+	assert_int_equal(ops->blob_referenced(f->s, b), 1);
+	assert_int_equal(ops->retention_delete(f->s, 1000, 500, blobs, &nblobs), 0);
+	assert_int_equal(nblobs, 0);
+	sql_value(f, "SELECT count(*) FROM decode_queue", NULL, v, sizeof v);
+	assert_string_equal(v, "1");
+}
+
 /* Runs sql (no result wanted) on f's PostgreSQL database. */
 static void pg_exec(struct fx *f, const char *sql)
 {
@@ -580,6 +635,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_store_parallel_uploads_at_quota_minus_one_store_exactly_one, setup,
 			teardown),
+		/* issue 15 */
+		cmocka_unit_test_setup_teardown(
+			test_store_retention_deletes_oldest_batch_and_names_blobs, setup, teardown),
 	};
 	/* No backend in them: run once. */
 	const struct CMUnitTest once[] = {
