@@ -72,6 +72,23 @@ struct rvs_decode_item {
 	uint64_t lease;
 };
 
+/* One device row of the fleet page (store_ops.fleet_devices); text is
+ * NULL for SQL NULL. */
+struct rvs_fleet_device {
+	const char *device_id, *model, *os_build, *arch;
+	int64_t enrolled_at, uploads, charged_since, manual_since;
+	int64_t last_upload_at; /* valid when has_last_upload */
+	int has_last_upload;
+};
+
+/* The counted groups of the fleet page (store_ops.fleet_groups). */
+enum rvs_fleet_group {
+	RVS_FLEET_WEEKS,      /* key: the week's Monday "YYYY-MM-DD" (UTC); n uploads,
+			       * bytes their blobs'; the newest 26 weeks */
+	RVS_FLEET_QUARANTINE, /* key: a quarantine reason, n its uploads; top 50 */
+	RVS_FLEET_SKIPS,      /* key: a reported skip reason, n its reports; top 50 */
+};
+
 struct rvs_store;
 
 struct rvs_store_ops {
@@ -139,6 +156,21 @@ struct rvs_store_ops {
 				size_t *nblobs);
 	/* 1 when an uploads row names blob (sha256 hex), 0 when none, -errno. */
 	int (*blob_referenced)(struct rvs_store *s, const char *blob);
+
+	/* The fleet page (fleet.c): up to max devices, the one with the latest
+	 * upload first (devices without uploads last, newest enrolment first),
+	 * each with its uploads counted: all, and those received at or after
+	 * since that are charged (anomaly kind other than manual_kind) or
+	 * manual.  cb gets each row (valid during the call); a non-zero return
+	 * stops the scan and is returned.  0 or -errno. */
+	int (*fleet_devices)(struct rvs_store *s, int64_t since, int manual_kind, unsigned max,
+			     int (*cb)(void *arg, const struct rvs_fleet_device *d), void *arg);
+	/* The fleet page's counted groups (enum rvs_fleet_group), largest or
+	 * newest first, through cb(arg, key, n, bytes) as fleet_devices. */
+	int (*fleet_groups)(struct rvs_store *s, int group,
+			    int (*cb)(void *arg, const char *key, int64_t n, int64_t bytes),
+			    void *arg);
+	int (*device_count)(struct rvs_store *s, uint64_t *out);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -934,6 +934,112 @@ static int blob_referenced(struct rvs_store *s, const char *blob)
 	return rc;
 }
 
+/* A column's text, NULL for SQL NULL. */
+static const char *val(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+static int64_t val_i64(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+/* Runs a read of the fleet page on a pooled connection: *out the rows. */
+static int read_rows(struct rvs_store *s, const char *sql, const struct params *p, PGresult **out)
+{
+	struct conn *c = get(s);
+	int rc;
+
+	if (!c)
+		return -EIO;
+	rc = run_text(c->pg, sql, p, out);
+	put(s, c);
+	return rc;
+}
+
+static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, unsigned max,
+			 int (*cb)(void *arg, const struct rvs_fleet_device *d), void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	p_i64(&p, since);
+	p_i64(&p, max);
+	p_i64(&p, manual_kind);
+	rc = read_rows(
+		s,
+		"SELECT d.device_id, d.model, d.os_build, d.arch, d.enrolled_at,"
+		" count(u.trace_id),"
+		" count(*) FILTER (WHERE u.received_at >= $1 AND COALESCE(u.anomaly_kind, 0) <> "
+		"$3),"
+		" max(u.received_at),"
+		" count(*) FILTER (WHERE u.received_at >= $1 AND COALESCE(u.anomaly_kind, 0) = $3)"
+		" FROM devices d LEFT JOIN uploads u ON u.device_id = d.device_id"
+		" GROUP BY d.device_id ORDER BY max(u.received_at) DESC NULLS LAST,"
+		" d.enrolled_at DESC LIMIT $2",
+		&p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++) {
+		struct rvs_fleet_device d = {
+			.device_id = val(r, i, 0),
+			.model = val(r, i, 1),
+			.os_build = val(r, i, 2),
+			.arch = val(r, i, 3),
+			.enrolled_at = val_i64(r, i, 4),
+			.uploads = val_i64(r, i, 5),
+			.charged_since = val_i64(r, i, 6),
+			.last_upload_at = val_i64(r, i, 7),
+			.has_last_upload = !PQgetisnull(r, i, 7),
+			.manual_since = val_i64(r, i, 8),
+		};
+		stop = cb(arg, &d);
+	}
+	PQclear(r);
+	return stop;
+}
+
+static int fleet_groups(struct rvs_store *s, int group,
+			int (*cb)(void *arg, const char *key, int64_t n, int64_t bytes), void *arg)
+{
+	static const char *const sql[] = {
+		[RVS_FLEET_WEEKS] = "SELECT to_char(date_trunc('week', to_timestamp(received_at)"
+				    " AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS week, count(*),"
+				    " COALESCE(sum(blob_bytes), 0) FROM uploads GROUP BY week"
+				    " ORDER BY week DESC LIMIT 26",
+		[RVS_FLEET_QUARANTINE] =
+			"SELECT reason, count(*), 0 FROM quarantine GROUP BY reason"
+			" ORDER BY 2 DESC LIMIT 50",
+		[RVS_FLEET_SKIPS] = "SELECT reason, count(*), 0 FROM skips GROUP BY reason"
+				    " ORDER BY 2 DESC LIMIT 50",
+	};
+	PGresult *r;
+	int rc, stop = 0;
+
+	if (group < 0 || group > RVS_FLEET_SKIPS)
+		return -EINVAL;
+	if ((rc = read_rows(s, sql[group], NULL, &r)))
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++)
+		stop = cb(arg, val(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2));
+	PQclear(r);
+	return stop;
+}
+
+static int device_count(struct rvs_store *s, uint64_t *out)
+{
+	PGresult *r;
+	int rc = read_rows(s, "SELECT count(*) FROM devices", NULL, &r);
+
+	if (!rc) {
+		*out = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+		PQclear(r);
+	}
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -953,4 +1059,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	/* issue 15 */
 	.retention_delete = retention_delete,
 	.blob_referenced = blob_referenced,
+	.fleet_devices = fleet_devices,
+	.fleet_groups = fleet_groups,
+	.device_count = device_count,
 };

@@ -1046,6 +1046,98 @@ static int blob_referenced(struct rvs_store *s, const char *blob)
 	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
 }
 
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+/* The fleet page's reads run on the read-only connection. */
+static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, unsigned max,
+			 int (*cb)(void *arg, const struct rvs_fleet_device *d), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(
+		s->rdb,
+		"SELECT d.device_id, d.model, d.os_build, d.arch, d.enrolled_at,"
+		" count(u.trace_id),"
+		" sum(u.received_at >= ?1 AND COALESCE(u.anomaly_kind, 0) != ?3),"
+		" max(u.received_at),"
+		" sum(u.received_at >= ?1 AND COALESCE(u.anomaly_kind, 0) = ?3)"
+		" FROM devices d LEFT JOIN uploads u ON u.device_id = d.device_id"
+		" GROUP BY d.device_id ORDER BY max(u.received_at) DESC, d.enrolled_at DESC"
+		" LIMIT ?2",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, since);
+		sqlite3_bind_int64(st, 2, max);
+		sqlite3_bind_int(st, 3, manual_kind);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct rvs_fleet_device d = {
+				.device_id = col_text(st, 0),
+				.model = col_text(st, 1),
+				.os_build = col_text(st, 2),
+				.arch = col_text(st, 3),
+				.enrolled_at = sqlite3_column_int64(st, 4),
+				.uploads = sqlite3_column_int64(st, 5),
+				.charged_since = sqlite3_column_int64(st, 6),
+				.last_upload_at = sqlite3_column_int64(st, 7),
+				.has_last_upload = sqlite3_column_type(st, 7) != SQLITE_NULL,
+				.manual_since = sqlite3_column_int64(st, 8),
+			};
+			stop = cb(arg, &d);
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int fleet_groups(struct rvs_store *s, int group,
+			int (*cb)(void *arg, const char *key, int64_t n, int64_t bytes), void *arg)
+{
+	static const char *const sql[] = {
+		[RVS_FLEET_WEEKS] = "SELECT date(received_at, 'unixepoch', '-6 days', 'weekday 1')"
+				    " AS week, count(*), COALESCE(sum(blob_bytes), 0) FROM uploads"
+				    " GROUP BY week ORDER BY week DESC LIMIT 26",
+		[RVS_FLEET_QUARANTINE] =
+			"SELECT reason, count(*), 0 FROM quarantine GROUP BY reason"
+			" ORDER BY 2 DESC LIMIT 50",
+		[RVS_FLEET_SKIPS] = "SELECT reason, count(*), 0 FROM skips GROUP BY reason"
+				    " ORDER BY 2 DESC LIMIT 50",
+	};
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (group < 0 || group > RVS_FLEET_SKIPS)
+		return -EINVAL;
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(s->rdb, sql[group], -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			stop = cb(arg, col_text(st, 0), sqlite3_column_int64(st, 1),
+				  sqlite3_column_int64(st, 2));
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int device_count(struct rvs_store *s, uint64_t *out)
+{
+	char buf[32];
+	int rc = lookup_text(s, "SELECT count(*) FROM devices", NULL, 0, NULL, buf, sizeof buf);
+	if (rc == 0)
+		*out = strtoull(buf, NULL, 10);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1065,4 +1157,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	/* issue 15 */
 	.retention_delete = retention_delete,
 	.blob_referenced = blob_referenced,
+	.fleet_devices = fleet_devices,
+	.fleet_groups = fleet_groups,
+	.device_count = device_count,
 };

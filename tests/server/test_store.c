@@ -475,6 +475,77 @@ static void test_store_retention_deletes_oldest_batch_and_names_blobs(void **sta
 	assert_string_equal(v, "1");
 }
 
+static int fleet_device_cb(void *arg, const struct rvs_fleet_device *d)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+	snprintf(out + len, 256 - len, "%s:%s:%lld/%lld/%lld/%d;", d->device_id,
+		 d->model ? d->model : "-", (long long)d->uploads, (long long)d->charged_since,
+		 (long long)d->manual_since, d->has_last_upload);
+	return 0;
+}
+
+static int fleet_group_cb(void *arg, const char *key, int64_t n, int64_t bytes)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+	snprintf(out + len, 256 - len, "%s=%lld/%lld;", key, (long long)n, (long long)bytes);
+	return 0;
+}
+
+/* The fleet page's reads: devices by latest upload (one without uploads
+ * last) with charged and manual counts since a time, uploads per UTC week
+ * (Monday), quarantine and skip reasons, the device count. */
+static void test_store_fleet_counts_devices_weeks_and_reasons(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_decode_item it[4];
+	struct rvs_upload_rec u = {0};
+	struct rvs_skip_rec k = {0};
+	char out[256] = "", v[32];
+	uint64_t n = 0;
+
+	add_device(f, "d-1", 1);
+	add_device(f, "d-2", 2);
+	add_upload(f, "t-1", "d-1", 1, 0);
+	snprintf(u.trace_id, sizeof u.trace_id, "t-2");
+	u.device_id = "d-1";
+	memset(u.upload_id, 2, 16);
+	u.anomaly_kind = 5;
+	u.blob_sha256 = "ab";
+	u.blob_bytes = 7;
+	assert_int_equal(ops->upload_add(f->s, &u), 0);
+	/* 2026-11-18 (a Wednesday) 12:00 UTC: week of Monday 2026-11-16. */
+	sql_value(f, "UPDATE uploads SET received_at = 1795003200 RETURNING trace_id", NULL, v,
+		  sizeof v);
+	assert_true(ops->decode_next_batch(f->s, 0, 1, it, 4) >= 1);
+	assert_string_equal(it[0].trace_id, "t-1");
+	it[0].rc = -1;
+	snprintf(it[0].reason, sizeof it[0].reason, "zstd: bad");
+	assert_int_equal(ops->decode_finish(f->s, it, 1), 0);
+	k.device_id = "d-2";
+	k.reason = "battery";
+	assert_int_equal(ops->skip_add(f->s, &k), 0);
+
+	assert_int_equal(ops->fleet_devices(f->s, 1795000000, 5, 10, fleet_device_cb, out), 0);
+	assert_string_equal(out, "d-1:m:2/1/1/1;d-2:m:0/0/0/0;");
+	out[0] = 0;
+	assert_int_equal(ops->fleet_devices(f->s, 1795003201, 5, 1, fleet_device_cb, out), 0);
+	assert_string_equal(out, "d-1:m:2/0/0/1;");
+	out[0] = 0;
+	assert_int_equal(ops->fleet_groups(f->s, RVS_FLEET_WEEKS, fleet_group_cb, out), 0);
+	assert_string_equal(out, "2026-11-16=2/7;");
+	out[0] = 0;
+	assert_int_equal(ops->fleet_groups(f->s, RVS_FLEET_QUARANTINE, fleet_group_cb, out), 0);
+	assert_string_equal(out, "zstd: bad=1/0;");
+	out[0] = 0;
+	assert_int_equal(ops->fleet_groups(f->s, RVS_FLEET_SKIPS, fleet_group_cb, out), 0);
+	assert_string_equal(out, "battery=1/0;");
+	assert_int_equal(ops->fleet_groups(f->s, 99, fleet_group_cb, out), -EINVAL);
+	assert_int_equal(ops->device_count(f->s, &n), 0);
+	assert_int_equal(n, 2);
+}
+
 /* Runs sql (no result wanted) on f's PostgreSQL database. */
 static void pg_exec(struct fx *f, const char *sql)
 {
@@ -638,6 +709,8 @@ int main(void)
 		/* issue 15 */
 		cmocka_unit_test_setup_teardown(
 			test_store_retention_deletes_oldest_batch_and_names_blobs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_fleet_counts_devices_weeks_and_reasons,
+						setup, teardown),
 	};
 	/* No backend in them: run once. */
 	const struct CMUnitTest once[] = {
