@@ -171,6 +171,25 @@ struct rvs_store_ops {
 			    int (*cb)(void *arg, const char *key, int64_t n, int64_t bytes),
 			    void *arg);
 	int (*device_count)(struct rvs_store *s, uint64_t *out);
+
+	/* Web sessions (web.c), keyed by the SHA-256 of the session id.
+	 * session_get: the admin and CSRF token of the session id_hash names
+	 * if it expires after now, else -ENOENT. */
+	int (*session_get)(struct rvs_store *s, const uint8_t id_hash[32], int64_t now,
+			   char user[64], char csrf[65]);
+	/* Stores a session (created now, expiring at expires) after deleting
+	 * every session expired at now.  0 or -errno. */
+	int (*session_put)(struct rvs_store *s, const uint8_t id_hash[32], const char *user,
+			   const char *csrf, int64_t now, int64_t expires);
+	/* Deletes the session (none: 0 too). */
+	int (*session_delete)(struct rvs_store *s, const uint8_t id_hash[32]);
+	/* An admin's PBKDF2 parameters (admin_put's): -ENOENT no such admin,
+	 * -EBADMSG a stored salt longer than *saltlen or a hash not 32 bytes;
+	 * on 0 *saltlen is the salt's length. */
+	int (*admin_get)(struct rvs_store *s, const char *name, unsigned *iterations, uint8_t *salt,
+			 size_t *saltlen, uint8_t hash[32]);
+	/* Saves (or replaces) method's p95 alert threshold (ns > 0). */
+	int (*method_alert_put)(struct rvs_store *s, const char *method, int64_t threshold_ns);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -121,6 +121,25 @@ static const char *const migrations[] = {
 	" trace_id TEXT NOT NULL REFERENCES uploads(trace_id),"
 	" PRIMARY KEY (build_id, trace_id));"
 	"CREATE INDEX trace_unresolved_trace ON trace_unresolved(trace_id);",
+	/* 2 (issue 15): the web UI and campaigns: sessions, saved method
+	 * alerts, campaigns and the policy versions they publish (sqlite's 4). */
+	"CREATE TABLE web_sessions ("
+	" id_hash BYTEA PRIMARY KEY,"
+	" admin TEXT NOT NULL, csrf TEXT NOT NULL,"
+	" created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);"
+	"CREATE INDEX web_sessions_expires ON web_sessions(expires_at);"
+	"CREATE TABLE method_alerts ("
+	" method TEXT PRIMARY KEY,"
+	" p95_threshold_ns BIGINT NOT NULL CHECK (p95_threshold_ns > 0),"
+	" created_at BIGINT NOT NULL);"
+	"CREATE TABLE campaigns ("
+	" id TEXT PRIMARY KEY,"
+	" spec BYTEA NOT NULL,"
+	" created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,"
+	" ended_at BIGINT);"
+	"CREATE TABLE policy_versions ("
+	" version BIGINT PRIMARY KEY,"
+	" published_at BIGINT NOT NULL, reason TEXT NOT NULL);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -1040,6 +1059,117 @@ static int device_count(struct rvs_store *s, uint64_t *out)
 	return rc;
 }
 
+/* Runs one statement for its effect on a pooled connection. */
+static int write_text(struct rvs_store *s, const char *sql, const struct params *p)
+{
+	struct conn *c = get(s);
+	PGresult *r;
+	int rc;
+
+	if (!c)
+		return -EIO;
+	if (!(rc = run_text(c->pg, sql, p, &r)))
+		PQclear(r);
+	put(s, c);
+	return rc;
+}
+
+static int session_get(struct rvs_store *s, const uint8_t id_hash[32], int64_t now, char user[64],
+		       char csrf[65])
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_bytea(&p, id_hash, 32);
+	p_i64(&p, now);
+	rc = read_rows(
+		s, "SELECT admin, csrf FROM web_sessions WHERE id_hash = $1 AND expires_at > $2",
+		&p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0) {
+		rc = -ENOENT;
+	} else {
+		snprintf(user, 64, "%s", PQgetvalue(r, 0, 0));
+		snprintf(csrf, 65, "%s", PQgetvalue(r, 0, 1));
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int session_put(struct rvs_store *s, const uint8_t id_hash[32], const char *user,
+		       const char *csrf, int64_t now, int64_t expires)
+{
+	struct params del = {0}, p = {0};
+
+	p_i64(&del, now);
+	write_text(s, "DELETE FROM web_sessions WHERE expires_at <= $1", &del);
+	p_bytea(&p, id_hash, 32);
+	p_text(&p, user);
+	p_text(&p, csrf);
+	p_i64(&p, now);
+	p_i64(&p, expires);
+	return write_text(s,
+			  "INSERT INTO web_sessions (id_hash, admin, csrf, created_at, expires_at)"
+			  " VALUES ($1, $2, $3, $4, $5)",
+			  &p);
+}
+
+static int session_delete(struct rvs_store *s, const uint8_t id_hash[32])
+{
+	struct params p = {0};
+
+	p_bytea(&p, id_hash, 32);
+	return write_text(s, "DELETE FROM web_sessions WHERE id_hash = $1", &p);
+}
+
+static int admin_get(struct rvs_store *s, const char *name, unsigned *iterations, uint8_t *salt,
+		     size_t *saltlen, uint8_t hash[32])
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_text(&p, name);
+	rc = read_rows(s,
+		       "SELECT pbkdf2_iterations, encode(salt, 'hex'), encode(hash, 'hex')"
+		       " FROM admins WHERE name = $1",
+		       &p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0) {
+		rc = -ENOENT;
+	} else {
+		long iter = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+		size_t sl = strlen(PQgetvalue(r, 0, 1)) / 2;
+		if (iter <= 0 || sl > *saltlen || strlen(PQgetvalue(r, 0, 2)) != 64 ||
+		    hex_to_bytes(PQgetvalue(r, 0, 1), salt, sl) ||
+		    hex_to_bytes(PQgetvalue(r, 0, 2), hash, 32)) {
+			rc = -EBADMSG;
+		} else {
+			*iterations = (unsigned)iter;
+			*saltlen = sl;
+		}
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int method_alert_put(struct rvs_store *s, const char *method, int64_t threshold_ns)
+{
+	struct params p = {0};
+
+	assert(threshold_ns > 0);
+	p_text(&p, method);
+	p_i64(&p, threshold_ns);
+	return write_text(s,
+			  "INSERT INTO method_alerts (method, p95_threshold_ns, created_at)"
+			  " VALUES ($1, $2, extract(epoch FROM now())::bigint) ON CONFLICT (method)"
+			  " DO UPDATE SET p95_threshold_ns = $2",
+			  &p);
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -1062,4 +1192,9 @@ const struct rvs_store_ops rvs_store_pg = {
 	.fleet_devices = fleet_devices,
 	.fleet_groups = fleet_groups,
 	.device_count = device_count,
+	.session_get = session_get,
+	.session_put = session_put,
+	.session_delete = session_delete,
+	.admin_get = admin_get,
+	.method_alert_put = method_alert_put,
 };

@@ -1138,6 +1138,150 @@ static int device_count(struct rvs_store *s, uint64_t *out)
 	return rc;
 }
 
+/* Runs one write statement on s->db under mu; bind fills its parameters
+ * (may be NULL).  0 or -errno. */
+static int write1(struct rvs_store *s, const char *sql, void (*bind)(sqlite3_stmt *, const void *),
+		  const void *arg)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		if (bind)
+			bind(st, arg);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	if (rc != SQLITE_DONE)
+		rvs_log("error", "msg=\"sqlite\" err=\"%s\"", sqlite3_errmsg(s->db));
+	pthread_mutex_unlock(&s->mu);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int session_get(struct rvs_store *s, const uint8_t id_hash[32], int64_t now, char user[64],
+		       char csrf[65])
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(s->rdb,
+				"SELECT admin, csrf FROM web_sessions WHERE id_hash = ?"
+				" AND expires_at > ?",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_blob(st, 1, id_hash, 32, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 2, now);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			snprintf(user, 64, "%s", col_text(st, 0));
+			snprintf(csrf, 65, "%s", col_text(st, 1));
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : rvc_sqlite_errno(rc);
+}
+
+struct session_args {
+	const uint8_t *id_hash;
+	const char *user, *csrf;
+	int64_t now, expires;
+};
+
+static void bind_session(sqlite3_stmt *st, const void *arg)
+{
+	const struct session_args *a = arg;
+	sqlite3_bind_blob(st, 1, a->id_hash, 32, SQLITE_TRANSIENT);
+	if (a->user) {
+		sqlite3_bind_text(st, 2, a->user, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, a->csrf, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 4, a->now);
+		sqlite3_bind_int64(st, 5, a->expires);
+	}
+}
+
+static void bind_now(sqlite3_stmt *st, const void *arg)
+{
+	sqlite3_bind_int64(st, 1, *(const int64_t *)arg);
+}
+
+static int session_put(struct rvs_store *s, const uint8_t id_hash[32], const char *user,
+		       const char *csrf, int64_t now, int64_t expires)
+{
+	struct session_args a = {id_hash, user, csrf, now, expires};
+	write1(s, "DELETE FROM web_sessions WHERE expires_at <= ?", bind_now, &now);
+	return write1(s,
+		      "INSERT INTO web_sessions (id_hash, admin, csrf, created_at, expires_at)"
+		      " VALUES (?,?,?,?,?)",
+		      bind_session, &a);
+}
+
+static int session_delete(struct rvs_store *s, const uint8_t id_hash[32])
+{
+	struct session_args a = {id_hash, NULL, NULL, 0, 0};
+	return write1(s, "DELETE FROM web_sessions WHERE id_hash = ?", bind_session, &a);
+}
+
+static int admin_get(struct rvs_store *s, const char *name, unsigned *iterations, uint8_t *salt,
+		     size_t *saltlen, uint8_t hash[32])
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(s->rdb,
+				"SELECT pbkdf2_iterations, salt, hash FROM admins WHERE name = ?",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			int iter = sqlite3_column_int(st, 0);
+			size_t sl = (size_t)sqlite3_column_bytes(st, 1);
+			if (iter <= 0 || sl > *saltlen || sqlite3_column_bytes(st, 2) != 32) {
+				rc = SQLITE_MISMATCH;
+			} else {
+				*iterations = (unsigned)iter;
+				*saltlen = sl;
+				if (sl)
+					memcpy(salt, sqlite3_column_blob(st, 1), sl);
+				memcpy(hash, sqlite3_column_blob(st, 2), 32);
+			}
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	if (rc == SQLITE_MISMATCH)
+		return -EBADMSG;
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : rvc_sqlite_errno(rc);
+}
+
+struct alert_args {
+	const char *method;
+	int64_t ns;
+};
+
+static void bind_alert(sqlite3_stmt *st, const void *arg)
+{
+	const struct alert_args *a = arg;
+	sqlite3_bind_text(st, 1, a->method, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, a->ns);
+}
+
+static int method_alert_put(struct rvs_store *s, const char *method, int64_t threshold_ns)
+{
+	struct alert_args a = {method, threshold_ns};
+	assert(threshold_ns > 0);
+	return write1(s,
+		      "INSERT INTO method_alerts (method, p95_threshold_ns, created_at)"
+		      " VALUES (?1, ?2, strftime('%s','now')) ON CONFLICT (method) DO"
+		      " UPDATE SET p95_threshold_ns = ?2",
+		      bind_alert, &a);
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1160,4 +1304,9 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.fleet_devices = fleet_devices,
 	.fleet_groups = fleet_groups,
 	.device_count = device_count,
+	.session_get = session_get,
+	.session_put = session_put,
+	.session_delete = session_delete,
+	.admin_get = admin_get,
+	.method_alert_put = method_alert_put,
 };

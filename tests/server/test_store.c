@@ -546,6 +546,49 @@ static void test_store_fleet_counts_devices_weeks_and_reasons(void **state)
 	assert_int_equal(n, 2);
 }
 
+/* Web sessions live until they expire (an expired one is gone at the next
+ * session_put), an admin's PBKDF2 parameters come back as admin_put stored
+ * them, and a method alert is saved then replaced. */
+static void test_store_sessions_admins_and_alerts_round_trip(void **state)
+{
+	struct fx *f = *state;
+	uint8_t h1[32], h2[32], salt[16], hash[32], gsalt[64], ghash[32];
+	char user[64], csrf[65], v[32];
+	size_t sl = sizeof gsalt;
+	unsigned iter = 0;
+
+	memset(h1, 1, 32);
+	memset(h2, 2, 32);
+	assert_int_equal(ops->session_put(f->s, h1, "root", "c1", 100, 200), 0);
+	assert_int_equal(ops->session_get(f->s, h1, 150, user, csrf), 0);
+	assert_string_equal(user, "root");
+	assert_string_equal(csrf, "c1");
+	assert_int_equal(ops->session_get(f->s, h1, 200, user, csrf), -ENOENT);
+	assert_int_equal(ops->session_put(f->s, h2, "root", "c2", 300, 400), 0);
+	sql_value(f, "SELECT count(*) FROM web_sessions", NULL, v, sizeof v);
+	assert_string_equal(v, "1"); /* h1 expired at 200 and was deleted */
+	assert_int_equal(ops->session_delete(f->s, h2), 0);
+	assert_int_equal(ops->session_get(f->s, h2, 350, user, csrf), -ENOENT);
+
+	memset(salt, 0x5a, sizeof salt);
+	memset(hash, 0xa5, sizeof hash);
+	assert_int_equal(ops->admin_get(f->s, "root", &iter, gsalt, &sl, ghash), -ENOENT);
+	assert_int_equal(ops->admin_put(f->s, "root", 1000, salt, sizeof salt, hash), 0);
+	assert_int_equal(ops->admin_get(f->s, "root", &iter, gsalt, &sl, ghash), 0);
+	assert_int_equal(iter, 1000);
+	assert_int_equal(sl, sizeof salt);
+	assert_memory_equal(gsalt, salt, sizeof salt);
+	assert_memory_equal(ghash, hash, 32);
+	sl = 8;
+	assert_int_equal(ops->admin_get(f->s, "root", &iter, gsalt, &sl, ghash), -EBADMSG);
+
+	assert_int_equal(ops->method_alert_put(f->s, "a::b", 5), 0);
+	assert_int_equal(ops->method_alert_put(f->s, "a::b", 7), 0);
+	sql_value(f, "SELECT p95_threshold_ns FROM method_alerts WHERE method = 'a::b'", NULL, v,
+		  sizeof v);
+	assert_string_equal(v, "7");
+}
+
 /* Runs sql (no result wanted) on f's PostgreSQL database. */
 static void pg_exec(struct fx *f, const char *sql)
 {
@@ -710,6 +753,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_store_retention_deletes_oldest_batch_and_names_blobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_fleet_counts_devices_weeks_and_reasons,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_sessions_admins_and_alerts_round_trip,
 						setup, teardown),
 	};
 	/* No backend in them: run once. */
