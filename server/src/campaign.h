@@ -1,9 +1,10 @@
 /*
- * campaign.h — campaigns (policy.proto's Campaign) kept in sqlite and
+ * campaign.h — campaigns (policy.proto's Campaign) kept in the store and
  * published: every create, edit or end signs and writes a new policy
  * version (policy_pub.c) whose campaigns are the active ones.  Work thread
  * only.  A campaign's wire form, in the database, the JSON API and the web
- * forms, is one JSON object (server/API.md "Campaigns").
+ * forms, is one JSON object (server/API.md "Campaigns").  ops/st: a store
+ * (rvs_store_acquire), used for the call only.
  */
 #ifndef RVS_CAMPAIGN_H
 #define RVS_CAMPAIGN_H
@@ -12,10 +13,10 @@
 #include <stdint.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "query.h"
 #include "rvs.h"
+#include "store.h"
 
 /* Creates (create = 1; -EEXIST if the id exists) or replaces (create = 0;
  * -ENOENT if absent or ended) the campaign described by spec, then
@@ -25,8 +26,9 @@
  * targets every app on every device and spec lacks "confirm_fleet_wide":
  * true (err then says what it would have matched last week); -EIO for
  * storage or signing errors. */
-int rvs_campaign_save(const struct rvs_config *cfg, sqlite3 *db, json_t *spec, int create,
-		      uint64_t *version, char *err, size_t errlen);
+int rvs_campaign_save(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
+		      struct rvs_store *st, json_t *spec, int create, uint64_t *version, char *err,
+		      size_t errlen);
 /* What a campaign would have collected: last week's anomalies (uploads and
  * skip reports) it matches before sampling, on how many devices, and about
  * how many after sampling; whether it targets every app on every device. */
@@ -39,15 +41,16 @@ struct rvs_campaign_preview {
 };
 /* Validates spec as rvs_campaign_save does and previews it (nothing is
  * stored).  0, -EINVAL with err, -EIO, -ENOMEM. */
-int rvs_campaign_preview(sqlite3 *db, json_t *spec, struct rvs_campaign_preview *p, char *err,
-			 size_t errlen);
+int rvs_campaign_preview(const struct rvs_store_ops *ops, struct rvs_store *st, json_t *spec,
+			 struct rvs_campaign_preview *p, char *err, size_t errlen);
 /* Ends campaign id (kept, marked ended) and publishes without it. */
-int rvs_campaign_end(const struct rvs_config *cfg, sqlite3 *db, const char *id, uint64_t *version,
-		     char *err, size_t errlen);
+int rvs_campaign_end(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
+		     struct rvs_store *st, const char *id, uint64_t *version, char *err,
+		     size_t errlen);
 /* GET /api/v1/campaigns: {"policy_version": N|null, "campaigns": [...]},
  * each campaign its spec plus created_at, updated_at, ended_at, active.
  * NULL on a storage error. */
-json_t *rvs_campaigns_json(sqlite3 *db);
+json_t *rvs_campaigns_json(const struct rvs_store_ops *ops, struct rvs_store *st);
 /* The campaign endpoints (route.c's table; work thread; each fills c->q
  * always).  list: GET /api/v1/campaigns; create: POST /api/v1/campaigns
  * (create or, with "replace": true, replace; server/API.md); preview: POST

@@ -89,6 +89,25 @@ enum rvs_fleet_group {
 	RVS_FLEET_SKIPS,      /* key: a reported skip reason, n its reports; top 50 */
 };
 
+/* A campaign change's publication (store_ops.campaign_change). */
+struct rvs_publish_cb {
+	/* One active campaign's spec (len bytes, not NUL-terminated; valid
+	 * during the call); non-zero stops and fails the change. */
+	int (*spec)(void *arg, const char *spec, size_t len);
+	/* Signs and writes the policy of those campaigns, given the highest
+	 * recorded version; *version: the new one.  0 or -errno. */
+	int (*publish)(void *arg, uint64_t recorded, uint64_t *version);
+	void *arg;
+};
+
+enum rvs_campaign_op { RVS_CAMPAIGN_CREATE, RVS_CAMPAIGN_UPDATE, RVS_CAMPAIGN_END };
+
+/* One anomaly of last week for a campaign preview; text may be NULL. */
+struct rvs_anomaly_row {
+	const char *device_id, *app_id, *app_version, *model, *os_build;
+	int kind, severity;
+};
+
 struct rvs_store;
 
 struct rvs_store_ops {
@@ -190,6 +209,36 @@ struct rvs_store_ops {
 			 size_t *saltlen, uint8_t hash[32]);
 	/* Saves (or replaces) method's p95 alert threshold (ns > 0). */
 	int (*method_alert_put)(struct rvs_store *s, const char *method, int64_t threshold_ns);
+
+	/* Campaigns (campaign.c).  campaign_change, in one transaction (on
+	 * PostgreSQL under an advisory lock, so nodes publish one at a time):
+	 * op RVS_CAMPAIGN_CREATE stores campaign id with spec (JSON text;
+	 * -EEXIST if the id exists), UPDATE replaces an active one's spec, END
+	 * ends it (both -ENOENT when no active campaign has the id); all at
+	 * unix time now.  Then p->spec gets each active campaign's spec,
+	 * ordered by id, at most max_specs, and p->publish the highest
+	 * recorded policy version (0: none); when it returns 0 with *version,
+	 * that version is recorded with reason and now and the transaction
+	 * commits.  Any failure rolls back: the callbacks' non-zero return,
+	 * or -errno.  p's callbacks run with the store's write lock held and
+	 * must not call the store. */
+	int (*campaign_change)(struct rvs_store *s, int op, const char *id, const char *spec,
+			       const char *reason, int64_t now, size_t max_specs,
+			       const struct rvs_publish_cb *p);
+	/* The uploads and skip reports received at or after since, at most
+	 * max, to cb (a skip report's model and OS build are its device's); a
+	 * non-zero return stops the scan and is returned. */
+	int (*anomalies_since)(struct rvs_store *s, int64_t since, size_t max,
+			       int (*cb)(void *arg, const struct rvs_anomaly_row *r), void *arg);
+	/* Every campaign, active ones first, then the most recently updated,
+	 * then by id: cb(arg, spec, its length, created_at, updated_at,
+	 * ended_at or -1 while active); as anomalies_since. */
+	int (*campaigns_list)(struct rvs_store *s,
+			      int (*cb)(void *arg, const char *spec, size_t len, int64_t created,
+					int64_t updated, int64_t ended),
+			      void *arg);
+	/* The highest recorded policy version, 0 when none. */
+	int (*policy_version)(struct rvs_store *s, uint64_t *out);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -134,7 +134,7 @@ static const char *const migrations[] = {
 	" created_at BIGINT NOT NULL);"
 	"CREATE TABLE campaigns ("
 	" id TEXT PRIMARY KEY,"
-	" spec BYTEA NOT NULL,"
+	" spec TEXT NOT NULL,"
 	" created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,"
 	" ended_at BIGINT);"
 	"CREATE TABLE policy_versions ("
@@ -1170,6 +1170,144 @@ static int method_alert_put(struct rvs_store *s, const char *method, int64_t thr
 			  &p);
 }
 
+/* pg_advisory_xact_lock key of campaign changes ("rvcamp"). */
+#define CAMPAIGN_LOCK "125852946490736"
+
+static int campaign_change(struct rvs_store *s, int op, const char *id, const char *spec,
+			   const char *reason, int64_t now, size_t max_specs,
+			   const struct rvs_publish_cb *p)
+{
+	static const char *const sql[] = {
+		[RVS_CAMPAIGN_CREATE] = "INSERT INTO campaigns (id, spec, created_at, updated_at)"
+					" VALUES ($1, $2, $3, $3)",
+		[RVS_CAMPAIGN_UPDATE] = "UPDATE campaigns SET spec = $2, updated_at = $3"
+					" WHERE id = $1 AND ended_at IS NULL",
+		[RVS_CAMPAIGN_END] = "UPDATE campaigns SET ended_at = $2, updated_at = $2"
+				     " WHERE id = $1 AND ended_at IS NULL",
+	};
+	struct conn *c = get(s);
+	struct params w = {0}, q = {0}, v = {0};
+	PGresult *r = NULL;
+	uint64_t version = 0, recorded = 0;
+	int rc;
+
+	assert(op >= RVS_CAMPAIGN_CREATE && op <= RVS_CAMPAIGN_END);
+	if (!c)
+		return -EIO;
+	p_text(&w, id);
+	if (op != RVS_CAMPAIGN_END)
+		p_text(&w, spec);
+	p_i64(&w, now);
+	if ((rc = exec(c->pg, "BEGIN")) ||
+	    (rc = exec(c->pg, "SELECT pg_advisory_xact_lock(" CAMPAIGN_LOCK ")")) ||
+	    (rc = run_text(c->pg, sql[op], &w, &r)))
+		goto fail;
+	if (op != RVS_CAMPAIGN_CREATE && strcmp(PQcmdTuples(r), "0") == 0)
+		rc = -ENOENT;
+	PQclear(r);
+	p_i64(&q, (int64_t)max_specs);
+	if (rc || (rc = run_text(c->pg,
+				 "SELECT spec FROM campaigns WHERE ended_at IS NULL ORDER BY id"
+				 " LIMIT $1",
+				 &q, &r)))
+		goto fail;
+	for (int i = 0; i < PQntuples(r) && !rc; i++)
+		rc = p->spec(p->arg, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
+	PQclear(r);
+	if (rc || (rc = run_text(c->pg, "SELECT COALESCE(max(version), 0) FROM policy_versions",
+				 NULL, &r)))
+		goto fail;
+	recorded = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	if ((rc = p->publish(p->arg, recorded, &version)))
+		goto fail;
+	p_i64(&v, (int64_t)version);
+	p_i64(&v, now);
+	p_text(&v, reason);
+	if ((rc = run_text(c->pg,
+			   "INSERT INTO policy_versions (version, published_at, reason)"
+			   " VALUES ($1, $2, $3)",
+			   &v, &r)))
+		goto fail;
+	PQclear(r);
+	if ((rc = exec(c->pg, "COMMIT")))
+		goto fail;
+	put(s, c);
+	return 0;
+fail:
+	rollback(c->pg);
+	put(s, c);
+	return rc;
+}
+
+static int anomalies_since(struct rvs_store *s, int64_t since, size_t max,
+			   int (*cb)(void *arg, const struct rvs_anomaly_row *r), void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	p_i64(&p, since);
+	p_i64(&p, (int64_t)max);
+	rc = read_rows(s,
+		       "SELECT u.device_id, u.app_id, u.app_version, u.model, u.os_build,"
+		       " u.anomaly_kind, u.severity FROM uploads u WHERE u.received_at >= $1"
+		       " UNION ALL SELECT s.device_id, s.app_id, s.app_version, d.model,"
+		       " d.os_build, s.anomaly_kind, s.severity FROM skips s"
+		       " LEFT JOIN devices d ON d.device_id = s.device_id WHERE s.received_at >= $1"
+		       " LIMIT $2",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++) {
+		struct rvs_anomaly_row a = {
+			.device_id = val(r, i, 0),
+			.app_id = val(r, i, 1),
+			.app_version = val(r, i, 2),
+			.model = val(r, i, 3),
+			.os_build = val(r, i, 4),
+			.kind = (int)val_i64(r, i, 5),
+			.severity = (int)val_i64(r, i, 6),
+		};
+		stop = cb(arg, &a);
+	}
+	PQclear(r);
+	return stop;
+}
+
+static int campaigns_list(struct rvs_store *s,
+			  int (*cb)(void *arg, const char *spec, size_t len, int64_t created,
+				    int64_t updated, int64_t ended),
+			  void *arg)
+{
+	PGresult *r;
+	int rc, stop = 0;
+
+	rc = read_rows(s,
+		       "SELECT spec, created_at, updated_at, ended_at FROM campaigns"
+		       " ORDER BY ended_at IS NOT NULL, updated_at DESC, id",
+		       NULL, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++)
+		stop = cb(arg, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), val_i64(r, i, 1),
+			  val_i64(r, i, 2), PQgetisnull(r, i, 3) ? -1 : val_i64(r, i, 3));
+	PQclear(r);
+	return stop;
+}
+
+static int policy_version(struct rvs_store *s, uint64_t *out)
+{
+	PGresult *r;
+	int rc = read_rows(s, "SELECT COALESCE(max(version), 0) FROM policy_versions", NULL, &r);
+
+	if (!rc) {
+		*out = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+		PQclear(r);
+	}
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -1197,4 +1335,8 @@ const struct rvs_store_ops rvs_store_pg = {
 	.session_delete = session_delete,
 	.admin_get = admin_get,
 	.method_alert_put = method_alert_put,
+	.campaign_change = campaign_change,
+	.anomalies_since = anomalies_since,
+	.campaigns_list = campaigns_list,
+	.policy_version = policy_version,
 };

@@ -1282,6 +1282,185 @@ static int method_alert_put(struct rvs_store *s, const char *method, int64_t thr
 		      bind_alert, &a);
 }
 
+/* One step of a campaign change on s->db (under mu, in its transaction):
+ * SQLITE_DONE, or the error. */
+static int campaign_write(struct rvs_store *s, int op, const char *id, const char *spec,
+			  int64_t now)
+{
+	static const char *const sql[] = {
+		[RVS_CAMPAIGN_CREATE] = "INSERT INTO campaigns (id, spec, created_at, updated_at)"
+					" VALUES (?1, ?2, ?3, ?3)",
+		[RVS_CAMPAIGN_UPDATE] = "UPDATE campaigns SET spec = ?2, updated_at = ?3"
+					" WHERE id = ?1 AND ended_at IS NULL",
+		[RVS_CAMPAIGN_END] = "UPDATE campaigns SET ended_at = ?3, updated_at = ?3"
+				     " WHERE id = ?1 AND ended_at IS NULL",
+	};
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db, sql[op], -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	if (spec)
+		sqlite3_bind_text(st, 2, spec, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, now);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int campaign_change(struct rvs_store *s, int op, const char *id, const char *spec,
+			   const char *reason, int64_t now, size_t max_specs,
+			   const struct rvs_publish_cb *p)
+{
+	sqlite3_stmt *st = NULL;
+	uint64_t version = 0;
+	int64_t recorded = 0;
+	int rc, cb = 0;
+
+	assert(op >= RVS_CAMPAIGN_CREATE && op <= RVS_CAMPAIGN_END);
+	pthread_mutex_lock(&s->mu);
+	if ((rc = exec(s, "BEGIN IMMEDIATE")))
+		goto unlock;
+	rc = campaign_write(s, op, id, spec, now);
+	if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+		cb = -EEXIST;
+		goto rollback;
+	}
+	if (rc == SQLITE_DONE && op != RVS_CAMPAIGN_CREATE && sqlite3_changes(s->db) == 0) {
+		cb = -ENOENT;
+		goto rollback;
+	}
+	if (rc == SQLITE_DONE)
+		rc = sqlite3_prepare_v2(
+			s->db,
+			"SELECT spec FROM campaigns WHERE ended_at IS NULL ORDER BY id"
+			" LIMIT ?",
+			-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)max_specs);
+		while (!cb && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			cb = p->spec(p->arg, (const char *)sqlite3_column_blob(st, 0),
+				     (size_t)sqlite3_column_bytes(st, 0));
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (!cb && rc == SQLITE_DONE)
+		rc = sqlite3_prepare_v2(s->db,
+					"SELECT COALESCE(max(version), 0) FROM policy_versions", -1,
+					&st, NULL);
+	if (!cb && rc == SQLITE_OK) {
+		if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			recorded = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (!cb && rc == SQLITE_ROW)
+		cb = p->publish(p->arg, (uint64_t)recorded, &version);
+	if (!cb && rc == SQLITE_ROW)
+		rc = sqlite3_prepare_v2(
+			s->db,
+			"INSERT INTO policy_versions (version, published_at, reason)"
+			" VALUES (?,?,?)",
+			-1, &st, NULL);
+	if (!cb && rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)version);
+		sqlite3_bind_int64(st, 2, now);
+		sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	if (!cb && rc == SQLITE_DONE) {
+		rc = exec(s, "COMMIT");
+		goto unlock;
+	}
+rollback:
+	if (!cb)
+		rvs_log("error", "msg=\"campaign change\" err=\"%s\"", sqlite3_errmsg(s->db));
+	exec(s, "ROLLBACK");
+	rc = cb ? cb : -EIO;
+unlock:
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+static int anomalies_since(struct rvs_store *s, int64_t since, size_t max,
+			   int (*cb)(void *arg, const struct rvs_anomaly_row *r), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(
+		s->rdb,
+		"SELECT u.device_id, u.app_id, u.app_version, u.model, u.os_build,"
+		" u.anomaly_kind, u.severity FROM uploads u WHERE u.received_at >= ?1"
+		" UNION ALL SELECT s.device_id, s.app_id, s.app_version, d.model,"
+		" d.os_build, s.anomaly_kind, s.severity FROM skips s"
+		" LEFT JOIN devices d ON d.device_id = s.device_id WHERE s.received_at >= ?1"
+		" LIMIT ?2",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, since);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct rvs_anomaly_row r = {
+				.device_id = col_text(st, 0),
+				.app_id = col_text(st, 1),
+				.app_version = col_text(st, 2),
+				.model = col_text(st, 3),
+				.os_build = col_text(st, 4),
+				.kind = sqlite3_column_int(st, 5),
+				.severity = sqlite3_column_int(st, 6),
+			};
+			stop = cb(arg, &r);
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int campaigns_list(struct rvs_store *s,
+			  int (*cb)(void *arg, const char *spec, size_t len, int64_t created,
+				    int64_t updated, int64_t ended),
+			  void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(s->rdb,
+				"SELECT spec, created_at, updated_at, ended_at FROM campaigns"
+				" ORDER BY ended_at IS NOT NULL, updated_at DESC, id",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			stop = cb(arg, (const char *)sqlite3_column_blob(st, 0),
+				  (size_t)sqlite3_column_bytes(st, 0), sqlite3_column_int64(st, 1),
+				  sqlite3_column_int64(st, 2),
+				  sqlite3_column_type(st, 3) == SQLITE_NULL
+					  ? -1
+					  : sqlite3_column_int64(st, 3));
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int policy_version(struct rvs_store *s, uint64_t *out)
+{
+	char buf[32];
+	int rc = lookup_text(s, "SELECT COALESCE(max(version), 0) FROM policy_versions", NULL, 0,
+			     NULL, buf, sizeof buf);
+	if (rc == 0)
+		*out = strtoull(buf, NULL, 10);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1309,4 +1488,8 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.session_delete = session_delete,
 	.admin_get = admin_get,
 	.method_alert_put = method_alert_put,
+	.campaign_change = campaign_change,
+	.anomalies_since = anomalies_since,
+	.campaigns_list = campaigns_list,
+	.policy_version = policy_version,
 };

@@ -4,7 +4,7 @@
  *
  * Invariants:
  * - A session id is 32 random bytes (64 hex) that only the browser holds;
- *   sqlite stores its SHA-256 with the admin name, a per-session CSRF token
+ *   the store keeps its SHA-256 with the admin name, a per-session CSRF token
  *   and an expiry.  The cookie is HttpOnly; Secure; SameSite=Strict; Path=/.
  * - Every POST carries a CSRF token that must match (constant time) the
  *   session's, or, for the login form (no session yet), the rv_login cookie
@@ -707,16 +707,6 @@ void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req
 		free(c);
 		return set_body(r, 503, "text/plain", "database unavailable");
 	}
-	if (sqlite3_open_v2(cfg->database, &c->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		sqlite3_close(c->db);
-		rvs_store_release(c->st);
-		free(c);
-		return set_body(r, 503, "text/plain", "database unavailable");
-	}
-	rvs_sqlite_busy(c->db, 5000);
-	/* A login or a saved alert never pays for a checkpoint of the ingest's
-	 * WAL (checkpoint.c). */
-	rvs_sqlite_ckpt_attach(c->db);
 	c->f = open_memstream(&c->page, &c->plen);
 	if (c->f) {
 		dispatch(c, route, allow, call);
@@ -731,8 +721,6 @@ void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req
 	} else {
 		free(c->page);
 	}
-	rvs_sqlite_ckpt_detach(c->db);
-	sqlite3_close(c->db);
 	rvs_store_release(c->st);
 	memset(c->form, 0, sizeof c->form); /* it may hold a password */
 	free(c);

@@ -9,7 +9,6 @@
 #include <stdio.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "store.h"
 #include "web.h"
@@ -18,7 +17,6 @@ struct web_ctx {
 	const struct rvs_config *cfg;
 	const struct rvs_http_req *req;
 	struct rvs_web_resp *r;
-	sqlite3 *db; /* read-write connection for this request */
 	/* The shared store of cfg->database (rvs_store_acquire), held for
 	 * the request. */
 	const struct rvs_store_ops *ops;

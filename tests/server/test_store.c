@@ -589,6 +589,110 @@ static void test_store_sessions_admins_and_alerts_round_trip(void **state)
 	assert_string_equal(v, "7");
 }
 
+struct pub_seen {
+	char specs[256];
+	uint64_t recorded;
+	int fail; /* publish's result */
+};
+
+static int seen_spec(void *arg, const char *spec, size_t len)
+{
+	struct pub_seen *p = arg;
+	size_t at = strlen(p->specs);
+	snprintf(p->specs + at, sizeof p->specs - at, "%.*s;", (int)len, spec);
+	return 0;
+}
+
+static int seen_publish(void *arg, uint64_t recorded, uint64_t *version)
+{
+	struct pub_seen *p = arg;
+	p->recorded = recorded;
+	*version = recorded + 10;
+	return p->fail;
+}
+
+static int list_row(void *arg, const char *spec, size_t len, int64_t created, int64_t updated,
+		    int64_t ended)
+{
+	char *out = arg;
+	size_t at = strlen(out);
+	snprintf(out + at, 256 - at, "%.*s@%lld/%lld/%lld;", (int)len, spec, (long long)created,
+		 (long long)updated, (long long)ended);
+	return 0;
+}
+
+static int anomaly_row(void *arg, const struct rvs_anomaly_row *r)
+{
+	char *out = arg;
+	size_t at = strlen(out);
+	snprintf(out + at, 256 - at, "%s:%s:%s:%d;", r->device_id, r->app_id ? r->app_id : "-",
+		 r->model ? r->model : "-", r->kind);
+	return 0;
+}
+
+/* A campaign change and its publication are one transaction: a duplicate
+ * id, a missing campaign or a failed publication changes nothing; a
+ * published one records its version.  Active specs reach the publisher by
+ * id; the list puts active campaigns first. */
+static void test_store_campaign_change_publishes_in_one_transaction(void **state)
+{
+	struct fx *f = *state;
+	struct pub_seen seen = {"", 0, 0};
+	struct rvs_publish_cb cb = {seen_spec, seen_publish, &seen};
+	struct rvs_skip_rec k = {0};
+	char out[256] = "";
+	uint64_t v = 99;
+
+	assert_int_equal(ops->policy_version(f->s, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(ops->campaign_change(f->s, RVS_CAMPAIGN_CREATE, "b", "{\"id\":\"b\"}",
+					      "b created", 100, 65, &cb),
+			 0);
+	assert_string_equal(seen.specs, "{\"id\":\"b\"};");
+	assert_int_equal(ops->policy_version(f->s, &v), 0);
+	assert_int_equal(v, 10);
+	seen.specs[0] = 0;
+	assert_int_equal(ops->campaign_change(f->s, RVS_CAMPAIGN_CREATE, "a", "{\"id\":\"a\"}",
+					      "a created", 101, 65, &cb),
+			 0);
+	assert_string_equal(seen.specs, "{\"id\":\"a\"};{\"id\":\"b\"};");
+	assert_int_equal(seen.recorded, 10);
+	assert_int_equal(
+		ops->campaign_change(f->s, RVS_CAMPAIGN_CREATE, "a", "{}", "again", 102, 65, &cb),
+		-EEXIST);
+	assert_int_equal(
+		ops->campaign_change(f->s, RVS_CAMPAIGN_UPDATE, "zz", "{}", "none", 102, 65, &cb),
+		-ENOENT);
+	seen.fail = -EIO;
+	assert_int_equal(
+		ops->campaign_change(f->s, RVS_CAMPAIGN_END, "b", NULL, "b ended", 103, 65, &cb),
+		-EIO);
+	seen.fail = 0;
+	assert_int_equal(
+		ops->campaign_change(f->s, RVS_CAMPAIGN_END, "a", NULL, "a ended", 104, 65, &cb),
+		0);
+	assert_int_equal(
+		ops->campaign_change(f->s, RVS_CAMPAIGN_END, "a", NULL, "a ended", 105, 65, &cb),
+		-ENOENT);
+	assert_int_equal(ops->policy_version(f->s, &v), 0);
+	assert_int_equal(v, 30);
+	assert_int_equal(ops->campaigns_list(f->s, list_row, out), 0);
+	assert_string_equal(out, "{\"id\":\"b\"}@100/100/-1;{\"id\":\"a\"}@101/104/104;");
+
+	add_device(f, "d-1", 1);
+	add_upload(f, "t-1", "d-1", 1, 0);
+	k.device_id = "d-1";
+	k.reason = "battery";
+	k.anomaly_kind = 3;
+	assert_int_equal(ops->skip_add(f->s, &k), 0);
+	out[0] = 0;
+	assert_int_equal(ops->anomalies_since(f->s, 0, 10, anomaly_row, out), 0);
+	assert_string_equal(out, "d-1:app:-:0;d-1:-:m:3;");
+	out[0] = 0;
+	assert_int_equal(ops->anomalies_since(f->s, 0, 1, anomaly_row, out), 0);
+	assert_string_equal(out, "d-1:app:-:0;");
+}
+
 /* Runs sql (no result wanted) on f's PostgreSQL database. */
 static void pg_exec(struct fx *f, const char *sql)
 {
@@ -756,6 +860,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_sessions_admins_and_alerts_round_trip,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_campaign_change_publishes_in_one_transaction, setup, teardown),
 	};
 	/* No backend in them: run once. */
 	const struct CMUnitTest once[] = {
