@@ -85,6 +85,8 @@ struct rvs_store {
 	atomic_uint_fast64_t committed;
 	uint64_t synced;
 	int syncing, sync_failed;
+	/* issue 15: the dsn, for the scans that open a connection of their own. */
+	char *dsn;
 };
 
 /* Trigger bodies of migration 5: count row R (NEW or OLD) of traces into,
@@ -390,6 +392,7 @@ static void store_close(struct rvs_store *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->gmu);
 	pthread_cond_destroy(&s->gcv);
+	free(s->dsn);
 	free(s);
 }
 
@@ -405,6 +408,10 @@ static int store_open(const char *dsn, struct rvs_store **out)
 	pthread_mutex_init(&s->gmu, NULL);
 	pthread_cond_init(&s->gcv, NULL);
 	s->tail = &s->head;
+	if (!(s->dsn = strdup(dsn))) {
+		store_close(s);
+		return -ENOMEM;
+	}
 	rc = sqlite3_open_v2(dsn, &s->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX |
 				     SQLITE_OPEN_URI,
@@ -1051,16 +1058,34 @@ static const char *col_text(sqlite3_stmt *st, int i)
 	return (const char *)sqlite3_column_text(st, i);
 }
 
-/* The fleet page's reads run on the read-only connection. */
+/* A read-only connection of the caller's own for a scan that may read
+ * every row (the fleet page, a campaign preview, the campaign list): on
+ * s->rdb it would hold rmu, and so the token lookups of every request,
+ * for as long as it runs.  Close with sqlite3_close.  0 or -EIO. */
+static int scan_open(struct rvs_store *s, sqlite3 **db)
+{
+	if (sqlite3_open_v2(s->dsn, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close(*db);
+		*db = NULL;
+		return -EIO;
+	}
+	rvs_sqlite_busy(*db, 5000);
+	return 0;
+}
+
+/* The fleet page's reads: each on a scan connection of its own. */
 static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, unsigned max,
 			 int (*cb)(void *arg, const struct rvs_fleet_device *d), void *arg)
 {
+	sqlite3 *db;
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
-	pthread_mutex_lock(&s->rmu);
+	if (scan_open(s, &db))
+		return -EIO;
 	rc = sqlite3_prepare_v2(
-		s->rdb,
+		db,
 		"SELECT d.device_id, d.model, d.os_build, d.arch, d.enrolled_at,"
 		" count(u.trace_id),"
 		" sum(u.received_at >= ?1 AND COALESCE(u.anomaly_kind, 0) != ?3),"
@@ -1091,7 +1116,7 @@ static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, un
 		}
 		sqlite3_finalize(st);
 	}
-	pthread_mutex_unlock(&s->rmu);
+	sqlite3_close(db);
 	if (stop)
 		return stop;
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
@@ -1110,20 +1135,22 @@ static int fleet_groups(struct rvs_store *s, int group,
 		[RVS_FLEET_SKIPS] = "SELECT reason, count(*), 0 FROM skips GROUP BY reason"
 				    " ORDER BY 2 DESC LIMIT 50",
 	};
+	sqlite3 *db;
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
 	if (group < 0 || group > RVS_FLEET_SKIPS)
 		return -EINVAL;
-	pthread_mutex_lock(&s->rmu);
-	rc = sqlite3_prepare_v2(s->rdb, sql[group], -1, &st, NULL);
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(db, sql[group], -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
 			stop = cb(arg, col_text(st, 0), sqlite3_column_int64(st, 1),
 				  sqlite3_column_int64(st, 2));
 		sqlite3_finalize(st);
 	}
-	pthread_mutex_unlock(&s->rmu);
+	sqlite3_close(db);
 	if (stop)
 		return stop;
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
@@ -1386,12 +1413,14 @@ unlock:
 static int anomalies_since(struct rvs_store *s, int64_t since, size_t max,
 			   int (*cb)(void *arg, const struct rvs_anomaly_row *r), void *arg)
 {
+	sqlite3 *db;
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
-	pthread_mutex_lock(&s->rmu);
+	if (scan_open(s, &db))
+		return -EIO;
 	rc = sqlite3_prepare_v2(
-		s->rdb,
+		db,
 		"SELECT u.device_id, u.app_id, u.app_version, u.model, u.os_build,"
 		" u.anomaly_kind, u.severity FROM uploads u WHERE u.received_at >= ?1"
 		" UNION ALL SELECT s.device_id, s.app_id, s.app_version, d.model,"
@@ -1416,7 +1445,7 @@ static int anomalies_since(struct rvs_store *s, int64_t since, size_t max,
 		}
 		sqlite3_finalize(st);
 	}
-	pthread_mutex_unlock(&s->rmu);
+	sqlite3_close(db);
 	if (stop)
 		return stop;
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
@@ -1427,11 +1456,13 @@ static int campaigns_list(struct rvs_store *s,
 				    int64_t updated, int64_t ended),
 			  void *arg)
 {
+	sqlite3 *db;
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
-	pthread_mutex_lock(&s->rmu);
-	rc = sqlite3_prepare_v2(s->rdb,
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(db,
 				"SELECT spec, created_at, updated_at, ended_at FROM campaigns"
 				" ORDER BY ended_at IS NOT NULL, updated_at DESC, id",
 				-1, &st, NULL);
@@ -1445,7 +1476,7 @@ static int campaigns_list(struct rvs_store *s,
 					  : sqlite3_column_int64(st, 3));
 		sqlite3_finalize(st);
 	}
-	pthread_mutex_unlock(&s->rmu);
+	sqlite3_close(db);
 	if (stop)
 		return stop;
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
