@@ -49,7 +49,7 @@ $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
-$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o upload.o util.o symbols.o query.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(BLOB_LIBS) $(RVA_LIBS)))
+$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,decode.o upload.o util.o symbols.o query.o checkpoint.o store.o store_sqlite.o store_pg.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lzstd -lsqlite3 -lmbedcrypto $(BLOB_LIBS) $(RVA_LIBS)))
 $(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,checkpoint.o util.o),-lmbedx509 -lmbedcrypto -lsqlite3,1))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
@@ -173,18 +173,19 @@ $(TBIN)/server/symfix.stripped: $(TBIN)/server/symfix
 $(TBIN)/server/symfix.debug: $(TBIN)/server/symfix
 	objcopy --only-keep-debug $< $@
 FUZZ += $(BUILD)/fuzz/server_symbols
-# symbols.c answers through query.c's JSON helpers, which bring decode.c, blob.c
-# and decode.c's WAL checkpointer (checkpoint.c).
+# symbols.c answers through query.c's JSON helpers, which bring decode.c, blob.c,
+# decode.c's WAL checkpointer (checkpoint.c) and the store (query.c's skips).
 $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symbols.c server/src/query.c \
 		server/src/util.c server/src/decode.c server/src/blob.c server/src/blob_local.c \
 		server/src/blob_s3.c server/src/blob_pg.c server/src/checkpoint.c \
+		server/src/store.c server/src/store_sqlite.c server/src/store_pg.c \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) $(LIBELF_CFLAGS) $(call pc,--cflags,jansson) -Iserver/src \
 		$(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq) -Itracer/analysis/include -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) \
 		$(LIBRVANALYSIS) $(LIBRVPROTO) $(LIBRVCOMMON) $(RVA_LIBS) $(LIBELF_LIBS) -ljansson -lsqlite3 \
 		-lmbedcrypto -lzstd $(BLOB_LIBS) $(PROTOBUF_LIBS) -lpthread
-$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o checkpoint.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
+$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symbols.o query.o util.o decode.o checkpoint.o store.o store_sqlite.o store_pg.o) $(BLOB_OBJ) $(LIBRVANALYSIS) $(LIBRVPROTO),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))
 
 # The blob interface against each backend (blob.h): a local directory, and
 # S3 against npm s3rver (tests/server/s3rver pins it), started by the test;

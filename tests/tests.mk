@@ -59,6 +59,7 @@ $(eval $(call rv_test,torture,daemon_config,$(TORTURE_OBJ) $(addprefix $(OBJ)/de
 # the rest (as for test_fuzz_symbols).
 $(OBJ)/tests/torture/test_server.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS)
 $(eval $(call rv_test,torture,server,$(TORTURE_OBJ) $(addprefix $(OBJ)/server/src/,config.o \
-  http.o upload.o skips.o symbols.o query.o util.o decode.o checkpoint.o) $(BLOB_OBJ) \
+  http.o upload.o skips.o symbols.o query.o util.o decode.o checkpoint.o store.o store_sqlite.o \
+  store_pg.o) $(BLOB_OBJ) \
   $(LIBRVANALYSIS) $(LIBRVPROTO),-linih -lhttp_parser $(LIBELF_LIBS) -lsqlite3 -lmbedcrypto \
   -lzstd $(BLOB_LIBS) $(RVA_LIBS) $(PROTOBUF_LIBS)))

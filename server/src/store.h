@@ -108,6 +108,23 @@ struct rvs_anomaly_row {
 	int kind, severity;
 };
 
+/* Which skip reports: received_at in [since, until) for the bounds set,
+ * app_id = app unless app is NULL. */
+struct rvs_skip_filter {
+	int64_t since, until;
+	int has_since, has_until;
+	const char *app;
+};
+
+/* A skip report (skips_recent) or a reason and kind with its count
+ * (skips_by_reason: reason, anomaly_kind, count only).  Text is NULL for
+ * SQL NULL; an integer column that is NULL has its has_ flag 0. */
+struct rvs_skip_row {
+	const char *device_id, *app_id, *app_version, *reason;
+	int64_t anomaly_kind, severity, received_at, captured_realtime_ns, count;
+	int has_kind, has_severity, has_captured;
+};
+
 struct rvs_store;
 
 struct rvs_store_ops {
@@ -239,6 +256,16 @@ struct rvs_store_ops {
 			      void *arg);
 	/* The highest recorded policy version, 0 when none. */
 	int (*policy_version)(struct rvs_store *s, uint64_t *out);
+
+	/* Skip reports (query.c's GET /api/v1/skips) matching f.
+	 * skips_by_reason: one row per reason and anomaly kind with its count
+	 * (most first, then by reason and kind, a NULL kind first);
+	 * skips_recent: at most limit reports, newest first (received_at,
+	 * then arrival).  cb as fleet_devices. */
+	int (*skips_by_reason)(struct rvs_store *s, const struct rvs_skip_filter *f,
+			       int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
+	int (*skips_recent)(struct rvs_store *s, const struct rvs_skip_filter *f, int64_t limit,
+			    int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

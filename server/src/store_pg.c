@@ -139,7 +139,9 @@ static const char *const migrations[] = {
 	" ended_at BIGINT);"
 	"CREATE TABLE policy_versions ("
 	" version BIGINT PRIMARY KEY,"
-	" published_at BIGINT NOT NULL, reason TEXT NOT NULL);",
+	" published_at BIGINT NOT NULL, reason TEXT NOT NULL);"
+	/* skips in arrival order (sqlite's rowid), the newest-first tie-break. */
+	"ALTER TABLE skips ADD COLUMN seq BIGSERIAL;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -1308,6 +1310,79 @@ static int policy_version(struct rvs_store *s, uint64_t *out)
 	return rc;
 }
 
+/* The skip reports' filter as parameters $1..$3 (NULL: unbounded, any app). */
+#define SKIPS_WHERE                                        \
+	" WHERE ($1::bigint IS NULL OR received_at >= $1)" \
+	" AND ($2::bigint IS NULL OR received_at < $2)"    \
+	" AND ($3::text IS NULL OR app_id = $3)"
+
+static int skips_scan(struct rvs_store *s, const struct rvs_skip_filter *f, int recent,
+		      int64_t limit, int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	if (f->has_since)
+		p_i64(&p, f->since);
+	else
+		p_text(&p, NULL);
+	if (f->has_until)
+		p_i64(&p, f->until);
+	else
+		p_text(&p, NULL);
+	p_text(&p, f->app);
+	if (recent)
+		p_i64(&p, limit);
+	rc = read_rows(
+		s,
+		recent ? "SELECT device_id, app_id, app_version, anomaly_kind, severity,"
+			 " reason, received_at, captured_realtime_ns FROM skips" SKIPS_WHERE
+			 " ORDER BY received_at DESC, seq DESC LIMIT $4"
+		       : "SELECT reason, anomaly_kind, count(*) AS count FROM skips" SKIPS_WHERE
+			 " GROUP BY reason, anomaly_kind ORDER BY count DESC,"
+			 " reason COLLATE \"C\", anomaly_kind NULLS FIRST",
+		&p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++) {
+		struct rvs_skip_row k = {0};
+		if (recent) {
+			k.device_id = val(r, i, 0);
+			k.app_id = val(r, i, 1);
+			k.app_version = val(r, i, 2);
+			k.anomaly_kind = val_i64(r, i, 3);
+			k.has_kind = !PQgetisnull(r, i, 3);
+			k.severity = val_i64(r, i, 4);
+			k.has_severity = !PQgetisnull(r, i, 4);
+			k.reason = val(r, i, 5);
+			k.received_at = val_i64(r, i, 6);
+			k.captured_realtime_ns = val_i64(r, i, 7);
+			k.has_captured = !PQgetisnull(r, i, 7);
+		} else {
+			k.reason = val(r, i, 0);
+			k.anomaly_kind = val_i64(r, i, 1);
+			k.has_kind = !PQgetisnull(r, i, 1);
+			k.count = val_i64(r, i, 2);
+		}
+		stop = cb(arg, &k);
+	}
+	PQclear(r);
+	return stop;
+}
+
+static int skips_by_reason(struct rvs_store *s, const struct rvs_skip_filter *f,
+			   int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	return skips_scan(s, f, 0, 0, cb, arg);
+}
+
+static int skips_recent(struct rvs_store *s, const struct rvs_skip_filter *f, int64_t limit,
+			int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	return skips_scan(s, f, 1, limit, cb, arg);
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -1339,4 +1414,6 @@ const struct rvs_store_ops rvs_store_pg = {
 	.anomalies_since = anomalies_since,
 	.campaigns_list = campaigns_list,
 	.policy_version = policy_version,
+	.skips_by_reason = skips_by_reason,
+	.skips_recent = skips_recent,
 };

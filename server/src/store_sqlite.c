@@ -1492,6 +1492,88 @@ static int policy_version(struct rvs_store *s, uint64_t *out)
 	return rc;
 }
 
+/* The skip reports' filter as parameters 1..3 (NULL: unbounded, any app). */
+#define SKIPS_WHERE                                \
+	" WHERE (?1 IS NULL OR received_at >= ?1)" \
+	" AND (?2 IS NULL OR received_at < ?2)"    \
+	" AND (?3 IS NULL OR app_id = ?3)"
+
+static void bind_skip_filter(sqlite3_stmt *st, const struct rvs_skip_filter *f)
+{
+	if (f->has_since)
+		sqlite3_bind_int64(st, 1, f->since);
+	if (f->has_until)
+		sqlite3_bind_int64(st, 2, f->until);
+	if (f->app)
+		sqlite3_bind_text(st, 3, f->app, -1, SQLITE_TRANSIENT);
+}
+
+/* Runs a skips scan (recent: the reports, else the counts) on a scan
+ * connection. */
+static int skips_scan(struct rvs_store *s, const struct rvs_skip_filter *f, int recent,
+		      int64_t limit, int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(
+		db,
+		recent ? "SELECT device_id, app_id, app_version, anomaly_kind, severity,"
+			 " reason, received_at, captured_realtime_ns FROM skips" SKIPS_WHERE
+			 " ORDER BY received_at DESC, rowid DESC LIMIT ?4"
+		       : "SELECT reason, anomaly_kind, count(*) AS count FROM skips" SKIPS_WHERE
+			 " GROUP BY reason, anomaly_kind"
+			 " ORDER BY count DESC, reason, anomaly_kind",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		bind_skip_filter(st, f);
+		if (recent)
+			sqlite3_bind_int64(st, 4, limit);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct rvs_skip_row r = {0};
+			if (recent) {
+				r.device_id = col_text(st, 0);
+				r.app_id = col_text(st, 1);
+				r.app_version = col_text(st, 2);
+				r.anomaly_kind = sqlite3_column_int64(st, 3);
+				r.has_kind = sqlite3_column_type(st, 3) != SQLITE_NULL;
+				r.severity = sqlite3_column_int64(st, 4);
+				r.has_severity = sqlite3_column_type(st, 4) != SQLITE_NULL;
+				r.reason = col_text(st, 5);
+				r.received_at = sqlite3_column_int64(st, 6);
+				r.captured_realtime_ns = sqlite3_column_int64(st, 7);
+				r.has_captured = sqlite3_column_type(st, 7) != SQLITE_NULL;
+			} else {
+				r.reason = col_text(st, 0);
+				r.anomaly_kind = sqlite3_column_int64(st, 1);
+				r.has_kind = sqlite3_column_type(st, 1) != SQLITE_NULL;
+				r.count = sqlite3_column_int64(st, 2);
+			}
+			stop = cb(arg, &r);
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int skips_by_reason(struct rvs_store *s, const struct rvs_skip_filter *f,
+			   int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	return skips_scan(s, f, 0, 0, cb, arg);
+}
+
+static int skips_recent(struct rvs_store *s, const struct rvs_skip_filter *f, int64_t limit,
+			int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	return skips_scan(s, f, 1, limit, cb, arg);
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1523,4 +1605,6 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.anomalies_since = anomalies_since,
 	.campaigns_list = campaigns_list,
 	.policy_version = policy_version,
+	.skips_by_reason = skips_by_reason,
+	.skips_recent = skips_recent,
 };

@@ -693,6 +693,60 @@ static void test_store_campaign_change_publishes_in_one_transaction(void **state
 	assert_string_equal(out, "d-1:app:-:0;");
 }
 
+static int skip_row_cb(void *arg, const struct rvs_skip_row *r)
+{
+	char *out = arg;
+	size_t at = strlen(out);
+	snprintf(out + at, 256 - at, "%s/%s/%lld/%lld;", r->reason, r->has_kind ? "k" : "-",
+		 (long long)r->anomaly_kind, (long long)(r->count ? r->count : r->severity));
+	return 0;
+}
+
+/* Skip reports by reason and kind (most first, then reason, a NULL kind
+ * first) and the newest reports (same second: the later arrival first),
+ * filtered by app and received_at. */
+static void test_store_skips_grouped_and_newest_first(void **state)
+{
+	struct fx *f = *state;
+	static const char *const reasons[] = {"quota", "battery", "quota", "battery", "quota"};
+	char out[256] = "";
+	struct rvs_skip_filter all = {0}, app = {0}, later = {0};
+
+	add_device(f, "d-1", 1);
+	for (int i = 0; i < 5; i++) {
+		struct rvs_skip_rec k = {0};
+		k.device_id = "d-1";
+		memset(k.report_id, i + 1, 16);
+		k.reason = reasons[i];
+		k.app_id = i == 4 ? "other" : "app";
+		k.anomaly_kind = i == 3 ? 0 : 2;
+		k.severity = i;
+		assert_int_equal(ops->skip_add(f->s, &k), 0);
+	}
+	sql_value(f, "UPDATE skips SET anomaly_kind = NULL WHERE severity = 3 RETURNING reason",
+		  NULL, out, sizeof out);
+	out[0] = 0;
+	assert_int_equal(ops->skips_by_reason(f->s, &all, skip_row_cb, out), 0);
+	assert_string_equal(out, "quota/k/2/3;battery/-/0/1;battery/k/2/1;");
+	out[0] = 0;
+	assert_int_equal(ops->skips_recent(f->s, &all, 3, skip_row_cb, out), 0);
+	assert_string_equal(out, "quota/k/2/4;battery/-/0/3;quota/k/2/2;");
+	app.app = "other";
+	out[0] = 0;
+	assert_int_equal(ops->skips_recent(f->s, &app, 10, skip_row_cb, out), 0);
+	assert_string_equal(out, "quota/k/2/4;");
+	later.has_since = 1;
+	later.since = (int64_t)time(NULL) + 3600;
+	out[0] = 0;
+	assert_int_equal(ops->skips_by_reason(f->s, &later, skip_row_cb, out), 0);
+	assert_string_equal(out, "");
+	later.has_since = 0;
+	later.has_until = 1;
+	later.until = (int64_t)time(NULL) + 3600;
+	assert_int_equal(ops->skips_recent(f->s, &later, 1, skip_row_cb, out), 0);
+	assert_string_equal(out, "quota/k/2/4;");
+}
+
 /* Runs sql (no result wanted) on f's PostgreSQL database. */
 static void pg_exec(struct fx *f, const char *sql)
 {
@@ -862,6 +916,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_campaign_change_publishes_in_one_transaction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_skips_grouped_and_newest_first, setup,
+						teardown),
 	};
 	/* No backend in them: run once. */
 	const struct CMUnitTest once[] = {
