@@ -710,31 +710,25 @@ static int method_by_version(sqlite3 *db, const char *name, int64_t n, json_t *d
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-static int method_alert(sqlite3 *db, const char *name, json_t *doc)
+static int method_alert(const struct rvs_store_ops *ops, struct rvs_store *st, const char *name,
+			json_t *doc)
 {
-	sqlite3_stmt *st;
 	json_t *p95 = json_object_get(json_object_get(doc, "self_ns"), "p95");
-	int rc;
+	int64_t th;
+	int rc = ops->method_alert_get(st, name, &th);
 
-	if (sqlite3_prepare_v2(db, "SELECT p95_threshold_ns FROM method_alerts WHERE method = ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		int64_t th = sqlite3_column_int64(st, 0);
+	if (rc == 0)
 		json_object_set_new(
 			doc, "alert",
 			json_pack("{s:I,s:b}", "p95_threshold_ns", (json_int_t)th, "crossed",
 				  json_is_integer(p95) && json_integer_value(p95) >= th));
-	} else {
+	else
 		json_object_set_new(doc, "alert", json_null());
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+	return rc == 0 || rc == -ENOENT ? 0 : -EIO;
 }
 
-static void get_method(sqlite3 *db, const char *name, const char *query, struct rvs_query_resp *r)
+static void get_method(sqlite3 *db, const struct rvs_store_ops *ops, struct rvs_store *store,
+		       const char *name, const char *query, struct rvs_query_resp *r)
 {
 	sqlite3_stmt *st;
 	int64_t limit, n;
@@ -757,7 +751,7 @@ static void get_method(sqlite3 *db, const char *name, const char *query, struct 
 		json_object_set_new(doc, "self_ns", self);
 		json_object_set_new(doc, "incl_ns", incl);
 	}
-	if (method_by_version(db, name, n, doc) || method_alert(db, name, doc)) {
+	if (method_by_version(db, name, n, doc) || method_alert(ops, store, name, doc)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
@@ -1074,15 +1068,22 @@ void rvs_query_trace_none(struct rvs_call *c)
 void rvs_query_method(struct rvs_call *c)
 {
 	char name[1024];
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
 	sqlite3 *db;
 	if (!c->arg_len)
 		return set_error(c->q, 404, "no such resource");
 	if (!(db = open_ro(c->cfg->database)))
 		return set_error(c->q, 503, "database unavailable");
+	if (rvs_store_acquire(c->cfg->database, &ops, &st)) {
+		sqlite3_close(db);
+		return set_error(c->q, 503, "database unavailable");
+	}
 	if (rvs_url_decode(c->arg, c->arg_len, 0, name, sizeof name))
 		set_error(c->q, 400, "bad method name");
 	else
-		get_method(db, name, c->query, c->q);
+		get_method(db, ops, st, name, c->query, c->q);
+	rvs_store_release(st);
 	sqlite3_close(db);
 }
 

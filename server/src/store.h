@@ -226,6 +226,8 @@ struct rvs_store_ops {
 			 size_t *saltlen, uint8_t hash[32]);
 	/* Saves (or replaces) method's p95 alert threshold (ns > 0). */
 	int (*method_alert_put)(struct rvs_store *s, const char *method, int64_t threshold_ns);
+	/* method's saved threshold into *ns, -ENOENT when it has none. */
+	int (*method_alert_get)(struct rvs_store *s, const char *method, int64_t *ns);
 
 	/* Campaigns (campaign.c).  campaign_change, in one transaction (on
 	 * PostgreSQL under an advisory lock, so nodes publish one at a time):

@@ -1383,6 +1383,24 @@ static int skips_recent(struct rvs_store *s, const struct rvs_skip_filter *f, in
 	return skips_scan(s, f, 1, limit, cb, arg);
 }
 
+static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_text(&p, method);
+	rc = read_rows(s, "SELECT p95_threshold_ns FROM method_alerts WHERE method = $1", &p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0)
+		rc = -ENOENT;
+	else
+		*ns = val_i64(r, 0, 0);
+	PQclear(r);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -1410,6 +1428,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.session_delete = session_delete,
 	.admin_get = admin_get,
 	.method_alert_put = method_alert_put,
+	.method_alert_get = method_alert_get,
 	.campaign_change = campaign_change,
 	.anomalies_since = anomalies_since,
 	.campaigns_list = campaigns_list,

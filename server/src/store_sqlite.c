@@ -1574,6 +1574,16 @@ static int skips_recent(struct rvs_store *s, const struct rvs_skip_filter *f, in
 	return skips_scan(s, f, 1, limit, cb, arg);
 }
 
+static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns)
+{
+	char buf[32];
+	int rc = lookup_text(s, "SELECT p95_threshold_ns FROM method_alerts WHERE method = ?", NULL,
+			     0, method, buf, sizeof buf);
+	if (rc == 0)
+		*ns = strtoll(buf, NULL, 10);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1601,6 +1611,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.session_delete = session_delete,
 	.admin_get = admin_get,
 	.method_alert_put = method_alert_put,
+	.method_alert_get = method_alert_get,
 	.campaign_change = campaign_change,
 	.anomalies_since = anomalies_since,
 	.campaigns_list = campaigns_list,

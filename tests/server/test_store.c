@@ -548,7 +548,7 @@ static void test_store_fleet_counts_devices_weeks_and_reasons(void **state)
 
 /* Web sessions live until they expire (an expired one is gone at the next
  * session_put), an admin's PBKDF2 parameters come back as admin_put stored
- * them, and a method alert is saved then replaced. */
+ * them, and a method alert is saved, replaced and read back. */
 static void test_store_sessions_admins_and_alerts_round_trip(void **state)
 {
 	struct fx *f = *state;
@@ -556,6 +556,7 @@ static void test_store_sessions_admins_and_alerts_round_trip(void **state)
 	char user[64], csrf[65], v[32];
 	size_t sl = sizeof gsalt;
 	unsigned iter = 0;
+	int64_t ns = 0;
 
 	memset(h1, 1, 32);
 	memset(h2, 2, 32);
@@ -587,6 +588,9 @@ static void test_store_sessions_admins_and_alerts_round_trip(void **state)
 	sql_value(f, "SELECT p95_threshold_ns FROM method_alerts WHERE method = 'a::b'", NULL, v,
 		  sizeof v);
 	assert_string_equal(v, "7");
+	assert_int_equal(ops->method_alert_get(f->s, "a::b", &ns), 0);
+	assert_int_equal(ns, 7);
+	assert_int_equal(ops->method_alert_get(f->s, "a::c", &ns), -ENOENT);
 }
 
 struct pub_seen {
