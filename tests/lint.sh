@@ -21,5 +21,24 @@ for f in "$@"; do
 		status=1
 	fi
 done
+# Storage is reached only through the store (server/src/store.h, issue 15):
+# only its backends include a database client's header.  STORE_PENDING
+# lists the files whose SQL has not moved behind the store yet; it only
+# shrinks (a file leaves it when its SQL moves; none joins it).  agg.c,
+# issue.c, search.c (issue 16) and trace_load.c (query.c's trace loading,
+# moved as it was) were written beside the rule, before it merged.
+STORE_PENDING=' agg.c checkpoint.c decode.c issue.c query.c search.c trace_load.c util.c '
+for f in "$@"; do
+	case "$f" in server/src/*) ;; *) continue ;; esac
+	grep -qE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](sqlite3|libpq-fe)\.h[>"]' "$f" ||
+		continue
+	b=${f#server/src/}
+	case "$b" in
+	store_sqlite*.c | store_pg*.c | blob_pg.c) continue ;;
+	esac
+	case "$STORE_PENDING" in *" $b "*) continue ;; esac
+	echo "lint: $f: includes a database client header; SQL belongs behind server/src/store.h"
+	status=1
+done
 [ "$status" -eq 0 ] && echo "lint: $# files clean"
 exit "$status"

@@ -1342,8 +1342,14 @@ int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metric
 static void start_work(uv_work_t *w)
 {
 	struct rvs_api *a = w->data;
+	const struct rvs_store_ops *ops = NULL;
 	uint64_t depth = 0;
-	a->life_rc = a->ops->open(a->cfg->database, &a->store);
+	a->life_rc = rvs_store_acquire(a->cfg->database, &ops, &a->store);
+	if (a->life_rc == 0 && ops != a->ops) {
+		rvs_store_release(a->store);
+		a->store = NULL;
+		a->life_rc = -EINVAL;
+	}
 	if (a->life_rc == 0 && a->ops->queue_depth(a->store, &depth) == 0)
 		a->start_depth = depth;
 }
@@ -1406,7 +1412,7 @@ void rvs_api_start(struct rvs_api *a, void (*ready)(void *, int), void *arg)
 static void stop_work(uv_work_t *w)
 {
 	struct rvs_api *a = w->data;
-	a->ops->close(a->store);
+	rvs_store_release(a->store);
 	a->store = NULL;
 }
 

@@ -7,11 +7,11 @@
  *   UTF-8 through rvs_field_ok, enum names from the protobuf descriptors)
  *   and stored normalized (campaign_json of the parsed form), so what the
  *   database holds always parses again.
- * - Each change and its publication happen in one BEGIN IMMEDIATE
- *   transaction: sqlite's write lock serializes concurrent changes, so
- *   versions strictly increase and the published file always lists the
- *   campaigns the database says are active.  A failed signature or write
- *   rolls the change back.
+ * - Each change and its publication happen in one store transaction
+ *   (store.h's campaign_change: sqlite's write lock, PostgreSQL's advisory
+ *   lock, serialize concurrent changes), so versions strictly increase and
+ *   the published file always lists the campaigns the database says are
+ *   active.  A failed signature or write rolls the change back.
  * - The new policy keeps every other setting of the one currently served
  *   (or librvpolicy's default when none), gets version = max(served,
  *   recorded) + 1, is checked with rvp_policy_validate, and is signed by
@@ -21,6 +21,7 @@
 #include "campaign_core.h"
 #include "reply.h"
 #include "route.h"
+#include "store.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -263,122 +264,93 @@ Rearview__PolicyBody *rvs_policy_served(const struct rvs_config *cfg)
 	return b;
 }
 
-static int64_t scalar(sqlite3 *db, const char *sql)
+/* A change's publication: the active campaigns parsed, then the policy. */
+struct pub {
+	const struct rvs_config *cfg;
+	struct camp *cs;
+	Rearview__Campaign *ptrs[MAX_CAMPAIGNS];
+	size_t n;
+	int64_t now;
+	uint64_t version; /* the published one */
+	char *err;
+	size_t errlen;
+};
+
+static int pub_spec(void *arg, const char *text, size_t len)
 {
-	sqlite3_stmt *st;
-	int64_t v = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
+	struct pub *p = arg;
+	json_t *spec;
+
+	if (p->n == MAX_CAMPAIGNS)
+		return fail(p->err, p->errlen, "%s", "too many active campaigns (at most 64)");
+	spec = json_loadb(text, len, 0, NULL);
+	if (!spec || camp_parse(spec, &p->cs[p->n], p->err, p->errlen)) {
+		json_decref(spec);
+		camp_release(&p->cs[p->n]);
+		return -EIO;
+	}
+	json_decref(spec);
+	p->ptrs[p->n] = &p->cs[p->n].c;
+	p->n++;
+	return 0;
 }
 
-/* Inside the caller's transaction: signs and writes a policy whose
- * campaigns are the active ones, and records its version. */
-static int publish(const struct rvs_config *cfg, sqlite3 *db, const char *reason, uint64_t *version,
-		   char *err, size_t errlen)
+/* Signs and writes a policy whose campaigns are the active ones. */
+static int pub_policy(void *arg, uint64_t recorded, uint64_t *version)
 {
-	Rearview__Campaign *ptrs[MAX_CAMPAIGNS];
-	struct camp *cs = calloc(MAX_CAMPAIGNS, sizeof *cs);
-	Rearview__PolicyBody *base = rvs_policy_served(cfg), body;
-	size_t n = 0;
-	sqlite3_stmt *st;
-	int64_t recorded, now = (int64_t)time(NULL);
+	struct pub *p = arg;
+	Rearview__PolicyBody *base = rvs_policy_served(p->cfg), body;
 	int rc = 0;
 
-	if (!cs) {
-		rc = -ENOMEM;
-		goto free_base;
-	}
-	if (sqlite3_prepare_v2(db,
-			       "SELECT spec FROM campaigns WHERE ended_at IS NULL ORDER BY id"
-			       " LIMIT ?",
-			       -1, &st, NULL) != SQLITE_OK) {
-		rc = -EIO;
-		goto free_camps;
-	}
-	sqlite3_bind_int(st, 1, MAX_CAMPAIGNS + 1);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		json_t *spec;
-		if (n == MAX_CAMPAIGNS) {
-			rc = fail(err, errlen, "%s", "too many active campaigns (at most 64)");
-			break;
-		}
-		spec = json_loadb((const char *)sqlite3_column_blob(st, 0),
-				  (size_t)sqlite3_column_bytes(st, 0), 0, NULL);
-		if (!spec || camp_parse(spec, &cs[n], err, errlen)) {
-			json_decref(spec);
-			camp_release(&cs[n]);
-			rc = -EIO;
-			break;
-		}
-		json_decref(spec);
-		ptrs[n] = &cs[n].c;
-		n++;
-	}
-	sqlite3_finalize(st);
-	if (rc)
-		goto free_camps;
 	body = base ? *base : *rvp_policy_default();
-	recorded = scalar(db, "SELECT COALESCE(max(version), 0) FROM policy_versions");
-	if (recorded < 0) {
-		rc = -EIO;
-		goto free_camps;
-	}
-	body.version = ((uint64_t)recorded > body.version ? (uint64_t)recorded : body.version) + 1;
+	body.version = (recorded > body.version ? recorded : body.version) + 1;
 	/* Keep the served policy's lifetime, counted from now. */
 	if (body.expires_at_s && body.expires_at_s > body.issued_at_s)
-		body.expires_at_s = (uint64_t)now + (body.expires_at_s - body.issued_at_s);
+		body.expires_at_s = (uint64_t)p->now + (body.expires_at_s - body.issued_at_s);
 	else
 		body.expires_at_s = 0;
-	body.issued_at_s = (uint64_t)now;
-	body.campaigns = ptrs;
-	body.n_campaigns = n;
+	body.issued_at_s = (uint64_t)p->now;
+	body.campaigns = p->ptrs;
+	body.n_campaigns = p->n;
 	if (rvp_policy_validate(&body)) {
-		rc = fail(err, errlen, "%s", "the resulting policy does not validate");
-		goto free_camps;
-	}
-	if ((rc = rvs_policy_publish(cfg, &body))) {
-		snprintf(err, errlen, "cannot sign or write the policy");
+		rc = fail(p->err, p->errlen, "%s", "the resulting policy does not validate");
+	} else if (rvs_policy_publish(p->cfg, &body)) {
+		snprintf(p->err, p->errlen, "cannot sign or write the policy");
 		rc = -EIO;
-		goto free_camps;
+	} else {
+		*version = p->version = body.version;
 	}
-	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO policy_versions (version, published_at, reason)"
-			       " VALUES (?,?,?)",
-			       -1, &st, NULL) != SQLITE_OK) {
-		rc = -EIO;
-		goto free_camps;
-	}
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)body.version);
-	sqlite3_bind_int64(st, 2, now);
-	sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_finalize(st);
-	*version = body.version;
-free_camps:
-	for (size_t i = 0; i < n; i++)
-		camp_release(&cs[i]);
-	free(cs);
-free_base:
 	if (base)
 		rearview__policy_body__free_unpacked(base, NULL);
 	return rc;
 }
 
-static int begin(sqlite3 *db)
+/* Applies change op to campaign id (spec: its normalized JSON, NULL to
+ * end it) and publishes, in one store transaction (store.h's
+ * campaign_change); -EEXIST and -ENOENT say why in err. */
+static int publish(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
+		   struct rvs_store *st, int op, const char *id, const char *spec,
+		   const char *reason, uint64_t *version, char *err, size_t errlen)
 {
-	return sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
-}
+	struct pub p = {.cfg = cfg, .now = (int64_t)time(NULL), .err = err, .errlen = errlen};
+	struct rvs_publish_cb cb = {pub_spec, pub_policy, &p};
+	int rc;
 
-static int finish(sqlite3 *db, int rc)
-{
-	if (rc == 0 && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-		return 0;
-	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-	return rc ? rc : -EIO;
+	if (!(p.cs = calloc(MAX_CAMPAIGNS, sizeof *p.cs)))
+		return -ENOMEM;
+	rc = ops->campaign_change(st, op, id, spec, reason, p.now, MAX_CAMPAIGNS + 1, &cb);
+	if (rc == 0)
+		*version = p.version;
+	else if (rc == -EEXIST)
+		snprintf(err, errlen, "a campaign with this id exists");
+	else if (rc == -ENOENT)
+		snprintf(err, errlen, "no active campaign with this id");
+	else if (rc && rc != -EINVAL && rc != -ENOMEM)
+		rc = -EIO;
+	for (size_t i = 0; i < p.n; i++)
+		camp_release(&p.cs[i]);
+	free(p.cs);
+	return rc;
 }
 
 /* ---- what an engineer must say explicitly (issue 18 item 10) ------------- */
@@ -507,78 +479,71 @@ static int cmp_str(const void *a, const void *b)
 
 /* Counts last week's anomalies (uploads and skip reports) the campaign
  * would have matched, before sampling, and on how many devices. */
-static int preview(sqlite3 *db, const Rearview__Campaign *c, struct rvs_campaign_preview *p)
+struct preview_acc {
+	Rearview__Campaign all;
+	struct rvs_campaign_preview *p;
+	char **devs;
+	size_t ndev, cap;
+	int64_t now;
+};
+
+static int preview_row(void *arg, const struct rvs_anomaly_row *r)
 {
-	static const char sql[] =
-		"SELECT u.upload_id, u.device_id, u.app_id, u.app_version, u.model, u.os_build,"
-		" u.anomaly_kind, u.severity FROM uploads u WHERE u.received_at >= ?1"
-		" UNION ALL SELECT s.report_id, s.device_id, s.app_id, s.app_version, d.model,"
-		" d.os_build, s.anomaly_kind, s.severity FROM skips s"
-		" LEFT JOIN devices d ON d.device_id = s.device_id WHERE s.received_at >= ?1"
-		" LIMIT ?2";
-	Rearview__Campaign all = *c;
-	sqlite3_stmt *st;
-	char **devs = NULL;
-	size_t ndev = 0, cap = 0;
-	int64_t now = (int64_t)time(NULL);
+	struct preview_acc *a = arg;
+	struct rvp_event ev = {
+		.item_id = "",
+		.app_id = r->app_id,
+		.app_version = r->app_version,
+		.device_model = r->model,
+		.os_build = r->os_build,
+		.kind = (Rearview__AnomalyKind)r->kind,
+		.severity = (uint32_t)r->severity,
+	};
+	if (++a->p->rows > PREVIEW_MAX_ROWS) {
+		a->p->truncated = 1;
+		return 1;
+	}
+	if (rvp_campaign_match(&a->all, &ev, a->now, 0) != RVP_ACCEPTED)
+		return 0;
+	a->p->anomalies++;
+	if (a->ndev == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 64;
+		char **nd = realloc(a->devs, nc * sizeof *nd);
+		if (!nd)
+			return -ENOMEM;
+		a->devs = nd;
+		a->cap = nc;
+	}
+	if (!(a->devs[a->ndev] = strdup(r->device_id ? r->device_id : "")))
+		return -ENOMEM;
+	a->ndev++;
+	return 0;
+}
+
+static int preview(const struct rvs_store_ops *ops, struct rvs_store *st,
+		   const Rearview__Campaign *c, struct rvs_campaign_preview *p)
+{
+	struct preview_acc a = {.all = *c, .p = p, .now = (int64_t)time(NULL)};
 	int rc;
 
 	memset(p, 0, sizeof *p);
 	p->fleet_wide = fleet_wide(c);
-	all.sample_probability = 1; /* before sampling */
-	all.valid_from_s = all.valid_until_s = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, now - 7 * 86400);
-	sqlite3_bind_int(st, 2, PREVIEW_MAX_ROWS + 1);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct rvp_event ev = {
-			.item_id = "",
-			.app_id = (const char *)sqlite3_column_text(st, 2),
-			.app_version = (const char *)sqlite3_column_text(st, 3),
-			.device_model = (const char *)sqlite3_column_text(st, 4),
-			.os_build = (const char *)sqlite3_column_text(st, 5),
-			.kind = (Rearview__AnomalyKind)sqlite3_column_int(st, 6),
-			.severity = (uint32_t)sqlite3_column_int(st, 7),
-		};
-		const char *dev = (const char *)sqlite3_column_text(st, 1);
-		if (++p->rows > PREVIEW_MAX_ROWS) {
-			p->truncated = 1;
-			break;
-		}
-		if (rvp_campaign_match(&all, &ev, now, 0) != RVP_ACCEPTED)
-			continue;
-		p->anomalies++;
-		if (ndev == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			char **nd = realloc(devs, nc * sizeof *nd);
-			if (!nd) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			devs = nd;
-			cap = nc;
-		}
-		if (!(devs[ndev] = strdup(dev ? dev : ""))) {
-			rc = SQLITE_NOMEM;
-			break;
-		}
-		ndev++;
-	}
-	sqlite3_finalize(st);
-	if (ndev)
-		qsort(devs, ndev, sizeof *devs, cmp_str);
-	for (size_t i = 0; i < ndev; i++)
-		p->devices += i == 0 || strcmp(devs[i], devs[i - 1]) != 0;
-	for (size_t i = 0; i < ndev; i++)
-		free(devs[i]);
-	free(devs);
+	a.all.sample_probability = 1; /* before sampling */
+	a.all.valid_from_s = a.all.valid_until_s = 0;
+	rc = ops->anomalies_since(st, a.now - 7 * 86400, PREVIEW_MAX_ROWS + 1, preview_row, &a);
+	if (a.ndev)
+		qsort(a.devs, a.ndev, sizeof *a.devs, cmp_str);
+	for (size_t i = 0; i < a.ndev; i++)
+		p->devices += i == 0 || strcmp(a.devs[i], a.devs[i - 1]) != 0;
+	for (size_t i = 0; i < a.ndev; i++)
+		free(a.devs[i]);
+	free(a.devs);
 	p->expected = (double)p->anomalies * (c->sample_probability > 0 && c->sample_probability < 1
 						      ? c->sample_probability
 						      : 1.0);
-	if (rc == SQLITE_NOMEM)
-		return -ENOMEM;
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
+	if (rc == -ENOMEM)
+		return rc;
+	return rc == 0 || rc == 1 ? 0 : -EIO;
 }
 
 static void preview_text(const struct rvs_campaign_preview *p, char *out, size_t len)
@@ -591,14 +556,14 @@ static void preview_text(const struct rvs_campaign_preview *p, char *out, size_t
 		 p->fleet_wide ? "; it targets every app on every device" : "");
 }
 
-int rvs_campaign_preview(sqlite3 *db, json_t *spec, struct rvs_campaign_preview *p, char *err,
-			 size_t errlen)
+int rvs_campaign_preview(const struct rvs_store_ops *ops, struct rvs_store *st, json_t *spec,
+			 struct rvs_campaign_preview *p, char *err, size_t errlen)
 {
 	struct camp k;
 	int rc = spec_strict(spec, err, errlen);
 	if (rc == 0)
 		rc = camp_parse(spec, &k, err, errlen);
-	if (rc == 0 && (rc = preview(db, &k.c, p)))
+	if (rc == 0 && (rc = preview(ops, st, &k.c, p)))
 		snprintf(err, errlen, "cannot read last week's anomalies");
 	if (rc == 0)
 		preview_text(p, p->text, sizeof p->text);
@@ -606,13 +571,13 @@ int rvs_campaign_preview(sqlite3 *db, json_t *spec, struct rvs_campaign_preview 
 	return rc;
 }
 
-int rvs_campaign_save(const struct rvs_config *cfg, sqlite3 *db, json_t *spec, int create,
-		      uint64_t *version, char *err, size_t errlen)
+int rvs_campaign_save(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
+		      struct rvs_store *st, json_t *spec, int create, uint64_t *version, char *err,
+		      size_t errlen)
 {
 	struct camp k;
 	json_t *norm;
 	char *text;
-	sqlite3_stmt *st;
 	char reason[128];
 	int rc;
 
@@ -624,7 +589,7 @@ int rvs_campaign_save(const struct rvs_config *cfg, sqlite3 *db, json_t *spec, i
 	if (fleet_wide(&k.c) && !json_is_true(json_object_get(spec, "confirm_fleet_wide"))) {
 		struct rvs_campaign_preview p;
 		char what[200];
-		if (preview(db, &k.c, &p) == 0)
+		if (preview(ops, st, &k.c, &p) == 0)
 			preview_text(&p, what, sizeof what);
 		else
 			snprintf(what, sizeof what, "its reach could not be previewed");
@@ -640,112 +605,51 @@ int rvs_campaign_save(const struct rvs_config *cfg, sqlite3 *db, json_t *spec, i
 		camp_release(&k);
 		return -ENOMEM;
 	}
-	if ((rc = begin(db)))
-		goto free_text;
-	if (sqlite3_prepare_v2(
-		    db,
-		    create ? "INSERT INTO campaigns (id, spec, created_at, updated_at)"
-			     " VALUES (?1, ?2, strftime('%s','now'), strftime('%s','now'))"
-			   : "UPDATE campaigns SET spec = ?2, updated_at = strftime('%s','now')"
-			     " WHERE id = ?1 AND ended_at IS NULL",
-		    -1, &st, NULL) != SQLITE_OK) {
-		rc = finish(db, -EIO);
-		goto free_text;
-	}
-	sqlite3_bind_text(st, 1, k.c.id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, text, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if ((rc & 0xff) == SQLITE_CONSTRAINT) {
-		snprintf(err, errlen, "a campaign with this id exists");
-		rc = finish(db, -EEXIST);
-		goto free_text;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = finish(db, -EIO);
-		goto free_text;
-	}
-	if (!create && sqlite3_changes(db) == 0) {
-		snprintf(err, errlen, "no active campaign with this id");
-		rc = finish(db, -ENOENT);
-		goto free_text;
-	}
 	snprintf(reason, sizeof reason, "campaign %s %s", k.c.id, create ? "created" : "edited");
-	rc = finish(db, publish(cfg, db, reason, version, err, errlen));
-free_text:
+	rc = publish(cfg, ops, st, create ? RVS_CAMPAIGN_CREATE : RVS_CAMPAIGN_UPDATE, k.c.id, text,
+		     reason, version, err, errlen);
 	free(text);
 	camp_release(&k);
 	return rc;
 }
 
-int rvs_campaign_end(const struct rvs_config *cfg, sqlite3 *db, const char *id, uint64_t *version,
-		     char *err, size_t errlen)
+int rvs_campaign_end(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
+		     struct rvs_store *st, const char *id, uint64_t *version, char *err,
+		     size_t errlen)
 {
-	sqlite3_stmt *st;
 	char reason[128];
-	int rc;
 
 	if (!id_ok(id))
 		return fail(err, errlen, "%s", "bad campaign id");
-	if ((rc = begin(db)))
-		return rc;
-	if (sqlite3_prepare_v2(
-		    db,
-		    "UPDATE campaigns SET ended_at = strftime('%s','now'),"
-		    " updated_at = strftime('%s','now') WHERE id = ? AND ended_at IS NULL",
-		    -1, &st, NULL) != SQLITE_OK)
-		return finish(db, -EIO);
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return finish(db, -EIO);
-	if (sqlite3_changes(db) == 0) {
-		snprintf(err, errlen, "no active campaign with this id");
-		return finish(db, -ENOENT);
-	}
 	snprintf(reason, sizeof reason, "campaign %s ended", id);
-	return finish(db, publish(cfg, db, reason, version, err, errlen));
+	return publish(cfg, ops, st, RVS_CAMPAIGN_END, id, NULL, reason, version, err, errlen);
 }
 
-json_t *rvs_campaigns_json(sqlite3 *db)
+static int campaign_row(void *arg, const char *spec, size_t len, int64_t created, int64_t updated,
+			int64_t ended)
 {
-	sqlite3_stmt *st;
-	json_t *arr = json_array(), *doc;
-	int64_t v;
-	int rc;
+	json_t *o = json_loadb(spec, len, 0, NULL);
+	if (!o)
+		return 0;
+	json_object_set_new(o, "created_at", json_integer(created));
+	json_object_set_new(o, "updated_at", json_integer(updated));
+	json_object_set_new(o, "ended_at", ended < 0 ? json_null() : json_integer(ended));
+	json_object_set_new(o, "active", json_boolean(ended < 0));
+	json_array_append_new(arg, o);
+	return 0;
+}
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT spec, created_at, updated_at, ended_at FROM campaigns"
-			       " ORDER BY ended_at IS NOT NULL, updated_at DESC, id",
-			       -1, &st, NULL) != SQLITE_OK) {
+json_t *rvs_campaigns_json(const struct rvs_store_ops *ops, struct rvs_store *st)
+{
+	json_t *arr = json_array();
+	uint64_t v = 0;
+
+	if (ops->campaigns_list(st, campaign_row, arr) || ops->policy_version(st, &v)) {
 		json_decref(arr);
 		return NULL;
 	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_loadb((const char *)sqlite3_column_blob(st, 0),
-				       (size_t)sqlite3_column_bytes(st, 0), 0, NULL);
-		if (!o)
-			continue;
-		json_object_set_new(o, "created_at", json_integer(sqlite3_column_int64(st, 1)));
-		json_object_set_new(o, "updated_at", json_integer(sqlite3_column_int64(st, 2)));
-		json_object_set_new(o, "ended_at",
-				    sqlite3_column_type(st, 3) == SQLITE_NULL
-					    ? json_null()
-					    : json_integer(sqlite3_column_int64(st, 3)));
-		json_object_set_new(o, "active",
-				    json_boolean(sqlite3_column_type(st, 3) == SQLITE_NULL));
-		json_array_append_new(arr, o);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		json_decref(arr);
-		return NULL;
-	}
-	v = scalar(db, "SELECT max(version) FROM policy_versions");
-	doc = json_pack("{s:o,s:o}", "campaigns", arr, "policy_version",
-			v > 0 ? json_integer(v) : json_null());
-	return doc;
+	return json_pack("{s:o,s:o}", "campaigns", arr, "policy_version",
+			 v > 0 ? json_integer((json_int_t)v) : json_null());
 }
 
 /* ---- the JSON API ------------------------------------------------------------ */
@@ -767,17 +671,15 @@ static int status_of(int rc)
 	}
 }
 
-/* A read-write connection for a campaign endpoint, or NULL after 503. */
-static sqlite3 *open_rw(struct rvs_call *c)
+/* The shared store for a campaign endpoint (release it after), or -1
+ * after answering 503. */
+static int open_rw(struct rvs_call *c, const struct rvs_store_ops **ops, struct rvs_store **st)
 {
-	sqlite3 *db = NULL;
-	if (sqlite3_open_v2(c->cfg->database, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
+	if (rvs_store_acquire(c->cfg->database, ops, st)) {
 		rvs_query_reply(c->q, 503, json_pack("{s:s}", "error", "database unavailable"));
-		return NULL;
+		return -1;
 	}
-	rvs_sqlite_busy(db, 5000);
-	return db;
+	return 0;
 }
 
 /* The body as a campaign object (caller json_decref), NULL if it is none. */
@@ -800,12 +702,13 @@ static void changed(struct rvs_call *c, int rc, const char *err, const char *id,
 
 void rvs_campaigns_list(struct rvs_call *c)
 {
-	sqlite3 *db = open_rw(c);
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
 	json_t *doc;
-	if (!db)
+	if (open_rw(c, &ops, &st))
 		return;
-	doc = rvs_campaigns_json(db);
-	sqlite3_close(db);
+	doc = rvs_campaigns_json(ops, st);
+	rvs_store_release(st);
 	rvs_query_reply(c->q, doc ? 200 : 500,
 			doc ? doc : json_pack("{s:s}", "error", "query failed"));
 }
@@ -814,18 +717,19 @@ void rvs_campaigns_create(struct rvs_call *c)
 {
 	char err[160] = "", id[80];
 	uint64_t version = 0;
-	sqlite3 *db = open_rw(c);
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
 	json_t *spec;
 	int rc;
 
-	if (!db)
+	if (open_rw(c, &ops, &st))
 		return;
 	spec = spec_of(c);
 	if (!spec) {
 		snprintf(err, sizeof err, "body: a JSON campaign object of at most 64 KiB");
 		rc = -EINVAL;
 	} else {
-		rc = rvs_campaign_save(c->cfg, db, spec,
+		rc = rvs_campaign_save(c->cfg, ops, st, spec,
 				       !json_is_true(json_object_get(spec, "replace")), &version,
 				       err, sizeof err);
 	}
@@ -834,7 +738,7 @@ void rvs_campaigns_create(struct rvs_call *c)
 			 ? json_string_value(json_object_get(spec, "id"))
 			 : "");
 	json_decref(spec);
-	sqlite3_close(db);
+	rvs_store_release(st);
 	changed(c, rc, err, id, version);
 }
 
@@ -842,21 +746,22 @@ void rvs_campaigns_preview(struct rvs_call *c)
 {
 	struct rvs_campaign_preview p;
 	char err[160] = "";
-	sqlite3 *db = open_rw(c);
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
 	json_t *spec;
 	int rc;
 
-	if (!db)
+	if (open_rw(c, &ops, &st))
 		return;
 	if (!(spec = spec_of(c))) {
-		sqlite3_close(db);
+		rvs_store_release(st);
 		return rvs_query_reply(c->q, 400,
 				       json_pack("{s:s}", "error",
 						 "body: a JSON campaign object of at most 64 KiB"));
 	}
-	rc = rvs_campaign_preview(db, spec, &p, err, sizeof err);
+	rc = rvs_campaign_preview(ops, st, spec, &p, err, sizeof err);
 	json_decref(spec);
-	sqlite3_close(db);
+	rvs_store_release(st);
 	if (rc)
 		return rvs_query_reply(c->q, status_of(rc), json_pack("{s:s}", "error", err));
 	rvs_query_reply(c->q, 200,
@@ -870,25 +775,27 @@ void rvs_campaigns_end(struct rvs_call *c)
 {
 	char err[160] = "", id[80];
 	uint64_t version = 0;
-	sqlite3 *db;
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
 	int rc;
 
 	if (!c->arg_len || c->arg_len > sizeof id - 2)
 		return rvs_campaigns_none(c);
-	if (!(db = open_rw(c)))
+	if (open_rw(c, &ops, &st))
 		return;
 	memcpy(id, c->arg, c->arg_len);
 	id[c->arg_len] = '\0';
-	rc = rvs_campaign_end(c->cfg, db, id, &version, err, sizeof err);
-	sqlite3_close(db);
+	rc = rvs_campaign_end(c->cfg, ops, st, id, &version, err, sizeof err);
+	rvs_store_release(st);
 	changed(c, rc, err, id, version);
 }
 
 void rvs_campaigns_none(struct rvs_call *c)
 {
-	sqlite3 *db = open_rw(c);
-	if (!db)
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	if (open_rw(c, &ops, &st))
 		return;
-	sqlite3_close(db);
+	rvs_store_release(st);
 	rvs_query_reply(c->q, 404, json_pack("{s:s}", "error", "no such resource"));
 }

@@ -13,6 +13,7 @@
 #include "export.h"
 #include "params.h"
 #include "trace_load.h"
+#include "store.h"
 #include "route.h"
 #include "search.h"
 #include "rvs.h"
@@ -509,31 +510,25 @@ static int method_by_version(sqlite3 *db, const char *name, int64_t n, json_t *d
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-static int method_alert(sqlite3 *db, const char *name, json_t *doc)
+static int method_alert(const struct rvs_store_ops *ops, struct rvs_store *st, const char *name,
+			json_t *doc)
 {
-	sqlite3_stmt *st;
 	json_t *p95 = json_object_get(json_object_get(doc, "self_ns"), "p95");
-	int rc;
+	int64_t th;
+	int rc = ops->method_alert_get(st, name, &th);
 
-	if (sqlite3_prepare_v2(db, "SELECT p95_threshold_ns FROM method_alerts WHERE method = ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		int64_t th = sqlite3_column_int64(st, 0);
+	if (rc == 0)
 		json_object_set_new(
 			doc, "alert",
 			json_pack("{s:I,s:b}", "p95_threshold_ns", (json_int_t)th, "crossed",
 				  json_is_integer(p95) && json_integer_value(p95) >= th));
-	} else {
+	else
 		json_object_set_new(doc, "alert", json_null());
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+	return rc == 0 || rc == -ENOENT ? 0 : -EIO;
 }
 
-static void get_method(sqlite3 *db, const char *name, const char *query, struct rvs_query_resp *r)
+static void get_method(sqlite3 *db, const struct rvs_store_ops *ops, struct rvs_store *store,
+		       const char *name, const char *query, struct rvs_query_resp *r)
 {
 	sqlite3_stmt *st;
 	int64_t limit, n;
@@ -556,7 +551,7 @@ static void get_method(sqlite3 *db, const char *name, const char *query, struct 
 		json_object_set_new(doc, "self_ns", self);
 		json_object_set_new(doc, "incl_ns", incl);
 	}
-	if (method_by_version(db, name, n, doc) || method_alert(db, name, doc)) {
+	if (method_by_version(db, name, n, doc) || method_alert(ops, store, name, doc)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
@@ -649,78 +644,72 @@ static void list_signatures(sqlite3 *db, const char *query, struct rvs_query_res
 
 /* ---- GET /api/v1/skips --------------------------------------------------------- */
 
-/* Rows of one statement into a new JSON array; NULL on a query error. */
-static json_t *rows_array(sqlite3_stmt *st)
+static json_t *jint(int64_t v, int has)
 {
-	json_t *arr = json_array();
-	int rc;
+	return has ? json_integer(v) : json_null();
+}
 
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		json_array_append_new(arr, o);
-	}
-	if (rc != SQLITE_DONE) {
-		json_decref(arr);
-		return NULL;
-	}
-	return arr;
+static int skip_reason_row(void *arg, const struct rvs_skip_row *k)
+{
+	json_array_append_new(arg, json_pack("{s:o,s:o,s:I}", "reason", jstr(k->reason),
+					     "anomaly_kind", jint(k->anomaly_kind, k->has_kind),
+					     "count", (json_int_t)k->count));
+	return 0;
+}
+
+static int skip_recent_row(void *arg, const struct rvs_skip_row *k)
+{
+	json_array_append_new(
+		arg, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:o}", "device_id", jstr(k->device_id),
+			       "app_id", jstr(k->app_id), "app_version", jstr(k->app_version),
+			       "anomaly_kind", jint(k->anomaly_kind, k->has_kind), "severity",
+			       jint(k->severity, k->has_severity), "reason", jstr(k->reason),
+			       "received_at", (json_int_t)k->received_at, "captured_realtime_ns",
+			       jint(k->captured_realtime_ns, k->has_captured)));
+	return 0;
 }
 
 /* Anomalies devices reported as not uploaded: counts by reason and kind,
  * and the newest reports.  Filters: since / until (received_at), app. */
-static void list_skips(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+static void list_skips(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
+		       struct rvs_query_resp *r)
 {
-	static const char WHERE[] = " WHERE (?1 IS NULL OR received_at >= ?1)"
-				    " AND (?2 IS NULL OR received_at < ?2)"
-				    " AND (?3 IS NULL OR app_id = ?3)";
-	char sql[512], v[256], app[257];
-	sqlite3_stmt *st[2] = {NULL, NULL};
-	json_t *reasons = NULL, *recent = NULL;
+	struct rvs_skip_filter f = {0};
+	char v[256], app[257];
+	json_t *reasons = json_array(), *recent = json_array();
 	int64_t limit, t[2];
 	int has[2], has_app;
 
-	if (parse_limit(query, &limit))
-		return set_error(r, 400, "bad limit");
+	if (parse_limit(query, &limit)) {
+		set_error(r, 400, "bad limit");
+		goto free;
+	}
 	for (int i = 0; i < 2; i++) {
 		int rc = qparam(query, i ? "until" : "since", v, sizeof v);
-		if (rc < 0 || (rc == 1 && parse_i64(v, &t[i])))
-			return set_error(r, 400, i ? "bad until" : "bad since");
+		if (rc < 0 || (rc == 1 && parse_i64(v, &t[i]))) {
+			set_error(r, 400, i ? "bad until" : "bad since");
+			goto free;
+		}
 		has[i] = rc == 1;
 	}
-	if ((has_app = qparam(query, "app", app, sizeof app)) < 0)
-		return set_error(r, 400, "bad app");
-	snprintf(sql, sizeof sql,
-		 "SELECT reason, anomaly_kind, count(*) AS count FROM skips%s"
-		 " GROUP BY reason, anomaly_kind ORDER BY count DESC, reason, anomaly_kind",
-		 WHERE);
-	if (sqlite3_prepare_v2(db, sql, -1, &st[0], NULL) != SQLITE_OK)
-		goto fail;
-	snprintf(sql, sizeof sql,
-		 "SELECT device_id, app_id, app_version, anomaly_kind, severity, reason,"
-		 " received_at, captured_realtime_ns FROM skips%s"
-		 " ORDER BY received_at DESC, rowid DESC LIMIT ?4",
-		 WHERE);
-	if (sqlite3_prepare_v2(db, sql, -1, &st[1], NULL) != SQLITE_OK)
-		goto fail;
-	for (int i = 0; i < 2; i++) {
-		for (int k = 0; k < 2; k++)
-			if (has[k])
-				sqlite3_bind_int64(st[i], k + 1, t[k]);
-		if (has_app)
-			sqlite3_bind_text(st[i], 3, app, -1, SQLITE_TRANSIENT);
+	if ((has_app = qparam(query, "app", app, sizeof app)) < 0) {
+		set_error(r, 400, "bad app");
+		goto free;
 	}
-	sqlite3_bind_int64(st[1], 4, limit);
-	if (!(reasons = rows_array(st[0])) || !(recent = rows_array(st[1])))
-		goto fail;
-	sqlite3_finalize(st[0]);
-	sqlite3_finalize(st[1]);
+	f.since = t[0];
+	f.until = t[1];
+	f.has_since = has[0];
+	f.has_until = has[1];
+	f.app = has_app ? app : NULL;
+	if (ops->skips_by_reason(st, &f, skip_reason_row, reasons) ||
+	    ops->skips_recent(st, &f, limit, skip_recent_row, recent)) {
+		set_error(r, 500, "query failed");
+		goto free;
+	}
 	return set_json(r, 200, json_pack("{s:o,s:o}", "reasons", reasons, "recent", recent));
-fail:
+free:
 	json_decref(reasons);
-	sqlite3_finalize(st[0]);
-	sqlite3_finalize(st[1]);
-	set_error(r, 500, "query failed");
+	json_decref(recent);
 }
 
 /* ---- GET /api/v1/signatures/weekly ------------------------------------------ */
@@ -825,7 +814,12 @@ void rvs_query_weekly(struct rvs_call *c)
 
 void rvs_query_skips(struct rvs_call *c)
 {
-	with_db(c, list_skips);
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	if (rvs_store_acquire(c->cfg->database, &ops, &st))
+		return set_error(c->q, 503, "database unavailable");
+	list_skips(ops, st, c->query, c->q);
+	rvs_store_release(st);
 }
 
 /* The trace id the route's wildcard matched into tid, or 404 and -1. */
@@ -874,15 +868,22 @@ void rvs_query_trace_none(struct rvs_call *c)
 void rvs_query_method(struct rvs_call *c)
 {
 	char name[1024];
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
 	sqlite3 *db;
 	if (!c->arg_len)
 		return set_error(c->q, 404, "no such resource");
 	if (!(db = open_ro(c->cfg->database)))
 		return set_error(c->q, 503, "database unavailable");
+	if (rvs_store_acquire(c->cfg->database, &ops, &st)) {
+		sqlite3_close(db);
+		return set_error(c->q, 503, "database unavailable");
+	}
 	if (rvs_url_decode(c->arg, c->arg_len, 0, name, sizeof name))
 		set_error(c->q, 400, "bad method name");
 	else
-		get_method(db, name, c->query, c->q);
+		get_method(db, ops, st, name, c->query, c->q);
+	rvs_store_release(st);
 	sqlite3_close(db);
 }
 

@@ -1,7 +1,7 @@
 /*
  * retention.h — deleting traces older than the configured age
  * (config retention_days) with their index rows and their blobs.
- * Work queue only (sqlite and file I/O block).
+ * Work queue only (the store and file I/O block).
  */
 #ifndef RVS_RETENTION_H
 #define RVS_RETENTION_H
@@ -27,9 +27,9 @@ struct rvs_retention_stats {
  * transactions of at most 500 uploads, then deletes each of their blobs in
  * the blob store (blob.h) that no remaining upload references; then sweeps it for
  * orphans (blobs no upload references) and temporary files of dead writes,
- * all older than the grace period.  Opens its own connection
- * to database.  *out (may be NULL) gets what was deleted, also on error.
- * 0, -EIO (sqlite; logged), -ENOMEM. */
+ * all older than the grace period.  Uses the shared store of database
+ * (rvs_store_acquire: sqlite or PostgreSQL).  *out (may be NULL) gets what
+ * was deleted, also on error.  0, -EIO (the store; logged), -ENOMEM. */
 int rvs_retention_run(const char *database, struct rvs_blobs *blobs, int64_t cutoff,
 		      struct rvs_retention_stats *out);
 

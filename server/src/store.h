@@ -72,6 +72,59 @@ struct rvs_decode_item {
 	uint64_t lease;
 };
 
+/* One device row of the fleet page (store_ops.fleet_devices); text is
+ * NULL for SQL NULL. */
+struct rvs_fleet_device {
+	const char *device_id, *model, *os_build, *arch;
+	int64_t enrolled_at, uploads, charged_since, manual_since;
+	int64_t last_upload_at; /* valid when has_last_upload */
+	int has_last_upload;
+};
+
+/* The counted groups of the fleet page (store_ops.fleet_groups). */
+enum rvs_fleet_group {
+	RVS_FLEET_WEEKS,      /* key: the week's Monday "YYYY-MM-DD" (UTC); n uploads,
+			       * bytes their blobs'; the newest 26 weeks */
+	RVS_FLEET_QUARANTINE, /* key: a quarantine reason, n its uploads; top 50 */
+	RVS_FLEET_SKIPS,      /* key: a reported skip reason, n its reports; top 50 */
+};
+
+/* A campaign change's publication (store_ops.campaign_change). */
+struct rvs_publish_cb {
+	/* One active campaign's spec (len bytes, not NUL-terminated; valid
+	 * during the call); non-zero stops and fails the change. */
+	int (*spec)(void *arg, const char *spec, size_t len);
+	/* Signs and writes the policy of those campaigns, given the highest
+	 * recorded version; *version: the new one.  0 or -errno. */
+	int (*publish)(void *arg, uint64_t recorded, uint64_t *version);
+	void *arg;
+};
+
+enum rvs_campaign_op { RVS_CAMPAIGN_CREATE, RVS_CAMPAIGN_UPDATE, RVS_CAMPAIGN_END };
+
+/* One anomaly of last week for a campaign preview; text may be NULL. */
+struct rvs_anomaly_row {
+	const char *device_id, *app_id, *app_version, *model, *os_build;
+	int kind, severity;
+};
+
+/* Which skip reports: received_at in [since, until) for the bounds set,
+ * app_id = app unless app is NULL. */
+struct rvs_skip_filter {
+	int64_t since, until;
+	int has_since, has_until;
+	const char *app;
+};
+
+/* A skip report (skips_recent) or a reason and kind with its count
+ * (skips_by_reason: reason, anomaly_kind, count only).  Text is NULL for
+ * SQL NULL; an integer column that is NULL has its has_ flag 0. */
+struct rvs_skip_row {
+	const char *device_id, *app_id, *app_version, *reason;
+	int64_t anomaly_kind, severity, received_at, captured_realtime_ns, count;
+	int has_kind, has_severity, has_captured;
+};
+
 struct rvs_store;
 
 struct rvs_store_ops {
@@ -126,6 +179,95 @@ struct rvs_store_ops {
 	 * (pending_decode), to be indexed again with the names.  *queued: how
 	 * many. */
 	int (*requeue_build_id)(struct rvs_store *s, const char *build_id, uint64_t *queued);
+
+	/* ---- issue 15: the SQL of the other server files, behind the table ---- */
+
+	/* Retention (retention.c): deletes the (at most max, 1..500) oldest
+	 * uploads received before cutoff (unix s) in one transaction — their
+	 * traces row (index rows cascade), queue, quarantine and uploads rows
+	 * — and copies each one's blob name, when it has one, into blobs
+	 * (room for max; a name may repeat), *nblobs how many.  Returns how
+	 * many uploads it deleted (0: none left), or -errno (nothing deleted). */
+	int (*retention_delete)(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
+				size_t *nblobs);
+	/* 1 when an uploads row names blob (sha256 hex), 0 when none, -errno. */
+	int (*blob_referenced)(struct rvs_store *s, const char *blob);
+
+	/* The fleet page (fleet.c): up to max devices, the one with the latest
+	 * upload first (devices without uploads last, newest enrolment first),
+	 * each with its uploads counted: all, and those received at or after
+	 * since that are charged (anomaly kind other than manual_kind) or
+	 * manual.  cb gets each row (valid during the call); a non-zero return
+	 * stops the scan and is returned.  0 or -errno. */
+	int (*fleet_devices)(struct rvs_store *s, int64_t since, int manual_kind, unsigned max,
+			     int (*cb)(void *arg, const struct rvs_fleet_device *d), void *arg);
+	/* The fleet page's counted groups (enum rvs_fleet_group), largest or
+	 * newest first, through cb(arg, key, n, bytes) as fleet_devices. */
+	int (*fleet_groups)(struct rvs_store *s, int group,
+			    int (*cb)(void *arg, const char *key, int64_t n, int64_t bytes),
+			    void *arg);
+	int (*device_count)(struct rvs_store *s, uint64_t *out);
+
+	/* Web sessions (web.c), keyed by the SHA-256 of the session id.
+	 * session_get: the admin and CSRF token of the session id_hash names
+	 * if it expires after now, else -ENOENT. */
+	int (*session_get)(struct rvs_store *s, const uint8_t id_hash[32], int64_t now,
+			   char user[64], char csrf[65]);
+	/* Stores a session (created now, expiring at expires) after deleting
+	 * every session expired at now.  0 or -errno. */
+	int (*session_put)(struct rvs_store *s, const uint8_t id_hash[32], const char *user,
+			   const char *csrf, int64_t now, int64_t expires);
+	/* Deletes the session (none: 0 too). */
+	int (*session_delete)(struct rvs_store *s, const uint8_t id_hash[32]);
+	/* An admin's PBKDF2 parameters (admin_put's): -ENOENT no such admin,
+	 * -EBADMSG a stored salt longer than *saltlen or a hash not 32 bytes;
+	 * on 0 *saltlen is the salt's length. */
+	int (*admin_get)(struct rvs_store *s, const char *name, unsigned *iterations, uint8_t *salt,
+			 size_t *saltlen, uint8_t hash[32]);
+	/* Saves (or replaces) method's p95 alert threshold (ns > 0). */
+	int (*method_alert_put)(struct rvs_store *s, const char *method, int64_t threshold_ns);
+	/* method's saved threshold into *ns, -ENOENT when it has none. */
+	int (*method_alert_get)(struct rvs_store *s, const char *method, int64_t *ns);
+
+	/* Campaigns (campaign.c).  campaign_change, in one transaction (on
+	 * PostgreSQL under an advisory lock, so nodes publish one at a time):
+	 * op RVS_CAMPAIGN_CREATE stores campaign id with spec (JSON text;
+	 * -EEXIST if the id exists), UPDATE replaces an active one's spec, END
+	 * ends it (both -ENOENT when no active campaign has the id); all at
+	 * unix time now.  Then p->spec gets each active campaign's spec,
+	 * ordered by id, at most max_specs, and p->publish the highest
+	 * recorded policy version (0: none); when it returns 0 with *version,
+	 * that version is recorded with reason and now and the transaction
+	 * commits.  Any failure rolls back: the callbacks' non-zero return,
+	 * or -errno.  p's callbacks run with the store's write lock held and
+	 * must not call the store. */
+	int (*campaign_change)(struct rvs_store *s, int op, const char *id, const char *spec,
+			       const char *reason, int64_t now, size_t max_specs,
+			       const struct rvs_publish_cb *p);
+	/* The uploads and skip reports received at or after since, at most
+	 * max, to cb (a skip report's model and OS build are its device's); a
+	 * non-zero return stops the scan and is returned. */
+	int (*anomalies_since)(struct rvs_store *s, int64_t since, size_t max,
+			       int (*cb)(void *arg, const struct rvs_anomaly_row *r), void *arg);
+	/* Every campaign, active ones first, then the most recently updated,
+	 * then by id: cb(arg, spec, its length, created_at, updated_at,
+	 * ended_at or -1 while active); as anomalies_since. */
+	int (*campaigns_list)(struct rvs_store *s,
+			      int (*cb)(void *arg, const char *spec, size_t len, int64_t created,
+					int64_t updated, int64_t ended),
+			      void *arg);
+	/* The highest recorded policy version, 0 when none. */
+	int (*policy_version)(struct rvs_store *s, uint64_t *out);
+
+	/* Skip reports (query.c's GET /api/v1/skips) matching f.
+	 * skips_by_reason: one row per reason and anomaly kind with its count
+	 * (most first, then by reason and kind, a NULL kind first);
+	 * skips_recent: at most limit reports, newest first (received_at,
+	 * then arrival).  cb as fleet_devices. */
+	int (*skips_by_reason)(struct rvs_store *s, const struct rvs_skip_filter *f,
+			       int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
+	int (*skips_recent)(struct rvs_store *s, const struct rvs_skip_filter *f, int64_t limit,
+			    int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;
@@ -137,5 +279,16 @@ extern const struct rvs_store_ops rvs_store_pg;
  * "postgresql://" or "postgres://" URI, else rvs_store_sqlite (a path or a
  * "file:" URI).  Never NULL; no I/O. */
 const struct rvs_store_ops *rvs_store_for(const char *dsn);
+
+/* The process's shared store of a dsn, so that every part of the server
+ * (the device API, queries, retention, the web UI) uses one handle per
+ * database: the first acquire opens it with rvs_store_for(dsn) (applying
+ * migrations), later ones count a reference.  Work thread (it may block on
+ * the open; acquirers of other dsns wait meanwhile).  *ops and *out are
+ * set on 0; -ENOSPC past 8 databases at once, or the open's -errno. */
+int rvs_store_acquire(const char *dsn, const struct rvs_store_ops **ops, struct rvs_store **out);
+/* Drops a reference taken by rvs_store_acquire; the last closes the store.
+ * Any thread; s must come from rvs_store_acquire. */
+void rvs_store_release(struct rvs_store *s);
 
 #endif

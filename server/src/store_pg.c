@@ -121,7 +121,28 @@ static const char *const migrations[] = {
 	" trace_id TEXT NOT NULL REFERENCES uploads(trace_id),"
 	" PRIMARY KEY (build_id, trace_id));"
 	"CREATE INDEX trace_unresolved_trace ON trace_unresolved(trace_id);",
-	/* 2 (agg16): sqlite's migration 7, the call-path aggregates (agg.c):
+	/* 2 (issue 15): the web UI and campaigns: sessions, saved method
+	 * alerts, campaigns and the policy versions they publish (sqlite's 4). */
+	"CREATE TABLE web_sessions ("
+	" id_hash BYTEA PRIMARY KEY,"
+	" admin TEXT NOT NULL, csrf TEXT NOT NULL,"
+	" created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);"
+	"CREATE INDEX web_sessions_expires ON web_sessions(expires_at);"
+	"CREATE TABLE method_alerts ("
+	" method TEXT PRIMARY KEY,"
+	" p95_threshold_ns BIGINT NOT NULL CHECK (p95_threshold_ns > 0),"
+	" created_at BIGINT NOT NULL);"
+	"CREATE TABLE campaigns ("
+	" id TEXT PRIMARY KEY,"
+	" spec TEXT NOT NULL,"
+	" created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,"
+	" ended_at BIGINT);"
+	"CREATE TABLE policy_versions ("
+	" version BIGINT PRIMARY KEY,"
+	" published_at BIGINT NOT NULL, reason TEXT NOT NULL);"
+	/* skips in arrival order (sqlite's rowid), the newest-first tie-break. */
+	"ALTER TABLE skips ADD COLUMN seq BIGSERIAL;",
+	/* 3 (agg16): sqlite's migration 7, the call-path aggregates (agg.c):
 	 * the dictionary, the buckets, the per-trace rows (referencing uploads
 	 * until the decoded-trace index moves here) and the bucket sums kept
 	 * by a trigger. */
@@ -164,7 +185,7 @@ static const char *const migrations[] = {
 	" END $f$;"
 	"CREATE TRIGGER trace_paths_sum AFTER INSERT OR DELETE ON trace_paths"
 	" FOR EACH ROW EXECUTE FUNCTION trace_paths_sum();",
-	/* 3 (search): sqlite's migration 7 — traces.issue, traces.device_id
+	/* 4 (search): sqlite's migration 7 — traces.issue, traces.device_id
 	 * and the issues and worst-trace sort indexes — on the decoded-trace index, when this
 	 * database has one (issue 15 brings it here; until then there is nothing to index). The
 	 * backfill folds as issue.c does for every chain without leading
@@ -907,6 +928,542 @@ fail:
 	return rc;
 }
 
+/* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
+
+/* Runs SQL text with parameters (statements not worth preparing on every
+ * connection: retention, the fleet page).  As run(). */
+static int run_text(PGconn *pg, const char *sql, const struct params *p, PGresult **out)
+{
+	PGresult *r = PQexecParams(pg, sql, p ? p->n : 0, NULL, p ? p->v : NULL, p ? p->len : NULL,
+				   p ? p->fmt : NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+	int rc;
+
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		*out = r;
+		return 0;
+	}
+	rc = pg_errno(pg, r);
+	PQclear(r);
+	*out = NULL;
+	return rc;
+}
+
+/* Retention: the batch is chosen and locked (FOR UPDATE) by the first
+ * statement; the deletes name the same rows by the same ordered subquery
+ * (received_at then trace_id: deterministic), children before parents. */
+static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
+			    size_t *nblobs)
+{
+#define BATCH_OF(T)                                                                                \
+	"DELETE FROM " T " WHERE trace_id IN (SELECT trace_id FROM uploads WHERE received_at < $1" \
+	" ORDER BY received_at, trace_id LIMIT $2)"
+	static const char *const del[] = {BATCH_OF("trace_unresolved"), BATCH_OF("decode_queue"),
+					  BATCH_OF("quarantine"), BATCH_OF("uploads")};
+#undef BATCH_OF
+	struct conn *c = get(s);
+	struct params p = {0};
+	PGresult *r = NULL;
+	int rc, n = 0;
+
+	assert(max > 0 && max <= 500);
+	*nblobs = 0;
+	if (!c)
+		return -EIO;
+	p_i64(&p, cutoff);
+	p_i64(&p, (int64_t)max);
+	if ((rc = exec(c->pg, "BEGIN")) ||
+	    (rc = run_text(c->pg,
+			   "SELECT trace_id, blob_sha256 FROM uploads WHERE received_at < $1"
+			   " ORDER BY received_at, trace_id LIMIT $2 FOR UPDATE",
+			   &p, &r)))
+		goto fail;
+	n = PQntuples(r);
+	for (int i = 0; i < n; i++) {
+		const char *blob = PQgetvalue(r, i, 1);
+		if (!PQgetisnull(r, i, 1) && strlen(blob) == 64)
+			memcpy(blobs[(*nblobs)++], blob, 65);
+	}
+	PQclear(r);
+	for (size_t k = 0; k < 4 && !rc; k++)
+		if (!(rc = run_text(c->pg, del[k], &p, &r)))
+			PQclear(r);
+	if (rc || (rc = exec(c->pg, "COMMIT")))
+		goto fail;
+	put(s, c);
+	return n;
+fail:
+	*nblobs = 0;
+	rollback(c->pg);
+	put(s, c);
+	return rc;
+}
+
+static int blob_referenced(struct rvs_store *s, const char *blob)
+{
+	struct conn *c = get(s);
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	if (!c)
+		return -EIO;
+	p_text(&p, blob);
+	rc = run_text(c->pg, "SELECT 1 FROM uploads WHERE blob_sha256 = $1 LIMIT 1", &p, &r);
+	if (!rc) {
+		rc = PQntuples(r) > 0;
+		PQclear(r);
+	}
+	put(s, c);
+	return rc;
+}
+
+/* A column's text, NULL for SQL NULL. */
+static const char *val(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+static int64_t val_i64(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+/* Runs a read of the fleet page on a pooled connection: *out the rows. */
+static int read_rows(struct rvs_store *s, const char *sql, const struct params *p, PGresult **out)
+{
+	struct conn *c = get(s);
+	int rc;
+
+	if (!c)
+		return -EIO;
+	rc = run_text(c->pg, sql, p, out);
+	put(s, c);
+	return rc;
+}
+
+static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, unsigned max,
+			 int (*cb)(void *arg, const struct rvs_fleet_device *d), void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	p_i64(&p, since);
+	p_i64(&p, max);
+	p_i64(&p, manual_kind);
+	rc = read_rows(
+		s,
+		"SELECT d.device_id, d.model, d.os_build, d.arch, d.enrolled_at,"
+		" count(u.trace_id),"
+		" count(*) FILTER (WHERE u.received_at >= $1 AND COALESCE(u.anomaly_kind, 0) <> "
+		"$3),"
+		" max(u.received_at),"
+		" count(*) FILTER (WHERE u.received_at >= $1 AND COALESCE(u.anomaly_kind, 0) = $3)"
+		" FROM devices d LEFT JOIN uploads u ON u.device_id = d.device_id"
+		" GROUP BY d.device_id ORDER BY max(u.received_at) DESC NULLS LAST,"
+		" d.enrolled_at DESC LIMIT $2",
+		&p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++) {
+		struct rvs_fleet_device d = {
+			.device_id = val(r, i, 0),
+			.model = val(r, i, 1),
+			.os_build = val(r, i, 2),
+			.arch = val(r, i, 3),
+			.enrolled_at = val_i64(r, i, 4),
+			.uploads = val_i64(r, i, 5),
+			.charged_since = val_i64(r, i, 6),
+			.last_upload_at = val_i64(r, i, 7),
+			.has_last_upload = !PQgetisnull(r, i, 7),
+			.manual_since = val_i64(r, i, 8),
+		};
+		stop = cb(arg, &d);
+	}
+	PQclear(r);
+	return stop;
+}
+
+static int fleet_groups(struct rvs_store *s, int group,
+			int (*cb)(void *arg, const char *key, int64_t n, int64_t bytes), void *arg)
+{
+	static const char *const sql[] = {
+		[RVS_FLEET_WEEKS] = "SELECT to_char(date_trunc('week', to_timestamp(received_at)"
+				    " AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS week, count(*),"
+				    " COALESCE(sum(blob_bytes), 0) FROM uploads GROUP BY week"
+				    " ORDER BY week DESC LIMIT 26",
+		[RVS_FLEET_QUARANTINE] =
+			"SELECT reason, count(*), 0 FROM quarantine GROUP BY reason"
+			" ORDER BY 2 DESC LIMIT 50",
+		[RVS_FLEET_SKIPS] = "SELECT reason, count(*), 0 FROM skips GROUP BY reason"
+				    " ORDER BY 2 DESC LIMIT 50",
+	};
+	PGresult *r;
+	int rc, stop = 0;
+
+	if (group < 0 || group > RVS_FLEET_SKIPS)
+		return -EINVAL;
+	if ((rc = read_rows(s, sql[group], NULL, &r)))
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++)
+		stop = cb(arg, val(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2));
+	PQclear(r);
+	return stop;
+}
+
+static int device_count(struct rvs_store *s, uint64_t *out)
+{
+	PGresult *r;
+	int rc = read_rows(s, "SELECT count(*) FROM devices", NULL, &r);
+
+	if (!rc) {
+		*out = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+		PQclear(r);
+	}
+	return rc;
+}
+
+/* Runs one statement for its effect on a pooled connection. */
+static int write_text(struct rvs_store *s, const char *sql, const struct params *p)
+{
+	struct conn *c = get(s);
+	PGresult *r;
+	int rc;
+
+	if (!c)
+		return -EIO;
+	if (!(rc = run_text(c->pg, sql, p, &r)))
+		PQclear(r);
+	put(s, c);
+	return rc;
+}
+
+static int session_get(struct rvs_store *s, const uint8_t id_hash[32], int64_t now, char user[64],
+		       char csrf[65])
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_bytea(&p, id_hash, 32);
+	p_i64(&p, now);
+	rc = read_rows(
+		s, "SELECT admin, csrf FROM web_sessions WHERE id_hash = $1 AND expires_at > $2",
+		&p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0) {
+		rc = -ENOENT;
+	} else {
+		snprintf(user, 64, "%s", PQgetvalue(r, 0, 0));
+		snprintf(csrf, 65, "%s", PQgetvalue(r, 0, 1));
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int session_put(struct rvs_store *s, const uint8_t id_hash[32], const char *user,
+		       const char *csrf, int64_t now, int64_t expires)
+{
+	struct params del = {0}, p = {0};
+
+	p_i64(&del, now);
+	write_text(s, "DELETE FROM web_sessions WHERE expires_at <= $1", &del);
+	p_bytea(&p, id_hash, 32);
+	p_text(&p, user);
+	p_text(&p, csrf);
+	p_i64(&p, now);
+	p_i64(&p, expires);
+	return write_text(s,
+			  "INSERT INTO web_sessions (id_hash, admin, csrf, created_at, expires_at)"
+			  " VALUES ($1, $2, $3, $4, $5)",
+			  &p);
+}
+
+static int session_delete(struct rvs_store *s, const uint8_t id_hash[32])
+{
+	struct params p = {0};
+
+	p_bytea(&p, id_hash, 32);
+	return write_text(s, "DELETE FROM web_sessions WHERE id_hash = $1", &p);
+}
+
+static int admin_get(struct rvs_store *s, const char *name, unsigned *iterations, uint8_t *salt,
+		     size_t *saltlen, uint8_t hash[32])
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_text(&p, name);
+	rc = read_rows(s,
+		       "SELECT pbkdf2_iterations, encode(salt, 'hex'), encode(hash, 'hex')"
+		       " FROM admins WHERE name = $1",
+		       &p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0) {
+		rc = -ENOENT;
+	} else {
+		long iter = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+		size_t sl = strlen(PQgetvalue(r, 0, 1)) / 2;
+		if (iter <= 0 || sl > *saltlen || strlen(PQgetvalue(r, 0, 2)) != 64 ||
+		    hex_to_bytes(PQgetvalue(r, 0, 1), salt, sl) ||
+		    hex_to_bytes(PQgetvalue(r, 0, 2), hash, 32)) {
+			rc = -EBADMSG;
+		} else {
+			*iterations = (unsigned)iter;
+			*saltlen = sl;
+		}
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int method_alert_put(struct rvs_store *s, const char *method, int64_t threshold_ns)
+{
+	struct params p = {0};
+
+	assert(threshold_ns > 0);
+	p_text(&p, method);
+	p_i64(&p, threshold_ns);
+	return write_text(s,
+			  "INSERT INTO method_alerts (method, p95_threshold_ns, created_at)"
+			  " VALUES ($1, $2, extract(epoch FROM now())::bigint) ON CONFLICT (method)"
+			  " DO UPDATE SET p95_threshold_ns = $2",
+			  &p);
+}
+
+/* pg_advisory_xact_lock key of campaign changes ("rvcamp"). */
+#define CAMPAIGN_LOCK "125852946490736"
+
+static int campaign_change(struct rvs_store *s, int op, const char *id, const char *spec,
+			   const char *reason, int64_t now, size_t max_specs,
+			   const struct rvs_publish_cb *p)
+{
+	static const char *const sql[] = {
+		[RVS_CAMPAIGN_CREATE] = "INSERT INTO campaigns (id, spec, created_at, updated_at)"
+					" VALUES ($1, $2, $3, $3)",
+		[RVS_CAMPAIGN_UPDATE] = "UPDATE campaigns SET spec = $2, updated_at = $3"
+					" WHERE id = $1 AND ended_at IS NULL",
+		[RVS_CAMPAIGN_END] = "UPDATE campaigns SET ended_at = $2, updated_at = $2"
+				     " WHERE id = $1 AND ended_at IS NULL",
+	};
+	struct conn *c = get(s);
+	struct params w = {0}, q = {0}, v = {0};
+	PGresult *r = NULL;
+	uint64_t version = 0, recorded = 0;
+	int rc;
+
+	assert(op >= RVS_CAMPAIGN_CREATE && op <= RVS_CAMPAIGN_END);
+	if (!c)
+		return -EIO;
+	p_text(&w, id);
+	if (op != RVS_CAMPAIGN_END)
+		p_text(&w, spec);
+	p_i64(&w, now);
+	if ((rc = exec(c->pg, "BEGIN")) ||
+	    (rc = exec(c->pg, "SELECT pg_advisory_xact_lock(" CAMPAIGN_LOCK ")")) ||
+	    (rc = run_text(c->pg, sql[op], &w, &r)))
+		goto fail;
+	if (op != RVS_CAMPAIGN_CREATE && strcmp(PQcmdTuples(r), "0") == 0)
+		rc = -ENOENT;
+	PQclear(r);
+	p_i64(&q, (int64_t)max_specs);
+	if (rc || (rc = run_text(c->pg,
+				 "SELECT spec FROM campaigns WHERE ended_at IS NULL ORDER BY id"
+				 " LIMIT $1",
+				 &q, &r)))
+		goto fail;
+	for (int i = 0; i < PQntuples(r) && !rc; i++)
+		rc = p->spec(p->arg, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
+	PQclear(r);
+	if (rc || (rc = run_text(c->pg, "SELECT COALESCE(max(version), 0) FROM policy_versions",
+				 NULL, &r)))
+		goto fail;
+	recorded = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	if ((rc = p->publish(p->arg, recorded, &version)))
+		goto fail;
+	p_i64(&v, (int64_t)version);
+	p_i64(&v, now);
+	p_text(&v, reason);
+	if ((rc = run_text(c->pg,
+			   "INSERT INTO policy_versions (version, published_at, reason)"
+			   " VALUES ($1, $2, $3)",
+			   &v, &r)))
+		goto fail;
+	PQclear(r);
+	if ((rc = exec(c->pg, "COMMIT")))
+		goto fail;
+	put(s, c);
+	return 0;
+fail:
+	rollback(c->pg);
+	put(s, c);
+	return rc;
+}
+
+static int anomalies_since(struct rvs_store *s, int64_t since, size_t max,
+			   int (*cb)(void *arg, const struct rvs_anomaly_row *r), void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	p_i64(&p, since);
+	p_i64(&p, (int64_t)max);
+	rc = read_rows(s,
+		       "SELECT u.device_id, u.app_id, u.app_version, u.model, u.os_build,"
+		       " u.anomaly_kind, u.severity FROM uploads u WHERE u.received_at >= $1"
+		       " UNION ALL SELECT s.device_id, s.app_id, s.app_version, d.model,"
+		       " d.os_build, s.anomaly_kind, s.severity FROM skips s"
+		       " LEFT JOIN devices d ON d.device_id = s.device_id WHERE s.received_at >= $1"
+		       " LIMIT $2",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++) {
+		struct rvs_anomaly_row a = {
+			.device_id = val(r, i, 0),
+			.app_id = val(r, i, 1),
+			.app_version = val(r, i, 2),
+			.model = val(r, i, 3),
+			.os_build = val(r, i, 4),
+			.kind = (int)val_i64(r, i, 5),
+			.severity = (int)val_i64(r, i, 6),
+		};
+		stop = cb(arg, &a);
+	}
+	PQclear(r);
+	return stop;
+}
+
+static int campaigns_list(struct rvs_store *s,
+			  int (*cb)(void *arg, const char *spec, size_t len, int64_t created,
+				    int64_t updated, int64_t ended),
+			  void *arg)
+{
+	PGresult *r;
+	int rc, stop = 0;
+
+	rc = read_rows(s,
+		       "SELECT spec, created_at, updated_at, ended_at FROM campaigns"
+		       " ORDER BY ended_at IS NOT NULL, updated_at DESC, id",
+		       NULL, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++)
+		stop = cb(arg, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), val_i64(r, i, 1),
+			  val_i64(r, i, 2), PQgetisnull(r, i, 3) ? -1 : val_i64(r, i, 3));
+	PQclear(r);
+	return stop;
+}
+
+static int policy_version(struct rvs_store *s, uint64_t *out)
+{
+	PGresult *r;
+	int rc = read_rows(s, "SELECT COALESCE(max(version), 0) FROM policy_versions", NULL, &r);
+
+	if (!rc) {
+		*out = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+		PQclear(r);
+	}
+	return rc;
+}
+
+/* The skip reports' filter as parameters $1..$3 (NULL: unbounded, any app). */
+#define SKIPS_WHERE                                        \
+	" WHERE ($1::bigint IS NULL OR received_at >= $1)" \
+	" AND ($2::bigint IS NULL OR received_at < $2)"    \
+	" AND ($3::text IS NULL OR app_id = $3)"
+
+static int skips_scan(struct rvs_store *s, const struct rvs_skip_filter *f, int recent,
+		      int64_t limit, int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	if (f->has_since)
+		p_i64(&p, f->since);
+	else
+		p_text(&p, NULL);
+	if (f->has_until)
+		p_i64(&p, f->until);
+	else
+		p_text(&p, NULL);
+	p_text(&p, f->app);
+	if (recent)
+		p_i64(&p, limit);
+	rc = read_rows(
+		s,
+		recent ? "SELECT device_id, app_id, app_version, anomaly_kind, severity,"
+			 " reason, received_at, captured_realtime_ns FROM skips" SKIPS_WHERE
+			 " ORDER BY received_at DESC, seq DESC LIMIT $4"
+		       : "SELECT reason, anomaly_kind, count(*) AS count FROM skips" SKIPS_WHERE
+			 " GROUP BY reason, anomaly_kind ORDER BY count DESC,"
+			 " reason COLLATE \"C\", anomaly_kind NULLS FIRST",
+		&p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++) {
+		struct rvs_skip_row k = {0};
+		if (recent) {
+			k.device_id = val(r, i, 0);
+			k.app_id = val(r, i, 1);
+			k.app_version = val(r, i, 2);
+			k.anomaly_kind = val_i64(r, i, 3);
+			k.has_kind = !PQgetisnull(r, i, 3);
+			k.severity = val_i64(r, i, 4);
+			k.has_severity = !PQgetisnull(r, i, 4);
+			k.reason = val(r, i, 5);
+			k.received_at = val_i64(r, i, 6);
+			k.captured_realtime_ns = val_i64(r, i, 7);
+			k.has_captured = !PQgetisnull(r, i, 7);
+		} else {
+			k.reason = val(r, i, 0);
+			k.anomaly_kind = val_i64(r, i, 1);
+			k.has_kind = !PQgetisnull(r, i, 1);
+			k.count = val_i64(r, i, 2);
+		}
+		stop = cb(arg, &k);
+	}
+	PQclear(r);
+	return stop;
+}
+
+static int skips_by_reason(struct rvs_store *s, const struct rvs_skip_filter *f,
+			   int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	return skips_scan(s, f, 0, 0, cb, arg);
+}
+
+static int skips_recent(struct rvs_store *s, const struct rvs_skip_filter *f, int64_t limit,
+			int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	return skips_scan(s, f, 1, limit, cb, arg);
+}
+
+static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_text(&p, method);
+	rc = read_rows(s, "SELECT p95_threshold_ns FROM method_alerts WHERE method = $1", &p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0)
+		rc = -ENOENT;
+	else
+		*ns = val_i64(r, 0, 0);
+	PQclear(r);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -923,4 +1480,22 @@ const struct rvs_store_ops rvs_store_pg = {
 	.admin_put = admin_put,
 	.skip_add = skip_add,
 	.requeue_build_id = requeue_build_id,
+	/* issue 15 */
+	.retention_delete = retention_delete,
+	.blob_referenced = blob_referenced,
+	.fleet_devices = fleet_devices,
+	.fleet_groups = fleet_groups,
+	.device_count = device_count,
+	.session_get = session_get,
+	.session_put = session_put,
+	.session_delete = session_delete,
+	.admin_get = admin_get,
+	.method_alert_put = method_alert_put,
+	.method_alert_get = method_alert_get,
+	.campaign_change = campaign_change,
+	.anomalies_since = anomalies_since,
+	.campaigns_list = campaigns_list,
+	.policy_version = policy_version,
+	.skips_by_reason = skips_by_reason,
+	.skips_recent = skips_recent,
 };

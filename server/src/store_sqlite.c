@@ -47,6 +47,7 @@
 #include "rearview/common.h"
 #include "rearview/common.pb-c.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
@@ -85,6 +86,8 @@ struct rvs_store {
 	atomic_uint_fast64_t committed;
 	uint64_t synced;
 	int syncing, sync_failed;
+	/* issue 15: the dsn, for the scans that open a connection of their own. */
+	char *dsn;
 };
 
 /* Trigger bodies of migration 5: count row R (NEW or OLD) of traces into,
@@ -440,6 +443,7 @@ static void store_close(struct rvs_store *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->gmu);
 	pthread_cond_destroy(&s->gcv);
+	free(s->dsn);
 	free(s);
 }
 
@@ -455,6 +459,10 @@ static int store_open(const char *dsn, struct rvs_store **out)
 	pthread_mutex_init(&s->gmu, NULL);
 	pthread_cond_init(&s->gcv, NULL);
 	s->tail = &s->head;
+	if (!(s->dsn = strdup(dsn))) {
+		store_close(s);
+		return -ENOMEM;
+	}
 	rc = sqlite3_open_v2(dsn, &s->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX |
 				     SQLITE_OPEN_URI,
@@ -1024,6 +1032,614 @@ unlock:
 	return rvc_sqlite_errno(rc);
 }
 
+/* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
+
+/* Retention: the batch's ids are read, then deleted, under one BEGIN
+ * IMMEDIATE, children before parents (traces' index rows cascade). */
+static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
+			    size_t *nblobs)
+{
+	static const char *const del[] = {
+		"DELETE FROM traces WHERE trace_id = ?",
+		"DELETE FROM decode_queue WHERE trace_id = ?",
+		"DELETE FROM quarantine WHERE trace_id = ?",
+		"DELETE FROM uploads WHERE trace_id = ?",
+	};
+	char(*ids)[40] = malloc(max * sizeof *ids);
+	sqlite3_stmt *sel = NULL, *st[4] = {NULL};
+	size_t n = 0;
+	int rc;
+
+	assert(max > 0 && max <= 500);
+	*nblobs = 0;
+	if (!ids)
+		return -ENOMEM;
+	pthread_mutex_lock(&s->mu);
+	if ((rc = exec(s, "BEGIN IMMEDIATE")))
+		goto unlock;
+	rc = sqlite3_prepare_v2(s->db,
+				"SELECT trace_id, blob_sha256 FROM uploads WHERE received_at < ?"
+				" ORDER BY received_at LIMIT ?",
+				-1, &sel, NULL);
+	for (size_t k = 0; k < 4 && rc == SQLITE_OK; k++)
+		rc = sqlite3_prepare_v2(s->db, del[k], -1, &st[k], NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(sel, 1, cutoff);
+		sqlite3_bind_int64(sel, 2, (sqlite3_int64)max);
+		while ((rc = sqlite3_step(sel)) == SQLITE_ROW && n < max) {
+			const char *id = (const char *)sqlite3_column_text(sel, 0);
+			const char *blob = (const char *)sqlite3_column_text(sel, 1);
+			snprintf(ids[n++], sizeof ids[0], "%s", id ? id : "");
+			if (blob && strlen(blob) == 64)
+				memcpy(blobs[(*nblobs)++], blob, 65);
+		}
+	}
+	for (size_t i = 0; i < n && rc == SQLITE_DONE; i++) {
+		for (size_t k = 0; k < 4 && rc == SQLITE_DONE; k++) {
+			sqlite3_bind_text(st[k], 1, ids[i], -1, SQLITE_STATIC);
+			rc = sqlite3_step(st[k]);
+			sqlite3_reset(st[k]);
+		}
+	}
+	sqlite3_finalize(sel);
+	for (size_t k = 0; k < 4; k++)
+		sqlite3_finalize(st[k]);
+	if (rc == SQLITE_DONE) {
+		rc = exec(s, "COMMIT");
+	} else {
+		rvs_log("error", "msg=\"retention\" err=\"%s\"", sqlite3_errmsg(s->db));
+		rc = rvc_sqlite_errno(rc);
+		exec(s, "ROLLBACK");
+	}
+unlock:
+	pthread_mutex_unlock(&s->mu);
+	free(ids);
+	if (rc) {
+		*nblobs = 0;
+		return rc;
+	}
+	return (int)n;
+}
+
+static int blob_referenced(struct rvs_store *s, const char *blob)
+{
+	char buf[8];
+	int rc = lookup_text(s, "SELECT 1 FROM uploads WHERE blob_sha256 = ? LIMIT 1", NULL, 0,
+			     blob, buf, sizeof buf);
+	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+/* A read-only connection of the caller's own for a scan that may read
+ * every row (the fleet page, a campaign preview, the campaign list): on
+ * s->rdb it would hold rmu, and so the token lookups of every request,
+ * for as long as it runs.  Close with sqlite3_close.  0 or -EIO. */
+static int scan_open(struct rvs_store *s, sqlite3 **db)
+{
+	if (sqlite3_open_v2(s->dsn, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close(*db);
+		*db = NULL;
+		return -EIO;
+	}
+	rvs_sqlite_busy(*db, 5000);
+	return 0;
+}
+
+/* The fleet page's reads: each on a scan connection of its own. */
+static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, unsigned max,
+			 int (*cb)(void *arg, const struct rvs_fleet_device *d), void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(
+		db,
+		"SELECT d.device_id, d.model, d.os_build, d.arch, d.enrolled_at,"
+		" count(u.trace_id),"
+		" sum(u.received_at >= ?1 AND COALESCE(u.anomaly_kind, 0) != ?3),"
+		" max(u.received_at),"
+		" sum(u.received_at >= ?1 AND COALESCE(u.anomaly_kind, 0) = ?3)"
+		" FROM devices d LEFT JOIN uploads u ON u.device_id = d.device_id"
+		" GROUP BY d.device_id ORDER BY max(u.received_at) DESC, d.enrolled_at DESC"
+		" LIMIT ?2",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, since);
+		sqlite3_bind_int64(st, 2, max);
+		sqlite3_bind_int(st, 3, manual_kind);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct rvs_fleet_device d = {
+				.device_id = col_text(st, 0),
+				.model = col_text(st, 1),
+				.os_build = col_text(st, 2),
+				.arch = col_text(st, 3),
+				.enrolled_at = sqlite3_column_int64(st, 4),
+				.uploads = sqlite3_column_int64(st, 5),
+				.charged_since = sqlite3_column_int64(st, 6),
+				.last_upload_at = sqlite3_column_int64(st, 7),
+				.has_last_upload = sqlite3_column_type(st, 7) != SQLITE_NULL,
+				.manual_since = sqlite3_column_int64(st, 8),
+			};
+			stop = cb(arg, &d);
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int fleet_groups(struct rvs_store *s, int group,
+			int (*cb)(void *arg, const char *key, int64_t n, int64_t bytes), void *arg)
+{
+	static const char *const sql[] = {
+		[RVS_FLEET_WEEKS] = "SELECT date(received_at, 'unixepoch', '-6 days', 'weekday 1')"
+				    " AS week, count(*), COALESCE(sum(blob_bytes), 0) FROM uploads"
+				    " GROUP BY week ORDER BY week DESC LIMIT 26",
+		[RVS_FLEET_QUARANTINE] =
+			"SELECT reason, count(*), 0 FROM quarantine GROUP BY reason"
+			" ORDER BY 2 DESC LIMIT 50",
+		[RVS_FLEET_SKIPS] = "SELECT reason, count(*), 0 FROM skips GROUP BY reason"
+				    " ORDER BY 2 DESC LIMIT 50",
+	};
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (group < 0 || group > RVS_FLEET_SKIPS)
+		return -EINVAL;
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(db, sql[group], -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			stop = cb(arg, col_text(st, 0), sqlite3_column_int64(st, 1),
+				  sqlite3_column_int64(st, 2));
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int device_count(struct rvs_store *s, uint64_t *out)
+{
+	char buf[32];
+	int rc = lookup_text(s, "SELECT count(*) FROM devices", NULL, 0, NULL, buf, sizeof buf);
+	if (rc == 0)
+		*out = strtoull(buf, NULL, 10);
+	return rc;
+}
+
+/* Runs one write statement on s->db under mu; bind fills its parameters
+ * (may be NULL).  0 or -errno. */
+static int write1(struct rvs_store *s, const char *sql, void (*bind)(sqlite3_stmt *, const void *),
+		  const void *arg)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		if (bind)
+			bind(st, arg);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	if (rc != SQLITE_DONE)
+		rvs_log("error", "msg=\"sqlite\" err=\"%s\"", sqlite3_errmsg(s->db));
+	pthread_mutex_unlock(&s->mu);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int session_get(struct rvs_store *s, const uint8_t id_hash[32], int64_t now, char user[64],
+		       char csrf[65])
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(s->rdb,
+				"SELECT admin, csrf FROM web_sessions WHERE id_hash = ?"
+				" AND expires_at > ?",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_blob(st, 1, id_hash, 32, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 2, now);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			snprintf(user, 64, "%s", col_text(st, 0));
+			snprintf(csrf, 65, "%s", col_text(st, 1));
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : rvc_sqlite_errno(rc);
+}
+
+struct session_args {
+	const uint8_t *id_hash;
+	const char *user, *csrf;
+	int64_t now, expires;
+};
+
+static void bind_session(sqlite3_stmt *st, const void *arg)
+{
+	const struct session_args *a = arg;
+	sqlite3_bind_blob(st, 1, a->id_hash, 32, SQLITE_TRANSIENT);
+	if (a->user) {
+		sqlite3_bind_text(st, 2, a->user, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, a->csrf, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 4, a->now);
+		sqlite3_bind_int64(st, 5, a->expires);
+	}
+}
+
+static void bind_now(sqlite3_stmt *st, const void *arg)
+{
+	sqlite3_bind_int64(st, 1, *(const int64_t *)arg);
+}
+
+static int session_put(struct rvs_store *s, const uint8_t id_hash[32], const char *user,
+		       const char *csrf, int64_t now, int64_t expires)
+{
+	struct session_args a = {id_hash, user, csrf, now, expires};
+	write1(s, "DELETE FROM web_sessions WHERE expires_at <= ?", bind_now, &now);
+	return write1(s,
+		      "INSERT INTO web_sessions (id_hash, admin, csrf, created_at, expires_at)"
+		      " VALUES (?,?,?,?,?)",
+		      bind_session, &a);
+}
+
+static int session_delete(struct rvs_store *s, const uint8_t id_hash[32])
+{
+	struct session_args a = {id_hash, NULL, NULL, 0, 0};
+	return write1(s, "DELETE FROM web_sessions WHERE id_hash = ?", bind_session, &a);
+}
+
+static int admin_get(struct rvs_store *s, const char *name, unsigned *iterations, uint8_t *salt,
+		     size_t *saltlen, uint8_t hash[32])
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(s->rdb,
+				"SELECT pbkdf2_iterations, salt, hash FROM admins WHERE name = ?",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			int iter = sqlite3_column_int(st, 0);
+			size_t sl = (size_t)sqlite3_column_bytes(st, 1);
+			if (iter <= 0 || sl > *saltlen || sqlite3_column_bytes(st, 2) != 32) {
+				rc = SQLITE_MISMATCH;
+			} else {
+				*iterations = (unsigned)iter;
+				*saltlen = sl;
+				if (sl)
+					memcpy(salt, sqlite3_column_blob(st, 1), sl);
+				memcpy(hash, sqlite3_column_blob(st, 2), 32);
+			}
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	if (rc == SQLITE_MISMATCH)
+		return -EBADMSG;
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : rvc_sqlite_errno(rc);
+}
+
+struct alert_args {
+	const char *method;
+	int64_t ns;
+};
+
+static void bind_alert(sqlite3_stmt *st, const void *arg)
+{
+	const struct alert_args *a = arg;
+	sqlite3_bind_text(st, 1, a->method, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, a->ns);
+}
+
+static int method_alert_put(struct rvs_store *s, const char *method, int64_t threshold_ns)
+{
+	struct alert_args a = {method, threshold_ns};
+	assert(threshold_ns > 0);
+	return write1(s,
+		      "INSERT INTO method_alerts (method, p95_threshold_ns, created_at)"
+		      " VALUES (?1, ?2, strftime('%s','now')) ON CONFLICT (method) DO"
+		      " UPDATE SET p95_threshold_ns = ?2",
+		      bind_alert, &a);
+}
+
+/* One step of a campaign change on s->db (under mu, in its transaction):
+ * SQLITE_DONE, or the error. */
+static int campaign_write(struct rvs_store *s, int op, const char *id, const char *spec,
+			  int64_t now)
+{
+	static const char *const sql[] = {
+		[RVS_CAMPAIGN_CREATE] = "INSERT INTO campaigns (id, spec, created_at, updated_at)"
+					" VALUES (?1, ?2, ?3, ?3)",
+		[RVS_CAMPAIGN_UPDATE] = "UPDATE campaigns SET spec = ?2, updated_at = ?3"
+					" WHERE id = ?1 AND ended_at IS NULL",
+		[RVS_CAMPAIGN_END] = "UPDATE campaigns SET ended_at = ?3, updated_at = ?3"
+				     " WHERE id = ?1 AND ended_at IS NULL",
+	};
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db, sql[op], -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	if (spec)
+		sqlite3_bind_text(st, 2, spec, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, now);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int campaign_change(struct rvs_store *s, int op, const char *id, const char *spec,
+			   const char *reason, int64_t now, size_t max_specs,
+			   const struct rvs_publish_cb *p)
+{
+	sqlite3_stmt *st = NULL;
+	uint64_t version = 0;
+	int64_t recorded = 0;
+	int rc, cb = 0;
+
+	assert(op >= RVS_CAMPAIGN_CREATE && op <= RVS_CAMPAIGN_END);
+	pthread_mutex_lock(&s->mu);
+	if ((rc = exec(s, "BEGIN IMMEDIATE")))
+		goto unlock;
+	rc = campaign_write(s, op, id, spec, now);
+	if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+		cb = -EEXIST;
+		goto rollback;
+	}
+	if (rc == SQLITE_DONE && op != RVS_CAMPAIGN_CREATE && sqlite3_changes(s->db) == 0) {
+		cb = -ENOENT;
+		goto rollback;
+	}
+	if (rc == SQLITE_DONE)
+		rc = sqlite3_prepare_v2(
+			s->db,
+			"SELECT spec FROM campaigns WHERE ended_at IS NULL ORDER BY id"
+			" LIMIT ?",
+			-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)max_specs);
+		while (!cb && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			cb = p->spec(p->arg, (const char *)sqlite3_column_blob(st, 0),
+				     (size_t)sqlite3_column_bytes(st, 0));
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (!cb && rc == SQLITE_DONE)
+		rc = sqlite3_prepare_v2(s->db,
+					"SELECT COALESCE(max(version), 0) FROM policy_versions", -1,
+					&st, NULL);
+	if (!cb && rc == SQLITE_OK) {
+		if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			recorded = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (!cb && rc == SQLITE_ROW)
+		cb = p->publish(p->arg, (uint64_t)recorded, &version);
+	if (!cb && rc == SQLITE_ROW)
+		rc = sqlite3_prepare_v2(
+			s->db,
+			"INSERT INTO policy_versions (version, published_at, reason)"
+			" VALUES (?,?,?)",
+			-1, &st, NULL);
+	if (!cb && rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)version);
+		sqlite3_bind_int64(st, 2, now);
+		sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	if (!cb && rc == SQLITE_DONE) {
+		rc = exec(s, "COMMIT");
+		goto unlock;
+	}
+rollback:
+	if (!cb)
+		rvs_log("error", "msg=\"campaign change\" err=\"%s\"", sqlite3_errmsg(s->db));
+	exec(s, "ROLLBACK");
+	rc = cb ? cb : -EIO;
+unlock:
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+static int anomalies_since(struct rvs_store *s, int64_t since, size_t max,
+			   int (*cb)(void *arg, const struct rvs_anomaly_row *r), void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(
+		db,
+		"SELECT u.device_id, u.app_id, u.app_version, u.model, u.os_build,"
+		" u.anomaly_kind, u.severity FROM uploads u WHERE u.received_at >= ?1"
+		" UNION ALL SELECT s.device_id, s.app_id, s.app_version, d.model,"
+		" d.os_build, s.anomaly_kind, s.severity FROM skips s"
+		" LEFT JOIN devices d ON d.device_id = s.device_id WHERE s.received_at >= ?1"
+		" LIMIT ?2",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, since);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct rvs_anomaly_row r = {
+				.device_id = col_text(st, 0),
+				.app_id = col_text(st, 1),
+				.app_version = col_text(st, 2),
+				.model = col_text(st, 3),
+				.os_build = col_text(st, 4),
+				.kind = sqlite3_column_int(st, 5),
+				.severity = sqlite3_column_int(st, 6),
+			};
+			stop = cb(arg, &r);
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int campaigns_list(struct rvs_store *s,
+			  int (*cb)(void *arg, const char *spec, size_t len, int64_t created,
+				    int64_t updated, int64_t ended),
+			  void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(db,
+				"SELECT spec, created_at, updated_at, ended_at FROM campaigns"
+				" ORDER BY ended_at IS NOT NULL, updated_at DESC, id",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			stop = cb(arg, (const char *)sqlite3_column_blob(st, 0),
+				  (size_t)sqlite3_column_bytes(st, 0), sqlite3_column_int64(st, 1),
+				  sqlite3_column_int64(st, 2),
+				  sqlite3_column_type(st, 3) == SQLITE_NULL
+					  ? -1
+					  : sqlite3_column_int64(st, 3));
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int policy_version(struct rvs_store *s, uint64_t *out)
+{
+	char buf[32];
+	int rc = lookup_text(s, "SELECT COALESCE(max(version), 0) FROM policy_versions", NULL, 0,
+			     NULL, buf, sizeof buf);
+	if (rc == 0)
+		*out = strtoull(buf, NULL, 10);
+	return rc;
+}
+
+/* The skip reports' filter as parameters 1..3 (NULL: unbounded, any app). */
+#define SKIPS_WHERE                                \
+	" WHERE (?1 IS NULL OR received_at >= ?1)" \
+	" AND (?2 IS NULL OR received_at < ?2)"    \
+	" AND (?3 IS NULL OR app_id = ?3)"
+
+static void bind_skip_filter(sqlite3_stmt *st, const struct rvs_skip_filter *f)
+{
+	if (f->has_since)
+		sqlite3_bind_int64(st, 1, f->since);
+	if (f->has_until)
+		sqlite3_bind_int64(st, 2, f->until);
+	if (f->app)
+		sqlite3_bind_text(st, 3, f->app, -1, SQLITE_TRANSIENT);
+}
+
+/* Runs a skips scan (recent: the reports, else the counts) on a scan
+ * connection. */
+static int skips_scan(struct rvs_store *s, const struct rvs_skip_filter *f, int recent,
+		      int64_t limit, int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(
+		db,
+		recent ? "SELECT device_id, app_id, app_version, anomaly_kind, severity,"
+			 " reason, received_at, captured_realtime_ns FROM skips" SKIPS_WHERE
+			 " ORDER BY received_at DESC, rowid DESC LIMIT ?4"
+		       : "SELECT reason, anomaly_kind, count(*) AS count FROM skips" SKIPS_WHERE
+			 " GROUP BY reason, anomaly_kind"
+			 " ORDER BY count DESC, reason, anomaly_kind",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		bind_skip_filter(st, f);
+		if (recent)
+			sqlite3_bind_int64(st, 4, limit);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct rvs_skip_row r = {0};
+			if (recent) {
+				r.device_id = col_text(st, 0);
+				r.app_id = col_text(st, 1);
+				r.app_version = col_text(st, 2);
+				r.anomaly_kind = sqlite3_column_int64(st, 3);
+				r.has_kind = sqlite3_column_type(st, 3) != SQLITE_NULL;
+				r.severity = sqlite3_column_int64(st, 4);
+				r.has_severity = sqlite3_column_type(st, 4) != SQLITE_NULL;
+				r.reason = col_text(st, 5);
+				r.received_at = sqlite3_column_int64(st, 6);
+				r.captured_realtime_ns = sqlite3_column_int64(st, 7);
+				r.has_captured = sqlite3_column_type(st, 7) != SQLITE_NULL;
+			} else {
+				r.reason = col_text(st, 0);
+				r.anomaly_kind = sqlite3_column_int64(st, 1);
+				r.has_kind = sqlite3_column_type(st, 1) != SQLITE_NULL;
+				r.count = sqlite3_column_int64(st, 2);
+			}
+			stop = cb(arg, &r);
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int skips_by_reason(struct rvs_store *s, const struct rvs_skip_filter *f,
+			   int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	return skips_scan(s, f, 0, 0, cb, arg);
+}
+
+static int skips_recent(struct rvs_store *s, const struct rvs_skip_filter *f, int64_t limit,
+			int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
+{
+	return skips_scan(s, f, 1, limit, cb, arg);
+}
+
+static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns)
+{
+	char buf[32];
+	int rc = lookup_text(s, "SELECT p95_threshold_ns FROM method_alerts WHERE method = ?", NULL,
+			     0, method, buf, sizeof buf);
+	if (rc == 0)
+		*ns = strtoll(buf, NULL, 10);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1040,4 +1656,22 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.admin_put = admin_put,
 	.skip_add = skip_add,
 	.requeue_build_id = requeue_build_id,
+	/* issue 15 */
+	.retention_delete = retention_delete,
+	.blob_referenced = blob_referenced,
+	.fleet_devices = fleet_devices,
+	.fleet_groups = fleet_groups,
+	.device_count = device_count,
+	.session_get = session_get,
+	.session_put = session_put,
+	.session_delete = session_delete,
+	.admin_get = admin_get,
+	.method_alert_put = method_alert_put,
+	.method_alert_get = method_alert_get,
+	.campaign_change = campaign_change,
+	.anomalies_since = anomalies_since,
+	.campaigns_list = campaigns_list,
+	.policy_version = policy_version,
+	.skips_by_reason = skips_by_reason,
+	.skips_recent = skips_recent,
 };

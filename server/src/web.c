@@ -4,7 +4,7 @@
  *
  * Invariants:
  * - A session id is 32 random bytes (64 hex) that only the browser holds;
- *   sqlite stores its SHA-256 with the admin name, a per-session CSRF token
+ *   the store keeps its SHA-256 with the admin name, a per-session CSRF token
  *   and an expiry.  The cookie is HttpOnly; Secure; SameSite=Strict; Path=/.
  * - Every POST carries a CSRF token that must match (constant time) the
  *   session's, or, for the login form (no session yet), the rv_login cookie
@@ -224,104 +224,61 @@ static int session_lookup(struct web_ctx *c)
 {
 	char id[65];
 	uint8_t h[32];
-	sqlite3_stmt *st;
-	int rc = -ENOENT;
+	int rc;
 
 	if (!cookie_get(c->req->cookie, "rv_session", id, sizeof id) || strlen(id) != 64)
 		return -ENOENT;
 	rvs_sha256(id, 64, h);
-	if (sqlite3_prepare_v2(c->db,
-			       "SELECT admin, csrf FROM web_sessions WHERE id_hash = ?"
-			       " AND expires_at > ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_blob(st, 1, h, 32, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		snprintf(c->user, sizeof c->user, "%s", (const char *)sqlite3_column_text(st, 0));
-		snprintf(c->csrf, sizeof c->csrf, "%s", (const char *)sqlite3_column_text(st, 1));
-		rc = 0;
-	}
-	sqlite3_finalize(st);
-	return rc;
+	rc = c->ops->session_get(c->st, h, (int64_t)time(NULL), c->user, c->csrf);
+	return rc == -ENOENT ? rc : rc ? -EIO : 0;
 }
 
 static int session_create(struct web_ctx *c, const char *user, char id[65])
 {
 	uint8_t h[32];
-	sqlite3_stmt *st;
 	int64_t now = (int64_t)time(NULL);
-	int rc;
 
 	if (random_hex(id, 32) || random_hex(c->csrf, 32))
 		return -EIO;
 	rvs_sha256(id, 64, h);
-	sqlite3_exec(c->db, "DELETE FROM web_sessions WHERE expires_at <= strftime('%s','now')",
-		     NULL, NULL, NULL);
-	if (sqlite3_prepare_v2(c->db,
-			       "INSERT INTO web_sessions (id_hash, admin, csrf, created_at,"
-			       " expires_at) VALUES (?,?,?,?,?)",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_blob(st, 1, h, 32, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, user, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, c->csrf, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 4, now);
-	sqlite3_bind_int64(st, 5, now + SESSION_TTL_S);
-	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_finalize(st);
-	return rc;
+	return c->ops->session_put(c->st, h, user, c->csrf, now, now + SESSION_TTL_S) ? -EIO : 0;
 }
 
 static void session_delete(struct web_ctx *c)
 {
 	char id[65];
 	uint8_t h[32];
-	sqlite3_stmt *st;
 	if (!cookie_get(c->req->cookie, "rv_session", id, sizeof id) || strlen(id) != 64)
 		return;
 	rvs_sha256(id, 64, h);
-	if (sqlite3_prepare_v2(c->db, "DELETE FROM web_sessions WHERE id_hash = ?", -1, &st,
-			       NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_blob(st, 1, h, 32, SQLITE_TRANSIENT);
-	sqlite3_step(st);
-	sqlite3_finalize(st);
+	c->ops->session_delete(c->st, h);
 }
 
 /* 0 when the admin's PBKDF2 hash matches password, -EACCES otherwise. */
-static int password_ok(sqlite3 *db, const char *user, const char *password, int *hashed)
+static int password_ok(struct web_ctx *c, const char *user, const char *password, int *hashed)
 {
-	sqlite3_stmt *st;
-	uint8_t got[32], salt[64];
-	int rc = -EACCES;
+	uint8_t got[32], salt[64], hash[32];
+	size_t sl = sizeof salt;
+	unsigned iter;
+	int rc = c->ops->admin_get(c->st, user, &iter, salt, &sl, hash);
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT pbkdf2_iterations, salt, hash FROM admins WHERE name = ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, user, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) != SQLITE_ROW) {
+	if (rc == -ENOENT) {
 		/* No such user: the same hash work as a real one, so the answer
 		 * takes as long and says nothing about which names exist. */
 		static const uint8_t dummy_salt[16] = {0};
 		rvs_pbkdf2(password, dummy_salt, sizeof dummy_salt, RVS_ADMIN_PBKDF2_ITERATIONS,
 			   got);
 		*hashed = 1;
-	} else {
-		int iter = sqlite3_column_int(st, 0);
-		int sl = sqlite3_column_bytes(st, 1), hl = sqlite3_column_bytes(st, 2);
-		const void *s = sqlite3_column_blob(st, 1), *h = sqlite3_column_blob(st, 2);
-		if (iter > 0 && sl > 0 && (size_t)sl <= sizeof salt && hl == 32) {
-			memcpy(salt, s, (size_t)sl);
-			*hashed = 1;
-			if (rvs_pbkdf2(password, salt, (size_t)sl, (unsigned)iter, got) == 0 &&
-			    rvs_ct_equal(got, 32, h, 32))
-				rc = 0;
-		}
+		return -EACCES;
 	}
-	sqlite3_finalize(st);
-	return rc;
+	if (rc == -EBADMSG || (rc == 0 && sl == 0))
+		return -EACCES;
+	if (rc)
+		return -EIO;
+	*hashed = 1;
+	if (rvs_pbkdf2(password, salt, sl, iter, got) == 0 && rvs_ct_equal(got, 32, hash, 32))
+		return 0;
+	return -EACCES;
 }
 
 static void set_session_cookie(struct rvs_query_resp *r, int slot, const char *id, int ttl)
@@ -371,7 +328,7 @@ static void login_post(struct web_ctx *c)
 	if (rvs_query_param(c->form, "user", user, sizeof user) != 1 ||
 	    rvs_query_param(c->form, "password", pw, sizeof pw) != 1)
 		return login_form(c, 400, "user and password are required");
-	rc = password_ok(c->db, user, pw, &c->r->hashed);
+	rc = password_ok(c, user, pw, &c->r->hashed);
 	memset(pw, 0, sizeof pw);
 	if (rc == -EACCES) {
 		c->r->auth_failed = 1;
@@ -746,15 +703,10 @@ void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req
 	if (req->body_len)
 		memcpy(c->form, req->body, req->body_len);
 	c->form[req->body_len] = '\0';
-	if (sqlite3_open_v2(cfg->database, &c->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		sqlite3_close(c->db);
+	if (rvs_store_acquire(cfg->database, &c->ops, &c->st)) {
 		free(c);
 		return set_body(r, 503, "text/plain", "database unavailable");
 	}
-	rvs_sqlite_busy(c->db, 5000);
-	/* A login or a saved alert never pays for a checkpoint of the ingest's
-	 * WAL (checkpoint.c). */
-	rvs_sqlite_ckpt_attach(c->db);
 	c->f = open_memstream(&c->page, &c->plen);
 	if (c->f) {
 		dispatch(c, route, allow, call);
@@ -769,8 +721,7 @@ void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req
 	} else {
 		free(c->page);
 	}
-	rvs_sqlite_ckpt_detach(c->db);
-	sqlite3_close(c->db);
+	rvs_store_release(c->st);
 	memset(c->form, 0, sizeof c->form); /* it may hold a password */
 	free(c);
 	if (!r->status)

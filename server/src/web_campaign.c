@@ -357,7 +357,7 @@ static void campaign_preview(struct web_ctx *c, const char *id)
 	char err[240] = "";
 	json_t *spec = NULL;
 	int rc = form_spec(c->form, *id ? id : NULL, &spec, err, sizeof err);
-	if (rc == 0 && (rc = rvs_campaign_preview(c->db, spec, &p, err, sizeof err)) == 0)
+	if (rc == 0 && (rc = rvs_campaign_preview(c->ops, c->st, spec, &p, err, sizeof err)) == 0)
 		snprintf(err, sizeof err, "Preview: %s.", p.text);
 	if (*id) {
 		web_page_begin(c, id);
@@ -389,13 +389,15 @@ void web_campaign_post(struct web_ctx *c, const char *rest)
 		return campaign_preview(c, rest);
 	if (!*rest) {
 		if ((rc = form_spec(c->form, NULL, &spec, err, sizeof err)) == 0)
-			rc = rvs_campaign_save(c->cfg, c->db, spec, 1, &version, err, sizeof err);
+			rc = rvs_campaign_save(c->cfg, c->ops, c->st, spec, 1, &version, err,
+					       sizeof err);
 	} else if (n > 4 && strcmp(rest + n - 4, "/end") == 0 && n - 4 < sizeof id) {
 		snprintf(id, sizeof id, "%.*s", (int)(n - 4), rest);
-		rc = rvs_campaign_end(c->cfg, c->db, id, &version, err, sizeof err);
+		rc = rvs_campaign_end(c->cfg, c->ops, c->st, id, &version, err, sizeof err);
 	} else if (n < sizeof id && !strchr(rest, '/')) {
 		if ((rc = form_spec(c->form, rest, &spec, err, sizeof err)) == 0)
-			rc = rvs_campaign_save(c->cfg, c->db, spec, 0, &version, err, sizeof err);
+			rc = rvs_campaign_save(c->cfg, c->ops, c->st, spec, 0, &version, err,
+					       sizeof err);
 	} else {
 		return web_error(c, 404, "no such form");
 	}

@@ -9,15 +9,18 @@
 #include <stdio.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
+#include "store.h"
 #include "web.h"
 
 struct web_ctx {
 	const struct rvs_config *cfg;
 	const struct rvs_http_req *req;
 	struct rvs_query_resp *r;
-	sqlite3 *db;	  /* read-write connection for this request */
+	/* The shared store of cfg->database (rvs_store_acquire), held for
+	 * the request. */
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
 	char user[64];	  /* the signed-in admin */
 	char csrf[65];	  /* the session's CSRF token */
 	char form[16384]; /* the POST body as a NUL-terminated string */

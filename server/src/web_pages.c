@@ -765,9 +765,7 @@ void web_method_alert(struct web_ctx *c, const char *name)
 	size_t llen = 0;
 	double ms;
 	int64_t ns;
-	sqlite3_stmt *st;
 	FILE *u;
-	int rc;
 
 	if (rvs_query_param(c->form, "threshold_ms", v, sizeof v) != 1)
 		return web_error(c, 400, "threshold_ms is required");
@@ -775,18 +773,8 @@ void web_method_alert(struct web_ctx *c, const char *name)
 	ms = strtod(v, &end);
 	if (errno || end == v || *end || !(ms > 0) || ms > 1e9)
 		return web_error(c, 400, "threshold_ms must be a positive number of milliseconds");
-	if (sqlite3_prepare_v2(c->db,
-			       "INSERT INTO method_alerts (method, p95_threshold_ns, created_at)"
-			       " VALUES (?1, ?2, strftime('%s','now')) ON CONFLICT (method) DO"
-			       " UPDATE SET p95_threshold_ns = ?2",
-			       -1, &st, NULL) != SQLITE_OK)
-		return web_error(c, 500, "storage error");
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
 	ns = (int64_t)(ms * 1e6 + 0.5);
-	sqlite3_bind_int64(st, 2, ns > 0 ? ns : 1);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
+	if (c->ops->method_alert_put(c->st, name, ns > 0 ? ns : 1))
 		return web_error(c, 500, "storage error");
 	if (!(u = open_memstream(&loc, &llen)))
 		return web_error(c, 500, "out of memory");

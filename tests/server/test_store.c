@@ -420,6 +420,337 @@ static void test_store_parallel_uploads_at_quota_minus_one_store_exactly_one(voi
 	assert_int_equal(ops->upload_add(f->s, &m), 0);
 }
 
+/* ---- issue 15: the store functions of the other server files ---------- */
+
+static void add_blob_upload(struct fx *f, const char *trace, uint8_t idtag, const char *blob)
+{
+	struct rvs_upload_rec u = {0};
+	snprintf(u.trace_id, sizeof u.trace_id, "%s", trace);
+	u.device_id = "d-1";
+	memset(u.upload_id, idtag, 16);
+	u.blob_sha256 = blob;
+	u.blob_bytes = 10;
+	assert_int_equal(ops->upload_add(f->s, &u), 0);
+}
+
+/* Retention deletes the oldest old uploads a batch at a time, with their
+ * queue rows, and names their blobs; a blob another upload still names
+ * stays referenced until that one goes too. */
+static void test_store_retention_deletes_oldest_batch_and_names_blobs(void **state)
+{
+	struct fx *f = *state;
+	char a[65], b[65], blobs[500][65], v[32];
+	size_t nblobs = 9;
+
+	memset(a, 'a', 64);
+	memset(b, 'b', 64);
+	a[64] = b[64] = 0;
+	add_device(f, "d-1", 1);
+	add_blob_upload(f, "t-1", 1, a);
+	add_blob_upload(f, "t-2", 2, a);
+	add_blob_upload(f, "t-3", 3, b);
+	sql_value(
+		f,
+		"UPDATE uploads SET received_at = 100 + (trace_id = 't-2') WHERE trace_id <> 't-3'"
+		" RETURNING trace_id",
+		"UPDATE uploads SET received_at = 100 + (trace_id = 't-2')::int WHERE trace_id <>"
+		" 't-3' RETURNING trace_id",
+		v, sizeof v);
+	assert_int_equal(ops->blob_referenced(f->s, a), 1);
+
+	assert_int_equal(ops->retention_delete(f->s, 1000, 1, blobs, &nblobs), 1);
+	assert_int_equal(nblobs, 1);
+	assert_string_equal(blobs[0], a);
+	assert_int_equal(ops->blob_referenced(f->s, a), 1); /* t-2 still names it */
+	sql_value(f, "SELECT count(*) FROM uploads WHERE trace_id = 't-1'", NULL, v, sizeof v);
+	assert_string_equal(v, "0");
+
+	assert_int_equal(ops->retention_delete(f->s, 1000, 500, blobs, &nblobs), 1);
+	assert_int_equal(nblobs, 1);
+	assert_int_equal(ops->blob_referenced(f->s, a), 0);
+	assert_int_equal(ops->blob_referenced(f->s, b), 1);
+	assert_int_equal(ops->retention_delete(f->s, 1000, 500, blobs, &nblobs), 0);
+	assert_int_equal(nblobs, 0);
+	sql_value(f, "SELECT count(*) FROM decode_queue", NULL, v, sizeof v);
+	assert_string_equal(v, "1");
+}
+
+static int fleet_device_cb(void *arg, const struct rvs_fleet_device *d)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+	snprintf(out + len, 256 - len, "%s:%s:%lld/%lld/%lld/%d;", d->device_id,
+		 d->model ? d->model : "-", (long long)d->uploads, (long long)d->charged_since,
+		 (long long)d->manual_since, d->has_last_upload);
+	return 0;
+}
+
+static int fleet_group_cb(void *arg, const char *key, int64_t n, int64_t bytes)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+	snprintf(out + len, 256 - len, "%s=%lld/%lld;", key, (long long)n, (long long)bytes);
+	return 0;
+}
+
+/* The fleet page's reads: devices by latest upload (one without uploads
+ * last) with charged and manual counts since a time, uploads per UTC week
+ * (Monday), quarantine and skip reasons, the device count. */
+static void test_store_fleet_counts_devices_weeks_and_reasons(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_decode_item it[4];
+	struct rvs_upload_rec u = {0};
+	struct rvs_skip_rec k = {0};
+	char out[256] = "", v[32];
+	uint64_t n = 0;
+
+	add_device(f, "d-1", 1);
+	add_device(f, "d-2", 2);
+	add_upload(f, "t-1", "d-1", 1, 0);
+	snprintf(u.trace_id, sizeof u.trace_id, "t-2");
+	u.device_id = "d-1";
+	memset(u.upload_id, 2, 16);
+	u.anomaly_kind = 5;
+	u.blob_sha256 = "ab";
+	u.blob_bytes = 7;
+	assert_int_equal(ops->upload_add(f->s, &u), 0);
+	/* 2026-11-18 (a Wednesday) 12:00 UTC: week of Monday 2026-11-16. */
+	sql_value(f, "UPDATE uploads SET received_at = 1795003200 RETURNING trace_id", NULL, v,
+		  sizeof v);
+	assert_true(ops->decode_next_batch(f->s, 0, 1, it, 4) >= 1);
+	assert_string_equal(it[0].trace_id, "t-1");
+	it[0].rc = -1;
+	snprintf(it[0].reason, sizeof it[0].reason, "zstd: bad");
+	assert_int_equal(ops->decode_finish(f->s, it, 1), 0);
+	k.device_id = "d-2";
+	k.reason = "battery";
+	assert_int_equal(ops->skip_add(f->s, &k), 0);
+
+	assert_int_equal(ops->fleet_devices(f->s, 1795000000, 5, 10, fleet_device_cb, out), 0);
+	assert_string_equal(out, "d-1:m:2/1/1/1;d-2:m:0/0/0/0;");
+	out[0] = 0;
+	assert_int_equal(ops->fleet_devices(f->s, 1795003201, 5, 1, fleet_device_cb, out), 0);
+	assert_string_equal(out, "d-1:m:2/0/0/1;");
+	out[0] = 0;
+	assert_int_equal(ops->fleet_groups(f->s, RVS_FLEET_WEEKS, fleet_group_cb, out), 0);
+	assert_string_equal(out, "2026-11-16=2/7;");
+	out[0] = 0;
+	assert_int_equal(ops->fleet_groups(f->s, RVS_FLEET_QUARANTINE, fleet_group_cb, out), 0);
+	assert_string_equal(out, "zstd: bad=1/0;");
+	out[0] = 0;
+	assert_int_equal(ops->fleet_groups(f->s, RVS_FLEET_SKIPS, fleet_group_cb, out), 0);
+	assert_string_equal(out, "battery=1/0;");
+	assert_int_equal(ops->fleet_groups(f->s, 99, fleet_group_cb, out), -EINVAL);
+	assert_int_equal(ops->device_count(f->s, &n), 0);
+	assert_int_equal(n, 2);
+}
+
+/* Web sessions live until they expire (an expired one is gone at the next
+ * session_put), an admin's PBKDF2 parameters come back as admin_put stored
+ * them, and a method alert is saved, replaced and read back. */
+static void test_store_sessions_admins_and_alerts_round_trip(void **state)
+{
+	struct fx *f = *state;
+	uint8_t h1[32], h2[32], salt[16], hash[32], gsalt[64], ghash[32];
+	char user[64], csrf[65], v[32];
+	size_t sl = sizeof gsalt;
+	unsigned iter = 0;
+	int64_t ns = 0;
+
+	memset(h1, 1, 32);
+	memset(h2, 2, 32);
+	assert_int_equal(ops->session_put(f->s, h1, "root", "c1", 100, 200), 0);
+	assert_int_equal(ops->session_get(f->s, h1, 150, user, csrf), 0);
+	assert_string_equal(user, "root");
+	assert_string_equal(csrf, "c1");
+	assert_int_equal(ops->session_get(f->s, h1, 200, user, csrf), -ENOENT);
+	assert_int_equal(ops->session_put(f->s, h2, "root", "c2", 300, 400), 0);
+	sql_value(f, "SELECT count(*) FROM web_sessions", NULL, v, sizeof v);
+	assert_string_equal(v, "1"); /* h1 expired at 200 and was deleted */
+	assert_int_equal(ops->session_delete(f->s, h2), 0);
+	assert_int_equal(ops->session_get(f->s, h2, 350, user, csrf), -ENOENT);
+
+	memset(salt, 0x5a, sizeof salt);
+	memset(hash, 0xa5, sizeof hash);
+	assert_int_equal(ops->admin_get(f->s, "root", &iter, gsalt, &sl, ghash), -ENOENT);
+	assert_int_equal(ops->admin_put(f->s, "root", 1000, salt, sizeof salt, hash), 0);
+	assert_int_equal(ops->admin_get(f->s, "root", &iter, gsalt, &sl, ghash), 0);
+	assert_int_equal(iter, 1000);
+	assert_int_equal(sl, sizeof salt);
+	assert_memory_equal(gsalt, salt, sizeof salt);
+	assert_memory_equal(ghash, hash, 32);
+	sl = 8;
+	assert_int_equal(ops->admin_get(f->s, "root", &iter, gsalt, &sl, ghash), -EBADMSG);
+
+	assert_int_equal(ops->method_alert_put(f->s, "a::b", 5), 0);
+	assert_int_equal(ops->method_alert_put(f->s, "a::b", 7), 0);
+	sql_value(f, "SELECT p95_threshold_ns FROM method_alerts WHERE method = 'a::b'", NULL, v,
+		  sizeof v);
+	assert_string_equal(v, "7");
+	assert_int_equal(ops->method_alert_get(f->s, "a::b", &ns), 0);
+	assert_int_equal(ns, 7);
+	assert_int_equal(ops->method_alert_get(f->s, "a::c", &ns), -ENOENT);
+}
+
+struct pub_seen {
+	char specs[256];
+	uint64_t recorded;
+	int fail; /* publish's result */
+};
+
+static int seen_spec(void *arg, const char *spec, size_t len)
+{
+	struct pub_seen *p = arg;
+	size_t at = strlen(p->specs);
+	snprintf(p->specs + at, sizeof p->specs - at, "%.*s;", (int)len, spec);
+	return 0;
+}
+
+static int seen_publish(void *arg, uint64_t recorded, uint64_t *version)
+{
+	struct pub_seen *p = arg;
+	p->recorded = recorded;
+	*version = recorded + 10;
+	return p->fail;
+}
+
+static int list_row(void *arg, const char *spec, size_t len, int64_t created, int64_t updated,
+		    int64_t ended)
+{
+	char *out = arg;
+	size_t at = strlen(out);
+	snprintf(out + at, 256 - at, "%.*s@%lld/%lld/%lld;", (int)len, spec, (long long)created,
+		 (long long)updated, (long long)ended);
+	return 0;
+}
+
+static int anomaly_row(void *arg, const struct rvs_anomaly_row *r)
+{
+	char *out = arg;
+	size_t at = strlen(out);
+	snprintf(out + at, 256 - at, "%s:%s:%s:%d;", r->device_id, r->app_id ? r->app_id : "-",
+		 r->model ? r->model : "-", r->kind);
+	return 0;
+}
+
+/* A campaign change and its publication are one transaction: a duplicate
+ * id, a missing campaign or a failed publication changes nothing; a
+ * published one records its version.  Active specs reach the publisher by
+ * id; the list puts active campaigns first. */
+static void test_store_campaign_change_publishes_in_one_transaction(void **state)
+{
+	struct fx *f = *state;
+	struct pub_seen seen = {"", 0, 0};
+	struct rvs_publish_cb cb = {seen_spec, seen_publish, &seen};
+	struct rvs_skip_rec k = {0};
+	char out[256] = "";
+	uint64_t v = 99;
+
+	assert_int_equal(ops->policy_version(f->s, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(ops->campaign_change(f->s, RVS_CAMPAIGN_CREATE, "b", "{\"id\":\"b\"}",
+					      "b created", 100, 65, &cb),
+			 0);
+	assert_string_equal(seen.specs, "{\"id\":\"b\"};");
+	assert_int_equal(ops->policy_version(f->s, &v), 0);
+	assert_int_equal(v, 10);
+	seen.specs[0] = 0;
+	assert_int_equal(ops->campaign_change(f->s, RVS_CAMPAIGN_CREATE, "a", "{\"id\":\"a\"}",
+					      "a created", 101, 65, &cb),
+			 0);
+	assert_string_equal(seen.specs, "{\"id\":\"a\"};{\"id\":\"b\"};");
+	assert_int_equal(seen.recorded, 10);
+	assert_int_equal(
+		ops->campaign_change(f->s, RVS_CAMPAIGN_CREATE, "a", "{}", "again", 102, 65, &cb),
+		-EEXIST);
+	assert_int_equal(
+		ops->campaign_change(f->s, RVS_CAMPAIGN_UPDATE, "zz", "{}", "none", 102, 65, &cb),
+		-ENOENT);
+	seen.fail = -EIO;
+	assert_int_equal(
+		ops->campaign_change(f->s, RVS_CAMPAIGN_END, "b", NULL, "b ended", 103, 65, &cb),
+		-EIO);
+	seen.fail = 0;
+	assert_int_equal(
+		ops->campaign_change(f->s, RVS_CAMPAIGN_END, "a", NULL, "a ended", 104, 65, &cb),
+		0);
+	assert_int_equal(
+		ops->campaign_change(f->s, RVS_CAMPAIGN_END, "a", NULL, "a ended", 105, 65, &cb),
+		-ENOENT);
+	assert_int_equal(ops->policy_version(f->s, &v), 0);
+	assert_int_equal(v, 30);
+	assert_int_equal(ops->campaigns_list(f->s, list_row, out), 0);
+	assert_string_equal(out, "{\"id\":\"b\"}@100/100/-1;{\"id\":\"a\"}@101/104/104;");
+
+	add_device(f, "d-1", 1);
+	add_upload(f, "t-1", "d-1", 1, 0);
+	k.device_id = "d-1";
+	k.reason = "battery";
+	k.anomaly_kind = 3;
+	assert_int_equal(ops->skip_add(f->s, &k), 0);
+	out[0] = 0;
+	assert_int_equal(ops->anomalies_since(f->s, 0, 10, anomaly_row, out), 0);
+	assert_string_equal(out, "d-1:app:-:0;d-1:-:m:3;");
+	out[0] = 0;
+	assert_int_equal(ops->anomalies_since(f->s, 0, 1, anomaly_row, out), 0);
+	assert_string_equal(out, "d-1:app:-:0;");
+}
+
+static int skip_row_cb(void *arg, const struct rvs_skip_row *r)
+{
+	char *out = arg;
+	size_t at = strlen(out);
+	snprintf(out + at, 256 - at, "%s/%s/%lld/%lld;", r->reason, r->has_kind ? "k" : "-",
+		 (long long)r->anomaly_kind, (long long)(r->count ? r->count : r->severity));
+	return 0;
+}
+
+/* Skip reports by reason and kind (most first, then reason, a NULL kind
+ * first) and the newest reports (same second: the later arrival first),
+ * filtered by app and received_at. */
+static void test_store_skips_grouped_and_newest_first(void **state)
+{
+	struct fx *f = *state;
+	static const char *const reasons[] = {"quota", "battery", "quota", "battery", "quota"};
+	char out[256] = "";
+	struct rvs_skip_filter all = {0}, app = {0}, later = {0};
+
+	add_device(f, "d-1", 1);
+	for (int i = 0; i < 5; i++) {
+		struct rvs_skip_rec k = {0};
+		k.device_id = "d-1";
+		memset(k.report_id, i + 1, 16);
+		k.reason = reasons[i];
+		k.app_id = i == 4 ? "other" : "app";
+		k.anomaly_kind = i == 3 ? 0 : 2;
+		k.severity = i;
+		assert_int_equal(ops->skip_add(f->s, &k), 0);
+	}
+	sql_value(f, "UPDATE skips SET anomaly_kind = NULL WHERE severity = 3 RETURNING reason",
+		  NULL, out, sizeof out);
+	out[0] = 0;
+	assert_int_equal(ops->skips_by_reason(f->s, &all, skip_row_cb, out), 0);
+	assert_string_equal(out, "quota/k/2/3;battery/-/0/1;battery/k/2/1;");
+	out[0] = 0;
+	assert_int_equal(ops->skips_recent(f->s, &all, 3, skip_row_cb, out), 0);
+	assert_string_equal(out, "quota/k/2/4;battery/-/0/3;quota/k/2/2;");
+	app.app = "other";
+	out[0] = 0;
+	assert_int_equal(ops->skips_recent(f->s, &app, 10, skip_row_cb, out), 0);
+	assert_string_equal(out, "quota/k/2/4;");
+	later.has_since = 1;
+	later.since = (int64_t)time(NULL) + 3600;
+	out[0] = 0;
+	assert_int_equal(ops->skips_by_reason(f->s, &later, skip_row_cb, out), 0);
+	assert_string_equal(out, "");
+	later.has_since = 0;
+	later.has_until = 1;
+	later.until = (int64_t)time(NULL) + 3600;
+	assert_int_equal(ops->skips_recent(f->s, &later, 1, skip_row_cb, out), 0);
+	assert_string_equal(out, "quota/k/2/4;");
+}
+
 /* Runs sql (no result wanted) on f's PostgreSQL database. */
 static void pg_exec(struct fx *f, const char *sql)
 {
@@ -527,7 +858,7 @@ static void test_store_pg_search_migration_indexes_a_traces_table(void **state)
 		   " ('t-2', 'anomaly', 1, 'bb', '(unknown caller);main;f;')");
 	add_device(f, "d-one", 1);
 	add_upload(f, "t-1", "d-one", 1, 0);
-	pg_exec(f, "DELETE FROM schema_version WHERE version >= 3");
+	pg_exec(f, "DELETE FROM schema_version WHERE version >= 4");
 	assert_int_equal(ops->open(f->db, &again), 0);
 	ops->close(again);
 	sql_value(f, NULL,
@@ -675,6 +1006,17 @@ int main(void)
 			test_store_parallel_uploads_at_quota_minus_one_store_exactly_one, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(test_store_agg_sums_follow_trace_paths, setup,
+						teardown),
+		/* issue 15 */
+		cmocka_unit_test_setup_teardown(
+			test_store_retention_deletes_oldest_batch_and_names_blobs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_fleet_counts_devices_weeks_and_reasons,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_sessions_admins_and_alerts_round_trip,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_campaign_change_publishes_in_one_transaction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_skips_grouped_and_newest_first, setup,
 						teardown),
 	};
 	/* No backend in them: run once. */
