@@ -12,8 +12,10 @@
 #include "campaign.h"
 #include "fleet.h"
 #include "query.h"
+#include "regress.h"
 #include "symbols.h"
 #include "web.h"
+#include "webhook.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -62,6 +64,9 @@ static const struct rvs_route routes[] = {
 	API("/api/v1/signatures/weekly", GET, 0, rvs_query_weekly),
 	API("/api/v1/skips", GET, 0, rvs_query_skips),
 	API("/api/v1/methods/**", GET, 0, rvs_query_method),
+	API("/api/v1/regressions", GET, 0, rvs_regress_api),
+	API("/api/v1/regressions/runs", GET, 0, rvs_regress_api_runs),
+	API("/api/v1/alerts", GET, 0, rvs_webhook_api_list),
 	API("/api/v1/**", GET, 0, rvs_query_none),
 	/* The web UI (server/WEB.md). */
 	WEB("/static/**", GET, NONE, 0, rvs_web_static),
@@ -83,6 +88,7 @@ static const struct rvs_route routes[] = {
 	WEB("/fleet", GET, SESSION, 0, rvs_web_fleet),
 	WEB("/methods/**", GET, SESSION, 0, rvs_web_method),
 	WEB("/methods/**", POST, SESSION, 0, rvs_web_method_post),
+	WEB("/regressions", GET, SESSION, 0, rvs_web_regressions),
 };
 
 /* 1 when path matches pattern; *arg and *arg_len: the first wildcard's match. */

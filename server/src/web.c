@@ -90,7 +90,8 @@ void web_page_begin(struct web_ctx *c, const char *title)
 	rvs_web_esc(f, title);
 	fputs(" — Rearview</title></head><body>", f);
 	if (c->user[0]) {
-		fputs("<nav><a href=\"/traces\">Traces</a> <a href=\"/signatures\">Top issues</a>"
+		fputs("<nav><a href=\"/traces\">Traces</a> <a href=\"/signatures\">Top issues</a> "
+		      "<a href=\"/regressions\">Regressions</a>"
 		      " <a href=\"/campaigns\">Campaigns</a> <a href=\"/fleet\">Fleet</a>"
 		      "<form class=\"logout\" method=\"post\" action=\"/logout\">",
 		      f);
