@@ -208,3 +208,12 @@ $(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/s
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BLOB_LIBS) -lmbedcrypto -lsqlite3
 BENCHES += $(TBIN)/server/bench_blob
+
+# Issue 16 question 1, what got slower: the statistics, the automatic
+# comparison with its webhook (a receiver in the test), and the fixture of
+# three versions captured by librvtrace (fleet_fixture.c, reusable).
+$(OBJ)/tests/server/fleet_fixture.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itracer/include
+$(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson)
+$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
+$(TBIN)/server/test_regress: | $(BIN)/rearview-server
