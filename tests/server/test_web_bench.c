@@ -176,6 +176,9 @@ static void measure(const char *label, const char *path, int api)
 	int n;
 	CURL *c;
 
+	/* RVS_BENCH_ROWS: only the rows whose label contains it. */
+	if (getenv("RVS_BENCH_ROWS") && !strstr(label, getenv("RVS_BENCH_ROWS")))
+		return;
 	snprintf(auth, sizeof auth, "Authorization: Bearer %s", g_srv.api);
 	c = handle(path, api ? auth : NULL, &hl);
 	if (!api)
@@ -240,6 +243,16 @@ int main(int argc, char **argv)
 	measure("/signatures", "/signatures", 0);
 	measure("/api/v1/signatures", "/api/v1/signatures", 1);
 	measure("/fleet", "/fleet", 0);
+	/* Issue 16 question 1: what got slower (≈ 714 traces a side; a model
+	 * against the others: 100 against ≈ 4,900). */
+	measure("/regressions?app=&a=&b=", "/regressions?app=com.example.app3&a=1.2.0&b=1.3.0", 0);
+	measure("/api/v1/regressions?app=&a=&b=",
+		"/api/v1/regressions?app=com.example.app3&a=1.2.0&b=1.3.0", 1);
+	measure("/api/v1/regressions?app=&model=",
+		"/api/v1/regressions?app=com.example.app3&model=model-3", 1);
+	measure("/api/v1/regressions?app=&week=1",
+		"/api/v1/regressions?app=com.example.app3&week=1", 1);
+	measure("/api/v1/alerts", "/api/v1/alerts", 1);
 	curl_global_cleanup();
 	return web_server_stop(&g_srv) ? 1 : 0;
 }
