@@ -1023,6 +1023,8 @@ int rvs_regress_auto_pass(const char *database, const struct rvs_regress_auto *c
 	sqlite3_close(db);
 	if (rc)
 		rvs_log("error", "msg=\"regress auto\" err=%d", rc);
+	else if (done)
+		rvs_log("info", "msg=\"regress auto\" compared=%u", done);
 	if (compared)
 		*compared = done;
 	return rc;
