@@ -437,6 +437,51 @@ static void test_regress_auto_pass_alerts_once_and_webhook_retries_until_deliver
 	receiver_stop(&rv);
 }
 
+static void
+test_regress_webhook_without_secret_sends_nothing_and_gives_up_after_max_attempts(void **state)
+{
+	char path[128], url[96], secret[160];
+	struct receiver rv;
+	struct rvs_webhook_cfg wc = {
+		.secret_file = secret, .max_attempts = 2, .backoff_ms = 10, .timeout_ms = 10000};
+	sqlite3 *db;
+	int64_t failed = 0;
+
+	make_db(path, sizeof path, 1);
+	receiver_start(&rv, 1000);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(rvs_webhook_enqueue(db, url, "test", "{\"x\":1}", 0), 0);
+	sqlite3_close(db);
+	/* No secret file: nothing is sent, the row stays pending untouched. */
+	snprintf(secret, sizeof secret, "%s/absent.secret", g_tmp);
+	assert_int_equal(rvs_webhook_deliver_due(path, &wc, NULL), -ENOKEY);
+	assert_int_equal(db_int(path, "SELECT count(*) FROM webhook_deliveries WHERE"
+				      " state = 'pending' AND attempts = 0"),
+			 1);
+	write_secret(g_tmp);
+	snprintf(secret, sizeof secret, "%s/webhook.secret", g_tmp);
+	/* A receiver that always refuses: failed after max_attempts (bounded). */
+	for (int i = 0; i < 6000 && !failed; i++) {
+		assert_int_equal(rvs_webhook_deliver_due(path, &wc, NULL), 0);
+		failed = db_int(path,
+				"SELECT count(*) FROM webhook_deliveries WHERE state = 'failed'");
+		usleep(5000);
+	}
+	assert_int_equal(failed, 1);
+	assert_int_equal(db_int(path, "SELECT attempts FROM webhook_deliveries"), 2);
+	pthread_mutex_lock(&rv.mu);
+	assert_int_equal(rv.requests, 2);
+	assert_int_equal(rv.good_sigs, 2);
+	pthread_mutex_unlock(&rv.mu);
+	/* A failed row is never tried again. */
+	assert_int_equal(rvs_webhook_deliver_due(path, &wc, NULL), 0);
+	pthread_mutex_lock(&rv.mu);
+	assert_int_equal(rv.requests, 2);
+	pthread_mutex_unlock(&rv.mu);
+	receiver_stop(&rv);
+}
+
 /* ---- issue 16's fixture through the real server -------------------------- */
 
 struct resp {
@@ -650,6 +695,9 @@ int main(void)
 			test_regress_run_puts_planted_method_first_with_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_regress_auto_pass_alerts_once_and_webhook_retries_until_delivered,
+			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_regress_webhook_without_secret_sends_nothing_and_gives_up_after_max_attempts,
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_regress_fleet_fixture_planted_regression_first_and_webhook_delivered,
