@@ -187,8 +187,8 @@ int rvs_version_cmp(const char *a, const char *b)
 
 /* One (trace, key) observation: key is a method name or a chain signature. */
 struct obs {
-	const char *key; /* interned in the run's key arena */
-	const char *chain;
+	const char *key;   /* malloc'd, owned by the run */
+	const char *chain; /* malloc'd chain text (chains only), else NULL */
 	uint32_t trace;
 	double self, incl;
 };
@@ -436,7 +436,9 @@ static void stat_fill(struct stat1 *s, double *v[2], size_t k[2], const size_t n
 			sum += v[side][i];
 		s->mean[side] = sum / (double)n[side];
 	}
-	rvs_mwu_test(v[0], k[0], n[0], v[1], k[1], n[1], &s->t);
+	int rc = rvs_mwu_test(v[0], k[0], n[0], v[1], k[1], n[1], &s->t);
+	assert(rc == 0); /* n[] > 0 and one value per trace: k[] <= n[] */
+	(void)rc;
 	/* rvs_mwu_test sorted both arrays. */
 	for (int side = 0; side < 2; side++)
 		s->med[side] = rvs_median_sparse(v[side], k[side], n[side]);
@@ -480,7 +482,13 @@ static int make_rows(struct run *r, struct row **out, size_t *nout)
 			k[0] = k[1] = 0;
 			for (size_t x = i; x < j; x++) {
 				int sd = r->side[r->obs[x].trace];
-				v[sd][k[sd]++] = m ? r->obs[x].incl : r->obs[x].self;
+				double val = m ? r->obs[x].incl : r->obs[x].self;
+				/* Two rows of one key in a trace (a chain signature
+				 * seen twice in its top 10) are one value: their sum. */
+				if (x > i && r->obs[x].trace == r->obs[x - 1].trace)
+					v[sd][k[sd] - 1] += val;
+				else
+					v[sd][k[sd]++] = val;
 			}
 			w->k[0] = k[0];
 			w->k[1] = k[1];
@@ -685,6 +693,13 @@ void rvs_regress_api(struct rvs_call *c)
 	hl = rvs_query_param(c->query, "limit", lim, sizeof lim);
 	if (ha < 0 || hb < 0 || hm < 0 || hv < 0 || hw < 0 || hl < 0)
 		return rvs_query_set_error(c->q, 400, "a parameter is malformed or too long");
+	/* An empty field (the web form sends every field) is an absent one. */
+	ha = ha == 1 && a[0];
+	hb = hb == 1 && b[0];
+	hm = hm == 1 && model[0];
+	hv = hv == 1 && version[0];
+	hw = hw == 1 && week[0];
+	hl = hl == 1 && lim[0];
 	if (hl == 1) {
 		char *end;
 		long v = strtol(lim, &end, 10);

@@ -671,6 +671,11 @@ static void test_regress_fleet_fixture_planted_regression_first_and_webhook_deli
 	} while (rvsb_now() < until);
 	assert_non_null(strstr(r->body, "\"state\":\"delivered\""));
 	assert_non_null(strstr(r->body, "\"attempts\":2"));
+	/* The web form's empty fields count as absent. */
+	r = request(b, "GET",
+		    "/api/v1/regressions?app=com.example.fleet&a=4.2&b=4.3&model=&version=&week=",
+		    b->api_token, NULL, 0);
+	assert_int_equal(r->code, 200);
 	r = request(b, "GET", "/api/v1/regressions?app=com.example.fleet&a=4.2&sort=x",
 		    b->api_token, NULL, 0);
 	assert_int_equal(r->code, 400);
