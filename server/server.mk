@@ -215,5 +215,5 @@ BENCHES += $(TBIN)/server/bench_blob
 $(OBJ)/tests/server/fleet_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itracer/include
 $(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson)
-$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
 $(TBIN)/server/test_regress: | $(BIN)/rearview-server

@@ -36,6 +36,7 @@
 #include "rvs.h"
 #include "server_common.h"
 #include "store.h"
+#include "test_web_server.h"
 #include "webhook.h"
 
 static const char SECRET[] = "test-webhook-secret";
@@ -102,14 +103,14 @@ static char g_tmp[64];
 /* A migrated database at dir/rearview.db with n traces per version of
  * app "syn": methods "steady" (same in all versions), "slowed" (4× in
  * 2.0), "rare" (only in some traces). */
-static void make_db(char *path, size_t cap, int n)
+static void make_db_in(const char *dir, char *path, size_t cap, int n)
 {
 	struct rvs_store *s;
 	sqlite3 *db;
 	sqlite3_stmt *t, *m;
 	static const char *const versions[] = {"1.9", "1.10", "2.0"};
 
-	snprintf(path, cap, "%s/rearview.db", g_tmp);
+	snprintf(path, cap, "%s/rearview.db", dir);
 	assert_int_equal(rvs_store_sqlite.open(path, &s), 0);
 	rvs_store_sqlite.close(s);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
@@ -160,13 +161,20 @@ static void make_db(char *path, size_t cap, int n)
 	sqlite3_close(db);
 }
 
+static void make_db(char *path, size_t cap, int n)
+{
+	make_db_in(g_tmp, path, cap, n);
+}
+
 static int setup(void **state)
 {
 	snprintf(g_tmp, sizeof g_tmp, "/tmp/rvs-regress-XXXXXX");
 	return mkdtemp(g_tmp) ? 0 : -1;
 }
 
-static struct rvsb g_b; /* the fleet test's server, stopped by teardown on a failure */
+/* The servers of the tests that start one, stopped by teardown on a failure. */
+static struct rvsb g_b;
+static struct web_server g_ws;
 
 static int teardown(void **state)
 {
@@ -174,6 +182,9 @@ static int teardown(void **state)
 	if (g_b.pid > 0)
 		rvsb_stop(&g_b);
 	memset(&g_b, 0, sizeof g_b);
+	if (g_ws.pid > 0)
+		web_server_stop(&g_ws);
+	memset(&g_ws, 0, sizeof g_ws);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -482,8 +493,6 @@ test_regress_webhook_without_secret_sends_nothing_and_gives_up_after_max_attempt
 	receiver_stop(&rv);
 }
 
-/* ---- issue 16's fixture through the real server -------------------------- */
-
 struct resp {
 	long code;
 	char body[1 << 18];
@@ -501,6 +510,94 @@ static size_t grab(char *p, size_t sz, size_t n, void *u)
 	}
 	return add;
 }
+
+/* ---- the web page ------------------------------------------------------------ */
+
+static int fill_synthetic(const char *data)
+{
+	char path[256];
+	make_db_in(data, path, sizeof path, 30);
+	return 0;
+}
+
+static char g_cookie[128];
+
+static size_t session_cookie(char *p, size_t sz, size_t n, void *u)
+{
+	const char *k = "Set-Cookie: rv_session=";
+	if (sz * n > strlen(k) + 64 && strncmp(p, k, strlen(k)) == 0)
+		snprintf(g_cookie, sizeof g_cookie, "rv_session=%.64s", p + strlen(k));
+	return sz * n;
+}
+
+/* GET (or POST form) on the web server; the body in a static buffer. */
+static struct resp *web_request(const char *path, const char *form)
+{
+	static struct resp r;
+	char url[512];
+	struct curl_slist *h = NULL;
+	CURL *c = curl_easy_init();
+
+	memset(&r, 0, sizeof r);
+	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", g_ws.port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CAINFO, g_ws.ca);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, grab);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, session_cookie);
+	if (form) {
+		/* The login form's double-submit token: any 64 hex. */
+		h = curl_slist_append(
+			h, "Cookie: rv_login="
+			   "00000000000000000000000000000000000000000000000000000000000000aa");
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, form);
+	} else {
+		curl_easy_setopt(c, CURLOPT_COOKIE, g_cookie);
+	}
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.code);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return &r;
+}
+
+static void test_regress_web_page_lists_the_slowed_method_first(void **state)
+{
+	char form[256];
+	struct resp *r;
+	const char *table, *slowed, *steady;
+
+	g_cookie[0] = '\0';
+	assert_int_equal(web_server_start(&g_ws, NULL, fill_synthetic), 0);
+	snprintf(form, sizeof form,
+		 "csrf=00000000000000000000000000000000000000000000000000000000000000aa"
+		 "&user=admin&password=%s",
+		 g_ws.password);
+	web_request("/login", form);
+	assert_true(g_cookie[0] != '\0');
+	/* As the form submits it: every field, the unused ones empty. */
+	r = web_request("/regressions?app=syn&a=1.10&b=2.0&model=&version=&week=", NULL);
+	assert_int_equal(r->code, 200);
+	assert_non_null(strstr(r->body, "What got slower?"));
+	table = strstr(r->body, "regress-methods");
+	assert_non_null(table);
+	slowed = strstr(table, "slowed");
+	steady = strstr(table, "steady");
+	assert_non_null(slowed);
+	assert_non_null(steady);
+	assert_true(slowed < steady);
+	assert_non_null(strstr(r->body, "counts as 0"));
+	assert_non_null(strstr(r->body, "Alert deliveries"));
+	/* A side without traces: the page says so. */
+	r = web_request("/regressions?app=syn&a=0.1&b=2.0", NULL);
+	assert_int_equal(r->code, 200);
+	assert_non_null(strstr(r->body, "a side has no decoded trace"));
+	assert_int_equal(web_server_stop(&g_ws), 0);
+	g_ws.pid = 0;
+}
+
+/* ---- issue 16's fixture through the real server -------------------------- */
 
 static struct resp *request(const struct rvsb *b, const char *method, const char *path,
 			    const char *token, const uint8_t *body, size_t len)
@@ -704,6 +801,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_regress_webhook_without_secret_sends_nothing_and_gives_up_after_max_attempts,
 			setup, teardown),
+		cmocka_unit_test_setup_teardown(test_regress_web_page_lists_the_slowed_method_first,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_regress_fleet_fixture_planted_regression_first_and_webhook_delivered,
 			setup, teardown),
