@@ -18,13 +18,19 @@
 struct rvs_mwu {
 	double u_b;   /* pairs (a, b) with b > a, ties counted one half */
 	double z;     /* normal approximation, tie- and continuity-corrected */
-	double p;     /* two-sided p-value (1 when every value ties) */
+	double p;     /* two-sided p-value (1 when every value ties): exact when
+			 exact, else from z */
 	double delta; /* Cliff's delta, (P(b > a) - P(b < a)): +1 all of B slower */
+	int exact;    /* p from the exact distribution (no ties, na + nb <= RVS_MWU_EXACT_MAX) */
 };
+
+/* Up to this many values in all and without ties, p is exact. */
+#define RVS_MWU_EXACT_MAX 30
 
 /* The test of a[0..ka) plus (na - ka) implicit zeros against b[0..kb) plus
  * (nb - kb) implicit zeros (a trace without a row for a method counts as
  * 0).  Values must be >= 0.  a and b are sorted in place (ascending).
+ * On -ENOMEM (the exact test's table) *out holds the normal approximation.
  * 0, -EINVAL (na or nb is 0, ka > na, kb > nb), -ENOMEM.  Any thread. */
 int rvs_mwu_test(double *a, size_t ka, size_t na, double *b, size_t kb, size_t nb,
 		 struct rvs_mwu *out);

@@ -204,7 +204,8 @@ static void comparison(struct web_ctx *c)
 		(long long)json_integer_value(json_object_get(a, "traces")));
 	rvs_web_esc(c->f, json_string_value(json_object_get(b, "label")));
 	fprintf(c->f,
-		" (%lld traces). Mann–Whitney U (normal approximation, tie-corrected),"
+		" (%lld traces). Mann–Whitney U (exact for small samples without ties, else the "
+		"tie-corrected normal approximation),"
 		" Benjamini–Hochberg q over every test of a list; ",
 		(long long)json_integer_value(json_object_get(b, "traces")));
 	rvs_web_esc(c->f, json_string_value(json_object_get(doc, "note")));

@@ -55,6 +55,7 @@ static void test_regress_mwu_with_ties_and_implicit_zeros_matches_reference(void
 	assert_true(fabs(t.delta - 0.75) < 1e-9);
 	assert_true(fabs(t.z - 1.7291126361) < 1e-6);
 	assert_true(fabs(t.p - 0.0837889380) < 1e-6);
+	assert_false(t.exact); /* ties */
 	/* The same data with the zeros stored gives the same test. */
 	double a2[] = {0, 3, 0, 1}, b2[] = {6, 1, 5, 2, 4};
 	struct rvs_mwu t2;
@@ -62,6 +63,24 @@ static void test_regress_mwu_with_ties_and_implicit_zeros_matches_reference(void
 	assert_true(fabs(t2.p - t.p) < 1e-12 && fabs(t2.u_b - t.u_b) < 1e-12);
 	assert_true(fabs(rvs_median_sparse(a, 2, 4) - 0.5) < 1e-12);
 	assert_true(fabs(rvs_median_sparse(b, 5, 5) - 4) < 1e-12);
+}
+
+/* R: wilcox.test(c(1,2,3), c(4,5,6)): exact, p = 0.1 (2 of the 20 rank
+ * choices are as extreme); wilcox.test(c(1,3,5,7), c(2,4,6,8,9)): W = 6,
+ * p = 0.4127 (exact: 2 × 26 of the 126 rank choices). */
+static void test_regress_mwu_small_samples_without_ties_are_exact(void **state)
+{
+	double a[] = {3, 1, 2}, b[] = {6, 4, 5}, c[] = {7, 1, 5, 3}, d[] = {2, 9, 4, 8, 6};
+	struct rvs_mwu t;
+
+	assert_int_equal(rvs_mwu_test(a, 3, 3, b, 3, 3, &t), 0);
+	assert_true(t.exact);
+	assert_true(fabs(t.p - 0.1) < 1e-12);
+	assert_true(fabs(t.delta - 1) < 1e-12);
+	assert_int_equal(rvs_mwu_test(c, 4, 4, d, 5, 5, &t), 0);
+	assert_true(t.exact);
+	assert_true(fabs(t.u_b - 14) < 1e-12);
+	assert_true(fabs(t.p - 52.0 / 126) < 1e-12);
 }
 
 static void test_regress_mwu_all_tied_gives_p_1(void **state)
@@ -790,6 +809,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_regress_mwu_with_ties_and_implicit_zeros_matches_reference),
+		cmocka_unit_test(test_regress_mwu_small_samples_without_ties_are_exact),
 		cmocka_unit_test(test_regress_mwu_all_tied_gives_p_1),
 		cmocka_unit_test(test_regress_bh_matches_reference),
 		cmocka_unit_test(test_regress_versions_sort_as_versions),
