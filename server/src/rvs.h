@@ -292,7 +292,8 @@ struct rvs_config {
 	double retention_days;	       /* traces older than this are deleted; 0 keeps all */
 	uint32_t retention_interval_s; /* how often the retention job runs */
 	uint32_t decode_jobs;	       /* decodes at once, 1..RVS_DECODE_LANES (api.h); default
-					* rvs_default_decode_jobs() */	/* Regression alerts (regress.h, webhook.h; README.md "Regression
+					* rvs_default_decode_jobs() */
+	/* Regression alerts (regress.h, webhook.h; README.md "Regression
 	 * alerts"): the automatic comparison's timer and bar, the webhook URLs
 	 * (space-separated) with their HMAC key file and retry schedule. */
 	uint32_t regress_interval_ms, regress_min_traces;
