@@ -11,7 +11,8 @@ SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o b
 	store.o store_sqlite.o store_pg.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
 	symbols.o checkpoint.o stream.o route.o reply.o payload.o \
-	params.o export.o trace_load.o symstore.o agg.o web_agg.o issue.o search.o web_search.o)
+	params.o export.o trace_load.o symstore.o agg.o web_agg.o issue.o search.o web_search.o \
+	regress.o webhook.o web_regress.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
@@ -213,6 +214,15 @@ $(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/s
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BLOB_LIBS) -lmbedcrypto -lsqlite3
 BENCHES += $(TBIN)/server/bench_blob
+
+# Issue 16 question 1, what got slower: the statistics, the automatic
+# comparison with its webhook (a receiver in the test), and the fixture of
+# three versions captured by librvtrace (fleet_fixture.c, reusable).
+$(OBJ)/tests/server/fleet_fixture.o: CFLAGS += -finstrument-functions
+$(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itracer/include
+$(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson)
+$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
+$(TBIN)/server/test_regress: | $(BIN)/rearview-server
 
 # `make lint`: a handler never includes another handler's header (HACKING.md
 # rule 2).  An endpoint family is its .c files and headers (web: web*.c,

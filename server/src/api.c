@@ -14,6 +14,8 @@
 #include "campaign_core.h"
 #include "reply.h"
 #include "route.h"
+#include "regress.h"
+#include "webhook.h"
 #include "retention.h"
 #include "stream.h"
 
@@ -98,6 +100,11 @@ struct rvs_api {
 	int retention_on, retention_busy;
 	uv_work_t retention_work;
 	struct rvs_retention_stats retention_stats;
+	/* Regression alerts (regress.h, webhook.h): a timer queues one pass
+	 * (the automatic comparison, then the due webhook deliveries). */
+	uv_timer_t regress_timer;
+	int regress_on, regress_busy;
+	uv_work_t regress_work;
 };
 
 /* How a job's answer is made: a device API message (enrolment and policy
@@ -1385,6 +1392,52 @@ static void retention_tick(uv_timer_t *t)
 	uv_queue_work(a->loop, &a->retention_work, retention_work, retention_done);
 }
 
+/* ---- regression alerts (timer on the loop, the pass on the work queue) ---- */
+
+static void regress_work(uv_work_t *w)
+{
+	struct rvs_api *a = w->data;
+	const struct rvs_config *c = a->cfg;
+	struct rvs_regress_auto rc = {.min_traces = c->regress_min_traces,
+				      .margin = c->regress_margin,
+				      .alert_ratio = c->regress_alert_ratio,
+				      .alert_q = c->regress_alert_q,
+				      .base_url = c->public_url};
+	struct rvs_webhook_cfg wc = {.secret_file = c->webhook_secret_file,
+				     .max_attempts = c->webhook_max_attempts,
+				     .backoff_ms = c->webhook_backoff_ms,
+				     .timeout_ms = c->webhook_timeout_ms};
+	char urls[sizeof c->webhook_urls], *save = NULL, *u;
+	const char *list[16];
+	size_t n = 0;
+
+	snprintf(urls, sizeof urls, "%s", c->webhook_urls);
+	for (u = strtok_r(urls, " \t,", &save); u && n < 16; u = strtok_r(NULL, " \t,", &save))
+		list[n++] = u;
+	rvs_regress_auto_pass(c->database, &rc, list, n, NULL);
+	if (n)
+		rvs_webhook_deliver_due(c->database, &wc, NULL);
+}
+
+static void regress_done(uv_work_t *w, int status)
+{
+	struct rvs_api *a = w->data;
+	a->regress_busy = 0;
+	a->inflight--;
+	maybe_stop(a);
+}
+
+static void regress_tick(uv_timer_t *t)
+{
+	struct rvs_api *a = t->data;
+	if (a->regress_busy || a->stopping)
+		return;
+	a->regress_busy = 1;
+	a->inflight++;
+	a->regress_work.data = a;
+	uv_queue_work(a->loop, &a->regress_work, regress_work, regress_done);
+}
+
 static void start_done(uv_work_t *w, int status)
 {
 	struct rvs_api *a = w->data;
@@ -1398,6 +1451,12 @@ static void start_done(uv_work_t *w, int status)
 		a->retention_on = 1;
 		a->retention_timer.data = a;
 		uv_timer_start(&a->retention_timer, retention_tick, ms, ms);
+	}
+	if (a->life_rc == 0 && uv_timer_init(a->loop, &a->regress_timer) == 0) {
+		a->regress_on = 1;
+		a->regress_timer.data = a;
+		uv_timer_start(&a->regress_timer, regress_tick, a->cfg->regress_interval_ms,
+			       a->cfg->regress_interval_ms);
 	}
 }
 
@@ -1439,6 +1498,10 @@ void rvs_api_stop(struct rvs_api *a, void (*done)(void *), void *arg)
 	if (a->retention_on) {
 		a->retention_on = 0;
 		uv_close((uv_handle_t *)&a->retention_timer, NULL);
+	}
+	if (a->regress_on) {
+		a->regress_on = 0;
+		uv_close((uv_handle_t *)&a->regress_timer, NULL);
 	}
 	a->stop_done = done;
 	a->stop_arg = arg;

@@ -6,6 +6,7 @@
 #include "rvs.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,63 @@ static int parse_u64(const char *v, uint64_t max, uint64_t *out)
 static int set_str(char *dst, size_t cap, const char *v)
 {
 	return snprintf(dst, cap, "%s", v) >= (int)cap ? -1 : 0;
+}
+
+/* The regression alerts' keys (rvs.h): 1 when name is one (bad set for a
+ * bad value), else 0. */
+static int regress_key(struct rvs_config *c, const char *name, const char *value, int *bad)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		double min, max;
+	} reals[] = {
+		{"regress_margin", offsetof(struct rvs_config, regress_margin), 0, 100},
+		{"regress_alert_ratio", offsetof(struct rvs_config, regress_alert_ratio), 1, 1e6},
+		{"regress_alert_q", offsetof(struct rvs_config, regress_alert_q), 0, 1},
+	};
+	static const struct {
+		const char *key;
+		size_t off;
+		uint64_t max;
+	} nums[] = {
+		{"regress_interval_ms", offsetof(struct rvs_config, regress_interval_ms), 86400000},
+		{"regress_min_traces", offsetof(struct rvs_config, regress_min_traces), 1000000},
+		{"webhook_max_attempts", offsetof(struct rvs_config, webhook_max_attempts), 100},
+		{"webhook_backoff_ms", offsetof(struct rvs_config, webhook_backoff_ms), 3600000},
+		{"webhook_timeout_ms", offsetof(struct rvs_config, webhook_timeout_ms), 600000},
+	};
+	uint64_t u;
+
+	if (strcmp(name, "webhook_urls") == 0)
+		*bad = set_str(c->webhook_urls, sizeof c->webhook_urls, value);
+	else if (strcmp(name, "webhook_secret_file") == 0)
+		*bad = set_str(c->webhook_secret_file, sizeof c->webhook_secret_file, value);
+	else if (strcmp(name, "public_url") == 0)
+		*bad = set_str(c->public_url, sizeof c->public_url, value);
+	else {
+		for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+			char *end;
+			double d;
+			if (strcmp(name, reals[i].key))
+				continue;
+			d = strtod(value, &end);
+			*bad = end == value || *end || !(d >= reals[i].min) || d > reals[i].max;
+			if (!*bad)
+				*(double *)((char *)c + reals[i].off) = d;
+			return 1;
+		}
+		for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+			if (strcmp(name, nums[i].key))
+				continue;
+			*bad = parse_u64(value, nums[i].max, &u) || u == 0;
+			if (!*bad)
+				*(uint32_t *)((char *)c + nums[i].off) = (uint32_t)u;
+			return 1;
+		}
+		return 0;
+	}
+	return 1;
 }
 
 static int on_kv(void *user, const char *section, const char *name, const char *value)
@@ -127,6 +185,9 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 		else
 			c->retention_days = d;
 	}
+	else if (regress_key(c, name, value, &bad))
+	{
+	}
 	else if (strcmp(name, "upload_rate_per_min") == 0)
 	{
 		char *end;
@@ -201,6 +262,15 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->max_conns_per_addr = 32;
 	c->handshake_pressure_ms = 2000;
 	c->login_hashers = 1;
+	c->regress_interval_ms = 60000;
+	c->regress_min_traces = 20;
+	c->regress_margin = 0.25;
+	c->regress_alert_ratio = 1.5;
+	c->regress_alert_q = 0.01;
+	snprintf(c->webhook_secret_file, sizeof c->webhook_secret_file, "webhook.secret");
+	c->webhook_max_attempts = 8;
+	c->webhook_backoff_ms = 1000;
+	c->webhook_timeout_ms = 10000;
 	err[0] = '\0';
 	errno = 0;
 	line = ini_parse(path, on_kv, &l);
@@ -233,6 +303,7 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	    resolve(c->data_dir, c->blob_dir, sizeof c->blob_dir) ||
 	    resolve(c->data_dir, c->port_file, sizeof c->port_file) ||
 	    resolve(c->data_dir, c->symbols_dir, sizeof c->symbols_dir) ||
+	    resolve(c->data_dir, c->webhook_secret_file, sizeof c->webhook_secret_file) ||
 	    (c->s3_secret_file[0] &&
 	     resolve(c->data_dir, c->s3_secret_file, sizeof c->s3_secret_file)) ||
 	    (c->blobs[0] && strncmp(c->blobs, "s3://", 5) != 0 &&

@@ -474,7 +474,7 @@ static int index_rows(struct lane *d, const char *trace_id, const rva_summary *s
 		return rc;
 	/* Setting traces.signature fires migration 5's triggers, which count the
 	 * trace into its signature's totals inside this transaction; issue is
-	 * the anomaly chain's signature folded (issue.h, migration 7). */
+	 * the anomaly chain's signature folded (issue.h, migration 9). */
 	rc = prep(d,
 		  "UPDATE traces SET anomaly_signature = ?1, signature = COALESCE(?1,"
 		  " (SELECT c.signature FROM trace_chains c WHERE c.trace_id = ?2"

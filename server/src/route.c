@@ -14,8 +14,10 @@
 #include "fleet.h"
 #include "query.h"
 #include "search.h"
+#include "regress.h"
 #include "symbols.h"
 #include "web.h"
+#include "webhook.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -68,6 +70,9 @@ static const struct rvs_route routes[] = {
 	API("/api/v1/aggregate/diff", GET, 0, rvs_agg_api_diff),
 	API("/api/v1/issues", GET, 0, rvs_search_issues),
 	API("/api/v1/search", GET, 0, rvs_search_chains),
+	API("/api/v1/regressions", GET, 0, rvs_regress_api),
+	API("/api/v1/regressions/runs", GET, 0, rvs_regress_api_runs),
+	API("/api/v1/alerts", GET, 0, rvs_webhook_api_list),
 	API("/api/v1/**", GET, 0, rvs_query_none),
 	/* The web UI (server/WEB.md). */
 	WEB("/static/**", GET, NONE, 0, rvs_web_static),
@@ -93,6 +98,7 @@ static const struct rvs_route routes[] = {
 	WEB("/aggregate/diff", GET, SESSION, 0, rvs_web_aggregate_diff),
 	WEB("/methods/**", GET, SESSION, 0, rvs_web_method),
 	WEB("/methods/**", POST, SESSION, 0, rvs_web_method_post),
+	WEB("/regressions", GET, SESSION, 0, rvs_web_regressions),
 };
 
 /* 1 when path matches pattern; *arg and *arg_len: the first wildcard's match. */

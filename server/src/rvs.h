@@ -293,6 +293,13 @@ struct rvs_config {
 	uint32_t retention_interval_s; /* how often the retention job runs */
 	uint32_t decode_jobs;	       /* decodes at once, 1..RVS_DECODE_LANES (api.h); default
 					* rvs_default_decode_jobs() */
+	/* Regression alerts (regress.h, webhook.h; README.md "Regression
+	 * alerts"): the automatic comparison's timer and bar, the webhook URLs
+	 * (space-separated) with their HMAC key file and retry schedule. */
+	uint32_t regress_interval_ms, regress_min_traces;
+	double regress_margin, regress_alert_ratio, regress_alert_q;
+	char webhook_urls[1024], webhook_secret_file[512], public_url[256];
+	uint32_t webhook_max_attempts, webhook_backoff_ms, webhook_timeout_ms;
 };
 /* Loads an INI file; relative paths are resolved against data_dir.
  * 0, -ENOENT (unreadable), -EINVAL (bad content), -ENAMETOOLONG or -ENOMEM,

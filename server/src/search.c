@@ -167,7 +167,7 @@ static int64_t now_ms(void)
 
 struct sort_key {
 	const char *name;
-	const char *expr; /* the ORDER BY expression (an index of migration 8's) */
+	const char *expr; /* the ORDER BY expression (an index of migration 9's) */
 	int desc;	  /* the key's own direction: worst first */
 };
 

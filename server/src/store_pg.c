@@ -185,7 +185,7 @@ static const char *const migrations[] = {
 	" END $f$;"
 	"CREATE TRIGGER trace_paths_sum AFTER INSERT OR DELETE ON trace_paths"
 	" FOR EACH ROW EXECUTE FUNCTION trace_paths_sum();",
-	/* 4 (search): sqlite's migration 7 — traces.issue, traces.device_id
+	/* 4 (search): sqlite's migration 9 — traces.issue, traces.device_id
 	 * and the issues and worst-trace sort indexes — on the decoded-trace index, when this
 	 * database has one (issue 15 brings it here; until then there is nothing to index). The
 	 * backfill folds as issue.c does for every chain without leading

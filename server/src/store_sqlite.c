@@ -279,7 +279,26 @@ static const char *const migrations[] = {
 	" WHERE bucket = OLD.bucket AND node = OLD.node;"
 	" DELETE FROM agg_sums WHERE bucket = OLD.bucket AND node = OLD.node AND traces <= 0;"
 	" END;",
-	/* 8 (search): each trace's issue — its anomaly signature folded over
+	/* 8 (issue 16, regressions): the automatic comparisons of each
+	 * version with its predecessor, the alerts raised once per (app, A, B,
+	 * method), and the durable state of their webhook deliveries. */
+	"CREATE TABLE regress_runs ("
+	" app_id TEXT NOT NULL, version_a TEXT NOT NULL, version_b TEXT NOT NULL,"
+	" traces_a INTEGER NOT NULL, traces_b INTEGER NOT NULL, computed_at INTEGER NOT NULL,"
+	" top_method TEXT, top_ratio REAL, top_delta REAL, top_q REAL,"
+	" alerted INTEGER NOT NULL, result TEXT NOT NULL,"
+	" PRIMARY KEY (app_id, version_a, version_b));"
+	"CREATE TABLE regress_alerts ("
+	" app_id TEXT NOT NULL, version_a TEXT NOT NULL, version_b TEXT NOT NULL,"
+	" method TEXT NOT NULL, created_at INTEGER NOT NULL,"
+	" PRIMARY KEY (app_id, version_a, version_b, method));"
+	"CREATE TABLE webhook_deliveries ("
+	" id INTEGER PRIMARY KEY, url TEXT NOT NULL, event TEXT NOT NULL, body TEXT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),"
+	" attempts INTEGER NOT NULL, last_status INTEGER, last_error TEXT,"
+	" next_try_ms INTEGER NOT NULL, created_at INTEGER NOT NULL, delivered_at INTEGER);"
+	"CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_try_ms);",
+	/* 9 (search): each trace's issue — its anomaly signature folded over
 	 * leading "(unknown caller)" frames (issue.h) — and device, set by
 	 * decode.c and backfilled here; the issues index covers the impact
 	 * ranking (traces × severity × devices per week range); the indexes of

@@ -50,6 +50,8 @@ void rvs_web_campaigns_post(struct rvs_call *call);
 void rvs_web_campaign(struct rvs_call *call);
 void rvs_web_campaign_post(struct rvs_call *call);
 void rvs_web_fleet(struct rvs_call *call);
+/* GET /regressions: what got slower (web_regress.c). */
+void rvs_web_regressions(struct rvs_call *call);
 void rvs_web_method(struct rvs_call *call);
 void rvs_web_method_post(struct rvs_call *call);
 

@@ -105,6 +105,41 @@ static void test_config_typos_and_bad_values_are_errors(void **state)
 	}
 }
 
+static void test_config_regression_alert_keys_parse_and_bad_values_are_errors(void **state)
+{
+	static const char *const bad[] = {
+		"[server]\ndata_dir = /d\nregress_alert_ratio = 0.5\n",
+		"[server]\ndata_dir = /d\nregress_alert_q = 2\n",
+		"[server]\ndata_dir = /d\nregress_min_traces = 0\n",
+		"[server]\ndata_dir = /d\nwebhook_max_attempts = x\n",
+	};
+	struct rvs_config c;
+	char err[256] = "";
+
+	assert_int_equal(load("[server]\ndata_dir = /d\n", &c, err, sizeof err), 0);
+	assert_int_equal(c.regress_min_traces, 20);
+	assert_int_equal(c.webhook_max_attempts, 8);
+	assert_string_equal(c.webhook_secret_file, "/d/webhook.secret");
+	assert_string_equal(c.webhook_urls, "");
+	assert_int_equal(load("[server]\ndata_dir = /d\nregress_min_traces = 8\n"
+			      "regress_alert_ratio = 2.5\nregress_alert_q = 0.05\n"
+			      "webhook_urls = http://a/x https://b/y\nwebhook_backoff_ms = 50\n"
+			      "webhook_secret_file = /etc/rv/hook\nregress_interval_ms = 100\n",
+			      &c, err, sizeof err),
+			 0);
+	assert_int_equal(c.regress_min_traces, 8);
+	assert_true(c.regress_alert_ratio == 2.5 && c.regress_alert_q == 0.05);
+	assert_string_equal(c.webhook_urls, "http://a/x https://b/y");
+	assert_int_equal(c.webhook_backoff_ms, 50);
+	assert_int_equal(c.regress_interval_ms, 100);
+	assert_string_equal(c.webhook_secret_file, "/etc/rv/hook");
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		err[0] = '\0';
+		assert_true(load(bad[i], &c, err, sizeof err) < 0);
+		assert_non_null(strstr(err, "bad value"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -112,6 +147,7 @@ int main(void)
 		cmocka_unit_test(test_config_overrides_later_keys_win),
 		cmocka_unit_test(test_config_typos_and_bad_values_are_errors),
 		cmocka_unit_test(test_config_store_section_names_the_blob_backend),
+		cmocka_unit_test(test_config_regression_alert_keys_parse_and_bad_values_are_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

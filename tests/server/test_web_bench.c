@@ -307,6 +307,16 @@ int main(int argc, char **argv)
 		"/api/v1/search?chain=main+%3E+*+%3E+main+%3E+*+%3E+main+%3E+*+%3E+main+%3E+*+%3E"
 		"+main+%3E+*+%3E+main+%3E+*+%3E+main+%3E+*+%3E+nothing",
 		1);
+	/* Issue 16 question 1: what got slower (≈ 714 traces a side; a model
+	 * against the others: 100 against ≈ 4,900).  The synthetic traces are
+	 * received over the week ending about now: there is no week before to
+	 * compare with (week=1 answers 404). */
+	measure("/regressions?app=&a=&b=", "/regressions?app=com.example.app3&a=1.2.0&b=1.3.0", 0);
+	measure("/api/v1/regressions?app=&a=&b=",
+		"/api/v1/regressions?app=com.example.app3&a=1.2.0&b=1.3.0", 1);
+	measure("/api/v1/regressions?app=&model=",
+		"/api/v1/regressions?app=com.example.app3&model=model-3", 1);
+	measure("/api/v1/alerts (regressions)", "/api/v1/alerts", 1);
 	curl_global_cleanup();
 	return web_server_stop(&g_srv) ? 1 : 0;
 }
