@@ -35,6 +35,7 @@
 
 #include "blob.h"
 #include "rvs.h"
+#include "s3_harness.h"
 
 struct fx;
 /* One backend under test. */
@@ -53,88 +54,17 @@ struct fx {
 
 /* ---- the S3 server, shared by the S3 group ------------------------------- */
 
-static struct {
-	pid_t pid;
-	char dir[64], endpoint[64], secret[96];
-	int up; /* 1 running, 0 not tried, -1 unavailable */
-} s3rver;
-
-static void s3rver_start(void)
-{
-	int out[2];
-	char buf[512] = "";
-	size_t got = 0;
-	time_t deadline;
-
-	s3rver.up = -1;
-	if (access(RVS_S3RVER, R_OK) != 0 || system("command -v node >/dev/null 2>&1") != 0)
-		return;
-	snprintf(s3rver.dir, sizeof s3rver.dir, "/tmp/rvs-s3-XXXXXX");
-	if (!mkdtemp(s3rver.dir) || pipe(out) < 0)
-		return;
-	snprintf(s3rver.secret, sizeof s3rver.secret, "%s/secret", s3rver.dir);
-	int fd = open(s3rver.secret, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || write(fd, "S3RVER\n", 7) != 7 || close(fd) < 0)
-		return;
-	if ((s3rver.pid = fork()) == 0) {
-		char data[80];
-		snprintf(data, sizeof data, "%s/data", s3rver.dir);
-		mkdir(data, 0700);
-		dup2(out[1], 1);
-		close(out[0]);
-		execlp("node", "node", RVS_S3RVER, "-d", data, "-a", "127.0.0.1", "-p", "0",
-		       "--silent", "--configure-bucket", "rv", (char *)NULL);
-		_exit(127);
-	}
-	close(out[1]);
-	/* Wait for "S3rver listening on 127.0.0.1:PORT" (generous deadline). */
-	deadline = time(NULL) + 60;
-	while (time(NULL) < deadline && got < sizeof buf - 1 &&
-	       !(strstr(buf, "listening on ") && strchr(strstr(buf, "listening on "), '\n'))) {
-		struct pollfd p = {out[0], POLLIN, 0};
-		if (poll(&p, 1, 1000) <= 0)
-			continue;
-		ssize_t n = read(out[0], buf + got, sizeof buf - 1 - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		buf[got] = '\0';
-	}
-	close(out[0]);
-	const char *at = strstr(buf, "listening on ");
-	const char *colon = at ? strrchr(at, ':') : NULL;
-	if (!colon || (int)strtol(colon + 1, NULL, 10) <= 0) {
-		int status = 0;
-		kill(s3rver.pid, SIGTERM);
-		waitpid(s3rver.pid, &status, 0);
-		s3rver.pid = 0;
-		print_message("s3rver did not start (status %d): %s\n", status, buf);
-		return;
-	}
-	snprintf(s3rver.endpoint, sizeof s3rver.endpoint, "http://127.0.0.1:%d",
-		 (int)strtol(colon + 1, NULL, 10));
-	s3rver.up = 1;
-}
+static struct s3h s3rver;
 
 static int s3_group_setup(void **state)
 {
-	s3rver_start();
+	s3h_start(&s3rver, "rv");
 	return 0;
 }
 
 static int s3_group_teardown(void **state)
 {
-	char cmd[128];
-	if (s3rver.pid > 0) {
-		kill(s3rver.pid, SIGTERM);
-		waitpid(s3rver.pid, NULL, 0);
-	}
-	if (s3rver.dir[0]) {
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", s3rver.dir);
-		if (system(cmd) != 0)
-			return -1;
-	}
-	return 0;
+	return s3h_stop(&s3rver);
 }
 
 static struct rvs_blob_s3_config s3_config(void)
