@@ -24,6 +24,7 @@ static const struct rvs_export_fmt FORMATS[] = {
 	{"android", "application/octet-stream", "trace"},
 	{"svg", "image/svg+xml", "svg"},
 	{"nanoscope", "text/plain; charset=utf-8", "nanoscope.txt"},
+	{"pprof", "application/octet-stream", "pb.gz"},
 };
 
 static int run_export(const struct rvs_export_fmt *f, FILE *out, const rva_trace *t, const char *id)
@@ -41,8 +42,10 @@ static int run_export(const struct rvs_export_fmt *f, FILE *out, const rva_trace
 		return rva_export_android(out, t);
 	case 5:
 		return rva_export_svg(out, t, id);
-	default:
+	case 6:
 		return rva_export_nanoscope(out, t, 0);
+	default:
+		return rva_export_pprof(out, t);
 	}
 }
 

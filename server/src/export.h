@@ -1,8 +1,10 @@
 /*
  * export.h — a stored trace's exports (export.c): folded stacks, Chrome
- * JSON, speedscope, Perfetto, Android trace, SVG flame graph, nanoscope.
- * An export is made on a work thread (from a loaded trace, trace_load.h)
- * and written while it is sent (stream.c): never whole in memory.
+ * JSON, speedscope, Perfetto, Android trace, SVG flame graph, nanoscope,
+ * pprof.  An export is made on a work thread (from a loaded trace,
+ * trace_load.h) and written while it is sent (stream.c): never whole in
+ * memory (pprof's packed profile is, but it is of the call tree capped at
+ * RVA_EXPORT_MAX_DEPTH levels, not of the calls).
  */
 #ifndef RVS_EXPORT_H
 #define RVS_EXPORT_H

@@ -383,7 +383,7 @@ static void exports(struct web_ctx *c, const char *id)
 		{"folded", "Folded stacks"},   {"chrome", "Chrome JSON"},
 		{"speedscope", "speedscope"},  {"perfetto", "Perfetto"},
 		{"android", "Android .trace"}, {"svg", "Flame graph SVG"},
-		{"nanoscope", "Nanoscope"},
+		{"nanoscope", "Nanoscope"},    {"pprof", "pprof"},
 	};
 	fputs("<h2>Export</h2><p class=\"exports\">", c->f);
 	for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++)

@@ -334,6 +334,69 @@ static void test_cli_pprof_export_agrees_with_independent_reader(void **state)
 	rva_trace_free(t);
 }
 
+/* Issue 20: a trace 2 000 calls deep exported as pprof and read by
+ * pprof-format: one function is RVA_TRUNCATED_FRAME, leaf of the calls
+ * below RVA_EXPORT_MAX_DEPTH, and the values summed over all samples (what
+ * `go tool pprof -top` totals) equal rvtrace's own total self time and
+ * calls. */
+static void test_cli_pprof_deep_export_truncates_and_totals_agree(void **state)
+{
+	enum { N = 2000 };
+	char path[128], out[128], args[1024], cmd[1024], line[512];
+	snprintf(cmd, sizeof(cmd), "%s/pprof-format/package.json", RV_NODE_MODULES);
+	if (access(cmd, R_OK) != 0 || system("command -v node >/dev/null 2>&1") != 0)
+		skip(); /* npm ci of server/web did not run: said by the build */
+	capbuf c = {0};
+	uint32_t ts = 0;
+	cb_header(&c, 0, 1000000000, 0, 1000000000ull, 0x400000, 0);
+	for (unsigned i = 0; i < N; i++)
+		cb_entry(&c, 0x1000 + 16 * (i % 3), ts += 30 + i % 11);
+	for (unsigned i = 0; i < N; i++)
+		cb_exit(&c, ts += 10 + i % 13);
+	cb_end_slots(&c);
+	cb_symbol(&c, 0x1000, 0x1000, 0, "deep.a");
+	cb_symbol(&c, 0x1010, 0x1010, 0, "deep.b");
+	cb_symbol(&c, 0x1020, 0x1020, 0, "deep.c");
+	cb_finish(&c);
+	snprintf(path, sizeof(path), "%s/deep.rvt", dir);
+	write_file(path, c.b, c.len);
+	free(c.b);
+	snprintf(out, sizeof(out), "%s/deep.pb.gz", dir);
+	snprintf(args, sizeof(args), "export --format pprof -o %s %s", out, path);
+	assert_int_equal(run(args, "/dev/null"), 0);
+	snprintf(cmd, sizeof(cmd), "RVS_NODE_MODULES=%s node %s %s", RV_NODE_MODULES, RV_PPROF_TOP,
+		 out);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	long long self = 0, calls = 0, cut_calls = -1;
+	while (fgets(line, sizeof(line), p)) {
+		char name[256];
+		long long s, n;
+		assert_int_equal(sscanf(line, "%255[^\t]\t%lld\t%lld", name, &s, &n), 3);
+		if (strcmp(name, RVA_TRUNCATED_FRAME) == 0)
+			cut_calls = n;
+		self += s;
+		calls += n;
+	}
+	assert_int_equal(pclose(p), 0);
+	rva_trace *t;
+	rva_error err;
+	assert_int_equal(rva_import_file(path, &t, &err), 0);
+	rva_mstat *st;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	long long want_self = 0, want_calls = 0;
+	for (size_t m = 0; m < t->nmethods; m++) {
+		want_self += st[m].self;
+		want_calls += (long long)st[m].calls;
+	}
+	assert_int_equal(want_calls, N);
+	assert_int_equal(cut_calls, N - RVA_EXPORT_MAX_DEPTH);
+	assert_int_equal(self, want_self);
+	assert_int_equal(calls, want_calls);
+	free(st);
+	rva_trace_free(t);
+}
+
 static void test_cli_export_json_and_svg_parse(void **state)
 {
 	char out[128], args[1024];
@@ -562,6 +625,7 @@ int main(void)
 		cmocka_unit_test(test_cli_chrome_progress_flag_and_skipped_counts),
 		cmocka_unit_test(test_cli_failed_export_leaves_no_partial_file),
 		cmocka_unit_test(test_cli_pprof_export_agrees_with_independent_reader),
+		cmocka_unit_test(test_cli_pprof_deep_export_truncates_and_totals_agree),
 		cmocka_unit_test(test_cli_summary_lists_offcpu_reasons),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

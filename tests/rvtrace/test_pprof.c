@@ -275,6 +275,90 @@ static void test_pprof_plain_profile_detected_not_perfetto(void **state)
 	free(gz);
 }
 
+/* n calls over 64 methods, each inside the last (2 slots a call). */
+static void nested_capture(capbuf *c, unsigned n)
+{
+	uint32_t ts = 0;
+	cb_header(c, 0, 1000000000, 0, 1000000000ull, 0x400000, 0);
+	for (unsigned i = 0; i < n; i++)
+		cb_entry(c, 0x1000 + 16 * (i % 64), ts += 20 + i % 7);
+	for (unsigned i = 0; i < n; i++)
+		cb_exit(c, ts += 20 + i % 5);
+	cb_end_slots(c);
+	for (unsigned m = 0; m < 64; m++) {
+		char name[32];
+		snprintf(name, sizeof name, "nested%02u", m);
+		cb_symbol(c, 0x1000 + 16 * m, 0x1000 + 16 * m, 0, name);
+	}
+	cb_finish(c);
+}
+
+/* Issue 20: a trace deeper than RVA_EXPORT_MAX_DEPTH exports one sample per
+ * path of the capped tree, no stack longer than the cap plus the
+ * RVA_TRUNCATED_FRAME leaf, which carries the calls and self time of
+ * everything below; the samples' totals are rvtrace's own (the old export
+ * wrote every path whole: 2 000 frames deep, 2 M location ids). */
+static void test_pprof_export_deep_trace_capped_with_truncation_frame_totals_kept(void **state)
+{
+	(void)state;
+	enum { N = 2000 };
+	capbuf c = {0};
+	nested_capture(&c, N);
+	rva_trace *t;
+	rva_error err = {{0}};
+	if (rva_capture_decode(c.b, c.len, &t, &err) < 0)
+		fail_msg("%s", err.msg);
+	free(c.b);
+	rva_mstat *st;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	int64_t self = 0;
+	uint64_t calls = 0;
+	for (size_t m = 0; m < t->nmethods; m++) {
+		self += st[m].self;
+		calls += st[m].calls;
+	}
+	assert_int_equal(calls, N);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(rva_export_pprof(f, t), 0);
+	fclose(f);
+	uint8_t *plain;
+	size_t pl;
+	assert_int_equal(rva_decompress((const uint8_t *)buf, len, 1u << 26, &plain, &pl, &err), 0);
+	Rvpprof__Profile *p = rvpprof__profile__unpack(NULL, pl, plain);
+	assert_non_null(p);
+	uint64_t cut_id = 0;
+	for (size_t i = 0; i < p->n_function; i++)
+		if (strcmp(p->string_table[p->function[i]->name], RVA_TRUNCATED_FRAME) == 0)
+			cut_id = p->function[i]->id; /* location id = function id */
+	assert_true(cut_id != 0);
+	assert_int_equal(p->n_sample, RVA_EXPORT_MAX_DEPTH + 1);
+	int64_t psum = 0, pcalls = 0, cut_calls = 0;
+	size_t cut_samples = 0;
+	for (size_t s = 0; s < p->n_sample; s++) {
+		const Rvpprof__Sample *sm = p->sample[s];
+		assert_true(sm->n_location_id <= RVA_EXPORT_MAX_DEPTH + 1);
+		assert_int_equal(sm->n_value, 2);
+		psum += sm->value[0];
+		pcalls += sm->value[1];
+		if (sm->location_id[0] == cut_id) {
+			cut_samples++;
+			cut_calls += sm->value[1];
+			assert_int_equal(sm->n_location_id, RVA_EXPORT_MAX_DEPTH + 1);
+		}
+	}
+	assert_int_equal(cut_samples, 1);
+	assert_int_equal(cut_calls, N - RVA_EXPORT_MAX_DEPTH);
+	assert_int_equal(psum, self);
+	assert_int_equal(pcalls, (int64_t)calls);
+	rvpprof__profile__free_unpacked(p, NULL);
+	free(plain);
+	free(buf);
+	free(st);
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +367,8 @@ int main(void)
 		cmocka_unit_test(test_pprof_export_round_trip_same_times),
 		cmocka_unit_test(test_pprof_export_mappings_carry_build_ids),
 		cmocka_unit_test(test_pprof_plain_profile_detected_not_perfetto),
+		cmocka_unit_test(
+			test_pprof_export_deep_trace_capped_with_truncation_frame_totals_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,13 +2,24 @@
  * pprof.c — export to pprof's profile format (rvpprof.proto), gzip'd, as
  * `go tool pprof` and every pprof-reading tool expect it.
  *
- * One sample per node of the merged call tree (all threads) that has self
- * time or calls (the default sample type is wall time): its stack leaf first, values [wall
- * nanoseconds of self time, calls] — or [samples] for a trace of sample weights.  One Function and
- * one Location per method (ids = method id + 1).  Summing a function's self values over samples
- * gives rvtrace's self time; its calls, the call count.  Methods of a capture the device could not
- * name ("module+0x…", t->unresolved) get a Mapping per module with its path and hex build id, and
- * their Location the ELF virtual address, for pprof's and other symbolizers.
+ * One sample per distinct call path (a node of the merged call tree of all
+ * threads, cut at RVA_EXPORT_MAX_DEPTH levels: rva_tree_build_capped) that
+ * has self time or calls (the default sample type is wall time): its stack
+ * leaf first, values [wall nanoseconds of self time, calls] — or [samples]
+ * for a trace of sample weights.  One Function and one Location per method
+ * (ids = method id + 1), shared by every sample; paths deeper than the cap
+ * end in one more, RVA_TRUNCATED_FRAME (id nmethods + 1), whose self time
+ * and calls are everything below the cap.  Summing a function's self
+ * values over samples gives rvtrace's self time; its calls, the call count
+ * (for methods above the cap); the totals over all samples are rvtrace's
+ * totals whatever the depth.  Methods of a capture the device could not
+ * name ("module+0x…", t->unresolved) get a Mapping per module with its path
+ * and hex build id, and their Location the ELF virtual address, for
+ * pprof's and other symbolizers.
+ *
+ * Cost: a sample's stack is at most RVA_EXPORT_MAX_DEPTH + 1 ids, so time
+ * and memory are linear in the capped tree (at most the calls, 513 nodes
+ * for 1 M nested calls), never quadratic in the depth.
  *
  * Invariants: string_table[0] is ""; every location id a sample names is
  * one of the locations written; memory is the tree plus the packed
@@ -24,6 +35,7 @@
  * location) are separate frames, caller first.  A sample naming an unknown
  * location, or without the chosen value, is damage (dropped).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,36 +82,56 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 
 	if (nm > (1u << 24))
 		return -E2BIG;
-	if ((rc = rva_tree_build(t, SIZE_MAX, &tr)) < 0)
+	if ((rc = rva_tree_build_capped(t, SIZE_MAX, RVA_EXPORT_MAX_DEPTH, &tr)) < 0)
 		return rc;
-	/* Strings: "", the value names, then one per method. */
+	/* Each node's depth (a parent is created before its children) and the
+	 * samples' sizes, so the stacks are one exact allocation. */
+	uint32_t *depth = malloc((tr.n ? tr.n : 1) * sizeof *depth);
+	size_t nids = 0, cut = 0;
+	if (!depth) {
+		rva_tree_release(&tr);
+		return -ENOMEM;
+	}
+	depth[0] = 0;
+	for (size_t i = 1; i < tr.n; i++) {
+		const rva_tnode *nd = &tr.nodes[i];
+		assert(nd->parent < i);
+		depth[i] = depth[nd->parent] + 1;
+		assert(depth[i] <= RVA_EXPORT_MAX_DEPTH + 1);
+		cut |= nd->method == RVA_TREE_CUT;
+		if (nd->self > 0 || nd->calls > 0) {
+			nsamples++;
+			nids += depth[i];
+		}
+	}
+	/* Strings: "", the value names, one per method, the truncation frame's
+	 * when a path was cut, then each mapping's path and build id. */
 	static const char *const fixed[] = {"", "wall", "nanoseconds", "calls", "count", "samples"};
 	enum { S_EMPTY, S_WALL, S_NS, S_CALLS, S_COUNT, S_SAMPLES, S_FIXED };
-	size_t nu = t->nunresolved, nmap = 0;
-	char **strs = calloc(S_FIXED + nm + 2 * nu, sizeof *strs);
+	size_t nu = t->nunresolved, nmap = 0, nf = nm + cut, s_map = S_FIXED + nf;
+	char **strs = calloc(s_map + 2 * nu, sizeof *strs);
 	Rvpprof__Mapping *map = calloc(nu ? nu : 1, sizeof *map);
 	Rvpprof__Mapping **mapp = calloc(nu ? nu : 1, sizeof *mapp);
 	char **mstr = calloc(2 * nu + 1, sizeof *mstr); /* owned: path, build id */
-	Rvpprof__Function *fn = calloc(nm ? nm : 1, sizeof *fn);
-	Rvpprof__Function **fnp = calloc(nm ? nm : 1, sizeof *fnp);
-	Rvpprof__Location *loc = calloc(nm ? nm : 1, sizeof *loc);
-	Rvpprof__Location **locp = calloc(nm ? nm : 1, sizeof *locp);
-	Rvpprof__Line *line = calloc(nm ? nm : 1, sizeof *line);
-	Rvpprof__Line **linep = calloc(nm ? nm : 1, sizeof *linep);
-	Rvpprof__Sample *smp = calloc(tr.n ? tr.n : 1, sizeof *smp);
-	Rvpprof__Sample **smpp = calloc(tr.n ? tr.n : 1, sizeof *smpp);
-	uint64_t *ids = NULL;
-	int64_t *vals = NULL;
+	Rvpprof__Function *fn = calloc(nf ? nf : 1, sizeof *fn);
+	Rvpprof__Function **fnp = calloc(nf ? nf : 1, sizeof *fnp);
+	Rvpprof__Location *loc = calloc(nf ? nf : 1, sizeof *loc);
+	Rvpprof__Location **locp = calloc(nf ? nf : 1, sizeof *locp);
+	Rvpprof__Line *line = calloc(nf ? nf : 1, sizeof *line);
+	Rvpprof__Line **linep = calloc(nf ? nf : 1, sizeof *linep);
+	Rvpprof__Sample *smp = calloc(nsamples ? nsamples : 1, sizeof *smp);
+	Rvpprof__Sample **smpp = calloc(nsamples ? nsamples : 1, sizeof *smpp);
+	uint64_t *ids = malloc((nids ? nids : 1) * sizeof *ids);
+	int64_t *vals = calloc((nsamples ? nsamples : 1) * nvals, sizeof *vals);
 	uint8_t *packed = NULL;
-	size_t nids = 0, idcap = 0;
 	rc = -ENOMEM;
 	if (!strs || !fn || !fnp || !loc || !locp || !line || !linep || !smp || !smpp || !map ||
-	    !mapp || !mstr)
+	    !mapp || !mstr || !ids || !vals)
 		goto out;
 	for (size_t i = 0; i < S_FIXED; i++)
 		strs[i] = (char *)fixed[i];
-	for (size_t m = 0; m < nm; m++) {
-		strs[S_FIXED + m] = t->names[m];
+	for (size_t m = 0; m < nf; m++) {
+		strs[S_FIXED + m] = m < nm ? t->names[m] : (char *)RVA_TRUNCATED_FRAME;
 		rvpprof__function__init(&fn[m]);
 		fn[m].id = m + 1;
 		fn[m].name = fn[m].system_name = (int64_t)(S_FIXED + m);
@@ -139,69 +171,45 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 				mstr[2 * k] = NULL;
 				goto out;
 			}
-			strs[S_FIXED + nm + 2 * k] = mstr[2 * k];
-			strs[S_FIXED + nm + 2 * k + 1] = mstr[2 * k + 1];
+			strs[s_map + 2 * k] = mstr[2 * k];
+			strs[s_map + 2 * k + 1] = mstr[2 * k + 1];
 			rvpprof__mapping__init(&map[k]);
 			map[k].id = k + 1;
 			map[k].memory_limit = UINT64_MAX;
-			map[k].filename = (int64_t)(S_FIXED + nm + 2 * k);
-			map[k].build_id = (int64_t)(S_FIXED + nm + 2 * k + 1);
+			map[k].filename = (int64_t)(s_map + 2 * k);
+			map[k].build_id = (int64_t)(s_map + 2 * k + 1);
 			mapp[k] = &map[k];
 			nmap++;
 		}
 		loc[u->method].mapping_id = k + 1;
 		loc[u->method].address = u->elf_offset;
 	}
-	/* Stacks: the location ids of every sample in one array, then the
-	 * values; pointers are set once both arrays stopped moving. */
-	size_t *first = calloc(tr.n ? tr.n : 1, sizeof *first), *depth = NULL;
-	if (!first)
-		goto out;
-	vals = calloc((tr.n ? tr.n : 1) * nvals, sizeof *vals);
-	depth = calloc(tr.n ? tr.n : 1, sizeof *depth);
-	if (!vals || !depth) {
-		free(first);
-		free(depth);
-		goto out;
-	}
+	/* Samples: each path's location ids, leaf first (the cut node's is the
+	 * truncation frame's location, nm + 1), and its values. */
+	size_t s = 0, at = 0;
 	for (size_t i = 1; i < tr.n; i++) {
 		const rva_tnode *nd = &tr.nodes[i];
 		if (nd->self <= 0 && nd->calls == 0)
 			continue;
-		first[nsamples] = nids;
+		rvpprof__sample__init(&smp[s]);
+		smp[s].n_location_id = depth[i];
+		smp[s].location_id = ids + at;
 		for (uint32_t k = (uint32_t)i; k != 0; k = tr.nodes[k].parent) {
-			if (nids == idcap) {
-				size_t nc = idcap ? idcap * 2 : 1024;
-				uint64_t *n2 = realloc(ids, nc * sizeof *n2);
-				if (!n2) {
-					free(first);
-					free(depth);
-					goto out;
-				}
-				ids = n2;
-				idcap = nc;
-			}
-			ids[nids++] = (uint64_t)tr.nodes[k].method + 1;
+			uint32_t meth = tr.nodes[k].method;
+			ids[at++] = meth == RVA_TREE_CUT ? (uint64_t)nm + 1 : (uint64_t)meth + 1;
 		}
-		depth[nsamples] = nids - first[nsamples];
+		smp[s].n_value = nvals;
+		smp[s].value = vals + nvals * s;
 		if (t->weighted) {
-			vals[nsamples] = nd->self;
+			vals[s] = nd->self;
 		} else {
-			vals[2 * nsamples] = nd->self;
-			vals[2 * nsamples + 1] = (int64_t)nd->calls;
+			vals[2 * s] = nd->self;
+			vals[2 * s + 1] = (int64_t)nd->calls;
 		}
-		nsamples++;
+		smpp[s] = &smp[s];
+		s++;
 	}
-	for (size_t sI = 0; sI < nsamples; sI++) {
-		rvpprof__sample__init(&smp[sI]);
-		smp[sI].n_location_id = depth[sI];
-		smp[sI].location_id = ids + first[sI];
-		smp[sI].n_value = nvals;
-		smp[sI].value = vals + nvals * sI;
-		smpp[sI] = &smp[sI];
-	}
-	free(first);
-	free(depth);
+	assert(s == nsamples && at == nids);
 	for (int i = 0; i < 2; i++)
 		rvpprof__value_type__init(&vt[i]);
 	if (t->weighted) {
@@ -217,13 +225,13 @@ int rva_export_pprof(FILE *f, const rva_trace *t)
 	p.sample_type = vtp;
 	p.n_sample = nsamples;
 	p.sample = smpp;
-	p.n_location = nm;
+	p.n_location = nf;
 	p.location = locp;
-	p.n_function = nm;
+	p.n_function = nf;
 	p.function = fnp;
 	p.n_mapping = nmap;
 	p.mapping = mapp;
-	p.n_string_table = S_FIXED + nm + 2 * nmap;
+	p.n_string_table = s_map + 2 * nmap;
 	p.string_table = strs;
 	p.duration_nanos = t->weighted ? 0 : t->end - t->start;
 	/* pprof shows the last type unless told: wall time, not calls. */
@@ -252,6 +260,7 @@ out:
 	free(mstr);
 	free(mapp);
 	free(map);
+	free(depth);
 	rva_tree_release(&tr);
 	return rc;
 }

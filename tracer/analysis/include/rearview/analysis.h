@@ -651,10 +651,10 @@ int rva_import_file(const char *path, rva_trace **out, rva_error *err);
 
 /* ---- outputs ---- */
 
-/* Call depth the folded and SVG exports draw: what lies deeper is folded
- * into one "[deeper frames truncated]" frame (folded) or not drawn and
- * noted (SVG), so an export's size is linear in the trace, never quadratic
- * in its depth (issue 18 item 2: 1 M nested calls). */
+/* Call depth the folded, pprof and SVG exports draw: what lies deeper is
+ * folded into one "[deeper frames truncated]" frame (folded, pprof) or not
+ * drawn and noted (SVG), so an export's size is linear in the trace, never
+ * quadratic in its depth (issue 18 item 2, issue 20: 1 M nested calls). */
 #define RVA_EXPORT_MAX_DEPTH 512
 #define RVA_TRUNCATED_FRAME  "[deeper frames truncated]"
 
@@ -665,9 +665,14 @@ int rva_import_file(const char *path, rva_trace **out, rva_error *err);
  * Memory linear in the merged tree.  0, -ENOMEM, -EIO. */
 int rva_export_folded(FILE *f, const rva_trace *t);
 
-/* pprof (gzip'd profile.proto, pprof.c): one sample per call-tree node with
+/* pprof (gzip'd profile.proto, pprof.c): one sample per node of the call
+ * tree cut at RVA_EXPORT_MAX_DEPTH levels (rva_tree_build_capped) with
  * values wall nanoseconds of self time and calls (or samples for weighted
- * traces), leaf first.  0, -E2BIG (more than 2^24 methods), -ENOMEM, -EIO. */
+ * traces), leaf first; a path cut there ends in an RVA_TRUNCATED_FRAME
+ * leaf carrying everything below, so no stack exceeds
+ * RVA_EXPORT_MAX_DEPTH + 1 frames and the sums over all samples are the
+ * trace's totals.  Memory: the capped tree and the packed profile.  0,
+ * -E2BIG (more than 2^24 methods), -ENOMEM, -EIO. */
 int rva_export_pprof(FILE *f, const rva_trace *t);
 
 /* Chrome Trace Event JSON, object form (traceEvents, displayTimeUnit "ns"):
