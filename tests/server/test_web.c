@@ -637,7 +637,7 @@ static void test_web_path_traversal_in_static_and_export_is_refused(void **state
 static void test_web_trace_page_has_flame_graph_timeline_and_exports(void **state)
 {
 	static const char *const fmts[] = {"folded",  "chrome", "speedscope", "perfetto",
-					   "android", "svg",	"nanoscope"};
+					   "android", "svg",	"nanoscope",  "pprof"};
 	struct resp r;
 	char path[256], *tl;
 	ensure_login();
