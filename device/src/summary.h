@@ -33,6 +33,11 @@ struct Rearview__PolicyBody;
  * frame summed over the capture; a model is matched against each distinct
  * chain with that frame's mean call duration (the streaming summary keeps
  * no per-call times), SignatureMatch.count being its number of calls.
+ * A capture with OFFCPU / THREAD_COUNTERS records (FORMAT.md) also gets
+ * its off-CPU time by reason (Summary.offcpu_reasons, those with time,
+ * largest first) and each top method's inclusive time split into
+ * MethodStat.on_cpu_ns and off_cpu_ns; for that it is decoded whole as
+ * well, so its memory is proportional to its calls.
  *
  * On success *out (caller frees with free()) holds *out_len bytes.  Returns
  * 0, -EINVAL / -E2BIG for a capture the decoder refuses (err, errsz >= 1,
