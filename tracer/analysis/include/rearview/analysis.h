@@ -725,7 +725,13 @@ int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
  * events) k = 2 "switch-outs: blocked", 3 "switch-outs: preempted" (the
  * intervals so far), and from its counters 4 "minor faults", 5 "major
  * faults", 6 "task-clock" (ns): 0 at `since`, the totals at `at`.
- * 0, -ENOMEM, -EIO. */
+ * Lock waits (t->lock_waits): the i-th wait is a slice "lock wait (KIND)"
+ * on child track k = 7 "lock waits" of the waiter's thread track, which
+ * ends flow i + 1 (terminating_flow_ids); with the holder known, the flow
+ * begins at an instant "lock held in METHOD" ("signalled in METHOD" for a
+ * condition variable) at the wait's start on child track k = 8 "locks
+ * held" of the holder's; a tid no thread has gets a thread track, uuid
+ * nthreads + 1 + its rank among such tids.  0, -ENOMEM, -EIO. */
 int rva_export_perfetto(FILE *f, const rva_trace *t);
 
 /* speedscope JSON, one evented profile per thread with calls (unit
