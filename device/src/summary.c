@@ -7,13 +7,11 @@
  * spool job); every protobuf string points into the rva_summary, which
  * outlives the packing; the capture file is mapped read-only and unmapped
  * before returning, so a summary never holds more than the analysis' own
- * aggregates — except for a capture with OFFCPU / THREAD_COUNTERS records
- * (the daemon appends them when it stores the capture, before the summary
- * job reads the file): that one is also decoded whole (rva_capture_decode,
- * memory proportional to its calls, bounded by capture_max_bytes) for the
- * off-CPU reasons and the on/off-CPU split of the top methods, which the
- * streaming summary cannot give.  Both decodings share the method table,
- * so a method id means the same method in both.
+ * aggregates.  A capture with OFFCPU / THREAD_COUNTERS records (the daemon
+ * appends them when it stores the capture, before the summary job reads
+ * the file) gets its off-CPU reasons and its top methods' on/off-CPU split
+ * from the same streaming summary (its trace holds the intervals, its
+ * statistics the thread-CPU times).
  */
 #include "summary.h"
 
@@ -189,13 +187,13 @@ static int match_models(const struct Rearview__PolicyBody *policy, const rva_tra
 	return rc;
 }
 
-/* The off-CPU reasons of the decoded model `full` (those with time), and
- * each top method's on/off-CPU split from its statistics fst. */
-static void fill_offcpu(const rva_trace *full, const rva_mstat *fst, const uint32_t *ids,
-			struct pb_store *ps, Rearview__Summary *s)
+/* The off-CPU reasons of the streaming summary's trace (those with time),
+ * and each top method's (ids[]) on/off-CPU split from its statistics. */
+static void fill_offcpu(const rva_summary *sum, const uint32_t *ids, struct pb_store *ps,
+			Rearview__Summary *s)
 {
 	rva_offcpu_reason r[RVA_OFF_NREASONS - 1];
-	size_t nr = rva_offcpu_reasons(full, r);
+	size_t nr = rva_offcpu_reasons(sum->trace, r);
 
 	assert(nr <= RVA_OFF_NREASONS - 1);
 	for (size_t i = 0; i < nr; i++) {
@@ -209,23 +207,20 @@ static void fill_offcpu(const rva_trace *full, const rva_mstat *fst, const uint3
 	}
 	s->offcpu_reasons = ps->poc;
 	for (size_t i = 0; i < s->n_top_self; i++) {
-		const rva_mstat *st = &fst[ids[i]];
+		const rva_mstat *st = &sum->stats[ids[i]];
 		int64_t on = st->cpu_incl > 0 ? st->cpu_incl : 0;
 		int64_t off = st->incl > on ? st->incl - on : 0;
 
-		assert(ids[i] < full->nmethods &&
-		       !strcmp(full->names[ids[i]], s->top_self[i]->name));
+		assert(ids[i] < sum->trace->nmethods);
 		ps->ms[i].on_cpu_ns = (uint64_t)on;
 		ps->ms[i].off_cpu_ns = (uint64_t)off;
 	}
 }
 
-/* Fills s from the streaming summary, and the off-CPU fields from the
- * decoded model `full` and its statistics fst when not NULL; pointers go
- * into ps, sum and full. */
-static int fill_summary(const rva_summary *sum, const rva_trace *full, const rva_mstat *fst,
-			const struct Rearview__PolicyBody *policy, size_t ntop,
-			const rva_chains *all, struct pb_store *ps, Rearview__Summary *s)
+/* Fills s from the streaming summary; pointers go into ps and sum. */
+static int fill_summary(const rva_summary *sum, const struct Rearview__PolicyBody *policy,
+			size_t ntop, const rva_chains *all, struct pb_store *ps,
+			Rearview__Summary *s)
 {
 	const rva_trace *t = sum->trace;
 	size_t nlong = all->n, nframes = kept_frames(sum->anomaly_depth), ntopm;
@@ -261,8 +256,8 @@ static int fill_summary(const rva_summary *sum, const rva_trace *full, const rva
 	}
 	s->top_self = ps->pms;
 	s->n_top_self = ntopm;
-	if (full)
-		fill_offcpu(full, fst, ids, ps, s);
+	if (rva_trace_has_offcpu(t))
+		fill_offcpu(sum, ids, ps, s);
 	free(ids);
 
 	fr = ps->frames;
@@ -297,8 +292,6 @@ int rvd_summary_build(const uint8_t *buf, size_t len, const struct Rearview__Pol
 	struct pb_store ps = {0};
 	rva_summary sum = {0};
 	rva_chains all = {0};
-	rva_trace *full = NULL;
-	rva_mstat *fst = NULL;
 	rva_error e = {{0}};
 	size_t n;
 	int rc;
@@ -310,20 +303,8 @@ int rvd_summary_build(const uint8_t *buf, size_t len, const struct Rearview__Pol
 		snprintf(err, errsz, "%s", e.msg[0] ? e.msg : strerror(-rc));
 		return rc;
 	}
-	if (rva_capture_has_offcpu(buf, len)) {
-		rc = rva_capture_decode(buf, len, &full, &e);
-		if (rc < 0) {
-			snprintf(err, errsz, "%s", e.msg[0] ? e.msg : strerror(-rc));
-			goto release;
-		}
-		assert(full->nmethods == sum.trace->nmethods);
-		if ((rc = rva_method_stats(full, &fst)) < 0) {
-			snprintf(err, errsz, "%s", strerror(-rc));
-			goto release;
-		}
-	}
 	if ((rc = rva_chains_from_tree(sum.trace, &sum.tree, ntop, &all)) < 0 ||
-	    (rc = fill_summary(&sum, full, fst, policy, ntop, &all, &ps, &s)) < 0) {
+	    (rc = fill_summary(&sum, policy, ntop, &all, &ps, &s)) < 0) {
 		snprintf(err, errsz, "%s", strerror(-rc));
 		goto release;
 	}
@@ -337,8 +318,6 @@ int rvd_summary_build(const uint8_t *buf, size_t len, const struct Rearview__Pol
 	*out_len = rearview__summary__pack(&s, *out);
 release:
 	pb_store_free(&ps);
-	free(fst);
-	rva_trace_free(full);
 	rva_chains_release(&all);
 	rva_summary_release(&sum);
 	return rc;

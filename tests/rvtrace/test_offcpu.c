@@ -299,6 +299,47 @@ static const Rvpf__TrackDescriptor *track_of(const Rvpf__Trace *tr, uint64_t uui
 /* Thread state tiles the known span (from the daemon's window, 9000, to the
  * last event, 99000); the counters step at each interval and at the
  * THREAD_COUNTERS' since / at. */
+/* The streaming summary (what rearviewd's local summary and the server's
+ * index use) splits every method as the model does: the example's
+ * intervals lie inside calls, so no cut tells them apart; and its trace
+ * gives the same off-CPU reasons. */
+static void test_offcpu_streaming_summary_splits_as_the_model(void **state)
+{
+	capbuf c = {0};
+	rva_trace *t = NULL;
+	rva_summary sum = {0};
+	rva_error err = {{0}};
+	rva_mstat *st = NULL;
+	rva_offcpu_reason a[RVA_OFF_NREASONS - 1], b[RVA_OFF_NREASONS - 1];
+	size_t na, nb;
+
+	(void)state;
+	cb_offcpu_example(&c);
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(rva_capture_summarize(c.b, c.len, &sum, &err), 0);
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	assert_true(sum.trace->has_cpu);
+	assert_int_equal(sum.trace->nmethods, t->nmethods);
+	for (size_t m = 0; m < t->nmethods; m++) {
+		assert_int_equal(sum.stats[m].incl, st[m].incl);
+		assert_int_equal(sum.stats[m].cpu_incl, st[m].cpu_incl);
+		assert_int_equal(sum.stats[m].cpu_self, st[m].cpu_self);
+	}
+	assert_int_equal(st[0].cpu_incl, 64000); /* main: 98000 less 34000 off */
+	na = rva_offcpu_reasons(t, a);
+	nb = rva_offcpu_reasons(sum.trace, b);
+	assert_int_equal(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		assert_string_equal(a[i].name, b[i].name);
+		assert_int_equal(a[i].ns, b[i].ns);
+	}
+	assert_int_equal(a[0].ns, 33000); /* blocked */
+	free(st);
+	rva_summary_release(&sum);
+	rva_trace_free(t);
+	free(c.b);
+}
+
 /* The TrackEvent on track `uuid` of `type` (the first). */
 static const Rvpf__TrackEvent *event_of(const Rvpf__Trace *tr, uint64_t uuid, int type)
 {
@@ -488,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_offcpu_interval_over_events_cut_to_longest_gap),
 		cmocka_unit_test(test_offcpu_perfetto_export_thread_state_and_counters),
 		cmocka_unit_test(test_offcpu_perfetto_export_lock_wait_slice_and_flow),
+		cmocka_unit_test(test_offcpu_streaming_summary_splits_as_the_model),
 		cmocka_unit_test(test_offcpu_chrome_export_slices_and_counters),
 	};
 

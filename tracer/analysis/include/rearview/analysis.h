@@ -496,7 +496,12 @@ int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_erro
  * proportional to distinct methods, distinct chains and depth (plus 1 bit
  * per slot while decoding).  trace holds the method table, the thread with
  * no calls, the anomaly and start/end; stats[nmethods] and tree are as
- * rva_method_stats and rva_tree_build would give on the decoded model. */
+ * rva_method_stats and rva_tree_build would give on the decoded model.  A
+ * capture with OFFCPU / THREAD_COUNTERS records: trace's thread holds them
+ * (rva_offcpu_set, has_cpu set) and stats' cpu_incl / cpu_self are the
+ * times less each call's overlap with the intervals, which, unlike the
+ * model's, are not cut where they hold a call's entry or exit (the calls
+ * are not kept). */
 typedef struct rva_summary {
 	rva_trace *trace;
 	rva_mstat *stats;
