@@ -319,6 +319,7 @@ static int why_into(const struct rvs_config *cfg, sqlite3 *db, const char *id, j
 	return rc;
 }
 
+/* The trace document; its "why" (cfg not NULL) loads the capture. */
 static void get_trace(const struct rvs_config *cfg, sqlite3 *db, const char *id,
 		      struct rvs_query_resp *r)
 {
@@ -360,7 +361,7 @@ static void get_trace(const struct rvs_config *cfg, sqlite3 *db, const char *id,
 		      "SELECT kind, rank, signature, chain, depth, self_ns, incl_ns FROM"
 		      " trace_chains WHERE trace_id = ? ORDER BY kind, rank",
 		      id, chains) ||
-	    why_into(cfg, db, id, doc)) {
+	    (cfg && why_into(cfg, db, id, doc))) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
@@ -885,12 +886,14 @@ static int trace_arg(struct rvs_call *c, char tid[40])
 
 void rvs_query_trace(struct rvs_call *c)
 {
-	char tid[40];
+	char tid[40], why[4];
+	/* ?why=0: no "why", and the capture is not loaded. */
+	int nowhy = qparam(c->query, "why", why, sizeof why) == 1 && !strcmp(why, "0");
 	sqlite3 *db = open_ro(c->cfg->database);
 	if (!db)
 		return set_error(c->q, 503, "database unavailable");
 	if (trace_arg(c, tid) == 0)
-		get_trace(c->cfg, db, tid, c->q);
+		get_trace(nowhy ? NULL : c->cfg, db, tid, c->q);
 	sqlite3_close(db);
 }
 

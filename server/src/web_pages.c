@@ -532,6 +532,37 @@ static void why_section(struct web_ctx *c, const rva_trace *t)
 	free(ls);
 }
 
+static const struct web_col REASON_COLS[] = {
+	{"Off-CPU reason", "reason", COL_TEXT, NULL},
+	{"Off-CPU ms", "ns", COL_MS, NULL},
+};
+static const struct web_col SPLIT_COLS[] = {
+	{"Method", "method", COL_METHOD, NULL},	    {"Calls", "calls", COL_NUM, NULL},
+	{"Inclusive ms", "incl_ns", COL_MS, NULL},  {"On-CPU ms", "on_cpu_ns", COL_MS, NULL},
+	{"Off-CPU ms", "off_cpu_ns", COL_MS, NULL},
+};
+
+/* A summary-only upload's "why the time went": what the device's summary
+ * says, from the API document `api` (its "why", source "summary");
+ * nothing when it says nothing. */
+static void summary_why_section(struct web_ctx *c, const char *api)
+{
+	int status;
+	json_t *doc = web_api(c, api, "", &status);
+	json_t *why = doc && status == 200 ? json_object_get(doc, "why") : NULL;
+
+	if (json_is_object(why)) {
+		fputs("<h2>Why the time went</h2><p>From the device's summary.</p>", c->f);
+		web_table(c, "offcpu-reasons", REASON_COLS,
+			  sizeof REASON_COLS / sizeof REASON_COLS[0],
+			  json_object_get(why, "offcpu_reasons"));
+		fputs("<h3>On-CPU and off-CPU time of the top methods</h3>", c->f);
+		web_table(c, "on-off-cpu", SPLIT_COLS, sizeof SPLIT_COLS / sizeof SPLIT_COLS[0],
+			  json_object_get(why, "methods"));
+	}
+	json_decref(doc);
+}
+
 void web_trace_page(struct web_ctx *c, const char *id)
 {
 	char api[96];
@@ -540,7 +571,8 @@ void web_trace_page(struct web_ctx *c, const char *id)
 	rva_trace *t = NULL;
 
 	snprintf(api, sizeof api, "/api/v1/traces/%s", id);
-	doc = web_api(c, api, "", &status);
+	/* Without "why": the page computes it from the capture it loads. */
+	doc = web_api(c, api, "why=0", &status);
 	if (!doc || status != 200) {
 		json_decref(doc);
 		return web_error(c, status == 404 ? 404 : 500,
@@ -606,6 +638,7 @@ void web_trace_page(struct web_ctx *c, const char *id)
 		fputs("<p>No decoded capture is stored for this trace (summary-only upload, "
 		      "or quarantined): no flame graph, timeline or exports.</p>",
 		      c->f);
+		summary_why_section(c, api);
 	}
 	json_decref(doc);
 	web_page_end(c, 200);

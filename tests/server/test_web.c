@@ -803,10 +803,12 @@ static void test_web_api_trace_document_has_why_figures(void **state)
 	Rearview__Summary sm = REARVIEW__SUMMARY__INIT;
 	capbuf c = {0};
 	json_t *why;
-	char *id, *z;
+	struct resp r;
+	char path[256], *id, *z;
 	size_t zlen;
 
 	(void)state;
+	ensure_login();
 	cb_offcpu_example(&c);
 	zlen = ZSTD_compressBound(c.len);
 	z = malloc(zlen);
@@ -866,6 +868,19 @@ static void test_web_api_trace_document_has_why_figures(void **state)
 			    "\"incl_ns\":88600,\"on_cpu_ns\":47600,\"off_cpu_ns\":41000}],"
 			    "\"thread_counters\":[],\"lock_waits\":[]}");
 	json_decref(why);
+	/* The trace page shows them; ?why=0 leaves them out of the document. */
+	snprintf(path, sizeof path, "/traces/%s", id);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "From the device's summary."));
+	assert_non_null(strstr(r.body, "<table id=\"offcpu-reasons\">"));
+	assert_non_null(strstr(r.body, "/methods/inflate_row_slowly"));
+	resp_free(&r);
+	snprintf(path, sizeof path, "/api/v1/traces/%s?why=0", id);
+	req(path, NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	assert_null(strstr(r.body, "\"why\""));
+	resp_free(&r);
 	free(id);
 
 	/* A capture without these records: null. */
