@@ -150,7 +150,6 @@ static void test_daemon_offcpu_demo_capture_splits_blocked_and_cpu(void **state)
 	/* The local summary (device/src/summary.c), computed at consent full
 	 * from the capture the daemon enriched. */
 	assert_int_equal(summary_of_first(h, out, sizeof(out)), 0);
-	print_message("%s\n", out);
 	assert_non_null(strstr(out, "\"offcpu_reasons\":[{\"reason\":\"blocked\""));
 	assert_true(split_of(out, "build_list_item_slow", 1) >
 		    split_of(out, "build_list_item_slow", 0));
