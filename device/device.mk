@@ -72,7 +72,8 @@ $(OBJ)/tests/device/test_offcpu.o: CPPFLAGS += -Itests/rvtrace
 $(eval $(call rv_test,device,offcpu,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
 
 # `make bench`: the off-CPU records' cost per capture (device/BENCHMARKS.md).
-$(OBJ)/tests/device/bench_offcpu.o: CPPFLAGS += -Itests/rvtrace
+$(OBJ)/tests/device/bench_offcpu.o: CPPFLAGS += -Itests/rvtrace -Ipolicy/include \
+  -Itracer/analysis/include
 $(TBIN)/device/bench_offcpu: $(OBJ)/tests/device/bench_offcpu.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
                              $(LIBRVPROTO)
 	@mkdir -p $(@D)

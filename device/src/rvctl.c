@@ -432,11 +432,24 @@ static void print_summary_json(const Rearview__Summary *s)
 
 		printf("%s{\"name\":", i ? "," : "");
 		rvc_json_str(stdout, m->name);
-		printf(",\"calls\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"inclusive_ns\":%" PRIu64
-		       "}",
+		printf(",\"calls\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"inclusive_ns\":%" PRIu64,
 		       m->calls, m->self_ns, m->inclusive_ns);
+		if (s->n_offcpu_reasons)
+			printf(",\"on_cpu_ns\":%" PRIu64 ",\"off_cpu_ns\":%" PRIu64, m->on_cpu_ns,
+			       m->off_cpu_ns);
+		putchar('}');
 	}
 	putchar(']');
+	/* Captures with OFFCPU records only (summary.proto). */
+	if (s->n_offcpu_reasons) {
+		printf(",\"offcpu_reasons\":[");
+		for (size_t i = 0; i < s->n_offcpu_reasons; i++) {
+			printf("%s{\"reason\":", i ? "," : "");
+			rvc_json_str(stdout, s->offcpu_reasons[i]->reason);
+			printf(",\"ns\":%" PRIu64 "}", s->offcpu_reasons[i]->ns);
+		}
+		putchar(']');
+	}
 	print_chains_json("chains_at_anomaly", s->chains_at_anomaly, s->n_chains_at_anomaly);
 	print_chains_json("longest_chains", s->longest_chains, s->n_longest_chains);
 	printf(",\"matches\":[");
@@ -470,6 +483,17 @@ static void print_summary_text(const Rearview__Summary *s)
 
 		printf("  %12.3f %12.3f %10" PRIu64 "  %s\n", (double)m->self_ns / 1e6,
 		       (double)m->inclusive_ns / 1e6, m->calls, m->name);
+	}
+	if (s->n_offcpu_reasons) {
+		printf("\noff-CPU time by reason:\n");
+		for (size_t i = 0; i < s->n_offcpu_reasons; i++)
+			printf("  %12.3f ms  %s\n", (double)s->offcpu_reasons[i]->ns / 1e6,
+			       s->offcpu_reasons[i]->reason);
+		printf("\ntop methods on and off the CPU (inclusive):\n  %12s %12s  %s\n",
+		       "ON_CPU_MS", "OFF_CPU_MS", "METHOD");
+		for (size_t i = 0; i < s->n_top_self; i++)
+			printf("  %12.3f %12.3f  %s\n", (double)s->top_self[i]->on_cpu_ns / 1e6,
+			       (double)s->top_self[i]->off_cpu_ns / 1e6, s->top_self[i]->name);
 	}
 	printf("\nchain at the anomaly:\n");
 	if (!s->n_chains_at_anomaly)

@@ -7,10 +7,15 @@
  * spool job); every protobuf string points into the rva_summary, which
  * outlives the packing; the capture file is mapped read-only and unmapped
  * before returning, so a summary never holds more than the analysis' own
- * aggregates.
+ * aggregates.  A capture with OFFCPU / THREAD_COUNTERS records (the daemon
+ * appends them when it stores the capture, before the summary job reads
+ * the file) gets its off-CPU reasons and its top methods' on/off-CPU split
+ * from the same streaming summary (its trace holds the intervals, its
+ * statistics the thread-CPU times).
  */
 #include "summary.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,6 +39,7 @@ struct pb_store {
 	Rearview__Chain *ch, **pch;
 	char **frames; /* frame name pointers of every Chain, borrowed names */
 	Rearview__SignatureMatch *sm, **psm;
+	Rearview__OffCpuReason oc[RVA_OFF_NREASONS - 1], *poc[RVA_OFF_NREASONS - 1];
 };
 
 static void pb_store_free(struct pb_store *ps)
@@ -181,6 +187,36 @@ static int match_models(const struct Rearview__PolicyBody *policy, const rva_tra
 	return rc;
 }
 
+/* The off-CPU reasons of the streaming summary's trace (those with time),
+ * and each top method's (ids[]) on/off-CPU split from its statistics. */
+static void fill_offcpu(const rva_summary *sum, const uint32_t *ids, struct pb_store *ps,
+			Rearview__Summary *s)
+{
+	rva_offcpu_reason r[RVA_OFF_NREASONS - 1];
+	size_t nr = rva_offcpu_reasons(sum->trace, r);
+
+	assert(nr <= RVA_OFF_NREASONS - 1);
+	for (size_t i = 0; i < nr; i++) {
+		if (r[i].ns <= 0)
+			continue;
+		rearview__off_cpu_reason__init(&ps->oc[s->n_offcpu_reasons]);
+		ps->oc[s->n_offcpu_reasons].reason = (char *)r[i].name;
+		ps->oc[s->n_offcpu_reasons].ns = (uint64_t)r[i].ns;
+		ps->poc[s->n_offcpu_reasons] = &ps->oc[s->n_offcpu_reasons];
+		s->n_offcpu_reasons++;
+	}
+	s->offcpu_reasons = ps->poc;
+	for (size_t i = 0; i < s->n_top_self; i++) {
+		const rva_mstat *st = &sum->stats[ids[i]];
+		int64_t on = st->cpu_incl > 0 ? st->cpu_incl : 0;
+		int64_t off = st->incl > on ? st->incl - on : 0;
+
+		assert(ids[i] < sum->trace->nmethods);
+		ps->ms[i].on_cpu_ns = (uint64_t)on;
+		ps->ms[i].off_cpu_ns = (uint64_t)off;
+	}
+}
+
 /* Fills s from the streaming summary; pointers go into ps and sum. */
 static int fill_summary(const rva_summary *sum, const struct Rearview__PolicyBody *policy,
 			size_t ntop, const rva_chains *all, struct pb_store *ps,
@@ -218,9 +254,11 @@ static int fill_summary(const rva_summary *sum, const struct Rearview__PolicyBod
 		ps->ms[i].inclusive_ns = st->incl > 0 ? (uint64_t)st->incl : 0;
 		ps->pms[i] = &ps->ms[i];
 	}
-	free(ids);
 	s->top_self = ps->pms;
 	s->n_top_self = ntopm;
+	if (rva_trace_has_offcpu(t))
+		fill_offcpu(sum, ids, ps, s);
+	free(ids);
 
 	fr = ps->frames;
 	for (size_t i = 0; i < nlong; i++) {

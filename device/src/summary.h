@@ -33,6 +33,12 @@ struct Rearview__PolicyBody;
  * frame summed over the capture; a model is matched against each distinct
  * chain with that frame's mean call duration (the streaming summary keeps
  * no per-call times), SignatureMatch.count being its number of calls.
+ * A capture with OFFCPU / THREAD_COUNTERS records (FORMAT.md) also gets
+ * its off-CPU time by reason (Summary.offcpu_reasons, those with time,
+ * largest first) and each top method's inclusive time split into
+ * MethodStat.on_cpu_ns and off_cpu_ns, from the same streaming summary
+ * (intervals not cut at call boundaries, unlike rvtrace's model: the two
+ * may differ by the clocks' few µs per interval).
  *
  * On success *out (caller frees with free()) holds *out_len bytes.  Returns
  * 0, -EINVAL / -E2BIG for a capture the decoder refuses (err, errsz >= 1,

@@ -13,6 +13,7 @@
 #include "export.h"
 #include "params.h"
 #include "trace_load.h"
+#include "why.h"
 #include "store.h"
 #include "route.h"
 #include "search.h"
@@ -28,6 +29,7 @@
 #include <sqlite3.h>
 
 #include "rearview/analysis.h"
+#include "rearview/summary.pb-c.h"
 
 #define LIST_DEFAULT 50
 #define LIST_MAX     500
@@ -272,7 +274,54 @@ static int rows_into(sqlite3 *db, const char *sql, const char *id, json_t *arr)
 	return rc;
 }
 
-static void get_trace(sqlite3 *db, const char *id, struct rvs_query_resp *r)
+/* The "why" of a summary-only upload: from the device's Summary, if it
+ * sent one with off-CPU figures; *out NULL otherwise.  0 or -ENOMEM / -EIO. */
+static int summary_why(sqlite3 *db, const char *id, json_t **out)
+{
+	Rearview__Summary *s = NULL;
+	sqlite3_stmt *st;
+	int rc = 0;
+
+	*out = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT summary FROM uploads WHERE trace_id = ?", -1, &st,
+			       NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) > 0)
+		s = rearview__summary__unpack(NULL, (size_t)sqlite3_column_bytes(st, 0),
+					      sqlite3_column_blob(st, 0));
+	sqlite3_finalize(st);
+	if (s)
+		rc = rvs_why_json_summary(s, out);
+	rearview__summary__free_unpacked(s, NULL);
+	return rc;
+}
+
+/* The document's "why" (why.h): from the decoded capture when one is
+ * stored, else from the device's summary; null when neither says (or the
+ * capture no longer loads: the rest of the document still stands). */
+static int why_into(const struct rvs_config *cfg, sqlite3 *db, const char *id, json_t *doc)
+{
+	rva_trace *t = NULL;
+	json_t *why = NULL;
+	int rc = rvs_query_load_trace(cfg, id, &t);
+
+	if (rc == 0) {
+		rc = rvs_why_json(t, &why);
+		rva_trace_free(t);
+	} else if (rc == -ENOENT) {
+		rc = summary_why(db, id, &why);
+	} else {
+		rc = 0;
+	}
+	if (rc == 0 && json_object_set_new(doc, "why", why ? why : json_null()) < 0)
+		rc = -ENOMEM;
+	return rc;
+}
+
+/* The trace document; its "why" (cfg not NULL) loads the capture. */
+static void get_trace(const struct rvs_config *cfg, sqlite3 *db, const char *id,
+		      struct rvs_query_resp *r)
 {
 	sqlite3_stmt *st;
 	json_t *doc, *top, *chains;
@@ -311,7 +360,8 @@ static void get_trace(sqlite3 *db, const char *id, struct rvs_query_resp *r)
 	    rows_into(db,
 		      "SELECT kind, rank, signature, chain, depth, self_ns, incl_ns FROM"
 		      " trace_chains WHERE trace_id = ? ORDER BY kind, rank",
-		      id, chains)) {
+		      id, chains) ||
+	    (cfg && why_into(cfg, db, id, doc))) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
@@ -836,12 +886,14 @@ static int trace_arg(struct rvs_call *c, char tid[40])
 
 void rvs_query_trace(struct rvs_call *c)
 {
-	char tid[40];
+	char tid[40], why[4];
+	/* ?why=0: no "why", and the capture is not loaded. */
+	int nowhy = qparam(c->query, "why", why, sizeof why) == 1 && !strcmp(why, "0");
 	sqlite3 *db = open_ro(c->cfg->database);
 	if (!db)
 		return set_error(c->q, 503, "database unavailable");
 	if (trace_arg(c, tid) == 0)
-		get_trace(db, tid, c->q);
+		get_trace(nowhy ? NULL : c->cfg, db, tid, c->q);
 	sqlite3_close(db);
 }
 

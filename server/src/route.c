@@ -59,7 +59,7 @@ static const struct rvs_route routes[] = {
 	API("/api/v1/campaigns/**", ANY, 0, rvs_campaigns_none),
 	API("/api/v1/fleet", GET, 0, rvs_fleet_get),
 	API("/api/v1/traces", GET, 0, rvs_query_traces),
-	API("/api/v1/traces/*", GET, 0, rvs_query_trace),
+	API("/api/v1/traces/*", GET, LOAD, rvs_query_trace), /* its "why" */
 	API("/api/v1/traces/*/export", GET, LOAD, rvs_query_export),
 	API("/api/v1/traces/**", GET, 0, rvs_query_trace_none),
 	API("/api/v1/signatures", GET, 0, rvs_query_signatures),

@@ -6,13 +6,15 @@
  * is also available to API clients.  Every value from the document passes
  * through rvs_web_esc (text, quoted attributes) or rvs_web_urlenc (links);
  * trace ids in links are the validated "t-" + hex form.  The trace page's
- * flame graph, timeline and "why the time went" (off-CPU time, counters,
- * lock waits) come from the decoded capture, which carries more than the
- * summary the API serves.
+ * flame graph and timeline come from the decoded capture, which carries
+ * more than the summary the API serves; so does its "why the time went"
+ * (off-CPU time, counters, lock waits), computed by why.c as the API's
+ * "why" object is.
  */
 #include "web_int.h"
 #include "params.h"
 #include "trace_load.h"
+#include "why.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -415,87 +417,21 @@ static const struct web_col CHAIN_COLS[] = {
 
 /* ---- why the time went (OFFCPU, THREAD_COUNTERS, LOCK_WAIT records) ------- */
 
-#define WHY_ROWS 15 /* methods and lock-waiting methods listed at most */
-
-/* A method's off-CPU time by reason (index RVA_OFF_*). */
-struct why_row {
-	uint32_t method;
-	int64_t off[RVA_OFF_NREASONS];
-};
-
-static int cmp_why_row(const void *x, const void *y)
-{
-	const struct why_row *a = x, *b = y;
-	if (a->off[0] != b->off[0])
-		return a->off[0] > b->off[0] ? -1 : 1;
-	return a->method < b->method ? -1 : a->method > b->method;
-}
-
 static void ms_cell(FILE *f, int64_t ns)
 {
 	fprintf(f, "<td class=\"n\">%.3f</td>", (double)ns / 1e6);
 }
 
-/* Every method's off-CPU time by reason into rows[t->nmethods] (row
- * [RVA_OFF_*], [0] the total), counting a recursive call inside itself once,
- * as rva_method_stats counts inclusive time: on-CPU = incl - off[0].
- * 0 or -ENOMEM. */
-static int why_rows(const rva_trace *t, struct why_row *rows)
-{
-	uint32_t *open = calloc(t->nmethods ? t->nmethods : 1, sizeof(*open));
-	uint32_t *stack = NULL;
-	size_t cap = 0;
-	if (!open)
-		return -ENOMEM;
-	for (size_t m = 0; m < t->nmethods; m++)
-		rows[m] = (struct why_row){.method = (uint32_t)m};
-	for (size_t ti = 0; ti < t->nthreads; ti++) {
-		const rva_thread *th = &t->threads[ti];
-		size_t n = 0;
-		if (!th->noffcpu)
-			continue;
-		if (th->ncalls > cap) {
-			uint32_t *ns = realloc(stack, th->ncalls * sizeof(*ns));
-			if (!ns) {
-				free(stack);
-				free(open);
-				return -ENOMEM;
-			}
-			stack = ns;
-			cap = th->ncalls;
-		}
-		for (size_t i = 0; i < th->ncalls; i++) {
-			const rva_call *k = &th->calls[i];
-			while (n > k->depth)
-				open[stack[--n]]--;
-			assert(n == k->depth && k->method < t->nmethods); /* pre-order */
-			if (!open[k->method]) {
-				int64_t r[RVA_OFF_NREASONS];
-				rows[k->method].off[0] +=
-					rva_offcpu_overlap(th, k->start, k->end, r);
-				for (int z = 1; z < RVA_OFF_NREASONS; z++)
-					rows[k->method].off[z] += r[z];
-			}
-			open[k->method]++;
-			stack[n++] = k->method;
-		}
-		while (n)
-			open[stack[--n]]--;
-	}
-	free(stack);
-	free(open);
-	return 0;
-}
-
 /* The trace page's "Why the time went": the off-CPU time by reason, the
  * methods with the most off-CPU time split into on-CPU and off-CPU time,
  * each thread's counters, and the lock waits with the holder's thread and
- * method.  From the decoded capture (the records are not in the summary
- * the API serves); nothing when it has none of these records. */
+ * method.  From the decoded capture, with why.c's figures (the API's
+ * document carries the same as "why"); nothing when it has none of these
+ * records. */
 static void why_section(struct web_ctx *c, const rva_trace *t)
 {
 	int off = rva_trace_has_offcpu(t) && !t->weighted;
-	if (!off && !t->nlock_waits)
+	if (!rvs_why_has(t))
 		return;
 	fputs("<h2>Why the time went</h2>", c->f);
 	if (off) {
@@ -512,15 +448,15 @@ static void why_section(struct web_ctx *c, const rva_trace *t)
 		fputs("</tbody></table>", c->f);
 	}
 	rva_mstat *st = NULL;
-	struct why_row *rows = off ? calloc(t->nmethods ? t->nmethods : 1, sizeof(*rows)) : NULL;
-	if (rows && rva_method_stats(t, &st) == 0 && why_rows(t, rows) == 0) {
-		qsort(rows, t->nmethods, sizeof(*rows), cmp_why_row);
+	struct rvs_why_row *rows =
+		off ? calloc(t->nmethods ? t->nmethods : 1, sizeof(*rows)) : NULL;
+	if (rows && rva_method_stats(t, &st) == 0 && rvs_why_rows(t, rows) == 0) {
 		fputs("<h3>On-CPU and off-CPU time by method</h3><table id=\"on-off-cpu\"><thead>"
 		      "<tr><th>Method</th><th>Calls</th><th>Inclusive ms</th><th>On-CPU ms</th>"
 		      "<th>Off-CPU ms</th><th>Preempted ms</th><th>Blocked ms</th></tr></thead>"
 		      "<tbody>",
 		      c->f);
-		for (size_t i = 0; i < t->nmethods && i < WHY_ROWS && rows[i].off[0] > 0; i++) {
+		for (size_t i = 0; i < t->nmethods && i < RVS_WHY_ROWS && rows[i].off[0] > 0; i++) {
 			const rva_mstat *m = &st[rows[i].method];
 			fputs("<tr><td>", c->f);
 			method_link(c->f, t->names[rows[i].method]);
@@ -571,7 +507,7 @@ static void why_section(struct web_ctx *c, const rva_trace *t)
 		      "method</th>"
 		      "<th>Waited for it ms</th></tr></thead><tbody>",
 		      c->f);
-		for (size_t i = 0; i < nls && i < WHY_ROWS; i++) {
+		for (size_t i = 0; i < nls && i < RVS_WHY_ROWS; i++) {
 			fputs("<tr><td>", c->f);
 			if (ls[i].method >= 0)
 				method_link(c->f, t->names[ls[i].method]);
@@ -596,6 +532,37 @@ static void why_section(struct web_ctx *c, const rva_trace *t)
 	free(ls);
 }
 
+static const struct web_col REASON_COLS[] = {
+	{"Off-CPU reason", "reason", COL_TEXT, NULL},
+	{"Off-CPU ms", "ns", COL_MS, NULL},
+};
+static const struct web_col SPLIT_COLS[] = {
+	{"Method", "method", COL_METHOD, NULL},	    {"Calls", "calls", COL_NUM, NULL},
+	{"Inclusive ms", "incl_ns", COL_MS, NULL},  {"On-CPU ms", "on_cpu_ns", COL_MS, NULL},
+	{"Off-CPU ms", "off_cpu_ns", COL_MS, NULL},
+};
+
+/* A summary-only upload's "why the time went": what the device's summary
+ * says, from the API document `api` (its "why", source "summary");
+ * nothing when it says nothing. */
+static void summary_why_section(struct web_ctx *c, const char *api)
+{
+	int status;
+	json_t *doc = web_api(c, api, "", &status);
+	json_t *why = doc && status == 200 ? json_object_get(doc, "why") : NULL;
+
+	if (json_is_object(why)) {
+		fputs("<h2>Why the time went</h2><p>From the device's summary.</p>", c->f);
+		web_table(c, "offcpu-reasons", REASON_COLS,
+			  sizeof REASON_COLS / sizeof REASON_COLS[0],
+			  json_object_get(why, "offcpu_reasons"));
+		fputs("<h3>On-CPU and off-CPU time of the top methods</h3>", c->f);
+		web_table(c, "on-off-cpu", SPLIT_COLS, sizeof SPLIT_COLS / sizeof SPLIT_COLS[0],
+			  json_object_get(why, "methods"));
+	}
+	json_decref(doc);
+}
+
 void web_trace_page(struct web_ctx *c, const char *id)
 {
 	char api[96];
@@ -604,7 +571,8 @@ void web_trace_page(struct web_ctx *c, const char *id)
 	rva_trace *t = NULL;
 
 	snprintf(api, sizeof api, "/api/v1/traces/%s", id);
-	doc = web_api(c, api, "", &status);
+	/* Without "why": the page computes it from the capture it loads. */
+	doc = web_api(c, api, "why=0", &status);
 	if (!doc || status != 200) {
 		json_decref(doc);
 		return web_error(c, status == 404 ? 404 : 500,
@@ -670,6 +638,7 @@ void web_trace_page(struct web_ctx *c, const char *id)
 		fputs("<p>No decoded capture is stored for this trace (summary-only upload, "
 		      "or quarantined): no flame graph, timeline or exports.</p>",
 		      c->f);
+		summary_why_section(c, api);
 	}
 	json_decref(doc);
 	web_page_end(c, 200);

@@ -5,7 +5,10 @@
  * rearview.Summary with the slow function on top of self time, the chain
  * at the anomaly, the policy's signature models matched; hostile input is
  * refused; and the summary survives in the spool row (put/get, reopen,
- * purge) on a real libuv loop in a temporary directory.
+ * purge) on a real libuv loop in a temporary directory.  A capture the
+ * daemon enriched with OFFCPU / THREAD_COUNTERS records (rvd_offcpu_append,
+ * as capture.c does before storing it) summarizes with its off-CPU time by
+ * reason and each top method's on/off-CPU split, exactly.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +22,13 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+/* xxHash compiled in, as capcheck.c does. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "capbuild.h"
 #include "enforce.h"
+#include "offcpu.h"
 #include "rearview/policy.pb-c.h"
 #include "rearview/summary.pb-c.h"
 #include "spool.h"
@@ -52,6 +59,22 @@ static void build_capture(capbuf *c, int with_anomaly)
 	cb_symbol(c, M_SLOW, M_SLOW, 0, "inflate_row_slowly");
 	if (with_anomaly)
 		cb_anomaly(c, 1, 50000, "jank");
+	cb_finish(c);
+}
+
+/* build_capture(c, 1) with the CHECKSUM record the tracer writes before
+ * END, as rvd_offcpu_append requires. */
+static void build_checked_capture(capbuf *c)
+{
+	uint8_t ck[16] = {1, 0, 0, 0, 0, 0, 0, 0};
+	uint64_t h;
+
+	build_capture(c, 1);
+	c->len -= 8; /* drop END: cb_finish appends it again */
+	cb_u64at(c, 120, c->len + 24 + 8);
+	h = XXH3_64bits(c->b, c->len);
+	memcpy(ck + 8, &h, 8);
+	cb_record(c, 8, ck, 16);
 	cb_finish(c);
 }
 
@@ -100,6 +123,62 @@ static void test_summary_slow_function_on_top_and_at_anomaly(void **state)
 	assert_int_equal(s->n_matches, 0); /* no policy, no models */
 	rearview__summary__free_unpacked(s, NULL);
 	free(c.b);
+}
+
+static void test_summary_offcpu_records_give_reasons_and_split(void **state)
+{
+	/* Inside inflate_row_slowly (1400..90000): blocked 2000..42000,
+	 * preempted 60000..61000; the ring lost nothing (window = since,
+	 * voluntary + involuntary = switches). */
+	struct rvd_offcpu_iv iv[2] = {
+		{.out_ns = 2000, .in_ns = 42000, .reason = RVD_OFFCPU_BLOCKED},
+		{.out_ns = 60000, .in_ns = 61000, .reason = RVD_OFFCPU_PREEMPTED}};
+	struct rvd_offcpu_window w = {.tid = 43,
+				      .since_ns = 500,
+				      .at_ns = 100000,
+				      .window_ns = 500,
+				      .task_clock_ns = 57000,
+				      .switches = 2,
+				      .voluntary = 1,
+				      .involuntary = 1,
+				      .iv = iv,
+				      .n = 2};
+	capbuf c = {0}, e = {0};
+	Rearview__Summary *s, *plain;
+
+	(void)state;
+	build_checked_capture(&c);
+	plain = summarize(&c, NULL);
+	assert_int_equal(plain->n_offcpu_reasons, 0);
+	assert_int_equal(plain->top_self[0]->on_cpu_ns, 0);
+	assert_int_equal(plain->top_self[0]->off_cpu_ns, 0);
+	assert_int_equal(rvd_offcpu_append(c.b, c.len, &w, 1, &e.b, &e.len), 0);
+	s = summarize(&e, NULL);
+	assert_int_equal(s->n_offcpu_reasons, 2);
+	assert_string_equal(s->offcpu_reasons[0]->reason, "blocked");
+	assert_int_equal(s->offcpu_reasons[0]->ns, 40000);
+	assert_string_equal(s->offcpu_reasons[1]->reason, "preempted");
+	assert_int_equal(s->offcpu_reasons[1]->ns, 1000);
+	/* The same top methods as without the records, now split. */
+	assert_int_equal(s->n_top_self, plain->n_top_self);
+	assert_string_equal(s->top_self[0]->name, "inflate_row_slowly");
+	assert_int_equal(s->top_self[0]->inclusive_ns, 88600);
+	assert_int_equal(s->top_self[0]->on_cpu_ns, 47600);
+	assert_int_equal(s->top_self[0]->off_cpu_ns, 41000);
+	assert_string_equal(s->top_self[1]->name, "main");
+	assert_int_equal(s->top_self[1]->inclusive_ns, 98000);
+	assert_int_equal(s->top_self[1]->on_cpu_ns, 57000);
+	assert_int_equal(s->top_self[1]->off_cpu_ns, 41000);
+	for (size_t i = 0; i < s->n_top_self; i++)
+		assert_int_equal(s->top_self[i]->on_cpu_ns + s->top_self[i]->off_cpu_ns,
+				 s->top_self[i]->inclusive_ns);
+	assert_int_equal(s->n_chains_at_anomaly, 1);
+	assert_int_equal(s->chains_at_anomaly[0]->signature,
+			 plain->chains_at_anomaly[0]->signature);
+	rearview__summary__free_unpacked(plain, NULL);
+	rearview__summary__free_unpacked(s, NULL);
+	free(c.b);
+	free(e.b);
 }
 
 static void test_summary_no_anomaly_mark_no_chain_at_anomaly(void **state)
@@ -381,6 +460,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_summary_slow_function_on_top_and_at_anomaly),
+		cmocka_unit_test(test_summary_offcpu_records_give_reasons_and_split),
 		cmocka_unit_test(test_summary_no_anomaly_mark_no_chain_at_anomaly),
 		cmocka_unit_test(test_summary_policy_models_matched_by_chain_and_duration),
 		cmocka_unit_test(test_summary_deep_recursion_chain_keeps_innermost_frames),

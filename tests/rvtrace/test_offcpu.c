@@ -9,7 +9,10 @@
  * summary JSON lists the off-CPU reasons largest first.  The exports show
  * it: Perfetto's thread-state slices and counter tracks (decoded here with
  * the generated code, and re-imported), Chrome's off-CPU slices and
- * counter (C) events.
+ * counter (C) events; and Perfetto's lock waits: the FORMAT.md example's
+ * wait as a slice on the waiter's "lock waits" track, ending the flow an
+ * instant on the holder's "locks held" track (a thread track of its own,
+ * tid 44 has no calls) begins.
  *
  * The Perfetto bytes were checked against Perfetto's own schema: the
  * example's export, written to a file, decodes with `protoc -I .
@@ -255,7 +258,8 @@ static char *export_of(int (*fn)(FILE *, const rva_trace *), rva_trace **tp, siz
 }
 
 /* The events on track `uuid`, as text: "Name@ts" per slice begin, "E@ts"
- * per end, "value@ts" per counter value, space-separated. */
+ * per end, "I:Name@ts" per instant, "value@ts" per counter value,
+ * space-separated. */
 static void track_text(const Rvpf__Trace *tr, uint64_t uuid, char *out, size_t cap)
 {
 	size_t n = 0;
@@ -270,6 +274,9 @@ static void track_text(const Rvpf__Trace *tr, uint64_t uuid, char *out, size_t c
 					      (unsigned long long)tr->packet[i]->timestamp);
 		else if (te->type == 2)
 			n += (size_t)snprintf(out + n, cap - n, "E@%llu ",
+					      (unsigned long long)tr->packet[i]->timestamp);
+		else if (te->type == 3)
+			n += (size_t)snprintf(out + n, cap - n, "I:%s@%llu ", te->name,
 					      (unsigned long long)tr->packet[i]->timestamp);
 		else
 			n += (size_t)snprintf(out + n, cap - n, "%lld@%llu ",
@@ -292,6 +299,118 @@ static const Rvpf__TrackDescriptor *track_of(const Rvpf__Trace *tr, uint64_t uui
 /* Thread state tiles the known span (from the daemon's window, 9000, to the
  * last event, 99000); the counters step at each interval and at the
  * THREAD_COUNTERS' since / at. */
+/* The streaming summary (what rearviewd's local summary and the server's
+ * index use) splits every method as the model does: the example's
+ * intervals lie inside calls, so no cut tells them apart; and its trace
+ * gives the same off-CPU reasons. */
+static void test_offcpu_streaming_summary_splits_as_the_model(void **state)
+{
+	capbuf c = {0};
+	rva_trace *t = NULL;
+	rva_summary sum = {0};
+	rva_error err = {{0}};
+	rva_mstat *st = NULL;
+	rva_offcpu_reason a[RVA_OFF_NREASONS - 1], b[RVA_OFF_NREASONS - 1];
+	size_t na, nb;
+
+	(void)state;
+	cb_offcpu_example(&c);
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(rva_capture_summarize(c.b, c.len, &sum, &err), 0);
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	assert_true(sum.trace->has_cpu);
+	assert_int_equal(sum.trace->nmethods, t->nmethods);
+	for (size_t m = 0; m < t->nmethods; m++) {
+		assert_int_equal(sum.stats[m].incl, st[m].incl);
+		assert_int_equal(sum.stats[m].cpu_incl, st[m].cpu_incl);
+		assert_int_equal(sum.stats[m].cpu_self, st[m].cpu_self);
+	}
+	assert_int_equal(st[0].cpu_incl, 64000); /* main: 98000 less 34000 off */
+	na = rva_offcpu_reasons(t, a);
+	nb = rva_offcpu_reasons(sum.trace, b);
+	assert_int_equal(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		assert_string_equal(a[i].name, b[i].name);
+		assert_int_equal(a[i].ns, b[i].ns);
+	}
+	assert_int_equal(a[0].ns, 33000); /* blocked */
+	free(st);
+	rva_summary_release(&sum);
+	rva_trace_free(t);
+	free(c.b);
+}
+
+/* The TrackEvent on track `uuid` of `type` (the first). */
+static const Rvpf__TrackEvent *event_of(const Rvpf__Trace *tr, uint64_t uuid, int type)
+{
+	for (size_t i = 0; i < tr->n_packet; i++)
+		if (tr->packet[i]->track_event && tr->packet[i]->track_event->track_uuid == uuid &&
+		    tr->packet[i]->track_event->type == type)
+			return tr->packet[i]->track_event;
+	fail_msg("no event of type %d on track %llu", type, (unsigned long long)uuid);
+	return NULL;
+}
+
+/* The example's wait: read_pipe (tid 43, thread 0, track 1) waited
+ * 21000–49000 for the mutex tid 44 held in flush_log. */
+static void test_offcpu_perfetto_export_lock_wait_slice_and_flow(void **state)
+{
+	capbuf c = {0};
+	rva_trace *t = NULL, *back = NULL;
+	rva_error err = {{0}};
+	char *doc = NULL, text[512];
+	size_t len;
+	FILE *f;
+	Rvpf__Trace *tr;
+	const Rvpf__TrackDescriptor *td;
+	const Rvpf__TrackEvent *wait, *held;
+
+	(void)state;
+	cb_offcpu_example(&c);
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(t->nthreads, 1);
+	assert_int_equal(t->nlock_waits, 1);
+	f = open_memstream(&doc, &len);
+	assert_non_null(f);
+	assert_int_equal(rva_export_perfetto(f, t), 0);
+	assert_int_equal(fclose(f), 0);
+	tr = rvpf__trace__unpack(NULL, len, (const uint8_t *)doc);
+	assert_non_null(tr);
+	/* The holder's thread track: the next uuid after the threads'. */
+	td = track_of(tr, 2);
+	assert_non_null(td->thread);
+	assert_int_equal(td->thread->tid, 44);
+	assert_int_equal(td->thread->pid, (int32_t)t->threads[0].pid);
+	td = track_of(tr, 1ull << 32 | 7);
+	assert_string_equal(td->name, "lock waits");
+	assert_int_equal(td->parent_uuid, 1);
+	track_text(tr, 1ull << 32 | 7, text, sizeof(text));
+	assert_string_equal(text, "lock wait (mutex)@21000 E@49000 ");
+	td = track_of(tr, 2ull << 32 | 8);
+	assert_string_equal(td->name, "locks held");
+	assert_int_equal(td->parent_uuid, 2);
+	track_text(tr, 2ull << 32 | 8, text, sizeof(text));
+	assert_string_equal(text, "I:lock held in flush_log@21000 ");
+	/* One flow, from the holder's instant to the waiter's slice. */
+	held = event_of(tr, 2ull << 32 | 8, 3);
+	assert_int_equal(held->n_flow_ids, 1);
+	assert_int_equal(held->flow_ids[0], 1);
+	assert_int_equal(held->n_terminating_flow_ids, 0);
+	wait = event_of(tr, 1ull << 32 | 7, 1);
+	assert_int_equal(wait->n_flow_ids, 0);
+	assert_int_equal(wait->n_terminating_flow_ids, 1);
+	assert_int_equal(wait->terminating_flow_ids[0], 1);
+	/* rvtrace's importer still reads the calls as they were. */
+	assert_int_equal(rva_perfetto_import((const uint8_t *)doc, len, &back, &err), 0);
+	assert_int_equal(back->threads[0].tid, 43);
+	assert_int_equal(back->threads[0].ncalls, t->threads[0].ncalls);
+	rva_trace_free(back);
+	rvpf__trace__free_unpacked(tr, NULL);
+	free(doc);
+	free(c.b);
+	rva_trace_free(t);
+}
+
 static void test_offcpu_perfetto_export_thread_state_and_counters(void **state)
 {
 	static const struct {
@@ -409,6 +528,8 @@ int main(void)
 		cmocka_unit_test(test_offcpu_summary_json_lists_reasons),
 		cmocka_unit_test(test_offcpu_interval_over_events_cut_to_longest_gap),
 		cmocka_unit_test(test_offcpu_perfetto_export_thread_state_and_counters),
+		cmocka_unit_test(test_offcpu_perfetto_export_lock_wait_slice_and_flow),
+		cmocka_unit_test(test_offcpu_streaming_summary_splits_as_the_model),
 		cmocka_unit_test(test_offcpu_chrome_export_slices_and_counters),
 	};
 

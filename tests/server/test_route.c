@@ -95,6 +95,9 @@ static void test_route_find_wildcards_capture_their_match(void **state)
 	assert_true(r->flags & RVS_ROUTE_TRACE_LOAD);
 	assert_int_equal(n, 6);
 	assert_memory_equal(arg, "t-0123", 6);
+	r = find(RVS_M_GET, "/api/v1/traces/t-0123", &arg, &n, &allow);
+	assert_ptr_equal(r->handler, rvs_query_trace);
+	assert_true(r->flags & RVS_ROUTE_TRACE_LOAD); /* its "why" loads the capture */
 
 	r = find(RVS_M_POST, "/api/v1/campaigns/c-1/end", &arg, &n, &allow);
 	assert_ptr_equal(r->handler, rvs_campaigns_end);

@@ -5,7 +5,9 @@
  * XSS through device-supplied strings, SQL injection in filters, path
  * traversal, the trace page built from a real librvtrace capture, its
  * "why the time went" section and off-CPU timeline row from FORMAT.md's
- * off-CPU example (with a lock wait), method alerts, and (when node, playwright-core and chromium
+ * off-CPU example (with a lock wait), the same figures in the JSON API's
+ * trace document ("why", exactly; from a device's Summary for a
+ * summary-only upload), method alerts, and (when node, playwright-core and chromium
  * are installed) the headless-browser test tests/browser/web.mjs.  No timing assertions.
  */
 #include <errno.h>
@@ -39,6 +41,7 @@
 
 #include "rearview/common.pb-c.h"
 #include "rearview/policy.pb-c.h"
+#include "rearview/summary.pb-c.h"
 #include "rearview/upload.pb-c.h"
 #include "payload_size.h"
 
@@ -283,8 +286,10 @@ static char *enroll(const char *model)
 
 /* Uploads (app, model, version, payload) and waits for it to leave
  * pending_decode; returns the trace id (caller frees). */
-static char *upload(const char *app, const char *model, const char *version, const uint8_t *pl,
-		    size_t pllen, int compression)
+/* An upload of capture pl (NULL: none) and device summary sm (NULL: none);
+ * returns its trace id once the server has decoded it (caller frees). */
+static char *upload_with(const char *app, const char *model, const char *version, const uint8_t *pl,
+			 size_t pllen, int compression, Rearview__Summary *sm)
 {
 	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
 	Rearview__AppInfo ai = REARVIEW__APP_INFO__INIT;
@@ -316,6 +321,7 @@ static char *upload(const char *app, const char *model, const char *version, con
 		e.payload.len = pllen;
 		e.payload_size = declared_size(pl, pllen, compression);
 	}
+	e.summary = sm;
 	len = rearview__upload_envelope__get_packed_size(&e);
 	env = malloc(len);
 	rearview__upload_envelope__pack(&e, env);
@@ -352,6 +358,12 @@ static char *upload(const char *app, const char *model, const char *version, con
 	}
 	fail_msg("trace %s was never decoded", id);
 	return NULL;
+}
+
+static char *upload(const char *app, const char *model, const char *version, const uint8_t *pl,
+		    size_t pllen, int compression)
+{
+	return upload_with(app, model, version, pl, pllen, compression, NULL);
 }
 
 uint64_t rvs_fixture_outer(int rounds); /* capture_fixture.c, instrumented */
@@ -741,6 +753,141 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 	assert_null(strstr(r.body, "class=\"offcpu\""));
 	resp_free(&r);
 	free(id);
+	free(z);
+	free(c.b);
+}
+
+/* GET /api/v1/traces/{id} as the API's bearer token: its "why" member. */
+static json_t *api_why(const char *id)
+{
+	char path[256];
+	struct resp r;
+	json_t *doc, *why;
+
+	snprintf(path, sizeof path, "/api/v1/traces/%s", id);
+	req(path, NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	assert_non_null(doc);
+	why = json_object_get(doc, "why");
+	assert_non_null(why);
+	json_incref(why);
+	json_decref(doc);
+	resp_free(&r);
+	return why;
+}
+
+static void assert_json_is(json_t *got, const char *want)
+{
+	json_t *w = json_loads(want, 0, NULL);
+	char *g = json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT);
+
+	assert_non_null(w);
+	if (!json_equal(got, w))
+		fail_msg("got %s", g);
+	free(g);
+	json_decref(w);
+}
+
+/* The trace page's figures of FORMAT.md's off-CPU example (the previous
+ * test checks them on the page), in the API's document; a device's summary
+ * figures for a summary-only upload; null for a capture without records. */
+static void test_web_api_trace_document_has_why_figures(void **state)
+{
+	Rearview__OffCpuReason blocked = REARVIEW__OFF_CPU_REASON__INIT,
+			       preempted = REARVIEW__OFF_CPU_REASON__INIT;
+	Rearview__OffCpuReason *reasons[] = {&blocked, &preempted};
+	Rearview__MethodStat slow = REARVIEW__METHOD_STAT__INIT,
+			     plain = REARVIEW__METHOD_STAT__INIT;
+	Rearview__MethodStat *top[] = {&slow, &plain};
+	Rearview__Summary sm = REARVIEW__SUMMARY__INIT;
+	capbuf c = {0};
+	json_t *why;
+	struct resp r;
+	char path[256], *id, *z;
+	size_t zlen;
+
+	(void)state;
+	ensure_login();
+	cb_offcpu_example(&c);
+	zlen = ZSTD_compressBound(c.len);
+	z = malloc(zlen);
+	zlen = ZSTD_compress(z, zlen, c.b, c.len, 1);
+	assert_false(ZSTD_isError(zlen));
+	id = upload("com.example.offcpu", "pixel-web", "2.0.0", (uint8_t *)z, zlen,
+		    REARVIEW__COMPRESSION__COMPRESSION_ZSTD);
+	why = api_why(id);
+	assert_json_is(why,
+		       "{\"source\":\"capture\","
+		       "\"offcpu_reasons\":[{\"reason\":\"blocked\",\"ns\":33000},"
+		       "{\"reason\":\"preempted\",\"ns\":1000}],"
+		       "\"methods\":["
+		       "{\"method\":\"main\",\"calls\":1,\"incl_ns\":98000,\"on_cpu_ns\":64000,"
+		       "\"off_cpu_ns\":34000,\"preempted_ns\":1000,\"blocked_ns\":33000},"
+		       "{\"method\":\"read_pipe\",\"calls\":1,\"incl_ns\":30000,\"on_cpu_ns\":2000,"
+		       "\"off_cpu_ns\":28000,\"preempted_ns\":0,\"blocked_ns\":28000},"
+		       "{\"method\":\"touch_pages\",\"calls\":1,\"incl_ns\":20000,"
+		       "\"on_cpu_ns\":15000,\"off_cpu_ns\":5000,\"preempted_ns\":0,"
+		       "\"blocked_ns\":5000},"
+		       "{\"method\":\"spin\",\"calls\":1,\"incl_ns\":10000,\"on_cpu_ns\":9000,"
+		       "\"off_cpu_ns\":1000,\"preempted_ns\":1000,\"blocked_ns\":0}],"
+		       "\"thread_counters\":[{\"tid\":43,\"name\":null,\"task_clock_ns\":64000,"
+		       "\"minor_faults\":12,\"major_faults\":1,\"switches\":3,\"voluntary\":2,"
+		       "\"involuntary\":1}],"
+		       "\"lock_waits\":[{\"method\":\"read_pipe\",\"waits\":1,\"waited_ns\":28000,"
+		       "\"holder_tid\":44,\"holder_method\":\"flush_log\",\"holder_ns\":28000}]}");
+	json_decref(why);
+	free(id);
+
+	/* Summary-only: what the device's Summary says (summary.c). */
+	blocked.reason = (char *)"blocked";
+	blocked.ns = 40000;
+	preempted.reason = (char *)"preempted";
+	preempted.ns = 1000;
+	slow.name = (char *)"inflate_row_slowly";
+	slow.calls = 1;
+	slow.self_ns = slow.inclusive_ns = 88600;
+	slow.on_cpu_ns = 47600;
+	slow.off_cpu_ns = 41000;
+	plain.name = (char *)"render_frame"; /* no split: not listed */
+	plain.calls = 2;
+	plain.self_ns = 500;
+	plain.inclusive_ns = 89300;
+	sm.window_ns = 98000;
+	sm.top_self = top;
+	sm.n_top_self = 2;
+	sm.offcpu_reasons = reasons;
+	sm.n_offcpu_reasons = 2;
+	sm.total_calls = 6;
+	id = upload_with("com.example.offcpu", "pixel-web", "2.0.0", NULL, 0, 0, &sm);
+	why = api_why(id);
+	assert_json_is(why, "{\"source\":\"summary\","
+			    "\"offcpu_reasons\":[{\"reason\":\"blocked\",\"ns\":40000},"
+			    "{\"reason\":\"preempted\",\"ns\":1000}],"
+			    "\"methods\":[{\"method\":\"inflate_row_slowly\",\"calls\":1,"
+			    "\"incl_ns\":88600,\"on_cpu_ns\":47600,\"off_cpu_ns\":41000}],"
+			    "\"thread_counters\":[],\"lock_waits\":[]}");
+	json_decref(why);
+	/* The trace page shows them; ?why=0 leaves them out of the document. */
+	snprintf(path, sizeof path, "/traces/%s", id);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "From the device's summary."));
+	assert_non_null(strstr(r.body, "<table id=\"offcpu-reasons\">"));
+	assert_non_null(strstr(r.body, "/methods/inflate_row_slowly"));
+	resp_free(&r);
+	snprintf(path, sizeof path, "/api/v1/traces/%s?why=0", id);
+	req(path, NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	assert_null(strstr(r.body, "\"why\""));
+	resp_free(&r);
+	free(id);
+
+	/* A capture without these records: null. */
+	ensure_trace();
+	why = api_why(g_trace);
+	assert_true(json_is_null(why));
+	json_decref(why);
 	free(z);
 	free(c.b);
 }
@@ -1433,6 +1580,7 @@ int main(void)
 		cmocka_unit_test(test_web_path_traversal_in_static_and_export_is_refused),
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
 		cmocka_unit_test(test_web_trace_page_shows_offcpu_counters_and_lock_waits),
+		cmocka_unit_test(test_web_api_trace_document_has_why_figures),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
 		cmocka_unit_test(test_web_aggregate_and_diff_pages_draw_the_real_capture),
 		cmocka_unit_test(test_web_signatures_page_counts_by_week_and_version),

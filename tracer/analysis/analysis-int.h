@@ -15,6 +15,10 @@
  * fit; err->msg is always NUL-terminated. */
 __attribute__((format(printf, 3, 4))) int rva_fail(rva_error *err, int rc, const char *fmt, ...);
 
+/* A lock wait's kind in words (RVA_LOCK_*: "mutex", "rwlock read", …;
+ * "lock" for an unknown one): a static string.  locks.c. */
+const char *rva_lock_kind_name(uint32_t kind);
+
 /* Reads up to cap bytes of an input into buf: the count (0 at its end), or
  * a negative errno with err's message set. */
 typedef ssize_t (*rva_read_fn)(void *arg, uint8_t *buf, size_t cap, rva_error *err);

@@ -147,6 +147,13 @@ typedef struct agg {
 	int64_t end_pred;
 	uint32_t *snap; /* chain at snap_at, root first */
 	size_t nsnap;
+	/* A capture with OFFCPU / THREAD_COUNTERS records: its thread, holding
+	 * the intervals before the forward pass, and per node (memocap) the
+	 * off-CPU time inside its calls; NULL otherwise.  Intervals are not cut
+	 * at call boundaries here (the calls are not kept), unlike the model's
+	 * (rva_offcpu_set). */
+	const rva_thread *offth;
+	int64_t *off;
 } agg;
 
 /* Records the chain running at snap_at as rva_chain_at gives it on the
@@ -282,6 +289,13 @@ static int agg_reserve(agg *a)
 			return -ENOMEM;
 		memset(in + a->memocap, 0, cap - a->memocap);
 		a->inner = in;
+		if (a->off) {
+			int64_t *o = realloc(a->off, cap * sizeof(*o));
+			if (!o)
+				return -ENOMEM;
+			memset(o + a->memocap, 0, (cap - a->memocap) * sizeof(*o));
+			a->off = o;
+		}
 		a->memocap = cap;
 	}
 	return 0;
@@ -355,6 +369,8 @@ static inline void agg_exit(agg *a, int64_t ts)
 	rva_tnode *nd = &a->tree.nodes[f->node];
 	nd->calls++;
 	nd->incl += ts - f->start;
+	if (__builtin_expect(a->off != NULL, 0))
+		a->off[f->node] += rva_offcpu_overlap(a->offth, f->start, ts, NULL);
 }
 
 /* The tree's self times (and the root's total) from the inclusive ones. */
@@ -373,7 +389,10 @@ static void agg_tree_totals(agg *a)
 }
 
 /* Per-method statistics from the merged tree: calls and self time are sums
- * over a method's nodes, inclusive time over its outermost nodes only. */
+ * over a method's nodes, inclusive time over its outermost nodes only; with
+ * off-CPU intervals, the thread-CPU times likewise (a node's self off-CPU
+ * time is its own less its children's: each child's is given back to its
+ * parent's method). */
 static void agg_stats(const agg *a, rva_mstat *st, size_t nmethods)
 {
 	for (size_t i = 1; i < a->tree.n; i++) {
@@ -385,6 +404,14 @@ static void agg_stats(const agg *a, rva_mstat *st, size_t nmethods)
 		m->self = rva_sadd(m->self, nd->self);
 		if (!(a->inner[i] & AGG_INNER))
 			m->incl = rva_sadd(m->incl, nd->incl);
+		if (!a->off)
+			continue;
+		m->cpu_self = rva_sadd(m->cpu_self, nd->self - a->off[i]);
+		if (!(a->inner[i] & AGG_INNER))
+			m->cpu_incl = rva_sadd(m->cpu_incl, nd->incl - a->off[i]);
+		uint32_t pm = nd->parent ? a->tree.nodes[nd->parent].method : UINT32_MAX;
+		if (pm < nmethods)
+			st[pm].cpu_self = rva_sadd(st[pm].cpu_self, a->off[i]);
 	}
 }
 
@@ -1215,6 +1242,17 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 				err, &anomaly_mono)) < 0)
 		goto out_free;
 	progress(&c, len - 8 * count);
+	if (sum && (c.offcpu || c.counters)) {
+		/* The intervals first, so each call's exit can take its share. */
+		if ((rc = attach_offcpu(&c)) == 0 &&
+		    !(sum->off = calloc(sum->memocap, sizeof(*sum->off))))
+			rc = -ENOMEM;
+		if (rc < 0) {
+			rva_fail(err, rc, "out of memory");
+			goto out_free;
+		}
+		sum->offth = &c.t->threads[0];
+	}
 	if (sum) {
 		sum->want_snap = c.t->has_anomaly;
 		sum->want_end = !c.t->has_anomaly;
@@ -1321,6 +1359,7 @@ int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *
 	free(a.map.slot);
 	free(a.memo);
 	free(a.inner);
+	free(a.off);
 	free(a.fr);
 	if (rc < 0) {
 		free(a.snap);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "rearview/analysis.h"
+#include "analysis-int.h"
 #include "rearview/common.h"
 
 static const char *lock_name(const rva_trace *t, int64_t id)
@@ -22,7 +23,7 @@ static const char *lock_name(const rva_trace *t, int64_t id)
 	return id >= 0 && (uint64_t)id < t->nmethods ? t->names[id] : "(unknown)";
 }
 
-static const char *kind_name(uint32_t kind)
+const char *rva_lock_kind_name(uint32_t kind)
 {
 	return kind == RVA_LOCK_MUTEX	 ? "mutex"
 	       : kind == RVA_LOCK_RDLOCK ? "rwlock read"
@@ -165,7 +166,7 @@ int rva_locks_why(FILE *f, const rva_trace *t, uint32_t method)
 		if (w->waiter_method != (int64_t)method)
 			continue;
 		fprintf(f, "  %14.3f us on %s 0x%" PRIx64 " %s ", (double)(w->end - w->start) / 1e3,
-			kind_name(w->kind), w->lock,
+			rva_lock_kind_name(w->kind), w->lock,
 			w->kind == RVA_LOCK_COND ? "woken by" : "held by");
 		if (w->holder)
 			fprintf(f, "tid %u in %s\n", w->holder, lock_name(t, w->holder_method));
@@ -201,7 +202,7 @@ int rva_locks_chrome(FILE *f, const rva_trace *t, int64_t t0, int *first)
 		chrome_ts(f, "ts", start);
 		chrome_ts(f, "dur", dur);
 		fprintf(f, ",\"name\":\"lock wait (%s)\",\"args\":{\"lock\":\"0x%" PRIx64 "\"}}",
-			kind_name(w->kind), w->lock);
+			rva_lock_kind_name(w->kind), w->lock);
 		*first = 0;
 		if (!w->holder)
 			continue;

@@ -28,9 +28,14 @@
  * BEGIN/END per call in pre-order, all on one sequence; a thread with
  * off-CPU intervals or counters (FORMAT.md OFFCPU, THREAD_COUNTERS) gets
  * child tracks: its thread state as slices, and counter tracks
- * (offcpu_tracks).
+ * (offcpu_tracks); lock waits (FORMAT.md LOCK_WAIT) are slices on a child
+ * track of the waiter's, each the end of a flow from an instant on a child
+ * track of the holder's (lock_tracks), a thread that has no calls getting
+ * a thread track of its own.
  */
+#include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -901,6 +906,171 @@ static int offcpu_tracks(FILE *f, const rva_thread *th, size_t ti, uint8_t **s, 
 	return rc;
 }
 
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* The thread track uuid of `tid`: its thread's index + 1, else nthreads +
+ * 1 + its index in extra[0..nextra) (sorted: the lock waits' tids that no
+ * thread of t has); 0 for tid 0 (unknown). */
+static uint64_t tid_track(const rva_trace *t, const uint32_t *extra, size_t nextra, uint32_t tid)
+{
+	const uint32_t *e;
+
+	if (!tid)
+		return 0;
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid == tid)
+			return i + 1;
+	e = bsearch(&tid, extra, nextra, sizeof(*extra), cmp_u32);
+	assert(e);
+	return t->nthreads + 1 + (uint64_t)(e - extra);
+}
+
+/* The lock waits of t:
+ *  - a thread track (uuid nthreads + 1 + k, t's first thread's pid) for each
+ *    waiter or holder tid no thread of t has;
+ *  - uuid (waiter's track) << 32 | 7, "lock waits": a slice "lock wait
+ *    (KIND)" per wait (one that begins before the previous one on that track
+ *    ends is cut there), which terminates flow i + 1 (the i-th wait);
+ *  - with the holder known, uuid (holder's track) << 32 | 8, "locks held": an
+ *    instant "lock held in METHOD" ("signalled in METHOD" for a condition
+ *    variable) at the wait's start, which begins that flow.
+ * Memory linear in the waits. */
+static int lock_tracks(FILE *f, const rva_trace *t, uint8_t **s, size_t *cap)
+{
+	uint32_t *extra, pid = t->nthreads ? t->threads[0].pid : 0;
+	size_t nextra = 0, ntracks;
+	uint8_t *has = NULL;
+	int64_t *last = NULL;
+	char name[512];
+	int rc = 0;
+
+	if (!t->nlock_waits)
+		return 0;
+	extra = malloc(2 * t->nlock_waits * sizeof(*extra));
+	if (!extra)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nlock_waits; i++) {
+		const uint32_t tid[2] = {t->lock_waits[i].waiter, t->lock_waits[i].holder};
+		for (int k = 0; k < 2; k++) {
+			size_t j = 0;
+			while (j < t->nthreads && t->threads[j].tid != tid[k])
+				j++;
+			if (tid[k] && j == t->nthreads)
+				extra[nextra++] = tid[k];
+		}
+	}
+	qsort(extra, nextra, sizeof(*extra), cmp_u32);
+	ntracks = 0;
+	for (size_t i = 0; i < nextra; i++)
+		if (!ntracks || extra[ntracks - 1] != extra[i])
+			extra[ntracks++] = extra[i];
+	nextra = ntracks;
+	ntracks = t->nthreads + nextra;
+	has = calloc(ntracks + 1, sizeof(*has));
+	last = calloc(ntracks + 1, sizeof(*last));
+	if (!has || !last) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nextra && rc == 0; i++) {
+		Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+		Rvpf__TrackDescriptor td = RVPF__TRACK_DESCRIPTOR__INIT;
+		Rvpf__ThreadDescriptor thd = RVPF__THREAD_DESCRIPTOR__INIT;
+		td.has_uuid = 1;
+		td.uuid = t->nthreads + 1 + i;
+		thd.has_pid = 1;
+		thd.pid = (int32_t)pid;
+		thd.has_tid = 1;
+		thd.tid = (int32_t)extra[i];
+		td.thread = &thd;
+		p.track_descriptor = &td;
+		p.has_trusted_packet_sequence_id = 1;
+		p.trusted_packet_sequence_id = 1;
+		rc = put_packet(f, &p, s, cap);
+	}
+	for (size_t i = 0; i < t->nlock_waits && rc == 0; i++) {
+		const rva_lock_wait *w = &t->lock_waits[i];
+		uint64_t wt = tid_track(t, extra, nextra, w->waiter);
+		uint64_t ht = tid_track(t, extra, nextra, w->holder);
+		if (wt && !(has[wt] & 1) &&
+		    (rc = child_track(f, wt << 32 | 7, wt, "lock waits", -1, s, cap)) == 0)
+			has[wt] |= 1;
+		if (rc == 0 && ht && !(has[ht] & 2) &&
+		    (rc = child_track(f, ht << 32 | 8, ht, "locks held", -1, s, cap)) == 0)
+			has[ht] |= 2;
+	}
+	for (size_t i = 0; i < t->nlock_waits && rc == 0; i++) {
+		const rva_lock_wait *w = &t->lock_waits[i];
+		uint64_t wt = tid_track(t, extra, nextra, w->waiter);
+		uint64_t ht = tid_track(t, extra, nextra, w->holder), flow = i + 1;
+		int64_t from = w->start;
+		if (!wt)
+			continue;
+		from = has[wt] & 4 && last[wt] > from ? last[wt] : from;
+		if (w->end <= from)
+			continue;
+		if (ht) {
+			Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+			Rvpf__TrackEvent te = RVPF__TRACK_EVENT__INIT;
+			int64_t hm = w->holder_method;
+			snprintf(name, sizeof(name), "%s in %s",
+				 w->kind == RVA_LOCK_COND ? "signalled" : "lock held",
+				 hm >= 0 && (uint64_t)hm < t->nmethods ? t->names[hm]
+								       : "(unknown)");
+			p.has_timestamp = 1;
+			p.timestamp = (uint64_t)(from < 0 ? 0 : from);
+			p.has_trusted_packet_sequence_id = 1;
+			p.trusted_packet_sequence_id = 1;
+			p.has_sequence_flags = 1;
+			p.sequence_flags = 2;
+			te.has_type = 1;
+			te.type = 3;
+			te.has_track_uuid = 1;
+			te.track_uuid = ht << 32 | 8;
+			te.name = name;
+			te.n_flow_ids = 1;
+			te.flow_ids = &flow;
+			p.track_event = &te;
+			rc = put_packet(f, &p, s, cap);
+		}
+		if (rc == 0) {
+			Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+			Rvpf__TrackEvent te = RVPF__TRACK_EVENT__INIT;
+			snprintf(name, sizeof(name), "lock wait (%s)", rva_lock_kind_name(w->kind));
+			p.has_timestamp = 1;
+			p.timestamp = (uint64_t)(from < 0 ? 0 : from);
+			p.has_trusted_packet_sequence_id = 1;
+			p.trusted_packet_sequence_id = 1;
+			p.has_sequence_flags = 1;
+			p.sequence_flags = 2;
+			te.has_type = 1;
+			te.type = 1;
+			te.has_track_uuid = 1;
+			te.track_uuid = wt << 32 | 7;
+			te.name = name;
+			if (ht) {
+				te.n_terminating_flow_ids = 1;
+				te.terminating_flow_ids = &flow;
+			}
+			p.track_event = &te;
+			rc = put_packet(f, &p, s, cap);
+		}
+		if (rc == 0)
+			rc = slice(f, 2, wt << 32 | 7, w->end, -1, s, cap);
+		has[wt] |= 4;
+		last[wt] = w->end;
+	}
+out:
+	free(extra);
+	free(has);
+	free(last);
+	return rc;
+}
+
 int rva_export_perfetto(FILE *f, const rva_trace *t)
 {
 	uint8_t *scratch = NULL;
@@ -979,6 +1149,8 @@ int rva_export_perfetto(FILE *f, const rva_trace *t)
 		if (rc == 0)
 			rc = offcpu_tracks(f, th, ti, &scratch, &cap);
 	}
+	if (rc == 0)
+		rc = lock_tracks(f, t, &scratch, &cap);
 out_free:
 	free(ends);
 	free(names);

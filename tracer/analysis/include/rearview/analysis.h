@@ -496,7 +496,12 @@ int rva_capture_decode(const uint8_t *buf, size_t len, rva_trace **out, rva_erro
  * proportional to distinct methods, distinct chains and depth (plus 1 bit
  * per slot while decoding).  trace holds the method table, the thread with
  * no calls, the anomaly and start/end; stats[nmethods] and tree are as
- * rva_method_stats and rva_tree_build would give on the decoded model. */
+ * rva_method_stats and rva_tree_build would give on the decoded model.  A
+ * capture with OFFCPU / THREAD_COUNTERS records: trace's thread holds them
+ * (rva_offcpu_set, has_cpu set) and stats' cpu_incl / cpu_self are the
+ * times less each call's overlap with the intervals, which, unlike the
+ * model's, are not cut where they hold a call's entry or exit (the calls
+ * are not kept). */
 typedef struct rva_summary {
 	rva_trace *trace;
 	rva_mstat *stats;
@@ -730,7 +735,13 @@ int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
  * events) k = 2 "switch-outs: blocked", 3 "switch-outs: preempted" (the
  * intervals so far), and from its counters 4 "minor faults", 5 "major
  * faults", 6 "task-clock" (ns): 0 at `since`, the totals at `at`.
- * 0, -ENOMEM, -EIO. */
+ * Lock waits (t->lock_waits): the i-th wait is a slice "lock wait (KIND)"
+ * on child track k = 7 "lock waits" of the waiter's thread track, which
+ * ends flow i + 1 (terminating_flow_ids); with the holder known, the flow
+ * begins at an instant "lock held in METHOD" ("signalled in METHOD" for a
+ * condition variable) at the wait's start on child track k = 8 "locks
+ * held" of the holder's; a tid no thread has gets a thread track, uuid
+ * nthreads + 1 + its rank among such tids.  0, -ENOMEM, -EIO. */
 int rva_export_perfetto(FILE *f, const rva_trace *t);
 
 /* speedscope JSON, one evented profile per thread with calls (unit
