@@ -62,7 +62,8 @@ static void *sampler(void *arg)
 static int one(const char *path)
 {
 	/* One model per campaign, as a policy would carry them. */
-	char *m1[] = {"com.example.Service.method0*", "com.example.Service.method4*"};
+	char p0[] = "com.example.Service.method0*", p1[] = "com.example.Service.method4*";
+	char id[] = "bench", *m1[] = {p0, p1};
 	Rearview__SignatureModel sm = REARVIEW__SIGNATURE_MODEL__INIT, *psm = &sm;
 	Rearview__Campaign c = REARVIEW__CAMPAIGN__INIT, *pc = &c;
 	Rearview__PolicyBody b = REARVIEW__POLICY_BODY__INIT;
@@ -72,7 +73,7 @@ static int one(const char *path)
 	char err[128];
 	double c0, w0, c1, w1;
 
-	sm.id = "bench";
+	sm.id = id;
 	sm.methods = m1;
 	sm.n_methods = 2;
 	sm.min_duration_ns = 1000;
