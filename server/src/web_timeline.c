@@ -251,6 +251,13 @@ static json_t *lod_json(const rva_trace *t, int64_t from, int64_t to, unsigned w
 	json_object_set_new(doc, "width", json_integer(width));
 	json_object_set_new(doc, "anomaly",
 			    t->has_anomaly ? json_integer(t->anomaly_ns - t->start) : json_null());
+	/* Where the anomaly is drawn (pixels from the left), null when it
+	 * is outside the range. */
+	json_object_set_new(
+		doc, "anomaly_x",
+		t->has_anomaly && t->anomaly_ns >= from && t->anomaly_ns <= to
+			? json_real((double)(t->anomaly_ns - from) * width / (double)(to - from))
+			: json_null());
 	json_object_set_new(doc, "depth", json_integer(maxd));
 	json_object_set_new(doc, "deep", json_integer((json_int_t)deep));
 	json_object_set_new(doc, "cut", json_integer((json_int_t)cut));
@@ -289,7 +296,8 @@ int web_timeline_lod(const rva_trace *t, int64_t from, int64_t to, unsigned widt
 			v[parent[d - 1]].self -= k->end - k->start;
 		if (d < LOD_MAX_DEPTH)
 			parent[d] = SIZE_MAX;
-		if (k->end < from || k->start >= to)
+		/* Outside the range, or ending where it begins. */
+		if (k->start >= to || k->end < from || (k->end == from && k->start < from))
 			continue;
 		if (d >= LOD_MAX_DEPTH) {
 			deep++;
