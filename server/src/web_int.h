@@ -110,4 +110,7 @@ int web_timeline_lod(const struct rva_trace *t, int64_t from, int64_t to, unsign
  * 0, -ENOENT (no such method) or -ENOMEM.  Any thread. */
 int web_butterfly(const struct rva_trace *t, const char *method, json_t **out);
 
+/* The zoomable timeline's script (web_timeline_js.c), /static/timeline.js. */
+extern const char WEB_TIMELINE_JS[];
+
 #endif
