@@ -681,6 +681,91 @@ static void test_web_trace_page_has_flame_graph_timeline_and_exports(void **stat
 	resp_free(&r);
 }
 
+/* The zoomable timeline (issue 16 question 5): the page carries it and its
+ * script, timeline.json answers the whole trace and a zoomed range from
+ * the cache, hostile parameters get a 400 naming the parameter, and the
+ * butterfly of the hot method lists its callers. */
+static void test_web_timeline_json_zooms_and_refuses_hostile_parameters(void **state)
+{
+	static const struct {
+		const char *query, *param;
+	} bad[] = {
+		{"width=0", "width"},
+		{"width=4097", "width"},
+		{"width=12x", "width"},
+		{"from=-1", "from"},
+		{"from=99999999999999999999999", "from"},
+		{"from=10&to=10", "to"},
+		{"to=0", "to"},
+		{"to=1e9", "to"},
+		{"sort=x", "sort"},
+	};
+	struct resp r;
+	char path[512], want[128];
+	long long end = 0;
+	const char *e;
+
+	ensure_login();
+	ensure_trace();
+	snprintf(path, sizeof path, "/traces/%s", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "id=\"tlz\""));
+	assert_non_null(strstr(r.body, "<script src=\"/static/timeline.js\" defer>"));
+	snprintf(want, sizeof want, "/traces/%s/butterfly?method=", g_trace);
+	assert_non_null(strstr(r.body, want));
+	resp_free(&r);
+	get("/static/timeline.js", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "timeline.json"));
+	resp_free(&r);
+
+	snprintf(path, sizeof path, "/traces/%s/timeline.json", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.hdrs, "Content-Type: application/json"));
+	assert_non_null(strstr(r.body, "\"items\":[["));
+	assert_non_null(strstr(r.body, "rvs_fixture_hot_spin"));
+	assert_non_null(e = strstr(r.body, "\"end\":"));
+	end = strtoll(e + 6, NULL, 10);
+	assert_true(end > 10);
+	resp_free(&r);
+	snprintf(path, sizeof path, "/traces/%s/timeline.json?from=%lld&to=%lld&width=640", g_trace,
+		 end / 4, end / 2);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	snprintf(want, sizeof want, "\"from\":%lld,\"to\":%lld", end / 4, end / 2);
+	assert_non_null(strstr(r.body, want));
+	resp_free(&r);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(path, sizeof path, "/traces/%s/timeline.json?%s", g_trace, bad[i].query);
+		get(path, &r);
+		assert_int_equal(r.code, 400);
+		snprintf(want, sizeof want, "\"parameter\":\"%s\"", bad[i].param);
+		assert_non_null(strstr(r.body, want));
+		resp_free(&r);
+	}
+	snprintf(path, sizeof path, "/traces/%s/timeline.json?to=%lld", g_trace, end + 1);
+	get(path, &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "\"parameter\":\"to\""));
+	resp_free(&r);
+	get("/traces/t-00000000000000000000000000000000/timeline.json", &r);
+	assert_int_equal(r.code, 404);
+	resp_free(&r);
+
+	snprintf(path, sizeof path, "/traces/%s/butterfly?method=rvs_fixture_hot_spin", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "id=\"bf-callers\""));
+	assert_non_null(strstr(r.body, "id=\"bf-callees\""));
+	resp_free(&r);
+	snprintf(path, sizeof path, "/traces/%s/butterfly?method=no_such_method", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 404);
+	resp_free(&r);
+}
+
 /* FORMAT.md's off-CPU example with a lock wait (capbuild.h): every figure
  * of the section, exactly. */
 static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **state)
@@ -1432,6 +1517,7 @@ int main(void)
 		cmocka_unit_test(test_web_time_range_filter_takes_utc_dates),
 		cmocka_unit_test(test_web_path_traversal_in_static_and_export_is_refused),
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
+		cmocka_unit_test(test_web_timeline_json_zooms_and_refuses_hostile_parameters),
 		cmocka_unit_test(test_web_trace_page_shows_offcpu_counters_and_lock_waits),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
 		cmocka_unit_test(test_web_aggregate_and_diff_pages_draw_the_real_capture),
