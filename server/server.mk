@@ -98,6 +98,15 @@ $(TBIN)/server/bench_store: $(OBJ)/tests/server/bench_store.o $(SERVER_CORE) $(L
 $(OBJ)/tests/server/bench_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
 BENCHES += $(TBIN)/server/bench_store
 
+# `make bench`: the zoomable timeline on a 1.4 M-call capture (issue 16).
+$(TBIN)/server/bench_timeline: $(OBJ)/tests/server/bench_timeline.o $(SERVER_CORE) \
+		$(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
+$(OBJ)/tests/server/bench_timeline.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include \
+	$(call pc,--cflags,jansson)
+BENCHES += $(TBIN)/server/bench_timeline
+
 # Skip reports (POST /v1/skips): fuzz target and its corpus replay.
 FUZZ += $(BUILD)/fuzz/server_skip
 $(BUILD)/fuzz/server_skip: tests/fuzz/server_skip.c server/src/skips.c server/src/upload.c \
