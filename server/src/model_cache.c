@@ -13,6 +13,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,7 +155,7 @@ int rvs_mcache_get(struct rvs_mcache *c, const char *id, rvs_mcache_load_fn load
 		rva_trace_free(loaded);
 		return -ENOMEM;
 	}
-	strcpy(fresh->id, id);
+	snprintf(fresh->id, sizeof fresh->id, "%s", id);
 	fresh->t = loaded;
 	fresh->bytes = rvs_trace_bytes(loaded);
 	fresh->refs = 1;

@@ -106,7 +106,8 @@ int web_timeline_lod(const struct rva_trace *t, int64_t from, int64_t to, unsign
 		     json_t **out);
 /* The butterfly of method in t (web_timeline.c): its callers and callees
  * on the captured thread with calls and inclusive time, and its own calls,
- * inclusive and self time.  *out: the JSON document (caller json_decref).
+ * inclusive and self time.  *out: the JSON document (caller json_decref;
+ * its names are not checked as UTF-8: read it, do not dump it).
  * 0, -ENOENT (no such method) or -ENOMEM.  Any thread. */
 int web_butterfly(const struct rva_trace *t, const char *method, json_t **out);
 

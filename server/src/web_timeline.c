@@ -232,15 +232,20 @@ static json_t *lod_json(const rva_trace *t, int64_t from, int64_t to, unsigned w
 			if (!json_object_get(names, key)) {
 				const char *nm = t->names[v[i].method];
 				char cut_name[NAME_SHOWN + sizeof "…"];
+				json_t *jn;
 				size_t len = strlen(nm);
 				if (len > NAME_SHOWN) {
 					len = NAME_SHOWN;
 					while (len > 0 && ((unsigned char)nm[len] & 0xc0) == 0x80)
 						len--;
 				}
-				memcpy(cut_name, nm, len);
-				strcpy(cut_name + len, len < strlen(nm) ? "…" : "");
-				json_object_set_new(names, key, json_string(cut_name));
+				snprintf(cut_name, sizeof cut_name, "%.*s%s", (int)len, nm,
+					 nm[len] ? "…" : "");
+				/* Names are untrusted: one that is not UTF-8 is
+				 * named so, not dropped. */
+				jn = json_string(cut_name);
+				json_object_set_new(names, key,
+						    jn ? jn : json_string("(name not UTF-8)"));
 			}
 		}
 	}
@@ -381,9 +386,12 @@ static json_t *bf_json(const rva_trace *t, struct bf_row *rows, size_t nm)
 	qsort(order, k, sizeof *order, cmp_bf);
 	for (size_t i = 0; i < k && i < BF_ROWS; i++) {
 		size_t id = (size_t)(order[i] - rows);
-		json_array_append_new(a, json_pack("{sssIsI}", "method",
-						   id == nm ? "(root)" : t->names[id], "calls",
-						   (json_int_t)order[i]->calls, "incl_ns",
+		/* Not checked as UTF-8: this document is read, never dumped
+		 * (the HTML page escapes what it shows). */
+		const char *name = id == nm ? "(root)" : t->names[id];
+		json_array_append_new(a, json_pack("{sosIsI}", "method",
+						   json_stringn_nocheck(name, strlen(name)),
+						   "calls", (json_int_t)order[i]->calls, "incl_ns",
 						   (json_int_t)order[i]->ns));
 	}
 	free(order);
@@ -442,8 +450,9 @@ int web_butterfly(const rva_trace *t, const char *method, json_t **out)
 	cr = bf_json(t, callers, nm);
 	ce = bf_json(t, callees, nm);
 	if (cr && ce)
-		*out = json_pack("{sssIsIsIsoso}", "method", t->names[mid], "calls",
-				 (json_int_t)calls, "incl_ns", (json_int_t)incl, "self_ns",
+		*out = json_pack("{sosIsIsIsoso}", "method",
+				 json_stringn_nocheck(t->names[mid], strlen(t->names[mid])),
+				 "calls", (json_int_t)calls, "incl_ns", (json_int_t)incl, "self_ns",
 				 (json_int_t)self, "callers", cr, "callees", ce);
 	else {
 		json_decref(cr);

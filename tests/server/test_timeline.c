@@ -216,6 +216,22 @@ static void test_timeline_lod_bar_of_two_methods_names_none(void **state)
 	rva_trace_free(t);
 }
 
+/* A method name that is not UTF-8 (names are untrusted) is named so in
+ * timeline.json, not dropped, and its butterfly still answers. */
+static void test_timeline_lod_non_utf8_name_is_named_so(void **state)
+{
+	rva_trace *t = known();
+	json_t *doc;
+	assert_int_equal(rva_method_rename(t, 0, "main\xff\xfe"), 0);
+	doc = lod(t, 0, 1000, 100);
+	item_is(doc, 0, 0, 0, 1000, "(name not UTF-8)", 1, 400);
+	json_decref(doc);
+	assert_int_equal(web_butterfly(t, "main\xff\xfe", &doc), 0);
+	assert_int_equal(json_integer_value(json_object_get(doc, "self_ns")), 400);
+	json_decref(doc);
+	rva_trace_free(t);
+}
+
 /* 100 nested calls: 64 depths drawn, the 36 below counted in "deep". */
 static void test_timeline_lod_counts_calls_below_depth_64(void **state)
 {
@@ -355,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_timeline_lod_whole_trace_merges_100_tiny_calls_into_one_bar),
 		cmocka_unit_test(test_timeline_lod_zoomed_in_draws_each_tiny_call),
 		cmocka_unit_test(test_timeline_lod_bar_of_two_methods_names_none),
+		cmocka_unit_test(test_timeline_lod_non_utf8_name_is_named_so),
 		cmocka_unit_test(test_timeline_lod_counts_calls_below_depth_64),
 		cmocka_unit_test(test_timeline_butterfly_of_main_lists_callees_with_times),
 		cmocka_unit_test(test_timeline_cache_hit_miss_and_eviction_by_bytes),
