@@ -7,9 +7,11 @@
  * Server-side SVG inside the HTML page, so it needs no script to show; the
  * page's app.js only adds click-to-select.  Method names are untrusted and
  * reach the document only through rvs_web_esc, in quoted attributes and
- * <title> text.  Output is bounded: calls narrower than MIN_W units, calls
- * past MAX_RECTS and calls MAX_DEPTH deep or deeper are left out and
- * counted in the caption (issue 18 item 2: truncation is shown); a name is
+ * <title> text.  Output is bounded: calls narrower than a unit are merged
+ * per depth into grey busy bars over adjacent units that count them (issue
+ * 16: not "3599 too short to draw"), calls past MAX_RECTS rectangles and
+ * calls MAX_DEPTH deep or deeper are left out and counted in the caption
+ * (issue 18 item 2: truncation is shown); a name is
  * shown up to NAME_SHOWN bytes (names may be 64 KiB: 20 000 rectangles of
  * them made a 2.6 GB page).
  */
@@ -56,11 +58,37 @@ static void esc_name(FILE *f, const char *name)
 	rvs_web_esc(f, cut);
 }
 
+/* The calls narrower than a unit at one depth in adjacent units, merged:
+ * from x0 to x1, n of them (0: none open). */
+struct svg_bar {
+	double x0, x1;
+	size_t n;
+};
+
+/* Draws bar b at depth d if it holds calls, counts them into *merged and
+ * *nbars and empties it; the rectangles drawn (0 or 1). */
+static size_t bar_flush(FILE *f, struct svg_bar *b, uint32_t d, size_t *merged, size_t *nbars)
+{
+	if (!b->n)
+		return 0;
+	fprintf(f,
+		"<rect class=\"busy\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\""
+		" fill=\"#9e9e9e\" data-ms=\"–\" data-name=\"%zu calls narrower than a pixel\">"
+		"<title>%zu calls narrower than a pixel</title></rect>",
+		b->x0, d * ROW, b->x1 - b->x0 < 1.0 ? 1.0 : b->x1 - b->x0, ROW - 1, b->n, b->n);
+	*merged += b->n;
+	(*nbars)++;
+	b->n = 0;
+	return 1;
+}
+
 void web_timeline_svg(FILE *f, const struct rva_trace *t)
 {
 	const rva_thread *th;
 	int64_t a, from, to, span;
 	size_t shown = 0, hidden = 0, deep = 0, offshown = 0, offhidden = 0;
+	size_t calls = 0, merged = 0, nbars = 0;
+	struct svg_bar bars[MAX_DEPTH] = {{0}};
 	uint32_t maxd = 0;
 
 	if (!t->nthreads || !t->threads[0].ncalls) {
@@ -94,10 +122,24 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 		}
 		x = (double)(s - from) * W / (double)span;
 		w = (double)(e - s) * W / (double)span;
-		if (w < MIN_W || shown >= MAX_RECTS) {
+		if (shown >= MAX_RECTS) {
 			hidden++;
 			continue;
 		}
+		if (w < 1.0) {
+			struct svg_bar *b = &bars[k->depth];
+			if (b->n && (int64_t)x <= (int64_t)b->x1 + 1) {
+				b->n++;
+				if (x + w > b->x1)
+					b->x1 = x + w;
+				continue;
+			}
+			shown += bar_flush(f, b, k->depth, &merged, &nbars);
+			*b = (struct svg_bar){x, x + w, 1};
+			continue;
+		}
+		shown += bar_flush(f, &bars[k->depth], k->depth, &merged, &nbars);
+		calls++;
 		fprintf(f,
 			"<rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\""
 			" data-ms=\"%.3f\" data-name=\"",
@@ -127,6 +169,8 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 		}
 		shown++;
 	}
+	for (uint32_t d = 0; d < MAX_DEPTH; d++)
+		shown += bar_flush(f, &bars[d], d, &merged, &nbars);
 	/* The thread's off-CPU intervals in the row below the deepest calls,
 	 * in the calls' budget of rectangles. */
 	for (size_t i = 0; i < th->noffcpu; i++) {
@@ -160,10 +204,13 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 			(double)(a - from) * W / (double)span,
 			(double)(a - from) * W / (double)span, (int)(maxd + 2) * ROW + 4);
 	fprintf(f,
-		"</svg><p class=\"caption\">%.3f ms before the %s; %zu calls drawn, %zu too short "
-		"or too many to draw",
-		(double)span / 1e6, t->has_anomaly ? "anomaly" : "end of the capture", shown,
-		hidden);
+		"</svg><p class=\"caption\">%.3f ms before the %s; %zu calls drawn, %zu more "
+		"narrower than a pixel in %zu grey busy bars (the zoomable timeline above "
+		"splits them)",
+		(double)span / 1e6, t->has_anomaly ? "anomaly" : "end of the capture", calls,
+		merged, nbars);
+	if (hidden)
+		fprintf(f, "; %zu calls past the %d rectangles drawn", hidden, MAX_RECTS);
 	if (deep)
 		fprintf(f, "; %zu calls below depth %d not shown", deep, MAX_DEPTH);
 	if (th->noffcpu)

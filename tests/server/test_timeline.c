@@ -97,6 +97,35 @@ static void test_timeline_64kib_name_shown_cut_to_240_bytes(void **state)
 	rva_trace_free(t);
 }
 
+/* 3600 calls of 1 ns every 2 ns under one root (issue 16: the page said
+ * "3599 too short to draw"): the root drawn, the 3600 counted in one grey
+ * busy bar. */
+static void test_timeline_svg_3600_tiny_calls_in_one_busy_bar(void **state)
+{
+	rva_trace *t = rva_trace_new();
+	int64_t root, tiny, th;
+	char *page;
+	assert_non_null(t);
+	root = rva_method_intern(t, "root", 4);
+	tiny = rva_method_intern(t, "tiny", 4);
+	th = rva_thread_add(t, 1, 1, "main");
+	assert_true(root >= 0 && tiny >= 0 && th >= 0);
+	assert_int_equal(rva_enter(t, (size_t)th, (uint32_t)root, 0), 0);
+	for (int i = 0; i < 3600; i++) {
+		assert_int_equal(rva_enter(t, (size_t)th, (uint32_t)tiny, 2 * i), 0);
+		assert_int_equal(rva_exit(t, (size_t)th, (uint32_t)tiny, 2 * i + 1), 0);
+	}
+	assert_int_equal(rva_exit(t, (size_t)th, (uint32_t)root, 7200), 0);
+	rva_trace_finish(t, 7200);
+	page = timeline(t);
+	assert_non_null(strstr(page, "1 calls drawn, 3600 more narrower than a pixel in 1 grey "
+				     "busy bars"));
+	assert_non_null(strstr(page, "data-name=\"3600 calls narrower than a pixel\""));
+	assert_null(strstr(page, "too short"));
+	free(page);
+	rva_trace_free(t);
+}
+
 /* ---- the zoomable timeline's levels of detail (web_timeline_lod) -------- */
 
 /* main 0..1000 ns; in it big 0..500 (with leaf 100..200) and then 100
@@ -368,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_timeline_100_nested_calls_says_52_below_depth_48_not_shown),
 		cmocka_unit_test(test_timeline_shallow_trace_mentions_no_depth),
 		cmocka_unit_test(test_timeline_64kib_name_shown_cut_to_240_bytes),
+		cmocka_unit_test(test_timeline_svg_3600_tiny_calls_in_one_busy_bar),
 		cmocka_unit_test(test_timeline_lod_whole_trace_merges_100_tiny_calls_into_one_bar),
 		cmocka_unit_test(test_timeline_lod_zoomed_in_draws_each_tiny_call),
 		cmocka_unit_test(test_timeline_lod_bar_of_two_methods_names_none),
