@@ -669,8 +669,11 @@ static void web_butterfly_page(struct web_ctx *c, const char *id)
 	json_t *doc;
 	int rc;
 
-	if (unknown_param(c->req->query, allowed, bad, sizeof bad))
-		return web_error(c, 400, "unknown parameter");
+	if (unknown_param(c->req->query, allowed, bad, sizeof bad)) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "unknown parameter: %s", bad);
+		return web_error(c, 400, msg);
+	}
 	if (rvs_query_param(c->req->query, "method", method, sizeof method) != 1 || !method[0])
 		return web_error(c, 400, "the method parameter names a method of the trace");
 	if (trace_of(c, id, 0, &t, &ref))

@@ -760,6 +760,11 @@ static void test_web_timeline_json_zooms_and_refuses_hostile_parameters(void **s
 	assert_non_null(strstr(r.body, "id=\"bf-callers\""));
 	assert_non_null(strstr(r.body, "id=\"bf-callees\""));
 	resp_free(&r);
+	snprintf(path, sizeof path, "/traces/%s/butterfly?method=x&sort=1", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "unknown parameter: sort"));
+	resp_free(&r);
 	snprintf(path, sizeof path, "/traces/%s/butterfly?method=no_such_method", g_trace);
 	get(path, &r);
 	assert_int_equal(r.code, 404);
