@@ -12,7 +12,7 @@ SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o b
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
 	symbols.o checkpoint.o stream.o route.o reply.o payload.o \
 	params.o export.o trace_load.o symstore.o agg.o web_agg.o issue.o search.o web_search.o \
-	regress.o webhook.o web_regress.o why.o)
+	regress.o webhook.o web_regress.o why.o model_cache.o web_timeline_js.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
@@ -97,6 +97,15 @@ $(TBIN)/server/bench_store: $(OBJ)/tests/server/bench_store.o $(SERVER_CORE) $(L
 	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
 $(OBJ)/tests/server/bench_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
 BENCHES += $(TBIN)/server/bench_store
+
+# `make bench`: the zoomable timeline on a 1.4 M-call capture (issue 16).
+$(TBIN)/server/bench_timeline: $(OBJ)/tests/server/bench_timeline.o $(SERVER_CORE) \
+		$(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
+$(OBJ)/tests/server/bench_timeline.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include \
+	$(call pc,--cflags,jansson)
+BENCHES += $(TBIN)/server/bench_timeline
 
 # Skip reports (POST /v1/skips): fuzz target and its corpus replay.
 FUZZ += $(BUILD)/fuzz/server_skip

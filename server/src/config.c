@@ -176,6 +176,7 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	NUM("retention_interval_s", retention_interval_s, 86400 * 7)
 	NUM("decode_jobs", decode_jobs, 4)
 	NUM("login_hashers", login_hashers, 64)
+	NUM("trace_cache_mb", trace_cache_mb, 1 << 16)
 	else if (strcmp(name, "retention_days") == 0)
 	{
 		char *end;
@@ -253,6 +254,7 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->retention_interval_s = 3600;
 	c->decode_jobs = rvs_default_decode_jobs();
 	c->upload_burst = 30;
+	c->trace_cache_mb = 256;
 	c->auth_fail_per_min = 10;
 	c->auth_fail_burst = 20;
 	c->enroll_per_min = 10;

@@ -85,6 +85,8 @@ static const struct rvs_route routes[] = {
 	WEB("/traces/*", GET, SESSION, LOAD, rvs_web_trace),
 	WEB("/traces/*/export", GET, SESSION, LOAD, rvs_web_trace_export),
 	WEB("/traces/*/flame.svg", GET, SESSION, LOAD, rvs_web_trace_flame),
+	WEB("/traces/*/timeline.json", GET, SESSION, LOAD, rvs_web_trace_timeline),
+	WEB("/traces/*/butterfly", GET, SESSION, LOAD, rvs_web_trace_butterfly),
 	WEB("/traces/**", GET, SESSION, 0, rvs_web_trace_none),
 	WEB("/signatures", GET, SESSION, 0, rvs_web_signatures),
 	WEB("/issues", GET, SESSION, 0, rvs_web_issues),

@@ -300,6 +300,9 @@ struct rvs_config {
 	double regress_margin, regress_alert_ratio, regress_alert_q;
 	char webhook_urls[1024], webhook_secret_file[512], public_url[256];
 	uint32_t webhook_max_attempts, webhook_backoff_ms, webhook_timeout_ms;
+	/* The decoded traces the web UI keeps (model_cache.h), MiB; 0 keeps
+	 * none.  Counts toward the server's memory bound. */
+	uint32_t trace_cache_mb;
 };
 /* Loads an INI file; relative paths are resolved against data_dir.
  * 0, -ENOENT (unreadable), -EINVAL (bad content), -ENAMETOOLONG or -ENOMEM,

@@ -6,14 +6,19 @@
  * reaches SQL, where it is a bound parameter; the blob's name comes from the
  * database, never from the request, and is checked again as 64 hex digits;
  * the capture never inflates past the size its upload declared (capped at
- * RVS_DECODE_MAX_CAPTURE, payload.h).
+ * RVS_DECODE_MAX_CAPTURE, payload.h).  rvs_trace_acquire wraps
+ * rvs_query_load_trace in one process-wide cache of decoded traces, made
+ * once, under a mutex, with the first caller's cap.
  */
 #include "trace_load.h"
 #include "blob.h"
+#include "model_cache.h"
 #include "payload.h"
 #include "rvs.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,4 +116,36 @@ int rvs_query_load_trace(const struct rvs_config *cfg, const char *id, struct rv
 	rc = rva_capture_decode(cap, caplen, out, &err);
 	free(cap);
 	return rc ? -EBADMSG : 0;
+}
+
+static struct rvs_mcache *cache; /* made once, under cache_mu */
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int load_stored(void *arg, const char *id, struct rva_trace **out)
+{
+	return rvs_query_load_trace(arg, id, out);
+}
+
+int rvs_trace_acquire(const struct rvs_config *cfg, const char *id, const struct rva_trace **t,
+		      struct rvs_mentry **ref)
+{
+	struct rvs_mcache *c;
+	pthread_mutex_lock(&cache_mu);
+	if (!cache && rvs_mcache_new((size_t)cfg->trace_cache_mb << 20, &cache))
+		cache = NULL;
+	c = cache;
+	pthread_mutex_unlock(&cache_mu);
+	if (!c)
+		return -ENOMEM;
+	return rvs_mcache_get(c, id, load_stored, (void *)cfg, ref, t);
+}
+
+void rvs_trace_release(struct rvs_mentry *ref)
+{
+	struct rvs_mcache *c;
+	pthread_mutex_lock(&cache_mu);
+	c = cache;
+	pthread_mutex_unlock(&cache_mu);
+	assert(c);
+	rvs_mcache_release(c, ref);
 }

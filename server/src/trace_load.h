@@ -22,4 +22,15 @@ struct rva_trace;
 struct rvs_config;
 int rvs_query_load_trace(const struct rvs_config *cfg, const char *id, struct rva_trace **out);
 
+/* Work thread: the trace id as rvs_query_load_trace loads it, decoded at
+ * most once while it stays in the server's cache of decoded traces
+ * (model_cache.h, cfg->trace_cache_mb; the first call's cap holds for the
+ * process).  *t is shared and read-only, valid until
+ * rvs_trace_release(*ref).  rvs_query_load_trace's errors, or -ENOMEM. */
+struct rvs_mentry;
+int rvs_trace_acquire(const struct rvs_config *cfg, const char *id, const struct rva_trace **t,
+		      struct rvs_mentry **ref);
+/* Gives back what rvs_trace_acquire handed out.  Any thread. */
+void rvs_trace_release(struct rvs_mentry *ref);
+
 #endif

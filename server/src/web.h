@@ -44,6 +44,12 @@ void rvs_web_trace(struct rvs_call *call);
 void rvs_web_trace_export(struct rvs_call *call);
 void rvs_web_trace_flame(struct rvs_call *call);
 void rvs_web_trace_none(struct rvs_call *call);
+/* GET /traces/{id}/timeline.json?from=&to=&width= (the zoomable
+ * timeline's level of detail, JSON; a bad parameter is a 400 naming it)
+ * and GET /traces/{id}/butterfly?method= (HTML), both from the cache of
+ * decoded traces (web_timeline.c). */
+void rvs_web_trace_timeline(struct rvs_call *call);
+void rvs_web_trace_butterfly(struct rvs_call *call);
 void rvs_web_signatures(struct rvs_call *call);
 void rvs_web_campaigns(struct rvs_call *call);
 void rvs_web_campaigns_post(struct rvs_call *call);

@@ -91,5 +91,27 @@ void web_fleet_page(struct web_ctx *c);
 /* Timeline SVG of the thread before the anomaly (web_timeline.c). */
 struct rva_trace;
 void web_timeline_svg(FILE *f, const struct rva_trace *t);
+/* The zoomable timeline's level of detail (web_timeline.c) for the
+ * captured thread between from and to (the trace's clock, from < to) drawn
+ * width pixels wide (1..LOD_MAX_WIDTH): every call at least a pixel wide
+ * as itself (method, self time), the calls narrower than a pixel merged per
+ * depth into busy bars of adjacent pixel columns that count them exactly;
+ * depths from LOD_MAX_DEPTH down counted in "deep", items past
+ * LOD_MAX_ITEMS counted in "cut".  *out: the JSON document (caller
+ * json_decref), times relative to t->start.  0 or -ENOMEM.  Any thread. */
+#define LOD_MAX_DEPTH 64
+#define LOD_MAX_WIDTH 4096
+#define LOD_MAX_ITEMS 200000
+int web_timeline_lod(const struct rva_trace *t, int64_t from, int64_t to, unsigned width,
+		     json_t **out);
+/* The butterfly of method in t (web_timeline.c): its callers and callees
+ * on the captured thread with calls and inclusive time, and its own calls,
+ * inclusive and self time.  *out: the JSON document (caller json_decref;
+ * its names are not checked as UTF-8: read it, do not dump it).
+ * 0, -ENOENT (no such method) or -ENOMEM.  Any thread. */
+int web_butterfly(const struct rva_trace *t, const char *method, json_t **out);
+
+/* The zoomable timeline's script (web_timeline_js.c), /static/timeline.js. */
+extern const char WEB_TIMELINE_JS[];
 
 #endif

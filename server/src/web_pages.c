@@ -400,12 +400,25 @@ static void exports(struct web_ctx *c, const char *id)
 		id, id);
 }
 
+/* The top-self table's link to a method's butterfly in this trace (the
+ * page's path, "/traces/" and a checked trace id). */
+static void butterfly_cell(struct web_ctx *c, json_t *row)
+{
+	const char *m = json_string_value(json_object_get(row, "method"));
+	if (!m)
+		return;
+	fprintf(c->f, "<a href=\"%s/butterfly?method=", c->req->path);
+	rvs_web_urlenc(c->f, m);
+	fputs("\">callers and callees</a>", c->f);
+}
+
 static const struct web_col TOP_COLS[] = {
 	{"#", "rank", COL_NUM, NULL},
 	{"Method", "method", COL_METHOD, NULL},
 	{"Calls", "calls", COL_NUM, NULL},
 	{"Self ms", "self_ns", COL_MS, NULL},
 	{"Inclusive ms", "incl_ns", COL_MS, NULL},
+	{"Butterfly", "method", COL_CUSTOM, butterfly_cell},
 };
 static const struct web_col CHAIN_COLS[] = {
 	{"Kind", "kind", COL_TEXT, NULL},
@@ -568,7 +581,8 @@ void web_trace_page(struct web_ctx *c, const char *id)
 	char api[96];
 	int status;
 	json_t *doc, *state;
-	rva_trace *t = NULL;
+	const rva_trace *t = NULL;
+	struct rvs_mentry *ref;
 
 	snprintf(api, sizeof api, "/api/v1/traces/%s", id);
 	/* Without "why": the page computes it from the capture it loads. */
@@ -614,7 +628,9 @@ void web_trace_page(struct web_ctx *c, const char *id)
 	web_table(c, "chains", CHAIN_COLS, sizeof CHAIN_COLS / sizeof CHAIN_COLS[0],
 		  json_object_get(doc, "chains"));
 
-	if (rvs_query_load_trace(c->cfg, id, &t) == 0) {
+	/* Decoded once, then from the cache (model_cache.h): reopening the
+	 * page and the timeline's zooms do not decode again. */
+	if (rvs_trace_acquire(c->cfg, id, &t, &ref) == 0) {
 		char note[1024];
 		if (rva_untraced_note(t, note, sizeof(note))) {
 			fputs("<p class=\"note\">Note: ", c->f);
@@ -627,12 +643,28 @@ void web_trace_page(struct web_ctx *c, const char *id)
 			"<object id=\"flame\" class=\"flame\" type=\"image/svg+xml\""
 			" data=\"/traces/%s/flame.svg\">Flame graph (needs SVG)</object>",
 			id);
+		fprintf(c->f,
+			"<h2>Timeline (zoom and pan)</h2>"
+			"<div id=\"tlz\" data-trace=\"%s\"><p>"
+			"<button type=\"button\" id=\"tlz-in\">Zoom in</button> "
+			"<button type=\"button\" id=\"tlz-out\">Zoom out</button> "
+			"<button type=\"button\" id=\"tlz-left\">&larr;</button> "
+			"<button type=\"button\" id=\"tlz-right\">&rarr;</button> "
+			"<button type=\"button\" id=\"tlz-all\">Whole trace</button> "
+			"<button type=\"button\" id=\"tlz-anomaly\">To the anomaly</button> "
+			"Wheel zooms, drag pans, keys + - &larr; &rarr; 0; click a box.</p>"
+			"<canvas id=\"tlz-canvas\" tabindex=\"0\" width=\"1200\" height=\"40\">"
+			"</canvas><p id=\"tlz-status\">Needs JavaScript: the static timeline "
+			"below shows the window before the anomaly.</p><p "
+			"id=\"tlz-info\"></p></div>"
+			"<script src=\"/static/timeline.js\" defer></script>",
+			id);
 		fputs("<h2>Timeline before the anomaly</h2>"
 		      "<p>Time runs left to right, call depth top to bottom; one box per call. "
 		      "<span id=\"tl-info\"></span></p>",
 		      c->f);
 		web_timeline_svg(c->f, t);
-		rva_trace_free(t);
+		rvs_trace_release(ref);
 		exports(c, id);
 	} else {
 		fputs("<p>No decoded capture is stored for this trace (summary-only upload, "

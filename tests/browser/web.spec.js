@@ -121,6 +121,61 @@ async function main() {
     check((await page.locator('#tl-info').textContent()).includes('ms'),
       'clicking a timeline rect shows its method and duration');
 
+    // The zoomable timeline (issue 16 question 5): a canvas over
+    // timeline.json; each settled view fetches its own level of detail
+    // (data-loaded counts the fetches, data-from/-to its range).
+    const tlz = page.locator('#tlz');
+    await page.waitForFunction(() => document.getElementById('tlz').hasAttribute('data-items'),
+      null, { timeout: 30000 });
+    await tlz.scrollIntoViewIfNeeded();
+    const view = async () => page.evaluate(() => {
+      const b = document.getElementById('tlz');
+      return { from: +b.getAttribute('data-from') || 0, to: +b.getAttribute('data-to') || 0,
+        loaded: +b.getAttribute('data-loaded'), items: +b.getAttribute('data-items') };
+    });
+    const settled = async (after) => page.waitForFunction((n) =>
+      +document.getElementById('tlz').getAttribute('data-loaded') > n, after, { timeout: 30000 });
+    check((await view()).items >= 1, 'the zoomable timeline draws boxes');
+    await page.locator('#tlz-canvas').screenshot({ path: path.join(shots, '3a-timeline-whole.png') });
+    let v = await view();
+    await page.click('#tlz-in');
+    await settled(v.loaded);
+    const zin = await view();
+    check(zin.to - zin.from > 0 && zin.to - zin.from < (v.to - v.from || Infinity),
+      `the zoom-in button narrows the range (${zin.from}..${zin.to})`);
+    await page.locator('#tlz-canvas').focus();
+    await page.keyboard.press('ArrowRight');
+    await settled(zin.loaded);
+    const panned = await view();
+    check(panned.from > zin.from, `the right arrow pans later (${zin.from} -> ${panned.from})`);
+    const box = await page.locator('#tlz-canvas').boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + 20);
+    await page.mouse.wheel(0, -400);
+    await settled(panned.loaded);
+    const wheeled = await view();
+    check(wheeled.to - wheeled.from < panned.to - panned.from,
+      `the mouse wheel zooms in (${panned.to - panned.from} -> ${wheeled.to - wheeled.from} ns)`);
+    await page.mouse.move(box.x + box.width / 2, box.y + 26);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width / 2 - 200, box.y + 26, { steps: 5 });
+    await page.mouse.up();
+    await settled(wheeled.loaded);
+    const dragged = await view();
+    check(dragged.from !== wheeled.from, `dragging pans (${wheeled.from} -> ${dragged.from})`);
+    await page.locator('#tlz-canvas').screenshot({ path: path.join(shots, '3b-timeline-zoomed.png') });
+    await page.click('#tlz-all');
+    await settled(dragged.loaded);
+    await page.mouse.click(box.x + 3, box.y + 26);
+    check((await page.locator('#tlz-info').textContent()).includes('ms'),
+      'clicking a box of the zoomable timeline shows its method, duration and self time');
+    await page.locator('#tlz').screenshot({ path: path.join(shots, '3c-timeline-selected.png') });
+    const bf = page.locator('#tlz-butterfly');
+    check(await bf.count() === 1, 'the selected call links to its callers and callees');
+    await Promise.all([page.waitForURL(/\/butterfly\?method=/), bf.click()]);
+    check(await page.locator('#bf-callers').count() === 1, 'the butterfly page lists callers');
+    await page.screenshot({ path: path.join(shots, '3d-butterfly.png'), fullPage: true });
+    await page.goBack();
+
     // Flame graph: the SVG inside the <object> has frames; a click zooms.
     await page.locator('#flame').scrollIntoViewIfNeeded();
     let flame = null;
