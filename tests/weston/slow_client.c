@@ -8,7 +8,9 @@
  *
  * --control PATH  rearviewd's control.sock: librvtrace registers the
  *                 process (its main thread is the UI thread)
- * --frames N      exit after N frames (default 300)
+ * --frames N      exit after N frames (default 300) — or, while a slow burst
+ *                 or slow click asked for has not run yet (the daemon traces
+ *                 the client late on a loaded machine), after up to 5 N
  * --slow-at N     frames N..N+3 run slow_layout_pass (80 ms each), once
  *                 the UI thread is traced (so the jank is captured); 0 = never
  * --slow-click    a left-button press is answered by slow_click_handler
@@ -56,7 +58,7 @@ struct app {
 	struct wl_callback *frame_cb; /* the pending frame callback */
 	struct buffer buf[NBUF];
 	int width, height;
-	bool configured, closed, slow_click, click_pending;
+	bool configured, closed, slow_click, click_pending, click_handled;
 	unsigned frame, frames, slow_at, slow_left, sum;
 	bool slow_armed;
 };
@@ -108,6 +110,13 @@ static void frame_done(void *data, struct wl_callback *cb, uint32_t time)
 
 static const struct wl_callback_listener frame_listener = {frame_done};
 
+/* Whether every slow thing asked for has run (burst finished, click handled). */
+static bool done_slow(const struct app *a)
+{
+	return (!a->slow_at || (a->slow_armed && !a->slow_left)) &&
+	       (!a->slow_click || a->click_handled);
+}
+
 static void redraw(struct app *a)
 {
 	struct buffer *b = NULL;
@@ -119,6 +128,7 @@ static void redraw(struct app *a)
 			b = &a->buf[i];
 	if (a->click_pending) {
 		a->click_pending = false;
+		a->click_handled = true;
 		a->sum += handle_click(a->frame);
 	}
 	/* The slow burst waits until the daemon traces us, then runs once. */
@@ -289,7 +299,7 @@ int main(int argc, char **argv)
 	xdg_toplevel_add_listener(a.toplevel, &toplevel_listener, &a);
 	xdg_toplevel_set_title(a.toplevel, "rv_slow_client");
 	wl_surface_commit(a.surface);
-	while (!a.closed && a.frame < a.frames)
+	while (!a.closed && (a.frame < a.frames || (a.frame < 5 * a.frames && !done_slow(&a))))
 		if (wl_display_dispatch(dpy) < 0) {
 			fprintf(stderr, "rv_slow_client: display: %s\n", strerror(errno));
 			return 1;
