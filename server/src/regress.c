@@ -687,42 +687,15 @@ done:
 
 /* ---- GET /api/v1/regressions ------------------------------------------------ */
 
-static const char *const PARAMS[] = {"app", "a", "b", "model", "version", "week", "limit"};
-
-/* -EINVAL with the name of the first parameter not in PARAMS in bad. */
-static int check_params(const char *query, char *bad, size_t cap)
-{
-	const char *p = query ? query : "";
-	while (*p) {
-		size_t n = strcspn(p, "=&"), i;
-		for (i = 0; i < sizeof PARAMS / sizeof PARAMS[0]; i++)
-			if (strlen(PARAMS[i]) == n && !strncmp(PARAMS[i], p, n))
-				break;
-		if (n && i == sizeof PARAMS / sizeof PARAMS[0]) {
-			snprintf(bad, cap, "%.*s", (int)(n < 64 ? n : 64), p);
-			return -EINVAL;
-		}
-		p += strcspn(p, "&");
-		if (*p)
-			p++;
-	}
-	return 0;
-}
-
 void rvs_regress_api(struct rvs_call *c)
 {
-	char app[256], a[128], b[128], model[128], version[128], week[8], lim[16], bad[80],
-		msg[160];
+	char app[256], a[128], b[128], model[128], version[128], week[8], lim[16];
 	int ha, hb, hm, hv, hw, hl;
 	struct rvs_regress_req q = {.app = app, .limit = LIMIT_DEF};
 	sqlite3 *db = NULL;
 	json_t *doc = NULL;
 	int rc;
 
-	if (check_params(c->query, bad, sizeof bad)) {
-		snprintf(msg, sizeof msg, "unknown parameter %s", bad);
-		return rvs_query_set_error(c->q, 400, msg);
-	}
 	if (rvs_query_param(c->query, "app", app, sizeof app) != 1 || !app[0])
 		return rvs_query_set_error(c->q, 400, "app is required");
 	ha = rvs_query_param(c->query, "a", a, sizeof a);

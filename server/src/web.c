@@ -660,6 +660,7 @@ static void dispatch(struct web_ctx *c, const struct rvs_route *rt, unsigned all
 		     struct rvs_call *call)
 {
 	int get = c->req->method == HTTP_GET, post = c->req->method == HTTP_POST;
+	char bad[128], msg[160];
 
 	assert(rt->family == RVS_FAMILY_WEB);
 	if (rt->auth == RVS_AUTH_SESSION) {
@@ -679,6 +680,10 @@ static void dispatch(struct web_ctx *c, const struct rvs_route *rt, unsigned all
 		return post && rt->auth == RVS_AUTH_SESSION
 			       ? web_error(c, 404, "no such form")
 			       : web_error(c, 405, "method not allowed");
+	if (rvs_route_params_check(rt, c->req->query, bad, sizeof bad)) {
+		snprintf(msg, sizeof msg, "unknown parameter: %s", bad);
+		return web_error(c, 400, msg);
+	}
 	call->ctx = c;
 	rt->handler(call);
 }

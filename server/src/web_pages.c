@@ -264,8 +264,9 @@ void web_table(struct web_ctx *c, const char *id, const struct web_col *cols, si
 
 /* ---- /traces ---------------------------------------------------------------- */
 
-/* The query without empty parameters: the filter form submits every field,
- * and an empty one means "any", which the API expresses by absence. */
+/* The query without empty parameters (the filter form submits every field,
+ * and an empty one means "any", which the API expresses by absence) and
+ * without the form's from= / to= (time_params gives the API their value). */
 static void drop_empty(const char *q, char *out, size_t cap)
 {
 	size_t o = 0;
@@ -275,7 +276,8 @@ static void drop_empty(const char *q, char *out, size_t cap)
 		const char *amp = strchr(p, '&');
 		size_t n = amp ? (size_t)(amp - p) : strlen(p);
 		const char *eq = memchr(p, '=', n);
-		if (n && (!eq || eq + 1 < p + n) && o + n + 2 < cap) {
+		int dates = !strncmp(p, "from=", 5) || !strncmp(p, "to=", 3);
+		if (n && !dates && (!eq || eq + 1 < p + n) && o + n + 2 < cap) {
 			if (o)
 				out[o++] = '&';
 			memcpy(out + o, p, n);
