@@ -311,8 +311,8 @@ static void filt_free(struct filt *f)
 }
 
 /* Sets filter name (a FILTER_NAMES entry) of f to the decoded value; an
- * empty value clears it; kind may be a number or an AnomalyKind name
- * ("ANOMALY_JANK").  0, or -EINVAL (bad escape or number). */
+ * empty value clears it; kind is any form rvs_param_kind takes.  0, or -EINVAL (bad escape or
+ * number). */
 static int filt_set(struct filt *f, int k, const char *raw, size_t n)
 {
 	char *v = malloc(n + 1), *end;
@@ -326,14 +326,14 @@ static int filt_set(struct filt *f, int k, const char *raw, size_t n)
 		free(v);
 		return 0;
 	}
-	if (k >= F_FIRST_INT) {
-		const ProtobufCEnumValue *ev =
-			k == F_KIND ? protobuf_c_enum_descriptor_get_value_by_name(
-					      &rearview__anomaly_kind__descriptor, v)
-				    : NULL;
+	if (k == F_KIND && rvs_param_kind(v, &f->num[k])) {
+		free(v);
+		return -EINVAL;
+	}
+	if (k > F_KIND) {
 		errno = 0;
-		f->num[k] = ev ? ev->value : strtoll(v, &end, 10);
-		if (!ev && (errno || *end)) {
+		f->num[k] = strtoll(v, &end, 10);
+		if (errno || *end) {
 			free(v);
 			return -EINVAL;
 		}

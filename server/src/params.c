@@ -1,15 +1,20 @@
 /*
  * params.c — request parameters (params.h): percent-decoding and the
  * values of application/x-www-form-urlencoded strings, shared by the JSON
- * API, the web UI and the campaign forms.
+ * API, the web UI and the campaign forms; the one parser of anomaly kinds.
  *
  * Invariants: output is always NUL-terminated within outsz; a decoded NUL
  * byte or a malformed escape is an error, never truncated silently.
  */
 #include "params.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "rearview/common.pb-c.h"
 
 static int hexval(int c)
 {
@@ -62,5 +67,55 @@ int rvs_query_param(const char *query, const char *name, char *out, size_t outsz
 										       : 1;
 		p = amp ? amp + 1 : NULL;
 	}
+	return 0;
+}
+
+int rvs_param_kind(const char *s, int64_t *kind)
+{
+	const ProtobufCEnumDescriptor *d = &rearview__anomaly_kind__descriptor;
+	char *end;
+	long long v;
+
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (!errno && !*end) {
+		*kind = v;
+		return 0;
+	}
+	for (unsigned i = 0; i < d->n_values; i++) {
+		const char *name = d->values[i].name, *shrt = name;
+		size_t first;
+
+		if (!strncmp(shrt, "ANOMALY_", 8))
+			shrt += 8;
+		first = strcspn(shrt, "_");
+		if (!strcasecmp(s, name) || !strcasecmp(s, shrt) ||
+		    (strlen(s) == first && !strncasecmp(s, shrt, first))) {
+			*kind = d->values[i].value;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int rvs_param_limit(const char *query, int64_t def, int64_t max, int64_t *limit)
+{
+	char v[32], *end;
+	long long n;
+	int rc = rvs_query_param(query, "limit", v, sizeof v);
+
+	assert(def >= 1 && def <= max);
+	*limit = def;
+	if (rc < 0)
+		return -EINVAL;
+	if (rc == 0 || !v[0])
+		return 0;
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (errno || *end || n < 1)
+		return -EINVAL;
+	*limit = n > max ? max : n;
 	return 0;
 }

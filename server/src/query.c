@@ -117,14 +117,7 @@ static void row_into(sqlite3_stmt *st, json_t *obj)
 
 static int parse_limit(const char *query, int64_t *limit)
 {
-	char v[32];
-	int rc = qparam(query, "limit", v, sizeof v);
-	*limit = LIST_DEFAULT;
-	if (rc < 0 || (rc == 1 && (parse_i64(v, limit) || *limit < 1)))
-		return -EINVAL;
-	if (*limit > LIST_MAX)
-		*limit = LIST_MAX;
-	return 0;
+	return rvs_param_limit(query, LIST_DEFAULT, LIST_MAX, limit);
 }
 
 /* ---- GET /api/v1/traces ------------------------------------------------------ */
@@ -197,7 +190,7 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 	for (int i = 0; i < 4; i++) {
 		if ((rc = qparam(query, int_params[i], v, sizeof v)) < 0)
 			goto bad;
-		if (rc && parse_i64(v, &iv))
+		if (rc && (i ? parse_i64(v, &iv) : rvs_param_kind(v, &iv)))
 			goto bad;
 		if (rc)
 			sqlite3_bind_int64(st, i + 5, iv);

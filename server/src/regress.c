@@ -689,8 +689,9 @@ done:
 
 void rvs_regress_api(struct rvs_call *c)
 {
-	char app[256], a[128], b[128], model[128], version[128], week[8], lim[16];
-	int ha, hb, hm, hv, hw, hl;
+	char app[256], a[128], b[128], model[128], version[128], week[8];
+	int ha, hb, hm, hv, hw;
+	int64_t limit;
 	struct rvs_regress_req q = {.app = app, .limit = LIMIT_DEF};
 	sqlite3 *db = NULL;
 	json_t *doc = NULL;
@@ -703,8 +704,7 @@ void rvs_regress_api(struct rvs_call *c)
 	hm = rvs_query_param(c->query, "model", model, sizeof model);
 	hv = rvs_query_param(c->query, "version", version, sizeof version);
 	hw = rvs_query_param(c->query, "week", week, sizeof week);
-	hl = rvs_query_param(c->query, "limit", lim, sizeof lim);
-	if (ha < 0 || hb < 0 || hm < 0 || hv < 0 || hw < 0 || hl < 0)
+	if (ha < 0 || hb < 0 || hm < 0 || hv < 0 || hw < 0)
 		return rvs_query_set_error(c->q, 400, "a parameter is malformed or too long");
 	/* An empty field (the web form sends every field) is an absent one. */
 	ha = ha == 1 && a[0];
@@ -712,14 +712,9 @@ void rvs_regress_api(struct rvs_call *c)
 	hm = hm == 1 && model[0];
 	hv = hv == 1 && version[0];
 	hw = hw == 1 && week[0];
-	hl = hl == 1 && lim[0];
-	if (hl == 1) {
-		char *end;
-		long v = strtol(lim, &end, 10);
-		if (end == lim || *end || v < 1)
-			return rvs_query_set_error(c->q, 400, "limit must be a positive integer");
-		q.limit = v > LIMIT_MAX ? LIMIT_MAX : (size_t)v;
-	}
+	if (rvs_param_limit(c->query, LIMIT_DEF, LIMIT_MAX, &limit))
+		return rvs_query_set_error(c->q, 400, "bad limit");
+	q.limit = (size_t)limit;
 	if (ha == 1 && hb == 1 && hm != 1 && hw != 1 && hv != 1) {
 		if (!strcmp(a, b))
 			return rvs_query_set_error(c->q, 400, "a and b are the same version");

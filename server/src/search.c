@@ -59,19 +59,6 @@ static int parse_i64(const char *s, int64_t *out)
 	return 0;
 }
 
-/* limit: absent LIST_DEFAULT, clamped to max; -EINVAL when not a number >= 1. */
-static int parse_limit(const char *query, int64_t def, int64_t max, int64_t *limit)
-{
-	char v[32];
-	int rc = rvs_query_param(query, "limit", v, sizeof v);
-	*limit = def;
-	if (rc < 0 || (rc == 1 && (parse_i64(v, limit) || *limit < 1)))
-		return -EINVAL;
-	if (*limit > max)
-		*limit = max;
-	return 0;
-}
-
 /* A string as JSON; bytes of invalid UTF-8 become '?'. */
 static json_t *jstr(const char *s)
 {
@@ -144,12 +131,14 @@ static int bind_text_param(sqlite3_stmt *st, int i, const char *query, const cha
 	return 0;
 }
 
+/* Binds integer parameter `name` (an anomaly kind for "kind", params.h)
+ * like bind_text_param. */
 static int bind_int_param(sqlite3_stmt *st, int i, const char *query, const char *name)
 {
 	char v[32];
 	int64_t iv;
 	int rc = rvs_query_param(query, name, v, sizeof v);
-	if (rc < 0 || (rc && parse_i64(v, &iv)))
+	if (rc < 0 || (rc && (strcmp(name, "kind") ? parse_i64(v, &iv) : rvs_param_kind(v, &iv))))
 		return -EINVAL;
 	if (rc)
 		sqlite3_bind_int64(st, i, iv);
@@ -251,7 +240,7 @@ void rvs_search_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 	sqlite3_stmt *st = NULL;
 	json_t *items, *doc;
 
-	if (parse_limit(query, LIST_DEFAULT, LIST_MAX, &limit))
+	if (rvs_param_limit(query, LIST_DEFAULT, LIST_MAX, &limit))
 		return rvs_query_set_error(r, 400, "bad limit");
 	rc = rvs_query_param(query, "sort", v, sizeof v);
 	if (rc < 0)
@@ -404,7 +393,7 @@ static void list_issues(sqlite3 *db, const char *query, struct rvs_query_resp *r
 	json_t *issues, *starts, *doc;
 	int rc;
 
-	if (parse_limit(query, ISSUES_DEFAULT, ISSUES_MAX, &limit))
+	if (rvs_param_limit(query, ISSUES_DEFAULT, ISSUES_MAX, &limit))
 		return rvs_query_set_error(r, 400, "bad limit");
 	rc = rvs_query_param(query, "weeks", v, sizeof v);
 	if (rc < 0 || (rc && (parse_i64(v, &weeks) || weeks < 1 || weeks > WEEKS_MAX)))
@@ -707,7 +696,7 @@ static void search_chains(sqlite3 *db, const char *query, struct rvs_query_resp 
 		rvs_query_set_error(r, 400, msg);
 		goto out;
 	}
-	if (parse_limit(query, LIST_DEFAULT, LIST_MAX, &s->limit)) {
+	if (rvs_param_limit(query, LIST_DEFAULT, LIST_MAX, &s->limit)) {
 		rvs_query_set_error(r, 400, "bad limit");
 		goto out;
 	}
