@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "rearview/common.pb-c.h"
 
@@ -76,11 +77,11 @@ int rvs_param_kind(const char *s, int64_t *kind)
 	char *end;
 	long long v;
 
-	if (!*s)
-		return -EINVAL;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (!errno && !*end) {
+	if (*s && !s[strspn(s, "0123456789")]) {
+		errno = 0;
+		v = strtoll(s, &end, 10);
+		if (errno)
+			return -EINVAL;
 		*kind = v;
 		return 0;
 	}
@@ -117,5 +118,77 @@ int rvs_param_limit(const char *query, int64_t def, int64_t max, int64_t *limit)
 	if (errno || *end || n < 1)
 		return -EINVAL;
 	*limit = n > max ? max : n;
+	return 0;
+}
+
+/* n digits of s as a number, or -1. */
+static int digits(const char *s, int n)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
+int rvs_param_time(const char *s, int64_t *t)
+{
+	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	struct tm tm = {0};
+	int y, mo, d, h = 0, mi = 0, sec = 0, off = 0;
+	int64_t base;
+	char *end;
+
+	if (*s && !s[strspn(s, "0123456789")]) {
+		long long v;
+		errno = 0;
+		v = strtoll(s, &end, 10);
+		if (errno || *end)
+			return -EINVAL;
+		*t = v;
+		return 0;
+	}
+	/* Each field is read only once the one before it parsed: digits()
+	 * stops at the NUL, so nothing past the string is read. */
+	if ((y = digits(s, 4)) < 1970 || s[4] != '-' || (mo = digits(s + 5, 2)) < 1 || mo > 12 ||
+	    s[7] != '-' || (d = digits(s + 8, 2)) < 1 || d > mdays[mo - 1])
+		return -EINVAL;
+	s += 10;
+	if (*s == 'T' || *s == 't' || *s == ' ') {
+		if ((h = digits(s + 1, 2)) < 0 || h > 23 || s[3] != ':' ||
+		    (mi = digits(s + 4, 2)) < 0 || mi > 59)
+			return -EINVAL;
+		s += 6;
+		if (*s == ':') {
+			sec = digits(s + 1, 2);
+			if (sec < 0 || sec > 60)
+				return -EINVAL;
+			s += 3;
+		}
+		if (*s == 'Z' || *s == 'z') {
+			s++;
+		} else if (*s == '+' || *s == '-') {
+			int oh, om = -1;
+			if ((oh = digits(s + 1, 2)) < 0 || oh > 23 ||
+			    (om = digits(s + 3 + (s[3] == ':'), 2)) < 0 || om > 59)
+				return -EINVAL;
+			off = (*s == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+			s += 5 + (s[3] == ':');
+		}
+	}
+	if (*s)
+		return -EINVAL;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	base = (int64_t)timegm(&tm);
+	if (tm.tm_mday != d) /* timegm moved 29 February of a common year */
+		return -EINVAL;
+	*t = base - off;
 	return 0;
 }

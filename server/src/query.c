@@ -12,6 +12,7 @@
 #include "query.h"
 #include "export.h"
 #include "params.h"
+#include "version.h"
 #include "trace_load.h"
 #include "store.h"
 #include "route.h"
@@ -448,7 +449,7 @@ static void samples_into(struct samples *s, json_t *obj)
  * that is in every trace). */
 #define BY_VERSION_SAMPLE 2000
 
-/* The same percentiles per app version (ordered by version text), over the
+/* The same percentiles per app version (in version order), over the
  * newest BY_VERSION_SAMPLE traces containing the method (n of them in all:
  * it picks the plan, as for the trace list below). */
 static int method_by_version(sqlite3 *db, const char *name, int64_t n, json_t *doc)
@@ -500,6 +501,7 @@ static int method_by_version(sqlite3 *db, const char *name, int64_t n, json_t *d
 	free(ver);
 	free(sm.self);
 	free(sm.incl);
+	rvs_version_sort(arr, "app_version", (const char *const[]){NULL});
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
@@ -591,6 +593,7 @@ static int signature_counts_into(sqlite3_stmt *st, const char *sig, json_t *o)
 	sqlite3_bind_text(st, 1, sig, -1, SQLITE_TRANSIENT);
 	rc = step_rows_into(st, arr);
 	sqlite3_reset(st);
+	rvs_version_sort(arr, "app_version", (const char *const[]){"week_start", NULL});
 	json_object_set_new(o, "counts", arr);
 	return rc;
 }
@@ -774,6 +777,7 @@ static void signatures_weekly(sqlite3 *db, const char *query, struct rvs_query_r
 		return set_error(r, 500, "query failed");
 	}
 	free(param);
+	rvs_version_sort(arr, "app_version", (const char *const[]){"signature", "week", NULL});
 	set_json(r, 200, json_pack("{s:o}", "rows", arr));
 }
 

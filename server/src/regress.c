@@ -13,6 +13,7 @@
  * by delta.  Every input from a request is bound as an SQL parameter.
  */
 #include "regress.h"
+#include "version.h"
 #include "params.h"
 #include "reply.h"
 #include "route.h"
@@ -187,39 +188,6 @@ int rvs_bh_adjust(const double *p, size_t n, double *q)
 	}
 	free(ix);
 	return 0;
-}
-
-int rvs_version_cmp(const char *a, const char *b)
-{
-	while (*a && *b) {
-		if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
-			const char *ea = a, *eb = b;
-			size_t la, lb;
-			while (*a == '0' && a[1] >= '0' && a[1] <= '9')
-				a++;
-			while (*b == '0' && b[1] >= '0' && b[1] <= '9')
-				b++;
-			for (ea = a; *ea >= '0' && *ea <= '9'; ea++)
-				;
-			for (eb = b; *eb >= '0' && *eb <= '9'; eb++)
-				;
-			la = (size_t)(ea - a);
-			lb = (size_t)(eb - b);
-			if (la != lb)
-				return la < lb ? -1 : 1;
-			int c = memcmp(a, b, la);
-			if (c)
-				return c;
-			a = ea;
-			b = eb;
-			continue;
-		}
-		if (*a != *b)
-			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-		a++;
-		b++;
-	}
-	return (unsigned char)*a - (unsigned char)*b;
 }
 
 /* ---- loading the two sides ---------------------------------------------- */
