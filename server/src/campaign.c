@@ -19,6 +19,7 @@
  */
 #include "campaign.h"
 #include "campaign_core.h"
+#include "params.h"
 #include "reply.h"
 #include "route.h"
 #include "store.h"
@@ -99,6 +100,24 @@ static int get_int(json_t *spec, const char *key, long long lo, long long hi, lo
 	return 0;
 }
 
+/* A time member: unix seconds, or a string rvs_param_time takes (ISO 8601),
+ * which becomes its seconds in spec (the stored spec holds numbers only). */
+static int get_time(json_t *spec, const char *key, long long *out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(spec, key);
+	int64_t t;
+
+	if (!json_is_string(v))
+		return get_int(spec, key, 0, 1LL << 40, out, err, errlen);
+	if (rvs_param_time(json_string_value(v), &t) || t > 1LL << 40)
+		return fail(err, errlen,
+			    "%s: unix seconds or an ISO 8601 date (2026-01-31, 2026-01-31T08:00Z)",
+			    key);
+	*out = t;
+	json_object_set_new(spec, key, json_integer(t));
+	return 0;
+}
+
 static int get_str(json_t *spec, const char *key, char **out, char *err, size_t errlen)
 {
 	json_t *v = json_object_get(spec, key);
@@ -147,10 +166,10 @@ static int camp_parse(json_t *spec, struct camp *k, char *err, size_t errlen)
 	if (get_int(spec, "priority", -1000, 1000, &x, err, errlen))
 		return -EINVAL;
 	k->c.priority = (int32_t)x;
-	if (get_int(spec, "valid_from_s", 0, 1LL << 40, &x, err, errlen))
+	if (get_time(spec, "valid_from_s", &x, err, errlen))
 		return -EINVAL;
 	k->c.valid_from_s = (uint64_t)x;
-	if (get_int(spec, "valid_until_s", 0, 1LL << 40, &x, err, errlen))
+	if (get_time(spec, "valid_until_s", &x, err, errlen))
 		return -EINVAL;
 	k->c.valid_until_s = (uint64_t)x;
 	if (k->c.valid_until_s && k->c.valid_until_s <= k->c.valid_from_s)

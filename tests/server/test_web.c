@@ -1223,6 +1223,77 @@ static void test_web_campaign_form_creates_edits_and_ends(void **state)
 	resp_free(&r);
 }
 
+/* Item 7 of issue 16's papercuts: campaign times are dates — ISO 8601 in
+ * the API (unix seconds still), date-and-time fields (UTC) in the form. */
+static void test_web_campaign_times_iso_in_api_and_dates_in_form(void **state)
+{
+	static const char spec[] =
+		"{\"id\":\"iso-camp\",\"app_patterns\":[\"com.iso\"],\"sample_probability\":1,"
+		"\"valid_from_s\":\"2026-01-01\","
+		"\"valid_until_s\":\"2099-01-01T02:00+02:00\"}";
+	static const char bad[] =
+		"{\"id\":\"iso-bad\",\"app_patterns\":[\"com.iso\"],\"sample_probability\":1,"
+		"\"valid_from_s\":\"2026-13-01\"}";
+	Rearview__PolicyBody *b;
+	const Rearview__Campaign *c;
+	struct resp r;
+	char form[512];
+
+	req("/api/v1/campaigns", NULL, g_srv.api, spec, strlen(spec), "application/json", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+	req("/api/v1/campaigns", NULL, g_srv.api, bad, strlen(bad), "application/json", &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "valid_from_s: unix seconds or an ISO 8601 date"));
+	resp_free(&r);
+	b = fetch_verified_policy();
+	c = find_campaign(b, "iso-camp");
+	assert_non_null(c);
+	assert_int_equal(c->valid_from_s, 1767225600);
+	assert_int_equal(c->valid_until_s, 4070908800);
+	assert_null(find_campaign(b, "iso-bad"));
+	rearview__policy_body__free_unpacked(b, NULL);
+	req("/api/v1/campaigns/iso-camp/end", NULL, g_srv.api, "", 0, "application/json", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+
+	ensure_login();
+	get("/campaigns", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "type=\"datetime-local\" name=\"valid_from_s\""));
+	resp_free(&r);
+	snprintf(form, sizeof form,
+		 "csrf=%s&id=date-camp&app_patterns=com.date&sample_probability=1&valid_from_s="
+		 "2026-01-01T08%%3A30"
+		 "&valid_until_s=",
+		 g_csrf);
+	post_form("/campaigns", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+	b = fetch_verified_policy();
+	c = find_campaign(b, "date-camp");
+	assert_non_null(c);
+	assert_int_equal(c->valid_from_s, 1767225600 + 8 * 3600 + 30 * 60);
+	assert_int_equal(c->valid_until_s, 0);
+	rearview__policy_body__free_unpacked(b, NULL);
+	get("/campaigns/date-camp", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "name=\"valid_from_s\" value=\"2026-01-01T08:30\""));
+	assert_non_null(strstr(r.body, "name=\"valid_until_s\" value=\"\""));
+	resp_free(&r);
+	snprintf(form, sizeof form,
+		 "csrf=%s&id=date-bad&app_patterns=com.date&sample_probability=1&valid_from_s=soon",
+		 g_csrf);
+	post_form("/campaigns", form, &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "valid_from_s: not a date"));
+	resp_free(&r);
+	snprintf(form, sizeof form, "csrf=%s", g_csrf);
+	post_form("/campaigns/date-camp/end", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+}
+
 /* Runs sql on the server's database (the test's own connection). */
 static void db_exec(const char *sql)
 {
@@ -1440,6 +1511,7 @@ int main(void)
 		cmocka_unit_test(test_web_campaign_api_publishes_a_verified_policy),
 		cmocka_unit_test(test_web_campaign_api_rejects_bad_specs_without_publishing),
 		cmocka_unit_test(test_web_campaign_form_creates_edits_and_ends),
+		cmocka_unit_test(test_web_campaign_times_iso_in_api_and_dates_in_form),
 		cmocka_unit_test(test_web_campaign_typos_and_implicit_fleet_wide_refused),
 		cmocka_unit_test(test_web_campaign_form_preview_publishes_nothing),
 		cmocka_unit_test(test_web_fleet_page_shows_devices_uploads_and_skip_reasons),
