@@ -4,11 +4,11 @@
  *
  * Invariants: the table is constant and ordered — the first entry matching
  * both path and method serves the request, so specific patterns come
- * before the catch-all entries of their family (the "/api/v1/" and "/traces/" prefixes)
- * that give that family's 404.  Matching reads only its arguments.  Each
- * entry lists every query parameter its handler (and, for a web page, the
- * API it forwards to) reads: the dispatcher refuses any other, so no
- * parameter is ever silently ignored.
+ * before the catch-all entries of their family (the "/api/v1/" and
+ * "/traces/" prefixes) that give that family's 404; the web UI's 404 for
+ * every other path is a fallback, tried only when no other entry matches.  Matching reads only its
+ * arguments.  Each entry lists every query parameter its handler (and, for a web page, the API it
+ * forwards to) reads: the dispatcher refuses any other, so no parameter is ever silently ignored.
  */
 #include "route.h"
 #include "params.h"
@@ -101,6 +101,7 @@ static const struct rvs_route routes[] = {
 	API("/api/v1/regressions/runs", GET, 0, NULL, rvs_regress_api_runs),
 	API("/api/v1/alerts", GET, 0, NULL, rvs_webhook_api_list),
 	API("/api/v1/**", GET, 0, ANY_PARAM, rvs_query_none),
+	API("/api/**", GET, 0, ANY_PARAM, rvs_query_none),
 	/* The web UI (server/WEB.md). */
 	WEB("/static/**", GET, NONE, 0, NULL, rvs_web_static),
 	WEB("/favicon.ico", GET, NONE, 0, NULL, rvs_web_favicon),
@@ -126,7 +127,12 @@ static const struct rvs_route routes[] = {
 	WEB("/methods/**", GET, SESSION, 0, P(METHOD_PARAMS), rvs_web_method),
 	WEB("/methods/**", POST, SESSION, 0, NULL, rvs_web_method_post),
 	WEB("/regressions", GET, SESSION, 0, P(REGRESS_PARAMS), rvs_web_regressions),
+	/* Any path no entry above matches is the web UI's HTML 404 (a POST
+	 * too: the dispatcher answers it, web.c), not a protobuf download. */
+	WEB("/**", GET, NONE, RVS_ROUTE_FALLBACK, ANY_PARAM, rvs_web_not_found),
 };
+
+#define N_ROUTES (sizeof routes / sizeof routes[0])
 
 /* 1 when path matches pattern; *arg and *arg_len: the first wildcard's match. */
 static int match(const char *pat, const char *path, const char **arg, size_t *arg_len)
@@ -169,10 +175,17 @@ const struct rvs_route *rvs_route_find(unsigned method, const char *path, const 
 	size_t first_len = 0;
 	unsigned methods = 0;
 
-	for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+	/* The ordinary entries (k < N), then, when none matched the path, the
+	 * fallbacks (k >= N). */
+	for (size_t k = 0; k < 2 * N_ROUTES; k++) {
+		size_t i = k % N_ROUTES;
+		int fallback = k >= N_ROUTES;
 		const char *a = NULL;
 		size_t n = 0;
-		if (!match(routes[i].pattern, path, &a, &n))
+		if (fallback && first)
+			break;
+		if (!(routes[i].flags & RVS_ROUTE_FALLBACK) != !fallback ||
+		    !match(routes[i].pattern, path, &a, &n))
 			continue;
 		if (routes[i].methods & method) {
 			*arg = a;

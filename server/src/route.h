@@ -47,6 +47,9 @@ enum rvs_route_family { RVS_FAMILY_DEVICE, RVS_FAMILY_API, RVS_FAMILY_WEB };
 /* The entry loads a whole trace into memory (an export, a flame graph, the
  * web trace page): bounded by RVS_EXPORT_STREAMS at once. */
 #define RVS_ROUTE_TRACE_LOAD 1u
+/* The entry serves a path only when no other entry matches it at all (with
+ * any method): the web UI's 404 for every other path. */
+#define RVS_ROUTE_FALLBACK 2u
 
 /* One call of a handler.  arg/arg_len: what the pattern's wildcard matched
  * (see rvs_route_find), NUL-terminated only for a trailing "**".  q: the
@@ -87,7 +90,8 @@ struct rvs_route {
 /* Finds the route of a request: the first entry whose pattern matches path
  * and which serves method (*allow = 0); else, when some entries match path,
  * the first of them with *allow = the union of their methods (the method is
- * not allowed); else NULL (no such resource).  *arg and *arg_len: the first
+ * not allowed); else the same among the RVS_ROUTE_FALLBACK entries; else
+ * NULL (no such resource).  *arg and *arg_len: the first
  * wildcard's match in path. */
 const struct rvs_route *rvs_route_find(unsigned method, const char *path, const char **arg,
 				       size_t *arg_len, unsigned *allow);

@@ -601,6 +601,11 @@ void rvs_web_trace_none(struct rvs_call *call)
 		web_error(call->ctx, 404, "no such page");
 }
 
+void rvs_web_not_found(struct rvs_call *call)
+{
+	web_error(call->ctx, 404, "no such page");
+}
+
 void rvs_web_signatures(struct rvs_call *call)
 {
 	web_signatures_page(call->ctx);
@@ -676,6 +681,8 @@ static void dispatch(struct web_ctx *c, const struct rvs_route *rt, unsigned all
 		if (post && !csrf_ok(c))
 			return web_error(c, 403, "missing or wrong CSRF token");
 	}
+	if (allow && rt->handler == rvs_web_not_found)
+		return web_error(c, 404, "no such page");
 	if (allow)
 		return post && rt->auth == RVS_AUTH_SESSION
 			       ? web_error(c, 404, "no such form")

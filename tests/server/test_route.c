@@ -2,9 +2,10 @@
  * test_route.c — the route table's dispatcher (route.c): the first entry
  * serving path and method wins, specific patterns before their family's
  * catch-all, a path served with other methods gives their union, an
- * unknown path gives none, and wildcards capture what they matched; every
- * route lists exactly the query parameters its handler reads, and the
- * dispatcher refuses any other by name before the handler runs.
+ * unknown path gives the web UI's 404 (the JSON API's under /api/), and
+ * wildcards capture what they matched; every route lists exactly the query
+ * parameters its handler reads, and the dispatcher refuses any other by
+ * name before the handler runs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -146,16 +147,34 @@ static void test_route_find_other_method_gives_union_of_allowed(void **state)
 	assert_string_equal(rvs_route_allow(allow), "GET");
 }
 
-static void test_route_find_unknown_path_returns_null(void **state)
+static void test_route_find_unknown_path_is_the_web_404_or_its_family_s(void **state)
 {
-	static const char *const paths[] = {
-		"/nope", "/static", "/api/v2/traces", "/v1/uploads/x", "/metrics/", "", "/traces2"};
+	static const char *const paths[] = {"/nope", "/static", "/v1/uploads/x", "/metrics/",
+					    "/traces2"};
 	const char *arg;
 	size_t n;
 	unsigned allow;
+	const struct rvs_route *r;
 
-	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-		assert_null(find(RVS_M_GET, paths[i], &arg, &n, &allow));
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		r = find(RVS_M_GET, paths[i], &arg, &n, &allow);
+		assert_non_null(r);
+		assert_ptr_equal(r->handler, rvs_web_not_found);
+		assert_int_equal(r->auth, RVS_AUTH_NONE);
+		assert_int_equal(allow, 0);
+		/* A POST finds it too, as not allowed: web.c answers 404. */
+		r = find(RVS_M_POST, paths[i], &arg, &n, &allow);
+		assert_ptr_equal(r->handler, rvs_web_not_found);
+		assert_int_equal(allow, RVS_M_GET);
+	}
+	/* The JSON API keeps its JSON 404 and 405 under /api/. */
+	assert_ptr_equal(find(RVS_M_GET, "/api/v2/traces", &arg, &n, &allow)->handler,
+			 rvs_query_none);
+	r = find(RVS_M_POST, "/api/v1/nothing", &arg, &n, &allow);
+	assert_int_equal(r->family, RVS_FAMILY_API);
+	assert_int_equal(allow, RVS_M_GET);
+	assert_null(find(RVS_M_GET, "", &arg, &n, &allow));
+	assert_null(find(RVS_M_GET, "*", &arg, &n, &allow));
 }
 
 #define TRACES                                                                       \
@@ -234,6 +253,8 @@ static const struct {
 	{RVS_M_GET, "/methods/m", rvs_web_method, METHOD},
 	{RVS_M_POST, "/methods/m", rvs_web_method_post, ""},
 	{RVS_M_GET, "/regressions", rvs_web_regressions, REGRESS},
+	{RVS_M_GET, "/api/v2/x", rvs_query_none, "*"},
+	{RVS_M_GET, "/nope/at/all", rvs_web_not_found, "*"},
 };
 
 static void test_route_params_each_route_lists_exactly_its_parameters(void **state)
@@ -321,7 +342,7 @@ int main(void)
 		cmocka_unit_test(test_route_find_specific_before_catch_all_wins),
 		cmocka_unit_test(test_route_find_wildcards_capture_their_match),
 		cmocka_unit_test(test_route_find_other_method_gives_union_of_allowed),
-		cmocka_unit_test(test_route_find_unknown_path_returns_null),
+		cmocka_unit_test(test_route_find_unknown_path_is_the_web_404_or_its_family_s),
 		cmocka_unit_test(test_route_params_each_route_lists_exactly_its_parameters),
 		cmocka_unit_test(test_route_params_unknown_name_is_refused_by_name),
 		cmocka_unit_test(test_route_params_api_refuses_before_the_handler_runs),

@@ -605,6 +605,45 @@ static void test_web_time_range_filter_takes_utc_dates(void **state)
 	resp_free(&r);
 }
 
+/* Items 1 and 8 of issue 16's papercuts: an unknown path is an HTML 404
+ * page (it was a protobuf download), signed in or not, GET or POST; an
+ * unknown parameter an HTML 400 naming it, before the page runs. */
+static void test_web_unknown_path_and_parameter_get_html_pages(void **state)
+{
+	static const char *const paths[] = {"/nope", "/traces2", "/v1/nope", "/metrics/x"};
+	struct resp r;
+
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		req(paths[i], NULL, NULL, NULL, 0, NULL, &r);
+		assert_int_equal(r.code, 404);
+		assert_non_null(strstr(r.hdrs, "Content-Type: text/html"));
+		assert_non_null(strstr(r.body, "no such page"));
+		resp_free(&r);
+	}
+	req("/nope", NULL, NULL, "a=1", 3, "application/x-www-form-urlencoded", &r);
+	assert_int_equal(r.code, 404);
+	assert_non_null(strstr(r.hdrs, "Content-Type: text/html"));
+	resp_free(&r);
+	ensure_login();
+	get("/nope?x=1", &r);
+	assert_int_equal(r.code, 404);
+	assert_non_null(strstr(r.body, "no such page"));
+	resp_free(&r);
+	get("/traces?app=x&order=newest", &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.hdrs, "Content-Type: text/html"));
+	assert_non_null(strstr(r.body, "unknown parameter: order"));
+	resp_free(&r);
+	get("/signatures?limit=5", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+	/* The JSON API keeps JSON. */
+	req("/api/v1/nothing", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 404);
+	assert_non_null(strstr(r.hdrs, "Content-Type: application/json"));
+	resp_free(&r);
+}
+
 static void test_web_path_traversal_in_static_and_export_is_refused(void **state)
 {
 	static const char *const paths[] = {
@@ -1502,6 +1541,7 @@ int main(void)
 		cmocka_unit_test(test_web_sql_injection_in_filters_matches_nothing),
 		cmocka_unit_test(test_web_time_range_filter_takes_utc_dates),
 		cmocka_unit_test(test_web_path_traversal_in_static_and_export_is_refused),
+		cmocka_unit_test(test_web_unknown_path_and_parameter_get_html_pages),
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
 		cmocka_unit_test(test_web_trace_page_shows_offcpu_counters_and_lock_waits),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
