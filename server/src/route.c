@@ -134,6 +134,9 @@ static const struct rvs_route routes[] = {
 
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 
+/* /metrics counts error answers by family (rvs.h). */
+_Static_assert(RVS_FAMILY_WEB + 1 == RVS_METRIC_FAMILIES, "one metrics row per route family");
+
 /* 1 when path matches pattern; *arg and *arg_len: the first wildcard's match. */
 static int match(const char *pat, const char *path, const char **arg, size_t *arg_len)
 {

@@ -644,6 +644,69 @@ static void test_web_unknown_path_and_parameter_get_html_pages(void **state)
 	resp_free(&r);
 }
 
+/* The value of one series on /metrics (the whole text before the value),
+ * 0 when it is not there yet (metric() needs it there). */
+static long long metric_or_0(const char *series)
+{
+	struct resp r;
+	const char *p;
+	long long v = 0;
+
+	req("/metrics", NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	for (p = r.body; (p = strstr(p, series)); p++)
+		if ((p == r.body || p[-1] == '\n') && p[strlen(series)] == ' ') {
+			v = strtoll(p + strlen(series) + 1, NULL, 10);
+			break;
+		}
+	resp_free(&r);
+	return v;
+}
+
+/* Items 2 and 9 of issue 16's papercuts: the JSON API's refusals on the
+ * loop thread are JSON too (405 was a protobuf), and every error answer is
+ * counted on /metrics by route family and status. */
+static void test_web_api_errors_are_json_and_counted_by_family_and_status(void **state)
+{
+#define SERIES(f, s) "rearview_error_replies_total{family=\"" f "\",status=\"" s "\"}"
+	long long a400 = metric_or_0(SERIES("api", "400")),
+		  a401 = metric_or_0(SERIES("api", "401")),
+		  a405 = metric_or_0(SERIES("api", "405")),
+		  w404 = metric_or_0(SERIES("web", "404"));
+	struct resp r;
+	json_t *j;
+
+	req("/api/v1/traces?order=x", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 400);
+	j = json_loads(r.body, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(j, "error")),
+			    "unknown parameter: order");
+	json_decref(j);
+	resp_free(&r);
+	req("/api/v1/fleet", NULL, g_srv.api, "{}", 2, "application/json", &r);
+	assert_int_equal(r.code, 405);
+	assert_non_null(strstr(r.hdrs, "Content-Type: application/json"));
+	assert_non_null(strstr(r.hdrs, "Allow: GET"));
+	j = json_loads(r.body, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(j, "error")),
+			    "method not allowed (allowed: GET)");
+	json_decref(j);
+	resp_free(&r);
+	req("/api/v1/fleet", NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 401);
+	assert_non_null(strstr(r.hdrs, "Content-Type: application/json"));
+	resp_free(&r);
+	req("/nope", NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 404);
+	resp_free(&r);
+
+	assert_int_equal(metric_or_0(SERIES("api", "400")), a400 + 1);
+	assert_int_equal(metric_or_0(SERIES("api", "401")), a401 + 1);
+	assert_int_equal(metric_or_0(SERIES("api", "405")), a405 + 1);
+	assert_int_equal(metric_or_0(SERIES("web", "404")), w404 + 1);
+#undef SERIES
+}
+
 static void test_web_path_traversal_in_static_and_export_is_refused(void **state)
 {
 	static const char *const paths[] = {
@@ -1542,6 +1605,7 @@ int main(void)
 		cmocka_unit_test(test_web_time_range_filter_takes_utc_dates),
 		cmocka_unit_test(test_web_path_traversal_in_static_and_export_is_refused),
 		cmocka_unit_test(test_web_unknown_path_and_parameter_get_html_pages),
+		cmocka_unit_test(test_web_api_errors_are_json_and_counted_by_family_and_status),
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
 		cmocka_unit_test(test_web_trace_page_shows_offcpu_counters_and_lock_waits),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
