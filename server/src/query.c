@@ -161,7 +161,7 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 {
 	static const char *const text_params[] = {"app", "version", "model", "os_build"};
 	static const char *const int_params[] = {"kind", "min_severity", "since", "until"};
-	const char *sql = LIST_SQL;
+	const char *sql = LIST_SQL, *bad;
 	char v[1024];
 	int64_t limit, n = 0, last = 0, iv;
 	sqlite3_stmt *st;
@@ -183,12 +183,14 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return set_error(r, 500, "query failed");
 	for (int i = 0; i < 4; i++) {
+		bad = text_params[i];
 		if ((rc = qparam(query, text_params[i], v, sizeof v)) < 0)
 			goto bad;
 		if (rc)
 			sqlite3_bind_text(st, i + 1, v, -1, SQLITE_TRANSIENT);
 	}
 	for (int i = 0; i < 4; i++) {
+		bad = int_params[i];
 		if ((rc = qparam(query, int_params[i], v, sizeof v)) < 0)
 			goto bad;
 		if (rc && (i ? parse_i64(v, &iv) : rvs_param_kind(v, &iv)))
@@ -196,14 +198,17 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 		if (rc)
 			sqlite3_bind_int64(st, i + 5, iv);
 	}
+	bad = "signature";
 	if ((rc = qparam(query, "signature", v, sizeof v)) < 0)
 		goto bad;
 	if (rc)
 		sqlite3_bind_text(st, 9, v, -1, SQLITE_TRANSIENT);
+	bad = "method";
 	if ((rc = qparam(query, "method", v, sizeof v)) < 0)
 		goto bad;
 	if (rc)
 		sqlite3_bind_text(st, 10, v, -1, SQLITE_TRANSIENT);
+	bad = "cursor";
 	if ((rc = qparam(query, "cursor", v, sizeof v)) < 0 || (rc && parse_i64(v, &iv)))
 		goto bad;
 	if (rc)
@@ -237,7 +242,8 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 	return set_json(r, 200, doc);
 bad:
 	sqlite3_finalize(st);
-	set_error(r, 400, "bad query parameter");
+	snprintf(v, sizeof v, "bad value for parameter: %s", bad);
+	set_error(r, 400, v);
 }
 
 /* ---- GET /api/v1/traces/{id} ------------------------------------------------ */

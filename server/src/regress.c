@@ -673,7 +673,12 @@ void rvs_regress_api(struct rvs_call *c)
 	hv = rvs_query_param(c->query, "version", version, sizeof version);
 	hw = rvs_query_param(c->query, "week", week, sizeof week);
 	if (ha < 0 || hb < 0 || hm < 0 || hv < 0 || hw < 0)
-		return rvs_query_set_error(c->q, 400, "a parameter is malformed or too long");
+		return rvs_query_set_error(c->q, 400,
+					   ha < 0   ? "bad value for parameter: a"
+					   : hb < 0 ? "bad value for parameter: b"
+					   : hm < 0 ? "bad value for parameter: model"
+					   : hv < 0 ? "bad value for parameter: version"
+						    : "bad value for parameter: week");
 	/* An empty field (the web form sends every field) is an absent one. */
 	ha = ha == 1 && a[0];
 	hb = hb == 1 && b[0];

@@ -454,6 +454,53 @@ static void test_search_sort_unknown_key_is_400_naming_it(void **state)
 	json_decref(doc);
 }
 
+/* Issue 16's papercuts 2-4: kinds by name wherever numbers are taken, a bad
+ * value named in the 400, limit clamped (not refused) above its maximum. */
+static void test_search_kind_names_and_bad_values_named(void **state)
+{
+	static const struct {
+		const char *path, *query, *error;
+	} bad[] = {
+		{"/api/v1/traces", "kind=sluggish", "bad value for parameter: kind"},
+		{"/api/v1/traces", "app=%zz", "bad value for parameter: app"},
+		{"/api/v1/traces", "cursor=x", "bad value for parameter: cursor"},
+		{"/api/v1/traces", "sort=severity&min_severity=x",
+		 "bad value for parameter: min_severity"},
+		{"/api/v1/traces", "sort=severity&kind=2x", "bad value for parameter: kind"},
+		{"/api/v1/issues", "kind=nope", "bad value for parameter: kind"},
+		{"/api/v1/search", "contains=parse&version=%zz",
+		 "bad value for parameter: version"},
+		{"/api/v1/traces", "limit=0", "bad limit"},
+		{"/api/v1/issues", "limit=-1", "bad limit"},
+	};
+	int st;
+	json_t *doc;
+
+	expect_order("kind=jank", "54321");
+	expect_order("kind=ANOMALY_JANK", "54321");
+	expect_order("kind=1", "54321");
+	expect_order("kind=Thermal", "");
+	expect_order("sort=severity&kind=jank", "25143");
+	expect_order("sort=severity&kind=touch", "");
+	expect_order("limit=100000", "54321");
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		doc = api(bad[i].path, bad[i].query, &st);
+		if (st != 400 ||
+		    strcmp(json_string_value(json_object_get(doc, "error")), bad[i].error) != 0)
+			fail_msg("%s?%s: %d %s", bad[i].path, bad[i].query, st,
+				 json_string_value(json_object_get(doc, "error")));
+		json_decref(doc);
+	}
+	doc = api("/api/v1/issues", "kind=jank", &st);
+	assert_int_equal(st, 200);
+	assert_true(json_array_size(json_object_get(doc, "issues")) > 0);
+	json_decref(doc);
+	doc = api("/api/v1/issues", "kind=thermal", &st);
+	assert_int_equal(st, 200);
+	assert_int_equal(json_array_size(json_object_get(doc, "issues")), 0);
+	json_decref(doc);
+}
+
 /* ---- issues ------------------------------------------------------------------- */
 
 static void test_search_issues_ranked_by_impact_with_weekly_trend(void **state)
@@ -739,6 +786,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_issue_decoder_folds_unknown_caller_prefix_of_real_captures, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_search_kind_names_and_bad_values_named, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_search_sort_keys_give_exact_orders, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_search_sort_keyset_pages_cover_list_once,
