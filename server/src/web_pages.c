@@ -687,6 +687,14 @@ static const struct web_col VERSION_COLS[] = {
 	{"Incl. p50 ms", "incl_ns.p50", COL_MS, NULL},
 	{"Incl. p95 ms", "incl_ns.p95", COL_MS, NULL},
 };
+static const struct web_col MODEL_COLS[] = {
+	{"Device model", "model", COL_TEXT, NULL},
+	{"Traces", "count", COL_NUM, NULL},
+	{"Self p50 ms", "self_ns.p50", COL_MS, NULL},
+	{"Self p95 ms", "self_ns.p95", COL_MS, NULL},
+	{"Incl. p50 ms", "incl_ns.p50", COL_MS, NULL},
+	{"Incl. p95 ms", "incl_ns.p95", COL_MS, NULL},
+};
 static const struct web_col METHOD_TRACE_COLS[] = {
 	{"Trace", "trace_id", COL_TRACE, NULL},	    {"App", "app_id", COL_TEXT, NULL},
 	{"Version", "app_version", COL_TEXT, NULL}, {"Model", "model", COL_TEXT, NULL},
@@ -714,6 +722,13 @@ void web_method_page(struct web_ctx *c, const char *name)
 		return web_error(c, status == 400 ? 400 : 500, "query failed");
 	}
 	web_page_begin(c, name);
+	/* app / version narrow the whole page (the API's filters). */
+	fputs("<form method=\"get\" class=\"filters\" action=\"/methods/", c->f);
+	rvs_web_urlenc(c->f, name);
+	fputs("\">", c->f);
+	filter_input(c, "app", "App", "text");
+	filter_input(c, "version", "App version", "text");
+	fputs(" <button type=\"submit\">Filter</button></form>", c->f);
 	fputs("<p>Traces containing this method: <b id=\"count\">", c->f);
 	web_field(c, doc, "count");
 	fputs("</b> — <a id=\"method-aggregate\" href=\"/aggregate?method=", c->f);
@@ -730,6 +745,9 @@ void web_method_page(struct web_ctx *c, const char *name)
 	web_table(c, "by-version", VERSION_COLS, sizeof VERSION_COLS / sizeof VERSION_COLS[0],
 		  rows);
 	json_decref(rows);
+	fputs("<h2>Time by device model</h2>", c->f);
+	web_table(c, "by-model", MODEL_COLS, sizeof MODEL_COLS / sizeof MODEL_COLS[0],
+		  json_object_get(doc, "by_model"));
 	fputs("<h2>Alert</h2>", c->f);
 
 	alert = json_object_get(doc, "alert");

@@ -707,6 +707,28 @@ static void test_web_api_errors_are_json_and_counted_by_family_and_status(void *
 #undef SERIES
 }
 
+/* Issue 16's papercut 5 on the web: the method page filters by app and
+ * version (the API's) and has a table by device model. */
+static void test_web_method_page_filters_and_splits_by_model(void **state)
+{
+	struct resp r;
+
+	ensure_login();
+	ensure_trace();
+	get("/methods/rvs_fixture_hot_spin", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "action=\"/methods/rvs_fixture_hot_spin\""));
+	assert_non_null(strstr(r.body, "<input name=\"app\""));
+	assert_non_null(strstr(r.body, "id=\"by-model\""));
+	assert_null(strstr(r.body, "<b id=\"count\">0</b>"));
+	resp_free(&r);
+	get("/methods/rvs_fixture_hot_spin?app=no.such.app&version=", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "<b id=\"count\">0</b>"));
+	assert_non_null(strstr(r.body, "value=\"no.such.app\""));
+	resp_free(&r);
+}
+
 static void test_web_path_traversal_in_static_and_export_is_refused(void **state)
 {
 	static const char *const paths[] = {
@@ -1605,6 +1627,7 @@ int main(void)
 		cmocka_unit_test(test_web_time_range_filter_takes_utc_dates),
 		cmocka_unit_test(test_web_path_traversal_in_static_and_export_is_refused),
 		cmocka_unit_test(test_web_unknown_path_and_parameter_get_html_pages),
+		cmocka_unit_test(test_web_method_page_filters_and_splits_by_model),
 		cmocka_unit_test(test_web_api_errors_are_json_and_counted_by_family_and_status),
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
 		cmocka_unit_test(test_web_trace_page_shows_offcpu_counters_and_lock_waits),
