@@ -145,6 +145,21 @@ static int get_enum(const ProtobufCEnumDescriptor *d, json_t *v, int *out)
 	return 0;
 }
 
+/* An anomaly kind of "kinds": a number, or a string rvs_param_kind takes
+ * ("ANOMALY_JANK", "jank"); never UNSPECIFIED.  0 or -EINVAL. */
+static int get_kind(json_t *v, int *out)
+{
+	int64_t k;
+
+	if (!json_is_string(v))
+		return get_enum(&rearview__anomaly_kind__descriptor, v, out);
+	if (rvs_param_kind(json_string_value(v), &k) || k <= 0 || k >= 1000 ||
+	    !protobuf_c_enum_descriptor_get_value(&rearview__anomaly_kind__descriptor, (int)k))
+		return -EINVAL;
+	*out = (int)k;
+	return 0;
+}
+
 /* Parses spec into k (which takes a reference to spec).  0 or -EINVAL. */
 static int camp_parse(json_t *spec, struct camp *k, char *err, size_t errlen)
 {
@@ -197,7 +212,7 @@ static int camp_parse(json_t *spec, struct camp *k, char *err, size_t errlen)
 			return fail(err, errlen, "%s", "kinds: a list of anomaly kind names");
 		json_array_foreach(kinds, i, v)
 		{
-			if (get_enum(&rearview__anomaly_kind__descriptor, v, &e))
+			if (get_kind(v, &e))
 				return fail(err, errlen, "%s", "kinds: unknown anomaly kind");
 			k->kinds[k->c.n_kinds++] = (Rearview__AnomalyKind)e;
 		}

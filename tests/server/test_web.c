@@ -1348,11 +1348,13 @@ static void test_web_campaign_form_creates_edits_and_ends(void **state)
 }
 
 /* Item 7 of issue 16's papercuts: campaign times are dates — ISO 8601 in
- * the API (unix seconds still), date-and-time fields (UTC) in the form. */
+ * the API (unix seconds still), date-and-time fields (UTC) in the form;
+ * item 3: kinds by short name. */
 static void test_web_campaign_times_iso_in_api_and_dates_in_form(void **state)
 {
 	static const char spec[] =
 		"{\"id\":\"iso-camp\",\"app_patterns\":[\"com.iso\"],\"sample_probability\":1,"
+		"\"kinds\":[\"thermal\",\"Touch\"],"
 		"\"valid_from_s\":\"2026-01-01\","
 		"\"valid_until_s\":\"2099-01-01T02:00+02:00\"}";
 	static const char bad[] =
@@ -1375,6 +1377,10 @@ static void test_web_campaign_times_iso_in_api_and_dates_in_form(void **state)
 	assert_non_null(c);
 	assert_int_equal(c->valid_from_s, 1767225600);
 	assert_int_equal(c->valid_until_s, 4070908800);
+	/* Kinds by short name too (params.c). */
+	assert_int_equal(c->n_kinds, 2);
+	assert_int_equal(c->kinds[0], REARVIEW__ANOMALY_KIND__ANOMALY_THERMAL);
+	assert_int_equal(c->kinds[1], REARVIEW__ANOMALY_KIND__ANOMALY_TOUCH_LATENCY);
 	assert_null(find_campaign(b, "iso-bad"));
 	rearview__policy_body__free_unpacked(b, NULL);
 	req("/api/v1/campaigns/iso-camp/end", NULL, g_srv.api, "", 0, "application/json", &r);
