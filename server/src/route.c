@@ -6,9 +6,10 @@
  * both path and method serves the request, so specific patterns come
  * before the catch-all entries of their family (the "/api/v1/" and
  * "/traces/" prefixes) that give that family's 404; the web UI's 404 for
- * every other path is a fallback, tried only when no other entry matches.  Matching reads only its
- * arguments.  Each entry lists every query parameter its handler (and, for a web page, the API it
- * forwards to) reads: the dispatcher refuses any other, so no parameter is ever silently ignored.
+ * every other path is a fallback, tried only when no other entry matches.
+ * Matching reads only its arguments.  Each entry lists every query
+ * parameter its handler (and, for a web page, the API it forwards to)
+ * reads: the dispatcher refuses any other, so none is silently ignored.
  */
 #include "route.h"
 #include "params.h"

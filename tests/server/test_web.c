@@ -634,6 +634,12 @@ static void test_web_unknown_path_and_parameter_get_html_pages(void **state)
 	assert_non_null(strstr(r.hdrs, "Content-Type: text/html"));
 	assert_non_null(strstr(r.body, "unknown parameter: order"));
 	resp_free(&r);
+	/* The name is decoded for the message, and escaped in the page. */
+	get("/traces?%3Cscript%3E=1", &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "unknown parameter: &lt;script&gt;"));
+	assert_null(strstr(r.body, "<script>"));
+	resp_free(&r);
 	get("/signatures?limit=5", &r);
 	assert_int_equal(r.code, 200);
 	resp_free(&r);
