@@ -12,7 +12,7 @@ SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o b
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
 	symbols.o checkpoint.o stream.o route.o reply.o payload.o \
 	params.o export.o trace_load.o symstore.o agg.o web_agg.o issue.o search.o web_search.o \
-	regress.o webhook.o web_regress.o why.o model_cache.o web_timeline_js.o)
+	regress.o webhook.o web_regress.o why.o model_cache.o web_timeline_js.o version.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
@@ -57,6 +57,9 @@ $(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,checkpoin
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
+# The shared parameter helpers (params.c) and the version order (version.c).
+$(eval $(call rv_test,server,params,$(addprefix $(OBJ)/server/src/,params.o version.o) $(LIBRVPROTO),$(PROTOBUF_LIBS) -ljansson))
+$(OBJ)/tests/server/test_params.o: CPPFLAGS += -Iserver/src $(call pc,--cflags,jansson)
 # Worst traces, issues and chain search (search.c, issue.c) through the API.
 $(eval $(call rv_test,server,search,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_search.o: CPPFLAGS += $(call pc,--cflags,jansson) -Itests/rvtrace

@@ -740,6 +740,8 @@ static void send_reply(struct rvs_api *a, struct job *j)
 	struct rvs_header h[RVS_REPLY_HEADERS];
 	size_t n = rvs_reply_headers(&j->q, h);
 
+	rvs_metrics_count_reply(a->m, j->route->family, j->q.status);
+
 	if (j->q.stream)
 		respond_export(a, j, j->q.stream, j->q.content_type, h, n);
 	else if (j->export_slot)
@@ -1000,14 +1002,24 @@ static struct job *queue_job(struct rvs_api *a, struct rvs_conn *c, struct rvs_h
 	return j;
 }
 
+static void api_json_error(struct rvs_api *a, struct rvs_conn *c, int status, const char *msg,
+			   const struct rvs_header *h, size_t nh);
+
 /* Trace loads at once are bounded (RVS_EXPORT_STREAMS): past it 503 with
- * Retry-After and nonzero.  load: the request loads a whole trace. */
-static int admit_export(struct rvs_api *a, struct rvs_conn *c, int load)
+ * Retry-After (JSON for the JSON API) and nonzero.  load: the request loads
+ * a whole trace; family: its route's. */
+static int admit_export(struct rvs_api *a, struct rvs_conn *c, int load,
+			enum rvs_route_family family)
 {
 	struct rvs_header h = {"Retry-After", "1"};
 	if (!load || a->exports < RVS_EXPORT_STREAMS)
 		return 0;
 	a->m->errors[RVS_ERR_RATE_LIMITED]++;
+	if (family == RVS_FAMILY_API) {
+		api_json_error(a, c, 503, "exports busy; retry in a second", &h, 1);
+		return -EBUSY;
+	}
+	rvs_metrics_count_reply(a->m, family, 503);
 	rvs_conn_respond(c, 503, "text/plain; charset=utf-8", &h, 1,
 			 "exports busy; retry in a second\n", 32);
 	return -EBUSY;
@@ -1022,10 +1034,17 @@ static void export_job(struct rvs_api *a, struct job *j, int load)
 	a->exports++;
 }
 
-static void method_not_allowed(struct rvs_api *a, struct rvs_conn *c, const char *allow)
+static void method_not_allowed(struct rvs_api *a, struct rvs_conn *c, const char *allow,
+			       enum rvs_route_family family)
 {
 	struct rvs_header h = {"Allow", allow};
+	char msg[64];
+
 	a->m->errors[RVS_ERR_METHOD]++;
+	snprintf(msg, sizeof msg, "method not allowed (allowed: %s)", allow);
+	if (family == RVS_FAMILY_API)
+		return api_json_error(a, c, 405, msg, &h, 1);
+	rvs_metrics_count_reply(a->m, family, 405);
 	respond_error(c, 405, REARVIEW__ERROR__CODE__UNSPECIFIED, "method not allowed", &h, 1);
 }
 
@@ -1129,11 +1148,12 @@ static int admit_enroll(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_r
 
 /* The JSON API's refusal on the loop thread: {"error": msg}, as its
  * endpoints answer (reply.h). */
-static void api_json_error(struct rvs_conn *c, int status, const char *msg,
+static void api_json_error(struct rvs_api *a, struct rvs_conn *c, int status, const char *msg,
 			   const struct rvs_header *h, size_t nh)
 {
 	struct rvs_query_resp r = {0};
 
+	rvs_metrics_count_reply(a->m, RVS_FAMILY_API, status);
 	rvs_query_set_error(&r, status, msg);
 	rvs_conn_respond(c, r.status, r.content_type, h, nh, r.body, r.len);
 	free(r.body);
@@ -1157,13 +1177,13 @@ static int admit_api(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req 
 		snprintf(secs, sizeof secs, "%u", retry_after(p, a->cfg->auth_fail_per_min));
 		h[0] = (struct rvs_header){"Retry-After", secs};
 		a->m->errors[RVS_ERR_RATE_LIMITED]++;
-		api_json_error(c, 429, "too many failed authentications", h, 1);
+		api_json_error(a, c, 429, "too many failed authentications", h, 1);
 		return -1;
 	}
 	h[0] = (struct rvs_header){"WWW-Authenticate", "Bearer"};
 	a->m->errors[RVS_ERR_UNAUTHORIZED]++;
 	charge_auth_failure(a, c);
-	api_json_error(c, 401, "missing or bad API token", h, 1);
+	api_json_error(a, c, 401, "missing or bad API token", h, 1);
 	return -1;
 }
 
@@ -1226,11 +1246,13 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 	uint8_t hash[32];
 	int load;
 
+	r = rvs_route_find(method, req->path, &arg, &arg_len, &allow);
+	if (a->stopping && r && r->family == RVS_FAMILY_API)
+		return api_json_error(a, c, 503, "shutting down", NULL, 0);
 	if (a->stopping) {
 		respond_error(c, 503, REARVIEW__ERROR__CODE__BUSY, "shutting down", NULL, 0);
 		return;
 	}
-	r = rvs_route_find(method, req->path, &arg, &arg_len, &allow);
 	if (!r) {
 		a->m->errors[RVS_ERR_NOT_FOUND]++;
 		respond_error(c, 404, REARVIEW__ERROR__CODE__NOT_FOUND, "no such resource", NULL,
@@ -1240,7 +1262,7 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 	/* The web UI answers its unserved methods itself, after the session
 	 * check (web.c). */
 	if (allow && r->family != RVS_FAMILY_WEB) {
-		method_not_allowed(a, c, rvs_route_allow(allow));
+		method_not_allowed(a, c, rvs_route_allow(allow), r->family);
 		return;
 	}
 	if (r->thread == RVS_ON_LOOP) {
@@ -1266,7 +1288,7 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 			queue_job(a, c, req, r, 0, arg, arg_len, hash);
 		return;
 	case RVS_AUTH_API:
-		if (admit_api(a, c, req) == 0 && admit_export(a, c, load) == 0)
+		if (admit_api(a, c, req) == 0 && admit_export(a, c, load, r->family) == 0)
 			export_job(a, queue_job(a, c, req, r, 0, arg, arg_len, NULL), load);
 		return;
 	case RVS_AUTH_LOGIN:
@@ -1274,7 +1296,7 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 		return;
 	case RVS_AUTH_NONE:
 	case RVS_AUTH_SESSION:
-		if (admit_export(a, c, load) == 0)
+		if (admit_export(a, c, load, r->family) == 0)
 			export_job(a, queue_job(a, c, req, r, allow, arg, arg_len, NULL), load);
 		return;
 	}

@@ -19,6 +19,7 @@
  */
 #include "campaign.h"
 #include "campaign_core.h"
+#include "params.h"
 #include "reply.h"
 #include "route.h"
 #include "store.h"
@@ -99,6 +100,24 @@ static int get_int(json_t *spec, const char *key, long long lo, long long hi, lo
 	return 0;
 }
 
+/* A time member: unix seconds, or a string rvs_param_time takes (ISO 8601),
+ * which becomes its seconds in spec (the stored spec holds numbers only). */
+static int get_time(json_t *spec, const char *key, long long *out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(spec, key);
+	int64_t t;
+
+	if (!json_is_string(v))
+		return get_int(spec, key, 0, 1LL << 40, out, err, errlen);
+	if (rvs_param_time(json_string_value(v), &t) || t > 1LL << 40)
+		return fail(err, errlen,
+			    "%s: unix seconds or an ISO 8601 date (2026-01-31, 2026-01-31T08:00Z)",
+			    key);
+	*out = t;
+	json_object_set_new(spec, key, json_integer(t));
+	return 0;
+}
+
 static int get_str(json_t *spec, const char *key, char **out, char *err, size_t errlen)
 {
 	json_t *v = json_object_get(spec, key);
@@ -126,6 +145,21 @@ static int get_enum(const ProtobufCEnumDescriptor *d, json_t *v, int *out)
 	return 0;
 }
 
+/* An anomaly kind of "kinds": a number, or a string rvs_param_kind takes
+ * ("ANOMALY_JANK", "jank"); never UNSPECIFIED.  0 or -EINVAL. */
+static int get_kind(json_t *v, int *out)
+{
+	int64_t k;
+
+	if (!json_is_string(v))
+		return get_enum(&rearview__anomaly_kind__descriptor, v, out);
+	if (rvs_param_kind(json_string_value(v), &k) || k <= 0 || k >= 1000 ||
+	    !protobuf_c_enum_descriptor_get_value(&rearview__anomaly_kind__descriptor, (int)k))
+		return -EINVAL;
+	*out = (int)k;
+	return 0;
+}
+
 /* Parses spec into k (which takes a reference to spec).  0 or -EINVAL. */
 static int camp_parse(json_t *spec, struct camp *k, char *err, size_t errlen)
 {
@@ -147,10 +181,10 @@ static int camp_parse(json_t *spec, struct camp *k, char *err, size_t errlen)
 	if (get_int(spec, "priority", -1000, 1000, &x, err, errlen))
 		return -EINVAL;
 	k->c.priority = (int32_t)x;
-	if (get_int(spec, "valid_from_s", 0, 1LL << 40, &x, err, errlen))
+	if (get_time(spec, "valid_from_s", &x, err, errlen))
 		return -EINVAL;
 	k->c.valid_from_s = (uint64_t)x;
-	if (get_int(spec, "valid_until_s", 0, 1LL << 40, &x, err, errlen))
+	if (get_time(spec, "valid_until_s", &x, err, errlen))
 		return -EINVAL;
 	k->c.valid_until_s = (uint64_t)x;
 	if (k->c.valid_until_s && k->c.valid_until_s <= k->c.valid_from_s)
@@ -178,7 +212,7 @@ static int camp_parse(json_t *spec, struct camp *k, char *err, size_t errlen)
 			return fail(err, errlen, "%s", "kinds: a list of anomaly kind names");
 		json_array_foreach(kinds, i, v)
 		{
-			if (get_enum(&rearview__anomaly_kind__descriptor, v, &e))
+			if (get_kind(v, &e))
 				return fail(err, errlen, "%s", "kinds: unknown anomaly kind");
 			k->kinds[k->c.n_kinds++] = (Rearview__AnomalyKind)e;
 		}

@@ -1,10 +1,13 @@
 /*
  * metrics.c — the /metrics page in Prometheus text exposition format.
  * The counters live in struct rvs_metrics and are only touched on the loop
- * thread, so they need no atomics.
+ * thread, so they need no atomics.  Error answers are counted by route
+ * family and status (rearview_error_replies_total); a family/status pair
+ * appears once it has happened.
  */
 #include "rvs.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -62,6 +65,16 @@ enum rvs_decode_fail rvs_decode_fail_class(const char *reason)
 	return RVS_DECODE_FAIL_OTHER;
 }
 
+/* The route families' label values, in enum rvs_route_family order. */
+static const char *const family_names[RVS_METRIC_FAMILIES] = {"device", "api", "web"};
+
+void rvs_metrics_count_reply(struct rvs_metrics *m, int family, int status)
+{
+	assert(family >= 0 && family < RVS_METRIC_FAMILIES);
+	if (status >= 400 && status < 600)
+		m->error_replies[family][status - 400]++;
+}
+
 const char *rvs_err_name(enum rvs_err_reason r)
 {
 	return (unsigned)r < RVS_ERR_COUNT ? err_names[r] : "unknown";
@@ -69,7 +82,7 @@ const char *rvs_err_name(enum rvs_err_reason r)
 
 int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
 {
-	size_t cap = 8192, n = 0;
+	size_t cap = 16384, n = 0;
 	uint64_t cum;
 	char *buf = malloc(cap);
 	int w;
@@ -157,6 +170,15 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
 	     " users included).\n# TYPE rearview_login_hashes_total counter\n"
 	     "rearview_login_hashes_total %" PRIu64 "\n",
 	     m->login_hashes);
+	EMIT("# HELP rearview_error_replies_total Error answers (status 400..599) by route"
+	     " family (device, api, web) and status.\n"
+	     "# TYPE rearview_error_replies_total counter\n");
+	for (int f = 0; f < RVS_METRIC_FAMILIES; f++)
+		for (int s = 0; s < 200; s++)
+			if (m->error_replies[f][s])
+				EMIT("rearview_error_replies_total{family=\"%s\",status=\"%d\"} "
+				     "%" PRIu64 "\n",
+				     family_names[f], 400 + s, m->error_replies[f][s]);
 #undef EMIT
 	*out = buf;
 	*len = n;

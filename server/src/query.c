@@ -12,6 +12,7 @@
 #include "query.h"
 #include "export.h"
 #include "params.h"
+#include "version.h"
 #include "trace_load.h"
 #include "why.h"
 #include "store.h"
@@ -19,6 +20,7 @@
 #include "search.h"
 #include "rvs.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -119,14 +121,7 @@ static void row_into(sqlite3_stmt *st, json_t *obj)
 
 static int parse_limit(const char *query, int64_t *limit)
 {
-	char v[32];
-	int rc = qparam(query, "limit", v, sizeof v);
-	*limit = LIST_DEFAULT;
-	if (rc < 0 || (rc == 1 && (parse_i64(v, limit) || *limit < 1)))
-		return -EINVAL;
-	if (*limit > LIST_MAX)
-		*limit = LIST_MAX;
-	return 0;
+	return rvs_param_limit(query, LIST_DEFAULT, LIST_MAX, limit);
 }
 
 /* ---- GET /api/v1/traces ------------------------------------------------------ */
@@ -169,7 +164,7 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 {
 	static const char *const text_params[] = {"app", "version", "model", "os_build"};
 	static const char *const int_params[] = {"kind", "min_severity", "since", "until"};
-	const char *sql = LIST_SQL;
+	const char *sql = LIST_SQL, *bad;
 	char v[1024];
 	int64_t limit, n = 0, last = 0, iv;
 	sqlite3_stmt *st;
@@ -191,27 +186,32 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return set_error(r, 500, "query failed");
 	for (int i = 0; i < 4; i++) {
+		bad = text_params[i];
 		if ((rc = qparam(query, text_params[i], v, sizeof v)) < 0)
 			goto bad;
 		if (rc)
 			sqlite3_bind_text(st, i + 1, v, -1, SQLITE_TRANSIENT);
 	}
 	for (int i = 0; i < 4; i++) {
+		bad = int_params[i];
 		if ((rc = qparam(query, int_params[i], v, sizeof v)) < 0)
 			goto bad;
-		if (rc && parse_i64(v, &iv))
+		if (rc && (i ? parse_i64(v, &iv) : rvs_param_kind(v, &iv)))
 			goto bad;
 		if (rc)
 			sqlite3_bind_int64(st, i + 5, iv);
 	}
+	bad = "signature";
 	if ((rc = qparam(query, "signature", v, sizeof v)) < 0)
 		goto bad;
 	if (rc)
 		sqlite3_bind_text(st, 9, v, -1, SQLITE_TRANSIENT);
+	bad = "method";
 	if ((rc = qparam(query, "method", v, sizeof v)) < 0)
 		goto bad;
 	if (rc)
 		sqlite3_bind_text(st, 10, v, -1, SQLITE_TRANSIENT);
+	bad = "cursor";
 	if ((rc = qparam(query, "cursor", v, sizeof v)) < 0 || (rc && parse_i64(v, &iv)))
 		goto bad;
 	if (rc)
@@ -245,7 +245,8 @@ static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r
 	return set_json(r, 200, doc);
 bad:
 	sqlite3_finalize(st);
-	set_error(r, 400, "bad query parameter");
+	snprintf(v, sizeof v, "bad value for parameter: %s", bad);
+	set_error(r, 400, v);
 }
 
 /* ---- GET /api/v1/traces/{id} ------------------------------------------------ */
@@ -505,56 +506,99 @@ static void samples_into(struct samples *s, json_t *obj)
  * that is in every trace). */
 #define BY_VERSION_SAMPLE 2000
 
-/* The same percentiles per app version (ordered by version text), over the
- * newest BY_VERSION_SAMPLE traces containing the method (n of them in all:
- * it picks the plan, as for the trace list below). */
-static int method_by_version(sqlite3 *db, const char *name, int64_t n, json_t *doc)
+/* The filters of a method page (app, version: exact), NULL when absent;
+ * bound as ?3 and ?4 by the statements below. */
+#define METHOD_FILTERS " (?3 IS NULL OR t.app_id = ?3) AND (?4 IS NULL OR t.app_version = ?4)"
+
+/* The same percentiles per value of traces' column col ("app_version",
+ * listed in version order, or "model") into doc[key], over the newest
+ * BY_VERSION_SAMPLE traces containing the method that pass the filters (n
+ * of them in all: it picks the plan, as for the trace list below). */
+static int method_split(sqlite3 *db, const char *name, int64_t n, const char *col, const char *key,
+			const char *app, const char *ver, json_t *doc)
 {
 	struct samples sm = {0};
 	sqlite3_stmt *st;
-	char *ver = NULL;
+	char *v0 = NULL, sql[640];
 	json_t *arr = json_array();
 	int rc;
 
-	json_object_set_new(doc, "by_version", arr);
-	json_object_set_new(doc, "by_version_traces",
-			    json_integer(n < BY_VERSION_SAMPLE ? n : BY_VERSION_SAMPLE));
-	if (sqlite3_prepare_v2(
-		    db,
-		    n > METHOD_SCAN_MIN
-			    ? "SELECT v, s, i FROM (SELECT COALESCE(t.app_version, '') AS v,"
-			      " m.self_ns AS s, m.incl_ns AS i FROM traces t CROSS JOIN"
-			      " trace_methods m ON m.trace_id = t.trace_id AND m.method = ?1"
-			      " ORDER BY t.rowid DESC LIMIT ?2) ORDER BY 1"
-			    : "SELECT v, s, i FROM (SELECT COALESCE(t.app_version, '') AS v,"
-			      " m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
-			      " USING (trace_id) WHERE m.method = ?1 ORDER BY t.rowid DESC"
-			      " LIMIT ?2) ORDER BY 1",
-		    -1, &st, NULL) != SQLITE_OK)
+	assert(!strcmp(col, "app_version") || !strcmp(col, "model"));
+	json_object_set_new(doc, key, arr);
+	snprintf(sql, sizeof sql,
+		 n > METHOD_SCAN_MIN
+			 ? "SELECT v, s, i FROM (SELECT COALESCE(t.%s, '') AS v,"
+			   " m.self_ns AS s, m.incl_ns AS i FROM traces t CROSS JOIN"
+			   " trace_methods m ON m.trace_id = t.trace_id AND m.method = ?1"
+			   " WHERE" METHOD_FILTERS " ORDER BY t.rowid DESC LIMIT ?2) ORDER BY 1"
+			 : "SELECT v, s, i FROM (SELECT COALESCE(t.%s, '') AS v,"
+			   " m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
+			   " USING (trace_id) WHERE m.method = ?1 AND" METHOD_FILTERS
+			   " ORDER BY t.rowid DESC LIMIT ?2) ORDER BY 1",
+		 col);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int(st, 2, BY_VERSION_SAMPLE);
+	if (app)
+		sqlite3_bind_text(st, 3, app, -1, SQLITE_TRANSIENT);
+	if (ver)
+		sqlite3_bind_text(st, 4, ver, -1, SQLITE_TRANSIENT);
 	for (;;) {
 		const char *v;
 		rc = sqlite3_step(st);
 		v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-		if (sm.n && (!v || strcmp(v, ver) != 0)) {
-			json_t *o = json_pack("{s:o}", "app_version", jstr(ver));
+		if (sm.n && (!v || strcmp(v, v0) != 0)) {
+			json_t *o = json_pack("{s:o}", col, jstr(v0));
 			samples_into(&sm, o);
 			json_array_append_new(arr, o);
 		}
 		if (!v)
 			break;
 		if (sm.n == 0) {
-			free(ver);
-			if (!(ver = strdup(v)))
+			free(v0);
+			if (!(v0 = strdup(v)))
 				break;
 		}
 		if (samples_add(&sm, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)))
 			break;
 	}
 	sqlite3_finalize(st);
-	free(ver);
+	free(v0);
+	free(sm.self);
+	free(sm.incl);
+	if (!strcmp(col, "app_version"))
+		rvs_version_sort(arr, col, (const char *const[]){NULL});
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* With a filter: count, self_ns and incl_ns of the traces containing the
+ * method that pass it, into doc (exact, from every such trace: the index
+ * walk of method_pcts knows no filter); *n: the count.  0 or -EIO. */
+static int method_filtered(sqlite3 *db, const char *name, const char *app, const char *ver,
+			   int64_t *n, json_t *doc)
+{
+	struct samples sm = {0};
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT m.self_ns, m.incl_ns FROM trace_methods m JOIN traces t"
+			       " USING (trace_id) WHERE m.method = ?1 AND" METHOD_FILTERS,
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	if (app)
+		sqlite3_bind_text(st, 3, app, -1, SQLITE_TRANSIENT);
+	if (ver)
+		sqlite3_bind_text(st, 4, ver, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (samples_add(&sm, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)))
+			break;
+	sqlite3_finalize(st);
+	*n = (int64_t)sm.n;
+	if (rc == SQLITE_DONE)
+		samples_into(&sm, doc);
 	free(sm.self);
 	free(sm.incl);
 	return rc == SQLITE_DONE ? 0 : -EIO;
@@ -583,25 +627,47 @@ static void get_method(sqlite3 *db, const struct rvs_store_ops *ops, struct rvs_
 	sqlite3_stmt *st;
 	int64_t limit, n;
 	json_t *doc, *traces, *self = NULL, *incl = NULL;
-	int rc;
+	char app[257], ver[129];
+	int rc, has_app, has_ver;
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	n = method_int(db, "SELECT count(*) FROM trace_methods WHERE method = ?1", name, 0);
-	if (n < 0)
-		return set_error(r, 500, "query failed");
-	if (n && (!(self = method_pcts(db, name, n, 0)) || !(incl = method_pcts(db, name, n, 1)))) {
-		json_decref(self);
-		return set_error(r, 500, "query failed");
-	}
+	/* app / version narrow everything below; empty is absent (web form). */
+	if ((has_app = qparam(query, "app", app, sizeof app)) < 0)
+		return set_error(r, 400, "bad value for parameter: app");
+	if ((has_ver = qparam(query, "version", ver, sizeof ver)) < 0)
+		return set_error(r, 400, "bad value for parameter: version");
+	has_app = has_app && app[0];
+	has_ver = has_ver && ver[0];
 	doc = json_object();
 	json_object_set_new(doc, "method", jstr(name));
-	json_object_set_new(doc, "count", json_integer((json_int_t)n));
-	if (n) {
-		json_object_set_new(doc, "self_ns", self);
-		json_object_set_new(doc, "incl_ns", incl);
+	if (has_app || has_ver) {
+		if (method_filtered(db, name, has_app ? app : NULL, has_ver ? ver : NULL, &n,
+				    doc)) {
+			json_decref(doc);
+			return set_error(r, 500, "query failed");
+		}
+	} else {
+		n = method_int(db, "SELECT count(*) FROM trace_methods WHERE method = ?1", name, 0);
+		if (n < 0 || (n && (!(self = method_pcts(db, name, n, 0)) ||
+				    !(incl = method_pcts(db, name, n, 1))))) {
+			json_decref(self);
+			json_decref(doc);
+			return set_error(r, 500, "query failed");
+		}
+		json_object_set_new(doc, "count", json_integer((json_int_t)n));
+		if (n) {
+			json_object_set_new(doc, "self_ns", self);
+			json_object_set_new(doc, "incl_ns", incl);
+		}
 	}
-	if (method_by_version(db, name, n, doc) || method_alert(ops, store, name, doc)) {
+	json_object_set_new(doc, "by_version_traces",
+			    json_integer(n < BY_VERSION_SAMPLE ? n : BY_VERSION_SAMPLE));
+	if (method_split(db, name, n, "app_version", "by_version", has_app ? app : NULL,
+			 has_ver ? ver : NULL, doc) ||
+	    method_split(db, name, n, "model", "by_model", has_app ? app : NULL,
+			 has_ver ? ver : NULL, doc) ||
+	    method_alert(ops, store, name, doc)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
@@ -614,17 +680,23 @@ static void get_method(sqlite3 *db, const struct rvs_store_ops *ops, struct rvs_
 			    ? "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
 			      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM traces t"
 			      " CROSS JOIN trace_methods m ON m.trace_id = t.trace_id"
-			      " AND m.method = ?1 ORDER BY t.rowid DESC LIMIT ?2"
+			      " AND m.method = ?1 WHERE" METHOD_FILTERS
+			      " ORDER BY t.rowid DESC LIMIT ?2"
 			    : "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
 			      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM"
 			      " trace_methods m JOIN traces t USING (trace_id)"
-			      " WHERE m.method = ?1 ORDER BY t.rowid DESC LIMIT ?2",
+			      " WHERE m.method = ?1 AND" METHOD_FILTERS
+			      " ORDER BY t.rowid DESC LIMIT ?2",
 		    -1, &st, NULL) != SQLITE_OK) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 2, limit);
+	if (has_app)
+		sqlite3_bind_text(st, 3, app, -1, SQLITE_TRANSIENT);
+	if (has_ver)
+		sqlite3_bind_text(st, 4, ver, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o = json_object();
 		row_into(st, o);
@@ -648,6 +720,7 @@ static int signature_counts_into(sqlite3_stmt *st, const char *sig, json_t *o)
 	sqlite3_bind_text(st, 1, sig, -1, SQLITE_TRANSIENT);
 	rc = step_rows_into(st, arr);
 	sqlite3_reset(st);
+	rvs_version_sort(arr, "app_version", (const char *const[]){"week_start", NULL});
 	json_object_set_new(o, "counts", arr);
 	return rc;
 }
@@ -831,6 +904,7 @@ static void signatures_weekly(sqlite3 *db, const char *query, struct rvs_query_r
 		return set_error(r, 500, "query failed");
 	}
 	free(param);
+	rvs_version_sort(arr, "app_version", (const char *const[]){"signature", "week", NULL});
 	set_json(r, 200, json_pack("{s:o}", "rows", arr));
 }
 

@@ -13,6 +13,7 @@
  * by delta.  Every input from a request is bound as an SQL parameter.
  */
 #include "regress.h"
+#include "version.h"
 #include "params.h"
 #include "reply.h"
 #include "route.h"
@@ -187,39 +188,6 @@ int rvs_bh_adjust(const double *p, size_t n, double *q)
 	}
 	free(ix);
 	return 0;
-}
-
-int rvs_version_cmp(const char *a, const char *b)
-{
-	while (*a && *b) {
-		if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
-			const char *ea = a, *eb = b;
-			size_t la, lb;
-			while (*a == '0' && a[1] >= '0' && a[1] <= '9')
-				a++;
-			while (*b == '0' && b[1] >= '0' && b[1] <= '9')
-				b++;
-			for (ea = a; *ea >= '0' && *ea <= '9'; ea++)
-				;
-			for (eb = b; *eb >= '0' && *eb <= '9'; eb++)
-				;
-			la = (size_t)(ea - a);
-			lb = (size_t)(eb - b);
-			if (la != lb)
-				return la < lb ? -1 : 1;
-			int c = memcmp(a, b, la);
-			if (c)
-				return c;
-			a = ea;
-			b = eb;
-			continue;
-		}
-		if (*a != *b)
-			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-		a++;
-		b++;
-	}
-	return (unsigned char)*a - (unsigned char)*b;
 }
 
 /* ---- loading the two sides ---------------------------------------------- */
@@ -687,42 +655,16 @@ done:
 
 /* ---- GET /api/v1/regressions ------------------------------------------------ */
 
-static const char *const PARAMS[] = {"app", "a", "b", "model", "version", "week", "limit"};
-
-/* -EINVAL with the name of the first parameter not in PARAMS in bad. */
-static int check_params(const char *query, char *bad, size_t cap)
-{
-	const char *p = query ? query : "";
-	while (*p) {
-		size_t n = strcspn(p, "=&"), i;
-		for (i = 0; i < sizeof PARAMS / sizeof PARAMS[0]; i++)
-			if (strlen(PARAMS[i]) == n && !strncmp(PARAMS[i], p, n))
-				break;
-		if (n && i == sizeof PARAMS / sizeof PARAMS[0]) {
-			snprintf(bad, cap, "%.*s", (int)(n < 64 ? n : 64), p);
-			return -EINVAL;
-		}
-		p += strcspn(p, "&");
-		if (*p)
-			p++;
-	}
-	return 0;
-}
-
 void rvs_regress_api(struct rvs_call *c)
 {
-	char app[256], a[128], b[128], model[128], version[128], week[8], lim[16], bad[80],
-		msg[160];
-	int ha, hb, hm, hv, hw, hl;
+	char app[256], a[128], b[128], model[128], version[128], week[8];
+	int ha, hb, hm, hv, hw;
+	int64_t limit;
 	struct rvs_regress_req q = {.app = app, .limit = LIMIT_DEF};
 	sqlite3 *db = NULL;
 	json_t *doc = NULL;
 	int rc;
 
-	if (check_params(c->query, bad, sizeof bad)) {
-		snprintf(msg, sizeof msg, "unknown parameter %s", bad);
-		return rvs_query_set_error(c->q, 400, msg);
-	}
 	if (rvs_query_param(c->query, "app", app, sizeof app) != 1 || !app[0])
 		return rvs_query_set_error(c->q, 400, "app is required");
 	ha = rvs_query_param(c->query, "a", a, sizeof a);
@@ -730,23 +672,22 @@ void rvs_regress_api(struct rvs_call *c)
 	hm = rvs_query_param(c->query, "model", model, sizeof model);
 	hv = rvs_query_param(c->query, "version", version, sizeof version);
 	hw = rvs_query_param(c->query, "week", week, sizeof week);
-	hl = rvs_query_param(c->query, "limit", lim, sizeof lim);
-	if (ha < 0 || hb < 0 || hm < 0 || hv < 0 || hw < 0 || hl < 0)
-		return rvs_query_set_error(c->q, 400, "a parameter is malformed or too long");
+	if (ha < 0 || hb < 0 || hm < 0 || hv < 0 || hw < 0)
+		return rvs_query_set_error(c->q, 400,
+					   ha < 0   ? "bad value for parameter: a"
+					   : hb < 0 ? "bad value for parameter: b"
+					   : hm < 0 ? "bad value for parameter: model"
+					   : hv < 0 ? "bad value for parameter: version"
+						    : "bad value for parameter: week");
 	/* An empty field (the web form sends every field) is an absent one. */
 	ha = ha == 1 && a[0];
 	hb = hb == 1 && b[0];
 	hm = hm == 1 && model[0];
 	hv = hv == 1 && version[0];
 	hw = hw == 1 && week[0];
-	hl = hl == 1 && lim[0];
-	if (hl == 1) {
-		char *end;
-		long v = strtol(lim, &end, 10);
-		if (end == lim || *end || v < 1)
-			return rvs_query_set_error(c->q, 400, "limit must be a positive integer");
-		q.limit = v > LIMIT_MAX ? LIMIT_MAX : (size_t)v;
-	}
+	if (rvs_param_limit(c->query, LIMIT_DEF, LIMIT_MAX, &limit))
+		return rvs_query_set_error(c->q, 400, "bad limit");
+	q.limit = (size_t)limit;
 	if (ha == 1 && hb == 1 && hm != 1 && hw != 1 && hv != 1) {
 		if (!strcmp(a, b))
 			return rvs_query_set_error(c->q, 400, "a and b are the same version");

@@ -42,10 +42,6 @@ double rvs_median_sparse(const double *v, size_t k, size_t n);
  * 0 or -ENOMEM.  Any thread. */
 int rvs_bh_adjust(const double *p, size_t n, double *q);
 
-/* Compares version strings as versions: runs of digits numerically (4.10
- * after 4.9), other characters bytewise.  <0, 0, >0.  Any thread. */
-int rvs_version_cmp(const char *a, const char *b);
-
 /* Which two sets of an app's decoded traces are compared.  Exactly one
  * mode: versions (a and b set), model (B = traces of model, A = the
  * others; version optionally narrows both), week (B = received in the

@@ -47,6 +47,9 @@ enum rvs_route_family { RVS_FAMILY_DEVICE, RVS_FAMILY_API, RVS_FAMILY_WEB };
 /* The entry loads a whole trace into memory (an export, a flame graph, the
  * web trace page): bounded by RVS_EXPORT_STREAMS at once. */
 #define RVS_ROUTE_TRACE_LOAD 1u
+/* The entry serves a path only when no other entry matches it at all (with
+ * any method): the web UI's 404 for every other path. */
+#define RVS_ROUTE_FALLBACK 2u
 
 /* One call of a handler.  arg/arg_len: what the pattern's wildcard matched
  * (see rvs_route_find), NUL-terminated only for a trailing "**".  q: the
@@ -77,16 +80,26 @@ struct rvs_route {
 	enum rvs_route_thread thread;
 	enum rvs_route_family family;
 	unsigned flags; /* RVS_ROUTE_* */
+	/* The query parameters the endpoint accepts, NULL-terminated (a lone
+	 * "*" accepts any: the catch-all 404 entries); NULL when it takes
+	 * none.  The dispatcher refuses any other before the handler runs. */
+	const char *const *params;
 	void (*handler)(struct rvs_call *c);
 };
 
 /* Finds the route of a request: the first entry whose pattern matches path
  * and which serves method (*allow = 0); else, when some entries match path,
  * the first of them with *allow = the union of their methods (the method is
- * not allowed); else NULL (no such resource).  *arg and *arg_len: the first
+ * not allowed); else the same among the RVS_ROUTE_FALLBACK entries; else
+ * NULL (no such resource).  *arg and *arg_len: the first
  * wildcard's match in path. */
 const struct rvs_route *rvs_route_find(unsigned method, const char *path, const char **arg,
 				       size_t *arg_len, unsigned *allow);
+
+/* 0 when every parameter name in query (decoded) is one rt->params lists;
+ * else -EINVAL with the first unknown name (decoded, truncated to fit) in
+ * bad[0..cap).  query may be NULL or "". */
+int rvs_route_params_check(const struct rvs_route *rt, const char *query, char *bad, size_t cap);
 
 /* The Allow header's value for a set of methods (static). */
 const char *rvs_route_allow(unsigned methods);
@@ -94,15 +107,17 @@ const char *rvs_route_allow(unsigned methods);
 /* Work thread: runs route rt (as rvs_route_find found it for req, with
  * allow) for call, whose q gets the answer: a web UI entry through the web
  * UI's session check (rvs_web_handle), which also answers a method it does
- * not serve; any other entry's handler (allow must be 0: the loop thread
- * answered the 405). */
+ * not serve and an unknown parameter (an HTML 400); any other entry's
+ * handler (allow must be 0: the loop thread answered the 405), after
+ * refusing an unknown parameter (400 {"error": "unknown parameter: NAME"},
+ * a rearview.Error for the device API). */
 struct rvs_http_req;
 void rvs_route_run(const struct rvs_http_req *req, const struct rvs_route *rt, unsigned allow,
 		   struct rvs_call *call);
 
 /* Work thread: runs the JSON API (family API) endpoint serving path with
  * method for the web pages and tests; fills *r always (404/405 as JSON
- * when no endpoint serves it).  Symbols stored are not requeued. */
+ * when no endpoint serves it, 400 for an unknown parameter).  Symbols stored are not requeued. */
 void rvs_api_v1(const struct rvs_config *cfg, int post, const char *path, const char *query,
 		const uint8_t *body, size_t len, struct rvs_query_resp *r);
 

@@ -120,6 +120,9 @@ enum rvs_decode_fail {
 /* The class of a decoder's reason text (decode.c writes "zstd: …" etc.). */
 enum rvs_decode_fail rvs_decode_fail_class(const char *reason);
 
+/* The route families error answers are counted by (route.h). */
+#define RVS_METRIC_FAMILIES 3
+
 struct rvs_metrics {
 	uint64_t requests;
 	uint64_t uploads;
@@ -138,8 +141,15 @@ struct rvs_metrics {
 	uint64_t retention_traces; /* traces deleted by retention */
 	uint64_t retention_blobs;  /* blob files deleted by retention */
 	uint64_t login_hashes;	   /* sign-in password hashes computed */
+	/* Error answers (status 400..599) by route family (enum
+	 * rvs_route_family: device API, JSON API, web UI) and status - 400. */
+	uint64_t error_replies[RVS_METRIC_FAMILIES][200];
 };
 const char *rvs_err_name(enum rvs_err_reason r);
+/* Counts an answer with status in m->error_replies when it is an error
+ * (400..599; anything else is not counted).  family: an enum
+ * rvs_route_family.  Loop thread. */
+void rvs_metrics_count_reply(struct rvs_metrics *m, int family, int status);
 /* Renders Prometheus text exposition into a heap buffer (caller frees). */
 int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len);
 

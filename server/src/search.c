@@ -59,19 +59,6 @@ static int parse_i64(const char *s, int64_t *out)
 	return 0;
 }
 
-/* limit: absent LIST_DEFAULT, clamped to max; -EINVAL when not a number >= 1. */
-static int parse_limit(const char *query, int64_t def, int64_t max, int64_t *limit)
-{
-	char v[32];
-	int rc = rvs_query_param(query, "limit", v, sizeof v);
-	*limit = def;
-	if (rc < 0 || (rc == 1 && (parse_i64(v, limit) || *limit < 1)))
-		return -EINVAL;
-	if (*limit > max)
-		*limit = max;
-	return 0;
-}
-
 /* A string as JSON; bytes of invalid UTF-8 become '?'. */
 static json_t *jstr(const char *s)
 {
@@ -131,26 +118,44 @@ static sqlite3 *open_ro(const char *database)
 	return db;
 }
 
+/* 400 naming the parameter whose value is bad. */
+static void bad_param(struct rvs_query_resp *r, const char *name)
+{
+	char msg[96];
+
+	assert(name);
+	snprintf(msg, sizeof msg, "bad value for parameter: %s", name);
+	rvs_query_set_error(r, 400, msg);
+}
+
 /* Binds text parameter `name` of query to st's index i when present: 0,
- * or -EINVAL for a bad value. */
-static int bind_text_param(sqlite3_stmt *st, int i, const char *query, const char *name)
+ * or -EINVAL for a bad value (*bad = name). */
+static int bind_text_param(sqlite3_stmt *st, int i, const char *query, const char *name,
+			   const char **bad)
 {
 	char v[1024];
 	int rc = rvs_query_param(query, name, v, sizeof v);
-	if (rc < 0)
+	if (rc < 0) {
+		*bad = name;
 		return -EINVAL;
+	}
 	if (rc)
 		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
 	return 0;
 }
 
-static int bind_int_param(sqlite3_stmt *st, int i, const char *query, const char *name)
+/* Binds integer parameter `name` (an anomaly kind for "kind", params.h)
+ * like bind_text_param. */
+static int bind_int_param(sqlite3_stmt *st, int i, const char *query, const char *name,
+			  const char **bad)
 {
 	char v[32];
 	int64_t iv;
 	int rc = rvs_query_param(query, name, v, sizeof v);
-	if (rc < 0 || (rc && parse_i64(v, &iv)))
+	if (rc < 0 || (rc && (strcmp(name, "kind") ? parse_i64(v, &iv) : rvs_param_kind(v, &iv)))) {
+		*bad = name;
 		return -EINVAL;
+	}
 	if (rc)
 		sqlite3_bind_int64(st, i, iv);
 	return 0;
@@ -245,13 +250,13 @@ void rvs_search_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 	static const char *const int_params[] = {"kind", "min_severity", "since", "until"};
 	const struct sort_key *k;
 	char v[1100], sql[2048];
-	const char *name = "received";
+	const char *name = "received", *bad = NULL;
 	int64_t limit, n = 0, cv = 0, ct = 0, lastv = 0, lastt = 0;
 	int desc, rc, has_cursor;
 	sqlite3_stmt *st = NULL;
 	json_t *items, *doc;
 
-	if (parse_limit(query, LIST_DEFAULT, LIST_MAX, &limit))
+	if (rvs_param_limit(query, LIST_DEFAULT, LIST_MAX, &limit))
 		return rvs_query_set_error(r, 400, "bad limit");
 	rc = rvs_query_param(query, "sort", v, sizeof v);
 	if (rc < 0)
@@ -286,11 +291,12 @@ void rvs_search_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return rvs_query_set_error(r, 500, "query failed");
 	for (int i = 0; i < 4; i++)
-		if (bind_text_param(st, i + 1, query, text_params[i]) ||
-		    bind_int_param(st, i + 5, query, int_params[i]))
+		if (bind_text_param(st, i + 1, query, text_params[i], &bad) ||
+		    bind_int_param(st, i + 5, query, int_params[i], &bad))
 			goto bad;
-	if (bind_text_param(st, 9, query, "signature") ||
-	    bind_text_param(st, 10, query, "method") || bind_text_param(st, 11, query, "issue"))
+	if (bind_text_param(st, 9, query, "signature", &bad) ||
+	    bind_text_param(st, 10, query, "method", &bad) ||
+	    bind_text_param(st, 11, query, "issue", &bad))
 		goto bad;
 	if (has_cursor) {
 		sqlite3_bind_int64(st, 12, cv);
@@ -327,7 +333,7 @@ void rvs_search_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 	return rvs_query_reply(r, 200, doc);
 bad:
 	sqlite3_finalize(st);
-	rvs_query_set_error(r, 400, "bad query parameter");
+	bad_param(r, bad);
 }
 
 /* ---- GET /api/v1/issues ----------------------------------------------------- */
@@ -388,10 +394,11 @@ static void example_into(sqlite3_stmt *ex, int64_t rowid, json_t *o)
 	sqlite3_reset(ex);
 }
 
-static int bind_issue_filters(sqlite3_stmt *st, const char *query)
+static int bind_issue_filters(sqlite3_stmt *st, const char *query, const char **bad)
 {
-	return bind_text_param(st, 2, query, "app") || bind_text_param(st, 3, query, "version") ||
-			       bind_int_param(st, 4, query, "kind")
+	return bind_text_param(st, 2, query, "app", bad) ||
+			       bind_text_param(st, 3, query, "version", bad) ||
+			       bind_int_param(st, 4, query, "kind", bad)
 		       ? -EINVAL
 		       : 0;
 }
@@ -402,9 +409,10 @@ static void list_issues(sqlite3 *db, const char *query, struct rvs_query_resp *r
 	int64_t limit, weeks = WEEKS_DEFAULT, cur = (int64_t)time(NULL) / WEEK, since;
 	sqlite3_stmt *st = NULL, *tr = NULL, *ex = NULL, *sg = NULL;
 	json_t *issues, *starts, *doc;
+	const char *bad = NULL;
 	int rc;
 
-	if (parse_limit(query, ISSUES_DEFAULT, ISSUES_MAX, &limit))
+	if (rvs_param_limit(query, ISSUES_DEFAULT, ISSUES_MAX, &limit))
 		return rvs_query_set_error(r, 400, "bad limit");
 	rc = rvs_query_param(query, "weeks", v, sizeof v);
 	if (rc < 0 || (rc && (parse_i64(v, &weeks) || weeks < 1 || weeks > WEEKS_MAX)))
@@ -417,9 +425,9 @@ static void list_issues(sqlite3 *db, const char *query, struct rvs_query_resp *r
 		rvs_query_set_error(r, 500, "query failed");
 		goto out;
 	}
-	if (bind_issue_filters(st, query) || bind_issue_filters(tr, query) ||
-	    bind_issue_filters(sg, query)) {
-		rvs_query_set_error(r, 400, "bad query parameter");
+	if (bind_issue_filters(st, query, &bad) || bind_issue_filters(tr, query, &bad) ||
+	    bind_issue_filters(sg, query, &bad)) {
+		bad_param(r, bad);
 		goto out;
 	}
 	sqlite3_bind_int64(st, 1, since);
@@ -697,6 +705,7 @@ static void search_chains(sqlite3 *db, const char *query, struct rvs_query_resp 
 	const char *msg, *sql;
 	char v[32];
 	int64_t hi = INT64_MAX, scanned = 0, t0 = now_ms();
+	const char *bad = NULL;
 	int rc = SQLITE_DONE, full = 0, partial = 0;
 	sqlite3_stmt *st = NULL;
 	json_t *doc;
@@ -707,7 +716,7 @@ static void search_chains(sqlite3 *db, const char *query, struct rvs_query_resp 
 		rvs_query_set_error(r, 400, msg);
 		goto out;
 	}
-	if (parse_limit(query, LIST_DEFAULT, LIST_MAX, &s->limit)) {
+	if (rvs_param_limit(query, LIST_DEFAULT, LIST_MAX, &s->limit)) {
 		rvs_query_set_error(r, 400, "bad limit");
 		goto out;
 	}
@@ -723,8 +732,9 @@ static void search_chains(sqlite3 *db, const char *query, struct rvs_query_resp 
 		rvs_query_set_error(r, 500, "query failed");
 		goto out;
 	}
-	if (bind_text_param(st, 4, query, "app") || bind_text_param(st, 5, query, "version")) {
-		rvs_query_set_error(r, 400, "bad query parameter");
+	if (bind_text_param(st, 4, query, "app", &bad) ||
+	    bind_text_param(st, 5, query, "version", &bad)) {
+		bad_param(r, bad);
 		goto out;
 	}
 	sqlite3_bind_text(st, 3, s->needle, -1, SQLITE_STATIC);

@@ -603,6 +603,11 @@ void rvs_web_trace_none(struct rvs_call *call)
 		web_error(call->ctx, 404, "no such page");
 }
 
+void rvs_web_not_found(struct rvs_call *call)
+{
+	web_error(call->ctx, 404, "no such page");
+}
+
 void rvs_web_signatures(struct rvs_call *call)
 {
 	web_signatures_page(call->ctx);
@@ -662,6 +667,7 @@ static void dispatch(struct web_ctx *c, const struct rvs_route *rt, unsigned all
 		     struct rvs_call *call)
 {
 	int get = c->req->method == HTTP_GET, post = c->req->method == HTTP_POST;
+	char bad[128], msg[160];
 
 	assert(rt->family == RVS_FAMILY_WEB);
 	if (rt->auth == RVS_AUTH_SESSION) {
@@ -677,10 +683,16 @@ static void dispatch(struct web_ctx *c, const struct rvs_route *rt, unsigned all
 		if (post && !csrf_ok(c))
 			return web_error(c, 403, "missing or wrong CSRF token");
 	}
+	if (allow && rt->handler == rvs_web_not_found)
+		return web_error(c, 404, "no such page");
 	if (allow)
 		return post && rt->auth == RVS_AUTH_SESSION
 			       ? web_error(c, 404, "no such form")
 			       : web_error(c, 405, "method not allowed");
+	if (rvs_route_params_check(rt, c->req->query, bad, sizeof bad)) {
+		snprintf(msg, sizeof msg, "unknown parameter: %s", bad);
+		return web_error(c, 400, msg);
+	}
 	call->ctx = c;
 	rt->handler(call);
 }

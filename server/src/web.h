@@ -60,6 +60,9 @@ void rvs_web_fleet(struct rvs_call *call);
 void rvs_web_regressions(struct rvs_call *call);
 void rvs_web_method(struct rvs_call *call);
 void rvs_web_method_post(struct rvs_call *call);
+/* Any other path outside the device API and the JSON API: the HTML 404
+ * page (no session needed; any method). */
+void rvs_web_not_found(struct rvs_call *call);
 
 /* ---- shared by web*.c --------------------------------------------------- */
 

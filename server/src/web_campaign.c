@@ -67,11 +67,12 @@ static json_t *multi(const char *form, const char *name)
 	return a;
 }
 
-/* The form as a spec; -EINVAL with err for a number that does not parse. */
+/* The form as a spec; -EINVAL with err for a number or date that does not
+ * parse. */
 static int form_spec(const char *form, const char *id, json_t **out, char *err, size_t errlen)
 {
-	static const char *const ints[] = {"priority", "valid_from_s", "valid_until_s",
-					   "min_severity", "quota"};
+	static const char *const ints[] = {"priority", "min_severity", "quota"};
+	static const char *const times[] = {"valid_from_s", "valid_until_s"};
 	static const char *const strs[] = {"app_version_min", "app_version_max", "upload_mode"};
 	static const char *const lists[] = {"app_patterns", "device_models", "os_builds"};
 	json_t *spec = json_object();
@@ -93,6 +94,17 @@ static int form_spec(const char *form, const char *id, json_t **out, char *err, 
 			return -EINVAL;
 		}
 		json_object_set_new(spec, ints[i], json_integer(x));
+	}
+	for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+		int64_t t;
+		if (rvs_query_param(form, times[i], v, sizeof v) != 1 || !v[0])
+			continue;
+		if (rvs_param_time(v, &t)) {
+			snprintf(err, errlen, "%s: not a date (YYYY-MM-DDTHH:MM, UTC)", times[i]);
+			json_decref(spec);
+			return -EINVAL;
+		}
+		json_object_set_new(spec, times[i], json_integer(t));
 	}
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
 		if (rvs_query_param(form, strs[i], v, sizeof v) == 1 && v[0])
@@ -121,6 +133,24 @@ static int form_spec(const char *form, const char *id, json_t **out, char *err, 
 }
 
 /* ---- rendering ------------------------------------------------------------------ */
+
+/* A campaign time as a date-and-time field (UTC, minutes): o's member key
+ * (empty when 0, unbounded), or dflt for a new campaign.  form_spec reads
+ * it back with rvs_param_time, which also takes unix seconds. */
+static void time_input(struct web_ctx *c, json_t *o, const char *key, const char *label,
+		       long long dflt)
+{
+	time_t t = (time_t)(o ? json_integer_value(json_object_get(o, key)) : dflt);
+	struct tm tm;
+	char v[32] = "";
+
+	if (t > 0 && gmtime_r(&t, &tm))
+		strftime(v, sizeof v, "%Y-%m-%dT%H:%M", &tm);
+	fprintf(c->f,
+		"<label>%s (UTC) <input type=\"datetime-local\" name=\"%s\" value=\"%s\">"
+		"</label>",
+		label, key, v);
+}
 
 static void list_value(struct web_ctx *c, json_t *o, const char *key)
 {
@@ -182,18 +212,8 @@ static void campaign_form(struct web_ctx *c, json_t *o, int edit)
 		fputs("\"></label>", c->f);                                                     \
 	} while (0)
 	TEXT("priority", "Priority");
-	fprintf(c->f, "<label>Valid from (unix s) <input name=\"valid_from_s\" value=\"");
-	if (o)
-		web_field(c, o, "valid_from_s");
-	else
-		fprintf(c->f, "%lld", now);
-	fprintf(c->f, "\"></label><label>Valid until (unix s) <input name=\"valid_until_s\""
-		      " value=\"");
-	if (o)
-		web_field(c, o, "valid_until_s");
-	else
-		fprintf(c->f, "%lld", now + 30 * 86400);
-	fputs("\"></label>", c->f);
+	time_input(c, o, "valid_from_s", "Valid from", now);
+	time_input(c, o, "valid_until_s", "Valid until", now + 30 * 86400);
 	LIST("app_patterns", "App patterns");
 	/* Every app is a choice made here, never what an empty list means. */
 	fprintf(c->f,

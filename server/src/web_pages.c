@@ -266,8 +266,9 @@ void web_table(struct web_ctx *c, const char *id, const struct web_col *cols, si
 
 /* ---- /traces ---------------------------------------------------------------- */
 
-/* The query without empty parameters: the filter form submits every field,
- * and an empty one means "any", which the API expresses by absence. */
+/* The query without empty parameters (the filter form submits every field,
+ * and an empty one means "any", which the API expresses by absence) and
+ * without the form's from= / to= (time_params gives the API their value). */
 static void drop_empty(const char *q, char *out, size_t cap)
 {
 	size_t o = 0;
@@ -277,7 +278,8 @@ static void drop_empty(const char *q, char *out, size_t cap)
 		const char *amp = strchr(p, '&');
 		size_t n = amp ? (size_t)(amp - p) : strlen(p);
 		const char *eq = memchr(p, '=', n);
-		if (n && (!eq || eq + 1 < p + n) && o + n + 2 < cap) {
+		int dates = !strncmp(p, "from=", 5) || !strncmp(p, "to=", 3);
+		if (n && !dates && (!eq || eq + 1 < p + n) && o + n + 2 < cap) {
 			if (o)
 				out[o++] = '&';
 			memcpy(out + o, p, n);
@@ -686,6 +688,14 @@ static const struct web_col VERSION_COLS[] = {
 	{"Incl. p50 ms", "incl_ns.p50", COL_MS, NULL},
 	{"Incl. p95 ms", "incl_ns.p95", COL_MS, NULL},
 };
+static const struct web_col MODEL_COLS[] = {
+	{"Device model", "model", COL_TEXT, NULL},
+	{"Traces", "count", COL_NUM, NULL},
+	{"Self p50 ms", "self_ns.p50", COL_MS, NULL},
+	{"Self p95 ms", "self_ns.p95", COL_MS, NULL},
+	{"Incl. p50 ms", "incl_ns.p50", COL_MS, NULL},
+	{"Incl. p95 ms", "incl_ns.p95", COL_MS, NULL},
+};
 static const struct web_col METHOD_TRACE_COLS[] = {
 	{"Trace", "trace_id", COL_TRACE, NULL},	    {"App", "app_id", COL_TEXT, NULL},
 	{"Version", "app_version", COL_TEXT, NULL}, {"Model", "model", COL_TEXT, NULL},
@@ -713,6 +723,13 @@ void web_method_page(struct web_ctx *c, const char *name)
 		return web_error(c, status == 400 ? 400 : 500, "query failed");
 	}
 	web_page_begin(c, name);
+	/* app / version narrow the whole page (the API's filters). */
+	fputs("<form method=\"get\" class=\"filters\" action=\"/methods/", c->f);
+	rvs_web_urlenc(c->f, name);
+	fputs("\">", c->f);
+	filter_input(c, "app", "App", "text");
+	filter_input(c, "version", "App version", "text");
+	fputs(" <button type=\"submit\">Filter</button></form>", c->f);
 	fputs("<p>Traces containing this method: <b id=\"count\">", c->f);
 	web_field(c, doc, "count");
 	fputs("</b> — <a id=\"method-aggregate\" href=\"/aggregate?method=", c->f);
@@ -729,6 +746,9 @@ void web_method_page(struct web_ctx *c, const char *name)
 	web_table(c, "by-version", VERSION_COLS, sizeof VERSION_COLS / sizeof VERSION_COLS[0],
 		  rows);
 	json_decref(rows);
+	fputs("<h2>Time by device model</h2>", c->f);
+	web_table(c, "by-model", MODEL_COLS, sizeof MODEL_COLS / sizeof MODEL_COLS[0],
+		  json_object_get(doc, "by_model"));
 	fputs("<h2>Alert</h2>", c->f);
 
 	alert = json_object_get(doc, "alert");

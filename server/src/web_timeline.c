@@ -538,24 +538,6 @@ static void json_error(struct web_ctx *c, int status, const char *msg, const cha
 	json_reply(c, status, e);
 }
 
-/* The first parameter of query not in allowed (NULL-ended) into bad, or
- * 0 when every one is allowed. */
-static int unknown_param(const char *query, const char *const *allowed, char *bad, size_t cap)
-{
-	for (const char *p = query; *p;) {
-		size_t n = strcspn(p, "=&"), next = strcspn(p, "&");
-		int ok = n == 0;
-		for (size_t i = 0; allowed[i] && !ok; i++)
-			ok = strlen(allowed[i]) == n && strncmp(p, allowed[i], n) == 0;
-		if (!ok) {
-			snprintf(bad, cap, "%.*s", (int)(n < 64 ? n : 64), p);
-			return 1;
-		}
-		p += next + (p[next] == '&');
-	}
-	return 0;
-}
-
 /* Parameter name as a decimal integer in [lo, hi] into *v (kept when
  * absent); 0, or -EINVAL. */
 static int int_param(const char *query, const char *name, int64_t lo, int64_t hi, int64_t *v)
@@ -594,16 +576,12 @@ static int trace_of(struct web_ctx *c, const char *id, int json, const rva_trace
 
 static void web_timeline_json(struct web_ctx *c, const char *id)
 {
-	static const char *const allowed[] = {"from", "to", "width", NULL};
-	const char *q = c->req->query;
+	const char *q = c->req->query; /* names checked by the dispatcher (route.c) */
 	struct rvs_mentry *ref;
 	const rva_trace *t;
 	int64_t span, from = 0, to, width = 1200;
-	char bad[80];
 	json_t *doc;
 
-	if (unknown_param(q, allowed, bad, sizeof bad))
-		return json_error(c, 400, "unknown parameter", bad);
 	if (trace_of(c, id, 1, &t, &ref))
 		return;
 	span = t->end > t->start ? t->end - t->start : 1;
@@ -662,18 +640,13 @@ static void bf_table(struct web_ctx *c, const char *id, const char *tid, json_t 
 
 static void web_butterfly_page(struct web_ctx *c, const char *id)
 {
-	static const char *const allowed[] = {"method", NULL};
 	struct rvs_mentry *ref;
 	const rva_trace *t;
-	char method[1024], bad[80];
+	char method[1024];
 	json_t *doc;
 	int rc;
 
-	if (unknown_param(c->req->query, allowed, bad, sizeof bad)) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "unknown parameter: %s", bad);
-		return web_error(c, 400, msg);
-	}
+	/* Parameter names are checked by the dispatcher (route.c). */
 	if (rvs_query_param(c->req->query, "method", method, sizeof method) != 1 || !method[0])
 		return web_error(c, 400, "the method parameter names a method of the trace");
 	if (trace_of(c, id, 0, &t, &ref))

@@ -33,6 +33,7 @@
 #include "fleet_fixture.h"
 #include "rearview/upload.pb-c.h"
 #include "regress.h"
+#include "version.h"
 #include "rvs.h"
 #include "server_common.h"
 #include "store.h"

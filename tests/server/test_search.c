@@ -454,6 +454,120 @@ static void test_search_sort_unknown_key_is_400_naming_it(void **state)
 	json_decref(doc);
 }
 
+/* Issue 16's papercuts 2-4: kinds by name wherever numbers are taken, a bad
+ * value named in the 400, limit clamped (not refused) above its maximum. */
+static void test_search_kind_names_and_bad_values_named(void **state)
+{
+	static const struct {
+		const char *path, *query, *error;
+	} bad[] = {
+		{"/api/v1/traces", "kind=sluggish", "bad value for parameter: kind"},
+		{"/api/v1/traces", "app=%zz", "bad value for parameter: app"},
+		{"/api/v1/traces", "cursor=x", "bad value for parameter: cursor"},
+		{"/api/v1/traces", "sort=severity&min_severity=x",
+		 "bad value for parameter: min_severity"},
+		{"/api/v1/traces", "sort=severity&kind=2x", "bad value for parameter: kind"},
+		{"/api/v1/issues", "kind=nope", "bad value for parameter: kind"},
+		{"/api/v1/search", "contains=parse&version=%zz",
+		 "bad value for parameter: version"},
+		{"/api/v1/traces", "limit=0", "bad limit"},
+		{"/api/v1/issues", "limit=-1", "bad limit"},
+	};
+	int st;
+	json_t *doc;
+
+	expect_order("kind=jank", "54321");
+	expect_order("kind=ANOMALY_JANK", "54321");
+	expect_order("kind=1", "54321");
+	expect_order("kind=Thermal", "");
+	expect_order("sort=severity&kind=jank", "25143");
+	expect_order("sort=severity&kind=touch", "");
+	expect_order("limit=100000", "54321");
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		doc = api(bad[i].path, bad[i].query, &st);
+		if (st != 400 ||
+		    strcmp(json_string_value(json_object_get(doc, "error")), bad[i].error) != 0)
+			fail_msg("%s?%s: %d %s", bad[i].path, bad[i].query, st,
+				 json_string_value(json_object_get(doc, "error")));
+		json_decref(doc);
+	}
+	doc = api("/api/v1/issues", "kind=jank", &st);
+	assert_int_equal(st, 200);
+	assert_true(json_array_size(json_object_get(doc, "issues")) > 0);
+	json_decref(doc);
+	doc = api("/api/v1/issues", "kind=thermal", &st);
+	assert_int_equal(st, 200);
+	assert_int_equal(json_array_size(json_object_get(doc, "issues")), 0);
+	json_decref(doc);
+}
+
+/* Issue 16's papercut 5: /methods/{name} narrowed by app and version, and
+ * split by model as by version.  parse_json is in t1 (A 1, 40 ms), t3 (A 2,
+ * 10 ms) and t4 (B 1, 70 ms, its model made "pixel" here). */
+static void test_search_method_page_honours_app_version_and_splits_by_model(void **state)
+{
+	static const struct {
+		const char *query;
+		int count;
+		long long p50, p95;
+		const char *traces, *versions, *models;
+	} cases[] = {
+		{"", 3, 40000000, 70000000, "431", "1:2,2:1", "m:2,pixel:1"},
+		{"app=A", 2, 10000000, 40000000, "31", "1:1,2:1", "m:2"},
+		{"app=A&version=2", 1, 10000000, 10000000, "3", "2:1", "m:1"},
+		{"version=1&app=", 2, 40000000, 70000000, "41", "1:2", "m:1,pixel:1"},
+		{"app=Z", 0, -1, -1, "", "", ""},
+	};
+	char path[] = "/api/v1/methods/parse_json";
+	sqlite3 *db;
+	int st;
+	json_t *doc;
+
+	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
+	exec_ok(db, "UPDATE traces SET model = 'pixel' WHERE trace_id LIKE '%4'");
+	sqlite3_close(db);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char got[64], split[2][64];
+		json_t *v;
+		size_t k;
+
+		doc = api(path, cases[i].query, &st);
+		assert_int_equal(st, 200);
+		assert_int_equal(json_integer_value(json_object_get(doc, "count")), cases[i].count);
+		if (cases[i].p50 < 0) {
+			assert_null(json_object_get(doc, "self_ns"));
+		} else {
+			v = json_object_get(doc, "self_ns");
+			assert_int_equal(json_integer_value(json_object_get(v, "p50")),
+					 cases[i].p50);
+			assert_int_equal(json_integer_value(json_object_get(v, "p95")),
+					 cases[i].p95);
+		}
+		ids(doc, "traces", got);
+		assert_string_equal(got, cases[i].traces);
+		for (int s2 = 0; s2 < 2; s2++) {
+			const char *key = s2 ? "model" : "app_version";
+			size_t o = 0;
+			split[s2][0] = '\0';
+			json_array_foreach(json_object_get(doc, s2 ? "by_model" : "by_version"), k,
+					   v) o +=
+				(size_t)snprintf(
+					split[s2] + o, sizeof split[s2] - o, "%s%s:%lld",
+					k ? "," : "", json_string_value(json_object_get(v, key)),
+					(long long)json_integer_value(json_object_get(v, "count")));
+		}
+		if (strcmp(split[0], cases[i].versions) || strcmp(split[1], cases[i].models))
+			fail_msg("%s: by_version %s, by_model %s", cases[i].query, split[0],
+				 split[1]);
+		json_decref(doc);
+	}
+	doc = api(path, "app=%zz", &st);
+	assert_int_equal(st, 400);
+	assert_string_equal(json_string_value(json_object_get(doc, "error")),
+			    "bad value for parameter: app");
+	json_decref(doc);
+}
+
 /* ---- issues ------------------------------------------------------------------- */
 
 static void test_search_issues_ranked_by_impact_with_weekly_trend(void **state)
@@ -739,6 +853,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_issue_decoder_folds_unknown_caller_prefix_of_real_captures, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_search_method_page_honours_app_version_and_splits_by_model, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_search_kind_names_and_bad_values_named, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_search_sort_keys_give_exact_orders, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_search_sort_keyset_pages_cover_list_once,

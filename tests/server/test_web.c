@@ -617,6 +617,136 @@ static void test_web_time_range_filter_takes_utc_dates(void **state)
 	resp_free(&r);
 }
 
+/* Items 1 and 8 of issue 16's papercuts: an unknown path is an HTML 404
+ * page (it was a protobuf download), signed in or not, GET or POST; an
+ * unknown parameter an HTML 400 naming it, before the page runs. */
+static void test_web_unknown_path_and_parameter_get_html_pages(void **state)
+{
+	static const char *const paths[] = {"/nope", "/traces2", "/v1/nope", "/metrics/x"};
+	struct resp r;
+
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		req(paths[i], NULL, NULL, NULL, 0, NULL, &r);
+		assert_int_equal(r.code, 404);
+		assert_non_null(strstr(r.hdrs, "Content-Type: text/html"));
+		assert_non_null(strstr(r.body, "no such page"));
+		resp_free(&r);
+	}
+	req("/nope", NULL, NULL, "a=1", 3, "application/x-www-form-urlencoded", &r);
+	assert_int_equal(r.code, 404);
+	assert_non_null(strstr(r.hdrs, "Content-Type: text/html"));
+	resp_free(&r);
+	ensure_login();
+	get("/nope?x=1", &r);
+	assert_int_equal(r.code, 404);
+	assert_non_null(strstr(r.body, "no such page"));
+	resp_free(&r);
+	get("/traces?app=x&order=newest", &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.hdrs, "Content-Type: text/html"));
+	assert_non_null(strstr(r.body, "unknown parameter: order"));
+	resp_free(&r);
+	/* The name is decoded for the message, and escaped in the page. */
+	get("/traces?%3Cscript%3E=1", &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "unknown parameter: &lt;script&gt;"));
+	assert_null(strstr(r.body, "<script>"));
+	resp_free(&r);
+	get("/signatures?limit=5", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+	/* The JSON API keeps JSON. */
+	req("/api/v1/nothing", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 404);
+	assert_non_null(strstr(r.hdrs, "Content-Type: application/json"));
+	resp_free(&r);
+}
+
+/* The value of one series on /metrics (the whole text before the value),
+ * 0 when it is not there yet (metric() needs it there). */
+static long long metric_or_0(const char *series)
+{
+	struct resp r;
+	const char *p;
+	long long v = 0;
+
+	req("/metrics", NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	for (p = r.body; (p = strstr(p, series)); p++)
+		if ((p == r.body || p[-1] == '\n') && p[strlen(series)] == ' ') {
+			v = strtoll(p + strlen(series) + 1, NULL, 10);
+			break;
+		}
+	resp_free(&r);
+	return v;
+}
+
+/* Items 2 and 9 of issue 16's papercuts: the JSON API's refusals on the
+ * loop thread are JSON too (405 was a protobuf), and every error answer is
+ * counted on /metrics by route family and status. */
+static void test_web_api_errors_are_json_and_counted_by_family_and_status(void **state)
+{
+#define SERIES(f, s) "rearview_error_replies_total{family=\"" f "\",status=\"" s "\"}"
+	long long a400 = metric_or_0(SERIES("api", "400")),
+		  a401 = metric_or_0(SERIES("api", "401")),
+		  a405 = metric_or_0(SERIES("api", "405")),
+		  w404 = metric_or_0(SERIES("web", "404"));
+	struct resp r;
+	json_t *j;
+
+	req("/api/v1/traces?order=x", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 400);
+	j = json_loads(r.body, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(j, "error")),
+			    "unknown parameter: order");
+	json_decref(j);
+	resp_free(&r);
+	req("/api/v1/fleet", NULL, g_srv.api, "{}", 2, "application/json", &r);
+	assert_int_equal(r.code, 405);
+	assert_non_null(strstr(r.hdrs, "Content-Type: application/json"));
+	assert_non_null(strstr(r.hdrs, "Allow: GET"));
+	j = json_loads(r.body, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(j, "error")),
+			    "method not allowed (allowed: GET)");
+	json_decref(j);
+	resp_free(&r);
+	req("/api/v1/fleet", NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 401);
+	assert_non_null(strstr(r.hdrs, "Content-Type: application/json"));
+	resp_free(&r);
+	req("/nope", NULL, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 404);
+	resp_free(&r);
+
+	assert_int_equal(metric_or_0(SERIES("api", "400")), a400 + 1);
+	assert_int_equal(metric_or_0(SERIES("api", "401")), a401 + 1);
+	assert_int_equal(metric_or_0(SERIES("api", "405")), a405 + 1);
+	assert_int_equal(metric_or_0(SERIES("web", "404")), w404 + 1);
+#undef SERIES
+}
+
+/* Issue 16's papercut 5 on the web: the method page filters by app and
+ * version (the API's) and has a table by device model. */
+static void test_web_method_page_filters_and_splits_by_model(void **state)
+{
+	struct resp r;
+
+	ensure_login();
+	ensure_trace();
+	get("/methods/rvs_fixture_hot_spin", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "action=\"/methods/rvs_fixture_hot_spin\""));
+	assert_non_null(strstr(r.body, "<input name=\"app\""));
+	assert_non_null(strstr(r.body, "id=\"by-model\""));
+	assert_null(strstr(r.body, "<b id=\"count\">0</b>"));
+	resp_free(&r);
+	get("/methods/rvs_fixture_hot_spin?app=no.such.app&version=", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "<b id=\"count\">0</b>"));
+	assert_non_null(strstr(r.body, "value=\"no.such.app\""));
+	resp_free(&r);
+}
+
 static void test_web_path_traversal_in_static_and_export_is_refused(void **state)
 {
 	static const char *const paths[] = {
@@ -710,7 +840,6 @@ static void test_web_timeline_json_zooms_and_refuses_hostile_parameters(void **s
 		{"from=10&to=10", "to"},
 		{"to=0", "to"},
 		{"to=1e9", "to"},
-		{"sort=x", "sort"},
 	};
 	struct resp r;
 	char path[512], want[128];
@@ -757,6 +886,12 @@ static void test_web_timeline_json_zooms_and_refuses_hostile_parameters(void **s
 		assert_non_null(strstr(r.body, want));
 		resp_free(&r);
 	}
+	/* An unknown parameter is refused by the dispatcher, by name. */
+	snprintf(path, sizeof path, "/traces/%s/timeline.json?sort=x", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "unknown parameter: sort"));
+	resp_free(&r);
 	snprintf(path, sizeof path, "/traces/%s/timeline.json?to=%lld", g_trace, end + 1);
 	get(path, &r);
 	assert_int_equal(r.code, 400);
@@ -1563,6 +1698,83 @@ static void test_web_campaign_form_creates_edits_and_ends(void **state)
 	resp_free(&r);
 }
 
+/* Item 7 of issue 16's papercuts: campaign times are dates — ISO 8601 in
+ * the API (unix seconds still), date-and-time fields (UTC) in the form;
+ * item 3: kinds by short name. */
+static void test_web_campaign_times_iso_in_api_and_dates_in_form(void **state)
+{
+	static const char spec[] =
+		"{\"id\":\"iso-camp\",\"app_patterns\":[\"com.iso\"],\"sample_probability\":1,"
+		"\"kinds\":[\"thermal\",\"Touch\"],"
+		"\"valid_from_s\":\"2026-01-01\","
+		"\"valid_until_s\":\"2099-01-01T02:00+02:00\"}";
+	static const char bad[] =
+		"{\"id\":\"iso-bad\",\"app_patterns\":[\"com.iso\"],\"sample_probability\":1,"
+		"\"valid_from_s\":\"2026-13-01\"}";
+	Rearview__PolicyBody *b;
+	const Rearview__Campaign *c;
+	struct resp r;
+	char form[512];
+
+	req("/api/v1/campaigns", NULL, g_srv.api, spec, strlen(spec), "application/json", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+	req("/api/v1/campaigns", NULL, g_srv.api, bad, strlen(bad), "application/json", &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "valid_from_s: unix seconds or an ISO 8601 date"));
+	resp_free(&r);
+	b = fetch_verified_policy();
+	c = find_campaign(b, "iso-camp");
+	assert_non_null(c);
+	assert_int_equal(c->valid_from_s, 1767225600);
+	assert_int_equal(c->valid_until_s, 4070908800);
+	/* Kinds by short name too (params.c). */
+	assert_int_equal(c->n_kinds, 2);
+	assert_int_equal(c->kinds[0], REARVIEW__ANOMALY_KIND__ANOMALY_THERMAL);
+	assert_int_equal(c->kinds[1], REARVIEW__ANOMALY_KIND__ANOMALY_TOUCH_LATENCY);
+	assert_null(find_campaign(b, "iso-bad"));
+	rearview__policy_body__free_unpacked(b, NULL);
+	req("/api/v1/campaigns/iso-camp/end", NULL, g_srv.api, "", 0, "application/json", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+
+	ensure_login();
+	get("/campaigns", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "type=\"datetime-local\" name=\"valid_from_s\""));
+	resp_free(&r);
+	snprintf(form, sizeof form,
+		 "csrf=%s&id=date-camp&app_patterns=com.date&sample_probability=1&valid_from_s="
+		 "2026-01-01T08%%3A30"
+		 "&valid_until_s=",
+		 g_csrf);
+	post_form("/campaigns", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+	b = fetch_verified_policy();
+	c = find_campaign(b, "date-camp");
+	assert_non_null(c);
+	assert_int_equal(c->valid_from_s, 1767225600 + 8 * 3600 + 30 * 60);
+	assert_int_equal(c->valid_until_s, 0);
+	rearview__policy_body__free_unpacked(b, NULL);
+	get("/campaigns/date-camp", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "name=\"valid_from_s\" value=\"2026-01-01T08:30\""));
+	assert_non_null(strstr(r.body, "name=\"valid_until_s\" value=\"\""));
+	resp_free(&r);
+	snprintf(form, sizeof form,
+		 "csrf=%s&id=date-bad&app_patterns=com.date&sample_probability=1&valid_from_s=soon",
+		 g_csrf);
+	post_form("/campaigns", form, &r);
+	assert_int_equal(r.code, 400);
+	assert_non_null(strstr(r.body, "valid_from_s: not a date"));
+	resp_free(&r);
+	snprintf(form, sizeof form, "csrf=%s", g_csrf);
+	post_form("/campaigns/date-camp/end", form, &r);
+	assert_int_equal(r.code, 303);
+	resp_free(&r);
+}
+
 /* Runs sql on the server's database (the test's own connection). */
 static void db_exec(const char *sql)
 {
@@ -1771,6 +1983,9 @@ int main(void)
 		cmocka_unit_test(test_web_sql_injection_in_filters_matches_nothing),
 		cmocka_unit_test(test_web_time_range_filter_takes_utc_dates),
 		cmocka_unit_test(test_web_path_traversal_in_static_and_export_is_refused),
+		cmocka_unit_test(test_web_unknown_path_and_parameter_get_html_pages),
+		cmocka_unit_test(test_web_method_page_filters_and_splits_by_model),
+		cmocka_unit_test(test_web_api_errors_are_json_and_counted_by_family_and_status),
 		cmocka_unit_test(test_web_trace_page_has_flame_graph_timeline_and_exports),
 		cmocka_unit_test(test_web_timeline_json_zooms_and_refuses_hostile_parameters),
 		cmocka_unit_test(test_web_timeline_1_4m_calls_counts_every_call_and_reopens),
@@ -1783,6 +1998,7 @@ int main(void)
 		cmocka_unit_test(test_web_campaign_api_publishes_a_verified_policy),
 		cmocka_unit_test(test_web_campaign_api_rejects_bad_specs_without_publishing),
 		cmocka_unit_test(test_web_campaign_form_creates_edits_and_ends),
+		cmocka_unit_test(test_web_campaign_times_iso_in_api_and_dates_in_form),
 		cmocka_unit_test(test_web_campaign_typos_and_implicit_fleet_wide_refused),
 		cmocka_unit_test(test_web_campaign_form_preview_publishes_nothing),
 		cmocka_unit_test(test_web_fleet_page_shows_devices_uploads_and_skip_reasons),
