@@ -16,6 +16,7 @@
 #include "search.h"
 #include "regress.h"
 #include "symbols.h"
+#include "users.h"
 #include "web.h"
 #include "webhook.h"
 
@@ -27,18 +28,22 @@
 #define POST RVS_M_POST
 #define ANY  (RVS_M_GET | RVS_M_POST)
 #define LOAD RVS_ROUTE_TRACE_LOAD
-#define DEV(p, m, auth, thr, h)                                              \
-	{                                                                    \
-		p, m, RVS_AUTH_##auth, RVS_ON_##thr, RVS_FAMILY_DEVICE, 0, h \
+#define DEV(p, m, auth, thr, h)                                                 \
+	{                                                                       \
+		p, m, RVS_AUTH_##auth, RVS_ON_##thr, RVS_FAMILY_DEVICE, 0, h, 0 \
 	}
-#define API(p, m, f, h)                                               \
-	{                                                             \
-		p, m, RVS_AUTH_API, RVS_ON_WORK, RVS_FAMILY_API, f, h \
+/* API and WEB entries need a viewer; API_AS and WEB_AS name a higher role. */
+#define API_AS(role, p, m, f, h)                                                       \
+	{                                                                              \
+		p, m, RVS_AUTH_API, RVS_ON_WORK, RVS_FAMILY_API, f, h, RVS_ROLE_##role \
 	}
-#define WEB(p, m, auth, f, h)                                            \
-	{                                                                \
-		p, m, RVS_AUTH_##auth, RVS_ON_WORK, RVS_FAMILY_WEB, f, h \
+#define API(p, m, f, h) API_AS(VIEWER, p, m, f, h)
+#define WEB_AS(role, p, m, auth, f, h)                                            \
+	{                                                                         \
+		p, m, RVS_AUTH_##auth, RVS_ON_WORK, RVS_FAMILY_WEB, f, h,         \
+			RVS_AUTH_##auth == RVS_AUTH_SESSION ? RVS_ROLE_##role : 0 \
 	}
+#define WEB(p, m, auth, f, h) WEB_AS(VIEWER, p, m, auth, f, h)
 
 static const struct rvs_route routes[] = {
 	/* The device API (server/API.md) and the scraper's metrics. */
@@ -49,13 +54,13 @@ static const struct rvs_route routes[] = {
 	DEV("/v1/policy", GET, DEVICE, WORK, rvs_api_policy),
 	/* The JSON API: symbols, campaigns, fleet, the index. */
 	API("/api/v1/symbols", GET, 0, rvs_symbols_list),
-	API("/api/v1/symbols", POST, 0, rvs_symbols_put),
+	API_AS(AUTHOR, "/api/v1/symbols", POST, 0, rvs_symbols_put),
 	API("/api/v1/symbols/**", GET, 0, rvs_symbols_get),
 	API("/api/v1/symbols/**", POST, 0, rvs_symbols_refuse),
 	API("/api/v1/campaigns", GET, 0, rvs_campaigns_list),
-	API("/api/v1/campaigns", POST, 0, rvs_campaigns_create),
-	API("/api/v1/campaigns/preview", POST, 0, rvs_campaigns_preview),
-	API("/api/v1/campaigns/*/end", POST, 0, rvs_campaigns_end),
+	API_AS(AUTHOR, "/api/v1/campaigns", POST, 0, rvs_campaigns_create),
+	API_AS(AUTHOR, "/api/v1/campaigns/preview", POST, 0, rvs_campaigns_preview),
+	API_AS(AUTHOR, "/api/v1/campaigns/*/end", POST, 0, rvs_campaigns_end),
 	API("/api/v1/campaigns/**", ANY, 0, rvs_campaigns_none),
 	API("/api/v1/fleet", GET, 0, rvs_fleet_get),
 	API("/api/v1/traces", GET, 0, rvs_query_traces),
@@ -73,6 +78,8 @@ static const struct rvs_route routes[] = {
 	API("/api/v1/regressions", GET, 0, rvs_regress_api),
 	API("/api/v1/regressions/runs", GET, 0, rvs_regress_api_runs),
 	API("/api/v1/alerts", GET, 0, rvs_webhook_api_list),
+	API_AS(ADMIN, "/api/v1/users", GET, 0, rvs_users_api),
+	API_AS(ADMIN, "/api/v1/audit", GET, 0, rvs_audit_api),
 	API("/api/v1/**", GET, 0, rvs_query_none),
 	/* The web UI (server/WEB.md). */
 	WEB("/static/**", GET, NONE, 0, rvs_web_static),
@@ -90,15 +97,18 @@ static const struct rvs_route routes[] = {
 	WEB("/issues", GET, SESSION, 0, rvs_web_issues),
 	WEB("/search", GET, SESSION, 0, rvs_web_search),
 	WEB("/campaigns", GET, SESSION, 0, rvs_web_campaigns),
-	WEB("/campaigns", POST, SESSION, 0, rvs_web_campaigns_post),
+	WEB_AS(AUTHOR, "/campaigns", POST, SESSION, 0, rvs_web_campaigns_post),
 	WEB("/campaigns/**", GET, SESSION, 0, rvs_web_campaign),
-	WEB("/campaigns/**", POST, SESSION, 0, rvs_web_campaign_post),
+	WEB_AS(AUTHOR, "/campaigns/**", POST, SESSION, 0, rvs_web_campaign_post),
 	WEB("/fleet", GET, SESSION, 0, rvs_web_fleet),
 	WEB("/aggregate", GET, SESSION, 0, rvs_web_aggregate),
 	WEB("/aggregate/diff", GET, SESSION, 0, rvs_web_aggregate_diff),
 	WEB("/methods/**", GET, SESSION, 0, rvs_web_method),
-	WEB("/methods/**", POST, SESSION, 0, rvs_web_method_post),
+	WEB_AS(AUTHOR, "/methods/**", POST, SESSION, 0, rvs_web_method_post),
 	WEB("/regressions", GET, SESSION, 0, rvs_web_regressions),
+	WEB_AS(ADMIN, "/users", GET, SESSION, 0, rvs_web_users),
+	WEB_AS(ADMIN, "/users/*", POST, SESSION, 0, rvs_web_user_post),
+	WEB_AS(ADMIN, "/audit", GET, SESSION, 0, rvs_web_audit),
 };
 
 /* 1 when path matches pattern; *arg and *arg_len: the first wildcard's match. */

@@ -127,6 +127,17 @@ struct rvs_skip_row {
 
 struct rvs_store;
 
+/* roles16: an account's role (stored as its name, users.h); each role may
+ * do what the ones below it may. */
+enum rvs_role { RVS_ROLE_VIEWER = 1, RVS_ROLE_AUTHOR = 2, RVS_ROLE_ADMIN = 3 };
+
+/* roles16: one row of the append-only audit log; strings borrowed for the
+ * callback's duration. */
+struct rvs_audit_row {
+	int64_t id, at; /* at: unix s */
+	const char *actor, *action, *target, *detail;
+};
+
 struct rvs_store_ops {
 	const char *name;
 	/* Opens (creating) the store at dsn and applies pending migrations.
@@ -268,6 +279,30 @@ struct rvs_store_ops {
 			       int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
 	int (*skips_recent)(struct rvs_store *s, const struct rvs_skip_filter *f, int64_t limit,
 			    int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
+
+	/* ---- roles16: accounts' roles, disabling, the audit log ---- */
+
+	/* The role (enum rvs_role) and disabled flag (0/1) of account name
+	 * (admin_put's; a new one is an enabled admin): -ENOENT no such
+	 * account. */
+	int (*user_get)(struct rvs_store *s, const char *name, int *role, int *disabled);
+	/* Sets name's role when role > 0 and its disabled flag when disabled
+	 * >= 0; -ENOENT no such account. */
+	int (*user_set)(struct rvs_store *s, const char *name, int role, int disabled);
+	/* Every account by name: cb(arg, name, role, disabled, created_at); a
+	 * non-zero return stops the scan and is returned.  0 or -errno. */
+	int (*users_list)(struct rvs_store *s,
+			  int (*cb)(void *arg, const char *name, int role, int disabled,
+				    int64_t created),
+			  void *arg);
+	/* Appends a row to the audit log (the table refuses updates and
+	 * deletes).  0 or -errno. */
+	int (*audit_add)(struct rvs_store *s, int64_t at, const char *actor, const char *action,
+			 const char *target, const char *detail);
+	/* The newest max rows of the audit log, newest first, to cb; as
+	 * users_list. */
+	int (*audit_list)(struct rvs_store *s, size_t max,
+			  int (*cb)(void *arg, const struct rvs_audit_row *r), void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

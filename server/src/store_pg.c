@@ -36,6 +36,7 @@
  * schema_version from N-1 to N.
  */
 #include "store.h"
+#include "users.h"
 #include "rvs.h"
 #include "rearview/common.pb-c.h"
 
@@ -205,6 +206,19 @@ static const char *const migrations[] = {
 	" CREATE INDEX IF NOT EXISTS traces_by_captured"
 	"  ON traces((coalesce(captured_at_ns, -1)));"
 	" END IF; END $$;",
+	/* 5 (roles16): sqlite's migration 10 — each account's role (existing
+	 * accounts stay admins) and whether it is disabled; the append-only
+	 * audit log. */
+	"ALTER TABLE admins ADD COLUMN role TEXT NOT NULL DEFAULT 'admin'"
+	" CHECK (role IN ('viewer', 'author', 'admin'));"
+	"ALTER TABLE admins ADD COLUMN disabled BOOLEAN NOT NULL DEFAULT false;"
+	"CREATE TABLE audit_log ("
+	" id BIGSERIAL PRIMARY KEY, at BIGINT NOT NULL, actor TEXT NOT NULL,"
+	" action TEXT NOT NULL, target TEXT NOT NULL, detail TEXT NOT NULL);"
+	"CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $f$"
+	" BEGIN RAISE EXCEPTION 'audit_log is append-only'; END $f$;"
+	"CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log"
+	" FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -1464,6 +1478,113 @@ static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns
 	return rc;
 }
 
+/* ---- roles16: accounts' roles, disabling, the audit log ------------------ */
+
+#define ROLE_OF "CASE role WHEN 'viewer' THEN 1 WHEN 'author' THEN 2 ELSE 3 END"
+
+static int user_get(struct rvs_store *s, const char *name, int *role, int *disabled)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_text(&p, name);
+	rc = read_rows(s, "SELECT " ROLE_OF ", disabled::int FROM admins WHERE name = $1", &p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0) {
+		rc = -ENOENT;
+	} else {
+		*role = (int)val_i64(r, 0, 0);
+		*disabled = val_i64(r, 0, 1) != 0;
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int user_set(struct rvs_store *s, const char *name, int role, int disabled)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	assert(role <= 0 || rvs_role_name(role));
+	p_text(&p, name);
+	p_text(&p, role > 0 ? rvs_role_name(role) : NULL);
+	p_text(&p, disabled < 0 ? NULL : disabled ? "true" : "false");
+	rc = read_rows(s,
+		       "UPDATE admins SET role = coalesce($2, role),"
+		       " disabled = coalesce($3::boolean, disabled) WHERE name = $1 RETURNING name",
+		       &p, &r);
+	if (rc)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	PQclear(r);
+	return rc;
+}
+
+static int users_list(struct rvs_store *s,
+		      int (*cb)(void *arg, const char *name, int role, int disabled,
+				int64_t created),
+		      void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	rc = read_rows(s,
+		       "SELECT name, " ROLE_OF ", disabled::int, created_at FROM admins"
+		       " ORDER BY name",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; !stop && i < PQntuples(r); i++)
+		stop = cb(arg, PQgetvalue(r, i, 0), (int)val_i64(r, i, 1), val_i64(r, i, 2) != 0,
+			  val_i64(r, i, 3));
+	PQclear(r);
+	return stop;
+}
+
+static int audit_add(struct rvs_store *s, int64_t at, const char *actor, const char *action,
+		     const char *target, const char *detail)
+{
+	struct params p = {0};
+
+	p_i64(&p, at);
+	p_text(&p, actor);
+	p_text(&p, action);
+	p_text(&p, target);
+	p_text(&p, detail);
+	return write_text(s,
+			  "INSERT INTO audit_log (at, actor, action, target, detail)"
+			  " VALUES ($1, $2, $3, $4, $5)",
+			  &p);
+}
+
+static int audit_list(struct rvs_store *s, size_t max,
+		      int (*cb)(void *arg, const struct rvs_audit_row *r), void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	p_i64(&p, (int64_t)max);
+	rc = read_rows(s,
+		       "SELECT id, at, actor, action, target, detail FROM audit_log"
+		       " ORDER BY id DESC LIMIT $1",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; !stop && i < PQntuples(r); i++) {
+		struct rvs_audit_row row = {val_i64(r, i, 0),	 val_i64(r, i, 1),
+					    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3),
+					    PQgetvalue(r, i, 4), PQgetvalue(r, i, 5)};
+		stop = cb(arg, &row);
+	}
+	PQclear(r);
+	return stop;
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -1498,4 +1619,10 @@ const struct rvs_store_ops rvs_store_pg = {
 	.policy_version = policy_version,
 	.skips_by_reason = skips_by_reason,
 	.skips_recent = skips_recent,
+	/* roles16 */
+	.user_get = user_get,
+	.user_set = user_set,
+	.users_list = users_list,
+	.audit_add = audit_add,
+	.audit_list = audit_list,
 };

@@ -1,0 +1,227 @@
+/*
+ * users.c — accounts with roles: the role names, the audit log's writer,
+ * and the admin's users and audit pages (web UI) and endpoints (JSON API).
+ *
+ * Invariants: a role is one of enum rvs_role, stored by its name; only an
+ * admin reaches these handlers (route.c's entries, checked by web.c and
+ * api.c); every change a handler makes is audited after it succeeds; no
+ * password or token hash is read or shown here.
+ */
+#include "users.h"
+#include "route.h"
+#include "query.h"
+#include "web_int.h"
+#include "params.h"
+#include "rvs.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define AUDIT_PAGE 200
+
+static const char *const ROLE_NAMES[] = {NULL, "viewer", "author", "admin"};
+
+const char *rvs_role_name(int role)
+{
+	return role >= RVS_ROLE_VIEWER && role <= RVS_ROLE_ADMIN ? ROLE_NAMES[role] : NULL;
+}
+
+int rvs_role_parse(const char *s)
+{
+	for (int r = RVS_ROLE_VIEWER; s && r <= RVS_ROLE_ADMIN; r++)
+		if (strcmp(s, ROLE_NAMES[r]) == 0)
+			return r;
+	return 0;
+}
+
+int rvs_audit(const struct rvs_store_ops *ops, struct rvs_store *st, const char *actor,
+	      const char *action, const char *target, const char *detail)
+{
+	int rc;
+
+	assert(action && *action);
+	rc = ops->audit_add(st, (int64_t)time(NULL), actor ? actor : "", action,
+			    target ? target : "", detail ? detail : "");
+	if (rc)
+		rvs_log("error", "msg=\"audit log write failed\" action=%s rc=%d", action, rc);
+	return rc;
+}
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+static int user_json(void *arg, const char *name, int role, int disabled, int64_t created)
+{
+	json_t *o = json_pack("{s:s, s:s, s:b, s:I}", "name", name, "role", rvs_role_name(role),
+			      "disabled", disabled, "created_at", (json_int_t)created);
+	return o ? json_array_append_new(arg, o) : -ENOMEM;
+}
+
+static int audit_json(void *arg, const struct rvs_audit_row *r)
+{
+	json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:s}", "id", (json_int_t)r->id, "at",
+			      (json_int_t)r->at, "actor", r->actor, "action", r->action, "target",
+			      r->target, "detail", r->detail);
+	return o ? json_array_append_new(arg, o) : -ENOMEM;
+}
+
+/* Fills *rows by scan (users or audit) on the store of cfg; 0 or -errno. */
+static int scan_json(const struct rvs_config *cfg, int audit, json_t **rows)
+{
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	int rc;
+
+	if (!(*rows = json_array()))
+		return -ENOMEM;
+	if ((rc = rvs_store_acquire(cfg->database, &ops, &st)))
+		return rc;
+	rc = audit ? ops->audit_list(st, AUDIT_PAGE, audit_json, *rows)
+		   : ops->users_list(st, user_json, *rows);
+	rvs_store_release(st);
+	return rc;
+}
+
+static void list_api(struct rvs_call *c, int audit)
+{
+	json_t *rows = NULL;
+	if (scan_json(c->cfg, audit, &rows)) {
+		json_decref(rows);
+		return rvs_query_set_error(c->q, 503, "database unavailable");
+	}
+	rvs_query_reply(c->q, 200, json_pack("{s:o}", audit ? "audit" : "users", rows));
+}
+
+void rvs_users_api(struct rvs_call *c)
+{
+	list_api(c, 0);
+}
+
+void rvs_audit_api(struct rvs_call *c)
+{
+	list_api(c, 1);
+}
+
+/* ---- pages ----------------------------------------------------------------- */
+
+static int user_row(void *arg, const char *name, int role, int disabled, int64_t created)
+{
+	struct web_ctx *c = arg;
+	FILE *f = c->f;
+
+	(void)created;
+	fputs("<tr><td>", f);
+	rvs_web_esc(f, name);
+	fprintf(f, "</td><td>%s</td><td>%s</td><td>", rvs_role_name(role),
+		disabled ? "disabled" : "enabled");
+	fputs("<form method=\"post\" action=\"/users/", f);
+	rvs_web_urlenc(f, name);
+	fputs("\">", f);
+	web_csrf_field(c);
+	fputs("<select name=\"role\">", f);
+	for (int r = RVS_ROLE_VIEWER; r <= RVS_ROLE_ADMIN; r++)
+		fprintf(f, "<option%s>%s</option>", r == role ? " selected" : "", rvs_role_name(r));
+	fputs("</select><button type=\"submit\">Set role</button></form><form method=\"post\""
+	      " action=\"/users/",
+	      f);
+	rvs_web_urlenc(f, name);
+	fputs("\">", f);
+	web_csrf_field(c);
+	fprintf(f,
+		"<input type=\"hidden\" name=\"disabled\" value=\"%d\">"
+		"<button type=\"submit\">%s</button></form></td></tr>",
+		!disabled, disabled ? "Enable" : "Disable");
+	return 0;
+}
+
+void rvs_web_users(struct rvs_call *call)
+{
+	struct web_ctx *c = call->ctx;
+
+	web_page_begin(c, "Users");
+	fputs("<p>Accounts are created and their passwords set with"
+	      " <code>rearview-server passwd</code>.</p>"
+	      "<table id=\"users\"><tr><th>User</th><th>Role</th><th>State</th>"
+	      "<th>Change</th></tr>",
+	      c->f);
+	if (c->ops->users_list(c->st, user_row, c))
+		return web_error(c, 500, "storage error");
+	fputs("</table>", c->f);
+	web_page_end(c, 200);
+}
+
+void rvs_web_user_post(struct rvs_call *call)
+{
+	struct web_ctx *c = call->ctx;
+	char name[64], v[16], detail[96], loc[96];
+	int role = 0, disabled = -1, old_role, old_disabled, rc;
+
+	if (rvs_url_decode(call->arg, call->arg_len, 0, name, sizeof name) || !*name)
+		return web_error(c, 400, "bad user name");
+	if (rvs_query_param(c->form, "role", v, sizeof v) == 1 && !(role = rvs_role_parse(v)))
+		return web_error(c, 400, "role must be viewer, author or admin");
+	if (rvs_query_param(c->form, "disabled", v, sizeof v) == 1) {
+		if (strcmp(v, "0") && strcmp(v, "1"))
+			return web_error(c, 400, "disabled must be 0 or 1");
+		disabled = v[0] == '1';
+	}
+	if (!role && disabled < 0)
+		return web_error(c, 400, "role or disabled is required");
+	if (strcmp(name, c->user) == 0 && (disabled == 1 || (role && role != RVS_ROLE_ADMIN)))
+		return web_error(c, 400, "an admin cannot disable or demote themself");
+	rc = c->ops->user_get(c->st, name, &old_role, &old_disabled);
+	if (rc == 0)
+		rc = c->ops->user_set(c->st, name, role, disabled);
+	if (rc == -ENOENT)
+		return web_error(c, 404, "no such user");
+	if (rc)
+		return web_error(c, 500, "storage error");
+	if (role) {
+		snprintf(detail, sizeof detail, "%s -> %s", rvs_role_name(old_role),
+			 rvs_role_name(role));
+		rvs_audit(c->ops, c->st, c->user, "user.role", name, detail);
+	}
+	if (disabled >= 0) {
+		snprintf(detail, sizeof detail, "disabled %d -> %d", old_disabled, disabled);
+		rvs_audit(c->ops, c->st, c->user, disabled ? "user.disable" : "user.enable", name,
+			  detail);
+	}
+	snprintf(loc, sizeof loc, "/users");
+	web_redirect(c, loc);
+}
+
+static int audit_row(void *arg, const struct rvs_audit_row *r)
+{
+	FILE *f = arg;
+	char when[32];
+	time_t t = (time_t)r->at;
+	struct tm tm;
+
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&t, &tm));
+	fprintf(f, "<tr><td>%s</td><td>", when);
+	rvs_web_esc(f, r->actor);
+	fputs("</td><td>", f);
+	rvs_web_esc(f, r->action);
+	fputs("</td><td>", f);
+	rvs_web_esc(f, r->target);
+	fputs("</td><td>", f);
+	rvs_web_esc(f, r->detail);
+	fputs("</td></tr>", f);
+	return 0;
+}
+
+void rvs_web_audit(struct rvs_call *call)
+{
+	struct web_ctx *c = call->ctx;
+
+	web_page_begin(c, "Audit log");
+	fputs("<table id=\"audit\"><tr><th>When</th><th>Who</th><th>What</th><th>Target</th>"
+	      "<th>Detail</th></tr>",
+	      c->f);
+	if (c->ops->audit_list(c->st, AUDIT_PAGE, audit_row, c->f))
+		return web_error(c, 500, "storage error");
+	fputs("</table>", c->f);
+	web_page_end(c, 200);
+}

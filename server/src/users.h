@@ -1,0 +1,38 @@
+/*
+ * users.h — accounts with roles (issue 16, "more than one engineer"):
+ * the role names, the audit log's writer, and the admin's users and audit
+ * pages and endpoints (users.c).
+ */
+#ifndef RVS_USERS_H
+#define RVS_USERS_H
+
+#include <stdint.h>
+
+#include "store.h"
+
+/* The stored and shown name of role (enum rvs_role): "viewer", "author"
+ * (campaign author) or "admin"; NULL for any other value.  Pure. */
+const char *rvs_role_name(int role);
+/* The role named s (rvs_role_name's names), 0 when none.  Pure. */
+int rvs_role_parse(const char *s);
+
+/* Appends a row to the audit log of st at the current time: actor did
+ * action (a short verb, e.g. "campaign.create") to target, detail (small:
+ * the before/after values; never a secret).  A failure is logged and
+ * returned (0 or -errno); the change it records has already happened.
+ * Work thread (blocks on the store). */
+int rvs_audit(const struct rvs_store_ops *ops, struct rvs_store *st, const char *actor,
+	      const char *action, const char *target, const char *detail);
+
+struct rvs_call;
+/* Route handlers (route.c), admin only.  GET /users: the accounts and the
+ * forms to change a role or disable/enable; POST /users/NAME: one change
+ * (form fields role=…, or disabled=0/1; audited).  GET /audit: the newest
+ * audit rows.  GET /api/v1/users and /api/v1/audit: the same as JSON. */
+void rvs_web_users(struct rvs_call *call);
+void rvs_web_user_post(struct rvs_call *call);
+void rvs_web_audit(struct rvs_call *call);
+void rvs_users_api(struct rvs_call *call);
+void rvs_audit_api(struct rvs_call *call);
+
+#endif
