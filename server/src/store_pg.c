@@ -208,16 +208,16 @@ static const char *const migrations[] = {
 	" END IF; END $$;",
 	/* 5 (roles16): sqlite's migration 10 — each account's role (existing
 	 * accounts stay admins) and whether it is disabled; the append-only
-	 * audit log. */
-	"ALTER TABLE admins ADD COLUMN role TEXT NOT NULL DEFAULT 'admin'"
+	 * audit log.  Idempotent (a test reruns the migrations after 3). */
+	"ALTER TABLE admins ADD COLUMN IF NOT EXISTS role TEXT NOT NULL DEFAULT 'admin'"
 	" CHECK (role IN ('viewer', 'author', 'admin'));"
-	"ALTER TABLE admins ADD COLUMN disabled BOOLEAN NOT NULL DEFAULT false;"
-	"CREATE TABLE audit_log ("
+	"ALTER TABLE admins ADD COLUMN IF NOT EXISTS disabled BOOLEAN NOT NULL DEFAULT false;"
+	"CREATE TABLE IF NOT EXISTS audit_log ("
 	" id BIGSERIAL PRIMARY KEY, at BIGINT NOT NULL, actor TEXT NOT NULL,"
 	" action TEXT NOT NULL, target TEXT NOT NULL, detail TEXT NOT NULL);"
-	"CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $f$"
+	"CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $f$"
 	" BEGIN RAISE EXCEPTION 'audit_log is append-only'; END $f$;"
-	"CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log"
+	"CREATE OR REPLACE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log"
 	" FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
