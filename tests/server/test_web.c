@@ -1223,6 +1223,219 @@ static void test_web_campaign_form_creates_edits_and_ends(void **state)
 	resp_free(&r);
 }
 
+/* ---- roles16: accounts with roles, disabling, the audit log ------------------ */
+
+/* `rearview-server passwd --config CONF user`: the new account's password
+ * (printed once) into pw. */
+static void passwd_user(const char *user, char *pw, size_t cap)
+{
+	char conf[256], out[256], buf[1024];
+	const char *p;
+	pid_t pid;
+	int st;
+
+	snprintf(conf, sizeof conf, "%s/rearview-server.conf", g_srv.data);
+	snprintf(out, sizeof out, "%s/passwd-%s.out", g_srv.dir, user);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(RVS_BIN, RVS_BIN, "passwd", "--config", conf, user, (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_true(web_slurp(out, buf, sizeof buf) > 0);
+	p = strstr(buf, "new password ");
+	assert_non_null(p);
+	p += strlen("new password ");
+	snprintf(pw, cap, "%.*s", (int)strcspn(p, " \n"), p);
+	assert_true(strlen(pw) >= 16);
+}
+
+/* A signed-in session of user: its cookie and CSRF token. */
+struct who {
+	char cookie[128], csrf[80];
+};
+
+static void sign_in(const char *user, const char *pw, struct who *w)
+{
+	struct resp r, p;
+	char id[80];
+	const char *v;
+
+	assert_int_equal(login_as(user, pw, &r), 303);
+	set_cookie_value(&r, "rv_session", id, sizeof id);
+	assert_int_equal(strlen(id), 64);
+	snprintf(w->cookie, sizeof w->cookie, "rv_session=%s", id);
+	resp_free(&r);
+	req("/traces", w->cookie, NULL, NULL, 0, NULL, &p);
+	assert_int_equal(p.code, 200);
+	v = strstr(p.body, "name=\"csrf\" value=\"");
+	assert_non_null(v);
+	v += strlen("name=\"csrf\" value=\"");
+	snprintf(w->csrf, sizeof w->csrf, "%.*s", (int)strcspn(v, "\""), v);
+	resp_free(&p);
+}
+
+/* As w, POSTs form (its CSRF token appended) to path; the status. */
+static long post_as(const struct who *w, const char *path, const char *form)
+{
+	struct resp r;
+	char body[512];
+	long code;
+
+	snprintf(body, sizeof body, "%s&csrf=%s", form, w->csrf);
+	req(path, w->cookie, NULL, body, strlen(body), NULL, &r);
+	code = r.code;
+	if (code == 403)
+		assert_non_null(strstr(r.body, "role"));
+	resp_free(&r);
+	return code;
+}
+
+/* GETs path as w; the status; *body_has: whether the body contains needle. */
+static long get_as(const struct who *w, const char *path, const char *needle, int *body_has)
+{
+	struct resp r;
+	long code;
+
+	req(path, w->cookie, NULL, NULL, 0, NULL, &r);
+	code = r.code;
+	if (body_has)
+		*body_has = strstr(r.body, needle) != NULL;
+	resp_free(&r);
+	return code;
+}
+
+/* Issue 16, "more than one engineer": `passwd` creates accounts (admins,
+ * as before); the admin makes one a viewer and one a campaign author; each
+ * role is refused (403 naming the role needed) or allowed on a route of
+ * each family (pages, campaign and alert forms, users and audit pages);
+ * the admin's forms need the CSRF token; disabling ends the account's
+ * session at once and its sign-in; every change is in the audit log,
+ * exactly; no password reaches the log or a page. */
+static void test_web_roles_refuse_allow_disable_and_audit(void **state)
+{
+	char vpw[64], apw[64], log[1 << 16], path[256];
+	struct who admin, viewer, author;
+	struct resp r;
+	int has = 0;
+	json_t *doc, *rows, *row;
+
+	ensure_login();
+	snprintf(admin.cookie, sizeof admin.cookie, "%s", g_session);
+	snprintf(admin.csrf, sizeof admin.csrf, "%s", g_csrf);
+	passwd_user("vera", vpw, sizeof vpw);
+	passwd_user("otto", apw, sizeof apw);
+
+	/* The admin's users page lists them as admins (passwd's role). */
+	assert_int_equal(get_as(&admin, "/users", "<td>vera</td><td>admin</td>", &has), 200);
+	assert_true(has);
+	/* A change without (or with a wrong) CSRF token changes nothing. */
+	req("/users/vera", admin.cookie, NULL, "role=viewer", 11, NULL, &r);
+	assert_int_equal(r.code, 403);
+	assert_non_null(strstr(r.body, "CSRF"));
+	resp_free(&r);
+	assert_int_equal(post_as(&admin, "/users/vera", "role=viewer"), 303);
+	assert_int_equal(post_as(&admin, "/users/otto", "role=author"), 303);
+	assert_int_equal(post_as(&admin, "/users/nobody", "role=author"), 404);
+	assert_int_equal(post_as(&admin, "/users/otto", "role=root"), 400);
+
+	sign_in("vera", vpw, &viewer);
+	sign_in("otto", apw, &author);
+	/* Viewer: reads everything, changes nothing. */
+	assert_int_equal(get_as(&viewer, "/traces", "", NULL), 200);
+	assert_int_equal(get_as(&viewer, "/campaigns", "", NULL), 200);
+	assert_int_equal(get_as(&viewer, "/users", "needs the admin role", &has), 403);
+	assert_true(has);
+	assert_int_equal(get_as(&viewer, "/audit", "", NULL), 403);
+	assert_int_equal(post_as(&viewer, "/methods/a%3A%3Ab/alert", "threshold_ms=5"), 403);
+	assert_int_equal(post_as(&viewer, "/campaigns/x/end", ""), 403);
+	assert_int_equal(post_as(&viewer, "/users/vera", "role=admin"), 403);
+	/* Author: campaigns and alerts, not users. */
+	assert_int_equal(post_as(&author, "/methods/a%3A%3Ab/alert", "threshold_ms=5"), 303);
+	assert_int_equal(post_as(&author, "/campaigns/no-such/end", ""), 404);
+	assert_int_equal(get_as(&author, "/users", "needs the admin role", &has), 403);
+	assert_true(has);
+	assert_int_equal(post_as(&author, "/users/otto", "role=admin"), 403);
+	/* Admin: users and audit; not themself out. */
+	assert_int_equal(post_as(&admin, "/users/admin", "disabled=1"), 400);
+
+	/* Disabling takes effect at once: the next request is signed out. */
+	assert_int_equal(post_as(&admin, "/users/vera", "disabled=1"), 303);
+	req("/traces", viewer.cookie, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 303);
+	assert_non_null(strstr(r.hdrs, "Location: /login"));
+	resp_free(&r);
+	assert_int_equal(login_as("vera", vpw, &r), 401);
+	resp_free(&r);
+
+	/* The audit log, newest first, exactly (JSON API, the api.token being
+	 * an admin's). */
+	req("/api/v1/audit", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	assert_non_null(doc);
+	rows = json_object_get(doc, "audit");
+	assert_true(json_array_size(rows) >= 4);
+	{
+		static const char *const want[][4] = {
+			{"admin", "user.disable", "vera", "disabled 0 -> 1"},
+			{"otto", "method_alert.set", "a::b", "p95_threshold_ns 0 -> 5000000"},
+			{"admin", "user.role", "otto", "admin -> author"},
+			{"admin", "user.role", "vera", "admin -> viewer"},
+		};
+		for (size_t i = 0; i < 4; i++) {
+			row = json_array_get(rows, i);
+			assert_string_equal(json_string_value(json_object_get(row, "actor")),
+					    want[i][0]);
+			assert_string_equal(json_string_value(json_object_get(row, "action")),
+					    want[i][1]);
+			assert_string_equal(json_string_value(json_object_get(row, "target")),
+					    want[i][2]);
+			assert_string_equal(json_string_value(json_object_get(row, "detail")),
+					    want[i][3]);
+			assert_true(json_integer_value(json_object_get(row, "at")) > 0);
+		}
+	}
+	json_decref(doc);
+	assert_null(strstr(r.body, vpw));
+	resp_free(&r);
+	assert_int_equal(get_as(&admin, "/audit", "method_alert.set", &has), 200);
+	assert_true(has);
+	/* No password or hash in the users endpoint, the page or the log. */
+	req("/api/v1/users", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	assert_non_null(doc);
+	rows = json_object_get(doc, "users");
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		row = json_array_get(rows, i);
+		if (strcmp(json_string_value(json_object_get(row, "name")), "vera") == 0) {
+			assert_true(json_is_true(json_object_get(row, "disabled")));
+			assert_string_equal(json_string_value(json_object_get(row, "role")),
+					    "viewer");
+			has = 2;
+		}
+	}
+	assert_int_equal(has, 2);
+	json_decref(doc);
+	assert_null(strstr(r.body, vpw));
+	assert_null(strstr(r.body, "hash"));
+	assert_null(strstr(r.body, "salt"));
+	resp_free(&r);
+	assert_int_equal(get_as(&admin, "/users", apw, &has), 200);
+	assert_false(has);
+	snprintf(path, sizeof path, "%s/server.log", g_srv.dir);
+	if (web_slurp(path, log, sizeof log) > 0) {
+		assert_null(strstr(log, vpw));
+		assert_null(strstr(log, apw));
+	}
+}
+
 /* Runs sql on the server's database (the test's own connection). */
 static void db_exec(const char *sql)
 {
@@ -1443,6 +1656,7 @@ int main(void)
 		cmocka_unit_test(test_web_campaign_typos_and_implicit_fleet_wide_refused),
 		cmocka_unit_test(test_web_campaign_form_preview_publishes_nothing),
 		cmocka_unit_test(test_web_fleet_page_shows_devices_uploads_and_skip_reasons),
+		cmocka_unit_test(test_web_roles_refuse_allow_disable_and_audit),
 		cmocka_unit_test(test_web_logout_ends_the_session),
 		cmocka_unit_test(test_web_browser_signs_in_filters_opens_trace_and_exports),
 		cmocka_unit_test(test_web_login_unknown_user_is_hashed_like_a_known_one),
