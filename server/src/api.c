@@ -700,7 +700,8 @@ static void job_work(uv_work_t *w)
 			     .arg = j->arg,
 			     .arg_len = j->arg_len,
 			     .q = &j->q,
-			     .ctx = j};
+			     .ctx = j,
+			     .user = j->kind == JOB_QUERY ? "api.token" : NULL};
 
 	rvs_route_run(j->req, j->route, j->allow, &c);
 	/* Traces that arrived before these symbols are decoded again. */

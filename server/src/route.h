@@ -67,6 +67,9 @@ struct rvs_call {
 	void *ctx;
 	/* A symbols upload: the build-id stored, "" if none. */
 	char build_id[129];
+	/* Who calls, for the audit log (users.h): the JSON API's caller
+	 * ("api.token" for the legacy token); NULL for the other families. */
+	const char *user;
 };
 
 struct rvs_route {

@@ -1401,6 +1401,20 @@ static void test_web_roles_refuse_allow_disable_and_audit(void **state)
 			assert_true(json_integer_value(json_object_get(row, "at")) > 0);
 		}
 	}
+	/* The campaign tests before this one changed campaigns through the
+	 * API (the api.token) and the form (the admin): both recorded. */
+	has = 0;
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		const char *actor, *action;
+		row = json_array_get(rows, i);
+		actor = json_string_value(json_object_get(row, "actor"));
+		action = json_string_value(json_object_get(row, "action"));
+		if (strcmp(action, "campaign.create") == 0 && strcmp(actor, "api.token") == 0)
+			has |= 1;
+		if (strcmp(action, "campaign.end") == 0 && strcmp(actor, "admin") == 0)
+			has |= 2;
+	}
+	assert_int_equal(has, 3);
 	json_decref(doc);
 	assert_null(strstr(r.body, vpw));
 	resp_free(&r);
