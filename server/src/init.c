@@ -3,7 +3,9 @@
  *   rearview-server init DIR [--hostname NAME]...   a ready-to-run directory
  *   rearview-server cert --config FILE --hostname NAME...
  *                     a new server certificate from the directory's own CA
- *   rearview-server passwd --config FILE [USER]      a new admin password
+ *   rearview-server passwd --config FILE [USER]      a new password for USER
+ *                     (a new account is an admin; an existing one keeps
+ *                     its role and state, users.h)
  *
  * init creates, refusing to overwrite an existing configuration:
  *   ca.crt ca.key                 a private CA (ECDSA P-256, 10 years)
@@ -22,6 +24,7 @@
  */
 #include "rvs.h"
 #include "store.h"
+#include "users.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -479,18 +482,21 @@ int rvs_init_passwd(const struct rvs_config *cfg, const char *user)
 	const struct rvs_store_ops *ops = rvs_store_for(cfg->database);
 	struct rvs_store *st;
 	char password[24];
-	int rc;
+	int rc, role = 0, disabled = 0;
 
 	if (!*user || strlen(user) > 64)
 		return -EINVAL;
 	if ((rc = ops->open(cfg->database, &st)))
 		return rc;
 	rc = set_password(ops, st, user, password);
+	if (!rc)
+		rc = ops->user_get(st, user, &role, &disabled);
 	ops->close(st);
 	if (!rc)
-		printf("user %s: new password %s   (shown once; only its PBKDF2 hash is stored;\n"
+		printf("user %s (role %s%s): new password %s   (shown once; only its PBKDF2 hash"
+		       " is stored;\n"
 		       "web sessions signed in before stay valid until they expire)\n",
-		       user, password);
+		       user, rvs_role_name(role), disabled ? ", disabled" : "", password);
 	mbedtls_platform_zeroize(password, sizeof password);
 	return rc;
 }

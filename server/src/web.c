@@ -97,9 +97,11 @@ void web_page_begin(struct web_ctx *c, const char *title)
 		      " <a href=\"/issues\">Issues</a> <a href=\"/search\">Search</a>"
 		      " <a href=\"/regressions\">Regressions</a> <a "
 		      "href=\"/aggregate\">Aggregate</a>"
-		      " <a href=\"/campaigns\">Campaigns</a> <a href=\"/fleet\">Fleet</a>"
-		      "<form class=\"logout\" method=\"post\" action=\"/logout\">",
+		      " <a href=\"/campaigns\">Campaigns</a> <a href=\"/fleet\">Fleet</a>",
 		      f);
+		if (c->role >= RVS_ROLE_ADMIN)
+			fputs(" <a href=\"/users\">Users</a> <a href=\"/audit\">Audit</a>", f);
+		fputs("<form class=\"logout\" method=\"post\" action=\"/logout\">", f);
 		web_csrf_field(c);
 		fputs("<span>", f);
 		rvs_web_esc(f, c->user);

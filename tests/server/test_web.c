@@ -1248,6 +1248,7 @@ static void passwd_user(const char *user, char *pw, size_t cap)
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	assert_true(web_slurp(out, buf, sizeof buf) > 0);
+	assert_non_null(strstr(buf, "(role admin)")); /* a new account is an admin */
 	p = strstr(buf, "new password ");
 	assert_non_null(p);
 	p += strlen("new password ");
@@ -1347,7 +1348,10 @@ static void test_web_roles_refuse_allow_disable_and_audit(void **state)
 	sign_in("vera", vpw, &viewer);
 	sign_in("otto", apw, &author);
 	/* Viewer: reads everything, changes nothing. */
-	assert_int_equal(get_as(&viewer, "/traces", "", NULL), 200);
+	assert_int_equal(get_as(&viewer, "/traces", "href=\"/users\"", &has), 200);
+	assert_false(has); /* the admin's links are not shown */
+	assert_int_equal(get_as(&admin, "/traces", "href=\"/users\"", &has), 200);
+	assert_true(has);
 	assert_int_equal(get_as(&viewer, "/campaigns", "", NULL), 200);
 	assert_int_equal(get_as(&viewer, "/users", "needs the admin role", &has), 403);
 	assert_true(has);
