@@ -303,6 +303,25 @@ struct rvs_store_ops {
 	 * users_list. */
 	int (*audit_list)(struct rvs_store *s, size_t max,
 			  int (*cb)(void *arg, const struct rvs_audit_row *r), void *arg);
+	/* Personal API tokens, keyed by the SHA-256 of the token (the token
+	 * itself is never stored).  token_add: a new token id (short hex,
+	 * shown in lists) of owner named name, created at now; -EEXIST when
+	 * the id or hash exists. */
+	int (*token_add)(struct rvs_store *s, const char *id, const uint8_t hash[32],
+			 const char *owner, const char *name, int64_t now);
+	/* The owner and its role of the live token hash names (not revoked,
+	 * its owner enabled), its last use set to now; -ENOENT otherwise. */
+	int (*token_auth)(struct rvs_store *s, const uint8_t hash[32], int64_t now, char owner[64],
+			  int *role);
+	/* Revokes owner's live token id at now; -ENOENT when owner has no
+	 * such live token. */
+	int (*token_revoke)(struct rvs_store *s, const char *owner, const char *id, int64_t now);
+	/* owner's tokens, newest first: cb(arg, id, name, created_at,
+	 * last_used or -1, revoked_at or -1); as users_list. */
+	int (*tokens_list)(struct rvs_store *s, const char *owner,
+			   int (*cb)(void *arg, const char *id, const char *name, int64_t created,
+				     int64_t last_used, int64_t revoked),
+			   void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

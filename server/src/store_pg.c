@@ -208,7 +208,8 @@ static const char *const migrations[] = {
 	" END IF; END $$;",
 	/* 5 (roles16): sqlite's migration 10 — each account's role (existing
 	 * accounts stay admins) and whether it is disabled; the append-only
-	 * audit log.  Idempotent (a test reruns the migrations after 3). */
+	 * audit log; personal API tokens (only their SHA-256).  Idempotent (a test reruns the
+	 * migrations after 3). */
 	"ALTER TABLE admins ADD COLUMN IF NOT EXISTS role TEXT NOT NULL DEFAULT 'admin'"
 	" CHECK (role IN ('viewer', 'author', 'admin'));"
 	"ALTER TABLE admins ADD COLUMN IF NOT EXISTS disabled BOOLEAN NOT NULL DEFAULT false;"
@@ -218,7 +219,11 @@ static const char *const migrations[] = {
 	"CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $f$"
 	" BEGIN RAISE EXCEPTION 'audit_log is append-only'; END $f$;"
 	"CREATE OR REPLACE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log"
-	" FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();",
+	" FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();"
+	"CREATE TABLE IF NOT EXISTS api_tokens ("
+	" id TEXT PRIMARY KEY, hash BYTEA NOT NULL UNIQUE, owner TEXT NOT NULL,"
+	" name TEXT NOT NULL, created_at BIGINT NOT NULL, last_used BIGINT,"
+	" revoked_at BIGINT);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -1585,6 +1590,94 @@ static int audit_list(struct rvs_store *s, size_t max,
 	return stop;
 }
 
+static int token_add(struct rvs_store *s, const char *id, const uint8_t hash[32], const char *owner,
+		     const char *name, int64_t now)
+{
+	struct params p = {0};
+
+	p_text(&p, id);
+	p_bytea(&p, hash, 32);
+	p_text(&p, owner);
+	p_text(&p, name);
+	p_i64(&p, now);
+	return write_text(s,
+			  "INSERT INTO api_tokens (id, hash, owner, name, created_at)"
+			  " VALUES ($1, $2, $3, $4, $5)",
+			  &p);
+}
+
+static int token_auth(struct rvs_store *s, const uint8_t hash[32], int64_t now, char owner[64],
+		      int *role)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_bytea(&p, hash, 32);
+	p_i64(&p, now);
+	rc = read_rows(s,
+		       "UPDATE api_tokens t SET last_used = $2 FROM admins a"
+		       " WHERE t.hash = $1 AND t.revoked_at IS NULL AND a.name = t.owner"
+		       " AND NOT a.disabled"
+		       " RETURNING t.owner, CASE a.role WHEN 'viewer' THEN 1 WHEN 'author'"
+		       " THEN 2 ELSE 3 END",
+		       &p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0) {
+		rc = -ENOENT;
+	} else {
+		snprintf(owner, 64, "%s", PQgetvalue(r, 0, 0));
+		*role = (int)val_i64(r, 0, 1);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int token_revoke(struct rvs_store *s, const char *owner, const char *id, int64_t now)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_i64(&p, now);
+	p_text(&p, id);
+	p_text(&p, owner);
+	rc = read_rows(s,
+		       "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND owner = $3"
+		       " AND revoked_at IS NULL RETURNING id",
+		       &p, &r);
+	if (rc)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	PQclear(r);
+	return rc;
+}
+
+static int tokens_list(struct rvs_store *s, const char *owner,
+		       int (*cb)(void *arg, const char *id, const char *name, int64_t created,
+				 int64_t last_used, int64_t revoked),
+		       void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	p_text(&p, owner);
+	rc = read_rows(s,
+		       "SELECT id, name, created_at, coalesce(last_used, -1),"
+		       " coalesce(revoked_at, -1) FROM api_tokens WHERE owner = $1"
+		       " ORDER BY created_at DESC, id DESC",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; !stop && i < PQntuples(r); i++)
+		stop = cb(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), val_i64(r, i, 2),
+			  val_i64(r, i, 3), val_i64(r, i, 4));
+	PQclear(r);
+	return stop;
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -1625,4 +1718,8 @@ const struct rvs_store_ops rvs_store_pg = {
 	.users_list = users_list,
 	.audit_add = audit_add,
 	.audit_list = audit_list,
+	.token_add = token_add,
+	.token_auth = token_auth,
+	.token_revoke = token_revoke,
+	.tokens_list = tokens_list,
 };

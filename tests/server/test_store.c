@@ -672,6 +672,47 @@ static void test_store_user_roles_disable_and_audit_round_trip(void **state)
 	assert_string_equal(v, "2");
 }
 
+static int token_line(void *arg, const char *id, const char *name, int64_t created,
+		      int64_t last_used, int64_t revoked)
+{
+	char *out = arg;
+	size_t at = strlen(out);
+	snprintf(out + at, 256 - at, "%s:%s:%lld:%lld:%lld;", id, name, (long long)created,
+		 (long long)last_used, (long long)revoked);
+	return 0;
+}
+
+/* A personal token authenticates its owner with the owner's role (its
+ * last use recorded) until it is revoked or the owner is disabled; only
+ * its owner revokes it; an unknown hash is -ENOENT. */
+static void test_store_tokens_carry_role_until_revoked_or_disabled(void **state)
+{
+	struct fx *f = *state;
+	uint8_t salt[16] = {1}, hash[32] = {2}, t1[32], t2[32];
+	char owner[64], list[256] = "";
+	int role = 0;
+
+	memset(t1, 0x11, 32);
+	memset(t2, 0x22, 32);
+	assert_int_equal(ops->admin_put(f->s, "ann", 1000, salt, sizeof salt, hash), 0);
+	assert_int_equal(ops->user_set(f->s, "ann", RVS_ROLE_VIEWER, -1), 0);
+	assert_int_equal(ops->token_add(f->s, "aaaa", t1, "ann", "laptop", 100), 0);
+	assert_int_equal(ops->token_add(f->s, "bbbb", t2, "ann", "ci", 200), 0);
+	assert_int_equal(ops->token_add(f->s, "cccc", t2, "ann", "dup", 300), -EEXIST);
+	assert_int_equal(ops->token_auth(f->s, t1, 150, owner, &role), 0);
+	assert_string_equal(owner, "ann");
+	assert_int_equal(role, RVS_ROLE_VIEWER);
+	assert_int_equal(ops->token_revoke(f->s, "bob", "aaaa", 160), -ENOENT);
+	assert_int_equal(ops->token_revoke(f->s, "ann", "aaaa", 170), 0);
+	assert_int_equal(ops->token_revoke(f->s, "ann", "aaaa", 171), -ENOENT);
+	assert_int_equal(ops->token_auth(f->s, t1, 180, owner, &role), -ENOENT);
+	assert_int_equal(ops->token_auth(f->s, t2, 190, owner, &role), 0);
+	assert_int_equal(ops->user_set(f->s, "ann", -1, 1), 0);
+	assert_int_equal(ops->token_auth(f->s, t2, 195, owner, &role), -ENOENT);
+	assert_int_equal(ops->tokens_list(f->s, "ann", token_line, list), 0);
+	assert_string_equal(list, "bbbb:ci:200:190:-1;aaaa:laptop:100:150:170;");
+}
+
 struct pub_seen {
 	char specs[256];
 	uint64_t recorded;
@@ -1100,6 +1141,8 @@ int main(void)
 		/* roles16 */
 		cmocka_unit_test_setup_teardown(test_store_user_roles_disable_and_audit_round_trip,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_tokens_carry_role_until_revoked_or_disabled, setup, teardown),
 	};
 	/* No backend in them: run once. */
 	const struct CMUnitTest once[] = {
