@@ -80,6 +80,8 @@ static const struct rvs_route routes[] = {
 	API("/api/v1/alerts", GET, 0, rvs_webhook_api_list),
 	API_AS(ADMIN, "/api/v1/users", GET, 0, rvs_users_api),
 	API_AS(ADMIN, "/api/v1/audit", GET, 0, rvs_audit_api),
+	API("/api/v1/tokens", GET, 0, rvs_tokens_api),
+	API("/api/v1/tokens/*/revoke", POST, 0, rvs_tokens_api_revoke),
 	API("/api/v1/**", GET, 0, rvs_query_none),
 	/* The web UI (server/WEB.md). */
 	WEB("/static/**", GET, NONE, 0, rvs_web_static),
@@ -109,6 +111,9 @@ static const struct rvs_route routes[] = {
 	WEB_AS(ADMIN, "/users", GET, SESSION, 0, rvs_web_users),
 	WEB_AS(ADMIN, "/users/*", POST, SESSION, 0, rvs_web_user_post),
 	WEB_AS(ADMIN, "/audit", GET, SESSION, 0, rvs_web_audit),
+	WEB("/tokens", GET, SESSION, 0, rvs_web_tokens),
+	WEB("/tokens", POST, SESSION, 0, rvs_web_tokens_post),
+	WEB("/tokens/**", POST, SESSION, 0, rvs_web_tokens_post),
 };
 
 /* 1 when path matches pattern; *arg and *arg_len: the first wildcard's match. */

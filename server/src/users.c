@@ -5,7 +5,9 @@
  * Invariants: a role is one of enum rvs_role, stored by its name; only an
  * admin reaches these handlers (route.c's entries, checked by web.c and
  * api.c); every change a handler makes is audited after it succeeds; no
- * password or token hash is read or shown here.
+ * password or token hash is read or shown here.  A personal token is
+ * "rvp_" and 48 random hex digits, shown once when made; the store keeps
+ * its SHA-256 and an id (the first 12 hex digits of that hash).
  */
 #include "users.h"
 #include "route.h"
@@ -224,4 +226,191 @@ void rvs_web_audit(struct rvs_call *call)
 		return web_error(c, 500, "storage error");
 	fputs("</table>", c->f);
 	web_page_end(c, 200);
+}
+
+/* ---- personal API tokens -------------------------------------------------- */
+
+/* Makes a token for owner named name: tok (shown once) and id.  0, -errno. */
+static int token_make(const struct rvs_store_ops *ops, struct rvs_store *st, const char *owner,
+		      const char *name, char tok[53], char id[13])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t raw[24], h[32];
+	int rc;
+
+	if ((rc = rvs_random(raw, sizeof raw)))
+		return rc;
+	memcpy(tok, "rvp_", 4);
+	for (size_t i = 0; i < sizeof raw; i++) {
+		tok[4 + 2 * i] = hex[raw[i] >> 4];
+		tok[5 + 2 * i] = hex[raw[i] & 15];
+	}
+	tok[52] = '\0';
+	rvs_sha256(tok, 52, h);
+	for (size_t i = 0; i < 6; i++) {
+		id[2 * i] = hex[h[i] >> 4];
+		id[2 * i + 1] = hex[h[i] & 15];
+	}
+	id[12] = '\0';
+	rc = ops->token_add(st, id, h, owner, name, (int64_t)time(NULL));
+	memset(raw, 0, sizeof raw);
+	if (rc == 0)
+		rvs_audit(ops, st, owner, "token.create", id, name);
+	return rc;
+}
+
+static int token_row(void *arg, const char *id, const char *name, int64_t created,
+		     int64_t last_used, int64_t revoked)
+{
+	struct web_ctx *c = arg;
+	FILE *f = c->f;
+
+	fputs("<tr><td>", f);
+	rvs_web_esc(f, id);
+	fputs("</td><td>", f);
+	rvs_web_esc(f, name);
+	fprintf(f, "</td><td>%lld</td><td>", (long long)created);
+	if (last_used >= 0)
+		fprintf(f, "%lld", (long long)last_used);
+	else
+		fputs("never", f);
+	fputs("</td><td>", f);
+	if (revoked >= 0) {
+		fprintf(f, "revoked %lld", (long long)revoked);
+	} else {
+		fputs("<form method=\"post\" action=\"/tokens/", f);
+		rvs_web_esc(f, id);
+		fputs("/revoke\">", f);
+		web_csrf_field(c);
+		fputs("<button type=\"submit\">Revoke</button></form>", f);
+	}
+	fputs("</td></tr>", f);
+	return 0;
+}
+
+/* The tokens page; made: a token just made, shown this once (or NULL). */
+static void tokens_page(struct web_ctx *c, const char *made)
+{
+	web_page_begin(c, "API tokens");
+	if (made)
+		fprintf(c->f,
+			"<p class=\"token\">Your new token (shown once; only its hash is"
+			" stored): <code id=\"new-token\">%s</code></p>",
+			made);
+	fputs("<form method=\"post\" action=\"/tokens\">", c->f);
+	web_csrf_field(c);
+	fputs("<label>Name <input name=\"name\" required maxlength=\"64\"></label>"
+	      "<button type=\"submit\">New token</button></form>"
+	      "<table id=\"tokens\"><tr><th>Id</th><th>Name</th><th>Created</th>"
+	      "<th>Last used</th><th>State</th></tr>",
+	      c->f);
+	if (c->ops->tokens_list(c->st, c->user, token_row, c))
+		return web_error(c, 500, "storage error");
+	fputs("</table>", c->f);
+	web_page_end(c, 200);
+}
+
+void rvs_web_tokens(struct rvs_call *call)
+{
+	tokens_page(call->ctx, NULL);
+}
+
+void rvs_web_tokens_post(struct rvs_call *call)
+{
+	struct web_ctx *c = call->ctx;
+	char name[65], tok[53], id[13];
+	const char *rest = call->arg;
+	size_t n = call->arg_len;
+
+	if (n == 0) {
+		if (rvs_query_param(c->form, "name", name, sizeof name) != 1 || !*name)
+			return web_error(c, 400, "a token needs a name (at most 64 characters)");
+		if (token_make(c->ops, c->st, c->user, name, tok, id))
+			return web_error(c, 500, "cannot make a token");
+		tokens_page(c, tok);
+		memset(tok, 0, sizeof tok);
+		return;
+	}
+	/* The route is "/tokens/" and the rest: rest is "ID/revoke". */
+	if (n != 12 + 7 || memcmp(rest + 12, "/revoke", 7) != 0)
+		return web_error(c, 404, "no such form");
+	snprintf(id, sizeof id, "%.12s", rest);
+	switch (c->ops->token_revoke(c->st, c->user, id, (int64_t)time(NULL))) {
+	case 0:
+		rvs_audit(c->ops, c->st, c->user, "token.revoke", id, "");
+		return web_redirect(c, "/tokens");
+	case -ENOENT:
+		return web_error(c, 404, "no such live token of yours");
+	default:
+		return web_error(c, 500, "storage error");
+	}
+}
+
+static int token_json(void *arg, const char *id, const char *name, int64_t created,
+		      int64_t last_used, int64_t revoked)
+{
+	json_t *o = json_pack("{s:s, s:s, s:I, s:o, s:o}", "id", id, "name", name, "created_at",
+			      (json_int_t)created, "last_used",
+			      last_used >= 0 ? json_integer(last_used) : json_null(), "revoked_at",
+			      revoked >= 0 ? json_integer(revoked) : json_null());
+	return o ? json_array_append_new(arg, o) : -ENOMEM;
+}
+
+/* The store of c for a personal token's call: 0, or answered. */
+static int token_caller(struct rvs_call *c, const struct rvs_store_ops **ops, struct rvs_store **st)
+{
+	if (!c->user || strcmp(c->user, "api.token") == 0) {
+		rvs_query_set_error(c->q, 400, "api.token is no account's: it has no tokens");
+		return -1;
+	}
+	if (rvs_store_acquire(c->cfg->database, ops, st)) {
+		rvs_query_set_error(c->q, 503, "database unavailable");
+		return -1;
+	}
+	return 0;
+}
+
+void rvs_tokens_api(struct rvs_call *c)
+{
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	json_t *rows = json_array();
+	int rc;
+
+	if (!rows)
+		return rvs_query_set_error(c->q, 503, "out of memory");
+	if (token_caller(c, &ops, &st)) {
+		json_decref(rows);
+		return;
+	}
+	rc = ops->tokens_list(st, c->user, token_json, rows);
+	rvs_store_release(st);
+	if (rc) {
+		json_decref(rows);
+		return rvs_query_set_error(c->q, 503, "database unavailable");
+	}
+	rvs_query_reply(c->q, 200, json_pack("{s:o}", "tokens", rows));
+}
+
+void rvs_tokens_api_revoke(struct rvs_call *c)
+{
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	char id[13];
+	int rc;
+
+	if (c->arg_len != 12)
+		return rvs_query_set_error(c->q, 404, "no such token");
+	if (token_caller(c, &ops, &st))
+		return;
+	snprintf(id, sizeof id, "%.12s", c->arg);
+	rc = ops->token_revoke(st, c->user, id, (int64_t)time(NULL));
+	if (rc == 0)
+		rvs_audit(ops, st, c->user, "token.revoke", id, "");
+	rvs_store_release(st);
+	if (rc == -ENOENT)
+		return rvs_query_set_error(c->q, 404, "no such live token of yours");
+	if (rc)
+		return rvs_query_set_error(c->q, 503, "database unavailable");
+	rvs_query_reply(c->q, 200, json_pack("{s:s, s:b}", "id", id, "revoked", 1));
 }

@@ -35,4 +35,16 @@ void rvs_web_audit(struct rvs_call *call);
 void rvs_users_api(struct rvs_call *call);
 void rvs_audit_api(struct rvs_call *call);
 
+/* Personal API tokens, each account its own (viewer and up).  GET
+ * /tokens: the signed-in account's tokens and the forms; POST /tokens
+ * (form name=…): a new token, shown once on the page answered; POST
+ * /tokens/ID/revoke: revokes one.  GET /api/v1/tokens and POST
+ * /api/v1/tokens/ID/revoke: the same for the calling token's owner (the
+ * legacy api.token has no tokens: 400).  Creations and revocations are
+ * audited; a token is never stored, logged, listed or shown again. */
+void rvs_web_tokens(struct rvs_call *call);
+void rvs_web_tokens_post(struct rvs_call *call);
+void rvs_tokens_api(struct rvs_call *call);
+void rvs_tokens_api_revoke(struct rvs_call *call);
+
 #endif

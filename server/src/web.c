@@ -97,7 +97,8 @@ void web_page_begin(struct web_ctx *c, const char *title)
 		      " <a href=\"/issues\">Issues</a> <a href=\"/search\">Search</a>"
 		      " <a href=\"/regressions\">Regressions</a> <a "
 		      "href=\"/aggregate\">Aggregate</a>"
-		      " <a href=\"/campaigns\">Campaigns</a> <a href=\"/fleet\">Fleet</a>",
+		      " <a href=\"/campaigns\">Campaigns</a> <a href=\"/fleet\">Fleet</a>"
+		      " <a href=\"/tokens\">API tokens</a>",
 		      f);
 		if (c->role >= RVS_ROLE_ADMIN)
 			fputs(" <a href=\"/users\">Users</a> <a href=\"/audit\">Audit</a>", f);

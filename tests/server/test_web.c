@@ -1454,6 +1454,124 @@ static void test_web_roles_refuse_allow_disable_and_audit(void **state)
 	}
 }
 
+/* GETs (or POSTs an empty JSON body to) an API path with bearer token
+ * tok; the status, the body into *out when out is non-NULL (free it). */
+static long api_as(const char *tok, const char *path, int post, char **out)
+{
+	struct resp r;
+	long code;
+
+	req(path, NULL, tok, post ? "{}" : NULL, post ? 2 : 0, "application/json", &r);
+	code = r.code;
+	if (out)
+		*out = strdup(r.body);
+	resp_free(&r);
+	return code;
+}
+
+/* Issue 16: a personal API token, made on the tokens page and shown once,
+ * carries its owner's role (a viewer's reads, refused a campaign or the
+ * audit log with 403 naming the role), stops at once while its owner is
+ * disabled and for good once revoked, records its last use, is never
+ * listed or logged, and its making and revoking are audited. */
+static void test_web_personal_tokens_carry_role_and_revoke(void **state)
+{
+	char pw[64], tok[80], id[16], log[1 << 16], path[256], *body = NULL;
+	struct who admin, tess;
+	struct resp r;
+	const char *v;
+	json_t *doc, *row;
+
+	ensure_login();
+	snprintf(admin.cookie, sizeof admin.cookie, "%s", g_session);
+	snprintf(admin.csrf, sizeof admin.csrf, "%s", g_csrf);
+	passwd_user("tess", pw, sizeof pw);
+	assert_int_equal(post_as(&admin, "/users/tess", "role=viewer"), 303);
+	sign_in("tess", pw, &tess);
+
+	{
+		char form[160];
+		snprintf(form, sizeof form, "name=laptop&csrf=%s", tess.csrf);
+		req("/tokens", tess.cookie, NULL, form, strlen(form), NULL, &r);
+	}
+	assert_int_equal(r.code, 200);
+	v = strstr(r.body, "<code id=\"new-token\">");
+	assert_non_null(v);
+	v += strlen("<code id=\"new-token\">");
+	snprintf(tok, sizeof tok, "%.*s", (int)strcspn(v, "<"), v);
+	assert_int_equal(strlen(tok), 52);
+	resp_free(&r);
+
+	assert_int_equal(api_as(tok, "/api/v1/traces", 0, NULL), 200);
+	assert_int_equal(api_as(tok, "/api/v1/campaigns", 1, &body), 403);
+	assert_non_null(strstr(body, "this needs the author role"));
+	free(body);
+	assert_int_equal(api_as(tok, "/api/v1/audit", 0, &body), 403);
+	assert_non_null(strstr(body, "this needs the admin role"));
+	free(body);
+
+	assert_int_equal(api_as(tok, "/api/v1/tokens", 0, &body), 200);
+	assert_null(strstr(body, tok));
+	doc = json_loads(body, 0, NULL);
+	free(body);
+	assert_non_null(doc);
+	row = json_array_get(json_object_get(doc, "tokens"), 0);
+	assert_string_equal(json_string_value(json_object_get(row, "name")), "laptop");
+	assert_true(json_is_integer(json_object_get(row, "last_used")));
+	assert_true(json_is_null(json_object_get(row, "revoked_at")));
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(row, "id")));
+	json_decref(doc);
+	assert_int_equal(strlen(id), 12);
+	assert_int_equal(get_as(&tess, "/tokens", tok, NULL), 200);
+	{
+		int has = 1;
+		get_as(&tess, "/tokens", tok, &has);
+		assert_false(has); /* shown once only */
+	}
+
+	/* Disabled owner: refused at once; enabled again: accepted. */
+	assert_int_equal(post_as(&admin, "/users/tess", "disabled=1"), 303);
+	assert_int_equal(api_as(tok, "/api/v1/traces", 0, NULL), 401);
+	assert_int_equal(post_as(&admin, "/users/tess", "disabled=0"), 303);
+	assert_int_equal(api_as(tok, "/api/v1/traces", 0, NULL), 200);
+	/* Only its owner revokes it (the legacy token has none); then 401. */
+	snprintf(path, sizeof path, "/api/v1/tokens/%s/revoke", id);
+	assert_int_equal(api_as(g_srv.api, path, 1, NULL), 400);
+	assert_int_equal(api_as(tok, path, 1, NULL), 200);
+	assert_int_equal(api_as(tok, "/api/v1/traces", 0, NULL), 401);
+
+	req("/api/v1/audit", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	resp_free(&r);
+	assert_non_null(doc);
+	{
+		static const char *const want[][4] = {
+			{"tess", "token.revoke", NULL, ""},
+			{"admin", "user.enable", "tess", "disabled 1 -> 0"},
+			{"admin", "user.disable", "tess", "disabled 0 -> 1"},
+			{"tess", "token.create", NULL, "laptop"},
+			{"admin", "user.role", "tess", "admin -> viewer"},
+		};
+		json_t *rows = json_object_get(doc, "audit");
+		for (size_t i = 0; i < 5; i++) {
+			row = json_array_get(rows, i);
+			assert_string_equal(json_string_value(json_object_get(row, "actor")),
+					    want[i][0]);
+			assert_string_equal(json_string_value(json_object_get(row, "action")),
+					    want[i][1]);
+			assert_string_equal(json_string_value(json_object_get(row, "target")),
+					    want[i][2] ? want[i][2] : id);
+			assert_string_equal(json_string_value(json_object_get(row, "detail")),
+					    want[i][3]);
+		}
+	}
+	json_decref(doc);
+	snprintf(path, sizeof path, "%s/server.log", g_srv.dir);
+	if (web_slurp(path, log, sizeof log) > 0)
+		assert_null(strstr(log, tok));
+}
+
 /* Runs sql on the server's database (the test's own connection). */
 static void db_exec(const char *sql)
 {
@@ -1675,6 +1793,7 @@ int main(void)
 		cmocka_unit_test(test_web_campaign_form_preview_publishes_nothing),
 		cmocka_unit_test(test_web_fleet_page_shows_devices_uploads_and_skip_reasons),
 		cmocka_unit_test(test_web_roles_refuse_allow_disable_and_audit),
+		cmocka_unit_test(test_web_personal_tokens_carry_role_and_revoke),
 		cmocka_unit_test(test_web_logout_ends_the_session),
 		cmocka_unit_test(test_web_browser_signs_in_filters_opens_trace_and_exports),
 		cmocka_unit_test(test_web_login_unknown_user_is_hashed_like_a_known_one),
