@@ -24,6 +24,9 @@ int rvs_role_parse(const char *s);
 int rvs_audit(const struct rvs_store_ops *ops, struct rvs_store *st, const char *actor,
 	      const char *action, const char *target, const char *detail);
 
+/* How many audit rows the page and the endpoint show, newest first. */
+#define RVS_AUDIT_PAGE 200
+
 struct rvs_call;
 /* Route handlers (route.c), admin only.  GET /users: the accounts and the
  * forms to change a role or disable/enable; POST /users/NAME: one change
