@@ -331,10 +331,8 @@ static int server_cert(struct gen *g, mbedtls_pk_context *ca, const char *const 
 	return rc;
 }
 
-/* A new random password for account `user`: its PBKDF2 hash stored in st,
- * the password itself in password[21]. */
-static int set_password(const struct rvs_store_ops *ops, struct rvs_store *st, const char *user,
-			char password[21])
+int rvs_user_set_password(const struct rvs_store_ops *ops, struct rvs_store *st, const char *user,
+			  char password[21])
 {
 	uint8_t salt[16], hash[32];
 	int rc;
@@ -410,7 +408,7 @@ int rvs_init_dir(const char *dir, const char *const *names, size_t nnames)
 	umask(077); /* the database holds token and password hashes */
 	if ((rc = rvs_store_sqlite.open(db_path, &st)))
 		goto free_keys;
-	rc = set_password(&rvs_store_sqlite, st, "admin", password);
+	rc = rvs_user_set_password(&rvs_store_sqlite, st, "admin", password);
 	rvs_store_sqlite.close(st);
 	if (rc)
 		goto free_keys;
@@ -488,7 +486,7 @@ int rvs_init_passwd(const struct rvs_config *cfg, const char *user)
 		return -EINVAL;
 	if ((rc = ops->open(cfg->database, &st)))
 		return rc;
-	rc = set_password(ops, st, user, password);
+	rc = rvs_user_set_password(ops, st, user, password);
 	if (!rc)
 		rc = ops->user_get(st, user, &role, &disabled);
 	ops->close(st);

@@ -109,6 +109,7 @@ static const struct rvs_route routes[] = {
 	WEB_AS(AUTHOR, "/methods/**", POST, SESSION, 0, rvs_web_method_post),
 	WEB("/regressions", GET, SESSION, 0, rvs_web_regressions),
 	WEB_AS(ADMIN, "/users", GET, SESSION, 0, rvs_web_users),
+	WEB_AS(ADMIN, "/users", POST, SESSION, 0, rvs_web_users_post),
 	WEB_AS(ADMIN, "/users/*", POST, SESSION, 0, rvs_web_user_post),
 	WEB_AS(ADMIN, "/audit", GET, SESSION, 0, rvs_web_audit),
 	WEB("/tokens", GET, SESSION, 0, rvs_web_tokens),

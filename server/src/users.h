@@ -24,6 +24,15 @@ int rvs_role_parse(const char *s);
 int rvs_audit(const struct rvs_store_ops *ops, struct rvs_store *st, const char *actor,
 	      const char *action, const char *target, const char *detail);
 
+/* A new random password (20 characters of an unambiguous alphabet) for
+ * account user, created (an enabled admin) if missing, else keeping its
+ * role and state: its PBKDF2 hash stored in st, the password itself into
+ * password (the caller shows it once and zeroes it).  0 or -errno.  Work
+ * thread (blocks on the store and the hash).  Defined in init.c, which
+ * `passwd` and `init` run. */
+int rvs_user_set_password(const struct rvs_store_ops *ops, struct rvs_store *st, const char *user,
+			  char password[21]);
+
 /* How many audit rows the page and the endpoint show, newest first. */
 #define RVS_AUDIT_PAGE 200
 
@@ -33,6 +42,10 @@ struct rvs_call;
  * (form fields role=…, or disabled=0/1; audited).  GET /audit: the newest
  * audit rows.  GET /api/v1/users and /api/v1/audit: the same as JSON. */
 void rvs_web_users(struct rvs_call *call);
+/* POST /users (admin): a new account (form name=…, role=…), its one-time
+ * password shown once on the page answered; 409 when it exists.  POST
+ * /users/NAME with reset=1: a new one-time password, shown the same way. */
+void rvs_web_users_post(struct rvs_call *call);
 void rvs_web_user_post(struct rvs_call *call);
 void rvs_web_audit(struct rvs_call *call);
 void rvs_users_api(struct rvs_call *call);

@@ -47,18 +47,37 @@ static int user_row(void *arg, const char *name, int role, int disabled, int64_t
 	web_csrf_field(c);
 	fprintf(f,
 		"<input type=\"hidden\" name=\"disabled\" value=\"%d\">"
-		"<button type=\"submit\">%s</button></form></td></tr>",
+		"<button type=\"submit\">%s</button></form>",
 		!disabled, disabled ? "Enable" : "Disable");
+	fputs("<form method=\"post\" action=\"/users/", f);
+	rvs_web_urlenc(f, name);
+	fputs("\">", f);
+	web_csrf_field(c);
+	fputs("<input type=\"hidden\" name=\"reset\" value=\"1\">"
+	      "<button type=\"submit\">Reset password</button></form></td></tr>",
+	      f);
 	return 0;
 }
 
-void rvs_web_users(struct rvs_call *call)
+/* The users page; user and password: an account whose new password is
+ * shown this once (or NULL). */
+static void users_page(struct web_ctx *c, const char *user, const char *password)
 {
-	struct web_ctx *c = call->ctx;
-
 	web_page_begin(c, "Users");
-	fputs("<p>Accounts are created and their passwords set with"
-	      " <code>rearview-server passwd</code>.</p>"
+	if (user) {
+		fputs("<p class=\"password\">New password of ", c->f);
+		rvs_web_esc(c->f, user);
+		fprintf(c->f,
+			" (shown once; only its hash is stored): <code "
+			"id=\"new-password\">%s</code>"
+			"</p>",
+			password);
+	}
+	fputs("<form method=\"post\" action=\"/users\">", c->f);
+	web_csrf_field(c);
+	fputs("<label>New account <input name=\"name\" required maxlength=\"63\"></label>"
+	      "<select name=\"role\"><option>viewer</option><option>author</option>"
+	      "<option>admin</option></select><button type=\"submit\">Create</button></form>"
 	      "<table id=\"users\"><tr><th>User</th><th>Role</th><th>State</th>"
 	      "<th>Change</th></tr>",
 	      c->f);
@@ -66,6 +85,41 @@ void rvs_web_users(struct rvs_call *call)
 		return web_error(c, 500, "storage error");
 	fputs("</table>", c->f);
 	web_page_end(c, 200);
+}
+
+void rvs_web_users(struct rvs_call *call)
+{
+	users_page(call->ctx, NULL, NULL);
+}
+
+/* Account names: 1..63 of [A-Za-z0-9._-]. */
+static int name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	return n > 0 && n < 64 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789._-") == n;
+}
+
+void rvs_web_users_post(struct rvs_call *call)
+{
+	struct web_ctx *c = call->ctx;
+	char name[64], v[16], pw[21];
+	int role, old_role, old_disabled, rc;
+
+	if (rvs_query_param(c->form, "name", name, sizeof name) != 1 || !name_ok(name))
+		return web_error(c, 400, "a name of 1 to 63 letters, digits, '.', '_' or '-'");
+	if (rvs_query_param(c->form, "role", v, sizeof v) != 1 || !(role = rvs_role_parse(v)))
+		return web_error(c, 400, "role must be viewer, author or admin");
+	rc = c->ops->user_get(c->st, name, &old_role, &old_disabled);
+	if (rc == 0)
+		return web_error(c, 409, "that account exists; reset its password instead");
+	if (rc != -ENOENT || rvs_user_set_password(c->ops, c->st, name, pw) ||
+	    c->ops->user_set(c->st, name, role, -1))
+		return web_error(c, 500, "cannot create the account");
+	rvs_audit(c->ops, c->st, c->user, "user.create", name, rvs_role_name(role));
+	users_page(c, name, pw);
+	memset(pw, 0, sizeof pw);
 }
 
 void rvs_web_user_post(struct rvs_call *call)
@@ -83,8 +137,20 @@ void rvs_web_user_post(struct rvs_call *call)
 			return web_error(c, 400, "disabled must be 0 or 1");
 		disabled = v[0] == '1';
 	}
+	if (rvs_query_param(c->form, "reset", v, sizeof v) == 1 && strcmp(v, "1") == 0) {
+		char pw[21];
+		rc = c->ops->user_get(c->st, name, &old_role, &old_disabled);
+		if (rc == -ENOENT)
+			return web_error(c, 404, "no such user");
+		if (rc || rvs_user_set_password(c->ops, c->st, name, pw))
+			return web_error(c, 500, "cannot reset the password");
+		rvs_audit(c->ops, c->st, c->user, "user.reset_password", name, "");
+		users_page(c, name, pw);
+		memset(pw, 0, sizeof pw);
+		return;
+	}
 	if (!role && disabled < 0)
-		return web_error(c, 400, "role or disabled is required");
+		return web_error(c, 400, "role, disabled or reset is required");
 	if (strcmp(name, c->user) == 0 && (disabled == 1 || (role && role != RVS_ROLE_ADMIN)))
 		return web_error(c, 400, "an admin cannot disable or demote themself");
 	rc = c->ops->user_get(c->st, name, &old_role, &old_disabled);

@@ -1332,6 +1332,44 @@ static void test_web_roles_refuse_allow_disable_and_audit(void **state)
 	passwd_user("vera", vpw, sizeof vpw);
 	passwd_user("otto", apw, sizeof apw);
 
+	/* The admin creates an account on the users page (its one-time
+	 * password shown once), and resets its password (the old one stops). */
+	{
+		char wpw[64], wpw2[64], form[160];
+		struct who wendy;
+		const char *v;
+
+		snprintf(form, sizeof form, "name=wendy&role=author&csrf=%s", admin.csrf);
+		req("/users", admin.cookie, NULL, form, strlen(form), NULL, &r);
+		assert_int_equal(r.code, 200);
+		v = strstr(r.body, "<code id=\"new-password\">");
+		assert_non_null(v);
+		v += strlen("<code id=\"new-password\">");
+		snprintf(wpw, sizeof wpw, "%.*s", (int)strcspn(v, "<"), v);
+		assert_int_equal(strlen(wpw), 20);
+		resp_free(&r);
+		assert_int_equal(post_as(&admin, "/users", "name=wendy&role=viewer"), 409);
+		assert_int_equal(post_as(&admin, "/users", "name=bad%20name&role=viewer"), 400);
+		sign_in("wendy", wpw, &wendy);
+		assert_int_equal(get_as(&wendy, "/users", "", NULL), 403);
+		assert_int_equal(get_as(&admin, "/users", wpw, &has), 200);
+		assert_false(has); /* shown once only */
+		snprintf(form, sizeof form, "reset=1&csrf=%s", admin.csrf);
+		req("/users/wendy", admin.cookie, NULL, form, strlen(form), NULL, &r);
+		assert_int_equal(r.code, 200);
+		v = strstr(r.body, "<code id=\"new-password\">");
+		assert_non_null(v);
+		v += strlen("<code id=\"new-password\">");
+		snprintf(wpw2, sizeof wpw2, "%.*s", (int)strcspn(v, "<"), v);
+		resp_free(&r);
+		assert_string_not_equal(wpw, wpw2);
+		assert_int_equal(login_as("wendy", wpw, &r), 401);
+		resp_free(&r);
+		sign_in("wendy", wpw2, &wendy);
+		/* A reset keeps the role. */
+		assert_int_equal(post_as(&wendy, "/methods/a%3A%3Ac/alert", "threshold_ms=1"), 303);
+	}
+
 	/* The admin's users page lists them as admins (passwd's role). */
 	assert_int_equal(get_as(&admin, "/users", "<td>vera</td><td>admin</td>", &has), 200);
 	assert_true(has);
