@@ -16,6 +16,7 @@
 #include "route.h"
 #include "regress.h"
 #include "webhook.h"
+#include "users.h"
 #include "retention.h"
 #include "stream.h"
 
@@ -134,7 +135,12 @@ struct job {
 	uint8_t old_token_hash[32];
 	uint64_t requeued; /* a symbols upload: traces queued to decode again */
 	int login;	   /* a sign-in: charged up front, one of logins_hashing */
-	int export_slot;   /* an export: one of a->exports until it ends */
+	/* JOB_QUERY with a bearer token other than api.token: token_hash is
+	 * checked against the personal tokens on the work thread; user: its
+	 * owner once found. */
+	int personal;
+	char user[64];
+	int export_slot; /* an export: one of a->exports until it ends */
 };
 
 /* Retry-After of an upload refused over the weekly quota: an hour, by
@@ -686,6 +692,39 @@ void rvs_api_policy(struct rvs_call *c)
 	do_policy(c->ctx);
 }
 
+/* Work thread: the personal token of j (token_hash), its owner into
+ * j->user; 0 when it may call j's route, else nonzero with j->q the 401
+ * (charged to the peer when done), 403 naming the role needed, or 503. */
+static int personal_auth(struct job *j)
+{
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	char msg[64];
+	int rc, role = 0;
+
+	if (rvs_store_acquire(j->a->cfg->database, &ops, &st)) {
+		rvs_query_set_error(&j->q, 503, "database unavailable");
+		return -1;
+	}
+	rc = ops->token_auth(st, j->token_hash, (int64_t)time(NULL), j->user, &role);
+	rvs_store_release(st);
+	if (rc == -ENOENT) {
+		rvs_query_set_error(&j->q, 401, "missing or bad API token");
+		j->q.auth_failed = 1;
+		return -1;
+	}
+	if (rc) {
+		rvs_query_set_error(&j->q, 503, "database unavailable");
+		return -1;
+	}
+	if (role < j->route->role) {
+		snprintf(msg, sizeof msg, "this needs the %s role", rvs_role_name(j->route->role));
+		rvs_query_set_error(&j->q, 403, msg);
+		return -1;
+	}
+	return 0;
+}
+
 static void job_work(uv_work_t *w)
 {
 	struct job *j = w->data;
@@ -700,8 +739,13 @@ static void job_work(uv_work_t *w)
 			     .arg = j->arg,
 			     .arg_len = j->arg_len,
 			     .q = &j->q,
-			     .ctx = j};
+			     .ctx = j,
+			     .user = j->kind != JOB_QUERY ? NULL
+				     : j->personal	  ? j->user
+							  : "api.token"};
 
+	if (j->personal && personal_auth(j))
+		return;
 	rvs_route_run(j->req, j->route, j->allow, &c);
 	/* Traces that arrived before these symbols are decoded again. */
 	if (c.build_id[0] && j->a->ops->requeue_build_id(j->a->store, c.build_id, &j->requeued) < 0)
@@ -799,6 +843,10 @@ static void job_done(uv_work_t *w, int status)
 	}
 	if (j->kind == JOB_QUERY) {
 		j->q.cache = "no-store";
+		if (j->q.auth_failed) {
+			a->m->errors[RVS_ERR_UNAUTHORIZED]++;
+			charge_auth_failure(a, j->conn);
+		}
 		send_reply(a, j);
 		free(j);
 		maybe_stop(a);
@@ -995,6 +1043,8 @@ static struct job *queue_job(struct rvs_api *a, struct rvs_conn *c, struct rvs_h
 						 : JOB_DEVICE;
 	if (hash)
 		memcpy(j->token_hash, hash, 32);
+	/* An API job with a token hash carries a personal token. */
+	j->personal = j->kind == JOB_QUERY && hash;
 	j->w.data = j;
 	j->login = r->auth == RVS_AUTH_LOGIN && !allow;
 	a->inflight++;
@@ -1159,18 +1209,23 @@ static void api_json_error(struct rvs_api *a, struct rvs_conn *c, int status, co
 	free(r.body);
 }
 
-/* The JSON API's token: compared by hash in constant time on the loop thread
- * (no database).  Failures spend the peer's failed-authentication budget;
- * once it is gone they get 429, so the token cannot be guessed quickly. */
-static int admit_api(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req)
+/* The JSON API's tokens.  api.token (an admin's, so it passes route r's
+ * role) is compared by hash in constant time on the loop thread (no
+ * database): 0.  Any other well-formed bearer token may be a personal one:
+ * 1 with its SHA-256 in hash, checked on the work thread (personal_auth).
+ * Failures spend the peer's failed-authentication budget; once it is gone
+ * every token but api.token gets 429, so tokens cannot be guessed quickly.
+ * -1: answered. */
+static int admit_api(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req *req,
+		     const struct rvs_route *r, uint8_t hash[32])
 {
 	struct rvs_header h[1];
 	struct bucket *p;
-	uint8_t hash[32];
 	char secs[16];
+	int shaped = bearer_hash(req->auth, hash) == 0;
 
-	if (a->api_enabled && bearer_hash(req->auth, hash) == 0 &&
-	    rvs_ct_equal(hash, 32, a->api_hash, 32))
+	assert(r->role >= RVS_ROLE_VIEWER && r->role <= RVS_ROLE_ADMIN);
+	if (shaped && a->api_enabled && rvs_ct_equal(hash, 32, a->api_hash, 32))
 		return 0;
 	p = peer_bucket(a, c);
 	if (p->tokens < 1.0) {
@@ -1180,6 +1235,8 @@ static int admit_api(struct rvs_api *a, struct rvs_conn *c, struct rvs_http_req 
 		api_json_error(a, c, 429, "too many failed authentications", h, 1);
 		return -1;
 	}
+	if (shaped)
+		return 1;
 	h[0] = (struct rvs_header){"WWW-Authenticate", "Bearer"};
 	a->m->errors[RVS_ERR_UNAUTHORIZED]++;
 	charge_auth_failure(a, c);
@@ -1287,10 +1344,13 @@ void rvs_api_handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 		if (admit(a, c, req, hash) == 0)
 			queue_job(a, c, req, r, 0, arg, arg_len, hash);
 		return;
-	case RVS_AUTH_API:
-		if (admit_api(a, c, req) == 0 && admit_export(a, c, load, r->family) == 0)
-			export_job(a, queue_job(a, c, req, r, 0, arg, arg_len, NULL), load);
+	case RVS_AUTH_API: {
+		int who = admit_api(a, c, req, r, hash);
+		if (who >= 0 && admit_export(a, c, load, r->family) == 0)
+			export_job(a, queue_job(a, c, req, r, 0, arg, arg_len, who ? hash : NULL),
+				   load);
 		return;
+	}
 	case RVS_AUTH_LOGIN:
 		queue_login(a, c, req, r);
 		return;

@@ -22,6 +22,7 @@
 #include "params.h"
 #include "reply.h"
 #include "route.h"
+#include "users.h"
 #include "store.h"
 
 #include <errno.h>
@@ -771,6 +772,14 @@ void rvs_campaigns_create(struct rvs_call *c)
 		 spec && json_is_string(json_object_get(spec, "id"))
 			 ? json_string_value(json_object_get(spec, "id"))
 			 : "");
+	if (rc == 0) {
+		char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+		rvs_audit(ops, st, c->user,
+			  json_is_true(json_object_get(spec, "replace")) ? "campaign.update"
+									 : "campaign.create",
+			  id, text ? text : "");
+		free(text);
+	}
 	json_decref(spec);
 	rvs_store_release(st);
 	changed(c, rc, err, id, version);
@@ -820,6 +829,8 @@ void rvs_campaigns_end(struct rvs_call *c)
 	memcpy(id, c->arg, c->arg_len);
 	id[c->arg_len] = '\0';
 	rc = rvs_campaign_end(c->cfg, ops, st, id, &version, err, sizeof err);
+	if (rc == 0)
+		rvs_audit(ops, st, c->user, "campaign.end", id, "");
 	rvs_store_release(st);
 	changed(c, rc, err, id, version);
 }

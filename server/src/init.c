@@ -3,7 +3,9 @@
  *   rearview-server init DIR [--hostname NAME]...   a ready-to-run directory
  *   rearview-server cert --config FILE --hostname NAME...
  *                     a new server certificate from the directory's own CA
- *   rearview-server passwd --config FILE [USER]      a new admin password
+ *   rearview-server passwd --config FILE [USER]      a new password for USER
+ *                     (a new account is an admin; an existing one keeps
+ *                     its role and state, users.h)
  *
  * init creates, refusing to overwrite an existing configuration:
  *   ca.crt ca.key                 a private CA (ECDSA P-256, 10 years)
@@ -22,6 +24,7 @@
  */
 #include "rvs.h"
 #include "store.h"
+#include "users.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -328,10 +331,8 @@ static int server_cert(struct gen *g, mbedtls_pk_context *ca, const char *const 
 	return rc;
 }
 
-/* A new random password for account `user`: its PBKDF2 hash stored in st,
- * the password itself in password[21]. */
-static int set_password(const struct rvs_store_ops *ops, struct rvs_store *st, const char *user,
-			char password[21])
+int rvs_user_set_password(const struct rvs_store_ops *ops, struct rvs_store *st, const char *user,
+			  char password[21])
 {
 	uint8_t salt[16], hash[32];
 	int rc;
@@ -407,7 +408,7 @@ int rvs_init_dir(const char *dir, const char *const *names, size_t nnames)
 	umask(077); /* the database holds token and password hashes */
 	if ((rc = rvs_store_sqlite.open(db_path, &st)))
 		goto free_keys;
-	rc = set_password(&rvs_store_sqlite, st, "admin", password);
+	rc = rvs_user_set_password(&rvs_store_sqlite, st, "admin", password);
 	rvs_store_sqlite.close(st);
 	if (rc)
 		goto free_keys;
@@ -479,18 +480,21 @@ int rvs_init_passwd(const struct rvs_config *cfg, const char *user)
 	const struct rvs_store_ops *ops = rvs_store_for(cfg->database);
 	struct rvs_store *st;
 	char password[24];
-	int rc;
+	int rc, role = 0, disabled = 0;
 
 	if (!*user || strlen(user) > 64)
 		return -EINVAL;
 	if ((rc = ops->open(cfg->database, &st)))
 		return rc;
-	rc = set_password(ops, st, user, password);
+	rc = rvs_user_set_password(ops, st, user, password);
+	if (!rc)
+		rc = ops->user_get(st, user, &role, &disabled);
 	ops->close(st);
 	if (!rc)
-		printf("user %s: new password %s   (shown once; only its PBKDF2 hash is stored;\n"
+		printf("user %s (role %s%s): new password %s   (shown once; only its PBKDF2 hash"
+		       " is stored;\n"
 		       "web sessions signed in before stay valid until they expire)\n",
-		       user, password);
+		       user, rvs_role_name(role), disabled ? ", disabled" : "", password);
 	mbedtls_platform_zeroize(password, sizeof password);
 	return rc;
 }

@@ -21,6 +21,7 @@
 #include "search.h"
 #include "regress.h"
 #include "symbols.h"
+#include "users.h"
 #include "web.h"
 #include "webhook.h"
 
@@ -35,18 +36,22 @@
 #define POST RVS_M_POST
 #define ANY  (RVS_M_GET | RVS_M_POST)
 #define LOAD RVS_ROUTE_TRACE_LOAD
-#define DEV(p, m, auth, thr, ps, h)                                              \
-	{                                                                        \
-		p, m, RVS_AUTH_##auth, RVS_ON_##thr, RVS_FAMILY_DEVICE, 0, ps, h \
+#define DEV(p, m, auth, thr, ps, h)                                                 \
+	{                                                                           \
+		p, m, RVS_AUTH_##auth, RVS_ON_##thr, RVS_FAMILY_DEVICE, 0, ps, h, 0 \
 	}
-#define API(p, m, f, ps, h)                                               \
-	{                                                                 \
-		p, m, RVS_AUTH_API, RVS_ON_WORK, RVS_FAMILY_API, f, ps, h \
+/* API and WEB entries need a viewer; API_AS and WEB_AS name a higher role. */
+#define API_AS(role, p, m, f, ps, h)                                                       \
+	{                                                                                  \
+		p, m, RVS_AUTH_API, RVS_ON_WORK, RVS_FAMILY_API, f, ps, h, RVS_ROLE_##role \
 	}
-#define WEB(p, m, auth, f, ps, h)                                            \
-	{                                                                    \
-		p, m, RVS_AUTH_##auth, RVS_ON_WORK, RVS_FAMILY_WEB, f, ps, h \
+#define API(p, m, f, ps, h) API_AS(VIEWER, p, m, f, ps, h)
+#define WEB_AS(role, p, m, auth, f, ps, h)                                        \
+	{                                                                         \
+		p, m, RVS_AUTH_##auth, RVS_ON_WORK, RVS_FAMILY_WEB, f, ps, h,     \
+			RVS_AUTH_##auth == RVS_AUTH_SESSION ? RVS_ROLE_##role : 0 \
 	}
+#define WEB(p, m, auth, f, ps, h) WEB_AS(VIEWER, p, m, auth, f, ps, h)
 /* A parameter list. */
 #define P(...) ((const char *const[]){__VA_ARGS__, NULL})
 /* Any parameter (the catch-all 404 entries: the path is what is wrong). */
@@ -77,13 +82,13 @@ static const struct rvs_route routes[] = {
 	DEV("/v1/policy", GET, DEVICE, WORK, NULL, rvs_api_policy),
 	/* The JSON API: symbols, campaigns, fleet, the index. */
 	API("/api/v1/symbols", GET, 0, NULL, rvs_symbols_list),
-	API("/api/v1/symbols", POST, 0, NULL, rvs_symbols_put),
+	API_AS(AUTHOR, "/api/v1/symbols", POST, 0, NULL, rvs_symbols_put),
 	API("/api/v1/symbols/**", GET, 0, P("offset"), rvs_symbols_get),
 	API("/api/v1/symbols/**", POST, 0, NULL, rvs_symbols_refuse),
 	API("/api/v1/campaigns", GET, 0, NULL, rvs_campaigns_list),
-	API("/api/v1/campaigns", POST, 0, NULL, rvs_campaigns_create),
-	API("/api/v1/campaigns/preview", POST, 0, NULL, rvs_campaigns_preview),
-	API("/api/v1/campaigns/*/end", POST, 0, NULL, rvs_campaigns_end),
+	API_AS(AUTHOR, "/api/v1/campaigns", POST, 0, NULL, rvs_campaigns_create),
+	API_AS(AUTHOR, "/api/v1/campaigns/preview", POST, 0, NULL, rvs_campaigns_preview),
+	API_AS(AUTHOR, "/api/v1/campaigns/*/end", POST, 0, NULL, rvs_campaigns_end),
 	API("/api/v1/campaigns/**", ANY, 0, ANY_PARAM, rvs_campaigns_none),
 	API("/api/v1/fleet", GET, 0, NULL, rvs_fleet_get),
 	API("/api/v1/traces", GET, 0, P(TRACES_PARAMS), rvs_query_traces),
@@ -101,6 +106,10 @@ static const struct rvs_route routes[] = {
 	API("/api/v1/regressions", GET, 0, P(REGRESS_PARAMS), rvs_regress_api),
 	API("/api/v1/regressions/runs", GET, 0, NULL, rvs_regress_api_runs),
 	API("/api/v1/alerts", GET, 0, NULL, rvs_webhook_api_list),
+	API_AS(ADMIN, "/api/v1/users", GET, 0, NULL, rvs_users_api),
+	API_AS(ADMIN, "/api/v1/audit", GET, 0, NULL, rvs_audit_api),
+	API("/api/v1/tokens", GET, 0, NULL, rvs_tokens_api),
+	API("/api/v1/tokens/*/revoke", POST, 0, NULL, rvs_tokens_api_revoke),
 	API("/api/v1/**", GET, 0, ANY_PARAM, rvs_query_none),
 	API("/api/**", GET, 0, ANY_PARAM, rvs_query_none),
 	/* The web UI (server/WEB.md). */
@@ -122,15 +131,22 @@ static const struct rvs_route routes[] = {
 	WEB("/issues", GET, SESSION, 0, P(ISSUES_PARAMS), rvs_web_issues),
 	WEB("/search", GET, SESSION, 0, P(SEARCH_PARAMS), rvs_web_search),
 	WEB("/campaigns", GET, SESSION, 0, NULL, rvs_web_campaigns),
-	WEB("/campaigns", POST, SESSION, 0, NULL, rvs_web_campaigns_post),
+	WEB_AS(AUTHOR, "/campaigns", POST, SESSION, 0, NULL, rvs_web_campaigns_post),
 	WEB("/campaigns/**", GET, SESSION, 0, NULL, rvs_web_campaign),
-	WEB("/campaigns/**", POST, SESSION, 0, NULL, rvs_web_campaign_post),
+	WEB_AS(AUTHOR, "/campaigns/**", POST, SESSION, 0, NULL, rvs_web_campaign_post),
 	WEB("/fleet", GET, SESSION, 0, NULL, rvs_web_fleet),
 	WEB("/aggregate", GET, SESSION, 0, P(AGG_FILTERS), rvs_web_aggregate),
 	WEB("/aggregate/diff", GET, SESSION, 0, P(AGG_DIFF_PARAMS), rvs_web_aggregate_diff),
 	WEB("/methods/**", GET, SESSION, 0, P(METHOD_PARAMS), rvs_web_method),
-	WEB("/methods/**", POST, SESSION, 0, NULL, rvs_web_method_post),
+	WEB_AS(AUTHOR, "/methods/**", POST, SESSION, 0, NULL, rvs_web_method_post),
 	WEB("/regressions", GET, SESSION, 0, P(REGRESS_PARAMS), rvs_web_regressions),
+	WEB_AS(ADMIN, "/users", GET, SESSION, 0, NULL, rvs_web_users),
+	WEB_AS(ADMIN, "/users", POST, SESSION, 0, NULL, rvs_web_users_post),
+	WEB_AS(ADMIN, "/users/*", POST, SESSION, 0, NULL, rvs_web_user_post),
+	WEB_AS(ADMIN, "/audit", GET, SESSION, 0, NULL, rvs_web_audit),
+	WEB("/tokens", GET, SESSION, 0, NULL, rvs_web_tokens),
+	WEB("/tokens", POST, SESSION, 0, NULL, rvs_web_tokens_post),
+	WEB("/tokens/**", POST, SESSION, 0, NULL, rvs_web_tokens_post),
 	/* Any path no entry above matches is the web UI's HTML 404 (a POST
 	 * too: the dispatcher answers it, web.c), not a protobuf download. */
 	WEB("/**", GET, NONE, RVS_ROUTE_FALLBACK, ANY_PARAM, rvs_web_not_found),

@@ -3,11 +3,11 @@
  *
  * Every endpoint — device API, JSON API (/api/v1/…, campaigns, fleet,
  * symbols) and web UI — is one entry: its path pattern, the methods it
- * serves, its authentication class, the thread that runs it and its
- * handler.  api.c routes every request through rvs_route_find on the loop
- * thread (authentication, rate limits, the 404/405 answers of each family)
- * and runs the handler where the entry says.  The table is constant; every
- * function here is pure and safe on any thread.
+ * serves, its authentication class, the thread that runs it, its
+ * handler and the least role a caller needs (users.h).  api.c routes every request through
+ * rvs_route_find on the loop thread (authentication, rate limits, the 404/405 answers of each
+ * family) and runs the handler where the entry says.  The table is constant; every function here is
+ * pure and safe on any thread.
  */
 #ifndef RVS_ROUTE_H
 #define RVS_ROUTE_H
@@ -17,6 +17,7 @@
 
 #include "reply.h"
 #include "rvs.h"
+#include "store.h"
 
 /* Methods, as a set. */
 #define RVS_M_GET  1u
@@ -69,6 +70,9 @@ struct rvs_call {
 	void *ctx;
 	/* A symbols upload: the build-id stored, "" if none. */
 	char build_id[129];
+	/* Who calls, for the audit log (users.h): the JSON API's caller
+	 * ("api.token" for the legacy token); NULL for the other families. */
+	const char *user;
 };
 
 struct rvs_route {
@@ -85,6 +89,9 @@ struct rvs_route {
 	 * none.  The dispatcher refuses any other before the handler runs. */
 	const char *const *params;
 	void (*handler)(struct rvs_call *c);
+	/* The least role (enum rvs_role) a SESSION or API caller needs; 0
+	 * for the other classes.  The legacy api.token is an admin's. */
+	int role;
 };
 
 /* Finds the route of a request: the first entry whose pattern matches path

@@ -127,6 +127,17 @@ struct rvs_skip_row {
 
 struct rvs_store;
 
+/* roles16: an account's role (stored as its name, users.h); each role may
+ * do what the ones below it may. */
+enum rvs_role { RVS_ROLE_VIEWER = 1, RVS_ROLE_AUTHOR = 2, RVS_ROLE_ADMIN = 3 };
+
+/* roles16: one row of the append-only audit log; strings borrowed for the
+ * callback's duration. */
+struct rvs_audit_row {
+	int64_t id, at; /* at: unix s */
+	const char *actor, *action, *target, *detail;
+};
+
 struct rvs_store_ops {
 	const char *name;
 	/* Opens (creating) the store at dsn and applies pending migrations.
@@ -268,6 +279,49 @@ struct rvs_store_ops {
 			       int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
 	int (*skips_recent)(struct rvs_store *s, const struct rvs_skip_filter *f, int64_t limit,
 			    int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
+
+	/* ---- roles16: accounts' roles, disabling, the audit log ---- */
+
+	/* The role (enum rvs_role) and disabled flag (0/1) of account name
+	 * (admin_put's; a new one is an enabled admin): -ENOENT no such
+	 * account. */
+	int (*user_get)(struct rvs_store *s, const char *name, int *role, int *disabled);
+	/* Sets name's role when role > 0 and its disabled flag when disabled
+	 * >= 0; -ENOENT no such account. */
+	int (*user_set)(struct rvs_store *s, const char *name, int role, int disabled);
+	/* Every account by name: cb(arg, name, role, disabled, created_at); a
+	 * non-zero return stops the scan and is returned.  0 or -errno. */
+	int (*users_list)(struct rvs_store *s,
+			  int (*cb)(void *arg, const char *name, int role, int disabled,
+				    int64_t created),
+			  void *arg);
+	/* Appends a row to the audit log (the table refuses updates and
+	 * deletes).  0 or -errno. */
+	int (*audit_add)(struct rvs_store *s, int64_t at, const char *actor, const char *action,
+			 const char *target, const char *detail);
+	/* The newest max rows of the audit log, newest first, to cb; as
+	 * users_list. */
+	int (*audit_list)(struct rvs_store *s, size_t max,
+			  int (*cb)(void *arg, const struct rvs_audit_row *r), void *arg);
+	/* Personal API tokens, keyed by the SHA-256 of the token (the token
+	 * itself is never stored).  token_add: a new token id (short hex,
+	 * shown in lists) of owner named name, created at now; -EEXIST when
+	 * the id or hash exists. */
+	int (*token_add)(struct rvs_store *s, const char *id, const uint8_t hash[32],
+			 const char *owner, const char *name, int64_t now);
+	/* The owner and its role of the live token hash names (not revoked,
+	 * its owner enabled), its last use set to now; -ENOENT otherwise. */
+	int (*token_auth)(struct rvs_store *s, const uint8_t hash[32], int64_t now, char owner[64],
+			  int *role);
+	/* Revokes owner's live token id at now; -ENOENT when owner has no
+	 * such live token. */
+	int (*token_revoke)(struct rvs_store *s, const char *owner, const char *id, int64_t now);
+	/* owner's tokens, newest first: cb(arg, id, name, created_at,
+	 * last_used or -1, revoked_at or -1); as users_list. */
+	int (*tokens_list)(struct rvs_store *s, const char *owner,
+			   int (*cb)(void *arg, const char *id, const char *name, int64_t created,
+				     int64_t last_used, int64_t revoked),
+			   void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -36,6 +36,7 @@
  * schema_version from N-1 to N.
  */
 #include "store.h"
+#include "users.h"
 #include "rvs.h"
 #include "rearview/common.pb-c.h"
 
@@ -205,6 +206,24 @@ static const char *const migrations[] = {
 	" CREATE INDEX IF NOT EXISTS traces_by_captured"
 	"  ON traces((coalesce(captured_at_ns, -1)));"
 	" END IF; END $$;",
+	/* 5 (roles16): sqlite's migration 10 — each account's role (existing
+	 * accounts stay admins) and whether it is disabled; the append-only
+	 * audit log; personal API tokens (only their SHA-256).  Idempotent (a test reruns the
+	 * migrations after 3). */
+	"ALTER TABLE admins ADD COLUMN IF NOT EXISTS role TEXT NOT NULL DEFAULT 'admin'"
+	" CHECK (role IN ('viewer', 'author', 'admin'));"
+	"ALTER TABLE admins ADD COLUMN IF NOT EXISTS disabled BOOLEAN NOT NULL DEFAULT false;"
+	"CREATE TABLE IF NOT EXISTS audit_log ("
+	" id BIGSERIAL PRIMARY KEY, at BIGINT NOT NULL, actor TEXT NOT NULL,"
+	" action TEXT NOT NULL, target TEXT NOT NULL, detail TEXT NOT NULL);"
+	"CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $f$"
+	" BEGIN RAISE EXCEPTION 'audit_log is append-only'; END $f$;"
+	"CREATE OR REPLACE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log"
+	" FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();"
+	"CREATE TABLE IF NOT EXISTS api_tokens ("
+	" id TEXT PRIMARY KEY, hash BYTEA NOT NULL UNIQUE, owner TEXT NOT NULL,"
+	" name TEXT NOT NULL, created_at BIGINT NOT NULL, last_used BIGINT,"
+	" revoked_at BIGINT);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -1464,6 +1483,201 @@ static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns
 	return rc;
 }
 
+/* ---- roles16: accounts' roles, disabling, the audit log ------------------ */
+
+#define ROLE_OF "CASE role WHEN 'viewer' THEN 1 WHEN 'author' THEN 2 ELSE 3 END"
+
+static int user_get(struct rvs_store *s, const char *name, int *role, int *disabled)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_text(&p, name);
+	rc = read_rows(s, "SELECT " ROLE_OF ", disabled::int FROM admins WHERE name = $1", &p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0) {
+		rc = -ENOENT;
+	} else {
+		*role = (int)val_i64(r, 0, 0);
+		*disabled = val_i64(r, 0, 1) != 0;
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int user_set(struct rvs_store *s, const char *name, int role, int disabled)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	assert(role <= 0 || rvs_role_name(role));
+	p_text(&p, name);
+	p_text(&p, role > 0 ? rvs_role_name(role) : NULL);
+	p_text(&p, disabled < 0 ? NULL : disabled ? "true" : "false");
+	rc = read_rows(s,
+		       "UPDATE admins SET role = coalesce($2, role),"
+		       " disabled = coalesce($3::boolean, disabled) WHERE name = $1 RETURNING name",
+		       &p, &r);
+	if (rc)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	PQclear(r);
+	return rc;
+}
+
+static int users_list(struct rvs_store *s,
+		      int (*cb)(void *arg, const char *name, int role, int disabled,
+				int64_t created),
+		      void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	rc = read_rows(s,
+		       "SELECT name, " ROLE_OF ", disabled::int, created_at FROM admins"
+		       " ORDER BY name",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; !stop && i < PQntuples(r); i++)
+		stop = cb(arg, PQgetvalue(r, i, 0), (int)val_i64(r, i, 1), val_i64(r, i, 2) != 0,
+			  val_i64(r, i, 3));
+	PQclear(r);
+	return stop;
+}
+
+static int audit_add(struct rvs_store *s, int64_t at, const char *actor, const char *action,
+		     const char *target, const char *detail)
+{
+	struct params p = {0};
+
+	p_i64(&p, at);
+	p_text(&p, actor);
+	p_text(&p, action);
+	p_text(&p, target);
+	p_text(&p, detail);
+	return write_text(s,
+			  "INSERT INTO audit_log (at, actor, action, target, detail)"
+			  " VALUES ($1, $2, $3, $4, $5)",
+			  &p);
+}
+
+static int audit_list(struct rvs_store *s, size_t max,
+		      int (*cb)(void *arg, const struct rvs_audit_row *r), void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	p_i64(&p, (int64_t)max);
+	rc = read_rows(s,
+		       "SELECT id, at, actor, action, target, detail FROM audit_log"
+		       " ORDER BY id DESC LIMIT $1",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; !stop && i < PQntuples(r); i++) {
+		struct rvs_audit_row row = {val_i64(r, i, 0),	 val_i64(r, i, 1),
+					    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3),
+					    PQgetvalue(r, i, 4), PQgetvalue(r, i, 5)};
+		stop = cb(arg, &row);
+	}
+	PQclear(r);
+	return stop;
+}
+
+static int token_add(struct rvs_store *s, const char *id, const uint8_t hash[32], const char *owner,
+		     const char *name, int64_t now)
+{
+	struct params p = {0};
+
+	p_text(&p, id);
+	p_bytea(&p, hash, 32);
+	p_text(&p, owner);
+	p_text(&p, name);
+	p_i64(&p, now);
+	return write_text(s,
+			  "INSERT INTO api_tokens (id, hash, owner, name, created_at)"
+			  " VALUES ($1, $2, $3, $4, $5)",
+			  &p);
+}
+
+static int token_auth(struct rvs_store *s, const uint8_t hash[32], int64_t now, char owner[64],
+		      int *role)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_bytea(&p, hash, 32);
+	p_i64(&p, now);
+	rc = read_rows(s,
+		       "UPDATE api_tokens t SET last_used = $2 FROM admins a"
+		       " WHERE t.hash = $1 AND t.revoked_at IS NULL AND a.name = t.owner"
+		       " AND NOT a.disabled"
+		       " RETURNING t.owner, CASE a.role WHEN 'viewer' THEN 1 WHEN 'author'"
+		       " THEN 2 ELSE 3 END",
+		       &p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0) {
+		rc = -ENOENT;
+	} else {
+		snprintf(owner, 64, "%s", PQgetvalue(r, 0, 0));
+		*role = (int)val_i64(r, 0, 1);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int token_revoke(struct rvs_store *s, const char *owner, const char *id, int64_t now)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_i64(&p, now);
+	p_text(&p, id);
+	p_text(&p, owner);
+	rc = read_rows(s,
+		       "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND owner = $3"
+		       " AND revoked_at IS NULL RETURNING id",
+		       &p, &r);
+	if (rc)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	PQclear(r);
+	return rc;
+}
+
+static int tokens_list(struct rvs_store *s, const char *owner,
+		       int (*cb)(void *arg, const char *id, const char *name, int64_t created,
+				 int64_t last_used, int64_t revoked),
+		       void *arg)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	p_text(&p, owner);
+	rc = read_rows(s,
+		       "SELECT id, name, created_at, coalesce(last_used, -1),"
+		       " coalesce(revoked_at, -1) FROM api_tokens WHERE owner = $1"
+		       " ORDER BY created_at DESC, id DESC",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; !stop && i < PQntuples(r); i++)
+		stop = cb(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), val_i64(r, i, 2),
+			  val_i64(r, i, 3), val_i64(r, i, 4));
+	PQclear(r);
+	return stop;
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -1498,4 +1712,14 @@ const struct rvs_store_ops rvs_store_pg = {
 	.policy_version = policy_version,
 	.skips_by_reason = skips_by_reason,
 	.skips_recent = skips_recent,
+	/* roles16 */
+	.user_get = user_get,
+	.user_set = user_set,
+	.users_list = users_list,
+	.audit_add = audit_add,
+	.audit_list = audit_list,
+	.token_add = token_add,
+	.token_auth = token_auth,
+	.token_revoke = token_revoke,
+	.tokens_list = tokens_list,
 };

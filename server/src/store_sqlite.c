@@ -42,6 +42,7 @@
  * user_version from N-1 to N.
  */
 #include "store.h"
+#include "users.h"
 #include "issue.h"
 #include "rvs.h"
 #include "rearview/common.h"
@@ -313,6 +314,23 @@ static const char *const migrations[] = {
 	"CREATE INDEX traces_by_severity ON traces(ifnull(severity, -1));"
 	"CREATE INDEX traces_by_duration ON traces(ifnull(duration_ns, -1));"
 	"CREATE INDEX traces_by_captured ON traces(ifnull(captured_at_ns, -1));",
+	/* 10 (roles16): each account's role (existing accounts stay admins)
+	 * and whether it is disabled; the append-only audit log; personal
+	 * API tokens (only their SHA-256). */
+	"ALTER TABLE admins ADD COLUMN role TEXT NOT NULL DEFAULT 'admin'"
+	" CHECK (role IN ('viewer', 'author', 'admin'));"
+	"ALTER TABLE admins ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE audit_log ("
+	" id INTEGER PRIMARY KEY, at INTEGER NOT NULL, actor TEXT NOT NULL,"
+	" action TEXT NOT NULL, target TEXT NOT NULL, detail TEXT NOT NULL);"
+	"CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log"
+	" BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;"
+	"CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log"
+	" BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;"
+	"CREATE TABLE api_tokens ("
+	" id TEXT PRIMARY KEY, hash BLOB NOT NULL UNIQUE, owner TEXT NOT NULL,"
+	" name TEXT NOT NULL, created_at INTEGER NOT NULL, last_used INTEGER,"
+	" revoked_at INTEGER);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -957,8 +975,9 @@ static int admin_put(struct rvs_store *s, const char *name, unsigned iterations,
 	pthread_mutex_lock(&s->mu);
 	rc = sqlite3_prepare_v2(
 		s->db,
-		"INSERT OR REPLACE INTO admins (name, pbkdf2_iterations, salt, hash,"
-		" created_at) VALUES (?,?,?,?,?)",
+		"INSERT INTO admins (name, pbkdf2_iterations, salt, hash, created_at)"
+		" VALUES (?1,?2,?3,?4,?5) ON CONFLICT (name) DO UPDATE SET"
+		" pbkdf2_iterations = ?2, salt = ?3, hash = ?4, created_at = ?5",
 		-1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
@@ -1659,6 +1678,275 @@ static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns
 	return rc;
 }
 
+/* ---- roles16: accounts' roles, disabling, the audit log ------------------ */
+
+#define ROLE_OF "CASE role WHEN 'viewer' THEN 1 WHEN 'author' THEN 2 ELSE 3 END"
+
+static int user_get(struct rvs_store *s, const char *name, int *role, int *disabled)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(s->rdb, "SELECT " ROLE_OF ", disabled FROM admins WHERE name = ?",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			*role = sqlite3_column_int(st, 0);
+			*disabled = sqlite3_column_int(st, 1) != 0;
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : rvc_sqlite_errno(rc);
+}
+
+static int user_set(struct rvs_store *s, const char *name, int role, int disabled)
+{
+	sqlite3_stmt *st;
+	int rc, changed = 0;
+
+	assert(role <= 0 || rvs_role_name(role));
+	pthread_mutex_lock(&s->mu);
+	rc = sqlite3_prepare_v2(s->db,
+				"UPDATE admins SET role = coalesce(?2, role),"
+				" disabled = coalesce(?3, disabled) WHERE name = ?1",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+		if (role > 0)
+			sqlite3_bind_text(st, 2, rvs_role_name(role), -1, SQLITE_STATIC);
+		if (disabled >= 0)
+			sqlite3_bind_int(st, 3, disabled != 0);
+		rc = sqlite3_step(st);
+		changed = sqlite3_changes(s->db);
+		sqlite3_finalize(st);
+	}
+	if (rc != SQLITE_DONE)
+		rvs_log("error", "msg=\"sqlite\" err=\"%s\"", sqlite3_errmsg(s->db));
+	pthread_mutex_unlock(&s->mu);
+	if (rc != SQLITE_DONE)
+		return rvc_sqlite_errno(rc);
+	return changed ? 0 : -ENOENT;
+}
+
+static int users_list(struct rvs_store *s,
+		      int (*cb)(void *arg, const char *name, int role, int disabled,
+				int64_t created),
+		      void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(
+		db, "SELECT name, " ROLE_OF ", disabled, created_at FROM admins ORDER BY name", -1,
+		&st, NULL);
+	if (rc == SQLITE_OK) {
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			stop = cb(arg, col_text(st, 0), sqlite3_column_int(st, 1),
+				  sqlite3_column_int(st, 2) != 0, sqlite3_column_int64(st, 3));
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+struct audit_args {
+	int64_t at;
+	const char *actor, *action, *target, *detail;
+};
+
+static void bind_audit(sqlite3_stmt *st, const void *arg)
+{
+	const struct audit_args *a = arg;
+	sqlite3_bind_int64(st, 1, a->at);
+	sqlite3_bind_text(st, 2, a->actor, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, a->action, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, a->target, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 5, a->detail, -1, SQLITE_TRANSIENT);
+}
+
+static int audit_add(struct rvs_store *s, int64_t at, const char *actor, const char *action,
+		     const char *target, const char *detail)
+{
+	struct audit_args a = {at, actor, action, target, detail};
+	return write1(s,
+		      "INSERT INTO audit_log (at, actor, action, target, detail)"
+		      " VALUES (?,?,?,?,?)",
+		      bind_audit, &a);
+}
+
+static int audit_list(struct rvs_store *s, size_t max,
+		      int (*cb)(void *arg, const struct rvs_audit_row *r), void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(db,
+				"SELECT id, at, actor, action, target, detail FROM audit_log"
+				" ORDER BY id DESC LIMIT ?",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, (int64_t)max);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct rvs_audit_row r = {sqlite3_column_int64(st, 0),
+						  sqlite3_column_int64(st, 1),
+						  col_text(st, 2),
+						  col_text(st, 3),
+						  col_text(st, 4),
+						  col_text(st, 5)};
+			stop = cb(arg, &r);
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+struct token_args {
+	const char *id, *owner, *name;
+	const uint8_t *hash;
+	int64_t now;
+};
+
+static void bind_token(sqlite3_stmt *st, const void *arg)
+{
+	const struct token_args *a = arg;
+	sqlite3_bind_text(st, 1, a->id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 2, a->hash, 32, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, a->owner, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, a->name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 5, a->now);
+}
+
+static int token_add(struct rvs_store *s, const char *id, const uint8_t hash[32], const char *owner,
+		     const char *name, int64_t now)
+{
+	struct token_args a = {id, owner, name, hash, now};
+	return write1(s,
+		      "INSERT INTO api_tokens (id, hash, owner, name, created_at)"
+		      " VALUES (?,?,?,?,?)",
+		      bind_token, &a);
+}
+
+/* Runs one UPDATE (bound by bind) under mu: 0 when it changed a row,
+ * -ENOENT when none, else -errno. */
+static int update1(struct rvs_store *s, const char *sql, void (*bind)(sqlite3_stmt *, const void *),
+		   const void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, changed = 0;
+
+	pthread_mutex_lock(&s->mu);
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		bind(st, arg);
+		rc = sqlite3_step(st);
+		changed = sqlite3_changes(s->db);
+		sqlite3_finalize(st);
+	}
+	if (rc != SQLITE_DONE)
+		rvs_log("error", "msg=\"sqlite\" err=\"%s\"", sqlite3_errmsg(s->db));
+	pthread_mutex_unlock(&s->mu);
+	if (rc != SQLITE_DONE)
+		return rvc_sqlite_errno(rc);
+	return changed ? 0 : -ENOENT;
+}
+
+static void bind_token_use(sqlite3_stmt *st, const void *arg)
+{
+	const struct token_args *a = arg;
+	sqlite3_bind_int64(st, 1, a->now);
+	if (a->hash)
+		sqlite3_bind_blob(st, 2, a->hash, 32, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_text(st, 2, a->id, -1, SQLITE_TRANSIENT);
+	if (a->owner)
+		sqlite3_bind_text(st, 3, a->owner, -1, SQLITE_TRANSIENT);
+}
+
+static int token_auth(struct rvs_store *s, const uint8_t hash[32], int64_t now, char owner[64],
+		      int *role)
+{
+	struct token_args a = {NULL, NULL, NULL, hash, now};
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(s->rdb,
+				"SELECT t.owner, CASE a.role WHEN 'viewer' THEN 1 WHEN 'author'"
+				" THEN 2 ELSE 3 END FROM api_tokens t JOIN admins a ON a.name ="
+				" t.owner WHERE t.hash = ? AND t.revoked_at IS NULL"
+				" AND a.disabled = 0",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_blob(st, 1, hash, 32, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			snprintf(owner, 64, "%s", col_text(st, 0));
+			*role = sqlite3_column_int(st, 1);
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : rvc_sqlite_errno(rc);
+	/* The last use is a hint: a failure to record it refuses nothing. */
+	update1(s, "UPDATE api_tokens SET last_used = ?1 WHERE hash = ?2", bind_token_use, &a);
+	return 0;
+}
+
+static int token_revoke(struct rvs_store *s, const char *owner, const char *id, int64_t now)
+{
+	struct token_args a = {id, owner, NULL, NULL, now};
+	return update1(s,
+		       "UPDATE api_tokens SET revoked_at = ?1 WHERE id = ?2 AND owner = ?3"
+		       " AND revoked_at IS NULL",
+		       bind_token_use, &a);
+}
+
+static int tokens_list(struct rvs_store *s, const char *owner,
+		       int (*cb)(void *arg, const char *id, const char *name, int64_t created,
+				 int64_t last_used, int64_t revoked),
+		       void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(db,
+				"SELECT id, name, created_at, ifnull(last_used, -1),"
+				" ifnull(revoked_at, -1) FROM api_tokens WHERE owner = ?"
+				" ORDER BY created_at DESC, rowid DESC",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, owner, -1, SQLITE_TRANSIENT);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			stop = cb(arg, col_text(st, 0), col_text(st, 1),
+				  sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+				  sqlite3_column_int64(st, 4));
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1693,4 +1981,14 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.policy_version = policy_version,
 	.skips_by_reason = skips_by_reason,
 	.skips_recent = skips_recent,
+	/* roles16 */
+	.user_get = user_get,
+	.user_set = user_set,
+	.users_list = users_list,
+	.audit_add = audit_add,
+	.audit_list = audit_list,
+	.token_add = token_add,
+	.token_auth = token_auth,
+	.token_revoke = token_revoke,
+	.tokens_list = tokens_list,
 };

@@ -12,7 +12,11 @@
  *   gets 403 before anything changes.
  * - The password check is the PBKDF2 of util.c against the admins table
  *   written by `init`; failures are reported to the caller, which spends the
- *   peer address's failed-authentication budget (api.c).
+ *   peer address's failed-authentication budget (api.c).  A disabled
+ *   account cannot sign in, and its sessions stop working at once: every
+ *   request reads the account's role and disabled flag (users.h).
+ * - A SESSION route runs only for a role at least its entry's (route.h);
+ *   a lower one gets 403 naming the role needed, before anything changes.
  * - Every untrusted string reaches HTML through rvs_web_esc, and every
  *   attribute is double-quoted.  HTML pages carry a self-only CSP with no
  *   inline script or style, nosniff and X-Frame-Options: DENY.
@@ -24,6 +28,7 @@
 #include "route.h"
 #include "export.h"
 #include "params.h"
+#include "users.h"
 #include "rearview/analysis.h"
 
 #include <assert.h>
@@ -93,8 +98,11 @@ void web_page_begin(struct web_ctx *c, const char *title)
 		      " <a href=\"/regressions\">Regressions</a> <a "
 		      "href=\"/aggregate\">Aggregate</a>"
 		      " <a href=\"/campaigns\">Campaigns</a> <a href=\"/fleet\">Fleet</a>"
-		      "<form class=\"logout\" method=\"post\" action=\"/logout\">",
+		      " <a href=\"/tokens\">API tokens</a>",
 		      f);
+		if (c->role >= RVS_ROLE_ADMIN)
+			fputs(" <a href=\"/users\">Users</a> <a href=\"/audit\">Audit</a>", f);
+		fputs("<form class=\"logout\" method=\"post\" action=\"/logout\">", f);
 		web_csrf_field(c);
 		fputs("<span>", f);
 		rvs_web_esc(f, c->user);
@@ -225,12 +233,17 @@ static int session_lookup(struct web_ctx *c)
 {
 	char id[65];
 	uint8_t h[32];
-	int rc;
+	int rc, disabled = 0;
 
 	if (!cookie_get(c->req->cookie, "rv_session", id, sizeof id) || strlen(id) != 64)
 		return -ENOENT;
 	rvs_sha256(id, 64, h);
 	rc = c->ops->session_get(c->st, h, (int64_t)time(NULL), c->user, c->csrf);
+	if (rc == 0)
+		rc = c->ops->user_get(c->st, c->user, &c->role, &disabled);
+	/* A disabled (or deleted) account's sessions stop at once. */
+	if (rc == 0 && disabled)
+		rc = -ENOENT;
 	return rc == -ENOENT ? rc : rc ? -EIO : 0;
 }
 
@@ -320,7 +333,7 @@ static void login_form(struct web_ctx *c, int status, const char *msg)
 static void login_post(struct web_ctx *c)
 {
 	char want[65], got[80], user[64], pw[256], id[65];
-	int rc;
+	int rc, disabled = 0;
 
 	if (!cookie_get(c->req->cookie, "rv_login", want, sizeof want) || strlen(want) != 64 ||
 	    rvs_query_param(c->form, "csrf", got, sizeof got) != 1 ||
@@ -331,6 +344,8 @@ static void login_post(struct web_ctx *c)
 		return login_form(c, 400, "user and password are required");
 	rc = password_ok(c, user, pw, &c->r->hashed);
 	memset(pw, 0, sizeof pw);
+	if (rc == 0 && (rc = c->ops->user_get(c->st, user, &c->role, &disabled)) == 0 && disabled)
+		rc = -EACCES;
 	if (rc == -EACCES) {
 		c->r->auth_failed = 1;
 		return login_form(c, 401, "wrong user or password");
@@ -674,9 +689,16 @@ static void dispatch(struct web_ctx *c, const struct rvs_route *rt, unsigned all
 		if (session_lookup(c)) {
 			c->user[0] = '\0';
 			c->csrf[0] = '\0';
+			c->role = 0;
 			if (post)
 				return web_error(c, 403, "not signed in");
 			return web_redirect(c, "/login");
+		}
+		assert(rt->role >= RVS_ROLE_VIEWER && rt->role <= RVS_ROLE_ADMIN);
+		if (c->role < rt->role && !allow) {
+			snprintf(msg, sizeof msg, "this needs the %s role",
+				 rvs_role_name(rt->role));
+			return web_error(c, 403, msg);
 		}
 		if (!get && !post)
 			return web_error(c, 405, "method not allowed");

@@ -10,6 +10,7 @@
 #include "web_int.h"
 #include "campaign_core.h"
 #include "params.h"
+#include "users.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -420,6 +421,16 @@ void web_campaign_post(struct web_ctx *c, const char *rest)
 					       sizeof err);
 	} else {
 		return web_error(c, 404, "no such form");
+	}
+	if (rc == 0) {
+		char *text = spec ? json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		rvs_audit(c->ops, c->st, c->user,
+			  !*rest ? "campaign.create"
+			  : spec ? "campaign.update"
+				 : "campaign.end",
+			  spec ? json_string_value(json_object_get(spec, "id")) : id,
+			  text ? text : "");
+		free(text);
 	}
 	json_decref(spec);
 	if (rc == -EINVAL || rc == -EEXIST || rc == -EAGAIN)

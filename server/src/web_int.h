@@ -21,7 +21,8 @@ struct web_ctx {
 	 * the request. */
 	const struct rvs_store_ops *ops;
 	struct rvs_store *st;
-	char user[64];	  /* the signed-in admin */
+	char user[64];	  /* the signed-in account */
+	int role;	  /* its role (enum rvs_role), 0 signed out */
 	char csrf[65];	  /* the session's CSRF token */
 	char form[16384]; /* the POST body as a NUL-terminated string */
 	FILE *f;	  /* the page body being written (into page/plen) */

@@ -15,6 +15,7 @@
 #include "params.h"
 #include "trace_load.h"
 #include "why.h"
+#include "users.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -785,7 +786,7 @@ void web_method_alert(struct web_ctx *c, const char *name)
 	char v[64], *end, *loc = NULL;
 	size_t llen = 0;
 	double ms;
-	int64_t ns;
+	int64_t ns, before;
 	FILE *u;
 
 	if (rvs_query_param(c->form, "threshold_ms", v, sizeof v) != 1)
@@ -795,8 +796,13 @@ void web_method_alert(struct web_ctx *c, const char *name)
 	if (errno || end == v || *end || !(ms > 0) || ms > 1e9)
 		return web_error(c, 400, "threshold_ms must be a positive number of milliseconds");
 	ns = (int64_t)(ms * 1e6 + 0.5);
-	if (c->ops->method_alert_put(c->st, name, ns > 0 ? ns : 1))
+	ns = ns > 0 ? ns : 1;
+	if (c->ops->method_alert_get(c->st, name, &before))
+		before = 0;
+	if (c->ops->method_alert_put(c->st, name, ns))
 		return web_error(c, 500, "storage error");
+	snprintf(v, sizeof v, "p95_threshold_ns %" PRId64 " -> %" PRId64, before, ns);
+	rvs_audit(c->ops, c->st, c->user, "method_alert.set", name, v);
 	if (!(u = open_memstream(&loc, &llen)))
 		return web_error(c, 500, "out of memory");
 	fputs("/methods/", u);

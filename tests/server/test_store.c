@@ -593,6 +593,126 @@ static void test_store_sessions_admins_and_alerts_round_trip(void **state)
 	assert_int_equal(ops->method_alert_get(f->s, "a::c", &ns), -ENOENT);
 }
 
+/* roles16: collects users_list / audit_list rows as text. */
+static int user_line(void *arg, const char *name, int role, int disabled, int64_t created)
+{
+	char *out = arg;
+	size_t at = strlen(out);
+	snprintf(out + at, 256 - at, "%s:%d:%d;", name, role, disabled);
+	return 0;
+}
+
+static int audit_line(void *arg, const struct rvs_audit_row *r)
+{
+	char *out = arg;
+	size_t at = strlen(out);
+	snprintf(out + at, 512 - at, "%lld|%s|%s|%s|%s;", (long long)r->at, r->actor, r->action,
+		 r->target, r->detail);
+	return 0;
+}
+
+/* A new account is an enabled admin; its role and disabled flag change
+ * alone and survive a password reset (admin_put again); an unknown account
+ * is -ENOENT; the audit log reads back newest first, exactly as written,
+ * and refuses updates and deletes. */
+static void test_store_user_roles_disable_and_audit_round_trip(void **state)
+{
+	struct fx *f = *state;
+	uint8_t salt[16] = {1}, hash[32] = {2};
+	char users[256] = "", audit[512] = "", v[32];
+	int role = 0, disabled = -1;
+
+	assert_int_equal(ops->user_get(f->s, "ann", &role, &disabled), -ENOENT);
+	assert_int_equal(ops->user_set(f->s, "ann", RVS_ROLE_VIEWER, -1), -ENOENT);
+	assert_int_equal(ops->admin_put(f->s, "ann", 1000, salt, sizeof salt, hash), 0);
+	assert_int_equal(ops->admin_put(f->s, "bob", 1000, salt, sizeof salt, hash), 0);
+	assert_int_equal(ops->user_get(f->s, "ann", &role, &disabled), 0);
+	assert_int_equal(role, RVS_ROLE_ADMIN);
+	assert_int_equal(disabled, 0);
+	assert_int_equal(ops->user_set(f->s, "ann", RVS_ROLE_AUTHOR, -1), 0);
+	assert_int_equal(ops->user_set(f->s, "bob", 0, 1), 0);
+	assert_int_equal(ops->admin_put(f->s, "ann", 2000, salt, sizeof salt, hash), 0);
+	assert_int_equal(ops->admin_put(f->s, "bob", 2000, salt, sizeof salt, hash), 0);
+	assert_int_equal(ops->users_list(f->s, user_line, users), 0);
+	assert_string_equal(users, "ann:2:0;bob:3:1;");
+	assert_int_equal(ops->user_set(f->s, "bob", RVS_ROLE_VIEWER, 0), 0);
+	assert_int_equal(ops->user_get(f->s, "bob", &role, &disabled), 0);
+	assert_int_equal(role, RVS_ROLE_VIEWER);
+	assert_int_equal(disabled, 0);
+
+	assert_int_equal(ops->audit_add(f->s, 10, "root", "user.role", "ann", "admin -> author"),
+			 0);
+	assert_int_equal(ops->audit_add(f->s, 11, "root", "user.disable", "bob'; --", "0 -> 1"), 0);
+	assert_int_equal(ops->audit_list(f->s, 10, audit_line, audit), 0);
+	assert_string_equal(audit, "11|root|user.disable|bob'; --|0 -> 1;"
+				   "10|root|user.role|ann|admin -> author;");
+	audit[0] = '\0';
+	assert_int_equal(ops->audit_list(f->s, 1, audit_line, audit), 0);
+	assert_string_equal(audit, "11|root|user.disable|bob'; --|0 -> 1;");
+	if (ops == &rvs_store_pg) {
+		PGconn *c = PQconnectdb(f->db);
+		PGresult *r = PQexec(c, "DELETE FROM audit_log");
+		assert_int_not_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+		PQclear(r);
+		r = PQexec(c, "UPDATE audit_log SET actor = 'x'");
+		assert_int_not_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+		PQclear(r);
+		PQfinish(c);
+	} else {
+		sqlite3 *db;
+		assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+		assert_int_not_equal(sqlite3_exec(db, "DELETE FROM audit_log", NULL, NULL, NULL),
+				     SQLITE_OK);
+		assert_int_not_equal(
+			sqlite3_exec(db, "UPDATE audit_log SET actor = 'x'", NULL, NULL, NULL),
+			SQLITE_OK);
+		sqlite3_close(db);
+	}
+	sql_value(f, "SELECT count(*) FROM audit_log", NULL, v, sizeof v);
+	assert_string_equal(v, "2");
+}
+
+static int token_line(void *arg, const char *id, const char *name, int64_t created,
+		      int64_t last_used, int64_t revoked)
+{
+	char *out = arg;
+	size_t at = strlen(out);
+	snprintf(out + at, 256 - at, "%s:%s:%lld:%lld:%lld;", id, name, (long long)created,
+		 (long long)last_used, (long long)revoked);
+	return 0;
+}
+
+/* A personal token authenticates its owner with the owner's role (its
+ * last use recorded) until it is revoked or the owner is disabled; only
+ * its owner revokes it; an unknown hash is -ENOENT. */
+static void test_store_tokens_carry_role_until_revoked_or_disabled(void **state)
+{
+	struct fx *f = *state;
+	uint8_t salt[16] = {1}, hash[32] = {2}, t1[32], t2[32];
+	char owner[64], list[256] = "";
+	int role = 0;
+
+	memset(t1, 0x11, 32);
+	memset(t2, 0x22, 32);
+	assert_int_equal(ops->admin_put(f->s, "ann", 1000, salt, sizeof salt, hash), 0);
+	assert_int_equal(ops->user_set(f->s, "ann", RVS_ROLE_VIEWER, -1), 0);
+	assert_int_equal(ops->token_add(f->s, "aaaa", t1, "ann", "laptop", 100), 0);
+	assert_int_equal(ops->token_add(f->s, "bbbb", t2, "ann", "ci", 200), 0);
+	assert_int_equal(ops->token_add(f->s, "cccc", t2, "ann", "dup", 300), -EEXIST);
+	assert_int_equal(ops->token_auth(f->s, t1, 150, owner, &role), 0);
+	assert_string_equal(owner, "ann");
+	assert_int_equal(role, RVS_ROLE_VIEWER);
+	assert_int_equal(ops->token_revoke(f->s, "bob", "aaaa", 160), -ENOENT);
+	assert_int_equal(ops->token_revoke(f->s, "ann", "aaaa", 170), 0);
+	assert_int_equal(ops->token_revoke(f->s, "ann", "aaaa", 171), -ENOENT);
+	assert_int_equal(ops->token_auth(f->s, t1, 180, owner, &role), -ENOENT);
+	assert_int_equal(ops->token_auth(f->s, t2, 190, owner, &role), 0);
+	assert_int_equal(ops->user_set(f->s, "ann", -1, 1), 0);
+	assert_int_equal(ops->token_auth(f->s, t2, 195, owner, &role), -ENOENT);
+	assert_int_equal(ops->tokens_list(f->s, "ann", token_line, list), 0);
+	assert_string_equal(list, "bbbb:ci:200:190:-1;aaaa:laptop:100:150:170;");
+}
+
 struct pub_seen {
 	char specs[256];
 	uint64_t recorded;
@@ -1018,6 +1138,11 @@ int main(void)
 			test_store_campaign_change_publishes_in_one_transaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_skips_grouped_and_newest_first, setup,
 						teardown),
+		/* roles16 */
+		cmocka_unit_test_setup_teardown(test_store_user_roles_disable_and_audit_round_trip,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_tokens_carry_role_until_revoked_or_disabled, setup, teardown),
 	};
 	/* No backend in them: run once. */
 	const struct CMUnitTest once[] = {

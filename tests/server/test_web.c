@@ -1775,6 +1775,393 @@ static void test_web_campaign_times_iso_in_api_and_dates_in_form(void **state)
 	resp_free(&r);
 }
 
+/* ---- roles16: accounts with roles, disabling, the audit log ------------------ */
+
+/* `rearview-server passwd --config CONF user`: the new account's password
+ * (printed once) into pw. */
+static void passwd_user(const char *user, char *pw, size_t cap)
+{
+	char conf[256], out[256], buf[1024];
+	const char *p;
+	pid_t pid;
+	int st;
+
+	snprintf(conf, sizeof conf, "%s/rearview-server.conf", g_srv.data);
+	snprintf(out, sizeof out, "%s/passwd-%s.out", g_srv.dir, user);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(RVS_BIN, RVS_BIN, "passwd", "--config", conf, user, (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_true(web_slurp(out, buf, sizeof buf) > 0);
+	assert_non_null(strstr(buf, "(role admin)")); /* a new account is an admin */
+	p = strstr(buf, "new password ");
+	assert_non_null(p);
+	p += strlen("new password ");
+	snprintf(pw, cap, "%.*s", (int)strcspn(p, " \n"), p);
+	assert_true(strlen(pw) >= 16);
+}
+
+/* A signed-in session of user: its cookie and CSRF token. */
+struct who {
+	char cookie[128], csrf[80];
+};
+
+static void sign_in(const char *user, const char *pw, struct who *w)
+{
+	struct resp r, p;
+	char id[80];
+	const char *v;
+
+	assert_int_equal(login_as(user, pw, &r), 303);
+	set_cookie_value(&r, "rv_session", id, sizeof id);
+	assert_int_equal(strlen(id), 64);
+	snprintf(w->cookie, sizeof w->cookie, "rv_session=%s", id);
+	resp_free(&r);
+	req("/traces", w->cookie, NULL, NULL, 0, NULL, &p);
+	assert_int_equal(p.code, 200);
+	v = strstr(p.body, "name=\"csrf\" value=\"");
+	assert_non_null(v);
+	v += strlen("name=\"csrf\" value=\"");
+	snprintf(w->csrf, sizeof w->csrf, "%.*s", (int)strcspn(v, "\""), v);
+	resp_free(&p);
+}
+
+/* As w, POSTs form (its CSRF token appended) to path; the status. */
+static long post_as(const struct who *w, const char *path, const char *form)
+{
+	struct resp r;
+	char body[512];
+	long code;
+
+	snprintf(body, sizeof body, "%s&csrf=%s", form, w->csrf);
+	req(path, w->cookie, NULL, body, strlen(body), NULL, &r);
+	code = r.code;
+	if (code == 403)
+		assert_non_null(strstr(r.body, "role"));
+	resp_free(&r);
+	return code;
+}
+
+/* GETs path as w; the status; *body_has: whether the body contains needle. */
+static long get_as(const struct who *w, const char *path, const char *needle, int *body_has)
+{
+	struct resp r;
+	long code;
+
+	req(path, w->cookie, NULL, NULL, 0, NULL, &r);
+	code = r.code;
+	if (body_has)
+		*body_has = strstr(r.body, needle) != NULL;
+	resp_free(&r);
+	return code;
+}
+
+/* Issue 16, "more than one engineer": `passwd` creates accounts (admins,
+ * as before); the admin makes one a viewer and one a campaign author; each
+ * role is refused (403 naming the role needed) or allowed on a route of
+ * each family (pages, campaign and alert forms, users and audit pages);
+ * the admin's forms need the CSRF token; disabling ends the account's
+ * session at once and its sign-in; every change is in the audit log,
+ * exactly; no password reaches the log or a page. */
+static void test_web_roles_refuse_allow_disable_and_audit(void **state)
+{
+	char vpw[64], apw[64], log[1 << 16], path[256];
+	struct who admin, viewer, author;
+	struct resp r;
+	int has = 0;
+	json_t *doc, *rows, *row;
+
+	ensure_login();
+	snprintf(admin.cookie, sizeof admin.cookie, "%s", g_session);
+	snprintf(admin.csrf, sizeof admin.csrf, "%s", g_csrf);
+	passwd_user("vera", vpw, sizeof vpw);
+	passwd_user("otto", apw, sizeof apw);
+
+	/* The admin creates an account on the users page (its one-time
+	 * password shown once), and resets its password (the old one stops). */
+	{
+		char wpw[64], wpw2[64], form[160];
+		struct who wendy;
+		const char *v;
+
+		snprintf(form, sizeof form, "name=wendy&role=author&csrf=%s", admin.csrf);
+		req("/users", admin.cookie, NULL, form, strlen(form), NULL, &r);
+		assert_int_equal(r.code, 200);
+		v = strstr(r.body, "<code id=\"new-password\">");
+		assert_non_null(v);
+		v += strlen("<code id=\"new-password\">");
+		snprintf(wpw, sizeof wpw, "%.*s", (int)strcspn(v, "<"), v);
+		assert_int_equal(strlen(wpw), 20);
+		resp_free(&r);
+		assert_int_equal(post_as(&admin, "/users", "name=wendy&role=viewer"), 409);
+		assert_int_equal(post_as(&admin, "/users", "name=bad%20name&role=viewer"), 400);
+		sign_in("wendy", wpw, &wendy);
+		assert_int_equal(get_as(&wendy, "/users", "", NULL), 403);
+		assert_int_equal(get_as(&admin, "/users", wpw, &has), 200);
+		assert_false(has); /* shown once only */
+		snprintf(form, sizeof form, "reset=1&csrf=%s", admin.csrf);
+		req("/users/wendy", admin.cookie, NULL, form, strlen(form), NULL, &r);
+		assert_int_equal(r.code, 200);
+		v = strstr(r.body, "<code id=\"new-password\">");
+		assert_non_null(v);
+		v += strlen("<code id=\"new-password\">");
+		snprintf(wpw2, sizeof wpw2, "%.*s", (int)strcspn(v, "<"), v);
+		resp_free(&r);
+		assert_string_not_equal(wpw, wpw2);
+		assert_int_equal(login_as("wendy", wpw, &r), 401);
+		resp_free(&r);
+		sign_in("wendy", wpw2, &wendy);
+		/* A reset keeps the role. */
+		assert_int_equal(post_as(&wendy, "/methods/a%3A%3Ac/alert", "threshold_ms=1"), 303);
+	}
+
+	/* The admin's users page lists them as admins (passwd's role). */
+	assert_int_equal(get_as(&admin, "/users", "<td>vera</td><td>admin</td>", &has), 200);
+	assert_true(has);
+	/* A change without (or with a wrong) CSRF token changes nothing. */
+	req("/users/vera", admin.cookie, NULL, "role=viewer", 11, NULL, &r);
+	assert_int_equal(r.code, 403);
+	assert_non_null(strstr(r.body, "CSRF"));
+	resp_free(&r);
+	assert_int_equal(post_as(&admin, "/users/vera", "role=viewer"), 303);
+	assert_int_equal(post_as(&admin, "/users/otto", "role=author"), 303);
+	assert_int_equal(post_as(&admin, "/users/nobody", "role=author"), 404);
+	assert_int_equal(post_as(&admin, "/users/otto", "role=root"), 400);
+
+	sign_in("vera", vpw, &viewer);
+	sign_in("otto", apw, &author);
+	/* Viewer: reads everything, changes nothing. */
+	assert_int_equal(get_as(&viewer, "/traces", "href=\"/users\"", &has), 200);
+	assert_false(has); /* the admin's links are not shown */
+	assert_int_equal(get_as(&admin, "/traces", "href=\"/users\"", &has), 200);
+	assert_true(has);
+	assert_int_equal(get_as(&viewer, "/campaigns", "", NULL), 200);
+	assert_int_equal(get_as(&viewer, "/users", "needs the admin role", &has), 403);
+	assert_true(has);
+	assert_int_equal(get_as(&viewer, "/audit", "", NULL), 403);
+	assert_int_equal(post_as(&viewer, "/methods/a%3A%3Ab/alert", "threshold_ms=5"), 403);
+	assert_int_equal(post_as(&viewer, "/campaigns/x/end", ""), 403);
+	assert_int_equal(post_as(&viewer, "/users/vera", "role=admin"), 403);
+	/* Author: campaigns and alerts, not users. */
+	assert_int_equal(post_as(&author, "/methods/a%3A%3Ab/alert", "threshold_ms=5"), 303);
+	assert_int_equal(post_as(&author, "/campaigns/no-such/end", ""), 404);
+	assert_int_equal(get_as(&author, "/users", "needs the admin role", &has), 403);
+	assert_true(has);
+	assert_int_equal(post_as(&author, "/users/otto", "role=admin"), 403);
+	/* Admin: users and audit; not themself out. */
+	assert_int_equal(post_as(&admin, "/users/admin", "disabled=1"), 400);
+
+	/* Disabling takes effect at once: the next request is signed out. */
+	assert_int_equal(post_as(&admin, "/users/vera", "disabled=1"), 303);
+	req("/traces", viewer.cookie, NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 303);
+	assert_non_null(strstr(r.hdrs, "Location: /login"));
+	resp_free(&r);
+	assert_int_equal(login_as("vera", vpw, &r), 401);
+	resp_free(&r);
+
+	/* The audit log, newest first, exactly (JSON API, the api.token being
+	 * an admin's). */
+	req("/api/v1/audit", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	assert_non_null(doc);
+	rows = json_object_get(doc, "audit");
+	assert_true(json_array_size(rows) >= 4);
+	{
+		static const char *const want[][4] = {
+			{"admin", "user.disable", "vera", "disabled 0 -> 1"},
+			{"otto", "method_alert.set", "a::b", "p95_threshold_ns 0 -> 5000000"},
+			{"admin", "user.role", "otto", "admin -> author"},
+			{"admin", "user.role", "vera", "admin -> viewer"},
+		};
+		for (size_t i = 0; i < 4; i++) {
+			row = json_array_get(rows, i);
+			assert_string_equal(json_string_value(json_object_get(row, "actor")),
+					    want[i][0]);
+			assert_string_equal(json_string_value(json_object_get(row, "action")),
+					    want[i][1]);
+			assert_string_equal(json_string_value(json_object_get(row, "target")),
+					    want[i][2]);
+			assert_string_equal(json_string_value(json_object_get(row, "detail")),
+					    want[i][3]);
+			assert_true(json_integer_value(json_object_get(row, "at")) > 0);
+		}
+	}
+	/* The campaign tests before this one changed campaigns through the
+	 * API (the api.token) and the form (the admin): both recorded. */
+	has = 0;
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		const char *actor, *action;
+		row = json_array_get(rows, i);
+		actor = json_string_value(json_object_get(row, "actor"));
+		action = json_string_value(json_object_get(row, "action"));
+		if (strcmp(action, "campaign.create") == 0 && strcmp(actor, "api.token") == 0)
+			has |= 1;
+		if (strcmp(action, "campaign.end") == 0 && strcmp(actor, "admin") == 0)
+			has |= 2;
+	}
+	assert_int_equal(has, 3);
+	json_decref(doc);
+	assert_null(strstr(r.body, vpw));
+	resp_free(&r);
+	assert_int_equal(get_as(&admin, "/audit", "method_alert.set", &has), 200);
+	assert_true(has);
+	/* No password or hash in the users endpoint, the page or the log. */
+	req("/api/v1/users", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	assert_non_null(doc);
+	rows = json_object_get(doc, "users");
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		row = json_array_get(rows, i);
+		if (strcmp(json_string_value(json_object_get(row, "name")), "vera") == 0) {
+			assert_true(json_is_true(json_object_get(row, "disabled")));
+			assert_string_equal(json_string_value(json_object_get(row, "role")),
+					    "viewer");
+			has = 2;
+		}
+	}
+	assert_int_equal(has, 2);
+	json_decref(doc);
+	assert_null(strstr(r.body, vpw));
+	assert_null(strstr(r.body, "hash"));
+	assert_null(strstr(r.body, "salt"));
+	resp_free(&r);
+	assert_int_equal(get_as(&admin, "/users", apw, &has), 200);
+	assert_false(has);
+	snprintf(path, sizeof path, "%s/server.log", g_srv.dir);
+	if (web_slurp(path, log, sizeof log) > 0) {
+		assert_null(strstr(log, vpw));
+		assert_null(strstr(log, apw));
+	}
+}
+
+/* GETs (or POSTs an empty JSON body to) an API path with bearer token
+ * tok; the status, the body into *out when out is non-NULL (free it). */
+static long api_as(const char *tok, const char *path, int post, char **out)
+{
+	struct resp r;
+	long code;
+
+	req(path, NULL, tok, post ? "{}" : NULL, post ? 2 : 0, "application/json", &r);
+	code = r.code;
+	if (out)
+		*out = strdup(r.body);
+	resp_free(&r);
+	return code;
+}
+
+/* Issue 16: a personal API token, made on the tokens page and shown once,
+ * carries its owner's role (a viewer's reads, refused a campaign or the
+ * audit log with 403 naming the role), stops at once while its owner is
+ * disabled and for good once revoked, records its last use, is never
+ * listed or logged, and its making and revoking are audited. */
+static void test_web_personal_tokens_carry_role_and_revoke(void **state)
+{
+	char pw[64], tok[80], id[16], log[1 << 16], path[256], *body = NULL;
+	struct who admin, tess;
+	struct resp r;
+	const char *v;
+	json_t *doc, *row;
+
+	ensure_login();
+	snprintf(admin.cookie, sizeof admin.cookie, "%s", g_session);
+	snprintf(admin.csrf, sizeof admin.csrf, "%s", g_csrf);
+	passwd_user("tess", pw, sizeof pw);
+	assert_int_equal(post_as(&admin, "/users/tess", "role=viewer"), 303);
+	sign_in("tess", pw, &tess);
+
+	{
+		char form[160];
+		snprintf(form, sizeof form, "name=laptop&csrf=%s", tess.csrf);
+		req("/tokens", tess.cookie, NULL, form, strlen(form), NULL, &r);
+	}
+	assert_int_equal(r.code, 200);
+	v = strstr(r.body, "<code id=\"new-token\">");
+	assert_non_null(v);
+	v += strlen("<code id=\"new-token\">");
+	snprintf(tok, sizeof tok, "%.*s", (int)strcspn(v, "<"), v);
+	assert_int_equal(strlen(tok), 52);
+	resp_free(&r);
+
+	assert_int_equal(api_as(tok, "/api/v1/traces", 0, NULL), 200);
+	assert_int_equal(api_as(tok, "/api/v1/campaigns", 1, &body), 403);
+	assert_non_null(strstr(body, "this needs the author role"));
+	free(body);
+	assert_int_equal(api_as(tok, "/api/v1/audit", 0, &body), 403);
+	assert_non_null(strstr(body, "this needs the admin role"));
+	free(body);
+
+	assert_int_equal(api_as(tok, "/api/v1/tokens", 0, &body), 200);
+	assert_null(strstr(body, tok));
+	doc = json_loads(body, 0, NULL);
+	free(body);
+	assert_non_null(doc);
+	row = json_array_get(json_object_get(doc, "tokens"), 0);
+	assert_string_equal(json_string_value(json_object_get(row, "name")), "laptop");
+	assert_true(json_is_integer(json_object_get(row, "last_used")));
+	assert_true(json_is_null(json_object_get(row, "revoked_at")));
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(row, "id")));
+	json_decref(doc);
+	assert_int_equal(strlen(id), 12);
+	assert_int_equal(get_as(&tess, "/tokens", tok, NULL), 200);
+	{
+		int has = 1;
+		get_as(&tess, "/tokens", tok, &has);
+		assert_false(has); /* shown once only */
+	}
+
+	/* Disabled owner: refused at once; enabled again: accepted. */
+	assert_int_equal(post_as(&admin, "/users/tess", "disabled=1"), 303);
+	assert_int_equal(api_as(tok, "/api/v1/traces", 0, NULL), 401);
+	assert_int_equal(post_as(&admin, "/users/tess", "disabled=0"), 303);
+	assert_int_equal(api_as(tok, "/api/v1/traces", 0, NULL), 200);
+	/* Only its owner revokes it (the legacy token has none); then 401. */
+	snprintf(path, sizeof path, "/api/v1/tokens/%s/revoke", id);
+	assert_int_equal(api_as(g_srv.api, path, 1, NULL), 400);
+	assert_int_equal(api_as(tok, path, 1, NULL), 200);
+	assert_int_equal(api_as(tok, "/api/v1/traces", 0, NULL), 401);
+
+	req("/api/v1/audit", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	resp_free(&r);
+	assert_non_null(doc);
+	{
+		static const char *const want[][4] = {
+			{"tess", "token.revoke", NULL, ""},
+			{"admin", "user.enable", "tess", "disabled 1 -> 0"},
+			{"admin", "user.disable", "tess", "disabled 0 -> 1"},
+			{"tess", "token.create", NULL, "laptop"},
+			{"admin", "user.role", "tess", "admin -> viewer"},
+		};
+		json_t *rows = json_object_get(doc, "audit");
+		for (size_t i = 0; i < 5; i++) {
+			row = json_array_get(rows, i);
+			assert_string_equal(json_string_value(json_object_get(row, "actor")),
+					    want[i][0]);
+			assert_string_equal(json_string_value(json_object_get(row, "action")),
+					    want[i][1]);
+			assert_string_equal(json_string_value(json_object_get(row, "target")),
+					    want[i][2] ? want[i][2] : id);
+			assert_string_equal(json_string_value(json_object_get(row, "detail")),
+					    want[i][3]);
+		}
+	}
+	json_decref(doc);
+	snprintf(path, sizeof path, "%s/server.log", g_srv.dir);
+	if (web_slurp(path, log, sizeof log) > 0)
+		assert_null(strstr(log, tok));
+}
+
 /* Runs sql on the server's database (the test's own connection). */
 static void db_exec(const char *sql)
 {
@@ -2002,6 +2389,8 @@ int main(void)
 		cmocka_unit_test(test_web_campaign_typos_and_implicit_fleet_wide_refused),
 		cmocka_unit_test(test_web_campaign_form_preview_publishes_nothing),
 		cmocka_unit_test(test_web_fleet_page_shows_devices_uploads_and_skip_reasons),
+		cmocka_unit_test(test_web_roles_refuse_allow_disable_and_audit),
+		cmocka_unit_test(test_web_personal_tokens_carry_role_and_revoke),
 		cmocka_unit_test(test_web_logout_ends_the_session),
 		cmocka_unit_test(test_web_browser_signs_in_filters_opens_trace_and_exports),
 		cmocka_unit_test(test_web_login_unknown_user_is_hashed_like_a_known_one),
