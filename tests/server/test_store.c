@@ -814,6 +814,52 @@ static void test_store_agg_sums_follow_trace_paths(void **state)
 	assert_string_equal(v, "0");
 }
 
+/* sqlite's migration 5 triggers and PostgreSQL's traces_sig keep the
+ * per-signature totals: setting traces.signature counts a trace in (the
+ * chain taken from its chains), changing it moves it, deleting it counts it
+ * out, and a total reaching 0 removes its row. */
+static void test_store_signature_totals_follow_traces(void **state)
+{
+	struct fx *f = *state;
+	static const char rows[] =
+		"INSERT INTO traces (trace_id, app_version, received_at, decoded_at) VALUES"
+		" ('t-s1', '1.0', 0, 0), ('t-s2', '1.0', 0, 0);"
+		"INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth) VALUES"
+		" ('t-s1', 'anomaly', 1, 'aa', 'main;f;', 2),"
+		" ('t-s2', 'anomaly', 1, 'aa', 'main;f;', 2);"
+		"UPDATE traces SET signature = 'aa';";
+	static const char aa[] = "SELECT coalesce((SELECT traces || ' ' || coalesce(chain, '-')"
+				 " FROM signatures WHERE signature = 'aa'), 'none')";
+	static const char bb[] = "SELECT coalesce((SELECT traces || ' ' || coalesce(chain, '-')"
+				 " FROM signatures WHERE signature = 'bb'), 'none')";
+	static const char week[] = "SELECT coalesce((SELECT traces FROM signature_counts WHERE"
+				   " signature = 'aa' AND week = 0 AND app_version = '1.0'), 0)";
+	char v[64];
+
+	add_device(f, "d-sig", 9);
+	add_upload(f, "t-s1", "d-sig", 1, 0);
+	add_upload(f, "t-s2", "d-sig", 2, 0);
+	backend_exec(f, rows, rows);
+	sql_value(f, aa, NULL, v, sizeof v);
+	assert_string_equal(v, "2 main;f;");
+	sql_value(f, week, NULL, v, sizeof v);
+	assert_string_equal(v, "2");
+	backend_exec(f, "UPDATE traces SET signature = 'bb' WHERE trace_id = 't-s2'",
+		     "UPDATE traces SET signature = 'bb' WHERE trace_id = 't-s2'");
+	sql_value(f, aa, NULL, v, sizeof v);
+	assert_string_equal(v, "1 main;f;");
+	sql_value(f, bb, NULL, v, sizeof v);
+	assert_string_equal(v, "1 -");
+	backend_exec(f, "DELETE FROM traces WHERE trace_id = 't-s1'",
+		     "DELETE FROM traces WHERE trace_id = 't-s1'");
+	sql_value(f, aa, NULL, v, sizeof v);
+	assert_string_equal(v, "none");
+	sql_value(f, week, NULL, v, sizeof v);
+	assert_string_equal(v, "0");
+	sql_value(f, bb, NULL, v, sizeof v);
+	assert_string_equal(v, "1 -");
+}
+
 /* Two "nodes" (store handles) on one database: the device's upload id is
  * the key on both, so a retry that reaches the other node is a duplicate. */
 static void test_store_pg_duplicate_across_nodes_is_eexist(void **state)
@@ -837,46 +883,31 @@ static void test_store_pg_duplicate_across_nodes_is_eexist(void **state)
 	ops->close(node2);
 }
 
-/* The search migration (store_pg.c 2) on a database that has the
- * decoded-trace index: traces.issue backfilled where the anomaly chain has
- * no "(unknown caller)" prefix, and the four indexes.  (Without the table,
- * as every other case here, it is a no-op.) */
-static void test_store_pg_search_migration_indexes_a_traces_table(void **state)
+/* The decoded-trace index migration (store_pg.c 5) carries what the search
+ * migration (4) adds to traces when it finds one: 4 ran before traces
+ * existed, so 5 creates the issue and device_id columns and the issues and
+ * worst-trace sort indexes itself. */
+static void test_store_pg_traces_migration_has_search_columns_and_indexes(void **state)
 {
 	struct fx *f = *state;
-	struct rvs_store *again;
 	char out[128];
 
-	pg_exec(f, "CREATE TABLE traces (trace_id TEXT PRIMARY KEY, severity INTEGER,"
-		   " duration_ns BIGINT, captured_at_ns BIGINT, received_at BIGINT,"
-		   " anomaly_signature TEXT)");
-	pg_exec(f, "CREATE TABLE trace_chains (trace_id TEXT, kind TEXT, rank INTEGER,"
-		   " signature TEXT, chain TEXT)");
-	pg_exec(f,
-		"INSERT INTO traces VALUES ('t-1', 3, 1, 1, 1, 'aa'), ('t-2', 1, 1, 1, 1, 'bb')");
-	pg_exec(f, "INSERT INTO trace_chains VALUES ('t-1', 'anomaly', 1, 'aa', 'main;f;'),"
-		   " ('t-2', 'anomaly', 1, 'bb', '(unknown caller);main;f;')");
 	add_device(f, "d-one", 1);
 	add_upload(f, "t-1", "d-one", 1, 0);
-	pg_exec(f, "DELETE FROM schema_version WHERE version >= 4");
-	assert_int_equal(ops->open(f->db, &again), 0);
-	ops->close(again);
-	sql_value(f, NULL,
-		  "SELECT string_agg(trace_id || '=' || coalesce(issue, '-'), ',' ORDER BY"
-		  " trace_id) FROM traces",
-		  out, sizeof out);
-	assert_string_equal(out, "t-1=aa,t-2=-");
-	sql_value(f, NULL,
-		  "SELECT string_agg(trace_id || '=' || coalesce(device_id, '-'), ',' ORDER BY"
-		  " trace_id) FROM traces",
-		  out, sizeof out);
-	assert_string_equal(out, "t-1=d-one,t-2=-"); /* t-2 has no uploads row here */
+	pg_exec(f, "INSERT INTO traces (trace_id, received_at, decoded_at, issue, device_id)"
+		   " VALUES ('t-1', 1, 1, 'aa', 'd-one')");
+	sql_value(f, NULL, "SELECT issue || '/' || device_id FROM traces", out, sizeof out);
+	assert_string_equal(out, "aa/d-one");
 	sql_value(f, NULL,
 		  "SELECT count(*) FROM pg_indexes WHERE tablename = 'traces' AND indexname IN"
 		  " ('traces_issue', 'traces_by_severity', 'traces_by_duration',"
 		  " 'traces_by_captured')",
 		  out, sizeof out);
 	assert_string_equal(out, "4");
+	/* Retention deletes uploads: the index rows go with them. */
+	pg_exec(f, "DELETE FROM decode_queue; DELETE FROM uploads");
+	sql_value(f, NULL, "SELECT count(*) FROM traces", out, sizeof out);
+	assert_string_equal(out, "0");
 }
 
 /* A decoder killed mid-decode: its lease expires (forced here, no waiting)
@@ -1005,6 +1036,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_store_parallel_uploads_at_quota_minus_one_store_exactly_one, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_store_signature_totals_follow_traces, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_store_agg_sums_follow_trace_paths, setup,
 						teardown),
 		/* issue 15 */
@@ -1031,7 +1064,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_store_pg_expired_lease_is_retaken, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
-			test_store_pg_search_migration_indexes_a_traces_table, setup, teardown),
+			test_store_pg_traces_migration_has_search_columns_and_indexes, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_concurrent_batches_never_share_an_upload, setup, teardown),
 	};
