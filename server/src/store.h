@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct rva_summary;
+
 struct rvs_device_rec {
 	char device_id[40];	      /* server-assigned "d-" + 32 hex */
 	uint8_t token_hash[32];	      /* SHA-256 of the bearer token; the token is never stored */
@@ -123,6 +125,66 @@ struct rvs_skip_row {
 	const char *device_id, *app_id, *app_version, *reason;
 	int64_t anomaly_kind, severity, received_at, captured_realtime_ns, count;
 	int has_kind, has_severity, has_captured;
+};
+
+/* ---- issue 15 (sql15b): the decoded-trace index (decode.c's writes) ---- */
+
+/* One trace_methods row.  Counts above INT64_MAX (a hostile summary) are
+ * clipped into the signed range by the backend; self_rank 0 is NULL. */
+struct rvs_index_method {
+	const char *method;
+	uint64_t calls, self_ns, incl_ns;
+	int64_t self_rank;
+};
+
+/* One trace_chains row; self_ns / incl_ns < 0 are NULL. */
+struct rvs_index_chain {
+	const char *kind; /* "anomaly" or "top" */
+	int rank;
+	char signature[17]; /* 16 hex digits */
+	const char *chain;  /* "name;name;…;" (decode.c's form) */
+	int64_t depth, self_ns, incl_ns;
+};
+
+/* Every index row of one trace, computed by the decoder; the backend
+ * writes them (index_write) and sets rc and reason.  Borrowed pointers:
+ * valid for the call.  The traces row copies the upload's columns (app,
+ * device, model, kind, severity, times) from uploads. */
+struct rvs_index_trace {
+	const char *trace_id;
+	uint64_t lease;				/* the decode item's lease (PostgreSQL checks it) */
+	int64_t decoded_at;			/* unix s */
+	const char *anomaly_name;		/* NULL: NULL */
+	int64_t duration_ns, nmethods, dropped; /* < 0: NULL */
+	const struct rvs_index_method *methods;
+	size_t nmethod_rows;
+	int methods_first_wins; /* a method named twice keeps its first row (else an error) */
+	const struct rvs_index_chain *chains;
+	size_t nchains;
+	/* traces.anomaly_signature, signature and issue (issue.h); NULL: NULL. */
+	const char *anomaly_signature, *signature, *issue;
+	/* When set, the trace's trace_unresolved rows become these build ids
+	 * (lowercase hex); when not, they are left alone. */
+	int unresolved_replace;
+	const char *const *unresolved;
+	size_t nunresolved;
+	/* The decoded capture, for the call-path aggregates (agg.h) the sqlite
+	 * backend writes in the same transaction; NULL for summaries.  Not
+	 * written on PostgreSQL (its aggregates are refused: README.md). */
+	const struct rva_summary *agg;
+	int rc;		  /* out: 0 indexed, else -errno (quarantine it) */
+	char reason[256]; /* out: why, when rc != 0 */
+};
+
+/* A decoder's own connection for index writes (one per decode lane). */
+struct rvs_index_lane;
+
+/* What the decoder needs of an upload (index_upload_meta). */
+struct rvs_index_meta {
+	int compression;
+	uint64_t payload_size;
+	uint8_t *summary; /* malloc'd serialized Summary, NULL when none; caller frees */
+	size_t summary_len;
 };
 
 struct rvs_store;
@@ -268,6 +330,25 @@ struct rvs_store_ops {
 			       int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
 	int (*skips_recent)(struct rvs_store *s, const struct rvs_skip_filter *f, int64_t limit,
 			    int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
+
+	/* ---- issue 15 (sql15b): the decoded-trace index ---- */
+	/* A connection of its own for one decode lane (index writes wait for
+	 * the database's write lock there, not on the store's connection).
+	 * index_lane_close(NULL) is a no-op.  A lane is used by one thread at a
+	 * time; close it before the store. */
+	int (*index_lane_open)(struct rvs_store *s, struct rvs_index_lane **out);
+	void (*index_lane_close)(struct rvs_index_lane *l);
+	/* The upload's compression, payload size and stored Summary into *m;
+	 * -ENOENT when there is no such upload. */
+	int (*index_upload_meta)(struct rvs_index_lane *l, const char *trace_id,
+				 struct rvs_index_meta *m);
+	/* Replaces the index rows of the n traces v (a trace decoded before
+	 * loses its old rows) in one transaction, each trace in a savepoint so
+	 * that one trace's failure fails it alone: sets every v[i].rc and
+	 * reason (a failed commit fails them all).  PostgreSQL writes a trace
+	 * only while its decode_queue row still carries v[i].lease (else
+	 * rc -ESTALE: another decoder took it), as decode_finish records it. */
+	void (*index_write)(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -42,6 +42,7 @@
  * user_version from N-1 to N.
  */
 #include "store.h"
+#include "store_index.h"
 #include "issue.h"
 #include "rvs.h"
 #include "rearview/common.h"
@@ -1659,6 +1660,13 @@ static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns
 	return rc;
 }
 
+/* ---- issue 15 (sql15b): the decoded-trace index, on lanes of their own
+ * (store_sqlite_index.c) opened on this store's database. ---- */
+static int index_lane_open(struct rvs_store *s, struct rvs_index_lane **out)
+{
+	return rvs_sqlite_index_open(s->dsn, out);
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1693,4 +1701,8 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.policy_version = policy_version,
 	.skips_by_reason = skips_by_reason,
 	.skips_recent = skips_recent,
+	.index_lane_open = index_lane_open,
+	.index_lane_close = rvs_sqlite_index_close,
+	.index_upload_meta = rvs_sqlite_index_upload_meta,
+	.index_write = rvs_sqlite_index_write,
 };
