@@ -860,6 +860,110 @@ static void test_store_signature_totals_follow_traces(void **state)
 	assert_string_equal(v, "1 -");
 }
 
+/* One trace's rows as the decoder hands them to index_write: two methods,
+ * the anomaly chain and a top chain, one unresolved build id. */
+static void index_rows_of(struct rvs_index_trace *v, const struct rvs_decode_item *it,
+			  const char *second_method)
+{
+	static struct rvs_index_method m[2];
+	static struct rvs_index_chain c[2] = {
+		{"anomaly", 1, "00000000000000aa", "main;f;", 2, -1, -1},
+		{"top", 1, "00000000000000bb", "main;g;", 2, 5, 9},
+	};
+	static const char *const bids[] = {"abcd"};
+
+	m[0] = (struct rvs_index_method){"main", 1, 2, 10, 2};
+	m[1] = (struct rvs_index_method){second_method, 3, 8, 8, 1};
+	memset(v, 0, sizeof *v);
+	v->trace_id = it->trace_id;
+	v->lease = it->lease;
+	v->decoded_at = 1000;
+	v->anomaly_name = "jank";
+	v->duration_ns = 10;
+	v->nmethods = 2;
+	v->dropped = -1;
+	v->methods = m;
+	v->nmethod_rows = 2;
+	v->chains = c;
+	v->nchains = 2;
+	v->anomaly_signature = v->signature = "00000000000000aa";
+	v->issue = "00000000000000aa";
+	v->unresolved_replace = 1;
+	v->unresolved = bids;
+	v->nunresolved = 1;
+}
+
+/* index_write on each backend: the trace's rows, its signature counted
+ * once, and a second write (a re-decode) replacing the rows, not adding. */
+static void test_store_index_write_replaces_rows_and_counts_signature_once(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_index_lane *l = NULL;
+	struct rvs_index_meta meta;
+	struct rvs_decode_item it[2];
+	struct rvs_index_trace v;
+	char out[128];
+
+	add_device(f, "d-ix", 3);
+	add_upload(f, "t-ix", "d-ix", 1, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 2), 1);
+	assert_int_equal(ops->index_lane_open(f->s, &l), 0);
+	assert_int_equal(ops->index_upload_meta(l, "t-ix", &meta), 0);
+	assert_null(meta.summary);
+	assert_int_equal(ops->index_upload_meta(l, "t-none", &meta), -ENOENT);
+	for (int pass = 0; pass < 2; pass++) {
+		index_rows_of(&v, &it[0], pass ? "h" : "g");
+		ops->index_write(l, &v, 1);
+		assert_int_equal(v.rc, 0);
+	}
+	sql_value(f,
+		  "SELECT app_id || ' ' || device_id || ' ' || anomaly_name || ' ' || duration_ns"
+		  " || ' ' || signature || ' ' || issue || ' ' || coalesce(cast(dropped AS TEXT), "
+		  "'-')"
+		  " FROM traces",
+		  NULL, out, sizeof out);
+	assert_string_equal(out, "app d-ix jank 10 00000000000000aa 00000000000000aa -");
+	sql_value(f,
+		  "SELECT (SELECT count(*) FROM trace_methods) || ' ' || (SELECT method FROM"
+		  " trace_methods WHERE self_rank = 1) || ' ' || (SELECT count(*) FROM"
+		  " trace_chains) || ' ' || (SELECT count(*) FROM trace_unresolved)",
+		  NULL, out, sizeof out);
+	assert_string_equal(out, "2 h 2 1");
+	sql_value(f, "SELECT traces || ' ' || chain FROM signatures", NULL, out, sizeof out);
+	assert_string_equal(out, "1 main;f;");
+	ops->index_lane_close(l);
+}
+
+/* PostgreSQL writes a trace only under the lease it was handed: a decoder
+ * whose lease expired and was taken by another writes nothing. */
+static void test_store_pg_index_write_needs_the_decode_lease(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_index_lane *l = NULL;
+	struct rvs_decode_item a[2], b[2];
+	struct rvs_index_trace v;
+	char out[64];
+
+	add_device(f, "d-ix", 3);
+	add_upload(f, "t-ix", "d-ix", 1, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, a, 2), 1);
+	pg_exec(f, "UPDATE decode_queue SET leased_until = now() - interval '1 second'");
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, b, 2), 1);
+	assert_int_equal(ops->index_lane_open(f->s, &l), 0);
+	index_rows_of(&v, &a[0], "g");
+	ops->index_write(l, &v, 1);
+	assert_int_equal(v.rc, -ESTALE);
+	assert_non_null(strstr(v.reason, "lease"));
+	sql_value(f, NULL, "SELECT count(*) FROM traces", out, sizeof out);
+	assert_string_equal(out, "0");
+	index_rows_of(&v, &b[0], "g");
+	ops->index_write(l, &v, 1);
+	assert_int_equal(v.rc, 0);
+	sql_value(f, NULL, "SELECT count(*) FROM traces", out, sizeof out);
+	assert_string_equal(out, "1");
+	ops->index_lane_close(l);
+}
+
 /* Two "nodes" (store handles) on one database: the device's upload id is
  * the key on both, so a retry that reaches the other node is a duplicate. */
 static void test_store_pg_duplicate_across_nodes_is_eexist(void **state)
@@ -1038,6 +1142,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(test_store_signature_totals_follow_traces, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_index_write_replaces_rows_and_counts_signature_once, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_store_agg_sums_follow_trace_paths, setup,
 						teardown),
 		/* issue 15 */
@@ -1063,6 +1170,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_expired_lease_is_retaken, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_store_pg_index_write_needs_the_decode_lease,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_traces_migration_has_search_columns_and_indexes, setup,
 			teardown),
