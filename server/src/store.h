@@ -349,6 +349,13 @@ struct rvs_store_ops {
 	 * only while its decode_queue row still carries v[i].lease (else
 	 * rc -ESTALE: another decoder took it), as decode_finish records it. */
 	void (*index_write)(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n);
+	/* The capture of a decoded trace (trace_load.c) — or of one decoded
+	 * once and queued again to be re-symbolized, with its index rows
+	 * still there: its blob name (as stored, the caller checks it),
+	 * compression and declared payload size.  -ENOENT when the trace has
+	 * no such capture. */
+	int (*trace_capture)(struct rvs_store *s, const char *trace_id, char blob[65],
+			     int *compression, uint64_t *payload_size);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -1543,6 +1543,33 @@ static int index_lane_open(struct rvs_store *s, struct rvs_index_lane **out)
 	return rvs_pg_index_open(s->dsn, out);
 }
 
+static int trace_capture(struct rvs_store *s, const char *trace_id, char blob[65], int *compression,
+			 uint64_t *payload_size)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_text(&p, trace_id);
+	rc = read_rows(s,
+		       "SELECT blob_sha256, coalesce(compression, 0), coalesce(payload_size, 0)"
+		       " FROM uploads WHERE trace_id = $1 AND blob_sha256 IS NOT NULL AND (state ="
+		       " 'decoded' OR (state = 'pending_decode' AND EXISTS (SELECT 1 FROM traces t"
+		       " WHERE t.trace_id = $1)))",
+		       &p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 1) {
+		snprintf(blob, 65, "%s", PQgetvalue(r, 0, 0));
+		*compression = (int)strtol(PQgetvalue(r, 0, 1), NULL, 10);
+		*payload_size = strtoull(PQgetvalue(r, 0, 2), NULL, 10);
+	} else {
+		rc = -ENOENT;
+	}
+	PQclear(r);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -1581,4 +1608,5 @@ const struct rvs_store_ops rvs_store_pg = {
 	.index_lane_close = rvs_pg_index_close,
 	.index_upload_meta = rvs_pg_index_upload_meta,
 	.index_write = rvs_pg_index_write,
+	.trace_capture = trace_capture,
 };

@@ -1667,6 +1667,38 @@ static int index_lane_open(struct rvs_store *s, struct rvs_index_lane **out)
 	return rvs_sqlite_index_open(s->dsn, out);
 }
 
+static int trace_capture(struct rvs_store *s, const char *trace_id, char blob[65], int *compression,
+			 uint64_t *payload_size)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(
+		s->rdb,
+		"SELECT blob_sha256, compression, payload_size FROM uploads WHERE trace_id = ?1"
+		" AND (state = 'decoded' OR (state = 'pending_decode' AND EXISTS"
+		" (SELECT 1 FROM traces t WHERE t.trace_id = ?1)))",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+			snprintf(blob, 65, "%s", (const char *)sqlite3_column_text(st, 0));
+			*compression = sqlite3_column_int(st, 1);
+			*payload_size = (uint64_t)sqlite3_column_int64(st, 2);
+			rc = 0;
+		} else {
+			rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? -ENOENT : rvc_sqlite_errno(rc);
+		}
+		sqlite3_finalize(st);
+	} else {
+		rc = rvc_sqlite_errno(rc);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1705,4 +1737,5 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.index_lane_close = rvs_sqlite_index_close,
 	.index_upload_meta = rvs_sqlite_index_upload_meta,
 	.index_write = rvs_sqlite_index_write,
+	.trace_capture = trace_capture,
 };

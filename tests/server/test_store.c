@@ -934,6 +934,45 @@ static void test_store_index_write_replaces_rows_and_counts_signature_once(void 
 	ops->index_lane_close(l);
 }
 
+/* trace_capture names the blob of a decoded trace only: not of an upload
+ * still waiting for its first decode, nor of one without a blob. */
+static void test_store_trace_capture_only_of_decoded_traces(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_upload_rec u = {0};
+	struct rvs_decode_item it[2];
+	struct rvs_index_lane *l = NULL;
+	struct rvs_index_trace v;
+	char blob[65];
+	int comp = -1;
+	uint64_t size = 0;
+
+	add_device(f, "d-cap", 4);
+	snprintf(u.trace_id, sizeof u.trace_id, "t-cap");
+	u.device_id = "d-cap";
+	memset(u.upload_id, 5, 16);
+	u.compression = 1;
+	u.payload_size = 4096;
+	u.blob_sha256 = "ab00000000000000000000000000000000000000000000000000000000000000";
+	u.blob_bytes = 10;
+	assert_int_equal(ops->upload_add(f->s, &u), 0);
+	assert_int_equal(ops->trace_capture(f->s, "t-cap", blob, &comp, &size), -ENOENT);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 2), 1);
+	assert_int_equal(ops->index_lane_open(f->s, &l), 0);
+	index_rows_of(&v, &it[0], "g");
+	ops->index_write(l, &v, 1);
+	assert_int_equal(v.rc, 0);
+	ops->index_lane_close(l);
+	/* Indexed, its outcome not yet recorded: as a re-decode's, readable. */
+	assert_int_equal(ops->trace_capture(f->s, "t-cap", blob, &comp, &size), 0);
+	assert_string_equal(blob, u.blob_sha256);
+	assert_int_equal(comp, 1);
+	assert_int_equal(size, 4096);
+	assert_int_equal(ops->decode_finish(f->s, it, 1), 0);
+	assert_int_equal(ops->trace_capture(f->s, "t-cap", blob, &comp, &size), 0);
+	assert_int_equal(ops->trace_capture(f->s, "t-none", blob, &comp, &size), -ENOENT);
+}
+
 /* PostgreSQL writes a trace only under the lease it was handed: a decoder
  * whose lease expired and was taken by another writes nothing. */
 static void test_store_pg_index_write_needs_the_decode_lease(void **state)
@@ -1145,6 +1184,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_store_index_write_replaces_rows_and_counts_signature_once, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_store_trace_capture_only_of_decoded_traces,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_agg_sums_follow_trace_paths, setup,
 						teardown),
 		/* issue 15 */
