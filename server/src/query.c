@@ -18,6 +18,7 @@
 #include "search.h"
 #include "rvs.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -129,191 +130,123 @@ static int parse_limit(const char *query, int64_t *limit)
 
 /* ---- GET /api/v1/traces ------------------------------------------------------ */
 
-#define LIST_COLS                                                                             \
-	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build," \
-	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"       \
-	" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
-#define LIST_FILTERS                                                                       \
-	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"            \
-	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"            \
-	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"    \
-	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"  \
-	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id" \
-	"  FROM trace_chains c WHERE c.signature = ?9))"                                   \
-	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"       \
-	"  WHERE m.method = ?10))"                                                         \
-	" AND (?11 IS NULL OR t.rowid < ?11)"                                              \
-	" ORDER BY t.rowid DESC LIMIT ?12"
+/* A store read's row as a JSON object keyed by column name. */
+static json_t *jrow(const struct rvs_col *cols, size_t n)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < n; i++)
+		json_object_set_new(o, cols[i].name,
+				    cols[i].type == RVS_COL_INT	   ? json_integer(cols[i].i)
+				    : cols[i].type == RVS_COL_TEXT ? jstr(cols[i].text)
+								   : json_null());
+	return o;
+}
 
-/* Without a signature or method filter: walk traces newest first. */
-static const char LIST_SQL[] = LIST_COLS LIST_FILTERS;
-/* With one (or a time range), its matches drive the query (index lookups,
- * then a sort of the matches only): walking every trace newest first to
- * find the few that match a rare signature or method, or an older time
- * range, read most of the table. */
-static const char LIST_SQL_SIG[] =
-	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.anomaly_signature = ?9"
-		  " UNION SELECT x.rowid FROM trace_chains c JOIN traces x ON x.trace_id ="
-		  " c.trace_id WHERE c.signature = ?9) AND" LIST_FILTERS;
-static const char LIST_SQL_TIME[] =
-	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.received_at >="
-		  " coalesce(?7, -9223372036854775807) AND x.received_at <"
-		  " coalesce(?8, 9223372036854775807)) AND" LIST_FILTERS;
-static const char LIST_SQL_METHOD[] =
-	LIST_COLS " t.rowid IN (SELECT x.rowid FROM trace_methods m JOIN traces x ON"
-		  " x.trace_id = m.trace_id WHERE m.method = ?10) AND" LIST_FILTERS;
+/* traces_list's rows: at most limit into items (without their rowid_,
+ * kept in *last); one more sets *more. */
+struct list_rows {
+	json_t *items;
+	int64_t limit, n, last;
+	int more;
+};
 
-static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+static int list_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct list_rows *x = arg;
+	json_t *o;
+
+	if (x->n == x->limit) {
+		x->more = 1;
+		return 1;
+	}
+	assert(n >= 1 && !strcmp(cols[0].name, "rowid_") && cols[0].type == RVS_COL_INT);
+	x->last = cols[0].i;
+	o = jrow(cols + 1, n - 1);
+	json_array_append_new(x->items, o);
+	x->n++;
+	return 0;
+}
+
+/* The plain (unsorted) trace list, newest first, through the store. */
+static void list_traces(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
+			struct rvs_query_resp *r)
 {
 	static const char *const text_params[] = {"app", "version", "model", "os_build"};
 	static const char *const int_params[] = {"kind", "min_severity", "since", "until"};
-	const char *sql = LIST_SQL;
-	char v[1024];
-	int64_t limit, n = 0, last = 0, iv;
-	sqlite3_stmt *st;
-	json_t *items, *doc;
+	struct rvs_trace_filter f = {0};
+	char text[6][1024], v[64];
+	const char **tp[] = {&f.app, &f.version, &f.model, &f.os_build, &f.signature, &f.method};
+	int64_t *ip[] = {&f.kind, &f.min_severity, &f.since, &f.until};
+	int *hp[] = {&f.has_kind, &f.has_min_severity, &f.has_since, &f.has_until};
+	struct list_rows x = {0};
+	json_t *doc;
 	int rc;
 
-	/* Sorted (worst traces) or by issue: search.c's keyset lists. */
-	if (qparam(query, "sort", v, sizeof v) || qparam(query, "issue", v, sizeof v))
-		return rvs_search_traces(db, query, r);
-	if (parse_limit(query, &limit))
+	if (parse_limit(query, &x.limit))
 		return set_error(r, 400, "bad limit");
-	if (qparam(query, "signature", v, sizeof v) == 1)
-		sql = LIST_SQL_SIG;
-	else if (qparam(query, "method", v, sizeof v) == 1)
-		sql = LIST_SQL_METHOD;
-	else if (qparam(query, "since", v, sizeof v) == 1 ||
-		 qparam(query, "until", v, sizeof v) == 1)
-		sql = LIST_SQL_TIME;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+	for (int i = 0; i < 6; i++) {
+		const char *name = i < 4 ? text_params[i] : i == 4 ? "signature" : "method";
+		if ((rc = qparam(query, name, text[i], sizeof text[i])) < 0)
+			return set_error(r, 400, "bad query parameter");
+		if (rc)
+			*tp[i] = text[i];
+	}
+	for (int i = 0; i < 4; i++) {
+		if ((rc = qparam(query, int_params[i], v, sizeof v)) < 0 ||
+		    (rc && parse_i64(v, ip[i])))
+			return set_error(r, 400, "bad query parameter");
+		*hp[i] = rc;
+	}
+	if ((rc = qparam(query, "cursor", v, sizeof v)) < 0 || (rc && parse_i64(v, &f.cursor)))
+		return set_error(r, 400, "bad query parameter");
+	f.has_cursor = rc;
+	f.limit = x.limit + 1;
+	x.items = json_array();
+	rc = ops->traces_list(st, &f, list_row, &x);
+	if (rc < 0) {
+		json_decref(x.items);
 		return set_error(r, 500, "query failed");
-	for (int i = 0; i < 4; i++) {
-		if ((rc = qparam(query, text_params[i], v, sizeof v)) < 0)
-			goto bad;
-		if (rc)
-			sqlite3_bind_text(st, i + 1, v, -1, SQLITE_TRANSIENT);
 	}
-	for (int i = 0; i < 4; i++) {
-		if ((rc = qparam(query, int_params[i], v, sizeof v)) < 0)
-			goto bad;
-		if (rc && parse_i64(v, &iv))
-			goto bad;
-		if (rc)
-			sqlite3_bind_int64(st, i + 5, iv);
-	}
-	if ((rc = qparam(query, "signature", v, sizeof v)) < 0)
-		goto bad;
-	if (rc)
-		sqlite3_bind_text(st, 9, v, -1, SQLITE_TRANSIENT);
-	if ((rc = qparam(query, "method", v, sizeof v)) < 0)
-		goto bad;
-	if (rc)
-		sqlite3_bind_text(st, 10, v, -1, SQLITE_TRANSIENT);
-	if ((rc = qparam(query, "cursor", v, sizeof v)) < 0 || (rc && parse_i64(v, &iv)))
-		goto bad;
-	if (rc)
-		sqlite3_bind_int64(st, 11, iv);
-	sqlite3_bind_int64(st, 12, limit + 1);
-
-	items = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o;
-		if (n == limit)
-			break;
-		o = json_object();
-		row_into(st, o);
-		json_object_del(o, "rowid_");
-		last = sqlite3_column_int64(st, 0);
-		json_array_append_new(items, o);
-		n++;
-	}
-	doc = json_pack("{s:o}", "traces", items);
-	if (rc == SQLITE_ROW) {
-		snprintf(v, sizeof v, "%" PRId64, last);
+	doc = json_pack("{s:o}", "traces", x.items);
+	if (x.more) {
+		snprintf(v, sizeof v, "%" PRId64, x.last);
 		json_object_set_new(doc, "next_cursor", json_string(v));
 	} else {
 		json_object_set_new(doc, "next_cursor", json_null());
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		json_decref(doc);
-		return set_error(r, 500, "query failed");
-	}
-	return set_json(r, 200, doc);
-bad:
-	sqlite3_finalize(st);
-	set_error(r, 400, "bad query parameter");
+	set_json(r, 200, doc);
 }
 
 /* ---- GET /api/v1/traces/{id} ------------------------------------------------ */
 
-/* Every remaining row of st as an object appended to arr; 0 or -EIO. */
-static int step_rows_into(sqlite3_stmt *st, json_t *arr)
+/* trace_read's rows: the head row's columns into doc, the others into
+ * its "top_self" and "chains" arrays. */
+static int trace_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		json_array_append_new(arr, o);
+	json_t *doc = arg, *o = jrow(cols, n);
+
+	if (part == RVS_TRACE_HEAD) {
+		json_object_update(doc, o);
+		json_decref(o);
+		json_object_set_new(doc, "top_self", json_array());
+		json_object_set_new(doc, "chains", json_array());
+		return 0;
 	}
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	json_array_append_new(
+		json_object_get(doc, part == RVS_TRACE_TOP_SELF ? "top_self" : "chains"), o);
+	return 0;
 }
 
-static int rows_into(sqlite3 *db, const char *sql, const char *id, json_t *arr)
+static void get_trace(const struct rvs_store_ops *ops, struct rvs_store *st, const char *id,
+		      struct rvs_query_resp *r)
 {
-	sqlite3_stmt *st;
-	int rc;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	rc = step_rows_into(st, arr);
-	sqlite3_finalize(st);
-	return rc;
-}
+	json_t *doc = json_object();
+	int rc = ops->trace_read(st, id, trace_row, doc);
 
-static void get_trace(sqlite3 *db, const char *id, struct rvs_query_resp *r)
-{
-	sqlite3_stmt *st;
-	json_t *doc, *top, *chains;
-	int rc;
-
-	if (sqlite3_prepare_v2(
-		    db,
-		    "SELECT u.trace_id, u.state, q.reason AS quarantine_reason,"
-		    " u.app_id, u.app_version, u.model, u.os_build, u.campaign_id,"
-		    " u.anomaly_kind, u.severity, u.captured_realtime_ns AS captured_at_ns,"
-		    " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
-		    " t.anomaly_name, t.anomaly_signature, t.duration_ns, t.nmethods,"
-		    " t.dropped, t.decoded_at"
-		    " FROM uploads u LEFT JOIN traces t USING (trace_id)"
-		    " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = ?",
-		    -1, &st, NULL) != SQLITE_OK)
-		return set_error(r, 500, "query failed");
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		sqlite3_finalize(st);
-		return set_error(r, rc == SQLITE_DONE ? 404 : 500,
-				 rc == SQLITE_DONE ? "no such trace" : "query failed");
-	}
-	doc = json_object();
-	row_into(st, doc);
-	sqlite3_finalize(st);
-	top = json_array();
-	chains = json_array();
-	json_object_set_new(doc, "top_self", top);
-	json_object_set_new(doc, "chains", chains);
-	if (rows_into(db,
-		      "SELECT self_rank AS rank, method, calls, self_ns, incl_ns FROM trace_methods"
-		      " WHERE trace_id = ? AND self_rank IS NOT NULL ORDER BY self_rank",
-		      id, top) ||
-	    rows_into(db,
-		      "SELECT kind, rank, signature, chain, depth, self_ns, incl_ns FROM"
-		      " trace_chains WHERE trace_id = ? ORDER BY kind, rank",
-		      id, chains)) {
+	if (rc) {
 		json_decref(doc);
-		return set_error(r, 500, "query failed");
+		return set_error(r, rc == -ENOENT ? 404 : 500,
+				 rc == -ENOENT ? "no such trace" : "query failed");
 	}
 	set_json(r, 200, doc);
 }
@@ -590,52 +523,33 @@ static void get_method(sqlite3 *db, const struct rvs_store_ops *ops, struct rvs_
 
 /* ---- GET /api/v1/signatures ------------------------------------------------- */
 
-/* Per-week / app-version counts of one signature into o["counts"]. */
-static int signature_counts_into(sqlite3_stmt *st, const char *sig, json_t *o)
+/* signatures_read's rows: each total an object of arr, its per-week
+ * counts (part 1) into that object's "counts". */
+static int sig_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
-	json_t *arr = json_array();
-	int rc;
-	sqlite3_bind_text(st, 1, sig, -1, SQLITE_TRANSIENT);
-	rc = step_rows_into(st, arr);
-	sqlite3_reset(st);
-	json_object_set_new(o, "counts", arr);
-	return rc;
+	json_t *arr = arg, *o = jrow(cols, n);
+
+	if (part == 0) {
+		json_object_set_new(o, "counts", json_array());
+		json_array_append_new(arr, o);
+		return 0;
+	}
+	json_array_append_new(
+		json_object_get(json_array_get(arr, json_array_size(arr) - 1), "counts"), o);
+	return 0;
 }
 
 /* Reads the totals migration 5's triggers maintain: no scan of traces. */
-static void list_signatures(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+static void list_signatures(const struct rvs_store_ops *ops, struct rvs_store *st,
+			    const char *query, struct rvs_query_resp *r)
 {
-	sqlite3_stmt *st, *cst;
 	int64_t limit;
 	json_t *arr;
-	int rc, bad = 0;
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	if (sqlite3_prepare_v2(db,
-			       "SELECT signature, traces, chain FROM signatures"
-			       " ORDER BY traces DESC, signature LIMIT ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return set_error(r, 500, "query failed");
-	if (sqlite3_prepare_v2(db,
-			       "SELECT week * 604800 AS week_start, app_version, traces"
-			       " FROM signature_counts WHERE signature = ?"
-			       " ORDER BY week DESC, app_version LIMIT 200",
-			       -1, &cst, NULL) != SQLITE_OK) {
-		sqlite3_finalize(st);
-		return set_error(r, 500, "query failed");
-	}
-	sqlite3_bind_int64(st, 1, limit);
 	arr = json_array();
-	while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		bad = signature_counts_into(cst, (const char *)sqlite3_column_text(st, 0), o);
-		json_array_append_new(arr, o);
-	}
-	sqlite3_finalize(cst);
-	sqlite3_finalize(st);
-	if (bad || rc != SQLITE_DONE) {
+	if (ops->signatures_read(st, limit, sig_row, arr)) {
 		json_decref(arr);
 		return set_error(r, 500, "query failed");
 	}
@@ -743,6 +657,23 @@ static const char WEEKLY_SOME_SQL[] =
 	" WHERE received_at >= CAST(json_extract(?1, '$.since') AS INTEGER)"
 	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
 
+/* Every row of sql (?1 = id) as an object appended to arr; 0 or -EIO. */
+static int rows_into(sqlite3 *db, const char *sql, const char *id, json_t *arr)
+{
+	sqlite3_stmt *st;
+	int rc;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		row_into(st, o);
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
 static void signatures_weekly(sqlite3 *db, const char *query, struct rvs_query_resp *r)
 {
 	char v[32] = "0", list[4096], *param;
@@ -797,14 +728,37 @@ static void with_db(struct rvs_call *c,
 	sqlite3_close(db);
 }
 
+/* Runs fn with the shared store, or answers 503. */
+static void with_store(struct rvs_call *c,
+		       void (*fn)(const struct rvs_store_ops *, struct rvs_store *, const char *,
+				  struct rvs_query_resp *))
+{
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	if (rvs_store_acquire(c->cfg->database, &ops, &st))
+		return set_error(c->q, 503, "database unavailable");
+	fn(ops, st, c->query, c->q);
+	rvs_store_release(st);
+}
+
+/* Sorted (worst traces) or by issue: search.c's keyset lists (sqlite). */
+static void search_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+{
+	rvs_search_traces(db, query, r);
+}
+
 void rvs_query_traces(struct rvs_call *c)
 {
-	with_db(c, list_traces);
+	char v[64];
+
+	if (qparam(c->query, "sort", v, sizeof v) || qparam(c->query, "issue", v, sizeof v))
+		return with_db(c, search_traces);
+	with_store(c, list_traces);
 }
 
 void rvs_query_signatures(struct rvs_call *c)
 {
-	with_db(c, list_signatures);
+	with_store(c, list_signatures);
 }
 
 void rvs_query_weekly(struct rvs_call *c)
@@ -836,13 +790,15 @@ static int trace_arg(struct rvs_call *c, char tid[40])
 
 void rvs_query_trace(struct rvs_call *c)
 {
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
 	char tid[40];
-	sqlite3 *db = open_ro(c->cfg->database);
-	if (!db)
+
+	if (rvs_store_acquire(c->cfg->database, &ops, &st))
 		return set_error(c->q, 503, "database unavailable");
 	if (trace_arg(c, tid) == 0)
-		get_trace(db, tid, c->q);
-	sqlite3_close(db);
+		get_trace(ops, st, tid, c->q);
+	rvs_store_release(st);
 }
 
 void rvs_query_export(struct rvs_call *c)

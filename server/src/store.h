@@ -187,6 +187,30 @@ struct rvs_index_meta {
 	size_t summary_len;
 };
 
+/* ---- issue 15 (sql15b): the JSON API's reads (query.c) ---- */
+
+/* One column of a read's row: its name and value (RVS_COL_INT: i;
+ * RVS_COL_TEXT: text, NUL-terminated).  Valid during the callback only. */
+enum { RVS_COL_NULL, RVS_COL_INT, RVS_COL_TEXT };
+struct rvs_col {
+	const char *name;
+	int type;
+	int64_t i;
+	const char *text;
+};
+/* A read's row callback: part says which of the read's row sets the row
+ * belongs to (trace_read's RVS_TRACE_*, else 0).  A non-zero return stops
+ * the read and is returned. */
+typedef int (*rvs_row_fn)(void *arg, int part, const struct rvs_col *cols, size_t n);
+enum { RVS_TRACE_HEAD, RVS_TRACE_TOP_SELF, RVS_TRACE_CHAINS };
+
+/* GET /api/v1/traces's filter: NULL / has_* 0 for absent. */
+struct rvs_trace_filter {
+	const char *app, *version, *model, *os_build, *signature, *method;
+	int64_t kind, min_severity, since, until, cursor, limit;
+	int has_kind, has_min_severity, has_since, has_until, has_cursor;
+};
+
 struct rvs_store;
 
 struct rvs_store_ops {
@@ -356,6 +380,19 @@ struct rvs_store_ops {
 	 * no such capture. */
 	int (*trace_capture)(struct rvs_store *s, const char *trace_id, char blob[65],
 			     int *compression, uint64_t *payload_size);
+	/* The JSON API's reads: rows to cb with the column names API.md
+	 * shows (server/API.md).  trace_read: the upload and index row
+	 * (RVS_TRACE_HEAD; -ENOENT when there is no such upload), its ranked
+	 * methods (RVS_TRACE_TOP_SELF, by rank) and chains (RVS_TRACE_CHAINS,
+	 * by kind, rank).  signatures_read: the signature totals, most traces
+	 * first, at most limit, each followed by its per-week / app-version
+	 * counts as part 1 rows (at most 200, newest week first).
+	 * traces_list: at most f->limit traces matching f, newest first, each
+	 * with a "rowid_" column (the keyset cursor: rows below it follow). */
+	int (*trace_read)(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg);
+	int (*signatures_read)(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg);
+	int (*traces_list)(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
+			   void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

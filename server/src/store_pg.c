@@ -219,7 +219,8 @@ static const char *const migrations[] = {
 	" captured_at_ns BIGINT, received_at BIGINT NOT NULL,"
 	" anomaly_name TEXT, duration_ns BIGINT, nmethods BIGINT, dropped BIGINT,"
 	" anomaly_signature TEXT, decoded_at BIGINT NOT NULL,"
-	" signature TEXT, issue TEXT, device_id TEXT);"
+	" signature TEXT, issue TEXT, device_id TEXT,"
+	" seq BIGSERIAL NOT NULL UNIQUE);"
 	"CREATE TABLE trace_methods ("
 	" trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,"
 	" method TEXT NOT NULL, calls BIGINT NOT NULL,"
@@ -1536,6 +1537,156 @@ static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns
 	return rc;
 }
 
+/* ---- issue 15 (sql15b): the JSON API's reads ---- */
+
+#define READ_MAX_COLS 32
+
+/* Rows [from, to) of r to cb as part: integer columns (int2/4/8) as
+ * RVS_COL_INT, the rest as text.  0 or cb's stop value. */
+static int rows_out(const PGresult *r, int from, int to, int part, rvs_row_fn cb, void *arg)
+{
+	struct rvs_col cols[READ_MAX_COLS];
+	int n = PQnfields(r), stop;
+
+	assert(n <= READ_MAX_COLS);
+	for (int row = from; row < to; row++) {
+		for (int i = 0; i < n; i++) {
+			Oid t = PQftype(r, i);
+			cols[i].name = PQfname(r, i);
+			cols[i].i = 0;
+			cols[i].text = NULL;
+			if (PQgetisnull(r, row, i)) {
+				cols[i].type = RVS_COL_NULL;
+			} else if (t == 20 || t == 21 || t == 23) { /* int8, int2, int4 */
+				cols[i].type = RVS_COL_INT;
+				cols[i].i = strtoll(PQgetvalue(r, row, i), NULL, 10);
+			} else {
+				cols[i].type = RVS_COL_TEXT;
+				cols[i].text = PQgetvalue(r, row, i);
+			}
+		}
+		if ((stop = cb(arg, part, cols, (size_t)n)))
+			return stop;
+	}
+	return 0;
+}
+
+static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg)
+{
+	static const char *const sql[] = {
+		[RVS_TRACE_HEAD] = "SELECT u.trace_id, u.state, q.reason AS quarantine_reason,"
+				   " u.app_id, u.app_version, u.model, u.os_build, u.campaign_id,"
+				   " u.anomaly_kind, u.severity,"
+				   " u.captured_realtime_ns AS captured_at_ns,"
+				   " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
+				   " t.anomaly_name, t.anomaly_signature, t.duration_ns,"
+				   " t.nmethods, t.dropped, t.decoded_at"
+				   " FROM uploads u LEFT JOIN traces t USING (trace_id)"
+				   " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = $1",
+		[RVS_TRACE_TOP_SELF] = "SELECT self_rank AS rank, method, calls, self_ns, incl_ns"
+				       " FROM trace_methods WHERE trace_id = $1 AND self_rank IS"
+				       " NOT NULL ORDER BY self_rank",
+		[RVS_TRACE_CHAINS] = "SELECT kind, rank, signature, chain, depth, self_ns, incl_ns"
+				     " FROM trace_chains WHERE trace_id = $1 ORDER BY kind, rank",
+	};
+	struct params p = {0};
+	int rc = 0;
+
+	p_text(&p, trace_id);
+	for (int part = RVS_TRACE_HEAD; part <= RVS_TRACE_CHAINS && !rc; part++) {
+		PGresult *r;
+		if ((rc = read_rows(s, sql[part], &p, &r)))
+			break;
+		if (part == RVS_TRACE_HEAD && PQntuples(r) == 0)
+			rc = -ENOENT;
+		else
+			rc = rows_out(r, 0, PQntuples(r), part, cb, arg);
+		PQclear(r);
+	}
+	return rc;
+}
+
+/* The totals migration 5's trigger maintains, each with its newest 200
+ * per-week counts (one statement: the counts rows follow their total). */
+static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg)
+{
+	struct params p = {0};
+	PGresult *top, *counts;
+	int rc;
+
+	p_i64(&p, limit);
+	if ((rc = read_rows(s,
+			    "SELECT signature, traces, chain FROM signatures"
+			    " ORDER BY traces DESC, signature LIMIT $1",
+			    &p, &top)))
+		return rc;
+	for (int i = 0; i < PQntuples(top) && !rc; i++) {
+		struct params q = {0};
+		p_text(&q, PQgetvalue(top, i, 0));
+		if ((rc = rows_out(top, i, i + 1, 0, cb, arg)) ||
+		    (rc = read_rows(s,
+				    "SELECT week * 604800 AS week_start, app_version, traces"
+				    " FROM signature_counts WHERE signature = $1"
+				    " ORDER BY week DESC, app_version LIMIT 200",
+				    &q, &counts)))
+			break;
+		rc = rows_out(counts, 0, PQntuples(counts), 1, cb, arg);
+		PQclear(counts);
+	}
+	PQclear(top);
+	return rc;
+}
+
+static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
+		       void *arg)
+{
+	const char *const text[] = {f->app, f->version, f->model, f->os_build};
+	const int64_t num[] = {f->kind, f->min_severity, f->since, f->until};
+	const int has[] = {f->has_kind, f->has_min_severity, f->has_since, f->has_until};
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	for (int i = 0; i < 4; i++)
+		p_text(&p, text[i]);
+	for (int i = 0; i < 4; i++) {
+		if (has[i])
+			p_i64(&p, num[i]);
+		else
+			p_text(&p, NULL);
+	}
+	p_text(&p, f->signature);
+	p_text(&p, f->method);
+	if (f->has_cursor)
+		p_i64(&p, f->cursor);
+	else
+		p_text(&p, NULL);
+	p_i64(&p, f->limit);
+	rc = read_rows(
+		s,
+		"SELECT t.seq AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build,"
+		" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"
+		" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
+		" ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)"
+		" AND ($3::text IS NULL OR t.model = $3) AND ($4::text IS NULL OR t.os_build = $4)"
+		" AND ($5::bigint IS NULL OR t.anomaly_kind = $5)"
+		" AND ($6::bigint IS NULL OR t.severity >= $6)"
+		" AND ($7::bigint IS NULL OR t.received_at >= $7)"
+		" AND ($8::bigint IS NULL OR t.received_at < $8)"
+		" AND ($9::text IS NULL OR t.anomaly_signature = $9 OR t.trace_id IN"
+		"  (SELECT c.trace_id FROM trace_chains c WHERE c.signature = $9))"
+		" AND ($10::text IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
+		"  WHERE m.method = $10))"
+		" AND ($11::bigint IS NULL OR t.seq < $11)"
+		" ORDER BY t.seq DESC LIMIT $12",
+		&p, &r);
+	if (rc)
+		return rc;
+	rc = rows_out(r, 0, PQntuples(r), 0, cb, arg);
+	PQclear(r);
+	return rc;
+}
+
 /* ---- issue 15 (sql15b): the decoded-trace index, on lanes of their own
  * (store_pg_index.c) opened on this store's database. ---- */
 static int index_lane_open(struct rvs_store *s, struct rvs_index_lane **out)
@@ -1609,4 +1760,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.index_upload_meta = rvs_pg_index_upload_meta,
 	.index_write = rvs_pg_index_write,
 	.trace_capture = trace_capture,
+	.trace_read = trace_read,
+	.signatures_read = signatures_read,
+	.traces_list = traces_list,
 };

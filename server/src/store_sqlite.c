@@ -1699,6 +1699,211 @@ static int trace_capture(struct rvs_store *s, const char *trace_id, char blob[65
 	return rc;
 }
 
+/* ---- issue 15 (sql15b): the JSON API's reads, each on a scan connection
+ * of its own (as query.c opened one per request) ---- */
+
+#define READ_MAX_COLS 32
+
+/* Every remaining row of st to cb as part; 0, cb's stop value, or -EIO. */
+static int rows_out(sqlite3_stmt *st, int part, rvs_row_fn cb, void *arg, size_t *nrows)
+{
+	struct rvs_col cols[READ_MAX_COLS];
+	int rc, stop;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int n = sqlite3_column_count(st);
+		assert(n <= READ_MAX_COLS);
+		for (int i = 0; i < n; i++) {
+			cols[i].name = sqlite3_column_name(st, i);
+			cols[i].i = 0;
+			cols[i].text = NULL;
+			switch (sqlite3_column_type(st, i)) {
+			case SQLITE_NULL:
+				cols[i].type = RVS_COL_NULL;
+				break;
+			case SQLITE_INTEGER:
+				cols[i].type = RVS_COL_INT;
+				cols[i].i = sqlite3_column_int64(st, i);
+				break;
+			default:
+				cols[i].type = RVS_COL_TEXT;
+				cols[i].text = (const char *)sqlite3_column_text(st, i);
+				if (!cols[i].text)
+					cols[i].type = RVS_COL_NULL;
+			}
+		}
+		if (nrows)
+			++*nrows;
+		if ((stop = cb(arg, part, cols, (size_t)n)))
+			return stop;
+	}
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg)
+{
+	static const char *const sql[] = {
+		[RVS_TRACE_HEAD] = "SELECT u.trace_id, u.state, q.reason AS quarantine_reason,"
+				   " u.app_id, u.app_version, u.model, u.os_build, u.campaign_id,"
+				   " u.anomaly_kind, u.severity,"
+				   " u.captured_realtime_ns AS captured_at_ns,"
+				   " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
+				   " t.anomaly_name, t.anomaly_signature, t.duration_ns,"
+				   " t.nmethods, t.dropped, t.decoded_at"
+				   " FROM uploads u LEFT JOIN traces t USING (trace_id)"
+				   " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = ?",
+		[RVS_TRACE_TOP_SELF] = "SELECT self_rank AS rank, method, calls, self_ns, incl_ns"
+				       " FROM trace_methods WHERE trace_id = ? AND self_rank IS"
+				       " NOT NULL ORDER BY self_rank",
+		[RVS_TRACE_CHAINS] = "SELECT kind, rank, signature, chain, depth, self_ns, incl_ns"
+				     " FROM trace_chains WHERE trace_id = ? ORDER BY kind, rank",
+	};
+	sqlite3 *db;
+	int rc = 0;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	for (int part = RVS_TRACE_HEAD; part <= RVS_TRACE_CHAINS && !rc; part++) {
+		sqlite3_stmt *st;
+		size_t n = 0;
+		if (sqlite3_prepare_v2(db, sql[part], -1, &st, NULL) != SQLITE_OK) {
+			rc = -EIO;
+			break;
+		}
+		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_TRANSIENT);
+		rc = rows_out(st, part, cb, arg, &n);
+		sqlite3_finalize(st);
+		if (!rc && part == RVS_TRACE_HEAD && n == 0)
+			rc = -ENOENT;
+	}
+	sqlite3_close(db);
+	return rc;
+}
+
+/* signatures_read's row callback for the totals: each row out, then its
+ * per-week counts (read with the prepared counts statement). */
+struct sig_read {
+	sqlite3_stmt *counts;
+	rvs_row_fn cb;
+	void *arg;
+};
+
+static int sig_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct sig_read *x = arg;
+	int rc = x->cb(x->arg, part, cols, n);
+
+	if (rc)
+		return rc;
+	assert(n >= 1 && !strcmp(cols[0].name, "signature"));
+	sqlite3_bind_text(x->counts, 1, cols[0].type == RVS_COL_TEXT ? cols[0].text : "", -1,
+			  SQLITE_TRANSIENT);
+	rc = rows_out(x->counts, 1, x->cb, x->arg, NULL);
+	sqlite3_reset(x->counts);
+	return rc;
+}
+
+/* Reads the totals migration 5's triggers maintain: no scan of traces. */
+static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg)
+{
+	struct sig_read x = {.cb = cb, .arg = arg};
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db;
+	int rc = -EIO;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT signature, traces, chain FROM signatures"
+			       " ORDER BY traces DESC, signature LIMIT ?",
+			       -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db,
+			       "SELECT week * 604800 AS week_start, app_version, traces"
+			       " FROM signature_counts WHERE signature = ?"
+			       " ORDER BY week DESC, app_version LIMIT 200",
+			       -1, &x.counts, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, limit);
+		rc = rows_out(st, 0, sig_row, &x, NULL);
+	}
+	sqlite3_finalize(x.counts);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
+#define LIST_COLS                                                                             \
+	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build," \
+	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"       \
+	" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
+#define LIST_FILTERS                                                                       \
+	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"            \
+	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"            \
+	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"    \
+	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"  \
+	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id" \
+	"  FROM trace_chains c WHERE c.signature = ?9))"                                   \
+	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"       \
+	"  WHERE m.method = ?10))"                                                         \
+	" AND (?11 IS NULL OR t.rowid < ?11)"                                              \
+	" ORDER BY t.rowid DESC LIMIT ?12"
+
+/* Without a signature or method filter: walk traces newest first. */
+static const char LIST_SQL[] = LIST_COLS LIST_FILTERS;
+/* With one (or a time range), its matches drive the query (index lookups,
+ * then a sort of the matches only): walking every trace newest first to
+ * find the few that match a rare signature or method, or an older time
+ * range, read most of the table. */
+static const char LIST_SQL_SIG[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.anomaly_signature = ?9"
+		  " UNION SELECT x.rowid FROM trace_chains c JOIN traces x ON x.trace_id ="
+		  " c.trace_id WHERE c.signature = ?9) AND" LIST_FILTERS;
+static const char LIST_SQL_TIME[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.received_at >="
+		  " coalesce(?7, -9223372036854775807) AND x.received_at <"
+		  " coalesce(?8, 9223372036854775807)) AND" LIST_FILTERS;
+static const char LIST_SQL_METHOD[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM trace_methods m JOIN traces x ON"
+		  " x.trace_id = m.trace_id WHERE m.method = ?10) AND" LIST_FILTERS;
+
+static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
+		       void *arg)
+{
+	const char *const text[] = {f->app, f->version, f->model, f->os_build};
+	const int64_t num[] = {f->kind, f->min_severity, f->since, f->until};
+	const int has[] = {f->has_kind, f->has_min_severity, f->has_since, f->has_until};
+	const char *sql = f->signature			 ? LIST_SQL_SIG
+			  : f->method			 ? LIST_SQL_METHOD
+			  : f->has_since || f->has_until ? LIST_SQL_TIME
+							 : LIST_SQL;
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	for (int i = 0; i < 4; i++) {
+		if (text[i])
+			sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_TRANSIENT);
+		if (has[i])
+			sqlite3_bind_int64(st, i + 5, num[i]);
+	}
+	if (f->signature)
+		sqlite3_bind_text(st, 9, f->signature, -1, SQLITE_TRANSIENT);
+	if (f->method)
+		sqlite3_bind_text(st, 10, f->method, -1, SQLITE_TRANSIENT);
+	if (f->has_cursor)
+		sqlite3_bind_int64(st, 11, f->cursor);
+	sqlite3_bind_int64(st, 12, f->limit);
+	rc = rows_out(st, 0, cb, arg, NULL);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1738,4 +1943,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.index_upload_meta = rvs_sqlite_index_upload_meta,
 	.index_write = rvs_sqlite_index_write,
 	.trace_capture = trace_capture,
+	.trace_read = trace_read,
+	.signatures_read = signatures_read,
+	.traces_list = traces_list,
 };

@@ -973,6 +973,101 @@ static void test_store_trace_capture_only_of_decoded_traces(void **state)
 	assert_int_equal(ops->trace_capture(f->s, "t-none", blob, &comp, &size), -ENOENT);
 }
 
+/* What the reads' callbacks saw: "part:name=value;" per column, and the
+ * row count. */
+struct seen {
+	char text[2048];
+	size_t rows;
+};
+
+static int seen_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct seen *x = arg;
+	size_t len = strlen(x->text);
+
+	x->rows++;
+	for (size_t i = 0; i < n; i++) {
+		char v[64];
+		if (cols[i].type == RVS_COL_INT)
+			snprintf(v, sizeof v, "%lld", (long long)cols[i].i);
+		else
+			snprintf(v, sizeof v, "%s",
+				 cols[i].type == RVS_COL_TEXT ? cols[i].text : "null");
+		len += (size_t)snprintf(x->text + len, sizeof x->text - len, "%d:%s=%s;", part,
+					cols[i].name, v);
+		assert_true(len < sizeof x->text);
+	}
+	return 0;
+}
+
+/* The JSON API's reads on each backend: the trace list (filters and the
+ * keyset cursor), one trace's rows, the signature totals with their weeks;
+ * integers come back as integers, names as query.c's JSON keys. */
+static void test_store_reads_list_trace_and_signatures(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_index_lane *l = NULL;
+	struct rvs_decode_item it[4];
+	struct rvs_index_trace v;
+	struct rvs_trace_filter tf = {.limit = 10};
+	struct seen x = {0};
+	char first[16];
+
+	add_device(f, "d-rd", 6);
+	add_upload(f, "t-r1", "d-rd", 1, 0);
+	add_upload(f, "t-r2", "d-rd", 2, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 4), 2);
+	assert_int_equal(ops->index_lane_open(f->s, &l), 0);
+	for (int i = 0; i < 2; i++) {
+		index_rows_of(&v, &it[i], "g");
+		ops->index_write(l, &v, 1);
+		assert_int_equal(v.rc, 0);
+	}
+	ops->index_lane_close(l);
+
+	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
+	assert_int_equal(x.rows, 2);
+	assert_non_null(strstr(x.text, "0:trace_id=t-r2;"));
+	assert_non_null(strstr(x.text, "0:duration_ns=10;"));
+	assert_true(strstr(x.text, "t-r2") < strstr(x.text, "t-r1")); /* newest first */
+	/* The cursor: the first row's rowid_ lists the rows below it. */
+	assert_int_equal(sscanf(x.text, "0:rowid_=%15[0-9];", first), 1);
+	tf.cursor = strtoll(first, NULL, 10);
+	tf.has_cursor = 1;
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
+	assert_int_equal(x.rows, 1);
+	assert_non_null(strstr(x.text, "0:trace_id=t-r1;"));
+	tf.has_cursor = 0;
+	tf.method = "nope";
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
+	assert_int_equal(x.rows, 0);
+	tf.method = NULL;
+	tf.signature = "00000000000000bb"; /* a top chain's */
+	tf.app = "app";
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
+	assert_int_equal(x.rows, 2);
+
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->trace_read(f->s, "t-r1", seen_row, &x), 0);
+	assert_int_equal(x.rows, 1 + 2 + 2);
+	assert_non_null(strstr(x.text, "0:state=pending_decode;"));
+	assert_non_null(strstr(x.text, "0:quarantine_reason=null;"));
+	assert_non_null(strstr(x.text, "1:rank=1;1:method=g;1:calls=3;"));
+	assert_non_null(strstr(x.text, "2:kind=anomaly;2:rank=1;2:signature=00000000000000aa;"));
+	assert_int_equal(ops->trace_read(f->s, "t-none", seen_row, &x), -ENOENT);
+
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->signatures_read(f->s, 10, seen_row, &x), 0);
+	/* One total, then its one week (received now: the week varies). */
+	assert_int_equal(x.rows, 2);
+	assert_non_null(strstr(x.text, "0:signature=00000000000000aa;0:traces=2;0:chain=main;f;;"
+				       "1:week_start="));
+	assert_non_null(strstr(x.text, ";1:app_version=;1:traces=2;"));
+}
+
 /* PostgreSQL writes a trace only under the lease it was handed: a decoder
  * whose lease expired and was taken by another writes nothing. */
 static void test_store_pg_index_write_needs_the_decode_lease(void **state)
@@ -1186,6 +1281,8 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(test_store_trace_capture_only_of_decoded_traces,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_reads_list_trace_and_signatures, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_store_agg_sums_follow_trace_paths, setup,
 						teardown),
 		/* issue 15 */
