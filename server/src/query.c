@@ -289,37 +289,33 @@ static void export_trace(const struct rvs_config *cfg, const char *id, const cha
 
 /* ---- GET /api/v1/methods/{name} --------------------------------------------- */
 
-/* Past this many traces with the method, its newest traces are found by
- * walking traces newest first and probing trace_methods' primary key,
- * instead of sorting every row of the method. */
-#define METHOD_SCAN_MIN 5000
-
-/* One integer from sql with ?1 = name and ?2 = arg; -1 on error. */
-static int64_t method_int(sqlite3 *db, const char *sql, const char *name, int64_t arg)
+/* One integer (the first column of the only row) of a method read, or -1
+ * on error or no row. */
+static int int_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
-	sqlite3_stmt *st;
+	int64_t *v = arg;
+	*v = n >= 1 && cols[0].type == RVS_COL_INT ? cols[0].i : -1;
+	return 0;
+}
+
+static int64_t method_int(const struct rvs_store_ops *ops, struct rvs_store *st, int part,
+			  const char *name, int64_t arg)
+{
 	int64_t v = -1;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+	if (ops->method_read(st, part, name, arg, 0, int_row, &v))
 		return -1;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, arg);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
 	return v;
 }
 
-/* {"p50","p95"} of column col (nearest rank) read off migration 5's
- * (method, col) index: an OFFSET walk, no sort. */
-static json_t *method_pcts(sqlite3 *db, const char *name, int64_t n, int incl)
+/* {"p50","p95"} of self or inclusive time (nearest rank), read off the
+ * store's (method, col) index: no sort. */
+static json_t *method_pcts(const struct rvs_store_ops *ops, struct rvs_store *st, const char *name,
+			   int64_t n, int incl)
 {
-	const char *sql = incl ? "SELECT incl_ns FROM trace_methods WHERE method = ?1"
-				 " ORDER BY incl_ns LIMIT 1 OFFSET ?2"
-			       : "SELECT self_ns FROM trace_methods WHERE method = ?1"
-				 " ORDER BY self_ns LIMIT 1 OFFSET ?2";
+	int part = incl ? RVS_METHOD_INCL_NTH : RVS_METHOD_SELF_NTH;
 	int64_t k50 = (50 * n + 99) / 100, k95 = (95 * n + 99) / 100;
-	int64_t p50 = method_int(db, sql, name, k50 ? k50 - 1 : 0);
-	int64_t p95 = method_int(db, sql, name, k95 ? k95 - 1 : 0);
+	int64_t p50 = method_int(ops, st, part, name, k50 ? k50 - 1 : 0);
+	int64_t p95 = method_int(ops, st, part, name, k95 ? k95 - 1 : 0);
 	if (p50 < 0 || p95 < 0)
 		return NULL;
 	return json_pack("{s:I,s:I}", "p50", (json_int_t)p50, "p95", (json_int_t)p95);
@@ -388,59 +384,62 @@ static void samples_into(struct samples *s, json_t *obj)
  * that is in every trace). */
 #define BY_VERSION_SAMPLE 2000
 
+/* method_by_version's state: the version being gathered and its samples. */
+struct by_version {
+	struct samples sm;
+	char *ver;
+	json_t *arr;
+	int oom;
+};
+
+/* The gathered version's percentiles into arr. */
+static void version_out(struct by_version *b)
+{
+	json_t *o;
+	if (!b->sm.n)
+		return;
+	o = json_pack("{s:o}", "app_version", jstr(b->ver));
+	samples_into(&b->sm, o);
+	json_array_append_new(b->arr, o);
+}
+
+static int version_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct by_version *b = arg;
+	const char *v = n == 3 && cols[0].type == RVS_COL_TEXT ? cols[0].text : "";
+
+	if (b->sm.n && strcmp(v, b->ver) != 0)
+		version_out(b);
+	if (b->sm.n == 0) {
+		free(b->ver);
+		if (!(b->ver = strdup(v)))
+			return b->oom = 1;
+	}
+	if (samples_add(&b->sm, n == 3 ? cols[1].i : 0, n == 3 ? cols[2].i : 0))
+		return b->oom = 1;
+	return 0;
+}
+
 /* The same percentiles per app version (ordered by version text), over the
  * newest BY_VERSION_SAMPLE traces containing the method (n of them in all:
  * it picks the plan, as for the trace list below). */
-static int method_by_version(sqlite3 *db, const char *name, int64_t n, json_t *doc)
+static int method_by_version(const struct rvs_store_ops *ops, struct rvs_store *st,
+			     const char *name, int64_t n, json_t *doc)
 {
-	struct samples sm = {0};
-	sqlite3_stmt *st;
-	char *ver = NULL;
-	json_t *arr = json_array();
+	struct by_version b = {.arr = json_array()};
 	int rc;
 
-	json_object_set_new(doc, "by_version", arr);
+	json_object_set_new(doc, "by_version", b.arr);
 	json_object_set_new(doc, "by_version_traces",
 			    json_integer(n < BY_VERSION_SAMPLE ? n : BY_VERSION_SAMPLE));
-	if (sqlite3_prepare_v2(
-		    db,
-		    n > METHOD_SCAN_MIN
-			    ? "SELECT v, s, i FROM (SELECT COALESCE(t.app_version, '') AS v,"
-			      " m.self_ns AS s, m.incl_ns AS i FROM traces t CROSS JOIN"
-			      " trace_methods m ON m.trace_id = t.trace_id AND m.method = ?1"
-			      " ORDER BY t.rowid DESC LIMIT ?2) ORDER BY 1"
-			    : "SELECT v, s, i FROM (SELECT COALESCE(t.app_version, '') AS v,"
-			      " m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
-			      " USING (trace_id) WHERE m.method = ?1 ORDER BY t.rowid DESC"
-			      " LIMIT ?2) ORDER BY 1",
-		    -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int(st, 2, BY_VERSION_SAMPLE);
-	for (;;) {
-		const char *v;
-		rc = sqlite3_step(st);
-		v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-		if (sm.n && (!v || strcmp(v, ver) != 0)) {
-			json_t *o = json_pack("{s:o}", "app_version", jstr(ver));
-			samples_into(&sm, o);
-			json_array_append_new(arr, o);
-		}
-		if (!v)
-			break;
-		if (sm.n == 0) {
-			free(ver);
-			if (!(ver = strdup(v)))
-				break;
-		}
-		if (samples_add(&sm, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)))
-			break;
-	}
-	sqlite3_finalize(st);
-	free(ver);
-	free(sm.self);
-	free(sm.incl);
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	rc = ops->method_read(st, RVS_METHOD_BY_VERSION, name, BY_VERSION_SAMPLE, n, version_row,
+			      &b);
+	if (!rc)
+		version_out(&b);
+	free(b.ver);
+	free(b.sm.self);
+	free(b.sm.incl);
+	return rc ? -EIO : 0;
 }
 
 static int method_alert(const struct rvs_store_ops *ops, struct rvs_store *st, const char *name,
@@ -460,20 +459,26 @@ static int method_alert(const struct rvs_store_ops *ops, struct rvs_store *st, c
 	return rc == 0 || rc == -ENOENT ? 0 : -EIO;
 }
 
-static void get_method(sqlite3 *db, const struct rvs_store_ops *ops, struct rvs_store *store,
-		       const char *name, const char *query, struct rvs_query_resp *r)
+/* A read's rows appended to the JSON array arg. */
+static int array_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
-	sqlite3_stmt *st;
+	json_array_append_new(arg, jrow(cols, n));
+	return 0;
+}
+
+static void get_method(const struct rvs_store_ops *ops, struct rvs_store *store, const char *name,
+		       const char *query, struct rvs_query_resp *r)
+{
 	int64_t limit, n;
 	json_t *doc, *traces, *self = NULL, *incl = NULL;
-	int rc;
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	n = method_int(db, "SELECT count(*) FROM trace_methods WHERE method = ?1", name, 0);
+	n = method_int(ops, store, RVS_METHOD_COUNT, name, 0);
 	if (n < 0)
 		return set_error(r, 500, "query failed");
-	if (n && (!(self = method_pcts(db, name, n, 0)) || !(incl = method_pcts(db, name, n, 1)))) {
+	if (n && (!(self = method_pcts(ops, store, name, n, 0)) ||
+		  !(incl = method_pcts(ops, store, name, n, 1)))) {
 		json_decref(self);
 		return set_error(r, 500, "query failed");
 	}
@@ -484,37 +489,13 @@ static void get_method(sqlite3 *db, const struct rvs_store_ops *ops, struct rvs_
 		json_object_set_new(doc, "self_ns", self);
 		json_object_set_new(doc, "incl_ns", incl);
 	}
-	if (method_by_version(db, name, n, doc) || method_alert(ops, store, name, doc)) {
+	if (method_by_version(ops, store, name, n, doc) || method_alert(ops, store, name, doc)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
 	traces = json_array();
 	json_object_set_new(doc, "traces", traces);
-	/* CROSS JOIN fixes the loop order (traces outside) for common methods. */
-	if (sqlite3_prepare_v2(
-		    db,
-		    n > METHOD_SCAN_MIN
-			    ? "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
-			      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM traces t"
-			      " CROSS JOIN trace_methods m ON m.trace_id = t.trace_id"
-			      " AND m.method = ?1 ORDER BY t.rowid DESC LIMIT ?2"
-			    : "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
-			      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM"
-			      " trace_methods m JOIN traces t USING (trace_id)"
-			      " WHERE m.method = ?1 ORDER BY t.rowid DESC LIMIT ?2",
-		    -1, &st, NULL) != SQLITE_OK) {
-		json_decref(doc);
-		return set_error(r, 500, "query failed");
-	}
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, limit);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		json_array_append_new(traces, o);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
+	if (ops->method_read(store, RVS_METHOD_TRACES, name, limit, n, array_row, traces)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
@@ -826,21 +807,15 @@ void rvs_query_method(struct rvs_call *c)
 	char name[1024];
 	const struct rvs_store_ops *ops;
 	struct rvs_store *st;
-	sqlite3 *db;
 	if (!c->arg_len)
 		return set_error(c->q, 404, "no such resource");
-	if (!(db = open_ro(c->cfg->database)))
+	if (rvs_store_acquire(c->cfg->database, &ops, &st))
 		return set_error(c->q, 503, "database unavailable");
-	if (rvs_store_acquire(c->cfg->database, &ops, &st)) {
-		sqlite3_close(db);
-		return set_error(c->q, 503, "database unavailable");
-	}
 	if (rvs_url_decode(c->arg, c->arg_len, 0, name, sizeof name))
 		set_error(c->q, 400, "bad method name");
 	else
-		get_method(db, ops, st, name, c->query, c->q);
+		get_method(ops, st, name, c->query, c->q);
 	rvs_store_release(st);
-	sqlite3_close(db);
 }
 
 void rvs_query_none(struct rvs_call *c)

@@ -203,6 +203,14 @@ struct rvs_col {
  * the read and is returned. */
 typedef int (*rvs_row_fn)(void *arg, int part, const struct rvs_col *cols, size_t n);
 enum { RVS_TRACE_HEAD, RVS_TRACE_TOP_SELF, RVS_TRACE_CHAINS };
+/* method_read's parts (GET /api/v1/methods/{name}). */
+enum {
+	RVS_METHOD_COUNT,      /* one row: n, the traces with the method */
+	RVS_METHOD_SELF_NTH,   /* one row (none past the end): the arg-th smallest self_ns */
+	RVS_METHOD_INCL_NTH,   /* the same of incl_ns */
+	RVS_METHOD_BY_VERSION, /* v, s, i of the newest arg traces with it, by v */
+	RVS_METHOD_TRACES,     /* the newest arg traces with it and its totals there */
+};
 
 /* GET /api/v1/traces's filter: NULL / has_* 0 for absent. */
 struct rvs_trace_filter {
@@ -393,6 +401,11 @@ struct rvs_store_ops {
 	int (*signatures_read)(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg);
 	int (*traces_list)(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
 			   void *arg);
+	/* The method page's reads (RVS_METHOD_*, rows as that enum says, to cb
+	 * as part 0); count is RVS_METHOD_COUNT's n when known (a plan hint
+	 * for the newest-first reads), arg as the part says. */
+	int (*method_read)(struct rvs_store *s, int part, const char *method, int64_t arg,
+			   int64_t count, rvs_row_fn cb, void *cbarg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -1687,6 +1687,41 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	return rc;
 }
 
+static int method_read(struct rvs_store *s, int part, const char *method, int64_t arg,
+		       int64_t count, rvs_row_fn cb, void *cbarg)
+{
+	static const char *const sql[] = {
+		[RVS_METHOD_COUNT] = "SELECT count(*) AS n FROM trace_methods WHERE method = $1",
+		[RVS_METHOD_SELF_NTH] = "SELECT self_ns FROM trace_methods WHERE method = $1"
+					" ORDER BY self_ns LIMIT 1 OFFSET $2",
+		[RVS_METHOD_INCL_NTH] = "SELECT incl_ns FROM trace_methods WHERE method = $1"
+					" ORDER BY incl_ns LIMIT 1 OFFSET $2",
+		[RVS_METHOD_BY_VERSION] =
+			"SELECT v, s, i FROM (SELECT COALESCE(t.app_version, '') AS v,"
+			" m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
+			" USING (trace_id) WHERE m.method = $1 ORDER BY t.seq DESC LIMIT $2) x"
+			" ORDER BY 1",
+		[RVS_METHOD_TRACES] = "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
+				      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM"
+				      " trace_methods m JOIN traces t USING (trace_id)"
+				      " WHERE m.method = $1 ORDER BY t.seq DESC LIMIT $2",
+	};
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	(void)count; /* PostgreSQL plans the newest-first reads itself */
+	assert(part >= RVS_METHOD_COUNT && part <= RVS_METHOD_TRACES);
+	p_text(&p, method);
+	if (part != RVS_METHOD_COUNT)
+		p_i64(&p, arg);
+	if ((rc = read_rows(s, sql[part], &p, &r)))
+		return rc;
+	rc = rows_out(r, 0, PQntuples(r), 0, cb, cbarg);
+	PQclear(r);
+	return rc;
+}
+
 /* ---- issue 15 (sql15b): the decoded-trace index, on lanes of their own
  * (store_pg_index.c) opened on this store's database. ---- */
 static int index_lane_open(struct rvs_store *s, struct rvs_index_lane **out)
@@ -1763,4 +1798,5 @@ const struct rvs_store_ops rvs_store_pg = {
 	.trace_read = trace_read,
 	.signatures_read = signatures_read,
 	.traces_list = traces_list,
+	.method_read = method_read,
 };

@@ -1904,6 +1904,71 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	return rc;
 }
 
+/* Traces with a method beyond which the method page's newest-first reads
+ * walk traces newest first probing trace_methods' primary key, instead of
+ * sorting every row of the method. */
+#define METHOD_SCAN_MIN 5000
+
+static int method_read(struct rvs_store *s, int part, const char *method, int64_t arg,
+		       int64_t count, rvs_row_fn cb, void *cbarg)
+{
+	int scan = count > METHOD_SCAN_MIN;
+	const char *sql = NULL;
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc;
+
+	switch (part) {
+	case RVS_METHOD_COUNT:
+		sql = "SELECT count(*) AS n FROM trace_methods WHERE method = ?1";
+		break;
+	/* Read off migration 5's (method, col) indexes: an OFFSET walk. */
+	case RVS_METHOD_SELF_NTH:
+		sql = "SELECT self_ns FROM trace_methods WHERE method = ?1"
+		      " ORDER BY self_ns LIMIT 1 OFFSET ?2";
+		break;
+	case RVS_METHOD_INCL_NTH:
+		sql = "SELECT incl_ns FROM trace_methods WHERE method = ?1"
+		      " ORDER BY incl_ns LIMIT 1 OFFSET ?2";
+		break;
+	/* CROSS JOIN fixes the loop order (traces outside) for common methods. */
+	case RVS_METHOD_BY_VERSION:
+		sql = scan ? "SELECT v, s, i FROM (SELECT COALESCE(t.app_version, '') AS v,"
+			     " m.self_ns AS s, m.incl_ns AS i FROM traces t CROSS JOIN"
+			     " trace_methods m ON m.trace_id = t.trace_id AND m.method = ?1"
+			     " ORDER BY t.rowid DESC LIMIT ?2) ORDER BY 1"
+			   : "SELECT v, s, i FROM (SELECT COALESCE(t.app_version, '') AS v,"
+			     " m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
+			     " USING (trace_id) WHERE m.method = ?1 ORDER BY t.rowid DESC"
+			     " LIMIT ?2) ORDER BY 1";
+		break;
+	case RVS_METHOD_TRACES:
+		sql = scan ? "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
+			     " t.received_at, m.calls, m.self_ns, m.incl_ns FROM traces t"
+			     " CROSS JOIN trace_methods m ON m.trace_id = t.trace_id"
+			     " AND m.method = ?1 ORDER BY t.rowid DESC LIMIT ?2"
+			   : "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
+			     " t.received_at, m.calls, m.self_ns, m.incl_ns FROM"
+			     " trace_methods m JOIN traces t USING (trace_id)"
+			     " WHERE m.method = ?1 ORDER BY t.rowid DESC LIMIT ?2";
+		break;
+	}
+	assert(sql);
+	if (scan_open(s, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_bind_text(st, 1, method, -1, SQLITE_TRANSIENT);
+	if (part != RVS_METHOD_COUNT)
+		sqlite3_bind_int64(st, 2, arg);
+	rc = rows_out(st, 0, cb, cbarg, NULL);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -1946,4 +2011,5 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.trace_read = trace_read,
 	.signatures_read = signatures_read,
 	.traces_list = traces_list,
+	.method_read = method_read,
 };

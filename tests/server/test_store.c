@@ -1059,6 +1059,28 @@ static void test_store_reads_list_trace_and_signatures(void **state)
 	assert_non_null(strstr(x.text, "2:kind=anomaly;2:rank=1;2:signature=00000000000000aa;"));
 	assert_int_equal(ops->trace_read(f->s, "t-none", seen_row, &x), -ENOENT);
 
+	/* The method page: both traces have "main" (self 2, incl 10). */
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->method_read(f->s, RVS_METHOD_COUNT, "main", 0, 0, seen_row, &x), 0);
+	assert_string_equal(x.text, "0:n=2;");
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->method_read(f->s, RVS_METHOD_INCL_NTH, "main", 1, 2, seen_row, &x),
+			 0);
+	assert_string_equal(x.text, "0:incl_ns=10;");
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->method_read(f->s, RVS_METHOD_SELF_NTH, "main", 2, 2, seen_row, &x),
+			 0);
+	assert_int_equal(x.rows, 0); /* past the end */
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->method_read(f->s, RVS_METHOD_BY_VERSION, "main", 10, 2, seen_row, &x),
+			 0);
+	assert_string_equal(x.text, "0:v=;0:s=2;0:i=10;0:v=;0:s=2;0:i=10;");
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->method_read(f->s, RVS_METHOD_TRACES, "main", 1, 2, seen_row, &x), 0);
+	assert_int_equal(x.rows, 1);
+	assert_non_null(strstr(x.text, "0:trace_id=t-r2;"));
+	assert_non_null(strstr(x.text, "0:calls=1;0:self_ns=2;0:incl_ns=10;"));
+
 	memset(&x, 0, sizeof x);
 	assert_int_equal(ops->signatures_read(f->s, 10, seen_row, &x), 0);
 	/* One total, then its one week (received now: the week varies). */
