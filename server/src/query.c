@@ -1,9 +1,9 @@
 /*
  * query.c — the JSON API (query.h, server/API.md).
  *
- * Invariants: SQL text is fixed at compile time; request values reach
- * sqlite only as bound parameters (an absent filter binds NULL and its
- * clause reads "?N IS NULL OR …").  Integers are parsed with end checks;
+ * Invariants: the reads are the store's (store.h: SQL text fixed at
+ * compile time, request values only as bound parameters, an absent filter
+ * NULL).  Integers are parsed with end checks;
  * trace ids must be "t-" + 32 lowercase hex; export formats come from a
  * fixed table and never name a path.  Output strings go through jansson,
  * which escapes them; bytes that are not UTF-8 (method names are whatever
@@ -26,7 +26,6 @@
 #include <string.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "rearview/analysis.h"
 
@@ -75,18 +74,6 @@ static json_t *jstr(const char *s)
 	return j ? j : json_null();
 }
 
-static json_t *jcol(sqlite3_stmt *st, int i)
-{
-	switch (sqlite3_column_type(st, i)) {
-	case SQLITE_NULL:
-		return json_null();
-	case SQLITE_INTEGER:
-		return json_integer(sqlite3_column_int64(st, i));
-	default:
-		return jstr((const char *)sqlite3_column_text(st, i));
-	}
-}
-
 /* The reply helpers (reply.h) under the names this file's endpoints use. */
 static void set_json(struct rvs_query_resp *r, int status, json_t *doc)
 {
@@ -96,24 +83,6 @@ static void set_json(struct rvs_query_resp *r, int status, json_t *doc)
 static void set_error(struct rvs_query_resp *r, int status, const char *msg)
 {
 	rvs_query_set_error(r, status, msg);
-}
-
-static sqlite3 *open_ro(const char *database)
-{
-	sqlite3 *db = NULL;
-	if (sqlite3_open_v2(database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
-		return NULL;
-	}
-	rvs_sqlite_busy(db, 5000);
-	return db;
-}
-
-/* Adds every column of the current row to obj, keyed by column name. */
-static void row_into(sqlite3_stmt *st, json_t *obj)
-{
-	for (int i = 0; i < sqlite3_column_count(st); i++)
-		json_object_set_new(obj, sqlite3_column_name(st, i), jcol(st, i));
 }
 
 static int parse_limit(const char *query, int64_t *limit)
@@ -609,105 +578,38 @@ free:
 
 /* ---- GET /api/v1/signatures/weekly ------------------------------------------ */
 
-/* A trace's signature as in list_signatures, counted per week (Monday,
- * UTC), app version and signature.  With ?signatures=a,b,… only those
- * clusters are counted, through the signature indexes (traces with an
- * anomaly signature, then top-1 chains of traces without one), instead of
- * grouping every trace. */
-static const char WEEKLY_ALL_SQL[] =
-	"WITH s AS (SELECT t.received_at, t.app_version,"
-	" COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
-	" LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
-	" AND c.rank = 1 WHERE t.received_at >= CAST(json_extract(?1, '$.since') AS INTEGER))"
-	" SELECT sig AS signature,"
-	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
-	" app_version, count(*) AS traces FROM s WHERE sig IS NOT NULL"
-	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
-static const char WEEKLY_SOME_SQL[] =
-	"WITH want(sig) AS (SELECT value FROM json_each(?1, '$.signatures')),"
-	" s AS (SELECT t.received_at, t.app_version, t.anomaly_signature AS sig FROM traces t"
-	"  WHERE t.anomaly_signature IN (SELECT sig FROM want)"
-	" UNION ALL"
-	" SELECT t.received_at, t.app_version, c.signature AS sig FROM trace_chains c"
-	"  CROSS JOIN traces t ON t.trace_id = c.trace_id"
-	"  WHERE c.signature IN (SELECT sig FROM want) AND c.kind = 'top' AND c.rank = 1"
-	"  AND t.anomaly_signature IS NULL)"
-	" SELECT sig AS signature,"
-	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
-	" app_version, count(*) AS traces FROM s"
-	" WHERE received_at >= CAST(json_extract(?1, '$.since') AS INTEGER)"
-	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
-
-/* Every row of sql (?1 = id) as an object appended to arr; 0 or -EIO. */
-static int rows_into(sqlite3 *db, const char *sql, const char *id, json_t *arr)
+static void signatures_weekly(const struct rvs_store_ops *ops, struct rvs_store *st,
+			      const char *query, struct rvs_query_resp *r)
 {
-	sqlite3_stmt *st;
-	int rc;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		json_array_append_new(arr, o);
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : -EIO;
-}
-
-static void signatures_weekly(sqlite3 *db, const char *query, struct rvs_query_resp *r)
-{
-	char v[32] = "0", list[4096], *param;
+	char v[32] = "0", list[4096], *save = NULL;
+	const char *sigs[200];
+	size_t nsigs = 0;
 	int64_t since;
-	json_t *arr, *p, *sigs = NULL;
+	json_t *arr;
 	int rc, some;
 
 	if ((rc = qparam(query, "since", v, sizeof v)) < 0 || parse_i64(v, &since))
 		return set_error(r, 400, "bad since");
 	if ((rc = qparam(query, "signatures", list, sizeof list)) < 0)
 		return set_error(r, 400, "bad signatures");
-	if (rc) {
-		/* Comma-separated signatures: 16 hex digits each, at most 200. */
-		char *save = NULL;
-		sigs = json_array();
-		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-			if (strlen(t) != 16 || strspn(t, "0123456789abcdef") != 16 ||
-			    json_array_size(sigs) == 200) {
-				json_decref(sigs);
-				return set_error(r, 400, "bad signatures");
-			}
-			json_array_append_new(sigs, json_string(t));
-		}
+	some = rc == 1;
+	/* Comma-separated signatures: 16 hex digits each, at most 200. */
+	for (char *t = some ? strtok_r(list, ",", &save) : NULL; t;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (strlen(t) != 16 || strspn(t, "0123456789abcdef") != 16 || nsigs == 200)
+			return set_error(r, 400, "bad signatures");
+		sigs[nsigs++] = t;
 	}
-	/* One JSON parameter carries both values; the SQL text stays fixed. */
-	some = sigs != NULL;
-	p = json_pack("{s:I}", "since", (json_int_t)since);
-	if (sigs)
-		json_object_set_new(p, "signatures", sigs);
-	param = json_dumps(p, JSON_COMPACT);
-	json_decref(p);
 	arr = json_array();
-	if (!param || rows_into(db, some ? WEEKLY_SOME_SQL : WEEKLY_ALL_SQL, param, arr)) {
-		free(param);
+	/* An empty list counts nothing (not everything). */
+	if ((!some || nsigs) && ops->signatures_weekly(st, since, sigs, nsigs, array_row, arr)) {
 		json_decref(arr);
 		return set_error(r, 500, "query failed");
 	}
-	free(param);
 	set_json(r, 200, json_pack("{s:o}", "rows", arr));
 }
 
 /* ---- the endpoints (route.c's table) ------------------------------------------ */
-
-/* Runs fn with a read-only connection, or answers 503. */
-static void with_db(struct rvs_call *c,
-		    void (*fn)(sqlite3 *, const char *, struct rvs_query_resp *))
-{
-	sqlite3 *db = open_ro(c->cfg->database);
-	if (!db)
-		return set_error(c->q, 503, "database unavailable");
-	fn(db, c->query, c->q);
-	sqlite3_close(db);
-}
 
 /* Runs fn with the shared store, or answers 503. */
 static void with_store(struct rvs_call *c,
@@ -722,18 +624,12 @@ static void with_store(struct rvs_call *c,
 	rvs_store_release(st);
 }
 
-/* Sorted (worst traces) or by issue: search.c's keyset lists (sqlite). */
-static void search_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
-{
-	rvs_search_traces(db, query, r);
-}
-
 void rvs_query_traces(struct rvs_call *c)
 {
 	char v[64];
 
 	if (qparam(c->query, "sort", v, sizeof v) || qparam(c->query, "issue", v, sizeof v))
-		return with_db(c, search_traces);
+		return rvs_search_traces(c); /* sorted, or by issue: search.h */
 	with_store(c, list_traces);
 }
 
@@ -744,7 +640,7 @@ void rvs_query_signatures(struct rvs_call *c)
 
 void rvs_query_weekly(struct rvs_call *c)
 {
-	with_db(c, signatures_weekly);
+	with_store(c, signatures_weekly);
 }
 
 void rvs_query_skips(struct rvs_call *c)
@@ -785,10 +681,6 @@ void rvs_query_trace(struct rvs_call *c)
 void rvs_query_export(struct rvs_call *c)
 {
 	char tid[40];
-	sqlite3 *db = open_ro(c->cfg->database);
-	if (!db)
-		return set_error(c->q, 503, "database unavailable");
-	sqlite3_close(db);
 	if (trace_arg(c, tid) == 0)
 		export_trace(c->cfg, tid, c->query, c->q);
 }

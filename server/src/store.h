@@ -406,6 +406,14 @@ struct rvs_store_ops {
 	 * for the newest-first reads), arg as the part says. */
 	int (*method_read)(struct rvs_store *s, int part, const char *method, int64_t arg,
 			   int64_t count, rvs_row_fn cb, void *cbarg);
+	/* GET /api/v1/signatures/weekly: traces received at or after since
+	 * counted per signature (as signatures_read's), week (its Monday,
+	 * UTC, "YYYY-MM-DD") and app version, ordered by those (a NULL
+	 * version first); with nsigs > 0 only the signatures sigs[0..nsigs)
+	 * (16 lowercase hex digits each, at most 200).  Rows: signature,
+	 * week, app_version, traces. */
+	int (*signatures_weekly)(struct rvs_store *s, int64_t since, const char *const *sigs,
+				 size_t nsigs, rvs_row_fn cb, void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

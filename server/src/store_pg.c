@@ -1722,6 +1722,45 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 	return rc;
 }
 
+/* As sqlite's: the week is date_trunc's (Monday, UTC); $2 the wanted
+ * signatures as an array literal, NULL for all. */
+static int signatures_weekly(struct rvs_store *s, int64_t since, const char *const *sigs,
+			     size_t nsigs, rvs_row_fn cb, void *arg)
+{
+	char list[2 + 200 * 17];
+	size_t len = 0;
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	assert(nsigs <= 200);
+	len += (size_t)snprintf(list, sizeof list, "{");
+	for (size_t i = 0; i < nsigs; i++) {
+		assert(strlen(sigs[i]) == 16 && strspn(sigs[i], "0123456789abcdef") == 16);
+		len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? "," : "",
+					sigs[i]);
+	}
+	snprintf(list + len, sizeof list - len, "}");
+	p_i64(&p, since);
+	p_text(&p, nsigs ? list : NULL);
+	rc = read_rows(s,
+		       "WITH s AS (SELECT t.received_at, t.app_version,"
+		       " COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
+		       " LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
+		       " AND c.rank = 1 WHERE t.received_at >= $1)"
+		       " SELECT sig AS signature,"
+		       " to_char(date_trunc('week', to_timestamp(received_at) AT TIME ZONE 'UTC'),"
+		       " 'YYYY-MM-DD') AS week, app_version, count(*) AS traces FROM s"
+		       " WHERE sig IS NOT NULL AND ($2::text[] IS NULL OR sig = ANY($2::text[]))"
+		       " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 NULLS FIRST",
+		       &p, &r);
+	if (rc)
+		return rc;
+	rc = rows_out(r, 0, PQntuples(r), 0, cb, arg);
+	PQclear(r);
+	return rc;
+}
+
 /* ---- issue 15 (sql15b): the decoded-trace index, on lanes of their own
  * (store_pg_index.c) opened on this store's database. ---- */
 static int index_lane_open(struct rvs_store *s, struct rvs_index_lane **out)
@@ -1799,4 +1838,5 @@ const struct rvs_store_ops rvs_store_pg = {
 	.signatures_read = signatures_read,
 	.traces_list = traces_list,
 	.method_read = method_read,
+	.signatures_weekly = signatures_weekly,
 };

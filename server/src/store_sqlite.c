@@ -1969,6 +1969,70 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 	return rc;
 }
 
+/* A trace's signature as in signatures_read, counted per week (Monday,
+ * UTC), app version and signature.  With signatures given only those
+ * clusters are counted, through the signature indexes (traces with an
+ * anomaly signature, then top-1 chains of traces without one), instead of
+ * grouping every trace.  One JSON parameter carries both values. */
+static const char WEEKLY_ALL_SQL[] =
+	"WITH s AS (SELECT t.received_at, t.app_version,"
+	" COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
+	" LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
+	" AND c.rank = 1 WHERE t.received_at >= CAST(json_extract(?1, '$.since') AS INTEGER))"
+	" SELECT sig AS signature,"
+	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
+	" app_version, count(*) AS traces FROM s WHERE sig IS NOT NULL"
+	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
+static const char WEEKLY_SOME_SQL[] =
+	"WITH want(sig) AS (SELECT value FROM json_each(?1, '$.signatures')),"
+	" s AS (SELECT t.received_at, t.app_version, t.anomaly_signature AS sig FROM traces t"
+	"  WHERE t.anomaly_signature IN (SELECT sig FROM want)"
+	" UNION ALL"
+	" SELECT t.received_at, t.app_version, c.signature AS sig FROM trace_chains c"
+	"  CROSS JOIN traces t ON t.trace_id = c.trace_id"
+	"  WHERE c.signature IN (SELECT sig FROM want) AND c.kind = 'top' AND c.rank = 1"
+	"  AND t.anomaly_signature IS NULL)"
+	" SELECT sig AS signature,"
+	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
+	" app_version, count(*) AS traces FROM s"
+	" WHERE received_at >= CAST(json_extract(?1, '$.since') AS INTEGER)"
+	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
+
+static int signatures_weekly(struct rvs_store *s, int64_t since, const char *const *sigs,
+			     size_t nsigs, rvs_row_fn cb, void *arg)
+{
+	char param[64 + 200 * 19];
+	size_t len;
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc;
+
+	assert(nsigs <= 200);
+	len = (size_t)snprintf(param, sizeof param, "{\"since\":%lld", (long long)since);
+	if (nsigs) {
+		len += (size_t)snprintf(param + len, sizeof param - len, ",\"signatures\":[");
+		for (size_t i = 0; i < nsigs; i++) {
+			assert(strlen(sigs[i]) == 16 && strspn(sigs[i], "0123456789abcdef") == 16);
+			len += (size_t)snprintf(param + len, sizeof param - len, "%s\"%s\"",
+						i ? "," : "", sigs[i]);
+		}
+		len += (size_t)snprintf(param + len, sizeof param - len, "]");
+	}
+	snprintf(param + len, sizeof param - len, "}");
+	if (scan_open(s, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db, nsigs ? WEEKLY_SOME_SQL : WEEKLY_ALL_SQL, -1, &st, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_bind_text(st, 1, param, -1, SQLITE_TRANSIENT);
+	rc = rows_out(st, 0, cb, arg, NULL);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -2012,4 +2076,5 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.signatures_read = signatures_read,
 	.traces_list = traces_list,
 	.method_read = method_read,
+	.signatures_weekly = signatures_weekly,
 };

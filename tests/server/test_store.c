@@ -1088,6 +1088,31 @@ static void test_store_reads_list_trace_and_signatures(void **state)
 	assert_non_null(strstr(x.text, "0:signature=00000000000000aa;0:traces=2;0:chain=main;f;;"
 				       "1:week_start="));
 	assert_non_null(strstr(x.text, ";1:app_version=;1:traces=2;"));
+
+	/* Weekly: one row (signature, its Monday, no version, 2 traces); only
+	 * the wanted signatures, a trace counted by its own signature. */
+	{
+		static const char *const aa[] = {"00000000000000aa"};
+		static const char *const bb[] = {"00000000000000bb"};
+		const char *week;
+		memset(&x, 0, sizeof x);
+		assert_int_equal(ops->signatures_weekly(f->s, 0, NULL, 0, seen_row, &x), 0);
+		assert_int_equal(x.rows, 1);
+		assert_non_null(week = strstr(x.text, "0:signature=00000000000000aa;0:week="));
+		week += strlen("0:signature=00000000000000aa;0:week=");
+		assert_true(strlen(week) > 10 && week[4] == '-' && week[7] == '-' &&
+			    week[10] == ';');
+		assert_non_null(strstr(x.text, ";0:app_version=null;0:traces=2;"));
+		memset(&x, 0, sizeof x);
+		assert_int_equal(ops->signatures_weekly(f->s, 0, aa, 1, seen_row, &x), 0);
+		assert_int_equal(x.rows, 1);
+		memset(&x, 0, sizeof x);
+		assert_int_equal(ops->signatures_weekly(f->s, 0, bb, 1, seen_row, &x), 0);
+		assert_int_equal(x.rows, 0);
+		memset(&x, 0, sizeof x);
+		assert_int_equal(ops->signatures_weekly(f->s, INT64_MAX, NULL, 0, seen_row, &x), 0);
+		assert_int_equal(x.rows, 0);
+	}
 }
 
 /* PostgreSQL writes a trace only under the lease it was handed: a decoder
