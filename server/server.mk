@@ -8,7 +8,7 @@ BLOB_OBJ    := $(addprefix $(OBJ)/server/src/,blob.o blob_local.o blob_s3.o blob
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
 	$(PROTOBUF_LIBS) $(LIBELF_LIBS) $(BLOB_LIBS) -lpthread
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o blob_local.o blob_s3.o blob_pg.o \
-	store.o store_sqlite.o store_pg.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
+	store.o store_sqlite.o store_pg.o store_sqlite_index.o store_pg_index.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
 	symbols.o checkpoint.o stream.o route.o reply.o payload.o \
 	params.o export.o trace_load.o symstore.o agg.o web_agg.o issue.o search.o web_search.o \
@@ -177,7 +177,7 @@ $(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
 BENCHES += $(TBIN)/server/bench_pages
-$(OBJ)/tests/server/test_ingest.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
+$(OBJ)/tests/server/test_ingest.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 # Aggregate and differential flame graphs (agg.c, web_agg.c) from built captures.
 $(OBJ)/tests/server/test_agg.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,jansson)
@@ -221,6 +221,13 @@ $(OBJ)/tests/server/test_blob.o: CPPFLAGS += \
 	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"' \
 	-DRVS_BENCH_UPLOAD='"$(CURDIR)/$(TBIN)/server/bench_upload"' $(call pc,--cflags,libpq)
 $(TBIN)/server/test_blob: | $(S3RVER_ASSETS) $(TBIN)/server/bench_upload
+
+# Issue 15's end to end: two nodes on PostgreSQL + s3rver behind haproxy,
+# one killed mid-ingest (the real binary; captures from the fixture).
+$(OBJ)/tests/server/test_fleet.o: CPPFLAGS += -Itracer/include $(call pc,--cflags,libpq) \
+	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"'
+$(eval $(call rv_test,server,fleet,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(call pc,--libs,libpq) $(PROTOBUF_LIBS) $(RVT_LDLIBS)))
+$(TBIN)/server/test_fleet: | $(S3RVER_ASSETS) $(BIN)/rearview-server
 # `make bench`: put/get throughput of the blob backends (BENCHMARKS.md).
 $(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/server/src/util.o \
 		$(LIBRVCOMMON)

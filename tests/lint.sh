@@ -25,9 +25,9 @@ done
 # only its backends include a database client's header.  STORE_PENDING
 # lists the files whose SQL has not moved behind the store yet; it only
 # shrinks (a file leaves it when its SQL moves; none joins it).  agg.c,
-# issue.c, regress.c, search.c, webhook.c (issue 16) and trace_load.c (query.c's trace loading,
-# moved as it was) were written beside the rule, before it merged.
-STORE_PENDING=' agg.c checkpoint.c decode.c issue.c query.c regress.c search.c trace_load.c util.c webhook.c '
+# issue.c, regress.c, search.c, webhook.c (issue 16) were written beside
+# the rule, before it merged.
+STORE_PENDING=' agg.c checkpoint.c issue.c regress.c search.c util.c webhook.c '
 for f in "$@"; do
 	case "$f" in server/src/*) ;; *) continue ;; esac
 	grep -qE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](sqlite3|libpq-fe)\.h[>"]' "$f" ||

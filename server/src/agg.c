@@ -21,6 +21,7 @@
  * '?').  Per-trace means are integer nanoseconds, rounded to nearest.
  */
 #include "agg.h"
+#include "store.h"
 #include "params.h"
 #include "reply.h"
 #include "route.h"
@@ -932,10 +933,18 @@ out:
 
 void rvs_agg_api(struct rvs_call *c)
 {
+	/* Read from sqlite directly still (issue 15): refused on PostgreSQL. */
+	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite)
+		return rvs_query_set_error(c->q, 501,
+					   "aggregates: not available on PostgreSQL yet");
 	run(c, 1);
 }
 
 void rvs_agg_api_diff(struct rvs_call *c)
 {
+	/* Read from sqlite directly still (issue 15): refused on PostgreSQL. */
+	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite)
+		return rvs_query_set_error(c->q, 501,
+					   "aggregates: not available on PostgreSQL yet");
 	run(c, 2);
 }

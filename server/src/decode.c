@@ -5,21 +5,22 @@
  * with the payload codec (payload.h) when COMPRESSION_ZSTD, or when
  * COMPRESSION_ZSTD_SHUFFLED (zstd over the shuffled form), run
  * rva_capture_summarize (memory bounded by distinct methods and chains, not
- * by call count), then replace the trace's
- * rows in traces / trace_methods / trace_chains in one transaction.  A
- * summary-only upload gets its index rows from the device's Summary.
- * Invariants: every value goes into SQL through bound parameters; a decode
- * either indexes the whole trace or nothing (the caller then quarantines it
- * with the reason written here).  Up to RVS_DECODE_LANES decodes run at once
- * (api.c drains that many queue partitions), each on its own lane: its own
- * sqlite connection, statements, zstd context and capture buffer, taken
- * under the lane's mutex; sqlite's busy timeout serializes the short index
- * transactions.
+ * by call count), then compute the trace's index rows (traces /
+ * trace_methods / trace_chains / trace_unresolved, its signature and issue)
+ * in C and have the store write them in one transaction (store.h
+ * index_write; the SQL is the backend's).  A summary-only upload gets its
+ * index rows from the device's Summary.
+ * Invariants: a decode either indexes the whole trace or nothing (the
+ * caller then quarantines it with the reason written here or by the
+ * store).  Up to RVS_DECODE_LANES decodes run at once (api.c drains that
+ * many queue partitions), each on its own lane: its own index connection
+ * (store.h index_lane_open), zstd context and capture buffer, taken under
+ * the lane's mutex.
  */
 #include "decode.h"
-#include "agg.h"
 #include "issue.h"
 #include "rvs.h"
+#include "store.h"
 #include "rearview/common.h"
 #include "symstore.h"
 
@@ -32,7 +33,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <sqlite3.h>
 #include <zstd.h>
 
 #include "rearview/analysis.h"
@@ -49,25 +49,22 @@
 /* A capture buffer up to this size is kept between decodes: refaulting
  * 32 MiB of fresh pages per capture costs more than decompressing into it. */
 #define KEEP_BUF_MAX (64u << 20)
-#define STMT_CACHE   16
 
 /* One decoder's state; RVS_DECODE_LANES of them decode side by side. */
 struct lane {
-	const char *database;
-	const char *symbols_dir; /* "" : no symbol store */
-	sqlite3 *db;
+	const struct rvs_store_ops *ops;
+	struct rvs_store *store;
+	const char *symbols_dir;   /* "" : no symbol store */
+	struct rvs_index_lane *ix; /* opened on first use */
 	pthread_mutex_t mu;
 	ZSTD_DCtx *dctx; /* reused: its window buffers are allocated once */
 	uint8_t *buf;	 /* the capture buffer (d->bufcap bytes), reused */
 	size_t bufcap;
-	/* Prepared statements, kept for the connection's life and keyed by the
-	 * address of their SQL text (each a string literal of this file). */
-	const char *stmt_sql[STMT_CACHE];
-	sqlite3_stmt *stmt[STMT_CACHE];
 };
 
 struct rvs_decode {
-	char database[512];
+	const struct rvs_store_ops *ops;
+	struct rvs_store *store; /* rvs_store_acquire'd */
 	char symbols_dir[512];
 	struct lane lane[RVS_DECODE_LANES];
 };
@@ -102,76 +99,11 @@ static int inflate(struct lane *d, int comp, const uint8_t *in, size_t len, size
 	return rvs_payload_inflate_to(d->dctx, comp, in, len, d->buf, total, outlen);
 }
 
-static int sqlerr(sqlite3 *db, int rc, char *reason, size_t rlen)
+static int open_lane(struct lane *d)
 {
-	snprintf(reason, rlen, "index: %s", sqlite3_errmsg(db));
-	rvs_log("error", "msg=\"decode index\" err=\"%s\"", sqlite3_errmsg(db));
-	rc = rvc_sqlite_errno(rc);
-	return rc ? rc : -EIO;
-}
-
-static int open_db(struct lane *d)
-{
-	int rc;
-	if (d->db)
+	if (d->ix)
 		return 0;
-	rc = sqlite3_open_v2(d->database, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX,
-			     NULL);
-	if (rc != SQLITE_OK) {
-		sqlite3_close(d->db);
-		d->db = NULL;
-		return -EIO;
-	}
-	/* sqlite's own busy handler (sleeps of 1, 2, 5, 10 … ms), not
-	 * rvs_sqlite_busy: a lane that finds the write lock taken backs off
-	 * coarsely, so a waiting upload acknowledgement (the store, polling
-	 * finely) gets the lock first and indexing uses the gaps between them
-	 * (server/BENCHMARKS.md: acks 2,600–2,900/s with indexing at
-	 * 1,500–1,700/s, against 1,700/s for both when lanes polled finely). */
-	sqlite3_busy_timeout(d->db, 10000);
-	/* Savepoint and statement journals in memory: an index batch's
-	 * savepoints would otherwise spill every page they touch to a temp file
-	 * (server/BENCHMARKS.md: half the bytes this process wrote). */
-	rc = sqlite3_exec(d->db,
-			  "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;"
-			  " PRAGMA temp_store=MEMORY;",
-			  NULL, NULL, NULL);
-	/* The issue column (issue.h) is computed by rvs_issue() in SQL. */
-	if (rc == SQLITE_OK && rvs_issue_register(d->db))
-		rc = SQLITE_ERROR;
-	rvs_sqlite_ckpt_attach(d->db); /* on failure: sqlite's own checkpoints */
-	return rc == SQLITE_OK ? 0 : -EIO;
-}
-
-/* The cached statement for sql (prepared on first use), ready to bind. */
-static int prep(struct lane *d, const char *sql, sqlite3_stmt **st)
-{
-	size_t i;
-	for (i = 0; i < STMT_CACHE && d->stmt_sql[i]; i++)
-		if (d->stmt_sql[i] == sql) {
-			*st = d->stmt[i];
-			return SQLITE_OK;
-		}
-	if (i == STMT_CACHE) /* more statements than slots: not cached */
-		return sqlite3_prepare_v2(d->db, sql, -1, st, NULL);
-	int rc = sqlite3_prepare_v3(d->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->stmt[i], NULL);
-	if (rc == SQLITE_OK) {
-		d->stmt_sql[i] = sql;
-		*st = d->stmt[i];
-	}
-	return rc;
-}
-
-/* Done with a statement from prep: reset for its next use. */
-static void unprep(struct lane *d, sqlite3_stmt *st)
-{
-	for (size_t i = 0; i < STMT_CACHE && d->stmt_sql[i]; i++)
-		if (d->stmt[i] == st) {
-			sqlite3_reset(st);
-			sqlite3_clear_bindings(st);
-			return;
-		}
-	sqlite3_finalize(st);
+	return d->ops->index_lane_open(d->store, &d->ix);
 }
 
 /* "name;name;...;" of the n names name_at(ctx, i), the innermost of a path
@@ -228,302 +160,197 @@ static char *chain_text(const rva_trace *t, const uint32_t *chain, size_t n, siz
 	return join_chain(outer, n, chain_id_name, &c);
 }
 
-static int step_done(sqlite3_stmt *st)
+/* The index rows of one trace while they are built; r->t points into the
+ * rest.  rows_release frees what the rows own. */
+struct rows {
+	struct rvs_index_trace t;
+	struct rvs_index_method *m;
+	size_t nm;
+	struct rvs_index_chain c[2 * TOP_CHAINS];
+	char *text[2 * TOP_CHAINS]; /* c[i].chain, owned */
+	size_t nc;
+	char issue[17];
+	char (*bid)[2 * 64 + 1]; /* unresolved build ids, and pointers to them */
+	const char **bidp;
+};
+
+static void rows_init(struct rows *r, const char *trace_id, uint64_t lease)
 {
-	int rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+	memset(r, 0, sizeof *r);
+	r->t.trace_id = trace_id;
+	r->t.lease = lease;
+	r->t.decoded_at = (int64_t)time(NULL);
+	r->t.duration_ns = r->t.nmethods = r->t.dropped = -1;
 }
 
-/* One trace_methods row; values above INT64_MAX (a hostile summary) are
- * clipped into sqlite's signed range; rank 0 leaves self_rank NULL. */
-static int insert_method(sqlite3_stmt *st, const char *trace_id, const char *name, uint64_t calls,
-			 uint64_t self, uint64_t incl, int64_t rank)
+static void rows_release(struct rows *r)
 {
-	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)(calls & INT64_MAX));
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)(self & INT64_MAX));
-	sqlite3_bind_int64(st, 5, (sqlite3_int64)(incl & INT64_MAX));
-	if (rank)
-		sqlite3_bind_int64(st, 6, rank);
-	return step_done(st);
+	for (size_t i = 0; i < r->nc; i++)
+		free(r->text[i]);
+	free(r->m);
+	free(r->bid);
+	free(r->bidp);
+	memset(r, 0, sizeof *r);
 }
 
-/* One trace_chains row: chain[0..n) are the innermost frames of a path of
- * depth frames whose signature is signature. */
-static int insert_chain(sqlite3_stmt *st, const char *trace_id, const char *kind, int rank,
-			const rva_trace *t, const uint32_t *chain, size_t n, size_t depth,
-			uint64_t signature, int64_t self, int64_t incl, char sig_out[17])
+/* One trace_chains row; takes text (freed by rows_release, or here on
+ * failure).  0 or -ENOMEM (text NULL). */
+static int add_chain(struct rows *r, const char *kind, int rank, uint64_t signature, char *text,
+		     size_t depth, int64_t self, int64_t incl)
 {
-	char sig[17], *text;
-	int rc;
-	assert(n <= depth);
-	if (!(text = chain_text(t, chain, n, depth - n)))
-		return SQLITE_NOMEM;
-	snprintf(sig, sizeof sig, "%016" PRIx64, signature);
-	if (sig_out)
-		memcpy(sig_out, sig, sizeof sig);
-	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 3, rank);
-	sqlite3_bind_text(st, 4, sig, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 5, text, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 6, (sqlite3_int64)depth);
-	if (self >= 0)
-		sqlite3_bind_int64(st, 7, self);
-	if (incl >= 0)
-		sqlite3_bind_int64(st, 8, incl);
-	rc = step_done(st);
-	free(text);
-	return rc;
+	struct rvs_index_chain *c;
+
+	assert(r->nc < 2 * TOP_CHAINS);
+	if (!text)
+		return -ENOMEM;
+	c = &r->c[r->nc];
+	r->text[r->nc++] = text;
+	c->kind = kind;
+	c->rank = rank;
+	snprintf(c->signature, sizeof c->signature, "%016" PRIx64, signature);
+	c->chain = text;
+	c->depth = (int64_t)(depth & INT64_MAX);
+	c->self_ns = self;
+	c->incl_ns = incl;
+	return 0;
 }
 
-/* The method and chain rows of a decoded capture; anomaly_sig gets the
- * signature of its chain at the anomaly ("" when none). */
-static int index_capture(struct lane *d, const char *trace_id, const rva_summary *sum,
-			 char anomaly_sig[17])
+/* The method and chain rows of a decoded capture, and its build ids still
+ * unresolved (left[i] set: symbolize). */
+static int rows_capture(struct rows *r, const rva_summary *sum, const unsigned char *left)
 {
 	const rva_trace *t = sum->trace;
-	sqlite3_stmt *st = NULL;
 	uint32_t top[TOP_METHODS];
-	size_t ntop;
-	int rc;
+	size_t ntop = rva_top_self(t, sum->stats, top, TOP_METHODS);
+	rva_chains ch = {0};
+	int rc = 0;
 
-	ntop = rva_top_self(t, sum->stats, top, TOP_METHODS);
-	rc = prep(d,
-		  "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
-		  " self_rank) VALUES (?,?,?,?,?,?)",
-		  &st);
-	if (rc)
-		return rc;
-	for (size_t m = 0; m < t->nmethods && !rc; m++) {
+	r->t.anomaly_name = t->anomaly_name;
+	r->t.duration_ns = (int64_t)(t->end - t->start);
+	r->t.nmethods = (int64_t)t->nmethods;
+	r->t.dropped = (int64_t)t->dropped;
+	r->t.agg = sum;
+	if (t->nmethods && !(r->m = calloc(t->nmethods, sizeof *r->m)))
+		return -ENOMEM;
+	for (size_t m = 0; m < t->nmethods; m++) {
 		const rva_mstat *ms = &sum->stats[m];
+		struct rvs_index_method *row;
 		if (!ms->calls)
 			continue;
-		int64_t rank = 0;
+		row = &r->m[r->nm++];
+		row->method = t->names[m];
+		row->calls = ms->calls;
+		row->self_ns = (uint64_t)ms->self;
+		row->incl_ns = (uint64_t)ms->incl;
 		for (size_t k = 0; k < ntop; k++)
 			if (top[k] == m)
-				rank = (int64_t)k + 1;
-		rc = insert_method(st, trace_id, t->names[m], ms->calls, (uint64_t)ms->self,
-				   (uint64_t)ms->incl, rank);
+				row->self_rank = (int64_t)k + 1;
 	}
-	unprep(d, st);
-	if (rc)
-		return rc;
-
-	rc = prep(d,
-		  "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain,"
-		  " depth, self_ns, incl_ns) VALUES (?,?,?,?,?,?,?,?)",
-		  &st);
-	if (rc)
-		return rc;
 	if (sum->anomaly_chain && sum->anomaly_depth)
-		rc = insert_chain(st, trace_id, "anomaly", 1, t, sum->anomaly_chain,
-				  sum->anomaly_depth, sum->anomaly_depth,
-				  rva_signature(t, sum->anomaly_chain, sum->anomaly_depth), -1, -1,
-				  anomaly_sig);
-	if (!rc) {
-		rva_chains ch = {0};
-		if (rva_chains_from_tree(t, &sum->tree, TOP_CHAINS, &ch) < 0) {
-			rc = SQLITE_NOMEM;
-		} else {
-			for (size_t i = 0; i < ch.n && !rc; i++)
-				rc = insert_chain(st, trace_id, "top", (int)i + 1, t,
-						  ch.v[i].methods, ch.v[i].nmethods, ch.v[i].depth,
-						  ch.v[i].signature, ch.v[i].self, ch.v[i].incl,
-						  NULL);
-			rva_chains_release(&ch);
-		}
+		rc = add_chain(r, "anomaly", 1,
+			       rva_signature(t, sum->anomaly_chain, sum->anomaly_depth),
+			       chain_text(t, sum->anomaly_chain, sum->anomaly_depth, 0),
+			       sum->anomaly_depth, -1, -1);
+	if (!rc && rva_chains_from_tree(t, &sum->tree, TOP_CHAINS, &ch) < 0)
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < ch.n; i++) {
+		assert(ch.v[i].nmethods <= ch.v[i].depth);
+		rc = add_chain(r, "top", (int)i + 1, ch.v[i].signature,
+			       chain_text(t, ch.v[i].methods, ch.v[i].nmethods,
+					  ch.v[i].depth - ch.v[i].nmethods),
+			       ch.v[i].depth, ch.v[i].self, ch.v[i].incl);
 	}
-	unprep(d, st);
-	return rc;
+	rva_chains_release(&ch);
+	if (rc)
+		return rc;
+	r->t.unresolved_replace = 1;
+	if (!t->nunresolved)
+		return 0;
+	if (!(r->bid = calloc(t->nunresolved, sizeof *r->bid)) ||
+	    !(r->bidp = calloc(t->nunresolved, sizeof *r->bidp)))
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nunresolved; i++) {
+		const rva_unresolved *u = &t->unresolved[i];
+		if (!left[i])
+			continue;
+		for (uint32_t k = 0; k < u->build_id_len; k++)
+			snprintf(r->bid[i] + 2 * k, 3, "%02x", u->build_id[k]);
+		r->bidp[r->t.nunresolved++] = r->bid[i];
+	}
+	return 0;
 }
 
 /* The method and chain rows of a device's Summary (top_self, the chains at
  * the anomaly and the longest chains), bounded: the summary is untrusted.
  * A method named twice keeps its first row. */
-static int index_summary(struct lane *d, const char *trace_id, const Rearview__Summary *ps,
-			 char anomaly_sig[17])
+static int rows_summary(struct rows *r, const Rearview__Summary *ps)
 {
-	sqlite3_stmt *st = NULL;
-	int rc;
+	size_t n = ps->n_top_self < SUMMARY_MAX_ROWS ? ps->n_top_self : SUMMARY_MAX_ROWS;
+	int rc = 0;
 
-	rc = prep(d,
-		  "INSERT OR IGNORE INTO trace_methods (trace_id, method, calls,"
-		  " self_ns, incl_ns, self_rank) VALUES (?,?,?,?,?,?)",
-		  &st);
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < ps->n_top_self && i < SUMMARY_MAX_ROWS && !rc; i++) {
+	if (ps->window_ns)
+		r->t.duration_ns = (int64_t)(ps->window_ns & INT64_MAX);
+	r->t.methods_first_wins = 1;
+	if (n && !(r->m = calloc(n, sizeof *r->m)))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
 		const Rearview__MethodStat *m = ps->top_self[i];
+		struct rvs_index_method *row;
 		if (!m->name || !m->name[0] || strlen(m->name) > SUMMARY_NAME_MAX)
 			continue;
-		rc = insert_method(st, trace_id, m->name, m->calls, m->self_ns, m->inclusive_ns,
-				   (int64_t)i + 1);
+		row = &r->m[r->nm++];
+		row->method = m->name;
+		row->calls = m->calls;
+		row->self_ns = m->self_ns;
+		row->incl_ns = m->inclusive_ns;
+		row->self_rank = (int64_t)i + 1;
 	}
-	unprep(d, st);
-	if (rc)
-		return rc;
-	rc = prep(d,
-		  "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain,"
-		  " depth, self_ns, incl_ns) VALUES (?,?,?,?,?,?,NULL,?)",
-		  &st);
-	if (rc)
-		return rc;
 	for (int pass = 0; pass < 2 && !rc; pass++) {
 		Rearview__Chain **v = pass ? ps->longest_chains : ps->chains_at_anomaly;
-		size_t n = pass ? ps->n_longest_chains : ps->n_chains_at_anomaly;
+		size_t nv = pass ? ps->n_longest_chains : ps->n_chains_at_anomaly;
 		int rank = 0;
-		for (size_t i = 0; i < n && rank < TOP_CHAINS && !rc; i++) {
+		for (size_t i = 0; i < nv && rank < TOP_CHAINS && !rc; i++) {
 			size_t depth = v[i]->n_frames < SUMMARY_MAX_DEPTH ? v[i]->n_frames
 									  : SUMMARY_MAX_DEPTH;
-			char sig[17], *text;
 			if (!depth)
 				continue;
-			if (!(text = join_chain(0, depth, frame_name, v[i])))
-				return SQLITE_NOMEM;
-			snprintf(sig, sizeof sig, "%016" PRIx64, v[i]->signature);
-			if (!pass && !anomaly_sig[0])
-				memcpy(anomaly_sig, sig, sizeof sig);
-			sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 2, pass ? "top" : "anomaly", -1, SQLITE_STATIC);
-			sqlite3_bind_int(st, 3, ++rank);
-			sqlite3_bind_text(st, 4, sig, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_text(st, 5, text, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_int64(st, 6, (sqlite3_int64)depth);
-			sqlite3_bind_int64(st, 7, (sqlite3_int64)(v[i]->duration_ns & INT64_MAX));
-			rc = step_done(st);
-			free(text);
+			rc = add_chain(r, pass ? "top" : "anomaly", ++rank, v[i]->signature,
+				       join_chain(0, depth, frame_name, v[i]), depth, -1,
+				       (int64_t)(v[i]->duration_ns & INT64_MAX));
 		}
 	}
-	unprep(d, st);
 	return rc;
 }
 
-/* Writes every index row of one trace: from the decoded capture sum, else
- * (summary-only uploads) from the device's summary ps when it sent one.
- * Runs inside the caller's transaction. */
-static int index_rows(struct lane *d, const char *trace_id, const rva_summary *sum,
-		      const Rearview__Summary *ps)
+/* The traces row's anomaly signature (its chain at the anomaly), signature
+ * (that, else its first top chain's: migration 5) and issue (the anomaly
+ * chain's signature folded: issue.h, migration 9), and the row arrays. */
+static int rows_finish(struct rows *r)
 {
-	sqlite3_stmt *st = NULL;
-	const rva_trace *t = sum ? sum->trace : NULL;
-	char anomaly_sig[17] = "";
-	int rc, decoded_before;
+	const struct rvs_index_chain *anomaly = NULL, *top = NULL;
 
-	static const char *const wipe[] = {
-		"DELETE FROM trace_chains WHERE trace_id = ?",
-		"DELETE FROM trace_methods WHERE trace_id = ?",
-		"DELETE FROM traces WHERE trace_id = ?",
-	};
-	/* A trace decoded again (re-symbolized, or after a crash before its
-	 * outcome was recorded) replaces its rows; a first decode — nearly all
-	 * of them — has none (child rows exist only under a traces row). */
-	if ((rc = prep(d, "SELECT 1 FROM traces WHERE trace_id = ?", &st)))
-		return rc;
-	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	unprep(d, st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return rc;
-	decoded_before = rc == SQLITE_ROW;
-	for (size_t i = 0; decoded_before && i < 3; i++) {
-		if ((rc = prep(d, wipe[i], &st)))
+	for (size_t i = 0; i < r->nc; i++) {
+		if (r->c[i].rank != 1)
+			continue;
+		if (!strcmp(r->c[i].kind, "anomaly"))
+			anomaly = &r->c[i];
+		else
+			top = &r->c[i];
+	}
+	if (anomaly) {
+		int rc = rvs_issue_fold(anomaly->chain, anomaly->signature, r->issue);
+		if (rc == -ENOMEM)
 			return rc;
-		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-		rc = step_done(st);
-		unprep(d, st);
-		if (rc)
-			return rc;
+		r->t.issue = rc ? NULL : r->issue;
+		r->t.anomaly_signature = anomaly->signature;
 	}
-	/* The parent row first (foreign keys), its signature filled in last. */
-	rc = prep(d,
-		  "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
-		  " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name, duration_ns,"
-		  " nmethods, dropped, decoded_at, device_id)"
-		  " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind, severity,"
-		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6, device_id FROM uploads"
-		  " WHERE trace_id = ?1",
-		  &st);
-	if (rc)
-		return rc;
-	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-	if (t) {
-		if (t->anomaly_name)
-			sqlite3_bind_text(st, 2, t->anomaly_name, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 3, t->end - t->start);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)t->nmethods);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)t->dropped);
-	} else if (ps && ps->window_ns) {
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)(ps->window_ns & INT64_MAX));
-	}
-	sqlite3_bind_int64(st, 6, (sqlite3_int64)time(NULL));
-	rc = step_done(st);
-	if (!rc && sqlite3_changes(d->db) != 1)
-		rc = SQLITE_NOTFOUND;
-	unprep(d, st);
-	if (!rc && t)
-		rc = index_capture(d, trace_id, sum, anomaly_sig);
-	if (!rc && t)
-		rc = rvs_agg_index(d->db, trace_id, sum);
-	else if (!rc && ps)
-		rc = index_summary(d, trace_id, ps, anomaly_sig);
-	if (rc)
-		return rc;
-	/* Setting traces.signature fires migration 5's triggers, which count the
-	 * trace into its signature's totals inside this transaction; issue is
-	 * the anomaly chain's signature folded (issue.h, migration 9). */
-	rc = prep(d,
-		  "UPDATE traces SET anomaly_signature = ?1, signature = COALESCE(?1,"
-		  " (SELECT c.signature FROM trace_chains c WHERE c.trace_id = ?2"
-		  " AND c.kind = 'top' AND c.rank = 1)), issue = (SELECT rvs_issue(c.chain,"
-		  " c.signature) FROM trace_chains c WHERE c.trace_id = ?2 AND c.kind ="
-		  " 'anomaly' AND c.rank = 1) WHERE trace_id = ?2",
-		  &st);
-	if (rc)
-		return rc;
-	if (anomaly_sig[0])
-		sqlite3_bind_text(st, 1, anomaly_sig, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, trace_id, -1, SQLITE_STATIC);
-	rc = step_done(st);
-	unprep(d, st);
-	return rc;
-}
-
-/* The upload's compression (*comp, when comp is not NULL) and, when ps is
- * not NULL and it carried one, its device Summary (*ps; free with
- * rearview__summary__free_unpacked).  A stored summary that does not unpack
- * is ignored: the envelope it came in was validated. */
-static int upload_meta(struct lane *d, const char *trace_id, int *comp, Rearview__Summary **ps,
-		       size_t *limit)
-{
-	sqlite3_stmt *st;
-	int rc =
-		prep(d, "SELECT compression, summary, payload_size FROM uploads WHERE trace_id = ?",
-		     &st);
-	if (ps)
-		*ps = NULL;
-	if (rc)
-		return rc;
-	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		const void *blob = sqlite3_column_blob(st, 1);
-		int len = sqlite3_column_bytes(st, 1);
-		if (comp)
-			*comp = sqlite3_column_int(st, 0);
-		if (ps && blob && len > 0)
-			*ps = rearview__summary__unpack(NULL, (size_t)len, blob);
-		if (limit)
-			*limit = rvs_inflate_limit((uint64_t)sqlite3_column_int64(st, 2));
-		rc = SQLITE_OK;
-	} else if (rc == SQLITE_DONE) {
-		rc = SQLITE_NOTFOUND;
-	}
-	unprep(d, st);
-	return rc;
+	r->t.signature = anomaly ? anomaly->signature : top ? top->signature : NULL;
+	r->t.methods = r->m;
+	r->t.nmethod_rows = r->nm;
+	r->t.chains = r->c;
+	r->t.nchains = r->nc;
+	r->t.unresolved = r->bidp;
+	return 0;
 }
 
 static double now_ms(void)
@@ -558,65 +385,44 @@ static void symbolize(const struct lane *d, rva_trace *t, unsigned char *left)
 	}
 }
 
-/* Inside the index transaction: the build-ids this trace still needs. */
-static int index_unresolved(struct lane *d, const char *trace_id, const rva_trace *t,
-			    const unsigned char *left)
-{
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	if ((rc = prep(d, "DELETE FROM trace_unresolved WHERE trace_id = ?", &st)))
-		return rc;
-	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-	rc = step_done(st);
-	unprep(d, st);
-	for (size_t i = 0; t && !rc && i < t->nunresolved; i++) {
-		const rva_unresolved *u = &t->unresolved[i];
-		char bid[2 * 64 + 1];
-
-		if (!left[i])
-			continue;
-		for (uint32_t k = 0; k < u->build_id_len; k++)
-			snprintf(bid + 2 * k, 3, "%02x", u->build_id[k]);
-		if ((rc = prep(d,
-			       "INSERT OR IGNORE INTO trace_unresolved (build_id, trace_id)"
-			       " VALUES (?, ?)",
-			       &st)))
-			return rc;
-		sqlite3_bind_text(st, 1, bid, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 2, trace_id, -1, SQLITE_STATIC);
-		rc = step_done(st);
-		unprep(d, st);
-	}
-	return rc;
-}
-
-/* Decodes and indexes one capture upload (blob_path its payload) in its own
+/* Decodes and indexes one capture upload (it->path its payload) in its own
  * index transaction, taken only after the capture is summarized: decoding
- * takes tens of ms, and the write lock is not held through it. */
-static int decode_capture(struct lane *d, const char *trace_id, const char *blob_path, char *reason,
-			  size_t rlen)
+ * takes tens of ms, and the write lock is not held through it.  Sets
+ * it->rc and it->reason. */
+static void decode_capture(struct lane *d, struct rvs_decode_item *it)
 {
 	double t0 = now_ms(), t_read = t0, t_zstd = t0, t_sum = t0;
 	uint8_t *raw = NULL, *cap = NULL;
-	size_t rawlen = 0, caplen = 0;
+	size_t rawlen = 0, caplen = 0, rlen = sizeof it->reason;
+	char *reason = it->reason;
+	struct rvs_index_meta meta;
+	struct rows r;
 	rva_summary sum;
 	rva_error err;
-	int comp = 0, rc, cap_owned = 0;
-	size_t limit = RVS_DECODE_MAX_CAPTURE;
+	int comp, rc, cap_owned = 0;
+	size_t limit;
 	unsigned char *left = NULL; /* per unresolved method: still unnamed */
 
 	memset(&sum, 0, sizeof sum);
 	err.msg[0] = 0;
-	if ((rc = open_db(d))) {
+	reason[0] = 0;
+	if ((rc = open_lane(d))) {
 		snprintf(reason, rlen, "index: cannot open database");
-		return rc;
+		it->rc = rc;
+		return;
 	}
-	if ((rc = upload_meta(d, trace_id, &comp, NULL, &limit)))
-		return sqlerr(d->db, rc, reason, rlen);
-	if ((rc = rvs_read_file(blob_path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))) {
+	if ((rc = d->ops->index_upload_meta(d->ix, it->trace_id, &meta))) {
+		snprintf(reason, rlen, "index: upload: %s", strerror(-rc));
+		it->rc = rc;
+		return;
+	}
+	free(meta.summary);
+	comp = meta.compression;
+	limit = rvs_inflate_limit(meta.payload_size);
+	if ((rc = rvs_read_file(it->path, RVS_DECODE_MAX_BLOB, &raw, &rawlen))) {
 		snprintf(reason, rlen, "blob unreadable: %s", strerror(-rc));
-		return rc;
+		it->rc = rc;
+		return;
 	}
 	t_read = now_ms();
 	if (comp == REARVIEW__COMPRESSION__COMPRESSION_ZSTD ||
@@ -629,12 +435,14 @@ static int decode_capture(struct lane *d, const char *trace_id, const char *blob
 				 rc == -E2BIG	 ? "capture too large"
 				 : rc == -ENOMEM ? "out of memory"
 						 : "corrupt or truncated");
-			return rc;
+			it->rc = rc;
+			return;
 		}
 	} else if (comp != REARVIEW__COMPRESSION__COMPRESSION_NONE) {
 		free(raw);
 		snprintf(reason, rlen, "unknown compression %d", comp);
-		return -EPROTONOSUPPORT;
+		it->rc = -EPROTONOSUPPORT;
+		return;
 	} else {
 		cap = raw;
 		caplen = rawlen;
@@ -647,78 +455,99 @@ static int decode_capture(struct lane *d, const char *trace_id, const char *blob
 	t_sum = now_ms();
 	if (rc) {
 		snprintf(reason, rlen, "capture: %s", err.msg[0] ? err.msg : strerror(-rc));
-		return rc;
+		it->rc = rc;
+		return;
 	}
 	if (sum.trace->nunresolved && !(left = malloc(sum.trace->nunresolved))) {
 		rva_summary_release(&sum);
 		snprintf(reason, rlen, "index: out of memory");
-		return -ENOMEM;
+		it->rc = -ENOMEM;
+		return;
 	}
 	symbolize(d, sum.trace, left);
-	rc = sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	if (!rc)
-		rc = index_rows(d, trace_id, &sum, NULL);
-	if (!rc)
-		rc = index_unresolved(d, trace_id, sum.trace, left);
-	if (!rc)
-		rc = sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL);
-	if (rc) {
-		rc = sqlerr(d->db, rc, reason, rlen);
-		sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+	rows_init(&r, it->trace_id, it->lease);
+	if ((rc = rows_capture(&r, &sum, left)) || (rc = rows_finish(&r))) {
+		snprintf(reason, rlen, "index: out of memory");
+	} else {
+		d->ops->index_write(d->ix, &r.t, 1);
+		rc = r.t.rc;
+		memcpy(reason, r.t.reason, rlen);
 	}
+	rows_release(&r);
 	rva_summary_release(&sum);
 	free(left);
+	it->rc = rc;
 	if (!rc)
 		rvs_log("info",
 			"msg=\"decoded\" trace=%s capture_bytes=%zu read_ms=%.1f zstd_ms=%.1f"
 			" summarize_ms=%.1f index_ms=%.1f",
-			trace_id, caplen, t_read - t0, t_zstd - t_read, t_sum - t_zstd,
+			it->trace_id, caplen, t_read - t0, t_zstd - t_read, t_sum - t_zstd,
 			now_ms() - t_sum);
-	return rc;
 }
 
 /* Indexes n summary-only uploads (a device's Summary, or nothing but the
- * trace row) in one transaction, a savepoint each, so that one upload's
- * failure quarantines it alone; every item's rc and reason are set. */
+ * trace row) in one transaction, a savepoint each (index_write), so that
+ * one upload's failure quarantines it alone; every item's rc and reason
+ * are set. */
 static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n)
 {
-	int rc = open_db(d);
+	struct rows *r = calloc(n, sizeof *r);
+	struct rvs_index_trace *v = calloc(n, sizeof *v);
+	size_t *of = calloc(n, sizeof *of); /* v[k] is it[of[k]] */
+	/* The Summaries: they own the names the rows point at. */
+	Rearview__Summary **ps = calloc(n, sizeof *ps);
+	size_t nv = 0;
+	int rc = r && v && of && ps ? open_lane(d) : -ENOMEM;
 
 	for (size_t i = 0; i < n; i++) {
-		it[i].rc = 0;
+		it[i].rc = rc;
 		it[i].reason[0] = 0;
+		if (rc)
+			snprintf(it[i].reason, sizeof it[i].reason, "index: %s",
+				 rc == -ENOMEM ? "out of memory" : "cannot open database");
 	}
-	if (rc) {
-		for (size_t i = 0; i < n; i++) {
-			it[i].rc = rc;
-			snprintf(it[i].reason, sizeof it[i].reason, "index: cannot open database");
-		}
-		return;
-	}
-	rc = sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	for (size_t i = 0; i < n; i++) {
-		Rearview__Summary *ps = NULL;
-		int r = rc;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct rvs_index_meta meta;
+		int ri;
 
-		if (!r)
-			r = sqlite3_exec(d->db, "SAVEPOINT one", NULL, NULL, NULL);
-		if (!r && !(r = upload_meta(d, it[i].trace_id, NULL, &ps, NULL)))
-			r = index_rows(d, it[i].trace_id, NULL, ps);
-		rearview__summary__free_unpacked(ps, NULL);
-		if (r) {
-			it[i].rc = sqlerr(d->db, r, it[i].reason, sizeof it[i].reason);
-			if (!rc)
-				sqlite3_exec(d->db, "ROLLBACK TO one", NULL, NULL, NULL);
+		rows_init(&r[i], it[i].trace_id, it[i].lease);
+		if ((ri = d->ops->index_upload_meta(d->ix, it[i].trace_id, &meta))) {
+			snprintf(it[i].reason, sizeof it[i].reason, "index: upload: %s",
+				 strerror(-ri));
+			it[i].rc = ri;
+			continue;
 		}
-		if (!rc)
-			sqlite3_exec(d->db, "RELEASE one", NULL, NULL, NULL);
+		/* A stored summary that does not unpack is ignored: the envelope
+		 * it came in was validated. */
+		if (meta.summary)
+			ps[i] = rearview__summary__unpack(NULL, meta.summary_len, meta.summary);
+		free(meta.summary);
+		ri = ps[i] ? rows_summary(&r[i], ps[i]) : 0;
+		if (!ri)
+			ri = rows_finish(&r[i]);
+		if (ri) {
+			snprintf(it[i].reason, sizeof it[i].reason, "index: out of memory");
+			it[i].rc = ri;
+			continue;
+		}
+		v[nv] = r[i].t;
+		of[nv++] = i;
 	}
-	if (!rc && (rc = sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL))) {
-		for (size_t i = 0; i < n; i++)
-			if (!it[i].rc)
-				it[i].rc = sqlerr(d->db, rc, it[i].reason, sizeof it[i].reason);
-		sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+	if (nv)
+		d->ops->index_write(d->ix, v, nv);
+	for (size_t k = 0; k < nv; k++) {
+		struct rvs_decode_item *x = &it[of[k]];
+		x->rc = v[k].rc;
+		memcpy(x->reason, v[k].reason, sizeof x->reason);
 	}
+	for (size_t i = 0; r && ps && i < n; i++) {
+		rearview__summary__free_unpacked(ps[i], NULL);
+		rows_release(&r[i]);
+	}
+	free(ps);
+	free(r);
+	free(v);
+	free(of);
 }
 
 /* The seam's decode (api.h) on a free lane: concurrent callers (at most
@@ -740,9 +569,7 @@ static void decode_cb(void *ctx, struct rvs_decode_item *it, size_t n)
 		double t0 = now_ms(), share;
 
 		if (it[i].path[0]) {
-			it[i].reason[0] = 0;
-			it[i].rc = decode_capture(d, it[i].trace_id, it[i].path, it[i].reason,
-						  sizeof it[i].reason);
+			decode_capture(d, &it[i]);
 			it[i].seconds = (now_ms() - t0) / 1e3;
 			j = i + 1;
 			continue;
@@ -763,15 +590,17 @@ static void decode_cb(void *ctx, struct rvs_decode_item *it, size_t n)
 int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_decode **out)
 {
 	struct rvs_decode *d = calloc(1, sizeof *d);
+	int rc;
+
 	if (!d)
 		return -ENOMEM;
-	if ((size_t)snprintf(d->database, sizeof d->database, "%s", database) >=
-	    sizeof d->database) {
+	if ((rc = rvs_store_acquire(database, &d->ops, &d->store))) {
 		free(d);
-		return -ENAMETOOLONG;
+		return rc;
 	}
 	for (size_t i = 0; i < RVS_DECODE_LANES; i++) {
-		d->lane[i].database = d->database;
+		d->lane[i].ops = d->ops;
+		d->lane[i].store = d->store;
 		d->lane[i].symbols_dir = d->symbols_dir;
 		pthread_mutex_init(&d->lane[i].mu, NULL);
 	}
@@ -797,13 +626,11 @@ void rvs_decode_free(struct rvs_decode *d)
 		return;
 	for (size_t l = 0; l < RVS_DECODE_LANES; l++) {
 		struct lane *ln = &d->lane[l];
-		for (size_t i = 0; i < STMT_CACHE; i++)
-			sqlite3_finalize(ln->stmt[i]);
-		rvs_sqlite_ckpt_detach(ln->db);
-		sqlite3_close(ln->db);
+		d->ops->index_lane_close(ln->ix);
 		ZSTD_freeDCtx(ln->dctx);
 		free(ln->buf);
 		pthread_mutex_destroy(&ln->mu);
 	}
+	rvs_store_release(d->store);
 	free(d);
 }

@@ -2,10 +2,10 @@
  * decode.h — the decoder behind decoder.h's struct rvs_decoder: reads a stored
  * capture blob, inflates it when the upload says so (zstd, or zstd over
  * the shuffled form), summarizes it
- * with librvanalysis and indexes it in sqlite (tables traces, trace_methods,
- * trace_chains; server/SCHEMA.md migration 2).  Runs on the libuv work
- * queue only.  It uses its own sqlite connection to the store's database;
- * the store must have been opened (migrated) before the first decode.
+ * with librvanalysis and has the store index it (tables traces,
+ * trace_methods, trace_chains; server/SCHEMA.md; store.h index_write) on
+ * either backend.  Runs on the libuv work queue only.  Each decode lane
+ * has its own index connection to the store's database.
  */
 #ifndef RVS_DECODE_H
 #define RVS_DECODE_H
@@ -18,8 +18,11 @@
 
 struct rvs_decode;
 
-/* database: path of the sqlite file.  Fills *dec with the seam (ctx = the
- * new object).  0 or -ENOMEM / -ENAMETOOLONG.  Free with rvs_decode_free. */
+/* database: the store's dsn (a sqlite path or a postgresql:// URI), taken
+ * with rvs_store_acquire (opened and migrated when nothing holds it yet;
+ * blocks).  Fills *dec with the seam (ctx = the new object).  0, -ENOMEM
+ * or the acquire's -errno.  Free with rvs_decode_free (it releases the
+ * store). */
 int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_decode **out);
 void rvs_decode_free(struct rvs_decode *d); /* NULL is a no-op */
 

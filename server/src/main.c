@@ -100,8 +100,8 @@ static void on_ready(void *arg, int rc)
 	/* Written once at startup, before any request is served. */
 	if (rvs_write_file_atomic(a->cfg.port_file, port, (size_t)n, 0644))
 		rvs_log("warn", "msg=\"cannot write port file\" path=\"%s\"", a->cfg.port_file);
-	rvs_log("info", "msg=\"listening\" url=https://%s:%d/ store=sqlite3", a->cfg.listen_host,
-		rvs_server_port(a->srv));
+	rvs_log("info", "msg=\"listening\" url=https://%s:%d/ store=%s", a->cfg.listen_host,
+		rvs_server_port(a->srv), rvs_store_for(a->cfg.database)->name);
 }
 
 static int run(const char *config_path)
@@ -117,6 +117,7 @@ static int run(const char *config_path)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	rvs_store_pg_lease(a.cfg.decode_lease_s); /* before any store opens */
 	a.loop = uv_default_loop();
 	/* Before serving; a failure leaves GET /v1/policy answering "no policy". */
 	rvs_policy_publish_default(&a.cfg);
@@ -128,16 +129,6 @@ static int run(const char *config_path)
 	else if (swept.temps)
 		rvs_log("info", "msg=\"blob temporary files removed\" count=%llu",
 			(unsigned long long)swept.temps);
-	/* The decoder, queries and web pages still run SQL on sqlite directly
-	 * (issue 15): until that is behind store.h a PostgreSQL database
-	 * serves nothing, so refuse it plainly (server/README.md). */
-	if (rvs_store_for(a.cfg.database) != &rvs_store_sqlite) {
-		fprintf(stderr,
-			"rearview-server: %s: PostgreSQL stores only the ingest path so far;"
-			" the server cannot run on it yet\n",
-			a.cfg.database);
-		return 2;
-	}
 	if (rvs_decode_new(a.cfg.database, &a.decoder, &a.dec))
 		return 1;
 	rvs_decode_set_symbols_dir(a.dec, a.cfg.symbols_dir);

@@ -1,9 +1,9 @@
 /*
  * query.c — the JSON API (query.h, server/API.md).
  *
- * Invariants: SQL text is fixed at compile time; request values reach
- * sqlite only as bound parameters (an absent filter binds NULL and its
- * clause reads "?N IS NULL OR …").  Integers are parsed with end checks;
+ * Invariants: the reads are the store's (store.h: SQL text fixed at
+ * compile time, request values only as bound parameters, an absent filter
+ * NULL).  Integers are parsed with end checks;
  * trace ids must be "t-" + 32 lowercase hex; export formats come from a
  * fixed table and never name a path.  Output strings go through jansson,
  * which escapes them; bytes that are not UTF-8 (method names are whatever
@@ -12,13 +12,13 @@
 #include "query.h"
 #include "export.h"
 #include "params.h"
-#include "version.h"
 #include "trace_load.h"
-#include "why.h"
 #include "store.h"
 #include "route.h"
 #include "search.h"
 #include "rvs.h"
+#include "version.h"
+#include "why.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "rearview/analysis.h"
 #include "rearview/summary.pb-c.h"
@@ -78,18 +77,6 @@ static json_t *jstr(const char *s)
 	return j ? j : json_null();
 }
 
-static json_t *jcol(sqlite3_stmt *st, int i)
-{
-	switch (sqlite3_column_type(st, i)) {
-	case SQLITE_NULL:
-		return json_null();
-	case SQLITE_INTEGER:
-		return json_integer(sqlite3_column_int64(st, i));
-	default:
-		return jstr((const char *)sqlite3_column_text(st, i));
-	}
-}
-
 /* The reply helpers (reply.h) under the names this file's endpoints use. */
 static void set_json(struct rvs_query_resp *r, int status, json_t *doc)
 {
@@ -101,22 +88,13 @@ static void set_error(struct rvs_query_resp *r, int status, const char *msg)
 	rvs_query_set_error(r, status, msg);
 }
 
-static sqlite3 *open_ro(const char *database)
+/* 400 naming the parameter whose value does not parse. */
+static void bad_param(struct rvs_query_resp *r, const char *name)
 {
-	sqlite3 *db = NULL;
-	if (sqlite3_open_v2(database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
-		return NULL;
-	}
-	rvs_sqlite_busy(db, 5000);
-	return db;
-}
+	char msg[96];
 
-/* Adds every column of the current row to obj, keyed by column name. */
-static void row_into(sqlite3_stmt *st, json_t *obj)
-{
-	for (int i = 0; i < sqlite3_column_count(st); i++)
-		json_object_set_new(obj, sqlite3_column_name(st, i), jcol(st, i));
+	snprintf(msg, sizeof msg, "bad value for parameter: %s", name);
+	set_error(r, 400, msg);
 }
 
 static int parse_limit(const char *query, int64_t *limit)
@@ -126,172 +104,134 @@ static int parse_limit(const char *query, int64_t *limit)
 
 /* ---- GET /api/v1/traces ------------------------------------------------------ */
 
-#define LIST_COLS                                                                             \
-	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build," \
-	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"       \
-	" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
-#define LIST_FILTERS                                                                       \
-	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"            \
-	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"            \
-	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"    \
-	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"  \
-	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id" \
-	"  FROM trace_chains c WHERE c.signature = ?9))"                                   \
-	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"       \
-	"  WHERE m.method = ?10))"                                                         \
-	" AND (?11 IS NULL OR t.rowid < ?11)"                                              \
-	" ORDER BY t.rowid DESC LIMIT ?12"
+/* A store read's row as a JSON object keyed by column name. */
+static json_t *jrow(const struct rvs_col *cols, size_t n)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < n; i++)
+		json_object_set_new(o, cols[i].name,
+				    cols[i].type == RVS_COL_INT	   ? json_integer(cols[i].i)
+				    : cols[i].type == RVS_COL_TEXT ? jstr(cols[i].text)
+								   : json_null());
+	return o;
+}
 
-/* Without a signature or method filter: walk traces newest first. */
-static const char LIST_SQL[] = LIST_COLS LIST_FILTERS;
-/* With one (or a time range), its matches drive the query (index lookups,
- * then a sort of the matches only): walking every trace newest first to
- * find the few that match a rare signature or method, or an older time
- * range, read most of the table. */
-static const char LIST_SQL_SIG[] =
-	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.anomaly_signature = ?9"
-		  " UNION SELECT x.rowid FROM trace_chains c JOIN traces x ON x.trace_id ="
-		  " c.trace_id WHERE c.signature = ?9) AND" LIST_FILTERS;
-static const char LIST_SQL_TIME[] =
-	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.received_at >="
-		  " coalesce(?7, -9223372036854775807) AND x.received_at <"
-		  " coalesce(?8, 9223372036854775807)) AND" LIST_FILTERS;
-static const char LIST_SQL_METHOD[] =
-	LIST_COLS " t.rowid IN (SELECT x.rowid FROM trace_methods m JOIN traces x ON"
-		  " x.trace_id = m.trace_id WHERE m.method = ?10) AND" LIST_FILTERS;
+/* traces_list's rows: at most limit into items (without their rowid_,
+ * kept in *last); one more sets *more. */
+struct list_rows {
+	json_t *items;
+	int64_t limit, n, last;
+	int more;
+};
 
-static void list_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+static int list_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct list_rows *x = arg;
+	json_t *o;
+
+	if (x->n == x->limit) {
+		x->more = 1;
+		return 1;
+	}
+	assert(n >= 1 && !strcmp(cols[0].name, "rowid_") && cols[0].type == RVS_COL_INT);
+	x->last = cols[0].i;
+	o = jrow(cols + 1, n - 1);
+	json_array_append_new(x->items, o);
+	x->n++;
+	return 0;
+}
+
+/* The plain (unsorted) trace list, newest first, through the store. */
+static void list_traces(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
+			struct rvs_query_resp *r)
 {
 	static const char *const text_params[] = {"app", "version", "model", "os_build"};
 	static const char *const int_params[] = {"kind", "min_severity", "since", "until"};
-	const char *sql = LIST_SQL, *bad;
-	char v[1024];
-	int64_t limit, n = 0, last = 0, iv;
-	sqlite3_stmt *st;
-	json_t *items, *doc;
+	struct rvs_trace_filter f = {0};
+	char text[6][1024], v[64];
+	const char **tp[] = {&f.app, &f.version, &f.model, &f.os_build, &f.signature, &f.method};
+	int64_t *ip[] = {&f.kind, &f.min_severity, &f.since, &f.until};
+	int *hp[] = {&f.has_kind, &f.has_min_severity, &f.has_since, &f.has_until};
+	struct list_rows x = {0};
+	json_t *doc;
 	int rc;
 
-	/* Sorted (worst traces) or by issue: search.c's keyset lists. */
-	if (qparam(query, "sort", v, sizeof v) || qparam(query, "issue", v, sizeof v))
-		return rvs_search_traces(db, query, r);
-	if (parse_limit(query, &limit))
+	if (parse_limit(query, &x.limit))
 		return set_error(r, 400, "bad limit");
-	if (qparam(query, "signature", v, sizeof v) == 1)
-		sql = LIST_SQL_SIG;
-	else if (qparam(query, "method", v, sizeof v) == 1)
-		sql = LIST_SQL_METHOD;
-	else if (qparam(query, "since", v, sizeof v) == 1 ||
-		 qparam(query, "until", v, sizeof v) == 1)
-		sql = LIST_SQL_TIME;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+	for (int i = 0; i < 6; i++) {
+		const char *name = i < 4 ? text_params[i] : i == 4 ? "signature" : "method";
+		if ((rc = qparam(query, name, text[i], sizeof text[i])) < 0)
+			return bad_param(r, name);
+		if (rc)
+			*tp[i] = text[i];
+	}
+	for (int i = 0; i < 4; i++) {
+		/* kind: a number or a name (params.h). */
+		if ((rc = qparam(query, int_params[i], v, sizeof v)) < 0 ||
+		    (rc && (i ? parse_i64(v, ip[i]) : rvs_param_kind(v, ip[i]))))
+			return bad_param(r, int_params[i]);
+		*hp[i] = rc;
+	}
+	if ((rc = qparam(query, "cursor", v, sizeof v)) < 0 || (rc && parse_i64(v, &f.cursor)))
+		return bad_param(r, "cursor");
+	f.has_cursor = rc;
+	f.limit = x.limit + 1;
+	x.items = json_array();
+	rc = ops->traces_list(st, &f, list_row, &x);
+	if (rc < 0) {
+		json_decref(x.items);
 		return set_error(r, 500, "query failed");
-	for (int i = 0; i < 4; i++) {
-		bad = text_params[i];
-		if ((rc = qparam(query, text_params[i], v, sizeof v)) < 0)
-			goto bad;
-		if (rc)
-			sqlite3_bind_text(st, i + 1, v, -1, SQLITE_TRANSIENT);
 	}
-	for (int i = 0; i < 4; i++) {
-		bad = int_params[i];
-		if ((rc = qparam(query, int_params[i], v, sizeof v)) < 0)
-			goto bad;
-		if (rc && (i ? parse_i64(v, &iv) : rvs_param_kind(v, &iv)))
-			goto bad;
-		if (rc)
-			sqlite3_bind_int64(st, i + 5, iv);
-	}
-	bad = "signature";
-	if ((rc = qparam(query, "signature", v, sizeof v)) < 0)
-		goto bad;
-	if (rc)
-		sqlite3_bind_text(st, 9, v, -1, SQLITE_TRANSIENT);
-	bad = "method";
-	if ((rc = qparam(query, "method", v, sizeof v)) < 0)
-		goto bad;
-	if (rc)
-		sqlite3_bind_text(st, 10, v, -1, SQLITE_TRANSIENT);
-	bad = "cursor";
-	if ((rc = qparam(query, "cursor", v, sizeof v)) < 0 || (rc && parse_i64(v, &iv)))
-		goto bad;
-	if (rc)
-		sqlite3_bind_int64(st, 11, iv);
-	sqlite3_bind_int64(st, 12, limit + 1);
-
-	items = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o;
-		if (n == limit)
-			break;
-		o = json_object();
-		row_into(st, o);
-		json_object_del(o, "rowid_");
-		last = sqlite3_column_int64(st, 0);
-		json_array_append_new(items, o);
-		n++;
-	}
-	doc = json_pack("{s:o}", "traces", items);
-	if (rc == SQLITE_ROW) {
-		snprintf(v, sizeof v, "%" PRId64, last);
+	doc = json_pack("{s:o}", "traces", x.items);
+	if (x.more) {
+		snprintf(v, sizeof v, "%" PRId64, x.last);
 		json_object_set_new(doc, "next_cursor", json_string(v));
 	} else {
 		json_object_set_new(doc, "next_cursor", json_null());
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		json_decref(doc);
-		return set_error(r, 500, "query failed");
-	}
-	return set_json(r, 200, doc);
-bad:
-	sqlite3_finalize(st);
-	snprintf(v, sizeof v, "bad value for parameter: %s", bad);
-	set_error(r, 400, v);
+	set_json(r, 200, doc);
 }
 
 /* ---- GET /api/v1/traces/{id} ------------------------------------------------ */
 
-/* Every remaining row of st as an object appended to arr; 0 or -EIO. */
-static int step_rows_into(sqlite3_stmt *st, json_t *arr)
+/* trace_read's rows: the head row's columns into doc, the others into
+ * its "top_self" and "chains" arrays. */
+static int trace_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		json_array_append_new(arr, o);
-	}
-	return rc == SQLITE_DONE ? 0 : -EIO;
-}
+	json_t *doc = arg, *o = jrow(cols, n);
 
-static int rows_into(sqlite3 *db, const char *sql, const char *id, json_t *arr)
-{
-	sqlite3_stmt *st;
-	int rc;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	rc = step_rows_into(st, arr);
-	sqlite3_finalize(st);
-	return rc;
+	if (part == RVS_TRACE_HEAD) {
+		json_object_update(doc, o);
+		json_decref(o);
+		json_object_set_new(doc, "top_self", json_array());
+		json_object_set_new(doc, "chains", json_array());
+		return 0;
+	}
+	json_array_append_new(
+		json_object_get(doc, part == RVS_TRACE_TOP_SELF ? "top_self" : "chains"), o);
+	return 0;
 }
 
 /* The "why" of a summary-only upload: from the device's Summary, if it
  * sent one with off-CPU figures; *out NULL otherwise.  0 or -ENOMEM / -EIO. */
-static int summary_why(sqlite3 *db, const char *id, json_t **out)
+static int summary_why(const struct rvs_store_ops *ops, struct rvs_store *st, const char *id,
+		       json_t **out)
 {
+	struct rvs_index_lane *lane = NULL;
+	struct rvs_index_meta m = {0};
 	Rearview__Summary *s = NULL;
-	sqlite3_stmt *st;
-	int rc = 0;
+	int rc;
 
 	*out = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT summary FROM uploads WHERE trace_id = ?", -1, &st,
-			       NULL) != SQLITE_OK)
+	if ((rc = ops->index_lane_open(st, &lane)))
 		return -EIO;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) > 0)
-		s = rearview__summary__unpack(NULL, (size_t)sqlite3_column_bytes(st, 0),
-					      sqlite3_column_blob(st, 0));
-	sqlite3_finalize(st);
+	rc = ops->index_upload_meta(lane, id, &m);
+	ops->index_lane_close(lane);
+	if (rc)
+		return rc == -ENOENT ? 0 : -EIO;
+	if (m.summary && m.summary_len)
+		s = rearview__summary__unpack(NULL, m.summary_len, m.summary);
+	free(m.summary);
 	if (s)
 		rc = rvs_why_json_summary(s, out);
 	rearview__summary__free_unpacked(s, NULL);
@@ -301,7 +241,8 @@ static int summary_why(sqlite3 *db, const char *id, json_t **out)
 /* The document's "why" (why.h): from the decoded capture when one is
  * stored, else from the device's summary; null when neither says (or the
  * capture no longer loads: the rest of the document still stands). */
-static int why_into(const struct rvs_config *cfg, sqlite3 *db, const char *id, json_t *doc)
+static int why_into(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
+		    struct rvs_store *st, const char *id, json_t *doc)
 {
 	rva_trace *t = NULL;
 	json_t *why = NULL;
@@ -311,7 +252,7 @@ static int why_into(const struct rvs_config *cfg, sqlite3 *db, const char *id, j
 		rc = rvs_why_json(t, &why);
 		rva_trace_free(t);
 	} else if (rc == -ENOENT) {
-		rc = summary_why(db, id, &why);
+		rc = summary_why(ops, st, id, &why);
 	} else {
 		rc = 0;
 	}
@@ -321,48 +262,18 @@ static int why_into(const struct rvs_config *cfg, sqlite3 *db, const char *id, j
 }
 
 /* The trace document; its "why" (cfg not NULL) loads the capture. */
-static void get_trace(const struct rvs_config *cfg, sqlite3 *db, const char *id,
-		      struct rvs_query_resp *r)
+static void get_trace(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
+		      struct rvs_store *st, const char *id, struct rvs_query_resp *r)
 {
-	sqlite3_stmt *st;
-	json_t *doc, *top, *chains;
-	int rc;
+	json_t *doc = json_object();
+	int rc = ops->trace_read(st, id, trace_row, doc);
 
-	if (sqlite3_prepare_v2(
-		    db,
-		    "SELECT u.trace_id, u.state, q.reason AS quarantine_reason,"
-		    " u.app_id, u.app_version, u.model, u.os_build, u.campaign_id,"
-		    " u.anomaly_kind, u.severity, u.captured_realtime_ns AS captured_at_ns,"
-		    " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
-		    " t.anomaly_name, t.anomaly_signature, t.duration_ns, t.nmethods,"
-		    " t.dropped, t.decoded_at"
-		    " FROM uploads u LEFT JOIN traces t USING (trace_id)"
-		    " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = ?",
-		    -1, &st, NULL) != SQLITE_OK)
-		return set_error(r, 500, "query failed");
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		sqlite3_finalize(st);
-		return set_error(r, rc == SQLITE_DONE ? 404 : 500,
-				 rc == SQLITE_DONE ? "no such trace" : "query failed");
+	if (rc) {
+		json_decref(doc);
+		return set_error(r, rc == -ENOENT ? 404 : 500,
+				 rc == -ENOENT ? "no such trace" : "query failed");
 	}
-	doc = json_object();
-	row_into(st, doc);
-	sqlite3_finalize(st);
-	top = json_array();
-	chains = json_array();
-	json_object_set_new(doc, "top_self", top);
-	json_object_set_new(doc, "chains", chains);
-	if (rows_into(db,
-		      "SELECT self_rank AS rank, method, calls, self_ns, incl_ns FROM trace_methods"
-		      " WHERE trace_id = ? AND self_rank IS NOT NULL ORDER BY self_rank",
-		      id, top) ||
-	    rows_into(db,
-		      "SELECT kind, rank, signature, chain, depth, self_ns, incl_ns FROM"
-		      " trace_chains WHERE trace_id = ? ORDER BY kind, rank",
-		      id, chains) ||
-	    (cfg && why_into(cfg, db, id, doc))) {
+	if (cfg && why_into(cfg, ops, st, id, doc)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
@@ -407,37 +318,33 @@ static void export_trace(const struct rvs_config *cfg, const char *id, const cha
 
 /* ---- GET /api/v1/methods/{name} --------------------------------------------- */
 
-/* Past this many traces with the method, its newest traces are found by
- * walking traces newest first and probing trace_methods' primary key,
- * instead of sorting every row of the method. */
-#define METHOD_SCAN_MIN 5000
-
-/* One integer from sql with ?1 = name and ?2 = arg; -1 on error. */
-static int64_t method_int(sqlite3 *db, const char *sql, const char *name, int64_t arg)
+/* One integer (the first column of the only row) of a method read, or -1
+ * on error or no row. */
+static int int_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
-	sqlite3_stmt *st;
+	int64_t *v = arg;
+	*v = n >= 1 && cols[0].type == RVS_COL_INT ? cols[0].i : -1;
+	return 0;
+}
+
+static int64_t method_int(const struct rvs_store_ops *ops, struct rvs_store *st, int part,
+			  const char *name, int64_t arg)
+{
 	int64_t v = -1;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+	if (ops->method_read(st, part, name, arg, 0, NULL, NULL, int_row, &v))
 		return -1;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, arg);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
 	return v;
 }
 
-/* {"p50","p95"} of column col (nearest rank) read off migration 5's
- * (method, col) index: an OFFSET walk, no sort. */
-static json_t *method_pcts(sqlite3 *db, const char *name, int64_t n, int incl)
+/* {"p50","p95"} of self or inclusive time (nearest rank), read off the
+ * store's (method, col) index: no sort. */
+static json_t *method_pcts(const struct rvs_store_ops *ops, struct rvs_store *st, const char *name,
+			   int64_t n, int incl)
 {
-	const char *sql = incl ? "SELECT incl_ns FROM trace_methods WHERE method = ?1"
-				 " ORDER BY incl_ns LIMIT 1 OFFSET ?2"
-			       : "SELECT self_ns FROM trace_methods WHERE method = ?1"
-				 " ORDER BY self_ns LIMIT 1 OFFSET ?2";
+	int part = incl ? RVS_METHOD_INCL_NTH : RVS_METHOD_SELF_NTH;
 	int64_t k50 = (50 * n + 99) / 100, k95 = (95 * n + 99) / 100;
-	int64_t p50 = method_int(db, sql, name, k50 ? k50 - 1 : 0);
-	int64_t p95 = method_int(db, sql, name, k95 ? k95 - 1 : 0);
+	int64_t p50 = method_int(ops, st, part, name, k50 ? k50 - 1 : 0);
+	int64_t p95 = method_int(ops, st, part, name, k95 ? k95 - 1 : 0);
 	if (p50 < 0 || p95 < 0)
 		return NULL;
 	return json_pack("{s:I,s:I}", "p50", (json_int_t)p50, "p95", (json_int_t)p95);
@@ -506,102 +413,88 @@ static void samples_into(struct samples *s, json_t *obj)
  * that is in every trace). */
 #define BY_VERSION_SAMPLE 2000
 
-/* The filters of a method page (app, version: exact), NULL when absent;
- * bound as ?3 and ?4 by the statements below. */
-#define METHOD_FILTERS " (?3 IS NULL OR t.app_id = ?3) AND (?4 IS NULL OR t.app_version = ?4)"
+/* method_split's state: the group (version or model) being gathered and
+ * its samples. */
+struct by_group {
+	struct samples sm;
+	const char *key; /* "app_version" or "model" */
+	char *val;
+	json_t *arr;
+	int oom;
+};
 
-/* The same percentiles per value of traces' column col ("app_version",
- * listed in version order, or "model") into doc[key], over the newest
- * BY_VERSION_SAMPLE traces containing the method that pass the filters (n
- * of them in all: it picks the plan, as for the trace list below). */
-static int method_split(sqlite3 *db, const char *name, int64_t n, const char *col, const char *key,
-			const char *app, const char *ver, json_t *doc)
+/* The gathered group's percentiles into arr. */
+static void group_out(struct by_group *b)
 {
-	struct samples sm = {0};
-	sqlite3_stmt *st;
-	char *v0 = NULL, sql[640];
-	json_t *arr = json_array();
-	int rc;
-
-	assert(!strcmp(col, "app_version") || !strcmp(col, "model"));
-	json_object_set_new(doc, key, arr);
-	snprintf(sql, sizeof sql,
-		 n > METHOD_SCAN_MIN
-			 ? "SELECT v, s, i FROM (SELECT COALESCE(t.%s, '') AS v,"
-			   " m.self_ns AS s, m.incl_ns AS i FROM traces t CROSS JOIN"
-			   " trace_methods m ON m.trace_id = t.trace_id AND m.method = ?1"
-			   " WHERE" METHOD_FILTERS " ORDER BY t.rowid DESC LIMIT ?2) ORDER BY 1"
-			 : "SELECT v, s, i FROM (SELECT COALESCE(t.%s, '') AS v,"
-			   " m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
-			   " USING (trace_id) WHERE m.method = ?1 AND" METHOD_FILTERS
-			   " ORDER BY t.rowid DESC LIMIT ?2) ORDER BY 1",
-		 col);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int(st, 2, BY_VERSION_SAMPLE);
-	if (app)
-		sqlite3_bind_text(st, 3, app, -1, SQLITE_TRANSIENT);
-	if (ver)
-		sqlite3_bind_text(st, 4, ver, -1, SQLITE_TRANSIENT);
-	for (;;) {
-		const char *v;
-		rc = sqlite3_step(st);
-		v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-		if (sm.n && (!v || strcmp(v, v0) != 0)) {
-			json_t *o = json_pack("{s:o}", col, jstr(v0));
-			samples_into(&sm, o);
-			json_array_append_new(arr, o);
-		}
-		if (!v)
-			break;
-		if (sm.n == 0) {
-			free(v0);
-			if (!(v0 = strdup(v)))
-				break;
-		}
-		if (samples_add(&sm, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)))
-			break;
-	}
-	sqlite3_finalize(st);
-	free(v0);
-	free(sm.self);
-	free(sm.incl);
-	if (!strcmp(col, "app_version"))
-		rvs_version_sort(arr, col, (const char *const[]){NULL});
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	json_t *o;
+	if (!b->sm.n)
+		return;
+	o = json_pack("{s:o}", b->key, jstr(b->val));
+	samples_into(&b->sm, o);
+	json_array_append_new(b->arr, o);
 }
 
-/* With a filter: count, self_ns and incl_ns of the traces containing the
- * method that pass it, into doc (exact, from every such trace: the index
- * walk of method_pcts knows no filter); *n: the count.  0 or -EIO. */
-static int method_filtered(sqlite3 *db, const char *name, const char *app, const char *ver,
-			   int64_t *n, json_t *doc)
+static int group_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
-	struct samples sm = {0};
-	sqlite3_stmt *st;
+	struct by_group *b = arg;
+	const char *v = n == 3 && cols[0].type == RVS_COL_TEXT ? cols[0].text : "";
+
+	if (b->sm.n && strcmp(v, b->val) != 0)
+		group_out(b);
+	if (b->sm.n == 0) {
+		free(b->val);
+		if (!(b->val = strdup(v)))
+			return b->oom = 1;
+	}
+	if (samples_add(&b->sm, n == 3 ? cols[1].i : 0, n == 3 ? cols[2].i : 0))
+		return b->oom = 1;
+	return 0;
+}
+
+/* The same percentiles per app version (listed in version order) or per
+ * device model (part RVS_METHOD_BY_VERSION / _BY_MODEL) into doc[key], over
+ * the newest BY_VERSION_SAMPLE traces containing the method that pass the
+ * filters (n of them in all: it picks the plan, as for the trace list). */
+static int method_split(const struct rvs_store_ops *ops, struct rvs_store *st, const char *name,
+			int64_t n, int part, const char *key, const char *app, const char *ver,
+			json_t *doc)
+{
+	struct by_group b = {.key = part == RVS_METHOD_BY_MODEL ? "model" : "app_version",
+			     .arr = json_array()};
 	int rc;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT m.self_ns, m.incl_ns FROM trace_methods m JOIN traces t"
-			       " USING (trace_id) WHERE m.method = ?1 AND" METHOD_FILTERS,
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	if (app)
-		sqlite3_bind_text(st, 3, app, -1, SQLITE_TRANSIENT);
-	if (ver)
-		sqlite3_bind_text(st, 4, ver, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		if (samples_add(&sm, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)))
-			break;
-	sqlite3_finalize(st);
+	assert(part == RVS_METHOD_BY_VERSION || part == RVS_METHOD_BY_MODEL);
+	json_object_set_new(doc, key, b.arr);
+	rc = ops->method_read(st, part, name, BY_VERSION_SAMPLE, n, app, ver, group_row, &b);
+	if (!rc && !b.oom)
+		group_out(&b);
+	free(b.val);
+	free(b.sm.self);
+	free(b.sm.incl);
+	if (!rc && part == RVS_METHOD_BY_VERSION)
+		rvs_version_sort(b.arr, "app_version", (const char *const[]){NULL});
+	return rc || b.oom ? -EIO : 0;
+}
+
+/* Samples of every trace passing the filters: "count", and "self_ns" /
+ * "incl_ns" percentiles (nearest rank) over all of them. */
+static int sample_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	return n == 2 ? samples_add(arg, cols[0].i, cols[1].i) : 0;
+}
+
+static int method_filtered(const struct rvs_store_ops *ops, struct rvs_store *st, const char *name,
+			   const char *app, const char *ver, int64_t *n, json_t *doc)
+{
+	struct samples sm = {0};
+	int rc = ops->method_read(st, RVS_METHOD_SAMPLES, name, 0, 0, app, ver, sample_row, &sm);
+
 	*n = (int64_t)sm.n;
-	if (rc == SQLITE_DONE)
+	if (!rc)
 		samples_into(&sm, doc);
 	free(sm.self);
 	free(sm.incl);
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	return rc ? -EIO : 0;
 }
 
 static int method_alert(const struct rvs_store_ops *ops, struct rvs_store *st, const char *name,
@@ -621,36 +514,42 @@ static int method_alert(const struct rvs_store_ops *ops, struct rvs_store *st, c
 	return rc == 0 || rc == -ENOENT ? 0 : -EIO;
 }
 
-static void get_method(sqlite3 *db, const struct rvs_store_ops *ops, struct rvs_store *store,
-		       const char *name, const char *query, struct rvs_query_resp *r)
+/* A read's rows appended to the JSON array arg. */
+static int array_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
-	sqlite3_stmt *st;
+	json_array_append_new(arg, jrow(cols, n));
+	return 0;
+}
+
+static void get_method(const struct rvs_store_ops *ops, struct rvs_store *store, const char *name,
+		       const char *query, struct rvs_query_resp *r)
+{
 	int64_t limit, n;
 	json_t *doc, *traces, *self = NULL, *incl = NULL;
 	char app[257], ver[129];
-	int rc, has_app, has_ver;
+	const char *a, *v;
+	int has_app, has_ver;
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
 	/* app / version narrow everything below; empty is absent (web form). */
 	if ((has_app = qparam(query, "app", app, sizeof app)) < 0)
-		return set_error(r, 400, "bad value for parameter: app");
+		return bad_param(r, "app");
 	if ((has_ver = qparam(query, "version", ver, sizeof ver)) < 0)
-		return set_error(r, 400, "bad value for parameter: version");
-	has_app = has_app && app[0];
-	has_ver = has_ver && ver[0];
+		return bad_param(r, "version");
+	a = has_app && app[0] ? app : NULL;
+	v = has_ver && ver[0] ? ver : NULL;
 	doc = json_object();
 	json_object_set_new(doc, "method", jstr(name));
-	if (has_app || has_ver) {
-		if (method_filtered(db, name, has_app ? app : NULL, has_ver ? ver : NULL, &n,
-				    doc)) {
+	if (a || v) {
+		if (method_filtered(ops, store, name, a, v, &n, doc)) {
 			json_decref(doc);
 			return set_error(r, 500, "query failed");
 		}
 	} else {
-		n = method_int(db, "SELECT count(*) FROM trace_methods WHERE method = ?1", name, 0);
-		if (n < 0 || (n && (!(self = method_pcts(db, name, n, 0)) ||
-				    !(incl = method_pcts(db, name, n, 1))))) {
+		n = method_int(ops, store, RVS_METHOD_COUNT, name, 0);
+		if (n < 0 || (n && (!(self = method_pcts(ops, store, name, n, 0)) ||
+				    !(incl = method_pcts(ops, store, name, n, 1))))) {
 			json_decref(self);
 			json_decref(doc);
 			return set_error(r, 500, "query failed");
@@ -663,47 +562,15 @@ static void get_method(sqlite3 *db, const struct rvs_store_ops *ops, struct rvs_
 	}
 	json_object_set_new(doc, "by_version_traces",
 			    json_integer(n < BY_VERSION_SAMPLE ? n : BY_VERSION_SAMPLE));
-	if (method_split(db, name, n, "app_version", "by_version", has_app ? app : NULL,
-			 has_ver ? ver : NULL, doc) ||
-	    method_split(db, name, n, "model", "by_model", has_app ? app : NULL,
-			 has_ver ? ver : NULL, doc) ||
+	if (method_split(ops, store, name, n, RVS_METHOD_BY_VERSION, "by_version", a, v, doc) ||
+	    method_split(ops, store, name, n, RVS_METHOD_BY_MODEL, "by_model", a, v, doc) ||
 	    method_alert(ops, store, name, doc)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
 	traces = json_array();
 	json_object_set_new(doc, "traces", traces);
-	/* CROSS JOIN fixes the loop order (traces outside) for common methods. */
-	if (sqlite3_prepare_v2(
-		    db,
-		    n > METHOD_SCAN_MIN
-			    ? "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
-			      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM traces t"
-			      " CROSS JOIN trace_methods m ON m.trace_id = t.trace_id"
-			      " AND m.method = ?1 WHERE" METHOD_FILTERS
-			      " ORDER BY t.rowid DESC LIMIT ?2"
-			    : "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
-			      " t.received_at, m.calls, m.self_ns, m.incl_ns FROM"
-			      " trace_methods m JOIN traces t USING (trace_id)"
-			      " WHERE m.method = ?1 AND" METHOD_FILTERS
-			      " ORDER BY t.rowid DESC LIMIT ?2",
-		    -1, &st, NULL) != SQLITE_OK) {
-		json_decref(doc);
-		return set_error(r, 500, "query failed");
-	}
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, limit);
-	if (has_app)
-		sqlite3_bind_text(st, 3, app, -1, SQLITE_TRANSIENT);
-	if (has_ver)
-		sqlite3_bind_text(st, 4, ver, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		json_array_append_new(traces, o);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
+	if (ops->method_read(store, RVS_METHOD_TRACES, name, limit, n, a, v, array_row, traces)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
 	}
@@ -712,56 +579,40 @@ static void get_method(sqlite3 *db, const struct rvs_store_ops *ops, struct rvs_
 
 /* ---- GET /api/v1/signatures ------------------------------------------------- */
 
-/* Per-week / app-version counts of one signature into o["counts"]. */
-static int signature_counts_into(sqlite3_stmt *st, const char *sig, json_t *o)
+/* signatures_read's rows: each total an object of arr, its per-week
+ * counts (part 1) into that object's "counts". */
+static int sig_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
-	json_t *arr = json_array();
-	int rc;
-	sqlite3_bind_text(st, 1, sig, -1, SQLITE_TRANSIENT);
-	rc = step_rows_into(st, arr);
-	sqlite3_reset(st);
-	rvs_version_sort(arr, "app_version", (const char *const[]){"week_start", NULL});
-	json_object_set_new(o, "counts", arr);
-	return rc;
+	json_t *arr = arg, *o = jrow(cols, n);
+
+	if (part == 0) {
+		json_object_set_new(o, "counts", json_array());
+		json_array_append_new(arr, o);
+		return 0;
+	}
+	json_array_append_new(
+		json_object_get(json_array_get(arr, json_array_size(arr) - 1), "counts"), o);
+	return 0;
 }
 
 /* Reads the totals migration 5's triggers maintain: no scan of traces. */
-static void list_signatures(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+static void list_signatures(const struct rvs_store_ops *ops, struct rvs_store *st,
+			    const char *query, struct rvs_query_resp *r)
 {
-	sqlite3_stmt *st, *cst;
 	int64_t limit;
 	json_t *arr;
-	int rc, bad = 0;
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	if (sqlite3_prepare_v2(db,
-			       "SELECT signature, traces, chain FROM signatures"
-			       " ORDER BY traces DESC, signature LIMIT ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return set_error(r, 500, "query failed");
-	if (sqlite3_prepare_v2(db,
-			       "SELECT week * 604800 AS week_start, app_version, traces"
-			       " FROM signature_counts WHERE signature = ?"
-			       " ORDER BY week DESC, app_version LIMIT 200",
-			       -1, &cst, NULL) != SQLITE_OK) {
-		sqlite3_finalize(st);
-		return set_error(r, 500, "query failed");
-	}
-	sqlite3_bind_int64(st, 1, limit);
 	arr = json_array();
-	while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		row_into(st, o);
-		bad = signature_counts_into(cst, (const char *)sqlite3_column_text(st, 0), o);
-		json_array_append_new(arr, o);
-	}
-	sqlite3_finalize(cst);
-	sqlite3_finalize(st);
-	if (bad || rc != SQLITE_DONE) {
+	if (ops->signatures_read(st, limit, sig_row, arr)) {
 		json_decref(arr);
 		return set_error(r, 500, "query failed");
 	}
+	/* Each signature's counts: per week, versions in version order. */
+	for (size_t i = 0; i < json_array_size(arr); i++)
+		rvs_version_sort(json_object_get(json_array_get(arr, i), "counts"), "app_version",
+				 (const char *const[]){"week_start", NULL});
 	set_json(r, 200, json_pack("{s:o}", "signatures", arr));
 }
 
@@ -837,103 +688,70 @@ free:
 
 /* ---- GET /api/v1/signatures/weekly ------------------------------------------ */
 
-/* A trace's signature as in list_signatures, counted per week (Monday,
- * UTC), app version and signature.  With ?signatures=a,b,… only those
- * clusters are counted, through the signature indexes (traces with an
- * anomaly signature, then top-1 chains of traces without one), instead of
- * grouping every trace. */
-static const char WEEKLY_ALL_SQL[] =
-	"WITH s AS (SELECT t.received_at, t.app_version,"
-	" COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
-	" LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
-	" AND c.rank = 1 WHERE t.received_at >= CAST(json_extract(?1, '$.since') AS INTEGER))"
-	" SELECT sig AS signature,"
-	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
-	" app_version, count(*) AS traces FROM s WHERE sig IS NOT NULL"
-	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
-static const char WEEKLY_SOME_SQL[] =
-	"WITH want(sig) AS (SELECT value FROM json_each(?1, '$.signatures')),"
-	" s AS (SELECT t.received_at, t.app_version, t.anomaly_signature AS sig FROM traces t"
-	"  WHERE t.anomaly_signature IN (SELECT sig FROM want)"
-	" UNION ALL"
-	" SELECT t.received_at, t.app_version, c.signature AS sig FROM trace_chains c"
-	"  CROSS JOIN traces t ON t.trace_id = c.trace_id"
-	"  WHERE c.signature IN (SELECT sig FROM want) AND c.kind = 'top' AND c.rank = 1"
-	"  AND t.anomaly_signature IS NULL)"
-	" SELECT sig AS signature,"
-	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
-	" app_version, count(*) AS traces FROM s"
-	" WHERE received_at >= CAST(json_extract(?1, '$.since') AS INTEGER)"
-	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
-
-static void signatures_weekly(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+static void signatures_weekly(const struct rvs_store_ops *ops, struct rvs_store *st,
+			      const char *query, struct rvs_query_resp *r)
 {
-	char v[32] = "0", list[4096], *param;
+	char v[32] = "0", list[4096], *save = NULL;
+	const char *sigs[200];
+	size_t nsigs = 0;
 	int64_t since;
-	json_t *arr, *p, *sigs = NULL;
+	json_t *arr;
 	int rc, some;
 
 	if ((rc = qparam(query, "since", v, sizeof v)) < 0 || parse_i64(v, &since))
 		return set_error(r, 400, "bad since");
 	if ((rc = qparam(query, "signatures", list, sizeof list)) < 0)
 		return set_error(r, 400, "bad signatures");
-	if (rc) {
-		/* Comma-separated signatures: 16 hex digits each, at most 200. */
-		char *save = NULL;
-		sigs = json_array();
-		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-			if (strlen(t) != 16 || strspn(t, "0123456789abcdef") != 16 ||
-			    json_array_size(sigs) == 200) {
-				json_decref(sigs);
-				return set_error(r, 400, "bad signatures");
-			}
-			json_array_append_new(sigs, json_string(t));
-		}
+	some = rc == 1;
+	/* Comma-separated signatures: 16 hex digits each, at most 200. */
+	for (char *t = some ? strtok_r(list, ",", &save) : NULL; t;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (strlen(t) != 16 || strspn(t, "0123456789abcdef") != 16 || nsigs == 200)
+			return set_error(r, 400, "bad signatures");
+		sigs[nsigs++] = t;
 	}
-	/* One JSON parameter carries both values; the SQL text stays fixed. */
-	some = sigs != NULL;
-	p = json_pack("{s:I}", "since", (json_int_t)since);
-	if (sigs)
-		json_object_set_new(p, "signatures", sigs);
-	param = json_dumps(p, JSON_COMPACT);
-	json_decref(p);
 	arr = json_array();
-	if (!param || rows_into(db, some ? WEEKLY_SOME_SQL : WEEKLY_ALL_SQL, param, arr)) {
-		free(param);
+	/* An empty list counts nothing (not everything). */
+	if ((!some || nsigs) && ops->signatures_weekly(st, since, sigs, nsigs, array_row, arr)) {
 		json_decref(arr);
 		return set_error(r, 500, "query failed");
 	}
-	free(param);
 	rvs_version_sort(arr, "app_version", (const char *const[]){"signature", "week", NULL});
 	set_json(r, 200, json_pack("{s:o}", "rows", arr));
 }
 
 /* ---- the endpoints (route.c's table) ------------------------------------------ */
 
-/* Runs fn with a read-only connection, or answers 503. */
-static void with_db(struct rvs_call *c,
-		    void (*fn)(sqlite3 *, const char *, struct rvs_query_resp *))
+/* Runs fn with the shared store, or answers 503. */
+static void with_store(struct rvs_call *c,
+		       void (*fn)(const struct rvs_store_ops *, struct rvs_store *, const char *,
+				  struct rvs_query_resp *))
 {
-	sqlite3 *db = open_ro(c->cfg->database);
-	if (!db)
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	if (rvs_store_acquire(c->cfg->database, &ops, &st))
 		return set_error(c->q, 503, "database unavailable");
-	fn(db, c->query, c->q);
-	sqlite3_close(db);
+	fn(ops, st, c->query, c->q);
+	rvs_store_release(st);
 }
 
 void rvs_query_traces(struct rvs_call *c)
 {
-	with_db(c, list_traces);
+	char v[64];
+
+	if (qparam(c->query, "sort", v, sizeof v) || qparam(c->query, "issue", v, sizeof v))
+		return rvs_search_traces(c); /* sorted, or by issue: search.h */
+	with_store(c, list_traces);
 }
 
 void rvs_query_signatures(struct rvs_call *c)
 {
-	with_db(c, list_signatures);
+	with_store(c, list_signatures);
 }
 
 void rvs_query_weekly(struct rvs_call *c)
 {
-	with_db(c, signatures_weekly);
+	with_store(c, signatures_weekly);
 }
 
 void rvs_query_skips(struct rvs_call *c)
@@ -960,24 +778,22 @@ static int trace_arg(struct rvs_call *c, char tid[40])
 
 void rvs_query_trace(struct rvs_call *c)
 {
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
 	char tid[40], why[4];
 	/* ?why=0: no "why", and the capture is not loaded. */
 	int nowhy = qparam(c->query, "why", why, sizeof why) == 1 && !strcmp(why, "0");
-	sqlite3 *db = open_ro(c->cfg->database);
-	if (!db)
+
+	if (rvs_store_acquire(c->cfg->database, &ops, &st))
 		return set_error(c->q, 503, "database unavailable");
 	if (trace_arg(c, tid) == 0)
-		get_trace(nowhy ? NULL : c->cfg, db, tid, c->q);
-	sqlite3_close(db);
+		get_trace(nowhy ? NULL : c->cfg, ops, st, tid, c->q);
+	rvs_store_release(st);
 }
 
 void rvs_query_export(struct rvs_call *c)
 {
 	char tid[40];
-	sqlite3 *db = open_ro(c->cfg->database);
-	if (!db)
-		return set_error(c->q, 503, "database unavailable");
-	sqlite3_close(db);
 	if (trace_arg(c, tid) == 0)
 		export_trace(c->cfg, tid, c->query, c->q);
 }
@@ -996,21 +812,15 @@ void rvs_query_method(struct rvs_call *c)
 	char name[1024];
 	const struct rvs_store_ops *ops;
 	struct rvs_store *st;
-	sqlite3 *db;
 	if (!c->arg_len)
 		return set_error(c->q, 404, "no such resource");
-	if (!(db = open_ro(c->cfg->database)))
+	if (rvs_store_acquire(c->cfg->database, &ops, &st))
 		return set_error(c->q, 503, "database unavailable");
-	if (rvs_store_acquire(c->cfg->database, &ops, &st)) {
-		sqlite3_close(db);
-		return set_error(c->q, 503, "database unavailable");
-	}
 	if (rvs_url_decode(c->arg, c->arg_len, 0, name, sizeof name))
 		set_error(c->q, 400, "bad method name");
 	else
-		get_method(db, ops, st, name, c->query, c->q);
+		get_method(ops, st, name, c->query, c->q);
 	rvs_store_release(st);
-	sqlite3_close(db);
 }
 
 void rvs_query_none(struct rvs_call *c)

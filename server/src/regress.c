@@ -14,6 +14,7 @@
  */
 #include "regress.h"
 #include "version.h"
+#include "store.h"
 #include "params.h"
 #include "reply.h"
 #include "route.h"
@@ -665,6 +666,11 @@ void rvs_regress_api(struct rvs_call *c)
 	json_t *doc = NULL;
 	int rc;
 
+	/* Read from sqlite directly still (issue 15): refused on PostgreSQL. */
+	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite)
+		return rvs_query_set_error(c->q, 501,
+					   "regressions: not available on PostgreSQL yet");
+
 	if (rvs_query_param(c->query, "app", app, sizeof app) != 1 || !app[0])
 		return rvs_query_set_error(c->q, 400, "app is required");
 	ha = rvs_query_param(c->query, "a", a, sizeof a);
@@ -734,6 +740,13 @@ void rvs_regress_api_runs(struct rvs_call *c)
 	sqlite3_stmt *st = NULL;
 	json_t *rows = json_array();
 	int s;
+
+	/* Read from sqlite directly still (issue 15): refused on PostgreSQL. */
+	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite) {
+		json_decref(rows);
+		return rvs_query_set_error(c->q, 501,
+					   "regressions: not available on PostgreSQL yet");
+	}
 
 	if (sqlite3_open_v2(c->cfg->database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || !rows) {

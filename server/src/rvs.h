@@ -303,6 +303,8 @@ struct rvs_config {
 	uint32_t retention_interval_s; /* how often the retention job runs */
 	uint32_t decode_jobs;	       /* decodes at once, 1..RVS_DECODE_LANES (api.h); default
 					* rvs_default_decode_jobs() */
+	uint32_t decode_lease_s;       /* PostgreSQL: how long a node's decode lease lasts
+					* before another node may take the upload (300) */
 	/* Regression alerts (regress.h, webhook.h; README.md "Regression
 	 * alerts"): the automatic comparison's timer and bar, the webhook URLs
 	 * (space-separated) with their HMAC key file and retry schedule. */

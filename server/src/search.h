@@ -14,14 +14,14 @@
 
 #include <stddef.h>
 
-struct sqlite3;
 struct rvs_call;
-struct rvs_query_resp;
 
 /* GET /api/v1/traces when the query has `sort` or `issue` (query.c hands
  * such requests over): the filtered trace list ordered by the sort key,
- * keyset-paginated.  Fills *r always; 400 naming an unknown sort key. */
-void rvs_search_traces(struct sqlite3 *db, const char *query, struct rvs_query_resp *r);
+ * keyset-paginated.  Fills c->q always; 400 naming an unknown sort key.
+ * These, issues and chain search read sqlite directly still: on a
+ * PostgreSQL store they answer 501 with a JSON error naming the feature. */
+void rvs_search_traces(struct rvs_call *c);
 
 /* GET /api/v1/issues and GET /api/v1/search (route.c's table). */
 void rvs_search_issues(struct rvs_call *c);

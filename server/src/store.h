@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct rva_summary;
+
 struct rvs_device_rec {
 	char device_id[40];	      /* server-assigned "d-" + 32 hex */
 	uint8_t token_hash[32];	      /* SHA-256 of the bearer token; the token is never stored */
@@ -123,6 +125,100 @@ struct rvs_skip_row {
 	const char *device_id, *app_id, *app_version, *reason;
 	int64_t anomaly_kind, severity, received_at, captured_realtime_ns, count;
 	int has_kind, has_severity, has_captured;
+};
+
+/* ---- issue 15 (sql15b): the decoded-trace index (decode.c's writes) ---- */
+
+/* One trace_methods row.  Counts above INT64_MAX (a hostile summary) are
+ * clipped into the signed range by the backend; self_rank 0 is NULL. */
+struct rvs_index_method {
+	const char *method;
+	uint64_t calls, self_ns, incl_ns;
+	int64_t self_rank;
+};
+
+/* One trace_chains row; self_ns / incl_ns < 0 are NULL. */
+struct rvs_index_chain {
+	const char *kind; /* "anomaly" or "top" */
+	int rank;
+	char signature[17]; /* 16 hex digits */
+	const char *chain;  /* "name;name;…;" (decode.c's form) */
+	int64_t depth, self_ns, incl_ns;
+};
+
+/* Every index row of one trace, computed by the decoder; the backend
+ * writes them (index_write) and sets rc and reason.  Borrowed pointers:
+ * valid for the call.  The traces row copies the upload's columns (app,
+ * device, model, kind, severity, times) from uploads. */
+struct rvs_index_trace {
+	const char *trace_id;
+	uint64_t lease;				/* the decode item's lease (PostgreSQL checks it) */
+	int64_t decoded_at;			/* unix s */
+	const char *anomaly_name;		/* NULL: NULL */
+	int64_t duration_ns, nmethods, dropped; /* < 0: NULL */
+	const struct rvs_index_method *methods;
+	size_t nmethod_rows;
+	int methods_first_wins; /* a method named twice keeps its first row (else an error) */
+	const struct rvs_index_chain *chains;
+	size_t nchains;
+	/* traces.anomaly_signature, signature and issue (issue.h); NULL: NULL. */
+	const char *anomaly_signature, *signature, *issue;
+	/* When set, the trace's trace_unresolved rows become these build ids
+	 * (lowercase hex); when not, they are left alone. */
+	int unresolved_replace;
+	const char *const *unresolved;
+	size_t nunresolved;
+	/* The decoded capture, for the call-path aggregates (agg.h) the sqlite
+	 * backend writes in the same transaction; NULL for summaries.  Not
+	 * written on PostgreSQL (its aggregates are refused: README.md). */
+	const struct rva_summary *agg;
+	int rc;		  /* out: 0 indexed, else -errno (quarantine it) */
+	char reason[256]; /* out: why, when rc != 0 */
+};
+
+/* A decoder's own connection for index writes (one per decode lane). */
+struct rvs_index_lane;
+
+/* What the decoder needs of an upload (index_upload_meta). */
+struct rvs_index_meta {
+	int compression;
+	uint64_t payload_size;
+	uint8_t *summary; /* malloc'd serialized Summary, NULL when none; caller frees */
+	size_t summary_len;
+};
+
+/* ---- issue 15 (sql15b): the JSON API's reads (query.c) ---- */
+
+/* One column of a read's row: its name and value (RVS_COL_INT: i;
+ * RVS_COL_TEXT: text, NUL-terminated).  Valid during the callback only. */
+enum { RVS_COL_NULL, RVS_COL_INT, RVS_COL_TEXT };
+struct rvs_col {
+	const char *name;
+	int type;
+	int64_t i;
+	const char *text;
+};
+/* A read's row callback: part says which of the read's row sets the row
+ * belongs to (trace_read's RVS_TRACE_*, else 0).  A non-zero return stops
+ * the read and is returned. */
+typedef int (*rvs_row_fn)(void *arg, int part, const struct rvs_col *cols, size_t n);
+enum { RVS_TRACE_HEAD, RVS_TRACE_TOP_SELF, RVS_TRACE_CHAINS };
+/* method_read's parts (GET /api/v1/methods/{name}). */
+enum {
+	RVS_METHOD_COUNT,      /* one row: n, the traces with the method */
+	RVS_METHOD_SELF_NTH,   /* one row (none past the end): the arg-th smallest self_ns */
+	RVS_METHOD_INCL_NTH,   /* the same of incl_ns */
+	RVS_METHOD_BY_VERSION, /* v, s, i of the newest arg traces with it, by v */
+	RVS_METHOD_TRACES,     /* the newest arg traces with it and its totals there */
+	RVS_METHOD_BY_MODEL,   /* as BY_VERSION with v the device model */
+	RVS_METHOD_SAMPLES,    /* s, i of every trace with it (the filtered page's counts) */
+};
+
+/* GET /api/v1/traces's filter: NULL / has_* 0 for absent. */
+struct rvs_trace_filter {
+	const char *app, *version, *model, *os_build, *signature, *method;
+	int64_t kind, min_severity, since, until, cursor, limit;
+	int has_kind, has_min_severity, has_since, has_until, has_cursor;
 };
 
 struct rvs_store;
@@ -280,6 +376,62 @@ struct rvs_store_ops {
 	int (*skips_recent)(struct rvs_store *s, const struct rvs_skip_filter *f, int64_t limit,
 			    int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg);
 
+	/* ---- issue 15 (sql15b): the decoded-trace index ---- */
+	/* A connection of its own for one decode lane (index writes wait for
+	 * the database's write lock there, not on the store's connection).
+	 * index_lane_close(NULL) is a no-op.  A lane is used by one thread at a
+	 * time; close it before the store. */
+	int (*index_lane_open)(struct rvs_store *s, struct rvs_index_lane **out);
+	void (*index_lane_close)(struct rvs_index_lane *l);
+	/* The upload's compression, payload size and stored Summary into *m;
+	 * -ENOENT when there is no such upload. */
+	int (*index_upload_meta)(struct rvs_index_lane *l, const char *trace_id,
+				 struct rvs_index_meta *m);
+	/* Replaces the index rows of the n traces v (a trace decoded before
+	 * loses its old rows) in one transaction, each trace in a savepoint so
+	 * that one trace's failure fails it alone: sets every v[i].rc and
+	 * reason (a failed commit fails them all).  PostgreSQL writes a trace
+	 * only while its decode_queue row still carries v[i].lease (else
+	 * rc -ESTALE: another decoder took it), as decode_finish records it. */
+	void (*index_write)(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n);
+	/* The capture of a decoded trace (trace_load.c) — or of one decoded
+	 * once and queued again to be re-symbolized, with its index rows
+	 * still there: its blob name (as stored, the caller checks it),
+	 * compression and declared payload size.  -ENOENT when the trace has
+	 * no such capture. */
+	int (*trace_capture)(struct rvs_store *s, const char *trace_id, char blob[65],
+			     int *compression, uint64_t *payload_size);
+	/* The JSON API's reads: rows to cb with the column names API.md
+	 * shows (server/API.md).  trace_read: the upload and index row
+	 * (RVS_TRACE_HEAD; -ENOENT when there is no such upload), its ranked
+	 * methods (RVS_TRACE_TOP_SELF, by rank) and chains (RVS_TRACE_CHAINS,
+	 * by kind, rank).  signatures_read: the signature totals, most traces
+	 * first, at most limit, each followed by its per-week / app-version
+	 * counts as part 1 rows (at most 200, newest week first).
+	 * traces_list: at most f->limit traces matching f, newest first, each
+	 * with a "rowid_" column (the keyset cursor: rows below it follow). */
+	int (*trace_read)(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg);
+	int (*signatures_read)(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg);
+	int (*traces_list)(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
+			   void *arg);
+	/* The method page's reads (RVS_METHOD_*, rows as that enum says, to cb
+	 * as part 0); count is RVS_METHOD_COUNT's n when known (a plan hint
+	 * for the newest-first reads), arg as the part says.  app / version
+	 * (NULL: any) keep only the traces of that app / app version in
+	 * BY_VERSION, BY_MODEL, TRACES and SAMPLES (COUNT and the NTH reads
+	 * are of every trace). */
+	int (*method_read)(struct rvs_store *s, int part, const char *method, int64_t arg,
+			   int64_t count, const char *app, const char *version, rvs_row_fn cb,
+			   void *cbarg);
+	/* GET /api/v1/signatures/weekly: traces received at or after since
+	 * counted per signature (as signatures_read's), week (its Monday,
+	 * UTC, "YYYY-MM-DD") and app version, ordered by those (a NULL
+	 * version first); with nsigs > 0 only the signatures sigs[0..nsigs)
+	 * (16 lowercase hex digits each, at most 200).  Rows: signature,
+	 * week, app_version, traces. */
+	int (*signatures_weekly)(struct rvs_store *s, int64_t since, const char *const *sigs,
+				 size_t nsigs, rvs_row_fn cb, void *arg);
+
 	/* ---- roles16: accounts' roles, disabling, the audit log ---- */
 
 	/* The role (enum rvs_role) and disabled flag (0/1) of account name
@@ -328,6 +480,10 @@ extern const struct rvs_store_ops rvs_store_sqlite;
 /* PostgreSQL 15 (store_pg.c): dsn is a libpq connection URI
  * ("postgresql://user@host/db", or "postgresql:///db?host=/run/sock"). */
 extern const struct rvs_store_ops rvs_store_pg;
+/* How long a PostgreSQL decode lease lasts (seconds > 0; default 300):
+ * after that another node may take the upload.  Process-wide; set once at
+ * start from [server] decode_lease_s, before any store is opened. */
+void rvs_store_pg_lease(unsigned seconds);
 
 /* The backend a configured database names: rvs_store_pg for a
  * "postgresql://" or "postgres://" URI, else rvs_store_sqlite (a path or a

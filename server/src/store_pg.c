@@ -22,7 +22,7 @@
  *
  * The decode queue is a work queue in the database: decode_next_batch takes
  * the oldest queued rows whose lease is free or expired with FOR UPDATE
- * SKIP LOCKED and gives each a lease (leased_until = now() + LEASE, and a
+ * SKIP LOCKED and gives each a lease (leased_until = now() + decode_lease_s, and a
  * fresh lease number from a sequence, returned in rvs_decode_item.lease).
  * Any node decodes any upload; a node killed mid-decode loses nothing (its
  * leases expire and are taken again); decode_finish records an item only
@@ -37,6 +37,7 @@
  */
 #include "store.h"
 #include "users.h"
+#include "store_index.h"
 #include "rvs.h"
 #include "rearview/common.pb-c.h"
 
@@ -53,7 +54,14 @@
 
 /* How long a decoder owns the uploads it took before another may take
  * them: far above a capture's decode time (tens of ms). */
-#define LEASE "interval '5 minutes'"
+/* How long a lease lasts: [server] decode_lease_s (rvs_store_pg_lease). */
+static _Atomic unsigned lease_s = 300;
+
+void rvs_store_pg_lease(unsigned seconds)
+{
+	assert(seconds > 0);
+	lease_s = seconds;
+}
 /* pg_advisory_xact_lock key of the migrations ("rvmigr"). */
 #define MIGRATE_LOCK "125852967331698"
 
@@ -206,7 +214,79 @@ static const char *const migrations[] = {
 	" CREATE INDEX IF NOT EXISTS traces_by_captured"
 	"  ON traces((coalesce(captured_at_ns, -1)));"
 	" END IF; END $$;",
-	/* 5 (roles16): sqlite's migration 10 — each account's role (existing
+	/* 5 (issue 15): the decoded-trace index (sqlite's 2, 5, 6 and 9 as they
+	 * stand after 9): traces with its signature, issue and device columns
+	 * and migration 4's indexes (4 found no traces table: this creates
+	 * them), its methods and chains, and the per-signature totals that a
+	 * trigger keeps as sqlite's traces_sig_* triggers do.  traces cascade
+	 * from uploads (retention deletes uploads; the trigger uncounts). */
+	"CREATE TABLE traces ("
+	" trace_id TEXT PRIMARY KEY REFERENCES uploads(trace_id) ON DELETE CASCADE,"
+	" app_id TEXT, app_version TEXT, model TEXT, os_build TEXT,"
+	" anomaly_kind INTEGER, severity INTEGER,"
+	" captured_at_ns BIGINT, received_at BIGINT NOT NULL,"
+	" anomaly_name TEXT, duration_ns BIGINT, nmethods BIGINT, dropped BIGINT,"
+	" anomaly_signature TEXT, decoded_at BIGINT NOT NULL,"
+	" signature TEXT, issue TEXT, device_id TEXT,"
+	" seq BIGSERIAL NOT NULL UNIQUE);"
+	"CREATE TABLE trace_methods ("
+	" trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,"
+	" method TEXT NOT NULL, calls BIGINT NOT NULL,"
+	" self_ns BIGINT NOT NULL, incl_ns BIGINT NOT NULL,"
+	" self_rank INTEGER,"
+	" PRIMARY KEY (trace_id, method));"
+	"CREATE TABLE trace_chains ("
+	" trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,"
+	" kind TEXT NOT NULL CHECK (kind IN ('anomaly','top')),"
+	" rank INTEGER NOT NULL, signature TEXT NOT NULL, chain TEXT NOT NULL,"
+	" depth BIGINT NOT NULL, self_ns BIGINT, incl_ns BIGINT,"
+	" PRIMARY KEY (trace_id, kind, rank));"
+	"CREATE INDEX traces_app ON traces(app_id, app_version);"
+	"CREATE INDEX traces_received ON traces(received_at);"
+	"CREATE INDEX traces_signature ON traces(anomaly_signature);"
+	"CREATE INDEX traces_sig ON traces(signature);"
+	"CREATE INDEX traces_issue ON traces(issue, received_at, device_id, severity);"
+	"CREATE INDEX traces_by_severity ON traces((coalesce(severity, -1)));"
+	"CREATE INDEX traces_by_duration ON traces((coalesce(duration_ns, -1)));"
+	"CREATE INDEX traces_by_captured ON traces((coalesce(captured_at_ns, -1)));"
+	"CREATE INDEX trace_methods_self ON trace_methods(method, self_ns);"
+	"CREATE INDEX trace_methods_incl ON trace_methods(method, incl_ns);"
+	"CREATE INDEX trace_chains_signature ON trace_chains(signature);"
+	"CREATE TABLE signatures ("
+	" signature TEXT PRIMARY KEY, chain TEXT, traces BIGINT NOT NULL);"
+	"CREATE TABLE signature_counts ("
+	" signature TEXT NOT NULL, week BIGINT NOT NULL, app_version TEXT NOT NULL,"
+	" traces BIGINT NOT NULL, PRIMARY KEY (signature, week, app_version));"
+	"CREATE INDEX signatures_traces ON signatures(traces DESC, signature);"
+	"CREATE FUNCTION traces_sig() RETURNS trigger LANGUAGE plpgsql AS $f$"
+	" BEGIN"
+	"  IF TG_OP <> 'INSERT' THEN"
+	"   IF OLD.signature IS NOT NULL AND (TG_OP = 'DELETE'"
+	"       OR OLD.signature IS DISTINCT FROM NEW.signature) THEN"
+	"    UPDATE signature_counts SET traces = traces - 1 WHERE signature = OLD.signature"
+	"    AND week = OLD.received_at / 604800 AND app_version = COALESCE(OLD.app_version, '');"
+	"    DELETE FROM signature_counts WHERE signature = OLD.signature AND traces <= 0;"
+	"    UPDATE signatures SET traces = traces - 1 WHERE signature = OLD.signature;"
+	"    DELETE FROM signatures WHERE signature = OLD.signature AND traces <= 0;"
+	"   END IF;"
+	"   IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;"
+	"  END IF;"
+	"  IF NEW.signature IS NOT NULL AND (TG_OP = 'INSERT'"
+	"      OR OLD.signature IS DISTINCT FROM NEW.signature) THEN"
+	"   INSERT INTO signature_counts AS s (signature, week, app_version, traces) VALUES"
+	"   (NEW.signature, NEW.received_at / 604800, COALESCE(NEW.app_version, ''), 1)"
+	"   ON CONFLICT (signature, week, app_version) DO UPDATE SET traces = s.traces + 1;"
+	"   INSERT INTO signatures AS s (signature, chain, traces) VALUES (NEW.signature,"
+	"   (SELECT x.chain FROM trace_chains x WHERE x.trace_id = NEW.trace_id"
+	"   AND x.signature = NEW.signature LIMIT 1), 1)"
+	"   ON CONFLICT (signature) DO UPDATE SET traces = s.traces + 1,"
+	"   chain = COALESCE(s.chain, excluded.chain);"
+	"  END IF;"
+	"  RETURN NEW;"
+	" END $f$;"
+	"CREATE TRIGGER traces_sig AFTER INSERT OR DELETE OR UPDATE OF signature ON traces"
+	" FOR EACH ROW EXECUTE FUNCTION traces_sig();",
+	/* 6 (roles16): sqlite's migration 10 — each account's role (existing
 	 * accounts stay admins) and whether it is disabled; the append-only
 	 * audit log; personal API tokens (only their SHA-256).  Idempotent (a test reruns the
 	 * migrations after 3). */
@@ -279,7 +359,7 @@ static const char *const stmts[N_STMTS] = {
 		     " JOIN uploads u USING (trace_id)"
 		     " WHERE (q.leased_until IS NULL OR q.leased_until < now())"
 		     " AND q.seq % $1 = $2 ORDER BY q.seq LIMIT $3 FOR UPDATE OF q SKIP LOCKED",
-	[S_Q_LEASE] = "UPDATE decode_queue SET leased_until = now() + " LEASE ","
+	[S_Q_LEASE] = "UPDATE decode_queue SET leased_until = now() + make_interval(secs => $2),"
 		      " lease = nextval('decode_lease_seq') WHERE trace_id = $1 RETURNING lease",
 	[S_Q_DELETE] = "DELETE FROM decode_queue WHERE trace_id = $1 AND lease = $2",
 	[S_UP_STATE] = "UPDATE uploads SET state = $1 WHERE trace_id = $2",
@@ -806,6 +886,7 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 		snprintf(it->blob_sha256, sizeof it->blob_sha256, "%s", PQgetvalue(r, row, 1));
 		p.n = 0;
 		p_text(&p, it->trace_id);
+		p_i64(&p, (int64_t)lease_s);
 		if ((rc = run(c->pg, S_Q_LEASE, &p, &l)))
 			goto fail;
 		it->lease = PQntuples(l) == 1 ? strtoull(PQgetvalue(l, 0, 0), NULL, 10) : 0;
@@ -1483,6 +1564,302 @@ static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns
 	return rc;
 }
 
+/* ---- issue 15 (sql15b): the JSON API's reads ---- */
+
+#define READ_MAX_COLS 32
+
+/* Rows [from, to) of r to cb as part: integer columns (int2/4/8) as
+ * RVS_COL_INT, the rest as text.  0 or cb's stop value. */
+static int rows_out(const PGresult *r, int from, int to, int part, rvs_row_fn cb, void *arg)
+{
+	struct rvs_col cols[READ_MAX_COLS];
+	int n = PQnfields(r), stop;
+
+	assert(n <= READ_MAX_COLS);
+	for (int row = from; row < to; row++) {
+		for (int i = 0; i < n; i++) {
+			Oid t = PQftype(r, i);
+			cols[i].name = PQfname(r, i);
+			cols[i].i = 0;
+			cols[i].text = NULL;
+			if (PQgetisnull(r, row, i)) {
+				cols[i].type = RVS_COL_NULL;
+			} else if (t == 20 || t == 21 || t == 23) { /* int8, int2, int4 */
+				cols[i].type = RVS_COL_INT;
+				cols[i].i = strtoll(PQgetvalue(r, row, i), NULL, 10);
+			} else {
+				cols[i].type = RVS_COL_TEXT;
+				cols[i].text = PQgetvalue(r, row, i);
+			}
+		}
+		if ((stop = cb(arg, part, cols, (size_t)n)))
+			return stop;
+	}
+	return 0;
+}
+
+static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg)
+{
+	static const char *const sql[] = {
+		[RVS_TRACE_HEAD] = "SELECT u.trace_id, u.state, q.reason AS quarantine_reason,"
+				   " u.app_id, u.app_version, u.model, u.os_build, u.campaign_id,"
+				   " u.anomaly_kind, u.severity,"
+				   " u.captured_realtime_ns AS captured_at_ns,"
+				   " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
+				   " t.anomaly_name, t.anomaly_signature, t.duration_ns,"
+				   " t.nmethods, t.dropped, t.decoded_at"
+				   " FROM uploads u LEFT JOIN traces t USING (trace_id)"
+				   " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = $1",
+		[RVS_TRACE_TOP_SELF] = "SELECT self_rank AS rank, method, calls, self_ns, incl_ns"
+				       " FROM trace_methods WHERE trace_id = $1 AND self_rank IS"
+				       " NOT NULL ORDER BY self_rank",
+		[RVS_TRACE_CHAINS] = "SELECT kind, rank, signature, chain, depth, self_ns, incl_ns"
+				     " FROM trace_chains WHERE trace_id = $1 ORDER BY kind, rank",
+	};
+	struct params p = {0};
+	int rc = 0;
+
+	p_text(&p, trace_id);
+	for (int part = RVS_TRACE_HEAD; part <= RVS_TRACE_CHAINS && !rc; part++) {
+		PGresult *r;
+		if ((rc = read_rows(s, sql[part], &p, &r)))
+			break;
+		if (part == RVS_TRACE_HEAD && PQntuples(r) == 0)
+			rc = -ENOENT;
+		else
+			rc = rows_out(r, 0, PQntuples(r), part, cb, arg);
+		PQclear(r);
+	}
+	return rc;
+}
+
+/* The totals migration 5's trigger maintains, each with its newest 200
+ * per-week counts (one statement: the counts rows follow their total). */
+static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg)
+{
+	struct params p = {0};
+	PGresult *top, *counts;
+	int rc;
+
+	p_i64(&p, limit);
+	if ((rc = read_rows(s,
+			    "SELECT signature, traces, chain FROM signatures"
+			    " ORDER BY traces DESC, signature LIMIT $1",
+			    &p, &top)))
+		return rc;
+	for (int i = 0; i < PQntuples(top) && !rc; i++) {
+		struct params q = {0};
+		p_text(&q, PQgetvalue(top, i, 0));
+		if ((rc = rows_out(top, i, i + 1, 0, cb, arg)) ||
+		    (rc = read_rows(s,
+				    "SELECT week * 604800 AS week_start, app_version, traces"
+				    " FROM signature_counts WHERE signature = $1"
+				    " ORDER BY week DESC, app_version LIMIT 200",
+				    &q, &counts)))
+			break;
+		rc = rows_out(counts, 0, PQntuples(counts), 1, cb, arg);
+		PQclear(counts);
+	}
+	PQclear(top);
+	return rc;
+}
+
+static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
+		       void *arg)
+{
+	const char *const text[] = {f->app, f->version, f->model, f->os_build};
+	const int64_t num[] = {f->kind, f->min_severity, f->since, f->until};
+	const int has[] = {f->has_kind, f->has_min_severity, f->has_since, f->has_until};
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	for (int i = 0; i < 4; i++)
+		p_text(&p, text[i]);
+	for (int i = 0; i < 4; i++) {
+		if (has[i])
+			p_i64(&p, num[i]);
+		else
+			p_text(&p, NULL);
+	}
+	p_text(&p, f->signature);
+	p_text(&p, f->method);
+	if (f->has_cursor)
+		p_i64(&p, f->cursor);
+	else
+		p_text(&p, NULL);
+	p_i64(&p, f->limit);
+	rc = read_rows(
+		s,
+		"SELECT t.seq AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build,"
+		" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"
+		" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
+		" ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)"
+		" AND ($3::text IS NULL OR t.model = $3) AND ($4::text IS NULL OR t.os_build = $4)"
+		" AND ($5::bigint IS NULL OR t.anomaly_kind = $5)"
+		" AND ($6::bigint IS NULL OR t.severity >= $6)"
+		" AND ($7::bigint IS NULL OR t.received_at >= $7)"
+		" AND ($8::bigint IS NULL OR t.received_at < $8)"
+		" AND ($9::text IS NULL OR t.anomaly_signature = $9 OR t.trace_id IN"
+		"  (SELECT c.trace_id FROM trace_chains c WHERE c.signature = $9))"
+		" AND ($10::text IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
+		"  WHERE m.method = $10))"
+		" AND ($11::bigint IS NULL OR t.seq < $11)"
+		" ORDER BY t.seq DESC LIMIT $12",
+		&p, &r);
+	if (rc)
+		return rc;
+	rc = rows_out(r, 0, PQntuples(r), 0, cb, arg);
+	PQclear(r);
+	return rc;
+}
+
+static int method_read(struct rvs_store *s, int part, const char *method, int64_t arg,
+		       int64_t count, const char *app, const char *version, rvs_row_fn cb,
+		       void *cbarg)
+{
+	/* The filter, as sqlite's: $3 app, $4 app version (NULL: any). */
+	int filtered = (app || version) && part != RVS_METHOD_COUNT &&
+		       part != RVS_METHOD_SELF_NTH && part != RVS_METHOD_INCL_NTH;
+	const char *filters = filtered ? " AND ($3::text IS NULL OR t.app_id = $3)"
+					 " AND ($4::text IS NULL OR t.app_version = $4)"
+				       : "";
+	char sql[768];
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	(void)count; /* PostgreSQL plans the newest-first reads itself */
+	switch (part) {
+	case RVS_METHOD_COUNT:
+		snprintf(sql, sizeof sql,
+			 "SELECT count(*) AS n FROM trace_methods WHERE method = $1");
+		break;
+	case RVS_METHOD_SELF_NTH:
+	case RVS_METHOD_INCL_NTH:
+		snprintf(sql, sizeof sql,
+			 "SELECT %s FROM trace_methods WHERE method = $1"
+			 " ORDER BY %s LIMIT 1 OFFSET $2",
+			 part == RVS_METHOD_SELF_NTH ? "self_ns" : "incl_ns",
+			 part == RVS_METHOD_SELF_NTH ? "self_ns" : "incl_ns");
+		break;
+	case RVS_METHOD_BY_VERSION:
+	case RVS_METHOD_BY_MODEL:
+		snprintf(sql, sizeof sql,
+			 "SELECT v, s, i FROM (SELECT COALESCE(t.%s, '') AS v,"
+			 " m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
+			 " USING (trace_id) WHERE m.method = $1%s ORDER BY t.seq DESC LIMIT $2) x"
+			 " ORDER BY 1",
+			 part == RVS_METHOD_BY_MODEL ? "model" : "app_version", filters);
+		break;
+	case RVS_METHOD_TRACES:
+		snprintf(sql, sizeof sql,
+			 "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
+			 " t.received_at, m.calls, m.self_ns, m.incl_ns FROM"
+			 " trace_methods m JOIN traces t USING (trace_id)"
+			 " WHERE m.method = $1%s ORDER BY t.seq DESC LIMIT $2",
+			 filters);
+		break;
+	case RVS_METHOD_SAMPLES:
+		/* $2 unused: a placeholder so the filter stays $3 / $4. */
+		snprintf(sql, sizeof sql,
+			 "SELECT m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
+			 " USING (trace_id) WHERE m.method = $1 AND $2::bigint IS NULL%s",
+			 filters);
+		break;
+	default:
+		assert(!"no such method_read part");
+		return -EINVAL;
+	}
+	p_text(&p, method);
+	if (part == RVS_METHOD_SAMPLES)
+		p_text(&p, NULL);
+	else if (part != RVS_METHOD_COUNT)
+		p_i64(&p, arg);
+	if (*filters) {
+		p_text(&p, app);
+		p_text(&p, version);
+	}
+	if ((rc = read_rows(s, sql, &p, &r)))
+		return rc;
+	rc = rows_out(r, 0, PQntuples(r), 0, cb, cbarg);
+	PQclear(r);
+	return rc;
+}
+
+/* As sqlite's: the week is date_trunc's (Monday, UTC); $2 the wanted
+ * signatures as an array literal, NULL for all. */
+static int signatures_weekly(struct rvs_store *s, int64_t since, const char *const *sigs,
+			     size_t nsigs, rvs_row_fn cb, void *arg)
+{
+	char list[2 + 200 * 17];
+	size_t len = 0;
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	assert(nsigs <= 200);
+	len += (size_t)snprintf(list, sizeof list, "{");
+	for (size_t i = 0; i < nsigs; i++) {
+		assert(strlen(sigs[i]) == 16 && strspn(sigs[i], "0123456789abcdef") == 16);
+		len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? "," : "",
+					sigs[i]);
+	}
+	snprintf(list + len, sizeof list - len, "}");
+	p_i64(&p, since);
+	p_text(&p, nsigs ? list : NULL);
+	rc = read_rows(s,
+		       "WITH s AS (SELECT t.received_at, t.app_version,"
+		       " COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
+		       " LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
+		       " AND c.rank = 1 WHERE t.received_at >= $1)"
+		       " SELECT sig AS signature,"
+		       " to_char(date_trunc('week', to_timestamp(received_at) AT TIME ZONE 'UTC'),"
+		       " 'YYYY-MM-DD') AS week, app_version, count(*) AS traces FROM s"
+		       " WHERE sig IS NOT NULL AND ($2::text[] IS NULL OR sig = ANY($2::text[]))"
+		       " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 NULLS FIRST",
+		       &p, &r);
+	if (rc)
+		return rc;
+	rc = rows_out(r, 0, PQntuples(r), 0, cb, arg);
+	PQclear(r);
+	return rc;
+}
+
+/* ---- issue 15 (sql15b): the decoded-trace index, on lanes of their own
+ * (store_pg_index.c) opened on this store's database. ---- */
+static int index_lane_open(struct rvs_store *s, struct rvs_index_lane **out)
+{
+	return rvs_pg_index_open(s->dsn, out);
+}
+
+static int trace_capture(struct rvs_store *s, const char *trace_id, char blob[65], int *compression,
+			 uint64_t *payload_size)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_text(&p, trace_id);
+	rc = read_rows(s,
+		       "SELECT blob_sha256, coalesce(compression, 0), coalesce(payload_size, 0)"
+		       " FROM uploads WHERE trace_id = $1 AND blob_sha256 IS NOT NULL AND (state ="
+		       " 'decoded' OR (state = 'pending_decode' AND EXISTS (SELECT 1 FROM traces t"
+		       " WHERE t.trace_id = $1)))",
+		       &p, &r);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 1) {
+		snprintf(blob, 65, "%s", PQgetvalue(r, 0, 0));
+		*compression = (int)strtol(PQgetvalue(r, 0, 1), NULL, 10);
+		*payload_size = strtoull(PQgetvalue(r, 0, 2), NULL, 10);
+	} else {
+		rc = -ENOENT;
+	}
+	PQclear(r);
+	return rc;
+}
+
 /* ---- roles16: accounts' roles, disabling, the audit log ------------------ */
 
 #define ROLE_OF "CASE role WHEN 'viewer' THEN 1 WHEN 'author' THEN 2 ELSE 3 END"
@@ -1712,6 +2089,16 @@ const struct rvs_store_ops rvs_store_pg = {
 	.policy_version = policy_version,
 	.skips_by_reason = skips_by_reason,
 	.skips_recent = skips_recent,
+	.index_lane_open = index_lane_open,
+	.index_lane_close = rvs_pg_index_close,
+	.index_upload_meta = rvs_pg_index_upload_meta,
+	.index_write = rvs_pg_index_write,
+	.trace_capture = trace_capture,
+	.trace_read = trace_read,
+	.signatures_read = signatures_read,
+	.traces_list = traces_list,
+	.method_read = method_read,
+	.signatures_weekly = signatures_weekly,
 	/* roles16 */
 	.user_get = user_get,
 	.user_set = user_set,

@@ -43,6 +43,7 @@
  */
 #include "store.h"
 #include "users.h"
+#include "store_index.h"
 #include "issue.h"
 #include "rvs.h"
 #include "rearview/common.h"
@@ -1678,6 +1679,409 @@ static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns
 	return rc;
 }
 
+/* ---- issue 15 (sql15b): the decoded-trace index, on lanes of their own
+ * (store_sqlite_index.c) opened on this store's database. ---- */
+static int index_lane_open(struct rvs_store *s, struct rvs_index_lane **out)
+{
+	return rvs_sqlite_index_open(s->dsn, out);
+}
+
+static int trace_capture(struct rvs_store *s, const char *trace_id, char blob[65], int *compression,
+			 uint64_t *payload_size)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->rmu);
+	rc = sqlite3_prepare_v2(
+		s->rdb,
+		"SELECT blob_sha256, compression, payload_size FROM uploads WHERE trace_id = ?1"
+		" AND (state = 'decoded' OR (state = 'pending_decode' AND EXISTS"
+		" (SELECT 1 FROM traces t WHERE t.trace_id = ?1)))",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+			snprintf(blob, 65, "%s", (const char *)sqlite3_column_text(st, 0));
+			*compression = sqlite3_column_int(st, 1);
+			*payload_size = (uint64_t)sqlite3_column_int64(st, 2);
+			rc = 0;
+		} else {
+			rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? -ENOENT : rvc_sqlite_errno(rc);
+		}
+		sqlite3_finalize(st);
+	} else {
+		rc = rvc_sqlite_errno(rc);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	return rc;
+}
+
+/* ---- issue 15 (sql15b): the JSON API's reads, each on a scan connection
+ * of its own (as query.c opened one per request) ---- */
+
+#define READ_MAX_COLS 32
+
+/* Every remaining row of st to cb as part; 0, cb's stop value, or -EIO. */
+static int rows_out(sqlite3_stmt *st, int part, rvs_row_fn cb, void *arg, size_t *nrows)
+{
+	struct rvs_col cols[READ_MAX_COLS];
+	int rc, stop;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int n = sqlite3_column_count(st);
+		assert(n <= READ_MAX_COLS);
+		for (int i = 0; i < n; i++) {
+			cols[i].name = sqlite3_column_name(st, i);
+			cols[i].i = 0;
+			cols[i].text = NULL;
+			switch (sqlite3_column_type(st, i)) {
+			case SQLITE_NULL:
+				cols[i].type = RVS_COL_NULL;
+				break;
+			case SQLITE_INTEGER:
+				cols[i].type = RVS_COL_INT;
+				cols[i].i = sqlite3_column_int64(st, i);
+				break;
+			default:
+				cols[i].type = RVS_COL_TEXT;
+				cols[i].text = (const char *)sqlite3_column_text(st, i);
+				if (!cols[i].text)
+					cols[i].type = RVS_COL_NULL;
+			}
+		}
+		if (nrows)
+			++*nrows;
+		if ((stop = cb(arg, part, cols, (size_t)n)))
+			return stop;
+	}
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg)
+{
+	static const char *const sql[] = {
+		[RVS_TRACE_HEAD] = "SELECT u.trace_id, u.state, q.reason AS quarantine_reason,"
+				   " u.app_id, u.app_version, u.model, u.os_build, u.campaign_id,"
+				   " u.anomaly_kind, u.severity,"
+				   " u.captured_realtime_ns AS captured_at_ns,"
+				   " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
+				   " t.anomaly_name, t.anomaly_signature, t.duration_ns,"
+				   " t.nmethods, t.dropped, t.decoded_at"
+				   " FROM uploads u LEFT JOIN traces t USING (trace_id)"
+				   " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = ?",
+		[RVS_TRACE_TOP_SELF] = "SELECT self_rank AS rank, method, calls, self_ns, incl_ns"
+				       " FROM trace_methods WHERE trace_id = ? AND self_rank IS"
+				       " NOT NULL ORDER BY self_rank",
+		[RVS_TRACE_CHAINS] = "SELECT kind, rank, signature, chain, depth, self_ns, incl_ns"
+				     " FROM trace_chains WHERE trace_id = ? ORDER BY kind, rank",
+	};
+	sqlite3 *db;
+	int rc = 0;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	for (int part = RVS_TRACE_HEAD; part <= RVS_TRACE_CHAINS && !rc; part++) {
+		sqlite3_stmt *st;
+		size_t n = 0;
+		if (sqlite3_prepare_v2(db, sql[part], -1, &st, NULL) != SQLITE_OK) {
+			rc = -EIO;
+			break;
+		}
+		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_TRANSIENT);
+		rc = rows_out(st, part, cb, arg, &n);
+		sqlite3_finalize(st);
+		if (!rc && part == RVS_TRACE_HEAD && n == 0)
+			rc = -ENOENT;
+	}
+	sqlite3_close(db);
+	return rc;
+}
+
+/* signatures_read's row callback for the totals: each row out, then its
+ * per-week counts (read with the prepared counts statement). */
+struct sig_read {
+	sqlite3_stmt *counts;
+	rvs_row_fn cb;
+	void *arg;
+};
+
+static int sig_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct sig_read *x = arg;
+	int rc = x->cb(x->arg, part, cols, n);
+
+	if (rc)
+		return rc;
+	assert(n >= 1 && !strcmp(cols[0].name, "signature"));
+	sqlite3_bind_text(x->counts, 1, cols[0].type == RVS_COL_TEXT ? cols[0].text : "", -1,
+			  SQLITE_TRANSIENT);
+	rc = rows_out(x->counts, 1, x->cb, x->arg, NULL);
+	sqlite3_reset(x->counts);
+	return rc;
+}
+
+/* Reads the totals migration 5's triggers maintain: no scan of traces. */
+static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg)
+{
+	struct sig_read x = {.cb = cb, .arg = arg};
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db;
+	int rc = -EIO;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT signature, traces, chain FROM signatures"
+			       " ORDER BY traces DESC, signature LIMIT ?",
+			       -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db,
+			       "SELECT week * 604800 AS week_start, app_version, traces"
+			       " FROM signature_counts WHERE signature = ?"
+			       " ORDER BY week DESC, app_version LIMIT 200",
+			       -1, &x.counts, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, limit);
+		rc = rows_out(st, 0, sig_row, &x, NULL);
+	}
+	sqlite3_finalize(x.counts);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
+#define LIST_COLS                                                                             \
+	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build," \
+	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"       \
+	" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
+#define LIST_FILTERS                                                                       \
+	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"            \
+	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"            \
+	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"    \
+	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"  \
+	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id" \
+	"  FROM trace_chains c WHERE c.signature = ?9))"                                   \
+	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"       \
+	"  WHERE m.method = ?10))"                                                         \
+	" AND (?11 IS NULL OR t.rowid < ?11)"                                              \
+	" ORDER BY t.rowid DESC LIMIT ?12"
+
+/* Without a signature or method filter: walk traces newest first. */
+static const char LIST_SQL[] = LIST_COLS LIST_FILTERS;
+/* With one (or a time range), its matches drive the query (index lookups,
+ * then a sort of the matches only): walking every trace newest first to
+ * find the few that match a rare signature or method, or an older time
+ * range, read most of the table. */
+static const char LIST_SQL_SIG[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.anomaly_signature = ?9"
+		  " UNION SELECT x.rowid FROM trace_chains c JOIN traces x ON x.trace_id ="
+		  " c.trace_id WHERE c.signature = ?9) AND" LIST_FILTERS;
+static const char LIST_SQL_TIME[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.received_at >="
+		  " coalesce(?7, -9223372036854775807) AND x.received_at <"
+		  " coalesce(?8, 9223372036854775807)) AND" LIST_FILTERS;
+static const char LIST_SQL_METHOD[] =
+	LIST_COLS " t.rowid IN (SELECT x.rowid FROM trace_methods m JOIN traces x ON"
+		  " x.trace_id = m.trace_id WHERE m.method = ?10) AND" LIST_FILTERS;
+
+static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
+		       void *arg)
+{
+	const char *const text[] = {f->app, f->version, f->model, f->os_build};
+	const int64_t num[] = {f->kind, f->min_severity, f->since, f->until};
+	const int has[] = {f->has_kind, f->has_min_severity, f->has_since, f->has_until};
+	const char *sql = f->signature			 ? LIST_SQL_SIG
+			  : f->method			 ? LIST_SQL_METHOD
+			  : f->has_since || f->has_until ? LIST_SQL_TIME
+							 : LIST_SQL;
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc;
+
+	if (scan_open(s, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	for (int i = 0; i < 4; i++) {
+		if (text[i])
+			sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_TRANSIENT);
+		if (has[i])
+			sqlite3_bind_int64(st, i + 5, num[i]);
+	}
+	if (f->signature)
+		sqlite3_bind_text(st, 9, f->signature, -1, SQLITE_TRANSIENT);
+	if (f->method)
+		sqlite3_bind_text(st, 10, f->method, -1, SQLITE_TRANSIENT);
+	if (f->has_cursor)
+		sqlite3_bind_int64(st, 11, f->cursor);
+	sqlite3_bind_int64(st, 12, f->limit);
+	rc = rows_out(st, 0, cb, arg, NULL);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
+/* Traces with a method beyond which the method page's newest-first reads
+ * walk traces newest first probing trace_methods' primary key, instead of
+ * sorting every row of the method. */
+#define METHOD_SCAN_MIN 5000
+
+/* The method page's filter (app, app version), bound as ?3 and ?4. */
+#define METHOD_FILTERS " AND (?3 IS NULL OR t.app_id = ?3) AND (?4 IS NULL OR t.app_version = ?4)"
+
+static int method_read(struct rvs_store *s, int part, const char *method, int64_t arg,
+		       int64_t count, const char *app, const char *version, rvs_row_fn cb,
+		       void *cbarg)
+{
+	int scan = count > METHOD_SCAN_MIN;
+	int filtered = (app || version) && part != RVS_METHOD_COUNT &&
+		       part != RVS_METHOD_SELF_NTH && part != RVS_METHOD_INCL_NTH;
+	const char *filters = filtered ? METHOD_FILTERS : "";
+	const char *col = part == RVS_METHOD_BY_MODEL ? "model" : "app_version";
+	char sql[768];
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc;
+
+	switch (part) {
+	case RVS_METHOD_COUNT:
+		snprintf(sql, sizeof sql,
+			 "SELECT count(*) AS n FROM trace_methods WHERE method = ?1");
+		break;
+	/* Read off migration 5's (method, col) indexes: an OFFSET walk. */
+	case RVS_METHOD_SELF_NTH:
+		snprintf(sql, sizeof sql,
+			 "SELECT self_ns FROM trace_methods WHERE method = ?1"
+			 " ORDER BY self_ns LIMIT 1 OFFSET ?2");
+		break;
+	case RVS_METHOD_INCL_NTH:
+		snprintf(sql, sizeof sql,
+			 "SELECT incl_ns FROM trace_methods WHERE method = ?1"
+			 " ORDER BY incl_ns LIMIT 1 OFFSET ?2");
+		break;
+	/* CROSS JOIN fixes the loop order (traces outside) for common methods. */
+	case RVS_METHOD_BY_VERSION:
+	case RVS_METHOD_BY_MODEL:
+		snprintf(sql, sizeof sql,
+			 scan ? "SELECT v, s, i FROM (SELECT COALESCE(t.%s, '') AS v,"
+				" m.self_ns AS s, m.incl_ns AS i FROM traces t CROSS JOIN"
+				" trace_methods m ON m.trace_id = t.trace_id AND m.method = ?1"
+				" WHERE 1%s ORDER BY t.rowid DESC LIMIT ?2) ORDER BY 1"
+			      : "SELECT v, s, i FROM (SELECT COALESCE(t.%s, '') AS v,"
+				" m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
+				" USING (trace_id) WHERE m.method = ?1%s ORDER BY t.rowid DESC"
+				" LIMIT ?2) ORDER BY 1",
+			 col, filters);
+		break;
+	case RVS_METHOD_TRACES:
+		snprintf(sql, sizeof sql,
+			 scan ? "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
+				" t.received_at, m.calls, m.self_ns, m.incl_ns FROM traces t"
+				" CROSS JOIN trace_methods m ON m.trace_id = t.trace_id"
+				" AND m.method = ?1 WHERE 1%s ORDER BY t.rowid DESC LIMIT ?2"
+			      : "SELECT t.trace_id, t.app_id, t.app_version, t.model,"
+				" t.received_at, m.calls, m.self_ns, m.incl_ns FROM"
+				" trace_methods m JOIN traces t USING (trace_id)"
+				" WHERE m.method = ?1%s ORDER BY t.rowid DESC LIMIT ?2",
+			 filters);
+		break;
+	case RVS_METHOD_SAMPLES:
+		snprintf(sql, sizeof sql,
+			 "SELECT m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
+			 " USING (trace_id) WHERE m.method = ?1%s",
+			 filters);
+		break;
+	default:
+		assert(!"no such method_read part");
+		return -EINVAL;
+	}
+	if (scan_open(s, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_bind_text(st, 1, method, -1, SQLITE_TRANSIENT);
+	if (part != RVS_METHOD_COUNT && part != RVS_METHOD_SAMPLES)
+		sqlite3_bind_int64(st, 2, arg);
+	if (*filters) {
+		if (app)
+			sqlite3_bind_text(st, 3, app, -1, SQLITE_TRANSIENT);
+		if (version)
+			sqlite3_bind_text(st, 4, version, -1, SQLITE_TRANSIENT);
+	}
+	rc = rows_out(st, 0, cb, cbarg, NULL);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
+/* A trace's signature as in signatures_read, counted per week (Monday,
+ * UTC), app version and signature.  With signatures given only those
+ * clusters are counted, through the signature indexes (traces with an
+ * anomaly signature, then top-1 chains of traces without one), instead of
+ * grouping every trace.  One JSON parameter carries both values. */
+static const char WEEKLY_ALL_SQL[] =
+	"WITH s AS (SELECT t.received_at, t.app_version,"
+	" COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
+	" LEFT JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'"
+	" AND c.rank = 1 WHERE t.received_at >= CAST(json_extract(?1, '$.since') AS INTEGER))"
+	" SELECT sig AS signature,"
+	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
+	" app_version, count(*) AS traces FROM s WHERE sig IS NOT NULL"
+	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
+static const char WEEKLY_SOME_SQL[] =
+	"WITH want(sig) AS (SELECT value FROM json_each(?1, '$.signatures')),"
+	" s AS (SELECT t.received_at, t.app_version, t.anomaly_signature AS sig FROM traces t"
+	"  WHERE t.anomaly_signature IN (SELECT sig FROM want)"
+	" UNION ALL"
+	" SELECT t.received_at, t.app_version, c.signature AS sig FROM trace_chains c"
+	"  CROSS JOIN traces t ON t.trace_id = c.trace_id"
+	"  WHERE c.signature IN (SELECT sig FROM want) AND c.kind = 'top' AND c.rank = 1"
+	"  AND t.anomaly_signature IS NULL)"
+	" SELECT sig AS signature,"
+	" date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS week,"
+	" app_version, count(*) AS traces FROM s"
+	" WHERE received_at >= CAST(json_extract(?1, '$.since') AS INTEGER)"
+	" GROUP BY sig, week, app_version ORDER BY sig, week, app_version";
+
+static int signatures_weekly(struct rvs_store *s, int64_t since, const char *const *sigs,
+			     size_t nsigs, rvs_row_fn cb, void *arg)
+{
+	char param[64 + 200 * 19];
+	size_t len;
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc;
+
+	assert(nsigs <= 200);
+	len = (size_t)snprintf(param, sizeof param, "{\"since\":%lld", (long long)since);
+	if (nsigs) {
+		len += (size_t)snprintf(param + len, sizeof param - len, ",\"signatures\":[");
+		for (size_t i = 0; i < nsigs; i++) {
+			assert(strlen(sigs[i]) == 16 && strspn(sigs[i], "0123456789abcdef") == 16);
+			len += (size_t)snprintf(param + len, sizeof param - len, "%s\"%s\"",
+						i ? "," : "", sigs[i]);
+		}
+		len += (size_t)snprintf(param + len, sizeof param - len, "]");
+	}
+	snprintf(param + len, sizeof param - len, "}");
+	if (scan_open(s, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db, nsigs ? WEEKLY_SOME_SQL : WEEKLY_ALL_SQL, -1, &st, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_bind_text(st, 1, param, -1, SQLITE_TRANSIENT);
+	rc = rows_out(st, 0, cb, arg, NULL);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
 /* ---- roles16: accounts' roles, disabling, the audit log ------------------ */
 
 #define ROLE_OF "CASE role WHEN 'viewer' THEN 1 WHEN 'author' THEN 2 ELSE 3 END"
@@ -1981,6 +2385,16 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.policy_version = policy_version,
 	.skips_by_reason = skips_by_reason,
 	.skips_recent = skips_recent,
+	.index_lane_open = index_lane_open,
+	.index_lane_close = rvs_sqlite_index_close,
+	.index_upload_meta = rvs_sqlite_index_upload_meta,
+	.index_write = rvs_sqlite_index_write,
+	.trace_capture = trace_capture,
+	.trace_read = trace_read,
+	.signatures_read = signatures_read,
+	.traces_list = traces_list,
+	.method_read = method_read,
+	.signatures_weekly = signatures_weekly,
 	/* roles16 */
 	.user_get = user_get,
 	.user_set = user_set,

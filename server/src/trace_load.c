@@ -3,7 +3,8 @@
  * capture of a decoded upload, read from the blob store and decoded.
  *
  * Invariants: the trace id is checked ("t-" + 32 lowercase hex) before it
- * reaches SQL, where it is a bound parameter; the blob's name comes from the
+ * reaches the store (store.h trace_capture, on either backend), where it is
+ * a bound parameter; the blob's name comes from the
  * database, never from the request, and is checked again as 64 hex digits;
  * the capture never inflates past the size its upload declared (capped at
  * RVS_DECODE_MAX_CAPTURE, payload.h).  rvs_trace_acquire wraps
@@ -15,6 +16,7 @@
 #include "model_cache.h"
 #include "payload.h"
 #include "rvs.h"
+#include "store.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -22,8 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <sqlite3.h>
 
 #include "rearview/analysis.h"
 #include "rearview/upload.pb-c.h"
@@ -44,54 +44,27 @@ static int valid_trace_id(const char *s, size_t n)
 	return rvs_trace_id_ok(s, n);
 }
 
-/* A read-only connection, as the JSON API (query.c) opens them, until this
- * read goes through the store. */
-static sqlite3 *open_ro(const char *database)
-{
-	sqlite3 *db = NULL;
-	if (sqlite3_open_v2(database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
-		return NULL;
-	}
-	rvs_sqlite_busy(db, 5000);
-	return db;
-}
-
 int rvs_query_load_trace(const struct rvs_config *cfg, const char *id, struct rva_trace **out)
 {
-	const char *database = cfg->database;
+	const struct rvs_store_ops *ops;
+	struct rvs_store *store;
 	struct rvs_blobs *blobs;
 	char blob[65] = "";
 	uint8_t *raw = NULL, *cap = NULL;
-	size_t rawlen = 0, caplen = 0, limit = RVS_DECODE_MAX_CAPTURE;
+	size_t rawlen = 0, caplen = 0, limit;
+	uint64_t declared = 0;
 	int comp = 0, rc;
-	sqlite3_stmt *st;
-	sqlite3 *db;
 	rva_error err;
 
 	if (!valid_trace_id(id, strlen(id)))
 		return -ENOENT;
-	if (!(db = open_ro(database)))
+	if (rvs_store_acquire(cfg->database, &ops, &store))
 		return -EIO;
-	if (sqlite3_prepare_v2(
-		    db,
-		    /* Decoded — or decoded once and queued again to be
-		     * re-symbolized, with its index rows still there. */
-		    "SELECT blob_sha256, compression, payload_size FROM uploads WHERE trace_id = ?1"
-		    " AND (state = 'decoded' OR (state = 'pending_decode' AND EXISTS"
-		    " (SELECT 1 FROM traces t WHERE t.trace_id = ?1)))",
-		    -1, &st, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
-		return -EIO;
-	}
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-		snprintf(blob, sizeof blob, "%s", (const char *)sqlite3_column_text(st, 0));
-		comp = sqlite3_column_int(st, 1);
-		limit = rvs_inflate_limit((uint64_t)sqlite3_column_int64(st, 2));
-	}
-	sqlite3_finalize(st);
-	sqlite3_close(db);
+	rc = ops->trace_capture(store, id, blob, &comp, &declared);
+	rvs_store_release(store);
+	if (rc)
+		return rc == -ENOENT ? -ENOENT : -EIO;
+	limit = rvs_inflate_limit(declared);
 	/* The blob name comes from our own database and is validated again as
 	 * 64 hex digits; nothing from the request names a blob.  Read through
 	 * the configured store (local directory, S3 or PostgreSQL, blob.h),

@@ -10,6 +10,7 @@
  * delivery: receivers dedupe by the X-Rearview-Delivery id).
  */
 #include "webhook.h"
+#include "store.h"
 #include "params.h"
 #include "reply.h"
 #include "route.h"
@@ -289,6 +290,13 @@ void rvs_webhook_api_list(struct rvs_call *c)
 	sqlite3_stmt *st = NULL;
 	json_t *rows = json_array();
 	int s;
+
+	/* Read from sqlite directly still (issue 15): refused on PostgreSQL. */
+	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite) {
+		json_decref(rows);
+		return rvs_query_set_error(c->q, 501,
+					   "webhook deliveries: not available on PostgreSQL yet");
+	}
 
 	if (sqlite3_open_v2(c->cfg->database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || !rows) {

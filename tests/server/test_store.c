@@ -934,6 +934,362 @@ static void test_store_agg_sums_follow_trace_paths(void **state)
 	assert_string_equal(v, "0");
 }
 
+/* sqlite's migration 5 triggers and PostgreSQL's traces_sig keep the
+ * per-signature totals: setting traces.signature counts a trace in (the
+ * chain taken from its chains), changing it moves it, deleting it counts it
+ * out, and a total reaching 0 removes its row. */
+static void test_store_signature_totals_follow_traces(void **state)
+{
+	struct fx *f = *state;
+	static const char rows[] =
+		"INSERT INTO traces (trace_id, app_version, received_at, decoded_at) VALUES"
+		" ('t-s1', '1.0', 0, 0), ('t-s2', '1.0', 0, 0);"
+		"INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth) VALUES"
+		" ('t-s1', 'anomaly', 1, 'aa', 'main;f;', 2),"
+		" ('t-s2', 'anomaly', 1, 'aa', 'main;f;', 2);"
+		"UPDATE traces SET signature = 'aa';";
+	static const char aa[] = "SELECT coalesce((SELECT traces || ' ' || coalesce(chain, '-')"
+				 " FROM signatures WHERE signature = 'aa'), 'none')";
+	static const char bb[] = "SELECT coalesce((SELECT traces || ' ' || coalesce(chain, '-')"
+				 " FROM signatures WHERE signature = 'bb'), 'none')";
+	static const char week[] = "SELECT coalesce((SELECT traces FROM signature_counts WHERE"
+				   " signature = 'aa' AND week = 0 AND app_version = '1.0'), 0)";
+	char v[64];
+
+	add_device(f, "d-sig", 9);
+	add_upload(f, "t-s1", "d-sig", 1, 0);
+	add_upload(f, "t-s2", "d-sig", 2, 0);
+	backend_exec(f, rows, rows);
+	sql_value(f, aa, NULL, v, sizeof v);
+	assert_string_equal(v, "2 main;f;");
+	sql_value(f, week, NULL, v, sizeof v);
+	assert_string_equal(v, "2");
+	backend_exec(f, "UPDATE traces SET signature = 'bb' WHERE trace_id = 't-s2'",
+		     "UPDATE traces SET signature = 'bb' WHERE trace_id = 't-s2'");
+	sql_value(f, aa, NULL, v, sizeof v);
+	assert_string_equal(v, "1 main;f;");
+	sql_value(f, bb, NULL, v, sizeof v);
+	assert_string_equal(v, "1 -");
+	backend_exec(f, "DELETE FROM traces WHERE trace_id = 't-s1'",
+		     "DELETE FROM traces WHERE trace_id = 't-s1'");
+	sql_value(f, aa, NULL, v, sizeof v);
+	assert_string_equal(v, "none");
+	sql_value(f, week, NULL, v, sizeof v);
+	assert_string_equal(v, "0");
+	sql_value(f, bb, NULL, v, sizeof v);
+	assert_string_equal(v, "1 -");
+}
+
+/* One trace's rows as the decoder hands them to index_write: two methods,
+ * the anomaly chain and a top chain, one unresolved build id. */
+static void index_rows_of(struct rvs_index_trace *v, const struct rvs_decode_item *it,
+			  const char *second_method)
+{
+	static struct rvs_index_method m[2];
+	static struct rvs_index_chain c[2] = {
+		{"anomaly", 1, "00000000000000aa", "main;f;", 2, -1, -1},
+		{"top", 1, "00000000000000bb", "main;g;", 2, 5, 9},
+	};
+	static const char *const bids[] = {"abcd"};
+
+	m[0] = (struct rvs_index_method){"main", 1, 2, 10, 2};
+	m[1] = (struct rvs_index_method){second_method, 3, 8, 8, 1};
+	memset(v, 0, sizeof *v);
+	v->trace_id = it->trace_id;
+	v->lease = it->lease;
+	v->decoded_at = 1000;
+	v->anomaly_name = "jank";
+	v->duration_ns = 10;
+	v->nmethods = 2;
+	v->dropped = -1;
+	v->methods = m;
+	v->nmethod_rows = 2;
+	v->chains = c;
+	v->nchains = 2;
+	v->anomaly_signature = v->signature = "00000000000000aa";
+	v->issue = "00000000000000aa";
+	v->unresolved_replace = 1;
+	v->unresolved = bids;
+	v->nunresolved = 1;
+}
+
+/* index_write on each backend: the trace's rows, its signature counted
+ * once, and a second write (a re-decode) replacing the rows, not adding. */
+static void test_store_index_write_replaces_rows_and_counts_signature_once(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_index_lane *l = NULL;
+	struct rvs_index_meta meta;
+	struct rvs_decode_item it[2];
+	struct rvs_index_trace v;
+	char out[128];
+
+	add_device(f, "d-ix", 3);
+	add_upload(f, "t-ix", "d-ix", 1, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 2), 1);
+	assert_int_equal(ops->index_lane_open(f->s, &l), 0);
+	assert_int_equal(ops->index_upload_meta(l, "t-ix", &meta), 0);
+	assert_null(meta.summary);
+	assert_int_equal(ops->index_upload_meta(l, "t-none", &meta), -ENOENT);
+	for (int pass = 0; pass < 2; pass++) {
+		index_rows_of(&v, &it[0], pass ? "h" : "g");
+		ops->index_write(l, &v, 1);
+		assert_int_equal(v.rc, 0);
+	}
+	sql_value(f,
+		  "SELECT app_id || ' ' || device_id || ' ' || anomaly_name || ' ' || duration_ns"
+		  " || ' ' || signature || ' ' || issue || ' ' || coalesce(cast(dropped AS TEXT), "
+		  "'-')"
+		  " FROM traces",
+		  NULL, out, sizeof out);
+	assert_string_equal(out, "app d-ix jank 10 00000000000000aa 00000000000000aa -");
+	sql_value(f,
+		  "SELECT (SELECT count(*) FROM trace_methods) || ' ' || (SELECT method FROM"
+		  " trace_methods WHERE self_rank = 1) || ' ' || (SELECT count(*) FROM"
+		  " trace_chains) || ' ' || (SELECT count(*) FROM trace_unresolved)",
+		  NULL, out, sizeof out);
+	assert_string_equal(out, "2 h 2 1");
+	sql_value(f, "SELECT traces || ' ' || chain FROM signatures", NULL, out, sizeof out);
+	assert_string_equal(out, "1 main;f;");
+	ops->index_lane_close(l);
+}
+
+/* trace_capture names the blob of a decoded trace only: not of an upload
+ * still waiting for its first decode, nor of one without a blob. */
+static void test_store_trace_capture_only_of_decoded_traces(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_upload_rec u = {0};
+	struct rvs_decode_item it[2];
+	struct rvs_index_lane *l = NULL;
+	struct rvs_index_trace v;
+	char blob[65];
+	int comp = -1;
+	uint64_t size = 0;
+
+	add_device(f, "d-cap", 4);
+	snprintf(u.trace_id, sizeof u.trace_id, "t-cap");
+	u.device_id = "d-cap";
+	memset(u.upload_id, 5, 16);
+	u.compression = 1;
+	u.payload_size = 4096;
+	u.blob_sha256 = "ab00000000000000000000000000000000000000000000000000000000000000";
+	u.blob_bytes = 10;
+	assert_int_equal(ops->upload_add(f->s, &u), 0);
+	assert_int_equal(ops->trace_capture(f->s, "t-cap", blob, &comp, &size), -ENOENT);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 2), 1);
+	assert_int_equal(ops->index_lane_open(f->s, &l), 0);
+	index_rows_of(&v, &it[0], "g");
+	ops->index_write(l, &v, 1);
+	assert_int_equal(v.rc, 0);
+	ops->index_lane_close(l);
+	/* Indexed, its outcome not yet recorded: as a re-decode's, readable. */
+	assert_int_equal(ops->trace_capture(f->s, "t-cap", blob, &comp, &size), 0);
+	assert_string_equal(blob, u.blob_sha256);
+	assert_int_equal(comp, 1);
+	assert_int_equal(size, 4096);
+	assert_int_equal(ops->decode_finish(f->s, it, 1), 0);
+	assert_int_equal(ops->trace_capture(f->s, "t-cap", blob, &comp, &size), 0);
+	assert_int_equal(ops->trace_capture(f->s, "t-none", blob, &comp, &size), -ENOENT);
+}
+
+/* What the reads' callbacks saw: "part:name=value;" per column, and the
+ * row count. */
+struct seen {
+	char text[2048];
+	size_t rows;
+};
+
+static int seen_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct seen *x = arg;
+	size_t len = strlen(x->text);
+
+	x->rows++;
+	for (size_t i = 0; i < n; i++) {
+		char v[64];
+		if (cols[i].type == RVS_COL_INT)
+			snprintf(v, sizeof v, "%lld", (long long)cols[i].i);
+		else
+			snprintf(v, sizeof v, "%s",
+				 cols[i].type == RVS_COL_TEXT ? cols[i].text : "null");
+		len += (size_t)snprintf(x->text + len, sizeof x->text - len, "%d:%s=%s;", part,
+					cols[i].name, v);
+		assert_true(len < sizeof x->text);
+	}
+	return 0;
+}
+
+/* The JSON API's reads on each backend: the trace list (filters and the
+ * keyset cursor), one trace's rows, the signature totals with their weeks;
+ * integers come back as integers, names as query.c's JSON keys. */
+static void test_store_reads_list_trace_and_signatures(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_index_lane *l = NULL;
+	struct rvs_decode_item it[4];
+	struct rvs_index_trace v;
+	struct rvs_trace_filter tf = {.limit = 10};
+	struct seen x = {0};
+	char first[16];
+
+	add_device(f, "d-rd", 6);
+	add_upload(f, "t-r1", "d-rd", 1, 0);
+	add_upload(f, "t-r2", "d-rd", 2, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 4), 2);
+	assert_int_equal(ops->index_lane_open(f->s, &l), 0);
+	for (int i = 0; i < 2; i++) {
+		index_rows_of(&v, &it[i], "g");
+		ops->index_write(l, &v, 1);
+		assert_int_equal(v.rc, 0);
+	}
+	ops->index_lane_close(l);
+
+	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
+	assert_int_equal(x.rows, 2);
+	assert_non_null(strstr(x.text, "0:trace_id=t-r2;"));
+	assert_non_null(strstr(x.text, "0:duration_ns=10;"));
+	assert_true(strstr(x.text, "t-r2") < strstr(x.text, "t-r1")); /* newest first */
+	/* The cursor: the first row's rowid_ lists the rows below it. */
+	assert_int_equal(sscanf(x.text, "0:rowid_=%15[0-9];", first), 1);
+	tf.cursor = strtoll(first, NULL, 10);
+	tf.has_cursor = 1;
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
+	assert_int_equal(x.rows, 1);
+	assert_non_null(strstr(x.text, "0:trace_id=t-r1;"));
+	tf.has_cursor = 0;
+	tf.method = "nope";
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
+	assert_int_equal(x.rows, 0);
+	tf.method = NULL;
+	tf.signature = "00000000000000bb"; /* a top chain's */
+	tf.app = "app";
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
+	assert_int_equal(x.rows, 2);
+
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->trace_read(f->s, "t-r1", seen_row, &x), 0);
+	assert_int_equal(x.rows, 1 + 2 + 2);
+	assert_non_null(strstr(x.text, "0:state=pending_decode;"));
+	assert_non_null(strstr(x.text, "0:quarantine_reason=null;"));
+	assert_non_null(strstr(x.text, "1:rank=1;1:method=g;1:calls=3;"));
+	assert_non_null(strstr(x.text, "2:kind=anomaly;2:rank=1;2:signature=00000000000000aa;"));
+	assert_int_equal(ops->trace_read(f->s, "t-none", seen_row, &x), -ENOENT);
+
+	/* The method page: both traces have "main" (self 2, incl 10). */
+	memset(&x, 0, sizeof x);
+	assert_int_equal(
+		ops->method_read(f->s, RVS_METHOD_COUNT, "main", 0, 0, NULL, NULL, seen_row, &x),
+		0);
+	assert_string_equal(x.text, "0:n=2;");
+	memset(&x, 0, sizeof x);
+	assert_int_equal(
+		ops->method_read(f->s, RVS_METHOD_INCL_NTH, "main", 1, 2, NULL, NULL, seen_row, &x),
+		0);
+	assert_string_equal(x.text, "0:incl_ns=10;");
+	memset(&x, 0, sizeof x);
+	assert_int_equal(
+		ops->method_read(f->s, RVS_METHOD_SELF_NTH, "main", 2, 2, NULL, NULL, seen_row, &x),
+		0);
+	assert_int_equal(x.rows, 0); /* past the end */
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->method_read(f->s, RVS_METHOD_BY_VERSION, "main", 10, 2, NULL, NULL,
+					  seen_row, &x),
+			 0);
+	assert_string_equal(x.text, "0:v=;0:s=2;0:i=10;0:v=;0:s=2;0:i=10;");
+	memset(&x, 0, sizeof x);
+	assert_int_equal(
+		ops->method_read(f->s, RVS_METHOD_TRACES, "main", 1, 2, NULL, NULL, seen_row, &x),
+		0);
+	assert_int_equal(x.rows, 1);
+	assert_non_null(strstr(x.text, "0:trace_id=t-r2;"));
+	assert_non_null(strstr(x.text, "0:calls=1;0:self_ns=2;0:incl_ns=10;"));
+	/* Filtered by app (both traces are app "app"'s) and by a version
+	 * neither has: every filtered part honours it, on both backends. */
+	memset(&x, 0, sizeof x);
+	assert_int_equal(
+		ops->method_read(f->s, RVS_METHOD_SAMPLES, "main", 0, 0, "app", NULL, seen_row, &x),
+		0);
+	assert_string_equal(x.text, "0:s=2;0:i=10;0:s=2;0:i=10;");
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->method_read(f->s, RVS_METHOD_BY_MODEL, "main", 10, 2, "app", NULL,
+					  seen_row, &x),
+			 0);
+	assert_int_equal(x.rows, 2);
+	for (int part = RVS_METHOD_BY_VERSION; part <= RVS_METHOD_SAMPLES; part++) {
+		memset(&x, 0, sizeof x);
+		assert_int_equal(
+			ops->method_read(f->s, part, "main", 10, 2, NULL, "9.9", seen_row, &x), 0);
+		assert_int_equal(x.rows, 0);
+	}
+
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->signatures_read(f->s, 10, seen_row, &x), 0);
+	/* One total, then its one week (received now: the week varies). */
+	assert_int_equal(x.rows, 2);
+	assert_non_null(strstr(x.text, "0:signature=00000000000000aa;0:traces=2;0:chain=main;f;;"
+				       "1:week_start="));
+	assert_non_null(strstr(x.text, ";1:app_version=;1:traces=2;"));
+
+	/* Weekly: one row (signature, its Monday, no version, 2 traces); only
+	 * the wanted signatures, a trace counted by its own signature. */
+	{
+		static const char *const aa[] = {"00000000000000aa"};
+		static const char *const bb[] = {"00000000000000bb"};
+		const char *week;
+		memset(&x, 0, sizeof x);
+		assert_int_equal(ops->signatures_weekly(f->s, 0, NULL, 0, seen_row, &x), 0);
+		assert_int_equal(x.rows, 1);
+		assert_non_null(week = strstr(x.text, "0:signature=00000000000000aa;0:week="));
+		week += strlen("0:signature=00000000000000aa;0:week=");
+		assert_true(strlen(week) > 10 && week[4] == '-' && week[7] == '-' &&
+			    week[10] == ';');
+		assert_non_null(strstr(x.text, ";0:app_version=null;0:traces=2;"));
+		memset(&x, 0, sizeof x);
+		assert_int_equal(ops->signatures_weekly(f->s, 0, aa, 1, seen_row, &x), 0);
+		assert_int_equal(x.rows, 1);
+		memset(&x, 0, sizeof x);
+		assert_int_equal(ops->signatures_weekly(f->s, 0, bb, 1, seen_row, &x), 0);
+		assert_int_equal(x.rows, 0);
+		memset(&x, 0, sizeof x);
+		assert_int_equal(ops->signatures_weekly(f->s, INT64_MAX, NULL, 0, seen_row, &x), 0);
+		assert_int_equal(x.rows, 0);
+	}
+}
+
+/* PostgreSQL writes a trace only under the lease it was handed: a decoder
+ * whose lease expired and was taken by another writes nothing. */
+static void test_store_pg_index_write_needs_the_decode_lease(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_index_lane *l = NULL;
+	struct rvs_decode_item a[2], b[2];
+	struct rvs_index_trace v;
+	char out[64];
+
+	add_device(f, "d-ix", 3);
+	add_upload(f, "t-ix", "d-ix", 1, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, a, 2), 1);
+	pg_exec(f, "UPDATE decode_queue SET leased_until = now() - interval '1 second'");
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, b, 2), 1);
+	assert_int_equal(ops->index_lane_open(f->s, &l), 0);
+	index_rows_of(&v, &a[0], "g");
+	ops->index_write(l, &v, 1);
+	assert_int_equal(v.rc, -ESTALE);
+	assert_non_null(strstr(v.reason, "lease"));
+	sql_value(f, NULL, "SELECT count(*) FROM traces", out, sizeof out);
+	assert_string_equal(out, "0");
+	index_rows_of(&v, &b[0], "g");
+	ops->index_write(l, &v, 1);
+	assert_int_equal(v.rc, 0);
+	sql_value(f, NULL, "SELECT count(*) FROM traces", out, sizeof out);
+	assert_string_equal(out, "1");
+	ops->index_lane_close(l);
+}
+
 /* Two "nodes" (store handles) on one database: the device's upload id is
  * the key on both, so a retry that reaches the other node is a duplicate. */
 static void test_store_pg_duplicate_across_nodes_is_eexist(void **state)
@@ -957,46 +1313,31 @@ static void test_store_pg_duplicate_across_nodes_is_eexist(void **state)
 	ops->close(node2);
 }
 
-/* The search migration (store_pg.c 2) on a database that has the
- * decoded-trace index: traces.issue backfilled where the anomaly chain has
- * no "(unknown caller)" prefix, and the four indexes.  (Without the table,
- * as every other case here, it is a no-op.) */
-static void test_store_pg_search_migration_indexes_a_traces_table(void **state)
+/* The decoded-trace index migration (store_pg.c 5) carries what the search
+ * migration (4) adds to traces when it finds one: 4 ran before traces
+ * existed, so 5 creates the issue and device_id columns and the issues and
+ * worst-trace sort indexes itself. */
+static void test_store_pg_traces_migration_has_search_columns_and_indexes(void **state)
 {
 	struct fx *f = *state;
-	struct rvs_store *again;
 	char out[128];
 
-	pg_exec(f, "CREATE TABLE traces (trace_id TEXT PRIMARY KEY, severity INTEGER,"
-		   " duration_ns BIGINT, captured_at_ns BIGINT, received_at BIGINT,"
-		   " anomaly_signature TEXT)");
-	pg_exec(f, "CREATE TABLE trace_chains (trace_id TEXT, kind TEXT, rank INTEGER,"
-		   " signature TEXT, chain TEXT)");
-	pg_exec(f,
-		"INSERT INTO traces VALUES ('t-1', 3, 1, 1, 1, 'aa'), ('t-2', 1, 1, 1, 1, 'bb')");
-	pg_exec(f, "INSERT INTO trace_chains VALUES ('t-1', 'anomaly', 1, 'aa', 'main;f;'),"
-		   " ('t-2', 'anomaly', 1, 'bb', '(unknown caller);main;f;')");
 	add_device(f, "d-one", 1);
 	add_upload(f, "t-1", "d-one", 1, 0);
-	pg_exec(f, "DELETE FROM schema_version WHERE version >= 4");
-	assert_int_equal(ops->open(f->db, &again), 0);
-	ops->close(again);
-	sql_value(f, NULL,
-		  "SELECT string_agg(trace_id || '=' || coalesce(issue, '-'), ',' ORDER BY"
-		  " trace_id) FROM traces",
-		  out, sizeof out);
-	assert_string_equal(out, "t-1=aa,t-2=-");
-	sql_value(f, NULL,
-		  "SELECT string_agg(trace_id || '=' || coalesce(device_id, '-'), ',' ORDER BY"
-		  " trace_id) FROM traces",
-		  out, sizeof out);
-	assert_string_equal(out, "t-1=d-one,t-2=-"); /* t-2 has no uploads row here */
+	pg_exec(f, "INSERT INTO traces (trace_id, received_at, decoded_at, issue, device_id)"
+		   " VALUES ('t-1', 1, 1, 'aa', 'd-one')");
+	sql_value(f, NULL, "SELECT issue || '/' || device_id FROM traces", out, sizeof out);
+	assert_string_equal(out, "aa/d-one");
 	sql_value(f, NULL,
 		  "SELECT count(*) FROM pg_indexes WHERE tablename = 'traces' AND indexname IN"
 		  " ('traces_issue', 'traces_by_severity', 'traces_by_duration',"
 		  " 'traces_by_captured')",
 		  out, sizeof out);
 	assert_string_equal(out, "4");
+	/* Retention deletes uploads: the index rows go with them. */
+	pg_exec(f, "DELETE FROM decode_queue; DELETE FROM uploads");
+	sql_value(f, NULL, "SELECT count(*) FROM traces", out, sizeof out);
+	assert_string_equal(out, "0");
 }
 
 /* A decoder killed mid-decode: its lease expires (forced here, no waiting)
@@ -1125,6 +1466,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_store_parallel_uploads_at_quota_minus_one_store_exactly_one, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_store_signature_totals_follow_traces, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_index_write_replaces_rows_and_counts_signature_once, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_store_trace_capture_only_of_decoded_traces,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_reads_list_trace_and_signatures, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_store_agg_sums_follow_trace_paths, setup,
 						teardown),
 		/* issue 15 */
@@ -1155,8 +1505,11 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_expired_lease_is_retaken, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_store_pg_index_write_needs_the_decode_lease,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			test_store_pg_search_migration_indexes_a_traces_table, setup, teardown),
+			test_store_pg_traces_migration_has_search_columns_and_indexes, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_concurrent_batches_never_share_an_upload, setup, teardown),
 	};

@@ -1,0 +1,299 @@
+/*
+ * store_pg_index.c — the decoded-trace index writer on PostgreSQL
+ * (store_index.h; store.h's index_* operations; the tables of store_pg.c's
+ * migration 5).
+ *
+ * Each decode lane has a libpq connection of its own, used by one thread
+ * at a time.  Invariants: every value goes in as a bound text parameter;
+ * index_write writes each trace whole or not at all (a savepoint each, one
+ * transaction for the batch) and only while the trace's decode_queue row
+ * carries the lease the decoder was handed (locked FOR UPDATE, so
+ * decode_finish of another holder waits for this commit); the traces row
+ * goes first (foreign keys) and its signature last (migration 5's
+ * traces_sig trigger counts it then, reading its chains).  A re-decoded
+ * trace's old rows go with its traces row (ON DELETE CASCADE).
+ */
+#include "store_index.h"
+#include "rvs.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#define MAX_PARAMS 8
+
+struct rvs_index_lane {
+	PGconn *pg;
+	char err[200]; /* the last statement's error message */
+};
+
+/* Text parameters: values point into num[] or at the caller's strings. */
+struct args {
+	int n;
+	const char *v[MAX_PARAMS];
+	char num[MAX_PARAMS][24];
+};
+
+static void a_text(struct args *a, const char *v)
+{
+	assert(a->n < MAX_PARAMS);
+	a->v[a->n++] = v;
+}
+
+/* v < 0 is NULL unless keep_negative. */
+static void a_i64(struct args *a, int64_t v, int keep_negative)
+{
+	assert(a->n < MAX_PARAMS);
+	if (v < 0 && !keep_negative) {
+		a->v[a->n++] = NULL;
+		return;
+	}
+	snprintf(a->num[a->n], sizeof a->num[a->n], "%" PRId64, v);
+	a->v[a->n] = a->num[a->n];
+	a->n++;
+}
+
+/* Runs sql with a's parameters; *out (when not NULL) gets the result to
+ * clear.  0, or -EIO with l->err set (result cleared). */
+static int q(struct rvs_index_lane *l, const char *sql, const struct args *a, PGresult **out)
+{
+	PGresult *r = PQexecParams(l->pg, sql, a ? a->n : 0, NULL, a ? a->v : NULL, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+
+	if (out)
+		*out = NULL;
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		if (out)
+			*out = r;
+		else
+			PQclear(r);
+		return 0;
+	}
+	snprintf(l->err, sizeof l->err, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(l->pg));
+	l->err[strcspn(l->err, "\n")] = 0;
+	PQclear(r);
+	return -EIO;
+}
+
+int rvs_pg_index_open(const char *dsn, struct rvs_index_lane **out)
+{
+	struct rvs_index_lane *l = calloc(1, sizeof *l);
+
+	if (!l)
+		return -ENOMEM;
+	l->pg = PQconnectdb(dsn);
+	if (PQstatus(l->pg) != CONNECTION_OK) {
+		rvs_log("error", "msg=\"postgresql connect\" err=\"%s\"", PQerrorMessage(l->pg));
+		rvs_pg_index_close(l);
+		return -EIO;
+	}
+	*out = l;
+	return 0;
+}
+
+void rvs_pg_index_close(struct rvs_index_lane *l)
+{
+	if (!l)
+		return;
+	PQfinish(l->pg);
+	free(l);
+}
+
+int rvs_pg_index_upload_meta(struct rvs_index_lane *l, const char *trace_id,
+			     struct rvs_index_meta *m)
+{
+	struct args a = {0};
+	PGresult *r;
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	a_text(&a, trace_id);
+	if ((rc = q(l,
+		    "SELECT coalesce(compression, 0), coalesce(payload_size, 0), summary"
+		    " FROM uploads WHERE trace_id = $1",
+		    &a, &r)))
+		return rc;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return -ENOENT;
+	}
+	m->compression = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+	m->payload_size = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
+	if (!PQgetisnull(r, 0, 2)) {
+		size_t len = 0;
+		unsigned char *b =
+			PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 2), &len);
+		if (!b) {
+			rc = -ENOMEM;
+		} else if (len > 0) {
+			if ((m->summary = malloc(len))) {
+				memcpy(m->summary, b, len);
+				m->summary_len = len;
+			} else {
+				rc = -ENOMEM;
+			}
+		}
+		PQfreemem(b);
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* Every row of one trace, inside the caller's transaction: 0, -ESTALE when
+ * the lease is no longer the trace's, else -EIO / -ENOENT. */
+static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
+{
+	struct args a = {0};
+	PGresult *r;
+	int rc, n;
+
+	a_text(&a, v->trace_id);
+	a_i64(&a, (int64_t)(v->lease & INT64_MAX), 1);
+	if ((rc = q(l, "SELECT 1 FROM decode_queue WHERE trace_id = $1 AND lease = $2 FOR UPDATE",
+		    &a, &r)))
+		return rc;
+	n = PQntuples(r);
+	PQclear(r);
+	if (n != 1) {
+		snprintf(l->err, sizeof l->err, "decode lease lost (taken by another decoder)");
+		return -ESTALE;
+	}
+	a.n = 0;
+	a_text(&a, v->trace_id);
+	if ((rc = q(l, "DELETE FROM traces WHERE trace_id = $1", &a, NULL)))
+		return rc;
+	a.n = 0;
+	a_text(&a, v->trace_id);
+	a_text(&a, v->anomaly_name);
+	a_i64(&a, v->duration_ns, 0);
+	a_i64(&a, v->nmethods, 0);
+	a_i64(&a, v->dropped, 0);
+	a_i64(&a, v->decoded_at, 1);
+	if ((rc = q(l,
+		    "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
+		    " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name,"
+		    " duration_ns, nmethods, dropped, decoded_at, device_id)"
+		    " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind,"
+		    " severity, captured_realtime_ns, received_at, $2, $3, $4, $5, $6, device_id"
+		    " FROM uploads WHERE trace_id = $1",
+		    &a, &r)))
+		return rc;
+	n = (int)strtol(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	if (n != 1) {
+		snprintf(l->err, sizeof l->err, "no upload %s", v->trace_id);
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < v->nmethod_rows && !rc; i++) {
+		const struct rvs_index_method *m = &v->methods[i];
+		a.n = 0;
+		a_text(&a, v->trace_id);
+		a_text(&a, m->method);
+		a_i64(&a, (int64_t)(m->calls & INT64_MAX), 1);
+		a_i64(&a, (int64_t)(m->self_ns & INT64_MAX), 1);
+		a_i64(&a, (int64_t)(m->incl_ns & INT64_MAX), 1);
+		a_i64(&a, m->self_rank ? m->self_rank : -1, 0);
+		rc = q(l,
+		       v->methods_first_wins
+			       ? "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
+				 " incl_ns, self_rank) VALUES ($1, $2, $3, $4, $5, $6)"
+				 " ON CONFLICT DO NOTHING"
+			       : "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
+				 " incl_ns, self_rank) VALUES ($1, $2, $3, $4, $5, $6)",
+		       &a, NULL);
+	}
+	for (size_t i = 0; i < v->nchains && !rc; i++) {
+		const struct rvs_index_chain *c = &v->chains[i];
+		a.n = 0;
+		a_text(&a, v->trace_id);
+		a_text(&a, c->kind);
+		a_i64(&a, c->rank, 1);
+		a_text(&a, c->signature);
+		a_text(&a, c->chain);
+		a_i64(&a, c->depth, 1);
+		a_i64(&a, c->self_ns, 0);
+		a_i64(&a, c->incl_ns, 0);
+		rc = q(l,
+		       "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
+		       " self_ns, incl_ns) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+		       &a, NULL);
+	}
+	if (rc)
+		return rc;
+	a.n = 0;
+	a_text(&a, v->anomaly_signature);
+	a_text(&a, v->signature);
+	a_text(&a, v->issue);
+	a_text(&a, v->trace_id);
+	if ((rc = q(l,
+		    "UPDATE traces SET anomaly_signature = $1, signature = $2, issue = $3"
+		    " WHERE trace_id = $4",
+		    &a, NULL)))
+		return rc;
+	if (!v->unresolved_replace)
+		return 0;
+	a.n = 0;
+	a_text(&a, v->trace_id);
+	if ((rc = q(l, "DELETE FROM trace_unresolved WHERE trace_id = $1", &a, NULL)))
+		return rc;
+	for (size_t i = 0; i < v->nunresolved && !rc; i++) {
+		a.n = 0;
+		a_text(&a, v->unresolved[i]);
+		a_text(&a, v->trace_id);
+		rc = q(l,
+		       "INSERT INTO trace_unresolved (build_id, trace_id) VALUES ($1, $2)"
+		       " ON CONFLICT DO NOTHING",
+		       &a, NULL);
+	}
+	return rc;
+}
+
+static void fail(struct rvs_index_lane *l, struct rvs_index_trace *v, int rc)
+{
+	snprintf(v->reason, sizeof v->reason, "index: %s", l->err);
+	rvs_log("error", "msg=\"decode index\" trace=%s err=\"%s\"", v->trace_id, l->err);
+	v->rc = rc ? rc : -EIO;
+}
+
+void rvs_pg_index_write(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n)
+{
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		v[i].rc = 0;
+		v[i].reason[0] = 0;
+	}
+	rc = q(l, "BEGIN", NULL, NULL);
+	for (size_t i = 0; i < n; i++) {
+		int r = rc;
+
+		if (!r)
+			r = q(l, "SAVEPOINT one", NULL, NULL);
+		if (!r)
+			r = write_one(l, &v[i]);
+		if (r) {
+			fail(l, &v[i], r);
+			if (!rc)
+				rc = q(l, "ROLLBACK TO SAVEPOINT one", NULL, NULL);
+		}
+		if (!rc)
+			rc = q(l, "RELEASE SAVEPOINT one", NULL, NULL);
+	}
+	if (!rc)
+		rc = q(l, "COMMIT", NULL, NULL);
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			if (!v[i].rc)
+				fail(l, &v[i], rc);
+		PQclear(PQexec(l->pg, "ROLLBACK"));
+	}
+	/* A broken connection is reopened for the next batch. */
+	if (PQstatus(l->pg) != CONNECTION_OK)
+		PQreset(l->pg);
+}
