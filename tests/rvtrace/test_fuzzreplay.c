@@ -195,6 +195,9 @@ static void test_fuzzreplay_text_corpus_survives(void **state)
 	};
 	static const char *const nanoscope[] = {
 		"tests/rvtrace/fixtures/nanoscope-basic.txt",
+		/* make fuzz's find: time going back (40:inner, then 30:POP) left
+		 * the open parent ending before its closed child. */
+		"tests/rvtrace/fixtures/nanoscope-backwards-time.txt",
 		NULL,
 	};
 	replay_files(rva_fuzz_folded, folded);

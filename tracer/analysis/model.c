@@ -266,7 +266,9 @@ void rva_trace_finish(rva_trace *t, int64_t end_ts)
 	int64_t lo = INT64_MAX, hi = INT64_MIN;
 	for (size_t i = 0; i < t->nthreads; i++) {
 		rva_thread *th = &t->threads[i];
-		int64_t e = end_ts == INT64_MIN ? th->last_ts : end_ts;
+		/* Never before the thread's last (clamped) time: a frame closed
+		 * earlier may have ended there, and an open one holds it. */
+		int64_t e = end_ts == INT64_MIN || end_ts < th->last_ts ? th->last_ts : end_ts;
 		while (th->sdepth > 0) {
 			uint32_t k = th->stack[--th->sdepth];
 			rva_call *c = &th->calls[k];
