@@ -21,6 +21,7 @@
 #include <sqlite3.h>
 
 #include "rvs.h"
+#include "store_sqlite_util.h"
 
 struct fx {
 	char dir[64];
