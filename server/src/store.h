@@ -524,8 +524,9 @@ struct rvs_store_ops {
 	 * for lease_ms: in one transaction their next_try_ms becomes now_ms +
 	 * lease_ms, so no other pass (on PostgreSQL: no other node; rows are
 	 * taken FOR UPDATE SKIP LOCKED) takes them before the lease ends; each
-	 * row (as it was, before the lease) to cb.  Returns how many, or
-	 * -errno (none claimed). */
+	 * row to cb (its next_try_ms the lease's end; a non-zero return stops:
+	 * the rows claimed wait for their lease).  Returns how many, or -errno
+	 * (sqlite: none claimed). */
 	int (*webhook_claim)(struct rvs_regress_db *d, int64_t now_ms, int64_t lease_ms, size_t max,
 			     int (*cb)(void *arg, const struct rvs_webhook_row *r), void *arg);
 	/* A claimed delivery's outcome: sets r's state, attempts, last_status,

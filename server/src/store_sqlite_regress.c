@@ -390,6 +390,7 @@ int rvs_sqlite_webhook_claim(struct rvs_regress_db *d, int64_t now_ms, int64_t l
 		}
 		sqlite3_reset(up);
 		n++;
+		r.next_try_ms = now_ms + lease_ms;
 		stop = cb(arg, &r);
 	}
 	rc = stop ? stop : s == SQLITE_DONE ? 0 : -EIO;
