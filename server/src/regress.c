@@ -389,7 +389,8 @@ static int make_rows(struct run *r, struct row **out, size_t *nout)
 
 	if (!buf)
 		return -ENOMEM;
-	qsort(r->obs, r->nobs, sizeof *r->obs, cmp_obs);
+	if (r->nobs) /* r->obs is NULL without rows */
+		qsort(r->obs, r->nobs, sizeof *r->obs, cmp_obs);
 	for (size_t i = 0; i < r->nobs;) {
 		size_t j = i;
 		struct row *w;
