@@ -199,11 +199,13 @@ int rvs_pg_regress_sides(struct rvs_regress_db *d, const struct rvs_cmp_sides *s
 		for (int i = 0; !stop && i < PQntuples(r); i++) {
 			struct rvs_cmp_row row = {.part = part,
 						  .trace_id = val(r, i, 0),
-						  .side = val_i64(r, i, 1) != 0,
-						  .key = val(r, i, 2),
-						  .chain = val(r, i, 5),
-						  .self_ns = val_i64(r, i, 3),
-						  .incl_ns = val_i64(r, i, 4)};
+						  .side = val_i64(r, i, 1) != 0};
+			if (part != RVS_CMP_TRACE) { /* the traces' read has 2 columns */
+				row.key = val(r, i, 2);
+				row.chain = val(r, i, 5);
+				row.self_ns = val_i64(r, i, 3);
+				row.incl_ns = val_i64(r, i, 4);
+			}
 			if (!row.trace_id || (part != RVS_CMP_TRACE && !row.key))
 				continue;
 			stop = cb(arg, &row);

@@ -134,11 +134,13 @@ static int sides_part(sqlite3 *db, const struct rvs_cmp_sides *q, int part,
 	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
 		struct rvs_cmp_row r = {.part = part,
 					.trace_id = col_text(st, 0),
-					.side = sqlite3_column_int(st, 1) != 0,
-					.key = col_text(st, 2),
-					.chain = col_text(st, 5),
-					.self_ns = sqlite3_column_int64(st, 3),
-					.incl_ns = sqlite3_column_int64(st, 4)};
+					.side = sqlite3_column_int(st, 1) != 0};
+		if (part != RVS_CMP_TRACE) { /* the traces' read has 2 columns */
+			r.key = col_text(st, 2);
+			r.chain = col_text(st, 5);
+			r.self_ns = sqlite3_column_int64(st, 3);
+			r.incl_ns = sqlite3_column_int64(st, 4);
+		}
 		if (!r.trace_id || (part != RVS_CMP_TRACE && !r.key))
 			continue;
 		stop = cb(arg, &r);
