@@ -8,9 +8,14 @@ BLOB_OBJ    := $(addprefix $(OBJ)/server/src/,blob.o blob_local.o blob_s3.o blob
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
 	$(PROTOBUF_LIBS) $(LIBELF_LIBS) $(BLOB_LIBS) -lpthread
 SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o blob_local.o blob_s3.o blob_pg.o \
-	store.o store_sqlite.o store_pg.o store_sqlite_index.o store_pg_index.o config.o net.o api.o init.o decode.o policy_pub.o query.o \
+	store.o store_sqlite.o store_pg.o store_sqlite_index.o store_pg_index.o \
+	store_sqlite_regress.o \
+	store_pg_regress.o \
+	store_sqlite_util.o \
+	store_sqlite_checkpoint.o \
+	config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
-	symbols.o checkpoint.o stream.o route.o reply.o payload.o \
+	symbols.o stream.o route.o reply.o payload.o \
 	params.o export.o trace_load.o symstore.o agg.o web_agg.o issue.o search.o web_search.o \
 	regress.o webhook.o web_regress.o why.o model_cache.o web_timeline_js.o version.o \
 	users.o web_users.o)
@@ -54,7 +59,7 @@ $(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) 
 $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
 # The payload codec and the upload parser the decoder runs on.
 $(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,payload.o upload.o) $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))
-$(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,checkpoint.o util.o),-lmbedx509 -lmbedcrypto -lsqlite3,1))
+$(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,store_sqlite_checkpoint.o store_sqlite_util.o util.o),-lmbedx509 -lmbedcrypto -lsqlite3,1))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
@@ -240,7 +245,7 @@ BENCHES += $(TBIN)/server/bench_blob
 # three versions captured by librvtrace (fleet_fixture.c, reusable).
 $(OBJ)/tests/server/fleet_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itracer/include
-$(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson)
+$(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson) $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
 $(TBIN)/server/test_regress: | $(BIN)/rearview-server
 

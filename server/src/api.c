@@ -1534,11 +1534,7 @@ static void start_done(uv_work_t *w, int status)
 		a->retention_timer.data = a;
 		uv_timer_start(&a->retention_timer, retention_tick, ms, ms);
 	}
-	/* The automatic comparisons and webhook deliveries read and write
-	 * sqlite directly still (issue 15): off on PostgreSQL. */
-	if (a->life_rc == 0 && rvs_store_for(a->cfg->database) != &rvs_store_sqlite)
-		rvs_log("warn", "msg=\"regression alerts and webhooks are off on PostgreSQL\"");
-	else if (a->life_rc == 0 && uv_timer_init(a->loop, &a->regress_timer) == 0) {
+	if (a->life_rc == 0 && uv_timer_init(a->loop, &a->regress_timer) == 0) {
 		a->regress_on = 1;
 		a->regress_timer.data = a;
 		uv_timer_start(&a->regress_timer, regress_tick, a->cfg->regress_interval_ms,

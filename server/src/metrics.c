@@ -3,9 +3,11 @@
  * The counters live in struct rvs_metrics and are only touched on the loop
  * thread, so they need no atomics.  Error answers are counted by route
  * family and status (rearview_error_replies_total); a family/status pair
- * appears once it has happened.
+ * appears once it has happened.  The webhook deliveries' counters are the
+ * work threads' (rvs_webhook_stats, atomics), read when rendering.
  */
 #include "rvs.h"
+#include "webhook.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -170,6 +172,28 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
 	     " users included).\n# TYPE rearview_login_hashes_total counter\n"
 	     "rearview_login_hashes_total %" PRIu64 "\n",
 	     m->login_hashes);
+	{
+		struct rvs_webhook_stats wh;
+		rvs_webhook_stats(&wh);
+		EMIT("# HELP rearview_webhook_delivered_total Webhook deliveries POSTed and"
+		     " answered 2xx.\n# TYPE rearview_webhook_delivered_total counter\n"
+		     "rearview_webhook_delivered_total %" PRIu64 "\n",
+		     wh.delivered);
+		EMIT("# HELP rearview_webhook_attempts_failed_total Webhook POSTs that failed"
+		     " (error or non-2xx answer).\n"
+		     "# TYPE rearview_webhook_attempts_failed_total counter\n"
+		     "rearview_webhook_attempts_failed_total %" PRIu64 "\n",
+		     wh.attempts_failed);
+		EMIT("# HELP rearview_webhook_given_up_total Webhook deliveries failed for good"
+		     " (webhook_max_attempts spent).\n"
+		     "# TYPE rearview_webhook_given_up_total counter\n"
+		     "rearview_webhook_given_up_total %" PRIu64 "\n",
+		     wh.given_up);
+		EMIT("# HELP rearview_webhook_pending Webhook deliveries pending, as of the last"
+		     " delivery pass.\n# TYPE rearview_webhook_pending gauge\n"
+		     "rearview_webhook_pending %" PRIu64 "\n",
+		     wh.pending);
+	}
 	EMIT("# HELP rearview_error_replies_total Error answers (status 400..599) by route"
 	     " family (device, api, web) and status.\n"
 	     "# TYPE rearview_error_replies_total counter\n");

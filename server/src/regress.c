@@ -10,7 +10,8 @@
  * compared (a summary-only upload has no methods at all); per-trace values
  * are >= 0.  Rows of the output are ordered: significant self-time
  * regressions (q < 0.05) first by Cliff's delta descending, then the rest
- * by delta.  Every input from a request is bound as an SQL parameter.
+ * by delta.  Every read and write goes through the store (store.h's
+ * regress_* operations), whose backends bind every input as a parameter.
  */
 #include "regress.h"
 #include "version.h"
@@ -30,7 +31,6 @@
 #include <time.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #define ALPHA	     0.05
 #define SLOWEST	     3 /* trace links per row: the slowest of side B */
@@ -202,70 +202,30 @@ struct obs {
 };
 
 struct run {
-	char (*ids)[40]; /* trace ids by index */
+	char (*ids)[40]; /* trace ids by index, ascending (strcmp) */
 	unsigned char *side;
 	size_t ntraces, cap_traces, n[2];
-	struct obs *obs;
+	struct obs *obs; /* the rows being tested: the methods', then the chains' */
 	size_t nobs, cap_obs;
+	struct obs *chains; /* the chains' rows, until their turn */
+	size_t nchains, cap_chains;
 };
+
+static void obs_free(struct obs *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free((char *)o[i].key);
+		free((char *)o[i].chain);
+	}
+	free(o);
+}
 
 static void run_free(struct run *r)
 {
-	for (size_t i = 0; i < r->nobs; i++) {
-		free((char *)r->obs[i].key);
-		free((char *)r->obs[i].chain);
-	}
-	free(r->obs);
+	obs_free(r->obs, r->nobs);
+	obs_free(r->chains, r->nchains);
 	free(r->ids);
 	free(r->side);
-}
-
-/* The two sides' traces: column 1 of TRACES_SQL is the side (0 = A, 1 = B);
- * the rows queries give (trace, 0, key, self, incl, chain text). */
-#define W_VERSIONS                                           \
-	" WHERE t.app_id = ?1 AND t.app_version IN (?2, ?3)" \
-	" AND t.duration_ns IS NOT NULL"
-#define W_MODEL                                                       \
-	" WHERE t.app_id = ?1 AND (?3 IS NULL OR t.app_version = ?3)" \
-	" AND t.duration_ns IS NOT NULL"
-#define W_WEEK                                                      \
-	" WHERE t.app_id = ?1 AND t.received_at >= ?2 - 2 * 604800" \
-	" AND t.received_at < ?2 AND t.duration_ns IS NOT NULL"
-#define TRACES_Q(side, w) "SELECT t.trace_id, " side " FROM traces t" w " ORDER BY t.trace_id"
-#define METHODS_Q(w)                                                               \
-	"SELECT t.trace_id, 0, m.method, m.self_ns, m.incl_ns, NULL FROM traces t" \
-	" JOIN trace_methods m ON m.trace_id = t.trace_id" w
-#define CHAINS_Q(w)                                                                      \
-	"SELECT t.trace_id, 0, c.signature, c.self_ns, c.incl_ns, c.chain FROM traces t" \
-	" JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'" w
-static const char *const TRACES_SQL[] = {
-	TRACES_Q("CASE WHEN t.app_version = ?3 THEN 1 ELSE 0 END", W_VERSIONS),
-	TRACES_Q("CASE WHEN t.model = ?2 THEN 1 ELSE 0 END", W_MODEL),
-	TRACES_Q("CASE WHEN t.received_at >= ?2 - 604800 THEN 1 ELSE 0 END", W_WEEK),
-};
-static const char *const METHOD_ROWS_SQL[] = {METHODS_Q(W_VERSIONS), METHODS_Q(W_MODEL),
-					      METHODS_Q(W_WEEK)};
-static const char *const CHAIN_ROWS_SQL[] = {CHAINS_Q(W_VERSIONS), CHAINS_Q(W_MODEL),
-					     CHAINS_Q(W_WEEK)};
-
-static int bind_req(sqlite3_stmt *st, const struct rvs_regress_req *q)
-{
-	int rc = sqlite3_bind_text(st, 1, q->app, -1, SQLITE_STATIC);
-	switch (q->mode) {
-	case RVS_REGRESS_VERSIONS:
-		rc |= sqlite3_bind_text(st, 2, q->a, -1, SQLITE_STATIC);
-		rc |= sqlite3_bind_text(st, 3, q->b, -1, SQLITE_STATIC);
-		break;
-	case RVS_REGRESS_MODEL:
-		rc |= sqlite3_bind_text(st, 2, q->model, -1, SQLITE_STATIC);
-		if (q->version)
-			rc |= sqlite3_bind_text(st, 3, q->version, -1, SQLITE_STATIC);
-		break;
-	case RVS_REGRESS_WEEK:
-		rc |= sqlite3_bind_int64(st, 2, q->now);
-		break;
-	}
-	return rc == SQLITE_OK ? 0 : -EIO;
 }
 
 static int cmp_id(const void *x, const void *y)
@@ -280,99 +240,64 @@ static long trace_index(const struct run *r, const char *id)
 	return hit ? (long)(hit - r->ids) : -1;
 }
 
-static int load_traces(sqlite3 *db, const struct rvs_regress_req *q, struct run *r)
+static int add_trace(struct run *r, const struct rvs_cmp_row *row)
 {
-	sqlite3_stmt *st;
-	int rc = 0, s;
-
-	if (sqlite3_prepare_v2(db, TRACES_SQL[q->mode], -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	if (bind_req(st, q)) {
-		sqlite3_finalize(st);
-		return -EIO;
+	if (r->ntraces == r->cap_traces) {
+		size_t cap = r->cap_traces ? 2 * r->cap_traces : 256;
+		void *ids = realloc(r->ids, cap * sizeof *r->ids);
+		void *sd = ids ? realloc(r->side, cap) : NULL;
+		if (ids)
+			r->ids = ids;
+		if (!sd)
+			return -ENOMEM;
+		r->side = sd;
+		r->cap_traces = cap;
 	}
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *id = (const char *)sqlite3_column_text(st, 0);
-		int side = sqlite3_column_int(st, 1);
-		if (r->ntraces == r->cap_traces) {
-			size_t cap = r->cap_traces ? 2 * r->cap_traces : 256;
-			void *ids = realloc(r->ids, cap * sizeof *r->ids);
-			void *sd = ids ? realloc(r->side, cap) : NULL;
-			if (ids)
-				r->ids = ids;
-			if (!sd) {
-				rc = -ENOMEM;
-				break;
-			}
-			r->side = sd;
-			r->cap_traces = cap;
-		}
-		snprintf(r->ids[r->ntraces], sizeof r->ids[0], "%s", id ? id : "");
-		r->side[r->ntraces++] = (unsigned char)(side != 0);
-		r->n[side != 0]++;
-	}
-	if (!rc && s != SQLITE_DONE)
-		rc = -EIO;
-	sqlite3_finalize(st);
-	return rc;
+	snprintf(r->ids[r->ntraces], sizeof r->ids[0], "%s", row->trace_id);
+	/* The store gives them in order: the lookups bsearch them. */
+	if (r->ntraces && strcmp(r->ids[r->ntraces - 1], r->ids[r->ntraces]) >= 0)
+		return -EPROTO;
+	r->side[r->ntraces++] = (unsigned char)(row->side != 0);
+	r->n[row->side != 0]++;
+	return 0;
 }
 
-static int load_rows(sqlite3 *db, const char *sql, const struct rvs_regress_req *q, struct run *r)
+/* The store's rows (regress_sides: every trace, then the methods, then the
+ * chains) into r; a row of a trace not on either side is ignored. */
+static int load_row(void *arg, const struct rvs_cmp_row *row)
 {
-	sqlite3_stmt *st;
-	int rc = 0, s;
+	struct run *r = arg;
+	int ch = row->part == RVS_CMP_CHAIN;
+	struct obs **v = ch ? &r->chains : &r->obs, *o;
+	size_t *n = ch ? &r->nchains : &r->nobs, *cap = ch ? &r->cap_chains : &r->cap_obs;
+	long t;
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		rvs_log("error", "msg=\"regress prepare\" err=\"%s\"", sqlite3_errmsg(db));
-		return -EIO;
+	if (row->part == RVS_CMP_TRACE)
+		return add_trace(r, row);
+	if ((t = trace_index(r, row->trace_id)) < 0)
+		return 0;
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 1024;
+		void *p = realloc(*v, nc * sizeof **v);
+		if (!p)
+			return -ENOMEM;
+		*v = p;
+		*cap = nc;
 	}
-	if (bind_req(st, q)) {
-		sqlite3_finalize(st);
-		return -EIO;
+	o = &(*v)[*n];
+	o->key = strdup(row->key);
+	o->chain = row->chain ? strdup(row->chain) : NULL;
+	o->trace = (uint32_t)t;
+	o->self = row->self_ns > 0 ? (double)row->self_ns : 0;
+	o->incl = row->incl_ns > 0 ? (double)row->incl_ns : 0;
+	if (!o->key || (row->chain && !o->chain)) {
+		free((char *)o->key);
+		free((char *)o->chain);
+		return -ENOMEM;
 	}
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *id = (const char *)sqlite3_column_text(st, 0);
-		const char *key = (const char *)sqlite3_column_text(st, 2);
-		const char *chain = (const char *)sqlite3_column_text(st, 5);
-		long t = id ? trace_index(r, id) : -1;
-		struct obs *o;
-		if (t < 0 || !key)
-			continue;
-		if (r->nobs == r->cap_obs) {
-			size_t cap = r->cap_obs ? 2 * r->cap_obs : 1024;
-			void *p = realloc(r->obs, cap * sizeof *r->obs);
-			if (!p) {
-				rc = -ENOMEM;
-				break;
-			}
-			r->obs = p;
-			r->cap_obs = cap;
-		}
-		o = &r->obs[r->nobs];
-		o->key = strdup(key);
-		o->chain = chain ? strdup(chain) : NULL;
-		o->trace = (uint32_t)t;
-		o->self = sqlite3_column_double(st, 3);
-		o->incl = sqlite3_column_double(st, 4);
-		if (o->self < 0)
-			o->self = 0;
-		if (o->incl < 0)
-			o->incl = 0;
-		if (!o->key || (chain && !o->chain)) {
-			free((char *)o->key);
-			free((char *)o->chain);
-			rc = -ENOMEM;
-			break;
-		}
-		r->nobs++;
-	}
-	if (!rc && s != SQLITE_DONE)
-		rc = -EIO;
-	sqlite3_finalize(st);
-	return rc;
+	(*n)++;
+	return 0;
 }
-
-/* ---- the tests, one per key ---------------------------------------------- */
 
 struct stat1 {
 	double med[2], mean[2];
@@ -464,7 +389,8 @@ static int make_rows(struct run *r, struct row **out, size_t *nout)
 
 	if (!buf)
 		return -ENOMEM;
-	qsort(r->obs, r->nobs, sizeof *r->obs, cmp_obs);
+	if (r->nobs) /* r->obs is NULL without rows */
+		qsort(r->obs, r->nobs, sizeof *r->obs, cmp_obs);
 	for (size_t i = 0; i < r->nobs;) {
 		size_t j = i;
 		struct row *w;
@@ -595,9 +521,16 @@ static json_t *side_json(const struct rvs_regress_req *q, int side, size_t n)
 	return json_pack("{s:s,s:I}", "label", label, "traces", (json_int_t)n);
 }
 
-int rvs_regress_run(void *dbv, const struct rvs_regress_req *q, json_t **out)
+int rvs_regress_run(const struct rvs_store_ops *ops, struct rvs_regress_db *d,
+		    const struct rvs_regress_req *q, json_t **out)
 {
-	sqlite3 *db = dbv;
+	struct rvs_cmp_sides sides = {.app = q->app,
+				      .mode = (enum rvs_cmp_mode)q->mode,
+				      .a = q->a,
+				      .b = q->b,
+				      .model = q->model,
+				      .version = q->version,
+				      .now = q->now};
 	struct run r;
 	struct row *rows = NULL;
 	size_t nrows = 0;
@@ -607,7 +540,7 @@ int rvs_regress_run(void *dbv, const struct rvs_regress_req *q, json_t **out)
 	assert(q->app && q->limit >= 1);
 	memset(&r, 0, sizeof r);
 	*out = NULL;
-	rc = load_traces(db, q, &r);
+	rc = ops->regress_sides(d, &sides, load_row, &r);
 	if (rc)
 		goto done;
 	doc = json_pack("{s:s,s:o,s:o,s:f,s:s}", "app", q->app, "a", side_json(q, 0, r.n[0]), "b",
@@ -624,9 +557,15 @@ int rvs_regress_run(void *dbv, const struct rvs_regress_req *q, json_t **out)
 		goto done;
 	}
 	for (int k = 0; k < 2 && !rc; k++) {
-		rc = load_rows(db, k ? CHAIN_ROWS_SQL[q->mode] : METHOD_ROWS_SQL[q->mode], q, &r);
-		if (!rc)
-			rc = make_rows(&r, &rows, &nrows);
+		if (k) { /* the chains' turn */
+			obs_free(r.obs, r.nobs);
+			r.obs = r.chains;
+			r.nobs = r.nchains;
+			r.cap_obs = r.cap_chains;
+			r.chains = NULL;
+			r.nchains = r.cap_chains = 0;
+		}
+		rc = make_rows(&r, &rows, &nrows);
 		if (!rc) {
 			lists[k] = rows_json(&r, rows, nrows, q->limit, k);
 			json_object_set_new(doc, k ? "chains_tested" : "methods_tested",
@@ -636,11 +575,6 @@ int rvs_regress_run(void *dbv, const struct rvs_regress_req *q, json_t **out)
 		}
 		free(rows);
 		rows = NULL;
-		for (size_t i = 0; i < r.nobs; i++) {
-			free((char *)r.obs[i].key);
-			free((char *)r.obs[i].chain);
-		}
-		r.nobs = 0;
 	}
 	if (!rc) {
 		json_object_set_new(doc, "methods", lists[0]);
@@ -662,14 +596,11 @@ void rvs_regress_api(struct rvs_call *c)
 	int ha, hb, hm, hv, hw;
 	int64_t limit;
 	struct rvs_regress_req q = {.app = app, .limit = LIMIT_DEF};
-	sqlite3 *db = NULL;
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	struct rvs_regress_db *d;
 	json_t *doc = NULL;
 	int rc;
-
-	/* Read from sqlite directly still (issue 15): refused on PostgreSQL. */
-	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite)
-		return rvs_query_set_error(c->q, 501,
-					   "regressions: not available on PostgreSQL yet");
 
 	if (rvs_query_param(c->query, "app", app, sizeof app) != 1 || !app[0])
 		return rvs_query_set_error(c->q, 400, "app is required");
@@ -712,13 +643,10 @@ void rvs_regress_api(struct rvs_call *c)
 					   "give a and b (versions), or model (and version),"
 					   " or week=1");
 	}
-	if (sqlite3_open_v2(c->cfg->database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
+	if (rvs_store_regress_open(c->cfg->database, &ops, &st, &d))
 		return rvs_query_set_error(c->q, 503, "database unavailable");
-	}
-	rvs_sqlite_busy(db, 5000);
-	rc = rvs_regress_run(db, &q, &doc);
-	sqlite3_close(db);
+	rc = rvs_regress_run(ops, d, &q, &doc);
+	rvs_store_regress_close(ops, st, d);
 	if (rc == -ENOENT && doc) {
 		json_object_set_new(doc, "error", json_string("a side has no decoded trace"));
 		return rvs_query_reply(c->q, 404, doc);
@@ -730,49 +658,37 @@ void rvs_regress_api(struct rvs_call *c)
 	rvs_query_reply(c->q, 200, doc);
 }
 
+static int run_json(void *arg, const struct rvs_regress_run_row *r)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:I}", "app_id", r->app,
+			      "version_a", r->version_a, "version_b", r->version_b, "traces_a",
+			      (json_int_t)r->traces_a, "traces_b", (json_int_t)r->traces_b,
+			      "computed_at", (json_int_t)r->computed_at, "top_method",
+			      r->top_method ? json_string(r->top_method) : json_null(), "top_ratio",
+			      r->top_method && r->has_ratio ? json_real(r->top_ratio) : json_null(),
+			      "top_delta", r->top_method ? json_real(r->top_delta) : json_null(),
+			      "top_q", r->top_method ? json_real(r->top_q) : json_null(), "alerted",
+			      (json_int_t)r->alerted);
+	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+}
+
 void rvs_regress_api_runs(struct rvs_call *c)
 {
-	static const char sql[] =
-		"SELECT app_id, version_a, version_b, traces_a, traces_b, computed_at, top_method,"
-		" top_ratio, top_delta, top_q, alerted FROM regress_runs"
-		" ORDER BY computed_at DESC, app_id LIMIT 500";
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	struct rvs_regress_db *d;
 	json_t *rows = json_array();
-	int s;
+	int rc;
 
-	/* Read from sqlite directly still (issue 15): refused on PostgreSQL. */
-	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite) {
-		json_decref(rows);
-		return rvs_query_set_error(c->q, 501,
-					   "regressions: not available on PostgreSQL yet");
-	}
-
-	if (sqlite3_open_v2(c->cfg->database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || !rows) {
-		sqlite3_close(db);
+	if (!rows || rvs_store_regress_open(c->cfg->database, &ops, &st, &d)) {
 		json_decref(rows);
 		return rvs_query_set_error(c->q, 503, "database unavailable");
 	}
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		for (int i = 0; o && i < sqlite3_column_count(st); i++) {
-			int t = sqlite3_column_type(st, i);
-			json_t *v = t == SQLITE_NULL ? json_null()
-				    : t == SQLITE_INTEGER
-					    ? json_integer(sqlite3_column_int64(st, i))
-				    : t == SQLITE_FLOAT
-					    ? json_real(sqlite3_column_double(st, i))
-					    : json_string((const char *)sqlite3_column_text(st, i));
-			json_object_set_new(o, sqlite3_column_name(st, i), v);
-		}
-		json_array_append_new(rows, o);
-	}
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	if (s != SQLITE_DONE) {
+	rc = ops->regress_runs_list(d, 500, run_json, rows);
+	rvs_store_regress_close(ops, st, d);
+	if (rc) {
 		json_decref(rows);
-		return rvs_query_set_error(c->q, 500, "database error");
+		return rvs_query_set_error(c->q, rc == -ENOMEM ? 503 : 500, "database error");
 	}
 	rvs_query_reply(c->q, 200, json_pack("{s:o}", "runs", rows));
 }
@@ -790,33 +706,16 @@ static int cmp_ver(const void *x, const void *y)
 }
 
 /* 1 when regress_runs holds (app, a, b) with sides that grew by less than
- * the margin since, 0 when it must be compared, -EIO. */
-static int fresh(sqlite3 *db, const char *app, const struct ver *a, const struct ver *b,
-		 double margin)
+ * the margin since, 0 when it must be compared, -errno. */
+static int fresh(const struct rvs_store_ops *ops, struct rvs_regress_db *d, const char *app,
+		 const struct ver *a, const struct ver *b, double margin)
 {
-	static const char sql[] = "SELECT traces_a, traces_b FROM regress_runs"
-				  " WHERE app_id = ?1 AND version_a = ?2 AND version_b = ?3";
-	sqlite3_stmt *st;
-	int rc = 0, s;
+	int64_t na, nb;
+	int rc = ops->regress_run_get(d, app, a->name, b->name, &na, &nb);
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, app, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, b->name, -1, SQLITE_STATIC);
-	s = sqlite3_step(st);
-	if (s == SQLITE_ROW)
-		rc = (double)a->n < (double)sqlite3_column_int64(st, 0) * (1 + margin) &&
-		     (double)b->n < (double)sqlite3_column_int64(st, 1) * (1 + margin);
-	else if (s != SQLITE_DONE)
-		rc = -EIO;
-	sqlite3_finalize(st);
-	return rc;
-}
-
-static int exec(sqlite3 *db, const char *sql)
-{
-	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+	if (rc)
+		return rc == -ENOENT ? 0 : rc;
+	return (double)a->n < (double)na * (1 + margin) && (double)b->n < (double)nb * (1 + margin);
 }
 
 /* The alert's JSON text (malloc'd), or NULL. */
@@ -847,17 +746,11 @@ static char *alert_body(const struct rvs_regress_auto *cfg, const char *app, con
 }
 
 /* Stores the comparison and, over the bar and not alerted before, queues
- * its alert — in one transaction. */
-static int store_run(sqlite3 *db, const struct rvs_regress_auto *cfg, const char *app,
-		     const struct ver *a, const struct ver *b, json_t *doc, const char *const *urls,
-		     size_t nurls)
+ * its alert — in one transaction (the store's regress_run_put). */
+static int store_run(const struct rvs_store_ops *ops, struct rvs_regress_db *d,
+		     const struct rvs_regress_auto *cfg, const char *app, const struct ver *a,
+		     const struct ver *b, json_t *doc, const char *const *urls, size_t nurls)
 {
-	static const char put[] =
-		"INSERT OR REPLACE INTO regress_runs (app_id, version_a, version_b, traces_a,"
-		" traces_b, computed_at, top_method, top_ratio, top_delta, top_q, alerted, result)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
-	static const char once[] = "INSERT OR IGNORE INTO regress_alerts (app_id, version_a,"
-				   " version_b, method, created_at) VALUES (?1, ?2, ?3, ?4, ?5)";
 	json_t *top = json_array_get(json_object_get(doc, "methods"), 0);
 	json_t *self = json_object_get(top, "self");
 	json_t *ratio = json_object_get(self, "median_ratio");
@@ -869,72 +762,43 @@ static int store_run(sqlite3 *db, const struct rvs_regress_auto *cfg, const char
 		   (json_is_null(ratio) || json_real_value(ratio) >= cfg->alert_ratio);
 	char *result = json_dumps(doc, JSON_COMPACT), *body = NULL;
 	int64_t now = (int64_t)time(NULL);
-	sqlite3_stmt *st = NULL;
-	int rc = -EIO, alert = 0;
+	struct rvs_webhook_new w[16];
+	struct rvs_regress_run_row run = {.app = app,
+					  .version_a = a->name,
+					  .version_b = b->name,
+					  .traces_a = a->n,
+					  .traces_b = b->n,
+					  .computed_at = now,
+					  .top_method = method,
+					  .top_ratio = json_real_value(ratio),
+					  .has_ratio = json_is_real(ratio),
+					  .top_delta = delta,
+					  .top_q = q,
+					  .alerted = over,
+					  .result = result};
+	int rc;
 
+	if (nurls > sizeof w / sizeof w[0])
+		nurls = sizeof w / sizeof w[0];
 	if (!result)
 		return -ENOMEM;
-	if (exec(db, "BEGIN IMMEDIATE"))
-		goto out;
-	if (over) {
-		if (sqlite3_prepare_v2(db, once, -1, &st, NULL) != SQLITE_OK)
-			goto rollback;
-		sqlite3_bind_text(st, 1, app, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, b->name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, method, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 5, now);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto rollback;
-		alert = sqlite3_changes(db) == 1;
-		sqlite3_finalize(st);
-		st = NULL;
+	if (over && nurls && !(body = alert_body(cfg, app, a->name, b->name, doc, top))) {
+		free(result);
+		return -ENOMEM;
 	}
-	if (alert && nurls) {
-		body = alert_body(cfg, app, a->name, b->name, doc, top);
-		if (!body)
-			goto rollback;
-		for (size_t i = 0; i < nurls; i++)
-			if (rvs_webhook_enqueue(db, urls[i], "regression", body, now * 1000))
-				goto rollback;
-	}
-	if (sqlite3_prepare_v2(db, put, -1, &st, NULL) != SQLITE_OK)
-		goto rollback;
-	sqlite3_bind_text(st, 1, app, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, b->name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, a->n);
-	sqlite3_bind_int64(st, 5, b->n);
-	sqlite3_bind_int64(st, 6, now);
-	if (method) {
-		sqlite3_bind_text(st, 7, method, -1, SQLITE_STATIC);
-		if (json_is_real(ratio))
-			sqlite3_bind_double(st, 8, json_real_value(ratio));
-		sqlite3_bind_double(st, 9, delta);
-		sqlite3_bind_double(st, 10, q);
-	}
-	sqlite3_bind_int(st, 11, over);
-	sqlite3_bind_text(st, 12, result, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto rollback;
-	sqlite3_finalize(st);
-	st = NULL;
-	rc = exec(db, "COMMIT");
-	if (!rc)
-		goto out;
-rollback:
-	sqlite3_finalize(st);
-	exec(db, "ROLLBACK");
-	rc = -EIO;
-out:
+	for (size_t i = 0; i < nurls; i++)
+		w[i] = (struct rvs_webhook_new){
+			.url = urls[i], .event = "regression", .body = body, .now_ms = now * 1000};
+	rc = ops->regress_run_put(d, &run, over ? method : NULL, w, body ? nurls : 0, NULL);
 	free(body);
 	free(result);
 	return rc;
 }
 
 /* Compares the consecutive versions of one app (sorted in place). */
-static int auto_app(sqlite3 *db, const struct rvs_regress_auto *cfg, const char *app, struct ver *v,
-		    size_t n, const char *const *urls, size_t nurls, unsigned *compared)
+static int auto_app(const struct rvs_store_ops *ops, struct rvs_regress_db *d,
+		    const struct rvs_regress_auto *cfg, const char *app, struct ver *v, size_t n,
+		    const char *const *urls, size_t nurls, unsigned *compared)
 {
 	int rc = 0;
 
@@ -948,12 +812,12 @@ static int auto_app(sqlite3 *db, const struct rvs_regress_auto *cfg, const char 
 		json_t *doc = NULL;
 		if (v[i - 1].n < cfg->min_traces || v[i].n < cfg->min_traces)
 			continue;
-		rc = fresh(db, app, &v[i - 1], &v[i], cfg->margin);
+		rc = fresh(ops, d, app, &v[i - 1], &v[i], cfg->margin);
 		if (rc)
 			break;
-		rc = rvs_regress_run(db, &q, &doc);
+		rc = rvs_regress_run(ops, d, &q, &doc);
 		if (!rc)
-			rc = store_run(db, cfg, app, &v[i - 1], &v[i], doc, urls, nurls);
+			rc = store_run(ops, d, cfg, app, &v[i - 1], &v[i], doc, urls, nurls);
 		json_decref(doc);
 		if (!rc)
 			(*compared)++;
@@ -961,75 +825,72 @@ static int auto_app(sqlite3 *db, const struct rvs_regress_auto *cfg, const char 
 	return rc < 0 ? rc : 0;
 }
 
+/* Every (app, version) and its count, collected first: the comparisons
+ * write, which a live read would block. */
+struct versions {
+	struct ver *all;
+	char **apps;
+	size_t n, cap;
+};
+
+static int collect(void *arg, const char *app, const char *version, int64_t n)
+{
+	struct versions *vs = arg;
+
+	if (vs->n == vs->cap) {
+		size_t nc = vs->cap ? 2 * vs->cap : 64;
+		void *p = realloc(vs->all, nc * sizeof *vs->all), *q2;
+		if (p)
+			vs->all = p;
+		q2 = p ? realloc(vs->apps, nc * sizeof *vs->apps) : NULL;
+		if (!q2)
+			return -ENOMEM;
+		vs->apps = q2;
+		vs->cap = nc;
+	}
+	vs->apps[vs->n] = strdup(app);
+	vs->all[vs->n].name = strdup(version);
+	vs->all[vs->n].n = n;
+	vs->n++;
+	return vs->apps[vs->n - 1] && vs->all[vs->n - 1].name ? 0 : -ENOMEM;
+}
+
 int rvs_regress_auto_pass(const char *database, const struct rvs_regress_auto *cfg,
 			  const char *const *urls, size_t nurls, unsigned *compared)
 {
-	static const char sql[] =
-		"SELECT app_id, app_version, count(*) FROM traces WHERE duration_ns IS NOT NULL"
-		" AND app_id IS NOT NULL AND app_version IS NOT NULL"
-		" GROUP BY app_id, app_version ORDER BY app_id";
 	struct ver v[MAX_VERSIONS];
+	struct versions vs = {0};
 	char app[256] = "";
 	size_t n = 0;
 	unsigned done = 0;
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	int rc = 0, s;
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	struct rvs_regress_db *d;
+	int rc;
 
-	if (sqlite3_open_v2(database, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
-		return -EIO;
-	}
-	rvs_sqlite_busy(db, 5000);
-	/* Collect first: the comparisons write, which a live read would block. */
-	struct ver *all = NULL;
-	char **apps = NULL;
-	size_t nall = 0, cap = 0;
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (nall == cap) {
-			size_t nc = cap ? 2 * cap : 64;
-			void *p = realloc(all, nc * sizeof *all), *q2;
-			if (p)
-				all = p;
-			q2 = p ? realloc(apps, nc * sizeof *apps) : NULL;
-			if (!q2) {
-				rc = -ENOMEM;
-				break;
-			}
-			apps = q2;
-			cap = nc;
-		}
-		apps[nall] = strdup((const char *)sqlite3_column_text(st, 0));
-		all[nall].name = strdup((const char *)sqlite3_column_text(st, 1));
-		all[nall].n = sqlite3_column_int64(st, 2);
-		nall++;
-		if (!apps[nall - 1] || !all[nall - 1].name) {
-			rc = -ENOMEM;
-			break;
-		}
-	}
-	if (!rc && s != SQLITE_DONE)
-		rc = -EIO;
-	sqlite3_finalize(st);
-	for (size_t i = 0; !rc && i <= nall; i++) {
-		if (i == nall || (n && strcmp(app, apps[i]))) {
-			rc = auto_app(db, cfg, app, v, n, urls, nurls, &done);
+	if (compared)
+		*compared = 0;
+	if ((rc = rvs_store_regress_open(database, &ops, &st, &d)))
+		return rc;
+	rc = ops->regress_versions(d, collect, &vs);
+	for (size_t i = 0; !rc && i <= vs.n; i++) {
+		if (i == vs.n || (n && strcmp(app, vs.apps[i]))) {
+			rc = auto_app(ops, d, cfg, app, v, n, urls, nurls, &done);
 			n = 0;
 		}
-		if (i == nall)
+		if (i == vs.n)
 			break;
-		snprintf(app, sizeof app, "%s", apps[i]);
+		snprintf(app, sizeof app, "%s", vs.apps[i]);
 		if (n < MAX_VERSIONS)
-			v[n++] = all[i];
+			v[n++] = vs.all[i];
 	}
-	for (size_t i = 0; i < nall; i++) {
-		free(apps[i]);
-		free(all[i].name);
+	for (size_t i = 0; i < vs.n; i++) {
+		free(vs.apps[i]);
+		free(vs.all[i].name);
 	}
-	free(apps);
-	free(all);
-	sqlite3_close(db);
+	free(vs.apps);
+	free(vs.all);
+	rvs_store_regress_close(ops, st, d);
 	if (rc)
 		rvs_log("error", "msg=\"regress auto\" err=%d", rc);
 	else if (done)

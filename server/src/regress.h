@@ -6,13 +6,16 @@
  * effect sizes; the automatic comparison of each new version with its
  * predecessor, whose regressions above the configured bar become webhook
  * alerts (webhook.h).  The statistics are pure functions (any thread); the
- * rest reads the sqlite index on a work thread.
+ * rest reads and writes through the store (store.h's regress_* operations,
+ * both backends) on a work thread.
  */
 #ifndef RVS_REGRESS_H
 #define RVS_REGRESS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "store.h"
 
 /* One two-sided Mann–Whitney U test of B against A. */
 struct rvs_mwu {
@@ -46,7 +49,11 @@ int rvs_bh_adjust(const double *p, size_t n, double *q);
  * mode: versions (a and b set), model (B = traces of model, A = the
  * others; version optionally narrows both), week (B = received in the
  * last 7 days before now, A = the 7 before). */
-enum rvs_regress_mode { RVS_REGRESS_VERSIONS, RVS_REGRESS_MODEL, RVS_REGRESS_WEEK };
+enum rvs_regress_mode {
+	RVS_REGRESS_VERSIONS = RVS_CMP_VERSIONS,
+	RVS_REGRESS_MODEL = RVS_CMP_MODEL,
+	RVS_REGRESS_WEEK = RVS_CMP_WEEK,
+};
 struct rvs_regress_req {
 	const char *app;
 	enum rvs_regress_mode mode;
@@ -57,14 +64,15 @@ struct rvs_regress_req {
 	size_t limit;	     /* rows per list, 1..500 */
 };
 
-/* Compares the two sets (traces with a decoded capture only) on db (a
- * sqlite3 *): every method's per-trace self and inclusive time, and every
- * top chain's self time (trace_chains kind 'top').  *out: the JSON
- * document of server/API.md "Regressions" (caller json_decref).  0,
- * -ENOENT (a side has no trace; *out still says how many each has),
- * -EIO, -ENOMEM.  Work thread. */
+/* Compares the two sets (traces with a decoded capture only), read through
+ * the store on d (ops->regress_sides): every method's per-trace self and
+ * inclusive time, and every top chain's self time (trace_chains kind
+ * 'top').  *out: the JSON document of server/API.md "Regressions" (caller
+ * json_decref).  0, -ENOENT (a side has no trace; *out still says how many
+ * each has), -EIO, -ENOMEM.  Work thread. */
 struct json_t;
-int rvs_regress_run(void *db, const struct rvs_regress_req *req, struct json_t **out);
+int rvs_regress_run(const struct rvs_store_ops *ops, struct rvs_regress_db *d,
+		    const struct rvs_regress_req *req, struct json_t **out);
 
 /* The automatic comparison's settings (server config, README.md
  * "Regression alerts"). */
@@ -81,9 +89,12 @@ struct rvs_regress_auto {
  * it, unless regress_runs already holds that pair with sides that grew by
  * less than the margin; the result is stored in regress_runs, and a
  * regression over the bar that was not alerted before for that (app, A,
- * B, method) queues one webhook delivery per URL (rvs_webhook_enqueue).
- * Opens its own connection to database.  *compared (may be NULL): pairs
- * compared.  0, -EIO, -ENOMEM.  Work thread. */
+ * B, method) queues one webhook delivery per URL (at most 16), in the
+ * transaction that stores the run (the store's regress_run_put: on
+ * PostgreSQL, nodes running passes at once keep one row per pair and one
+ * alert).  Runs on the shared store of database (rvs_store_regress_open).
+ * *compared (may be NULL): pairs compared.  0, -EIO, -ENOMEM.  Work
+ * thread. */
 int rvs_regress_auto_pass(const char *database, const struct rvs_regress_auto *cfg,
 			  const char *const *urls, size_t nurls, unsigned *compared);
 

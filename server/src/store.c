@@ -96,3 +96,24 @@ void rvs_store_release(struct rvs_store *s)
 	pthread_mutex_unlock(&mu);
 	assert(!"rvs_store_release of a store not acquired");
 }
+
+/* ---- store16b: regressions and webhook deliveries ---- */
+
+int rvs_store_regress_open(const char *dsn, const struct rvs_store_ops **ops, struct rvs_store **s,
+			   struct rvs_regress_db **d)
+{
+	int rc = rvs_store_acquire(dsn, ops, s);
+
+	if (rc)
+		return rc;
+	if ((rc = (*ops)->regress_open(*s, d)))
+		rvs_store_release(*s);
+	return rc;
+}
+
+void rvs_store_regress_close(const struct rvs_store_ops *ops, struct rvs_store *s,
+			     struct rvs_regress_db *d)
+{
+	ops->regress_close(d);
+	rvs_store_release(s);
+}

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store_regress.h"
+
 struct rva_summary;
 
 struct rvs_device_rec {
@@ -474,6 +476,70 @@ struct rvs_store_ops {
 			   int (*cb)(void *arg, const char *id, const char *name, int64_t created,
 				     int64_t last_used, int64_t revoked),
 			   void *arg);
+
+	/* ---- store16b: regressions and webhook deliveries (store_*_regress.c) ---- */
+
+	/* A connection of its own on s's database for regress.c and webhook.c
+	 * (struct rvs_regress_db, store_regress.h): used by one thread at a
+	 * time; close it (regress_close(NULL) is a no-op) before the store.
+	 * 0, -ENOMEM, -EIO. */
+	int (*regress_open)(struct rvs_store *s, struct rvs_regress_db **out);
+	void (*regress_close)(struct rvs_regress_db *d);
+	/* The two sides q names, in one snapshot: every trace of either side
+	 * (RVS_CMP_TRACE rows, by trace_id), then their methods
+	 * (RVS_CMP_METHOD), then their top chains (RVS_CMP_CHAIN), to cb (row
+	 * valid during the call); a non-zero return stops and is returned.
+	 * Every value of q is bound as a parameter.  0 or -errno. */
+	int (*regress_sides)(struct rvs_regress_db *d, const struct rvs_cmp_sides *q,
+			     int (*cb)(void *arg, const struct rvs_cmp_row *r), void *arg);
+	/* Every (app, version) with decoded traces (duration_ns not NULL;
+	 * app and version not NULL) and how many, ordered by app, to cb; as
+	 * regress_sides. */
+	int (*regress_versions)(struct rvs_regress_db *d,
+				int (*cb)(void *arg, const char *app, const char *version,
+					  int64_t n),
+				void *arg);
+	/* The trace counts of the stored comparison (app, a, b); -ENOENT when
+	 * there is none. */
+	int (*regress_run_get)(struct rvs_regress_db *d, const char *app, const char *a,
+			       const char *b, int64_t *traces_a, int64_t *traces_b);
+	/* In one transaction: when alert_method is set, records the alert (app,
+	 * A, B, alert_method) unless it exists, and when it is new queues the
+	 * n deliveries w (pending, due at their now_ms); then stores r,
+	 * replacing the comparison (app, A, B) — its primary key, so nodes
+	 * comparing one pair at once keep one row and queue one alert.
+	 * *alerted (may be NULL): 1 when the alert was new.  0 or -errno
+	 * (nothing stored). */
+	int (*regress_run_put)(struct rvs_regress_db *d, const struct rvs_regress_run_row *r,
+			       const char *alert_method, const struct rvs_webhook_new *w, size_t n,
+			       int *alerted);
+	/* The newest max stored comparisons (computed_at descending, then
+	 * app), result NULL, to cb; as regress_sides. */
+	int (*regress_runs_list)(struct rvs_regress_db *d, size_t max,
+				 int (*cb)(void *arg, const struct rvs_regress_run_row *r),
+				 void *arg);
+	/* Queues one pending delivery due at w->now_ms.  0 or -errno. */
+	int (*webhook_enqueue)(struct rvs_regress_db *d, const struct rvs_webhook_new *w);
+	/* Claims up to max pending deliveries due by now_ms (oldest due first)
+	 * for lease_ms: in one transaction their next_try_ms becomes now_ms +
+	 * lease_ms, so no other pass (on PostgreSQL: no other node; rows are
+	 * taken FOR UPDATE SKIP LOCKED) takes them before the lease ends; each
+	 * row to cb (its next_try_ms the lease's end; a non-zero return stops:
+	 * the rows claimed wait for their lease).  Returns how many, or -errno
+	 * (sqlite: none claimed). */
+	int (*webhook_claim)(struct rvs_regress_db *d, int64_t now_ms, int64_t lease_ms, size_t max,
+			     int (*cb)(void *arg, const struct rvs_webhook_row *r), void *arg);
+	/* A claimed delivery's outcome: sets r's state, attempts, last_status,
+	 * last_error, next_try_ms and delivered_at on row r->id while it is
+	 * still pending with prev_attempts attempts; -ENOENT when not (another
+	 * pass recorded it). */
+	int (*webhook_record)(struct rvs_regress_db *d, const struct rvs_webhook_row *r,
+			      uint32_t prev_attempts);
+	/* The newest max deliveries (id descending) to cb; as regress_sides. */
+	int (*webhook_list)(struct rvs_regress_db *d, size_t max,
+			    int (*cb)(void *arg, const struct rvs_webhook_row *r), void *arg);
+	/* How many deliveries are pending. */
+	int (*webhook_pending)(struct rvs_regress_db *d, uint64_t *out);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;
@@ -500,5 +566,16 @@ int rvs_store_acquire(const char *dsn, const struct rvs_store_ops **ops, struct 
 /* Drops a reference taken by rvs_store_acquire; the last closes the store.
  * Any thread; s must come from rvs_store_acquire. */
 void rvs_store_release(struct rvs_store *s);
+
+/* ---- store16b: regressions and webhook deliveries ---- */
+
+/* rvs_store_acquire(dsn) and the store's regress_open: what regress.c and
+ * webhook.c run on.  Work thread.  0 (*ops, *s, *d set) or the -errno of
+ * either (nothing held). */
+int rvs_store_regress_open(const char *dsn, const struct rvs_store_ops **ops, struct rvs_store **s,
+			   struct rvs_regress_db **d);
+/* Closes d and releases s (as rvs_store_release). */
+void rvs_store_regress_close(const struct rvs_store_ops *ops, struct rvs_store *s,
+			     struct rvs_regress_db *d);
 
 #endif

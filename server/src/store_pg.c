@@ -38,6 +38,7 @@
 #include "store.h"
 #include "users.h"
 #include "store_index.h"
+#include "store_regress_be.h"
 #include "rvs.h"
 #include "rearview/common.pb-c.h"
 
@@ -304,6 +305,25 @@ static const char *const migrations[] = {
 	" id TEXT PRIMARY KEY, hash BYTEA NOT NULL UNIQUE, owner TEXT NOT NULL,"
 	" name TEXT NOT NULL, created_at BIGINT NOT NULL, last_used BIGINT,"
 	" revoked_at BIGINT);",
+	/* 8 (regress): sqlite's migration 8 — the automatic comparisons, the
+	 * alerts raised once per (app, A, B, method), and the webhook
+	 * deliveries (store_pg_regress.c). */
+	"CREATE TABLE regress_runs ("
+	" app_id TEXT NOT NULL, version_a TEXT NOT NULL, version_b TEXT NOT NULL,"
+	" traces_a BIGINT NOT NULL, traces_b BIGINT NOT NULL, computed_at BIGINT NOT NULL,"
+	" top_method TEXT, top_ratio DOUBLE PRECISION, top_delta DOUBLE PRECISION,"
+	" top_q DOUBLE PRECISION, alerted INTEGER NOT NULL, result TEXT NOT NULL,"
+	" PRIMARY KEY (app_id, version_a, version_b));"
+	"CREATE TABLE regress_alerts ("
+	" app_id TEXT NOT NULL, version_a TEXT NOT NULL, version_b TEXT NOT NULL,"
+	" method TEXT NOT NULL, created_at BIGINT NOT NULL,"
+	" PRIMARY KEY (app_id, version_a, version_b, method));"
+	"CREATE TABLE webhook_deliveries ("
+	" id BIGSERIAL PRIMARY KEY, url TEXT NOT NULL, event TEXT NOT NULL, body TEXT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),"
+	" attempts INTEGER NOT NULL, last_status INTEGER, last_error TEXT,"
+	" next_try_ms BIGINT NOT NULL, created_at BIGINT NOT NULL, delivered_at BIGINT);"
+	"CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_try_ms);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -2055,6 +2075,13 @@ static int tokens_list(struct rvs_store *s, const char *owner,
 	return stop;
 }
 
+/* ---- store16b: regressions and webhook deliveries, on a connection of
+ * their own (store_pg_regress.c) opened on this store's database. ---- */
+static int regress_open(struct rvs_store *s, struct rvs_regress_db **out)
+{
+	return rvs_pg_regress_open(s->dsn, out);
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -2109,4 +2136,17 @@ const struct rvs_store_ops rvs_store_pg = {
 	.token_auth = token_auth,
 	.token_revoke = token_revoke,
 	.tokens_list = tokens_list,
+	/* store16b */
+	.regress_open = regress_open,
+	.regress_close = rvs_pg_regress_close,
+	.regress_sides = rvs_pg_regress_sides,
+	.regress_versions = rvs_pg_regress_versions,
+	.regress_run_get = rvs_pg_regress_run_get,
+	.regress_run_put = rvs_pg_regress_run_put,
+	.regress_runs_list = rvs_pg_regress_runs_list,
+	.webhook_enqueue = rvs_pg_webhook_enqueue,
+	.webhook_claim = rvs_pg_webhook_claim,
+	.webhook_record = rvs_pg_webhook_record,
+	.webhook_list = rvs_pg_webhook_list,
+	.webhook_pending = rvs_pg_webhook_pending,
 };

@@ -44,6 +44,8 @@
 #include "store.h"
 #include "users.h"
 #include "store_index.h"
+#include "store_sqlite_util.h"
+#include "store_regress_be.h"
 #include "issue.h"
 #include "rvs.h"
 #include "rearview/common.h"
@@ -2351,6 +2353,13 @@ static int tokens_list(struct rvs_store *s, const char *owner,
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
+/* ---- store16b: regressions and webhook deliveries, on a connection of
+ * their own (store_sqlite_regress.c) opened on this store's database. ---- */
+static int regress_open(struct rvs_store *s, struct rvs_regress_db **out)
+{
+	return rvs_sqlite_regress_open(s->dsn, out);
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -2405,4 +2414,17 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.token_auth = token_auth,
 	.token_revoke = token_revoke,
 	.tokens_list = tokens_list,
+	/* store16b */
+	.regress_open = regress_open,
+	.regress_close = rvs_sqlite_regress_close,
+	.regress_sides = rvs_sqlite_regress_sides,
+	.regress_versions = rvs_sqlite_regress_versions,
+	.regress_run_get = rvs_sqlite_regress_run_get,
+	.regress_run_put = rvs_sqlite_regress_run_put,
+	.regress_runs_list = rvs_sqlite_regress_runs_list,
+	.webhook_enqueue = rvs_sqlite_webhook_enqueue,
+	.webhook_claim = rvs_sqlite_webhook_claim,
+	.webhook_record = rvs_sqlite_webhook_record,
+	.webhook_list = rvs_sqlite_webhook_list,
+	.webhook_pending = rvs_sqlite_webhook_pending,
 };

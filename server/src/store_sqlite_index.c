@@ -12,6 +12,7 @@
  * 5's triggers count it then, reading its chains).
  */
 #include "store_index.h"
+#include "store_sqlite_util.h"
 #include "agg.h"
 #include "rvs.h"
 #include "rearview/common.h"

@@ -1,7 +1,7 @@
 /*
  * util.c — logging, hashing, randomness, whole-file reads, atomic writes
- * (librvcommon's), a size-capped memory stream and the sqlite busy handler
- * shared by the server's parts.
+ * (librvcommon's) and a size-capped memory stream shared by the server's
+ * parts.
  * Every function here is thread-safe: the work queue uses them as much as
  * the loop thread does.
  */
@@ -19,8 +19,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <sqlite3.h>
 
 #include <mbedtls/md.h>
 #include <mbedtls/pkcs5.h>
@@ -138,29 +136,4 @@ int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len)
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
 	return rvc_write_file_atomic(path, data, len, mode);
-}
-
-/* Milliseconds slept before retry number `count` (count retries so far). */
-static double busy_slept_ms(int count)
-{
-	if (count < 40)
-		return count * 0.05;
-	if (count < 120)
-		return 2 + (count - 40) * 0.5;
-	return 42 + (count - 120) * 2.0;
-}
-
-static int busy_cb(void *arg, int count)
-{
-	int timeout_ms = (int)(intptr_t)arg;
-
-	if (busy_slept_ms(count) >= timeout_ms)
-		return 0;
-	usleep(count < 40 ? 50 : count < 120 ? 500 : 2000);
-	return 1;
-}
-
-void rvs_sqlite_busy(sqlite3 *db, int timeout_ms)
-{
-	sqlite3_busy_handler(db, busy_cb, (void *)(intptr_t)timeout_ms);
 }

@@ -1,13 +1,17 @@
 /*
  * webhook.c — alert delivery to webhook URLs (webhook.h): rows of
- * webhook_deliveries POSTed with libcurl, signed with HMAC-SHA256 (mbedTLS
- * md), retried with exponential backoff and jitter.
+ * webhook_deliveries (read and written through the store: store.h's
+ * webhook_* operations, both backends) POSTed with libcurl, signed with
+ * HMAC-SHA256 (mbedTLS md), retried with exponential backoff and jitter.
  *
  * Invariants: a row's state moves only pending → delivered or pending →
  * failed; attempts counts the POSTs made; a pending row always has the
  * time of its next try (next_try_ms, unix ms); a row is updated only after
- * its POST ended, so a crash in between retries it (at-least-once
- * delivery: receivers dedupe by the X-Rearview-Delivery id).
+ * its POST ended, so a crash in between retries it once its claim's lease
+ * ends (at-least-once delivery: receivers dedupe by the X-Rearview-Delivery
+ * id); a pass POSTs only rows it claimed (webhook_claim: on PostgreSQL one
+ * node claims a row), so two passes never POST one delivery at once.  The
+ * counters (rvs_webhook_stats) are atomics: passes run on work threads.
  */
 #include "webhook.h"
 #include "store.h"
@@ -27,7 +31,6 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <mbedtls/md.h>
-#include <sqlite3.h>
 
 #define DUE_MAX	     32
 #define BACKOFF_CAP  3600000ull
@@ -45,26 +48,6 @@ int rvs_webhook_sign(const uint8_t *key, size_t keylen, const char *body, size_t
 	for (int i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
 	return 0;
-}
-
-int rvs_webhook_enqueue(sqlite3 *db, const char *url, const char *event, const char *body,
-			int64_t now_ms)
-{
-	static const char sql[] =
-		"INSERT INTO webhook_deliveries (url, event, body, state, attempts, next_try_ms,"
-		" created_at) VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4 / 1000)";
-	sqlite3_stmt *st;
-	int rc;
-
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, event, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, body, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, now_ms);
-	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_finalize(st);
-	return rc;
 }
 
 uint64_t rvs_webhook_backoff_ms(uint32_t backoff_ms, uint32_t attempts, double r)
@@ -172,108 +155,102 @@ struct due {
 	char *url, *event, *body;
 };
 
-static int load_due(sqlite3 *db, struct due *d, size_t *n)
-{
-	static const char sql[] =
-		"SELECT id, attempts, url, event, body FROM webhook_deliveries"
-		" WHERE state = 'pending' AND next_try_ms <= ?1 ORDER BY next_try_ms, id LIMIT ?2";
-	sqlite3_stmt *st;
-	int rc = 0, s;
+struct claimed {
+	struct due d[DUE_MAX];
+	size_t n;
+};
 
-	*n = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, now_ms());
-	sqlite3_bind_int(st, 2, DUE_MAX);
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		struct due *x = &d[*n];
-		x->id = sqlite3_column_int64(st, 0);
-		x->attempts = (uint32_t)sqlite3_column_int(st, 1);
-		x->url = strdup((const char *)sqlite3_column_text(st, 2) ?: "");
-		x->event = strdup((const char *)sqlite3_column_text(st, 3) ?: "");
-		x->body = strdup((const char *)sqlite3_column_text(st, 4) ?: "");
-		(*n)++;
-		if (!x->url || !x->event || !x->body) {
-			rc = -ENOMEM;
-			break;
-		}
-	}
-	if (!rc && s != SQLITE_DONE)
-		rc = -EIO;
-	sqlite3_finalize(st);
-	return rc;
+static int claim_row(void *arg, const struct rvs_webhook_row *r)
+{
+	struct claimed *c = arg;
+	struct due *x = &c->d[c->n];
+
+	assert(c->n < DUE_MAX);
+	x->id = r->id;
+	x->attempts = r->attempts;
+	x->url = strdup(r->url ? r->url : "");
+	x->event = strdup(r->event ? r->event : "");
+	x->body = strdup(r->body ? r->body : "");
+	c->n++;
+	return x->url && x->event && x->body ? 0 : -ENOMEM;
 }
 
-static int record(sqlite3 *db, const struct rvs_webhook_cfg *cfg, const struct due *x, int ok,
-		  long status, const char *err)
+/* Process-wide counters of the delivery passes (rvs_webhook_stats). */
+static _Atomic uint64_t n_delivered, n_attempts_failed, n_given_up, n_pending;
+
+static int record(const struct rvs_store_ops *ops, struct rvs_regress_db *db,
+		  const struct rvs_webhook_cfg *cfg, const struct due *x, int ok, long status,
+		  const char *err)
 {
-	static const char sql[] =
-		"UPDATE webhook_deliveries SET attempts = ?2, last_status = ?3, last_error = ?4,"
-		" state = ?5, next_try_ms = ?6, delivered_at = ?7 WHERE id = ?1 AND state = "
-		"'pending'";
 	uint32_t attempts = x->attempts + 1;
 	int64_t now = now_ms();
 	const char *state = ok ? "delivered" : attempts >= cfg->max_attempts ? "failed" : "pending";
-	sqlite3_stmt *st;
-	int rc;
+	struct rvs_webhook_row r = {
+		.id = x->id,
+		.state = state,
+		.attempts = attempts,
+		.last_status = status,
+		.last_error = ok ? NULL : err,
+		.next_try_ms = ok ? now
+				  : now + (int64_t)rvs_webhook_backoff_ms(cfg->backoff_ms, attempts,
+									  jitter()),
+		.delivered_at = ok ? now / 1000 : -1,
+	};
+	int rc = ops->webhook_record(db, &r, x->attempts);
 
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, x->id);
-	sqlite3_bind_int(st, 2, (int)attempts);
-	if (status)
-		sqlite3_bind_int64(st, 3, status);
-	if (!ok)
-		sqlite3_bind_text(st, 4, err, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, state, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(
-		st, 6,
-		ok ? now
-		   : now + (int64_t)rvs_webhook_backoff_ms(cfg->backoff_ms, attempts, jitter()));
 	if (ok)
-		sqlite3_bind_int64(st, 7, now / 1000);
-	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_finalize(st);
+		n_delivered++;
+	else
+		n_attempts_failed++;
+	if (!ok && !strcmp(state, "failed"))
+		n_given_up++;
 	rvs_log(ok ? "info" : "warn",
 		"msg=\"webhook\" id=%lld attempt=%u state=%s status=%ld err=\"%s\"",
 		(long long)x->id, attempts, state, status, ok ? "" : err);
-	return rc;
+	/* Recorded by another pass meanwhile (its lease ran out): not an error. */
+	return rc == -ENOENT ? 0 : rc;
 }
 
 int rvs_webhook_deliver_due(const char *database, const struct rvs_webhook_cfg *cfg,
 			    unsigned *delivered)
 {
 	uint8_t key[SECRET_MAX];
-	size_t keylen = 0, n = 0;
-	struct due d[DUE_MAX];
-	sqlite3 *db = NULL;
+	size_t keylen = 0;
+	struct claimed c = {.n = 0};
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	struct rvs_regress_db *db;
+	/* Every claimed row is tried within its lease. */
+	int64_t lease = (int64_t)DUE_MAX * (cfg->timeout_ms ? cfg->timeout_ms : 1) + 60000;
+	uint64_t pending;
 	unsigned ok = 0;
 	int rc;
 
 	if (delivered)
 		*delivered = 0;
-	if (sqlite3_open_v2(database, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
-		return -EIO;
-	}
-	rvs_sqlite_busy(db, 5000);
-	rc = load_due(db, d, &n);
-	if (!rc && n)
-		rc = read_secret(cfg->secret_file, key, &keylen);
-	for (size_t i = 0; !rc && i < n; i++) {
+	if ((rc = rvs_store_regress_open(database, &ops, &st, &db)))
+		return rc;
+	/* Without the key nothing is claimed: the rows stay due. */
+	rc = ops->webhook_pending(db, &pending);
+	if (!rc && pending && (rc = read_secret(cfg->secret_file, key, &keylen)) == 0)
+		rc = ops->webhook_claim(db, now_ms(), lease, DUE_MAX, claim_row, &c);
+	rc = rc > 0 ? 0 : rc;
+	for (size_t i = 0; !rc && i < c.n; i++) {
 		char err[ERR_MAX] = "";
 		long status = 0;
-		int r = post(cfg, key, keylen, d[i].id, d[i].url, d[i].event, d[i].body, &status,
-			     err);
+		int r = post(cfg, key, keylen, c.d[i].id, c.d[i].url, c.d[i].event, c.d[i].body,
+			     &status, err);
 		ok += r == 0;
-		rc = record(db, cfg, &d[i], r == 0, status, err);
+		rc = record(ops, db, cfg, &c.d[i], r == 0, status, err);
 	}
-	for (size_t i = 0; i < n; i++) {
-		free(d[i].url);
-		free(d[i].event);
-		free(d[i].body);
+	for (size_t i = 0; i < c.n; i++) {
+		free(c.d[i].url);
+		free(c.d[i].event);
+		free(c.d[i].body);
 	}
-	sqlite3_close(db);
+	if (ops->webhook_pending(db, &pending) == 0)
+		n_pending = pending;
+	rvs_store_regress_close(ops, st, db);
 	if (rc == -ENOKEY)
 		rvs_log("error", "msg=\"webhook\" err=\"no secret in webhook_secret_file\"");
 	if (delivered)
@@ -281,47 +258,44 @@ int rvs_webhook_deliver_due(const char *database, const struct rvs_webhook_cfg *
 	return rc;
 }
 
+void rvs_webhook_stats(struct rvs_webhook_stats *out)
+{
+	out->delivered = n_delivered;
+	out->attempts_failed = n_attempts_failed;
+	out->given_up = n_given_up;
+	out->pending = n_pending;
+}
+
+static int delivery_json(void *arg, const struct rvs_webhook_row *r)
+{
+	json_t *o = json_pack(
+		"{s:I,s:s,s:s,s:s,s:I,s:o,s:o,s:I,s:I,s:o,s:s}", "id", (json_int_t)r->id, "url",
+		r->url, "event", r->event, "state", r->state, "attempts", (json_int_t)r->attempts,
+		"last_status", r->last_status ? json_integer(r->last_status) : json_null(),
+		"last_error", r->last_error ? json_string(r->last_error) : json_null(),
+		"next_try_ms", (json_int_t)r->next_try_ms, "created_at", (json_int_t)r->created_at,
+		"delivered_at", r->delivered_at >= 0 ? json_integer(r->delivered_at) : json_null(),
+		"body", r->body);
+	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+}
+
 void rvs_webhook_api_list(struct rvs_call *c)
 {
-	static const char sql[] =
-		"SELECT id, url, event, state, attempts, last_status, last_error, next_try_ms,"
-		" created_at, delivered_at, body FROM webhook_deliveries ORDER BY id DESC LIMIT ?1";
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	struct rvs_regress_db *db;
 	json_t *rows = json_array();
-	int s;
+	int rc;
 
-	/* Read from sqlite directly still (issue 15): refused on PostgreSQL. */
-	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite) {
-		json_decref(rows);
-		return rvs_query_set_error(c->q, 501,
-					   "webhook deliveries: not available on PostgreSQL yet");
-	}
-
-	if (sqlite3_open_v2(c->cfg->database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || !rows) {
-		sqlite3_close(db);
+	if (!rows || rvs_store_regress_open(c->cfg->database, &ops, &st, &db)) {
 		json_decref(rows);
 		return rvs_query_set_error(c->q, 503, "database unavailable");
 	}
-	sqlite3_bind_int(st, 1, DELIVERY_MAX);
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		for (int i = 0; o && i < sqlite3_column_count(st); i++) {
-			int t = sqlite3_column_type(st, i);
-			json_t *v = t == SQLITE_NULL ? json_null()
-				    : t == SQLITE_INTEGER
-					    ? json_integer(sqlite3_column_int64(st, i))
-					    : json_string((const char *)sqlite3_column_text(st, i));
-			json_object_set_new(o, sqlite3_column_name(st, i), v);
-		}
-		json_array_append_new(rows, o);
-	}
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	if (s != SQLITE_DONE) {
+	rc = ops->webhook_list(db, DELIVERY_MAX, delivery_json, rows);
+	rvs_store_regress_close(ops, st, db);
+	if (rc) {
 		json_decref(rows);
-		return rvs_query_set_error(c->q, 500, "database error");
+		return rvs_query_set_error(c->q, rc == -ENOMEM ? 503 : 500, "database error");
 	}
 	rvs_query_reply(c->q, 200, json_pack("{s:o}", "deliveries", rows));
 }

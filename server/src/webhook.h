@@ -1,18 +1,17 @@
 /*
  * webhook.h — durable delivery of alerts to webhook URLs: each alert is a
- * row of webhook_deliveries (server/SCHEMA.md migration 7) per URL, POSTed
+ * row of webhook_deliveries (server/SCHEMA.md migration 8; through the
+ * store, either backend) per URL, POSTed
  * as JSON with an HMAC-SHA256 signature header, retried with exponential
  * backoff and jitter until delivered (2xx) or failed (attempts spent).
  * The state survives a restart: a pending row is simply tried again when
- * it is due.  Work thread only (sqlite and libcurl block).
+ * it is due.  Work thread only (the store and libcurl block).
  */
 #ifndef RVS_WEBHOOK_H
 #define RVS_WEBHOOK_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-struct sqlite3;
 
 /* The header carrying the signature: "sha256=" + 64 lowercase hex of
  * HMAC-SHA256(secret, body). */
@@ -31,22 +30,29 @@ struct rvs_webhook_cfg {
  * -EIO (mbedTLS).  Any thread. */
 int rvs_webhook_sign(const uint8_t *key, size_t keylen, const char *body, size_t len, char hex[65]);
 
-/* Queues body (JSON text) for url as a pending delivery due now_ms, on db
- * (inside the caller's transaction, if any).  0 or -EIO. */
-int rvs_webhook_enqueue(struct sqlite3 *db, const char *url, const char *event, const char *body,
-			int64_t now_ms);
-
 /* The delay before the next try after `attempts` failed ones (>= 1), with
  * jitter from r (uniform in [0, 1)).  Any thread. */
 uint64_t rvs_webhook_backoff_ms(uint32_t backoff_ms, uint32_t attempts, double r);
 
 /* One pass: every pending delivery due by now (at most 32, oldest due
- * first) is POSTed; its row becomes delivered, or keeps pending with
- * attempts + 1, the error and the next try, or failed once max_attempts
- * are spent.  Opens its own connection to database.  *delivered (may be
- * NULL): how many succeeded.  0, -ENOKEY (no secret), -EIO, -ENOMEM. */
+ * first) is claimed (the store's webhook_claim: no other pass or node
+ * takes it for 32 × timeout_ms + 60 s) and POSTed; its row becomes
+ * delivered, or keeps pending with attempts + 1, the error and the next
+ * try, or failed once max_attempts are spent.  Runs on the shared store of
+ * database (rvs_store_regress_open).  *delivered (may be NULL): how many
+ * succeeded.  0, -ENOKEY (deliveries pending and no secret: none is
+ * claimed), -EIO, -ENOMEM. */
 int rvs_webhook_deliver_due(const char *database, const struct rvs_webhook_cfg *cfg,
 			    unsigned *delivered);
+
+/* The delivery passes' counters since the process started, for /metrics
+ * (metrics.c): POSTs answered 2xx, POSTs that failed, deliveries given up
+ * (failed after max_attempts), and the pending deliveries counted at the
+ * end of the last pass (0 before the first).  Any thread. */
+struct rvs_webhook_stats {
+	uint64_t delivered, attempts_failed, given_up, pending;
+};
+void rvs_webhook_stats(struct rvs_webhook_stats *out);
 
 /* GET /api/v1/alerts: the deliveries, newest first (route.c). */
 struct rvs_call;

@@ -1,9 +1,11 @@
 /*
- * test_checkpoint.c — the background WAL checkpointer (checkpoint.c) on a
- * real sqlite database in a temporary directory: a WAL past the threshold
- * is copied into the database by the checkpointer, not by the commit that
- * filled it; connections of one file share one checkpointer, which stops
- * with the last; what it cannot checkpoint is refused up front.
+ * test_checkpoint.c — the background WAL checkpointer
+ * (store_sqlite_checkpoint.c, a sqlite-backend internal) on a real sqlite
+ * database in a temporary directory: a WAL past the threshold is copied
+ * into the database by the checkpointer, not by the commit that filled it;
+ * connections of one file share one checkpointer, which stops with the
+ * last; what it cannot checkpoint is refused up front.  Every case is of
+ * sqlite's WAL: PostgreSQL checkpoints itself, so none runs there.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -21,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "rvs.h"
+#include "store_sqlite_util.h"
 
 struct fx {
 	char dir[64];

@@ -1,10 +1,14 @@
 /*
  * test_regress.c — "what got slower?" (regress.h, webhook.h): the
  * statistics against hand-computed references, the comparison over a
- * synthetic sqlite index, the automatic comparison's alert delivered to a
- * real HTTP receiver this test runs on an ephemeral port (its signature
- * checked with the secret, its first attempts refused to see the
- * retries), and issue 16's fixture: real librvtrace captures of three
+ * synthetic index, the automatic comparison's alert delivered to a real
+ * HTTP receiver this test runs on an ephemeral port (its signature checked
+ * with the secret, its first attempts refused to see the retries) — these
+ * store cases on sqlite and on a private PostgreSQL (pg_harness.h; skipped
+ * visibly without it), where the same fixture must find the same
+ * regressions, concurrent delivery passes POST each delivery once and
+ * concurrent automatic passes record each pair once — the webhook
+ * metrics, and issue 16's fixture: real librvtrace captures of three
  * versions on four models uploaded to the real server, where the planted
  * regression must come first without the test naming it, and its webhook
  * must arrive.  Waits are bounded polls; nothing asserts on timing.
@@ -31,6 +35,7 @@
 #include <sqlite3.h>
 
 #include "fleet_fixture.h"
+#include "pg_harness.h"
 #include "rearview/upload.pb-c.h"
 #include "regress.h"
 #include "version.h"
@@ -119,71 +124,115 @@ static void test_regress_versions_sort_as_versions(void **state)
 /* ---- a synthetic index --------------------------------------------------- */
 
 static char g_tmp[64];
+/* The backend of the store cases (each group runs with one) and the
+ * private PostgreSQL server. */
+static const struct rvs_store_ops *g_ops = &rvs_store_sqlite;
+static struct pgh g_pg;
 
-/* A migrated database at dir/rearview.db with n traces per version of
- * app "syn": methods "steady" (same in all versions), "slowed" (4× in
- * 2.0), "rare" (only in some traces). */
+/* Runs sql (several statements) on the database dsn of the case's backend. */
+static void db_exec(const char *dsn, const char *sql)
+{
+	if (g_ops == &rvs_store_pg) {
+		PGconn *c = PQconnectdb(dsn);
+		PGresult *r;
+		assert_int_equal(PQstatus(c), CONNECTION_OK);
+		r = PQexec(c, sql);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+			fail_msg("postgresql: %s", PQresultErrorMessage(r));
+		PQclear(r);
+		PQfinish(c);
+		return;
+	}
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(dsn, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* A migrated database of the case's backend (sqlite: dir/rearview.db; its
+ * dsn in path) with n traces per version of app "syn": methods "steady"
+ * (same in all versions), "slowed" (4× in 2.0), "rare" (only in some
+ * traces).  The index rows only: their uploads are left out, with the
+ * foreign keys off for the load (sqlite's pragma, PostgreSQL's replica
+ * role). */
 static void make_db_in(const char *dir, char *path, size_t cap, int n)
 {
-	struct rvs_store *s;
-	sqlite3 *db;
-	sqlite3_stmt *t, *m;
 	static const char *const versions[] = {"1.9", "1.10", "2.0"};
+	struct rvs_store *s;
+	size_t len = 0, room = 4096 + (size_t)n * 3 * 600;
+	char *sql = malloc(room);
+	long now = (long)time(NULL);
 
-	snprintf(path, cap, "%s/rearview.db", dir);
-	assert_int_equal(rvs_store_sqlite.open(path, &s), 0);
-	rvs_store_sqlite.close(s);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "PRAGMA foreign_keys=OFF; BEGIN", NULL, NULL, NULL),
-			 SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "INSERT INTO traces (trace_id, app_id, app_version,"
-					    " model, received_at, duration_ns, decoded_at) VALUES"
-					    " (?1, 'syn', ?2, ?3, strftime('%s','now'), 1000, 0)",
-					    -1, &t, NULL),
-			 SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "INSERT INTO trace_methods (trace_id, method, calls,"
-					    " self_ns, incl_ns) VALUES (?1, ?2, 1, ?3, ?4)",
-					    -1, &m, NULL),
-			 SQLITE_OK);
+	assert_non_null(sql);
+	if (g_ops == &rvs_store_pg)
+		assert_int_equal(pgh_fresh_db(&g_pg, path, cap), 0);
+	else
+		snprintf(path, cap, "%s/rearview.db", dir);
+	assert_int_equal(g_ops->open(path, &s), 0);
+	g_ops->close(s);
+#define ADD(...) \
+	(len += (size_t)snprintf(sql + len, room - len, __VA_ARGS__), assert_true(len < room))
+	ADD("%s", g_ops == &rvs_store_pg ? "SET session_replication_role = replica; BEGIN;"
+					 : "PRAGMA foreign_keys=OFF; BEGIN;");
 	for (int v = 0; v < 3; v++)
 		for (int i = 0; i < n; i++) {
-			char id[40];
 			long noise = (long)((i * 7919) % 97);
 			long slowed = (v == 2 ? 4 : 1) * (10000 + noise * 10);
-			snprintf(id, sizeof id, "t-%d-%03d", v, i);
-			sqlite3_bind_text(t, 1, id, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_text(t, 2, versions[v], -1, SQLITE_STATIC);
-			sqlite3_bind_text(t, 3, i % 2 ? "m-odd" : "m-even", -1, SQLITE_STATIC);
-			assert_int_equal(sqlite3_step(t), SQLITE_DONE);
-			sqlite3_reset(t);
 			struct {
 				const char *name;
 				long self;
 			} rows[] = {{"steady", 20000 + ((i * 31) % 89) * 10},
 				    {"slowed", slowed},
 				    {"rare", 5000}};
+			ADD("INSERT INTO traces (trace_id, app_id, app_version, model, received_at,"
+			    " duration_ns, decoded_at) VALUES ('t-%d-%03d', 'syn', '%s', '%s', %ld,"
+			    " 1000, 0);",
+			    v, i, versions[v], i % 2 ? "m-odd" : "m-even", now);
 			for (int k = 0; k < 3; k++) {
 				if (k == 2 && i % 3)
 					continue;
-				sqlite3_bind_text(m, 1, id, -1, SQLITE_TRANSIENT);
-				sqlite3_bind_text(m, 2, rows[k].name, -1, SQLITE_STATIC);
-				sqlite3_bind_int64(m, 3, rows[k].self);
-				sqlite3_bind_int64(m, 4, rows[k].self + 100);
-				assert_int_equal(sqlite3_step(m), SQLITE_DONE);
-				sqlite3_reset(m);
+				ADD("INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
+				    " incl_ns) VALUES ('t-%d-%03d', '%s', 1, %ld, %ld);",
+				    v, i, rows[k].name, rows[k].self, rows[k].self + 100);
 			}
 		}
-	sqlite3_finalize(t);
-	sqlite3_finalize(m);
-	assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	ADD("COMMIT;");
+#undef ADD
+	db_exec(path, sql);
+	free(sql);
 }
 
 static void make_db(char *path, size_t cap, int n)
 {
 	make_db_in(g_tmp, path, cap, n);
+}
+
+/* A webhook delivery queued through the store (as regress_run_put does). */
+static void enqueue(const char *dsn, const char *url, int64_t now_ms)
+{
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	struct rvs_regress_db *d;
+	struct rvs_webhook_new w = {
+		.url = url, .event = "test", .body = "{\"x\":1}", .now_ms = now_ms};
+
+	assert_int_equal(rvs_store_regress_open(dsn, &ops, &st, &d), 0);
+	assert_int_equal(ops->webhook_enqueue(d, &w), 0);
+	rvs_store_regress_close(ops, st, d);
+}
+
+/* rvs_regress_run through the store of dsn. */
+static int run_on(const char *dsn, const struct rvs_regress_req *q, json_t **doc)
+{
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	struct rvs_regress_db *d;
+	int rc;
+
+	assert_int_equal(rvs_store_regress_open(dsn, &ops, &st, &d), 0);
+	rc = rvs_regress_run(ops, d, q, doc);
+	rvs_store_regress_close(ops, st, d);
+	return rc;
 }
 
 static int setup(void **state)
@@ -211,16 +260,14 @@ static int teardown(void **state)
 
 static void test_regress_run_puts_planted_method_first_with_counts(void **state)
 {
-	char path[128];
-	sqlite3 *db;
+	char path[256];
 	json_t *doc, *top, *row;
 	size_t i;
 	struct rvs_regress_req q = {
 		.app = "syn", .mode = RVS_REGRESS_VERSIONS, .a = "1.10", .b = "2.0", .limit = 50};
 
 	make_db(path, sizeof path, 30);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(rvs_regress_run(db, &q, &doc), 0);
+	assert_int_equal(run_on(path, &q, &doc), 0);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "a"), "traces")),
 			 30);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "b"), "traces")),
@@ -250,7 +297,7 @@ static void test_regress_run_puts_planted_method_first_with_counts(void **state)
 	q.mode = RVS_REGRESS_MODEL;
 	q.model = "m-odd";
 	q.version = "2.0";
-	assert_int_equal(rvs_regress_run(db, &q, &doc), 0);
+	assert_int_equal(run_on(path, &q, &doc), 0);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "b"), "traces")),
 			 15);
 	top = json_array_get(json_object_get(doc, "methods"), 0);
@@ -259,9 +306,8 @@ static void test_regress_run_puts_planted_method_first_with_counts(void **state)
 	/* A side without traces. */
 	q.mode = RVS_REGRESS_VERSIONS;
 	q.a = "0.1";
-	assert_int_equal(rvs_regress_run(db, &q, &doc), -ENOENT);
+	assert_int_equal(run_on(path, &q, &doc), -ENOENT);
 	json_decref(doc);
-	sqlite3_close(db);
 }
 
 /* ---- a webhook receiver ------------------------------------------------- */
@@ -396,11 +442,25 @@ static void write_secret(const char *dir)
 	fclose(f);
 }
 
+/* The first column of sql's first row on the case's backend, -1 if none. */
 static int64_t db_int(const char *path, const char *sql)
 {
+	int64_t v = -1;
+
+	if (g_ops == &rvs_store_pg) {
+		PGconn *c = PQconnectdb(path);
+		PGresult *r;
+		assert_int_equal(PQstatus(c), CONNECTION_OK);
+		r = PQexec(c, sql);
+		assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+		if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
+			v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		PQclear(r);
+		PQfinish(c);
+		return v;
+	}
 	sqlite3 *db;
 	sqlite3_stmt *st;
-	int64_t v = -1;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
 	if (sqlite3_step(st) == SQLITE_ROW)
@@ -412,9 +472,10 @@ static int64_t db_int(const char *path, const char *sql)
 
 static void test_regress_auto_pass_alerts_once_and_webhook_retries_until_delivered(void **state)
 {
-	char path[128], url[96], secret[160];
+	char path[256], url[96], secret[160];
 	struct receiver rv;
 	const char *urls[1] = {url};
+	struct rvs_webhook_stats before, after;
 	struct rvs_regress_auto ac = {
 		.min_traces = 20, .margin = 0.25, .alert_ratio = 1.5, .alert_q = 0.01};
 	struct rvs_webhook_cfg wc = {
@@ -440,9 +501,15 @@ static void test_regress_auto_pass_alerts_once_and_webhook_retries_until_deliver
 	assert_int_equal(rvs_regress_auto_pass(path, &ac, urls, 1, &compared), 0);
 	assert_int_equal(compared, 0);
 	assert_int_equal(db_int(path, "SELECT count(*) FROM webhook_deliveries"), 1);
-	/* The first attempt fails (500): the state says so durably. */
+	/* The first attempt fails (500): the state says so durably, and the
+	 * metrics count it. */
+	rvs_webhook_stats(&before);
 	assert_int_equal(rvs_webhook_deliver_due(path, &wc, &delivered), 0);
 	assert_int_equal(delivered, 0);
+	rvs_webhook_stats(&after);
+	assert_int_equal(after.attempts_failed - before.attempts_failed, 1);
+	assert_int_equal(after.delivered - before.delivered, 0);
+	assert_int_equal(after.pending, 1);
 	assert_int_equal(db_int(path, "SELECT count(*) FROM webhook_deliveries WHERE"
 				      " state = 'pending' AND attempts = 1 AND last_status = 500"
 				      " AND last_error = 'HTTP 500'"),
@@ -461,6 +528,11 @@ static void test_regress_auto_pass_alerts_once_and_webhook_retries_until_deliver
 	assert_int_equal(rv.good_sigs, 3);
 	body = json_loads(rv.body, 0, NULL);
 	pthread_mutex_unlock(&rv.mu);
+	/* Delivered once: 2 refused attempts, then one 2xx; nothing pending. */
+	rvs_webhook_stats(&after);
+	assert_int_equal(after.attempts_failed - before.attempts_failed, 2);
+	assert_int_equal(after.delivered - before.delivered, 1);
+	assert_int_equal(after.pending, 0);
 	assert_non_null(body);
 	assert_string_equal(json_string_value(json_object_get(body, "method")), "slowed");
 	assert_string_equal(json_string_value(json_object_get(body, "version_b")), "2.0");
@@ -471,19 +543,18 @@ static void test_regress_auto_pass_alerts_once_and_webhook_retries_until_deliver
 static void
 test_regress_webhook_without_secret_sends_nothing_and_gives_up_after_max_attempts(void **state)
 {
-	char path[128], url[96], secret[160];
+	char path[256], url[96], secret[160];
 	struct receiver rv;
 	struct rvs_webhook_cfg wc = {
 		.secret_file = secret, .max_attempts = 2, .backoff_ms = 10, .timeout_ms = 10000};
-	sqlite3 *db;
+	struct rvs_webhook_stats before, after;
 	int64_t failed = 0;
 
 	make_db(path, sizeof path, 1);
 	receiver_start(&rv, 1000);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(rvs_webhook_enqueue(db, url, "test", "{\"x\":1}", 0), 0);
-	sqlite3_close(db);
+	enqueue(path, url, 0);
+	rvs_webhook_stats(&before);
 	/* No secret file: nothing is sent, the row stays pending untouched. */
 	snprintf(secret, sizeof secret, "%s/absent.secret", g_tmp);
 	assert_int_equal(rvs_webhook_deliver_due(path, &wc, NULL), -ENOKEY);
@@ -510,7 +581,212 @@ test_regress_webhook_without_secret_sends_nothing_and_gives_up_after_max_attempt
 	pthread_mutex_lock(&rv.mu);
 	assert_int_equal(rv.requests, 2);
 	pthread_mutex_unlock(&rv.mu);
+	/* The metrics: two failed attempts, one delivery given up. */
+	rvs_webhook_stats(&after);
+	assert_int_equal(after.attempts_failed - before.attempts_failed, 2);
+	assert_int_equal(after.given_up - before.given_up, 1);
+	assert_int_equal(after.delivered - before.delivered, 0);
+	assert_int_equal(after.pending, 0);
 	receiver_stop(&rv);
+}
+
+/* ---- both backends: the same answers, one POST per delivery, one row per pair ---- */
+
+/* The rows of a comparison's methods list that the backends must agree
+ * on, as text: method, per-side counts, medians, delta, q, significance. */
+static void methods_text(json_t *doc, char *out, size_t cap)
+{
+	size_t i, n = 0;
+	json_t *row;
+
+	out[0] = 0;
+	json_array_foreach(json_object_get(doc, "methods"), i, row)
+	{
+		json_t *self = json_object_get(row, "self");
+		n += (size_t)snprintf(
+			out + n, cap - n, "%s a=%lld b=%lld ma=%.6g mb=%.6g d=%.9g q=%.9g s=%d\n",
+			json_string_value(json_object_get(row, "method")),
+			(long long)json_integer_value(json_object_get(row, "traces_a")),
+			(long long)json_integer_value(json_object_get(row, "traces_b")),
+			json_real_value(json_object_get(self, "median_a_ns")),
+			json_real_value(json_object_get(self, "median_b_ns")),
+			json_real_value(json_object_get(self, "cliffs_delta")),
+			json_real_value(json_object_get(self, "q")),
+			json_is_true(json_object_get(row, "significant")));
+		assert_true(n < cap);
+	}
+}
+
+static void test_regress_same_fixture_finds_same_regressions_on_both_backends(void **state)
+{
+	struct rvs_regress_req reqs[] = {
+		{.app = "syn", .mode = RVS_REGRESS_VERSIONS, .a = "1.10", .b = "2.0", .limit = 50},
+		{.app = "syn", .mode = RVS_REGRESS_VERSIONS, .a = "1.9", .b = "1.10", .limit = 50},
+		{.app = "syn",
+		 .mode = RVS_REGRESS_MODEL,
+		 .model = "m-odd",
+		 .version = "2.0",
+		 .limit = 50},
+		{.app = "syn",
+		 .mode = RVS_REGRESS_WEEK,
+		 .now = (int64_t)time(NULL) + 60,
+		 .limit = 50},
+	};
+	char dsn[2][256], text[2][4096];
+	const struct rvs_store_ops *was = g_ops;
+
+	assert_ptr_equal(g_ops, &rvs_store_pg);
+	make_db(dsn[1], sizeof dsn[1], 30);
+	g_ops = &rvs_store_sqlite;
+	make_db(dsn[0], sizeof dsn[0], 30);
+	g_ops = was;
+	for (size_t k = 0; k < sizeof reqs / sizeof reqs[0]; k++) {
+		int rc[2];
+		for (int b = 0; b < 2; b++) {
+			json_t *doc = NULL;
+			rc[b] = run_on(dsn[b], &reqs[k], &doc);
+			methods_text(doc, text[b], sizeof text[b]);
+			json_decref(doc);
+		}
+		assert_int_equal(rc[0], rc[1]);
+		assert_string_equal(text[0], text[1]);
+		/* The planted regression is found, first, on both. */
+		if (k == 0)
+			assert_true(strncmp(text[0], "slowed ", 7) == 0 &&
+				    strstr(text[0], " s=1\n"));
+	}
+}
+
+struct pass_arg {
+	const char *dsn;
+	const struct rvs_webhook_cfg *wc;
+	const struct rvs_regress_auto *ac;
+	const char *const *urls;
+	int rc;
+};
+
+static void *deliver_thread(void *p)
+{
+	struct pass_arg *a = p;
+	for (int i = 0; i < 3 && !a->rc; i++)
+		a->rc = rvs_webhook_deliver_due(a->dsn, a->wc, NULL);
+	return NULL;
+}
+
+static void *auto_thread(void *p)
+{
+	struct pass_arg *a = p;
+	a->rc = rvs_regress_auto_pass(a->dsn, a->ac, a->urls, 1, NULL);
+	return NULL;
+}
+
+#define NPASS  4
+#define NDELIV 40
+
+static void test_regress_concurrent_delivery_passes_post_each_delivery_once(void **state)
+{
+	char path[256], url[96], secret[160];
+	struct receiver rv;
+	struct rvs_webhook_cfg wc = {
+		.secret_file = secret, .max_attempts = 8, .backoff_ms = 10, .timeout_ms = 10000};
+	struct pass_arg args[NPASS];
+	pthread_t th[NPASS];
+
+	make_db(path, sizeof path, 1);
+	write_secret(g_tmp);
+	snprintf(secret, sizeof secret, "%s/webhook.secret", g_tmp);
+	receiver_start(&rv, 0);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
+	for (int i = 0; i < NDELIV; i++)
+		enqueue(path, url, 0);
+	/* Passes at once, each on a connection of its own (on PostgreSQL as
+	 * nodes are): each delivery is claimed by one of them. */
+	for (int i = 0; i < NPASS; i++) {
+		args[i] = (struct pass_arg){.dsn = path, .wc = &wc};
+		assert_int_equal(pthread_create(&th[i], NULL, deliver_thread, &args[i]), 0);
+	}
+	for (int i = 0; i < NPASS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(args[i].rc, 0);
+	}
+	assert_int_equal(db_int(path, "SELECT count(*) FROM webhook_deliveries"
+				      " WHERE state = 'delivered' AND attempts = 1"),
+			 NDELIV);
+	pthread_mutex_lock(&rv.mu);
+	assert_int_equal(rv.requests, NDELIV);
+	assert_int_equal(rv.good_sigs, NDELIV);
+	pthread_mutex_unlock(&rv.mu);
+	receiver_stop(&rv);
+}
+
+static void test_regress_concurrent_auto_passes_record_each_pair_once(void **state)
+{
+	char path[256], url[96] = "http://127.0.0.1:9/never-posted";
+	const char *urls[1] = {url};
+	struct rvs_regress_auto ac = {
+		.min_traces = 20, .margin = 0.25, .alert_ratio = 1.5, .alert_q = 0.01};
+	struct pass_arg args[NPASS];
+	pthread_t th[NPASS];
+
+	make_db(path, sizeof path, 30);
+	for (int i = 0; i < NPASS; i++) {
+		args[i] = (struct pass_arg){.dsn = path, .ac = &ac, .urls = urls};
+		assert_int_equal(pthread_create(&th[i], NULL, auto_thread, &args[i]), 0);
+	}
+	for (int i = 0; i < NPASS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(args[i].rc, 0);
+	}
+	assert_int_equal(db_int(path, "SELECT count(*) FROM regress_runs"), 2);
+	assert_int_equal(db_int(path, "SELECT count(*) FROM regress_alerts"), 1);
+	assert_int_equal(db_int(path, "SELECT count(*) FROM webhook_deliveries"), 1);
+}
+
+/* /metrics carries the delivery counters and they move with a delivery. */
+static void test_regress_metrics_page_counts_webhook_deliveries(void **state)
+{
+	char path[256], url[96], secret[160], want[96];
+	struct receiver rv;
+	struct rvs_webhook_cfg wc = {
+		.secret_file = secret, .max_attempts = 8, .backoff_ms = 10, .timeout_ms = 10000};
+	struct rvs_webhook_stats st;
+	struct rvs_metrics m;
+	char *text;
+	size_t len;
+
+	make_db(path, sizeof path, 1);
+	write_secret(g_tmp);
+	snprintf(secret, sizeof secret, "%s/webhook.secret", g_tmp);
+	receiver_start(&rv, 0);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
+	enqueue(path, url, 0);
+	enqueue(path, url, INT64_MAX / 2); /* not due: stays pending */
+	rvs_webhook_stats(&st);
+	memset(&m, 0, sizeof m);
+	assert_int_equal(rvs_metrics_render(&m, &text, &len), 0);
+	snprintf(want, sizeof want, "\nrearview_webhook_delivered_total %llu\n",
+		 (unsigned long long)st.delivered);
+	assert_non_null(strstr(text, want));
+	free(text);
+	assert_int_equal(rvs_webhook_deliver_due(path, &wc, NULL), 0);
+	assert_int_equal(rvs_metrics_render(&m, &text, &len), 0);
+	snprintf(want, sizeof want, "\nrearview_webhook_delivered_total %llu\n",
+		 (unsigned long long)st.delivered + 1);
+	assert_non_null(strstr(text, want));
+	assert_non_null(strstr(text, "\n# TYPE rearview_webhook_pending gauge\n"
+				     "rearview_webhook_pending 1\n"));
+	assert_non_null(strstr(text, "\n# TYPE rearview_webhook_attempts_failed_total counter\n"));
+	assert_non_null(strstr(text, "\n# TYPE rearview_webhook_given_up_total counter\n"));
+	free(text);
+	receiver_stop(&rv);
+}
+
+static char g_pg_why[256];
+
+static void test_regress_postgresql_unavailable_skips(void **state)
+{
+	print_message("PostgreSQL cases skipped: %s\n", g_pg_why);
+	skip();
 }
 
 struct resp {
@@ -713,7 +989,7 @@ static void test_regress_fleet_fixture_planted_regression_first_and_webhook_deli
 	const int n = MODELS * PER_MODEL;
 	struct rvsb *b = &g_b;
 	struct receiver rv;
-	char conf[512], path[160];
+	char conf[768], path[160], db[256] = "";
 	json_t *doc = NULL, *top, *self;
 	double until;
 	struct resp *r;
@@ -721,10 +997,16 @@ static void test_regress_fleet_fixture_planted_regression_first_and_webhook_deli
 	receiver_start(&rv, 1);
 	assert_int_equal(rvsb_init(b), 0);
 	write_secret(b->data);
+	/* On PostgreSQL: the server's store is a fresh database there. */
+	if (g_ops == &rvs_store_pg) {
+		char uri[200];
+		assert_int_equal(pgh_fresh_db(&g_pg, uri, sizeof uri), 0);
+		snprintf(db, sizeof db, "database = %s\n", uri);
+	}
 	snprintf(conf, sizeof conf,
-		 "regress_interval_ms = 100\nregress_min_traces = %d\nregress_alert_q = 0.05\n"
+		 "%sregress_interval_ms = 100\nregress_min_traces = %d\nregress_alert_q = 0.05\n"
 		 "webhook_urls = http://127.0.0.1:%d/hook\nwebhook_backoff_ms = 50\n",
-		 n, rv.port);
+		 db, n, rv.port);
 	assert_int_equal(rvsb_start(b, conf), 0);
 	for (int v = 0; v < 3; v++)
 		for (int i = 0; i < n; i++) {
@@ -814,6 +1096,13 @@ int main(void)
 		cmocka_unit_test(test_regress_mwu_all_tied_gives_p_1),
 		cmocka_unit_test(test_regress_bh_matches_reference),
 		cmocka_unit_test(test_regress_versions_sort_as_versions),
+		cmocka_unit_test_setup_teardown(test_regress_metrics_page_counts_webhook_deliveries,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_regress_web_page_lists_the_slowed_method_first,
+						setup, teardown),
+	};
+	/* The store cases: on sqlite, then on PostgreSQL. */
+	const struct CMUnitTest store[] = {
 		cmocka_unit_test_setup_teardown(
 			test_regress_run_puts_planted_method_first_with_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(
@@ -822,12 +1111,43 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_regress_webhook_without_secret_sends_nothing_and_gives_up_after_max_attempts,
 			setup, teardown),
-		cmocka_unit_test_setup_teardown(test_regress_web_page_lists_the_slowed_method_first,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_regress_concurrent_delivery_passes_post_each_delivery_once, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_regress_concurrent_auto_passes_record_each_pair_once, setup, teardown),
+		/* The real server on this backend: its timer delivers the alert. */
 		cmocka_unit_test_setup_teardown(
 			test_regress_fleet_fixture_planted_regression_first_and_webhook_delivered,
 			setup, teardown),
 	};
+	const struct CMUnitTest pg_only[] = {
+		cmocka_unit_test_setup_teardown(
+			test_regress_same_fixture_finds_same_regressions_on_both_backends, setup,
+			teardown),
+	};
+	const struct CMUnitTest pg_missing[] = {
+		cmocka_unit_test(test_regress_postgresql_unavailable_skips),
+	};
+	int failed = 0, rc;
+
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	failed += cmocka_run_group_tests_name("regress", tests, NULL, NULL);
+	g_ops = &rvs_store_sqlite;
+	failed += cmocka_run_group_tests_name("regress_store_sqlite", store, NULL, NULL);
+	g_ops = &rvs_store_pg;
+	rc = pgh_start(&g_pg);
+	if (rc == 0) {
+		failed +=
+			cmocka_run_group_tests_name("regress_store_postgresql", store, NULL, NULL);
+		failed += cmocka_run_group_tests_name("regress_store_postgresql_only", pg_only,
+						      NULL, NULL);
+	} else {
+		snprintf(g_pg_why, sizeof g_pg_why, "%s", g_pg.why);
+		failed += cmocka_run_group_tests_name("regress_store_postgresql", pg_missing, NULL,
+						      NULL);
+		failed += rc != -ENOENT; /* installed but would not start: a failure */
+	}
+	pgh_stop(&g_pg);
+	return failed;
 }

@@ -1,5 +1,6 @@
 /*
- * checkpoint.c — WAL checkpoints off the committing threads.
+ * store_sqlite_checkpoint.c — WAL checkpoints off the committing threads, a
+ * sqlite-backend internal (store_sqlite_util.h).
  *
  * sqlite's automatic checkpoint runs inside the COMMIT that pushes the WAL
  * past 1000 frames, on whichever thread made it: an upload acknowledgement
@@ -22,6 +23,7 @@
  * the next wake-up), which rewinds the WAL and gives its file's space back,
  * so the WAL cannot grow without bound.
  */
+#include "store_sqlite_util.h"
 #include "rvs.h"
 
 #include <errno.h>
