@@ -1,0 +1,236 @@
+// fleet.spec.js — issue 16's fleet views in headless Chromium (Debian's
+// /usr/bin/chromium) driven by playwright-core.  Plain node script, run by
+// tests/server/test_regress.c's browser case against a real rearview-server
+// holding the fleet fixture (tests/server/fleet_fixture.c: versions 4.2, 4.3
+// and 4.4 of the same app, one method ~4x slower in 4.3) and a local webhook
+// receiver.  It exits 0 when every check passes and prints what failed
+// otherwise.  Every check reads what the page draws (names, order, colours,
+// classes), never only that a page loaded.  Screenshots go to RVS_SHOTS.
+//
+// Environment: RVS_URL (https://127.0.0.1:PORT), RVS_PASSWORD (admin),
+// RVS_APP (the fixture's app id), RVS_PLANTED (the slowed method: checked
+// against, never put in the regression query), RVS_PER_VERSION (traces per
+// version), RVS_WORST (trace ids, comma-separated, in the JSON API's
+// sort=severity order), RVS_LONGEST (the same, sort=duration), RVS_HOOK (the receiver's URL), RVS_MODULES
+// (node_modules with playwright-core), RVS_SHOTS, RVS_PROFILE (a fresh
+// --user-data-dir).
+'use strict';
+
+const path = require('path');
+const fs = require('fs');
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const base = env('RVS_URL');
+const app = env('RVS_APP');
+const planted = env('RVS_PLANTED');
+const per = Number(env('RVS_PER_VERSION'));
+const worst = env('RVS_WORST').split(',');
+const longest = env('RVS_LONGEST').split(',');
+const shots = env('RVS_SHOTS');
+const { chromium } = require(path.join(env('RVS_MODULES'), 'playwright-core'));
+
+function check(cond, what) {
+  if (!cond) throw new Error(`check failed: ${what}`);
+  console.log(`fleet browser check passed: ${what}`);
+}
+
+// A table as drawn: its header texts and its body rows' cell texts.
+async function table(page, id) {
+  return page.evaluate((tid) => {
+    const t = document.getElementById(tid);
+    if (!t) return null;
+    return {
+      head: [...t.querySelectorAll('thead th')].map((h) => h.innerText.trim()),
+      rows: [...t.querySelectorAll('tbody tr')].map((r) => [...r.cells].map((c) => c.innerText.trim())),
+    };
+  }, id);
+}
+
+// The column of a table whose header starts with `head`.
+function col(t, head) {
+  const i = t.head.findIndex((h) => h.startsWith(head));
+  if (i < 0) throw new Error(`no column "${head}" in ${t.head.join(' | ')}`);
+  return i;
+}
+
+// The flame graph's drawn nodes: name (the title up to " — "), class, the
+// rect's geometry and its computed fill as [r, g, b].
+async function flameNodes(page) {
+  return page.locator('svg.aggflame g').evaluateAll((gs) => gs.map((g) => {
+    const r = g.querySelector('rect');
+    const fill = getComputedStyle(r).fill.match(/\d+/g).map(Number);
+    return {
+      name: g.querySelector('title').textContent.split(' — ')[0],
+      cls: g.getAttribute('class'),
+      x: Number(r.getAttribute('x')),
+      y: Number(r.getAttribute('y')),
+      w: Number(r.getAttribute('width')),
+      fill,
+    };
+  }));
+}
+
+async function main() {
+  fs.mkdirSync(shots, { recursive: true });
+  const ctx = await chromium.launchPersistentContext(env('RVS_PROFILE'), {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    // The server's certificate is signed by the test's own throwaway CA.
+    ignoreHTTPSErrors: true,
+    viewport: { width: 1400, height: 900 },
+  });
+  const errors = [];
+  try {
+    const page = ctx.pages()[0] || await ctx.newPage();
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('response', (r) => { if (r.status() >= 400) errors.push(`${r.status()} ${r.url()}`); });
+
+    // Sign in through the real login page.
+    await page.goto(`${base}/regressions`);
+    check(page.url().endsWith('/login'), 'an unauthenticated page redirects to /login');
+    await page.fill('input[name=password]', env('RVS_PASSWORD'));
+    await Promise.all([page.waitForURL(/\/traces$/), page.click('form.login button')]);
+
+    // 1. What got slower, 4.2 -> 4.3, asked through the form: the planted
+    // method comes first though nothing in the query names it.
+    await page.goto(`${base}/regressions`);
+    await page.fill('form.filters input[name=app]', app);
+    await page.fill('form.filters input[name=a]', '4.2');
+    await page.fill('form.filters input[name=b]', '4.3');
+    await Promise.all([page.waitForURL(/\/regressions\?.*b=4\.3/),
+      page.click('form.filters button')]);
+    check(!page.url().includes(planted.slice(0, 8)), `the query names no method (${page.url()})`);
+    const methods = await table(page, 'regress-methods');
+    check(methods && methods.rows.length >= 3, `the methods table has rows (${methods && methods.rows.length})`);
+    const top = methods.rows[0];
+    check(top[col(methods, 'Method')].includes(planted),
+      `${planted} is listed first (${methods.rows.map((r) => r[0]).join(', ')})`);
+    const ratio = parseFloat(top[col(methods, 'Self ratio')]);
+    const delta = parseFloat(top[col(methods, "Cliff's")]);
+    const q = Number(top[col(methods, 'q (self)')]);
+    check(ratio > 2 && delta > 0.5 && q < 0.05,
+      `its row shows the effect (self ratio ${ratio}, Cliff's delta ${delta}) and q ${q} < 0.05`);
+    check(top[col(methods, 'Traces with it')] === `${per} / ${per}`,
+      `its row counts the traces of each side (${top[col(methods, 'Traces with it')]})`);
+    const others = methods.rows.slice(1).map((r) => parseFloat(r[col(methods, 'Self ratio')]));
+    check(others.every((x) => !(x > 1.5)), `no other method looks slower (${others.join(', ')})`);
+    const chains = await table(page, 'regress-chains');
+    check(chains && chains.rows.length >= 1 && chains.rows[0][0].includes(planted),
+      `the slowest chain ends in the planted method (${chains && chains.rows.length && chains.rows[0][0]})`);
+    await page.screenshot({ path: path.join(shots, '1-regressions.png'), fullPage: true });
+
+    // The automatic comparison found the same, and its alert was delivered.
+    const runs = await table(page, 'regress-runs');
+    const run = runs.rows.find((r) => r[col(runs, 'Versions')] === '4.2 → 4.3');
+    check(run && run[col(runs, 'Top method')].includes(planted) &&
+      run[col(runs, 'Over the bar')] === 'alert',
+    `the automatic comparison 4.2 → 4.3 names the planted method and alerted (${run && run.join(' | ')})`);
+    const later = runs.rows.find((r) => r[col(runs, 'Versions')] === '4.3 → 4.4');
+    check(!later || !later[col(runs, 'Top method')].includes(planted) ||
+      later[col(runs, 'Over the bar')] !== 'alert', '4.3 → 4.4 (fixed) raises no alert for it');
+    const dels = await table(page, 'deliveries');
+    const del = dels.rows.find((r) => r[col(dels, 'URL')] === env('RVS_HOOK'));
+    check(del && del[col(dels, 'State')] === 'delivered' && del[col(dels, 'Attempts')] === '2' &&
+      del[col(dels, 'Last status')] === '200',
+    `the alert's delivery to the receiver shows delivered after 2 attempts (${del && del.join(' | ')})`);
+    await page.locator('#deliveries').screenshot({ path: path.join(shots, '1b-deliveries.png') });
+
+    // Its link leads to a 4.3 trace where the method tops the self time.
+    const link = page.locator('#regress-methods tbody tr').first().locator('a[href^="/traces/"]').first();
+    const href = await link.getAttribute('href');
+    await Promise.all([page.waitForURL(new RegExp(`${href}$`)), link.click()]);
+    const selfTop = await table(page, 'top-self');
+    check(selfTop.rows.length >= 1 && selfTop.rows[0][col(selfTop, 'Method')].includes(planted),
+      `the slowest 4.3 trace (${href}) shows the planted method first by self time`);
+    check((await page.locator('body').innerText()).includes('4.3'), 'the linked trace is of version 4.3');
+    await page.screenshot({ path: path.join(shots, '1c-slowest-trace.png'), fullPage: true });
+
+    // 2. The aggregate flame graph over 4.3 draws the planted method wider
+    // than its sibling build_item (4.2: narrower).
+    const widths = {};
+    for (const ver of ['4.2', '4.3']) {
+      await page.goto(`${base}/aggregate?app=${encodeURIComponent(app)}&version=${ver}`);
+      const nodes = await flameNodes(page);
+      const pj = nodes.find((nd) => nd.name.includes(planted));
+      const bi = nodes.find((nd) => nd.name.includes('rvs_fleet_build_item'));
+      check(pj && bi && pj.y === bi.y, `the ${ver} aggregate draws ${planted} beside build_item`);
+      widths[ver] = pj.w / bi.w;
+      await page.screenshot({ path: path.join(shots, `2-aggregate-${ver}.png`), fullPage: true });
+    }
+    check(widths['4.3'] > 1 && widths['4.2'] < 1 && widths['4.3'] > 2 * widths['4.2'],
+      `the planted method is drawn wider in 4.3 (${widths['4.3'].toFixed(2)}× build_item) ` +
+      `than in 4.2 (${widths['4.2'].toFixed(2)}×)`);
+    // The diff flame graph 4.2 vs 4.3 colours it slower, the reddest.
+    await page.goto(`${base}/aggregate/diff?app=${encodeURIComponent(app)}&a.version=4.2&b.version=4.3`);
+    const dnodes = await flameNodes(page);
+    const dpj = dnodes.find((nd) => nd.name.includes(planted));
+    check(dpj && dpj.cls.split(' ').includes('slower') && dpj.fill[0] === 255 &&
+      dpj.fill[1] < 80 && dpj.fill[2] < 80,
+    `the diff flame graph draws ${planted} red, class slower (${dpj && dpj.cls}, rgb ${dpj && dpj.fill})`);
+    const redder = dnodes.filter((nd) => nd !== dpj && nd.fill[0] === 255 && nd.fill[1] < 150);
+    check(redder.length === 0, `no other node is drawn strongly slower (${redder.map((nd) => nd.name)})`);
+    await page.screenshot({ path: path.join(shots, '2-aggregate-diff.png'), fullPage: true });
+
+    // 3. The worst traces: sorted by severity through the form, the order
+    // the JSON API gives; by duration the slow version's traces first.
+    await page.goto(`${base}/traces`);
+    await page.fill('form.filters input[name=app]', app);
+    await page.selectOption('form.filters select[name=sort]', 'severity');
+    await Promise.all([page.waitForURL(/sort=severity/), page.click('form.filters button')]);
+    let traces = await table(page, 'traces');
+    const ids = traces.rows.map((r) => r[col(traces, 'Trace')]);
+    check(ids.length === worst.length && ids.every((id, i) => id === worst[i]),
+      `the worst traces by severity come in the JSON API's order (${ids.length} rows)`);
+    const sev = traces.rows.map((r) => Number(r[col(traces, 'Severity')]));
+    check(sev.every((s, i) => i === 0 || s <= sev[i - 1]) && sev[0] > sev[sev.length - 1],
+      `severity falls down the page (${sev.slice(0, 5).join(', ')} … ${sev[sev.length - 1]})`);
+    await page.screenshot({ path: path.join(shots, '3-worst-severity.png'), fullPage: true });
+    await page.selectOption('form.filters select[name=sort]', 'duration');
+    await Promise.all([page.waitForURL(/sort=duration/), page.click('form.filters button')]);
+    traces = await table(page, 'traces');
+    const longIds = traces.rows.map((r) => r[col(traces, 'Trace')]);
+    const dur = traces.rows.map((r) => parseFloat(r[col(traces, 'Duration')]));
+    check(longIds.length === longest.length && longIds.every((id, i) => id === longest[i]) &&
+      dur.every((d, i) => i === 0 || d <= dur[i - 1]),
+    `by duration the longest come first, in the JSON API's order (${dur[0]} … ${dur[dur.length - 1]} ms)`);
+    await page.screenshot({ path: path.join(shots, '3-worst-duration.png'), fullPage: true });
+
+    // 4. The chain search with a wildcard: every 4.3 trace, each hit's
+    // matched frames marked; a chain no trace has finds nothing.
+    await page.goto(`${base}/search`);
+    await page.fill('form.filters input[name=chain]', `* > ${planted}`);
+    await page.fill('form.filters input[name=app]', app);
+    await page.fill('form.filters input[name=version]', '4.3');
+    await Promise.all([page.waitForURL(/\/search\?/), page.click('form.filters button')]);
+    let hits = await table(page, 'hits');
+    const marked = await page.locator('#hits tbody tr').evaluateAll((rs) => rs.map(
+      (r) => [...r.querySelectorAll('mark')].map((m) => m.textContent)));
+    check(hits.rows.length === per && hits.rows.every((r) => r[col(hits, 'Version')] === '4.3'),
+      `the chain search finds the ${per} traces of 4.3 and no other (${hits.rows.length})`);
+    check(marked.every((m) => m.length >= 1 && m[m.length - 1].includes(planted)),
+      `each hit marks its matched frames, ending in the planted method (${marked[0]})`);
+    await page.screenshot({ path: path.join(shots, '4-search.png'), fullPage: true });
+    await page.goto(`${base}/search?chain=${encodeURIComponent(`rvs_fleet_measure_text > ${planted}`)}` +
+      `&app=${encodeURIComponent(app)}`);
+    hits = await table(page, 'hits');
+    check(hits.rows.length === 0, `a chain no trace contains finds nothing (${hits.rows.length})`);
+    await page.goto(`${base}/search?chain=${encodeURIComponent(`rvs_fleet_layout_pass > * > ${planted}`)}` +
+      `&app=${encodeURIComponent(app)}`);
+    hits = await table(page, 'hits');
+    check(hits.rows.length === 3 * per, `layout_pass > * > ${planted} finds every version's traces (${hits.rows.length})`);
+
+    check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
+  } finally {
+    await ctx.close();
+  }
+}
+
+main().then(() => { console.log('fleet browser test passed'); process.exit(0); },
+  (e) => { console.error(String(e && e.stack || e)); process.exit(1); });
