@@ -818,29 +818,30 @@ static void test_regress_fleet_fixture_planted_regression_first_and_webhook_deli
 
 /* ---- issue 16's fleet views in the browser -------------------------------- */
 
-/* The fixture's trace ids as GET /api/v1/traces?sort=KEY lists them,
- * comma-separated, into out; how many. */
-static int api_order(const struct rvsb *b, const char *key, char *out, size_t cap)
+/* The `field` of each element of the JSON API's `list` at path, in its
+ * order, comma-separated, into out; how many. */
+static int api_order(const struct rvsb *b, const char *path, const char *list, const char *field,
+		     char *out, size_t cap)
 {
-	char path[128];
 	json_t *doc, *v;
 	size_t i, used = 0;
 	int n;
 
-	snprintf(path, sizeof path, "/api/v1/traces?app=com.example.fleet&sort=%s&limit=50", key);
 	doc = json_loads(request(b, "GET", path, b->api_token, NULL, 0)->body, 0, NULL);
 	assert_non_null(doc);
 	out[0] = '\0';
-	json_array_foreach(json_object_get(doc, "traces"), i, v)
+	json_array_foreach(json_object_get(doc, list), i, v)
 	{
 		used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? "," : "",
-					 json_string_value(json_object_get(v, "trace_id")));
+					 json_string_value(json_object_get(v, field)));
 		assert_true(used < cap);
 	}
-	n = (int)json_array_size(json_object_get(doc, "traces"));
+	n = (int)json_array_size(json_object_get(doc, list));
 	json_decref(doc);
 	return n;
 }
+
+#define FLEET_TRACES "/api/v1/traces?app=com.example.fleet&limit=50&sort="
 
 static int put_secret(const char *data)
 {
@@ -863,7 +864,8 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 	const int n = MODELS * PER_MODEL;
 	struct rvsb b = {0};
 	struct receiver rv;
-	char conf[512], url[64], profile[320], mods[600], script[600], worst[1024], longest[1024];
+	char conf[512], url[64], profile[320], mods[600], script[600], worst[1024], longest[1024],
+		issues[256];
 	double until;
 	pid_t pid;
 	int st;
@@ -900,7 +902,13 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 			an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
 			/* 24 distinct severities in no version's order. */
 			an.severity = (uint32_t)(1 + ((k * n + j) * 37) % 97);
-			assert_int_equal(rvs_fleet_capture(versions[k], g_tmp, &cap, &len), 0);
+			/* The jank of 4.3 happens while parsing JSON, the others' while
+			 * building an item: two issues. */
+			assert_int_equal(rvs_fleet_capture_anomaly(versions[k], g_tmp, an.severity,
+								   k == 1 ? RVS_FLEET_AT_PARSE_JSON
+									  : RVS_FLEET_AT_BUILD_ITEM,
+								   &cap, &len),
+					 0);
 			tok = enroll(&b, models[j % MODELS]);
 			upload_anomaly(&b, tok, models[j % MODELS], versions[k], (uint8_t)(j + 1),
 				       cap, len, &an);
@@ -910,10 +918,21 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 	/* Until every trace is decoded (a minute at most); then the JSON API's
 	 * order of the worst traces, for the page to match. */
 	until = rvsb_now() + 60;
-	while (api_order(&b, "severity", worst, sizeof worst) != 3 * n && rvsb_now() < until)
+	while (api_order(&b, FLEET_TRACES "severity", "traces", "trace_id", worst, sizeof worst) !=
+		       3 * n &&
+	       rvsb_now() < until)
 		usleep(100000);
-	assert_int_equal(api_order(&b, "severity", worst, sizeof worst), 3 * n);
-	assert_int_equal(api_order(&b, "duration", longest, sizeof longest), 3 * n);
+	assert_int_equal(
+		api_order(&b, FLEET_TRACES "severity", "traces", "trace_id", worst, sizeof worst),
+		3 * n);
+	assert_int_equal(api_order(&b, FLEET_TRACES "duration", "traces", "trace_id", longest,
+				   sizeof longest),
+			 3 * n);
+	/* Two issues: the jank while parsing JSON (4.3) and while building an
+	 * item (the others). */
+	assert_int_equal(api_order(&b, "/api/v1/issues?app=com.example.fleet", "issues", "issue",
+				   issues, sizeof issues),
+			 2);
 	assert_true(wait_delivered(&rv));
 	pthread_mutex_lock(&rv.mu);
 	assert_int_equal(rv.good_sigs, rv.requests);
@@ -936,6 +955,7 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 		setenv("RVS_APP", "com.example.fleet", 1);
 		setenv("RVS_WORST", worst, 1);
 		setenv("RVS_LONGEST", longest, 1);
+		setenv("RVS_ISSUES", issues, 1);
 		setenv("RVS_HOOK", hook, 1);
 		snprintf(per, sizeof per, "%d", n);
 		setenv("RVS_PER_VERSION", per, 1);
