@@ -74,6 +74,27 @@ async function flameNodes(page) {
   }));
 }
 
+// speedscope's Sandwich view (key 3) as drawn: name -> { total, self } in
+// per cent of the profile (as web.spec.js reads it; "<0.01%" is 0.005,
+// ">99%" 99.5).  Waits for the row of `expect`.
+async function sandwich(page, expect) {
+  await page.keyboard.press('3');
+  await page.waitForFunction((n) => [...document.querySelectorAll('tr')].some(
+    (r) => r.cells.length === 3 && r.cells[2].innerText.trim() === n), expect,
+  { timeout: 30000 });
+  const rows = await page.evaluate(() => [...document.querySelectorAll('tr')]
+    .filter((r) => r.cells.length === 3 && r.cells[0].tagName === 'TD')
+    .map((r) => [...r.cells].map((c) => c.innerText.trim())));
+  const pct = (t) => {
+    const m = /\(([<>]?)([\d.]+)%\)/.exec(t);
+    if (!m) return NaN;
+    return m[1] === '<' ? Number(m[2]) / 2 : m[1] === '>' ? Number(m[2]) + 0.5 : Number(m[2]);
+  };
+  const out = {};
+  for (const [total, self, name] of rows) out[name] = { total: pct(total), self: pct(self) };
+  return out;
+}
+
 async function main() {
   fs.mkdirSync(shots, { recursive: true });
   const ctx = await chromium.launchPersistentContext(env('RVS_PROFILE'), {
@@ -342,6 +363,30 @@ async function main() {
       `calls are named (${deep.map((d) => d.t)})`);
     await page.locator('#tlz-canvas').screenshot({ path: path.join(shots, '6-timeline-zoomed.png') });
     await page.screenshot({ path: path.join(shots, '6-trace.png'), fullPage: true });
+
+
+    // 7. The trace's exports open in speedscope with the fixture's call
+    // tree: layout_pass holds everything, the leaves' self time is their
+    // total, the planted method is there.
+    const id = href.split('/').pop();
+    for (const fmt of ['speedscope', 'chrome']) {
+      await page.goto('about:blank'); // speedscope reads its hash only at load
+      await page.goto(`${base}/static/speedscope/index.html#profileURL=${encodeURIComponent(
+        `/traces/${id}/export?format=${fmt}`)}&title=${id}-${fmt}`);
+      await page.waitForFunction((t) => document.body.innerText.includes(t), `${id}-${fmt}`,
+        { timeout: 30000 });
+      check(!/went wrong|error/i.test(await page.evaluate(() => document.body.innerText)),
+        `speedscope opens the ${fmt} export`);
+      const sw = await sandwich(page, planted);
+      const lp = sw.rvs_fleet_layout_pass;
+      const pj = sw[planted];
+      const mt = sw.rvs_fleet_measure_text;
+      check(lp && pj && mt && sw.rvs_fleet_build_item && lp.total >= 99 && pj.self === pj.total &&
+        mt.self === mt.total && sw.rvs_fleet_build_item.total > sw.rvs_fleet_build_item.self,
+      `the ${fmt} export in speedscope: layout_pass ${lp && lp.total} %, ${planted} ` +
+        `${pj && pj.self} % self, build_item holds measure_text`);
+      await page.screenshot({ path: path.join(shots, `7-speedscope-${fmt}.png`) });
+    }
 
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {
