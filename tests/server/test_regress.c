@@ -7,7 +7,9 @@
  * retries), and issue 16's fixture: real librvtrace captures of three
  * versions on four models uploaded to the real server, where the planted
  * regression must come first without the test naming it, and its webhook
- * must arrive.  Waits are bounded polls; nothing asserts on timing.
+ * must arrive; and the same fixture, captured with janks, through the web
+ * UI in headless chromium (tests/browser/fleet.spec.js).  Waits are
+ * bounded polls; nothing asserts on timing.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -938,11 +940,14 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 	assert_int_equal(rv.good_sigs, rv.requests);
 	assert_non_null(strstr(rv.body, RVS_FLEET_PLANTED));
 	pthread_mutex_unlock(&rv.mu);
+	/* The server records the delivery after the receiver answered. */
 	until = rvsb_now() + 60;
 	while (!strstr(request(&b, "GET", "/api/v1/alerts", b.api_token, NULL, 0)->body,
 		       "\"state\":\"delivered\"") &&
 	       rvsb_now() < until)
 		usleep(100000);
+	assert_non_null(strstr(request(&b, "GET", "/api/v1/alerts", b.api_token, NULL, 0)->body,
+			       "\"state\":\"delivered\""));
 
 	snprintf(url, sizeof url, "https://127.0.0.1:%d", g_ws.port);
 	snprintf(profile, sizeof profile, "%s/chromium-profile", g_ws.dir);
