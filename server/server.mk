@@ -242,12 +242,14 @@ BENCHES += $(TBIN)/server/bench_blob
 
 # Issue 16 question 1, what got slower: the statistics, the automatic
 # comparison with its webhook (a receiver in the test), and the fixture of
-# three versions captured by librvtrace (fleet_fixture.c, reusable).
+# three versions captured by librvtrace (fleet_fixture.c, reusable); its
+# views in headless chromium (tests/browser/fleet.spec.js) when installed.
 $(OBJ)/tests/server/fleet_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itracer/include
-$(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson) $(call pc,--cflags,libpq)
+$(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson) $(call pc,--cflags,libpq) \
+	-DRVS_WEB_DIR='"$(WEB_DIR)"' -DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
 $(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
-$(TBIN)/server/test_regress: | $(BIN)/rearview-server
+$(TBIN)/server/test_regress: | $(BIN)/rearview-server $(WEB_ASSETS)
 
 # `make lint`: a handler never includes another handler's header (HACKING.md
 # rule 2).  An endpoint family is its .c files and headers (web: web*.c,

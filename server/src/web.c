@@ -34,6 +34,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -180,8 +181,9 @@ void web_field(struct web_ctx *c, json_t *o, const char *key)
 
 void web_ms(FILE *f, json_t *v)
 {
-	if (json_is_integer(v))
-		fprintf(f, "%.3f", (double)json_integer_value(v) / 1e6);
+	/* Medians come as reals (regress.c): any number, not only integers. */
+	if (json_is_number(v) && isfinite(json_number_value(v)))
+		fprintf(f, "%.3f", json_number_value(v) / 1e6);
 	else
 		fputs("–", f);
 }

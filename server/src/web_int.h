@@ -46,7 +46,8 @@ void web_csrf_field(struct web_ctx *c);
 json_t *web_api(struct web_ctx *c, const char *path, const char *query, int *status);
 /* The string member key of o escaped, "" when absent, a number as text. */
 void web_field(struct web_ctx *c, json_t *o, const char *key);
-/* Nanoseconds as milliseconds with 3 decimals; "–" for JSON null. */
+/* Nanoseconds (an integer or a real) as milliseconds with 3 decimals; "–" for
+ * JSON null. */
 void web_ms(FILE *f, json_t *v);
 /* The anomaly kind's name (static), "?" when unknown. */
 const char *web_kind_name(int kind);

@@ -21,4 +21,19 @@
  * errno (librvtrace's or file I/O's). */
 int rvs_fleet_capture(const char *version, const char *dir, uint8_t **out, size_t *len);
 
+/* Where rvs_fleet_capture_anomaly() puts the anomaly's focus: the middle
+ * of the pass's last call of this method. */
+enum rvs_fleet_focus { RVS_FLEET_AT_PARSE_JSON, RVS_FLEET_AT_BUILD_ITEM };
+
+/* The same run, captured as rearviewd captures it: through librvtrace's
+ * control socket (a listener in `dir` played by this function), with a
+ * CaptureRequest naming a jank of `severity` (0..100) focused at `focus`,
+ * so the capture holds an ANOMALY record (its chain at the anomaly, its
+ * timeline marker).  Starts and stops the control thread; not with
+ * another control session running.  0, or a negative errno (sockets,
+ * librvtrace's, or the capture's CaptureReady error; -EPROTO on an
+ * unexpected message). */
+int rvs_fleet_capture_anomaly(const char *version, const char *dir, unsigned severity,
+			      enum rvs_fleet_focus focus, uint8_t **out, size_t *len);
+
 #endif
