@@ -38,6 +38,12 @@ $(TBIN)/server/rearview-server-v1: $(filter-out $(OBJ)/server/src/upload.o,$(SER
 # Tests.  The integration test runs the real binary from this build flavour.
 $(OBJ)/tests/server/%.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS) \
 	-DRVS_BIN='"$(BIN)/rearview-server"' -DRVS_SRCDIR='"$(CURDIR)"'
+# The server suite's store switch (RVS_TEST_STORE=pg: tests/server/store_env.h),
+# linked with the harnesses that start servers (test_web_server.o,
+# server_common.o) and the tests that open a store.
+RVT_STORE_ENV := $(OBJ)/tests/server/store_env.o
+RVT_STORE_LIBS := $(call pc,--libs,libpq)
+$(RVT_STORE_ENV): CPPFLAGS += $(call pc,--cflags,libpq)
 
 
 $(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
@@ -85,12 +91,13 @@ $(eval $(call rv_test,server,fuzz_upload,$(OBJ)/server/src/upload.o $(LIBRVPROTO
 
 # `make bench`: the upload load generator against the real binary.
 $(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(OBJ)/tests/bench/server_workload.o \
-		$(OBJ)/tests/bench/server_common.o $(LIBRVTRACE_A) $(LIBRVANALYSIS) $(LIBRVPROTO) \
+		$(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVTRACE_A) $(LIBRVANALYSIS) $(LIBRVPROTO) \
 		| $(BIN)/rearview-server
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl -lzstd $(RVT_LDLIBS) $(PROTOBUF_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl -lzstd $(RVT_LDLIBS) $(PROTOBUF_LIBS) \
+		$(RVT_STORE_LIBS)
 $(OBJ)/tests/bench/server_workload.o: CFLAGS += -finstrument-functions
-$(OBJ)/tests/bench/server_%.o: CPPFLAGS += -DRVS_BIN='"$(BIN)/rearview-server"' -Iserver/src
+$(OBJ)/tests/bench/server_%.o: CPPFLAGS += -DRVS_BIN='"$(BIN)/rearview-server"' -Iserver/src -Itests/server
 $(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Itests/bench
 BENCHES += $(TBIN)/server/bench_upload
 
@@ -145,7 +152,7 @@ $(BIN)/rearview-server: | $(WEB_ASSETS) $(WEB_LINK)
 
 # The web UI (server/WEB.md): the real binary driven over TLS by libcurl, and
 # tests/browser/web.spec.js in headless chromium when it is installed.
-$(eval $(call rv_test,server,web,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS)))
+$(eval $(call rv_test,server,web,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) $(RVT_STORE_LIBS)))
 $(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include \
 	-Itests/rvtrace \
 	$(call pc,--cflags,jansson) -DRVS_WEB_DIR='"$(WEB_DIR)"' \
@@ -156,33 +163,33 @@ $(TBIN)/server/test_web: | $(BIN)/rearview-server
 # `make bench`: web page latency next to the JSON API at 100k indexed traces.
 # Issue 18 item 2: exports streamed by the real binary, its peak memory read.
 $(OBJ)/tests/server/test_export.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include
-$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVANALYSIS),$(BLOB_LIBS) -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd))
+$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVANALYSIS),$(BLOB_LIBS) -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd))
 $(TBIN)/server/test_export: | $(BIN)/rearview-server
 $(OBJ)/tests/server/test_timeline.o: CPPFLAGS += -Itracer/analysis/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,timeline,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 
 $(OBJ)/tests/server/test_web_bench.o: CPPFLAGS += -Itests/bench
-$(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o \
+$(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) \
 	| $(BIN)/rearview-server
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
+	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3 $(RVT_STORE_LIBS)
 BENCHES += $(TBIN)/server/bench_web
 
 # Server ops: retention, signature totals, decode metrics.
-$(eval $(call rv_test,server,retention,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,retention,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_retention.o: CPPFLAGS += -Itests/bench
 $(TBIN)/server/test_retention: | $(BIN)/rearview-server
-$(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench/server_common.o \
+$(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) \
 		| $(BIN)/rearview-server
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
+	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3 $(RVT_STORE_LIBS)
 BENCHES += $(TBIN)/server/bench_pages
 $(OBJ)/tests/server/test_ingest.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 # Aggregate and differential flame graphs (agg.c, web_agg.c) from built captures.
 $(OBJ)/tests/server/test_agg.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,agg,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
-$(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench -DRVS_SYMFIX='"$(TBIN)/server/symfix"'
 $(TBIN)/server/test_symbols: | $(BIN)/rearview-server $(TBIN)/server/symfix.stripped \
 	$(TBIN)/server/symfix.debug
@@ -226,7 +233,7 @@ $(TBIN)/server/test_blob: | $(S3RVER_ASSETS) $(TBIN)/server/bench_upload
 # one killed mid-ingest (the real binary; captures from the fixture).
 $(OBJ)/tests/server/test_fleet.o: CPPFLAGS += -Itracer/include $(call pc,--cflags,libpq) \
 	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"'
-$(eval $(call rv_test,server,fleet,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(call pc,--libs,libpq) $(PROTOBUF_LIBS) $(RVT_LDLIBS)))
+$(eval $(call rv_test,server,fleet,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(call pc,--libs,libpq) $(PROTOBUF_LIBS) $(RVT_LDLIBS)))
 $(TBIN)/server/test_fleet: | $(S3RVER_ASSETS) $(BIN)/rearview-server
 # `make bench`: put/get throughput of the blob backends (BENCHMARKS.md).
 $(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/server/src/util.o \
@@ -241,7 +248,7 @@ BENCHES += $(TBIN)/server/bench_blob
 $(OBJ)/tests/server/fleet_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itracer/include
 $(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson)
-$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
 $(TBIN)/server/test_regress: | $(BIN)/rearview-server
 
 # `make lint`: a handler never includes another handler's header (HACKING.md
