@@ -4,7 +4,8 @@
  * Invariants: at most one PostgreSQL per test program, started by the
  * process that first asks for a database and stopped by that same process
  * at exit (a forked child that calls exit() leaves it running); the switch
- * is read once.
+ * is read once.  The raw reads (rvt_db_*) are for assertions only: what a
+ * test checks through them is the schema both backends share (SCHEMA.md).
  */
 #include "store_env.h"
 
@@ -14,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "pg_harness.h"
 
@@ -67,4 +70,116 @@ int rvt_store_dsn(const char *sqlite_path, char *out, size_t len)
 		return -EIO;
 	}
 	return 0;
+}
+
+int rvt_store_conf(const char *conf, const char *data, char *dsn, size_t len)
+{
+	char path[512];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/rearview.db", data);
+	if ((rc = rvt_store_dsn(path, dsn, len)) || !rvt_store_is_pg())
+		return rc;
+	if (!(f = fopen(conf, "a")))
+		return -errno;
+	fprintf(f, "database = %s\n", dsn);
+	return fclose(f) ? -errno : 0;
+}
+
+/* The first column of sql's first row as text (malloc'ed) and whether there
+ * was a row: 1 with a row, 0 without, -1 on an error (printed). */
+static int db_first(const char *dsn, const char *sql, const char *arg, char **out)
+{
+	int rc = -1;
+
+	*out = NULL;
+	if (strstr(dsn, "://")) {
+		char q[1024];
+		size_t k = 0;
+		PGconn *pg = PQconnectdb(dsn);
+		PGresult *r;
+
+		/* `?` is sqlite's parameter, $1 libpq's. */
+		for (const char *p = sql; *p && k + 3 < sizeof q; p++)
+			if (*p == '?') {
+				memcpy(q + k, "$1", 2);
+				k += 2;
+			} else {
+				q[k++] = *p;
+			}
+		q[k] = 0;
+		r = PQexecParams(pg, q, arg ? 1 : 0, NULL, arg ? &arg : NULL, NULL, NULL, 0);
+		if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+			rc = PQntuples(r) > 0;
+			if (rc && !PQgetisnull(r, 0, 0))
+				*out = strdup(PQgetvalue(r, 0, 0));
+		} else {
+			fprintf(stderr, "rvt_db (%s): %s", q, PQerrorMessage(pg));
+		}
+		PQclear(r);
+		PQfinish(pg);
+		return rc;
+	}
+	sqlite3 *db;
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_open_v2(dsn, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_busy_timeout(db, 10000) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    (!arg || sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT) == SQLITE_OK)) {
+		int step = sqlite3_step(st);
+		rc = step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? 0 : -1;
+		if (rc > 0 && sqlite3_column_text(st, 0))
+			*out = strdup((const char *)sqlite3_column_text(st, 0));
+	}
+	if (rc < 0)
+		fprintf(stderr, "rvt_db (%s): %s\n", sql, sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
+int rvt_db_int(const char *dsn, const char *sql, const char *arg)
+{
+	char *v;
+	int n = -1;
+
+	if (db_first(dsn, sql, arg, &v) > 0 && v)
+		n = (int)strtol(v, NULL, 10);
+	free(v);
+	return n;
+}
+
+char *rvt_db_text(const char *dsn, const char *sql, const char *arg)
+{
+	char *v;
+
+	db_first(dsn, sql, arg, &v);
+	return v;
+}
+
+int rvt_db_exec(const char *dsn, const char *sql)
+{
+	int rc = -EIO;
+
+	if (strstr(dsn, "://")) {
+		PGconn *pg = PQconnectdb(dsn);
+		PGresult *r = PQexec(pg, sql);
+
+		if (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK)
+			rc = 0;
+		else
+			fprintf(stderr, "rvt_db_exec: %s", PQerrorMessage(pg));
+		PQclear(r);
+		PQfinish(pg);
+		return rc;
+	}
+	sqlite3 *db;
+	if (sqlite3_open(dsn, &db) == SQLITE_OK && sqlite3_busy_timeout(db, 10000) == SQLITE_OK &&
+	    sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK)
+		rc = 0;
+	else
+		fprintf(stderr, "rvt_db_exec: %s\n", sqlite3_errmsg(db));
+	sqlite3_close(db);
+	return rc;
 }

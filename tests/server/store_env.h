@@ -31,4 +31,24 @@ int rvt_store_dsn(const char *sqlite_path, char *out, size_t len);
 /* What the last failing rvt_store_dsn could not do (static text). */
 const char *rvt_store_why(void);
 
+/* For a test that writes its own server configuration: the database of the
+ * server whose data directory is data (sqlite: data/rearview.db, which
+ * `init` made) into dsn; on pg also appends `database = URI` to the
+ * configuration file conf (whose last section must be [server]).
+ * 0 or rvt_store_dsn's errors, -errno when conf could not be written. */
+int rvt_store_conf(const char *conf, const char *data, char *dsn, size_t len);
+
+/* Assertions on what a server stored, the same SQL on either backend: the
+ * first column of the first row of sql (one optional text parameter arg,
+ * written `?`; plain SQL both backends accept) read from the database dsn
+ * names (sqlite read-only with a 10 s busy timeout, or libpq).
+ * rvt_db_int: the integer, -1 without a row or on an error (printed).
+ * rvt_db_text: a malloc'ed copy (the caller frees it), NULL without a row,
+ * for SQL NULL or on an error (printed). */
+int rvt_db_int(const char *dsn, const char *sql, const char *arg);
+char *rvt_db_text(const char *dsn, const char *sql, const char *arg);
+/* Runs sql (one or more statements, no parameters) on the database dsn
+ * names: a test's fixture rows.  0 or -EIO (printed). */
+int rvt_db_exec(const char *dsn, const char *sql);
+
 #endif

@@ -43,8 +43,8 @@ static int first_line(const struct web_server *s, const char *name, char *out, s
 /* Runs the server binary with args (NULL-terminated, at most 4) and keeps
  * the admin password it prints after key: `init` ("admin password:") or
  * `passwd` ("new password"). */
-static int run_for_password(struct web_server *s, const char *key, const char *a1,
-			    const char *a2, const char *a3, const char *a4)
+static int run_for_password(struct web_server *s, const char *key, const char *a1, const char *a2,
+			    const char *a3, const char *a4)
 {
 	char out[8192], path[256], *p;
 	pid_t pid;
@@ -72,7 +72,7 @@ static int run_for_password(struct web_server *s, const char *key, const char *a
 int web_server_start(struct web_server *s, const char *conf_lines,
 		     int (*before_start)(const char *data))
 {
-	char conf[256], path[256], buf[64], dsn[512];
+	char conf[256], path[256], buf[64];
 	FILE *f;
 
 	memset(s, 0, sizeof *s);
@@ -81,7 +81,8 @@ int web_server_start(struct web_server *s, const char *conf_lines,
 		return -1;
 	snprintf(s->data, sizeof s->data, "%s/data", s->dir);
 	snprintf(s->ca, sizeof s->ca, "%s/ca.crt", s->data);
-	if (run_for_password(s, "admin password:", "init", s->data, NULL, NULL) || first_line(s, "enrollment.secret", s->secret, sizeof s->secret) ||
+	if (run_for_password(s, "admin password:", "init", s->data, NULL, NULL) ||
+	    first_line(s, "enrollment.secret", s->secret, sizeof s->secret) ||
 	    first_line(s, "api.token", s->api, sizeof s->api))
 		return -1;
 	snprintf(conf, sizeof conf, "%s/rearview-server.conf", s->data);
@@ -89,13 +90,14 @@ int web_server_start(struct web_server *s, const char *conf_lines,
 		return -1;
 	fprintf(f, "listen = 127.0.0.1:0\n");
 	/* The caller's lines may open another section: the database first. */
+	snprintf(s->db, sizeof s->db, "%s/rearview.db", s->data);
 	if (rvt_store_is_pg() && !(conf_lines && strstr(conf_lines, "database ="))) {
-		if (rvt_store_dsn(NULL, dsn, sizeof dsn)) {
+		if (rvt_store_dsn(NULL, s->db, sizeof s->db)) {
 			fprintf(stderr, "web_server_start: %s\n", rvt_store_why());
 			fclose(f);
 			return -1;
 		}
-		fprintf(f, "database = %s\n", dsn);
+		fprintf(f, "database = %s\n", s->db);
 	}
 	fprintf(f, "%s", conf_lines ? conf_lines : "");
 	if (fclose(f) != 0)

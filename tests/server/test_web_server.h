@@ -18,6 +18,7 @@ struct web_server {
 	char password[64]; /* the admin password */
 	char api[128];	   /* the JSON API token */
 	char secret[128];  /* the enrolment secret */
+	char db[512];	   /* its database: data/rearview.db or a PostgreSQL URI */
 	int port;
 	pid_t pid;
 };
