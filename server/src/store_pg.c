@@ -1546,12 +1546,43 @@ static int skips_recent(struct rvs_store *s, const struct rvs_skip_filter *f, in
 	return skips_scan(s, f, 1, limit, cb, arg);
 }
 
+/* 1 when v is well-formed UTF-8 (no overlong forms, surrogates or code
+ * points past U+10FFFF), which PostgreSQL requires of a text parameter. */
+static int utf8_ok(const char *v)
+{
+	const unsigned char *u = (const unsigned char *)v;
+
+	while (*u) {
+		size_t n = *u < 0x80		 ? 0
+			   : (*u & 0xe0) == 0xc0 ? 1
+			   : (*u & 0xf0) == 0xe0 ? 2
+			   : (*u & 0xf8) == 0xf0 ? 3
+						 : 4;
+		uint32_t c = n == 0 ? *u : n == 1 ? *u & 0x1fu : n == 2 ? *u & 0x0fu : *u & 0x07u;
+
+		if (n == 4)
+			return 0;
+		for (size_t i = 1; i <= n; i++) {
+			if ((u[i] & 0xc0) != 0x80)
+				return 0;
+			c = c << 6 | (u[i] & 0x3fu);
+		}
+		if ((n == 1 && c < 0x80) || (n == 2 && c < 0x800) || (n == 3 && c < 0x10000) ||
+		    c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+			return 0;
+		u += n + 1;
+	}
+	return 1;
+}
+
 static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns)
 {
 	struct params p = {0};
 	PGresult *r;
 	int rc;
 
+	if (!utf8_ok(method))
+		return -ENOENT; /* as method_read: no stored name is not UTF-8 */
 	p_text(&p, method);
 	rc = read_rows(s, "SELECT p95_threshold_ns FROM method_alerts WHERE method = $1", &p, &r);
 	if (rc)
@@ -1771,7 +1802,10 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 		assert(!"no such method_read part");
 		return -EINVAL;
 	}
-	p_text(&p, method);
+	/* A name that is not UTF-8 matches no stored one (PostgreSQL would
+	 * refuse it as a parameter; sqlite compares it and finds nothing):
+	 * NULL equals nothing either. */
+	p_text(&p, utf8_ok(method) ? method : NULL);
 	if (part == RVS_METHOD_SAMPLES)
 		p_text(&p, NULL);
 	else if (part != RVS_METHOD_COUNT)
