@@ -21,6 +21,7 @@
 #include <sqlite3.h>
 
 #include "rvs.h"
+#include "store_cases.h"
 
 struct fx {
 	char dir[64];
@@ -205,7 +206,7 @@ static void test_ckpt_refuses_what_it_cannot_checkpoint(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 			test_ckpt_wal_past_threshold_is_copied_by_the_checkpointer, setup,
 			teardown),
@@ -218,5 +219,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ckpt_refuses_what_it_cannot_checkpoint, setup,
 						teardown),
 	};
+	rvt_store_cases(tests);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,6 +39,7 @@
 #include "store.h"
 #include "test_web_server.h"
 #include "webhook.h"
+#include "store_cases.h"
 
 static const char SECRET[] = "test-webhook-secret";
 
@@ -808,7 +809,7 @@ static void test_regress_fleet_fixture_planted_regression_first_and_webhook_deli
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_regress_mwu_with_ties_and_implicit_zeros_matches_reference),
 		cmocka_unit_test(test_regress_mwu_small_samples_without_ties_are_exact),
 		cmocka_unit_test(test_regress_mwu_all_tied_gives_p_1),
@@ -829,5 +830,6 @@ int main(void)
 			setup, teardown),
 	};
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rvt_store_cases(tests);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,6 +43,7 @@
 #include "rearview/summary.pb-c.h"
 #include "rearview/upload.pb-c.h"
 #include "payload_size.h"
+#include "store_cases.h"
 #include "store_env.h"
 
 static struct web_server g_srv;
@@ -2344,7 +2345,7 @@ static void test_web_password_guessing_is_throttled(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_web_login_wrong_password_gets_401_without_session),
 		cmocka_unit_test(test_web_login_right_password_sets_strict_session_cookie),
 		cmocka_unit_test(test_web_pages_without_session_redirect_to_login),
@@ -2383,5 +2384,6 @@ int main(void)
 		cmocka_unit_test(test_web_parallel_login_guesses_pay_before_hashing),
 		cmocka_unit_test(test_web_password_guessing_is_throttled),
 	};
+	rvt_store_cases(tests);
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
