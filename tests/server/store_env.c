@@ -4,8 +4,9 @@
  * Invariants: at most one PostgreSQL per test program, started by the
  * process that first asks for a database and stopped by that same process
  * at exit (a forked child that calls exit() leaves it running); the switch
- * is read once.  The raw reads (rvt_db_*) are for assertions only: what a
- * test checks through them is the schema both backends share (SCHEMA.md).
+ * is read once.  The raw SQL (rvt_db_*) is for a test's assertions and
+ * fixture rows only, on the schema both backends share (SCHEMA.md); a
+ * query with a parameter is shorter than RVT_DB_SQL_MAX.
  */
 #include "store_env.h"
 
@@ -19,6 +20,8 @@
 #include <sqlite3.h>
 
 #include "pg_harness.h"
+
+#define RVT_DB_SQL_MAX 512 /* `?` becomes `$1`: the rewrite fits twice that */
 
 static struct pgh g_pg;
 static pid_t g_owner; /* the process that started g_pg; 0: not started */
@@ -95,13 +98,15 @@ static int db_first(const char *dsn, const char *sql, const char *arg, char **ou
 
 	*out = NULL;
 	if (strstr(dsn, "://")) {
-		char q[1024];
+		char q[2 * RVT_DB_SQL_MAX];
 		size_t k = 0;
 		PGconn *pg = PQconnectdb(dsn);
 		PGresult *r;
 
+		assert(strlen(sql) < RVT_DB_SQL_MAX);
+
 		/* `?` is sqlite's parameter, $1 libpq's. */
-		for (const char *p = sql; *p && k + 3 < sizeof q; p++)
+		for (const char *p = sql; *p; p++)
 			if (*p == '?') {
 				memcpy(q + k, "$1", 2);
 				k += 2;

@@ -39,8 +39,8 @@ const char *rvt_store_why(void);
 int rvt_store_conf(const char *conf, const char *data, char *dsn, size_t len);
 
 /* Assertions on what a server stored, the same SQL on either backend: the
- * first column of the first row of sql (one optional text parameter arg,
- * written `?`; plain SQL both backends accept) read from the database dsn
+ * first column of the first row of sql (under 512 bytes; one optional
+ * text parameter arg, written `?`; plain SQL both backends accept) read from the database dsn
  * names (sqlite read-only with a 10 s busy timeout, or libpq).
  * rvt_db_int: the integer, -1 without a row or on an error (printed).
  * rvt_db_text: a malloc'ed copy (the caller frees it), NULL without a row,
