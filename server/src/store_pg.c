@@ -1705,6 +1705,13 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	PGresult *r;
 	int rc;
 
+	/* Every filter must hold: one that is not UTF-8 matches no stored
+	 * text, so no row (PostgreSQL would refuse it as a parameter). */
+	for (int i = 0; i < 4; i++)
+		if (text[i] && !utf8_ok(text[i]))
+			return 0;
+	if ((f->signature && !utf8_ok(f->signature)) || (f->method && !utf8_ok(f->method)))
+		return 0;
 	for (int i = 0; i < 4; i++)
 		p_text(&p, text[i]);
 	for (int i = 0; i < 4; i++) {

@@ -1071,6 +1071,13 @@ static void test_integration_api_sql_injection_matches_nothing(void **state)
 	j = api_get("/api/v1/methods/%27%20OR%201%3D1%20--", 200);
 	assert_int_equal(json_integer_value(json_object_get(j, "count")), 0);
 	json_decref(j);
+	/* Filter values that are not UTF-8 match nothing (on either backend). */
+	j = api_get("/api/v1/traces?app=%FF%FE", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
+	j = api_get("/api/v1/traces?method=%C0%AF", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
 	assert_int_equal(db_count("SELECT count(*) FROM traces", NULL), before);
 	json_decref(api_get("/api/v1/traces/t-%27%20OR%201%3D1", 404));
 }
