@@ -1080,6 +1080,8 @@ static void test_integration_api_sql_injection_matches_nothing(void **state)
 	json_decref(j);
 	assert_int_equal(db_count("SELECT count(*) FROM traces", NULL), before);
 	json_decref(api_get("/api/v1/traces/t-%27%20OR%201%3D1", 404));
+	json_decref(api_get("/api/v1/traces/t-%FF", 404));
+	json_decref(api_get("/api/v1/traces/t-%FF/export?format=folded", 404));
 }
 
 static void test_integration_api_trace_page_has_top_self_and_chains(void **state)
