@@ -403,6 +403,35 @@ static void p_text(struct params *p, const char *v)
 	p->fmt[p->n++] = 0;
 }
 
+/* 1 when v is well-formed UTF-8 (no overlong forms, surrogates or code
+ * points past U+10FFFF), which PostgreSQL requires of a text parameter. */
+static int utf8_ok(const char *v)
+{
+	const unsigned char *u = (const unsigned char *)v;
+
+	while (*u) {
+		size_t n = *u < 0x80		 ? 0
+			   : (*u & 0xe0) == 0xc0 ? 1
+			   : (*u & 0xf0) == 0xe0 ? 2
+			   : (*u & 0xf8) == 0xf0 ? 3
+						 : 4;
+		uint32_t c = n == 0 ? *u : n == 1 ? *u & 0x1fu : n == 2 ? *u & 0x0fu : *u & 0x07u;
+
+		if (n == 4)
+			return 0;
+		for (size_t i = 1; i <= n; i++) {
+			if ((u[i] & 0xc0) != 0x80)
+				return 0;
+			c = c << 6 | (u[i] & 0x3fu);
+		}
+		if ((n == 1 && c < 0x80) || (n == 2 && c < 0x800) || (n == 3 && c < 0x10000) ||
+		    c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+			return 0;
+		u += n + 1;
+	}
+	return 1;
+}
+
 static void p_i64(struct params *p, int64_t v)
 {
 	assert(p->n < MAX_PARAMS);
@@ -1296,6 +1325,8 @@ static int admin_get(struct rvs_store *s, const char *name, unsigned *iterations
 	PGresult *r;
 	int rc;
 
+	if (!utf8_ok(name))
+		return -ENOENT; /* no stored name is not UTF-8 */
 	p_text(&p, name);
 	rc = read_rows(s,
 		       "SELECT pbkdf2_iterations, encode(salt, 'hex'), encode(hash, 'hex')"
@@ -1544,35 +1575,6 @@ static int skips_recent(struct rvs_store *s, const struct rvs_skip_filter *f, in
 			int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
 {
 	return skips_scan(s, f, 1, limit, cb, arg);
-}
-
-/* 1 when v is well-formed UTF-8 (no overlong forms, surrogates or code
- * points past U+10FFFF), which PostgreSQL requires of a text parameter. */
-static int utf8_ok(const char *v)
-{
-	const unsigned char *u = (const unsigned char *)v;
-
-	while (*u) {
-		size_t n = *u < 0x80		 ? 0
-			   : (*u & 0xe0) == 0xc0 ? 1
-			   : (*u & 0xf0) == 0xe0 ? 2
-			   : (*u & 0xf8) == 0xf0 ? 3
-						 : 4;
-		uint32_t c = n == 0 ? *u : n == 1 ? *u & 0x1fu : n == 2 ? *u & 0x0fu : *u & 0x07u;
-
-		if (n == 4)
-			return 0;
-		for (size_t i = 1; i <= n; i++) {
-			if ((u[i] & 0xc0) != 0x80)
-				return 0;
-			c = c << 6 | (u[i] & 0x3fu);
-		}
-		if ((n == 1 && c < 0x80) || (n == 2 && c < 0x800) || (n == 3 && c < 0x10000) ||
-		    c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-			return 0;
-		u += n + 1;
-	}
-	return 1;
 }
 
 static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns)
@@ -1911,6 +1913,8 @@ static int user_get(struct rvs_store *s, const char *name, int *role, int *disab
 	PGresult *r;
 	int rc;
 
+	if (!utf8_ok(name))
+		return -ENOENT; /* no stored name is not UTF-8 */
 	p_text(&p, name);
 	rc = read_rows(s, "SELECT " ROLE_OF ", disabled::int FROM admins WHERE name = $1", &p, &r);
 	if (rc)

@@ -2276,6 +2276,10 @@ static void test_web_login_unknown_user_is_hashed_like_a_known_one(void **state)
 	assert_int_equal(login_as("nobody-at-all", "guess", &r), 401);
 	resp_free(&r);
 	assert_int_equal(metric("rearview_login_hashes_total "), before + 1);
+	/* A name that is not UTF-8 is an unknown one too, on either backend. */
+	assert_int_equal(login_as("nobody%FF", "guess", &r), 401);
+	resp_free(&r);
+	assert_int_equal(metric("rearview_login_hashes_total "), before + 2);
 }
 
 /* Issue 18 item 4: 80 parallel guesses were all admitted (the budget was
