@@ -4,7 +4,9 @@
 #   make check      what CI runs (.ci/run): install missing dependencies, then
 #                   lint, build with DEVELOPER=1 and run every test (build/),
 #                   build with ASan+UBSan and run every test again (build/san;
-#                   LeakSanitizer on, so the torture tests also prove no leak)
+#                   LeakSanitizer on, so the torture tests also prove no leak);
+#                   the server suite runs a second time on PostgreSQL
+#   make check-pg   only that: the server suite with RVS_TEST_STORE=pg (build/)
 #   make test       the quick developer loop: build, run every test (build/)
 #   make asan|ubsan run the suite under AddressSanitizer / UBSan (build/asan, build/ubsan)
 #   make tsan       run the concurrency tests under ThreadSanitizer (build/tsan)
@@ -19,7 +21,7 @@
 # which makes sure the Debian dependencies are present and then runs the
 # real goals with RV_INNER=1, so pkg-config sees the installed libraries.
 
-PUBLIC_GOALS := all check test bench bench-real asan ubsan tsan lint install demo fuzz
+PUBLIC_GOALS := all check check-pg test bench bench-real asan ubsan tsan lint install demo fuzz
 
 ifeq ($(RV_INNER),)
 
@@ -106,7 +108,7 @@ endef
 # check's plain parse would make its DEVELOPER=1 stage rebuild every time.
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_NOW   := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
-ifneq ($(if $(MAKECMDGOALS),$(filter-out check lint,$(MAKECMDGOALS)),all),)
+ifneq ($(if $(MAKECMDGOALS),$(filter-out check check-pg check-pg-stage lint,$(MAKECMDGOALS)),all),)
 ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
 $(shell mkdir -p $(BUILD) && echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 endif
@@ -151,17 +153,42 @@ SAN_BUILD   := BUILD=build/san OPT=-O1 \
   SANFLAGS='-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer'
 check:
 	@mkdir -p build && rm -f $(CHECK_TALLY)
-	@echo '== check 1/3: lint'
+	@echo '== check 1/4: lint'
 	@$(MAKE) --no-print-directory lint && echo '1 0 0' >> $(CHECK_TALLY) \
 	  || echo '0 1 0' >> $(CHECK_TALLY)
-	@echo '== check 2/3: DEVELOPER=1 build and tests (build/)'
+	@echo '== check 2/4: DEVELOPER=1 build and tests (build/)'
 	@if $(RV_SUBMAKE) DEVELOPER=1 all; then \
 	  $(MAKE) --no-print-directory DEVELOPER=1 RV_TALLY=$(CHECK_TALLY) test || true; \
 	else echo 'check: the DEVELOPER=1 build failed'; echo '0 1 0' >> $(CHECK_TALLY); fi
-	@echo '== check 3/3: ASan+UBSan build and tests (build/san)'
+	@echo '== check 3/4: the server suite on PostgreSQL (build/, RVS_TEST_STORE=pg)'
+	@$(MAKE) --no-print-directory check-pg-stage
+	@echo '== check 4/4: ASan+UBSan build and tests (build/san)'
 	@if $(RV_SUBMAKE) $(SAN_BUILD) all; then \
 	  $(MAKE) --no-print-directory $(SAN_BUILD) RV_TALLY=$(CHECK_TALLY) test || true; \
 	else echo 'check: the sanitizer build failed'; echo '0 1 0' >> $(CHECK_TALLY); fi
+	@sh tests/run-tests.sh --total $(CHECK_TALLY)
+
+# The server suite (every tests/server test binary) a second time, on a
+# private PostgreSQL 15 per test program (RVS_TEST_STORE=pg,
+# tests/server/store_env.h), in the DEVELOPER=1 build; not in the sanitizer
+# stage (time).  Without PostgreSQL 15 installed it says so and counts one
+# skip.  `make check-pg` runs only this stage and its closing line.
+PG_INITDB    := /usr/lib/postgresql/15/bin/initdb
+SERVER_TESTS  = $(filter $(TBIN)/server/%,$(TESTS))
+test-pg: all
+	@RVS_TEST_STORE=pg sh tests/run-tests.sh $(if $(RV_TALLY),--tally $(RV_TALLY)) \
+	  $(SERVER_TESTS)
+check-pg-stage:
+	@mkdir -p build
+	@if [ ! -x $(PG_INITDB) ]; then \
+	  echo 'check: no PostgreSQL 15 ($(PG_INITDB)): the server suite on PostgreSQL skipped'; \
+	  echo '0 0 1' >> $(CHECK_TALLY); \
+	elif $(RV_SUBMAKE) DEVELOPER=1 all; then \
+	  $(MAKE) --no-print-directory DEVELOPER=1 RV_TALLY=$(CHECK_TALLY) test-pg || true; \
+	else echo 'check: the DEVELOPER=1 build failed'; echo '0 1 0' >> $(CHECK_TALLY); fi
+check-pg:
+	@mkdir -p build && rm -f $(CHECK_TALLY)
+	@$(MAKE) --no-print-directory check-pg-stage
 	@sh tests/run-tests.sh --total $(CHECK_TALLY)
 
 asan:
@@ -251,7 +278,7 @@ endef
 install: $(BINS) $(LIBS) $(PROTO_H)
 	$(call rv_install,$(DESTDIR),$(PREFIX),$(SYSCONFDIR))
 
-.PHONY: all check test asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
+.PHONY: all check check-pg check-pg-stage test-pg test asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 

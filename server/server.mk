@@ -43,6 +43,12 @@ $(TBIN)/server/rearview-server-v1: $(filter-out $(OBJ)/server/src/upload.o,$(SER
 # Tests.  The integration test runs the real binary from this build flavour.
 $(OBJ)/tests/server/%.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS) \
 	-DRVS_BIN='"$(BIN)/rearview-server"' -DRVS_SRCDIR='"$(CURDIR)"'
+# The server suite's store switch (RVS_TEST_STORE=pg: tests/server/store_env.h),
+# linked with the harnesses that start servers (test_web_server.o,
+# server_common.o) and the tests that open a store.
+RVT_STORE_ENV := $(OBJ)/tests/server/store_env.o
+RVT_STORE_LIBS := $(call pc,--libs,libpq) -lsqlite3
+$(RVT_STORE_ENV): CPPFLAGS += $(call pc,--cflags,libpq)
 
 
 $(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
@@ -51,15 +57,15 @@ $(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
 $(OBJ)/server/src/store_pg.o $(OBJ)/tests/server/test_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 # Power loss simulated by a fault-injecting sqlite VFS (issue 18 item 6).
-$(eval $(call rv_test,server,durable,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
-$(eval $(call rv_test,server,integration,$(SERVER_CORE) $(OBJ)/tests/server/capture_fixture.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,durable,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(eval $(call rv_test,server,integration,$(SERVER_CORE) $(OBJ)/tests/server/capture_fixture.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
 $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson)
-$(eval $(call rv_test,server,api,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(eval $(call rv_test,server,api,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
 # The payload codec and the upload parser the decoder runs on.
 $(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,payload.o upload.o) $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))
-$(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,store_sqlite_checkpoint.o store_sqlite_util.o util.o),-lmbedx509 -lmbedcrypto -lsqlite3,1))
+$(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,store_sqlite_checkpoint.o store_sqlite_util.o util.o) $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS),1))
 $(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
 $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
@@ -67,9 +73,9 @@ $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,params,$(addprefix $(OBJ)/server/src/,params.o version.o) $(LIBRVPROTO),$(PROTOBUF_LIBS) -ljansson))
 $(OBJ)/tests/server/test_params.o: CPPFLAGS += -Iserver/src $(call pc,--cflags,jansson)
 # Worst traces, issues and chain search (search.c, issue.c) through the API.
-$(eval $(call rv_test,server,search,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,search,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_search.o: CPPFLAGS += $(call pc,--cflags,jansson) -Itests/rvtrace
-$(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
+$(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS)))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
 
 # Fuzz targets (libFuzzer, clang): `make fuzz` builds them into build/fuzz.
@@ -90,12 +96,13 @@ $(eval $(call rv_test,server,fuzz_upload,$(OBJ)/server/src/upload.o $(LIBRVPROTO
 
 # `make bench`: the upload load generator against the real binary.
 $(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(OBJ)/tests/bench/server_workload.o \
-		$(OBJ)/tests/bench/server_common.o $(LIBRVTRACE_A) $(LIBRVANALYSIS) $(LIBRVPROTO) \
+		$(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVTRACE_A) $(LIBRVANALYSIS) $(LIBRVPROTO) \
 		| $(BIN)/rearview-server
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl -lzstd $(RVT_LDLIBS) $(PROTOBUF_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl -lzstd $(RVT_LDLIBS) $(PROTOBUF_LIBS) \
+		$(RVT_STORE_LIBS)
 $(OBJ)/tests/bench/server_workload.o: CFLAGS += -finstrument-functions
-$(OBJ)/tests/bench/server_%.o: CPPFLAGS += -DRVS_BIN='"$(BIN)/rearview-server"' -Iserver/src
+$(OBJ)/tests/bench/server_%.o: CPPFLAGS += -DRVS_BIN='"$(BIN)/rearview-server"' -Iserver/src -Itests/server
 $(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Itests/bench
 BENCHES += $(TBIN)/server/bench_upload
 
@@ -150,7 +157,7 @@ $(BIN)/rearview-server: | $(WEB_ASSETS) $(WEB_LINK)
 
 # The web UI (server/WEB.md): the real binary driven over TLS by libcurl, and
 # tests/browser/web.spec.js in headless chromium when it is installed.
-$(eval $(call rv_test,server,web,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS)))
+$(eval $(call rv_test,server,web,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) $(RVT_STORE_LIBS)))
 $(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include \
 	-Itests/rvtrace \
 	$(call pc,--cflags,jansson) -DRVS_WEB_DIR='"$(WEB_DIR)"' \
@@ -161,33 +168,33 @@ $(TBIN)/server/test_web: | $(BIN)/rearview-server
 # `make bench`: web page latency next to the JSON API at 100k indexed traces.
 # Issue 18 item 2: exports streamed by the real binary, its peak memory read.
 $(OBJ)/tests/server/test_export.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include
-$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVANALYSIS),$(BLOB_LIBS) -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd))
+$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVANALYSIS),$(BLOB_LIBS) -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd))
 $(TBIN)/server/test_export: | $(BIN)/rearview-server
 $(OBJ)/tests/server/test_timeline.o: CPPFLAGS += -Itracer/analysis/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,timeline,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 
 $(OBJ)/tests/server/test_web_bench.o: CPPFLAGS += -Itests/bench
-$(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o \
+$(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) \
 	| $(BIN)/rearview-server
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
+	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3 $(RVT_STORE_LIBS)
 BENCHES += $(TBIN)/server/bench_web
 
 # Server ops: retention, signature totals, decode metrics.
-$(eval $(call rv_test,server,retention,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,retention,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_retention.o: CPPFLAGS += -Itests/bench
 $(TBIN)/server/test_retention: | $(BIN)/rearview-server
-$(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench/server_common.o \
+$(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) \
 		| $(BIN)/rearview-server
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3
+	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3 $(RVT_STORE_LIBS)
 BENCHES += $(TBIN)/server/bench_pages
 $(OBJ)/tests/server/test_ingest.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 # Aggregate and differential flame graphs (agg.c, web_agg.c) from built captures.
 $(OBJ)/tests/server/test_agg.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,jansson)
-$(eval $(call rv_test,server,agg,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
-$(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,agg,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench -DRVS_SYMFIX='"$(TBIN)/server/symfix"'
 $(TBIN)/server/test_symbols: | $(BIN)/rearview-server $(TBIN)/server/symfix.stripped \
 	$(TBIN)/server/symfix.debug
@@ -231,7 +238,7 @@ $(TBIN)/server/test_blob: | $(S3RVER_ASSETS) $(TBIN)/server/bench_upload
 # one killed mid-ingest (the real binary; captures from the fixture).
 $(OBJ)/tests/server/test_fleet.o: CPPFLAGS += -Itracer/include $(call pc,--cflags,libpq) \
 	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"'
-$(eval $(call rv_test,server,fleet,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(call pc,--libs,libpq) $(PROTOBUF_LIBS) $(RVT_LDLIBS)))
+$(eval $(call rv_test,server,fleet,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(RVT_STORE_LIBS) $(PROTOBUF_LIBS) $(RVT_LDLIBS)))
 $(TBIN)/server/test_fleet: | $(S3RVER_ASSETS) $(BIN)/rearview-server
 # `make bench`: put/get throughput of the blob backends (BENCHMARKS.md).
 $(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/server/src/util.o \
@@ -248,7 +255,7 @@ $(OBJ)/tests/server/fleet_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itracer/include
 $(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson) $(call pc,--cflags,libpq) \
 	-DRVS_WEB_DIR='"$(WEB_DIR)"' -DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
-$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
 $(TBIN)/server/test_regress: | $(BIN)/rearview-server $(WEB_ASSETS)
 
 # `make lint`: a handler never includes another handler's header (HACKING.md

@@ -423,6 +423,35 @@ static void p_text(struct params *p, const char *v)
 	p->fmt[p->n++] = 0;
 }
 
+/* 1 when v is well-formed UTF-8 (no overlong forms, surrogates or code
+ * points past U+10FFFF), which PostgreSQL requires of a text parameter. */
+static int utf8_ok(const char *v)
+{
+	const unsigned char *u = (const unsigned char *)v;
+
+	while (*u) {
+		size_t n = *u < 0x80		 ? 0
+			   : (*u & 0xe0) == 0xc0 ? 1
+			   : (*u & 0xf0) == 0xe0 ? 2
+			   : (*u & 0xf8) == 0xf0 ? 3
+						 : 4;
+		uint32_t c = n == 0 ? *u : n == 1 ? *u & 0x1fu : n == 2 ? *u & 0x0fu : *u & 0x07u;
+
+		if (n == 4)
+			return 0;
+		for (size_t i = 1; i <= n; i++) {
+			if ((u[i] & 0xc0) != 0x80)
+				return 0;
+			c = c << 6 | (u[i] & 0x3fu);
+		}
+		if ((n == 1 && c < 0x80) || (n == 2 && c < 0x800) || (n == 3 && c < 0x10000) ||
+		    c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+			return 0;
+		u += n + 1;
+	}
+	return 1;
+}
+
 static void p_i64(struct params *p, int64_t v)
 {
 	assert(p->n < MAX_PARAMS);
@@ -1316,6 +1345,8 @@ static int admin_get(struct rvs_store *s, const char *name, unsigned *iterations
 	PGresult *r;
 	int rc;
 
+	if (!utf8_ok(name))
+		return -ENOENT; /* no stored name is not UTF-8 */
 	p_text(&p, name);
 	rc = read_rows(s,
 		       "SELECT pbkdf2_iterations, encode(salt, 'hex'), encode(hash, 'hex')"
@@ -1572,6 +1603,8 @@ static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns
 	PGresult *r;
 	int rc;
 
+	if (!utf8_ok(method))
+		return -ENOENT; /* as method_read: no stored name is not UTF-8 */
 	p_text(&p, method);
 	rc = read_rows(s, "SELECT p95_threshold_ns FROM method_alerts WHERE method = $1", &p, &r);
 	if (rc)
@@ -1694,6 +1727,13 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	PGresult *r;
 	int rc;
 
+	/* Every filter must hold: one that is not UTF-8 matches no stored
+	 * text, so no row (PostgreSQL would refuse it as a parameter). */
+	for (int i = 0; i < 4; i++)
+		if (text[i] && !utf8_ok(text[i]))
+			return 0;
+	if ((f->signature && !utf8_ok(f->signature)) || (f->method && !utf8_ok(f->method)))
+		return 0;
 	for (int i = 0; i < 4; i++)
 		p_text(&p, text[i]);
 	for (int i = 0; i < 4; i++) {
@@ -1791,7 +1831,10 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 		assert(!"no such method_read part");
 		return -EINVAL;
 	}
-	p_text(&p, method);
+	/* A name that is not UTF-8 matches no stored one (PostgreSQL would
+	 * refuse it as a parameter; sqlite compares it and finds nothing):
+	 * NULL equals nothing either. */
+	p_text(&p, utf8_ok(method) ? method : NULL);
 	if (part == RVS_METHOD_SAMPLES)
 		p_text(&p, NULL);
 	else if (part != RVS_METHOD_COUNT)
@@ -1890,6 +1933,8 @@ static int user_get(struct rvs_store *s, const char *name, int *role, int *disab
 	PGresult *r;
 	int rc;
 
+	if (!utf8_ok(name))
+		return -ENOENT; /* no stored name is not UTF-8 */
 	p_text(&p, name);
 	rc = read_rows(s, "SELECT " ROLE_OF ", disabled::int FROM admins WHERE name = $1", &p, &r);
 	if (rc)

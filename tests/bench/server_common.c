@@ -1,8 +1,14 @@
 /*
  * server_common.c — the rearview-server benchmarks' shared harness
  * (server_common.h).  RVS_BIN is the server binary of this build flavour.
+ * The database follows the server test suite's store switch
+ * (tests/server/store_env.h): b->db is the sqlite file or, with
+ * RVS_TEST_STORE=pg, a fresh PostgreSQL database's URI, written into the
+ * configuration by rvsb_start.
  */
 #include "server_common.h"
+
+#include "store_env.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -104,7 +110,11 @@ int rvsb_init(struct rvsb *b)
 	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 		return -1;
 	snprintf(b->ca, sizeof b->ca, "%s/ca.crt", b->data);
-	snprintf(b->db, sizeof b->db, "%s/rearview.db", b->data);
+	snprintf(path, sizeof path, "%s/rearview.db", b->data);
+	if (rvt_store_dsn(path, b->db, sizeof b->db)) {
+		fprintf(stderr, "rvsb_init: %s\n", rvt_store_why());
+		return -1;
+	}
 	snprintf(path, sizeof path, "%s/enrollment.secret", b->data);
 	if (slurp(path, b->secret, sizeof b->secret) <= 0)
 		return -1;
@@ -125,6 +135,8 @@ int rvsb_start(struct rvsb *b, const char *extra_conf)
 	      "max_connections = 1024\nmax_conns_per_addr = 1024\n"
 	      "enroll_burst = 1000000\nenroll_secret_burst = 1000000\n",
 	      f);
+	if (rvt_store_is_pg())
+		fprintf(f, "database = %s\n", b->db);
 	if (extra_conf)
 		fputs(extra_conf, f);
 	/* RVS_BENCH_CONF: more INI lines ("\n"-separated), e.g. decode_jobs = 1. */

@@ -17,12 +17,13 @@ struct rvsb {
 	char ca[160];	     /* the CA certificate clients trust */
 	char secret[128];    /* the enrolment secret */
 	char api_token[128]; /* bearer token of /api/v1/ */
-	char db[160];	     /* the sqlite database */
+	char db[512];	     /* the store's dsn: sqlite file or PostgreSQL URI */
 	int port;
 	pid_t pid;
 };
 
-/* Makes the temporary directory and runs `rearview-server init` in it.
+/* Makes the temporary directory and runs `rearview-server init` in it;
+ * b->db names the database the store switch picks (store_env.h).
  * 0 or -1. */
 int rvsb_init(struct rvsb *b);
 /* Appends extra_conf (INI lines, may be NULL) plus a port-0 listener and

@@ -27,6 +27,7 @@
 #include "store.h"
 
 #include "capbuild.h"
+#include "store_cases.h"
 
 static const struct rvs_store_ops *ops = &rvs_store_sqlite;
 
@@ -403,7 +404,7 @@ static void test_agg_unknown_or_bad_parameter_is_named_in_a_400(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_agg_one_version_exact_means_and_counts, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
@@ -418,5 +419,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agg_unknown_or_bad_parameter_is_named_in_a_400,
 						setup, teardown),
 	};
+	rvt_store_cases(tests);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /*
- * test_api.c — the server assembled in-process (net + api + sqlite store)
+ * test_api.c — the server assembled in-process (net + api + the store the
+ * suite's switch picks, store_env.h)
  * with a stand-in decoder behind the decode seam, to check what the seam
  * promises: every upload leaves pending_decode either decoded or
  * quarantined with the decoder's reason.  The loop runs on its own thread;
@@ -24,14 +25,16 @@
 
 #include <cmocka.h>
 #include <curl/curl.h>
-#include <sqlite3.h>
 
 #include "api.h"
 #include "net.h"
 #include "rvs.h"
+#include "store.h"
+#include "store_env.h"
 #include "rearview/upload.pb-c.h"
 
 static char g_dir[64], g_data[128];
+static char g_dsn[512]; /* the database (store_env.h) */
 static struct rvs_config g_cfg;
 static struct rvs_metrics g_m;
 static uv_loop_t g_loop;
@@ -114,14 +117,21 @@ static int setup_with(const char *extra)
 	if (!f)
 		return -1;
 	fputs("listen = 127.0.0.1:0\n", f);
+	snprintf(path, sizeof path, "%s/rearview.db", g_data);
+	if (rvt_store_dsn(path, g_dsn, sizeof g_dsn)) {
+		fclose(f);
+		return -1;
+	}
+	fprintf(f, "database = %s\n", g_dsn);
 	fputs(extra, f);
 	fclose(f);
+	snprintf(path, sizeof path, "%s/rearview-server.conf", g_data);
 	g_port = -1;
 	if (rvs_config_load(path, &g_cfg, err, sizeof err))
 		return -1;
 	uv_loop_init(&g_loop);
 	uv_async_init(&g_loop, &g_stop, on_stop);
-	if (rvs_api_new(&g_loop, &g_cfg, &g_m, &rvs_store_sqlite, &g_decoder, &g_api))
+	if (rvs_api_new(&g_loop, &g_cfg, &g_m, rvs_store_for(g_cfg.database), &g_decoder, &g_api))
 		return -1;
 	rvs_api_start(g_api, on_ready, NULL);
 	pthread_create(&g_thread, NULL, loop_main, NULL);
@@ -251,36 +261,22 @@ static char *upload(const char *tok, uint8_t seed, const char *payload)
 /* The upload's state once it has left the decode queue. */
 static void final_state(const char *trace, char *state, size_t cap, char *reason, size_t rcap)
 {
-	char path[256];
-	sqlite3 *db;
-	snprintf(path, sizeof path, "%s/rearview.db", g_data);
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 10000);
 	for (int i = 0; i < 1200; i++) {
-		sqlite3_stmt *st;
-		int done = 0;
-		assert_int_equal(sqlite3_prepare_v2(db,
-						    "SELECT u.state, q.reason FROM uploads u"
-						    " LEFT JOIN quarantine q USING (trace_id)"
-						    " WHERE u.trace_id = ?",
-						    -1, &st, NULL),
-				 SQLITE_OK);
-		sqlite3_bind_text(st, 1, trace, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			const char *s = (const char *)sqlite3_column_text(st, 0);
-			const char *r = (const char *)sqlite3_column_text(st, 1);
-			if (strcmp(s, "pending_decode") != 0) {
-				snprintf(state, cap, "%s", s);
-				snprintf(reason, rcap, "%s", r ? r : "");
-				done = 1;
-			}
+		char *s = rvt_db_text(g_dsn, "SELECT state FROM uploads WHERE trace_id = ?", trace);
+		int done = s && strcmp(s, "pending_decode") != 0;
+
+		if (done) {
+			char *r = rvt_db_text(
+				g_dsn, "SELECT reason FROM quarantine WHERE trace_id = ?", trace);
+			snprintf(state, cap, "%s", s);
+			snprintf(reason, rcap, "%s", r ? r : "");
+			free(r);
 		}
-		sqlite3_finalize(st);
+		free(s);
 		if (done)
 			break;
 		usleep(50000);
 	}
-	sqlite3_close(db);
 }
 
 static void test_api_failed_decode_is_quarantined_with_reason(void **state)
@@ -374,19 +370,7 @@ static long enroll(const char *src, const char *cid, char **tok, char **id, int 
 
 static int64_t db_int(const char *sql)
 {
-	char path[256];
-	sqlite3_stmt *st;
-	sqlite3 *db;
-	int64_t v = -1;
-	snprintf(path, sizeof path, "%s/rearview.db", g_data);
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 10000);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
+	return rvt_db_int(g_dsn, sql, NULL);
 }
 
 /* Issue 18 item 5: a device that re-enrols (after a 401) became a second

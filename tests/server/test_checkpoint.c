@@ -24,6 +24,7 @@
 
 #include "rvs.h"
 #include "store_sqlite_util.h"
+#include "store_cases.h"
 
 struct fx {
 	char dir[64];
@@ -208,7 +209,7 @@ static void test_ckpt_refuses_what_it_cannot_checkpoint(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 			test_ckpt_wal_past_threshold_is_copied_by_the_checkpointer, setup,
 			teardown),
@@ -221,5 +222,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ckpt_refuses_what_it_cannot_checkpoint, setup,
 						teardown),
 	};
+	rvt_store_cases(tests);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

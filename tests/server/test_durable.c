@@ -49,6 +49,7 @@
 #include <sqlite3.h>
 
 #include "rvs.h"
+#include "store_cases.h"
 #include "store.h"
 
 static const struct rvs_store_ops *ops = &rvs_store_sqlite;
@@ -538,9 +539,10 @@ static void test_durable_power_loss_at_every_kth_sync_keeps_every_acked_upload(v
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		cmocka_unit_test(
 			test_durable_power_loss_at_every_kth_sync_keeps_every_acked_upload),
 	};
+	rvt_store_cases(tests);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,12 +26,12 @@
 
 #include <cmocka.h>
 #include <curl/curl.h>
-#include <sqlite3.h>
 #include <zstd.h>
 
 #include "capbuild.h"
 #include "rearview/analysis.h"
 #include "rvs.h"
+#include "store_env.h"
 #include "test_web_server.h"
 
 #define WIDE_ID	   "t-00000000000000000000000000000001"
@@ -75,8 +75,8 @@ static void build(capbuf *c, unsigned n, int deep)
 }
 
 /* Stores blob b[0..len) as trace id, decoded, with its compression and
- * declared payload_size. */
-static int store_blob(sqlite3 *db, const char *data, const char *id, const void *b, size_t len,
+ * declared payload_size, in the server's database (either backend). */
+static int store_blob(const char *db, const char *data, const char *id, const void *b, size_t len,
 		      int compression, size_t declared)
 {
 	char blobs[256], sql[512], hex[65];
@@ -84,16 +84,18 @@ static int store_blob(sqlite3 *db, const char *data, const char *id, const void 
 	snprintf(blobs, sizeof blobs, "%s/blobs", data);
 	if (rvs_blob_put(blobs, b, len, hex))
 		return -1;
+	/* The upload id: the blob's first 16 bytes, a bytea or blob literal. */
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, payload_kind,"
 		 " compression, payload_size, blob_sha256, blob_bytes, state) VALUES ('%s',"
-		 " 'd-1', randomblob(16), 1, 1, %d, %zu, '%s', %zu, 'decoded')",
-		 id, compression, declared, hex, len);
-	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+		 " 'd-1', %s'%.32s'%s, 1, 1, %d, %zu, '%s', %zu, 'decoded')",
+		 id, rvt_store_is_pg() ? "decode(" : "X", hex, rvt_store_is_pg() ? ", 'hex')" : "",
+		 compression, declared, hex, len);
+	return rvt_db_exec(db, sql);
 }
 
 /* Stores a capture of n calls as trace id, uncompressed. */
-static int store(sqlite3 *db, const char *data, const char *id, unsigned n, int deep)
+static int store(const char *db, const char *data, const char *id, unsigned n, int deep)
 {
 	capbuf c = {0};
 	int rc;
@@ -107,7 +109,7 @@ static int store(sqlite3 *db, const char *data, const char *id, unsigned n, int 
 /* A zstd frame of mib MiB of zeros that does not declare its size (a
  * streaming compressor's output), stored as trace id declaring 1 MiB: the
  * bomb of issue 18 item 2 (29 KB inflating to ~0.9 GB). */
-static int store_bomb(sqlite3 *db, const char *data, const char *id, size_t mib)
+static int store_bomb(const char *db, const char *data, const char *id, size_t mib)
 {
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
 	size_t cap = 1u << 20, pos = 0, r = 0;
@@ -134,22 +136,24 @@ static int store_bomb(sqlite3 *db, const char *data, const char *id, size_t mib)
 	return rc;
 }
 
+/* Before the server starts (web_server_start made g_srv.db, migrated). */
 static int fill(const char *data)
 {
-	char path[256];
-	sqlite3 *db;
-	int rc;
+	const char *db = g_srv.db;
 
-	snprintf(path, sizeof path, "%s/rearview.db", data);
-	if (sqlite3_open(path, &db) != SQLITE_OK)
+	if (rvt_db_exec(
+		    db,
+		    rvt_store_is_pg()
+			    ? "INSERT INTO devices (device_id, token_hash, client_device_id, model,"
+			      " os_build, arch, enrolled_at) VALUES ('d-1',"
+			      " decode(repeat('00', 32), 'hex'), 'c', 'm', 'o', 'a', 0)"
+			    : "INSERT INTO devices (device_id, token_hash, client_device_id, model,"
+			      " os_build, arch, enrolled_at) VALUES ('d-1', zeroblob(32), 'c', 'm',"
+			      " 'o', 'a', 0)") ||
+	    store(db, data, WIDE_ID, WIDE_CALLS, 0) || store(db, data, DEEP_ID, DEEP_CALLS, 1) ||
+	    store_bomb(db, data, BOMB_ID, 900))
 		return -1;
-	rc = sqlite3_exec(db,
-			  "INSERT INTO devices VALUES ('d-1', zeroblob(32), 'c', 'm', 'o', 'a', 0)",
-			  NULL, NULL, NULL) != SQLITE_OK ||
-	     store(db, data, WIDE_ID, WIDE_CALLS, 0) || store(db, data, DEEP_ID, DEEP_CALLS, 1) ||
-	     store_bomb(db, data, BOMB_ID, 900);
-	sqlite3_close(db);
-	return rc ? -1 : 0;
+	return 0;
 }
 
 static int setup(void **state)

@@ -4,7 +4,9 @@
  * against the PBKDF2 hash in the database, the certificate chain, a second
  * init refusing to overwrite), `init --hostname` and `cert` (certificates a
  * TLS client accepts for those names, from the same CA), `passwd` (a new
- * password whose hash replaces the old) and `migrate`.
+ * password whose hash replaces the old) and `migrate`.  `init` always makes
+ * a sqlite database; `passwd` and `migrate` run on the store the suite's
+ * switch picks (store_env.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +27,7 @@
 #include <sqlite3.h>
 
 #include "rvs.h"
+#include "store_env.h"
 
 static char g_dir[64], g_data[128];
 
@@ -176,33 +179,45 @@ static void test_init_creates_usable_secrets_once(void **state)
 
 /* The admin password printed after `marker` in out, checked against the
  * hash of account `user` in the data directory's database. */
-static void assert_password_matches(const char *out, const char *marker, const char *user)
+/* Hex digits into bytes; the byte count. */
+static size_t unhex(const char *hex, uint8_t *out, size_t cap)
 {
-	char pw[64] = "", path[256];
+	size_t n = 0;
+	unsigned v;
+
+	while (n < cap && sscanf(hex + 2 * n, "%2x", &v) == 1)
+		out[n++] = (uint8_t)v;
+	return n;
+}
+
+/* The password printed after marker in out verifies against user's PBKDF2
+ * hash in the database dsn (either backend). */
+static void assert_password_matches(const char *dsn, const char *out, const char *marker,
+				    const char *user)
+{
+	char pw[64] = "", salt_hex[130], hash_hex[130], *row;
 	const char *p = strstr(out, marker);
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	uint8_t hash[32];
+	uint8_t salt[64], stored[64], hash[32];
+	unsigned iterations;
 
 	assert_non_null(p);
 	assert_int_equal(sscanf(p + strlen(marker), " %63s", pw), 1);
 	assert_int_equal(strlen(pw), 20);
-	snprintf(path, sizeof path, "%s/rearview.db", g_data);
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "SELECT pbkdf2_iterations, salt, hash FROM admins "
-					    "WHERE name = ?",
-					    -1, &st, NULL),
-			 SQLITE_OK);
-	sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(rvs_pbkdf2(pw, sqlite3_column_blob(st, 1),
-				    (size_t)sqlite3_column_bytes(st, 1),
-				    (unsigned)sqlite3_column_int(st, 0), hash),
+	row = rvt_db_text(
+		dsn,
+		strstr(dsn, "://")
+			? "SELECT pbkdf2_iterations || ' ' || encode(salt, 'hex') || ' ' ||"
+			  " encode(hash, 'hex') FROM admins WHERE name = ?"
+			: "SELECT pbkdf2_iterations || ' ' || hex(salt) || ' ' || hex(hash)"
+			  " FROM admins WHERE name = ?",
+		user);
+	assert_non_null(row);
+	assert_int_equal(sscanf(row, "%u %129s %129s", &iterations, salt_hex, hash_hex), 3);
+	free(row);
+	assert_int_equal(unhex(hash_hex, stored, sizeof stored), 32);
+	assert_int_equal(rvs_pbkdf2(pw, salt, unhex(salt_hex, salt, sizeof salt), iterations, hash),
 			 0);
-	assert_memory_equal(hash, sqlite3_column_blob(st, 2), 32);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
+	assert_memory_equal(hash, stored, 32);
 }
 
 /* Whether data_dir/server.crt chains to data_dir/ca.crt for `name` (a DNS
@@ -312,33 +327,40 @@ static void test_init_cert_reissues_from_the_same_ca(void **state)
 
 static void test_init_passwd_replaces_the_admin_password(void **state)
 {
-	char out[4096], out2[4096], conf[256];
+	char out[4096], out2[4096], conf[256], db[512];
 
 	(void)state;
 	assert_int_equal(run_init(out, sizeof out), 0);
-	assert_password_matches(out, "admin password:", "admin");
+	snprintf(db, sizeof db, "%s/rearview.db", g_data);
+	assert_password_matches(db, out, "admin password:", "admin"); /* init's sqlite file */
 	snprintf(conf, sizeof conf, "%s/rearview-server.conf", g_data);
+	assert_int_equal(rvt_store_conf(conf, g_data, db, sizeof db), 0);
 	assert_int_equal(
 		run_server_cmd(out2, sizeof out2, "passwd", "--config", conf, (char *)NULL), 0);
-	assert_password_matches(out2, "new password", "admin");
+	assert_password_matches(db, out2, "new password", "admin");
 	/* A second account by name. */
 	assert_int_equal(run_server_cmd(out2, sizeof out2, "passwd", "--config", conf, "oncall",
 					(char *)NULL),
 			 0);
-	assert_password_matches(out2, "new password", "oncall");
+	assert_password_matches(db, out2, "new password", "oncall");
 }
 
 static void test_init_migrate_reports_schema_version(void **state)
 {
-	char out[4096], conf[256];
+	char out[4096], conf[256], db[512];
 	int version = 0;
 
 	(void)state;
 	assert_int_equal(run_init(out, sizeof out), 0);
 	snprintf(conf, sizeof conf, "%s/rearview-server.conf", g_data);
+	assert_int_equal(rvt_store_conf(conf, g_data, db, sizeof db), 0);
 	assert_int_equal(run_server_cmd(out, sizeof out, "migrate", "--config", conf, (char *)NULL),
 			 0);
-	assert_int_equal(sscanf(out, "sqlite3 store at schema version %d", &version), 1);
+	assert_int_equal(sscanf(out,
+				rvt_store_is_pg() ? "postgresql store at schema version %d"
+						  : "sqlite3 store at schema version %d",
+				&version),
+			 1);
 	assert_true(version >= 6);
 	snprintf(conf, sizeof conf, "%s/missing.conf", g_data);
 	assert_int_equal(run_server_cmd(out, sizeof out, "migrate", "--config", conf, (char *)NULL),
@@ -347,7 +369,7 @@ static void test_init_migrate_reports_schema_version(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_init_creates_usable_secrets_once, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(

@@ -30,7 +30,6 @@
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/ssl_ciphersuites.h>
-#include <sqlite3.h>
 #include <zstd.h>
 #include <jansson.h>
 
@@ -42,8 +41,10 @@
 #include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
 #include "payload_size.h"
+#include "store_env.h"
 
 static char g_dir[256], g_data[320], g_conf[400], g_ca[400], g_secret[128], g_api[128];
+static char g_dsn[512]; /* the server's database (store_env.h) */
 static int g_port;
 static pid_t g_pid;
 
@@ -141,7 +142,8 @@ static int start_server(int with_policy)
 		       "upload_burst = 20\n"
 		       "auth_fail_burst = 10\n"
 		       "auth_fail_per_min = 1\n"
-		       "enroll_burst = 1000\n"))
+		       "enroll_burst = 1000\n") ||
+	    rvt_store_conf(g_conf, g_data, g_dsn, sizeof g_dsn))
 		return -1;
 	snprintf(path, sizeof path, "%s/policy/current.spb", g_data);
 	if (with_policy && write_policy(path))
@@ -396,23 +398,10 @@ static Rearview__Error *error_of(const struct resp *r)
 	return e;
 }
 
+/* What the server stored, read from its database on either backend. */
 static int db_count(const char *sql, const char *arg)
 {
-	char path[512];
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	int n = -1;
-	snprintf(path, sizeof path, "%s/rearview.db", g_data);
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 10000);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	if (arg)
-		sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return n;
+	return rvt_db_int(g_dsn, sql, arg);
 }
 
 /* ---- tests ---------------------------------------------------------------- */
@@ -706,21 +695,7 @@ static uint8_t *make_capture(size_t *len)
 /* The text of the first column of the first row of sql bound with arg. */
 static char *db_text(const char *sql, const char *arg)
 {
-	char path[512];
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	char *out = NULL;
-	snprintf(path, sizeof path, "%s/rearview.db", g_data);
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 10000);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	if (arg)
-		sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-		out = strdup((const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return out;
+	return rvt_db_text(g_dsn, sql, arg);
 }
 
 /* Polls (bounded) until the upload leaves pending_decode; returns its state. */
@@ -1096,8 +1071,17 @@ static void test_integration_api_sql_injection_matches_nothing(void **state)
 	j = api_get("/api/v1/methods/%27%20OR%201%3D1%20--", 200);
 	assert_int_equal(json_integer_value(json_object_get(j, "count")), 0);
 	json_decref(j);
+	/* Filter values that are not UTF-8 match nothing (on either backend). */
+	j = api_get("/api/v1/traces?app=%FF%FE", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
+	j = api_get("/api/v1/traces?method=%C0%AF", 200);
+	assert_int_equal(json_array_size(json_object_get(j, "traces")), 0);
+	json_decref(j);
 	assert_int_equal(db_count("SELECT count(*) FROM traces", NULL), before);
 	json_decref(api_get("/api/v1/traces/t-%27%20OR%201%3D1", 404));
+	json_decref(api_get("/api/v1/traces/t-%FF", 404));
+	json_decref(api_get("/api/v1/traces/t-%FF/export?format=folded", 404));
 }
 
 static void test_integration_api_trace_page_has_top_self_and_chains(void **state)

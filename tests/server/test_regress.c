@@ -47,6 +47,7 @@
 #include "store.h"
 #include "test_web_server.h"
 #include "webhook.h"
+#include "store_cases.h"
 
 static const char SECRET[] = "test-webhook-secret";
 
@@ -158,25 +159,20 @@ static void db_exec(const char *dsn, const char *sql)
  * traces).  The index rows only: their uploads are left out, with the
  * foreign keys off for the load (sqlite's pragma, PostgreSQL's replica
  * role). */
-static void make_db_in(const char *dir, char *path, size_t cap, int n)
+/* The synthetic comparison's rows (n traces of each of three versions)
+ * as one SQL script for the backend (pg: PostgreSQL); the caller frees. */
+static char *synthetic_sql(int n, int pg)
 {
 	static const char *const versions[] = {"1.9", "1.10", "2.0"};
-	struct rvs_store *s;
 	size_t len = 0, room = 4096 + (size_t)n * 3 * 600;
 	char *sql = malloc(room);
 	long now = (long)time(NULL);
 
 	assert_non_null(sql);
-	if (g_ops == &rvs_store_pg)
-		assert_int_equal(pgh_fresh_db(&g_pg, path, cap), 0);
-	else
-		snprintf(path, cap, "%s/rearview.db", dir);
-	assert_int_equal(g_ops->open(path, &s), 0);
-	g_ops->close(s);
 #define ADD(...) \
 	(len += (size_t)snprintf(sql + len, room - len, __VA_ARGS__), assert_true(len < room))
-	ADD("%s", g_ops == &rvs_store_pg ? "SET session_replication_role = replica; BEGIN;"
-					 : "PRAGMA foreign_keys=OFF; BEGIN;");
+	ADD("%s", pg ? "SET session_replication_role = replica; BEGIN;"
+		     : "PRAGMA foreign_keys=OFF; BEGIN;");
 	for (int v = 0; v < 3; v++)
 		for (int i = 0; i < n; i++) {
 			long noise = (long)((i * 7919) % 97);
@@ -201,6 +197,21 @@ static void make_db_in(const char *dir, char *path, size_t cap, int n)
 		}
 	ADD("COMMIT;");
 #undef ADD
+	return sql;
+}
+
+static void make_db_in(const char *dir, char *path, size_t cap, int n)
+{
+	struct rvs_store *s;
+	char *sql;
+
+	if (g_ops == &rvs_store_pg)
+		assert_int_equal(pgh_fresh_db(&g_pg, path, cap), 0);
+	else
+		snprintf(path, cap, "%s/rearview.db", dir);
+	assert_int_equal(g_ops->open(path, &s), 0);
+	g_ops->close(s);
+	sql = synthetic_sql(n, g_ops == &rvs_store_pg);
 	db_exec(path, sql);
 	free(sql);
 }
@@ -812,11 +823,21 @@ static size_t grab(char *p, size_t sz, size_t n, void *u)
 
 /* ---- the web page ------------------------------------------------------------ */
 
+/* The web server's database before it starts: sqlite's file in its data
+ * directory, or the suite's PostgreSQL database (RVS_TEST_STORE=pg). */
 static int fill_synthetic(const char *data)
 {
-	char path[256];
-	make_db_in(data, path, sizeof path, 30);
-	return 0;
+	char path[256], *sql;
+	int rc;
+
+	if (!rvt_store_is_pg()) {
+		make_db_in(data, path, sizeof path, 30);
+		return 0;
+	}
+	sql = synthetic_sql(30, 1);
+	rc = rvt_db_exec(g_ws.db, sql);
+	free(sql);
+	return rc;
 }
 
 static char g_cookie[128];
@@ -1265,7 +1286,7 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_regress_mwu_with_ties_and_implicit_zeros_matches_reference),
 		cmocka_unit_test(test_regress_mwu_small_samples_without_ties_are_exact),
 		cmocka_unit_test(test_regress_mwu_all_tied_gives_p_1),
@@ -1277,7 +1298,7 @@ int main(void)
 						setup, teardown),
 	};
 	/* The store cases: on sqlite, then on PostgreSQL. */
-	const struct CMUnitTest store[] = {
+	struct CMUnitTest store[] = {
 		cmocka_unit_test_setup_teardown(
 			test_regress_run_puts_planted_method_first_with_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(
@@ -1310,7 +1331,9 @@ int main(void)
 	int failed = 0, rc;
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rvt_store_cases(tests);
 	failed += cmocka_run_group_tests_name("regress", tests, NULL, NULL);
+	rvt_store_cases(store);
 	g_ops = &rvs_store_sqlite;
 	failed += cmocka_run_group_tests_name("regress_store_sqlite", store, NULL, NULL);
 	g_ops = &rvs_store_pg;

@@ -1,6 +1,7 @@
 /*
- * test_retention.c — the retention pass (retention.h) against a real sqlite
- * store and blob directory in a temporary directory; the signature totals
+ * test_retention.c — the retention pass (retention.h) against a real store
+ * (sqlite, or PostgreSQL with RVS_TEST_STORE=pg: store_env.h) and blob
+ * directory in a temporary directory; the signature totals
  * the triggers of migration 3 keep; the retention config keys; the decode
  * histogram on /metrics.
  */
@@ -19,24 +20,23 @@
 
 #include <cmocka.h>
 #include <curl/curl.h>
-#include <sqlite3.h>
 
 #include "blob.h"
 #include "retention.h"
 #include "rvs.h"
 #include "server_common.h"
 #include "store.h"
+#include "store_env.h"
 
-static const struct rvs_store_ops *ops = &rvs_store_sqlite;
+static const struct rvs_store_ops *ops; /* the store the switch picks (store_env.h) */
 
 #define OLD   1000000	 /* received_at of "old" uploads (1970, week 1) */
 #define NEWER 2000000000 /* far later */
 
 struct fx {
-	char dir[64], db[128], blobs[128];
+	char dir[64], db[512], blobs[128]; /* db: a sqlite file or a PostgreSQL URI */
 	struct rvs_store *s;
 	struct rvs_blobs *b; /* the blob store over blobs (local backend) */
-	sqlite3 *q;	     /* the test's own connection for fixtures and checks */
 };
 
 static int setup(void **state)
@@ -46,7 +46,10 @@ static int setup(void **state)
 	snprintf(f->dir, sizeof f->dir, "/tmp/rvs-ret-XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
-	snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+	snprintf(f->blobs, sizeof f->blobs, "%s/t.db", f->dir);
+	if (rvt_store_dsn(f->blobs, f->db, sizeof f->db))
+		return -1;
+	ops = rvs_store_for(f->db);
 	snprintf(f->blobs, sizeof f->blobs, "%s/blobs", f->dir);
 	if (ops->open(f->db, &f->s) || rvs_blobs_open_local(f->blobs, &f->b))
 		return -1;
@@ -54,10 +57,6 @@ static int setup(void **state)
 	d.model = "m";
 	if (ops->device_add(f->s, &d))
 		return -1;
-	if (sqlite3_open(f->db, &f->q) != SQLITE_OK)
-		return -1;
-	sqlite3_busy_timeout(f->q, 5000);
-	sqlite3_exec(f->q, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
 	*state = f;
 	return 0;
 }
@@ -66,7 +65,6 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 	char cmd[128];
-	sqlite3_close(f->q);
 	ops->close(f->s);
 	rvs_blobs_close(f->b);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
@@ -81,23 +79,12 @@ static void sql(struct fx *f, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	assert_int_equal(sqlite3_exec(f->q, buf, NULL, NULL, NULL), SQLITE_OK);
-}
-
-static int64_t num_db(sqlite3 *db, const char *q)
-{
-	sqlite3_stmt *st;
-	int64_t v = -1;
-	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
+	assert_int_equal(rvt_db_exec(f->db, buf), 0);
 }
 
 static int64_t num(struct fx *f, const char *q)
 {
-	return num_db(f->q, q);
+	return rvt_db_int(f->db, q, NULL);
 }
 
 /* An upload of `content` (blob stored, its mtime set to long ago), received
@@ -395,32 +382,35 @@ static void test_retention_server_timer_deletes_and_counts(void **state)
 {
 	static char text[RVSB_TEXT_MAX];
 	struct rvsb b;
-	sqlite3 *db;
+	char rows[768];
 	CURL *h;
 	int gone = 0;
 
 	assert_int_equal(rvsb_init(&b), 0);
-	assert_int_equal(sqlite3_open(b.db, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	assert_int_equal(
-		sqlite3_exec(db,
-			     "INSERT INTO devices VALUES ('d-1', zeroblob(32), 'c', 'm',"
-			     " 'o', 'a', 0);"
-			     "INSERT INTO uploads (trace_id, device_id, upload_id,"
-			     " received_at, state) VALUES ('t-old', 'd-1', zeroblob(16), 1000,"
-			     " 'decoded');"
-			     "INSERT INTO traces (trace_id, received_at, decoded_at, signature)"
-			     " VALUES ('t-old', 1000, 1000, '00000000000000aa');",
-			     NULL, NULL, NULL),
-		SQLITE_OK);
+	/* The server migrates a PostgreSQL database as it starts: the rows go
+	 * in through a store opened (and so migrated) here first. */
+	if (rvt_store_is_pg()) {
+		struct rvs_store *st;
+		assert_int_equal(rvs_store_pg.open(b.db, &st), 0);
+		rvs_store_pg.close(st);
+	}
+	snprintf(rows, sizeof rows,
+		 "INSERT INTO devices (device_id, token_hash, client_device_id, model, os_build,"
+		 " arch, enrolled_at) VALUES ('d-1', %s, 'c', 'm', 'o', 'a', 0);"
+		 "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, state)"
+		 " VALUES ('t-old', 'd-1', %s, 1000, 'decoded');"
+		 "INSERT INTO traces (trace_id, received_at, decoded_at, signature)"
+		 " VALUES ('t-old', 1000, 1000, '00000000000000aa');",
+		 rvt_store_is_pg() ? "decode(repeat('00', 32), 'hex')" : "zeroblob(32)",
+		 rvt_store_is_pg() ? "decode(repeat('00', 16), 'hex')" : "zeroblob(16)");
+	assert_int_equal(rvt_db_exec(b.db, rows), 0);
 	assert_int_equal(rvsb_start(&b, "retention_days = 0.0001\nretention_interval_s = 1\n"), 0);
 	for (int i = 0; i < 100 && !gone; i++) {
 		usleep(100000);
-		gone = num_db(db, "SELECT count(*) FROM uploads") == 0;
+		gone = rvt_db_int(b.db, "SELECT count(*) FROM uploads", NULL) == 0;
 	}
 	assert_true(gone);
-	assert_int_equal(num_db(db, "SELECT count(*) FROM signatures"), 0);
-	sqlite3_close(db);
+	assert_int_equal(rvt_db_int(b.db, "SELECT count(*) FROM signatures", NULL), 0);
 	h = curl_easy_init();
 	rvsb_curl(&b, h, "/metrics");
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, rvsb_append_text);

@@ -38,6 +38,7 @@
 #include "rvs.h"
 #include "search.h"
 #include "store.h"
+#include "store_cases.h"
 
 #define S1   "7f9773918f37b4da" /* main;layout_pass;measure;parse_json; */
 #define S2   "2942e52eef448ba9" /* main;layout_pass;parse_json; */
@@ -847,7 +848,7 @@ static void test_search_hostile_pattern_is_linear(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_issue_fold_unknown_caller_prefix_gives_known_chain_signature),
 		cmocka_unit_test(test_search_glob_semantics),
 		cmocka_unit_test(test_search_hostile_pattern_is_linear),
@@ -883,5 +884,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_search_empty_index_finds_nothing, setup,
 						teardown),
 	};
+	rvt_store_cases(tests);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

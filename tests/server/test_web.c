@@ -27,7 +27,6 @@
 
 #include <cmocka.h>
 #include <curl/curl.h>
-#include <sqlite3.h>
 #include <zstd.h>
 
 #include <jansson.h>
@@ -44,6 +43,8 @@
 #include "rearview/summary.pb-c.h"
 #include "rearview/upload.pb-c.h"
 #include "payload_size.h"
+#include "store_cases.h"
+#include "store_env.h"
 
 static struct web_server g_srv;
 static char g_session[128]; /* "rv_session=…" once signed in */
@@ -296,7 +297,7 @@ static char *upload_with(const char *app, const char *model, const char *version
 	Rearview__DeviceInfo di = REARVIEW__DEVICE_INFO__INIT;
 	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
 	Rearview__UploadAck *k;
-	char *tok = enroll(model), *id, sql[512];
+	char *tok = enroll(model), *id;
 	uint8_t uid[16], *env;
 	struct resp r;
 	size_t len;
@@ -335,23 +336,11 @@ static char *upload_with(const char *app, const char *model, const char *version
 	free(env);
 	free(tok);
 	/* Bounded poll until decoded (or quarantined). */
-	snprintf(sql, sizeof sql, "%s/rearview.db", g_srv.data);
 	for (int i = 0; i < 600; i++) {
-		sqlite3 *db;
-		sqlite3_stmt *st;
-		int pending = 1;
-		if (sqlite3_open_v2(sql, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-			sqlite3_busy_timeout(db, 5000);
-			if (sqlite3_prepare_v2(db, "SELECT state FROM uploads WHERE trace_id = ?",
-					       -1, &st, NULL) == SQLITE_OK) {
-				sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-				if (sqlite3_step(st) == SQLITE_ROW)
-					pending = strcmp((const char *)sqlite3_column_text(st, 0),
-							 "pending_decode") == 0;
-				sqlite3_finalize(st);
-			}
-		}
-		sqlite3_close(db);
+		char *st =
+			rvt_db_text(g_srv.db, "SELECT state FROM uploads WHERE trace_id = ?", id);
+		int pending = !st || strcmp(st, "pending_decode") == 0;
+		free(st);
 		if (!pending)
 			return id;
 		usleep(50000);
@@ -1339,27 +1328,19 @@ static void test_web_signatures_page_counts_by_week_and_version(void **state)
 /* The outermost and innermost names of the real capture's top chain. */
 static void top_chain_ends(char *first, char *last, size_t cap)
 {
-	char path[512];
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	const char *chain, *end;
-	snprintf(path, sizeof path, "%s/rearview.db", g_srv.data);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "SELECT chain FROM trace_chains WHERE trace_id = ?"
-					    " AND kind = 'top' AND rank = 1 AND depth >= 2",
-					    -1, &st, NULL),
-			 SQLITE_OK);
-	sqlite3_bind_text(st, 1, g_trace, -1, SQLITE_STATIC);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	chain = (const char *)sqlite3_column_text(st, 0);
+	char *chain = rvt_db_text(g_srv.db,
+				  "SELECT chain FROM trace_chains WHERE trace_id = ?"
+				  " AND kind = 'top' AND rank = 1 AND depth >= 2",
+				  g_trace);
+	const char *end;
+
+	assert_non_null(chain);
 	snprintf(first, cap, "%.*s", (int)strcspn(chain, ";"), chain);
 	end = chain + strlen(chain) - 1; /* the last ';' */
 	while (end > chain && end[-1] != ';')
 		end--;
 	snprintf(last, cap, "%.*s", (int)strcspn(end, ";"), end);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
+	free(chain);
 }
 
 static void test_web_search_pages_find_real_capture_chain_marked(void **state)
@@ -2165,13 +2146,7 @@ static void test_web_personal_tokens_carry_role_and_revoke(void **state)
 /* Runs sql on the server's database (the test's own connection). */
 static void db_exec(const char *sql)
 {
-	char path[512];
-	sqlite3 *db;
-	snprintf(path, sizeof path, "%s/rearview.db", g_srv.data);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 10000);
-	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	assert_int_equal(rvt_db_exec(g_srv.db, sql), 0);
 }
 
 static void test_web_fleet_page_shows_devices_uploads_and_skip_reasons(void **state)
@@ -2192,14 +2167,26 @@ static void test_web_fleet_page_shows_devices_uploads_and_skip_reasons(void **st
 	resp_free(&r);
 	/* Skip reports as POST /v1/skips stores them (the table is created here
 	 * when this build's schema does not have it yet). */
-	db_exec("CREATE TABLE IF NOT EXISTS skips (device_id TEXT NOT NULL, report_id BLOB NOT "
-		"NULL, received_at INTEGER NOT NULL, app_id TEXT, app_version TEXT, anomaly_kind "
-		"INTEGER, severity INTEGER, reason TEXT NOT NULL, captured_realtime_ns INTEGER, "
-		"PRIMARY KEY (device_id, report_id));"
-		"INSERT INTO skips (device_id, report_id, received_at, reason) VALUES"
-		" ('d-x', randomblob(16), strftime('%s','now'), 'quota_exhausted'),"
-		" ('d-x', randomblob(16), strftime('%s','now'), 'quota_exhausted'),"
-		" ('d-y', randomblob(16), strftime('%s','now'), '<b>debounced</b>');");
+	if (rvt_store_is_pg())
+		db_exec("INSERT INTO devices (device_id, token_hash, enrolled_at) VALUES"
+			" ('d-x', decode(md5('d-x'), 'hex'), 0),"
+			" ('d-y', decode(md5('d-y'), 'hex'), 0);"
+			"INSERT INTO skips (device_id, report_id, received_at, reason) VALUES"
+			" ('d-x', decode(md5('1'), 'hex'), extract(epoch from now())::bigint,"
+			" 'quota_exhausted'),"
+			" ('d-x', decode(md5('2'), 'hex'), extract(epoch from now())::bigint,"
+			" 'quota_exhausted'),"
+			" ('d-y', decode(md5('3'), 'hex'), extract(epoch from now())::bigint,"
+			" '<b>debounced</b>');");
+	else
+		db_exec("CREATE TABLE IF NOT EXISTS skips (device_id TEXT NOT NULL, report_id BLOB "
+			"NOT NULL, received_at INTEGER NOT NULL, app_id TEXT, app_version TEXT, "
+			"anomaly_kind INTEGER, severity INTEGER, reason TEXT NOT NULL, "
+			"captured_realtime_ns INTEGER, PRIMARY KEY (device_id, report_id));"
+			"INSERT INTO skips (device_id, report_id, received_at, reason) VALUES"
+			" ('d-x', randomblob(16), strftime('%s','now'), 'quota_exhausted'),"
+			" ('d-x', randomblob(16), strftime('%s','now'), 'quota_exhausted'),"
+			" ('d-y', randomblob(16), strftime('%s','now'), '<b>debounced</b>');");
 	req("/api/v1/fleet", NULL, g_srv.api, NULL, 0, NULL, &r);
 	assert_int_equal(r.code, 200);
 	j = json_loads(r.body, 0, NULL);
@@ -2289,6 +2276,10 @@ static void test_web_login_unknown_user_is_hashed_like_a_known_one(void **state)
 	assert_int_equal(login_as("nobody-at-all", "guess", &r), 401);
 	resp_free(&r);
 	assert_int_equal(metric("rearview_login_hashes_total "), before + 1);
+	/* A name that is not UTF-8 is an unknown one too, on either backend. */
+	assert_int_equal(login_as("nobody%FF", "guess", &r), 401);
+	resp_free(&r);
+	assert_int_equal(metric("rearview_login_hashes_total "), before + 2);
 }
 
 /* Issue 18 item 4: 80 parallel guesses were all admitted (the budget was
@@ -2358,7 +2349,7 @@ static void test_web_password_guessing_is_throttled(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_web_login_wrong_password_gets_401_without_session),
 		cmocka_unit_test(test_web_login_right_password_sets_strict_session_cookie),
 		cmocka_unit_test(test_web_pages_without_session_redirect_to_login),
@@ -2397,5 +2388,6 @@ int main(void)
 		cmocka_unit_test(test_web_parallel_login_guesses_pay_before_hashing),
 		cmocka_unit_test(test_web_password_guessing_is_throttled),
 	};
+	rvt_store_cases(tests);
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,7 +1,13 @@
 /*
  * test_web_server.c — see test_web_server.h.  Waits are bounded polls.
+ * The database follows the suite's store switch (store_env.h): on
+ * PostgreSQL a fresh database is appended to the configuration (unless the
+ * caller's lines name one) and `passwd` makes the admin there, since
+ * `init` put it in the sqlite file.
  */
 #include "test_web_server.h"
+
+#include "store_env.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -34,8 +40,11 @@ static int first_line(const struct web_server *s, const char *name, char *out, s
 	return 0;
 }
 
-/* Runs `init` and keeps the admin password it prints once. */
-static int run_init(struct web_server *s)
+/* Runs the server binary with args (NULL-terminated, at most 4) and keeps
+ * the admin password it prints after key: `init` ("admin password:") or
+ * `passwd` ("new password"). */
+static int run_for_password(struct web_server *s, const char *key, const char *a1, const char *a2,
+			    const char *a3, const char *a4)
 {
 	char out[8192], path[256], *p;
 	pid_t pid;
@@ -47,14 +56,14 @@ static int run_init(struct web_server *s)
 		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execl(RVS_BIN, RVS_BIN, "init", s->data, (char *)NULL);
+		execl(RVS_BIN, RVS_BIN, a1, a2, a3, a4, (char *)NULL);
 		_exit(127);
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 		return -1;
-	if (web_slurp(path, out, sizeof out) <= 0 || !(p = strstr(out, "admin password:")))
+	if (web_slurp(path, out, sizeof out) <= 0 || !(p = strstr(out, key)))
 		return -1;
-	p += strlen("admin password:");
+	p += strlen(key);
 	p += strspn(p, " ");
 	snprintf(s->password, sizeof s->password, "%.*s", (int)strcspn(p, " \n"), p);
 	return s->password[0] ? 0 : -1;
@@ -72,14 +81,30 @@ int web_server_start(struct web_server *s, const char *conf_lines,
 		return -1;
 	snprintf(s->data, sizeof s->data, "%s/data", s->dir);
 	snprintf(s->ca, sizeof s->ca, "%s/ca.crt", s->data);
-	if (run_init(s) || first_line(s, "enrollment.secret", s->secret, sizeof s->secret) ||
+	if (run_for_password(s, "admin password:", "init", s->data, NULL, NULL) ||
+	    first_line(s, "enrollment.secret", s->secret, sizeof s->secret) ||
 	    first_line(s, "api.token", s->api, sizeof s->api))
 		return -1;
 	snprintf(conf, sizeof conf, "%s/rearview-server.conf", s->data);
 	if (!(f = fopen(conf, "a")))
 		return -1;
-	fprintf(f, "listen = 127.0.0.1:0\n%s", conf_lines ? conf_lines : "");
-	fclose(f);
+	fprintf(f, "listen = 127.0.0.1:0\n");
+	/* The caller's lines may open another section: the database first. */
+	snprintf(s->db, sizeof s->db, "%s/rearview.db", s->data);
+	if (rvt_store_is_pg() && !(conf_lines && strstr(conf_lines, "database ="))) {
+		if (rvt_store_dsn(NULL, s->db, sizeof s->db)) {
+			fprintf(stderr, "web_server_start: %s\n", rvt_store_why());
+			fclose(f);
+			return -1;
+		}
+		fprintf(f, "database = %s\n", s->db);
+	}
+	fprintf(f, "%s", conf_lines ? conf_lines : "");
+	if (fclose(f) != 0)
+		return -1;
+	if (rvt_store_is_pg() &&
+	    run_for_password(s, "new password", "passwd", "--config", conf, "admin"))
+		return -1;
 	if (before_start && before_start(s->data))
 		return -1;
 	snprintf(path, sizeof path, "%s/server.log", s->dir);

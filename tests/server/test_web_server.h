@@ -18,6 +18,7 @@ struct web_server {
 	char password[64]; /* the admin password */
 	char api[128];	   /* the JSON API token */
 	char secret[128];  /* the enrolment secret */
+	char db[512];	   /* its database: data/rearview.db or a PostgreSQL URI */
 	int port;
 	pid_t pid;
 };
@@ -25,7 +26,9 @@ struct web_server {
 /* Reads up to cap-1 bytes of path, NUL-terminated; the length or -1. */
 int web_slurp(const char *path, char *buf, size_t cap);
 /* 0 once the server listens (bounded wait: a minute), -1 otherwise.
- * before_start(data dir) may be NULL. */
+ * before_start(data dir) may be NULL; it runs with s->db set and its
+ * schema in place (init's sqlite file, or on PostgreSQL migrated by
+ * `passwd`). */
 int web_server_start(struct web_server *s, const char *conf_lines,
 		     int (*before_start)(const char *data));
 /* SIGTERM (so sanitizers report at exit), SIGKILL after 10 s; removes the

@@ -1,0 +1,190 @@
+/*
+ * store_env.c — the server test suite's store switch (store_env.h).
+ *
+ * Invariants: at most one PostgreSQL per test program, started by the
+ * process that first asks for a database and stopped by that same process
+ * at exit (a forked child that calls exit() leaves it running); the switch
+ * is read once.  The raw SQL (rvt_db_*) is for a test's assertions and
+ * fixture rows only, on the schema both backends share (SCHEMA.md); a
+ * query with a parameter is shorter than RVT_DB_SQL_MAX.
+ */
+#include "store_env.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "pg_harness.h"
+
+#define RVT_DB_SQL_MAX 512 /* `?` becomes `$1`: the rewrite fits twice that */
+
+static struct pgh g_pg;
+static pid_t g_owner; /* the process that started g_pg; 0: not started */
+static char g_why[300];
+
+int rvt_store_is_pg(void)
+{
+	static int pg = -1;
+
+	if (pg < 0) {
+		const char *v = getenv("RVS_TEST_STORE");
+		pg = v && strcmp(v, "pg") == 0;
+	}
+	return pg;
+}
+
+const char *rvt_store_why(void)
+{
+	return g_why;
+}
+
+static void stop_pg(void)
+{
+	if (g_owner == getpid())
+		pgh_stop(&g_pg);
+}
+
+int rvt_store_dsn(const char *sqlite_path, char *out, size_t len)
+{
+	int rc;
+
+	if (!rvt_store_is_pg()) {
+		if ((size_t)snprintf(out, len, "%s", sqlite_path) >= len)
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	if (!g_owner) {
+		if ((rc = pgh_start(&g_pg)) < 0) {
+			snprintf(g_why, sizeof g_why, "RVS_TEST_STORE=pg: %s", g_pg.why);
+			pgh_stop(&g_pg);
+			return rc;
+		}
+		g_owner = getpid();
+		atexit(stop_pg);
+	}
+	assert(g_owner == getpid());
+	if (pgh_fresh_db(&g_pg, out, len) < 0) {
+		snprintf(g_why, sizeof g_why, "RVS_TEST_STORE=pg: %s", g_pg.why);
+		return -EIO;
+	}
+	return 0;
+}
+
+int rvt_store_conf(const char *conf, const char *data, char *dsn, size_t len)
+{
+	char path[512];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/rearview.db", data);
+	if ((rc = rvt_store_dsn(path, dsn, len)) || !rvt_store_is_pg())
+		return rc;
+	if (!(f = fopen(conf, "a")))
+		return -errno;
+	fprintf(f, "database = %s\n", dsn);
+	return fclose(f) ? -errno : 0;
+}
+
+/* The first column of sql's first row as text (malloc'ed) and whether there
+ * was a row: 1 with a row, 0 without, -1 on an error (printed). */
+static int db_first(const char *dsn, const char *sql, const char *arg, char **out)
+{
+	int rc = -1;
+
+	*out = NULL;
+	if (strstr(dsn, "://")) {
+		char q[2 * RVT_DB_SQL_MAX];
+		size_t k = 0;
+		PGconn *pg = PQconnectdb(dsn);
+		PGresult *r;
+
+		assert(strlen(sql) < RVT_DB_SQL_MAX);
+
+		/* `?` is sqlite's parameter, $1 libpq's. */
+		for (const char *p = sql; *p; p++)
+			if (*p == '?') {
+				memcpy(q + k, "$1", 2);
+				k += 2;
+			} else {
+				q[k++] = *p;
+			}
+		q[k] = 0;
+		r = PQexecParams(pg, q, arg ? 1 : 0, NULL, arg ? &arg : NULL, NULL, NULL, 0);
+		if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+			rc = PQntuples(r) > 0;
+			if (rc && !PQgetisnull(r, 0, 0))
+				*out = strdup(PQgetvalue(r, 0, 0));
+		} else {
+			fprintf(stderr, "rvt_db (%s): %s", q, PQerrorMessage(pg));
+		}
+		PQclear(r);
+		PQfinish(pg);
+		return rc;
+	}
+	sqlite3 *db;
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_open_v2(dsn, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_busy_timeout(db, 10000) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    (!arg || sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT) == SQLITE_OK)) {
+		int step = sqlite3_step(st);
+		rc = step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? 0 : -1;
+		if (rc > 0 && sqlite3_column_text(st, 0))
+			*out = strdup((const char *)sqlite3_column_text(st, 0));
+	}
+	if (rc < 0)
+		fprintf(stderr, "rvt_db (%s): %s\n", sql, sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
+int rvt_db_int(const char *dsn, const char *sql, const char *arg)
+{
+	char *v;
+	int n = -1;
+
+	if (db_first(dsn, sql, arg, &v) > 0 && v)
+		n = (int)strtol(v, NULL, 10);
+	free(v);
+	return n;
+}
+
+char *rvt_db_text(const char *dsn, const char *sql, const char *arg)
+{
+	char *v;
+
+	db_first(dsn, sql, arg, &v);
+	return v;
+}
+
+int rvt_db_exec(const char *dsn, const char *sql)
+{
+	int rc = -EIO;
+
+	if (strstr(dsn, "://")) {
+		PGconn *pg = PQconnectdb(dsn);
+		PGresult *r = PQexec(pg, sql);
+
+		if (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK)
+			rc = 0;
+		else
+			fprintf(stderr, "rvt_db_exec: %s", PQerrorMessage(pg));
+		PQclear(r);
+		PQfinish(pg);
+		return rc;
+	}
+	sqlite3 *db;
+	if (sqlite3_open(dsn, &db) == SQLITE_OK && sqlite3_busy_timeout(db, 10000) == SQLITE_OK &&
+	    sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK)
+		rc = 0;
+	else
+		fprintf(stderr, "rvt_db_exec: %s\n", sqlite3_errmsg(db));
+	sqlite3_close(db);
+	return rc;
+}
