@@ -68,6 +68,7 @@ int rvs_user_create(const struct rvs_store_ops *ops, struct rvs_store *st, const
 {
 	int old_role, old_disabled, rc;
 
+	assert(name && password);
 	if (!rvs_user_name_ok(name) || !rvs_role_name(role))
 		return -EINVAL;
 	rc = ops->user_get(st, name, &old_role, &old_disabled);
@@ -90,6 +91,7 @@ int rvs_user_change(const struct rvs_store_ops *ops, struct rvs_store *st, const
 	char detail[96];
 	int old_role, old_disabled, rc;
 
+	assert(name);
 	if ((!role && disabled < 0) || (role && !rvs_role_name(role)) || disabled > 1)
 		return -EINVAL;
 	if (actor && strcmp(name, actor) == 0 &&
@@ -119,6 +121,7 @@ int rvs_token_make(const struct rvs_store_ops *ops, struct rvs_store *st, const 
 	uint8_t raw[24], h[32];
 	int rc;
 
+	assert(owner && name && tok && id);
 	if (!*name || strlen(name) > 64)
 		return -EINVAL;
 	if ((rc = rvs_random(raw, sizeof raw)))
