@@ -113,6 +113,48 @@ struct rvs_store {
 	" UPDATE signatures SET traces = traces - 1 WHERE signature = " R ".signature;"      \
 	" DELETE FROM signatures WHERE signature = " R ".signature AND traces <= 0;"
 
+/* Trigger bodies of migration 11: count upload R (NEW or OLD) into, or out
+ * of, the fleet page's totals — its week's uploads and blob bytes, its
+ * device's uploads per (UTC day, anomaly kind), its device's uploads and
+ * latest upload.  A count reaching 0 removes its row; the latest upload is
+ * read back through uploads_fleet after a removal. */
+#define FLEET_WEEK(R) " date(" R ".received_at, 'unixepoch', '-6 days', 'weekday 1')"
+#define FLEET_DAY(R)                                                       \
+	" device_id = " R ".device_id AND day = " R ".received_at / 86400" \
+	" AND kind = COALESCE(" R ".anomaly_kind, 0)"
+#define FLEET_ADD(R, WEEK, DAY)                                                      \
+	" INSERT INTO fleet_weeks (week, uploads, bytes) VALUES (" WEEK ", 1,"       \
+	" COALESCE(" R ".blob_bytes, 0))"                                            \
+	" ON CONFLICT DO UPDATE SET uploads = uploads + 1,"                          \
+	" bytes = bytes + excluded.bytes;"                                           \
+	" INSERT INTO fleet_device_days (device_id, day, kind, uploads) VALUES (" R  \
+	".device_id, " R ".received_at / 86400, COALESCE(" R ".anomaly_kind, 0), 1)" \
+	" ON CONFLICT DO UPDATE SET uploads = uploads + 1;"                          \
+	" UPDATE fleet_devices SET uploads = uploads + 1, last_upload_at ="          \
+	" max(COALESCE(last_upload_at, " R ".received_at), " R ".received_at)"       \
+	" WHERE device_id = " R ".device_id;"
+#define FLEET_SUB(R, WEEK, DAY)                                                     \
+	" UPDATE fleet_weeks SET uploads = uploads - 1,"                            \
+	" bytes = bytes - COALESCE(" R ".blob_bytes, 0) WHERE week =" WEEK ";"      \
+	" DELETE FROM fleet_weeks WHERE week =" WEEK " AND uploads <= 0;"           \
+	" UPDATE fleet_device_days SET uploads = uploads - 1 WHERE" DAY ";"         \
+	" DELETE FROM fleet_device_days WHERE" DAY " AND uploads <= 0;"             \
+	" UPDATE fleet_devices SET uploads = uploads - 1, last_upload_at = (SELECT" \
+	" max(u.received_at) FROM uploads u WHERE u.device_id = " R ".device_id)"   \
+	" WHERE device_id = " R ".device_id;"
+/* The same, spelled for clang-format: no call inside a string. */
+#define FLEET_NEW_WEEK FLEET_WEEK("NEW")
+#define FLEET_OLD_WEEK FLEET_WEEK("OLD")
+#define FLEET_NEW_DAY  FLEET_DAY("NEW")
+#define FLEET_OLD_DAY  FLEET_DAY("OLD")
+#define FLEET_ADD_NEW  FLEET_ADD("NEW", FLEET_NEW_WEEK, FLEET_NEW_DAY)
+#define FLEET_SUB_OLD  FLEET_SUB("OLD", FLEET_OLD_WEEK, FLEET_OLD_DAY)
+#define FLEET_U_WEEK   FLEET_WEEK("u")
+#define FLEET_DEVICE_ROW                                                               \
+	" INSERT INTO fleet_devices (device_id, enrolled_at, uploads, last_upload_at)" \
+	" SELECT NEW.device_id, NEW.enrolled_at, count(*), max(received_at)"           \
+	" FROM uploads WHERE device_id = NEW.device_id;"
+
 static const char *const migrations[] = {
 	/* 1: devices, uploads, the decode queue, quarantine, admin accounts */
 	"CREATE TABLE devices ("
@@ -334,6 +376,40 @@ static const char *const migrations[] = {
 	" id TEXT PRIMARY KEY, hash BLOB NOT NULL UNIQUE, owner TEXT NOT NULL,"
 	" name TEXT NOT NULL, created_at INTEGER NOT NULL, last_used INTEGER,"
 	" revoked_at INTEGER);",
+	/* 11 (web16b): the fleet page's counts kept by triggers (FLEET_ADD,
+	 * FLEET_SUB) instead of grouping every upload on each request: per
+	 * week, per device (all uploads, the latest, one row per device so
+	 * that devices without uploads are listed too) and per (device, UTC
+	 * day, kind) for the 7-day quota columns; uploads_fleet covers the
+	 * partial day of those and the device's latest upload after a
+	 * delete (and the ingest's quota count).  Backfilled here. */
+	"CREATE INDEX uploads_fleet ON uploads(device_id, received_at, anomaly_kind);"
+	"CREATE TABLE fleet_weeks ("
+	" week TEXT PRIMARY KEY, uploads INTEGER NOT NULL, bytes INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE fleet_device_days ("
+	" device_id TEXT NOT NULL, day INTEGER NOT NULL, kind INTEGER NOT NULL,"
+	" uploads INTEGER NOT NULL, PRIMARY KEY (device_id, day, kind)) WITHOUT ROWID;"
+	"CREATE TABLE fleet_devices ("
+	" device_id TEXT PRIMARY KEY, enrolled_at INTEGER NOT NULL,"
+	" uploads INTEGER NOT NULL, last_upload_at INTEGER);"
+	"CREATE INDEX fleet_devices_order ON fleet_devices(last_upload_at, enrolled_at);"
+	"INSERT INTO fleet_weeks (week, uploads, bytes) SELECT" FLEET_U_WEEK ", count(*),"
+	" COALESCE(sum(u.blob_bytes), 0) FROM uploads u GROUP BY 1;"
+	"INSERT INTO fleet_device_days (device_id, day, kind, uploads)"
+	" SELECT device_id, received_at / 86400, COALESCE(anomaly_kind, 0), count(*)"
+	" FROM uploads GROUP BY 1, 2, 3;"
+	"INSERT INTO fleet_devices (device_id, enrolled_at, uploads, last_upload_at)"
+	" SELECT d.device_id, d.enrolled_at, count(u.trace_id), max(u.received_at)"
+	" FROM devices d LEFT JOIN uploads u ON u.device_id = d.device_id GROUP BY d.device_id;"
+	"CREATE TRIGGER uploads_fleet_ins AFTER INSERT ON uploads BEGIN" FLEET_ADD_NEW " END;"
+	"CREATE TRIGGER uploads_fleet_del AFTER DELETE ON uploads BEGIN" FLEET_SUB_OLD " END;"
+	"CREATE TRIGGER uploads_fleet_upd AFTER UPDATE OF device_id, received_at, anomaly_kind,"
+	" blob_bytes ON uploads BEGIN" FLEET_SUB_OLD FLEET_ADD_NEW " END;"
+	"CREATE TRIGGER devices_fleet_ins AFTER INSERT ON devices BEGIN" FLEET_DEVICE_ROW " END;"
+	"CREATE TRIGGER devices_fleet_upd AFTER UPDATE OF device_id, enrolled_at ON devices"
+	" BEGIN DELETE FROM fleet_devices WHERE device_id = OLD.device_id;" FLEET_DEVICE_ROW " END;"
+	"CREATE TRIGGER devices_fleet_del AFTER DELETE ON devices"
+	" BEGIN DELETE FROM fleet_devices WHERE device_id = OLD.device_id; END;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -1171,7 +1247,21 @@ static int scan_open(struct rvs_store *s, sqlite3 **db)
 	return 0;
 }
 
-/* The fleet page's reads: each on a scan connection of its own. */
+/* A shown device's uploads received at or after ?1 whose kind is (op "=")
+ * or is not (op "!=") ?3: the whole UTC days after ?1's from migration 11's
+ * fleet_device_days, the rest of ?1's day from uploads_fleet (?4: ?1's
+ * day).  Exact for received_at >= 0. */
+#define FLEET_SINCE(op)                                                                       \
+	" (SELECT COALESCE(sum(c.uploads), 0) FROM fleet_device_days c WHERE c.device_id ="   \
+	" f.device_id AND c.day > ?4 AND c.kind " op " ?3) + (SELECT count(*) FROM uploads u" \
+	" WHERE u.device_id = f.device_id AND u.received_at >= ?1 AND u.received_at <"        \
+	" (?4 + 1) * 86400 AND COALESCE(u.anomaly_kind, 0) " op " ?3)"
+#define FLEET_CHARGED FLEET_SINCE("!=")
+#define FLEET_MANUAL  FLEET_SINCE("=")
+
+/* The fleet page's reads: each on a scan connection of its own, off
+ * migration 11's counts — the devices in fleet_devices_order, the newest
+ * max of them, so the cost is that of the rows shown, not of the uploads. */
 static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, unsigned max,
 			 int (*cb)(void *arg, const struct rvs_fleet_device *d), void *arg)
 {
@@ -1179,23 +1269,21 @@ static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, un
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
+	if (since < 0)
+		since = 0; /* no upload is received before 1970 */
 	if (scan_open(s, &db))
 		return -EIO;
-	rc = sqlite3_prepare_v2(
-		db,
-		"SELECT d.device_id, d.model, d.os_build, d.arch, d.enrolled_at,"
-		" count(u.trace_id),"
-		" sum(u.received_at >= ?1 AND COALESCE(u.anomaly_kind, 0) != ?3),"
-		" max(u.received_at),"
-		" sum(u.received_at >= ?1 AND COALESCE(u.anomaly_kind, 0) = ?3)"
-		" FROM devices d LEFT JOIN uploads u ON u.device_id = d.device_id"
-		" GROUP BY d.device_id ORDER BY max(u.received_at) DESC, d.enrolled_at DESC"
-		" LIMIT ?2",
-		-1, &st, NULL);
+	rc = sqlite3_prepare_v2(db,
+				"SELECT d.device_id, d.model, d.os_build, d.arch, d.enrolled_at,"
+				" f.uploads," FLEET_CHARGED ", f.last_upload_at," FLEET_MANUAL
+				" FROM fleet_devices f JOIN devices d ON d.device_id = f.device_id"
+				" ORDER BY f.last_upload_at DESC, f.enrolled_at DESC LIMIT ?2",
+				-1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, since);
 		sqlite3_bind_int64(st, 2, max);
 		sqlite3_bind_int(st, 3, manual_kind);
+		sqlite3_bind_int64(st, 4, since / 86400);
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 			struct rvs_fleet_device d = {
 				.device_id = col_text(st, 0),
@@ -1223,9 +1311,8 @@ static int fleet_groups(struct rvs_store *s, int group,
 			int (*cb)(void *arg, const char *key, int64_t n, int64_t bytes), void *arg)
 {
 	static const char *const sql[] = {
-		[RVS_FLEET_WEEKS] = "SELECT date(received_at, 'unixepoch', '-6 days', 'weekday 1')"
-				    " AS week, count(*), COALESCE(sum(blob_bytes), 0) FROM uploads"
-				    " GROUP BY week ORDER BY week DESC LIMIT 26",
+		[RVS_FLEET_WEEKS] = "SELECT week, uploads, bytes FROM fleet_weeks"
+				    " ORDER BY week DESC LIMIT 26",
 		[RVS_FLEET_QUARANTINE] =
 			"SELECT reason, count(*), 0 FROM quarantine GROUP BY reason"
 			" ORDER BY 2 DESC LIMIT 50",

@@ -33,6 +33,35 @@ int rvs_audit(const struct rvs_store_ops *ops, struct rvs_store *st, const char 
 int rvs_user_set_password(const struct rvs_store_ops *ops, struct rvs_store *st, const char *user,
 			  char password[21]);
 
+/* Whether s is an account name: 1 to 63 of [A-Za-z0-9._-].  Pure. */
+int rvs_user_name_ok(const char *s);
+
+/* Creates account name (rvs_user_name_ok) with role (enum rvs_role) and a
+ * new one-time password into password (the caller shows it once and
+ * zeroes it), audited as actor's "user.create" (detail: the role).
+ * -EINVAL bad name or role, -EEXIST the account exists, else 0 or -errno.
+ * Work thread (blocks on the store and the hash). */
+int rvs_user_create(const struct rvs_store_ops *ops, struct rvs_store *st, const char *actor,
+		    const char *name, int role, char password[21]);
+
+/* Sets account name's role (when role > 0) and disabled flag (when
+ * disabled >= 0), each audited as actor's "user.role" (detail "OLD ->
+ * NEW") or "user.disable"/"user.enable" ("disabled OLD -> NEW").
+ * -EINVAL nothing to set or a bad role, -EPERM actor disabling or
+ * demoting themself, -ENOENT no such account, else 0 or -errno.  Work
+ * thread. */
+int rvs_user_change(const struct rvs_store_ops *ops, struct rvs_store *st, const char *actor,
+		    const char *name, int role, int disabled);
+
+/* A new personal API token of account owner named name (1 to 64
+ * characters): the token ("rvp_" and 48 random hex digits, shown once by
+ * the caller, then zeroed) into tok, its id (the first 12 hex digits of
+ * its SHA-256, which is all the store keeps) into id; audited as owner's
+ * "token.create" (target the id, detail the name).  -EINVAL bad name,
+ * else 0 or -errno.  Work thread. */
+int rvs_token_make(const struct rvs_store_ops *ops, struct rvs_store *st, const char *owner,
+		   const char *name, char tok[53], char id[13]);
+
 /* How many audit rows the page and the endpoint show, newest first. */
 #define RVS_AUDIT_PAGE 200
 
@@ -50,6 +79,13 @@ void rvs_web_user_post(struct rvs_call *call);
 void rvs_web_audit(struct rvs_call *call);
 void rvs_users_api(struct rvs_call *call);
 void rvs_audit_api(struct rvs_call *call);
+/* POST /api/v1/users?name=&role= (admin): a new account, 201 {"name",
+ * "role", "password"} with its one-time password shown this once; 409
+ * when it exists.  POST /api/v1/users/NAME?role=&disabled= (admin): sets
+ * either or both, 200 {"name", "role", "disabled"}.  Parameters come in
+ * the query string; a request with a body is refused (400). */
+void rvs_users_api_create(struct rvs_call *call);
+void rvs_users_api_change(struct rvs_call *call);
 
 /* Personal API tokens, each account its own (viewer and up).  GET
  * /tokens: the signed-in account's tokens and the forms; POST /tokens
@@ -62,5 +98,9 @@ void rvs_web_tokens(struct rvs_call *call);
 void rvs_web_tokens_post(struct rvs_call *call);
 void rvs_tokens_api(struct rvs_call *call);
 void rvs_tokens_api_revoke(struct rvs_call *call);
+/* POST /api/v1/tokens?name= (any account): a new personal token of the
+ * caller, 201 {"id", "name", "token"}, the token shown this once (400 for
+ * api.token, and for a request with a body). */
+void rvs_tokens_api_create(struct rvs_call *call);
 
 #endif

@@ -92,32 +92,21 @@ void rvs_web_users(struct rvs_call *call)
 	users_page(call->ctx, NULL, NULL);
 }
 
-/* Account names: 1..63 of [A-Za-z0-9._-]. */
-static int name_ok(const char *s)
-{
-	size_t n = strlen(s);
-	return n > 0 && n < 64 &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			 "0123456789._-") == n;
-}
-
 void rvs_web_users_post(struct rvs_call *call)
 {
 	struct web_ctx *c = call->ctx;
 	char name[64], v[16], pw[21];
-	int role, old_role, old_disabled, rc;
+	int role, rc;
 
-	if (rvs_query_param(c->form, "name", name, sizeof name) != 1 || !name_ok(name))
+	if (rvs_query_param(c->form, "name", name, sizeof name) != 1 || !rvs_user_name_ok(name))
 		return web_error(c, 400, "a name of 1 to 63 letters, digits, '.', '_' or '-'");
 	if (rvs_query_param(c->form, "role", v, sizeof v) != 1 || !(role = rvs_role_parse(v)))
 		return web_error(c, 400, "role must be viewer, author or admin");
-	rc = c->ops->user_get(c->st, name, &old_role, &old_disabled);
-	if (rc == 0)
+	rc = rvs_user_create(c->ops, c->st, c->user, name, role, pw);
+	if (rc == -EEXIST)
 		return web_error(c, 409, "that account exists; reset its password instead");
-	if (rc != -ENOENT || rvs_user_set_password(c->ops, c->st, name, pw) ||
-	    c->ops->user_set(c->st, name, role, -1))
+	if (rc)
 		return web_error(c, 500, "cannot create the account");
-	rvs_audit(c->ops, c->st, c->user, "user.create", name, rvs_role_name(role));
 	users_page(c, name, pw);
 	memset(pw, 0, sizeof pw);
 }
@@ -125,7 +114,7 @@ void rvs_web_users_post(struct rvs_call *call)
 void rvs_web_user_post(struct rvs_call *call)
 {
 	struct web_ctx *c = call->ctx;
-	char name[64], v[16], detail[96], loc[96];
+	char name[64], v[16];
 	int role = 0, disabled = -1, old_role, old_disabled, rc;
 
 	if (rvs_url_decode(call->arg, call->arg_len, 0, name, sizeof name) || !*name)
@@ -149,29 +138,19 @@ void rvs_web_user_post(struct rvs_call *call)
 		memset(pw, 0, sizeof pw);
 		return;
 	}
-	if (!role && disabled < 0)
+	switch (rvs_user_change(c->ops, c->st, c->user, name, role, disabled)) {
+	case 0:
+		break;
+	case -EINVAL:
 		return web_error(c, 400, "role, disabled or reset is required");
-	if (strcmp(name, c->user) == 0 && (disabled == 1 || (role && role != RVS_ROLE_ADMIN)))
+	case -EPERM:
 		return web_error(c, 400, "an admin cannot disable or demote themself");
-	rc = c->ops->user_get(c->st, name, &old_role, &old_disabled);
-	if (rc == 0)
-		rc = c->ops->user_set(c->st, name, role, disabled);
-	if (rc == -ENOENT)
+	case -ENOENT:
 		return web_error(c, 404, "no such user");
-	if (rc)
+	default:
 		return web_error(c, 500, "storage error");
-	if (role) {
-		snprintf(detail, sizeof detail, "%s -> %s", rvs_role_name(old_role),
-			 rvs_role_name(role));
-		rvs_audit(c->ops, c->st, c->user, "user.role", name, detail);
 	}
-	if (disabled >= 0) {
-		snprintf(detail, sizeof detail, "disabled %d -> %d", old_disabled, disabled);
-		rvs_audit(c->ops, c->st, c->user, disabled ? "user.disable" : "user.enable", name,
-			  detail);
-	}
-	snprintf(loc, sizeof loc, "/users");
-	web_redirect(c, loc);
+	web_redirect(c, "/users");
 }
 
 static int audit_row(void *arg, const struct rvs_audit_row *r)
@@ -209,35 +188,6 @@ void rvs_web_audit(struct rvs_call *call)
 }
 
 /* ---- personal API tokens -------------------------------------------------- */
-
-/* Makes a token for owner named name: tok (shown once) and id.  0, -errno. */
-static int token_make(const struct rvs_store_ops *ops, struct rvs_store *st, const char *owner,
-		      const char *name, char tok[53], char id[13])
-{
-	static const char hex[] = "0123456789abcdef";
-	uint8_t raw[24], h[32];
-	int rc;
-
-	if ((rc = rvs_random(raw, sizeof raw)))
-		return rc;
-	memcpy(tok, "rvp_", 4);
-	for (size_t i = 0; i < sizeof raw; i++) {
-		tok[4 + 2 * i] = hex[raw[i] >> 4];
-		tok[5 + 2 * i] = hex[raw[i] & 15];
-	}
-	tok[52] = '\0';
-	rvs_sha256(tok, 52, h);
-	for (size_t i = 0; i < 6; i++) {
-		id[2 * i] = hex[h[i] >> 4];
-		id[2 * i + 1] = hex[h[i] & 15];
-	}
-	id[12] = '\0';
-	rc = ops->token_add(st, id, h, owner, name, (int64_t)time(NULL));
-	memset(raw, 0, sizeof raw);
-	if (rc == 0)
-		rvs_audit(ops, st, owner, "token.create", id, name);
-	return rc;
-}
 
 static int token_row(void *arg, const char *id, const char *name, int64_t created,
 		     int64_t last_used, int64_t revoked)
@@ -305,7 +255,7 @@ void rvs_web_tokens_post(struct rvs_call *call)
 	if (n == 0) {
 		if (rvs_query_param(c->form, "name", name, sizeof name) != 1 || !*name)
 			return web_error(c, 400, "a token needs a name (at most 64 characters)");
-		if (token_make(c->ops, c->st, c->user, name, tok, id))
+		if (rvs_token_make(c->ops, c->st, c->user, name, tok, id))
 			return web_error(c, 500, "cannot make a token");
 		tokens_page(c, tok);
 		memset(tok, 0, sizeof tok);

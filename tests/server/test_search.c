@@ -283,11 +283,16 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	sqlite3_stmt *st;
 	int n = 0;
 	/* Take the database back to version 8 (no issue column; nor roles16's
-	 * migration 10), then let the store migrate it again: the backfill
-	 * must fold as decode does. */
+	 * migration 10, nor web16b's 11), then let the store migrate it
+	 * again: the backfill must fold as decode does. */
 	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
 	exec_ok(db,
-		"DROP TABLE audit_log; DROP TABLE api_tokens;"
+		"DROP TRIGGER uploads_fleet_ins; DROP TRIGGER uploads_fleet_del;"
+		" DROP TRIGGER uploads_fleet_upd; DROP TRIGGER devices_fleet_ins;"
+		" DROP TRIGGER devices_fleet_upd; DROP TRIGGER devices_fleet_del;"
+		" DROP TABLE fleet_weeks; DROP TABLE fleet_device_days; DROP TABLE fleet_devices;"
+		" DROP INDEX uploads_fleet;"
+		" DROP TABLE audit_log; DROP TABLE api_tokens;"
 		" ALTER TABLE admins DROP COLUMN role; ALTER TABLE admins DROP COLUMN disabled;"
 		" DROP INDEX traces_issue; DROP INDEX traces_by_severity;"
 		" DROP INDEX traces_by_duration; DROP INDEX traces_by_captured;"

@@ -546,6 +546,144 @@ static void test_store_fleet_counts_devices_weeks_and_reasons(void **state)
 	assert_int_equal(n, 2);
 }
 
+/* web16b: one upload of dev (upload id idtag) of anomaly kind with bytes of
+ * blob, then received at t (unix s). */
+static void fleet_upload(struct fx *f, const char *trace, const char *dev, uint8_t idtag, int kind,
+			 uint64_t bytes, int64_t t)
+{
+	struct rvs_upload_rec u = {0};
+	char sql[160], v[64];
+
+	snprintf(u.trace_id, sizeof u.trace_id, "%s", trace);
+	u.device_id = dev;
+	memset(u.upload_id, idtag, 16);
+	u.anomaly_kind = kind;
+	u.blob_sha256 = bytes ? "cd" : NULL;
+	u.blob_bytes = bytes;
+	assert_int_equal(ops->upload_add(f->s, &u), 0);
+	snprintf(sql, sizeof sql,
+		 "UPDATE uploads SET received_at = %lld WHERE trace_id = '%s' RETURNING trace_id",
+		 (long long)t, trace);
+	sql_value(f, sql, NULL, v, sizeof v);
+	assert_string_equal(v, trace);
+}
+
+static int fleet_exact_cb(void *arg, const struct rvs_fleet_device *d)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+	snprintf(out + len, 1024 - len, "%s:%lld/%lld/%lld/%lld;", d->device_id,
+		 (long long)d->uploads, (long long)d->charged_since, (long long)d->manual_since,
+		 d->has_last_upload ? (long long)d->last_upload_at : -1LL);
+	return 0;
+}
+
+/* The fleet page's devices since `since` (manual kind 5) and weeks, through
+ * the store, next to the same figures counted again from uploads by the
+ * statements the page ran before migration 11: equal. */
+static void fleet_matches_recount(struct fx *f, int64_t since)
+{
+	char got[1024] = "", want[1024], sqlite_sql[1024], pg_sql[1024];
+
+	assert_int_equal(ops->fleet_devices(f->s, since, 5, 10, fleet_exact_cb, got), 0);
+	snprintf(sqlite_sql, sizeof sqlite_sql,
+		 "SELECT COALESCE(group_concat(x, ''), '') FROM (SELECT d.device_id || ':' ||"
+		 " count(u.trace_id) || '/' || COALESCE(sum(u.received_at >= %1$lld AND"
+		 " COALESCE(u.anomaly_kind, 0) != 5), 0) || '/' || COALESCE(sum(u.received_at >="
+		 " %1$lld AND COALESCE(u.anomaly_kind, 0) = 5), 0) || '/' ||"
+		 " COALESCE(max(u.received_at), -1) || ';' AS x FROM devices d LEFT JOIN uploads u"
+		 " ON u.device_id = d.device_id GROUP BY d.device_id"
+		 " ORDER BY max(u.received_at) DESC, d.enrolled_at DESC)",
+		 (long long)since);
+	snprintf(pg_sql, sizeof pg_sql,
+		 "SELECT COALESCE(string_agg(x, '' ORDER BY o DESC NULLS LAST, e DESC), '') FROM"
+		 " (SELECT d.device_id || ':' || count(u.trace_id) || '/' || count(*) FILTER"
+		 " (WHERE u.received_at >= %1$lld AND COALESCE(u.anomaly_kind, 0) <> 5) || '/' ||"
+		 " count(*) FILTER (WHERE u.received_at >= %1$lld AND COALESCE(u.anomaly_kind, 0)"
+		 " = 5) || '/' || COALESCE(max(u.received_at), -1) || ';' AS x,"
+		 " max(u.received_at) AS o, d.enrolled_at AS e FROM devices d LEFT JOIN uploads u"
+		 " ON u.device_id = d.device_id GROUP BY d.device_id, d.enrolled_at) q",
+		 (long long)since);
+	sql_value(f, sqlite_sql, pg_sql, want, sizeof want);
+	assert_string_equal(got, want);
+
+	got[0] = 0;
+	assert_int_equal(ops->fleet_groups(f->s, RVS_FLEET_WEEKS, fleet_group_cb, got), 0);
+	sql_value(
+		f,
+		"SELECT COALESCE(group_concat(w || '=' || n || '/' || b || ';', ''), '') FROM"
+		" (SELECT date(received_at, 'unixepoch', '-6 days', 'weekday 1') AS w,"
+		" count(*) AS n, COALESCE(sum(blob_bytes), 0) AS b FROM uploads GROUP BY w"
+		" ORDER BY w DESC LIMIT 26)",
+		"SELECT COALESCE(string_agg(w || '=' || n || '/' || b || ';', '' ORDER BY w DESC),"
+		" '') FROM (SELECT to_char(date_trunc('week', to_timestamp(received_at) AT TIME"
+		" ZONE 'UTC'), 'YYYY-MM-DD') AS w, count(*) AS n, COALESCE(sum(blob_bytes), 0)"
+		" AS b FROM uploads GROUP BY w ORDER BY w DESC LIMIT 26) q",
+		want, sizeof want);
+	assert_string_equal(got, want);
+}
+
+/* Issue 16 (/fleet at 100k traces): the counts the fleet page reads —
+ * kept at write time on sqlite (migration 11's triggers) — equal a recount
+ * of uploads after uploads of several kinds, days and weeks, uploads moved
+ * in time, a re-upload (refused: counted once), and retention batches;
+ * with `since` inside a day, on a day's first second and before every
+ * upload. */
+static void test_store_fleet_counts_equal_a_recount_after_uploads_and_retention(void **state)
+{
+	struct fx *f = *state;
+	const int64_t day0 = 1795046400; /* 2026-11-19 00:00 UTC, a Thursday */
+	const int64_t sinces[] = {day0 + 1000, day0, day0 - 3 * 86400, 0};
+	char blobs[500][65], v[64];
+	size_t nblobs = 0;
+
+	add_device(f, "d-1", 1);
+	add_device(f, "d-2", 2);
+	add_device(f, "d-3", 3); /* never uploads */
+	sql_value(f,
+		  "UPDATE devices SET enrolled_at = CASE device_id WHEN 'd-1' THEN 10"
+		  " WHEN 'd-2' THEN 20 ELSE 30 END RETURNING device_id",
+		  NULL, v, sizeof v);
+	for (size_t i = 0; i < sizeof sinces / sizeof sinces[0]; i++)
+		fleet_matches_recount(f, sinces[i]);
+
+	fleet_upload(f, "t-1", "d-1", 1, 1, 100, day0 - 15 * 86400);
+	fleet_upload(f, "t-2", "d-1", 2, 5, 0, day0 - 8 * 86400);
+	fleet_upload(f, "t-3", "d-1", 3, 0, 30, day0 - 3 * 86400 + 100);
+	fleet_upload(f, "t-4", "d-2", 4, 1, 40, day0 - 1);
+	fleet_upload(f, "t-5", "d-2", 5, 5, 50, day0 + 10);
+	fleet_upload(f, "t-6", "d-1", 6, 1, 60, day0 + 5000);
+	fleet_upload(f, "t-7", "d-1", 7, 5, 70, day0 + 5001);
+	fleet_upload(f, "t-8", "d-2", 8, 2, 80, day0 + 2 * 86400 + 7);
+	for (size_t i = 0; i < sizeof sinces / sizeof sinces[0]; i++)
+		fleet_matches_recount(f, sinces[i]);
+
+	/* A re-upload (same device, same upload id) is refused and counts
+	 * nothing; moving an upload to another week moves its counts. */
+	add_upload(f, "t-9", "d-1", 6, -EEXIST);
+	sql_value(f,
+		  "UPDATE uploads SET received_at = received_at - 7 * 86400 WHERE trace_id = 't-8'"
+		  " RETURNING trace_id",
+		  NULL, v, sizeof v);
+	for (size_t i = 0; i < sizeof sinces / sizeof sinces[0]; i++)
+		fleet_matches_recount(f, sinces[i]);
+
+	/* Retention: one batch of one, then every upload before day0. */
+	assert_int_equal(ops->retention_delete(f->s, day0, 1, blobs, &nblobs), 1);
+	for (size_t i = 0; i < sizeof sinces / sizeof sinces[0]; i++)
+		fleet_matches_recount(f, sinces[i]);
+	assert_true(ops->retention_delete(f->s, day0, 500, blobs, &nblobs) >= 3);
+	for (size_t i = 0; i < sizeof sinces / sizeof sinces[0]; i++)
+		fleet_matches_recount(f, sinces[i]);
+	/* Everything older than now: no upload, every device listed. */
+	while (ops->retention_delete(f->s, day0 + 30 * 86400, 500, blobs, &nblobs) > 0)
+		;
+	for (size_t i = 0; i < sizeof sinces / sizeof sinces[0]; i++)
+		fleet_matches_recount(f, sinces[i]);
+	sql_value(f, "SELECT count(*) FROM uploads", NULL, v, sizeof v);
+	assert_string_equal(v, "0");
+}
+
 /* Web sessions live until they expire (an expired one is gone at the next
  * session_put), an admin's PBKDF2 parameters come back as admin_put stored
  * them, and a method alert is saved, replaced and read back. */
@@ -1482,6 +1620,9 @@ int main(void)
 			test_store_retention_deletes_oldest_batch_and_names_blobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_fleet_counts_devices_weeks_and_reasons,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_fleet_counts_equal_a_recount_after_uploads_and_retention, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_store_sessions_admins_and_alerts_round_trip,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

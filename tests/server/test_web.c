@@ -2143,6 +2143,204 @@ static void test_web_personal_tokens_carry_role_and_revoke(void **state)
 		assert_null(strstr(log, tok));
 }
 
+/* POSTs to an API path (its parameters in the query, no body) with bearer
+ * token tok; the status, the body into *out when out is non-NULL (free it),
+ * the document parsed into *doc when doc is non-NULL (json_decref it). */
+static long api_post(const char *tok, const char *path, char **out, json_t **doc)
+{
+	struct resp r;
+	long code;
+
+	req(path, NULL, tok, "", 0, NULL, &r);
+	code = r.code;
+	if (out)
+		*out = strdup(r.body);
+	if (doc) {
+		*doc = json_loads(r.body, 0, NULL);
+		assert_non_null(*doc);
+	}
+	resp_free(&r);
+	return code;
+}
+
+/* A string member of doc (asserted present). */
+static const char *jstr(json_t *doc, const char *key)
+{
+	const char *v = json_string_value(json_object_get(doc, key));
+	assert_non_null(v);
+	return v;
+}
+
+/* Issue 16, "more than one engineer", through the JSON API: the admin
+ * creates an account (its one-time password answered once, and it signs
+ * in), changes its role, disables and enables it; the account makes
+ * personal tokens, each shown once, that work as a Bearer with its role
+ * and stop when revoked or while it is disabled; a viewer gets 403 on the
+ * admin's endpoints; unknown parameters and bodies are refused by name;
+ * each change is in the audit log with who, exactly, newest first. */
+static void test_web_users_and_tokens_api_manage_audit_and_refuse(void **state)
+{
+	char pw[32], tok1[80], tok2[80], id1[16], id2[16], path[128], log[1 << 16], *body;
+	struct who jay;
+	struct resp r;
+	const char *v;
+	json_t *doc, *rows, *row;
+
+	ensure_login();
+	/* Create: 201 with the one-time password; it signs in. */
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users?name=jay&role=viewer", NULL, &doc),
+			 201);
+	assert_string_equal(jstr(doc, "name"), "jay");
+	assert_string_equal(jstr(doc, "role"), "viewer");
+	snprintf(pw, sizeof pw, "%s", jstr(doc, "password"));
+	json_decref(doc);
+	assert_int_equal(strlen(pw), 20);
+	sign_in("jay", pw, &jay);
+	/* Refused: exists (409), bad values (400), unknown parameters and a
+	 * body (400, named), no such user (404). */
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users?name=jay&role=admin", NULL, NULL), 409);
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users?name=a%20b&role=viewer", NULL, NULL),
+			 400);
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users?name=kim&role=root", &body, NULL), 400);
+	assert_non_null(strstr(body, "role"));
+	free(body);
+	assert_int_equal(
+		api_post(g_srv.api, "/api/v1/users?name=kim&role=viewer&password=x", &body, NULL),
+		400);
+	assert_non_null(strstr(body, "unknown parameter: password"));
+	free(body);
+	assert_int_equal(api_as(g_srv.api, "/api/v1/users?name=kim&role=viewer", 1, &body), 400);
+	assert_non_null(strstr(body, "not a body"));
+	free(body);
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users/jay?role=author&reset=1", &body, NULL),
+			 400);
+	assert_non_null(strstr(body, "unknown parameter: reset"));
+	free(body);
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users/jay?disabled=2", NULL, NULL), 400);
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users/jay", NULL, NULL), 400);
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users/nobody?role=viewer", NULL, NULL), 404);
+
+	/* A first token from the tokens page, then one through the API. */
+	{
+		char form[160];
+		snprintf(form, sizeof form, "name=laptop&csrf=%s", jay.csrf);
+		req("/tokens", jay.cookie, NULL, form, strlen(form), NULL, &r);
+	}
+	assert_int_equal(r.code, 200);
+	v = strstr(r.body, "<code id=\"new-token\">");
+	assert_non_null(v);
+	v += strlen("<code id=\"new-token\">");
+	snprintf(tok1, sizeof tok1, "%.*s", (int)strcspn(v, "<"), v);
+	resp_free(&r);
+	assert_int_equal(api_post(tok1, "/api/v1/tokens?name=ci%20runner", NULL, &doc), 201);
+	assert_string_equal(jstr(doc, "name"), "ci runner");
+	snprintf(tok2, sizeof tok2, "%s", jstr(doc, "token"));
+	snprintf(id2, sizeof id2, "%s", jstr(doc, "id"));
+	json_decref(doc);
+	assert_int_equal(strlen(tok2), 52);
+	assert_int_equal(strncmp(tok2, "rvp_", 4), 0);
+	assert_int_equal(strlen(id2), 12);
+	assert_int_equal(api_post(tok1, "/api/v1/tokens?name=x&scope=all", &body, NULL), 400);
+	assert_non_null(strstr(body, "unknown parameter: scope"));
+	free(body);
+	assert_int_equal(api_post(tok1, "/api/v1/tokens", NULL, NULL), 400);
+	assert_int_equal(api_post(g_srv.api, "/api/v1/tokens?name=x", NULL, NULL), 400);
+	/* It works as a Bearer, with jay's role; listed, never shown again. */
+	assert_int_equal(api_as(tok2, "/api/v1/traces", 0, NULL), 200);
+	assert_int_equal(api_as(tok2, "/api/v1/tokens", 0, &body), 200);
+	assert_null(strstr(body, tok2));
+	assert_null(strstr(body, tok1));
+	doc = json_loads(body, 0, NULL);
+	free(body);
+	assert_non_null(doc);
+	rows = json_object_get(doc, "tokens");
+	assert_int_equal(json_array_size(rows), 2);
+	snprintf(id1, sizeof id1, "%s",
+		 jstr(json_array_get(rows, strcmp(jstr(json_array_get(rows, 0), "id"), id2) == 0),
+		      "id"));
+	json_decref(doc);
+	/* A viewer: 403 naming the role, on every admin endpoint. */
+	assert_int_equal(api_post(tok2, "/api/v1/users?name=kim&role=admin", &body, NULL), 403);
+	assert_non_null(strstr(body, "this needs the admin role"));
+	free(body);
+	assert_int_equal(api_post(tok2, "/api/v1/users/jay?role=admin", NULL, NULL), 403);
+	assert_int_equal(api_as(tok2, "/api/v1/users", 0, NULL), 403);
+	assert_int_equal(api_as(tok2, "/api/v1/audit", 0, NULL), 403);
+	assert_int_equal(api_as(tok2, "/api/v1/campaigns", 1, NULL), 403);
+
+	/* Role: author now (a campaign is no longer refused for the role). */
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users/jay?role=author", NULL, &doc), 200);
+	assert_string_equal(jstr(doc, "role"), "author");
+	assert_true(json_is_false(json_object_get(doc, "disabled")));
+	json_decref(doc);
+	assert_int_not_equal(api_as(tok2, "/api/v1/campaigns", 1, NULL), 403);
+	/* Disabled: every token of jay stops at once; enabled: back. */
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users/jay?disabled=1", NULL, &doc), 200);
+	assert_true(json_is_true(json_object_get(doc, "disabled")));
+	json_decref(doc);
+	assert_int_equal(api_as(tok2, "/api/v1/traces", 0, NULL), 401);
+	assert_int_equal(api_as(tok1, "/api/v1/traces", 0, NULL), 401);
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users/jay?disabled=0", NULL, NULL), 200);
+	assert_int_equal(api_as(tok2, "/api/v1/traces", 0, NULL), 200);
+	/* Revoked: that token stops for good, the other goes on. */
+	snprintf(path, sizeof path, "/api/v1/tokens/%s/revoke", id2);
+	assert_int_equal(api_post(tok1, path, NULL, NULL), 200);
+	assert_int_equal(api_as(tok2, "/api/v1/traces", 0, NULL), 401);
+	assert_int_equal(api_as(tok1, "/api/v1/traces", 0, NULL), 200);
+
+	/* The audit log: each change, who and when, newest first; no
+	 * refused request left a row. */
+	req("/api/v1/audit", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	assert_null(strstr(r.body, pw));
+	assert_null(strstr(r.body, tok2));
+	doc = json_loads(r.body, 0, NULL);
+	resp_free(&r);
+	assert_non_null(doc);
+	{
+		const char *const want[][4] = {
+			{"jay", "token.revoke", id2, ""},
+			{"api.token", "user.enable", "jay", "disabled 1 -> 0"},
+			{"api.token", "user.disable", "jay", "disabled 0 -> 1"},
+			{"api.token", "user.role", "jay", "viewer -> author"},
+			{"jay", "token.create", id2, "ci runner"},
+			{"jay", "token.create", id1, "laptop"},
+			{"api.token", "user.create", "jay", "viewer"},
+		};
+		rows = json_object_get(doc, "audit");
+		for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+			row = json_array_get(rows, i);
+			assert_string_equal(jstr(row, "actor"), want[i][0]);
+			assert_string_equal(jstr(row, "action"), want[i][1]);
+			assert_string_equal(jstr(row, "target"), want[i][2]);
+			assert_string_equal(jstr(row, "detail"), want[i][3]);
+			assert_true(json_integer_value(json_object_get(row, "at")) > 0);
+		}
+	}
+	json_decref(doc);
+	/* The users list shows jay as an enabled author, no secret. */
+	req("/api/v1/users", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	assert_null(strstr(r.body, pw));
+	doc = json_loads(r.body, 0, NULL);
+	resp_free(&r);
+	assert_non_null(doc);
+	row = NULL;
+	for (size_t i = 0; i < json_array_size(json_object_get(doc, "users")); i++)
+		if (strcmp(jstr(json_array_get(json_object_get(doc, "users"), i), "name"), "jay") ==
+		    0)
+			row = json_array_get(json_object_get(doc, "users"), i);
+	assert_non_null(row);
+	assert_string_equal(jstr(row, "role"), "author");
+	assert_true(json_is_false(json_object_get(row, "disabled")));
+	json_decref(doc);
+	snprintf(path, sizeof path, "%s/server.log", g_srv.dir);
+	if (web_slurp(path, log, sizeof log) > 0) {
+		assert_null(strstr(log, pw));
+		assert_null(strstr(log, tok2));
+	}
+}
+
 /* Runs sql on the server's database (the test's own connection). */
 static void db_exec(const char *sql)
 {
@@ -2382,6 +2580,7 @@ int main(void)
 		cmocka_unit_test(test_web_fleet_page_shows_devices_uploads_and_skip_reasons),
 		cmocka_unit_test(test_web_roles_refuse_allow_disable_and_audit),
 		cmocka_unit_test(test_web_personal_tokens_carry_role_and_revoke),
+		cmocka_unit_test(test_web_users_and_tokens_api_manage_audit_and_refuse),
 		cmocka_unit_test(test_web_logout_ends_the_session),
 		cmocka_unit_test(test_web_browser_signs_in_filters_opens_trace_and_exports),
 		cmocka_unit_test(test_web_login_unknown_user_is_hashed_like_a_known_one),
