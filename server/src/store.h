@@ -178,6 +178,8 @@ struct rvs_index_trace {
 
 /* A decoder's own connection for index writes (one per decode lane). */
 struct rvs_index_lane;
+/* A decode wake-up listener (wake_open; store_pg_wake.c). */
+struct rvs_wake;
 
 /* What the decoder needs of an upload (index_upload_meta). */
 struct rvs_index_meta {
@@ -474,6 +476,23 @@ struct rvs_store_ops {
 			   int (*cb)(void *arg, const char *id, const char *name, int64_t created,
 				     int64_t last_used, int64_t revoked),
 			   void *arg);
+
+	/* ---- decode wake-ups (pgpart15: store_pg_wake.c) ---- */
+
+	/* A listener that learns at once when any node queues a decode (an
+	 * upload, a symbols requeue), so that an idle decoder need not wait
+	 * for its poll.  NULL on a backend without one (sqlite: one process,
+	 * whose uploads pump its own decoder).  wake_open: work thread (it
+	 * connects); 0, -ENOMEM or -EIO; the caller owns *out and frees it
+	 * with wake_close (any thread, once; NULL is a no-op). */
+	int (*wake_open)(struct rvs_store *s, struct rvs_wake **out);
+	/* The socket to watch for reading (uv_poll on the event loop). */
+	int (*wake_fd)(const struct rvs_wake *w);
+	/* Never blocks: reads what arrived and returns how many wake-ups (0:
+	 * none), or -EIO when the listener broke (close it; the poll goes
+	 * on).  One thread at a time. */
+	int (*wake_drain)(struct rvs_wake *w);
+	void (*wake_close)(struct rvs_wake *w);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;
