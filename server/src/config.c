@@ -319,11 +319,10 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	}
 	if (c->max_connections == 0 || c->max_header_bytes < 256 || c->request_timeout_ms == 0 ||
 	    c->idle_timeout_ms == 0 || c->upload_burst == 0 || c->retention_interval_s == 0 ||
-	    c->decode_jobs == 0 || c->decode_lease_s == 0 || c->decode_poll_s == 0 ||
-	    c->auth_fail_per_min == 0 || c->auth_fail_burst == 0 || c->login_hashers == 0 ||
-	    c->enroll_per_min == 0 || c->enroll_burst == 0 || c->enroll_secret_per_min == 0 ||
-	    c->enroll_secret_burst == 0 || c->max_conns_per_addr == 0 ||
-	    c->handshake_pressure_ms == 0) {
+	    c->decode_jobs == 0 || c->decode_lease_s == 0 || c->auth_fail_per_min == 0 ||
+	    c->auth_fail_burst == 0 || c->login_hashers == 0 || c->enroll_per_min == 0 ||
+	    c->enroll_burst == 0 || c->enroll_secret_per_min == 0 || c->enroll_secret_burst == 0 ||
+	    c->max_conns_per_addr == 0 || c->handshake_pressure_ms == 0 || c->decode_poll_s == 0) {
 		snprintf(err, errlen, "%s: a limit is zero or too small", path);
 		return -EINVAL;
 	}

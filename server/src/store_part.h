@@ -19,6 +19,17 @@
  * signature_counts' week. */
 #define RVS_PG_WEEK_S 604800
 
+/* The number in store_pg.c's migrations[] of the one that partitions
+ * (the upgrade test migrates to the one before it).  Keep it in step
+ * when migrations are renumbered. */
+#define RVS_PG_MIGRATION_PART 7
+
+/* Applies store_pg.c's migrations up to schema version upto (1..the
+ * latest), on a connection of its own, under the migrations' advisory
+ * lock.  0, -EPROTO when the database is newer than this server, -EIO.
+ * Blocks (work thread). */
+int rvs_pg_migrate(const char *dsn, int upto);
+
 /* Makes the partitions of the database's current week and the next one
  * (its own clock: received_at is the database's now()), under an advisory
  * transaction lock so that nodes doing it at once do not collide.  pg is

@@ -319,7 +319,7 @@ static const char *const migrations[] = {
 	" id TEXT PRIMARY KEY, hash BYTEA NOT NULL UNIQUE, owner TEXT NOT NULL,"
 	" name TEXT NOT NULL, created_at BIGINT NOT NULL, last_used BIGINT,"
 	" revoked_at BIGINT);",
-	/* 9 (pgpart15): uploads, traces, trace_methods and trace_chains
+	/* 9 (pgpart15; RVS_PG_MIGRATION_PART): uploads, traces, trace_methods and trace_chains
 	 * partitioned by week of received_at (server/SCHEMA.md, "Weekly
 	 * partitions"): each is renamed *_v8, recreated LIKE it (columns,
 	 * defaults and checks, whatever earlier migrations added) partitioned
@@ -667,7 +667,7 @@ static int version_of(PGconn *pg, int *out)
 	return rc;
 }
 
-static int migrate(PGconn *pg)
+static int migrate(PGconn *pg, int upto)
 {
 	int v = 0, rc;
 
@@ -683,7 +683,7 @@ static int migrate(PGconn *pg)
 		rc = -EPROTO;
 		goto fail;
 	}
-	for (; v < N_MIGRATIONS; v++) {
+	for (; v < upto; v++) {
 		char sql[80];
 
 		snprintf(sql, sizeof sql, "INSERT INTO schema_version (version) VALUES (%d)",
@@ -714,11 +714,32 @@ static void store_close(struct rvs_store *s)
 	free(s);
 }
 
+/* Migrates on a connection of its own: the pool's prepare statements
+ * against the migrated schema. */
+int rvs_pg_migrate(const char *dsn, int upto)
+{
+	PGconn *pg = PQconnectdb(dsn);
+	int rc;
+
+	assert(upto >= 1 && upto <= N_MIGRATIONS);
+	assert(strstr(migrations[RVS_PG_MIGRATION_PART - 1], "FUNCTION rv_week_partitions"));
+	if (!pg || PQstatus(pg) != CONNECTION_OK) {
+		rvs_log("error", "msg=\"postgresql connect failed\" err=\"%s\"",
+			pg ? PQerrorMessage(pg) : "out of memory");
+		PQfinish(pg);
+		return -EIO;
+	}
+	PQclear(PQexec(pg, "SET client_min_messages = warning"));
+	rc = migrate(pg, upto);
+	PQfinish(pg);
+	return rc;
+}
+
 static int store_open(const char *dsn, struct rvs_store **out)
 {
 	struct rvs_store *s = calloc(1, sizeof *s);
-	PGconn *pg;
 	struct conn *c;
+	int64_t until = 0;
 	int rc;
 
 	if (!s || !(s->dsn = strdup(dsn))) {
@@ -726,27 +747,17 @@ static int store_open(const char *dsn, struct rvs_store **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	/* Migrate on a connection of its own: the pool's prepare statements
-	 * against the migrated schema. */
-	if (!(pg = PQconnectdb(dsn)) || PQstatus(pg) != CONNECTION_OK) {
-		rvs_log("error", "msg=\"postgresql connect failed\" err=\"%s\"",
-			pg ? PQerrorMessage(pg) : "out of memory");
-		PQfinish(pg);
-		store_close(s);
-		return -EIO;
-	}
-	PQclear(PQexec(pg, "SET client_min_messages = warning"));
-	if (!(rc = migrate(pg))) {
-		int64_t until = 0;
-		rc = rvs_pg_part_ensure(pg, &until);
-		s->parts_until = until;
-	}
-	PQfinish(pg);
-	if (rc || !(c = get(s))) {
+	if ((rc = rvs_pg_migrate(dsn, N_MIGRATIONS)) || !(c = get(s))) {
 		store_close(s);
 		return rc ? rc : -EIO;
 	}
+	rc = rvs_pg_part_ensure(c->pg, &until);
+	s->parts_until = until;
 	put(s, c);
+	if (rc) {
+		store_close(s);
+		return rc;
+	}
 	*out = s;
 	return 0;
 }
