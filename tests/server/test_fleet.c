@@ -457,10 +457,79 @@ static void test_fleet_node_killed_mid_ingest_every_ack_indexed_once(void **stat
 	PQfinish(c);
 }
 
+/* rearview_decode_wakeups_total on node n's /metrics (-1: no answer). */
+static long long wakeups_of(const struct web_server *n)
+{
+	char url[128];
+	struct buf out = {.n = 0};
+	long code = 0;
+	long long v = -1;
+	const char *at;
+	CURL *c = curl_easy_init();
+
+	snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", n->port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CAINFO, g_a.ca);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	if (code != 200 || out.n >= sizeof out.b)
+		return -1;
+	out.b[out.n] = 0;
+	if ((at = strstr((const char *)out.b, "\nrearview_decode_wakeups_total ")))
+		v = strtoll(at + strlen("\nrearview_decode_wakeups_total "), NULL, 10);
+	return v;
+}
+
+/* An upload queued by another node (this test, in one transaction as
+ * store_pg.c's requeue does it, NOTIFY included) wakes the idle node B:
+ * its wake-up counter moves and it decodes the upload again — the event
+ * asserted, not a time (B's poll would find it too, 30 s later, without
+ * counting a wake-up). */
+static void test_fleet_idle_node_woken_by_notify(void **state)
+{
+	long long before;
+	PGconn *c;
+	PGresult *r;
+
+	(void)state;
+	if (g_why[0]) {
+		print_message("skipped: %s\n", g_why);
+		skip();
+	}
+	assert_true(g_b.pid > 0);
+	assert_true((before = wakeups_of(&g_b)) >= 0);
+	assert_non_null(c = PQconnectdb(g_uri));
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	r = PQexec(c, "BEGIN;"
+		      "UPDATE uploads SET state = 'pending_decode' WHERE trace_id ="
+		      " (SELECT min(trace_id) FROM uploads);"
+		      "INSERT INTO decode_queue (trace_id, enqueued_at)"
+		      " SELECT min(trace_id), 0 FROM uploads;"
+		      "SELECT pg_notify('rearview_decode', '');"
+		      "COMMIT");
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	for (double until = now_s() + DEADLINE;
+	     (wakeups_of(&g_b) <= before ||
+	      pg_count(c, "SELECT count(*) FROM decode_queue", NULL) != 0) &&
+	     now_s() < until;)
+		usleep(100000);
+	assert_true(wakeups_of(&g_b) > before);
+	assert_int_equal(pg_count(c, "SELECT count(*) FROM decode_queue", NULL), 0);
+	assert_int_equal(pg_count(c, "SELECT count(*) FROM uploads WHERE state <> 'decoded'", NULL),
+			 0);
+	PQfinish(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fleet_node_killed_mid_ingest_every_ack_indexed_once),
+		cmocka_unit_test(test_fleet_idle_node_woken_by_notify),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
