@@ -109,9 +109,10 @@ struct rvs_api {
 	/* Decode wake-ups (PostgreSQL; store.h wake_*): the listener opened by
 	 * start_work, its socket watched on the loop (wake_on), and the poll
 	 * every cfg->decode_poll_s that stands in when no NOTIFY comes. */
-	struct rvs_wake *wake;
+	struct rvs_wake *wake, *wake_new; /* wake_new: a reopen's, until done */
 	uv_poll_t wake_poll;
-	int wake_on;
+	int wake_on, wake_busy; /* wake_busy: a reopen is queued */
+	uv_work_t wake_work;
 	uv_timer_t decode_timer;
 	int decode_timer_on;
 };
@@ -1493,9 +1494,58 @@ static void wake_cb(uv_poll_t *h, int status, int events)
 	}
 }
 
+/* Watches a->wake's socket; 0 or a libuv error (a->wake left as is). */
+static int wake_watch(struct rvs_api *a)
+{
+	int rc;
+
+	assert(a->wake && !a->wake_on);
+	if ((rc = uv_poll_init(a->loop, &a->wake_poll, a->ops->wake_fd(a->wake))))
+		return rc;
+	a->wake_on = 1;
+	a->wake_poll.data = a;
+	return uv_poll_start(&a->wake_poll, UV_READABLE, wake_cb);
+}
+
+static void wake_reopen_work(uv_work_t *w)
+{
+	struct rvs_api *a = w->data;
+	if (a->ops->wake_open(a->store, &a->wake_new))
+		a->wake_new = NULL;
+}
+
+static void wake_reopen_done(uv_work_t *w, int status)
+{
+	struct rvs_api *a = w->data;
+
+	a->wake_busy = 0;
+	a->inflight--;
+	if (a->wake_new && !a->stopping && !a->wake) {
+		a->wake = a->wake_new;
+		if (wake_watch(a) == 0) {
+			rvs_log("info", "msg=\"decode listener back\"");
+			decode_pump(a); /* what was queued while it was away */
+		}
+	} else {
+		a->ops->wake_close(a->wake_new);
+	}
+	a->wake_new = NULL;
+	maybe_stop(a);
+}
+
+/* The poll: the queue looked at, and a lost listener opened again (its
+ * previous handle closed: a->wake NULL). */
 static void decode_poll_tick(uv_timer_t *t)
 {
-	decode_pump(t->data);
+	struct rvs_api *a = t->data;
+
+	decode_pump(a);
+	if (a->wake || a->wake_busy || a->stopping)
+		return;
+	a->wake_busy = 1;
+	a->inflight++;
+	a->wake_work.data = a;
+	uv_queue_work(a->loop, &a->wake_work, wake_reopen_work, wake_reopen_done);
 }
 
 static void wake_start(struct rvs_api *a)
@@ -1503,11 +1553,8 @@ static void wake_start(struct rvs_api *a)
 	uint64_t ms = (uint64_t)a->cfg->decode_poll_s * 1000;
 
 	assert(a->ops->wake_open && !a->wake_on && !a->decode_timer_on);
-	if (a->wake && uv_poll_init(a->loop, &a->wake_poll, a->ops->wake_fd(a->wake)) == 0) {
-		a->wake_on = 1;
-		a->wake_poll.data = a;
-		uv_poll_start(&a->wake_poll, UV_READABLE, wake_cb);
-	}
+	if (a->wake)
+		wake_watch(a);
 	if (uv_timer_init(a->loop, &a->decode_timer) == 0) {
 		a->decode_timer_on = 1;
 		a->decode_timer.data = a;

@@ -296,7 +296,11 @@ struct rvs_store_ops {
 	 * traces row (index rows cascade), queue, quarantine and uploads rows
 	 * — and copies each one's blob name, when it has one, into blobs
 	 * (room for max; a name may repeat), *nblobs how many.  Returns how
-	 * many uploads it deleted (0: none left), or -errno (nothing deleted). */
+	 * many uploads it deleted (0: none left), or -errno (nothing deleted).
+	 * PostgreSQL drops whole weeks instead (store_part.h): each call hands
+	 * out up to max distinct blob names of the weeks dropped and returns
+	 * the uploads they stood for; a week goes only once all of it is
+	 * older than cutoff. */
 	int (*retention_delete)(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
 				size_t *nblobs);
 	/* 1 when an uploads row names blob (sha256 hex), 0 when none, -errno. */

@@ -29,9 +29,10 @@
  * while its row still carries the lease number it was handed, so an upload
  * whose lease expired and was taken by another decoder is recorded once, by
  * the holder of the newest lease.  The part/nparts partition argument is
- * validated and honoured (queue seq % nparts = part), as in sqlite.  The
- * transaction that queues a decode NOTIFYs RVS_PG_WAKE_CHANNEL, so idle
- * decoders listening there (store_pg_wake.c) wake at its commit.
+ * validated and honoured (queue seq % nparts = part), as in sqlite.  Once
+ * the transaction that queued a decode committed, a NOTIFY on
+ * RVS_PG_WAKE_CHANNEL wakes the idle decoders listening there
+ * (store_pg_wake.c).
  *
  * The per-trace tables are partitioned by week of received_at (migration
  * 9, store_pg_part.c): upload_add makes the next week's partitions ahead,
@@ -922,6 +923,19 @@ static int quota_check(PGconn *pg, const struct rvs_upload_rec *u)
 	return rc;
 }
 
+/* NOTIFYs the decoders, after the commit that queued work: a transaction
+ * that NOTIFYs holds PostgreSQL's global notify lock through its commit,
+ * so notifying inside the upload's would serialize every upload's WAL
+ * flush (no group commit).  This one writes nothing, so flushes nothing.
+ * A failure costs only the wake-up (the decoders' poll finds the work). */
+static void wake(PGconn *pg)
+{
+	PGresult *r;
+
+	if (run(pg, S_WAKE, NULL, &r) == 0)
+		PQclear(r);
+}
+
 /* The upload's key, under S_UP_KEYLOCK: -EEXIST when a row of any week
  * holds it (committed: the lock's holder before us committed or rolled
  * back, and READ COMMITTED reads afresh), else 0 or -errno. */
@@ -983,10 +997,9 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 		goto fail;
 	p.n = 0;
 	p_text(&p, u->trace_id);
-	/* The NOTIFY goes out with the COMMIT, never before it. */
-	if ((rc = run0(c->pg, S_Q_INSERT, &p)) || (rc = run0(c->pg, S_WAKE, NULL)) ||
-	    (rc = exec(c->pg, "COMMIT")))
+	if ((rc = run0(c->pg, S_Q_INSERT, &p)) || (rc = exec(c->pg, "COMMIT")))
 		goto fail;
+	wake(c->pg);
 	goto out;
 fail:
 	rollback(c->pg);
@@ -1155,9 +1168,10 @@ static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t 
 		goto fail;
 	*queued = strtoull(PQcmdTuples(r), NULL, 10);
 	PQclear(r);
-	if ((rc = run0(c->pg, S_REQUEUE_STATE, &p)) ||
-	    (*queued && (rc = run0(c->pg, S_WAKE, NULL))) || (rc = exec(c->pg, "COMMIT")))
+	if ((rc = run0(c->pg, S_REQUEUE_STATE, &p)) || (rc = exec(c->pg, "COMMIT")))
 		goto fail;
+	if (*queued)
+		wake(c->pg);
 	put(s, c);
 	return 0;
 fail:

@@ -165,7 +165,11 @@ int rvs_pg_part_retention(PGconn *pg, int64_t cutoff, size_t max, char (*blobs)[
 	assert(max > 0 && max <= 500);
 	assert(PQtransactionStatus(pg) == PQTRANS_IDLE);
 	*nblobs = 0;
+	/* A partition's DROP locks its parent (ACCESS EXCLUSIVE) until the
+	 * commit, which follows at once; behind a long reader it would queue
+	 * every upload too, so it gives up instead (the next pass retries). */
 	if ((rc = q(pg, "BEGIN", NULL, NULL)) ||
+	    (rc = q(pg, "SET LOCAL lock_timeout = '10s'", NULL, NULL)) ||
 	    (rc = q(pg, "SELECT pg_advisory_xact_lock(" PART_LOCK ")", NULL, NULL)))
 		goto fail;
 	/* Drop weeks until one left blobs to hand out, or none is left. */
