@@ -10,7 +10,8 @@
 
 #include "store.h"
 
-#include <libpq-fe.h>
+/* libpq's PGconn, whose header only the backend files include. */
+struct pg_conn;
 
 /* The channel an upload's NOTIFY and a decoder's LISTEN meet on. */
 #define RVS_PG_WAKE_CHANNEL "rearview_decode"
@@ -36,7 +37,7 @@ int rvs_pg_migrate(const char *dsn, int upto);
  * idle (no transaction open); the call opens and commits its own.
  * *until: the end (unix s) of the last week now partitioned.  0 or -EIO.
  * Blocks (work thread). */
-int rvs_pg_part_ensure(PGconn *pg, int64_t *until);
+int rvs_pg_part_ensure(struct pg_conn *pg, int64_t *until);
 
 /* store.h's retention_delete on PostgreSQL: drops every partition week
  * that ended at or before cutoff (a week is kept until all of it expired)
@@ -45,7 +46,7 @@ int rvs_pg_part_ensure(PGconn *pg, int64_t *until);
  * are counted, not named).  Returns how many uploads the names handed out
  * stood for (0: nothing expired is left), or -EIO (nothing changed).  One
  * transaction on pg (idle on entry and on return).  Blocks. */
-int rvs_pg_part_retention(PGconn *pg, int64_t cutoff, size_t max, char (*blobs)[65],
+int rvs_pg_part_retention(struct pg_conn *pg, int64_t cutoff, size_t max, char (*blobs)[65],
 			  size_t *nblobs);
 
 /* Opens a listener of its own to dsn (a libpq connection that LISTENs on

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libpq-fe.h>
+
 /* pg_advisory_xact_lock key of partition changes ("rvpart"). */
 #define PART_LOCK "125852978488692"
 

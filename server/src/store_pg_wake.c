@@ -18,6 +18,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include <libpq-fe.h>
+
 struct rvs_wake {
 	PGconn *pg;
 };
