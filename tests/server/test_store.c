@@ -1515,6 +1515,45 @@ static void test_store_pg_partitions_made_for_this_and_next_week(void **state)
 	ops->close(node2);
 }
 
+struct opener {
+	const char *dsn;
+	struct rvs_store *s;
+	int rc;
+};
+
+static void *open_store(void *arg)
+{
+	struct opener *o = arg;
+	o->rc = ops->open(o->dsn, &o->s);
+	return NULL;
+}
+
+/* Four nodes starting at once on an empty database: one migrates, each
+ * makes this and next week's partitions under the advisory lock, none
+ * fails on another's CREATE. */
+static void test_store_pg_nodes_starting_together_make_weeks_once(void **state)
+{
+	struct fx *f = *state;
+	struct opener o[4];
+	pthread_t t[4];
+	char dsn[256];
+
+	assert_int_equal(pgh_fresh_db(&pg, dsn, sizeof dsn), 0);
+	for (int i = 0; i < 4; i++) {
+		o[i] = (struct opener){dsn, NULL, -1};
+		assert_int_equal(pthread_create(&t[i], NULL, open_store, &o[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(o[i].rc, 0);
+	}
+	snprintf(f->db, sizeof f->db, "%s", dsn);
+	assert_int_equal(partitions_of(f, "uploads"), 2);
+	assert_int_equal(partitions_of(f, "trace_methods"), 2);
+	for (int i = 0; i < 4; i++)
+		ops->close(o[i].s);
+}
+
 /* The device's upload id is the key across weeks: an upload received last
  * week and its retry this week (on another node) are one row. */
 static void test_store_pg_upload_key_holds_across_weeks(void **state)
@@ -1829,6 +1868,8 @@ int main(void)
 			test_store_pg_partitions_made_for_this_and_next_week, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_upload_key_holds_across_weeks, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_pg_nodes_starting_together_make_weeks_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_retention_drops_expired_weeks_and_names_blobs, setup,
 			teardown),
