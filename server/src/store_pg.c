@@ -320,36 +320,39 @@ static const char *const migrations[] = {
 	" id TEXT PRIMARY KEY, hash BYTEA NOT NULL UNIQUE, owner TEXT NOT NULL,"
 	" name TEXT NOT NULL, created_at BIGINT NOT NULL, last_used BIGINT,"
 	" revoked_at BIGINT);",
-	/* 9 (pgpart15; RVS_PG_MIGRATION_PART): uploads, traces, trace_methods and trace_chains
-	 * partitioned by week of received_at (server/SCHEMA.md, "Weekly
-	 * partitions"): each is renamed *_v8, recreated LIKE it (columns,
-	 * defaults and checks, whatever earlier migrations added) partitioned
-	 * BY RANGE (received_at) with received_at in its primary key (and in
-	 * trace_methods' and trace_chains' own rows), its rows copied into the
-	 * partitions rv_week_partitions makes, its other indexes and its
-	 * triggers recreated from their definitions; foreign keys into these
-	 * tables go (a partitioned table's unique key must hold the partition
-	 * key, and retention drops partitions whole).  (device_id, upload_id)
-	 * stays the device's key through upload_add's advisory lock (a plain
+	/* 9 (pgpart15; RVS_PG_MIGRATION_PART): uploads, traces, trace_methods,
+	 * trace_chains and trace_unresolved partitioned by week of received_at (server/SCHEMA.md,
+	 * "Weekly partitions"): each is renamed *_v8, recreated LIKE it (columns, defaults and
+	 * checks, whatever earlier migrations added) partitioned BY RANGE (received_at) with
+	 * received_at in its primary key (and in the rows of the three that had none), its rows
+	 * copied into the partitions rv_week_partitions makes, its other indexes and its triggers
+	 * recreated from their definitions; foreign keys into these tables go (a partitioned
+	 * table's unique key must hold the partition key, and retention drops partitions whole).
+	 * (device_id, upload_id) stays the device's key through upload_add's advisory lock (a plain
 	 * index here).  retention_released holds the blobs of dropped weeks
 	 * until retention hands them out. */
 	"CREATE TEMP TABLE rv9_defs (def TEXT NOT NULL) ON COMMIT DROP;"
 	"DO $m$ DECLARE r RECORD; BEGIN"
 	" FOR r IN SELECT c.conrelid::regclass::text AS t, c.conname FROM pg_constraint c"
 	"  WHERE c.contype = 'f' AND c.confrelid = ANY"
-	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains']::regclass[])"
+	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains',"
+	" 'trace_unresolved']::regclass[])"
 	" LOOP EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.t, r.conname); END LOOP;"
 	" INSERT INTO rv9_defs SELECT pg_get_indexdef(x.indexrelid) FROM pg_index x"
 	"  WHERE NOT x.indisunique AND x.indrelid = ANY"
-	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains']::regclass[]);"
+	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains',"
+	" 'trace_unresolved']::regclass[]);"
 	" INSERT INTO rv9_defs SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t"
 	"  WHERE NOT t.tgisinternal AND t.tgrelid = ANY"
-	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains']::regclass[]);"
+	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains',"
+	" 'trace_unresolved']::regclass[]);"
 	" FOR r IN SELECT x.indexrelid::regclass AS i, c.relname AS n FROM pg_index x"
 	"  JOIN pg_class c ON c.oid = x.indexrelid WHERE x.indrelid = ANY"
-	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains']::regclass[])"
+	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains',"
+	" 'trace_unresolved']::regclass[])"
 	" LOOP EXECUTE format('ALTER INDEX %s RENAME TO %I', r.i, r.n || '_v8'); END LOOP;"
 	" END $m$;"
+	"ALTER TABLE trace_unresolved RENAME TO trace_unresolved_v8;"
 	"ALTER TABLE trace_chains RENAME TO trace_chains_v8;"
 	"ALTER TABLE trace_methods RENAME TO trace_methods_v8;"
 	"ALTER TABLE traces RENAME TO traces_v8;"
@@ -365,9 +368,13 @@ static const char *const migrations[] = {
 	"CREATE TABLE trace_chains (LIKE trace_chains_v8 INCLUDING DEFAULTS INCLUDING"
 	" CONSTRAINTS, received_at BIGINT NOT NULL,"
 	" PRIMARY KEY (trace_id, kind, rank, received_at)) PARTITION BY RANGE (received_at);"
+	"CREATE TABLE trace_unresolved (LIKE trace_unresolved_v8 INCLUDING DEFAULTS INCLUDING"
+	" CONSTRAINTS, received_at BIGINT NOT NULL,"
+	" PRIMARY KEY (build_id, trace_id, received_at)) PARTITION BY RANGE (received_at);"
 	"CREATE FUNCTION rv_week_partitions(w BIGINT) RETURNS void LANGUAGE plpgsql AS $f$"
 	" DECLARE t TEXT; BEGIN"
-	"  FOREACH t IN ARRAY ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains'] LOOP"
+	"  FOREACH t IN ARRAY ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains',"
+	"   'trace_unresolved'] LOOP"
 	"   EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF %I"
 	" FOR VALUES FROM (%s) TO (%s)', t || '_w' || w, t, w * 604800, (w + 1) * 604800);"
 	"  END LOOP;"
@@ -382,7 +389,9 @@ static const char *const migrations[] = {
 	" JOIN traces_v8 t ON t.trace_id = m.trace_id;"
 	"INSERT INTO trace_chains SELECT c.*, t.received_at FROM trace_chains_v8 c"
 	" JOIN traces_v8 t ON t.trace_id = c.trace_id;"
-	"DROP TABLE trace_chains_v8, trace_methods_v8, traces_v8, uploads_v8;"
+	"INSERT INTO trace_unresolved SELECT r.*, u.received_at FROM trace_unresolved_v8 r"
+	" JOIN uploads_v8 u ON u.trace_id = r.trace_id;"
+	"DROP TABLE trace_unresolved_v8, trace_chains_v8, trace_methods_v8, traces_v8, uploads_v8;"
 	"ALTER SEQUENCE traces_seq_seq OWNED BY traces.seq;"
 	"DO $m$ DECLARE r RECORD; BEGIN"
 	" FOR r IN SELECT def FROM rv9_defs LOOP EXECUTE r.def; END LOOP;"

@@ -262,14 +262,18 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 		return 0;
 	a.n = 0;
 	a_text(&a, v->trace_id);
-	if ((rc = q(l, "DELETE FROM trace_unresolved WHERE trace_id = $1", &a, NULL)))
+	a_text(&a, received);
+	if ((rc = q(l, "DELETE FROM trace_unresolved WHERE trace_id = $1 AND received_at = $2", &a,
+		    NULL)))
 		return rc;
 	for (size_t i = 0; i < v->nunresolved && !rc; i++) {
 		a.n = 0;
 		a_text(&a, v->unresolved[i]);
 		a_text(&a, v->trace_id);
+		a_text(&a, received);
 		rc = q(l,
-		       "INSERT INTO trace_unresolved (build_id, trace_id) VALUES ($1, $2)"
+		       "INSERT INTO trace_unresolved (build_id, trace_id, received_at)"
+		       " VALUES ($1, $2, $3)"
 		       " ON CONFLICT DO NOTHING",
 		       &a, NULL);
 	}

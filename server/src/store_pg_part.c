@@ -3,10 +3,11 @@
  * store_pg.c's migration 9 makes the partitioned tables and
  * rv_week_partitions) and the retention that drops them.
  *
- * uploads, traces, trace_methods and trace_chains are partitioned BY RANGE
- * on received_at, one partition per week of unix time: <table>_w<week>
- * holds [week * 604800, (week + 1) * 604800).  Invariants:
- * - the four partitions of a week are made together (rv_week_partitions)
+ * uploads, traces, trace_methods, trace_chains and trace_unresolved are
+ * partitioned BY RANGE on received_at, one partition per week of unix
+ * time: <table>_w<week> holds [week * 604800, (week + 1) * 604800).
+ * Invariants:
+ * - the five partitions of a week are made together (rv_week_partitions)
  *   and dropped together, in one transaction, under the advisory lock
  *   PART_LOCK, so a node making this week's partitions and another's
  *   retention never interleave;
@@ -88,9 +89,9 @@ fail:
 
 /* Within the retention transaction: counts week w's traces out of the
  * per-signature totals, removes its uploads' rows from the unpartitioned
- * tables beside them (decode queue, quarantine, unresolved build ids, and
- * the call-path aggregates until they are partitioned too), moves its
- * blobs into retention_released and drops its four partitions. */
+ * tables beside them (decode queue and quarantine, both small, and the
+ * call-path aggregates until they are partitioned too), moves its blobs
+ * into retention_released and drops its five partitions. */
 static int drop_week(PGconn *pg, int64_t w)
 {
 	char sql[2048];
@@ -110,14 +111,13 @@ static int drop_week(PGconn *pg, int64_t w)
 		"DELETE FROM signatures WHERE traces <= 0;"
 		"DELETE FROM trace_paths WHERE trace_id IN (SELECT trace_id FROM uploads_w%1$lld);"
 		"DELETE FROM trace_agg WHERE trace_id IN (SELECT trace_id FROM uploads_w%1$lld);"
-		"DELETE FROM trace_unresolved WHERE trace_id IN"
-		" (SELECT trace_id FROM uploads_w%1$lld);"
 		"DELETE FROM decode_queue WHERE trace_id IN (SELECT trace_id FROM uploads_w%1$lld);"
 		"DELETE FROM quarantine WHERE trace_id IN (SELECT trace_id FROM uploads_w%1$lld);"
 		"INSERT INTO retention_released AS x (blob_sha256, traces)"
 		" SELECT COALESCE(blob_sha256, ''), count(*) FROM uploads_w%1$lld GROUP BY 1"
 		" ON CONFLICT (blob_sha256) DO UPDATE SET traces = x.traces + excluded.traces;"
-		"DROP TABLE IF EXISTS trace_chains_w%1$lld, trace_methods_w%1$lld,"
+		"DROP TABLE IF EXISTS trace_unresolved_w%1$lld, trace_chains_w%1$lld,"
+		" trace_methods_w%1$lld,"
 		" traces_w%1$lld, uploads_w%1$lld;",
 		(long long)w);
 	assert(n > 0 && (size_t)n < sizeof sql);

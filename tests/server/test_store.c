@@ -1489,9 +1489,9 @@ static void test_store_pg_partitions_made_for_this_and_next_week(void **state)
 	char sql[160];
 
 	/* Both nodes' clocks and the database's: the same machine here. */
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		static const char *const t[] = {"uploads", "traces", "trace_methods",
-						"trace_chains"};
+						"trace_chains", "trace_unresolved"};
 		assert_int_equal(partitions_of(f, t[i]), 2);
 	}
 	snprintf(sql, sizeof sql,
@@ -1695,6 +1695,7 @@ static void test_store_pg_migration_moves_rows_into_weeks(void **state)
 		 " ('t-1', '1.0', %1$lld, 0);"
 		 "INSERT INTO trace_methods VALUES ('t-1', 'main', 1, 1, 1, 1);"
 		 "INSERT INTO trace_chains VALUES ('t-1', 'anomaly', 1, 'ss', 'main;', 1, 1, 1);"
+		 "INSERT INTO trace_unresolved VALUES ('beef', 't-1');"
 		 "UPDATE traces SET signature = 'ss';",
 		 W0 * 604800 + 5, (W0 + 1) * 604800 + 5);
 	pg_exec(f, sql);
@@ -1708,10 +1709,12 @@ static void test_store_pg_migration_moves_rows_into_weeks(void **state)
 		 " (SELECT count(*) FROM traces_w%1$lld) || '/' ||"
 		 " (SELECT received_at FROM trace_methods_w%1$lld) || '/' ||"
 		 " (SELECT received_at FROM trace_chains_w%1$lld) || '/' ||"
+		 " (SELECT received_at FROM trace_unresolved_w%1$lld) || '/' ||"
 		 " (SELECT traces FROM signatures WHERE signature = 'ss')",
 		 W0, W0 + 1);
 	sql_value(f, NULL, sql, sql, 64);
-	snprintf(blobs[0], sizeof blobs[0], "1/2/1/%lld/%lld/1", W0 * 604800 + 5, W0 * 604800 + 5);
+	snprintf(blobs[0], sizeof blobs[0], "1/2/1/%lld/%lld/%lld/1", W0 * 604800 + 5,
+		 W0 * 604800 + 5, W0 * 604800 + 5);
 	assert_string_equal(sql, blobs[0]);
 	/* The indexes and the trigger came along; traces.seq goes on. */
 	assert_int_equal(pg_num(f, "SELECT count(*) FROM pg_indexes WHERE indexname IN"
@@ -1766,8 +1769,9 @@ static void test_store_pg_upload_wakes_idle_listener(void **state)
 	assert_int_equal(ops->decode_next_batch(idle, 0, 1, it, 2), 1);
 	assert_string_equal(it[0].trace_id, "t-1");
 	/* A symbols requeue wakes it too (one decoded trace unresolved). */
-	pg_exec(f, "UPDATE uploads SET state = 'decoded'; DELETE FROM decode_queue;"
-		   "INSERT INTO trace_unresolved VALUES ('beef', 't-1')");
+	pg_exec(f,
+		"UPDATE uploads SET state = 'decoded'; DELETE FROM decode_queue;"
+		"INSERT INTO trace_unresolved SELECT 'beef', trace_id, received_at FROM uploads");
 	{
 		uint64_t queued = 0;
 		assert_int_equal(ops->requeue_build_id(f->s, "beef", &queued), 0);
