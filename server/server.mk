@@ -13,6 +13,8 @@ SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o b
 	store_pg_regress.o \
 	store_sqlite_util.o \
 	store_sqlite_checkpoint.o \
+	store_pg_part.o \
+	store_pg_wake.o \
 	config.o net.o api.o init.o decode.o policy_pub.o query.o \
 	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
 	symbols.o stream.o route.o reply.o payload.o \

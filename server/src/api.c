@@ -106,6 +106,15 @@ struct rvs_api {
 	uv_timer_t regress_timer;
 	int regress_on, regress_busy;
 	uv_work_t regress_work;
+	/* Decode wake-ups (PostgreSQL; store.h wake_*): the listener opened by
+	 * start_work, its socket watched on the loop (wake_on), and the poll
+	 * every cfg->decode_poll_s that stands in when no NOTIFY comes. */
+	struct rvs_wake *wake, *wake_new; /* wake_new: a reopen's, until done */
+	uv_poll_t wake_poll;
+	int wake_on, wake_busy; /* wake_busy: a reopen is queued */
+	uv_work_t wake_work;
+	uv_timer_t decode_timer;
+	int decode_timer_on;
 };
 
 /* How a job's answer is made: a device API message (enrolment and policy
@@ -1441,6 +1450,116 @@ static void start_work(uv_work_t *w)
 	}
 	if (a->life_rc == 0 && a->ops->queue_depth(a->store, &depth) == 0)
 		a->start_depth = depth;
+	if (a->life_rc == 0 && a->ops->wake_open && a->ops->wake_open(a->store, &a->wake)) {
+		rvs_log("warn", "msg=\"no decode listener: polling the queue\" every_s=%u",
+			(unsigned)a->cfg->decode_poll_s);
+		a->wake = NULL;
+	}
+}
+
+/* ---- decode wake-ups (PostgreSQL: LISTEN on the loop, the poll behind) ----
+ *
+ * The listener's socket is watched by a uv_poll on the loop rather than by
+ * a thread blocked in select(): reading a notification never blocks (the
+ * store reads only what arrived), it costs no thread nor lock, and the
+ * wake-up lands on the loop, where decode_pump must run anyway. */
+
+static void wake_closed(uv_handle_t *h)
+{
+	struct rvs_api *a = h->data;
+	a->ops->wake_close(a->wake);
+	a->wake = NULL;
+}
+
+static void wake_stop(struct rvs_api *a)
+{
+	if (!a->wake_on)
+		return;
+	a->wake_on = 0;
+	uv_close((uv_handle_t *)&a->wake_poll, wake_closed);
+}
+
+static void wake_cb(uv_poll_t *h, int status, int events)
+{
+	struct rvs_api *a = h->data;
+	int n = status < 0 ? -EIO : a->ops->wake_drain(a->wake);
+
+	if (n > 0) {
+		a->m->decode_wakeups++;
+		decode_pump(a);
+	} else if (n < 0) {
+		rvs_log("warn", "msg=\"decode listener lost: polling the queue\" every_s=%u",
+			(unsigned)a->cfg->decode_poll_s);
+		wake_stop(a);
+	}
+}
+
+/* Watches a->wake's socket; 0 or a libuv error (a->wake left as is). */
+static int wake_watch(struct rvs_api *a)
+{
+	int rc;
+
+	assert(a->wake && !a->wake_on);
+	if ((rc = uv_poll_init(a->loop, &a->wake_poll, a->ops->wake_fd(a->wake))))
+		return rc;
+	a->wake_on = 1;
+	a->wake_poll.data = a;
+	return uv_poll_start(&a->wake_poll, UV_READABLE, wake_cb);
+}
+
+static void wake_reopen_work(uv_work_t *w)
+{
+	struct rvs_api *a = w->data;
+	if (a->ops->wake_open(a->store, &a->wake_new))
+		a->wake_new = NULL;
+}
+
+static void wake_reopen_done(uv_work_t *w, int status)
+{
+	struct rvs_api *a = w->data;
+
+	a->wake_busy = 0;
+	a->inflight--;
+	if (a->wake_new && !a->stopping && !a->wake) {
+		a->wake = a->wake_new;
+		if (wake_watch(a) == 0) {
+			rvs_log("info", "msg=\"decode listener back\"");
+			decode_pump(a); /* what was queued while it was away */
+		}
+	} else {
+		a->ops->wake_close(a->wake_new);
+	}
+	a->wake_new = NULL;
+	maybe_stop(a);
+}
+
+/* The poll: the queue looked at, and a lost listener opened again (its
+ * previous handle closed: a->wake NULL). */
+static void decode_poll_tick(uv_timer_t *t)
+{
+	struct rvs_api *a = t->data;
+
+	decode_pump(a);
+	if (a->wake || a->wake_busy || a->stopping)
+		return;
+	a->wake_busy = 1;
+	a->inflight++;
+	a->wake_work.data = a;
+	uv_queue_work(a->loop, &a->wake_work, wake_reopen_work, wake_reopen_done);
+}
+
+static void wake_start(struct rvs_api *a)
+{
+	uint64_t ms = (uint64_t)a->cfg->decode_poll_s * 1000;
+
+	assert(a->ops->wake_open && !a->wake_on && !a->decode_timer_on);
+	if (a->wake)
+		wake_watch(a);
+	if (uv_timer_init(a->loop, &a->decode_timer) == 0) {
+		a->decode_timer_on = 1;
+		a->decode_timer.data = a;
+		uv_timer_start(&a->decode_timer, decode_poll_tick, ms, ms);
+	}
 }
 
 /* ---- retention (timer on the loop, the pass on the work queue) ------------ */
@@ -1527,6 +1646,8 @@ static void start_done(uv_work_t *w, int status)
 	a->cb(a->cb_arg, a->life_rc);
 	if (a->life_rc == 0)
 		decode_pump(a);
+	if (a->life_rc == 0 && a->ops->wake_open)
+		wake_start(a);
 	if (a->life_rc == 0 && a->cfg->retention_days > 0 &&
 	    uv_timer_init(a->loop, &a->retention_timer) == 0) {
 		uint64_t ms = (uint64_t)a->cfg->retention_interval_s * 1000;
@@ -1585,6 +1706,11 @@ void rvs_api_stop(struct rvs_api *a, void (*done)(void *), void *arg)
 		a->regress_on = 0;
 		uv_close((uv_handle_t *)&a->regress_timer, NULL);
 	}
+	wake_stop(a);
+	if (a->decode_timer_on) {
+		a->decode_timer_on = 0;
+		uv_close((uv_handle_t *)&a->decode_timer, NULL);
+	}
 	a->stop_done = done;
 	a->stop_arg = arg;
 	maybe_stop(a);
@@ -1596,6 +1722,9 @@ void rvs_api_free(struct rvs_api *a)
 		return;
 	pthread_mutex_destroy(&a->policy_mu);
 	rvs_blobs_close(a->blobs);
+	/* Opened but never watched (the start failed after start_work). */
+	if (a->wake && a->ops->wake_close)
+		a->ops->wake_close(a->wake);
 	free(a->secret);
 	free(a);
 }

@@ -176,6 +176,7 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	NUM("retention_interval_s", retention_interval_s, 86400 * 7)
 	NUM("decode_jobs", decode_jobs, 4)
 	NUM("decode_lease_s", decode_lease_s, 86400)
+	NUM("decode_poll_s", decode_poll_s, 86400)
 	NUM("login_hashers", login_hashers, 64)
 	NUM("trace_cache_mb", trace_cache_mb, 1 << 16)
 	else if (strcmp(name, "retention_days") == 0)
@@ -255,6 +256,7 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->retention_interval_s = 3600;
 	c->decode_jobs = rvs_default_decode_jobs();
 	c->decode_lease_s = 300;
+	c->decode_poll_s = 30;
 	c->upload_burst = 30;
 	c->trace_cache_mb = 256;
 	c->auth_fail_per_min = 10;
@@ -320,7 +322,7 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	    c->decode_jobs == 0 || c->decode_lease_s == 0 || c->auth_fail_per_min == 0 ||
 	    c->auth_fail_burst == 0 || c->login_hashers == 0 || c->enroll_per_min == 0 ||
 	    c->enroll_burst == 0 || c->enroll_secret_per_min == 0 || c->enroll_secret_burst == 0 ||
-	    c->max_conns_per_addr == 0 || c->handshake_pressure_ms == 0) {
+	    c->max_conns_per_addr == 0 || c->handshake_pressure_ms == 0 || c->decode_poll_s == 0) {
 		snprintf(err, errlen, "%s: a limit is zero or too small", path);
 		return -EINVAL;
 	}

@@ -133,6 +133,11 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
 	EMIT("# HELP rearview_decode_queue_depth Uploads waiting in state pending_decode.\n"
 	     "# TYPE rearview_decode_queue_depth gauge\nrearview_decode_queue_depth %" PRIu64 "\n",
 	     m->decode_queue_depth);
+	EMIT("# HELP rearview_decode_wakeups_total Decode-queue notifications (PostgreSQL"
+	     " NOTIFY) that woke this node's decoders.\n"
+	     "# TYPE rearview_decode_wakeups_total counter\n"
+	     "rearview_decode_wakeups_total %" PRIu64 "\n",
+	     m->decode_wakeups);
 	EMIT("# HELP rearview_errors_total Rejected requests and connections by reason.\n"
 	     "# TYPE rearview_errors_total counter\n");
 	for (int i = 0; i < RVS_ERR_COUNT; i++)

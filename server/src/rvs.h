@@ -113,6 +113,7 @@ struct rvs_metrics {
 	uint64_t errors[RVS_ERR_COUNT];
 	struct rvs_hist decode_seconds;			 /* decodes that ran, ok or failed */
 	uint64_t decode_failures[RVS_DECODE_FAIL_COUNT]; /* quarantined, by reason */
+	uint64_t decode_wakeups; /* PostgreSQL: NOTIFYs that woke this node's decoders */
 	uint64_t retention_runs;
 	uint64_t retention_traces; /* traces deleted by retention */
 	uint64_t retention_blobs;  /* blob files deleted by retention */
@@ -281,6 +282,8 @@ struct rvs_config {
 					* rvs_default_decode_jobs() */
 	uint32_t decode_lease_s;       /* PostgreSQL: how long a node's decode lease lasts
 					* before another node may take the upload (300) */
+	uint32_t decode_poll_s;	       /* PostgreSQL: how often an idle node looks at the
+					* queue without a wake-up (30) */
 	/* Regression alerts (regress.h, webhook.h; README.md "Regression
 	 * alerts"): the automatic comparison's timer and bar, the webhook URLs
 	 * (space-separated) with their HMAC key file and retry schedule. */

@@ -180,6 +180,8 @@ struct rvs_index_trace {
 
 /* A decoder's own connection for index writes (one per decode lane). */
 struct rvs_index_lane;
+/* A decode wake-up listener (wake_open; store_pg_wake.c). */
+struct rvs_wake;
 
 /* What the decoder needs of an upload (index_upload_meta). */
 struct rvs_index_meta {
@@ -296,7 +298,11 @@ struct rvs_store_ops {
 	 * traces row (index rows cascade), queue, quarantine and uploads rows
 	 * — and copies each one's blob name, when it has one, into blobs
 	 * (room for max; a name may repeat), *nblobs how many.  Returns how
-	 * many uploads it deleted (0: none left), or -errno (nothing deleted). */
+	 * many uploads it deleted (0: none left), or -errno (nothing deleted).
+	 * PostgreSQL drops whole weeks instead (store_part.h): each call hands
+	 * out up to max distinct blob names of the weeks dropped and returns
+	 * the uploads they stood for; a week goes only once all of it is
+	 * older than cutoff. */
 	int (*retention_delete)(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
 				size_t *nblobs);
 	/* 1 when an uploads row names blob (sha256 hex), 0 when none, -errno. */
@@ -540,6 +546,22 @@ struct rvs_store_ops {
 			    int (*cb)(void *arg, const struct rvs_webhook_row *r), void *arg);
 	/* How many deliveries are pending. */
 	int (*webhook_pending)(struct rvs_regress_db *d, uint64_t *out);
+	/* ---- decode wake-ups (pgpart15: store_pg_wake.c) ---- */
+
+	/* A listener that learns at once when any node queues a decode (an
+	 * upload, a symbols requeue), so that an idle decoder need not wait
+	 * for its poll.  NULL on a backend without one (sqlite: one process,
+	 * whose uploads pump its own decoder).  wake_open: work thread (it
+	 * connects); 0, -ENOMEM or -EIO; the caller owns *out and frees it
+	 * with wake_close (any thread, once; NULL is a no-op). */
+	int (*wake_open)(struct rvs_store *s, struct rvs_wake **out);
+	/* The socket to watch for reading (uv_poll on the event loop). */
+	int (*wake_fd)(const struct rvs_wake *w);
+	/* Never blocks: reads what arrived and returns how many wake-ups (0:
+	 * none), or -EIO when the listener broke (close it; the poll goes
+	 * on).  One thread at a time. */
+	int (*wake_drain)(struct rvs_wake *w);
+	void (*wake_close)(struct rvs_wake *w);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

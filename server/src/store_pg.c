@@ -29,7 +29,17 @@
  * while its row still carries the lease number it was handed, so an upload
  * whose lease expired and was taken by another decoder is recorded once, by
  * the holder of the newest lease.  The part/nparts partition argument is
- * validated and honoured (queue seq % nparts = part), as in sqlite.
+ * validated and honoured (queue seq % nparts = part), as in sqlite.  Once
+ * the transaction that queued a decode committed, a NOTIFY on
+ * RVS_PG_WAKE_CHANNEL wakes the idle decoders listening there
+ * (store_pg_wake.c).
+ *
+ * The per-trace tables are partitioned by week of received_at (migration
+ * 9, store_pg_part.c): upload_add makes the next week's partitions ahead,
+ * retention drops whole weeks and never DELETEs per-trace rows, and the
+ * device's key (device_id, upload_id) holds across weeks by upload_add's
+ * advisory lock on it (a partitioned table's unique key would have to hold
+ * the week, and a retry may arrive in the next).
  *
  * Migrations are an append-only list applied under a transaction-scoped
  * advisory lock (nodes starting together migrate once): migration N brings
@@ -39,6 +49,7 @@
 #include "users.h"
 #include "store_index.h"
 #include "store_regress_be.h"
+#include "store_part.h"
 #include "rvs.h"
 #include "rearview/common.pb-c.h"
 
@@ -50,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -75,6 +87,10 @@ struct rvs_store {
 	char *dsn;
 	pthread_mutex_t mu; /* guards idle */
 	struct conn *idle;
+	/* The end (unix s) of the last week partitioned, as far as this
+	 * handle knows (rvs_pg_part_ensure); upload_add makes the next
+	 * week's partitions when its own clock is within a day of it. */
+	_Atomic int64_t parts_until;
 };
 
 static const char *const migrations[] = {
@@ -305,7 +321,7 @@ static const char *const migrations[] = {
 	" id TEXT PRIMARY KEY, hash BYTEA NOT NULL UNIQUE, owner TEXT NOT NULL,"
 	" name TEXT NOT NULL, created_at BIGINT NOT NULL, last_used BIGINT,"
 	" revoked_at BIGINT);",
-	/* 8 (regress): sqlite's migration 8 — the automatic comparisons, the
+	/* 7 (regress): sqlite's migration 8 — the automatic comparisons, the
 	 * alerts raised once per (app, A, B, method), and the webhook
 	 * deliveries (store_pg_regress.c). */
 	"CREATE TABLE regress_runs ("
@@ -324,6 +340,87 @@ static const char *const migrations[] = {
 	" attempts INTEGER NOT NULL, last_status INTEGER, last_error TEXT,"
 	" next_try_ms BIGINT NOT NULL, created_at BIGINT NOT NULL, delivered_at BIGINT);"
 	"CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_try_ms);",
+	/* 8 (pgpart15; RVS_PG_MIGRATION_PART): uploads, traces, trace_methods,
+	 * trace_chains and trace_unresolved partitioned by week of received_at (server/SCHEMA.md,
+	 * "Weekly partitions"): each is renamed *_v8, recreated LIKE it (columns, defaults and
+	 * checks, whatever earlier migrations added) partitioned BY RANGE (received_at) with
+	 * received_at in its primary key (and in the rows of the three that had none), its rows
+	 * copied into the partitions rv_week_partitions makes, its other indexes and its triggers
+	 * recreated from their definitions; foreign keys into these tables go (a partitioned
+	 * table's unique key must hold the partition key, and retention drops partitions whole).
+	 * (device_id, upload_id) stays the device's key through upload_add's advisory lock (a plain
+	 * index here).  retention_released holds the blobs of dropped weeks
+	 * until retention hands them out. */
+	"CREATE TEMP TABLE rv9_defs (def TEXT NOT NULL) ON COMMIT DROP;"
+	"DO $m$ DECLARE r RECORD; BEGIN"
+	" FOR r IN SELECT c.conrelid::regclass::text AS t, c.conname FROM pg_constraint c"
+	"  WHERE c.contype = 'f' AND c.confrelid = ANY"
+	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains',"
+	" 'trace_unresolved']::regclass[])"
+	" LOOP EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.t, r.conname); END LOOP;"
+	" INSERT INTO rv9_defs SELECT pg_get_indexdef(x.indexrelid) FROM pg_index x"
+	"  WHERE NOT x.indisunique AND x.indrelid = ANY"
+	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains',"
+	" 'trace_unresolved']::regclass[]);"
+	" INSERT INTO rv9_defs SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t"
+	"  WHERE NOT t.tgisinternal AND t.tgrelid = ANY"
+	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains',"
+	" 'trace_unresolved']::regclass[]);"
+	" FOR r IN SELECT x.indexrelid::regclass AS i, c.relname AS n FROM pg_index x"
+	"  JOIN pg_class c ON c.oid = x.indexrelid WHERE x.indrelid = ANY"
+	"  (ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains',"
+	" 'trace_unresolved']::regclass[])"
+	" LOOP EXECUTE format('ALTER INDEX %s RENAME TO %I', r.i, r.n || '_v8'); END LOOP;"
+	" END $m$;"
+	"ALTER TABLE trace_unresolved RENAME TO trace_unresolved_v8;"
+	"ALTER TABLE trace_chains RENAME TO trace_chains_v8;"
+	"ALTER TABLE trace_methods RENAME TO trace_methods_v8;"
+	"ALTER TABLE traces RENAME TO traces_v8;"
+	"ALTER TABLE uploads RENAME TO uploads_v8;"
+	"ALTER SEQUENCE traces_seq_seq OWNED BY NONE;"
+	"CREATE TABLE uploads (LIKE uploads_v8 INCLUDING DEFAULTS INCLUDING CONSTRAINTS,"
+	" PRIMARY KEY (trace_id, received_at)) PARTITION BY RANGE (received_at);"
+	"CREATE TABLE traces (LIKE traces_v8 INCLUDING DEFAULTS INCLUDING CONSTRAINTS,"
+	" PRIMARY KEY (trace_id, received_at)) PARTITION BY RANGE (received_at);"
+	"CREATE TABLE trace_methods (LIKE trace_methods_v8 INCLUDING DEFAULTS INCLUDING"
+	" CONSTRAINTS, received_at BIGINT NOT NULL, PRIMARY KEY (trace_id, method, received_at))"
+	" PARTITION BY RANGE (received_at);"
+	"CREATE TABLE trace_chains (LIKE trace_chains_v8 INCLUDING DEFAULTS INCLUDING"
+	" CONSTRAINTS, received_at BIGINT NOT NULL,"
+	" PRIMARY KEY (trace_id, kind, rank, received_at)) PARTITION BY RANGE (received_at);"
+	"CREATE TABLE trace_unresolved (LIKE trace_unresolved_v8 INCLUDING DEFAULTS INCLUDING"
+	" CONSTRAINTS, received_at BIGINT NOT NULL,"
+	" PRIMARY KEY (build_id, trace_id, received_at)) PARTITION BY RANGE (received_at);"
+	"CREATE FUNCTION rv_week_partitions(w BIGINT) RETURNS void LANGUAGE plpgsql AS $f$"
+	" DECLARE t TEXT; BEGIN"
+	"  FOREACH t IN ARRAY ARRAY['uploads', 'traces', 'trace_methods', 'trace_chains',"
+	"   'trace_unresolved'] LOOP"
+	"   EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF %I"
+	" FOR VALUES FROM (%s) TO (%s)', t || '_w' || w, t, w * 604800, (w + 1) * 604800);"
+	"  END LOOP;"
+	" END $f$;"
+	"SELECT rv_week_partitions(w) FROM (SELECT received_at / 604800 AS w FROM uploads_v8"
+	" UNION SELECT received_at / 604800 FROM traces_v8"
+	" UNION SELECT extract(epoch FROM now())::bigint / 604800 + k FROM generate_series(0, 1) k)"
+	" weeks;"
+	"INSERT INTO uploads SELECT * FROM uploads_v8;"
+	"INSERT INTO traces SELECT * FROM traces_v8;"
+	"INSERT INTO trace_methods SELECT m.*, t.received_at FROM trace_methods_v8 m"
+	" JOIN traces_v8 t ON t.trace_id = m.trace_id;"
+	"INSERT INTO trace_chains SELECT c.*, t.received_at FROM trace_chains_v8 c"
+	" JOIN traces_v8 t ON t.trace_id = c.trace_id;"
+	"INSERT INTO trace_unresolved SELECT r.*, u.received_at FROM trace_unresolved_v8 r"
+	" JOIN uploads_v8 u ON u.trace_id = r.trace_id;"
+	"DROP TABLE trace_unresolved_v8, trace_chains_v8, trace_methods_v8, traces_v8, uploads_v8;"
+	"ALTER SEQUENCE traces_seq_seq OWNED BY traces.seq;"
+	"DO $m$ DECLARE r RECORD; BEGIN"
+	" FOR r IN SELECT def FROM rv9_defs LOOP EXECUTE r.def; END LOOP;"
+	" END $m$;"
+	"DROP TABLE rv9_defs;"
+	"CREATE INDEX uploads_key ON uploads(device_id, upload_id);"
+	"CREATE INDEX traces_seq ON traces(seq);"
+	"CREATE TABLE retention_released ("
+	" blob_sha256 TEXT PRIMARY KEY, traces BIGINT NOT NULL);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -348,6 +445,8 @@ enum {
 	S_SKIP_INSERT,
 	S_REQUEUE,
 	S_REQUEUE_STATE,
+	S_UP_KEYLOCK,
+	S_WAKE,
 	N_STMTS
 };
 
@@ -404,6 +503,12 @@ static const char *const stmts[N_STMTS] = {
 	[S_REQUEUE_STATE] = "UPDATE uploads SET state = 'pending_decode' WHERE trace_id IN"
 			    " (SELECT trace_id FROM trace_unresolved WHERE build_id = $1)"
 			    " AND state = 'decoded'",
+	/* The device's key on uploads is a plain index (a partitioned table's
+	 * unique key must hold the week): upload_add serializes the uploads of
+	 * one (device, upload id) with this lock, then looks for it. */
+	[S_UP_KEYLOCK] =
+		"SELECT pg_advisory_xact_lock(1920099941, hashtext($1 || encode($2, 'hex')))",
+	[S_WAKE] = "SELECT pg_notify('" RVS_PG_WAKE_CHANNEL "', '')",
 };
 
 /* The parameters of one statement: text (NULL is SQL NULL) or binary bytea. */
@@ -621,7 +726,7 @@ static int version_of(PGconn *pg, int *out)
 	return rc;
 }
 
-static int migrate(PGconn *pg)
+static int migrate(PGconn *pg, int upto)
 {
 	int v = 0, rc;
 
@@ -637,7 +742,7 @@ static int migrate(PGconn *pg)
 		rc = -EPROTO;
 		goto fail;
 	}
-	for (; v < N_MIGRATIONS; v++) {
+	for (; v < upto; v++) {
 		char sql[80];
 
 		snprintf(sql, sizeof sql, "INSERT INTO schema_version (version) VALUES (%d)",
@@ -668,11 +773,32 @@ static void store_close(struct rvs_store *s)
 	free(s);
 }
 
+/* Migrates on a connection of its own: the pool's prepare statements
+ * against the migrated schema. */
+int rvs_pg_migrate(const char *dsn, int upto)
+{
+	PGconn *pg = PQconnectdb(dsn);
+	int rc;
+
+	assert(upto >= 1 && upto <= N_MIGRATIONS);
+	assert(strstr(migrations[RVS_PG_MIGRATION_PART - 1], "FUNCTION rv_week_partitions"));
+	if (!pg || PQstatus(pg) != CONNECTION_OK) {
+		rvs_log("error", "msg=\"postgresql connect failed\" err=\"%s\"",
+			pg ? PQerrorMessage(pg) : "out of memory");
+		PQfinish(pg);
+		return -EIO;
+	}
+	PQclear(PQexec(pg, "SET client_min_messages = warning"));
+	rc = migrate(pg, upto);
+	PQfinish(pg);
+	return rc;
+}
+
 static int store_open(const char *dsn, struct rvs_store **out)
 {
 	struct rvs_store *s = calloc(1, sizeof *s);
-	PGconn *pg;
 	struct conn *c;
+	int64_t until = 0;
 	int rc;
 
 	if (!s || !(s->dsn = strdup(dsn))) {
@@ -680,23 +806,17 @@ static int store_open(const char *dsn, struct rvs_store **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	/* Migrate on a connection of its own: the pool's prepare statements
-	 * against the migrated schema. */
-	if (!(pg = PQconnectdb(dsn)) || PQstatus(pg) != CONNECTION_OK) {
-		rvs_log("error", "msg=\"postgresql connect failed\" err=\"%s\"",
-			pg ? PQerrorMessage(pg) : "out of memory");
-		PQfinish(pg);
-		store_close(s);
-		return -EIO;
-	}
-	PQclear(PQexec(pg, "SET client_min_messages = warning"));
-	rc = migrate(pg);
-	PQfinish(pg);
-	if (rc || !(c = get(s))) {
+	if ((rc = rvs_pg_migrate(dsn, N_MIGRATIONS)) || !(c = get(s))) {
 		store_close(s);
 		return rc ? rc : -EIO;
 	}
+	rc = rvs_pg_part_ensure(c->pg, &until);
+	s->parts_until = until;
 	put(s, c);
+	if (rc) {
+		store_close(s);
+		return rc;
+	}
 	*out = s;
 	return 0;
 }
@@ -861,6 +981,37 @@ static int quota_check(PGconn *pg, const struct rvs_upload_rec *u)
 	return rc;
 }
 
+/* NOTIFYs the decoders, after the commit that queued work: a transaction
+ * that NOTIFYs holds PostgreSQL's global notify lock through its commit,
+ * so notifying inside the upload's would serialize every upload's WAL
+ * flush (no group commit).  This one writes nothing, so flushes nothing.
+ * A failure costs only the wake-up (the decoders' poll finds the work). */
+static void wake(PGconn *pg)
+{
+	PGresult *r;
+
+	if (run(pg, S_WAKE, NULL, &r) == 0)
+		PQclear(r);
+}
+
+/* The upload's key, under S_UP_KEYLOCK: -EEXIST when a row of any week
+ * holds it (committed: the lock's holder before us committed or rolled
+ * back, and READ COMMITTED reads afresh), else 0 or -errno. */
+static int key_check(PGconn *pg, const struct rvs_upload_rec *u)
+{
+	struct params p = {0};
+	PGresult *r;
+	int rc;
+
+	p_text(&p, u->device_id);
+	p_bytea(&p, u->upload_id, 16);
+	if ((rc = run0(pg, S_UP_KEYLOCK, &p)) || (rc = run(pg, S_UP_FIND, &p, &r)))
+		return rc;
+	rc = PQntuples(r) > 0 ? -EEXIST : 0;
+	PQclear(r);
+	return rc;
+}
+
 static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 {
 	struct conn *c = get(s);
@@ -869,9 +1020,17 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 
 	if (!c)
 		return -EIO;
+	/* This week's partition exists (made a week ahead); the next one is
+	 * made here a day before it is due (clocks may differ that much). */
+	if ((int64_t)time(NULL) + 86400 >= s->parts_until) {
+		int64_t until = 0;
+		if ((rc = rvs_pg_part_ensure(c->pg, &until)))
+			goto out;
+		s->parts_until = until;
+	}
 	if ((rc = exec(c->pg, "BEGIN")))
 		goto out;
-	if ((rc = quota_check(c->pg, u)))
+	if ((rc = key_check(c->pg, u)) || (rc = quota_check(c->pg, u)))
 		goto fail;
 	p_text(&p, u->trace_id);
 	p_text(&p, u->device_id);
@@ -898,6 +1057,7 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 	p_text(&p, u->trace_id);
 	if ((rc = run0(c->pg, S_Q_INSERT, &p)) || (rc = exec(c->pg, "COMMIT")))
 		goto fail;
+	wake(c->pg);
 	goto out;
 fail:
 	rollback(c->pg);
@@ -1068,6 +1228,8 @@ static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t 
 	PQclear(r);
 	if ((rc = run0(c->pg, S_REQUEUE_STATE, &p)) || (rc = exec(c->pg, "COMMIT")))
 		goto fail;
+	if (*queued)
+		wake(c->pg);
 	put(s, c);
 	return 0;
 fail:
@@ -1098,52 +1260,17 @@ static int run_text(PGconn *pg, const char *sql, const struct params *p, PGresul
 	return rc;
 }
 
-/* Retention: the batch is chosen and locked (FOR UPDATE) by the first
- * statement; the deletes name the same rows by the same ordered subquery
- * (received_at then trace_id: deterministic), children before parents. */
+/* Retention drops whole weeks (store_pg_part.c). */
 static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
 			    size_t *nblobs)
 {
-#define BATCH_OF(T)                                                                                \
-	"DELETE FROM " T " WHERE trace_id IN (SELECT trace_id FROM uploads WHERE received_at < $1" \
-	" ORDER BY received_at, trace_id LIMIT $2)"
-	static const char *const del[] = {BATCH_OF("trace_unresolved"), BATCH_OF("decode_queue"),
-					  BATCH_OF("quarantine"), BATCH_OF("uploads")};
-#undef BATCH_OF
 	struct conn *c = get(s);
-	struct params p = {0};
-	PGresult *r = NULL;
-	int rc, n = 0;
+	int rc;
 
-	assert(max > 0 && max <= 500);
 	*nblobs = 0;
 	if (!c)
 		return -EIO;
-	p_i64(&p, cutoff);
-	p_i64(&p, (int64_t)max);
-	if ((rc = exec(c->pg, "BEGIN")) ||
-	    (rc = run_text(c->pg,
-			   "SELECT trace_id, blob_sha256 FROM uploads WHERE received_at < $1"
-			   " ORDER BY received_at, trace_id LIMIT $2 FOR UPDATE",
-			   &p, &r)))
-		goto fail;
-	n = PQntuples(r);
-	for (int i = 0; i < n; i++) {
-		const char *blob = PQgetvalue(r, i, 1);
-		if (!PQgetisnull(r, i, 1) && strlen(blob) == 64)
-			memcpy(blobs[(*nblobs)++], blob, 65);
-	}
-	PQclear(r);
-	for (size_t k = 0; k < 4 && !rc; k++)
-		if (!(rc = run_text(c->pg, del[k], &p, &r)))
-			PQclear(r);
-	if (rc || (rc = exec(c->pg, "COMMIT")))
-		goto fail;
-	put(s, c);
-	return n;
-fail:
-	*nblobs = 0;
-	rollback(c->pg);
+	rc = rvs_pg_part_retention(c->pg, cutoff, max, blobs, nblobs);
 	put(s, c);
 	return rc;
 }
@@ -1896,6 +2023,11 @@ static int index_lane_open(struct rvs_store *s, struct rvs_index_lane **out)
 	return rvs_pg_index_open(s->dsn, out);
 }
 
+static int wake_open(struct rvs_store *s, struct rvs_wake **out)
+{
+	return rvs_pg_wake_open(s->dsn, out);
+}
+
 static int trace_capture(struct rvs_store *s, const char *trace_id, char blob[65], int *compression,
 			 uint64_t *payload_size)
 {
@@ -2194,4 +2326,9 @@ const struct rvs_store_ops rvs_store_pg = {
 	.webhook_record = rvs_pg_webhook_record,
 	.webhook_list = rvs_pg_webhook_list,
 	.webhook_pending = rvs_pg_webhook_pending,
+	/* pgpart15 */
+	.wake_open = wake_open,
+	.wake_fd = rvs_pg_wake_fd,
+	.wake_drain = rvs_pg_wake_drain,
+	.wake_close = rvs_pg_wake_close,
 };

@@ -11,7 +11,8 @@
  * decode_finish of another holder waits for this commit); the traces row
  * goes first (foreign keys) and its signature last (migration 5's
  * traces_sig trigger counts it then, reading its chains).  A re-decoded
- * trace's old rows go with its traces row (ON DELETE CASCADE).
+ * trace's old rows are deleted first, each table by the trace's key
+ * (trace_id and its received_at: the partition of its week, migration 8).
  */
 #include "store_index.h"
 #include "rvs.h"
@@ -26,7 +27,7 @@
 
 #include <libpq-fe.h>
 
-#define MAX_PARAMS 8
+#define MAX_PARAMS 9
 
 struct rvs_index_lane {
 	PGconn *pg;
@@ -150,6 +151,7 @@ int rvs_pg_index_upload_meta(struct rvs_index_lane *l, const char *trace_id,
 static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 {
 	struct args a = {0};
+	char received[24];
 	PGresult *r;
 	int rc, n;
 
@@ -166,7 +168,21 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	}
 	a.n = 0;
 	a_text(&a, v->trace_id);
-	if ((rc = q(l, "DELETE FROM traces WHERE trace_id = $1", &a, NULL)))
+	if ((rc = q(l, "SELECT received_at FROM uploads WHERE trace_id = $1", &a, &r)))
+		return rc;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		snprintf(l->err, sizeof l->err, "no upload %s", v->trace_id);
+		return -ENOENT;
+	}
+	snprintf(received, sizeof received, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	a_text(&a, received);
+	if ((rc = q(l, "DELETE FROM trace_chains WHERE trace_id = $1 AND received_at = $2", &a,
+		    NULL)) ||
+	    (rc = q(l, "DELETE FROM trace_methods WHERE trace_id = $1 AND received_at = $2", &a,
+		    NULL)) ||
+	    (rc = q(l, "DELETE FROM traces WHERE trace_id = $1 AND received_at = $2", &a, NULL)))
 		return rc;
 	a.n = 0;
 	a_text(&a, v->trace_id);
@@ -175,13 +191,14 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	a_i64(&a, v->nmethods, 0);
 	a_i64(&a, v->dropped, 0);
 	a_i64(&a, v->decoded_at, 1);
+	a_text(&a, received);
 	if ((rc = q(l,
 		    "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
 		    " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name,"
 		    " duration_ns, nmethods, dropped, decoded_at, device_id)"
 		    " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind,"
 		    " severity, captured_realtime_ns, received_at, $2, $3, $4, $5, $6, device_id"
-		    " FROM uploads WHERE trace_id = $1",
+		    " FROM uploads WHERE trace_id = $1 AND received_at = $7",
 		    &a, &r)))
 		return rc;
 	n = (int)strtol(PQcmdTuples(r), NULL, 10);
@@ -199,13 +216,15 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 		a_i64(&a, (int64_t)(m->self_ns & INT64_MAX), 1);
 		a_i64(&a, (int64_t)(m->incl_ns & INT64_MAX), 1);
 		a_i64(&a, m->self_rank ? m->self_rank : -1, 0);
+		a_text(&a, received);
 		rc = q(l,
 		       v->methods_first_wins
 			       ? "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
-				 " incl_ns, self_rank) VALUES ($1, $2, $3, $4, $5, $6)"
-				 " ON CONFLICT DO NOTHING"
+				 " incl_ns, self_rank, received_at) VALUES ($1, $2, $3, $4, $5,"
+				 " $6, $7) ON CONFLICT DO NOTHING"
 			       : "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
-				 " incl_ns, self_rank) VALUES ($1, $2, $3, $4, $5, $6)",
+				 " incl_ns, self_rank, received_at) VALUES ($1, $2, $3, $4, $5,"
+				 " $6, $7)",
 		       &a, NULL);
 	}
 	for (size_t i = 0; i < v->nchains && !rc; i++) {
@@ -219,9 +238,11 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 		a_i64(&a, c->depth, 1);
 		a_i64(&a, c->self_ns, 0);
 		a_i64(&a, c->incl_ns, 0);
+		a_text(&a, received);
 		rc = q(l,
 		       "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
-		       " self_ns, incl_ns) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+		       " self_ns, incl_ns, received_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+		       " $9)",
 		       &a, NULL);
 	}
 	if (rc)
@@ -231,23 +252,28 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	a_text(&a, v->signature);
 	a_text(&a, v->issue);
 	a_text(&a, v->trace_id);
+	a_text(&a, received);
 	if ((rc = q(l,
 		    "UPDATE traces SET anomaly_signature = $1, signature = $2, issue = $3"
-		    " WHERE trace_id = $4",
+		    " WHERE trace_id = $4 AND received_at = $5",
 		    &a, NULL)))
 		return rc;
 	if (!v->unresolved_replace)
 		return 0;
 	a.n = 0;
 	a_text(&a, v->trace_id);
-	if ((rc = q(l, "DELETE FROM trace_unresolved WHERE trace_id = $1", &a, NULL)))
+	a_text(&a, received);
+	if ((rc = q(l, "DELETE FROM trace_unresolved WHERE trace_id = $1 AND received_at = $2", &a,
+		    NULL)))
 		return rc;
 	for (size_t i = 0; i < v->nunresolved && !rc; i++) {
 		a.n = 0;
 		a_text(&a, v->unresolved[i]);
 		a_text(&a, v->trace_id);
+		a_text(&a, received);
 		rc = q(l,
-		       "INSERT INTO trace_unresolved (build_id, trace_id) VALUES ($1, $2)"
+		       "INSERT INTO trace_unresolved (build_id, trace_id, received_at)"
+		       " VALUES ($1, $2, $3)"
 		       " ON CONFLICT DO NOTHING",
 		       &a, NULL);
 	}

@@ -152,7 +152,8 @@ static int group_setup(void **state)
 		return 0;
 	}
 	snprintf(conf, sizeof conf,
-		 "database = %s\ndecode_lease_s = 3\nupload_rate_per_min = 100000\n"
+		 "database = %s\ndecode_lease_s = 3\ndecode_poll_s = 2\n"
+		 "upload_rate_per_min = 100000\n"
 		 "upload_burst = 100000\n"
 		 "[store]\nblobs = s3://rv/fleet\ns3_endpoint = %s\ns3_access_key = S3RVER\n"
 		 "s3_secret_file = %s\n",
@@ -457,10 +458,120 @@ static void test_fleet_node_killed_mid_ingest_every_ack_indexed_once(void **stat
 	PQfinish(c);
 }
 
+/* rearview_decode_wakeups_total on node n's /metrics (-1: no answer). */
+static long long wakeups_of(const struct web_server *n)
+{
+	char url[128];
+	struct buf out = {.n = 0};
+	long code = 0;
+	long long v = -1;
+	const char *at;
+	CURL *c = curl_easy_init();
+
+	snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", n->port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CAINFO, g_a.ca);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	if (code != 200 || out.n >= sizeof out.b)
+		return -1;
+	out.b[out.n] = 0;
+	if ((at = strstr((const char *)out.b, "\nrearview_decode_wakeups_total ")))
+		v = strtoll(at + strlen("\nrearview_decode_wakeups_total "), NULL, 10);
+	return v;
+}
+
+/* An upload queued by another node (this test, as store_pg.c's requeue
+ * does it: one transaction, then the NOTIFY) wakes the idle node B: its
+ * wake-up counter moves — only a NOTIFY moves it, never B's poll — and it
+ * decodes the upload again. */
+static void requeue_and_expect_wake(PGconn *c)
+{
+	long long before;
+	PGresult *r;
+
+	assert_true(g_b.pid > 0);
+	assert_true((before = wakeups_of(&g_b)) >= 0);
+	r = PQexec(c, "BEGIN;"
+		      "UPDATE uploads SET state = 'pending_decode' WHERE trace_id ="
+		      " (SELECT min(trace_id) FROM uploads);"
+		      "INSERT INTO decode_queue (trace_id, enqueued_at)"
+		      " SELECT min(trace_id), 0 FROM uploads;"
+		      "COMMIT;"
+		      "SELECT pg_notify('rearview_decode', '')");
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	for (double until = now_s() + DEADLINE;
+	     (wakeups_of(&g_b) <= before ||
+	      pg_count(c, "SELECT count(*) FROM decode_queue", NULL) != 0) &&
+	     now_s() < until;)
+		usleep(100000);
+	assert_true(wakeups_of(&g_b) > before);
+	assert_int_equal(pg_count(c, "SELECT count(*) FROM decode_queue", NULL), 0);
+	assert_int_equal(pg_count(c, "SELECT count(*) FROM uploads WHERE state <> 'decoded'", NULL),
+			 0);
+}
+
+static void test_fleet_idle_node_woken_by_notify(void **state)
+{
+	PGconn *c;
+
+	(void)state;
+	if (g_why[0]) {
+		print_message("skipped: %s\n", g_why);
+		skip();
+	}
+	assert_non_null(c = PQconnectdb(g_uri));
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	requeue_and_expect_wake(c);
+	PQfinish(c);
+}
+
+/* B's listener connection killed (pg_terminate_backend): B's poll opens
+ * it again, and a NOTIFY wakes B as before. */
+static void test_fleet_lost_listener_is_reopened(void **state)
+{
+	static const char listeners[] =
+		"SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN rearview_decode'"
+		" AND pid <> $1::int";
+	char old[24];
+	PGconn *c;
+
+	(void)state;
+	if (g_why[0]) {
+		print_message("skipped: %s\n", g_why);
+		skip();
+	}
+	assert_non_null(c = PQconnectdb(g_uri));
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	assert_int_equal(pg_count(c, listeners, "0"), 1); /* B's; A is dead */
+	snprintf(old, sizeof old, "%lld",
+		 pg_count(c,
+			  "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN rearview_decode'",
+			  NULL));
+	assert_int_equal(pg_count(c,
+				  "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+				  " WHERE query = 'LISTEN rearview_decode'",
+				  NULL),
+			 1);
+	for (double until = now_s() + DEADLINE;
+	     pg_count(c, listeners, old) != 1 && now_s() < until;)
+		usleep(100000);
+	assert_int_equal(pg_count(c, listeners, old), 1);
+	requeue_and_expect_wake(c);
+	PQfinish(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fleet_node_killed_mid_ingest_every_ack_indexed_once),
+		cmocka_unit_test(test_fleet_idle_node_woken_by_notify),
+		cmocka_unit_test(test_fleet_lost_listener_is_reopened),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

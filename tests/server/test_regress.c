@@ -167,8 +167,10 @@ static char *synthetic_sql(int n, int pg)
 	size_t len = 0, room = 4096 + (size_t)n * 3 * 600;
 	char *sql = malloc(room);
 	long now = (long)time(NULL);
+	char nowtxt[32];
 
 	assert_non_null(sql);
+	snprintf(nowtxt, sizeof nowtxt, ", %ld", now);
 #define ADD(...) \
 	(len += (size_t)snprintf(sql + len, room - len, __VA_ARGS__), assert_true(len < room))
 	ADD("%s", pg ? "SET session_replication_role = replica; BEGIN;"
@@ -190,9 +192,11 @@ static char *synthetic_sql(int n, int pg)
 			for (int k = 0; k < 3; k++) {
 				if (k == 2 && i % 3)
 					continue;
+				/* PostgreSQL's rows carry their week (partitioned). */
 				ADD("INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
-				    " incl_ns) VALUES ('t-%d-%03d', '%s', 1, %ld, %ld);",
-				    v, i, rows[k].name, rows[k].self, rows[k].self + 100);
+				    " incl_ns%s) VALUES ('t-%d-%03d', '%s', 1, %ld, %ld%s);",
+				    pg ? ", received_at" : "", v, i, rows[k].name, rows[k].self,
+				    rows[k].self + 100, pg ? nowtxt : "");
 			}
 		}
 	ADD("COMMIT;");

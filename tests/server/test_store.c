@@ -7,6 +7,7 @@
  * PostgreSQL's decode queue across nodes: leases, SKIP LOCKED).
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@
 #include "rearview/common.pb-c.h"
 #include "rvs.h"
 #include "store.h"
+#include "store_part.h"
 #include "pg_harness.h"
 
 /* The backend under test: each group of cases runs with one. */
@@ -516,8 +518,10 @@ static void test_store_fleet_counts_devices_weeks_and_reasons(void **state)
 	u.blob_bytes = 7;
 	assert_int_equal(ops->upload_add(f->s, &u), 0);
 	/* 2026-11-18 (a Wednesday) 12:00 UTC: week of Monday 2026-11-16. */
-	sql_value(f, "UPDATE uploads SET received_at = 1795003200 RETURNING trace_id", NULL, v,
-		  sizeof v);
+	sql_value(f, "UPDATE uploads SET received_at = 1795003200 RETURNING trace_id",
+		  "SELECT rv_week_partitions(1795003200 / 604800);"
+		  "UPDATE uploads SET received_at = 1795003200 RETURNING trace_id",
+		  v, sizeof v);
 	assert_true(ops->decode_next_batch(f->s, 0, 1, it, 4) >= 1);
 	assert_string_equal(it[0].trace_id, "t-1");
 	it[0].rc = -1;
@@ -623,6 +627,8 @@ static void fleet_matches_recount(struct fx *f, int64_t since)
 	assert_string_equal(got, want);
 }
 
+static void pg_exec(struct fx *f, const char *sql);
+
 /* Issue 16 (/fleet at 100k traces): the counts the fleet page reads —
  * kept at write time on sqlite (migration 11's triggers) — equal a recount
  * of uploads after uploads of several kinds, days and weeks, uploads moved
@@ -637,6 +643,13 @@ static void test_store_fleet_counts_equal_a_recount_after_uploads_and_retention(
 	char blobs[500][65], v[64];
 	size_t nblobs = 0;
 
+	int rc;
+
+	/* PostgreSQL: the partitions of the weeks the uploads land in. */
+	if (ops == &rvs_store_pg)
+		pg_exec(f,
+			"SELECT rv_week_partitions(w) FROM generate_series(1795046400 / 604800 - 4,"
+			" 1795046400 / 604800 + 2) w");
 	add_device(f, "d-1", 1);
 	add_device(f, "d-2", 2);
 	add_device(f, "d-3", 3); /* never uploads */
@@ -668,11 +681,15 @@ static void test_store_fleet_counts_equal_a_recount_after_uploads_and_retention(
 	for (size_t i = 0; i < sizeof sinces / sizeof sinces[0]; i++)
 		fleet_matches_recount(f, sinces[i]);
 
-	/* Retention: one batch of one, then every upload before day0. */
-	assert_int_equal(ops->retention_delete(f->s, day0, 1, blobs, &nblobs), 1);
+	/* Retention: one batch of one, then every upload before day0 (on
+	 * PostgreSQL whole expired weeks go: the counts differ, the recount
+	 * must still match). */
+	rc = ops->retention_delete(f->s, day0, 1, blobs, &nblobs);
+	assert_true(ops == &rvs_store_pg ? rc >= 0 : rc == 1);
 	for (size_t i = 0; i < sizeof sinces / sizeof sinces[0]; i++)
 		fleet_matches_recount(f, sinces[i]);
-	assert_true(ops->retention_delete(f->s, day0, 500, blobs, &nblobs) >= 3);
+	rc = ops->retention_delete(f->s, day0, 500, blobs, &nblobs);
+	assert_true(ops == &rvs_store_pg ? rc >= 0 : rc >= 3);
 	for (size_t i = 0; i < sizeof sinces / sizeof sinces[0]; i++)
 		fleet_matches_recount(f, sinces[i]);
 	/* Everything older than now: no upload, every device listed. */
@@ -1036,7 +1053,8 @@ static void backend_exec(struct fx *f, const char *sqlite_sql, const char *pg_sq
 
 /* Migration 7 (PostgreSQL 2): the triggers sum the call-path rows of two
  * traces per (bucket, node) and take each out again when its trace goes
- * (the cascade from its parent row: traces in sqlite, uploads in pg). */
+ * (the cascade from traces in sqlite; in pg, where retention drops the
+ * week's partitions, the rows deleted as retention deletes them). */
 static void test_store_agg_sums_follow_trace_paths(void **state)
 {
 	struct fx *f = *state;
@@ -1061,13 +1079,11 @@ static void test_store_agg_sums_follow_trace_paths(void **state)
 	sql_value(f, sums, NULL, v, sizeof v);
 	assert_string_equal(v, "2 3 15 80");
 	backend_exec(f, "DELETE FROM traces WHERE trace_id = 't-a2'",
-		     "DELETE FROM decode_queue WHERE trace_id = 't-a2';"
-		     "DELETE FROM uploads WHERE trace_id = 't-a2'");
+		     "DELETE FROM trace_paths WHERE trace_id = 't-a2'");
 	sql_value(f, sums, NULL, v, sizeof v);
 	assert_string_equal(v, "1 1 10 30");
 	backend_exec(f, "DELETE FROM traces WHERE trace_id = 't-a1'",
-		     "DELETE FROM decode_queue WHERE trace_id = 't-a1';"
-		     "DELETE FROM uploads WHERE trace_id = 't-a1'");
+		     "DELETE FROM trace_paths WHERE trace_id = 't-a1'");
 	sql_value(f, "SELECT count(*) FROM agg_sums", NULL, v, sizeof v);
 	assert_string_equal(v, "0");
 }
@@ -1086,6 +1102,15 @@ static void test_store_signature_totals_follow_traces(void **state)
 		" ('t-s1', 'anomaly', 1, 'aa', 'main;f;', 2),"
 		" ('t-s2', 'anomaly', 1, 'aa', 'main;f;', 2);"
 		"UPDATE traces SET signature = 'aa';";
+	/* PostgreSQL: week 0's partitions, and chains carry their week. */
+	static const char pg_rows[] =
+		"SELECT rv_week_partitions(0);"
+		"INSERT INTO traces (trace_id, app_version, received_at, decoded_at) VALUES"
+		" ('t-s1', '1.0', 0, 0), ('t-s2', '1.0', 0, 0);"
+		"INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
+		" received_at) VALUES ('t-s1', 'anomaly', 1, 'aa', 'main;f;', 2, 0),"
+		" ('t-s2', 'anomaly', 1, 'aa', 'main;f;', 2, 0);"
+		"UPDATE traces SET signature = 'aa';";
 	static const char aa[] = "SELECT coalesce((SELECT traces || ' ' || coalesce(chain, '-')"
 				 " FROM signatures WHERE signature = 'aa'), 'none')";
 	static const char bb[] = "SELECT coalesce((SELECT traces || ' ' || coalesce(chain, '-')"
@@ -1097,7 +1122,7 @@ static void test_store_signature_totals_follow_traces(void **state)
 	add_device(f, "d-sig", 9);
 	add_upload(f, "t-s1", "d-sig", 1, 0);
 	add_upload(f, "t-s2", "d-sig", 2, 0);
-	backend_exec(f, rows, rows);
+	backend_exec(f, rows, pg_rows);
 	sql_value(f, aa, NULL, v, sizeof v);
 	assert_string_equal(v, "2 main;f;");
 	sql_value(f, week, NULL, v, sizeof v);
@@ -1462,7 +1487,8 @@ static void test_store_pg_traces_migration_has_search_columns_and_indexes(void *
 
 	add_device(f, "d-one", 1);
 	add_upload(f, "t-1", "d-one", 1, 0);
-	pg_exec(f, "INSERT INTO traces (trace_id, received_at, decoded_at, issue, device_id)"
+	pg_exec(f, "SELECT rv_week_partitions(0);"
+		   "INSERT INTO traces (trace_id, received_at, decoded_at, issue, device_id)"
 		   " VALUES ('t-1', 1, 1, 'aa', 'd-one')");
 	sql_value(f, NULL, "SELECT issue || '/' || device_id FROM traces", out, sizeof out);
 	assert_string_equal(out, "aa/d-one");
@@ -1472,10 +1498,6 @@ static void test_store_pg_traces_migration_has_search_columns_and_indexes(void *
 		  " 'traces_by_captured')",
 		  out, sizeof out);
 	assert_string_equal(out, "4");
-	/* Retention deletes uploads: the index rows go with them. */
-	pg_exec(f, "DELETE FROM decode_queue; DELETE FROM uploads");
-	sql_value(f, NULL, "SELECT count(*) FROM traces", out, sizeof out);
-	assert_string_equal(out, "0");
 }
 
 /* A decoder killed mid-decode: its lease expires (forced here, no waiting)
@@ -1575,6 +1597,349 @@ static void test_store_pg_concurrent_batches_never_share_an_upload(void **state)
 	ops->close(node2);
 }
 
+/* ---- pgpart15: weekly partitions, retention by week, LISTEN/NOTIFY ---- */
+
+#define W0 2900LL /* an old week (2025-07-31): its partitions made by the test */
+
+/* A count (or any one value) sql answers, as a number. */
+static long long pg_num(struct fx *f, const char *sql)
+{
+	char out[32];
+	sql_value(f, NULL, sql, out, sizeof out);
+	return strtoll(out, NULL, 10);
+}
+
+/* Moves trace's upload into week w (at w * 604800 + 10), making the
+ * week's partitions first. */
+static void move_to_week(struct fx *f, const char *trace, long long w)
+{
+	char sql[256];
+	snprintf(sql, sizeof sql,
+		 "SELECT rv_week_partitions(%lld); UPDATE uploads SET received_at = %lld"
+		 " WHERE trace_id = '%s'",
+		 w, w * 604800 + 10, trace);
+	pg_exec(f, sql);
+}
+
+static long long partitions_of(struct fx *f, const char *table)
+{
+	char sql[256];
+	snprintf(sql, sizeof sql,
+		 "SELECT count(*) FROM pg_inherits WHERE inhparent = '%s'::regclass", table);
+	return pg_num(f, sql);
+}
+
+/* A node opening the store makes this week's and the next week's
+ * partitions of the four tables; an upload lands in this week's; a
+ * missing next week is made again by the next node that opens. */
+static void test_store_pg_partitions_made_for_this_and_next_week(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_store *node2;
+	long long now_w = (long long)time(NULL) / 604800;
+	char sql[160];
+
+	/* Both nodes' clocks and the database's: the same machine here. */
+	for (int i = 0; i < 5; i++) {
+		static const char *const t[] = {"uploads", "traces", "trace_methods",
+						"trace_chains", "trace_unresolved"};
+		assert_int_equal(partitions_of(f, t[i]), 2);
+	}
+	snprintf(sql, sizeof sql,
+		 "SELECT count(*) FROM pg_class WHERE relname IN ('uploads_w%lld',"
+		 " 'traces_w%lld', 'trace_chains_w%lld')",
+		 now_w, now_w + 1, now_w + 1);
+	assert_int_equal(pg_num(f, sql), 3);
+	add_device(f, "d-1", 1);
+	add_upload(f, "t-1", "d-1", 1, 0);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM uploads_w%lld", now_w);
+	assert_int_equal(pg_num(f, sql), 1);
+	snprintf(sql, sizeof sql,
+		 "DROP TABLE uploads_w%lld, traces_w%lld, trace_methods_w%lld,"
+		 " trace_chains_w%lld",
+		 now_w + 1, now_w + 1, now_w + 1, now_w + 1);
+	pg_exec(f, sql);
+	assert_int_equal(partitions_of(f, "uploads"), 1);
+	assert_int_equal(ops->open(f->db, &node2), 0);
+	assert_int_equal(partitions_of(f, "uploads"), 2);
+	assert_int_equal(partitions_of(f, "trace_chains"), 2);
+	ops->close(node2);
+}
+
+struct opener {
+	const char *dsn;
+	struct rvs_store *s;
+	int rc;
+};
+
+static void *open_store(void *arg)
+{
+	struct opener *o = arg;
+	o->rc = ops->open(o->dsn, &o->s);
+	return NULL;
+}
+
+/* Four nodes starting at once on an empty database: one migrates, each
+ * makes this and next week's partitions under the advisory lock, none
+ * fails on another's CREATE. */
+static void test_store_pg_nodes_starting_together_make_weeks_once(void **state)
+{
+	struct fx *f = *state;
+	struct opener o[4];
+	pthread_t t[4];
+	char dsn[256];
+
+	assert_int_equal(pgh_fresh_db(&pg, dsn, sizeof dsn), 0);
+	for (int i = 0; i < 4; i++) {
+		o[i] = (struct opener){dsn, NULL, -1};
+		assert_int_equal(pthread_create(&t[i], NULL, open_store, &o[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(o[i].rc, 0);
+	}
+	snprintf(f->db, sizeof f->db, "%s", dsn);
+	assert_int_equal(partitions_of(f, "uploads"), 2);
+	assert_int_equal(partitions_of(f, "trace_methods"), 2);
+	for (int i = 0; i < 4; i++)
+		ops->close(o[i].s);
+}
+
+/* The device's upload id is the key across weeks: an upload received last
+ * week and its retry this week (on another node) are one row. */
+static void test_store_pg_upload_key_holds_across_weeks(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_store *node2;
+	struct rvs_upload_rec u = {0};
+	uint8_t uid[16];
+	char trace[40];
+
+	assert_int_equal(ops->open(f->db, &node2), 0);
+	add_device(f, "d-one", 1);
+	add_upload(f, "t-1", "d-one", 7, 0);
+	move_to_week(f, "t-1", (long long)time(NULL) / 604800 - 1);
+	snprintf(u.trace_id, sizeof u.trace_id, "t-2");
+	u.device_id = "d-one";
+	memset(u.upload_id, 7, 16);
+	assert_int_equal(ops->upload_add(node2, &u), -EEXIST);
+	memset(uid, 7, 16);
+	assert_int_equal(ops->upload_find(node2, "d-one", uid, trace), 0);
+	assert_string_equal(trace, "t-1");
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM uploads"), 1);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM decode_queue"), 1);
+	/* Another upload id of the device is no duplicate. */
+	u.upload_id[0] = 8;
+	assert_int_equal(ops->upload_add(node2, &u), 0);
+	ops->close(node2);
+}
+
+/* Index rows of trace (week w, signature sig) as the decoder writes them. */
+static void index_rows_in_week(struct fx *f, const char *trace, long long w, const char *sig)
+{
+	char sql[768];
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO traces (trace_id, app_version, received_at, decoded_at) VALUES"
+		 " ('%1$s', '1.0', %2$lld, 0);"
+		 "INSERT INTO trace_methods VALUES ('%1$s', 'main', 1, 1, 1, 1, %2$lld);"
+		 "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
+		 " received_at) VALUES ('%1$s', 'anomaly', 1, '%3$s', 'main;', 1, %2$lld);"
+		 "UPDATE traces SET signature = '%3$s' WHERE trace_id = '%1$s'",
+		 trace, w * 604800 + 10, sig);
+	pg_exec(f, sql);
+}
+
+/* Retention drops whole expired weeks — their uploads, index rows, queue
+ * rows and signature counts go, no row is DELETEd from a partition — and
+ * hands their blobs out at most max at a time; a week that has not wholly
+ * expired stays. */
+static void test_store_pg_retention_drops_expired_weeks_and_names_blobs(void **state)
+{
+	struct fx *f = *state;
+	char a[65], b[65], c[65], blobs[500][65], sql[128];
+	size_t nblobs = 9;
+
+	memset(a, 'a', 64);
+	memset(b, 'b', 64);
+	memset(c, 'c', 64);
+	a[64] = b[64] = c[64] = 0;
+	add_device(f, "d-1", 1);
+	add_blob_upload(f, "t-1", 1, a);
+	add_blob_upload(f, "t-2", 2, a);
+	add_blob_upload(f, "t-5", 5, c);
+	add_blob_upload(f, "t-3", 3, b);
+	add_upload(f, "t-4", "d-1", 4, 0);
+	move_to_week(f, "t-1", W0);
+	move_to_week(f, "t-2", W0);
+	move_to_week(f, "t-5", W0);
+	move_to_week(f, "t-3", W0 + 1);
+	index_rows_in_week(f, "t-1", W0, "aa");
+	index_rows_in_week(f, "t-3", W0 + 1, "aa");
+	pg_exec(f, "INSERT INTO quarantine VALUES ('t-2', 'x', 0)");
+	assert_int_equal(pg_num(f, "SELECT traces FROM signatures WHERE signature = 'aa'"), 2);
+
+	/* Week W0 + 1 is not over by the cutoff: only W0 goes, 2 blobs of it
+	 * (a for two uploads, c) handed out one at a time. */
+	assert_int_equal(ops->retention_delete(f->s, (W0 + 1) * 604800 + 100, 1, blobs, &nblobs),
+			 2);
+	assert_int_equal(nblobs, 1);
+	assert_string_equal(blobs[0], a);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_class WHERE relname LIKE '%%_w%lld'",
+		 W0);
+	assert_int_equal(pg_num(f, sql), 0);
+	assert_int_equal(ops->blob_referenced(f->s, a), 0);
+	assert_int_equal(ops->retention_delete(f->s, (W0 + 1) * 604800 + 100, 1, blobs, &nblobs),
+			 1);
+	assert_int_equal(nblobs, 1);
+	assert_string_equal(blobs[0], c);
+	assert_int_equal(ops->retention_delete(f->s, (W0 + 1) * 604800 + 100, 1, blobs, &nblobs),
+			 0);
+	assert_int_equal(nblobs, 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM uploads"), 2);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM traces"), 1);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM trace_methods"), 1);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM decode_queue"), 2);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM quarantine"), 0);
+	assert_int_equal(pg_num(f, "SELECT traces FROM signatures WHERE signature = 'aa'"), 1);
+	assert_int_equal(ops->blob_referenced(f->s, b), 1);
+
+	/* Once W0 + 1 is over, it goes too; this week's upload stays. */
+	assert_int_equal(ops->retention_delete(f->s, (W0 + 2) * 604800, 500, blobs, &nblobs), 1);
+	assert_int_equal(nblobs, 1);
+	assert_string_equal(blobs[0], b);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM signatures"), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM signature_counts"), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM uploads"), 1);
+	assert_int_equal(partitions_of(f, "uploads"), 2);
+}
+
+/* A database at the schema before the partitions (rows of two weeks,
+ * their index rows and signature counts, a queued and a quarantined
+ * upload) opened by this server: the rows move into their weeks'
+ * partitions, the counts stay, the key and the trigger still hold, and
+ * retention drops the old week. */
+static void test_store_pg_migration_moves_rows_into_weeks(void **state)
+{
+	struct fx *f = *state;
+	char dsn[256], sql[2048];
+	struct rvs_store *s;
+	struct rvs_upload_rec u = {0};
+	char blobs[500][65];
+	size_t nblobs;
+	int v = 0;
+
+	/* A database of its own, not the fixture's (already migrated). */
+	assert_int_equal(pgh_fresh_db(&pg, dsn, sizeof dsn), 0);
+	assert_int_equal(rvs_pg_migrate(dsn, RVS_PG_MIGRATION_PART - 1), 0);
+	snprintf(f->db, sizeof f->db, "%s", dsn);
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO devices (device_id, token_hash, enrolled_at) VALUES"
+		 " ('d-1', '\\x01', 0);"
+		 "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, blob_sha256,"
+		 " state) VALUES ('t-1', 'd-1', '\\x07000000000000000000000000000000', %1$lld, "
+		 "'aa', 'decoded'),"
+		 " ('t-2', 'd-1', '\\x08', %2$lld, NULL, 'pending_decode'),"
+		 " ('t-3', 'd-1', '\\x09', %2$lld, NULL, 'quarantined');"
+		 "INSERT INTO decode_queue (trace_id, enqueued_at) VALUES ('t-2', 0);"
+		 "INSERT INTO quarantine VALUES ('t-3', 'x', 0);"
+		 "INSERT INTO traces (trace_id, app_version, received_at, decoded_at) VALUES"
+		 " ('t-1', '1.0', %1$lld, 0);"
+		 "INSERT INTO trace_methods VALUES ('t-1', 'main', 1, 1, 1, 1);"
+		 "INSERT INTO trace_chains VALUES ('t-1', 'anomaly', 1, 'ss', 'main;', 1, 1, 1);"
+		 "INSERT INTO trace_unresolved VALUES ('beef', 't-1');"
+		 "UPDATE traces SET signature = 'ss';",
+		 W0 * 604800 + 5, (W0 + 1) * 604800 + 5);
+	pg_exec(f, sql);
+
+	assert_int_equal(ops->open(dsn, &s), 0);
+	assert_int_equal(ops->schema_version(s, &v), 0);
+	assert_true(v >= RVS_PG_MIGRATION_PART);
+	snprintf(sql, sizeof sql,
+		 "SELECT (SELECT count(*) FROM uploads_w%1$lld) || '/' ||"
+		 " (SELECT count(*) FROM uploads_w%2$lld) || '/' ||"
+		 " (SELECT count(*) FROM traces_w%1$lld) || '/' ||"
+		 " (SELECT received_at FROM trace_methods_w%1$lld) || '/' ||"
+		 " (SELECT received_at FROM trace_chains_w%1$lld) || '/' ||"
+		 " (SELECT received_at FROM trace_unresolved_w%1$lld) || '/' ||"
+		 " (SELECT traces FROM signatures WHERE signature = 'ss')",
+		 W0, W0 + 1);
+	sql_value(f, NULL, sql, sql, 64);
+	snprintf(blobs[0], sizeof blobs[0], "1/2/1/%lld/%lld/%lld/1", W0 * 604800 + 5,
+		 W0 * 604800 + 5, W0 * 604800 + 5);
+	assert_string_equal(sql, blobs[0]);
+	/* The indexes and the trigger came along; traces.seq goes on. */
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM pg_indexes WHERE indexname IN"
+				   " ('traces_issue', 'traces_by_severity', 'trace_methods_self',"
+				   " 'trace_chains_signature', 'uploads_received', 'uploads_key')"),
+			 6);
+	pg_exec(f, "UPDATE traces SET signature = NULL");
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM signatures"), 0);
+	/* The device's key holds as before. */
+	snprintf(u.trace_id, sizeof u.trace_id, "t-9");
+	u.device_id = "d-1";
+	u.upload_id[0] = 7;
+	assert_int_equal(ops->upload_add(s, &u), -EEXIST);
+	/* Retention drops the old week with its blob. */
+	assert_int_equal(ops->retention_delete(s, (W0 + 1) * 604800, 500, blobs, &nblobs), 1);
+	assert_int_equal(nblobs, 0); /* "aa" is no sha256: counted, not named */
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM uploads"), 2);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM decode_queue"), 1);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM quarantine"), 1);
+	ops->close(s);
+}
+
+/* Two nodes on one database: the idle one listens, the other acknowledges
+ * an upload, and the listener's socket turns readable with a wake-up
+ * (the NOTIFY of the upload's commit) — no poll, no timer — after which
+ * the idle node takes the upload to decode. */
+static void test_store_pg_upload_wakes_idle_listener(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_store *idle;
+	struct rvs_wake *w = NULL;
+	struct rvs_decode_item it[2];
+	struct pollfd p;
+	int woken = 0;
+
+	assert_int_equal(ops->open(f->db, &idle), 0);
+	assert_non_null(ops->wake_open);
+	assert_int_equal(ops->wake_open(idle, &w), 0);
+	assert_int_equal(ops->wake_drain(w), 0);
+	add_device(f, "d-1", 1);
+	add_upload(f, "t-1", "d-1", 1, 0);
+	/* Wait for the event itself (a generous deadline, never a sleep). */
+	p = (struct pollfd){.fd = ops->wake_fd(w), .events = POLLIN};
+	for (time_t until = time(NULL) + 30; !woken && time(NULL) < until;) {
+		int r = poll(&p, 1, 1000);
+		assert_true(r >= 0);
+		if (r > 0)
+			woken = ops->wake_drain(w);
+		assert_true(woken >= 0);
+	}
+	assert_true(woken >= 1);
+	assert_int_equal(ops->decode_next_batch(idle, 0, 1, it, 2), 1);
+	assert_string_equal(it[0].trace_id, "t-1");
+	/* A symbols requeue wakes it too (one decoded trace unresolved). */
+	pg_exec(f,
+		"UPDATE uploads SET state = 'decoded'; DELETE FROM decode_queue;"
+		"INSERT INTO trace_unresolved SELECT 'beef', trace_id, received_at FROM uploads");
+	{
+		uint64_t queued = 0;
+		assert_int_equal(ops->requeue_build_id(f->s, "beef", &queued), 0);
+		assert_int_equal(queued, 1);
+	}
+	woken = 0;
+	for (time_t until = time(NULL) + 30; !woken && time(NULL) < until;) {
+		int r = poll(&p, 1, 1000);
+		assert_true(r >= 0);
+		if (r > 0)
+			woken = ops->wake_drain(w);
+	}
+	assert_true(woken >= 1);
+	ops->wake_close(w);
+	ops->close(idle);
+}
+
 static char pg_skip_why[256];
 
 static void test_store_pg_unavailable_skips(void **state)
@@ -1616,8 +1981,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_store_agg_sums_follow_trace_paths, setup,
 						teardown),
 		/* issue 15 */
-		cmocka_unit_test_setup_teardown(
-			test_store_retention_deletes_oldest_batch_and_names_blobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_fleet_counts_devices_weeks_and_reasons,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
@@ -1634,6 +1997,11 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_tokens_carry_role_until_revoked_or_disabled, setup, teardown),
+	};
+	/* Retention by upload on sqlite (PostgreSQL drops weeks: pg_only). */
+	const struct CMUnitTest sqlite_only[] = {
+		cmocka_unit_test_setup_teardown(
+			test_store_retention_deletes_oldest_batch_and_names_blobs, setup, teardown),
 	};
 	/* No backend in them: run once. */
 	const struct CMUnitTest once[] = {
@@ -1653,6 +2021,20 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_concurrent_batches_never_share_an_upload, setup, teardown),
+		/* pgpart15 */
+		cmocka_unit_test_setup_teardown(
+			test_store_pg_partitions_made_for_this_and_next_week, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_pg_upload_key_holds_across_weeks, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_pg_nodes_starting_together_make_weeks_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_pg_retention_drops_expired_weeks_and_names_blobs, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_store_pg_migration_moves_rows_into_weeks,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_pg_upload_wakes_idle_listener, setup,
+						teardown),
 	};
 	const struct CMUnitTest pg_missing[] = {
 		cmocka_unit_test(test_store_pg_unavailable_skips),
@@ -1661,6 +2043,7 @@ int main(void)
 
 	ops = &rvs_store_sqlite;
 	failed += cmocka_run_group_tests_name("store_sqlite", common, NULL, NULL);
+	failed += cmocka_run_group_tests_name("store_sqlite_only", sqlite_only, NULL, NULL);
 	failed += cmocka_run_group_tests_name("store_once", once, NULL, NULL);
 	ops = &rvs_store_pg;
 	rc = pgh_start(&pg);
