@@ -90,6 +90,7 @@ struct result {
 	double quarantined;	       /* acknowledged, then refused by the decoder or the index */
 	double x;		       /* uploads acked and indexed per second */
 	double node_us, pg_us, gen_us; /* CPU-µs per upload */
+	double node_cores;	       /* CPU a node used, in cores (a quota caps it) */
 	double lock, lwlock;	       /* mean waiters per sample: Lock, LWLock */
 	double lock_frac;	       /* share of samples with a Lock wait */
 	double empty, runs;	       /* decode jobs: empty ones, all */
@@ -668,6 +669,7 @@ static int phase(struct dev *devs, int ndev, int total, int capture, PGconn *pg,
 		PQclear(q);
 	}
 	r->node_us = 1e6 * (nodes_cpu() - cpu_n) / r->ok;
+	r->node_cores = r->node_us * r->x / g_nnodes / 1e6;
 	r->pg_us = pg ? 1e6 * (pg_cpu() - cpu_p) / r->ok : 0;
 	r->gen_us = 1e6 * (self_cpu() - cpu_g) / r->ok;
 	if (sampling) {
@@ -856,11 +858,12 @@ static void report(int rounds)
 		printf("\n### %s: medians of %d rounds (each node %u %% of a core)\n\n", names[p],
 		       rounds, g_quota_pct);
 		printf("| backend | N | X(N) uploads/s | X/N per node | efficiency X(N)/(N·X(1))"
-		       " | node CPU-µs/upload | PostgreSQL CPU-µs/upload | generator CPU-µs/upload"
+		       " | node CPU-µs/upload | node CPU used (cores) | PostgreSQL CPU-µs/upload | "
+		       "generator CPU-µs/upload"
 		       " | Lock waiters (mean; share of samples) | LWLock waiters | empty decode "
 		       "runs"
 		       " | quarantined | not indexed at the cut | PG bytes/upload (db; WAL) |\n");
-		printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+		printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 		for (int ci = 0; ci < NCONF; ci++) {
 			const struct conf *cf = &g_confs[ci];
 			double x = MED(ci, p, x);
@@ -868,14 +871,14 @@ static void report(int rounds)
 
 			if (cf->backend[0] == 'p' && cf->limited)
 				snprintf(eff, sizeof eff, "%.2f", x / (cf->n * x1));
-			printf("| %s%s | %d | %.1f | %.1f | %s | %.0f | %.0f | %.0f | %.3f; %.0f "
-			       "%% "
-			       "| %.3f | %.0f of %.0f | %.0f | %.0f | %.0f; %.0f |\n",
+			printf("| %s%s | %d | %.1f | %.1f | %s | %.0f | %.2f | %.0f | %.0f | %.3f;"
+			       " %.0f %% | %.3f | %.0f of %.0f | %.0f | %.0f | %.0f; %.0f |\n",
 			       cf->backend, cf->limited ? "" : " (no quota)", cf->n, x, x / cf->n,
-			       eff, MED(ci, p, node_us), MED(ci, p, pg_us), MED(ci, p, gen_us),
-			       MED(ci, p, lock), 100 * MED(ci, p, lock_frac), MED(ci, p, lwlock),
-			       MED(ci, p, empty), MED(ci, p, runs), MED(ci, p, quarantined),
-			       MED(ci, p, cut), MED(ci, p, db_bytes), MED(ci, p, wal_bytes));
+			       eff, MED(ci, p, node_us), MED(ci, p, node_cores), MED(ci, p, pg_us),
+			       MED(ci, p, gen_us), MED(ci, p, lock), 100 * MED(ci, p, lock_frac),
+			       MED(ci, p, lwlock), MED(ci, p, empty), MED(ci, p, runs),
+			       MED(ci, p, quarantined), MED(ci, p, cut), MED(ci, p, db_bytes),
+			       MED(ci, p, wal_bytes));
 		}
 		if (usl_fit(p, rounds, &l, &s, &k) == 0)
 			printf("\nUSL fit over the %d quota'd PostgreSQL runs: λ = %.1f uploads/s, "
