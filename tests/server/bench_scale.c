@@ -68,6 +68,10 @@
 #define SAMPLE_MS	20
 #define UNLIMITED_SCALE 2 /* an unquota'd node gets this many nodes' uploads (2 cores) */
 #define CG_ROOT		"/sys/fs/cgroup/cpu"
+/* Our group's weight against the machine's other tasks (1024 = one task):
+ * enough that the quota'd nodes, PostgreSQL and the generator get the CPU
+ * they ask for on a shared machine; the quota still caps each node. */
+#define CG_SHARES "20480"
 
 uint64_t rvs_bench_workload(uint64_t iterations); /* server_workload.c */
 
@@ -155,6 +159,12 @@ static int cg_make(void)
 		g_cg[0] = '\0';
 		return rc;
 	}
+	snprintf(path, sizeof path, "%s/cpu.shares", g_cg);
+	if ((rc = write_text(path, CG_SHARES)))
+		return rc;
+	snprintf(path, sizeof path, "%s/db", g_cg);
+	if (mkdir(path, 0755) < 0)
+		return -errno;
 	for (int k = 0; k < MAXN; k++) {
 		snprintf(path, sizeof path, "%s/n%d", g_cg, k);
 		if (mkdir(path, 0755) < 0)
@@ -170,12 +180,17 @@ static int cg_make(void)
 	return 0;
 }
 
+/* Moves pid into node slot k's group, or the unlimited "db" group when k
+ * is -1 (PostgreSQL and the generator). */
 static int cg_join(int k, pid_t pid)
 {
 	char path[160], num[32];
 
-	assert(g_cg[0] && k >= 0 && k < MAXN);
-	snprintf(path, sizeof path, "%s/n%d/cgroup.procs", g_cg, k);
+	assert(g_cg[0] && k >= -1 && k < MAXN);
+	if (k < 0)
+		snprintf(path, sizeof path, "%s/db/cgroup.procs", g_cg);
+	else
+		snprintf(path, sizeof path, "%s/n%d/cgroup.procs", g_cg, k);
 	snprintf(num, sizeof num, "%d", (int)pid);
 	return write_text(path, num);
 }
@@ -187,6 +202,10 @@ static void cg_remove(void)
 
 	if (!g_cg[0])
 		return;
+	if (write_text(CG_ROOT "/cgroup.procs", "0") == 0) { /* "0": this process */
+		snprintf(path, sizeof path, "%s/db", g_cg);
+		rmdir(path);
+	}
 	for (int k = 0; k < MAXN; k++) {
 		snprintf(path, sizeof path, "%s/n%d", g_cg, k);
 		rmdir(path);
@@ -243,37 +262,54 @@ static double nodes_cpu(void)
 	return s;
 }
 
-/* PostgreSQL's CPU seconds: the postmaster with every child it reaped, and
- * every live child (backends, checkpointer, WAL writer …). */
-static double pg_cpu(void)
+/* The postmaster's pid from its pid file, -1 when unreadable. */
+static pid_t postmaster(void)
 {
 	char path[128], line[32] = "";
-	pid_t pm;
-	double s;
-	DIR *d;
-	struct dirent *e;
 	FILE *f;
 
 	snprintf(path, sizeof path, "%s/data/postmaster.pid", g_pg.dir);
-	if (!(f = fopen(path, "r")) || !fgets(line, sizeof line, f)) {
-		if (f)
-			fclose(f);
+	if (!(f = fopen(path, "r")))
 		return -1;
-	}
+	if (!fgets(line, sizeof line, f))
+		line[0] = '\0';
 	fclose(f);
-	pm = (pid_t)strtol(line, NULL, 10);
-	if ((s = proc_cpu(pm, 1, NULL)) < 0 || !(d = opendir("/proc")))
+	return line[0] ? (pid_t)strtol(line, NULL, 10) : -1;
+}
+
+/* PostgreSQL's CPU seconds: the postmaster with every child it reaped, and
+ * every live child (backends, checkpointer, WAL writer …); -1 when
+ * unreadable.  With join, moves the postmaster and its children into the
+ * "db" group instead (backends forked later inherit it): 0 or -errno. */
+static double pg_cpu_or_join(int join)
+{
+	pid_t pm = postmaster();
+	double s;
+	DIR *d;
+	struct dirent *e;
+	int rc = 0;
+
+	if (pm <= 0 || (s = proc_cpu(pm, 1, NULL)) < 0 || !(d = opendir("/proc")))
 		return -1;
-	while ((e = readdir(d))) {
+	if (join)
+		rc = cg_join(-1, pm);
+	while (!rc && (e = readdir(d))) {
 		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10), parent = 0;
 		double c;
-		if (pid <= 0 || pid == pm)
+		if (pid <= 0 || pid == pm || (c = proc_cpu(pid, 0, &parent)) < 0 || parent != pm)
 			continue;
-		if ((c = proc_cpu(pid, 0, &parent)) >= 0 && parent == pm)
+		if (join)
+			rc = cg_join(-1, pid);
+		else
 			s += c;
 	}
 	closedir(d);
-	return s;
+	return join ? rc : s;
+}
+
+static double pg_cpu(void)
+{
+	return pg_cpu_or_join(0);
 }
 
 static double self_cpu(void)
@@ -931,6 +967,13 @@ int main(int argc, char **argv)
 		pgh_stop(&g_pg);
 		cg_remove();
 		return rc == -ENOENT ? 0 : 1;
+	}
+	if (pg_cpu_or_join(1) != 0 || cg_join(-1, getpid())) {
+		fprintf(stderr, "bench_scale: cannot move PostgreSQL and this process into %s/db\n",
+			g_cg);
+		pgh_stop(&g_pg);
+		cg_remove();
+		return 1;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (!mkdtemp(dir) || make_capture(kib, dir)) {
