@@ -4,7 +4,10 @@
  * blob directory they share, each node held to the same CPU share by a
  * cgroup v1 quota (cpu.cfs_quota_us, default 25 % of one core: four nodes
  * fit one core, PostgreSQL and this load generator have the other).  Not
- * pinned: the machine's other users run on both cores anyway.
+ * pinned: the machine's other users run on both cores anyway.  A quota only
+ * caps; so that the nodes get their share on a shared machine, the bench's
+ * group (the nodes' groups, and a "db" group holding PostgreSQL and this
+ * process) weighs CG_SHARES against the other tasks.
  *
  * The load generator (this process, libcurl multi, one keep-alive TLS
  * connection per simulated device) enrols DEV_PER_NODE devices per node,
