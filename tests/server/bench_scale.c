@@ -16,7 +16,10 @@
  * capture of server_workload.c, shuffled and zstd-compressed as a device
  * sends it, made distinct per upload by a zstd skippable frame carrying its
  * id).  A phase ends when every upload is acknowledged AND decoded and
- * indexed: the nodes' rearview_decode_seconds_count sums to the uploads.
+ * indexed (PostgreSQL: the decode queue is empty; sqlite: the nodes'
+ * rearview_decode_seconds_count sums to the uploads), or at its time limit:
+ * X then counts what was indexed, and the backlog is dropped (TRUNCATE
+ * decode_queue) so that the nodes can stop.
  * Per phase: X, uploads per second; CPU time per upload of the nodes
  * (/proc/PID/stat), of PostgreSQL (the postmaster with its reaped children
  * plus every live child) and of the generator (getrusage); lock waits (a
@@ -29,13 +32,14 @@
  * shared machine: report medians over rounds and ratios): one node on
  * sqlite, PostgreSQL with N = 1, 2, 4, and one node without a quota on each
  * backend (single-node sqlite against PostgreSQL).  Every run gets a fresh
- * database and blob directory; uploads per run scale with N (with 4 for an
- * unlimited node), so runs last about as long.  Finally the Universal
+ * database and blob directory; uploads per run scale with N (with
+ * UNLIMITED_SCALE for an unquota'd node), so runs last about as long.  Finally the Universal
  * Scalability Law X(N) = λN / (1 + σ(N−1) + κN(N−1)) is fitted to every
  * quota'd PostgreSQL run by least squares on its linear form
  * N/X = a + b(N−1) + cN(N−1) (λ = 1/a, σ = b/a, κ = c/a).
  *   bench_scale [rounds] [summaries_per_node] [captures_per_node] [quota_pct]
- *               [ring_kib]
+ *               [ring_kib] [limit_s]
+ * RVS_BENCH_BIN names another server binary (server_common.h).
  * Skips (exit 0, says why) without cgroup v1 rights or PostgreSQL 15.
  */
 #include <assert.h>
@@ -150,7 +154,8 @@ static int write_text(const char *path, const char *text)
 	return rc;
 }
 
-/* Our group and one child per node slot with the quota: 0 or -errno. */
+/* Our group (weight CG_SHARES), its unlimited "db" child and one child per
+ * node slot with the quota: 0 or -errno. */
 static int cg_make(void)
 {
 	char path[160], num[32];
@@ -402,14 +407,16 @@ static int nodes_start(const struct conf *cf, const char *blobs)
 	if (cf->backend[0] == 'p')
 		snprintf(conf + len, sizeof conf - (size_t)len, "database = %s\n", g_uri);
 	for (int k = 0; k < cf->n; k++) {
-		if (rvsb_init(&g_node[k]) || (k && copy_keys(k)) || rvsb_start(&g_node[k], conf)) {
+		if (rvsb_init(&g_node[k]))
+			return -1;
+		g_nnodes = k + 1; /* nodes_stop removes its directory from now on */
+		if ((k && copy_keys(k)) || rvsb_start(&g_node[k], conf)) {
 			fprintf(stderr,
 				"bench_scale: node %d did not start (RVS_BENCH_LOG=file"
 				" keeps its log)\n",
 				k);
 			return -1;
 		}
-		g_nnodes = k + 1;
 		if (cf->limited && cg_join(k, g_node[k].pid)) {
 			fprintf(stderr, "bench_scale: cannot move node %d into %s\n", k, g_cg);
 			return -1;
@@ -426,6 +433,7 @@ static int nodes_stop(void)
 
 	for (int k = 0; k < g_nnodes; k++) {
 		curl_easy_cleanup(g_metrics[k]);
+		g_metrics[k] = NULL;
 		bad |= rvsb_stop(&g_node[k]);
 	}
 	g_nnodes = 0;
