@@ -108,6 +108,18 @@ $(OBJ)/tests/bench/server_%.o: CPPFLAGS += -DRVS_BIN='"$(BIN)/rearview-server"' 
 $(OBJ)/tests/server/bench_upload.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Itests/bench
 BENCHES += $(TBIN)/server/bench_upload
 
+# `make bench`: issue 15's scale run, N = 1, 2, 4 nodes on one PostgreSQL,
+# each in a CPU-quota'd cgroup (SCALING.md, BENCHMARKS.md).
+$(TBIN)/server/bench_scale: $(OBJ)/tests/server/bench_scale.o $(OBJ)/tests/bench/server_workload.o \
+		$(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVTRACE_A) $(LIBRVANALYSIS) \
+		$(LIBRVPROTO) | $(BIN)/rearview-server
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out $(BIN)/%,$^) -lcurl -lzstd $(call pc,--libs,libpq) \
+		$(RVA_LIBS) $(RVT_LDLIBS) $(PROTOBUF_LIBS) $(RVT_STORE_LIBS) -lpthread -lm
+$(OBJ)/tests/server/bench_scale.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include \
+	-Itests/bench $(call pc,--cflags,libpq)
+BENCHES += $(TBIN)/server/bench_scale
+
 # `make bench`: the store backends side by side (sqlite, a private PostgreSQL).
 $(TBIN)/server/bench_store: $(OBJ)/tests/server/bench_store.o $(SERVER_CORE) $(LIBRVANALYSIS) \
 		$(LIBRVPOLICY) $(LIBRVPROTO)

@@ -925,6 +925,7 @@ struct decode_job {
 	struct rvs_api *a;
 	unsigned part; /* the queue partition this job drains */
 	uint64_t depth;
+	int empty;	      /* the first dequeue found nothing: another decoder took it */
 	struct rvs_hist hist; /* this job's decode times, merged on the loop */
 	uint64_t failures[RVS_DECODE_FAIL_COUNT];
 	struct rvs_decode_item items[RVS_DECODE_BATCH];
@@ -940,8 +941,10 @@ static void decode_work(uv_work_t *w)
 	struct rvs_decode_item *it = dj->items;
 	int n;
 
+	dj->empty = 1;
 	while ((n = a->ops->decode_next_batch(a->store, dj->part, decode_jobs(a), it,
 					      RVS_DECODE_BATCH)) > 0) {
+		dj->empty = 0;
 		/* The decoder reads a file: the local blob's own, or a
 		 * temporary copy of a remote one, removed after the batch. */
 		int is_temp[RVS_DECODE_BATCH] = {0};
@@ -985,6 +988,8 @@ static void decode_done_cb(uv_work_t *w, int status)
 	struct decode_job *dj = w->data;
 	struct rvs_api *a = dj->a;
 	a->m->decode_queue_depth = dj->depth;
+	a->m->decode_runs++;
+	a->m->decode_empty_runs += (uint64_t)dj->empty;
 	rvs_hist_merge(&a->m->decode_seconds, &dj->hist);
 	for (int i = 0; i < RVS_DECODE_FAIL_COUNT; i++)
 		a->m->decode_failures[i] += dj->failures[i];

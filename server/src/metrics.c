@@ -161,6 +161,15 @@ int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len)
 	for (int i = 0; i < RVS_DECODE_FAIL_COUNT; i++)
 		EMIT("rearview_decode_failures_total{reason=\"%s\"} %" PRIu64 "\n",
 		     fail_classes[i].label, m->decode_failures[i]);
+	EMIT("# HELP rearview_decode_runs_total Decode jobs run (each drains its queue"
+	     " partition).\n# TYPE rearview_decode_runs_total counter\n"
+	     "rearview_decode_runs_total %" PRIu64 "\n",
+	     m->decode_runs);
+	EMIT("# HELP rearview_decode_empty_runs_total Decode jobs whose first dequeue found"
+	     " nothing (another decoder, on this node or another, took the work).\n"
+	     "# TYPE rearview_decode_empty_runs_total counter\n"
+	     "rearview_decode_empty_runs_total %" PRIu64 "\n",
+	     m->decode_empty_runs);
 	EMIT("# HELP rearview_retention_runs_total Retention passes completed.\n"
 	     "# TYPE rearview_retention_runs_total counter\n"
 	     "rearview_retention_runs_total %" PRIu64 "\n",

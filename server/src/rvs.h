@@ -113,7 +113,9 @@ struct rvs_metrics {
 	uint64_t errors[RVS_ERR_COUNT];
 	struct rvs_hist decode_seconds;			 /* decodes that ran, ok or failed */
 	uint64_t decode_failures[RVS_DECODE_FAIL_COUNT]; /* quarantined, by reason */
-	uint64_t decode_wakeups; /* PostgreSQL: NOTIFYs that woke this node's decoders */
+	uint64_t decode_wakeups;    /* PostgreSQL: NOTIFYs that woke this node's decoders */
+	uint64_t decode_runs;	    /* decode jobs run (one drains a queue partition) */
+	uint64_t decode_empty_runs; /* of them, found nothing on their first dequeue */
 	uint64_t retention_runs;
 	uint64_t retention_traces; /* traces deleted by retention */
 	uint64_t retention_blobs;  /* blob files deleted by retention */

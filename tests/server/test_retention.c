@@ -358,6 +358,8 @@ static void test_retention_metrics_render_histogram_and_counters(void **state)
 	rvs_hist_observe(&h, 99);
 	rvs_hist_merge(&m.decode_seconds, &h);
 	m.retention_traces = 7;
+	m.decode_runs = 5;
+	m.decode_empty_runs = 2;
 	m.decode_failures[rvs_decode_fail_class("zstd: corrupt or truncated")] = 2;
 	m.decode_failures[rvs_decode_fail_class("capture: bad magic")] = 3;
 	m.decode_failures[rvs_decode_fail_class("something new")] = 4;
@@ -373,6 +375,8 @@ static void test_retention_metrics_render_histogram_and_counters(void **state)
 	assert_non_null(strstr(text, "rearview_decode_failures_total{reason=\"capture\"} 3\n"));
 	assert_non_null(strstr(text, "rearview_decode_failures_total{reason=\"other\"} 4\n"));
 	assert_non_null(strstr(text, "rearview_decode_failures_total{reason=\"index\"} 0\n"));
+	assert_non_null(strstr(text, "rearview_decode_runs_total 5\n"));
+	assert_non_null(strstr(text, "rearview_decode_empty_runs_total 2\n"));
 	free(text);
 }
 
