@@ -13,7 +13,9 @@ SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o b
 	symbols.o checkpoint.o stream.o route.o reply.o payload.o \
 	params.o export.o trace_load.o symstore.o agg.o web_agg.o issue.o search.o web_search.o \
 	regress.o webhook.o web_regress.o why.o model_cache.o web_timeline_js.o version.o \
-	users.o web_users.o)
+	users.o web_users.o \
+	store_sqlite_agg.o store_pg_agg.o \
+	store_sqlite_search.o store_pg_search.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
@@ -63,7 +65,7 @@ $(eval $(call rv_test,server,params,$(addprefix $(OBJ)/server/src/,params.o vers
 $(OBJ)/tests/server/test_params.o: CPPFLAGS += -Iserver/src $(call pc,--cflags,jansson)
 # Worst traces, issues and chain search (search.c, issue.c) through the API.
 $(eval $(call rv_test,server,search,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
-$(OBJ)/tests/server/test_search.o: CPPFLAGS += $(call pc,--cflags,jansson) -Itests/rvtrace
+$(OBJ)/tests/server/test_search.o: CPPFLAGS += $(call pc,--cflags,jansson) -Itests/rvtrace $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o,-lmbedx509 -lmbedcrypto -lsqlite3))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
 
@@ -180,7 +182,7 @@ BENCHES += $(TBIN)/server/bench_pages
 $(OBJ)/tests/server/test_ingest.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 # Aggregate and differential flame graphs (agg.c, web_agg.c) from built captures.
-$(OBJ)/tests/server/test_agg.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,jansson)
+$(OBJ)/tests/server/test_agg.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,jansson) $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,agg,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench -DRVS_SYMFIX='"$(TBIN)/server/symfix"'

@@ -27,7 +27,7 @@ done
 # shrinks (a file leaves it when its SQL moves; none joins it).  agg.c,
 # issue.c, regress.c, search.c, webhook.c (issue 16) were written beside
 # the rule, before it merged.
-STORE_PENDING=' agg.c checkpoint.c issue.c regress.c search.c util.c webhook.c '
+STORE_PENDING=' checkpoint.c regress.c util.c webhook.c '
 for f in "$@"; do
 	case "$f" in server/src/*) ;; *) continue ;; esac
 	grep -qE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](sqlite3|libpq-fe)\.h[>"]' "$f" ||

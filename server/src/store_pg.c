@@ -38,6 +38,7 @@
 #include "store.h"
 #include "users.h"
 #include "store_index.h"
+#include "store_agg.h"
 #include "rvs.h"
 #include "rearview/common.pb-c.h"
 
@@ -304,6 +305,25 @@ static const char *const migrations[] = {
 	" id TEXT PRIMARY KEY, hash BYTEA NOT NULL UNIQUE, owner TEXT NOT NULL,"
 	" name TEXT NOT NULL, created_at BIGINT NOT NULL, last_used BIGINT,"
 	" revoked_at BIGINT);",
+	/* 7 (store16a): the aggregates and chain search on the decoded-trace
+	 * index: a trace's aggregate rows go with its traces row, as sqlite's
+	 * (a re-decode or retention deletes them; the trigger uncounts); the
+	 * arrival sequence (sqlite's rowid) of stored methods and chains,
+	 * which chain search scans newest first in chunks and the worst-traces
+	 * sort by self time breaks ties by. */
+	"DELETE FROM trace_paths p WHERE NOT EXISTS"
+	" (SELECT 1 FROM traces t WHERE t.trace_id = p.trace_id);"
+	"DELETE FROM trace_agg a WHERE NOT EXISTS"
+	" (SELECT 1 FROM traces t WHERE t.trace_id = a.trace_id);"
+	"ALTER TABLE trace_agg DROP CONSTRAINT trace_agg_trace_id_fkey,"
+	" ADD FOREIGN KEY (trace_id) REFERENCES traces(trace_id) ON DELETE CASCADE;"
+	"ALTER TABLE trace_paths DROP CONSTRAINT trace_paths_trace_id_fkey,"
+	" ADD FOREIGN KEY (trace_id) REFERENCES traces(trace_id) ON DELETE CASCADE;"
+	"ALTER TABLE trace_methods ADD COLUMN seq BIGSERIAL NOT NULL;"
+	"ALTER TABLE trace_chains ADD COLUMN seq BIGSERIAL NOT NULL;"
+	"CREATE UNIQUE INDEX trace_methods_seq ON trace_methods(seq);"
+	"CREATE UNIQUE INDEX trace_chains_seq ON trace_chains(seq);"
+	"CREATE INDEX trace_methods_method_seq ON trace_methods(method, seq);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -2055,6 +2075,24 @@ static int tokens_list(struct rvs_store *s, const char *owner,
 	return stop;
 }
 
+/* ---- store16a: what the aggregate and search reads borrow (store_agg.h) ---- */
+PGconn *rvs_pg_conn_get(struct rvs_store *s, void **handle)
+{
+	struct conn *c = get(s);
+	*handle = c;
+	return c ? c->pg : NULL;
+}
+
+void rvs_pg_conn_put(struct rvs_store *s, void *handle)
+{
+	put(s, handle);
+}
+
+int rvs_pg_rows_out(const PGresult *r, int from, int to, int part, rvs_row_fn cb, void *arg)
+{
+	return rows_out(r, from, to, part, cb, arg);
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -2109,4 +2147,9 @@ const struct rvs_store_ops rvs_store_pg = {
 	.token_auth = token_auth,
 	.token_revoke = token_revoke,
 	.tokens_list = tokens_list,
+	/* store16a */
+	.agg_read = rvs_pg_agg_read,
+	.traces_sorted = rvs_pg_traces_sorted,
+	.issues_read = rvs_pg_issues_read,
+	.search_scan = rvs_pg_search_scan,
 };

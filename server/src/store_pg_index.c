@@ -11,9 +11,14 @@
  * decode_finish of another holder waits for this commit); the traces row
  * goes first (foreign keys) and its signature last (migration 5's
  * traces_sig trigger counts it then, reading its chains).  A re-decoded
- * trace's old rows go with its traces row (ON DELETE CASCADE).
+ * trace's old rows go with its traces row (ON DELETE CASCADE; its
+ * aggregate rows too, since migration 7), and its call-path aggregates
+ * (rvs_agg_build's rows, store_pg_agg.c) are written before its signature,
+ * as on sqlite.
  */
 #include "store_index.h"
+#include "store_agg.h"
+#include "agg.h"
 #include "rvs.h"
 
 #include <assert.h>
@@ -226,6 +231,17 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	}
 	if (rc)
 		return rc;
+	if (v->agg) {
+		struct rvs_agg_rows rows;
+		if (rvs_agg_build(v->agg, &rows)) {
+			snprintf(l->err, sizeof l->err, "out of memory");
+			return -ENOMEM;
+		}
+		rc = rvs_pg_agg_write(l->pg, v->trace_id, &rows, l->err, sizeof l->err);
+		rvs_agg_rows_release(&rows);
+		if (rc)
+			return rc;
+	}
 	a.n = 0;
 	a_text(&a, v->anomaly_signature);
 	a_text(&a, v->signature);

@@ -12,6 +12,7 @@
  * 5's triggers count it then, reading its chains).
  */
 #include "store_index.h"
+#include "store_agg.h"
 #include "agg.h"
 #include "rvs.h"
 #include "rearview/common.h"
@@ -263,8 +264,15 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	unprep(l, st);
 	if (rc)
 		return rc;
-	if (v->agg && (rc = rvs_agg_index(l->db, v->trace_id, v->agg)))
-		return rc;
+	if (v->agg) {
+		struct rvs_agg_rows rows;
+		if (rvs_agg_build(v->agg, &rows))
+			return SQLITE_NOMEM;
+		rc = rvs_sqlite_agg_write(l->db, v->trace_id, &rows);
+		rvs_agg_rows_release(&rows);
+		if (rc)
+			return rc;
+	}
 
 	/* Setting traces.signature fires migration 5's triggers, which count the
 	 * trace into its signature's totals inside this transaction. */
