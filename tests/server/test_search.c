@@ -1,7 +1,9 @@
 /*
  * test_search.c — worst traces, issues and chain search (server/src/
  * search.c, issue.c) through the JSON API in-process (rvs_api_v1) over a
- * store migrated by the real backend, with five known traces whose chains
+ * store migrated by the real backend — sqlite, then a private PostgreSQL
+ * (pg_harness.h; skipped, visibly, without one; one case compares the two
+ * backends' documents) — with five known traces whose chains
  * and signatures are those decode.c would store (the signatures are
  * FNV-1a values computed independently of issue.c):
  *
