@@ -8,8 +8,9 @@
  * store_sqlite_agg.c does, and a new bucket or node is inserted only after
  * a lookup missed (a conflicting insert would still draw a sequence
  * number), so one lane numbers a fixture's buckets and nodes as sqlite
- * does; a lookup that misses because another lane is inserting the same
- * node waits for it (ON CONFLICT DO NOTHING) and reads it again.
+ * does.  The known paths of a trace are found in one statement (a
+ * recursive walk from the app's root), only new ones one by one; a lookup that misses because
+ * another lane is inserting the same node waits for it (ON CONFLICT DO NOTHING) and reads it again.
  * agg_read runs every side and the dictionary lookup in one REPEATABLE
  * READ, READ ONLY transaction.
  */
@@ -194,6 +195,112 @@ static void arr_add(char **b, size_t *len, size_t *cap, int64_t v)
 	*len += (size_t)n;
 }
 
+/* A growing text buffer (NULL after an allocation failure). */
+struct sbuf {
+	char *b;
+	size_t len, cap;
+};
+
+static void sb_put(struct sbuf *s, const char *p, size_t n)
+{
+	if (!s->b)
+		return;
+	if (s->len + n + 1 > s->cap) {
+		size_t cap = 2 * s->cap + n + 1;
+		char *b = realloc(s->b, cap);
+		if (!b) {
+			free(s->b);
+			s->b = NULL;
+			return;
+		}
+		s->b = b;
+		s->cap = cap;
+	}
+	memcpy(s->b + s->len, p, n);
+	s->len += n;
+	s->b[s->len] = 0;
+}
+
+static void sb_i64(struct sbuf *s, int64_t v)
+{
+	char num[24];
+	int n = snprintf(num, sizeof num, "%s%" PRId64, s->len > 1 ? "," : "", v);
+	sb_put(s, num, (size_t)n);
+}
+
+/* One element of a text[] literal: double-quoted, '\' and '"' escaped. */
+static void sb_text(struct sbuf *s, const char *v)
+{
+	if (s->len > 1)
+		sb_put(s, ",", 1);
+	sb_put(s, "\"", 1);
+	for (const char *p = v; *p; p++) {
+		size_t n = strcspn(p, "\\\"");
+		sb_put(s, p, n);
+		p += n;
+		if (!*p)
+			break;
+		sb_put(s, "\\", 1);
+		sb_put(s, p, 1);
+	}
+	sb_put(s, "\"", 1);
+}
+
+/* The ids of r's rows already in the dictionary, in one statement: a walk
+ * down from the app's root along the rows' parents.  id[i] set and
+ * found[i] = 1 for each.  0 or -EIO / -ENOMEM. */
+static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows *r, int64_t *id,
+			 unsigned char *found, char *err, size_t errlen)
+{
+	struct sbuf ix = {malloc(64), 0, 64}, par = {malloc(64), 0, 64},
+		    met = {malloc(256), 0, 256};
+	struct args a = {0};
+	PGresult *res;
+	int rc = -ENOMEM;
+
+	sb_put(&ix, "{", 1);
+	sb_put(&par, "{", 1);
+	sb_put(&met, "{", 1);
+	for (size_t i = 0; i < r->n; i++) {
+		sb_i64(&ix, (int64_t)i);
+		sb_i64(&par, r->v[i].parent);
+		sb_text(&met, r->v[i].method);
+	}
+	sb_put(&ix, "}", 1);
+	sb_put(&par, "}", 1);
+	sb_put(&met, "}", 1);
+	if (!ix.b || !par.b || !met.b) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	a_text(&a, app);
+	a_text(&a, ix.b);
+	a_text(&a, par.b);
+	a_text(&a, met.b);
+	if ((rc = q(pg,
+		    "WITH RECURSIVE x(i, p, method) AS (SELECT * FROM unnest($2::int[], $3::int[],"
+		    " $4::text[])), w(i, node) AS (SELECT 0, n.node FROM agg_nodes n"
+		    " WHERE n.app_id = $1 AND n.parent = 0 AND n.method = ''"
+		    " UNION ALL SELECT x.i, n.node FROM w JOIN x ON x.p = w.i AND x.i > 0"
+		    " JOIN agg_nodes n ON n.app_id = $1 AND n.parent = w.node"
+		    " AND n.method = x.method) SELECT i, node FROM w",
+		    &a, &res, err, errlen)))
+		goto done;
+	for (int k = 0; k < PQntuples(res); k++) {
+		int64_t i = get_i64(res, k, 0);
+		if (i < 0 || (size_t)i >= r->n)
+			continue;
+		id[i] = get_i64(res, k, 1);
+		found[i] = 1;
+	}
+	PQclear(res);
+done:
+	free(ix.b);
+	free(par.b);
+	free(met.b);
+	return rc;
+}
+
 int rvs_pg_agg_write(PGconn *pg, const char *trace_id, const struct rvs_agg_rows *r, char *err,
 		     size_t errlen)
 {
@@ -202,23 +309,28 @@ int rvs_pg_agg_write(PGconn *pg, const char *trace_id, const struct rvs_agg_rows
 	char *arr[A_N] = {0};
 	size_t len[A_N], cap[A_N];
 	int64_t bucket, *id;
+	unsigned char *found = NULL;
 	struct args a = {0};
 	char *app = NULL;
 	int rc;
 
 	assert(r->n >= 1 && !r->v[0].other);
-	if (!(id = calloc(r->n, sizeof *id)))
+	if (!(id = calloc(r->n, sizeof *id)) || !(found = calloc(r->n, 1))) {
+		free(id);
 		return -ENOMEM;
+	}
 	for (int k = 0; k < A_N; k++) {
 		cap[k] = 64 + 24 * r->n;
 		len[k] = 1;
 		if ((arr[k] = malloc(cap[k])))
 			memcpy(arr[k], "{", 2);
 	}
-	if ((rc = bucket_of(pg, trace_id, &bucket, &app, err, errlen)))
+	if ((rc = bucket_of(pg, trace_id, &bucket, &app, err, errlen)) ||
+	    (rc = resolve_known(pg, app, r, id, found, err, errlen)))
 		goto done;
+	/* New paths only: one lookup and insert each, in sqlite's order. */
 	for (size_t i = 0; i < r->n && !rc; i++)
-		if (!r->v[i].other)
+		if (!r->v[i].other && !found[i])
 			rc = node_id(pg, app, i ? id[r->v[i].parent] : 0, r->v[i].method,
 				     r->v[i].depth, &id[i], err, errlen);
 	if (rc)
@@ -236,8 +348,9 @@ int rvs_pg_agg_write(PGconn *pg, const char *trace_id, const struct rvs_agg_rows
 	for (size_t i = 0; i < r->n && !rc; i++) {
 		const struct rvs_agg_row *w = &r->v[i];
 		assert(!i || w->parent < i);
-		if (w->other && (rc = node_id(pg, app, id[w->parent], w->method, w->depth, &id[i],
-					      err, errlen)))
+		if (w->other && !found[i] &&
+		    (rc = node_id(pg, app, id[w->parent], w->method, w->depth, &id[i], err,
+				  errlen)))
 			break;
 		arr_add(&arr[A_NODE], &len[A_NODE], &cap[A_NODE], id[i]);
 		arr_add(&arr[A_CALLS], &len[A_CALLS], &cap[A_CALLS],
@@ -270,6 +383,7 @@ done:
 	for (int k = 0; k < A_N; k++)
 		free(arr[k]);
 	free(app);
+	free(found);
 	free(id);
 	return rc;
 }
