@@ -896,9 +896,10 @@ static void backend_exec(struct fx *f, const char *sqlite_sql, const char *pg_sq
 	sqlite3_close(db);
 }
 
-/* Migration 7 (PostgreSQL 2): the triggers sum the call-path rows of two
+/* Migration 7 (PostgreSQL 3): the triggers sum the call-path rows of two
  * traces per (bucket, node) and take each out again when its trace goes
- * (the cascade from its parent row: traces in sqlite, uploads in pg). */
+ * (the cascade from its traces row; in pg from the upload through traces,
+ * PostgreSQL's migration 7). */
 static void test_store_agg_sums_follow_trace_paths(void **state)
 {
 	struct fx *f = *state;
@@ -919,7 +920,7 @@ static void test_store_agg_sums_follow_trace_paths(void **state)
 		 "INSERT INTO traces (trace_id, received_at, decoded_at) VALUES"
 		 " ('t-a1', 0, 0), ('t-a2', 0, 0); %s",
 		 rows);
-	backend_exec(f, sql, rows);
+	backend_exec(f, sql, sql);
 	sql_value(f, sums, NULL, v, sizeof v);
 	assert_string_equal(v, "2 3 15 80");
 	backend_exec(f, "DELETE FROM traces WHERE trace_id = 't-a2'",
