@@ -5,13 +5,15 @@
  * Invariants: no SQL here: the store runs it (store.h's traces_sorted,
  * issues_read, search_scan; store_sqlite_search.c, store_pg_search.c),
  * from fixed fragments chosen by a fixed table (sort keys, directions),
- * never from the request; request values are bound there.  Sorted lists page by keyset (the sort
- * value and a rowid tie-break, both in the cursor), so page k costs what page 1 costs.  A chain or
- * substring search scans its table newest first in rowid chunks of SEARCH_CHUNK (rowids on sqlite,
- * sequence numbers on PostgreSQL) and stops after SEARCH_MAX_ROWS rowids or SEARCH_MAX_MS of work,
- * whichever comes first, with a cursor to go on: no pattern, how hostile soever, costs more.
- * Pattern matching is rvs_chain_match over frames (no regular expressions on user input), O(frames
- * × elements).
+ * never from the request; request values are bound there.  Sorted lists
+ * page by keyset (the sort value and an arrival tie-break — sqlite's rowid,
+ * PostgreSQL's seq — both in the cursor), so page k costs what page 1
+ * costs.  A chain or substring search scans its table newest first in
+ * chunks of SEARCH_CHUNK by arrival and stops after SEARCH_MAX_ROWS rows or
+ * SEARCH_MAX_MS of work, whichever comes first (on_chunk and on_hit keep
+ * the budget), with a cursor to go on: no pattern, how hostile soever,
+ * costs more.  Pattern matching is rvs_chain_match over frames (no regular
+ * expressions on user input), O(frames × elements).
  */
 #include "search.h"
 #include "store.h"
