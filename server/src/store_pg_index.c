@@ -13,6 +13,19 @@
  * traces_sig trigger counts it then, reading its chains).  A re-decoded
  * trace's old rows are deleted first, each table by the trace's key
  * (trace_id and its received_at: the partition of its week, migration 8).
+ *
+ * Nodes' batches share signatures: before its first trace a batch takes a
+ * transaction-scoped advisory lock (two-key form, class 1381389127 =
+ * 0x52565347 "RVSG", apart from every one-key advisory lock; key the
+ * signature's hashtext) for every signature the traces_sig trigger will touch — each
+ * trace's new one and the one it had — in ascending key order, so that
+ * two batches never hold signature rows the other waits for (no deadlock
+ * between index batches).  A batch that still fails with a transient error
+ * (deadlock 40P01, serialization failure 40001, lock not available 55P03,
+ * a lost connection) is rolled back whole and written again after a
+ * jittered backoff, up to MAX_ATTEMPTS times; then every trace gets
+ * -EAGAIN (decode_finish leaves it queued, store_pg.c), never a quarantine.
+ * Only a trace's own error (a missing upload, bad data) fails it alone.
  */
 #include "store_index.h"
 #include "rvs.h"
@@ -24,14 +37,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
-#define MAX_PARAMS 9
+#define MAX_PARAMS   9
+#define MAX_ATTEMPTS 8
 
 struct rvs_index_lane {
 	PGconn *pg;
 	char err[200]; /* the last statement's error message */
+	char state[6]; /* and its SQLSTATE ("" when none) */
 };
 
 /* Text parameters: values point into num[] or at the caller's strings. */
@@ -78,8 +94,103 @@ static int q(struct rvs_index_lane *l, const char *sql, const struct args *a, PG
 	}
 	snprintf(l->err, sizeof l->err, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(l->pg));
 	l->err[strcspn(l->err, "\n")] = 0;
+	snprintf(l->state, sizeof l->state, "%s",
+		 r && PQresultErrorField(r, PG_DIAG_SQLSTATE)
+			 ? PQresultErrorField(r, PG_DIAG_SQLSTATE)
+			 : "");
 	PQclear(r);
 	return -EIO;
+}
+
+/* Whether rc, a statement's result, is a failure that writing the batch
+ * again can clear: a deadlock, a serialization failure, a lock not
+ * available, or a lost connection (reset here). */
+static int transient(struct rvs_index_lane *l, int rc)
+{
+	if (rc != -EIO)
+		return 0;
+	if (PQstatus(l->pg) != CONNECTION_OK) {
+		PQreset(l->pg);
+		return 1;
+	}
+	return !strcmp(l->state, "40P01") || !strcmp(l->state, "40001") ||
+	       !strcmp(l->state, "55P03");
+}
+
+/* The PostgreSQL array literal of the n texts that field() gives for
+ * v[0..n) (NULL ones left out), each element quoted; malloc'd (free), NULL
+ * when out of memory. */
+static char *array_lit(const struct rvs_index_trace *v, size_t n,
+		       const char *(*field)(const struct rvs_index_trace *))
+{
+	size_t cap = 3, len = 0;
+	char *b;
+
+	for (size_t i = 0; i < n; i++)
+		if (field(&v[i]))
+			cap += 2 * strlen(field(&v[i])) + 3;
+	if (!(b = malloc(cap)))
+		return NULL;
+	b[len++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		const char *s = field(&v[i]);
+		if (!s)
+			continue;
+		if (len > 1)
+			b[len++] = ',';
+		b[len++] = '"';
+		for (; *s; s++) {
+			if (*s == '"' || *s == '\\')
+				b[len++] = '\\';
+			b[len++] = *s;
+		}
+		b[len++] = '"';
+	}
+	b[len++] = '}';
+	b[len] = 0;
+	assert(len < cap);
+	return b;
+}
+
+static const char *f_sig(const struct rvs_index_trace *v)
+{
+	return v->signature;
+}
+
+static const char *f_trace(const struct rvs_index_trace *v)
+{
+	return v->trace_id;
+}
+
+/* Inside the batch's transaction, before any trace: the advisory lock of
+ * every signature the batch's traces_sig triggers will count or uncount
+ * (the traces' new signatures and the ones they have now), in ascending
+ * key order.  0, -ENOMEM, or -EIO with l->err and l->state set. */
+static int lock_signatures(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n)
+{
+	struct args a = {0};
+	char *sigs = array_lit(v, n, f_sig), *ids = array_lit(v, n, f_trace);
+	int rc = -ENOMEM;
+
+	if (sigs && ids) {
+		a_text(&a, sigs);
+		a_text(&a, ids);
+		/* The subquery's DISTINCT and ORDER BY keep it from being
+		 * flattened: the locks are taken in its order. */
+		rc = q(l,
+		       "SELECT pg_advisory_xact_lock(1381389127, k)"
+		       " FROM (SELECT DISTINCT hashtext(s) AS k FROM"
+		       " (SELECT unnest($1::text[]) UNION ALL"
+		       " SELECT signature FROM traces WHERE trace_id = ANY($2::text[])) u(s)"
+		       " WHERE s IS NOT NULL ORDER BY k) x",
+		       &a, NULL);
+	} else {
+		snprintf(l->err, sizeof l->err, "out of memory");
+		l->state[0] = 0;
+	}
+	free(sigs);
+	free(ids);
+	return rc;
 }
 
 int rvs_pg_index_open(const char *dsn, struct rvs_index_lane **out)
@@ -287,37 +398,86 @@ static void fail(struct rvs_index_lane *l, struct rvs_index_trace *v, int rc)
 	v->rc = rc ? rc : -EIO;
 }
 
-void rvs_pg_index_write(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n)
+/* One attempt at the batch: 0 when it ended (committed, or failed for
+ * good: every v[i].rc set), 1 when it met a transient error and was rolled
+ * back whole (nothing written; try again). */
+static int attempt(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n)
 {
-	int rc;
+	int rc, again;
 
 	for (size_t i = 0; i < n; i++) {
 		v[i].rc = 0;
 		v[i].reason[0] = 0;
 	}
 	rc = q(l, "BEGIN", NULL, NULL);
-	for (size_t i = 0; i < n; i++) {
-		int r = rc;
+	if (!rc)
+		rc = lock_signatures(l, v, n);
+	for (size_t i = 0; i < n && !rc; i++) {
+		int r = q(l, "SAVEPOINT one", NULL, NULL);
 
 		if (!r)
-			r = q(l, "SAVEPOINT one", NULL, NULL);
-		if (!r)
 			r = write_one(l, &v[i]);
+		if (r && transient(l, r)) {
+			rc = r;
+			break;
+		}
 		if (r) {
 			fail(l, &v[i], r);
-			if (!rc)
-				rc = q(l, "ROLLBACK TO SAVEPOINT one", NULL, NULL);
+			rc = q(l, "ROLLBACK TO SAVEPOINT one", NULL, NULL);
 		}
 		if (!rc)
 			rc = q(l, "RELEASE SAVEPOINT one", NULL, NULL);
 	}
 	if (!rc)
 		rc = q(l, "COMMIT", NULL, NULL);
-	if (rc) {
-		for (size_t i = 0; i < n; i++)
-			if (!v[i].rc)
-				fail(l, &v[i], rc);
-		PQclear(PQexec(l->pg, "ROLLBACK"));
+	if (!rc)
+		return 0;
+	again = transient(l, rc);
+	PQclear(PQexec(l->pg, "ROLLBACK"));
+	if (again)
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].rc)
+			fail(l, &v[i], rc);
+	return 0;
+}
+
+/* Sleeps a random time in [d/2, d], d = 10 ms << attempt, at most 640 ms. */
+static void backoff(int attempt_no)
+{
+	long d = 10L << (attempt_no < 6 ? attempt_no : 6), ms;
+	uint32_t r = 0;
+	struct timespec ts;
+
+	if (rvs_random(&r, sizeof r))
+		r = (uint32_t)time(NULL);
+	ms = d / 2 + (long)(r % (uint32_t)(d / 2 + 1));
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+void rvs_pg_index_write(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n)
+{
+	int again = 1;
+
+	for (int k = 0; k < MAX_ATTEMPTS && again; k++) {
+		if (k) {
+			rvs_log("info",
+				"msg=\"decode index retry\" traces=%zu attempt=%d err=\"%s\"", n,
+				k + 1, l->err);
+			backoff(k);
+		}
+		again = attempt(l, v, n);
+	}
+	if (again) {
+		/* Still transient: left queued for a later decode, not lost. */
+		rvs_log("error", "msg=\"decode index requeued\" traces=%zu err=\"%s\"", n, l->err);
+		for (size_t i = 0; i < n; i++) {
+			snprintf(v[i].reason, sizeof v[i].reason, "index: retry later: %s", l->err);
+			v[i].rc = -EAGAIN;
+		}
 	}
 	/* A broken connection is reopened for the next batch. */
 	if (PQstatus(l->pg) != CONNECTION_OK)
