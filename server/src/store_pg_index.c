@@ -6,25 +6,33 @@
  * Each decode lane has a libpq connection of its own, used by one thread
  * at a time.  Invariants: every value goes in as a bound text parameter;
  * index_write writes each trace whole or not at all (a savepoint each, one
- * transaction for the batch) and only while the trace's decode_queue row
- * carries the lease the decoder was handed (locked FOR UPDATE, so
- * decode_finish of another holder waits for this commit); the traces row
- * goes first (foreign keys) and its signature last (migration 5's
- * traces_sig trigger counts it then, reading its chains).  A re-decoded
- * trace's old rows are deleted first, each table by the trace's key
- * (trace_id and its received_at: the partition of its week, migration 8).
+ * transaction for the batch; the deferred signatures of the batch's
+ * written traces in one last statement, whose failure fails the batch)
+ * and only while the trace's decode_queue row carries the lease the
+ * decoder was handed (locked FOR UPDATE, so decode_finish of another
+ * holder waits for this commit); the traces row goes first (foreign keys)
+ * and its signature last (migration 5's traces_sig trigger counts it then,
+ * reading its chains).  A re-decoded trace's old rows are deleted first,
+ * each table by the trace's key (trace_id and its received_at: the
+ * partition of its week, migration 8).
  *
- * Nodes' batches share signatures: before its first trace a batch takes a
+ * Nodes' batches share signatures and the traces_sig trigger's counter
+ * rows: a batch writes its traces' rows with their signature, anomaly
+ * signature and issue NULL (nothing counted), then takes a
  * transaction-scoped advisory lock (two-key form, class 1381389127 =
  * 0x52565347 "RVSG", apart from every one-key advisory lock; key the
- * signature's hashtext) for every signature the traces_sig trigger will touch — each
- * trace's new one and the one it had — in ascending key order, so that
- * two batches never hold signature rows the other waits for (no deadlock
- * between index batches).  A batch that still fails with a transient error
- * (deadlock 40P01, serialization failure 40001, lock not available 55P03,
- * a lost connection) is rolled back whole and written again after a
- * jittered backoff, up to MAX_ATTEMPTS times; then every trace gets
- * -EAGAIN (decode_finish leaves it queued, store_pg.c), never a quarantine.
+ * signature's hashtext) for every signature it will count, in ascending
+ * key order in one statement, and sets the signatures in one UPDATE just
+ * before COMMIT — so the hot counter rows are held only from there to the
+ * commit, and two batches never hold signature rows the other waits for
+ * (no deadlock between index batches).  A batch that re-decodes a trace
+ * with a signature (its DELETE uncounts the old one) takes all its locks,
+ * old signatures too, before its first trace and sets signatures inline.
+ * A batch that still fails with a transient error (deadlock 40P01,
+ * serialization failure 40001, lock not available 55P03, a lost
+ * connection) is rolled back whole and written again after a jittered
+ * backoff, up to MAX_ATTEMPTS times; then every trace gets -EAGAIN
+ * (decode_finish leaves it queued, store_pg.c), never a quarantine.
  * Only a trace's own error (a missing upload, bad data) fails it alone.
  */
 #include "store_index.h"
@@ -117,9 +125,9 @@ static int transient(struct rvs_index_lane *l, int rc)
 	       !strcmp(l->state, "55P03");
 }
 
-/* The PostgreSQL array literal of the n texts that field() gives for
- * v[0..n) (NULL ones left out), each element quoted; malloc'd (free), NULL
- * when out of memory. */
+/* The PostgreSQL array literal of the texts field() gives for the traces
+ * of v[0..n) not failed (rc 0), in order, each quoted (NULL for NULL);
+ * malloc'd (free), NULL when out of memory. */
 static char *array_lit(const struct rvs_index_trace *v, size_t n,
 		       const char *(*field)(const struct rvs_index_trace *))
 {
@@ -127,17 +135,21 @@ static char *array_lit(const struct rvs_index_trace *v, size_t n,
 	char *b;
 
 	for (size_t i = 0; i < n; i++)
-		if (field(&v[i]))
-			cap += 2 * strlen(field(&v[i])) + 3;
+		cap += field(&v[i]) ? 2 * strlen(field(&v[i])) + 3 : 5;
 	if (!(b = malloc(cap)))
 		return NULL;
 	b[len++] = '{';
 	for (size_t i = 0; i < n; i++) {
 		const char *s = field(&v[i]);
-		if (!s)
+		if (v[i].rc)
 			continue;
 		if (len > 1)
 			b[len++] = ',';
+		if (!s) {
+			memcpy(b + len, "NULL", 4);
+			len += 4;
+			continue;
+		}
 		b[len++] = '"';
 		for (; *s; s++) {
 			if (*s == '"' || *s == '\\')
@@ -157,15 +169,54 @@ static const char *f_sig(const struct rvs_index_trace *v)
 	return v->signature;
 }
 
+static const char *f_anomaly_sig(const struct rvs_index_trace *v)
+{
+	return v->anomaly_signature;
+}
+
+static const char *f_issue(const struct rvs_index_trace *v)
+{
+	return v->issue;
+}
+
 static const char *f_trace(const struct rvs_index_trace *v)
 {
 	return v->trace_id;
 }
 
-/* Inside the batch's transaction, before any trace: the advisory lock of
- * every signature the batch's traces_sig triggers will count or uncount
- * (the traces' new signatures and the ones they have now), in ascending
- * key order.  0, -ENOMEM, or -EIO with l->err and l->state set. */
+/* Whether a trace of the batch is indexed already with a signature (a
+ * re-decode: its DELETE uncounts that signature).  0 / 1 into *yes, or
+ * -ENOMEM / -EIO. */
+static int has_old_signature(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n,
+			     int *yes)
+{
+	struct args a = {0};
+	char *ids = array_lit(v, n, f_trace);
+	PGresult *r;
+	int rc;
+
+	if (!ids) {
+		snprintf(l->err, sizeof l->err, "out of memory");
+		return -ENOMEM;
+	}
+	a_text(&a, ids);
+	rc = q(l,
+	       "SELECT 1 FROM traces WHERE trace_id = ANY($1::text[]) AND signature IS NOT NULL"
+	       " LIMIT 1",
+	       &a, &r);
+	free(ids);
+	if (!rc) {
+		*yes = PQntuples(r) > 0;
+		PQclear(r);
+	}
+	return rc;
+}
+
+/* Inside the batch's transaction, before any of its signatures is counted:
+ * the advisory lock of every signature the batch's traces_sig triggers
+ * will count or uncount (the new signatures of the traces not failed, and
+ * the ones they have now), in ascending key order.  0, -ENOMEM, or -EIO with l->err and l->state
+ * set. */
 static int lock_signatures(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n)
 {
 	struct args a = {0};
@@ -257,9 +308,11 @@ int rvs_pg_index_upload_meta(struct rvs_index_lane *l, const char *trace_id,
 	return rc;
 }
 
-/* Every row of one trace, inside the caller's transaction: 0, -ESTALE when
- * the lease is no longer the trace's, else -EIO / -ENOENT. */
-static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
+/* Every row of one trace, inside the caller's transaction — its
+ * signature, anomaly signature and issue too unless defer_sig (then they
+ * stay NULL for set_signatures): 0, -ESTALE when the lease is no longer
+ * the trace's, else -EIO / -ENOENT. */
+static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, int defer_sig)
 {
 	struct args a = {0};
 	char received[24];
@@ -364,7 +417,8 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	a_text(&a, v->issue);
 	a_text(&a, v->trace_id);
 	a_text(&a, received);
-	if ((rc = q(l,
+	if (!defer_sig &&
+	    (rc = q(l,
 		    "UPDATE traces SET anomaly_signature = $1, signature = $2, issue = $3"
 		    " WHERE trace_id = $4 AND received_at = $5",
 		    &a, NULL)))
@@ -398,12 +452,48 @@ static void fail(struct rvs_index_lane *l, struct rvs_index_trace *v, int rc)
 	v->rc = rc ? rc : -EIO;
 }
 
+/* The deferred signatures of every trace of the batch written so far (rc
+ * 0), in one statement after their signatures' locks: the traces_sig
+ * trigger counts them then, so the batch holds the hot counter rows only
+ * from here to its commit.  0, -ENOMEM or -EIO. */
+static int set_signatures(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n)
+{
+	struct args a = {0};
+	char *ids = array_lit(v, n, f_trace), *an = array_lit(v, n, f_anomaly_sig),
+	     *sig = array_lit(v, n, f_sig), *iss = array_lit(v, n, f_issue);
+	int rc = -ENOMEM;
+
+	if (ids && an && sig && iss && !(rc = lock_signatures(l, v, n))) {
+		a_text(&a, ids);
+		a_text(&a, an);
+		a_text(&a, sig);
+		a_text(&a, iss);
+		rc = q(l,
+		       "UPDATE traces t SET anomaly_signature = x.a, signature = x.s, issue = x.i"
+		       " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(id, a, "
+		       "s, i)"
+		       " WHERE t.trace_id = x.id",
+		       &a, NULL);
+	} else if (rc == -ENOMEM) {
+		snprintf(l->err, sizeof l->err, "out of memory");
+	}
+	free(ids);
+	free(an);
+	free(sig);
+	free(iss);
+	return rc;
+}
+
 /* One attempt at the batch: 0 when it ended (committed, or failed for
  * good: every v[i].rc set), 1 when it met a transient error and was rolled
- * back whole (nothing written; try again). */
+ * back whole (nothing written; try again).  A batch that re-decodes a
+ * trace with a signature takes every signature lock before its first
+ * trace (the DELETE uncounts the old one); any other defers the
+ * signatures to set_signatures.  Either way a batch takes all its
+ * signature locks in one statement, holding none before. */
 static int attempt(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n)
 {
-	int rc, again;
+	int rc, again, early = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		v[i].rc = 0;
@@ -411,12 +501,14 @@ static int attempt(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n
 	}
 	rc = q(l, "BEGIN", NULL, NULL);
 	if (!rc)
+		rc = has_old_signature(l, v, n, &early);
+	if (!rc && early)
 		rc = lock_signatures(l, v, n);
 	for (size_t i = 0; i < n && !rc; i++) {
 		int r = q(l, "SAVEPOINT one", NULL, NULL);
 
 		if (!r)
-			r = write_one(l, &v[i]);
+			r = write_one(l, &v[i], !early);
 		if (r && transient(l, r)) {
 			rc = r;
 			break;
@@ -428,6 +520,8 @@ static int attempt(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n
 		if (!rc)
 			rc = q(l, "RELEASE SAVEPOINT one", NULL, NULL);
 	}
+	if (!rc && !early)
+		rc = set_signatures(l, v, n);
 	if (!rc)
 		rc = q(l, "COMMIT", NULL, NULL);
 	if (!rc)
