@@ -20,7 +20,9 @@ SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o b
 	symbols.o stream.o route.o reply.o payload.o \
 	params.o export.o trace_load.o symstore.o agg.o web_agg.o issue.o search.o web_search.o \
 	regress.o webhook.o web_regress.o why.o model_cache.o web_timeline_js.o version.o \
-	users.o web_users.o)
+	users.o web_users.o \
+	store_sqlite_agg.o store_pg_agg.o \
+	store_sqlite_search.o store_pg_search.o)
 SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
 
 $(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
@@ -76,7 +78,7 @@ $(eval $(call rv_test,server,params,$(addprefix $(OBJ)/server/src/,params.o vers
 $(OBJ)/tests/server/test_params.o: CPPFLAGS += -Iserver/src $(call pc,--cflags,jansson)
 # Worst traces, issues and chain search (search.c, issue.c) through the API.
 $(eval $(call rv_test,server,search,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
-$(OBJ)/tests/server/test_search.o: CPPFLAGS += $(call pc,--cflags,jansson) -Itests/rvtrace
+$(OBJ)/tests/server/test_search.o: CPPFLAGS += $(call pc,--cflags,jansson) -Itests/rvtrace $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS)))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
 
@@ -127,6 +129,13 @@ $(TBIN)/server/bench_store: $(OBJ)/tests/server/bench_store.o $(SERVER_CORE) $(L
 	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
 $(OBJ)/tests/server/bench_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
 BENCHES += $(TBIN)/server/bench_store
+# issue 16's views on PostgreSQL at 100,000 synthetic traces (store16a;
+# BENCHMARKS-web.md): `make build/tests/server/bench_pg_views`, then run it.
+$(TBIN)/server/bench_pg_views: $(OBJ)/tests/server/bench_pg_views.o $(SERVER_CORE) \
+		$(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
+$(OBJ)/tests/server/bench_pg_views.o: CPPFLAGS += $(call pc,--cflags,libpq)
 
 # `make bench`: the zoomable timeline on a 1.4 M-call capture (issue 16).
 $(TBIN)/server/bench_timeline: $(OBJ)/tests/server/bench_timeline.o $(SERVER_CORE) \
@@ -206,7 +215,7 @@ BENCHES += $(TBIN)/server/bench_pages
 $(OBJ)/tests/server/test_ingest.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 # Aggregate and differential flame graphs (agg.c, web_agg.c) from built captures.
-$(OBJ)/tests/server/test_agg.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,jansson)
+$(OBJ)/tests/server/test_agg.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,jansson) $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,agg,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench -DRVS_SYMFIX='"$(TBIN)/server/symfix"'

@@ -1,6 +1,6 @@
 /*
- * agg.c — call-path aggregates across traces (agg.h): their rows written
- * at decode, and the JSON API's aggregate and differential flame graphs.
+ * agg.c — call-path aggregates across traces (agg.h): the rows a decoded
+ * trace keeps, and the JSON API's aggregate and differential flame graphs.
  *
  * Storage (SCHEMA.md, migration 7): agg_nodes is a per-app dictionary of
  * call paths (node id, parent node, method; each app's root is the node
@@ -16,8 +16,11 @@
  * inclusive time (folded paths go to "(other)" nodes whole); at most 2 × RVS_AGG_MAX_NODES rows per
  * trace (each kept node and at most one "(other)" child of it).  A query reads the bucket sums when
  * its filter is only bucket columns (and whole days), else the rows of at most RVS_AGG_MAX_TRACES
- * matching traces; both inside one read transaction.  Every request value is bound as an SQL
- * parameter; every string reaches JSON through jansson (invalid UTF-8 as
+ * matching traces; both inside one read snapshot.  agg.c speaks no SQL: the
+ * rows are written and read by the store (store.h's agg_read; the index lanes
+ * write rvs_agg_build's rows: store_sqlite_agg.c, store_pg_agg.c), every
+ * request value bound as a parameter there; every string reaches JSON through jansson (invalid
+ * UTF-8 as
  * '?').  Per-trace means are integer nanoseconds, rounded to nearest.
  */
 #include "agg.h"
@@ -33,7 +36,6 @@
 #include <string.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "rearview/analysis.h"
 #include "rearview/common.pb-c.h"
@@ -90,67 +92,12 @@ static int keep_top(size_t n, const uint32_t *parent, const int64_t *incl, const
 	return 0;
 }
 
-static int step_done(sqlite3_stmt *st)
-{
-	int rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
-}
-
-/* The dictionary's id of (app, parent, method), added when new. */
-static int node_id(sqlite3_stmt *find, sqlite3_stmt *add, const char *app, int64_t parent,
-		   const char *method, uint32_t depth, int64_t *id)
-{
-	int rc;
-	sqlite3_bind_text(find, 1, app, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(find, 2, parent);
-	sqlite3_bind_text(find, 3, method, -1, SQLITE_STATIC);
-	rc = sqlite3_step(find);
-	if (rc == SQLITE_ROW)
-		*id = sqlite3_column_int64(find, 0);
-	sqlite3_reset(find);
-	sqlite3_clear_bindings(find);
-	if (rc == SQLITE_ROW)
-		return SQLITE_OK;
-	if (rc != SQLITE_DONE)
-		return rc;
-	sqlite3_bind_text(add, 1, app, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(add, 2, parent);
-	sqlite3_bind_text(add, 3, method, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(add, 4, depth);
-	rc = sqlite3_step(add);
-	if (rc == SQLITE_ROW)
-		*id = sqlite3_column_int64(add, 0);
-	sqlite3_reset(add);
-	sqlite3_clear_bindings(add);
-	return rc == SQLITE_ROW ? SQLITE_OK : rc == SQLITE_DONE ? SQLITE_CORRUPT : rc;
-}
-
 static const char *tree_name(const rva_trace *t, uint32_t m)
 {
 	if (m == RVA_TREE_CUT)
 		return RVS_AGG_DEEPER;
 	return m < t->nmethods && t->names[m] ? t->names[m] : "?";
 }
-
-enum { S_BUCKET_ADD, S_BUCKET, S_FIND, S_ADD, S_TRACE, S_PATH, S_N };
-
-static const char *const INDEX_SQL[S_N] = {
-	"INSERT OR IGNORE INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
-	" SELECT COALESCE(app_id, ''), COALESCE(app_version, ''), COALESCE(model, ''),"
-	" COALESCE(anomaly_kind, 0), received_at / 86400 FROM traces WHERE trace_id = ?1",
-	"SELECT b.bucket, b.app_id FROM traces t JOIN agg_buckets b"
-	" ON b.app_id = COALESCE(t.app_id, '') AND b.app_version = COALESCE(t.app_version, '')"
-	" AND b.model = COALESCE(t.model, '') AND b.anomaly_kind = COALESCE(t.anomaly_kind, 0)"
-	" AND b.day = t.received_at / 86400 WHERE t.trace_id = ?1",
-	"SELECT node FROM agg_nodes WHERE app_id = ?1 AND parent = ?2 AND method = ?3",
-	"INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES (?1, ?2, ?3, ?4)"
-	" RETURNING node",
-	"INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns) VALUES (?1,?2,?3,?4,?5)",
-	"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
-	" VALUES (?1,?2,?3,?4,?5,?6)",
-};
 
 /* The rows of one trace, its tree cut as agg.h says (work arrays of n). */
 struct cut {
@@ -164,9 +111,9 @@ struct cut {
 static int cut_tree(const rva_tree *tr, struct cut *c)
 {
 	size_t n = tr->n;
-	c->parent = malloc(n * sizeof *c->parent);
-	c->depth = malloc(n * sizeof *c->depth);
-	c->incl = malloc(n * sizeof *c->incl);
+	c->parent = calloc(n, sizeof *c->parent);
+	c->depth = calloc(n, sizeof *c->depth);
+	c->incl = calloc(n, sizeof *c->incl);
 	c->other_incl = calloc(n, sizeof *c->other_incl);
 	c->id = calloc(n, sizeof *c->id);
 	c->other_calls = calloc(n, sizeof *c->other_calls);
@@ -211,85 +158,62 @@ static void cut_free(struct cut *c)
 	free(c->keep);
 }
 
-static int path_row(sqlite3_stmt *st, const char *trace_id, int64_t node, int64_t bucket,
-		    uint64_t calls, int64_t self, int64_t incl)
-{
-	sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, node);
-	sqlite3_bind_int64(st, 3, bucket);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)(calls & INT64_MAX));
-	sqlite3_bind_int64(st, 5, self);
-	sqlite3_bind_int64(st, 6, incl);
-	return step_done(st);
-}
-
-static int write_rows(sqlite3_stmt **st, const char *trace_id, const rva_summary *sum,
-		      struct cut *c)
+int rvs_agg_build(const rva_summary *sum, struct rvs_agg_rows *out)
 {
 	const rva_tree *tr = &sum->tree;
-	int64_t bucket, other;
-	char *app;
-	int rc;
+	struct cut c = {0};
+	uint32_t *row_of = NULL;
+	int rc = -ENOMEM;
 
-	sqlite3_bind_text(st[S_BUCKET_ADD], 1, trace_id, -1, SQLITE_STATIC);
-	if ((rc = step_done(st[S_BUCKET_ADD])))
-		return rc;
-	sqlite3_bind_text(st[S_BUCKET], 1, trace_id, -1, SQLITE_STATIC);
-	if ((rc = sqlite3_step(st[S_BUCKET])) != SQLITE_ROW)
-		return rc == SQLITE_DONE ? SQLITE_NOTFOUND : rc;
-	bucket = sqlite3_column_int64(st[S_BUCKET], 0);
-	app = strdup((const char *)sqlite3_column_text(st[S_BUCKET], 1));
-	sqlite3_reset(st[S_BUCKET]);
-	if (!app)
-		return SQLITE_NOMEM;
-	rc = node_id(st[S_FIND], st[S_ADD], app, 0, "", 0, &c->id[0]);
-	for (size_t i = 1; i < tr->n && !rc; i++)
-		if (c->keep[i])
-			rc = node_id(st[S_FIND], st[S_ADD], app, c->id[c->parent[i]],
-				     tree_name(sum->trace, tr->nodes[i].method), c->depth[i],
-				     &c->id[i]);
-	sqlite3_bind_text(st[S_TRACE], 1, trace_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st[S_TRACE], 2, bucket);
-	sqlite3_bind_int64(st[S_TRACE], 3, (sqlite3_int64)(c->kept + 1));
-	sqlite3_bind_int64(st[S_TRACE], 4, (sqlite3_int64)c->folded);
-	sqlite3_bind_int64(st[S_TRACE], 5, tr->nodes[0].incl);
-	if (!rc)
-		rc = step_done(st[S_TRACE]);
-	for (size_t i = 0; i < tr->n && !rc; i++) {
-		if (!c->keep[i])
+	assert(tr->n >= 1);
+	memset(out, 0, sizeof *out);
+	if (cut_tree(tr, &c))
+		goto done;
+	/* Each kept node and at most one "(other)" child of it. */
+	if (!(out->v = malloc(2 * (c.kept + 1) * sizeof *out->v)) ||
+	    !(row_of = malloc(tr->n * sizeof *row_of)))
+		goto done;
+	for (size_t i = 0; i < tr->n; i++) {
+		struct rvs_agg_row *r;
+		if (!c.keep[i])
 			continue;
-		assert(c->keep[c->parent[i]]);
-		rc = path_row(st[S_PATH], trace_id, c->id[i], bucket, tr->nodes[i].calls,
-			      tr->nodes[i].self, c->incl[i]);
-		if (rc || !c->other_calls[i])
+		assert(c.keep[c.parent[i]]);
+		row_of[i] = (uint32_t)out->n;
+		r = &out->v[out->n++];
+		r->parent = i ? row_of[c.parent[i]] : 0;
+		r->depth = c.depth[i];
+		r->method = i ? tree_name(sum->trace, tr->nodes[i].method) : "";
+		r->other = 0;
+		r->calls = tr->nodes[i].calls;
+		r->self_ns = tr->nodes[i].self;
+		r->incl_ns = c.incl[i];
+		if (!c.other_calls[i])
 			continue;
-		rc = node_id(st[S_FIND], st[S_ADD], app, c->id[i], RVS_AGG_OTHER, c->depth[i] + 1,
-			     &other);
-		if (!rc)
-			rc = path_row(st[S_PATH], trace_id, other, bucket, c->other_calls[i],
-				      c->other_incl[i], c->other_incl[i]);
+		r = &out->v[out->n++];
+		r->parent = row_of[i];
+		r->depth = c.depth[i] + 1;
+		r->method = RVS_AGG_OTHER;
+		r->other = 1;
+		r->calls = c.other_calls[i];
+		r->self_ns = r->incl_ns = c.other_incl[i];
 	}
-	free(app);
+	assert(out->n <= 2 * (c.kept + 1));
+	out->nodes = (int64_t)(c.kept + 1);
+	out->folded = (int64_t)c.folded;
+	out->total_ns = tr->nodes[0].incl;
+	rc = 0;
+done:
+	free(row_of);
+	cut_free(&c);
+	if (rc)
+		rvs_agg_rows_release(out);
 	return rc;
 }
 
-int rvs_agg_index(sqlite3 *db, const char *trace_id, const rva_summary *sum)
+void rvs_agg_rows_release(struct rvs_agg_rows *r)
 {
-	sqlite3_stmt *st[S_N] = {0};
-	struct cut c = {0};
-	int rc = SQLITE_OK;
-
-	assert(sum->tree.n >= 1);
-	for (int i = 0; i < S_N && rc == SQLITE_OK; i++)
-		rc = sqlite3_prepare_v2(db, INDEX_SQL[i], -1, &st[i], NULL);
-	if (rc == SQLITE_OK)
-		rc = cut_tree(&sum->tree, &c) ? SQLITE_NOMEM : SQLITE_OK;
-	if (rc == SQLITE_OK)
-		rc = write_rows(st, trace_id, sum, &c);
-	cut_free(&c);
-	for (int i = 0; i < S_N; i++)
-		sqlite3_finalize(st[i]);
-	return rc;
+	free(r->v);
+	memset(r, 0, sizeof *r);
 }
 
 /* ---- the query's filter ----------------------------------------------------- */
@@ -463,125 +387,93 @@ static void agg_free(struct agg *a)
 	free(a->slot);
 }
 
-#define BUCKET_SQL                                                                    \
-	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns FROM agg_buckets b"   \
-	" CROSS JOIN agg_sums s ON s.bucket = b.bucket"                               \
-	" WHERE (?1 IS NULL OR b.app_id = ?1) AND (?2 IS NULL OR b.app_version = ?2)" \
-	" AND (?3 IS NULL OR b.model = ?3) AND (?7 IS NULL OR b.anomaly_kind = ?7)"   \
-	" AND (?8 IS NULL OR b.day >= ?8 / 86400) AND (?9 IS NULL OR b.day < ?9 / 86400)"
-#define TRACE_SQL                                                                               \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns FROM (SELECT t.trace_id FROM traces t" \
-	" CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"                                    \
-	" WHERE (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"           \
-	" AND (?3 IS NULL OR t.model = ?3) AND (?7 IS NULL OR t.anomaly_kind = ?7)"             \
-	" AND (?8 IS NULL OR t.received_at >= ?8) AND (?9 IS NULL OR t.received_at < ?9)"       \
-	" AND (?4 IS NULL OR EXISTS (SELECT 1 FROM uploads u WHERE u.trace_id = t.trace_id"     \
-	" AND u.campaign_id = ?4))"                                                             \
-	" AND (?5 IS NULL OR EXISTS (SELECT 1 FROM trace_methods m"                             \
-	" WHERE m.trace_id = t.trace_id AND m.method = ?5))"                                    \
-	" AND (?10 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                             \
-	" WHERE c.trace_id = t.trace_id AND c.signature = ?10))"                                \
-	" AND (?11 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                             \
-	" WHERE c.trace_id = t.trace_id AND c.chain = ?11))"                                    \
-	" ORDER BY t.received_at DESC LIMIT ?12) x CROSS JOIN trace_paths p"                    \
-	" ON p.trace_id = x.trace_id"
-
 static int is_signature(const char *s)
 {
 	size_t n = strspn(s, "0123456789abcdef");
 	return n == 16 && !s[n];
 }
 
-/* Adds side s's rows (the set f names) into a.  0, -ENOMEM, -EIO. */
-static int collect(sqlite3 *db, const struct filt *f, int s, struct agg *a)
+/* The store's filter of side f into *o; *chain gets the chain text when
+ * the filter names one (freed by the caller).  0 or -ENOMEM. */
+static int to_filter(const struct filt *f, struct rvs_agg_filter *o, char **chain)
 {
-	int bucketed = !f->v[F_CAMPAIGN] && !f->v[F_METHOD] && !f->v[F_CHAIN] &&
-		       (!f->v[F_SINCE] || f->num[F_SINCE] % DAY_S == 0) &&
-		       (!f->v[F_UNTIL] || f->num[F_UNTIL] % DAY_S == 0);
-	sqlite3_stmt *st;
-	char *chain = NULL;
-	int rc;
+	const char *c = f->v[F_CHAIN];
 
-	if (sqlite3_prepare_v2(db, bucketed ? BUCKET_SQL : TRACE_SQL, -1, &st, NULL))
-		return -EIO;
-	for (int k = 0; k < F_N; k++) {
-		if (!f->v[k] || k == F_CHAIN)
-			continue;
-		if (k >= F_FIRST_INT)
-			sqlite3_bind_int64(st, k + 1, f->num[k]);
-		else
-			sqlite3_bind_text(st, k + 1, f->v[k], -1, SQLITE_STATIC);
+	memset(o, 0, sizeof *o);
+	*chain = NULL;
+	o->bucketed = !f->v[F_CAMPAIGN] && !f->v[F_METHOD] && !f->v[F_CHAIN] &&
+		      (!f->v[F_SINCE] || f->num[F_SINCE] % DAY_S == 0) &&
+		      (!f->v[F_UNTIL] || f->num[F_UNTIL] % DAY_S == 0);
+	o->app = f->v[F_APP];
+	o->version = f->v[F_VERSION];
+	o->model = f->v[F_MODEL];
+	o->campaign = f->v[F_CAMPAIGN];
+	o->method = f->v[F_METHOD];
+	o->has_kind = !!f->v[F_KIND];
+	o->kind = f->num[F_KIND];
+	o->has_since = !!f->v[F_SINCE];
+	o->since = f->num[F_SINCE];
+	o->has_until = !!f->v[F_UNTIL];
+	o->until = f->num[F_UNTIL];
+	o->max_traces = RVS_AGG_MAX_TRACES;
+	if (c && is_signature(c)) {
+		o->signature = c;
+	} else if (c) {
+		/* Chain text as trace_chains keeps it: each name ends in ';'. */
+		size_t n = strlen(c);
+		if (!(*chain = malloc(n + 2)))
+			return -ENOMEM;
+		memcpy(*chain, c, n + 1);
+		if (c[n - 1] != ';')
+			memcpy(*chain + n, ";", 2);
+		o->chain = *chain;
 	}
-	if (!bucketed) {
-		const char *c = f->v[F_CHAIN];
-		size_t n = c ? strlen(c) : 0;
-		if (c && is_signature(c)) {
-			sqlite3_bind_text(st, 10, c, -1, SQLITE_STATIC);
-		} else if (c) {
-			/* Chain text as trace_chains keeps it: each name ends in ';'. */
-			if (!(chain = malloc(n + 2))) {
-				sqlite3_finalize(st);
-				return -ENOMEM;
-			}
-			memcpy(chain, c, n + 1);
-			if (c[n - 1] != ';')
-				memcpy(chain + n, ";", 2);
-			sqlite3_bind_text(st, 11, chain, -1, SQLITE_STATIC);
-		}
-		sqlite3_bind_int64(st, 12, RVS_AGG_MAX_TRACES);
-	}
-	a->bucketed[s] = bucketed;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct anode *nd = agg_get(a, sqlite3_column_int64(st, 0));
-		if (!nd) {
-			rc = SQLITE_NOMEM;
-			break;
-		}
-		nd->traces[s] += sqlite3_column_int64(st, 1);
-		nd->calls[s] += sqlite3_column_int64(st, 2);
-		nd->self[s] += sqlite3_column_int64(st, 3);
-		nd->incl[s] += sqlite3_column_int64(st, 4);
-	}
-	sqlite3_finalize(st);
-	free(chain);
-	return rc == SQLITE_DONE ? 0 : rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+	return 0;
+}
+
+/* agg_read's callbacks (store.h) into struct agg. */
+static int on_row(void *arg, size_t s, int64_t node, int64_t traces, int64_t calls, int64_t self,
+		  int64_t incl)
+{
+	struct anode *nd = agg_get(arg, node);
+	assert(s < 2);
+	if (!nd)
+		return -ENOMEM;
+	nd->traces[s] += traces;
+	nd->calls[s] += calls;
+	nd->self[s] += self;
+	nd->incl[s] += incl;
+	return 0;
+}
+
+static size_t on_nodes(void *arg)
+{
+	return ((struct agg *)arg)->n;
+}
+
+static int64_t on_node_id(void *arg, size_t i)
+{
+	const struct agg *a = arg;
+	assert(i < a->n);
+	return a->v[i].id;
 }
 
 /* Each node's parent, depth and method from the dictionary (an app root's
- * method: its app id), and the sets' trace counts.  0, -ENOMEM, -EIO. */
-static int describe(sqlite3 *db, struct agg *a)
+ * method: its app id), and the sets' trace counts. */
+static int on_describe(void *arg, int64_t node, int64_t parent, int depth, const char *method)
 {
-	sqlite3_stmt *st;
-	int rc = 0;
-
-	if (sqlite3_prepare_v2(db,
-			       "SELECT parent, depth, method, app_id FROM agg_nodes"
-			       " WHERE node = ?",
-			       -1, &st, NULL))
-		return -EIO;
-	for (size_t i = 0; i < a->n && !rc; i++) {
-		struct anode *nd = &a->v[i];
-		const char *name;
-		sqlite3_bind_int64(st, 1, nd->id);
-		if (sqlite3_step(st) != SQLITE_ROW) {
-			rc = -EIO;
-			break;
-		}
-		nd->parent = sqlite3_column_int64(st, 0);
-		nd->depth = sqlite3_column_int(st, 1);
-		name = (const char *)sqlite3_column_text(st, nd->parent ? 2 : 3);
-		nd->method = strdup(name ? name : "");
-		if (!nd->method)
-			rc = -ENOMEM;
-		sqlite3_reset(st);
-		if (!nd->parent)
-			for (int s = 0; s < 2; s++)
-				a->traces[s] += nd->traces[s];
-	}
-	sqlite3_finalize(st);
-	for (int s = 0; s < 2; s++)
-		a->sampled[s] = !a->bucketed[s] && a->traces[s] >= RVS_AGG_MAX_TRACES;
-	return rc;
+	struct agg *a = arg;
+	struct anode *nd = agg_get(a, node);
+	if (!nd || nd->method)
+		return nd ? -EIO : -ENOMEM;
+	nd->parent = parent;
+	nd->depth = depth;
+	if (!(nd->method = strdup(method ? method : "")))
+		return -ENOMEM;
+	if (!parent)
+		for (int s = 0; s < 2; s++)
+			a->traces[s] += nd->traces[s];
+	return 0;
 }
 
 /* Mean per trace of side s, rounded to nearest. */
@@ -895,27 +787,31 @@ fail:
 
 static void run(struct rvs_call *c, int nsides)
 {
+	static const struct rvs_agg_cb cb = {on_row, on_nodes, on_node_id, on_describe};
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st = NULL;
+	struct rvs_agg_filter sides[2];
+	char *chain[2] = {NULL, NULL};
 	struct filt f[2] = {0};
 	struct agg a = {0};
-	sqlite3 *db = NULL;
 	json_t *doc = NULL;
 	int rc = 0;
 
 	if (parse_query(c->query, f, nsides, c->q))
 		goto out;
-	if (sqlite3_open_v2(c->cfg->database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+	for (int s = 0; s < nsides && !rc; s++)
+		rc = to_filter(&f[s], &sides[s], &chain[s]);
+	if (!rc && rvs_store_acquire(c->cfg->database, &ops, &st)) {
 		rvs_query_set_error(c->q, 503, "database unavailable");
 		goto out;
 	}
-	rvs_sqlite_busy(db, 5000);
-	/* One read transaction: both sides see the same snapshot. */
-	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL))
-		rc = -EIO;
-	for (int s = 0; s < nsides && !rc; s++)
-		rc = collect(db, &f[s], s, &a);
+	/* One read snapshot: both sides and the dictionary agree. */
 	if (!rc)
-		rc = describe(db, &a);
-	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+		rc = ops->agg_read(st, sides, (size_t)nsides, &cb, &a);
+	for (int s = 0; s < nsides; s++) {
+		a.bucketed[s] = sides[s].bucketed;
+		a.sampled[s] = !a.bucketed[s] && a.traces[s] >= RVS_AGG_MAX_TRACES;
+	}
 	if (!rc)
 		rc = preorder(&a, nsides);
 	if (!rc && !(doc = reply(&a, nsides)))
@@ -925,26 +821,20 @@ static void run(struct rvs_call *c, int nsides)
 	else
 		rvs_query_reply(c->q, 200, doc);
 out:
-	sqlite3_close(db);
+	rvs_store_release(st);
 	agg_free(&a);
-	filt_free(&f[0]);
-	filt_free(&f[1]);
+	for (int s = 0; s < 2; s++) {
+		free(chain[s]);
+		filt_free(&f[s]);
+	}
 }
 
 void rvs_agg_api(struct rvs_call *c)
 {
-	/* Read from sqlite directly still (issue 15): refused on PostgreSQL. */
-	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite)
-		return rvs_query_set_error(c->q, 501,
-					   "aggregates: not available on PostgreSQL yet");
 	run(c, 1);
 }
 
 void rvs_agg_api_diff(struct rvs_call *c)
 {
-	/* Read from sqlite directly still (issue 15): refused on PostgreSQL. */
-	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite)
-		return rvs_query_set_error(c->q, 501,
-					   "aggregates: not available on PostgreSQL yet");
 	run(c, 2);
 }

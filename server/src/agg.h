@@ -2,7 +2,8 @@
  * agg.h — call-path aggregates across traces (issue 16, question 2:
  * "where does time go across many traces?").
  *
- * At decode, rvs_agg_index stores each decoded capture's merged call tree,
+ * At decode, rvs_agg_build cuts each decoded capture's merged call tree and
+ * the store backend's index lane stores it,
  * bounded, as rows of trace_paths over a per-app dictionary of call paths
  * (agg_nodes), and triggers keep their sums per (app, version, model,
  * anomaly kind, day) bucket (agg_sums; SCHEMA.md migration 7).  The JSON
@@ -31,16 +32,35 @@
 #define RVS_AGG_OTHER  "(other)"
 #define RVS_AGG_DEEPER "(deeper)"
 
-struct sqlite3;
 struct rva_summary;
 struct rvs_call;
 
-/* Inside the decoder's index transaction on db, after trace_id's traces
- * row is written: replaces trace_id's trace_agg and trace_paths rows with
- * those of sum's merged tree.  Method names are bound as parameters.
- * Returns an sqlite result code (SQLITE_OK on success).  The caller's
- * thread, on its connection. */
-int rvs_agg_index(struct sqlite3 *db, const char *trace_id, const struct rva_summary *sum);
+/* One row of a trace's aggregate (rvs_agg_build): v[0] is the root; a
+ * row's parent comes before it.  An "(other)" row (other = 1) follows its
+ * parent's kept children; a writer resolves the dictionary ids of the
+ * kept rows first, in order, then writes the rows in order, resolving each
+ * "(other)" row's id as it comes (so both backends number nodes alike). */
+struct rvs_agg_row {
+	uint32_t parent, depth; /* parent: index in v (0 for the root) */
+	const char *method;	/* "" for the root; borrowed from the summary */
+	int other;
+	uint64_t calls;
+	int64_t self_ns, incl_ns;
+};
+
+/* A trace's rows and its trace_agg columns. */
+struct rvs_agg_rows {
+	struct rvs_agg_row *v;
+	size_t n;
+	int64_t nodes, folded, total_ns;
+};
+
+/* The rows of sum's merged tree, cut as RVS_AGG_MAX_NODES says, into *out
+ * (release with rvs_agg_rows_release; borrows sum's names, so sum must
+ * outlive it).  0 or -ENOMEM.  Any thread; the decode lanes of both store
+ * backends call it inside their index transaction and write the rows. */
+int rvs_agg_build(const struct rva_summary *sum, struct rvs_agg_rows *out);
+void rvs_agg_rows_release(struct rvs_agg_rows *r);
 
 /* The JSON API (route.c's table; work thread; fill c->q always):
  * GET /api/v1/aggregate and GET /api/v1/aggregate/diff (API.md). */

@@ -10,14 +10,11 @@
  */
 #include "issue.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <sqlite3.h>
 
 #include "rearview/analysis.h"
 
@@ -86,34 +83,4 @@ int rvs_issue_fold(const char *chain, const char *signature, char out[17])
 	free(norm);
 	snprintf(out, 17, "%016" PRIx64, h);
 	return 0;
-}
-
-static void sql_issue(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-	const char *chain = (const char *)sqlite3_value_text(argv[0]);
-	const char *sig = (const char *)sqlite3_value_text(argv[1]);
-	char out[17];
-	int rc;
-
-	assert(argc == 2);
-	if (!chain || !sig) {
-		sqlite3_result_null(ctx);
-		return;
-	}
-	rc = rvs_issue_fold(chain, sig, out);
-	if (rc == -ENOMEM)
-		sqlite3_result_error_nomem(ctx);
-	else if (rc)
-		sqlite3_result_null(ctx);
-	else
-		sqlite3_result_text(ctx, out, 16, SQLITE_TRANSIENT);
-}
-
-int rvs_issue_register(struct sqlite3 *db)
-{
-	return sqlite3_create_function(db, "rvs_issue", 2,
-				       SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
-				       sql_issue, NULL, NULL) == SQLITE_OK
-		       ? 0
-		       : -EIO;
 }

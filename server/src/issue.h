@@ -2,12 +2,11 @@
  * issue.h — issues: anomaly signatures folded so that chains differing only
  * by leading "(unknown caller)" frames (a capture whose ring began inside
  * those calls, tracer/FORMAT.md §1) count as one issue (server/SCHEMA.md,
- * traces.issue).  Pure functions; any thread.
+ * traces.issue).  Pure functions; any thread.  (Its SQL face, rvs_issue(),
+ * is the sqlite store's: store_sqlite_search.c.)
  */
 #ifndef RVS_ISSUE_H
 #define RVS_ISSUE_H
-
-struct sqlite3;
 
 /* The issue of an anomaly chain stored as `chain` ("name;name;…;", root
  * first, decode.c's form) with signature `signature` (16 hex digits): when
@@ -17,11 +16,5 @@ struct sqlite3;
  * signature.  Writes 16 lowercase hex digits and a NUL into out.  0, or
  * -EINVAL when signature is not 16 hex digits, -ENOMEM. */
 int rvs_issue_fold(const char *chain, const char *signature, char out[17]);
-
-/* Registers rvs_issue(chain, signature) on db: the SQL face of
- * rvs_issue_fold (NULL when either argument is NULL or the signature is
- * malformed), deterministic, used by migration 7's backfill and by
- * decode.c.  0 or -EIO. */
-int rvs_issue_register(struct sqlite3 *db);
 
 #endif

@@ -43,17 +43,6 @@ int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
  * fsync, rename, directory fsync. */
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
-/* sqlite3_busy_timeout for one of the server's connections, but polling the
- * lock every 50 µs at first (then 0.5 ms, then 2 ms) where sqlite's own
- * handler sleeps 1, 2, 5, 10, … ms: every writer is in this process and
- * their transactions are short, so a waiter gets the lock soon after it is
- * free.  The decoder's index lanes keep sqlite's coarse handler on purpose,
- * so that waiting acknowledgements win the lock (decode.c).  Gives up after
- * about timeout_ms.  A sqlite-backend internal (store_sqlite_util.c); declared
- * here while agg.c and search.c still open connections of their own. */
-struct sqlite3;
-void rvs_sqlite_busy(struct sqlite3 *db, int timeout_ms);
-
 /* ---- metrics (metrics.c; loop thread only) ------------------------------ */
 enum rvs_err_reason {
 	RVS_ERR_BAD_REQUEST,

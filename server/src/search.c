@@ -2,15 +2,18 @@
  * search.c — worst traces, top issues and chain search (search.h,
  * server/API.md "Worst traces", "Issues", "Chain search").
  *
- * Invariants: SQL text comes from fixed fragments chosen by a fixed table
- * (sort keys, directions), never from the request; request values are
- * bound.  Sorted lists page by keyset (the sort value and a rowid
- * tie-break, both in the cursor), so page k costs what page 1 costs.  A
- * chain or substring search scans its table newest first in rowid chunks
- * of SEARCH_CHUNK and stops after SEARCH_MAX_ROWS rowids or SEARCH_MAX_MS
- * of work, whichever comes first, with a cursor to go on: no pattern, how
- * hostile soever, costs more.  Pattern matching is rvs_chain_match over
- * frames (no regular expressions on user input), O(frames × elements).
+ * Invariants: no SQL here: the store runs it (store.h's traces_sorted,
+ * issues_read, search_scan; store_sqlite_search.c, store_pg_search.c),
+ * from fixed fragments chosen by a fixed table (sort keys, directions),
+ * never from the request; request values are bound there.  Sorted lists
+ * page by keyset (the sort value and an arrival tie-break — sqlite's rowid,
+ * PostgreSQL's seq — both in the cursor), so page k costs what page 1
+ * costs.  A chain or substring search scans its table newest first in
+ * chunks of SEARCH_CHUNK by arrival and stops after SEARCH_MAX_ROWS rows or
+ * SEARCH_MAX_MS of work, whichever comes first (on_chunk and on_hit keep
+ * the budget), with a cursor to go on: no pattern, how hostile soever,
+ * costs more.  Pattern matching is rvs_chain_match over frames (no regular
+ * expressions on user input), O(frames × elements).
  */
 #include "search.h"
 #include "store.h"
@@ -30,7 +33,6 @@
 #include <time.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #define LIST_DEFAULT	 50
 #define LIST_MAX	 500
@@ -87,36 +89,23 @@ static json_t *jstrn(const char *s, size_t n)
 	return j;
 }
 
-static json_t *jcol(sqlite3_stmt *st, int i)
+static json_t *jcol(const struct rvs_col *c)
 {
-	switch (sqlite3_column_type(st, i)) {
-	case SQLITE_NULL:
-		return json_null();
-	case SQLITE_INTEGER:
-		return json_integer(sqlite3_column_int64(st, i));
-	case SQLITE_FLOAT:
-		return json_real(sqlite3_column_double(st, i));
+	switch (c->type) {
+	case RVS_COL_INT:
+		return json_integer(c->i);
+	case RVS_COL_TEXT:
+		return jstr(c->text);
 	default:
-		return jstr((const char *)sqlite3_column_text(st, i));
+		return json_null();
 	}
 }
 
-/* Columns [from, to) of the current row into obj, keyed by column name. */
-static void cols_into(sqlite3_stmt *st, int from, int to, json_t *obj)
+/* Columns [from, to) of a row into obj, keyed by column name. */
+static void cols_into(const struct rvs_col *cols, size_t from, size_t to, json_t *obj)
 {
-	for (int i = from; i < to; i++)
-		json_object_set_new(obj, sqlite3_column_name(st, i), jcol(st, i));
-}
-
-static sqlite3 *open_ro(const char *database)
-{
-	sqlite3 *db = NULL;
-	if (sqlite3_open_v2(database, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
-		return NULL;
-	}
-	rvs_sqlite_busy(db, 5000);
-	return db;
+	for (size_t i = from; i < to; i++)
+		json_object_set_new(obj, cols[i].name, jcol(&cols[i]));
 }
 
 /* 400 naming the parameter whose value is bad. */
@@ -129,36 +118,37 @@ static void bad_param(struct rvs_query_resp *r, const char *name)
 	rvs_query_set_error(r, 400, msg);
 }
 
-/* Binds text parameter `name` of query to st's index i when present: 0,
- * or -EINVAL for a bad value (*bad = name). */
-static int bind_text_param(sqlite3_stmt *st, int i, const char *query, const char *name,
-			   const char **bad)
+/* Text parameter `name` of query into buf (cap bytes), *out = buf when
+ * present (else left alone): 0, or -EINVAL for a bad value (*bad = name). */
+static int text_param(const char *query, const char *name, char *buf, size_t cap, const char **out,
+		      const char **bad)
 {
-	char v[1024];
-	int rc = rvs_query_param(query, name, v, sizeof v);
+	int rc = rvs_query_param(query, name, buf, cap);
 	if (rc < 0) {
 		*bad = name;
 		return -EINVAL;
 	}
 	if (rc)
-		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+		*out = buf;
 	return 0;
 }
 
-/* Binds integer parameter `name` (an anomaly kind for "kind", params.h)
- * like bind_text_param. */
-static int bind_int_param(sqlite3_stmt *st, int i, const char *query, const char *name,
-			  const char **bad)
+/* Integer parameter `name` (an anomaly kind for "kind", params.h) into
+ * *v and *has, like text_param. */
+static int int_param(const char *query, const char *name, int64_t *v, int *has, const char **bad)
 {
-	char v[32];
+	char buf[32];
 	int64_t iv;
-	int rc = rvs_query_param(query, name, v, sizeof v);
-	if (rc < 0 || (rc && (strcmp(name, "kind") ? parse_i64(v, &iv) : rvs_param_kind(v, &iv)))) {
+	int rc = rvs_query_param(query, name, buf, sizeof buf);
+	if (rc < 0 ||
+	    (rc && (strcmp(name, "kind") ? parse_i64(buf, &iv) : rvs_param_kind(buf, &iv)))) {
 		*bad = name;
 		return -EINVAL;
 	}
-	if (rc)
-		sqlite3_bind_int64(st, i, iv);
+	if (rc) {
+		*v = iv;
+		*has = 1;
+	}
 	return 0;
 }
 
@@ -173,64 +163,21 @@ static int64_t now_ms(void)
 
 struct sort_key {
 	const char *name;
-	const char *expr; /* the ORDER BY expression (an index of migration 9's) */
-	int desc;	  /* the key's own direction: worst first */
+	int key;  /* enum rvs_sort: the store's ORDER BY (an index of migration 9's) */
+	int desc; /* the key's own direction: worst first */
 };
 
 /* "-" before a key reverses it.  age: the anomaly's age, oldest first
  * (captured_at_ns ascending; unknown capture times count as oldest). */
 static const struct sort_key SORT_KEYS[] = {
-	{"received", "t.rowid", 1},
-	{"severity", "ifnull(t.severity, -1)", 1},
-	{"duration", "ifnull(t.duration_ns, -1)", 1},
-	{"age", "ifnull(t.captured_at_ns, -1)", 0},
-	{"self", "m.self_ns", 1},
+	{"received", RVS_SORT_RECEIVED, 1}, {"severity", RVS_SORT_SEVERITY, 1},
+	{"duration", RVS_SORT_DURATION, 1}, {"age", RVS_SORT_AGE, 0},
+	{"self", RVS_SORT_SELF, 1},
 };
-#define SORT_SELF 4
 
-#define TRACE_COLS                                                                           \
-	"t.trace_id, t.app_id, t.app_version, t.model, t.os_build, t.anomaly_kind,"          \
-	" t.severity, t.captured_at_ns, t.received_at, t.anomaly_name, t.anomaly_signature," \
-	" t.issue, t.duration_ns"
+/* The rows' columns: TRACE_NCOLS of the trace, then method_self_ns,
+ * sort_value_ and tiebreak_ (store.h's traces_sorted). */
 #define TRACE_NCOLS 13
-#define TRACE_FILTERS                                                                      \
-	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"            \
-	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"            \
-	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"    \
-	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"  \
-	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id" \
-	"  FROM trace_chains c WHERE c.signature = ?9))"                                   \
-	" AND (?11 IS NULL OR t.issue = ?11)"
-
-/* The statement of sort key k in direction desc, with a keyset clause when
- * cursor, into sql[0..cap): 0 or -E2BIG.  by_issue: an issue's few traces
- * drive the query (found by its index, then sorted) instead of a walk of
- * the sort index that would read most of the table to find them. */
-static int sorted_sql(const struct sort_key *k, int desc, int cursor, int by_issue, char *sql,
-		      size_t cap)
-{
-	const int self = k == &SORT_KEYS[SORT_SELF];
-	const char *tb = self ? "m.rowid" : "t.rowid", *dir = desc ? "DESC" : "ASC";
-	const char *le = desc ? "<=" : ">=", *lt = desc ? "<" : ">";
-	char keyset[256] = "";
-	int n;
-	if (cursor)
-		snprintf(keyset, sizeof keyset, " AND %s %s ?12 AND (%s %s ?12 OR %s %s ?13)",
-			 k->expr, le, k->expr, lt, tb, lt);
-	n = snprintf(sql, cap,
-		     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
-		     " WHERE %s%s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT ?14",
-		     self ? "m.self_ns AS method_self_ns" : "NULL AS method_self_ns", k->expr, tb,
-		     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id" : "traces t",
-		     self ? "m.method = ?10 AND"
-			  : "(?10 IS NULL OR t.trace_id IN (SELECT x.trace_id FROM trace_methods x"
-			    " WHERE x.method = ?10)) AND",
-		     by_issue && !self
-			     ? " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.issue = ?11) AND"
-			     : "",
-		     keyset, k->expr, dir, tb, dir);
-	return n < 0 || (size_t)n >= cap ? -E2BIG : 0;
-}
 
 /* "V:T" into the sort value and tie-break; -EINVAL when malformed. */
 static int parse_cursor(const char *s, int64_t *v, int64_t *t)
@@ -245,19 +192,52 @@ static int parse_cursor(const char *s, int64_t *v, int64_t *t)
 	return parse_i64(a, v) || parse_i64(colon + 1, t) ? -EINVAL : 0;
 }
 
-static void search_traces(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+struct sorted_page {
+	int self;
+	int64_t limit, n, lastv, lastt;
+	int more; /* a row past the limit came */
+	json_t *items;
+};
+
+static int on_sorted_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct sorted_page *p = arg;
+	json_t *o;
+
+	assert(part == 0 && n == TRACE_NCOLS + 3);
+	if (p->n == p->limit) {
+		p->more = 1;
+		return 1;
+	}
+	o = json_object();
+	cols_into(cols, 0, TRACE_NCOLS, o);
+	if (p->self)
+		cols_into(cols, TRACE_NCOLS, TRACE_NCOLS + 1, o);
+	p->lastv = cols[TRACE_NCOLS + 1].i;
+	p->lastt = cols[TRACE_NCOLS + 2].i;
+	json_array_append_new(p->items, o);
+	p->n++;
+	return 0;
+}
+
+static void search_traces(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
+			  struct rvs_query_resp *r)
 {
 	static const char *const text_params[] = {"app", "version", "model", "os_build"};
 	static const char *const int_params[] = {"kind", "min_severity", "since", "until"};
+	struct rvs_sorted_query q = {0};
 	const struct sort_key *k;
-	char v[1100], sql[2048];
+	char v[1100], tv[7][1024];
+	const char **text_out[7] = {&q.app,	  &q.version, &q.model, &q.os_build,
+				    &q.signature, &q.method,  &q.issue};
+	int64_t *int_out[4] = {&q.kind, &q.min_severity, &q.since, &q.until};
+	int *has_out[4] = {&q.has_kind, &q.has_min_severity, &q.has_since, &q.has_until};
 	const char *name = "received", *bad = NULL;
-	int64_t limit, n = 0, cv = 0, ct = 0, lastv = 0, lastt = 0;
-	int desc, rc, has_cursor;
-	sqlite3_stmt *st = NULL;
-	json_t *items, *doc;
+	struct sorted_page p = {0};
+	int desc, rc;
+	json_t *doc;
 
-	if (rvs_param_limit(query, LIST_DEFAULT, LIST_MAX, &limit))
+	if (rvs_param_limit(query, LIST_DEFAULT, LIST_MAX, &p.limit))
 		return rvs_query_set_error(r, 400, "bad limit");
 	rc = rvs_query_param(query, "sort", v, sizeof v);
 	if (rc < 0)
@@ -281,201 +261,144 @@ static void search_traces(sqlite3 *db, const char *query, struct rvs_query_resp 
 	}
 	if (!k->desc)
 		desc = !desc;
-	if (k == &SORT_KEYS[SORT_SELF] && rvs_query_param(query, "method", v, sizeof v) != 1)
+	if (k->key == RVS_SORT_SELF && rvs_query_param(query, "method", v, sizeof v) != 1)
 		return rvs_query_set_error(r, 400, "sort=self needs method=NAME");
 	rc = rvs_query_param(query, "cursor", v, sizeof v);
-	if (rc < 0 || (rc == 1 && parse_cursor(v, &cv, &ct)))
+	if (rc < 0 || (rc == 1 && parse_cursor(v, &q.cursor_value, &q.cursor_tiebreak)))
 		return rvs_query_set_error(r, 400, "bad cursor");
-	has_cursor = rc == 1;
-	if (sorted_sql(k, desc, has_cursor, rvs_query_param(query, "issue", v, sizeof v) == 1, sql,
-		       sizeof sql) ||
-	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return rvs_query_set_error(r, 500, "query failed");
+	q.has_cursor = rc == 1;
+	q.key = k->key;
+	q.desc = desc;
+	q.limit = p.limit + 1;
 	for (int i = 0; i < 4; i++)
-		if (bind_text_param(st, i + 1, query, text_params[i], &bad) ||
-		    bind_int_param(st, i + 5, query, int_params[i], &bad))
-			goto bad;
-	if (bind_text_param(st, 9, query, "signature", &bad) ||
-	    bind_text_param(st, 10, query, "method", &bad) ||
-	    bind_text_param(st, 11, query, "issue", &bad))
-		goto bad;
-	if (has_cursor) {
-		sqlite3_bind_int64(st, 12, cv);
-		sqlite3_bind_int64(st, 13, ct);
-	}
-	sqlite3_bind_int64(st, 14, limit + 1);
+		if (text_param(query, text_params[i], tv[i], sizeof tv[i], text_out[i], &bad) ||
+		    int_param(query, int_params[i], int_out[i], has_out[i], &bad))
+			return bad_param(r, bad);
+	if (text_param(query, "signature", tv[4], sizeof tv[4], text_out[4], &bad) ||
+	    text_param(query, "method", tv[5], sizeof tv[5], text_out[5], &bad) ||
+	    text_param(query, "issue", tv[6], sizeof tv[6], text_out[6], &bad))
+		return bad_param(r, bad);
 
-	items = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o;
-		if (n == limit)
-			break;
-		o = json_object();
-		cols_into(st, 0, TRACE_NCOLS, o);
-		if (k == &SORT_KEYS[SORT_SELF])
-			cols_into(st, TRACE_NCOLS, TRACE_NCOLS + 1, o);
-		lastv = sqlite3_column_int64(st, TRACE_NCOLS + 1);
-		lastt = sqlite3_column_int64(st, TRACE_NCOLS + 2);
-		json_array_append_new(items, o);
-		n++;
-	}
-	doc = json_pack("{s:o,s:s+}", "traces", items, "sort", desc == k->desc ? "" : "-", k->name);
-	if (rc == SQLITE_ROW) {
-		snprintf(v, sizeof v, "%" PRId64 ":%" PRId64, lastv, lastt);
+	p.self = k->key == RVS_SORT_SELF;
+	p.items = json_array();
+	rc = ops->traces_sorted(st, &q, on_sorted_row, &p);
+	doc = json_pack("{s:o,s:s+}", "traces", p.items, "sort", desc == k->desc ? "" : "-",
+			k->name);
+	if (p.more) {
+		snprintf(v, sizeof v, "%" PRId64 ":%" PRId64, p.lastv, p.lastt);
 		json_object_set_new(doc, "next_cursor", json_string(v));
 	} else {
 		json_object_set_new(doc, "next_cursor", json_null());
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+	if (rc < 0) {
 		json_decref(doc);
 		return rvs_query_set_error(r, 500, "query failed");
 	}
 	return rvs_query_reply(r, 200, doc);
-bad:
-	sqlite3_finalize(st);
-	bad_param(r, bad);
 }
 
 /* ---- GET /api/v1/issues ----------------------------------------------------- */
 
-/* Impact = traces × mean severity (at least 1 each) × distinct devices. */
-static const char ISSUES_SQL[] =
-	"SELECT t.issue, count(*) AS traces, count(DISTINCT t.device_id) AS devices,"
-	" avg(max(ifnull(t.severity, 0), 1)) AS severity,"
-	" count(*) * avg(max(ifnull(t.severity, 0), 1)) * count(DISTINCT t.device_id) AS impact,"
-	" min(t.received_at) AS first_seen, max(t.received_at) AS last_seen,"
-	" max(t.rowid) FROM traces t"
-	" WHERE t.issue IS NOT NULL AND t.received_at >= ?1"
-	" AND (?2 IS NULL OR t.app_id = ?2) AND (?3 IS NULL OR t.app_version = ?3)"
-	" AND (?4 IS NULL OR t.anomaly_kind = ?4)"
-	" GROUP BY t.issue ORDER BY impact DESC, t.issue LIMIT ?5";
-static const char TREND_SQL[] =
-	"SELECT t.received_at / 604800, count(*) FROM traces t WHERE t.issue = ?1"
-	" AND t.received_at >= ?6 AND (?2 IS NULL OR t.app_id = ?2)"
-	" AND (?3 IS NULL OR t.app_version = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
-	" GROUP BY 1";
-/* The issue's newest trace (by rowid) and its anomaly chain. */
-static const char EXAMPLE_SQL[] =
-	"SELECT x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"
-	" c.trace_id = x.trace_id AND c.kind = 'anomaly' AND c.rank = 1 WHERE x.rowid = ?1";
-static const char SIGS_SQL[] =
-	"SELECT DISTINCT t.anomaly_signature FROM traces t WHERE t.issue = ?1"
-	" AND t.received_at >= ?6 AND (?2 IS NULL OR t.app_id = ?2)"
-	" AND (?3 IS NULL OR t.app_version = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
-	" AND t.anomaly_signature IS NOT NULL ORDER BY 1 LIMIT 64";
+struct issues_doc {
+	int64_t first_week, weeks;
+	int64_t counts[WEEKS_MAX];
+	json_t *issues, *cur; /* the issue being filled (borrowed from issues) */
+};
 
-/* Every row's first column of st (bound, run to the end) as a JSON array. */
-static json_t *column_list(sqlite3_stmt *st)
+/* The current issue's trend, from its week rows. */
+static void close_issue(struct issues_doc *d)
 {
-	json_t *arr = json_array();
-	while (sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(arr, jcol(st, 0));
-	sqlite3_reset(st);
-	return arr;
+	json_t *trend;
+
+	if (!d->cur)
+		return;
+	trend = json_array();
+	for (int64_t w = 0; w < d->weeks; w++)
+		json_array_append_new(trend, json_integer(d->counts[w]));
+	json_object_set_new(d->cur, "trend", trend);
+	d->cur = NULL;
 }
 
-/* The example trace of rowid into o, with its anomaly chain less its
- * leading "(unknown caller);" frames as the issue's chain. */
-static void example_into(sqlite3_stmt *ex, int64_t rowid, json_t *o)
+static int on_issue(void *arg, int part, const struct rvs_issue_row *r)
 {
 	static const char unk[] = "(unknown caller);";
-	const char *s;
-	json_t *chain = json_null();
-	sqlite3_bind_int64(ex, 1, rowid);
-	if (sqlite3_step(ex) == SQLITE_ROW) {
-		json_object_set_new(o, "example_trace", jcol(ex, 0));
-		if ((s = (const char *)sqlite3_column_text(ex, 1))) {
-			while (strncmp(s, unk, sizeof unk - 1) == 0 && s[sizeof unk - 1])
-				s += sizeof unk - 1;
-			chain = jstr(s);
-		}
+	struct issues_doc *d = arg;
+	json_t *o;
+
+	if (part == RVS_ISSUE_SIGNATURE) {
+		assert(d->cur);
+		json_array_append_new(json_object_get(d->cur, "signatures"), jstr(r->signature));
+		return 0;
 	}
-	json_object_set_new(o, "chain", chain);
-	sqlite3_reset(ex);
+	if (part == RVS_ISSUE_WEEK) {
+		int64_t w = r->week - d->first_week;
+		assert(d->cur);
+		if (w >= 0 && w < d->weeks)
+			d->counts[w] = r->count;
+		return 0;
+	}
+	assert(part == RVS_ISSUE_ROW);
+	close_issue(d);
+	memset(d->counts, 0, sizeof d->counts);
+	o = json_pack("{s:o,s:I,s:I,s:f,s:f,s:I,s:I}", "issue", jstr(r->issue), "traces",
+		      (json_int_t)r->traces, "devices", (json_int_t)r->devices, "severity",
+		      r->severity, "impact", r->impact, "first_seen", (json_int_t)r->first_seen,
+		      "last_seen", (json_int_t)r->last_seen);
+	if (!o)
+		return -ENOMEM;
+	/* The example trace, with its anomaly chain less its leading
+	 * "(unknown caller);" frames as the issue's chain. */
+	if (r->has_example) {
+		const char *s = r->example_chain;
+		json_object_set_new(o, "example_trace", jstr(r->example_trace));
+		while (s && strncmp(s, unk, sizeof unk - 1) == 0 && s[sizeof unk - 1])
+			s += sizeof unk - 1;
+		json_object_set_new(o, "chain", jstr(s));
+	} else {
+		json_object_set_new(o, "chain", json_null());
+	}
+	json_object_set_new(o, "signatures", json_array());
+	json_array_append_new(d->issues, o);
+	d->cur = o;
+	return 0;
 }
 
-static int bind_issue_filters(sqlite3_stmt *st, const char *query, const char **bad)
+static void list_issues(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
+			struct rvs_query_resp *r)
 {
-	return bind_text_param(st, 2, query, "app", bad) ||
-			       bind_text_param(st, 3, query, "version", bad) ||
-			       bind_int_param(st, 4, query, "kind", bad)
-		       ? -EINVAL
-		       : 0;
-}
-
-static void list_issues(sqlite3 *db, const char *query, struct rvs_query_resp *r)
-{
-	char v[32];
-	int64_t limit, weeks = WEEKS_DEFAULT, cur = (int64_t)time(NULL) / WEEK, since;
-	sqlite3_stmt *st = NULL, *tr = NULL, *ex = NULL, *sg = NULL;
-	json_t *issues, *starts, *doc;
+	char v[32], app[1024], version[1024];
+	int64_t weeks = WEEKS_DEFAULT, cur = (int64_t)time(NULL) / WEEK;
+	struct rvs_issue_filter f = {0};
+	struct issues_doc d = {0};
+	json_t *starts, *doc;
 	const char *bad = NULL;
 	int rc;
 
-	if (rvs_param_limit(query, ISSUES_DEFAULT, ISSUES_MAX, &limit))
+	if (rvs_param_limit(query, ISSUES_DEFAULT, ISSUES_MAX, &f.limit))
 		return rvs_query_set_error(r, 400, "bad limit");
 	rc = rvs_query_param(query, "weeks", v, sizeof v);
 	if (rc < 0 || (rc && (parse_i64(v, &weeks) || weeks < 1 || weeks > WEEKS_MAX)))
 		return rvs_query_set_error(r, 400, "bad weeks (1..52)");
-	since = (cur - weeks + 1) * WEEK;
-	if (sqlite3_prepare_v2(db, ISSUES_SQL, -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, TREND_SQL, -1, &tr, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, EXAMPLE_SQL, -1, &ex, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, SIGS_SQL, -1, &sg, NULL) != SQLITE_OK) {
-		rvs_query_set_error(r, 500, "query failed");
-		goto out;
-	}
-	if (bind_issue_filters(st, query, &bad) || bind_issue_filters(tr, query, &bad) ||
-	    bind_issue_filters(sg, query, &bad)) {
-		bad_param(r, bad);
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, since);
-	sqlite3_bind_int64(st, 5, limit);
-	sqlite3_bind_int64(tr, 6, since);
-	sqlite3_bind_int64(sg, 6, since);
-	issues = json_array();
+	if (text_param(query, "app", app, sizeof app, &f.app, &bad) ||
+	    text_param(query, "version", version, sizeof version, &f.version, &bad) ||
+	    int_param(query, "kind", &f.kind, &f.has_kind, &bad))
+		return bad_param(r, bad);
+	f.since = (cur - weeks + 1) * WEEK;
+	d.first_week = cur - weeks + 1;
+	d.weeks = weeks;
+	d.issues = json_array();
 	starts = json_array();
 	for (int64_t w = cur - weeks + 1; w <= cur; w++)
 		json_array_append_new(starts, json_integer(w * WEEK));
 	doc = json_pack("{s:I,s:o,s:o}", "weeks", (json_int_t)weeks, "week_starts", starts,
-			"issues", issues);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object(), *trend = json_array();
-		int64_t counts[WEEKS_MAX] = {0};
-		int trc;
-		cols_into(st, 0, 7, o);
-		example_into(ex, sqlite3_column_int64(st, 7), o);
-		sqlite3_bind_text(sg, 1, (const char *)sqlite3_column_text(st, 0), -1,
-				  SQLITE_TRANSIENT);
-		json_object_set_new(o, "signatures", column_list(sg));
-		sqlite3_bind_text(tr, 1, (const char *)sqlite3_column_text(st, 0), -1,
-				  SQLITE_TRANSIENT);
-		while ((trc = sqlite3_step(tr)) == SQLITE_ROW) {
-			int64_t w = sqlite3_column_int64(tr, 0) - (cur - weeks + 1);
-			if (w >= 0 && w < weeks)
-				counts[w] = sqlite3_column_int64(tr, 1);
-		}
-		sqlite3_reset(tr);
-		for (int64_t w = 0; w < weeks; w++)
-			json_array_append_new(trend, json_integer(counts[w]));
-		json_object_set_new(o, "trend", trend);
-		json_array_append_new(issues, o);
-		if (trc != SQLITE_DONE)
-			break;
-	}
-	if (rc != SQLITE_DONE) {
+			"issues", d.issues);
+	rc = ops->issues_read(st, &f, on_issue, &d);
+	close_issue(&d);
+	if (rc) {
 		json_decref(doc);
-		rvs_query_set_error(r, 500, "query failed");
-		goto out;
+		return rvs_query_set_error(r, 500, "query failed");
 	}
 	rvs_query_reply(r, 200, doc);
-out:
-	sqlite3_finalize(st);
-	sqlite3_finalize(tr);
-	sqlite3_finalize(ex);
-	sqlite3_finalize(sg);
 }
 
 /* ---- chain patterns ---------------------------------------------------------- */
@@ -564,49 +487,35 @@ int rvs_chain_match(const struct rvs_chain_pat *p, const char *const *frames, co
 
 /* ---- GET /api/v1/search ------------------------------------------------------ */
 
-#define HIT_COLS                                                                                   \
-	"t.trace_id, t.app_id, t.app_version, t.model, t.anomaly_kind, t.severity, t.received_at," \
-	" t.issue"
-#define HIT_NCOLS   8
-#define HIT_FILTERS " AND (?4 IS NULL OR t.app_id = ?4) AND (?5 IS NULL OR t.app_version = ?5)"
-
-/* Stored chains whose text holds ?3 (the pattern's longest name and its
- * ';'), in one rowid chunk [?2, ?1), newest first. */
-static const char CHAIN_SCAN_SQL[] =
-	"SELECT " HIT_COLS ", c.rowid, c.kind AS source, c.rank, c.chain FROM trace_chains c"
-	" JOIN traces t ON t.trace_id = c.trace_id WHERE c.rowid < ?1 AND c.rowid >= ?2"
-	" AND instr(c.chain, ?3) > 0" HIT_FILTERS " ORDER BY c.rowid DESC";
-/* Methods whose name holds ?3, in one rowid chunk. */
-static const char METHOD_SCAN_SQL[] =
-	"SELECT " HIT_COLS ", m.rowid, 'method' AS source, NULL AS rank, m.method, m.calls,"
-	" m.self_ns FROM trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
-	" WHERE m.rowid < ?1 AND m.rowid >= ?2 AND instr(m.method, ?3) > 0" HIT_FILTERS
-	" ORDER BY m.rowid DESC";
-/* One method by name (its index), newest rows first. */
-static const char METHOD_EXACT_SQL[] =
-	"SELECT " HIT_COLS ", m.rowid, 'method' AS source, NULL AS rank, m.method, m.calls,"
-	" m.self_ns FROM trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
-	" WHERE m.method = ?3 AND m.rowid < ?1 AND m.rowid >= ?2" HIT_FILTERS
-	" ORDER BY m.rowid DESC LIMIT ?6";
+/* A hit row's columns (store.h's search_scan): HIT_NCOLS of the trace, its
+ * sequence, source, rank, the chain or method text, then (methods) calls
+ * and self_ns. */
+#define HIT_NCOLS 8
 
 enum search_mode { MODE_CHAIN, MODE_METHOD, MODE_SUBSTRING };
 
 struct search {
 	enum search_mode mode;
 	struct rvs_chain_pat pat;
-	char needle[RVS_PAT_NAME_MAX + 2]; /* instr() prefilter */
+	char needle[RVS_PAT_NAME_MAX + 2]; /* the store's prefilter */
 	int64_t limit, n;
 	json_t *hits;
 	char last_trace[40]; /* the previous hit's trace: one hit per trace in a run */
 	int64_t last_rowid;
+	/* The scan's budget (search_scan's chunk callback): the chunk [lo, hi)
+	 * being read, the last row it handed over, rows counted per chunk. */
+	int64_t hi, lo, seen, scanned, t0;
+	unsigned k;
+	int started, full, partial;
 };
 
-/* The hit of row st (a chain or method row) when it matches: appended to
+/* The hit of a row (a chain or method row) when it matches: appended to
  * s->hits.  0, or 1 when the hit is one past the limit (not appended). */
-static int take_row(struct search *s, sqlite3_stmt *st)
+static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 {
-	const char *tid = (const char *)sqlite3_column_text(st, 0);
-	const char *text = (const char *)sqlite3_column_text(st, HIT_NCOLS + 3);
+	const char *tid = cols[0].type == RVS_COL_TEXT ? cols[0].text : NULL;
+	const char *text =
+		cols[HIT_NCOLS + 3].type == RVS_COL_TEXT ? cols[HIT_NCOLS + 3].text : NULL;
 	const char *frames[CHAIN_MAX_FRAMES];
 	size_t lens[CHAIN_MAX_FRAMES], nf = 0, from = 0, to = 1;
 	json_t *o, *fr;
@@ -630,10 +539,12 @@ static int take_row(struct search *s, sqlite3_stmt *st)
 	if (s->n == s->limit)
 		return 1;
 	o = json_object();
-	cols_into(st, 0, HIT_NCOLS, o);
-	cols_into(st, HIT_NCOLS + 1, HIT_NCOLS + 3, o);
-	if (s->mode != MODE_CHAIN)
-		cols_into(st, HIT_NCOLS + 4, HIT_NCOLS + 6, o);
+	cols_into(cols, 0, HIT_NCOLS, o);
+	cols_into(cols, HIT_NCOLS + 1, HIT_NCOLS + 3, o);
+	if (s->mode != MODE_CHAIN) {
+		assert(ncols >= HIT_NCOLS + 6);
+		cols_into(cols, HIT_NCOLS + 4, HIT_NCOLS + 6, o);
+	}
 	fr = json_array();
 	for (size_t i = 0; i < nf; i++)
 		json_array_append_new(fr, jstrn(frames[i], lens[i]));
@@ -641,7 +552,7 @@ static int take_row(struct search *s, sqlite3_stmt *st)
 	json_object_set_new(o, "match", json_pack("[I,I]", (json_int_t)from, (json_int_t)to));
 	json_array_append_new(s->hits, o);
 	snprintf(s->last_trace, sizeof s->last_trace, "%s", tid);
-	s->last_rowid = sqlite3_column_int64(st, HIT_NCOLS);
+	s->last_rowid = cols[HIT_NCOLS].i;
 	s->n++;
 	return 0;
 }
@@ -700,19 +611,69 @@ static const char *parse_search(const char *query, struct search *s)
 	return NULL;
 }
 
-static void search_chains(sqlite3 *db, const char *query, struct rvs_query_resp *r)
+/* search_scan's chunk callback: accounts for the chunk just read, then
+ * gives the next one, or ends the scan (found enough, out of rows, or over
+ * the budget).  An exact method is one index lookup: no chunks.  Time is
+ * checked between chunks and every 256 rows a chunk hands over; a search
+ * cut mid-chunk goes on below the last row it looked at. */
+static int on_chunk(void *arg, int64_t top, int64_t *hi, int64_t *lo)
+{
+	struct search *s = arg;
+
+	if (!s->started) {
+		s->started = 1;
+		if (s->hi == INT64_MAX) /* the first page starts past the newest row */
+			s->hi = top;
+	} else if (s->partial) {
+		s->scanned += s->hi - s->seen;
+		s->hi = s->seen;
+	} else {
+		s->scanned += s->hi - s->lo;
+		s->hi = s->lo;
+	}
+	if (s->hi <= 0 || s->full || s->partial)
+		return 1;
+	if (s->scanned >= SEARCH_MAX_ROWS || now_ms() - s->t0 > SEARCH_MAX_MS) {
+		s->partial = 1;
+		return 1;
+	}
+	s->lo = s->mode == MODE_METHOD ? 0 : (s->hi > SEARCH_CHUNK ? s->hi - SEARCH_CHUNK : 0);
+	s->seen = s->hi;
+	s->k = 0;
+	*hi = s->hi;
+	*lo = s->lo;
+	return 0;
+}
+
+static int on_hit(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct search *s = arg;
+
+	assert(part == 0 && n >= HIT_NCOLS + 4);
+	s->seen = cols[HIT_NCOLS].i;
+	if ((s->full = take_row(s, cols, n)))
+		return 1;
+	if (s->mode != MODE_METHOD && ++s->k % 256 == 0 && now_ms() - s->t0 > SEARCH_MAX_MS) {
+		s->partial = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static void search_chains(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
+			  struct rvs_query_resp *r)
 {
 	struct search *s = calloc(1, sizeof *s);
-	const char *msg, *sql;
-	char v[32];
-	int64_t hi = INT64_MAX, scanned = 0, t0 = now_ms();
-	const char *bad = NULL;
-	int rc = SQLITE_DONE, full = 0, partial = 0;
-	sqlite3_stmt *st = NULL;
+	struct rvs_search_scan q = {0};
+	char v[32], app[1024], version[1024];
+	const char *msg, *bad = NULL;
+	int rc;
 	json_t *doc;
 
 	if (!s)
 		return rvs_query_set_error(r, 500, "out of memory");
+	s->hi = INT64_MAX;
+	s->t0 = now_ms();
 	if ((msg = parse_search(query, s))) {
 		rvs_query_set_error(r, 400, msg);
 		goto out;
@@ -722,73 +683,22 @@ static void search_chains(sqlite3 *db, const char *query, struct rvs_query_resp 
 		goto out;
 	}
 	rc = rvs_query_param(query, "cursor", v, sizeof v);
-	if (rc < 0 || (rc && (parse_i64(v, &hi) || hi < 0))) {
+	if (rc < 0 || (rc && (parse_i64(v, &s->hi) || s->hi < 0))) {
 		rvs_query_set_error(r, 400, "bad cursor");
 		goto out;
 	}
-	sql = s->mode == MODE_CHAIN    ? CHAIN_SCAN_SQL
-	      : s->mode == MODE_METHOD ? METHOD_EXACT_SQL
-				       : METHOD_SCAN_SQL;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		rvs_query_set_error(r, 500, "query failed");
-		goto out;
-	}
-	if (bind_text_param(st, 4, query, "app", &bad) ||
-	    bind_text_param(st, 5, query, "version", &bad)) {
+	if (text_param(query, "app", app, sizeof app, &q.app, &bad) ||
+	    text_param(query, "version", version, sizeof version, &q.version, &bad)) {
 		bad_param(r, bad);
 		goto out;
 	}
-	sqlite3_bind_text(st, 3, s->needle, -1, SQLITE_STATIC);
+	q.mode = s->mode == MODE_CHAIN	  ? RVS_SCAN_CHAINS
+		 : s->mode == MODE_METHOD ? RVS_SCAN_METHOD_EXACT
+					  : RVS_SCAN_METHODS;
+	q.needle = s->needle;
+	q.limit = s->limit + 1;
 	s->hits = json_array();
-	if (hi == INT64_MAX) { /* the first page starts past the newest row */
-		sqlite3_stmt *mx;
-		const char *q = s->mode == MODE_CHAIN ? "SELECT max(rowid) FROM trace_chains"
-						      : "SELECT max(rowid) FROM trace_methods";
-		hi = 0;
-		if (sqlite3_prepare_v2(db, q, -1, &mx, NULL) == SQLITE_OK &&
-		    sqlite3_step(mx) == SQLITE_ROW)
-			hi = sqlite3_column_int64(mx, 0) + 1;
-		sqlite3_finalize(mx);
-	}
-	/* An exact method is one index lookup: no chunks.  Time is checked
-	 * between chunks and every 256 rows a chunk hands over; a search cut
-	 * mid-chunk goes on below the last row it looked at. */
-	rc = SQLITE_DONE;
-	while (hi > 0 && !full && !partial) {
-		int64_t lo =
-			s->mode == MODE_METHOD ? 0 : (hi > SEARCH_CHUNK ? hi - SEARCH_CHUNK : 0);
-		int64_t seen = hi;
-		unsigned k = 0;
-		if (scanned >= SEARCH_MAX_ROWS || now_ms() - t0 > SEARCH_MAX_MS) {
-			partial = 1;
-			break;
-		}
-		sqlite3_bind_int64(st, 1, hi);
-		sqlite3_bind_int64(st, 2, lo);
-		if (s->mode == MODE_METHOD)
-			sqlite3_bind_int64(st, 6, s->limit + 1);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			seen = sqlite3_column_int64(st, HIT_NCOLS);
-			if ((full = take_row(s, st)))
-				break;
-			if (s->mode != MODE_METHOD && ++k % 256 == 0 &&
-			    now_ms() - t0 > SEARCH_MAX_MS) {
-				partial = 1;
-				break;
-			}
-		}
-		sqlite3_reset(st);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			break;
-		if (partial) {
-			scanned += hi - seen;
-			hi = seen;
-		} else {
-			scanned += hi - lo;
-			hi = lo;
-		}
-	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+	if ((rc = ops->search_scan(st, &q, on_chunk, on_hit, s)) < 0) {
 		json_decref(s->hits);
 		rvs_query_set_error(r, 500, "query failed");
 		goto out;
@@ -797,48 +707,43 @@ static void search_chains(sqlite3 *db, const char *query, struct rvs_query_resp 
 			s->mode == MODE_CHAIN	 ? "chain"
 			: s->mode == MODE_METHOD ? "method"
 						 : "contains",
-			"scanned", (json_int_t)scanned, "partial", partial);
-	if (full)
+			"scanned", (json_int_t)s->scanned, "partial", s->partial);
+	if (s->full)
 		snprintf(v, sizeof v, "%" PRId64, s->last_rowid);
-	else if (partial)
-		snprintf(v, sizeof v, "%" PRId64, hi);
-	json_object_set_new(doc, "next_cursor", full || partial ? json_string(v) : json_null());
+	else if (s->partial)
+		snprintf(v, sizeof v, "%" PRId64, s->hi);
+	json_object_set_new(doc, "next_cursor",
+			    s->full || s->partial ? json_string(v) : json_null());
 	rvs_query_reply(r, 200, doc);
 out:
-	sqlite3_finalize(st);
 	free(s);
 }
 
-/* Runs fn with a read-only connection, or answers 503.  These reads are
- * sqlite's still (issue 15): on PostgreSQL `feature` is refused with a
- * 501 naming it (server/README.md, "PostgreSQL"). */
-static void with_db(struct rvs_call *c, const char *feature,
-		    void (*fn)(sqlite3 *, const char *, struct rvs_query_resp *))
+/* Runs fn on the shared store, or answers 503. */
+static void with_store(struct rvs_call *c,
+		       void (*fn)(const struct rvs_store_ops *, struct rvs_store *, const char *,
+				  struct rvs_query_resp *))
 {
-	sqlite3 *db;
-	char msg[128];
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
 
-	if (rvs_store_for(c->cfg->database) != &rvs_store_sqlite) {
-		snprintf(msg, sizeof msg, "%s: not available on PostgreSQL yet", feature);
-		return rvs_query_set_error(c->q, 501, msg);
-	}
-	if (!(db = open_ro(c->cfg->database)))
+	if (rvs_store_acquire(c->cfg->database, &ops, &st))
 		return rvs_query_set_error(c->q, 503, "database unavailable");
-	fn(db, c->query, c->q);
-	sqlite3_close(db);
+	fn(ops, st, c->query, c->q);
+	rvs_store_release(st);
 }
 
 void rvs_search_traces(struct rvs_call *c)
 {
-	with_db(c, "sorted and by-issue trace lists", search_traces);
+	with_store(c, search_traces);
 }
 
 void rvs_search_issues(struct rvs_call *c)
 {
-	with_db(c, "issues", list_issues);
+	with_store(c, list_issues);
 }
 
 void rvs_search_chains(struct rvs_call *c)
 {
-	with_db(c, "chain search", search_chains);
+	with_store(c, search_chains);
 }

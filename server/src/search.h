@@ -2,10 +2,11 @@
  * search.h — the engineer's fleet questions 3 and 4 (issue 16; server/
  * API.md): the worst traces (GET /api/v1/traces with sort=), the top issues
  * ranked by impact with a weekly trend (GET /api/v1/issues) and chain
- * search (GET /api/v1/search).  Work thread only; each request opens its
- * own read-only sqlite connection (as query.c does).  Every request value
- * is bound as an SQL parameter or checked against a fixed list; SQL text
- * is assembled from fixed fragments only.  Every search does bounded work:
+ * search (GET /api/v1/search).  Work thread only; each request reads
+ * through the shared store (store.h: traces_sorted, issues_read,
+ * search_scan; sqlite or PostgreSQL).  Every request value is bound as an
+ * SQL parameter or checked against a fixed list; SQL text is assembled
+ * from fixed fragments only.  Every search does bounded work:
  * a row budget and a time budget, after which it answers with what it
  * found and a cursor to go on.
  */
@@ -18,9 +19,7 @@ struct rvs_call;
 
 /* GET /api/v1/traces when the query has `sort` or `issue` (query.c hands
  * such requests over): the filtered trace list ordered by the sort key,
- * keyset-paginated.  Fills c->q always; 400 naming an unknown sort key.
- * These, issues and chain search read sqlite directly still: on a
- * PostgreSQL store they answer 501 with a JSON error naming the feature. */
+ * keyset-paginated.  Fills c->q always; 400 naming an unknown sort key. */
 void rvs_search_traces(struct rvs_call *c);
 
 /* GET /api/v1/issues and GET /api/v1/search (route.c's table). */

@@ -170,9 +170,9 @@ struct rvs_index_trace {
 	int unresolved_replace;
 	const char *const *unresolved;
 	size_t nunresolved;
-	/* The decoded capture, for the call-path aggregates (agg.h) the sqlite
-	 * backend writes in the same transaction; NULL for summaries.  Not
-	 * written on PostgreSQL (its aggregates are refused: README.md). */
+	/* The decoded capture, for the call-path aggregates (agg.h's
+	 * rvs_agg_build) both backends write in the same transaction; NULL
+	 * for summaries. */
 	const struct rva_summary *agg;
 	int rc;		  /* out: 0 indexed, else -errno (quarantine it) */
 	char reason[256]; /* out: why, when rc != 0 */
@@ -236,6 +236,88 @@ enum rvs_role { RVS_ROLE_VIEWER = 1, RVS_ROLE_AUTHOR = 2, RVS_ROLE_ADMIN = 3 };
 struct rvs_audit_row {
 	int64_t id, at; /* at: unix s */
 	const char *actor, *action, *target, *detail;
+};
+
+/* ---- store16a: aggregates (agg.c), worst traces, issues, chain search (search.c) ---- */
+
+/* One side of an aggregate (agg_read): the traces it sums.  NULL / has_ 0
+ * for absent.  bucketed: only app, version, model, kind and whole-day
+ * since / until are set, and the bucket sums are read; else the per-trace
+ * rows of the newest max_traces matching traces. */
+struct rvs_agg_filter {
+	const char *app, *version, *model, *campaign, *method;
+	const char *signature; /* traces with a chain of this signature */
+	const char *chain;     /* traces with a chain of exactly this text ("a;b;") */
+	int64_t kind, since, until, max_traces;
+	int has_kind, has_since, has_until, bucketed;
+};
+
+/* agg_read's callbacks; a non-zero return stops the read and is returned. */
+struct rvs_agg_cb {
+	/* One summed row of side: node's trace count (1 for a per-trace row),
+	 * calls, self and inclusive ns. */
+	int (*row)(void *arg, size_t side, int64_t node, int64_t traces, int64_t calls,
+		   int64_t self_ns, int64_t incl_ns);
+	/* After every side's rows: how many nodes to describe, and the i-th's id. */
+	size_t (*nodes)(void *arg);
+	int64_t (*node_id)(void *arg, size_t i);
+	/* A node's dictionary entry: parent (0 for an app's root), depth and
+	 * method (a root's: its app id); method valid during the call. */
+	int (*describe)(void *arg, int64_t node, int64_t parent, int depth, const char *method);
+};
+
+/* GET /api/v1/traces?sort= (traces_sorted): the filter (NULL / has_ 0 for
+ * absent), the key, its direction and the keyset cursor after which the
+ * page starts. */
+enum rvs_sort {
+	RVS_SORT_RECEIVED,
+	RVS_SORT_SEVERITY,
+	RVS_SORT_DURATION,
+	RVS_SORT_AGE,
+	RVS_SORT_SELF
+};
+struct rvs_sorted_query {
+	const char *app, *version, *model, *os_build, *signature, *method, *issue;
+	int64_t kind, min_severity, since, until;
+	int has_kind, has_min_severity, has_since, has_until;
+	int key;  /* enum rvs_sort; RVS_SORT_SELF needs method */
+	int desc; /* 1: largest first */
+	int has_cursor;
+	int64_t cursor_value, cursor_tiebreak;
+	int64_t limit; /* rows (the caller asks one more to know of a next page) */
+};
+
+/* GET /api/v1/issues (issues_read): issues of traces received at or after
+ * since, app / version / kind as the filter says. */
+struct rvs_issue_filter {
+	const char *app, *version;
+	int64_t kind, since, limit;
+	int has_kind;
+};
+enum { RVS_ISSUE_ROW, RVS_ISSUE_SIGNATURE, RVS_ISSUE_WEEK };
+/* One issues_read row; text borrowed for the callback.  RVS_ISSUE_ROW: an
+ * issue (impact = traces × mean severity, at least 1 each, × devices) and
+ * its newest trace with that trace's anomaly chain (has_example 0: none;
+ * chain NULL when it has none); then its anomaly signatures
+ * (RVS_ISSUE_SIGNATURE: signature, sorted, at most 64) and its traces per
+ * week (RVS_ISSUE_WEEK: week = received_at / 604800, count). */
+struct rvs_issue_row {
+	const char *issue;
+	int64_t traces, devices, first_seen, last_seen;
+	double severity, impact;
+	int has_example;
+	const char *example_trace, *example_chain;
+	const char *signature;
+	int64_t week, count;
+};
+
+/* Chain search (search_scan): which table and how it matches. */
+enum { RVS_SCAN_CHAINS, RVS_SCAN_METHODS, RVS_SCAN_METHOD_EXACT };
+struct rvs_search_scan {
+	int mode;
+	const char *needle;	   /* CHAINS, METHODS: text the row holds; EXACT: the method */
+	const char *app, *version; /* NULL: any */
+	int64_t limit;		   /* EXACT: rows of one chunk at most */
 };
 
 struct rvs_store_ops {
@@ -566,6 +648,40 @@ struct rvs_store_ops {
 	 * on).  One thread at a time. */
 	int (*wake_drain)(struct rvs_wake *w);
 	void (*wake_close)(struct rvs_wake *w);
+	/* ---- store16a: aggregates (agg.c), worst traces, issues, chain search (search.c) ---- */
+
+	/* The aggregate of nsides (1 or 2) sides f[0..nsides), in one read
+	 * snapshot: each side's rows (bucket sums or per-trace rows, as f says)
+	 * to cb->row, then every node cb->nodes / cb->node_id name to
+	 * cb->describe (-EIO when one is missing from the dictionary). */
+	int (*agg_read)(struct rvs_store *s, const struct rvs_agg_filter *f, size_t nsides,
+			const struct rvs_agg_cb *cb, void *arg);
+	/* The traces of q in its sort order, at most q->limit rows to cb (part
+	 * 0) with the columns API.md's worst-traces rows show, then
+	 * method_self_ns (RVS_SORT_SELF's method, else NULL), sort_value_ and
+	 * tiebreak_ (the keyset cursor's two values). */
+	int (*traces_sorted)(struct rvs_store *s, const struct rvs_sorted_query *q, rvs_row_fn cb,
+			     void *arg);
+	/* The issues of f, most impact first (then by issue), at most f->limit,
+	 * each RVS_ISSUE_ROW followed by its signature and week rows; cb's
+	 * non-zero return stops the read and is returned. */
+	int (*issues_read)(struct rvs_store *s, const struct rvs_issue_filter *f,
+			   int (*cb)(void *arg, int part, const struct rvs_issue_row *r),
+			   void *arg);
+	/* Chain search's scan of stored chains or methods (q->mode), newest
+	 * first, in chunks of rows by their arrival sequence: chunk(arg, top,
+	 * &hi, &lo) — top is one past the table's newest sequence — returns 0
+	 * to scan [lo, hi) next, non-zero to end the scan (0 returned); each
+	 * matching row (app / version filtered; CHAINS, METHODS: holding
+	 * needle; EXACT: named needle, at most q->limit) goes to row (part 0)
+	 * with trace_id, app_id, app_version, model, anomaly_kind, severity,
+	 * received_at, issue, the row's sequence, source, rank and its chain
+	 * or method (then calls and self_ns for a method); row's 1 ends the
+	 * chunk, a negative return the scan (returned).  One connection for
+	 * the scan. */
+	int (*search_scan)(struct rvs_store *s, const struct rvs_search_scan *q,
+			   int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
+			   rvs_row_fn row, void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

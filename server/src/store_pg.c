@@ -52,6 +52,7 @@
 #include "store_index.h"
 #include "store_regress_be.h"
 #include "store_part.h"
+#include "store_agg.h"
 #include "rvs.h"
 #include "rearview/common.pb-c.h"
 
@@ -423,6 +424,28 @@ static const char *const migrations[] = {
 	"CREATE INDEX traces_seq ON traces(seq);"
 	"CREATE TABLE retention_released ("
 	" blob_sha256 TEXT PRIMARY KEY, traces BIGINT NOT NULL);",
+	/* 9 (store16a): the aggregates and chain search on the decoded-trace
+	 * index: a trace's aggregate rows carry no foreign key (traces is
+	 * partitioned since 8): the index lane deletes them on a re-decode and
+	 * retention with their week (the trigger uncounts); the arrival
+	 * sequence (sqlite's rowid) of stored methods and chains, which chain
+	 * search scans newest first in chunks and the worst-traces sort by
+	 * self time breaks ties by (plain indexes: a partitioned table's unique
+	 * index must hold received_at). */
+	"DELETE FROM trace_paths p WHERE NOT EXISTS"
+	" (SELECT 1 FROM traces t WHERE t.trace_id = p.trace_id);"
+	"DELETE FROM trace_agg a WHERE NOT EXISTS"
+	" (SELECT 1 FROM traces t WHERE t.trace_id = a.trace_id);"
+	"ALTER TABLE trace_agg DROP CONSTRAINT IF EXISTS trace_agg_trace_id_fkey;"
+	"ALTER TABLE trace_paths DROP CONSTRAINT IF EXISTS trace_paths_trace_id_fkey;"
+	"ALTER TABLE trace_methods ADD COLUMN seq BIGSERIAL NOT NULL;"
+	"ALTER TABLE trace_chains ADD COLUMN seq BIGSERIAL NOT NULL;"
+	"CREATE INDEX trace_methods_seq ON trace_methods(seq);"
+	"CREATE INDEX trace_chains_seq ON trace_chains(seq);"
+	"CREATE INDEX trace_methods_method_seq ON trace_methods(method, seq);"
+	/* sort=severity: few distinct values, so the seq tie-break in the
+	 * index (sqlite's carries its rowid) spares a sort of each tie. */
+	"CREATE INDEX traces_by_severity_seq ON traces((coalesce(severity, -1)), seq);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -2272,6 +2295,24 @@ static int regress_open(struct rvs_store *s, struct rvs_regress_db **out)
 	return rvs_pg_regress_open(s->dsn, out);
 }
 
+/* ---- store16a: what the aggregate and search reads borrow (store_agg.h) ---- */
+PGconn *rvs_pg_conn_get(struct rvs_store *s, void **handle)
+{
+	struct conn *c = get(s);
+	*handle = c;
+	return c ? c->pg : NULL;
+}
+
+void rvs_pg_conn_put(struct rvs_store *s, void *handle)
+{
+	put(s, handle);
+}
+
+int rvs_pg_rows_out(const PGresult *r, int from, int to, int part, rvs_row_fn cb, void *arg)
+{
+	return rows_out(r, from, to, part, cb, arg);
+}
+
 const struct rvs_store_ops rvs_store_pg = {
 	.name = "postgresql",
 	.open = store_open,
@@ -2344,4 +2385,9 @@ const struct rvs_store_ops rvs_store_pg = {
 	.wake_fd = rvs_pg_wake_fd,
 	.wake_drain = rvs_pg_wake_drain,
 	.wake_close = rvs_pg_wake_close,
+	/* store16a */
+	.agg_read = rvs_pg_agg_read,
+	.traces_sorted = rvs_pg_traces_sorted,
+	.issues_read = rvs_pg_issues_read,
+	.search_scan = rvs_pg_search_scan,
 };

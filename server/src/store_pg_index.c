@@ -14,7 +14,9 @@
  * and its signature last (migration 5's traces_sig trigger counts it then,
  * reading its chains).  A re-decoded trace's old rows are deleted first,
  * each table by the trace's key (trace_id and its received_at: the
- * partition of its week, migration 8).
+ * partition of its week, migration 8), its aggregate rows (trace_agg,
+ * trace_paths) by trace_id; its call-path aggregates (rvs_agg_build's
+ * rows, store_pg_agg.c) are written before its signature, as on sqlite.
  *
  * Nodes' batches share signatures and the traces_sig trigger's counter
  * rows: a batch writes its traces' rows with their signature, anomaly
@@ -36,6 +38,8 @@
  * Only a trace's own error (a missing upload, bad data) fails it alone.
  */
 #include "store_index.h"
+#include "store_agg.h"
+#include "agg.h"
 #include "rvs.h"
 
 #include <assert.h>
@@ -55,7 +59,7 @@
 struct rvs_index_lane {
 	PGconn *pg;
 	char err[200]; /* the last statement's error message */
-	char state[6]; /* and its SQLSTATE ("" when none) */
+	char state[6]; /* the last statement's SQLSTATE ("": succeeded, or none) */
 };
 
 /* Text parameters: values point into num[] or at the caller's strings. */
@@ -93,6 +97,7 @@ static int q(struct rvs_index_lane *l, const char *sql, const struct args *a, PG
 
 	if (out)
 		*out = NULL;
+	l->state[0] = 0;
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
 		if (out)
 			*out = r;
@@ -348,6 +353,11 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 		    NULL)) ||
 	    (rc = q(l, "DELETE FROM traces WHERE trace_id = $1 AND received_at = $2", &a, NULL)))
 		return rc;
+	/* The aggregate rows: no foreign key into the partitioned traces. */
+	a.n = 1;
+	if ((rc = q(l, "DELETE FROM trace_paths WHERE trace_id = $1", &a, NULL)) ||
+	    (rc = q(l, "DELETE FROM trace_agg WHERE trace_id = $1", &a, NULL)))
+		return rc;
 	a.n = 0;
 	a_text(&a, v->trace_id);
 	a_text(&a, v->anomaly_name);
@@ -411,6 +421,17 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 	}
 	if (rc)
 		return rc;
+	if (v->agg) {
+		struct rvs_agg_rows rows;
+		if (rvs_agg_build(v->agg, &rows)) {
+			snprintf(l->err, sizeof l->err, "out of memory");
+			return -ENOMEM;
+		}
+		rc = rvs_pg_agg_write(l->pg, v->trace_id, &rows, l->err, sizeof l->err);
+		rvs_agg_rows_release(&rows);
+		if (rc)
+			return rc;
+	}
 	a.n = 0;
 	a_text(&a, v->anomaly_signature);
 	a_text(&a, v->signature);

@@ -47,6 +47,7 @@
 #include "store_sqlite_util.h"
 #include "store_regress_be.h"
 #include "issue.h"
+#include "store_agg.h"
 #include "rvs.h"
 #include "rearview/common.h"
 #include "rearview/common.pb-c.h"
@@ -589,8 +590,8 @@ static int store_open(const char *dsn, struct rvs_store **out)
 		return rc;
 	}
 	rvs_sqlite_busy(s->db, 5000);
-	/* Migration 7's backfill calls rvs_issue(). */
-	if ((rc = rvs_issue_register(s->db))) {
+	/* Migration 9's backfill calls rvs_issue(). */
+	if ((rc = rvs_sqlite_issue_register(s->db))) {
 		store_close(s);
 		return rc;
 	}
@@ -2447,6 +2448,17 @@ static int regress_open(struct rvs_store *s, struct rvs_regress_db **out)
 	return rvs_sqlite_regress_open(s->dsn, out);
 }
 
+/* ---- store16a: what the aggregate and search reads borrow (store_agg.h) ---- */
+int rvs_sqlite_scan_open(struct rvs_store *s, sqlite3 **db)
+{
+	return scan_open(s, db);
+}
+
+int rvs_sqlite_rows_out(sqlite3_stmt *st, int part, rvs_row_fn cb, void *arg)
+{
+	return rows_out(st, part, cb, arg, NULL);
+}
+
 const struct rvs_store_ops rvs_store_sqlite = {
 	.name = "sqlite3",
 	.open = store_open,
@@ -2514,4 +2526,9 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.webhook_record = rvs_sqlite_webhook_record,
 	.webhook_list = rvs_sqlite_webhook_list,
 	.webhook_pending = rvs_sqlite_webhook_pending,
+	/* store16a */
+	.agg_read = rvs_sqlite_agg_read,
+	.traces_sorted = rvs_sqlite_traces_sorted,
+	.issues_read = rvs_sqlite_issues_read,
+	.search_scan = rvs_sqlite_search_scan,
 };

@@ -13,6 +13,7 @@
  */
 #include "store_index.h"
 #include "store_sqlite_util.h"
+#include "store_agg.h"
 #include "agg.h"
 #include "rvs.h"
 #include "rearview/common.h"
@@ -264,8 +265,15 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	unprep(l, st);
 	if (rc)
 		return rc;
-	if (v->agg && (rc = rvs_agg_index(l->db, v->trace_id, v->agg)))
-		return rc;
+	if (v->agg) {
+		struct rvs_agg_rows rows;
+		if (rvs_agg_build(v->agg, &rows))
+			return SQLITE_NOMEM;
+		rc = rvs_sqlite_agg_write(l->db, v->trace_id, &rows);
+		rvs_agg_rows_release(&rows);
+		if (rc)
+			return rc;
+	}
 
 	/* Setting traces.signature fires migration 5's triggers, which count the
 	 * trace into its signature's totals inside this transaction. */

@@ -12,6 +12,7 @@
  * pending (webhook_record matches state 'pending').
  */
 #include "store_regress_be.h"
+#include "store_sqlite_util.h"
 #include "rvs.h"
 #include "rearview/common.h"
 

@@ -5,6 +5,7 @@
  * through it.  Thread-safe: the handler keeps no state but its argument.
  */
 #include "rvs.h"
+#include "store_sqlite_util.h"
 
 #include <stdint.h>
 #include <unistd.h>

@@ -1,14 +1,22 @@
 /*
  * store_sqlite_util.h — internals of the sqlite backend shared by its
- * files (store_sqlite*.c): the WAL checkpointer (store_sqlite_checkpoint.c).
- * The busy handler, rvs_sqlite_busy (store_sqlite_util.c), is declared in
- * rvs.h.  Nothing outside the sqlite backend includes this header but its
+ * files (store_sqlite*.c): the busy handler and the WAL checkpointer
+ * (store_sqlite_checkpoint.c).  Nothing outside the sqlite backend includes this header but its
  * test (tests/server/test_checkpoint.c).
  */
 #ifndef RVS_STORE_SQLITE_UTIL_H
 #define RVS_STORE_SQLITE_UTIL_H
 
 struct sqlite3;
+
+/* sqlite3_busy_timeout for one of the server's connections, but polling the
+ * lock every 50 µs at first (then 0.5 ms, then 2 ms) where sqlite's own
+ * handler sleeps 1, 2, 5, 10, … ms: every writer is in this process and
+ * their transactions are short, so a waiter gets the lock soon after it is
+ * free.  The decoder's index lanes keep sqlite's coarse handler on purpose,
+ * so that waiting acknowledgements win the lock (decode.c).  Gives up after
+ * about timeout_ms.  (store_sqlite_util.c) */
+void rvs_sqlite_busy(struct sqlite3 *db, int timeout_ms);
 
 /* ---- WAL checkpoints off the committing threads (store_sqlite_checkpoint.c) ------------ */
 /* The WAL size (frames of 4 KiB) past which a commit wakes the checkpointer

@@ -126,16 +126,8 @@ void rvs_web_issues(struct rvs_call *call)
 	drop_empty(c->req->query, q, sizeof q);
 	doc = web_api(c, "/api/v1/issues", q, &status);
 	if (!doc || status != 200) {
-		/* 501: not on this store (PostgreSQL); the API's error names it. */
-		const char *msg =
-			status == 501 ? json_string_value(json_object_get(doc, "error")) : NULL;
-		web_error(c,
-			  status == 400 ? 400
-			  : msg		? 501
-					: 500,
-			  status == 400 ? "bad filter value"
-			  : msg		? msg
-					: "query failed");
+		web_error(c, status == 400 ? 400 : 500,
+			  status == 400 ? "bad filter value" : "query failed");
 		json_decref(doc);
 		return;
 	}

@@ -1,10 +1,12 @@
 /*
  * test_agg.c — aggregate and differential flame graphs (agg.c, web_agg.c)
  * from captures of known times (capbuild.h) decoded by the real decoder
- * into a real sqlite store: exact per-trace means and counts, the planted
+ * into a real store — sqlite, then a private PostgreSQL (pg_harness.h;
+ * skipped, visibly, without one): exact per-trace means and counts, the planted
  * slower method red in the diff, the per-trace bound on call paths, the
  * bucket sums kept exact when a trace is deleted, trace-level filters
- * agreeing with the bucket sums, and unknown parameters named in a 400.
+ * agreeing with the bucket sums, and unknown parameters named in a 400;
+ * and the same captures giving the same documents on both backends.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,7 +19,6 @@
 
 #include <cmocka.h>
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "agg.h"
 #include "api.h"
@@ -27,12 +28,17 @@
 #include "store.h"
 
 #include "capbuild.h"
-#include "store_cases.h"
+#include "pg_harness.h"
+#include "sql_both.h"
 
+/* The backend the cases run on (main runs them on both), and the private
+ * PostgreSQL server (pg_harness.h). */
 static const struct rvs_store_ops *ops = &rvs_store_sqlite;
+static struct pgh pg;
+static char pg_skip_why[256];
 
 struct fx {
-	char dir[64], db[128], blobs[160];
+	char dir[64], db[256], blobs[160]; /* db: the dsn, a file or a PostgreSQL URI */
 	struct rvs_store *s;
 	struct rvs_decode *d;
 	struct rvs_decoder dec;
@@ -46,7 +52,12 @@ static int setup(void **state)
 	snprintf(f->dir, sizeof f->dir, "/tmp/rvs-agg-XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
-	snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+	if (ops == &rvs_store_pg) {
+		if (pgh_fresh_db(&pg, f->db, sizeof f->db))
+			return -1;
+	} else {
+		snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+	}
 	snprintf(f->blobs, sizeof f->blobs, "%s/blobs", f->dir);
 	if (ops->open(f->db, &f->s) || rvs_decode_new(f->db, &f->dec, &f->d))
 		return -1;
@@ -126,7 +137,9 @@ static void add_trace(struct fx *f, const capbuf *c, const char *version, const 
 	u.payload_kind = 1;
 	u.blob_sha256 = hex;
 	assert_int_equal(ops->upload_add(f->s, &u), 0);
-	snprintf(it.trace_id, sizeof it.trace_id, "%s", u.trace_id);
+	/* Taken from the queue as the decode step takes it (PostgreSQL's lease). */
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, &it, 1), 1);
+	assert_string_equal(it.trace_id, u.trace_id);
 	assert_int_equal(rvs_blob_path(f->blobs, hex, it.path, sizeof it.path), 0);
 	f->dec.decode(f->dec.ctx, &it, 1);
 	assert_int_equal(it.rc, 0);
@@ -172,16 +185,7 @@ static int64_t iget(json_t *o, const char *k)
 
 static int64_t num(struct fx *f, const char *q)
 {
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	int64_t v = -1;
-	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
+	return sqlb_int(f->db, q);
 }
 
 /* Three traces of 4.2 (parse_json 100 ns) and two of 4.3 (400 ns). */
@@ -309,18 +313,20 @@ static void test_agg_deleted_trace_leaves_the_sums(void **state)
 {
 	struct fx *f = *state;
 	capbuf a = app_capture(100), b = app_capture(400);
-	char id[40], sql[160];
+	char id[40];
+	const char *del[] = {id};
 	int status;
-	sqlite3 *db;
 	json_t *doc;
 
 	add_trace(f, &a, "4.2", "Pixel 7", NULL);
 	add_trace(f, &b, "4.2", "Pixel 7", id);
-	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
-	snprintf(sql, sizeof sql, "PRAGMA foreign_keys=ON; DELETE FROM traces WHERE trace_id='%s'",
-		 id);
-	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	sqlb_exec(f->db, "DELETE FROM traces WHERE trace_id = $1", 1, del);
+	/* PostgreSQL's traces is partitioned: no cascade; its index writer and
+	 * retention delete the aggregate rows themselves, as here. */
+	if (ops == &rvs_store_pg) {
+		sqlb_exec(f->db, "DELETE FROM trace_paths WHERE trace_id = $1", 1, del);
+		sqlb_exec(f->db, "DELETE FROM trace_agg WHERE trace_id = $1", 1, del);
+	}
 	doc = api(f, "/api/v1/aggregate", "app=com.example.app", &status);
 	assert_int_equal(iget(doc, "traces"), 1);
 	assert_int_equal(iget(node(doc, "parse_json"), "self_ns_per_trace"), 100);
@@ -402,6 +408,80 @@ static void test_agg_unknown_or_bad_parameter_is_named_in_a_400(void **state)
 	json_decref(doc);
 }
 
+/* The same captures decoded into sqlite and into PostgreSQL give the same
+ * aggregates and diffs, node ids included (both backends number the
+ * dictionary in rvs_agg_build's order). */
+static void test_agg_same_aggregates_on_sqlite_and_postgresql(void **state)
+{
+	static const char *const req[][2] = {
+		{"/api/v1/aggregate", ""},
+		{"/api/v1/aggregate", "app=com.example.app&version=4.2"},
+		{"/api/v1/aggregate", "app=com.example.app&model=Pixel+8"},
+		{"/api/v1/aggregate", "app=com.example.app&method=parse_json"},
+		{"/api/v1/aggregate", "version=4.3&since=1"},
+		{"/api/v1/aggregate", "method=no_such_method"},
+		{"/api/v1/aggregate/diff", "app=com.example.app&a.version=4.2&b.version=4.3"},
+		{"/api/v1/aggregate/diff", "a.model=Pixel+8&b.method=layout_pass"},
+	};
+	struct fx *on_pg = *state, *on_sqlite;
+	void *st = NULL;
+	capbuf wide = {0};
+	const char *names[40];
+	char name[40][16];
+
+	assert_true(ops == &rvs_store_pg);
+	ops = &rvs_store_sqlite;
+	assert_int_equal(setup(&st), 0);
+	on_sqlite = st;
+	/* Two versions, and a capture of 40 callees of main (3.9) to fold. */
+	header(&wide);
+	cb_entry(&wide, METHOD(0), 1000);
+	names[0] = "main";
+	for (uint32_t m = 1; m < 40; m++) {
+		snprintf(name[m], sizeof name[m], "callee_%u", m);
+		names[m] = name[m];
+		cb_entry(&wide, METHOD(m), 1000 + 100 * m);
+		cb_exit(&wide, 1000 + 100 * m + m);
+	}
+	cb_exit(&wide, 6000);
+	finish(&wide, 6000, names, 40);
+	two_versions(on_sqlite);
+	add_trace(on_sqlite, &wide, "3.9", "Pixel 6", NULL);
+	ops = &rvs_store_pg;
+	two_versions(on_pg);
+	add_trace(on_pg, &wide, "3.9", "Pixel 6", NULL);
+	free(wide.b);
+	for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+		json_t *a, *b;
+		char *ta, *tb;
+		int sa, sb;
+		a = api(on_sqlite, req[i][0], req[i][1], &sa);
+		b = api(on_pg, req[i][0], req[i][1], &sb);
+		ta = json_dumps(a, JSON_SORT_KEYS | JSON_COMPACT);
+		tb = json_dumps(b, JSON_SORT_KEYS | JSON_COMPACT);
+		if (sa != 200 || sa != sb || !json_equal(a, b))
+			fail_msg("%s?%s:\nsqlite     %d %s\npostgresql %d %s", req[i][0], req[i][1],
+				 sa, ta, sb, tb);
+		free(ta);
+		free(tb);
+		json_decref(a);
+		json_decref(b);
+	}
+	assert_int_equal(num(on_sqlite, "SELECT count(*) FROM trace_paths"),
+			 num(on_pg, "SELECT count(*) FROM trace_paths"));
+	assert_int_equal(num(on_sqlite, "SELECT max(node) FROM agg_nodes"),
+			 num(on_pg, "SELECT max(node) FROM agg_nodes"));
+	ops = &rvs_store_sqlite;
+	assert_int_equal(teardown(&st), 0);
+	ops = &rvs_store_pg;
+}
+
+static void test_agg_postgresql_missing_skips(void **state)
+{
+	print_message("PostgreSQL cases skipped: %s\n", pg_skip_why);
+	skip();
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -419,6 +499,29 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agg_unknown_or_bad_parameter_is_named_in_a_400,
 						setup, teardown),
 	};
-	rvt_store_cases(tests);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest pg_only[] = {
+		cmocka_unit_test_setup_teardown(test_agg_same_aggregates_on_sqlite_and_postgresql,
+						setup, teardown),
+	};
+	const struct CMUnitTest pg_missing[] = {
+		cmocka_unit_test(test_agg_postgresql_missing_skips),
+	};
+	int failed = 0, rc;
+
+	ops = &rvs_store_sqlite;
+	failed += cmocka_run_group_tests_name("agg_sqlite", tests, NULL, NULL);
+	ops = &rvs_store_pg;
+	rc = pgh_start(&pg);
+	if (rc == 0) {
+		failed += cmocka_run_group_tests_name("agg_postgresql", tests, NULL, NULL);
+		failed += cmocka_run_group_tests_name("agg_both", pg_only, NULL, NULL);
+	} else if (rc == -ENOENT) {
+		snprintf(pg_skip_why, sizeof pg_skip_why, "%s", pg.why);
+		failed += cmocka_run_group_tests_name("agg_postgresql", pg_missing, NULL, NULL);
+	} else {
+		fprintf(stderr, "test_agg: PostgreSQL did not start: %s\n", pg.why);
+		failed++;
+	}
+	pgh_stop(&pg);
+	return failed;
 }

@@ -79,17 +79,19 @@ static void build(capbuf *c, unsigned n, int deep)
 static int store_blob(const char *db, const char *data, const char *id, const void *b, size_t len,
 		      int compression, size_t declared)
 {
-	char blobs[256], sql[512], hex[65];
+	char blobs[256], sql[640], hex[65];
 
 	snprintf(blobs, sizeof blobs, "%s/blobs", data);
 	if (rvs_blob_put(blobs, b, len, hex))
 		return -1;
 	/* The upload id: the blob's first 16 bytes, a bytea or blob literal. */
+	/* PostgreSQL: the week of received_at 1 first (partitioned). */
 	snprintf(sql, sizeof sql,
-		 "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, payload_kind,"
+		 "%sINSERT INTO uploads (trace_id, device_id, upload_id, received_at, payload_kind,"
 		 " compression, payload_size, blob_sha256, blob_bytes, state) VALUES ('%s',"
 		 " 'd-1', %s'%.32s'%s, 1, 1, %d, %zu, '%s', %zu, 'decoded')",
-		 id, rvt_store_is_pg() ? "decode(" : "X", hex, rvt_store_is_pg() ? ", 'hex')" : "",
+		 rvt_store_is_pg() ? "SELECT rv_week_partitions(0); " : "", id,
+		 rvt_store_is_pg() ? "decode(" : "X", hex, rvt_store_is_pg() ? ", 'hex')" : "",
 		 compression, declared, hex, len);
 	return rvt_db_exec(db, sql);
 }

@@ -32,6 +32,9 @@ static const struct rvs_store_ops *ops; /* the store the switch picks (store_env
 
 #define OLD   1000000	 /* received_at of "old" uploads (1970, week 1) */
 #define NEWER 2000000000 /* far later */
+/* The cutoff that expires OLD: the end of its week, since PostgreSQL's
+ * retention drops whole weeks (sqlite's would take OLD + 1 as well). */
+#define CUT (2 * 604800)
 
 struct fx {
 	char dir[64], db[512], blobs[128]; /* db: a sqlite file or a PostgreSQL URI */
@@ -52,6 +55,11 @@ static int setup(void **state)
 	ops = rvs_store_for(f->db);
 	snprintf(f->blobs, sizeof f->blobs, "%s/blobs", f->dir);
 	if (ops->open(f->db, &f->s) || rvs_blobs_open_local(f->blobs, &f->b))
+		return -1;
+	/* PostgreSQL: the partitions of OLD's and NEWER's weeks. */
+	if (rvt_store_is_pg() &&
+	    rvt_db_exec(f->db, "SELECT rv_week_partitions(1);"
+			       " SELECT rv_week_partitions(2000000000 / 604800);"))
 		return -1;
 	snprintf(d.device_id, sizeof d.device_id, "d-1");
 	d.model = "m";
@@ -113,9 +121,19 @@ static void add_trace(struct fx *f, int n, const char *content, int64_t at, cons
 	    "INSERT INTO traces (trace_id, app_version, received_at, decoded_at) VALUES"
 	    " ('%s', '1.0', %lld, 0)",
 	    u.trace_id, (long long)at);
-	sql(f, "INSERT INTO trace_methods VALUES ('%s', 'main', 1, 1, 1, 1)", u.trace_id);
-	sql(f, "INSERT INTO trace_chains VALUES ('%s', 'top', 1, '%s', 'main;', 1, 1, 1)",
-	    u.trace_id, sig ? sig : "none");
+	/* PostgreSQL's rows carry their week (partitioned; then seq). */
+	if (rvt_store_is_pg()) {
+		sql(f, "INSERT INTO trace_methods VALUES ('%s', 'main', 1, 1, 1, 1, %lld)",
+		    u.trace_id, (long long)at);
+		sql(f,
+		    "INSERT INTO trace_chains VALUES ('%s', 'top', 1, '%s', 'main;', 1, 1, 1, "
+		    "%lld)",
+		    u.trace_id, sig ? sig : "none", (long long)at);
+	} else {
+		sql(f, "INSERT INTO trace_methods VALUES ('%s', 'main', 1, 1, 1, 1)", u.trace_id);
+		sql(f, "INSERT INTO trace_chains VALUES ('%s', 'top', 1, '%s', 'main;', 1, 1, 1)",
+		    u.trace_id, sig ? sig : "none");
+	}
 	if (sig)
 		sql(f, "UPDATE traces SET signature = '%s' WHERE trace_id = '%s'", sig, u.trace_id);
 }
@@ -140,7 +158,7 @@ static void test_retention_old_traces_deleted_with_unshared_blobs(void **state)
 	assert_int_equal(
 		num(f, "SELECT traces FROM signatures WHERE signature = 'aaaaaaaaaaaaaaaa'"), 2);
 
-	assert_int_equal(rvs_retention_run(f->db, f->b, OLD + 1, &st), 0);
+	assert_int_equal(rvs_retention_run(f->db, f->b, CUT, &st), 0);
 	assert_int_equal(st.traces, 2);
 	assert_int_equal(st.blobs, 1);
 	assert_false(blob_exists(f, a));
@@ -160,7 +178,7 @@ static void test_retention_old_traces_deleted_with_unshared_blobs(void **state)
 		num(f, "SELECT traces FROM signatures WHERE signature = 'cccccccccccccccc'"), 1);
 
 	/* A second pass finds nothing more. */
-	assert_int_equal(rvs_retention_run(f->db, f->b, OLD + 1, &st), 0);
+	assert_int_equal(rvs_retention_run(f->db, f->b, CUT, &st), 0);
 	assert_int_equal(st.traces, 0);
 	assert_true(blob_exists(f, c));
 }
@@ -181,7 +199,7 @@ static void test_retention_quarantined_and_pending_uploads_deleted(void **state)
 	assert_int_equal(num(f, "SELECT count(*) FROM quarantine"), 1);
 	assert_int_equal(num(f, "SELECT count(*) FROM decode_queue"), 1);
 
-	assert_int_equal(rvs_retention_run(f->db, f->b, OLD + 1, &st), 0);
+	assert_int_equal(rvs_retention_run(f->db, f->b, CUT, &st), 0);
 	assert_int_equal(st.traces, 2);
 	assert_int_equal(num(f, "SELECT count(*) FROM quarantine"), 0);
 	assert_int_equal(num(f, "SELECT count(*) FROM decode_queue"), 0);
@@ -198,7 +216,7 @@ static void test_retention_recently_touched_blob_kept(void **state)
 	/* The same content arrives again: put refreshes the mtime, and the
 	 * new upload's row may not exist yet when retention runs. */
 	assert_int_equal(rvs_blob_put(f->blobs, "re-sent", 7, again), 0);
-	assert_int_equal(rvs_retention_run(f->db, f->b, OLD + 1, &st), 0);
+	assert_int_equal(rvs_retention_run(f->db, f->b, CUT, &st), 0);
 	assert_int_equal(st.traces, 1);
 	assert_int_equal(st.blobs, 0);
 	assert_true(blob_exists(f, a));
@@ -386,7 +404,7 @@ static void test_retention_server_timer_deletes_and_counts(void **state)
 {
 	static char text[RVSB_TEXT_MAX];
 	struct rvsb b;
-	char rows[768];
+	char rows[1024];
 	CURL *h;
 	int gone = 0;
 
@@ -399,12 +417,14 @@ static void test_retention_server_timer_deletes_and_counts(void **state)
 		rvs_store_pg.close(st);
 	}
 	snprintf(rows, sizeof rows,
-		 "INSERT INTO devices (device_id, token_hash, client_device_id, model, os_build,"
+		 "%sINSERT INTO devices (device_id, token_hash, client_device_id, model, os_build,"
 		 " arch, enrolled_at) VALUES ('d-1', %s, 'c', 'm', 'o', 'a', 0);"
 		 "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, state)"
 		 " VALUES ('t-old', 'd-1', %s, 1000, 'decoded');"
 		 "INSERT INTO traces (trace_id, received_at, decoded_at, signature)"
 		 " VALUES ('t-old', 1000, 1000, '00000000000000aa');",
+		 /* PostgreSQL: received_at 1000's week first (partitioned). */
+		 rvt_store_is_pg() ? "SELECT rv_week_partitions(0);" : "",
 		 rvt_store_is_pg() ? "decode(repeat('00', 32), 'hex')" : "zeroblob(32)",
 		 rvt_store_is_pg() ? "decode(repeat('00', 16), 'hex')" : "zeroblob(16)");
 	assert_int_equal(rvt_db_exec(b.db, rows), 0);

@@ -1,7 +1,9 @@
 /*
  * test_search.c — worst traces, issues and chain search (server/src/
  * search.c, issue.c) through the JSON API in-process (rvs_api_v1) over a
- * store migrated by the real backend, with five known traces whose chains
+ * store migrated by the real backend — sqlite, then a private PostgreSQL
+ * (pg_harness.h; skipped, visibly, without one; one case compares the two
+ * backends' documents) — with five known traces whose chains
  * and signatures are those decode.c would store (the signatures are
  * FNV-1a values computed independently of issue.c):
  *
@@ -38,7 +40,9 @@
 #include "rvs.h"
 #include "search.h"
 #include "store.h"
-#include "store_cases.h"
+
+#include "pg_harness.h"
+#include "sql_both.h"
 
 #define S1   "7f9773918f37b4da" /* main;layout_pass;measure;parse_json; */
 #define S2   "2942e52eef448ba9" /* main;layout_pass;parse_json; */
@@ -49,6 +53,11 @@
 
 static char g_dir[64];
 static struct rvs_config g_cfg;
+/* The backend the cases run on (main runs them on both), and the private
+ * PostgreSQL server (pg_harness.h). */
+static const struct rvs_store_ops *ops = &rvs_store_sqlite;
+static struct pgh pg;
+static char pg_skip_why[256];
 
 struct tr {
 	const char *id, *app, *ver, *dev;
@@ -86,121 +95,108 @@ static void exec_ok(sqlite3 *db, const char *sql)
 		fail_msg("%s: %s", sql, err ? err : "?");
 }
 
-/* The five traces, their issue computed in SQL as decode.c does. */
-static void fill(sqlite3 *db)
+/* The five traces, on g_cfg.database (either backend), each with its
+ * issue folded from its anomaly chain as decode.c does (issue.h). */
+static void fill(void)
 {
-	sqlite3_stmt *up, *tr, *ch, *me, *iss;
+	const char *db = g_cfg.database;
+	const int on_pg = ops == &rvs_store_pg;
 	int64_t w = week_start();
-	assert_int_equal(rvs_issue_register(db), 0);
-	exec_ok(db, "INSERT INTO devices (device_id, token_hash, enrolled_at) VALUES"
-		    " ('d1', x'01', 0), ('d2', x'02', 0), ('d3', x'03', 0)");
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "INSERT INTO uploads (trace_id, device_id, upload_id,"
-					    " received_at, app_id, app_version, state) VALUES (?1,"
-					    " ?2, randomblob(16), ?3, ?4, ?5, 'decoded')",
-					    -1, &up, NULL),
-			 SQLITE_OK);
-	assert_int_equal(
-		sqlite3_prepare_v2(db,
-				   "INSERT INTO traces (trace_id, app_id, app_version, model,"
-				   " anomaly_kind, severity, captured_at_ns, received_at,"
-				   " duration_ns, anomaly_signature, signature, decoded_at,"
-				   " device_id) VALUES (?1, ?2, ?3, 'm', 1, ?4, ?5, ?6, ?7, ?8, ?8,"
-				   " 0, ?9)",
-				   -1, &tr, NULL),
-		SQLITE_OK);
-	assert_int_equal(
-		sqlite3_prepare_v2(db,
-				   "INSERT INTO trace_chains (trace_id, kind, rank,"
-				   " signature, chain, depth) VALUES (?1, ?2, 1, ?3, ?4, 3)",
-				   -1, &ch, NULL),
-		SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "INSERT INTO trace_methods (trace_id, method, calls,"
-					    " self_ns, incl_ns) VALUES (?1, ?2, 1, ?3, ?3)",
-					    -1, &me, NULL),
-			 SQLITE_OK);
-	assert_int_equal(
-		sqlite3_prepare_v2(db,
-				   "UPDATE traces SET issue = (SELECT rvs_issue(c.chain,"
-				   " c.signature) FROM trace_chains c WHERE c.trace_id = ?1"
-				   " AND c.kind = 'anomaly') WHERE trace_id = ?1",
-				   -1, &iss, NULL),
-		SQLITE_OK);
+	static const char *const devs[][2] = {{"d1", "\\x01"}, {"d2", "\\x02"}, {"d3", "\\x03"}};
+	if (on_pg) { /* the weeks the traces land in (partitioned) */
+		char ws[24];
+		const char *wp[] = {ws};
+		snprintf(ws, sizeof ws, "%lld", (long long)(w / WEEK));
+		sqlb_exec(db,
+			  "SELECT rv_week_partitions(x) FROM generate_series($1::bigint - 4,"
+			  " $1::bigint) x",
+			  1, wp);
+	}
+	for (size_t i = 0; i < 3; i++)
+		sqlb_exec(db,
+			  "INSERT INTO devices (device_id, token_hash, enrolled_at)"
+			  " VALUES ($1, $2, 0)",
+			  2, devs[i]);
 	for (size_t i = 0; i < NTRACES; i++) {
 		const struct tr *t = &TRACES[i];
-		sqlite3_bind_text(up, 1, t->id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(up, 2, t->dev, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(up, 3, w + t->recv_off);
-		sqlite3_bind_text(up, 4, t->app, -1, SQLITE_STATIC);
-		sqlite3_bind_text(up, 5, t->ver, -1, SQLITE_STATIC);
-		assert_int_equal(sqlite3_step(up), SQLITE_DONE);
-		sqlite3_reset(up);
-		sqlite3_bind_text(tr, 1, t->id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(tr, 2, t->app, -1, SQLITE_STATIC);
-		sqlite3_bind_text(tr, 3, t->ver, -1, SQLITE_STATIC);
-		sqlite3_bind_int(tr, 4, t->sev);
-		sqlite3_bind_int64(tr, 5, t->cap);
-		sqlite3_bind_int64(tr, 6, w + t->recv_off);
-		if (t->dur >= 0)
-			sqlite3_bind_int64(tr, 7, t->dur);
-		else
-			sqlite3_bind_null(tr, 7);
-		sqlite3_bind_text(tr, 8, t->sig, -1, SQLITE_STATIC);
-		sqlite3_bind_text(tr, 9, t->dev, -1, SQLITE_STATIC);
-		assert_int_equal(sqlite3_step(tr), SQLITE_DONE);
-		sqlite3_reset(tr);
+		char upid[40], recv[24], sev[8], cap[24], dur[24], issue[17], pj[24];
+		snprintf(upid, sizeof upid, "\\x%032zx", i + 1);
+		snprintf(recv, sizeof recv, "%lld", (long long)(w + t->recv_off));
+		snprintf(sev, sizeof sev, "%d", t->sev);
+		snprintf(cap, sizeof cap, "%lld", (long long)t->cap);
+		snprintf(dur, sizeof dur, "%lld", (long long)t->dur);
+		snprintf(pj, sizeof pj, "%lld", (long long)t->pj_self);
+		assert_int_equal(rvs_issue_fold(t->chain, t->sig, issue), 0);
+		{
+			const char *up[] = {t->id, t->dev, upid, recv, t->app, t->ver};
+			const char *tr[] = {
+				t->id,	t->app, t->ver, sev, cap, recv, t->dur >= 0 ? dur : NULL,
+				t->sig, t->dev, issue};
+			sqlb_exec(
+				db,
+				"INSERT INTO uploads (trace_id, device_id, upload_id, received_at,"
+				" app_id, app_version, state) VALUES ($1, $2, $3, $4, $5, $6,"
+				" 'decoded')",
+				6, up);
+			sqlb_exec(
+				db,
+				"INSERT INTO traces (trace_id, app_id, app_version, model,"
+				" anomaly_kind, severity, captured_at_ns, received_at, duration_ns,"
+				" anomaly_signature, signature, decoded_at, device_id, issue)"
+				" VALUES ($1, $2, $3, 'm', 1, $4, $5, $6, $7, $8, $8, 0, $9, $10)",
+				10, tr);
+		}
 		for (int k = 0; k < 2; k++) {
 			const char *chain = k ? t->top_chain : t->chain;
+			const char *ch[] = {t->id, k ? "top" : "anomaly", k ? t->top_sig : t->sig,
+					    chain, recv};
 			if (!chain)
 				continue;
-			sqlite3_bind_text(ch, 1, t->id, -1, SQLITE_STATIC);
-			sqlite3_bind_text(ch, 2, k ? "top" : "anomaly", -1, SQLITE_STATIC);
-			sqlite3_bind_text(ch, 3, k ? t->top_sig : t->sig, -1, SQLITE_STATIC);
-			sqlite3_bind_text(ch, 4, chain, -1, SQLITE_STATIC);
-			assert_int_equal(sqlite3_step(ch), SQLITE_DONE);
-			sqlite3_reset(ch);
+			/* PostgreSQL's rows carry their week (partitioned). */
+			sqlb_exec(
+				db,
+				on_pg ? "INSERT INTO trace_chains (trace_id, kind, rank, signature,"
+					" chain, depth, received_at) VALUES ($1, $2, 1, $3, $4, 3, "
+					"$5)"
+				      : "INSERT INTO trace_chains (trace_id, kind, rank, signature,"
+					" chain, depth) VALUES ($1, $2, 1, $3, $4, 3)",
+				on_pg ? 5 : 4, ch);
 		}
-		if (t->pj_self) {
-			sqlite3_bind_text(me, 1, t->id, -1, SQLITE_STATIC);
-			sqlite3_bind_text(me, 2, "parse_json", -1, SQLITE_STATIC);
-			sqlite3_bind_int64(me, 3, t->pj_self);
-			assert_int_equal(sqlite3_step(me), SQLITE_DONE);
-			sqlite3_reset(me);
+		{
+			const char *pjm[] = {t->id, "parse_json", pj, recv};
+			const char *mainm[] = {t->id, "main", "1000", recv};
+			const char *ins =
+				on_pg ? "INSERT INTO trace_methods (trace_id, method, calls,"
+					" self_ns, incl_ns, received_at) VALUES ($1, $2, 1,"
+					" $3, $3, $4)"
+				      : "INSERT INTO trace_methods (trace_id, method,"
+					" calls, self_ns, incl_ns) VALUES ($1, $2, 1, $3, $3)";
+			if (t->pj_self)
+				sqlb_exec(db, ins, on_pg ? 4 : 3, pjm);
+			sqlb_exec(db, ins, on_pg ? 4 : 3, mainm);
 		}
-		sqlite3_bind_text(me, 1, t->id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(me, 2, "main", -1, SQLITE_STATIC);
-		sqlite3_bind_int64(me, 3, 1000);
-		assert_int_equal(sqlite3_step(me), SQLITE_DONE);
-		sqlite3_reset(me);
-		sqlite3_bind_text(iss, 1, t->id, -1, SQLITE_STATIC);
-		assert_int_equal(sqlite3_step(iss), SQLITE_DONE);
-		sqlite3_reset(iss);
 	}
-	sqlite3_finalize(up);
-	sqlite3_finalize(tr);
-	sqlite3_finalize(ch);
-	sqlite3_finalize(me);
-	sqlite3_finalize(iss);
 }
 
+/* A migrated store (ops') with the five traces, in g_cfg. */
 static int setup(void **state)
 {
 	struct rvs_store *s;
-	sqlite3 *db;
 	snprintf(g_dir, sizeof g_dir, "/tmp/rvs-search-XXXXXX");
 	if (!mkdtemp(g_dir))
 		return -1;
 	memset(&g_cfg, 0, sizeof g_cfg);
-	snprintf(g_cfg.database, sizeof g_cfg.database, "%s/rearview.db", g_dir);
+	if (ops == &rvs_store_pg) {
+		if (pgh_fresh_db(&pg, g_cfg.database, sizeof g_cfg.database))
+			return -1;
+	} else {
+		snprintf(g_cfg.database, sizeof g_cfg.database, "%s/rearview.db", g_dir);
+	}
 	snprintf(g_cfg.blob_dir, sizeof g_cfg.blob_dir, "%s/blobs", g_dir);
-	if (rvs_store_sqlite.open(g_cfg.database, &s))
+	if (ops->open(g_cfg.database, &s))
 		return -1;
-	rvs_store_sqlite.close(s);
-	if (sqlite3_open(g_cfg.database, &db) != SQLITE_OK)
-		return -1;
-	fill(db);
-	sqlite3_close(db);
+	ops->close(s);
+	fill();
 	return 0;
 }
 
@@ -528,13 +524,11 @@ static void test_search_method_page_honours_app_version_and_splits_by_model(void
 		{"app=Z", 0, -1, -1, "", "", ""},
 	};
 	char path[] = "/api/v1/methods/parse_json";
-	sqlite3 *db;
 	int st;
 	json_t *doc;
 
-	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
-	exec_ok(db, "UPDATE traces SET model = 'pixel' WHERE trace_id LIKE '%4'");
-	sqlite3_close(db);
+	sqlb_exec(g_cfg.database, "UPDATE traces SET model = 'pixel' WHERE trace_id LIKE '%4'", 0,
+		  NULL);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char got[64], split[2][64];
 		json_t *v;
@@ -705,12 +699,9 @@ static void test_search_cursor_pages_cover_hits_once(void **state)
 
 static void test_search_empty_index_finds_nothing(void **state)
 {
-	sqlite3 *db;
 	int st;
 	json_t *doc;
-	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
-	exec_ok(db, "PRAGMA foreign_keys = ON; DELETE FROM traces");
-	sqlite3_close(db);
+	sqlb_exec(g_cfg.database, "DELETE FROM traces", 0, NULL);
 	expect_hits("chain=a+%3E+*+%3E+b", "", NULL);
 	expect_hits("contains=a", "", NULL);
 	expect_hits("chain=a", "", NULL);
@@ -726,29 +717,24 @@ static void test_search_empty_index_finds_nothing(void **state)
  * cursor to cursor reaches the end. */
 static void test_search_hostile_pattern_stops_at_budget_and_goes_on(void **state)
 {
-	sqlite3 *db;
-	sqlite3_stmt *st;
+	const char *id[] = {TRACES[0].id};
 	json_t *doc;
 	char q[128], cursor[32] = "";
 	int status, pages = 0, partial = 0;
 
-	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
-	exec_ok(db, "BEGIN");
-	assert_int_equal(
-		sqlite3_prepare_v2(db,
-				   "INSERT INTO trace_chains (trace_id, kind, rank, signature,"
-				   " chain, depth) VALUES (?1, 'top', ?2, '00', 'a;a;a;a;zz;', 5)",
-				   -1, &st, NULL),
-		SQLITE_OK);
-	for (int i = 0; i < 450000; i++) {
-		sqlite3_bind_text(st, 1, TRACES[0].id, -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 2, i + 10);
-		assert_int_equal(sqlite3_step(st), SQLITE_DONE);
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	exec_ok(db, "COMMIT");
-	sqlite3_close(db);
+	sqlb_exec(
+		g_cfg.database,
+		ops == &rvs_store_pg
+			? "WITH RECURSIVE n(i) AS (SELECT 10 UNION ALL SELECT i + 1 FROM n"
+			  " WHERE i < 450009) INSERT INTO trace_chains (trace_id, kind, rank,"
+			  " signature, chain, depth, received_at) SELECT $1, 'top', i, '00',"
+			  " 'a;a;a;a;zz;', 5, (SELECT received_at FROM traces WHERE trace_id = $1)"
+			  " FROM n"
+			: "WITH RECURSIVE n(i) AS (SELECT 10 UNION ALL SELECT i + 1 FROM n"
+			  " WHERE i < 450009) INSERT INTO trace_chains (trace_id, kind, rank,"
+			  " signature, chain, depth) SELECT $1, 'top', i, '00', 'a;a;a;a;zz;', 5"
+			  " FROM n",
+		1, id);
 	do {
 		snprintf(q, sizeof q, "chain=zz+%%3E+*+%%3E+a%s%s", cursor[0] ? "&cursor=" : "",
 			 cursor);
@@ -851,17 +837,84 @@ static void test_search_hostile_pattern_is_linear(void **state)
 	assert_true(from == 0 && to == 3);
 }
 
+/* ---- both backends ------------------------------------------------------------ */
+
+/* The same fixture on sqlite and on PostgreSQL answers every worst-traces,
+ * issues and chain-search request with the same document (cursors
+ * included: rowids and sequences number the rows alike). */
+static void test_search_same_results_on_sqlite_and_postgresql(void **state)
+{
+	static const char *const req[][2] = {
+		{"/api/v1/traces", "sort=severity"},
+		{"/api/v1/traces", "sort=-age&limit=2"},
+		{"/api/v1/traces", "sort=duration&cursor=50000000:1"},
+		{"/api/v1/traces", "sort=self&method=parse_json"},
+		{"/api/v1/traces", "sort=received&app=A&kind=jank"},
+		{"/api/v1/traces", "issue=" S1},
+		{"/api/v1/issues", "weeks=2"},
+		{"/api/v1/issues", "app=A&version=1"},
+		{"/api/v1/search", "chain=layout_pass+%3E+*+%3E+parse_json"},
+		{"/api/v1/search", "chain=layout_pass+%3E+*+%3E+parse_json&limit=2"},
+		{"/api/v1/search", "caller=measure&callee=parse_json&app=A"},
+		{"/api/v1/search", "chain=parse_json"},
+		{"/api/v1/search", "contains=_js&version=1"},
+	};
+	struct rvs_config on_pg = g_cfg, on_sqlite;
+	char pg_dir[64];
+
+	assert_true(ops == &rvs_store_pg);
+	memcpy(pg_dir, g_dir, sizeof pg_dir);
+	ops = &rvs_store_sqlite;
+	assert_int_equal(setup(NULL), 0);
+	on_sqlite = g_cfg;
+	for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+		json_t *a, *b;
+		char *ta, *tb;
+		int sa, sb;
+		g_cfg = on_sqlite;
+		a = api(req[i][0], req[i][1], &sa);
+		g_cfg = on_pg;
+		b = api(req[i][0], req[i][1], &sb);
+		ta = json_dumps(a, JSON_SORT_KEYS | JSON_COMPACT);
+		tb = json_dumps(b, JSON_SORT_KEYS | JSON_COMPACT);
+		if (sa != 200 || sa != sb || !json_equal(a, b))
+			fail_msg("%s?%s:\nsqlite     %d %s\npostgresql %d %s", req[i][0], req[i][1],
+				 sa, ta, sb, tb);
+		free(ta);
+		free(tb);
+		json_decref(a);
+		json_decref(b);
+	}
+	g_cfg = on_sqlite;
+	teardown(NULL);
+	memcpy(g_dir, pg_dir, sizeof g_dir);
+	g_cfg = on_pg;
+	ops = &rvs_store_pg;
+}
+
+static void test_search_postgresql_missing_skips(void **state)
+{
+	print_message("PostgreSQL cases skipped: %s\n", pg_skip_why);
+	skip();
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[] = {
+	const struct CMUnitTest pure[] = {
 		cmocka_unit_test(test_issue_fold_unknown_caller_prefix_gives_known_chain_signature),
 		cmocka_unit_test(test_search_glob_semantics),
 		cmocka_unit_test(test_search_hostile_pattern_is_linear),
+	};
+	/* sqlite's own: its migration's backfill, and the decoder's rows read
+	 * back with sqlite. */
+	const struct CMUnitTest sqlite_only[] = {
 		cmocka_unit_test_setup_teardown(test_issue_migration_backfills_folded_issue, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_issue_decoder_folds_unknown_caller_prefix_of_real_captures, setup,
 			teardown),
+	};
+	const struct CMUnitTest both[] = {
 		cmocka_unit_test_setup_teardown(
 			test_search_method_page_honours_app_version_and_splits_by_model, setup,
 			teardown),
@@ -889,6 +942,31 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_search_empty_index_finds_nothing, setup,
 						teardown),
 	};
-	rvt_store_cases(tests);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest pg_only[] = {
+		cmocka_unit_test_setup_teardown(test_search_same_results_on_sqlite_and_postgresql,
+						setup, teardown),
+	};
+	const struct CMUnitTest pg_missing[] = {
+		cmocka_unit_test(test_search_postgresql_missing_skips),
+	};
+	int failed = 0, rc;
+
+	failed += cmocka_run_group_tests_name("search", pure, NULL, NULL);
+	ops = &rvs_store_sqlite;
+	failed += cmocka_run_group_tests_name("search_sqlite_only", sqlite_only, NULL, NULL);
+	failed += cmocka_run_group_tests_name("search_sqlite", both, NULL, NULL);
+	ops = &rvs_store_pg;
+	rc = pgh_start(&pg);
+	if (rc == 0) {
+		failed += cmocka_run_group_tests_name("search_postgresql", both, NULL, NULL);
+		failed += cmocka_run_group_tests_name("search_both", pg_only, NULL, NULL);
+	} else if (rc == -ENOENT) {
+		snprintf(pg_skip_why, sizeof pg_skip_why, "%s", pg.why);
+		failed += cmocka_run_group_tests_name("search_postgresql", pg_missing, NULL, NULL);
+	} else {
+		fprintf(stderr, "test_search: PostgreSQL did not start: %s\n", pg.why);
+		failed++;
+	}
+	pgh_stop(&pg);
+	return failed;
 }

@@ -1051,7 +1051,7 @@ static void backend_exec(struct fx *f, const char *sqlite_sql, const char *pg_sq
 	sqlite3_close(db);
 }
 
-/* Migration 7 (PostgreSQL 2): the triggers sum the call-path rows of two
+/* Migration 7 (PostgreSQL 3): the triggers sum the call-path rows of two
  * traces per (bucket, node) and take each out again when its trace goes
  * (the cascade from traces in sqlite; in pg, where retention drops the
  * week's partitions, the rows deleted as retention deletes them). */
@@ -1075,7 +1075,7 @@ static void test_store_agg_sums_follow_trace_paths(void **state)
 		 "INSERT INTO traces (trace_id, received_at, decoded_at) VALUES"
 		 " ('t-a1', 0, 0), ('t-a2', 0, 0); %s",
 		 rows);
-	backend_exec(f, sql, rows);
+	backend_exec(f, sql, rows); /* PostgreSQL: no foreign key into traces */
 	sql_value(f, sums, NULL, v, sizeof v);
 	assert_string_equal(v, "2 3 15 80");
 	backend_exec(f, "DELETE FROM traces WHERE trace_id = 't-a2'",

@@ -1,0 +1,166 @@
+/*
+ * bench_pg_views.c — issue 16's aggregate, worst-trace, issues and chain
+ * search views on PostgreSQL at 100,000 synthetic traces (store16a;
+ * server/BENCHMARKS-web.md).  A private PostgreSQL (pg_harness.h), a fresh
+ * database migrated by the store, filled by SQL alone (generate_series):
+ * 100,000 traces over 20 apps × 7 versions × 50 models, 500 devices and
+ * issues, 3 chains and 8 methods (of 2,000 names) a trace, a dictionary
+ * of 200 paths per app and 10 path rows a trace (1 M trace_paths rows;
+ * agg_sums kept by the trigger).  Then each request through the JSON API
+ * in-process (rvs_api_v1, no TLS or HTTP), the store held open as the
+ * server holds it: one warm-up and 20 timed, p50 and p99 in ms.  Exits 1
+ * when PostgreSQL is missing or a step fails.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "api.h"
+#include "query.h"
+#include "route.h"
+#include "rvs.h"
+#include "store.h"
+#include "pg_harness.h"
+
+static struct pgh pg;
+static struct rvs_config cfg; /* database: the fresh PostgreSQL database */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void ex(PGconn *c, const char *sql)
+{
+	double t = now_ms();
+	PGresult *r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+		fprintf(stderr, "%s\n%s\n", sql, PQerrorMessage(c));
+		exit(1);
+	}
+	PQclear(r);
+	fprintf(stderr, "  %.0f ms: %.60s\n", now_ms() - t, sql);
+}
+
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void measure(const char *label, const char *path, const char *query, int n)
+{
+	double ms[64];
+	int status = 0;
+	for (int i = 0; i < n + 1; i++) {
+		struct rvs_query_resp r;
+		double t = now_ms();
+		memset(&r, 0, sizeof r);
+		rvs_api_v1(&cfg, 0, path, query, NULL, 0, &r);
+		if (i)
+			ms[i - 1] = now_ms() - t;
+		status = r.status;
+		free(r.body);
+	}
+	qsort(ms, n, sizeof ms[0], cmpd);
+	printf("| %s | %d | %d | %.1f | %.1f |\n", label, status, n, ms[(n + 1) / 2 - 1],
+	       ms[n - 1]);
+}
+
+int main(void)
+{
+	const struct rvs_store_ops *o;
+	struct rvs_store *s, *held;
+	PGconn *c;
+	if (pgh_start(&pg) || pgh_fresh_db(&pg, cfg.database, sizeof cfg.database))
+		return fprintf(stderr, "pg: %s\n", pg.why), 1;
+	snprintf(cfg.blob_dir, sizeof cfg.blob_dir, "%s/blobs", pg.dir);
+	if (rvs_store_pg.open(cfg.database, &s))
+		return 1;
+	rvs_store_pg.close(s);
+	c = PQconnectdb(cfg.database);
+	double t0 = now_ms();
+	ex(c, "INSERT INTO devices (device_id, token_hash, enrolled_at) SELECT 'd' || i,"
+	      " decode(lpad(to_hex(i), 8, '0'), 'hex'), 0 FROM generate_series(1, 500) i");
+	ex(c,
+	   "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id, app_version,"
+	   " model, anomaly_kind, severity, state) SELECT 't' || i, 'd' || (i % 500 + 1),"
+	   " decode(lpad(to_hex(i), 8, '0'), 'hex'), extract(epoch FROM now())::bigint - i * 6,"
+	   " 'com.example.app' || (i % 20), '1.' || (i % 7) || '.0', 'model-' || (i % 50), 1,"
+	   " i % 5, 'decoded' FROM generate_series(1, 100000) i");
+	ex(c, "INSERT INTO traces (trace_id, app_id, app_version, model, anomaly_kind, severity,"
+	      " captured_at_ns, received_at, duration_ns, anomaly_signature, signature, issue,"
+	      " device_id, decoded_at) SELECT trace_id, app_id, app_version, model, anomaly_kind,"
+	      " severity, received_at * 1000000000, received_at,"
+	      " 1000000 + (substr(trace_id, 2)::bigint * 7919) % 100000000,"
+	      " lpad(to_hex(substr(trace_id, 2)::int % 500), 16, '0'),"
+	      " lpad(to_hex(substr(trace_id, 2)::int % 500), 16, '0'),"
+	      " lpad(to_hex(substr(trace_id, 2)::int % 500), 16, '0'), device_id, 0 FROM uploads"
+	      " ORDER BY received_at");
+	ex(c, "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth)"
+	      " SELECT t.trace_id, k.kind, k.rank, lpad(to_hex((t.seq + k.rank) % 500), 16, '0'),"
+	      " 'main;com.example.Loop.run;com.example.X' || ((t.seq * k.rank) % 500) || ';', 3"
+	      " FROM traces t, (VALUES ('anomaly', 1), ('top', 1), ('top', 2)) k(kind, rank)"
+	      " ORDER BY t.seq, k.kind, k.rank");
+	ex(c, "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns)"
+	      " SELECT t.trace_id, 'com.example.Class' || (((t.seq * 31 + j * 250) % 2000) / 10) ||"
+	      " '.method' || ((t.seq * 31 + j * 250) % 2000), 1, 1000 * j + t.seq % 1000,"
+	      " 2000 * j FROM traces t, generate_series(0, 7) j ORDER BY t.seq, j");
+	ex(c, "INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
+	      " SELECT DISTINCT app_id, app_version, model, anomaly_kind, received_at / 86400"
+	      " FROM traces");
+	ex(c, "INSERT INTO agg_nodes (app_id, parent, method, depth) SELECT 'com.example.app' || a,"
+	      " 0, '', 0 FROM generate_series(0, 19) a");
+	ex(c, "INSERT INTO agg_nodes (app_id, parent, method, depth) SELECT n.app_id, n.node,"
+	      " 'com.example.Class' || m || '.method' || m, 1 FROM agg_nodes n,"
+	      " generate_series(1, 199) m WHERE n.parent = 0");
+	ex(c, "INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns) SELECT t.trace_id,"
+	      " b.bucket, 10, 0, 10000 FROM traces t JOIN agg_buckets b ON b.app_id = t.app_id AND"
+	      " b.app_version = t.app_version AND b.model = t.model AND b.anomaly_kind ="
+	      " t.anomaly_kind AND b.day = t.received_at / 86400");
+	ex(c, "INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
+	      " SELECT a.trace_id, n.node, a.bucket, 1, 1000, 1000 FROM trace_agg a JOIN traces t"
+	      " USING (trace_id) JOIN agg_nodes n ON n.app_id = t.app_id AND (n.parent = 0 OR"
+	      " (n.depth = 1 AND (n.node + t.seq) % 22 = 0))");
+	ex(c, "ANALYZE");
+	fprintf(stderr, "fill %.1f s\n", (now_ms() - t0) / 1e3);
+	ex(c, "SELECT (SELECT count(*) FROM trace_paths), (SELECT count(*) FROM agg_sums)");
+	PQfinish(c);
+	if (rvs_store_acquire(cfg.database, &o, &held)) /* held, as the server holds it */
+		return 1;
+	printf("| request | status | n | p50 ms | p99 ms |\n|---|---|---|---|---|\n");
+	measure("/api/v1/aggregate", "/api/v1/aggregate", "", 20);
+	measure("/api/v1/aggregate?app=", "/api/v1/aggregate", "app=com.example.app3", 20);
+	measure("/api/v1/aggregate?app=&method=", "/api/v1/aggregate",
+		"app=com.example.app3&method=com.example.Class13.method131", 20);
+	measure("/api/v1/aggregate/diff (versions)", "/api/v1/aggregate/diff",
+		"app=com.example.app3&a.version=1.3.0&b.version=1.4.0", 20);
+	measure("/api/v1/traces?sort=severity", "/api/v1/traces", "sort=severity", 20);
+	measure("/api/v1/traces?sort=severity&cursor= (mid-list)", "/api/v1/traces",
+		"sort=severity&cursor=2:50000", 20);
+	measure("/api/v1/traces?sort=duration", "/api/v1/traces", "sort=duration", 20);
+	measure("/api/v1/traces?sort=age", "/api/v1/traces", "sort=age", 20);
+	measure("/api/v1/traces?sort=severity&app=&version=", "/api/v1/traces",
+		"sort=severity&app=com.example.app3&version=1.3.0", 20);
+	measure("/api/v1/traces?sort=self&method=", "/api/v1/traces",
+		"sort=self&method=com.example.Class13.method131", 20);
+	measure("/api/v1/traces?issue=&sort=severity", "/api/v1/traces",
+		"sort=severity&issue=0000000000000000", 20);
+	measure("/api/v1/issues", "/api/v1/issues", "", 20);
+	measure("/api/v1/search?chain=a > * > b", "/api/v1/search",
+		"chain=main+%3E+*+%3E+com.example.X499", 20);
+	measure("/api/v1/search?caller=&callee=", "/api/v1/search",
+		"caller=com.example.Loop.run&callee=com.example.X7", 20);
+	measure("/api/v1/search?chain=(one method)", "/api/v1/search",
+		"chain=com.example.Class13.method131", 20);
+	measure("/api/v1/search?contains=", "/api/v1/search", "contains=method1999", 20);
+	measure("(control) /api/v1/traces", "/api/v1/traces", "", 20);
+	rvs_store_release(held);
+	pgh_stop(&pg);
+	return 0;
+}
