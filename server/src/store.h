@@ -359,6 +359,8 @@ struct rvs_store_ops {
 	/* The outcome of n decodes, in one transaction: each item off the
 	 * queue, state decoded (rc 0) or quarantined with its reason (rc < 0;
 	 * "" counts as "unspecified").  An item no longer queued is skipped.
+	 * PostgreSQL: an item with rc -EAGAIN (index_write met only transient
+	 * errors) stays queued, its lease dropped, to be decoded again.
 	 * 0 or -errno (then nothing is recorded). */
 	int (*decode_finish)(struct rvs_store *s, const struct rvs_decode_item *items, size_t n);
 	int (*queue_depth)(struct rvs_store *s, uint64_t *out);
@@ -482,7 +484,9 @@ struct rvs_store_ops {
 	 * that one trace's failure fails it alone: sets every v[i].rc and
 	 * reason (a failed commit fails them all).  PostgreSQL writes a trace
 	 * only while its decode_queue row still carries v[i].lease (else
-	 * rc -ESTALE: another decoder took it), as decode_finish records it. */
+	 * rc -ESTALE: another decoder took it), as decode_finish records it;
+	 * it retries a batch that meets a deadlock or another transient error
+	 * and, when they persist, fails every trace with -EAGAIN. */
 	void (*index_write)(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n);
 	/* The capture of a decoded trace (trace_load.c) — or of one decoded
 	 * once and queued again to be re-symbolized, with its index rows

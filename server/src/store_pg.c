@@ -28,7 +28,9 @@
  * leases expire and are taken again); decode_finish records an item only
  * while its row still carries the lease number it was handed, so an upload
  * whose lease expired and was taken by another decoder is recorded once, by
- * the holder of the newest lease.  The part/nparts partition argument is
+ * the holder of the newest lease; an item whose rc is -EAGAIN (its index
+ * write met only transient errors: store_pg_index.c) is not recorded but
+ * left queued, its lease dropped.  The part/nparts partition argument is
  * validated and honoured (queue seq % nparts = part), as in sqlite.  Once
  * the transaction that queued a decode committed, a NOTIFY on
  * RVS_PG_WAKE_CHANNEL wakes the idle decoders listening there
@@ -461,6 +463,7 @@ enum {
 	S_Q_TAKE,
 	S_Q_LEASE,
 	S_Q_DELETE,
+	S_Q_RELEASE,
 	S_UP_STATE,
 	S_QUAR_INSERT,
 	S_Q_DEPTH,
@@ -504,6 +507,11 @@ static const char *const stmts[N_STMTS] = {
 	[S_Q_LEASE] = "UPDATE decode_queue SET leased_until = now() + make_interval(secs => $2),"
 		      " lease = nextval('decode_lease_seq') WHERE trace_id = $1 RETURNING lease",
 	[S_Q_DELETE] = "DELETE FROM decode_queue WHERE trace_id = $1 AND lease = $2",
+	/* An item whose index write met only transient errors (-EAGAIN) stays
+	 * queued: its lease is dropped and it is taken again in a second. */
+	[S_Q_RELEASE] = "UPDATE decode_queue SET lease = NULL,"
+			" leased_until = now() + interval '1 second'"
+			" WHERE trace_id = $1 AND lease = $2",
 	[S_UP_STATE] = "UPDATE uploads SET state = $1 WHERE trace_id = $2",
 	[S_QUAR_INSERT] = "INSERT INTO quarantine (trace_id, reason, quarantined_at)"
 			  " VALUES ($1, $2, extract(epoch FROM now())::bigint)"
@@ -1157,6 +1165,11 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 		p.n = 0;
 		p_text(&p, it->trace_id);
 		p_i64(&p, (int64_t)it->lease);
+		if (it->rc == -EAGAIN) {
+			if ((rc = run0(c->pg, S_Q_RELEASE, &p)))
+				goto fail;
+			continue;
+		}
 		if ((rc = run(c->pg, S_Q_DELETE, &p, &r)))
 			goto fail;
 		held = strtoull(PQcmdTuples(r), NULL, 10) > 0;

@@ -6,16 +6,36 @@
  * Each decode lane has a libpq connection of its own, used by one thread
  * at a time.  Invariants: every value goes in as a bound text parameter;
  * index_write writes each trace whole or not at all (a savepoint each, one
- * transaction for the batch) and only while the trace's decode_queue row
- * carries the lease the decoder was handed (locked FOR UPDATE, so
- * decode_finish of another holder waits for this commit); the traces row
- * goes first (foreign keys) and its signature last (migration 5's
- * traces_sig trigger counts it then, reading its chains).  A re-decoded
- * trace's old rows are deleted first, each table by the trace's key
- * (trace_id and its received_at: the partition of its week, migration 8),
- * its aggregate rows (trace_agg, trace_paths) by trace_id; its call-path
- * aggregates (rvs_agg_build's rows, store_pg_agg.c) are written before
- * its signature, as on sqlite.
+ * transaction for the batch; the deferred signatures of the batch's
+ * written traces in one last statement, whose failure fails the batch)
+ * and only while the trace's decode_queue row carries the lease the
+ * decoder was handed (locked FOR UPDATE, so decode_finish of another
+ * holder waits for this commit); the traces row goes first (foreign keys)
+ * and its signature last (migration 5's traces_sig trigger counts it then,
+ * reading its chains).  A re-decoded trace's old rows are deleted first,
+ * each table by the trace's key (trace_id and its received_at: the
+ * partition of its week, migration 8), its aggregate rows (trace_agg,
+ * trace_paths) by trace_id; its call-path aggregates (rvs_agg_build's
+ * rows, store_pg_agg.c) are written before its signature, as on sqlite.
+ *
+ * Nodes' batches share signatures and the traces_sig trigger's counter
+ * rows: a batch writes its traces' rows with their signature, anomaly
+ * signature and issue NULL (nothing counted), then takes a
+ * transaction-scoped advisory lock (two-key form, class 1381389127 =
+ * 0x52565347 "RVSG", apart from every one-key advisory lock; key the
+ * signature's hashtext) for every signature it will count, in ascending
+ * key order in one statement, and sets the signatures in one UPDATE just
+ * before COMMIT — so the hot counter rows are held only from there to the
+ * commit, and two batches never hold signature rows the other waits for
+ * (no deadlock between index batches).  A batch that re-decodes a trace
+ * with a signature (its DELETE uncounts the old one) takes all its locks,
+ * old signatures too, before its first trace and sets signatures inline.
+ * A batch that still fails with a transient error (deadlock 40P01,
+ * serialization failure 40001, lock not available 55P03, a lost
+ * connection) is rolled back whole and written again after a jittered
+ * backoff, up to MAX_ATTEMPTS times; then every trace gets -EAGAIN
+ * (decode_finish leaves it queued, store_pg.c), never a quarantine.
+ * Only a trace's own error (a missing upload, bad data) fails it alone.
  */
 #include "store_index.h"
 #include "store_agg.h"
@@ -29,14 +49,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
-#define MAX_PARAMS 9
+#define MAX_PARAMS   9
+#define MAX_ATTEMPTS 8
 
 struct rvs_index_lane {
 	PGconn *pg;
 	char err[200]; /* the last statement's error message */
+	char state[6]; /* the last statement's SQLSTATE ("": succeeded, or none) */
 };
 
 /* Text parameters: values point into num[] or at the caller's strings. */
@@ -74,6 +97,7 @@ static int q(struct rvs_index_lane *l, const char *sql, const struct args *a, PG
 
 	if (out)
 		*out = NULL;
+	l->state[0] = 0;
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
 		if (out)
 			*out = r;
@@ -83,8 +107,146 @@ static int q(struct rvs_index_lane *l, const char *sql, const struct args *a, PG
 	}
 	snprintf(l->err, sizeof l->err, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(l->pg));
 	l->err[strcspn(l->err, "\n")] = 0;
+	snprintf(l->state, sizeof l->state, "%s",
+		 r && PQresultErrorField(r, PG_DIAG_SQLSTATE)
+			 ? PQresultErrorField(r, PG_DIAG_SQLSTATE)
+			 : "");
 	PQclear(r);
 	return -EIO;
+}
+
+/* Whether rc, a statement's result, is a failure that writing the batch
+ * again can clear: a deadlock, a serialization failure, a lock not
+ * available, or a lost connection (reset here). */
+static int transient(struct rvs_index_lane *l, int rc)
+{
+	if (rc != -EIO)
+		return 0;
+	if (PQstatus(l->pg) != CONNECTION_OK) {
+		PQreset(l->pg);
+		return 1;
+	}
+	return !strcmp(l->state, "40P01") || !strcmp(l->state, "40001") ||
+	       !strcmp(l->state, "55P03");
+}
+
+/* The PostgreSQL array literal of the texts field() gives for the traces
+ * of v[0..n) not failed (rc 0), in order, each quoted (NULL for NULL);
+ * malloc'd (free), NULL when out of memory. */
+static char *array_lit(const struct rvs_index_trace *v, size_t n,
+		       const char *(*field)(const struct rvs_index_trace *))
+{
+	size_t cap = 3, len = 0;
+	char *b;
+
+	for (size_t i = 0; i < n; i++)
+		cap += field(&v[i]) ? 2 * strlen(field(&v[i])) + 3 : 5;
+	if (!(b = malloc(cap)))
+		return NULL;
+	b[len++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		const char *s = field(&v[i]);
+		if (v[i].rc)
+			continue;
+		if (len > 1)
+			b[len++] = ',';
+		if (!s) {
+			memcpy(b + len, "NULL", 4);
+			len += 4;
+			continue;
+		}
+		b[len++] = '"';
+		for (; *s; s++) {
+			if (*s == '"' || *s == '\\')
+				b[len++] = '\\';
+			b[len++] = *s;
+		}
+		b[len++] = '"';
+	}
+	b[len++] = '}';
+	b[len] = 0;
+	assert(len < cap);
+	return b;
+}
+
+static const char *f_sig(const struct rvs_index_trace *v)
+{
+	return v->signature;
+}
+
+static const char *f_anomaly_sig(const struct rvs_index_trace *v)
+{
+	return v->anomaly_signature;
+}
+
+static const char *f_issue(const struct rvs_index_trace *v)
+{
+	return v->issue;
+}
+
+static const char *f_trace(const struct rvs_index_trace *v)
+{
+	return v->trace_id;
+}
+
+/* Whether a trace of the batch is indexed already with a signature (a
+ * re-decode: its DELETE uncounts that signature).  0 / 1 into *yes, or
+ * -ENOMEM / -EIO. */
+static int has_old_signature(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n,
+			     int *yes)
+{
+	struct args a = {0};
+	char *ids = array_lit(v, n, f_trace);
+	PGresult *r;
+	int rc;
+
+	if (!ids) {
+		snprintf(l->err, sizeof l->err, "out of memory");
+		return -ENOMEM;
+	}
+	a_text(&a, ids);
+	rc = q(l,
+	       "SELECT 1 FROM traces WHERE trace_id = ANY($1::text[]) AND signature IS NOT NULL"
+	       " LIMIT 1",
+	       &a, &r);
+	free(ids);
+	if (!rc) {
+		*yes = PQntuples(r) > 0;
+		PQclear(r);
+	}
+	return rc;
+}
+
+/* Inside the batch's transaction, before any of its signatures is counted:
+ * the advisory lock of every signature the batch's traces_sig triggers
+ * will count or uncount (the new signatures of the traces not failed, and
+ * the ones they have now), in ascending key order.  0, -ENOMEM, or -EIO with l->err and l->state
+ * set. */
+static int lock_signatures(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n)
+{
+	struct args a = {0};
+	char *sigs = array_lit(v, n, f_sig), *ids = array_lit(v, n, f_trace);
+	int rc = -ENOMEM;
+
+	if (sigs && ids) {
+		a_text(&a, sigs);
+		a_text(&a, ids);
+		/* The subquery's DISTINCT and ORDER BY keep it from being
+		 * flattened: the locks are taken in its order. */
+		rc = q(l,
+		       "SELECT pg_advisory_xact_lock(1381389127, k)"
+		       " FROM (SELECT DISTINCT hashtext(s) AS k FROM"
+		       " (SELECT unnest($1::text[]) UNION ALL"
+		       " SELECT signature FROM traces WHERE trace_id = ANY($2::text[])) u(s)"
+		       " WHERE s IS NOT NULL ORDER BY k) x",
+		       &a, NULL);
+	} else {
+		snprintf(l->err, sizeof l->err, "out of memory");
+		l->state[0] = 0;
+	}
+	free(sigs);
+	free(ids);
+	return rc;
 }
 
 int rvs_pg_index_open(const char *dsn, struct rvs_index_lane **out)
@@ -151,9 +313,11 @@ int rvs_pg_index_upload_meta(struct rvs_index_lane *l, const char *trace_id,
 	return rc;
 }
 
-/* Every row of one trace, inside the caller's transaction: 0, -ESTALE when
- * the lease is no longer the trace's, else -EIO / -ENOENT. */
-static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
+/* Every row of one trace, inside the caller's transaction — its
+ * signature, anomaly signature and issue too unless defer_sig (then they
+ * stay NULL for set_signatures): 0, -ESTALE when the lease is no longer
+ * the trace's, else -EIO / -ENOENT. */
+static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, int defer_sig)
 {
 	struct args a = {0};
 	char received[24];
@@ -274,7 +438,8 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	a_text(&a, v->issue);
 	a_text(&a, v->trace_id);
 	a_text(&a, received);
-	if ((rc = q(l,
+	if (!defer_sig &&
+	    (rc = q(l,
 		    "UPDATE traces SET anomaly_signature = $1, signature = $2, issue = $3"
 		    " WHERE trace_id = $4 AND received_at = $5",
 		    &a, NULL)))
@@ -308,37 +473,126 @@ static void fail(struct rvs_index_lane *l, struct rvs_index_trace *v, int rc)
 	v->rc = rc ? rc : -EIO;
 }
 
-void rvs_pg_index_write(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n)
+/* The deferred signatures of every trace of the batch written so far (rc
+ * 0), in one statement after their signatures' locks: the traces_sig
+ * trigger counts them then, so the batch holds the hot counter rows only
+ * from here to its commit.  0, -ENOMEM or -EIO. */
+static int set_signatures(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n)
 {
-	int rc;
+	struct args a = {0};
+	char *ids = array_lit(v, n, f_trace), *an = array_lit(v, n, f_anomaly_sig),
+	     *sig = array_lit(v, n, f_sig), *iss = array_lit(v, n, f_issue);
+	int rc = -ENOMEM;
+
+	if (ids && an && sig && iss && !(rc = lock_signatures(l, v, n))) {
+		a_text(&a, ids);
+		a_text(&a, an);
+		a_text(&a, sig);
+		a_text(&a, iss);
+		rc = q(l,
+		       "UPDATE traces t SET anomaly_signature = x.a, signature = x.s, issue = x.i"
+		       " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(id, a, "
+		       "s, i)"
+		       " WHERE t.trace_id = x.id",
+		       &a, NULL);
+	} else if (rc == -ENOMEM) {
+		snprintf(l->err, sizeof l->err, "out of memory");
+	}
+	free(ids);
+	free(an);
+	free(sig);
+	free(iss);
+	return rc;
+}
+
+/* One attempt at the batch: 0 when it ended (committed, or failed for
+ * good: every v[i].rc set), 1 when it met a transient error and was rolled
+ * back whole (nothing written; try again).  A batch that re-decodes a
+ * trace with a signature takes every signature lock before its first
+ * trace (the DELETE uncounts the old one); any other defers the
+ * signatures to set_signatures.  Either way a batch takes all its
+ * signature locks in one statement, holding none before. */
+static int attempt(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n)
+{
+	int rc, again, early = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		v[i].rc = 0;
 		v[i].reason[0] = 0;
 	}
 	rc = q(l, "BEGIN", NULL, NULL);
-	for (size_t i = 0; i < n; i++) {
-		int r = rc;
+	if (!rc)
+		rc = has_old_signature(l, v, n, &early);
+	if (!rc && early)
+		rc = lock_signatures(l, v, n);
+	for (size_t i = 0; i < n && !rc; i++) {
+		int r = q(l, "SAVEPOINT one", NULL, NULL);
 
 		if (!r)
-			r = q(l, "SAVEPOINT one", NULL, NULL);
-		if (!r)
-			r = write_one(l, &v[i]);
+			r = write_one(l, &v[i], !early);
+		if (r && transient(l, r)) {
+			rc = r;
+			break;
+		}
 		if (r) {
 			fail(l, &v[i], r);
-			if (!rc)
-				rc = q(l, "ROLLBACK TO SAVEPOINT one", NULL, NULL);
+			rc = q(l, "ROLLBACK TO SAVEPOINT one", NULL, NULL);
 		}
 		if (!rc)
 			rc = q(l, "RELEASE SAVEPOINT one", NULL, NULL);
 	}
+	if (!rc && !early)
+		rc = set_signatures(l, v, n);
 	if (!rc)
 		rc = q(l, "COMMIT", NULL, NULL);
-	if (rc) {
-		for (size_t i = 0; i < n; i++)
-			if (!v[i].rc)
-				fail(l, &v[i], rc);
-		PQclear(PQexec(l->pg, "ROLLBACK"));
+	if (!rc)
+		return 0;
+	again = transient(l, rc);
+	PQclear(PQexec(l->pg, "ROLLBACK"));
+	if (again)
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].rc)
+			fail(l, &v[i], rc);
+	return 0;
+}
+
+/* Sleeps a random time in [d/2, d], d = 10 ms << attempt, at most 640 ms. */
+static void backoff(int attempt_no)
+{
+	long d = 10L << (attempt_no < 6 ? attempt_no : 6), ms;
+	uint32_t r = 0;
+	struct timespec ts;
+
+	if (rvs_random(&r, sizeof r))
+		r = (uint32_t)time(NULL);
+	ms = d / 2 + (long)(r % (uint32_t)(d / 2 + 1));
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+void rvs_pg_index_write(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n)
+{
+	int again = 1;
+
+	for (int k = 0; k < MAX_ATTEMPTS && again; k++) {
+		if (k) {
+			rvs_log("info",
+				"msg=\"decode index retry\" traces=%zu attempt=%d err=\"%s\"", n,
+				k + 1, l->err);
+			backoff(k);
+		}
+		again = attempt(l, v, n);
+	}
+	if (again) {
+		/* Still transient: left queued for a later decode, not lost. */
+		rvs_log("error", "msg=\"decode index requeued\" traces=%zu err=\"%s\"", n, l->err);
+		for (size_t i = 0; i < n; i++) {
+			snprintf(v[i].reason, sizeof v[i].reason, "index: retry later: %s", l->err);
+			v[i].rc = -EAGAIN;
+		}
 	}
 	/* A broken connection is reopened for the next batch. */
 	if (PQstatus(l->pg) != CONNECTION_OK)

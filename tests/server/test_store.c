@@ -1597,6 +1597,193 @@ static void test_store_pg_concurrent_batches_never_share_an_upload(void **state)
 	ops->close(node2);
 }
 
+/* ---- pgdeadlock15: index batches that share signatures ---- */
+
+static long long pg_num(struct fx *f, const char *sql);
+
+#define IX_LANES  4
+#define IX_BATCH  16
+#define IX_ROUNDS 4
+#define IX_SIGS	  8
+
+struct ix_writer {
+	struct rvs_index_lane *l;
+	pthread_barrier_t *go;
+	struct rvs_decode_item *it; /* IX_ROUNDS batches of IX_BATCH */
+	char sig[IX_ROUNDS * IX_BATCH][17];
+	int shift; /* the pass: 1 re-decodes each trace under the next signature */
+	int reverse;
+	int failed; /* traces whose index_write did not return 0 */
+	char why[256];
+};
+
+/* IX_ROUNDS batches, each started with the other writers' (barrier); the
+ * batch's traces take the signatures s0 … s7 twice, in ascending order or
+ * (reverse) descending, so that two writers want them in opposite orders. */
+static void *ix_write(void *arg)
+{
+	struct ix_writer *w = arg;
+	struct rvs_index_trace v[IX_BATCH];
+
+	for (int r = 0; r < IX_ROUNDS; r++) {
+		for (int j = 0; j < IX_BATCH; j++) {
+			int k = r * IX_BATCH + j;
+			int sig = (w->reverse ? IX_SIGS - 1 - j % IX_SIGS : j % IX_SIGS) + w->shift;
+			memset(&v[j], 0, sizeof v[j]);
+			snprintf(w->sig[k], sizeof w->sig[k], "%016x", sig % IX_SIGS + 0xa0);
+			v[j].trace_id = w->it[k].trace_id;
+			v[j].lease = w->it[k].lease;
+			v[j].decoded_at = 1000;
+			v[j].duration_ns = v[j].nmethods = v[j].dropped = -1;
+			v[j].anomaly_signature = v[j].signature = v[j].issue = w->sig[k];
+		}
+		pthread_barrier_wait(w->go);
+		ops->index_write(w->l, v, IX_BATCH);
+		for (int j = 0; j < IX_BATCH; j++)
+			if (v[j].rc) {
+				w->failed++;
+				snprintf(w->why, sizeof w->why, "%s: %d %s", v[j].trace_id, v[j].rc,
+					 v[j].reason);
+			}
+	}
+	return NULL;
+}
+
+/* Four index lanes write batches of summaries at once, two of them taking
+ * the shared signatures in the opposite order (before the fix: "deadlock
+ * detected", the loser's traces quarantined), then all again under other
+ * signatures (a re-decode uncounts the old one): every trace indexed once,
+ * none quarantined, and the signature totals equal a recount. */
+static void test_store_pg_index_batches_sharing_signatures_lose_nothing(void **state)
+{
+	struct fx *f = *state;
+	static struct rvs_decode_item it[IX_LANES * IX_ROUNDS * IX_BATCH];
+	static struct ix_writer w[IX_LANES];
+	const int total = IX_LANES * IX_ROUNDS * IX_BATCH;
+	pthread_barrier_t go;
+	pthread_t t[IX_LANES];
+	int got = 0, n;
+
+	for (int d = 0; d < IX_LANES; d++) {
+		char dev[16];
+		snprintf(dev, sizeof dev, "d-%d", d);
+		add_device(f, dev, (uint8_t)(d + 1));
+		for (int i = 0; i < IX_ROUNDS * IX_BATCH; i++) {
+			char trace[16];
+			snprintf(trace, sizeof trace, "t-%d-%d", d, i);
+			add_upload(f, trace, dev, (uint8_t)i, 0);
+		}
+	}
+	while (got < total &&
+	       (n = ops->decode_next_batch(f->s, 0, 1, it + got, (size_t)(total - got))) > 0)
+		got += n;
+	assert_int_equal(got, total);
+	assert_int_equal(pthread_barrier_init(&go, NULL, IX_LANES), 0);
+	for (int i = 0; i < IX_LANES; i++) {
+		memset(&w[i], 0, sizeof w[i]);
+		assert_int_equal(ops->index_lane_open(f->s, &w[i].l), 0);
+		w[i].go = &go;
+		w[i].it = it + i * IX_ROUNDS * IX_BATCH;
+		w[i].reverse = i % 2;
+	}
+	for (int shift = 0; shift < 2; shift++) {
+		for (int i = 0; i < IX_LANES; i++) {
+			w[i].shift = shift;
+			assert_int_equal(pthread_create(&t[i], NULL, ix_write, &w[i]), 0);
+		}
+		for (int i = 0; i < IX_LANES; i++)
+			pthread_join(t[i], NULL);
+		for (int i = 0; i < IX_LANES; i++)
+			if (w[i].failed)
+				fail_msg("pass %d, lane %d: %d traces failed (last %s)", shift, i,
+					 w[i].failed, w[i].why);
+	}
+	for (int i = 0; i < IX_LANES; i++)
+		ops->index_lane_close(w[i].l);
+	pthread_barrier_destroy(&go);
+	assert_int_equal(ops->decode_finish(f->s, it, (size_t)total), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM quarantine"), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM uploads WHERE state = 'decoded'"), total);
+	assert_int_equal(pg_num(f, "SELECT count(DISTINCT trace_id) FROM traces"), total);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM traces"), total);
+	/* Every trace carries its second pass's signature. */
+	assert_int_equal(pg_num(f, "SELECT count(DISTINCT signature) FROM traces"), IX_SIGS);
+	assert_int_equal(pg_num(f, "SELECT sum(traces) FROM signatures"), total);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM (SELECT signature, count(*) AS c FROM"
+				   " traces GROUP BY signature) t FULL JOIN signatures s"
+				   " USING (signature) WHERE t.c IS DISTINCT FROM s.traces"),
+			 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM (SELECT signature,"
+				   " received_at / 604800 AS week, COALESCE(app_version, '')"
+				   " AS app_version, count(*) AS c FROM traces"
+				   " GROUP BY 1, 2, 3) t FULL JOIN signature_counts s"
+				   " USING (signature, week, app_version)"
+				   " WHERE t.c IS DISTINCT FROM s.traces"),
+			 0);
+}
+
+/* A batch that meets only transient errors — here the signature's lock
+ * held by another session, under lock_timeout (55P03) — is retried, then
+ * failed with -EAGAIN and left queued by decode_finish (its lease dropped:
+ * the old holder records nothing), never quarantined; once the lock is
+ * free the upload is taken again and indexed. */
+static void test_store_pg_index_transient_errors_requeue_not_quarantine(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_index_lane *l = NULL;
+	struct rvs_decode_item it[2], old;
+	struct rvs_index_trace v;
+	PGconn *holder;
+	PGresult *r;
+	time_t deadline;
+	int n = 0;
+
+	add_device(f, "d-ix", 3);
+	add_upload(f, "t-ix", "d-ix", 1, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 2), 1);
+	pg_exec(f, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET lock_timeout = 50',"
+		   " current_database()); END $$");
+	holder = PQconnectdb(f->db);
+	r = PQexec(holder, "BEGIN; SELECT pg_advisory_xact_lock(1381389127,"
+			   " hashtext('00000000000000aa'))");
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	assert_int_equal(ops->index_lane_open(f->s, &l), 0);
+	index_rows_of(&v, &it[0], "g");
+	ops->index_write(l, &v, 1);
+	assert_int_equal(v.rc, -EAGAIN);
+	assert_non_null(strstr(v.reason, "lock timeout"));
+	it[0].rc = v.rc;
+	snprintf(it[0].reason, sizeof it[0].reason, "%s", v.reason);
+	old = it[0];
+	assert_int_equal(ops->decode_finish(f->s, it, 1), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM quarantine"), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM decode_queue WHERE lease IS NULL"), 1);
+	PQclear(PQexec(holder, "COMMIT"));
+	PQfinish(holder);
+	/* Taken again once its short hold-off passed (generous deadline). */
+	deadline = time(NULL) + 30;
+	while ((n = ops->decode_next_batch(f->s, 0, 1, it, 2)) == 0 && time(NULL) < deadline) {
+		struct timespec ts = {0, 50 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(n, 1);
+	/* The first holder's late success records nothing. */
+	old.rc = 0;
+	assert_int_equal(ops->decode_finish(f->s, &old, 1), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM decode_queue"), 1);
+	index_rows_of(&v, &it[0], "g");
+	ops->index_write(l, &v, 1);
+	assert_int_equal(v.rc, 0);
+	it[0].rc = 0;
+	assert_int_equal(ops->decode_finish(f->s, it, 1), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM decode_queue"), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM quarantine"), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM uploads WHERE state = 'decoded'"), 1);
+	assert_int_equal(pg_num(f, "SELECT traces FROM signatures"), 1);
+	ops->index_lane_close(l);
+}
+
 /* ---- pgpart15: weekly partitions, retention by week, LISTEN/NOTIFY ---- */
 
 #define W0 2900LL /* an old week (2025-07-31): its partitions made by the test */
@@ -2021,6 +2208,13 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_concurrent_batches_never_share_an_upload, setup, teardown),
+		/* pgdeadlock15 */
+		cmocka_unit_test_setup_teardown(
+			test_store_pg_index_batches_sharing_signatures_lose_nothing, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_pg_index_transient_errors_requeue_not_quarantine, setup,
+			teardown),
 		/* pgpart15 */
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_partitions_made_for_this_and_next_week, setup, teardown),
