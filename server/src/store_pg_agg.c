@@ -15,6 +15,7 @@
  * READ, READ ONLY transaction.
  */
 #include "store_agg.h"
+#include "store_pg_args.h"
 #include "agg.h"
 #include "rvs.h"
 
@@ -27,34 +28,6 @@
 #include <string.h>
 
 #include <libpq-fe.h>
-
-#define MAX_PARAMS 12
-
-/* Text parameters: values point into num[] or at the caller's strings. */
-struct args {
-	int n;
-	const char *v[MAX_PARAMS];
-	char num[MAX_PARAMS][24];
-};
-
-static void a_text(struct args *a, const char *v)
-{
-	assert(a->n < MAX_PARAMS);
-	a->v[a->n++] = v;
-}
-
-/* has 0: NULL. */
-static void a_i64(struct args *a, int has, int64_t v)
-{
-	assert(a->n < MAX_PARAMS);
-	if (!has) {
-		a->v[a->n++] = NULL;
-		return;
-	}
-	snprintf(a->num[a->n], sizeof a->num[a->n], "%" PRId64, v);
-	a->v[a->n] = a->num[a->n];
-	a->n++;
-}
 
 /* Runs sql with a's parameters; *out (when not NULL) gets the result to
  * clear.  0, or -EIO with err set (result cleared). */

@@ -13,6 +13,7 @@
  * keeps one pooled connection for all its chunks.
  */
 #include "store_agg.h"
+#include "store_pg_args.h"
 #include "rvs.h"
 
 #include <assert.h>
@@ -24,34 +25,6 @@
 #include <string.h>
 
 #include <libpq-fe.h>
-
-#define MAX_PARAMS 16
-
-/* Text parameters: values point into num[] or at the caller's strings. */
-struct args {
-	int n;
-	const char *v[MAX_PARAMS];
-	char num[MAX_PARAMS][24];
-};
-
-static void a_text(struct args *a, const char *v)
-{
-	assert(a->n < MAX_PARAMS);
-	a->v[a->n++] = v;
-}
-
-/* has 0: NULL. */
-static void a_i64(struct args *a, int has, int64_t v)
-{
-	assert(a->n < MAX_PARAMS);
-	if (!has) {
-		a->v[a->n++] = NULL;
-		return;
-	}
-	snprintf(a->num[a->n], sizeof a->num[a->n], "%" PRId64, v);
-	a->v[a->n] = a->num[a->n];
-	a->n++;
-}
 
 /* Runs sql with a's parameters on pg: *out the rows (the caller clears
  * them).  0 or -EIO (logged). */
