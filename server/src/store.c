@@ -97,7 +97,7 @@ void rvs_store_release(struct rvs_store *s)
 	assert(!"rvs_store_release of a store not acquired");
 }
 
-/* ---- store16b: regressions and webhook deliveries ---- */
+/* ---- regressions and webhook deliveries ---- */
 
 int rvs_store_regress_open(const char *dsn, const struct rvs_store_ops **ops, struct rvs_store **s,
 			   struct rvs_regress_db **d)

@@ -227,18 +227,18 @@ struct rvs_trace_filter {
 
 struct rvs_store;
 
-/* roles16: an account's role (stored as its name, users.h); each role may
+/* an account's role (stored as its name, users.h); each role may
  * do what the ones below it may. */
 enum rvs_role { RVS_ROLE_VIEWER = 1, RVS_ROLE_AUTHOR = 2, RVS_ROLE_ADMIN = 3 };
 
-/* roles16: one row of the append-only audit log; strings borrowed for the
+/* one row of the append-only audit log; strings borrowed for the
  * callback's duration. */
 struct rvs_audit_row {
 	int64_t id, at; /* at: unix s */
 	const char *actor, *action, *target, *detail;
 };
 
-/* ---- store16a: aggregates (agg.c), worst traces, issues, chain search (search.c) ---- */
+/* ---- aggregates (agg.c), worst traces, issues, chain search (search.c) ---- */
 
 /* One side of an aggregate (agg_read): the traces it sums.  NULL / has_ 0
  * for absent.  bucketed: only app, version, model, kind and whole-day
@@ -526,7 +526,7 @@ struct rvs_store_ops {
 	int (*signatures_weekly)(struct rvs_store *s, int64_t since, const char *const *sigs,
 				 size_t nsigs, rvs_row_fn cb, void *arg);
 
-	/* ---- roles16: accounts' roles, disabling, the audit log ---- */
+	/* ---- accounts' roles, disabling, the audit log ---- */
 
 	/* The role (enum rvs_role) and disabled flag (0/1) of account name
 	 * (admin_put's; a new one is an enabled admin): -ENOENT no such
@@ -569,7 +569,7 @@ struct rvs_store_ops {
 				     int64_t last_used, int64_t revoked),
 			   void *arg);
 
-	/* ---- store16b: regressions and webhook deliveries (store_*_regress.c) ---- */
+	/* ---- regressions and webhook deliveries (store_*_regress.c) ---- */
 
 	/* A connection of its own on s's database for regress.c and webhook.c
 	 * (struct rvs_regress_db, store_regress.h): used by one thread at a
@@ -632,7 +632,7 @@ struct rvs_store_ops {
 			    int (*cb)(void *arg, const struct rvs_webhook_row *r), void *arg);
 	/* How many deliveries are pending. */
 	int (*webhook_pending)(struct rvs_regress_db *d, uint64_t *out);
-	/* ---- decode wake-ups (pgpart15: store_pg_wake.c) ---- */
+	/* ---- decode wake-ups (store_pg_wake.c) ---- */
 
 	/* A listener that learns at once when any node queues a decode (an
 	 * upload, a symbols requeue), so that an idle decoder need not wait
@@ -648,7 +648,7 @@ struct rvs_store_ops {
 	 * on).  One thread at a time. */
 	int (*wake_drain)(struct rvs_wake *w);
 	void (*wake_close)(struct rvs_wake *w);
-	/* ---- store16a: aggregates (agg.c), worst traces, issues, chain search (search.c) ---- */
+	/* ---- aggregates (agg.c), worst traces, issues, chain search (search.c) ---- */
 
 	/* The aggregate of nsides (1 or 2) sides f[0..nsides), in one read
 	 * snapshot: each side's rows (bucket sums or per-trace rows, as f says)
@@ -709,7 +709,7 @@ int rvs_store_acquire(const char *dsn, const struct rvs_store_ops **ops, struct 
  * Any thread; s must come from rvs_store_acquire. */
 void rvs_store_release(struct rvs_store *s);
 
-/* ---- store16b: regressions and webhook deliveries ---- */
+/* ---- regressions and webhook deliveries ---- */
 
 /* rvs_store_acquire(dsn) and the store's regress_open: what regress.c and
  * webhook.c run on.  Work thread.  0 (*ops, *s, *d set) or the -errno of

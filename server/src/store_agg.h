@@ -1,6 +1,6 @@
 /*
  * store_agg.h — the backends' aggregate and search operations (store.h's
- * store16a block), in files of their own: store_sqlite_agg.c,
+ * aggregates-and-search block), in files of their own: store_sqlite_agg.c,
  * store_sqlite_search.c, store_pg_agg.c, store_pg_search.c; and what
  * store_sqlite.c and store_pg.c lend them (a read connection, rows to a
  * rvs_row_fn).  Internal to the store: only the backends include it.

@@ -306,7 +306,7 @@ static const char *const migrations[] = {
 	" END $f$;"
 	"CREATE TRIGGER traces_sig AFTER INSERT OR DELETE OR UPDATE OF signature ON traces"
 	" FOR EACH ROW EXECUTE FUNCTION traces_sig();",
-	/* 6 (roles16): sqlite's migration 10 — each account's role (existing
+	/* 6 (roles): sqlite's migration 10 — each account's role (existing
 	 * accounts stay admins) and whether it is disabled; the append-only
 	 * audit log; personal API tokens (only their SHA-256).  Idempotent (a test reruns the
 	 * migrations after 3). */
@@ -343,7 +343,7 @@ static const char *const migrations[] = {
 	" attempts INTEGER NOT NULL, last_status INTEGER, last_error TEXT,"
 	" next_try_ms BIGINT NOT NULL, created_at BIGINT NOT NULL, delivered_at BIGINT);"
 	"CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_try_ms);",
-	/* 8 (pgpart15; RVS_PG_MIGRATION_PART): uploads, traces, trace_methods,
+	/* 8 (weekly partitions; RVS_PG_MIGRATION_PART): uploads, traces, trace_methods,
 	 * trace_chains and trace_unresolved partitioned by week of received_at (server/SCHEMA.md,
 	 * "Weekly partitions"): each is renamed *_v8, recreated LIKE it (columns, defaults and
 	 * checks, whatever earlier migrations added) partitioned BY RANGE (received_at) with
@@ -424,7 +424,7 @@ static const char *const migrations[] = {
 	"CREATE INDEX traces_seq ON traces(seq);"
 	"CREATE TABLE retention_released ("
 	" blob_sha256 TEXT PRIMARY KEY, traces BIGINT NOT NULL);",
-	/* 9 (store16a): the aggregates and chain search on the decoded-trace
+	/* 9 (aggregates and search): the aggregates and chain search on the decoded-trace
 	 * index: a trace's aggregate rows carry no foreign key (traces is
 	 * partitioned since 8): the index lane deletes them on a re-decode and
 	 * retention with their week (the trigger uncounts); the arrival
@@ -2091,7 +2091,7 @@ static int trace_capture(struct rvs_store *s, const char *trace_id, char blob[65
 	return rc;
 }
 
-/* ---- roles16: accounts' roles, disabling, the audit log ------------------ */
+/* ---- accounts' roles, disabling, the audit log ------------------ */
 
 #define ROLE_OF "CASE role WHEN 'viewer' THEN 1 WHEN 'author' THEN 2 ELSE 3 END"
 
@@ -2288,14 +2288,14 @@ static int tokens_list(struct rvs_store *s, const char *owner,
 	return stop;
 }
 
-/* ---- store16b: regressions and webhook deliveries, on a connection of
+/* ---- regressions and webhook deliveries, on a connection of
  * their own (store_pg_regress.c) opened on this store's database. ---- */
 static int regress_open(struct rvs_store *s, struct rvs_regress_db **out)
 {
 	return rvs_pg_regress_open(s->dsn, out);
 }
 
-/* ---- store16a: what the aggregate and search reads borrow (store_agg.h) ---- */
+/* ---- what the aggregate and search reads borrow (store_agg.h) ---- */
 PGconn *rvs_pg_conn_get(struct rvs_store *s, void **handle)
 {
 	struct conn *c = get(s);
@@ -2357,7 +2357,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.traces_list = traces_list,
 	.method_read = method_read,
 	.signatures_weekly = signatures_weekly,
-	/* roles16 */
+	/* accounts: roles, tokens, the audit log */
 	.user_get = user_get,
 	.user_set = user_set,
 	.users_list = users_list,
@@ -2367,7 +2367,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.token_auth = token_auth,
 	.token_revoke = token_revoke,
 	.tokens_list = tokens_list,
-	/* store16b */
+	/* regressions and webhook deliveries */
 	.regress_open = regress_open,
 	.regress_close = rvs_pg_regress_close,
 	.regress_sides = rvs_pg_regress_sides,
@@ -2380,12 +2380,12 @@ const struct rvs_store_ops rvs_store_pg = {
 	.webhook_record = rvs_pg_webhook_record,
 	.webhook_list = rvs_pg_webhook_list,
 	.webhook_pending = rvs_pg_webhook_pending,
-	/* pgpart15 */
+	/* decode wake-ups */
 	.wake_open = wake_open,
 	.wake_fd = rvs_pg_wake_fd,
 	.wake_drain = rvs_pg_wake_drain,
 	.wake_close = rvs_pg_wake_close,
-	/* store16a */
+	/* aggregates, worst traces, issues, chain search */
 	.agg_read = rvs_pg_agg_read,
 	.traces_sorted = rvs_pg_traces_sorted,
 	.issues_read = rvs_pg_issues_read,

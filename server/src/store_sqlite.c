@@ -360,7 +360,7 @@ static const char *const migrations[] = {
 	"CREATE INDEX traces_by_severity ON traces(ifnull(severity, -1));"
 	"CREATE INDEX traces_by_duration ON traces(ifnull(duration_ns, -1));"
 	"CREATE INDEX traces_by_captured ON traces(ifnull(captured_at_ns, -1));",
-	/* 10 (roles16): each account's role (existing accounts stay admins)
+	/* 10 (roles): each account's role (existing accounts stay admins)
 	 * and whether it is disabled; the append-only audit log; personal
 	 * API tokens (only their SHA-256). */
 	"ALTER TABLE admins ADD COLUMN role TEXT NOT NULL DEFAULT 'admin'"
@@ -377,7 +377,7 @@ static const char *const migrations[] = {
 	" id TEXT PRIMARY KEY, hash BLOB NOT NULL UNIQUE, owner TEXT NOT NULL,"
 	" name TEXT NOT NULL, created_at INTEGER NOT NULL, last_used INTEGER,"
 	" revoked_at INTEGER);",
-	/* 11 (web16b): the fleet page's counts kept by triggers (FLEET_ADD,
+	/* 11 (fleet counts): the fleet page's counts kept by triggers (FLEET_ADD,
 	 * FLEET_SUB) instead of grouping every upload on each request: per
 	 * week, per device (all uploads, the latest, one row per device so
 	 * that devices without uploads are listed too) and per (device, UTC
@@ -2172,7 +2172,7 @@ static int signatures_weekly(struct rvs_store *s, int64_t since, const char *con
 	return rc;
 }
 
-/* ---- roles16: accounts' roles, disabling, the audit log ------------------ */
+/* ---- accounts' roles, disabling, the audit log ------------------ */
 
 #define ROLE_OF "CASE role WHEN 'viewer' THEN 1 WHEN 'author' THEN 2 ELSE 3 END"
 
@@ -2441,14 +2441,14 @@ static int tokens_list(struct rvs_store *s, const char *owner,
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
-/* ---- store16b: regressions and webhook deliveries, on a connection of
+/* ---- regressions and webhook deliveries, on a connection of
  * their own (store_sqlite_regress.c) opened on this store's database. ---- */
 static int regress_open(struct rvs_store *s, struct rvs_regress_db **out)
 {
 	return rvs_sqlite_regress_open(s->dsn, out);
 }
 
-/* ---- store16a: what the aggregate and search reads borrow (store_agg.h) ---- */
+/* ---- what the aggregate and search reads borrow (store_agg.h) ---- */
 int rvs_sqlite_scan_open(struct rvs_store *s, sqlite3 **db)
 {
 	return scan_open(s, db);
@@ -2503,7 +2503,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.traces_list = traces_list,
 	.method_read = method_read,
 	.signatures_weekly = signatures_weekly,
-	/* roles16 */
+	/* accounts: roles, tokens, the audit log */
 	.user_get = user_get,
 	.user_set = user_set,
 	.users_list = users_list,
@@ -2513,7 +2513,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.token_auth = token_auth,
 	.token_revoke = token_revoke,
 	.tokens_list = tokens_list,
-	/* store16b */
+	/* regressions and webhook deliveries */
 	.regress_open = regress_open,
 	.regress_close = rvs_sqlite_regress_close,
 	.regress_sides = rvs_sqlite_regress_sides,
@@ -2526,7 +2526,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.webhook_record = rvs_sqlite_webhook_record,
 	.webhook_list = rvs_sqlite_webhook_list,
 	.webhook_pending = rvs_sqlite_webhook_pending,
-	/* store16a */
+	/* aggregates, worst traces, issues, chain search */
 	.agg_read = rvs_sqlite_agg_read,
 	.traces_sorted = rvs_sqlite_traces_sorted,
 	.issues_read = rvs_sqlite_issues_read,

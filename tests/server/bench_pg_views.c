@@ -1,6 +1,6 @@
 /*
  * bench_pg_views.c — issue 16's aggregate, worst-trace, issues and chain
- * search views on PostgreSQL at 100,000 synthetic traces (store16a;
+ * search views on PostgreSQL at 100,000 synthetic traces (issue 16;
  * server/BENCHMARKS-web.md).  A private PostgreSQL (pg_harness.h), a fresh
  * database migrated by the store, filled by SQL alone (generate_series):
  * 100,000 traces over 20 apps × 7 versions × 50 models, 500 devices and

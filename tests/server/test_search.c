@@ -278,8 +278,8 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	struct rvs_store *s;
 	sqlite3_stmt *st;
 	int n = 0;
-	/* Take the database back to version 8 (no issue column; nor roles16's
-	 * migration 10, nor web16b's 11), then let the store migrate it
+	/* Take the database back to version 8 (no issue column; nor the roles'
+	 * migration 10, nor the fleet counts' 11), then let the store migrate it
 	 * again: the backfill must fold as decode does. */
 	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
 	exec_ok(db,

@@ -550,7 +550,7 @@ static void test_store_fleet_counts_devices_weeks_and_reasons(void **state)
 	assert_int_equal(n, 2);
 }
 
-/* web16b: one upload of dev (upload id idtag) of anomaly kind with bytes of
+/* The fleet counts: one upload of dev (upload id idtag) of anomaly kind with bytes of
  * blob, then received at t (unix s). */
 static void fleet_upload(struct fx *f, const char *trace, const char *dev, uint8_t idtag, int kind,
 			 uint64_t bytes, int64_t t)
@@ -748,7 +748,7 @@ static void test_store_sessions_admins_and_alerts_round_trip(void **state)
 	assert_int_equal(ops->method_alert_get(f->s, "a::c", &ns), -ENOENT);
 }
 
-/* roles16: collects users_list / audit_list rows as text. */
+/* collects users_list / audit_list rows as text. */
 static int user_line(void *arg, const char *name, int role, int disabled, int64_t created)
 {
 	char *out = arg;
@@ -1597,7 +1597,7 @@ static void test_store_pg_concurrent_batches_never_share_an_upload(void **state)
 	ops->close(node2);
 }
 
-/* ---- pgdeadlock15: index batches that share signatures ---- */
+/* ---- index batches that share signatures ---- */
 
 static long long pg_num(struct fx *f, const char *sql);
 
@@ -1784,7 +1784,7 @@ static void test_store_pg_index_transient_errors_requeue_not_quarantine(void **s
 	ops->index_lane_close(l);
 }
 
-/* ---- pgpart15: weekly partitions, retention by week, LISTEN/NOTIFY ---- */
+/* ---- weekly partitions, retention by week, LISTEN/NOTIFY ---- */
 
 #define W0 2900LL /* an old week (2025-07-31): its partitions made by the test */
 
@@ -2179,7 +2179,7 @@ int main(void)
 			test_store_campaign_change_publishes_in_one_transaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_skips_grouped_and_newest_first, setup,
 						teardown),
-		/* roles16 */
+		/* accounts: roles, tokens, the audit log */
 		cmocka_unit_test_setup_teardown(test_store_user_roles_disable_and_audit_round_trip,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
@@ -2208,14 +2208,14 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_concurrent_batches_never_share_an_upload, setup, teardown),
-		/* pgdeadlock15 */
+		/* index batches sharing signatures */
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_index_batches_sharing_signatures_lose_nothing, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_index_transient_errors_requeue_not_quarantine, setup,
 			teardown),
-		/* pgpart15 */
+		/* weekly partitions, LISTEN/NOTIFY */
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_partitions_made_for_this_and_next_week, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_upload_key_holds_across_weeks, setup,

@@ -1756,7 +1756,7 @@ static void test_web_campaign_times_iso_in_api_and_dates_in_form(void **state)
 	resp_free(&r);
 }
 
-/* ---- roles16: accounts with roles, disabling, the audit log ------------------ */
+/* ---- accounts with roles, disabling, the audit log ------------------ */
 
 /* `rearview-server passwd --config CONF user`: the new account's password
  * (printed once) into pw. */
