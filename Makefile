@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Rearview — the one entry point.
 #
 #   make            build everything into build/ (bin/, lib/, gen/)
@@ -222,6 +223,7 @@ bench: $(BENCHES)
 LINT_SRC = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null)
 lint:
 	@sh tests/lint.sh $(LINT_SRC)
+	@sh tests/lint-spdx.sh
 	@sh device/settings/po/update-pot.sh --check
 
 RV_VERSION := 0.1.0

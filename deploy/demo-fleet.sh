@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # deploy/demo-fleet.sh — `make demo DEMO_FLEET=1`: the story of `make demo`
 # (deploy/demo.sh) told by two rearview-server nodes that share one
 # PostgreSQL 15 (index and decode queue) and one S3 server (capture blobs),

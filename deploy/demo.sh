@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # deploy/demo.sh — `make demo`: the whole Rearview path on one machine.
 #
 #   make demo                    run until Ctrl-C

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # deploy/ — the demo: rearview-demo-app (an instrumented UI-like program),
 # rearview-demo-thermal (a fake sysfs thermal tree that heats up), the
 # `make demo` goal (deploy/demo.sh) and the demo integration test.

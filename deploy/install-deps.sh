@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Install the Debian 12 packages Rearview needs to build, test and run.
 #
 # Idempotent and quiet: checks first and does nothing when every package is

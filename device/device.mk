@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # device/ — rearviewd (the on-device service) and rvctl (its admin client).
 # Daemon objects are also linked into the unit tests, so everything except
 # main.c lives in one list.

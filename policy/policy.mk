@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # policy/ — librvpolicy: consent, quota ledger, campaigns, signed policies.
 # One static, PIC library (the daemon and the server link it) plus its tests.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # proto/ — schemas compiled by protoc-c into $(GEN)/rearview/, plus the
 # framing library.  Everything lands in one static, PIC library that the
 # tracer, policy, daemon and server link: build/lib/librvproto.a.

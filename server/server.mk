@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # server/ — rearview-server: HTTPS device API (libuv + mbedTLS + http-parser),
 # sqlite3 storage, content-addressed blobs.  See server/README.md.
 

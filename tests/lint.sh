@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # `make lint`: formatting (clang-format, .clang-format at the top) and calls
 # that are banned in Rearview's C because safer forms exist (snprintf,
 # strtol with end checks, strtok_r, memcpy with known sizes …).

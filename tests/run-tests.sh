@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs cmocka test binaries in TAP mode and prints one closing line,
 # `N passed, N failed` (`, N skipped` when some were), counting every test
 # case across all binaries.

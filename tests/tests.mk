@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/ — cmocka unit tests per component (tests/<component>/test_<unit>.c),
 # integration tests (tests/integration/) that start real processes.
 # Test binaries are declared with $(call rv_test,…) in the component fragments

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tracer/analysis.mk — librvanalysis (decode, analyse, import, export) and
 # the rvtrace CLI.  Included by tracer/tracer.mk.
 

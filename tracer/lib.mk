@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # librvtrace — the in-process tracer (issue 3).  Its own sources are built
 # WITHOUT -finstrument-functions and with hidden visibility: only the rvt_
 # API, the __cyg_profile hooks and the inline-mode ABI (rvt__*) are exported.

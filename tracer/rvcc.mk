@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tracer/rvcc.mk — rvcc, the compiler wrapper (CC="rvcc gcc"): adds the
 # instrumentation and links librvtrace.  It finds the library in the lib/
 # beside its own bin/ (build tree or installed prefix), else in PREFIX.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tracer/ — three parts, each with its own fragment:
 #   tracer/lib.mk       librvtrace: trace points, ring buffers, lock-free
 #                       control, capture writer and reader, symbols

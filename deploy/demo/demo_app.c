@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * demo_app.c — rearview-demo-app: a UI-like program for `make demo` and the
  * demo integration test.  Its main thread is the UI thread: a 60 Hz event

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * demo_thermal.c — rearview-demo-thermal: a fake sysfs thermal tree for the
  * demo, shaped like the part of /sys/class/thermal that rearviewd's

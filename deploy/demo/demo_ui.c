@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * demo_ui.c — the demo app's UI thread work, built with
  * -finstrument-functions so librvtrace records every call below.

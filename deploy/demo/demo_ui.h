@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * demo_ui.h — the demo app's instrumented UI work (demo_ui.c), called once
  * per frame by the uninstrumented event loop in demo_app.c.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # device/events/ — librvevents, the installed client library of events.sock
 # (rearview/events.h): toolkits, compositors, input and thermal services link
 # it to report frames, input latency, focus and anomalies to rearviewd.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * settings.c — rearview-settings, the consent panel (GTK 4): what Rearview
  * does in plain words, the consent choice, this week's uploads and what is

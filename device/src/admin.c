@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin.c — the admin.sock protocol (admin.h): one AdminRequest in, one
  * AdminResponse (or Error) out, for rvctl; and the one consent change and

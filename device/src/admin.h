@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin.h — rearviewd's admin.sock protocol (AdminRequest → AdminResponse,
  * proto/rearview/admin.proto): consent, status, capture list, show/export,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * anomaly.c — the Anomaly codec (anomaly.h): struct rvd_anomaly ↔
  * rearview.Anomaly.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * anomaly.h — the Anomaly codec: struct rvd_anomaly (detect.h) to and from
  * its wire form, rearview.Anomaly (common.proto).  Used by the control

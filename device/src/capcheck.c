@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * capcheck.c — is this memfd a Rearview capture (capcheck.h)?  The layout
  * is tracer/FORMAT.md's: a 128-byte header, the slots, TLV records ending

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * capcheck.h — the daemon's check that a CaptureReady memfd holds a
  * Rearview capture (tracer/FORMAT.md): header, geometry and the CHECKSUM

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * capture.c — the capture flow (see capture.h): from an anomaly to a
  * durable, acknowledged, gated capture.

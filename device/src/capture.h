@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * capture.h — rearviewd's capture flow: an anomaly → consent → seams →
  * policy decision (a spool job) → CaptureRequest to the process → its

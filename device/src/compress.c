@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compress.c — streaming zstd compression of a capture into an upload
  * envelope (see compress.h).

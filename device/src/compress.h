@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compress.h — the uploader's streaming compression: a capture file (or its
  * shuffled form, tracer/FORMAT.md §3) through zstd, one 64 KiB block in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c — defaults, INI parsing through libinih, and value validation.
  * Every numeric value goes through strtoull/strtod with end and range checks;

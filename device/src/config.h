@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.h — rearviewd configuration: defaults, the INI file (libinih) and
  * command-line overrides.  deploy/rearviewd.conf.example documents each key

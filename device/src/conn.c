@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conn.c — peer connections on rearviewd's unix sockets (see conn.h).
  *

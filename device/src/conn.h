@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conn.h — one peer on a daemon socket: non-blocking unix stream socket
  * watched with uv_poll, frames reassembled with rv_frame_reader, received

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * curl_uv.c — libcurl multi socket ↔ libuv glue (see curl_uv.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * curl_uv.h — libcurl's multi socket interface driven by a libuv loop (the
  * shape of curl's docs/examples/multi-uv.c): curl says which sockets to

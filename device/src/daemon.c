@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon.c — rearviewd's core: the loop, the listeners and peers,
  * control.sock and events.sock, the tracing plan, the thermal poll, the

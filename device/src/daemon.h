@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon.h — rearviewd's core: the libuv loop, the three sockets, the
  * registry, the detectors, the capture flow (capture.h, with its seams)

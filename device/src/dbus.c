@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dbus.c — org.rearview.Daemon1 on the system bus (dbus.h), with sd-bus
  * driven by the daemon's libuv loop.

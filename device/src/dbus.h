@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dbus.h — rearviewd on the system D-Bus: org.rearview.Daemon1 at
  * /org/rearview/Daemon1 (deploy/dbus/org.rearview.Daemon1.xml), with

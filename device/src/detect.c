@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * detect.c — the pure detectors declared in detect.h, plus the sysfs reader
  * for the thermal detector.  Invariant: the rvd_*_feed/eval functions touch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * detect.h — rearviewd's anomaly detectors (Hubble §4.2.1) as pure modules:
  * they take reports and state, and return whether an anomaly fired.  No I/O,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * enforce.c — policy enforcement jobs (see enforce.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * enforce.h — rearviewd's policy enforcement on top of librvpolicy: the
  * policy store (last good signed document or the built-in default) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * enroll.c — the uploader's enrolment and policy fetch (see upload.h and
  * upload_int.h): the device token (read at start, obtained with

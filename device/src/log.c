@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.c — leveled logging to stderr in logfmt, the shape rearview-server
  * writes (server/src/util.c rvs_log):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.h — leveled logging to stderr for rearviewd, in logfmt, the same
  * shape as rearview-server's lines:

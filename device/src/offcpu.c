@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * offcpu.c — per-thread perf events for the off-CPU intervals and counters
  * of a traced thread (offcpu.h), and the capture records they become.

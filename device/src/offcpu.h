@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * offcpu.h — why the time went, recorded by the daemon (issue 17): per
  * traced thread, perf events opened on that thread (context-switch records

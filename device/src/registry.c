@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * registry.c — process registry and the "N most recently foreground apps"
  * tracing plan.  Invariant: traced_tid of a process is exactly what the

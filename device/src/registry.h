@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * registry.h — traced processes, their threads, and foreground tracking.
  * The registry decides which UI threads are traced (those of the N most

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rvctl.c — the admin client of rearviewd (admin.sock, AdminRequest →
  * AdminResponse, one request per connection).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spool.c — capture spool: files + sqlite3 WAL index, all I/O on the libuv
  * work queue (see spool.h for the state machine and durability contract).

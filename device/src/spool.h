@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spool.h — the on-device capture spool: capture files plus a sqlite3 (WAL)
  * index in <state_dir>, with the state machine

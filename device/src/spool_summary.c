@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spool_summary.c — the local summary kept beside each spooled capture
  * (spool.h: rvd_spool_get_summary, rvd_spool_put_summary): one BLOB column

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * summary.c — a capture's local summary as a rearview.Summary protobuf,
  * built from librvanalysis' streaming summary, and the spool job that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * summary.h — rearviewd's local summary of a capture (Hubble §7): what may
  * leave the device at consent "summary", and what `rvctl show` prints.

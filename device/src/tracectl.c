@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tracectl.c — the control.sock messages that start, stop and release a
  * traced process's rings, and the thread lists it reports (tracectl.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tracectl.h — what rearviewd tells a traced process over control.sock
  * about its tracing (StartTracing, StopTracing), and the thread lists a

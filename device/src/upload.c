@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * upload.c — the uploader (see upload.h): uploads with an idempotent id,
  * skip reports, backoff, the requests, and the uploader's lifecycle, all on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * upload.h — rearviewd's uploader: enrolment, capture uploads and policy
  * fetches against rearview-server's device API (server/API.md), through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * upload_int.h — the uploader's private parts (upload.h is its interface):
  * its state, one HTTP request, and the functions upload.c and enroll.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rearview-weston.c — a Weston 10 module that feeds rearviewd's detectors
  * from the compositor, for any Wayland client, through librvevents

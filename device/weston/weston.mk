@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # device/weston/ — rearview-weston.so, a Weston 10 module reporting frames,
 # input latency and focus of every Wayland client to rearviewd through
 # librvevents (linked in statically, with the librvproto parts it needs,

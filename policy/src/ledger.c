@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ledger.c — the crash-safe quota ledger (sqlite3, WAL, synchronous=FULL).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* policy_int.h — private parts shared by the files of policy/src. */
 #ifndef REARVIEW_POLICY_INT_H
 #define REARVIEW_POLICY_INT_H

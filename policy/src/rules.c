@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules.c — the pure parts of librvpolicy: reason names, consent, version
  * ranges, deterministic sampling, campaign matching, the built-in default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rvpolicy — server-side authoring and device-side checking of signed
  * policy documents (librvpolicy on the command line).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sign.c — signed policy documents: P-256 key generation, signing (server)
  * and verification (device), with mbedTLS 2.28.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store.c — the device's current policy: the last good signed document,
  * persisted atomically, or the built-in default.

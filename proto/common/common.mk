@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # proto/common/ — librvcommon: the helpers every component shares (whole
 # reads and writes, the atomic file write, sqlite rc → errno, the JSON
 # string escaper; rearview/common.h).  One static, PIC, hidden-visibility

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * frame.c — the 8-byte frame header, stream reassembly and blocking
  * send/receive with descriptor passing (layout in rearview/frame.h and

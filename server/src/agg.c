@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * agg.c — call-path aggregates across traces (agg.h): the rows a decoded
  * trace keeps, and the JSON API's aggregate and differential flame graphs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * agg.h — call-path aggregates across traces (issue 16, question 2:
  * "where does time go across many traces?").

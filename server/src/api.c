@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * api.c — request routing, the device API handlers and per-device rate
  * limiting.

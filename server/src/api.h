@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * api.h — the device API (POST /v1/enroll, POST /v1/uploads, GET /v1/policy)
  * and /metrics, on top of net.h and store.h.  Loop thread only; the storage

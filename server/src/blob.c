@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * blob.c — what blob.h's backends share: opening the backend a spec names,
  * the decoder's file of a blob (the local file or a verified temporary

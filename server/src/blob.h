@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * blob.h — the blob interface: content-addressed capture payloads behind one
  * function table, with a local-directory backend (blob_local.c, the default,

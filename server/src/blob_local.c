@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * blob_local.c — the local-directory blob backend (the default; blob.h's
  * interface over the rvs_blob_put/path/sweep functions rvs.h declares).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * blob_pg.c — the PostgreSQL blob backend (blob.h): blob HEX is the row
  * rv_blobs(sha256 = HEX) with its bytes in a bytea column.

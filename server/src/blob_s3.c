@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * blob_s3.c — the S3-compatible blob backend (blob.h): blob HEX is the
  * object BUCKET/PREFIX/HEX, addressed path-style on the configured endpoint.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * campaign.c — campaigns: validation, storage and publishing (the model,
  * campaign_core.h), and their JSON API endpoints (campaign.h).

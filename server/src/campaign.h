@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * campaign.h — the campaign endpoints of the JSON API (campaign.c) over
  * the campaign model (campaign_core.h).  Work thread only.

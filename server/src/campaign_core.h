@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * campaign_core.h — campaigns (policy.proto's Campaign) kept in the store and
  * published: every create, edit or end signs and writes a new policy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c — the INI configuration file (libinih), section [server].
  * Unknown keys and bad numbers are errors, so a typo never silently falls

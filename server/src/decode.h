@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * decode.h — the decoder behind decoder.h's struct rvs_decoder: reads a stored
  * capture blob, inflates it when the upload says so (zstd, or zstd over

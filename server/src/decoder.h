@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * decoder.h — the decode step's seam between the device API, which queues
  * uploads and drains the queue (api.c), and the decoder that indexes them

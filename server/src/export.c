@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * export.c — a stored trace's exports (export.h): the fixed table of
  * formats and the export object the HTTP layer streams (stream.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * export.h — a stored trace's exports (export.c): folded stacks, Chrome
  * JSON, speedscope, Perfetto, Android trace, SVG flame graph, nanoscope,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet.c — GET /api/v1/fleet (fleet.h).
  *

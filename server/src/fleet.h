@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet.h — the fleet overview's data (GET /api/v1/fleet): devices, uploads
  * per week, quota use against the served policy, and what the server knows

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http.c — HTTP/1.1 request parsing on top of the Debian http-parser library.
  *

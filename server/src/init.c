@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * init.c — the data directory's keys and accounts, for the operator:
  *   rearview-server init DIR [--hostname NAME]...   a ready-to-run directory

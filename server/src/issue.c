@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * issue.c — signature folding for issues (issue.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * issue.h — issues: anomaly signatures folded so that chains differing only
  * by leading "(unknown caller)" frames (a capture whose ring began inside

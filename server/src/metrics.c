@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.c — the /metrics page in Prometheus text exposition format.
  * The counters live in struct rvs_metrics and are only touched on the loop

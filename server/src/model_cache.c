@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * model_cache.c — the decoded-trace cache (model_cache.h): a list of
  * entries under one mutex, each a trace with its id, its size, its

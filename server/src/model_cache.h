@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * model_cache.h — a bounded in-memory cache of decoded traces (model_cache.c)
  * keyed by trace id, least recently used evicted first, bounded by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * net.h — the HTTPS listener: libuv TCP, mbedTLS over in-memory BIO
  * callbacks, HTTP/1.1 keep-alive through http.c.  Loop thread only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * params.c — request parameters (params.h): percent-decoding and the
  * values of application/x-www-form-urlencoded strings, shared by the JSON

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * params.h — request parameters (params.c): percent-decoding and the
  * values of query strings and form bodies.  Pure functions of their

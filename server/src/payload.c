@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * payload.c — the payload codec (payload.h): a stored capture's
  * compression undone, plain zstd or zstd over the shuffled form

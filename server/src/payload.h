@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * payload.h — the payload codec (payload.c): the capture held in a stored
  * upload payload, whose Compression (upload.proto) is zstd or zstd over the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * policy_pub.c — publishing the signed policy served by GET /v1/policy.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * query.c — the JSON API (query.h, server/API.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * query.h — the engineer JSON API /api/v1/… (server/API.md) over the
  * decoded-trace index.  Runs on a work thread; opens its own read-only

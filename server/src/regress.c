@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * regress.c — "what got slower?": the Mann–Whitney U test with
  * Benjamini–Hochberg correction over every method and top chain of two

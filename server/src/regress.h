@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * regress.h — "what got slower?" (issue 16 question 1): per-method and
  * per-chain comparison of two sets of decoded traces of one app (version A

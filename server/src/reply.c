@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reply.c — the one response type's helpers (reply.h): JSON documents and
  * errors, plain bodies, the device API's rearview.Error, and the header

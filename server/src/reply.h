@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reply.h — the server's one response type and its helpers (reply.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * retention.h — deleting traces older than the configured age
  * (config retention_days) with their index rows and their blobs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route.c — the route table: every endpoint of the server in one place
  * (route.h), and the dispatcher that matches a request against it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route.h — the server's one route table and its dispatcher (route.c).
  *

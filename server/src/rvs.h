@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rvs.h — rearview-server's private interfaces, shared by its source files.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * search.c — worst traces, top issues and chain search (search.h,
  * server/API.md "Worst traces", "Issues", "Chain search").

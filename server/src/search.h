@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * search.h — the engineer's fleet questions 3 and 4 (issue 16; server/
  * API.md): the worst traces (GET /api/v1/traces with sort=), the top issues

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * skips.c — unpacking and validating a SkipReport: a device's record of an
  * anomaly it did not upload, and why (server/API.md, POST /v1/skips).

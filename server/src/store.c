@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store.c — picks the storage backend a configured database names, and
  * shares one open store per database in the process (store.h).

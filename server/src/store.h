@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store.h — the storage interface.  A backend is a function table; sqlite3
  * (store_sqlite.c) is the embedded default and PostgreSQL (store_pg.c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_agg.h — the backends' aggregate and search operations (store.h's
  * aggregates-and-search block), in files of their own: store_sqlite_agg.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_index.h — the backends' decoded-trace index writers (store.h's
  * index_* operations), each in a file of its own: store_sqlite_index.c and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_part.h — PostgreSQL's weekly partitions, the retention that drops
  * them (store_pg_part.c) and the decode wake-ups by LISTEN/NOTIFY

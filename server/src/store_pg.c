@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_pg.c — the PostgreSQL 15 storage backend (server/SCHEMA.md,
  * "PostgreSQL"), selected by a "postgresql://" database (store.c).

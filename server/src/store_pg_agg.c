@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_pg_agg.c — the call-path aggregates on PostgreSQL (store_agg.h;
  * agg.h; store_pg.c's migrations 3 and 7): a decoded trace's rows written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_pg_args.h — the text parameters of one libpq statement, built up
  * in order (a_text, a_i64) for PQexecParams: the PostgreSQL backend's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_pg_index.c — the decoded-trace index writer on PostgreSQL
  * (store_index.h; store.h's index_* operations; the tables of store_pg.c's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_pg_part.c — PostgreSQL's weekly partitions (store_part.h;
  * store_pg.c's migration 8 makes the partitioned tables and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_pg_wake.c — decode wake-ups on PostgreSQL (store_part.h): a
  * listener is a libpq connection of its own that LISTENs on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_regress_be.h — the backends' regression and webhook delivery
  * operations (store.h's "regressions and webhook deliveries" block), in

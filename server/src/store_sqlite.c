@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_sqlite.c — the sqlite3 storage backend (server/SCHEMA.md).
  *

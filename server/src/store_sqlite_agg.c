@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_sqlite_agg.c — the call-path aggregates on sqlite (store_agg.h;
  * agg.h, SCHEMA.md migration 7): a decoded trace's rows written by its

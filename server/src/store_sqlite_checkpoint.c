@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_sqlite_checkpoint.c — WAL checkpoints off the committing threads, a
  * sqlite-backend internal (store_sqlite_util.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_sqlite_index.c — the decoded-trace index writer on sqlite
  * (store_index.h; store.h's index_* operations), moved from decode.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_sqlite_regress.c — the sqlite backend's regression and webhook
  * delivery operations (store.h's "regressions and webhook deliveries"

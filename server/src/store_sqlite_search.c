@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_sqlite_search.c — worst traces, issues and chain search on sqlite
  * (store_agg.h; store.h's traces_sorted, issues_read, search_scan; search.c

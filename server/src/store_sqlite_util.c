@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_sqlite_util.c — the sqlite backend's busy handler (rvs.h's
  * rvs_sqlite_busy), moved out of util.c with the rest of the SQL (issue

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_sqlite_util.h — internals of the sqlite backend shared by its
  * files (store_sqlite*.c): the busy handler and the WAL checkpointer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stream.c — an export streamed to its client (stream.h).
  *

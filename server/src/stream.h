@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stream.h — exports written to the client while they are made (issue 18
  * item 2): one producer thread per export writes through a FILE* into a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbols.c — the symbol store's endpoints (symbols.h) over its files
  * (symstore.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbols.h — the server's symbol store: ELF debug files engineers upload
  * (POST /api/v1/symbols), kept content-addressed by their GNU build-id as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symstore.c — the symbol store's files (symstore.h): ELF debug files read
  * with libelf, kept as DIR/<build-id hex>.debug, and function lookups in

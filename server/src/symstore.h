@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symstore.h — the symbol store's files (symstore.c): ELF debug files kept
  * content-addressed by their GNU build-id as DIR/<build-id hex>.debug, and

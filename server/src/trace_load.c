@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trace_load.c — a stored trace loaded for reading (trace_load.h): the
  * capture of a decoded upload, read from the blob store and decoded.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trace_load.h — a stored trace loaded for reading (trace_load.c), for the
  * JSON API's exports and the web UI's trace pages.  Work thread only (it

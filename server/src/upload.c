@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * upload.c — unpacking and validating an UploadEnvelope from a device.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * users.c — accounts with roles: the role names, the audit log's writer,
  * the account and token changes the web pages and the JSON API share, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * users.h — accounts with roles (issue 16, "more than one engineer"):
  * the role names, the audit log's writer, and the admin's users and audit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util.c — logging, hashing, randomness, whole-file reads, atomic writes
  * (librvcommon's) and a size-capped memory stream shared by the server's

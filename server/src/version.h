@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * version.h — app versions ordered as versions (version.c): 4.10 after 4.9,
  * wherever the server compares or lists them (the regressions' version

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web.c — the engineer web UI's core: routing, login, sessions, CSRF,
  * security headers, static assets and the page frame.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web.h — the engineer web UI (server/WEB.md): login, sessions, CSRF, and
  * HTML pages rendered from the same JSON documents the /api/v1/ API serves.

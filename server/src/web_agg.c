@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_agg.c — the web UI's aggregate and differential flame graph pages
  * (/aggregate, /aggregate/diff; server/WEB.md), rendered on the server from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_campaign.c — the campaign pages (list, create, edit, end) and the
  * fleet overview.

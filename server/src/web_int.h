@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_int.h — private to web*.c: the per-request context and the helpers
  * the page renderers share.  Work thread only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_pages.c — the UI's read pages: trace list, trace, method, signatures.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_regress.c — the web UI's "Regressions" page (/regressions): the
  * comparison form, the methods and chains of GET /api/v1/regressions as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_search.c — the web UI's /issues (top issues by impact, with their
  * weekly trend) and /search (chain search with the matched frames

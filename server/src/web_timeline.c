@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_timeline.c — the trace page's timeline call chart (the Hubble paper's
  * Fig. 1 view): time on x, call depth on y, one rectangle per call of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_timeline_js.c — the trace page's zoomable timeline script, served as
  * /static/timeline.js (web.c).  It draws /traces/{id}/timeline.json

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_users.c — the web UI's accounts pages: the admin's users (roles,
  * disabling) and audit log, and every account's personal API tokens.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook.c — alert delivery to webhook URLs (webhook.h): rows of
  * webhook_deliveries (read and written through the store: store.h's

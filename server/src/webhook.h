@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook.h — durable delivery of alerts to webhook URLs: each alert is a
  * row of webhook_deliveries (server/SCHEMA.md migration 8; through the

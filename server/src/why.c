@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * why.c — "why the time went" of a decoded capture or of a device's Summary
  * (why.h), as rows for the trace page and as the JSON API's "why" object.

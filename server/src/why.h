@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * why.h — "why the time went" (issue 17) for the trace page and the JSON
  * API's trace document: a decoded capture's off-CPU time by reason, its

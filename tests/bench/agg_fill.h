@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * agg_fill.h — the web benchmarks' call-path aggregates (agg.c's tables,
  * server/SCHEMA.md migration 7) for traces already in a bench database:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_stat.h — the few helpers every micro-benchmark here repeats: a clock
  * in milliseconds and the median of a run of samples.  Header-only, test

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """gen_chrome_json.py — writes a synthetic Chrome Trace Event JSON file of
 about SIZE bytes to stdout, for the streaming-import benchmark
 (tracer/BENCHMARKS-rvtrace.md).  Not committed output: run it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server_common.c — the rearview-server benchmarks' shared harness
  * (server_common.h).  RVS_BIN is the server binary of this build flavour.

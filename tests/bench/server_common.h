@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server_common.h — what the rearview-server benchmarks share: a server in
  * a temporary directory (the real binary, `init` then `--config`), curl

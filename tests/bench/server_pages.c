@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server_pages.c — latency of the JSON API pages at 100k indexed traces:
  * a server data directory filled directly through sqlite (N traces with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server_workload.c — the instrumented program the ingest bench traces
  * (built with -finstrument-functions) to fill a whole ring with a call tree

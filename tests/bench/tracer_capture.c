@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tracer_capture.c — what one capture costs the traced process: the time
  * and peak memory of rvt_capture_to_memfd() on a full ring (the default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tracer_listing1.c — `make bench` for librvtrace: Hubble's Listing 1
  * (recursive Test(depth=10, work, sum), ten calls = twenty trace points per

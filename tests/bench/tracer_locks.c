@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tracer_locks.c — the uncontended lock's cost with and without librvtrace
  * (issue 17: its pthread_mutex_lock / rwlock interposers try the lock first).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tracer_lua.sh — librvtrace macro-benchmark (Hubble §8.3 in spirit): the Lua
 # 5.4 interpreter from Debian's sources, built uninstrumented, in call mode
 # and in inline mode (gcc -O2; also inline mode with the whole C trace point

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tracer_work.h — Hubble's Listing 1 in C, built several ways by the tracer
  * benchmark (FX() names each copy).  `sum` is carried across calls so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tracer_work_inline_c.c — Listing 1, inline build with the portable C trace
  * point inlined whole (RVT_INLINE_PORTABLE: what x86-64 used before the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fleet.spec.js — issue 16's fleet views in headless Chromium (Debian's
 // /usr/bin/chromium) driven by playwright-core.  Plain node script, run by
 // tests/server/test_regress.c's browser case against a real rearview-server

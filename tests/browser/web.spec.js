@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // web.spec.js — the engineer web UI in headless Chromium (Debian's
 // /usr/bin/chromium) driven by playwright-core.  Plain node script, run by
 // tests/server/test_web.c against a real rearview-server with ingested

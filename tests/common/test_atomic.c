@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_atomic.c — the atomic file write (proto/common/src/atomic.c): the
  * content and mode land, an existing file is replaced whole, and every

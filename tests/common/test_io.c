@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_io.c — whole reads and writes (proto/common/src/io.c): every byte
  * moves through a pipe whose writes and reads come in pieces, a short read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_json.c — the JSON string escaper (proto/common/src/json.c): quotes,
  * backslashes and control characters escaped, everything else (UTF-8, valid

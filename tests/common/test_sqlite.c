@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_sqlite.c — sqlite3 result codes to errno (proto/common/src/sqlite.c):
  * the whole table, extended codes mapped by their primary code.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/deploy/test_install.sh — checks what `make install` produces, in TAP
 # (tests/run-tests.sh counts it like a cmocka binary).
 #

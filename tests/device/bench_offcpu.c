@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_offcpu.c — what rearviewd's off-CPU records cost per capture
  * (device/src/offcpu.c, capture.c add_offcpu): on this thread's perf events

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_summary.c — rearviewd's local summary (rvd_summary_file: map the
  * capture file, streaming summary, signature models, Summary protobuf) of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_upload.c — rearviewd's uploader against a local rearview-server:
  * for N captures taken one after another (rv_helper_app, ~4 KiB each), the

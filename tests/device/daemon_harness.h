@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon_harness.h — shared by the rearviewd integration tests: runs the
  * real rearviewd in a mkdtemp() directory, waits for its sd_notify READY=1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * helper_app.c — a stand-in traced process for rearviewd's integration
  * tests: connects to control.sock, registers its main thread as the UI

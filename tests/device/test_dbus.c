@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_dbus.c — rearviewd's org.rearview.Daemon1 (device/src/dbus.c) on a
  * private system bus, with a real polkitd deciding every change.

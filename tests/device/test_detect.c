@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_detect.c — the pure detectors (jank, touch, thermal, correlation),
  * the thermal sysfs reader on a fake tree, the registry's tracing plan, the

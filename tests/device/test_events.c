@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_events.c — librvevents (rearview/events.h) against a fake daemon: a
  * listening unix socket in a mkdtemp directory whose peer is read with

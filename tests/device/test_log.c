@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_log.c — rearviewd's log lines (device/src/log.c): logfmt in the
  * server's shape (ts=… level=… msg="…"), the message escaped onto one line,

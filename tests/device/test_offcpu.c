@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_offcpu.c — rearviewd's per-thread perf events (device/src/offcpu.c):
  * a thread blocked on a pipe gets a "blocked" off-CPU interval around the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_spool.c — the spool on a real libuv loop and a temporary state
  * directory: store → durable file and row, state transitions persisted,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_summary.c — rearviewd's local summary: a capture built byte by byte
  * with the tracer tests' capbuild.h (main → render_frame → a slow row

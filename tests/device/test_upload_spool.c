@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_upload_spool.c — the spool's upload columns on a real libuv loop:
  * every stored row gets its own 16-byte upload id that survives reopening

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * upload_harness.h — a real rearview-server for rearviewd's uploader tests
  * and benchmark: `rearview-server init` into a directory, started on a

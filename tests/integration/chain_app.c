@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chain_app.c — a small instrumented program for the capture integration
  * test: a UI-like frame loop whose layout pass calls into a second module

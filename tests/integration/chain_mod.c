@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chain_mod.c — the second module of chain_app: a shared library, so its
  * functions lie far from the main executable's base (two-slot entries) and

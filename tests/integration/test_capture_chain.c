@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_capture_chain.c — librvtrace and rvtrace together on a real process.
  *

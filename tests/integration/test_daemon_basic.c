@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_basic.c — the real rearviewd, rvctl and rv_helper_app in a
  * temporary run directory: readiness, rvctl commands and errors, hostile

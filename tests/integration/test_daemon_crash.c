@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_crash.c — kill -9 rearviewd at random instants while a
  * traced process (rv_helper_app --reconnect) answers captures, restart it,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_harden.c — issue 18 hardening of rearviewd, each case with
  * the reproducer's numbers: idle control.sock peers cannot lock out

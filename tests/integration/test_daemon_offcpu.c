@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_offcpu.c — why the time went, end to end: the real rearviewd
  * (tests/device/daemon_harness.h) opens perf events on the thread it traces

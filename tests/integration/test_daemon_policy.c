@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_policy.c — rearviewd enforcing librvpolicy, end to end: a
  * real daemon, rvctl and rv_helper_app in a mkdtemp directory.  The weekly

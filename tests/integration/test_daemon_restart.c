@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_restart.c — a real rearviewd is killed (SIGKILL) and restarted
  * while a real traced program (rearview-demo-app, librvtrace's control

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_show.c — local summaries, `rvctl show` and `rvctl export` end
  * to end: the real rearviewd (tests/device/daemon_harness.h) and the real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_trip.c — the policy's thermal trip (DetectorThresholds.
  * thermal_trip_mc) overrides the thermal zones' own trip points once a

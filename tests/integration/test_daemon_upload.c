@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_upload.c — rearviewd's uploader against a real
  * rearview-server: `rearview-server init` in a mkdtemp() directory, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_why.c — issue 17's "done when", end to end: rv_why_app (its
  * UI thread slow for each reason in turn, one traced method per reason:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_demo_app.c — the real rearviewd (tests/device/daemon_harness.h) and
  * the real rearview-demo-app in a temporary directory.  The app announces

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_demo_e2e.c — the whole path, end to end, as a newcomer runs it:
  * `deploy/demo.sh` in oneshot end-to-end mode (DEMO_ONESHOT=1 DEMO_E2E=1)

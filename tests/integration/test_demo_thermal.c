@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_demo_thermal.c — the real rearviewd (tests/device/daemon_harness.h)
  * polling the fake sysfs tree of the real rearview-demo-thermal, with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_weston.c — rearview-weston.so end to end: a real Weston 10
  * (headless backend, kiosk-shell) loads the module, which reports to a real

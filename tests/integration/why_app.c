@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * why_app.c — rv_why_app, the test program of issue 17's "done when": an
  * instrumented process whose UI (main) thread is slow for each reason in

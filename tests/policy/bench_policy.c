@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_policy.c — what the daemon pays per policy call: a capture decision
  * (debounce, one sqlite transaction), an upload decision plus its commit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_policy.c — libFuzzer target for everything librvpolicy reads from
  * outside: the input is tried as a SignedPolicy envelope (rvp_policy_verify

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cli.c — the rvpolicy command run as a real process in a temporary
  * directory: keygen, sign, verify, and its refusals (rollback, tampering,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ledger.c — the quota ledger and the debounce (sqlite3): table-driven
  * rules, wall clock jumps both ways (within a boot and across reboots), the

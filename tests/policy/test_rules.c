@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rules.c — the pure rules of librvpolicy, table-driven: reason names,
  * consent and purge, version comparison, sampling, campaign matching, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_sign.c — signed policy documents: keys generated at test time, then
  * good documents, tampered bytes, a wrong key, rollback/replay, expiry,

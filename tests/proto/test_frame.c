@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_frame.c — the frame header, stream reassembly and blocking
  * send/receive with descriptor passing (proto/include/rearview/frame.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_messages.c — every message in proto/ round-trips through the
  * generated code.

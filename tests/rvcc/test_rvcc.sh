@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/rvcc/test_rvcc.sh — rvcc, the compiler wrapper, in TAP (counted by
 # tests/run-tests.sh like a cmocka binary).
 #   test_rvcc.sh BIN_DIR [SANFLAGS]   (the build's bin/: rvcc and rvtrace)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_capture.c — decode + full summary (method statistics, top 20 by
  * self time, every distinct chain with signatures) of a synthetic 32 MiB

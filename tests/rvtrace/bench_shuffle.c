@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_shuffle.c — what the shuffled transport form (tracer/FORMAT.md §3)
  * buys: a capture zstd-compressed as it is (COMPRESSION_ZSTD) against its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * capbuild.h — builds Rearview capture files byte by byte from
  * tracer/FORMAT.md, independently of any writer, for the decoder tests,

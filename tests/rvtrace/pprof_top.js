@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pprof_top.js — reads a gzip'd pprof profile with pprof-format (npm; a
 // decoder nobody here wrote) and prints, per function, the sum of the first
 // sample value where it is the leaf (self) and of the second (calls):

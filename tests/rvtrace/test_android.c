@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_android.c — the Android .trace importer: all 28 dmtracedump golden
  * scenarios must reproduce the call trees written in their text files, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_capture.c — the capture decoder against files built byte by byte
  * from tracer/FORMAT.md (capbuild.h): the worked example, timestamp wraps,

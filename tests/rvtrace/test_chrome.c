@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_chrome.c — the streaming Chrome Trace Event JSON importer (chrome.c):
  * every phase kept or skipped with a count, any chunking of the input giving

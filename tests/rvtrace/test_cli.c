@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cli.c — integration: runs the real build/bin/rvtrace on a capture
  * built byte by byte in a temporary directory, checks every subcommand,

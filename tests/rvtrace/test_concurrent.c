@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_concurrent.c — a finished trace analysed and exported by several
  * threads at once gives every thread the same answers (run under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_corpus.c — real trace files from other people's tools
  * (tests/rvtrace/corpus/<format>/, provenance in SOURCES.md there) import,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fuzzreplay.c — deterministic replay of the libFuzzer targets
  * (tests/fuzz/rvtrace_*.c, linked here without libFuzzer): each target runs

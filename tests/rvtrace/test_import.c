@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_import.c — every trace file of the shared test data imports through
  * detection; Chrome JSON specifics (truncated arrays, object form, X/B/E

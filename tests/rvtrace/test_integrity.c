@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_integrity.c — the capture's CHECKSUM record (tracer/FORMAT.md §2) as
  * every librvanalysis reader sees it, on the golden example written from

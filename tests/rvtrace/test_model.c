@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_model.c — the model builder and the analyses on hand-built traces
  * whose answers are worked out in the comments.

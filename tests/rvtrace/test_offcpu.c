@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_offcpu.c — the OFFCPU and THREAD_COUNTERS records (tracer/FORMAT.md
  * §2, "Off-CPU records, worked example"): the example's exact record bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_perfetto.c — the Perfetto importer on the packet kinds real Chrome
  * and Android traces carry beyond plain slices: per-sequence defaults (the

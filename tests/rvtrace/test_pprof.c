@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pprof.c — pprof import: profiles written by Go's runtime/pprof,
  * Go's pprof tool, fgprof and two Node.js profilers (npm pprof,

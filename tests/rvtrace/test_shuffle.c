@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_shuffle.c — the shuffled transport form (tracer/FORMAT.md §3):
  * FORMAT.md's worked example byte for byte, round trips across block

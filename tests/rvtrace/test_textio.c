@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_textio.c — folded stacks and Nanoscope import, detection, the text
  * exporters and round trips through them, SVG escaping, and every folded

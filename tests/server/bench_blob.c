@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_blob.c — put/get throughput of a blob backend (blob.h) from one
  * thread: N distinct blobs of SIZE KiB put, put again (deduplicated), read

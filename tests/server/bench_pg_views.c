@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_pg_views.c — issue 16's aggregate, worst-trace, issues and chain
  * search views on PostgreSQL at 100,000 synthetic traces (issue 16;

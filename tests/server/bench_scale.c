@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_scale.c — issue 15's scale bench: N = 1, 2, 4 rearview-server nodes
  * (the real binary) on one private PostgreSQL 15 (pg_harness.h) and one

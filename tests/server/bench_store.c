@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_store.c — the store backends side by side, through their function
  * table only (no HTTP, no decoder): T work threads acknowledging N

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_timeline.c — `make bench`: issue 16 question 5's figures for the
  * zoomable timeline on a 1.4 M-call capture built with the capture fixture

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_upload.c — a load generator for rearview-server: the real binary in
  * a temporary directory, libcurl multi with C concurrent simulated devices

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * capture_fixture.c — an instrumented workload (built with
  * -finstrument-functions) that the integration test traces with librvtrace

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet_fixture.c — issue 16's fixture app (fleet_fixture.h): a layout pass
  * that parses JSON, measures text and builds list items, compiled with

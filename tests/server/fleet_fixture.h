@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet_fixture.h — real captures of an instrumented app in three versions
  * (issue 16's fixture): 4.2, 4.3 (where rvs_fleet_parse_json became ~4×

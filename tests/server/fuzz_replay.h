@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_replay.h — replays a libFuzzer target over its seed corpus directory
  * plus every truncation of each seed, deterministically, as a cmocka test.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * payload_size.h — what a device declares as an upload's payload_size
  * (upload.proto), for the server tests that build envelopes by hand.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pg_harness.h — a private PostgreSQL 15 server for one test program.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3_harness.h — a real S3 server for one test program: npm s3rver (pinned
  * in tests/server/s3rver/package.json, installed under build/s3rver; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sql_both.h — a test's own SQL on either store backend, by the dsn
  * (store.h's rvs_store_for): a fixture written or a count read the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_cases.h — the server test cases that do not run when the suite
  * runs on PostgreSQL (RVS_TEST_STORE=pg, store_env.h): RVS_PG_SQLITE_ONLY,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_env.c — the server test suite's store switch (store_env.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_env.h — which store backend the server test suite runs on: the
  * one switch RVS_TEST_STORE (unset or "sqlite": the sqlite file in the

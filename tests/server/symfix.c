@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symfix.c — an instrumented program for the server's symbolization test:
  * built with -finstrument-functions against librvtrace, then stripped

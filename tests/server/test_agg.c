@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_agg.c — aggregate and differential flame graphs (agg.c, web_agg.c)
  * from captures of known times (capbuild.h) decoded by the real decoder

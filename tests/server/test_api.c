@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_api.c — the server assembled in-process (net + api + the store the
  * suite's switch picks, store_env.h)

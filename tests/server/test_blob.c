@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_blob.c — the blob interface (blob.h): the same cases run against
  * every backend — a local directory in a temporary directory, and the S3

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_checkpoint.c — the background WAL checkpointer
  * (store_sqlite_checkpoint.c, a sqlite-backend internal) on a real sqlite

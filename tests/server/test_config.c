@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c — the INI configuration: defaults, overrides, relative
  * paths, and that typos and bad numbers are errors rather than defaults.

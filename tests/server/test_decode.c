@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_decode.c — the decoder's inflate step (decode.c) on its own: zstd
  * round trip, concatenated frames, truncated, garbage, empty and over-limit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_durable.c — an acknowledged upload survives power loss (issue 18
  * item 6), shown by simulating power loss, not by reading the code.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_export.c — issue 18 item 2 against the real server: exports are
  * streamed (chunked, with backpressure), so the server's peak memory is the

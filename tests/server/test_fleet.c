@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fleet.c — issue 15's end to end: two rearview-server nodes share one
  * PostgreSQL 15 (the index and the decode queue; pg_harness.h) and one S3

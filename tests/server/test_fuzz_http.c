@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fuzz_http.c — deterministic replay of the server_http fuzz corpus.
  */

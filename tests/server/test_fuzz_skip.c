@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fuzz_skip.c — deterministic replay of the server_skip fuzz corpus.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fuzz_symbols.c — deterministic replay of the server_symbols fuzz
  * corpus (a small debug file, an object without build-id, a stripped

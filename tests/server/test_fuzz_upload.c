@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fuzz_upload.c — deterministic replay of the server_upload fuzz corpus.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_http.c — the HTTP request parser (server/src/http.c) without a
  * network: keep-alive pipelining, byte-at-a-time input, limits, hostile

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ingest.c — the decoder's index of summary-only uploads: a device's
  * Summary (top_self, chains at the anomaly, longest chains) becomes method

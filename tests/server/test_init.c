@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_init.c — the operator's commands run as processes: `init DIR` (the
  * files it creates, their modes, the admin password it prints once, checked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_integration.c — the real rearview-server binary, started in a
  * temporary directory on a free port, driven by libcurl over TLS on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_params.c — the request-parameter helpers every endpoint shares
  * (params.c) and the version order (version.c): anomaly kinds by number or

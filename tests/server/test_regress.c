@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_regress.c — "what got slower?" (regress.h, webhook.h): the
  * statistics against hand-computed references, the comparison over a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_retention.c — the retention pass (retention.h) against a real store
  * (sqlite, or PostgreSQL with RVS_TEST_STORE=pg: store_env.h) and blob

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_route.c — the route table's dispatcher (route.c): the first entry
  * serving path and method wins, specific patterns before their family's

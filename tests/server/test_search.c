@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_search.c — worst traces, issues and chain search (server/src/
  * search.c, issue.c) through the JSON API in-process (rvs_api_v1) over a

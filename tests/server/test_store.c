@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_store.c — the storage backends through their function table: every
  * common case runs on sqlite3 (a file in a temporary directory) and on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_symbols.c — the symbol store (symbols.h): debug files made with
  * `objcopy --only-keep-debug` from this test binary, their build-id and

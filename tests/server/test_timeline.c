@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_timeline.c — the trace page's timeline (web_timeline.c) on its own:
  * what it leaves out is counted in its caption (issue 18 item 2: a trace of

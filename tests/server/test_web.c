@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_web.c — the engineer web UI of the real rearview-server binary,
  * started by `init` in a temporary directory on a free port and driven by

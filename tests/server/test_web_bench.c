@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_web_bench.c — `make bench`: latency of the web UI's pages, side by
  * side with the JSON API documents they render, with N indexed traces

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_web_server.c — see test_web_server.h.  Waits are bounded polls.
  * The database follows the suite's store switch (store_env.h): on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_web_server.h — a real rearview-server for the web UI's test and
  * bench: `init` in a fresh temporary directory (keeping the admin password

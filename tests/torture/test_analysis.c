@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_analysis.c — allocation-failure tests for librvanalysis' decoders
  * and importers: the capture decoder and its streaming summary, the

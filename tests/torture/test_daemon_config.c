@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_daemon_config.c — allocation-failure test for rearviewd's
  * configuration parser (device/src/config.c): loading a file with a key in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_frame.c — allocation-failure tests for the frame layer
  * (proto/src/frame.c): packing a message into a frame, unpacking a payload

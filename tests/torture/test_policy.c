@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_policy.c — allocation-failure tests for signed policy documents
  * (policy/src/sign.c, store.c): verifying a document (protobuf-c unpacks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_server.c — allocation-failure tests for rearview-server's parsers
  * that work as units: the configuration file (server/src/config.c), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * torture.c — the allocation hook behind torture.h.  This file defines
  * malloc, calloc, realloc, strdup and strndup for the whole test process,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * torture.h — allocation-failure ("torture") testing, curl's model: a call
  * is run again and again with the 1st, 2nd, 3rd … allocation failing, until

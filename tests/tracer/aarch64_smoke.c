@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * aarch64_smoke.c — librvtrace on aarch64, cross-built and run under
  * qemu-user by `make check` (no cmocka for arm64 here: it prints TAP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * aarch64_stubs.c — stand-ins for the parts of librvtrace the aarch64 smoke
  * test does not cross-build (no arm64 libelf or protobuf-c here): the symbol

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * capture_util.c — test-only capture reader (see capture_util.h).
  * Decodes the slots backwards (FORMAT.md §1) and reconstructs timestamps.

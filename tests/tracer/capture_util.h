@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * capture_util.h — a small, test-only reader of capture files (FORMAT.md),
  * strict enough to reject anything the writer must never produce.  The full

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cxxfix.cc — an instrumented C++ method for the demangling test.
 namespace cxxfix {
 struct Widget {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fixture.h — the instrumented test workloads (fixture_body.h). */
 #ifndef RVT_TEST_FIXTURE_H
 #define RVT_TEST_FIXTURE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fixture_body.h — instrumented workload shared by the call-mode and
  * inline-mode fixtures; FX(name) gives each copy its own function names.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * modfix.c — an instrumented shared library for the multi-module capture
  * test: its functions live far from the main program's method_base, so their

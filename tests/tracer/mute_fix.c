@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mute_fix.c — the instrumented functions of test_mute, built twice: in call
  * mode (MF_PREFIX mc_) and in rvcc's inline mode (mi_).  tiny() is hot and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mute_fix.h — test_mute's fixture functions (mute_fix.c), once per mode:
  * mc_ call mode, mi_ inline mode.

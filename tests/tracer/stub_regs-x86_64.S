@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stub_regs-x86_64.S — calls an inline-mode stub (rvt__inl_enter/exit) the
  * way trace-inline.h's inlined trace point does, with a distinct value in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_blocking.c — stopping and capturing never disturb the traced thread
  * (issue 21, item 1).  Ten threads, each blocked in a different call

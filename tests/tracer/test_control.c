@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_control.c — the control thread against a small daemon played by the
  * test itself on a listening socket in a temporary directory: Register,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_devmode.c — developer mode on real processes: this binary re-executes
  * itself with RV_TRACE* set and checks what lands on disk and on stderr.

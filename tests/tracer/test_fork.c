@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fork.c — fork(): the child starts clean (untraced, no buffers, its
  * own registry) while the parent keeps tracing; developer mode (RV_TRACE=1,

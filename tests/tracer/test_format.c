@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_format.c — the capture writer's encoding against the golden bytes of
  * FORMAT.md's worked example (tests/tracer/golden/example.rvt.hex, generated

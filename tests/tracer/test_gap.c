@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gap.c — exact time across idle gaps longer than the timestamp's wrap
  * (issue 21, item 3).  RV_TRACE_CLOCK_SHIFT=0 makes the 32-bit slot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_locks.c — lock waits (issue 17, locks.c): a traced UI thread waits
  * for a mutex (or rwlock) held by a traced worker inside slow_holder(); its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_mute.c — the tracer's own budget (mute.c; issue 14, lever 3).  A
  * program with a hot tiny function gets it muted, in call mode and in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_protocol.c — the Fig. 4 start/stop protocol: thousands of start, stop
  * and capture cycles against a thread running hot (run under ThreadSanitizer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ring.c — ring buffers and captures on the calling thread: the call
  * chain of a real instrumented program found by name, call and inline mode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_runtime.c — the runtime-integration calls of trace.h (runtime.c):
  * keys from rvt_key_new() are distinct, never reused and named by

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/tracer/test_rvlua.sh — rvlua (tracer/runtimes/lua/) traces Lua 5.4 at
 # its own level; TAP output that tests/run-tests.sh counts like a cmocka
 # binary.  Each case runs a script of tests/tracer/rvlua/ under rvlua with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_signal.c — stopping threads that cannot reach a trace point, and
  * signals landing in the middle of trace points.  This file is itself built

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_signal_inline.c — test_signal.c built in inline mode (tracer/lib.mk):
  * the same signal storms, stops and exits with the workers running the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_stream.c — a capture stream loses no call (issue 21, item 2): a busy
  * thread calls an instrumented function exactly N × CHUNK times while

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_stubs.c — x86-64 inline mode's out-of-line stubs (rvt__inl_enter and
  * rvt__inl_exit, hooks-x86_64.S): the inlined trace point calls them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_untraced.c — what a capture says was left out (FORMAT.md, "What was
  * left out"): the writer's UNTRACED and MUTED records against the worked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_unwind.c — the recorded call tree across non-local exits (unwind.c):
  * longjmp, _longjmp, siglongjmp and __longjmp_chk out of five instrumented

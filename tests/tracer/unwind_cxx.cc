@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // unwind_cxx.cc — see unwind_fix.h: an int thrown through five instrumented
 // frames and caught; UF_PREFIX names the build (gx_ g++, cl_ clang++).
 #include "unwind_fix.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unwind_fix.c — see unwind_fix.h.  UF_PREFIX names the build (uc_, ui_,
  * uf_); every function is noinline and does work after its call, so each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unwind_fix.h — instrumented fixtures for test_unwind: a chain
  * top → a → b → c → d → leaf whose leaf leaves non-locally (UF_*), then

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # unwind_lua.sh — for test_unwind: Lua 5.4 from Debian's source (the fetch
 # of tests/bench/tracer_lua.sh, shared under BUILD/bench/lua), built once per
 # build dir with gcc -O2 -finstrument-functions against BUILD's librvtrace.a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wrap_check.c — wrap-around with one- and two-slot entries straddling the
  * wrap point, for any pair of trace points (wrap_check.h).  Keys on both

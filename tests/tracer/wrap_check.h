@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wrap_check.h — the wrap-around check shared by test_ring and aarch64_smoke. */
 #ifndef RVT_TEST_WRAP_CHECK_H
 #define RVT_TEST_WRAP_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slow_client.c — rv_slow_client: a small traced Wayland client for the
  * Weston test (tests/integration/test_weston.c).  It maps one xdg_toplevel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slow_client_ui.c — rv_slow_client's traced UI work (see slow_client_ui.h).
  * Built with -finstrument-functions; the time is spent in named functions

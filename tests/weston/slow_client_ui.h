@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slow_client_ui.h — the traced drawing of rv_slow_client (built with
  * -finstrument-functions): one frame into a shm pixel buffer, a layout pass

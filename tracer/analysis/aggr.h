@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * aggr.h — private to librvanalysis: incremental construction of the merged
  * call tree, shared by rva_tree_build (from a model) and the streaming

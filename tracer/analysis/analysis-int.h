@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * analysis-int.h — private to librvanalysis: helpers its source files share.
  */

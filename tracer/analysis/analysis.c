@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * analysis.c — analyses over the model: per-method statistics, slicing,
  * chains and their signatures, signature patterns, the merged top-down tree,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * android.c — importer of Android method traces ("dmtrace", .trace):
  * Dalvik/ART versions 1–3 (key section + binary data) and ART streaming

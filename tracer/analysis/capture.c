@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * capture.c — decoder of Rearview capture files (tracer/FORMAT.md §2) into
  * the model.

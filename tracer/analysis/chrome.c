@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chrome.c — importer of Chrome Trace Event JSON (SOURCES.md §7.5), streamed
  * through yajl's token callbacks: the text is read in chunks and never held

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * error.c — rva_fail(), the one way librvanalysis fills an rva_error
  * (analysis-int.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * exports.c — speedscope JSON (evented profiles) and Android .trace v3
  * (non-streaming, dual clock, 14-byte records) writers.

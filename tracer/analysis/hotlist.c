@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hotlist.c — `rvtrace hotlist CAPTURE…`: the functions not worth tracing,
  * as a never-list for rvcc (`--rv-never=FILE`, `RVCC_NEVER=FILE`).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hotlist.h — `rvtrace hotlist` (hotlist.c), private to the rvtrace tool.
  */

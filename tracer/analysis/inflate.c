@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * inflate.c — compressed trace files, as their tools save them: gzip
  * (`.json.gz`, gzip'd Perfetto) and zstd, recognised by their magic bytes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * locks.c — lock waits of a capture (LOCK_WAIT records, tracer/FORMAT.md)
  * analysed and shown: per method that waited, the time waiting and the

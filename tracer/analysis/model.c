@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * model.c — the trace model: method interning, threads, the enter/exit
  * builder every importer feeds, and finishing.

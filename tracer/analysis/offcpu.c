@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * offcpu.c — a thread's off-CPU intervals (FORMAT.md, OFFCPU and
  * THREAD_COUNTERS records) in the model, and the split of every call's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * perfetto.c — Perfetto protobuf traces: import of track_event slices on
  * thread tracks, and export as TrackEvent slices with interned names.

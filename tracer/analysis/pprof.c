@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pprof.c — export to pprof's profile format (rvpprof.proto), gzip'd, as
  * `go tool pprof` and every pprof-reading tool expect it.

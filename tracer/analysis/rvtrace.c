@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rvtrace.c — the rvtrace command-line tool: info, summary, tree,
  * flamegraph, export and diff over any input librvanalysis imports.

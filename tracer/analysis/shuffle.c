@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shuffle.c — the shuffled transport form of a capture (tracer/FORMAT.md §3):
  * the capture's bytes with its slot area transposed block by block, so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * summary.c — the `rvtrace summary --json` document (schema
  * rvtrace.summary.v1, tracer/RVTRACE.md), so the daemon, the server and the

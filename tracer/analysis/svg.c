@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * svg.c — interactive SVG flame graph of the merged call tree.
  *

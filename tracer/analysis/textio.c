@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * textio.c — text importers and exporters (folded stacks, Nanoscope text,
  * Chrome Trace Event JSON export), format detection and file loading.

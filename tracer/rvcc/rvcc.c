@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rvcc.c — a compiler wrapper that builds any program for Rearview tracing.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rvcc_clang_plugin.cc — the LLVM pass plugin rvcc loads into clang to give
  * -finstrument-functions-after-inlining a threshold and a never-list.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rvcc_gcc_plugin.cc — the GCC plugin rvcc loads to leave functions out of
  * -finstrument-functions by their exact name.

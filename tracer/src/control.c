@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * control.c — the process's one trace control thread: a client of the
  * daemon's control socket (proto/rearview/control.proto, framed by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * devmode.c — developer mode: tracing a program with no daemon, driven by
  * the environment (trace.h lists the variables).  It parses the settings,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * encode.c — the capture file writer (tracer/FORMAT.md §2).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hooks-aarch64.S — call-mode trace points for aarch64 (AAPCS64), by hand.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hooks-x86_64.S — x86-64 trace points, by hand: the call-mode hooks
  * (__cyg_profile_func_enter/exit) and inline mode's out-of-line stubs

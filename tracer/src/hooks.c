@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hooks.c — call mode: the out-of-line __cyg_profile_func_enter/exit that
  * -finstrument-functions calls.  Portable C, the same trace point as inline

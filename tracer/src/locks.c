@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * locks.c — lock waits (issue 17): which lock or condition variable a traced
  * thread waited on, for how long, and which thread held it (or woke it).

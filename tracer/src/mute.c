@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mute.c — a budget the tracer enforces itself (issue 14, lever 3), and
  * what a capture says was left out (the UNTRACED and MUTED records,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runtime.c — the calls a script VM's integration needs beyond rvt_enter()
  * and rvt_exit() (trace.h, "Runtime integrations"): several exits at once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbols.c — method values to names, on the device (FORMAT.md MODULE and
  * SYMBOL records).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tp-slow.c — the traced thread's rare paths inside a trace point: adopting
  * a newly published ring and writing a CLOCK record (trace-inline.h

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tracer-int.h — librvtrace's private parts: rings, the thread registry, the
  * capture writer and the symbol tables.  Not installed.

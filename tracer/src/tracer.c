@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tracer.c — librvtrace's core: the clock, ring buffers, the thread registry
  * and the control side of the start/stop protocol (trace-inline.h explains

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unwind.c — keeps the recorded call stack true across non-local exits:
  * longjmp and its relatives, C++ exceptions caught by code whose cleanups

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * events.c — librvevents (rearview/events.h): reports to rearviewd's
  * events.sock from any thread, never blocking.

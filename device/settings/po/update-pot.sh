@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The panel's translation template: device/settings/po/rearview-settings.pot
 # holds every string settings.c marks with _() or N_().
 #   update-pot.sh          rewrite the template

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * librvpolicy — what may be captured and what may leave the device.
  *

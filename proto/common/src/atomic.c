@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * atomic.c — the one atomic, durable file replacement (rearview/common.h):
  * temporary file beside the target, fill, fsync, close, rename, directory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * io.c — whole reads and writes on a descriptor, and the directory fsync
  * (rearview/common.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json.c — the JSON string escaper shared by rvtrace's exports, the summary
  * document and rvctl (rearview/common.h).

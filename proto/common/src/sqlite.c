@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sqlite.c — sqlite3 result codes to negative errno (rearview/common.h).
  * Its own object so only the stores that call it see sqlite3.h; it uses

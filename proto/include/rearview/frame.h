@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rearview/frame.h — framing of protobuf messages on Rearview's local sockets.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/bench/real/common.sh — shared by the real-program scripts (zstd.sh,
 # sqlite3.sh): fetching a Debian source once, the rvcc build settings, and
 # reading a capture.  Sourced, not run; expects ROOT (the repo root) set.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # lua.sh — the Lua 5.4 program of `make bench-real` (issue 14; interface in
 # tests/bench/real/run.sh): Debian's lua5.4 source built uninstrumented
 # (plain) and as rvlua (tracer/runtimes/lua/), running tests/bench/real/lua/

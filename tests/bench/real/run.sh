@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/bench/real/run.sh — `make bench-real`: builds every real program
 # (tests/bench/real/<prog>.sh build; a program whose source cannot be had is
 # skipped and said so), runs ROUNDS interleaved rounds of every mode of every

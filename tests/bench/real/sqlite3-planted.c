@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sqlite3-planted.c — the planted slow function for the sqlite3 benchmark
  * (tests/bench/real/sqlite3.sh).  Compiled into the sqlite3 shell with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/bench/real/sqlite3.sh — the sqlite3 shell from Debian's source as a
 # real program for Rearview: the amalgamation is generated once (configure;
 # make sqlite3.c shell.c — needs tclsh), then the shell is built

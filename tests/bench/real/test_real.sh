@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/bench/real/test_real.sh — `make check`'s correctness run of the real
 # programs, in TAP (tests/run-tests.sh counts it like a cmocka binary): for
 # each program, `<prog>.sh build` then `<prog>.sh check` (the planted cause

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/bench/real/zstd.sh — zstd from Debian's source (libzstd) as a real
 # program for Rearview: built uninstrumented and through rvcc, with a planted
 # slow function (zstd-planted.patch: zstd_planted_slow_scan, a checksum of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * golden_hex.h — reads a golden file of hex bytes (tests/tracer/golden/NAME.hex:
  * "#" comment lines, then bytes as two hex digits separated by spaces) for

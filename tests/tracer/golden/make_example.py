@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes example.rvt.hex: the exact bytes of FORMAT.md's worked example,
 built straight from the byte tables (independently of librvtrace's writer).
 Run: /usr/bin/python3 tests/tracer/golden/make_example.py > tests/tracer/golden/example.rvt.hex

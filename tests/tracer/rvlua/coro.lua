@@ -22,3 +22,4 @@ local function after()
 	return 1
 end
 print(after())
+-- SPDX-License-Identifier: Apache-2.0

@@ -38,3 +38,4 @@ local function tail(k)
 end
 tail(10)
 print("counted=" .. n)
+-- SPDX-License-Identifier: Apache-2.0

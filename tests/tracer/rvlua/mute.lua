@@ -47,3 +47,4 @@ for _ = 1, 1000 do
 end
 s = s + slow_one(2 * took)
 print("sum=" .. s .. " tiny=" .. calls)
+-- SPDX-License-Identifier: Apache-2.0

@@ -19,3 +19,4 @@ for i = 1, 500 do
 end
 table.sort(t, function(a, b) return a < b end)
 print(#t)
+-- SPDX-License-Identifier: Apache-2.0

@@ -7,3 +7,4 @@ for i = 1, 300 do
 	f = nil
 	collectgarbage()
 end
+-- SPDX-License-Identifier: Apache-2.0

@@ -15,3 +15,4 @@ for i = 1, 20000 do
 end
 s = s + slow_one(3000000)
 print(s)
+-- SPDX-License-Identifier: Apache-2.0

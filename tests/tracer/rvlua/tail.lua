@@ -6,3 +6,4 @@ local function chain(k)
 	return chain(k - 1)
 end
 print(chain(100000))
+-- SPDX-License-Identifier: Apache-2.0

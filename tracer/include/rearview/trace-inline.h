@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rearview/trace-inline.h — the trace point, for inline mode.
  *

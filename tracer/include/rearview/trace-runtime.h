@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rearview/trace-runtime.h — the inline half of a runtime integration
  * (trace.h, "Runtime integrations"): the test a VM's call and return paths

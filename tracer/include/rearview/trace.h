@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rearview/trace.h — librvtrace, the in-process method tracer.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # build.sh — builds Lua 5.4 from Debian's unpacked lua5.4 source, plain or as
 # rvlua (tracer/runtimes/lua/README.md).  Incremental: does nothing when the
 # output is newer than everything it is built from.  Prints only errors.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # fetch.sh — unpacks Debian's lua5.4 source once into DIR (default
 # build/real/src/lua) with `apt-get source`, adding a deb-src entry for
 # bookworm when there is none (root only; then `apt-get update`).  Prints the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # rvlua — Lua 5.4 from Debian's lua5.4 source with Rearview's trace points in
 # its call and return paths (tracer/runtimes/lua/README.md).  Lua's sources are
 # never in the repository: tracer/runtimes/lua/fetch.sh unpacks them once into

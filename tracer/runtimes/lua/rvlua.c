@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rvlua.c — the out-of-line half of rvlua's trace points (rvlua.h), built
  * with Lua's own sources (it needs the VM's internal structures).

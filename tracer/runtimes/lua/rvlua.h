@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rvlua.h — Rearview's trace points in Lua 5.4's call and return paths
  * (rvlua.patch puts the RVLUA_* lines into ldo.c and lvm.c; rvlua.c has the

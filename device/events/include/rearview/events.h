@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rearview/events.h — librvevents: report frames, input latency, focus,
  * thermal state and other anomalies to rearviewd's events.sock.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rearview/common.h — librvcommon, the helpers every component shares: whole
  * reads and writes on a descriptor, the one atomic file write, the sqlite

@@ -238,3 +238,4 @@ for i = 1, math.floor(1000 * scale) do
 end
 print("count_me=" .. counted)
 print(string.format("checksum=%.6f", sum))
+-- SPDX-License-Identifier: Apache-2.0

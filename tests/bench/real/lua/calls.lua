@@ -8,3 +8,4 @@ local function fib(n)
 	return fib(n - 1) + fib(n - 2)
 end
 print(fib(32))
+-- SPDX-License-Identifier: Apache-2.0

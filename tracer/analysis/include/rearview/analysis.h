@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rearview/analysis.h — librvanalysis: one in-memory model for every trace
  * input (Rearview captures, folded stacks), the analyses run on it, and the
