@@ -2,31 +2,31 @@
 # server/ — rearview-server: HTTPS device API (libuv + mbedTLS + http-parser),
 # sqlite3 storage, content-addressed blobs.  See server/README.md.
 
-# The blob backends (blob.h): local directory, S3 (libcurl SigV4, libxml2),
-# PostgreSQL bytea (libpq, also the PostgreSQL store: store_pg.c).
+# The server's sources are server/src/<folder>/*.c (server/README.md "Where
+# things are"; the folders' order is tests/lint-layers.sh's): every object
+# but main.o is SERVER_CORE, which the tests link.  SRV: the objects' root.
+SRV         := $(OBJ)/server/src
+SERVER_SRC  := $(sort $(wildcard server/src/*/*.c server/src/*/*/*.c))
+SERVER_CORE := $(patsubst %.c,$(OBJ)/%.o,$(filter-out server/src/app/main.c,$(SERVER_SRC)))
+SERVER_OBJ  := $(SERVER_CORE) $(SRV)/app/main.o
+# The blob backends (blob/blob.h): local directory, S3 (libcurl SigV4,
+# libxml2), PostgreSQL bytea (libpq, also the PostgreSQL store).
 BLOB_LIBS   := -lcurl $(call pc,--libs,libxml-2.0) $(call pc,--libs,libpq)
-BLOB_OBJ    := $(addprefix $(OBJ)/server/src/,blob.o blob_local.o blob_s3.o blob_pg.o)
+BLOB_OBJ    := $(patsubst %.c,$(OBJ)/%.o,$(wildcard server/src/blob/*.c))
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
 	$(PROTOBUF_LIBS) $(LIBELF_LIBS) $(BLOB_LIBS) -lpthread
-SERVER_CORE := $(addprefix $(OBJ)/server/src/,util.o metrics.o http.o upload.o blob.o blob_local.o blob_s3.o blob_pg.o \
-	store.o store_sqlite.o store_pg.o store_sqlite_index.o store_pg_index.o \
-	store_sqlite_regress.o \
-	store_pg_regress.o \
-	store_sqlite_util.o \
-	store_sqlite_checkpoint.o \
-	store_pg_part.o \
-	store_pg_wake.o \
-	config.o net.o api.o init.o decode.o policy_pub.o query.o \
-	skips.o web.o web_pages.o web_timeline.o campaign.o fleet.o web_campaign.o retention.o \
-	symbols.o stream.o route.o reply.o payload.o \
-	params.o export.o trace_load.o symstore.o agg.o web_agg.o issue.o search.o web_search.o \
-	regress.o webhook.o web_regress.o why.o model_cache.o web_timeline_js.o version.o \
-	users.o web_users.o \
-	store_sqlite_agg.o store_pg_agg.o \
-	store_sqlite_search.o store_pg_search.o)
-SERVER_OBJ  := $(SERVER_CORE) $(OBJ)/server/src/main.o
+# The few objects the unit tests and fuzz targets link instead of SERVER_CORE.
+SRV_UTIL     := $(SRV)/base/util.o
+SRV_CONFIG   := $(SRV)/base/config.o
+SRV_PARAMS   := $(SRV)/base/params.o $(SRV)/base/version.o
+SRV_HTTP     := $(SRV)/http/http.o
+SRV_UPLOAD   := $(SRV)/pipeline/upload.o
+SRV_SKIPS    := $(SRV)/pipeline/skips.o
+SRV_PAYLOAD  := $(SRV)/pipeline/payload.o
+SRV_SYMSTORE := $(SRV)/model/symstore.o
+SRV_CKPT     := $(addprefix $(SRV)/store/sqlite/,store_sqlite_checkpoint.o store_sqlite_util.o)
 
-$(OBJ)/server/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
+$(OBJ)/server/%.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
 	$(LIBELF_CFLAGS) $(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq)
 
 $(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
@@ -37,10 +37,10 @@ BINS += $(BIN)/rearview-server
 
 # A server as it was before COMPRESSION_ZSTD_SHUFFLED (upload.c refuses it as
 # an unknown compression): the daemon's fallback is tested against it.
-$(OBJ)/tests/server/upload_v1.o: server/src/upload.c $(FLAGS_STAMP) | $(PROTO_H)
+$(OBJ)/tests/server/upload_v1.o: server/src/pipeline/upload.c $(FLAGS_STAMP) | $(PROTO_H)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -DRVS_ACCEPTS_SHUFFLED=0 $(CFLAGS) -c -o $@ $<
-$(TBIN)/server/rearview-server-v1: $(filter-out $(OBJ)/server/src/upload.o,$(SERVER_OBJ)) \
+$(TBIN)/server/rearview-server-v1: $(filter-out $(SRV_UPLOAD),$(SERVER_OBJ)) \
   $(OBJ)/tests/server/upload_v1.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO) | $(WEB_ASSETS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
@@ -56,10 +56,10 @@ RVT_STORE_LIBS := $(call pc,--libs,libpq) -lsqlite3
 $(RVT_STORE_ENV): CPPFLAGS += $(call pc,--cflags,libpq)
 
 
-$(eval $(call rv_test,server,http,$(OBJ)/server/src/http.o,-lhttp_parser))
+$(eval $(call rv_test,server,http,$(SRV_HTTP),-lhttp_parser))
 # test_store runs its cases on sqlite and on a private PostgreSQL it starts
 # (tests/server/pg_harness.h).
-$(OBJ)/server/src/store_pg.o $(OBJ)/tests/server/test_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
+$(SRV)/store/pg/store_pg.o $(OBJ)/tests/server/test_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
 $(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 # Power loss simulated by a fault-injecting sqlite VFS (issue 18 item 6).
 $(eval $(call rv_test,server,durable,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
@@ -69,35 +69,35 @@ $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Itracer/an
 $(eval $(call rv_test,server,api,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
 $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
 # The payload codec and the upload parser the decoder runs on.
-$(eval $(call rv_test,server,decode,$(addprefix $(OBJ)/server/src/,payload.o upload.o) $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))
-$(eval $(call rv_test,server,checkpoint,$(addprefix $(OBJ)/server/src/,store_sqlite_checkpoint.o store_sqlite_util.o util.o) $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS),1))
-$(eval $(call rv_test,server,config,$(OBJ)/server/src/config.o,-linih))
+$(eval $(call rv_test,server,decode,$(SRV_PAYLOAD) $(SRV_UPLOAD) $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))
+$(eval $(call rv_test,server,checkpoint,$(SRV_CKPT) $(SRV_UTIL) $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS),1))
+$(eval $(call rv_test,server,config,$(SRV_CONFIG),-linih))
 $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
 # The shared parameter helpers (params.c) and the version order (version.c).
-$(eval $(call rv_test,server,params,$(addprefix $(OBJ)/server/src/,params.o version.o) $(LIBRVPROTO),$(PROTOBUF_LIBS) -ljansson))
+$(eval $(call rv_test,server,params,$(SRV_PARAMS) $(LIBRVPROTO),$(PROTOBUF_LIBS) -ljansson))
 $(OBJ)/tests/server/test_params.o: CPPFLAGS += -Iserver/src $(call pc,--cflags,jansson)
 # Worst traces, issues and chain search (search.c, issue.c) through the API.
 $(eval $(call rv_test,server,search,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
 $(OBJ)/tests/server/test_search.o: CPPFLAGS += $(call pc,--cflags,jansson) -Itests/rvtrace $(call pc,--cflags,libpq)
-$(eval $(call rv_test,server,init,$(OBJ)/server/src/util.o $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS)))
+$(eval $(call rv_test,server,init,$(SRV_UTIL) $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS)))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
 
 # Fuzz targets (libFuzzer, clang): `make fuzz` builds them into build/fuzz.
 # `make check` replays their corpora deterministically (test_fuzz_*).
 FUZZ += $(BUILD)/fuzz/server_http $(BUILD)/fuzz/server_upload
-$(BUILD)/fuzz/server_http: tests/fuzz/server_http.c server/src/http.c
+$(BUILD)/fuzz/server_http: tests/fuzz/server_http.c server/src/http/http.c
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) -Iserver/src -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $^ \
 		-lhttp_parser
-$(BUILD)/fuzz/server_upload: tests/fuzz/server_upload.c server/src/upload.c $(PROTO_C) | $(PROTO_H)
+$(BUILD)/fuzz/server_upload: tests/fuzz/server_upload.c server/src/pipeline/upload.c $(PROTO_C) | $(PROTO_H)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Iserver/src -g -O1 \
 		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
 
-$(eval $(call rv_test,server,fuzz_http,$(OBJ)/server/src/http.o,-lhttp_parser))
-$(eval $(call rv_test,server,fuzz_upload,$(OBJ)/server/src/upload.o $(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,server,fuzz_http,$(SRV_HTTP),-lhttp_parser))
+$(eval $(call rv_test,server,fuzz_upload,$(SRV_UPLOAD) $(LIBRVPROTO),$(PROTOBUF_LIBS)))
 
 # `make bench`: the upload load generator against the real binary.
 $(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(OBJ)/tests/bench/server_workload.o \
@@ -149,12 +149,12 @@ BENCHES += $(TBIN)/server/bench_timeline
 
 # Skip reports (POST /v1/skips): fuzz target and its corpus replay.
 FUZZ += $(BUILD)/fuzz/server_skip
-$(BUILD)/fuzz/server_skip: tests/fuzz/server_skip.c server/src/skips.c server/src/upload.c \
+$(BUILD)/fuzz/server_skip: tests/fuzz/server_skip.c server/src/pipeline/skips.c server/src/pipeline/upload.c \
 		$(PROTO_C) | $(PROTO_H)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Iserver/src -g -O1 \
 		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
-$(eval $(call rv_test,server,fuzz_skip,$(OBJ)/server/src/skips.o $(OBJ)/server/src/upload.o \
+$(eval $(call rv_test,server,fuzz_skip,$(SRV_SKIPS) $(SRV_UPLOAD) \
 	$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 
 # The web UI's npm assets (server/web/package-lock.json pins them): speedscope,
@@ -192,7 +192,7 @@ $(TBIN)/server/test_web: | $(BIN)/rearview-server
 # `make bench`: web page latency next to the JSON API at 100k indexed traces.
 # Issue 18 item 2: exports streamed by the real binary, its peak memory read.
 $(OBJ)/tests/server/test_export.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include
-$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVANALYSIS),$(BLOB_LIBS) -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd))
+$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(BLOB_OBJ) $(SRV_UTIL) $(LIBRVANALYSIS),$(BLOB_LIBS) -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd))
 $(TBIN)/server/test_export: | $(BIN)/rearview-server
 $(OBJ)/tests/server/test_timeline.o: CPPFLAGS += -Itracer/analysis/include $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,timeline,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
@@ -234,12 +234,12 @@ $(TBIN)/server/symfix.debug: $(TBIN)/server/symfix
 	objcopy --only-keep-debug $< $@
 FUZZ += $(BUILD)/fuzz/server_symbols
 # The symbol store's ELF reader (symstore.c) alone.
-$(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/symstore.c server/src/util.c \
+$(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/model/symstore.c server/src/base/util.c \
 		$(LIBRVCOMMON)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(LIBELF_CFLAGS) -Iserver/src -g -O1 -fsanitize=fuzzer,address,undefined \
 		-o $@ $(filter %.c,$^) $(LIBRVCOMMON) $(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lpthread
-$(eval $(call rv_test,server,fuzz_symbols,$(addprefix $(OBJ)/server/src/,symstore.o util.o) $(LIBRVCOMMON),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto))
+$(eval $(call rv_test,server,fuzz_symbols,$(SRV_SYMSTORE) $(SRV_UTIL) $(LIBRVCOMMON),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto))
 
 # The blob interface against each backend (blob.h): a local directory, and
 # S3 against npm s3rver (tests/server/s3rver pins it), started by the test;
@@ -252,7 +252,7 @@ $(S3RVER_ASSETS): tests/server/s3rver/package.json tests/server/s3rver/package-l
 	@if command -v npm >/dev/null 2>&1 && (cd $(@D) && npm ci --no-audit --no-fund \
 	    --loglevel=error >npm.log 2>&1); then touch $@; \
 	else echo "warning: npm ci failed (see $(@D)/npm.log): the S3 blob tests skip" >&2; fi
-$(eval $(call rv_test,server,blob,$(BLOB_OBJ) $(OBJ)/server/src/util.o $(LIBRVCOMMON),$(BLOB_LIBS) -lmbedcrypto -lsqlite3))
+$(eval $(call rv_test,server,blob,$(BLOB_OBJ) $(SRV_UTIL) $(LIBRVCOMMON),$(BLOB_LIBS) -lmbedcrypto -lsqlite3))
 $(OBJ)/tests/server/test_blob.o: CPPFLAGS += \
 	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"' \
 	-DRVS_BENCH_UPLOAD='"$(CURDIR)/$(TBIN)/server/bench_upload"' $(call pc,--cflags,libpq)
@@ -265,7 +265,7 @@ $(OBJ)/tests/server/test_fleet.o: CPPFLAGS += -Itracer/include $(call pc,--cflag
 $(eval $(call rv_test,server,fleet,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(RVT_STORE_LIBS) $(PROTOBUF_LIBS) $(RVT_LDLIBS)))
 $(TBIN)/server/test_fleet: | $(S3RVER_ASSETS) $(BIN)/rearview-server
 # `make bench`: put/get throughput of the blob backends (BENCHMARKS.md).
-$(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(OBJ)/server/src/util.o \
+$(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(SRV_UTIL) \
 		$(LIBRVCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BLOB_LIBS) -lmbedcrypto -lsqlite3

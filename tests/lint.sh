@@ -22,18 +22,18 @@ for f in "$@"; do
 		status=1
 	fi
 done
-# Storage is reached only through the store (server/src/store.h, issue 15):
-# only its backends (store_sqlite*.c, store_pg*.c, blob_pg.c) include a
-# database client's header.
+# Storage is reached only through the store (server/src/store/store.h): only
+# its backends (store/sqlite/, store/pg/, blob/blob_pg.c) include a database
+# client's header.
 for f in "$@"; do
 	case "$f" in server/src/*) ;; *) continue ;; esac
 	grep -qE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](sqlite3|libpq-fe)\.h[>"]' "$f" ||
 		continue
 	b=${f#server/src/}
 	case "$b" in
-	store_sqlite*.c | store_pg*.c | blob_pg.c) continue ;;
+	store/sqlite/* | store/pg/* | blob/blob_pg.c) continue ;;
 	esac
-	echo "lint: $f: includes a database client header; SQL belongs behind server/src/store.h"
+	echo "lint: $f: includes a database client header; SQL belongs behind server/src/store/store.h"
 	status=1
 done
 [ "$status" -eq 0 ] && echo "lint: $# files clean"

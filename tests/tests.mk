@@ -58,6 +58,6 @@ $(OBJ)/tests/torture/test_daemon_config.o: CPPFLAGS += -Idevice/src $(PROTOBUF_C
 $(eval $(call rv_test,torture,daemon_config,$(TORTURE_OBJ) $(addprefix $(OBJ)/device/src/,config.o log.o),-linih))
 # The symbol store's ELF reader (symstore.c) needs no handler (issue 15).
 $(OBJ)/tests/torture/test_server.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS)
-$(eval $(call rv_test,torture,server,$(TORTURE_OBJ) $(addprefix $(OBJ)/server/src/,config.o \
-  http.o upload.o skips.o symstore.o util.o) $(LIBRVPROTO),-linih -lhttp_parser $(LIBELF_LIBS) \
+$(eval $(call rv_test,torture,server,$(TORTURE_OBJ) $(SRV_CONFIG) $(SRV_HTTP) $(SRV_UPLOAD) \
+  $(SRV_SKIPS) $(SRV_SYMSTORE) $(SRV_UTIL) $(LIBRVPROTO),-linih -lhttp_parser $(LIBELF_LIBS) \
   -lsqlite3 -lmbedcrypto $(PROTOBUF_LIBS)))

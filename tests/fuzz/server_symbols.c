@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "symbols.h"
+#include "api/symbols.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "rvs.h"
+#include "base/rvs.h"
 #include "rearview/upload.pb-c.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blob.h"
+#include "blob/blob.h"
 
 static double now(void)
 {

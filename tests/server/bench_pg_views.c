@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "api.h"
-#include "query.h"
-#include "route.h"
-#include "rvs.h"
-#include "store.h"
+#include "api/api.h"
+#include "api/query.h"
+#include "http/route.h"
+#include "base/rvs.h"
+#include "store/store.h"
 #include "pg_harness.h"
 
 static struct pgh pg;

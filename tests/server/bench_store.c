@@ -21,8 +21,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "rvs.h"
-#include "store.h"
+#include "base/rvs.h"
+#include "store/store.h"
 #include "pg_harness.h"
 
 static const struct rvs_store_ops *ops;

@@ -15,9 +15,9 @@
 #include <time.h>
 
 #include "capbuild.h"
-#include "model_cache.h"
+#include "pipeline/model_cache.h"
 #include "rearview/analysis.h"
-#include "web_int.h"
+#include "web/web_int.h"
 
 #define BLOCKS 350000u /* 4 calls each: 1.4 M calls */
 

@@ -20,7 +20,7 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
-#include "store.h"
+#include "store/store.h"
 
 /* Runs sql with n text parameters on dsn; with out, the first column of
  * the first row as an integer into *out (-1 when there is no row). */

@@ -21,12 +21,12 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "agg.h"
-#include "api.h"
-#include "decode.h"
-#include "query.h"
-#include "rvs.h"
-#include "store.h"
+#include "model/agg.h"
+#include "api/api.h"
+#include "pipeline/decode.h"
+#include "api/query.h"
+#include "base/rvs.h"
+#include "store/store.h"
 
 #include "capbuild.h"
 #include "pg_harness.h"

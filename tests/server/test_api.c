@@ -27,10 +27,10 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
-#include "api.h"
-#include "net.h"
-#include "rvs.h"
-#include "store.h"
+#include "api/api.h"
+#include "http/net.h"
+#include "base/rvs.h"
+#include "store/store.h"
 #include "store_env.h"
 #include "rearview/upload.pb-c.h"
 

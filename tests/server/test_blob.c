@@ -34,8 +34,8 @@
 #include <libpq-fe.h>
 #include <pwd.h>
 
-#include "blob.h"
-#include "rvs.h"
+#include "blob/blob.h"
+#include "base/rvs.h"
 #include "s3_harness.h"
 
 struct fx;

@@ -23,8 +23,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "rvs.h"
-#include "store_sqlite_util.h"
+#include "base/rvs.h"
+#include "store/sqlite/store_sqlite_util.h"
 #include "store_cases.h"
 
 struct fx {

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "rvs.h"
+#include "base/rvs.h"
 
 static char g_path[64];
 

@@ -25,10 +25,10 @@
 #include <zstd.h>
 
 #include "capbuild.h"
-#include "decode.h"
+#include "pipeline/decode.h"
 #include "rearview/analysis.h"
 #include "rearview/upload.pb-c.h"
-#include "rvs.h"
+#include "base/rvs.h"
 
 #define SHUFFLED REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED
 

@@ -49,9 +49,9 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "rvs.h"
+#include "base/rvs.h"
 #include "store_cases.h"
-#include "store.h"
+#include "store/store.h"
 
 static const struct rvs_store_ops *ops = &rvs_store_sqlite;
 

@@ -31,7 +31,7 @@
 
 #include "capbuild.h"
 #include "rearview/analysis.h"
-#include "rvs.h"
+#include "base/rvs.h"
 #include "store_env.h"
 #include "test_web_server.h"
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "rvs.h"
+#include "base/rvs.h"
 
 static void test_http_pipelined_requests_come_one_at_a_time(void **state)
 {

@@ -20,11 +20,11 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
-#include "decode.h"
+#include "pipeline/decode.h"
 #include "pg_harness.h"
-#include "query.h"
-#include "rvs.h"
-#include "store.h"
+#include "api/query.h"
+#include "base/rvs.h"
+#include "store/store.h"
 
 #include "capbuild.h"
 #include "rearview/analysis.h"

@@ -15,8 +15,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "params.h"
-#include "version.h"
+#include "base/params.h"
+#include "base/version.h"
 
 static void test_params_kind_number_or_any_name_parses(void **state)
 {

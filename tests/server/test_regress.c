@@ -41,13 +41,13 @@
 #include "fleet_fixture.h"
 #include "pg_harness.h"
 #include "rearview/upload.pb-c.h"
-#include "regress.h"
-#include "version.h"
-#include "rvs.h"
+#include "model/regress.h"
+#include "base/version.h"
+#include "base/rvs.h"
 #include "server_common.h"
-#include "store.h"
+#include "store/store.h"
 #include "test_web_server.h"
-#include "webhook.h"
+#include "model/webhook.h"
 #include "store_cases.h"
 
 static const char SECRET[] = "test-webhook-secret";

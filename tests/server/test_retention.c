@@ -22,11 +22,11 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
-#include "blob.h"
-#include "retention.h"
-#include "rvs.h"
+#include "blob/blob.h"
+#include "model/retention.h"
+#include "base/rvs.h"
 #include "server_common.h"
-#include "store.h"
+#include "store/store.h"
 #include "store_env.h"
 
 static const struct rvs_store_ops *ops; /* the store the switch picks (store_env.h) */

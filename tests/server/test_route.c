@@ -18,18 +18,18 @@
 
 #include <cmocka.h>
 
-#include "agg.h"
-#include "api.h"
-#include "campaign.h"
-#include "fleet.h"
-#include "query.h"
-#include "regress.h"
-#include "reply.h"
-#include "route.h"
-#include "search.h"
-#include "symbols.h"
-#include "web.h"
-#include "webhook.h"
+#include "model/agg.h"
+#include "api/api.h"
+#include "api/campaign.h"
+#include "api/fleet.h"
+#include "api/query.h"
+#include "model/regress.h"
+#include "http/reply.h"
+#include "http/route.h"
+#include "model/search.h"
+#include "api/symbols.h"
+#include "web/web.h"
+#include "model/webhook.h"
 
 #include <jansson.h>
 

@@ -32,15 +32,15 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "api.h"
+#include "api/api.h"
 #include "capbuild.h"
-#include "decode.h"
-#include "issue.h"
-#include "query.h"
-#include "route.h"
-#include "rvs.h"
-#include "search.h"
-#include "store.h"
+#include "pipeline/decode.h"
+#include "base/issue.h"
+#include "api/query.h"
+#include "http/route.h"
+#include "base/rvs.h"
+#include "model/search.h"
+#include "store/store.h"
 
 #include "pg_harness.h"
 #include "sql_both.h"

@@ -26,9 +26,9 @@
 #include <sqlite3.h>
 
 #include "rearview/common.pb-c.h"
-#include "rvs.h"
-#include "store.h"
-#include "store_part.h"
+#include "base/rvs.h"
+#include "store/store.h"
+#include "store/pg/store_part.h"
 #include "pg_harness.h"
 
 /* The backend under test: each group of cases runs with one. */

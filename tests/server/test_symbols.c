@@ -21,9 +21,9 @@
 #include <jansson.h>
 
 #include "rearview/upload.pb-c.h"
-#include "rvs.h"
+#include "base/rvs.h"
 #include "server_common.h"
-#include "symbols.h"
+#include "api/symbols.h"
 
 static char g_dir[64], g_exe[512], g_debug[128], g_nobid[128], g_stripped[128];
 

@@ -21,8 +21,8 @@
 #include <cmocka.h>
 
 #include "rearview/analysis.h"
-#include "model_cache.h"
-#include "web_int.h"
+#include "pipeline/model_cache.h"
+#include "web/web_int.h"
 
 /* One stack of depth nested calls (folded "m0;m1;… 1000"). */
 static rva_trace *nested(size_t depth)

@@ -28,8 +28,8 @@
 #include <cmocka.h>
 
 #include "rearview/upload.pb-c.h"
-#include "rvs.h"
-#include "symbols.h"
+#include "base/rvs.h"
+#include "api/symbols.h"
 #include "torture.h"
 
 static const char conf[] = "[server]\n"

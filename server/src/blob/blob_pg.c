@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * blob_pg.c — the PostgreSQL blob backend (blob.h): blob HEX is the row
+ * rv_blobs(sha256 = HEX) with its bytes in a bytea column.
+ *
+ * libpq runs on work threads only: opening the handle connects nothing;
+ * each call takes a connection from a pool (connecting, creating the table
+ * and preparing the statements on first use) and gives it back, so there
+ * are at most as many connections as threads using the handle at once.  A
+ * connection that broke is closed instead of returned.  Every statement is
+ * prepared; bytes travel as binary parameters and results.
+ * Invariants: a put commits before it returns (synchronous_commit: durable);
+ * a put of a stored blob renews stored_at without sending the bytes again;
+ * get_fd reads 1 MiB substrings (bounded memory; the column's storage is
+ * EXTERNAL, uncompressed, so a substring does not read the whole value).
+ * A transaction is atomic: there are no leftovers of unfinished writes.
+ */
+#include "blob/blob.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "rearview/common.h"
+
+#define POOL_MAX 64
+#define CHUNK	 (1u << 20)
+
+struct pg_blobs {
+	struct rvs_blobs base; /* first: the handle callers hold */
+	char *conninfo;
+	pthread_mutex_t mu;
+	PGconn *idle[POOL_MAX]; /* connections nobody uses (mu) */
+	int nidle;
+};
+
+static const char *const schema = "CREATE TABLE IF NOT EXISTS rv_blobs ("
+				  " sha256 text PRIMARY KEY CHECK (sha256 ~ '^[0-9a-f]{64}$'),"
+				  " bytes bytea NOT NULL,"
+				  " stored_at timestamptz NOT NULL DEFAULT now());"
+				  "ALTER TABLE rv_blobs ALTER COLUMN bytes SET STORAGE EXTERNAL";
+
+static const struct {
+	const char *name, *sql;
+	int nparams;
+} stmts[] = {
+	{"touch", "UPDATE rv_blobs SET stored_at = now() WHERE sha256 = $1", 1},
+	{"insert",
+	 "INSERT INTO rv_blobs (sha256, bytes) VALUES ($1, $2)"
+	 " ON CONFLICT (sha256) DO UPDATE SET stored_at = now()",
+	 2},
+	{"get",
+	 "SELECT CASE WHEN octet_length(bytes) <= $2::bigint THEN bytes END,"
+	 " octet_length(bytes) FROM rv_blobs WHERE sha256 = $1",
+	 2},
+	{"size", "SELECT octet_length(bytes) FROM rv_blobs WHERE sha256 = $1", 1},
+	{"chunk",
+	 "SELECT substring(bytes FROM $2::int FOR $3::int) FROM rv_blobs WHERE sha256 = $1", 3},
+	{"del",
+	 "DELETE FROM rv_blobs WHERE sha256 = $1"
+	 " AND stored_at <= now() - make_interval(secs => $2::bigint)",
+	 2},
+	{"list",
+	 "SELECT sha256, extract(epoch FROM now() - stored_at)::bigint FROM rv_blobs"
+	 " WHERE sha256 > $1 ORDER BY sha256 LIMIT 1000",
+	 1},
+};
+
+static struct pg_blobs *pg_of(struct rvs_blobs *b)
+{
+	return (struct pg_blobs *)b;
+}
+
+static PGconn *connect_new(struct pg_blobs *p)
+{
+	PGconn *c = PQconnectdb(p->conninfo);
+	PGresult *r;
+	int ok;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		rvs_log("error", "msg=\"postgresql connect failed\" err=\"%s\"", PQerrorMessage(c));
+		PQfinish(c);
+		return NULL;
+	}
+	r = PQexec(c, schema);
+	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	PQclear(r);
+	for (size_t i = 0; ok && i < sizeof stmts / sizeof stmts[0]; i++) {
+		r = PQprepare(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, NULL);
+		ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+		PQclear(r);
+	}
+	if (!ok) {
+		rvs_log("error", "msg=\"postgresql blob setup failed\" err=\"%s\"",
+			PQerrorMessage(c));
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+static PGconn *acquire(struct pg_blobs *p)
+{
+	PGconn *c = NULL;
+	pthread_mutex_lock(&p->mu);
+	if (p->nidle)
+		c = p->idle[--p->nidle];
+	pthread_mutex_unlock(&p->mu);
+	return c ? c : connect_new(p);
+}
+
+static void release(struct pg_blobs *p, PGconn *c)
+{
+	if (!c)
+		return;
+	if (PQstatus(c) != CONNECTION_OK) {
+		PQfinish(c);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (p->nidle < POOL_MAX) {
+		p->idle[p->nidle++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (c)
+		PQfinish(c);
+}
+
+/* Runs prepared statement `name` with text parameters (and, for insert,
+ * the binary second one); *out gets the result when the caller wants it.
+ * 0, or -EIO (logged). */
+static int run(PGconn *c, const char *name, int n, const char *const *vals, const int *lens,
+	       const int *fmts, PGresult **out)
+{
+	PGresult *r = PQexecPrepared(c, name, n, vals, lens, fmts, 1);
+	ExecStatusType st = PQresultStatus(r);
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		rvs_log("error", "msg=\"postgresql blob statement failed\" stmt=%s err=\"%s\"",
+			name, PQerrorMessage(c));
+		PQclear(r);
+		return -EIO;
+	}
+	if (out)
+		*out = r;
+	else
+		PQclear(r);
+	return 0;
+}
+
+/* A bigint column of a binary result. */
+static int64_t col_i64(PGresult *r, int row, int col)
+{
+	uint64_t v = 0;
+	const unsigned char *p = (const unsigned char *)PQgetvalue(r, row, col);
+	if (PQgetlength(r, row, col) == 8)
+		for (int i = 0; i < 8; i++)
+			v = v << 8 | p[i];
+	else if (PQgetlength(r, row, col) == 4)
+		for (int i = 0; i < 4; i++)
+			v = v << 8 | p[i];
+	return (int64_t)v;
+}
+
+static int pg_put(struct rvs_blobs *b, const void *data, size_t len, char hex[65])
+{
+	struct pg_blobs *p = pg_of(b);
+	uint8_t digest[32];
+	PGconn *c;
+	PGresult *r;
+	int rc;
+
+	if (len > 0x3fffffff)
+		return -EFBIG; /* bytea's limit is 1 GB */
+	rvs_sha256(data, len, digest);
+	rvs_hex(digest, 32, hex);
+	if (!(c = acquire(p)))
+		return -EIO;
+	const char *vals[2] = {hex, data};
+	int lens[2] = {0, (int)len}, fmts[2] = {0, 1};
+	if ((rc = run(c, "touch", 1, vals, NULL, NULL, &r)) == 0) {
+		int touched = (int)strtol(PQcmdTuples(r), NULL, 10);
+		PQclear(r);
+		if (!touched)
+			rc = run(c, "insert", 2, vals, lens, fmts, NULL);
+	}
+	release(p, c);
+	return rc;
+}
+
+static int pg_get(struct rvs_blobs *b, const char *hex, size_t max, uint8_t **out, size_t *len)
+{
+	struct pg_blobs *p = pg_of(b);
+	char maxs[32];
+	PGconn *c;
+	PGresult *r;
+	int rc;
+
+	if (!rvs_blob_name_ok(hex))
+		return -EINVAL;
+	snprintf(maxs, sizeof maxs, "%zu", max);
+	const char *vals[2] = {hex, maxs};
+	if (!(c = acquire(p)))
+		return -EIO;
+	rc = run(c, "get", 2, vals, NULL, NULL, &r);
+	release(p, c);
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 0)
+		rc = -ENOENT;
+	else if (PQgetisnull(r, 0, 0))
+		rc = -EFBIG;
+	else {
+		size_t n = (size_t)PQgetlength(r, 0, 0);
+		uint8_t *buf = malloc(n ? n : 1);
+		if (!buf)
+			rc = -ENOMEM;
+		else {
+			memcpy(buf, PQgetvalue(r, 0, 0), n);
+			if (!rvs_blob_matches(hex, buf, n)) {
+				free(buf);
+				rc = -EBADMSG;
+			} else {
+				*out = buf;
+				*len = n;
+			}
+		}
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int pg_get_fd(struct rvs_blobs *b, const char *hex, uint64_t max, int fd)
+{
+	struct pg_blobs *p = pg_of(b);
+	struct rvs_blob_hasher h;
+	PGconn *c;
+	PGresult *r;
+	int64_t size;
+	int rc;
+
+	if (!rvs_blob_name_ok(hex))
+		return -EINVAL;
+	if (!(c = acquire(p)))
+		return -EIO;
+	const char *v1[1] = {hex};
+	if ((rc = run(c, "size", 1, v1, NULL, NULL, &r))) {
+		release(p, c);
+		return rc;
+	}
+	size = PQntuples(r) ? col_i64(r, 0, 0) : -1;
+	PQclear(r);
+	if (size < 0 || (uint64_t)size > max) {
+		release(p, c);
+		return size < 0 ? -ENOENT : -EFBIG;
+	}
+	rvs_blob_hasher_init(&h);
+	for (int64_t off = 0; rc == 0 && off < size; off += CHUNK) {
+		char from[32], count[32];
+		snprintf(from, sizeof from, "%lld", (long long)off + 1);
+		snprintf(count, sizeof count, "%u", CHUNK);
+		const char *vals[3] = {hex, from, count};
+		if ((rc = run(c, "chunk", 3, vals, NULL, NULL, &r)))
+			break;
+		if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0))
+			rc = -ENOENT; /* deleted meanwhile */
+		else if ((rc = rvc_write_all(fd, PQgetvalue(r, 0, 0),
+					     (size_t)PQgetlength(r, 0, 0))) == 0)
+			rvs_blob_hasher_update(&h, PQgetvalue(r, 0, 0),
+					       (size_t)PQgetlength(r, 0, 0));
+		PQclear(r);
+	}
+	release(p, c);
+	if (!rvs_blob_hasher_matches(&h, hex) && rc == 0)
+		rc = -EBADMSG;
+	return rc;
+}
+
+static int pg_exists(struct rvs_blobs *b, const char *hex)
+{
+	struct pg_blobs *p = pg_of(b);
+	PGconn *c;
+	PGresult *r;
+	int rc;
+
+	if (!rvs_blob_name_ok(hex))
+		return -EINVAL;
+	if (!(c = acquire(p)))
+		return -EIO;
+	const char *vals[1] = {hex};
+	rc = run(c, "size", 1, vals, NULL, NULL, &r);
+	release(p, c);
+	if (rc)
+		return rc;
+	rc = PQntuples(r) > 0;
+	PQclear(r);
+	return rc;
+}
+
+static int pg_del(struct rvs_blobs *b, const char *hex, int64_t min_age_s)
+{
+	struct pg_blobs *p = pg_of(b);
+	char age[32];
+	PGconn *c;
+	PGresult *r;
+	int rc;
+
+	if (!rvs_blob_name_ok(hex))
+		return -EINVAL;
+	snprintf(age, sizeof age, "%lld", (long long)min_age_s);
+	const char *vals[2] = {hex, age};
+	if (!(c = acquire(p)))
+		return -EIO;
+	rc = run(c, "del", 2, vals, NULL, NULL, &r);
+	release(p, c);
+	if (rc)
+		return rc;
+	rc = (int)strtol(PQcmdTuples(r), NULL, 10) > 0;
+	PQclear(r);
+	return rc;
+}
+
+static int pg_sweep(struct rvs_blobs *b, int64_t min_age_s,
+		    int (*referenced)(const char *hex, void *arg), void *arg,
+		    struct rvs_blob_sweep_stats *out)
+{
+	struct pg_blobs *p = pg_of(b);
+	struct rvs_blob_sweep_stats st = {0, 0};
+	char after[65] = "";
+	int rc = 0, n;
+
+	do {
+		PGconn *c = acquire(p);
+		PGresult *r;
+		const char *vals[1] = {after};
+		if (!c)
+			return -EIO;
+		rc = run(c, "list", 1, vals, NULL, NULL, &r);
+		release(p, c);
+		if (rc)
+			break;
+		n = PQntuples(r);
+		for (int i = 0; rc == 0 && i < n; i++) {
+			char hex[65];
+			snprintf(hex, sizeof hex, "%s", PQgetvalue(r, i, 0));
+			snprintf(after, sizeof after, "%s", hex);
+			if (!referenced)
+				continue;
+			int ref = referenced(hex, arg);
+			if (ref < 0)
+				rc = ref;
+			else if (ref == 0 && col_i64(r, i, 1) >= min_age_s) {
+				int d = pg_del(b, hex, min_age_s);
+				rc = d < 0 ? d : 0;
+				st.orphans += d > 0;
+			}
+		}
+		PQclear(r);
+	} while (rc == 0 && n == 1000);
+	if (out)
+		*out = st;
+	return rc;
+}
+
+static void pg_close(struct rvs_blobs *b)
+{
+	struct pg_blobs *p = pg_of(b);
+	while (p->nidle)
+		PQfinish(p->idle[--p->nidle]);
+	pthread_mutex_destroy(&p->mu);
+	free(p->conninfo);
+	free(p);
+}
+
+static const struct rvs_blob_ops pg_ops = {
+	.name = "postgresql",
+	.put = pg_put,
+	.get = pg_get,
+	.get_fd = pg_get_fd,
+	.exists = pg_exists,
+	.del = pg_del,
+	.sweep = pg_sweep,
+	.path = NULL,
+	.close = pg_close,
+};
+
+int rvs_blobs_open_pg(const char *conninfo, struct rvs_blobs **out)
+{
+	struct pg_blobs *p = calloc(1, sizeof *p);
+
+	if (!p)
+		return -ENOMEM;
+	if (!(p->conninfo = strdup(conninfo))) {
+		free(p);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&p->mu, NULL);
+	p->base.ops = &pg_ops;
+	assert((void *)p == (void *)&p->base);
+	*out = &p->base;
+	return 0;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * payload.h — the payload codec (payload.c): the capture held in a stored
+ * upload payload, whose Compression (upload.proto) is zstd or zstd over the
+ * shuffled form.  Used by the decoder (decode.c) and by the JSON API's
+ * trace loading (query.c).  Every function is pure apart from its
+ * arguments and safe on any thread.
+ *
+ * Why not librvanalysis's rva_decompress (inflate.c): it recognises gzip
+ * as well as zstd by magic bytes (a device payload is zstd or refused), it
+ * answers -EFBIG where the server's callers expect -E2BIG, and it grows
+ * its output from 64 KiB where this codec allocates a frame's declared
+ * size once (a 32 MiB capture without realloc copies).  One inflater would
+ * change behaviour; both keep the same bomb limit: never more than max.
+ */
+#ifndef RVS_PAYLOAD_H
+#define RVS_PAYLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zstd.h>
+
+#include "base/rvs.h"
+
+/* Limits: compressed blob and decompressed capture (bytes). */
+#define RVS_DECODE_MAX_BLOB    (512ull << 20)
+#define RVS_DECODE_MAX_CAPTURE RVS_MAX_CAPTURE_BYTES
+
+/* Decompresses a zstd frame (or concatenated frames) of any content size up
+ * to max bytes.  *out is malloc'd (caller frees).  0, -EINVAL (not zstd /
+ * corrupt / truncated), -E2BIG (over max), -ENOMEM. */
+int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
+
+/* The most a capture whose upload declared payload_size `declared` may
+ * inflate to: declared, capped at RVS_DECODE_MAX_CAPTURE (which is also the
+ * limit when nothing was declared, rows from before the declaration was
+ * required).  Any thread. */
+size_t rvs_inflate_limit(uint64_t declared);
+
+/* The capture held in a stored payload of Compression comp (upload.proto):
+ * COMPRESSION_ZSTD decompressed as rvs_zstd_decompress does,
+ * COMPRESSION_ZSTD_SHUFFLED decompressed and taken out of its shuffled form
+ * (tracer/FORMAT.md §3; its frames must declare their sizes).  *out is
+ * malloc'd (caller frees).  0, -EINVAL (corrupt, truncated, not a capture's
+ * shuffled form), -E2BIG (over max), -EPROTONOSUPPORT (any other comp,
+ * including COMPRESSION_NONE: the payload is the capture), -ENOMEM. */
+int rvs_payload_inflate(int comp, const uint8_t *in, size_t len, size_t max, uint8_t **out,
+			size_t *outlen);
+
+/* The declared capture size of a compressed payload, checked against max:
+ * 0 with *total, -E2BIG, or -EINVAL when the frames do not parse or (the
+ * shuffled form, which devices always size) declare nothing.  1: plain zstd
+ * without declared sizes (rvs_zstd_decompress's growing buffer handles it). */
+int rvs_payload_size(int comp, const uint8_t *in, size_t len, size_t max, size_t *total);
+
+/* The capture of a payload of Compression comp (ZSTD or ZSTD_SHUFFLED) whose
+ * frames declare their total size, total (rvs_payload_size), into
+ * out[0..total), with the caller's zstd context dctx (reset here; its
+ * buffers are reused).  Errors as rvs_payload_inflate. */
+int rvs_payload_inflate_to(ZSTD_DCtx *dctx, int comp, const uint8_t *in, size_t len, uint8_t *out,
+			   size_t total, size_t *outlen);
+
+#endif

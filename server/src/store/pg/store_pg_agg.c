@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store_pg_agg.c — the call-path aggregates on PostgreSQL (store_agg.h;
+ * agg.h; store_pg.c's migrations 3 and 7): a decoded trace's rows written
+ * by its index lane, and the aggregate reads (store.h's agg_read).
+ *
+ * Invariants: every value goes in as a bound text parameter; a trace's
+ * dictionary ids are resolved in rvs_agg_build's order, as
+ * store_sqlite_agg.c does, and a new bucket or node is inserted only after
+ * a lookup missed (a conflicting insert would still draw a sequence
+ * number), so one lane numbers a fixture's buckets and nodes as sqlite
+ * does.  The known paths of a trace are found in one statement (a
+ * recursive walk from the app's root), only new ones one by one; a lookup that misses because
+ * another lane is inserting the same node waits for it (ON CONFLICT DO NOTHING) and reads it again.
+ * agg_read runs every side and the dictionary lookup in one REPEATABLE
+ * READ, READ ONLY transaction.
+ */
+#include "store/store_agg.h"
+#include "store/pg/store_pg_args.h"
+#include "model/agg.h"
+#include "base/rvs.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+/* Runs sql with a's parameters; *out (when not NULL) gets the result to
+ * clear.  0, or -EIO with err set (result cleared). */
+static int q(PGconn *pg, const char *sql, const struct args *a, PGresult **out, char *err,
+	     size_t errlen)
+{
+	PGresult *r = PQexecParams(pg, sql, a ? a->n : 0, NULL, a ? a->v : NULL, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+
+	if (out)
+		*out = NULL;
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		if (out)
+			*out = r;
+		else
+			PQclear(r);
+		return 0;
+	}
+	if (err) {
+		snprintf(err, errlen, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
+		err[strcspn(err, "\n")] = 0;
+	} else {
+		rvs_log("error", "msg=\"postgresql\" err=\"%s\"",
+			r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
+	}
+	PQclear(r);
+	return -EIO;
+}
+
+static int64_t get_i64(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+/* ---- decode time ------------------------------------------------------------ */
+
+/* The dictionary's id of (app, parent, method), added when new. */
+static int node_id(PGconn *pg, const char *app, int64_t parent, const char *method, uint32_t depth,
+		   int64_t *id, char *err, size_t errlen)
+{
+	static const char find[] =
+		"SELECT node FROM agg_nodes WHERE app_id = $1 AND parent = $2 AND method = $3";
+	struct args a = {0};
+	PGresult *r;
+	int rc;
+
+	a_text(&a, app);
+	a_i64(&a, 1, parent);
+	a_text(&a, method);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if ((rc = q(pg, find, &a, &r, err, errlen)))
+			return rc;
+		if (PQntuples(r) == 1) {
+			*id = get_i64(r, 0, 0);
+			PQclear(r);
+			return 0;
+		}
+		PQclear(r);
+		if (attempt)
+			break;
+		a_i64(&a, 1, depth);
+		rc = q(pg,
+		       "INSERT INTO agg_nodes (app_id, parent, method, depth)"
+		       " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING node",
+		       &a, &r, err, errlen);
+		a.n = 3;
+		if (rc)
+			return rc;
+		if (PQntuples(r) == 1) {
+			*id = get_i64(r, 0, 0);
+			PQclear(r);
+			return 0;
+		}
+		PQclear(r); /* another lane inserted it: read it */
+	}
+	snprintf(err, errlen, "agg_nodes: no node for %s", method);
+	return -EIO;
+}
+
+/* The trace's bucket and app (the bucket added when new). */
+static int bucket_of(PGconn *pg, const char *trace_id, int64_t *bucket, char **app, char *err,
+		     size_t errlen)
+{
+	static const char find[] = "SELECT b.bucket, b.app_id FROM traces t JOIN agg_buckets b"
+				   " ON b.app_id = COALESCE(t.app_id, '') AND b.app_version = "
+				   "COALESCE(t.app_version, '')"
+				   " AND b.model = COALESCE(t.model, '') AND b.anomaly_kind = "
+				   "COALESCE(t.anomaly_kind, 0)"
+				   " AND b.day = t.received_at / 86400 WHERE t.trace_id = $1";
+	struct args a = {0};
+	PGresult *r;
+	int rc;
+
+	a_text(&a, trace_id);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if ((rc = q(pg, find, &a, &r, err, errlen)))
+			return rc;
+		if (PQntuples(r) == 1) {
+			*bucket = get_i64(r, 0, 0);
+			*app = strdup(PQgetvalue(r, 0, 1));
+			PQclear(r);
+			return *app ? 0 : -ENOMEM;
+		}
+		PQclear(r);
+		if (attempt)
+			break;
+		if ((rc = q(pg,
+			    "INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, "
+			    "day)"
+			    " SELECT COALESCE(app_id, ''), COALESCE(app_version, ''),"
+			    " COALESCE(model, ''), COALESCE(anomaly_kind, 0), received_at / 86400"
+			    " FROM traces WHERE trace_id = $1 ON CONFLICT DO NOTHING",
+			    &a, NULL, err, errlen)))
+			return rc;
+	}
+	snprintf(err, errlen, "agg_buckets: no traces row for %s", trace_id);
+	return -ENOENT;
+}
+
+/* Appends v to the array literal text b (NULL on allocation failure). */
+static void arr_add(char **b, size_t *len, size_t *cap, int64_t v)
+{
+	char num[24];
+	int n = snprintf(num, sizeof num, "%s%" PRId64, *len > 1 ? "," : "", v);
+	if (!*b)
+		return;
+	if (*len + (size_t)n + 2 > *cap) {
+		char *nb = realloc(*b, *cap * 2 + (size_t)n + 2);
+		if (!nb) {
+			free(*b);
+			*b = NULL;
+			return;
+		}
+		*b = nb;
+		*cap = *cap * 2 + (size_t)n + 2;
+	}
+	memcpy(*b + *len, num, (size_t)n + 1);
+	*len += (size_t)n;
+}
+
+/* A growing text buffer (NULL after an allocation failure). */
+struct sbuf {
+	char *b;
+	size_t len, cap;
+};
+
+static void sb_put(struct sbuf *s, const char *p, size_t n)
+{
+	if (!s->b)
+		return;
+	if (s->len + n + 1 > s->cap) {
+		size_t cap = 2 * s->cap + n + 1;
+		char *b = realloc(s->b, cap);
+		if (!b) {
+			free(s->b);
+			s->b = NULL;
+			return;
+		}
+		s->b = b;
+		s->cap = cap;
+	}
+	memcpy(s->b + s->len, p, n);
+	s->len += n;
+	s->b[s->len] = 0;
+}
+
+static void sb_i64(struct sbuf *s, int64_t v)
+{
+	char num[24];
+	int n = snprintf(num, sizeof num, "%s%" PRId64, s->len > 1 ? "," : "", v);
+	sb_put(s, num, (size_t)n);
+}
+
+/* One element of a text[] literal: double-quoted, '\' and '"' escaped. */
+static void sb_text(struct sbuf *s, const char *v)
+{
+	if (s->len > 1)
+		sb_put(s, ",", 1);
+	sb_put(s, "\"", 1);
+	for (const char *p = v; *p; p++) {
+		size_t n = strcspn(p, "\\\"");
+		sb_put(s, p, n);
+		p += n;
+		if (!*p)
+			break;
+		sb_put(s, "\\", 1);
+		sb_put(s, p, 1);
+	}
+	sb_put(s, "\"", 1);
+}
+
+/* The ids of r's rows already in the dictionary, in one statement: a walk
+ * down from the app's root along the rows' parents.  id[i] set and
+ * found[i] = 1 for each.  0 or -EIO / -ENOMEM. */
+static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows *r, int64_t *id,
+			 unsigned char *found, char *err, size_t errlen)
+{
+	struct sbuf ix = {malloc(64), 0, 64}, par = {malloc(64), 0, 64},
+		    met = {malloc(256), 0, 256};
+	struct args a = {0};
+	PGresult *res;
+	int rc = -ENOMEM;
+
+	sb_put(&ix, "{", 1);
+	sb_put(&par, "{", 1);
+	sb_put(&met, "{", 1);
+	for (size_t i = 0; i < r->n; i++) {
+		sb_i64(&ix, (int64_t)i);
+		sb_i64(&par, r->v[i].parent);
+		sb_text(&met, r->v[i].method);
+	}
+	sb_put(&ix, "}", 1);
+	sb_put(&par, "}", 1);
+	sb_put(&met, "}", 1);
+	if (!ix.b || !par.b || !met.b) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	a_text(&a, app);
+	a_text(&a, ix.b);
+	a_text(&a, par.b);
+	a_text(&a, met.b);
+	if ((rc = q(pg,
+		    "WITH RECURSIVE x(i, p, method) AS (SELECT * FROM unnest($2::int[], $3::int[],"
+		    " $4::text[])), w(i, node) AS (SELECT 0, n.node FROM agg_nodes n"
+		    " WHERE n.app_id = $1 AND n.parent = 0 AND n.method = ''"
+		    " UNION ALL SELECT x.i, n.node FROM w JOIN x ON x.p = w.i AND x.i > 0"
+		    " JOIN agg_nodes n ON n.app_id = $1 AND n.parent = w.node"
+		    " AND n.method = x.method) SELECT i, node FROM w",
+		    &a, &res, err, errlen)))
+		goto done;
+	for (int k = 0; k < PQntuples(res); k++) {
+		int64_t i = get_i64(res, k, 0);
+		if (i < 0 || (size_t)i >= r->n)
+			continue;
+		id[i] = get_i64(res, k, 1);
+		found[i] = 1;
+	}
+	PQclear(res);
+done:
+	free(ix.b);
+	free(par.b);
+	free(met.b);
+	return rc;
+}
+
+int rvs_pg_agg_write(PGconn *pg, const char *trace_id, const struct rvs_agg_rows *r, char *err,
+		     size_t errlen)
+{
+	/* The path rows go in as one INSERT of four arrays. */
+	enum { A_NODE, A_CALLS, A_SELF, A_INCL, A_N };
+	char *arr[A_N] = {0};
+	size_t len[A_N], cap[A_N];
+	int64_t bucket, *id;
+	unsigned char *found = NULL;
+	struct args a = {0};
+	char *app = NULL;
+	int rc;
+
+	assert(r->n >= 1 && !r->v[0].other);
+	if (!(id = calloc(r->n, sizeof *id)) || !(found = calloc(r->n, 1))) {
+		free(id);
+		return -ENOMEM;
+	}
+	for (int k = 0; k < A_N; k++) {
+		cap[k] = 64 + 24 * r->n;
+		len[k] = 1;
+		if ((arr[k] = malloc(cap[k])))
+			memcpy(arr[k], "{", 2);
+	}
+	if ((rc = bucket_of(pg, trace_id, &bucket, &app, err, errlen)) ||
+	    (rc = resolve_known(pg, app, r, id, found, err, errlen)))
+		goto done;
+	/* New paths only: one lookup and insert each, in sqlite's order. */
+	for (size_t i = 0; i < r->n && !rc; i++)
+		if (!r->v[i].other && !found[i])
+			rc = node_id(pg, app, i ? id[r->v[i].parent] : 0, r->v[i].method,
+				     r->v[i].depth, &id[i], err, errlen);
+	if (rc)
+		goto done;
+	a_text(&a, trace_id);
+	a_i64(&a, 1, bucket);
+	a_i64(&a, 1, r->nodes);
+	a_i64(&a, 1, r->folded);
+	a_i64(&a, 1, r->total_ns);
+	if ((rc = q(pg,
+		    "INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns)"
+		    " VALUES ($1, $2, $3, $4, $5)",
+		    &a, NULL, err, errlen)))
+		goto done;
+	for (size_t i = 0; i < r->n && !rc; i++) {
+		const struct rvs_agg_row *w = &r->v[i];
+		assert(!i || w->parent < i);
+		if (w->other && !found[i] &&
+		    (rc = node_id(pg, app, id[w->parent], w->method, w->depth, &id[i], err,
+				  errlen)))
+			break;
+		arr_add(&arr[A_NODE], &len[A_NODE], &cap[A_NODE], id[i]);
+		arr_add(&arr[A_CALLS], &len[A_CALLS], &cap[A_CALLS],
+			(int64_t)(w->calls & INT64_MAX));
+		arr_add(&arr[A_SELF], &len[A_SELF], &cap[A_SELF], w->self_ns);
+		arr_add(&arr[A_INCL], &len[A_INCL], &cap[A_INCL], w->incl_ns);
+	}
+	if (rc)
+		goto done;
+	for (int k = 0; k < A_N; k++) {
+		if (!arr[k]) {
+			rc = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto done;
+		}
+		memcpy(arr[k] + len[k], "}", 2);
+	}
+	a.n = 0;
+	a_text(&a, trace_id);
+	a_i64(&a, 1, bucket);
+	for (int k = 0; k < A_N; k++)
+		a_text(&a, arr[k]);
+	rc = q(pg,
+	       "INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
+	       " SELECT $1, x.node, $2, x.calls, x.self_ns, x.incl_ns FROM unnest($3::bigint[],"
+	       " $4::bigint[], $5::bigint[], $6::bigint[]) WITH ORDINALITY"
+	       " AS x(node, calls, self_ns, incl_ns, i) ORDER BY x.i",
+	       &a, NULL, err, errlen);
+done:
+	for (int k = 0; k < A_N; k++)
+		free(arr[k]);
+	free(app);
+	free(found);
+	free(id);
+	return rc;
+}
+
+/* ---- reads ------------------------------------------------------------------ */
+
+/* $1 app, $2 version, $3 model, $4 campaign, $5 method, $6 kind, $7 since,
+ * $8 until, $9 signature, $10 chain, $11 the trace cap. */
+#define BUCKET_SQL                                                                                \
+	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns FROM agg_buckets b"               \
+	" JOIN agg_sums s ON s.bucket = b.bucket"                                                 \
+	" WHERE ($1::text IS NULL OR b.app_id = $1) AND ($2::text IS NULL OR b.app_version = $2)" \
+	" AND ($3::text IS NULL OR b.model = $3) AND ($6::bigint IS NULL OR b.anomaly_kind = $6)" \
+	" AND ($7::bigint IS NULL OR b.day >= $7 / 86400)"                                        \
+	" AND ($8::bigint IS NULL OR b.day < $8 / 86400)"                                         \
+	" AND $4::text IS NULL AND $5::text IS NULL" /* typed: bucketed sides have neither */
+#define TRACE_SQL                                                                                 \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns FROM (SELECT t.trace_id FROM traces t"   \
+	" JOIN trace_agg a ON a.trace_id = t.trace_id"                                            \
+	" WHERE ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)" \
+	" AND ($3::text IS NULL OR t.model = $3) AND ($6::bigint IS NULL OR t.anomaly_kind = $6)" \
+	" AND ($7::bigint IS NULL OR t.received_at >= $7)"                                        \
+	" AND ($8::bigint IS NULL OR t.received_at < $8)"                                         \
+	" AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM uploads u WHERE u.trace_id = t.trace_id" \
+	" AND u.campaign_id = $4))"                                                               \
+	" AND ($5::text IS NULL OR EXISTS (SELECT 1 FROM trace_methods m"                         \
+	" WHERE m.trace_id = t.trace_id AND m.method = $5))"                                      \
+	" AND ($9::text IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                          \
+	" WHERE c.trace_id = t.trace_id AND c.signature = $9))"                                   \
+	" AND ($10::text IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                         \
+	" WHERE c.trace_id = t.trace_id AND c.chain = $10))"                                      \
+	" ORDER BY t.received_at DESC, t.seq DESC LIMIT $11) x JOIN trace_paths p"                \
+	" ON p.trace_id = x.trace_id"
+
+static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
+		   const struct rvs_agg_cb *cb, void *arg)
+{
+	struct args a = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	a_text(&a, f->app);
+	a_text(&a, f->version);
+	a_text(&a, f->model);
+	a_text(&a, f->bucketed ? NULL : f->campaign);
+	a_text(&a, f->bucketed ? NULL : f->method);
+	a_i64(&a, f->has_kind, f->kind);
+	a_i64(&a, f->has_since, f->since);
+	a_i64(&a, f->has_until, f->until);
+	if (!f->bucketed) {
+		a_text(&a, f->signature);
+		a_text(&a, f->chain);
+		a_i64(&a, 1, f->max_traces);
+	}
+	if ((rc = q(pg, f->bucketed ? BUCKET_SQL : TRACE_SQL, &a, &r, NULL, 0)))
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++)
+		stop = cb->row(arg, s, get_i64(r, i, 0), get_i64(r, i, 1), get_i64(r, i, 2),
+			       get_i64(r, i, 3), get_i64(r, i, 4));
+	PQclear(r);
+	return stop;
+}
+
+/* Every node cb names, in one statement (the ids as an array). */
+static int describe(PGconn *pg, const struct rvs_agg_cb *cb, void *arg)
+{
+	size_t n = cb->nodes(arg), len = 1, cap = 64 + 24 * n;
+	char *ids = malloc(cap);
+	struct args a = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	if (!ids)
+		return -ENOMEM;
+	memcpy(ids, "{", 2);
+	for (size_t i = 0; i < n; i++)
+		arr_add(&ids, &len, &cap, cb->node_id(arg, i));
+	if (!ids)
+		return -ENOMEM;
+	memcpy(ids + len, "}", 2);
+	a_text(&a, ids);
+	rc = q(pg,
+	       "SELECT node, parent, depth, CASE WHEN parent = 0 THEN app_id ELSE method END"
+	       " FROM agg_nodes WHERE node = ANY($1::bigint[])",
+	       &a, &r, NULL, 0);
+	free(ids);
+	if (rc)
+		return rc;
+	if ((size_t)PQntuples(r) != n)
+		stop = -EIO; /* a node missing from the dictionary */
+	for (int i = 0; i < PQntuples(r) && !stop; i++)
+		stop = cb->describe(arg, get_i64(r, i, 0), get_i64(r, i, 1), (int)get_i64(r, i, 2),
+				    PQgetvalue(r, i, 3));
+	PQclear(r);
+	return stop;
+}
+
+int rvs_pg_agg_read(struct rvs_store *s, const struct rvs_agg_filter *f, size_t nsides,
+		    const struct rvs_agg_cb *cb, void *arg)
+{
+	void *h;
+	PGconn *pg = rvs_pg_conn_get(s, &h);
+	int rc;
+
+	assert(nsides >= 1 && nsides <= 2);
+	if (!pg)
+		return -EIO;
+	/* One snapshot: both sides and the dictionary agree. */
+	rc = q(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL, NULL, NULL, 0);
+	for (size_t i = 0; i < nsides && !rc; i++)
+		rc = collect(pg, &f[i], i, cb, arg);
+	if (!rc)
+		rc = describe(pg, cb, arg);
+	PQclear(PQexec(pg, rc ? "ROLLBACK" : "COMMIT"));
+	rvs_pg_conn_put(s, h);
+	return rc;
+}

@@ -1,0 +1,601 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store_pg_index.c — the decoded-trace index writer on PostgreSQL
+ * (store_index.h; store.h's index_* operations; the tables of store_pg.c's
+ * migration 5).
+ *
+ * Each decode lane has a libpq connection of its own, used by one thread
+ * at a time.  Invariants: every value goes in as a bound text parameter;
+ * index_write writes each trace whole or not at all (a savepoint each, one
+ * transaction for the batch; the deferred signatures of the batch's
+ * written traces in one last statement, whose failure fails the batch)
+ * and only while the trace's decode_queue row carries the lease the
+ * decoder was handed (locked FOR UPDATE, so decode_finish of another
+ * holder waits for this commit); the traces row goes first (foreign keys)
+ * and its signature last (migration 5's traces_sig trigger counts it then,
+ * reading its chains).  A re-decoded trace's old rows are deleted first,
+ * each table by the trace's key (trace_id and its received_at: the
+ * partition of its week, migration 8), its aggregate rows (trace_agg,
+ * trace_paths) by trace_id; its call-path aggregates (rvs_agg_build's
+ * rows, store_pg_agg.c) are written before its signature, as on sqlite.
+ *
+ * Nodes' batches share signatures and the traces_sig trigger's counter
+ * rows: a batch writes its traces' rows with their signature, anomaly
+ * signature and issue NULL (nothing counted), then takes a
+ * transaction-scoped advisory lock (two-key form, class 1381389127 =
+ * 0x52565347 "RVSG", apart from every one-key advisory lock; key the
+ * signature's hashtext) for every signature it will count, in ascending
+ * key order in one statement, and sets the signatures in one UPDATE just
+ * before COMMIT — so the hot counter rows are held only from there to the
+ * commit, and two batches never hold signature rows the other waits for
+ * (no deadlock between index batches).  A batch that re-decodes a trace
+ * with a signature (its DELETE uncounts the old one) takes all its locks,
+ * old signatures too, before its first trace and sets signatures inline.
+ * A batch that still fails with a transient error (deadlock 40P01,
+ * serialization failure 40001, lock not available 55P03, a lost
+ * connection) is rolled back whole and written again after a jittered
+ * backoff, up to MAX_ATTEMPTS times; then every trace gets -EAGAIN
+ * (decode_finish leaves it queued, store_pg.c), never a quarantine.
+ * Only a trace's own error (a missing upload, bad data) fails it alone.
+ */
+#include "store/store_index.h"
+#include "store/store_agg.h"
+#include "model/agg.h"
+#include "base/rvs.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libpq-fe.h>
+
+#define MAX_PARAMS   9
+#define MAX_ATTEMPTS 8
+
+struct rvs_index_lane {
+	PGconn *pg;
+	char err[200]; /* the last statement's error message */
+	char state[6]; /* the last statement's SQLSTATE ("": succeeded, or none) */
+};
+
+/* Text parameters: values point into num[] or at the caller's strings. */
+struct args {
+	int n;
+	const char *v[MAX_PARAMS];
+	char num[MAX_PARAMS][24];
+};
+
+static void a_text(struct args *a, const char *v)
+{
+	assert(a->n < MAX_PARAMS);
+	a->v[a->n++] = v;
+}
+
+/* v < 0 is NULL unless keep_negative. */
+static void a_i64(struct args *a, int64_t v, int keep_negative)
+{
+	assert(a->n < MAX_PARAMS);
+	if (v < 0 && !keep_negative) {
+		a->v[a->n++] = NULL;
+		return;
+	}
+	snprintf(a->num[a->n], sizeof a->num[a->n], "%" PRId64, v);
+	a->v[a->n] = a->num[a->n];
+	a->n++;
+}
+
+/* Runs sql with a's parameters; *out (when not NULL) gets the result to
+ * clear.  0, or -EIO with l->err set (result cleared). */
+static int q(struct rvs_index_lane *l, const char *sql, const struct args *a, PGresult **out)
+{
+	PGresult *r = PQexecParams(l->pg, sql, a ? a->n : 0, NULL, a ? a->v : NULL, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+
+	if (out)
+		*out = NULL;
+	l->state[0] = 0;
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		if (out)
+			*out = r;
+		else
+			PQclear(r);
+		return 0;
+	}
+	snprintf(l->err, sizeof l->err, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(l->pg));
+	l->err[strcspn(l->err, "\n")] = 0;
+	snprintf(l->state, sizeof l->state, "%s",
+		 r && PQresultErrorField(r, PG_DIAG_SQLSTATE)
+			 ? PQresultErrorField(r, PG_DIAG_SQLSTATE)
+			 : "");
+	PQclear(r);
+	return -EIO;
+}
+
+/* Whether rc, a statement's result, is a failure that writing the batch
+ * again can clear: a deadlock, a serialization failure, a lock not
+ * available, or a lost connection (reset here). */
+static int transient(struct rvs_index_lane *l, int rc)
+{
+	if (rc != -EIO)
+		return 0;
+	if (PQstatus(l->pg) != CONNECTION_OK) {
+		PQreset(l->pg);
+		return 1;
+	}
+	return !strcmp(l->state, "40P01") || !strcmp(l->state, "40001") ||
+	       !strcmp(l->state, "55P03");
+}
+
+/* The PostgreSQL array literal of the texts field() gives for the traces
+ * of v[0..n) not failed (rc 0), in order, each quoted (NULL for NULL);
+ * malloc'd (free), NULL when out of memory. */
+static char *array_lit(const struct rvs_index_trace *v, size_t n,
+		       const char *(*field)(const struct rvs_index_trace *))
+{
+	size_t cap = 3, len = 0;
+	char *b;
+
+	for (size_t i = 0; i < n; i++)
+		cap += field(&v[i]) ? 2 * strlen(field(&v[i])) + 3 : 5;
+	if (!(b = malloc(cap)))
+		return NULL;
+	b[len++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		const char *s = field(&v[i]);
+		if (v[i].rc)
+			continue;
+		if (len > 1)
+			b[len++] = ',';
+		if (!s) {
+			memcpy(b + len, "NULL", 4);
+			len += 4;
+			continue;
+		}
+		b[len++] = '"';
+		for (; *s; s++) {
+			if (*s == '"' || *s == '\\')
+				b[len++] = '\\';
+			b[len++] = *s;
+		}
+		b[len++] = '"';
+	}
+	b[len++] = '}';
+	b[len] = 0;
+	assert(len < cap);
+	return b;
+}
+
+static const char *f_sig(const struct rvs_index_trace *v)
+{
+	return v->signature;
+}
+
+static const char *f_anomaly_sig(const struct rvs_index_trace *v)
+{
+	return v->anomaly_signature;
+}
+
+static const char *f_issue(const struct rvs_index_trace *v)
+{
+	return v->issue;
+}
+
+static const char *f_trace(const struct rvs_index_trace *v)
+{
+	return v->trace_id;
+}
+
+/* Whether a trace of the batch is indexed already with a signature (a
+ * re-decode: its DELETE uncounts that signature).  0 / 1 into *yes, or
+ * -ENOMEM / -EIO. */
+static int has_old_signature(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n,
+			     int *yes)
+{
+	struct args a = {0};
+	char *ids = array_lit(v, n, f_trace);
+	PGresult *r;
+	int rc;
+
+	if (!ids) {
+		snprintf(l->err, sizeof l->err, "out of memory");
+		return -ENOMEM;
+	}
+	a_text(&a, ids);
+	rc = q(l,
+	       "SELECT 1 FROM traces WHERE trace_id = ANY($1::text[]) AND signature IS NOT NULL"
+	       " LIMIT 1",
+	       &a, &r);
+	free(ids);
+	if (!rc) {
+		*yes = PQntuples(r) > 0;
+		PQclear(r);
+	}
+	return rc;
+}
+
+/* Inside the batch's transaction, before any of its signatures is counted:
+ * the advisory lock of every signature the batch's traces_sig triggers
+ * will count or uncount (the new signatures of the traces not failed, and
+ * the ones they have now), in ascending key order.  0, -ENOMEM, or -EIO with l->err and l->state
+ * set. */
+static int lock_signatures(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n)
+{
+	struct args a = {0};
+	char *sigs = array_lit(v, n, f_sig), *ids = array_lit(v, n, f_trace);
+	int rc = -ENOMEM;
+
+	if (sigs && ids) {
+		a_text(&a, sigs);
+		a_text(&a, ids);
+		/* The subquery's DISTINCT and ORDER BY keep it from being
+		 * flattened: the locks are taken in its order. */
+		rc = q(l,
+		       "SELECT pg_advisory_xact_lock(1381389127, k)"
+		       " FROM (SELECT DISTINCT hashtext(s) AS k FROM"
+		       " (SELECT unnest($1::text[]) UNION ALL"
+		       " SELECT signature FROM traces WHERE trace_id = ANY($2::text[])) u(s)"
+		       " WHERE s IS NOT NULL ORDER BY k) x",
+		       &a, NULL);
+	} else {
+		snprintf(l->err, sizeof l->err, "out of memory");
+		l->state[0] = 0;
+	}
+	free(sigs);
+	free(ids);
+	return rc;
+}
+
+int rvs_pg_index_open(const char *dsn, struct rvs_index_lane **out)
+{
+	struct rvs_index_lane *l = calloc(1, sizeof *l);
+
+	if (!l)
+		return -ENOMEM;
+	l->pg = PQconnectdb(dsn);
+	if (PQstatus(l->pg) != CONNECTION_OK) {
+		rvs_log("error", "msg=\"postgresql connect\" err=\"%s\"", PQerrorMessage(l->pg));
+		rvs_pg_index_close(l);
+		return -EIO;
+	}
+	*out = l;
+	return 0;
+}
+
+void rvs_pg_index_close(struct rvs_index_lane *l)
+{
+	if (!l)
+		return;
+	PQfinish(l->pg);
+	free(l);
+}
+
+int rvs_pg_index_upload_meta(struct rvs_index_lane *l, const char *trace_id,
+			     struct rvs_index_meta *m)
+{
+	struct args a = {0};
+	PGresult *r;
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	a_text(&a, trace_id);
+	if ((rc = q(l,
+		    "SELECT coalesce(compression, 0), coalesce(payload_size, 0), summary"
+		    " FROM uploads WHERE trace_id = $1",
+		    &a, &r)))
+		return rc;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return -ENOENT;
+	}
+	m->compression = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+	m->payload_size = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
+	if (!PQgetisnull(r, 0, 2)) {
+		size_t len = 0;
+		unsigned char *b =
+			PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 2), &len);
+		if (!b) {
+			rc = -ENOMEM;
+		} else if (len > 0) {
+			if ((m->summary = malloc(len))) {
+				memcpy(m->summary, b, len);
+				m->summary_len = len;
+			} else {
+				rc = -ENOMEM;
+			}
+		}
+		PQfreemem(b);
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* Every row of one trace, inside the caller's transaction — its
+ * signature, anomaly signature and issue too unless defer_sig (then they
+ * stay NULL for set_signatures): 0, -ESTALE when the lease is no longer
+ * the trace's, else -EIO / -ENOENT. */
+static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, int defer_sig)
+{
+	struct args a = {0};
+	char received[24];
+	PGresult *r;
+	int rc, n;
+
+	a_text(&a, v->trace_id);
+	a_i64(&a, (int64_t)(v->lease & INT64_MAX), 1);
+	if ((rc = q(l, "SELECT 1 FROM decode_queue WHERE trace_id = $1 AND lease = $2 FOR UPDATE",
+		    &a, &r)))
+		return rc;
+	n = PQntuples(r);
+	PQclear(r);
+	if (n != 1) {
+		snprintf(l->err, sizeof l->err, "decode lease lost (taken by another decoder)");
+		return -ESTALE;
+	}
+	a.n = 0;
+	a_text(&a, v->trace_id);
+	if ((rc = q(l, "SELECT received_at FROM uploads WHERE trace_id = $1", &a, &r)))
+		return rc;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		snprintf(l->err, sizeof l->err, "no upload %s", v->trace_id);
+		return -ENOENT;
+	}
+	snprintf(received, sizeof received, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	a_text(&a, received);
+	if ((rc = q(l, "DELETE FROM trace_chains WHERE trace_id = $1 AND received_at = $2", &a,
+		    NULL)) ||
+	    (rc = q(l, "DELETE FROM trace_methods WHERE trace_id = $1 AND received_at = $2", &a,
+		    NULL)) ||
+	    (rc = q(l, "DELETE FROM traces WHERE trace_id = $1 AND received_at = $2", &a, NULL)))
+		return rc;
+	/* The aggregate rows: no foreign key into the partitioned traces. */
+	a.n = 1;
+	if ((rc = q(l, "DELETE FROM trace_paths WHERE trace_id = $1", &a, NULL)) ||
+	    (rc = q(l, "DELETE FROM trace_agg WHERE trace_id = $1", &a, NULL)))
+		return rc;
+	a.n = 0;
+	a_text(&a, v->trace_id);
+	a_text(&a, v->anomaly_name);
+	a_i64(&a, v->duration_ns, 0);
+	a_i64(&a, v->nmethods, 0);
+	a_i64(&a, v->dropped, 0);
+	a_i64(&a, v->decoded_at, 1);
+	a_text(&a, received);
+	if ((rc = q(l,
+		    "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
+		    " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name,"
+		    " duration_ns, nmethods, dropped, decoded_at, device_id)"
+		    " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind,"
+		    " severity, captured_realtime_ns, received_at, $2, $3, $4, $5, $6, device_id"
+		    " FROM uploads WHERE trace_id = $1 AND received_at = $7",
+		    &a, &r)))
+		return rc;
+	n = (int)strtol(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	if (n != 1) {
+		snprintf(l->err, sizeof l->err, "no upload %s", v->trace_id);
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < v->nmethod_rows && !rc; i++) {
+		const struct rvs_index_method *m = &v->methods[i];
+		a.n = 0;
+		a_text(&a, v->trace_id);
+		a_text(&a, m->method);
+		a_i64(&a, (int64_t)(m->calls & INT64_MAX), 1);
+		a_i64(&a, (int64_t)(m->self_ns & INT64_MAX), 1);
+		a_i64(&a, (int64_t)(m->incl_ns & INT64_MAX), 1);
+		a_i64(&a, m->self_rank ? m->self_rank : -1, 0);
+		a_text(&a, received);
+		rc = q(l,
+		       v->methods_first_wins
+			       ? "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
+				 " incl_ns, self_rank, received_at) VALUES ($1, $2, $3, $4, $5,"
+				 " $6, $7) ON CONFLICT DO NOTHING"
+			       : "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
+				 " incl_ns, self_rank, received_at) VALUES ($1, $2, $3, $4, $5,"
+				 " $6, $7)",
+		       &a, NULL);
+	}
+	for (size_t i = 0; i < v->nchains && !rc; i++) {
+		const struct rvs_index_chain *c = &v->chains[i];
+		a.n = 0;
+		a_text(&a, v->trace_id);
+		a_text(&a, c->kind);
+		a_i64(&a, c->rank, 1);
+		a_text(&a, c->signature);
+		a_text(&a, c->chain);
+		a_i64(&a, c->depth, 1);
+		a_i64(&a, c->self_ns, 0);
+		a_i64(&a, c->incl_ns, 0);
+		a_text(&a, received);
+		rc = q(l,
+		       "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
+		       " self_ns, incl_ns, received_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+		       " $9)",
+		       &a, NULL);
+	}
+	if (rc)
+		return rc;
+	if (v->agg) {
+		struct rvs_agg_rows rows;
+		if (rvs_agg_build(v->agg, &rows)) {
+			snprintf(l->err, sizeof l->err, "out of memory");
+			return -ENOMEM;
+		}
+		rc = rvs_pg_agg_write(l->pg, v->trace_id, &rows, l->err, sizeof l->err);
+		rvs_agg_rows_release(&rows);
+		if (rc)
+			return rc;
+	}
+	a.n = 0;
+	a_text(&a, v->anomaly_signature);
+	a_text(&a, v->signature);
+	a_text(&a, v->issue);
+	a_text(&a, v->trace_id);
+	a_text(&a, received);
+	if (!defer_sig &&
+	    (rc = q(l,
+		    "UPDATE traces SET anomaly_signature = $1, signature = $2, issue = $3"
+		    " WHERE trace_id = $4 AND received_at = $5",
+		    &a, NULL)))
+		return rc;
+	if (!v->unresolved_replace)
+		return 0;
+	a.n = 0;
+	a_text(&a, v->trace_id);
+	a_text(&a, received);
+	if ((rc = q(l, "DELETE FROM trace_unresolved WHERE trace_id = $1 AND received_at = $2", &a,
+		    NULL)))
+		return rc;
+	for (size_t i = 0; i < v->nunresolved && !rc; i++) {
+		a.n = 0;
+		a_text(&a, v->unresolved[i]);
+		a_text(&a, v->trace_id);
+		a_text(&a, received);
+		rc = q(l,
+		       "INSERT INTO trace_unresolved (build_id, trace_id, received_at)"
+		       " VALUES ($1, $2, $3)"
+		       " ON CONFLICT DO NOTHING",
+		       &a, NULL);
+	}
+	return rc;
+}
+
+static void fail(struct rvs_index_lane *l, struct rvs_index_trace *v, int rc)
+{
+	snprintf(v->reason, sizeof v->reason, "index: %s", l->err);
+	rvs_log("error", "msg=\"decode index\" trace=%s err=\"%s\"", v->trace_id, l->err);
+	v->rc = rc ? rc : -EIO;
+}
+
+/* The deferred signatures of every trace of the batch written so far (rc
+ * 0), in one statement after their signatures' locks: the traces_sig
+ * trigger counts them then, so the batch holds the hot counter rows only
+ * from here to its commit.  0, -ENOMEM or -EIO. */
+static int set_signatures(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n)
+{
+	struct args a = {0};
+	char *ids = array_lit(v, n, f_trace), *an = array_lit(v, n, f_anomaly_sig),
+	     *sig = array_lit(v, n, f_sig), *iss = array_lit(v, n, f_issue);
+	int rc = -ENOMEM;
+
+	if (ids && an && sig && iss && !(rc = lock_signatures(l, v, n))) {
+		a_text(&a, ids);
+		a_text(&a, an);
+		a_text(&a, sig);
+		a_text(&a, iss);
+		rc = q(l,
+		       "UPDATE traces t SET anomaly_signature = x.a, signature = x.s, issue = x.i"
+		       " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(id, a, "
+		       "s, i)"
+		       " WHERE t.trace_id = x.id",
+		       &a, NULL);
+	} else if (rc == -ENOMEM) {
+		snprintf(l->err, sizeof l->err, "out of memory");
+	}
+	free(ids);
+	free(an);
+	free(sig);
+	free(iss);
+	return rc;
+}
+
+/* One attempt at the batch: 0 when it ended (committed, or failed for
+ * good: every v[i].rc set), 1 when it met a transient error and was rolled
+ * back whole (nothing written; try again).  A batch that re-decodes a
+ * trace with a signature takes every signature lock before its first
+ * trace (the DELETE uncounts the old one); any other defers the
+ * signatures to set_signatures.  Either way a batch takes all its
+ * signature locks in one statement, holding none before. */
+static int attempt(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n)
+{
+	int rc, again, early = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		v[i].rc = 0;
+		v[i].reason[0] = 0;
+	}
+	rc = q(l, "BEGIN", NULL, NULL);
+	if (!rc)
+		rc = has_old_signature(l, v, n, &early);
+	if (!rc && early)
+		rc = lock_signatures(l, v, n);
+	for (size_t i = 0; i < n && !rc; i++) {
+		int r = q(l, "SAVEPOINT one", NULL, NULL);
+
+		if (!r)
+			r = write_one(l, &v[i], !early);
+		if (r && transient(l, r)) {
+			rc = r;
+			break;
+		}
+		if (r) {
+			fail(l, &v[i], r);
+			rc = q(l, "ROLLBACK TO SAVEPOINT one", NULL, NULL);
+		}
+		if (!rc)
+			rc = q(l, "RELEASE SAVEPOINT one", NULL, NULL);
+	}
+	if (!rc && !early)
+		rc = set_signatures(l, v, n);
+	if (!rc)
+		rc = q(l, "COMMIT", NULL, NULL);
+	if (!rc)
+		return 0;
+	again = transient(l, rc);
+	PQclear(PQexec(l->pg, "ROLLBACK"));
+	if (again)
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].rc)
+			fail(l, &v[i], rc);
+	return 0;
+}
+
+/* Sleeps a random time in [d/2, d], d = 10 ms << attempt, at most 640 ms. */
+static void backoff(int attempt_no)
+{
+	long d = 10L << (attempt_no < 6 ? attempt_no : 6), ms;
+	uint32_t r = 0;
+	struct timespec ts;
+
+	if (rvs_random(&r, sizeof r))
+		r = (uint32_t)time(NULL);
+	ms = d / 2 + (long)(r % (uint32_t)(d / 2 + 1));
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+void rvs_pg_index_write(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n)
+{
+	int again = 1;
+
+	for (int k = 0; k < MAX_ATTEMPTS && again; k++) {
+		if (k) {
+			rvs_log("info",
+				"msg=\"decode index retry\" traces=%zu attempt=%d err=\"%s\"", n,
+				k + 1, l->err);
+			backoff(k);
+		}
+		again = attempt(l, v, n);
+	}
+	if (again) {
+		/* Still transient: left queued for a later decode, not lost. */
+		rvs_log("error", "msg=\"decode index requeued\" traces=%zu err=\"%s\"", n, l->err);
+		for (size_t i = 0; i < n; i++) {
+			snprintf(v[i].reason, sizeof v[i].reason, "index: retry later: %s", l->err);
+			v[i].rc = -EAGAIN;
+		}
+	}
+	/* A broken connection is reopened for the next batch. */
+	if (PQstatus(l->pg) != CONNECTION_OK)
+		PQreset(l->pg);
+}

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store_pg_search.c — worst traces, issues and chain search on PostgreSQL
+ * (store_agg.h; store.h's traces_sorted, issues_read, search_scan; the
+ * statements of store_sqlite_search.c in PostgreSQL's dialect: seq, the
+ * arrival sequence of traces, trace_methods and trace_chains (migrations 5
+ * and 7), stands for sqlite's rowid, and coalesce for ifnull).
+ *
+ * Invariants: SQL text comes from fixed fragments chosen by a fixed table
+ * (sort keys, directions), never from the request; request values are
+ * bound as text parameters, every one of them typed in the statement.
+ * issues_read runs in one REPEATABLE READ, READ ONLY transaction (the
+ * issues, their examples, signatures and trends agree); a search scan
+ * keeps one pooled connection for all its chunks.
+ */
+#include "store/store_agg.h"
+#include "store/pg/store_pg_args.h"
+#include "base/rvs.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+/* Runs sql with a's parameters on pg: *out the rows (the caller clears
+ * them).  0 or -EIO (logged). */
+static int q(PGconn *pg, const char *sql, const struct args *a, PGresult **out)
+{
+	PGresult *r = PQexecParams(pg, sql, a ? a->n : 0, NULL, a ? a->v : NULL, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+
+	*out = NULL;
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		*out = r;
+		return 0;
+	}
+	rvs_log("error", "msg=\"postgresql\" err=\"%s\"",
+		r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
+	PQclear(r);
+	return -EIO;
+}
+
+static int64_t get_i64(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static const char *get_text(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+/* ---- traces_sorted ---------------------------------------------------------- */
+
+/* Each key's ORDER BY expression (migration 5's expression indexes), by
+ * enum rvs_sort. */
+static const char *const SORT_EXPR[] = {
+	[RVS_SORT_RECEIVED] = "t.seq",
+	[RVS_SORT_SEVERITY] = "coalesce(t.severity, -1)",
+	[RVS_SORT_DURATION] = "coalesce(t.duration_ns, -1)",
+	[RVS_SORT_AGE] = "coalesce(t.captured_at_ns, -1)",
+	[RVS_SORT_SELF] = "m.self_ns",
+};
+
+#define TRACE_COLS                                                                           \
+	"t.trace_id, t.app_id, t.app_version, t.model, t.os_build, t.anomaly_kind,"          \
+	" t.severity, t.captured_at_ns, t.received_at, t.anomaly_name, t.anomaly_signature," \
+	" t.issue, t.duration_ns"
+#define TRACE_FILTERS                                                                            \
+	" ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)"      \
+	" AND ($3::text IS NULL OR t.model = $3) AND ($4::text IS NULL OR t.os_build = $4)"      \
+	" AND ($5::bigint IS NULL OR t.anomaly_kind = $5)"                                       \
+	" AND ($6::bigint IS NULL OR t.severity >= $6)"                                          \
+	" AND ($7::bigint IS NULL OR t.received_at >= $7)"                                       \
+	" AND ($8::bigint IS NULL OR t.received_at < $8)"                                        \
+	" AND ($9::text IS NULL OR t.anomaly_signature = $9 OR t.trace_id IN (SELECT c.trace_id" \
+	"  FROM trace_chains c WHERE c.signature = $9))"                                         \
+	" AND ($11::text IS NULL OR t.issue = $11)"
+
+static int sorted_sql(const struct rvs_sorted_query *q, char *sql, size_t cap)
+{
+	const int self = q->key == RVS_SORT_SELF;
+	const char *expr = SORT_EXPR[q->key];
+	const char *tb = self ? "m.seq" : "t.seq", *dir = q->desc ? "DESC" : "ASC";
+	const char *le = q->desc ? "<=" : ">=", *lt = q->desc ? "<" : ">";
+	char keyset[256];
+	int n;
+	if (q->has_cursor)
+		snprintf(keyset, sizeof keyset,
+			 " AND %s %s $12::bigint AND (%s %s $12::bigint OR %s %s $13::bigint)",
+			 expr, le, expr, lt, tb, lt);
+	else
+		snprintf(keyset, sizeof keyset, " AND $12::bigint IS NULL AND $13::bigint IS NULL");
+	n = snprintf(sql, cap,
+		     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
+		     " WHERE %s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT $14",
+		     self ? "m.self_ns AS method_self_ns" : "NULL::bigint AS method_self_ns", expr,
+		     tb,
+		     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id" : "traces t",
+		     self ? "m.method = $10 AND"
+			  : "($10::text IS NULL OR t.trace_id IN (SELECT x.trace_id FROM"
+			    " trace_methods x WHERE x.method = $10)) AND",
+		     keyset, expr, dir, tb, dir);
+	return n < 0 || (size_t)n >= cap ? -E2BIG : 0;
+}
+
+int rvs_pg_traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *sq, rvs_row_fn cb,
+			 void *arg)
+{
+	struct args a = {0};
+	char sql[2048];
+	PGresult *r;
+	void *h;
+	PGconn *pg;
+	int rc;
+
+	assert(sq->key >= RVS_SORT_RECEIVED && sq->key <= RVS_SORT_SELF);
+	if (sorted_sql(sq, sql, sizeof sql))
+		return -E2BIG;
+	a_text(&a, sq->app);
+	a_text(&a, sq->version);
+	a_text(&a, sq->model);
+	a_text(&a, sq->os_build);
+	a_i64(&a, sq->has_kind, sq->kind);
+	a_i64(&a, sq->has_min_severity, sq->min_severity);
+	a_i64(&a, sq->has_since, sq->since);
+	a_i64(&a, sq->has_until, sq->until);
+	a_text(&a, sq->signature);
+	a_text(&a, sq->method);
+	a_text(&a, sq->issue);
+	a_i64(&a, sq->has_cursor, sq->cursor_value);
+	a_i64(&a, sq->has_cursor, sq->cursor_tiebreak);
+	a_i64(&a, 1, sq->limit);
+	if (!(pg = rvs_pg_conn_get(s, &h)))
+		return -EIO;
+	rc = q(pg, sql, &a, &r);
+	rvs_pg_conn_put(s, h);
+	if (rc)
+		return rc;
+	rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, cb, arg);
+	PQclear(r);
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- issues_read ------------------------------------------------------------ */
+
+#define ISSUE_FILTERS                                                                           \
+	" AND ($2::text IS NULL OR t.app_id = $2) AND ($3::text IS NULL OR t.app_version = $3)" \
+	" AND ($4::bigint IS NULL OR t.anomaly_kind = $4)"
+
+/* Impact = traces × mean severity (at least 1 each) × distinct devices;
+ * the mean as sqlite's avg(): the sum over the count, in double. */
+static const char ISSUES_SQL[] =
+	"SELECT t.issue, count(*) AS traces, count(DISTINCT t.device_id) AS devices,"
+	" sum(greatest(coalesce(t.severity, 0), 1))::float8 / count(*) AS severity,"
+	" count(*) * (sum(greatest(coalesce(t.severity, 0), 1))::float8 / count(*))"
+	" * count(DISTINCT t.device_id) AS impact,"
+	" min(t.received_at) AS first_seen, max(t.received_at) AS last_seen,"
+	" max(t.seq) FROM traces t"
+	" WHERE t.issue IS NOT NULL AND t.received_at >= $1" ISSUE_FILTERS
+	" GROUP BY t.issue ORDER BY impact DESC, t.issue COLLATE \"C\" LIMIT $5";
+static const char TREND_SQL[] =
+	"SELECT t.received_at / 604800, count(*) FROM traces t WHERE t.issue = $5"
+	" AND t.received_at >= $1" ISSUE_FILTERS " GROUP BY 1";
+/* The issue's newest trace (by seq) and its anomaly chain. */
+static const char EXAMPLE_SQL[] =
+	"SELECT x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"
+	" c.trace_id = x.trace_id AND c.kind = 'anomaly' AND c.rank = 1 WHERE x.seq = $1";
+static const char SIGS_SQL[] =
+	"SELECT DISTINCT t.anomaly_signature COLLATE \"C\" FROM traces t WHERE t.issue = $5"
+	" AND t.received_at >= $1" ISSUE_FILTERS
+	" AND t.anomaly_signature IS NOT NULL ORDER BY 1 LIMIT 64";
+
+/* The example, signature and week rows of issue i of top. */
+static int issue_rows(PGconn *pg, const PGresult *top, int i, const struct args *f,
+		      int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
+{
+	struct rvs_issue_row r = {0};
+	struct args a = {0};
+	PGresult *res;
+	int rc, stop;
+
+	r.issue = get_text(top, i, 0);
+	r.traces = get_i64(top, i, 1);
+	r.devices = get_i64(top, i, 2);
+	r.severity = strtod(PQgetvalue(top, i, 3), NULL);
+	r.impact = strtod(PQgetvalue(top, i, 4), NULL);
+	r.first_seen = get_i64(top, i, 5);
+	r.last_seen = get_i64(top, i, 6);
+	a_text(&a, PQgetvalue(top, i, 7));
+	if ((rc = q(pg, EXAMPLE_SQL, &a, &res)))
+		return rc;
+	if (PQntuples(res) == 1) {
+		r.has_example = 1;
+		r.example_trace = get_text(res, 0, 0);
+		r.example_chain = get_text(res, 0, 1);
+	}
+	stop = cb(arg, RVS_ISSUE_ROW, &r);
+	PQclear(res);
+	if (stop)
+		return stop;
+	a = *f; /* its pointers stay into f's numbers, alive for the call */
+	a.v[4] = r.issue;
+	if ((rc = q(pg, SIGS_SQL, &a, &res)))
+		return rc;
+	for (int k = 0; k < PQntuples(res) && !stop; k++) {
+		struct rvs_issue_row x = {.signature = get_text(res, k, 0)};
+		stop = cb(arg, RVS_ISSUE_SIGNATURE, &x);
+	}
+	PQclear(res);
+	if (stop || (rc = q(pg, TREND_SQL, &a, &res)))
+		return stop ? stop : rc;
+	for (int k = 0; k < PQntuples(res) && !stop; k++) {
+		struct rvs_issue_row x = {.week = get_i64(res, k, 0), .count = get_i64(res, k, 1)};
+		stop = cb(arg, RVS_ISSUE_WEEK, &x);
+	}
+	PQclear(res);
+	return stop;
+}
+
+int rvs_pg_issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
+		       int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
+{
+	struct args a = {0};
+	PGresult *top = NULL, *res;
+	void *h;
+	PGconn *pg = rvs_pg_conn_get(s, &h);
+	int rc;
+
+	if (!pg)
+		return -EIO;
+	/* $1 since, $2 app, $3 version, $4 kind, $5 the limit (the issue in
+	 * the per-issue reads: a copy of these with $5 replaced). */
+	a_i64(&a, 1, f->since);
+	a_text(&a, f->app);
+	a_text(&a, f->version);
+	a_i64(&a, f->has_kind, f->kind);
+	a_i64(&a, 1, f->limit);
+	rc = q(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL, &res);
+	PQclear(res);
+	if (!rc)
+		rc = q(pg, ISSUES_SQL, &a, &top);
+	for (int i = 0; !rc && i < PQntuples(top); i++)
+		rc = issue_rows(pg, top, i, &a, cb, arg);
+	PQclear(top);
+	PQclear(PQexec(pg, rc ? "ROLLBACK" : "COMMIT"));
+	rvs_pg_conn_put(s, h);
+	return rc;
+}
+
+/* ---- search_scan ------------------------------------------------------------ */
+
+#define HIT_COLS                                                                                   \
+	"t.trace_id, t.app_id, t.app_version, t.model, t.anomaly_kind, t.severity, t.received_at," \
+	" t.issue"
+#define HIT_FILTERS \
+	" AND ($4::text IS NULL OR t.app_id = $4) AND ($5::text IS NULL OR t.app_version = $5)"
+
+/* By RVS_SCAN_*, as store_sqlite_search.c's: $1 hi, $2 lo, $3 the needle,
+ * $6 the exact method's row limit. */
+static const char *const SCAN_SQL[] = {
+	[RVS_SCAN_CHAINS] = "SELECT " HIT_COLS ", c.seq, c.kind AS source, c.rank, c.chain"
+			    " FROM trace_chains c JOIN traces t ON t.trace_id = c.trace_id"
+			    " WHERE c.seq < $1 AND c.seq >= $2 AND strpos(c.chain, $3) > 0"
+			    " " HIT_FILTERS " ORDER BY c.seq DESC",
+	[RVS_SCAN_METHODS] = "SELECT " HIT_COLS ", m.seq, 'method' AS source, NULL::int AS rank,"
+			     " m.method, m.calls, m.self_ns FROM trace_methods m JOIN traces t"
+			     " ON t.trace_id = m.trace_id WHERE m.seq < $1 AND m.seq >= $2"
+			     " AND strpos(m.method, $3) > 0" HIT_FILTERS " ORDER BY m.seq DESC",
+	[RVS_SCAN_METHOD_EXACT] = "SELECT " HIT_COLS ", m.seq, 'method' AS source,"
+				  " NULL::int AS rank, m.method, m.calls, m.self_ns"
+				  " FROM trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+				  " WHERE m.method = $3 AND m.seq < $1 AND m.seq >= $2" HIT_FILTERS
+				  " ORDER BY m.seq DESC LIMIT $6",
+};
+
+int rvs_pg_search_scan(struct rvs_store *s, const struct rvs_search_scan *sq,
+		       int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
+		       rvs_row_fn row, void *arg)
+{
+	struct args a = {0};
+	int64_t top, hi, lo;
+	PGresult *r;
+	void *h;
+	PGconn *pg;
+	int rc;
+
+	assert(sq->mode >= RVS_SCAN_CHAINS && sq->mode <= RVS_SCAN_METHOD_EXACT);
+	if (!(pg = rvs_pg_conn_get(s, &h)))
+		return -EIO;
+	rc = q(pg,
+	       sq->mode == RVS_SCAN_CHAINS ? "SELECT coalesce(max(seq), 0) + 1 FROM trace_chains"
+					   : "SELECT coalesce(max(seq), 0) + 1 FROM trace_methods",
+	       NULL, &r);
+	if (rc) {
+		rvs_pg_conn_put(s, h);
+		return rc;
+	}
+	top = get_i64(r, 0, 0);
+	PQclear(r);
+	while (rc >= 0 && !chunk(arg, top, &hi, &lo)) {
+		a.n = 0;
+		a_i64(&a, 1, hi);
+		a_i64(&a, 1, lo);
+		a_text(&a, sq->needle);
+		a_text(&a, sq->app);
+		a_text(&a, sq->version);
+		if (sq->mode == RVS_SCAN_METHOD_EXACT)
+			a_i64(&a, 1, sq->limit);
+		if ((rc = q(pg, SCAN_SQL[sq->mode], &a, &r)))
+			break;
+		rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, row, arg);
+		PQclear(r);
+	}
+	rvs_pg_conn_put(s, h);
+	return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store_sqlite_regress.c — the sqlite backend's regression and webhook
+ * delivery operations (store.h's "regressions and webhook deliveries"
+ * block; tables of sqlite migration 8, server/SCHEMA.md).
+ *
+ * Each rvs_regress_db is one read-write connection of its own on the
+ * database file, with the server's busy handler, used by one thread at a
+ * time.  Invariants: every value is bound as a parameter; the reads of
+ * regress_sides run in one read transaction (one WAL snapshot); writes that
+ * go together (a comparison, its alert and its deliveries; a claim) run in
+ * one BEGIN IMMEDIATE transaction; a delivery's state only moves from
+ * pending (webhook_record matches state 'pending').
+ */
+#include "store/store_regress_be.h"
+#include "store/sqlite/store_sqlite_util.h"
+#include "base/rvs.h"
+#include "rearview/common.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include <sqlite3.h>
+
+struct rvs_regress_db {
+	sqlite3 *db;
+};
+
+int rvs_sqlite_regress_open(const char *dsn, struct rvs_regress_db **out)
+{
+	struct rvs_regress_db *d = calloc(1, sizeof *d);
+
+	if (!d)
+		return -ENOMEM;
+	if (sqlite3_open_v2(dsn, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close(d->db);
+		free(d);
+		return -EIO;
+	}
+	rvs_sqlite_busy(d->db, 5000);
+	*out = d;
+	return 0;
+}
+
+void rvs_sqlite_regress_close(struct rvs_regress_db *d)
+{
+	if (!d)
+		return;
+	sqlite3_close(d->db);
+	free(d);
+}
+
+static int exec(sqlite3 *db, const char *sql)
+{
+	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+	if (sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK)
+		return 0;
+	rvs_log("error", "msg=\"sqlite prepare\" err=\"%s\"", sqlite3_errmsg(db));
+	return -EIO;
+}
+
+/* ---- regress_sides --------------------------------------------------------- */
+
+/* The sides' WHERE clauses: ?1 app, ?2 and ?3 as bind_sides binds them. */
+#define W_VERSIONS                                           \
+	" WHERE t.app_id = ?1 AND t.app_version IN (?2, ?3)" \
+	" AND t.duration_ns IS NOT NULL"
+#define W_MODEL                                                       \
+	" WHERE t.app_id = ?1 AND (?3 IS NULL OR t.app_version = ?3)" \
+	" AND t.duration_ns IS NOT NULL"
+#define W_WEEK                                                      \
+	" WHERE t.app_id = ?1 AND t.received_at >= ?2 - 2 * 604800" \
+	" AND t.received_at < ?2 AND t.duration_ns IS NOT NULL"
+#define TRACES_Q(side, w) "SELECT t.trace_id, " side " FROM traces t" w " ORDER BY t.trace_id"
+#define METHODS_Q(w)                                                               \
+	"SELECT t.trace_id, 0, m.method, m.self_ns, m.incl_ns, NULL FROM traces t" \
+	" JOIN trace_methods m ON m.trace_id = t.trace_id" w
+#define CHAINS_Q(w)                                                                      \
+	"SELECT t.trace_id, 0, c.signature, c.self_ns, c.incl_ns, c.chain FROM traces t" \
+	" JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'" w
+static const char *const SIDES_SQL[3][3] = {
+	[RVS_CMP_TRACE] =
+		{
+			TRACES_Q("CASE WHEN t.app_version = ?3 THEN 1 ELSE 0 END", W_VERSIONS),
+			TRACES_Q("CASE WHEN t.model = ?2 THEN 1 ELSE 0 END", W_MODEL),
+			TRACES_Q("CASE WHEN t.received_at >= ?2 - 604800 THEN 1 ELSE 0 END",
+				 W_WEEK),
+		},
+	[RVS_CMP_METHOD] = {METHODS_Q(W_VERSIONS), METHODS_Q(W_MODEL), METHODS_Q(W_WEEK)},
+	[RVS_CMP_CHAIN] = {CHAINS_Q(W_VERSIONS), CHAINS_Q(W_MODEL), CHAINS_Q(W_WEEK)},
+};
+
+static int bind_sides(sqlite3_stmt *st, const struct rvs_cmp_sides *q)
+{
+	int rc = sqlite3_bind_text(st, 1, q->app, -1, SQLITE_STATIC);
+	switch (q->mode) {
+	case RVS_CMP_VERSIONS:
+		rc |= sqlite3_bind_text(st, 2, q->a, -1, SQLITE_STATIC);
+		rc |= sqlite3_bind_text(st, 3, q->b, -1, SQLITE_STATIC);
+		break;
+	case RVS_CMP_MODEL:
+		rc |= sqlite3_bind_text(st, 2, q->model, -1, SQLITE_STATIC);
+		if (q->version)
+			rc |= sqlite3_bind_text(st, 3, q->version, -1, SQLITE_STATIC);
+		break;
+	case RVS_CMP_WEEK:
+		rc |= sqlite3_bind_int64(st, 2, q->now);
+		break;
+	}
+	return rc == SQLITE_OK ? 0 : -EIO;
+}
+
+static int sides_part(sqlite3 *db, const struct rvs_cmp_sides *q, int part,
+		      int (*cb)(void *arg, const struct rvs_cmp_row *r), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, s, stop = 0;
+
+	if ((rc = prepare(db, SIDES_SQL[part][q->mode], &st)))
+		return rc;
+	if ((rc = bind_sides(st, q))) {
+		sqlite3_finalize(st);
+		return rc;
+	}
+	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct rvs_cmp_row r = {.part = part,
+					.trace_id = col_text(st, 0),
+					.side = sqlite3_column_int(st, 1) != 0};
+		if (part != RVS_CMP_TRACE) { /* the traces' read has 2 columns */
+			r.key = col_text(st, 2);
+			r.chain = col_text(st, 5);
+			r.self_ns = sqlite3_column_int64(st, 3);
+			r.incl_ns = sqlite3_column_int64(st, 4);
+		}
+		if (!r.trace_id || (part != RVS_CMP_TRACE && !r.key))
+			continue;
+		stop = cb(arg, &r);
+	}
+	sqlite3_finalize(st);
+	if (stop)
+		return stop;
+	return s == SQLITE_DONE ? 0 : -EIO;
+}
+
+int rvs_sqlite_regress_sides(struct rvs_regress_db *d, const struct rvs_cmp_sides *q,
+			     int (*cb)(void *arg, const struct rvs_cmp_row *r), void *arg)
+{
+	int rc;
+
+	assert(q->app && (unsigned)q->mode <= RVS_CMP_WEEK);
+	if ((rc = exec(d->db, "BEGIN")))
+		return rc;
+	for (int part = RVS_CMP_TRACE; !rc && part <= RVS_CMP_CHAIN; part++)
+		rc = sides_part(d->db, q, part, cb, arg);
+	exec(d->db, "COMMIT");
+	return rc;
+}
+
+int rvs_sqlite_regress_versions(struct rvs_regress_db *d,
+				int (*cb)(void *arg, const char *app, const char *version,
+					  int64_t n),
+				void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, s, stop = 0;
+
+	if ((rc = prepare(d->db,
+			  "SELECT app_id, app_version, count(*) FROM traces"
+			  " WHERE duration_ns IS NOT NULL AND app_id IS NOT NULL"
+			  " AND app_version IS NOT NULL GROUP BY app_id, app_version"
+			  " ORDER BY app_id",
+			  &st)))
+		return rc;
+	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW)
+		stop = cb(arg, col_text(st, 0), col_text(st, 1), sqlite3_column_int64(st, 2));
+	sqlite3_finalize(st);
+	if (stop)
+		return stop;
+	return s == SQLITE_DONE ? 0 : -EIO;
+}
+
+int rvs_sqlite_regress_run_get(struct rvs_regress_db *d, const char *app, const char *a,
+			       const char *b, int64_t *traces_a, int64_t *traces_b)
+{
+	sqlite3_stmt *st;
+	int rc, s;
+
+	if ((rc = prepare(d->db,
+			  "SELECT traces_a, traces_b FROM regress_runs"
+			  " WHERE app_id = ?1 AND version_a = ?2 AND version_b = ?3",
+			  &st)))
+		return rc;
+	sqlite3_bind_text(st, 1, app, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, a, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, b, -1, SQLITE_STATIC);
+	s = sqlite3_step(st);
+	if (s == SQLITE_ROW) {
+		*traces_a = sqlite3_column_int64(st, 0);
+		*traces_b = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	return s == SQLITE_ROW ? 0 : s == SQLITE_DONE ? -ENOENT : -EIO;
+}
+
+static int enqueue(sqlite3 *db, const struct rvs_webhook_new *w)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = prepare(
+		     db,
+		     "INSERT INTO webhook_deliveries (url, event, body, state, attempts,"
+		     " next_try_ms, created_at) VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4 / 1000)",
+		     &st)))
+		return rc;
+	sqlite3_bind_text(st, 1, w->url, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, w->event, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, w->body, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, w->now_ms);
+	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int rvs_sqlite_regress_run_put(struct rvs_regress_db *d, const struct rvs_regress_run_row *r,
+			       const char *alert_method, const struct rvs_webhook_new *w, size_t n,
+			       int *alerted)
+{
+	sqlite3_stmt *st = NULL;
+	int alert = 0, rc;
+
+	assert(r->app && r->version_a && r->version_b && r->result);
+	if ((rc = exec(d->db, "BEGIN IMMEDIATE")))
+		return rc;
+	if (alert_method) {
+		if (prepare(d->db,
+			    "INSERT OR IGNORE INTO regress_alerts (app_id, version_a, version_b,"
+			    " method, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+			    &st))
+			goto fail;
+		sqlite3_bind_text(st, 1, r->app, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, r->version_a, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, r->version_b, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, alert_method, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 5, r->computed_at);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto fail;
+		alert = sqlite3_changes(d->db) == 1;
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	for (size_t i = 0; alert && i < n; i++)
+		if (enqueue(d->db, &w[i]))
+			goto fail;
+	if (prepare(d->db,
+		    "INSERT OR REPLACE INTO regress_runs (app_id, version_a, version_b, traces_a,"
+		    " traces_b, computed_at, top_method, top_ratio, top_delta, top_q, alerted,"
+		    " result) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+		    &st))
+		goto fail;
+	sqlite3_bind_text(st, 1, r->app, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, r->version_a, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, r->version_b, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, r->traces_a);
+	sqlite3_bind_int64(st, 5, r->traces_b);
+	sqlite3_bind_int64(st, 6, r->computed_at);
+	if (r->top_method) {
+		sqlite3_bind_text(st, 7, r->top_method, -1, SQLITE_STATIC);
+		if (r->has_ratio)
+			sqlite3_bind_double(st, 8, r->top_ratio);
+		sqlite3_bind_double(st, 9, r->top_delta);
+		sqlite3_bind_double(st, 10, r->top_q);
+	}
+	sqlite3_bind_int(st, 11, r->alerted != 0);
+	sqlite3_bind_text(st, 12, r->result, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto fail;
+	sqlite3_finalize(st);
+	if (exec(d->db, "COMMIT")) {
+		st = NULL;
+		goto fail;
+	}
+	if (alerted)
+		*alerted = alert;
+	return 0;
+fail:
+	sqlite3_finalize(st);
+	exec(d->db, "ROLLBACK");
+	return -EIO;
+}
+
+int rvs_sqlite_regress_runs_list(struct rvs_regress_db *d, size_t max,
+				 int (*cb)(void *arg, const struct rvs_regress_run_row *r),
+				 void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, s, stop = 0;
+
+	if ((rc = prepare(d->db,
+			  "SELECT app_id, version_a, version_b, traces_a, traces_b, computed_at,"
+			  " top_method, top_ratio, top_delta, top_q, alerted FROM regress_runs"
+			  " ORDER BY computed_at DESC, app_id LIMIT ?1",
+			  &st)))
+		return rc;
+	sqlite3_bind_int64(st, 1, (int64_t)max);
+	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct rvs_regress_run_row r = {
+			.app = col_text(st, 0),
+			.version_a = col_text(st, 1),
+			.version_b = col_text(st, 2),
+			.traces_a = sqlite3_column_int64(st, 3),
+			.traces_b = sqlite3_column_int64(st, 4),
+			.computed_at = sqlite3_column_int64(st, 5),
+			.top_method = col_text(st, 6),
+			.top_ratio = sqlite3_column_double(st, 7),
+			.has_ratio = sqlite3_column_type(st, 7) != SQLITE_NULL,
+			.top_delta = sqlite3_column_double(st, 8),
+			.top_q = sqlite3_column_double(st, 9),
+			.alerted = sqlite3_column_int(st, 10),
+		};
+		stop = cb(arg, &r);
+	}
+	sqlite3_finalize(st);
+	if (stop)
+		return stop;
+	return s == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* ---- webhook deliveries ------------------------------------------------------ */
+
+int rvs_sqlite_webhook_enqueue(struct rvs_regress_db *d, const struct rvs_webhook_new *w)
+{
+	return enqueue(d->db, w);
+}
+
+#define ROW_COLS                                                                            \
+	"SELECT id, url, event, body, state, attempts, ifnull(last_status, 0), last_error," \
+	" next_try_ms, created_at, ifnull(delivered_at, -1) FROM webhook_deliveries"
+
+static void row_of(sqlite3_stmt *st, struct rvs_webhook_row *r)
+{
+	*r = (struct rvs_webhook_row){
+		.id = sqlite3_column_int64(st, 0),
+		.url = col_text(st, 1),
+		.event = col_text(st, 2),
+		.body = col_text(st, 3),
+		.state = col_text(st, 4),
+		.attempts = (uint32_t)sqlite3_column_int64(st, 5),
+		.last_status = sqlite3_column_int64(st, 6),
+		.last_error = col_text(st, 7),
+		.next_try_ms = sqlite3_column_int64(st, 8),
+		.created_at = sqlite3_column_int64(st, 9),
+		.delivered_at = sqlite3_column_int64(st, 10),
+	};
+}
+
+int rvs_sqlite_webhook_claim(struct rvs_regress_db *d, int64_t now_ms, int64_t lease_ms, size_t max,
+			     int (*cb)(void *arg, const struct rvs_webhook_row *r), void *arg)
+{
+	sqlite3_stmt *st = NULL, *up = NULL;
+	int rc, s, n = 0, stop = 0;
+
+	assert(lease_ms > 0);
+	if ((rc = exec(d->db, "BEGIN IMMEDIATE")))
+		return rc;
+	if ((rc = prepare(d->db,
+			  ROW_COLS " WHERE state = 'pending' AND next_try_ms <= ?1"
+				   " ORDER BY next_try_ms, id LIMIT ?2",
+			  &st)) ||
+	    (rc = prepare(d->db, "UPDATE webhook_deliveries SET next_try_ms = ?2 WHERE id = ?1",
+			  &up)))
+		goto out;
+	sqlite3_bind_int64(st, 1, now_ms);
+	sqlite3_bind_int64(st, 2, (int64_t)max);
+	sqlite3_bind_int64(up, 2, now_ms + lease_ms);
+	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct rvs_webhook_row r;
+		row_of(st, &r);
+		sqlite3_bind_int64(up, 1, r.id);
+		if (sqlite3_step(up) != SQLITE_DONE) {
+			s = SQLITE_ERROR;
+			break;
+		}
+		sqlite3_reset(up);
+		n++;
+		r.next_try_ms = now_ms + lease_ms;
+		stop = cb(arg, &r);
+	}
+	rc = stop ? stop : s == SQLITE_DONE ? 0 : -EIO;
+out:
+	sqlite3_finalize(st);
+	sqlite3_finalize(up);
+	if (!rc && exec(d->db, "COMMIT"))
+		rc = -EIO;
+	if (rc)
+		exec(d->db, "ROLLBACK");
+	return rc ? rc : n;
+}
+
+int rvs_sqlite_webhook_record(struct rvs_regress_db *d, const struct rvs_webhook_row *r,
+			      uint32_t prev_attempts)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = prepare(d->db,
+			  "UPDATE webhook_deliveries SET attempts = ?2, last_status = ?3,"
+			  " last_error = ?4, state = ?5, next_try_ms = ?6, delivered_at = ?7"
+			  " WHERE id = ?1 AND state = 'pending' AND attempts = ?8",
+			  &st)))
+		return rc;
+	sqlite3_bind_int64(st, 1, r->id);
+	sqlite3_bind_int64(st, 2, r->attempts);
+	if (r->last_status)
+		sqlite3_bind_int64(st, 3, r->last_status);
+	if (r->last_error)
+		sqlite3_bind_text(st, 4, r->last_error, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, r->state, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, r->next_try_ms);
+	if (r->delivered_at >= 0)
+		sqlite3_bind_int64(st, 7, r->delivered_at);
+	sqlite3_bind_int64(st, 8, prev_attempts);
+	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	if (!rc && sqlite3_changes(d->db) != 1)
+		rc = -ENOENT;
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int rvs_sqlite_webhook_list(struct rvs_regress_db *d, size_t max,
+			    int (*cb)(void *arg, const struct rvs_webhook_row *r), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, s, stop = 0;
+
+	if ((rc = prepare(d->db, ROW_COLS " ORDER BY id DESC LIMIT ?1", &st)))
+		return rc;
+	sqlite3_bind_int64(st, 1, (int64_t)max);
+	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct rvs_webhook_row r;
+		row_of(st, &r);
+		stop = cb(arg, &r);
+	}
+	sqlite3_finalize(st);
+	if (stop)
+		return stop;
+	return s == SQLITE_DONE ? 0 : -EIO;
+}
+
+int rvs_sqlite_webhook_pending(struct rvs_regress_db *d, uint64_t *out)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = prepare(d->db, "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'",
+			  &st)))
+		return rc;
+	rc = sqlite3_step(st) == SQLITE_ROW ? 0 : -EIO;
+	if (!rc)
+		*out = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc;
+}

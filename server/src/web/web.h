@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * web.h — the engineer web UI (server/WEB.md): login, sessions, CSRF, and
+ * HTML pages rendered from the same JSON documents the /api/v1/ API serves.
+ * rvs_web_handle runs on a work thread (sqlite, PBKDF2, file reads);
+ * its endpoints are entries of route.c's table.
+ */
+#ifndef RVS_WEB_H
+#define RVS_WEB_H
+
+#include <stdio.h>
+
+#include "http/reply.h"
+#include "base/rvs.h"
+
+struct rvs_route;
+struct rvs_call;
+
+/* Work thread: answers one UI request, route (family RVS_FAMILY_WEB) as
+ * rvs_route_find found it with allow (nonzero: the method is not served):
+ * the session check of SESSION routes, then route's handler with call.
+ * Fills *r always (an HTML error page on failure).  Every HTML answer
+ * carries r->csp and X-Frame-Options. */
+void rvs_web_handle(const struct rvs_config *cfg, const struct rvs_http_req *req,
+		    const struct rvs_route *route, unsigned allow, struct rvs_call *call,
+		    struct rvs_query_resp *r);
+
+/* The web UI's endpoints (route.c's table): call->ctx is web.c's request
+ * context, set by rvs_web_handle; each fills the response.  static:
+ * /static/{file}; favicon; login_form and login: GET and POST /login;
+ * logout; root: "/" (to /traces); traces, trace (/traces/{id}),
+ * trace_export, trace_flame (its export and flame graph, streamed),
+ * trace_none (other paths under /traces/: 404); signatures; campaigns and
+ * campaigns_post: /campaigns; campaign and campaign_post:
+ * /campaigns/{rest}; fleet; method and method_post: /methods/{name} and
+ * /methods/{name}/alert. */
+void rvs_web_static(struct rvs_call *call);
+void rvs_web_favicon(struct rvs_call *call);
+void rvs_web_login_form(struct rvs_call *call);
+void rvs_web_login(struct rvs_call *call);
+void rvs_web_logout(struct rvs_call *call);
+void rvs_web_root(struct rvs_call *call);
+void rvs_web_traces(struct rvs_call *call);
+void rvs_web_trace(struct rvs_call *call);
+void rvs_web_trace_export(struct rvs_call *call);
+void rvs_web_trace_flame(struct rvs_call *call);
+void rvs_web_trace_none(struct rvs_call *call);
+/* GET /traces/{id}/timeline.json?from=&to=&width= (the zoomable
+ * timeline's level of detail, JSON; a bad parameter is a 400 naming it)
+ * and GET /traces/{id}/butterfly?method= (HTML), both from the cache of
+ * decoded traces (web_timeline.c). */
+void rvs_web_trace_timeline(struct rvs_call *call);
+void rvs_web_trace_butterfly(struct rvs_call *call);
+void rvs_web_signatures(struct rvs_call *call);
+void rvs_web_campaigns(struct rvs_call *call);
+void rvs_web_campaigns_post(struct rvs_call *call);
+void rvs_web_campaign(struct rvs_call *call);
+void rvs_web_campaign_post(struct rvs_call *call);
+void rvs_web_fleet(struct rvs_call *call);
+/* GET /regressions: what got slower (web_regress.c). */
+void rvs_web_regressions(struct rvs_call *call);
+void rvs_web_method(struct rvs_call *call);
+void rvs_web_method_post(struct rvs_call *call);
+/* Any other path outside the device API and the JSON API: the HTML 404
+ * page (no session needed; any method). */
+void rvs_web_not_found(struct rvs_call *call);
+
+/* ---- shared by web*.c --------------------------------------------------- */
+
+/* Writes s HTML-escaped (& < > " ' and control characters): the one escaper
+ * every untrusted string passes through, valid in text and quoted attributes. */
+void rvs_web_esc(FILE *f, const char *s);
+/* Writes s percent-encoded (all but unreserved characters), for URLs. */
+void rvs_web_urlenc(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * web_agg.c — the web UI's aggregate and differential flame graph pages
+ * (/aggregate, /aggregate/diff; server/WEB.md), rendered on the server from
+ * the JSON API's /api/v1/aggregate(/diff) replies (agg.c), and their flame
+ * graph SVG.
+ *
+ * The flame graph is an icicle: the app roots on top, each node's width its
+ * inclusive time per trace (the diff: both sets' summed, so children always
+ * fit inside their parent), children left to right in the reply's order
+ * (heaviest first).  The diff colours a node by its self-time change per
+ * trace: red slower, blue faster, the strongest the largest change.
+ * Method names are untrusted: they reach the page only through
+ * rvs_web_esc, cut to NAME_SHOWN bytes.  Output is bounded by the reply's
+ * node cap (RVS_AGG_MAX_REPLY_NODES) and the table row caps below.
+ */
+#include "model/agg.h"
+#include "base/params.h"
+#include "http/reply.h"
+#include "http/route.h"
+#include "web/web_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W	   1200.0
+#define ROW	   16
+#define MIN_W	   0.3
+#define NAME_SHOWN 200
+#define TABLE_ROWS 300
+#define MAX_INDENT 64
+
+static int64_t ival(json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+static const char *sval(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+/* A name cut to NAME_SHOWN bytes, escaped. */
+static void esc_cut(FILE *f, const char *s)
+{
+	char buf[NAME_SHOWN + 4];
+	size_t n = strlen(s);
+	if (n <= NAME_SHOWN)
+		return rvs_web_esc(f, s);
+	memcpy(buf, s, NAME_SHOWN);
+	memcpy(buf + NAME_SHOWN, "…", sizeof "…");
+	rvs_web_esc(f, buf);
+}
+
+struct idpos {
+	int64_t id;
+	size_t pos;
+};
+
+static int cmp_id(const void *a, const void *b)
+{
+	int64_t x = ((const struct idpos *)a)->id, y = ((const struct idpos *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+/* The value a node is drawn with. */
+static double node_value(json_t *n, int diff)
+{
+	if (diff)
+		return (double)ival(n, "a_incl_ns_per_trace") +
+		       (double)ival(n, "b_incl_ns_per_trace");
+	return (double)ival(n, "incl_ns_per_trace");
+}
+
+static unsigned name_hash(const char *s)
+{
+	unsigned h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff)
+{
+	json_t *nodes = json_object_get(doc, "nodes");
+	size_t n = json_array_size(nodes), drawn = 0, maxdepth = 0;
+	struct idpos *ix = malloc((n + 1) * sizeof *ix);
+	double *x = malloc((n + 1) * sizeof *x), *cur = malloc((n + 1) * sizeof *cur);
+	double total = 0, rootx = 0, maxd = 0;
+
+	if (!ix || !x || !cur) {
+		fputs("<p>Out of memory.</p>", f);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *nd = json_array_get(nodes, i);
+		size_t d = (size_t)ival(nd, "depth");
+		ix[i].id = ival(nd, "node");
+		ix[i].pos = i;
+		if (!ival(nd, "parent"))
+			total += node_value(nd, diff);
+		maxdepth = d > maxdepth ? d : maxdepth;
+		if (diff && fabs((double)ival(nd, "self_delta_ns")) > maxd)
+			maxd = fabs((double)ival(nd, "self_delta_ns"));
+	}
+	if (total <= 0) {
+		fputs("<p id=\"flame-empty\">No call paths in this set of traces.</p>", f);
+		goto out;
+	}
+	qsort(ix, n, sizeof *ix, cmp_id);
+	fprintf(f,
+		"<svg class=\"aggflame\" id=\"aggflame\" xmlns=\"http://www.w3.org/2000/svg\""
+		" viewBox=\"0 0 %.0f %zu\" width=\"100%%\" font-family=\"monospace\""
+		" font-size=\"11\">",
+		W, (maxdepth + 1) * ROW);
+	for (size_t i = 0; i < n; i++) {
+		json_t *nd = json_array_get(nodes, i);
+		struct idpos key = {ival(nd, "parent"), 0}, *p;
+		double v = node_value(nd, diff), px, pw;
+		const char *cls = "n";
+		char fill[48];
+
+		if (!key.id) {
+			x[i] = rootx;
+			rootx += v;
+		} else if ((p = bsearch(&key, ix, n, sizeof *ix, cmp_id))) {
+			x[i] = cur[p->pos];
+			cur[p->pos] += v;
+		} else {
+			continue; /* parent not listed: the reply lists closed sets */
+		}
+		cur[i] = x[i];
+		px = x[i] / total * W;
+		pw = v / total * W;
+		if (pw < MIN_W)
+			continue;
+		if (diff) {
+			double t = maxd > 0 ? (double)ival(nd, "self_delta_ns") / maxd : 0;
+			int k = (int)lround(200 * (1 - fabs(t)));
+			if (t > 0)
+				snprintf(fill, sizeof fill, "rgb(255,%d,%d)", k + 30, k + 30);
+			else if (t < 0)
+				snprintf(fill, sizeof fill, "rgb(%d,%d,255)", k + 30, k + 30);
+			else
+				snprintf(fill, sizeof fill, "#dddddd");
+			cls = t > 0 ? "n slower" : t < 0 ? "n faster" : "n same";
+		} else {
+			unsigned h = name_hash(sval(nd, "method"));
+			snprintf(fill, sizeof fill, "rgb(%u,%u,%u)", 205 + h % 50,
+				 90 + (h >> 8) % 120, 40 + (h >> 16) % 50);
+		}
+		fprintf(f, "<g class=\"%s\" data-node=\"%lld\"><title>", cls,
+			(long long)ival(nd, "node"));
+		esc_cut(f, sval(nd, "method"));
+		if (diff)
+			fprintf(f,
+				" — self per trace %.3f → %.3f ms (%+.3f), inclusive %.3f → %.3f "
+				"ms;"
+				" %lld / %lld traces",
+				ival(nd, "a_self_ns_per_trace") / 1e6,
+				ival(nd, "b_self_ns_per_trace") / 1e6,
+				ival(nd, "self_delta_ns") / 1e6,
+				ival(nd, "a_incl_ns_per_trace") / 1e6,
+				ival(nd, "b_incl_ns_per_trace") / 1e6,
+				(long long)ival(nd, "a_traces"), (long long)ival(nd, "b_traces"));
+		else
+			fprintf(f, " — %.3f ms per trace (self %.3f ms); in %lld traces",
+				ival(nd, "incl_ns_per_trace") / 1e6,
+				ival(nd, "self_ns_per_trace") / 1e6, (long long)ival(nd, "traces"));
+		fprintf(f,
+			"</title><rect x=\"%.2f\" y=\"%lld\" width=\"%.2f\" height=\"%d\""
+			" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\"/>",
+			px, (long long)ival(nd, "depth") * ROW, pw, ROW - 1, fill);
+		if (pw > 40) {
+			char label[NAME_SHOWN + 1];
+			size_t fit = (size_t)(pw / 7), len = strlen(sval(nd, "method"));
+			fit = fit > NAME_SHOWN ? NAME_SHOWN : fit;
+			fit = len < fit ? len : fit;
+			memcpy(label, sval(nd, "method"), fit);
+			label[fit] = '\0';
+			fprintf(f, "<text x=\"%.2f\" y=\"%lld\">", px + 2,
+				(long long)ival(nd, "depth") * ROW + ROW - 4);
+			rvs_web_esc(f, label);
+			fputs("</text>", f);
+		}
+		fputs("</g>", f);
+		drawn++;
+	}
+	fprintf(f,
+		"</svg><p class=\"caption\">%zu of %zu listed paths drawn (narrower ones left"
+		" out)%s.</p>",
+		drawn, n,
+		diff ? "; colour: self time per trace, red slower in B, blue faster" : "");
+out:
+	free(ix);
+	free(x);
+	free(cur);
+}
+
+/* ---- the pages -------------------------------------------------------------- */
+
+static const char *const FIELDS[] = {"version", "model", "kind",  "campaign",
+				     "method",	"chain", "since", "until"};
+#define NFIELDS (sizeof FIELDS / sizeof FIELDS[0])
+
+static void input(struct web_ctx *c, const char *name, const char *label)
+{
+	char v[1024] = "";
+	if (rvs_query_param(c->req->query, name, v, sizeof v) != 1)
+		v[0] = '\0';
+	fputs("<label>", c->f);
+	rvs_web_esc(c->f, label);
+	fputs(" <input name=\"", c->f);
+	rvs_web_esc(c->f, name);
+	fputs("\" value=\"", c->f);
+	rvs_web_esc(c->f, v);
+	fputs("\"></label> ", c->f);
+}
+
+static void filter_form(struct web_ctx *c, int diff)
+{
+	char name[32];
+	fprintf(c->f, "<form class=\"filters\" method=\"get\" action=\"%s\">",
+		diff ? "/aggregate/diff" : "/aggregate");
+	input(c, "app", "app");
+	for (int s = 0; s < (diff ? 2 : 1); s++) {
+		if (diff)
+			fprintf(c->f, "<fieldset><legend>Set %c</legend>", s ? 'B' : 'A');
+		for (size_t i = 0; i < NFIELDS; i++) {
+			snprintf(name, sizeof name, "%s%s", diff ? (s ? "b." : "a.") : "",
+				 FIELDS[i]);
+			input(c, name, FIELDS[i]);
+		}
+		if (diff)
+			fputs("</fieldset>", c->f);
+	}
+	fputs("<button type=\"submit\">Show</button></form>"
+	      "<p class=\"caption\">kind: the anomaly kind's number or name (ANOMALY_JANK); "
+	      "since/until: unix seconds"
+	      " (received); chain: a signature (16 hex) or a chain \"a;b;c\"; times are per"
+	      " trace, the mean over the set.</p>",
+	      c->f);
+}
+
+static void side_line(struct web_ctx *c, json_t *side, const char *id, const char *label)
+{
+	fprintf(c->f, "<p id=\"%s\">%s<b>%lld</b> traces (from %s)%s</p>", id, label,
+		(long long)ival(side, "traces"), sval(side, "source"),
+		json_is_true(json_object_get(side, "sampled"))
+			? "; the most recent only: the filter matched more"
+			: "");
+}
+
+static void ms(FILE *f, json_t *o, const char *key)
+{
+	fprintf(f, "<td class=\"num\">%.3f</td>", ival(o, key) / 1e6);
+}
+
+static void top_down(struct web_ctx *c, json_t *nodes, int diff)
+{
+	size_t i;
+	json_t *nd;
+	fputs("<h2>Top-down</h2><table id=\"top-down\"><thead><tr><th>Call path</th>", c->f);
+	fputs(diff ? "<th>A incl ms</th><th>B incl ms</th><th>Δ incl</th><th>A self ms</th>"
+		     "<th>B self ms</th><th>Δ self</th>"
+		   : "<th>Incl ms / trace</th><th>Self ms / trace</th><th>Traces</th>",
+	      c->f);
+	fputs("</tr></thead><tbody>", c->f);
+	json_array_foreach(nodes, i, nd)
+	{
+		if (i == TABLE_ROWS)
+			break;
+		/* Indented by depth in text: the CSP allows no inline style. */
+		fputs("<tr><td class=\"path\">", c->f);
+		for (int64_t d = ival(nd, "depth"); d > 0 && d <= MAX_INDENT; d--)
+			fputs("&#160;&#160;", c->f);
+		esc_cut(c->f, sval(nd, "method"));
+		fputs("</td>", c->f);
+		if (diff) {
+			ms(c->f, nd, "a_incl_ns_per_trace");
+			ms(c->f, nd, "b_incl_ns_per_trace");
+			ms(c->f, nd, "incl_delta_ns");
+			ms(c->f, nd, "a_self_ns_per_trace");
+			ms(c->f, nd, "b_self_ns_per_trace");
+			ms(c->f, nd, "self_delta_ns");
+		} else {
+			ms(c->f, nd, "incl_ns_per_trace");
+			ms(c->f, nd, "self_ns_per_trace");
+			fprintf(c->f, "<td class=\"num\">%lld</td>", (long long)ival(nd, "traces"));
+		}
+		fputs("</tr>", c->f);
+	}
+	fputs("</tbody></table>", c->f);
+}
+
+static void bottom_up(struct web_ctx *c, json_t *rows, int diff)
+{
+	size_t i;
+	json_t *r;
+	fputs(diff ? "<h2>Bottom-up (by change of self time)</h2>"
+		   : "<h2>Bottom-up (by self time)</h2>",
+	      c->f);
+	fputs("<table id=\"bottom-up\"><thead><tr><th>Method</th>", c->f);
+	fputs(diff ? "<th>A self ms</th><th>B self ms</th><th>Δ self</th><th>A incl ms</th>"
+		     "<th>B incl ms</th><th>Δ incl</th>"
+		   : "<th>Self ms / trace</th><th>Incl ms / trace</th>",
+	      c->f);
+	fputs("</tr></thead><tbody>", c->f);
+	json_array_foreach(rows, i, r)
+	{
+		const char *m = sval(r, "method");
+		fputs("<tr><td>", c->f);
+		if (m[0] != '(') {
+			fputs("<a href=\"/methods/", c->f);
+			rvs_web_urlenc(c->f, m);
+			fputs("\">", c->f);
+		}
+		esc_cut(c->f, m);
+		fputs(m[0] != '(' ? "</a></td>" : "</td>", c->f);
+		if (diff) {
+			ms(c->f, r, "a_self_ns_per_trace");
+			ms(c->f, r, "b_self_ns_per_trace");
+			ms(c->f, r, "self_delta_ns");
+			ms(c->f, r, "a_incl_ns_per_trace");
+			ms(c->f, r, "b_incl_ns_per_trace");
+			ms(c->f, r, "incl_delta_ns");
+		} else {
+			ms(c->f, r, "self_ns_per_trace");
+			ms(c->f, r, "incl_ns_per_trace");
+		}
+		fputs("</tr>", c->f);
+	}
+	fputs("</tbody></table>", c->f);
+}
+
+static void aggregate_page(struct web_ctx *c, int diff)
+{
+	int status;
+	json_t *doc = web_api(c, diff ? "/api/v1/aggregate/diff" : "/api/v1/aggregate",
+			      c->req->query, &status);
+	char app[256] = "";
+
+	if (!doc || status != 200) {
+		char msg[256];
+		snprintf(msg, sizeof msg, "%s",
+			 doc ? sval(doc, "error") : "the aggregate query failed");
+		json_decref(doc);
+		return web_error(c, status == 400 ? 400 : 500, msg);
+	}
+	web_page_begin(c, diff ? "Differential flame graph" : "Aggregate flame graph");
+	filter_form(c, diff);
+	if (diff) {
+		side_line(c, json_object_get(doc, "a"), "agg-a", "A: ");
+		side_line(c, json_object_get(doc, "b"), "agg-b", "B: ");
+	} else {
+		side_line(c, doc, "agg-traces", "");
+		if (rvs_query_param(c->req->query, "app", app, sizeof app) != 1)
+			app[0] = '\0';
+		fputs("<p><a id=\"to-diff\" href=\"/aggregate/diff?app=", c->f);
+		rvs_web_urlenc(c->f, app);
+		fputs("\">Compare two sets (differential flame graph)</a></p>", c->f);
+	}
+	rvs_agg_flame_svg(c->f, doc, diff);
+	top_down(c, json_object_get(doc, "nodes"), diff);
+	bottom_up(c, json_object_get(doc, "bottom_up"), diff);
+	json_decref(doc);
+	web_page_end(c, 200);
+}
+
+void rvs_web_aggregate(struct rvs_call *call)
+{
+	aggregate_page(call->ctx, 0);
+}
+
+void rvs_web_aggregate_diff(struct rvs_call *call)
+{
+	aggregate_page(call->ctx, 1);
+}
