@@ -20,7 +20,7 @@ SRV_UTIL     := $(SRV)/base/util.o
 SRV_CONFIG   := $(SRV)/base/config.o
 SRV_PARAMS   := $(SRV)/base/params.o $(SRV)/base/version.o
 SRV_HTTP     := $(SRV)/http/http.o
-SRV_UPLOAD   := $(SRV)/pipeline/upload.o
+SRV_UPLOAD   := $(SRV)/pipeline/upload.o $(SRV)/base/text.o
 SRV_SKIPS    := $(SRV)/pipeline/skips.o
 SRV_PAYLOAD  := $(SRV)/pipeline/payload.o
 SRV_SYMSTORE := $(SRV)/model/symstore.o
@@ -40,7 +40,7 @@ BINS += $(BIN)/rearview-server
 $(OBJ)/tests/server/upload_v1.o: server/src/pipeline/upload.c $(FLAGS_STAMP) | $(PROTO_H)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -DRVS_ACCEPTS_SHUFFLED=0 $(CFLAGS) -c -o $@ $<
-$(TBIN)/server/rearview-server-v1: $(filter-out $(SRV_UPLOAD),$(SERVER_OBJ)) \
+$(TBIN)/server/rearview-server-v1: $(filter-out $(SRV)/pipeline/upload.o,$(SERVER_OBJ)) \
   $(OBJ)/tests/server/upload_v1.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO) | $(WEB_ASSETS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
@@ -90,7 +90,8 @@ $(BUILD)/fuzz/server_http: tests/fuzz/server_http.c server/src/http/http.c
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) -Iserver/src -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $^ \
 		-lhttp_parser
-$(BUILD)/fuzz/server_upload: tests/fuzz/server_upload.c server/src/pipeline/upload.c $(PROTO_C) | $(PROTO_H)
+$(BUILD)/fuzz/server_upload: tests/fuzz/server_upload.c server/src/pipeline/upload.c \
+		server/src/base/text.c $(PROTO_C) | $(PROTO_H)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Iserver/src -g -O1 \
 		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
@@ -150,6 +151,7 @@ BENCHES += $(TBIN)/server/bench_timeline
 # Skip reports (POST /v1/skips): fuzz target and its corpus replay.
 FUZZ += $(BUILD)/fuzz/server_skip
 $(BUILD)/fuzz/server_skip: tests/fuzz/server_skip.c server/src/pipeline/skips.c server/src/pipeline/upload.c \
+		server/src/base/text.c \
 		$(PROTO_C) | $(PROTO_H)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Iserver/src -g -O1 \

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/rvs.h"
+#include "http/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

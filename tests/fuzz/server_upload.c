@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "base/rvs.h"
+#include "base/text.h"
+#include "pipeline/upload.h"
 #include "rearview/upload.pb-c.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

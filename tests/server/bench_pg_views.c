@@ -22,7 +22,7 @@
 #include "api/api.h"
 #include "api/query.h"
 #include "http/route.h"
-#include "base/rvs.h"
+#include "base/config.h"
 #include "store/store.h"
 #include "pg_harness.h"
 

@@ -21,7 +21,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/rvs.h"
 #include "store/store.h"
 #include "pg_harness.h"
 

@@ -25,7 +25,7 @@
 #include "api/api.h"
 #include "pipeline/decode.h"
 #include "api/query.h"
-#include "base/rvs.h"
+#include "blob/blob.h"
 #include "store/store.h"
 
 #include "capbuild.h"

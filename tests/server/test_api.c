@@ -29,7 +29,11 @@
 
 #include "api/api.h"
 #include "http/net.h"
-#include "base/rvs.h"
+#include "base/util.h"
+#include "base/metrics.h"
+#include "pipeline/upload.h"
+#include "base/config.h"
+#include "app/init.h"
 #include "store/store.h"
 #include "store_env.h"
 #include "rearview/upload.pb-c.h"

@@ -35,7 +35,7 @@
 #include <pwd.h>
 
 #include "blob/blob.h"
-#include "base/rvs.h"
+#include "base/util.h"
 #include "s3_harness.h"
 
 struct fx;

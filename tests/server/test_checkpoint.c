@@ -23,7 +23,6 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "base/rvs.h"
 #include "store/sqlite/store_sqlite_util.h"
 #include "store_cases.h"
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "base/rvs.h"
+#include "base/config.h"
 
 static char g_path[64];
 

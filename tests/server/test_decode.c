@@ -28,7 +28,8 @@
 #include "pipeline/decode.h"
 #include "rearview/analysis.h"
 #include "rearview/upload.pb-c.h"
-#include "base/rvs.h"
+#include "pipeline/upload.h"
+#include "pipeline/payload.h"
 
 #define SHUFFLED REARVIEW__COMPRESSION__COMPRESSION_ZSTD_SHUFFLED
 

@@ -49,7 +49,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "base/rvs.h"
+#include "blob/blob.h"
 #include "store_cases.h"
 #include "store/store.h"
 

@@ -31,7 +31,8 @@
 
 #include "capbuild.h"
 #include "rearview/analysis.h"
-#include "base/rvs.h"
+#include "blob/blob.h"
+#include "api/api.h"
 #include "store_env.h"
 #include "test_web_server.h"
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "base/rvs.h"
+#include "http/http.h"
 
 static void test_http_pipelined_requests_come_one_at_a_time(void **state)
 {

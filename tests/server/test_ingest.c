@@ -23,7 +23,8 @@
 #include "pipeline/decode.h"
 #include "pg_harness.h"
 #include "api/query.h"
-#include "base/rvs.h"
+#include "blob/blob.h"
+#include "base/config.h"
 #include "store/store.h"
 
 #include "capbuild.h"

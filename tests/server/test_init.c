@@ -27,7 +27,7 @@
 #include <mbedtls/x509_crt.h>
 #include <sqlite3.h>
 
-#include "base/rvs.h"
+#include "base/util.h"
 #include "store_env.h"
 
 static char g_dir[64], g_data[128];

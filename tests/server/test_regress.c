@@ -43,7 +43,7 @@
 #include "rearview/upload.pb-c.h"
 #include "model/regress.h"
 #include "base/version.h"
-#include "base/rvs.h"
+#include "base/metrics.h"
 #include "server_common.h"
 #include "store/store.h"
 #include "test_web_server.h"

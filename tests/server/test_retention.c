@@ -24,7 +24,8 @@
 
 #include "blob/blob.h"
 #include "model/retention.h"
-#include "base/rvs.h"
+#include "base/metrics.h"
+#include "base/config.h"
 #include "server_common.h"
 #include "store/store.h"
 #include "store_env.h"

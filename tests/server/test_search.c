@@ -38,7 +38,7 @@
 #include "base/issue.h"
 #include "api/query.h"
 #include "http/route.h"
-#include "base/rvs.h"
+#include "base/config.h"
 #include "model/search.h"
 #include "store/store.h"
 

@@ -26,7 +26,8 @@
 #include <sqlite3.h>
 
 #include "rearview/common.pb-c.h"
-#include "base/rvs.h"
+#include "base/util.h"
+#include "blob/blob.h"
 #include "store/store.h"
 #include "store/pg/store_part.h"
 #include "pg_harness.h"

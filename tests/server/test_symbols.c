@@ -21,7 +21,7 @@
 #include <jansson.h>
 
 #include "rearview/upload.pb-c.h"
-#include "base/rvs.h"
+#include "base/util.h"
 #include "server_common.h"
 #include "api/symbols.h"
 

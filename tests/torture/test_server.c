@@ -28,7 +28,9 @@
 #include <cmocka.h>
 
 #include "rearview/upload.pb-c.h"
-#include "base/rvs.h"
+#include "http/http.h"
+#include "pipeline/upload.h"
+#include "base/config.h"
 #include "api/symbols.h"
 #include "torture.h"
 

@@ -39,6 +39,11 @@
 #include "rearview/policy.h"
 #include "rearview/policy.pb-c.h"
 #include "rearview/upload.pb-c.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "pipeline/payload.h"
+#include "pipeline/upload.h"
+#include "base/text.h"
 
 #define N_BUCKETS 1024
 

@@ -13,6 +13,14 @@
 #include "http/net.h"
 #include "store/store.h"
 
+/* Requests that load a whole trace at once — exports (GET .../export, the
+ * flame graph) loading or streaming, and the web UI's trace page (its
+ * timeline) — so the server holds at most this many decoded traces for
+ * requests; more get 503 with Retry-After.  Each holds its trace in memory
+ * and streams its output (stream.h: a few chunks, never the whole output:
+ * a 40 MB trace of 10 M tiny calls made a 770 MB Chrome export). */
+#define RVS_EXPORT_STREAMS 2
+
 struct rvs_api;
 
 /* Reads the enrolment secret; the store is opened by rvs_api_start. */

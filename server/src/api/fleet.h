@@ -8,7 +8,7 @@
 #define RVS_FLEET_H
 
 #include "http/reply.h"
-#include "base/rvs.h"
+#include "base/config.h"
 
 /* Fills *r with the fleet document (server/API.md "Fleet") always. */
 void rvs_fleet_api(const struct rvs_config *cfg, struct rvs_query_resp *r);

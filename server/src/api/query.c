@@ -17,7 +17,7 @@
 #include "store/store.h"
 #include "http/route.h"
 #include "model/search.h"
-#include "base/rvs.h"
+#include "base/config.h"
 #include "base/version.h"
 #include "model/why.h"
 

@@ -13,6 +13,8 @@
 #include "api/symbols.h"
 #include "http/reply.h"
 #include "http/route.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -23,9 +23,11 @@
  *   rearview-server.conf          a commented configuration
  * Keys and secrets are mode 0600.  The admin password is printed once.
  */
-#include "base/rvs.h"
+#include "base/util.h"
+#include "base/config.h"
 #include "store/store.h"
 #include "model/users.h"
+#include "app/init.h"
 
 #include <arpa/inet.h>
 #include <assert.h>

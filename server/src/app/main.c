@@ -20,7 +20,13 @@
 #include "api/api.h"
 #include "pipeline/decode.h"
 #include "http/net.h"
-#include "base/rvs.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "base/metrics.h"
+#include "blob/blob.h"
+#include "base/config.h"
+#include "app/init.h"
+#include "model/policy.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -29,6 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Allocations from this size up are mappings of their own. */
+#define RVS_MMAP_THRESHOLD (1u << 20)
 
 struct app {
 	uv_loop_t *loop;

@@ -4,8 +4,8 @@
  * Unknown keys and bad numbers are errors, so a typo never silently falls
  * back to a default.  Relative paths are taken relative to data_dir.
  */
-#include "base/rvs.h"
 
+#include "base/config.h"
 #include <errno.h>
 #include <stddef.h>
 #include <ini.h>

@@ -7,7 +7,7 @@
  * appears once it has happened.  The webhook deliveries' counters are the
  * work threads' (rvs_webhook_stats, atomics), read when rendering.
  */
-#include "base/rvs.h"
+#include "base/metrics.h"
 #include "model/webhook.h"
 
 #include <assert.h>

@@ -6,7 +6,8 @@
  * Every function here is thread-safe: the work queue uses them as much as
  * the loop thread does.
  */
-#include "base/rvs.h"
+#include "base/util.h"
+#include "base/log.h"
 #include "rearview/common.h"
 
 #include <assert.h>

@@ -8,6 +8,7 @@
  * rvs_blobs_file hands the caller a file to unlink.
  */
 #include "blob/blob.h"
+#include "base/util.h"
 
 #include <assert.h>
 #include <errno.h>

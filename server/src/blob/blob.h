@@ -2,7 +2,7 @@
 /*
  * blob.h — the blob interface: content-addressed capture payloads behind one
  * function table, with a local-directory backend (blob_local.c, the default,
- * the layout of rvs_blob_put in rvs.h), an S3-compatible one (blob_s3.c) and
+ * the layout of rvs_blob_put below), an S3-compatible one (blob_s3.c) and
  * PostgreSQL bytea (blob_pg.c).
  *
  * A blob is named by the lowercase hex SHA-256 of its content, so a put of a
@@ -26,7 +26,25 @@
 
 #include <mbedtls/sha256.h>
 
-#include "base/rvs.h"
+#include "base/config.h"
+
+/* ---- the local directory's layout (blob_local.c) ---- */
+/* Content-addressed: DIR/ab/abcdef… named by the SHA-256 of the content. */
+int rvs_blob_put(const char *dir, const void *data, size_t len, char hex_out[65]);
+int rvs_blob_path(const char *dir, const char *hex, char *out, size_t outlen);
+struct rvs_blob_sweep_stats {
+	uint64_t temps;	  /* temporary files of unfinished writes removed */
+	uint64_t orphans; /* blobs no upload references, removed */
+};
+/* Walks DIR and unlinks the regular files at least min_age_s old that are
+ * leftovers of an unfinished write (not named like a blob, or in DIR/tmp)
+ * and, when `referenced` is given, the blobs it says nobody references
+ * (it returns 1 referenced, 0 not, <0 error — which stops the walk).
+ * Symlinks and directories are never touched.  *out (may be NULL) gets the
+ * counts.  0 or a negative errno. */
+int rvs_blob_sweep(const char *dir, int64_t min_age_s,
+		   int (*referenced)(const char *hex, void *arg), void *arg,
+		   struct rvs_blob_sweep_stats *out);
 
 struct rvs_blobs;
 

@@ -17,7 +17,7 @@
  * servers) and, given a reference check, blobs no upload names.
  */
 #include "blob/blob.h"
-#include "base/rvs.h"
+#include "base/util.h"
 #include "rearview/common.h"
 
 #include <assert.h>

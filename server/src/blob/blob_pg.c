@@ -28,6 +28,8 @@
 #include <libpq-fe.h>
 
 #include "rearview/common.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #define POOL_MAX 64
 #define CHUNK	 (1u << 20)

@@ -33,6 +33,7 @@
 #include <libxml/tree.h>
 
 #include "rearview/common.h"
+#include "base/util.h"
 
 #define RETRIES	       4
 #define LIST_MAX_BYTES (16u << 20)

@@ -10,8 +10,8 @@
  * never exceeds max_body (413, checked against Content-Length before any
  * body byte is buffered and again for chunked bodies).
  */
-#include "base/rvs.h"
 
+#include "http/http.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>

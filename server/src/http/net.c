@@ -29,6 +29,7 @@
  *     source is not.
  */
 #include "http/net.h"
+#include "base/log.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -8,7 +8,9 @@
 
 #include <uv.h>
 
-#include "base/rvs.h"
+#include "base/metrics.h"
+#include "http/http.h"
+#include "base/config.h"
 
 struct rvs_server;
 struct rvs_conn;

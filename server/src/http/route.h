@@ -17,7 +17,8 @@
 #include <stdint.h>
 
 #include "http/reply.h"
-#include "base/rvs.h"
+#include "http/http.h"
+#include "base/config.h"
 #include "store/store.h"
 
 /* Methods, as a set. */

@@ -38,6 +38,9 @@
 #include "rearview/common.pb-c.h"
 #include "rearview/policy.h"
 #include "rearview/policy.pb-c.h"
+#include "base/util.h"
+#include "model/policy.h"
+#include "base/text.h"
 
 #define MAX_LIST      16
 #define MAX_STR	      128

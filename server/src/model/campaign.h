@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "base/rvs.h"
+#include "base/config.h"
 #include "store/store.h"
 
 /* Creates (create = 1; -EEXIST if the id exists) or replaces (create = 0;

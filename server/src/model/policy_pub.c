@@ -10,7 +10,10 @@
  * rvs_policy_publish signs and writes any body: campaign changes publish
  * through it (campaign.c).
  */
-#include "base/rvs.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "base/config.h"
+#include "model/policy.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
 #include "base/params.h"
 #include "http/reply.h"
 #include "http/route.h"
-#include "base/rvs.h"
+#include "base/log.h"
 #include "model/webhook.h"
 
 #include <assert.h>

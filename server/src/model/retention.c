@@ -14,7 +14,7 @@
  */
 #include "blob/blob.h"
 #include "model/retention.h"
-#include "base/rvs.h"
+#include "base/log.h"
 #include "store/store.h"
 
 #include <errno.h>

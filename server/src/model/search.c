@@ -22,7 +22,6 @@
 #include "base/params.h"
 #include "http/reply.h"
 #include "http/route.h"
-#include "base/rvs.h"
 
 #include <assert.h>
 #include <ctype.h>

@@ -11,7 +11,7 @@
  * a build-id or without .symtab functions is refused rather than kept.
  */
 #include "model/symstore.h"
-#include "base/rvs.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,7 +16,9 @@
 #include "base/params.h"
 #include "http/reply.h"
 #include "http/route.h"
-#include "base/rvs.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "base/config.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -11,6 +11,10 @@
 
 #include "store/store.h"
 
+/* PBKDF2-SHA256 iterations of an admin password (init), also spent on a
+ * sign-in for an unknown user. */
+#define RVS_ADMIN_PBKDF2_ITERATIONS 210000
+
 /* The stored and shown name of role (enum rvs_role): "viewer", "author"
  * (campaign author) or "admin"; NULL for any other value.  Pure. */
 const char *rvs_role_name(int role);

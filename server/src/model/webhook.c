@@ -19,7 +19,7 @@
 #include "base/params.h"
 #include "http/reply.h"
 #include "http/route.h"
-#include "base/rvs.h"
+#include "base/log.h"
 
 #include <assert.h>
 #include <errno.h>

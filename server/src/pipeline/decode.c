@@ -20,7 +20,8 @@
  */
 #include "pipeline/decode.h"
 #include "base/issue.h"
-#include "base/rvs.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "store/store.h"
 #include "rearview/common.h"
 #include "model/symstore.h"

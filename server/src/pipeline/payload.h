@@ -21,7 +21,10 @@
 
 #include <zstd.h>
 
-#include "base/rvs.h"
+/* The largest capture the server inflates (bytes): an upload declaring more
+ * is refused, and inflating stops at the size the upload declared.  Devices
+ * spool captures of at most 64 MiB. */
+#define RVS_MAX_CAPTURE_BYTES (256ull << 20)
 
 /* Limits: compressed blob and decompressed capture (bytes). */
 #define RVS_DECODE_MAX_BLOB    (512ull << 20)

@@ -10,7 +10,8 @@
  * bytes; the reason is a policy reason name (1..64 bytes of [a-z0-9_]); the app's strings are
  * bounded printable UTF-8 (rvs_field_ok, as for uploads); severity ≤ 100.
  */
-#include "base/rvs.h"
+#include "base/text.h"
+#include "pipeline/upload.h"
 
 #include <errno.h>
 #include <stdio.h>

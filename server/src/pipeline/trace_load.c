@@ -16,7 +16,7 @@
 #include "blob/blob.h"
 #include "pipeline/model_cache.h"
 #include "pipeline/payload.h"
-#include "base/rvs.h"
+#include "base/config.h"
 #include "store/store.h"
 
 #include <assert.h>

@@ -12,7 +12,9 @@
  * uncompressed payload matches its declared size.  Decoding the capture
  * itself is the trace analysis library's job (the decode step).
  */
-#include "base/rvs.h"
+#include "pipeline/upload.h"
+#include "base/text.h"
+#include "pipeline/payload.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -58,41 +60,6 @@ void rvs_pb_allocator(ProtobufCAllocator *a, int *failed)
 	a->alloc = pb_alloc;
 	a->free = pb_free;
 	a->allocator_data = failed;
-}
-
-int rvs_field_ok(const char *s, size_t max)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = 0;
-
-	if (!s)
-		return 1;
-	while (*p) {
-		unsigned c = *p;
-		int extra;
-		if (++n > max)
-			return 0;
-		if (c < 0x20 || c == 0x7f)
-			return 0;
-		if (c < 0x80) {
-			p++;
-			continue;
-		}
-		if ((c & 0xe0) == 0xc0 && c >= 0xc2)
-			extra = 1;
-		else if ((c & 0xf0) == 0xe0)
-			extra = 2;
-		else if ((c & 0xf8) == 0xf0 && c <= 0xf4)
-			extra = 3;
-		else
-			return 0;
-		p++;
-		for (int i = 0; i < extra; i++, p++)
-			if ((*p & 0xc0) != 0x80)
-				return 0;
-		n += (size_t)extra;
-	}
-	return 1;
 }
 
 static int bad(char *reason, size_t reasonlen, const char *why)

@@ -45,6 +45,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "rearview/common.pb-c.h"
+#include "base/util.h"
 
 #define SESSION_TTL_S (12 * 3600)
 #define LOGIN_TTL_S   3600

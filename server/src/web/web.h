@@ -11,7 +11,8 @@
 #include <stdio.h>
 
 #include "http/reply.h"
-#include "base/rvs.h"
+#include "http/http.h"
+#include "base/config.h"
 
 struct rvs_route;
 struct rvs_call;

@@ -13,7 +13,6 @@
 #include "web/web_int.h"
 #include "base/params.h"
 #include "http/route.h"
-#include "base/rvs.h"
 #include "model/users.h"
 
 #include <errno.h>

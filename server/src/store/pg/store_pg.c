@@ -54,7 +54,7 @@
 #include "store/store_regress_be.h"
 #include "store/pg/store_part.h"
 #include "store/store_agg.h"
-#include "base/rvs.h"
+#include "base/log.h"
 #include "rearview/common.pb-c.h"
 
 #include <assert.h>

@@ -18,7 +18,7 @@
 #include "store/store_agg.h"
 #include "store/pg/store_pg_args.h"
 #include "model/agg.h"
-#include "base/rvs.h"
+#include "base/log.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -41,7 +41,8 @@
 #include "store/store_index.h"
 #include "store/store_agg.h"
 #include "model/agg.h"
-#include "base/rvs.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -24,7 +24,7 @@
  *   out but not unlinked is an orphan the blob sweep collects.
  */
 #include "store/pg/store_part.h"
-#include "base/rvs.h"
+#include "base/log.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -18,7 +18,7 @@
  * claimed with.
  */
 #include "store/store_regress_be.h"
-#include "base/rvs.h"
+#include "base/log.h"
 
 #include <assert.h>
 #include <errno.h>

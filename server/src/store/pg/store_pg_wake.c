@@ -13,7 +13,7 @@
  * collapse into one wake-up without loss.
  */
 #include "store/pg/store_part.h"
-#include "base/rvs.h"
+#include "base/log.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -49,7 +49,7 @@
 #include "store/store_regress_be.h"
 #include "base/issue.h"
 #include "store/store_agg.h"
-#include "base/rvs.h"
+#include "base/log.h"
 #include "rearview/common.h"
 #include "rearview/common.pb-c.h"
 

@@ -25,7 +25,7 @@
  * so the WAL cannot grow without bound.
  */
 #include "store/sqlite/store_sqlite_util.h"
-#include "base/rvs.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -16,7 +16,7 @@
 #include "store/sqlite/store_sqlite_util.h"
 #include "store/store_agg.h"
 #include "model/agg.h"
-#include "base/rvs.h"
+#include "base/log.h"
 #include "rearview/common.h"
 
 #include <assert.h>

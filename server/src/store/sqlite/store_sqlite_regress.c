@@ -14,7 +14,7 @@
  */
 #include "store/store_regress_be.h"
 #include "store/sqlite/store_sqlite_util.h"
-#include "base/rvs.h"
+#include "base/log.h"
 #include "rearview/common.h"
 
 #include <assert.h>

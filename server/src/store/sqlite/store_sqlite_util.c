@@ -5,7 +5,6 @@
  * 15): every connection the sqlite backend opens waits for the write lock
  * through it.  Thread-safe: the handler keeps no state but its argument.
  */
-#include "base/rvs.h"
 #include "store/sqlite/store_sqlite_util.h"
 
 #include <stdint.h>

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * init.h — the operator's commands (init.c): `rearview-server init`,
+ * `cert` and `passwd`.
+ */
+#ifndef RVS_INIT_H
+#define RVS_INIT_H
+
+#include <stddef.h>
+
+#include "base/config.h"
+
+/* Host names a server certificate may carry besides localhost/127.0.0.1. */
+#define RVS_MAX_HOSTNAMES 8
+/* 0 when name is an IPv4/IPv6 address or a DNS name (labels of letters,
+ * digits and '-', 1..63 each, 253 in all; a leading "*." allowed), else
+ * -EINVAL. */
+int rvs_hostname_check(const char *name);
+/* `rearview-server init DIR [--hostname NAME]...`: creates DIR's keys, CA,
+ * server certificate (for localhost, 127.0.0.1 and names), secrets, sqlite
+ * database with the admin account, and configuration; prints the admin
+ * password once.  -EEXIST when DIR has a configuration, -EINVAL for a bad
+ * name, -E2BIG past RVS_MAX_HOSTNAMES, else 0 or -errno. */
+int rvs_init_dir(const char *dir, const char *const *names, size_t nnames);
+/* `rearview-server cert`: a new key and certificate (localhost, 127.0.0.1
+ * and names) signed by data_dir/ca.key, written over cfg->tls_key then
+ * cfg->tls_cert (each atomically; a crash between the two leaves a pair
+ * the server refuses at start: run the command again).  Devices keep
+ * trusting ca.crt.  0, -EINVAL (no or bad name), -ENOENT (no CA key). */
+int rvs_init_cert(const struct rvs_config *cfg, const char *const *names, size_t nnames);
+/* `rearview-server passwd`: a new random password for web account `user`
+ * (created if missing), stored as a PBKDF2 hash in cfg's database (either
+ * backend) and printed once.  0 or -errno. */
+int rvs_init_passwd(const struct rvs_config *cfg, const char *user);
+
+#endif

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * util.h — small helpers every layer of the server uses (util.c): hashing,
+ * randomness, constant-time comparison, PBKDF2, whole-file reads and the
+ * atomic file write.  Thread-safe: the work queue uses them as much as the
+ * loop thread does.
+ */
+#ifndef RVS_UTIL_H
+#define RVS_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+void rvs_sha256(const void *data, size_t len, uint8_t out[32]);
+void rvs_hex(const uint8_t *in, size_t len, char *out); /* out: 2*len+1 bytes */
+int rvs_random(void *buf, size_t len);			/* getrandom; 0 or -errno */
+int rvs_ct_equal(const void *a, size_t alen, const void *b, size_t blen);
+int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned iter, uint8_t out[32]);
+/* Reads a whole regular file (at most max bytes) into *out (caller frees),
+ * NUL-terminated; a file that shrinks while read is -EIO. */
+int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
+/* rvc_write_file_atomic (rearview/common.h): temp file in the same dir,
+ * fsync, rename, directory fsync. */
+int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+#endif
