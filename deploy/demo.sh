@@ -106,7 +106,7 @@ else
 	URL=""
 	i=0
 	while [ $i -lt 100 ]; do
-		URL=$(sed -n 's/.*msg="listening" url=\([^ ]*\).*/\1/p' "$LOG/server.log" 2>/dev/null | tail -n 1)
+		URL=$(sed -n 's/.* url=\([^ ]*\) .*msg="listening"$/\1/p' "$LOG/server.log" 2>/dev/null | tail -n 1)
 		[ -n "$URL" ] && break
 		kill -0 "$SERVER" 2>/dev/null || break
 		sleep 0.2

@@ -12,7 +12,7 @@ DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/conn.c device/src/capcheck.c \
                    device/src/enforce.c device/src/daemon.c device/src/capture.c \
                    device/src/admin.c device/src/dbus.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
-                   device/src/enroll.c device/src/curl_uv.c device/src/compress.c \
+                   device/src/enroll.c device/src/upload_req.c device/src/curl_uv.c device/src/compress.c \
                    device/src/offcpu.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 

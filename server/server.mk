@@ -12,13 +12,13 @@ SERVER_OBJ  := $(SERVER_CORE) $(SRV)/app/main.o
 # The blob backends (blob/blob.h): local directory, S3 (libcurl SigV4,
 # libxml2), PostgreSQL bytea (libpq, also the PostgreSQL store).
 BLOB_LIBS   := -lcurl $(call pc,--libs,libxml-2.0) $(call pc,--libs,libpq)
-BLOB_OBJ    := $(patsubst %.c,$(OBJ)/%.o,$(wildcard server/src/blob/*.c))
+BLOB_OBJ    := $(patsubst %.c,$(OBJ)/%.o,$(wildcard server/src/blob/*.c)) $(SRV)/store/pg/pg.o
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
 	$(PROTOBUF_LIBS) $(LIBELF_LIBS) $(BLOB_LIBS) -lpthread
 # The few objects the unit tests and fuzz targets link instead of SERVER_CORE.
-SRV_UTIL     := $(SRV)/base/util.o
-SRV_CONFIG   := $(SRV)/base/config.o
-SRV_PARAMS   := $(SRV)/base/params.o $(SRV)/base/version.o
+SRV_UTIL     := $(SRV)/base/util.o $(SRV)/base/log.o
+SRV_CONFIG   := $(SRV)/base/config.o $(SRV)/base/text.o
+SRV_PARAMS   := $(SRV)/base/params.o $(SRV)/base/version.o $(SRV)/base/text.o
 SRV_HTTP     := $(SRV)/http/http.o
 SRV_UPLOAD   := $(SRV)/pipeline/upload.o $(SRV)/base/text.o
 SRV_SKIPS    := $(SRV)/pipeline/skips.o
@@ -237,6 +237,7 @@ $(TBIN)/server/symfix.debug: $(TBIN)/server/symfix
 FUZZ += $(BUILD)/fuzz/server_symbols
 # The symbol store's ELF reader (symstore.c) alone.
 $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/model/symstore.c server/src/base/util.c \
+		server/src/base/log.c \
 		$(LIBRVCOMMON)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(LIBELF_CFLAGS) -Iserver/src -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -283,25 +284,3 @@ $(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags
 	-DRVS_WEB_DIR='"$(WEB_DIR)"' -DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
 $(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
 $(TBIN)/server/test_regress: | $(BIN)/rearview-server $(WEB_ASSETS)
-
-# `make lint`: a handler never includes another handler's header (HACKING.md
-# rule 2).  An endpoint family is its .c files and headers (web: web*.c,
-# web.h, web_int.h); shared pieces (reply, params, export, trace_load,
-# payload, symstore, campaign_core …) include none of them.  Only the
-# dispatcher (route.c) and main.c see every family.
-SERVER_HANDLER_HEADERS := api campaign fleet query symbols web web_int
-lint: lint-server-layers
-lint-server-layers:
-	@bad=0; for f in server/src/*.c server/src/*.h; do \
-	  own=$$(basename $$f); own=$${own%.*}; \
-	  case $$own in route|main) continue ;; web_*) own=web ;; esac; \
-	  for h in $$(sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' $$f); do \
-	    case " $(SERVER_HANDLER_HEADERS) " in *" $$h "*) ;; *) continue ;; esac; \
-	    fam=$$h; [ $$h = web_int ] && fam=web; \
-	    [ $$fam = $$own ] && continue; \
-	    echo "lint: $$f includes $$h.h, another endpoint family's header (HACKING.md rule 2)"; \
-	    bad=1; \
-	  done; \
-	done; \
-	[ $$bad = 0 ] && echo "lint: server handlers include no other handler's header"; exit $$bad
-.PHONY: lint-server-layers

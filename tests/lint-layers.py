@@ -6,11 +6,18 @@ server/src is in folders by role, declared below from the top layer down.
 A file may include a header of its own folder or of a folder below it,
 never one above: an include that goes up fails.  Two subfolders of one
 folder (store/sqlite and store/pg) are siblings: neither includes the other.
-And no circle between files: X.c and X.h are one node, an include of Y.h
-from X.c or X.h is an edge X -> Y, and the graph must have no cycle (so a
-header never pulls in a file that includes it back, and two .c files never
-lean on each other's headers).  Includes are written with their folder
-("store/store.h", resolved against server/src) or, within a folder, bare.
+In the endpoint folders (web/, api/) a handler never includes another
+handler's header.  No folder (a directory, by its own files) holds more
+than MAX_SHARE per cent of the server's lines.
+And no circle between files (the server's, and the daemon's in device/src):
+a .c file that uses a function or variable
+another .c file defines depends on it, and those dependencies have no
+cycle (two files never lean on each other, directly or around a ring); nor
+do headers include each other in a ring.  What a file uses is read from
+its text (comments and strings left out); what it defines is its
+file-scope definitions that are not static.  Includes are written with
+their folder ("store/store.h", resolved against server/src) or, within a
+folder, bare.
 
   tests/lint-layers.py [FILE...]   (default: the server's files git lists)
 Exit 0 when clean, 1 with one line per breach.
@@ -23,6 +30,14 @@ import sys
 SRC = "server/src"
 # Top to bottom.  A folder may include the folders after it.
 ORDER = ["app", "web", "api", "http", "pipeline", "model", "blob", "store", "base"]
+# The endpoint folders, where a handler never includes another handler
+# (HACKING.md rule 2): a file there includes, of those folders, only its own
+# family's headers.  A family is a file's name up to its first '_' (web_*.c
+# are "web"), or as FAMILY says; only app/ (the route table) sees them all.
+ENDPOINTS = ["web", "api"]
+FAMILY = {"api/gate": "api/api", "api/device": "api/api",
+          "api/search": "api/query"}  # GET /api/v1/traces?sort= is search's
+MAX_SHARE = 30  # per cent of the server's lines one folder may hold
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
@@ -41,8 +56,41 @@ def resolve(src, name):
     return None
 
 
-def node(path):
-    return os.path.splitext(os.path.relpath(path, SRC))[0]
+def family(path):
+    name = os.path.splitext(rel(path))[0]
+    folder, base = os.path.dirname(name), os.path.basename(name).split("_")[0]
+    return FAMILY.get(f"{folder}/{base}", f"{folder}/{base}")
+
+
+def rel(path):
+    return os.path.relpath(path, SRC)
+
+
+COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
+STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
+IDENT = re.compile(r'[A-Za-z_]\w*')
+# A file-scope definition: a function (its body opens on a later line) or
+# an initialised or plain variable, at column 0, not static, extern or a
+# typedef.
+FUNC = re.compile(r'^(?!static\b|extern\b|typedef\b|struct\s+\w+\s*\{|enum\b|union\b|#)'
+                  r'[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*\([^;{]*\)\s*(?:__attribute__\s*'
+                  r'\(\(.*?\)\)\s*)*\{', re.M | re.S)
+VAR = re.compile(r'^(?!static\b|extern\b|typedef\b|#|return\b)(?:const\s+|_Atomic\s+|volatile\s+)*'
+                 r'(?:struct\s+\w+|enum\s+\w+|unsigned\s+\w+|\w+)[\s\*]+(?:const\s+)?'
+                 r'([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*(?:=|;)', re.M)
+
+
+def code_of(text):
+    """text without comments, strings and preprocessor lines."""
+    text = COMMENT.sub(" ", text)
+    text = STRING.sub('""', text)
+    return re.sub(r'^\s*#.*$', "", text, flags=re.M)
+
+
+def definitions(code):
+    names = set(m.group(1) for m in FUNC.finditer(code))
+    names |= set(m.group(1) for m in VAR.finditer(code))
+    return names - {"if", "for", "while", "switch", "return", "sizeof", "main"}
 
 
 def cycles(edges):
@@ -78,6 +126,32 @@ def cycles(edges):
     return out
 
 
+def file_cycles(files):
+    """Rings of .c files among files, each using what the next defines."""
+    code, owner = {}, {}
+    for f in files:
+        if not f.endswith(".c"):
+            continue
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            code[f] = code_of(fh.read())
+        for name in definitions(code[f]):
+            owner.setdefault(name, set()).add(f)
+    uses = {}
+    for f, text in code.items():
+        for name in set(IDENT.findall(text)):
+            for g in owner.get(name, ()):
+                if g != f:
+                    uses.setdefault(f, set()).add(g)
+    return cycles(uses)
+
+
+def device_files():
+    """The daemon's sources (device/src): no folders, but no circle either."""
+    d = "device/src"
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".c")) \
+        if os.path.isdir(d) else []
+
+
 def main(argv):
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     files = argv or subprocess.run(
@@ -106,16 +180,33 @@ def main(argv):
                            f" run {' > '.join(ORDER)})")
             elif htop == top and hsub != sub and hsub != top and sub != top:
                 bad.append(f"lint: {f} includes {name}: {hsub}/ and {sub}/ are siblings")
-            a, b = node(f), node(h)
-            if a != b:
-                edges.setdefault(a, set()).add(b)
+            if top in ENDPOINTS and htop in ENDPOINTS and family(h) != family(f):
+                bad.append(f"lint: {f} includes {name}: another endpoint family's header"
+                           " (a handler never includes another handler, HACKING.md)")
+            if f.endswith(".h") and h != f:
+                edges.setdefault(rel(f), set()).add(rel(h))
     for comp in cycles(edges):
-        bad.append("lint: a circle between server files: " + " <-> ".join(comp))
+        bad.append("lint: headers include each other in a ring: " + " <-> ".join(comp))
+    # No folder (each directory, by its own files) holds more than 30 % of
+    # the server's lines.
+    lines = {}
+    for f in files:
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            lines[os.path.dirname(rel(f))] = lines.get(os.path.dirname(rel(f)), 0) + \
+                sum(1 for _ in fh)
+    total = sum(lines.values())
+    for d, n in sorted(lines.items()):
+        if total and n * 100 > total * MAX_SHARE:
+            bad.append(f"lint: server/src/{d}/ holds {n} of the server's {total} lines,"
+                       f" more than {MAX_SHARE} %: split it by role")
+    for comp in file_cycles(files) + file_cycles(device_files()):
+        bad.append("lint: a circle between files (each uses what the next defines): "
+                   + " <-> ".join(comp))
     for line in bad:
         print(line)
     if not bad:
-        print(f"lint: server folders run one way ({' > '.join(ORDER)}), no circle in"
-              f" {len(files)} files")
+        print(f"lint: server folders run one way ({' > '.join(ORDER)}); no circle in"
+              f" {len(files)} server and {len(device_files())} daemon files")
     return 1 if bad else 0
 
 

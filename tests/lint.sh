@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# `make lint`: formatting (clang-format, .clang-format at the top) and calls
+# `make lint`: formatting (clang-format, .clang-format at the top), calls
 # that are banned in Rearview's C because safer forms exist (snprintf,
-# strtol with end checks, strtok_r, memcpy with known sizes …).
+# strtol with end checks, strtok_r, memcpy with known sizes …), and the
+# server's folder rule (tests/lint-layers.py).
 #   tests/lint.sh FILE...   (the Makefile passes every tracked .c/.h)
 set -u
 status=0
@@ -36,5 +37,8 @@ for f in "$@"; do
 	echo "lint: $f: includes a database client header; SQL belongs behind server/src/store/store.h"
 	status=1
 done
+# The server's folders run one way and no two files lean on each other
+# (HACKING.md "The server's folders"): tests/lint-layers.py.
+python3 "$(dirname "$0")/lint-layers.py" || status=1
 [ "$status" -eq 0 ] && echo "lint: $# files clean"
 exit "$status"

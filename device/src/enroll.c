@@ -94,7 +94,7 @@ static void token_saved_cb(struct rvd_spool *sp, int status, uint64_t id, void *
 	rvd_info("uploader: enrolled as %s", u->device_id);
 	u->attempt = 0;
 	rvd_up_fetch_policy(u);
-	rvd_up_kick(u);
+	u->kick(u);
 }
 
 void rvd_up_enroll_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http)
@@ -227,7 +227,7 @@ void rvd_up_policy_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 			snprintf(u->etag, sizeof(u->etag), "%s", r->etag);
 		/* A new policy may allow what the old one held back. */
 		u->net_blocked = false;
-		rvd_up_kick(u);
+		u->kick(u);
 		break;
 	case 304: /* unchanged */
 	case 404: /* nothing published yet */
@@ -235,7 +235,7 @@ void rvd_up_policy_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long
 	case 401:
 		u->token[0] = '\0';
 		rvd_up_error(u, "policy fetch: device token refused; enrolling again");
-		rvd_up_kick(u);
+		u->kick(u);
 		break;
 	default:
 		rvd_up_error_message(r, msg, sizeof(msg));

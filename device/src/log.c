@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * log.c — leveled logging to stderr in logfmt, the shape rearview-server
- * writes (server/src/util.c rvs_log):
+ * log.c — leveled logging to stderr in the one log format of both
+ * services (librvcommon's rvc_log, which rearview-server writes too):
  *
  *     ts=2026-11-24T10:27:45.123Z level=info msg="pid 42 registered (app, 3 threads)"
  *
@@ -13,11 +13,12 @@
  * files the line under; anywhere else (a terminal, a file) the line is
  * plain logfmt.
  *
- * Invariants: one line per call, written with a single write() so lines
- * from the loop thread and work-queue threads never interleave mid-line;
- * the line never exceeds RVD_LOG_LINE bytes (the message is truncated).
+ * Invariants: one line per call, written with a single write() (rvc_log)
+ * so lines from the loop thread and work-queue threads never interleave
+ * mid-line; the message is cut to RVD_LOG_LINE bytes before escaping.
  */
 #include "log.h"
+#include "rearview/common.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -85,69 +86,19 @@ static const char *level_name(int level)
 	}
 }
 
-/* Appends msg to line[n..cap-2] quoted and escaped; returns the new length,
- * leaving room for the closing quote and the newline. */
-static size_t quote(char *line, size_t n, size_t cap, const char *msg)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
-		char esc[4];
-		size_t k = 0;
-
-		if (*p == '"' || *p == '\\') {
-			esc[k++] = '\\';
-			esc[k++] = (char)*p;
-		} else if (*p == '\n') {
-			esc[k++] = '\\';
-			esc[k++] = 'n';
-		} else if (*p == '\t') {
-			esc[k++] = '\\';
-			esc[k++] = 't';
-		} else if (*p < 0x20 || *p == 0x7f) {
-			esc[k++] = '\\';
-			esc[k++] = 'x';
-			esc[k++] = hex[*p >> 4];
-			esc[k++] = hex[*p & 15];
-		} else {
-			esc[k++] = (char)*p;
-		}
-		if (n + k > cap - 2)
-			break;
-		memcpy(line + n, esc, k);
-		n += k;
-	}
-	return n;
-}
-
 void rvd_log(int level, const char *fmt, ...)
 {
-	char line[RVD_LOG_LINE], msg[RVD_LOG_LINE], when[32], prio[8] = "";
-	struct timespec ts;
-	struct tm tm;
+	char msg[RVD_LOG_LINE], prio[8] = "";
 	va_list ap;
-	size_t n;
 
 	if (level > log_level)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 	if (log_journal)
 		snprintf(prio, sizeof(prio), "<%d>", level);
-	n = (size_t)snprintf(line, sizeof(line), "%sts=%s.%03ldZ level=%s msg=\"", prio, when,
-			     ts.tv_nsec / 1000000, level_name(level));
-	assert(n < sizeof(line) - 2);
-	n = quote(line, n, sizeof(line), msg);
-	assert(n <= sizeof(line) - 2);
-	line[n++] = '"';
-	line[n++] = '\n';
-	/* Best effort: a log line that cannot be written is dropped. */
-	if (write(STDERR_FILENO, line, n) < 0)
-		return;
+	rvc_log(level_name(level), prio, NULL, msg);
 }
 
 /* ---- readiness (the sd_notify protocol) ----------------------------------- */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * upload_int.h — the uploader's private parts (upload.h is its interface):
- * its state, one HTTP request, and the functions upload.c and enroll.c
- * share.  Loop thread only, except where a function says otherwise.
+ * its state, one HTTP request, and the functions its files share:
+ * upload.c (the uploads; it drives the others), enroll.c (enrolment and
+ * policy fetches) and upload_req.c (the requests both send).  Loop thread only, except where a
+ * function says otherwise.
  */
 #ifndef RVD_UPLOAD_INT_H
 #define RVD_UPLOAD_INT_H
@@ -72,9 +74,12 @@ struct rvd_uploader {
 	char etag[80];
 	uint64_t hinted_version;
 	char last_error[128];
+	/* Starts whatever is due (upload.c's rvd_up_kick): what the enrolment
+	 * and the backoff call to go on. */
+	void (*kick)(struct rvd_uploader *u);
 };
 
-/* ---- upload.c ---------------------------------------------------------- */
+/* ---- upload_req.c ------------------------------------------------------ */
 
 /* Sets the last upload error; the caller's rvd_up_backoff() then reports
  * it with the time of the next attempt. */
@@ -100,6 +105,8 @@ void rvd_up_error_message(const struct req *r, char *out, size_t cap);
  * at least the server's Retry-After; reports the last error with the time
  * of the next attempt. */
 void rvd_up_backoff(struct rvd_uploader *u, long retry_after_s);
+
+/* ---- upload.c ---------------------------------------------------------- */
 
 /* Starts whatever is due: enrolment, uploads, skip reports. */
 void rvd_up_kick(struct rvd_uploader *u);

@@ -39,39 +39,6 @@ struct rvp_store {
 	uint64_t floor; /* refuse versions <= this, even if the body is lost */
 };
 
-static int read_file(const char *path, uint8_t **out, size_t *len)
-{
-	uint8_t *buf;
-	struct stat st;
-	int rc, fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) != 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	if (st.st_size > (off_t)RVP_MAX_DOCUMENT_BYTES) {
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	rc = rvc_read_all(fd, buf, (size_t)st.st_size);
-	close(fd);
-	if (rc) {
-		free(buf);
-		return rc;
-	}
-	*out = buf;
-	*len = (size_t)st.st_size;
-	return 0;
-}
-
 /* Replaces <dir>/<name> atomically and durably (rvc_write_file_atomic). */
 static int save_atomic(const char *dir, const char *name, const uint8_t *doc, size_t len)
 {
@@ -112,7 +79,7 @@ int rvp_store_new(const char *dir, const char *pub_pem, struct rvp_store **out)
 	}
 	/* A missing, unreadable or no longer verifying file means "none"; but
 	 * running out of memory is no verdict on the file: that fails the open. */
-	rc = read_file(path, &doc, &len);
+	rc = rvc_read_file(path, RVP_MAX_DOCUMENT_BYTES, &doc, &len);
 	if (rc == 0) {
 		rc = rvp_verify_doc(doc, len, s->pub_pem, 0, 0, 0, &s->body);
 		if (rc != 0)
@@ -127,7 +94,7 @@ int rvp_store_new(const char *dir, const char *pub_pem, struct rvp_store **out)
 	 * does not reopen the door to replaying older documents. */
 	rc = -ENAMETOOLONG;
 	if (snprintf(path, sizeof(path), "%s/" FLOOR_FILE, dir) < (int)sizeof(path))
-		rc = read_file(path, &doc, &len);
+		rc = rvc_read_file(path, RVP_MAX_DOCUMENT_BYTES, &doc, &len);
 	if (rc == -ENOMEM) {
 		rvp_store_free(s);
 		return rc;

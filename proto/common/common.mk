@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # proto/common/ — librvcommon: the helpers every component shares (whole
 # reads and writes, the atomic file write, sqlite rc → errno, the JSON
-# string escaper; rearview/common.h).  One static, PIC, hidden-visibility
+# string escaper, the services' one log line, whole-file reads;
+# rearview/common.h).  One static, PIC, hidden-visibility
 # library, never installed.  Every program and test links it (the top
 # Makefile makes it a prerequisite of each); librvtrace.a carries the
 # objects librvtrace needs, so the installed archive links on its own.
 
 RVC_SRC := proto/common/src/io.c proto/common/src/atomic.c proto/common/src/json.c \
-           proto/common/src/sqlite.c
+           proto/common/src/sqlite.c proto/common/src/log.c proto/common/src/file.c
 RVC_OBJ := $(RVC_SRC:%.c=$(OBJ)/%.o)
 # What librvtrace uses (no sqlite, no stdio escaper).
 RVC_TRACE_OBJ := $(OBJ)/proto/common/src/io.o $(OBJ)/proto/common/src/atomic.o
@@ -25,3 +26,4 @@ $(eval $(call rv_test,common,io,$(LIBRVCOMMON),))
 $(eval $(call rv_test,common,atomic,$(LIBRVCOMMON),))
 $(eval $(call rv_test,common,json,$(LIBRVCOMMON),))
 $(eval $(call rv_test,common,sqlite,$(LIBRVCOMMON),))
+$(eval $(call rv_test,common,log,$(LIBRVCOMMON),))

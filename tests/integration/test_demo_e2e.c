@@ -132,9 +132,19 @@ static int start_server(struct e2e *e)
 	while (now_s() < until) {
 		const char *p;
 
+		/* The line `… url=https://HOST:PORT/ store=… msg="listening"`. */
 		if (slurp(log, text, sizeof(text)) == 0 &&
-		    (p = strstr(text, "msg=\"listening\" url=")) != NULL) {
-			p += strlen("msg=\"listening\" url=");
+		    (p = strstr(text, "msg=\"listening\"")) != NULL) {
+			const char *msg = p;
+
+			while (p > text && p[-1] != '\n')
+				p--;
+			p = strstr(p, " url=");
+			if (!p || p > msg) {
+				usleep(100 * 1000);
+				continue;
+			}
+			p += strlen(" url=");
 			size_t n = strcspn(p, " \n");
 			if (n < sizeof(e->url)) {
 				memcpy(e->url, p, n);

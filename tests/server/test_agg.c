@@ -31,6 +31,7 @@
 #include "capbuild.h"
 #include "pg_harness.h"
 #include "sql_both.h"
+#include "web/web.h"
 
 /* The backend the cases run on (main runs them on both), and the private
  * PostgreSQL server (pg_harness.h). */

@@ -30,6 +30,10 @@
 #include "api/symbols.h"
 #include "web/web.h"
 #include "model/webhook.h"
+#include "api/aggregate.h"
+#include "api/alerts.h"
+#include "api/regress.h"
+#include "api/search.h"
 
 #include <jansson.h>
 

@@ -6,8 +6,10 @@
  *
  * Invariants: the output never exceeds the caller's limit (a small file
  * that inflates without end is refused once it passes it, whatever sizes
- * its headers declare); output memory grows geometrically from a modest
- * start, so a bomb costs at most the limit; concatenated members (gzip) and
+ * its headers declare); output memory is at most the limit (gzip and
+ * undeclared zstd sizes grow geometrically from a modest start, a declared
+ * zstd size is allocated once, capped at the limit), so a bomb costs at
+ * most the limit; concatenated members (gzip) and
  * frames (zstd) are all decoded, as `zcat` and `zstdcat` do.  The streaming
  * reader (rva_reader) holds one chunk of the file and the decoder's state,
  * never the whole content; it has no output limit (its consumer bounds what
@@ -102,40 +104,83 @@ static int gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, siz
 	return 0;
 }
 
+int rva_unzstd(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
+{
+	ZSTD_DStream *zs = ZSTD_createDStream();
+	ZSTD_inBuffer ib = {in, len, 0};
+	size_t cap = len * 4 < 65536 ? 65536 : len * 4, r = 1;
+	unsigned long long declared = ZSTD_getFrameContentSize(in, len);
+	uint8_t *buf = NULL, *nb;
+	int rc = 0;
+
+	*out = NULL;
+	if (!zs)
+		return -ENOMEM;
+	/* The window a frame may ask for is bounded too. */
+	ZSTD_DCtx_setParameter(zs, ZSTD_d_windowLogMax, 27);
+	/* A frame that declares its size (ZSTD_compress does) gets one buffer
+	 * of that size (+1 so the end is seen without growing): no realloc
+	 * copies of a 32 MiB capture.  The declaration is untrusted, hence the
+	 * max cap and the loop below still checking every byte. */
+	if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR)
+		cap = declared < max ? (size_t)declared + 1 : max;
+	if (cap > max)
+		cap = max ? max : 1;
+	ZSTD_initDStream(zs);
+	buf = malloc(cap);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto free_stream;
+	}
+	*outlen = 0;
+	while (ib.pos < ib.size || r != 0) {
+		ZSTD_outBuffer ob = {buf + *outlen, cap - *outlen, 0};
+		r = ZSTD_decompressStream(zs, &ob, &ib);
+		if (ZSTD_isError(r)) {
+			rc = -EINVAL;
+			break;
+		}
+		*outlen += ob.pos;
+		if (ib.pos == ib.size && r != 0 && ob.pos < ob.size) {
+			rc = -EINVAL; /* input ended inside a frame: truncated */
+			break;
+		}
+		if (*outlen == cap) {
+			if (cap >= max) {
+				if (r == 0 && ib.pos == ib.size)
+					break;
+				rc = -E2BIG;
+				break;
+			}
+			cap = cap > max / 2 ? max : cap * 2;
+			if (!(nb = realloc(buf, cap))) {
+				rc = -ENOMEM;
+				break;
+			}
+			buf = nb;
+		}
+	}
+	if (rc) {
+		free(buf);
+		buf = NULL;
+	}
+	*out = buf;
+free_stream:
+	ZSTD_freeDStream(zs);
+	return rc;
+}
+
 static int unzstd(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *outlen,
 		  rva_error *err)
 {
-	ZSTD_DStream *d = ZSTD_createDStream();
-	ZSTD_inBuffer in = {buf, len, 0};
-	size_t cap = 0, used = 0, zr = 1;
-	int rc = 0;
+	int rc = rva_unzstd(buf, len, max, out, outlen);
 
-	if (!d)
-		return rva_fail(err, -ENOMEM, "zstd: out of memory");
-	/* The window a frame may ask for is bounded too. */
-	ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, 27);
-	while (rc == 0 && (in.pos < in.size || zr != 0)) {
-		if ((rc = grow(out, &cap, used, max)) < 0)
-			break;
-		ZSTD_outBuffer o = {*out, cap, used};
-		size_t before = in.pos;
-		zr = ZSTD_decompressStream(d, &o, &in);
-		if (ZSTD_isError(zr)) {
-			rc = rva_fail(err, -EINVAL, "zstd: %s", ZSTD_getErrorName(zr));
-			break;
-		}
-		if (o.pos == used && in.pos == before && zr != 0 && in.pos == in.size) {
-			rc = rva_fail(err, -EINVAL, "zstd: truncated frame");
-			break;
-		}
-		used = o.pos;
-	}
-	ZSTD_freeDStream(d);
-	if (rc == -EFBIG)
-		return rva_fail(err, rc, "zstd: inflates past %zu MiB", max >> 20);
-	if (rc < 0)
-		return rc;
-	*outlen = used;
+	if (rc == -E2BIG)
+		return rva_fail(err, -EFBIG, "zstd: inflates past %zu MiB", max >> 20);
+	if (rc == -ENOMEM)
+		return rva_fail(err, rc, "zstd: out of memory");
+	if (rc)
+		return rva_fail(err, rc, "zstd: damaged or truncated frame");
 	return 0;
 }
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * campaign.h — the campaign endpoints of the JSON API (campaign.c) over
- * the campaign model (campaign_core.h).  Work thread only.
+ * the campaign model (model/campaign.h).  Work thread only.
  */
-#ifndef RVS_CAMPAIGN_H
-#define RVS_CAMPAIGN_H
+#ifndef RVS_API_CAMPAIGN_H
+#define RVS_API_CAMPAIGN_H
 
-/* The campaign endpoints (route.c's table; work thread; each fills c->q
+/* The campaign endpoints (app/routes.c's table; work thread; each fills c->q
  * always).  list: GET /api/v1/campaigns; create: POST /api/v1/campaigns
  * (create or, with "replace": true, replace; server/API.md); preview: POST
  * /api/v1/campaigns/preview; end: POST /api/v1/campaigns/{id}/end; none:

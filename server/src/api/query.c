@@ -11,6 +11,8 @@
  * the device sent) are replaced by '?' first.
  */
 #include "api/query.h"
+#include "base/json.h"
+#include "base/text.h"
 #include "model/export.h"
 #include "base/params.h"
 #include "pipeline/trace_load.h"
@@ -32,6 +34,7 @@
 
 #include "rearview/analysis.h"
 #include "rearview/summary.pb-c.h"
+#include "api/search.h"
 
 #define LIST_DEFAULT 50
 #define LIST_MAX     500
@@ -43,39 +46,6 @@
 static int qparam(const char *query, const char *name, char *out, size_t outsz)
 {
 	return rvs_query_param(query, name, out, outsz);
-}
-
-static int parse_i64(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-	if (!*s)
-		return -EINVAL;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* A string as JSON; bytes of invalid UTF-8 become '?'. */
-static json_t *jstr(const char *s)
-{
-	json_t *j;
-	char *c;
-	if (!s)
-		return json_null();
-	if ((j = json_string(s)))
-		return j;
-	if (!(c = strdup(s)))
-		return json_null();
-	for (char *p = c; *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	j = json_string(c);
-	free(c);
-	return j ? j : json_null();
 }
 
 /* The reply helpers (reply.h) under the names this file's endpoints use. */
@@ -112,7 +82,7 @@ static json_t *jrow(const struct rvs_col *cols, size_t n)
 	for (size_t i = 0; i < n; i++)
 		json_object_set_new(o, cols[i].name,
 				    cols[i].type == RVS_COL_INT	   ? json_integer(cols[i].i)
-				    : cols[i].type == RVS_COL_TEXT ? jstr(cols[i].text)
+				    : cols[i].type == RVS_COL_TEXT ? rvs_json_str(cols[i].text)
 								   : json_null());
 	return o;
 }
@@ -169,11 +139,11 @@ static void list_traces(const struct rvs_store_ops *ops, struct rvs_store *st, c
 	for (int i = 0; i < 4; i++) {
 		/* kind: a number or a name (params.h). */
 		if ((rc = qparam(query, int_params[i], v, sizeof v)) < 0 ||
-		    (rc && (i ? parse_i64(v, ip[i]) : rvs_param_kind(v, ip[i]))))
+		    (rc && (i ? rvs_parse_i64(v, ip[i]) : rvs_param_kind(v, ip[i]))))
 			return bad_param(r, int_params[i]);
 		*hp[i] = rc;
 	}
-	if ((rc = qparam(query, "cursor", v, sizeof v)) < 0 || (rc && parse_i64(v, &f.cursor)))
+	if ((rc = qparam(query, "cursor", v, sizeof v)) < 0 || (rc && rvs_parse_i64(v, &f.cursor)))
 		return bad_param(r, "cursor");
 	f.has_cursor = rc;
 	f.limit = x.limit + 1;
@@ -430,7 +400,7 @@ static void group_out(struct by_group *b)
 	json_t *o;
 	if (!b->sm.n)
 		return;
-	o = json_pack("{s:o}", b->key, jstr(b->val));
+	o = json_pack("{s:o}", b->key, rvs_json_str(b->val));
 	samples_into(&b->sm, o);
 	json_array_append_new(b->arr, o);
 }
@@ -541,7 +511,7 @@ static void get_method(const struct rvs_store_ops *ops, struct rvs_store *store,
 	a = has_app && app[0] ? app : NULL;
 	v = has_ver && ver[0] ? ver : NULL;
 	doc = json_object();
-	json_object_set_new(doc, "method", jstr(name));
+	json_object_set_new(doc, "method", rvs_json_str(name));
 	if (a || v) {
 		if (method_filtered(ops, store, name, a, v, &n, doc)) {
 			json_decref(doc);
@@ -626,7 +596,7 @@ static json_t *jint(int64_t v, int has)
 
 static int skip_reason_row(void *arg, const struct rvs_skip_row *k)
 {
-	json_array_append_new(arg, json_pack("{s:o,s:o,s:I}", "reason", jstr(k->reason),
+	json_array_append_new(arg, json_pack("{s:o,s:o,s:I}", "reason", rvs_json_str(k->reason),
 					     "anomaly_kind", jint(k->anomaly_kind, k->has_kind),
 					     "count", (json_int_t)k->count));
 	return 0;
@@ -634,13 +604,15 @@ static int skip_reason_row(void *arg, const struct rvs_skip_row *k)
 
 static int skip_recent_row(void *arg, const struct rvs_skip_row *k)
 {
-	json_array_append_new(
-		arg, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:o}", "device_id", jstr(k->device_id),
-			       "app_id", jstr(k->app_id), "app_version", jstr(k->app_version),
-			       "anomaly_kind", jint(k->anomaly_kind, k->has_kind), "severity",
-			       jint(k->severity, k->has_severity), "reason", jstr(k->reason),
-			       "received_at", (json_int_t)k->received_at, "captured_realtime_ns",
-			       jint(k->captured_realtime_ns, k->has_captured)));
+	json_array_append_new(arg, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:o}", "device_id",
+					     rvs_json_str(k->device_id), "app_id",
+					     rvs_json_str(k->app_id), "app_version",
+					     rvs_json_str(k->app_version), "anomaly_kind",
+					     jint(k->anomaly_kind, k->has_kind), "severity",
+					     jint(k->severity, k->has_severity), "reason",
+					     rvs_json_str(k->reason), "received_at",
+					     (json_int_t)k->received_at, "captured_realtime_ns",
+					     jint(k->captured_realtime_ns, k->has_captured)));
 	return 0;
 }
 
@@ -661,7 +633,7 @@ static void list_skips(const struct rvs_store_ops *ops, struct rvs_store *st, co
 	}
 	for (int i = 0; i < 2; i++) {
 		int rc = qparam(query, i ? "until" : "since", v, sizeof v);
-		if (rc < 0 || (rc == 1 && parse_i64(v, &t[i]))) {
+		if (rc < 0 || (rc == 1 && rvs_parse_i64(v, &t[i]))) {
 			set_error(r, 400, i ? "bad until" : "bad since");
 			goto free;
 		}
@@ -699,7 +671,7 @@ static void signatures_weekly(const struct rvs_store_ops *ops, struct rvs_store 
 	json_t *arr;
 	int rc, some;
 
-	if ((rc = qparam(query, "since", v, sizeof v)) < 0 || parse_i64(v, &since))
+	if ((rc = qparam(query, "since", v, sizeof v)) < 0 || rvs_parse_i64(v, &since))
 		return set_error(r, 400, "bad since");
 	if ((rc = qparam(query, "signatures", list, sizeof list)) < 0)
 		return set_error(r, 400, "bad signatures");
@@ -723,36 +695,23 @@ static void signatures_weekly(const struct rvs_store_ops *ops, struct rvs_store 
 
 /* ---- the endpoints (route.c's table) ------------------------------------------ */
 
-/* Runs fn with the shared store, or answers 503. */
-static void with_store(struct rvs_call *c,
-		       void (*fn)(const struct rvs_store_ops *, struct rvs_store *, const char *,
-				  struct rvs_query_resp *))
-{
-	const struct rvs_store_ops *ops;
-	struct rvs_store *st;
-	if (rvs_store_acquire(c->cfg->database, &ops, &st))
-		return set_error(c->q, 503, "database unavailable");
-	fn(ops, st, c->query, c->q);
-	rvs_store_release(st);
-}
-
 void rvs_query_traces(struct rvs_call *c)
 {
 	char v[64];
 
 	if (qparam(c->query, "sort", v, sizeof v) || qparam(c->query, "issue", v, sizeof v))
 		return rvs_search_traces(c); /* sorted, or by issue: search.h */
-	with_store(c, list_traces);
+	rvs_call_with_store(c, list_traces);
 }
 
 void rvs_query_signatures(struct rvs_call *c)
 {
-	with_store(c, list_signatures);
+	rvs_call_with_store(c, list_signatures);
 }
 
 void rvs_query_weekly(struct rvs_call *c)
 {
-	with_store(c, signatures_weekly);
+	rvs_call_with_store(c, signatures_weekly);
 }
 
 void rvs_query_skips(struct rvs_call *c)
@@ -827,4 +786,15 @@ void rvs_query_method(struct rvs_call *c)
 void rvs_query_none(struct rvs_call *c)
 {
 	set_error(c->q, 404, "no such resource");
+}
+
+void rvs_query_handle(const char *database, const char *blob_dir, const char *path,
+		      const char *query, struct rvs_query_resp *r)
+{
+	static const struct rvs_config zero;
+	struct rvs_config cfg = zero;
+
+	snprintf(cfg.database, sizeof cfg.database, "%s", database);
+	snprintf(cfg.blob_dir, sizeof cfg.blob_dir, "%s", blob_dir);
+	rvs_api_v1(&cfg, 0, path, query, NULL, 0, r);
 }

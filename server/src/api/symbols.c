@@ -44,11 +44,10 @@ static void put(const char *dir, const uint8_t *body, size_t len, struct rvs_que
 	if (rvs_symbols_path(dir, bid, path, sizeof path))
 		return rvs_query_set_error(r, 500, "symbol store path too long");
 	if ((rc = rvs_write_file_atomic(path, body, len, 0640))) {
-		rvs_log("error", "msg=\"symbol store write\" build_id=%s err=%d", bid, rc);
+		rvs_log("error", "symbol store write", "build_id=%s err=%d", bid, rc);
 		return rvs_query_set_error(r, 500, "cannot store the file");
 	}
-	rvs_log("info", "msg=\"symbols stored\" build_id=%s bytes=%zu functions=%zu", bid, len,
-		nfuncs);
+	rvs_log("info", "symbols stored", "build_id=%s bytes=%zu functions=%zu", bid, len, nfuncs);
 	memcpy(stored, bid, sizeof bid);
 	rvs_query_reply(r, 201,
 			json_pack("{s:s,s:I,s:I}", "build_id", bid, "bytes", (json_int_t)len,

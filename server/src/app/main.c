@@ -61,7 +61,7 @@ static void on_api_stopped(void *arg)
 	struct app *a = arg;
 	uv_close((uv_handle_t *)&a->sigterm, on_sig_closed);
 	uv_close((uv_handle_t *)&a->sigint, on_sig_closed);
-	rvs_log("info", "msg=\"stopped\"");
+	rvs_log("info", "stopped", NULL);
 }
 
 static void on_drained(void *arg)
@@ -75,7 +75,7 @@ static void stop(struct app *a)
 	if (a->stopping)
 		return;
 	a->stopping = 1;
-	rvs_log("info", "msg=\"draining\"");
+	rvs_log("info", "draining", NULL);
 	if (a->srv)
 		rvs_server_drain(a->srv, on_drained, a);
 	else
@@ -94,8 +94,7 @@ static void on_ready(void *arg, int rc)
 	int n;
 
 	if (rc) {
-		rvs_log("error", "msg=\"cannot open store\" path=\"%s\" err=%d", a->cfg.database,
-			rc);
+		rvs_log("error", "cannot open store", "path=\"%s\" err=%d", a->cfg.database, rc);
 		a->exit_code = 1;
 		stop(a);
 		return;
@@ -109,8 +108,8 @@ static void on_ready(void *arg, int rc)
 	n = snprintf(port, sizeof port, "%d\n", rvs_server_port(a->srv));
 	/* Written once at startup, before any request is served. */
 	if (rvs_write_file_atomic(a->cfg.port_file, port, (size_t)n, 0644))
-		rvs_log("warn", "msg=\"cannot write port file\" path=\"%s\"", a->cfg.port_file);
-	rvs_log("info", "msg=\"listening\" url=https://%s:%d/ store=%s", a->cfg.listen_host,
+		rvs_log("warn", "cannot write port file", "path=\"%s\"", a->cfg.port_file);
+	rvs_log("info", "listening", "url=https://%s:%d/ store=%s", a->cfg.listen_host,
 		rvs_server_port(a->srv), rvs_store_for(a->cfg.database)->name);
 }
 
@@ -135,9 +134,9 @@ static int run(const char *config_path)
 	 * writer runs yet, so every one of them is dead. */
 	struct rvs_blob_sweep_stats swept;
 	if (rvs_blob_sweep(a.cfg.blob_dir, 0, NULL, NULL, &swept) < 0)
-		rvs_log("warn", "msg=\"blob sweep failed\" dir=\"%s\"", a.cfg.blob_dir);
+		rvs_log("warn", "blob sweep failed", "dir=\"%s\"", a.cfg.blob_dir);
 	else if (swept.temps)
-		rvs_log("info", "msg=\"blob temporary files removed\" count=%llu",
+		rvs_log("info", "blob temporary files removed", "count=%llu",
 			(unsigned long long)swept.temps);
 	if (rvs_decode_new(a.cfg.database, &a.decoder, &a.dec))
 		return 1;

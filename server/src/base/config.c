@@ -6,6 +6,7 @@
  */
 
 #include "base/config.h"
+#include "base/text.h"
 #include <errno.h>
 #include <stddef.h>
 #include <ini.h>
@@ -22,13 +23,10 @@ struct load {
 
 static int parse_u64(const char *v, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long x;
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (errno || end == v || *end || x > max || v[0] == '-')
+	int64_t x;
+	if (rvs_parse_i64(v, &x) || x < 0 || (uint64_t)x > max || v[0] == '-')
 		return -1;
-	*out = x;
+	*out = (uint64_t)x;
 	return 0;
 }
 

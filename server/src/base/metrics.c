@@ -5,10 +5,9 @@
  * thread, so they need no atomics.  Error answers are counted by route
  * family and status (rearview_error_replies_total); a family/status pair
  * appears once it has happened.  The webhook deliveries' counters are the
- * work threads' (rvs_webhook_stats, atomics), read when rendering.
+ * work threads' (rvs_webhook_count, atomics), read when rendering.
  */
 #include "base/metrics.h"
-#include "model/webhook.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -58,6 +57,32 @@ static const struct {
 	[RVS_DECODE_FAIL_INDEX] = {"index:", "index"},
 	[RVS_DECODE_FAIL_OTHER] = {"", "other"},
 };
+
+/* Process-wide counters of the webhook delivery passes. */
+static _Atomic uint64_t n_delivered, n_attempts_failed, n_given_up, n_pending;
+
+void rvs_webhook_count(int ok, int given_up)
+{
+	if (ok)
+		n_delivered++;
+	else
+		n_attempts_failed++;
+	if (given_up)
+		n_given_up++;
+}
+
+void rvs_webhook_count_pending(uint64_t pending)
+{
+	n_pending = pending;
+}
+
+void rvs_webhook_stats(struct rvs_webhook_stats *out)
+{
+	out->delivered = n_delivered;
+	out->attempts_failed = n_attempts_failed;
+	out->given_up = n_given_up;
+	out->pending = n_pending;
+}
 
 enum rvs_decode_fail rvs_decode_fail_class(const char *reason)
 {

@@ -88,4 +88,19 @@ void rvs_metrics_count_reply(struct rvs_metrics *m, int family, int status);
 /* Renders Prometheus text exposition into a heap buffer (caller frees). */
 int rvs_metrics_render(const struct rvs_metrics *m, char **out, size_t *len);
 
+/* The webhook delivery passes' counters since the process started, for
+ * /metrics (webhook.c counts them): POSTs answered 2xx, POSTs that failed,
+ * deliveries given up (failed after max_attempts), and the pending
+ * deliveries counted at the end of the last pass (0 before the first).
+ * Any thread (atomics: the passes run on work threads). */
+struct rvs_webhook_stats {
+	uint64_t delivered, attempts_failed, given_up, pending;
+};
+void rvs_webhook_stats(struct rvs_webhook_stats *out);
+/* One POST's outcome: delivered when ok, else a failed attempt, and a
+ * delivery given up when given_up. */
+void rvs_webhook_count(int ok, int given_up);
+/* The pending deliveries at the end of a pass. */
+void rvs_webhook_count_pending(uint64_t pending);
+
 #endif

@@ -8,6 +8,7 @@
  * byte or a malformed escape is an error, never truncated silently.
  */
 #include "base/params.h"
+#include "base/text.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -75,17 +76,9 @@ int rvs_query_param(const char *query, const char *name, char *out, size_t outsz
 int rvs_param_kind(const char *s, int64_t *kind)
 {
 	const ProtobufCEnumDescriptor *d = &rearview__anomaly_kind__descriptor;
-	char *end;
-	long long v;
 
-	if (*s && !s[strspn(s, "0123456789")]) {
-		errno = 0;
-		v = strtoll(s, &end, 10);
-		if (errno)
-			return -EINVAL;
-		*kind = v;
-		return 0;
-	}
+	if (*s && !s[strspn(s, "0123456789")])
+		return rvs_parse_i64(s, kind);
 	for (unsigned i = 0; i < d->n_values; i++) {
 		const char *name = d->values[i].name, *shrt = name;
 		size_t first;
@@ -104,8 +97,8 @@ int rvs_param_kind(const char *s, int64_t *kind)
 
 int rvs_param_limit(const char *query, int64_t def, int64_t max, int64_t *limit)
 {
-	char v[32], *end;
-	long long n;
+	char v[32];
+	int64_t n;
 	int rc = rvs_query_param(query, "limit", v, sizeof v);
 
 	assert(def >= 1 && def <= max);
@@ -114,9 +107,7 @@ int rvs_param_limit(const char *query, int64_t def, int64_t max, int64_t *limit)
 		return -EINVAL;
 	if (rc == 0 || !v[0])
 		return 0;
-	errno = 0;
-	n = strtoll(v, &end, 10);
-	if (errno || *end || n < 1)
+	if (rvs_parse_i64(v, &n) || n < 1)
 		return -EINVAL;
 	*limit = n > max ? max : n;
 	return 0;
@@ -140,17 +131,9 @@ int rvs_param_time(const char *s, int64_t *t)
 	struct tm tm = {0};
 	int y, mo, d, h = 0, mi = 0, sec = 0, off = 0;
 	int64_t base;
-	char *end;
 
-	if (*s && !s[strspn(s, "0123456789")]) {
-		long long v;
-		errno = 0;
-		v = strtoll(s, &end, 10);
-		if (errno || *end)
-			return -EINVAL;
-		*t = v;
-		return 0;
-	}
+	if (*s && !s[strspn(s, "0123456789")])
+		return rvs_parse_i64(s, t);
 	/* Each field is read only once the one before it parsed: digits()
 	 * stops at the NUL, so nothing past the string is read. */
 	if ((y = digits(s, 4)) < 1970 || s[4] != '-' || (mo = digits(s + 5, 2)) < 1 || mo > 12 ||

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * text.c — untrusted text (text.h).
+ * text.c — untrusted text (text.h): the string field check and the one
+ * integer parser.
  *
  * Invariants: reads at most up to the string's NUL; a field is valid UTF-8
  * (no overlong two-byte forms, nothing past U+10FFFF's lead bytes) without
@@ -8,7 +9,9 @@
  */
 #include "base/text.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 int rvs_field_ok(const char *s, size_t max)
 {
@@ -43,4 +46,18 @@ int rvs_field_ok(const char *s, size_t max)
 		n += (size_t)extra;
 	}
 	return 1;
+}
+
+int rvs_parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
 }

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * util.c — logging, hashing, randomness, whole-file reads, atomic writes
- * (librvcommon's) and a size-capped memory stream shared by the server's
- * parts.
+ * util.c — hashing, randomness, whole-file reads and atomic writes
+ * (librvcommon's) shared by the server's parts.
  * Every function here is thread-safe: the work queue uses them as much as
  * the loop thread does.
  */
 #include "base/util.h"
-#include "base/log.h"
 #include "rearview/common.h"
 
 #include <assert.h>
@@ -25,24 +23,6 @@
 #include <mbedtls/md.h>
 #include <mbedtls/pkcs5.h>
 #include <mbedtls/sha256.h>
-
-void rvs_log(const char *level, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	struct timespec ts;
-	struct tm tm;
-	char when[32];
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-	/* One write per line so concurrent threads never interleave inside it. */
-	fprintf(stderr, "ts=%s.%03ldZ level=%s %s\n", when, ts.tv_nsec / 1000000, level, msg);
-}
 
 void rvs_sha256(const void *data, size_t len, uint8_t out[32])
 {
@@ -75,6 +55,18 @@ int rvs_random(void *buf, size_t len)
 	return 0;
 }
 
+int rvs_random_word(char *out, size_t n)
+{
+	static const char alpha[] = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+	uint8_t r[64];
+	if (n > sizeof r || rvs_random(r, n))
+		return -EIO;
+	for (size_t i = 0; i < n; i++)
+		out[i] = alpha[r[i] % (sizeof alpha - 1)];
+	out[n] = '\0';
+	return 0;
+}
+
 int rvs_ct_equal(const void *a, size_t alen, const void *b, size_t blen)
 {
 	/* Compare digests so the time depends on neither length nor content. */
@@ -103,36 +95,7 @@ int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned ite
 
 int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	uint8_t *buf;
-	int rc;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	if ((uint64_t)st.st_size > max) {
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	rc = rvc_read_all(fd, buf, (size_t)st.st_size);
-	close(fd);
-	if (rc) {
-		free(buf);
-		return rc;
-	}
-	buf[st.st_size] = '\0';
-	*out = buf;
-	*len = (size_t)st.st_size;
-	return 0;
+	return rvc_read_file(path, max, out, len);
 }
 
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)

@@ -15,6 +15,10 @@
 void rvs_sha256(const void *data, size_t len, uint8_t out[32]);
 void rvs_hex(const uint8_t *in, size_t len, char *out); /* out: 2*len+1 bytes */
 int rvs_random(void *buf, size_t len);			/* getrandom; 0 or -errno */
+/* n (at most 64) random characters of an unambiguous alphabet (no 0/O,
+ * 1/l/I) into out[0..n], NUL-terminated: passwords and secrets.  0 or
+ * -EIO. */
+int rvs_random_word(char *out, size_t n);
 int rvs_ct_equal(const void *a, size_t alen, const void *b, size_t blen);
 int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned iter, uint8_t out[32]);
 /* Reads a whole regular file (at most max bytes) into *out (caller frees),

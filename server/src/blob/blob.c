@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * blob.c — what blob.h's backends share: opening the backend a spec names,
- * the decoder's file of a blob (the local file or a verified temporary
- * copy), and checking content against its SHA-256 name.
+ * blob.c — what blob.h's backends and their users share: the decoder's
+ * file of a blob (the local file or a verified temporary copy), closing a
+ * handle, and checking content against its SHA-256 name.  Opening the
+ * backend a spec names is blob_open.c's.
  * Invariant: a handle's ops table is one of the backends' static tables;
  * a temporary copy is removed here on every error, so only a successful
  * rvs_blobs_file hands the caller a file to unlink.
@@ -56,36 +57,6 @@ int rvs_blob_hasher_matches(struct rvs_blob_hasher *h, const char *hex)
 	return strcmp(got, hex) == 0;
 }
 
-int rvs_blobs_open(const char *spec, const struct rvs_blob_s3_config *s3, const char *tmp_dir,
-		   struct rvs_blobs **out)
-{
-	struct rvs_blobs *b;
-	int rc;
-
-	if (strncmp(spec, "s3://", 5) == 0) {
-		char bucket[256];
-		const char *slash = strchr(spec + 5, '/');
-		size_t n = slash ? (size_t)(slash - (spec + 5)) : strlen(spec + 5);
-		if (!s3 || n == 0 || n >= sizeof bucket)
-			return -EINVAL;
-		memcpy(bucket, spec + 5, n);
-		bucket[n] = '\0';
-		rc = rvs_blobs_open_s3(bucket, slash ? slash + 1 : "", s3, &b);
-	} else if (strncmp(spec, "postgresql://", 13) == 0 ||
-		   strncmp(spec, "postgres://", 11) == 0) {
-		rc = rvs_blobs_open_pg(spec, &b);
-	} else {
-		rc = rvs_blobs_open_local(spec, &b);
-	}
-	if (rc)
-		return rc;
-	assert(b->ops && b->ops->put && b->ops->get_fd && b->ops->close);
-	snprintf(b->tmp_dir, sizeof b->tmp_dir, "%s",
-		 tmp_dir && tmp_dir[0] ? tmp_dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp"));
-	*out = b;
-	return 0;
-}
-
 void rvs_blobs_close(struct rvs_blobs *b)
 {
 	if (b)
@@ -116,24 +87,4 @@ int rvs_blobs_file(struct rvs_blobs *b, const char *hex, uint64_t max, char *pat
 	}
 	*is_temp = 1;
 	return 0;
-}
-
-int rvs_blobs_open_config(const struct rvs_config *cfg, struct rvs_blobs **out)
-{
-	struct rvs_blob_s3_config s3 = {
-		.endpoint = cfg->s3_endpoint,
-		.region = cfg->s3_region,
-		.access_key = cfg->s3_access_key,
-		.secret_file = cfg->s3_secret_file,
-	};
-	const char *spec = cfg->blobs[0] ? cfg->blobs : cfg->blob_dir;
-	int remote = strncmp(spec, "s3://", 5) == 0 || strncmp(spec, "postgresql://", 13) == 0 ||
-		     strncmp(spec, "postgres://", 11) == 0;
-	char tmp[600];
-
-	snprintf(tmp, sizeof tmp, "%s/tmp", cfg->blob_dir);
-	if (remote && ((mkdir(cfg->blob_dir, 0750) < 0 && errno != EEXIST) ||
-		       (mkdir(tmp, 0700) < 0 && errno != EEXIST)))
-		return -errno;
-	return rvs_blobs_open(spec, &s3, tmp, out);
 }

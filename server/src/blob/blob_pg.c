@@ -16,6 +16,7 @@
  * A transaction is atomic: there are no leftovers of unfinished writes.
  */
 #include "blob/blob.h"
+#include "store/pg/pg.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -86,7 +87,7 @@ static PGconn *connect_new(struct pg_blobs *p)
 	int ok;
 
 	if (PQstatus(c) != CONNECTION_OK) {
-		rvs_log("error", "msg=\"postgresql connect failed\" err=\"%s\"", PQerrorMessage(c));
+		rvs_log("error", "postgresql connect failed", "err=\"%s\"", PQerrorMessage(c));
 		PQfinish(c);
 		return NULL;
 	}
@@ -99,8 +100,7 @@ static PGconn *connect_new(struct pg_blobs *p)
 		PQclear(r);
 	}
 	if (!ok) {
-		rvs_log("error", "msg=\"postgresql blob setup failed\" err=\"%s\"",
-			PQerrorMessage(c));
+		rvs_log("error", "postgresql blob setup failed", "err=\"%s\"", PQerrorMessage(c));
 		PQfinish(c);
 		return NULL;
 	}
@@ -135,26 +135,12 @@ static void release(struct pg_blobs *p, PGconn *c)
 		PQfinish(c);
 }
 
-/* Runs prepared statement `name` with text parameters (and, for insert,
- * the binary second one); *out gets the result when the caller wants it.
- * 0, or -EIO (logged). */
-static int run(PGconn *c, const char *name, int n, const char *const *vals, const int *lens,
-	       const int *fmts, PGresult **out)
+/* Runs prepared statement `name` with p's parameters, results in binary
+ * (rvs_pg_exec: a failure is logged).  *out gets the result when the
+ * caller wants it. */
+static int run(PGconn *c, const char *name, const struct rvs_pg_params *p, PGresult **out)
 {
-	PGresult *r = PQexecPrepared(c, name, n, vals, lens, fmts, 1);
-	ExecStatusType st = PQresultStatus(r);
-
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		rvs_log("error", "msg=\"postgresql blob statement failed\" stmt=%s err=\"%s\"",
-			name, PQerrorMessage(c));
-		PQclear(r);
-		return -EIO;
-	}
-	if (out)
-		*out = r;
-	else
-		PQclear(r);
-	return 0;
+	return rvs_pg_exec(c, name, RVS_PG_PREPARED | RVS_PG_BINARY, p, out, NULL);
 }
 
 /* A bigint column of a binary result. */
@@ -185,13 +171,14 @@ static int pg_put(struct rvs_blobs *b, const void *data, size_t len, char hex[65
 	rvs_hex(digest, 32, hex);
 	if (!(c = acquire(p)))
 		return -EIO;
-	const char *vals[2] = {hex, data};
-	int lens[2] = {0, (int)len}, fmts[2] = {0, 1};
-	if ((rc = run(c, "touch", 1, vals, NULL, NULL, &r)) == 0) {
+	struct rvs_pg_params a = {0};
+	rvs_pg_text(&a, hex);
+	if ((rc = run(c, "touch", &a, &r)) == 0) {
 		int touched = (int)strtol(PQcmdTuples(r), NULL, 10);
 		PQclear(r);
+		rvs_pg_bytea(&a, data, len);
 		if (!touched)
-			rc = run(c, "insert", 2, vals, lens, fmts, NULL);
+			rc = run(c, "insert", &a, NULL);
 	}
 	release(p, c);
 	return rc;
@@ -208,10 +195,12 @@ static int pg_get(struct rvs_blobs *b, const char *hex, size_t max, uint8_t **ou
 	if (!rvs_blob_name_ok(hex))
 		return -EINVAL;
 	snprintf(maxs, sizeof maxs, "%zu", max);
-	const char *vals[2] = {hex, maxs};
+	struct rvs_pg_params a = {0};
+	rvs_pg_text(&a, hex);
+	rvs_pg_text(&a, maxs);
 	if (!(c = acquire(p)))
 		return -EIO;
-	rc = run(c, "get", 2, vals, NULL, NULL, &r);
+	rc = run(c, "get", &a, &r);
 	release(p, c);
 	if (rc)
 		return rc;
@@ -252,8 +241,9 @@ static int pg_get_fd(struct rvs_blobs *b, const char *hex, uint64_t max, int fd)
 		return -EINVAL;
 	if (!(c = acquire(p)))
 		return -EIO;
-	const char *v1[1] = {hex};
-	if ((rc = run(c, "size", 1, v1, NULL, NULL, &r))) {
+	struct rvs_pg_params a = {0};
+	rvs_pg_text(&a, hex);
+	if ((rc = run(c, "size", &a, &r))) {
 		release(p, c);
 		return rc;
 	}
@@ -268,8 +258,11 @@ static int pg_get_fd(struct rvs_blobs *b, const char *hex, uint64_t max, int fd)
 		char from[32], count[32];
 		snprintf(from, sizeof from, "%lld", (long long)off + 1);
 		snprintf(count, sizeof count, "%u", CHUNK);
-		const char *vals[3] = {hex, from, count};
-		if ((rc = run(c, "chunk", 3, vals, NULL, NULL, &r)))
+		struct rvs_pg_params k = {0};
+		rvs_pg_text(&k, hex);
+		rvs_pg_text(&k, from);
+		rvs_pg_text(&k, count);
+		if ((rc = run(c, "chunk", &k, &r)))
 			break;
 		if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0))
 			rc = -ENOENT; /* deleted meanwhile */
@@ -296,8 +289,9 @@ static int pg_exists(struct rvs_blobs *b, const char *hex)
 		return -EINVAL;
 	if (!(c = acquire(p)))
 		return -EIO;
-	const char *vals[1] = {hex};
-	rc = run(c, "size", 1, vals, NULL, NULL, &r);
+	struct rvs_pg_params a = {0};
+	rvs_pg_text(&a, hex);
+	rc = run(c, "size", &a, &r);
 	release(p, c);
 	if (rc)
 		return rc;
@@ -317,10 +311,12 @@ static int pg_del(struct rvs_blobs *b, const char *hex, int64_t min_age_s)
 	if (!rvs_blob_name_ok(hex))
 		return -EINVAL;
 	snprintf(age, sizeof age, "%lld", (long long)min_age_s);
-	const char *vals[2] = {hex, age};
+	struct rvs_pg_params a = {0};
+	rvs_pg_text(&a, hex);
+	rvs_pg_text(&a, age);
 	if (!(c = acquire(p)))
 		return -EIO;
-	rc = run(c, "del", 2, vals, NULL, NULL, &r);
+	rc = run(c, "del", &a, &r);
 	release(p, c);
 	if (rc)
 		return rc;
@@ -341,10 +337,11 @@ static int pg_sweep(struct rvs_blobs *b, int64_t min_age_s,
 	do {
 		PGconn *c = acquire(p);
 		PGresult *r;
-		const char *vals[1] = {after};
+		struct rvs_pg_params a = {0};
 		if (!c)
 			return -EIO;
-		rc = run(c, "list", 1, vals, NULL, NULL, &r);
+		rvs_pg_text(&a, after);
+		rc = run(c, "list", &a, &r);
 		release(p, c);
 		if (rc)
 			break;

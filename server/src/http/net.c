@@ -538,7 +538,7 @@ static void stream_pump(struct rvs_conn *c)
 		}
 		stream_release(c);
 		if (r < 0) {
-			rvs_log("error", "msg=\"streamed response failed\" err=%d", r);
+			rvs_log("error", "streamed response failed", "err=%d", r);
 			really_close(c); /* no last chunk: the client sees it cut */
 			break;
 		}
@@ -566,7 +566,7 @@ static void drive(struct rvs_conn *c)
 		if (r) {
 			char err[128];
 			mbedtls_strerror(r, err, sizeof err);
-			rvs_log("info", "msg=\"tls handshake failed\" err=\"%s\"", err);
+			rvs_log("info", "tls handshake failed", "err=\"%s\"", err);
 			c->srv->m->errors[RVS_ERR_TLS]++;
 			really_close(c);
 			goto out;
@@ -783,11 +783,11 @@ int rvs_server_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_met
 				  (const unsigned char *)pers, sizeof pers - 1))
 		goto free_tls;
 	if (mbedtls_x509_crt_parse_file(&s->crt, cfg->tls_cert)) {
-		rvs_log("error", "msg=\"cannot load certificate\" path=\"%s\"", cfg->tls_cert);
+		rvs_log("error", "cannot load certificate", "path=\"%s\"", cfg->tls_cert);
 		goto free_tls;
 	}
 	if (mbedtls_pk_parse_keyfile(&s->key, cfg->tls_key, NULL)) {
-		rvs_log("error", "msg=\"cannot load key\" path=\"%s\"", cfg->tls_key);
+		rvs_log("error", "cannot load key", "path=\"%s\"", cfg->tls_key);
 		goto free_tls;
 	}
 	if (mbedtls_ssl_config_defaults(&s->conf, MBEDTLS_SSL_IS_SERVER,
@@ -815,8 +815,8 @@ int rvs_server_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_met
 	s->listener.data = s;
 	if ((rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0)) ||
 	    (rc = uv_listen((uv_stream_t *)&s->listener, 128, on_connection))) {
-		rvs_log("error", "msg=\"cannot listen\" host=%s port=%d err=\"%s\"",
-			cfg->listen_host, cfg->listen_port, uv_strerror(rc));
+		rvs_log("error", "cannot listen", "host=%s port=%d err=\"%s\"", cfg->listen_host,
+			cfg->listen_port, uv_strerror(rc));
 		/* The handle is closed by the caller's rvs_server_drain path. */
 		s->draining = 1;
 		uv_close((uv_handle_t *)&s->listener, NULL);

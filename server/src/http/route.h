@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * route.h — the server's one route table and its dispatcher (route.c).
+ * route.h — the server's route table (the application's, app/routes.c,
+ * handed in: rvs_route_table_set) and its dispatcher (route.c).
  *
  * Every endpoint — device API, JSON API (/api/v1/…, campaigns, fleet,
  * symbols) and web UI — is one entry: its path pattern, the methods it
- * serves, its authentication class, the thread that runs it, its
- * handler and the least role a caller needs (users.h).  api.c routes every request through
- * rvs_route_find on the loop thread (authentication, rate limits, the 404/405 answers of each
- * family) and runs the handler where the entry says.  The table is constant; every function here is
- * pure and safe on any thread.
+ * serves, its authentication class, the thread that runs it, its handler
+ * and the least role a caller needs (store.h's enum rvs_role).  The API
+ * gate (api/gate.c) routes every request through rvs_route_find on the
+ * loop thread (authentication, rate limits, the 404/405 answers of each
+ * family) and runs the handler where the entry says.  The table is
+ * constant; every function here is pure and safe on any thread.
  */
 #ifndef RVS_ROUTE_H
 #define RVS_ROUTE_H
@@ -123,6 +125,31 @@ const char *rvs_route_allow(unsigned methods);
 struct rvs_http_req;
 void rvs_route_run(const struct rvs_http_req *req, const struct rvs_route *rt, unsigned allow,
 		   struct rvs_call *call);
+
+/* The application's routes: the table, in order, and how a web UI entry
+ * (family RVS_FAMILY_WEB) runs — through the web UI's session check
+ * (web.h's rvs_web_handle), which fills r always.  The application, which
+ * sees every endpoint, hands it to the dispatcher, which sees only this:
+ * app/routes.c does so when the program is loaded (a constructor), before
+ * main runs and before any test calls the dispatcher. */
+struct rvs_route_table {
+	const struct rvs_route *routes;
+	size_t n;
+	void (*web)(const struct rvs_config *cfg, const struct rvs_http_req *req,
+		    const struct rvs_route *route, unsigned allow, struct rvs_call *call,
+		    struct rvs_query_resp *r);
+};
+/* Sets the table every function below dispatches through (t and its
+ * entries are constant and outlive the process's dispatching).  Once, at
+ * load, before any thread. */
+void rvs_route_table_set(const struct rvs_route_table *t);
+
+/* Work thread: runs fn(ops, st, call's query, call's answer) on the shared
+ * store of call's database (rvs_store_acquire), or answers 503 {"error":
+ * "database unavailable"}: the JSON API's read endpoints. */
+void rvs_call_with_store(struct rvs_call *call,
+			 void (*fn)(const struct rvs_store_ops *ops, struct rvs_store *st,
+				    const char *query, struct rvs_query_resp *r));
 
 /* Work thread: runs the JSON API (family API) endpoint serving path with
  * method for the web pages and tests; fills *r always (404/405 as JSON

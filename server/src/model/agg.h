@@ -15,8 +15,10 @@
 #ifndef RVS_AGG_H
 #define RVS_AGG_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
+
+#include "store/store.h"
 
 /* Call-tree nodes a trace keeps (its root included): the most inclusive
  * paths, closed under "parent of".  What is left of a kept node's
@@ -34,27 +36,6 @@
 #define RVS_AGG_DEEPER "(deeper)"
 
 struct rva_summary;
-struct rvs_call;
-
-/* One row of a trace's aggregate (rvs_agg_build): v[0] is the root; a
- * row's parent comes before it.  An "(other)" row (other = 1) follows its
- * parent's kept children; a writer resolves the dictionary ids of the
- * kept rows first, in order, then writes the rows in order, resolving each
- * "(other)" row's id as it comes (so both backends number nodes alike). */
-struct rvs_agg_row {
-	uint32_t parent, depth; /* parent: index in v (0 for the root) */
-	const char *method;	/* "" for the root; borrowed from the summary */
-	int other;
-	uint64_t calls;
-	int64_t self_ns, incl_ns;
-};
-
-/* A trace's rows and its trace_agg columns. */
-struct rvs_agg_rows {
-	struct rvs_agg_row *v;
-	size_t n;
-	int64_t nodes, folded, total_ns;
-};
 
 /* The rows of sum's merged tree, cut as RVS_AGG_MAX_NODES says, into *out
  * (release with rvs_agg_rows_release; borrows sum's names, so sum must
@@ -63,23 +44,11 @@ struct rvs_agg_rows {
 int rvs_agg_build(const struct rva_summary *sum, struct rvs_agg_rows *out);
 void rvs_agg_rows_release(struct rvs_agg_rows *r);
 
-/* The JSON API (route.c's table; work thread; fill c->q always):
- * GET /api/v1/aggregate and GET /api/v1/aggregate/diff (API.md). */
-void rvs_agg_api(struct rvs_call *c);
-void rvs_agg_api_diff(struct rvs_call *c);
-
-/* The web UI's pages (web_agg.c; route.c's table, session-authenticated,
- * call->ctx is web.c's context): GET /aggregate and GET /aggregate/diff,
- * their filter form, flame graph and top-down / bottom-up tables. */
-void rvs_web_aggregate(struct rvs_call *c);
-void rvs_web_aggregate_diff(struct rvs_call *c);
-
-/* Writes the flame graph SVG of doc, an /api/v1/aggregate reply (diff 0)
- * or an /api/v1/aggregate/diff reply (diff 1), to f.  A diff's node is
- * class "n slower" (red) when its self time per trace grew from A to B,
- * "n faster" (blue) when it shrank, "n same" otherwise.  Names are
- * escaped.  Any thread. */
-struct json_t;
-void rvs_agg_flame_svg(FILE *f, struct json_t *doc, int diff);
+/* keep[i] = 1 for at most max of the n nodes (node 0, the root, always):
+ * the most inclusive, closed under parent (ties: shallower, then earlier).
+ * parent[i] < i for i > 0.  0 or -ENOMEM.  Any thread: a trace's rows are
+ * cut with it, and so are an aggregate reply's nodes. */
+int rvs_agg_keep_top(size_t n, const uint32_t *parent, const int64_t *incl, const uint32_t *depth,
+		     size_t max, unsigned char *keep);
 
 #endif

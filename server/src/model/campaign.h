@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * campaign_core.h — campaigns (policy.proto's Campaign) kept in the store and
+ * campaign.h — campaigns (policy.proto's Campaign) kept in the store and
  * published: every create, edit or end signs and writes a new policy
  * version (policy_pub.c) whose campaigns are the active ones.  Work thread
  * only.  A campaign's wire form, in the database, the JSON API and the web
  * forms, is one JSON object (server/API.md "Campaigns").  The model the
- * campaigns endpoints (campaign.h), the web UI, the fleet view and the
+ * campaigns endpoints (api/campaign.h), the web UI, the fleet view and the
  * device API's policy share; defined in campaign.c.  ops/st: a store
  * (rvs_store_acquire), used for the call only.
  */
-#ifndef RVS_CAMPAIGN_CORE_H
-#define RVS_CAMPAIGN_CORE_H
+#ifndef RVS_MODEL_CAMPAIGN_H
+#define RVS_MODEL_CAMPAIGN_H
 
 #include <stddef.h>
 #include <stdint.h>

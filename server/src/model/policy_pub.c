@@ -34,7 +34,7 @@ int rvs_policy_publish(const struct rvs_config *cfg, const Rearview__PolicyBody 
 
 	snprintf(keypath, sizeof keypath, "%s/policy-signing.key", cfg->data_dir);
 	if ((rc = rvs_read_file(keypath, 64 << 10, &pem, &pemlen))) {
-		rvs_log("warn", "msg=\"no policy signing key\" path=\"%s\" err=%d", keypath, rc);
+		rvs_log("warn", "no policy signing key", "path=\"%s\" err=%d", keypath, rc);
 		return rc;
 	}
 	/* The PEM parser wants a NUL-terminated string. */
@@ -47,16 +47,15 @@ int rvs_policy_publish(const struct rvs_config *cfg, const Rearview__PolicyBody 
 	key[pemlen] = 0;
 	rc = rvp_policy_sign(body, key, &doc, &doclen);
 	if (rc) {
-		rvs_log("error", "msg=\"cannot sign policy\" version=%llu err=%d",
+		rvs_log("error", "cannot sign policy", "version=%llu err=%d",
 			(unsigned long long)body->version, rc);
 		goto free_key;
 	}
 	rc = rvs_write_file_atomic(cfg->policy_file, doc, doclen, 0644);
 	if (rc)
-		rvs_log("error", "msg=\"cannot write policy\" path=\"%s\" err=%d", cfg->policy_file,
-			rc);
+		rvs_log("error", "cannot write policy", "path=\"%s\" err=%d", cfg->policy_file, rc);
 	else
-		rvs_log("info", "msg=\"published policy\" version=%llu bytes=%zu",
+		rvs_log("info", "published policy", "version=%llu bytes=%zu",
 			(unsigned long long)body->version, doclen);
 	free(doc);
 free_key:

@@ -2,8 +2,9 @@
 /*
  * regress.c — "what got slower?": the Mann–Whitney U test with
  * Benjamini–Hochberg correction over every method and top chain of two
- * sets of an app's decoded traces, the JSON API /api/v1/regressions, and
- * the automatic comparison of each version with its predecessor (regress.h).
+ * sets of an app's decoded traces (the document GET /api/v1/regressions
+ * answers: api/regress.c), and the automatic comparison of each version
+ * with its predecessor (regress.h).
  *
  * Invariants: a trace without a row for a method (or chain) counts as 0
  * for it, so every test compares exactly the n_a and n_b traces of the two
@@ -17,9 +18,6 @@
 #include "model/regress.h"
 #include "base/version.h"
 #include "store/store.h"
-#include "base/params.h"
-#include "http/reply.h"
-#include "http/route.h"
 #include "base/log.h"
 #include "model/webhook.h"
 
@@ -35,8 +33,6 @@
 
 #define ALPHA	     0.05
 #define SLOWEST	     3 /* trace links per row: the slowest of side B */
-#define LIMIT_MAX    500
-#define LIMIT_DEF    50
 #define WEEK_S	     (7 * 86400)
 #define MAX_VERSIONS 256 /* versions of one app the automatic pass orders */
 
@@ -589,111 +585,6 @@ done:
 	return rc;
 }
 
-/* ---- GET /api/v1/regressions ------------------------------------------------ */
-
-void rvs_regress_api(struct rvs_call *c)
-{
-	char app[256], a[128], b[128], model[128], version[128], week[8];
-	int ha, hb, hm, hv, hw;
-	int64_t limit;
-	struct rvs_regress_req q = {.app = app, .limit = LIMIT_DEF};
-	const struct rvs_store_ops *ops;
-	struct rvs_store *st;
-	struct rvs_regress_db *d;
-	json_t *doc = NULL;
-	int rc;
-
-	if (rvs_query_param(c->query, "app", app, sizeof app) != 1 || !app[0])
-		return rvs_query_set_error(c->q, 400, "app is required");
-	ha = rvs_query_param(c->query, "a", a, sizeof a);
-	hb = rvs_query_param(c->query, "b", b, sizeof b);
-	hm = rvs_query_param(c->query, "model", model, sizeof model);
-	hv = rvs_query_param(c->query, "version", version, sizeof version);
-	hw = rvs_query_param(c->query, "week", week, sizeof week);
-	if (ha < 0 || hb < 0 || hm < 0 || hv < 0 || hw < 0)
-		return rvs_query_set_error(c->q, 400,
-					   ha < 0   ? "bad value for parameter: a"
-					   : hb < 0 ? "bad value for parameter: b"
-					   : hm < 0 ? "bad value for parameter: model"
-					   : hv < 0 ? "bad value for parameter: version"
-						    : "bad value for parameter: week");
-	/* An empty field (the web form sends every field) is an absent one. */
-	ha = ha == 1 && a[0];
-	hb = hb == 1 && b[0];
-	hm = hm == 1 && model[0];
-	hv = hv == 1 && version[0];
-	hw = hw == 1 && week[0];
-	if (rvs_param_limit(c->query, LIMIT_DEF, LIMIT_MAX, &limit))
-		return rvs_query_set_error(c->q, 400, "bad limit");
-	q.limit = (size_t)limit;
-	if (ha == 1 && hb == 1 && hm != 1 && hw != 1 && hv != 1) {
-		if (!strcmp(a, b))
-			return rvs_query_set_error(c->q, 400, "a and b are the same version");
-		q.mode = RVS_REGRESS_VERSIONS;
-		q.a = a;
-		q.b = b;
-	} else if (hm == 1 && ha != 1 && hb != 1 && hw != 1) {
-		q.mode = RVS_REGRESS_MODEL;
-		q.model = model;
-		q.version = hv == 1 ? version : NULL;
-	} else if (hw == 1 && !strcmp(week, "1") && ha != 1 && hb != 1 && hm != 1 && hv != 1) {
-		q.mode = RVS_REGRESS_WEEK;
-		q.now = (int64_t)time(NULL);
-	} else {
-		return rvs_query_set_error(c->q, 400,
-					   "give a and b (versions), or model (and version),"
-					   " or week=1");
-	}
-	if (rvs_store_regress_open(c->cfg->database, &ops, &st, &d))
-		return rvs_query_set_error(c->q, 503, "database unavailable");
-	rc = rvs_regress_run(ops, d, &q, &doc);
-	rvs_store_regress_close(ops, st, d);
-	if (rc == -ENOENT && doc) {
-		json_object_set_new(doc, "error", json_string("a side has no decoded trace"));
-		return rvs_query_reply(c->q, 404, doc);
-	}
-	if (rc) {
-		json_decref(doc);
-		return rvs_query_set_error(c->q, rc == -ENOMEM ? 503 : 500, "comparison failed");
-	}
-	rvs_query_reply(c->q, 200, doc);
-}
-
-static int run_json(void *arg, const struct rvs_regress_run_row *r)
-{
-	json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:I}", "app_id", r->app,
-			      "version_a", r->version_a, "version_b", r->version_b, "traces_a",
-			      (json_int_t)r->traces_a, "traces_b", (json_int_t)r->traces_b,
-			      "computed_at", (json_int_t)r->computed_at, "top_method",
-			      r->top_method ? json_string(r->top_method) : json_null(), "top_ratio",
-			      r->top_method && r->has_ratio ? json_real(r->top_ratio) : json_null(),
-			      "top_delta", r->top_method ? json_real(r->top_delta) : json_null(),
-			      "top_q", r->top_method ? json_real(r->top_q) : json_null(), "alerted",
-			      (json_int_t)r->alerted);
-	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
-}
-
-void rvs_regress_api_runs(struct rvs_call *c)
-{
-	const struct rvs_store_ops *ops;
-	struct rvs_store *st;
-	struct rvs_regress_db *d;
-	json_t *rows = json_array();
-	int rc;
-
-	if (!rows || rvs_store_regress_open(c->cfg->database, &ops, &st, &d)) {
-		json_decref(rows);
-		return rvs_query_set_error(c->q, 503, "database unavailable");
-	}
-	rc = ops->regress_runs_list(d, 500, run_json, rows);
-	rvs_store_regress_close(ops, st, d);
-	if (rc) {
-		json_decref(rows);
-		return rvs_query_set_error(c->q, rc == -ENOMEM ? 503 : 500, "database error");
-	}
-	rvs_query_reply(c->q, 200, json_pack("{s:o}", "runs", rows));
-}
-
 /* ---- the automatic comparison ------------------------------------------------ */
 
 struct ver {
@@ -893,9 +784,9 @@ int rvs_regress_auto_pass(const char *database, const struct rvs_regress_auto *c
 	free(vs.all);
 	rvs_store_regress_close(ops, st, d);
 	if (rc)
-		rvs_log("error", "msg=\"regress auto\" err=%d", rc);
+		rvs_log("error", "regress auto", "err=%d", rc);
 	else if (done)
-		rvs_log("info", "msg=\"regress auto\" compared=%u", done);
+		rvs_log("info", "regress auto", "compared=%u", done);
 	if (compared)
 		*compared = done;
 	return rc;

@@ -99,11 +99,4 @@ struct rvs_regress_auto {
 int rvs_regress_auto_pass(const char *database, const struct rvs_regress_auto *cfg,
 			  const char *const *urls, size_t nurls, unsigned *compared);
 
-/* GET /api/v1/regressions (route.c): app plus a&b, or model (and
- * version), or week=1; limit.  GET /api/v1/regressions/runs: the stored
- * automatic comparisons. */
-struct rvs_call;
-void rvs_regress_api(struct rvs_call *c);
-void rvs_regress_api_runs(struct rvs_call *c);
-
 #endif

@@ -44,7 +44,7 @@ static int unlink_unreferenced(const struct rvs_store_ops *ops, struct rvs_store
 		if (r > 0)
 			(*count)++;
 		else if (r < 0)
-			rvs_log("warn", "msg=\"retention unlink\" blob=%s err=%d", b->blobs[i], r);
+			rvs_log("warn", "retention unlink", "blob=%s err=%d", b->blobs[i], r);
 	}
 	return rc < 0 ? -EIO : 0;
 }
@@ -86,7 +86,7 @@ int rvs_retention_run(const char *database, struct rvs_blobs *blobs, int64_t cut
 	if (!b)
 		return -ENOMEM;
 	if (rvs_store_acquire(database, &ops, &st)) {
-		rvs_log("error", "msg=\"retention\" step=open database=\"%s\"", database);
+		rvs_log("error", "retention", "step=open database=\"%s\"", database);
 		rc = -EIO;
 		goto out;
 	}
@@ -102,10 +102,10 @@ int rvs_retention_run(const char *database, struct rvs_blobs *blobs, int64_t cut
 	if (rc == 0)
 		rc = collect_orphans(ops, st, blobs, &stats);
 	if (stats.traces || stats.blobs || stats.temps || rc)
-		rvs_log(rc ? "error" : "info",
-			"msg=\"retention\" cutoff=%lld traces=%llu blobs=%llu temps=%llu rc=%d",
-			(long long)cutoff, (unsigned long long)stats.traces,
-			(unsigned long long)stats.blobs, (unsigned long long)stats.temps, rc);
+		rvs_log(rc ? "error" : "info", "retention",
+			"cutoff=%lld traces=%llu blobs=%llu temps=%llu rc=%d", (long long)cutoff,
+			(unsigned long long)stats.traces, (unsigned long long)stats.blobs,
+			(unsigned long long)stats.temps, rc);
 	rvs_store_release(st);
 out:
 	free(b);

@@ -1,24 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * users.c — accounts with roles: the role names, the audit log's writer,
- * the account and token changes the web pages and the JSON API share, and
- * the JSON API's users, audit and personal-token endpoints (the web pages
- * are web_users.c).
+ * users.c — accounts with roles: the audit log's writer and the account,
+ * password and token changes the web pages (web/web_users.c) and the JSON
+ * API (api/users.c) share.
  *
- * Invariants: a role is one of enum rvs_role, stored by its name; only an
- * admin reaches the users and audit handlers, any account its own tokens
- * (route.c's entries, checked by web.c and api.c); every change is audited
- * after it succeeds; no password hash or token hash is read or shown here,
- * and a one-time password or a new token is answered once, never stored
- * or logged.
+ * Invariants: a role is one of enum rvs_role, stored by its name
+ * (store.h's rvs_role_name); every change is audited after it succeeds; no
+ * password hash or token hash is read or shown here, and a one-time
+ * password or a new token is handed to the caller once, never stored or
+ * logged.
  */
 #include "model/users.h"
-#include "base/params.h"
-#include "http/reply.h"
-#include "http/route.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "base/config.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -26,22 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <jansson.h>
-
-static const char *const ROLE_NAMES[] = {NULL, "viewer", "author", "admin"};
-
-const char *rvs_role_name(int role)
-{
-	return role >= RVS_ROLE_VIEWER && role <= RVS_ROLE_ADMIN ? ROLE_NAMES[role] : NULL;
-}
-
-int rvs_role_parse(const char *s)
-{
-	for (int r = RVS_ROLE_VIEWER; s && r <= RVS_ROLE_ADMIN; r++)
-		if (strcmp(s, ROLE_NAMES[r]) == 0)
-			return r;
-	return 0;
-}
+#include <mbedtls/platform_util.h>
 
 int rvs_audit(const struct rvs_store_ops *ops, struct rvs_store *st, const char *actor,
 	      const char *action, const char *target, const char *detail)
@@ -52,7 +31,21 @@ int rvs_audit(const struct rvs_store_ops *ops, struct rvs_store *st, const char 
 	rc = ops->audit_add(st, (int64_t)time(NULL), actor ? actor : "", action,
 			    target ? target : "", detail ? detail : "");
 	if (rc)
-		rvs_log("error", "msg=\"audit log write failed\" action=%s rc=%d", action, rc);
+		rvs_log("error", "audit log write failed", "action=%s rc=%d", action, rc);
+	return rc;
+}
+
+int rvs_user_set_password(const struct rvs_store_ops *ops, struct rvs_store *st, const char *user,
+			  char password[21])
+{
+	uint8_t salt[16], hash[32];
+	int rc;
+
+	if ((rc = rvs_random_word(password, 20)) || (rc = rvs_random(salt, sizeof salt)) ||
+	    (rc = rvs_pbkdf2(password, salt, sizeof salt, RVS_ADMIN_PBKDF2_ITERATIONS, hash)))
+		return rc;
+	rc = ops->admin_put(st, user, RVS_ADMIN_PBKDF2_ITERATIONS, salt, sizeof salt, hash);
+	mbedtls_platform_zeroize(hash, sizeof hash);
 	return rc;
 }
 
@@ -148,259 +141,4 @@ int rvs_token_make(const struct rvs_store_ops *ops, struct rvs_store *st, const 
 	else
 		memset(tok, 0, 53);
 	return rc;
-}
-
-/* ---- JSON ------------------------------------------------------------------ */
-
-static int user_json(void *arg, const char *name, int role, int disabled, int64_t created)
-{
-	json_t *o = json_pack("{s:s, s:s, s:b, s:I}", "name", name, "role", rvs_role_name(role),
-			      "disabled", disabled, "created_at", (json_int_t)created);
-	return o ? json_array_append_new(arg, o) : -ENOMEM;
-}
-
-static int audit_json(void *arg, const struct rvs_audit_row *r)
-{
-	json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:s}", "id", (json_int_t)r->id, "at",
-			      (json_int_t)r->at, "actor", r->actor, "action", r->action, "target",
-			      r->target, "detail", r->detail);
-	return o ? json_array_append_new(arg, o) : -ENOMEM;
-}
-
-/* Fills *rows by scan (users or audit) on the store of cfg; 0 or -errno. */
-static int scan_json(const struct rvs_config *cfg, int audit, json_t **rows)
-{
-	const struct rvs_store_ops *ops;
-	struct rvs_store *st;
-	int rc;
-
-	if (!(*rows = json_array()))
-		return -ENOMEM;
-	if ((rc = rvs_store_acquire(cfg->database, &ops, &st)))
-		return rc;
-	rc = audit ? ops->audit_list(st, RVS_AUDIT_PAGE, audit_json, *rows)
-		   : ops->users_list(st, user_json, *rows);
-	rvs_store_release(st);
-	return rc;
-}
-
-static void list_api(struct rvs_call *c, int audit)
-{
-	json_t *rows = NULL;
-	if (scan_json(c->cfg, audit, &rows)) {
-		json_decref(rows);
-		return rvs_query_set_error(c->q, 503, "database unavailable");
-	}
-	rvs_query_reply(c->q, 200, json_pack("{s:o}", audit ? "audit" : "users", rows));
-}
-
-void rvs_users_api(struct rvs_call *c)
-{
-	list_api(c, 0);
-}
-
-void rvs_audit_api(struct rvs_call *c)
-{
-	list_api(c, 1);
-}
-
-/* Refuses a change whose request has a body (its parameters are in the
- * query string, so a body would be silently ignored): 0, or answered. */
-static int no_body(struct rvs_call *c)
-{
-	if (c->body_len == 0)
-		return 0;
-	rvs_query_set_error(c->q, 400, "this endpoint takes query parameters, not a body");
-	return -1;
-}
-
-/* A role parameter of c's query: 0 absent, -1 answered (400), or the role. */
-static int role_param(struct rvs_call *c)
-{
-	char v[16];
-	int role, rc = rvs_query_param(c->query, "role", v, sizeof v);
-
-	if (rc == 0)
-		return 0;
-	if (rc < 0 || !(role = rvs_role_parse(v))) {
-		rvs_query_set_error(c->q, 400, "bad value for parameter: role");
-		return -1;
-	}
-	return role;
-}
-
-/* The store of c for a change: 0, or answered. */
-static int change_store(struct rvs_call *c, const struct rvs_store_ops **ops, struct rvs_store **st)
-{
-	if (rvs_store_acquire(c->cfg->database, ops, st)) {
-		rvs_query_set_error(c->q, 503, "database unavailable");
-		return -1;
-	}
-	return 0;
-}
-
-void rvs_users_api_create(struct rvs_call *c)
-{
-	const struct rvs_store_ops *ops;
-	struct rvs_store *st;
-	char name[64], pw[21];
-	int role, rc;
-
-	if (no_body(c))
-		return;
-	if (rvs_query_param(c->query, "name", name, sizeof name) != 1 || !rvs_user_name_ok(name))
-		return rvs_query_set_error(c->q, 400,
-					   "bad value for parameter: name (1 to 63 letters, digits,"
-					   " '.', '_' or '-')");
-	if ((role = role_param(c)) <= 0) {
-		if (role == 0)
-			rvs_query_set_error(c->q, 400, "missing parameter: role");
-		return;
-	}
-	if (change_store(c, &ops, &st))
-		return;
-	rc = rvs_user_create(ops, st, c->user, name, role, pw);
-	rvs_store_release(st);
-	if (rc == -EEXIST)
-		return rvs_query_set_error(c->q, 409, "that account exists");
-	if (rc)
-		return rvs_query_set_error(c->q, 503, "cannot create the account");
-	rvs_query_reply(c->q, 201,
-			json_pack("{s:s, s:s, s:s}", "name", name, "role", rvs_role_name(role),
-				  "password", pw));
-	memset(pw, 0, sizeof pw);
-}
-
-void rvs_users_api_change(struct rvs_call *c)
-{
-	const struct rvs_store_ops *ops;
-	struct rvs_store *st;
-	char name[64], v[8];
-	int role, disabled = -1, rc;
-
-	if (no_body(c))
-		return;
-	if (rvs_url_decode(c->arg, c->arg_len, 0, name, sizeof name) || !rvs_user_name_ok(name))
-		return rvs_query_set_error(c->q, 404, "no such user");
-	if ((role = role_param(c)) < 0)
-		return;
-	rc = rvs_query_param(c->query, "disabled", v, sizeof v);
-	if (rc == 1 && (!strcmp(v, "0") || !strcmp(v, "1")))
-		disabled = v[0] == '1';
-	else if (rc != 0)
-		return rvs_query_set_error(c->q, 400, "bad value for parameter: disabled (0 or 1)");
-	if (!role && disabled < 0)
-		return rvs_query_set_error(c->q, 400, "missing parameter: role or disabled");
-	if (change_store(c, &ops, &st))
-		return;
-	rc = rvs_user_change(ops, st, c->user, name, role, disabled);
-	if (rc == 0)
-		rc = ops->user_get(st, name, &role, &disabled);
-	rvs_store_release(st);
-	if (rc == -EPERM)
-		return rvs_query_set_error(c->q, 400, "an admin cannot disable or demote themself");
-	if (rc == -ENOENT)
-		return rvs_query_set_error(c->q, 404, "no such user");
-	if (rc)
-		return rvs_query_set_error(c->q, 503, "database unavailable");
-	rvs_query_reply(c->q, 200,
-			json_pack("{s:s, s:s, s:b}", "name", name, "role", rvs_role_name(role),
-				  "disabled", disabled));
-}
-
-/* ---- personal API tokens: the JSON API ------------------------------------ */
-
-static int token_json(void *arg, const char *id, const char *name, int64_t created,
-		      int64_t last_used, int64_t revoked)
-{
-	json_t *o = json_pack("{s:s, s:s, s:I, s:o, s:o}", "id", id, "name", name, "created_at",
-			      (json_int_t)created, "last_used",
-			      last_used >= 0 ? json_integer(last_used) : json_null(), "revoked_at",
-			      revoked >= 0 ? json_integer(revoked) : json_null());
-	return o ? json_array_append_new(arg, o) : -ENOMEM;
-}
-
-/* The store of c for a personal token's call: 0, or answered. */
-static int token_caller(struct rvs_call *c, const struct rvs_store_ops **ops, struct rvs_store **st)
-{
-	if (!c->user || strcmp(c->user, "api.token") == 0) {
-		rvs_query_set_error(c->q, 400, "api.token is no account's: it has no tokens");
-		return -1;
-	}
-	if (rvs_store_acquire(c->cfg->database, ops, st)) {
-		rvs_query_set_error(c->q, 503, "database unavailable");
-		return -1;
-	}
-	return 0;
-}
-
-void rvs_tokens_api(struct rvs_call *c)
-{
-	const struct rvs_store_ops *ops;
-	struct rvs_store *st;
-	json_t *rows = json_array();
-	int rc;
-
-	if (!rows)
-		return rvs_query_set_error(c->q, 503, "out of memory");
-	if (token_caller(c, &ops, &st)) {
-		json_decref(rows);
-		return;
-	}
-	rc = ops->tokens_list(st, c->user, token_json, rows);
-	rvs_store_release(st);
-	if (rc) {
-		json_decref(rows);
-		return rvs_query_set_error(c->q, 503, "database unavailable");
-	}
-	rvs_query_reply(c->q, 200, json_pack("{s:o}", "tokens", rows));
-}
-
-void rvs_tokens_api_revoke(struct rvs_call *c)
-{
-	const struct rvs_store_ops *ops;
-	struct rvs_store *st;
-	char id[13];
-	int rc;
-
-	if (c->arg_len != 12)
-		return rvs_query_set_error(c->q, 404, "no such token");
-	if (token_caller(c, &ops, &st))
-		return;
-	snprintf(id, sizeof id, "%.12s", c->arg);
-	rc = ops->token_revoke(st, c->user, id, (int64_t)time(NULL));
-	if (rc == 0)
-		rvs_audit(ops, st, c->user, "token.revoke", id, "");
-	rvs_store_release(st);
-	if (rc == -ENOENT)
-		return rvs_query_set_error(c->q, 404, "no such live token of yours");
-	if (rc)
-		return rvs_query_set_error(c->q, 503, "database unavailable");
-	rvs_query_reply(c->q, 200, json_pack("{s:s, s:b}", "id", id, "revoked", 1));
-}
-
-void rvs_tokens_api_create(struct rvs_call *c)
-{
-	const struct rvs_store_ops *ops;
-	struct rvs_store *st;
-	char name[65], tok[53], id[13];
-	int rc;
-
-	if (no_body(c))
-		return;
-	rc = rvs_query_param(c->query, "name", name, sizeof name);
-	if (rc != 1 || !*name)
-		return rvs_query_set_error(c->q, 400,
-					   rc == 0 ? "missing parameter: name"
-						   : "bad value for parameter: name (1 to 64"
-						     " characters)");
-	if (token_caller(c, &ops, &st))
-		return;
-	rc = rvs_token_make(ops, st, c->user, name, tok, id);
-	rvs_store_release(st);
-	if (rc)
-		return rvs_query_set_error(c->q, 503, "cannot make a token");
-	rvs_query_reply(c->q, 201,
-			json_pack("{s:s, s:s, s:s}", "id", id, "name", name, "token", tok));
-	memset(tok, 0, sizeof tok);
 }

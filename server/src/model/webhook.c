@@ -12,13 +12,11 @@
  * ends (at-least-once delivery: receivers dedupe by the X-Rearview-Delivery
  * id); a pass POSTs only rows it claimed (webhook_claim: on PostgreSQL one
  * node claims a row), so two passes never POST one delivery at once.  The
- * counters (rvs_webhook_stats) are atomics: passes run on work threads.
+ * counters (metrics.h's rvs_webhook_stats) are atomics: passes run on work threads.
  */
 #include "model/webhook.h"
+#include "base/metrics.h"
 #include "store/store.h"
-#include "base/params.h"
-#include "http/reply.h"
-#include "http/route.h"
 #include "base/log.h"
 
 #include <assert.h>
@@ -33,11 +31,10 @@
 #include <jansson.h>
 #include <mbedtls/md.h>
 
-#define DUE_MAX	     32
-#define BACKOFF_CAP  3600000ull
-#define SECRET_MAX   4096
-#define ERR_MAX	     256
-#define DELIVERY_MAX 200 /* rows GET /api/v1/alerts lists */
+#define DUE_MAX	    32
+#define BACKOFF_CAP 3600000ull
+#define SECRET_MAX  4096
+#define ERR_MAX	    256
 
 int rvs_webhook_sign(const uint8_t *key, size_t keylen, const char *body, size_t len, char hex[65])
 {
@@ -176,9 +173,6 @@ static int claim_row(void *arg, const struct rvs_webhook_row *r)
 	return x->url && x->event && x->body ? 0 : -ENOMEM;
 }
 
-/* Process-wide counters of the delivery passes (rvs_webhook_stats). */
-static _Atomic uint64_t n_delivered, n_attempts_failed, n_given_up, n_pending;
-
 static int record(const struct rvs_store_ops *ops, struct rvs_regress_db *db,
 		  const struct rvs_webhook_cfg *cfg, const struct due *x, int ok, long status,
 		  const char *err)
@@ -199,15 +193,10 @@ static int record(const struct rvs_store_ops *ops, struct rvs_regress_db *db,
 	};
 	int rc = ops->webhook_record(db, &r, x->attempts);
 
-	if (ok)
-		n_delivered++;
-	else
-		n_attempts_failed++;
-	if (!ok && !strcmp(state, "failed"))
-		n_given_up++;
-	rvs_log(ok ? "info" : "warn",
-		"msg=\"webhook\" id=%lld attempt=%u state=%s status=%ld err=\"%s\"",
-		(long long)x->id, attempts, state, status, ok ? "" : err);
+	rvs_webhook_count(ok, !ok && !strcmp(state, "failed"));
+	rvs_log(ok ? "info" : "warn", "webhook",
+		"id=%lld attempt=%u state=%s status=%ld err=\"%s\"", (long long)x->id, attempts,
+		state, status, ok ? "" : err);
 	/* Recorded by another pass meanwhile (its lease ran out): not an error. */
 	return rc == -ENOENT ? 0 : rc;
 }
@@ -250,53 +239,11 @@ int rvs_webhook_deliver_due(const char *database, const struct rvs_webhook_cfg *
 		free(c.d[i].body);
 	}
 	if (ops->webhook_pending(db, &pending) == 0)
-		n_pending = pending;
+		rvs_webhook_count_pending(pending);
 	rvs_store_regress_close(ops, st, db);
 	if (rc == -ENOKEY)
-		rvs_log("error", "msg=\"webhook\" err=\"no secret in webhook_secret_file\"");
+		rvs_log("error", "webhook", "err=\"no secret in webhook_secret_file\"");
 	if (delivered)
 		*delivered = ok;
 	return rc;
-}
-
-void rvs_webhook_stats(struct rvs_webhook_stats *out)
-{
-	out->delivered = n_delivered;
-	out->attempts_failed = n_attempts_failed;
-	out->given_up = n_given_up;
-	out->pending = n_pending;
-}
-
-static int delivery_json(void *arg, const struct rvs_webhook_row *r)
-{
-	json_t *o = json_pack(
-		"{s:I,s:s,s:s,s:s,s:I,s:o,s:o,s:I,s:I,s:o,s:s}", "id", (json_int_t)r->id, "url",
-		r->url, "event", r->event, "state", r->state, "attempts", (json_int_t)r->attempts,
-		"last_status", r->last_status ? json_integer(r->last_status) : json_null(),
-		"last_error", r->last_error ? json_string(r->last_error) : json_null(),
-		"next_try_ms", (json_int_t)r->next_try_ms, "created_at", (json_int_t)r->created_at,
-		"delivered_at", r->delivered_at >= 0 ? json_integer(r->delivered_at) : json_null(),
-		"body", r->body);
-	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
-}
-
-void rvs_webhook_api_list(struct rvs_call *c)
-{
-	const struct rvs_store_ops *ops;
-	struct rvs_store *st;
-	struct rvs_regress_db *db;
-	json_t *rows = json_array();
-	int rc;
-
-	if (!rows || rvs_store_regress_open(c->cfg->database, &ops, &st, &db)) {
-		json_decref(rows);
-		return rvs_query_set_error(c->q, 503, "database unavailable");
-	}
-	rc = ops->webhook_list(db, DELIVERY_MAX, delivery_json, rows);
-	rvs_store_regress_close(ops, st, db);
-	if (rc) {
-		json_decref(rows);
-		return rvs_query_set_error(c->q, rc == -ENOMEM ? 503 : 500, "database error");
-	}
-	rvs_query_reply(c->q, 200, json_pack("{s:o}", "deliveries", rows));
 }

@@ -46,17 +46,7 @@ uint64_t rvs_webhook_backoff_ms(uint32_t backoff_ms, uint32_t attempts, double r
 int rvs_webhook_deliver_due(const char *database, const struct rvs_webhook_cfg *cfg,
 			    unsigned *delivered);
 
-/* The delivery passes' counters since the process started, for /metrics
- * (metrics.c): POSTs answered 2xx, POSTs that failed, deliveries given up
- * (failed after max_attempts), and the pending deliveries counted at the
- * end of the last pass (0 before the first).  Any thread. */
-struct rvs_webhook_stats {
-	uint64_t delivered, attempts_failed, given_up, pending;
-};
-void rvs_webhook_stats(struct rvs_webhook_stats *out);
-
-/* GET /api/v1/alerts: the deliveries, newest first (route.c). */
-struct rvs_call;
-void rvs_webhook_api_list(struct rvs_call *c);
+/* The delivery passes count their outcomes in metrics.h's webhook
+ * counters (rvs_webhook_stats). */
 
 #endif

@@ -9,6 +9,7 @@
  * value is either complete or not returned (-ENOMEM).
  */
 #include "model/why.h"
+#include "base/json.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -78,29 +79,9 @@ int rvs_why_has(const rva_trace *t)
 	return (rva_trace_has_offcpu(t) && !t->weighted) || t->nlock_waits;
 }
 
-/* A string, null for NULL; bytes of invalid UTF-8 become '?' (as the rest
- * of the API's document, query.c). */
-static json_t *str_or_null(const char *s)
-{
-	json_t *v;
-	char *c;
-	if (!s)
-		return json_null();
-	if ((v = json_string(s)))
-		return v;
-	if (!(c = strdup(s)))
-		return NULL;
-	for (char *p = c; *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	v = json_string(c);
-	free(c);
-	return v;
-}
-
 static json_t *method_or_null(const rva_trace *t, int64_t m)
 {
-	return m >= 0 && (uint64_t)m < t->nmethods ? str_or_null(t->names[m]) : json_null();
+	return m >= 0 && (uint64_t)m < t->nmethods ? rvs_json_str(t->names[m]) : json_null();
 }
 
 static json_t *num(int64_t v)
@@ -163,7 +144,7 @@ static int counters_json(const rva_trace *t, json_t *arr)
 		rc = push(arr,
 			  json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "tid",
 				    unum(t->threads[i].tid), "name",
-				    str_or_null(t->threads[i].name), "task_clock_ns",
+				    rvs_json_str(t->threads[i].name), "task_clock_ns",
 				    unum(k->task_clock_ns), "minor_faults", unum(k->minor_faults),
 				    "major_faults", unum(k->major_faults), "switches",
 				    unum(k->switches), "voluntary", unum(k->voluntary),
@@ -240,14 +221,14 @@ int rvs_why_json_summary(const Rearview__Summary *s, json_t **out)
 	arr = json_object_get(doc, "offcpu_reasons");
 	for (size_t i = 0; i < s->n_offcpu_reasons && rc == 0; i++)
 		rc = push(arr, json_pack("{s:o,s:o}", "reason",
-					 str_or_null(s->offcpu_reasons[i]->reason), "ns",
+					 rvs_json_str(s->offcpu_reasons[i]->reason), "ns",
 					 unum(s->offcpu_reasons[i]->ns)));
 	arr = json_object_get(doc, "methods");
 	for (size_t i = 0; i < s->n_top_self && i < RVS_WHY_ROWS && rc == 0; i++) {
 		const Rearview__MethodStat *m = s->top_self[i];
 		if (!m->on_cpu_ns && !m->off_cpu_ns)
 			continue;
-		rc = push(arr, json_pack("{s:o,s:o,s:o,s:o,s:o}", "method", str_or_null(m->name),
+		rc = push(arr, json_pack("{s:o,s:o,s:o,s:o,s:o}", "method", rvs_json_str(m->name),
 					 "calls", unum(m->calls), "incl_ns", unum(m->inclusive_ns),
 					 "on_cpu_ns", unum(m->on_cpu_ns), "off_cpu_ns",
 					 unum(m->off_cpu_ns)));

@@ -19,6 +19,7 @@
  * the lane's mutex.
  */
 #include "pipeline/decode.h"
+#include "model/agg.h"
 #include "base/issue.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -232,6 +233,8 @@ static int rows_capture(struct rows *r, const rva_summary *sum, const unsigned c
 	r->t.nmethods = (int64_t)t->nmethods;
 	r->t.dropped = (int64_t)t->dropped;
 	r->t.agg = sum;
+	r->t.agg_build = rvs_agg_build;
+	r->t.agg_release = rvs_agg_rows_release;
 	if (t->nmethods && !(r->m = calloc(t->nmethods, sizeof *r->m)))
 		return -ENOMEM;
 	for (size_t m = 0; m < t->nmethods; m++) {
@@ -480,9 +483,9 @@ static void decode_capture(struct lane *d, struct rvs_decode_item *it)
 	free(left);
 	it->rc = rc;
 	if (!rc)
-		rvs_log("info",
-			"msg=\"decoded\" trace=%s capture_bytes=%zu read_ms=%.1f zstd_ms=%.1f"
-			" summarize_ms=%.1f index_ms=%.1f",
+		rvs_log("info", "decoded",
+			"trace=%s capture_bytes=%zu read_ms=%.1f zstd_ms=%.1f summarize_ms=%.1f "
+			"index_ms=%.1f",
 			it->trace_id, caplen, t_read - t0, t_zstd - t_read, t_sum - t_zstd,
 			now_ms() - t_sum);
 }
@@ -586,7 +589,7 @@ static void decode_cb(void *ctx, struct rvs_decode_item *it, size_t n)
 	pthread_mutex_unlock(&d->mu);
 	for (size_t i = 0; i < n; i++)
 		if (it[i].rc)
-			rvs_log("warn", "msg=\"decode failed\" trace=%s", it[i].trace_id);
+			rvs_log("warn", "decode failed", "trace=%s", it[i].trace_id);
 }
 
 int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_decode **out)

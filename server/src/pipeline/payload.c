@@ -21,65 +21,7 @@
 
 int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen)
 {
-	ZSTD_DStream *zs = ZSTD_createDStream();
-	ZSTD_inBuffer ib = {in, len, 0};
-	size_t cap = len * 4 < 65536 ? 65536 : len * 4, r = 1;
-	unsigned long long declared = ZSTD_getFrameContentSize(in, len);
-	uint8_t *buf = NULL, *nb;
-	int rc = 0;
-
-	if (!zs)
-		return -ENOMEM;
-	/* A frame that declares its size (ZSTD_compress does) gets one buffer
-	 * of that size (+1 so the end is seen without growing): no realloc
-	 * copies of a 32 MiB capture.  The declaration is untrusted, hence the
-	 * max cap and the loop below still checking every byte. */
-	if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR)
-		cap = declared < max ? (size_t)declared + 1 : max;
-	if (cap > max)
-		cap = max ? max : 1;
-	ZSTD_initDStream(zs);
-	buf = malloc(cap);
-	if (!buf) {
-		rc = -ENOMEM;
-		goto free_stream;
-	}
-	*outlen = 0;
-	while (ib.pos < ib.size || r != 0) {
-		ZSTD_outBuffer ob = {buf + *outlen, cap - *outlen, 0};
-		r = ZSTD_decompressStream(zs, &ob, &ib);
-		if (ZSTD_isError(r)) {
-			rc = -EINVAL;
-			break;
-		}
-		*outlen += ob.pos;
-		if (ib.pos == ib.size && r != 0 && ob.pos < ob.size) {
-			rc = -EINVAL; /* input ended inside a frame: truncated */
-			break;
-		}
-		if (*outlen == cap) {
-			if (cap >= max) {
-				if (r == 0 && ib.pos == ib.size)
-					break;
-				rc = -E2BIG;
-				break;
-			}
-			cap = cap > max / 2 ? max : cap * 2;
-			if (!(nb = realloc(buf, cap))) {
-				rc = -ENOMEM;
-				break;
-			}
-			buf = nb;
-		}
-	}
-	if (rc) {
-		free(buf);
-		buf = NULL;
-	}
-	*out = buf;
-free_stream:
-	ZSTD_freeDStream(zs);
-	return rc;
+	return rva_unzstd(in, len, max, out, outlen);
 }
 
 /* The sum of the content sizes the frames of in[0..len) declare (skippable

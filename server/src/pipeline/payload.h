@@ -6,12 +6,9 @@
  * trace loading (query.c).  Every function is pure apart from its
  * arguments and safe on any thread.
  *
- * Why not librvanalysis's rva_decompress (inflate.c): it recognises gzip
- * as well as zstd by magic bytes (a device payload is zstd or refused), it
- * answers -EFBIG where the server's callers expect -E2BIG, and it grows
- * its output from 64 KiB where this codec allocates a frame's declared
- * size once (a 32 MiB capture without realloc copies).  One inflater would
- * change behaviour; both keep the same bomb limit: never more than max.
+ * Plain zstd is inflated by librvanalysis's rva_unzstd, the tree's one
+ * bounded zstd inflater (never more than max, whatever the frames
+ * declare).
  */
 #ifndef RVS_PAYLOAD_H
 #define RVS_PAYLOAD_H
@@ -31,8 +28,9 @@
 #define RVS_DECODE_MAX_CAPTURE RVS_MAX_CAPTURE_BYTES
 
 /* Decompresses a zstd frame (or concatenated frames) of any content size up
- * to max bytes.  *out is malloc'd (caller frees).  0, -EINVAL (not zstd /
- * corrupt / truncated), -E2BIG (over max), -ENOMEM. */
+ * to max bytes: rearview/analysis.h's rva_unzstd.  *out is malloc'd (caller
+ * frees).  0, -EINVAL (not zstd / corrupt / truncated), -E2BIG (over max),
+ * -ENOMEM. */
 int rvs_zstd_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
 
 /* The most a capture whose upload declared payload_size `declared` may

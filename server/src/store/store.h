@@ -149,6 +149,26 @@ struct rvs_index_chain {
 	int64_t depth, self_ns, incl_ns;
 };
 
+/* One row of a trace's aggregate (model/agg.h's rvs_agg_build): v[0] is the root; a
+ * row's parent comes before it.  An "(other)" row (other = 1) follows its
+ * parent's kept children; a writer resolves the dictionary ids of the
+ * kept rows first, in order, then writes the rows in order, resolving each
+ * "(other)" row's id as it comes (so both backends number nodes alike). */
+struct rvs_agg_row {
+	uint32_t parent, depth; /* parent: index in v (0 for the root) */
+	const char *method;	/* "" for the root; borrowed from the summary */
+	int other;
+	uint64_t calls;
+	int64_t self_ns, incl_ns;
+};
+
+/* A trace's rows and its trace_agg columns. */
+struct rvs_agg_rows {
+	struct rvs_agg_row *v;
+	size_t n;
+	int64_t nodes, folded, total_ns;
+};
+
 /* Every index row of one trace, computed by the decoder; the backend
  * writes them (index_write) and sets rc and reason.  Borrowed pointers:
  * valid for the call.  The traces row copies the upload's columns (app,
@@ -171,10 +191,13 @@ struct rvs_index_trace {
 	int unresolved_replace;
 	const char *const *unresolved;
 	size_t nunresolved;
-	/* The decoded capture, for the call-path aggregates (agg.h's
-	 * rvs_agg_build) both backends write in the same transaction; NULL
-	 * for summaries. */
+	/* The decoded capture, for the call-path aggregates both backends
+	 * write in the same transaction (NULL for summaries): agg_build cuts
+	 * its rows (model/agg.h's rvs_agg_build: 0 or -ENOMEM; the rows borrow
+	 * agg's names), agg_release frees them once written. */
 	const struct rva_summary *agg;
+	int (*agg_build)(const struct rva_summary *agg, struct rvs_agg_rows *out);
+	void (*agg_release)(struct rvs_agg_rows *rows);
 	int rc;		  /* out: 0 indexed, else -errno (quarantine it) */
 	char reason[256]; /* out: why, when rc != 0 */
 };
@@ -228,9 +251,14 @@ struct rvs_trace_filter {
 
 struct rvs_store;
 
-/* an account's role (stored as its name, users.h); each role may
- * do what the ones below it may. */
+/* an account's role, stored as its name; each role may do what the ones
+ * below it may. */
 enum rvs_role { RVS_ROLE_VIEWER = 1, RVS_ROLE_AUTHOR = 2, RVS_ROLE_ADMIN = 3 };
+/* The stored and shown name of role (enum rvs_role): "viewer", "author"
+ * (campaign author) or "admin"; NULL for any other value.  Pure. */
+const char *rvs_role_name(int role);
+/* The role named s (rvs_role_name's names), 0 when none.  Pure. */
+int rvs_role_parse(const char *s);
 
 /* one row of the append-only audit log; strings borrowed for the
  * callback's duration. */

@@ -2,9 +2,10 @@
 /*
  * store_agg.h — the backends' aggregate and search operations (store.h's
  * aggregates-and-search block), in files of their own: store_sqlite_agg.c,
- * store_sqlite_search.c, store_pg_agg.c, store_pg_search.c; and what
- * store_sqlite.c and store_pg.c lend them (a read connection, rows to a
- * rvs_row_fn).  Internal to the store: only the backends include it.
+ * store_sqlite_search.c, store_pg_agg.c, store_pg_search.c, which
+ * store_sqlite.c and store_pg.c call with what they need of their store
+ * (its dsn; its pool of connections).  Internal to the store: only the
+ * backends include it.
  * Errors, threads and ownership as store.h's operations.
  */
 #ifndef RVS_STORE_AGG_H
@@ -19,6 +20,7 @@ struct sqlite3_stmt;
 struct pg_conn;
 struct pg_result;
 struct rvs_agg_rows;
+struct rvs_pg_pool;
 
 /* ---- sqlite ---- */
 
@@ -26,14 +28,17 @@ struct rvs_agg_rows;
  * replaces nothing (a re-decoded trace's rows went with its traces row)
  * and writes r's trace_agg and trace_paths rows.  An sqlite result code. */
 int rvs_sqlite_agg_write(struct sqlite3 *db, const char *trace_id, const struct rvs_agg_rows *r);
-int rvs_sqlite_agg_read(struct rvs_store *s, const struct rvs_agg_filter *f, size_t nsides,
+/* store.h's agg_read, traces_sorted, issues_read and search_scan, each on
+ * a read connection of its own (store_sqlite_util.h's rvs_sqlite_scan_open)
+ * on the database dsn. */
+int rvs_sqlite_agg_read(const char *dsn, const struct rvs_agg_filter *f, size_t nsides,
 			const struct rvs_agg_cb *cb, void *arg);
-int rvs_sqlite_traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *q, rvs_row_fn cb,
+int rvs_sqlite_traces_sorted(const char *dsn, const struct rvs_sorted_query *q, rvs_row_fn cb,
 			     void *arg);
-int rvs_sqlite_issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
+int rvs_sqlite_issues_read(const char *dsn, const struct rvs_issue_filter *f,
 			   int (*cb)(void *arg, int part, const struct rvs_issue_row *r),
 			   void *arg);
-int rvs_sqlite_search_scan(struct rvs_store *s, const struct rvs_search_scan *q,
+int rvs_sqlite_search_scan(const char *dsn, const struct rvs_search_scan *q,
 			   int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
 			   rvs_row_fn row, void *arg);
 /* Registers rvs_issue(chain, signature) on db: the SQL face of
@@ -42,12 +47,6 @@ int rvs_sqlite_search_scan(struct rvs_store *s, const struct rvs_search_scan *q,
  * 0 or -EIO. */
 int rvs_sqlite_issue_register(struct sqlite3 *db);
 
-/* store_sqlite.c's: a read-only connection of its own on s's database
- * (the caller closes it; -EIO), and every remaining row of st to cb as
- * part (0, cb's stop value, or -EIO). */
-int rvs_sqlite_scan_open(struct rvs_store *s, struct sqlite3 **db);
-int rvs_sqlite_rows_out(struct sqlite3_stmt *st, int part, rvs_row_fn cb, void *arg);
-
 /* ---- PostgreSQL ---- */
 
 /* Inside the index lane's transaction on pg, after trace_id's traces row
@@ -55,23 +54,16 @@ int rvs_sqlite_rows_out(struct sqlite3_stmt *st, int part, rvs_row_fn cb, void *
  * 7): writes r's rows.  0, or -EIO with the message in err. */
 int rvs_pg_agg_write(struct pg_conn *pg, const char *trace_id, const struct rvs_agg_rows *r,
 		     char *err, size_t errlen);
-int rvs_pg_agg_read(struct rvs_store *s, const struct rvs_agg_filter *f, size_t nsides,
+/* store.h's agg_read, traces_sorted, issues_read and search_scan, on
+ * connections pool lends (pg.h: store_pg.c's pool). */
+int rvs_pg_agg_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter *f, size_t nsides,
 		    const struct rvs_agg_cb *cb, void *arg);
-int rvs_pg_traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *q, rvs_row_fn cb,
-			 void *arg);
-int rvs_pg_issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
+int rvs_pg_traces_sorted(const struct rvs_pg_pool *pool, const struct rvs_sorted_query *q,
+			 rvs_row_fn cb, void *arg);
+int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_filter *f,
 		       int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg);
-int rvs_pg_search_scan(struct rvs_store *s, const struct rvs_search_scan *q,
+int rvs_pg_search_scan(const struct rvs_pg_pool *pool, const struct rvs_search_scan *q,
 		       int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
 		       rvs_row_fn row, void *arg);
-
-/* store_pg.c's: a pooled connection for this call (NULL: -EIO; *handle
- * gives it back through rvs_pg_conn_put, which closes it if it broke or
- * was left in a transaction), and rows [from, to) of r to cb as part
- * (integer columns as RVS_COL_INT; 0 or cb's stop value). */
-struct pg_conn *rvs_pg_conn_get(struct rvs_store *s, void **handle);
-void rvs_pg_conn_put(struct rvs_store *s, void *handle);
-int rvs_pg_rows_out(const struct pg_result *r, int from, int to, int part, rvs_row_fn cb,
-		    void *arg);
 
 #endif

@@ -25,6 +25,7 @@
  *   build under RVS_WEB_DIR; a static path is checked character by character
  *   and never contains a ".." or hidden segment.
  */
+#include "web/web.h"
 #include "web/web_int.h"
 #include "http/route.h"
 #include "model/export.h"
@@ -195,6 +196,17 @@ const char *web_kind_name(int kind)
 	const ProtobufCEnumValue *v =
 		protobuf_c_enum_descriptor_get_value(&rearview__anomaly_kind__descriptor, kind);
 	return v ? v->name : "?";
+}
+
+int web_trace_id(struct rvs_call *call, char id[40])
+{
+	if (call->arg_len >= 40) {
+		web_error(call->ctx, 404, "no such trace");
+		return -1;
+	}
+	memcpy(id, call->arg, call->arg_len);
+	id[call->arg_len] = '\0';
+	return 0;
 }
 
 /* ---- sessions ------------------------------------------------------------ */
@@ -546,137 +558,9 @@ void rvs_web_root(struct rvs_call *call)
 	web_redirect(call->ctx, "/traces");
 }
 
-void rvs_web_traces(struct rvs_call *call)
-{
-	web_traces_page(call->ctx);
-}
-
-/* The trace id the route's wildcard matched into id, or 404 and -1. */
-static int trace_id(struct rvs_call *call, char id[40])
-{
-	if (call->arg_len >= 40) {
-		web_error(call->ctx, 404, "no such trace");
-		return -1;
-	}
-	memcpy(id, call->arg, call->arg_len);
-	id[call->arg_len] = '\0';
-	return 0;
-}
-
-void rvs_web_trace(struct rvs_call *call)
-{
-	char id[40];
-	if (trace_id(call, id) == 0)
-		web_trace_page(call->ctx, id);
-}
-
-/* A trace's export, or its flame graph, streamed (session-authenticated). */
-static void trace_export(struct rvs_call *call, int flame)
-{
-	struct web_ctx *c = call->ctx;
-	struct rvs_query_resp q;
-	char id[40], api[96];
-
-	if (trace_id(call, id))
-		return;
-	snprintf(api, sizeof api, "/api/v1/traces/%s/export", id);
-	rvs_api_v1(c->cfg, 0, api, flame ? "format=svg" : c->req->query, NULL, 0, &q);
-	if (q.status != 200) {
-		free(q.body);
-		return web_error(c, q.status == 400 ? 400 : 404, "no such export for this trace");
-	}
-	assert(q.stream && !q.body);
-	c->r->stream = q.stream;
-	c->r->status = 200;
-	c->r->content_type = q.content_type;
-	if (flame) {
-		/* Shown in an <object> on the trace page: its own script
-		 * zooms and searches, so it may run inline script, but
-		 * sandboxed (an opaque origin: no cookies, no access to
-		 * the UI) and framed by this origin only. */
-		c->r->csp = "default-src 'none'; script-src 'unsafe-inline';"
-			    " style-src 'unsafe-inline'; frame-ancestors 'self';"
-			    " sandbox allow-scripts";
-		c->r->frame = "SAMEORIGIN";
-	} else {
-		c->r->csp = "default-src 'none'; frame-ancestors 'none'; sandbox";
-		snprintf(c->r->disposition, sizeof c->r->disposition, "%s", q.disposition);
-	}
-}
-
-void rvs_web_trace_export(struct rvs_call *call)
-{
-	trace_export(call, 0);
-}
-
-void rvs_web_trace_flame(struct rvs_call *call)
-{
-	trace_export(call, 1);
-}
-
-void rvs_web_trace_none(struct rvs_call *call)
-{
-	char id[40];
-	call->arg_len = strcspn(call->arg, "/");
-	if (trace_id(call, id) == 0)
-		web_error(call->ctx, 404, "no such page");
-}
-
 void rvs_web_not_found(struct rvs_call *call)
 {
 	web_error(call->ctx, 404, "no such page");
-}
-
-void rvs_web_signatures(struct rvs_call *call)
-{
-	web_signatures_page(call->ctx);
-}
-
-void rvs_web_campaigns(struct rvs_call *call)
-{
-	web_campaigns_page(call->ctx, NULL);
-}
-
-void rvs_web_campaigns_post(struct rvs_call *call)
-{
-	web_campaign_post(call->ctx, "");
-}
-
-void rvs_web_campaign(struct rvs_call *call)
-{
-	web_campaign_page(call->ctx, call->arg);
-}
-
-void rvs_web_campaign_post(struct rvs_call *call)
-{
-	web_campaign_post(call->ctx, call->arg);
-}
-
-void rvs_web_fleet(struct rvs_call *call)
-{
-	web_fleet_page(call->ctx);
-}
-
-void rvs_web_method(struct rvs_call *call)
-{
-	char name[1024];
-	if (!call->arg_len || rvs_url_decode(call->arg, call->arg_len, 0, name, sizeof name))
-		return web_error(call->ctx, 400, "bad method name");
-	web_method_page(call->ctx, name);
-}
-
-void rvs_web_method_post(struct rvs_call *call)
-{
-	struct web_ctx *c = call->ctx;
-	size_t n = call->arg_len;
-	char name[1024], raw[1024];
-
-	if (n <= 6 || strcmp(call->arg + n - 6, "/alert") != 0)
-		return web_error(c, 404, "no such form");
-	snprintf(raw, sizeof raw, "%.*s", (int)(n - 6), call->arg);
-	if (rvs_url_decode(raw, strlen(raw), 0, name, sizeof name))
-		return web_error(c, 400, "bad method name");
-	web_method_alert(c, name);
 }
 
 /* The session check of SESSION routes (a signed-out GET is sent to the

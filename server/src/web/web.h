@@ -66,6 +66,41 @@ void rvs_web_method_post(struct rvs_call *call);
  * page (no session needed; any method). */
 void rvs_web_not_found(struct rvs_call *call);
 
+/* The aggregate pages (web_agg.c; session-authenticated, call->ctx is
+ * web.c's context): GET /aggregate and GET /aggregate/diff, their filter
+ * form, flame graph and top-down / bottom-up tables. */
+void rvs_web_aggregate(struct rvs_call *c);
+void rvs_web_aggregate_diff(struct rvs_call *c);
+
+/* Writes the flame graph SVG of doc, an /api/v1/aggregate reply (diff 0)
+ * or an /api/v1/aggregate/diff reply (diff 1), to f.  A diff's node is
+ * class "n slower" (red) when its self time per trace grew from A to B,
+ * "n faster" (blue) when it shrank, "n same" otherwise.  Names are
+ * escaped.  Any thread. */
+struct json_t;
+void rvs_agg_flame_svg(FILE *f, struct json_t *doc, int diff);
+
+/* The accounts pages (web_users.c).  Admin only: GET /users, the
+ * accounts and the forms to change a role or disable/enable; POST
+ * /users/NAME, one change (form fields role=…, or disabled=0/1; audited);
+ * GET /audit, the newest audit rows.  POST /users (admin): a new account
+ * (form name=…, role=…), its one-time password shown once on the page
+ * answered; 409 when it exists; POST /users/NAME with reset=1: a new
+ * one-time password, shown the same way.  Every account: GET /tokens, its
+ * personal API tokens and the forms; POST /tokens (form name=…), a new
+ * token shown once on the page answered; POST /tokens/ID/revoke. */
+void rvs_web_users(struct rvs_call *call);
+void rvs_web_users_post(struct rvs_call *call);
+void rvs_web_user_post(struct rvs_call *call);
+void rvs_web_audit(struct rvs_call *call);
+void rvs_web_tokens(struct rvs_call *call);
+void rvs_web_tokens_post(struct rvs_call *call);
+
+/* The pages /issues and /search (web_search.c; signed in): HTML
+ * renderings of the JSON API's GET /api/v1/issues and /api/v1/search. */
+void rvs_web_issues(struct rvs_call *c);
+void rvs_web_search(struct rvs_call *c);
+
 /* ---- shared by web*.c --------------------------------------------------- */
 
 /* Writes s HTML-escaped (& < > " ' and control characters): the one escaper

@@ -18,6 +18,7 @@
 #include "base/params.h"
 #include "http/reply.h"
 #include "http/route.h"
+#include "web/web.h"
 #include "web/web_int.h"
 
 #include <math.h>

@@ -8,7 +8,10 @@
  * turned into the same JSON spec the JSON API takes and saved through
  * rvs_campaign_save, so both paths validate and publish identically.
  */
+#include "web/web.h"
+#include "base/text.h"
 #include "web/web_int.h"
+#include "http/route.h"
 #include "model/campaign.h"
 #include "base/params.h"
 #include "model/users.h"
@@ -85,12 +88,10 @@ static int form_spec(const char *form, const char *id, json_t **out, char *err, 
 	else if (rvs_query_param(form, "id", v, sizeof v) == 1)
 		json_object_set_new(spec, "id", json_string(v));
 	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-		long long x;
+		int64_t x;
 		if (rvs_query_param(form, ints[i], v, sizeof v) != 1 || !v[0])
 			continue;
-		errno = 0;
-		x = strtoll(v, &end, 10);
-		if (errno || *end) {
+		if (rvs_parse_i64(v, &x)) {
 			snprintf(err, errlen, "%s: not an integer", ints[i]);
 			json_decref(spec);
 			return -EINVAL;
@@ -502,4 +503,31 @@ void web_fleet_page(struct web_ctx *c)
 		  json_object_get(skip, "server_quarantine"));
 	json_decref(doc);
 	web_page_end(c, 200);
+}
+
+/* ---- the endpoints (app/routes.c's table) of these pages ---------------- */
+
+void rvs_web_campaigns(struct rvs_call *call)
+{
+	web_campaigns_page(call->ctx, NULL);
+}
+
+void rvs_web_campaigns_post(struct rvs_call *call)
+{
+	web_campaign_post(call->ctx, "");
+}
+
+void rvs_web_campaign(struct rvs_call *call)
+{
+	web_campaign_page(call->ctx, call->arg);
+}
+
+void rvs_web_campaign_post(struct rvs_call *call)
+{
+	web_campaign_post(call->ctx, call->arg);
+}
+
+void rvs_web_fleet(struct rvs_call *call)
+{
+	web_fleet_page(call->ctx);
 }

@@ -12,7 +12,10 @@
 #include <jansson.h>
 
 #include "store/store.h"
-#include "web/web.h"
+
+struct rvs_config;
+struct rvs_http_req;
+struct rvs_query_resp;
 
 struct web_ctx {
 	const struct rvs_config *cfg;
@@ -45,6 +48,10 @@ void web_csrf_field(struct web_ctx *c);
 /* Runs the JSON API for path/query; returns the parsed document (caller
  * json_decref) and the API's status in *status; NULL if it is not JSON. */
 json_t *web_api(struct web_ctx *c, const char *path, const char *query, int *status);
+/* The trace id a /traces/{id}… route's wildcard matched, into id: 0, or
+ * the 404 page answered and -1. */
+struct rvs_call;
+int web_trace_id(struct rvs_call *call, char id[40]);
 /* The string member key of o escaped, "" when absent, a number as text. */
 void web_field(struct web_ctx *c, json_t *o, const char *key);
 /* Nanoseconds (an integer or a real) as milliseconds with 3 decimals; "–" for

@@ -10,6 +10,7 @@
  * every string from the database is HTML-escaped (rvs_web_esc) or
  * URL-encoded (rvs_web_urlenc).  Work thread.
  */
+#include "web/web.h"
 #include "web/web_int.h"
 
 #include <math.h>

@@ -13,6 +13,7 @@
 #include "model/search.h"
 #include "base/params.h"
 #include "http/route.h"
+#include "web/web.h"
 #include "web/web_int.h"
 
 #include <string.h>

@@ -16,6 +16,8 @@
  * shown up to NAME_SHOWN bytes (names may be 64 KiB: 20 000 rectangles of
  * them made a 2.6 GB page).
  */
+#include "web/web.h"
+#include "base/text.h"
 #include "web/web_int.h"
 #include "pipeline/model_cache.h"
 #include "base/params.h"
@@ -543,16 +545,14 @@ static void json_error(struct web_ctx *c, int status, const char *msg, const cha
  * absent); 0, or -EINVAL. */
 static int int_param(const char *query, const char *name, int64_t lo, int64_t hi, int64_t *v)
 {
-	char buf[32], *end;
-	long long x;
+	char buf[32];
+	int64_t x;
 	int rc = rvs_query_param(query, name, buf, sizeof buf);
 	if (rc == 0)
 		return 0;
 	if (rc < 0 || !buf[0] || buf[0] == '-' || buf[0] == '+' || buf[0] == ' ')
 		return -EINVAL;
-	errno = 0;
-	x = strtoll(buf, &end, 10);
-	if (errno || *end || x < lo || x > hi)
+	if (rvs_parse_i64(buf, &x) || x < lo || x > hi)
 		return -EINVAL;
 	*v = x;
 	return 0;
@@ -676,28 +676,16 @@ static void web_butterfly_page(struct web_ctx *c, const char *id)
 	web_page_end(c, 200);
 }
 
-/* The trace id the route's wildcard matched, or 404 and -1. */
-static int route_id(struct rvs_call *call, char id[40])
-{
-	if (call->arg_len >= 40) {
-		web_error(call->ctx, 404, "no such trace");
-		return -1;
-	}
-	memcpy(id, call->arg, call->arg_len);
-	id[call->arg_len] = '\0';
-	return 0;
-}
-
 void rvs_web_trace_timeline(struct rvs_call *call)
 {
 	char id[40];
-	if (route_id(call, id) == 0)
+	if (web_trace_id(call, id) == 0)
 		web_timeline_json(call->ctx, id);
 }
 
 void rvs_web_trace_butterfly(struct rvs_call *call)
 {
 	char id[40];
-	if (route_id(call, id) == 0)
+	if (web_trace_id(call, id) == 0)
 		web_butterfly_page(call->ctx, id);
 }

@@ -5,6 +5,7 @@
  * (web_timeline.c) on a canvas; it only reads the JSON and writes text
  * with textContent, never HTML, so method names cannot inject markup.
  */
+#include "web/web.h"
 #include "web/web_int.h"
 
 const char WEB_TIMELINE_JS[] =

@@ -10,6 +10,7 @@
  * page that made it; the store keeps its SHA-256 and an id (the first 12
  * hex digits of that hash).
  */
+#include "web/web.h"
 #include "web/web_int.h"
 #include "base/params.h"
 #include "http/route.h"

@@ -40,6 +40,12 @@ int rvc_read_all(int fd, void *buf, size_t len);
  * `fd` is left alone, so threads may share the descriptor. */
 int rvc_pread_all(int fd, void *buf, size_t len, uint64_t off);
 
+/* Reads the whole regular file `path` (at most `max` bytes) into a new
+ * buffer *out (caller frees), NUL-terminated, *len its size.  0, -errno of
+ * open or a short read (-EIO), -EINVAL (not a regular file), -EFBIG (larger
+ * than max), -ENOMEM. */
+int rvc_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
+
 /* fsync()s the directory `dir`, making the entries created, renamed or
  * removed in it durable.  Returns 0 or -errno (open or fsync). */
 int rvc_fsync_dir(const char *dir);
@@ -79,6 +85,21 @@ int rvc_write_file_atomic_fn(const char *path, mode_t mode, rvc_fill_fn fill, vo
  * copied as is (UTF-8, valid or not, passes through unchanged).  NULL is
  * written as "".  Errors are left in `f`'s error indicator (ferror). */
 void rvc_json_str(FILE *f, const char *s);
+
+/* The longest log line rvc_log writes (bytes, its newline included). */
+#define RVC_LOG_LINE 2048
+
+/* Writes one log line to stderr, the one format of both services (logfmt):
+ *     ts=2026-11-24T10:27:45.123Z level=info key=value … msg="…"
+ * ts is UTC with milliseconds; level a name ("error", "warn", "info",
+ * "debug"); fields (NULL or "" for none) the event's key=value pairs as
+ * the caller formatted them; msg the message, always last, quoted with \
+ * " and control characters escaped (\n, \t, \xHH), so one call is one
+ * line.  prefix (NULL for none) goes before it all: the daemon's "<N>"
+ * journald priority.  One write(): lines of concurrent threads never
+ * interleave.  A line longer than RVC_LOG_LINE is cut (its fields, then
+ * its message).  Any thread; best effort (a failed write is dropped). */
+void rvc_log(const char *level, const char *prefix, const char *fields, const char *msg);
 
 /* The negative errno for an sqlite3 result code, primary or extended (the
  * extended code's low byte is its primary code, so SQLITE_BUSY_SNAPSHOT

@@ -49,11 +49,11 @@
  * schema_version from N-1 to N.
  */
 #include "store/store.h"
-#include "model/users.h"
 #include "store/store_index.h"
 #include "store/store_regress_be.h"
 #include "store/pg/store_part.h"
 #include "store/store_agg.h"
+#include "store/pg/pg.h"
 #include "base/log.h"
 #include "rearview/common.pb-c.h"
 
@@ -543,23 +543,6 @@ static const char *const stmts[N_STMTS] = {
 	[S_WAKE] = "SELECT pg_notify('" RVS_PG_WAKE_CHANNEL "', '')",
 };
 
-/* The parameters of one statement: text (NULL is SQL NULL) or binary bytea. */
-#define MAX_PARAMS 20
-struct params {
-	int n;
-	const char *v[MAX_PARAMS];
-	int len[MAX_PARAMS], fmt[MAX_PARAMS];
-	char num[MAX_PARAMS][24];
-};
-
-static void p_text(struct params *p, const char *v)
-{
-	assert(p->n < MAX_PARAMS);
-	p->v[p->n] = v;
-	p->len[p->n] = 0;
-	p->fmt[p->n++] = 0;
-}
-
 /* 1 when v is well-formed UTF-8 (no overlong forms, surrogates or code
  * points past U+10FFFF), which PostgreSQL requires of a text parameter. */
 static int utf8_ok(const char *v)
@@ -589,35 +572,6 @@ static int utf8_ok(const char *v)
 	return 1;
 }
 
-static void p_i64(struct params *p, int64_t v)
-{
-	assert(p->n < MAX_PARAMS);
-	snprintf(p->num[p->n], sizeof p->num[p->n], "%" PRId64, v);
-	p_text(p, p->num[p->n]);
-}
-
-/* A bytea; NULL or empty is SQL NULL. */
-static void p_bytea(struct params *p, const void *v, size_t len)
-{
-	assert(p->n < MAX_PARAMS && len <= INT32_MAX);
-	p->v[p->n] = len ? v : NULL;
-	p->len[p->n] = (int)len;
-	p->fmt[p->n++] = 1;
-}
-
-/* The errno of a failed result: -EEXIST for a uniqueness or foreign-key
- * conflict (as sqlite's SQLITE_CONSTRAINT), else -EIO (logged). */
-static int pg_errno(PGconn *pg, const PGresult *r)
-{
-	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-
-	if (state && strncmp(state, "23", 2) == 0)
-		return -EEXIST;
-	rvs_log("error", "msg=\"postgresql\" sqlstate=%s err=\"%s\"", state ? state : "-",
-		r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
-	return -EIO;
-}
-
 /* Statement i's name on every connection: "s" and two letters. */
 static void stmt_name(int i, char name[4])
 {
@@ -629,31 +583,17 @@ static void stmt_name(int i, char name[4])
 }
 
 /* Runs prepared statement i; *out gets the result (the caller clears it).
- * 0 (command or rows), or -errno (result cleared). */
-static int run(PGconn *pg, int i, const struct params *p, PGresult **out)
+ * 0 (command or rows), or -errno (result cleared): rvs_pg_exec. */
+static int run(PGconn *pg, int i, const struct rvs_pg_params *p, PGresult **out)
 {
 	char name[4];
-	PGresult *r;
-	ExecStatusType st;
-	int rc;
 
 	stmt_name(i, name);
-	r = PQexecPrepared(pg, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
-			   p ? p->fmt : NULL, 0);
-	st = PQresultStatus(r);
-
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-		*out = r;
-		return 0;
-	}
-	rc = pg_errno(pg, r);
-	PQclear(r);
-	*out = NULL;
-	return rc;
+	return rvs_pg_exec(pg, name, RVS_PG_PREPARED, p, out, NULL);
 }
 
 /* Runs prepared statement i for its effect only. */
-static int run0(PGconn *pg, int i, const struct params *p)
+static int run0(PGconn *pg, int i, const struct rvs_pg_params *p)
 {
 	PGresult *r;
 	int rc = run(pg, i, p, &r);
@@ -664,13 +604,7 @@ static int run0(PGconn *pg, int i, const struct params *p)
 /* Runs SQL text without parameters (transaction control, migrations). */
 static int exec(PGconn *pg, const char *sql)
 {
-	PGresult *r = PQexec(pg, sql);
-	int rc = 0;
-
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		rc = pg_errno(pg, r);
-	PQclear(r);
-	return rc;
+	return rvs_pg_exec(pg, sql, RVS_PG_SCRIPT, NULL, NULL, NULL);
 }
 
 static void rollback(PGconn *pg)
@@ -683,8 +617,7 @@ static PGconn *conn_open(const char *dsn)
 	PGconn *pg = PQconnectdb(dsn);
 
 	if (PQstatus(pg) != CONNECTION_OK) {
-		rvs_log("error", "msg=\"postgresql connect failed\" err=\"%s\"",
-			PQerrorMessage(pg));
+		rvs_log("error", "postgresql connect failed", "err=\"%s\"", PQerrorMessage(pg));
 		PQfinish(pg);
 		return NULL;
 	}
@@ -700,7 +633,8 @@ static PGconn *conn_open(const char *dsn)
 		ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 
 		if (!ok)
-			pg_errno(pg, r);
+			rvs_log("error", "postgresql prepare", "stmt=%s err=\"%s\"", name,
+				PQresultErrorMessage(r));
 		PQclear(r);
 		if (!ok) {
 			PQfinish(pg);
@@ -747,13 +681,16 @@ static void put(struct rvs_store *s, struct conn *c)
 /* schema_version's value on pg (0 before the first migration). */
 static int version_of(PGconn *pg, int *out)
 {
-	PGresult *r = PQexec(pg, "SELECT COALESCE(max(version), 0) FROM schema_version");
-	int rc = 0;
+	PGresult *r;
+	int rc = rvs_pg_exec(pg, "SELECT COALESCE(max(version), 0) FROM schema_version", 0, NULL,
+			     &r, NULL);
 
-	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 1)
 		*out = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
 	else
-		rc = pg_errno(pg, r);
+		rc = -EIO;
 	PQclear(r);
 	return rc;
 }
@@ -770,7 +707,7 @@ static int migrate(PGconn *pg, int upto)
 	    (rc = version_of(pg, &v)))
 		goto fail;
 	if (v > N_MIGRATIONS) {
-		rvs_log("error", "msg=\"database is newer than this server\" version=%d", v);
+		rvs_log("error", "database is newer than this server", "version=%d", v);
 		rc = -EPROTO;
 		goto fail;
 	}
@@ -781,7 +718,7 @@ static int migrate(PGconn *pg, int upto)
 			 v + 1);
 		if ((rc = exec(pg, migrations[v])) || (rc = exec(pg, sql)))
 			goto fail;
-		rvs_log("info", "msg=\"migrated\" backend=postgresql schema_version=%d", v + 1);
+		rvs_log("info", "migrated", "backend=postgresql schema_version=%d", v + 1);
 	}
 	return exec(pg, "COMMIT");
 fail:
@@ -815,7 +752,7 @@ int rvs_pg_migrate(const char *dsn, int upto)
 	assert(upto >= 1 && upto <= N_MIGRATIONS);
 	assert(strstr(migrations[RVS_PG_MIGRATION_PART - 1], "FUNCTION rv_week_partitions"));
 	if (!pg || PQstatus(pg) != CONNECTION_OK) {
-		rvs_log("error", "msg=\"postgresql connect failed\" err=\"%s\"",
+		rvs_log("error", "postgresql connect failed", "err=\"%s\"",
 			pg ? PQerrorMessage(pg) : "out of memory");
 		PQfinish(pg);
 		return -EIO;
@@ -885,7 +822,7 @@ static int hex_to_bytes(const char *hex, uint8_t *out, size_t n)
 static int device_add(struct rvs_store *s, struct rvs_device_rec *d)
 {
 	struct conn *c = get(s);
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r = NULL;
 	int rc;
 
@@ -895,14 +832,13 @@ static int device_add(struct rvs_store *s, struct rvs_device_rec *d)
 	if ((rc = exec(c->pg, "BEGIN")))
 		goto out;
 	if (d->client_device_id && d->client_device_id[0]) {
-		const char *v[1] = {d->client_device_id};
-		PGresult *l = PQexecParams(c->pg, "SELECT pg_advisory_xact_lock(hashtext($1))", 1,
-					   NULL, v, NULL, NULL, 0);
-		rc = PQresultStatus(l) == PGRES_TUPLES_OK ? 0 : pg_errno(c->pg, l);
-		PQclear(l);
+		struct rvs_pg_params v = {0};
+		rvs_pg_text(&v, d->client_device_id);
+		rc = rvs_pg_exec(c->pg, "SELECT pg_advisory_xact_lock(hashtext($1))", 0, &v, NULL,
+				 NULL);
 		if (rc)
 			goto fail;
-		p_text(&p, d->client_device_id);
+		rvs_pg_text(&p, d->client_device_id);
 		if ((rc = run(c->pg, S_DEV_BY_CLIENT, &p, &r)))
 			goto fail;
 		if (PQntuples(r) == 1 &&
@@ -913,18 +849,18 @@ static int device_add(struct rvs_store *s, struct rvs_device_rec *d)
 		PQclear(r);
 	}
 	p.n = 0;
-	p_text(&p, d->device_id);
-	p_bytea(&p, d->token_hash, 32);
+	rvs_pg_text(&p, d->device_id);
+	rvs_pg_bytea(&p, d->token_hash, 32);
 	if (d->reenrolled) {
-		p_text(&p, d->model);
-		p_text(&p, d->os_build);
-		p_text(&p, d->arch);
+		rvs_pg_text(&p, d->model);
+		rvs_pg_text(&p, d->os_build);
+		rvs_pg_text(&p, d->arch);
 		rc = run0(c->pg, S_DEV_REENROL, &p);
 	} else {
-		p_text(&p, d->client_device_id);
-		p_text(&p, d->model);
-		p_text(&p, d->os_build);
-		p_text(&p, d->arch);
+		rvs_pg_text(&p, d->client_device_id);
+		rvs_pg_text(&p, d->model);
+		rvs_pg_text(&p, d->os_build);
+		rvs_pg_text(&p, d->arch);
 		rc = run0(c->pg, S_DEV_INSERT, &p);
 	}
 	if (rc || (rc = exec(c->pg, "COMMIT")))
@@ -939,7 +875,8 @@ out:
 }
 
 /* One row's first column into out, or -ENOENT. */
-static int lookup(struct rvs_store *s, int i, const struct params *p, char *out, size_t outlen)
+static int lookup(struct rvs_store *s, int i, const struct rvs_pg_params *p, char *out,
+		  size_t outlen)
 {
 	struct conn *c = get(s);
 	PGresult *r;
@@ -960,31 +897,31 @@ static int lookup(struct rvs_store *s, int i, const struct params *p, char *out,
 
 static int device_by_token(struct rvs_store *s, const uint8_t hash[32], char device_id[40])
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 
-	p_bytea(&p, hash, 32);
+	rvs_pg_bytea(&p, hash, 32);
 	return lookup(s, S_DEV_BY_TOKEN, &p, device_id, 40);
 }
 
 static int upload_find(struct rvs_store *s, const char *device_id, const uint8_t upload_id[16],
 		       char trace_id[40])
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 
-	p_text(&p, device_id);
-	p_bytea(&p, upload_id, 16);
+	rvs_pg_text(&p, device_id);
+	rvs_pg_bytea(&p, upload_id, 16);
 	return lookup(s, S_UP_FIND, &p, trace_id, 40);
 }
 
 static int uploads_charged(struct rvs_store *s, const char *device_id, int64_t since, uint64_t *out)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	char buf[32];
 	int rc;
 
-	p_text(&p, device_id);
-	p_i64(&p, since);
-	p_i64(&p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
+	rvs_pg_text(&p, device_id);
+	rvs_pg_i64(&p, since);
+	rvs_pg_i64(&p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
 	if (!(rc = lookup(s, S_UP_CHARGED, &p, buf, sizeof buf)))
 		*out = strtoull(buf, NULL, 10);
 	return rc;
@@ -995,17 +932,17 @@ static int uploads_charged(struct rvs_store *s, const char *device_id, int64_t s
  * uploads of one device count one after the other), else 0 or -errno. */
 static int quota_check(PGconn *pg, const struct rvs_upload_rec *u)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
 	if (u->quota_since <= 0 || u->anomaly_kind == REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL)
 		return 0;
-	p_text(&p, u->device_id);
+	rvs_pg_text(&p, u->device_id);
 	if ((rc = run0(pg, S_DEV_LOCK, &p)))
 		return rc;
-	p_i64(&p, u->quota_since);
-	p_i64(&p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
+	rvs_pg_i64(&p, u->quota_since);
+	rvs_pg_i64(&p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
 	if ((rc = run(pg, S_UP_CHARGED, &p, &r)))
 		return rc;
 	rc = strtoull(PQgetvalue(r, 0, 0), NULL, 10) >= u->weekly_quota ? -EDQUOT : 0;
@@ -1031,12 +968,12 @@ static void wake(PGconn *pg)
  * back, and READ COMMITTED reads afresh), else 0 or -errno. */
 static int key_check(PGconn *pg, const struct rvs_upload_rec *u)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
-	p_text(&p, u->device_id);
-	p_bytea(&p, u->upload_id, 16);
+	rvs_pg_text(&p, u->device_id);
+	rvs_pg_bytea(&p, u->upload_id, 16);
 	if ((rc = run0(pg, S_UP_KEYLOCK, &p)) || (rc = run(pg, S_UP_FIND, &p, &r)))
 		return rc;
 	rc = PQntuples(r) > 0 ? -EEXIST : 0;
@@ -1047,7 +984,7 @@ static int key_check(PGconn *pg, const struct rvs_upload_rec *u)
 static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 {
 	struct conn *c = get(s);
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	int rc;
 
 	if (!c)
@@ -1064,29 +1001,29 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 		goto out;
 	if ((rc = key_check(c->pg, u)) || (rc = quota_check(c->pg, u)))
 		goto fail;
-	p_text(&p, u->trace_id);
-	p_text(&p, u->device_id);
-	p_bytea(&p, u->upload_id, 16);
-	p_text(&p, u->app_id);
-	p_text(&p, u->app_version);
-	p_bytea(&p, u->app_build_id, u->app_build_id_len);
-	p_text(&p, u->model);
-	p_text(&p, u->os_build);
-	p_text(&p, u->campaign_id);
-	p_i64(&p, u->anomaly_kind);
-	p_i64(&p, u->severity);
-	p_i64(&p, u->consent);
-	p_i64(&p, u->payload_kind);
-	p_i64(&p, u->compression);
-	p_i64(&p, (int64_t)u->payload_size);
-	p_i64(&p, (int64_t)u->captured_realtime_ns);
-	p_text(&p, u->blob_sha256);
-	p_i64(&p, (int64_t)u->blob_bytes);
-	p_bytea(&p, u->summary, u->summary_len);
+	rvs_pg_text(&p, u->trace_id);
+	rvs_pg_text(&p, u->device_id);
+	rvs_pg_bytea(&p, u->upload_id, 16);
+	rvs_pg_text(&p, u->app_id);
+	rvs_pg_text(&p, u->app_version);
+	rvs_pg_bytea(&p, u->app_build_id_len ? u->app_build_id : NULL, u->app_build_id_len);
+	rvs_pg_text(&p, u->model);
+	rvs_pg_text(&p, u->os_build);
+	rvs_pg_text(&p, u->campaign_id);
+	rvs_pg_i64(&p, u->anomaly_kind);
+	rvs_pg_i64(&p, u->severity);
+	rvs_pg_i64(&p, u->consent);
+	rvs_pg_i64(&p, u->payload_kind);
+	rvs_pg_i64(&p, u->compression);
+	rvs_pg_i64(&p, (int64_t)u->payload_size);
+	rvs_pg_i64(&p, (int64_t)u->captured_realtime_ns);
+	rvs_pg_text(&p, u->blob_sha256);
+	rvs_pg_i64(&p, (int64_t)u->blob_bytes);
+	rvs_pg_bytea(&p, u->summary_len ? u->summary : NULL, u->summary_len);
 	if ((rc = run0(c->pg, S_UP_INSERT, &p)))
 		goto fail;
 	p.n = 0;
-	p_text(&p, u->trace_id);
+	rvs_pg_text(&p, u->trace_id);
 	if ((rc = run0(c->pg, S_Q_INSERT, &p)) || (rc = exec(c->pg, "COMMIT")))
 		goto fail;
 	wake(c->pg);
@@ -1101,7 +1038,7 @@ out:
 static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts,
 			     struct rvs_decode_item *items, size_t max)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	struct conn *c;
 	PGresult *r = NULL;
 	size_t n = 0;
@@ -1111,9 +1048,9 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 		return -EINVAL;
 	if (!(c = get(s)))
 		return -EIO;
-	p_i64(&p, nparts);
-	p_i64(&p, part);
-	p_i64(&p, (int64_t)max);
+	rvs_pg_i64(&p, nparts);
+	rvs_pg_i64(&p, part);
+	rvs_pg_i64(&p, (int64_t)max);
 	if ((rc = exec(c->pg, "BEGIN")) || (rc = run(c->pg, S_Q_TAKE, &p, &r)))
 		goto fail;
 	/* Rows past the batch's first capture stay unleased: their row locks
@@ -1126,8 +1063,8 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 		snprintf(it->trace_id, sizeof it->trace_id, "%s", PQgetvalue(r, row, 0));
 		snprintf(it->blob_sha256, sizeof it->blob_sha256, "%s", PQgetvalue(r, row, 1));
 		p.n = 0;
-		p_text(&p, it->trace_id);
-		p_i64(&p, (int64_t)lease_s);
+		rvs_pg_text(&p, it->trace_id);
+		rvs_pg_i64(&p, (int64_t)lease_s);
 		if ((rc = run(c->pg, S_Q_LEASE, &p, &l)))
 			goto fail;
 		it->lease = PQntuples(l) == 1 ? strtoull(PQgetvalue(l, 0, 0), NULL, 10) : 0;
@@ -1151,7 +1088,7 @@ fail:
 static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *items, size_t n)
 {
 	struct conn *c = get(s);
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	int rc;
 
 	if (!c)
@@ -1164,8 +1101,8 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 		int held;
 
 		p.n = 0;
-		p_text(&p, it->trace_id);
-		p_i64(&p, (int64_t)it->lease);
+		rvs_pg_text(&p, it->trace_id);
+		rvs_pg_i64(&p, (int64_t)it->lease);
 		if (it->rc == -EAGAIN) {
 			if ((rc = run0(c->pg, S_Q_RELEASE, &p)))
 				goto fail;
@@ -1178,15 +1115,15 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 		if (!held) /* finished already, or its lease went to another */
 			continue;
 		p.n = 0;
-		p_text(&p, it->rc ? "quarantined" : "decoded");
-		p_text(&p, it->trace_id);
+		rvs_pg_text(&p, it->rc ? "quarantined" : "decoded");
+		rvs_pg_text(&p, it->trace_id);
 		if ((rc = run0(c->pg, S_UP_STATE, &p)))
 			goto fail;
 		if (!it->rc)
 			continue;
 		p.n = 0;
-		p_text(&p, it->trace_id);
-		p_text(&p, it->reason[0] ? it->reason : "unspecified");
+		rvs_pg_text(&p, it->trace_id);
+		rvs_pg_text(&p, it->reason[0] ? it->reason : "unspecified");
 		if ((rc = run0(c->pg, S_QUAR_INSERT, &p)))
 			goto fail;
 	}
@@ -1213,15 +1150,15 @@ static int admin_put(struct rvs_store *s, const char *name, unsigned iterations,
 		     const uint8_t *salt, size_t saltlen, const uint8_t hash[32])
 {
 	struct conn *c = get(s);
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	int rc;
 
 	if (!c)
 		return -EIO;
-	p_text(&p, name);
-	p_i64(&p, iterations);
-	p_bytea(&p, salt, saltlen);
-	p_bytea(&p, hash, 32);
+	rvs_pg_text(&p, name);
+	rvs_pg_i64(&p, iterations);
+	rvs_pg_bytea(&p, salt, saltlen);
+	rvs_pg_bytea(&p, hash, 32);
 	rc = run0(c->pg, S_ADMIN_PUT, &p);
 	put(s, c);
 	return rc;
@@ -1230,19 +1167,19 @@ static int admin_put(struct rvs_store *s, const char *name, unsigned iterations,
 static int skip_add(struct rvs_store *s, const struct rvs_skip_rec *k)
 {
 	struct conn *c = get(s);
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	int rc;
 
 	if (!c)
 		return -EIO;
-	p_text(&p, k->device_id);
-	p_bytea(&p, k->report_id, 16);
-	p_text(&p, k->app_id);
-	p_text(&p, k->app_version);
-	p_i64(&p, k->anomaly_kind);
-	p_i64(&p, k->severity);
-	p_text(&p, k->reason ? k->reason : "");
-	p_i64(&p, (int64_t)k->captured_realtime_ns);
+	rvs_pg_text(&p, k->device_id);
+	rvs_pg_bytea(&p, k->report_id, 16);
+	rvs_pg_text(&p, k->app_id);
+	rvs_pg_text(&p, k->app_version);
+	rvs_pg_i64(&p, k->anomaly_kind);
+	rvs_pg_i64(&p, k->severity);
+	rvs_pg_text(&p, k->reason ? k->reason : "");
+	rvs_pg_i64(&p, (int64_t)k->captured_realtime_ns);
 	rc = run0(c->pg, S_SKIP_INSERT, &p);
 	put(s, c);
 	return rc;
@@ -1251,14 +1188,14 @@ static int skip_add(struct rvs_store *s, const struct rvs_skip_rec *k)
 static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t *queued)
 {
 	struct conn *c = get(s);
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
 	*queued = 0;
 	if (!c)
 		return -EIO;
-	p_text(&p, build_id);
+	rvs_pg_text(&p, build_id);
 	if ((rc = exec(c->pg, "BEGIN")) || (rc = run(c->pg, S_REQUEUE, &p, &r)))
 		goto fail;
 	*queued = strtoull(PQcmdTuples(r), NULL, 10);
@@ -1278,26 +1215,6 @@ fail:
 
 /* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
 
-/* Runs SQL text with parameters (statements not worth preparing on every
- * connection: retention, the fleet page).  As run(). */
-static int run_text(PGconn *pg, const char *sql, const struct params *p, PGresult **out)
-{
-	PGresult *r = PQexecParams(pg, sql, p ? p->n : 0, NULL, p ? p->v : NULL, p ? p->len : NULL,
-				   p ? p->fmt : NULL, 0);
-	ExecStatusType st = PQresultStatus(r);
-	int rc;
-
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-		*out = r;
-		return 0;
-	}
-	rc = pg_errno(pg, r);
-	PQclear(r);
-	*out = NULL;
-	return rc;
-}
-
-/* Retention drops whole weeks (store_pg_part.c). */
 static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
 			    size_t *nblobs)
 {
@@ -1315,14 +1232,15 @@ static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, cha
 static int blob_referenced(struct rvs_store *s, const char *blob)
 {
 	struct conn *c = get(s);
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
 	if (!c)
 		return -EIO;
-	p_text(&p, blob);
-	rc = run_text(c->pg, "SELECT 1 FROM uploads WHERE blob_sha256 = $1 LIMIT 1", &p, &r);
+	rvs_pg_text(&p, blob);
+	rc = rvs_pg_exec(c->pg, "SELECT 1 FROM uploads WHERE blob_sha256 = $1 LIMIT 1", 0, &p, &r,
+			 NULL);
 	if (!rc) {
 		rc = PQntuples(r) > 0;
 		PQclear(r);
@@ -1332,25 +1250,16 @@ static int blob_referenced(struct rvs_store *s, const char *blob)
 }
 
 /* A column's text, NULL for SQL NULL. */
-static const char *val(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
-}
-
-static int64_t val_i64(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
-}
-
 /* Runs a read of the fleet page on a pooled connection: *out the rows. */
-static int read_rows(struct rvs_store *s, const char *sql, const struct params *p, PGresult **out)
+static int read_rows(struct rvs_store *s, const char *sql, const struct rvs_pg_params *p,
+		     PGresult **out)
 {
 	struct conn *c = get(s);
 	int rc;
 
 	if (!c)
 		return -EIO;
-	rc = run_text(c->pg, sql, p, out);
+	rc = rvs_pg_exec(c->pg, sql, 0, p, out, NULL);
 	put(s, c);
 	return rc;
 }
@@ -1358,13 +1267,13 @@ static int read_rows(struct rvs_store *s, const char *sql, const struct params *
 static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, unsigned max,
 			 int (*cb)(void *arg, const struct rvs_fleet_device *d), void *arg)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
-	p_i64(&p, since);
-	p_i64(&p, max);
-	p_i64(&p, manual_kind);
+	rvs_pg_i64(&p, since);
+	rvs_pg_i64(&p, max);
+	rvs_pg_i64(&p, manual_kind);
 	rc = read_rows(
 		s,
 		"SELECT d.device_id, d.model, d.os_build, d.arch, d.enrolled_at,"
@@ -1381,16 +1290,16 @@ static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, un
 		return rc;
 	for (int i = 0; i < PQntuples(r) && !stop; i++) {
 		struct rvs_fleet_device d = {
-			.device_id = val(r, i, 0),
-			.model = val(r, i, 1),
-			.os_build = val(r, i, 2),
-			.arch = val(r, i, 3),
-			.enrolled_at = val_i64(r, i, 4),
-			.uploads = val_i64(r, i, 5),
-			.charged_since = val_i64(r, i, 6),
-			.last_upload_at = val_i64(r, i, 7),
+			.device_id = rvs_pg_val(r, i, 0),
+			.model = rvs_pg_val(r, i, 1),
+			.os_build = rvs_pg_val(r, i, 2),
+			.arch = rvs_pg_val(r, i, 3),
+			.enrolled_at = rvs_pg_val_i64(r, i, 4),
+			.uploads = rvs_pg_val_i64(r, i, 5),
+			.charged_since = rvs_pg_val_i64(r, i, 6),
+			.last_upload_at = rvs_pg_val_i64(r, i, 7),
 			.has_last_upload = !PQgetisnull(r, i, 7),
-			.manual_since = val_i64(r, i, 8),
+			.manual_since = rvs_pg_val_i64(r, i, 8),
 		};
 		stop = cb(arg, &d);
 	}
@@ -1420,7 +1329,8 @@ static int fleet_groups(struct rvs_store *s, int group,
 	if ((rc = read_rows(s, sql[group], NULL, &r)))
 		return rc;
 	for (int i = 0; i < PQntuples(r) && !stop; i++)
-		stop = cb(arg, val(r, i, 0), val_i64(r, i, 1), val_i64(r, i, 2));
+		stop = cb(arg, rvs_pg_val(r, i, 0), rvs_pg_val_i64(r, i, 1),
+			  rvs_pg_val_i64(r, i, 2));
 	PQclear(r);
 	return stop;
 }
@@ -1438,7 +1348,7 @@ static int device_count(struct rvs_store *s, uint64_t *out)
 }
 
 /* Runs one statement for its effect on a pooled connection. */
-static int write_text(struct rvs_store *s, const char *sql, const struct params *p)
+static int write_text(struct rvs_store *s, const char *sql, const struct rvs_pg_params *p)
 {
 	struct conn *c = get(s);
 	PGresult *r;
@@ -1446,7 +1356,7 @@ static int write_text(struct rvs_store *s, const char *sql, const struct params 
 
 	if (!c)
 		return -EIO;
-	if (!(rc = run_text(c->pg, sql, p, &r)))
+	if (!(rc = rvs_pg_exec(c->pg, sql, 0, p, &r, NULL)))
 		PQclear(r);
 	put(s, c);
 	return rc;
@@ -1455,12 +1365,12 @@ static int write_text(struct rvs_store *s, const char *sql, const struct params 
 static int session_get(struct rvs_store *s, const uint8_t id_hash[32], int64_t now, char user[64],
 		       char csrf[65])
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
-	p_bytea(&p, id_hash, 32);
-	p_i64(&p, now);
+	rvs_pg_bytea(&p, id_hash, 32);
+	rvs_pg_i64(&p, now);
 	rc = read_rows(
 		s, "SELECT admin, csrf FROM web_sessions WHERE id_hash = $1 AND expires_at > $2",
 		&p, &r);
@@ -1479,15 +1389,15 @@ static int session_get(struct rvs_store *s, const uint8_t id_hash[32], int64_t n
 static int session_put(struct rvs_store *s, const uint8_t id_hash[32], const char *user,
 		       const char *csrf, int64_t now, int64_t expires)
 {
-	struct params del = {0}, p = {0};
+	struct rvs_pg_params del = {0}, p = {0};
 
-	p_i64(&del, now);
+	rvs_pg_i64(&del, now);
 	write_text(s, "DELETE FROM web_sessions WHERE expires_at <= $1", &del);
-	p_bytea(&p, id_hash, 32);
-	p_text(&p, user);
-	p_text(&p, csrf);
-	p_i64(&p, now);
-	p_i64(&p, expires);
+	rvs_pg_bytea(&p, id_hash, 32);
+	rvs_pg_text(&p, user);
+	rvs_pg_text(&p, csrf);
+	rvs_pg_i64(&p, now);
+	rvs_pg_i64(&p, expires);
 	return write_text(s,
 			  "INSERT INTO web_sessions (id_hash, admin, csrf, created_at, expires_at)"
 			  " VALUES ($1, $2, $3, $4, $5)",
@@ -1496,22 +1406,22 @@ static int session_put(struct rvs_store *s, const uint8_t id_hash[32], const cha
 
 static int session_delete(struct rvs_store *s, const uint8_t id_hash[32])
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 
-	p_bytea(&p, id_hash, 32);
+	rvs_pg_bytea(&p, id_hash, 32);
 	return write_text(s, "DELETE FROM web_sessions WHERE id_hash = $1", &p);
 }
 
 static int admin_get(struct rvs_store *s, const char *name, unsigned *iterations, uint8_t *salt,
 		     size_t *saltlen, uint8_t hash[32])
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
 	if (!utf8_ok(name))
 		return -ENOENT; /* no stored name is not UTF-8 */
-	p_text(&p, name);
+	rvs_pg_text(&p, name);
 	rc = read_rows(s,
 		       "SELECT pbkdf2_iterations, encode(salt, 'hex'), encode(hash, 'hex')"
 		       " FROM admins WHERE name = $1",
@@ -1538,11 +1448,11 @@ static int admin_get(struct rvs_store *s, const char *name, unsigned *iterations
 
 static int method_alert_put(struct rvs_store *s, const char *method, int64_t threshold_ns)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 
 	assert(threshold_ns > 0);
-	p_text(&p, method);
-	p_i64(&p, threshold_ns);
+	rvs_pg_text(&p, method);
+	rvs_pg_i64(&p, threshold_ns);
 	return write_text(s,
 			  "INSERT INTO method_alerts (method, p95_threshold_ns, created_at)"
 			  " VALUES ($1, $2, extract(epoch FROM now())::bigint) ON CONFLICT (method)"
@@ -1566,7 +1476,7 @@ static int campaign_change(struct rvs_store *s, int op, const char *id, const ch
 				     " WHERE id = $1 AND ended_at IS NULL",
 	};
 	struct conn *c = get(s);
-	struct params w = {0}, q = {0}, v = {0};
+	struct rvs_pg_params w = {0}, q = {0}, v = {0};
 	PGresult *r = NULL;
 	uint64_t version = 0, recorded = 0;
 	int rc;
@@ -1574,40 +1484,40 @@ static int campaign_change(struct rvs_store *s, int op, const char *id, const ch
 	assert(op >= RVS_CAMPAIGN_CREATE && op <= RVS_CAMPAIGN_END);
 	if (!c)
 		return -EIO;
-	p_text(&w, id);
+	rvs_pg_text(&w, id);
 	if (op != RVS_CAMPAIGN_END)
-		p_text(&w, spec);
-	p_i64(&w, now);
+		rvs_pg_text(&w, spec);
+	rvs_pg_i64(&w, now);
 	if ((rc = exec(c->pg, "BEGIN")) ||
 	    (rc = exec(c->pg, "SELECT pg_advisory_xact_lock(" CAMPAIGN_LOCK ")")) ||
-	    (rc = run_text(c->pg, sql[op], &w, &r)))
+	    (rc = rvs_pg_exec(c->pg, sql[op], 0, &w, &r, NULL)))
 		goto fail;
 	if (op != RVS_CAMPAIGN_CREATE && strcmp(PQcmdTuples(r), "0") == 0)
 		rc = -ENOENT;
 	PQclear(r);
-	p_i64(&q, (int64_t)max_specs);
-	if (rc || (rc = run_text(c->pg,
-				 "SELECT spec FROM campaigns WHERE ended_at IS NULL ORDER BY id"
-				 " LIMIT $1",
-				 &q, &r)))
+	rvs_pg_i64(&q, (int64_t)max_specs);
+	if (rc || (rc = rvs_pg_exec(c->pg,
+				    "SELECT spec FROM campaigns WHERE ended_at IS NULL ORDER BY id"
+				    " LIMIT $1",
+				    0, &q, &r, NULL)))
 		goto fail;
 	for (int i = 0; i < PQntuples(r) && !rc; i++)
 		rc = p->spec(p->arg, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
 	PQclear(r);
-	if (rc || (rc = run_text(c->pg, "SELECT COALESCE(max(version), 0) FROM policy_versions",
-				 NULL, &r)))
+	if (rc || (rc = rvs_pg_exec(c->pg, "SELECT COALESCE(max(version), 0) FROM policy_versions",
+				    0, NULL, &r, NULL)))
 		goto fail;
 	recorded = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
 	if ((rc = p->publish(p->arg, recorded, &version)))
 		goto fail;
-	p_i64(&v, (int64_t)version);
-	p_i64(&v, now);
-	p_text(&v, reason);
-	if ((rc = run_text(c->pg,
-			   "INSERT INTO policy_versions (version, published_at, reason)"
-			   " VALUES ($1, $2, $3)",
-			   &v, &r)))
+	rvs_pg_i64(&v, (int64_t)version);
+	rvs_pg_i64(&v, now);
+	rvs_pg_text(&v, reason);
+	if ((rc = rvs_pg_exec(c->pg,
+			      "INSERT INTO policy_versions (version, published_at, reason)"
+			      " VALUES ($1, $2, $3)",
+			      0, &v, &r, NULL)))
 		goto fail;
 	PQclear(r);
 	if ((rc = exec(c->pg, "COMMIT")))
@@ -1623,12 +1533,12 @@ fail:
 static int anomalies_since(struct rvs_store *s, int64_t since, size_t max,
 			   int (*cb)(void *arg, const struct rvs_anomaly_row *r), void *arg)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
-	p_i64(&p, since);
-	p_i64(&p, (int64_t)max);
+	rvs_pg_i64(&p, since);
+	rvs_pg_i64(&p, (int64_t)max);
 	rc = read_rows(s,
 		       "SELECT u.device_id, u.app_id, u.app_version, u.model, u.os_build,"
 		       " u.anomaly_kind, u.severity FROM uploads u WHERE u.received_at >= $1"
@@ -1641,13 +1551,13 @@ static int anomalies_since(struct rvs_store *s, int64_t since, size_t max,
 		return rc;
 	for (int i = 0; i < PQntuples(r) && !stop; i++) {
 		struct rvs_anomaly_row a = {
-			.device_id = val(r, i, 0),
-			.app_id = val(r, i, 1),
-			.app_version = val(r, i, 2),
-			.model = val(r, i, 3),
-			.os_build = val(r, i, 4),
-			.kind = (int)val_i64(r, i, 5),
-			.severity = (int)val_i64(r, i, 6),
+			.device_id = rvs_pg_val(r, i, 0),
+			.app_id = rvs_pg_val(r, i, 1),
+			.app_version = rvs_pg_val(r, i, 2),
+			.model = rvs_pg_val(r, i, 3),
+			.os_build = rvs_pg_val(r, i, 4),
+			.kind = (int)rvs_pg_val_i64(r, i, 5),
+			.severity = (int)rvs_pg_val_i64(r, i, 6),
 		};
 		stop = cb(arg, &a);
 	}
@@ -1670,8 +1580,9 @@ static int campaigns_list(struct rvs_store *s,
 	if (rc)
 		return rc;
 	for (int i = 0; i < PQntuples(r) && !stop; i++)
-		stop = cb(arg, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), val_i64(r, i, 1),
-			  val_i64(r, i, 2), PQgetisnull(r, i, 3) ? -1 : val_i64(r, i, 3));
+		stop = cb(arg, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0),
+			  rvs_pg_val_i64(r, i, 1), rvs_pg_val_i64(r, i, 2),
+			  PQgetisnull(r, i, 3) ? -1 : rvs_pg_val_i64(r, i, 3));
 	PQclear(r);
 	return stop;
 }
@@ -1697,21 +1608,21 @@ static int policy_version(struct rvs_store *s, uint64_t *out)
 static int skips_scan(struct rvs_store *s, const struct rvs_skip_filter *f, int recent,
 		      int64_t limit, int (*cb)(void *arg, const struct rvs_skip_row *r), void *arg)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
 	if (f->has_since)
-		p_i64(&p, f->since);
+		rvs_pg_i64(&p, f->since);
 	else
-		p_text(&p, NULL);
+		rvs_pg_text(&p, NULL);
 	if (f->has_until)
-		p_i64(&p, f->until);
+		rvs_pg_i64(&p, f->until);
 	else
-		p_text(&p, NULL);
-	p_text(&p, f->app);
+		rvs_pg_text(&p, NULL);
+	rvs_pg_text(&p, f->app);
 	if (recent)
-		p_i64(&p, limit);
+		rvs_pg_i64(&p, limit);
 	rc = read_rows(
 		s,
 		recent ? "SELECT device_id, app_id, app_version, anomaly_kind, severity,"
@@ -1726,22 +1637,22 @@ static int skips_scan(struct rvs_store *s, const struct rvs_skip_filter *f, int 
 	for (int i = 0; i < PQntuples(r) && !stop; i++) {
 		struct rvs_skip_row k = {0};
 		if (recent) {
-			k.device_id = val(r, i, 0);
-			k.app_id = val(r, i, 1);
-			k.app_version = val(r, i, 2);
-			k.anomaly_kind = val_i64(r, i, 3);
+			k.device_id = rvs_pg_val(r, i, 0);
+			k.app_id = rvs_pg_val(r, i, 1);
+			k.app_version = rvs_pg_val(r, i, 2);
+			k.anomaly_kind = rvs_pg_val_i64(r, i, 3);
 			k.has_kind = !PQgetisnull(r, i, 3);
-			k.severity = val_i64(r, i, 4);
+			k.severity = rvs_pg_val_i64(r, i, 4);
 			k.has_severity = !PQgetisnull(r, i, 4);
-			k.reason = val(r, i, 5);
-			k.received_at = val_i64(r, i, 6);
-			k.captured_realtime_ns = val_i64(r, i, 7);
+			k.reason = rvs_pg_val(r, i, 5);
+			k.received_at = rvs_pg_val_i64(r, i, 6);
+			k.captured_realtime_ns = rvs_pg_val_i64(r, i, 7);
 			k.has_captured = !PQgetisnull(r, i, 7);
 		} else {
-			k.reason = val(r, i, 0);
-			k.anomaly_kind = val_i64(r, i, 1);
+			k.reason = rvs_pg_val(r, i, 0);
+			k.anomaly_kind = rvs_pg_val_i64(r, i, 1);
 			k.has_kind = !PQgetisnull(r, i, 1);
-			k.count = val_i64(r, i, 2);
+			k.count = rvs_pg_val_i64(r, i, 2);
 		}
 		stop = cb(arg, &k);
 	}
@@ -1763,57 +1674,25 @@ static int skips_recent(struct rvs_store *s, const struct rvs_skip_filter *f, in
 
 static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
 	if (!utf8_ok(method))
 		return -ENOENT; /* as method_read: no stored name is not UTF-8 */
-	p_text(&p, method);
+	rvs_pg_text(&p, method);
 	rc = read_rows(s, "SELECT p95_threshold_ns FROM method_alerts WHERE method = $1", &p, &r);
 	if (rc)
 		return rc;
 	if (PQntuples(r) == 0)
 		rc = -ENOENT;
 	else
-		*ns = val_i64(r, 0, 0);
+		*ns = rvs_pg_val_i64(r, 0, 0);
 	PQclear(r);
 	return rc;
 }
 
 /* ---- issue 15 (sql15b): the JSON API's reads ---- */
-
-#define READ_MAX_COLS 32
-
-/* Rows [from, to) of r to cb as part: integer columns (int2/4/8) as
- * RVS_COL_INT, the rest as text.  0 or cb's stop value. */
-static int rows_out(const PGresult *r, int from, int to, int part, rvs_row_fn cb, void *arg)
-{
-	struct rvs_col cols[READ_MAX_COLS];
-	int n = PQnfields(r), stop;
-
-	assert(n <= READ_MAX_COLS);
-	for (int row = from; row < to; row++) {
-		for (int i = 0; i < n; i++) {
-			Oid t = PQftype(r, i);
-			cols[i].name = PQfname(r, i);
-			cols[i].i = 0;
-			cols[i].text = NULL;
-			if (PQgetisnull(r, row, i)) {
-				cols[i].type = RVS_COL_NULL;
-			} else if (t == 20 || t == 21 || t == 23) { /* int8, int2, int4 */
-				cols[i].type = RVS_COL_INT;
-				cols[i].i = strtoll(PQgetvalue(r, row, i), NULL, 10);
-			} else {
-				cols[i].type = RVS_COL_TEXT;
-				cols[i].text = PQgetvalue(r, row, i);
-			}
-		}
-		if ((stop = cb(arg, part, cols, (size_t)n)))
-			return stop;
-	}
-	return 0;
-}
 
 static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg)
 {
@@ -1833,10 +1712,10 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 		[RVS_TRACE_CHAINS] = ("SELECT kind, rank, signature, chain, depth, self_ns, incl_ns"
 				      " FROM trace_chains WHERE trace_id = $1 ORDER BY kind, rank"),
 	};
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	int rc = 0;
 
-	p_text(&p, trace_id);
+	rvs_pg_text(&p, trace_id);
 	for (int part = RVS_TRACE_HEAD; part <= RVS_TRACE_CHAINS && !rc; part++) {
 		PGresult *r;
 		if ((rc = read_rows(s, sql[part], &p, &r)))
@@ -1844,7 +1723,7 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 		if (part == RVS_TRACE_HEAD && PQntuples(r) == 0)
 			rc = -ENOENT;
 		else
-			rc = rows_out(r, 0, PQntuples(r), part, cb, arg);
+			rc = rvs_pg_rows_out(r, 0, PQntuples(r), part, cb, arg);
 		PQclear(r);
 	}
 	return rc;
@@ -1854,27 +1733,27 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
  * per-week counts (one statement: the counts rows follow their total). */
 static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *top, *counts;
 	int rc;
 
-	p_i64(&p, limit);
+	rvs_pg_i64(&p, limit);
 	if ((rc = read_rows(s,
 			    "SELECT signature, traces, chain FROM signatures"
 			    " ORDER BY traces DESC, signature LIMIT $1",
 			    &p, &top)))
 		return rc;
 	for (int i = 0; i < PQntuples(top) && !rc; i++) {
-		struct params q = {0};
-		p_text(&q, PQgetvalue(top, i, 0));
-		if ((rc = rows_out(top, i, i + 1, 0, cb, arg)) ||
+		struct rvs_pg_params q = {0};
+		rvs_pg_text(&q, PQgetvalue(top, i, 0));
+		if ((rc = rvs_pg_rows_out(top, i, i + 1, 0, cb, arg)) ||
 		    (rc = read_rows(s,
 				    "SELECT week * 604800 AS week_start, app_version, traces"
 				    " FROM signature_counts WHERE signature = $1"
 				    " ORDER BY week DESC, app_version LIMIT 200",
 				    &q, &counts)))
 			break;
-		rc = rows_out(counts, 0, PQntuples(counts), 1, cb, arg);
+		rc = rvs_pg_rows_out(counts, 0, PQntuples(counts), 1, cb, arg);
 		PQclear(counts);
 	}
 	PQclear(top);
@@ -1887,7 +1766,7 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	const char *const text[] = {f->app, f->version, f->model, f->os_build};
 	const int64_t num[] = {f->kind, f->min_severity, f->since, f->until};
 	const int has[] = {f->has_kind, f->has_min_severity, f->has_since, f->has_until};
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
@@ -1899,20 +1778,20 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	if ((f->signature && !utf8_ok(f->signature)) || (f->method && !utf8_ok(f->method)))
 		return 0;
 	for (int i = 0; i < 4; i++)
-		p_text(&p, text[i]);
+		rvs_pg_text(&p, text[i]);
 	for (int i = 0; i < 4; i++) {
 		if (has[i])
-			p_i64(&p, num[i]);
+			rvs_pg_i64(&p, num[i]);
 		else
-			p_text(&p, NULL);
+			rvs_pg_text(&p, NULL);
 	}
-	p_text(&p, f->signature);
-	p_text(&p, f->method);
+	rvs_pg_text(&p, f->signature);
+	rvs_pg_text(&p, f->method);
 	if (f->has_cursor)
-		p_i64(&p, f->cursor);
+		rvs_pg_i64(&p, f->cursor);
 	else
-		p_text(&p, NULL);
-	p_i64(&p, f->limit);
+		rvs_pg_text(&p, NULL);
+	rvs_pg_i64(&p, f->limit);
 	rc = read_rows(
 		s,
 		"SELECT t.seq AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build,"
@@ -1933,7 +1812,7 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 		&p, &r);
 	if (rc)
 		return rc;
-	rc = rows_out(r, 0, PQntuples(r), 0, cb, arg);
+	rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, cb, arg);
 	PQclear(r);
 	return rc;
 }
@@ -1949,7 +1828,7 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 					 " AND ($4::text IS NULL OR t.app_version = $4)"
 				       : "";
 	char sql[768];
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
@@ -1998,18 +1877,18 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 	/* A name that is not UTF-8 matches no stored one (PostgreSQL would
 	 * refuse it as a parameter; sqlite compares it and finds nothing):
 	 * NULL equals nothing either. */
-	p_text(&p, utf8_ok(method) ? method : NULL);
+	rvs_pg_text(&p, utf8_ok(method) ? method : NULL);
 	if (part == RVS_METHOD_SAMPLES)
-		p_text(&p, NULL);
+		rvs_pg_text(&p, NULL);
 	else if (part != RVS_METHOD_COUNT)
-		p_i64(&p, arg);
+		rvs_pg_i64(&p, arg);
 	if (*filters) {
-		p_text(&p, app);
-		p_text(&p, version);
+		rvs_pg_text(&p, app);
+		rvs_pg_text(&p, version);
 	}
 	if ((rc = read_rows(s, sql, &p, &r)))
 		return rc;
-	rc = rows_out(r, 0, PQntuples(r), 0, cb, cbarg);
+	rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, cb, cbarg);
 	PQclear(r);
 	return rc;
 }
@@ -2021,7 +1900,7 @@ static int signatures_weekly(struct rvs_store *s, int64_t since, const char *con
 {
 	char list[2 + 200 * 17];
 	size_t len = 0;
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
@@ -2033,8 +1912,8 @@ static int signatures_weekly(struct rvs_store *s, int64_t since, const char *con
 					sigs[i]);
 	}
 	snprintf(list + len, sizeof list - len, "}");
-	p_i64(&p, since);
-	p_text(&p, nsigs ? list : NULL);
+	rvs_pg_i64(&p, since);
+	rvs_pg_text(&p, nsigs ? list : NULL);
 	rc = read_rows(s,
 		       "WITH s AS (SELECT t.received_at, t.app_version,"
 		       " COALESCE(t.anomaly_signature, c.signature) AS sig FROM traces t"
@@ -2048,7 +1927,7 @@ static int signatures_weekly(struct rvs_store *s, int64_t since, const char *con
 		       &p, &r);
 	if (rc)
 		return rc;
-	rc = rows_out(r, 0, PQntuples(r), 0, cb, arg);
+	rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, cb, arg);
 	PQclear(r);
 	return rc;
 }
@@ -2068,11 +1947,11 @@ static int wake_open(struct rvs_store *s, struct rvs_wake **out)
 static int trace_capture(struct rvs_store *s, const char *trace_id, char blob[65], int *compression,
 			 uint64_t *payload_size)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
-	p_text(&p, trace_id);
+	rvs_pg_text(&p, trace_id);
 	rc = read_rows(s,
 		       "SELECT blob_sha256, coalesce(compression, 0), coalesce(payload_size, 0)"
 		       " FROM uploads WHERE trace_id = $1 AND blob_sha256 IS NOT NULL AND (state ="
@@ -2098,21 +1977,21 @@ static int trace_capture(struct rvs_store *s, const char *trace_id, char blob[65
 
 static int user_get(struct rvs_store *s, const char *name, int *role, int *disabled)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
 	if (!utf8_ok(name))
 		return -ENOENT; /* no stored name is not UTF-8 */
-	p_text(&p, name);
+	rvs_pg_text(&p, name);
 	rc = read_rows(s, "SELECT " ROLE_OF ", disabled::int FROM admins WHERE name = $1", &p, &r);
 	if (rc)
 		return rc;
 	if (PQntuples(r) == 0) {
 		rc = -ENOENT;
 	} else {
-		*role = (int)val_i64(r, 0, 0);
-		*disabled = val_i64(r, 0, 1) != 0;
+		*role = (int)rvs_pg_val_i64(r, 0, 0);
+		*disabled = rvs_pg_val_i64(r, 0, 1) != 0;
 	}
 	PQclear(r);
 	return rc;
@@ -2120,14 +1999,14 @@ static int user_get(struct rvs_store *s, const char *name, int *role, int *disab
 
 static int user_set(struct rvs_store *s, const char *name, int role, int disabled)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
 	assert(role <= 0 || rvs_role_name(role));
-	p_text(&p, name);
-	p_text(&p, role > 0 ? rvs_role_name(role) : NULL);
-	p_text(&p, disabled < 0 ? NULL : disabled ? "true" : "false");
+	rvs_pg_text(&p, name);
+	rvs_pg_text(&p, role > 0 ? rvs_role_name(role) : NULL);
+	rvs_pg_text(&p, disabled < 0 ? NULL : disabled ? "true" : "false");
 	rc = read_rows(s,
 		       "UPDATE admins SET role = coalesce($2, role),"
 		       " disabled = coalesce($3::boolean, disabled) WHERE name = $1 RETURNING name",
@@ -2144,7 +2023,7 @@ static int users_list(struct rvs_store *s,
 				int64_t created),
 		      void *arg)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
@@ -2155,8 +2034,8 @@ static int users_list(struct rvs_store *s,
 	if (rc)
 		return rc;
 	for (int i = 0; !stop && i < PQntuples(r); i++)
-		stop = cb(arg, PQgetvalue(r, i, 0), (int)val_i64(r, i, 1), val_i64(r, i, 2) != 0,
-			  val_i64(r, i, 3));
+		stop = cb(arg, PQgetvalue(r, i, 0), (int)rvs_pg_val_i64(r, i, 1),
+			  rvs_pg_val_i64(r, i, 2) != 0, rvs_pg_val_i64(r, i, 3));
 	PQclear(r);
 	return stop;
 }
@@ -2164,13 +2043,13 @@ static int users_list(struct rvs_store *s,
 static int audit_add(struct rvs_store *s, int64_t at, const char *actor, const char *action,
 		     const char *target, const char *detail)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 
-	p_i64(&p, at);
-	p_text(&p, actor);
-	p_text(&p, action);
-	p_text(&p, target);
-	p_text(&p, detail);
+	rvs_pg_i64(&p, at);
+	rvs_pg_text(&p, actor);
+	rvs_pg_text(&p, action);
+	rvs_pg_text(&p, target);
+	rvs_pg_text(&p, detail);
 	return write_text(s,
 			  "INSERT INTO audit_log (at, actor, action, target, detail)"
 			  " VALUES ($1, $2, $3, $4, $5)",
@@ -2180,11 +2059,11 @@ static int audit_add(struct rvs_store *s, int64_t at, const char *actor, const c
 static int audit_list(struct rvs_store *s, size_t max,
 		      int (*cb)(void *arg, const struct rvs_audit_row *r), void *arg)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
-	p_i64(&p, (int64_t)max);
+	rvs_pg_i64(&p, (int64_t)max);
 	rc = read_rows(s,
 		       "SELECT id, at, actor, action, target, detail FROM audit_log"
 		       " ORDER BY id DESC LIMIT $1",
@@ -2192,9 +2071,9 @@ static int audit_list(struct rvs_store *s, size_t max,
 	if (rc)
 		return rc;
 	for (int i = 0; !stop && i < PQntuples(r); i++) {
-		struct rvs_audit_row row = {val_i64(r, i, 0),	 val_i64(r, i, 1),
-					    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3),
-					    PQgetvalue(r, i, 4), PQgetvalue(r, i, 5)};
+		struct rvs_audit_row row = {rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
+					    PQgetvalue(r, i, 2),     PQgetvalue(r, i, 3),
+					    PQgetvalue(r, i, 4),     PQgetvalue(r, i, 5)};
 		stop = cb(arg, &row);
 	}
 	PQclear(r);
@@ -2204,13 +2083,13 @@ static int audit_list(struct rvs_store *s, size_t max,
 static int token_add(struct rvs_store *s, const char *id, const uint8_t hash[32], const char *owner,
 		     const char *name, int64_t now)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 
-	p_text(&p, id);
-	p_bytea(&p, hash, 32);
-	p_text(&p, owner);
-	p_text(&p, name);
-	p_i64(&p, now);
+	rvs_pg_text(&p, id);
+	rvs_pg_bytea(&p, hash, 32);
+	rvs_pg_text(&p, owner);
+	rvs_pg_text(&p, name);
+	rvs_pg_i64(&p, now);
 	return write_text(s,
 			  "INSERT INTO api_tokens (id, hash, owner, name, created_at)"
 			  " VALUES ($1, $2, $3, $4, $5)",
@@ -2220,12 +2099,12 @@ static int token_add(struct rvs_store *s, const char *id, const uint8_t hash[32]
 static int token_auth(struct rvs_store *s, const uint8_t hash[32], int64_t now, char owner[64],
 		      int *role)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
-	p_bytea(&p, hash, 32);
-	p_i64(&p, now);
+	rvs_pg_bytea(&p, hash, 32);
+	rvs_pg_i64(&p, now);
 	rc = read_rows(s,
 		       "UPDATE api_tokens t SET last_used = $2 FROM admins a"
 		       " WHERE t.hash = $1 AND t.revoked_at IS NULL AND a.name = t.owner"
@@ -2239,7 +2118,7 @@ static int token_auth(struct rvs_store *s, const uint8_t hash[32], int64_t now, 
 		rc = -ENOENT;
 	} else {
 		snprintf(owner, 64, "%s", PQgetvalue(r, 0, 0));
-		*role = (int)val_i64(r, 0, 1);
+		*role = (int)rvs_pg_val_i64(r, 0, 1);
 	}
 	PQclear(r);
 	return rc;
@@ -2247,13 +2126,13 @@ static int token_auth(struct rvs_store *s, const uint8_t hash[32], int64_t now, 
 
 static int token_revoke(struct rvs_store *s, const char *owner, const char *id, int64_t now)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc;
 
-	p_i64(&p, now);
-	p_text(&p, id);
-	p_text(&p, owner);
+	rvs_pg_i64(&p, now);
+	rvs_pg_text(&p, id);
+	rvs_pg_text(&p, owner);
 	rc = read_rows(s,
 		       "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND owner = $3"
 		       " AND revoked_at IS NULL RETURNING id",
@@ -2270,11 +2149,11 @@ static int tokens_list(struct rvs_store *s, const char *owner,
 				 int64_t last_used, int64_t revoked),
 		       void *arg)
 {
-	struct params p = {0};
+	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
-	p_text(&p, owner);
+	rvs_pg_text(&p, owner);
 	rc = read_rows(s,
 		       "SELECT id, name, created_at, coalesce(last_used, -1),"
 		       " coalesce(revoked_at, -1) FROM api_tokens WHERE owner = $1"
@@ -2283,8 +2162,8 @@ static int tokens_list(struct rvs_store *s, const char *owner,
 	if (rc)
 		return rc;
 	for (int i = 0; !stop && i < PQntuples(r); i++)
-		stop = cb(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), val_i64(r, i, 2),
-			  val_i64(r, i, 3), val_i64(r, i, 4));
+		stop = cb(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), rvs_pg_val_i64(r, i, 2),
+			  rvs_pg_val_i64(r, i, 3), rvs_pg_val_i64(r, i, 4));
 	PQclear(r);
 	return stop;
 }
@@ -2297,21 +2176,47 @@ static int regress_open(struct rvs_store *s, struct rvs_regress_db **out)
 }
 
 /* ---- what the aggregate and search reads borrow (store_agg.h) ---- */
-PGconn *rvs_pg_conn_get(struct rvs_store *s, void **handle)
+/* ---- the aggregate and search reads (store_pg_agg.c, store_pg_search.c),
+ * lent this store's pooled connections ---- */
+static PGconn *pool_get(struct rvs_store *s, void **handle)
 {
 	struct conn *c = get(s);
 	*handle = c;
 	return c ? c->pg : NULL;
 }
 
-void rvs_pg_conn_put(struct rvs_store *s, void *handle)
+static void pool_put(struct rvs_store *s, void *handle)
 {
 	put(s, handle);
 }
 
-int rvs_pg_rows_out(const PGresult *r, int from, int to, int part, rvs_row_fn cb, void *arg)
+static int agg_read(struct rvs_store *s, const struct rvs_agg_filter *f, size_t nsides,
+		    const struct rvs_agg_cb *cb, void *arg)
 {
-	return rows_out(r, from, to, part, cb, arg);
+	const struct rvs_pg_pool pool = {pool_get, pool_put, s};
+	return rvs_pg_agg_read(&pool, f, nsides, cb, arg);
+}
+
+static int traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *q, rvs_row_fn cb,
+			 void *arg)
+{
+	const struct rvs_pg_pool pool = {pool_get, pool_put, s};
+	return rvs_pg_traces_sorted(&pool, q, cb, arg);
+}
+
+static int issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
+		       int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
+{
+	const struct rvs_pg_pool pool = {pool_get, pool_put, s};
+	return rvs_pg_issues_read(&pool, f, cb, arg);
+}
+
+static int search_scan(struct rvs_store *s, const struct rvs_search_scan *q,
+		       int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
+		       rvs_row_fn row, void *arg)
+{
+	const struct rvs_pg_pool pool = {pool_get, pool_put, s};
+	return rvs_pg_search_scan(&pool, q, chunk, row, arg);
 }
 
 const struct rvs_store_ops rvs_store_pg = {
@@ -2387,8 +2292,8 @@ const struct rvs_store_ops rvs_store_pg = {
 	.wake_drain = rvs_pg_wake_drain,
 	.wake_close = rvs_pg_wake_close,
 	/* aggregates, worst traces, issues, chain search */
-	.agg_read = rvs_pg_agg_read,
-	.traces_sorted = rvs_pg_traces_sorted,
-	.issues_read = rvs_pg_issues_read,
-	.search_scan = rvs_pg_search_scan,
+	.agg_read = agg_read,
+	.traces_sorted = traces_sorted,
+	.issues_read = issues_read,
+	.search_scan = search_scan,
 };

@@ -16,8 +16,7 @@
  * READ, READ ONLY transaction.
  */
 #include "store/store_agg.h"
-#include "store/pg/store_pg_args.h"
-#include "model/agg.h"
+#include "store/pg/pg.h"
 #include "base/log.h"
 
 #include <assert.h>
@@ -30,37 +29,17 @@
 
 #include <libpq-fe.h>
 
-/* Runs sql with a's parameters; *out (when not NULL) gets the result to
- * clear.  0, or -EIO with err set (result cleared). */
-static int q(PGconn *pg, const char *sql, const struct args *a, PGresult **out, char *err,
+/* rvs_pg_exec with a's parameters: a failure's message into err when it is
+ * given, else logged. */
+static int q(PGconn *pg, const char *sql, const struct rvs_pg_params *a, PGresult **out, char *err,
 	     size_t errlen)
 {
-	PGresult *r = PQexecParams(pg, sql, a ? a->n : 0, NULL, a ? a->v : NULL, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(r);
+	struct rvs_pg_error e;
+	int rc = rvs_pg_exec(pg, sql, 0, a, out, err ? &e : NULL);
 
-	if (out)
-		*out = NULL;
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-		if (out)
-			*out = r;
-		else
-			PQclear(r);
-		return 0;
-	}
-	if (err) {
-		snprintf(err, errlen, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
-		err[strcspn(err, "\n")] = 0;
-	} else {
-		rvs_log("error", "msg=\"postgresql\" err=\"%s\"",
-			r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
-	}
-	PQclear(r);
-	return -EIO;
-}
-
-static int64_t get_i64(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+	if (rc && err)
+		snprintf(err, errlen, "%s", e.msg);
+	return rc;
 }
 
 /* ---- decode time ------------------------------------------------------------ */
@@ -71,25 +50,25 @@ static int node_id(PGconn *pg, const char *app, int64_t parent, const char *meth
 {
 	static const char find[] =
 		"SELECT node FROM agg_nodes WHERE app_id = $1 AND parent = $2 AND method = $3";
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc;
 
-	a_text(&a, app);
-	a_i64(&a, 1, parent);
-	a_text(&a, method);
+	rvs_pg_text(&a, app);
+	rvs_pg_opt_i64(&a, 1, parent);
+	rvs_pg_text(&a, method);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if ((rc = q(pg, find, &a, &r, err, errlen)))
 			return rc;
 		if (PQntuples(r) == 1) {
-			*id = get_i64(r, 0, 0);
+			*id = rvs_pg_val_i64(r, 0, 0);
 			PQclear(r);
 			return 0;
 		}
 		PQclear(r);
 		if (attempt)
 			break;
-		a_i64(&a, 1, depth);
+		rvs_pg_opt_i64(&a, 1, depth);
 		rc = q(pg,
 		       "INSERT INTO agg_nodes (app_id, parent, method, depth)"
 		       " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING node",
@@ -98,7 +77,7 @@ static int node_id(PGconn *pg, const char *app, int64_t parent, const char *meth
 		if (rc)
 			return rc;
 		if (PQntuples(r) == 1) {
-			*id = get_i64(r, 0, 0);
+			*id = rvs_pg_val_i64(r, 0, 0);
 			PQclear(r);
 			return 0;
 		}
@@ -118,16 +97,16 @@ static int bucket_of(PGconn *pg, const char *trace_id, int64_t *bucket, char **a
 				   " AND b.model = COALESCE(t.model, '') AND b.anomaly_kind = "
 				   "COALESCE(t.anomaly_kind, 0)"
 				   " AND b.day = t.received_at / 86400 WHERE t.trace_id = $1";
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc;
 
-	a_text(&a, trace_id);
+	rvs_pg_text(&a, trace_id);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if ((rc = q(pg, find, &a, &r, err, errlen)))
 			return rc;
 		if (PQntuples(r) == 1) {
-			*bucket = get_i64(r, 0, 0);
+			*bucket = rvs_pg_val_i64(r, 0, 0);
 			*app = strdup(PQgetvalue(r, 0, 1));
 			PQclear(r);
 			return *app ? 0 : -ENOMEM;
@@ -228,7 +207,7 @@ static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows 
 {
 	struct sbuf ix = {malloc(64), 0, 64}, par = {malloc(64), 0, 64},
 		    met = {malloc(256), 0, 256};
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *res;
 	int rc = -ENOMEM;
 
@@ -247,10 +226,10 @@ static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows 
 		snprintf(err, errlen, "out of memory");
 		goto done;
 	}
-	a_text(&a, app);
-	a_text(&a, ix.b);
-	a_text(&a, par.b);
-	a_text(&a, met.b);
+	rvs_pg_text(&a, app);
+	rvs_pg_text(&a, ix.b);
+	rvs_pg_text(&a, par.b);
+	rvs_pg_text(&a, met.b);
 	if ((rc = q(pg,
 		    "WITH RECURSIVE x(i, p, method) AS (SELECT * FROM unnest($2::int[], $3::int[],"
 		    " $4::text[])), w(i, node) AS (SELECT 0, n.node FROM agg_nodes n"
@@ -261,10 +240,10 @@ static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows 
 		    &a, &res, err, errlen)))
 		goto done;
 	for (int k = 0; k < PQntuples(res); k++) {
-		int64_t i = get_i64(res, k, 0);
+		int64_t i = rvs_pg_val_i64(res, k, 0);
 		if (i < 0 || (size_t)i >= r->n)
 			continue;
-		id[i] = get_i64(res, k, 1);
+		id[i] = rvs_pg_val_i64(res, k, 1);
 		found[i] = 1;
 	}
 	PQclear(res);
@@ -284,7 +263,7 @@ int rvs_pg_agg_write(PGconn *pg, const char *trace_id, const struct rvs_agg_rows
 	size_t len[A_N], cap[A_N];
 	int64_t bucket, *id;
 	unsigned char *found = NULL;
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	char *app = NULL;
 	int rc;
 
@@ -309,11 +288,11 @@ int rvs_pg_agg_write(PGconn *pg, const char *trace_id, const struct rvs_agg_rows
 				     r->v[i].depth, &id[i], err, errlen);
 	if (rc)
 		goto done;
-	a_text(&a, trace_id);
-	a_i64(&a, 1, bucket);
-	a_i64(&a, 1, r->nodes);
-	a_i64(&a, 1, r->folded);
-	a_i64(&a, 1, r->total_ns);
+	rvs_pg_text(&a, trace_id);
+	rvs_pg_opt_i64(&a, 1, bucket);
+	rvs_pg_opt_i64(&a, 1, r->nodes);
+	rvs_pg_opt_i64(&a, 1, r->folded);
+	rvs_pg_opt_i64(&a, 1, r->total_ns);
 	if ((rc = q(pg,
 		    "INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns)"
 		    " VALUES ($1, $2, $3, $4, $5)",
@@ -343,10 +322,10 @@ int rvs_pg_agg_write(PGconn *pg, const char *trace_id, const struct rvs_agg_rows
 		memcpy(arr[k] + len[k], "}", 2);
 	}
 	a.n = 0;
-	a_text(&a, trace_id);
-	a_i64(&a, 1, bucket);
+	rvs_pg_text(&a, trace_id);
+	rvs_pg_opt_i64(&a, 1, bucket);
 	for (int k = 0; k < A_N; k++)
-		a_text(&a, arr[k]);
+		rvs_pg_text(&a, arr[k]);
 	rc = q(pg,
 	       "INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
 	       " SELECT $1, x.node, $2, x.calls, x.self_ns, x.incl_ns FROM unnest($3::bigint[],"
@@ -395,28 +374,29 @@ done:
 static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 		   const struct rvs_agg_cb *cb, void *arg)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
-	a_text(&a, f->app);
-	a_text(&a, f->version);
-	a_text(&a, f->model);
-	a_text(&a, f->bucketed ? NULL : f->campaign);
-	a_text(&a, f->bucketed ? NULL : f->method);
-	a_i64(&a, f->has_kind, f->kind);
-	a_i64(&a, f->has_since, f->since);
-	a_i64(&a, f->has_until, f->until);
+	rvs_pg_text(&a, f->app);
+	rvs_pg_text(&a, f->version);
+	rvs_pg_text(&a, f->model);
+	rvs_pg_text(&a, f->bucketed ? NULL : f->campaign);
+	rvs_pg_text(&a, f->bucketed ? NULL : f->method);
+	rvs_pg_opt_i64(&a, f->has_kind, f->kind);
+	rvs_pg_opt_i64(&a, f->has_since, f->since);
+	rvs_pg_opt_i64(&a, f->has_until, f->until);
 	if (!f->bucketed) {
-		a_text(&a, f->signature);
-		a_text(&a, f->chain);
-		a_i64(&a, 1, f->max_traces);
+		rvs_pg_text(&a, f->signature);
+		rvs_pg_text(&a, f->chain);
+		rvs_pg_opt_i64(&a, 1, f->max_traces);
 	}
 	if ((rc = q(pg, f->bucketed ? BUCKET_SQL : TRACE_SQL, &a, &r, NULL, 0)))
 		return rc;
 	for (int i = 0; i < PQntuples(r) && !stop; i++)
-		stop = cb->row(arg, s, get_i64(r, i, 0), get_i64(r, i, 1), get_i64(r, i, 2),
-			       get_i64(r, i, 3), get_i64(r, i, 4));
+		stop = cb->row(arg, s, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
+			       rvs_pg_val_i64(r, i, 2), rvs_pg_val_i64(r, i, 3),
+			       rvs_pg_val_i64(r, i, 4));
 	PQclear(r);
 	return stop;
 }
@@ -426,7 +406,7 @@ static int describe(PGconn *pg, const struct rvs_agg_cb *cb, void *arg)
 {
 	size_t n = cb->nodes(arg), len = 1, cap = 64 + 24 * n;
 	char *ids = malloc(cap);
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
@@ -438,7 +418,7 @@ static int describe(PGconn *pg, const struct rvs_agg_cb *cb, void *arg)
 	if (!ids)
 		return -ENOMEM;
 	memcpy(ids + len, "}", 2);
-	a_text(&a, ids);
+	rvs_pg_text(&a, ids);
 	rc = q(pg,
 	       "SELECT node, parent, depth, CASE WHEN parent = 0 THEN app_id ELSE method END"
 	       " FROM agg_nodes WHERE node = ANY($1::bigint[])",
@@ -449,17 +429,17 @@ static int describe(PGconn *pg, const struct rvs_agg_cb *cb, void *arg)
 	if ((size_t)PQntuples(r) != n)
 		stop = -EIO; /* a node missing from the dictionary */
 	for (int i = 0; i < PQntuples(r) && !stop; i++)
-		stop = cb->describe(arg, get_i64(r, i, 0), get_i64(r, i, 1), (int)get_i64(r, i, 2),
-				    PQgetvalue(r, i, 3));
+		stop = cb->describe(arg, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
+				    (int)rvs_pg_val_i64(r, i, 2), PQgetvalue(r, i, 3));
 	PQclear(r);
 	return stop;
 }
 
-int rvs_pg_agg_read(struct rvs_store *s, const struct rvs_agg_filter *f, size_t nsides,
+int rvs_pg_agg_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter *f, size_t nsides,
 		    const struct rvs_agg_cb *cb, void *arg)
 {
 	void *h;
-	PGconn *pg = rvs_pg_conn_get(s, &h);
+	PGconn *pg = pool->get(pool->s, &h);
 	int rc;
 
 	assert(nsides >= 1 && nsides <= 2);
@@ -472,6 +452,6 @@ int rvs_pg_agg_read(struct rvs_store *s, const struct rvs_agg_filter *f, size_t 
 	if (!rc)
 		rc = describe(pg, cb, arg);
 	PQclear(PQexec(pg, rc ? "ROLLBACK" : "COMMIT"));
-	rvs_pg_conn_put(s, h);
+	pool->put(pool->s, h);
 	return rc;
 }

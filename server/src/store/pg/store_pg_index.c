@@ -40,7 +40,7 @@
  */
 #include "store/store_index.h"
 #include "store/store_agg.h"
-#include "model/agg.h"
+#include "store/pg/pg.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -55,66 +55,22 @@
 
 #include <libpq-fe.h>
 
-#define MAX_PARAMS   9
 #define MAX_ATTEMPTS 8
 
 struct rvs_index_lane {
 	PGconn *pg;
-	char err[200]; /* the last statement's error message */
-	char state[6]; /* the last statement's SQLSTATE ("": succeeded, or none) */
+	/* The last statement's SQLSTATE ("": succeeded, or none) and error
+	 * message. */
+	struct rvs_pg_error fail;
 };
 
-/* Text parameters: values point into num[] or at the caller's strings. */
-struct args {
-	int n;
-	const char *v[MAX_PARAMS];
-	char num[MAX_PARAMS][24];
-};
-
-static void a_text(struct args *a, const char *v)
+/* rvs_pg_exec on the lane's connection: a failure's SQLSTATE and message
+ * in l->fail, whose state is "" after a success. */
+static int q(struct rvs_index_lane *l, const char *sql, const struct rvs_pg_params *a,
+	     PGresult **out)
 {
-	assert(a->n < MAX_PARAMS);
-	a->v[a->n++] = v;
-}
-
-/* v < 0 is NULL unless keep_negative. */
-static void a_i64(struct args *a, int64_t v, int keep_negative)
-{
-	assert(a->n < MAX_PARAMS);
-	if (v < 0 && !keep_negative) {
-		a->v[a->n++] = NULL;
-		return;
-	}
-	snprintf(a->num[a->n], sizeof a->num[a->n], "%" PRId64, v);
-	a->v[a->n] = a->num[a->n];
-	a->n++;
-}
-
-/* Runs sql with a's parameters; *out (when not NULL) gets the result to
- * clear.  0, or -EIO with l->err set (result cleared). */
-static int q(struct rvs_index_lane *l, const char *sql, const struct args *a, PGresult **out)
-{
-	PGresult *r = PQexecParams(l->pg, sql, a ? a->n : 0, NULL, a ? a->v : NULL, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(r);
-
-	if (out)
-		*out = NULL;
-	l->state[0] = 0;
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-		if (out)
-			*out = r;
-		else
-			PQclear(r);
-		return 0;
-	}
-	snprintf(l->err, sizeof l->err, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(l->pg));
-	l->err[strcspn(l->err, "\n")] = 0;
-	snprintf(l->state, sizeof l->state, "%s",
-		 r && PQresultErrorField(r, PG_DIAG_SQLSTATE)
-			 ? PQresultErrorField(r, PG_DIAG_SQLSTATE)
-			 : "");
-	PQclear(r);
-	return -EIO;
+	l->fail.state[0] = 0;
+	return rvs_pg_exec(l->pg, sql, 0, a, out, &l->fail);
 }
 
 /* Whether rc, a statement's result, is a failure that writing the batch
@@ -128,8 +84,8 @@ static int transient(struct rvs_index_lane *l, int rc)
 		PQreset(l->pg);
 		return 1;
 	}
-	return !strcmp(l->state, "40P01") || !strcmp(l->state, "40001") ||
-	       !strcmp(l->state, "55P03");
+	return !strcmp(l->fail.state, "40P01") || !strcmp(l->fail.state, "40001") ||
+	       !strcmp(l->fail.state, "55P03");
 }
 
 /* The PostgreSQL array literal of the texts field() gives for the traces
@@ -197,16 +153,16 @@ static const char *f_trace(const struct rvs_index_trace *v)
 static int has_old_signature(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n,
 			     int *yes)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	char *ids = array_lit(v, n, f_trace);
 	PGresult *r;
 	int rc;
 
 	if (!ids) {
-		snprintf(l->err, sizeof l->err, "out of memory");
+		snprintf(l->fail.msg, sizeof l->fail.msg, "out of memory");
 		return -ENOMEM;
 	}
-	a_text(&a, ids);
+	rvs_pg_text(&a, ids);
 	rc = q(l,
 	       "SELECT 1 FROM traces WHERE trace_id = ANY($1::text[]) AND signature IS NOT NULL"
 	       " LIMIT 1",
@@ -222,17 +178,17 @@ static int has_old_signature(struct rvs_index_lane *l, const struct rvs_index_tr
 /* Inside the batch's transaction, before any of its signatures is counted:
  * the advisory lock of every signature the batch's traces_sig triggers
  * will count or uncount (the new signatures of the traces not failed, and
- * the ones they have now), in ascending key order.  0, -ENOMEM, or -EIO with l->err and l->state
- * set. */
+ * the ones they have now), in ascending key order.  0, -ENOMEM, or -EIO with l->fail.msg and
+ * l->fail.state set. */
 static int lock_signatures(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	char *sigs = array_lit(v, n, f_sig), *ids = array_lit(v, n, f_trace);
 	int rc = -ENOMEM;
 
 	if (sigs && ids) {
-		a_text(&a, sigs);
-		a_text(&a, ids);
+		rvs_pg_text(&a, sigs);
+		rvs_pg_text(&a, ids);
 		/* The subquery's DISTINCT and ORDER BY keep it from being
 		 * flattened: the locks are taken in its order. */
 		rc = q(l,
@@ -243,8 +199,8 @@ static int lock_signatures(struct rvs_index_lane *l, const struct rvs_index_trac
 		       " WHERE s IS NOT NULL ORDER BY k) x",
 		       &a, NULL);
 	} else {
-		snprintf(l->err, sizeof l->err, "out of memory");
-		l->state[0] = 0;
+		snprintf(l->fail.msg, sizeof l->fail.msg, "out of memory");
+		l->fail.state[0] = 0;
 	}
 	free(sigs);
 	free(ids);
@@ -259,7 +215,7 @@ int rvs_pg_index_open(const char *dsn, struct rvs_index_lane **out)
 		return -ENOMEM;
 	l->pg = PQconnectdb(dsn);
 	if (PQstatus(l->pg) != CONNECTION_OK) {
-		rvs_log("error", "msg=\"postgresql connect\" err=\"%s\"", PQerrorMessage(l->pg));
+		rvs_log("error", "postgresql connect", "err=\"%s\"", PQerrorMessage(l->pg));
 		rvs_pg_index_close(l);
 		return -EIO;
 	}
@@ -278,12 +234,12 @@ void rvs_pg_index_close(struct rvs_index_lane *l)
 int rvs_pg_index_upload_meta(struct rvs_index_lane *l, const char *trace_id,
 			     struct rvs_index_meta *m)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc;
 
 	memset(m, 0, sizeof *m);
-	a_text(&a, trace_id);
+	rvs_pg_text(&a, trace_id);
 	if ((rc = q(l,
 		    "SELECT coalesce(compression, 0), coalesce(payload_size, 0), summary"
 		    " FROM uploads WHERE trace_id = $1",
@@ -321,34 +277,35 @@ int rvs_pg_index_upload_meta(struct rvs_index_lane *l, const char *trace_id,
  * the trace's, else -EIO / -ENOENT. */
 static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, int defer_sig)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	char received[24];
 	PGresult *r;
 	int rc, n;
 
-	a_text(&a, v->trace_id);
-	a_i64(&a, (int64_t)(v->lease & INT64_MAX), 1);
+	rvs_pg_text(&a, v->trace_id);
+	rvs_pg_i64(&a, (int64_t)(v->lease & INT64_MAX));
 	if ((rc = q(l, "SELECT 1 FROM decode_queue WHERE trace_id = $1 AND lease = $2 FOR UPDATE",
 		    &a, &r)))
 		return rc;
 	n = PQntuples(r);
 	PQclear(r);
 	if (n != 1) {
-		snprintf(l->err, sizeof l->err, "decode lease lost (taken by another decoder)");
+		snprintf(l->fail.msg, sizeof l->fail.msg,
+			 "decode lease lost (taken by another decoder)");
 		return -ESTALE;
 	}
 	a.n = 0;
-	a_text(&a, v->trace_id);
+	rvs_pg_text(&a, v->trace_id);
 	if ((rc = q(l, "SELECT received_at FROM uploads WHERE trace_id = $1", &a, &r)))
 		return rc;
 	if (PQntuples(r) != 1) {
 		PQclear(r);
-		snprintf(l->err, sizeof l->err, "no upload %s", v->trace_id);
+		snprintf(l->fail.msg, sizeof l->fail.msg, "no upload %s", v->trace_id);
 		return -ENOENT;
 	}
 	snprintf(received, sizeof received, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
-	a_text(&a, received);
+	rvs_pg_text(&a, received);
 	if ((rc = q(l, "DELETE FROM trace_chains WHERE trace_id = $1 AND received_at = $2", &a,
 		    NULL)) ||
 	    (rc = q(l, "DELETE FROM trace_methods WHERE trace_id = $1 AND received_at = $2", &a,
@@ -361,13 +318,13 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 	    (rc = q(l, "DELETE FROM trace_agg WHERE trace_id = $1", &a, NULL)))
 		return rc;
 	a.n = 0;
-	a_text(&a, v->trace_id);
-	a_text(&a, v->anomaly_name);
-	a_i64(&a, v->duration_ns, 0);
-	a_i64(&a, v->nmethods, 0);
-	a_i64(&a, v->dropped, 0);
-	a_i64(&a, v->decoded_at, 1);
-	a_text(&a, received);
+	rvs_pg_text(&a, v->trace_id);
+	rvs_pg_text(&a, v->anomaly_name);
+	rvs_pg_opt_i64(&a, v->duration_ns >= 0, v->duration_ns);
+	rvs_pg_opt_i64(&a, v->nmethods >= 0, v->nmethods);
+	rvs_pg_opt_i64(&a, v->dropped >= 0, v->dropped);
+	rvs_pg_i64(&a, v->decoded_at);
+	rvs_pg_text(&a, received);
 	if ((rc = q(l,
 		    "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
 		    " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name,"
@@ -380,19 +337,19 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 	n = (int)strtol(PQcmdTuples(r), NULL, 10);
 	PQclear(r);
 	if (n != 1) {
-		snprintf(l->err, sizeof l->err, "no upload %s", v->trace_id);
+		snprintf(l->fail.msg, sizeof l->fail.msg, "no upload %s", v->trace_id);
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < v->nmethod_rows && !rc; i++) {
 		const struct rvs_index_method *m = &v->methods[i];
 		a.n = 0;
-		a_text(&a, v->trace_id);
-		a_text(&a, m->method);
-		a_i64(&a, (int64_t)(m->calls & INT64_MAX), 1);
-		a_i64(&a, (int64_t)(m->self_ns & INT64_MAX), 1);
-		a_i64(&a, (int64_t)(m->incl_ns & INT64_MAX), 1);
-		a_i64(&a, m->self_rank ? m->self_rank : -1, 0);
-		a_text(&a, received);
+		rvs_pg_text(&a, v->trace_id);
+		rvs_pg_text(&a, m->method);
+		rvs_pg_i64(&a, (int64_t)(m->calls & INT64_MAX));
+		rvs_pg_i64(&a, (int64_t)(m->self_ns & INT64_MAX));
+		rvs_pg_i64(&a, (int64_t)(m->incl_ns & INT64_MAX));
+		rvs_pg_opt_i64(&a, m->self_rank > 0, m->self_rank);
+		rvs_pg_text(&a, received);
 		rc = q(l,
 		       v->methods_first_wins
 			       ? "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
@@ -406,15 +363,15 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 	for (size_t i = 0; i < v->nchains && !rc; i++) {
 		const struct rvs_index_chain *c = &v->chains[i];
 		a.n = 0;
-		a_text(&a, v->trace_id);
-		a_text(&a, c->kind);
-		a_i64(&a, c->rank, 1);
-		a_text(&a, c->signature);
-		a_text(&a, c->chain);
-		a_i64(&a, c->depth, 1);
-		a_i64(&a, c->self_ns, 0);
-		a_i64(&a, c->incl_ns, 0);
-		a_text(&a, received);
+		rvs_pg_text(&a, v->trace_id);
+		rvs_pg_text(&a, c->kind);
+		rvs_pg_i64(&a, c->rank);
+		rvs_pg_text(&a, c->signature);
+		rvs_pg_text(&a, c->chain);
+		rvs_pg_i64(&a, c->depth);
+		rvs_pg_opt_i64(&a, c->self_ns >= 0, c->self_ns);
+		rvs_pg_opt_i64(&a, c->incl_ns >= 0, c->incl_ns);
+		rvs_pg_text(&a, received);
 		rc = q(l,
 		       "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
 		       " self_ns, incl_ns, received_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
@@ -425,21 +382,22 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 		return rc;
 	if (v->agg) {
 		struct rvs_agg_rows rows;
-		if (rvs_agg_build(v->agg, &rows)) {
-			snprintf(l->err, sizeof l->err, "out of memory");
+		assert(v->agg_build && v->agg_release);
+		if (v->agg_build(v->agg, &rows)) {
+			snprintf(l->fail.msg, sizeof l->fail.msg, "out of memory");
 			return -ENOMEM;
 		}
-		rc = rvs_pg_agg_write(l->pg, v->trace_id, &rows, l->err, sizeof l->err);
-		rvs_agg_rows_release(&rows);
+		rc = rvs_pg_agg_write(l->pg, v->trace_id, &rows, l->fail.msg, sizeof l->fail.msg);
+		v->agg_release(&rows);
 		if (rc)
 			return rc;
 	}
 	a.n = 0;
-	a_text(&a, v->anomaly_signature);
-	a_text(&a, v->signature);
-	a_text(&a, v->issue);
-	a_text(&a, v->trace_id);
-	a_text(&a, received);
+	rvs_pg_text(&a, v->anomaly_signature);
+	rvs_pg_text(&a, v->signature);
+	rvs_pg_text(&a, v->issue);
+	rvs_pg_text(&a, v->trace_id);
+	rvs_pg_text(&a, received);
 	if (!defer_sig &&
 	    (rc = q(l,
 		    "UPDATE traces SET anomaly_signature = $1, signature = $2, issue = $3"
@@ -449,16 +407,16 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 	if (!v->unresolved_replace)
 		return 0;
 	a.n = 0;
-	a_text(&a, v->trace_id);
-	a_text(&a, received);
+	rvs_pg_text(&a, v->trace_id);
+	rvs_pg_text(&a, received);
 	if ((rc = q(l, "DELETE FROM trace_unresolved WHERE trace_id = $1 AND received_at = $2", &a,
 		    NULL)))
 		return rc;
 	for (size_t i = 0; i < v->nunresolved && !rc; i++) {
 		a.n = 0;
-		a_text(&a, v->unresolved[i]);
-		a_text(&a, v->trace_id);
-		a_text(&a, received);
+		rvs_pg_text(&a, v->unresolved[i]);
+		rvs_pg_text(&a, v->trace_id);
+		rvs_pg_text(&a, received);
 		rc = q(l,
 		       "INSERT INTO trace_unresolved (build_id, trace_id, received_at)"
 		       " VALUES ($1, $2, $3)"
@@ -470,8 +428,8 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 
 static void fail(struct rvs_index_lane *l, struct rvs_index_trace *v, int rc)
 {
-	snprintf(v->reason, sizeof v->reason, "index: %s", l->err);
-	rvs_log("error", "msg=\"decode index\" trace=%s err=\"%s\"", v->trace_id, l->err);
+	snprintf(v->reason, sizeof v->reason, "index: %s", l->fail.msg);
+	rvs_log("error", "decode index", "trace=%s err=\"%s\"", v->trace_id, l->fail.msg);
 	v->rc = rc ? rc : -EIO;
 }
 
@@ -481,16 +439,16 @@ static void fail(struct rvs_index_lane *l, struct rvs_index_trace *v, int rc)
  * from here to its commit.  0, -ENOMEM or -EIO. */
 static int set_signatures(struct rvs_index_lane *l, const struct rvs_index_trace *v, size_t n)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	char *ids = array_lit(v, n, f_trace), *an = array_lit(v, n, f_anomaly_sig),
 	     *sig = array_lit(v, n, f_sig), *iss = array_lit(v, n, f_issue);
 	int rc = -ENOMEM;
 
 	if (ids && an && sig && iss && !(rc = lock_signatures(l, v, n))) {
-		a_text(&a, ids);
-		a_text(&a, an);
-		a_text(&a, sig);
-		a_text(&a, iss);
+		rvs_pg_text(&a, ids);
+		rvs_pg_text(&a, an);
+		rvs_pg_text(&a, sig);
+		rvs_pg_text(&a, iss);
 		rc = q(l,
 		       "UPDATE traces t SET anomaly_signature = x.a, signature = x.s, issue = x.i"
 		       " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(id, a, "
@@ -498,7 +456,7 @@ static int set_signatures(struct rvs_index_lane *l, const struct rvs_index_trace
 		       " WHERE t.trace_id = x.id",
 		       &a, NULL);
 	} else if (rc == -ENOMEM) {
-		snprintf(l->err, sizeof l->err, "out of memory");
+		snprintf(l->fail.msg, sizeof l->fail.msg, "out of memory");
 	}
 	free(ids);
 	free(an);
@@ -581,18 +539,18 @@ void rvs_pg_index_write(struct rvs_index_lane *l, struct rvs_index_trace *v, siz
 
 	for (int k = 0; k < MAX_ATTEMPTS && again; k++) {
 		if (k) {
-			rvs_log("info",
-				"msg=\"decode index retry\" traces=%zu attempt=%d err=\"%s\"", n,
-				k + 1, l->err);
+			rvs_log("info", "decode index retry", "traces=%zu attempt=%d err=\"%s\"", n,
+				k + 1, l->fail.msg);
 			backoff(k);
 		}
 		again = attempt(l, v, n);
 	}
 	if (again) {
 		/* Still transient: left queued for a later decode, not lost. */
-		rvs_log("error", "msg=\"decode index requeued\" traces=%zu err=\"%s\"", n, l->err);
+		rvs_log("error", "decode index requeued", "traces=%zu err=\"%s\"", n, l->fail.msg);
 		for (size_t i = 0; i < n; i++) {
-			snprintf(v[i].reason, sizeof v[i].reason, "index: retry later: %s", l->err);
+			snprintf(v[i].reason, sizeof v[i].reason, "index: retry later: %s",
+				 l->fail.msg);
 			v[i].rc = -EAGAIN;
 		}
 	}

@@ -24,6 +24,7 @@
  *   out but not unlinked is an orphan the blob sweep collects.
  */
 #include "store/pg/store_part.h"
+#include "store/pg/pg.h"
 #include "base/log.h"
 
 #include <assert.h>
@@ -38,28 +39,6 @@
 /* pg_advisory_xact_lock key of partition changes ("rvpart"). */
 #define PART_LOCK "125852978488692"
 
-/* sql (no parameters, or the one text parameter arg): 0, or -EIO logged.
- * *out (when not NULL) gets a tuples result to clear. */
-static int q(PGconn *pg, const char *sql, const char *arg, PGresult **out)
-{
-	PGresult *r = PQexecParams(pg, sql, arg ? 1 : 0, NULL, arg ? &arg : NULL, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(r);
-
-	if (out)
-		*out = NULL;
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-		if (out)
-			*out = r;
-		else
-			PQclear(r);
-		return 0;
-	}
-	rvs_log("error", "msg=\"postgresql partitions\" err=\"%s\"",
-		r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
-	PQclear(r);
-	return -EIO;
-}
-
 static void rollback(PGconn *pg)
 {
 	PQclear(PQexec(pg, "ROLLBACK"));
@@ -71,16 +50,18 @@ int rvs_pg_part_ensure(PGconn *pg, int64_t *until)
 	int rc;
 
 	assert(PQtransactionStatus(pg) == PQTRANS_IDLE);
-	if ((rc = q(pg, "BEGIN", NULL, NULL)) ||
-	    (rc = q(pg, "SELECT pg_advisory_xact_lock(" PART_LOCK ")", NULL, NULL)) ||
-	    (rc = q(pg,
-		    "SELECT rv_week_partitions(w), rv_week_partitions(w + 1), (w + 2) * 604800"
-		    " FROM (SELECT extract(epoch FROM now())::bigint / 604800 AS w) x",
-		    NULL, &r)))
+	if ((rc = rvs_pg_exec(pg, "BEGIN", 0, NULL, NULL, NULL)) ||
+	    (rc = rvs_pg_exec(pg, "SELECT pg_advisory_xact_lock(" PART_LOCK ")", 0, NULL, NULL,
+			      NULL)) ||
+	    (rc = rvs_pg_exec(
+		     pg,
+		     "SELECT rv_week_partitions(w), rv_week_partitions(w + 1), (w + 2) * 604800"
+		     " FROM (SELECT extract(epoch FROM now())::bigint / 604800 AS w) x",
+		     0, NULL, &r, NULL)))
 		goto fail;
 	*until = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
 	PQclear(r);
-	if ((rc = q(pg, "COMMIT", NULL, NULL)))
+	if ((rc = rvs_pg_exec(pg, "COMMIT", 0, NULL, NULL, NULL)))
 		goto fail;
 	return 0;
 fail:
@@ -124,12 +105,12 @@ static int drop_week(PGconn *pg, int64_t w)
 	assert(n > 0 && (size_t)n < sizeof sql);
 	r = PQexec(pg, sql);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-		rvs_log("error", "msg=\"postgresql retention\" week=%lld err=\"%s\"", (long long)w,
+		rvs_log("error", "postgresql retention", "week=%lld err=\"%s\"", (long long)w,
 			r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
 		rc = -EIO;
 	} else {
-		rvs_log("info", "msg=\"retention dropped a week\" week=%lld from=%lld",
-			(long long)w, (long long)(w * RVS_PG_WEEK_S));
+		rvs_log("info", "retention dropped a week", "week=%lld from=%lld", (long long)w,
+			(long long)(w * RVS_PG_WEEK_S));
 	}
 	PQclear(r);
 	return rc;
@@ -139,17 +120,18 @@ static int drop_week(PGconn *pg, int64_t w)
  * 0 when none, or -EIO. */
 static int oldest_expired(PGconn *pg, int64_t cutoff, int64_t *w)
 {
-	char arg[24];
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc;
 
-	snprintf(arg, sizeof arg, "%" PRId64, cutoff);
-	if ((rc = q(pg,
-		    "SELECT w FROM (SELECT substring(c.relname FROM '^uploads_w([0-9]+)$')::bigint"
-		    " AS w FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
-		    " WHERE i.inhparent = 'uploads'::regclass) p"
-		    " WHERE w IS NOT NULL AND (w + 1) * 604800 <= $1::bigint ORDER BY w LIMIT 1",
-		    arg, &r)))
+	rvs_pg_i64(&a, cutoff);
+	if ((rc = rvs_pg_exec(
+		     pg,
+		     "SELECT w FROM (SELECT substring(c.relname FROM '^uploads_w([0-9]+)$')::bigint"
+		     " AS w FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+		     " WHERE i.inhparent = 'uploads'::regclass) p"
+		     " WHERE w IS NOT NULL AND (w + 1) * 604800 <= $1::bigint ORDER BY w LIMIT 1",
+		     0, &a, &r, NULL)))
 		return rc;
 	rc = PQntuples(r) == 1;
 	if (rc)
@@ -160,7 +142,7 @@ static int oldest_expired(PGconn *pg, int64_t cutoff, int64_t *w)
 
 int rvs_pg_part_retention(PGconn *pg, int64_t cutoff, size_t max, char (*blobs)[65], size_t *nblobs)
 {
-	char arg[24];
+	struct rvs_pg_params a = {0};
 	PGresult *r = NULL;
 	int64_t n = 0, w = 0;
 	int rc;
@@ -171,13 +153,15 @@ int rvs_pg_part_retention(PGconn *pg, int64_t cutoff, size_t max, char (*blobs)[
 	/* A partition's DROP locks its parent (ACCESS EXCLUSIVE) until the
 	 * commit, which follows at once; behind a long reader it would queue
 	 * every upload too, so it gives up instead (the next pass retries). */
-	if ((rc = q(pg, "BEGIN", NULL, NULL)) ||
-	    (rc = q(pg, "SET LOCAL lock_timeout = '10s'", NULL, NULL)) ||
-	    (rc = q(pg, "SELECT pg_advisory_xact_lock(" PART_LOCK ")", NULL, NULL)))
+	if ((rc = rvs_pg_exec(pg, "BEGIN", 0, NULL, NULL, NULL)) ||
+	    (rc = rvs_pg_exec(pg, "SET LOCAL lock_timeout = '10s'", 0, NULL, NULL, NULL)) ||
+	    (rc = rvs_pg_exec(pg, "SELECT pg_advisory_xact_lock(" PART_LOCK ")", 0, NULL, NULL,
+			      NULL)))
 		goto fail;
 	/* Drop weeks until one left blobs to hand out, or none is left. */
 	for (;;) {
-		if ((rc = q(pg, "SELECT 1 FROM retention_released LIMIT 1", NULL, &r)))
+		if ((rc = rvs_pg_exec(pg, "SELECT 1 FROM retention_released LIMIT 1", 0, NULL, &r,
+				      NULL)))
 			goto fail;
 		rc = PQntuples(r);
 		PQclear(r);
@@ -190,12 +174,13 @@ int rvs_pg_part_retention(PGconn *pg, int64_t cutoff, size_t max, char (*blobs)[
 	}
 	if (rc < 0)
 		goto fail;
-	snprintf(arg, sizeof arg, "%zu", max);
-	if ((rc = q(pg,
-		    "DELETE FROM retention_released WHERE blob_sha256 IN (SELECT blob_sha256"
-		    " FROM retention_released ORDER BY blob_sha256 LIMIT $1::int)"
-		    " RETURNING blob_sha256, traces",
-		    arg, &r)))
+	rvs_pg_i64(&a, (int64_t)max);
+	if ((rc = rvs_pg_exec(
+		     pg,
+		     "DELETE FROM retention_released WHERE blob_sha256 IN (SELECT blob_sha256"
+		     " FROM retention_released ORDER BY blob_sha256 LIMIT $1::int)"
+		     " RETURNING blob_sha256, traces",
+		     0, &a, &r, NULL)))
 		goto fail;
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *blob = PQgetvalue(r, i, 0);
@@ -206,7 +191,7 @@ int rvs_pg_part_retention(PGconn *pg, int64_t cutoff, size_t max, char (*blobs)[
 	}
 	PQclear(r);
 	assert(*nblobs <= max);
-	if ((rc = q(pg, "COMMIT", NULL, NULL)))
+	if ((rc = rvs_pg_exec(pg, "COMMIT", 0, NULL, NULL, NULL)))
 		goto fail;
 	return n > INT32_MAX ? INT32_MAX : (int)n;
 fail:

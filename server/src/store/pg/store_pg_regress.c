@@ -18,6 +18,7 @@
  * claimed with.
  */
 #include "store/store_regress_be.h"
+#include "store/pg/pg.h"
 #include "base/log.h"
 
 #include <assert.h>
@@ -29,83 +30,9 @@
 
 #include <libpq-fe.h>
 
-#define MAX_PARAMS 12
-#define TEXTOID	   25 /* pg_type.oid of text */
-
 struct rvs_regress_db {
 	PGconn *pg;
 };
-
-/* Text parameters: values point into num[] or at the caller's strings. */
-struct args {
-	int n, typed;
-	const char *v[MAX_PARAMS];
-	char num[MAX_PARAMS][32];
-};
-
-static void a_text(struct args *a, const char *v)
-{
-	assert(a->n < MAX_PARAMS);
-	a->v[a->n++] = v;
-}
-
-static void a_i64(struct args *a, int64_t v)
-{
-	assert(a->n < MAX_PARAMS);
-	snprintf(a->num[a->n], sizeof a->num[a->n], "%" PRId64, v);
-	a->v[a->n] = a->num[a->n];
-	a->n++;
-}
-
-static void a_dbl(struct args *a, double v)
-{
-	assert(a->n < MAX_PARAMS);
-	snprintf(a->num[a->n], sizeof a->num[a->n], "%.17g", v);
-	a->v[a->n] = a->num[a->n];
-	a->n++;
-}
-
-/* Runs sql with a's parameters, every one typed text when a->typed (a
- * parameter some statement does not name has no type to infer), else
- * inferred; *out (when not NULL) gets the result to clear.  0, or -EIO
- * (logged; result cleared). */
-static int q(struct rvs_regress_db *d, const char *sql, const struct args *a, PGresult **out)
-{
-	static const Oid text[MAX_PARAMS] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-					     TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	PGresult *r = PQexecParams(d->pg, sql, a ? a->n : 0, a && a->typed ? text : NULL,
-				   a ? a->v : NULL, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(r);
-
-	if (out)
-		*out = NULL;
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-		if (out)
-			*out = r;
-		else
-			PQclear(r);
-		return 0;
-	}
-	rvs_log("error", "msg=\"postgresql\" err=\"%s\"",
-		r ? PQresultErrorMessage(r) : PQerrorMessage(d->pg));
-	PQclear(r);
-	return -EIO;
-}
-
-static const char *val(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
-}
-
-static int64_t val_i64(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
-}
-
-static double val_dbl(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? 0 : strtod(PQgetvalue(r, row, col), NULL);
-}
 
 int rvs_pg_regress_open(const char *dsn, struct rvs_regress_db **out)
 {
@@ -115,7 +42,7 @@ int rvs_pg_regress_open(const char *dsn, struct rvs_regress_db **out)
 		return -ENOMEM;
 	d->pg = PQconnectdb(dsn);
 	if (PQstatus(d->pg) != CONNECTION_OK) {
-		rvs_log("error", "msg=\"postgresql connect\" err=\"%s\"", PQerrorMessage(d->pg));
+		rvs_log("error", "postgresql connect", "err=\"%s\"", PQerrorMessage(d->pg));
 		rvs_pg_regress_close(d);
 		return -EIO;
 	}
@@ -165,20 +92,20 @@ static const char *const SIDES_SQL[3][3] = {
 	[RVS_CMP_CHAIN] = {CHAINS_Q(W_VERSIONS), CHAINS_Q(W_MODEL), CHAINS_Q(W_WEEK)},
 };
 
-static void sides_args(struct args *a, const struct rvs_cmp_sides *s)
+static void sides_args(struct rvs_pg_params *a, const struct rvs_cmp_sides *s)
 {
-	a_text(a, s->app);
+	rvs_pg_text(a, s->app);
 	switch (s->mode) {
 	case RVS_CMP_VERSIONS:
-		a_text(a, s->a);
-		a_text(a, s->b);
+		rvs_pg_text(a, s->a);
+		rvs_pg_text(a, s->b);
 		break;
 	case RVS_CMP_MODEL:
-		a_text(a, s->model);
-		a_text(a, s->version);
+		rvs_pg_text(a, s->model);
+		rvs_pg_text(a, s->version);
 		break;
 	case RVS_CMP_WEEK:
-		a_i64(a, s->now);
+		rvs_pg_i64(a, s->now);
 		break;
 	}
 }
@@ -186,26 +113,27 @@ static void sides_args(struct args *a, const struct rvs_cmp_sides *s)
 int rvs_pg_regress_sides(struct rvs_regress_db *d, const struct rvs_cmp_sides *s,
 			 int (*cb)(void *arg, const struct rvs_cmp_row *r), void *arg)
 {
-	struct args a = {.typed = 1};
+	struct rvs_pg_params a = {.typed = 1};
 	int rc, stop = 0;
 
 	assert(s->app && (unsigned)s->mode <= RVS_CMP_WEEK);
 	sides_args(&a, s);
-	if ((rc = q(d, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL, NULL)))
+	if ((rc = rvs_pg_exec(d->pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL,
+			      NULL, NULL)))
 		return rc;
 	for (int part = RVS_CMP_TRACE; !rc && !stop && part <= RVS_CMP_CHAIN; part++) {
 		PGresult *r;
-		if ((rc = q(d, SIDES_SQL[part][s->mode], &a, &r)))
+		if ((rc = rvs_pg_exec(d->pg, SIDES_SQL[part][s->mode], 0, &a, &r, NULL)))
 			break;
 		for (int i = 0; !stop && i < PQntuples(r); i++) {
 			struct rvs_cmp_row row = {.part = part,
-						  .trace_id = val(r, i, 0),
-						  .side = val_i64(r, i, 1) != 0};
+						  .trace_id = rvs_pg_val(r, i, 0),
+						  .side = rvs_pg_val_i64(r, i, 1) != 0};
 			if (part != RVS_CMP_TRACE) { /* the traces' read has 2 columns */
-				row.key = val(r, i, 2);
-				row.chain = val(r, i, 5);
-				row.self_ns = val_i64(r, i, 3);
-				row.incl_ns = val_i64(r, i, 4);
+				row.key = rvs_pg_val(r, i, 2);
+				row.chain = rvs_pg_val(r, i, 5);
+				row.self_ns = rvs_pg_val_i64(r, i, 3);
+				row.incl_ns = rvs_pg_val_i64(r, i, 4);
 			}
 			if (!row.trace_id || (part != RVS_CMP_TRACE && !row.key))
 				continue;
@@ -213,7 +141,7 @@ int rvs_pg_regress_sides(struct rvs_regress_db *d, const struct rvs_cmp_sides *s
 		}
 		PQclear(r);
 	}
-	q(d, rc ? "ROLLBACK" : "COMMIT", NULL, NULL);
+	rvs_pg_exec(d->pg, rc ? "ROLLBACK" : "COMMIT", 0, NULL, NULL, NULL);
 	return stop ? stop : rc;
 }
 
@@ -224,15 +152,15 @@ int rvs_pg_regress_versions(struct rvs_regress_db *d,
 	PGresult *r;
 	int rc, stop = 0;
 
-	if ((rc = q(d,
-		    "SELECT app_id, app_version, count(*) FROM traces"
-		    " WHERE duration_ns IS NOT NULL AND app_id IS NOT NULL"
-		    " AND app_version IS NOT NULL GROUP BY app_id, app_version"
-		    " ORDER BY app_id COLLATE \"C\"",
-		    NULL, &r)))
+	if ((rc = rvs_pg_exec(d->pg,
+			      "SELECT app_id, app_version, count(*) FROM traces"
+			      " WHERE duration_ns IS NOT NULL AND app_id IS NOT NULL"
+			      " AND app_version IS NOT NULL GROUP BY app_id, app_version"
+			      " ORDER BY app_id COLLATE \"C\"",
+			      0, NULL, &r, NULL)))
 		return rc;
 	for (int i = 0; !stop && i < PQntuples(r); i++)
-		stop = cb(arg, val(r, i, 0), val(r, i, 1), val_i64(r, i, 2));
+		stop = cb(arg, rvs_pg_val(r, i, 0), rvs_pg_val(r, i, 1), rvs_pg_val_i64(r, i, 2));
 	PQclear(r);
 	return stop;
 }
@@ -240,21 +168,21 @@ int rvs_pg_regress_versions(struct rvs_regress_db *d,
 int rvs_pg_regress_run_get(struct rvs_regress_db *d, const char *app, const char *va,
 			   const char *vb, int64_t *traces_a, int64_t *traces_b)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc;
 
-	a_text(&a, app);
-	a_text(&a, va);
-	a_text(&a, vb);
-	if ((rc = q(d,
-		    "SELECT traces_a, traces_b FROM regress_runs"
-		    " WHERE app_id = $1 AND version_a = $2 AND version_b = $3",
-		    &a, &r)))
+	rvs_pg_text(&a, app);
+	rvs_pg_text(&a, va);
+	rvs_pg_text(&a, vb);
+	if ((rc = rvs_pg_exec(d->pg,
+			      "SELECT traces_a, traces_b FROM regress_runs"
+			      " WHERE app_id = $1 AND version_a = $2 AND version_b = $3",
+			      0, &a, &r, NULL)))
 		return rc;
 	if (PQntuples(r) == 1) {
-		*traces_a = val_i64(r, 0, 0);
-		*traces_b = val_i64(r, 0, 1);
+		*traces_a = rvs_pg_val_i64(r, 0, 0);
+		*traces_b = rvs_pg_val_i64(r, 0, 1);
 	} else {
 		rc = -ENOENT;
 	}
@@ -264,41 +192,42 @@ int rvs_pg_regress_run_get(struct rvs_regress_db *d, const char *app, const char
 
 static int enqueue(struct rvs_regress_db *d, const struct rvs_webhook_new *w)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 
-	a_text(&a, w->url);
-	a_text(&a, w->event);
-	a_text(&a, w->body);
-	a_i64(&a, w->now_ms);
-	return q(d,
-		 "INSERT INTO webhook_deliveries (url, event, body, state, attempts,"
-		 " next_try_ms, created_at) VALUES ($1, $2, $3, 'pending', 0, $4::bigint,"
-		 " $4::bigint / 1000)",
-		 &a, NULL);
+	rvs_pg_text(&a, w->url);
+	rvs_pg_text(&a, w->event);
+	rvs_pg_text(&a, w->body);
+	rvs_pg_i64(&a, w->now_ms);
+	return rvs_pg_exec(d->pg,
+			   "INSERT INTO webhook_deliveries (url, event, body, state, attempts,"
+			   " next_try_ms, created_at) VALUES ($1, $2, $3, 'pending', 0, $4::bigint,"
+			   " $4::bigint / 1000)",
+			   0, &a, NULL, NULL);
 }
 
 int rvs_pg_regress_run_put(struct rvs_regress_db *d, const struct rvs_regress_run_row *run,
 			   const char *alert_method, const struct rvs_webhook_new *w, size_t n,
 			   int *alerted)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int alert = 0, rc;
 
 	assert(run->app && run->version_a && run->version_b && run->result);
-	if ((rc = q(d, "BEGIN", NULL, NULL)))
+	if ((rc = rvs_pg_exec(d->pg, "BEGIN", 0, NULL, NULL, NULL)))
 		return rc;
 	if (alert_method) {
-		a_text(&a, run->app);
-		a_text(&a, run->version_a);
-		a_text(&a, run->version_b);
-		a_text(&a, alert_method);
-		a_i64(&a, run->computed_at);
-		if ((rc = q(d,
-			    "INSERT INTO regress_alerts (app_id, version_a, version_b, method,"
-			    " created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"
-			    " RETURNING 1",
-			    &a, &r)))
+		rvs_pg_text(&a, run->app);
+		rvs_pg_text(&a, run->version_a);
+		rvs_pg_text(&a, run->version_b);
+		rvs_pg_text(&a, alert_method);
+		rvs_pg_i64(&a, run->computed_at);
+		if ((rc = rvs_pg_exec(
+			     d->pg,
+			     "INSERT INTO regress_alerts (app_id, version_a, version_b, method,"
+			     " created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"
+			     " RETURNING 1",
+			     0, &a, &r, NULL)))
 			goto fail;
 		alert = PQntuples(r) == 1;
 		PQclear(r);
@@ -307,75 +236,77 @@ int rvs_pg_regress_run_put(struct rvs_regress_db *d, const struct rvs_regress_ru
 		if ((rc = enqueue(d, &w[i])))
 			goto fail;
 	memset(&a, 0, sizeof a);
-	a_text(&a, run->app);
-	a_text(&a, run->version_a);
-	a_text(&a, run->version_b);
-	a_i64(&a, run->traces_a);
-	a_i64(&a, run->traces_b);
-	a_i64(&a, run->computed_at);
-	a_text(&a, run->top_method);
+	rvs_pg_text(&a, run->app);
+	rvs_pg_text(&a, run->version_a);
+	rvs_pg_text(&a, run->version_b);
+	rvs_pg_i64(&a, run->traces_a);
+	rvs_pg_i64(&a, run->traces_b);
+	rvs_pg_i64(&a, run->computed_at);
+	rvs_pg_text(&a, run->top_method);
 	if (run->top_method && run->has_ratio)
-		a_dbl(&a, run->top_ratio);
+		rvs_pg_dbl(&a, run->top_ratio);
 	else
-		a_text(&a, NULL);
+		rvs_pg_text(&a, NULL);
 	if (run->top_method) {
-		a_dbl(&a, run->top_delta);
-		a_dbl(&a, run->top_q);
+		rvs_pg_dbl(&a, run->top_delta);
+		rvs_pg_dbl(&a, run->top_q);
 	} else {
-		a_text(&a, NULL);
-		a_text(&a, NULL);
+		rvs_pg_text(&a, NULL);
+		rvs_pg_text(&a, NULL);
 	}
-	a_i64(&a, run->alerted != 0);
-	a_text(&a, run->result);
-	if ((rc = q(d,
-		    "INSERT INTO regress_runs (app_id, version_a, version_b, traces_a, traces_b,"
-		    " computed_at, top_method, top_ratio, top_delta, top_q, alerted, result)"
-		    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-		    " ON CONFLICT (app_id, version_a, version_b) DO UPDATE SET"
-		    " traces_a = excluded.traces_a, traces_b = excluded.traces_b,"
-		    " computed_at = excluded.computed_at, top_method = excluded.top_method,"
-		    " top_ratio = excluded.top_ratio, top_delta = excluded.top_delta,"
-		    " top_q = excluded.top_q, alerted = excluded.alerted,"
-		    " result = excluded.result",
-		    &a, NULL)) ||
-	    (rc = q(d, "COMMIT", NULL, NULL)))
+	rvs_pg_i64(&a, run->alerted != 0);
+	rvs_pg_text(&a, run->result);
+	if ((rc = rvs_pg_exec(
+		     d->pg,
+		     "INSERT INTO regress_runs (app_id, version_a, version_b, traces_a, traces_b,"
+		     " computed_at, top_method, top_ratio, top_delta, top_q, alerted, result)"
+		     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+		     " ON CONFLICT (app_id, version_a, version_b) DO UPDATE SET"
+		     " traces_a = excluded.traces_a, traces_b = excluded.traces_b,"
+		     " computed_at = excluded.computed_at, top_method = excluded.top_method,"
+		     " top_ratio = excluded.top_ratio, top_delta = excluded.top_delta,"
+		     " top_q = excluded.top_q, alerted = excluded.alerted,"
+		     " result = excluded.result",
+		     0, &a, NULL, NULL)) ||
+	    (rc = rvs_pg_exec(d->pg, "COMMIT", 0, NULL, NULL, NULL)))
 		goto fail;
 	if (alerted)
 		*alerted = alert;
 	return 0;
 fail:
-	q(d, "ROLLBACK", NULL, NULL);
+	rvs_pg_exec(d->pg, "ROLLBACK", 0, NULL, NULL, NULL);
 	return rc;
 }
 
 int rvs_pg_regress_runs_list(struct rvs_regress_db *d, size_t max,
 			     int (*cb)(void *arg, const struct rvs_regress_run_row *r), void *arg)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
-	a_i64(&a, (int64_t)max);
-	if ((rc = q(d,
-		    "SELECT app_id, version_a, version_b, traces_a, traces_b, computed_at,"
-		    " top_method, top_ratio, top_delta, top_q, alerted FROM regress_runs"
-		    " ORDER BY computed_at DESC, app_id COLLATE \"C\" LIMIT $1",
-		    &a, &r)))
+	rvs_pg_i64(&a, (int64_t)max);
+	if ((rc = rvs_pg_exec(
+		     d->pg,
+		     "SELECT app_id, version_a, version_b, traces_a, traces_b, computed_at,"
+		     " top_method, top_ratio, top_delta, top_q, alerted FROM regress_runs"
+		     " ORDER BY computed_at DESC, app_id COLLATE \"C\" LIMIT $1",
+		     0, &a, &r, NULL)))
 		return rc;
 	for (int i = 0; !stop && i < PQntuples(r); i++) {
 		struct rvs_regress_run_row row = {
-			.app = val(r, i, 0),
-			.version_a = val(r, i, 1),
-			.version_b = val(r, i, 2),
-			.traces_a = val_i64(r, i, 3),
-			.traces_b = val_i64(r, i, 4),
-			.computed_at = val_i64(r, i, 5),
-			.top_method = val(r, i, 6),
-			.top_ratio = val_dbl(r, i, 7),
+			.app = rvs_pg_val(r, i, 0),
+			.version_a = rvs_pg_val(r, i, 1),
+			.version_b = rvs_pg_val(r, i, 2),
+			.traces_a = rvs_pg_val_i64(r, i, 3),
+			.traces_b = rvs_pg_val_i64(r, i, 4),
+			.computed_at = rvs_pg_val_i64(r, i, 5),
+			.top_method = rvs_pg_val(r, i, 6),
+			.top_ratio = rvs_pg_val_dbl(r, i, 7),
 			.has_ratio = !PQgetisnull(r, i, 7),
-			.top_delta = val_dbl(r, i, 8),
-			.top_q = val_dbl(r, i, 9),
-			.alerted = (int)val_i64(r, i, 10),
+			.top_delta = rvs_pg_val_dbl(r, i, 8),
+			.top_q = rvs_pg_val_dbl(r, i, 9),
+			.alerted = (int)rvs_pg_val_i64(r, i, 10),
 		};
 		stop = cb(arg, &row);
 	}
@@ -399,40 +330,41 @@ int rvs_pg_webhook_enqueue(struct rvs_regress_db *d, const struct rvs_webhook_ne
 static void row_of(const PGresult *r, int i, struct rvs_webhook_row *w)
 {
 	*w = (struct rvs_webhook_row){
-		.id = val_i64(r, i, 0),
-		.url = val(r, i, 1),
-		.event = val(r, i, 2),
-		.body = val(r, i, 3),
-		.state = val(r, i, 4),
-		.attempts = (uint32_t)val_i64(r, i, 5),
-		.last_status = val_i64(r, i, 6),
-		.last_error = val(r, i, 7),
-		.next_try_ms = val_i64(r, i, 8),
-		.created_at = val_i64(r, i, 9),
-		.delivered_at = val_i64(r, i, 10),
+		.id = rvs_pg_val_i64(r, i, 0),
+		.url = rvs_pg_val(r, i, 1),
+		.event = rvs_pg_val(r, i, 2),
+		.body = rvs_pg_val(r, i, 3),
+		.state = rvs_pg_val(r, i, 4),
+		.attempts = (uint32_t)rvs_pg_val_i64(r, i, 5),
+		.last_status = rvs_pg_val_i64(r, i, 6),
+		.last_error = rvs_pg_val(r, i, 7),
+		.next_try_ms = rvs_pg_val_i64(r, i, 8),
+		.created_at = rvs_pg_val_i64(r, i, 9),
+		.delivered_at = rvs_pg_val_i64(r, i, 10),
 	};
 }
 
 int rvs_pg_webhook_claim(struct rvs_regress_db *d, int64_t now_ms, int64_t lease_ms, size_t max,
 			 int (*cb)(void *arg, const struct rvs_webhook_row *r), void *arg)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc, n, stop = 0;
 
 	assert(lease_ms > 0);
-	a_i64(&a, now_ms);
-	a_i64(&a, (int64_t)max);
-	a_i64(&a, now_ms + lease_ms);
+	rvs_pg_i64(&a, now_ms);
+	rvs_pg_i64(&a, (int64_t)max);
+	rvs_pg_i64(&a, now_ms + lease_ms);
 	/* One statement, so one transaction: the rows are locked as taken,
 	 * skipping those another node is claiming, and leased. */
-	if ((rc = q(d,
-		    "WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending'"
-		    " AND next_try_ms <= $1 ORDER BY next_try_ms, id LIMIT $2"
-		    " FOR UPDATE SKIP LOCKED)"
-		    " UPDATE webhook_deliveries w SET next_try_ms = $3 FROM due"
-		    " WHERE w.id = due.id RETURNING " ROW_COLS("w."),
-		    &a, &r)))
+	if ((rc = rvs_pg_exec(
+		     d->pg,
+		     "WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending'"
+		     " AND next_try_ms <= $1 ORDER BY next_try_ms, id LIMIT $2"
+		     " FOR UPDATE SKIP LOCKED)"
+		     " UPDATE webhook_deliveries w SET next_try_ms = $3 FROM due"
+		     " WHERE w.id = due.id RETURNING " ROW_COLS("w."),
+		     0, &a, &r, NULL)))
 		return rc;
 	n = PQntuples(r);
 	for (int i = 0; !stop && i < n; i++) {
@@ -447,29 +379,29 @@ int rvs_pg_webhook_claim(struct rvs_regress_db *d, int64_t now_ms, int64_t lease
 int rvs_pg_webhook_record(struct rvs_regress_db *d, const struct rvs_webhook_row *w,
 			  uint32_t prev_attempts)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc;
 
-	a_i64(&a, w->id);
-	a_i64(&a, w->attempts);
+	rvs_pg_i64(&a, w->id);
+	rvs_pg_i64(&a, w->attempts);
 	if (w->last_status)
-		a_i64(&a, w->last_status);
+		rvs_pg_i64(&a, w->last_status);
 	else
-		a_text(&a, NULL);
-	a_text(&a, w->last_error);
-	a_text(&a, w->state);
-	a_i64(&a, w->next_try_ms);
+		rvs_pg_text(&a, NULL);
+	rvs_pg_text(&a, w->last_error);
+	rvs_pg_text(&a, w->state);
+	rvs_pg_i64(&a, w->next_try_ms);
 	if (w->delivered_at >= 0)
-		a_i64(&a, w->delivered_at);
+		rvs_pg_i64(&a, w->delivered_at);
 	else
-		a_text(&a, NULL);
-	a_i64(&a, prev_attempts);
-	if ((rc = q(d,
-		    "UPDATE webhook_deliveries SET attempts = $2, last_status = $3,"
-		    " last_error = $4, state = $5, next_try_ms = $6, delivered_at = $7"
-		    " WHERE id = $1 AND state = 'pending' AND attempts = $8",
-		    &a, &r)))
+		rvs_pg_text(&a, NULL);
+	rvs_pg_i64(&a, prev_attempts);
+	if ((rc = rvs_pg_exec(d->pg,
+			      "UPDATE webhook_deliveries SET attempts = $2, last_status = $3,"
+			      " last_error = $4, state = $5, next_try_ms = $6, delivered_at = $7"
+			      " WHERE id = $1 AND state = 'pending' AND attempts = $8",
+			      0, &a, &r, NULL)))
 		return rc;
 	rc = strcmp(PQcmdTuples(r), "1") == 0 ? 0 : -ENOENT;
 	PQclear(r);
@@ -479,13 +411,15 @@ int rvs_pg_webhook_record(struct rvs_regress_db *d, const struct rvs_webhook_row
 int rvs_pg_webhook_list(struct rvs_regress_db *d, size_t max,
 			int (*cb)(void *arg, const struct rvs_webhook_row *r), void *arg)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
-	a_i64(&a, (int64_t)max);
-	if ((rc = q(d, "SELECT " ROW_COLS("") " FROM webhook_deliveries ORDER BY id DESC LIMIT $1",
-		    &a, &r)))
+	rvs_pg_i64(&a, (int64_t)max);
+	if ((rc = rvs_pg_exec(
+		     d->pg,
+		     "SELECT " ROW_COLS("") " FROM webhook_deliveries ORDER BY id DESC LIMIT $1", 0,
+		     &a, &r, NULL)))
 		return rc;
 	for (int i = 0; !stop && i < PQntuples(r); i++) {
 		struct rvs_webhook_row w;
@@ -501,10 +435,11 @@ int rvs_pg_webhook_pending(struct rvs_regress_db *d, uint64_t *out)
 	PGresult *r;
 	int rc;
 
-	if ((rc = q(d, "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'", NULL,
-		    &r)))
+	if ((rc = rvs_pg_exec(d->pg,
+			      "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'", 0,
+			      NULL, &r, NULL)))
 		return rc;
-	*out = (uint64_t)val_i64(r, 0, 0);
+	*out = (uint64_t)rvs_pg_val_i64(r, 0, 0);
 	PQclear(r);
 	return 0;
 }

@@ -14,7 +14,7 @@
  * keeps one pooled connection for all its chunks.
  */
 #include "store/store_agg.h"
-#include "store/pg/store_pg_args.h"
+#include "store/pg/pg.h"
 #include "base/log.h"
 
 #include <assert.h>
@@ -26,34 +26,6 @@
 #include <string.h>
 
 #include <libpq-fe.h>
-
-/* Runs sql with a's parameters on pg: *out the rows (the caller clears
- * them).  0 or -EIO (logged). */
-static int q(PGconn *pg, const char *sql, const struct args *a, PGresult **out)
-{
-	PGresult *r = PQexecParams(pg, sql, a ? a->n : 0, NULL, a ? a->v : NULL, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(r);
-
-	*out = NULL;
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-		*out = r;
-		return 0;
-	}
-	rvs_log("error", "msg=\"postgresql\" err=\"%s\"",
-		r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
-	PQclear(r);
-	return -EIO;
-}
-
-static int64_t get_i64(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
-}
-
-static const char *get_text(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
-}
 
 /* ---- traces_sorted ---------------------------------------------------------- */
 
@@ -109,10 +81,10 @@ static int sorted_sql(const struct rvs_sorted_query *q, char *sql, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -E2BIG : 0;
 }
 
-int rvs_pg_traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *sq, rvs_row_fn cb,
-			 void *arg)
+int rvs_pg_traces_sorted(const struct rvs_pg_pool *pool, const struct rvs_sorted_query *sq,
+			 rvs_row_fn cb, void *arg)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	char sql[2048];
 	PGresult *r;
 	void *h;
@@ -122,24 +94,24 @@ int rvs_pg_traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *sq,
 	assert(sq->key >= RVS_SORT_RECEIVED && sq->key <= RVS_SORT_SELF);
 	if (sorted_sql(sq, sql, sizeof sql))
 		return -E2BIG;
-	a_text(&a, sq->app);
-	a_text(&a, sq->version);
-	a_text(&a, sq->model);
-	a_text(&a, sq->os_build);
-	a_i64(&a, sq->has_kind, sq->kind);
-	a_i64(&a, sq->has_min_severity, sq->min_severity);
-	a_i64(&a, sq->has_since, sq->since);
-	a_i64(&a, sq->has_until, sq->until);
-	a_text(&a, sq->signature);
-	a_text(&a, sq->method);
-	a_text(&a, sq->issue);
-	a_i64(&a, sq->has_cursor, sq->cursor_value);
-	a_i64(&a, sq->has_cursor, sq->cursor_tiebreak);
-	a_i64(&a, 1, sq->limit);
-	if (!(pg = rvs_pg_conn_get(s, &h)))
+	rvs_pg_text(&a, sq->app);
+	rvs_pg_text(&a, sq->version);
+	rvs_pg_text(&a, sq->model);
+	rvs_pg_text(&a, sq->os_build);
+	rvs_pg_opt_i64(&a, sq->has_kind, sq->kind);
+	rvs_pg_opt_i64(&a, sq->has_min_severity, sq->min_severity);
+	rvs_pg_opt_i64(&a, sq->has_since, sq->since);
+	rvs_pg_opt_i64(&a, sq->has_until, sq->until);
+	rvs_pg_text(&a, sq->signature);
+	rvs_pg_text(&a, sq->method);
+	rvs_pg_text(&a, sq->issue);
+	rvs_pg_opt_i64(&a, sq->has_cursor, sq->cursor_value);
+	rvs_pg_opt_i64(&a, sq->has_cursor, sq->cursor_tiebreak);
+	rvs_pg_opt_i64(&a, 1, sq->limit);
+	if (!(pg = pool->get(pool->s, &h)))
 		return -EIO;
-	rc = q(pg, sql, &a, &r);
-	rvs_pg_conn_put(s, h);
+	rc = rvs_pg_exec(pg, sql, 0, &a, &r, NULL);
+	pool->put(pool->s, h);
 	if (rc)
 		return rc;
 	rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, cb, arg);
@@ -177,28 +149,28 @@ static const char SIGS_SQL[] =
 	" AND t.anomaly_signature IS NOT NULL ORDER BY 1 LIMIT 64";
 
 /* The example, signature and week rows of issue i of top. */
-static int issue_rows(PGconn *pg, const PGresult *top, int i, const struct args *f,
+static int issue_rows(PGconn *pg, const PGresult *top, int i, const struct rvs_pg_params *f,
 		      int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
 	struct rvs_issue_row r = {0};
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *res;
 	int rc, stop;
 
-	r.issue = get_text(top, i, 0);
-	r.traces = get_i64(top, i, 1);
-	r.devices = get_i64(top, i, 2);
+	r.issue = rvs_pg_val(top, i, 0);
+	r.traces = rvs_pg_val_i64(top, i, 1);
+	r.devices = rvs_pg_val_i64(top, i, 2);
 	r.severity = strtod(PQgetvalue(top, i, 3), NULL);
 	r.impact = strtod(PQgetvalue(top, i, 4), NULL);
-	r.first_seen = get_i64(top, i, 5);
-	r.last_seen = get_i64(top, i, 6);
-	a_text(&a, PQgetvalue(top, i, 7));
-	if ((rc = q(pg, EXAMPLE_SQL, &a, &res)))
+	r.first_seen = rvs_pg_val_i64(top, i, 5);
+	r.last_seen = rvs_pg_val_i64(top, i, 6);
+	rvs_pg_text(&a, PQgetvalue(top, i, 7));
+	if ((rc = rvs_pg_exec(pg, EXAMPLE_SQL, 0, &a, &res, NULL)))
 		return rc;
 	if (PQntuples(res) == 1) {
 		r.has_example = 1;
-		r.example_trace = get_text(res, 0, 0);
-		r.example_chain = get_text(res, 0, 1);
+		r.example_trace = rvs_pg_val(res, 0, 0);
+		r.example_chain = rvs_pg_val(res, 0, 1);
 	}
 	stop = cb(arg, RVS_ISSUE_ROW, &r);
 	PQclear(res);
@@ -206,50 +178,52 @@ static int issue_rows(PGconn *pg, const PGresult *top, int i, const struct args 
 		return stop;
 	a = *f; /* its pointers stay into f's numbers, alive for the call */
 	a.v[4] = r.issue;
-	if ((rc = q(pg, SIGS_SQL, &a, &res)))
+	if ((rc = rvs_pg_exec(pg, SIGS_SQL, 0, &a, &res, NULL)))
 		return rc;
 	for (int k = 0; k < PQntuples(res) && !stop; k++) {
-		struct rvs_issue_row x = {.signature = get_text(res, k, 0)};
+		struct rvs_issue_row x = {.signature = rvs_pg_val(res, k, 0)};
 		stop = cb(arg, RVS_ISSUE_SIGNATURE, &x);
 	}
 	PQclear(res);
-	if (stop || (rc = q(pg, TREND_SQL, &a, &res)))
+	if (stop || (rc = rvs_pg_exec(pg, TREND_SQL, 0, &a, &res, NULL)))
 		return stop ? stop : rc;
 	for (int k = 0; k < PQntuples(res) && !stop; k++) {
-		struct rvs_issue_row x = {.week = get_i64(res, k, 0), .count = get_i64(res, k, 1)};
+		struct rvs_issue_row x = {.week = rvs_pg_val_i64(res, k, 0),
+					  .count = rvs_pg_val_i64(res, k, 1)};
 		stop = cb(arg, RVS_ISSUE_WEEK, &x);
 	}
 	PQclear(res);
 	return stop;
 }
 
-int rvs_pg_issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
+int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_filter *f,
 		       int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	PGresult *top = NULL, *res;
 	void *h;
-	PGconn *pg = rvs_pg_conn_get(s, &h);
+	PGconn *pg = pool->get(pool->s, &h);
 	int rc;
 
 	if (!pg)
 		return -EIO;
 	/* $1 since, $2 app, $3 version, $4 kind, $5 the limit (the issue in
 	 * the per-issue reads: a copy of these with $5 replaced). */
-	a_i64(&a, 1, f->since);
-	a_text(&a, f->app);
-	a_text(&a, f->version);
-	a_i64(&a, f->has_kind, f->kind);
-	a_i64(&a, 1, f->limit);
-	rc = q(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL, &res);
+	rvs_pg_opt_i64(&a, 1, f->since);
+	rvs_pg_text(&a, f->app);
+	rvs_pg_text(&a, f->version);
+	rvs_pg_opt_i64(&a, f->has_kind, f->kind);
+	rvs_pg_opt_i64(&a, 1, f->limit);
+	rc = rvs_pg_exec(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, &res,
+			 NULL);
 	PQclear(res);
 	if (!rc)
-		rc = q(pg, ISSUES_SQL, &a, &top);
+		rc = rvs_pg_exec(pg, ISSUES_SQL, 0, &a, &top, NULL);
 	for (int i = 0; !rc && i < PQntuples(top); i++)
 		rc = issue_rows(pg, top, i, &a, cb, arg);
 	PQclear(top);
 	PQclear(PQexec(pg, rc ? "ROLLBACK" : "COMMIT"));
-	rvs_pg_conn_put(s, h);
+	pool->put(pool->s, h);
 	return rc;
 }
 
@@ -279,11 +253,11 @@ static const char *const SCAN_SQL[] = {
 				  " ORDER BY m.seq DESC LIMIT $6",
 };
 
-int rvs_pg_search_scan(struct rvs_store *s, const struct rvs_search_scan *sq,
+int rvs_pg_search_scan(const struct rvs_pg_pool *pool, const struct rvs_search_scan *sq,
 		       int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
 		       rvs_row_fn row, void *arg)
 {
-	struct args a = {0};
+	struct rvs_pg_params a = {0};
 	int64_t top, hi, lo;
 	PGresult *r;
 	void *h;
@@ -291,32 +265,33 @@ int rvs_pg_search_scan(struct rvs_store *s, const struct rvs_search_scan *sq,
 	int rc;
 
 	assert(sq->mode >= RVS_SCAN_CHAINS && sq->mode <= RVS_SCAN_METHOD_EXACT);
-	if (!(pg = rvs_pg_conn_get(s, &h)))
+	if (!(pg = pool->get(pool->s, &h)))
 		return -EIO;
-	rc = q(pg,
-	       sq->mode == RVS_SCAN_CHAINS ? "SELECT coalesce(max(seq), 0) + 1 FROM trace_chains"
-					   : "SELECT coalesce(max(seq), 0) + 1 FROM trace_methods",
-	       NULL, &r);
+	rc = rvs_pg_exec(pg,
+			 sq->mode == RVS_SCAN_CHAINS
+				 ? "SELECT coalesce(max(seq), 0) + 1 FROM trace_chains"
+				 : "SELECT coalesce(max(seq), 0) + 1 FROM trace_methods",
+			 0, NULL, &r, NULL);
 	if (rc) {
-		rvs_pg_conn_put(s, h);
+		pool->put(pool->s, h);
 		return rc;
 	}
-	top = get_i64(r, 0, 0);
+	top = rvs_pg_val_i64(r, 0, 0);
 	PQclear(r);
 	while (rc >= 0 && !chunk(arg, top, &hi, &lo)) {
 		a.n = 0;
-		a_i64(&a, 1, hi);
-		a_i64(&a, 1, lo);
-		a_text(&a, sq->needle);
-		a_text(&a, sq->app);
-		a_text(&a, sq->version);
+		rvs_pg_opt_i64(&a, 1, hi);
+		rvs_pg_opt_i64(&a, 1, lo);
+		rvs_pg_text(&a, sq->needle);
+		rvs_pg_text(&a, sq->app);
+		rvs_pg_text(&a, sq->version);
 		if (sq->mode == RVS_SCAN_METHOD_EXACT)
-			a_i64(&a, 1, sq->limit);
-		if ((rc = q(pg, SCAN_SQL[sq->mode], &a, &r)))
+			rvs_pg_opt_i64(&a, 1, sq->limit);
+		if ((rc = rvs_pg_exec(pg, SCAN_SQL[sq->mode], 0, &a, &r, NULL)))
 			break;
 		rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, row, arg);
 		PQclear(r);
 	}
-	rvs_pg_conn_put(s, h);
+	pool->put(pool->s, h);
 	return rc < 0 ? rc : 0;
 }

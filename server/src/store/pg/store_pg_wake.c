@@ -35,7 +35,7 @@ int rvs_pg_wake_open(const char *dsn, struct rvs_wake **out)
 		return -ENOMEM;
 	w->pg = PQconnectdb(dsn);
 	if (PQstatus(w->pg) != CONNECTION_OK) {
-		rvs_log("error", "msg=\"postgresql listener connect\" err=\"%s\"",
+		rvs_log("error", "postgresql listener connect", "err=\"%s\"",
 			PQerrorMessage(w->pg));
 		rvs_pg_wake_close(w);
 		return -EIO;
@@ -43,7 +43,7 @@ int rvs_pg_wake_open(const char *dsn, struct rvs_wake **out)
 	r = PQexec(w->pg, "LISTEN " RVS_PG_WAKE_CHANNEL);
 	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 	if (!ok)
-		rvs_log("error", "msg=\"postgresql listen\" err=\"%s\"", PQresultErrorMessage(r));
+		rvs_log("error", "postgresql listen", "err=\"%s\"", PQresultErrorMessage(r));
 	PQclear(r);
 	if (!ok || PQsetnonblocking(w->pg, 1) != 0) {
 		rvs_pg_wake_close(w);
@@ -67,8 +67,7 @@ int rvs_pg_wake_drain(struct rvs_wake *w)
 	int count = 0;
 
 	if (!PQconsumeInput(w->pg) || PQstatus(w->pg) != CONNECTION_OK) {
-		rvs_log("warn", "msg=\"postgresql listener lost\" err=\"%s\"",
-			PQerrorMessage(w->pg));
+		rvs_log("warn", "postgresql listener lost", "err=\"%s\"", PQerrorMessage(w->pg));
 		return -EIO;
 	}
 	while ((n = PQnotifies(w->pg))) {

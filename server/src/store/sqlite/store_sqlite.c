@@ -43,7 +43,6 @@
  * user_version from N-1 to N.
  */
 #include "store/store.h"
-#include "model/users.h"
 #include "store/store_index.h"
 #include "store/sqlite/store_sqlite_util.h"
 #include "store/store_regress_be.h"
@@ -415,17 +414,6 @@ static const char *const migrations[] = {
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
-static int exec(struct rvs_store *s, const char *sql)
-{
-	char *err = NULL;
-	int rc = sqlite3_exec(s->db, sql, NULL, NULL, &err);
-	if (rc != SQLITE_OK) {
-		rvs_log("error", "msg=\"sqlite\" err=\"%s\"", err ? err : sqlite3_errstr(rc));
-		sqlite3_free(err);
-	}
-	return rvc_sqlite_errno(rc);
-}
-
 static int user_version(struct rvs_store *s, int *out)
 {
 	sqlite3_stmt *st;
@@ -446,23 +434,23 @@ static int migrate(struct rvs_store *s)
 	if ((rc = user_version(s, &v)))
 		return rc;
 	if (v > N_MIGRATIONS) {
-		rvs_log("error", "msg=\"database is newer than this server\" version=%d", v);
+		rvs_log("error", "database is newer than this server", "version=%d", v);
 		return -EPROTO;
 	}
 	for (; v < N_MIGRATIONS; v++) {
-		if ((rc = exec(s, "BEGIN IMMEDIATE")))
+		if ((rc = rvs_sqlite_exec(s->db, "BEGIN IMMEDIATE")))
 			return rc;
-		rc = exec(s, migrations[v]);
+		rc = rvs_sqlite_exec(s->db, migrations[v]);
 		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
 		if (!rc)
-			rc = exec(s, sql);
+			rc = rvs_sqlite_exec(s->db, sql);
 		if (!rc)
-			rc = exec(s, "COMMIT");
+			rc = rvs_sqlite_exec(s->db, "COMMIT");
 		if (rc) {
-			exec(s, "ROLLBACK");
+			rvs_sqlite_exec(s->db, "ROLLBACK");
 			return rc;
 		}
-		rvs_log("info", "msg=\"migrated\" schema_version=%d", v + 1);
+		rvs_log("info", "migrated", "schema_version=%d", v + 1);
 	}
 	return 0;
 }
@@ -504,9 +492,9 @@ static int wal_durable(struct rvs_store *s, uint64_t ticket)
 		if (rc != SQLITE_OK && !s->sync_failed) {
 			s->sync_failed = 1;
 			rvs_log("error",
-				"msg=\"fsync of the WAL failed: nothing more is acknowledged until"
-				" the server restarts\" err=\"%s\"",
-				sqlite3_errstr(rc));
+				"fsync of the WAL failed: nothing more is acknowledged until the "
+				"server restarts",
+				"err=\"%s\"", sqlite3_errstr(rc));
 		}
 		pthread_cond_broadcast(&s->gcv);
 	}
@@ -544,7 +532,7 @@ static int wal_attach(struct rvs_store *s)
 		rc = s->wal->pMethods->xSync(s->wal, SQLITE_SYNC_NORMAL);
 	pthread_mutex_unlock(&s->mu);
 	if (rc != SQLITE_OK) {
-		rvs_log("error", "msg=\"no WAL file to sync\" err=\"%s\"", sqlite3_errstr(rc));
+		rvs_log("error", "no WAL file to sync", "err=\"%s\"", sqlite3_errstr(rc));
 		return -EIO;
 	}
 	return 0;
@@ -597,8 +585,8 @@ static int store_open(const char *dsn, struct rvs_store **out)
 		return rc;
 	}
 	/* temp_store: savepoint journals of group commits stay in memory. */
-	if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-			  "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")) ||
+	if ((rc = rvs_sqlite_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+					 "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")) ||
 	    (rc = migrate(s)) || (rc = wal_attach(s))) {
 		store_close(s);
 		return rc;
@@ -827,7 +815,7 @@ static void commit_uploads(struct rvs_store *s, struct pending_upload *p, uint64
 	int rc, began;
 
 	pthread_mutex_lock(&s->mu);
-	rc = exec(s, "BEGIN IMMEDIATE");
+	rc = rvs_sqlite_exec(s->db, "BEGIN IMMEDIATE");
 	began = rc == 0;
 	if (!rc)
 		rc = rvc_sqlite_errno(sqlite3_prepare_v2(
@@ -853,23 +841,23 @@ static void commit_uploads(struct rvs_store *s, struct pending_upload *p, uint64
 	for (struct pending_upload *i = p; i; i = i->next) {
 		if ((i->rc = rc) || (i->rc = quota_check(cnt, i->u)))
 			continue;
-		if ((i->rc = exec(s, "SAVEPOINT up")))
+		if ((i->rc = rvs_sqlite_exec(s->db, "SAVEPOINT up")))
 			continue;
 		int r = insert_upload(st, q, i->u, t);
 		if (r != SQLITE_DONE) {
 			i->rc = rvc_sqlite_errno(r) ? rvc_sqlite_errno(r) : -EIO;
-			exec(s, "ROLLBACK TO up");
+			rvs_sqlite_exec(s->db, "ROLLBACK TO up");
 		}
-		exec(s, "RELEASE up");
+		rvs_sqlite_exec(s->db, "RELEASE up");
 	}
 	sqlite3_finalize(st);
 	sqlite3_finalize(q);
 	sqlite3_finalize(cnt);
-	if (began && (rc || (rc = exec(s, "COMMIT")))) {
+	if (began && (rc || (rc = rvs_sqlite_exec(s->db, "COMMIT")))) {
 		for (struct pending_upload *i = p; i; i = i->next)
 			if (!i->rc)
 				i->rc = rc;
-		exec(s, "ROLLBACK");
+		rvs_sqlite_exec(s->db, "ROLLBACK");
 	} else if (began) {
 		*ticket = commit_ticket(s);
 	}
@@ -994,7 +982,7 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 	int rc;
 
 	pthread_mutex_lock(&s->mu);
-	if ((rc = exec(s, "BEGIN IMMEDIATE")))
+	if ((rc = rvs_sqlite_exec(s->db, "BEGIN IMMEDIATE")))
 		goto unlock;
 	rc = sqlite3_prepare_v2(s->db, "DELETE FROM decode_queue WHERE trace_id = ?", -1, &del,
 				NULL);
@@ -1012,11 +1000,11 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 	sqlite3_finalize(del);
 	sqlite3_finalize(upd);
 	sqlite3_finalize(quar);
-	rc = rc == SQLITE_OK	    ? exec(s, "COMMIT")
+	rc = rc == SQLITE_OK	    ? rvs_sqlite_exec(s->db, "COMMIT")
 	     : rvc_sqlite_errno(rc) ? rvc_sqlite_errno(rc)
 				    : -EIO;
 	if (rc)
-		exec(s, "ROLLBACK");
+		rvs_sqlite_exec(s->db, "ROLLBACK");
 unlock:
 	pthread_mutex_unlock(&s->mu);
 	return rc;
@@ -1116,7 +1104,7 @@ static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t 
 
 	*queued = 0;
 	pthread_mutex_lock(&s->mu);
-	if ((rc = exec(s, "BEGIN IMMEDIATE")))
+	if ((rc = rvs_sqlite_exec(s->db, "BEGIN IMMEDIATE")))
 		goto unlock;
 	rc = sqlite3_prepare_v2(s->db,
 				"INSERT OR IGNORE INTO decode_queue (trace_id, enqueued_at)"
@@ -1143,9 +1131,9 @@ static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t 
 		sqlite3_finalize(st);
 	}
 	if (rc == SQLITE_DONE)
-		rc = exec(s, "COMMIT");
+		rc = rvs_sqlite_exec(s->db, "COMMIT");
 	else
-		exec(s, "ROLLBACK");
+		rvs_sqlite_exec(s->db, "ROLLBACK");
 unlock:
 	pthread_mutex_unlock(&s->mu);
 	return rvc_sqlite_errno(rc);
@@ -1174,7 +1162,7 @@ static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, cha
 	if (!ids)
 		return -ENOMEM;
 	pthread_mutex_lock(&s->mu);
-	if ((rc = exec(s, "BEGIN IMMEDIATE")))
+	if ((rc = rvs_sqlite_exec(s->db, "BEGIN IMMEDIATE")))
 		goto unlock;
 	rc = sqlite3_prepare_v2(s->db,
 				"SELECT trace_id, blob_sha256 FROM uploads WHERE received_at < ?"
@@ -1204,11 +1192,11 @@ static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, cha
 	for (size_t k = 0; k < 4; k++)
 		sqlite3_finalize(st[k]);
 	if (rc == SQLITE_DONE) {
-		rc = exec(s, "COMMIT");
+		rc = rvs_sqlite_exec(s->db, "COMMIT");
 	} else {
-		rvs_log("error", "msg=\"retention\" err=\"%s\"", sqlite3_errmsg(s->db));
+		rvs_log("error", "retention", "err=\"%s\"", sqlite3_errmsg(s->db));
 		rc = rvc_sqlite_errno(rc);
-		exec(s, "ROLLBACK");
+		rvs_sqlite_exec(s->db, "ROLLBACK");
 	}
 unlock:
 	pthread_mutex_unlock(&s->mu);
@@ -1226,27 +1214,6 @@ static int blob_referenced(struct rvs_store *s, const char *blob)
 	int rc = lookup_text(s, "SELECT 1 FROM uploads WHERE blob_sha256 = ? LIMIT 1", NULL, 0,
 			     blob, buf, sizeof buf);
 	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
-}
-
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-	return (const char *)sqlite3_column_text(st, i);
-}
-
-/* A read-only connection of the caller's own for a scan that may read
- * every row (the fleet page, a campaign preview, the campaign list): on
- * s->rdb it would hold rmu, and so the token lookups of every request,
- * for as long as it runs.  Close with sqlite3_close.  0 or -EIO. */
-static int scan_open(struct rvs_store *s, sqlite3 **db)
-{
-	if (sqlite3_open_v2(s->dsn, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) !=
-	    SQLITE_OK) {
-		sqlite3_close(*db);
-		*db = NULL;
-		return -EIO;
-	}
-	rvs_sqlite_busy(*db, 5000);
-	return 0;
 }
 
 /* A shown device's uploads received at or after ?1 whose kind is (op "=")
@@ -1273,7 +1240,7 @@ static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, un
 
 	if (since < 0)
 		since = 0; /* no upload is received before 1970 */
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	rc = sqlite3_prepare_v2(db,
 				"SELECT d.device_id, d.model, d.os_build, d.arch, d.enrolled_at,"
@@ -1288,10 +1255,10 @@ static int fleet_devices(struct rvs_store *s, int64_t since, int manual_kind, un
 		sqlite3_bind_int64(st, 4, since / 86400);
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 			struct rvs_fleet_device d = {
-				.device_id = col_text(st, 0),
-				.model = col_text(st, 1),
-				.os_build = col_text(st, 2),
-				.arch = col_text(st, 3),
+				.device_id = rvs_sqlite_col_text(st, 0),
+				.model = rvs_sqlite_col_text(st, 1),
+				.os_build = rvs_sqlite_col_text(st, 2),
+				.arch = rvs_sqlite_col_text(st, 3),
 				.enrolled_at = sqlite3_column_int64(st, 4),
 				.uploads = sqlite3_column_int64(st, 5),
 				.charged_since = sqlite3_column_int64(st, 6),
@@ -1327,12 +1294,12 @@ static int fleet_groups(struct rvs_store *s, int group,
 
 	if (group < 0 || group > RVS_FLEET_SKIPS)
 		return -EINVAL;
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	rc = sqlite3_prepare_v2(db, sql[group], -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
-			stop = cb(arg, col_text(st, 0), sqlite3_column_int64(st, 1),
+			stop = cb(arg, rvs_sqlite_col_text(st, 0), sqlite3_column_int64(st, 1),
 				  sqlite3_column_int64(st, 2));
 		sqlite3_finalize(st);
 	}
@@ -1368,7 +1335,7 @@ static int write1(struct rvs_store *s, const char *sql, void (*bind)(sqlite3_stm
 		sqlite3_finalize(st);
 	}
 	if (rc != SQLITE_DONE)
-		rvs_log("error", "msg=\"sqlite\" err=\"%s\"", sqlite3_errmsg(s->db));
+		rvs_log("error", "sqlite", "err=\"%s\"", sqlite3_errmsg(s->db));
 	pthread_mutex_unlock(&s->mu);
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
@@ -1389,8 +1356,8 @@ static int session_get(struct rvs_store *s, const uint8_t id_hash[32], int64_t n
 		sqlite3_bind_int64(st, 2, now);
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW) {
-			snprintf(user, 64, "%s", col_text(st, 0));
-			snprintf(csrf, 65, "%s", col_text(st, 1));
+			snprintf(user, 64, "%s", rvs_sqlite_col_text(st, 0));
+			snprintf(csrf, 65, "%s", rvs_sqlite_col_text(st, 1));
 		}
 		sqlite3_finalize(st);
 	}
@@ -1532,7 +1499,7 @@ static int campaign_change(struct rvs_store *s, int op, const char *id, const ch
 
 	assert(op >= RVS_CAMPAIGN_CREATE && op <= RVS_CAMPAIGN_END);
 	pthread_mutex_lock(&s->mu);
-	if ((rc = exec(s, "BEGIN IMMEDIATE")))
+	if ((rc = rvs_sqlite_exec(s->db, "BEGIN IMMEDIATE")))
 		goto unlock;
 	rc = campaign_write(s, op, id, spec, now);
 	if ((rc & 0xff) == SQLITE_CONSTRAINT) {
@@ -1583,13 +1550,13 @@ static int campaign_change(struct rvs_store *s, int op, const char *id, const ch
 		sqlite3_finalize(st);
 	}
 	if (!cb && rc == SQLITE_DONE) {
-		rc = exec(s, "COMMIT");
+		rc = rvs_sqlite_exec(s->db, "COMMIT");
 		goto unlock;
 	}
 rollback:
 	if (!cb)
-		rvs_log("error", "msg=\"campaign change\" err=\"%s\"", sqlite3_errmsg(s->db));
-	exec(s, "ROLLBACK");
+		rvs_log("error", "campaign change", "err=\"%s\"", sqlite3_errmsg(s->db));
+	rvs_sqlite_exec(s->db, "ROLLBACK");
 	rc = cb ? cb : -EIO;
 unlock:
 	pthread_mutex_unlock(&s->mu);
@@ -1603,7 +1570,7 @@ static int anomalies_since(struct rvs_store *s, int64_t since, size_t max,
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	rc = sqlite3_prepare_v2(
 		db,
@@ -1619,11 +1586,11 @@ static int anomalies_since(struct rvs_store *s, int64_t since, size_t max,
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 			struct rvs_anomaly_row r = {
-				.device_id = col_text(st, 0),
-				.app_id = col_text(st, 1),
-				.app_version = col_text(st, 2),
-				.model = col_text(st, 3),
-				.os_build = col_text(st, 4),
+				.device_id = rvs_sqlite_col_text(st, 0),
+				.app_id = rvs_sqlite_col_text(st, 1),
+				.app_version = rvs_sqlite_col_text(st, 2),
+				.model = rvs_sqlite_col_text(st, 3),
+				.os_build = rvs_sqlite_col_text(st, 4),
 				.kind = sqlite3_column_int(st, 5),
 				.severity = sqlite3_column_int(st, 6),
 			};
@@ -1646,7 +1613,7 @@ static int campaigns_list(struct rvs_store *s,
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	rc = sqlite3_prepare_v2(db,
 				"SELECT spec, created_at, updated_at, ended_at FROM campaigns"
@@ -1703,7 +1670,7 @@ static int skips_scan(struct rvs_store *s, const struct rvs_skip_filter *f, int 
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	rc = sqlite3_prepare_v2(
 		db,
@@ -1721,19 +1688,19 @@ static int skips_scan(struct rvs_store *s, const struct rvs_skip_filter *f, int 
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 			struct rvs_skip_row r = {0};
 			if (recent) {
-				r.device_id = col_text(st, 0);
-				r.app_id = col_text(st, 1);
-				r.app_version = col_text(st, 2);
+				r.device_id = rvs_sqlite_col_text(st, 0);
+				r.app_id = rvs_sqlite_col_text(st, 1);
+				r.app_version = rvs_sqlite_col_text(st, 2);
 				r.anomaly_kind = sqlite3_column_int64(st, 3);
 				r.has_kind = sqlite3_column_type(st, 3) != SQLITE_NULL;
 				r.severity = sqlite3_column_int64(st, 4);
 				r.has_severity = sqlite3_column_type(st, 4) != SQLITE_NULL;
-				r.reason = col_text(st, 5);
+				r.reason = rvs_sqlite_col_text(st, 5);
 				r.received_at = sqlite3_column_int64(st, 6);
 				r.captured_realtime_ns = sqlite3_column_int64(st, 7);
 				r.has_captured = sqlite3_column_type(st, 7) != SQLITE_NULL;
 			} else {
-				r.reason = col_text(st, 0);
+				r.reason = rvs_sqlite_col_text(st, 0);
 				r.anomaly_kind = sqlite3_column_int64(st, 1);
 				r.has_kind = sqlite3_column_type(st, 1) != SQLITE_NULL;
 				r.count = sqlite3_column_int64(st, 2);
@@ -1812,44 +1779,6 @@ static int trace_capture(struct rvs_store *s, const char *trace_id, char blob[65
 /* ---- issue 15 (sql15b): the JSON API's reads, each on a scan connection
  * of its own (as query.c opened one per request) ---- */
 
-#define READ_MAX_COLS 32
-
-/* Every remaining row of st to cb as part; 0, cb's stop value, or -EIO. */
-static int rows_out(sqlite3_stmt *st, int part, rvs_row_fn cb, void *arg, size_t *nrows)
-{
-	struct rvs_col cols[READ_MAX_COLS];
-	int rc, stop;
-
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int n = sqlite3_column_count(st);
-		assert(n <= READ_MAX_COLS);
-		for (int i = 0; i < n; i++) {
-			cols[i].name = sqlite3_column_name(st, i);
-			cols[i].i = 0;
-			cols[i].text = NULL;
-			switch (sqlite3_column_type(st, i)) {
-			case SQLITE_NULL:
-				cols[i].type = RVS_COL_NULL;
-				break;
-			case SQLITE_INTEGER:
-				cols[i].type = RVS_COL_INT;
-				cols[i].i = sqlite3_column_int64(st, i);
-				break;
-			default:
-				cols[i].type = RVS_COL_TEXT;
-				cols[i].text = (const char *)sqlite3_column_text(st, i);
-				if (!cols[i].text)
-					cols[i].type = RVS_COL_NULL;
-			}
-		}
-		if (nrows)
-			++*nrows;
-		if ((stop = cb(arg, part, cols, (size_t)n)))
-			return stop;
-	}
-	return rc == SQLITE_DONE ? 0 : -EIO;
-}
-
 static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg)
 {
 	static const char *const sql[] = {
@@ -1871,7 +1800,7 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 	sqlite3 *db;
 	int rc = 0;
 
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	for (int part = RVS_TRACE_HEAD; part <= RVS_TRACE_CHAINS && !rc; part++) {
 		sqlite3_stmt *st;
@@ -1881,7 +1810,7 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 			break;
 		}
 		sqlite3_bind_text(st, 1, trace_id, -1, SQLITE_TRANSIENT);
-		rc = rows_out(st, part, cb, arg, &n);
+		rc = rvs_sqlite_rows_out(st, part, cb, arg, &n);
 		sqlite3_finalize(st);
 		if (!rc && part == RVS_TRACE_HEAD && n == 0)
 			rc = -ENOENT;
@@ -1908,7 +1837,7 @@ static int sig_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 	assert(n >= 1 && !strcmp(cols[0].name, "signature"));
 	sqlite3_bind_text(x->counts, 1, cols[0].type == RVS_COL_TEXT ? cols[0].text : "", -1,
 			  SQLITE_TRANSIENT);
-	rc = rows_out(x->counts, 1, x->cb, x->arg, NULL);
+	rc = rvs_sqlite_rows_out(x->counts, 1, x->cb, x->arg, NULL);
 	sqlite3_reset(x->counts);
 	return rc;
 }
@@ -1921,7 +1850,7 @@ static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, vo
 	sqlite3 *db;
 	int rc = -EIO;
 
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT signature, traces, chain FROM signatures"
@@ -1933,7 +1862,7 @@ static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, vo
 			       " ORDER BY week DESC, app_version LIMIT 200",
 			       -1, &x.counts, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, limit);
-		rc = rows_out(st, 0, sig_row, &x, NULL);
+		rc = rvs_sqlite_rows_out(st, 0, sig_row, &x, NULL);
 	}
 	sqlite3_finalize(x.counts);
 	sqlite3_finalize(st);
@@ -1945,16 +1874,11 @@ static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, vo
 	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build," \
 	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"       \
 	" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
-#define LIST_FILTERS                                                                       \
-	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"            \
-	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"            \
-	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"    \
-	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"  \
-	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id" \
-	"  FROM trace_chains c WHERE c.signature = ?9))"                                   \
-	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"       \
-	"  WHERE m.method = ?10))"                                                         \
-	" AND (?11 IS NULL OR t.rowid < ?11)"                                              \
+#define LIST_FILTERS                                                                 \
+	RVS_SQLITE_TRACE_FILTER                                                      \
+	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m" \
+	"  WHERE m.method = ?10))"                                                   \
+	" AND (?11 IS NULL OR t.rowid < ?11)"                                        \
 	" ORDER BY t.rowid DESC LIMIT ?12"
 
 /* Without a signature or method filter: walk traces newest first. */
@@ -1989,7 +1913,7 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	sqlite3 *db;
 	int rc;
 
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_close(db);
@@ -2008,7 +1932,7 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	if (f->has_cursor)
 		sqlite3_bind_int64(st, 11, f->cursor);
 	sqlite3_bind_int64(st, 12, f->limit);
-	rc = rows_out(st, 0, cb, arg, NULL);
+	rc = rvs_sqlite_rows_out(st, 0, cb, arg, NULL);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return rc;
@@ -2088,7 +2012,7 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 		assert(!"no such method_read part");
 		return -EINVAL;
 	}
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_close(db);
@@ -2103,7 +2027,7 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 		if (version)
 			sqlite3_bind_text(st, 4, version, -1, SQLITE_TRANSIENT);
 	}
-	rc = rows_out(st, 0, cb, cbarg, NULL);
+	rc = rvs_sqlite_rows_out(st, 0, cb, cbarg, NULL);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return rc;
@@ -2159,7 +2083,7 @@ static int signatures_weekly(struct rvs_store *s, int64_t since, const char *con
 		len += (size_t)snprintf(param + len, sizeof param - len, "]");
 	}
 	snprintf(param + len, sizeof param - len, "}");
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	if (sqlite3_prepare_v2(db, nsigs ? WEEKLY_SOME_SQL : WEEKLY_ALL_SQL, -1, &st, NULL) !=
 	    SQLITE_OK) {
@@ -2167,7 +2091,7 @@ static int signatures_weekly(struct rvs_store *s, int64_t since, const char *con
 		return -EIO;
 	}
 	sqlite3_bind_text(st, 1, param, -1, SQLITE_TRANSIENT);
-	rc = rows_out(st, 0, cb, arg, NULL);
+	rc = rvs_sqlite_rows_out(st, 0, cb, arg, NULL);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return rc;
@@ -2220,7 +2144,7 @@ static int user_set(struct rvs_store *s, const char *name, int role, int disable
 		sqlite3_finalize(st);
 	}
 	if (rc != SQLITE_DONE)
-		rvs_log("error", "msg=\"sqlite\" err=\"%s\"", sqlite3_errmsg(s->db));
+		rvs_log("error", "sqlite", "err=\"%s\"", sqlite3_errmsg(s->db));
 	pthread_mutex_unlock(&s->mu);
 	if (rc != SQLITE_DONE)
 		return rvc_sqlite_errno(rc);
@@ -2236,14 +2160,14 @@ static int users_list(struct rvs_store *s,
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	rc = sqlite3_prepare_v2(
 		db, "SELECT name, " ROLE_OF ", disabled, created_at FROM admins ORDER BY name", -1,
 		&st, NULL);
 	if (rc == SQLITE_OK) {
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
-			stop = cb(arg, col_text(st, 0), sqlite3_column_int(st, 1),
+			stop = cb(arg, rvs_sqlite_col_text(st, 0), sqlite3_column_int(st, 1),
 				  sqlite3_column_int(st, 2) != 0, sqlite3_column_int64(st, 3));
 		sqlite3_finalize(st);
 	}
@@ -2285,7 +2209,7 @@ static int audit_list(struct rvs_store *s, size_t max,
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	rc = sqlite3_prepare_v2(db,
 				"SELECT id, at, actor, action, target, detail FROM audit_log"
@@ -2294,12 +2218,10 @@ static int audit_list(struct rvs_store *s, size_t max,
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, (int64_t)max);
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-			struct rvs_audit_row r = {sqlite3_column_int64(st, 0),
-						  sqlite3_column_int64(st, 1),
-						  col_text(st, 2),
-						  col_text(st, 3),
-						  col_text(st, 4),
-						  col_text(st, 5)};
+			struct rvs_audit_row r = {
+				sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+				rvs_sqlite_col_text(st, 2),  rvs_sqlite_col_text(st, 3),
+				rvs_sqlite_col_text(st, 4),  rvs_sqlite_col_text(st, 5)};
 			stop = cb(arg, &r);
 		}
 		sqlite3_finalize(st);
@@ -2353,7 +2275,7 @@ static int update1(struct rvs_store *s, const char *sql, void (*bind)(sqlite3_st
 		sqlite3_finalize(st);
 	}
 	if (rc != SQLITE_DONE)
-		rvs_log("error", "msg=\"sqlite\" err=\"%s\"", sqlite3_errmsg(s->db));
+		rvs_log("error", "sqlite", "err=\"%s\"", sqlite3_errmsg(s->db));
 	pthread_mutex_unlock(&s->mu);
 	if (rc != SQLITE_DONE)
 		return rvc_sqlite_errno(rc);
@@ -2390,7 +2312,7 @@ static int token_auth(struct rvs_store *s, const uint8_t hash[32], int64_t now, 
 		sqlite3_bind_blob(st, 1, hash, 32, SQLITE_TRANSIENT);
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW) {
-			snprintf(owner, 64, "%s", col_text(st, 0));
+			snprintf(owner, 64, "%s", rvs_sqlite_col_text(st, 0));
 			*role = sqlite3_column_int(st, 1);
 		}
 		sqlite3_finalize(st);
@@ -2421,7 +2343,7 @@ static int tokens_list(struct rvs_store *s, const char *owner,
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
-	if (scan_open(s, &db))
+	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
 	rc = sqlite3_prepare_v2(db,
 				"SELECT id, name, created_at, ifnull(last_used, -1),"
@@ -2431,7 +2353,7 @@ static int tokens_list(struct rvs_store *s, const char *owner,
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, owner, -1, SQLITE_TRANSIENT);
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
-			stop = cb(arg, col_text(st, 0), col_text(st, 1),
+			stop = cb(arg, rvs_sqlite_col_text(st, 0), rvs_sqlite_col_text(st, 1),
 				  sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
 				  sqlite3_column_int64(st, 4));
 		sqlite3_finalize(st);
@@ -2449,15 +2371,32 @@ static int regress_open(struct rvs_store *s, struct rvs_regress_db **out)
 	return rvs_sqlite_regress_open(s->dsn, out);
 }
 
-/* ---- what the aggregate and search reads borrow (store_agg.h) ---- */
-int rvs_sqlite_scan_open(struct rvs_store *s, sqlite3 **db)
+/* ---- the aggregate and search reads (store_sqlite_agg.c,
+ * store_sqlite_search.c), each on a read connection of its own opened on
+ * this store's database. ---- */
+static int agg_read(struct rvs_store *s, const struct rvs_agg_filter *f, size_t nsides,
+		    const struct rvs_agg_cb *cb, void *arg)
 {
-	return scan_open(s, db);
+	return rvs_sqlite_agg_read(s->dsn, f, nsides, cb, arg);
 }
 
-int rvs_sqlite_rows_out(sqlite3_stmt *st, int part, rvs_row_fn cb, void *arg)
+static int traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *q, rvs_row_fn cb,
+			 void *arg)
 {
-	return rows_out(st, part, cb, arg, NULL);
+	return rvs_sqlite_traces_sorted(s->dsn, q, cb, arg);
+}
+
+static int issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
+		       int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
+{
+	return rvs_sqlite_issues_read(s->dsn, f, cb, arg);
+}
+
+static int search_scan(struct rvs_store *s, const struct rvs_search_scan *q,
+		       int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
+		       rvs_row_fn row, void *arg)
+{
+	return rvs_sqlite_search_scan(s->dsn, q, chunk, row, arg);
 }
 
 const struct rvs_store_ops rvs_store_sqlite = {
@@ -2528,8 +2467,8 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.webhook_list = rvs_sqlite_webhook_list,
 	.webhook_pending = rvs_sqlite_webhook_pending,
 	/* aggregates, worst traces, issues, chain search */
-	.agg_read = rvs_sqlite_agg_read,
-	.traces_sorted = rvs_sqlite_traces_sorted,
-	.issues_read = rvs_sqlite_issues_read,
-	.search_scan = rvs_sqlite_search_scan,
+	.agg_read = agg_read,
+	.traces_sorted = traces_sorted,
+	.issues_read = issues_read,
+	.search_scan = search_scan,
 };

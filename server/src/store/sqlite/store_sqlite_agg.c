@@ -12,7 +12,7 @@
  * transaction on a connection of its own.
  */
 #include "store/store_agg.h"
-#include "model/agg.h"
+#include "store/sqlite/store_sqlite_util.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -41,14 +41,6 @@ static const char *const INDEX_SQL[S_N] = {
 	"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
 	" VALUES (?1,?2,?3,?4,?5,?6)",
 };
-
-static int step_done(sqlite3_stmt *st)
-{
-	int rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
-}
 
 /* The dictionary's id of (app, parent, method), added when new. */
 static int node_id(sqlite3_stmt *find, sqlite3_stmt *add, const char *app, int64_t parent,
@@ -87,7 +79,7 @@ static int write_rows(sqlite3_stmt **st, const char *trace_id, const struct rvs_
 	int rc;
 
 	sqlite3_bind_text(st[S_BUCKET_ADD], 1, trace_id, -1, SQLITE_STATIC);
-	if ((rc = step_done(st[S_BUCKET_ADD])))
+	if ((rc = rvs_sqlite_step_done(st[S_BUCKET_ADD])))
 		return rc;
 	sqlite3_bind_text(st[S_BUCKET], 1, trace_id, -1, SQLITE_STATIC);
 	if ((rc = sqlite3_step(st[S_BUCKET])) != SQLITE_ROW)
@@ -108,7 +100,7 @@ static int write_rows(sqlite3_stmt **st, const char *trace_id, const struct rvs_
 	sqlite3_bind_int64(st[S_TRACE], 4, r->folded);
 	sqlite3_bind_int64(st[S_TRACE], 5, r->total_ns);
 	if (!rc)
-		rc = step_done(st[S_TRACE]);
+		rc = rvs_sqlite_step_done(st[S_TRACE]);
 	for (size_t i = 0; i < r->n && !rc; i++) {
 		const struct rvs_agg_row *w = &r->v[i];
 		assert(!i || w->parent < i);
@@ -121,7 +113,7 @@ static int write_rows(sqlite3_stmt **st, const char *trace_id, const struct rvs_
 		sqlite3_bind_int64(st[S_PATH], 4, (sqlite3_int64)(w->calls & INT64_MAX));
 		sqlite3_bind_int64(st[S_PATH], 5, w->self_ns);
 		sqlite3_bind_int64(st[S_PATH], 6, w->incl_ns);
-		rc = step_done(st[S_PATH]);
+		rc = rvs_sqlite_step_done(st[S_PATH]);
 	}
 	free(app);
 	return rc;
@@ -173,18 +165,6 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 	" ORDER BY t.received_at DESC LIMIT ?12) x CROSS JOIN trace_paths p"                    \
 	" ON p.trace_id = x.trace_id"
 
-static void bind_opt_text(sqlite3_stmt *st, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-}
-
-static void bind_opt_i64(sqlite3_stmt *st, int i, int has, int64_t v)
-{
-	if (has)
-		sqlite3_bind_int64(st, i, v);
-}
-
 /* Side s's rows to cb->row.  0, cb's stop value, or -EIO. */
 static int collect(sqlite3 *db, const struct rvs_agg_filter *f, size_t s,
 		   const struct rvs_agg_cb *cb, void *arg)
@@ -194,17 +174,17 @@ static int collect(sqlite3 *db, const struct rvs_agg_filter *f, size_t s,
 
 	if (sqlite3_prepare_v2(db, f->bucketed ? BUCKET_SQL : TRACE_SQL, -1, &st, NULL))
 		return -EIO;
-	bind_opt_text(st, 1, f->app);
-	bind_opt_text(st, 2, f->version);
-	bind_opt_text(st, 3, f->model);
-	bind_opt_i64(st, 7, f->has_kind, f->kind);
-	bind_opt_i64(st, 8, f->has_since, f->since);
-	bind_opt_i64(st, 9, f->has_until, f->until);
+	rvs_sqlite_bind_opt_text(st, 1, f->app);
+	rvs_sqlite_bind_opt_text(st, 2, f->version);
+	rvs_sqlite_bind_opt_text(st, 3, f->model);
+	rvs_sqlite_bind_opt_i64(st, 7, f->has_kind, f->kind);
+	rvs_sqlite_bind_opt_i64(st, 8, f->has_since, f->since);
+	rvs_sqlite_bind_opt_i64(st, 9, f->has_until, f->until);
 	if (!f->bucketed) {
-		bind_opt_text(st, 4, f->campaign);
-		bind_opt_text(st, 5, f->method);
-		bind_opt_text(st, 10, f->signature);
-		bind_opt_text(st, 11, f->chain);
+		rvs_sqlite_bind_opt_text(st, 4, f->campaign);
+		rvs_sqlite_bind_opt_text(st, 5, f->method);
+		rvs_sqlite_bind_opt_text(st, 10, f->signature);
+		rvs_sqlite_bind_opt_text(st, 11, f->chain);
 		sqlite3_bind_int64(st, 12, f->max_traces);
 	}
 	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -245,14 +225,14 @@ static int describe(sqlite3 *db, const struct rvs_agg_cb *cb, void *arg)
 	return rc;
 }
 
-int rvs_sqlite_agg_read(struct rvs_store *s, const struct rvs_agg_filter *f, size_t nsides,
+int rvs_sqlite_agg_read(const char *dsn, const struct rvs_agg_filter *f, size_t nsides,
 			const struct rvs_agg_cb *cb, void *arg)
 {
 	sqlite3 *db;
 	int rc = 0;
 
 	assert(nsides >= 1 && nsides <= 2);
-	if (rvs_sqlite_scan_open(s, &db))
+	if (rvs_sqlite_scan_open(dsn, &db))
 		return -EIO;
 	/* One read transaction: both sides see the same snapshot. */
 	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL))

@@ -104,7 +104,7 @@ static void *ckpt_main(void *arg)
 						       &log, &done);
 			/* Truncations are routine under load: only failures are logged. */
 			if (rc != SQLITE_OK)
-				rvs_log("warn", "msg=\"wal truncate failed\" frames=%d err=\"%s\"",
+				rvs_log("warn", "wal truncate failed", "frames=%d err=\"%s\"",
 					frames, sqlite3_errstr(rc));
 		}
 		pthread_mutex_lock(&c->mu);
@@ -140,7 +140,7 @@ static int ckpt_start(struct ckpt *c, const char *path, const char *vfs)
 		pthread_condattr_destroy(&ca);
 	}
 	if (pthread_create(&c->thread, NULL, ckpt_main, c) == 0) {
-		rvs_log("info", "msg=\"checkpointer started\" database=\"%s\"", path);
+		rvs_log("info", "checkpointer started", "database=\"%s\"", path);
 		return 0;
 	}
 	pthread_cond_destroy(&c->cv);

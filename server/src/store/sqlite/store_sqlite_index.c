@@ -15,7 +15,6 @@
 #include "store/store_index.h"
 #include "store/sqlite/store_sqlite_util.h"
 #include "store/store_agg.h"
-#include "model/agg.h"
 #include "base/log.h"
 #include "rearview/common.h"
 
@@ -115,26 +114,6 @@ static void unprep(struct rvs_index_lane *l, sqlite3_stmt *st)
 	sqlite3_finalize(st);
 }
 
-static int step_done(sqlite3_stmt *st)
-{
-	int rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-static void bind_opt_text(sqlite3_stmt *st, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-}
-
-static void bind_opt_i64(sqlite3_stmt *st, int i, int64_t v)
-{
-	if (v >= 0)
-		sqlite3_bind_int64(st, i, v);
-}
-
 int rvs_sqlite_index_upload_meta(struct rvs_index_lane *l, const char *trace_id,
 				 struct rvs_index_meta *m)
 {
@@ -200,7 +179,7 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 		if ((rc = prep(l, wipe[i], &st)))
 			return rc;
 		sqlite3_bind_text(st, 1, v->trace_id, -1, SQLITE_STATIC);
-		rc = step_done(st);
+		rc = rvs_sqlite_step_done(st);
 		unprep(l, st);
 		if (rc)
 			return rc;
@@ -216,12 +195,12 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	if (rc)
 		return rc;
 	sqlite3_bind_text(st, 1, v->trace_id, -1, SQLITE_STATIC);
-	bind_opt_text(st, 2, v->anomaly_name);
-	bind_opt_i64(st, 3, v->duration_ns);
-	bind_opt_i64(st, 4, v->nmethods);
-	bind_opt_i64(st, 5, v->dropped);
+	rvs_sqlite_bind_opt_text(st, 2, v->anomaly_name);
+	rvs_sqlite_bind_opt_i64(st, 3, v->duration_ns >= 0, v->duration_ns);
+	rvs_sqlite_bind_opt_i64(st, 4, v->nmethods >= 0, v->nmethods);
+	rvs_sqlite_bind_opt_i64(st, 5, v->dropped >= 0, v->dropped);
 	sqlite3_bind_int64(st, 6, v->decoded_at);
-	rc = step_done(st);
+	rc = rvs_sqlite_step_done(st);
 	if (!rc && sqlite3_changes(l->db) != 1)
 		rc = SQLITE_NOTFOUND;
 	unprep(l, st);
@@ -239,7 +218,7 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)(m->incl_ns & INT64_MAX));
 		if (m->self_rank)
 			sqlite3_bind_int64(st, 6, m->self_rank);
-		rc = step_done(st);
+		rc = rvs_sqlite_step_done(st);
 	}
 	unprep(l, st);
 	if (rc)
@@ -259,19 +238,20 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 		sqlite3_bind_text(st, 4, c->signature, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, c->chain, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 6, c->depth);
-		bind_opt_i64(st, 7, c->self_ns);
-		bind_opt_i64(st, 8, c->incl_ns);
-		rc = step_done(st);
+		rvs_sqlite_bind_opt_i64(st, 7, c->self_ns >= 0, c->self_ns);
+		rvs_sqlite_bind_opt_i64(st, 8, c->incl_ns >= 0, c->incl_ns);
+		rc = rvs_sqlite_step_done(st);
 	}
 	unprep(l, st);
 	if (rc)
 		return rc;
 	if (v->agg) {
 		struct rvs_agg_rows rows;
-		if (rvs_agg_build(v->agg, &rows))
+		assert(v->agg_build && v->agg_release);
+		if (v->agg_build(v->agg, &rows))
 			return SQLITE_NOMEM;
 		rc = rvs_sqlite_agg_write(l->db, v->trace_id, &rows);
-		rvs_agg_rows_release(&rows);
+		v->agg_release(&rows);
 		if (rc)
 			return rc;
 	}
@@ -284,11 +264,11 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 		  &st);
 	if (rc)
 		return rc;
-	bind_opt_text(st, 1, v->anomaly_signature);
-	bind_opt_text(st, 2, v->signature);
-	bind_opt_text(st, 3, v->issue);
+	rvs_sqlite_bind_opt_text(st, 1, v->anomaly_signature);
+	rvs_sqlite_bind_opt_text(st, 2, v->signature);
+	rvs_sqlite_bind_opt_text(st, 3, v->issue);
 	sqlite3_bind_text(st, 4, v->trace_id, -1, SQLITE_STATIC);
-	rc = step_done(st);
+	rc = rvs_sqlite_step_done(st);
 	unprep(l, st);
 	if (rc || !v->unresolved_replace)
 		return rc;
@@ -296,7 +276,7 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	if ((rc = prep(l, "DELETE FROM trace_unresolved WHERE trace_id = ?", &st)))
 		return rc;
 	sqlite3_bind_text(st, 1, v->trace_id, -1, SQLITE_STATIC);
-	rc = step_done(st);
+	rc = rvs_sqlite_step_done(st);
 	unprep(l, st);
 	if (rc || !v->nunresolved)
 		return rc;
@@ -306,7 +286,7 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	for (size_t i = 0; i < v->nunresolved && !rc; i++) {
 		sqlite3_bind_text(st, 1, v->unresolved[i], -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, v->trace_id, -1, SQLITE_STATIC);
-		rc = step_done(st);
+		rc = rvs_sqlite_step_done(st);
 	}
 	if (st)
 		unprep(l, st);
@@ -317,7 +297,7 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 static void fail(struct rvs_index_lane *l, struct rvs_index_trace *v, int rc)
 {
 	snprintf(v->reason, sizeof v->reason, "index: %s", sqlite3_errmsg(l->db));
-	rvs_log("error", "msg=\"decode index\" err=\"%s\"", sqlite3_errmsg(l->db));
+	rvs_log("error", "decode index", "err=\"%s\"", sqlite3_errmsg(l->db));
 	rc = rvc_sqlite_errno(rc);
 	v->rc = rc ? rc : -EIO;
 }

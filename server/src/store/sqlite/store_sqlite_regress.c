@@ -52,21 +52,11 @@ void rvs_sqlite_regress_close(struct rvs_regress_db *d)
 	free(d);
 }
 
-static int exec(sqlite3 *db, const char *sql)
-{
-	return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
-}
-
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-	return (const char *)sqlite3_column_text(st, i);
-}
-
 static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 {
 	if (sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK)
 		return 0;
-	rvs_log("error", "msg=\"sqlite prepare\" err=\"%s\"", sqlite3_errmsg(db));
+	rvs_log("error", "sqlite prepare", "err=\"%s\"", sqlite3_errmsg(db));
 	return -EIO;
 }
 
@@ -135,11 +125,11 @@ static int sides_part(sqlite3 *db, const struct rvs_cmp_sides *q, int part,
 	}
 	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
 		struct rvs_cmp_row r = {.part = part,
-					.trace_id = col_text(st, 0),
+					.trace_id = rvs_sqlite_col_text(st, 0),
 					.side = sqlite3_column_int(st, 1) != 0};
 		if (part != RVS_CMP_TRACE) { /* the traces' read has 2 columns */
-			r.key = col_text(st, 2);
-			r.chain = col_text(st, 5);
+			r.key = rvs_sqlite_col_text(st, 2);
+			r.chain = rvs_sqlite_col_text(st, 5);
 			r.self_ns = sqlite3_column_int64(st, 3);
 			r.incl_ns = sqlite3_column_int64(st, 4);
 		}
@@ -159,11 +149,11 @@ int rvs_sqlite_regress_sides(struct rvs_regress_db *d, const struct rvs_cmp_side
 	int rc;
 
 	assert(q->app && (unsigned)q->mode <= RVS_CMP_WEEK);
-	if ((rc = exec(d->db, "BEGIN")))
+	if ((rc = rvs_sqlite_exec(d->db, "BEGIN")))
 		return rc;
 	for (int part = RVS_CMP_TRACE; !rc && part <= RVS_CMP_CHAIN; part++)
 		rc = sides_part(d->db, q, part, cb, arg);
-	exec(d->db, "COMMIT");
+	rvs_sqlite_exec(d->db, "COMMIT");
 	return rc;
 }
 
@@ -183,7 +173,8 @@ int rvs_sqlite_regress_versions(struct rvs_regress_db *d,
 			  &st)))
 		return rc;
 	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW)
-		stop = cb(arg, col_text(st, 0), col_text(st, 1), sqlite3_column_int64(st, 2));
+		stop = cb(arg, rvs_sqlite_col_text(st, 0), rvs_sqlite_col_text(st, 1),
+			  sqlite3_column_int64(st, 2));
 	sqlite3_finalize(st);
 	if (stop)
 		return stop;
@@ -241,7 +232,7 @@ int rvs_sqlite_regress_run_put(struct rvs_regress_db *d, const struct rvs_regres
 	int alert = 0, rc;
 
 	assert(r->app && r->version_a && r->version_b && r->result);
-	if ((rc = exec(d->db, "BEGIN IMMEDIATE")))
+	if ((rc = rvs_sqlite_exec(d->db, "BEGIN IMMEDIATE")))
 		return rc;
 	if (alert_method) {
 		if (prepare(d->db,
@@ -287,7 +278,7 @@ int rvs_sqlite_regress_run_put(struct rvs_regress_db *d, const struct rvs_regres
 	if (sqlite3_step(st) != SQLITE_DONE)
 		goto fail;
 	sqlite3_finalize(st);
-	if (exec(d->db, "COMMIT")) {
+	if (rvs_sqlite_exec(d->db, "COMMIT")) {
 		st = NULL;
 		goto fail;
 	}
@@ -296,7 +287,7 @@ int rvs_sqlite_regress_run_put(struct rvs_regress_db *d, const struct rvs_regres
 	return 0;
 fail:
 	sqlite3_finalize(st);
-	exec(d->db, "ROLLBACK");
+	rvs_sqlite_exec(d->db, "ROLLBACK");
 	return -EIO;
 }
 
@@ -316,13 +307,13 @@ int rvs_sqlite_regress_runs_list(struct rvs_regress_db *d, size_t max,
 	sqlite3_bind_int64(st, 1, (int64_t)max);
 	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
 		struct rvs_regress_run_row r = {
-			.app = col_text(st, 0),
-			.version_a = col_text(st, 1),
-			.version_b = col_text(st, 2),
+			.app = rvs_sqlite_col_text(st, 0),
+			.version_a = rvs_sqlite_col_text(st, 1),
+			.version_b = rvs_sqlite_col_text(st, 2),
 			.traces_a = sqlite3_column_int64(st, 3),
 			.traces_b = sqlite3_column_int64(st, 4),
 			.computed_at = sqlite3_column_int64(st, 5),
-			.top_method = col_text(st, 6),
+			.top_method = rvs_sqlite_col_text(st, 6),
 			.top_ratio = sqlite3_column_double(st, 7),
 			.has_ratio = sqlite3_column_type(st, 7) != SQLITE_NULL,
 			.top_delta = sqlite3_column_double(st, 8),
@@ -352,13 +343,13 @@ static void row_of(sqlite3_stmt *st, struct rvs_webhook_row *r)
 {
 	*r = (struct rvs_webhook_row){
 		.id = sqlite3_column_int64(st, 0),
-		.url = col_text(st, 1),
-		.event = col_text(st, 2),
-		.body = col_text(st, 3),
-		.state = col_text(st, 4),
+		.url = rvs_sqlite_col_text(st, 1),
+		.event = rvs_sqlite_col_text(st, 2),
+		.body = rvs_sqlite_col_text(st, 3),
+		.state = rvs_sqlite_col_text(st, 4),
 		.attempts = (uint32_t)sqlite3_column_int64(st, 5),
 		.last_status = sqlite3_column_int64(st, 6),
-		.last_error = col_text(st, 7),
+		.last_error = rvs_sqlite_col_text(st, 7),
 		.next_try_ms = sqlite3_column_int64(st, 8),
 		.created_at = sqlite3_column_int64(st, 9),
 		.delivered_at = sqlite3_column_int64(st, 10),
@@ -372,7 +363,7 @@ int rvs_sqlite_webhook_claim(struct rvs_regress_db *d, int64_t now_ms, int64_t l
 	int rc, s, n = 0, stop = 0;
 
 	assert(lease_ms > 0);
-	if ((rc = exec(d->db, "BEGIN IMMEDIATE")))
+	if ((rc = rvs_sqlite_exec(d->db, "BEGIN IMMEDIATE")))
 		return rc;
 	if ((rc = prepare(d->db,
 			  ROW_COLS " WHERE state = 'pending' AND next_try_ms <= ?1"
@@ -401,10 +392,10 @@ int rvs_sqlite_webhook_claim(struct rvs_regress_db *d, int64_t now_ms, int64_t l
 out:
 	sqlite3_finalize(st);
 	sqlite3_finalize(up);
-	if (!rc && exec(d->db, "COMMIT"))
+	if (!rc && rvs_sqlite_exec(d->db, "COMMIT"))
 		rc = -EIO;
 	if (rc)
-		exec(d->db, "ROLLBACK");
+		rvs_sqlite_exec(d->db, "ROLLBACK");
 	return rc ? rc : n;
 }
 

@@ -13,6 +13,7 @@
  * all its chunks.
  */
 #include "store/store_agg.h"
+#include "store/sqlite/store_sqlite_util.h"
 #include "base/issue.h"
 
 #include <assert.h>
@@ -54,18 +55,6 @@ int rvs_sqlite_issue_register(sqlite3 *db)
 		       : -EIO;
 }
 
-static void bind_opt_text(sqlite3_stmt *st, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-}
-
-static void bind_opt_i64(sqlite3_stmt *st, int i, int has, int64_t v)
-{
-	if (has)
-		sqlite3_bind_int64(st, i, v);
-}
-
 /* ---- traces_sorted ---------------------------------------------------------- */
 
 /* Each key's ORDER BY expression (an index of migration 9's), by enum rvs_sort. */
@@ -81,13 +70,8 @@ static const char *const SORT_EXPR[] = {
 	"t.trace_id, t.app_id, t.app_version, t.model, t.os_build, t.anomaly_kind,"          \
 	" t.severity, t.captured_at_ns, t.received_at, t.anomaly_name, t.anomaly_signature," \
 	" t.issue, t.duration_ns"
-#define TRACE_FILTERS                                                                      \
-	" (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"            \
-	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.os_build = ?4)"            \
-	" AND (?5 IS NULL OR t.anomaly_kind = ?5) AND (?6 IS NULL OR t.severity >= ?6)"    \
-	" AND (?7 IS NULL OR t.received_at >= ?7) AND (?8 IS NULL OR t.received_at < ?8)"  \
-	" AND (?9 IS NULL OR t.anomaly_signature = ?9 OR t.trace_id IN (SELECT c.trace_id" \
-	"  FROM trace_chains c WHERE c.signature = ?9))"                                   \
+#define TRACE_FILTERS           \
+	RVS_SQLITE_TRACE_FILTER \
 	" AND (?11 IS NULL OR t.issue = ?11)"
 
 /* The statement of q into sql[0..cap): 0 or -E2BIG.  By issue: an issue's
@@ -119,7 +103,7 @@ static int sorted_sql(const struct rvs_sorted_query *q, char *sql, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -E2BIG : 0;
 }
 
-int rvs_sqlite_traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *q, rvs_row_fn cb,
+int rvs_sqlite_traces_sorted(const char *dsn, const struct rvs_sorted_query *q, rvs_row_fn cb,
 			     void *arg)
 {
 	char sql[2048];
@@ -130,27 +114,27 @@ int rvs_sqlite_traces_sorted(struct rvs_store *s, const struct rvs_sorted_query 
 	assert(q->key >= RVS_SORT_RECEIVED && q->key <= RVS_SORT_SELF);
 	if (sorted_sql(q, sql, sizeof sql))
 		return -E2BIG;
-	if (rvs_sqlite_scan_open(s, &db))
+	if (rvs_sqlite_scan_open(dsn, &db))
 		return -EIO;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 		sqlite3_close(db);
 		return -EIO;
 	}
-	bind_opt_text(st, 1, q->app);
-	bind_opt_text(st, 2, q->version);
-	bind_opt_text(st, 3, q->model);
-	bind_opt_text(st, 4, q->os_build);
-	bind_opt_i64(st, 5, q->has_kind, q->kind);
-	bind_opt_i64(st, 6, q->has_min_severity, q->min_severity);
-	bind_opt_i64(st, 7, q->has_since, q->since);
-	bind_opt_i64(st, 8, q->has_until, q->until);
-	bind_opt_text(st, 9, q->signature);
-	bind_opt_text(st, 10, q->method);
-	bind_opt_text(st, 11, q->issue);
-	bind_opt_i64(st, 12, q->has_cursor, q->cursor_value);
-	bind_opt_i64(st, 13, q->has_cursor, q->cursor_tiebreak);
+	rvs_sqlite_bind_opt_text(st, 1, q->app);
+	rvs_sqlite_bind_opt_text(st, 2, q->version);
+	rvs_sqlite_bind_opt_text(st, 3, q->model);
+	rvs_sqlite_bind_opt_text(st, 4, q->os_build);
+	rvs_sqlite_bind_opt_i64(st, 5, q->has_kind, q->kind);
+	rvs_sqlite_bind_opt_i64(st, 6, q->has_min_severity, q->min_severity);
+	rvs_sqlite_bind_opt_i64(st, 7, q->has_since, q->since);
+	rvs_sqlite_bind_opt_i64(st, 8, q->has_until, q->until);
+	rvs_sqlite_bind_opt_text(st, 9, q->signature);
+	rvs_sqlite_bind_opt_text(st, 10, q->method);
+	rvs_sqlite_bind_opt_text(st, 11, q->issue);
+	rvs_sqlite_bind_opt_i64(st, 12, q->has_cursor, q->cursor_value);
+	rvs_sqlite_bind_opt_i64(st, 13, q->has_cursor, q->cursor_tiebreak);
 	sqlite3_bind_int64(st, 14, q->limit);
-	rc = rvs_sqlite_rows_out(st, 0, cb, arg);
+	rc = rvs_sqlite_rows_out(st, 0, cb, arg, NULL);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return rc < 0 ? rc : 0;
@@ -186,9 +170,9 @@ static const char SIGS_SQL[] =
 
 static void bind_issue_filters(sqlite3_stmt *st, const struct rvs_issue_filter *f)
 {
-	bind_opt_text(st, 2, f->app);
-	bind_opt_text(st, 3, f->version);
-	bind_opt_i64(st, 4, f->has_kind, f->kind);
+	rvs_sqlite_bind_opt_text(st, 2, f->app);
+	rvs_sqlite_bind_opt_text(st, 3, f->version);
+	rvs_sqlite_bind_opt_i64(st, 4, f->has_kind, f->kind);
 }
 
 /* The example, signature and week rows of the issue st's row names. */
@@ -237,14 +221,14 @@ static int issue_rows(sqlite3_stmt *st, sqlite3_stmt *ex, sqlite3_stmt *sg, sqli
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-int rvs_sqlite_issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
+int rvs_sqlite_issues_read(const char *dsn, const struct rvs_issue_filter *f,
 			   int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
 	sqlite3_stmt *st = NULL, *tr = NULL, *ex = NULL, *sg = NULL;
 	sqlite3 *db;
 	int rc = 0, stop = 0;
 
-	if (rvs_sqlite_scan_open(s, &db))
+	if (rvs_sqlite_scan_open(dsn, &db))
 		return -EIO;
 	if (sqlite3_prepare_v2(db, ISSUES_SQL, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, TREND_SQL, -1, &tr, NULL) != SQLITE_OK ||
@@ -300,7 +284,7 @@ static const char *const SCAN_SQL[] = {
 		" AND m.rowid >= ?2" HIT_FILTERS " ORDER BY m.rowid DESC LIMIT ?6",
 };
 
-int rvs_sqlite_search_scan(struct rvs_store *s, const struct rvs_search_scan *q,
+int rvs_sqlite_search_scan(const char *dsn, const struct rvs_search_scan *q,
 			   int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
 			   rvs_row_fn row, void *arg)
 {
@@ -310,7 +294,7 @@ int rvs_sqlite_search_scan(struct rvs_store *s, const struct rvs_search_scan *q,
 	int rc = 0;
 
 	assert(q->mode >= RVS_SCAN_CHAINS && q->mode <= RVS_SCAN_METHOD_EXACT);
-	if (rvs_sqlite_scan_open(s, &db))
+	if (rvs_sqlite_scan_open(dsn, &db))
 		return -EIO;
 	if (sqlite3_prepare_v2(db, SCAN_SQL[q->mode], -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db,
@@ -322,15 +306,15 @@ int rvs_sqlite_search_scan(struct rvs_store *s, const struct rvs_search_scan *q,
 	}
 	if (sqlite3_step(mx) == SQLITE_ROW)
 		top = sqlite3_column_int64(mx, 0) + 1;
-	bind_opt_text(st, 3, q->needle);
-	bind_opt_text(st, 4, q->app);
-	bind_opt_text(st, 5, q->version);
+	rvs_sqlite_bind_opt_text(st, 3, q->needle);
+	rvs_sqlite_bind_opt_text(st, 4, q->app);
+	rvs_sqlite_bind_opt_text(st, 5, q->version);
 	while (rc >= 0 && !chunk(arg, top, &hi, &lo)) {
 		sqlite3_bind_int64(st, 1, hi);
 		sqlite3_bind_int64(st, 2, lo);
 		if (q->mode == RVS_SCAN_METHOD_EXACT)
 			sqlite3_bind_int64(st, 6, q->limit);
-		rc = rvs_sqlite_rows_out(st, 0, row, arg);
+		rc = rvs_sqlite_rows_out(st, 0, row, arg, NULL);
 		sqlite3_reset(st);
 	}
 out:

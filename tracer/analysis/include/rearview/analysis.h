@@ -645,6 +645,15 @@ int rva_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err);
 enum { RVA_COMPRESSED_NONE = 0, RVA_COMPRESSED_GZIP = 1, RVA_COMPRESSED_ZSTD = 2 };
 /* Which compression buf starts with (RVA_COMPRESSED_*). */
 int rva_compression_of(const uint8_t *buf, size_t len);
+/* Inflates zstd frames in[0..len) (every frame; any content size) into a
+ * new heap buffer *out (caller frees) of *outlen bytes, at most max bytes
+ * whatever the frames declare: one buffer of the declared size when the
+ * first frame declares it (no realloc copies of a large capture), else
+ * grown geometrically.  0, -EINVAL (not zstd, damaged or truncated),
+ * -E2BIG (past max), -ENOMEM; *out NULL on error.  Any thread.  The one
+ * bounded zstd inflater of the tree (rva_decompress's zstd, the server's
+ * payloads). */
+int rva_unzstd(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *outlen);
 /* Inflates a gzip (every member) or zstd (every frame) buffer into a new
  * heap buffer *out (caller frees) of *outlen bytes, refusing once it would
  * pass max bytes, whatever the input declares.  0, -EFBIG (past max),

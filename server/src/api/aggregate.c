@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * aggregate.c — the JSON API's aggregate and differential flame graphs
+ * (aggregate.h; API.md "Aggregates") over the rows the decoder keeps
+ * (model/agg.h, read through store.h's agg_read).
+ *
+ * Invariants: a query reads the bucket sums when its filter is only bucket
+ * columns (and whole days), else the rows of at most RVS_AGG_MAX_TRACES
+ * matching traces; both inside one read snapshot.  No SQL here: every
+ * request value is bound as a parameter by the store; every string reaches
+ * JSON through jansson (invalid UTF-8 as '?').  Per-trace means are integer
+ * nanoseconds, rounded to nearest.
+ */
+#include "api/aggregate.h"
+#include "base/json.h"
+#include "base/text.h"
+#include "model/agg.h"
+#include "store/store.h"
+#include "base/params.h"
+#include "http/reply.h"
+#include "http/route.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "rearview/common.pb-c.h"
+
+#define DAY_S 86400
+
+/* ---- the query's filter ----------------------------------------------------- */
+
+enum { F_APP, F_VERSION, F_MODEL, F_CAMPAIGN, F_METHOD, F_CHAIN, F_KIND, F_SINCE, F_UNTIL, F_N };
+static const char *const FILTER_NAMES[F_N] = {"app",   "version", "model", "campaign", "method",
+					      "chain", "kind",	  "since", "until"};
+#define F_FIRST_INT F_KIND
+
+/* One set of traces: each filter's value, NULL when absent. */
+struct filt {
+	char *v[F_N];
+	int64_t num[F_N];
+};
+
+static void filt_free(struct filt *f)
+{
+	for (int i = 0; i < F_N; i++)
+		free(f->v[i]);
+}
+
+/* Sets filter name (a FILTER_NAMES entry) of f to the decoded value; an
+ * empty value clears it; kind is any form rvs_param_kind takes.  0, or -EINVAL (bad escape or
+ * number). */
+static int filt_set(struct filt *f, int k, const char *raw, size_t n)
+{
+	char *v = malloc(n + 1);
+	if (!v || rvs_url_decode(raw, n, 1, v, n + 1)) {
+		free(v);
+		return -EINVAL;
+	}
+	free(f->v[k]);
+	f->v[k] = NULL;
+	if (!v[0]) {
+		free(v);
+		return 0;
+	}
+	if (k == F_KIND && rvs_param_kind(v, &f->num[k])) {
+		free(v);
+		return -EINVAL;
+	}
+	if (k > F_KIND && rvs_parse_i64(v, &f->num[k])) {
+		free(v);
+		return -EINVAL;
+	}
+	f->v[k] = v;
+	return 0;
+}
+
+/* Parses query into sides[0..nsides): a parameter named as a filter sets
+ * it on every side; with two sides, "a.NAME" / "b.NAME" set it on one
+ * (applied after the common ones); every name is one of them (route.c
+ * refuses others).  A bad value gives 400
+ * naming it into r, and -EINVAL. */
+static int parse_query(const char *query, struct filt *sides, int nsides, struct rvs_query_resp *r)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		const char *p = query;
+		while (p && *p) {
+			const char *amp = strchr(p, '&'), *eq;
+			size_t len = amp ? (size_t)(amp - p) : strlen(p), klen;
+			const char *key = p;
+			int side = -1, k;
+			char msg[160];
+
+			p = amp ? amp + 1 : NULL;
+			if (!len)
+				continue;
+			eq = memchr(key, '=', len);
+			klen = eq ? (size_t)(eq - key) : len;
+			if (nsides == 2 && klen > 2 && (key[0] == 'a' || key[0] == 'b') &&
+			    key[1] == '.') {
+				side = key[0] - 'a';
+				key += 2;
+				klen -= 2;
+			}
+			for (k = 0; k < F_N; k++)
+				if (strlen(FILTER_NAMES[k]) == klen &&
+				    !memcmp(FILTER_NAMES[k], key, klen))
+					break;
+			/* The route lists every name (route.c refused any other). */
+			assert(k < F_N);
+			if ((side >= 0) != (pass == 1))
+				continue;
+			for (int s = 0; s < nsides; s++) {
+				if (side >= 0 && s != side)
+					continue;
+				if (filt_set(&sides[s], k, eq ? eq + 1 : "",
+					     eq ? len - klen - (side >= 0 ? 2 : 0) - 1 : 0)) {
+					snprintf(msg, sizeof msg, "bad value for parameter: %s%s",
+						 side >= 0 ? (side ? "b." : "a.") : "",
+						 FILTER_NAMES[k]);
+					rvs_query_set_error(r, 400, msg);
+					return -EINVAL;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- aggregation ------------------------------------------------------------ */
+
+/* One node of the aggregated set; [s] is side s (one side: [0]). */
+struct anode {
+	int64_t id, parent;
+	int depth;
+	char *method; /* malloc'd; an app root: its app id */
+	int64_t traces[2], calls[2], self[2], incl[2];
+	uint32_t pidx; /* index of the parent in the preorder array */
+};
+
+struct agg {
+	struct anode *v;
+	size_t n, cap;
+	uint32_t *slot; /* open addressing on id: index + 1, 0 = empty */
+	size_t nslot;
+	int64_t traces[2];
+	int bucketed[2], sampled[2];
+};
+
+static size_t hash_id(int64_t id, size_t nslot)
+{
+	return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ull) >> 20) & (nslot - 1);
+}
+
+static struct anode *agg_get(struct agg *a, int64_t id)
+{
+	size_t h;
+	if (2 * (a->n + 1) > a->nslot) {
+		size_t ns = a->nslot ? 2 * a->nslot : 1024;
+		uint32_t *s = calloc(ns, sizeof *s);
+		if (!s)
+			return NULL;
+		for (size_t i = 0; i < a->n; i++) {
+			size_t j = hash_id(a->v[i].id, ns);
+			while (s[j])
+				j = (j + 1) & (ns - 1);
+			s[j] = (uint32_t)i + 1;
+		}
+		free(a->slot);
+		a->slot = s;
+		a->nslot = ns;
+	}
+	for (h = hash_id(id, a->nslot); a->slot[h]; h = (h + 1) & (a->nslot - 1))
+		if (a->v[a->slot[h] - 1].id == id)
+			return &a->v[a->slot[h] - 1];
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 256;
+		struct anode *v = realloc(a->v, cap * sizeof *v);
+		if (!v)
+			return NULL;
+		a->v = v;
+		a->cap = cap;
+	}
+	memset(&a->v[a->n], 0, sizeof a->v[a->n]);
+	a->v[a->n].id = id;
+	a->slot[h] = (uint32_t)++a->n;
+	return &a->v[a->n - 1];
+}
+
+static void agg_free(struct agg *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i].method);
+	free(a->v);
+	free(a->slot);
+}
+
+static int is_signature(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+	return n == 16 && !s[n];
+}
+
+/* The store's filter of side f into *o; *chain gets the chain text when
+ * the filter names one (freed by the caller).  0 or -ENOMEM. */
+static int to_filter(const struct filt *f, struct rvs_agg_filter *o, char **chain)
+{
+	const char *c = f->v[F_CHAIN];
+
+	memset(o, 0, sizeof *o);
+	*chain = NULL;
+	o->bucketed = !f->v[F_CAMPAIGN] && !f->v[F_METHOD] && !f->v[F_CHAIN] &&
+		      (!f->v[F_SINCE] || f->num[F_SINCE] % DAY_S == 0) &&
+		      (!f->v[F_UNTIL] || f->num[F_UNTIL] % DAY_S == 0);
+	o->app = f->v[F_APP];
+	o->version = f->v[F_VERSION];
+	o->model = f->v[F_MODEL];
+	o->campaign = f->v[F_CAMPAIGN];
+	o->method = f->v[F_METHOD];
+	o->has_kind = !!f->v[F_KIND];
+	o->kind = f->num[F_KIND];
+	o->has_since = !!f->v[F_SINCE];
+	o->since = f->num[F_SINCE];
+	o->has_until = !!f->v[F_UNTIL];
+	o->until = f->num[F_UNTIL];
+	o->max_traces = RVS_AGG_MAX_TRACES;
+	if (c && is_signature(c)) {
+		o->signature = c;
+	} else if (c) {
+		/* Chain text as trace_chains keeps it: each name ends in ';'. */
+		size_t n = strlen(c);
+		if (!(*chain = malloc(n + 2)))
+			return -ENOMEM;
+		memcpy(*chain, c, n + 1);
+		if (c[n - 1] != ';')
+			memcpy(*chain + n, ";", 2);
+		o->chain = *chain;
+	}
+	return 0;
+}
+
+/* agg_read's callbacks (store.h) into struct agg. */
+static int on_row(void *arg, size_t s, int64_t node, int64_t traces, int64_t calls, int64_t self,
+		  int64_t incl)
+{
+	struct anode *nd = agg_get(arg, node);
+	assert(s < 2);
+	if (!nd)
+		return -ENOMEM;
+	nd->traces[s] += traces;
+	nd->calls[s] += calls;
+	nd->self[s] += self;
+	nd->incl[s] += incl;
+	return 0;
+}
+
+static size_t on_nodes(void *arg)
+{
+	return ((struct agg *)arg)->n;
+}
+
+static int64_t on_node_id(void *arg, size_t i)
+{
+	const struct agg *a = arg;
+	assert(i < a->n);
+	return a->v[i].id;
+}
+
+/* Each node's parent, depth and method from the dictionary (an app root's
+ * method: its app id), and the sets' trace counts. */
+static int on_describe(void *arg, int64_t node, int64_t parent, int depth, const char *method)
+{
+	struct agg *a = arg;
+	struct anode *nd = agg_get(a, node);
+	if (!nd || nd->method)
+		return nd ? -EIO : -ENOMEM;
+	nd->parent = parent;
+	nd->depth = depth;
+	if (!(nd->method = strdup(method ? method : "")))
+		return -ENOMEM;
+	if (!parent)
+		for (int s = 0; s < 2; s++)
+			a->traces[s] += nd->traces[s];
+	return 0;
+}
+
+/* Mean per trace of side s, rounded to nearest. */
+static int64_t per_trace(const struct agg *a, int s, int64_t sum)
+{
+	int64_t t = a->traces[s];
+	if (!t)
+		return 0;
+	return sum >= 0 ? (sum + t / 2) / t : -((-sum + t / 2) / t);
+}
+
+/* The weight a node is drawn and kept by: its inclusive time per trace,
+ * summed over the sides. */
+static int64_t weight(const struct agg *a, const struct anode *n, int nsides)
+{
+	int64_t w = 0;
+	for (int s = 0; s < nsides; s++)
+		w += per_trace(a, s, n->incl[s]);
+	return w;
+}
+
+struct order_ctx {
+	const struct agg *a;
+	int nsides;
+};
+
+static int cmp_sibling(const void *x, const void *y, void *p)
+{
+	const struct order_ctx *o = p;
+	const struct anode *m = &o->a->v[*(const uint32_t *)x], *n = &o->a->v[*(const uint32_t *)y];
+	int64_t wm, wn;
+	if (m->parent != n->parent)
+		return m->parent < n->parent ? -1 : 1;
+	wm = weight(o->a, m, o->nsides);
+	wn = weight(o->a, n, o->nsides);
+	if (wm != wn)
+		return wm > wn ? -1 : 1;
+	return m->id < n->id ? -1 : m->id > n->id;
+}
+
+/* a->v reordered in preorder (siblings by weight, heaviest first), pidx
+ * set; nodes whose parent is not in the set are dropped.  0 or -ENOMEM. */
+static int preorder(struct agg *a, int nsides)
+{
+	struct order_ctx o = {a, nsides};
+	uint32_t *by = malloc((a->n + 1) * sizeof *by), *stack = malloc((a->n + 1) * sizeof *stack);
+	struct anode *out = malloc((a->n + 1) * sizeof *out);
+	size_t nout = 0, sp = 0;
+	int rc = -ENOMEM;
+
+	if (!by || !stack || !out)
+		goto done;
+	for (size_t i = 0; i < a->n; i++)
+		by[i] = (uint32_t)i;
+	qsort_r(by, a->n, sizeof *by, cmp_sibling, &o);
+	/* Children of parent id p: the run of `by` with that parent.  The
+	 * stack holds positions in `by` still to visit, pushed reversed. */
+	for (size_t i = a->n; i-- > 0;)
+		if (a->v[by[i]].parent == 0)
+			stack[sp++] = (uint32_t)i;
+	while (sp) {
+		uint32_t pos = stack[--sp];
+		struct anode *nd = &a->v[by[pos]];
+		size_t lo = 0, hi = a->n, first;
+		out[nout] = *nd;
+		nd->method = NULL;
+		if (!out[nout].parent)
+			out[nout].pidx = UINT32_MAX;
+		/* Its children: binary search for the first with parent == id. */
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (a->v[by[mid]].parent < nd->id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		first = lo;
+		for (hi = first; hi < a->n && a->v[by[hi]].parent == nd->id; hi++)
+			;
+		/* The children's parent index is set when they are emitted:
+		 * remember this node's output position in their pidx now. */
+		for (size_t j = hi; j-- > first;) {
+			a->v[by[j]].pidx = (uint32_t)nout;
+			stack[sp++] = (uint32_t)j;
+		}
+		nout++;
+		assert(sp <= a->n);
+	}
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i].method);
+	free(a->v);
+	a->v = out;
+	a->n = nout;
+	out = NULL;
+	rc = 0;
+done:
+	free(by);
+	free(stack);
+	free(out);
+	return rc;
+}
+
+/* The bottom-up table: per method, self time summed over its paths and
+ * inclusive time over the paths with no ancestor of the same method
+ * (recursion counted once).  Rows sorted by method. */
+struct bu {
+	const char *method;
+	int64_t self[2], incl[2], calls[2];
+};
+
+static int cmp_bu_method(const void *x, const void *y)
+{
+	return strcmp(((const struct bu *)x)->method, ((const struct bu *)y)->method);
+}
+
+static struct bu *bottom_up(const struct agg *a, size_t *nout)
+{
+	struct bu *v = calloc(a->n + 1, sizeof *v);
+	size_t n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct anode *nd = &a->v[i];
+		int outer = 1;
+		if (!nd->parent)
+			continue;
+		for (uint32_t p = nd->pidx; p != UINT32_MAX && a->v[p].parent; p = a->v[p].pidx)
+			if (!strcmp(a->v[p].method, nd->method)) {
+				outer = 0;
+				break;
+			}
+		v[n].method = nd->method;
+		for (int s = 0; s < 2; s++) {
+			v[n].self[s] = nd->self[s];
+			v[n].calls[s] = nd->calls[s];
+			v[n].incl[s] = outer ? nd->incl[s] : 0;
+		}
+		n++;
+	}
+	qsort(v, n, sizeof *v, cmp_bu_method);
+	*nout = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct bu *o = &v[*nout];
+		if (*nout && !strcmp(v[*nout - 1].method, v[i].method)) {
+			o = &v[*nout - 1];
+			for (int s = 0; s < 2; s++) {
+				o->self[s] += v[i].self[s];
+				o->incl[s] += v[i].incl[s];
+				o->calls[s] += v[i].calls[s];
+			}
+			continue;
+		}
+		*o = v[i];
+		(*nout)++;
+	}
+	return v;
+}
+
+/* Orders bottom-up rows: one side by self time, two by |self delta|. */
+struct bu_ctx {
+	const struct agg *a;
+	int nsides;
+};
+
+static int64_t bu_key(const struct bu_ctx *k, const struct bu *b)
+{
+	int64_t d = per_trace(k->a, 0, b->self[0]);
+	if (k->nsides == 2) {
+		d = per_trace(k->a, 1, b->self[1]) - d;
+		d = d < 0 ? -d : d;
+	}
+	return d;
+}
+
+static int cmp_bu_key(const void *x, const void *y, void *p)
+{
+	int64_t kx = bu_key(p, x), ky = bu_key(p, y);
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	return cmp_bu_method(x, y);
+}
+
+/* Bottom-up rows a reply lists. */
+#define BOTTOM_UP_ROWS 200
+
+/* The per-side members of a node or bottom-up row into o: one side plain
+ * (traces, calls, self_ns, incl_ns and their means), two prefixed a_/b_
+ * with the deltas b − a of the means. */
+static void side_members(json_t *o, const struct agg *a, int nsides, const int64_t *traces,
+			 const int64_t *calls, const int64_t *self, const int64_t *incl)
+{
+	static const char *const pre[2] = {"a_", "b_"};
+	char key[40];
+	for (int s = 0; s < nsides; s++) {
+		const char *p = nsides == 2 ? pre[s] : "";
+		if (traces) {
+			snprintf(key, sizeof key, "%straces", p);
+			json_object_set_new(o, key, json_integer(traces[s]));
+		}
+		snprintf(key, sizeof key, "%scalls", p);
+		json_object_set_new(o, key, json_integer(calls[s]));
+		snprintf(key, sizeof key, "%sself_ns_per_trace", p);
+		json_object_set_new(o, key, json_integer(per_trace(a, s, self[s])));
+		snprintf(key, sizeof key, "%sincl_ns_per_trace", p);
+		json_object_set_new(o, key, json_integer(per_trace(a, s, incl[s])));
+		if (nsides == 1) {
+			json_object_set_new(o, "self_ns", json_integer(self[s]));
+			json_object_set_new(o, "incl_ns", json_integer(incl[s]));
+		}
+	}
+	if (nsides == 2) {
+		json_object_set_new(
+			o, "self_delta_ns",
+			json_integer(per_trace(a, 1, self[1]) - per_trace(a, 0, self[0])));
+		json_object_set_new(
+			o, "incl_delta_ns",
+			json_integer(per_trace(a, 1, incl[1]) - per_trace(a, 0, incl[0])));
+	}
+}
+
+/* The reply document of an aggregated (and preordered) a. */
+static json_t *reply(const struct agg *a, int nsides)
+{
+	json_t *doc = json_object(), *nodes = json_array(), *bus = json_array();
+	struct bu_ctx k = {a, nsides};
+	unsigned char *keep = malloc(a->n + 1);
+	uint32_t *parent = malloc((a->n + 1) * sizeof *parent),
+		 *depth = malloc((a->n + 1) * sizeof *depth);
+	int64_t *w = malloc((a->n + 1) * sizeof *w);
+	struct bu *b = NULL;
+	size_t nb = 0, kept = 0;
+
+	if (!keep || !parent || !depth || !w || !(b = bottom_up(a, &nb)))
+		goto fail;
+	/* The nodes listed: the heaviest, closed under parent (rvs_agg_keep_top
+	 * wants one root: the roots hang under a virtual one at 0). */
+	w[0] = INT64_MAX;
+	parent[0] = depth[0] = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		parent[i + 1] = a->v[i].pidx == UINT32_MAX ? 0 : a->v[i].pidx + 1;
+		depth[i + 1] = (uint32_t)a->v[i].depth + 1;
+		w[i + 1] = weight(a, &a->v[i], nsides);
+	}
+	if (rvs_agg_keep_top(a->n + 1, parent, w, depth, RVS_AGG_MAX_REPLY_NODES + 1, keep))
+		goto fail;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct anode *nd = &a->v[i];
+		json_t *o;
+		if (!keep[i + 1])
+			continue;
+		kept++;
+		o = json_pack("{s:I,s:I,s:i,s:o}", "node", (json_int_t)nd->id, "parent",
+			      (json_int_t)nd->parent, "depth", nd->depth, "method",
+			      rvs_json_str(nd->method));
+		side_members(o, a, nsides, nd->traces, nd->calls, nd->self, nd->incl);
+		json_array_append_new(nodes, o);
+	}
+	qsort_r(b, nb, sizeof *b, cmp_bu_key, &k);
+	for (size_t i = 0; i < nb && i < BOTTOM_UP_ROWS; i++) {
+		json_t *o = json_pack("{s:o}", "method", rvs_json_str(b[i].method));
+		side_members(o, a, nsides, NULL, b[i].calls, b[i].self, b[i].incl);
+		json_array_append_new(bus, o);
+	}
+	for (int s = 0; s < nsides; s++) {
+		json_t *side =
+			json_pack("{s:I,s:s,s:b}", "traces", (json_int_t)a->traces[s], "source",
+				  a->bucketed[s] ? "buckets" : "traces", "sampled", a->sampled[s]);
+		if (nsides == 1)
+			json_object_update(doc, side);
+		else
+			json_object_set(doc, s ? "b" : "a", side);
+		json_decref(side);
+	}
+	json_object_set_new(doc, "nodes_total", json_integer((json_int_t)a->n));
+	json_object_set_new(doc, "nodes_listed", json_integer((json_int_t)kept));
+	json_object_set_new(doc, "nodes", nodes);
+	json_object_set_new(doc, "bottom_up", bus);
+	free(keep);
+	free(parent);
+	free(depth);
+	free(w);
+	free(b);
+	return doc;
+fail:
+	json_decref(doc);
+	json_decref(nodes);
+	json_decref(bus);
+	free(keep);
+	free(parent);
+	free(depth);
+	free(w);
+	free(b);
+	return NULL;
+}
+
+static void run(struct rvs_call *c, int nsides)
+{
+	static const struct rvs_agg_cb cb = {on_row, on_nodes, on_node_id, on_describe};
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st = NULL;
+	struct rvs_agg_filter sides[2];
+	char *chain[2] = {NULL, NULL};
+	struct filt f[2] = {0};
+	struct agg a = {0};
+	json_t *doc = NULL;
+	int rc = 0;
+
+	if (parse_query(c->query, f, nsides, c->q))
+		goto out;
+	for (int s = 0; s < nsides && !rc; s++)
+		rc = to_filter(&f[s], &sides[s], &chain[s]);
+	if (!rc && rvs_store_acquire(c->cfg->database, &ops, &st)) {
+		rvs_query_set_error(c->q, 503, "database unavailable");
+		goto out;
+	}
+	/* One read snapshot: both sides and the dictionary agree. */
+	if (!rc)
+		rc = ops->agg_read(st, sides, (size_t)nsides, &cb, &a);
+	for (int s = 0; s < nsides; s++) {
+		a.bucketed[s] = sides[s].bucketed;
+		a.sampled[s] = !a.bucketed[s] && a.traces[s] >= RVS_AGG_MAX_TRACES;
+	}
+	if (!rc)
+		rc = preorder(&a, nsides);
+	if (!rc && !(doc = reply(&a, nsides)))
+		rc = -ENOMEM;
+	if (rc)
+		rvs_query_set_error(c->q, 500, "query failed");
+	else
+		rvs_query_reply(c->q, 200, doc);
+out:
+	rvs_store_release(st);
+	agg_free(&a);
+	for (int s = 0; s < 2; s++) {
+		free(chain[s]);
+		filt_free(&f[s]);
+	}
+}
+
+void rvs_agg_api(struct rvs_call *c)
+{
+	run(c, 1);
+}
+
+void rvs_agg_api_diff(struct rvs_call *c)
+{
+	run(c, 2);
+}

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * aggregate.h — the JSON API's call-path aggregates (aggregate.c; API.md
+ * "Aggregates"): GET /api/v1/aggregate and GET /api/v1/aggregate/diff.
+ */
+#ifndef RVS_API_AGGREGATE_H
+#define RVS_API_AGGREGATE_H
+
+/* The endpoints (app/routes.c's table; work thread; fill c->q always). */
+struct rvs_call;
+void rvs_agg_api(struct rvs_call *c);
+void rvs_agg_api_diff(struct rvs_call *c);
+
+#endif

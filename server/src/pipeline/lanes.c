@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * lanes.c — the decode lanes and their wake-ups (lanes.h).
+ *
+ * Invariants: at most one decode job per queue partition (decoding[]),
+ * and one that is asked to run while it runs runs again once after it
+ * (decode_again[]); every job counts in the server's work (work.h) from
+ * its queueing to its after-work; nothing new is queued once stopping.
+ */
+#include "pipeline/lanes.h"
+#include "pipeline/payload.h"
+#include "base/log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct rvs_lanes {
+	uv_loop_t *loop;
+	const struct rvs_config *cfg;
+	struct rvs_metrics *m;
+	const struct rvs_store_ops *ops;
+	struct rvs_store *store;
+	const struct rvs_decoder *decoder;
+	struct rvs_blobs *blobs;
+	struct rvs_work *work;
+	/* One decode job per queue partition at most (RVS_DECODE_LANES). */
+	int decoding[RVS_DECODE_LANES], decode_again[RVS_DECODE_LANES];
+	/* Decode wake-ups (PostgreSQL; store.h wake_*): the listener opened by
+	 * rvs_lanes_open, its socket watched on the loop (wake_on), and the
+	 * poll every cfg->decode_poll_s that stands in when no NOTIFY comes. */
+	struct rvs_wake *wake, *wake_new; /* wake_new: a reopen's, until done */
+	uv_poll_t wake_poll;
+	int wake_on, wake_busy; /* wake_busy: a reopen is queued */
+	uv_work_t wake_work;
+	uv_timer_t decode_timer;
+	int decode_timer_on;
+};
+
+static void decode_start(struct rvs_lanes *a, unsigned part);
+
+/* cfg->decode_jobs within 1..RVS_DECODE_LANES (a zeroed config means 1). */
+static unsigned decode_jobs(const struct rvs_lanes *a)
+{
+	unsigned n = a->cfg->decode_jobs;
+	return n < 1 ? 1 : n > RVS_DECODE_LANES ? RVS_DECODE_LANES : n;
+}
+
+struct decode_job {
+	uv_work_t w;
+	struct rvs_lanes *a;
+	unsigned part; /* the queue partition this job drains */
+	uint64_t depth;
+	int empty;	      /* the first dequeue found nothing: another decoder took it */
+	struct rvs_hist hist; /* this job's decode times, merged on the loop */
+	uint64_t failures[RVS_DECODE_FAIL_COUNT];
+	struct rvs_decode_item items[RVS_DECODE_BATCH];
+};
+
+/* Drains the job's partition a batch at a time: the decoder indexes it, the
+ * store records every outcome in one transaction (a crash in between only
+ * decodes the batch again: indexing replaces a trace's rows). */
+static void decode_work(uv_work_t *w)
+{
+	struct decode_job *dj = w->data;
+	struct rvs_lanes *a = dj->a;
+	struct rvs_decode_item *it = dj->items;
+	int n;
+
+	dj->empty = 1;
+	while ((n = a->ops->decode_next_batch(a->store, dj->part, decode_jobs(a), it,
+					      RVS_DECODE_BATCH)) > 0) {
+		dj->empty = 0;
+		/* The decoder reads a file: the local blob's own, or a
+		 * temporary copy of a remote one, removed after the batch. */
+		int is_temp[RVS_DECODE_BATCH] = {0};
+		for (int i = 0; i < n; i++) {
+			int rc = -ENOENT;
+			if (it[i].blob_sha256[0] &&
+			    (rc = rvs_blobs_file(a->blobs, it[i].blob_sha256, RVS_MAX_CAPTURE_BYTES,
+						 it[i].path, sizeof it[i].path, &is_temp[i]))) {
+				/* A path that does not exist: the decoder
+				 * quarantines it as "blob unreadable". */
+				rvs_log("error", "blob fetch failed", "blob=%s err=%d",
+					it[i].blob_sha256, rc);
+				snprintf(it[i].path, sizeof it[i].path, "%s/unreadable-%s",
+					 a->blobs->tmp_dir, it[i].blob_sha256);
+			} else if (rc) {
+				it[i].path[0] = '\0'; /* summary-only */
+			}
+		}
+		a->decoder->decode(a->decoder->ctx, it, (size_t)n);
+		for (int i = 0; i < n; i++)
+			if (is_temp[i])
+				unlink(it[i].path);
+		for (int i = 0; i < n; i++) {
+			rvs_hist_observe(&dj->hist, it[i].seconds);
+			if (it[i].rc) {
+				if (!it[i].reason[0])
+					snprintf(it[i].reason, sizeof it[i].reason,
+						 "decode failed");
+				dj->failures[rvs_decode_fail_class(it[i].reason)]++;
+			}
+		}
+		if (a->ops->decode_finish(a->store, it, (size_t)n))
+			break;
+	}
+	if (a->ops->queue_depth(a->store, &dj->depth))
+		dj->depth = 0;
+}
+
+static void decode_done_cb(uv_work_t *w, int status)
+{
+	struct decode_job *dj = w->data;
+	struct rvs_lanes *a = dj->a;
+	a->m->decode_queue_depth = dj->depth;
+	a->m->decode_runs++;
+	a->m->decode_empty_runs += (uint64_t)dj->empty;
+	rvs_hist_merge(&a->m->decode_seconds, &dj->hist);
+	for (int i = 0; i < RVS_DECODE_FAIL_COUNT; i++)
+		a->m->decode_failures[i] += dj->failures[i];
+	a->decoding[dj->part] = 0;
+	if (a->decode_again[dj->part] && !a->work->stopping) {
+		a->decode_again[dj->part] = 0;
+		decode_start(a, dj->part);
+	}
+	free(dj);
+	rvs_work_done(a->work);
+}
+
+static void decode_start(struct rvs_lanes *a, unsigned part)
+{
+	struct decode_job *dj;
+	if (a->decoding[part]) {
+		a->decode_again[part] = 1;
+		return;
+	}
+	dj = calloc(1, sizeof *dj);
+	if (!dj)
+		return;
+	dj->a = a;
+	dj->part = part;
+	a->decoding[part] = 1;
+	rvs_work_queue(a->work, a->loop, &dj->w, dj, decode_work, decode_done_cb);
+}
+
+/* Decodes run on cfg->decode_jobs work threads at once, each draining its
+ * partition of the queue: a 32 MiB capture takes a core for a few hundred
+ * ms, so one decoder would leave the second core idle. */
+void rvs_lanes_pump(struct rvs_lanes *a)
+{
+	if (!a->decoder || a->work->stopping)
+		return;
+	for (unsigned p = 0; p < decode_jobs(a); p++)
+		decode_start(a, p);
+}
+
+/* ---- decode wake-ups (PostgreSQL: LISTEN on the loop, the poll behind) ----
+ *
+ * The listener's socket is watched by a uv_poll on the loop rather than by
+ * a thread blocked in select(): reading a notification never blocks (the
+ * store reads only what arrived), it costs no thread nor lock, and the
+ * wake-up lands on the loop, where decode_pump must run anyway. */
+
+static void wake_closed(uv_handle_t *h)
+{
+	struct rvs_lanes *a = h->data;
+	a->ops->wake_close(a->wake);
+	a->wake = NULL;
+}
+
+static void wake_stop(struct rvs_lanes *a)
+{
+	if (!a->wake_on)
+		return;
+	a->wake_on = 0;
+	uv_close((uv_handle_t *)&a->wake_poll, wake_closed);
+}
+
+static void wake_cb(uv_poll_t *h, int status, int events)
+{
+	struct rvs_lanes *a = h->data;
+	int n = status < 0 ? -EIO : a->ops->wake_drain(a->wake);
+
+	if (n > 0) {
+		a->m->decode_wakeups++;
+		rvs_lanes_pump(a);
+	} else if (n < 0) {
+		rvs_log("warn", "decode listener lost: polling the queue", "every_s=%u",
+			(unsigned)a->cfg->decode_poll_s);
+		wake_stop(a);
+	}
+}
+
+/* Watches a->wake's socket; 0 or a libuv error (a->wake left as is). */
+static int wake_watch(struct rvs_lanes *a)
+{
+	int rc;
+
+	assert(a->wake && !a->wake_on);
+	if ((rc = uv_poll_init(a->loop, &a->wake_poll, a->ops->wake_fd(a->wake))))
+		return rc;
+	a->wake_on = 1;
+	a->wake_poll.data = a;
+	return uv_poll_start(&a->wake_poll, UV_READABLE, wake_cb);
+}
+
+static void wake_reopen_work(uv_work_t *w)
+{
+	struct rvs_lanes *a = w->data;
+	if (a->ops->wake_open(a->store, &a->wake_new))
+		a->wake_new = NULL;
+}
+
+static void wake_reopen_done(uv_work_t *w, int status)
+{
+	struct rvs_lanes *a = w->data;
+
+	a->wake_busy = 0;
+	if (a->wake_new && !a->work->stopping && !a->wake) {
+		a->wake = a->wake_new;
+		if (wake_watch(a) == 0) {
+			rvs_log("info", "decode listener back", NULL);
+			rvs_lanes_pump(a); /* what was queued while it was away */
+		}
+	} else {
+		a->ops->wake_close(a->wake_new);
+	}
+	a->wake_new = NULL;
+	rvs_work_done(a->work);
+}
+
+/* The poll: the queue looked at, and a lost listener opened again (its
+ * previous handle closed: a->wake NULL). */
+static void decode_poll_tick(uv_timer_t *t)
+{
+	struct rvs_lanes *a = t->data;
+
+	rvs_lanes_pump(a);
+	if (a->wake || a->wake_busy || a->work->stopping)
+		return;
+	a->wake_busy = 1;
+	rvs_work_queue(a->work, a->loop, &a->wake_work, a, wake_reopen_work, wake_reopen_done);
+}
+
+static void wake_start(struct rvs_lanes *a)
+{
+	uint64_t ms = (uint64_t)a->cfg->decode_poll_s * 1000;
+
+	assert(a->ops->wake_open && !a->wake_on && !a->decode_timer_on);
+	if (a->wake)
+		wake_watch(a);
+	if (uv_timer_init(a->loop, &a->decode_timer) == 0) {
+		a->decode_timer_on = 1;
+		a->decode_timer.data = a;
+		uv_timer_start(&a->decode_timer, decode_poll_tick, ms, ms);
+	}
+}
+
+int rvs_lanes_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metrics *m,
+		  const struct rvs_store_ops *ops, const struct rvs_decoder *decoder,
+		  struct rvs_blobs *blobs, struct rvs_work *work, struct rvs_lanes **out)
+{
+	struct rvs_lanes *l = calloc(1, sizeof *l);
+
+	if (!l)
+		return -ENOMEM;
+	l->loop = loop;
+	l->cfg = cfg;
+	l->m = m;
+	l->ops = ops;
+	l->decoder = decoder;
+	l->blobs = blobs;
+	l->work = work;
+	*out = l;
+	return 0;
+}
+
+void rvs_lanes_open(struct rvs_lanes *a, struct rvs_store *store)
+{
+	a->store = store;
+	if (a->ops->wake_open && a->ops->wake_open(a->store, &a->wake)) {
+		rvs_log("warn", "no decode listener: polling the queue", "every_s=%u",
+			(unsigned)a->cfg->decode_poll_s);
+		a->wake = NULL;
+	}
+}
+
+void rvs_lanes_start(struct rvs_lanes *a)
+{
+	rvs_lanes_pump(a);
+	if (a->ops->wake_open)
+		wake_start(a);
+}
+
+void rvs_lanes_stop(struct rvs_lanes *a)
+{
+	wake_stop(a);
+	if (a->decode_timer_on) {
+		a->decode_timer_on = 0;
+		uv_close((uv_handle_t *)&a->decode_timer, NULL);
+	}
+}
+
+void rvs_lanes_free(struct rvs_lanes *a)
+{
+	if (!a)
+		return;
+	/* Opened but never watched (the start failed after rvs_lanes_open). */
+	if (a->wake && a->ops->wake_close)
+		a->ops->wake_close(a->wake);
+	free(a);
+}

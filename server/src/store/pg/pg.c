@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pg.c — the PostgreSQL backend's statement helper (pg.h).
+ *
+ * Invariants: a statement's failure is mapped to an errno in one place
+ * (rvs_pg_errno's table), so every file of the backend answers a
+ * uniqueness conflict with -EEXIST as store.h promises; a result is either
+ * handed to the caller or cleared, never both; a parameter list never
+ * exceeds RVS_PG_MAX_PARAMS (asserted).
+ */
+#include "store/pg/pg.h"
+#include "base/log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEXTOID 25 /* pg_type.oid of text */
+
+void rvs_pg_text(struct rvs_pg_params *p, const char *v)
+{
+	assert(p->n < RVS_PG_MAX_PARAMS);
+	p->v[p->n] = v;
+	p->len[p->n] = 0;
+	p->fmt[p->n++] = 0;
+}
+
+void rvs_pg_i64(struct rvs_pg_params *p, int64_t v)
+{
+	assert(p->n < RVS_PG_MAX_PARAMS);
+	snprintf(p->num[p->n], sizeof p->num[p->n], "%" PRId64, v);
+	rvs_pg_text(p, p->num[p->n]);
+}
+
+void rvs_pg_opt_i64(struct rvs_pg_params *p, int has, int64_t v)
+{
+	if (has)
+		rvs_pg_i64(p, v);
+	else
+		rvs_pg_text(p, NULL);
+}
+
+void rvs_pg_dbl(struct rvs_pg_params *p, double v)
+{
+	assert(p->n < RVS_PG_MAX_PARAMS);
+	snprintf(p->num[p->n], sizeof p->num[p->n], "%.17g", v);
+	rvs_pg_text(p, p->num[p->n]);
+}
+
+void rvs_pg_bytea(struct rvs_pg_params *p, const void *v, size_t len)
+{
+	assert(p->n < RVS_PG_MAX_PARAMS && len <= INT32_MAX);
+	p->v[p->n] = v;
+	p->len[p->n] = (int)len;
+	p->fmt[p->n++] = 1;
+}
+
+/* SQLSTATE (a whole code, or a two-character class) → errno, first match. */
+static const struct {
+	const char *state;
+	int err;
+} ERRNOS[] = {
+	{"23505", -EEXIST}, /* unique_violation: store.h's uniqueness conflict */
+	{"23", -EEXIST},    /* the rest of integrity_constraint_violation */
+};
+
+int rvs_pg_errno(const char *sqlstate)
+{
+	for (size_t i = 0; sqlstate && i < sizeof ERRNOS / sizeof ERRNOS[0]; i++)
+		if (strncmp(sqlstate, ERRNOS[i].state, strlen(ERRNOS[i].state)) == 0)
+			return ERRNOS[i].err;
+	return -EIO;
+}
+
+int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg_params *p,
+		PGresult **out, struct rvs_pg_error *err)
+{
+	static const Oid text[RVS_PG_MAX_PARAMS] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	int n = p ? p->n : 0, binary = (flags & RVS_PG_BINARY) != 0;
+	const char *const *v = p ? p->v : NULL;
+	const int *len = p ? p->len : NULL, *fmt = p ? p->fmt : NULL;
+	PGresult *r = flags & RVS_PG_SCRIPT ? PQexec(pg, sql)
+		      : flags & RVS_PG_PREPARED
+			      ? PQexecPrepared(pg, sql, n, v, len, fmt, binary)
+			      : PQexecParams(pg, sql, n, p && p->typed ? text : NULL, v, len, fmt,
+					     binary);
+	ExecStatusType st = PQresultStatus(r);
+	const char *state;
+	int rc;
+
+	assert(!(flags & RVS_PG_SCRIPT) || !p);
+	if (out)
+		*out = NULL;
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		if (out)
+			*out = r;
+		else
+			PQclear(r);
+		return 0;
+	}
+	state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	rc = rvs_pg_errno(state);
+	if (err) {
+		snprintf(err->state, sizeof err->state, "%s", state ? state : "");
+		snprintf(err->msg, sizeof err->msg, "%s",
+			 r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
+		err->msg[strcspn(err->msg, "\n")] = 0;
+	} else if (rc != -EEXIST) {
+		rvs_log("error", "postgresql", "sqlstate=%s err=\"%s\"", state ? state : "-",
+			r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
+	}
+	PQclear(r);
+	return rc;
+}
+
+const char *rvs_pg_val(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+int64_t rvs_pg_val_i64(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+double rvs_pg_val_dbl(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? 0 : strtod(PQgetvalue(r, row, col), NULL);
+}
+
+/* The most columns a read's row has. */
+#define READ_MAX_COLS 32
+
+int rvs_pg_rows_out(const PGresult *r, int from, int to, int part, rvs_row_fn cb, void *arg)
+{
+	struct rvs_col cols[READ_MAX_COLS];
+	int n = PQnfields(r), stop;
+
+	assert(n <= READ_MAX_COLS);
+	for (int row = from; row < to; row++) {
+		for (int i = 0; i < n; i++) {
+			Oid t = PQftype(r, i);
+			cols[i].name = PQfname(r, i);
+			cols[i].i = 0;
+			cols[i].text = NULL;
+			if (PQgetisnull(r, row, i)) {
+				cols[i].type = RVS_COL_NULL;
+			} else if (t == 20 || t == 21 || t == 23) { /* int8, int2, int4 */
+				cols[i].type = RVS_COL_INT;
+				cols[i].i = strtoll(PQgetvalue(r, row, i), NULL, 10);
+			} else {
+				cols[i].type = RVS_COL_TEXT;
+				cols[i].text = PQgetvalue(r, row, i);
+			}
+		}
+		if ((stop = cb(arg, part, cols, (size_t)n)))
+			return stop;
+	}
+	return 0;
+}

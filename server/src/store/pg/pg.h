@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pg.h — the PostgreSQL backend's one statement helper (pg.c), shared by
+ * its files (store_pg*.c) and the PostgreSQL blob backend: one parameter
+ * builder, one function that runs a statement and turns a failure's
+ * SQLSTATE into an errno through one table, the result readers, and the
+ * pool lending store_pg.c's connections to the reads in files of their own.
+ * Internal to the store and blob backends.  Any thread; a connection is
+ * used by one thread at a time.
+ */
+#ifndef RVS_STORE_PG_H
+#define RVS_STORE_PG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "store/store.h"
+
+#define RVS_PG_MAX_PARAMS 20
+
+/* The parameters of one statement, added in order: text (NULL is SQL
+ * NULL), an integer or a real in decimal text, or binary bytea.  A value
+ * points into num[] or at the caller's memory, which must outlive the
+ * statement.  typed: every parameter is sent typed text (a parameter some
+ * statement does not name has no type to infer), else the server infers
+ * each one's.  Start from {0}. */
+struct rvs_pg_params {
+	int n, typed;
+	const char *v[RVS_PG_MAX_PARAMS];
+	int len[RVS_PG_MAX_PARAMS], fmt[RVS_PG_MAX_PARAMS];
+	char num[RVS_PG_MAX_PARAMS][32];
+};
+
+void rvs_pg_text(struct rvs_pg_params *p, const char *v);
+void rvs_pg_i64(struct rvs_pg_params *p, int64_t v);
+/* v, or SQL NULL when has is 0. */
+void rvs_pg_opt_i64(struct rvs_pg_params *p, int has, int64_t v);
+void rvs_pg_dbl(struct rvs_pg_params *p, double v);
+/* v[0..len) as binary bytea; v NULL is SQL NULL. */
+void rvs_pg_bytea(struct rvs_pg_params *p, const void *v, size_t len);
+
+/* A failed statement: its SQLSTATE ("" when none, e.g. a lost connection)
+ * and the first line of its message. */
+struct rvs_pg_error {
+	char state[6];
+	char msg[200];
+};
+
+/* The errno of a SQLSTATE (NULL or "" included): -EEXIST for a uniqueness
+ * conflict (23505) and the rest of class 23, integrity constraints, as
+ * sqlite's SQLITE_CONSTRAINT; -EIO for anything else.  One table. */
+int rvs_pg_errno(const char *sqlstate);
+
+/* Flags of rvs_pg_exec. */
+#define RVS_PG_PREPARED 1u /* sql names a statement prepared on pg */
+#define RVS_PG_BINARY	2u /* results in binary */
+#define RVS_PG_SCRIPT	4u /* sql is one or more statements without parameters */
+
+/* Runs one statement on pg: SQL text, or the prepared statement sql names
+ * (RVS_PG_PREPARED), with p's parameters (p may be NULL), or a script of
+ * statements (RVS_PG_SCRIPT, no parameters: migrations, transaction
+ * control; the result is the last statement's).  On success
+ * *out (when out is not NULL) gets the result, which the caller clears;
+ * returns 0.  On failure returns the SQLSTATE's errno (rvs_pg_errno) with
+ * the result cleared and *out NULL; err (when not NULL) gets the SQLSTATE
+ * and message, else a failure other than a conflict is logged. */
+int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg_params *p,
+		PGresult **out, struct rvs_pg_error *err);
+
+/* Column col of row as text, NULL for SQL NULL. */
+const char *rvs_pg_val(const PGresult *r, int row, int col);
+/* Column col of row as an integer (text results), 0 for SQL NULL. */
+int64_t rvs_pg_val_i64(const PGresult *r, int row, int col);
+/* Column col of row as a real (text results), 0 for SQL NULL. */
+double rvs_pg_val_dbl(const PGresult *r, int row, int col);
+/* Rows [from, to) of r to cb as part: integer columns (int2/4/8) as
+ * RVS_COL_INT, the rest as text.  0 or cb's stop value. */
+int rvs_pg_rows_out(const PGresult *r, int from, int to, int part, rvs_row_fn cb, void *arg);
+
+/* store_pg.c's pooled connections, lent to a read in another file for the
+ * read's length: get returns one (NULL: none could be had, -EIO) with a
+ * handle that put gives back (closing the connection if it broke or was
+ * left in a transaction). */
+struct rvs_pg_pool {
+	PGconn *(*get)(struct rvs_store *s, void **handle);
+	void (*put)(struct rvs_store *s, void *handle);
+	struct rvs_store *s;
+};
+
+#endif
