@@ -322,6 +322,19 @@ static int server_cert(struct gen *g, mbedtls_pk_context *ca, const char *const 
 	return rc;
 }
 
+/* 1 (said on stderr) when one of names is not a host name or address. */
+static int names_bad(const char *const *names, size_t nnames)
+{
+	for (size_t i = 0; i < nnames; i++)
+		if (rvs_hostname_check(names[i])) {
+			fprintf(stderr,
+				"rearview-server: --hostname %s: not a host name or address\n",
+				names[i]);
+			return 1;
+		}
+	return 0;
+}
+
 int rvs_init_dir(const char *dir, const char *const *names, size_t nnames)
 {
 	struct gen g;
@@ -334,13 +347,8 @@ int rvs_init_dir(const char *dir, const char *const *names, size_t nnames)
 
 	if (nnames > RVS_MAX_HOSTNAMES)
 		return -E2BIG;
-	for (size_t i = 0; i < nnames; i++)
-		if (rvs_hostname_check(names[i])) {
-			fprintf(stderr,
-				"rearview-server: --hostname %s: not a host name or address\n",
-				names[i]);
-			return -EINVAL;
-		}
+	if (names_bad(names, nnames))
+		return -EINVAL;
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
 		return -errno;
 	if (!realpath(dir, absdir))
@@ -424,13 +432,8 @@ int rvs_init_cert(const struct rvs_config *cfg, const char *const *names, size_t
 
 	if (nnames == 0 || nnames > RVS_MAX_HOSTNAMES)
 		return -EINVAL;
-	for (size_t i = 0; i < nnames; i++)
-		if (rvs_hostname_check(names[i])) {
-			fprintf(stderr,
-				"rearview-server: --hostname %s: not a host name or address\n",
-				names[i]);
-			return -EINVAL;
-		}
+	if (names_bad(names, nnames))
+		return -EINVAL;
 	snprintf(ca_path, sizeof ca_path, "%s/ca.key", cfg->data_dir);
 	mbedtls_pk_init(&ca);
 	if ((rc = gen_open(&g, "rearview-server cert")))

@@ -143,6 +143,21 @@ static int run(PGconn *c, const char *name, const struct rvs_pg_params *p, PGres
 	return rvs_pg_exec(c, name, RVS_PG_PREPARED | RVS_PG_BINARY, p, out, NULL);
 }
 
+/* run() on a connection of the pool, given back at once: -EIO when none
+ * could be had. */
+static int run_pooled(struct pg_blobs *p, const char *name, const struct rvs_pg_params *a,
+		      PGresult **out)
+{
+	PGconn *c = acquire(p);
+	int rc;
+
+	if (!c)
+		return -EIO;
+	rc = run(c, name, a, out);
+	release(p, c);
+	return rc;
+}
+
 /* A bigint column of a binary result. */
 static int64_t col_i64(PGresult *r, int row, int col)
 {
@@ -188,7 +203,6 @@ static int pg_get(struct rvs_blobs *b, const char *hex, size_t max, uint8_t **ou
 {
 	struct pg_blobs *p = pg_of(b);
 	char maxs[32];
-	PGconn *c;
 	PGresult *r;
 	int rc;
 
@@ -198,10 +212,7 @@ static int pg_get(struct rvs_blobs *b, const char *hex, size_t max, uint8_t **ou
 	struct rvs_pg_params a = {0};
 	rvs_pg_text(&a, hex);
 	rvs_pg_text(&a, maxs);
-	if (!(c = acquire(p)))
-		return -EIO;
-	rc = run(c, "get", &a, &r);
-	release(p, c);
+	rc = run_pooled(p, "get", &a, &r);
 	if (rc)
 		return rc;
 	if (PQntuples(r) == 0)
@@ -281,18 +292,14 @@ static int pg_get_fd(struct rvs_blobs *b, const char *hex, uint64_t max, int fd)
 static int pg_exists(struct rvs_blobs *b, const char *hex)
 {
 	struct pg_blobs *p = pg_of(b);
-	PGconn *c;
 	PGresult *r;
 	int rc;
 
 	if (!rvs_blob_name_ok(hex))
 		return -EINVAL;
-	if (!(c = acquire(p)))
-		return -EIO;
 	struct rvs_pg_params a = {0};
 	rvs_pg_text(&a, hex);
-	rc = run(c, "size", &a, &r);
-	release(p, c);
+	rc = run_pooled(p, "size", &a, &r);
 	if (rc)
 		return rc;
 	rc = PQntuples(r) > 0;
@@ -304,7 +311,6 @@ static int pg_del(struct rvs_blobs *b, const char *hex, int64_t min_age_s)
 {
 	struct pg_blobs *p = pg_of(b);
 	char age[32];
-	PGconn *c;
 	PGresult *r;
 	int rc;
 
@@ -314,10 +320,7 @@ static int pg_del(struct rvs_blobs *b, const char *hex, int64_t min_age_s)
 	struct rvs_pg_params a = {0};
 	rvs_pg_text(&a, hex);
 	rvs_pg_text(&a, age);
-	if (!(c = acquire(p)))
-		return -EIO;
-	rc = run(c, "del", &a, &r);
-	release(p, c);
+	rc = run_pooled(p, "del", &a, &r);
 	if (rc)
 		return rc;
 	rc = (int)strtol(PQcmdTuples(r), NULL, 10) > 0;
