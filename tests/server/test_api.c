@@ -7,7 +7,9 @@
  * quarantined with the decoder's reason.  The loop runs on its own thread;
  * libcurl drives it over TLS from the test thread.  Three groups, each
  * with its own server and limits: the decode seam and enrolment (issue 18
- * item 5), connection caps and eviction, handshakes under pressure (item 3).
+ * item 5), connection caps and eviction, handshakes under pressure (item 3);
+ * a fourth streams a body of the test's own (GET /test/stream) to check
+ * net.c's backpressure.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -74,10 +76,58 @@ static void fake_decode(void *ctx, struct rvs_decode_item *it, size_t n)
 }
 static const struct rvs_decoder g_decoder = {fake_decode, NULL};
 
+/* GET /test/stream's body: STREAM_TOTAL bytes in STREAM_PIECE-byte pieces,
+ * each ready the moment it is pulled (a source that never makes the
+ * connection wait).  pull and release run on the loop thread; what they
+ * saw is read by the test thread under g_mu once released is set. */
+#define STREAM_PIECE (64u << 10)
+#define STREAM_TOTAL (32u << 20)
+static struct {
+	struct rvs_conn *c;
+	size_t sent, held_max; /* held_max: rvs_conn_held_bytes at a pull */
+	int released;
+} g_stream;
+
+static int stream_pull(void *arg, const void **buf, size_t *len)
+{
+	static const char piece[STREAM_PIECE];
+	size_t held = rvs_conn_held_bytes(g_stream.c);
+
+	if (held > g_stream.held_max)
+		g_stream.held_max = held;
+	if (g_stream.sent == STREAM_TOTAL)
+		return 2;
+	*buf = piece;
+	*len = sizeof piece;
+	g_stream.sent += sizeof piece;
+	return 1;
+}
+
+static void stream_release(void *arg)
+{
+	pthread_mutex_lock(&g_mu);
+	g_stream.released = 1;
+	pthread_mutex_unlock(&g_mu);
+}
+
+/* The API, and GET /test/stream. */
+static void handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
+{
+	struct rvs_body_src src = {stream_pull, stream_release, NULL};
+
+	if (strcmp(req->path, "/test/stream") != 0) {
+		rvs_api_handle(ctx, c, req);
+		return;
+	}
+	memset(&g_stream, 0, sizeof g_stream);
+	g_stream.c = c;
+	rvs_conn_respond_stream(c, 200, "application/octet-stream", NULL, 0, &src);
+}
+
 static void on_ready(void *arg, int rc)
 {
 	int port = -1;
-	if (rc == 0 && rvs_server_new(&g_loop, &g_cfg, &g_m, rvs_api_handle, g_api, &g_srv) == 0)
+	if (rc == 0 && rvs_server_new(&g_loop, &g_cfg, &g_m, handle, g_api, &g_srv) == 0)
 		port = rvs_server_port(g_srv);
 	pthread_mutex_lock(&g_mu);
 	g_port = port > 0 ? port : 0;
@@ -155,6 +205,12 @@ static int setup(void **state)
 	return setup_with("enroll_burst = 20\nenroll_per_min = 1\n"
 			  "enroll_secret_burst = 30\nenroll_secret_per_min = 1\n"
 			  "upload_burst = 5\nupload_rate_per_min = 1\n");
+}
+
+/* The configuration's defaults. */
+static int setup_defaults(void **state)
+{
+	return setup_with("");
 }
 
 /* 16 connections, 4 per address, no shorter handshake deadline. */
@@ -629,6 +685,48 @@ static void test_api_handshake_under_pressure_gets_short_deadline(void **state)
 		close(fd[i]);
 }
 
+static size_t count_body(char *p, size_t sz, size_t n, void *u)
+{
+	*(size_t *)u += sz * n;
+	return sz * n;
+}
+
+/* A source always ready and a client reading as fast as it can: writes the
+ * socket takes at once leave its write queue but keep their buffers until
+ * libuv's callbacks run, after the pump returns to the loop — so the
+ * connection must count those too, or it holds up to the whole body.  The
+ * source is pulled only while the connection holds at most 256 KiB
+ * (net.h), and the body arrives whole. */
+static void test_api_stream_pulled_only_while_256kib_held(void **state)
+{
+	CURL *c = curl_easy_init();
+	char url[256], ca[256];
+	size_t got = 0, held_max;
+	long code = 0;
+	int released;
+
+	snprintf(url, sizeof url, "https://localhost:%d/test/stream", g_port);
+	snprintf(ca, sizeof ca, "%s/ca.crt", g_data);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, count_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	/* The source is let go before the last chunk is sent. */
+	pthread_mutex_lock(&g_mu);
+	released = g_stream.released;
+	held_max = g_stream.held_max;
+	pthread_mutex_unlock(&g_mu);
+	fprintf(stderr, "streamed %zu bytes; held at most %zu bytes when pulled\n", got, held_max);
+	assert_int_equal(code, 200);
+	assert_int_equal(got, STREAM_TOTAL);
+	assert_true(released);
+	assert_true(held_max <= 256u << 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -648,9 +746,13 @@ int main(void)
 	const struct CMUnitTest pressure[] = {
 		cmocka_unit_test(test_api_handshake_under_pressure_gets_short_deadline),
 	};
+	const struct CMUnitTest stream[] = {
+		cmocka_unit_test(test_api_stream_pulled_only_while_256kib_held),
+	};
 	int rc = cmocka_run_group_tests(tests, setup, teardown);
 	rc |= cmocka_run_group_tests(conns, setup_conns, teardown);
 	rc |= cmocka_run_group_tests(full, setup_conns, teardown);
 	rc |= cmocka_run_group_tests(pressure, setup_pressure, teardown);
+	rc |= cmocka_run_group_tests(stream, setup_defaults, teardown);
 	return rc;
 }

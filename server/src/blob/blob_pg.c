@@ -11,8 +11,10 @@
  * prepared; bytes travel as binary parameters and results.
  * Invariants: a put commits before it returns (synchronous_commit: durable);
  * a put of a stored blob renews stored_at without sending the bytes again;
- * get_fd reads 1 MiB substrings (bounded memory; the column's storage is
- * EXTERNAL, uncompressed, so a substring does not read the whole value).
+ * get and get_fd read 1 MiB substrings (the column's storage is EXTERNAL,
+ * uncompressed, so a substring does not read the whole value): a read holds
+ * one chunk besides what it returns, where a whole bytea result would be
+ * held twice more by libpq (its input buffer and the PGresult).
  * A transaction is atomic: there are no leftovers of unfinished writes.
  */
 #include "blob/blob.h"
@@ -57,10 +59,6 @@ static const struct {
 	{"insert",
 	 "INSERT INTO rv_blobs (sha256, bytes) VALUES ($1, $2)"
 	 " ON CONFLICT (sha256) DO UPDATE SET stored_at = now()",
-	 2},
-	{"get",
-	 "SELECT CASE WHEN octet_length(bytes) <= $2::bigint THEN bytes END,"
-	 " octet_length(bytes) FROM rv_blobs WHERE sha256 = $1",
 	 2},
 	{"size", "SELECT octet_length(bytes) FROM rv_blobs WHERE sha256 = $1", 1},
 	{"chunk",
@@ -199,71 +197,35 @@ static int pg_put(struct rvs_blobs *b, const void *data, size_t len, char hex[65
 	return rc;
 }
 
-static int pg_get(struct rvs_blobs *b, const char *hex, size_t max, uint8_t **out, size_t *len)
+/* The size of blob hex on c: 0, -ENOENT, -EFBIG past max, or -EIO. */
+static int blob_size(PGconn *c, const char *hex, uint64_t max, int64_t *size)
 {
-	struct pg_blobs *p = pg_of(b);
-	char maxs[32];
+	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc;
 
-	if (!rvs_blob_name_ok(hex))
-		return -EINVAL;
-	snprintf(maxs, sizeof maxs, "%zu", max);
-	struct rvs_pg_params a = {0};
 	rvs_pg_text(&a, hex);
-	rvs_pg_text(&a, maxs);
-	rc = run_pooled(p, "get", &a, &r);
+	rc = run(c, "size", &a, &r);
+
 	if (rc)
 		return rc;
-	if (PQntuples(r) == 0)
-		rc = -ENOENT;
-	else if (PQgetisnull(r, 0, 0))
-		rc = -EFBIG;
-	else {
-		size_t n = (size_t)PQgetlength(r, 0, 0);
-		uint8_t *buf = malloc(n ? n : 1);
-		if (!buf)
-			rc = -ENOMEM;
-		else {
-			memcpy(buf, PQgetvalue(r, 0, 0), n);
-			if (!rvs_blob_matches(hex, buf, n)) {
-				free(buf);
-				rc = -EBADMSG;
-			} else {
-				*out = buf;
-				*len = n;
-			}
-		}
-	}
+	*size = PQntuples(r) ? col_i64(r, 0, 0) : -1;
 	PQclear(r);
-	return rc;
+	if (*size < 0)
+		return -ENOENT;
+	return (uint64_t)*size > max ? -EFBIG : 0;
 }
 
-static int pg_get_fd(struct rvs_blobs *b, const char *hex, uint64_t max, int fd)
+/* Reads blob hex's size bytes on c in CHUNK-byte substrings, handing each
+ * to put(arg, bytes, n), and checks them against the name.  0, -ENOENT
+ * (deleted meanwhile), -EBADMSG, put's error or -EIO. */
+static int read_chunks(PGconn *c, const char *hex, int64_t size,
+		       int (*put)(void *arg, const void *p, size_t n), void *arg)
 {
-	struct pg_blobs *p = pg_of(b);
 	struct rvs_blob_hasher h;
-	PGconn *c;
 	PGresult *r;
-	int64_t size;
-	int rc;
+	int rc = 0;
 
-	if (!rvs_blob_name_ok(hex))
-		return -EINVAL;
-	if (!(c = acquire(p)))
-		return -EIO;
-	struct rvs_pg_params a = {0};
-	rvs_pg_text(&a, hex);
-	if ((rc = run(c, "size", &a, &r))) {
-		release(p, c);
-		return rc;
-	}
-	size = PQntuples(r) ? col_i64(r, 0, 0) : -1;
-	PQclear(r);
-	if (size < 0 || (uint64_t)size > max) {
-		release(p, c);
-		return size < 0 ? -ENOENT : -EFBIG;
-	}
 	rvs_blob_hasher_init(&h);
 	for (int64_t off = 0; rc == 0 && off < size; off += CHUNK) {
 		char from[32], count[32];
@@ -277,15 +239,82 @@ static int pg_get_fd(struct rvs_blobs *b, const char *hex, uint64_t max, int fd)
 			break;
 		if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0))
 			rc = -ENOENT; /* deleted meanwhile */
-		else if ((rc = rvc_write_all(fd, PQgetvalue(r, 0, 0),
-					     (size_t)PQgetlength(r, 0, 0))) == 0)
+		else if ((rc = put(arg, PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0))) == 0)
 			rvs_blob_hasher_update(&h, PQgetvalue(r, 0, 0),
 					       (size_t)PQgetlength(r, 0, 0));
 		PQclear(r);
 	}
-	release(p, c);
 	if (!rvs_blob_hasher_matches(&h, hex) && rc == 0)
 		rc = -EBADMSG;
+	return rc;
+}
+
+/* get's buffer: n bytes filled of cap. */
+struct fill {
+	uint8_t *buf;
+	size_t n, cap;
+};
+
+static int put_buf(void *arg, const void *p, size_t n)
+{
+	struct fill *f = arg;
+	if (n > f->cap - f->n)
+		return -EBADMSG; /* longer than its size said */
+	memcpy(f->buf + f->n, p, n);
+	f->n += n;
+	return 0;
+}
+
+static int put_fd(void *arg, const void *p, size_t n)
+{
+	return rvc_write_all(*(int *)arg, p, n);
+}
+
+static int pg_get(struct rvs_blobs *b, const char *hex, size_t max, uint8_t **out, size_t *len)
+{
+	struct pg_blobs *p = pg_of(b);
+	struct fill f = {0};
+	int64_t size;
+	PGconn *c;
+	int rc;
+
+	if (!rvs_blob_name_ok(hex))
+		return -EINVAL;
+	if (!(c = acquire(p)))
+		return -EIO;
+	if ((rc = blob_size(c, hex, max, &size)) == 0) {
+		f.cap = (size_t)size;
+		if (!(f.buf = malloc(f.cap ? f.cap : 1)))
+			rc = -ENOMEM;
+		else
+			rc = read_chunks(c, hex, size, put_buf, &f);
+	}
+	release(p, c);
+	if (rc == 0 && f.n != f.cap)
+		rc = -EBADMSG; /* shorter than its size said */
+	if (rc) {
+		free(f.buf);
+		return rc;
+	}
+	*out = f.buf;
+	*len = f.n;
+	return 0;
+}
+
+static int pg_get_fd(struct rvs_blobs *b, const char *hex, uint64_t max, int fd)
+{
+	struct pg_blobs *p = pg_of(b);
+	int64_t size;
+	PGconn *c;
+	int rc;
+
+	if (!rvs_blob_name_ok(hex))
+		return -EINVAL;
+	if (!(c = acquire(p)))
+		return -EIO;
+	if ((rc = blob_size(c, hex, max, &size)) == 0)
+		rc = read_chunks(c, hex, size, put_fd, &fd);
+	release(p, c);
 	return rc;
 }
 

@@ -21,12 +21,14 @@
  *     max_connections the open connection idle the longest (no handler
  *     working on it, oldest last_ms) is closed to admit the new one;
  *   - a streamed response (issue 18 item 2: exports) stays busy until its
- *     last chunk; its source is pulled only while the socket's write queue
- *     holds at most STREAM_HIGH bytes, and a write completing pulls again,
- *     so the bytes a connection holds are bounded whatever the body's size;
- *     the timer runs (request_timeout) only while the queue is full, so a
- *     client that stops reading is dropped, one that waits for a slow
- *     source is not.
+ *     last chunk; its source is pulled only while the connection's write
+ *     buffers (c->held: queued, or written but not yet freed by their
+ *     callback, which libuv runs on a later loop turn) hold at most
+ *     STREAM_HIGH bytes, and a write completing pulls again, so the bytes a
+ *     connection holds are bounded whatever the body's size and however
+ *     fast the client reads; the timer runs (request_timeout) only while
+ *     they are over, so a client that stops reading is dropped, one that
+ *     waits for a slow source is not.
  */
 #include "http/net.h"
 #include "base/log.h"
@@ -83,6 +85,7 @@ struct rvs_conn {
 	size_t in_len, in_off, in_cap;
 	char pt[16384];
 	size_t pt_len, pt_off;
+	size_t held; /* bytes in this connection's wbufs: bio_send to on_write */
 	struct rvs_http http;
 	int handles;
 	uint8_t peer[16];
@@ -208,7 +211,10 @@ static void conn_end(struct rvs_conn *c, int linger)
 static void on_write(uv_write_t *req, int status)
 {
 	struct rvs_conn *c = req->handle->data;
-	free(req->data);
+	struct wbuf *w = req->data;
+	assert(c->held >= w->len);
+	c->held -= w->len;
+	free(w);
 	if (!c->streaming || c->closing)
 		return;
 	if (status < 0) {
@@ -237,6 +243,7 @@ static int bio_send(void *ctx, const unsigned char *buf, size_t len)
 		free(w);
 		return MBEDTLS_ERR_NET_SEND_FAILED;
 	}
+	c->held += len;
 	return (int)len;
 }
 
@@ -429,6 +436,11 @@ void rvs_conn_peer(const struct rvs_conn *c, uint8_t key[16])
 	memcpy(key, c->peer, 16);
 }
 
+size_t rvs_conn_held_bytes(const struct rvs_conn *c)
+{
+	return c->held;
+}
+
 static void response_done(struct rvs_conn *c, int keep);
 
 void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
@@ -520,7 +532,11 @@ static void stream_pump(struct rvs_conn *c)
 		size_t len = 0;
 		int r;
 
-		if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > STREAM_HIGH) {
+		/* Not the socket's write queue: a write the socket took at once
+		 * leaves it, but its buffer stays until its callback, which
+		 * runs only once this returns to the loop — with a fast client
+		 * and a source always ready, the whole body would pile up. */
+		if (c->held > STREAM_HIGH) {
 			/* Full: the client must read within request_timeout;
 			 * each completed write pulls again and re-arms. */
 			arm(c, c->srv->cfg->request_timeout_ms);

@@ -40,6 +40,11 @@ void rvs_server_free(struct rvs_server *s);
 /* A 16-byte key for the peer's address (IPv4 mapped into IPv6 form). */
 void rvs_conn_peer(const struct rvs_conn *c, uint8_t key[16]);
 
+/* The bytes c's writes hold now: waiting in the socket's write queue, or
+ * written and not yet released (libuv runs a write's callback, which frees
+ * it, on a later turn of the loop). */
+size_t rvs_conn_held_bytes(const struct rvs_conn *c);
+
 /* Sends the response to the connection's current request.  body is copied. */
 void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 		      const struct rvs_header *hdrs, size_t nhdrs, const void *body, size_t len);
@@ -63,9 +68,10 @@ struct rvs_body_src {
 /* Answers the current request with the head now and a body pulled from src
  * while the client reads it: Transfer-Encoding: chunked (an HTTP/1.0
  * client gets the body delimited by the connection's close).  Backpressure:
- * src is pulled only while less than 256 KiB wait in the socket's write
- * queue, so the connection holds a bounded amount whatever the body's
- * size; a client that takes nothing for request_timeout_ms is dropped.  A
+ * src is pulled only while c's writes hold at most 256 KiB
+ * (rvs_conn_held_bytes), so the connection holds a bounded amount whatever
+ * the body's size and however fast the client reads; a client that takes
+ * nothing for request_timeout_ms is dropped.  A
  * body that fails midway ends the connection without the last chunk, so
  * the client sees it incomplete.  The headers are copied. */
 void rvs_conn_respond_stream(struct rvs_conn *c, int status, const char *content_type,
