@@ -145,7 +145,8 @@ endef
 # check's plain parse would make its DEVELOPER=1 stage rebuild every time.
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_NOW   := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
-ifneq ($(if $(MAKECMDGOALS),$(filter-out check check-full check-stages check-pg check-pg-stage lint,$(MAKECMDGOALS)),all),)
+ifneq ($(if $(MAKECMDGOALS),$(filter-out check check-full check-stages check-lint check-build-dev check-build-san \
+  check-run-dev check-run-pg check-run-san check-pg check-pg-stage lint,$(MAKECMDGOALS)),all),)
 ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
 $(shell mkdir -p $(BUILD) && echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 endif
@@ -206,14 +207,16 @@ test: all
 run-set: all
 	@$(RV_RUN) $(call rv_run_args,$(RV_RUN_SET))
 
-# `make check` / `make check-full`: every stage runs even when an earlier
-# one fails; each adds its counts to one tally (lint and a failed build
-# count as one failure) and the last line sums them all, so CI's judge
-# reads one closing line.  One PostgreSQL cluster serves the whole run
-# (tests/with-pg.sh): each test program gets databases of its own on it.
-# Stages build with -j$(RV_JOBS) unless make was given -j.  Tests a
+# `make check` / `make check-full`: lint, then the DEVELOPER=1 tests, the
+# `pg` tests on PostgreSQL and the sanitizer tests (tests/check-stages.sh
+# runs the stages, overlapping what two cores allow).  Every stage runs even
+# when an earlier one fails; each adds its counts to one tally (lint and a
+# failed build count as one failure) and the last line sums them all, so
+# CI's judge reads one closing line.  One PostgreSQL cluster serves the
+# whole run (tests/with-pg.sh): each test program gets databases of its own
+# on it.  Builds run -j$(RV_JOBS) unless make was given -j.  Tests a
 # sanitizer cannot run are left out by their fragments (ifeq ($(SANFLAGS),):
-# the aarch64 cross test under qemu, rvlua).
+# the aarch64 cross test under qemu, rvlua, the fleet demo from a clone).
 RV_JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 RV_SUBMAKE  = $(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(RV_JOBS))
 CHECK_TALLY := build/.check-tally
@@ -225,23 +228,26 @@ check check-full:
 	  RV_CHECK=$(if $(filter check-full,$@),full,check) check-stages
 	@sh tests/run-tests.sh --total $(CHECK_TALLY)
 
+# The stages (tests/check-stages.sh calls them; RV_CHECK: check or full).
 RV_CHECK ?= check
 check-stages:
-	@echo '== $(RV_CHECK) 1/4: lint'
+	@sh tests/check-stages.sh $(RV_CHECK) $(MAKE) --no-print-directory
+check-lint:
 	@$(MAKE) --no-print-directory lint && echo '1 0 0' >> $(CHECK_TALLY) \
-	  || echo '0 1 0' >> $(CHECK_TALLY)
-	@echo '== $(RV_CHECK) 2/4: DEVELOPER=1 build and tests (build/)'
-	@if $(RV_SUBMAKE) DEVELOPER=1 all; then \
-	  $(MAKE) --no-print-directory DEVELOPER=1 RV_TALLY=$(CHECK_TALLY) RV_SET=$(RV_CHECK) \
-	    run-set || true; \
-	else echo 'check: the DEVELOPER=1 build failed'; echo '0 1 0' >> $(CHECK_TALLY); fi
-	@echo '== $(RV_CHECK) 3/4: the server suite on PostgreSQL (build/, RVS_TEST_STORE=pg)'
+	  || { echo '0 1 0' >> $(CHECK_TALLY); exit 1; }
+check-build-dev:
+	@$(RV_SUBMAKE) DEVELOPER=1 all \
+	  || { echo 'check: the DEVELOPER=1 build failed'; echo '0 1 0' >> $(CHECK_TALLY); exit 1; }
+check-build-san:
+	@$(RV_SUBMAKE) $(SAN_BUILD) all \
+	  || { echo 'check: the sanitizer build failed'; echo '0 1 0' >> $(CHECK_TALLY); exit 1; }
+check-run-dev:
+	@$(MAKE) --no-print-directory DEVELOPER=1 RV_TALLY=$(CHECK_TALLY) RV_SET=$(RV_CHECK) run-set
+check-run-pg:
 	@$(MAKE) --no-print-directory RV_SET=$(RV_CHECK) check-pg-stage
-	@echo '== $(RV_CHECK) 4/4: ASan+UBSan build and tests (build/san)'
-	@if $(RV_SUBMAKE) $(SAN_BUILD) all; then \
-	  $(MAKE) --no-print-directory $(SAN_BUILD) RV_TALLY=$(CHECK_TALLY) \
-	    RV_SET=$(RV_CHECK)_san run-set || true; \
-	else echo 'check: the sanitizer build failed'; echo '0 1 0' >> $(CHECK_TALLY); fi
+check-run-san:
+	@$(MAKE) --no-print-directory $(SAN_BUILD) RV_TALLY=$(CHECK_TALLY) RV_SET=$(RV_CHECK)_san \
+	  run-set
 
 # The server tests flagged `pg` a second time, on PostgreSQL
 # (RVS_TEST_STORE=pg, tests/server/store_env.h), in the DEVELOPER=1 build;
@@ -354,7 +360,8 @@ endef
 install: $(BINS) $(LIBS) $(PROTO_H)
 	$(call rv_install,$(DESTDIR),$(PREFIX),$(SYSCONFDIR))
 
-.PHONY: all check check-full check-stages check-pg check-pg-stage test-pg test run-set asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
+.PHONY: all check check-full check-stages check-lint check-build-dev check-build-san check-run-dev \
+  check-run-pg check-run-san check-pg check-pg-stage test-pg test run-set asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
