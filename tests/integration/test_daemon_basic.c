@@ -459,6 +459,14 @@ static void test_daemon_basic_silent_process_disconnected(void **state)
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "status"), 0);
 }
 
+/* The correlation window as long as the daemon allows (an hour): the
+ * test's frames must fall inside it however long the machine takes to run
+ * the rvctl calls that report them. */
+static int setup_long_correlation(void **state)
+{
+	return rvh_fixture_setup_conf(state, "[correlation]\nwindow_ms = 3600000\n");
+}
+
 /* Waits for capture `n` (1-based count) and returns the list; caller frees. */
 static Rearview__AdminResponse *nth_capture(struct rvh *h, size_t n)
 {
@@ -723,7 +731,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_daemon_basic_silent_process_disconnected,
 						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_touch_and_correlation_captured,
-						rvh_fixture_setup, rvh_fixture_teardown),
+						setup_long_correlation, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_daemon_basic_thermal_throttling_captures_foreground, rvh_fixture_setup,
 			rvh_fixture_teardown),
