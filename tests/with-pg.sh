@@ -18,7 +18,21 @@ set -u
 PGP_OPTS="-c max_connections=300 -c fsync=off"
 . "$(dirname "$0")/../deploy/pg-private.sh"
 
-trap 'pgp_stop' EXIT
+# The CPU time the cluster used (its server and the sessions that ended):
+# what a run's own CPU time (time(1) sees only the processes it waits for)
+# leaves out.
+pg_cpu() {
+	pid=$(head -n 1 "$PGP_DIR/data/postmaster.pid" 2>/dev/null) || return
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.1f", ($12 + $13 + $14 + $15) / hz }' \
+		"/proc/$pid/stat" 2>/dev/null
+}
+stop() {
+	if [ "$PGP_UP" = 1 ]; then
+		echo "with-pg: PostgreSQL used $(pg_cpu) CPU seconds; stopping it"
+	fi
+	pgp_stop
+}
+trap 'stop' EXIT
 trap 'exit 130' INT TERM
 if [ -n "${RVT_PG_HOST:-}" ]; then
 	echo "with-pg: using the run's PostgreSQL in $RVT_PG_HOST"
