@@ -188,7 +188,8 @@ rv_run_args = $(foreach t,$(1),$(if $(filter $(t),$(TESTS_alone)),--alone $(t),$
 #   make test TIERS="…"      the tiers named (e.g. TIERS=system)
 #   make check               lint; unit, integration, torture and the
 #                            system tests flagged `ci` (DEVELOPER=1 build);
-#                            the `pg` tests of those on PostgreSQL; unit,
+#                            the `pg` tests of those but torture on
+#                            PostgreSQL; unit,
 #                            integration, torture and the system tests
 #                            flagged `san` under ASan+UBSan
 #   make check-full          lint; every test on every stage
@@ -198,6 +199,10 @@ RV_SET_check  = $(TESTS_unit) $(TESTS_integration) $(TESTS_torture) $(TESTS_ci)
 RV_SET_check_san = $(TESTS_unit) $(TESTS_integration) $(TESTS_torture) $(TESTS_san)
 RV_SET_full   = $(TESTS)
 RV_SET_full_san = $(TESTS)
+# The `pg` tests the PostgreSQL stage runs again: in `make check` those of the
+# quick tiers and the chosen system tests, in `make check-full` all.
+RV_SET_check_pg = $(TESTS_unit) $(TESTS_integration) $(TESTS_ci)
+RV_SET_full_pg  = $(TESTS)
 # RV_SET names one of the sets above for run-set.
 RV_SET ?= test
 RV_RUN_SET = $(filter $(RV_SET_$(RV_SET)),$(TESTS))
@@ -251,14 +256,15 @@ check-run-san:
 
 # The server tests flagged `pg` a second time, on PostgreSQL
 # (RVS_TEST_STORE=pg, tests/server/store_env.h), in the DEVELOPER=1 build;
-# in `make check` those of its set, in `make check-pg` all of them.  The
+# in `make check` those of RV_SET_check_pg, in `make check-full` and `make
+# check-pg` all of them.  The
 # tests that compare the two backends themselves (test_store, test_search,
 # …) are not flagged: they run on both in every stage.  Without PostgreSQL
 # 15 installed it says so and counts one skip.  `make check-pg` runs only
 # this stage, on a cluster of its own, and its closing line.
 PG_INITDB    := /usr/lib/postgresql/15/bin/initdb
 test-pg: all
-	@RVS_TEST_STORE=pg $(RV_RUN) $(call rv_run_args,$(filter $(RV_RUN_SET),$(TESTS_pg)))
+	@RVS_TEST_STORE=pg $(RV_RUN) $(call rv_run_args,$(filter $(RV_SET_$(RV_SET)_pg),$(TESTS_pg)))
 check-pg-stage:
 	@mkdir -p build
 	@if [ ! -x $(PG_INITDB) ]; then \

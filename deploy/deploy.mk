@@ -68,7 +68,7 @@ $(TBIN)/deploy/test_install: tests/deploy/test_install.sh $(BUILD)/prefix/.insta
 	@mkdir -p $(@D)
 	printf '#!/bin/sh\nexec sh %s %s "%s"\n' '$(CURDIR)/$<' '$(RV_TEST_PREFIX)' '$(SANFLAGS)' > $@
 	chmod +x $@
-$(eval $(call rv_register,$(TBIN)/deploy/test_install,system))
+$(eval $(call rv_register,$(TBIN)/deploy/test_install,system ci))
 
 # `make demo DEMO_FLEET=1 DEMO_ONESHOT=1` from a fresh clone of this tree in
 # a mode-0700 directory (tests/deploy/test_demo_fleet.sh): the clone builds
@@ -85,5 +85,5 @@ endif
 # JSON API (tests/integration/test_demo_e2e.c).
 $(OBJ)/tests/integration/test_demo_e2e.o: CPPFLAGS += $(call pc,--cflags,libcurl jansson) \
   -DRV_SRC_DIR='"$(CURDIR)"'
-$(eval $(call rv_test,integration,demo_e2e,,$(call pc,--libs,libcurl jansson),system))
+$(eval $(call rv_test,integration,demo_e2e,,$(call pc,--libs,libcurl jansson),system ci))
 $(TBIN)/integration/test_demo_e2e: | $(BINS) $(DEMO_BINS)

@@ -137,7 +137,7 @@ $(eval $(call rv_test,device,upload_spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LI
 # org.rearview.Daemon1 on a private system bus with a real polkitd (issue 19).
 $(OBJ)/tests/device/test_dbus.o: CPPFLAGS += -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"' \
   -DRV_SRC_DIR='"$(CURDIR)"'
-$(eval $(call rv_test,device,dbus,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,libsystemd),system))
+$(eval $(call rv_test,device,dbus,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,libsystemd),system ci san))
 $(TBIN)/device/test_dbus: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 
 # rearview-settings, the consent panel (GTK 4; talks only D-Bus).  GTK's

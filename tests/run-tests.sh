@@ -14,8 +14,10 @@
 #   --times FILE  each binary's wall seconds are kept in FILE; the next run
 #                 starts the slowest binaries first (what it has not timed
 #                 yet, in the order given, after them).
-#   RV_TEST_TIMEOUT  seconds per binary (default 600); a binary that runs
-#                 longer is killed and counted as failed.
+#   RV_TEST_TIMEOUT  seconds per binary (default 1800: a guard against
+#                 hangs, long enough for the slowest binary on a machine
+#                 loaded many times over); a binary that runs longer is
+#                 killed and counted as failed.
 #
 # Skipped cases (cmocka's `# SKIP`) are counted apart.
 # A binary that crashes or exits non-zero without reporting a failure counts
@@ -89,7 +91,7 @@ run_one() {
 	bin=$2
 	log=$work/$n.log
 	start=$(date +%s.%N)
-	CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 10 "${RV_TEST_TIMEOUT:-600}" "$bin" >"$log" 2>&1 </dev/null
+	CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 10 "${RV_TEST_TIMEOUT:-1800}" "$bin" >"$log" 2>&1 </dev/null
 	rc=$?
 	end=$(date +%s.%N)
 	secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
@@ -109,7 +111,7 @@ run_one() {
 	until mkdir "$work/print.lock" 2>/dev/null; do sleep 0.05; done
 	if [ "$notok" -ne 0 ] || [ "$missing" -ne 0 ]; then
 		why="exit $rc"
-		[ "$rc" -eq 124 ] && why="timed out after ${RV_TEST_TIMEOUT:-600} s"
+		[ "$rc" -eq 124 ] && why="timed out after ${RV_TEST_TIMEOUT:-1800} s"
 		echo "FAIL $bin ($why, $ok ok, $notok not ok, $missing missing, ${secs} s)"
 		sed 's/^/    /' "$log"
 	else

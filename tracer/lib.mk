@@ -281,4 +281,4 @@ $(OBJ)/tests/tracer/unwind_cl.o: tests/tracer/unwind_cxx.cc tests/tracer/unwind_
 endif
 $(OBJ)/tests/tracer/test_unwind.o: CPPFLAGS += -DRVT_SRC_DIR='"$(CURDIR)"' -DRVT_BUILD_DIR='"$(BUILD)"' \
 	-DRVT_SANFLAGS='"$(SANFLAGS)"'
-$(eval $(call rv_test,tracer,unwind,$(RVT_UNWIND_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS) -lstdc++,system tsan))
+$(eval $(call rv_test,tracer,unwind,$(RVT_UNWIND_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS) -lstdc++,system tsan ci))
