@@ -96,7 +96,8 @@ INSTALL_HDR :=   # public headers, installed under include/rearview/
 
 # Test tiers (README.md, "Tests"): every test binary is registered with
 # exactly one tier and any of the flags, where it is built.
-#   unit         no process, no network, under a second
+#   unit         its own process only (it may fork itself to play a
+#                crash), no network, under a second
 #   integration  real daemon, real server, real sqlite and PostgreSQL, on
 #                loopback and in temporary directories
 #   system       a browser, Weston, GTK, real-program builds, install, the demo
@@ -188,10 +189,9 @@ rv_run_args = $(foreach t,$(1),$(if $(filter $(t),$(TESTS_alone)),--alone $(t),$
 #   make test TIERS="…"      the tiers named (e.g. TIERS=system)
 #   make check               lint; unit, integration, torture and the
 #                            system tests flagged `ci` (DEVELOPER=1 build);
-#                            the `pg` tests of those but torture on
-#                            PostgreSQL; unit,
-#                            integration, torture and the system tests
-#                            flagged `san` under ASan+UBSan
+#                            the `pg` tests of those, torture aside, on
+#                            PostgreSQL; unit, integration, torture and the
+#                            system tests flagged `san` under ASan+UBSan
 #   make check-full          lint; every test on every stage
 TIERS        ?= unit integration
 RV_SET_test   = $(foreach t,$(TIERS),$(TESTS_$(t)))
@@ -203,6 +203,7 @@ RV_SET_full_san = $(TESTS)
 # quick tiers and the chosen system tests, in `make check-full` all.
 RV_SET_check_pg = $(TESTS_unit) $(TESTS_integration) $(TESTS_ci)
 RV_SET_full_pg  = $(TESTS)
+RV_SET_test_pg  = $(RV_SET_test)
 # RV_SET names one of the sets above for run-set.
 RV_SET ?= test
 RV_RUN_SET = $(filter $(RV_SET_$(RV_SET)),$(TESTS))
@@ -257,9 +258,9 @@ check-run-san:
 # The server tests flagged `pg` a second time, on PostgreSQL
 # (RVS_TEST_STORE=pg, tests/server/store_env.h), in the DEVELOPER=1 build;
 # in `make check` those of RV_SET_check_pg, in `make check-full` and `make
-# check-pg` all of them.  The
-# tests that compare the two backends themselves (test_store, test_search,
-# …) are not flagged: they run on both in every stage.  Without PostgreSQL
+# check-pg` all of them.  The tests that compare the two backends
+# themselves (test_store, test_search, …) are not flagged: they run on both
+# in every stage.  Without PostgreSQL
 # 15 installed it says so and counts one skip.  `make check-pg` runs only
 # this stage, on a cluster of its own, and its closing line.
 PG_INITDB    := /usr/lib/postgresql/15/bin/initdb
