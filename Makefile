@@ -3,12 +3,18 @@
 #
 #   make            build everything into build/ (bin/, lib/, gen/)
 #   make check      what CI runs (.ci/run): install missing dependencies, then
-#                   lint, build with DEVELOPER=1 and run every test (build/),
-#                   build with ASan+UBSan and run every test again (build/san;
-#                   LeakSanitizer on, so the torture tests also prove no leak);
-#                   the server suite runs a second time on PostgreSQL
-#   make check-pg   only that: the server suite with RVS_TEST_STORE=pg (build/)
-#   make test       the quick developer loop: build, run every test (build/)
+#                   lint; build with DEVELOPER=1 and run the unit, integration
+#                   and torture tests and a chosen few system tests (build/);
+#                   the server tests flagged `pg` again on PostgreSQL; build
+#                   with ASan+UBSan and run the unit, integration and torture
+#                   tests again (build/san; LeakSanitizer on, so the torture
+#                   tests also prove no leak).  One PostgreSQL cluster serves
+#                   the whole run.  Test tiers: see rv_register below.
+#   make check-full every tier on every stage (before an issue is resolved)
+#   make check-pg   only the server tests flagged `pg`, on PostgreSQL (build/)
+#   make test       the quick developer loop: build, run the unit and
+#                   integration tests (build/); TIERS="system" (or any
+#                   tiers) for others; RV_TEST_JOBS=N binaries at once
 #   make asan|ubsan run the suite under AddressSanitizer / UBSan (build/asan, build/ubsan)
 #   make tsan       run the concurrency tests under ThreadSanitizer (build/tsan)
 #   make bench      benchmarks (results go in each component's BENCHMARKS.md)
@@ -22,7 +28,7 @@
 # which makes sure the Debian dependencies are present and then runs the
 # real goals with RV_INNER=1, so pkg-config sees the installed libraries.
 
-PUBLIC_GOALS := all check check-pg test bench bench-real asan ubsan tsan lint install demo fuzz
+PUBLIC_GOALS := all check check-full check-pg test bench bench-real asan ubsan tsan lint install demo fuzz
 
 ifeq ($(RV_INNER),)
 
@@ -83,23 +89,54 @@ CMOCKA_LIBS     := $(call pc,--libs,cmocka)
 BINS        :=   # installed executables
 LIBS        :=   # installed libraries
 LIBS_REARVIEW :=  # installed into lib/rearview/ (rvcc's compiler plugins)
-TESTS       :=   # test binaries run by `make check`
-TSAN_TESTS  :=   # the subset that exercises concurrency
+TESTS       :=   # every test binary (each also in TESTS_<tier>, below)
 BENCHES     :=   # benchmark binaries run by `make bench`
 FUZZ        :=   # libFuzzer targets, built by `make fuzz` (clang, build/fuzz)
 INSTALL_HDR :=   # public headers, installed under include/rearview/
 
-# rv_test(component, unit, extra objects/libraries, extra ldlibs, [tsan])
+# Test tiers (README.md, "Tests"): every test binary is registered with
+# exactly one tier and any of the flags, where it is built.
+#   unit         its own process only (it may fork itself to play a
+#                crash), no network, under a second
+#   integration  real daemon, real server, real sqlite and PostgreSQL, on
+#                loopback and in temporary directories
+#   system       a browser, Weston, GTK, real-program builds, install, the demo
+#   torture      allocation failure and hostile input (fuzz corpora replayed)
+# Flags:
+#   tsan   also run by `make tsan` (it exercises concurrency)
+#   pg     the server suite on PostgreSQL runs it again with RVS_TEST_STORE=pg
+#   alone  cannot share the machine: the runner runs it by itself
+#   ci     a system test `make check` runs (the others: `make check-full`)
+#   san    a system test the sanitizer stage of `make check` runs too
+RV_TIERS := unit integration system torture
+RV_FLAGS := tsan pg alone ci san
+TESTS_unit :=
+TESTS_integration :=
+TESTS_system :=
+TESTS_torture :=
+TESTS_pg :=
+TESTS_alone :=
+TESTS_ci :=
+TESTS_san :=
+
+# rv_register(test binary, tier and flags): adds a test to the lists.
+define rv_register
+$(if $(filter-out $(RV_TIERS) $(RV_FLAGS),$(2)),$(error $(1): unknown tier or flag "$(filter-out $(RV_TIERS) $(RV_FLAGS),$(2))"))
+$(if $(filter 1,$(words $(filter $(RV_TIERS),$(2)))),,$(error $(1): give exactly one tier of $(RV_TIERS)))
+TESTS += $(1)
+TESTS_$(filter $(RV_TIERS),$(2)) += $(1)
+$(foreach f,$(filter $(RV_FLAGS),$(2)),TESTS_$(f) += $(1)
+)
+endef
+
+# rv_test(component, unit, extra objects/libraries, extra ldlibs, tier [flags])
 # Builds tests/<component>/test_<unit>.c into $(TBIN)/<component>/test_<unit>.
 define rv_test
 $(TBIN)/$(1)/test_$(2): $(OBJ)/tests/$(1)/test_$(2).o $(3)
 	@mkdir -p $$(@D)
 	$$(CC) $$(LDFLAGS) -o $$@ $$^ $(4) $$(CMOCKA_LIBS) -lpthread
 $(OBJ)/tests/$(1)/test_$(2).o: CPPFLAGS += $$(CMOCKA_CFLAGS)
-TESTS += $(TBIN)/$(1)/test_$(2)
-ifneq ($(5),)
-TSAN_TESTS += $(TBIN)/$(1)/test_$(2)
-endif
+$(call rv_register,$(TBIN)/$(1)/test_$(2),$(5))
 endef
 
 # Objects depend on the compiler and flags they were built with, so
@@ -109,7 +146,8 @@ endef
 # check's plain parse would make its DEVELOPER=1 stage rebuild every time.
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_NOW   := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
-ifneq ($(if $(MAKECMDGOALS),$(filter-out check check-pg check-pg-stage lint,$(MAKECMDGOALS)),all),)
+ifneq ($(if $(MAKECMDGOALS),$(filter-out check check-full check-stages check-lint check-build-dev check-build-san \
+  check-run-dev check-run-pg check-run-san check-pg check-pg-stage lint,$(MAKECMDGOALS)),all),)
 ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
 $(shell mkdir -p $(BUILD) && echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 endif
@@ -134,51 +172,100 @@ $(BINS) $(TESTS) $(BENCHES) $(FUZZ): $(LIBRVCOMMON)
 
 all: $(BINS) $(LIBS) $(TESTS)
 
-# Every test binary runs even when an earlier one fails; the runner prints
-# the one closing line `N passed, N failed[, N skipped]` and exits non-zero
-# on failure.  With RV_TALLY=FILE it adds its counts to FILE and prints a
-# stage line instead (`make check` sums the stages).
-test: all
-	@sh tests/run-tests.sh $(if $(RV_TALLY),--tally $(RV_TALLY)) $(TESTS)
+# The runner (tests/run-tests.sh) runs the binaries RV_TEST_JOBS at a time
+# (default: one per core; RV_TEST_JOBS=1 for one after another), those
+# flagged `alone` by themselves after the others, every one even when an
+# earlier one fails, and prints the one closing line
+# `N passed, N failed[, N skipped]` (non-zero exit on failure).  With
+# RV_TALLY=FILE it adds its counts to FILE and prints a stage line instead
+# (`make check` sums the stages).  It keeps each binary's time in
+# $(BUILD)/.test-times and starts the slowest first next time.
+RV_RUN = sh tests/run-tests.sh $(if $(RV_TEST_JOBS),-j $(RV_TEST_JOBS)) \
+  --times $(BUILD)/.test-times $(if $(RV_TALLY),--tally $(RV_TALLY))
+rv_run_args = $(foreach t,$(1),$(if $(filter $(t),$(TESTS_alone)),--alone $(t),$(t)))
 
-# `make check`: every stage runs even when an earlier one fails; each adds
-# its counts to one tally (lint and a failed build count as one failure)
-# and the last line sums them all, so CI's judge reads one closing line.
-# Stages build with -j$(RV_JOBS) unless make was given -j.
-# Tests a sanitizer cannot run are left out by their fragments
-# (ifeq ($(SANFLAGS),): the aarch64 cross test under qemu).
+# What each goal runs (tiers: see rv_register above).
+#   make test                the quick loop: unit and integration
+#   make test TIERS="…"      the tiers named (e.g. TIERS=system)
+#   make check               lint; unit, integration, torture and the
+#                            system tests flagged `ci` (DEVELOPER=1 build);
+#                            the `pg` tests of those, torture aside, on
+#                            PostgreSQL; unit, integration, torture and the
+#                            system tests flagged `san` under ASan+UBSan
+#   make check-full          lint; every test on every stage
+TIERS        ?= unit integration
+RV_SET_test   = $(foreach t,$(TIERS),$(TESTS_$(t)))
+RV_SET_check  = $(TESTS_unit) $(TESTS_integration) $(TESTS_torture) $(TESTS_ci)
+RV_SET_check_san = $(TESTS_unit) $(TESTS_integration) $(TESTS_torture) $(TESTS_san)
+RV_SET_full   = $(TESTS)
+RV_SET_full_san = $(TESTS)
+# The `pg` tests the PostgreSQL stage runs again: in `make check` those of the
+# quick tiers and the chosen system tests, in `make check-full` all.
+RV_SET_check_pg = $(TESTS_unit) $(TESTS_integration) $(TESTS_ci)
+RV_SET_full_pg  = $(TESTS)
+RV_SET_test_pg  = $(RV_SET_test)
+# RV_SET names one of the sets above for run-set.
+RV_SET ?= test
+RV_RUN_SET = $(filter $(RV_SET_$(RV_SET)),$(TESTS))
+
+test: all
+	@sh tests/with-pg.sh $(RV_RUN) $(call rv_run_args,$(RV_SET_test))
+run-set: all
+	@$(RV_RUN) $(call rv_run_args,$(RV_RUN_SET))
+
+# `make check` / `make check-full`: lint, then the DEVELOPER=1 tests, the
+# `pg` tests on PostgreSQL and the sanitizer tests (tests/check-stages.sh
+# runs the stages, overlapping what two cores allow).  Every stage runs even
+# when an earlier one fails; each adds its counts to one tally (lint and a
+# failed build count as one failure) and the last line sums them all, so
+# CI's judge reads one closing line.  One PostgreSQL cluster serves the
+# whole run (tests/with-pg.sh): each test program gets databases of its own
+# on it.  Builds run -j$(RV_JOBS) unless make was given -j.  Tests a
+# sanitizer cannot run are left out by their fragments (ifeq ($(SANFLAGS),):
+# the aarch64 cross test under qemu, rvlua, the fleet demo from a clone).
 RV_JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 RV_SUBMAKE  = $(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(RV_JOBS))
 CHECK_TALLY := build/.check-tally
 SAN_BUILD   := BUILD=build/san OPT=-O1 \
   SANFLAGS='-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer'
-check:
+check check-full:
 	@mkdir -p build && rm -f $(CHECK_TALLY)
-	@echo '== check 1/4: lint'
-	@$(MAKE) --no-print-directory lint && echo '1 0 0' >> $(CHECK_TALLY) \
-	  || echo '0 1 0' >> $(CHECK_TALLY)
-	@echo '== check 2/4: DEVELOPER=1 build and tests (build/)'
-	@if $(RV_SUBMAKE) DEVELOPER=1 all; then \
-	  $(MAKE) --no-print-directory DEVELOPER=1 RV_TALLY=$(CHECK_TALLY) test || true; \
-	else echo 'check: the DEVELOPER=1 build failed'; echo '0 1 0' >> $(CHECK_TALLY); fi
-	@echo '== check 3/4: the server suite on PostgreSQL (build/, RVS_TEST_STORE=pg)'
-	@$(MAKE) --no-print-directory check-pg-stage
-	@echo '== check 4/4: ASan+UBSan build and tests (build/san)'
-	@if $(RV_SUBMAKE) $(SAN_BUILD) all; then \
-	  $(MAKE) --no-print-directory $(SAN_BUILD) RV_TALLY=$(CHECK_TALLY) test || true; \
-	else echo 'check: the sanitizer build failed'; echo '0 1 0' >> $(CHECK_TALLY); fi
+	@sh tests/with-pg.sh $(MAKE) --no-print-directory \
+	  RV_CHECK=$(if $(filter check-full,$@),full,check) check-stages
 	@sh tests/run-tests.sh --total $(CHECK_TALLY)
 
-# The server suite (every tests/server test binary) a second time, on a
-# private PostgreSQL 15 per test program (RVS_TEST_STORE=pg,
-# tests/server/store_env.h), in the DEVELOPER=1 build; not in the sanitizer
-# stage (time).  Without PostgreSQL 15 installed it says so and counts one
-# skip.  `make check-pg` runs only this stage and its closing line.
+# The stages (tests/check-stages.sh calls them; RV_CHECK: check or full).
+RV_CHECK ?= check
+check-stages:
+	@sh tests/check-stages.sh $(RV_CHECK) $(MAKE) --no-print-directory
+check-lint:
+	@$(MAKE) --no-print-directory lint && echo '1 0 0' >> $(CHECK_TALLY) \
+	  || { echo '0 1 0' >> $(CHECK_TALLY); exit 1; }
+check-build-dev:
+	@$(RV_SUBMAKE) DEVELOPER=1 all \
+	  || { echo 'check: the DEVELOPER=1 build failed'; echo '0 1 0' >> $(CHECK_TALLY); exit 1; }
+check-build-san:
+	@$(RV_SUBMAKE) $(SAN_BUILD) all \
+	  || { echo 'check: the sanitizer build failed'; echo '0 1 0' >> $(CHECK_TALLY); exit 1; }
+check-run-dev:
+	@$(MAKE) --no-print-directory DEVELOPER=1 RV_TALLY=$(CHECK_TALLY) RV_SET=$(RV_CHECK) run-set
+check-run-pg:
+	@$(MAKE) --no-print-directory RV_SET=$(RV_CHECK) check-pg-stage
+check-run-san:
+	@$(MAKE) --no-print-directory $(SAN_BUILD) RV_TALLY=$(CHECK_TALLY) RV_SET=$(RV_CHECK)_san \
+	  run-set
+
+# The server tests flagged `pg` a second time, on PostgreSQL
+# (RVS_TEST_STORE=pg, tests/server/store_env.h), in the DEVELOPER=1 build;
+# in `make check` those of RV_SET_check_pg, in `make check-full` and `make
+# check-pg` all of them.  The tests that compare the two backends
+# themselves (test_store, test_search, …) are not flagged: they run on both
+# in every stage.  Without PostgreSQL
+# 15 installed it says so and counts one skip.  `make check-pg` runs only
+# this stage, on a cluster of its own, and its closing line.
 PG_INITDB    := /usr/lib/postgresql/15/bin/initdb
-SERVER_TESTS  = $(filter $(TBIN)/server/%,$(TESTS))
 test-pg: all
-	@RVS_TEST_STORE=pg sh tests/run-tests.sh $(if $(RV_TALLY),--tally $(RV_TALLY)) \
-	  $(SERVER_TESTS)
+	@RVS_TEST_STORE=pg $(RV_RUN) $(call rv_run_args,$(filter $(RV_SET_$(RV_SET)_pg),$(TESTS_pg)))
 check-pg-stage:
 	@mkdir -p build
 	@if [ ! -x $(PG_INITDB) ]; then \
@@ -189,7 +276,7 @@ check-pg-stage:
 	else echo 'check: the DEVELOPER=1 build failed'; echo '0 1 0' >> $(CHECK_TALLY); fi
 check-pg:
 	@mkdir -p build && rm -f $(CHECK_TALLY)
-	@$(MAKE) --no-print-directory check-pg-stage
+	@sh tests/with-pg.sh $(MAKE) --no-print-directory RV_SET=full check-pg-stage
 	@sh tests/run-tests.sh --total $(CHECK_TALLY)
 
 asan:
@@ -201,8 +288,8 @@ ubsan:
 tsan:
 	@$(MAKE) --no-print-directory BUILD=build/tsan OPT=-O1 \
 	  SANFLAGS='-fsanitize=thread' tsan-run
-tsan-run: $(TSAN_TESTS)
-	@TSAN_OPTIONS=halt_on_error=1 sh tests/run-tests.sh $(TSAN_TESTS)
+tsan-run: $(TESTS_tsan)
+	@TSAN_OPTIONS=halt_on_error=1 sh tests/run-tests.sh $(TESTS_tsan)
 
 # Fuzz targets run FUZZ_SECONDS each, seeded from tests/fuzz/<name>_corpus/ (real
 # inputs, committed) into a working corpus under build/fuzz/corpus/<name>/.
@@ -280,7 +367,8 @@ endef
 install: $(BINS) $(LIBS) $(PROTO_H)
 	$(call rv_install,$(DESTDIR),$(PREFIX),$(SYSCONFDIR))
 
-.PHONY: all check check-pg check-pg-stage test-pg test asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
+.PHONY: all check check-full check-stages check-lint check-build-dev check-build-san check-run-dev \
+  check-run-pg check-run-san check-pg check-pg-stage test-pg test run-set asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 

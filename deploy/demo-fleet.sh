@@ -9,37 +9,33 @@
 #   make demo DEMO_FLEET=1                  until Ctrl-C
 #   make demo DEMO_FLEET=1 DEMO_ONESHOT=1   until the first jank is indexed
 #
-# Under var/demo-fleet (git-ignored): pg/ (a private cluster: initdb +
-# pg_ctl, Unix socket only, as the postgres user when run as root), s3/ (npm
-# s3rver's data), server/ (`rearview-server init`: keys, CA, the nodes'
-# configs), haproxy.cfg, log/.  At the end it prints where each node's work
-# went: uploads it acknowledged and captures it decoded.
+# PostgreSQL runs as a private cluster for the run (deploy/pg-private.sh:
+# initdb + pg_ctl, Unix socket only, as the postgres user when run as root)
+# in a directory made for it under /tmp, printed, and removed at the end:
+# never under the checkout, which may sit where `postgres` cannot enter.
+# Under var/demo-fleet (git-ignored): s3/ (npm s3rver's data), server/
+# (`rearview-server init`: keys, CA, the nodes' configs), haproxy.cfg, log/
+# (PostgreSQL's log copied there at the end).  At the end it prints where
+# each node's work went: uploads it acknowledged and captures it decoded.
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${DEMO_BIN:-$ROOT/build/bin}
 VAR=${DEMO_VAR:-$ROOT/var/demo-fleet}
-PGBIN=/usr/lib/postgresql/15/bin
 S3RVER=${DEMO_S3RVER:-$ROOT/build/s3rver/node_modules/s3rver/bin/s3rver.js}
-PG=$VAR/pg
 S3=$VAR/s3
 SRV=$VAR/server
 LOG=$VAR/log
 PIDS=""
-PG_UP=0
+. "$ROOT/deploy/pg-private.sh"
 
 say() { printf '%s\n' "demo-fleet: $*"; }
-# As the postgres user when root (initdb refuses root).
-as_pg() {
-	if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
 stop_all() {
 	trap - INT TERM EXIT
 	for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
 	for p in $PIDS; do wait "$p" 2>/dev/null; done
-	[ "$PG_UP" = 1 ] && as_pg "$PGBIN/pg_ctl" -D "$PG/data" -m fast stop >/dev/null 2>&1
 	PIDS=""
-	PG_UP=0
+	pgp_stop "$LOG"
 }
 trap 'stop_all' EXIT
 trap 'echo; say "stopping"; stop_all; exit 0' INT TERM
@@ -65,7 +61,7 @@ for t in haproxy node python3 curl jq; do
 		exit 1
 	}
 done
-for f in "$PGBIN/initdb" "$PGBIN/pg_ctl" "$S3RVER" "$BIN/rearview-server"; do
+for f in "$S3RVER" "$BIN/rearview-server"; do
 	[ -e "$f" ] || {
 		say "$f is missing: run 'make demo DEMO_FLEET=1' (it builds and installs what it needs)"
 		exit 1
@@ -74,23 +70,18 @@ done
 mkdir -p "$VAR" "$LOG"
 chmod 0755 "$VAR"
 
-# --- PostgreSQL: a private cluster, a Unix socket in pg/ only ----------------
-rm -rf "$PG"
-mkdir -p "$PG"
-[ "$(id -u)" = 0 ] && chown postgres:postgres "$PG"
-if ! as_pg "$PGBIN/initdb" -D "$PG/data" -A trust -U postgres --no-sync >"$LOG/initdb.log" 2>&1; then
-	say "initdb failed; see $LOG/initdb.log"
+# --- PostgreSQL: a private cluster for the run, a Unix socket only ----------
+if ! pgp_start rearview-demo-pg; then
+	say "PostgreSQL cannot run: $PGP_WHY"
 	exit 1
 fi
-if ! as_pg "$PGBIN/pg_ctl" -D "$PG/data" -l "$PG/server.log" -w -t 120 \
-	-o "-p 5432 -k $PG -c listen_addresses=''" start >"$LOG/pg_ctl.log" 2>&1; then
-	say "PostgreSQL did not start; see $PG/server.log"
+if ! pgp_as_pg "$PGP_BIN/createdb" -h "$PGP_DIR" -p "$PGP_PORT" -U postgres rearview \
+	>"$LOG/createdb.log" 2>&1; then
+	say "createdb failed: $(tail -n 1 "$LOG/createdb.log")"
 	exit 1
 fi
-PG_UP=1
-as_pg "$PGBIN/createdb" -h "$PG" -p 5432 -U postgres rearview
-DSN="postgresql:///rearview?host=$PG&port=5432&user=postgres"
-say "PostgreSQL 15 up (socket in $PG)"
+DSN="postgresql:///rearview?host=$PGP_DIR&port=$PGP_PORT&user=postgres"
+say "PostgreSQL 15 up: data and socket in $PGP_DIR (removed at the end)"
 
 # --- the S3 server (npm s3rver) -----------------------------------------------
 rm -rf "$S3"

@@ -39,9 +39,9 @@ demo: $(DEMO_BINS) $(BINS) $(if $(DEMO_FLEET),$(S3RVER_ASSETS))
 
 $(OBJ)/tests/integration/test_demo_%.o: CPPFLAGS += -Itests/device -Itracer/include -Itracer/analysis/include \
   $(PROTOBUF_CFLAGS) -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
-$(eval $(call rv_test,integration,demo_app,$(LIBRVANALYSIS) $(LIBRVPROTO),$(RVA_LIBS) $(PROTOBUF_LIBS)))
+$(eval $(call rv_test,integration,demo_app,$(LIBRVANALYSIS) $(LIBRVPROTO),$(RVA_LIBS) $(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_demo_app: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-demo-app
-$(eval $(call rv_test,integration,demo_thermal,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,integration,demo_thermal,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_demo_thermal: | $(BIN)/rearviewd $(BIN)/rvctl $(DEMO_BINS)
 
 .PHONY: demo
@@ -68,11 +68,22 @@ $(TBIN)/deploy/test_install: tests/deploy/test_install.sh $(BUILD)/prefix/.insta
 	@mkdir -p $(@D)
 	printf '#!/bin/sh\nexec sh %s %s "%s"\n' '$(CURDIR)/$<' '$(RV_TEST_PREFIX)' '$(SANFLAGS)' > $@
 	chmod +x $@
-TESTS += $(TBIN)/deploy/test_install
+$(eval $(call rv_register,$(TBIN)/deploy/test_install,system ci))
+
+# `make demo DEMO_FLEET=1 DEMO_ONESHOT=1` from a fresh clone of this tree in
+# a mode-0700 directory (tests/deploy/test_demo_fleet.sh): the clone builds
+# for itself, so one flavour runs it.
+ifeq ($(SANFLAGS),)
+$(TBIN)/deploy/test_demo_fleet: tests/deploy/test_demo_fleet.sh
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec sh %s %s\n' '$(CURDIR)/$<' '$(CURDIR)' > $@
+	chmod +x $@
+$(eval $(call rv_register,$(TBIN)/deploy/test_demo_fleet,system))
+endif
 
 # End to end: deploy/demo.sh in oneshot end-to-end mode, then the server's
 # JSON API (tests/integration/test_demo_e2e.c).
 $(OBJ)/tests/integration/test_demo_e2e.o: CPPFLAGS += $(call pc,--cflags,libcurl jansson) \
   -DRV_SRC_DIR='"$(CURDIR)"'
-$(eval $(call rv_test,integration,demo_e2e,,$(call pc,--libs,libcurl jansson)))
+$(eval $(call rv_test,integration,demo_e2e,,$(call pc,--libs,libcurl jansson),system ci))
 $(TBIN)/integration/test_demo_e2e: | $(BINS) $(DEMO_BINS)

@@ -41,19 +41,19 @@ BINS += $(BIN)/rearviewd $(BIN)/rvctl
 # the real instrumented demo app.
 $(OBJ)/tests/device/test_summary.o $(OBJ)/tests/device/bench_summary.o: CPPFLAGS += \
   -Itests/rvtrace -Ipolicy/include -Itracer/analysis/include
-$(eval $(call rv_test,device,summary,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
+$(eval $(call rv_test,device,summary,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),integration))
 $(TBIN)/device/bench_summary: $(OBJ)/tests/device/bench_summary.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
                               $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS) -lpthread
 BENCHES += $(TBIN)/device/bench_summary
 $(OBJ)/tests/integration/test_daemon_show.o: CPPFLAGS += -Itracer/analysis/include
-$(eval $(call rv_test,integration,daemon_show,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,sqlite3)))
+$(eval $(call rv_test,integration,daemon_show,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,sqlite3),integration))
 $(TBIN)/integration/test_daemon_show: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                         $(BIN)/rearview-demo-app
 # The policy's thermal trip over a fake sysfs tree; signs with librvpolicy.
 $(OBJ)/tests/integration/test_daemon_trip.o: CPPFLAGS += -Ipolicy/include
-$(eval $(call rv_test,integration,daemon_trip,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(eval $(call rv_test,integration,daemon_trip,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))
 $(TBIN)/integration/test_daemon_trip: | $(BIN)/rearviewd $(BIN)/rvctl
 
 # The stand-in traced process for the integration tests.
@@ -66,11 +66,11 @@ $(OBJ)/tests/device/helper_app.o: CPPFLAGS += -Itests/rvtrace
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 
 # logfmt lines and the journald priority prefix (src/log.c).
-$(eval $(call rv_test,device,log,$(OBJ)/device/src/log.o,))
+$(eval $(call rv_test,device,log,$(OBJ)/device/src/log.o,,unit))
 
 # Per-thread perf events and the OFFCPU / THREAD_COUNTERS records (issue 17).
 $(OBJ)/tests/device/test_offcpu.o: CPPFLAGS += -Itests/rvtrace
-$(eval $(call rv_test,device,offcpu,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
+$(eval $(call rv_test,device,offcpu,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),integration))
 
 # `make bench`: the off-CPU records' cost per capture (device/BENCHMARKS.md).
 $(OBJ)/tests/device/bench_offcpu.o: CPPFLAGS += -Itests/rvtrace -Ipolicy/include \
@@ -82,7 +82,7 @@ $(TBIN)/device/bench_offcpu: $(OBJ)/tests/device/bench_offcpu.o $(DEVICE_CORE_OB
 BENCHES += $(TBIN)/device/bench_offcpu
 
 # The daemon's OFFCPU records in a real capture of the demo app, read by rvtrace why.
-$(eval $(call rv_test,integration,daemon_offcpu,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,integration,daemon_offcpu,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_offcpu: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                           $(BIN)/rearview-demo-app
 
@@ -94,34 +94,34 @@ $(TBIN)/integration/rv_why_app: $(OBJ)/tests/integration/why_app.o $(LIBRVTRACE_
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(LIB) -lrvtrace -Wl,-rpath,'$(abspath $(LIB))' \
 	  $(PROTOBUF_LIBS) -lpthread
-$(eval $(call rv_test,integration,daemon_why,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,integration,daemon_why,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_why: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                        $(TBIN)/integration/rv_why_app
 
-$(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
+$(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),integration))
 
 # Integration tests: real rearviewd, rvctl and helper processes.
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \
   -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
-$(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # Issue 18 hardening: peer limits, registration deadline, spool bounds.
 $(OBJ)/tests/integration/test_daemon_harden.o: CPPFLAGS += -Ipolicy/include
-$(eval $(call rv_test,integration,daemon_harden,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(eval $(call rv_test,integration,daemon_harden,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))
 $(TBIN)/integration/test_daemon_harden: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
-$(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_crash: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # A real traced program (the demo app) across a daemon SIGKILL and restart.
-$(eval $(call rv_test,integration,daemon_restart,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,integration,daemon_restart,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_restart: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-demo-app
-$(eval $(call rv_test,device,spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),1))
+$(eval $(call rv_test,device,spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),integration tsan))
 # Policy enforcement end to end; signs documents with librvpolicy at test time.
 $(OBJ)/tests/integration/test_daemon_policy.o: CPPFLAGS += -Ipolicy/include
-$(eval $(call rv_test,integration,daemon_policy,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(eval $(call rv_test,integration,daemon_policy,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))
 $(TBIN)/integration/test_daemon_policy: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # The uploader against a real rearview-server (init, HTTPS on a free port).
 $(OBJ)/tests/integration/test_daemon_upload.o: CPPFLAGS += -Ipolicy/include
-$(eval $(call rv_test,integration,daemon_upload,$(LIBRVPOLICY) $(LIBRVPROTO),$(call pc,--libs,libcurl sqlite3) $(RVPOLICY_LDLIBS)))
+$(eval $(call rv_test,integration,daemon_upload,$(LIBRVPOLICY) $(LIBRVPROTO),$(call pc,--libs,libcurl sqlite3) $(RVPOLICY_LDLIBS),integration))
 $(TBIN)/integration/test_daemon_upload: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-server \
   $(TBIN)/server/rearview-server-v1 $(TBIN)/device/rv_helper_app $(BIN)/rearview-demo-app
 
@@ -132,12 +132,12 @@ $(TBIN)/device/bench_upload: $(OBJ)/tests/device/bench_upload.o $(LIBRVPROTO) | 
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc,--libs,libcurl sqlite3) $(PROTOBUF_LIBS)
 BENCHES += $(TBIN)/device/bench_upload
-$(eval $(call rv_test,device,upload_spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS)))
+$(eval $(call rv_test,device,upload_spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),integration))
 
 # org.rearview.Daemon1 on a private system bus with a real polkitd (issue 19).
 $(OBJ)/tests/device/test_dbus.o: CPPFLAGS += -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"' \
   -DRV_SRC_DIR='"$(CURDIR)"'
-$(eval $(call rv_test,device,dbus,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,libsystemd)))
+$(eval $(call rv_test,device,dbus,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,libsystemd),system ci san))
 $(TBIN)/device/test_dbus: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 
 # rearview-settings, the consent panel (GTK 4; talks only D-Bus).  GTK's

@@ -25,9 +25,9 @@ $(LIBRVPOLICY): $(POLICY_OBJ)
 LIBS += $(LIBRVPOLICY)
 INSTALL_HDR += policy/include/rearview/policy.h
 
-$(eval $(call rv_test,policy,rules,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
-$(eval $(call rv_test,policy,ledger,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
-$(eval $(call rv_test,policy,sign,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(eval $(call rv_test,policy,rules,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),unit))
+$(eval $(call rv_test,policy,ledger,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))
+$(eval $(call rv_test,policy,sign,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))
 
 # rvpolicy: keygen / sign / verify on the command line.
 RVPOLICY_BIN := $(BIN)/rvpolicy
@@ -36,7 +36,7 @@ $(RVPOLICY_BIN): $(OBJ)/policy/src/rvpolicy.o $(LIBRVPOLICY) $(LIBRVPROTO)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVPOLICY_LDLIBS)
 BINS += $(RVPOLICY_BIN)
 
-$(eval $(call rv_test,policy,cli,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(eval $(call rv_test,policy,cli,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))
 $(TBIN)/policy/test_cli: | $(RVPOLICY_BIN)
 $(OBJ)/tests/policy/test_cli.o: CPPFLAGS += -DRVPOLICY_BIN='"$(RVPOLICY_BIN)"'
 

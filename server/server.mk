@@ -56,31 +56,31 @@ RVT_STORE_LIBS := $(call pc,--libs,libpq) -lsqlite3
 $(RVT_STORE_ENV): CPPFLAGS += $(call pc,--cflags,libpq)
 
 
-$(eval $(call rv_test,server,http,$(SRV_HTTP),-lhttp_parser))
+$(eval $(call rv_test,server,http,$(SRV_HTTP),-lhttp_parser,unit))
 # test_store runs its cases on sqlite and on a private PostgreSQL it starts
 # (tests/server/pg_harness.h).
 $(SRV)/store/pg/store_pg.o $(OBJ)/tests/server/test_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
-$(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration tsan))
 # Power loss simulated by a fault-injecting sqlite VFS (issue 18 item 6).
-$(eval $(call rv_test,server,durable,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
-$(eval $(call rv_test,server,integration,$(SERVER_CORE) $(OBJ)/tests/server/capture_fixture.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,durable,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration tsan))
+$(eval $(call rv_test,server,integration,$(SERVER_CORE) $(OBJ)/tests/server/capture_fixture.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd,integration pg))
 $(OBJ)/tests/server/capture_fixture.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/server/test_integration.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson)
-$(eval $(call rv_test,server,api,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(eval $(call rv_test,server,api,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration pg tsan))
 $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
 # The payload codec and the upload parser the decoder runs on.
-$(eval $(call rv_test,server,decode,$(SRV_PAYLOAD) $(SRV_UPLOAD) $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd $(RVA_LIBS) $(PROTOBUF_LIBS)))
-$(eval $(call rv_test,server,checkpoint,$(SRV_CKPT) $(SRV_UTIL) $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS),1))
-$(eval $(call rv_test,server,config,$(SRV_CONFIG),-linih))
-$(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,decode,$(SRV_PAYLOAD) $(SRV_UPLOAD) $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd $(RVA_LIBS) $(PROTOBUF_LIBS),unit))
+$(eval $(call rv_test,server,checkpoint,$(SRV_CKPT) $(SRV_UTIL) $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS),integration tsan))
+$(eval $(call rv_test,server,config,$(SRV_CONFIG),-linih,unit))
+$(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,unit))
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
 # The shared parameter helpers (params.c) and the version order (version.c).
-$(eval $(call rv_test,server,params,$(SRV_PARAMS) $(LIBRVPROTO),$(PROTOBUF_LIBS) -ljansson))
+$(eval $(call rv_test,server,params,$(SRV_PARAMS) $(LIBRVPROTO),$(PROTOBUF_LIBS) -ljansson,unit))
 $(OBJ)/tests/server/test_params.o: CPPFLAGS += -Iserver/src $(call pc,--cflags,jansson)
 # Worst traces, issues and chain search (search.c, issue.c) through the API.
-$(eval $(call rv_test,server,search,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,search,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration))
 $(OBJ)/tests/server/test_search.o: CPPFLAGS += $(call pc,--cflags,jansson) -Itests/rvtrace $(call pc,--cflags,libpq)
-$(eval $(call rv_test,server,init,$(SRV_UTIL) $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS)))
+$(eval $(call rv_test,server,init,$(SRV_UTIL) $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS),integration pg))
 $(TBIN)/server/test_integration $(TBIN)/server/test_init: | $(BIN)/rearview-server
 
 # Fuzz targets (libFuzzer, clang): `make fuzz` builds them into build/fuzz.
@@ -97,8 +97,8 @@ $(BUILD)/fuzz/server_upload: tests/fuzz/server_upload.c server/src/pipeline/uplo
 		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
 
-$(eval $(call rv_test,server,fuzz_http,$(SRV_HTTP),-lhttp_parser))
-$(eval $(call rv_test,server,fuzz_upload,$(SRV_UPLOAD) $(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,server,fuzz_http,$(SRV_HTTP),-lhttp_parser,torture))
+$(eval $(call rv_test,server,fuzz_upload,$(SRV_UPLOAD) $(LIBRVPROTO),$(PROTOBUF_LIBS),torture))
 
 # `make bench`: the upload load generator against the real binary.
 $(TBIN)/server/bench_upload: $(OBJ)/tests/server/bench_upload.o $(OBJ)/tests/bench/server_workload.o \
@@ -157,7 +157,7 @@ $(BUILD)/fuzz/server_skip: tests/fuzz/server_skip.c server/src/pipeline/skips.c 
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Iserver/src -g -O1 \
 		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 $(eval $(call rv_test,server,fuzz_skip,$(SRV_SKIPS) $(SRV_UPLOAD) \
-	$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+	$(LIBRVPROTO),$(PROTOBUF_LIBS),torture))
 
 # The web UI's npm assets (server/web/package-lock.json pins them): speedscope,
 # served under /static/speedscope/, and playwright-core, the browser test's
@@ -183,7 +183,7 @@ $(BIN)/rearview-server: | $(WEB_ASSETS) $(WEB_LINK)
 
 # The web UI (server/WEB.md): the real binary driven over TLS by libcurl, and
 # tests/browser/web.spec.js in headless chromium when it is installed.
-$(eval $(call rv_test,server,web,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) $(RVT_STORE_LIBS)))
+$(eval $(call rv_test,server,web,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl -lsqlite3 -lzstd -ljansson $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) $(RVT_STORE_LIBS),system pg ci))
 $(OBJ)/tests/server/test_web.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include -Ipolicy/include \
 	-Itests/rvtrace \
 	$(call pc,--cflags,jansson) -DRVS_WEB_DIR='"$(WEB_DIR)"' \
@@ -194,10 +194,10 @@ $(TBIN)/server/test_web: | $(BIN)/rearview-server
 # `make bench`: web page latency next to the JSON API at 100k indexed traces.
 # Issue 18 item 2: exports streamed by the real binary, its peak memory read.
 $(OBJ)/tests/server/test_export.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include
-$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(BLOB_OBJ) $(SRV_UTIL) $(LIBRVANALYSIS),$(BLOB_LIBS) -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd))
+$(eval $(call rv_test,server,export,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(BLOB_OBJ) $(SRV_UTIL) $(LIBRVANALYSIS),$(BLOB_LIBS) -lsqlite3 -lmbedx509 -lmbedcrypto $(RVA_LIBS) -lzstd,torture pg))
 $(TBIN)/server/test_export: | $(BIN)/rearview-server
 $(OBJ)/tests/server/test_timeline.o: CPPFLAGS += -Itracer/analysis/include $(call pc,--cflags,jansson)
-$(eval $(call rv_test,server,timeline,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,timeline,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,unit))
 
 $(OBJ)/tests/server/test_web_bench.o: CPPFLAGS += -Itests/bench
 $(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) \
@@ -207,7 +207,7 @@ $(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/serv
 BENCHES += $(TBIN)/server/bench_web
 
 # Server ops: retention, signature totals, decode metrics.
-$(eval $(call rv_test,server,retention,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,retention,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration pg))
 $(OBJ)/tests/server/test_retention.o: CPPFLAGS += -Itests/bench
 $(TBIN)/server/test_retention: | $(BIN)/rearview-server
 $(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) \
@@ -216,11 +216,11 @@ $(TBIN)/server/bench_pages: $(OBJ)/tests/bench/server_pages.o $(OBJ)/tests/bench
 	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3 $(RVT_STORE_LIBS)
 BENCHES += $(TBIN)/server/bench_pages
 $(OBJ)/tests/server/test_ingest.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,libpq)
-$(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
+$(eval $(call rv_test,server,ingest,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration tsan))
 # Aggregate and differential flame graphs (agg.c, web_agg.c) from built captures.
 $(OBJ)/tests/server/test_agg.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,jansson) $(call pc,--cflags,libpq)
-$(eval $(call rv_test,server,agg,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,1))
-$(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,agg,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration tsan))
+$(eval $(call rv_test,server,symbols,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration pg))
 $(OBJ)/tests/server/test_symbols.o: CPPFLAGS += -Itests/bench -DRVS_SYMFIX='"$(TBIN)/server/symfix"'
 $(TBIN)/server/test_symbols: | $(BIN)/rearview-server $(TBIN)/server/symfix.stripped \
 	$(TBIN)/server/symfix.debug
@@ -242,7 +242,7 @@ $(BUILD)/fuzz/server_symbols: tests/fuzz/server_symbols.c server/src/model/symst
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(LIBELF_CFLAGS) -Iserver/src -g -O1 -fsanitize=fuzzer,address,undefined \
 		-o $@ $(filter %.c,$^) $(LIBRVCOMMON) $(LIBELF_LIBS) -lsqlite3 -lmbedcrypto -lpthread
-$(eval $(call rv_test,server,fuzz_symbols,$(SRV_SYMSTORE) $(SRV_UTIL) $(LIBRVCOMMON),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto))
+$(eval $(call rv_test,server,fuzz_symbols,$(SRV_SYMSTORE) $(SRV_UTIL) $(LIBRVCOMMON),$(LIBELF_LIBS) -lsqlite3 -lmbedcrypto,torture))
 
 # The blob interface against each backend (blob.h): a local directory, and
 # S3 against npm s3rver (tests/server/s3rver pins it), started by the test;
@@ -255,7 +255,7 @@ $(S3RVER_ASSETS): tests/server/s3rver/package.json tests/server/s3rver/package-l
 	@if command -v npm >/dev/null 2>&1 && (cd $(@D) && npm ci --no-audit --no-fund \
 	    --loglevel=error >npm.log 2>&1); then touch $@; \
 	else echo "warning: npm ci failed (see $(@D)/npm.log): the S3 blob tests skip" >&2; fi
-$(eval $(call rv_test,server,blob,$(BLOB_OBJ) $(SRV_UTIL) $(LIBRVCOMMON),$(BLOB_LIBS) -lmbedcrypto -lsqlite3))
+$(eval $(call rv_test,server,blob,$(BLOB_OBJ) $(SRV_UTIL) $(LIBRVCOMMON),$(BLOB_LIBS) -lmbedcrypto -lsqlite3,integration))
 $(OBJ)/tests/server/test_blob.o: CPPFLAGS += \
 	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"' \
 	-DRVS_BENCH_UPLOAD='"$(CURDIR)/$(TBIN)/server/bench_upload"' $(call pc,--cflags,libpq)
@@ -265,7 +265,7 @@ $(TBIN)/server/test_blob: | $(S3RVER_ASSETS) $(TBIN)/server/bench_upload
 # one killed mid-ingest (the real binary; captures from the fixture).
 $(OBJ)/tests/server/test_fleet.o: CPPFLAGS += -Itracer/include $(call pc,--cflags,libpq) \
 	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"'
-$(eval $(call rv_test,server,fleet,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(RVT_STORE_LIBS) $(PROTOBUF_LIBS) $(RVT_LDLIBS)))
+$(eval $(call rv_test,server,fleet,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(RVT_STORE_LIBS) $(PROTOBUF_LIBS) $(RVT_LDLIBS),integration))
 $(TBIN)/server/test_fleet: | $(S3RVER_ASSETS) $(BIN)/rearview-server
 # `make bench`: put/get throughput of the blob backends (BENCHMARKS.md).
 $(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(SRV_UTIL) \
@@ -276,11 +276,11 @@ BENCHES += $(TBIN)/server/bench_blob
 
 # Issue 16 question 1, what got slower: the statistics, the automatic
 # comparison with its webhook (a receiver in the test), and the fixture of
-# three versions captured by librvtrace (fleet_fixture.c, reusable); its
-# views in headless chromium (tests/browser/fleet.spec.js) when installed.
-$(OBJ)/tests/server/fleet_fixture.o: CFLAGS += -finstrument-functions
-$(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itracer/include
+# three versions (fleet_fixture.c, reusable: synthetic captures with exact
+# durations); its views in headless chromium (tests/browser/fleet.spec.js)
+# when installed.
+$(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itests/rvtrace
 $(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson) $(call pc,--cflags,libpq) \
 	-DRVS_WEB_DIR='"$(WEB_DIR)"' -DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
-$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd))
+$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd,system))
 $(TBIN)/server/test_regress: | $(BIN)/rearview-server $(WEB_ASSETS)

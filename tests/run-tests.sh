@@ -1,20 +1,39 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Runs cmocka test binaries in TAP mode and prints one closing line,
-# `N passed, N failed` (`, N skipped` when some were), counting every test
-# case across all binaries.
+# Runs cmocka test binaries in TAP mode, several at once, and prints one
+# closing line, `N passed, N failed` (`, N skipped` when some were),
+# counting every test case across all binaries.
+#
+#   tests/run-tests.sh [-j N] [--times FILE] [--tally FILE] BIN... [--alone BIN]...
+#
+#   -j N          binaries at once (default: RV_TEST_JOBS, else the number of
+#                 online cores); -j 1 runs them one after another.
+#   --alone BIN   BIN cannot share the machine (it needs a quiet CPU or a
+#                 resource no other test may hold): it runs after the others,
+#                 by itself.
+#   --times FILE  each binary's wall seconds are kept in FILE; the next run
+#                 starts the slowest binaries first (what it has not timed
+#                 yet, in the order given, after them).
+#   RV_TEST_TIMEOUT  seconds per binary (default 1800: a guard against
+#                 hangs, long enough for the slowest binary on a machine
+#                 loaded many times over); a binary that runs longer is
+#                 killed and counted as failed.
 #
 # Skipped cases (cmocka's `# SKIP`) are counted apart.
 # A binary that crashes or exits non-zero without reporting a failure counts
 # its unreported cases (or at least one) as failed, so a crash is never a pass.
-# Logs of failing binaries are printed in full; passing ones print one line.
-#   tests/run-tests.sh BIN...      (RV_TEST_TIMEOUT: seconds per binary, default 600)
+# Each binary prints one line when it ends; logs of failing binaries are
+# printed in full, each in one piece, never interleaved with another's.
 #
 # `make check` runs several stages and wants one closing line for all:
 #   tests/run-tests.sh --tally FILE BIN...   appends `passed failed skipped`
 #       to FILE and prints a stage line that is not a closing line;
 #   tests/run-tests.sh --total FILE          prints the closing line of the
 #       sums in FILE; fails when any stage failed or FILE holds no stage.
+#
+# Parallelism without `wait -n` (POSIX sh): N workers walk the same list and
+# each binary goes to the worker that first creates its claim directory
+# (mkdir is atomic); output is serialised by a lock directory the same way.
 set -u
 
 if [ "${1:-}" = "--total" ]; then
@@ -30,23 +49,52 @@ if [ "${1:-}" = "--total" ]; then
 	exit
 fi
 
+usage() {
+	echo "usage: $0 [-j N] [--times FILE] [--tally FILE] BIN... [--alone BIN]..." >&2
+	exit 2
+}
+
+jobs=${RV_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 tally=""
-if [ "${1:-}" = "--tally" ]; then
-	[ $# -ge 2 ] || { echo "usage: $0 --tally FILE BIN..." >&2; exit 2; }
-	tally=$2
-	shift 2
-fi
+times=""
+work=$(mktemp -d "${TMPDIR:-/tmp}/rv-run-tests.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+: >"$work/shared"
+: >"$work/alone"
+while [ $# -gt 0 ]; do
+	case $1 in
+	-j) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
+	-j*) jobs=${1#-j}; shift ;;
+	--tally) [ $# -ge 2 ] || usage; tally=$2; shift 2 ;;
+	--times) [ $# -ge 2 ] || usage; times=$2; shift 2 ;;
+	--alone) [ $# -ge 2 ] || usage; echo "$2" >>"$work/alone"; shift 2 ;;
+	-*) usage ;;
+	*) echo "$1" >>"$work/shared"; shift ;;
+	esac
+done
+case $jobs in '' | *[!0-9]* | 0) echo "$0: -j wants a positive number" >&2; exit 2 ;; esac
 
-passed=0
-failed=0
-skipped=0
-bad_bins=""
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Slowest first by the times kept from the last run; the rest in order.
+order() {
+	if [ -n "$times" ] && [ -s "$times" ]; then
+		awk 'NR == FNR { t[$2] = $1; next } { print (($0 in t) ? t[$0] : -1), FNR, $0 }' \
+			"$times" "$1" | sort -k1,1gr -k2,2n | cut -d' ' -f3-
+	else
+		cat "$1"
+	fi
+}
 
-for bin in "$@"; do
-	CMOCKA_MESSAGE_OUTPUT=TAP timeout "${RV_TEST_TIMEOUT:-600}" "$bin" >"$log" 2>&1 </dev/null
+# Runs binary number $1 ($2): its log and result files are $work/$1.*.
+run_one() {
+	n=$1
+	bin=$2
+	log=$work/$n.log
+	start=$(date +%s.%N)
+	CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 10 "${RV_TEST_TIMEOUT:-1800}" "$bin" >"$log" 2>&1 </dev/null
 	rc=$?
+	end=$(date +%s.%N)
+	secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$log" | head -n 1)
 	# cmocka reports a skipped case as `not ok N # SKIP`: neither a pass nor a failure.
 	skip=$(grep -c '^\(not \)\{0,1\}ok .*# SKIP' "$log")
@@ -59,17 +107,57 @@ for bin in "$@"; do
 	if [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ] && [ "$missing" -eq 0 ]; then
 		missing=1
 	fi
-	passed=$((passed + ok))
-	skipped=$((skipped + skip))
-	failed=$((failed + notok + missing))
+	echo "$ok $((notok + missing)) $skip $secs $bin" >"$work/$n.result"
+	until mkdir "$work/print.lock" 2>/dev/null; do sleep 0.05; done
 	if [ "$notok" -ne 0 ] || [ "$missing" -ne 0 ]; then
-		echo "FAIL $bin (exit $rc, $ok ok, $notok not ok, $missing missing)"
+		why="exit $rc"
+		[ "$rc" -eq 124 ] && why="timed out after ${RV_TEST_TIMEOUT:-1800} s"
+		echo "FAIL $bin ($why, $ok ok, $notok not ok, $missing missing, ${secs} s)"
 		sed 's/^/    /' "$log"
-		bad_bins="$bad_bins $bin"
 	else
-		echo "ok   $bin ($ok$([ "$skip" -ne 0 ] && echo ", $skip skipped"))"
+		echo "ok   $bin ($ok$([ "$skip" -ne 0 ] && echo ", $skip skipped"), ${secs} s)"
 	fi
+	rmdir "$work/print.lock"
+}
+
+# One worker: every binary of list $1 it manages to claim.
+worker() {
+	w_i=0
+	while IFS= read -r w_bin; do
+		w_i=$((w_i + 1))
+		mkdir "$work/claim.$1.$w_i" 2>/dev/null && run_one "$1.$w_i" "$w_bin"
+	done <"$work/$1.order"
+}
+
+order "$work/shared" >"$work/s.order"
+order "$work/alone" >"$work/a.order"
+i=0
+while [ $i -lt "$jobs" ]; do
+	worker s &
+	i=$((i + 1))
 done
+wait
+worker a
+
+passed=0
+failed=0
+skipped=0
+bad_bins=""
+for r in "$work"/*.result; do
+	[ -e "$r" ] || continue
+	read -r p f s secs bin <"$r"
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+	[ "$f" -ne 0 ] && bad_bins="$bad_bins $bin"
+	[ -n "$times" ] && echo "$secs $bin" >>"$work/times"
+done
+if [ -n "$times" ] && [ -s "$work/times" ]; then
+	# Keep what this run did not time; replace what it did.
+	{ [ -f "$times" ] && awk 'NR == FNR { seen[$2] = 1; next } !($2 in seen)' \
+		"$work/times" "$times"; cat "$work/times"; } >"$work/times.new" &&
+		mkdir -p "$(dirname "$times")" && mv "$work/times.new" "$times"
+fi
 
 [ -n "$bad_bins" ] && echo "failing:$bad_bins"
 if [ -n "$tally" ]; then

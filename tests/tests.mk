@@ -2,7 +2,8 @@
 # tests/ — cmocka unit tests per component (tests/<component>/test_<unit>.c),
 # integration tests (tests/integration/) that start real processes.
 # Test binaries are declared with $(call rv_test,…) in the component fragments
-# or here; `make check` runs all of $(TESTS) through tests/run-tests.sh.
+# or here, each with its tier (Makefile, rv_register); tests/run-tests.sh
+# runs them.
 
 # A header listing every generated message descriptor, so the round-trip test
 # covers messages added to the schemas later without being edited.
@@ -16,8 +17,8 @@ $(GEN)/rearview/all-messages.h: $(PROTO_H)
 $(OBJ)/tests/proto/test_messages.o: $(GEN)/rearview/all-messages.h
 $(OBJ)/tests/proto/%.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
 
-$(eval $(call rv_test,proto,frame,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
-$(eval $(call rv_test,proto,messages,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,proto,frame,$(LIBRVPROTO),$(PROTOBUF_LIBS),unit))
+$(eval $(call rv_test,proto,messages,$(LIBRVPROTO),$(PROTOBUF_LIBS),unit))
 
 # Integration: librvtrace + librvanalysis on a real two-module process.
 # chain_app is instrumented in call mode and in inline mode; its second
@@ -38,7 +39,7 @@ $(ITEST)/chain_app_%: $(OBJ)/tests/integration/chain_app_%.o $(ITEST)/libchainmo
 
 $(OBJ)/tests/integration/test_capture_chain.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include \
 	-DRV_APP_DIR='"$(CURDIR)/$(ITEST)"' -DRV_LIB_DIR='"$(CURDIR)/$(LIB):$(CURDIR)/$(ITEST)"'
-$(eval $(call rv_test,integration,capture_chain,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,integration,capture_chain,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
 $(ITEST)/test_capture_chain: | $(ITEST)/chain_app_call $(ITEST)/chain_app_inline
 
 # Allocation-failure ("torture") tests: tests/torture/torture.c defines the
@@ -49,15 +50,15 @@ TORTURE_OBJ := $(OBJ)/tests/torture/torture.o
 $(OBJ)/tests/torture/%.o: CPPFLAGS += $(CMOCKA_CFLAGS) -Itests/torture
 $(OBJ)/tests/torture/torture.o: CFLAGS += -fno-builtin -fno-sanitize=all
 $(OBJ)/tests/torture/test_analysis.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace
-$(eval $(call rv_test,torture,analysis,$(TORTURE_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,torture,analysis,$(TORTURE_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS),torture))
 $(OBJ)/tests/torture/test_frame.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
-$(eval $(call rv_test,torture,frame,$(TORTURE_OBJ) $(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,torture,frame,$(TORTURE_OBJ) $(LIBRVPROTO),$(PROTOBUF_LIBS),torture))
 $(OBJ)/tests/torture/test_policy.o: CPPFLAGS += -Ipolicy/include $(PROTOBUF_CFLAGS)
-$(eval $(call rv_test,torture,policy,$(TORTURE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS)))
+$(eval $(call rv_test,torture,policy,$(TORTURE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),torture))
 $(OBJ)/tests/torture/test_daemon_config.o: CPPFLAGS += -Idevice/src $(PROTOBUF_CFLAGS)
-$(eval $(call rv_test,torture,daemon_config,$(TORTURE_OBJ) $(addprefix $(OBJ)/device/src/,config.o log.o),-linih))
+$(eval $(call rv_test,torture,daemon_config,$(TORTURE_OBJ) $(addprefix $(OBJ)/device/src/,config.o log.o),-linih,torture))
 # The symbol store's ELF reader (symstore.c) needs no handler (issue 15).
 $(OBJ)/tests/torture/test_server.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS)
 $(eval $(call rv_test,torture,server,$(TORTURE_OBJ) $(SRV_CONFIG) $(SRV_HTTP) $(SRV_UPLOAD) \
   $(SRV_SKIPS) $(SRV_SYMSTORE) $(SRV_UTIL) $(LIBRVPROTO),-linih -lhttp_parser $(LIBELF_LIBS) \
-  -lsqlite3 -lmbedcrypto $(PROTOBUF_LIBS)))
+  -lsqlite3 -lmbedcrypto $(PROTOBUF_LIBS),torture))

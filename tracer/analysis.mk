@@ -53,35 +53,35 @@ LIBS        += $(LIBRVANALYSIS)
 BINS        += $(BIN)/rvtrace
 INSTALL_HDR += tracer/analysis/include/rearview/analysis.h
 
-$(eval $(call rv_test,rvtrace,model,$(LIBRVANALYSIS),$(RVA_LIBS)))
-$(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,model,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
+$(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_integrity.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
-$(eval $(call rv_test,rvtrace,integrity,$(LIBRVANALYSIS),$(RVA_LIBS)))
-$(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS)))
-$(eval $(call rv_test,rvtrace,shuffle,$(LIBRVANALYSIS),$(RVA_LIBS)))
-$(eval $(call rv_test,rvtrace,offcpu,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,integrity,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
+$(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
+$(eval $(call rv_test,rvtrace,shuffle,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
+$(eval $(call rv_test,rvtrace,offcpu,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_offcpu.o: $(RVA_PB_H)
 $(OBJ)/tests/rvtrace/test_offcpu.o: CPPFLAGS += $(PROTOBUF_CFLAGS) $(call pc,--cflags,jansson)
 $(OBJ)/tests/rvtrace/test_shuffle.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 
 $(OBJ)/tests/rvtrace/test_textio.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
-$(eval $(call rv_test,rvtrace,android,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,android,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_android.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
-$(eval $(call rv_test,rvtrace,import,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,import,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
 $(OBJ)/tests/rvtrace/test_import.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
-$(eval $(call rv_test,rvtrace,chrome,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,chrome,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_chrome.o: CPPFLAGS += -Itracer/analysis
-$(eval $(call rv_test,rvtrace,perfetto,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,perfetto,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_perfetto.o: $(RVA_PB_H)
 $(OBJ)/tests/rvtrace/test_perfetto.o: CPPFLAGS += $(PROTOBUF_CFLAGS)
-$(eval $(call rv_test,rvtrace,pprof,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,pprof,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_pprof.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"' \
   $(PROTOBUF_CFLAGS) -I$(GEN)/rvanalysis
 $(OBJ)/tests/rvtrace/test_pprof.o: $(RVA_PPROF_H)
-$(eval $(call rv_test,rvtrace,corpus,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,corpus,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
 $(OBJ)/tests/rvtrace/test_corpus.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"' \
   -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
-$(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
 $(TBIN)/rvtrace/test_cli: | $(BIN)/rvtrace
 $(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"' \
   -DRV_NODE_MODULES='"$(abspath build/web/node_modules)"' \
@@ -105,7 +105,7 @@ $(BUILD)/fuzz/rvtrace_%: tests/fuzz/rvtrace_%.c $(RVA_SRC) $(GEN)/rvanalysis/rvp
 	  -I$(GEN)/rvanalysis $(PROTOBUF_CFLAGS) $(call pc,--cflags,yajl) \
 	  -o $@ $< $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c $(GEN)/rvanalysis/rvpprof.pb-c.c $(RVA_LIBS)
 
-$(eval $(call rv_test,rvtrace,fuzzreplay,$(RVA_FUZZ_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS)))
+$(eval $(call rv_test,rvtrace,fuzzreplay,$(RVA_FUZZ_OBJ) $(LIBRVANALYSIS),$(RVA_LIBS),torture))
 $(OBJ)/tests/rvtrace/test_fuzzreplay.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"' \
   -DRV_FUZZ_SEEDS='"$(CURDIR)/tests/fuzz"'
 
@@ -117,4 +117,4 @@ $(TBIN)/rvtrace/bench_shuffle: $(OBJ)/tests/rvtrace/bench_shuffle.o $(LIBRVANALY
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RVA_LIBS) -lzstd
 BENCHES += $(TBIN)/rvtrace/bench_shuffle
-$(eval $(call rv_test,rvtrace,concurrent,$(LIBRVANALYSIS),$(RVA_LIBS),1))
+$(eval $(call rv_test,rvtrace,concurrent,$(LIBRVANALYSIS),$(RVA_LIBS),unit tsan))

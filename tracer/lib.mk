@@ -73,7 +73,7 @@ RVT_TEST_OBJ := $(OBJ)/tests/tracer/capture_util.o $(OBJ)/tests/tracer/wrap_chec
                 $(OBJ)/tests/tracer/fixture_call.o \
                 $(OBJ)/tests/tracer/fixture_inline.o $(LIBRVTRACE_A) $(LIBRVPROTO)
 
-$(eval $(call rv_test,tracer,format,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,format,$(RVT_TEST_OBJ),$(RVT_LDLIBS),unit))
 # A second instrumented module for the multi-module capture test.
 RVT_MODFIX := $(TBIN)/tracer/libmodfix.so
 $(OBJ)/tests/tracer/modfix.o: CFLAGS += -finstrument-functions
@@ -96,15 +96,15 @@ $(OBJ)/tests/tracer/cxxfix.o: tests/tracer/cxxfix.cc
 	@mkdir -p $(@D)
 	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -finstrument-functions -c -o $@ $<
 $(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(RVT_MODINL) $(OBJ)/tests/tracer/cxxfix.o,\
-	$(RVT_LDLIBS) -lstdc++ -Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer)))
-$(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
-$(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+	$(RVT_LDLIBS) -lstdc++ -Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer),unit))
+$(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration tsan))
+$(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
 $(OBJ)/tests/tracer/test_signal_inline.o: CFLAGS += -finstrument-functions \
 	-include tracer/include/rearview/trace-inline.h
 $(OBJ)/tests/tracer/test_signal_inline.o: tests/tracer/test_signal.c
-$(eval $(call rv_test,tracer,signal_inline,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
-$(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
-$(eval $(call rv_test,tracer,devmode,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,signal_inline,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
+$(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
+$(eval $(call rv_test,tracer,devmode,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
 # x86-64 inline mode's register-preserving stubs, called from hand-written asm.
 ifneq ($(findstring x86_64,$(RVT_ARCH)),)
 RVT_STUB_OBJ := $(OBJ)/tests/tracer/stub_regs-x86_64.o
@@ -112,20 +112,20 @@ $(OBJ)/tests/tracer/%.o: tests/tracer/%.S
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 endif
-$(eval $(call rv_test,tracer,stubs,$(RVT_STUB_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,stubs,$(RVT_STUB_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS),unit))
 $(OBJ)/tests/tracer/test_format.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
-$(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
-$(eval $(call rv_test,tracer,runtime,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+$(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
+$(eval $(call rv_test,tracer,runtime,$(RVT_TEST_OBJ),$(RVT_LDLIBS),unit))
 # Issue 21 items 1-3: blocking calls undisturbed, no lost call, exact time.
-$(eval $(call rv_test,tracer,blocking,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
-$(eval $(call rv_test,tracer,stream,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
+$(eval $(call rv_test,tracer,blocking,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
+$(eval $(call rv_test,tracer,stream,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration tsan))
 # (librvanalysis is defined later, in analysis.mk: named here by its path.)
 $(OBJ)/tests/tracer/test_gap.o: CPPFLAGS += -Itracer/analysis/include
-$(eval $(call rv_test,tracer,gap,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS)))
+$(eval $(call rv_test,tracer,gap,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS),integration))
 # Issue 17, lock waits: the fixture's own methods are traced; decoded by librvanalysis.
 $(OBJ)/tests/tracer/test_locks.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/tracer/test_locks.o: CPPFLAGS += -Itracer/analysis/include
-$(eval $(call rv_test,tracer,locks,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS)))
+$(eval $(call rv_test,tracer,locks,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS),unit))
 
 # Lock interposers' uncontended cost (BENCHMARKS.md): plain and with librvtrace.
 $(TBIN)/bench/tracer_locks_plain: $(OBJ)/tests/bench/tracer_locks.o
@@ -157,7 +157,7 @@ $(OBJ)/tests/tracer/mute_inl.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h 
 	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions -DMF_PREFIX=mi_ \
 	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
 $(eval $(call rv_test,tracer,mute,$(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/tracer/mute_inl.o \
-	$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+	$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
 
 # test_untraced: carries a .rearview_untraced section of its own (as rvcc
 # adds one), which librvtrace must find in its module's file.
@@ -171,7 +171,7 @@ $(TBIN)/tracer/test_untraced: $(OBJ)/tests/tracer/test_untraced.o $(RVT_TEST_OBJ
 	objcopy --add-section .rearview_untraced=tests/tracer/golden/untraced.txt \
 	  --set-section-flags .rearview_untraced=contents,readonly $@
 $(OBJ)/tests/tracer/test_untraced.o: CPPFLAGS += $(CMOCKA_CFLAGS)
-TESTS += $(TBIN)/tracer/test_untraced
+$(eval $(call rv_register,$(TBIN)/tracer/test_untraced,unit))
 
 # `make bench`: Listing 1 built several ways into one driver.
 RVT_BENCH_OBJ := $(addprefix $(OBJ)/tests/bench/,tracer_listing1.o tracer_work_plain.o \
@@ -243,7 +243,7 @@ $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 $(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
 	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
 	chmod +x $@
-TESTS += $(TBIN)/tracer/test_aarch64
+$(eval $(call rv_register,$(TBIN)/tracer/test_aarch64,integration))
 endif
 endif
 endif
@@ -281,4 +281,4 @@ $(OBJ)/tests/tracer/unwind_cl.o: tests/tracer/unwind_cxx.cc tests/tracer/unwind_
 endif
 $(OBJ)/tests/tracer/test_unwind.o: CPPFLAGS += -DRVT_SRC_DIR='"$(CURDIR)"' -DRVT_BUILD_DIR='"$(BUILD)"' \
 	-DRVT_SANFLAGS='"$(SANFLAGS)"'
-$(eval $(call rv_test,tracer,unwind,$(RVT_UNWIND_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS) -lstdc++,1))
+$(eval $(call rv_test,tracer,unwind,$(RVT_UNWIND_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS) -lstdc++,system tsan ci))

@@ -18,7 +18,7 @@ $(TBIN)/bench/test_real: tests/bench/real/test_real.sh | $(RV_REAL_DEPS)
 	printf '#!/bin/sh\ncd %s && exec sh tests/bench/real/test_real.sh %s "%s"\n' \
 	  '$(CURDIR)' '$(BUILD)' '$(SANFLAGS)' > $@
 	chmod +x $@
-TESTS += $(TBIN)/bench/test_real
+$(eval $(call rv_register,$(TBIN)/bench/test_real,system))
 bench-real: $(RV_REAL_DEPS)
 	BUILD=$(BUILD) ROUNDS=$(or $(ROUNDS),10) sh tests/bench/real/run.sh
 .PHONY: bench-real
@@ -27,7 +27,7 @@ $(TBIN)/rvcc/test_rvcc: tests/rvcc/test_rvcc.sh | $(BIN)/rvcc $(BIN)/rvtrace $(L
 	@mkdir -p $(@D)
 	printf '#!/bin/sh\nexec sh %s %s "%s"\n' '$(CURDIR)/$<' '$(abspath $(BIN))' '$(SANFLAGS)' > $@
 	chmod +x $@
-TESTS += $(TBIN)/rvcc/test_rvcc
+$(eval $(call rv_register,$(TBIN)/rvcc/test_rvcc,integration))
 # The GCC plugin rvcc loads to exclude functions by exact name (gcc 12's
 # plugin headers: Debian's gcc-12-plugin-dev).  It runs inside cc1, so it is
 # built without the sanitizer flags, with the g++ matching gcc 12; without

@@ -27,4 +27,4 @@ INSTALL_HDR += device/events/include/rearview/events.h
 # Unit test: the library against a socketpair-free fake daemon (a listening
 # unix socket in a mkdtemp directory, read with rv_frame_recv).
 $(OBJ)/tests/device/test_events.o: CPPFLAGS += -Idevice/events/include
-$(eval $(call rv_test,device,events,$(LIBRVEVENTS_A) $(LIBRVPROTO),$(PROTOBUF_LIBS),tsan))
+$(eval $(call rv_test,device,events,$(LIBRVEVENTS_A) $(LIBRVPROTO),$(PROTOBUF_LIBS),integration tsan))

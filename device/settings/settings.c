@@ -365,8 +365,10 @@ static gboolean selftest_step(gpointer data)
 		gtk_widget_activate(p->delete_btn);
 		p->timeout = g_timeout_add(300, selftest_step, p);
 		return G_SOURCE_REMOVE;
-	case 2: /* the confirmation is up */
-		if (!p->confirm || !gtk_widget_get_mapped(p->confirm)) {
+	case 2: /* the confirmation is up, once it has its size (mapped comes first) */
+		if (!p->confirm || !gtk_widget_get_mapped(p->confirm) ||
+		    gtk_widget_get_width(p->confirm) <= 0 ||
+		    gtk_widget_get_width(gtk_window_get_child(GTK_WINDOW(p->confirm))) <= 0) {
 			p->step--;
 			p->timeout = g_timeout_add(100, selftest_step, p);
 			return G_SOURCE_REMOVE;

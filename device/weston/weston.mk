@@ -56,6 +56,6 @@ RV_WESTON_PRELOAD := $(strip \
 $(OBJ)/tests/integration/test_weston.o: CPPFLAGS += -Itests/device -Idevice/src $(DEVICE_CFLAGS) \
   -DRV_LIB_DIR='"$(LIB)"' -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"' \
   -DRV_WESTON_PRELOAD='"$(RV_WESTON_PRELOAD)"'
-$(eval $(call rv_test,integration,weston,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,integration,weston,$(LIBRVPROTO),$(PROTOBUF_LIBS),system ci san))
 $(TBIN)/integration/test_weston: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/weston/rv_slow_client \
   $(RV_WESTON_SO)

@@ -22,8 +22,8 @@ $(LIBRVCOMMON): $(RVC_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
-$(eval $(call rv_test,common,io,$(LIBRVCOMMON),))
-$(eval $(call rv_test,common,atomic,$(LIBRVCOMMON),))
-$(eval $(call rv_test,common,json,$(LIBRVCOMMON),))
-$(eval $(call rv_test,common,sqlite,$(LIBRVCOMMON),))
-$(eval $(call rv_test,common,log,$(LIBRVCOMMON),))
+$(eval $(call rv_test,common,io,$(LIBRVCOMMON),,unit))
+$(eval $(call rv_test,common,atomic,$(LIBRVCOMMON),,unit))
+$(eval $(call rv_test,common,json,$(LIBRVCOMMON),,unit))
+$(eval $(call rv_test,common,sqlite,$(LIBRVCOMMON),,unit))
+$(eval $(call rv_test,common,log,$(LIBRVCOMMON),,unit))

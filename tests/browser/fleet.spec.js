@@ -2,9 +2,11 @@
 // fleet.spec.js — issue 16's fleet views in headless Chromium (Debian's
 // /usr/bin/chromium) driven by playwright-core.  Plain node script, run by
 // tests/server/test_regress.c's browser case against a real rearview-server
-// holding the fleet fixture (tests/server/fleet_fixture.c: versions 4.2, 4.3
-// and 4.4 of the same app, one method ~4x slower in 4.3) and a local webhook
-// receiver.  It exits 0 when every check passes and prints what failed
+// holding the fleet fixture (tests/server/fleet_fixture.h: synthetic
+// captures with exact durations of versions 4.2, 4.3 and 4.4 of the same
+// app, one method exactly 4x slower in 4.3, nothing else different, so
+// every number compared here is the same on any machine) and a local
+// webhook receiver.  It exits 0 when every check passes and prints what failed
 // otherwise.  Every check reads what the page draws (names, order, colours,
 // classes), never only that a page loaded.  Screenshots go to RVS_SHOTS.
 //

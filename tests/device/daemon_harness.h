@@ -3,14 +3,19 @@
  * daemon_harness.h — shared by the rearviewd integration tests: runs the
  * real rearviewd in a mkdtemp() directory, waits for its sd_notify READY=1
  * on a private NOTIFY_SOCKET, talks to admin.sock in-process or through the
- * real rvctl, and starts rv_helper_app processes.  Every wait has a
- * generous deadline that only guards against hangs; nothing measures time.
+ * real rvctl, and starts rv_helper_app, the demo programs or any other
+ * program as the daemon's neighbours (each reaped by rvh_teardown).  The
+ * cmocka fixtures rvh_fixture_setup / rvh_fixture_teardown give a test a
+ * started daemon as its state.  Every wait has a generous deadline that
+ * only guards against hangs; nothing measures time.
  */
 #ifndef RV_DAEMON_HARNESS_H
 #define RV_DAEMON_HARNESS_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -161,6 +166,146 @@ static inline void rvh_teardown(struct rvh *h)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", h->dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", h->dir);
+}
+
+/* cmocka fixtures: *state becomes a struct rvh with the daemon started on
+ * a configuration with `conf` appended (NULL: the defaults); -1 (the daemon
+ * did not start, nothing left behind) fails the test. */
+static inline int rvh_fixture_setup_conf(void **state, const char *conf)
+{
+	struct rvh *h = calloc(1, sizeof(*h));
+
+	if (!h || rvh_setup(h, conf) < 0) {
+		fprintf(stderr, "rearviewd did not start\n");
+		if (h)
+			rvh_teardown(h);
+		free(h);
+		return -1;
+	}
+	*state = h;
+	return 0;
+}
+
+static inline int rvh_fixture_setup(void **state)
+{
+	return rvh_fixture_setup_conf(state, NULL);
+}
+
+static inline int rvh_fixture_teardown(void **state)
+{
+	rvh_teardown(*state);
+	free(*state);
+	return 0;
+}
+
+/* A stream connection to the daemon's socket `name` (control.sock, …) in
+ * RUN: the descriptor, or -1. */
+static inline int rvh_connect(struct rvh *h, const char *name)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/%.20s", h->run, name);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Runs the program `exe` with argv (argv[0] its name, NULL-terminated),
+ * stdout and stderr appended to DIR/<log>; reaped by rvh_teardown unless
+ * rvh_wait_exit saw it end.  Its pid, or -1. */
+static inline pid_t rvh_spawn(struct rvh *h, const char *log, const char *exe, char *const argv[])
+{
+	char path[200];
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/%s", h->dir, log);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(exe, argv);
+		_exit(127);
+	}
+	if (pid > 0 && h->nhelpers < 8)
+		h->helpers[h->nhelpers++] = pid;
+	return pid;
+}
+
+/* Waits (hang guard) for a program rvh_spawn started to exit: its exit
+ * status, or -1 (killed by a signal, or still running at the guard). */
+static inline int rvh_wait_exit(struct rvh *h, pid_t pid)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+	int st;
+
+	while (rvh_now() < until) {
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			for (unsigned i = 0; i < h->nhelpers; i++)
+				if (h->helpers[i] == pid)
+					h->helpers[i] = 0;
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		}
+		rvh_sleep_ms(20);
+	}
+	return -1;
+}
+
+/* Runs a shell command line; its stdout into out (NUL-terminated, cap
+ * bytes at most).  Its exit status, or -1. */
+static inline int rvh_run_cmd(char *out, size_t cap, const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n;
+	int st;
+
+	if (!p)
+		return -1;
+	n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Writes len bytes of data to dir/name, its path into path: 0 or -1. */
+static inline int rvh_write_file(const char *dir, const char *name, const void *data, size_t len,
+				 char *path, size_t cap)
+{
+	FILE *f;
+	int rc;
+
+	snprintf(path, cap, "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	rc = fwrite(data, 1, len, f) == len ? 0 : -1;
+	return fclose(f) == 0 ? rc : -1;
+}
+
+/* How many capture files the daemon's spool holds (STATE/captures), or
+ * (size_t)-1 when it cannot be read. */
+static inline size_t rvh_spool_files(struct rvh *h)
+{
+	char path[200];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/captures", h->state);
+	d = opendir(path);
+	if (!d)
+		return (size_t)-1;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
 }
 
 /* Starts rv_helper_app with extra arguments (NULL-terminated). */
@@ -359,36 +504,61 @@ static inline __attribute__((format(printf, 4, 5))) int rvh_rvctl(struct rvh *h,
  * is traced), to completion; returns its pid or -1. */
 static inline pid_t rvh_run_demo_app(struct rvh *h)
 {
-	char events[160], log[160];
-	double until = rvh_now() + RVH_GUARD_S;
+	char events[160];
+	char *argv[] = {(char *)"rearview-demo-app",
+			(char *)"--events",
+			events,
+			(char *)"--frames",
+			(char *)"200",
+			(char *)"--slow-every",
+			(char *)"100",
+			(char *)"--slow-touch-every",
+			(char *)"0",
+			(char *)"--wait-traced",
+			(char *)"--quiet",
+			NULL};
 	pid_t pid;
-	int st;
 
 	snprintf(events, sizeof(events), "%s/events.sock", h->run);
-	snprintf(log, sizeof(log), "%s/app.log", h->dir);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 2);
-			close(fd);
-		}
-		execl(RV_BIN_DIR "/rearview-demo-app", "rearview-demo-app", "--events", events,
-		      "--frames", "200", "--slow-every", "100", "--slow-touch-every", "0",
-		      "--wait-traced", "--quiet", (char *)NULL);
-		_exit(127);
-	}
+	pid = rvh_spawn(h, "app.log", RV_BIN_DIR "/rearview-demo-app", argv);
 	if (pid < 0)
 		return -1;
+	/* Still running at the guard: rvh_teardown kills and reaps it. */
+	return rvh_wait_exit(h, pid) == 0 ? pid : -1;
+}
+
+/* Waits until the daemon traces exactly one thread of `pid` (its main
+ * thread, tid pid, when main_only).  false at the guard. */
+static inline bool rvh_wait_traced(struct rvh *h, pid_t pid, bool main_only)
+{
+	double until = rvh_now() + RVH_GUARD_S;
+
 	while (rvh_now() < until) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? pid : -1;
-		rvh_sleep_ms(20);
+		Rearview__AdminResponse *r = rvh_status(h);
+		const Rearview__ProcessStatus *p = rvh_find_proc(r, pid);
+		bool traced =
+			p && p->n_traced_tids == 1 && (!main_only || p->traced_tids[0] == pid);
+
+		if (r)
+			rearview__admin_response__free_unpacked(r, NULL);
+		if (traced)
+			return true;
+		rvh_sleep_ms(10);
 	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	return -1;
+	return false;
+}
+
+/* The percentage after `key` ("on-CPU: 12.000 (34.5%)") in the output of
+ * `rvctl why`, or NAN when it is not there (every comparison with NAN is
+ * false, so an assertion on a missing share fails). */
+static inline double rvh_why_share(const char *out, const char *key)
+{
+	const char *p = strstr(out, key);
+	double us, pct;
+
+	if (!p || sscanf(p + strlen(key), " %lf (%lf%%)", &us, &pct) != 2)
+		return NAN;
+	return pct;
 }
 
 #endif

@@ -435,22 +435,6 @@ static void test_dbus_consent_change_signalled_to_second_client(void **state)
 	sd_bus_flush_close_unref(mon);
 }
 
-static size_t count_files(struct rvh *h)
-{
-	char path[200];
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "%s/captures", h->state);
-	d = opendir(path);
-	assert_non_null(d);
-	while ((de = readdir(d)) != NULL)
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 /* Waits until `n` captures are listed and none is still being captured. */
 static void wait_pending(struct rvh *h, size_t n)
 {
@@ -587,13 +571,13 @@ static void test_dbus_delete_all_data_removes_pending_and_files(void **state)
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "event jank %d %d", (int)a, (int)a), 0);
 	assert_int_equal(rvh_wait_captures(h, 2), 2);
 	wait_pending(h, 2);
-	assert_int_equal(count_files(h), 2);
+	assert_int_equal(rvh_spool_files(h), 2);
 	bus_captures(&rows, "pending", "", &match);
 	assert_int_equal(rows, 2);
 	assert_int_equal(match, 2);
 	/* The call returns once the purge is durable. */
 	assert_int_equal(call("DeleteAllData", NULL, NULL, 0), 0);
-	assert_int_equal(count_files(h), 0);
+	assert_int_equal(rvh_spool_files(h), 0);
 	bus_captures(&rows, "skipped", "deleted_by_user", &match);
 	assert_int_equal(rows, 2);
 	assert_int_equal(match, 2);
@@ -676,9 +660,9 @@ static void test_dbus_panel_toggle_and_delete_change_the_daemon(void **state)
 	assert_true(rvh_wait_registered(h, a, true));
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "event jank %d %d", (int)a, (int)a), 0);
 	assert_int_equal(rvh_wait_captures(h, 1), 1);
-	for (double until = rvh_now() + RVH_GUARD_S; count_files(h) != 1 && rvh_now() < until;)
+	for (double until = rvh_now() + RVH_GUARD_S; rvh_spool_files(h) != 1 && rvh_now() < until;)
 		rvh_sleep_ms(10);
-	assert_int_equal(count_files(h), 1);
+	assert_int_equal(rvh_spool_files(h), 1);
 
 	snprintf(xdg, sizeof(xdg), "%s/xdg", h->dir);
 	assert_int_equal(mkdir(xdg, 0700), 0);
@@ -736,7 +720,7 @@ static void test_dbus_panel_toggle_and_delete_change_the_daemon(void **state)
 	assert_string_equal(v, "full");
 	rvctl_consent(h, v, sizeof(v));
 	assert_string_equal(v, "full");
-	assert_int_equal(count_files(h), 0);
+	assert_int_equal(rvh_spool_files(h), 0);
 }
 
 /* The installed interface file (deploy/dbus/org.rearview.Daemon1.xml) names

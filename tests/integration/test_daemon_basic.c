@@ -18,34 +18,12 @@
 #include "rearview/control.pb-c.h"
 #include "rearview/event.pb-c.h"
 
-static int setup(void **state)
-{
-	struct rvh *h = calloc(1, sizeof(*h));
-
-	if (!h || rvh_setup(h, NULL) < 0) {
-		fprintf(stderr, "rearviewd did not start\n");
-		free(h);
-		return -1;
-	}
-	*state = h;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	rvh_teardown(*state);
-	free(*state);
-	return 0;
-}
-
+/* The daemon's socket `name`, connected (the test fails otherwise). */
 static int connect_sock(struct rvh *h, const char *name)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = rvh_connect(h, name);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/%.20s", h->run, name);
 	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	return fd;
 }
 
@@ -481,6 +459,14 @@ static void test_daemon_basic_silent_process_disconnected(void **state)
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "status"), 0);
 }
 
+/* The correlation window as long as the daemon allows (an hour): the
+ * test's frames must fall inside it however long the machine takes to run
+ * the rvctl calls that report them. */
+static int setup_long_correlation(void **state)
+{
+	return rvh_fixture_setup_conf(state, "[correlation]\nwindow_ms = 3600000\n");
+}
+
 /* Waits for capture `n` (1-based count) and returns the list; caller frees. */
 static Rearview__AdminResponse *nth_capture(struct rvh *h, size_t n)
 {
@@ -713,39 +699,42 @@ static void test_daemon_basic_events_restricted_to_group(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_daemon_basic_events_restricted_to_group, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_basic_events_restricted_to_group,
+						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_daemon_basic_foreign_tid_and_stray_fd_disconnected, setup, teardown),
+			test_daemon_basic_foreign_tid_and_stray_fd_disconnected, rvh_fixture_setup,
+			rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_daemon_basic_second_daemon_refused_first_intact, setup, teardown),
+			test_daemon_basic_second_daemon_refused_first_intact, rvh_fixture_setup,
+			rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_status_and_consent_roundtrip,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon_basic_not_running_clear_error, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_daemon_basic_unprivileged_admin_denied, setup,
-						teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_basic_not_running_clear_error,
+						rvh_fixture_setup, rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_basic_unprivileged_admin_denied,
+						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_daemon_basic_hostile_peers_disconnected_others_served, setup,
-			teardown),
+			test_daemon_basic_hostile_peers_disconnected_others_served,
+			rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_register_for_other_pid_denied,
-						setup, teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_foreground_traces_n_most_recent,
-						setup, teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_capture_stored_and_acknowledged,
-						setup, teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_consent_off_captures_nothing,
-						setup, teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_jank_from_events_captured_pending,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon_basic_unsealed_memfd_refused, setup,
-						teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_basic_unsealed_memfd_refused,
+						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_silent_process_disconnected,
-						setup, teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_basic_touch_and_correlation_captured,
-						setup, teardown),
+						setup_long_correlation, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_daemon_basic_thermal_throttling_captures_foreground, setup, teardown),
+			test_daemon_basic_thermal_throttling_captures_foreground, rvh_fixture_setup,
+			rvh_fixture_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

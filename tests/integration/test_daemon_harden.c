@@ -17,53 +17,30 @@
 #include "rearview/event.pb-c.h"
 #include "rearview/policy.h"
 
-static int start(void **state, const char *conf)
-{
-	struct rvh *h = calloc(1, sizeof(*h));
-
-	if (!h || rvh_setup(h, conf) < 0) {
-		fprintf(stderr, "rearviewd did not start\n");
-		if (h)
-			rvh_teardown(h);
-		free(h);
-		return -1;
-	}
-	*state = h;
-	return 0;
-}
-
 /* 256 peers fit on control.sock; none registers during the test. */
 static int setup_flood(void **state)
 {
-	return start(state, "[sockets]\nmax_peers = 256\nmax_peers_per_uid = 0\n"
-			    "register_timeout_ms = 600000\n");
+	return rvh_fixture_setup_conf(state, "[sockets]\nmax_peers = 256\nmax_peers_per_uid = 0\n"
+					     "register_timeout_ms = 600000\n");
 }
 
 static int setup_per_uid(void **state)
 {
-	return start(state, "[sockets]\nmax_peers_per_uid = 4\nregister_timeout_ms = 600000\n");
+	return rvh_fixture_setup_conf(
+		state, "[sockets]\nmax_peers_per_uid = 4\nregister_timeout_ms = 600000\n");
 }
 
 static int setup_deadline(void **state)
 {
-	return start(state, "[sockets]\nregister_timeout_ms = 100\n");
+	return rvh_fixture_setup_conf(state, "[sockets]\nregister_timeout_ms = 100\n");
 }
 
-static int teardown(void **state)
-{
-	rvh_teardown(*state);
-	free(*state);
-	return 0;
-}
-
+/* The daemon's socket `name`, connected (the test fails otherwise). */
 static int connect_sock(struct rvh *h, const char *name)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = rvh_connect(h, name);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/%.20s", h->run, name);
 	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	return fd;
 }
 
@@ -146,11 +123,6 @@ static void test_daemon_harden_unregistered_peer_dropped_registered_kept(void **
 	assert_true(closed_by_daemon(fd));
 	close(fd);
 	assert_true(rvh_wait_registered(h, pid, true));
-}
-
-static int setup_plain(void **state)
-{
-	return start(state, NULL);
 }
 
 /* Item 12: `rvctl foreground 999999` (no such process) and a touch that
@@ -409,25 +381,25 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 			test_daemon_harden_256_idle_control_peers_admin_still_answers, setup_flood,
-			teardown),
+			rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_harden_fifth_peer_of_one_uid_refused,
-						setup_per_uid, teardown),
+						setup_per_uid, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_daemon_harden_unregistered_peer_dropped_registered_kept,
-			setup_deadline, teardown),
+			setup_deadline, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_daemon_harden_foreground_999999_and_backwards_touch_refused,
-			setup_plain, teardown),
+			rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test(test_daemon_harden_quota1_most_severe_30_then_90_drops_30),
 		cmocka_unit_test_setup_teardown(
-			test_daemon_harden_impossible_event_times_answered_with_error, setup_plain,
-			teardown),
+			test_daemon_harden_impossible_event_times_answered_with_error,
+			rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_daemon_harden_not_a_capture_refused_nothing_spooled, setup_plain,
-			teardown),
+			test_daemon_harden_not_a_capture_refused_nothing_spooled, rvh_fixture_setup,
+			rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_daemon_harden_unsealed_capture_answered_with_error, setup_plain,
-			teardown),
+			test_daemon_harden_unsealed_capture_answered_with_error, rvh_fixture_setup,
+			rvh_fixture_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,53 +21,6 @@
 
 #include "daemon_harness.h"
 
-static int setup(void **state)
-{
-	struct rvh *h = calloc(1, sizeof(*h));
-
-	if (!h || rvh_setup(h, NULL) < 0) {
-		fprintf(stderr, "rearviewd did not start\n");
-		free(h);
-		return -1;
-	}
-	*state = h;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	rvh_teardown(*state);
-	free(*state);
-	return 0;
-}
-
-/* Runs a shell command; its stdout into out (NUL-terminated).  Exit status
- * or -1. */
-static int run(char *out, size_t cap, const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n;
-	int st;
-
-	if (!p)
-		return -1;
-	n = fread(out, 1, cap - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* The percentage after `key` ("on-CPU: 12.000 (34.5%)") in `why`'s output. */
-static double share(const char *out, const char *key)
-{
-	const char *p = strstr(out, key);
-	double us, pct;
-
-	assert_non_null(p);
-	assert_int_equal(sscanf(p + strlen(key), " %lf (%lf%%)", &us, &pct), 2);
-	return pct;
-}
-
 /* `rvctl --json show` of the first capture once its summary is stored
  * (bounded wait), into out; 0 or -1. */
 static int summary_of_first(struct rvh *h, char *out, size_t cap)
@@ -116,36 +69,36 @@ static void test_daemon_offcpu_demo_capture_splits_blocked_and_cpu(void **state)
 	assert_true(rvh_run_demo_app(h) > 0);
 	assert_true(rvh_wait_captures(h, 1) >= 1);
 	snprintf(cmd, sizeof(cmd), "grep -c 'no off-CPU records' '%s/daemon.log'", h->dir);
-	if (run(out, sizeof(out), cmd) == 0) {
+	if (rvh_run_cmd(out, sizeof(out), cmd) == 0) {
 		print_message("rearviewd could not open perf events here\n");
 		skip();
 	}
 	snprintf(cmd, sizeof(cmd), "find '%s' -name 'c-*.rvc' | head -n 1", h->dir);
-	assert_int_equal(run(file, sizeof(file), cmd), 0);
+	assert_int_equal(rvh_run_cmd(file, sizeof(file), cmd), 0);
 	file[strcspn(file, "\n")] = '\0';
 	assert_true(file[0] != '\0');
 
 	snprintf(cmd, sizeof(cmd), "%s/rvtrace why build_list_item_slow '%s'", RV_BIN_DIR, file);
-	assert_int_equal(run(out, sizeof(out), cmd), 0);
+	assert_int_equal(rvh_run_cmd(out, sizeof(out), cmd), 0);
 	print_message("%s", out);
 	assert_null(strstr(out, "no off-CPU records"));
-	assert_true(share(out, "off-CPU:") > 50);
-	assert_true(share(out, "blocked:") > 50);
-	assert_true(share(out, "blocked:") > share(out, "preempted:"));
+	assert_true(rvh_why_share(out, "off-CPU:") > 50);
+	assert_true(rvh_why_share(out, "blocked:") > 50);
+	assert_true(rvh_why_share(out, "blocked:") > rvh_why_share(out, "preempted:"));
 	assert_non_null(strstr(out, "faults minor"));
 
 	snprintf(cmd, sizeof(cmd), "%s/rvtrace why spin_work '%s'", RV_BIN_DIR, file);
-	assert_int_equal(run(out, sizeof(out), cmd), 0);
+	assert_int_equal(rvh_run_cmd(out, sizeof(out), cmd), 0);
 	print_message("%s", out);
-	assert_true(share(out, "blocked:") < 50);
-	assert_true(share(out, "on-CPU:") > share(out, "blocked:"));
+	assert_true(rvh_why_share(out, "blocked:") < 50);
+	assert_true(rvh_why_share(out, "on-CPU:") > rvh_why_share(out, "blocked:"));
 
 	/* The summary's columns and the JSON's reasons come from the same records. */
 	snprintf(cmd, sizeof(cmd), "%s/rvtrace summary --json '%s'", RV_BIN_DIR, file);
-	assert_int_equal(run(out, sizeof(out), cmd), 0);
+	assert_int_equal(rvh_run_cmd(out, sizeof(out), cmd), 0);
 	assert_non_null(strstr(out, "\"offcpu_reasons\":[{\"reason\":\"blocked\""));
 	snprintf(cmd, sizeof(cmd), "%s/rvtrace summary '%s'", RV_BIN_DIR, file);
-	assert_int_equal(run(out, sizeof(out), cmd), 0);
+	assert_int_equal(rvh_run_cmd(out, sizeof(out), cmd), 0);
 	assert_non_null(strstr(out, "off_cpu_incl"));
 
 	/* The local summary (device/src/summary.c), computed at consent full
@@ -160,7 +113,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
-			test_daemon_offcpu_demo_capture_splits_blocked_and_cpu, setup, teardown),
+			test_daemon_offcpu_demo_capture_splits_blocked_and_cpu, rvh_fixture_setup,
+			rvh_fixture_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

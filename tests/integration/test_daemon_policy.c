@@ -39,22 +39,6 @@ static Rearview__AdminResponse *wait_settled(struct rvh *h, size_t n)
 	}
 }
 
-static size_t count_files(struct rvh *h)
-{
-	char path[200];
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "%s/captures", h->state);
-	d = opendir(path);
-	assert_non_null(d);
-	while ((de = readdir(d)) != NULL)
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 static void test_daemon_policy_fourth_anomaly_quota_exhausted_skipped(void **state)
 {
 	struct rvh h;
@@ -87,7 +71,7 @@ static void test_daemon_policy_fourth_anomaly_quota_exhausted_skipped(void **sta
 	assert_int_equal(ci->size, 0);
 	rearview__admin_response__free_unpacked(r, NULL);
 	/* No capture file for the refused one. */
-	assert_int_equal(count_files(&h), 3);
+	assert_int_equal(rvh_spool_files(&h), 3);
 	assert_int_equal(rvh_rvctl(&h, out, sizeof(out), "captures"), 0);
 	assert_non_null(strstr(out, "quota_exhausted"));
 	r = rvh_status(&h);
@@ -126,7 +110,7 @@ static void test_daemon_policy_consent_off_nothing_decided(void **state)
 	r = rvh_captures(&h);
 	assert_int_equal(r->captures->n_captures, 0);
 	rearview__admin_response__free_unpacked(r, NULL);
-	assert_int_equal(count_files(&h), 0);
+	assert_int_equal(rvh_spool_files(&h), 0);
 	rvh_teardown(&h);
 }
 
@@ -147,7 +131,7 @@ static void test_daemon_policy_consent_full_to_summary_keeps_pending_local_purge
 	assert_string_equal(r->captures->captures[0]->state, "pending");
 	id = r->captures->captures[0]->id;
 	rearview__admin_response__free_unpacked(r, NULL);
-	assert_int_equal(count_files(&h), 1);
+	assert_int_equal(rvh_spool_files(&h), 1);
 	r = rvh_status(&h);
 	assert_int_equal(r->status->quota_left, RVP_DEFAULT_WEEKLY_QUOTA - 1);
 	rearview__admin_response__free_unpacked(r, NULL);
@@ -160,7 +144,7 @@ static void test_daemon_policy_consent_full_to_summary_keeps_pending_local_purge
 	assert_int_equal(r->resp_case, REARVIEW__ADMIN_RESPONSE__RESP_CONSENT);
 	assert_int_equal(r->consent->n_purged, 0);
 	rearview__admin_response__free_unpacked(r, NULL);
-	assert_int_equal(count_files(&h), 1);
+	assert_int_equal(rvh_spool_files(&h), 1);
 	r = rvh_captures(&h);
 	assert_string_equal(r->captures->captures[0]->state, "pending");
 	rearview__admin_response__free_unpacked(r, NULL);
@@ -176,7 +160,7 @@ static void test_daemon_policy_consent_full_to_summary_keeps_pending_local_purge
 	assert_int_equal(r->consent->purged[0], id);
 	rearview__admin_response__free_unpacked(r, NULL);
 	/* Durable when answered: the file is gone, the row says why. */
-	assert_int_equal(count_files(&h), 0);
+	assert_int_equal(rvh_spool_files(&h), 0);
 	r = rvh_captures(&h);
 	assert_string_equal(r->captures->captures[0]->state, "skipped");
 	assert_string_equal(r->captures->captures[0]->reason, "consent_purged");
@@ -207,7 +191,7 @@ static void test_daemon_policy_consent_off_purges_local_capture(void **state)
 	assert_int_equal(r->captures->n_captures, 1);
 	id = r->captures->captures[0]->id;
 	rearview__admin_response__free_unpacked(r, NULL);
-	assert_int_equal(count_files(&h), 1);
+	assert_int_equal(rvh_spool_files(&h), 1);
 
 	q.req_case = REARVIEW__ADMIN_REQUEST__REQ_SET_CONSENT;
 	q.set_consent = REARVIEW__CONSENT_LEVEL__CONSENT_OFF;
@@ -216,25 +200,12 @@ static void test_daemon_policy_consent_off_purges_local_capture(void **state)
 	assert_int_equal(r->consent->n_purged, 1);
 	assert_int_equal(r->consent->purged[0], id);
 	rearview__admin_response__free_unpacked(r, NULL);
-	assert_int_equal(count_files(&h), 0);
+	assert_int_equal(rvh_spool_files(&h), 0);
 	r = rvh_captures(&h);
 	assert_string_equal(r->captures->captures[0]->reason, "consent_purged");
 	rearview__admin_response__free_unpacked(r, NULL);
 
 	rvh_teardown(&h);
-}
-
-/* Writes `len` bytes to dir/name; returns the path in path. */
-static void write_file(const char *dir, const char *name, const void *data, size_t len, char *path,
-		       size_t cap)
-{
-	FILE *f;
-
-	snprintf(path, cap, "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
 }
 
 static void test_daemon_policy_pushed_policy_changes_jank_threshold(void **state)
@@ -255,7 +226,9 @@ static void test_daemon_policy_pushed_policy_changes_jank_threshold(void **state
 	assert_non_null(mkdtemp(keydir));
 	assert_int_equal(rvp_keygen(&priv, &pub), 0);
 	assert_int_equal(rvp_keygen(&priv2, &pub2), 0);
-	write_file(keydir, "policy.pub", pub, strlen(pub), pub_path, sizeof(pub_path));
+	assert_int_equal(
+		rvh_write_file(keydir, "policy.pub", pub, strlen(pub), pub_path, sizeof(pub_path)),
+		0);
 	body.version = 7;
 	body.issued_at_s = (uint64_t)time(NULL);
 	th.jank_frames = 2;
@@ -263,10 +236,12 @@ static void test_daemon_policy_pushed_policy_changes_jank_threshold(void **state
 	th.touch_latency_ms = 400;
 	body.thresholds = &th;
 	assert_int_equal(rvp_policy_sign(&body, priv, &doc, &doc_len), 0);
-	write_file(keydir, "good.policy", doc, doc_len, doc_path, sizeof(doc_path));
+	assert_int_equal(
+		rvh_write_file(keydir, "good.policy", doc, doc_len, doc_path, sizeof(doc_path)), 0);
 	body.version = 8;
 	assert_int_equal(rvp_policy_sign(&body, priv2, &bad, &bad_len), 0);
-	write_file(keydir, "bad.policy", bad, bad_len, bad_path, sizeof(bad_path));
+	assert_int_equal(
+		rvh_write_file(keydir, "bad.policy", bad, bad_len, bad_path, sizeof(bad_path)), 0);
 
 	snprintf(extra, sizeof(extra),
 		 "[capture]\nconsent_default = full\n[policy]\npublic_key = %s\n", pub_path);

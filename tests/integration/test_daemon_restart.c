@@ -16,52 +16,26 @@
 
 #include "daemon_harness.h"
 
-static int setup(void **state)
-{
-	struct rvh *h = calloc(1, sizeof(*h));
-
-	if (!h || rvh_setup(h, NULL) < 0) {
-		fprintf(stderr, "rearviewd did not start\n");
-		free(h);
-		return -1;
-	}
-	*state = h;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	rvh_teardown(*state);
-	free(*state);
-	return 0;
-}
-
 /* The demo app on the harness's control socket, with an events socket that
  * never exists: it sends no foreground event of its own. */
 static pid_t start_app(struct rvh *h)
 {
-	char control[160], events[160], log[160];
-	pid_t pid;
+	char control[160], events[160];
+	char *argv[] = {(char *)"rearview-demo-app",
+			(char *)"--events",
+			events,
+			(char *)"--control",
+			control,
+			(char *)"--frames",
+			(char *)"0",
+			(char *)"--slow-every",
+			(char *)"0",
+			(char *)"--quiet",
+			NULL};
 
 	snprintf(control, sizeof(control), "%s/control.sock", h->run);
 	snprintf(events, sizeof(events), "%s/no-events.sock", h->dir);
-	snprintf(log, sizeof(log), "%s/app.log", h->dir);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 2);
-			close(fd);
-		}
-		execl(RV_BIN_DIR "/rearview-demo-app", "rearview-demo-app", "--events", events,
-		      "--control", control, "--frames", "0", "--slow-every", "0", "--quiet",
-		      (char *)NULL);
-		_exit(127);
-	}
-	if (pid > 0 && h->nhelpers < 8)
-		h->helpers[h->nhelpers++] = pid;
-	return pid;
+	return rvh_spawn(h, "app.log", RV_BIN_DIR "/rearview-demo-app", argv);
 }
 
 /* Waits until the daemon reports `pid` traced (tid pid, buffer held) or,
@@ -167,7 +141,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
-			test_daemon_restart_sigkill_app_taken_over_then_released, setup, teardown),
+			test_daemon_restart_sigkill_app_taken_over_then_released, rvh_fixture_setup,
+			rvh_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,26 +22,6 @@
 
 #include "daemon_harness.h"
 
-static int setup(void **state)
-{
-	struct rvh *h = calloc(1, sizeof(*h));
-
-	if (!h || rvh_setup(h, NULL) < 0) {
-		fprintf(stderr, "rearviewd did not start\n");
-		free(h);
-		return -1;
-	}
-	*state = h;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	rvh_teardown(*state);
-	free(*state);
-	return 0;
-}
-
 /* Waits until the only capture is in `state` (a pending one's summary is
  * stored before that); returns its id, or 0. */
 static uint64_t only_capture_in(struct rvh *h, const char *state)
@@ -281,19 +261,20 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
-			test_daemon_show_jank_capture_summary_slow_function_on_top, setup,
-			teardown),
+			test_daemon_show_jank_capture_summary_slow_function_on_top,
+			rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_daemon_show_export_every_format_rvtrace_accepts, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon_show_missing_id_not_found_exit_1, setup,
-						teardown),
+			test_daemon_show_export_every_format_rvtrace_accepts, rvh_fixture_setup,
+			rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_show_missing_id_not_found_exit_1,
+						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_show_consent_off_purged_not_found,
-						setup, teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_daemon_show_killed_before_summary_recomputed_at_start, setup,
-			teardown),
+			test_daemon_show_killed_before_summary_recomputed_at_start,
+			rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_show_consent_local_summary_made_on_show,
-						setup, teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

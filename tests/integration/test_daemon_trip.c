@@ -18,18 +18,6 @@
 #include "daemon_harness.h"
 #include "rearview/policy.h"
 
-static void write_file(const char *dir, const char *name, const void *data, size_t len, char *path,
-		       size_t cap)
-{
-	FILE *f;
-
-	snprintf(path, cap, "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
-}
-
 static uint64_t anomalies(struct rvh *h)
 {
 	Rearview__AdminResponse *r = rvh_status(h);
@@ -69,12 +57,15 @@ static int setup(void **state)
 	snprintf(zone, sizeof(zone), "%s/thermal_zone0", t->dir);
 	if (mkdir(zone, 0755) < 0)
 		return -1;
-	write_file(zone, "temp", "70000\n", 6, p, sizeof(p));
-	write_file(zone, "trip_point_0_type", "passive\n", 8, p, sizeof(p));
-	write_file(zone, "trip_point_0_temp", "90000\n", 6, p, sizeof(p));
-	if (rvp_keygen(&priv, &pub) < 0)
+	if (rvh_write_file(zone, "temp", "70000\n", 6, p, sizeof(p)) ||
+	    rvh_write_file(zone, "trip_point_0_type", "passive\n", 8, p, sizeof(p)) ||
+	    rvh_write_file(zone, "trip_point_0_temp", "90000\n", 6, p, sizeof(p)) ||
+	    rvp_keygen(&priv, &pub) < 0 ||
+	    rvh_write_file(t->dir, "policy.pub", pub, strlen(pub), pub_path, sizeof(pub_path))) {
+		free(priv);
+		free(pub);
 		return -1;
-	write_file(t->dir, "policy.pub", pub, strlen(pub), pub_path, sizeof(pub_path));
+	}
 	body.version = 1;
 	body.issued_at_s = (uint64_t)time(NULL);
 	th.thermal_trip_mc = 60000;
@@ -84,8 +75,10 @@ static int setup(void **state)
 	free(pub);
 	if (rc < 0)
 		return -1;
-	write_file(t->dir, "trip.policy", doc, doc_len, t->doc_path, sizeof(t->doc_path));
+	rc = rvh_write_file(t->dir, "trip.policy", doc, doc_len, t->doc_path, sizeof(t->doc_path));
 	free(doc);
+	if (rc)
+		return -1;
 	snprintf(extra, sizeof(extra),
 		 "[thermal]\nsysfs_root = %s\npoll_ms = 20\n[policy]\npublic_key = %s\n", t->dir,
 		 pub_path);

@@ -47,22 +47,6 @@ struct why {
 	int perf; /* the daemon opened perf events */
 };
 
-/* Runs a shell command; its stdout into out (NUL-terminated).  Exit status
- * or -1. */
-static int run(char *out, size_t cap, const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n;
-	int st;
-
-	if (!p)
-		return -1;
-	n = fread(out, 1, cap - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Starts rv_why_app on the harness's control socket, stdout to why.out. */
 static pid_t start_app(struct why *w)
 {
@@ -168,11 +152,11 @@ static int setup(void **state)
 	fprintf(stderr, "rearviewd CPU for the capture (and the status polls): %.3f ms\n",
 		(double)(daemon_cpu_ns(&w->h) - cpu0) / 1e6);
 	snprintf(cmd, sizeof(cmd), "find '%s' -name 'c-*.rvc' | head -n 1", w->h.dir);
-	if (run(w->file, sizeof(w->file), cmd) != 0)
+	if (rvh_run_cmd(w->file, sizeof(w->file), cmd) != 0)
 		return -1;
 	w->file[strcspn(w->file, "\n")] = '\0';
 	snprintf(cmd, sizeof(cmd), "grep -c 'no off-CPU records' '%s/daemon.log'", w->h.dir);
-	w->perf = run(out, sizeof(out), cmd) != 0;
+	w->perf = rvh_run_cmd(out, sizeof(out), cmd) != 0;
 	return w->file[0] ? 0 : -1;
 }
 
@@ -202,19 +186,8 @@ static void why(const struct why *w, const char *method, char *out, size_t cap)
 	char cmd[512];
 
 	snprintf(cmd, sizeof(cmd), "%s/rvtrace why %s '%s'", RV_BIN_DIR, method, w->file);
-	assert_int_equal(run(out, cap, cmd), 0);
+	assert_int_equal(rvh_run_cmd(out, cap, cmd), 0);
 	print_message("%s", out);
-}
-
-/* The percentage after `key` ("on-CPU: 12.000 (34.5%)") in `why`'s output. */
-static double share(const char *out, const char *key)
-{
-	const char *p = strstr(out, key);
-	double us, pct;
-
-	assert_non_null(p);
-	assert_int_equal(sscanf(p + strlen(key), " %lf (%lf%%)", &us, &pct), 2);
-	return pct;
 }
 
 static void need_perf(const struct why *w)
@@ -237,8 +210,8 @@ static void test_daemon_why_cpu_bound_methods_not_blocked(void **state)
 		assert_non_null(strstr(out, "calls: 1\n"));
 		/* Running, or runnable and preempted (two cores shared with
 		 * builds): not blocked. */
-		assert_true(share(out, "blocked:") < 50);
-		assert_true(share(out, "on-CPU:") > share(out, "blocked:"));
+		assert_true(rvh_why_share(out, "blocked:") < 50);
+		assert_true(rvh_why_share(out, "on-CPU:") > rvh_why_share(out, "blocked:"));
 	}
 }
 
@@ -251,8 +224,8 @@ static void test_daemon_why_blocked_methods_mostly_off_cpu_blocked(void **state)
 	need_perf(w);
 	for (size_t i = 0; i < sizeof(blocked) / sizeof(blocked[0]); i++) {
 		why(w, blocked[i], out, sizeof(out));
-		assert_true(share(out, "off-CPU:") > 50);
-		assert_true(share(out, "blocked:") > share(out, "preempted:"));
+		assert_true(rvh_why_share(out, "off-CPU:") > 50);
+		assert_true(rvh_why_share(out, "blocked:") > rvh_why_share(out, "preempted:"));
 	}
 }
 
@@ -309,8 +282,8 @@ static void test_daemon_why_cold_file_major_faults_blocked(void **state)
 		print_message("no major faults: the file system kept the dropped pages\n");
 		skip();
 	}
-	assert_true(share(out, "blocked:") > share(out, "preempted:"));
-	assert_true(share(out, "blocked:") > 10);
+	assert_true(rvh_why_share(out, "blocked:") > rvh_why_share(out, "preempted:"));
+	assert_true(rvh_why_share(out, "blocked:") > 10);
 }
 
 int main(void)

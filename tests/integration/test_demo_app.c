@@ -18,88 +18,26 @@
 #include "daemon_harness.h"
 #include "rearview/analysis.h"
 
-static int setup(void **state)
-{
-	struct rvh *h = calloc(1, sizeof(*h));
-
-	if (!h || rvh_setup(h, NULL) < 0) {
-		fprintf(stderr, "rearviewd did not start\n");
-		free(h);
-		return -1;
-	}
-	*state = h;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	rvh_teardown(*state);
-	free(*state);
-	return 0;
-}
-
-/* Starts rearview-demo-app on the harness's sockets; stderr to app.log. */
+/* Starts rearview-demo-app on the harness's sockets; its output to app.log. */
 static pid_t start_app(struct rvh *h, const char *frames, const char *slow_every,
 		       const char *slow_touch_every)
 {
-	char events[160], log[160];
-	pid_t pid;
+	char events[160];
+	char *argv[] = {(char *)"rearview-demo-app",
+			(char *)"--events",
+			events,
+			(char *)"--frames",
+			(char *)frames,
+			(char *)"--slow-every",
+			(char *)slow_every,
+			(char *)"--slow-touch-every",
+			(char *)slow_touch_every,
+			(char *)"--wait-traced",
+			(char *)"--quiet",
+			NULL};
 
 	snprintf(events, sizeof(events), "%s/events.sock", h->run);
-	snprintf(log, sizeof(log), "%s/app.log", h->dir);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 2);
-			close(fd);
-		}
-		execl(RV_BIN_DIR "/rearview-demo-app", "rearview-demo-app", "--events", events,
-		      "--frames", frames, "--slow-every", slow_every, "--slow-touch-every",
-		      slow_touch_every, "--wait-traced", "--quiet", (char *)NULL);
-		_exit(127);
-	}
-	if (pid > 0 && h->nhelpers < 8)
-		h->helpers[h->nhelpers++] = pid;
-	return pid;
-}
-
-/* Waits for the app to exit; returns its exit status or -1. */
-static int wait_app(struct rvh *h, pid_t pid)
-{
-	double until = rvh_now() + RVH_GUARD_S;
-	int st;
-
-	while (rvh_now() < until) {
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			for (unsigned i = 0; i < h->nhelpers; i++)
-				if (h->helpers[i] == pid)
-					h->helpers[i] = 0;
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		}
-		rvh_sleep_ms(20);
-	}
-	return -1;
-}
-
-/* Waits until `pid`'s UI thread (its main thread) is traced. */
-static bool wait_traced(struct rvh *h, pid_t pid)
-{
-	double until = rvh_now() + RVH_GUARD_S;
-
-	while (rvh_now() < until) {
-		Rearview__AdminResponse *r = rvh_status(h);
-		const Rearview__ProcessStatus *p = rvh_find_proc(r, pid);
-		bool traced = p && p->n_traced_tids == 1 && p->traced_tids[0] == pid;
-
-		if (r)
-			rearview__admin_response__free_unpacked(r, NULL);
-		if (traced)
-			return true;
-		rvh_sleep_ms(10);
-	}
-	return false;
+	return rvh_spawn(h, "app.log", RV_BIN_DIR "/rearview-demo-app", argv);
 }
 
 /* The path of the only capture file in the spool, or "" if not exactly one. */
@@ -179,8 +117,8 @@ static void test_demo_app_slow_touch_latency_captured_handler_on_top(void **stat
 	/* Touches at frames 1, 91, 181 (seed 1); the 2nd one traced is slow. */
 	app = start_app(h, "200", "0", "2");
 	assert_true(app > 0);
-	assert_true(wait_traced(h, app));
-	assert_int_equal(wait_app(h, app), 0);
+	assert_true(rvh_wait_traced(h, app, true));
+	assert_int_equal(rvh_wait_exit(h, app), 0);
 	r = only_capture_pending(h);
 	an = r->captures->captures[0]->anomaly;
 	assert_int_equal(an->kind, REARVIEW__ANOMALY_KIND__ANOMALY_TOUCH_LATENCY);
@@ -204,8 +142,8 @@ static void test_demo_app_slow_burst_jank_captured_slow_builder_on_top(void **st
 	app = start_app(h, "200", "100", "0");
 	assert_true(app > 0);
 	/* Traced because the app itself reported ForegroundChange. */
-	assert_true(wait_traced(h, app));
-	assert_int_equal(wait_app(h, app), 0);
+	assert_true(rvh_wait_traced(h, app, true));
+	assert_int_equal(rvh_wait_exit(h, app), 0);
 
 	r = only_capture_pending(h);
 	ci = r->captures->captures[0];
@@ -232,8 +170,8 @@ static void test_demo_app_no_slow_path_traced_nothing_captured(void **state)
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent full"), 0);
 	app = start_app(h, "90", "0", "0");
 	assert_true(app > 0);
-	assert_true(wait_traced(h, app));
-	assert_int_equal(wait_app(h, app), 0);
+	assert_true(rvh_wait_traced(h, app, true));
+	assert_int_equal(rvh_wait_exit(h, app), 0);
 	/* The app left: its registration goes, with no anomaly on the way. */
 	assert_true(rvh_wait_registered(h, app, false));
 	r = rvh_status(h);
@@ -250,12 +188,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
-			test_demo_app_slow_burst_jank_captured_slow_builder_on_top, setup,
-			teardown),
+			test_demo_app_slow_burst_jank_captured_slow_builder_on_top,
+			rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
-			test_demo_app_slow_touch_latency_captured_handler_on_top, setup, teardown),
+			test_demo_app_slow_touch_latency_captured_handler_on_top, rvh_fixture_setup,
+			rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_demo_app_no_slow_path_traced_nothing_captured,
-						setup, teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

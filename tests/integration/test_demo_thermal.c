@@ -14,66 +14,13 @@
 
 #include "daemon_harness.h"
 
-static int setup(void **state)
-{
-	struct rvh *h = calloc(1, sizeof(*h));
-
-	if (!h || rvh_setup(h, NULL) < 0) {
-		fprintf(stderr, "rearviewd did not start\n");
-		free(h);
-		return -1;
-	}
-	*state = h;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	rvh_teardown(*state);
-	free(*state);
-	return 0;
-}
-
 /* Runs argv[0] from RV_BIN_DIR with stdout+stderr to DIR/<log>. */
 static pid_t spawn(struct rvh *h, const char *log, char *const argv[])
 {
-	char path[200], exe[200];
-	pid_t pid;
+	char exe[200];
 
-	snprintf(path, sizeof(path), "%s/%s", h->dir, log);
 	snprintf(exe, sizeof(exe), "%s/%s", RV_BIN_DIR, argv[0]);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		execv(exe, argv);
-		_exit(127);
-	}
-	if (pid > 0 && h->nhelpers < 8)
-		h->helpers[h->nhelpers++] = pid;
-	return pid;
-}
-
-static int wait_exit(struct rvh *h, pid_t pid)
-{
-	double until = rvh_now() + RVH_GUARD_S;
-	int st;
-
-	while (rvh_now() < until) {
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			for (unsigned i = 0; i < h->nhelpers; i++)
-				if (h->helpers[i] == pid)
-					h->helpers[i] = 0;
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		}
-		rvh_sleep_ms(20);
-	}
-	return -1;
+	return rvh_spawn(h, log, exe, argv);
 }
 
 static long read_long_file(const char *dir, const char *rel)
@@ -90,24 +37,6 @@ static long read_long_file(const char *dir, const char *rel)
 		v = strtol(buf, NULL, 10);
 	fclose(f);
 	return v;
-}
-
-static bool wait_traced(struct rvh *h, pid_t pid)
-{
-	double until = rvh_now() + RVH_GUARD_S;
-
-	while (rvh_now() < until) {
-		Rearview__AdminResponse *r = rvh_status(h);
-		const Rearview__ProcessStatus *p = rvh_find_proc(r, pid);
-		bool traced = p && p->n_traced_tids == 1;
-
-		if (r)
-			rearview__admin_response__free_unpacked(r, NULL);
-		if (traced)
-			return true;
-		rvh_sleep_ms(10);
-	}
-	return false;
 }
 
 static void test_demo_thermal_one_episode_one_thermal_capture(void **state)
@@ -152,10 +81,10 @@ static void test_demo_thermal_one_episode_one_thermal_capture(void **state)
 
 	app = spawn(h, "app.log", app_argv);
 	assert_true(app > 0);
-	assert_true(wait_traced(h, app));
+	assert_true(rvh_wait_traced(h, app, false));
 	th = spawn(h, "thermal.log", th_argv);
 	assert_true(th > 0);
-	assert_int_equal(wait_exit(h, th), 0);
+	assert_int_equal(rvh_wait_exit(h, th), 0);
 
 	assert_int_equal(rvh_wait_captures(h, 1), 1);
 	r = rvh_captures(h);
@@ -192,9 +121,9 @@ static void test_demo_thermal_bad_arguments_usage_error(void **state)
 	char *no_root[] = {(char *)"rearview-demo-thermal", NULL};
 
 	snprintf(root, sizeof(root), "%s/thermal", h->dir);
-	assert_int_equal(wait_exit(h, spawn(h, "bad.log", trip_below)), 2);
-	assert_int_equal(wait_exit(h, spawn(h, "bad.log", garbage)), 2);
-	assert_int_equal(wait_exit(h, spawn(h, "bad.log", no_root)), 2);
+	assert_int_equal(rvh_wait_exit(h, spawn(h, "bad.log", trip_below)), 2);
+	assert_int_equal(rvh_wait_exit(h, spawn(h, "bad.log", garbage)), 2);
+	assert_int_equal(rvh_wait_exit(h, spawn(h, "bad.log", no_root)), 2);
 	/* Nothing was created. */
 	assert_int_equal(access(root, F_OK), -1);
 }
@@ -203,9 +132,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_demo_thermal_one_episode_one_thermal_capture,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_demo_thermal_bad_arguments_usage_error, setup,
-						teardown),
+						rvh_fixture_setup, rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_demo_thermal_bad_arguments_usage_error,
+						rvh_fixture_setup, rvh_fixture_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

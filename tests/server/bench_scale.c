@@ -842,7 +842,7 @@ static double median_of(int ci, int p, int rounds, size_t field)
 	double v[MAXROUNDS];
 
 	for (int r = 0; r < rounds; r++)
-		v[r] = *(const double *)((const char *)&g_res[ci][p][r] + field);
+		memcpy(&v[r], (const char *)&g_res[ci][p][r] + field, sizeof v[r]);
 	return rvsb_pct(v, (size_t)rounds, 50);
 }
 #define MED(ci, p, f) median_of(ci, p, rounds, offsetof(struct result, f))

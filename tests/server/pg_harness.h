@@ -1,19 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * pg_harness.h — a private PostgreSQL 15 server for one test program.
+ * pg_harness.h — a PostgreSQL 15 server for one test program: the test
+ * run's shared cluster when there is one, else a private one.
  *
- * pgh_start: a temporary directory owned by the `postgres` user (initdb
- * refuses root; as non-root the caller's own user runs it), initdb -A trust,
+ * pgh_start: when RVT_PG_HOST and RVT_PG_PORT name the run's cluster (the
+ * runner's, tests/with-pg.sh: one cluster for a whole `make check`), it
+ * only checks that the cluster answers.  Otherwise it makes a private one:
+ * a temporary directory under /tmp owned by the `postgres` user (initdb
+ * refuses root; as non-root the caller's own user runs it; the tree the
+ * test runs from may be one `postgres` cannot enter), initdb -A trust,
  * pg_ctl start listening only on a Unix socket in that directory (port
  * number picked free by bind(0), listen_addresses=''), then pg_isready
  * polled until it answers (generous deadline).  pgh_fresh_db creates an
- * empty database and gives its libpq URI.  pgh_stop stops the server
- * (fast mode) and removes the directory.  No system service, no fixed port.
+ * empty database, named after this process so that programs sharing the
+ * cluster never meet, and gives its libpq URI.  pgh_stop drops this
+ * process's databases from a shared cluster, or stops a private server
+ * (fast mode) and removes its directory.  No system service, no TCP port.
  * Header-only (static functions): include it in one test file.
  *
  * Errors: pgh_start returns -ENOENT when the PostgreSQL binaries or the
  * postgres user are missing (the caller skips, visibly), -EIO when the
- * server did not start (h->why says which step); pgh_fresh_db 0 or -EIO.
+ * server did not start or the shared one does not answer (h->why says
+ * which step); pgh_fresh_db 0 or -EIO.
  * Not thread-safe: call from the test's main thread.
  */
 #ifndef RV_PG_HARNESS_H
@@ -34,24 +42,89 @@
 #define PGH_BIN "/usr/lib/postgresql/15/bin"
 
 struct pgh {
-	char dir[64];  /* the temporary directory: data/, the socket, log */
+	char dir[160]; /* the socket's directory (a private server's: data/, log) */
 	int port;      /* names the socket only: nothing listens on TCP */
 	int started;   /* pg_ctl start succeeded: pgh_stop stops it */
+	int shared;    /* the run's cluster: pgh_stop drops databases only */
+	pid_t owner;   /* the process that made the databases */
+	char tag[40];  /* their names' stem: this process and its start */
 	char why[256]; /* what failed, for the skip or failure message */
 	unsigned ndbs; /* databases made by pgh_fresh_db */
 };
 
-/* Runs cmd (a shell command line) as the postgres user when root. */
+/* Runs cmd (a shell command line) as the postgres user when root, from /
+ * (the test's own working directory may be closed to that user). */
 static int pgh_sh(const struct pgh *h, const char *cmd)
 {
 	char line[1024];
 
 	if (geteuid() == 0)
 		snprintf(line, sizeof line,
-			 "runuser -u postgres -- sh -c '%s' >>%s/harness.log 2>&1", cmd, h->dir);
+			 "cd / && runuser -u postgres -- sh -c '%s' >>%s/harness.log 2>&1", cmd,
+			 h->dir);
 	else
 		snprintf(line, sizeof line, "sh -c '%s' >>%s/harness.log 2>&1", cmd, h->dir);
 	return system(line) == 0 ? 0 : -EIO;
+}
+
+/* The URI of database db on h's server: 0, or -ENAMETOOLONG when it does
+ * not fit in len bytes. */
+static int pgh_uri(const struct pgh *h, const char *db, char *out, size_t len)
+{
+	int n = snprintf(out, len, "postgresql://postgres@/%s?host=%s&port=%d", db, h->dir,
+			 h->port);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Runs one statement as the postgres user on h's server: 0 or -EIO (the
+ * server's message in h->why). */
+static int pgh_admin(struct pgh *h, const char *sql)
+{
+	char admin[384];
+	PGconn *pg;
+	PGresult *r;
+	int rc;
+
+	if (pgh_uri(h, "postgres", admin, sizeof admin)) {
+		snprintf(h->why, sizeof h->why, "the server's socket path is too long");
+		return -EIO;
+	}
+	pg = PQconnectdb(admin);
+	r = PQexec(pg, sql);
+	rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -EIO;
+	if (rc)
+		snprintf(h->why, sizeof h->why, "%s", PQerrorMessage(pg));
+	PQclear(r);
+	PQfinish(pg);
+	return rc;
+}
+
+/* The run's cluster (RVT_PG_HOST, RVT_PG_PORT): 1 and h set to it when the
+ * variables name one that answers; 0 when they are unset; -EIO when it
+ * does not answer. */
+static int pgh_attach(struct pgh *h)
+{
+	const char *host = getenv("RVT_PG_HOST"), *port = getenv("RVT_PG_PORT");
+	char admin[384];
+
+	if (!host || !*host || !port || !*port)
+		return 0;
+	if ((size_t)snprintf(h->dir, sizeof h->dir, "%s", host) >= sizeof h->dir) {
+		snprintf(h->why, sizeof h->why, "RVT_PG_HOST is too long");
+		return -EIO;
+	}
+	h->port = (int)strtol(port, NULL, 10);
+	if (pgh_uri(h, "postgres", admin, sizeof admin) || PQping(admin) != PQPING_OK) {
+		snprintf(h->why, sizeof h->why,
+			 "the run's PostgreSQL (RVT_PG_HOST, RVT_PG_PORT) does not answer");
+		h->dir[0] = 0;
+		return -EIO;
+	}
+	h->shared = 1;
+	h->owner = getpid();
+	snprintf(h->tag, sizeof h->tag, "t%ld_%lx", (long)h->owner, (long)time(NULL));
+	return 1;
 }
 
 /* A TCP port number nobody holds now (bind to port 0, read it back). */
@@ -75,6 +148,14 @@ static int pgh_start(struct pgh *h)
 	struct passwd *pw = geteuid() == 0 ? getpwnam("postgres") : NULL;
 
 	memset(h, 0, sizeof *h);
+	switch (pgh_attach(h)) {
+	case 1:
+		return 0;
+	case 0:
+		break;
+	default:
+		return -EIO;
+	}
 	if (access(PGH_BIN "/initdb", X_OK) || access(PGH_BIN "/pg_ctl", X_OK)) {
 		snprintf(h->why, sizeof h->why,
 			 "no PostgreSQL 15 in " PGH_BIN " (apt-get install postgresql-15)");
@@ -93,8 +174,9 @@ static int pgh_start(struct pgh *h)
 		snprintf(h->why, sizeof h->why, "no free port");
 		return -EIO;
 	}
-	/* --no-sync: the test cluster need not survive power loss (the
-	 * server's own fsync and synchronous_commit stay on). */
+	/* --no-sync and fsync=off: a test cluster need not survive power
+	 * loss (what a test observes does not change; durability across power
+	 * loss is test_durable's, on sqlite), as tests/with-pg.sh's. */
 	snprintf(cmd, sizeof cmd, PGH_BIN "/initdb -D %s/data -A trust -U postgres --no-sync",
 		 h->dir);
 	if (pgh_sh(h, cmd)) {
@@ -103,13 +185,15 @@ static int pgh_start(struct pgh *h)
 	}
 	snprintf(cmd, sizeof cmd,
 		 PGH_BIN "/pg_ctl -D %s/data -l %s/server.log -w -t 120 -o \"-p %d -k %s"
-			 " -c listen_addresses=\\\"\\\"\" start",
+			 " -c listen_addresses=\\\"\\\" -c fsync=off\" start",
 		 h->dir, h->dir, h->port, h->dir);
 	if (pgh_sh(h, cmd)) {
 		snprintf(h->why, sizeof h->why, "pg_ctl start failed (%s/server.log)", h->dir);
 		return -EIO;
 	}
 	h->started = 1;
+	h->owner = getpid();
+	snprintf(h->tag, sizeof h->tag, "t");
 	snprintf(cmd, sizeof cmd, PGH_BIN "/pg_isready -q -h %s -p %d", h->dir, h->port);
 	for (time_t end = time(NULL) + 120; pgh_sh(h, cmd);) {
 		const struct timespec tick = {0, 50 * 1000 * 1000};
@@ -122,38 +206,41 @@ static int pgh_start(struct pgh *h)
 	return 0;
 }
 
-/* The URI of database db on h's server. */
-static void pgh_uri(const struct pgh *h, const char *db, char *out, size_t len)
-{
-	snprintf(out, len, "postgresql://postgres@/%s?host=%s&port=%d", db, h->dir, h->port);
-}
-
 /* Creates an empty database; its URI into uri. */
 static int pgh_fresh_db(struct pgh *h, char *uri, size_t len)
 {
-	char admin[256], sql[64], name[32];
-	PGconn *pg;
-	PGresult *r;
+	char sql[96], name[64];
 	int rc;
 
-	pgh_uri(h, "postgres", admin, sizeof admin);
-	snprintf(name, sizeof name, "t%u", ++h->ndbs);
+	snprintf(name, sizeof name, "%s_%u", h->tag, ++h->ndbs);
 	snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
-	pg = PQconnectdb(admin);
-	r = PQexec(pg, sql);
-	rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -EIO;
-	if (rc)
-		snprintf(h->why, sizeof h->why, "%s", PQerrorMessage(pg));
-	PQclear(r);
-	PQfinish(pg);
-	pgh_uri(h, name, uri, len);
-	return rc;
+	if ((rc = pgh_admin(h, sql)))
+		return rc;
+	if (pgh_uri(h, name, uri, len)) {
+		snprintf(h->why, sizeof h->why, "the URI of %s does not fit in %zu bytes", name,
+			 len);
+		return -EIO;
+	}
+	return 0;
 }
 
 static void pgh_stop(struct pgh *h)
 {
 	char cmd[512];
 
+	if (h->shared) {
+		/* Only the process that made them; FORCE ends the sessions of a
+		 * server the test did not stop. */
+		for (unsigned i = 1; h->owner == getpid() && i <= h->ndbs; i++) {
+			snprintf(cmd, sizeof cmd, "DROP DATABASE IF EXISTS %s_%u WITH (FORCE)",
+				 h->tag, i);
+			if (pgh_admin(h, cmd))
+				fprintf(stderr, "pg_harness: %s: %s", cmd, h->why);
+		}
+		h->shared = 0;
+		h->dir[0] = 0;
+		return;
+	}
 	if (h->started) {
 		snprintf(cmd, sizeof cmd, PGH_BIN "/pg_ctl -D %s/data -m fast -w stop", h->dir);
 		pgh_sh(h, cmd);

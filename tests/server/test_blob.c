@@ -6,7 +6,8 @@
  * tests/server/s3rver/package.json) the test starts on a port it lets the
  * kernel pick (port 0, read back from its banner) in a temporary directory
  * and kills at the end, and the PostgreSQL backend against a real
- * PostgreSQL 15 (initdb + pg_ctl in a temporary directory, Unix socket).
+ * PostgreSQL 15 (pg_harness.h: the test run's cluster, or a private one),
+ * a database per case.
  * Without node and s3rver, or postgresql-15, those cases skip visibly.
  * Then what only S3 has: its secret file's permissions, an unknown access
  * key refused by the server, an endpoint that does not answer (retried, then
@@ -38,6 +39,7 @@
 #include "blob/blob.h"
 #include "base/util.h"
 #include "s3_harness.h"
+#include "pg_harness.h"
 
 struct fx;
 /* One backend under test. */
@@ -51,6 +53,7 @@ struct backend {
 struct fx {
 	const struct backend *be;
 	char dir[64];
+	char pg[384]; /* the PostgreSQL backend's database */
 	struct rvs_blobs *b;
 };
 
@@ -119,102 +122,40 @@ static void s3_corrupt(struct fx *f, const char *hex)
 
 /* ---- PostgreSQL, shared by the PostgreSQL group --------------------------- */
 
-#define PG_BIN "/usr/lib/postgresql/15/bin"
+static struct pgh g_pg;
+static int g_pg_up; /* 1 running, -1 unavailable */
 
-static struct {
-	char dir[64], as[64];
-	int up; /* 1 running, -1 unavailable */
-} pg;
-
-/* Runs a shell command; 0 when it exited 0. */
-static __attribute__((format(printf, 1, 2))) int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-/* initdb and pg_ctl in a temporary directory, on a Unix socket there (as
- * the postgres user when we are root: initdb refuses root). */
 static int pg_group_setup(void **state)
 {
-	struct passwd *pw = getpwnam("postgres");
+	int rc = pgh_start(&g_pg);
 
-	pg.up = -1;
-	if (access(PG_BIN "/initdb", X_OK) != 0)
-		return 0;
-	snprintf(pg.dir, sizeof pg.dir, "/tmp/rvs-pg-XXXXXX");
-	if (!mkdtemp(pg.dir))
-		return -1;
-	if (geteuid() == 0) {
-		if (!pw || chown(pg.dir, pw->pw_uid, pw->pw_gid) < 0)
-			return 0;
-		snprintf(pg.as, sizeof pg.as, "runuser -u postgres -- ");
-	}
-	if (sh("%s" PG_BIN "/initdb -D %s/db -A trust -U postgres >%s/initdb.log 2>&1", pg.as,
-	       pg.dir, pg.dir) ||
-	    sh("%s" PG_BIN "/pg_ctl -D %s/db -o \"-p 5432 -k %s -c listen_addresses=''\" -w -t 120"
-	       " -l %s/db/server.log start >/dev/null 2>&1",
-	       pg.as, pg.dir, pg.dir, pg.dir)) {
-		print_message("postgresql did not start (see %s)\n", pg.dir);
-		return 0;
-	}
-	pg.up = 1;
-	return 0;
+	g_pg_up = rc == 0 ? 1 : -1;
+	if (rc)
+		print_message("postgresql unavailable: %s\n", g_pg.why);
+	return rc == -ENOENT || rc == 0 ? 0 : -1;
 }
 
 static int pg_group_teardown(void **state)
 {
-	if (pg.up == 1)
-		sh("%s" PG_BIN "/pg_ctl -D %s/db -m immediate -w stop >/dev/null 2>&1", pg.as,
-		   pg.dir);
-	return pg.dir[0] ? sh("rm -rf '%s'", pg.dir) : 0;
-}
-
-static void pg_uri(const struct fx *f, const char *db, char *out, size_t len)
-{
-	snprintf(out, len, "postgresql:///%s?host=%s&port=5432&user=postgres", db, pg.dir);
+	pgh_stop(&g_pg);
+	return 0;
 }
 
 /* A database per test: the cases never see each other's blobs. */
 static int pg_open(struct fx *f)
 {
-	char uri[256], sql[128], db[32];
-	PGconn *c;
-	PGresult *r;
-	int ok;
-
-	snprintf(db, sizeof db, "b%s", strrchr(f->dir, '-') + 1);
-	for (char *p = db; *p; p++)
-		*p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
-	pg_uri(f, "postgres", uri, sizeof uri);
-	c = PQconnectdb(uri);
-	snprintf(sql, sizeof sql, "CREATE DATABASE %s", db);
-	r = PQexec(c, sql);
-	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-	PQclear(r);
-	PQfinish(c);
-	if (!ok)
+	if (pgh_fresh_db(&g_pg, f->pg, sizeof f->pg))
 		return -1;
-	pg_uri(f, db, uri, sizeof uri);
-	return rvs_blobs_open(uri, NULL, f->dir, &f->b);
+	return rvs_blobs_open(f->pg, NULL, f->dir, &f->b);
 }
 
 static void pg_corrupt(struct fx *f, const char *hex)
 {
-	char uri[256], db[32];
 	const char *vals[1] = {hex};
 	PGconn *c;
 	PGresult *r;
 
-	snprintf(db, sizeof db, "b%s", strrchr(f->dir, '-') + 1);
-	for (char *p = db; *p; p++)
-		*p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
-	pg_uri(f, db, uri, sizeof uri);
-	c = PQconnectdb(uri);
+	c = PQconnectdb(f->pg);
 	r = PQexecParams(c, "UPDATE rv_blobs SET bytes = 'tampered'::bytea WHERE sha256 = $1", 1,
 			 NULL, vals, NULL, NULL, 0);
 	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
@@ -237,7 +178,7 @@ static int setup(void **state)
 	if (!mkdtemp(f->dir))
 		return -1;
 	*state = f;
-	if ((f->be == &s3_be && s3rver.up != 1) || (f->be == &pg_be && pg.up != 1))
+	if ((f->be == &s3_be && s3rver.up != 1) || (f->be == &pg_be && g_pg_up != 1))
 		return 0; /* the case skips */
 	return f->be->open(f);
 }

@@ -9,8 +9,9 @@
  * visibly without it), where the same fixture must find the same
  * regressions, concurrent delivery passes POST each delivery once and
  * concurrent automatic passes record each pair once — the webhook
- * metrics, and issue 16's fixture: real librvtrace captures of three
- * versions on four models uploaded to the real server, where the planted
+ * metrics, and issue 16's fixture: synthetic captures with exact durations
+ * (fleet_fixture.h) of three versions on four models uploaded to the real
+ * server, where the planted
  * regression must come first without the test naming it, and its webhook
  * must arrive; and the same fixture, captured with janks, through the web
  * UI in headless chromium (tests/browser/fleet.spec.js).  Waits are
@@ -1046,13 +1047,12 @@ static void test_regress_fleet_fixture_planted_regression_first_and_webhook_deli
 		 "webhook_urls = http://127.0.0.1:%d/hook\nwebhook_backoff_ms = 50\n",
 		 db, n, rv.port);
 	assert_int_equal(rvsb_start(b, conf), 0);
-	/* Versions interleaved: a change in the machine's load while the
-	 * captures run slows every version alike, not one. */
+	/* Versions interleaved, as devices would send them. */
 	for (int i = 0; i < n; i++)
 		for (int v = 0; v < 3; v++) {
 			uint8_t *cap;
 			size_t len;
-			assert_int_equal(rvs_fleet_capture(versions[v], g_tmp, &cap, &len), 0);
+			assert_int_equal(rvs_fleet_capture(versions[v], &cap, &len), 0);
 			/* One device per capture (the policy's weekly quota is 3). */
 			char *tok = enroll(b, models[i % MODELS]);
 			upload(b, tok, models[i % MODELS], versions[v], (uint8_t)(i + 1), cap, len);
@@ -1217,7 +1217,7 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 			an.severity = (uint32_t)(1 + ((k * n + j) * 37) % 97);
 			/* The jank of 4.3 happens while parsing JSON, the others' while
 			 * building an item: two issues. */
-			assert_int_equal(rvs_fleet_capture_anomaly(versions[k], g_tmp, an.severity,
+			assert_int_equal(rvs_fleet_capture_anomaly(versions[k], an.severity,
 								   k == 1 ? RVS_FLEET_AT_PARSE_JSON
 									  : RVS_FLEET_AT_BUILD_ITEM,
 								   &cap, &len),

@@ -33,7 +33,7 @@ $(TBIN)/tracer/test_rvlua: tests/tracer/test_rvlua.sh
 	@mkdir -p $(@D)
 	printf '#!/bin/sh\nexec sh "%s" "%s"\n' "$(abspath $<)" "$(CURDIR)" > $@
 	chmod +x $@
-TESTS += $(TBIN)/tracer/test_rvlua
+$(eval $(call rv_register,$(TBIN)/tracer/test_rvlua,system))
 endif
 
 .PHONY: rvlua

@@ -1,0 +1,98 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# tests/check-stages.sh SET MAKE... — the stages of `make check` (SET
+# check) and `make check-full` (SET full), run by the Makefile's
+# check-stages with its own make command line (MAKE...), inside the run's
+# PostgreSQL cluster (tests/with-pg.sh).
+#
+#   1/4 lint                      (the Makefile's check-lint)
+#   2/4 DEVELOPER=1 build, tests  (check-build-dev, check-run-dev; build/)
+#   3/4 the `pg` tests again on PostgreSQL (check-run-pg; build/)
+#   4/4 ASan+UBSan build, tests   (check-build-san, check-run-san; build/san)
+#
+# Every stage runs even when an earlier one fails, and each adds its counts
+# to the tally the Makefile's targets write (a failed lint or build counts
+# as one failure); the caller prints the closing line.  On two cores the
+# stages overlap where they do not compete for the same files: lint runs
+# beside the DEVELOPER=1 build, and the sanitizer build (it shares the npm
+# assets under build/ with the first, so it starts after it) beside the
+# DEVELOPER=1 and PostgreSQL tests.  Their output is kept in build/.check/
+# and printed when they end; the tests print as they go.  The last lines
+# give each stage's wall time (the figures README.md keeps).
+set -u
+SET=$1
+shift
+LOGS=build/.check
+mkdir -p "$LOGS"
+rm -f "$LOGS"/*.rc "$LOGS"/*.start "$LOGS"/*.end
+pids=""
+T0=$(date +%s)
+# now: seconds since the stages began.
+now() { echo $(($(date +%s) - T0)); }
+trap 'for p in $pids; do kill "$p" 2>/dev/null; done; exit 130' INT TERM
+
+# stage_bg NAME TARGET: "$@" TARGET in the background, its output in NAME.log,
+# its status in NAME.rc, its start and end (seconds) in NAME.start, NAME.end.
+stage_bg() {
+	name=$1
+	target=$2
+	shift 2
+	(
+		echo "$(now)" >"$LOGS/$name.start"
+		"$@" RV_CHECK="$SET" "$target" >"$LOGS/$name.log" 2>&1
+		rc=$?
+		echo "$(now)" >"$LOGS/$name.end"
+		echo $rc >"$LOGS/$name.rc"
+	) &
+	pids="$pids $!"
+}
+# wait_for NAME: until NAME.rc exists; its status.
+wait_for() {
+	while [ ! -f "$LOGS/$1.rc" ]; do sleep 1; done
+	return "$(cat "$LOGS/$1.rc")"
+}
+
+# stage NAME TARGET: "$@" TARGET, its start and end kept as stage_bg's are.
+stage() {
+	name=$1
+	target=$2
+	shift 2
+	echo "$(now)" >"$LOGS/$name.start"
+	"$@" RV_CHECK="$SET" "$target"
+	rc=$?
+	echo "$(now)" >"$LOGS/$name.end"
+	return $rc
+}
+
+echo "== $SET: lint in the background; the DEVELOPER=1 build (build/)"
+stage_bg lint check-lint "$@"
+stage dev-build check-build-dev "$@"
+dev=$?
+stage_bg san-build check-build-san "$@"
+
+echo "== $SET 2/4: DEVELOPER=1 tests (build/; the sanitizer build runs beside them)"
+[ $dev -eq 0 ] && stage dev-tests check-run-dev "$@"
+
+wait_for lint
+echo "== $SET 1/4: lint"
+cat "$LOGS/lint.log"
+
+echo "== $SET 3/4: the server tests flagged pg, on PostgreSQL (build/, RVS_TEST_STORE=pg)"
+[ $dev -eq 0 ] && stage pg-tests check-run-pg "$@"
+
+echo "== $SET 4/4: ASan+UBSan tests (build/san)"
+if wait_for san-build; then
+	stage san-tests check-run-san "$@"
+else
+	echo "check: the sanitizer build failed; the end of its log ($LOGS/san-build.log):"
+	tail -n 40 "$LOGS/san-build.log"
+fi
+wait
+echo "== $SET: stage times (seconds from the start: began-ended, wall)"
+for st in lint dev-build dev-tests pg-tests san-build san-tests; do
+	[ -f "$LOGS/$st.start" ] && [ -f "$LOGS/$st.end" ] || continue
+	b=$(cat "$LOGS/$st.start")
+	e=$(cat "$LOGS/$st.end")
+	echo "   $st: $b-$e, $((e - b)) s"
+done
+echo "   all stages: $(now) s"
