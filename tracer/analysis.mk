@@ -8,7 +8,8 @@ RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c tracer/analysis/of
            tracer/analysis/chrome.c tracer/analysis/perfetto.c \
            tracer/analysis/exports.c tracer/analysis/summary.c \
            tracer/analysis/shuffle.c tracer/analysis/inflate.c tracer/analysis/pprof.c \
-           tracer/analysis/error.c tracer/analysis/locks.c
+           tracer/analysis/error.c tracer/analysis/locks.c tracer/analysis/filter.c \
+           tracer/analysis/views.c
 RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o) $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o \
            $(OBJ)/gen/rvanalysis/rvpprof.pb-c.o
 RVA_PROTO := tracer/analysis/proto/rvperfetto.proto
