@@ -1107,8 +1107,9 @@ static int cmd_report(int argc, char **argv)
 	} else {
 		for (size_t i = 0; i < t->nthreads && rc == 0; i++) {
 			const rva_thread *th = &t->threads[i];
-			printf("%s# thread [%zu] pid %u tid %u %s: %zu calls\n", i ? "\n" : "", i,
-			       th->pid, th->tid, th->name ? th->name : "", th->ncalls);
+			printf("%s# thread [%zu] pid %u tid %u%s%s: %zu calls\n", i ? "\n" : "", i,
+			       th->pid, th->tid, th->name ? " " : "", th->name ? th->name : "",
+			       th->ncalls);
 			rc = rva_report_print(stdout, t, i, keys, nkeys, by_self, (size_t)top);
 		}
 	}

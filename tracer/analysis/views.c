@@ -24,17 +24,18 @@
 #define REPLAY_MAX_INDENT 256
 #define GRAPH_MAX_BRANCH  128
 
-/* "%7.3f us" and the like: 10 characters for a time under 10^4 s. */
-static void fmt_time(char *buf, size_t n, const rva_trace *t, int64_t v)
+/* "%7.3f us" and the like: 10 characters for a time under 10^4 s (v in
+ * ns, or samples for a weighted trace: "%10.0f"). */
+static void fmt_time(char *buf, size_t n, const rva_trace *t, double v)
 {
 	if (t->weighted)
-		snprintf(buf, n, "%10" PRId64, v);
-	else if (v < 1000000)
-		snprintf(buf, n, "%7.3f us", (double)v / 1e3);
-	else if (v < 1000000000)
-		snprintf(buf, n, "%7.3f ms", (double)v / 1e6);
+		snprintf(buf, n, "%10.0f", v);
+	else if (v < 999999.5)
+		snprintf(buf, n, "%7.3f us", v / 1e3);
+	else if (v < 999999999.5)
+		snprintf(buf, n, "%7.3f ms", v / 1e6);
 	else
-		snprintf(buf, n, "%7.3f  s", (double)v / 1e9);
+		snprintf(buf, n, "%7.3f  s", v / 1e9);
 }
 
 static int64_t dur(const rva_call *c)
@@ -204,11 +205,11 @@ int rva_report_print(FILE *f, const rva_trace *t, size_t th, const int *keys, si
 		const rva_rstat *m = &st[ids[i]];
 		char tot[32], self[32], avg[32], mn[32], mx[32];
 		int64_t sum = by_self ? m->self : m->sum;
-		fmt_time(tot, sizeof(tot), t, m->total);
-		fmt_time(self, sizeof(self), t, m->self);
-		fmt_time(avg, sizeof(avg), t, sum / (int64_t)m->calls);
-		fmt_time(mn, sizeof(mn), t, by_self ? m->self_min : m->min);
-		fmt_time(mx, sizeof(mx), t, by_self ? m->self_max : m->max);
+		fmt_time(tot, sizeof(tot), t, (double)m->total);
+		fmt_time(self, sizeof(self), t, (double)m->self);
+		fmt_time(avg, sizeof(avg), t, (double)sum / (double)m->calls);
+		fmt_time(mn, sizeof(mn), t, (double)(by_self ? m->self_min : m->min));
+		fmt_time(mx, sizeof(mx), t, (double)(by_self ? m->self_max : m->max));
 		fprintf(f, "  %s  %s  %10" PRIu64 "  %s  %s  %s  %s\n", tot, self, m->calls, avg, mn,
 			mx, t->names[ids[i]]);
 	}
@@ -408,7 +409,7 @@ static void graph_line(FILE *f, const rva_trace *t, const rva_tnode *n, const ch
 		       int branch)
 {
 	char tm[32];
-	fmt_time(tm, sizeof(tm), t, n->incl);
+	fmt_time(tm, sizeof(tm), t, (double)n->incl);
 	fprintf(f, "  %s : %s%s(%" PRIu64 ") %s\n", tm, prefix, branch ? " +-" : "", n->calls,
 		node_name(t, n->method));
 }
@@ -482,7 +483,7 @@ int rva_focus_print(FILE *f, const rva_trace *t, const rva_focus *fc)
 		for (size_t i = 0; i < fc->nbt; i++) {
 			const rva_backtrace *b = &fc->bt[i];
 			char tm[32];
-			fmt_time(tm, sizeof(tm), t, b->incl);
+			fmt_time(tm, sizeof(tm), t, (double)b->incl);
 			fprintf(f, " backtrace #%zu: hit %" PRIu64 ", time %s\n", i, b->calls, tm);
 			size_t skip = b->depth - b->nmethods;
 			if (skip)
@@ -583,7 +584,7 @@ static void replay_cols(FILE *f, const rva_trace *t, unsigned fields, int64_t wh
 {
 	if (fields & RVA_REPLAY_ELAPSED) {
 		char el[32];
-		fmt_time(el, sizeof(el), t, when - t->start);
+		fmt_time(el, sizeof(el), t, (double)(when - t->start));
 		fprintf(f, " %s", el);
 	}
 	if (fields & RVA_REPLAY_DURATION)
@@ -650,7 +651,7 @@ int rva_replay_print(FILE *f, const rva_trace *t, unsigned fields)
 		char d[32];
 		if (rcur_closes(th, c)) {
 			const rva_call *x = &th->calls[c->open[--c->nopen]];
-			fmt_time(d, sizeof(d), t, dur(x));
+			fmt_time(d, sizeof(d), t, (double)dur(x));
 			replay_cols(f, t, fields, x->end, d, th->tid, 1);
 			replay_indent(f, x->depth);
 			fprintf(f, "} /* %s */\n", t->names[x->method]);
@@ -658,7 +659,7 @@ int rva_replay_print(FILE *f, const rva_trace *t, unsigned fields)
 			size_t i = c->next++;
 			const rva_call *x = &th->calls[i];
 			int leaf = c->next == th->ncalls || th->calls[c->next].depth <= x->depth;
-			fmt_time(d, sizeof(d), t, dur(x));
+			fmt_time(d, sizeof(d), t, (double)dur(x));
 			replay_cols(f, t, fields, x->start, leaf ? d : "", th->tid, 1);
 			replay_indent(f, x->depth);
 			const char *name = t->names[x->method];

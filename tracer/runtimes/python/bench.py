@@ -8,7 +8,7 @@
 # `count_me` is called a number of times the script prints, so a capture's
 # count can be checked exactly.
 #
-#   python3 bench.py [SCALE]      (SCALE 1: ~1 s of CPU on the project's machine)
+#   python3 bench.py [SCALE]      (SCALE 1: ~0.7 s of CPU here, ~0.9 M Python calls)
 import json
 import sys
 
@@ -114,9 +114,9 @@ def main():
     r += Scheduler(50, int(1500 * SCALE)).run()
     r += int(nbody(int(5000 * SCALE)))
     for _ in range(int(3 * SCALE) + 1):
-        r += words(int(80000 * SCALE) + 100)
+        r += words(int(50000 * SCALE) + 100)
     r += sum(squares(int(120000 * SCALE)))
-    r += planted_slow(int(4000000 * SCALE))
+    r += planted_slow(int(8000000 * SCALE))
     print("result=%d" % r)
     print("count_me=%d" % count)
 
