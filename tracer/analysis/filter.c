@@ -73,7 +73,8 @@ int rva_filter_add(rva_filter *f, int kind, const char *pattern, rva_error *err)
 {
 	if (kind < RVA_FILTER_INCLUDE || kind > RVA_FILTER_HIDE || !*pattern) {
 		if (err)
-			snprintf(err->msg, sizeof(err->msg), "empty function pattern");
+			snprintf(err->msg, sizeof(err->msg), "%s",
+				 *pattern ? "unknown kind of filter" : "empty function pattern");
 		return -EINVAL;
 	}
 	if (f->npat == f->cap) {

@@ -249,7 +249,7 @@ static int progress; /* --progress: the bar even when stderr is no terminal */
 static rva_filter *filter;
 static struct {
 	int set, unit; /* given; with a unit */
-	double ns;     /* in ns, or the number as given without a unit */
+	double v;      /* in ns, or the number as given without a unit */
 } min_time;
 static size_t calls_read, calls_kept; /* by the last load(): before / after */
 
@@ -277,40 +277,43 @@ static int parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 	return 0;
 }
 
-/* TIME = NUMBER[ns|us|ms|s] (default us). */
+/* TIME = NUMBER[ns|us|ms|s] into min_time: NUMBER times the unit in ns,
+ * or NUMBER alone without a unit (µs for a trace of times, samples for one
+ * of sample weights; apply_filter decides).  Either way at most 2^63 ns. */
 static int parse_time(const char *s)
 {
 	static const struct {
 		const char *unit;
 		double ns;
 	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	const char *why = NULL;
 	char *e;
 	errno = 0;
 	double v = strtod(s, &e);
 	if (e == s || errno || !(v >= 0) || v > 1e300) {
-		fprintf(stderr, "rvtrace: --time-filter '%s': %s\n", s,
-			e != s && v < 0 ? "a duration cannot be negative" : "not a number in range");
+		why = e != s && v < 0 ? "a duration cannot be negative" : "not a number in range";
+	} else if (*e) {
+		size_t i = 0;
+		while (i < sizeof(units) / sizeof(units[0]) && strcmp(e, units[i].unit) != 0)
+			i++;
+		if (i == sizeof(units) / sizeof(units[0])) {
+			fprintf(stderr,
+				"rvtrace: --time-filter '%s': unknown unit '%s' (ns, us, ms or s)\n", s,
+				e);
+			return -1;
+		}
+		v *= units[i].ns;
+	}
+	if (!why && v * (*e ? 1 : 1e3) > 9.2e18)
+		why = "out of range";
+	if (why) {
+		fprintf(stderr, "rvtrace: --time-filter '%s': %s\n", s, why);
 		return -1;
 	}
 	min_time.set = 1;
 	min_time.unit = *e != '\0';
-	min_time.ns = v * 1e3;
-	if (!*e) {
-		min_time.ns = v;
-		min_time.unit = 0;
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(e, units[i].unit) == 0) {
-			min_time.ns = v * units[i].ns;
-			if (min_time.ns > 9.2e18) {
-				fprintf(stderr, "rvtrace: --time-filter '%s': out of range\n", s);
-				return -1;
-			}
-			return 0;
-		}
-	fprintf(stderr, "rvtrace: --time-filter '%s': unknown unit '%s' (ns, us, ms or s)\n", s, e);
-	return -1;
+	min_time.v = v;
+	return 0;
 }
 
 /* Handles a filter option (code from FILTER_OPTS); 0, or 2 (usage error,
@@ -429,8 +432,8 @@ static int apply_filter(const char *path, rva_trace *t)
 			return -1;
 		}
 		rva_filter_min_duration(filter, (int64_t)(t->weighted || min_time.unit
-								  ? min_time.ns
-								  : min_time.ns * 1e3));
+								  ? min_time.v
+								  : min_time.v * 1e3));
 	}
 	const char *pat;
 	for (size_t it = 0; (pat = rva_filter_unused(filter, t, &it));) {

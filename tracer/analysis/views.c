@@ -285,12 +285,21 @@ out:
 	return rc;
 }
 
+/* Most time first, then most calls, then the path's method ids (distinct
+ * paths differ there), so the order never depends on qsort. */
 static int cmp_bt(const void *a, const void *b)
 {
 	const rva_backtrace *x = a, *y = b;
 	if (x->incl != y->incl)
 		return x->incl > y->incl ? -1 : 1;
-	return x->calls > y->calls ? -1 : x->calls < y->calls;
+	if (x->calls != y->calls)
+		return x->calls > y->calls ? -1 : 1;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	for (size_t k = 0; k < x->nmethods; k++)
+		if (x->methods[k] != y->methods[k])
+			return x->methods[k] < y->methods[k] ? -1 : 1;
+	return 0;
 }
 
 int rva_focus_build(const rva_trace *t, uint32_t method, size_t maxdepth, rva_focus *fc)
@@ -414,9 +423,13 @@ static void graph_line(FILE *f, const rva_trace *t, const rva_tnode *n, const ch
 		node_name(t, n->method));
 }
 
-/* Prints node `top` and everything below it.  Prefix units are 3 bytes
- * (" | " while more siblings follow, "   " after the last), at most
- * GRAPH_MAX_BRANCH of them; deeper branches draw at that indentation. */
+/* Prints node `top` and everything below it, depth first.  Prefix units
+ * are 3 bytes (" | " while more siblings follow, "   " after the last), at
+ * most GRAPH_MAX_BRANCH of them; deeper branches draw at that indentation.
+ * One buffer holds the prefix: a node writes its own unit (when it is one
+ * of several children) before its descendants print, and a node's line
+ * cuts the buffer to its units; the units before it belong to its
+ * ancestors and nothing printed between them and it writes there. */
 static int graph_print(FILE *f, const rva_trace *t, const rva_tree *g, uint32_t top)
 {
 	typedef struct {
@@ -462,8 +475,6 @@ static int graph_print(FILE *f, const rva_trace *t, const rva_tree *g, uint32_t 
 		}
 		for (size_t k = nk; k-- > 0;)
 			st[sn++] = (item){kids[k], (uint32_t)cu, nk > 1, k + 1 < nk, nk > 1 && k > 0};
-		/* The prefix a pushed child needs is rebuilt from its units: units
-		 * below cu are shared with this node, so keep them written. */
 	}
 	rc = ferror(f) ? -EIO : 0;
 out:
