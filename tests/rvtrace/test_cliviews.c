@@ -82,10 +82,11 @@ static int setup(void **state)
 	build_capture(cap);
 	/* Two threads, µs: tid 1 run 0–400 { step 100–300 }, tid 2 step 50–250
 	 * { step 60–70 }. */
-	const char *j = "[{\"name\":\"run\",\"ph\":\"X\",\"pid\":9,\"tid\":1,\"ts\":0,\"dur\":400},"
-			"{\"name\":\"step\",\"ph\":\"X\",\"pid\":9,\"tid\":1,\"ts\":100,\"dur\":200},"
-			"{\"name\":\"step\",\"ph\":\"X\",\"pid\":9,\"tid\":2,\"ts\":50,\"dur\":200},"
-			"{\"name\":\"step\",\"ph\":\"X\",\"pid\":9,\"tid\":2,\"ts\":60,\"dur\":10}]";
+	const char *j =
+		"[{\"name\":\"run\",\"ph\":\"X\",\"pid\":9,\"tid\":1,\"ts\":0,\"dur\":400},"
+		"{\"name\":\"step\",\"ph\":\"X\",\"pid\":9,\"tid\":1,\"ts\":100,\"dur\":200},"
+		"{\"name\":\"step\",\"ph\":\"X\",\"pid\":9,\"tid\":2,\"ts\":50,\"dur\":200},"
+		"{\"name\":\"step\",\"ph\":\"X\",\"pid\":9,\"tid\":2,\"ts\":60,\"dur\":10}]";
 	write_file(json, j, strlen(j));
 	const char *fo = "main;work 5\nmain;idle 2\n";
 	write_file(folded, fo, strlen(fo));
@@ -133,7 +134,8 @@ static void expect(const char *args, const char *file, const char *want)
 	snprintf(a, sizeof(a), "%s %s", args, file);
 	int rc = run(a, &o, &e);
 	if (rc != 0 || strcmp(o, want) != 0)
-		fail_msg("rvtrace %s: exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", a, rc, o, want, e);
+		fail_msg("rvtrace %s: exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", a, rc, o, want,
+			 e);
 	free(o);
 	free(e);
 }
@@ -144,13 +146,13 @@ static void refused(const char *args, int code, const char *msg)
 	char *o, *e;
 	int rc = run(args, &o, &e);
 	if (rc != code || !strstr(e, msg))
-		fail_msg("rvtrace %s: exit %d (want %d)\nstderr:\n%s\nwant in it: %s", args, rc, code,
-			 e, msg);
+		fail_msg("rvtrace %s: exit %d (want %d)\nstderr:\n%s\nwant in it: %s", args, rc,
+			 code, e, msg);
 	free(o);
 	free(e);
 }
 
-#define HDR                                                                                      \
+#define HDR                                                                                    \
 	"  Total time   Self time       Calls   Avg total   Min total   Max total  Function\n" \
 	"  ==========  ==========  ==========  ==========  ==========  ==========  "           \
 	"====================\n"
@@ -182,7 +184,7 @@ static void test_cliviews_help_lists_and_describes_the_new_commands(void **state
 		free(e);
 	}
 	/* The older commands name the filters too. */
-	static const char *const old[] = {"info", "summary", "tree", "flamegraph",
+	static const char *const old[] = {"info",   "summary", "tree", "flamegraph",
 					  "export", "diff",    "why"};
 	for (size_t i = 0; i < 7; i++) {
 		char a[64];
@@ -207,7 +209,8 @@ static void test_cliviews_report_sort_keys_on_a_capture(void **state)
 	expect("report -s call,func", cap, HDR R_C R_A R_B R_MAIN);
 	expect("report -s max,self --top 2", cap, HDR R_MAIN R_A);
 	expect("report --avg-self -s max -n 1", cap,
-	       "  Total time   Self time       Calls    Avg self    Min self    Max self  Function\n"
+	       "  Total time   Self time       Calls    Avg self    Min self    Max self  "
+	       "Function\n"
 	       "  ==========  ==========  ==========  ==========  ==========  ==========  "
 	       "====================\n"
 	       "    5.500 us    5.500 us           5    1.100 us    0.500 us    2.000 us  c\n");
@@ -452,7 +455,8 @@ static void test_cliviews_hostile_options_are_usage_errors(void **state)
 	snprintf(a, sizeof(a), "report -t 5us %s", folded);
 	refused(a, 1, "its times are sample weights");
 	expect("report -s func -t 3", folded,
-	       "  Total time   Self time       Calls   Avg total   Min total   Max total  Function\n"
+	       "  Total time   Self time       Calls   Avg total   Min total   Max total  "
+	       "Function\n"
 	       "  ==========  ==========  ==========  ==========  ==========  ==========  "
 	       "====================\n"
 	       "           7           2           1           7           7           7  main\n"

@@ -117,7 +117,8 @@ static size_t calls_under(const rva_trace *t, uint32_t parent, uint32_t m, size_
 		assert_true(c->depth <= i);
 		st[c->depth] = c->method;
 		uint32_t up = c->depth ? st[c->depth - 1] : UINT32_MAX;
-		run[c->depth] = c->method == m ? (c->depth && up == m ? run[c->depth - 1] : 0) + 1 : 0;
+		run[c->depth] =
+			c->method == m ? (c->depth && up == m ? run[c->depth - 1] : 0) + 1 : 0;
 		if (run[c->depth] > best)
 			best = run[c->depth];
 		if (c->method == m && up == parent)

@@ -102,15 +102,16 @@ static void out_check(out *o, const char *want)
 	free(o->buf);
 }
 
-#define HDR                                                                                      \
+#define HDR                                                                                    \
 	"  Total time   Self time       Calls   Avg total   Min total   Max total  Function\n" \
 	"  ==========  ==========  ==========  ==========  ==========  ==========  "           \
 	"====================\n"
-#define R_MAIN   "   10.000 us    1.000 us           1   10.000 us   10.000 us   10.000 us  main\n"
-#define R_A	 "    9.000 us    2.000 us           2    4.500 us    3.000 us    6.000 us  a\n"
-#define R_B	 "    5.000 us    1.500 us           2    2.500 us    2.000 us    3.000 us  b\n"
-#define R_C	 "    5.800 us    5.800 us           6    0.967 us    0.300 us    2.000 us  c\n"
-#define R_WORKER "    2.000 us    1.700 us           1    2.000 us    2.000 us    2.000 us  worker\n"
+#define R_MAIN "   10.000 us    1.000 us           1   10.000 us   10.000 us   10.000 us  main\n"
+#define R_A    "    9.000 us    2.000 us           2    4.500 us    3.000 us    6.000 us  a\n"
+#define R_B    "    5.000 us    1.500 us           2    2.500 us    2.000 us    3.000 us  b\n"
+#define R_C    "    5.800 us    5.800 us           6    0.967 us    0.300 us    2.000 us  c\n"
+#define R_WORKER \
+	"    2.000 us    1.700 us           1    2.000 us    2.000 us    2.000 us  worker\n"
 
 static void report(const rva_trace *t, size_t th, const int *keys, size_t n, int by_self,
 		   size_t top, const char *want)
@@ -156,14 +157,20 @@ static void test_views_report_avg_self_uses_self_per_call(void **state)
 	/* Self per call: main 1000; a 1000, 1000; b 1000, 500; c = its
 	 * durations 300..2000 (avg 5800 / 6); worker 1700. */
 	const char *hdr =
-		"  Total time   Self time       Calls    Avg self    Min self    Max self  Function\n"
+		"  Total time   Self time       Calls    Avg self    Min self    Max self  "
+		"Function\n"
 		"  ==========  ==========  ==========  ==========  ==========  ==========  "
 		"====================\n";
-	const char *w = "    2.000 us    1.700 us           1    1.700 us    1.700 us    1.700 us  worker\n";
-	const char *a = "    9.000 us    2.000 us           2    1.000 us    1.000 us    1.000 us  a\n";
-	const char *m = "   10.000 us    1.000 us           1    1.000 us    1.000 us    1.000 us  main\n";
-	const char *c = "    5.800 us    5.800 us           6    0.967 us    0.300 us    2.000 us  c\n";
-	const char *b = "    5.000 us    1.500 us           2    0.750 us    0.500 us    1.000 us  b\n";
+	const char *w = "    2.000 us    1.700 us           1    1.700 us    1.700 us    1.700 us  "
+			"worker\n";
+	const char *a =
+		"    9.000 us    2.000 us           2    1.000 us    1.000 us    1.000 us  a\n";
+	const char *m =
+		"   10.000 us    1.000 us           1    1.000 us    1.000 us    1.000 us  main\n";
+	const char *c =
+		"    5.800 us    5.800 us           6    0.967 us    0.300 us    2.000 us  c\n";
+	const char *b =
+		"    5.000 us    1.500 us           2    0.750 us    0.500 us    1.000 us  b\n";
 	char want[2048];
 	int k = RVA_SORT_AVG;
 	snprintf(want, sizeof(want), "%s%s%s%s%s%s", hdr, w, a, m, c, b);
@@ -261,8 +268,9 @@ static void test_views_replay_fields_and_anomaly_line(void **state)
 	       "   6.200 us   3.000 us |   a();\n"
 	       "   8.100 us            | /* anomaly: frame drop */\n"
 	       "  10.000 us  10.000 us | } /* main */\n");
-	replay(t, 0, "#  FUNCTION\n | main() {\n |   a();\n |   a();\n | /* anomaly: frame drop */\n"
-		     " | } /* main */\n");
+	replay(t, 0,
+	       "#  FUNCTION\n | main() {\n |   a();\n |   a();\n | /* anomaly: frame drop */\n"
+	       " | } /* main */\n");
 	rva_trace_free(t);
 }
 
@@ -273,8 +281,8 @@ static void calls(const rva_trace *t, size_t th, const char *want)
 	out_open(&o);
 	for (size_t i = 0; i < t->threads[th].ncalls; i++) {
 		const rva_call *c = &t->threads[th].calls[i];
-		fprintf(o.f, "%u:%s:%lld-%lld\n", c->depth, t->names[c->method], (long long)c->start,
-			(long long)c->end);
+		fprintf(o.f, "%u:%s:%lld-%lld\n", c->depth, t->names[c->method],
+			(long long)c->start, (long long)c->end);
 	}
 	out_check(&o, want);
 }
@@ -307,7 +315,8 @@ static void test_views_filter_include_reroots_at_the_outermost_match(void **stat
 	/* Everything else in the report is b's subtree. */
 	int k = RVA_SORT_TOTAL;
 	report(t, SIZE_MAX, &k, 1, 0, 0,
-	       HDR R_B "    3.500 us    3.500 us           4    0.875 us    0.500 us    1.000 us  c\n");
+	       HDR R_B
+	       "    3.500 us    3.500 us           4    0.875 us    0.500 us    1.000 us  c\n");
 	rva_trace_free(t);
 	/* A regex: ^(b|worker)$ selects b and worker, not main's a. */
 	t = filtered(RVA_FILTER_INCLUDE, "^(b|worker)$", 0, -1);
@@ -325,8 +334,8 @@ static void test_views_filter_exclude_drops_the_subtree_into_self(void **state)
 	int k = RVA_SORT_SELF;
 	report(t, SIZE_MAX, &k, 1, 0, 0,
 	       HDR "    9.000 us    7.000 us           2    4.500 us    3.000 us    6.000 us  a\n"
-		   "    2.300 us    2.300 us           2    1.150 us    0.300 us    2.000 us  c\n" R_WORKER
-		   R_MAIN);
+		   "    2.300 us    2.300 us           2    1.150 us    0.300 us    2.000 us  "
+		   "c\n" R_WORKER R_MAIN);
 	rva_trace_free(t);
 }
 

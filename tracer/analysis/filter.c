@@ -37,10 +37,10 @@ typedef struct fpat {
 struct rva_filter {
 	fpat *pat;
 	size_t npat, cap;
-	int have[3];		/* patterns of each kind */
-	uint64_t max_depth;	/* 0: none */
-	int64_t min_dur;	/* < 0: none */
-	uint32_t *tids;		/* NULL: every thread */
+	int have[3];	    /* patterns of each kind */
+	uint64_t max_depth; /* 0: none */
+	int64_t min_dur;    /* < 0: none */
+	uint32_t *tids;	    /* NULL: every thread */
 	size_t ntids, captids;
 };
 
@@ -156,8 +156,9 @@ const char *rva_filter_unused(const rva_filter *f, const rva_trace *t, size_t *i
 	for (; *iter < f->npat; ++*iter) {
 		const fpat *p = &f->pat[*iter];
 		size_t m = 0;
-		while (m < t->nmethods && !(strcmp(p->src, t->names[m]) == 0 ||
-					    (p->regex && regexec(&p->re, t->names[m], 0, NULL, 0) == 0)))
+		while (m < t->nmethods &&
+		       !(strcmp(p->src, t->names[m]) == 0 ||
+			 (p->regex && regexec(&p->re, t->names[m], 0, NULL, 0) == 0)))
 			m++;
 		if (m == t->nmethods)
 			return f->pat[(*iter)++].src;
@@ -169,9 +170,9 @@ enum { M_INCL = 1, M_EXCL = 2, M_HIDE = 4 };
 
 /* One open frame of the original tree. */
 typedef struct oframe {
-	uint32_t kd;	   /* kept frames on the chain down to this one */
-	uint8_t inc;	   /* at or below an included call */
-	uint8_t drop;	   /* dropped with its subtree: so are its callees */
+	uint32_t kd;  /* kept frames on the chain down to this one */
+	uint8_t inc;  /* at or below an included call */
+	uint8_t drop; /* dropped with its subtree: so are its callees */
 } oframe;
 
 static int tid_selected(const rva_filter *f, uint32_t tid)
@@ -251,14 +252,15 @@ int rva_trace_filter(rva_trace *t, const rva_filter *f)
 	for (size_t m = 0; m < t->nmethods; m++) {
 		const char *n = t->names[m];
 		cls[m] = (uint8_t)((f->have[RVA_FILTER_INCLUDE] &&
-				    rva_filter_matches(f, RVA_FILTER_INCLUDE, n)
+						    rva_filter_matches(f, RVA_FILTER_INCLUDE, n)
 					    ? M_INCL
 					    : 0) |
 				   (f->have[RVA_FILTER_EXCLUDE] &&
-				    rva_filter_matches(f, RVA_FILTER_EXCLUDE, n)
+						    rva_filter_matches(f, RVA_FILTER_EXCLUDE, n)
 					    ? M_EXCL
 					    : 0) |
-				   (f->have[RVA_FILTER_HIDE] && rva_filter_matches(f, RVA_FILTER_HIDE, n)
+				   (f->have[RVA_FILTER_HIDE] &&
+						    rva_filter_matches(f, RVA_FILTER_HIDE, n)
 					    ? M_HIDE
 					    : 0));
 	}

@@ -62,25 +62,25 @@ static const char usage_main[] =
 
 /* The filters' manual, in replay's, report's and graph's help; the other
  * commands name them in FILTER_LINE. */
-#define FILTER_HELP                                                                     \
-	"filters (every command but hotlist; a call a filter removes gives its time\n"   \
-	"to its kept caller's self time):\n"                                              \
-	"  -F, --filter=PAT       only calls of PAT and what they call (the outermost\n"  \
-	"                         such call becomes a root)\n"                            \
-	"  -N, --notrace=PAT      leave out calls of PAT and everything they call\n"      \
-	"  -H, --hide=PAT         leave out calls of PAT but keep what they call\n"       \
-	"  -D, --depth=N          only N levels of calls (N >= 1; after -F, below it)\n"  \
-	"  -t, --time-filter=TIME only calls lasting TIME or more: a number with\n"       \
-	"                         ns, us, ms or s (default us); for traces of sample\n"   \
+#define FILTER_HELP                                                                        \
+	"filters (every command but hotlist; a call a filter removes gives its time\n"     \
+	"to its kept caller's self time):\n"                                               \
+	"  -F, --filter=PAT       only calls of PAT and what they call (the outermost\n"   \
+	"                         such call becomes a root)\n"                             \
+	"  -N, --notrace=PAT      leave out calls of PAT and everything they call\n"       \
+	"  -H, --hide=PAT         leave out calls of PAT but keep what they call\n"        \
+	"  -D, --depth=N          only N levels of calls (N >= 1; after -F, below it)\n"   \
+	"  -t, --time-filter=TIME only calls lasting TIME or more: a number with\n"        \
+	"                         ns, us, ms or s (default us); for traces of sample\n"    \
 	"                         weights a plain number of samples\n"                     \
-	"      --tid=TID[,TID...] only these threads (tids as `rvtrace info` lists)\n"    \
-	"  Each option may be given several times.  PAT selects the methods named\n"     \
+	"      --tid=TID[,TID...] only these threads (tids as `rvtrace info` lists)\n"     \
+	"  Each option may be given several times.  PAT selects the methods named\n"       \
 	"  exactly PAT and, when PAT holds one of . ? * + - ^ $ | ( ) [ ] { } \\, those\n" \
-	"  whose name the POSIX extended regular expression PAT matches anywhere\n"      \
-	"  (anchor it with ^ and $), as uftrace does.  A pattern that does not\n"        \
-	"  compile, a depth or time that is not a number in range, is a usage\n"         \
+	"  whose name the POSIX extended regular expression PAT matches anywhere\n"        \
+	"  (anchor it with ^ and $), as uftrace does.  A pattern that does not\n"          \
+	"  compile, a depth or time that is not a number in range, is a usage\n"           \
 	"  error (exit 2).\n"
-#define FILTER_LINE                                                                 \
+#define FILTER_LINE                                                                   \
 	"\nFilters: --filter, --notrace, --hide, --depth, --time-filter and --tid,\n" \
 	"as in `rvtrace replay --help`, narrow the trace first.\n"
 
@@ -255,13 +255,15 @@ static size_t calls_read, calls_kept; /* by the last load(): before / after */
 
 /* Long-only codes of the filter options (getopt_long's values). */
 enum { OPT_FILTER = 0x100, OPT_NOTRACE, OPT_HIDE, OPT_DEPTH, OPT_TIME, OPT_TID };
-#define FILTER_OPTS                                                                            \
-	{"filter", required_argument, NULL, OPT_FILTER},                                       \
-		{"notrace", required_argument, NULL, OPT_NOTRACE},                             \
-		{"hide", required_argument, NULL, OPT_HIDE},                                   \
-		{"depth", required_argument, NULL, OPT_DEPTH},                                 \
-		{"time-filter", required_argument, NULL, OPT_TIME},                            \
-		{"tid", required_argument, NULL, OPT_TID}
+#define FILTER_OPTS                                                 \
+	{"filter", required_argument, NULL, OPT_FILTER},            \
+		{"notrace", required_argument, NULL, OPT_NOTRACE},  \
+		{"hide", required_argument, NULL, OPT_HIDE},        \
+		{"depth", required_argument, NULL, OPT_DEPTH},      \
+		{"time-filter", required_argument, NULL, OPT_TIME}, \
+	{                                                           \
+		"tid", required_argument, NULL, OPT_TID             \
+	}
 
 /* An unsigned decimal integer in [lo, hi] (no sign, no blanks). */
 static int parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -298,8 +300,9 @@ static int parse_time(const char *s)
 			i++;
 		if (i == sizeof(units) / sizeof(units[0])) {
 			fprintf(stderr,
-				"rvtrace: --time-filter '%s': unknown unit '%s' (ns, us, ms or s)\n", s,
-				e);
+				"rvtrace: --time-filter '%s': unknown unit '%s' (ns, us, ms or "
+				"s)\n",
+				s, e);
 			return -1;
 		}
 		v *= units[i].ns;
@@ -332,7 +335,7 @@ static int filter_opt(int code, const char *arg)
 	case OPT_NOTRACE:
 	case OPT_HIDE:
 		rc = rva_filter_add(filter,
-				    code == OPT_FILTER    ? RVA_FILTER_INCLUDE
+				    code == OPT_FILTER	  ? RVA_FILTER_INCLUDE
 				    : code == OPT_NOTRACE ? RVA_FILTER_EXCLUDE
 							  : RVA_FILTER_HIDE,
 				    arg, &err);
@@ -343,7 +346,8 @@ static int filter_opt(int code, const char *arg)
 		return 0;
 	case OPT_DEPTH:
 		if (parse_uint(arg, 1, UINT64_MAX, &v) < 0) {
-			fprintf(stderr, "rvtrace: --depth '%s': not a whole number from 1 to %" PRIu64 "\n",
+			fprintf(stderr,
+				"rvtrace: --depth '%s': not a whole number from 1 to %" PRIu64 "\n",
 				arg, UINT64_MAX);
 			return 2;
 		}
@@ -404,8 +408,8 @@ static void suggest(const rva_trace *t, const char *pat)
 {
 	for (size_t i = 0, n = 0; i < t->nmethods && n < 5; i++)
 		if (strstr(t->names[i], pat))
-			fprintf(stderr, "%s  %s\n", n++ ? "" : "rvtrace: methods whose name holds it:\n",
-				t->names[i]);
+			fprintf(stderr, "%s  %s\n",
+				n++ ? "" : "rvtrace: methods whose name holds it:\n", t->names[i]);
 }
 
 /* Applies the command line's filters to t (loaded from path): 0, or -1
@@ -431,9 +435,9 @@ static int apply_filter(const char *path, rva_trace *t)
 				path);
 			return -1;
 		}
-		rva_filter_min_duration(filter, (int64_t)(t->weighted || min_time.unit
-								  ? min_time.v
-								  : min_time.v * 1e3));
+		rva_filter_min_duration(
+			filter,
+			(int64_t)(t->weighted || min_time.unit ? min_time.v : min_time.v * 1e3));
 	}
 	const char *pat;
 	for (size_t it = 0; (pat = rva_filter_unused(filter, t, &it));) {
@@ -845,8 +849,7 @@ static int cmd_summary(int argc, char **argv)
 	/* Off-CPU records need the model (the on/off-CPU split is per call),
 	 * and so do filters. */
 	if (!full_model && window < 0 && !match && !filtering() &&
-	    rva_detect(buf, len) == RVA_FMT_CAPTURE &&
-	    !rva_capture_has_offcpu(buf, len)) {
+	    rva_detect(buf, len) == RVA_FMT_CAPTURE && !rva_capture_has_offcpu(buf, len)) {
 		int rc = summary_streamed(path, buf, len, json, ntop);
 		if (rc >= 0) {
 			free(buf);
@@ -1010,7 +1013,8 @@ static int cmd_replay(int argc, char **argv)
 				fields |= RVA_REPLAY_ELAPSED;
 			else if (strcmp(tok, "none") != 0) {
 				fprintf(stderr,
-					"rvtrace: unknown field '%s' (duration, tid, elapsed, none)\n",
+					"rvtrace: unknown field '%s' (duration, tid, elapsed, "
+					"none)\n",
 					tok);
 				return 2;
 			}
@@ -1052,7 +1056,8 @@ static int parse_sort(const char *arg, int *keys, size_t *n, size_t max)
 			i++;
 		if (i == sizeof(names) / sizeof(names[0])) {
 			fprintf(stderr,
-				"rvtrace: unknown sort key '%s' (total, self, calls, avg, min, max, "
+				"rvtrace: unknown sort key '%s' (total, self, calls, avg, min, "
+				"max, "
 				"func)\n",
 				tok);
 			return -1;
@@ -1160,8 +1165,7 @@ static int64_t pick_method(const rva_trace *t, const char *func)
 
 static int cmd_graph(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"help", no_argument, NULL, 'h'}, FILTER_OPTS, {0}};
+	static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, FILTER_OPTS, {0}};
 	int c;
 	uint64_t depth = 0; /* the graph's own: levels, FUNC the first */
 	while ((c = getopt_long(argc, argv, "F:N:H:D:t:h", opts, NULL)) != -1) {
@@ -1169,7 +1173,8 @@ static int cmd_graph(int argc, char **argv)
 		if (c == OPT_DEPTH) {
 			if (parse_uint(optarg, 1, UINT64_MAX, &depth) == 0)
 				continue;
-			fprintf(stderr, "rvtrace: --depth '%s': not a whole number from 1 to %" PRIu64 "\n",
+			fprintf(stderr,
+				"rvtrace: --depth '%s': not a whole number from 1 to %" PRIu64 "\n",
 				optarg, UINT64_MAX);
 			return 2;
 		}

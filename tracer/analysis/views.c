@@ -210,8 +210,8 @@ int rva_report_print(FILE *f, const rva_trace *t, size_t th, const int *keys, si
 		fmt_time(avg, sizeof(avg), t, (double)sum / (double)m->calls);
 		fmt_time(mn, sizeof(mn), t, (double)(by_self ? m->self_min : m->min));
 		fmt_time(mx, sizeof(mx), t, (double)(by_self ? m->self_max : m->max));
-		fprintf(f, "  %s  %s  %10" PRIu64 "  %s  %s  %s  %s\n", tot, self, m->calls, avg, mn,
-			mx, t->names[ids[i]]);
+		fprintf(f, "  %s  %s  %10" PRIu64 "  %s  %s  %s  %s\n", tot, self, m->calls, avg,
+			mn, mx, t->names[ids[i]]);
 	}
 	free(ids);
 	free(st);
@@ -246,7 +246,8 @@ static int merge_subtree(const rva_tree *full, rva_focus *fc, rva_tmap *map, uin
 	size_t level = 1;
 	for (;;) {
 		/* from's children, at `level`, go under dst. */
-		for (uint32_t c = full->nodes[from].first_child; c; c = full->nodes[c].next_sibling) {
+		for (uint32_t c = full->nodes[from].first_child; c;
+		     c = full->nodes[c].next_sibling) {
 			if (level > cut) {
 				fc->cut = 1;
 				break;
@@ -405,7 +406,8 @@ typedef struct gctx {
 static int cmp_gnode(const void *a, const void *b, void *ctx)
 {
 	const gctx *c = ctx;
-	const rva_tnode *x = &c->g->nodes[*(const uint32_t *)a], *y = &c->g->nodes[*(const uint32_t *)b];
+	const rva_tnode *x = &c->g->nodes[*(const uint32_t *)a],
+			*y = &c->g->nodes[*(const uint32_t *)b];
 	if (x->incl != y->incl)
 		return x->incl > y->incl ? -1 : 1;
 	int r = strcmp(node_name(c->t, x->method), node_name(c->t, y->method));
@@ -434,10 +436,10 @@ static int graph_print(FILE *f, const rva_trace *t, const rva_tree *g, uint32_t 
 {
 	typedef struct {
 		uint32_t node;
-		uint32_t units;	  /* prefix units before this node's line */
-		uint8_t branch;	  /* drawn with "+-" */
-		uint8_t more;	  /* siblings follow it: " | " below it */
-		uint8_t sep;	  /* a separator line comes first */
+		uint32_t units; /* prefix units before this node's line */
+		uint8_t branch; /* drawn with "+-" */
+		uint8_t more;	/* siblings follow it: " | " below it */
+		uint8_t sep;	/* a separator line comes first */
 	} item;
 	size_t cap = 64, sn = 0;
 	item *st = malloc(cap * sizeof(*st));
@@ -474,7 +476,8 @@ static int graph_print(FILE *f, const rva_trace *t, const rva_tree *g, uint32_t 
 			st = v;
 		}
 		for (size_t k = nk; k-- > 0;)
-			st[sn++] = (item){kids[k], (uint32_t)cu, nk > 1, k + 1 < nk, nk > 1 && k > 0};
+			st[sn++] =
+				(item){kids[k], (uint32_t)cu, nk > 1, k + 1 < nk, nk > 1 && k > 0};
 	}
 	rc = ferror(f) ? -EIO : 0;
 out:
@@ -674,7 +677,8 @@ int rva_replay_print(FILE *f, const rva_trace *t, unsigned fields)
 			replay_cols(f, t, fields, x->start, leaf ? d : "", th->tid, 1);
 			replay_indent(f, x->depth);
 			const char *name = t->names[x->method];
-			fprintf(f, "%s%s%s\n", name, strchr(name, '(') ? "" : "()", leaf ? ";" : " {");
+			fprintf(f, "%s%s%s\n", name, strchr(name, '(') ? "" : "()",
+				leaf ? ";" : " {");
 			if (!leaf) {
 				if (c->nopen == c->cap) {
 					size_t nc = c->cap ? c->cap * 2 : 64;

@@ -21,6 +21,8 @@
 #                          planted_slow at the top of self time and counts
 #                          count_me's calls as the script does; exit 0 or 1
 #
+# PYTHON_BENCH_SCRIPT=tracer/runtimes/python/calls.py runs the worst case
+# (nothing but small Python calls) instead.
 # RV_BENCH_CLOCK=cpu puts the CPU time (user + system of the interpreter,
 # from getrusage) in seconds=, so that run.sh's table compares CPU time,
 # steadier than wall time on a loaded machine:
@@ -29,7 +31,7 @@ set -eu
 ROOT=$(pwd)
 . tests/bench/real/common.sh
 PY=$(pkg-config --variable=exec_prefix python-3.11 2>/dev/null)/bin/python3.11
-SCRIPT=tracer/runtimes/python/bench.py
+SCRIPT=${PYTHON_BENCH_SCRIPT:-tracer/runtimes/python/bench.py}
 PKG=$BUILD/lib/python
 # plain runs the script as `-m rvpython` does, through runpy.run_path, minus
 # the import of rvpython: run that way, bench.py takes ~5 % less CPU than as

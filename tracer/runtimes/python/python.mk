@@ -13,12 +13,16 @@ RVPY_DIR := $(LIB)/python
 RVPY_PKG := $(RVPY_DIR)/rvpython
 # The interpreter the headers belong to (Debian's, never a pyenv shim's).
 RVPY_PYTHON := $(shell $(PKG_CONFIG) --variable=exec_prefix python-3.11 2>/dev/null)/bin/python3.11
-RVPY_SO := $(RVPY_PKG)/_rvpython.cpython-311-$(shell $(CC) -dumpmachine).so
 RVPY_FILES := $(RVPY_PKG)/__init__.py $(RVPY_PKG)/__main__.py
 
 ifeq ($(SANFLAGS)$(RVPY_OK),yes)
+# The file name that interpreter, and only it, loads (.cpython-311-<triplet>.so).
+RVPY_SO := $(RVPY_PKG)/_rvpython$(shell $(RVPY_PYTHON) -c \
+  'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+# CPython's headers as system headers: their internal ones (the frame
+# layout) do not pass clang's -Wcast-align.
 $(OBJ)/tracer/runtimes/python/rvpython.o: CPPFLAGS += -Itracer/include \
-  $(call pc,--cflags,python-3.11)
+  $(patsubst -I%,-isystem %,$(call pc,--cflags,python-3.11))
 $(RVPY_SO): $(OBJ)/tracer/runtimes/python/rvpython.o $(LIBRVTRACE_A) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -o $@ $^ $(RVT_LDLIBS)

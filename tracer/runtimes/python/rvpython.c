@@ -149,7 +149,8 @@ PyMODINIT_FUNC PyInit__rvpython(void)
 	if (extra_index < 0) {
 		extra_index = _PyEval_RequestCodeExtraIndex(NULL);
 		if (extra_index < 0) {
-			PyErr_SetString(PyExc_RuntimeError, "rvpython: no code-object extra slot left");
+			PyErr_SetString(PyExc_RuntimeError,
+					"rvpython: no code-object extra slot left");
 			return NULL;
 		}
 	}
