@@ -138,27 +138,25 @@ int rva_filter_active(const rva_filter *f)
 	return f && (f->npat || f->max_depth || f->min_dur >= 0 || f->ntids);
 }
 
+/* Pattern p selects name: the same text, or (a regex) a match anywhere. */
+static int pat_selects(const fpat *p, const char *name)
+{
+	return strcmp(p->src, name) == 0 || (p->regex && regexec(&p->re, name, 0, NULL, 0) == 0);
+}
+
 int rva_filter_matches(const rva_filter *f, int kind, const char *name)
 {
-	for (size_t i = 0; i < f->npat; i++) {
-		const fpat *p = &f->pat[i];
-		if (p->kind != kind)
-			continue;
-		if (strcmp(p->src, name) == 0 ||
-		    (p->regex && regexec(&p->re, name, 0, NULL, 0) == 0))
+	for (size_t i = 0; i < f->npat; i++)
+		if (f->pat[i].kind == kind && pat_selects(&f->pat[i], name))
 			return 1;
-	}
 	return 0;
 }
 
 const char *rva_filter_unused(const rva_filter *f, const rva_trace *t, size_t *iter)
 {
 	for (; *iter < f->npat; ++*iter) {
-		const fpat *p = &f->pat[*iter];
 		size_t m = 0;
-		while (m < t->nmethods &&
-		       !(strcmp(p->src, t->names[m]) == 0 ||
-			 (p->regex && regexec(&p->re, t->names[m], 0, NULL, 0) == 0)))
+		while (m < t->nmethods && !pat_selects(&f->pat[*iter], t->names[m]))
 			m++;
 		if (m == t->nmethods)
 			return f->pat[(*iter)++].src;
@@ -183,17 +181,6 @@ static int tid_selected(const rva_filter *f, uint32_t tid)
 		if (f->tids[i] == tid)
 			return 1;
 	return 0;
-}
-
-static void thread_release(rva_thread *th)
-{
-	free(th->name);
-	free(th->calls);
-	free(th->stack);
-	free(th->cpu);
-	free(th->offcpu);
-	free(th->counters);
-	free(th->offpre);
 }
 
 /* Filters thread th in place with the per-method classes cls. */
@@ -264,13 +251,21 @@ int rva_trace_filter(rva_trace *t, const rva_filter *f)
 					    ? M_HIDE
 					    : 0));
 	}
+	/* Threads the tids leave out go to a trace of their own, which
+	 * rva_trace_free releases with whatever a thread owns. */
+	rva_trace *gone = rva_trace_new();
+	if (!gone || !(gone->threads = calloc(t->nthreads ? t->nthreads : 1, sizeof(rva_thread)))) {
+		rva_trace_free(gone);
+		free(cls);
+		return -ENOMEM;
+	}
 	oframe *st = NULL;
 	size_t cap = 0, nth = 0;
 	int rc = 0;
 	for (size_t i = 0; i < t->nthreads; i++) {
 		rva_thread *th = &t->threads[i];
 		if (!tid_selected(f, th->tid)) {
-			thread_release(th);
+			gone->threads[gone->nthreads++] = *th;
 			continue;
 		}
 		if (rc == 0)
@@ -278,6 +273,7 @@ int rva_trace_filter(rva_trace *t, const rva_filter *f)
 		t->threads[nth++] = *th;
 	}
 	t->nthreads = nth;
+	rva_trace_free(gone);
 	free(st);
 	free(cls);
 	if (rc < 0)
