@@ -29,6 +29,10 @@ PACKAGES="$PACKAGES gcc-12-plugin-dev llvm-14-dev"
 # with python3.
 PACKAGES="$PACKAGES dpkg-dev patch python3"
 
+# tracer/runtimes/python (rvpython): a C extension for Debian's CPython 3.11,
+# built against its headers.
+PACKAGES="$PACKAGES python3-dev"
+
 # policy/.
 PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"
 

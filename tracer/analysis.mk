@@ -8,7 +8,8 @@ RVA_SRC := tracer/analysis/model.c tracer/analysis/analysis.c tracer/analysis/of
            tracer/analysis/chrome.c tracer/analysis/perfetto.c \
            tracer/analysis/exports.c tracer/analysis/summary.c \
            tracer/analysis/shuffle.c tracer/analysis/inflate.c tracer/analysis/pprof.c \
-           tracer/analysis/error.c tracer/analysis/locks.c
+           tracer/analysis/error.c tracer/analysis/locks.c tracer/analysis/filter.c \
+           tracer/analysis/views.c
 RVA_OBJ := $(RVA_SRC:%.c=$(OBJ)/%.o) $(OBJ)/gen/rvanalysis/rvperfetto.pb-c.o \
            $(OBJ)/gen/rvanalysis/rvpprof.pb-c.o
 RVA_PROTO := tracer/analysis/proto/rvperfetto.proto
@@ -58,6 +59,7 @@ $(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_integrity.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(eval $(call rv_test,rvtrace,integrity,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
+$(eval $(call rv_test,rvtrace,views,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(eval $(call rv_test,rvtrace,shuffle,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(eval $(call rv_test,rvtrace,offcpu,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_offcpu.o: $(RVA_PB_H)
@@ -81,6 +83,9 @@ $(OBJ)/tests/rvtrace/test_pprof.o: $(RVA_PPROF_H)
 $(eval $(call rv_test,rvtrace,corpus,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
 $(OBJ)/tests/rvtrace/test_corpus.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"' \
   -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
+$(eval $(call rv_test,rvtrace,cliviews,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
+$(TBIN)/rvtrace/test_cliviews: | $(BIN)/rvtrace
+$(OBJ)/tests/rvtrace/test_cliviews.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"'
 $(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
 $(TBIN)/rvtrace/test_cli: | $(BIN)/rvtrace
 $(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"' \

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * rvtrace.c — the rvtrace command-line tool: info, summary, tree,
- * flamegraph, export and diff over any input librvanalysis imports.
+ * rvtrace.c — the rvtrace command-line tool: info, summary, tree, replay,
+ * report, graph, flamegraph, export, diff and why over any input
+ * librvanalysis imports.
  *
  * Output goes to stdout (or -o FILE); errors to stderr with exit status 1;
- * usage errors exit 2.  All the work is in the library; this file only
- * parses options and prints.
+ * usage errors (a bad option value, a pattern that does not compile) exit
+ * 2.  The filters (--filter, --notrace, --hide, --depth, --time-filter,
+ * --tid) are options of every command but hotlist; they are parsed into
+ * one rva_filter and applied to each trace as it is loaded, so every view
+ * sees the same filtered model.  All the work is in the library; this file
+ * only parses options and prints.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,27 +38,109 @@ static const char usage_main[] =
 	"  summary FILE       top methods by self time, chains at the anomaly,\n"
 	"                     longest-running chains with signatures (--json)\n"
 	"  tree FILE          top-down call tree with percentages\n"
+	"  replay FILE        every call in time order, indented, with durations\n"
+	"  report FILE        per-method totals, sorted (-s total,self,calls,...)\n"
+	"  graph [FUNC] FILE  the call graph below FUNC, with the paths to it\n"
 	"  flamegraph FILE    interactive SVG flame graph\n"
 	"  export FILE        convert (--format F -o OUT)\n"
 	"  diff A B           methods whose self time changed, largest first\n"
 	"  hotlist FILE...    hot, short methods: a never-list for rvcc\n"
 	"  why METHOD FILE    a method's time split into on-CPU and off-CPU, by reason\n"
 	"\n"
+	"Filters, accepted by every command but hotlist (short forms in replay,\n"
+	"report and graph; see `rvtrace replay --help`):\n"
+	"  -F, --filter=PAT   only calls of PAT and what they call\n"
+	"  -N, --notrace=PAT  leave out calls of PAT and what they call\n"
+	"  -H, --hide=PAT     leave out calls of PAT, keep what they call\n"
+	"  -D, --depth=N      only N levels of calls\n"
+	"  -t, --time-filter=TIME  only calls lasting TIME or more\n"
+	"      --tid=TID[,TID...]  only these threads\n"
+	"\n"
 	"`rvtrace COMMAND --help` describes each command.  On a terminal, work\n"
 	"taking over a second shows a progress bar on stderr; --quiet (anywhere\n"
 	"before a `--`) turns it off, --progress shows it on any stderr.\n";
 
+/* The filters' manual, in replay's, report's and graph's help; the other
+ * commands name them in FILTER_LINE. */
+#define FILTER_HELP                                                                        \
+	"filters (every command but hotlist; a call a filter removes gives its time\n"     \
+	"to its kept caller's self time):\n"                                               \
+	"  -F, --filter=PAT       only calls of PAT and what they call (the outermost\n"   \
+	"                         such call becomes a root)\n"                             \
+	"  -N, --notrace=PAT      leave out calls of PAT and everything they call\n"       \
+	"  -H, --hide=PAT         leave out calls of PAT but keep what they call\n"        \
+	"  -D, --depth=N          only N levels of calls (N >= 1; after -F, below it)\n"   \
+	"  -t, --time-filter=TIME only calls lasting TIME or more: a number with\n"        \
+	"                         ns, us, ms or s (default us); for traces of sample\n"    \
+	"                         weights a plain number of samples\n"                     \
+	"      --tid=TID[,TID...] only these threads (tids as `rvtrace info` lists)\n"     \
+	"  Each option may be given several times.  PAT selects the methods named\n"       \
+	"  exactly PAT and, when PAT holds one of . ? * + - ^ $ | ( ) [ ] { } \\, those\n" \
+	"  whose name the POSIX extended regular expression PAT matches anywhere\n"        \
+	"  (anchor it with ^ and $), as uftrace does.  A pattern that does not\n"          \
+	"  compile, a depth or time that is not a number in range, is a usage\n"           \
+	"  error (exit 2).\n"
+#define FILTER_LINE                                                                   \
+	"\nFilters: --filter, --notrace, --hide, --depth, --time-filter and --tid,\n" \
+	"as in `rvtrace replay --help`, narrow the trace first.\n"
+
+static const char usage_replay[] =
+	"usage: rvtrace replay [-f FIELDS] [FILTERS] FILE\n"
+	"\n"
+	"Every call in time order, as `uftrace replay` shows it: a call with\n"
+	"callees opens with `name() {` and closes with `} /* name */` and its\n"
+	"duration; a call without callees is one line `name();` with its duration.\n"
+	"Threads are merged by time, each line with its thread's tid; the anomaly\n"
+	"is a `/* anomaly: NAME */` line at its time.  Durations in us, ms or s\n"
+	"(sample counts for aggregate-only inputs).  Indentation stops at 256\n"
+	"levels; deeper lines show their depth as [N].\n"
+	"\n"
+	"  -f, --output-fields=FIELDS  columns, comma-separated, of duration, tid,\n"
+	"                         elapsed (time since the trace's first call), or\n"
+	"                         none (default duration,tid)\n" FILTER_HELP;
+
+static const char usage_report[] =
+	"usage: rvtrace report [-s KEYS] [--avg-self] [--threads] [--top N] [FILTERS] FILE\n"
+	"\n"
+	"Per method, as `uftrace report` shows it: total time (inclusive, a\n"
+	"recursive call inside itself counted once), self time, calls, and the\n"
+	"average, minimum and maximum of one call's total time.\n"
+	"\n"
+	"  -s, --sort=KEYS   comma-separated sort keys, each breaking the ties of the\n"
+	"                    one before: total (default), self, calls, avg, min, max\n"
+	"                    (largest first), func (by name); ties end by name\n"
+	"      --avg-self    average, minimum and maximum of one call's self time\n"
+	"                    instead (avg, min and max then sort by those)\n"
+	"      --threads     one table per thread\n"
+	"  -n, --top N       at most N rows per table (default all)\n" FILTER_HELP;
+
+static const char usage_graph[] =
+	"usage: rvtrace graph [FILTERS] [FUNC] FILE\n"
+	"\n"
+	"The call graph below FUNC, as `uftrace graph FUNC` shows it: first each\n"
+	"distinct call path (backtrace) that leads to FUNC, with its calls (hits)\n"
+	"and time; then every outermost call of FUNC merged into one tree (calls\n"
+	"of FUNC inside FUNC are part of it), one line per call path with its\n"
+	"total time and `(calls)`, children by time, several children drawn\n"
+	"with `+-` and `|`.  Without FUNC, the whole trace's call graph.  FUNC is\n"
+	"an exact name, or a pattern (as for --filter) that selects exactly one\n"
+	"method.  -D N draws N levels, FUNC the first (without FUNC, N levels of\n"
+	"the roots); the graph never goes more than 512 levels below FUNC.  The\n"
+	"time of calls left out stays in the total time of those above them.\n"
+	"The other filters narrow the trace first, as in every command.\n" FILTER_HELP;
+
 static const char usage_info[] =
-	"usage: rvtrace info FILE\n"
+	"usage: rvtrace info [FILTERS] FILE\n"
 	"\n"
 	"Print the detected format, the time span, the thread list with call\n"
 	"counts, the number of distinct methods, of events dropped as damage\n"
 	"(unmatched exits, torn slots, malformed lines) and of frames repaired\n"
 	"(a capture's exits with no entry, given an \"(unknown caller)\" frame),\n"
-	"and for a capture any span in which the tracer lost events.\n";
+	"and for a capture any span in which the tracer lost events.\n" FILTER_LINE;
 
 static const char usage_summary[] =
-	"usage: rvtrace summary [--top N] [--window MS] [--json] [--match P] [--full] FILE\n"
+	"usage: rvtrace summary [--top N] [--window MS] [--json] [--match P] [--full]\n"
+	"                       [FILTERS] FILE\n"
 	"\n"
 	"  --top N        rows in each table (default 20)\n"
 	"  --window MS    analyse only the last MS milliseconds before the anomaly\n"
@@ -76,10 +163,10 @@ static const char usage_summary[] =
 	"on each thread, and the chains (distinct call paths) with the most self\n"
 	"time, each with its 64-bit signature (FNV-1a over normalized names, the\n"
 	"same on every device).  Times are microseconds, or samples for\n"
-	"aggregate-only inputs.\n";
+	"aggregate-only inputs.\n" FILTER_LINE;
 
 static const char usage_why[] =
-	"usage: rvtrace why METHOD FILE\n"
+	"usage: rvtrace why [FILTERS] METHOD FILE\n"
 	"\n"
 	"Why METHOD (exact name) took its time: its calls' inclusive time\n"
 	"(recursion counted once) split into on-CPU and off-CPU time, the\n"
@@ -89,12 +176,12 @@ static const char usage_why[] =
 	"voluntary and involuntary context switches) — from rearviewd's OFFCPU\n"
 	"records (tracer/FORMAT.md) — then every lock wait of METHOD with the\n"
 	"lock's holder and what it was running (LOCK_WAIT records); times in\n"
-	"microseconds.\n";
+	"microseconds.\n" FILTER_LINE;
 
 static const char usage_tree[] =
-	"usage: rvtrace tree [--threshold PCT] [--thread N] FILE\n"
+	"usage: rvtrace tree [--threshold PCT] [--thread N] [FILTERS] FILE\n"
 	"\n"
-	"       rvtrace tree --callers METHOD FILE\n"
+	"       rvtrace tree --callers METHOD [FILTERS] FILE\n"
 	"\n"
 	"  --threshold PCT  hide nodes under PCT % of the total (default 1)\n"
 	"  --thread N       only thread index N (see `rvtrace info`)\n"
@@ -102,17 +189,17 @@ static const char usage_tree[] =
 	"                   with calls and inclusive time (recursion counted once)\n"
 	"\n"
 	"Top-down merged call tree: total %, self %, inclusive and self time,\n"
-	"method, calls; children sorted by inclusive time.\n";
+	"method, calls; children sorted by inclusive time.\n" FILTER_LINE;
 
 static const char usage_flame[] =
-	"usage: rvtrace flamegraph [-o OUT.svg] [--title T] FILE\n"
+	"usage: rvtrace flamegraph [-o OUT.svg] [--title T] [FILTERS] FILE\n"
 	"\n"
 	"Writes a self-contained interactive SVG flame graph: click a frame to\n"
 	"zoom, Ctrl-F or the Search button to highlight by regex, hover for\n"
-	"tooltips.  No external resources are referenced.\n";
+	"tooltips.  No external resources are referenced.\n" FILTER_LINE;
 
 static const char usage_export[] =
-	"usage: rvtrace export --format F [-o OUT] FILE\n"
+	"usage: rvtrace export --format F [-o OUT] [FILTERS] FILE\n"
 	"\n"
 	"formats:\n"
 	"  folded     one line per call path, self time in microseconds\n"
@@ -122,15 +209,15 @@ static const char usage_export[] =
 	"  pprof      gzip'd pprof profile: wall time and calls per stack (go tool pprof)\n"
 	"  speedscope speedscope JSON, evented profiles (www.speedscope.app)\n"
 	"  android    Android .trace v3 (Android Studio, traceview, dmtracedump)\n"
-	"  svg        the flame graph (same as `rvtrace flamegraph`)\n";
+	"  svg        the flame graph (same as `rvtrace flamegraph`)\n" FILTER_LINE;
 
 static const char usage_diff[] =
-	"usage: rvtrace diff [--top N] A B\n"
-	"       rvtrace diff [--top N] A... -- B...\n"
+	"usage: rvtrace diff [--top N] [FILTERS] A B\n"
+	"       rvtrace diff [--top N] [FILTERS] A... -- B...\n"
 	"\n"
 	"Compares methods by name: self time in A and B and the delta B - A,\n"
 	"sorted by the size of the change.  With `--`, each side is a set of\n"
-	"traces analysed as one (e.g. a release's captures against the next).\n";
+	"traces analysed as one (e.g. a release's captures against the next).\n" FILTER_LINE;
 
 static int die_usage(const char *u)
 {
@@ -155,6 +242,224 @@ static double mono_s(void)
 
 static int quiet;    /* --quiet: no progress bar */
 static int progress; /* --progress: the bar even when stderr is no terminal */
+
+/* The filters of the command line (every command but hotlist), applied to
+ * each trace load() reads.  The time filter is kept as given: its unit is
+ * checked against each trace (sample weights take no unit). */
+static rva_filter *filter;
+static struct {
+	int set, unit; /* given; with a unit */
+	double v;      /* in ns, or the number as given without a unit */
+} min_time;
+static size_t calls_read, calls_kept; /* by the last load(): before / after */
+
+/* Long-only codes of the filter options (getopt_long's values). */
+enum { OPT_FILTER = 0x100, OPT_NOTRACE, OPT_HIDE, OPT_DEPTH, OPT_TIME, OPT_TID };
+#define FILTER_OPTS                                                 \
+	{"filter", required_argument, NULL, OPT_FILTER},            \
+		{"notrace", required_argument, NULL, OPT_NOTRACE},  \
+		{"hide", required_argument, NULL, OPT_HIDE},        \
+		{"depth", required_argument, NULL, OPT_DEPTH},      \
+		{"time-filter", required_argument, NULL, OPT_TIME}, \
+	{                                                           \
+		"tid", required_argument, NULL, OPT_TID             \
+	}
+
+/* An unsigned decimal integer in [lo, hi] (no sign, no blanks). */
+static int parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *e;
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &e, 10);
+	if (errno || *e || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* TIME = NUMBER[ns|us|ms|s] into min_time: NUMBER times the unit in ns,
+ * or NUMBER alone without a unit (µs for a trace of times, samples for one
+ * of sample weights; apply_filter decides).  Either way at most 2^63 ns. */
+static int parse_time(const char *s)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	const char *why = NULL;
+	char *e;
+	errno = 0;
+	double v = strtod(s, &e);
+	if (e == s || errno || !(v >= 0) || v > 1e300) {
+		why = e != s && v < 0 ? "a duration cannot be negative" : "not a number in range";
+	} else if (*e) {
+		size_t i = 0;
+		while (i < sizeof(units) / sizeof(units[0]) && strcmp(e, units[i].unit) != 0)
+			i++;
+		if (i == sizeof(units) / sizeof(units[0])) {
+			fprintf(stderr,
+				"rvtrace: --time-filter '%s': unknown unit '%s' (ns, us, ms or "
+				"s)\n",
+				s, e);
+			return -1;
+		}
+		v *= units[i].ns;
+	}
+	if (!why && v * (*e ? 1 : 1e3) > 9.2e18)
+		why = "out of range";
+	if (why) {
+		fprintf(stderr, "rvtrace: --time-filter '%s': %s\n", s, why);
+		return -1;
+	}
+	min_time.set = 1;
+	min_time.unit = *e != '\0';
+	min_time.v = v;
+	return 0;
+}
+
+/* Handles a filter option (code from FILTER_OPTS); 0, or 2 (usage error,
+ * said on stderr). */
+static int filter_opt(int code, const char *arg)
+{
+	if (!filter && !(filter = rva_filter_new())) {
+		fprintf(stderr, "rvtrace: out of memory\n");
+		return 2;
+	}
+	rva_error err = {{0}};
+	uint64_t v;
+	int rc;
+	switch (code) {
+	case OPT_FILTER:
+	case OPT_NOTRACE:
+	case OPT_HIDE:
+		rc = rva_filter_add(filter,
+				    code == OPT_FILTER	  ? RVA_FILTER_INCLUDE
+				    : code == OPT_NOTRACE ? RVA_FILTER_EXCLUDE
+							  : RVA_FILTER_HIDE,
+				    arg, &err);
+		if (rc < 0) {
+			fprintf(stderr, "rvtrace: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+			return 2;
+		}
+		return 0;
+	case OPT_DEPTH:
+		if (parse_uint(arg, 1, UINT64_MAX, &v) < 0) {
+			fprintf(stderr,
+				"rvtrace: --depth '%s': not a whole number from 1 to %" PRIu64 "\n",
+				arg, UINT64_MAX);
+			return 2;
+		}
+		rva_filter_depth(filter, v);
+		return 0;
+	case OPT_TIME:
+		return parse_time(arg) < 0 ? 2 : 0;
+	case OPT_TID: {
+		char buf[4096];
+		if (strlen(arg) >= sizeof(buf))
+			goto bad_tid;
+		snprintf(buf, sizeof(buf), "%s", arg);
+		char *save = NULL;
+		int n = 0;
+		for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (parse_uint(tok, 0, UINT32_MAX, &v) < 0)
+				goto bad_tid;
+			if (rva_filter_tid(filter, (uint32_t)v) < 0) {
+				fprintf(stderr, "rvtrace: out of memory\n");
+				return 2;
+			}
+			n++;
+		}
+		if (n)
+			return 0;
+	bad_tid:
+		fprintf(stderr, "rvtrace: --tid '%.64s': not a list of thread ids\n", arg);
+		return 2;
+	}
+	default:
+		return 2;
+	}
+}
+
+/* The short forms of replay, report and graph. */
+static int filter_short(int c)
+{
+	switch (c) {
+	case 'F':
+		return OPT_FILTER;
+	case 'N':
+		return OPT_NOTRACE;
+	case 'H':
+		return OPT_HIDE;
+	case 'D':
+		return OPT_DEPTH;
+	case 't':
+		return OPT_TIME;
+	default:
+		return c;
+	}
+}
+
+/* On stderr: up to 5 methods of t whose name contains pat (patterns
+ * without a regex character select whole names only: `-F main` is not
+ * `.../bench.py:111:main`). */
+static void suggest(const rva_trace *t, const char *pat)
+{
+	for (size_t i = 0, n = 0; i < t->nmethods && n < 5; i++)
+		if (strstr(t->names[i], pat))
+			fprintf(stderr, "%s  %s\n",
+				n++ ? "" : "rvtrace: methods whose name holds it:\n", t->names[i]);
+}
+
+/* Applies the command line's filters to t (loaded from path): 0, or -1
+ * with the reason on stderr. */
+static int apply_filter(const char *path, rva_trace *t)
+{
+	calls_read = calls_kept = 0;
+	for (size_t i = 0; i < t->nthreads; i++)
+		calls_read += t->threads[i].ncalls;
+	if (!filter && !min_time.set) {
+		calls_kept = calls_read;
+		return 0;
+	}
+	if (!filter && !(filter = rva_filter_new())) {
+		fprintf(stderr, "rvtrace: out of memory\n");
+		return -1;
+	}
+	if (min_time.set) {
+		if (t->weighted && min_time.unit) {
+			fprintf(stderr,
+				"rvtrace: %s: its times are sample weights: give --time-filter a "
+				"number of samples, without a unit\n",
+				path);
+			return -1;
+		}
+		rva_filter_min_duration(
+			filter,
+			(int64_t)(t->weighted || min_time.unit ? min_time.v : min_time.v * 1e3));
+	}
+	const char *pat;
+	for (size_t it = 0; (pat = rva_filter_unused(filter, t, &it));) {
+		fprintf(stderr, "rvtrace: %s: warning: no method is named '%s' or matches it\n",
+			path, pat);
+		suggest(t, pat);
+	}
+	int rc = rva_trace_filter(t, filter);
+	if (rc < 0) {
+		fprintf(stderr, "rvtrace: %s: %s\n", path, strerror(-rc));
+		return -1;
+	}
+	for (size_t i = 0; i < t->nthreads; i++)
+		calls_kept += t->threads[i].ncalls;
+	return 0;
+}
+
+/* 1 when the command line has a filter. */
+static int filtering(void)
+{
+	return min_time.set || rva_filter_active(filter);
+}
 
 static int parse_num(const char *s, double *out);
 
@@ -208,10 +513,17 @@ static int load(const char *path, rva_trace **t)
 	bar_start(&b, &p);
 	int rc = rva_import_file_progress(path, t, &err, &p);
 	bar_end(&b);
-	if (rc < 0)
+	if (rc < 0) {
 		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg[0] ? err.msg : strerror(-rc));
-	else if ((*t)->warning)
+		return rc;
+	}
+	if ((*t)->warning)
 		fprintf(stderr, "rvtrace: %s: warning: %s\n", path, (*t)->warning);
+	if (apply_filter(path, *t) < 0) {
+		rva_trace_free(*t);
+		*t = NULL;
+		return -EINVAL;
+	}
 	return rc;
 }
 
@@ -239,12 +551,32 @@ static void print_note(const rva_trace *t, const char *prefix)
 		printf("%s%s\n", prefix, note);
 }
 
+/* Parses a command line whose only options are the filters; returns the
+ * index of the first operand, or -1 after a usage error (then *rc is the
+ * exit status). */
+static int filters_only(int argc, char **argv, const char *usage, int *rc)
+{
+	static const struct option opts[] = {FILTER_OPTS, {"help", no_argument, NULL, 'h'}, {0}};
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c >= OPT_FILTER && (*rc = filter_opt(c, optarg)) == 0)
+			continue;
+		if (c < OPT_FILTER)
+			*rc = die_usage(usage);
+		return -1;
+	}
+	return optind;
+}
+
 static int cmd_info(int argc, char **argv)
 {
-	if (want_help(argc, argv) || argc != 2)
+	int rc, at = filters_only(argc, argv, usage_info, &rc);
+	if (at < 0)
+		return rc;
+	if (at + 1 != argc)
 		return die_usage(usage_info);
 	rva_trace *t;
-	if (load(argv[1], &t) < 0)
+	if (load(argv[at], &t) < 0)
 		return 1;
 	size_t calls = 0;
 	for (size_t i = 0; i < t->nthreads; i++)
@@ -255,6 +587,8 @@ static int cmd_info(int argc, char **argv)
 	       usec(t, t->end - t->start), t->weighted ? "samples" : "us");
 	printf("methods:  %zu\ncalls:    %zu\ndropped:  %" PRIu64 "\n", t->nmethods, calls,
 	       t->dropped);
+	if (filtering())
+		printf("filtered: %zu of %zu calls kept\n", calls_kept, calls_read);
 	printf("repaired: %" PRIu64 " frames\n", t->repaired);
 	for (size_t i = 0; i < t->nskipped; i++)
 		printf("%s%" PRIu64 " %s%s", i ? ", " : "skipped:  ", t->skipped[i].n,
@@ -476,11 +810,17 @@ static int cmd_summary(int argc, char **argv)
 					     {"match", required_argument, NULL, 'm'},
 					     {"full", no_argument, NULL, 'F'},
 					     {"help", no_argument, NULL, 'h'},
+					     FILTER_OPTS,
 					     {0}};
 	double top = 20, window = -1;
 	int json = 0, full_model = 0, c;
 	const char *match = NULL;
 	while ((c = getopt_long(argc, argv, "n:w:jm:Fh", opts, NULL)) != -1) {
+		if (c >= OPT_FILTER) {
+			if (filter_opt(c, optarg))
+				return 2;
+			continue;
+		}
 		if (c == 'm') {
 			match = optarg;
 			continue;
@@ -506,9 +846,10 @@ static int cmd_summary(int argc, char **argv)
 		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg);
 		return 1;
 	}
-	/* Off-CPU records need the model (the on/off-CPU split is per call). */
-	if (!full_model && window < 0 && !match && rva_detect(buf, len) == RVA_FMT_CAPTURE &&
-	    !rva_capture_has_offcpu(buf, len)) {
+	/* Off-CPU records need the model (the on/off-CPU split is per call),
+	 * and so do filters. */
+	if (!full_model && window < 0 && !match && !filtering() &&
+	    rva_detect(buf, len) == RVA_FMT_CAPTURE && !rva_capture_has_offcpu(buf, len)) {
 		int rc = summary_streamed(path, buf, len, json, ntop);
 		if (rc >= 0) {
 			free(buf);
@@ -524,6 +865,10 @@ static int cmd_summary(int argc, char **argv)
 	free(buf);
 	if (rc < 0) {
 		fprintf(stderr, "rvtrace: %s: %s\n", path, err.msg[0] ? err.msg : strerror(-rc));
+		return 1;
+	}
+	if (apply_filter(path, full) < 0) {
+		rva_trace_free(full);
 		return 1;
 	}
 	t = full;
@@ -595,11 +940,17 @@ static int cmd_tree(int argc, char **argv)
 					     {"thread", required_argument, NULL, 'T'},
 					     {"callers", required_argument, NULL, 'c'},
 					     {"help", no_argument, NULL, 'h'},
+					     FILTER_OPTS,
 					     {0}};
 	double pct = 1, thread = -1;
 	int c;
 	const char *callers = NULL;
 	while ((c = getopt_long(argc, argv, "t:T:c:h", opts, NULL)) != -1) {
+		if (c >= OPT_FILTER) {
+			if (filter_opt(c, optarg))
+				return 2;
+			continue;
+		}
 		if (c == 'c') {
 			callers = optarg;
 			continue;
@@ -625,6 +976,238 @@ static int cmd_tree(int argc, char **argv)
 		rva_tree_release(&tr);
 	}
 	rva_trace_free(t);
+	if (rc < 0)
+		fprintf(stderr, "rvtrace: %s\n", strerror(-rc));
+	return rc < 0;
+}
+
+static int cmd_replay(int argc, char **argv)
+{
+	static const struct option opts[] = {{"output-fields", required_argument, NULL, 'f'},
+					     {"help", no_argument, NULL, 'h'},
+					     FILTER_OPTS,
+					     {0}};
+	unsigned fields = RVA_REPLAY_DURATION | RVA_REPLAY_TID;
+	int c;
+	while ((c = getopt_long(argc, argv, "f:F:N:H:D:t:h", opts, NULL)) != -1) {
+		c = filter_short(c);
+		if (c >= OPT_FILTER) {
+			if (filter_opt(c, optarg))
+				return 2;
+			continue;
+		}
+		if (c != 'f')
+			return die_usage(usage_replay);
+		char buf[256];
+		char *save = NULL;
+		if (strlen(optarg) >= sizeof(buf))
+			return die_usage(usage_replay);
+		snprintf(buf, sizeof(buf), "%s", optarg);
+		fields = 0;
+		for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (strcmp(tok, "duration") == 0)
+				fields |= RVA_REPLAY_DURATION;
+			else if (strcmp(tok, "tid") == 0)
+				fields |= RVA_REPLAY_TID;
+			else if (strcmp(tok, "elapsed") == 0)
+				fields |= RVA_REPLAY_ELAPSED;
+			else if (strcmp(tok, "none") != 0) {
+				fprintf(stderr,
+					"rvtrace: unknown field '%s' (duration, tid, elapsed, "
+					"none)\n",
+					tok);
+				return 2;
+			}
+		}
+	}
+	if (optind + 1 != argc)
+		return die_usage(usage_replay);
+	rva_trace *t;
+	if (load(argv[optind], &t) < 0)
+		return 1;
+	print_note(t, "# ");
+	int rc = rva_replay_print(stdout, t, fields);
+	rva_trace_free(t);
+	if (rc == 0 && fflush(stdout) != 0)
+		rc = -EIO;
+	if (rc < 0)
+		fprintf(stderr, "rvtrace: %s\n", strerror(-rc));
+	return rc < 0;
+}
+
+/* -s KEYS into keys[0..*n) (at most max). 0, or -1 (said on stderr). */
+static int parse_sort(const char *arg, int *keys, size_t *n, size_t max)
+{
+	static const struct {
+		const char *name;
+		int key;
+	} names[] = {{"total", RVA_SORT_TOTAL}, {"self", RVA_SORT_SELF}, {"calls", RVA_SORT_CALLS},
+		     {"call", RVA_SORT_CALLS},	{"avg", RVA_SORT_AVG},	 {"min", RVA_SORT_MIN},
+		     {"max", RVA_SORT_MAX},	{"func", RVA_SORT_NAME}, {"name", RVA_SORT_NAME}};
+	char buf[256];
+	char *save = NULL;
+	*n = 0;
+	if (strlen(arg) >= sizeof(buf))
+		goto bad;
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i = 0;
+		while (i < sizeof(names) / sizeof(names[0]) && strcmp(tok, names[i].name) != 0)
+			i++;
+		if (i == sizeof(names) / sizeof(names[0])) {
+			fprintf(stderr,
+				"rvtrace: unknown sort key '%s' (total, self, calls, avg, min, "
+				"max, "
+				"func)\n",
+				tok);
+			return -1;
+		}
+		if (*n == max)
+			goto bad;
+		keys[(*n)++] = names[i].key;
+	}
+	if (*n)
+		return 0;
+bad:
+	fprintf(stderr, "rvtrace: --sort '%.64s': give 1 to %zu keys, comma-separated\n", arg, max);
+	return -1;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {{"sort", required_argument, NULL, 's'},
+					     {"avg-self", no_argument, NULL, 'S'},
+					     {"threads", no_argument, NULL, 'T'},
+					     {"top", required_argument, NULL, 'n'},
+					     {"help", no_argument, NULL, 'h'},
+					     FILTER_OPTS,
+					     {0}};
+	int keys[16] = {RVA_SORT_TOTAL}, by_self = 0, threads = 0, c;
+	size_t nkeys = 1;
+	uint64_t top = 0;
+	while ((c = getopt_long(argc, argv, "s:n:F:N:H:D:t:h", opts, NULL)) != -1) {
+		c = filter_short(c);
+		if (c >= OPT_FILTER) {
+			if (filter_opt(c, optarg))
+				return 2;
+		} else if (c == 's') {
+			if (parse_sort(optarg, keys, &nkeys, sizeof(keys) / sizeof(keys[0])) < 0)
+				return 2;
+		} else if (c == 'S') {
+			by_self = 1;
+		} else if (c == 'T') {
+			threads = 1;
+		} else if (c == 'n' && parse_uint(optarg, 0, SIZE_MAX, &top) == 0) {
+			continue;
+		} else {
+			return die_usage(usage_report);
+		}
+	}
+	if (optind + 1 != argc)
+		return die_usage(usage_report);
+	rva_trace *t;
+	if (load(argv[optind], &t) < 0)
+		return 1;
+	print_note(t, "# ");
+	int rc = 0;
+	if (!threads) {
+		rc = rva_report_print(stdout, t, SIZE_MAX, keys, nkeys, by_self, (size_t)top);
+	} else {
+		for (size_t i = 0; i < t->nthreads && rc == 0; i++) {
+			const rva_thread *th = &t->threads[i];
+			printf("%s# thread [%zu] pid %u tid %u%s%s: %zu calls\n", i ? "\n" : "", i,
+			       th->pid, th->tid, th->name ? " " : "", th->name ? th->name : "",
+			       th->ncalls);
+			rc = rva_report_print(stdout, t, i, keys, nkeys, by_self, (size_t)top);
+		}
+	}
+	rva_trace_free(t);
+	if (rc == 0 && fflush(stdout) != 0)
+		rc = -EIO;
+	if (rc < 0)
+		fprintf(stderr, "rvtrace: %s\n", strerror(-rc));
+	return rc < 0;
+}
+
+/* The method FUNC names in t: its exact name, else the one method a
+ * pattern (as --filter's) selects; -1 after saying why not on stderr. */
+static int64_t pick_method(const rva_trace *t, const char *func)
+{
+	int64_t m = rva_method_find(t, func);
+	if (m >= 0)
+		return m;
+	rva_filter *f = rva_filter_new();
+	rva_error err = {{0}};
+	if (!f || rva_filter_add(f, RVA_FILTER_INCLUDE, func, &err) < 0) {
+		fprintf(stderr, "rvtrace: %s\n", err.msg[0] ? err.msg : "out of memory");
+		rva_filter_free(f);
+		return -1;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < t->nmethods; i++)
+		if (rva_filter_matches(f, RVA_FILTER_INCLUDE, t->names[i]) && n++ == 0)
+			m = (int64_t)i;
+	if (n == 0) {
+		fprintf(stderr, "rvtrace: no method is named '%s' or matches it\n", func);
+		suggest(t, func);
+	} else if (n > 1) {
+		fprintf(stderr, "rvtrace: more than one method matches '%s'; give one exactly:\n",
+			func);
+		for (size_t i = 0, k = 0; i < t->nmethods && k < 10; i++)
+			if (rva_filter_matches(f, RVA_FILTER_INCLUDE, t->names[i]) && ++k)
+				fprintf(stderr, "  %s\n", t->names[i]);
+	}
+	if (n != 1)
+		m = -1;
+	rva_filter_free(f);
+	return m;
+}
+
+static int cmd_graph(int argc, char **argv)
+{
+	static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, FILTER_OPTS, {0}};
+	int c;
+	uint64_t depth = 0; /* the graph's own: levels, FUNC the first */
+	while ((c = getopt_long(argc, argv, "F:N:H:D:t:h", opts, NULL)) != -1) {
+		c = filter_short(c);
+		if (c == OPT_DEPTH) {
+			if (parse_uint(optarg, 1, UINT64_MAX, &depth) == 0)
+				continue;
+			fprintf(stderr,
+				"rvtrace: --depth '%s': not a whole number from 1 to %" PRIu64 "\n",
+				optarg, UINT64_MAX);
+			return 2;
+		}
+		if (c < OPT_FILTER)
+			return die_usage(usage_graph);
+		if (filter_opt(c, optarg))
+			return 2;
+	}
+	if (optind + 1 != argc && optind + 2 != argc)
+		return die_usage(usage_graph);
+	const char *func = optind + 2 == argc ? argv[optind] : NULL;
+	rva_trace *t;
+	if (load(argv[argc - 1], &t) < 0)
+		return 1;
+	int64_t m = func ? pick_method(t, func) : (int64_t)UINT32_MAX;
+	if (m < 0) {
+		rva_trace_free(t);
+		return 1;
+	}
+	/* Levels under FUNC (the roots without one): -D, at most 512. */
+	size_t levels = RVA_EXPORT_MAX_DEPTH;
+	if (depth && depth - (func != NULL) < levels)
+		levels = (size_t)(depth - (func != NULL));
+	rva_focus fc;
+	int rc = rva_focus_build(t, (uint32_t)m, levels, &fc);
+	if (rc == 0) {
+		print_note(t, "# ");
+		rc = rva_focus_print(stdout, t, &fc);
+		rva_focus_release(&fc);
+	}
+	rva_trace_free(t);
+	if (rc == 0 && fflush(stdout) != 0)
+		rc = -EIO;
 	if (rc < 0)
 		fprintf(stderr, "rvtrace: %s\n", strerror(-rc));
 	return rc < 0;
@@ -763,8 +1346,12 @@ static int cmd_why(int argc, char **argv)
 	int have = 0;
 	rva_trace *t;
 
-	if (argc != 3 || argv[1][0] == '-')
+	int rc0, at = filters_only(argc, argv, usage_why, &rc0);
+	if (at < 0)
+		return rc0;
+	if (at + 2 != argc)
 		return die_usage(usage_why);
+	argv += at - 1;
 	if (load(argv[2], &t) < 0)
 		return 1;
 	int64_t m = rva_method_find(t, argv[1]);
@@ -832,11 +1419,15 @@ static int cmd_export(int argc, char **argv)
 	static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
 					     {"output", required_argument, NULL, 'o'},
 					     {"help", no_argument, NULL, 'h'},
+					     FILTER_OPTS,
 					     {0}};
 	const char *fmt = NULL, *out = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
-		if (c == 'f')
+		if (c >= OPT_FILTER) {
+			if (filter_opt(c, optarg))
+				return 2;
+		} else if (c == 'f')
 			fmt = optarg;
 		else if (c == 'o')
 			out = optarg;
@@ -853,11 +1444,15 @@ static int cmd_flamegraph(int argc, char **argv)
 	static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
 					     {"title", required_argument, NULL, 't'},
 					     {"help", no_argument, NULL, 'h'},
+					     FILTER_OPTS,
 					     {0}};
 	const char *out = NULL, *title = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "o:t:h", opts, NULL)) != -1) {
-		if (c == 'o')
+		if (c >= OPT_FILTER) {
+			if (filter_opt(c, optarg))
+				return 2;
+		} else if (c == 'o')
 			out = optarg;
 		else if (c == 't')
 			title = optarg;
@@ -898,11 +1493,18 @@ static rva_trace *load_set(char **files, int n)
 
 static int cmd_diff(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"top", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {0}};
+	static const struct option opts[] = {{"top", required_argument, NULL, 'n'},
+					     {"help", no_argument, NULL, 'h'},
+					     FILTER_OPTS,
+					     {0}};
 	double top = 30;
 	int c;
 	while ((c = getopt_long(argc, argv, "+n:h", opts, NULL)) != -1) {
+		if (c >= OPT_FILTER) {
+			if (filter_opt(c, optarg))
+				return 2;
+			continue;
+		}
 		if (c == 'n' && parse_num(optarg, &top) == 0)
 			continue;
 		return die_usage(usage_diff);
@@ -967,6 +1569,9 @@ int main(int argc, char **argv)
 		{"info", cmd_info, usage_info},
 		{"summary", cmd_summary, usage_summary},
 		{"tree", cmd_tree, usage_tree},
+		{"replay", cmd_replay, usage_replay},
+		{"report", cmd_report, usage_report},
+		{"graph", cmd_graph, usage_graph},
 		{"flamegraph", cmd_flamegraph, usage_flame},
 		{"export", cmd_export, usage_export},
 		{"diff", cmd_diff, usage_diff},
@@ -983,7 +1588,9 @@ int main(int argc, char **argv)
 				fputs(cmds[i].usage, stdout);
 				return 0;
 			}
-			return cmds[i].fn(argc - 1, argv + 1);
+			int rc = cmds[i].fn(argc - 1, argv + 1);
+			rva_filter_free(filter);
+			return rc;
 		}
 	fprintf(stderr, "rvtrace: unknown command '%s'\n\n", cmd);
 	return die_usage(usage_main);

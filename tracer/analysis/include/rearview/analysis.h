@@ -470,6 +470,161 @@ int64_t rva_diff(const rva_trace *a, const rva_trace *b, rva_delta **out);
  * 0, -ENOMEM or -EIO. */
 int rva_summary_json(FILE *f, const rva_trace *t, int64_t window, size_t ntop);
 
+/* ---- filters (filter.c): what every rvtrace view may be narrowed to ---- */
+
+/* A set of filters, as uftrace's -F/-N/-H/-D/-t/--tid; opaque.  An empty
+ * one keeps everything. */
+typedef struct rva_filter rva_filter;
+
+enum {
+	RVA_FILTER_INCLUDE = 0, /* keep only these calls and what they call */
+	RVA_FILTER_EXCLUDE = 1, /* drop these calls and what they call */
+	RVA_FILTER_HIDE = 2,	/* drop these calls, keep what they call */
+};
+
+/* A new empty filter (caller frees with rva_filter_free), NULL on ENOMEM. */
+rva_filter *rva_filter_new(void);
+void rva_filter_free(rva_filter *f); /* NULL is a no-op */
+
+/* Adds a function pattern of `kind` (RVA_FILTER_*).  A pattern selects the
+ * methods whose name equals it and, when it holds a regular-expression
+ * character (one of . ? * + - ^ $ | ( ) [ ] { } \), those whose name the
+ * POSIX extended regular expression matches anywhere (anchor with ^ and
+ * $), as uftrace's default matching.  0, -EINVAL (empty pattern, unknown
+ * kind, or a regular expression that does not compile: err says why),
+ * -ENOMEM. */
+int rva_filter_add(rva_filter *f, int kind, const char *pattern, rva_error *err);
+
+/* Keeps only calls less than max_depth levels below a root of the filtered
+ * tree (1: roots only; 0: no limit). */
+void rva_filter_depth(rva_filter *f, uint64_t max_depth);
+
+/* Keeps only calls lasting at least min (the trace's unit: ns, or samples
+ * for a weighted trace); negative: no limit. */
+void rva_filter_min_duration(rva_filter *f, int64_t min);
+
+/* Keeps only the threads of the tids given (called once per tid; none
+ * given: every thread).  0 or -ENOMEM. */
+int rva_filter_tid(rva_filter *f, uint32_t tid);
+
+/* 1 when f (may be NULL) would drop anything, else 0. */
+int rva_filter_active(const rva_filter *f);
+
+/* 1 when a pattern of `kind` selects `name`, else 0. */
+int rva_filter_matches(const rva_filter *f, int kind, const char *name);
+
+/* The next pattern of f, from index *iter on, that selects no method of t
+ * (e.g. to warn that a filter keeps nothing), *iter advanced past it; NULL
+ * when there is none.  Start with *iter = 0.  Borrowed from f. */
+const char *rva_filter_unused(const rva_filter *f, const rva_trace *t, size_t *iter);
+
+/* Filters a finished trace in place: a call an exclude pattern selects
+ * goes with its subtree, as do calls shorter than the minimum duration or
+ * deeper than the depth limit; with include patterns only the calls at or
+ * below a selected call stay (the outermost one a root); a call a hide
+ * pattern selects goes alone, its callees moving up to its caller; threads
+ * not selected by tid go.  Kept calls get their depth among kept calls, so
+ * a dropped call's time becomes its kept caller's self time; CPU times
+ * stay with their calls; start / end become the kept calls' span (unchanged
+ * when none is kept).  O(calls + methods × patterns), memory the depth.
+ * 0, or -ENOMEM (t then partly filtered: free it). */
+int rva_trace_filter(rva_trace *t, const rva_filter *f);
+
+/* ---- practitioner views (views.c): report, focus graph, replay ---- */
+
+/* A method's figures for `rvtrace report`. */
+typedef struct rva_rstat {
+	uint64_t calls;
+	int64_t total;		    /* inclusive, a recursive call inside itself once */
+	int64_t self;		    /* self time */
+	int64_t sum;		    /* every call's own duration, recursive ones too */
+	int64_t min, max;	    /* of one call's duration */
+	int64_t self_min, self_max; /* of one call's self time */
+} rva_rstat;
+
+/* Figures of every method on thread th (SIZE_MAX: all threads) into *out
+ * (t->nmethods entries, caller frees); methods without calls are zero.
+ * 0 or -ENOMEM. */
+int rva_report_stats(const rva_trace *t, size_t th, rva_rstat **out);
+
+/* Sort keys of rva_report_order: numbers largest first, names in byte
+ * order.  AVG / MIN / MAX are of a call's duration (sum / calls, min, max),
+ * or of its self time (self / calls, self_min, self_max) with by_self. */
+enum {
+	RVA_SORT_TOTAL,
+	RVA_SORT_SELF,
+	RVA_SORT_CALLS,
+	RVA_SORT_AVG,
+	RVA_SORT_MIN,
+	RVA_SORT_MAX,
+	RVA_SORT_NAME,
+};
+
+/* The ids of the methods with calls, ordered by keys[0..nkeys) in turn,
+ * then by name, into ids (room for t->nmethods); returns their count. */
+size_t rva_report_order(const rva_trace *t, const rva_rstat *st, const int *keys, size_t nkeys,
+			int by_self, uint32_t *ids);
+
+/* Prints the report table of thread th (SIZE_MAX: all) — Total time, Self
+ * time, Calls, then Avg / Min / Max of a call's total time (by_self: of
+ * its self time), Function — ordered by keys, at most `top` rows (0: all).
+ * Times in adaptive units (us, ms, s; samples for a weighted trace).
+ * 0, -ENOMEM or -EIO. */
+int rva_report_print(FILE *f, const rva_trace *t, size_t th, const int *keys, size_t nkeys,
+		     int by_self, size_t top);
+
+/* A distinct call path leading to a focused method (root first). */
+typedef struct rva_backtrace {
+	uint32_t *methods; /* the innermost nmethods frames (owned by rva_focus) */
+	size_t nmethods;   /* at most RVA_CHAIN_MAX_FRAMES */
+	size_t depth;	   /* frames on the whole path */
+	uint64_t calls;	   /* outermost calls of the method on this path */
+	int64_t incl;	   /* their time */
+} rva_backtrace;
+
+/* The call graph below one method: every outermost call of it (a call of
+ * it inside itself is part of the graph) merged into one tree whose node 1
+ * is the method, its callees below it down to `maxdepth` levels (1: its
+ * direct callees; deeper calls are left out, their time still in the
+ * inclusive time above them, and `cut` is set), and the distinct paths that
+ * lead to it, most time first. */
+typedef struct rva_focus {
+	uint32_t method; /* the focused method; UINT32_MAX: the whole tree */
+	rva_tree graph;	 /* nodes[0] synthetic; nodes[1] the method (n > 1) */
+	int cut;	 /* some calls lay deeper than maxdepth */
+	size_t maxdepth;
+	rva_backtrace *bt;
+	size_t nbt;
+	uint32_t *pool;
+} rva_focus;
+
+/* Builds the focus of `method` (a method id of t) over every thread, or
+ * with method UINT32_MAX the whole merged tree (its roots under node 0,
+ * maxdepth levels of them; no backtraces).  Memory: the merged tree of t
+ * while building, then the focus.  0, -ENOMEM, -E2BIG.  Release with
+ * rva_focus_release. */
+int rva_focus_build(const rva_trace *t, uint32_t method, size_t maxdepth, rva_focus *out);
+void rva_focus_release(rva_focus *fc); /* zeroes *fc; safe on a zeroed one */
+
+/* Prints a focus as `uftrace graph` does: the backtraces, then the graph,
+ * one line per node "TIME : (CALLS) NAME", children by time, branches
+ * drawn with "+-" and "|".  0, -ENOMEM or -EIO. */
+int rva_focus_print(FILE *f, const rva_trace *t, const rva_focus *fc);
+
+/* Columns of rva_replay_print. */
+enum { RVA_REPLAY_DURATION = 1, RVA_REPLAY_TID = 2, RVA_REPLAY_ELAPSED = 4 };
+
+/* Prints every thread's calls in time order as `uftrace replay` does: a
+ * call with callees as "name() {" at its start and a closing brace with
+ * the name in a comment and the duration at its end, a call without callees
+ * as "name();" with its duration ("()" left out of names that have a
+ * parenthesis already); the threads merged by time (ties: the lower thread
+ * index first); the anomaly a comment line before the first line after it.
+ * fields: RVA_REPLAY_* columns.  Indentation stops growing at 256 levels
+ * (deeper lines carry their depth in brackets), so every line is bounded.
+ * 0, -ENOMEM or -EIO. */
+int rva_replay_print(FILE *f, const rva_trace *t, unsigned fields);
+
 /* ---- inputs ---- */
 
 typedef enum rva_format {
