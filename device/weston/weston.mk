@@ -16,7 +16,7 @@ $(RV_WESTON_SO): $(OBJ)/device/weston/rearview-weston.o $(LIBRVEVENTS_A) $(LIBRV
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -o $@ $(filter %.o %.a,$^) \
 	  $(PROTOBUF_LIBS) $(WESTON_LIBS) -lpthread
-LIBS += $(RV_WESTON_SO)
+LIBS_REARVIEW += $(RV_WESTON_SO)
 endif
 
 # The Weston test: rv_slow_client, a traced Wayland client (xdg-shell from

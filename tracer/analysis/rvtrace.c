@@ -39,7 +39,8 @@ static const char usage_main[] =
 	"  hotlist FILE...    hot, short methods: a never-list for rvcc\n"
 	"  why METHOD FILE    a method's time split into on-CPU and off-CPU, by reason\n"
 	"\n"
-	"`rvtrace COMMAND --help` describes each command.  On a terminal, work\n"
+	"`rvtrace COMMAND --help` describes each command; `rvtrace --version`\n"
+	"prints the version.  On a terminal, work\n"
 	"taking over a second shows a progress bar on stderr; --quiet (anywhere\n"
 	"before a `--`) turns it off, --progress shows it on any stderr.\n";
 
@@ -977,6 +978,8 @@ int main(int argc, char **argv)
 		fputs(usage_main, stdout);
 		return 0;
 	}
+	if (strcmp(cmd, "--version") == 0)
+		return rvc_print_version("rvtrace");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(cmd, cmds[i].name) == 0) {
 			if (want_help(argc - 1, argv + 1)) {
