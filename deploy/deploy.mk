@@ -109,3 +109,11 @@ lint-version:
 check-system: $(SYSTEM_TESTS)
 	@sh tests/run-tests.sh $(SYSTEM_TESTS)
 .PHONY: check-system
+
+# System tier: the Debian packages built from a clean clone, lintian, and
+# each installed into a clean Debian 12 root (tests/deploy/test_package.sh).
+$(TBIN)/deploy/test_package: tests/deploy/test_package.sh
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec sh %s %s\n' '$(CURDIR)/$<' '$(RV_VERSION)' > $@
+	chmod +x $@
+SYSTEM_TESTS += $(TBIN)/deploy/test_package

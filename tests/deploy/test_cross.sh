@@ -29,7 +29,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 n=0
 fails=0
-echo "1..8"
+echo "1..7"
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 notok() {
 	n=$((n + 1))
@@ -44,7 +44,7 @@ check() { # name, command...
 }
 for tool in $CROSS-gcc qemu-aarch64 mmdebstrap; do
 	if ! command -v $tool >/dev/null 2>&1; then
-		while [ $n -lt 8 ]; do n=$((n + 1)); echo "ok $n # skip $tool missing"; done
+		while [ $n -lt 7 ]; do n=$((n + 1)); echo "ok $n # skip $tool missing"; done
 		exit 0
 	fi
 done
