@@ -1865,8 +1865,8 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 		[RVS_TRACE_TOP_SELF] = "SELECT self_rank AS rank, method, calls, self_ns, incl_ns"
 				       " FROM trace_methods WHERE trace_id = ? AND self_rank IS"
 				       " NOT NULL ORDER BY self_rank",
-		[RVS_TRACE_CHAINS] = "SELECT kind, rank, signature, chain, depth, self_ns, incl_ns"
-				     " FROM trace_chains WHERE trace_id = ? ORDER BY kind, rank",
+		[RVS_TRACE_CHAINS] = ("SELECT kind, rank, signature, chain, depth, self_ns, incl_ns"
+				      " FROM trace_chains WHERE trace_id = ? ORDER BY kind, rank"),
 	};
 	sqlite3 *db;
 	int rc = 0;
