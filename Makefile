@@ -119,11 +119,13 @@ RV_USER_LDFLAGS  := $(LDFLAGS)
 # pointer authentication), full RELRO with immediate binding, PIE (the
 # compiler's default on Debian: every object is built -fPIC and Debian's gcc
 # and clang link executables -pie; `-pie` cannot go in LDFLAGS, which also
-# link the shared libraries).  _FORTIFY_SOURCE=2 needs optimisation and is
-# left out under the sanitizers (ASan does not intercept glibc's __*_chk
-# functions, so fortified calls would go unchecked by it), and when the
-# user's CPPFLAGS set a level of their own.  The trace point's cost with
-# them is measured in tracer/BENCHMARKS.md ("Hardening flags").
+# link the shared libraries).  _FORTIFY_SOURCE=2 needs optimisation; it is
+# left out when the user's CPPFLAGS set a level of their own, and under the
+# sanitizers, which check every access themselves: with it, a read() past a
+# stack buffer ends in glibc's "buffer overflow detected" abort (__read_chk)
+# instead of ASan's report naming the variable (tried, gcc 12: memcpy is
+# reported by ASan either way).  The trace point's cost with these flags is
+# in tracer/BENCHMARKS.md ("Hardening flags").
 HARDEN ?= 1
 RV_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
 ifeq ($(HARDEN),1)
@@ -162,7 +164,8 @@ endif
 # what the compiler reports).  With PREFIX=/usr/local, systemd reads the
 # units, sysusers.d and tmpfiles.d files there, but D-Bus and polkit read
 # only /usr/share and /etc: `make install` says so (RV_INSTALL_NOTES) and
-# names DBUSDIR= and POLKITDIR= values they do read.
+# names DBUSDIR= and POLKITDIR= values they do read.  rvcc looks for its
+# plugins in LIBDIR/rearview (PKGLIBDIR's default).
 PREFIX    ?= /usr/local
 ifeq ($(origin MULTIARCH),undefined)
 MULTIARCH := $(or $(DEB_HOST_MULTIARCH),$(shell $(CC) -print-multiarch 2>/dev/null))
