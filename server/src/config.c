@@ -78,15 +78,18 @@ static int regress_key(struct rvs_config *c, const char *name, const char *value
 			d = strtod(value, &end);
 			*bad = end == value || *end || !(d >= reals[i].min) || d > reals[i].max;
 			if (!*bad)
-				*(double *)((char *)c + reals[i].off) = d;
+				memcpy((char *)c + reals[i].off, &d, sizeof d);
 			return 1;
 		}
 		for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
 			if (strcmp(name, nums[i].key))
 				continue;
 			*bad = parse_u64(value, nums[i].max, &u) || u == 0;
-			if (!*bad)
-				*(uint32_t *)((char *)c + nums[i].off) = (uint32_t)u;
+			if (!*bad) {
+				uint32_t v = (uint32_t)u;
+
+				memcpy((char *)c + nums[i].off, &v, sizeof v);
+			}
 			return 1;
 		}
 		return 0;

@@ -14,14 +14,16 @@
 #      debian/README.source lists with its reason;
 #   3. each package installs alone into a clean Debian 12 root made by
 #      mmdebstrap (its dependencies from Debian's mirror, ours from a local
-#      repository of the built packages); every program it ships answers
+#      repository of the built packages; one root, unpacked afresh for each
+#      package, apt run in it under chroot); every program it ships answers
 #      --version there with "PROGRAM (Rearview) VERSION" and has its man
 #      page;
 #   4. rearviewd's root holds no GTK 4, libweston or libpq, and its
 #      maintainer scripts made the rearview account (sysusers), the state
 #      directory (tmpfiles) and enabled rearviewd.service.
-# The work stays in build/package/ (packages, build log, lintian's report)
-# and apt's downloads in build/package-apt/ for the next run.  Without the
+# The work stays in build/package/ (packages, build log, lintian's report,
+# the clean root's tarball) and apt's downloads in build/package-apt/ for
+# the next run.  Without the
 # tools every case is a visible skip; without the mirror, the root cases.
 set -u
 VERSION=${1:?usage: test_package.sh VERSION}
@@ -102,17 +104,44 @@ fi
 mkdir -p "$W/repo"
 cp "$W"/*.deb "$W/repo/"
 (cd "$W/repo" && dpkg-scanpackages . /dev/null >Packages 2>/dev/null)
-R=$W/root
-in_root() { # package [extra packages]
-	rm -rf "$R"
-	mmdebstrap --quiet --variant=apt --include="$1" \
-		--hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
+# One clean root (mmdebstrap's apt variant: Essential and apt, package lists
+# kept), unpacked afresh for each package; apt's downloads shared through
+# $CACHE.
+base() {
+	mmdebstrap --quiet --variant=apt --skip=cleanup/apt/lists \
 		--aptopt='APT::Keep-Downloaded-Packages "true"' \
 		--setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
 		--setup-hook="sync-in $CACHE /var/cache/apt/archives/" \
 		--customize-hook="sync-out /var/cache/apt/archives $CACHE" \
-		bookworm "$R" "deb [trusted=yes] file://$W/repo ./" "deb $MIRROR bookworm main" \
+		bookworm "$W/base.tar" "deb $MIRROR bookworm main" \
 		"deb $MIRROR bookworm-updates main" "deb $SECURITY bookworm-security main"
+}
+if ! base >"$W/why" 2>&1; then
+	notok "a clean Debian 12 root from $MIRROR (mmdebstrap)"
+	while [ $n -lt $((2 + npkg + 1)) ]; do skip "no clean root"; done
+	exit 1
+fi
+R=$W/root
+# Installs a package into a fresh copy of the clean root, as apt on a
+# device would (our packages from a local repository, the rest from
+# Debian): in a private mount namespace, so /proc and /dev mounted into the
+# root vanish with it whatever happens.
+in_root() { # package
+	rm -rf "$R" && mkdir -p "$R" && tar -C "$R" -xf "$W/base.tar" || return 1
+	cp -a "$W/repo" "$R/tmp/repo"
+	echo 'deb [trusted=yes] file:/tmp/repo ./' >"$R/etc/apt/sources.list.d/rearview.list"
+	cp /etc/resolv.conf "$R/etc/resolv.conf"
+	cp -l "$CACHE"/*.deb "$R/var/cache/apt/archives/" 2>/dev/null
+	R=$R P=$1 unshare -m sh -ec '
+		mount --make-rprivate /
+		mount -t proc proc "$R/proc"
+		mount --rbind /dev "$R/dev"
+		chroot "$R" apt-get update -qq -o Dir::Etc::SourceList=sources.list.d/rearview.list \
+			-o Dir::Etc::SourceParts=- -o APT::Get::List-Cleanup=0
+		DEBIAN_FRONTEND=noninteractive chroot "$R" apt-get install -y -qq \
+			-o APT::Keep-Downloaded-Packages=true "$P"' || return 1
+	cp -ln "$R"/var/cache/apt/archives/*.deb "$CACHE/" 2>/dev/null
+	return 0
 }
 programs_answer() { # package
 	[ "$(chroot "$R" dpkg-query -W -f='${Status}' "$1")" = "install ok installed" ] ||

@@ -324,7 +324,8 @@ static inline size_t rvh_wait_captures(struct rvh *h, size_t n)
 
 /* Runs rvctl with -r RUN and the arguments (a shell word list, no quoting
  * needed); its stdout goes to `out`.  Returns its exit status or -1. */
-static inline int rvh_rvctl(struct rvh *h, char *out, size_t cap, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static inline int rvh_rvctl(struct rvh *h, char *out,
+								  size_t cap, const char *fmt, ...)
 {
 	char args[256], cmd[512];
 	size_t used = 0;

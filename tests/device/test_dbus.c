@@ -48,7 +48,7 @@ static struct {
 	pid_t bus, polkitd;
 } fx;
 
-static int write_file(const char *path, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int write_file(const char *path, const char *fmt, ...)
 {
 	va_list ap;
 	FILE *f = fopen(path, "w");

@@ -183,7 +183,7 @@ static int teardown(void **state)
 }
 
 /* Waits until the daemon's log has a line containing the formatted text. */
-static bool daemon_log_has(struct wt *t, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static bool daemon_log_has(struct wt *t, const char *fmt, ...)
 {
 	double until = rvh_now() + RVH_GUARD_S;
 	char want[128], path[200], *buf = malloc(1 << 22);

@@ -126,7 +126,7 @@ static struct {
 } pg;
 
 /* Runs a shell command; 0 when it exited 0. */
-static int sh(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
 {
 	char cmd[1024];
 	va_list ap;

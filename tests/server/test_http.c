@@ -154,8 +154,8 @@ static void test_http_connection_close_clears_keep_alive(void **state)
 static void test_http_smuggling_framing_is_400(void **state)
 {
 	static const char *const bad[] = {
-		"POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
-		"0\r\n\r\n",
+		("POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+		 "0\r\n\r\n"),
 		"POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
 		"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\n bad-fold\r\nX\r\n\r\n",

@@ -81,7 +81,7 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static void sql(struct fx *f, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void sql(struct fx *f, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;

@@ -54,7 +54,7 @@ static uint8_t *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-static int run(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...)
 {
 	char cmd[2048];
 	va_list ap;
