@@ -191,6 +191,13 @@ RV_INSTALL_DIRS := BINDIR SBINDIR LIBDIR PKGLIBDIR PKGCONFIGDIR INCLUDEDIR DATAD
                    MANDIR LOCALEDIR APPSDIR SYSCONFDIR UNITDIR SYSUSERSDIR TMPFILESDIR DBUSDIR \
                    POLKITDIR
 $(foreach d,$(RV_INSTALL_DIRS),$(eval $(d) ?= $$(RV_DEFAULT_$(d))))
+# Objects with install directories compiled in (rvcc's) depend on this
+# stamp, so `make install PREFIX=/usr` after a plain build rebuilds them
+# rather than installing a program that looks in /usr/local.
+RV_DIRS_STAMP := $(BUILD)/.install-dirs
+ifneq ($(PREFIX) $(LIBDIR) $(INCLUDEDIR),$(shell cat $(RV_DIRS_STAMP) 2>/dev/null))
+$(shell mkdir -p $(BUILD) && echo '$(PREFIX) $(LIBDIR) $(INCLUDEDIR)' > $(RV_DIRS_STAMP))
+endif
 
 # (Cross builds look up every package, the sysroot holds the device side's.)
 pc = $(shell $(PKG_CONFIG) $(1) $(2) $(if $(CROSS),2>/dev/null))

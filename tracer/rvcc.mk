@@ -3,6 +3,7 @@
 # instrumentation and links librvtrace.  It finds the library in the lib/
 # beside its own bin/ (the build tree), else in LIBDIR (installed).
 $(OBJ)/tracer/rvcc/rvcc.o: CPPFLAGS += -DRVCC_PREFIX='"$(PREFIX)"' -DRVCC_LIBDIR='"$(LIBDIR)"'
+$(OBJ)/tracer/rvcc/rvcc.o: $(RV_DIRS_STAMP)
 $(BIN)/rvcc: $(OBJ)/tracer/rvcc/rvcc.o | $(LIBRVTRACE_A) $(LIBRVTRACE_SO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
