@@ -20,7 +20,9 @@
 #   make bench      benchmarks (results go in each component's BENCHMARKS.md)
 #   make bench-real the real programs (zstd, sqlite3) plain and through rvcc
 #   make lint       clang-format check and banned-call check
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (and LIBDIR=, UNITDIR=, …: see
+#                   "Install directories" below); make programs builds only
+#                   what it installs
 #   DEVELOPER=1     strict warnings as errors
 #
 # Non-recursive: each component contributes a fragment (proto/proto.mk, …)
@@ -28,13 +30,16 @@
 # which makes sure the Debian dependencies are present and then runs the
 # real goals with RV_INNER=1, so pkg-config sees the installed libraries.
 
-PUBLIC_GOALS := all check check-full check-pg test bench bench-real asan ubsan tsan lint install demo fuzz
+PUBLIC_GOALS := all check check-full check-pg test bench bench-real asan ubsan tsan lint install demo fuzz device
 
 ifeq ($(RV_INNER),)
 
-.DEFAULT_GOAL := all
+# With CROSS=TRIPLET only the device side is built (deploy/cross.mk), after
+# its sysroot exists (the inner make reads it with pkg-config as it starts).
+.DEFAULT_GOAL := $(if $(CROSS),device,all)
 $(PUBLIC_GOALS):
 	@sh deploy/install-deps.sh
+	$(if $(CROSS),@$(MAKE) --no-print-directory RV_INNER=1 sysroot)
 	@$(MAKE) --no-print-directory RV_INNER=1 $@
 
 clean:
@@ -47,20 +52,46 @@ clean:
 
 else # RV_INNER: the real build
 
-.DEFAULT_GOAL := all
+.DEFAULT_GOAL := $(if $(CROSS),device,all)
 .SUFFIXES:
 .DELETE_ON_ERROR:
 
+# CROSS=TRIPLET (e.g. aarch64-linux-gnu): the device side built for another
+# machine with Debian's cross compiler against a Debian sysroot of that
+# architecture, SYSROOT (default build/sysroot-ARCH, made by `make sysroot
+# CROSS=…`: deploy/cross-sysroot.sh); deploy/cross.mk has the goals.
+ifneq ($(CROSS),)
+CROSS_ARCH := $(shell dpkg-architecture -t $(CROSS) -qDEB_HOST_ARCH 2>/dev/null)
+SYSROOT    ?= $(CURDIR)/build/sysroot-$(CROSS_ARCH)
+ifeq ($(origin CC),default)
+CC := $(CROSS)-gcc
+endif
+ifeq ($(origin AR),default)
+AR := $(CROSS)-ar
+endif
+PKG_CONFIG := PKG_CONFIG_SYSROOT_DIR=$(SYSROOT) PKG_CONFIG_PATH= \
+  PKG_CONFIG_LIBDIR=$(SYSROOT)/usr/lib/$(CROSS)/pkgconfig:$(SYSROOT)/usr/share/pkgconfig pkg-config
+RV_CROSS_FLAGS := --sysroot=$(SYSROOT)
+endif
 ifeq ($(origin CC),default)
 CC := gcc
 endif
 PKG_CONFIG ?= pkg-config
 PROTOC_C   ?= protoc-c
-PREFIX     ?= /usr/local
 DESTDIR    ?=
 
+# The one version: programs' --version ($(GEN)/rv_version.h), the
+# pkg-config files, the shared libraries' SONAMEs (librvtrace.so.MAJOR) and
+# symbol versions, and the Debian package (debian/changelog must agree:
+# `make lint` runs tests/lint-version.sh).  MAJOR changes when the ABI of
+# librvtrace or librvevents breaks.
+RV_VERSION   := 0.1.0
+RV_SOVERSION := $(firstword $(subst ., ,$(RV_VERSION)))
+
 # A flavour gets its own tree so sanitized and plain objects never mix.
-BUILD ?= build
+# CROSS=TRIPLET (e.g. aarch64-linux-gnu) builds the device side for that
+# machine against a Debian sysroot (deploy/cross.mk).
+BUILD ?= $(if $(CROSS),build/$(CROSS),build)
 BIN   := $(BUILD)/bin
 LIB   := $(BUILD)/lib
 GEN   := $(BUILD)/gen
@@ -75,11 +106,106 @@ ifeq ($(DEVELOPER),1)
 WARN += -Werror -Wcast-align -Wpointer-arith -Wwrite-strings -Wundef
 endif
 
-CPPFLAGS := -D_GNU_SOURCE -Iproto/include -I$(GEN)
-CFLAGS   := -std=c11 $(OPT) -g -fPIC $(WARN) $(SANFLAGS) -MMD -MP
-LDFLAGS  := $(SANFLAGS)
+# Flags, the GNU way: CPPFLAGS, CFLAGS and LDFLAGS belong to whoever runs
+# make (a packager's dpkg-buildflags, a developer's -O0 -g3), from the
+# command line or the environment.  The project's own flags are RV_CPPFLAGS,
+# RV_CFLAGS and RV_LDFLAGS, and the user's come after them, so they add to
+# ours and win where the two conflict (-O0 after -O2).  CPPFLAGS, CFLAGS and
+# LDFLAGS are then redefined as that sum (override: a command-line value
+# would otherwise make make ignore the redefinition), so every rule and
+# every target-specific `CFLAGS += …` of the fragments sees both; a global
+# addition goes to RV_CPPFLAGS / RV_CFLAGS / RV_LDFLAGS.
+RV_USER_CPPFLAGS := $(CPPFLAGS)
+RV_USER_CFLAGS   := $(CFLAGS)
+RV_USER_LDFLAGS  := $(LDFLAGS)
 
-pc = $(shell $(PKG_CONFIG) $(1) $(2))
+# Hardening, on by default (HARDEN=0 turns it off): stack protector, stack
+# clash probes, control-flow protection (x86 CET marks; aarch64 BTI and
+# pointer authentication), full RELRO with immediate binding, PIE (the
+# compiler's default on Debian: every object is built -fPIC and Debian's gcc
+# and clang link executables -pie; `-pie` cannot go in LDFLAGS, which also
+# link the shared libraries).  _FORTIFY_SOURCE=2 needs optimisation; it is
+# left out when the user's CPPFLAGS set a level of their own, and under the
+# sanitizers, which check every access themselves: with it, a read() past a
+# stack buffer ends in glibc's "buffer overflow detected" abort (__read_chk)
+# instead of ASan's report naming the variable (tried, gcc 12: memcpy is
+# reported by ASan either way).  The trace point's cost with these flags is
+# in tracer/BENCHMARKS.md ("Hardening flags").
+HARDEN ?= 1
+RV_ARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
+ifeq ($(HARDEN),1)
+RV_HARDEN_CFLAGS := -fstack-protector-strong -fstack-clash-protection
+ifneq ($(filter x86_64% i686% i386%,$(RV_ARCH)),)
+RV_HARDEN_CFLAGS += -fcf-protection
+endif
+ifneq ($(filter aarch64%,$(RV_ARCH)),)
+RV_HARDEN_CFLAGS += -mbranch-protection=standard
+endif
+RV_HARDEN_CPPFLAGS := $(if $(SANFLAGS)$(findstring _FORTIFY_SOURCE,$(RV_USER_CPPFLAGS)),,\
+                        -D_FORTIFY_SOURCE=2)
+RV_HARDEN_LDFLAGS := -Wl,-z,relro -Wl,-z,now
+endif
+
+RV_CPPFLAGS := -D_GNU_SOURCE -Iproto/include -I$(GEN) $(RV_HARDEN_CPPFLAGS)
+RV_CFLAGS   := $(RV_CROSS_FLAGS) -std=c11 $(OPT) -g -fPIC $(WARN) $(RV_HARDEN_CFLAGS) $(SANFLAGS) \
+               -MMD -MP
+RV_LDFLAGS  := $(RV_CROSS_FLAGS) $(RV_HARDEN_LDFLAGS) $(SANFLAGS)
+override CPPFLAGS = $(RV_CPPFLAGS) $(RV_USER_CPPFLAGS)
+override CFLAGS   = $(RV_CFLAGS) $(RV_USER_CFLAGS)
+override LDFLAGS  = $(RV_LDFLAGS) $(RV_USER_LDFLAGS)
+
+# Programs print RV_VERSION from this header (`--version`); rewritten only
+# when the version changes, so objects that include it rebuild then.
+RV_VERSION_H    := $(GEN)/rv_version.h
+RV_VERSION_LINE := \#define RV_VERSION "$(RV_VERSION)"
+ifneq ($(shell cat $(RV_VERSION_H) 2>/dev/null),$(RV_VERSION_LINE))
+$(shell mkdir -p $(GEN) && echo '$(RV_VERSION_LINE)' > $(RV_VERSION_H))
+endif
+
+# Install directories (GNU names in capitals), each settable on the command
+# line; DESTDIR is prepended to all of them.  The defaults follow PREFIX
+# (RV_DEFAULT_x: the test prefix of deploy/deploy.mk reuses them), with the
+# libraries in the multiarch directory (Debian's DEB_HOST_MULTIARCH, else
+# what the compiler reports).  With PREFIX=/usr/local, systemd reads the
+# units, sysusers.d and tmpfiles.d files there, but D-Bus and polkit read
+# only /usr/share and /etc: `make install` says so (RV_INSTALL_NOTES) and
+# names DBUSDIR= and POLKITDIR= values they do read.  rvcc looks for its
+# plugins in LIBDIR/rearview (PKGLIBDIR's default).
+PREFIX    ?= /usr/local
+ifeq ($(origin MULTIARCH),undefined)
+MULTIARCH := $(or $(DEB_HOST_MULTIARCH),$(shell $(CC) -print-multiarch 2>/dev/null))
+endif
+RV_DEFAULT_BINDIR       = $(PREFIX)/bin
+RV_DEFAULT_SBINDIR      = $(PREFIX)/sbin
+RV_DEFAULT_LIBDIR       = $(PREFIX)/lib$(if $(MULTIARCH),/$(MULTIARCH))
+RV_DEFAULT_PKGLIBDIR    = $(LIBDIR)/rearview
+RV_DEFAULT_PKGCONFIGDIR = $(LIBDIR)/pkgconfig
+RV_DEFAULT_INCLUDEDIR   = $(PREFIX)/include
+RV_DEFAULT_DATADIR      = $(PREFIX)/share
+RV_DEFAULT_DOCDIR       = $(DATADIR)/doc/rearview
+RV_DEFAULT_MANDIR       = $(DATADIR)/man
+RV_DEFAULT_LOCALEDIR    = $(DATADIR)/locale
+RV_DEFAULT_APPSDIR      = $(DATADIR)/applications
+RV_DEFAULT_SYSCONFDIR   = $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+RV_DEFAULT_UNITDIR      = $(PREFIX)/lib/systemd/system
+RV_DEFAULT_SYSUSERSDIR  = $(PREFIX)/lib/sysusers.d
+RV_DEFAULT_TMPFILESDIR  = $(PREFIX)/lib/tmpfiles.d
+RV_DEFAULT_DBUSDIR      = $(DATADIR)/dbus-1
+RV_DEFAULT_POLKITDIR    = $(DATADIR)/polkit-1/actions
+RV_INSTALL_DIRS := BINDIR SBINDIR LIBDIR PKGLIBDIR PKGCONFIGDIR INCLUDEDIR DATADIR DOCDIR \
+                   MANDIR LOCALEDIR APPSDIR SYSCONFDIR UNITDIR SYSUSERSDIR TMPFILESDIR DBUSDIR \
+                   POLKITDIR
+$(foreach d,$(RV_INSTALL_DIRS),$(eval $(d) ?= $$(RV_DEFAULT_$(d))))
+# Objects with install directories compiled in (rvcc's) depend on this
+# stamp, so `make install PREFIX=/usr` after a plain build rebuilds them
+# rather than installing a program that looks in /usr/local.
+RV_DIRS_STAMP := $(BUILD)/.install-dirs
+ifneq ($(PREFIX) $(LIBDIR) $(INCLUDEDIR),$(shell cat $(RV_DIRS_STAMP) 2>/dev/null))
+$(shell mkdir -p $(BUILD) && echo '$(PREFIX) $(LIBDIR) $(INCLUDEDIR)' > $(RV_DIRS_STAMP))
+endif
+
+# (Cross builds look up every package, the sysroot holds the device side's.)
+pc = $(shell $(PKG_CONFIG) $(1) $(2) $(if $(CROSS),2>/dev/null))
 PROTOBUF_CFLAGS := $(call pc,--cflags,libprotobuf-c)
 PROTOBUF_LIBS   := $(call pc,--libs,libprotobuf-c)
 CMOCKA_CFLAGS   := $(call pc,--cflags,cmocka)
@@ -87,8 +213,11 @@ CMOCKA_LIBS     := $(call pc,--libs,cmocka)
 
 # Filled in by the fragments.
 BINS        :=   # installed executables
-LIBS        :=   # installed libraries
-LIBS_REARVIEW :=  # installed into lib/rearview/ (rvcc's compiler plugins)
+LIBS        :=   # installed libraries (static archives and SHLIBS) and modules
+SHLIBS      :=   # versioned shared libraries, by their link name (lib/libx.so)
+LIBS_REARVIEW :=  # installed into PKGLIBDIR (rvcc's compiler plugins, the Weston module)
+MANS        :=   # man pages, built from scdoc sources (deploy/man.mk)
+SYSTEM_TESTS :=  # slow tests of the whole system (packages, cross build): `make check-system`
 TESTS       :=   # every test binary (each also in TESTS_<tier>, below)
 BENCHES     :=   # benchmark binaries run by `make bench`
 FUZZ        :=   # libFuzzer targets, built by `make fuzz` (clang, build/fuzz)
@@ -313,62 +442,95 @@ lint:
 	@sh tests/lint-spdx.sh
 	@sh device/settings/po/update-pot.sh --check
 
-RV_VERSION := 0.1.0
-SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
-DOCDIR     ?= $(PREFIX)/share/doc/rearview
-UNITDIR    ?= $(PREFIX)/lib/systemd/system
-RV_SUBST    = sed -e 's|@PREFIX@|$(2)|g' -e 's|@VERSION@|$(RV_VERSION)|g' \
-	        -e 's|@BINDIR@|$(2)/bin|g' -e 's|@SYSCONFDIR@|$(3)|g' \
-	        -e 's|@DOCDIR@|$(2)/share/doc/rearview|g'
-RV_DOCS    := README.md tracer/FORMAT.md tracer/RVTRACE.md device/README.md server/OPERATIONS.md \
-	      server/README.md server/API.md server/SCHEMA.md policy/README.md \
-	      proto/README.md
+# `make install`: what goes where (the directories are set above).
+# rearviewd and rearview-server are system daemons (SBINDIR, section 8);
+# the server finds its web assets in ../share/rearview/web beside its
+# directory, i.e. DATADIR/rearview/web with the default DATADIR.
+RV_SBIN_NAMES := rearviewd rearview-server
+RV_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(RV_VERSION)|g' \
+	-e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	-e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@PKGLIBDIR@|$(PKGLIBDIR)|g'
+RV_DOCS := README.md tracer/FORMAT.md tracer/RVTRACE.md device/README.md server/OPERATIONS.md \
+	   server/README.md server/API.md server/SCHEMA.md policy/README.md \
+	   proto/README.md
 
-# $(call rv_install,DESTDIR,PREFIX,SYSCONFDIR): binaries, libraries, headers,
-# pkg-config file, systemd units, sysusers/tmpfiles snippets, the D-Bus
-# policy and interface file and the polkit actions (deploy/dbus/), the example
-# configs (also as the default /etc/rearview/rearviewd.conf: every line in it
-# is a commented default) and the components' docs.
+# What the running system will not find where it was installed (printed
+# after `make install`; nothing when every file is where its reader looks).
+RV_INSTALL_NOTES = \
+  $(if $(filter /usr/share/dbus-1 /etc/dbus-1,$(DBUSDIR)),,\
+    "D-Bus reads policies from /usr/share/dbus-1/system.d and /etc/dbus-1/system.d only:"\
+    "  $(DBUSDIR)/system.d/org.rearview.Daemon1.conf is not read; install with DBUSDIR=/usr/share/dbus-1"\
+    "  (or copy it to /etc/dbus-1/system.d/), or rearviewd cannot own org.rearview.Daemon1.") \
+  $(if $(filter /usr/share/polkit-1/actions,$(POLKITDIR)),,\
+    "polkit reads actions from /usr/share/polkit-1/actions only: $(POLKITDIR)/org.rearview.policy"\
+    "  is not read; install with POLKITDIR=/usr/share/polkit-1/actions, or every D-Bus call is refused.")
+
+# $(call rv_install,DESTDIR): binaries, versioned shared libraries with
+# their SONAME and development links, static libraries, headers, pkg-config
+# files, man pages, systemd units, sysusers.d/tmpfiles.d snippets, the D-Bus
+# policy and interface file and the polkit actions (deploy/dbus/), the
+# desktop entry, the example configs (also as the default
+# SYSCONFDIR/rearview/rearviewd.conf: every line in it is a commented
+# default), the components' docs and the server's web assets.
 define rv_install
-	install -d $(1)$(2)/bin $(1)$(2)/lib $(1)$(2)/include/rearview $(1)$(2)/lib/pkgconfig \
-	  $(1)$(2)/lib/sysusers.d $(1)$(2)/lib/tmpfiles.d $(1)$(2)/lib/systemd/system \
-	  $(1)$(3)/rearview $(1)$(2)/share/doc/rearview/examples \
-	  $(1)$(2)/share/dbus-1/system.d $(1)$(2)/share/dbus-1/interfaces $(1)$(2)/share/polkit-1/actions \
-	  $(1)$(2)/share/applications $(1)$(2)/share/rearview/po
-	install -m 0644 device/settings/rearview-settings.desktop $(1)$(2)/share/applications/
-	install -m 0644 device/settings/po/rearview-settings.pot $(1)$(2)/share/rearview/po/
-	install -m 0644 deploy/dbus/org.rearview.Daemon1.conf $(1)$(2)/share/dbus-1/system.d/
-	install -m 0644 deploy/dbus/org.rearview.Daemon1.xml $(1)$(2)/share/dbus-1/interfaces/
-	install -m 0644 deploy/dbus/org.rearview.policy $(1)$(2)/share/polkit-1/actions/
-	$(call RV_SUBST,,$(2),$(3)) deploy/rearview-trace.pc.in > $(1)$(2)/lib/pkgconfig/rearview-trace.pc
-	$(call RV_SUBST,,$(2),$(3)) deploy/rearview-events.pc.in > $(1)$(2)/lib/pkgconfig/rearview-events.pc
+	install -d $(1)$(BINDIR) $(1)$(SBINDIR) $(1)$(LIBDIR) $(1)$(INCLUDEDIR)/rearview \
+	  $(1)$(PKGCONFIGDIR) $(1)$(SYSUSERSDIR) $(1)$(TMPFILESDIR) $(1)$(UNITDIR) \
+	  $(1)$(SYSCONFDIR)/rearview $(1)$(DOCDIR)/examples \
+	  $(1)$(DBUSDIR)/system.d $(1)$(DBUSDIR)/interfaces $(1)$(POLKITDIR) \
+	  $(1)$(APPSDIR) $(1)$(DATADIR)/rearview/po
+	install -m 0644 device/settings/rearview-settings.desktop $(1)$(APPSDIR)/
+	install -m 0644 device/settings/po/rearview-settings.pot $(1)$(DATADIR)/rearview/po/
+	install -m 0644 deploy/dbus/org.rearview.Daemon1.conf $(1)$(DBUSDIR)/system.d/
+	install -m 0644 deploy/dbus/org.rearview.Daemon1.xml $(1)$(DBUSDIR)/interfaces/
+	install -m 0644 deploy/dbus/org.rearview.policy $(1)$(POLKITDIR)/
+	$(RV_SUBST) deploy/rearview-trace.pc.in > $(1)$(PKGCONFIGDIR)/rearview-trace.pc
+	$(RV_SUBST) deploy/rearview-events.pc.in > $(1)$(PKGCONFIGDIR)/rearview-events.pc
 	for u in rearviewd rearview-server; do \
-	  $(call RV_SUBST,,$(2),$(3)) deploy/$$u.service.in > $(1)$(2)/lib/systemd/system/$$u.service; \
+	  $(RV_SUBST) deploy/$$u.service.in > $(1)$(UNITDIR)/$$u.service || exit 1; \
 	done
-	install -m 0644 deploy/rearview.sysusers $(1)$(2)/lib/sysusers.d/rearview.conf
-	install -m 0644 deploy/rearview.tmpfiles $(1)$(2)/lib/tmpfiles.d/rearview.conf
+	install -m 0644 deploy/rearview.sysusers $(1)$(SYSUSERSDIR)/rearview.conf
+	install -m 0644 deploy/rearview-server.sysusers $(1)$(SYSUSERSDIR)/rearview-server.conf
+	install -m 0644 deploy/rearview.tmpfiles $(1)$(TMPFILESDIR)/rearview.conf
+	install -m 0644 deploy/rearview-server.tmpfiles $(1)$(TMPFILESDIR)/rearview-server.conf
 	install -m 0644 deploy/rearviewd.conf.example deploy/rearview-server.conf.example \
-	  $(1)$(2)/share/doc/rearview/examples/
-	test -e $(1)$(3)/rearview/rearviewd.conf || \
-	  install -m 0644 deploy/rearviewd.conf.example $(1)$(3)/rearview/rearviewd.conf
+	  $(1)$(DOCDIR)/examples/
+	test -e $(1)$(SYSCONFDIR)/rearview/rearviewd.conf || \
+	  install -m 0644 deploy/rearviewd.conf.example $(1)$(SYSCONFDIR)/rearview/rearviewd.conf
 	for d in $(RV_DOCS); do \
-	  install -D -m 0644 $$d $(1)$(2)/share/doc/rearview/$$d || exit 1; \
+	  install -D -m 0644 $$d $(1)$(DOCDIR)/$$d || exit 1; \
 	done
-	$(if $(BINS),install -m 0755 $(BINS) $(1)$(2)/bin)
-	$(if $(LIBS),install -m 0644 $(LIBS) $(1)$(2)/lib)
-	$(if $(LIBS_REARVIEW),install -D -m 0644 -t $(1)$(2)/lib/rearview $(LIBS_REARVIEW))
-	$(if $(INSTALL_HDR),install -m 0644 $(INSTALL_HDR) $(1)$(2)/include/rearview)
-	install -m 0644 $(PROTO_H) $(1)$(2)/include/rearview
+	$(if $(filter-out $(addprefix %/,$(RV_SBIN_NAMES)),$(BINS)),\
+	  install -m 0755 $(filter-out $(addprefix %/,$(RV_SBIN_NAMES)),$(BINS)) $(1)$(BINDIR))
+	$(if $(filter $(addprefix %/,$(RV_SBIN_NAMES)),$(BINS)),\
+	  install -m 0755 $(filter $(addprefix %/,$(RV_SBIN_NAMES)),$(BINS)) $(1)$(SBINDIR))
+	$(if $(filter %.a,$(LIBS)),install -m 0644 $(filter %.a,$(LIBS)) $(1)$(LIBDIR))
+	for l in $(notdir $(SHLIBS)); do \
+	  install -m 0644 $(LIB)/$$l.$(RV_VERSION) $(1)$(LIBDIR)/ && \
+	  ln -sf $$l.$(RV_VERSION) $(1)$(LIBDIR)/$$l.$(RV_SOVERSION) && \
+	  ln -sf $$l.$(RV_SOVERSION) $(1)$(LIBDIR)/$$l || exit 1; \
+	done
+	$(if $(LIBS_REARVIEW),install -D -m 0644 -t $(1)$(PKGLIBDIR) $(LIBS_REARVIEW))
+	$(if $(INSTALL_HDR),install -m 0644 $(INSTALL_HDR) $(1)$(INCLUDEDIR)/rearview)
+	install -m 0644 $(PROTO_H) $(1)$(INCLUDEDIR)/rearview
+	for m in $(MANS); do \
+	  s=$${m##*.}; install -D -m 0644 $$m $(1)$(MANDIR)/man$$s/$${m##*/} || exit 1; \
+	done
 	if [ -e build/web/speedscope/index.html ]; then \
-	  install -d $(1)$(2)/share/rearview/web/speedscope && \
-	  cp -RL build/web/speedscope/. $(1)$(2)/share/rearview/web/speedscope/; fi
+	  install -d $(1)$(DATADIR)/rearview/web/speedscope && \
+	  cp -RL build/web/speedscope/. $(1)$(DATADIR)/rearview/web/speedscope/; fi
 endef
 
-install: $(BINS) $(LIBS) $(PROTO_H)
-	$(call rv_install,$(DESTDIR),$(PREFIX),$(SYSCONFDIR))
+# `make programs`: everything `make install` installs, and no test.
+all: $(LIBS_REARVIEW)
+programs: $(BINS) $(LIBS) $(LIBS_REARVIEW) $(PROTO_H) $(MANS)
+install: programs
+	$(call rv_install,$(DESTDIR))
+	@for l in $(RV_INSTALL_NOTES); do echo "install: $$l"; done >&2
 
 .PHONY: all check check-full check-stages check-lint check-build-dev check-build-san check-run-dev \
-  check-run-pg check-run-san check-pg check-pg-stage test-pg test run-set asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run
+  check-run-pg check-run-san check-pg check-pg-stage test-pg test run-set asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run \
+  programs
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 

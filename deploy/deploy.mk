@@ -5,6 +5,9 @@
 
 DEMO_DIR := deploy/demo
 
+include deploy/man.mk
+include deploy/cross.mk
+
 # demo_ui.c is the traced UI work; demo_app.c (loop, pacing, reporting) is
 # left uninstrumented so idle time is nobody's self time.
 $(OBJ)/$(DEMO_DIR)/%.o: CPPFLAGS += -Itracer/include -Itracer/analysis/include \
@@ -46,27 +49,35 @@ $(TBIN)/integration/test_demo_thermal: | $(BIN)/rearviewd $(BIN)/rvctl $(DEMO_BI
 
 .PHONY: demo
 
-# `make install` into build/prefix with PREFIX = that absolute path, so the
-# installed units and pkg-config file name paths that exist here, then
-# tests/deploy/test_install.sh checks them (systemd-analyze verify, a program
-# traced through pkg-config alone, …).
+# `make install` into build/prefix with PREFIX = that absolute path and
+# every install directory at its default under it (whatever the command
+# line says), so the installed units and pkg-config files name paths that
+# exist here; then tests/deploy/test_install.sh checks them
+# (systemd-analyze verify, a program traced through pkg-config alone,
+# hardening-check on every ELF, …).
 RV_TEST_PREFIX := $(abspath $(BUILD))/prefix
-$(BUILD)/prefix/.installed: $(BINS) $(LIBS) $(INSTALL_HDR) $(PROTO_H) Makefile deploy/deploy.mk \
+RV_TEST_LIBDIR := $(RV_TEST_PREFIX)/lib$(if $(MULTIARCH),/$(MULTIARCH))
+$(BUILD)/prefix/.installed: $(BINS) $(LIBS) $(SHLIBS) $(LIBS_REARVIEW) $(MANS) $(INSTALL_HDR) \
+		$(PROTO_H) Makefile deploy/deploy.mk \
 		deploy/rearviewd.service.in deploy/rearview-server.service.in \
 		deploy/rearview-trace.pc.in deploy/rearview-events.pc.in deploy/rearview.sysusers \
-		deploy/rearview.tmpfiles \
+		deploy/rearview.tmpfiles deploy/rearview-server.sysusers deploy/rearview-server.tmpfiles \
 		deploy/rearviewd.conf.example deploy/rearview-server.conf.example \
 		deploy/dbus/org.rearview.Daemon1.conf deploy/dbus/org.rearview.Daemon1.xml \
 		deploy/dbus/org.rearview.policy
 	rm -rf $(RV_TEST_PREFIX)
-	$(call rv_install,,$(RV_TEST_PREFIX),$(RV_TEST_PREFIX)/etc)
+	$(call rv_install,)
 	touch $@
+$(BUILD)/prefix/.installed: private override PREFIX = $(RV_TEST_PREFIX)
+$(foreach d,$(RV_INSTALL_DIRS),$(eval \
+  $(BUILD)/prefix/.installed: private override $(d) = $$(RV_DEFAULT_$(d))))
 # The runner passes no arguments: a two-line wrapper names this flavour's
-# prefix and sanitizer flags (a sanitized librvtrace needs its runtime in the
-# program that loads it).
+# prefix, library directory and sanitizer flags (a sanitized librvtrace
+# needs its runtime in the program that loads it).
 $(TBIN)/deploy/test_install: tests/deploy/test_install.sh $(BUILD)/prefix/.installed
 	@mkdir -p $(@D)
-	printf '#!/bin/sh\nexec sh %s %s "%s"\n' '$(CURDIR)/$<' '$(RV_TEST_PREFIX)' '$(SANFLAGS)' > $@
+	printf '#!/bin/sh\nexec sh %s %s %s "%s"\n' '$(CURDIR)/$<' '$(RV_TEST_PREFIX)' \
+	  '$(RV_TEST_LIBDIR)' '$(SANFLAGS)' > $@
 	chmod +x $@
 $(eval $(call rv_register,$(TBIN)/deploy/test_install,system ci))
 
@@ -87,3 +98,33 @@ $(OBJ)/tests/integration/test_demo_e2e.o: CPPFLAGS += $(call pc,--cflags,libcurl
   -DRV_SRC_DIR='"$(CURDIR)"'
 $(eval $(call rv_test,integration,demo_e2e,,$(call pc,--libs,libcurl jansson),system ci))
 $(TBIN)/integration/test_demo_e2e: | $(BINS) $(DEMO_BINS)
+
+# The shared libraries' ABI: SONAMEs and exported symbols against the
+# symbols files of debian/ (tests/deploy/test_symbols.sh).
+$(TBIN)/deploy/test_symbols: tests/deploy/test_symbols.sh $(SHLIBS) $(filter %.a,$(LIBS)) \
+		debian/librvtrace$(RV_SOVERSION).symbols debian/librvevents$(RV_SOVERSION).symbols
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec sh %s %s %s\n' '$(CURDIR)/$<' '$(abspath $(LIB))' '$(RV_SOVERSION)' > $@
+	chmod +x $@
+TESTS += $(TBIN)/deploy/test_symbols
+
+# `make lint`: the version in debian/ agrees with RV_VERSION.
+lint: lint-version
+lint-version:
+	@sh tests/lint-version.sh
+.PHONY: lint-version
+
+# `make check-system`: the slow tests of the whole system (SYSTEM_TESTS:
+# the Debian packages built, checked and installed into a clean root; the
+# cross build under qemu-user), one closing line like `make check`'s.
+check-system: $(SYSTEM_TESTS)
+	@sh tests/run-tests.sh $(SYSTEM_TESTS)
+.PHONY: check-system
+
+# System tier: the Debian packages built from a clean clone, lintian, and
+# each installed into a clean Debian 12 root (tests/deploy/test_package.sh).
+$(TBIN)/deploy/test_package: tests/deploy/test_package.sh
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec sh %s %s\n' '$(CURDIR)/$<' '$(RV_VERSION)' > $@
+	chmod +x $@
+SYSTEM_TESTS += $(TBIN)/deploy/test_package

@@ -143,11 +143,11 @@ $(TBIN)/device/test_dbus: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_help
 # rearview-settings, the consent panel (GTK 4; talks only D-Bus).  GTK's
 # headers are included as system headers so DEVELOPER=1's warnings stay ours.
 SETTINGS_CFLAGS := $(patsubst -I%,-isystem %,$(call pc,--cflags,gtk4))
-# The panel's catalogues are found under the PREFIX it is installed to: the
-# object depends on a stamp holding that PREFIX, so `make install
-# PREFIX=/usr` after a plain build recompiles it rather than installing a
-# binary that looks in /usr/local/share/locale.
-SETTINGS_LOCALEDIR := $(PREFIX)/share/locale
+# The panel's catalogues are found under the LOCALEDIR it is installed
+# with: the object depends on a stamp holding that directory, so `make
+# install PREFIX=/usr` after a plain build recompiles it rather than
+# installing a binary that looks in /usr/local/share/locale.
+SETTINGS_LOCALEDIR := $(LOCALEDIR)
 SETTINGS_STAMP     := $(BUILD)/.settings-localedir
 ifneq ($(SETTINGS_LOCALEDIR),$(shell cat $(SETTINGS_STAMP) 2>/dev/null))
 $(shell mkdir -p $(BUILD) && echo '$(SETTINGS_LOCALEDIR)' > $(SETTINGS_STAMP))

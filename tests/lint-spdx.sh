@@ -22,7 +22,8 @@ for f in $files; do
 	tests/fuzz/* | tests/rvtrace/corpus/* | tests/rvtrace/fixtures/*) continue ;;
 	*.c | *.h | *.cc | *.S | *.proto | *.js | *.go | *.sh | *.mk | *.py | *.in | \
 		*.example | *.sysusers | *.tmpfiles | *.desktop | *.patch | *.lua | \
-		*.xml | *.policy | *.conf | Makefile | */Makefile | .ci/run) ;;
+		*.xml | *.policy | *.conf | *.scd | *.map | Makefile | */Makefile | .ci/run | \
+		debian/rules | debian/control) ;;
 	*) continue ;;
 	esac
 	[ -f "$f" ] || continue

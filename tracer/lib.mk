@@ -41,18 +41,28 @@ $(OBJ)/tracer/src/%.o: tracer/src/%.S
 RVT_LDLIBS := $(LIBRVPROTO) $(PROTOBUF_LIBS) $(LIBELF_LIBS) -lpthread
 
 LIBRVTRACE_A  := $(LIB)/librvtrace.a
+# The shared library is librvtrace.so.VERSION with its SONAME link
+# librvtrace.so.MAJOR and the link-time name librvtrace.so (what
+# LIBRVTRACE_SO names); only what librvtrace.map lists is exported.
 LIBRVTRACE_SO := $(LIB)/librvtrace.so
+RVT_SONAME    := librvtrace.so.$(RV_SOVERSION)
+RVT_MAP       := tracer/src/librvtrace.map
 # The archive carries the librvcommon objects it uses, so the installed
 # librvtrace.a links with only what rearview-trace.pc lists.
 $(LIBRVTRACE_A): $(RVT_OBJ) $(RVC_TRACE_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
-$(LIBRVTRACE_SO): $(RVT_OBJ) $(LIBRVCOMMON) $(LIBRVPROTO)
+$(LIBRVTRACE_SO) $(LIB)/$(RVT_SONAME) $(LIB)/librvtrace.so.$(RV_VERSION) &: $(RVT_OBJ) \
+		$(LIBRVCOMMON) $(LIBRVPROTO) $(RVT_MAP)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,librvtrace.so -Wl,--exclude-libs,librvproto.a \
-	  -Wl,--exclude-libs,librvcommon.a -o $@ $(RVT_OBJ) $(LIBRVCOMMON) $(RVT_LDLIBS)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(RVT_SONAME) -Wl,--version-script=$(RVT_MAP) \
+	  -Wl,--exclude-libs,librvproto.a -Wl,--exclude-libs,librvcommon.a \
+	  -o $(LIB)/librvtrace.so.$(RV_VERSION) $(RVT_OBJ) $(LIBRVCOMMON) $(RVT_LDLIBS)
+	ln -sf librvtrace.so.$(RV_VERSION) $(LIB)/$(RVT_SONAME)
+	ln -sf $(RVT_SONAME) $(LIBRVTRACE_SO)
 
 LIBS += $(LIBRVTRACE_A) $(LIBRVTRACE_SO)
+SHLIBS += $(LIBRVTRACE_SO)
 INSTALL_HDR += tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h \
                tracer/include/rearview/trace-runtime.h
 

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # tracer/rvcc.mk — rvcc, the compiler wrapper (CC="rvcc gcc"): adds the
 # instrumentation and links librvtrace.  It finds the library in the lib/
-# beside its own bin/ (build tree or installed prefix), else in PREFIX.
-$(OBJ)/tracer/rvcc/rvcc.o: CPPFLAGS += -DRVCC_PREFIX='"$(PREFIX)"'
+# beside its own bin/ (the build tree), else in LIBDIR (installed).
+$(OBJ)/tracer/rvcc/rvcc.o: CPPFLAGS += -DRVCC_PREFIX='"$(PREFIX)"' -DRVCC_LIBDIR='"$(LIBDIR)"'
+$(OBJ)/tracer/rvcc/rvcc.o: $(RV_DIRS_STAMP)
 $(BIN)/rvcc: $(OBJ)/tracer/rvcc/rvcc.o | $(LIBRVTRACE_A) $(LIBRVTRACE_SO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
@@ -32,12 +33,14 @@ $(eval $(call rv_register,$(TBIN)/rvcc/test_rvcc,integration))
 # plugin headers: Debian's gcc-12-plugin-dev).  It runs inside cc1, so it is
 # built without the sanitizer flags, with the g++ matching gcc 12; without
 # the headers it is not built and rvcc falls back to substring-safe names.
+# Both plugins get the hardening flags (top Makefile), not the sanitizers'.
 RVCC_PLUGIN_INC := $(shell gcc -print-file-name=plugin 2>/dev/null)/include
 ifneq ($(wildcard $(RVCC_PLUGIN_INC)/gcc-plugin.h),)
 RVCC_PLUGIN := $(LIB)/rearview/rvcc_gcc_plugin.so
 $(RVCC_PLUGIN): tracer/rvcc/rvcc_gcc_plugin.cc $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	g++ -std=c++17 $(OPT) -fPIC -shared -fno-rtti -Wall -Wextra \
+	g++ -std=c++17 $(OPT) -g -fPIC -shared -fno-rtti -Wall -Wextra $(RV_HARDEN_CPPFLAGS) \
+	  $(RV_HARDEN_CFLAGS) $(RV_HARDEN_LDFLAGS) \
 	  $(if $(filter 1,$(DEVELOPER)),-Werror) -I$(RVCC_PLUGIN_INC) -o $@ $<
 LIBS_REARVIEW += $(RVCC_PLUGIN)
 $(BIN)/rvcc: | $(RVCC_PLUGIN)
@@ -51,7 +54,8 @@ ifneq ($(wildcard $(RVCC_LLVM_INC)/llvm/Passes/PassPlugin.h),)
 RVCC_CLANG_PLUGIN := $(LIB)/rearview/rvcc_clang_plugin.so
 $(RVCC_CLANG_PLUGIN): tracer/rvcc/rvcc_clang_plugin.cc $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	clang++ -std=c++14 -fno-exceptions -fno-rtti $(OPT) -fPIC -shared -Wall -Wextra \
+	clang++ -std=c++14 -fno-exceptions -fno-rtti $(OPT) -g -fPIC -shared -Wall -Wextra \
+	  $(RV_HARDEN_CPPFLAGS) $(RV_HARDEN_CFLAGS) $(RV_HARDEN_LDFLAGS) \
 	  $(if $(filter 1,$(DEVELOPER)),-Werror) -isystem $(RVCC_LLVM_INC) -o $@ $<
 LIBS_REARVIEW += $(RVCC_CLANG_PLUGIN)
 $(BIN)/rvcc: | $(RVCC_CLANG_PLUGIN)

@@ -12,16 +12,25 @@ RVE_OBJ := $(OBJ)/device/events/src/events.o
 $(OBJ)/device/events/%.o: CPPFLAGS += -Idevice/events/include $(PROTOBUF_CFLAGS)
 
 LIBRVEVENTS_A  := $(LIB)/librvevents.a
+# librvevents.so.VERSION, its SONAME link librvevents.so.MAJOR and the
+# link-time name librvevents.so; librvevents.map exports the rv_ API only.
 LIBRVEVENTS_SO := $(LIB)/librvevents.so
+RVE_SONAME     := librvevents.so.$(RV_SOVERSION)
+RVE_MAP        := device/events/librvevents.map
 $(LIBRVEVENTS_A): $(RVE_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
-$(LIBRVEVENTS_SO): $(RVE_OBJ) $(LIBRVPROTO)
+$(LIBRVEVENTS_SO) $(LIB)/$(RVE_SONAME) $(LIB)/librvevents.so.$(RV_VERSION) &: $(RVE_OBJ) \
+		$(LIBRVPROTO) $(RVE_MAP)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,librvevents.so -Wl,--exclude-libs,librvproto.a \
-	  -o $@ $(RVE_OBJ) $(LIBRVPROTO) $(PROTOBUF_LIBS) -lpthread
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(RVE_SONAME) -Wl,--version-script=$(RVE_MAP) \
+	  -Wl,--exclude-libs,librvproto.a -o $(LIB)/librvevents.so.$(RV_VERSION) $(RVE_OBJ) \
+	  $(LIBRVPROTO) $(PROTOBUF_LIBS) -lpthread
+	ln -sf librvevents.so.$(RV_VERSION) $(LIB)/$(RVE_SONAME)
+	ln -sf $(RVE_SONAME) $(LIBRVEVENTS_SO)
 
 LIBS += $(LIBRVEVENTS_A) $(LIBRVEVENTS_SO)
+SHLIBS += $(LIBRVEVENTS_SO)
 INSTALL_HDR += device/events/include/rearview/events.h
 
 # Unit test: the library against a socketpair-free fake daemon (a listening

@@ -33,6 +33,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rearview/common.h"
+
 #define NAME  "org.rearview.Daemon1"
 #define PATH  "/org/rearview/Daemon1"
 #define IFACE "org.rearview.Daemon1"
@@ -496,6 +498,14 @@ static void activate(GtkApplication *app, gpointer data)
 	}
 }
 
+/* --version, handled before GTK starts (no display needed). */
+static gint local_options(GApplication *app, GVariantDict *opts, gpointer data)
+{
+	if (g_variant_dict_contains(opts, "version"))
+		return rvc_print_version("rearview-settings");
+	return -1; /* go on: activate */
+}
+
 int main(int argc, char **argv)
 {
 	struct panel p = {0};
@@ -507,6 +517,9 @@ int main(int argc, char **argv)
 	textdomain(GETTEXT_PACKAGE);
 	p.selftest_dir = g_getenv("REARVIEW_SETTINGS_SELFTEST");
 	p.app = gtk_application_new("org.rearview.Settings", G_APPLICATION_NON_UNIQUE);
+	g_application_add_main_option(G_APPLICATION(p.app), "version", 0, G_OPTION_FLAG_NONE,
+				      G_OPTION_ARG_NONE, _("Print the version and exit"), NULL);
+	g_signal_connect(p.app, "handle-local-options", G_CALLBACK(local_options), NULL);
 	g_signal_connect(p.app, "activate", G_CALLBACK(activate), &p);
 	status = g_application_run(G_APPLICATION(p.app), argc, argv);
 	g_clear_object(&p.proxy);

@@ -3,6 +3,7 @@
  * main.c — rearviewd: command line, configuration, and the loop.
  *
  *   rearviewd [--config FILE] [--run-dir DIR] [--state-dir DIR] [-v|-vv] [-q]
+ *   rearviewd --help | --version
  *
  * Command-line values override the configuration file, which overrides the
  * built-in defaults.  Exit status: 0 after a clean shutdown, 1 on a runtime
@@ -18,6 +19,8 @@
 
 #include <curl/curl.h>
 
+#include "rearview/common.h"
+
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
@@ -25,11 +28,14 @@
 static void usage(FILE *f)
 {
 	fputs("usage: rearviewd [--config FILE] [--run-dir DIR] [--state-dir DIR] [-v]... [-q]\n"
+	      "       rearviewd --help | --version\n"
 	      "  -c, --config FILE     INI configuration (see rearviewd.conf.example)\n"
 	      "  -r, --run-dir DIR     sockets: control.sock, events.sock, admin.sock\n"
 	      "  -s, --state-dir DIR   spool database, capture files, settings\n"
 	      "  -v, --verbose         more logging (repeat for debug)\n"
-	      "  -q, --quiet           errors and warnings only\n",
+	      "  -q, --quiet           errors and warnings only\n"
+	      "  -h, --help            this help\n"
+	      "      --version         the version\n",
 	      f);
 }
 
@@ -42,6 +48,7 @@ int main(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *config = NULL, *run_dir = NULL, *state_dir = NULL;
@@ -71,6 +78,8 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			return rvc_print_version("rearviewd");
 		default:
 			usage(stderr);
 			return 2;

@@ -37,9 +37,14 @@ enum { EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_NOT_RUNNING = 3, EXIT_DENIED = 4 };
 static const char *run_dir;
 static int json;
 
-static void usage(void)
+static void usage(FILE *f)
 {
 	fputs("usage: rvctl [-r RUN_DIR] [--json] COMMAND\n"
+	      "       rvctl --help | --version\n"
+	      "  -r, --run-dir RUN_DIR  the daemon's sockets (admin.sock)\n"
+	      "  -j, --json             JSON output (status, captures, show, policy)\n"
+	      "  -h, --help             this help\n"
+	      "commands:\n"
 	      "  consent off|local|summary|full|status\n"
 	      "  status                       processes, tracing, consent, spool\n"
 	      "  captures                     every capture with its state\n"
@@ -57,7 +62,7 @@ static void usage(void)
 	      "  event anomaly NAME PID [TID [SEVERITY]]\n"
 	      "  event metric NAME VALUE\n"
 	      "RUN_DIR defaults to $RV_RUN_DIR, else /run/rearview.\n",
-	      stderr);
+	      f);
 }
 
 static int parse_int(const char *s, long long min, long long max, long long *out)
@@ -789,6 +794,7 @@ int main(int argc, char **argv)
 		{"run-dir", required_argument, NULL, 'r'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	Rearview__AdminRequest q = REARVIEW__ADMIN_REQUEST__INIT;
@@ -817,15 +823,17 @@ int main(int argc, char **argv)
 			json = 1;
 			break;
 		case 'h':
-			usage();
+			usage(stdout);
 			return 0;
+		case 'V':
+			return rvc_print_version("rvctl");
 		default:
-			usage();
+			usage(stderr);
 			return EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
-		usage();
+		usage(stderr);
 		return EXIT_USAGE;
 	}
 	cmd = argv[optind];
@@ -840,7 +848,7 @@ int main(int argc, char **argv)
 			if (!strcmp(args[0], lv[i]))
 				level = i + 1;
 		if (level < 0 && strcmp(args[0], "status")) {
-			usage();
+			usage(stderr);
 			return EXIT_USAGE;
 		}
 		if (level < 0) {
@@ -924,7 +932,7 @@ int main(int argc, char **argv)
 				out = args[i + 1];
 		}
 		if (!fmt || !out) {
-			usage();
+			usage(stderr);
 			return EXIT_USAGE;
 		}
 		if (parse_int(args[0], 1, INT64_MAX, &v) < 0)
@@ -944,7 +952,7 @@ int main(int argc, char **argv)
 			return rc;
 	} else if (!strcmp(cmd, "event") && nargs >= 1) {
 		if (build_event(nargs, args, &e, &fr, &tr, &ms, &an) != 0) {
-			usage();
+			usage(stderr);
 			return EXIT_USAGE;
 		}
 		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_EVENT;
@@ -952,7 +960,7 @@ int main(int argc, char **argv)
 		if ((rc = transact(&q, &r)) != 0)
 			return rc;
 	} else {
-		usage();
+		usage(stderr);
 		return EXIT_USAGE;
 	}
 	rearview__admin_response__free_unpacked(r, NULL);

@@ -10,13 +10,14 @@ WESTON_LIBS   := $(call pc,--libs,libweston-10 wayland-server)
 ifneq ($(WESTON_CFLAGS),)
 RV_WESTON_SO := $(LIB)/rearview-weston.so
 $(OBJ)/device/weston/%.o: CPPFLAGS += -Idevice/events/include $(WESTON_CFLAGS)
-# libweston's headers use GNU extensions (typeof in wl_container_of).
-$(OBJ)/device/weston/%.o: CFLAGS += -std=gnu11 -fvisibility=hidden
+# libweston's headers use GNU extensions (typeof in wl_container_of), and
+# wl_container_of casts a char * to the container (clang's -Wcast-align).
+$(OBJ)/device/weston/%.o: CFLAGS += -std=gnu11 -fvisibility=hidden -Wno-cast-align
 $(RV_WESTON_SO): $(OBJ)/device/weston/rearview-weston.o $(LIBRVEVENTS_A) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -o $@ $(filter %.o %.a,$^) \
 	  $(PROTOBUF_LIBS) $(WESTON_LIBS) -lpthread
-LIBS += $(RV_WESTON_SO)
+LIBS_REARVIEW += $(RV_WESTON_SO)
 endif
 
 # The Weston test: rv_slow_client, a traced Wayland client (xdg-shell from

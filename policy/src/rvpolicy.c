@@ -30,11 +30,15 @@
 #define MAX_CAMPAIGNS 32
 #define MAX_ITEMS     16
 
+static const char usage_text[] =
+	"usage: rvpolicy keygen PRIV.pem PUB.pem\n"
+	"       rvpolicy sign PRIV.pem OUT [key=value ...] [campaign=SPEC ...]\n"
+	"       rvpolicy verify PUB.pem DOC [MIN_VERSION]\n"
+	"       rvpolicy --help | --version\n";
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: rvpolicy keygen PRIV.pem PUB.pem\n"
-			"       rvpolicy sign PRIV.pem OUT [key=value ...] [campaign=SPEC ...]\n"
-			"       rvpolicy verify PUB.pem DOC [MIN_VERSION]\n");
+	fputs(usage_text, stderr);
 	return 2;
 }
 
@@ -353,6 +357,12 @@ int main(int argc, char **argv)
 {
 	if (argc < 2)
 		return usage();
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "--version"))
+		return rvc_print_version("rvpolicy");
 	if (!strcmp(argv[1], "keygen"))
 		return cmd_keygen(argc, argv);
 	if (!strcmp(argv[1], "sign"))

@@ -8,12 +8,13 @@
 # objects librvtrace needs, so the installed archive links on its own.
 
 RVC_SRC := proto/common/src/io.c proto/common/src/atomic.c proto/common/src/json.c \
-           proto/common/src/sqlite.c proto/common/src/log.c proto/common/src/file.c
+           proto/common/src/sqlite.c proto/common/src/log.c proto/common/src/file.c \
+           proto/common/src/version.c
 RVC_OBJ := $(RVC_SRC:%.c=$(OBJ)/%.o)
 # What librvtrace uses (no sqlite, no stdio escaper).
 RVC_TRACE_OBJ := $(OBJ)/proto/common/src/io.o $(OBJ)/proto/common/src/atomic.o
 
-CPPFLAGS += -Iproto/common/include
+RV_CPPFLAGS += -Iproto/common/include
 $(OBJ)/proto/common/%.o: CFLAGS += -fvisibility=hidden
 $(OBJ)/proto/common/src/sqlite.o: CPPFLAGS += $(call pc,--cflags,sqlite3)
 

@@ -56,7 +56,8 @@ static const char usage_main[] =
 	"  -t, --time-filter=TIME  only calls lasting TIME or more\n"
 	"      --tid=TID[,TID...]  only these threads\n"
 	"\n"
-	"`rvtrace COMMAND --help` describes each command.  On a terminal, work\n"
+	"`rvtrace COMMAND --help` describes each command; `rvtrace --version`\n"
+	"prints the version.  On a terminal, work\n"
 	"taking over a second shows a progress bar on stderr; --quiet (anywhere\n"
 	"before a `--`) turns it off, --progress shows it on any stderr.\n";
 
@@ -1582,6 +1583,8 @@ int main(int argc, char **argv)
 		fputs(usage_main, stdout);
 		return 0;
 	}
+	if (strcmp(cmd, "--version") == 0)
+		return rvc_print_version("rvtrace");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(cmd, cmds[i].name) == 0) {
 			if (want_help(argc - 1, argv + 1)) {

@@ -64,12 +64,20 @@
 #include <unistd.h>
 #include <assert.h>
 
+#include "rearview/common.h"
+
 #ifndef RVCC_PREFIX
 #define RVCC_PREFIX "/usr/local"
+#endif
+/* Where librvtrace and lib/rearview/'s plugins are installed (multiarch). */
+#ifndef RVCC_LIBDIR
+#define RVCC_LIBDIR RVCC_PREFIX "/lib"
 #endif
 
 static const char usage[] =
 	"usage: rvcc COMPILER [--rv-OPTION…] ARGS…\n"
+	"       rvcc --help | --version  (rvcc's own version unless RVCC_CC is set;\n"
+	"                                `rvcc gcc --version` is gcc's)\n"
 	"  Runs COMPILER (gcc, clang, g++, clang++ or a path) with Rearview's\n"
 	"  instrumentation added and librvtrace linked in.  Use it as CC/CXX:\n"
 	"    CC=\"rvcc gcc\" ./configure && make\n"
@@ -93,8 +101,8 @@ static const char usage[] =
 	"                                         clang instruments every function\n"
 	"  --rv-static           RVCC_STATIC=1    link librvtrace.a instead of the .so\n"
 	"  --rv-libdir=DIR       RVCC_LIBDIR      where librvtrace is (default: the\n"
-	"                                         lib/ beside rvcc's bin/, else " RVCC_PREFIX
-	"/lib)\n"
+	"                                         lib/ beside rvcc's bin/, else\n"
+	"                                         " RVCC_LIBDIR ")\n"
 	"  --rv-incdir=DIR       RVCC_INCDIR      where rearview/trace-inline.h is\n"
 	"  --rv-verbose          RVCC_VERBOSE=1   print each command run\n"
 	"  The compiler may also come from RVCC_CC when the first argument is an option.\n"
@@ -335,7 +343,7 @@ static void find_dirs(struct opts *o)
 		if (self[0] && file_exists(probe))
 			snprintf(libdir, sizeof(libdir), "%s/lib", self);
 		else
-			snprintf(libdir, sizeof(libdir), "%s/lib", RVCC_PREFIX);
+			snprintf(libdir, sizeof(libdir), "%s", RVCC_LIBDIR);
 		o->libdir = libdir;
 	}
 	if (!o->incdir) {
@@ -714,6 +722,10 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
+	/* rvcc's own version; with RVCC_CC set, `rvcc --version` is that
+	 * compiler's (build systems identify the compiler by it). */
+	if (argc == 2 && strcmp(argv[1], "--version") == 0 && !env_or("RVCC_CC", NULL))
+		return rvc_print_version("rvcc");
 	if (argc >= 2 && argv[1][0] != '-') {
 		compiler = argv[1];
 		first = 2;

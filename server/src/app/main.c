@@ -17,6 +17,8 @@
  * SIGINT: stop accepting, let in-flight requests finish, close the store on
  * the work queue, exit 0.
  */
+#include "rearview/common.h"
+
 #include "api/api.h"
 #include "pipeline/decode.h"
 #include "http/net.h"
@@ -167,7 +169,8 @@ static void usage(FILE *f)
 		   "       rearview-server cert --config FILE --hostname NAME...\n"
 		   "       rearview-server passwd --config FILE [USER]\n"
 		   "       rearview-server migrate --config FILE\n"
-		   "       rearview-server --config FILE\n");
+		   "       rearview-server --config FILE\n"
+		   "       rearview-server --help | --version\n");
 }
 
 /* Collects `--hostname NAME` pairs of argv[from..argc); -1 on anything
@@ -257,6 +260,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (argc == 2 && strcmp(argv[1], "--version") == 0)
+		return rvc_print_version("rearview-server");
 	usage(stderr);
 	return 2;
 }

@@ -11,7 +11,8 @@
 #
 # SRC is the unpacked source's top directory (lua5.4-5.4.4, Debian's patches
 # applied by `apt-get source`).  Both builds use the same compiler and flags
-# (LUA_CFLAGS, default -O2 -g), so their difference is the trace points alone.
+# (LUA_CFLAGS, default -O2 -g; LUA_LDFLAGS, default none), so their
+# difference is the trace points alone.
 set -eu
 MODE=${1:?usage: build.sh plain|rv SRC OUT [BUILD]}
 SRC=${2:?source directory}
@@ -19,6 +20,7 @@ OUT=${3:?output directory}
 HERE=$(cd "$(dirname "$0")" && pwd)
 CC=${LUA_CC:-gcc}
 CFLAGS=${LUA_CFLAGS:--O2 -g}
+LDFLAGS=${LUA_LDFLAGS:-}
 DEFS="-DLUA_COMPAT_5_3 -DLUA_USE_LINUX"
 mkdir -p "$OUT"
 
@@ -55,15 +57,15 @@ rv)
 	INC=$HERE/../../include/rearview
 	newer_than_all "$OUT/rvlua" "$SRC/src/lua.c" "$HERE/build.sh" "$HERE/rvlua.patch" \
 		"$HERE/rvlua.c" "$HERE/rvlua.h" "$INC/trace.h" "$INC/trace-inline.h" \
-		"$INC/trace-runtime.h" $LIBS && exit 0
+		"$INC/trace-runtime.h" "$BUILD/gen/rv_version.h" $LIBS && exit 0
 	rm -rf "$OUT/src"
 	cp -R "$SRC/src" "$OUT/src"
 	patch -s -d "$OUT/src" -p1 <"$HERE/rvlua.patch"
 	cp "$HERE/rvlua.c" "$HERE/rvlua.h" "$OUT/src/"
 	multiarch "$OUT/src"
 	# shellcheck disable=SC2046,SC2086
-	$CC -std=gnu99 $CFLAGS $DEFS -I"$HERE/../../include" -o "$OUT/rvlua.tmp" \
-		$(core "$OUT/src") -Wl,-E $LIBS $(pkg-config --libs libprotobuf-c libelf) \
+	$CC -std=gnu99 $CFLAGS $DEFS -I"$HERE/../../include" -I"$BUILD/gen" -o "$OUT/rvlua.tmp" \
+		$(core "$OUT/src") $LDFLAGS -Wl,-E $LIBS $(pkg-config --libs libprotobuf-c libelf) \
 		-lpthread -lm -ldl
 	mv "$OUT/rvlua.tmp" "$OUT/rvlua"
 	;;

@@ -12,13 +12,20 @@ RVLUA      := $(BIN)/rvlua
 RVLUA_TOP  := $(firstword $(wildcard build/real/src/lua/lua5.4-*/src/lua.c))
 RVLUA_DEPS := $(LIBRVTRACE_A) $(LIBRVPROTO) $(wildcard tracer/runtimes/lua/*) \
               tracer/include/rearview/trace.h tracer/include/rearview/trace-inline.h \
-              tracer/include/rearview/trace-runtime.h
+              tracer/include/rearview/trace-runtime.h $(RV_VERSION_H)
 
-$(RVLUA): $(RVLUA_DEPS)
+# The installed interpreter is built with the project's compiler, hardening
+# and the user's flags, in its own directory: build/real/lua/rv stays the
+# benchmark's, built with the same flags as its uninstrumented twin.
+RVLUA_CFLAGS = $(OPT) -g $(RV_HARDEN_CPPFLAGS) $(RV_USER_CPPFLAGS) $(RV_HARDEN_CFLAGS) \
+               $(RV_USER_CFLAGS)
+$(RVLUA): $(RVLUA_DEPS) $(FLAGS_STAMP)
+	@rm -f $(BUILD)/real/lua/installed/rvlua
 	@top=$$(ls -d build/real/src/lua/lua5.4-*/ | head -n 1) && \
-	  sh tracer/runtimes/lua/build.sh rv "$${top%/}" $(BUILD)/real/lua/rv $(BUILD)
+	  LUA_CC='$(CC)' LUA_LDFLAGS='$(LDFLAGS)' LUA_CFLAGS='$(RVLUA_CFLAGS)' \
+	  sh tracer/runtimes/lua/build.sh rv "$${top%/}" $(BUILD)/real/lua/installed $(BUILD)
 	@mkdir -p $(@D)
-	cp $(BUILD)/real/lua/rv/rvlua $@
+	cp $(BUILD)/real/lua/installed/rvlua $@
 
 rvlua: $(LIBRVTRACE_A) $(LIBRVPROTO)
 	sh tracer/runtimes/lua/fetch.sh build/real/src/lua >/dev/null

@@ -37,6 +37,7 @@
 #include "lfunc.h"
 #include "lobject.h"
 #include "lstring.h"
+#include "rv_version.h"
 
 /* trace.h, rvt_control_start(): where the daemon listens by default. */
 #define RVLUA_DEFAULT_SOCKET "/run/rearview/control.sock"
@@ -127,6 +128,40 @@ void rvlua_rewind(lua_State *L)
 		if (ci == L->ci)
 			break;
 	}
+}
+
+/* lua.c (rvlua.patch) asks first: `rvlua --version` and `rvlua --help`
+ * are answered here, before any Lua state exists; the exit status, or -1
+ * for anything else (Lua's own options and scripts). */
+int rvlua_options(int argc, char **argv);
+int rvlua_options(int argc, char **argv)
+{
+	if (argc != 2)
+		return -1;
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("rvlua (Rearview) %s\n%s\n", RV_VERSION, LUA_COPYRIGHT);
+		return fflush(stdout) == 0 ? 0 : 1;
+	}
+	if (strcmp(argv[1], "--help") != 0)
+		return -1;
+	fputs("usage: rvlua [options] [script [args]]\n"
+	      "       rvlua --help | --version\n"
+	      "Lua 5.4 with Rearview trace points on every Lua and C function call.\n"
+	      "options (Lua's):\n"
+	      "  -e stat   execute string 'stat'\n"
+	      "  -i        enter interactive mode after executing 'script'\n"
+	      "  -l mod    require library 'mod' into global 'mod'\n"
+	      "  -l g=mod  require library 'mod' into global 'g'\n"
+	      "  -v        show version information\n"
+	      "  -E        ignore environment variables\n"
+	      "  -W        turn warnings on\n"
+	      "  --        stop handling options\n"
+	      "  -         stop handling options and execute stdin\n"
+	      "tracing (environment): RV_TRACE=1 traces the main thread from the start,\n"
+	      "RV_TRACE_FILE=out.rvt writes a capture at exit; under rearviewd (RV_SOCKET,\n"
+	      "else " RVLUA_DEFAULT_SOCKET ") the daemon decides.\n",
+	      stdout);
+	return 0;
 }
 
 /*

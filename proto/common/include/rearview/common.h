@@ -2,7 +2,8 @@
 /*
  * rearview/common.h — librvcommon, the helpers every component shares: whole
  * reads and writes on a descriptor, the one atomic file write, the sqlite
- * result code → errno mapping and the JSON string escaper.
+ * result code → errno mapping, the JSON string escaper and every program's
+ * --version.
  *
  * Internal: the library is static (build/lib/librvcommon.a), never installed,
  * and its objects are built with hidden visibility, so librvtrace.so carries
@@ -112,6 +113,13 @@ void rvc_log(const char *level, const char *prefix, const char *fields, const ch
  * Lives in its own object and uses sqlite3.h's constants only: it needs no
  * libsqlite3 at link time. */
 int rvc_sqlite_errno(int rc);
+
+/* `PROGRAM --version`: prints "PROGRAM (Rearview) VERSION" and the licence
+ * line to stdout, VERSION being the build's one version (the top Makefile's
+ * RV_VERSION, which also names the packages and the shared libraries).
+ * Returns the exit status for main(): 0, or 1 when stdout could not be
+ * written (closed, full). */
+int rvc_print_version(const char *program);
 
 #ifdef __cplusplus
 }
