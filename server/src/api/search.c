@@ -12,7 +12,8 @@
  * PostgreSQL's seq — both in the cursor), so page k costs what page 1
  * costs.  A chain or substring search scans its table newest first in
  * chunks of SEARCH_CHUNK by arrival and stops after SEARCH_MAX_ROWS rows or
- * SEARCH_MAX_MS of work, whichever comes first (on_chunk and on_hit keep
+ * the configured search_budget_ms of work (SEARCH_MAX_MS when unset),
+ * whichever comes first (on_chunk and on_hit keep
  * the budget), with a cursor to go on: no pattern, how hostile soever,
  * costs more.  Pattern matching is rvs_chain_match over frames (no regular
  * expressions on user input), O(frames × elements).
@@ -392,7 +393,7 @@ struct search {
 	int64_t last_rowid;
 	/* The scan's budget (search_scan's chunk callback): the chunk [lo, hi)
 	 * being read, the last row it handed over, rows counted per chunk. */
-	int64_t hi, lo, seen, scanned, t0;
+	int64_t hi, lo, seen, scanned, t0, max_ms;
 	unsigned k;
 	int started, full, partial;
 };
@@ -521,7 +522,7 @@ static int on_chunk(void *arg, int64_t top, int64_t *hi, int64_t *lo)
 	}
 	if (s->hi <= 0 || s->full || s->partial)
 		return 1;
-	if (s->scanned >= SEARCH_MAX_ROWS || now_ms() - s->t0 > SEARCH_MAX_MS) {
+	if (s->scanned >= SEARCH_MAX_ROWS || now_ms() - s->t0 > s->max_ms) {
 		s->partial = 1;
 		return 1;
 	}
@@ -541,7 +542,7 @@ static int on_hit(void *arg, int part, const struct rvs_col *cols, size_t n)
 	s->seen = cols[HIT_NCOLS].i;
 	if ((s->full = take_row(s, cols, n)))
 		return 1;
-	if (s->mode != MODE_METHOD && ++s->k % 256 == 0 && now_ms() - s->t0 > SEARCH_MAX_MS) {
+	if (s->mode != MODE_METHOD && ++s->k % 256 == 0 && now_ms() - s->t0 > s->max_ms) {
 		s->partial = 1;
 		return 1;
 	}
@@ -549,7 +550,7 @@ static int on_hit(void *arg, int part, const struct rvs_col *cols, size_t n)
 }
 
 static void search_chains(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
-			  struct rvs_query_resp *r)
+			  uint32_t budget_ms, struct rvs_query_resp *r)
 {
 	struct search *s = calloc(1, sizeof *s);
 	struct rvs_search_scan q = {0};
@@ -562,6 +563,7 @@ static void search_chains(const struct rvs_store_ops *ops, struct rvs_store *st,
 		return rvs_query_set_error(r, 500, "out of memory");
 	s->hi = INT64_MAX;
 	s->t0 = now_ms();
+	s->max_ms = budget_ms ? budget_ms : SEARCH_MAX_MS;
 	if ((msg = parse_search(query, s))) {
 		rvs_query_set_error(r, 400, msg);
 		goto out;
@@ -619,5 +621,12 @@ void rvs_search_issues(struct rvs_call *c)
 
 void rvs_search_chains(struct rvs_call *c)
 {
-	rvs_call_with_store(c, search_chains);
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+
+	/* rvs_call_with_store, with the configured budget. */
+	if (rvs_store_acquire(c->cfg->database, &ops, &st))
+		return rvs_query_set_error(c->q, 503, "database unavailable");
+	search_chains(ops, st, c->query, c->cfg->search_budget_ms, c->q);
+	rvs_store_release(st);
 }

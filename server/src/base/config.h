@@ -27,6 +27,9 @@ struct rvs_config {
 	uint32_t max_header_bytes;
 	uint32_t max_connections;
 	uint32_t request_timeout_ms;
+	/* The work one page of a chain or substring search may do before it
+	 * answers with a cursor (0: the built-in 400 ms). */
+	uint32_t search_budget_ms;
 	uint32_t idle_timeout_ms;
 	double upload_rate_per_min;
 	uint32_t upload_burst;
