@@ -6,8 +6,9 @@
  *
  * Both run one body (the TP macro), the same algorithm as rvt__trace_point()
  * in trace-inline.h, slot for slot (test_ring checks that call and inline
- * mode write identical buffers); the offsets below are those of struct
- * rvt__thread and must follow it.  The body uses only %rax %rcx %rdx %r8 and
+ * mode write identical buffers), plus trace-inline.h's exit check (an exit
+ * whose function is not the innermost recorded frame's writes nothing); the
+ * offsets below are those of struct rvt__thread and must follow it.  The body uses only %rax %rcx %rdx %r8 and
  * %r11; the rare paths (adopting a new ring, a CLOCK record) call C
  * (tp-slow.c) through RARE, which saves every other caller-saved
  * general-purpose register and realigns the stack.
@@ -16,8 +17,8 @@
  * with no stack frame.
  *
  * Inline mode: the inlined check in trace-inline.h is one TLS compare and a
- * branch; only a traced thread calls a stub, with the function in %rax,
- * after moving %rsp below the caller's red zone (128 bytes).  A stub may
+ * branch; only a traced thread calls a stub, with the function in %rax (the
+ * exit too), after moving %rsp below the caller's red zone (128 bytes).  A stub may
  * clobber %r11 and the flags (the inline asm declares them) and preserves
  * every other register: it saves the four the body uses, and the C slow
  * paths are compiled with -mgeneral-regs-only, so vector and x87 state is
@@ -37,11 +38,13 @@
 #define T_SHTOP	  72
 #define T_SHBASE  80
 #define T_SHEND	  88
+/* trace-inline.h RVT__SHADOW_FN: a shadow word's method value lies this far above it. */
+#define SH_FN	  32768
 
 /*
- * Calls fn(&rvt__tls) — fn(&rvt__tls, %rax) when \arg — (%r11 = rvt__tls's
- * TLS offset) preserving every caller-saved general-purpose register but
- * %rax and %r11 (%rax = result).
+ * Calls fn(&rvt__tls) — fn(&rvt__tls, %rax) when \arg is 1, fn(&rvt__tls,
+ * %r8, %rdx) when it is 2 — (%r11 = rvt__tls's TLS offset) preserving every
+ * caller-saved general-purpose register but %rax and %r11 (%rax = result).
  */
 .macro RARE fn, arg=0
 	.cfi_remember_state
@@ -61,8 +64,11 @@
 	pushq	%r10				/* keeps %rsp 16-aligned */
 	movq	%fs:0, %rdi
 	addq	%r11, %rdi
-.if \arg
+.if \arg == 1
 	movq	%rax, %rsi
+.endif
+.if \arg == 2
+	movq	%r8, %rsi
 .endif
 	call	\fn@PLT
 	popq	%r10
@@ -80,11 +86,13 @@
 .endm
 
 /*
- * One trace point, entry (\entry = 1, function in %r8) or exit.  Falls
- * through to \name\()_done with the flags and %rax %rcx %rdx %r8 %r11
- * clobbered.  TP_COLD \name must follow in the same function.  \spoff(%rsp)
- * is the instrumented function's stack pointer, which an entry pushes on
- * the shadow stack (trace-inline.h, "Shadow stack").
+ * One trace point, entry (\entry = 1) or exit, of the function in %r8.
+ * Falls through to \name\()_done with the flags and %rax %rcx %rdx %r8
+ * %r11 clobbered.  TP_COLD \name must follow in the same function.
+ * \spoff(%rsp) is the instrumented function's stack pointer, which an entry
+ * pushes on the shadow stack with its method value beside it, and an exit
+ * checks against the innermost frame (trace-inline.h, "Shadow stack", "Exit
+ * check"): an exit writes its slot only after popping that frame.
  */
 .macro TP name, entry, spoff
 	movq	rvt__tls@gottpoff(%rip), %r11
@@ -98,8 +106,19 @@
 	cmpq	%fs:T_SEEN(%r11), %rcx
 	jne	\name\()_adopt
 \name\()_go:
-.if \entry
 	subq	%fs:T_MBASE(%r11), %r8		/* r8 = method value */
+.if !\entry
+	movq	%fs:T_SHTOP(%r11), %rcx
+	cmpq	%fs:T_SHBASE(%r11), %rcx
+	je	\name\()_checked		/* no recorded frame: entered before tracing */
+	cmpq	%fs:T_SHEND(%r11), %rcx
+	ja	\name\()_pop			/* past the kept words: unchecked */
+	cmpq	SH_FN-8(%rcx), %r8
+	jne	\name\()_other
+\name\()_pop:
+	subq	$8, %rcx
+	movq	%rcx, %fs:T_SHTOP(%r11)
+\name\()_checked:
 .endif
 	rdtsc
 	shlq	$32, %rdx
@@ -125,20 +144,15 @@
 	cmpq	%fs:T_LIMIT(%r11), %rdx
 	je	\name\()_wrap
 \name\()_commit:
-	movq	%fs:T_SHTOP(%r11), %rcx
 .if \entry
+	movq	%fs:T_SHTOP(%r11), %rcx
 	cmpq	%fs:T_SHEND(%r11), %rcx
 	jae	2f
 	leaq	\spoff(%rsp), %rax
 	movq	%rax, (%rcx)
+	movq	%r8, SH_FN(%rcx)
 2:	addq	$8, %rcx
 	movq	%rcx, %fs:T_SHTOP(%r11)
-.else
-	cmpq	%fs:T_SHBASE(%r11), %rcx
-	je	2f
-	subq	$8, %rcx
-	movq	%rcx, %fs:T_SHTOP(%r11)
-2:
 .endif
 	movq	%rdx, %fs:T_CUR(%r11)
 \name\()_unbusy:
@@ -148,9 +162,9 @@
 
 /*
  * The rare paths of TP \name, placed after the caller's return so the common
- * path falls straight through; each jumps back into TP.
+ * path falls straight through; each jumps back into TP.  \spoff as for TP.
  */
-.macro TP_COLD name, entry
+.macro TP_COLD name, entry, spoff
 \name\()_wrap:
 	movq	%fs:T_BASE(%r11), %rdx
 	movl	$1, %fs:T_WRAPPED(%r11)
@@ -164,6 +178,16 @@
 \name\()_clock:
 	RARE	rvt__clock, 1			/* returns now in %rax */
 	jmp	\name\()_clocked
+.if !\entry
+\name\()_other:				/* the innermost frame is another function's */
+	leaq	\spoff(%rsp), %rdx		/* the exiting function's stack pointer */
+	cmpq	-8(%rcx), %rdx
+	jbe	\name\()_unbusy		/* not above it: this entry was not recorded */
+	RARE	rvt__exit_repair, 2		/* frames above it lost their exits */
+	testl	%eax, %eax
+	jne	\name\()_checked		/* closed them and popped this one */
+	jmp	\name\()_unbusy
+.endif
 .if \entry
 \name\()_two:					/* value ≥ 2^32: value, then ts << 32 | 1 */
 	movq	%r8, (%rdx)
@@ -191,12 +215,10 @@
 	jne	.L\sym\()_on
 	ret
 .L\sym\()_on:
-.if \entry
 	movq	%rdi, %r8
-.endif
 	TP	.L\sym, \entry, 8
 	ret
-	TP_COLD	.L\sym, \entry
+	TP_COLD	.L\sym, \entry, 8
 	.cfi_endproc
 	.size	\sym, .-\sym
 .endm
@@ -222,9 +244,7 @@
 	.cfi_adjust_cfa_offset 8
 	pushq	%r8
 	.cfi_adjust_cfa_offset 8
-.if \entry
 	movq	%rax, %r8
-.endif
 	TP	.L\sym, \entry, 168
 	.cfi_remember_state
 	popq	%r8
@@ -237,7 +257,7 @@
 	.cfi_adjust_cfa_offset -8
 	ret
 	.cfi_restore_state
-	TP_COLD	.L\sym, \entry
+	TP_COLD	.L\sym, \entry, 168
 	.cfi_endproc
 	.size	\sym, .-\sym
 .endm
@@ -249,7 +269,7 @@
 	HOOK	__cyg_profile_func_exit, 0
 /* rvt__inl_enter: fn in %rax; preserves all but %r11 and the flags */
 	STUB	rvt__inl_enter, 1
-/* rvt__inl_exit: preserves all but %r11 and the flags */
+/* rvt__inl_exit: fn in %rax; preserves all but %r11 and the flags */
 	STUB	rvt__inl_exit, 0
 
 	.section .note.GNU-stack,"",@progbits

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tp-slow.c — the traced thread's rare paths inside a trace point: adopting
- * a newly published ring and writing a CLOCK record (trace-inline.h
- * describes the protocol, FORMAT.md §1 the record).
+ * a newly published ring, writing a CLOCK record, and closing frames whose
+ * exits were lost (trace-inline.h describes the protocol and the exit check,
+ * FORMAT.md §1 the records).
  *
  * Invariants: runs only on the traced thread, inside a trace point that has
  * set busy (so no handler's trace point and no control-side handover reads
@@ -15,6 +16,8 @@
  * This file is compiled without -finstrument-functions; nothing here traces.
  */
 #include "tracer-int.h"
+
+#include <assert.h>
 
 int rvt__adopt(struct rvt__thread *t)
 {
@@ -72,4 +75,30 @@ uint64_t rvt__clock(struct rvt__thread *t, uint64_t now)
 	RVT__ST(t->cur, next_slot(t, p));
 	t->hi = now >> 32;
 	return now;
+}
+
+int rvt__exit_repair(struct rvt__thread *t, uint64_t value, uintptr_t sp)
+{
+	uintptr_t top = t->sh_top;
+	assert(top > t->sh_base && top <= t->sh_end);
+	uint64_t now = rvt__counter() >> t->shift;
+	/* The function returned past these frames: they are gone. */
+	while (top > t->sh_base && ((const uintptr_t *)top)[-1] < sp) {
+		if ((now >> 32) != t->hi)
+			rvt__clock(t, now); /* also the first slot of a new lap */
+		uint64_t *p = RVT__LD(t->cur);
+		*p = now << 32;
+		if (++p == t->limit) {
+			p = t->base;
+			RVT__ST(t->wrapped, 1);
+			t->hi = UINT64_MAX;
+		}
+		RVT__ST(t->cur, p);
+		top -= sizeof(uintptr_t);
+	}
+	t->sh_top = top;
+	if (top == t->sh_base || *(const uint64_t *)(top - sizeof(uintptr_t) + RVT__SHADOW_FN) != value)
+		return 0;
+	t->sh_top = top - sizeof(uintptr_t);
+	return 1;
 }

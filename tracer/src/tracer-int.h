@@ -37,8 +37,17 @@ struct rvt_ring {
 };
 
 /* Shadow stack capacity in frames (trace-inline.h; deeper frames are counted
- * but their stack pointers not kept). */
+ * but their stack pointers not kept).  The mapping holds the stack pointers,
+ * then (RVT__SHADOW_FN bytes on) the frames' method values. */
 #define RVT_SHADOW_WORDS 4096u
+_Static_assert(RVT_SHADOW_WORDS * sizeof(uintptr_t) == RVT__SHADOW_FN, "shadow layout");
+
+/* An x86-64 exit (busy set) found another function's frame innermost while
+ * its own stack pointer `sp` lies above that frame's: writes an exit slot
+ * (now) for, and pops, every frame recorded below `sp`, then pops the
+ * innermost if it is method `value`'s.  Returns 1 when it did (the caller
+ * writes this exit's slot), 0 when the exit must write nothing (tp-slow.c). */
+RVT_HIDDEN int rvt__exit_repair(struct rvt__thread *t, uint64_t value, uintptr_t sp);
 
 /* Writes an exit slot for, and pops, every shadow frame of the calling
  * thread whose stack pointer is below `limit` (UINTPTR_MAX: all of them);

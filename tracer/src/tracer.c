@@ -293,7 +293,8 @@ static void ring_free(struct rvt_ring *r)
 
 /* ---- shadow stacks ------------------------------------------------------- */
 
-#define SHADOW_BYTES (RVT_SHADOW_WORDS * sizeof(uintptr_t))
+/* Stack pointers, then the frames' method values (trace-inline.h). */
+#define SHADOW_BYTES (2 * RVT_SHADOW_WORDS * sizeof(uintptr_t))
 
 /* The record's shadow stack, mapped once (MAP_NORESERVE: pages as deep as
  * the thread's calls go).  0 or -ENOMEM. */

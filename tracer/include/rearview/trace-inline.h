@@ -81,6 +81,20 @@
  * per registry record, tracer.c), not to a ring: a capture's switch to a
  * spare ring keeps it (the ring says carry_shadow), a start after tracing
  * was off begins it empty.  Private to the thread.
+ *
+ * Exit check: an entry also stores its method value RVT__SHADOW_FN bytes
+ * above its stack pointer's word.  On x86-64 an exit names its function too
+ * (inline mode passes it to rvt__inl_exit in %rax, call mode has it as the
+ * hook's first argument), and the hand-written exit (hooks-x86_64.S) writes
+ * its slot and pops only when the innermost recorded frame is that
+ * function's.  Otherwise the function's entry was not recorded (its call
+ * sites were muted at run time, mute.c): the exit writes nothing — unless
+ * the exiting function's stack pointer lies above the innermost frame's,
+ * when the frames above it lost their exits (an entry recorded just before
+ * its exit sites were muted) and rvt__exit_repair (tp-slow.c) closes them
+ * first.  So entries and exits stay paired whatever was muted when; frames
+ * past the shadow's capacity (and the C trace point below, which no muted
+ * site reaches) exit unchecked.
  */
 #ifndef REARVIEW_TRACE_INLINE_H
 #define REARVIEW_TRACE_INLINE_H
@@ -119,6 +133,10 @@ struct rvt__thread {
 	uint64_t *prev_cur;
 	int prev_wrapped;
 };
+
+/* Bytes from a shadow stack word (a frame's stack pointer) to its frame's
+ * method value (tracer-int.h: RVT_SHADOW_WORDS words of each). */
+#define RVT__SHADOW_FN 32768
 
 /* `seen` while rvt__adopt rewrites the thread's ring fields (no ring is at
  * address 1). */
@@ -220,8 +238,10 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintp
 	}
 	uintptr_t top = t->sh_top;
 	if (entry) {
-		if (RVT__LIKELY(top < t->sh_end))
+		if (RVT__LIKELY(top < t->sh_end)) {
 			*(uintptr_t *)top = sp;
+			*(uint64_t *)(top + RVT__SHADOW_FN) = (uint64_t)(uintptr_t)fn - t->method_base;
+		}
 		t->sh_top = top + sizeof(uintptr_t);
 	} else if (RVT__LIKELY(top != t->sh_base)) {
 		t->sh_top = top - sizeof(uintptr_t);
@@ -293,13 +313,12 @@ on:
 extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
 __cyg_profile_func_exit(void *fn, void *call_site)
 {
-	(void)fn;
 	(void)call_site;
 	RVT__IF_TRACED_GOTO(on);
 	return;
 on:
 	RVT__COLD_LABEL;
-	RVT__CALL_STUB(rvt__inl_exit, );
+	RVT__CALL_STUB(rvt__inl_exit, "a"(fn));
 }
 #else
 /* gnu_inline: inlined everywhere, never emitted; librvtrace has the symbol. */
