@@ -43,10 +43,11 @@
 
 /*
  * Calls fn(&rvt__tls) — fn(&rvt__tls, %rax) when \arg is 1, fn(&rvt__tls,
- * %r8, %rdx) when it is 2 — (%r11 = rvt__tls's TLS offset) preserving every
- * caller-saved general-purpose register but %rax and %r11 (%rax = result).
+ * %r8, %rdx) when it is 2, fn(&rvt__tls, %r8, %rdx, \entry) when it is 3 —
+ * (%r11 = rvt__tls's TLS offset) preserving every caller-saved
+ * general-purpose register but %rax and %r11 (%rax = result).
  */
-.macro RARE fn, arg=0
+.macro RARE fn, arg=0, entry=0
 	.cfi_remember_state
 	pushq	%rbp
 	.cfi_adjust_cfa_offset 8
@@ -67,8 +68,11 @@
 .if \arg == 1
 	movq	%rax, %rsi
 .endif
-.if \arg == 2
+.if \arg >= 2
 	movq	%r8, %rsi
+.endif
+.if \arg == 3
+	movl	$\entry, %ecx
 .endif
 	call	\fn@PLT
 	popq	%r10
@@ -162,16 +166,20 @@
 
 /*
  * The rare paths of TP \name, placed after the caller's return so the common
- * path falls straight through; each jumps back into TP.  \spoff as for TP.
+ * path falls straight through; each jumps back into TP.  \spoff as for TP;
+ * \retoff(%rsp) is the hook's return address (the site's next instruction),
+ * which the adoption path hands on with the function (%r8): while the
+ * budget learns call sites it marks `start` (mute.c, tp-slow.c).
  */
-.macro TP_COLD name, entry, spoff
+.macro TP_COLD name, entry, spoff, retoff
 \name\()_wrap:
 	movq	%fs:T_BASE(%r11), %rdx
 	movl	$1, %fs:T_WRAPPED(%r11)
 	movq	$-1, %fs:T_HI(%r11)		/* the next lap starts with a CLOCK */
 	jmp	\name\()_commit
 \name\()_adopt:
-	RARE	rvt__adopt
+	movq	\retoff(%rsp), %rdx
+	RARE	rvt__adopt_at, 3, \entry
 	testl	%eax, %eax
 	jne	\name\()_go
 	jmp	\name\()_unbusy
@@ -218,7 +226,7 @@
 	movq	%rdi, %r8
 	TP	.L\sym, \entry, 8
 	ret
-	TP_COLD	.L\sym, \entry, 8
+	TP_COLD	.L\sym, \entry, 8, 0
 	.cfi_endproc
 	.size	\sym, .-\sym
 .endm
@@ -257,7 +265,7 @@
 	.cfi_adjust_cfa_offset -8
 	ret
 	.cfi_restore_state
-	TP_COLD	.L\sym, \entry, 168
+	TP_COLD	.L\sym, \entry, 168, 32
 	.cfi_endproc
 	.size	\sym, .-\sym
 .endm

@@ -23,7 +23,7 @@ int rvt__adopt(struct rvt__thread *t)
 {
 	/* Partner: the control side's release store of start (the ring's
 	 * slots pointer, end_pos and wrapped were set before it). */
-	uintptr_t s = atomic_load_explicit(&t->start, memory_order_acquire);
+	uintptr_t s = atomic_load_explicit(&t->start, memory_order_acquire) & ~RVT__START_LEARN;
 	if (s == 0)
 		return 0;
 	uintptr_t o = RVT__LD(t->seen);
@@ -54,6 +54,57 @@ int rvt__adopt(struct rvt__thread *t)
 		atomic_store_explicit(&t->seen, s, memory_order_release);
 	}
 	return 1;
+}
+
+/* ---- call sites the budget learns (mute.c) ---- */
+
+/* (return address, function, exit) of the hook calls seen while `start`
+ * carried RVT__START_LEARN: an open-addressed table, entries claimed by a
+ * compare-and-swap of `ret` and then filled; never emptied (a site is
+ * learned once). */
+#define LEARNED 8192u
+static struct {
+	_Atomic uintptr_t ret, fn;
+	_Atomic int exit;
+} learned[LEARNED];
+
+static void learn(uintptr_t fn, uintptr_t ret, int entry)
+{
+	unsigned h = (unsigned)((ret * UINT64_C(0x9e3779b97f4a7c15)) >> 51) & (LEARNED - 1);
+	for (unsigned k = 0; k < 16; k++) {
+		unsigned i = (h + k) & (LEARNED - 1);
+		uintptr_t r = atomic_load_explicit(&learned[i].ret, memory_order_relaxed);
+		if (r == ret)
+			return;
+		if (r == 0 && atomic_compare_exchange_strong(&learned[i].ret, &r, ret)) {
+			atomic_store_explicit(&learned[i].exit, !entry, memory_order_relaxed);
+			atomic_store_explicit(&learned[i].fn, fn, memory_order_release);
+			return;
+		}
+		if (r == ret)
+			return;
+	}
+}
+
+int rvt__adopt_at(struct rvt__thread *t, uintptr_t fn, uintptr_t ret, int entry)
+{
+	if (atomic_load_explicit(&t->start, memory_order_relaxed) & RVT__START_LEARN)
+		learn(fn, ret, entry);
+	return rvt__adopt(t);
+}
+
+size_t rvt_learned(size_t from, uintptr_t *fn, uintptr_t *ret, int *exit)
+{
+	for (size_t i = from; i < LEARNED; i++) {
+		uintptr_t f = atomic_load_explicit(&learned[i].fn, memory_order_acquire);
+		if (!f)
+			continue;
+		*fn = f;
+		*ret = atomic_load_explicit(&learned[i].ret, memory_order_relaxed);
+		*exit = atomic_load_explicit(&learned[i].exit, memory_order_relaxed);
+		return i + 1;
+	}
+	return 0;
 }
 
 /* Advances a slot pointer, wrapping at the ring's end. */

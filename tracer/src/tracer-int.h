@@ -49,6 +49,21 @@ _Static_assert(RVT_SHADOW_WORDS * sizeof(uintptr_t) == RVT__SHADOW_FN, "shadow l
  * writes this exit's slot), 0 when the exit must write nothing (tp-slow.c). */
 RVT_HIDDEN int rvt__exit_repair(struct rvt__thread *t, uint64_t value, uintptr_t sp);
 
+/* An x86-64 hook's adoption path (start != seen): with RVT__START_LEARN in
+ * start, first notes that the hook call returning to `ret` is an entry
+ * (`entry`) or exit of function `fn` (tp-slow.c); then rvt__adopt(). */
+RVT_HIDDEN int rvt__adopt_at(struct rvt__thread *t, uintptr_t fn, uintptr_t ret, int entry);
+
+/* The learned hook calls, one per call: the first at index `from` or after
+ * into *fn, *ret (the call's return address) and *exit; returns the index
+ * to go on from, 0 when there is none.  Any thread (tp-slow.c). */
+RVT_HIDDEN size_t rvt_learned(size_t from, uintptr_t *fn, uintptr_t *ret, int *exit);
+
+/* Sets (on) or clears RVT__START_LEARN in the start word of every thread
+ * tracing into a ring (tracer.c): while set, their trace points report
+ * their call sites (rvt_learned()). */
+RVT_HIDDEN void rvt_learning(int on);
+
 /* Writes an exit slot for, and pops, every shadow frame of the calling
  * thread whose stack pointer is below `limit` (UINTPTR_MAX: all of them);
  * nothing when the thread is not tracing.  Runs on the traced thread, not

@@ -722,6 +722,23 @@ void rvt_rings_sample(void (*fn)(void *arg, const uint64_t *slots, uint64_t nslo
 	pthread_mutex_unlock(&reg_lock);
 }
 
+void rvt_learning(int on)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < nrecs; i++) {
+		struct rec *r = &recs[i];
+		if (!r->tracing || !r->t || !r->ring)
+			continue;
+		/* Only the ring the registry gave it: a handover in flight, or
+		 * a stop, leaves the word alone (it clears the mark anyway). */
+		uintptr_t ring = (uintptr_t)r->ring, want = on ? ring | RVT__START_LEARN : ring;
+		uintptr_t have = on ? ring : ring | RVT__START_LEARN;
+		atomic_compare_exchange_strong_explicit(&r->t->start, &have, want,
+							memory_order_release, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
 int rvt_stop(pid_t tid, int release)
 {
 	if (rvt_init())

@@ -144,8 +144,14 @@ struct rvt__thread {
 
 extern __thread struct rvt__thread rvt__tls __attribute__((tls_model("initial-exec")));
 
-/* With busy set: adopts the ring published in `start` if it is not `seen`;
- * returns 0 if tracing must not go on (start is 0). */
+/* `start` with this bit set: the same ring, but every trace point takes the
+ * adoption path, where the budget learns which call site calls which hook
+ * for which function (mute.c).  Rings are 8-byte aligned. */
+#define RVT__START_LEARN ((uintptr_t)1)
+
+/* With busy set: adopts the ring published in `start` (without
+ * RVT__START_LEARN) if it is not `seen`; returns 0 if tracing must not go on
+ * (start is 0). */
 __attribute__((visibility("default"))) int rvt__adopt(struct rvt__thread *t);
 /* With busy set: writes a CLOCK record for `now` (counter >> shift), sets hi;
  * returns `now`. */
