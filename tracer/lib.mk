@@ -158,6 +158,9 @@ $(OBJ)/tests/tracer/mute_inl.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h 
 	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
 $(eval $(call rv_test,tracer,mute,$(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/tracer/mute_inl.o \
 	$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
+# Integration tier: muting races captures for a few seconds on four threads.
+$(eval $(call rv_test,tracer,mute_race,$(OBJ)/tests/tracer/mute_call.o \
+	$(OBJ)/tests/tracer/mute_inl.o $(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 
 # test_untraced: carries a .rearview_untraced section of its own (as rvcc
 # adds one), which librvtrace must find in its module's file.

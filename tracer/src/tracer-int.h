@@ -281,14 +281,26 @@ RVT_HIDDEN int rvt_capture_frozen_memfd(pid_t tid, const struct rvt_anomaly *ano
 
 /* ---- run-time muting (mute.c) ---- */
 
-/* Calls fn(arg, slots, nslots, cur, wrapped) under the registry lock for
- * every thread tracing into a ring it has adopted: `cur` is the index of
- * its next slot, read once; the thread goes on writing while fn runs, so fn
- * reads the newest slots only, with relaxed atomic loads, and must not call
- * back into the registry (tracer.c). */
-RVT_HIDDEN void rvt_rings_sample(void (*fn)(void *arg, const uint64_t *slots, uint64_t nslots,
-					    uint64_t cur, int wrapped),
-				 void *arg);
+/* What the budget sees of one thread tracing into a ring it has adopted:
+ * `cur` is the index of its next slot, read once; the thread goes on
+ * writing meanwhile.  sh_base..sh_top is its shadow stack (0s while a ring
+ * switch is in flight), read as of the call: top may be past end (frames
+ * counted, not kept). */
+struct rvt_ring_view {
+	pid_t tid;
+	const uint64_t *slots;
+	uint64_t nslots, cur;
+	int wrapped;
+	int busy; /* inside a trace point as of the call */
+	uintptr_t sh_base, sh_top, sh_end;
+};
+
+/* Calls fn(arg, view) under the registry lock for every thread tracing into
+ * a ring it has adopted.  fn reads the slots and the shadow stack with
+ * relaxed atomic loads (the thread writes them meanwhile; the mappings stay
+ * while the lock is held) and must not call back into the registry
+ * (tracer.c). */
+RVT_HIDDEN void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view *v), void *arg);
 
 /* Tracing started on some thread: starts the mute thread when muting is on
  * (RV_TRACE_MUTE; first call reads it).  Any thread but a traced one inside
@@ -303,6 +315,16 @@ RVT_HIDDEN size_t rvt_mute_list(struct rvt_muted *out, size_t cap);
  * rvt_key_muted() reads; runtime.c) and returns 0, else -ENOENT.  Takes the
  * key lock: not in a trace point or signal handler. */
 RVT_HIDDEN int rvt_key_mute(const void *key);
+
+/* How many muted functions still have live exit sites (a thread had a
+ * frame of theirs open when last looked at).  Any thread (mute.c). */
+RVT_HIDDEN size_t rvt_mute_pending(void);
+
+/* Mutes the native function `fn` for a runtime that traces it by address
+ * (rvt_addr_muted(), trace-runtime.h): 0, or -ENOENT (no runtime said it
+ * checks addresses), -ENOSPC (RVT_MUTED_MAX reached).  The budget thread
+ * only (runtime.c). */
+RVT_HIDDEN int rvt_addr_mute(const void *fn);
 
 /* The `.rearview_untraced` sections of every loaded module (read from the
  * modules' files once and kept); *out points into storage the module owns

@@ -703,9 +703,7 @@ int rvt_start(pid_t tid)
 	return rc;
 }
 
-void rvt_rings_sample(void (*fn)(void *arg, const uint64_t *slots, uint64_t nslots, uint64_t cur,
-				 int wrapped),
-		      void *arg)
+void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view *v), void *arg)
 {
 	pthread_mutex_lock(&reg_lock);
 	for (size_t i = 0; i < nrecs; i++) {
@@ -713,11 +711,26 @@ void rvt_rings_sample(void (*fn)(void *arg, const uint64_t *slots, uint64_t nslo
 		if (!r->tracing || !r->t || !r->ring ||
 		    atomic_load(&r->t->seen) != (uintptr_t)r->ring)
 			continue;
-		uint64_t *cur = atomic_load_explicit(&r->t->cur, memory_order_relaxed);
+		struct rvt__thread *t = r->t;
+		uint64_t *cur = atomic_load_explicit(&t->cur, memory_order_relaxed);
 		if (cur < r->ring->slots || cur > r->ring->slots + r->ring->nslots)
 			continue;
-		fn(arg, r->ring->slots, r->ring->nslots, (uint64_t)(cur - r->ring->slots),
-		   atomic_load_explicit(&r->t->wrapped, memory_order_relaxed));
+		struct rvt_ring_view v = {
+			.tid = r->tid,
+			.slots = r->ring->slots,
+			.nslots = r->ring->nslots,
+			.cur = (uint64_t)(cur - r->ring->slots),
+			.wrapped = atomic_load_explicit(&t->wrapped, memory_order_relaxed),
+			.busy = atomic_load_explicit(&t->busy, memory_order_relaxed),
+			.sh_base = __atomic_load_n(&t->sh_base, __ATOMIC_RELAXED),
+			.sh_top = __atomic_load_n(&t->sh_top, __ATOMIC_RELAXED),
+			.sh_end = __atomic_load_n(&t->sh_end, __ATOMIC_RELAXED),
+		};
+		/* The shadow is the record's (its mapping outlives the thread's
+		 * use of it); anything else is a ring switch in flight. */
+		if (v.sh_base != (uintptr_t)r->shadow)
+			v.sh_base = v.sh_top = v.sh_end = 0;
+		fn(arg, &v);
 	}
 	pthread_mutex_unlock(&reg_lock);
 }

@@ -50,6 +50,35 @@ static inline RVT__NOTRACE int rvt_key_muted(const void *key)
 		atomic_load_explicit((const _Atomic uint32_t *)key, memory_order_relaxed) != 0);
 }
 
+/* Addresses the budget muted (runtime.c): a bloom filter of 4096 bits the
+ * inline test reads, then the exact list behind it. */
+#define RVT__ADDR_BLOOM_WORDS 64u
+extern __attribute__((visibility("default"))) _Atomic uint64_t
+	rvt__addr_bloom[RVT__ADDR_BLOOM_WORDS];
+__attribute__((visibility("default"))) int rvt__addr_muted_slow(const void *fn);
+
+static inline RVT__NOTRACE unsigned rvt__addr_hash(const void *fn)
+{
+	return (unsigned)(((uint64_t)(uintptr_t)fn * UINT64_C(0x9e3779b97f4a7c15)) >> 52);
+}
+
+/*
+ * Non-zero when the native function `fn`, which the runtime traces by its
+ * address, has been muted by the tracer's budget (only after
+ * rvt_runtime_checks_addresses(), trace.h): a frame started now records
+ * neither entry nor exit, like a muted key's (rvt_key_muted()).  One
+ * relaxed load and a bit test while `fn` is not muted; once muted it stays
+ * muted.  Async-signal-safe.
+ */
+static inline RVT__NOTRACE int rvt_addr_muted(const void *fn)
+{
+	unsigned h = rvt__addr_hash(fn);
+	uint64_t w = atomic_load_explicit(&rvt__addr_bloom[h >> 6], memory_order_acquire);
+	if (RVT__LIKELY(!(w >> (h & 63) & 1)))
+		return 0;
+	return rvt__addr_muted_slow(fn);
+}
+
 /*
  * rvt_enter() and rvt_exit() inlined into the caller: the same slots without
  * the call, for a VM's hottest paths (rvlua: ~4.7 instead of ~5.7 ns per
