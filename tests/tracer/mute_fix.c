@@ -8,8 +8,8 @@
  * hot; big() is called less often but takes most of the time (its self
  * time must keep it traced); rec() recurses with tiny() at every level;
  * the family's functions are each hot in one phase of phase_loop(), and
- * one call in 2048 blocks for a moment inside (so frames are open across
- * the mutes of test_mute_race).
+ * one call in 8192 blocks inside for 3 ms (so frames are open across the
+ * mutes of test_mute_race, longer than a mute takes).
  */
 #include "mute_fix.h"
 
@@ -77,8 +77,8 @@ __attribute__((noinline)) int F(rec)(int depth, int x)
 #define FAM(i)                                                                  \
 	__attribute__((noinline)) static int F(fam##i)(int x)                   \
 	{                                                                       \
-		if ((x & 2047) == 7) {                                          \
-			struct timespec ts = {0, 200000};                       \
+		if ((x & 8191) == 7) {                                          \
+			struct timespec ts = {0, 3000000};                      \
 			nanosleep(&ts, NULL);                                   \
 		}                                                               \
 		return x * (i + 3) + 1;                                         \

@@ -4,15 +4,16 @@
  * (integration tier: a few seconds on four threads).
  *
  * Three traced workers run the mute fixture's phases (mute_fix.c: in each
- * phase one function of a family is hot, and one call in 2048 blocks inside
- * it for 0.2 ms, so frames are open while their function is muted; rec()
+ * phase one function of a family is hot, and one call in 8192 blocks inside
+ * it for 3 ms, so frames are open while their function is muted; rec()
  * recurses around tiny() now and then), in call mode and in inline mode,
  * while the budget mutes one hot function after another.  Meanwhile the
  * main thread captures each worker's ring twice per phase (then moves all
- * to the next phase) and checks every capture's tree: no exit without an entry beyond the few frames that
- * were open when the ring's oldest slot was written, never deeper than the
- * fixture goes, every family and tiny() frame directly under the loop or
- * rec() that calls it.  And no signal reaches the program.
+ * to the next phase) and checks every capture's tree: no exit without an
+ * entry beyond the few frames that were open when the ring's oldest slot
+ * was written, never deeper than the fixture goes, phase_loop() always a
+ * root and every other frame directly under the function that calls it.
+ * And no signal reaches the program.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -111,7 +112,10 @@ static int check_tree(const struct cu_capture *c, const struct names *n, char *w
 			continue;
 		}
 		uint64_t parent = depth > 0 ? stack[depth - 1] : 0;
-		if ((is_fam(n, e->value) && depth > 0 && parent != n->loop) ||
+		/* The worker's loop is not traced: phase_loop is a root. */
+		if ((e->value == n->loop && depth > 0) ||
+		    (is_fam(n, e->value) && depth > 0 && parent != n->loop) ||
+		    (e->value == n->rec && depth > 0 && parent != n->loop && parent != n->rec) ||
 		    (e->value == n->tiny && depth > 0 && parent != n->rec)) {
 			snprintf(why, len, "event %zu: %s inside %s", i, cu_name(c, e->value),
 				 cu_name(c, parent));
