@@ -91,12 +91,15 @@ $(OBJ)/tests/tracer/modinl.o: tests/tracer/modfix.c tracer/include/rearview/trac
 $(RVT_MODINL): $(OBJ)/tests/tracer/modinl.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmodinl.so -o $@ $<
-# A C++ method, for demangling (librvtrace finds __cxa_demangle weakly).
+# A C++ method, for demangling (librvtrace finds __cxa_demangle weakly, so
+# libstdc++ is linked even though, librvtrace defining the personality
+# routine it interposes, nothing else of it is needed: --no-as-needed).
 $(OBJ)/tests/tracer/cxxfix.o: tests/tracer/cxxfix.cc
 	@mkdir -p $(@D)
 	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -finstrument-functions -c -o $@ $<
 $(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(RVT_MODINL) $(OBJ)/tests/tracer/cxxfix.o,\
-	$(RVT_LDLIBS) -lstdc++ -Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer)))
+	$(RVT_LDLIBS) -Wl$(comma)--no-as-needed -lstdc++ -Wl$(comma)--as-needed \
+	-Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer)))
 $(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),1))
 $(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS)))
 $(OBJ)/tests/tracer/test_signal_inline.o: CFLAGS += -finstrument-functions \

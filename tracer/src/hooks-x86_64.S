@@ -37,6 +37,8 @@
 #define T_SHTOP	  72
 #define T_SHBASE  80
 #define T_SHEND	  88
+#define T_BOUND	  96
+#define T_STEP	  104
 
 /*
  * Calls fn(&rvt__tls) — fn(&rvt__tls, %rax) when \arg — (%r11 = rvt__tls's
@@ -80,11 +82,31 @@
 .endm
 
 /*
+ * rdx reached bound (trace-inline.h, Segments): wrap at limit, ask the next
+ * trace point for a CLOCK and STACK (hi = ~0), set the next bound.  Uses
+ * %rcx; keeps the rest.
+ */
+.macro BOUND
+	cmpq	%fs:T_LIMIT(%r11), %rdx
+	jne	1f
+	movq	%fs:T_BASE(%r11), %rdx
+	movl	$1, %fs:T_WRAPPED(%r11)
+1:	movq	$-1, %fs:T_HI(%r11)
+	movq	%fs:T_STEP(%r11), %rcx
+	addq	%rdx, %rcx
+	cmpq	%fs:T_LIMIT(%r11), %rcx
+	jbe	2f
+	movq	%fs:T_LIMIT(%r11), %rcx
+2:	movq	%rcx, %fs:T_BOUND(%r11)
+.endm
+
+/*
  * One trace point, entry (\entry = 1, function in %r8) or exit.  Falls
  * through to \name\()_done with the flags and %rax %rcx %rdx %r8 %r11
  * clobbered.  TP_COLD \name must follow in the same function.  \spoff(%rsp)
  * is the instrumented function's stack pointer, which an entry pushes on
- * the shadow stack (trace-inline.h, "Shadow stack").
+ * the shadow stack with its method value (trace-inline.h, "Shadow stack");
+ * an exit that finds the shadow empty names its frame by \site (TP_COLD).
  */
 .macro TP name, entry, spoff
 	movq	rvt__tls@gottpoff(%rip), %r11
@@ -118,27 +140,29 @@
 	shrq	$32, %rcx
 	jne	\name\()_two
 	orq	%r8, %rax
+.else
+	movq	%fs:T_SHTOP(%r11), %r8		/* r8 = shadow top */
+	cmpq	%fs:T_SHBASE(%r11), %r8
+	je	\name\()_outer			/* no traced frame open */
 .endif
 	movq	%rax, (%rdx)			/* entry: ts << 32 | value; exit: ts << 32 */
 \name\()_next:
 	addq	$8, %rdx
-	cmpq	%fs:T_LIMIT(%r11), %rdx
-	je	\name\()_wrap
+	cmpq	%fs:T_BOUND(%r11), %rdx
+	je	\name\()_bound
 \name\()_commit:
-	movq	%fs:T_SHTOP(%r11), %rcx
 .if \entry
+	movq	%fs:T_SHTOP(%r11), %rcx
 	cmpq	%fs:T_SHEND(%r11), %rcx
 	jae	2f
 	leaq	\spoff(%rsp), %rax
-	movq	%rax, (%rcx)
-2:	addq	$8, %rcx
+	movq	%rax, (%rcx)			/* the frame: stack pointer, */
+	movq	%r8, 8(%rcx)			/* method value */
+2:	addq	$16, %rcx
 	movq	%rcx, %fs:T_SHTOP(%r11)
 .else
-	cmpq	%fs:T_SHBASE(%r11), %rcx
-	je	2f
-	subq	$8, %rcx
-	movq	%rcx, %fs:T_SHTOP(%r11)
-2:
+	subq	$16, %r8
+	movq	%r8, %fs:T_SHTOP(%r11)
 .endif
 	movq	%rdx, %fs:T_CUR(%r11)
 \name\()_unbusy:
@@ -148,13 +172,13 @@
 
 /*
  * The rare paths of TP \name, placed after the caller's return so the common
- * path falls straight through; each jumps back into TP.
+ * path falls straight through; each jumps back into TP.  \site: an exit's
+ * address inside the exited function (call mode: the function; inline
+ * mode: the stub's return address), for its EXIT_OF pair.
  */
-.macro TP_COLD name, entry
-\name\()_wrap:
-	movq	%fs:T_BASE(%r11), %rdx
-	movl	$1, %fs:T_WRAPPED(%r11)
-	movq	$-1, %fs:T_HI(%r11)		/* the next lap starts with a CLOCK */
+.macro TP_COLD name, entry, site
+\name\()_bound:
+	BOUND
 	jmp	\name\()_commit
 \name\()_adopt:
 	RARE	rvt__adopt
@@ -168,12 +192,29 @@
 \name\()_two:					/* value ≥ 2^32: value, then ts << 32 | 1 */
 	movq	%r8, (%rdx)
 	addq	$8, %rdx
-	cmpq	%fs:T_LIMIT(%r11), %rdx
-	jne	1f
-	movq	%fs:T_BASE(%r11), %rdx
-	movl	$1, %fs:T_WRAPPED(%r11)
-	movq	$-1, %fs:T_HI(%r11)
-1:	orq	$1, %rax
+	cmpq	%fs:T_BOUND(%r11), %rdx
+	jne	3f
+	BOUND
+3:	orq	$1, %rax
+	movq	%rax, (%rdx)
+	jmp	\name\()_next
+.else
+\name\()_outer:				/* EXIT_OF: value, ts << 32 | 6, then the exit */
+	movq	\site, %rcx
+	subq	%fs:T_MBASE(%r11), %rcx
+	movq	%rcx, (%rdx)
+	addq	$8, %rdx
+	cmpq	%fs:T_BOUND(%r11), %rdx
+	jne	3f
+	BOUND
+3:	movq	%rax, %rcx
+	orq	$6, %rcx
+	movq	%rcx, (%rdx)
+	addq	$8, %rdx
+	cmpq	%fs:T_BOUND(%r11), %rdx
+	jne	4f
+	BOUND
+4:	addq	$16, %r8			/* the commit's pop leaves the shadow empty */
 	movq	%rax, (%rdx)
 	jmp	\name\()_next
 .endif
@@ -196,7 +237,7 @@
 .endif
 	TP	.L\sym, \entry, 8
 	ret
-	TP_COLD	.L\sym, \entry
+	TP_COLD	.L\sym, \entry, %rdi
 	.cfi_endproc
 	.size	\sym, .-\sym
 .endm
@@ -237,7 +278,7 @@
 	.cfi_adjust_cfa_offset -8
 	ret
 	.cfi_restore_state
-	TP_COLD	.L\sym, \entry
+	TP_COLD	.L\sym, \entry, 32(%rsp)
 	.cfi_endproc
 	.size	\sym, .-\sym
 .endm
