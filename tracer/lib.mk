@@ -11,7 +11,7 @@ LIBELF_LIBS   := $(call pc,--libs,libelf)
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
            tracer/src/symbols.c tracer/src/control.c \
            tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c \
-           tracer/src/mute.c tracer/src/locks.c
+           tracer/src/mute.c tracer/src/locks.c tracer/src/exec.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
