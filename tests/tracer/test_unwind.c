@@ -138,7 +138,7 @@ static void test_unwind_longjmp_past_shadow_capacity_tree_exact(void **state)
 {
 	(void)state;
 	fresh_ring();
-	uc_deep_top(6000); /* deeper than RVT_SHADOW_WORDS (4096) */
+	uc_deep_top(6000); /* deeper than RVT_SHADOW_FRAMES (4096) */
 	struct cu_capture c;
 	capture(0, &c);
 	long depth = 0, max = 0, after_depth = -1;
