@@ -7,11 +7,16 @@
  *  1. backwards from the newest slot (the only unambiguous direction):
  *     reconstruct the counter's high word at the oldest slot (Hubble
  *     Fig. 3), count the frames already open at the oldest slot (exits with
- *     no entry), and find a torn oldest slot;
- *  2. forwards: push that many "(unknown caller)" frames starting at the
- *     oldest timestamp, then replay entries and exits with timestamps rebuilt
- *     forwards (a decrease is a wrap), which is the same arithmetic as the
- *     backward walk.  Frames still open end at the reference time.
+ *     no entry), note the oldest complete STACK record and the EXIT_OF
+ *     names, and find a torn oldest slot;
+ *  2. forwards: open the frames open at the start — named by the EXIT_OF
+ *     and STACK records (FORMAT.md §1, "Reading the frames"; the slots
+ *     before the STACK are walked once more for it), else "(unknown
+ *     caller)" — at the oldest timestamp, then replay entries and exits
+ *     with timestamps rebuilt forwards (a decrease is a wrap), which is the
+ *     same arithmetic as the backward walk, checking each later STACK and
+ *     EXIT_OF against the frames it holds (rva_trace.unbalanced).  Frames
+ *     still open end at the reference time.
  * Which slot is the value half of a two-slot record is what the backward
  * walk decides: a marker (low word 1..15) takes the slot before it.
  * Forwards that is the parity of a run of marker-like slots: within the run
@@ -21,8 +26,9 @@
  * CLOCK (the value is the full shifted counter: every later slot up to the
  * next CLOCK has its high word, so both passes re-anchor there and idle gaps
  * of any length decode exactly), 3 a LOSS (events lost from the value's
- * counter to this slot's time: counted into the trace's lost_* fields), the
- * rest reserved and skipped.
+ * counter to this slot's time: counted into the trace's lost_* fields), 4
+ * FRAME, 5 STACK and 6 EXIT_OF (names of frames, above), the rest reserved
+ * and skipped.
  * Every header field and record is range-checked before use.
  */
 #include <assert.h>
@@ -1372,10 +1378,13 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 		    rva_skip_count(c->t, "slots of frames begun before the capture", first - from) < 0)
 			return rva_fail(err, -ENOMEM, "out of memory");
 		any = first < n;
-		/* More exits pending than frames open: they match no entry. */
+		/* More exits pending than frames open: they match no entry.  The
+		 * replay's frames then differ from every later record's: counted
+		 * once, here. */
 		if (open > init) {
 			extra = open - init;
 			c->t->unbalanced += extra;
+			c->stacks_on = 0;
 		}
 	}
 	int64_t oldest_ns = any ? to_ns(k, oldest_hi << 32 | oldest_t) : k->mono;

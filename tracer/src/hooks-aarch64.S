@@ -11,7 +11,9 @@
  * a return, with no stack frame.  Only the
  * caller-saved scratch registers x9–x15 are used (x0 is read; the hooks are
  * called as ordinary functions, so callers already assume x0–x18 clobbered);
- * the rare paths (adopting a new ring, a CLOCK record) go to C (tp-slow.c).
+ * the rare paths (adopting a new ring, a CLOCK record with its STACK
+ * record) go to C (tp-slow.c); reaching a bound (ADVANCE) and an EXIT_OF
+ * are done here.
  * busy = 0 at the end is a release store (stlr): the control side's acquire
  * load of busy then sees the slots and cur (trace-inline.h, DESIGN).
  */

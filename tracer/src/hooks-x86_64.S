@@ -6,11 +6,14 @@
  *
  * Both run one body (the TP macro), the same algorithm as rvt__trace_point()
  * in trace-inline.h, slot for slot (test_ring checks that call and inline
- * mode write identical buffers); the offsets below are those of struct
- * rvt__thread and must follow it.  The body uses only %rax %rcx %rdx %r8 and
- * %r11; the rare paths (adopting a new ring, a CLOCK record) call C
- * (tp-slow.c) through RARE, which saves every other caller-saved
- * general-purpose register and realigns the stack.
+ * mode write identical buffers; an EXIT_OF's value differs: the function
+ * in call mode, the stub's return address inside it in inline mode); the
+ * offsets below are those of struct rvt__thread and must follow it.  The
+ * body uses only %rax %rcx %rdx %r8 and %r11; the rare paths (adopting a
+ * new ring, a CLOCK record with its STACK record) call C (tp-slow.c)
+ * through RARE, which saves every other caller-saved general-purpose
+ * register and realigns the stack; reaching a bound (BOUND) and an EXIT_OF
+ * are done here.
  *
  * Call mode: the untraced case is one TLS compare, a branch and a return,
  * with no stack frame.

@@ -24,7 +24,7 @@
  * `next` links unused shells (tracer.c, ring_new()). */
 struct rvt_ring {
 	uint64_t *slots;
-	/* The traced thread's shadow stack (RVT_SHADOW_WORDS words), borrowed
+	/* The traced thread's shadow stack (RVT_SHADOW_FRAMES frames), borrowed
 	 * from its registry record; carry_shadow: the thread keeps its shadow
 	 * frames when it adopts this ring (a capture's spare), else it begins
 	 * it empty.  Set by the control side before it publishes the ring. */

@@ -5,8 +5,9 @@
  * the shared word and, under DESIGN, the handover without a signal).
  *
  * Invariants:
- * - Only the traced thread writes its ring slots, cur, base, limit, seen,
- *   hi and wrapped, and only inside a trace point (busy set).  The control
+ * - Only the traced thread writes its ring slots, cur, base, limit, bound,
+ *   step, seen, hi, wrapped and its shadow stack, and only inside a trace
+ *   point (busy = 1).  The control
  *   side touches a ring before it publishes it in start (release), and after
  *   a handover (handover_locked()) has taken it away from the thread.
  * - A ring shell (struct rvt_ring) that a live thread's `seen` or

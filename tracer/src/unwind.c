@@ -5,8 +5,8 @@
  * write no exits (clang's -finstrument-functions-after-inlining), and thread
  * exit (pthread_exit, cancellation).
  *
- * Every trace point keeps a shadow stack of the open frames' stack pointers
- * off the ring (trace-inline.h, "Shadow stack").  The stack grows down, so
+ * Every trace point keeps a shadow stack of the open frames (stack pointer
+ * and method value) off the ring (trace-inline.h, "Shadow stack").  The stack grows down, so
  * when control lands in a frame whose stack pointer is `sp`, every shadow
  * frame whose recorded stack pointer is below `sp` is gone.  rvt_unwind_below()
  * writes one ordinary exit slot (current time) for each of them and pops
@@ -28,7 +28,7 @@
  *     the interposer's CFA (frames gcc already closed are no longer there);
  *   - at thread exit (the key destructor, tracer.c) every open frame is closed.
  * What cannot be known: frames past the shadow stack's capacity
- * (RVT_SHADOW_WORDS) when the target lies inside them (they stay open), and
+ * (RVT_SHADOW_FRAMES) when the target lies inside them (they stay open), and
  * jumps to another stack (target below the current stack pointer: ignored).
  * A fully static program must be linked with
  * -Wl,--undefined=__libc_siglongjmp (its jumps go there; __longjmp_chk's
