@@ -800,7 +800,7 @@ static void test_capture_stack_names_frames_of_a_wrapped_ring(void **state)
 	cb_exit(&c, 4);		 /* step: begun before the oldest slot */
 	cb_entry(&c, 0x1400, 6); /* work: entered here, open at the STACK */
 	cb_stack(&c, 10, ml, 2, 3);
-	cb_exit(&c, 20);	 /* work */
+	cb_exit(&c, 20); /* work */
 	cb_stack(&c, 30, ml, 2, 2);
 	cb_entry(&c, 0x1400, 31);
 	cb_exit(&c, 40);
@@ -848,9 +848,9 @@ static void test_capture_unbalanced_exits_are_flagged(void **state)
 		} else if (kind == 1) {
 			cb_stack(&c, 4, ml, 2, 3); /* three open */
 		} else if (kind == 2) {
-			cb_slot(&c, 0x1500);	   /* EXIT_OF step ... */
+			cb_slot(&c, 0x1500); /* EXIT_OF step ... */
 			cb_slot(&c, (uint64_t)4 << 32 | 6);
-			cb_exit(&c, 4);		   /* ... closing loop */
+			cb_exit(&c, 4); /* ... closing loop */
 		} else {
 			cb_exit(&c, 4);
 			cb_exit(&c, 5);
@@ -863,7 +863,8 @@ static void test_capture_unbalanced_exits_are_flagged(void **state)
 		rva_error err = {{0}};
 		assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
 		if (t->unbalanced != 1)
-			fail_msg("kind %d: unbalanced %llu", kind, (unsigned long long)t->unbalanced);
+			fail_msg("kind %d: unbalanced %llu", kind,
+				 (unsigned long long)t->unbalanced);
 		assert_non_null(t->warning);
 		assert_non_null(strstr(t->warning, "exits do not match"));
 		rva_trace_free(t);

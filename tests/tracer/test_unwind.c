@@ -160,9 +160,9 @@ static void test_unwind_longjmp_past_shadow_capacity_tree_exact(void **state)
 
 /* The guard's destructor runs in x_c's cleanup, after x_d and x_leaf were
  * unwound: it nests in x_c, beside x_d. */
-#define CXX_ONE(p)                                                            \
-	p "x_top(" p "x_a(" p "x_b(" p "x_c(" p "x_d(" p "x_leaf())" p "guard::~" p \
-	  "guard()(" p "x_cleanup()))))" p "x_after())"
+#define CXX_ONE(p)                                                                               \
+	p "x_top(" p "x_a(" p "x_b(" p "x_c(" p "x_d(" p "x_leaf())" p "guard::~" p "guard()(" p \
+	  "x_cleanup()))))" p "x_after())"
 #define CXX_TREE(p) CXX_ONE(p) CXX_ONE(p)
 
 static void test_unwind_gxx_exception_tree_exact(void **state)

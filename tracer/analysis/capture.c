@@ -1123,13 +1123,13 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 /* The oldest complete STACK record pass 1 met (FORMAT.md §1). */
 typedef struct stackrec {
 	int found;
-	uint64_t pos;	    /* its value slot; its FRAME pairs are the 2 × listed before */
-	uint64_t listed;    /* FRAME pairs */
-	uint64_t open;	    /* frames open (listed, then deeper unknown ones) */
-	uint64_t hi;	    /* high word and ... */
-	uint32_t ts;	    /* ... low word of its counter */
-	uint64_t open_at;   /* pass 1's count of exits pending at it */
-	size_t named_at;    /* EXIT_OF records newer than it */
+	uint64_t pos;	  /* its value slot; its FRAME pairs are the 2 × listed before */
+	uint64_t listed;  /* FRAME pairs */
+	uint64_t open;	  /* frames open (listed, then deeper unknown ones) */
+	uint64_t hi;	  /* high word and ... */
+	uint32_t ts;	  /* ... low word of its counter */
+	uint64_t open_at; /* pass 1's count of exits pending at it */
+	size_t named_at;  /* EXIT_OF records newer than it */
 } stackrec;
 
 /* A STACK record whose value slot is `i` (value v) in pass 1: kept when its
@@ -1163,14 +1163,14 @@ static __attribute__((noinline)) int named_push(ctx *c, uint64_t v)
 
 /* What the slots before the oldest STACK record say (prefix_walk). */
 typedef struct prefix {
-	uint64_t y;	/* frames open at the first slot that close among them:
-			 * begun before it, so nothing names them */
-	uint64_t u;	/* (y > 0) the newest of those exits */
-	uint64_t u_hi;	/* and its counter's high word ... */
-	uint32_t u_ts;	/* ... and low word */
-	uint64_t e;	/* entries of frames the STACK lists (still open at it) */
-	uint64_t pend;	/* exits pending at the first slot (closing later) */
-	size_t named;	/* EXIT_OF records among them */
+	uint64_t y;    /* frames open at the first slot that close among them:
+			* begun before it, so nothing names them */
+	uint64_t u;    /* (y > 0) the newest of those exits */
+	uint64_t u_hi; /* and its counter's high word ... */
+	uint32_t u_ts; /* ... and low word */
+	uint64_t e;    /* entries of frames the STACK lists (still open at it) */
+	uint64_t pend; /* exits pending at the first slot (closing later) */
+	size_t named;  /* EXIT_OF records among them */
 } prefix;
 
 /*
@@ -1316,7 +1316,8 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 						 * a named outer frame: no entry matches it. */
 						open--;
 						if (named_push(c, v) < 0)
-							return rva_fail(err, -ENOMEM, "out of memory");
+							return rva_fail(err, -ENOMEM,
+									"out of memory");
 					}
 					continue;
 				}
@@ -1374,8 +1375,8 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 			init = st.open - p.e;
 			open = p.pend;
 		}
-		if (first > from &&
-		    rva_skip_count(c->t, "slots of frames begun before the capture", first - from) < 0)
+		if (first > from && rva_skip_count(c->t, "slots of frames begun before the capture",
+						   first - from) < 0)
 			return rva_fail(err, -ENOMEM, "out of memory");
 		any = first < n;
 		/* More exits pending than frames open: they match no entry.  The

@@ -402,7 +402,8 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 			i--;
 			/* Entries, the frames a STACK lists, the frames an EXIT_OF
 			 * names: method values (FORMAT.md §1). */
-			if (low == RVT_SLOT_PAIR || low == RVT_SLOT_FRAME || low == RVT_SLOT_EXIT_OF)
+			if (low == RVT_SLOT_PAIR || low == RVT_SLOT_FRAME ||
+			    low == RVT_SLOT_EXIT_OF)
 				rc = valset_add(&vs, r->slots[(first + i) % r->nslots]);
 		} else {
 			rc = valset_add(&vs, low);

@@ -320,7 +320,8 @@ static int add_closed(struct mods *ms)
 	int rc = 0;
 	pthread_mutex_lock(&closed_lock);
 	for (unsigned k = 0; k < nclosed && rc == 0; k++) {
-		const struct mod *c = &closed[(closed_next + RVT_CLOSED_MAX - 1 - k) % RVT_CLOSED_MAX];
+		const struct mod *c =
+			&closed[(closed_next + RVT_CLOSED_MAX - 1 - k) % RVT_CLOSED_MAX];
 		if ((rc = mods_grow(ms)) != 0)
 			break;
 		struct mod *m = &ms->v[ms->n];

@@ -905,7 +905,8 @@ static uint64_t open_method_in(const struct rvt_ring *g, uint64_t end, int wrapp
 	if (end > g->nslots)
 		return 0;
 	uint64_t count = wrapped ? g->nslots : end;
-#define SLOT(k) __atomic_load_n(&g->slots[(end + g->nslots - 1 - (k)) % g->nslots], __ATOMIC_RELAXED)
+#define SLOT(k) \
+	__atomic_load_n(&g->slots[(end + g->nslots - 1 - (k)) % g->nslots], __ATOMIC_RELAXED)
 	uint64_t depth = 0;
 	for (uint64_t k = 0; k < count; k++) {
 		uint64_t sl = SLOT(k);
@@ -923,7 +924,8 @@ static uint64_t open_method_in(const struct rvt_ring *g, uint64_t end, int wrapp
 				return SLOT(k + 2 * (depth + 1));
 			}
 			if (low != RVT_SLOT_PAIR)
-				continue; /* CLOCK, LOSS, FRAME, EXIT_OF (its exit counted), reserved */
+				continue; /* CLOCK, LOSS, FRAME, EXIT_OF (its exit counted),
+					     reserved */
 		}
 		if (ts_after(ts, (uint32_t)at))
 			continue; /* written after `at`: says nothing about it */

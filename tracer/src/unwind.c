@@ -6,9 +6,10 @@
  * exit (pthread_exit, cancellation).
  *
  * Every trace point keeps a shadow stack of the open frames (stack pointer
- * and method value) off the ring (trace-inline.h, "Shadow stack").  The stack grows down, so
- * when control lands in a frame whose stack pointer is `sp`, every shadow
- * frame whose recorded stack pointer is below `sp` is gone.  rvt_unwind_below()
+ * and method value) off the ring (trace-inline.h, "Shadow stack").  The
+ * stack grows down, so when control lands in a frame whose stack pointer is
+ * `sp`, every shadow frame whose recorded stack pointer is below `sp` is
+ * gone.  rvt_unwind_below()
  * writes one ordinary exit slot (current time) for each of them and pops
  * them, so the ring stays a well-formed sequence and the decoder needs no
  * help for these cases:
@@ -286,8 +287,8 @@ _Unwind_Reason_Code __gxx_personality_v0(int version, _Unwind_Action actions,
 					 _Unwind_Exception_Class cls, struct _Unwind_Exception *exc,
 					 struct _Unwind_Context *ctx)
 {
-	personality_fn real = next_personality(&real_gxx_personality, "__gxx_personality_v0",
-							       "libstdc++.so.6");
+	personality_fn real =
+		next_personality(&real_gxx_personality, "__gxx_personality_v0", "libstdc++.so.6");
 	return landing(real(version, actions, cls, exc, ctx), actions, ctx);
 }
 
@@ -299,7 +300,7 @@ _Unwind_Reason_Code __gcc_personality_v0(int version, _Unwind_Action actions,
 					 _Unwind_Exception_Class cls, struct _Unwind_Exception *exc,
 					 struct _Unwind_Context *ctx)
 {
-	personality_fn real = next_personality(&real_gcc_personality, "__gcc_personality_v0",
-							       "libgcc_s.so.1");
+	personality_fn real =
+		next_personality(&real_gcc_personality, "__gcc_personality_v0", "libgcc_s.so.1");
 	return landing(real(version, actions, cls, exc, ctx), actions, ctx);
 }
