@@ -2,12 +2,14 @@
 /*
  * exec_fix.c — an instrumented program that replaces itself by exec, for
  * test_frames: run with RV_TRACE=all and RV_TRACE_FILE, the main thread
- * calls ex_main_work; then either a second thread calls ex_thread_work and
- * execs argv[2] (argv[1] "thread": the main thread is still inside
- * ex_wait, blocked), or the main thread execs it itself (argv[1] "main").
+ * calls ex_main_work; then either a second thread, once the main thread is
+ * inside ex_wait (blocked in pthread_join), calls ex_thread_work and execs
+ * argv[2] (argv[1] "thread"), or the main thread execs it itself (argv[1]
+ * "main").
  * What developer mode writes at exit it must write before the exec.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 
 static volatile unsigned sink;
 static char *prog;
+static atomic_int waiting; /* the main thread is inside ex_wait */
 
 static NI void ex_main_work(void)
 {
@@ -37,6 +40,8 @@ static NI void ex_exec(void)
 static void *thread_main(void *arg)
 {
 	(void)arg;
+	while (!atomic_load(&waiting))
+		usleep(1000);
 	ex_thread_work();
 	ex_exec();
 	return NULL;
@@ -44,6 +49,7 @@ static void *thread_main(void *arg)
 
 static NI void ex_wait(pthread_t th)
 {
+	atomic_store(&waiting, 1);
 	pthread_join(th, NULL); /* never returns: the exec ends this thread */
 }
 

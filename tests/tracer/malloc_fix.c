@@ -56,13 +56,17 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Where mf_work's blocks go before they are freed: seen from outside, so
+ * no compiler removes the allocations (clang would). */
+static char *volatile escaped;
+
 __attribute__((noinline)) static void mf_work(void)
 {
 	for (int i = 0; i < 3; i++) {
-		char *p = malloc(64);
-		if (p) {
-			memset(p, i, 64);
-			free(p);
+		escaped = malloc(64);
+		if (escaped) {
+			memset(escaped, i, 64);
+			free(escaped);
 		}
 	}
 }
