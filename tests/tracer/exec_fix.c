@@ -30,11 +30,16 @@ static NI void ex_thread_work(void)
 	sink++;
 }
 
-static NI void ex_exec(void)
+/* The second thread execs with execv, the main thread with execl (each
+ * of the family is interposed on its own). */
+static NI void ex_exec(int from_main)
 {
 	char *argv[] = {prog, NULL};
-	execv(prog, argv);
-	perror("exec_fix: execv");
+	if (from_main)
+		execl(prog, prog, (char *)NULL);
+	else
+		execv(prog, argv);
+	perror("exec_fix: exec");
 }
 
 static void *thread_main(void *arg)
@@ -43,7 +48,7 @@ static void *thread_main(void *arg)
 	while (!atomic_load(&waiting))
 		usleep(1000);
 	ex_thread_work();
-	ex_exec();
+	ex_exec(0);
 	return NULL;
 }
 
@@ -62,7 +67,7 @@ int main(int argc, char **argv)
 	prog = argv[2];
 	ex_main_work();
 	if (strcmp(argv[1], "main") == 0) {
-		ex_exec();
+		ex_exec(1);
 		return 1;
 	}
 	pthread_t th;

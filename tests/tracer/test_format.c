@@ -71,6 +71,15 @@ static void example_desc(struct rvt_capture_desc *d, struct rvt_module m[2], str
 	d->nsymbols = 2;
 }
 
+/* out[0..len) is the golden file's bytes, byte for byte. */
+static void assert_golden(const uint8_t *out, size_t len, const uint8_t *golden, size_t glen)
+{
+	assert_int_equal(len, glen);
+	for (size_t i = 0; i < len; i++)
+		if (out[i] != golden[i])
+			fail_msg("byte %zu: writer %02x, golden %02x", i, out[i], golden[i]);
+}
+
 static void test_format_writer_matches_golden_example(void **state)
 {
 	(void)state;
@@ -84,10 +93,7 @@ static void test_format_writer_matches_golden_example(void **state)
 	uint8_t *out;
 	size_t len;
 	assert_int_equal(rvt_capture_encode(&d, &out, &len), 0);
-	assert_int_equal(len, glen);
-	for (size_t i = 0; i < len; i++)
-		if (out[i] != golden[i])
-			fail_msg("byte %zu: writer %02x, golden %02x", i, out[i], golden[i]);
+	assert_golden(out, len, golden, glen);
 	free(out);
 }
 
@@ -273,10 +279,7 @@ static void test_format_writer_matches_golden_frames(void **state)
 	uint8_t *out;
 	size_t len;
 	assert_int_equal(rvt_capture_encode(&d, &out, &len), 0);
-	assert_int_equal(len, glen);
-	for (size_t i = 0; i < len; i++)
-		if (out[i] != golden[i])
-			fail_msg("byte %zu: writer %02x, golden %02x", i, out[i], golden[i]);
+	assert_golden(out, len, golden, glen);
 	free(out);
 	struct cu_capture c;
 	assert_int_equal(cu_parse(golden, glen, &c), 0);

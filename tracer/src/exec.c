@@ -183,16 +183,27 @@ static char **collect_args(const char *arg0, va_list ap, int with_env, char *con
 	return argv;
 }
 
+/* An execl-style call: its arguments as an array, then execv (`how` 'v'),
+ * execvp ('p') or execve with the environment after the NULL ('e'). */
+static int exec_list(char how, const char *path, const char *arg0, va_list ap)
+{
+	char *const *envp = NULL;
+	char **argv = collect_args(arg0, ap, how == 'e', &envp);
+	if (!argv)
+		return -1;
+	int rc = how == 'v'   ? execv(path, argv)
+		 : how == 'p' ? execvp(path, argv)
+			      : execve(path, argv, envp);
+	free_args(argv);
+	return rc;
+}
+
 RVT_API int execl(const char *path, const char *arg0, ...)
 {
 	va_list ap;
 	va_start(ap, arg0);
-	char **argv = collect_args(arg0, ap, 0, NULL);
+	int rc = exec_list('v', path, arg0, ap);
 	va_end(ap);
-	if (!argv)
-		return -1;
-	int rc = execv(path, argv);
-	free_args(argv);
 	return rc;
 }
 
@@ -200,25 +211,16 @@ RVT_API int execlp(const char *file, const char *arg0, ...)
 {
 	va_list ap;
 	va_start(ap, arg0);
-	char **argv = collect_args(arg0, ap, 0, NULL);
+	int rc = exec_list('p', file, arg0, ap);
 	va_end(ap);
-	if (!argv)
-		return -1;
-	int rc = execvp(file, argv);
-	free_args(argv);
 	return rc;
 }
 
 RVT_API int execle(const char *path, const char *arg0, ...)
 {
 	va_list ap;
-	char *const *envp = NULL;
 	va_start(ap, arg0);
-	char **argv = collect_args(arg0, ap, 1, &envp);
+	int rc = exec_list('e', path, arg0, ap);
 	va_end(ap);
-	if (!argv)
-		return -1;
-	int rc = execve(path, argv, envp);
-	free_args(argv);
 	return rc;
 }
