@@ -42,8 +42,8 @@ struct fix {
 	_Atomic int *hold, *inside;
 };
 
-static const struct fix call_fix = {"call",	mc_tiny, mc_hot_loop, mc_rare,
-				    mc_outer,	mc_big,	 &mc_hold,    &mc_inside};
+static const struct fix call_fix = {"call",   mc_tiny, mc_hot_loop, mc_rare,
+				    mc_outer, mc_big,  &mc_hold,    &mc_inside};
 static const struct fix inl_fix = {"inline", mi_tiny, mi_hot_loop, mi_rare,
 				   mi_outer, mi_big,  &mi_hold,	   &mi_inside};
 
@@ -299,19 +299,35 @@ static void test_mute_bad_spec_einval(void **state)
 	assert_int_equal(rvt_set_mute("off"), 0);
 }
 
+#ifdef RVT__INLINE_STUBS
+extern void __cyg_profile_func_enter(void *fn, void *site);
+extern void __cyg_profile_func_exit(void *fn, void *site);
+
+/* Trace points of a frame below the test's: a entered and exited, and b,
+ * never entered, exiting twice. */
+static __attribute__((noinline)) void below_test(void *a, void *b)
+{
+	__cyg_profile_func_enter(a, NULL);
+	__cyg_profile_func_exit(b, NULL); /* b never entered: nothing */
+	__cyg_profile_func_exit(a, NULL);
+	/* No frame open now, but b's lies where a's did, so it was entered
+	 * since tracing began (its entry muted): nothing. */
+	__cyg_profile_func_exit(b, NULL);
+	__asm__ __volatile__("" ::: "memory"); /* no tail call */
+}
+#endif
+
 /* An exit whose entry the ring never got (its sites muted, or it started
- * before a muted entry) writes nothing: through both x86-64 exit paths. */
+ * before a muted entry) writes nothing: through both x86-64 exit paths, and
+ * with no frame open; an exit from above every recorded frame (entered
+ * before tracing) is kept and named. */
 static void test_mute_exit_without_recorded_entry_writes_nothing(void **state)
 {
 	(void)state;
 #ifdef RVT__INLINE_STUBS
-	extern void __cyg_profile_func_enter(void *fn, void *site);
-	extern void __cyg_profile_func_exit(void *fn, void *site);
 	void *a = (void *)mc_rare, *b = (void *)mc_outer;
 	assert_int_equal(rvt_start(0), 0);
-	__cyg_profile_func_enter(a, NULL);
-	__cyg_profile_func_exit(b, NULL); /* b never entered: nothing */
-	__cyg_profile_func_exit(a, NULL);
+	below_test(a, b);
 	__cyg_profile_func_exit(a, NULL); /* a second exit, at the base: kept */
 	assert_int_equal(rvt_stop(0, 0), 0);
 	size_t len;
@@ -321,6 +337,8 @@ static void test_mute_exit_without_recorded_entry_writes_nothing(void **state)
 	assert_int_equal(c.nevents, 3);
 	assert_true(c.events[0].entry && c.events[0].value == value_of(a));
 	assert_true(!c.events[1].entry && !c.events[2].entry);
+	assert_int_equal(c.nexit_of, 1); /* the last exit, named */
+	assert_true(c.events[2].value == value_of(a));
 	cu_release(&c);
 	free(buf);
 	rvt_stop(0, 1);

@@ -417,6 +417,12 @@ int rvt_devmode_capture_all(void)
 	return 0;
 }
 
+void rvt_devmode_before_exec(void)
+{
+	if (dm.active)
+		rvt_devmode_capture_all();
+}
+
 static void at_exit_capture(void)
 {
 	if (dm.active)
@@ -650,7 +656,10 @@ RVT_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn
 	create_fn f = real_create();
 	if (!f)
 		return ENOSYS;
+	/* The program's call, but the trampoline's memory is librvtrace's. */
+	int own = rvt_own_begin();
 	struct tramp *t = malloc(sizeof(*t));
+	rvt_own_end(own);
 	if (!t)
 		return EAGAIN;
 	t->fn = fn;

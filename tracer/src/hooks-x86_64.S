@@ -8,10 +8,12 @@
  * in trace-inline.h, slot for slot (test_ring checks that call and inline
  * mode write identical buffers), plus trace-inline.h's exit check (an exit
  * whose function is not the innermost recorded frame's writes nothing); the
- * offsets below are those of struct rvt__thread and must follow it.  The body uses only %rax %rcx %rdx %r8 and
- * %r11; the rare paths (adopting a new ring, a CLOCK record) call C
- * (tp-slow.c) through RARE, which saves every other caller-saved
- * general-purpose register and realigns the stack.
+ * offsets below are those of struct rvt__thread and must follow it.  The
+ * body uses only %rax %rcx %rdx %r8 and %r11; the rare paths (adopting a
+ * new ring, a CLOCK record with its STACK record, an exit that finds
+ * another frame or none innermost) call C (tp-slow.c) through RARE, which
+ * saves every other caller-saved general-purpose register and realigns the
+ * stack; reaching a bound (BOUND) is done here.
  *
  * Call mode: the untraced case is one TLS compare, a branch and a return,
  * with no stack frame.
@@ -38,8 +40,8 @@
 #define T_SHTOP	  72
 #define T_SHBASE  80
 #define T_SHEND	  88
-/* trace-inline.h RVT__SHADOW_FN: a shadow word's method value lies this far above it. */
-#define SH_FN	  32768
+#define T_BOUND	  96
+#define T_STEP	  104
 
 /*
  * Calls fn(&rvt__tls) — fn(&rvt__tls, %rax) when \arg is 1, fn(&rvt__tls,
@@ -90,13 +92,34 @@
 .endm
 
 /*
+ * rdx reached bound (trace-inline.h, Segments): wrap at limit, ask the next
+ * trace point for a CLOCK and STACK (hi = ~0), set the next bound.  Uses
+ * %rcx; keeps the rest.
+ */
+.macro BOUND
+	cmpq	%fs:T_LIMIT(%r11), %rdx
+	jne	1f
+	movq	%fs:T_BASE(%r11), %rdx
+	movl	$1, %fs:T_WRAPPED(%r11)
+1:	movq	$-1, %fs:T_HI(%r11)
+	movq	%fs:T_STEP(%r11), %rcx
+	addq	%rdx, %rcx
+	cmpq	%fs:T_LIMIT(%r11), %rcx
+	jbe	2f
+	movq	%fs:T_LIMIT(%r11), %rcx
+2:	movq	%rcx, %fs:T_BOUND(%r11)
+.endm
+
+/*
  * One trace point, entry (\entry = 1) or exit, of the function in %r8.
  * Falls through to \name\()_done with the flags and %rax %rcx %rdx %r8
  * %r11 clobbered.  TP_COLD \name must follow in the same function.
  * \spoff(%rsp) is the instrumented function's stack pointer, which an entry
- * pushes on the shadow stack with its method value beside it, and an exit
- * checks against the innermost frame (trace-inline.h, "Shadow stack", "Exit
- * check"): an exit writes its slot only after popping that frame.
+ * pushes on the shadow stack with its method value (trace-inline.h,
+ * "Shadow stack"), and an exit checks against the innermost frame ("Exit
+ * check"): an exit writes its slot only when that frame is its function's,
+ * and pops it at the commit (after any CLOCK, whose STACK record still
+ * lists it).
  */
 .macro TP name, entry, spoff
 	movq	rvt__tls@gottpoff(%rip), %r11
@@ -112,17 +135,16 @@
 \name\()_go:
 	subq	%fs:T_MBASE(%r11), %r8		/* r8 = method value */
 .if !\entry
+\name\()_check:
 	movq	%fs:T_SHTOP(%r11), %rcx
 	cmpq	%fs:T_SHBASE(%r11), %rcx
-	je	\name\()_checked		/* no recorded frame: entered before tracing */
+	je	\name\()_outer			/* no recorded frame open */
 	cmpq	%fs:T_SHEND(%r11), %rcx
-	ja	\name\()_pop			/* past the kept words: unchecked */
-	cmpq	SH_FN-8(%rcx), %r8
+	ja	\name\()_pop			/* past the kept frames: unchecked */
+	cmpq	-8(%rcx), %r8			/* the innermost frame's method value */
 	jne	\name\()_other
 \name\()_pop:
-	subq	$8, %rcx
-	movq	%rcx, %fs:T_SHTOP(%r11)
-\name\()_checked:
+	leaq	-16(%rcx), %r8			/* r8 = the shadow top after the pop */
 .endif
 	rdtsc
 	shlq	$32, %rdx
@@ -145,18 +167,20 @@
 	movq	%rax, (%rdx)			/* entry: ts << 32 | value; exit: ts << 32 */
 \name\()_next:
 	addq	$8, %rdx
-	cmpq	%fs:T_LIMIT(%r11), %rdx
-	je	\name\()_wrap
+	cmpq	%fs:T_BOUND(%r11), %rdx
+	je	\name\()_bound
 \name\()_commit:
 .if \entry
 	movq	%fs:T_SHTOP(%r11), %rcx
 	cmpq	%fs:T_SHEND(%r11), %rcx
 	jae	2f
 	leaq	\spoff(%rsp), %rax
-	movq	%rax, (%rcx)
-	movq	%r8, SH_FN(%rcx)
-2:	addq	$8, %rcx
+	movq	%rax, (%rcx)			/* the frame: stack pointer, */
+	movq	%r8, 8(%rcx)			/* method value */
+2:	addq	$16, %rcx
 	movq	%rcx, %fs:T_SHTOP(%r11)
+.else
+	movq	%r8, %fs:T_SHTOP(%r11)		/* the pop */
 .endif
 	movq	%rdx, %fs:T_CUR(%r11)
 \name\()_unbusy:
@@ -172,10 +196,8 @@
  * budget learns call sites it marks `start` (mute.c, tp-slow.c).
  */
 .macro TP_COLD name, entry, spoff, retoff
-\name\()_wrap:
-	movq	%fs:T_BASE(%r11), %rdx
-	movl	$1, %fs:T_WRAPPED(%r11)
-	movq	$-1, %fs:T_HI(%r11)		/* the next lap starts with a CLOCK */
+\name\()_bound:
+	BOUND
 	jmp	\name\()_commit
 \name\()_adopt:
 	movq	\retoff(%rsp), %rdx
@@ -189,23 +211,25 @@
 .if !\entry
 \name\()_other:				/* the innermost frame is another function's */
 	leaq	\spoff(%rsp), %rdx		/* the exiting function's stack pointer */
-	cmpq	-8(%rcx), %rdx
+	cmpq	-16(%rcx), %rdx
 	jbe	\name\()_unbusy		/* not above it: this entry was not recorded */
 	RARE	rvt__exit_repair, 2		/* frames above it lost their exits */
 	testl	%eax, %eax
-	jne	\name\()_checked		/* closed them and popped this one */
+	jne	\name\()_check		/* closed them: this one is innermost */
+	jmp	\name\()_unbusy
+\name\()_outer:				/* EXIT_OF, or nothing (trace-inline.h) */
+	leaq	\spoff(%rsp), %rdx
+	RARE	rvt__exit_outer, 2
 	jmp	\name\()_unbusy
 .endif
 .if \entry
 \name\()_two:					/* value ≥ 2^32: value, then ts << 32 | 1 */
 	movq	%r8, (%rdx)
 	addq	$8, %rdx
-	cmpq	%fs:T_LIMIT(%r11), %rdx
-	jne	1f
-	movq	%fs:T_BASE(%r11), %rdx
-	movl	$1, %fs:T_WRAPPED(%r11)
-	movq	$-1, %fs:T_HI(%r11)
-1:	orq	$1, %rax
+	cmpq	%fs:T_BOUND(%r11), %rdx
+	jne	3f
+	BOUND
+3:	orq	$1, %rax
 	movq	%rax, (%rdx)
 	jmp	\name\()_next
 .endif

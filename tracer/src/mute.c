@@ -209,7 +209,7 @@ struct module {
 static struct module mods[MODS_MAX];
 static size_t nmods;
 
-static const uint8_t CHECK[5] = {0x64, 0x49, 0x83, 0x3b, 0x00}; /* cmpq $0, %fs:(%r11) */
+static const uint8_t CHECK[5] = {0x64, 0x49, 0x83, 0x3b, 0x00};	  /* cmpq $0, %fs:(%r11) */
 static const uint8_t RZ_DOWN[5] = {0x48, 0x8d, 0x64, 0x24, 0x80}; /* lea -128(%rsp), %rsp */
 
 static int32_t rd32(const uint8_t *p)
@@ -396,7 +396,8 @@ static int scan_call(const struct module *m, uintptr_t lo, uintptr_t hi, struct 
 		if (!clen || t < 4096)
 			continue;
 		if (c[0] == 0xe8 && !(t >= m->lo && t < m->hi) &&
-		    t != (uintptr_t)__cyg_profile_func_enter && t != (uintptr_t)__cyg_profile_func_exit)
+		    t != (uintptr_t)__cyg_profile_func_enter &&
+		    t != (uintptr_t)__cyg_profile_func_exit)
 			continue;
 		enum hook k = hook_at(m, t);
 		if (k != H_CALL_ENTER && k != H_CALL_EXIT)
@@ -406,7 +407,8 @@ static int scan_call(const struct module *m, uintptr_t lo, uintptr_t hi, struct 
 			unsigned len = 0;
 			uintptr_t f = fn_load(m, b, 7, &len);
 			Dl_info di;
-			if (f && b + len <= a && dladdr((void *)f, &di) && (uintptr_t)di.dli_saddr == f)
+			if (f && b + len <= a && dladdr((void *)f, &di) &&
+			    (uintptr_t)di.dli_saddr == f)
 				fn = f;
 		}
 		if (!fn)
@@ -562,10 +564,12 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 	for (size_t i = 0; i < n; i++) {
 		if (s[i].exit != exit)
 			continue;
-		int rc = s[i].call_len == 5 ? poke(s[i].call, 0xe8, 0x3d) : poke(s[i].call, 0xff, 0x3b);
+		int rc = s[i].call_len == 5 ? poke(s[i].call, 0xe8, 0x3d)
+					    : poke(s[i].call, 0xff, 0x3b);
 		if (rc >= 0 && s[i].jcc)
 			/* jne → jb: the near form's second byte, the short form's first. */
-			s[i].jcc_len == 6 ? poke(s[i].jcc + 1, 0x85, 0x82) : poke(s[i].jcc, 0x75, 0x72);
+			s[i].jcc_len == 6 ? poke(s[i].jcc + 1, 0x85, 0x82)
+					  : poke(s[i].jcc, 0x75, 0x72);
 		done += rc >= 0;
 	}
 	sync_core();
@@ -574,9 +578,9 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 
 /* ---- the budget ---- */
 
-#define WIN	      65536u /* slots read from a thread over its budget */
-#define HASH	      4096u  /* functions told apart in one window */
-#define SAMPLES	      8u     /* call durations kept per function */
+#define WIN	      65536u  /* slots read from a thread over its budget */
+#define HASH	      4096u   /* functions told apart in one window */
+#define SAMPLES	      8u      /* call durations kept per function */
 #define SPARE_PPM     100000u /* never mute a function with ≥ 10 % of the self time */
 #define GAIN_PPM      100000u /* ... nor one whose events cost < 10 % of the budget */
 #define MAX_VICTIMS   32u
@@ -590,7 +594,7 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 struct fstat {
 	uint64_t value;
 	uint32_t calls, events, nsamples;
-	uint64_t self;		   /* ticks of the shifted counter */
+	uint64_t self;		  /* ticks of the shifted counter */
 	uint32_t sample[SAMPLES]; /* call durations, ticks */
 };
 
@@ -616,10 +620,10 @@ struct budget {
 	struct tstate th[THREADS_MAX];
 	struct victim vic[MAX_VICTIMS];
 	size_t nvic;
-	double cost_ns;	  /* one trace point */
-	unsigned views;	  /* traced threads at this look */
-	unsigned over;	  /* threads over the budget at this look */
-	unsigned unsettled; /* tracing threads whose shadow could not be read */
+	double cost_ns;		       /* one trace point */
+	unsigned views;		       /* traced threads at this look */
+	unsigned over;		       /* threads over the budget at this look */
+	unsigned unsettled;	       /* tracing threads whose shadow could not be read */
 	uint64_t pending[PENDING_MAX]; /* muted functions whose exits still run */
 	uint8_t open[PENDING_MAX];     /* ... open on some shadow stack at this look */
 	uint8_t quiet[PENDING_MAX];    /* ... looks in a row that found none */
@@ -850,9 +854,11 @@ static void look(void *arg, const struct rvt_ring_view *v)
 			if (B->open[i])
 				continue;
 			uintptr_t top = v->sh_top < v->sh_end ? v->sh_top : v->sh_end;
-			for (uintptr_t a = v->sh_base; a < top && !B->open[i]; a += sizeof(uintptr_t))
-				B->open[i] = __atomic_load_n((const uint64_t *)(a + RVT__SHADOW_FN),
-							     __ATOMIC_RELAXED) == B->pending[i];
+			for (uintptr_t a = v->sh_base; a < top && !B->open[i];
+			     a += RVT_SHADOW_FRAME)
+				B->open[i] = __atomic_load_n((const uintptr_t *)a + 1,
+							     __ATOMIC_RELAXED) ==
+					     (uintptr_t)B->pending[i];
 		}
 	struct tstate *st = tstate_of(B, v->tid);
 	uint64_t cpu = thread_cpu_ns(v->tid);
@@ -887,14 +893,12 @@ static void look(void *arg, const struct rvt_ring_view *v)
 	choose(B, v, d, share, events_per_s);
 }
 
-
 static void add_muted(const struct victim *vi, uint64_t when, uint32_t sites)
 {
 	size_t at = atomic_load_explicit(&nmuted, memory_order_relaxed);
 	if (at == RVT_MUTED_MAX)
 		return;
-	muted[at] = (struct rvt_muted){vi->value, when,		 mono_ns(),
-				       vi->rate,  vi->median_ns, sites};
+	muted[at] = (struct rvt_muted){vi->value, when, mono_ns(), vi->rate, vi->median_ns, sites};
 	atomic_store_explicit(&nmuted, at + 1, memory_order_release);
 }
 
@@ -944,7 +948,8 @@ static void learn_sites(const struct victim *vic, size_t n)
 		for (size_t i = 0; i < n; i++) {
 			uintptr_t want = (uintptr_t)(vic[i].value + rvt_method_base), fn, ret;
 			int exit, found = 0;
-			for (size_t at = 0; !found && (at = rvt_learned(at, &fn, &ret, &exit)) != 0;)
+			for (size_t at = 0;
+			     !found && (at = rvt_learned(at, &fn, &ret, &exit)) != 0;)
 				found = fn == want && !exit;
 			seen += found;
 		}
@@ -1042,8 +1047,9 @@ static double measure_cost(void)
 {
 	enum { SLOTS = 8192, ROUNDS = 3, CALLS = 2048 };
 	static uint64_t slots[SLOTS];
-	static uintptr_t shadow[2 * RVT_SHADOW_WORDS];
-	struct rvt_ring r = {.slots = slots, .shadow = shadow, .nslots = SLOTS};
+	static uintptr_t shadow[2 * RVT_SHADOW_FRAMES];
+	/* Segments as a ring's (tracer.c): a STACK record every 512 slots. */
+	struct rvt_ring r = {.slots = slots, .shadow = shadow, .nslots = SLOTS, .step = 512};
 	struct rvt__thread *t = &rvt__tls;
 	double best = 1e9;
 	for (int round = 0; round < ROUNDS; round++) {

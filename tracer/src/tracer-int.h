@@ -10,6 +10,7 @@
 #include "rearview/trace-inline.h"
 #include "rearview/trace.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,13 +24,14 @@
  * `next` links unused shells (tracer.c, ring_new()). */
 struct rvt_ring {
 	uint64_t *slots;
-	/* The traced thread's shadow stack (RVT_SHADOW_WORDS words), borrowed
+	/* The traced thread's shadow stack (RVT_SHADOW_FRAMES frames), borrowed
 	 * from its registry record; carry_shadow: the thread keeps its shadow
 	 * frames when it adopts this ring (a capture's spare), else it begins
 	 * it empty.  Set by the control side before it publishes the ring. */
 	uintptr_t *shadow;
 	int carry_shadow;
 	uint64_t nslots;
+	uint64_t step; /* slots per segment (trace-inline.h, Segments) */
 	uint64_t end_pos;
 	int wrapped;
 	size_t map_bytes;
@@ -37,17 +39,24 @@ struct rvt_ring {
 };
 
 /* Shadow stack capacity in frames (trace-inline.h; deeper frames are counted
- * but their stack pointers not kept).  The mapping holds the stack pointers,
- * then (RVT__SHADOW_FN bytes on) the frames' method values. */
-#define RVT_SHADOW_WORDS 4096u
-_Static_assert(RVT_SHADOW_WORDS * sizeof(uintptr_t) == RVT__SHADOW_FN, "shadow layout");
+ * but not kept) and the bytes of one frame: its stack pointer, then its
+ * method value. */
+#define RVT_SHADOW_FRAMES 4096u
+#define RVT_SHADOW_FRAME  (2u * sizeof(uintptr_t))
 
 /* An x86-64 exit (busy set) found another function's frame innermost while
  * its own stack pointer `sp` lies above that frame's: writes an exit slot
- * (now) for, and pops, every frame recorded below `sp`, then pops the
- * innermost if it is method `value`'s.  Returns 1 when it did (the caller
- * writes this exit's slot), 0 when the exit must write nothing (tp-slow.c). */
+ * (now) for, and pops, every frame recorded below `sp`.  Returns 1 when the
+ * innermost frame is then method `value`'s (the caller checks again and
+ * writes this exit), 0 when the exit must write nothing more — it did what
+ * rvt__exit_outer() does when no frame is left (tp-slow.c). */
 RVT_HIDDEN int rvt__exit_repair(struct rvt__thread *t, uint64_t value, uintptr_t sp);
+
+/* An x86-64 exit (busy set) of method `value` at stack pointer `sp` found
+ * no recorded frame open: writes its EXIT_OF pair and exit slot if its
+ * frame was entered before tracing began, nothing if it was entered since
+ * (its entry muted; trace-inline.h, Exit check; tp-slow.c). */
+RVT_HIDDEN void rvt__exit_outer(struct rvt__thread *t, uint64_t value, uintptr_t sp);
 
 /* An x86-64 hook's adoption path (start != seen): with RVT__START_LEARN in
  * start, first notes that the hook call returning to `ret` is an entry
@@ -70,11 +79,40 @@ RVT_HIDDEN void rvt_learning(int on);
  * inside a trace point (unwind.c). */
 RVT_HIDDEN void rvt_unwind_below(uintptr_t limit);
 
+/* busy while librvtrace's own code runs on a thread (trace-inline.h). */
+#define RVT_BUSY_OWN 2
+
+/* Until rvt_own_end(), the calling thread runs librvtrace's own code: its
+ * trace points are dropped (busy = RVT_BUSY_OWN), so what the library calls
+ * on a traced thread — malloc, which may be the program's own traced
+ * allocator, stdio, libelf, a resolver — never appears in its trace.  Nests
+ * (an inner call keeps the outer state); returns what rvt_own_end() takes.
+ * A handover of the thread does not wait for it (trace-inline.h, DESIGN). */
+static inline int rvt_own_begin(void)
+{
+	int prev = RVT__LD(rvt__tls.busy);
+	if (prev == 0)
+		RVT__ST(rvt__tls.busy, RVT_BUSY_OWN);
+	return prev;
+}
+
+static inline void rvt_own_end(int prev)
+{
+	if (prev == 0) {
+		assert(RVT__LD(rvt__tls.busy) == RVT_BUSY_OWN);
+		/* Release, as a trace point's end. */
+		atomic_store_explicit(&rvt__tls.busy, 0, memory_order_release);
+	}
+}
+
 /* Marker codes in a slot's low word (FORMAT.md §1): the slot before holds
- * a 64-bit value.  2..15 are reserved (no function lies in the ELF header). */
+ * a 64-bit value.  7..15 are reserved (no function lies in the ELF header). */
 #define RVT_SLOT_PAIR	    1u /* entry of a method value ≥ 2^32 */
 #define RVT_SLOT_CLOCK	    2u /* the full shifted counter */
 #define RVT_SLOT_LOSS	    3u /* events lost since this shifted counter value */
+#define RVT_SLOT_FRAME	    4u /* an open frame's method value (a STACK's) */
+#define RVT_SLOT_STACK	    5u /* frames open << 32 | FRAME pairs before it */
+#define RVT_SLOT_EXIT_OF    6u /* the exit slot after it closes this method */
 #define RVT_SLOT_MARKER_MAX 15u
 
 /* The process-wide clock parameters (FORMAT.md header). */
@@ -350,6 +388,10 @@ RVT_HIDDEN void rvt_devmode_start(void);
 /* Captures every thread holding a ring to the expanded RV_TRACE_FILE; a
  * failure is said on stderr.  Returns 0, or -ENOENT when it is unset. */
 RVT_HIDDEN int rvt_devmode_capture_all(void);
+
+/* Before an exec (exec.c): writes what exit would (every thread holding a
+ * ring, to RV_TRACE_FILE) when this process writes captures. */
+RVT_HIDDEN void rvt_devmode_before_exec(void);
 
 /* Expands `pat` (%p, %t, %e, %%) into out[len].  Returns 0, -ENAMETOOLONG
  * or -EINVAL (empty). */

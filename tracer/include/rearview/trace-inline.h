@@ -21,7 +21,11 @@
  * (or the adoption of a ring inside one) touches the ring or the fields
  * below; the control side only reads it.  A trace point nested in a signal
  * handler that interrupted a trace point sees busy and is dropped, so it
- * can never tear an entry or misplace the end position.  No read-modify-
+ * can never tear an entry or misplace the end position.  busy is 2 while
+ * librvtrace's own code runs on the thread (an allocation of the tracer's
+ * is no call of the program's): trace points are dropped the same way, and
+ * the control side, which waits for a 1 to end, need not wait for a 2 —
+ * the next trace point's store of 1 comes after it (DESIGN).  No read-modify-
  * write, lock, call or system call on the path; the shared words are C11
  * atomics, relaxed but for `busy = 0` (release) and the adoption's load of
  * `start` (acquire).
@@ -30,7 +34,7 @@
  * The control side (tracer.c, handover_locked()) stores the new `start`
  * (0 to stop, or a fresh ring to capture and continue), then runs
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), then loads `busy` (acquire)
- * until it reads 0.  A trace point stores busy = 1, then (after a compiler-
+ * until it reads no 1.  A trace point stores busy = 1, then (after a compiler-
  * only fence) loads `start` again and compares it with `seen`, the ring it
  * writes into.  The membarrier puts a full fence into the thread's
  * instruction stream at some point M while the syscall runs: if M comes
@@ -40,7 +44,10 @@
  * after the syscall sees it, and waits for the trace point's release store
  * busy = 0, which orders every slot and `cur` before it.  Either way, once
  * the control side has read busy == 0 after the barrier, no trace point
- * writes the old ring again.  A thread blocked in a system call is not
+ * writes the old ring again.  Reading 2 means the same: the thread is in
+ * librvtrace's own code, which writes no slot, and the 2 was still there
+ * after M, so the next trace point's store of 1, and its load of start,
+ * come after M.  A thread blocked in a system call is not
  * running: the barrier costs it nothing and interrupts nothing.  A trace
  * point that finds start changed adopts the new ring (rvt__adopt) and writes
  * its event there, so a capture that switches rings loses no call.
@@ -67,34 +74,52 @@
  * Exact time (FORMAT.md §1): `hi` is the high word (counter >> shift) >> 32
  * of the last slot written; when the counter's high word differs, the trace
  * point first writes a CLOCK record (rvt__clock) carrying the full value.
- * Adopting a ring and wrapping the ring set hi = ~0, so every ring and every
- * lap of it starts with one.
+ * Adopting a ring and reaching a bound (wrapping included) set hi = ~0, so
+ * every ring, every lap and every segment of it starts with one.
  *
- * Shadow stack (unwind.c): inside the busy window, after its slot, an entry
- * stores `sp` (the instrumented function's stack pointer) at sh_top when
- * sh_top < sh_end and advances sh_top by one word either way; an exit steps
- * sh_top back by one word unless it is at sh_base (a frame entered before
- * tracing started).  So (sh_top - sh_base) / 8 is the number of frames
- * entered and still open, and the words below min(sh_top, sh_end) are their
- * stack pointers, outermost first — what the longjmp / exception /
- * thread-exit interposers unwind by.  The shadow belongs to the thread (one
- * per registry record, tracer.c), not to a ring: a capture's switch to a
- * spare ring keeps it (the ring says carry_shadow), a start after tracing
- * was off begins it empty.  Private to the thread.
+ * Shadow stack (unwind.c, the STACK record): inside the busy window, after
+ * its slot, an entry stores the frame {sp, v} — `sp` the instrumented
+ * function's stack pointer, `v` its method value — at sh_top when sh_top <
+ * sh_end and advances sh_top by one frame (two words) either way; an exit
+ * steps sh_top back by one frame unless it is at sh_base.  So (sh_top -
+ * sh_base) / 16 is the number of frames entered and still open, and the
+ * frames below min(sh_top, sh_end) are theirs, outermost first — what the
+ * longjmp / exception / thread-exit interposers unwind by, what the STACK
+ * record lists (FORMAT.md §1) and what the budget reads to know whether a
+ * muted function still has a frame open (mute.c).  An exit that finds
+ * sh_top at sh_base closes a frame entered before tracing began (or whose
+ * entry was lost): it writes an EXIT_OF pair naming `fn` before its exit
+ * slot, so the frame is named although its entry is not in the ring.  The
+ * shadow belongs to the thread (one per registry record, tracer.c), not to
+ * a ring: a capture's switch to a spare ring keeps it (the ring says
+ * carry_shadow), a start after tracing was off begins it empty.  Private to
+ * the thread.
  *
- * Exit check: an entry also stores its method value RVT__SHADOW_FN bytes
- * above its stack pointer's word.  On x86-64 an exit names its function too
- * (inline mode passes it to rvt__inl_exit in %rax, call mode has it as the
- * hook's first argument), and the hand-written exit (hooks-x86_64.S) writes
- * its slot and pops only when the innermost recorded frame is that
- * function's.  Otherwise the function's entry was not recorded (its call
- * sites were muted at run time, mute.c): the exit writes nothing — unless
- * the exiting function's stack pointer lies above the innermost frame's,
- * when the frames above it lost their exits (an entry recorded just before
- * its exit sites were muted) and rvt__exit_repair (tp-slow.c) closes them
- * first.  So entries and exits stay paired whatever was muted when; frames
- * past the shadow's capacity (and the C trace point below, which no muted
- * site reaches) exit unchecked.
+ * Exit check (x86-64, hooks-x86_64.S): an exit names its function (inline
+ * mode passes it to rvt__inl_exit in %rax, call mode has it as the hook's
+ * first argument), and the hand-written exit writes its slot and pops only
+ * when the innermost recorded frame is that function's.  Otherwise the
+ * function's entry was not recorded (its call sites were muted at run time,
+ * mute.c): the exit writes nothing — unless the exiting function's stack
+ * pointer lies above the innermost frame's, when the frames above it lost
+ * their exits (an entry recorded just before its exit sites were muted)
+ * and rvt__exit_repair (tp-slow.c) closes them first.  An exit that finds
+ * no recorded frame open (rvt__exit_outer) writes its EXIT_OF pair and slot
+ * only if its stack pointer lies above every frame known to have been
+ * entered since tracing began: above the outermost recorded frame last
+ * pushed (the stale frame at sh_base) and above the last such exit
+ * (sh_floor); a muted function called from a frame entered before tracing
+ * lies below one of them and writes nothing.  So entries and exits stay
+ * paired whatever was muted when; frames past the shadow's capacity (and
+ * the C trace point below, which no muted site reaches) exit unchecked.
+ *
+ * Segments (FORMAT.md §1, STACK): a trace point compares its slot pointer
+ * with `bound`, not with the ring's end `limit`: bound is the next multiple
+ * of `step` bytes from the ring's base (limit at most).  Reaching it
+ * (rvt__bound) wraps at limit and sets hi = ~0, so the next trace point's
+ * CLOCK record (rvt__clock) comes first and carries the STACK record of the
+ * frames open there: every segment of a ring begins with the names of the
+ * frames open at its start, at no cost to the common path.
  */
 #ifndef REARVIEW_TRACE_INLINE_H
 #define REARVIEW_TRACE_INLINE_H
@@ -118,25 +143,26 @@ struct rvt__thread {
 	uint64_t hi;		  /* high word of the last slot's counter */
 	_Atomic(uint64_t *) cur;  /* next slot to write */
 	_Atomic(uintptr_t) seen;  /* the ring cur/base/limit belong to */
-	_Atomic(int) busy;	  /* a trace point is writing */
+	_Atomic(int) busy;	  /* 1: a trace point writes; 2: librvtrace's code runs */
 	_Atomic(int) wrapped;	  /* cur has wrapped at least once */
 	uint64_t *base;		  /* first slot of the ring */
 	uint64_t *limit;	  /* one past the last slot */
 	uint64_t method_base;	  /* FORMAT.md method_base */
 	unsigned shift;		  /* FORMAT.md timestamp shift */
-	uintptr_t sh_top;	  /* shadow stack: next word (may pass sh_end) */
-	uintptr_t sh_base;	  /* shadow stack: first word */
-	uintptr_t sh_end;	  /* shadow stack: one past the last word */
+	uintptr_t sh_top;	  /* shadow stack: next frame (may pass sh_end) */
+	uintptr_t sh_base;	  /* shadow stack: first frame */
+	uintptr_t sh_end;	  /* shadow stack: one past the last frame */
+	uint64_t *bound;	  /* where the slot pointer stops next (≤ limit) */
+	uintptr_t step;		  /* bytes between two bounds */
 	/* Where the thread left its previous ring when it last adopted one
 	 * (DESIGN): read by the control side after seeing seen change. */
 	_Atomic(uintptr_t) prev_ring;
 	uint64_t *prev_cur;
 	int prev_wrapped;
+	/* Exits with no recorded frame open (Exit check): no frame entered
+	 * before tracing began lies below this stack pointer. */
+	uintptr_t sh_floor;
 };
-
-/* Bytes from a shadow stack word (a frame's stack pointer) to its frame's
- * method value (tracer-int.h: RVT_SHADOW_WORDS words of each). */
-#define RVT__SHADOW_FN 32768
 
 /* `seen` while rvt__adopt rewrites the thread's ring fields (no ring is at
  * address 1). */
@@ -153,9 +179,13 @@ extern __thread struct rvt__thread rvt__tls __attribute__((tls_model("initial-ex
  * RVT__START_LEARN) if it is not `seen`; returns 0 if tracing must not go on
  * (start is 0). */
 __attribute__((visibility("default"))) int rvt__adopt(struct rvt__thread *t);
-/* With busy set: writes a CLOCK record for `now` (counter >> shift), sets hi;
- * returns `now`. */
+/* With busy set: writes a CLOCK record for `now` (counter >> shift) and the
+ * STACK record of the open frames, sets hi; returns `now`. */
 __attribute__((visibility("default"))) uint64_t rvt__clock(struct rvt__thread *t, uint64_t now);
+/* With busy set: the slot pointer `p` reached t->bound; wraps at the ring's
+ * end, schedules a CLOCK and STACK for the next trace point and sets the
+ * next bound.  Returns where the next slot goes. */
+__attribute__((visibility("default"))) uint64_t *rvt__bound(struct rvt__thread *t, uint64_t *p);
 
 #define RVT__LD(x)	 atomic_load_explicit(&(x), memory_order_relaxed)
 #define RVT__ST(x, v)	 atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -196,8 +226,9 @@ extern inline RVT__ALWAYS uintptr_t rvt__sp(void)
 #define RVT_MANUAL_FRAME_SP UINTPTR_MAX
 
 /*
- * One trace point: an entry of `fn` when `entry`, else an exit; `sp` is the
- * instrumented function's stack pointer (entries only; see Shadow stack).
+ * One trace point: an entry of `fn` when `entry`, else an exit of `fn` (0
+ * when unknown); `sp` is the instrumented function's stack pointer (entries
+ * only; see Shadow stack).
  * The hot branch (tracing off) is one TLS load and a compare.
  */
 extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintptr_t sp)
@@ -220,37 +251,49 @@ extern inline RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, uintp
 		rvt__clock(t, now);
 	uint64_t ts = now << 32;
 	uint64_t *p = RVT__LD(t->cur);
-	uint64_t *limit = t->limit;
+	uint64_t *bound = t->bound; /* read after rvt__clock, which may move it */
+	uint64_t v = 0;
+	uintptr_t top = t->sh_top;
 	if (entry) {
-		uint64_t v = (uint64_t)(uintptr_t)fn - t->method_base;
+		v = (uint64_t)(uintptr_t)fn - t->method_base;
 		if (RVT__LIKELY((v >> 32) == 0)) {
 			*p = ts | v;
 		} else {
 			*p = v;
-			if (RVT__UNLIKELY(++p == limit)) {
-				p = t->base;
-				RVT__ST(t->wrapped, 1);
-				t->hi = UINT64_MAX;
+			if (RVT__UNLIKELY(++p == bound)) {
+				p = rvt__bound(t, p);
+				bound = t->bound;
 			}
 			*p = ts | 1u;
 		}
+	} else if (RVT__UNLIKELY(top == t->sh_base) && fn) {
+		/* No traced frame is open: an EXIT_OF pair (marker 6) names the
+		 * frame this exit closes; the shadow stays empty. */
+		*p = (uint64_t)(uintptr_t)fn - t->method_base;
+		if (++p == bound) {
+			p = rvt__bound(t, p);
+			bound = t->bound;
+		}
+		*p = ts | 6u;
+		if (++p == bound) {
+			p = rvt__bound(t, p);
+			bound = t->bound;
+		}
+		*p = ts;
+		top += 2 * sizeof(uintptr_t); /* undone by the pop below */
 	} else {
 		*p = ts;
 	}
-	if (RVT__UNLIKELY(++p == limit)) {
-		p = t->base;
-		RVT__ST(t->wrapped, 1);
-		t->hi = UINT64_MAX;
-	}
-	uintptr_t top = t->sh_top;
+	if (RVT__UNLIKELY(++p == bound))
+		p = rvt__bound(t, p);
 	if (entry) {
 		if (RVT__LIKELY(top < t->sh_end)) {
-			*(uintptr_t *)top = sp;
-			*(uint64_t *)(top + RVT__SHADOW_FN) = (uint64_t)(uintptr_t)fn - t->method_base;
+			((uintptr_t *)top)[0] = sp;
+			((uintptr_t *)top)[1] = (uintptr_t)v;
 		}
-		t->sh_top = top + sizeof(uintptr_t);
+		t->sh_top = top + 2 * sizeof(uintptr_t);
 	} else if (RVT__LIKELY(top != t->sh_base)) {
-		t->sh_top = top - sizeof(uintptr_t);
+		t->sh_top = top - 2 * sizeof(uintptr_t);
 	}
 	RVT__ST(t->cur, p);
 	/* Partner: the control side's acquire load of busy (DESIGN). */
@@ -338,9 +381,8 @@ __cyg_profile_func_enter(void *fn, void *call_site)
 extern inline __attribute__((gnu_inline, always_inline, no_instrument_function)) void
 __cyg_profile_func_exit(void *fn, void *call_site)
 {
-	(void)fn;
 	(void)call_site;
-	rvt__trace_point(0, 0, 0);
+	rvt__trace_point(fn, 0, 0);
 }
 #endif
 #endif

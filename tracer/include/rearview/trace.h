@@ -41,8 +41,9 @@
  *   RV_TRACE_FORK=1       a forked child keeps tracing (default: it does not
  *                         trace and writes no capture)
  *   RV_TRACE_FILE=pattern one capture per traced thread, written when the
- *                         thread ends and at exit() for the others, and on
- *                         each rvt_capture_default() call; %p pid, %t tid,
+ *                         thread ends and at exit() or before an exec (any
+ *                         thread's) for the others, and on each
+ *                         rvt_capture_default() call; %p pid, %t tid,
  *                         %e executable name, %% percent sign
  *   RV_TRACE_BUFFER=n     ring size in bytes per thread (suffix k, m or g)
  *   RV_TRACE_MAX_BUFFERS  at most this many ring buffers per process (2, or
