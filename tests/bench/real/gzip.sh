@@ -23,7 +23,7 @@ build_one() { # name, CC
 	out="$W/$1/gzip/gzip"
 	up_to_date "$1" "$2" "$out" "$ROOT/tests/bench/real/gzip.sh" "$ROOT/tests/bench/real/common.sh" \
 		$([ "$1" != plain ] && rv_deps) && return 0
-	configure_build gzip "$2" "$SRC" "$W/$1/gzip" gzip || return 1
+	configure_build gzip "$2" "$SRC" "$W/$1/gzip" || return 1
 	echo "$2" >"$out.cc"
 }
 
