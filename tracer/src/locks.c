@@ -81,7 +81,7 @@ typedef const struct timespec *abstime;
  * constructor that ran before ours), so the path has no test. */
 #define REAL(name, params, args)       \
 	static int lazy_##name params; \
-	static _Atomic(int(*) params) real_##name = lazy_##name;
+	static int(*real_##name) params = lazy_##name;
 #define LAZY(name, params, args)                  \
 	static int lazy_##name params             \
 	{                                         \
@@ -203,7 +203,8 @@ static void *next(const char *name, const char *version, void *own)
 	return p;
 }
 
-#define SET(name, sym, version, own) atomic_store(&real_##name, next(sym, version, (void *)(own)))
+#define SET(name, sym, version, own) \
+	__atomic_store_n(&real_##name, next(sym, version, (void *)(own)), __ATOMIC_SEQ_CST)
 
 static void resolve(void)
 {

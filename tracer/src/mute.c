@@ -278,11 +278,11 @@ static unsigned site_len(uintptr_t ret, uintptr_t hook)
 static uintptr_t open_frame_fn(void)
 {
 	struct rvt__thread *t = &rvt__tls;
-	uintptr_t s = atomic_load(&t->start);
-	if (!s || atomic_load(&t->seen) != s)
+	uintptr_t s = __atomic_load_n(&t->start, __ATOMIC_SEQ_CST);
+	if (!s || __atomic_load_n(&t->seen, __ATOMIC_SEQ_CST) != s)
 		return 0;
-	uint64_t *p = atomic_load(&t->cur), *base = t->base, *limit = t->limit;
-	int wrapped = atomic_load(&t->wrapped);
+	uint64_t *p = __atomic_load_n(&t->cur, __ATOMIC_SEQ_CST), *base = t->base, *limit = t->limit;
+	int wrapped = __atomic_load_n(&t->wrapped, __ATOMIC_SEQ_CST);
 	unsigned depth = 0;
 	for (unsigned n = 0; n < 4096; n++) {
 		if (p == base) {

@@ -20,7 +20,7 @@ int rvt__adopt(struct rvt__thread *t)
 {
 	/* Partner: the control side's release store of start (the ring's
 	 * slots pointer, end_pos and wrapped were set before it). */
-	uintptr_t s = atomic_load_explicit(&t->start, memory_order_acquire);
+	uintptr_t s = RVT__LD_ACQ(t->start);
 	if (s == 0)
 		return 0;
 	uintptr_t o = RVT__LD(t->seen);
@@ -32,7 +32,7 @@ int rvt__adopt(struct rvt__thread *t)
 		t->prev_wrapped = RVT__LD(t->wrapped);
 		/* Release: whoever sees CHANGING sees prev_ring (ring_new's
 		 * check that a shell is neither seen nor prev_ring). */
-		atomic_store_explicit(&t->seen, RVT__SEEN_CHANGING, memory_order_release);
+		RVT__ST_REL(t->seen, RVT__SEEN_CHANGING);
 		struct rvt_ring *r = (struct rvt_ring *)s;
 		t->base = r->slots;
 		t->limit = r->slots + r->nslots;
@@ -46,9 +46,9 @@ int rvt__adopt(struct rvt__thread *t)
 			t->sh_end = t->sh_base + RVT_SHADOW_WORDS * sizeof(uintptr_t);
 			t->sh_top = t->sh_base;
 		}
-		atomic_store_explicit(&t->cur, r->slots + r->end_pos, memory_order_release);
-		atomic_store_explicit(&t->wrapped, r->wrapped, memory_order_release);
-		atomic_store_explicit(&t->seen, s, memory_order_release);
+		RVT__ST_REL(t->cur, r->slots + r->end_pos);
+		RVT__ST_REL(t->wrapped, r->wrapped);
+		RVT__ST_REL(t->seen, s);
 	}
 	return 1;
 }

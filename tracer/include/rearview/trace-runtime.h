@@ -8,8 +8,7 @@
  * thread is traced.
  *
  * It reads librvtrace's internal per-thread word (trace-inline.h): rebuild
- * the runtime with the matching library, as for inline mode.  C only (C11
- * atomics, like trace-inline.h); a C++ VM includes it from a C file.
+ * the runtime with the matching library, as for inline mode.
  */
 #ifndef REARVIEW_TRACE_RUNTIME_H
 #define REARVIEW_TRACE_RUNTIME_H
@@ -46,8 +45,7 @@ static inline RVT__NOTRACE int rvt_thread_active(void)
  */
 static inline RVT__NOTRACE int rvt_key_muted(const void *key)
 {
-	return RVT__UNLIKELY(
-		atomic_load_explicit((const _Atomic uint32_t *)key, memory_order_relaxed) != 0);
+	return RVT__UNLIKELY(__atomic_load_n((const uint32_t *)key, __ATOMIC_RELAXED) != 0);
 }
 
 /*
