@@ -71,9 +71,10 @@ rv_deps() {
 		$RV_NEVER
 }
 
-# rvcc's settings as flags, for CC="…".
+# rvcc's settings as flags, for CC="…" (--rv-rpath: the programs run from
+# the build tree, where the dynamic linker would not find librvtrace).
 rv_flags() {
-	f="--rv-threshold=$RV_THRESHOLD"
+	f="--rv-rpath --rv-threshold=$RV_THRESHOLD"
 	[ -n "$RV_NEVER" ] && f="$f --rv-never=$RV_NEVER"
 	echo "$f"
 }

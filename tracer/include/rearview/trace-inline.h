@@ -103,8 +103,10 @@
 #ifndef REARVIEW_TRACE_INLINE_H
 #define REARVIEW_TRACE_INLINE_H
 
-/* Indented: -Wtraditional asks that of a #pragma. */
-#ifndef RVT__CHECK_WARNINGS
+/* Indented, as -Wtraditional asks of a #pragma; a traditional preprocessor
+ * (-traditional-cpp, which leaves __STDC__ undefined) knows no #pragma and
+ * reads only directives whose # is in the first column. */
+#if defined(__STDC__) && !defined(RVT__CHECK_WARNINGS)
 /* clang-format off */
  #pragma GCC system_header
 /* clang-format on */
