@@ -56,3 +56,12 @@ $(RVCC_CLANG_PLUGIN): tracer/rvcc/rvcc_clang_plugin.cc $(FLAGS_STAMP)
 LIBS_REARVIEW += $(RVCC_CLANG_PLUGIN)
 $(BIN)/rvcc: | $(RVCC_CLANG_PLUGIN)
 endif
+# An ordinary program built through rvcc joins a real rearviewd by itself
+# (RV_SOCKET; librvtrace's control thread starts at load).
+$(TBIN)/integration/rv_rvcc_join_app: tests/integration/rvcc_join_app.c $(FLAGS_STAMP) | $(BIN)/rvcc \
+                                      $(LIBRVTRACE_SO)
+	@mkdir -p $(@D)
+	$(BIN)/rvcc --rv-rpath gcc -O1 -g $(SANFLAGS) -o $@ $<
+$(eval $(call rv_test,integration,daemon_rvcc_join,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(TBIN)/integration/test_daemon_rvcc_join: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
+                                             $(TBIN)/integration/rv_rvcc_join_app

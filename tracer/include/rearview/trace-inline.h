@@ -170,6 +170,15 @@ __attribute__((__visibility__("default"))) rvt__u64 rvt__clock(struct rvt__threa
 #define RVT__LIKELY(x)	  __builtin_expect(!!(x), 1)
 #define RVT__UNLIKELY(x)  __builtin_expect(!!(x), 0)
 
+/* The counter the trace point reads: x86-64's TSC, aarch64's virtual
+ * counter; elsewhere CLOCK_MONOTONIC_RAW where the includer has <time.h>
+ * (librvtrace).  Without one there is no inline trace point: the program
+ * calls librvtrace's hooks (call mode). */
+#if defined(__x86_64__) || defined(__aarch64__) || defined(CLOCK_MONOTONIC_RAW)
+#define RVT__HAVE_COUNTER 1
+#endif
+
+#ifdef RVT__HAVE_COUNTER
 extern __inline__ RVT__ALWAYS rvt__u64 rvt__counter(void);
 extern __inline__ RVT__ALWAYS rvt__u64 rvt__counter(void)
 {
@@ -179,15 +188,13 @@ extern __inline__ RVT__ALWAYS rvt__u64 rvt__counter(void)
 	rvt__u64 v;
 	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
 	return v;
-#elif defined(CLOCK_MONOTONIC_RAW)
-	/* Elsewhere only where the includer has <time.h> (librvtrace). */
+#else
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	return (rvt__u64)ts.tv_sec * 1000000000u + (rvt__u64)ts.tv_nsec;
-#else
-#error "rearview/trace-inline.h: inline mode is for x86-64 and aarch64; use call mode"
 #endif
 }
+#endif
 
 /* The stack pointer of the function this is inlined into. */
 extern __inline__ RVT__ALWAYS rvt__uptr rvt__sp(void);
@@ -208,6 +215,7 @@ extern __inline__ RVT__ALWAYS rvt__uptr rvt__sp(void)
  * stack: above any jump target, so only its runtime unwinds it. */
 #define RVT_MANUAL_FRAME_SP (~(rvt__uptr)0)
 
+#ifdef RVT__HAVE_COUNTER
 /*
  * One trace point: an entry of `fn` when `entry`, else an exit; `sp` is the
  * instrumented function's stack pointer (entries only; see Shadow stack).
@@ -271,6 +279,7 @@ extern __inline__ RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, r
 	/* Partner: the control side's acquire load of busy (DESIGN). */
 	RVT__ST_REL(t->busy, 0);
 }
+#endif
 
 /*
  * On x86-64 (not under ThreadSanitizer, which must see the accesses) the
@@ -294,7 +303,7 @@ extern __inline__ RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, r
 #define RVT__INLINE_STUBS 1
 #endif
 
-#ifndef RVT_NO_INLINE_HOOKS
+#if !defined(RVT_NO_INLINE_HOOKS) && defined(RVT__HAVE_COUNTER)
 void __cyg_profile_func_enter(void *fn, void *call_site) RVT__NOTRACE;
 void __cyg_profile_func_exit(void *fn, void *call_site) RVT__NOTRACE;
 #ifdef RVT__INLINE_STUBS
