@@ -59,8 +59,8 @@ static bool captured(struct rvh *h, const char *method)
 	FILE *p;
 
 	snprintf(cmd, sizeof(cmd),
-		 "find '%s' -name 'c-*.rvc' -exec %s/rvtrace summary {} \\; 2>/dev/null",
-		 h->state, RV_BIN_DIR);
+		 "find '%s' -name 'c-*.rvc' -exec %s/rvtrace summary {} \\; 2>/dev/null", h->state,
+		 RV_BIN_DIR);
 	p = popen(cmd, "r");
 	if (!p)
 		return false;
