@@ -65,3 +65,25 @@ $(TBIN)/integration/rv_rvcc_join_app: tests/integration/rvcc_join_app.c $(FLAGS_
 $(eval $(call rv_test,integration,daemon_rvcc_join,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
 $(TBIN)/integration/test_daemon_rvcc_join: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                              $(TBIN)/integration/rv_rvcc_join_app
+# rvcc under the names that choose the compiler (rvcc-gcc runs gcc): for
+# build systems that take the compiler as one word (CC=rvcc-gcc CXX=rvcc-g++).
+RVCC_LINKS := $(addprefix $(BIN)/rvcc-,gcc g++ clang clang++)
+$(RVCC_LINKS): | $(BIN)/rvcc
+	ln -sf rvcc $@
+all: $(RVCC_LINKS)
+install: install-rvcc-links
+install-rvcc-links: $(RVCC_LINKS)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	for c in gcc g++ clang clang++; do ln -sf rvcc $(DESTDIR)$(PREFIX)/bin/rvcc-$$c; done
+.PHONY: install-rvcc-links
+# `make check-rvcc-packages` (system tier; not in `make check`: it builds six
+# Debian source packages under dh, plain and through rvcc, and runs their
+# own test suites, traced and not; about an hour on a busy two-core machine):
+# tests/rvcc/packages.sh.  RV_PACKAGES="jq serd" picks some.
+$(TBIN)/rvcc/test_rvcc_packages: tests/rvcc/packages.sh
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec sh %s %s $$RV_PACKAGES\n' '$(CURDIR)/$<' '$(abspath $(BUILD))' > $@
+	chmod +x $@
+check-rvcc-packages: $(TBIN)/rvcc/test_rvcc_packages $(BIN)/rvcc $(RVCC_LINKS) $(LIBRVTRACE_SO)
+	RV_TEST_TIMEOUT=$(or $(RV_TEST_TIMEOUT),10800) sh tests/run-tests.sh $<
+.PHONY: check-rvcc-packages

@@ -135,7 +135,8 @@ static void test_protocol_nested_trace_point_in_busy_window_is_dropped(void **st
 	struct rvt__thread *t = &rvt__tls;
 	call_top(0);
 	uint64_t *cur = __atomic_load_n(&t->cur, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&t->busy, 1, __ATOMIC_SEQ_CST); /* as if a handler interrupted a trace point */
+	__atomic_store_n(&t->busy, 1,
+			 __ATOMIC_SEQ_CST); /* as if a handler interrupted a trace point */
 	call_top(0);
 	assert_ptr_equal(__atomic_load_n(&t->cur, __ATOMIC_SEQ_CST), cur);
 	__atomic_store_n(&t->busy, 0, __ATOMIC_SEQ_CST);

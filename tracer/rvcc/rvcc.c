@@ -50,7 +50,10 @@
  * (-E, -M, -MM), -fsyntax-only, and everything with --rv-off / RVCC=off.
  * Response files (@file) are expanded so that rvcc sees every argument.
  * rvcc's own options may come before the compiler (CC="rvcc --rv-… gcc")
- * or anywhere after it.
+ * or anywhere after it.  Called as rvcc-COMPILER (a link or copy named so:
+ * rvcc-gcc, rvcc-g++ …), it runs COMPILER: CC=rvcc-gcc for build systems
+ * that take the compiler as one word (debhelper's CMake passes
+ * -DCMAKE_C_COMPILER="$CC").
  *
  * Transparency: a build through rvcc must behave as through the compiler
  * alone, so what rvcc adds cannot change what the program's sources see.
@@ -85,7 +88,9 @@ static const char usage[] =
 	"  instrumentation added and librvtrace linked in.  Use it as CC/CXX:\n"
 	"    CC=\"rvcc gcc\" ./configure && make\n"
 	"    CC=\"rvcc --rv-threshold=200 gcc\" make\n"
-	"    cmake -DCMAKE_C_COMPILER_LAUNCHER=rvcc …   (or CC=\"rvcc gcc\")\n"
+	"  or by the name rvcc-COMPILER (rvcc-gcc, rvcc-g++, rvcc-clang, rvcc-clang++\n"
+	"  are installed beside rvcc), where a compiler must be one word (CMake):\n"
+	"    CC=rvcc-gcc CXX=rvcc-g++ cmake …   (or -DCMAKE_C_COMPILER_LAUNCHER=rvcc)\n"
 	"options (flag / environment; flags win):\n"
 	"  --rv-off              RVCC=off         pass everything through untouched\n"
 	"  --rv-mode=inline|call RVCC_MODE        gcc C: inline trace point (default)\n"
@@ -745,9 +750,9 @@ static int parse_option(struct opts *o, const char *a)
  * RVCC_CC (default gcc). */
 static int is_input_name(const char *a)
 {
-	static const char *const ext[] = {"c",	 "i",  "h",  "cc", "cpp", "cxx", "C",  "c++", "ii",
-					  "s",	 "S",  "sx", "o",  "a",	  "so",	 "lo", "la", "hh",
-					  "hpp", "H",  "m",  "mm", "f",	  "F",	 "f90"};
+	static const char *const ext[] = {"c",	 "i", "h",  "cc", "cpp", "cxx", "C",  "c++", "ii",
+					  "s",	 "S", "sx", "o",  "a",	 "so",	"lo", "la",  "hh",
+					  "hpp", "H", "m",  "mm", "f",	 "F",	"f90"};
 	const char *slash = strrchr(a, '/');
 	const char *dot = strrchr(slash ? slash + 1 : a, '.');
 	if (!dot)
@@ -772,7 +777,11 @@ int main(int argc, char **argv)
 	o.incdir = env_or("RVCC_INCDIR", NULL);
 	o.plugin = env_or("RVCC_PLUGIN", NULL);
 
-	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+	const char *self = strrchr(argv[0], '/');
+	self = self ? self + 1 : argv[0];
+	/* Called as rvcc-gcc: CC=rvcc-gcc needs no space; --help is gcc's. */
+	const char *named = has_prefix(self, "rvcc-") && self[5] ? self + 5 : NULL;
+	if (!named && argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		fputs(usage, stdout);
 		return 0;
 	}
@@ -783,8 +792,10 @@ int main(int argc, char **argv)
 		first++;
 	const char *compiler = env_or("RVCC_CC", "gcc");
 	int cc_at = 0;
-	if (first < argc && argv[first][0] != '-' && argv[first][0] != '@' &&
-	    !is_input_name(argv[first])) {
+	if (named) {
+		compiler = named;
+	} else if (first < argc && argv[first][0] != '-' && argv[first][0] != '@' &&
+		   !is_input_name(argv[first])) {
 		compiler = argv[first];
 		cc_at = first;
 	}

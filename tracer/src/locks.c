@@ -219,8 +219,9 @@ static void *next(const char *name, const char *version, void *own)
 	}
 	p = p ? p : own;
 	if (!p) {
-		static const char msg[] = "librvtrace: pthread lock functions not found (a static "
-					  "program links the C library's __pthread_* names with -Wl,-u)\n";
+		static const char msg[] =
+			"librvtrace: pthread lock functions not found (a static "
+			"program links the C library's __pthread_* names with -Wl,-u)\n";
 		(void)!write(2, msg, sizeof(msg) - 1);
 		abort();
 	}

@@ -281,7 +281,8 @@ static uintptr_t open_frame_fn(void)
 	uintptr_t s = __atomic_load_n(&t->start, __ATOMIC_SEQ_CST);
 	if (!s || __atomic_load_n(&t->seen, __ATOMIC_SEQ_CST) != s)
 		return 0;
-	uint64_t *p = __atomic_load_n(&t->cur, __ATOMIC_SEQ_CST), *base = t->base, *limit = t->limit;
+	uint64_t *p = __atomic_load_n(&t->cur, __ATOMIC_SEQ_CST), *base = t->base,
+		 *limit = t->limit;
 	int wrapped = __atomic_load_n(&t->wrapped, __ATOMIC_SEQ_CST);
 	unsigned depth = 0;
 	for (unsigned n = 0; n < 4096; n++) {

@@ -235,8 +235,8 @@ static int shell_seen_locked(const struct rvt_ring *r)
 {
 	for (size_t i = 0; i < nrecs; i++) {
 		struct rvt__thread *t = recs[i].t;
-		if (t && (RVT__LD_ACQ(t->seen) == (uintptr_t)r ||
-			  RVT__LD(t->prev_ring) == (uintptr_t)r))
+		if (t &&
+		    (RVT__LD_ACQ(t->seen) == (uintptr_t)r || RVT__LD(t->prev_ring) == (uintptr_t)r))
 			return 1;
 	}
 	return 0;
@@ -463,8 +463,7 @@ static int handover_locked(struct rec *r, struct rvt_ring *next)
 		/* Partner of the acquire: the trace point's release of busy = 0,
 		 * which orders its slots and cur before it. */
 		uint64_t deadline = 0;
-		for (unsigned i = 0;
-		     rc == 0 && RVT__LD_ACQ(t->busy); i++) {
+		for (unsigned i = 0; rc == 0 && RVT__LD_ACQ(t->busy); i++) {
 			struct timespec now;
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
