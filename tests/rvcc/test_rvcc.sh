@@ -362,12 +362,16 @@ no_runpath() {
 check "test_rvcc_no_runpath_unless_asked" no_runpath
 
 # README's spellings: rvcc's options before the compiler, a bare source
-# compiled with RVCC_CC (default gcc).
+# compiled with RVCC_CC (default gcc), rvcc-gcc (a link: the compiler from
+# the name, and --help is gcc's).
 options_first() {
 	"$RVCC" --rv-threshold=20 gcc -O2 -o "$T/first" "$T/app.c" &&
 		readelf -p .rearview_untraced "$T/first" | grep -q 'threshold small_helper\\n' &&
 		"$RVCC" --rv-verbose "$T/gnu.c" -o "$T/bare" 2>"$T/err" &&
-		grep -q "^rvcc: gcc $T/gnu.c -o $T/bare " "$T/err" && [ "$("$T/bare")" = 5 ]
+		grep -q "^rvcc: gcc $T/gnu.c -o $T/bare " "$T/err" && [ "$("$T/bare")" = 5 ] &&
+		"$B/rvcc-gcc" --rv-threshold=20 -O2 -o "$T/named" "$T/app.c" &&
+		readelf -p .rearview_untraced "$T/named" | grep -q 'threshold small_helper\\n' &&
+		[ "$("$B/rvcc-gcc" --help | head -n 1)" = "$(gcc --help | head -n 1)" ]
 }
 check "test_rvcc_options_before_the_compiler" options_first
 
