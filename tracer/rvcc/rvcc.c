@@ -360,16 +360,19 @@ static void find_dirs(struct opts *o)
 	}
 	if (!o->incdir) {
 		snprintf(probe, sizeof(probe), "%s/include/rearview/trace-inline.h", self);
-		if (self[0] && file_exists(probe)) {
+		if (self[0] && file_exists(probe))
 			snprintf(incdir, sizeof(incdir), "%s/include", self);
-		} else {
-			/* The build tree: build/bin/rvcc beside tracer/include. */
+		else
+			snprintf(incdir, sizeof(incdir), "%s/include", RVCC_PREFIX);
+		/* A build tree (build/bin/rvcc, build/san/bin/rvcc …): the
+		 * source tree's tracer/include a few levels up. */
+		char up[PATH_MAX] = "";
+		for (int level = 0; self[0] && !file_exists(probe) && level < 4; level++) {
+			strncat(up, "/..", sizeof(up) - strlen(up) - 1);
 			snprintf(probe, sizeof(probe),
-				 "%s/../tracer/include/rearview/trace-inline.h", self);
-			if (self[0] && file_exists(probe))
-				snprintf(incdir, sizeof(incdir), "%s/../tracer/include", self);
-			else
-				snprintf(incdir, sizeof(incdir), "%s/include", RVCC_PREFIX);
+				 "%s%s/tracer/include/rearview/trace-inline.h", self, up);
+			if (file_exists(probe))
+				snprintf(incdir, sizeof(incdir), "%s%s/tracer/include", self, up);
 		}
 		o->incdir = incdir;
 	}
