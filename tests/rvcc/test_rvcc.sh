@@ -25,7 +25,7 @@ if [ -n "${2:-}" ]; then
 fi
 RVCC="$B/rvcc"
 LIBDIR=$(cd "$B/../lib" && pwd)
-INLINE_H=$(cd "$B/../../tracer/include/rearview" 2>/dev/null && pwd)/trace-inline.h
+INLINE_H=$(cd "$(dirname "$0")/../../tracer/include/rearview" && pwd)/trace-inline.h
 # The build tree's programs find librvtrace through a RUNPATH, asked for
 # explicitly (rvcc adds none by default); test_rvcc_no_runpath unsets it.
 export RVCC_RPATH=1
@@ -376,9 +376,11 @@ options_first() {
 check "test_rvcc_options_before_the_compiler" options_first
 
 # An instrumented library in a program that is not: librvtrace comes after
-# the C library in the lookup order, its lock interposers find nothing next
-# and must take the C library's (the program ran into an abort before),
-# tracing off and on; the traced main thread's calls into it are captured.
+# the C library in the lookup order, its interposers find nothing next and
+# must take the C library's (the lock interposers aborted the program at
+# start), tracing off and on; the traced main thread's calls into it are
+# captured; with RV_SOCKET set its control thread starts (pthread_create
+# found).
 cat >"$T/lib.c" <<'C'
 #include <pthread.h>
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
@@ -403,6 +405,8 @@ uninstrumented_host() {
 		! readelf -d "$T/host" | grep -q librvtrace &&
 		[ "$(LD_LIBRARY_PATH="$T" "$T/host")" = 46 ] &&
 		[ "$(LD_LIBRARY_PATH="$T" RV_TRACE=1 RV_TRACE_FILE="$T/host.rvt" "$T/host")" = 46 ] &&
+		LD_LIBRARY_PATH="$T" RV_SOCKET="$T/none.sock" "$T/host" >"$T/hout" 2>"$T/herr" &&
+		[ "$(cat "$T/hout")" = 46 ] && ! grep -q 'not found' "$T/herr" &&
 		"$B/rvtrace" summary "$T/host.rvt" >"$T/hsum" && grep -q ' lib_locked_sum$' "$T/hsum"
 }
 check "test_rvcc_instrumented_library_in_uninstrumented_program" uninstrumented_host

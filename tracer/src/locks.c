@@ -205,18 +205,21 @@ static int ours(void *p)
 	return !dladdr(p, &a) || !dladdr((void *)ours, &b) || a.dli_fbase == b.dli_fbase;
 }
 
-/* The next definition of `name`: the one after librvtrace (RTLD_NEXT), else
- * the first one, when it is not ours (librvtrace loaded after the C library,
- * see the top), else `own` (a static program's __pthread_* name); aborts
- * only when there is none of these (a static program not linked as said
- * above). */
-static void *next(const char *name, const char *version, void *own)
+void *rvt_next_fn(const char *name, const char *version)
 {
 	void *p = lookup(RTLD_NEXT, name, version);
 	if (!p) {
 		p = lookup(RTLD_DEFAULT, name, version);
 		p = p && !ours(p) ? p : NULL;
 	}
+	return p;
+}
+
+/* rvt_next_fn(), else `own` (a static program's __pthread_* name); aborts
+ * only when there is neither (a static program not linked as said above). */
+static void *next(const char *name, const char *version, void *own)
+{
+	void *p = rvt_next_fn(name, version);
 	p = p ? p : own;
 	if (!p) {
 		static const char msg[] =

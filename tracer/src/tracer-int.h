@@ -93,6 +93,14 @@ struct rvt_lock_wait {
 /* Lock waits kept process-wide, the oldest overwritten. */
 #define RVT_LOCK_WAITS 256u
 
+/* The C library's `name` (at `version` first, when given) that librvtrace's
+ * interposer of it calls: the next definition after librvtrace
+ * (RTLD_NEXT), else the first one when it is not librvtrace's own
+ * (librvtrace loaded after the C library: an instrumented library in a
+ * program that does not link librvtrace); NULL when there is none (a
+ * static program).  locks.c. */
+RVT_HIDDEN void *rvt_next_fn(const char *name, const char *version);
+
 /* Copies into `out` (at most `cap`) the completed waits of thread `waiter`
  * still in the table, their counters shifted right by `shift`; holder_method,
  * waiter_method and flags are 0.  Any thread; lock-free; returns the count. */
