@@ -250,7 +250,9 @@ static pid_t spawn_join(const char *autosock, const char *path, int *rc)
 	close(p[0]);
 	assert_true(n > 0);
 	buf[n] = 0;
-	*rc = atoi(buf);
+	char *end;
+	*rc = (int)strtol(buf, &end, 10);
+	assert_true(end != buf && *end == '\n');
 	return pid;
 }
 

@@ -366,13 +366,13 @@ static void find_dirs(struct opts *o)
 			snprintf(incdir, sizeof(incdir), "%s/include", RVCC_PREFIX);
 		/* A build tree (build/bin/rvcc, build/san/bin/rvcc …): the
 		 * source tree's tracer/include a few levels up. */
-		char up[PATH_MAX] = "";
-		for (int level = 0; self[0] && !file_exists(probe) && level < 4; level++) {
-			strncat(up, "/..", sizeof(up) - strlen(up) - 1);
+		static const char ups[] = "/../../../.."; /* 3 bytes a level */
+		for (int k = 3; self[0] && !file_exists(probe) && k < (int)sizeof(ups); k += 3) {
 			snprintf(probe, sizeof(probe),
-				 "%s%s/tracer/include/rearview/trace-inline.h", self, up);
+				 "%s%.*s/tracer/include/rearview/trace-inline.h", self, k, ups);
 			if (file_exists(probe))
-				snprintf(incdir, sizeof(incdir), "%s%s/tracer/include", self, up);
+				snprintf(incdir, sizeof(incdir), "%s%.*s/tracer/include", self, k,
+					 ups);
 		}
 		o->incdir = incdir;
 	}
