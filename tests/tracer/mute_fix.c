@@ -74,6 +74,8 @@ __attribute__((noinline)) int F(rec)(int depth, int x)
 	return F(rec)(depth - 1, x + 1) + F(tiny)(x);
 }
 
+/* clang-format reflows the macro calls below differently on each pass. */
+/* clang-format off */
 #define FAM(i)                                                                  \
 	__attribute__((noinline)) static int F(fam##i)(int x)                   \
 	{                                                                       \
@@ -94,6 +96,7 @@ int (*const F(family)[MF_FAMILY])(int x) = {
 const char *const F(family_names)[MF_FAMILY] = {N(0), N(1), N(2),  N(3),  N(4),  N(5),
 						N(6), N(7), N(8),  N(9),  N(10), N(11),
 						N(12), N(13), N(14), N(15)};
+/* clang-format on */
 
 /* One phase: function k of the family n times (rec() now and then). */
 __attribute__((noinline)) long F(phase_loop)(int k, long n)

@@ -11,16 +11,16 @@
 /* Functions of the family: each becomes hot in its own phase. */
 #define MF_FAMILY 16
 
-#define MUTE_FIX_DECLARE(p)                                          \
-	extern _Atomic int p##hold, p##inside;                       \
-	int p##tiny(int x);                                          \
-	long p##hot_loop(long n);                                    \
-	int p##rare(int x);                                          \
-	int p##outer(int x);                                         \
-	long p##big(long n);                                         \
-	int p##rec(int depth, int x);                                \
-	long p##phase_loop(int k, long n);                           \
-	extern int (*const p##family[MF_FAMILY])(int x);             \
+#define MUTE_FIX_DECLARE(p)                              \
+	extern _Atomic int p##hold, p##inside;           \
+	int p##tiny(int x);                              \
+	long p##hot_loop(long n);                        \
+	int p##rare(int x);                              \
+	int p##outer(int x);                             \
+	long p##big(long n);                             \
+	int p##rec(int depth, int x);                    \
+	long p##phase_loop(int k, long n);               \
+	extern int (*const p##family[MF_FAMILY])(int x); \
 	extern const char *const p##family_names[MF_FAMILY];
 
 MUTE_FIX_DECLARE(mc_)

@@ -238,10 +238,10 @@ static void test_format_clock_writes_stack_record_as_documented(void **state)
 	shadow[2] = 0x7ffd0000e000u;
 	shadow[3] = 0x1300;
 	t.sh_top = t.sh_base + 2 * RVT_SHADOW_FRAME;
-	atomic_store(&t.cur, ring);
-	atomic_store(&t.busy, 1);
+	RVT__ST(t.cur, ring);
+	RVT__ST(t.busy, 1);
 	assert_true(rvt__clock(&t, 0x500000100ull) == 0x500000100ull);
-	assert_true(atomic_load(&t.cur) == ring + 8);
+	assert_true(RVT__LD(t.cur) == ring + 8);
 	assert_true(t.hi == 5);
 	for (size_t i = 0; i < 8; i++)
 		if (ring[i] != frames_slots[i])

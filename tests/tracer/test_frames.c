@@ -198,7 +198,10 @@ static void frames_case(const char *build)
 	snprintf(atexit_, sizeof(atexit_), "%s/exit.rvt", dir);
 	snprintf(file_env, sizeof(file_env), "RV_TRACE_FILE=%s", atexit_);
 	char *argv[] = {prog, mid, NULL};
-	const char *env[] = {"RV_TRACE=1", "RV_TRACE_BUFFER=64k", file_env, NULL};
+	/* Every frame and exact counts: the budget (on by default) would mute
+	 * the hot ff_leaf and fold it into its callers (RV_TRACE_MUTE). */
+	const char *env[] = {"RV_TRACE=1", "RV_TRACE_BUFFER=64k", "RV_TRACE_MUTE=off", file_env,
+			     NULL};
 	assert_int_equal(run(argv, env), 0);
 	/* In the leaf: main ff_run ff_loop ff_phase ff_batch ff_dispatch
 	 * ff_stage1 ff_stage2 ff_leaf, 0 to 8. */
@@ -259,7 +262,8 @@ static void exec_case(const char *who, int nfiles)
 	char who_[16], truth[] = "/bin/true";
 	snprintf(who_, sizeof(who_), "%s", who);
 	char *argv[] = {prog, who_, truth, NULL};
-	const char *env[] = {"RV_TRACE=all", file_env, NULL};
+	/* Exact counts: no budget (RV_TRACE_MUTE). */
+	const char *env[] = {"RV_TRACE=all", "RV_TRACE_MUTE=off", file_env, NULL};
 	assert_int_equal(run(argv, env), 0); /* /bin/true's status: the exec happened */
 	rva_trace *t[4];
 	size_t n = load_dir(dir, t, 4);
@@ -310,7 +314,7 @@ static void test_frames_tracer_allocations_not_in_trace(void **state)
 	snprintf(main_cap, sizeof(main_cap), "%s/main.rvt", dir);
 	snprintf(worker_cap, sizeof(worker_cap), "%s/worker.rvt", dir);
 	char *argv[] = {prog, main_cap, worker_cap, NULL};
-	const char *env[] = {NULL};
+	const char *env[] = {"RV_TRACE_MUTE=off", NULL}; /* exact counts */
 	assert_int_equal(run(argv, env), 0);
 	rva_trace *t = load(main_cap);
 	/* mf_work's own three of each; the tracer made many more (starting

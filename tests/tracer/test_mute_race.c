@@ -208,9 +208,9 @@ static void test_mute_race_captures_stay_whole(void **state)
 		 * machine may starve: every fourth phase, while mutes lag behind
 		 * one per four phases, the phase goes on (its workers run, its
 		 * function hot) until the budget mutes the phase's function. */
-		for (int mine = 0; p % 4 == 3 && now_s() < deadline; usleep(2000))
-			if (muted_now(nm[0].fam[p], nm[1].fam[p], &mine) >= (size_t)(p + 1) / 4 ||
-			    mine)
+		for (int its = 0; p % 4 == 3 && now_s() < deadline; usleep(2000))
+			if (muted_now(nm[0].fam[p], nm[1].fam[p], &its) >= (size_t)(p + 1) / 4 ||
+			    its)
 				break;
 	}
 	atomic_store(&phase, PHASES);

@@ -580,7 +580,7 @@ typedef int (*setname_fn)(pthread_t, const char *);
 /* glibc's own names for the two functions: strong in a static libc.a (whose
  * pthread_create and pthread_setname_np are weak aliases of them), absent
  * from libc.so.  Weak here, so a dynamic program leaves them NULL and finds
- * libc's through dlsym(RTLD_NEXT); a fully static one, where dlsym finds
+ * libc's through rvt_next_fn(); a fully static one, where dlsym finds
  * nothing, links them with -Wl,-u,__pthread_create,-u,__pthread_setname_np
  * (trace.h). */
 extern int __pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
@@ -589,7 +589,7 @@ extern int __pthread_setname_np(pthread_t, const char *) __attribute__((weak));
 
 static void *next_symbol(const char *name, void *static_fallback)
 {
-	void *f = dlsym(RTLD_NEXT, name);
+	void *f = rvt_next_fn(name, NULL);
 	if (!f)
 		f = static_fallback;
 	if (!f)

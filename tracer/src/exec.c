@@ -11,8 +11,8 @@
  * execve, execv, execvp, execvpe, execl, execle, execlp, fexecve and
  * execveat are interposed (glibc's own exec functions call its internal
  * execve directly, so each needs its own); the real ones come from
- * dlsym(RTLD_NEXT), or in a static program from glibc's internal names
- * (weak here), or from the system call.  A vfork child (it shares the
+ * rvt_next_fn() (as the lock interposers'), or in a static program from
+ * glibc's internal names (weak here), or from the system call.  A vfork child (it shares the
  * parent's memory, and the parent's other threads hold its locks) writes
  * nothing: it is told apart by its pid.
  *
@@ -22,7 +22,6 @@
  */
 #include "tracer-int.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -73,7 +72,7 @@ static void *next(_Atomic(void *) *slot, const char *name, void *fallback)
 {
 	void *f = atomic_load_explicit(slot, memory_order_relaxed);
 	if (!f) {
-		f = dlsym(RTLD_NEXT, name);
+		f = rvt_next_fn(name, NULL);
 		if (!f)
 			f = fallback;
 		atomic_store_explicit(slot, f, memory_order_relaxed);

@@ -1053,15 +1053,15 @@ static double measure_cost(void)
 	struct rvt__thread *t = &rvt__tls;
 	double best = 1e9;
 	for (int round = 0; round < ROUNDS; round++) {
-		atomic_store_explicit(&t->start, (uintptr_t)&r, memory_order_release);
+		RVT__ST_REL(t->start, (uintptr_t)&r);
 		uint64_t t0 = mono_ns();
 		for (int i = 0; i < CALLS; i++) {
 			__cyg_profile_func_enter((void *)measure_cost, NULL);
 			__cyg_profile_func_exit((void *)measure_cost, NULL);
 		}
 		uint64_t t1 = mono_ns();
-		atomic_store(&t->start, 0);
-		atomic_store(&t->seen, 0);
+		__atomic_store_n(&t->start, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&t->seen, 0, __ATOMIC_SEQ_CST);
 		double c = (double)(t1 - t0) / (2 * CALLS);
 		best = c < best ? c : best;
 	}

@@ -154,7 +154,8 @@ int rvt_key_resolve(const void *key, char *buf, size_t len, void *arg)
 
 /* ---- muted native addresses ---- */
 
-RVT_API _Atomic uint64_t rvt__addr_bloom[RVT__ADDR_BLOOM_WORDS];
+/* Read and written only through __atomic built-ins (trace-runtime.h). */
+RVT_API uint64_t rvt__addr_bloom[RVT__ADDR_BLOOM_WORDS];
 static _Atomic uintptr_t addr_list[RVT_MUTED_MAX];
 static _Atomic size_t addr_count;
 static _Atomic int addr_checked;
@@ -186,8 +187,7 @@ int rvt_addr_mute(const void *fn)
 	atomic_store_explicit(&addr_list[n], (uintptr_t)fn, memory_order_relaxed);
 	atomic_store_explicit(&addr_count, n + 1, memory_order_release);
 	unsigned h = rvt__addr_hash(fn);
-	atomic_fetch_or_explicit(&rvt__addr_bloom[h >> 6], UINT64_C(1) << (h & 63),
-				 memory_order_release);
+	__atomic_fetch_or(&rvt__addr_bloom[h >> 6], UINT64_C(1) << (h & 63), __ATOMIC_RELEASE);
 	return 0;
 }
 

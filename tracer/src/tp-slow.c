@@ -24,7 +24,7 @@ int rvt__adopt(struct rvt__thread *t)
 {
 	/* Partner: the control side's release store of start (the ring's
 	 * slots pointer, end_pos and wrapped were set before it). */
-	uintptr_t s = atomic_load_explicit(&t->start, memory_order_acquire) & ~RVT__START_LEARN;
+	uintptr_t s = RVT__LD_ACQ(t->start) & ~RVT__START_LEARN;
 	if (s == 0)
 		return 0;
 	uintptr_t o = RVT__LD(t->seen);
@@ -36,7 +36,7 @@ int rvt__adopt(struct rvt__thread *t)
 		t->prev_wrapped = RVT__LD(t->wrapped);
 		/* Release: whoever sees CHANGING sees prev_ring (ring_new's
 		 * check that a shell is neither seen nor prev_ring). */
-		atomic_store_explicit(&t->seen, RVT__SEEN_CHANGING, memory_order_release);
+		RVT__ST_REL(t->seen, RVT__SEEN_CHANGING);
 		struct rvt_ring *r = (struct rvt_ring *)s;
 		t->base = r->slots;
 		t->limit = r->slots + r->nslots;
@@ -60,9 +60,9 @@ int rvt__adopt(struct rvt__thread *t)
 				((uintptr_t *)t->sh_base)[0] = 0;
 			t->sh_floor = 0;
 		}
-		atomic_store_explicit(&t->cur, r->slots + r->end_pos, memory_order_release);
-		atomic_store_explicit(&t->wrapped, r->wrapped, memory_order_release);
-		atomic_store_explicit(&t->seen, s, memory_order_release);
+		RVT__ST_REL(t->cur, r->slots + r->end_pos);
+		RVT__ST_REL(t->wrapped, r->wrapped);
+		RVT__ST_REL(t->seen, s);
 	}
 	return 1;
 }
@@ -99,7 +99,7 @@ static void learn(uintptr_t fn, uintptr_t ret, int entry)
 
 int rvt__adopt_at(struct rvt__thread *t, uintptr_t fn, uintptr_t ret, int entry)
 {
-	if (atomic_load_explicit(&t->start, memory_order_relaxed) & RVT__START_LEARN)
+	if (RVT__LD(t->start) & RVT__START_LEARN)
 		learn(fn, ret, entry);
 	return rvt__adopt(t);
 }

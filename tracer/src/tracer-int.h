@@ -12,6 +12,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -101,7 +102,7 @@ static inline void rvt_own_end(int prev)
 	if (prev == 0) {
 		assert(RVT__LD(rvt__tls.busy) == RVT_BUSY_OWN);
 		/* Release, as a trace point's end. */
-		atomic_store_explicit(&rvt__tls.busy, 0, memory_order_release);
+		RVT__ST_REL(rvt__tls.busy, 0);
 	}
 }
 
@@ -153,6 +154,14 @@ struct rvt_lock_wait {
 #define RVT_LOCK_WAITER_METHOD 2u
 /* Lock waits kept process-wide, the oldest overwritten. */
 #define RVT_LOCK_WAITS 256u
+
+/* The C library's `name` (at `version` first, when given) that librvtrace's
+ * interposer of it calls: the next definition after librvtrace
+ * (RTLD_NEXT), else the first one when it is not librvtrace's own
+ * (librvtrace loaded after the C library: an instrumented library in a
+ * program that does not link librvtrace); NULL when there is none (a
+ * static program).  locks.c. */
+RVT_HIDDEN void *rvt_next_fn(const char *name, const char *version);
 
 /* Copies into `out` (at most `cap`) the completed waits of thread `waiter`
  * still in the table, their counters shifted right by `shift`; holder_method,

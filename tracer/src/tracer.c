@@ -236,8 +236,8 @@ static int shell_seen_locked(const struct rvt_ring *r)
 {
 	for (size_t i = 0; i < nrecs; i++) {
 		struct rvt__thread *t = recs[i].t;
-		if (t && (atomic_load_explicit(&t->seen, memory_order_acquire) == (uintptr_t)r ||
-			  RVT__LD(t->prev_ring) == (uintptr_t)r))
+		if (t &&
+		    (RVT__LD_ACQ(t->seen) == (uintptr_t)r || RVT__LD(t->prev_ring) == (uintptr_t)r))
 			return 1;
 	}
 	return 0;
@@ -417,14 +417,14 @@ static int register_locked(void)
 static void ring_end_locked(struct rvt__thread *t, struct rvt_ring *old)
 {
 	for (;;) {
-		uintptr_t s = atomic_load_explicit(&t->seen, memory_order_acquire);
+		uintptr_t s = RVT__LD_ACQ(t->seen);
 		if (s == RVT__SEEN_CHANGING) {
 			sched_yield(); /* an adoption is under way */
 			continue;
 		}
 		if (s == (uintptr_t)old) {
-			uint64_t *cur = atomic_load_explicit(&t->cur, memory_order_acquire);
-			int w = atomic_load_explicit(&t->wrapped, memory_order_acquire);
+			uint64_t *cur = RVT__LD_ACQ(t->cur);
+			int w = RVT__LD_ACQ(t->wrapped);
 			if (RVT__LD(t->seen) != s)
 				continue; /* adopted meanwhile: prev_* now say it */
 			old->end_pos = (uint64_t)(cur - old->slots);
@@ -452,13 +452,13 @@ static int handover_locked(struct rec *r, struct rvt_ring *next)
 	uintptr_t prev = RVT__LD(t->start);
 	/* Partner: the acquire load of start in rvt__adopt (the new ring's
 	 * slots and end_pos are set). */
-	atomic_store_explicit(&t->start, (uintptr_t)next, memory_order_release);
+	RVT__ST_REL(t->start, (uintptr_t)next);
 	int rc = 0;
 	if (r->tid == rvt_gettid()) {
 		/* Our own trace points run in program order: only a handler that
 		 * interrupted one could find busy = 1 (2 is this very call's
 		 * librvtrace code: no trace point). */
-		if (atomic_load_explicit(&t->busy, memory_order_acquire) == 1)
+		if (RVT__LD_ACQ(t->busy) == 1)
 			rc = -EDEADLK;
 	} else {
 		/* Partner: the signal fence between busy = 1 and the load of start
@@ -469,8 +469,7 @@ static int handover_locked(struct rec *r, struct rvt_ring *next)
 		 * which orders its slots and cur before it.  RVT_BUSY_OWN is no
 		 * trace point (trace-inline.h, DESIGN): nothing to wait for. */
 		uint64_t deadline = 0;
-		for (unsigned i = 0;
-		     rc == 0 && atomic_load_explicit(&t->busy, memory_order_acquire) == 1; i++) {
+		for (unsigned i = 0; rc == 0 && RVT__LD_ACQ(t->busy) == 1; i++) {
 			struct timespec now;
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
@@ -557,7 +556,7 @@ static int start_locked(struct rec *r, const uint64_t *lost_from)
 	r->ring->shadow = r->shadow;
 	r->ring->carry_shadow = 0;
 	/* Partner: the acquire load of start in rvt__adopt. */
-	atomic_store_explicit(&r->t->start, (uintptr_t)r->ring, memory_order_release);
+	RVT__ST_REL(r->t->start, (uintptr_t)r->ring);
 	r->tracing = 1;
 	return 0;
 }
@@ -714,10 +713,10 @@ void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view *v), void *
 	for (size_t i = 0; i < nrecs; i++) {
 		struct rec *r = &recs[i];
 		if (!r->tracing || !r->t || !r->ring ||
-		    atomic_load(&r->t->seen) != (uintptr_t)r->ring)
+		    __atomic_load_n(&r->t->seen, __ATOMIC_SEQ_CST) != (uintptr_t)r->ring)
 			continue;
 		struct rvt__thread *t = r->t;
-		uint64_t *cur = atomic_load_explicit(&t->cur, memory_order_relaxed);
+		uint64_t *cur = RVT__LD(t->cur);
 		if (cur < r->ring->slots || cur > r->ring->slots + r->ring->nslots)
 			continue;
 		struct rvt_ring_view v = {
@@ -725,11 +724,11 @@ void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view *v), void *
 			.slots = r->ring->slots,
 			.nslots = r->ring->nslots,
 			.cur = (uint64_t)(cur - r->ring->slots),
-			.wrapped = atomic_load_explicit(&t->wrapped, memory_order_relaxed),
-			.busy = atomic_load_explicit(&t->busy, memory_order_relaxed),
-			.sh_base = __atomic_load_n(&t->sh_base, __ATOMIC_RELAXED),
-			.sh_top = __atomic_load_n(&t->sh_top, __ATOMIC_RELAXED),
-			.sh_end = __atomic_load_n(&t->sh_end, __ATOMIC_RELAXED),
+			.wrapped = RVT__LD(t->wrapped),
+			.busy = RVT__LD(t->busy),
+			.sh_base = RVT__LD(t->sh_base),
+			.sh_top = RVT__LD(t->sh_top),
+			.sh_end = RVT__LD(t->sh_end),
 		};
 		/* The shadow is the record's (its mapping outlives the thread's
 		 * use of it); anything else is a ring switch in flight. */
@@ -751,8 +750,8 @@ void rvt_learning(int on)
 		 * a stop, leaves the word alone (it clears the mark anyway). */
 		uintptr_t ring = (uintptr_t)r->ring, want = on ? ring | RVT__START_LEARN : ring;
 		uintptr_t have = on ? ring : ring | RVT__START_LEARN;
-		atomic_compare_exchange_strong_explicit(&r->t->start, &have, want,
-							memory_order_release, memory_order_relaxed);
+		__atomic_compare_exchange_n(&r->t->start, &have, want, 0, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -988,11 +987,11 @@ static uint64_t open_method_locked(pid_t tid, uint64_t at)
 	int wrapped = g->wrapped;
 	if (r->t && r->tracing) {
 		struct rvt__thread *t = r->t;
-		uintptr_t s = atomic_load_explicit(&t->seen, memory_order_acquire);
+		uintptr_t s = RVT__LD_ACQ(t->seen);
 		if (s != (uintptr_t)g)
 			return 0; /* not adopted yet, or changing */
-		uint64_t *cur = atomic_load_explicit(&t->cur, memory_order_acquire);
-		wrapped = atomic_load_explicit(&t->wrapped, memory_order_acquire);
+		uint64_t *cur = RVT__LD_ACQ(t->cur);
+		wrapped = RVT__LD_ACQ(t->wrapped);
 		if (RVT__LD(t->seen) != s)
 			return 0;
 		end = (uint64_t)(cur - g->slots);

@@ -82,10 +82,10 @@ void rvt_unwind_below(uintptr_t limit)
 		return;
 	RVT__ST(t->busy, 1);
 	/* Partner: the control side's membarrier in handover_locked(). */
-	atomic_signal_fence(memory_order_seq_cst);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	uintptr_t s = RVT__LD(t->start);
 	if ((s != RVT__LD(t->seen) || s == 0) && !rvt__adopt(t)) {
-		atomic_store_explicit(&t->busy, 0, memory_order_release);
+		RVT__ST_REL(t->busy, 0);
 		return;
 	}
 	uintptr_t top = t->sh_top;
@@ -111,7 +111,7 @@ void rvt_unwind_below(uintptr_t limit)
 		RVT__ST(t->cur, p);
 	}
 	/* Partner: the control side's acquire load of busy (DESIGN). */
-	atomic_store_explicit(&t->busy, 0, memory_order_release);
+	RVT__ST_REL(t->busy, 0);
 }
 
 /* glibc's jmp_buf: the saved stack pointer's word and its demangling. */

@@ -73,9 +73,11 @@ rv_deps() {
 		$(ls "$ROOT/$BUILD/lib/rearview/rvcc_gcc_plugin.so" 2>/dev/null)
 }
 
-# The compiler line of the instrumented build: rvcc, the compiler, RV_FLAGS.
+# The compiler line of the instrumented build: rvcc, the compiler, RV_FLAGS
+# (--rv-rpath: the programs run from the build tree, where the dynamic
+# linker would not find librvtrace; it changes nothing else).
 rv_cc() {
-	echo "$RVCC $RV_CC${RV_FLAGS:+ $RV_FLAGS}"
+	echo "$RVCC $RV_CC --rv-rpath${RV_FLAGS:+ $RV_FLAGS}"
 }
 
 # instrumented BIN: "<traced>/<total>": total = the distinct function names

@@ -48,7 +48,8 @@
  *   RV_TRACE_BUFFER=n     ring size in bytes per thread (suffix k, m or g)
  *   RV_TRACE_MAX_BUFFERS  at most this many ring buffers per process (2, or
  *                         32 with RV_TRACE=all or a name list)
- *   RV_SOCKET=path        control socket for rvt_control_start()
+ *   RV_SOCKET=path        the daemon's control socket: the process joins it
+ *                         at load (see rvt_control_start()); `off`: never
  *   RV_TRACE_MUTE=spec    the tracer's own budget (rvt_set_mute()): `on` (the
  *                         default on x86-64: 1 %), `off`, or PERCENT[%], the
  *                         share of each traced thread's CPU time its trace
@@ -265,6 +266,11 @@ RVT_API int rvt_key_resolve(const void *key, char *buf, size_t len, void *arg);
  * `socket_path` (NULL: $RV_SOCKET, else /run/rearview/control.sock), registers
  * the process and follows its commands, reconnecting with backoff.  Returns 0,
  * -EALREADY if running, or a negative errno.
+ *
+ * librvtrace calls it itself at load when there is a daemon to join: RV_SOCKET
+ * is set (and not `off`), or /run/rearview/control.sock exists.  A program's
+ * own call then returns 0 for the same socket and moves the connection to
+ * another one; -EALREADY is only for a second call of the program's own.
  */
 RVT_API int rvt_control_start(const char *socket_path);
 

@@ -52,15 +52,15 @@ LUAI_FUNC void rvlua_rewind(lua_State *L);
 		}                                                       \
 	} while (0)
 /* Frame `ci` (now L->ci) starts running the C function `f`. */
-#define RVLUA_ENTER_C(ci, f)                                                 \
-	do {                                                                 \
-		if (rvt_thread_active()) {                                   \
-			const void *rvf_ = (const void *)(uintptr_t)(f);     \
-			if (l_unlikely(rvt_addr_muted(rvf_)))                \
-				(ci)->callstatus |= CIST_RVMUTED;            \
-			else                                                 \
-				rvt_enter_inline(rvf_);                      \
-		}                                                            \
+#define RVLUA_ENTER_C(ci, f)                                             \
+	do {                                                             \
+		if (rvt_thread_active()) {                               \
+			const void *rvf_ = (const void *)(uintptr_t)(f); \
+			if (l_unlikely(rvt_addr_muted(rvf_)))            \
+				(ci)->callstatus |= CIST_RVMUTED;        \
+			else                                             \
+				rvt_enter_inline(rvf_);                  \
+		}                                                        \
 	} while (0)
 /* Frame `ci` (L->ci) returns. */
 #define RVLUA_EXIT(ci)                                                         \
