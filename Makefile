@@ -18,7 +18,7 @@
 #   make asan|ubsan run the suite under AddressSanitizer / UBSan (build/asan, build/ubsan)
 #   make tsan       run the concurrency tests under ThreadSanitizer (build/tsan)
 #   make bench      benchmarks (results go in each component's BENCHMARKS.md)
-#   make bench-real the real programs (zstd, sqlite3) plain and through rvcc
+#   make bench-real the real programs (zstd, sqlite3, lua, gzip, bc, cmark) plain and through rvcc
 #   make lint       clang-format check and banned-call check
 #   make install    PREFIX=/usr/local DESTDIR= (and LIBDIR=, UNITDIR=, …: see
 #                   "Install directories" below); make programs builds only

@@ -56,6 +56,7 @@ INSTALL_HDR += tracer/analysis/include/rearview/analysis.h
 
 $(eval $(call rv_test,rvtrace,model,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
+$(OBJ)/tests/rvtrace/test_capture.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(OBJ)/tests/rvtrace/test_integrity.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(eval $(call rv_test,rvtrace,integrity,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS),integration))

@@ -11,7 +11,7 @@ LIBELF_LIBS   := $(call pc,--libs,libelf)
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
            tracer/src/symbols.c tracer/src/control.c \
            tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c \
-           tracer/src/mute.c tracer/src/locks.c
+           tracer/src/mute.c tracer/src/locks.c tracer/src/exec.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -101,12 +101,24 @@ $(OBJ)/tests/tracer/modinl.o: tests/tracer/modfix.c tracer/include/rearview/trac
 $(RVT_MODINL): $(OBJ)/tests/tracer/modinl.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmodinl.so -o $@ $<
-# A C++ method, for demangling (librvtrace finds __cxa_demangle weakly).
+# A library the test opens, calls and closes (dlopen/dlclose) before it
+# captures; not linked.
+RVT_DLFIX := $(TBIN)/tracer/libdlfix.so
+$(OBJ)/tests/tracer/dlfix.o: CFLAGS += -finstrument-functions
+$(RVT_DLFIX): $(OBJ)/tests/tracer/dlfix.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libdlfix.so -o $@ $<
+$(OBJ)/tests/tracer/test_ring.o: CPPFLAGS += -DRVT_DLFIX='"$(abspath $(RVT_DLFIX))"'
+# A C++ method, for demangling (librvtrace finds __cxa_demangle weakly, so
+# libstdc++ is linked even though, librvtrace defining the personality
+# routine it interposes, nothing else of it is needed: --no-as-needed).
 $(OBJ)/tests/tracer/cxxfix.o: tests/tracer/cxxfix.cc
 	@mkdir -p $(@D)
 	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -finstrument-functions -c -o $@ $<
 $(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(RVT_MODINL) $(OBJ)/tests/tracer/cxxfix.o,\
-	$(RVT_LDLIBS) -lstdc++ -Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer),unit))
+	$(RVT_LDLIBS) -Wl$(comma)--no-as-needed -lstdc++ -Wl$(comma)--as-needed \
+	-Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer),unit))
+$(TBIN)/tracer/test_ring: | $(RVT_DLFIX)
 $(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration tsan))
 $(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
 $(OBJ)/tests/tracer/test_signal_inline.o: CFLAGS += -finstrument-functions \
@@ -168,6 +180,9 @@ $(OBJ)/tests/tracer/mute_inl.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h 
 	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
 $(eval $(call rv_test,tracer,mute,$(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/tracer/mute_inl.o \
 	$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
+# Integration tier: muting races captures for a few seconds on four threads.
+$(eval $(call rv_test,tracer,mute_race,$(OBJ)/tests/tracer/mute_call.o \
+	$(OBJ)/tests/tracer/mute_inl.o $(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
 
 # test_untraced: carries a .rearview_untraced section of its own (as rvcc
 # adds one), which librvtrace must find in its module's file.
@@ -292,3 +307,38 @@ endif
 $(OBJ)/tests/tracer/test_unwind.o: CPPFLAGS += -DRVT_SRC_DIR='"$(CURDIR)"' -DRVT_BUILD_DIR='"$(BUILD)"' \
 	-DRVT_SANFLAGS='"$(SANFLAGS)"'
 $(eval $(call rv_test,tracer,unwind,$(RVT_UNWIND_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS) -lstdc++,system tsan ci))
+
+# test_frames (integration): real programs as child processes.  frames_fix
+# four ways — gcc call mode (gc: the hand-written hooks), inline mode (gi:
+# the x86-64 stubs) and inline mode with the C trace point (gp, as aarch64
+# and ThreadSanitizer builds have it), and clang, whose only mode rvcc uses
+# is call mode after inlining (cc; when clang is installed, the test skips
+# it otherwise); exec_fix and malloc_fix in gcc call mode.
+RVT_FRAMES_FIX := $(addprefix $(TBIN)/tracer/,frames_gc frames_gi frames_gp exec_fix malloc_fix)
+RVT_FIX_LINK = $(CC) $(LDFLAGS) -o $@ $< $(LIBRVTRACE_A) $(RVT_LDLIBS)
+$(OBJ)/tests/tracer/frames_gc.o: tests/tracer/frames_fix.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions -c -o $@ $<
+$(OBJ)/tests/tracer/frames_gi.o: tests/tracer/frames_fix.c tracer/include/rearview/trace-inline.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions \
+	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
+$(OBJ)/tests/tracer/frames_gp.o: tests/tracer/frames_fix.c tracer/include/rearview/trace-inline.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions -DRVT_INLINE_PORTABLE \
+	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
+ifneq ($(shell command -v clang 2>/dev/null),)
+RVT_FRAMES_FIX += $(TBIN)/tracer/frames_cc
+$(OBJ)/tests/tracer/frames_cc.o: tests/tracer/frames_fix.c
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) -std=c11 $(OPT) -g -fPIC $(SANFLAGS) \
+	  -finstrument-functions-after-inlining -c -o $@ $<
+endif
+$(OBJ)/tests/tracer/exec_fix.o $(OBJ)/tests/tracer/malloc_fix.o: CFLAGS += -finstrument-functions
+$(RVT_FRAMES_FIX): $(TBIN)/tracer/%: $(OBJ)/tests/tracer/%.o $(LIBRVTRACE_A) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(RVT_FIX_LINK)
+$(OBJ)/tests/tracer/test_frames.o: CPPFLAGS += -Itracer/analysis/include \
+	-DRVT_FIX_DIR='"$(abspath $(TBIN))/tracer"'
+$(eval $(call rv_test,tracer,frames,$(LIB)/librvanalysis.a,$$(RVA_LIBS),integration))
+$(TBIN)/tracer/test_frames: | $(RVT_FRAMES_FIX)

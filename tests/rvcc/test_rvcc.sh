@@ -5,9 +5,15 @@
 #   test_rvcc.sh BIN_DIR [SANFLAGS]   (the build's bin/: rvcc and rvtrace)
 # A sanitizer flavour skips every case visibly: its librvtrace needs the
 # sanitizer runtime in the programs rvcc builds.
+# Besides rvcc's options (threshold, never-list, plugins), it checks that a
+# build through rvcc answers as the compiler alone does: a source's own
+# _GNU_SOURCE, dialect and warning probes (exit status and stderr, as
+# configure and CMake read them), the exported symbols; the header clean
+# under strict warnings by itself; no RUNPATH unless asked; options before
+# the compiler; an instrumented library in an uninstrumented program.
 set -u
 B=${1:?usage: test_rvcc.sh BIN_DIR [SANFLAGS]}
-N=10
+N=19
 if [ -n "${2:-}" ]; then
 	echo "1..$N"
 	i=0
@@ -18,6 +24,11 @@ if [ -n "${2:-}" ]; then
 	exit 0
 fi
 RVCC="$B/rvcc"
+LIBDIR=$(cd "$B/../lib" && pwd)
+INLINE_H=$(cd "$(dirname "$0")/../../tracer/include/rearview" && pwd)/trace-inline.h
+# The build tree's programs find librvtrace through a RUNPATH, asked for
+# explicitly (rvcc adds none by default); test_rvcc_no_runpath unsets it.
+export RVCC_RPATH=1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 n=0
@@ -185,3 +196,218 @@ clang_fallback() { # clang cannot load the plugin: one line, every function trac
 			"$T/nonexistent.c" 2>/dev/null
 }
 check "test_rvcc_clang_plugin_unavailable_instruments_everything" clang_fallback
+
+# ---- transparency ----------------------------------------------------------
+
+# A source that asks for GNU extensions itself: with a header included
+# before it that pulled <stdint.h> or <time.h>, memmem, strptime and pipe2
+# were undeclared (implicit int: the pointer memmem returns cut to 32 bits).
+cat >"$T/gnu.c" <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+static char text[] = "hello,world";
+int main(void)
+{
+	char *p = memmem(text, sizeof(text) - 1, ",", 1);
+	struct tm tm;
+	int fds[2];
+	memset(&tm, 0, sizeof(tm));
+	if (!strptime("2024-01-02", "%Y-%m-%d", &tm) || tm.tm_mday != 2 || pipe2(fds, O_CLOEXEC))
+		return 2;
+	printf("%d\n", (int)(p - text));
+	return p == text + 5 ? 0 : 1;
+}
+C
+gnu_source() {
+	"$RVCC" gcc -O2 -Werror=implicit-function-declaration -o "$T/gnu" "$T/gnu.c" &&
+		[ "$("$T/gnu")" = 5 ] && [ "$(RV_TRACE=1 "$T/gnu")" = 5 ]
+}
+check "test_rvcc_source_gnu_source_still_applies" gnu_source
+
+# A probe's answer: the exit status and stderr of one compile of
+# $T/probe/SRC (configure reads the status, some read "any output on
+# stderr" too).
+answer() { # SRC compiler flags...
+	(
+		cd "$T/probe" && src=$1 && shift &&
+			"$@" -c -o probe.o "$src" >/dev/null 2>probe.err
+		echo "status $?"
+		cat probe.err
+	)
+}
+# same_answers COMPILER EXT SOURCE_FILE FLAGSET...: rvcc and the compiler
+# agree on each flag set.
+same_answers() {
+	cc=$1 ext=$2 src=$3
+	shift 3
+	rm -rf "$T/probe" && mkdir -p "$T/probe" && cp "$src" "$T/probe/probe.$ext" || return 1
+	for flags in "$@"; do
+		# shellcheck disable=SC2086 # flag sets are word lists
+		a=$(answer "probe.$ext" $cc $flags) && b=$(answer "probe.$ext" "$RVCC" $cc $flags) ||
+			return 1
+		if [ "$a" != "$b" ]; then
+			echo "$cc $flags: the compiler says"
+			echo "$a"
+			echo "rvcc says"
+			echo "$b"
+			return 1
+		fi
+	done
+}
+printf 'int main(void) { return 0; }\n' >"$T/c89.c"
+printf 'int main(void) { for (int i = 0; i < 1; i++) { } return 0; } // C99\n' >"$T/c99.c"
+printf 'int main() { int unused; return 0; }\n' >"$T/warns.c"
+printf '#include <vector>\nint main() { std::vector<int> v(1); return v[0]; }\n' >"$T/cxx.cc"
+C_FLAGSETS='-ansi|-ansi -pedantic-errors|-std=c89 -pedantic-errors|-std=c99 -pedantic-errors|-std=c11 -pedantic-errors|-std=gnu89 -pedantic-errors|-traditional-cpp|-Werror -Wall -Wextra -pedantic|-Werror -Wall -Wextra -pedantic -Wconversion -Wsign-conversion -Wmissing-prototypes -Wmissing-declarations -Wstrict-prototypes -Wold-style-definition -Wdeclaration-after-statement -Wredundant-decls -Wundef -Wshadow -Wcast-qual -Wpadded -Wtraditional -Wc++-compat -Wlong-long -Wnested-externs -Wbad-function-cast -Wjump-misses-init|-O2 -Werror -Winline -Wstack-usage=64 -Wframe-larger-than=64 -Wnull-dereference'
+probes_c() {
+	IFS='|'
+	# shellcheck disable=SC2086
+	set -- $C_FLAGSETS
+	unset IFS
+	for src in c89 c99 warns; do
+		same_answers gcc c "$T/$src.c" "$@" || return 1
+	done
+	# The probes must tell: the C99 source fails both under -std=c89, the
+	# unused variable under -Werror -Wall.
+	same_answers gcc c "$T/c99.c" "-std=c89 -pedantic-errors" &&
+		[ "$(answer probe.c gcc -std=c89 -pedantic-errors | head -n 1)" != "status 0" ] &&
+		same_answers gcc c "$T/warns.c" "-Werror -Wall" &&
+		[ "$(answer probe.c gcc -Werror -Wall | head -n 1)" != "status 0" ]
+}
+check "test_rvcc_gcc_dialect_and_warning_probes_answer_as_gcc" probes_c
+
+probes_cxx() {
+	same_answers g++ cc "$T/cxx.cc" "-std=c++98 -pedantic-errors" "-std=c++11 -pedantic-errors" \
+		"-std=gnu++17 -Werror -Wall -Wextra -pedantic -Wold-style-cast -Wuseless-cast" \
+		"-Werror -Wall -Wextra -Wzero-as-null-pointer-constant -Wmissing-declarations" &&
+		same_answers g++ cc "$T/c89.c" "-std=c++98 -pedantic-errors" &&
+		same_answers g++ cc "$T/warns.c" "-Werror -Wall"
+}
+check "test_rvcc_gxx_dialect_probes_answer_as_gxx" probes_cxx
+
+probes_clang() {
+	same_answers clang c "$T/c89.c" "-ansi -pedantic-errors" "-std=c89 -pedantic-errors" \
+		"-Weverything -Werror" && same_answers clang c "$T/c99.c" "-ansi -pedantic-errors"
+}
+if command -v clang >/dev/null; then
+	check "test_rvcc_clang_dialect_probes_answer_as_clang" probes_clang
+else
+	skip test_rvcc_clang_dialect_probes_answer_as_clang "no clang"
+fi
+
+# trace-inline.h by itself, without the system-header pragma that keeps
+# warnings quiet: clean under strict warnings in every dialect, C and C++,
+# gcc and clang (RVT__CHECK_WARNINGS drops the pragma).
+header_strict() {
+	[ -f "$INLINE_H" ] || { echo "no $INLINE_H"; return 1; }
+	w='-Werror -Wall -Wextra -pedantic-errors -Wconversion -Wsign-conversion -Wshadow -Wundef -Wcast-qual -Wredundant-decls -Wmissing-declarations -Wlong-long'
+	wc="$w -Wmissing-prototypes -Wstrict-prototypes -Wold-style-definition -Wdeclaration-after-statement -Wc++-compat -Wnested-externs -Wbad-function-cast"
+	for std in -ansi -std=c99 -std=c11 -std=gnu17; do
+		# shellcheck disable=SC2086
+		gcc $std $wc -DRVT__CHECK_WARNINGS -finstrument-functions -O2 -include "$INLINE_H" \
+			-c "$T/c89.c" -o "$T/h.o" || return 1
+	done
+	for std in -std=c++98 -std=c++17; do
+		# shellcheck disable=SC2086
+		g++ $std $w -Wuseless-cast -Wzero-as-null-pointer-constant -DRVT__CHECK_WARNINGS \
+			-finstrument-functions -O2 -include "$INLINE_H" -c "$T/cxx.cc" -o "$T/h.o" ||
+			return 1
+	done
+	! command -v clang >/dev/null ||
+		clang -ansi -Weverything -Werror -Wno-reserved-identifier -Wno-padded \
+			-DRVT__CHECK_WARNINGS -finstrument-functions -O2 -include "$INLINE_H" \
+			-c "$T/c89.c" -o "$T/h.o"
+}
+check "test_rvcc_inline_header_clean_under_strict_warnings" header_strict
+
+# The exported symbols (nm -D --defined-only) of a shared library and a
+# program built through rvcc are the plain build's: inline and call mode,
+# clang.
+exports() {
+	nm -D --defined-only "$1" | awk '{ print $2, $3 }' | sort
+}
+same_abi() {
+	gcc -O2 -fPIC -shared -o "$T/plain.so" "$T/app.c" &&
+		gcc -O2 -o "$T/plain.exe" "$T/gnu.c" || return 1
+	for how in "gcc" "--rv-mode=call gcc" "clang"; do
+		# shellcheck disable=SC2086
+		"$RVCC" $how -O2 -fPIC -shared -o "$T/rv.so" "$T/app.c" &&
+			"$RVCC" $how -O2 -o "$T/rv.exe" "$T/gnu.c" || return 1
+		[ "$(exports "$T/plain.so")" = "$(exports "$T/rv.so")" ] &&
+			[ "$(exports "$T/plain.exe")" = "$(exports "$T/rv.exe")" ] || {
+			echo "$how: exports differ"
+			exports "$T/rv.so"
+			return 1
+		}
+	done
+}
+check "test_rvcc_no_new_exported_symbols" same_abi
+
+# Packageable: librvtrace is needed by its SONAME and no RUNPATH names the
+# build tree, unless --rv-rpath (or RVCC_RPATH=1) asks for one.
+no_runpath() {
+	(unset RVCC_RPATH && "$RVCC" gcc -O2 -o "$T/norp" "$T/gnu.c") &&
+		"$RVCC" gcc --rv-rpath -O2 -o "$T/rp" "$T/gnu.c" &&
+		soname=$(readelf -d "$LIBDIR/librvtrace.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p') &&
+		[ -n "$soname" ] && readelf -d "$T/norp" | grep -q "(NEEDED).*\[$soname\]" &&
+		! readelf -d "$T/norp" | grep -q 'R.*PATH' &&
+		readelf -d "$T/rp" | grep -q "(RUNPATH).*\[$LIBDIR\]" &&
+		[ "$(LD_LIBRARY_PATH="$LIBDIR" "$T/norp")" = 5 ]
+}
+check "test_rvcc_no_runpath_unless_asked" no_runpath
+
+# README's spellings: rvcc's options before the compiler, a bare source
+# compiled with RVCC_CC (default gcc), rvcc-gcc (a link: the compiler from
+# the name, and --help is gcc's).
+options_first() {
+	"$RVCC" --rv-threshold=20 gcc -O2 -o "$T/first" "$T/app.c" &&
+		readelf -p .rearview_untraced "$T/first" | grep -q 'threshold small_helper\\n' &&
+		"$RVCC" --rv-verbose "$T/gnu.c" -o "$T/bare" 2>"$T/err" &&
+		grep -q "^rvcc: gcc $T/gnu.c -o $T/bare " "$T/err" && [ "$("$T/bare")" = 5 ] &&
+		"$B/rvcc-gcc" --rv-threshold=20 -O2 -o "$T/named" "$T/app.c" &&
+		readelf -p .rearview_untraced "$T/named" | grep -q 'threshold small_helper\\n' &&
+		[ "$("$B/rvcc-gcc" --help | head -n 1)" = "$(gcc --help | head -n 1)" ]
+}
+check "test_rvcc_options_before_the_compiler" options_first
+
+# An instrumented library in a program that is not: librvtrace comes after
+# the C library in the lookup order, its interposers find nothing next and
+# must take the C library's (the lock interposers aborted the program at
+# start), tracing off and on; the traced main thread's calls into it are
+# captured; with RV_SOCKET set its control thread starts (pthread_create
+# found).
+cat >"$T/lib.c" <<'C'
+#include <pthread.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+__attribute__((noinline)) int lib_locked_sum(int n);
+__attribute__((noinline)) int lib_locked_sum(int n)
+{
+	int s = 0;
+	pthread_mutex_lock(&m);
+	for (int i = 0; i < n; i++)
+		s += i;
+	pthread_mutex_unlock(&m);
+	return s;
+}
+int lib_entry(int n);
+int lib_entry(int n) { return lib_locked_sum(n) + 1; }
+C
+printf '#include <stdio.h>\nint lib_entry(int);\nint main(void) { printf("%%d\\n", lib_entry(10)); return 0; }\n' \
+	>"$T/host.c"
+uninstrumented_host() {
+	"$RVCC" gcc -O2 -fPIC -shared -o "$T/libhosted.so" "$T/lib.c" &&
+		gcc -O2 -o "$T/host" "$T/host.c" -L"$T" -lhosted &&
+		! readelf -d "$T/host" | grep -q librvtrace &&
+		[ "$(LD_LIBRARY_PATH="$T" "$T/host")" = 46 ] &&
+		[ "$(LD_LIBRARY_PATH="$T" RV_TRACE=1 RV_TRACE_FILE="$T/host.rvt" "$T/host")" = 46 ] &&
+		LD_LIBRARY_PATH="$T" RV_SOCKET="$T/none.sock" "$T/host" >"$T/hout" 2>"$T/herr" &&
+		[ "$(cat "$T/hout")" = 46 ] && ! grep -q 'not found' "$T/herr" &&
+		"$B/rvtrace" summary "$T/host.rvt" >"$T/hsum" && grep -q ' lib_locked_sum$' "$T/hsum"
+}
+check "test_rvcc_instrumented_library_in_uninstrumented_program" uninstrumented_host
+[ "$fails" -eq 0 ]

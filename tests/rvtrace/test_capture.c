@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_capture.c — the capture decoder against files built byte by byte
- * from tracer/FORMAT.md (capbuild.h): the worked example, timestamp wraps,
- * every damage rule, and hostile or truncated input.
+ * from tracer/FORMAT.md (capbuild.h): the worked examples, timestamp wraps,
+ * every damage rule, frames named by STACK and EXIT_OF records and captures
+ * whose exits do not match them, and hostile or truncated input.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,8 +16,13 @@
 
 #include <cmocka.h>
 
+#include "../tracer/golden/golden_hex.h"
 #include "capbuild.h"
 #include "rearview/analysis.h"
+
+#ifndef RVT_GOLDEN_DIR
+#define RVT_GOLDEN_DIR "tests/tracer/golden"
+#endif
 
 #define BASE 0x555555554000ull
 
@@ -720,9 +726,159 @@ static void test_capture_value_with_low_word_one_paired_backwards(void **state)
 	}
 }
 
+/* FORMAT.md §1's STACK and EXIT_OF example (tests/tracer/golden/
+ * frames.rvt.hex): serve (named by its EXIT_OF) → main → loop (named by the
+ * STACK record) → work twice; ref 0x5_00000410 at 123456789000 ns. */
+static void test_capture_golden_frames_every_frame_named(void **state)
+{
+	(void)state;
+	uint8_t b[4096];
+	size_t len = golden_load_hex(RVT_GOLDEN_DIR "/frames.rvt.hex", b, sizeof(b));
+	assert_int_equal(len, 584);
+	rva_trace *t;
+	rva_error err = {{0}};
+	assert_int_equal(rva_capture_decode(b, len, &t, &err), 0);
+	const rva_thread *th = &t->threads[0];
+	static const char *const names[] = {"serve", "main", "loop", "work", "work"};
+	static const int64_t start[] = {0x100, 0x100, 0x100, 0x100, 0x200},
+			     end[] = {0x400, 0x380, 0x300, 0x180, 0x280};
+	static const uint32_t depth[] = {0, 1, 2, 3, 3};
+	assert_int_equal(th->ncalls, 5);
+	for (size_t i = 0; i < 5; i++) {
+		assert_int_equal(th->calls[i].method, find(t, names[i]));
+		assert_int_equal(th->calls[i].depth, depth[i]);
+		/* ns = 1000 - (0x410 - counter) at 1 GHz, shift 0 */
+		assert_int_equal(th->calls[i].start, 123456789000 - (0x410 - start[i]));
+		assert_int_equal(th->calls[i].end, 123456789000 - (0x410 - end[i]));
+	}
+	assert_true(find(t, "(unknown caller)") < 0);
+	assert_int_equal(t->repaired, 0);
+	assert_int_equal(t->unbalanced, 0);
+	assert_null(t->warning);
+	assert_int_equal(t->nskipped, 0);
+	rva_trace_free(t);
+	assert_summary_matches(b, len);
+}
+
+/* CLOCK, FRAME..., STACK for a thread at `ts` in the frames `v[0..n)`
+ * (outermost first) of `open` open. */
+static void cb_stack(capbuf *c, uint32_t ts, const uint64_t *v, uint32_t n, uint32_t open)
+{
+	cb_slot(c, (uint64_t)ts);
+	cb_slot(c, (uint64_t)ts << 32 | 2);
+	for (uint32_t i = 0; i < n; i++) {
+		cb_slot(c, v[i]);
+		cb_slot(c, (uint64_t)ts << 32 | 4);
+	}
+	cb_slot(c, (uint64_t)open << 32 | n);
+	cb_slot(c, (uint64_t)ts << 32 | 5);
+}
+
+static void names_symbols(capbuf *c)
+{
+	cb_symbol(c, 0x1200, 0x1200, 0, "main");
+	cb_symbol(c, 0x1300, 0x1300, 0, "loop");
+	cb_symbol(c, 0x1400, 0x1400, 0, "work");
+	cb_symbol(c, 0x1500, 0x1500, 0, "step");
+}
+
+/*
+ * A wrapped ring whose oldest slots are the end of a segment: `step` was
+ * entered before the oldest slot and exits at 4 (nothing names it), then
+ * work runs; the STACK record at 10 lists main → loop.  The replay starts
+ * after step's exit, with main → loop open, named, and the 5 slots before
+ * it counted as skipped.  A second segment's STACK agrees with the replay.
+ */
+static void test_capture_stack_names_frames_of_a_wrapped_ring(void **state)
+{
+	(void)state;
+	static const uint64_t ml[] = {0x1200, 0x1300};
+	capbuf c = {0};
+	cb_header(&c, 100, 1000000000, 0, 1000, BASE, 1);
+	cb_entry(&c, 0x1400, 2); /* work, closed before step's exit */
+	cb_exit(&c, 3);
+	cb_exit(&c, 4);		 /* step: begun before the oldest slot */
+	cb_entry(&c, 0x1400, 6); /* work: entered here, open at the STACK */
+	cb_stack(&c, 10, ml, 2, 3);
+	cb_exit(&c, 20); /* work */
+	cb_stack(&c, 30, ml, 2, 2);
+	cb_entry(&c, 0x1400, 31);
+	cb_exit(&c, 40);
+	cb_exit(&c, 50); /* loop */
+	cb_end_slots(&c);
+	names_symbols(&c);
+	cb_finish(&c);
+	rva_trace *t;
+	rva_error err = {{0}};
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	const rva_thread *th = &t->threads[0];
+	static const char *const names[] = {"main", "loop", "work", "work"};
+	static const int64_t start[] = {4, 4, 6, 31}, end[] = {100, 50, 20, 40};
+	assert_int_equal(th->ncalls, 4);
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(th->calls[i].method, find(t, names[i]));
+		assert_int_equal(th->calls[i].start, 900 + start[i]);
+		assert_int_equal(th->calls[i].end, 900 + end[i]);
+	}
+	assert_int_equal(t->repaired, 0);
+	assert_int_equal(t->unbalanced, 0);
+	assert_int_equal(t->nskipped, 1);
+	assert_int_equal(t->skipped[0].n, 3); /* the slots up to step's exit */
+	rva_trace_free(t);
+	assert_summary_matches(c.b, c.len);
+	free(c.b);
+}
+
+/* Exits that do not match the entries: a STACK record listing other frames
+ * than the replay holds, one listing another number of them, an EXIT_OF
+ * with a traced frame still open, more exits than frames open.  Each is
+ * counted and the capture says so. */
+static void test_capture_unbalanced_exits_are_flagged(void **state)
+{
+	(void)state;
+	static const uint64_t ml[] = {0x1200, 0x1300}, mw[] = {0x1200, 0x1400};
+	for (int kind = 0; kind < 4; kind++) {
+		capbuf c = {0};
+		cb_header(&c, 100, 1000000000, 0, 1000, BASE, 0);
+		cb_stack(&c, 1, ml, 2, 2);
+		cb_entry(&c, 0x1400, 2);
+		cb_exit(&c, 3);
+		if (kind == 0) {
+			cb_stack(&c, 4, mw, 2, 2); /* loop is open, not work */
+		} else if (kind == 1) {
+			cb_stack(&c, 4, ml, 2, 3); /* three open */
+		} else if (kind == 2) {
+			cb_slot(&c, 0x1500); /* EXIT_OF step ... */
+			cb_slot(&c, (uint64_t)4 << 32 | 6);
+			cb_exit(&c, 4); /* ... closing loop */
+		} else {
+			cb_exit(&c, 4);
+			cb_exit(&c, 5);
+			cb_exit(&c, 6); /* a third exit: main and loop were all */
+		}
+		cb_end_slots(&c);
+		names_symbols(&c);
+		cb_finish(&c);
+		rva_trace *t;
+		rva_error err = {{0}};
+		assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+		if (t->unbalanced != 1)
+			fail_msg("kind %d: unbalanced %llu", kind,
+				 (unsigned long long)t->unbalanced);
+		assert_non_null(t->warning);
+		assert_non_null(strstr(t->warning, "exits do not match"));
+		rva_trace_free(t);
+		assert_summary_matches(c.b, c.len);
+		free(c.b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_capture_golden_frames_every_frame_named),
+		cmocka_unit_test(test_capture_stack_names_frames_of_a_wrapped_ring),
+		cmocka_unit_test(test_capture_unbalanced_exits_are_flagged),
 		cmocka_unit_test(test_capture_worked_example_main_18ns_work_6ns),
 		cmocka_unit_test(test_capture_clock_records_span_any_gap_and_loss_is_counted),
 		cmocka_unit_test(test_capture_many_wraps_reconstructed),

@@ -8,7 +8,8 @@
  * entries straddling the wrap point through the hooks and the manual API,
  * start/stop cycles against a thread running the hooks hot, and the call
  * tree across longjmp, siglongjmp and pthread_exit (unwind.c: the hooks'
- * shadow stack and the aarch64 jmp_buf).
+ * shadow stack and the aarch64 jmp_buf), and the EXIT_OF record of a frame
+ * begun before tracing.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -93,6 +94,25 @@ static int modes_identical(void)
 	ok = ok && last->entry && last->value == 0x1000 - c.method_base;
 	for (size_t i = 1; ok && i < c.nevents; i++)
 		ok = c.events[i].ts >= c.events[i - 1].ts;
+	cu_release(&c);
+	rvt_stop(0, 1);
+	return ok;
+}
+
+/* A frame begun before tracing started, in call mode (the hooks) and in
+ * inline mode (the C trace point): its exit comes with an EXIT_OF naming
+ * the function, and the ring with a STACK record (FORMAT.md §1). */
+static int named_exit(int (*start_inside)(void))
+{
+	rvt_stop(0, 1);
+	if (start_inside() != 0)
+		return 0;
+	rvt_stop(0, 0);
+	struct cu_capture c;
+	if (capture(0, &c) != 0)
+		return 0;
+	int ok = c.nexit_of == 1 && c.nstacks >= 1 && c.nevents == 3 && !c.events[2].entry &&
+		 c.events[2].value + c.method_base == (uint64_t)(uintptr_t)start_inside;
 	cu_release(&c);
 	rvt_stop(0, 1);
 	return ok;
@@ -237,7 +257,7 @@ static int unwind_trees(void)
 
 int main(void)
 {
-	printf("1..6\n");
+	printf("1..7\n");
 	check(modes_identical(), "aarch64_call_and_inline_modes_write_identical_buffers");
 	check(stop_blocked_thread(), "aarch64_stop_thread_blocked_in_read_completes");
 	check(wrap(&wc_hooks, "hooks"), "aarch64_hooks_wrap_straddling_two_slot_entries_decodes");
@@ -245,5 +265,7 @@ int main(void)
 	      "aarch64_manual_wrap_straddling_two_slot_entries_decodes");
 	check(start_stop_while_hot(), "aarch64_start_stop_cycles_while_hot_stay_consistent");
 	check(unwind_trees(), "aarch64_longjmp_and_thread_exit_trees_exact");
+	check(named_exit(call_start_inside) && named_exit(inl_start_inside),
+	      "aarch64_frame_begun_before_tracing_named_at_its_exit");
 	return failures ? 1 : 0;
 }

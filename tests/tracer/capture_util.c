@@ -70,8 +70,19 @@ static int decode(struct cu_capture *c)
 				c->loss_to_low = (uint32_t)e.ts;
 				continue;
 			}
+			if (low == 5) { /* STACK: its FRAME pairs come before it */
+				c->nstacks++;
+				continue;
+			}
+			if (low == 6) { /* EXIT_OF: names the exit just after it */
+				if (k == n || ev[k].entry)
+					goto bad;
+				ev[k].value = v;
+				c->nexit_of++;
+				continue;
+			}
 			if (low != 1)
-				continue; /* reserved marker: skipped */
+				continue; /* FRAME, reserved marker: skipped */
 			e.entry = 1;
 			e.value = v;
 			if ((e.value >> 32) == 0) /* would have been one slot */

@@ -12,7 +12,7 @@
 
 struct cu_event {
 	int entry;	/* 1 entry, 0 exit */
-	uint64_t value; /* method value (entries) */
+	uint64_t value; /* method value (entries; an exit named by EXIT_OF) */
 	uint64_t ts;	/* reconstructed shifted counter */
 };
 
@@ -32,6 +32,8 @@ struct cu_capture {
 	struct cu_event *events; /* oldest first */
 	size_t nevents;
 	size_t nclocks;	      /* CLOCK records */
+	size_t nstacks;	      /* STACK records */
+	size_t nexit_of;      /* EXIT_OF records */
 	size_t nlosses;	      /* LOSS records; the last one's span: */
 	uint64_t loss_from;   /* full shifted counter where the loss began */
 	uint32_t loss_to_low; /* low word of where it ended */

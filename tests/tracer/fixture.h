@@ -5,7 +5,9 @@
 int call_top(int depth);
 void call_spin(volatile int *stop_flag, unsigned long *calls);
 extern const void *const call_functions[3]; /* top, middle, leaf */
+int call_start_inside(void);
 int inl_top(int depth);
+int inl_start_inside(void);
 void inl_spin(volatile int *stop_flag, unsigned long *calls);
 extern const void *const inl_functions[3];
 #endif

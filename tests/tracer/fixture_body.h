@@ -4,6 +4,7 @@
  * inline-mode fixtures; FX(name) gives each copy its own function names.
  */
 #include "fixture.h"
+#include "rearview/trace.h"
 
 __attribute__((noinline)) static int FX(leaf)(int x)
 {
@@ -29,6 +30,15 @@ __attribute__((noinline)) void FX(spin)(volatile int *stop_flag, unsigned long *
 		FX(top)(3);
 		(*calls)++;
 	}
+}
+
+/* Starts tracing its own thread from inside: its exit is that of a frame
+ * begun before tracing did. */
+__attribute__((noinline)) int FX(start_inside)(void)
+{
+	int rc = rvt_start(0);
+	FX(leaf)(rc);
+	return rc;
 }
 
 const void *const FX(functions)[3] = {(const void *)FX(top), (const void *)FX(middle),

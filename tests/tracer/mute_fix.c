@@ -1,17 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * mute_fix.c — the instrumented functions of test_mute, built twice: in call
- * mode (MF_PREFIX mc_) and in rvcc's inline mode (mi_).  tiny() is hot and
- * short; tiny(-1) instead waits inside until `hold` is cleared, so a thread
- * can be inside the function while it is muted; rare() is never hot.
+ * mute_fix.c — the instrumented functions of test_mute and test_mute_race,
+ * built twice: in call mode (MF_PREFIX mc_) and in rvcc's inline mode
+ * (mi_).  tiny() is hot and short (and has inlined copies: mix() inlines
+ * it twice); tiny(-1) instead waits inside until `hold` is cleared, so a
+ * thread can be inside the function while it is muted; rare() is never
+ * hot; big() is called less often but takes most of the time (its self
+ * time must keep it traced); rec() recurses with tiny() at every level;
+ * the family's functions are each hot in one phase of phase_loop(), and
+ * one call in 8192 blocks inside for 3 ms (so frames are open across the
+ * mutes of test_mute_race, longer than a mute takes).
  */
 #include "mute_fix.h"
 
 #include <sched.h>
+#include <time.h>
 
 #define CAT2(a, b) a##b
 #define CAT(a, b)  CAT2(a, b)
 #define F(n)	   CAT(MF_PREFIX, n)
+#define STR2(x)	   #x
+#define STR(x)	   STR2(x)
 
 _Atomic int F(hold), F(inside);
 
@@ -26,11 +35,17 @@ __attribute__((noinline)) int F(tiny)(int x)
 	return x * 3 + 1;
 }
 
+/* Inlined into its callers: gcc instruments each inlined copy. */
+static inline int F(mix)(int x)
+{
+	return F(tiny)(x) ^ (x >> 2);
+}
+
 __attribute__((noinline)) long F(hot_loop)(long n)
 {
 	long s = 0;
 	for (long i = 0; i < n; i++)
-		s += F(tiny)((int)(i & 1023));
+		s += i & 1 ? F(mix)((int)(i & 1023)) : F(tiny)((int)(i & 511));
 	return s;
 }
 
@@ -42,4 +57,55 @@ __attribute__((noinline)) int F(rare)(int x)
 __attribute__((noinline)) int F(outer)(int x)
 {
 	return F(tiny)(x) + 1;
+}
+
+__attribute__((noinline)) long F(big)(long n)
+{
+	volatile long s = 0;
+	for (long i = 0; i < n; i++)
+		s += i * i;
+	return s;
+}
+
+__attribute__((noinline)) int F(rec)(int depth, int x)
+{
+	if (depth <= 0)
+		return F(tiny)(x);
+	return F(rec)(depth - 1, x + 1) + F(tiny)(x);
+}
+
+/* clang-format reflows the macro calls below differently on each pass. */
+/* clang-format off */
+#define FAM(i)                                                                  \
+	__attribute__((noinline)) static int F(fam##i)(int x)                   \
+	{                                                                       \
+		if ((x & 8191) == 7) {                                          \
+			struct timespec ts = {0, 3000000};                      \
+			nanosleep(&ts, NULL);                                   \
+		}                                                               \
+		return x * (i + 3) + 1;                                         \
+	}
+FAM(0) FAM(1) FAM(2) FAM(3) FAM(4) FAM(5) FAM(6) FAM(7)
+FAM(8) FAM(9) FAM(10) FAM(11) FAM(12) FAM(13) FAM(14) FAM(15)
+
+int (*const F(family)[MF_FAMILY])(int x) = {
+	F(fam0), F(fam1), F(fam2),  F(fam3),  F(fam4),  F(fam5),  F(fam6),  F(fam7),
+	F(fam8), F(fam9), F(fam10), F(fam11), F(fam12), F(fam13), F(fam14), F(fam15)};
+
+#define N(i) STR(F(fam##i))
+const char *const F(family_names)[MF_FAMILY] = {N(0), N(1), N(2),  N(3),  N(4),  N(5),
+						N(6), N(7), N(8),  N(9),  N(10), N(11),
+						N(12), N(13), N(14), N(15)};
+/* clang-format on */
+
+/* One phase: function k of the family n times (rec() now and then). */
+__attribute__((noinline)) long F(phase_loop)(int k, long n)
+{
+	long s = 0;
+	for (long i = 0; i < n; i++) {
+		s += F(family)[k]((int)i);
+		if ((i & 4095) == 0)
+			s += F(rec)(4, (int)i);
+	}
+	return s;
 }

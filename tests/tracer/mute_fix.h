@@ -1,19 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * mute_fix.h — test_mute's fixture functions (mute_fix.c), once per mode:
- * mc_ call mode, mi_ inline mode.
+ * mute_fix.h — the instrumented functions of test_mute and test_mute_race
+ * (mute_fix.c), once per mode: mc_ call mode, mi_ inline mode.
  */
 #ifndef RVT_TEST_MUTE_FIX_H
 #define RVT_TEST_MUTE_FIX_H
 
 #include <stdatomic.h>
 
-#define MUTE_FIX_DECLARE(p)                    \
-	extern _Atomic int p##hold, p##inside; \
-	int p##tiny(int x);                    \
-	long p##hot_loop(long n);              \
-	int p##rare(int x);                    \
-	int p##outer(int x);
+/* Functions of the family: each becomes hot in its own phase. */
+#define MF_FAMILY 16
+
+#define MUTE_FIX_DECLARE(p)                              \
+	extern _Atomic int p##hold, p##inside;           \
+	int p##tiny(int x);                              \
+	long p##hot_loop(long n);                        \
+	int p##rare(int x);                              \
+	int p##outer(int x);                             \
+	long p##big(long n);                             \
+	int p##rec(int depth, int x);                    \
+	long p##phase_loop(int k, long n);               \
+	extern int (*const p##family[MF_FAMILY])(int x); \
+	extern const char *const p##family_names[MF_FAMILY];
 
 MUTE_FIX_DECLARE(mc_)
 MUTE_FIX_DECLARE(mi_)

@@ -8,8 +8,8 @@
  * void rvt_test_stub_regs(const void *fn, int entry, uint64_t out[18])
  *   out[0..14] = rax rbx rcx rdx rsi rdi rbp r8 .. r15 after the call,
  *   out[15] = xmm0, out[16] = xmm15, out[17] = number of red-zone words
- *   changed.  Before the call register k holds RVT_SENT(k) (k = 0..14; rax
- *   holds fn instead for the enter stub), xmm0 RVT_SENT(200), xmm15
+ *   changed.  Before the call register k holds RVT_SENT(k) (k = 1..14; rax
+ *   holds fn, which both stubs take), xmm0 RVT_SENT(200), xmm15
  *   RVT_SENT(215) and red-zone word i (i = 1..16 below %rsp) RVT_SENT(100 - i).
  */
 #define SENT(n) (0x5a5a000000000000 + (n))
@@ -69,7 +69,7 @@ rvt_test_stub_regs:
 	call	rvt__inl_enter@PLT
 	leaq	128(%rsp), %rsp
 	jmp	3f
-2:	movabsq	$SENT(0), %rax
+2:	movq	144(%rsp), %rax
 	leaq	-128(%rsp), %rsp
 	call	rvt__inl_exit@PLT
 	leaq	128(%rsp), %rsp

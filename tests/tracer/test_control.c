@@ -3,10 +3,12 @@
  * test_control.c — the control thread against a small daemon played by the
  * test itself on a listening socket in a temporary directory: Register,
  * TraceConfig, StartTracing, a capture arriving as a sealed memfd, errors
- * reported in CaptureReady, ThreadsChanged, and reconnection.
+ * reported in CaptureReady, ThreadsChanged, and reconnection; and the join
+ * at load (RV_SOCKET set) giving way to the program's own call.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -196,10 +200,105 @@ static void test_control_daemon_session_start_capture_reconnect(void **state)
 	assert_int_equal(rvt_set_config(RVT_DEFAULT_BUFFER_BYTES, 0), 0);
 }
 
-int main(void)
+static int listen_at(const char *path)
 {
+	int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	return ls;
+}
+
+/* The pid in the Register message of the next connection to ls (a guard
+ * against a hang only: the connection is the event waited for). */
+static int registered_pid(int ls)
+{
+	struct pollfd p = {ls, POLLIN, 0};
+	assert_int_equal(poll(&p, 1, 60000), 1);
+	int c = accept_one(ls);
+	Rearview__ControlMessage *m = expect(c, REARVIEW__CONTROL_MESSAGE__MSG_REG, NULL);
+	int pid = m->reg->pid;
+	free_msg(m);
+	close(c);
+	return pid;
+}
+
+static const char *self_exe;
+
+/* Runs this binary as `--join PATH` with RV_SOCKET=auto: librvtrace joins
+ * `auto` at load, then the program calls rvt_control_start(PATH).  Returns
+ * the child's pid; *rc gets what the call returned. */
+static pid_t spawn_join(const char *autosock, const char *path, int *rc)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		setenv("RV_SOCKET", autosock, 1);
+		execl(self_exe, self_exe, "--join", path, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	char buf[32] = "";
+	ssize_t n = read(p[0], buf, sizeof(buf) - 1);
+	close(p[0]);
+	assert_true(n > 0);
+	buf[n] = 0;
+	char *end;
+	*rc = (int)strtol(buf, &end, 10);
+	assert_true(end != buf && *end == '\n');
+	return pid;
+}
+
+static void test_control_join_at_load_gives_way_to_program(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rvt-join-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char a[64], b[64];
+	snprintf(a, sizeof(a), "%s/a.sock", dir);
+	snprintf(b, sizeof(b), "%s/b.sock", dir);
+	int la = listen_at(a), lb = listen_at(b), rc;
+
+	/* The program names the socket it already joined: 0, one session. */
+	pid_t pid = spawn_join(a, a, &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(registered_pid(la), pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+
+	/* Another socket: the connection moves there (0, not -EALREADY). */
+	pid = spawn_join(a, b, &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(registered_pid(lb), pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+
+	close(la);
+	close(lb);
+	unlink(a);
+	unlink(b);
+	rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+	self_exe = argv[0];
+	if (argc == 3 && strcmp(argv[1], "--join") == 0) {
+		printf("%d\n", rvt_control_start(argv[2]));
+		fflush(stdout);
+		for (;;)
+			pause(); /* killed by the test */
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_control_daemon_session_start_capture_reconnect),
+		cmocka_unit_test(test_control_join_at_load_gives_way_to_program),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,7 @@ static int child_checks(void)
 {
 	if (rvt_is_tracing(0))
 		return 10;
-	if (atomic_load(&rvt__tls.start) != 0)
+	if (__atomic_load_n(&rvt__tls.start, __ATOMIC_SEQ_CST) != 0)
 		return 11;
 	call_top(1); /* instrumented code runs, untraced */
 	uint64_t size;

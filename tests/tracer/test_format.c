@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_format.c — the capture writer's encoding against the golden bytes of
- * FORMAT.md's worked example (tests/tracer/golden/example.rvt.hex, generated
- * from the byte tables independently of the writer), the example's decoding
- * and timestamp reconstruction, and a reader that refuses damaged files.
+ * FORMAT.md's worked examples (tests/tracer/golden/example.rvt.hex and
+ * frames.rvt.hex, generated from the byte tables independently of the
+ * writer), the STACK record as the trace point's slow path writes it, the
+ * examples' decoding and timestamp reconstruction, and a reader that
+ * refuses damaged files.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -69,6 +71,15 @@ static void example_desc(struct rvt_capture_desc *d, struct rvt_module m[2], str
 	d->nsymbols = 2;
 }
 
+/* out[0..len) is the golden file's bytes, byte for byte. */
+static void assert_golden(const uint8_t *out, size_t len, const uint8_t *golden, size_t glen)
+{
+	assert_int_equal(len, glen);
+	for (size_t i = 0; i < len; i++)
+		if (out[i] != golden[i])
+			fail_msg("byte %zu: writer %02x, golden %02x", i, out[i], golden[i]);
+}
+
 static void test_format_writer_matches_golden_example(void **state)
 {
 	(void)state;
@@ -82,10 +93,7 @@ static void test_format_writer_matches_golden_example(void **state)
 	uint8_t *out;
 	size_t len;
 	assert_int_equal(rvt_capture_encode(&d, &out, &len), 0);
-	assert_int_equal(len, glen);
-	for (size_t i = 0; i < len; i++)
-		if (out[i] != golden[i])
-			fail_msg("byte %zu: writer %02x, golden %02x", i, out[i], golden[i]);
+	assert_golden(out, len, golden, glen);
 	free(out);
 }
 
@@ -196,6 +204,92 @@ static void test_format_timestamps_reconstruct_across_many_wraps(void **state)
 	}
 }
 
+/* FORMAT.md §1, "STACK and EXIT_OF, worked example". */
+static const uint64_t frames_slots[24] = {
+	0x0000000500000100ull, 0x0000010000000002ull, /* CLOCK */
+	0x0000000000001200ull, 0x0000010000000004ull, /* FRAME main */
+	0x0000000000001300ull, 0x0000010000000004ull, /* FRAME loop */
+	0x0000000200000002ull, 0x0000010000000005ull, /* STACK: 2 open, 2 listed */
+	0x0000010000001400ull, 0x0000018000000000ull, /* work */
+	0x0000020000001400ull, 0x0000028000000000ull, /* work */
+	0x0000030000000000ull, 0x0000038000000000ull, /* exits of loop, main */
+	0x0000000000001100ull, 0x0000040000000006ull, /* EXIT_OF serve */
+	0x0000040000000000ull,			      /* its exit */
+};
+
+/* The trace point's slow path writes the record's first eight slots: a
+ * thread whose shadow holds main → loop reaches rvt__clock (a ring of 24
+ * slots is one segment: a STACK lists at most (24 / 4 - 2) / 2 frames). */
+static void test_format_clock_writes_stack_record_as_documented(void **state)
+{
+	(void)state;
+	uint64_t ring[24] = {0};
+	static uintptr_t shadow[2 * RVT_SHADOW_FRAMES];
+	struct rvt__thread t;
+	memset(&t, 0, sizeof(t));
+	t.base = ring;
+	t.limit = t.bound = ring + 24;
+	t.step = sizeof(ring);
+	t.method_base = 0x555555554000ull;
+	t.sh_base = (uintptr_t)shadow;
+	t.sh_end = t.sh_base + RVT_SHADOW_FRAMES * RVT_SHADOW_FRAME;
+	shadow[0] = 0x7ffd0000f000u; /* stack pointers: not written */
+	shadow[1] = 0x1200;
+	shadow[2] = 0x7ffd0000e000u;
+	shadow[3] = 0x1300;
+	t.sh_top = t.sh_base + 2 * RVT_SHADOW_FRAME;
+	RVT__ST(t.cur, ring);
+	RVT__ST(t.busy, 1);
+	assert_true(rvt__clock(&t, 0x500000100ull) == 0x500000100ull);
+	assert_true(RVT__LD(t.cur) == ring + 8);
+	assert_true(t.hi == 5);
+	for (size_t i = 0; i < 8; i++)
+		if (ring[i] != frames_slots[i])
+			fail_msg("slot %zu: %016llx, documented %016llx", i,
+				 (unsigned long long)ring[i], (unsigned long long)frames_slots[i]);
+	/* Three frames open: still two listed (the bound), three counted. */
+	shadow[4] = 0x7ffd0000d000u;
+	shadow[5] = 0x1400;
+	t.sh_top += RVT_SHADOW_FRAME;
+	rvt__clock(&t, 0x500000200ull);
+	assert_true(ring[14] == ((uint64_t)3 << 32 | 2));
+}
+
+static void test_format_writer_matches_golden_frames(void **state)
+{
+	(void)state;
+	uint8_t golden[4096];
+	size_t glen = golden_load_hex(RVT_GOLDEN_DIR "/frames.rvt.hex", golden, sizeof(golden));
+	assert_int_equal(glen, 584);
+	struct rvt_capture_desc d;
+	struct rvt_module m[2];
+	struct rvt_symbol s[2];
+	example_desc(&d, m, s);
+	static const struct rvt_symbol syms[4] = {{0x1100, 0x1100, 0, "serve"},
+						  {0x1200, 0x1200, 0, "main"},
+						  {0x1300, 0x1300, 0, "loop"},
+						  {0x1400, 0x1400, 0, "work"}};
+	d.ref_counter = 0x500000410ull;
+	d.ring_slots = 24;
+	d.end_pos = 17;
+	d.ring = frames_slots;
+	d.nmodules = 1;
+	d.symbols = syms;
+	d.nsymbols = 4;
+	uint8_t *out;
+	size_t len;
+	assert_int_equal(rvt_capture_encode(&d, &out, &len), 0);
+	assert_golden(out, len, golden, glen);
+	free(out);
+	struct cu_capture c;
+	assert_int_equal(cu_parse(golden, glen, &c), 0);
+	assert_int_equal(c.nstacks, 1);
+	assert_int_equal(c.nexit_of, 1);
+	assert_int_equal(c.nevents, 7);
+	assert_string_equal(cu_name(&c, c.events[6].value), "serve");
+	cu_release(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -204,6 +298,8 @@ int main(void)
 		cmocka_unit_test(test_format_damaged_file_is_refused),
 		cmocka_unit_test(test_format_wrapped_ring_starts_at_end_pos),
 		cmocka_unit_test(test_format_timestamps_reconstruct_across_many_wraps),
+		cmocka_unit_test(test_format_clock_writes_stack_record_as_documented),
+		cmocka_unit_test(test_format_writer_matches_golden_frames),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

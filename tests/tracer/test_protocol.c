@@ -100,19 +100,19 @@ static void test_protocol_handover_waits_for_trace_point_in_flight(void **state)
 	call_top(0);
 	struct rvt__thread *t = &rvt__tls;
 	/* Pretend a trace point of this thread is mid-write. */
-	uint64_t *cur = atomic_load(&t->cur);
-	atomic_store(&t->busy, 1);
+	uint64_t *cur = __atomic_load_n(&t->cur, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->busy, 1, __ATOMIC_SEQ_CST);
 	struct stopper st = {.tid = (pid_t)syscall(SYS_gettid)};
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, stopper_main, &st), 0);
 	/* The stop is published, but cannot complete while busy is set. */
-	while (atomic_load(&t->start) != 0)
+	while (__atomic_load_n(&t->start, __ATOMIC_SEQ_CST) != 0)
 		sched_yield();
 	assert_int_equal(st.done, 0);
 	/* The trace point "writes" its slot and ends. */
 	*cur = 0;
-	atomic_store(&t->cur, cur + 1);
-	atomic_store(&t->busy, 0);
+	__atomic_store_n(&t->cur, cur + 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->busy, 0, __ATOMIC_SEQ_CST);
 	pthread_join(th, NULL);
 	assert_int_equal(st.rc, 0);
 	assert_int_equal(rvt_is_tracing(0), 0);
@@ -134,13 +134,14 @@ static void test_protocol_nested_trace_point_in_busy_window_is_dropped(void **st
 	assert_int_equal(rvt_start(0), 0);
 	struct rvt__thread *t = &rvt__tls;
 	call_top(0);
-	uint64_t *cur = atomic_load(&t->cur);
-	atomic_store(&t->busy, 1); /* as if a handler interrupted a trace point */
+	uint64_t *cur = __atomic_load_n(&t->cur, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->busy, 1,
+			 __ATOMIC_SEQ_CST); /* as if a handler interrupted a trace point */
 	call_top(0);
-	assert_ptr_equal(atomic_load(&t->cur), cur);
-	atomic_store(&t->busy, 0);
+	assert_ptr_equal(__atomic_load_n(&t->cur, __ATOMIC_SEQ_CST), cur);
+	__atomic_store_n(&t->busy, 0, __ATOMIC_SEQ_CST);
 	call_top(0);
-	assert_ptr_not_equal(atomic_load(&t->cur), cur);
+	assert_ptr_not_equal(__atomic_load_n(&t->cur, __ATOMIC_SEQ_CST), cur);
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 

@@ -6,6 +6,7 @@
  * straddling the wrap point, untraced threads writing nothing, and the
  * buffer limit's spare for captures (or the LOSS record when none is had).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -344,6 +345,59 @@ static void test_ring_inline_mode_shared_object_chain_found_by_name(void **state
 	check_library_chain(modinl_outer, "modinl_outer", "modinl_inner");
 }
 
+/* A library opened, called and closed before the capture (dlfix.c): its
+ * functions keep their names, not bare addresses, and its MODULE record. */
+static void test_ring_closed_library_keeps_its_names(void **state)
+{
+	(void)state;
+	void *h = dlopen(RVT_DLFIX, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	int (*outer)(int) = (int (*)(int))dlsym(h, "dlfix_outer");
+	assert_non_null(outer);
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(outer(4), 5);
+	assert_int_equal(dlclose(h), 0);
+	/* Gone from the process: a new dlopen without loading finds nothing. */
+	assert_null(dlopen(RVT_DLFIX, RTLD_NOW | RTLD_NOLOAD));
+	call_top(0);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	long a = cu_find_entry(&c, "dlfix_outer", 0);
+	assert_true(a >= 0);
+	assert_int_equal(cu_find_entry(&c, "dlfix_inner", (size_t)a), a + 1);
+	assert_true(cu_find_entry(&c, "call_leaf", (size_t)a) > a);
+	assert_true(c.nmodules >= 2);
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+/* A frame begun before tracing started, in call and inline mode: its exit
+ * comes with an EXIT_OF record naming it (FORMAT.md §1). */
+static void check_named_exit(int (*start_inside)(void), const char *name, const char *leaf)
+{
+	assert_int_equal(rvt_stop(0, 1), 0);
+	assert_int_equal(start_inside(), 0);
+	assert_int_equal(rvt_stop(0, 0), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	assert_int_equal(c.nexit_of, 1);
+	assert_int_equal(c.nevents, 3); /* leaf entry and exit, then its exit */
+	assert_string_equal(cu_name(&c, c.events[0].value), leaf);
+	assert_false(c.events[2].entry);
+	assert_non_null(cu_name(&c, c.events[2].value));
+	assert_string_equal(cu_name(&c, c.events[2].value), name);
+	cu_release(&c);
+	assert_int_equal(rvt_stop(0, 1), 0);
+}
+
+static void test_ring_frame_begun_before_tracing_named_at_its_exit(void **state)
+{
+	(void)state;
+	check_named_exit(call_start_inside, "call_start_inside", "call_leaf");
+	check_named_exit(inl_start_inside, "inl_start_inside", "inl_leaf");
+}
+
 int cxxfix_call(int x);
 
 static void test_ring_cxx_method_name_is_demangled(void **state)
@@ -441,6 +495,8 @@ int main(void)
 		cmocka_unit_test(test_ring_capture_without_spare_marks_the_loss),
 		cmocka_unit_test(test_ring_multi_module_chain_found_by_name),
 		cmocka_unit_test(test_ring_inline_mode_shared_object_chain_found_by_name),
+		cmocka_unit_test(test_ring_closed_library_keeps_its_names),
+		cmocka_unit_test(test_ring_frame_begun_before_tracing_named_at_its_exit),
 		cmocka_unit_test(test_ring_cxx_method_name_is_demangled),
 		cmocka_unit_test(test_ring_manual_trace_points_named_by_resolver),
 		cmocka_unit_test(test_ring_untouched_pages_stay_out_of_memory),

@@ -138,7 +138,7 @@ static void test_unwind_longjmp_past_shadow_capacity_tree_exact(void **state)
 {
 	(void)state;
 	fresh_ring();
-	uc_deep_top(6000); /* deeper than RVT_SHADOW_WORDS (4096) */
+	uc_deep_top(6000); /* deeper than RVT_SHADOW_FRAMES (4096) */
 	struct cu_capture c;
 	capture(0, &c);
 	long depth = 0, max = 0, after_depth = -1;
@@ -158,9 +158,12 @@ static void test_unwind_longjmp_past_shadow_capacity_tree_exact(void **state)
 	cu_release(&c);
 }
 
-#define CXX_TREE(p)                                                                      \
-	p "x_top(" p "x_a(" p "x_b(" p "x_c(" p "x_d(" p "x_leaf()))))" p "x_after())" p \
-	  "x_top(" p "x_a(" p "x_b(" p "x_c(" p "x_d(" p "x_leaf()))))" p "x_after())"
+/* The guard's destructor runs in x_c's cleanup, after x_d and x_leaf were
+ * unwound: it nests in x_c, beside x_d. */
+#define CXX_ONE(p)                                                                               \
+	p "x_top(" p "x_a(" p "x_b(" p "x_c(" p "x_d(" p "x_leaf())" p "guard::~" p "guard()(" p \
+	  "x_cleanup()))))" p "x_after())"
+#define CXX_TREE(p) CXX_ONE(p) CXX_ONE(p)
 
 static void test_unwind_gxx_exception_tree_exact(void **state)
 {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // unwind_cxx.cc — see unwind_fix.h: an int thrown through five instrumented
-// frames and caught; UF_PREFIX names the build (gx_ g++, cl_ clang++).
+// frames, one holding an object whose instrumented destructor runs in the
+// unwinding (its cleanup), and caught; UF_PREFIX names the build (gx_ g++,
+// cl_ clang++).
 #include "unwind_fix.h"
 
 #define CAT2(a, b) a##b
@@ -17,6 +19,7 @@ void P(x_c)(int v);
 void P(x_b)(int v);
 void P(x_a)(int v);
 void P(x_after)(void);
+void P(x_cleanup)(void);
 
 NI void P(x_leaf)(int v)
 {
@@ -31,8 +34,24 @@ NI void P(x_d)(int v)
 	sink++;
 }
 
+NI void P(x_cleanup)(void)
+{
+	sink++;
+}
+}
+
+// Its destructor runs in x_c's landing pad when the exception passes.
+struct P(guard) {
+	NI ~P(guard)()
+	{
+		P(x_cleanup)();
+	}
+};
+
+extern "C" {
 NI void P(x_c)(int v)
 {
+	P(guard) g;
 	P(x_d)(v);
 	sink++;
 }

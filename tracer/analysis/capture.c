@@ -7,11 +7,16 @@
  *  1. backwards from the newest slot (the only unambiguous direction):
  *     reconstruct the counter's high word at the oldest slot (Hubble
  *     Fig. 3), count the frames already open at the oldest slot (exits with
- *     no entry), and find a torn oldest slot;
- *  2. forwards: push that many "(unknown caller)" frames starting at the
- *     oldest timestamp, then replay entries and exits with timestamps rebuilt
- *     forwards (a decrease is a wrap), which is the same arithmetic as the
- *     backward walk.  Frames still open end at the reference time.
+ *     no entry), note the oldest complete STACK record and the EXIT_OF
+ *     names, and find a torn oldest slot;
+ *  2. forwards: open the frames open at the start — named by the EXIT_OF
+ *     and STACK records (FORMAT.md §1, "Reading the frames"; the slots
+ *     before the STACK are walked once more for it), else "(unknown
+ *     caller)" — at the oldest timestamp, then replay entries and exits
+ *     with timestamps rebuilt forwards (a decrease is a wrap), which is the
+ *     same arithmetic as the backward walk, checking each later STACK and
+ *     EXIT_OF against the frames it holds (rva_trace.unbalanced).  Frames
+ *     still open end at the reference time.
  * Which slot is the value half of a two-slot record is what the backward
  * walk decides: a marker (low word 1..15) takes the slot before it.
  * Forwards that is the parity of a run of marker-like slots: within the run
@@ -21,10 +26,12 @@
  * CLOCK (the value is the full shifted counter: every later slot up to the
  * next CLOCK has its high word, so both passes re-anchor there and idle gaps
  * of any length decode exactly), 3 a LOSS (events lost from the value's
- * counter to this slot's time: counted into the trace's lost_* fields), the
- * rest reserved and skipped.
+ * counter to this slot's time: counted into the trace's lost_* fields), 4
+ * FRAME, 5 STACK and 6 EXIT_OF (names of frames, above), the rest reserved
+ * and skipped.
  * Every header field and record is range-checked before use.
  */
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -70,6 +77,7 @@ enum { CHECKSUM_XXH3_64 = 1 };
 /* A slot whose low word is a marker (1..15, FORMAT.md §1): the slot before
  * it is its 64-bit value. */
 #define IS_MARKER(s) ((uint32_t)(s)-1u < 15u)
+enum { MK_PAIR = 1, MK_CLOCK, MK_LOSS, MK_FRAME, MK_STACK, MK_EXIT_OF };
 
 typedef struct module {
 	uint32_t index;
@@ -445,6 +453,15 @@ typedef struct ctx {
 	 * the symbols and the clock are known (lock_waits()). */
 	const uint8_t **lw;
 	size_t nlw, lwcap;
+	/* Frames the tracer named (FORMAT.md §1, STACK and EXIT_OF): the
+	 * EXIT_OF values pass 1 met, outermost first; whether the replay began
+	 * from a STACK record (then each later one is checked against the
+	 * frames it holds); how many frames at the bottom of its stack are the
+	 * outer ones EXIT_OF records close. */
+	uint64_t *named;
+	size_t nnamed, namedcap;
+	int stacks_on;
+	uint64_t pre;
 } ctx;
 
 /* Slots per progress report in each pass: 2 MiB of input, so the callback
@@ -933,6 +950,54 @@ static inline int64_t to_ns(const clockconv *k, uint64_t full)
 	return k->mono + ns;
 }
 
+/* The replay's stack: depth, and the method of frame j (0 outermost). */
+static size_t replay_depth(const ctx *c)
+{
+	return c->sum ? c->sum->nfr : c->t->threads[0].sdepth;
+}
+
+static uint32_t replay_method(const ctx *c, size_t j)
+{
+	if (c->sum)
+		return c->sum->tree.nodes[c->sum->fr[j].node].method;
+	const rva_thread *th = &c->t->threads[0];
+	return th->calls[th->stack[j]].method;
+}
+
+/*
+ * A STACK or EXIT_OF record in the replay (marker at slot `at`, value `v`):
+ * a STACK must list exactly the frames the replay holds above the outer
+ * ones (their number, then the methods of those it lists); an EXIT_OF's
+ * exit must close an outer frame with nothing traced above it.  Anything
+ * else means the exits do not match the entries: counted in unbalanced.
+ * 0 or -ENOMEM.
+ */
+static __attribute__((noinline)) int named_check(ctx *c, uint32_t lo, uint64_t at, uint64_t v)
+{
+	size_t depth = replay_depth(c);
+	if (lo == MK_EXIT_OF) {
+		if (depth == c->pre && c->pre > 0)
+			c->pre--; /* the exit after it closes that frame */
+		else
+			c->t->unbalanced++;
+		return 0;
+	}
+	if (!c->stacks_on)
+		return 0;
+	uint64_t listed = (uint32_t)v, open = v >> 32;
+	if (2 * listed + 1 > at)
+		return 0; /* its FRAME pairs are not all here */
+	int bad = depth < c->pre || depth - c->pre != open;
+	for (uint64_t j = 0; j < listed && !bad; j++) {
+		int64_t m = method_of(c, rd64(c->slots + 8 * (at - 1 - 2 * (listed - j))));
+		if (m < 0)
+			return (int)m;
+		bad = replay_method(c, c->pre + j) != (uint32_t)m;
+	}
+	c->t->unbalanced += bad;
+	return 0;
+}
+
 /* The forward replay of pass 2; `summing` and `fast` are constants at each
  * call site so the compiler drops the untaken sides from the hot loop.
  * fast: every counter value from the oldest to the newest takes to_ns's
@@ -994,6 +1059,13 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 			prev = ts;
 			if (marker) {
 				uint64_t to = hi << 32 | ts;
+				if (lo == MK_STACK || lo == MK_EXIT_OF) {
+					if ((rc = named_check(c, lo, i, value)) < 0) {
+						rc = rva_fail(err, rc, "out of memory");
+						break;
+					}
+					continue;
+				}
 				if (lo == 3 && value <= to) { /* LOSS from `value` to here */
 					int64_t a = to_ns(k, value), b = to_ns(k, to);
 					if (!c->t->lost_spans++) {
@@ -1048,6 +1120,149 @@ static inline __attribute__((always_inline)) int forward(ctx *c, const clockconv
 	return rc;
 }
 
+/* The oldest complete STACK record pass 1 met (FORMAT.md §1). */
+typedef struct stackrec {
+	int found;
+	uint64_t pos;	  /* its value slot; its FRAME pairs are the 2 × listed before */
+	uint64_t listed;  /* FRAME pairs */
+	uint64_t open;	  /* frames open (listed, then deeper unknown ones) */
+	uint64_t hi;	  /* high word and ... */
+	uint32_t ts;	  /* ... low word of its counter */
+	uint64_t open_at; /* pass 1's count of exits pending at it */
+	size_t named_at;  /* EXIT_OF records newer than it */
+} stackrec;
+
+/* A STACK record whose value slot is `i` (value v) in pass 1: kept when its
+ * FRAME pairs are all there (the oldest one kept wins). */
+static __attribute__((noinline)) void stack_seen(ctx *c, stackrec *st, uint64_t i, uint64_t v,
+						 uint64_t hi, uint32_t ts, uint64_t open)
+{
+	uint64_t listed = (uint32_t)v;
+	if (listed > i / 2)
+		return;
+	for (uint64_t j = 0; j < listed; j++)
+		if ((uint32_t)rd64(c->slots + 8 * (i - 2 * j - 1)) != MK_FRAME)
+			return;
+	*st = (stackrec){1, i, listed, v >> 32, hi, ts, open, c->nnamed};
+}
+
+/* An EXIT_OF record's value in pass 1; 0 or -ENOMEM. */
+static __attribute__((noinline)) int named_push(ctx *c, uint64_t v)
+{
+	if (c->nnamed == c->namedcap) {
+		size_t cap = c->namedcap ? c->namedcap * 2 : 16;
+		uint64_t *n = realloc(c->named, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		c->named = n;
+		c->namedcap = cap;
+	}
+	c->named[c->nnamed++] = v;
+	return 0;
+}
+
+/* What the slots before the oldest STACK record say (prefix_walk). */
+typedef struct prefix {
+	uint64_t y;    /* frames open at the first slot that close among them:
+			* begun before it, so nothing names them */
+	uint64_t u;    /* (y > 0) the newest of those exits */
+	uint64_t u_hi; /* and its counter's high word ... */
+	uint32_t u_ts; /* ... and low word */
+	uint64_t e;    /* entries of frames the STACK lists (still open at it) */
+	uint64_t pend; /* exits pending at the first slot (closing later) */
+	size_t named;  /* EXIT_OF records among them */
+} prefix;
+
+/*
+ * The slots [first, end) just before the oldest STACK record `st`,
+ * backwards from it (its counter, its pending exits): which frames open at
+ * `first` are unnamed, and which the STACK names (FORMAT.md §1).  An exit is
+ * matched with the nearest entry before it; the unmatched ones are a stack
+ * whose bottom, the newest, is the only one kept (u).
+ */
+static void prefix_walk(const ctx *c, const stackrec *st, uint64_t first, uint64_t end, prefix *p)
+{
+	uint64_t i = end, hi = st->hi, post = st->open_at;
+	uint32_t prev = st->ts;
+	memset(p, 0, sizeof(*p));
+	while (i > first) {
+		uint64_t s = rd64(c->slots + 8 * --i);
+		uint32_t lo = (uint32_t)s, ts = (uint32_t)(s >> 32);
+		if (IS_MARKER(s)) {
+			if (i == first)
+				break; /* torn */
+			uint64_t v = rd64(c->slots + 8 * --i);
+			if (lo == MK_CLOCK && (uint32_t)v == ts)
+				hi = v >> 32;
+			else if (ts > prev)
+				hi--;
+			prev = ts;
+			if (lo == MK_EXIT_OF && p->y > 0) {
+				p->y--; /* its exit, met just before, closes a named frame */
+				p->named++;
+			}
+			if (lo != MK_PAIR)
+				continue;
+		} else {
+			if (ts > prev)
+				hi--;
+			prev = ts;
+		}
+		if (lo == 0) {
+			if (p->y++ == 0) {
+				p->u = i;
+				p->u_hi = hi;
+				p->u_ts = ts;
+			}
+		} else if (p->y) {
+			p->y--;
+		} else {
+			p->e++;
+			post -= post > 0;
+		}
+	}
+	p->pend = post + p->y;
+}
+
+/* Opens the frame of method value v (an unknown caller when `named` is 0)
+ * at ts before the replay. */
+static int open_frame(ctx *c, int named, uint64_t v, int64_t ts)
+{
+	int64_t m;
+	if (named) {
+		m = method_of(c, v);
+	} else {
+		m = rva_method_intern(c->t, "(unknown caller)", 16);
+		c->t->repaired++;
+	}
+	if (m < 0)
+		return (int)m;
+	return c->sum ? agg_enter(c->sum, (uint32_t)m, ts) : rva_enter(c->t, 0, (uint32_t)m, ts);
+}
+
+/*
+ * The frames open where the replay starts, outermost first: the outer
+ * frames EXIT_OF records name (`nnamed` of them), `extra` unknown callers,
+ * then the `open` frames of the STACK record `st` (those it lists named,
+ * deeper ones unknown) — or, without one, that many unknown callers.
+ */
+static int open_initial(ctx *c, const stackrec *st, size_t nnamed, uint64_t extra, uint64_t open,
+			int64_t ts, rva_error *err)
+{
+	int rc = 0;
+	for (size_t j = 0; j < nnamed && rc == 0; j++)
+		rc = open_frame(c, 1, c->named[j], ts);
+	c->pre = nnamed;
+	for (uint64_t j = 0; j < extra && rc == 0; j++)
+		rc = open_frame(c, 0, 0, ts);
+	for (uint64_t j = 0; j < open && rc == 0; j++) {
+		int named = st && j < st->listed;
+		uint64_t v = named ? rd64(c->slots + 8 * (st->pos - 2 * (st->listed - j))) : 0;
+		rc = open_frame(c, named, v, ts);
+	}
+	return rc < 0 ? rva_fail(err, rc, "cannot open frame") : 0;
+}
+
 static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 {
 	uint64_t n = c->nslots, first = 0;
@@ -1055,6 +1270,7 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	uint64_t hi = shifted >> 32;
 	uint32_t prev = (uint32_t)shifted;
 	uint64_t open = 0; /* frames open at the oldest slot */
+	stackrec st = {0};
 	/* The newest counter value: where the forward replay ends. */
 	uint64_t newest_hi = hi;
 	uint32_t newest_t = 0;
@@ -1092,6 +1308,17 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 						hi--;
 					}
 					prev = ts;
+					if (lo == MK_STACK) {
+						stack_seen(c, &st, i, v, hi, ts, open);
+					} else if (lo == MK_EXIT_OF && open > 0 && i + 2 < n &&
+						   (uint32_t)rd64(c->slots + 8 * (i + 2)) == 0) {
+						/* The exit after it, counted as pending, closes
+						 * a named outer frame: no entry matches it. */
+						open--;
+						if (named_push(c, v) < 0)
+							return rva_fail(err, -ENOMEM,
+									"out of memory");
+					}
 					continue;
 				}
 			}
@@ -1109,20 +1336,62 @@ static int decode_slots(ctx *c, const clockconv *k, rva_error *err)
 	int any = n > 1 || (n == 1 && !torn);
 	uint64_t oldest_hi = hi;
 	uint32_t oldest_t = prev;
-	int64_t oldest_ns = any ? to_ns(k, oldest_hi << 32 | oldest_t) : k->mono;
-	int rc = 0;
-	if (open) {
-		int64_t unk = rva_method_intern(c->t, "(unknown caller)", 16);
-		if (unk < 0) {
-			return rva_fail(err, (int)unk, "out of memory");
+	/*
+	 * Where the replay starts and the frames open there.  Without a STACK
+	 * record (a capture written before them): the EXIT_OF names, then an
+	 * unknown caller per exit pending at the oldest slot.  With one, the
+	 * frames open at the oldest slot are those it lists less the ones
+	 * entered before it — unless some frame open at the oldest slot closed
+	 * before the record: nothing names it, so the replay starts at the
+	 * record instead, the slots before it skipped.
+	 */
+	size_t nnamed = c->nnamed;
+	uint64_t extra = 0, init = open;
+	if (st.found) {
+		uint64_t end = st.pos - 2 * st.listed, from = first;
+		prefix p;
+		prefix_walk(c, &st, first, end, &p);
+		c->stacks_on = 1;
+		if (p.y > 0) {
+			/* Start after the newest exit of an unnamed frame. */
+			first = p.u + 1;
+			oldest_hi = p.u_hi;
+			oldest_t = p.u_ts;
+			prefix_walk(c, &st, first, end, &p);
+			assert(p.y == 0);
+			nnamed = st.named_at + p.named;
 		}
-		for (uint64_t j = 0; j < open; j++)
-			if ((rc = c->sum ? agg_enter(c->sum, (uint32_t)unk, oldest_ns)
-					 : rva_enter(c->t, 0, (uint32_t)unk, oldest_ns)) < 0) {
-				return rva_fail(err, rc, "cannot open frame");
-			}
-		c->t->repaired += open;
+		if (p.e > st.open) {
+			/* More entries of its frames than it lists: not the same
+			 * frames.  The replay starts at the record. */
+			c->t->unbalanced++;
+			first = st.pos + 2;
+			oldest_hi = st.hi;
+			oldest_t = st.ts;
+			nnamed = st.named_at;
+			init = st.open;
+			open = st.open_at;
+		} else {
+			init = st.open - p.e;
+			open = p.pend;
+		}
+		if (first > from && rva_skip_count(c->t, "slots of frames begun before the capture",
+						   first - from) < 0)
+			return rva_fail(err, -ENOMEM, "out of memory");
+		any = first < n;
+		/* More exits pending than frames open: they match no entry.  The
+		 * replay's frames then differ from every later record's: counted
+		 * once, here. */
+		if (open > init) {
+			extra = open - init;
+			c->t->unbalanced += extra;
+			c->stacks_on = 0;
+		}
 	}
+	int64_t oldest_ns = any ? to_ns(k, oldest_hi << 32 | oldest_t) : k->mono;
+	int rc = open_initial(c, st.found ? &st : NULL, nnamed, extra, init, oldest_ns, err);
+	if (rc < 0)
+		return rc;
 	/* Pass 2, forwards, specialised for the summary and the model, and for
 	 * clocks whose whole span converts in integers (see forward). */
 	uint64_t newest = n ? newest_hi << 32 | newest_t : 0, oldest = oldest_hi << 32 | oldest_t;
@@ -1262,6 +1531,9 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	if ((rc = decode_slots(&c, &k, err)) < 0 || (rc = lock_waits(&c, &k, err)) < 0)
 		goto out_free;
 	c.t->anomaly_ns = (int64_t)anomaly_mono;
+	if (c.t->unbalanced && !c.t->warning)
+		c.t->warning = "the exits do not match the entries (the tracer's record of the "
+			       "open frames disagrees with the slots): frames may nest wrongly";
 	if (sum) {
 		int64_t close_ts = k.mono > c.last_ns ? k.mono : c.last_ns;
 		if (sum->want_snap && !sum->snapped && (rc = agg_snapshot(sum, close_ts)) < 0) {
@@ -1306,6 +1578,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 	rc = 0;
 out_free:
 	free(c.lw);
+	free(c.named);
 	free(c.mods);
 	free(c.syms);
 	free(c.muted_vals);

@@ -371,6 +371,7 @@ int rva_trace_append(rva_trace *dst, const rva_trace *src)
 	}
 	dst->dropped += src->dropped;
 	dst->repaired += src->repaired;
+	dst->unbalanced += src->unbalanced;
 	rva_trace_finish(dst, INT64_MIN);
 out_free:
 	free(map);

@@ -49,6 +49,20 @@
  * file (`--version`, `-v`, `-dumpmachine`, `-print-…`), preprocessing only
  * (-E, -M, -MM), -fsyntax-only, and everything with --rv-off / RVCC=off.
  * Response files (@file) are expanded so that rvcc sees every argument.
+ * rvcc's own options may come before the compiler (CC="rvcc --rv-… gcc")
+ * or anywhere after it.  Called as rvcc-COMPILER (a link or copy named so:
+ * rvcc-gcc, rvcc-g++ …), it runs COMPILER: CC=rvcc-gcc for build systems
+ * that take the compiler as one word (debhelper's CMake passes
+ * -DCMAKE_C_COMPILER="$CC").
+ *
+ * Transparency: a build through rvcc must behave as through the compiler
+ * alone, so what rvcc adds cannot change what the program's sources see.
+ * The force-included trace-inline.h includes no header and defines no
+ * feature macro and is valid in every dialect and warning setting (see it);
+ * the link adds `-lrvtrace` (found by its SONAME at run time, so packages
+ * depend on the library's package) and no RUNPATH unless asked
+ * (--rv-rpath: the build tree's own programs), and defines nothing the
+ * program exports.
  *
  * Invariants: the compiler's own arguments are passed in their original
  * order; rvcc adds arguments only after them (-include before the sources
@@ -75,13 +89,16 @@
 #endif
 
 static const char usage[] =
-	"usage: rvcc COMPILER [--rv-OPTION…] ARGS…\n"
+	"usage: rvcc [--rv-OPTION…] COMPILER [--rv-OPTION…] ARGS…\n"
 	"       rvcc --help | --version  (rvcc's own version unless RVCC_CC is set;\n"
 	"                                `rvcc gcc --version` is gcc's)\n"
 	"  Runs COMPILER (gcc, clang, g++, clang++ or a path) with Rearview's\n"
 	"  instrumentation added and librvtrace linked in.  Use it as CC/CXX:\n"
 	"    CC=\"rvcc gcc\" ./configure && make\n"
-	"    cmake -DCMAKE_C_COMPILER_LAUNCHER=rvcc …   (or CC=\"rvcc gcc\")\n"
+	"    CC=\"rvcc --rv-threshold=200 gcc\" make\n"
+	"  or by the name rvcc-COMPILER (rvcc-gcc, rvcc-g++, rvcc-clang, rvcc-clang++\n"
+	"  are installed beside rvcc), where a compiler must be one word (CMake):\n"
+	"    CC=rvcc-gcc CXX=rvcc-g++ cmake …   (or -DCMAKE_C_COMPILER_LAUNCHER=rvcc)\n"
 	"options (flag / environment; flags win):\n"
 	"  --rv-off              RVCC=off         pass everything through untouched\n"
 	"  --rv-mode=inline|call RVCC_MODE        gcc C: inline trace point (default)\n"
@@ -100,6 +117,9 @@ static const char usage[] =
 	"                                         that are part of a traced name, and\n"
 	"                                         clang instruments every function\n"
 	"  --rv-static           RVCC_STATIC=1    link librvtrace.a instead of the .so\n"
+	"  --rv-rpath            RVCC_RPATH=1     give the program a RUNPATH to librvtrace's\n"
+	"                                         directory (off: the dynamic linker finds\n"
+	"                                         it by its SONAME, as in a package)\n"
 	"  --rv-libdir=DIR       RVCC_LIBDIR      where librvtrace is (default: the\n"
 	"                                         lib/ beside rvcc's bin/, else\n"
 	"                                         " RVCC_LIBDIR ")\n"
@@ -134,7 +154,7 @@ static void args_push(struct args *a, const char *s)
 }
 
 struct opts {
-	int off, inline_mode, is_static, verbose;
+	int off, inline_mode, is_static, verbose, rpath;
 	long threshold;
 	const char *never, *libdir, *incdir;
 	const char *plugin; /* rvcc_gcc_plugin.so, "off", or NULL: the default */
@@ -348,16 +368,19 @@ static void find_dirs(struct opts *o)
 	}
 	if (!o->incdir) {
 		snprintf(probe, sizeof(probe), "%s/include/rearview/trace-inline.h", self);
-		if (self[0] && file_exists(probe)) {
+		if (self[0] && file_exists(probe))
 			snprintf(incdir, sizeof(incdir), "%s/include", self);
-		} else {
-			/* The build tree: build/bin/rvcc beside tracer/include. */
+		else
+			snprintf(incdir, sizeof(incdir), "%s/include", RVCC_PREFIX);
+		/* A build tree (build/bin/rvcc, build/san/bin/rvcc …): the
+		 * source tree's tracer/include a few levels up. */
+		static const char ups[] = "/../../../.."; /* 3 bytes a level */
+		for (int k = 3; self[0] && !file_exists(probe) && k < (int)sizeof(ups); k += 3) {
 			snprintf(probe, sizeof(probe),
-				 "%s/../tracer/include/rearview/trace-inline.h", self);
-			if (self[0] && file_exists(probe))
-				snprintf(incdir, sizeof(incdir), "%s/../tracer/include", self);
-			else
-				snprintf(incdir, sizeof(incdir), "%s/include", RVCC_PREFIX);
+				 "%s%.*s/tracer/include/rearview/trace-inline.h", self, k, ups);
+			if (file_exists(probe))
+				snprintf(incdir, sizeof(incdir), "%s%.*s/tracer/include", self, k,
+					 ups);
 		}
 		o->incdir = incdir;
 	}
@@ -703,6 +726,54 @@ static const char *env_or(const char *name, const char *dflt)
 	return v && *v ? v : dflt;
 }
 
+/* Sets the option `a` (--rv-…); -1 when it is not one. */
+static int parse_option(struct opts *o, const char *a)
+{
+	const char *v = strchr(a, '=');
+	v = v ? v + 1 : "";
+	if (strcmp(a, "--rv-off") == 0)
+		o->off = 1;
+	else if (strcmp(a, "--rv-static") == 0)
+		o->is_static = 1;
+	else if (strcmp(a, "--rv-verbose") == 0)
+		o->verbose = 1;
+	else if (strcmp(a, "--rv-rpath") == 0)
+		o->rpath = 1;
+	else if (has_prefix(a, "--rv-mode="))
+		o->inline_mode = strcmp(v, "call") != 0;
+	else if (has_prefix(a, "--rv-threshold="))
+		o->threshold = strtol(v, NULL, 10);
+	else if (has_prefix(a, "--rv-never="))
+		o->never = v;
+	else if (has_prefix(a, "--rv-libdir="))
+		o->libdir = v;
+	else if (has_prefix(a, "--rv-incdir="))
+		o->incdir = v;
+	else if (has_prefix(a, "--rv-plugin="))
+		o->plugin = v;
+	else
+		return -1;
+	return 0;
+}
+
+/* True when `a` names a compiler input (a source, object or archive by its
+ * extension) rather than a compiler: `rvcc app.c` compiles app.c with
+ * RVCC_CC (default gcc). */
+static int is_input_name(const char *a)
+{
+	static const char *const ext[] = {"c",	 "i", "h",  "cc", "cpp", "cxx", "C",  "c++", "ii",
+					  "s",	 "S", "sx", "o",  "a",	 "so",	"lo", "la",  "hh",
+					  "hpp", "H", "m",  "mm", "f",	 "F",	"f90"};
+	const char *slash = strrchr(a, '/');
+	const char *dot = strrchr(slash ? slash + 1 : a, '.');
+	if (!dot)
+		return 0;
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++)
+		if (strcmp(dot + 1, ext[i]) == 0)
+			return 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
@@ -710,59 +781,52 @@ int main(int argc, char **argv)
 	o.off = strcmp(env_or("RVCC", ""), "off") == 0;
 	o.is_static = strcmp(env_or("RVCC_STATIC", "0"), "1") == 0;
 	o.verbose = strcmp(env_or("RVCC_VERBOSE", "0"), "1") == 0;
+	o.rpath = strcmp(env_or("RVCC_RPATH", "0"), "1") == 0;
 	o.threshold = strtol(env_or("RVCC_THRESHOLD", "0"), NULL, 10);
 	o.never = env_or("RVCC_NEVER", NULL);
 	o.libdir = env_or("RVCC_LIBDIR", NULL);
 	o.incdir = env_or("RVCC_INCDIR", NULL);
 	o.plugin = env_or("RVCC_PLUGIN", NULL);
 
-	int first = 1;
-	const char *compiler;
-	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+	const char *self = strrchr(argv[0], '/');
+	self = self ? self + 1 : argv[0];
+	/* Called as rvcc-gcc: CC=rvcc-gcc needs no space; --help is gcc's. */
+	const char *named = has_prefix(self, "rvcc-") && self[5] ? self + 5 : NULL;
+	if (!named && argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		fputs(usage, stdout);
 		return 0;
 	}
 	/* rvcc's own version; with RVCC_CC set, `rvcc --version` is that
 	 * compiler's (build systems identify the compiler by it). */
-	if (argc == 2 && strcmp(argv[1], "--version") == 0 && !env_or("RVCC_CC", NULL))
+	if (!named && argc == 2 && strcmp(argv[1], "--version") == 0 && !env_or("RVCC_CC", NULL))
 		return rvc_print_version("rvcc");
-	if (argc >= 2 && argv[1][0] != '-') {
-		compiler = argv[1];
-		first = 2;
-	} else {
-		compiler = env_or("RVCC_CC", "gcc");
+	/* The compiler: the first argument that is not one of rvcc's options
+	 * (which may come before it), unless it is an option or an input. */
+	int first = 1;
+	while (first < argc && has_prefix(argv[first], "--rv-"))
+		first++;
+	const char *compiler = env_or("RVCC_CC", "gcc");
+	int cc_at = 0;
+	if (named) {
+		compiler = named;
+	} else if (first < argc && argv[first][0] != '-' && argv[first][0] != '@' &&
+		   !is_input_name(argv[first])) {
+		compiler = argv[first];
+		cc_at = first;
 	}
 
 	/* The compiler's arguments: response files expanded, --rv- removed. */
 	struct args cc = {0};
 	args_push(&cc, compiler);
-	for (int i = first; i < argc; i++) {
+	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		if (i == cc_at)
+			continue;
 		if (!has_prefix(a, "--rv-")) {
 			push_expanded(&cc, a, 0);
 			continue;
 		}
-		const char *v = strchr(a, '=');
-		v = v ? v + 1 : "";
-		if (strcmp(a, "--rv-off") == 0)
-			o.off = 1;
-		else if (strcmp(a, "--rv-static") == 0)
-			o.is_static = 1;
-		else if (strcmp(a, "--rv-verbose") == 0)
-			o.verbose = 1;
-		else if (has_prefix(a, "--rv-mode="))
-			o.inline_mode = strcmp(v, "call") != 0;
-		else if (has_prefix(a, "--rv-threshold="))
-			o.threshold = strtol(v, NULL, 10);
-		else if (has_prefix(a, "--rv-never="))
-			o.never = v;
-		else if (has_prefix(a, "--rv-libdir="))
-			o.libdir = v;
-		else if (has_prefix(a, "--rv-incdir="))
-			o.incdir = v;
-		else if (has_prefix(a, "--rv-plugin="))
-			o.plugin = v;
-		else {
+		if (parse_option(&o, a) != 0) {
 			fprintf(stderr, "rvcc: unknown option %s (see rvcc --help)\n", a);
 			return 2;
 		}
@@ -916,11 +980,16 @@ int main(int argc, char **argv)
 			args_push(&cc, "-lprotobuf-c");
 			args_push(&cc, "-lelf");
 			args_push(&cc, "-lpthread");
+			/* The control thread's member, whose constructor joins the
+			 * daemon (trace.h): nothing else refers to it. */
+			args_push(&cc, "-Wl,-u,rvt_control_start");
 		} else {
 			snprintf(a1, sizeof(a1), "-L%s", o.libdir);
-			snprintf(a2, sizeof(a2), "-Wl,-rpath,%s", o.libdir);
 			args_push(&cc, a1);
-			args_push(&cc, a2);
+			if (o.rpath) {
+				snprintf(a2, sizeof(a2), "-Wl,-rpath,%s", o.libdir);
+				args_push(&cc, a2);
+			}
 			args_push(&cc, "-lrvtrace");
 		}
 	}

@@ -16,8 +16,19 @@
  * tracing, so a restarted daemon takes it over; StopTracing.all_threads
  * releases every ring.
  *
+ * Joining without a call: at load, when there is a daemon to join — RV_SOCKET
+ * names a socket (even one not there yet: the daemon may start later), or,
+ * without it, the daemon's default socket exists — the control thread is
+ * started as rvt_control_start(NULL) would (RV_SOCKET=off: never).  So a
+ * program built with rvcc, or given librvtrace by LD_PRELOAD, is followed by
+ * the daemon with no source change, as rvlua is; without a daemon nothing
+ * starts and no thread exists.  A program's own rvt_control_start() call
+ * still wins: to the same socket it returns 0 (the thread is the program's
+ * from then on), to another it replaces the automatic connection.
+ *
  * Invariants: only this thread touches the socket; the wake pipe is the only
- * way other threads talk to it; the thread is library code, never traced.
+ * way other threads talk to it; the thread is library code, never traced;
+ * ctl_auto is set only while ctl_running is.
  */
 #include "tracer-int.h"
 
@@ -41,6 +52,7 @@
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t ctl_thread;
 static int ctl_running;
+static int ctl_auto; /* the running thread was started at load, not asked for */
 static int wake_pipe[2] = {-1, -1};
 static char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
@@ -292,7 +304,8 @@ static void install_hooks(void)
 	pthread_atfork(NULL, NULL, control_atfork_child);
 }
 
-int rvt_control_start(const char *socket_path)
+/* rvt_control_start(); `automatic`: the call at load (see the top). */
+static int control_start(const char *socket_path, int automatic)
 {
 	int rc = rvt_init();
 	if (rc)
@@ -301,14 +314,25 @@ int rvt_control_start(const char *socket_path)
 	const char *path = socket_path;
 	if (!path)
 		path = getenv("RV_SOCKET");
-	if (!path || !*path)
+	if (!path || !*path || strcmp(path, "off") == 0)
 		path = DEFAULT_SOCKET;
 	if (strlen(path) >= sizeof(ctl_path))
 		return -ENAMETOOLONG;
-	pthread_mutex_lock(&ctl_lock);
-	if (ctl_running) {
+	for (;;) {
+		pthread_mutex_lock(&ctl_lock);
+		if (!ctl_running)
+			break;
+		if (automatic || !ctl_auto) {
+			pthread_mutex_unlock(&ctl_lock);
+			return -EALREADY;
+		}
+		if (strcmp(ctl_path, path) == 0) {
+			ctl_auto = 0; /* the program's own from now on */
+			pthread_mutex_unlock(&ctl_lock);
+			return 0;
+		}
 		pthread_mutex_unlock(&ctl_lock);
-		return -EALREADY;
+		rvt_control_stop(); /* the automatic one, for the program's socket */
 	}
 	memcpy(ctl_path, path, strlen(path) + 1);
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -323,9 +347,25 @@ int rvt_control_start(const char *socket_path)
 		goto out_unlock;
 	}
 	ctl_running = 1;
+	ctl_auto = automatic;
 out_unlock:
 	pthread_mutex_unlock(&ctl_lock);
 	return rc;
+}
+
+int rvt_control_start(const char *socket_path)
+{
+	return control_start(socket_path, 0);
+}
+
+/* At load: joins the daemon when there is one (see the top). */
+__attribute__((constructor)) static void control_join_at_load(void)
+{
+	const char *env = getenv("RV_SOCKET");
+	if (env && strcmp(env, "off") == 0)
+		return;
+	if ((env && *env) || access(DEFAULT_SOCKET, F_OK) == 0)
+		control_start(NULL, 1);
 }
 
 static void wake(char c)
@@ -354,6 +394,7 @@ void rvt_control_stop(void)
 	wake('q');
 	pthread_t th = ctl_thread;
 	ctl_running = 0;
+	ctl_auto = 0;
 	pthread_mutex_unlock(&ctl_lock);
 	pthread_join(th, NULL);
 	close(wake_pipe[0]);
@@ -370,5 +411,6 @@ static void control_atfork_child(void)
 		close(wake_pipe[1]);
 		wake_pipe[0] = wake_pipe[1] = -1;
 		ctl_running = 0;
+		ctl_auto = 0;
 	}
 }

@@ -417,6 +417,12 @@ int rvt_devmode_capture_all(void)
 	return 0;
 }
 
+void rvt_devmode_before_exec(void)
+{
+	if (dm.active)
+		rvt_devmode_capture_all();
+}
+
 static void at_exit_capture(void)
 {
 	if (dm.active)
@@ -574,7 +580,7 @@ typedef int (*setname_fn)(pthread_t, const char *);
 /* glibc's own names for the two functions: strong in a static libc.a (whose
  * pthread_create and pthread_setname_np are weak aliases of them), absent
  * from libc.so.  Weak here, so a dynamic program leaves them NULL and finds
- * libc's through dlsym(RTLD_NEXT); a fully static one, where dlsym finds
+ * libc's through rvt_next_fn(); a fully static one, where dlsym finds
  * nothing, links them with -Wl,-u,__pthread_create,-u,__pthread_setname_np
  * (trace.h). */
 extern int __pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
@@ -583,7 +589,7 @@ extern int __pthread_setname_np(pthread_t, const char *) __attribute__((weak));
 
 static void *next_symbol(const char *name, void *static_fallback)
 {
-	void *f = dlsym(RTLD_NEXT, name);
+	void *f = rvt_next_fn(name, NULL);
 	if (!f)
 		f = static_fallback;
 	if (!f)
@@ -650,7 +656,10 @@ RVT_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn
 	create_fn f = real_create();
 	if (!f)
 		return ENOSYS;
+	/* The program's call, but the trampoline's memory is librvtrace's. */
+	int own = rvt_own_begin();
 	struct tramp *t = malloc(sizeof(*t));
+	rvt_own_end(own);
 	if (!t)
 		return EAGAIN;
 	t->fn = fn;

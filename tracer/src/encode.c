@@ -9,7 +9,8 @@
  * that occurs in the slots — found by decoding the slots backwards, the only
  * unambiguous direction, into a set of the distinct values (memory and time
  * in the number of distinct methods, not of events: a full 32 MiB ring holds
- * ~4 M events of a few thousand methods) — or was muted, an UNTRACED record per module that
+ * ~4 M events of a few thousand methods), a STACK record lists or an EXIT_OF
+ * names — or was muted, an UNTRACED record per module that
  * left functions out at build time and a MUTED record per function muted at
  * run time (mute.c).
  *
@@ -399,7 +400,10 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 			if (i == 0)
 				break; /* its first half was overwritten */
 			i--;
-			if (low == RVT_SLOT_PAIR)
+			/* Entries, the frames a STACK lists, the frames an EXIT_OF
+			 * names: method values (FORMAT.md §1). */
+			if (low == RVT_SLOT_PAIR || low == RVT_SLOT_FRAME ||
+			    low == RVT_SLOT_EXIT_OF)
 				rc = valset_add(&vs, r->slots[(first + i) % r->nslots]);
 		} else {
 			rc = valset_add(&vs, low);

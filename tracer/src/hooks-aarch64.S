@@ -11,7 +11,9 @@
  * a return, with no stack frame.  Only the
  * caller-saved scratch registers x9–x15 are used (x0 is read; the hooks are
  * called as ordinary functions, so callers already assume x0–x18 clobbered);
- * the rare paths (adopting a new ring, a CLOCK record) go to C (tp-slow.c).
+ * the rare paths (adopting a new ring, a CLOCK record with its STACK
+ * record) go to C (tp-slow.c); reaching a bound (ADVANCE) and an EXIT_OF
+ * are done here.
  * busy = 0 at the end is a release store (stlr): the control side's acquire
  * load of busy then sees the slots and cur (trace-inline.h, DESIGN).
  */
@@ -28,6 +30,8 @@
 #define T_SHTOP	  72
 #define T_SHBASE  80
 #define T_SHEND	  88
+#define T_BOUND	  96
+#define T_STEP	  104
 
 /* x9 = thread pointer, x10 = rvt__tls's offset from it (initial-exec TLS) */
 .macro TLS_OFF
@@ -72,17 +76,29 @@
 7:	lsl	x14, x14, #32
 .endm
 
-/* x15 += 8, wrapping to base (and setting wrapped) at limit */
+/*
+ * x15 += 8; at bound (trace-inline.h, Segments): wrap at limit, ask the next
+ * trace point for a CLOCK and STACK (hi = ~0), set the next bound.  Uses
+ * x11 and x12.
+ */
 .macro ADVANCE
 	add	x15, x15, #8
-	ldr	x12, [x10, #T_LIMIT]
+	ldr	x12, [x10, #T_BOUND]
 	cmp	x15, x12
 	b.ne	9f
+	ldr	x12, [x10, #T_LIMIT]
+	cmp	x15, x12
+	b.ne	8f
 	ldr	x15, [x10, #T_BASE]
-	mov	w12, #1
-	str	w12, [x10, #T_WRAPPED]
-	mov	x12, #-1
-	str	x12, [x10, #T_HI]		/* the next lap starts with a CLOCK */
+	mov	w11, #1
+	str	w11, [x10, #T_WRAPPED]
+8:	mov	x11, #-1
+	str	x11, [x10, #T_HI]		/* the next trace point writes CLOCK, STACK */
+	ldr	x11, [x10, #T_STEP]
+	add	x11, x15, x11
+	cmp	x11, x12
+	csel	x11, x11, x12, ls
+	str	x11, [x10, #T_BOUND]
 9:
 .endm
 
@@ -140,26 +156,17 @@
 	ret
 .endm
 
-/* Shadow stack (trace-inline.h): push the caller's sp, or pop one word. */
+/* Shadow stack (trace-inline.h): push the frame {caller's sp, method value
+ * x13}, or pop one. */
 .macro SHADOW_PUSH
 	ldr	x12, [x10, #T_SHTOP]
-	ldr	x13, [x10, #T_SHEND]
-	cmp	x12, x13
+	ldr	x11, [x10, #T_SHEND]
+	cmp	x12, x11
 	b.hs	3f
-	mov	x13, sp
-	str	x13, [x12]
-3:	add	x12, x12, #8
+	mov	x11, sp
+	stp	x11, x13, [x12]
+3:	add	x12, x12, #16
 	str	x12, [x10, #T_SHTOP]
-.endm
-
-.macro SHADOW_POP
-	ldr	x12, [x10, #T_SHTOP]
-	ldr	x13, [x10, #T_SHBASE]
-	cmp	x12, x13
-	b.eq	3f
-	sub	x12, x12, #8
-	str	x12, [x10, #T_SHTOP]
-3:
 .endm
 
 	.text
@@ -199,9 +206,22 @@ __cyg_profile_func_exit:
 	HEAD	exit
 	TIMESTAMP
 	ldr	x15, [x10, #T_CUR]
-	str	x14, [x15]			/* exit slot: ts << 32 | 0 */
+	ldr	x13, [x10, #T_SHTOP]
+	ldr	x12, [x10, #T_SHBASE]
+	cmp	x13, x12
+	b.eq	1f				/* no traced frame open: EXIT_OF */
+	sub	x13, x13, #16
+	str	x13, [x10, #T_SHTOP]
+	b	2f
+1:	ldr	x12, [x10, #T_MBASE]
+	sub	x12, x0, x12			/* value, then ts << 32 | 6 */
+	str	x12, [x15]
 	ADVANCE
-	SHADOW_POP
+	orr	x12, x14, #6
+	str	x12, [x15]
+	ADVANCE
+2:	str	x14, [x15]			/* exit slot: ts << 32 | 0 */
+	ADVANCE
 	TAIL
 	.cfi_endproc
 	.size	__cyg_profile_func_exit, .-__cyg_profile_func_exit

@@ -20,7 +20,6 @@ void __cyg_profile_func_enter(void *fn, void *call_site)
 
 void __cyg_profile_func_exit(void *fn, void *call_site)
 {
-	(void)fn;
 	(void)call_site;
-	rvt__trace_point(0, 0, 0);
+	rvt__trace_point(fn, 0, 0);
 }

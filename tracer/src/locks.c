@@ -43,8 +43,12 @@
  * GLIBC_2.3.2 first: x86-64's plain dlsym may give the 2.2.5 compatibility
  * version); a lock taken before that (another library's constructor) looks
  * them up first (the dynamic linker's own lock is not an interposable
- * pthread call).  A fully static program calls glibc's __pthread_* names
- * instead (see resolve()).
+ * pthread call).  When librvtrace comes after the C library in the lookup
+ * order — an instrumented shared library brought it into a program that
+ * does not link it — RTLD_NEXT finds nothing; the C library's own
+ * definitions are taken then (the program calls those directly anyway, so
+ * its lock waits are not recorded there).  A fully static program calls
+ * glibc's __pthread_* names instead (see resolve()).
  *
  * Not seen: a wait still in progress at the capture (it is written when it
  * ends), the waker of a condition variable signalled by a futex or another
@@ -81,7 +85,7 @@ typedef const struct timespec *abstime;
  * constructor that ran before ours), so the path has no test. */
 #define REAL(name, params, args)       \
 	static int lazy_##name params; \
-	static _Atomic(int(*) params) real_##name = lazy_##name;
+	static int(*real_##name) params = lazy_##name;
 #define LAZY(name, params, args)                  \
 	static int lazy_##name params             \
 	{                                         \
@@ -187,23 +191,48 @@ extern int __pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clock
 extern int __pthread_cond_signal(pthread_cond_t *c) __attribute__((weak));
 extern int __pthread_cond_broadcast(pthread_cond_t *c) __attribute__((weak));
 
-/* The next definition of `name` (at `version` first, when given), or `own`
- * (the C library's own name); aborts when there is none (a static program
- * not linked as said above). */
+/* `name` (at `version` first, when given) in `handle`, or NULL. */
+static void *lookup(void *handle, const char *name, const char *version)
+{
+	void *p = version ? dlvsym(handle, name, version) : NULL;
+	return p ? p : dlsym(handle, name);
+}
+
+/* True when `p` is in librvtrace itself (or cannot be placed). */
+static int ours(void *p)
+{
+	Dl_info a, b;
+	return !dladdr(p, &a) || !dladdr((void *)ours, &b) || a.dli_fbase == b.dli_fbase;
+}
+
+void *rvt_next_fn(const char *name, const char *version)
+{
+	void *p = lookup(RTLD_NEXT, name, version);
+	if (!p) {
+		p = lookup(RTLD_DEFAULT, name, version);
+		p = p && !ours(p) ? p : NULL;
+	}
+	return p;
+}
+
+/* rvt_next_fn(), else `own` (a static program's __pthread_* name); aborts
+ * only when there is neither (a static program not linked as said above). */
 static void *next(const char *name, const char *version, void *own)
 {
-	void *p = version ? dlvsym(RTLD_NEXT, name, version) : NULL;
-	p = p ? p : dlsym(RTLD_NEXT, name);
+	void *p = rvt_next_fn(name, version);
 	p = p ? p : own;
 	if (!p) {
-		static const char msg[] = "librvtrace: pthread lock functions not found\n";
+		static const char msg[] =
+			"librvtrace: pthread lock functions not found (a static "
+			"program links the C library's __pthread_* names with -Wl,-u)\n";
 		(void)!write(2, msg, sizeof(msg) - 1);
 		abort();
 	}
 	return p;
 }
 
-#define SET(name, sym, version, own) atomic_store(&real_##name, next(sym, version, (void *)(own)))
+#define SET(name, sym, version, own) \
+	__atomic_store_n(&real_##name, next(sym, version, (void *)(own)), __ATOMIC_SEQ_CST)
 
 static void resolve(void)
 {

@@ -1,60 +1,70 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * mute.c — a budget the tracer enforces itself (issue 14, lever 3), and
- * what a capture says was left out (the UNTRACED and MUTED records,
- * FORMAT.md §2).
+ * mute.c — the budget the tracer enforces itself, and what a capture says was
+ * left out (the UNTRACED and MUTED records, FORMAT.md §2).
  *
- * Muting (off unless RV_TRACE_MUTE / rvt_set_mute turn it on).  While some
- * thread traces, the mute thread wakes every 100 ms, copies the newest
- * window of every traced thread's ring (rvt_rings_sample) and pairs its entries and exits: a
- * function that one thread called more than `rate` times a second with a median duration under
- * `median_ns` (RV_TRACE_MUTE, trace.h) is an offender.  Its trace-point call sites are then learned
- * and turned into nops, all of them (entries and exits) in one cross-modifying-code batch, off the
- * hot path:
+ * The budget (on by default; RV_TRACE_MUTE, rvt_set_mute(), trace.h).  While
+ * some thread traces, the budget thread looks at every traced thread now and
+ * then: how many slots it wrote since the last look (its ring's write
+ * position) against the CPU time it ran meanwhile (its thread CPU clock).
+ * Slots × the measured cost of one trace point, over that CPU time, is the
+ * share of the thread's CPU its trace points took.  Above the budget (1 % by
+ * default) it reads the newest window of the thread's ring, pairs entries
+ * and exits, and mutes the functions that give the most events for the
+ * least self time — never one whose self time is a large share of the
+ * window (a function with big self time is what an engineer looks for) —
+ * until the projected share is half the budget.  Each muted function gets a
+ * MUTED record in every later capture; its time folds into its callers' self
+ * time, which every view says ("self time includes untraced callees").
  *
- * - learning: the first byte of each of the four hooks (__cyg_profile_func_
- *   enter/exit, rvt__inl_enter/exit) becomes an int3 for LEARN_MS (up to
- *   10× that until every offender showed an entry and an exit site).  The
- *   SIGTRAP handler reads the function (call mode: %rdi; inline entry: %rax;
- *   inline exit: the innermost open entry of the thread's own ring) and the
- *   return address; a `call rel32` (direct or through a PLT stub whose GOT
- *   slot holds the hook) or `call *GOT(%rip)` before it is a site of that
- *   function.  The handler then emulates the hook's first instruction
- *   (checked at start to be one it knows) and resumes after it.  A function
- *   whose hook call could not be recognised (a tail call) is never muted.
- * - patching: int3 on every site's first byte, membarrier(SYNC_CORE); the
- *   entry sites' nop tails, sync, first bytes, sync — from then on no call
- *   of the function opens a frame (the MUTED time); GRACE_MS later the exit
- *   sites' nops the same way.  The pages are RWX only meanwhile.  A thread
- *   trapping on an entry site's int3 resumes after it, as the nop would; on
- *   an exit site's, the handler makes the original call when the thread's
- *   innermost open frame (its own ring) is that function — a frame entered
- *   before the entries went quiet — and skips it otherwise, so ring and
- *   shadow stack stay balanced.
+ * Muting without traps.  A function's trace points are found by reading the
+ * code of its module once (scan_module): rvcc's inline mode compiles each
+ * into `cmpq $0, %fs:(%r11); jne COLD` with, at COLD, the function's address
+ * loaded into %rax and `call rvt__inl_enter/exit`; call mode is `call
+ * __cyg_profile_func_enter/exit` after the function's address is loaded
+ * into %rdi.  Muting changes one byte of each such instruction: a `call
+ * rel32` becomes `cmp $imm32, %eax`, a `call *GOT(%rip)` becomes `cmp
+ * GOT(%rip), %edx`, and the inline check's `jne` becomes `jb` (never taken
+ * after a compare with 0), so a muted trace point costs what an untraced
+ * thread's does.  Each new instruction has the old one's length and only
+ * touches the flags (which the trace point's asm and a call clobber
+ * anyway), so a processor that fetches it while the byte changes executes
+ * either the old instruction or the new one; membarrier(SYNC_CORE)
+ * afterwards makes every thread of the process serialise before it runs
+ * user code again, after which all run the new one (the reasoning of the
+ * int3 protocol, whose steps are such single-byte changes too — without the
+ * int3, so no signal ever reaches the program).
  *
- * A runtime's key (rvt_key_new(), runtime.c) has no call sites to patch:
- * an offending key is muted by setting its flag, which the runtime reads at
- * each call (rvt_key_muted(), trace-runtime.h) and then records neither the
- * entry nor the matching exit; its MUTED record has `sites` 0 and the time
- * the flag was set.
+ * Entries and exits stay paired.  A function's entry sites are muted first;
+ * its exits keep running and the exit trace point itself (trace-inline.h,
+ * "Exit check") writes nothing for a frame whose entry was not recorded.
+ * Its exit sites are muted once no traced thread has a frame of it on its
+ * shadow stack (read here; no new one can appear): from then on no frame of
+ * it needs an exit.  An entry site the scan did not find keeps recording;
+ * should its frame lose its exit to a muted exit site, the exit of the
+ * caller closes it first (rvt__exit_repair).
  *
- * Limits: a thread still inside the function GRACE_MS after its entries went
- * quiet never writes that exit (the decoder closes the frame at the
- * caller's exit, FORMAT.md §1's damage rules, and the thread's shadow stack
- * keeps one frame more than its ring until it exits); a call site not seen
- * in the learning window (a rare path) keeps tracing; a program that blocks
- * SIGTRAP, or replaces the handler while muting runs, cannot be muted
- * safely (RV_TRACE_MUTE=off then).
+ * A runtime's key (rvt_key_new(), runtime.c) has no call sites: it is muted
+ * by its flag, which the runtime reads at each call (rvt_key_muted()), and a
+ * native function a runtime traces by address by the address list
+ * (rvt_addr_muted()); its MUTED record has `sites` 0 and the time the flag
+ * was set.
  *
- * Invariants: nothing here runs on the trace-point path; the SIGTRAP
- * handler takes no lock and allocates nothing; the site table it reads is
- * append-only, so a late trap on a site patched long ago still resolves;
- * only the mute thread writes code, learns and appends to the MUTED list
- * (published with a release store of its count).
+ * Limits: x86-64 only (the hand-written exit check); a function whose trace
+ * points have another shape (RVT_INLINE_PORTABLE, a compiler that builds
+ * them differently) is never muted and keeps costing; a thread that keeps a
+ * frame of a muted function open forever keeps its exit sites live (each
+ * exit then costs a call of the exit check).
+ *
+ * Invariants: nothing here runs on the trace-point path or in a signal
+ * handler; only the budget thread scans, patches and appends to the MUTED
+ * list (published with a release store of its count); a patched byte is
+ * only ever changed from its original value to the muted one.
  */
 #include "tracer-int.h"
 
 #include <assert.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -72,71 +82,55 @@
 #include <unistd.h>
 
 #if defined(__x86_64__) && defined(RVT_MUTE_X86)
-#include <ucontext.h>
 #define MUTE_CAN 1
 #else
 #define MUTE_CAN 0
 #endif
 
-#define PERIOD_MS    100
-#define LEARN_MS     5
-#define GRACE_MS     2	    /* exit sites resolve in the trap before their nops */
-#define WIN	     65536u /* slots copied per thread and sample */
-#define MIN_CALLS    64u    /* completed calls in a window before judging */
-#define WANT_MAX     16u    /* functions learned at once */
-#define WANT_SITES   64u    /* call sites per function */
-#define PSITES_MAX   4096u  /* call sites patched per process */
-#define TRIED_MAX    1024u
-#define MAX_ATTEMPTS 5u /* learnings that saw no entry or no exit site */
-#define UNTR_MODS    64u
-#define SEEN_MODS    512u
+#define UNTR_MODS 64u
+#define SEEN_MODS 512u
 
 /* ---- settings (trace.h, RV_TRACE_MUTE) ---- */
 
+#define DEFAULT_BUDGET_PPM 10000u /* 1 % of a thread's CPU time */
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static _Atomic int cfg_on; /* off by default: muting changes what a capture holds */
-static _Atomic uint64_t cfg_rate = 1000000, cfg_median_ns = 200;
+static _Atomic int cfg_on = MUTE_CAN;
+static _Atomic uint32_t cfg_budget_ppm = DEFAULT_BUDGET_PPM;
 
-/* "off" | "on" | RATE[,MEDIAN_NS]; 0 or -EINVAL. */
-static int parse_spec(const char *v, int *on, uint64_t *rate, uint64_t *median)
+/* "off" | "on" | PERCENT[%] (0 < PERCENT <= 100); 0 or -EINVAL. */
+static int parse_spec(const char *v, int *on, uint32_t *ppm)
 {
 	if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0) {
 		*on = 0;
 		return 0;
 	}
 	*on = 1;
-	if (strcmp(v, "on") == 0 || strcmp(v, "1") == 0 || *v == '\0')
+	if (strcmp(v, "on") == 0 || strcmp(v, "1") == 0 || *v == '\0') {
+		*ppm = DEFAULT_BUDGET_PPM;
 		return 0;
+	}
 	char *e;
 	errno = 0;
-	unsigned long long r = strtoull(v, &e, 10);
-	if (errno || e == v || r == 0)
+	double p = strtod(v, &e);
+	if (errno || e == v || (*e && strcmp(e, "%") != 0) || !(p > 0) || p > 100)
 		return -EINVAL;
-	unsigned long long m = *median;
-	if (*e == ',') {
-		const char *s = e + 1;
-		m = strtoull(s, &e, 10);
-		if (errno || e == s || m == 0)
-			return -EINVAL;
-	}
-	if (*e)
-		return -EINVAL;
-	*rate = r;
-	*median = m;
+	*ppm = (uint32_t)(p * 10000 + 0.5);
+	if (*ppm == 0)
+		*ppm = 1;
 	return 0;
 }
 
 int rvt_set_mute(const char *spec)
 {
 	int on;
-	uint64_t rate = atomic_load(&cfg_rate), median = atomic_load(&cfg_median_ns);
-	if (!spec || parse_spec(spec, &on, &rate, &median) != 0)
+	uint32_t ppm = atomic_load(&cfg_budget_ppm);
+	if (!spec || parse_spec(spec, &on, &ppm) != 0)
 		return -EINVAL;
 	if (on && !MUTE_CAN)
 		return -ENOTSUP;
-	atomic_store(&cfg_rate, rate);
-	atomic_store(&cfg_median_ns, median);
+	atomic_store(&cfg_budget_ppm, ppm);
 	atomic_store(&cfg_on, on);
 	return 0;
 }
@@ -148,9 +142,9 @@ static void read_env(void)
 		return;
 	int rc = rvt_set_mute(v);
 	if (rc == -EINVAL)
-		rvt_say("rearview: RV_TRACE_MUTE=%s not understood (use off, on or "
-			"RATE[,MEDIAN_NS]); muting stays off",
-			v);
+		rvt_say("rearview: RV_TRACE_MUTE=%s not understood (use off, on or a budget in "
+			"per cent of each thread's CPU time, e.g. 1%%); the budget stays %s",
+			v, atomic_load(&cfg_on) ? "on" : "off");
 	else if (rc == -ENOTSUP)
 		rvt_say("rearview: RV_TRACE_MUTE: muting needs the x86-64 hooks; it is off");
 }
@@ -159,6 +153,13 @@ static void read_env(void)
 
 static struct rvt_muted muted[RVT_MUTED_MAX];
 static _Atomic size_t nmuted;
+/* Muted functions whose exit sites still run (the budget thread's count). */
+static _Atomic size_t npending_exits;
+
+size_t rvt_mute_pending(void)
+{
+	return atomic_load(&npending_exits);
+}
 
 size_t rvt_mute_list(struct rvt_muted *out, size_t cap)
 {
@@ -170,74 +171,75 @@ size_t rvt_mute_list(struct rvt_muted *out, size_t cap)
 }
 
 #if MUTE_CAN
-/* ---- code patching ---- */
+/* ---- trace points in the code ---- */
 
-/* A patched or learned call site: address | length << 56 | entry << 63. */
-#define SITE_ADDR(c)  ((uintptr_t)((c) & ((1ull << 56) - 1)))
-#define SITE_LEN(c)   ((unsigned)((c) >> 56) & 0x7fu)
-#define SITE_ENTRY(c) ((unsigned)((c) >> 63))
-#define SITE(a, l, e) ((uint64_t)(a) | (uint64_t)(l) << 56 | (uint64_t)(e) << 63)
+/* Which hook a call reaches. */
+enum hook { H_NONE, H_INL_ENTER, H_INL_EXIT, H_CALL_ENTER, H_CALL_EXIT };
 
-static _Atomic uint64_t psites[PSITES_MAX];
-/* Per patched site: its function, and where its call went. */
-static uintptr_t psite_fn[PSITES_MAX], psite_target[PSITES_MAX];
-static _Atomic size_t npsites;
-
-/* The hooks whose first instruction the trap handler emulates. */
-enum first_insn { FI_GOTLOAD, FI_IMM, FI_PUSH_RAX };
-struct hook {
-	uintptr_t addr;
-	int entry, stub;
-	enum first_insn fi;
-	unsigned len;
-	int64_t arg; /* GOT slot address or immediate */
-	uint8_t orig;
-};
 extern void __cyg_profile_func_enter(void *fn, void *site);
 extern void __cyg_profile_func_exit(void *fn, void *site);
 extern char rvt__inl_enter[], rvt__inl_exit[];
-static struct hook hooks[4];
-static int hooks_ok;
 
-struct want {
-	_Atomic uintptr_t fn;
-	_Atomic uint64_t site[WANT_SITES];
-	_Atomic int bad;
+/*
+ * One trace point of function `fn`: the call of the hook at `call` (5 or 6
+ * bytes), and for inline mode the `jne` of the check that leads to it
+ * (`jcc`, 0 when not found; 2 or 6 bytes).  Several checks may share one
+ * cold block (a compiler's cross-jumping): each is a site, the call is
+ * patched once.
+ */
+struct site {
+	uintptr_t fn, call, jcc;
+	uint8_t call_len, jcc_len, exit;
 };
-static struct want wants[WANT_MAX];
-static _Atomic int learning;
-static struct sigaction old_trap;
 
-static int read_hook(struct hook *h, uintptr_t addr, int entry, int stub)
+/* A module's executable code and the trace points found in it (sorted by
+ * fn).  `lo`/`hi` bound its executable segments; seg_* are all its loaded
+ * segments, the only memory the scan reads. */
+#define SEGS_MAX 16u
+struct module {
+	uintptr_t base, lo, hi;
+	uintptr_t seg_lo[SEGS_MAX], seg_hi[SEGS_MAX];
+	uint8_t seg_x[SEGS_MAX];
+	unsigned nseg;
+	struct site *sites;
+	size_t nsites;
+};
+
+#define MODS_MAX 64u
+static struct module mods[MODS_MAX];
+static size_t nmods;
+
+static const uint8_t CHECK[5] = {0x64, 0x49, 0x83, 0x3b, 0x00};	  /* cmpq $0, %fs:(%r11) */
+static const uint8_t RZ_DOWN[5] = {0x48, 0x8d, 0x64, 0x24, 0x80}; /* lea -128(%rsp), %rsp */
+
+static int32_t rd32(const uint8_t *p)
 {
-	const uint8_t *c = (const uint8_t *)addr;
-	int32_t d;
-	h->addr = addr;
-	h->entry = entry;
-	h->stub = stub;
-	h->orig = c[0];
-	if (c[0] == 0x4c && c[1] == 0x8b && c[2] == 0x1d) { /* movq x(%rip), %r11 */
-		memcpy(&d, c + 3, 4);
-		h->fi = FI_GOTLOAD;
-		h->len = 7;
-		h->arg = (int64_t)(addr + 7 + (intptr_t)d);
-	} else if (c[0] == 0x49 && c[1] == 0xc7 && c[2] == 0xc3) { /* movq $imm, %r11 */
-		memcpy(&d, c + 3, 4);
-		h->fi = FI_IMM;
-		h->len = 7;
-		h->arg = d;
-	} else if (c[0] == 0x50) { /* pushq %rax */
-		h->fi = FI_PUSH_RAX;
-		h->len = 1;
-	} else {
-		return -ENOTSUP;
-	}
+	int32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uintptr_t rdptr(uintptr_t a)
+{
+	uintptr_t v;
+	memcpy(&v, (const void *)a, sizeof(v));
+	return v;
+}
+
+/* 1 when [a, a+n) lies in one of m's loaded segments. */
+static int mapped(const struct module *m, uintptr_t a, size_t n)
+{
+	for (unsigned i = 0; i < m->nseg; i++)
+		if (a >= m->seg_lo[i] && a + n <= m->seg_hi[i])
+			return 1;
 	return 0;
 }
 
-/* Where a PLT stub at t jumps (its GOT slot's value), or 0. */
-static uintptr_t plt_target(uintptr_t t)
+/* Where a PLT stub of m at t jumps (its GOT slot's value), or 0. */
+static uintptr_t plt_target(const struct module *m, uintptr_t t)
 {
+	if (!mapped(m, t, 16))
+		return 0;
 	const uint8_t *p = (const uint8_t *)t;
 	if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
 		p += 4; /* endbr64 */
@@ -245,158 +247,279 @@ static uintptr_t plt_target(uintptr_t t)
 		p++; /* bnd */
 	if (p[0] != 0xff || p[1] != 0x25)
 		return 0;
-	int32_t d;
-	memcpy(&d, p + 2, 4);
-	uintptr_t v;
-	memcpy(&v, p + 6 + d, sizeof(v));
-	return v;
+	uintptr_t g = (uintptr_t)(p + 6 + rd32(p + 2));
+	return mapped(m, g, sizeof(uintptr_t)) ? rdptr(g) : 0;
 }
 
-/* The length of the call to `hook` that returns to ret (5 or 6), or 0. */
-static unsigned site_len(uintptr_t ret, uintptr_t hook)
+/* The hook a call of m's code to t reaches (through m's PLT or not). */
+static enum hook hook_at(const struct module *m, uintptr_t t)
 {
-	const uint8_t *c = (const uint8_t *)(ret - 5);
-	int32_t d;
-	if (c[0] == 0xe8) {
-		memcpy(&d, c + 1, 4);
-		uintptr_t t = ret + (intptr_t)d;
-		if (t == hook || plt_target(t) == hook)
-			return 5;
+	for (int pass = 0; pass < 2 && t; pass++) {
+		if (t == (uintptr_t)rvt__inl_enter)
+			return H_INL_ENTER;
+		if (t == (uintptr_t)rvt__inl_exit)
+			return H_INL_EXIT;
+		if (t == (uintptr_t)__cyg_profile_func_enter)
+			return H_CALL_ENTER;
+		if (t == (uintptr_t)__cyg_profile_func_exit)
+			return H_CALL_EXIT;
+		t = plt_target(m, t);
 	}
-	c = (const uint8_t *)(ret - 6);
-	if (c[0] == 0xff && c[1] == 0x15) {
-		memcpy(&d, c + 2, 4);
-		if (*(const uintptr_t *)(ret + (intptr_t)d) == hook)
-			return 6;
-	}
+	return H_NONE;
+}
+
+static int in_text(const struct module *m, uintptr_t a, size_t n)
+{
+	for (unsigned i = 0; i < m->nseg; i++)
+		if (m->seg_x[i] && a >= m->seg_lo[i] && a + n <= m->seg_hi[i])
+			return 1;
 	return 0;
 }
 
-/* The function of the calling thread's innermost open entry in its ring
- * (FORMAT.md §1, decoding backwards), or 0.  Runs on a traced thread
- * outside any trace point (the trap handler at an exit stub). */
-static uintptr_t open_frame_fn(void)
+/* The call at p: its length and target, or 0. */
+static unsigned call_at(const struct module *m, uintptr_t p, uintptr_t *target)
 {
-	struct rvt__thread *t = &rvt__tls;
-	uintptr_t s = atomic_load(&t->start);
-	if (!s || atomic_load(&t->seen) != s)
+	const uint8_t *c = (const uint8_t *)p;
+	if (!in_text(m, p, 6))
 		return 0;
-	uint64_t *p = atomic_load(&t->cur), *base = t->base, *limit = t->limit;
-	int wrapped = atomic_load(&t->wrapped);
-	unsigned depth = 0;
-	for (unsigned n = 0; n < 4096; n++) {
-		if (p == base) {
-			if (!wrapped)
-				return 0;
-			p = limit;
-		}
-		uint64_t v = *--p;
-		uint32_t low = (uint32_t)v;
-		if (low == 0) {
-			depth++;
-			continue;
-		}
-		if (low <= RVT_SLOT_MARKER_MAX) {
-			if (p == base) {
-				if (!wrapped)
-					return 0;
-				p = limit;
-			}
-			v = *--p;
-			if (low != RVT_SLOT_PAIR)
-				continue;
-		} else {
-			v = low;
-		}
-		if (depth == 0)
-			return (uintptr_t)(v + t->method_base);
-		depth--;
+	if (c[0] == 0xe8) {
+		*target = p + 5 + (intptr_t)rd32(c + 1);
+		return 5;
+	}
+	if (c[0] == 0xff && c[1] == 0x15) {
+		uintptr_t g = p + 6 + (intptr_t)rd32(c + 2);
+		*target = mapped(m, g, sizeof(uintptr_t)) ? rdptr(g) : 0;
+		return 6;
 	}
 	return 0;
 }
 
-static void learn_hit(const struct hook *h, const greg_t *g)
+/* The function address an instruction at p loads into %rax (reg 0) or
+ * %rdi (reg 7): lea f(%rip), mov f@GOTPCREL(%rip), mov $f; its length in
+ * *len; 0 when none. */
+static uintptr_t fn_load(const struct module *m, uintptr_t p, unsigned reg, unsigned *len)
 {
-	uintptr_t ret = *(const uintptr_t *)g[REG_RSP];
-	uintptr_t fn = !h->stub	  ? (uintptr_t)g[REG_RDI]
-		       : h->entry ? (uintptr_t)g[REG_RAX]
-				  : open_frame_fn();
-	struct want *w = NULL;
-	for (unsigned i = 0; i < WANT_MAX && !w; i++)
-		if (fn && atomic_load(&wants[i].fn) == fn)
-			w = &wants[i];
-	if (!w)
-		return;
-	unsigned len = site_len(ret, h->addr);
-	if (!len) {
-		atomic_store(&w->bad, 1);
-		return;
+	const uint8_t *c = (const uint8_t *)p;
+	if (!in_text(m, p, 7))
+		return 0;
+	uint8_t modrm = (uint8_t)(0x05 | reg << 3);
+	if (c[0] == 0x48 && (c[1] == 0x8d || c[1] == 0x8b) && c[2] == modrm) {
+		uintptr_t a = p + 7 + (intptr_t)rd32(c + 3);
+		*len = 7;
+		if (c[1] == 0x8d)
+			return a;
+		return mapped(m, a, sizeof(uintptr_t)) ? rdptr(a) : 0;
 	}
-	uint64_t code = SITE(ret - len, len, h->entry);
-	for (unsigned k = 0; k < WANT_SITES; k++) {
-		uint64_t v = atomic_load(&w->site[k]);
-		if (v == code)
-			return;
-		if (v == 0 && atomic_compare_exchange_strong(&w->site[k], &v, code))
-			return;
-		if (v == code)
-			return;
+	if (c[0] == 0xb8 + reg) {
+		*len = 5;
+		return (uint32_t)rd32(c + 1);
 	}
-	atomic_store(&w->bad, 1); /* more sites than we keep */
+	if (c[0] == 0x48 && c[1] == 0xc7 && c[2] == (0xc0 | reg)) {
+		*len = 7;
+		return (uintptr_t)(intptr_t)rd32(c + 3);
+	}
+	return 0;
 }
 
-static void on_trap(int sig, siginfo_t *si, void *ucv)
+struct site_vec {
+	struct site *v;
+	size_t n, cap;
+};
+
+static int site_add(struct site_vec *sv, const struct site *s)
 {
-	ucontext_t *uc = ucv;
-	greg_t *g = uc->uc_mcontext.gregs;
-	uintptr_t pc = (uintptr_t)g[REG_RIP] - 1;
-	for (unsigned i = 0; hooks_ok && i < 4; i++) {
-		const struct hook *h = &hooks[i];
-		if (pc != h->addr)
-			continue;
-		if (atomic_load(&learning))
-			learn_hit(h, g);
-		switch (h->fi) {
-		case FI_GOTLOAD:
-			g[REG_R11] = *(const greg_t *)(uintptr_t)h->arg;
-			break;
-		case FI_IMM:
-			g[REG_R11] = (greg_t)h->arg;
-			break;
-		case FI_PUSH_RAX:
-			g[REG_RSP] -= 8;
-			*(greg_t *)g[REG_RSP] = g[REG_RAX];
-			break;
-		}
-		g[REG_RIP] = (greg_t)(h->addr + h->len);
-		return;
+	if (sv->n == sv->cap) {
+		size_t cap = sv->cap ? 2 * sv->cap : 256;
+		struct site *v = realloc(sv->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		sv->v = v;
+		sv->cap = cap;
 	}
-	size_t n = atomic_load_explicit(&npsites, memory_order_acquire);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t c = atomic_load_explicit(&psites[i], memory_order_relaxed);
-		if (SITE_ADDR(c) != pc)
-			continue;
-		if (!SITE_ENTRY(c) && open_frame_fn() == psite_fn[i]) {
-			/* An exit of a frame entered before the entry sites went
-			 * quiet: make the call, so the ring stays balanced. */
-			g[REG_RSP] -= 8;
-			*(greg_t *)g[REG_RSP] = (greg_t)(pc + SITE_LEN(c));
-			g[REG_RIP] = (greg_t)psite_target[i];
-		} else {
-			g[REG_RIP] = (greg_t)(pc + SITE_LEN(c)); /* the nop's effect */
-		}
-		return;
-	}
-	/* Not ours: what the program had. */
-	if (old_trap.sa_flags & SA_SIGINFO) {
-		old_trap.sa_sigaction(sig, si, ucv);
-	} else if (old_trap.sa_handler == SIG_DFL) {
-		signal(SIGTRAP, SIG_DFL);
-		raise(SIGTRAP);
-	} else if (old_trap.sa_handler != SIG_IGN) {
-		old_trap.sa_handler(sig);
-	}
+	sv->v[sv->n++] = *s;
+	return 0;
 }
+
+/* Inline mode: every check `cmpq $0, %fs:(%r11); jne T` whose block at T
+ * loads the function into %rax and calls an inline stub. */
+static int scan_inline(const struct module *m, uintptr_t lo, uintptr_t hi, struct site_vec *sv)
+{
+	const uint8_t *p = (const uint8_t *)lo, *end = (const uint8_t *)hi;
+	while ((p = memmem(p, (size_t)(end - p), CHECK, sizeof(CHECK))) != NULL) {
+		uintptr_t h = (uintptr_t)p;
+		p++;
+		const uint8_t *j = (const uint8_t *)h + 5;
+		uintptr_t jcc, target;
+		unsigned jlen;
+		if (!in_text(m, (uintptr_t)j, 6))
+			continue;
+		if (j[0] == 0x0f && j[1] == 0x85) {
+			jlen = 6;
+			target = (uintptr_t)j + 6 + (intptr_t)rd32(j + 2);
+		} else if (j[0] == 0x75) {
+			jlen = 2;
+			target = (uintptr_t)j + 2 + (int8_t)j[1];
+		} else {
+			continue;
+		}
+		jcc = (uintptr_t)j;
+		unsigned len = 0;
+		uintptr_t fn = fn_load(m, target, 0, &len);
+		uintptr_t q = target + len;
+		if (!fn && h >= m->lo + 14)
+			fn = fn_load(m, h - 14, 0, &len); /* loaded before the check */
+		if (!fn || !in_text(m, q, 5) || memcmp((const void *)q, RZ_DOWN, 5) != 0)
+			continue;
+		uintptr_t t = 0;
+		unsigned clen = call_at(m, q + 5, &t);
+		enum hook k = clen ? hook_at(m, t) : H_NONE;
+		if (k != H_INL_ENTER && k != H_INL_EXIT)
+			continue;
+		struct site s = {fn, q + 5, jcc, (uint8_t)clen, (uint8_t)jlen, k == H_INL_EXIT};
+		if (site_add(sv, &s))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Call mode: every call of __cyg_profile_func_enter/exit whose function
+ * argument was loaded into %rdi within the 24 bytes before (the address
+ * must start a symbol). */
+static int scan_call(const struct module *m, uintptr_t lo, uintptr_t hi, struct site_vec *sv)
+{
+	for (uintptr_t a = lo; a + 6 <= hi; a++) {
+		const uint8_t *c = (const uint8_t *)a;
+		if (c[0] != 0xe8 && !(c[0] == 0xff && c[1] == 0x15))
+			continue;
+		uintptr_t t = 0;
+		unsigned clen = call_at(m, a, &t);
+		if (!clen || t < 4096)
+			continue;
+		if (c[0] == 0xe8 && !(t >= m->lo && t < m->hi) &&
+		    t != (uintptr_t)__cyg_profile_func_enter &&
+		    t != (uintptr_t)__cyg_profile_func_exit)
+			continue;
+		enum hook k = hook_at(m, t);
+		if (k != H_CALL_ENTER && k != H_CALL_EXIT)
+			continue;
+		uintptr_t fn = 0;
+		for (uintptr_t b = a - 5; !fn && b + 24 >= a && b > lo; b--) {
+			unsigned len = 0;
+			uintptr_t f = fn_load(m, b, 7, &len);
+			Dl_info di;
+			if (f && b + len <= a && dladdr((void *)f, &di) &&
+			    (uintptr_t)di.dli_saddr == f)
+				fn = f;
+		}
+		if (!fn)
+			continue;
+		struct site s = {fn, a, 0, (uint8_t)clen, 0, k == H_CALL_EXIT};
+		if (site_add(sv, &s))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int cmp_site(const void *a, const void *b)
+{
+	const struct site *x = a, *y = b;
+	if (x->fn != y->fn)
+		return x->fn < y->fn ? -1 : 1;
+	return (x->call > y->call) - (x->call < y->call);
+}
+
+struct mod_find {
+	uintptr_t addr;
+	struct module *m;
+};
+
+/* dl_iterate_phdr's callback: the module whose executable segment holds
+ * f->addr, into *f->m. */
+static int find_mod(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct mod_find *f = arg;
+	struct module *m = f->m;
+	int here = 0;
+	m->lo = UINTPTR_MAX;
+	m->hi = 0;
+	m->nseg = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R) || m->nseg == SEGS_MAX)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		m->seg_lo[m->nseg] = a;
+		m->seg_hi[m->nseg] = b;
+		m->seg_x[m->nseg++] = (ph->p_flags & PF_X) != 0;
+		if (!(ph->p_flags & PF_X))
+			continue;
+		here |= f->addr >= a && f->addr < b;
+		m->lo = a < m->lo ? a : m->lo;
+		m->hi = b > m->hi ? b : m->hi;
+	}
+	if (!here)
+		return 0;
+	m->base = info->dlpi_addr;
+	return 1;
+}
+
+/* The module holding code address `a`, scanned on first use; NULL when
+ * none or out of room. */
+static struct module *module_of(uintptr_t a)
+{
+	for (size_t i = 0; i < nmods; i++)
+		if (a >= mods[i].lo && a < mods[i].hi)
+			return &mods[i];
+	if (nmods == MODS_MAX)
+		return NULL;
+	struct module *m = &mods[nmods];
+	memset(m, 0, sizeof(*m));
+	struct mod_find f = {.addr = a, .m = m};
+	if (!dl_iterate_phdr(find_mod, &f))
+		return NULL;
+	struct site_vec sv = {0};
+	int rc = 0;
+	for (unsigned i = 0; i < m->nseg && rc == 0; i++)
+		if (m->seg_x[i])
+			rc = scan_inline(m, m->seg_lo[i], m->seg_hi[i], &sv);
+	for (unsigned i = 0; i < m->nseg && rc == 0; i++)
+		if (m->seg_x[i])
+			rc = scan_call(m, m->seg_lo[i], m->seg_hi[i], &sv);
+	if (rc) {
+		free(sv.v);
+		return NULL;
+	}
+	qsort(sv.v, sv.n, sizeof(*sv.v), cmp_site);
+	m->sites = sv.v;
+	m->nsites = sv.n;
+	nmods++;
+	return m;
+}
+
+/* The sites of fn: *n of them from the returned pointer (NULL when none). */
+static struct site *sites_of(uintptr_t fn, size_t *n)
+{
+	*n = 0;
+	struct module *m = module_of(fn);
+	if (!m || !m->nsites)
+		return NULL;
+	size_t lo = 0, hi = m->nsites;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->sites[mid].fn < fn)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t k = lo;
+	while (k < m->nsites && m->sites[k].fn == fn)
+		k++;
+	*n = k - lo;
+	return *n ? &m->sites[lo] : NULL;
+}
+
+/* ---- patching ---- */
 
 static int sync_core(void)
 {
@@ -405,297 +528,130 @@ static int sync_core(void)
 		       : -errno;
 }
 
-/* Makes the pages of [a, a+n) writable (and still executable) or back. */
-static int text_prot(uintptr_t a, size_t n, int writable)
+/* Makes the page of `a` writable (still executable) or back. */
+static int text_prot(uintptr_t a, int writable)
 {
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = a & ~(pg - 1), hi = (a + n + pg - 1) & ~(pg - 1);
 	int prot = PROT_READ | PROT_EXEC | (writable ? PROT_WRITE : 0);
-	return mprotect((void *)lo, hi - lo, prot) == 0 ? 0 : -errno;
+	/* An instruction may end on the next page: both. */
+	return mprotect((void *)(a & ~(pg - 1)), 2 * pg, prot) == 0 ? 0 : -errno;
 }
 
-static void poke(uintptr_t at, const uint8_t *b, size_t n)
+/* Changes the byte at `a` from `from` to `to` (nothing if it is `to`
+ * already); 1 when it changed, 0 when it already was, -EILSEQ when it is
+ * neither (not the code we scanned), or mprotect's error. */
+static int poke(uintptr_t a, uint8_t from, uint8_t to)
 {
-	volatile uint8_t *p = (volatile uint8_t *)at;
-	for (size_t i = 0; i < n; i++)
-		p[i] = b[i];
-}
-
-/* Entry and exit sites of wants[i] seen so far (*entries, *exits). */
-static void want_counts(const struct want *w, int *entries, int *exits)
-{
-	*entries = *exits = 0;
-	for (unsigned k = 0; k < WANT_SITES; k++) {
-		uint64_t c = atomic_load(&w->site[k]);
-		*entries += c && SITE_ENTRY(c);
-		*exits += c && !SITE_ENTRY(c);
-	}
-}
-
-static int learned_all(size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		int en, ex;
-		want_counts(&wants[i], &en, &ex);
-		if (!atomic_load(&wants[i].bad) && (!en || !ex))
-			return 0;
-	}
+	volatile uint8_t *p = (volatile uint8_t *)a;
+	if (*p == to)
+		return 0;
+	if (*p != from)
+		return -EILSEQ;
+	int rc = text_prot(a, 1);
+	if (rc)
+		return rc;
+	*p = to;
+	text_prot(a, 0);
 	return 1;
 }
 
-/* Learns the call sites of fns[0..n) into wants[] (int3 on the hooks). */
-static int learn(const uintptr_t *fns, size_t n)
+/* Mutes the trace points of the `n` sites whose `exit` flag is `exit`: each
+ * call and jne gets its one-byte change (see the top), then every thread
+ * serialises.  Returns the number of sites changed (or already muted). */
+static unsigned mute_sites(struct site *s, size_t n, int exit)
 {
-	assert(n > 0 && n <= WANT_MAX);
-	for (unsigned i = 0; i < WANT_MAX; i++) {
-		for (unsigned k = 0; k < WANT_SITES; k++)
-			atomic_store(&wants[i].site[k], 0);
-		atomic_store(&wants[i].bad, 0);
-		atomic_store(&wants[i].fn, i < n ? fns[i] : 0);
-	}
-	static const uint8_t int3 = 0xcc;
-	int rc = 0;
-	unsigned armed = 0;
-	atomic_store(&learning, 1);
-	while (armed < 4 && rc == 0) {
-		rc = text_prot(hooks[armed].addr, 1, 1);
-		if (rc == 0)
-			poke(hooks[armed++].addr, &int3, 1);
-	}
-	if (rc == 0)
-		rc = sync_core();
-	/* Every trace point traps meanwhile (microseconds each): LEARN_MS at
-	 * least, longer (up to 10×) until every function has shown an entry
-	 * and an exit site (a busy machine may not run it). */
-	for (unsigned ms = 0; rc == 0 && ms < 10 * LEARN_MS; ms++) {
-		if (ms >= LEARN_MS && learned_all(n))
-			break;
-		struct timespec ts = {0, 1000000L};
-		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-			;
-	}
-	for (unsigned i = 0; i < armed; i++)
-		poke(hooks[i].addr, &hooks[i].orig, 1);
-	for (unsigned i = 0; i < armed; i++)
-		text_prot(hooks[i].addr, 1, 0); /* after every poke: hooks share pages */
-	int s = sync_core();
-	atomic_store(&learning, 0);
-	return rc ? rc : s;
-}
-
-/* Writes the nops of the sites whose entry flag is `entry`: tails, sync,
- * first bytes, sync (their int3 is already there).  0 or a negative errno. */
-static int finish_sites(const uint64_t *sites, size_t n, unsigned entry)
-{
-	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
-	static const uint8_t nop6[6] = {0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00};
+	unsigned done = 0;
 	for (size_t i = 0; i < n; i++) {
-		const uint8_t *nop = SITE_LEN(sites[i]) == 5 ? nop5 : nop6;
-		if (SITE_ENTRY(sites[i]) == entry)
-			poke(SITE_ADDR(sites[i]) + 1, nop + 1, SITE_LEN(sites[i]) - 1);
+		if (s[i].exit != exit)
+			continue;
+		int rc = s[i].call_len == 5 ? poke(s[i].call, 0xe8, 0x3d)
+					    : poke(s[i].call, 0xff, 0x3b);
+		if (rc >= 0 && s[i].jcc)
+			/* jne → jb: the near form's second byte, the short form's first. */
+			s[i].jcc_len == 6 ? poke(s[i].jcc + 1, 0x85, 0x82)
+					  : poke(s[i].jcc, 0x75, 0x72);
+		done += rc >= 0;
 	}
-	int rc = sync_core();
-	for (size_t i = 0; i < n; i++)
-		if (SITE_ENTRY(sites[i]) == entry)
-			poke(SITE_ADDR(sites[i]), SITE_LEN(sites[i]) == 5 ? nop5 : nop6, 1);
-	int s = sync_core();
-	return rc ? rc : s;
+	sync_core();
+	return done;
 }
 
-/*
- * Turns the sites (of functions site_fn[i]) into nops in one batch: int3
- * on all, sync; the entries' nops (*when: the counter then: no call of
- * these functions starts a frame after it); GRACE_MS in which an exit
- * site's trap still makes the call for a thread whose innermost open frame
- * is the site's function (entered before), else skips it; then the exits'
- * nops.  Returns 0 or a negative errno (nothing patched
- * then, unless the error came after the int3s, when every site is completed
- * anyway).
- */
-static int patch(const uintptr_t *site_fn, const uint64_t *sites, size_t n, uint64_t *when)
-{
-	static const uint8_t int3 = 0xcc;
-	assert(n > 0);
-	size_t base = atomic_load(&npsites);
-	if (base + n > PSITES_MAX)
-		return -ENOSPC;
-	for (size_t i = 0; i < n; i++) {
-		uintptr_t a = SITE_ADDR(sites[i]);
-		const uint8_t *c = (const uint8_t *)a;
-		int32_t d;
-		if (SITE_LEN(sites[i]) == 5 && c[0] == 0xe8) {
-			memcpy(&d, c + 1, 4);
-			psite_target[base + i] = a + 5 + (intptr_t)d;
-		} else if (SITE_LEN(sites[i]) == 6 && c[0] == 0xff && c[1] == 0x15) {
-			memcpy(&d, c + 2, 4);
-			psite_target[base + i] = *(const uintptr_t *)(a + 6 + (intptr_t)d);
-		} else {
-			return -EILSEQ; /* not the call we learned */
-		}
-		psite_fn[base + i] = site_fn[i];
-		atomic_store_explicit(&psites[base + i], sites[i], memory_order_relaxed);
-	}
-	atomic_store_explicit(&npsites, base + n, memory_order_release);
-	size_t done = 0;
-	int rc = 0;
-	for (; done < n && rc == 0; done++)
-		rc = text_prot(SITE_ADDR(sites[done]), SITE_LEN(sites[done]), 1);
-	if (rc) {
-		for (size_t i = 0; i + 1 < done; i++)
-			text_prot(SITE_ADDR(sites[i]), SITE_LEN(sites[i]), 0);
-		return rc;
-	}
-	for (size_t i = 0; i < n; i++)
-		poke(SITE_ADDR(sites[i]), &int3, 1);
-	rc = sync_core();
-	int s = finish_sites(sites, n, 1);
-	rc = rc ? rc : s;
-	*when = rvt__counter();
-	struct timespec ts = {0, GRACE_MS * 1000000L};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-	s = finish_sites(sites, n, 0);
-	rc = rc ? rc : s;
-	for (size_t i = 0; i < n; i++)
-		text_prot(SITE_ADDR(sites[i]), SITE_LEN(sites[i]), 0);
-	return rc;
-}
+/* ---- the budget ---- */
 
-/* ---- sampling ---- */
+#define WIN	      65536u  /* slots read from a thread over its budget */
+#define HASH	      4096u   /* functions told apart in one window */
+#define SAMPLES	      8u      /* call durations kept per function */
+#define SPARE_PPM     100000u /* never mute a function with ≥ 10 % of the self time */
+#define GAIN_PPM      100000u /* ... nor one whose events cost < 10 % of the budget */
+#define MAX_VICTIMS   32u
+#define THREADS_MAX   64u
+#define PENDING_MAX   RVT_MUTED_MAX
+#define TRIED_MAX     4096u
+#define PERIOD_MIN_MS 5u
+#define PERIOD_MAX_MS 400u
+#define LEARN_MS      5u
 
-struct event {
-	uint64_t value; /* 0: exit */
-	uint32_t ts;
-};
-struct pair {
+struct fstat {
 	uint64_t value;
-	uint32_t dur; /* ticks of the shifted counter */
+	uint32_t calls, events, nsamples;
+	uint64_t self;		  /* ticks of the shifted counter */
+	uint32_t sample[SAMPLES]; /* call durations, ticks */
 };
-struct offender {
+
+struct victim {
 	uint64_t value, rate;
 	uint32_t median_ns;
 };
-struct sampler {
-	uint64_t *win;
-	struct event *ev;
-	struct pair *pairs;
-	struct event stack[512];
-	struct offender off[WANT_MAX];
-	size_t noff;
-	size_t rings;
+
+/* What the budget remembers of a traced thread between looks. */
+struct tstate {
+	pid_t tid;
+	uint64_t cur, last_slot, cpu_ns, looks;
+	const uint64_t *slots;
 };
 
-/* Functions given up on or muted: value and attempts (mute thread only). */
-static struct {
-	uint64_t value;
-	unsigned attempts;
-} tried[TRIED_MAX];
+struct budget {
+	uint64_t *win;
+	struct fstat *fs; /* HASH entries */
+	struct {
+		uint64_t value;
+		uint32_t ts, child, calls; /* calls: its children's */
+	} stack[256];
+	struct tstate th[THREADS_MAX];
+	struct victim vic[MAX_VICTIMS];
+	size_t nvic;
+	double cost_ns;		       /* one trace point */
+	unsigned views;		       /* traced threads at this look */
+	unsigned over;		       /* threads over the budget at this look */
+	unsigned unsettled;	       /* tracing threads whose shadow could not be read */
+	uint64_t pending[PENDING_MAX]; /* muted functions whose exits still run */
+	uint8_t open[PENDING_MAX];     /* ... open on some shadow stack at this look */
+	uint8_t quiet[PENDING_MAX];    /* ... looks in a row that found none */
+	size_t npending;
+	size_t nlooked; /* pending[0..nlooked) were looked for at this look */
+};
+
+/* Functions the budget will not try again (muted, or no way to mute). */
+static uint64_t tried[TRIED_MAX];
 static size_t ntried;
 
-static unsigned *attempts_of(uint64_t v)
-{
-	for (size_t i = 0; i < ntried; i++)
-		if (tried[i].value == v)
-			return &tried[i].attempts;
-	if (ntried == TRIED_MAX)
-		return NULL;
-	tried[ntried].value = v;
-	tried[ntried].attempts = 0;
-	return &tried[ntried++].attempts;
-}
-
-/* No more attempts for v: muted, refused, or tried MAX_ATTEMPTS times. */
 static int was_tried(uint64_t v)
 {
 	for (size_t i = 0; i < ntried; i++)
-		if (tried[i].value == v)
-			return tried[i].attempts >= MAX_ATTEMPTS;
+		if (tried[i] == v)
+			return 1;
 	return ntried == TRIED_MAX;
 }
 
-static int cmp_pair(const void *a, const void *b)
+static void set_tried(uint64_t v)
 {
-	const struct pair *x = a, *y = b;
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	return x->dur < y->dur ? -1 : x->dur > y->dur;
+	if (ntried < TRIED_MAX && !was_tried(v))
+		tried[ntried++] = v;
 }
 
 static uint64_t ticks_ns(uint64_t ticks)
 {
 	return (uint64_t)((double)(ticks << rvt_clock.shift) * 1e9 / (double)rvt_clock.hz);
-}
-
-/* rvt_rings_sample's callback: judges one thread's newest window. */
-static void analyse(void *arg, const uint64_t *slots, uint64_t n, uint64_t cur, int wrapped)
-{
-	struct sampler *S = arg;
-	assert(cur <= n);
-	S->rings++;
-	uint64_t w = wrapped ? n / 2 : cur;
-	if (w > WIN)
-		w = WIN;
-	if (w < 2 * MIN_CALLS || rvt_clock.hz == 0)
-		return;
-	for (uint64_t k = 0; k < w; k++)
-		S->win[k] = __atomic_load_n(&slots[(cur + n - w + k) % n], __ATOMIC_RELAXED);
-	/* Backwards into events, then forward (FORMAT.md §1). */
-	size_t ne = 0;
-	for (uint64_t i = w; i-- > 0;) {
-		uint64_t s = S->win[i];
-		uint32_t low = (uint32_t)s;
-		struct event e = {0, (uint32_t)(s >> 32)};
-		if (low > RVT_SLOT_MARKER_MAX) {
-			e.value = low;
-		} else if (low != 0) {
-			if (i == 0)
-				break;
-			i--;
-			if (low != RVT_SLOT_PAIR)
-				continue;
-			e.value = S->win[i];
-		}
-		S->ev[ne++] = e;
-	}
-	if (ne < 2)
-		return;
-	size_t np = 0, depth = 0;
-	for (size_t i = ne; i-- > 0;) {
-		const struct event *e = &S->ev[i];
-		if (e->value) {
-			if (depth < sizeof(S->stack) / sizeof(S->stack[0]))
-				S->stack[depth] = *e;
-			depth++;
-		} else if (depth > 0) {
-			depth--;
-			if (depth < sizeof(S->stack) / sizeof(S->stack[0]))
-				S->pairs[np++] = (struct pair){S->stack[depth].value,
-							       e->ts - S->stack[depth].ts};
-		}
-	}
-	uint64_t span_ns = ticks_ns((uint32_t)(S->ev[0].ts - S->ev[ne - 1].ts));
-	if (span_ns == 0)
-		return;
-	qsort(S->pairs, np, sizeof(*S->pairs), cmp_pair);
-	for (size_t i = 0; i < np;) {
-		size_t j = i;
-		while (j < np && S->pairs[j].value == S->pairs[i].value)
-			j++;
-		uint64_t calls = j - i;
-		uint64_t rate = (uint64_t)((double)calls * 1e9 / (double)span_ns);
-		uint64_t med = ticks_ns(S->pairs[i + calls / 2].dur);
-		if (calls >= MIN_CALLS && rate > atomic_load(&cfg_rate) &&
-		    med < atomic_load(&cfg_median_ns) && !was_tried(S->pairs[i].value) &&
-		    S->noff < WANT_MAX) {
-			int dup = 0;
-			for (size_t k = 0; k < S->noff; k++)
-				dup |= S->off[k].value == S->pairs[i].value;
-			if (!dup)
-				S->off[S->noff++] =
-					(struct offender){S->pairs[i].value, rate, (uint32_t)med};
-		}
-		i = j;
-	}
 }
 
 static uint64_t mono_ns(void)
@@ -705,164 +661,488 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Mutes S's offenders that are runtime keys (flag, no code) and drops them
- * from S->off.  The counter is read after a membarrier, so a thread's call
- * that starts after it sees the flag: at most one frame per thread (its
- * trace point in flight) opens after the MUTED time. */
-static void mute_keys(struct sampler *S)
+static uint64_t thread_cpu_ns(pid_t tid)
 {
-	size_t keep = 0, at = atomic_load(&nmuted), n = 0;
-	struct offender done[WANT_MAX];
-	for (size_t i = 0; i < S->noff; i++) {
-		const struct offender *o = &S->off[i];
-		if (at + n == RVT_MUTED_MAX ||
-		    rvt_key_mute((const void *)(uintptr_t)(o->value + rvt_method_base)) != 0) {
-			S->off[keep++] = *o;
-			continue;
-		}
-		unsigned *att = attempts_of(o->value);
-		if (att)
-			*att = MAX_ATTEMPTS;
-		done[n++] = *o;
-	}
-	S->noff = keep;
-	if (n == 0)
-		return;
-	sync_core(); /* registered at setup; on failure the flags still hold, a bit later */
-	uint64_t when = rvt__counter(), mono = mono_ns();
-	for (size_t k = 0; k < n; k++)
-		muted[at + k] = (struct rvt_muted){done[k].value,     when, mono, done[k].rate,
-						   done[k].median_ns, 0};
-	atomic_store_explicit(&nmuted, at + n, memory_order_release);
+	/* The kernel's thread CPU clock id (glibc's pthread_getcpuclockid()). */
+	clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6u);
+	struct timespec ts;
+	if (clock_gettime(c, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Learns and mutes S's offenders. */
-static void mute_offenders(struct sampler *S)
+static struct tstate *tstate_of(struct budget *B, pid_t tid)
 {
-	mute_keys(S);
-	if (S->noff == 0)
-		return;
-	uintptr_t fns[WANT_MAX];
-	for (size_t i = 0; i < S->noff; i++)
-		fns[i] = (uintptr_t)(S->off[i].value + rvt_method_base);
-	if (learn(fns, S->noff) != 0)
-		return;
-	/* Every function whose entry and exit sites were seen, in one batch:
-	 * one grace period for all. */
-	static uint64_t sites[WANT_MAX * WANT_SITES];
-	static uintptr_t site_fn[WANT_MAX * WANT_SITES];
-	size_t ns = 0, ok[WANT_MAX], nok = 0, at = atomic_load(&nmuted);
-	uint32_t nsites[WANT_MAX];
-	for (size_t i = 0; i < S->noff; i++) {
-		struct want *w = &wants[i];
-		unsigned *att = attempts_of(S->off[i].value);
-		int entries, exits;
-		want_counts(w, &entries, &exits);
-		int bad = atomic_load(&w->bad) || at + nok >= RVT_MUTED_MAX;
-		if (att)
-			*att = bad || (entries && exits) ? MAX_ATTEMPTS : *att + 1;
-		if (bad || !entries || !exits)
-			continue;
-		nsites[nok] = 0;
-		for (unsigned k = 0; k < WANT_SITES; k++) {
-			uint64_t c = atomic_load(&w->site[k]);
-			if (c) {
-				site_fn[ns] = fns[i];
-				sites[ns++] = c;
-				nsites[nok]++;
-			}
-		}
-		ok[nok++] = i;
+	struct tstate *free_one = NULL, *oldest = &B->th[0];
+	for (unsigned i = 0; i < THREADS_MAX; i++) {
+		if (B->th[i].tid == tid)
+			return &B->th[i];
+		if (!B->th[i].tid && !free_one)
+			free_one = &B->th[i];
+		if (B->th[i].looks < oldest->looks)
+			oldest = &B->th[i];
 	}
-	uint64_t when;
-	if (nok == 0 || patch(site_fn, sites, ns, &when) != 0)
-		return;
-	uint64_t mono = mono_ns();
-	for (size_t k = 0; k < nok; k++) {
-		const struct offender *o = &S->off[ok[k]];
-		muted[at + k] =
-			(struct rvt_muted){o->value, when, mono, o->rate, o->median_ns, nsites[k]};
-	}
-	atomic_store_explicit(&nmuted, at + nok, memory_order_release);
+	struct tstate *s = free_one ? free_one : oldest;
+	memset(s, 0, sizeof(*s));
+	s->tid = tid;
+	return s;
 }
 
-static pthread_t mute_th;
-static int mute_up, mute_wake;
-static pthread_cond_t mute_cv = PTHREAD_COND_INITIALIZER;
-
-static void *mute_main(void *arg)
+static struct fstat *fstat_of(struct budget *B, uint64_t v)
 {
-	struct sampler *S = arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	for (;;) {
-		struct timespec ts = {0, PERIOD_MS * 1000000L};
-		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-			;
-		S->noff = 0;
-		S->rings = 0;
-		if (atomic_load(&cfg_on))
-			rvt_rings_sample(analyse, S);
-		if (S->noff)
-			mute_offenders(S);
-		if (S->rings == 0 || !atomic_load(&cfg_on)) {
-			/* Nothing traced: sleep until tracing starts again. */
-			pthread_mutex_lock(&mu);
-			while (!mute_wake)
-				pthread_cond_wait(&mute_cv, &mu);
-			mute_wake = 0;
-			pthread_mutex_unlock(&mu);
+	unsigned h = (unsigned)((v * UINT64_C(0x9e3779b97f4a7c15)) >> 52) & (HASH - 1);
+	for (unsigned k = 0; k < HASH; k++) {
+		struct fstat *f = &B->fs[(h + k) & (HASH - 1)];
+		if (f->value == v)
+			return f;
+		if (!f->value) {
+			f->value = v;
+			return f;
 		}
 	}
 	return NULL;
 }
 
-static void mute_atfork_child(void)
+static int cmp_u32(const void *a, const void *b)
 {
-	pthread_mutex_init(&mu, NULL);
-	pthread_cond_init(&mute_cv, NULL);
-	mute_up = 0; /* the child has no mute thread; the next start makes one */
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
 }
 
-/* Under mu: the handler, the hooks, membarrier and the thread.  0 or a
- * negative errno (muting stays off). */
-static int mute_setup(void)
+struct cand {
+	struct fstat *f;
+	double score;
+};
+
+static int cmp_cand(const void *a, const void *b)
 {
-	static struct sampler S;
+	const struct cand *x = a, *y = b;
+	return (x->score < y->score) - (x->score > y->score);
+}
+
+/*
+ * Reads the newest `w` slots of v's ring and picks the functions to mute
+ * so that its trace points' share of CPU, `share` (ppm) at `events_per_s`
+ * per CPU second, falls to half the budget.  A function's share of the
+ * self time is taken over the window's wall time: the thread's spells off
+ * the CPU land in whichever frame was running, in proportion to its share
+ * of the CPU time, so the share is fair (if noisy under load).
+ */
+static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, double share,
+		   double events_per_s)
+{
+	if (w > WIN)
+		w = WIN;
+	if (w < 64 || !rvt_clock.hz)
+		return;
+	double tp_ticks = B->cost_ns * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
+	for (uint64_t k = 0; k < w; k++)
+		B->win[k] = __atomic_load_n(&v->slots[(v->cur + v->nslots - w + k) % v->nslots],
+					    __ATOMIC_RELAXED);
+	memset(B->fs, 0, HASH * sizeof(*B->fs));
+	unsigned depth = 0;
+	uint64_t events = 0;
+	uint32_t first = 0, last = 0;
+	int have_ts = 0;
+	for (uint64_t k = 0; k < w; k++) {
+		uint64_t s = B->win[k], value;
+		uint32_t low = (uint32_t)s, ts = (uint32_t)(s >> 32);
+		uint32_t next = k + 1 < w ? (uint32_t)B->win[k + 1] : 0;
+		if (next != 0 && next <= RVT_SLOT_MARKER_MAX) {
+			/* s is the 64-bit value of the marker after it (FORMAT.md §1) */
+			ts = (uint32_t)(B->win[++k] >> 32);
+			if (next != RVT_SLOT_PAIR)
+				continue; /* CLOCK, LOSS */
+			value = s;
+		} else if (low != 0 && low <= RVT_SLOT_MARKER_MAX) {
+			continue; /* a marker whose value slot is before the window */
+		} else {
+			value = low;
+		}
+		if (!have_ts) {
+			first = ts;
+			have_ts = 1;
+		}
+		last = ts;
+		events++;
+		if (value) {
+			if (depth < 256) {
+				B->stack[depth].value = value;
+				B->stack[depth].ts = ts;
+				B->stack[depth].child = 0;
+				B->stack[depth].calls = 0;
+			}
+			depth++;
+			struct fstat *f = fstat_of(B, value);
+			if (f)
+				f->events++;
+			continue;
+		}
+		if (depth == 0)
+			continue; /* entered before the window */
+		depth--;
+		if (depth >= 256)
+			continue;
+		uint32_t dur = ts - B->stack[depth].ts;
+		uint32_t self = dur > B->stack[depth].child ? dur - B->stack[depth].child : 0;
+		/* Half of each trace point's cost falls in each frame it touches:
+		 * this call's entry and exit, and its children's. */
+		uint32_t own = (uint32_t)(tp_ticks * (1 + B->stack[depth].calls));
+		self = self > own ? self - own : 0;
+		if (depth > 0 && depth - 1 < 256) {
+			B->stack[depth - 1].child += dur;
+			B->stack[depth - 1].calls++;
+		}
+		struct fstat *f = fstat_of(B, B->stack[depth].value);
+		if (!f)
+			continue;
+		f->events++;
+		f->calls++;
+		f->self += self;
+		if (f->nsamples < SAMPLES)
+			f->sample[f->nsamples++] = dur;
+		else if (f->calls % 7 == 0)
+			f->sample[f->calls % SAMPLES] = dur;
+	}
+	uint64_t span = (uint32_t)(last - first);
+	if (events < 64 || span == 0)
+		return;
+	static struct cand c[HASH];
+	size_t nc = 0;
+	uint32_t budget = atomic_load(&cfg_budget_ppm);
+	for (unsigned i = 0; i < HASH; i++) {
+		struct fstat *f = &B->fs[i];
+		if (!f->value || !f->calls || was_tried(f->value))
+			continue;
+		double self = (double)f->self / (double)span;
+		double part = (double)f->events / (double)events;
+		if (self * 1e6 >= SPARE_PPM)
+			continue; /* a large share of the self time: spared */
+		if (part * share < budget * (GAIN_PPM / 1e6))
+			continue; /* muting it would hardly help */
+		/* Share of the events per share of the self time: the functions
+		 * that cost the most trace points for the least time first. */
+		c[nc++] = (struct cand){f, part / (self + 0.001)};
+	}
+	qsort(c, nc, sizeof(*c), cmp_cand);
+	double left = share;
+	for (size_t i = 0; i < nc && left > budget / 2.0 && B->nvic < MAX_VICTIMS; i++) {
+		struct fstat *f = c[i].f;
+		int dup = 0;
+		for (size_t q = 0; q < B->nvic; q++)
+			dup |= B->vic[q].value == f->value;
+		if (dup)
+			continue;
+		qsort(f->sample, f->nsamples, sizeof(f->sample[0]), cmp_u32);
+		double part = (double)f->events / (double)events;
+		B->vic[B->nvic++] = (struct victim){
+			f->value, (uint64_t)(part * events_per_s / 2),
+			(uint32_t)ticks_ns(f->nsamples ? f->sample[f->nsamples / 2] : 0)};
+		left -= share * part;
+	}
+}
+
+/* rvt_rings_view's callback: one traced thread's look. */
+static void look(void *arg, const struct rvt_ring_view *v)
+{
+	struct budget *B = arg;
+	B->views++;
+	if (!v->sh_base || v->busy)
+		B->unsettled++; /* a shadow stack mid-change */
+	else
+		for (size_t i = 0; i < B->npending; i++) {
+			if (B->open[i])
+				continue;
+			uintptr_t top = v->sh_top < v->sh_end ? v->sh_top : v->sh_end;
+			for (uintptr_t a = v->sh_base; a < top && !B->open[i];
+			     a += RVT_SHADOW_FRAME)
+				B->open[i] = __atomic_load_n((const uintptr_t *)a + 1,
+							     __ATOMIC_RELAXED) ==
+					     (uintptr_t)B->pending[i];
+		}
+	struct tstate *st = tstate_of(B, v->tid);
+	uint64_t cpu = thread_cpu_ns(v->tid);
+	uint64_t li = v->cur ? v->cur - 1 : v->nslots - 1;
+	uint64_t last = v->cur || v->wrapped ? __atomic_load_n(&v->slots[li], __ATOMIC_RELAXED) : 0;
+	if (!st->looks || st->slots != v->slots || cpu < st->cpu_ns) {
+		st->slots = v->slots; /* a new ring: start counting again */
+		st->cur = v->cur;
+		st->last_slot = last;
+		st->cpu_ns = cpu;
+		st->looks++;
+		return;
+	}
+	st->looks++;
+	uint64_t d_cpu = cpu - st->cpu_ns;
+	if (d_cpu < 1000000)
+		return; /* under a millisecond of CPU: look again later */
+	/* Slots since the last look: exact unless the ring went round more than
+	 * once (the slot we saw last was overwritten). */
+	uint64_t d = (v->cur + v->nslots - st->cur) % v->nslots;
+	uint64_t prev = st->cur ? st->cur - 1 : v->nslots - 1;
+	if (__atomic_load_n(&v->slots[prev], __ATOMIC_RELAXED) != st->last_slot)
+		d += v->nslots;
+	st->cur = v->cur;
+	st->last_slot = last;
+	st->cpu_ns = cpu;
+	double events_per_s = (double)d * 1e9 / (double)d_cpu;
+	double share = events_per_s * B->cost_ns / 1e3; /* ppm */
+	if (share <= atomic_load(&cfg_budget_ppm))
+		return;
+	B->over++;
+	choose(B, v, d, share, events_per_s);
+}
+
+static void add_muted(const struct victim *vi, uint64_t when, uint32_t sites)
+{
+	size_t at = atomic_load_explicit(&nmuted, memory_order_relaxed);
+	if (at == RVT_MUTED_MAX)
+		return;
+	muted[at] = (struct rvt_muted){vi->value, when, mono_ns(), vi->rate, vi->median_ns, sites};
+	atomic_store_explicit(&nmuted, at + 1, memory_order_release);
+}
+
+/* Adds the site of a learned hook call (returning to `ret`) of function
+ * `fn` to fn's module, unless the scan found it. */
+static void add_learned(uintptr_t fn, uintptr_t ret, int exit)
+{
+	struct module *m = module_of(fn), *c = module_of(ret - 5);
+	if (!m || !c)
+		return;
+	uintptr_t t = 0, call = ret - 5;
+	unsigned len = call_at(c, call, &t);
+	enum hook k = len == 5 ? hook_at(c, t) : H_NONE;
+	if (k == H_NONE) {
+		call = ret - 6;
+		len = call_at(c, call, &t);
+		k = len == 6 ? hook_at(c, t) : H_NONE;
+	}
+	if (k == H_NONE || exit != (k == H_INL_EXIT || k == H_CALL_EXIT))
+		return;
+	for (size_t i = 0; i < m->nsites; i++)
+		if (m->sites[i].call == call)
+			return;
+	struct site *v = realloc(m->sites, (m->nsites + 1) * sizeof(*v));
+	if (!v)
+		return;
+	v[m->nsites++] = (struct site){fn, call, 0, (uint8_t)len, 0, (uint8_t)exit};
+	m->sites = v;
+	qsort(m->sites, m->nsites, sizeof(*m->sites), cmp_site);
+}
+
+/* Learns the call sites of the functions of vic[0..n) that run meanwhile
+ * (call mode has no other way to tell them; inline mode's rare shapes the
+ * scan missed): every traced thread's trace points report their call site
+ * (RVT__START_LEARN) for LEARN_MS, up to 4 times as long until each function
+ * has shown an entry. */
+static void learn_sites(const struct victim *vic, size_t n)
+{
+	rvt_learning(1);
+	for (unsigned ms = 0; ms < 4 * LEARN_MS; ms++) {
+		struct timespec ts = {0, 1000000L};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+		if (ms + 1 < LEARN_MS)
+			continue;
+		unsigned seen = 0;
+		for (size_t i = 0; i < n; i++) {
+			uintptr_t want = (uintptr_t)(vic[i].value + rvt_method_base), fn, ret;
+			int exit, found = 0;
+			for (size_t at = 0;
+			     !found && (at = rvt_learned(at, &fn, &ret, &exit)) != 0;)
+				found = fn == want && !exit;
+			seen += found;
+		}
+		if (seen == n)
+			break;
+	}
+	rvt_learning(0);
+	uintptr_t fn, ret;
+	int exit;
+	for (size_t at = 0; (at = rvt_learned(at, &fn, &ret, &exit)) != 0;)
+		for (size_t i = 0; i < n; i++)
+			if (fn == (uintptr_t)(vic[i].value + rvt_method_base))
+				add_learned(fn, ret, exit);
+}
+
+/* Mutes B's victims: keys and addresses by flag, code by its entry sites
+ * (the exit sites wait in B->pending). */
+static void mute_victims(struct budget *B)
+{
+	/* Keys first: they need no code. */
+	size_t code = 0;
+	for (size_t i = 0; i < B->nvic; i++) {
+		const struct victim *vi = &B->vic[i];
+		set_tried(vi->value);
+		if (rvt_key_mute((const void *)(uintptr_t)(vi->value + rvt_method_base)) == 0) {
+			/* The runtime reads the flag at each call: after every
+			 * thread passed a barrier, no frame of it starts. */
+			sync_core();
+			add_muted(vi, rvt__counter(), 0);
+		} else {
+			B->vic[code++] = *vi;
+		}
+	}
+	if (code)
+		learn_sites(B->vic, code);
+	for (size_t i = 0; i < code; i++) {
+		const struct victim *vi = &B->vic[i];
+		if (atomic_load(&nmuted) == RVT_MUTED_MAX)
+			return;
+		uintptr_t a = (uintptr_t)(vi->value + rvt_method_base);
+		size_t n;
+		struct site *s = sites_of(a, &n);
+		int entries = 0;
+		for (size_t k = 0; k < n; k++)
+			entries += !s[k].exit;
+		if (entries && B->npending < PENDING_MAX) {
+			mute_sites(s, n, 0);
+			add_muted(vi, rvt__counter(), (uint32_t)n);
+			B->quiet[B->npending] = 0;
+			B->pending[B->npending++] = vi->value;
+		} else if (!entries && rvt_addr_mute((const void *)a) == 0) {
+			/* No trace point in the code: a runtime traces it by
+			 * address and reads the list at each call. */
+			sync_core();
+			add_muted(vi, rvt__counter(), 0);
+		}
+	}
+}
+
+/*
+ * Mutes the exit sites of the pending functions that two looks in a row
+ * found on no thread's shadow stack: none can appear there any more (their
+ * entry sites are muted), bar a trace point that had passed its call site
+ * before the entry sites changed and was preempted there for a whole look
+ * (then its exit is lost and its caller's exit closes it,
+ * rvt__exit_repair).
+ */
+static void mute_exits(struct budget *B)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < B->npending; i++) {
+		int settled = i < B->nlooked && !B->unsettled;
+		B->quiet[i] = !settled || B->open[i] ? 0 : B->quiet[i] + 1;
+		if (B->quiet[i] < 2) {
+			B->open[keep] = B->open[i];
+			B->quiet[keep] = B->quiet[i];
+			B->pending[keep++] = B->pending[i];
+			continue;
+		}
+		size_t n;
+		struct site *s = sites_of((uintptr_t)(B->pending[i] + rvt_method_base), &n);
+		mute_sites(s, n, 1);
+	}
+	B->npending = keep;
+}
+
+/*
+ * ns per trace point on this machine now: the budget thread traces 2048
+ * calls of itself into a scratch ring of its own (never registered, so no
+ * capture or view ever sees it) through the call-mode hooks, three times,
+ * and keeps the quickest round.  What a trace point costs is mostly its
+ * counter read, which a virtual machine may make slow.
+ */
+static double measure_cost(void)
+{
+	enum { SLOTS = 8192, ROUNDS = 3, CALLS = 2048 };
+	static uint64_t slots[SLOTS];
+	static uintptr_t shadow[2 * RVT_SHADOW_FRAMES];
+	/* Segments as a ring's (tracer.c): a STACK record every 512 slots. */
+	struct rvt_ring r = {.slots = slots, .shadow = shadow, .nslots = SLOTS, .step = 512};
+	struct rvt__thread *t = &rvt__tls;
+	double best = 1e9;
+	for (int round = 0; round < ROUNDS; round++) {
+		RVT__ST_REL(t->start, (uintptr_t)&r);
+		uint64_t t0 = mono_ns();
+		for (int i = 0; i < CALLS; i++) {
+			__cyg_profile_func_enter((void *)measure_cost, NULL);
+			__cyg_profile_func_exit((void *)measure_cost, NULL);
+		}
+		uint64_t t1 = mono_ns();
+		__atomic_store_n(&t->start, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&t->seen, 0, __ATOMIC_SEQ_CST);
+		double c = (double)(t1 - t0) / (2 * CALLS);
+		best = c < best ? c : best;
+	}
+	return best < 2 ? 2 : best > 200 ? 200 : best;
+}
+
+static pthread_t budget_th;
+static int budget_up, budget_wake;
+static pthread_cond_t budget_cv = PTHREAD_COND_INITIALIZER;
+
+static void *budget_main(void *arg)
+{
+	struct budget *B = arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	B->cost_ns = measure_cost();
+	unsigned period = PERIOD_MIN_MS;
+	for (;;) {
+		struct timespec ts = {period / 1000, (long)(period % 1000) * 1000000L};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+		B->nvic = 0;
+		B->views = 0;
+		B->over = 0;
+		B->unsettled = 0;
+		memset(B->open, 0, sizeof(B->open));
+		B->nlooked = B->npending;
+		if (atomic_load(&cfg_on))
+			rvt_rings_view(look, B);
+		if (B->nvic)
+			mute_victims(B);
+		if (B->npending)
+			mute_exits(B);
+		atomic_store(&npending_exits, B->npending);
+		/* Look often while something is over budget or waiting, less and
+		 * less often while all is well. */
+		if (B->over || B->npending)
+			period = PERIOD_MIN_MS * 2;
+		else if (period < PERIOD_MAX_MS)
+			period *= 2;
+		if (B->views == 0 || !atomic_load(&cfg_on)) {
+			/* Nothing traced: sleep until tracing starts again. */
+			pthread_mutex_lock(&mu);
+			while (!budget_wake)
+				pthread_cond_wait(&budget_cv, &mu);
+			budget_wake = 0;
+			pthread_mutex_unlock(&mu);
+			period = PERIOD_MIN_MS;
+		}
+	}
+	return NULL;
+}
+
+static void budget_atfork_child(void)
+{
+	pthread_mutex_init(&mu, NULL);
+	pthread_cond_init(&budget_cv, NULL);
+	budget_up = 0; /* the child has no budget thread; the next start makes one */
+}
+
+/* Under mu: membarrier and the thread.  0 or a negative errno (the budget
+ * stays off). */
+static int budget_setup(void)
+{
+	static struct budget B;
 	static int once;
 	if (!once) {
-		int rc = read_hook(&hooks[0], (uintptr_t)__cyg_profile_func_enter, 1, 0);
-		if (rc == 0)
-			rc = read_hook(&hooks[1], (uintptr_t)__cyg_profile_func_exit, 0, 0);
-		if (rc == 0)
-			rc = read_hook(&hooks[2], (uintptr_t)rvt__inl_enter, 1, 1);
-		if (rc == 0)
-			rc = read_hook(&hooks[3], (uintptr_t)rvt__inl_exit, 0, 1);
-		if (rc)
-			return rc;
-		S.win = malloc(WIN * sizeof(*S.win));
-		S.ev = malloc(WIN * sizeof(*S.ev));
-		S.pairs = malloc(WIN * sizeof(*S.pairs));
-		if (!S.win || !S.ev || !S.pairs)
+		B.win = malloc(WIN * sizeof(*B.win));
+		B.fs = malloc(HASH * sizeof(*B.fs));
+		if (!B.win || !B.fs)
 			return -ENOMEM;
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_trap;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
-		sigemptyset(&sa.sa_mask);
-		if (sigaction(SIGTRAP, &sa, &old_trap) != 0)
-			return -errno;
-		hooks_ok = 1;
-		pthread_atfork(NULL, NULL, mute_atfork_child);
+		pthread_atfork(NULL, NULL, budget_atfork_child);
 		once = 1;
 	}
 	/* Per process (a forked child registers again). */
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) != 0)
 		return -errno;
-	int rc = -rvt_pthread_create_untraced(&mute_th, NULL, mute_main, &S);
+	int rc = -rvt_pthread_create_untraced(&budget_th, NULL, budget_main, &B);
 	if (rc == 0)
-		pthread_detach(mute_th);
+		pthread_detach(budget_th);
 	return rc;
 }
 #endif
@@ -874,17 +1154,17 @@ void rvt_mute_tracing_started(void)
 	if (!atomic_load(&cfg_on))
 		return;
 	pthread_mutex_lock(&mu);
-	if (!mute_up) {
-		int rc = mute_setup();
+	if (!budget_up) {
+		int rc = budget_setup();
 		if (rc) {
 			atomic_store(&cfg_on, 0);
-			rvt_say("rearview: muting is off: %s", strerror(-rc));
+			rvt_say("rearview: the trace budget is off: %s", strerror(-rc));
 		} else {
-			mute_up = 1;
+			budget_up = 1;
 		}
 	}
-	mute_wake = 1;
-	pthread_cond_signal(&mute_cv);
+	budget_wake = 1;
+	pthread_cond_signal(&budget_cv);
 	pthread_mutex_unlock(&mu);
 #endif
 }

@@ -18,11 +18,16 @@
  * initialised entry points at a NUL-terminated name in a text block; text
  * blocks are never freed.
  *
- * A key can be muted (mute.c, issue 14 lever 3): its entry's first word is
- * the flag rvt_key_muted() (trace-runtime.h) loads, 0 until the mute thread
- * sets it to 1; it never goes back to 0.
+ * A key can be muted (mute.c, the tracer's budget): its entry's first word
+ * is the flag rvt_key_muted() (trace-runtime.h) loads, 0 until the budget
+ * thread sets it to 1; it never goes back to 0.  A native function a
+ * runtime traces by its address is muted by adding the address to an
+ * append-only list (published with a release store of its count) and then
+ * setting its bit in the bloom filter rvt_addr_muted() reads (release), so
+ * whoever sees the bit sees the address.
  */
 #include "tracer-int.h"
+#include "rearview/trace-runtime.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -145,6 +150,45 @@ int rvt_key_resolve(const void *key, char *buf, size_t len, void *arg)
 	}
 	pthread_mutex_unlock(&lock);
 	return rc;
+}
+
+/* ---- muted native addresses ---- */
+
+/* Read and written only through __atomic built-ins (trace-runtime.h). */
+RVT_API uint64_t rvt__addr_bloom[RVT__ADDR_BLOOM_WORDS];
+static _Atomic uintptr_t addr_list[RVT_MUTED_MAX];
+static _Atomic size_t addr_count;
+static _Atomic int addr_checked;
+
+void rvt_runtime_checks_addresses(void)
+{
+	atomic_store(&addr_checked, 1);
+}
+
+int rvt__addr_muted_slow(const void *fn)
+{
+	size_t n = atomic_load_explicit(&addr_count, memory_order_acquire);
+	for (size_t i = 0; i < n; i++)
+		if (atomic_load_explicit(&addr_list[i], memory_order_relaxed) == (uintptr_t)fn)
+			return 1;
+	return 0;
+}
+
+int rvt_addr_mute(const void *fn)
+{
+	if (!atomic_load(&addr_checked))
+		return -ENOENT;
+	/* Only the budget thread appends. */
+	size_t n = atomic_load_explicit(&addr_count, memory_order_relaxed);
+	if (rvt__addr_muted_slow(fn))
+		return 0;
+	if (n == RVT_MUTED_MAX)
+		return -ENOSPC;
+	atomic_store_explicit(&addr_list[n], (uintptr_t)fn, memory_order_relaxed);
+	atomic_store_explicit(&addr_count, n + 1, memory_order_release);
+	unsigned h = rvt__addr_hash(fn);
+	__atomic_fetch_or(&rvt__addr_bloom[h >> 6], UINT64_C(1) << (h & 63), __ATOMIC_RELEASE);
+	return 0;
 }
 
 int rvt_key_mute(const void *key)

@@ -13,15 +13,26 @@
  *
  * Only modules that hold at least one value are emitted, renumbered 0..n-1.
  * Runs on the capturing thread, never in a trace point.
+ *
+ * Modules unloaded before the capture: dlclose() is interposed and keeps
+ * what a capture needs of each module it unmapped (path, load bias, range,
+ * build-id; the last RVT_CLOSED_MAX of them), so the values of a closed
+ * library still get its MODULE record and, when its file on disk still has
+ * the same build-id, their names.  A live module wins where a later load
+ * reuses the addresses: a value names the module mapped there at the
+ * capture.  A value inside a function (an EXIT_OF's return address, which
+ * may lie in the function's cold part "f.cold") is named by that function.
  */
 #include "tracer-int.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,19 +61,10 @@ struct mods {
 	size_t n, cap;
 };
 
-static int collect(struct dl_phdr_info *info, size_t size, void *arg)
+/* A module's path, load bias, mapped range and build-id from its program
+ * headers.  0, -ENOENT (nothing mapped) or -ENOMEM. */
+static int fill_mod(const struct dl_phdr_info *info, struct mod *m)
 {
-	(void)size;
-	struct mods *ms = arg;
-	if (ms->n == ms->cap) {
-		size_t nc = ms->cap ? ms->cap * 2 : 32;
-		struct mod *n = realloc(ms->v, nc * sizeof(*n));
-		if (!n)
-			return 1;
-		ms->v = n;
-		ms->cap = nc;
-	}
-	struct mod *m = &ms->v[ms->n];
 	memset(m, 0, sizeof(*m));
 	m->used = -1;
 	m->bias = info->dlpi_addr;
@@ -97,7 +99,7 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 		}
 	}
 	if (m->start == UINT64_MAX)
-		return 0;
+		return -ENOENT;
 	const char *name = info->dlpi_name;
 	char exe[4096];
 	if (!name || !*name) {
@@ -106,9 +108,34 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 		name = exe;
 	}
 	m->path = strdup(name);
-	if (!m->path)
+	return m->path ? 0 : -ENOMEM;
+}
+
+/* Room for one more module in ms; 0 or -ENOMEM. */
+static int mods_grow(struct mods *ms)
+{
+	if (ms->n < ms->cap)
+		return 0;
+	size_t nc = ms->cap ? ms->cap * 2 : 32;
+	struct mod *n = realloc(ms->v, nc * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	ms->v = n;
+	ms->cap = nc;
+	return 0;
+}
+
+static int collect(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct mods *ms = arg;
+	if (mods_grow(ms))
 		return 1;
-	ms->n++;
+	int rc = fill_mod(info, &ms->v[ms->n]);
+	if (rc == -ENOMEM)
+		return 1;
+	if (rc == 0)
+		ms->n++;
 	return 0;
 }
 
@@ -116,6 +143,28 @@ static int cmp_fsym(const void *a, const void *b)
 {
 	const struct fsym *x = a, *y = b;
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* 1 if the ELF file `e` carries m's build-id (a GNU build-id note). */
+static int same_build_id(Elf *e, const struct mod *m)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		size_t off = 0, name_off, desc_off;
+		GElf_Nhdr nh;
+		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) == 0)
+				return nh.n_descsz == m->idlen &&
+				       memcmp((const uint8_t *)data->d_buf + desc_off, m->id,
+					      m->idlen) == 0;
+		}
+	}
+	return 0;
 }
 
 static void load_syms(struct mod *m)
@@ -130,6 +179,10 @@ static void load_syms(struct mod *m)
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e)
 		goto out_fd;
+	if (m->idlen && !same_build_id(e, m)) {
+		elf_end(e); /* replaced on disk since it was loaded: no names */
+		goto out_fd;
+	}
 	for (int pass = 0; pass < 2 && m->nsyms == 0; pass++) {
 		Elf_Scn *scn = NULL;
 		while ((scn = elf_nextscn(e, scn)) != NULL) {
@@ -190,6 +243,116 @@ static const char *lookup(struct mod *m, uint64_t vaddr)
 	return s->name;
 }
 
+/* ---- modules unloaded by dlclose() ---------------------------------------- */
+
+/* The last RVT_CLOSED_MAX modules dlclose() unmapped, the oldest replaced;
+ * path owned. */
+#define RVT_CLOSED_MAX 64u
+static pthread_mutex_t closed_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mod closed[RVT_CLOSED_MAX];
+static unsigned nclosed, closed_next;
+
+struct find_mod {
+	uintptr_t bias;
+	const char *name;
+	struct mod *out; /* filled when found (NULL: only look) */
+	int found;
+};
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct find_mod *f = arg;
+	if (info->dlpi_addr != f->bias || !info->dlpi_name || strcmp(info->dlpi_name, f->name))
+		return 0;
+	f->found = !f->out || fill_mod(info, f->out) == 0;
+	return 1;
+}
+
+typedef int (*dlclose_fn)(void *handle);
+
+/*
+ * dlclose(), interposed: what a capture needs of the module is taken before
+ * the real dlclose() runs, and kept if the module is gone after it (a
+ * library still referenced, or RTLD_NODELETE, stays mapped: nothing kept).
+ */
+RVT_API int dlclose(void *handle)
+{
+	static _Atomic(dlclose_fn) real_fn;
+	int own = rvt_own_begin();
+	dlclose_fn real = atomic_load(&real_fn);
+	if (!real) {
+		real = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
+		atomic_store(&real_fn, real);
+	}
+	struct link_map *lm = NULL;
+	struct mod m;
+	struct find_mod f = {0};
+	if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0]) {
+		f = (struct find_mod){(uintptr_t)lm->l_addr, lm->l_name, &m, 0};
+		dl_iterate_phdr(find_loaded, &f);
+	}
+	int rc = real ? real(handle) : -1;
+	if (f.found) {
+		struct find_mod again = {f.bias, m.path, NULL, 0};
+		if (rc == 0)
+			dl_iterate_phdr(find_loaded, &again);
+		if (rc == 0 && !again.found) {
+			pthread_mutex_lock(&closed_lock);
+			free(closed[closed_next].path);
+			closed[closed_next] = m;
+			closed_next = (closed_next + 1) % RVT_CLOSED_MAX;
+			if (nclosed < RVT_CLOSED_MAX)
+				nclosed++;
+			pthread_mutex_unlock(&closed_lock);
+		} else {
+			free(m.path);
+		}
+	}
+	rvt_own_end(own);
+	return rc;
+}
+
+/* Appends the closed modules, newest first, after the live ones.  0 or
+ * -ENOMEM. */
+static int add_closed(struct mods *ms)
+{
+	int rc = 0;
+	pthread_mutex_lock(&closed_lock);
+	for (unsigned k = 0; k < nclosed && rc == 0; k++) {
+		const struct mod *c =
+			&closed[(closed_next + RVT_CLOSED_MAX - 1 - k) % RVT_CLOSED_MAX];
+		if ((rc = mods_grow(ms)) != 0)
+			break;
+		struct mod *m = &ms->v[ms->n];
+		*m = *c;
+		m->path = strdup(c->path);
+		if (!m->path)
+			rc = -ENOMEM;
+		else
+			ms->n++;
+	}
+	pthread_mutex_unlock(&closed_lock);
+	return rc;
+}
+
+/* ---- the tables -------------------------------------------------------------- */
+
+/* The length of a function's name without the suffix of a part the compiler
+ * split off ("f.cold", "f.cold.3"; demangled "f() [clone .cold]"): a return
+ * address there is inside f. */
+static size_t name_len(const char *nm)
+{
+	size_t n = strlen(nm);
+	static const char clone[] = " [clone .cold]";
+	if (n > sizeof(clone) - 1 && strcmp(nm + n - (sizeof(clone) - 1), clone) == 0)
+		return n - (sizeof(clone) - 1);
+	const char *c = strstr(nm, ".cold");
+	if (c && c > nm && (c[5] == '\0' || c[5] == '.'))
+		return (size_t)(c - nm);
+	return n;
+}
+
 /* Appends a string to the table's string pool; returns its offset or -1. */
 static long pool_add(struct rvt_symtab *st, const char *s, size_t n)
 {
@@ -216,8 +379,11 @@ int rvt_symtab_build(struct rvt_symtab *st, const uint64_t *values, size_t n, ui
 	struct mods ms = {0};
 	dl_iterate_phdr(collect, &ms);
 	int rc = -ENOMEM;
-	long *name_off = calloc(n ? n : 1, sizeof(*name_off));
-	long *path_off = calloc(ms.n ? ms.n : 1, sizeof(*path_off));
+	long *name_off = NULL, *path_off = NULL;
+	if (add_closed(&ms))
+		goto out;
+	name_off = calloc(n ? n : 1, sizeof(*name_off));
+	path_off = calloc(ms.n ? ms.n : 1, sizeof(*path_off));
 	st->symbols = calloc(n ? n : 1, sizeof(*st->symbols));
 	st->modules = calloc(ms.n ? ms.n : 1, sizeof(*st->modules));
 	st->ids = malloc(ms.n * 64 + 1);
@@ -269,7 +435,7 @@ int rvt_symtab_build(struct rvt_symtab *st, const uint64_t *values, size_t n, ui
 				nm = dm;
 		}
 		if (nm)
-			name_off[i] = pool_add(st, nm, strlen(nm));
+			name_off[i] = pool_add(st, nm, name_len(nm));
 		free(dm);
 	}
 	/* The pools are final: turn offsets into pointers. */

@@ -10,7 +10,9 @@
 #include "rearview/trace-inline.h"
 #include "rearview/trace.h"
 
+#include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -23,13 +25,14 @@
  * `next` links unused shells (tracer.c, ring_new()). */
 struct rvt_ring {
 	uint64_t *slots;
-	/* The traced thread's shadow stack (RVT_SHADOW_WORDS words), borrowed
+	/* The traced thread's shadow stack (RVT_SHADOW_FRAMES frames), borrowed
 	 * from its registry record; carry_shadow: the thread keeps its shadow
 	 * frames when it adopts this ring (a capture's spare), else it begins
 	 * it empty.  Set by the control side before it publishes the ring. */
 	uintptr_t *shadow;
 	int carry_shadow;
 	uint64_t nslots;
+	uint64_t step; /* slots per segment (trace-inline.h, Segments) */
 	uint64_t end_pos;
 	int wrapped;
 	size_t map_bytes;
@@ -37,8 +40,39 @@ struct rvt_ring {
 };
 
 /* Shadow stack capacity in frames (trace-inline.h; deeper frames are counted
- * but their stack pointers not kept). */
-#define RVT_SHADOW_WORDS 4096u
+ * but not kept) and the bytes of one frame: its stack pointer, then its
+ * method value. */
+#define RVT_SHADOW_FRAMES 4096u
+#define RVT_SHADOW_FRAME  (2u * sizeof(uintptr_t))
+
+/* An x86-64 exit (busy set) found another function's frame innermost while
+ * its own stack pointer `sp` lies above that frame's: writes an exit slot
+ * (now) for, and pops, every frame recorded below `sp`.  Returns 1 when the
+ * innermost frame is then method `value`'s (the caller checks again and
+ * writes this exit), 0 when the exit must write nothing more — it did what
+ * rvt__exit_outer() does when no frame is left (tp-slow.c). */
+RVT_HIDDEN int rvt__exit_repair(struct rvt__thread *t, uint64_t value, uintptr_t sp);
+
+/* An x86-64 exit (busy set) of method `value` at stack pointer `sp` found
+ * no recorded frame open: writes its EXIT_OF pair and exit slot if its
+ * frame was entered before tracing began, nothing if it was entered since
+ * (its entry muted; trace-inline.h, Exit check; tp-slow.c). */
+RVT_HIDDEN void rvt__exit_outer(struct rvt__thread *t, uint64_t value, uintptr_t sp);
+
+/* An x86-64 hook's adoption path (start != seen): with RVT__START_LEARN in
+ * start, first notes that the hook call returning to `ret` is an entry
+ * (`entry`) or exit of function `fn` (tp-slow.c); then rvt__adopt(). */
+RVT_HIDDEN int rvt__adopt_at(struct rvt__thread *t, uintptr_t fn, uintptr_t ret, int entry);
+
+/* The learned hook calls, one per call: the first at index `from` or after
+ * into *fn, *ret (the call's return address) and *exit; returns the index
+ * to go on from, 0 when there is none.  Any thread (tp-slow.c). */
+RVT_HIDDEN size_t rvt_learned(size_t from, uintptr_t *fn, uintptr_t *ret, int *exit);
+
+/* Sets (on) or clears RVT__START_LEARN in the start word of every thread
+ * tracing into a ring (tracer.c): while set, their trace points report
+ * their call sites (rvt_learned()). */
+RVT_HIDDEN void rvt_learning(int on);
 
 /* Writes an exit slot for, and pops, every shadow frame of the calling
  * thread whose stack pointer is below `limit` (UINTPTR_MAX: all of them);
@@ -46,11 +80,40 @@ struct rvt_ring {
  * inside a trace point (unwind.c). */
 RVT_HIDDEN void rvt_unwind_below(uintptr_t limit);
 
+/* busy while librvtrace's own code runs on a thread (trace-inline.h). */
+#define RVT_BUSY_OWN 2
+
+/* Until rvt_own_end(), the calling thread runs librvtrace's own code: its
+ * trace points are dropped (busy = RVT_BUSY_OWN), so what the library calls
+ * on a traced thread — malloc, which may be the program's own traced
+ * allocator, stdio, libelf, a resolver — never appears in its trace.  Nests
+ * (an inner call keeps the outer state); returns what rvt_own_end() takes.
+ * A handover of the thread does not wait for it (trace-inline.h, DESIGN). */
+static inline int rvt_own_begin(void)
+{
+	int prev = RVT__LD(rvt__tls.busy);
+	if (prev == 0)
+		RVT__ST(rvt__tls.busy, RVT_BUSY_OWN);
+	return prev;
+}
+
+static inline void rvt_own_end(int prev)
+{
+	if (prev == 0) {
+		assert(RVT__LD(rvt__tls.busy) == RVT_BUSY_OWN);
+		/* Release, as a trace point's end. */
+		RVT__ST_REL(rvt__tls.busy, 0);
+	}
+}
+
 /* Marker codes in a slot's low word (FORMAT.md §1): the slot before holds
- * a 64-bit value.  2..15 are reserved (no function lies in the ELF header). */
+ * a 64-bit value.  7..15 are reserved (no function lies in the ELF header). */
 #define RVT_SLOT_PAIR	    1u /* entry of a method value ≥ 2^32 */
 #define RVT_SLOT_CLOCK	    2u /* the full shifted counter */
 #define RVT_SLOT_LOSS	    3u /* events lost since this shifted counter value */
+#define RVT_SLOT_FRAME	    4u /* an open frame's method value (a STACK's) */
+#define RVT_SLOT_STACK	    5u /* frames open << 32 | FRAME pairs before it */
+#define RVT_SLOT_EXIT_OF    6u /* the exit slot after it closes this method */
 #define RVT_SLOT_MARKER_MAX 15u
 
 /* The process-wide clock parameters (FORMAT.md header). */
@@ -91,6 +154,14 @@ struct rvt_lock_wait {
 #define RVT_LOCK_WAITER_METHOD 2u
 /* Lock waits kept process-wide, the oldest overwritten. */
 #define RVT_LOCK_WAITS 256u
+
+/* The C library's `name` (at `version` first, when given) that librvtrace's
+ * interposer of it calls: the next definition after librvtrace
+ * (RTLD_NEXT), else the first one when it is not librvtrace's own
+ * (librvtrace loaded after the C library: an instrumented library in a
+ * program that does not link librvtrace); NULL when there is none (a
+ * static program).  locks.c. */
+RVT_HIDDEN void *rvt_next_fn(const char *name, const char *version);
 
 /* Copies into `out` (at most `cap`) the completed waits of thread `waiter`
  * still in the table, their counters shifted right by `shift`; holder_method,
@@ -257,14 +328,26 @@ RVT_HIDDEN int rvt_capture_frozen_memfd(pid_t tid, const struct rvt_anomaly *ano
 
 /* ---- run-time muting (mute.c) ---- */
 
-/* Calls fn(arg, slots, nslots, cur, wrapped) under the registry lock for
- * every thread tracing into a ring it has adopted: `cur` is the index of
- * its next slot, read once; the thread goes on writing while fn runs, so fn
- * reads the newest slots only, with relaxed atomic loads, and must not call
- * back into the registry (tracer.c). */
-RVT_HIDDEN void rvt_rings_sample(void (*fn)(void *arg, const uint64_t *slots, uint64_t nslots,
-					    uint64_t cur, int wrapped),
-				 void *arg);
+/* What the budget sees of one thread tracing into a ring it has adopted:
+ * `cur` is the index of its next slot, read once; the thread goes on
+ * writing meanwhile.  sh_base..sh_top is its shadow stack (0s while a ring
+ * switch is in flight), read as of the call: top may be past end (frames
+ * counted, not kept). */
+struct rvt_ring_view {
+	pid_t tid;
+	const uint64_t *slots;
+	uint64_t nslots, cur;
+	int wrapped;
+	int busy; /* inside a trace point as of the call */
+	uintptr_t sh_base, sh_top, sh_end;
+};
+
+/* Calls fn(arg, view) under the registry lock for every thread tracing into
+ * a ring it has adopted.  fn reads the slots and the shadow stack with
+ * relaxed atomic loads (the thread writes them meanwhile; the mappings stay
+ * while the lock is held) and must not call back into the registry
+ * (tracer.c). */
+RVT_HIDDEN void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view *v), void *arg);
 
 /* Tracing started on some thread: starts the mute thread when muting is on
  * (RV_TRACE_MUTE; first call reads it).  Any thread but a traced one inside
@@ -279,6 +362,16 @@ RVT_HIDDEN size_t rvt_mute_list(struct rvt_muted *out, size_t cap);
  * rvt_key_muted() reads; runtime.c) and returns 0, else -ENOENT.  Takes the
  * key lock: not in a trace point or signal handler. */
 RVT_HIDDEN int rvt_key_mute(const void *key);
+
+/* How many muted functions still have live exit sites (a thread had a
+ * frame of theirs open when last looked at).  Any thread (mute.c). */
+RVT_HIDDEN size_t rvt_mute_pending(void);
+
+/* Mutes the native function `fn` for a runtime that traces it by address
+ * (rvt_addr_muted(), trace-runtime.h): 0, or -ENOENT (no runtime said it
+ * checks addresses), -ENOSPC (RVT_MUTED_MAX reached).  The budget thread
+ * only (runtime.c). */
+RVT_HIDDEN int rvt_addr_mute(const void *fn);
 
 /* The `.rearview_untraced` sections of every loaded module (read from the
  * modules' files once and kept); *out points into storage the module owns
@@ -304,6 +397,10 @@ RVT_HIDDEN void rvt_devmode_start(void);
 /* Captures every thread holding a ring to the expanded RV_TRACE_FILE; a
  * failure is said on stderr.  Returns 0, or -ENOENT when it is unset. */
 RVT_HIDDEN int rvt_devmode_capture_all(void);
+
+/* Before an exec (exec.c): writes what exit would (every thread holding a
+ * ring, to RV_TRACE_FILE) when this process writes captures. */
+RVT_HIDDEN void rvt_devmode_before_exec(void);
 
 /* Expands `pat` (%p, %t, %e, %%) into out[len].  Returns 0, -ENAMETOOLONG
  * or -EINVAL (empty). */

@@ -5,8 +5,9 @@
  * the shared word and, under DESIGN, the handover without a signal).
  *
  * Invariants:
- * - Only the traced thread writes its ring slots, cur, base, limit, seen,
- *   hi and wrapped, and only inside a trace point (busy set).  The control
+ * - Only the traced thread writes its ring slots, cur, base, limit, bound,
+ *   step, seen, hi, wrapped and its shadow stack, and only inside a trace
+ *   point (busy = 1).  The control
  *   side touches a ring before it publishes it in start (release), and after
  *   a handover (handover_locked()) has taken it away from the thread.
  * - A ring shell (struct rvt_ring) that a live thread's `seen` or
@@ -235,8 +236,8 @@ static int shell_seen_locked(const struct rvt_ring *r)
 {
 	for (size_t i = 0; i < nrecs; i++) {
 		struct rvt__thread *t = recs[i].t;
-		if (t && (atomic_load_explicit(&t->seen, memory_order_acquire) == (uintptr_t)r ||
-			  RVT__LD(t->prev_ring) == (uintptr_t)r))
+		if (t &&
+		    (RVT__LD_ACQ(t->seen) == (uintptr_t)r || RVT__LD(t->prev_ring) == (uintptr_t)r))
 			return 1;
 	}
 	return 0;
@@ -267,6 +268,8 @@ static struct rvt_ring *ring_new(int spare)
 		return NULL;
 	r->nslots = cfg_buffer_bytes / 8;
 	r->map_bytes = r->nslots * 8;
+	/* Segments (trace-inline.h): 64 to a ring, of at least 512 slots. */
+	r->step = r->nslots / 64 > 512 ? r->nslots / 64 : r->nslots < 512 ? r->nslots : 512;
 	/* MAP_NORESERVE and no pre-faulting: pages become resident as written. */
 	void *m = mmap(NULL, r->map_bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -293,7 +296,8 @@ static void ring_free(struct rvt_ring *r)
 
 /* ---- shadow stacks ------------------------------------------------------- */
 
-#define SHADOW_BYTES (RVT_SHADOW_WORDS * sizeof(uintptr_t))
+/* Each frame: its stack pointer, then its method value (trace-inline.h). */
+#define SHADOW_BYTES (RVT_SHADOW_FRAMES * RVT_SHADOW_FRAME)
 
 /* The record's shadow stack, mapped once (MAP_NORESERVE: pages as deep as
  * the thread's calls go).  0 or -ENOMEM. */
@@ -413,14 +417,14 @@ static int register_locked(void)
 static void ring_end_locked(struct rvt__thread *t, struct rvt_ring *old)
 {
 	for (;;) {
-		uintptr_t s = atomic_load_explicit(&t->seen, memory_order_acquire);
+		uintptr_t s = RVT__LD_ACQ(t->seen);
 		if (s == RVT__SEEN_CHANGING) {
 			sched_yield(); /* an adoption is under way */
 			continue;
 		}
 		if (s == (uintptr_t)old) {
-			uint64_t *cur = atomic_load_explicit(&t->cur, memory_order_acquire);
-			int w = atomic_load_explicit(&t->wrapped, memory_order_acquire);
+			uint64_t *cur = RVT__LD_ACQ(t->cur);
+			int w = RVT__LD_ACQ(t->wrapped);
 			if (RVT__LD(t->seen) != s)
 				continue; /* adopted meanwhile: prev_* now say it */
 			old->end_pos = (uint64_t)(cur - old->slots);
@@ -448,12 +452,13 @@ static int handover_locked(struct rec *r, struct rvt_ring *next)
 	uintptr_t prev = RVT__LD(t->start);
 	/* Partner: the acquire load of start in rvt__adopt (the new ring's
 	 * slots and end_pos are set). */
-	atomic_store_explicit(&t->start, (uintptr_t)next, memory_order_release);
+	RVT__ST_REL(t->start, (uintptr_t)next);
 	int rc = 0;
 	if (r->tid == rvt_gettid()) {
 		/* Our own trace points run in program order: only a handler that
-		 * interrupted one could find busy set. */
-		if (atomic_load_explicit(&t->busy, memory_order_acquire))
+		 * interrupted one could find busy = 1 (2 is this very call's
+		 * librvtrace code: no trace point). */
+		if (RVT__LD_ACQ(t->busy) == 1)
 			rc = -EDEADLK;
 	} else {
 		/* Partner: the signal fence between busy = 1 and the load of start
@@ -461,10 +466,10 @@ static int handover_locked(struct rec *r, struct rvt_ring *next)
 		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
 			rc = -errno;
 		/* Partner of the acquire: the trace point's release of busy = 0,
-		 * which orders its slots and cur before it. */
+		 * which orders its slots and cur before it.  RVT_BUSY_OWN is no
+		 * trace point (trace-inline.h, DESIGN): nothing to wait for. */
 		uint64_t deadline = 0;
-		for (unsigned i = 0;
-		     rc == 0 && atomic_load_explicit(&t->busy, memory_order_acquire); i++) {
+		for (unsigned i = 0; rc == 0 && RVT__LD_ACQ(t->busy) == 1; i++) {
 			struct timespec now;
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
@@ -551,7 +556,7 @@ static int start_locked(struct rec *r, const uint64_t *lost_from)
 	r->ring->shadow = r->shadow;
 	r->ring->carry_shadow = 0;
 	/* Partner: the acquire load of start in rvt__adopt. */
-	atomic_store_explicit(&r->t->start, (uintptr_t)r->ring, memory_order_release);
+	RVT__ST_REL(r->t->start, (uintptr_t)r->ring);
 	r->tracing = 1;
 	return 0;
 }
@@ -653,7 +658,7 @@ __attribute__((constructor)) static void rvt_ctor(void)
 
 /* ---- public control API ------------------------------------------------- */
 
-int rvt_thread_register(void)
+static int thread_register(void)
 {
 	int rc = rvt_init();
 	if (rc)
@@ -681,7 +686,7 @@ int rvt_set_config(size_t buffer_bytes, unsigned max_buffers)
 	return 0;
 }
 
-int rvt_start(pid_t tid)
+static int start_tid(pid_t tid)
 {
 	int rc = rvt_init();
 	if (rc)
@@ -702,26 +707,56 @@ int rvt_start(pid_t tid)
 	return rc;
 }
 
-void rvt_rings_sample(void (*fn)(void *arg, const uint64_t *slots, uint64_t nslots, uint64_t cur,
-				 int wrapped),
-		      void *arg)
+void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view *v), void *arg)
 {
 	pthread_mutex_lock(&reg_lock);
 	for (size_t i = 0; i < nrecs; i++) {
 		struct rec *r = &recs[i];
 		if (!r->tracing || !r->t || !r->ring ||
-		    atomic_load(&r->t->seen) != (uintptr_t)r->ring)
+		    __atomic_load_n(&r->t->seen, __ATOMIC_SEQ_CST) != (uintptr_t)r->ring)
 			continue;
-		uint64_t *cur = atomic_load_explicit(&r->t->cur, memory_order_relaxed);
+		struct rvt__thread *t = r->t;
+		uint64_t *cur = RVT__LD(t->cur);
 		if (cur < r->ring->slots || cur > r->ring->slots + r->ring->nslots)
 			continue;
-		fn(arg, r->ring->slots, r->ring->nslots, (uint64_t)(cur - r->ring->slots),
-		   atomic_load_explicit(&r->t->wrapped, memory_order_relaxed));
+		struct rvt_ring_view v = {
+			.tid = r->tid,
+			.slots = r->ring->slots,
+			.nslots = r->ring->nslots,
+			.cur = (uint64_t)(cur - r->ring->slots),
+			.wrapped = RVT__LD(t->wrapped),
+			.busy = RVT__LD(t->busy),
+			.sh_base = RVT__LD(t->sh_base),
+			.sh_top = RVT__LD(t->sh_top),
+			.sh_end = RVT__LD(t->sh_end),
+		};
+		/* The shadow is the record's (its mapping outlives the thread's
+		 * use of it); anything else is a ring switch in flight. */
+		if (v.sh_base != (uintptr_t)r->shadow)
+			v.sh_base = v.sh_top = v.sh_end = 0;
+		fn(arg, &v);
 	}
 	pthread_mutex_unlock(&reg_lock);
 }
 
-int rvt_stop(pid_t tid, int release)
+void rvt_learning(int on)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < nrecs; i++) {
+		struct rec *r = &recs[i];
+		if (!r->tracing || !r->t || !r->ring)
+			continue;
+		/* Only the ring the registry gave it: a handover in flight, or
+		 * a stop, leaves the word alone (it clears the mark anyway). */
+		uintptr_t ring = (uintptr_t)r->ring, want = on ? ring | RVT__START_LEARN : ring;
+		uintptr_t have = on ? ring : ring | RVT__START_LEARN;
+		__atomic_compare_exchange_n(&r->t->start, &have, want, 0, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static int stop_tid(pid_t tid, int release)
 {
 	if (rvt_init())
 		return -ESRCH;
@@ -738,7 +773,7 @@ int rvt_stop(pid_t tid, int release)
 	return rc;
 }
 
-int rvt_release_all(void)
+static int release_all(void)
 {
 	if (rvt_init())
 		return -ESRCH;
@@ -773,7 +808,7 @@ int rvt_is_tracing(pid_t tid)
 	return on;
 }
 
-int rvt_set_ui_thread(pid_t tid)
+static int set_ui_thread(pid_t tid)
 {
 	pthread_mutex_lock(&reg_lock);
 	struct rec *r = find_rec(tid ? tid : rvt_gettid());
@@ -789,7 +824,7 @@ int rvt_set_ui_thread(pid_t tid)
 }
 
 /* Every thread of the process (/proc/self/task), registered or not. */
-size_t rvt_threads_snapshot(struct rvt_thread_info *out, size_t cap)
+static size_t threads_snapshot(struct rvt_thread_info *out, size_t cap)
 {
 	size_t n = 0;
 	DIR *d = opendir("/proc/self/task");
@@ -891,27 +926,36 @@ static int ts_after(uint32_t ts, uint32_t t)
 /*
  * The innermost method value open in ring `g` (its slots before `end`, all
  * of them when `wrapped`) at the shifted counter `at`: its frames entered at
- * or before `at` and not exited by then, decoding backwards (FORMAT.md §1).
- * 0 when there is none.
+ * or before `at` and not exited by then, decoding backwards (FORMAT.md §1);
+ * past the entries, a STACK record names the frames open before them.  0
+ * when there is none.
  */
 static uint64_t open_method_in(const struct rvt_ring *g, uint64_t end, int wrapped, uint64_t at)
 {
 	if (end > g->nslots)
 		return 0;
 	uint64_t count = wrapped ? g->nslots : end;
-	int depth = 0;
+#define SLOT(k) \
+	__atomic_load_n(&g->slots[(end + g->nslots - 1 - (k)) % g->nslots], __ATOMIC_RELAXED)
+	uint64_t depth = 0;
 	for (uint64_t k = 0; k < count; k++) {
-		uint64_t sl = __atomic_load_n(&g->slots[(end + g->nslots - 1 - k) % g->nslots],
-					      __ATOMIC_RELAXED);
+		uint64_t sl = SLOT(k);
 		uint32_t low = (uint32_t)sl, ts = (uint32_t)(sl >> 32);
 		uint64_t value = low;
 		if (low != 0 && low <= RVT_SLOT_MARKER_MAX) {
 			if (++k == count)
 				break; /* its first half is gone */
-			value = __atomic_load_n(&g->slots[(end + g->nslots - 1 - k) % g->nslots],
-						__ATOMIC_RELAXED);
+			value = SLOT(k);
+			if (low == RVT_SLOT_STACK && !ts_after(ts, (uint32_t)at)) {
+				/* value: open << 32 | listed FRAME pairs before it. */
+				uint64_t listed = (uint32_t)value;
+				if (depth >= listed || k + 2 * listed >= count)
+					return 0;
+				return SLOT(k + 2 * (depth + 1));
+			}
 			if (low != RVT_SLOT_PAIR)
-				continue; /* CLOCK, LOSS, reserved */
+				continue; /* CLOCK, LOSS, FRAME, EXIT_OF (its exit counted),
+					     reserved */
 		}
 		if (ts_after(ts, (uint32_t)at))
 			continue; /* written after `at`: says nothing about it */
@@ -922,6 +966,7 @@ static uint64_t open_method_in(const struct rvt_ring *g, uint64_t end, int wrapp
 		else
 			depth--;
 	}
+#undef SLOT
 	return 0;
 }
 
@@ -942,11 +987,11 @@ static uint64_t open_method_locked(pid_t tid, uint64_t at)
 	int wrapped = g->wrapped;
 	if (r->t && r->tracing) {
 		struct rvt__thread *t = r->t;
-		uintptr_t s = atomic_load_explicit(&t->seen, memory_order_acquire);
+		uintptr_t s = RVT__LD_ACQ(t->seen);
 		if (s != (uintptr_t)g)
 			return 0; /* not adopted yet, or changing */
-		uint64_t *cur = atomic_load_explicit(&t->cur, memory_order_acquire);
-		wrapped = atomic_load_explicit(&t->wrapped, memory_order_acquire);
+		uint64_t *cur = RVT__LD_ACQ(t->cur);
+		wrapped = RVT__LD_ACQ(t->wrapped);
 		if (RVT__LD(t->seen) != s)
 			return 0;
 		end = (uint64_t)(cur - g->slots);
@@ -1026,7 +1071,7 @@ static int capture_to_buffer(pid_t tid, const struct rvt_anomaly *anomaly, uint8
 	return rc;
 }
 
-int rvt_capture_to_path(pid_t tid, const char *path)
+static int capture_to_path(pid_t tid, const char *path)
 {
 	if (!path || !*path)
 		return -EINVAL;
@@ -1040,8 +1085,8 @@ int rvt_capture_to_path(pid_t tid, const char *path)
 	return rc;
 }
 
-int rvt_capture_frozen_memfd(pid_t tid, const struct rvt_anomaly *anomaly, uint64_t *size,
-			     uint64_t *frozen_ns)
+static int capture_memfd(pid_t tid, const struct rvt_anomaly *anomaly, uint64_t *size,
+			 uint64_t *frozen_ns)
 {
 	uint8_t *buf;
 	size_t len;
@@ -1081,6 +1126,77 @@ int rvt_capture_default(void)
 	return rvt_devmode_capture_all();
 }
 
+/* ---- the API as librvtrace's own code -------------------------------------
+ * What these do on a traced thread — allocate, read /proc, build a capture —
+ * is not the program's: its trace points are dropped meanwhile
+ * (rvt_own_begin), so a program's own traced malloc or stdio never shows
+ * the tracer's calls as its own. */
+
+int rvt_thread_register(void)
+{
+	int own = rvt_own_begin();
+	int rc = thread_register();
+	rvt_own_end(own);
+	return rc;
+}
+
+int rvt_start(pid_t tid)
+{
+	int own = rvt_own_begin();
+	int rc = start_tid(tid);
+	rvt_own_end(own);
+	return rc;
+}
+
+int rvt_stop(pid_t tid, int release)
+{
+	int own = rvt_own_begin();
+	int rc = stop_tid(tid, release);
+	rvt_own_end(own);
+	return rc;
+}
+
+int rvt_release_all(void)
+{
+	int own = rvt_own_begin();
+	int rc = release_all();
+	rvt_own_end(own);
+	return rc;
+}
+
+int rvt_set_ui_thread(pid_t tid)
+{
+	int own = rvt_own_begin();
+	int rc = set_ui_thread(tid);
+	rvt_own_end(own);
+	return rc;
+}
+
+size_t rvt_threads_snapshot(struct rvt_thread_info *out, size_t cap)
+{
+	int own = rvt_own_begin();
+	size_t rc = threads_snapshot(out, cap);
+	rvt_own_end(own);
+	return rc;
+}
+
+int rvt_capture_to_path(pid_t tid, const char *path)
+{
+	int own = rvt_own_begin();
+	int rc = capture_to_path(tid, path);
+	rvt_own_end(own);
+	return rc;
+}
+
+int rvt_capture_frozen_memfd(pid_t tid, const struct rvt_anomaly *anomaly, uint64_t *size,
+			     uint64_t *frozen_ns)
+{
+	int own = rvt_own_begin();
+	int rc = capture_memfd(tid, anomaly, size, frozen_ns);
+	rvt_own_end(own);
+	return rc;
+}
+
 /* hooks-x86_64.S hard-codes these offsets. */
 _Static_assert(offsetof(struct rvt__thread, start) == 0, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, hi) == 8, "asm offsets");
@@ -1095,3 +1211,5 @@ _Static_assert(offsetof(struct rvt__thread, shift) == 64, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, sh_top) == 72, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, sh_base) == 80, "asm offsets");
 _Static_assert(offsetof(struct rvt__thread, sh_end) == 88, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, bound) == 96, "asm offsets");
+_Static_assert(offsetof(struct rvt__thread, step) == 104, "asm offsets");

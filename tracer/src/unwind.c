@@ -5,10 +5,11 @@
  * write no exits (clang's -finstrument-functions-after-inlining), and thread
  * exit (pthread_exit, cancellation).
  *
- * Every trace point keeps a shadow stack of the open frames' stack pointers
- * off the ring (trace-inline.h, "Shadow stack").  The stack grows down, so
- * when control lands in a frame whose stack pointer is `sp`, every shadow
- * frame whose recorded stack pointer is below `sp` is gone.  rvt_unwind_below()
+ * Every trace point keeps a shadow stack of the open frames (stack pointer
+ * and method value) off the ring (trace-inline.h, "Shadow stack").  The
+ * stack grows down, so when control lands in a frame whose stack pointer is
+ * `sp`, every shadow frame whose recorded stack pointer is below `sp` is
+ * gone.  rvt_unwind_below()
  * writes one ordinary exit slot (current time) for each of them and pops
  * them, so the ring stays a well-formed sequence and the decoder needs no
  * help for these cases:
@@ -16,11 +17,19 @@
  *     is the stack pointer saved in the jmp_buf (glibc mangles it; the key is
  *     found once, by calling the real _setjmp at a known stack pointer at two
  *     depths — if the two disagree, jumps are not followed);
+ *   - the C++ and C personality routines (__gxx_personality_v0,
+ *     __gcc_personality_v0) are interposed: when the real one has a frame's
+ *     landing pad run — a cleanup (destructors) or a handler — every frame
+ *     below that frame's stack pointer (the unwinder's CFA of the frame
+ *     below it) is gone before the landing pad's code runs, so a destructor
+ *     called there nests under its own frame.  gcc's instrumented frames
+ *     write their exits in cleanups of their own and are gone already;
+ *     clang's (-finstrument-functions-after-inlining) write none;
  *   - __cxa_begin_catch is interposed: the catching frame's stack pointer is
  *     the interposer's CFA (frames gcc already closed are no longer there);
  *   - at thread exit (the key destructor, tracer.c) every open frame is closed.
  * What cannot be known: frames past the shadow stack's capacity
- * (RVT_SHADOW_WORDS) when the target lies inside them (they stay open), and
+ * (RVT_SHADOW_FRAMES) when the target lies inside them (they stay open), and
  * jumps to another stack (target below the current stack pointer: ignored).
  * A fully static program must be linked with
  * -Wl,--undefined=__libc_siglongjmp (its jumps go there; __longjmp_chk's
@@ -43,9 +52,14 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unwind.h>
 
 typedef void (*jump_fn)(struct __jmp_buf_tag *env, int val);
 typedef void *(*catch_fn)(void *exc);
+typedef _Unwind_Reason_Code (*personality_fn)(int version, _Unwind_Action actions,
+					      _Unwind_Exception_Class cls,
+					      struct _Unwind_Exception *exc,
+					      struct _Unwind_Context *ctx);
 
 /* The C library's entries, found at load (or at first use, for a jump made
  * by a constructor that ran before ours). */
@@ -55,6 +69,7 @@ static _Atomic(jump_fn) real_longjmp, real__longjmp, real_siglongjmp, real_longj
  * the program is linked with -Wl,--undefined=__libc_siglongjmp. */
 extern void __libc_siglongjmp(struct __jmp_buf_tag *env, int val) __attribute__((weak));
 static _Atomic(catch_fn) real_begin_catch;
+static _Atomic(personality_fn) real_gxx_personality, real_gcc_personality;
 static uintptr_t jb_key;
 static int jb_ok; /* jb_key was found consistently */
 
@@ -67,17 +82,17 @@ void rvt_unwind_below(uintptr_t limit)
 		return;
 	RVT__ST(t->busy, 1);
 	/* Partner: the control side's membarrier in handover_locked(). */
-	atomic_signal_fence(memory_order_seq_cst);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	uintptr_t s = RVT__LD(t->start);
 	if ((s != RVT__LD(t->seen) || s == 0) && !rvt__adopt(t)) {
-		atomic_store_explicit(&t->busy, 0, memory_order_release);
+		RVT__ST_REL(t->busy, 0);
 		return;
 	}
 	uintptr_t top = t->sh_top;
 	uintptr_t known = top < t->sh_end ? top : t->sh_end;
 	uintptr_t keep = known;
-	while (keep > t->sh_base && ((const uintptr_t *)keep)[-1] < limit)
-		keep -= sizeof(uintptr_t);
+	while (keep > t->sh_base && ((const uintptr_t *)keep)[-2] < limit)
+		keep -= RVT_SHADOW_FRAME;
 	if (keep == known)
 		keep = top; /* nothing recorded is gone: frames past the end are unknown */
 	assert(keep >= t->sh_base && keep <= top);
@@ -87,19 +102,16 @@ void rvt_unwind_below(uintptr_t limit)
 			rvt__clock(t, now);
 		uint64_t ts = now << 32;
 		uint64_t *p = RVT__LD(t->cur);
-		for (uintptr_t w = keep; w < top; w += sizeof(uintptr_t)) {
+		for (uintptr_t w = keep; w < top; w += RVT_SHADOW_FRAME) {
 			*p = ts;
-			if (++p == t->limit) {
-				p = t->base;
-				RVT__ST(t->wrapped, 1);
-				t->hi = UINT64_MAX; /* the next lap starts with a CLOCK */
-			}
+			if (++p == t->bound)
+				p = rvt__bound(t, p);
 		}
 		t->sh_top = keep;
 		RVT__ST(t->cur, p);
 	}
 	/* Partner: the control side's acquire load of busy (DESIGN). */
-	atomic_store_explicit(&t->busy, 0, memory_order_release);
+	RVT__ST_REL(t->busy, 0);
 }
 
 /* glibc's jmp_buf: the saved stack pointer's word and its demangling. */
@@ -230,4 +242,65 @@ void *__cxa_begin_catch(void *exc)
 		atomic_store_explicit(&real_begin_catch, real, memory_order_relaxed);
 	}
 	return real(exc);
+}
+
+/* The next definition of a personality routine (the C++ or C runtime's):
+ * after this object in the search order, else in the library that defines
+ * it when that was loaded later or is not in the global scope. */
+static personality_fn next_personality(_Atomic(personality_fn) *slot, const char *name,
+				       const char *lib)
+{
+	personality_fn real = atomic_load_explicit(slot, memory_order_relaxed);
+	if (!real) {
+		real = (personality_fn)dlsym(RTLD_NEXT, name);
+		void *h = real ? NULL : dlopen(lib, RTLD_LAZY | RTLD_NOLOAD);
+		if (h) {
+			real = (personality_fn)dlsym(h, name);
+			dlclose(h); /* still loaded: NOLOAD found it so */
+		}
+		if (!real) {
+			fprintf(stderr, "librvtrace: %s: the runtime's is not found\n", name);
+			abort();
+		}
+		atomic_store_explicit(slot, real, memory_order_relaxed);
+	}
+	return real;
+}
+
+/* The real personality decided: in the cleanup phase, INSTALL_CONTEXT means
+ * this frame's landing pad runs next, with the stack pointer it had at the
+ * call that unwound — the CFA of the frame below it, which the unwinder
+ * holds while it examines this one.  Shadow frames below it are gone. */
+static _Unwind_Reason_Code landing(_Unwind_Reason_Code rc, _Unwind_Action actions,
+				   struct _Unwind_Context *ctx)
+{
+	if (rc == _URC_INSTALL_CONTEXT && (actions & _UA_CLEANUP_PHASE))
+		rvt_unwind_below((uintptr_t)_Unwind_GetCFA(ctx));
+	return rc;
+}
+
+RVT_API _Unwind_Reason_Code __gxx_personality_v0(int version, _Unwind_Action actions,
+						 _Unwind_Exception_Class cls,
+						 struct _Unwind_Exception *exc,
+						 struct _Unwind_Context *ctx);
+_Unwind_Reason_Code __gxx_personality_v0(int version, _Unwind_Action actions,
+					 _Unwind_Exception_Class cls, struct _Unwind_Exception *exc,
+					 struct _Unwind_Context *ctx)
+{
+	personality_fn real =
+		next_personality(&real_gxx_personality, "__gxx_personality_v0", "libstdc++.so.6");
+	return landing(real(version, actions, cls, exc, ctx), actions, ctx);
+}
+
+RVT_API _Unwind_Reason_Code __gcc_personality_v0(int version, _Unwind_Action actions,
+						 _Unwind_Exception_Class cls,
+						 struct _Unwind_Exception *exc,
+						 struct _Unwind_Context *ctx);
+_Unwind_Reason_Code __gcc_personality_v0(int version, _Unwind_Action actions,
+					 _Unwind_Exception_Class cls, struct _Unwind_Exception *exc,
+					 struct _Unwind_Context *ctx)
+{
+	personality_fn real =
+		next_personality(&real_gcc_personality, "__gcc_personality_v0", "libgcc_s.so.1");
+	return landing(real(version, actions, cls, exc, ctx), actions, ctx);
 }

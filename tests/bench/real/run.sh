@@ -5,21 +5,26 @@
 # skipped and said so), runs ROUNDS interleaved rounds of every mode of every
 # program (each round runs the modes in a rotated order, so drift and other
 # load fall on all modes alike), and prints one table: program, mode, median
-# seconds, overhead against plain as the mean of the paired per-round
-# differences with its paired-t 95 % interval, trace points per second (from
-# the capture: entries + exits over the captured span), functions
-# instrumented / total, and in how many rounds the capture named the planted
-# cause at the top of self time (found k/n).
+# CPU seconds (user + system of the program, tests/bench/real/cpurun.c),
+# overhead against plain as the mean of the paired per-round differences of
+# CPU time with its paired-t 95 % interval, and from the captures: trace
+# points per second of the program's CPU time, the seconds of it the default
+# 32 MiB ring holds, how many functions the budget muted, the first named
+# function of self time and in how many rounds it was the planted (or
+# perf-confirmed hottest) one, and functions instrumented / total.
 #
-#   tests/bench/real/run.sh            (ROUNDS=10, PROGS="zstd sqlite3 lua")
-# Run from the repository root.  Other settings: see common.sh.
+#   tests/bench/real/run.sh      (ROUNDS=10, PROGS="zstd sqlite3 lua gzip bc cmark")
+# Run from the repository root.  Other settings: see common.sh; a program's
+# row label is its name, or NAME:VARIANT when RV_VARIANT is set (a build with
+# other RV_FLAGS, e.g. a never-list).
 set -eu
 ROUNDS=${ROUNDS:-10}
-PROGS=${PROGS:-zstd sqlite3 lua}
+PROGS=${PROGS:-zstd sqlite3 lua gzip bc cmark}
 MODES="plain off on capture"
 D=tests/bench/real
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+LABEL=${RV_VARIANT:+:$RV_VARIANT}
 
 have=""
 for p in $PROGS; do
@@ -51,7 +56,7 @@ while [ "$r" -le "$ROUNDS" ]; do
 		done
 		for m in "$@"; do
 			line=$(sh "$D/$p.sh" run "$m")
-			echo "$p $m $r $line" >>"$T/raw"
+			echo "$p$LABEL $m $r $line" >>"$T/raw"
 		done
 	done
 	r=$((r + 1))
@@ -65,15 +70,19 @@ awk -v modes="$MODES" '
 BEGIN {
 	split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131 2.120 2.110 2.101 2.093 2.086 2.080 2.074 2.069 2.064 2.060 2.056 2.052 2.048 2.045 2.042", tq, " ")
 	nm = split(modes, mo, " ")
-	printf "%-8s %-8s %9s %22s %12s %14s %6s\n", "program", "mode", "median s", "overhead (95% CI)", "points/s", "instrumented", "found"
+	printf "%-12s %-8s %8s %22s %9s %7s %5s %6s  %s\n", "program", "mode", "cpu s", \
+		"cpu overhead (95% CI)", "events/s", "ring s", "muted", "found", "top of self time"
 }
 {
 	p = $1; m = $2; r = $3
 	for (i = 4; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	sec[p, m, r] = f["seconds"]
+	sec[p, m, r] = f["cpu"]
 	if (f["instrumented"] != "-") inst[p, m] = f["instrumented"]
 	if (f["found"] != "-") { nf[p, m]++; if (f["found"] == "yes") yf[p, m]++ }
-	if (f["tprate"] != "-" && f["tprate"] != "") { rate[p, m] += f["tprate"]; nrate[p, m]++ }
+	if (f["evrate"] != "-") { rate[p, m] += f["evrate"]; nrate[p, m]++ }
+	if (f["ring"] != "-") { ring[p, m] += f["ring"]; nring[p, m]++ }
+	if (f["muted"] != "-") { mut[p, m] += f["muted"]; nmut[p, m]++ }
+	if (f["top"] != "-") top[p, m, f["top"]]++
 	if (!(p in seenp)) { seenp[p] = 1; order[++np] = p }
 	if (r > maxr) maxr = r
 }
@@ -83,6 +92,14 @@ function median(p, m,    n, i, j, v, t) {
 	for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
 	if (n == 0) return -1
 	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+function mosttop(p, m,    k, best, bn, parts) {
+	best = "-"; bn = 0
+	for (k in top) {
+		split(k, parts, SUBSEP)
+		if (parts[1] == p && parts[2] == m && top[k] > bn) { bn = top[k]; best = parts[3] }
+	}
+	return best
 }
 END {
 	for (k = 1; k <= np; k++) {
@@ -108,8 +125,14 @@ END {
 				ov = sprintf("%+.1f%% [%+.1f, %+.1f]", 100 * mean / base, 100 * (mean - hw) / base, 100 * (mean + hw) / base)
 			}
 			rt = nrate[p, m] ? sprintf("%.3g", rate[p, m] / nrate[p, m]) : "-"
-			printf "%-8s %-8s %9.3f %22s %12s %14s %6s\n", p, m, med, ov, rt, \
-				((p, m) in inst) ? inst[p, m] : "-", ((p, m) in nf) ? sprintf("%d/%d", yf[p, m], nf[p, m]) : "-"
+			rg = nring[p, m] ? sprintf("%.3g", ring[p, m] / nring[p, m]) : "-"
+			mu = nmut[p, m] ? sprintf("%.0f", mut[p, m] / nmut[p, m]) : "-"
+			fd = ((p, m) in nf) ? sprintf("%d/%d", yf[p, m], nf[p, m]) : "-"
+			printf "%-12s %-8s %8.3f %22s %9s %7s %5s %6s  %s\n", p, m, med, ov, rt, rg, mu, fd, mosttop(p, m)
 		}
 	}
+	print ""
+	print "instrumented (traced / total functions):"
+	for (k = 1; k <= np; k++)
+		if ((order[k], "off") in inst) printf "  %s %s\n", order[k], inst[order[k], "off"]
 }' "$T/raw"

@@ -10,16 +10,17 @@
 # decompresses it again.
 #
 #   tests/bench/real/zstd.sh build          (quiet; exit 77 without the source)
-#   tests/bench/real/zstd.sh run MODE       plain | off | on | capture; one line:
-#     seconds=<wall> tracepoints=<n|-> found=<yes|no|-> instrumented=<k>/<total> tprate=<events/s|->
+#   tests/bench/real/zstd.sh run MODE       plain | off | on | capture; one line
+#                                           (common.sh run_line: wall, cpu, ...)
 #   tests/bench/real/zstd.sh check          small and fast: the planted function
 #                                           found by name, its call count exact,
 #                                           the round trip exact; exit 0/1/77
-# Run from the repository root.  Settings: see common.sh (BUILD, RV_THRESHOLD,
-# RV_NEVER, RV_CC); CORPUS_MB (default 20).
+# Run from the repository root.  Settings: see common.sh (BUILD, RV_FLAGS,
+# RV_CC, RV_VARIANT); CORPUS_MB (default 20).  zstd.never is the hand-made
+# never-list the bench used before the tracer's budget
+# (RV_FLAGS=--rv-never=tests/bench/real/zstd.never RV_VARIANT=never).
 set -eu
 ROOT=$(pwd)
-: "${RV_NEVER=$ROOT/tests/bench/real/zstd.never}"
 . "$ROOT/tests/bench/real/common.sh"
 PLANTED=zstd_planted_slow_scan
 W="$REAL/zstd"
@@ -27,7 +28,7 @@ W="$REAL/zstd"
 build_one() { # name, CC
 	out="$W/$1/zstd"
 	up_to_date "$1" "$2" "$out" "$ROOT/tests/bench/real/zstd.sh" "$ROOT/tests/bench/real/zstd-planted.patch" \
-		$([ "$1" = rv ] && rv_deps) && return 0
+		$([ "$1" != plain ] && rv_deps) && return 0
 	rm -rf "$W/$1" && mkdir -p "$W/$1"
 	cp -r "$SRC/lib" "$SRC/programs" "$W/$1/"
 	(cd "$W/$1" && patch -s -p0 <"$ROOT/tests/bench/real/zstd-planted.patch")
@@ -40,43 +41,21 @@ build_one() { # name, CC
 	echo "$2" >"$out.cc"
 }
 
-corpus() { # megabytes -> path
-	c="$W/corpus-$1M"
-	[ -s "$c" ] && {
-		echo "$c"
-		return 0
-	}
-	find /usr/share/doc /usr/share/common-licenses /usr/share/man /usr/share/perl -type f \
-		2>/dev/null | LC_ALL=C sort | xargs cat 2>/dev/null | head -c "$(($1 << 20))" >"$c.tmp"
-	mv "$c.tmp" "$c"
-	echo "$c"
-}
-
-# run_once MODE CORPUS TMP: compress + decompress; prints the fields.
+# run_once MODE CORPUS TMP: compress + decompress; prints the fields (the
+# capture's: compression's).
 run_once() {
 	mode=$1
-	bin="$W/rv/zstd"
+	bin="$W/$RV_VARIANT/zstd"
 	[ "$mode" = plain ] && bin="$W/plain/zstd"
-	env_on=""
-	case "$mode" in
-	on) env_on="RV_TRACE=1" ;;
-	capture) env_on="RV_TRACE=1 RV_TRACE_FILE=$3/c.rvt" ;;
-	plain | off) ;;
-	*)
-		echo "zstd.sh: unknown mode $mode" >&2
-		exit 2
-		;;
-	esac
-	t0=$(now)
-	env $env_on "$bin" -q -f -"${LEVEL:-3}" --single-thread --no-asyncio "$2" -o "$3/x.zst"
+	env_on=$(mode_env "$mode" "$3")
+	timed "$3" env $env_on "$bin" -q -f -"${LEVEL:-3}" --single-thread --no-asyncio "$2" -o "$3/x.zst"
 	[ "$mode" = capture ] && env_on="RV_TRACE=1 RV_TRACE_FILE=$3/d.rvt"
-	env $env_on "$bin" -q -f -d --no-asyncio "$3/x.zst" -o "$3/x.out"
-	t1=$(now)
+	timed "$3" env $env_on "$bin" -q -f -d --no-asyncio "$3/x.zst" -o "$3/x.out"
 	cmp -s "$2" "$3/x.out" || {
 		echo "zstd.sh: round trip differs" >&2
 		exit 1
 	}
-	run_line "$mode" "$bin" "$3" "$t0" "$t1"
+	run_line "$mode" "$bin" "$3"
 }
 
 cmd=${1:-}
@@ -84,25 +63,28 @@ want_cmd "$cmd" "$0"
 SRC=$(fetch_source libzstd zstd)
 mkdir -p "$W"
 build_one plain "$RV_CC"
-build_one rv "$RVCC $RV_CC $(rv_flags)"
+build_one "$RV_VARIANT" "$(rv_cc)"
 [ "$cmd" = build ] && exit 0
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
 if [ "$cmd" = run ]; then
-	run_once "${2:?run MODE}" "$(corpus "${CORPUS_MB:-20}")" "$T"
+	run_once "${2:?run MODE}" "$(corpus "$W" "${CORPUS_MB:-20}")" "$T"
 	exit 0
 fi
 
 # check: 2 MiB, captured; the planted function on top, called once per
 # 128 KiB input chunk (the compression loop reads ZSTD_CStreamInSize() bytes
 # per turn and ends on the turn that reads the file's last byte).
-c=$(corpus 2)
+c=$(corpus "$W" 2)
 LEVEL=1
 # Read the corpus once first: on a loaded machine its pages may have left the
 # page cache, and a read from disk inside the capture (AIO_ReadPool_fillBuffer,
 # blocked) once outweighed the planted function's self time.
 cat "$c" >/dev/null
+# Exact counts: the budget (on by default) could mute a hot callee and fold
+# its time into a caller's self time (RV_TRACE_MUTE).
+export RV_TRACE_MUTE=off
 line=$(run_once capture "$c" "$T")
 calls=$("$RVTRACE" summary --top 100 "$T/c.rvt" | awk -v p="$PLANTED" '$NF == p { print $1; exit }')
 want=$((($(wc -c <"$c") + 131071) / 131072))

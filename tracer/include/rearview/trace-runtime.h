@@ -8,8 +8,7 @@
  * thread is traced.
  *
  * It reads librvtrace's internal per-thread word (trace-inline.h): rebuild
- * the runtime with the matching library, as for inline mode.  C only (C11
- * atomics, like trace-inline.h); a C++ VM includes it from a C file.
+ * the runtime with the matching library, as for inline mode.
  */
 #ifndef REARVIEW_TRACE_RUNTIME_H
 #define REARVIEW_TRACE_RUNTIME_H
@@ -46,8 +45,35 @@ static inline RVT__NOTRACE int rvt_thread_active(void)
  */
 static inline RVT__NOTRACE int rvt_key_muted(const void *key)
 {
-	return RVT__UNLIKELY(
-		atomic_load_explicit((const _Atomic uint32_t *)key, memory_order_relaxed) != 0);
+	return RVT__UNLIKELY(__atomic_load_n((const uint32_t *)key, __ATOMIC_RELAXED) != 0);
+}
+
+/* Addresses the budget muted (runtime.c): a bloom filter of 4096 bits the
+ * inline test reads, then the exact list behind it. */
+#define RVT__ADDR_BLOOM_WORDS 64u
+extern __attribute__((visibility("default"))) uint64_t rvt__addr_bloom[RVT__ADDR_BLOOM_WORDS];
+__attribute__((visibility("default"))) int rvt__addr_muted_slow(const void *fn);
+
+static inline RVT__NOTRACE unsigned rvt__addr_hash(const void *fn)
+{
+	return (unsigned)(((uint64_t)(uintptr_t)fn * UINT64_C(0x9e3779b97f4a7c15)) >> 52);
+}
+
+/*
+ * Non-zero when the native function `fn`, which the runtime traces by its
+ * address, has been muted by the tracer's budget (only after
+ * rvt_runtime_checks_addresses(), trace.h): a frame started now records
+ * neither entry nor exit, like a muted key's (rvt_key_muted()).  One
+ * relaxed load and a bit test while `fn` is not muted; once muted it stays
+ * muted.  Async-signal-safe.
+ */
+static inline RVT__NOTRACE int rvt_addr_muted(const void *fn)
+{
+	unsigned h = rvt__addr_hash(fn);
+	uint64_t w = __atomic_load_n(&rvt__addr_bloom[h >> 6], __ATOMIC_ACQUIRE);
+	if (RVT__LIKELY(!(w >> (h & 63) & 1)))
+		return 0;
+	return rvt__addr_muted_slow(fn);
 }
 
 /*

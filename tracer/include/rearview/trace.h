@@ -41,18 +41,19 @@
  *   RV_TRACE_FORK=1       a forked child keeps tracing (default: it does not
  *                         trace and writes no capture)
  *   RV_TRACE_FILE=pattern one capture per traced thread, written when the
- *                         thread ends and at exit() for the others, and on
- *                         each rvt_capture_default() call; %p pid, %t tid,
+ *                         thread ends and at exit() or before an exec (any
+ *                         thread's) for the others, and on each
+ *                         rvt_capture_default() call; %p pid, %t tid,
  *                         %e executable name, %% percent sign
  *   RV_TRACE_BUFFER=n     ring size in bytes per thread (suffix k, m or g)
  *   RV_TRACE_MAX_BUFFERS  at most this many ring buffers per process (2, or
  *                         32 with RV_TRACE=all or a name list)
- *   RV_SOCKET=path        control socket for rvt_control_start()
- *   RV_TRACE_MUTE=spec    the tracer's own budget (rvt_set_mute()): `off`
- *                         (the default), `on` (1000000,200) or RATE[,MEDIAN_NS]
- *                         — a function one thread calls more than RATE times
- *                         a second with a median duration under MEDIAN_NS is
- *                         muted (read when tracing first starts)
+ *   RV_SOCKET=path        the daemon's control socket: the process joins it
+ *                         at load (see rvt_control_start()); `off`: never
+ *   RV_TRACE_MUTE=spec    the tracer's own budget (rvt_set_mute()): `on` (the
+ *                         default on x86-64: 1 %), `off`, or PERCENT[%], the
+ *                         share of each traced thread's CPU time its trace
+ *                         points may take (read when tracing first starts)
  *
  * Threads: with RV_TRACE=all or a name list, librvtrace interposes
  * pthread_create() (to start new threads and capture them as they end) and
@@ -134,24 +135,24 @@ RVT_API int rvt_start(pid_t tid);
 RVT_API int rvt_stop(pid_t tid, int release);
 
 /*
- * The tracer's own budget (issue 14, lever 3; x86-64 hand-written hooks
- * only).  While tracing is on, every 100 ms a library thread samples the
- * newest events of each traced thread; a function that one thread calls
- * more than RATE times a second with a median duration under MEDIAN_NS is
- * muted: its trace-point call sites are turned into nops (call mode and
- * rvcc's inline mode; briefly an int3 on the hooks learns them, handled by
- * a SIGTRAP handler the library installs when muting first starts, and
- * which passes every other SIGTRAP on to the previous handler); a key from
- * rvt_key_new() is muted by a flag the runtime reads (rvt_key_muted(),
- * trace-runtime.h), no code is patched.  Its time
- * then folds into its callers' self time, and every later capture carries a
- * MUTED record (FORMAT.md).  A muted function stays muted for the life of
- * the process.  Off by default (RV_TRACE_MUTE): a muted function's calls,
- * which a capture would otherwise count exactly, are gone.  A spec takes
- * effect when a thread next starts tracing.  `spec`: "off", "on"
- * (1000000,200) or "RATE[,MEDIAN_NS]" (both > 0).  Returns 0, -EINVAL
- * (spec not understood) or -ENOTSUP (on, where muting is not available).
- * Any thread.
+ * The tracer's own budget (x86-64 hand-written hooks only; on by default
+ * there).  While tracing is on, a library thread looks at every traced
+ * thread now and then: when its trace points took more than PERCENT of the
+ * CPU time it ran since the last look (the measured cost of one trace point
+ * times the slots it wrote), the functions that gave most of its events for
+ * the least self time are muted until the share is half the budget — never
+ * one with a tenth or more of the thread's self time.  A muted function's
+ * trace points become no-ops (rvcc's inline mode and call mode: one byte of
+ * each changes, with no signal or trap; a key from rvt_key_new() or a
+ * native function a runtime traces by address is muted by a flag the
+ * runtime reads, trace-runtime.h), its entries and exits stay paired in the
+ * ring, its time folds into its callers' self time, and every later
+ * capture carries a MUTED record (FORMAT.md).  A muted function stays muted
+ * for the life of the process; a capture that must count every call sets
+ * "off".  A spec takes effect when a thread next starts tracing.  `spec`:
+ * "on" (1 %), "off", or "PERCENT" / "PERCENT%" (0 < PERCENT <= 100).
+ * Returns 0, -EINVAL (spec not understood) or -ENOTSUP (on, where muting is
+ * not available).  Any thread.
  */
 RVT_API int rvt_set_mute(const char *spec);
 
@@ -244,6 +245,16 @@ RVT_API void rvt_exit_n(unsigned n);
 RVT_API const void *rvt_key_new(const char *name);
 
 /*
+ * Says that this process's runtime asks rvt_addr_muted() (trace-runtime.h)
+ * before it traces a frame keyed by a native function's address (rvlua's C
+ * functions), and records neither the entry nor the exit of a frame started
+ * while it answers yes.  From then on the tracer's budget (rvt_set_mute())
+ * may mute such addresses too.  Call it once, before tracing starts, from
+ * the runtime's initialisation.  Any thread.
+ */
+RVT_API void rvt_runtime_checks_addresses(void);
+
+/*
  * An rvt_resolve_fn for keys from rvt_key_new(): copies the key's name into
  * `buf` (capacity `len`, NUL-terminated, truncated to fit) and returns 0, or
  * returns -ENOENT for any other value.  `arg` is ignored.  Thread-safe.
@@ -255,6 +266,11 @@ RVT_API int rvt_key_resolve(const void *key, char *buf, size_t len, void *arg);
  * `socket_path` (NULL: $RV_SOCKET, else /run/rearview/control.sock), registers
  * the process and follows its commands, reconnecting with backoff.  Returns 0,
  * -EALREADY if running, or a negative errno.
+ *
+ * librvtrace calls it itself at load when there is a daemon to join: RV_SOCKET
+ * is set (and not `off`), or /run/rearview/control.sock exists.  A program's
+ * own call then returns 0 for the same socket and moves the connection to
+ * another one; -EALREADY is only for a second call of the program's own.
  */
 RVT_API int rvt_control_start(const char *socket_path);
 

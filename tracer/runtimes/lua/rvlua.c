@@ -4,7 +4,7 @@
  * with Lua's own sources (it needs the VM's internal structures).
  *
  * Keys: a C function's key is its address (named from the symbol table at
- * capture time, e.g. `sort`).  A Lua function's key comes from
+ * capture time, e.g. `sort`; muted by address, rvt_addr_muted()).  A Lua function's key comes from
  * rvt_key_new() the first time the function runs on a traced thread and is
  * kept in its Proto (`rvkey`, added by rvlua.patch): a Proto may be freed and
  * its address reused by another function before a capture, so the address
@@ -174,6 +174,8 @@ int rvlua_options(int argc, char **argv)
 __attribute__((constructor)) static void rvlua_init(void)
 {
 	rvt_set_resolver(rvt_key_resolve, NULL);
+	/* RVLUA_ENTER_C asks rvt_addr_muted(): the budget may mute C functions. */
+	rvt_runtime_checks_addresses();
 	const char *sock = getenv("RV_SOCKET");
 	if ((sock && *sock) || access(RVLUA_DEFAULT_SOCKET, F_OK) == 0) {
 		rvt_set_ui_thread(0);

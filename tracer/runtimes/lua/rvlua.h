@@ -11,11 +11,12 @@
  * records one entry and, when it leaves the chain by any path (return, tail
  * call, error unwinding, coroutine yield or death), one exit; a coroutine
  * resumed after a yield enters its suspended frames again.  A frame started
- * while its function's key is muted (rvt_key_muted(), the tracer's budget,
- * RV_TRACE_MUTE) records neither: it carries CIST_RVMUTED, and every exit
- * path (return, tail call, unwinding, yield) and a resume's re-entry skip
- * frames that carry it.  A frame entered before its key was muted has no
- * bit and still ends with its exit.
+ * while its function is muted by the tracer's budget (RV_TRACE_MUTE) — a
+ * Lua function's key (rvt_key_muted()), a C function's address
+ * (rvt_addr_muted()) — records neither: it carries CIST_RVMUTED, and every
+ * exit path (return, tail call, unwinding, yield) and a resume's re-entry
+ * skip frames that carry it.  A frame entered before its function was
+ * muted has no bit and still ends with its exit.
  */
 #ifndef RVLUA_H
 #define RVLUA_H
@@ -50,10 +51,16 @@ LUAI_FUNC void rvlua_rewind(lua_State *L);
 				rvt_enter_inline((p)->rvkey);           \
 		}                                                       \
 	} while (0)
-#define RVLUA_ENTER_C(f)                                                \
-	do {                                                            \
-		if (rvt_thread_active())                                \
-			rvt_enter_inline((const void *)(uintptr_t)(f)); \
+/* Frame `ci` (now L->ci) starts running the C function `f`. */
+#define RVLUA_ENTER_C(ci, f)                                             \
+	do {                                                             \
+		if (rvt_thread_active()) {                               \
+			const void *rvf_ = (const void *)(uintptr_t)(f); \
+			if (l_unlikely(rvt_addr_muted(rvf_)))            \
+				(ci)->callstatus |= CIST_RVMUTED;        \
+			else                                             \
+				rvt_enter_inline(rvf_);                  \
+		}                                                        \
 	} while (0)
 /* Frame `ci` (L->ci) returns. */
 #define RVLUA_EXIT(ci)                                                         \

@@ -154,6 +154,12 @@ typedef struct rva_trace {
 	uint64_t dropped;   /* events ignored as damage (unmatched, torn) */
 	uint64_t repaired;  /* frames the decoder supplied: exits with no entry
 			     * got an "(unknown caller)" frame (FORMAT.md §1) */
+	/* Captures only: places where the exits do not match the entries —
+	 * the tracer's own record of the open frames (STACK, EXIT_OF) differs
+	 * from what the slots replay to, or an exit matches no frame open;
+	 * nonzero also sets `warning`.  Frames after such a place may nest
+	 * wrongly. */
+	uint64_t unbalanced;
 	/* Captures only: spans in which the tracer lost events (LOSS records,
 	 * FORMAT.md §1: no spare ring at a capture), their total length and the
 	 * first one, on the calls' clock. */
