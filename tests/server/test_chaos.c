@@ -40,10 +40,9 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include <libpq-fe.h>
-#include <zstd.h>
 
+#include "fleet_client.h"
 #include "pg_harness.h"
-#include "rearview/trace.h"
 #include "rearview/upload.pb-c.h"
 #include "s3_harness.h"
 #include "test_web_server.h"
@@ -53,8 +52,6 @@
 #define TOTAL	 (NDEV * PER_DEV)
 #define DEADLINE 120 /* seconds, for anything the test waits on */
 #define MAX_HOGS 200 /* connections the test may hold to fill the slots */
-
-uint64_t rvs_fixture_outer(int rounds); /* capture_fixture.c, instrumented */
 
 static struct pgh g_pg;
 static struct s3h g_s3;
@@ -113,7 +110,6 @@ static void begin_step(int n)
 	pthread_mutex_unlock(&g_mu);
 }
 
-
 static pid_t postmaster_pid(void)
 {
 	char path[256], buf[64];
@@ -170,8 +166,7 @@ static void pg_fast_restart(void)
 {
 	char cmd[512];
 
-	snprintf(cmd, sizeof cmd, PGH_BIN "/pg_ctl -D %s/data -m fast -w -t 120 restart",
-		 g_pg.dir);
+	snprintf(cmd, sizeof cmd, PGH_BIN "/pg_ctl -D %s/data -m fast -w -t 120 restart", g_pg.dir);
 	begin_step(2);
 	assert_int_equal(pgh_sh(&g_pg, cmd), 0);
 	for (double until = now_s() + DEADLINE; !pg_answers() && now_s() < until;)
@@ -345,12 +340,13 @@ static void s3_kill9_and_start(void)
 	waitpid(g_s3.pid, NULL, 0);
 	g_s3.pid = 0;
 	begin_step(4);
-	queued = pg_count(c, "WITH q AS (INSERT INTO decode_queue (trace_id, enqueued_at)"
-			     " SELECT trace_id, 0 FROM uploads WHERE state = 'decoded'"
-			     " AND blob_sha256 IS NOT NULL ON CONFLICT DO NOTHING RETURNING trace_id),"
-			     " u AS (UPDATE uploads SET state = 'pending_decode'"
-			     " WHERE trace_id IN (SELECT trace_id FROM q) RETURNING 1)"
-			     " SELECT count(*) FROM u");
+	queued = pg_count(c,
+			  "WITH q AS (INSERT INTO decode_queue (trace_id, enqueued_at)"
+			  " SELECT trace_id, 0 FROM uploads WHERE state = 'decoded'"
+			  " AND blob_sha256 IS NOT NULL ON CONFLICT DO NOTHING RETURNING trace_id),"
+			  " u AS (UPDATE uploads SET state = 'pending_decode'"
+			  " WHERE trace_id IN (SELECT trace_id FROM q) RETURNING 1)"
+			  " SELECT count(*) FROM u");
 	assert_true(queued > 0);
 	PQclear(PQexec(c, "SELECT pg_notify('rearview_decode', '')"));
 	PQfinish(c);
@@ -363,60 +359,18 @@ static void s3_kill9_and_start(void)
 
 /* ---- devices ---------------------------------------------------------------- */
 
-struct buf {
-	uint8_t b[8192];
-	size_t n;
-};
-
-static size_t collect(char *p, size_t sz, size_t n, void *u)
-{
-	struct buf *b = u;
-	size_t k = sz * n;
-
-	if (k > sizeof b->b - b->n)
-		k = sizeof b->b - b->n;
-	memcpy(b->b + b->n, p, k);
-	b->n += k;
-	return sz * n;
-}
-
-/* POSTs body to path on node `node`; the HTTP status (0: no answer). */
+/* POSTs to node `node`: fc_post. */
 static long post(int node, const char *path, const char *token, const uint8_t *body, size_t len,
-		 struct buf *out)
+		 struct fc_buf *out)
 {
-	char url[128], auth[200];
-	struct curl_slist *h = NULL;
-	long code = 0;
-	CURL *c = curl_easy_init();
-
-	out->n = 0;
-	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", g_node[node].port, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CAINFO, g_node[0].ca);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	h = curl_slist_append(h, "Content-Type: application/x-protobuf");
-	if (token) {
-		snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-		h = curl_slist_append(h, auth);
-	}
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	return code;
+	return fc_post(g_node[node].port, g_node[0].ca, path, token, body, len, out);
 }
 
 static void enroll(struct device *d, int i)
 {
 	Rearview__EnrollRequest q = REARVIEW__ENROLL_REQUEST__INIT;
 	uint8_t body[512];
-	struct buf out;
+	struct fc_buf out;
 	long code = 0;
 
 	q.enrollment_secret = g_node[0].secret;
@@ -428,37 +382,6 @@ static void enroll(struct device *d, int i)
 	assert_non_null(r);
 	snprintf(d->token, sizeof d->token, "%s", r->device_token);
 	rearview__enroll_response__free_unpacked(r, NULL);
-}
-
-/* A real capture of the instrumented fixture, zstd-compressed as a device
- * sends it, made once. */
-static const uint8_t *capture(size_t *zlen, size_t *rawlen)
-{
-	static uint8_t *z;
-	static size_t zn, raw;
-
-	if (!z) {
-		char path[128];
-		uint8_t *cap = malloc(1u << 20);
-		FILE *f;
-
-		snprintf(path, sizeof path, "%s/fixture.rvt", g_dir);
-		assert_int_equal(rvt_set_config(256u << 10, 0), 0);
-		assert_int_equal(rvt_start(0), 0);
-		assert_true(rvs_fixture_outer(3) != 1);
-		assert_int_equal(rvt_capture_to_path(0, path), 0);
-		assert_int_equal(rvt_stop(0, 1), 0);
-		assert_non_null(f = fopen(path, "rb"));
-		raw = fread(cap, 1, 1u << 20, f);
-		fclose(f);
-		z = malloc(ZSTD_compressBound(raw) + 24);
-		zn = ZSTD_compress(z, ZSTD_compressBound(raw), cap, raw, 3);
-		assert_false(ZSTD_isError(zn));
-		free(cap);
-	}
-	*zlen = zn;
-	*rawlen = raw;
-	return z;
 }
 
 /* Upload j of device i: a summary, or (every 4th) a capture whose bytes are
@@ -488,8 +411,9 @@ static void make_upload(struct upload *u, int i, int j)
 	if (j % 4 == 3) {
 		static const uint8_t skip[8] = {0x50, 0x2a, 0x4d, 0x18, 16, 0, 0, 0};
 		size_t zlen, raw;
-		const uint8_t *z = capture(&zlen, &raw);
+		const uint8_t *z = fc_capture(g_dir, &zlen, &raw);
 
+		assert_non_null(z);
 		payload = malloc(zlen + 24);
 		memcpy(payload, z, zlen);
 		memcpy(payload + zlen, skip, 8);
@@ -527,7 +451,7 @@ static void make_upload(struct upload *u, int i, int j)
  * 0, or -1 with g_err set. */
 static int send_upload(struct device *d, struct upload *u, int node)
 {
-	struct buf out;
+	struct fc_buf out;
 	long code = 0;
 
 	for (double until = now_s() + DEADLINE; now_s() < until; node ^= 1) {
@@ -610,23 +534,7 @@ static void wait_acked(int n)
 /* Node B: the same keys, CA, certificate and secrets as node A. */
 static int copy_keys_from_a(const char *data)
 {
-	static const char *const files[] = {"ca.crt",
-					    "ca.key",
-					    "server.crt",
-					    "server.key",
-					    "enrollment.secret",
-					    "api.token",
-					    "policy-signing.key",
-					    "policy-signing.pub"};
-	char cmd[1024];
-
-	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-		snprintf(cmd, sizeof cmd, "cp -p '%s/%s' '%s/%s'", g_node[0].data, files[i], data,
-			 files[i]);
-		if (system(cmd) != 0)
-			return -1;
-	}
-	return 0;
+	return fc_copy_keys(g_node[0].data, data);
 }
 
 static int group_setup(void **state)
@@ -767,12 +675,11 @@ static void test_chaos_storage_failures_lose_and_quarantine_nothing(void **state
 		for (int j = 0; j < PER_DEV; j++) {
 			struct upload *u = &g_dev[i].up[j];
 			const char *p[1] = {u->trace_id};
-			PGresult *r =
-				PQexecParams(c,
-					     "SELECT count(*) FROM uploads u JOIN traces t"
-					     " USING (trace_id) WHERE u.trace_id = $1"
-					     " AND u.state = 'decoded'",
-					     1, NULL, p, NULL, NULL, 0);
+			PGresult *r = PQexecParams(c,
+						   "SELECT count(*) FROM uploads u JOIN traces t"
+						   " USING (trace_id) WHERE u.trace_id = $1"
+						   " AND u.state = 'decoded'",
+						   1, NULL, p, NULL, NULL, 0);
 			assert_true(u->acked);
 			assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
 			assert_string_equal(PQgetvalue(r, 0, 0), "1");

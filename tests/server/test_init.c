@@ -381,8 +381,8 @@ static void test_init_requeue_needs_one_filter(void **state)
 	assert_int_equal(rvt_store_conf(conf, g_data, db, sizeof db), 0);
 	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf, (char *)NULL),
 			 2);
-	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--reason=",
-					(char *)NULL),
+	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf,
+					"--reason=", (char *)NULL),
 			 2);
 	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--all",
 					"--reason=x", (char *)NULL),
@@ -394,16 +394,16 @@ static void test_init_requeue_needs_one_filter(void **state)
 	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--reason",
 					"index: upload", (char *)NULL),
 			 0);
-	assert_string_equal(out,
-			    "requeued 0 quarantined uploads whose reason contains \"index: upload\"\n");
-	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--all",
-					(char *)NULL),
-			 0);
+	assert_string_equal(
+		out, "requeued 0 quarantined uploads whose reason contains \"index: upload\"\n");
+	assert_int_equal(
+		run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--all", (char *)NULL),
+		0);
 	assert_string_equal(out, "requeued 0 quarantined uploads\n");
 	snprintf(conf, sizeof conf, "%s/missing.conf", g_data);
-	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--all",
-					(char *)NULL),
-			 1);
+	assert_int_equal(
+		run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--all", (char *)NULL),
+		1);
 }
 
 int main(void)
@@ -419,7 +419,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_init_passwd_replaces_the_admin_password, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_init_requeue_needs_one_filter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_init_requeue_needs_one_filter, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_init_migrate_reports_schema_version, setup,
 						teardown),
 	};

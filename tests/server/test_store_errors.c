@@ -92,14 +92,9 @@ static void test_store_errors_sqlite_busy_locked_full_are_transient(void **state
 	static const struct {
 		int code, transient;
 	} S[] = {
-		{SQLITE_BUSY, 1},
-		{SQLITE_BUSY_SNAPSHOT, 1},
-		{SQLITE_LOCKED, 1},
-		{SQLITE_FULL, 1},
-		{SQLITE_CONSTRAINT, 0},
-		{SQLITE_CORRUPT, 0},
-		{SQLITE_MISMATCH, 0},
-		{SQLITE_TOOBIG, 0},
+		{SQLITE_BUSY, 1},     {SQLITE_BUSY_SNAPSHOT, 1}, {SQLITE_LOCKED, 1},
+		{SQLITE_FULL, 1},     {SQLITE_CONSTRAINT, 0},	 {SQLITE_CORRUPT, 0},
+		{SQLITE_MISMATCH, 0}, {SQLITE_TOOBIG, 0},
 	};
 
 	(void)state;
@@ -112,9 +107,9 @@ static void test_store_errors_sqlite_busy_locked_full_are_transient(void **state
 static void test_store_errors_transient_set(void **state)
 {
 	static const int transient[] = {-EAGAIN, -EBUSY, -ENOSPC, -ETIMEDOUT};
-	static const int permanent[] = {0,	 -EIO,	    -EEXIST, -ENOENT, -EBADMSG,
-					-ENOMEM, -EPROTO,   -ESTALE, -EINVAL, -EFBIG,
-					-EDQUOT, -E2BIG,    -EACCES};
+	static const int permanent[] = {0,	 -EIO,	  -EEXIST, -ENOENT, -EBADMSG,
+					-ENOMEM, -EPROTO, -ESTALE, -EINVAL, -EFBIG,
+					-EDQUOT, -E2BIG,  -EACCES};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof transient / sizeof *transient; i++)

@@ -596,8 +596,8 @@ static void decode_cb(void *ctx, struct rvs_decode_item *it, size_t n)
 		if (rvs_store_transient(it[i].rc)) {
 			/* The store's, not the capture's: decoded again later. */
 			it[i].rc = -EAGAIN;
-			rvs_log("warn", "decode deferred", "trace=%s reason=\"%s\"",
-				it[i].trace_id, it[i].reason);
+			rvs_log("warn", "decode deferred", "trace=%s reason=\"%s\"", it[i].trace_id,
+				it[i].reason);
 		} else if (it[i].rc) {
 			rvs_log("warn", "decode failed", "trace=%s", it[i].trace_id);
 		}

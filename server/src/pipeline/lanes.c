@@ -12,11 +12,11 @@
  * an upload whose blob cannot be fetched now, or whose decode the store
  * deferred (rc -EAGAIN), is recorded as such and stays queued; a job that
  * met one stops draining its partition, and the lanes look at the queue
- * again after a backoff (retry_timer: 0.5 s doubling to 30 s, back to
- * 0.5 s after a run without one), so a database that is down is not
- * hammered.  Recording a batch's outcome (decode_finish) is itself retried
- * with backoff for a few seconds; should it still fail, the batch is
- * decoded again (indexing replaces a trace's rows: no double count).
+ * again after a backoff (retry_timer: 1 s doubling to 30 s, back to 1 s
+ * after a run without one), so a database that is down is not hammered.
+ * Recording a batch's outcome (decode_finish) is itself retried with
+ * backoff for about 13 s; should it still fail, the batch is decoded again
+ * (indexing replaces a trace's rows: no double count).
  */
 #include "pipeline/lanes.h"
 #include "pipeline/payload.h"
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 /* The backoff of the queue's look after a transient failure. */
-#define RETRY_MIN_MS 500
+#define RETRY_MIN_MS 1000 /* past PostgreSQL's 1 s hold-off of a released item */
 #define RETRY_MAX_MS 30000
 /* decode_finish's attempts after a transient failure: 100 ms doubling to
  * 3.2 s, about 13 s in all. */
@@ -212,7 +212,8 @@ static void decode_done_cb(uv_work_t *w, int status)
 	if (dj->deferred && a->retry_on && !a->work->stopping) {
 		if (!uv_is_active((uv_handle_t *)&a->retry_timer)) {
 			uv_timer_start(&a->retry_timer, retry_tick, a->retry_ms, 0);
-			a->retry_ms = a->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : a->retry_ms * 2;
+			a->retry_ms =
+				a->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : a->retry_ms * 2;
 		}
 	} else if (!dj->deferred && !dj->empty) {
 		a->retry_ms = RETRY_MIN_MS;

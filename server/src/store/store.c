@@ -28,11 +28,6 @@ struct shared {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct shared shared[MAX_SHARED];
 
-int rvs_store_transient(int rc)
-{
-	return rc == -EAGAIN || rc == -EBUSY || rc == -ENOSPC || rc == -ETIMEDOUT;
-}
-
 const struct rvs_store_ops *rvs_store_for(const char *dsn)
 {
 	assert(dsn);

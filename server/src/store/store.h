@@ -32,6 +32,7 @@
 #ifndef RVS_STORE_H
 #define RVS_STORE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -752,8 +753,12 @@ void rvs_store_pg_lease(unsigned seconds);
 
 /* 1 when rc (a store or blob call's -errno) is transient — -EAGAIN,
  * -EBUSY, -ENOSPC or -ETIMEDOUT: the same call may succeed later — else 0
- * (0 itself included).  Pure. */
-int rvs_store_transient(int rc);
+ * (0 itself included).  Pure; inline, so that every backend file may use
+ * it without linking the backends' chooser (store.c). */
+static inline int rvs_store_transient(int rc)
+{
+	return rc == -EAGAIN || rc == -EBUSY || rc == -ENOSPC || rc == -ETIMEDOUT;
+}
 
 /* The backend a configured database names: rvs_store_pg for a
  * "postgresql://" or "postgres://" URI, else rvs_store_sqlite (a path or a

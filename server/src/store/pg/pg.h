@@ -71,8 +71,9 @@ int rvs_pg_errno(const char *sqlstate);
  * *out (when out is not NULL) gets the result, which the caller clears;
  * returns 0.  On failure returns the SQLSTATE's errno (rvs_pg_errno), or
  * -EAGAIN when there is none and pg's connection is no longer up (lost
- * mid-statement: PQstatus, not the message's text), with the result cleared and *out NULL; err (when not NULL) gets the SQLSTATE
- * and message, else a failure other than a conflict is logged. */
+ * mid-statement: PQstatus, not the message's text), with the result
+ * cleared and *out NULL; err (when not NULL) gets the SQLSTATE and
+ * message, else a failure other than a conflict is logged. */
 int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg_params *p,
 		PGresult **out, struct rvs_pg_error *err);
 
