@@ -60,6 +60,9 @@ $(eval $(call rv_test,server,http,$(SRV_HTTP),-lhttp_parser,unit))
 # test_store runs its cases on sqlite and on a private PostgreSQL it starts
 # (tests/server/pg_harness.h).
 $(SRV)/store/pg/store_pg.o $(OBJ)/tests/server/test_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
+# store.h's error contract (transient or permanent), no server needed.
+$(OBJ)/tests/server/test_store_errors.o: CPPFLAGS += $(call pc,--cflags,libpq)
+$(eval $(call rv_test,server,store_errors,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,unit))
 $(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration tsan))
 # Power loss simulated by a fault-injecting sqlite VFS (issue 18 item 6).
 $(eval $(call rv_test,server,durable,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration tsan))
@@ -263,10 +266,18 @@ $(TBIN)/server/test_blob: | $(S3RVER_ASSETS) $(TBIN)/server/bench_upload
 
 # Issue 15's end to end: two nodes on PostgreSQL + s3rver behind haproxy,
 # one killed mid-ingest (the real binary; captures from the fixture).
-$(OBJ)/tests/server/test_fleet.o: CPPFLAGS += -Itracer/include $(call pc,--cflags,libpq) \
+$(OBJ)/tests/server/test_fleet.o: CPPFLAGS += $(call pc,--cflags,libpq) \
 	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"'
-$(eval $(call rv_test,server,fleet,$(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(RVT_STORE_LIBS) $(PROTOBUF_LIBS) $(RVT_LDLIBS),integration))
+$(OBJ)/tests/server/fleet_client.o: CPPFLAGS += -Itracer/include
+$(eval $(call rv_test,server,fleet,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/fleet_client.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(RVT_STORE_LIBS) $(PROTOBUF_LIBS) $(RVT_LDLIBS),integration))
 $(TBIN)/server/test_fleet: | $(S3RVER_ASSETS) $(BIN)/rearview-server
+# Storage failures never quarantine what was acknowledged: two nodes on a
+# private PostgreSQL and s3rver while PostgreSQL is killed, fast-restarted
+# and its connections exhausted, and s3rver killed (test_chaos.c).
+$(OBJ)/tests/server/test_chaos.o: CPPFLAGS += $(call pc,--cflags,libpq) \
+	-DRVS_S3RVER='"$(CURDIR)/$(S3RVER_DIR)/node_modules/s3rver/bin/s3rver.js"'
+$(eval $(call rv_test,server,chaos,$(OBJ)/tests/server/test_web_server.o $(OBJ)/tests/server/fleet_client.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd $(RVT_STORE_LIBS) $(PROTOBUF_LIBS) $(RVT_LDLIBS),integration))
+$(TBIN)/server/test_chaos: | $(S3RVER_ASSETS) $(BIN)/rearview-server
 # `make bench`: put/get throughput of the blob backends (BENCHMARKS.md).
 $(TBIN)/server/bench_blob: $(OBJ)/tests/server/bench_blob.o $(BLOB_OBJ) $(SRV_UTIL) \
 		$(LIBRVCOMMON)

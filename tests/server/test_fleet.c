@@ -32,10 +32,9 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include <libpq-fe.h>
-#include <zstd.h>
 
+#include "fleet_client.h"
 #include "pg_harness.h"
-#include "rearview/trace.h"
 #include "rearview/upload.pb-c.h"
 #include "s3_harness.h"
 #include "test_web_server.h"
@@ -44,8 +43,6 @@
 #define PER_DEV	 16 /* uploads each; every 4th carries a capture */
 #define HAPROXY	 "/usr/sbin/haproxy"
 #define DEADLINE 180 /* seconds, for anything the test waits on */
-
-uint64_t rvs_fixture_outer(int rounds); /* capture_fixture.c, instrumented */
 
 static struct pgh g_pg;
 static struct s3h g_s3;
@@ -83,23 +80,7 @@ static double now_s(void)
 /* Node B: the same keys, CA, certificate and secrets as node A (one fleet). */
 static int copy_keys_from_a(const char *data)
 {
-	static const char *const files[] = {"ca.crt",
-					    "ca.key",
-					    "server.crt",
-					    "server.key",
-					    "enrollment.secret",
-					    "api.token",
-					    "policy-signing.key",
-					    "policy-signing.pub"};
-	char cmd[1024];
-
-	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-		snprintf(cmd, sizeof cmd, "cp -p '%s/%s' '%s/%s'", g_a.data, files[i], data,
-			 files[i]);
-		if (system(cmd) != 0)
-			return -1;
-	}
-	return 0;
+	return fc_copy_keys(g_a.data, data);
 }
 
 static int start_haproxy(void)
@@ -191,59 +172,18 @@ static int group_teardown(void **state)
 
 /* ---- a device's requests ---------------------------------------------------- */
 
-struct buf {
-	uint8_t b[8192];
-	size_t n;
-};
-
-static size_t collect(char *p, size_t sz, size_t n, void *u)
-{
-	struct buf *b = u;
-	size_t k = sz * n;
-
-	if (k > sizeof b->b - b->n)
-		k = sizeof b->b - b->n;
-	memcpy(b->b + b->n, p, k);
-	b->n += k;
-	return sz * n;
-}
-
-/* POSTs body to path through haproxy; the HTTP status (0: no answer). */
+/* POSTs body to path through haproxy: fc_post. */
 static long post(const char *path, const char *token, const uint8_t *body, size_t len,
-		 struct buf *out)
+		 struct fc_buf *out)
 {
-	char url[128], auth[200];
-	struct curl_slist *h = NULL;
-	long code = 0;
-	CURL *c = curl_easy_init();
-
-	out->n = 0;
-	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", g_port, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CAINFO, g_a.ca);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-	h = curl_slist_append(h, "Content-Type: application/x-protobuf");
-	if (token) {
-		snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-		h = curl_slist_append(h, auth);
-	}
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	return code;
+	return fc_post(g_port, g_a.ca, path, token, body, len, out);
 }
 
 static void enroll(struct device *d, int i)
 {
 	Rearview__EnrollRequest q = REARVIEW__ENROLL_REQUEST__INIT;
 	uint8_t body[512];
-	struct buf out;
+	struct fc_buf out;
 	long code = 0;
 
 	(void)i;
@@ -256,37 +196,6 @@ static void enroll(struct device *d, int i)
 	assert_non_null(r);
 	snprintf(d->token, sizeof d->token, "%s", r->device_token);
 	rearview__enroll_response__free_unpacked(r, NULL);
-}
-
-/* A real capture of the instrumented fixture, zstd-compressed as a device
- * sends it, made once. */
-static const uint8_t *capture(size_t *zlen, size_t *rawlen)
-{
-	static uint8_t *z;
-	static size_t zn, raw;
-
-	if (!z) {
-		char path[128];
-		uint8_t *cap = malloc(1u << 20);
-		FILE *f;
-
-		snprintf(path, sizeof path, "%s/fixture.rvt", g_dir);
-		assert_int_equal(rvt_set_config(256u << 10, 0), 0);
-		assert_int_equal(rvt_start(0), 0);
-		assert_true(rvs_fixture_outer(3) != 1);
-		assert_int_equal(rvt_capture_to_path(0, path), 0);
-		assert_int_equal(rvt_stop(0, 1), 0);
-		assert_non_null(f = fopen(path, "rb"));
-		raw = fread(cap, 1, 1u << 20, f);
-		fclose(f);
-		z = malloc(ZSTD_compressBound(raw) + 24);
-		zn = ZSTD_compress(z, ZSTD_compressBound(raw), cap, raw, 3);
-		assert_false(ZSTD_isError(zn));
-		free(cap);
-	}
-	*zlen = zn;
-	*rawlen = raw;
-	return z;
 }
 
 /* Upload j of device i: a summary, or (every 4th) a capture whose bytes are
@@ -313,7 +222,9 @@ static void make_upload(struct upload *u, int i, int j)
 	if (j % 4 == 3) {
 		static const uint8_t skip[8] = {0x50, 0x2a, 0x4d, 0x18, 16, 0, 0, 0};
 		size_t zlen, raw;
-		const uint8_t *z = capture(&zlen, &raw);
+		const uint8_t *z = fc_capture(g_dir, &zlen, &raw);
+
+		assert_non_null(z);
 
 		payload = malloc(zlen + 24);
 		memcpy(payload, z, zlen);
@@ -344,7 +255,7 @@ static void make_upload(struct upload *u, int i, int j)
  * reset by the killed node, 5xx — is sent again, same upload id). */
 static void send_upload(struct device *d, struct upload *u)
 {
-	struct buf out;
+	struct fc_buf out;
 	long code = 0;
 
 	for (double until = now_s() + DEADLINE; now_s() < until; u->retries++) {
@@ -463,7 +374,7 @@ static void test_fleet_node_killed_mid_ingest_every_ack_indexed_once(void **stat
 static long long wakeups_of(const struct web_server *n)
 {
 	char url[128];
-	struct buf out = {.n = 0};
+	struct fc_buf out = {.n = 0};
 	long code = 0;
 	long long v = -1;
 	const char *at;
@@ -472,7 +383,7 @@ static long long wakeups_of(const struct web_server *n)
 	snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", n->port);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CAINFO, g_a.ca);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fc_collect);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
 	if (curl_easy_perform(c) == CURLE_OK)

@@ -5,7 +5,7 @@
  * against the PBKDF2 hash in the database, the certificate chain, a second
  * init refusing to overwrite), `init --hostname` and `cert` (certificates a
  * TLS client accepts for those names, from the same CA), `passwd` (a new
- * password whose hash replaces the old) and `migrate`.  `init` always makes
+ * password whose hash replaces the old), `requeue`'s usage and `migrate`.  `init` always makes
  * a sqlite database; `passwd` and `migrate` run on the store the suite's
  * switch picks (store_env.h).
  */
@@ -368,6 +368,44 @@ static void test_init_migrate_reports_schema_version(void **state)
 			 1);
 }
 
+/* `requeue`: exactly one filter, said out loud (--reason SUBSTR, not
+ * empty, or --all); what it did printed.  (What it requeues: test_store.c's
+ * case on both backends.) */
+static void test_init_requeue_needs_one_filter(void **state)
+{
+	char out[4096], conf[256], db[512];
+
+	(void)state;
+	assert_int_equal(run_init(out, sizeof out), 0);
+	snprintf(conf, sizeof conf, "%s/rearview-server.conf", g_data);
+	assert_int_equal(rvt_store_conf(conf, g_data, db, sizeof db), 0);
+	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf, (char *)NULL),
+			 2);
+	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf,
+					"--reason=", (char *)NULL),
+			 2);
+	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--all",
+					"--reason=x", (char *)NULL),
+			 2);
+	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf,
+					"--reason=zstd", (char *)NULL),
+			 0);
+	assert_string_equal(out, "requeued 0 quarantined uploads whose reason contains \"zstd\"\n");
+	assert_int_equal(run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--reason",
+					"index: upload", (char *)NULL),
+			 0);
+	assert_string_equal(
+		out, "requeued 0 quarantined uploads whose reason contains \"index: upload\"\n");
+	assert_int_equal(
+		run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--all", (char *)NULL),
+		0);
+	assert_string_equal(out, "requeued 0 quarantined uploads\n");
+	snprintf(conf, sizeof conf, "%s/missing.conf", g_data);
+	assert_int_equal(
+		run_server_cmd(out, sizeof out, "requeue", "--config", conf, "--all", (char *)NULL),
+		1);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -380,6 +418,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_init_cert_reissues_from_the_same_ca, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_init_passwd_replaces_the_admin_password, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_init_requeue_needs_one_filter, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_init_migrate_reports_schema_version, setup,
 						teardown),

@@ -258,6 +258,75 @@ static void test_store_failed_decode_goes_to_quarantine_with_reason(void **state
 				 " t-c=quarantined/unspecified");
 }
 
+/* A decode the store deferred (rc -EAGAIN: a transient error) stays
+ * queued in pending_decode, never quarantined; the operator's requeue puts
+ * back the quarantined uploads whose reason holds the filter, then (NULL)
+ * every one, each once. */
+static void test_store_transient_stays_queued_and_requeue_filters_by_reason(void **state)
+{
+	struct fx *f = *state;
+	struct rvs_decode_item it[4];
+	uint64_t depth = 0, n = 9;
+	char out[256];
+
+	add_device(f, "d-one", 1);
+	add_upload(f, "t-a", "d-one", 1, 0);
+	add_upload(f, "t-b", "d-one", 2, 0);
+	add_upload(f, "t-c", "d-one", 3, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 4), 3);
+	it[0].rc = -EAGAIN;
+	snprintf(it[0].reason, sizeof it[0].reason, "index: retry later: server closed");
+	it[1].rc = -EBADMSG;
+	snprintf(it[1].reason, sizeof it[1].reason, "zstd: corrupt or truncated");
+	it[2].rc = -EPROTO;
+	snprintf(it[2].reason, sizeof it[2].reason, "capture: bad magic");
+	assert_int_equal(ops->decode_finish(f->s, it, 3), 0);
+	assert_int_equal(ops->queue_depth(f->s, &depth), 0);
+	assert_int_equal(depth, 1);
+	sql_value(f,
+		  "SELECT group_concat(trace_id || '=' || state || '/' ||"
+		  " coalesce(reason, '-'), ' ') FROM (SELECT u.trace_id,"
+		  " u.state, q.reason FROM uploads u LEFT JOIN quarantine q"
+		  " USING (trace_id) ORDER BY u.trace_id)",
+		  "SELECT string_agg(trace_id || '=' || state || '/' || coalesce(reason, '-'),"
+		  " ' ' ORDER BY trace_id) FROM uploads u LEFT JOIN quarantine q"
+		  " USING (trace_id)",
+		  out, sizeof out);
+	assert_string_equal(out, "t-a=pending_decode/- t-b=quarantined/zstd: corrupt or truncated"
+				 " t-c=quarantined/capture: bad magic");
+
+	/* By reason (a substring, case sensitive): only t-b. */
+	assert_int_equal(ops->quarantine_requeue(f->s, "ZSTD", &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(ops->quarantine_requeue(f->s, "corrupt", &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ops->queue_depth(f->s, &depth), 0);
+	assert_int_equal(depth, 2);
+	sql_value(f,
+		  "SELECT group_concat(trace_id || '=' || state || '/' ||"
+		  " coalesce(reason, '-'), ' ') FROM (SELECT u.trace_id,"
+		  " u.state, q.reason FROM uploads u LEFT JOIN quarantine q"
+		  " USING (trace_id) ORDER BY u.trace_id)",
+		  "SELECT string_agg(trace_id || '=' || state || '/' || coalesce(reason, '-'),"
+		  " ' ' ORDER BY trace_id) FROM uploads u LEFT JOIN quarantine q"
+		  " USING (trace_id)",
+		  out, sizeof out);
+	assert_string_equal(out, "t-a=pending_decode/- t-b=pending_decode/-"
+				 " t-c=quarantined/capture: bad magic");
+	/* Every one left, once: a second requeue finds none. */
+	assert_int_equal(ops->quarantine_requeue(f->s, NULL, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ops->quarantine_requeue(f->s, NULL, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(ops->queue_depth(f->s, &depth), 0);
+	assert_int_equal(depth, 3);
+	sql_value(f, "SELECT count(*) FROM quarantine", NULL, out, sizeof out);
+	assert_string_equal(out, "0");
+	sql_value(f, "SELECT count(*) FROM uploads WHERE state = 'pending_decode'", NULL, out,
+		  sizeof out);
+	assert_string_equal(out, "3");
+}
+
 static void test_store_hostile_text_is_data_not_sql(void **state)
 {
 	struct fx *f = *state;
@@ -2151,6 +2220,9 @@ int main(void)
 			test_store_failed_decode_goes_to_quarantine_with_reason, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_batch_ends_at_its_first_capture, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_store_transient_stays_queued_and_requeue_filters_by_reason, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_store_hostile_text_is_data_not_sql, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_store_concurrent_adds_store_each_upload_once,

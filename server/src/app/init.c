@@ -32,6 +32,7 @@
 #include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -476,5 +477,23 @@ int rvs_init_passwd(const struct rvs_config *cfg, const char *user)
 		       "web sessions signed in before stay valid until they expire)\n",
 		       user, rvs_role_name(role), disabled ? ", disabled" : "", password);
 	mbedtls_platform_zeroize(password, sizeof password);
+	return rc;
+}
+
+int rvs_init_requeue(const struct rvs_config *cfg, const char *reason)
+{
+	const struct rvs_store_ops *ops = rvs_store_for(cfg->database);
+	struct rvs_store *st;
+	uint64_t n = 0;
+	int rc;
+
+	if ((rc = ops->open(cfg->database, &st)))
+		return rc;
+	rc = ops->quarantine_requeue(st, reason, &n);
+	ops->close(st);
+	if (!rc)
+		printf("requeued %" PRIu64 " quarantined upload%s%s%s%s\n", n, n == 1 ? "" : "s",
+		       reason ? " whose reason contains \"" : "", reason ? reason : "",
+		       reason ? "\"" : "");
 	return rc;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * init.h — the operator's commands (init.c): `rearview-server init`,
- * `cert` and `passwd`.
+ * `cert`, `passwd` and `requeue`.
  */
 #ifndef RVS_INIT_H
 #define RVS_INIT_H
@@ -32,5 +32,11 @@ int rvs_init_cert(const struct rvs_config *cfg, const char *const *names, size_t
  * (created if missing), stored as a PBKDF2 hash in cfg's database (either
  * backend) and printed once.  0 or -errno. */
 int rvs_init_passwd(const struct rvs_config *cfg, const char *user);
+/* `rearview-server requeue`: every quarantined upload of cfg's database
+ * whose reason contains `reason` (NULL: every one) back on the decode
+ * queue (store.h quarantine_requeue); prints how many.  A running server
+ * decodes them at once on PostgreSQL (NOTIFY), else at its next look at
+ * the queue (decode_poll_s).  0 or -errno. */
+int rvs_init_requeue(const struct rvs_config *cfg, const char *reason);
 
 #endif

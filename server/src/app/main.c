@@ -6,6 +6,8 @@
  *   rearview-server cert --config FILE --hostname NAME...
  *                                     a new server certificate (init.c)
  *   rearview-server passwd --config FILE [USER]     a new password (init.c)
+ *   rearview-server requeue --config FILE --reason SUBSTR | --all
+ *                                                   quarantined uploads decoded again
  *   rearview-server migrate --config FILE           apply pending migrations
  *   rearview-server --config FILE     run the server
  * A command's bad usage exits 2, its failure 1.
@@ -169,6 +171,7 @@ static void usage(FILE *f)
 		   "       rearview-server cert --config FILE --hostname NAME...\n"
 		   "       rearview-server passwd --config FILE [USER]\n"
 		   "       rearview-server migrate --config FILE\n"
+		   "       rearview-server requeue --config FILE --reason SUBSTR | --all\n"
 		   "       rearview-server --config FILE\n"
 		   "       rearview-server --help | --version\n");
 }
@@ -218,6 +221,33 @@ static int migrate(const struct rvs_config *cfg)
 	return 0;
 }
 
+/* `requeue --config FILE (--reason SUBSTR | --reason=SUBSTR | --all)`:
+ * exit status 0, 1 (it failed) or 2 (bad usage: exactly one filter, and
+ * a reason not empty, so that requeueing everything is said out loud). */
+static int requeue(struct rvs_config *cfg, int argc, char **argv)
+{
+	const char *reason = NULL;
+	int all = 0, rc;
+
+	if (argc == 5 && strcmp(argv[4], "--all") == 0)
+		all = 1;
+	else if (argc == 6 && strcmp(argv[4], "--reason") == 0)
+		reason = argv[5];
+	else if (argc == 5 && strncmp(argv[4], "--reason=", 9) == 0)
+		reason = argv[4] + 9;
+	if (!all && (!reason || !*reason)) {
+		usage(stderr);
+		return 2;
+	}
+	if (command_config(argv, cfg))
+		return 1;
+	if ((rc = rvs_init_requeue(cfg, reason))) {
+		fprintf(stderr, "rearview-server: requeue: %s\n", strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct rvs_config cfg;
@@ -244,6 +274,8 @@ int main(int argc, char **argv)
 				       rvs_init_passwd(&cfg, argc == 5 ? argv[4] : "admin")
 			       ? 1
 			       : 0;
+	if (cmd_config && strcmp(argv[1], "requeue") == 0)
+		return requeue(&cfg, argc, argv);
 	if (cmd_config && strcmp(argv[1], "migrate") == 0 && argc == 4)
 		return command_config(argv, &cfg) || migrate(&cfg) ? 1 : 0;
 	if (argc == 3 && strcmp(argv[1], "--config") == 0) {

@@ -59,8 +59,8 @@ struct rvs_config {
 					* rvs_default_decode_jobs() */
 	uint32_t decode_lease_s;       /* PostgreSQL: how long a node's decode lease lasts
 					* before another node may take the upload (300) */
-	uint32_t decode_poll_s;	       /* PostgreSQL: how often an idle node looks at the
-					* queue without a wake-up (30) */
+	uint32_t decode_poll_s;	       /* how often an idle node looks at the queue
+					* without a wake-up (30) */
 	/* Regression alerts (regress.h, webhook.h; README.md "Regression
 	 * alerts"): the automatic comparison's timer and bar, the webhook URLs
 	 * (space-separated) with their HMAC key file and retry schedule. */

@@ -16,7 +16,10 @@
  * Errors: 0 or a negative errno — -ENOENT no such blob, -EFBIG over the
  * caller's cap, -EBADMSG content does not match its name, -EINVAL a name
  * that is not 64 lowercase hex digits, -EIO a backend failure (after the
- * backend's retries), -ETIMEDOUT the backend did not answer in time.
+ * backend's retries), and the transient ones of store.h's contract
+ * (rvs_store_transient): -ETIMEDOUT the backend did not answer in time,
+ * -EAGAIN it is away for now (S3: connection refused or reset, a 5xx
+ * answer, after the retries; PostgreSQL: as the store), -ENOSPC a full disk.
  */
 #ifndef RVS_BLOB_H
 #define RVS_BLOB_H

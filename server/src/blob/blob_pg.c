@@ -120,7 +120,19 @@ static void release(struct pg_blobs *p, PGconn *c)
 	if (!c)
 		return;
 	if (PQstatus(c) != CONNECTION_OK) {
+		/* The server restarted or ended sessions: the idle connections
+		 * opened before are as dead; close them all. */
+		PGconn *dead[POOL_MAX];
+		size_t n;
+
 		PQfinish(c);
+		pthread_mutex_lock(&p->mu);
+		n = (size_t)p->nidle;
+		memcpy(dead, p->idle, n * sizeof *dead);
+		p->nidle = 0;
+		pthread_mutex_unlock(&p->mu);
+		while (n)
+			PQfinish(dead[--n]);
 		return;
 	}
 	pthread_mutex_lock(&p->mu);
@@ -141,7 +153,7 @@ static int run(PGconn *c, const char *name, const struct rvs_pg_params *p, PGres
 	return rvs_pg_exec(c, name, RVS_PG_PREPARED | RVS_PG_BINARY, p, out, NULL);
 }
 
-/* run() on a connection of the pool, given back at once: -EIO when none
+/* run() on a connection of the pool, given back at once: -EAGAIN when none
  * could be had. */
 static int run_pooled(struct pg_blobs *p, const char *name, const struct rvs_pg_params *a,
 		      PGresult **out)
@@ -150,7 +162,7 @@ static int run_pooled(struct pg_blobs *p, const char *name, const struct rvs_pg_
 	int rc;
 
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	rc = run(c, name, a, out);
 	release(p, c);
 	return rc;
@@ -183,7 +195,7 @@ static int pg_put(struct rvs_blobs *b, const void *data, size_t len, char hex[65
 	rvs_sha256(data, len, digest);
 	rvs_hex(digest, 32, hex);
 	if (!(c = acquire(p)))
-		return -EIO;
+		return -EAGAIN;
 	struct rvs_pg_params a = {0};
 	rvs_pg_text(&a, hex);
 	if ((rc = run(c, "touch", &a, &r)) == 0) {
@@ -281,7 +293,7 @@ static int pg_get(struct rvs_blobs *b, const char *hex, size_t max, uint8_t **ou
 	if (!rvs_blob_name_ok(hex))
 		return -EINVAL;
 	if (!(c = acquire(p)))
-		return -EIO;
+		return -EAGAIN;
 	if ((rc = blob_size(c, hex, max, &size)) == 0) {
 		f.cap = (size_t)size;
 		if (!(f.buf = malloc(f.cap ? f.cap : 1)))
@@ -311,7 +323,7 @@ static int pg_get_fd(struct rvs_blobs *b, const char *hex, uint64_t max, int fd)
 	if (!rvs_blob_name_ok(hex))
 		return -EINVAL;
 	if (!(c = acquire(p)))
-		return -EIO;
+		return -EAGAIN;
 	if ((rc = blob_size(c, hex, max, &size)) == 0)
 		rc = read_chunks(c, hex, size, put_fd, &fd);
 	release(p, c);
@@ -371,7 +383,7 @@ static int pg_sweep(struct rvs_blobs *b, int64_t min_age_s,
 		PGresult *r;
 		struct rvs_pg_params a = {0};
 		if (!c)
-			return -EIO;
+			return -EAGAIN;
 		rvs_pg_text(&a, after);
 		rc = run(c, "list", &a, &r);
 		release(p, c);

@@ -8,7 +8,10 @@
  * header is always the SHA-256 of the payload (the empty string's for
  * bodiless requests), never UNSIGNED-PAYLOAD.  ListObjectsV2 answers are
  * parsed with libxml2.  A transport failure or a 5xx answer is retried with
- * exponential backoff (RETRIES attempts); a stalled transfer times out.
+ * exponential backoff (RETRIES attempts); a stalled transfer times out;
+ * one that persists is -EAGAIN (connection refused or reset, 5xx) or
+ * -ETIMEDOUT, both transient (store.h): the decoder keeps the upload
+ * queued and the device is told to send again.
  * Invariants: a response body only reaches the caller's sink when the
  * status is 2xx, and a retried download restarts its sink (memory, or the
  * file truncated back to where it began) and its hash.  Object PUTs are
@@ -239,7 +242,11 @@ static int perform(struct req *r)
 	}
 	if (cc == CURLE_OPERATION_TIMEDOUT)
 		return -ETIMEDOUT;
-	if (cc != CURLE_OK || r->status >= 500)
+	/* Still refused, reset or 5xx after the retries: the server is away
+	 * for now (blob.h's transient -EAGAIN), not wrong. */
+	if (cc != CURLE_OK ? transient(cc) : r->status >= 500)
+		return -EAGAIN;
+	if (cc != CURLE_OK)
 		return -EIO;
 	if (r->status == 404)
 		return -ENOENT;

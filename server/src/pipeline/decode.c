@@ -11,9 +11,13 @@
  * in C and have the store write them in one transaction (store.h
  * index_write; the SQL is the backend's).  A summary-only upload gets its
  * index rows from the device's Summary.
- * Invariants: a decode either indexes the whole trace or nothing (the
- * caller then quarantines it with the reason written here or by the
- * store).  Up to RVS_DECODE_LANES decodes run at once (api.c drains that
+ * Invariants: a decode either indexes the whole trace or nothing.  When
+ * nothing, its item's rc says why: -EAGAIN when the store or blob failed
+ * for a while (store.h's transient errors, a lane that cannot connect):
+ * the upload stays queued and is decoded again later (lanes.c); any other
+ * rc is the capture's own fault (its bytes do not inflate, parse or index)
+ * and the caller quarantines it with the reason written here or by the
+ * store.  Up to RVS_DECODE_LANES decodes run at once (api.c drains that
  * many queue partitions), each on its own lane: its own index connection
  * (store.h index_lane_open), zstd context and capture buffer, taken under
  * the lane's mutex.
@@ -412,8 +416,9 @@ static void decode_capture(struct lane *d, struct rvs_decode_item *it)
 	err.msg[0] = 0;
 	reason[0] = 0;
 	if ((rc = open_lane(d))) {
-		snprintf(reason, rlen, "index: cannot open database");
-		it->rc = rc;
+		/* Nothing about this upload: the database is away. */
+		snprintf(reason, rlen, "index: cannot open database: %s", strerror(-rc));
+		it->rc = -EAGAIN;
 		return;
 	}
 	if ((rc = d->ops->index_upload_meta(d->ix, it->trace_id, &meta))) {
@@ -505,7 +510,7 @@ static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n
 	int rc = r && v && of && ps ? open_lane(d) : -ENOMEM;
 
 	for (size_t i = 0; i < n; i++) {
-		it[i].rc = rc;
+		it[i].rc = rc && rc != -ENOMEM ? -EAGAIN : rc;
 		it[i].reason[0] = 0;
 		if (rc)
 			snprintf(it[i].reason, sizeof it[i].reason, "index: %s",
@@ -587,9 +592,16 @@ static void decode_cb(void *ctx, struct rvs_decode_item *it, size_t n)
 			it[k].seconds = share;
 	}
 	pthread_mutex_unlock(&d->mu);
-	for (size_t i = 0; i < n; i++)
-		if (it[i].rc)
+	for (size_t i = 0; i < n; i++) {
+		if (rvs_store_transient(it[i].rc)) {
+			/* The store's, not the capture's: decoded again later. */
+			it[i].rc = -EAGAIN;
+			rvs_log("warn", "decode deferred", "trace=%s reason=\"%s\"", it[i].trace_id,
+				it[i].reason);
+		} else if (it[i].rc) {
 			rvs_log("warn", "decode failed", "trace=%s", it[i].trace_id);
+		}
+	}
 }
 
 int rvs_decode_new(const char *database, struct rvs_decoder *dec, struct rvs_decode **out)

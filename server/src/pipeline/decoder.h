@@ -14,9 +14,11 @@
 /* The decode step's seam.  decode() runs on a work thread with a batch of
  * queued uploads, oldest first (store.h's struct rvs_decode_item: trace id,
  * the payload blob's path, "" for summary-only uploads), and sets each
- * item's rc: 0 when the trace was decoded and indexed, or a negative errno
- * with a reason, in which case the upload is quarantined with that reason;
- * and its seconds.  It may index several summary-only uploads in one
+ * item's rc: 0 when the trace was decoded and indexed, -EAGAIN when a
+ * transient store or blob error (store.h) kept it from being indexed (it
+ * stays queued and is decoded again later), or another negative errno with
+ * a reason, in which case the upload is quarantined with that reason; and
+ * its seconds.  It may index several summary-only uploads in one
  * transaction.  The trace analysis library provides the implementation;
  * with none, uploads stay in state pending_decode. */
 /* decode() may run on up to this many work threads at once, each with

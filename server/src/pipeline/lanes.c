@@ -6,6 +6,17 @@
  * and one that is asked to run while it runs runs again once after it
  * (decode_again[]); every job counts in the server's work (work.h) from
  * its queueing to its after-work; nothing new is queued once stopping.
+ *
+ * Transient failures (store.h: the database restarting, refusing
+ * connections, a full disk; the blob store unreachable) never quarantine:
+ * an upload whose blob cannot be fetched now, or whose decode the store
+ * deferred (rc -EAGAIN), is recorded as such and stays queued; a job that
+ * met one stops draining its partition, and the lanes look at the queue
+ * again after a backoff (retry_timer: 1 s doubling to 30 s, back to 1 s
+ * after a run without one), so a database that is down is not hammered.
+ * Recording a batch's outcome (decode_finish) is itself retried with
+ * backoff for about 13 s; should it still fail, the batch is decoded again
+ * (indexing replaces a trace's rows: no double count).
  */
 #include "pipeline/lanes.h"
 #include "pipeline/payload.h"
@@ -15,7 +26,16 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+/* The backoff of the queue's look after a transient failure. */
+#define RETRY_MIN_MS 1000 /* past PostgreSQL's 1 s hold-off of a released item */
+#define RETRY_MAX_MS 30000
+/* decode_finish's attempts after a transient failure: 100 ms doubling to
+ * 3.2 s, about 13 s in all. */
+#define FINISH_ATTEMPTS 9
 
 struct rvs_lanes {
 	uv_loop_t *loop;
@@ -37,6 +57,10 @@ struct rvs_lanes {
 	uv_work_t wake_work;
 	uv_timer_t decode_timer;
 	int decode_timer_on;
+	/* The queue looked at again after a transient failure (see above). */
+	uv_timer_t retry_timer;
+	int retry_on;
+	uint64_t retry_ms;
 };
 
 static void decode_start(struct rvs_lanes *a, unsigned part);
@@ -54,14 +78,53 @@ struct decode_job {
 	unsigned part; /* the queue partition this job drains */
 	uint64_t depth;
 	int empty;	      /* the first dequeue found nothing: another decoder took it */
+	int deferred;	      /* a transient failure: look at the queue again later */
 	struct rvs_hist hist; /* this job's decode times, merged on the loop */
 	uint64_t failures[RVS_DECODE_FAIL_COUNT];
 	struct rvs_decode_item items[RVS_DECODE_BATCH];
 };
 
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* The decoder on it[0..n), but for the items already deferred (rc
+ * -EAGAIN: their blob could not be fetched now), in runs between them. */
+static void decode_runs(const struct rvs_decoder *dec, struct rvs_decode_item *it, int n)
+{
+	for (int i = 0, j; i < n; i = j + 1) {
+		for (j = i; j < n && it[j].rc != -EAGAIN; j++)
+			;
+		if (j > i)
+			dec->decode(dec->ctx, it + i, (size_t)(j - i));
+	}
+}
+
+/* decode_finish, retried with backoff while its failure is transient;
+ * 0 or its last -errno. */
+static int finish(struct rvs_lanes *a, const struct rvs_decode_item *it, int n)
+{
+	int rc = 0;
+
+	for (int k = 0; k < FINISH_ATTEMPTS; k++) {
+		if (k)
+			sleep_ms(100L << (k < 6 ? k - 1 : 5));
+		if (!rvs_store_transient(rc = a->ops->decode_finish(a->store, it, (size_t)n)))
+			break;
+		rvs_log("warn", "decode outcome not recorded: retrying", "attempt=%d err=%d", k + 1,
+			rc);
+	}
+	return rc;
+}
+
 /* Drains the job's partition a batch at a time: the decoder indexes it, the
  * store records every outcome in one transaction (a crash in between only
- * decodes the batch again: indexing replaces a trace's rows). */
+ * decodes the batch again: indexing replaces a trace's rows).  A batch
+ * with a deferred item, or a transient failure of the queue itself, ends
+ * the job: the retry timer brings it back. */
 static void decode_work(uv_work_t *w)
 {
 	struct decode_job *dj = w->data;
@@ -78,24 +141,37 @@ static void decode_work(uv_work_t *w)
 		int is_temp[RVS_DECODE_BATCH] = {0};
 		for (int i = 0; i < n; i++) {
 			int rc = -ENOENT;
+			it[i].rc = 0;
 			if (it[i].blob_sha256[0] &&
 			    (rc = rvs_blobs_file(a->blobs, it[i].blob_sha256, RVS_MAX_CAPTURE_BYTES,
 						 it[i].path, sizeof it[i].path, &is_temp[i]))) {
-				/* A path that does not exist: the decoder
-				 * quarantines it as "blob unreadable". */
 				rvs_log("error", "blob fetch failed", "blob=%s err=%d",
 					it[i].blob_sha256, rc);
+				if (rvs_store_transient(rc)) {
+					/* The blob store is away: not the upload's fault. */
+					snprintf(it[i].reason, sizeof it[i].reason,
+						 "blob store unavailable: %s", strerror(-rc));
+					it[i].rc = -EAGAIN;
+					it[i].seconds = 0;
+					continue;
+				}
+				/* A path that does not exist: the decoder
+				 * quarantines it as "blob unreadable". */
 				snprintf(it[i].path, sizeof it[i].path, "%s/unreadable-%s",
 					 a->blobs->tmp_dir, it[i].blob_sha256);
 			} else if (rc) {
 				it[i].path[0] = '\0'; /* summary-only */
 			}
 		}
-		a->decoder->decode(a->decoder->ctx, it, (size_t)n);
+		decode_runs(a->decoder, it, n);
 		for (int i = 0; i < n; i++)
 			if (is_temp[i])
 				unlink(it[i].path);
 		for (int i = 0; i < n; i++) {
+			if (it[i].rc == -EAGAIN) {
+				dj->deferred = 1;
+				continue;
+			}
 			rvs_hist_observe(&dj->hist, it[i].seconds);
 			if (it[i].rc) {
 				if (!it[i].reason[0])
@@ -104,11 +180,22 @@ static void decode_work(uv_work_t *w)
 				dj->failures[rvs_decode_fail_class(it[i].reason)]++;
 			}
 		}
-		if (a->ops->decode_finish(a->store, it, (size_t)n))
+		if (finish(a, it, n)) {
+			dj->deferred = 1;
+			break;
+		}
+		if (dj->deferred)
 			break;
 	}
+	if (n < 0 && rvs_store_transient(n))
+		dj->deferred = 1;
 	if (a->ops->queue_depth(a->store, &dj->depth))
 		dj->depth = 0;
+}
+
+static void retry_tick(uv_timer_t *t)
+{
+	rvs_lanes_pump(t->data);
 }
 
 static void decode_done_cb(uv_work_t *w, int status)
@@ -122,6 +209,15 @@ static void decode_done_cb(uv_work_t *w, int status)
 	for (int i = 0; i < RVS_DECODE_FAIL_COUNT; i++)
 		a->m->decode_failures[i] += dj->failures[i];
 	a->decoding[dj->part] = 0;
+	if (dj->deferred && a->retry_on && !a->work->stopping) {
+		if (!uv_is_active((uv_handle_t *)&a->retry_timer)) {
+			uv_timer_start(&a->retry_timer, retry_tick, a->retry_ms, 0);
+			a->retry_ms =
+				a->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : a->retry_ms * 2;
+		}
+	} else if (!dj->deferred && !dj->empty) {
+		a->retry_ms = RETRY_MIN_MS;
+	}
 	if (a->decode_again[dj->part] && !a->work->stopping) {
 		a->decode_again[dj->part] = 0;
 		decode_start(a, dj->part);
@@ -232,14 +328,14 @@ static void wake_reopen_done(uv_work_t *w, int status)
 	rvs_work_done(a->work);
 }
 
-/* The poll: the queue looked at, and a lost listener opened again (its
- * previous handle closed: a->wake NULL). */
+/* The poll: the queue looked at, and (PostgreSQL) a lost listener opened
+ * again (its previous handle closed: a->wake NULL). */
 static void decode_poll_tick(uv_timer_t *t)
 {
 	struct rvs_lanes *a = t->data;
 
 	rvs_lanes_pump(a);
-	if (a->wake || a->wake_busy || a->work->stopping)
+	if (a->wake || a->wake_busy || a->work->stopping || !a->ops->wake_open)
 		return;
 	a->wake_busy = 1;
 	rvs_work_queue(a->work, a->loop, &a->wake_work, a, wake_reopen_work, wake_reopen_done);
@@ -249,7 +345,7 @@ static void wake_start(struct rvs_lanes *a)
 {
 	uint64_t ms = (uint64_t)a->cfg->decode_poll_s * 1000;
 
-	assert(a->ops->wake_open && !a->wake_on && !a->decode_timer_on);
+	assert(!a->wake_on && !a->decode_timer_on);
 	if (a->wake)
 		wake_watch(a);
 	if (uv_timer_init(a->loop, &a->decode_timer) == 0) {
@@ -274,6 +370,7 @@ int rvs_lanes_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metr
 	l->decoder = decoder;
 	l->blobs = blobs;
 	l->work = work;
+	l->retry_ms = RETRY_MIN_MS;
 	*out = l;
 	return 0;
 }
@@ -290,14 +387,23 @@ void rvs_lanes_open(struct rvs_lanes *a, struct rvs_store *store)
 
 void rvs_lanes_start(struct rvs_lanes *a)
 {
+	if (uv_timer_init(a->loop, &a->retry_timer) == 0) {
+		a->retry_on = 1;
+		a->retry_timer.data = a;
+	}
 	rvs_lanes_pump(a);
-	if (a->ops->wake_open)
-		wake_start(a);
+	/* The poll on sqlite too: it finds what another process queued (the
+	 * operator's requeue). */
+	wake_start(a);
 }
 
 void rvs_lanes_stop(struct rvs_lanes *a)
 {
 	wake_stop(a);
+	if (a->retry_on) {
+		a->retry_on = 0;
+		uv_close((uv_handle_t *)&a->retry_timer, NULL);
+	}
 	if (a->decode_timer_on) {
 		a->decode_timer_on = 0;
 		uv_close((uv_handle_t *)&a->decode_timer, NULL);

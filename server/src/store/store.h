@@ -5,6 +5,26 @@
  * provides the same table; rvs_store_for picks one by the dsn.  Every function blocks and must run
  * on the work queue; a backend handle is safe to use from several work threads at once. Errors: 0
  * or a negative errno (-ENOENT not found, -EEXIST a uniqueness conflict, -EIO a backend failure).
+ *
+ * Transient and permanent errors.  Every failure is one or the other, by
+ * its errno (rvs_store_transient):
+ *  - transient — the database or the moment failed, not the data; nothing
+ *    was written (the transaction rolled back, or its commit's outcome is
+ *    unknown and a retry finds the row: every write a device is
+ *    acknowledged for is idempotent by its key), and the same call may
+ *    succeed later: -EAGAIN (PostgreSQL: a lost or refused connection,
+ *    PQstatus not OK; SQLSTATE class 08, admin or crash shutdown 57P01 /
+ *    57P02, cannot connect now 57P03, too many connections 53300 and the
+ *    rest of class 53, serialization 40001, deadlock 40P01, lock timeout
+ *    55P03, a canceled statement 57014 — pg.h's one table, by SQLSTATE, never
+ *    by message text; a pooled connection found broken is closed with every
+ *    idle one and replaced by the next call), -EBUSY (sqlite BUSY /
+ *    LOCKED), -ENOSPC (a full disk: sqlite FULL, PostgreSQL 53100) and
+ *    -ETIMEDOUT.  The blob backends (blob.h) answer the same way.
+ *  - permanent — anything else: the statement or its data is wrong.
+ * The decoder keeps an upload queued through a transient error and
+ * decodes it again later (pipeline/lanes.c, with backoff); an upload is
+ * quarantined only for a permanent error, one that lies in its own bytes.
  * Durability: a function that stores what a device is acknowledged for
  * (device_add, upload_add, skip_add) returns 0 only once it is on disk
  * (it survives power loss); the others may return before.
@@ -12,6 +32,7 @@
 #ifndef RVS_STORE_H
 #define RVS_STORE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -388,8 +409,9 @@ struct rvs_store_ops {
 	/* The outcome of n decodes, in one transaction: each item off the
 	 * queue, state decoded (rc 0) or quarantined with its reason (rc < 0;
 	 * "" counts as "unspecified").  An item no longer queued is skipped.
-	 * PostgreSQL: an item with rc -EAGAIN (index_write met only transient
-	 * errors) stays queued, its lease dropped, to be decoded again.
+	 * An item with rc -EAGAIN (its decode met a transient error) stays
+	 * queued in pending_decode, to be decoded again (PostgreSQL: its lease
+	 * dropped, taken again a second later).
 	 * 0 or -errno (then nothing is recorded). */
 	int (*decode_finish)(struct rvs_store *s, const struct rvs_decode_item *items, size_t n);
 	int (*queue_depth)(struct rvs_store *s, uint64_t *out);
@@ -403,6 +425,13 @@ struct rvs_store_ops {
 	 * (pending_decode), to be indexed again with the names.  *queued: how
 	 * many. */
 	int (*requeue_build_id)(struct rvs_store *s, const char *build_id, uint64_t *queued);
+	/* The operator's requeue (`rearview-server requeue`): every
+	 * quarantined upload whose reason contains reason (a substring, case
+	 * sensitive; NULL: every one) goes back to pending_decode and on the
+	 * decode queue, its quarantine row deleted, in one transaction (on
+	 * PostgreSQL the idle decoders are woken).  *queued: how many.  0 or
+	 * -errno (nothing changed, *queued 0). */
+	int (*quarantine_requeue)(struct rvs_store *s, const char *reason, uint64_t *queued);
 
 	/* ---- issue 15: the SQL of the other server files, behind the table ---- */
 
@@ -721,6 +750,15 @@ extern const struct rvs_store_ops rvs_store_pg;
  * after that another node may take the upload.  Process-wide; set once at
  * start from [server] decode_lease_s, before any store is opened. */
 void rvs_store_pg_lease(unsigned seconds);
+
+/* 1 when rc (a store or blob call's -errno) is transient — -EAGAIN,
+ * -EBUSY, -ENOSPC or -ETIMEDOUT: the same call may succeed later — else 0
+ * (0 itself included).  Pure; inline, so that every backend file may use
+ * it without linking the backends' chooser (store.c). */
+static inline int rvs_store_transient(int rc)
+{
+	return rc == -EAGAIN || rc == -EBUSY || rc == -ENOSPC || rc == -ETIMEDOUT;
+}
 
 /* The backend a configured database names: rvs_store_pg for a
  * "postgresql://" or "postgres://" URI, else rvs_store_sqlite (a path or a

@@ -58,13 +58,27 @@ void rvs_pg_bytea(struct rvs_pg_params *p, const void *v, size_t len)
 	p->fmt[p->n++] = 1;
 }
 
-/* SQLSTATE (a whole code, or a two-character class) → errno, first match. */
+/* SQLSTATE (a whole code, or a two-character class) → errno, first match.
+ * The transient ones (store.h, rvs_store_transient) say the server or the
+ * moment failed, not the statement: -EAGAIN or, for a full disk, -ENOSPC. */
 static const struct {
 	const char *state;
 	int err;
 } ERRNOS[] = {
 	{"23505", -EEXIST}, /* unique_violation: store.h's uniqueness conflict */
 	{"23", -EEXIST},    /* the rest of integrity_constraint_violation */
+	{"08", -EAGAIN},    /* connection_exception: lost, refused, failed */
+	{"57P01", -EAGAIN}, /* admin_shutdown: pg_ctl stop/restart -m fast */
+	{"57P02", -EAGAIN}, /* crash_shutdown: another backend crashed */
+	{"57P03", -EAGAIN}, /* cannot_connect_now: starting up, recovering */
+	{"57014", -EAGAIN}, /* query_canceled: statement timeout, a cancel at shutdown */
+	{"53100", -ENOSPC}, /* disk_full */
+	{"53", -EAGAIN},    /* insufficient_resources: too many connections (53300), memory */
+	{"40001", -EAGAIN}, /* serialization_failure */
+	{"40P01", -EAGAIN}, /* deadlock_detected */
+	{"40003", -EAGAIN}, /* statement_completion_unknown */
+	{"55P03", -EAGAIN}, /* lock_not_available: lock_timeout */
+	{"58030", -EAGAIN}, /* io_error on the server */
 };
 
 int rvs_pg_errno(const char *sqlstate)
@@ -105,7 +119,9 @@ int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg
 		return 0;
 	}
 	state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-	rc = rvs_pg_errno(state);
+	/* A failure libpq made itself (no SQLSTATE) on a connection that is no
+	 * longer up: the server went away mid-statement. */
+	rc = (!state || !*state) && PQstatus(pg) != CONNECTION_OK ? -EAGAIN : rvs_pg_errno(state);
 	if (err) {
 		snprintf(err->state, sizeof err->state, "%s", state ? state : "");
 		snprintf(err->msg, sizeof err->msg, "%s",

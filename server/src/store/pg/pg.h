@@ -48,9 +48,15 @@ struct rvs_pg_error {
 	char msg[200];
 };
 
-/* The errno of a SQLSTATE (NULL or "" included): -EEXIST for a uniqueness
- * conflict (23505) and the rest of class 23, integrity constraints, as
- * sqlite's SQLITE_CONSTRAINT; -EIO for anything else.  One table. */
+/* The errno of a SQLSTATE (NULL or "" included), from one table: -EEXIST
+ * for a uniqueness conflict (23505) and the rest of class 23, integrity
+ * constraints, as sqlite's SQLITE_CONSTRAINT; the transient failures of
+ * store.h's contract -EAGAIN (class 08 connection exceptions, admin and
+ * crash shutdown 57P01/57P02, cannot connect now 57P03, a canceled
+ * statement 57014, class 53 insufficient resources as too many
+ * connections 53300, serialization 40001, deadlock 40P01, completion
+ * unknown 40003, lock not available 55P03, the server's I/O error 58030)
+ * and -ENOSPC (disk full, 53100); -EIO for anything else.  Pure. */
 int rvs_pg_errno(const char *sqlstate);
 
 /* Flags of rvs_pg_exec. */
@@ -63,9 +69,11 @@ int rvs_pg_errno(const char *sqlstate);
  * statements (RVS_PG_SCRIPT, no parameters: migrations, transaction
  * control; the result is the last statement's).  On success
  * *out (when out is not NULL) gets the result, which the caller clears;
- * returns 0.  On failure returns the SQLSTATE's errno (rvs_pg_errno) with
- * the result cleared and *out NULL; err (when not NULL) gets the SQLSTATE
- * and message, else a failure other than a conflict is logged. */
+ * returns 0.  On failure returns the SQLSTATE's errno (rvs_pg_errno), or
+ * -EAGAIN when there is none and pg's connection is no longer up (lost
+ * mid-statement: PQstatus, not the message's text), with the result
+ * cleared and *out NULL; err (when not NULL) gets the SQLSTATE and
+ * message, else a failure other than a conflict is logged. */
 int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg_params *p,
 		PGresult **out, struct rvs_pg_error *err);
 
@@ -80,7 +88,7 @@ double rvs_pg_val_dbl(const PGresult *r, int row, int col);
 int rvs_pg_rows_out(const PGresult *r, int from, int to, int part, rvs_row_fn cb, void *arg);
 
 /* store_pg.c's pooled connections, lent to a read in another file for the
- * read's length: get returns one (NULL: none could be had, -EIO) with a
+ * read's length: get returns one (NULL: none could be had, -EAGAIN) with a
  * handle that put gives back (closing the connection if it broke or was
  * left in a transaction). */
 struct rvs_pg_pool {

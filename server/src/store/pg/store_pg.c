@@ -644,7 +644,9 @@ static PGconn *conn_open(const char *dsn)
 	return pg;
 }
 
-/* A connection for this thread's call: idle, or newly opened.  NULL: -EIO. */
+/* A connection for this thread's call: idle, or newly opened.  NULL:
+ * -EAGAIN (the server does not take connections now: down, restarting, at
+ * max_connections). */
 static struct conn *get(struct rvs_store *s)
 {
 	struct conn *c;
@@ -664,12 +666,29 @@ static struct conn *get(struct rvs_store *s)
 	return c;
 }
 
-/* Gives c back, or closes it if its connection broke. */
+/* Gives c back, or closes it if its connection broke — and then every idle
+ * one too: a connection breaks when the server restarts or ends sessions,
+ * and the idle ones opened before would each fail their next statement. */
 static void put(struct rvs_store *s, struct conn *c)
 {
 	if (PQstatus(c->pg) != CONNECTION_OK || PQtransactionStatus(c->pg) != PQTRANS_IDLE) {
+		int lost = PQstatus(c->pg) != CONNECTION_OK;
+		struct conn *idle = NULL;
+
 		PQfinish(c->pg);
 		free(c);
+		if (lost) {
+			pthread_mutex_lock(&s->mu);
+			idle = s->idle;
+			s->idle = NULL;
+			pthread_mutex_unlock(&s->mu);
+		}
+		while (idle) {
+			struct conn *next = idle->next;
+			PQfinish(idle->pg);
+			free(idle);
+			idle = next;
+		}
 		return;
 	}
 	pthread_mutex_lock(&s->mu);
@@ -777,7 +796,7 @@ static int store_open(const char *dsn, struct rvs_store **out)
 	pthread_mutex_init(&s->mu, NULL);
 	if ((rc = rvs_pg_migrate(dsn, N_MIGRATIONS)) || !(c = get(s))) {
 		store_close(s);
-		return rc ? rc : -EIO;
+		return rc ? rc : -EAGAIN;
 	}
 	rc = rvs_pg_part_ensure(c->pg, &until);
 	s->parts_until = until;
@@ -796,7 +815,7 @@ static int schema_version(struct rvs_store *s, int *out)
 	int rc;
 
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	rc = version_of(c->pg, out);
 	put(s, c);
 	return rc;
@@ -828,7 +847,7 @@ static int device_add(struct rvs_store *s, struct rvs_device_rec *d)
 
 	d->reenrolled = 0;
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	if ((rc = exec(c->pg, "BEGIN")))
 		goto out;
 	if (d->client_device_id && d->client_device_id[0]) {
@@ -883,7 +902,7 @@ static int lookup(struct rvs_store *s, int i, const struct rvs_pg_params *p, cha
 	int rc;
 
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	if (!(rc = run(c->pg, i, p, &r))) {
 		if (PQntuples(r) >= 1)
 			snprintf(out, outlen, "%s", PQgetvalue(r, 0, 0));
@@ -988,7 +1007,7 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 	int rc;
 
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	/* This week's partition exists (made a week ahead); the next one is
 	 * made here a day before it is due (clocks may differ that much). */
 	if ((int64_t)time(NULL) + 86400 >= s->parts_until) {
@@ -1047,7 +1066,7 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 	if (nparts < 1 || nparts > 16 || part >= nparts || max < 1 || max > INT_MAX)
 		return -EINVAL;
 	if (!(c = get(s)))
-		return -EIO;
+		return -EAGAIN;
 	rvs_pg_i64(&p, nparts);
 	rvs_pg_i64(&p, part);
 	rvs_pg_i64(&p, (int64_t)max);
@@ -1092,7 +1111,7 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 	int rc;
 
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	if ((rc = exec(c->pg, "BEGIN")))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -1154,7 +1173,7 @@ static int admin_put(struct rvs_store *s, const char *name, unsigned iterations,
 	int rc;
 
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	rvs_pg_text(&p, name);
 	rvs_pg_i64(&p, iterations);
 	rvs_pg_bytea(&p, salt, saltlen);
@@ -1171,7 +1190,7 @@ static int skip_add(struct rvs_store *s, const struct rvs_skip_rec *k)
 	int rc;
 
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	rvs_pg_text(&p, k->device_id);
 	rvs_pg_bytea(&p, k->report_id, 16);
 	rvs_pg_text(&p, k->app_id);
@@ -1194,7 +1213,7 @@ static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t 
 
 	*queued = 0;
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	rvs_pg_text(&p, build_id);
 	if ((rc = exec(c->pg, "BEGIN")) || (rc = run(c->pg, S_REQUEUE, &p, &r)))
 		goto fail;
@@ -1213,6 +1232,39 @@ fail:
 	return rc;
 }
 
+/* The operator's requeue, one statement: the quarantine rows whose reason
+ * holds $1 (NULL: all) deleted, their uploads back in pending_decode and
+ * on the queue (unleased); a NOTIFY wakes the idle decoders. */
+static int quarantine_requeue(struct rvs_store *s, const char *reason, uint64_t *queued)
+{
+	struct rvs_pg_params p = {0};
+	struct conn *c = get(s);
+	PGresult *r;
+	int rc;
+
+	*queued = 0;
+	if (!c)
+		return -EAGAIN;
+	rvs_pg_text(&p, reason);
+	rc = rvs_pg_exec(c->pg,
+			 "WITH q AS (DELETE FROM quarantine WHERE $1::text IS NULL"
+			 " OR strpos(reason, $1::text) > 0 RETURNING trace_id),"
+			 " u AS (UPDATE uploads SET state = 'pending_decode'"
+			 " WHERE trace_id IN (SELECT trace_id FROM q) RETURNING trace_id)"
+			 " INSERT INTO decode_queue (trace_id, enqueued_at)"
+			 " SELECT trace_id, extract(epoch FROM now())::bigint FROM u"
+			 " ON CONFLICT (trace_id) DO NOTHING",
+			 0, &p, &r, NULL);
+	if (!rc) {
+		*queued = strtoull(PQcmdTuples(r), NULL, 10);
+		PQclear(r);
+		if (*queued)
+			wake(c->pg);
+	}
+	put(s, c);
+	return rc;
+}
+
 /* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
 
 static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
@@ -1223,7 +1275,7 @@ static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, cha
 
 	*nblobs = 0;
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	rc = rvs_pg_part_retention(c->pg, cutoff, max, blobs, nblobs);
 	put(s, c);
 	return rc;
@@ -1237,7 +1289,7 @@ static int blob_referenced(struct rvs_store *s, const char *blob)
 	int rc;
 
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	rvs_pg_text(&p, blob);
 	rc = rvs_pg_exec(c->pg, "SELECT 1 FROM uploads WHERE blob_sha256 = $1 LIMIT 1", 0, &p, &r,
 			 NULL);
@@ -1258,7 +1310,7 @@ static int read_rows(struct rvs_store *s, const char *sql, const struct rvs_pg_p
 	int rc;
 
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	rc = rvs_pg_exec(c->pg, sql, 0, p, out, NULL);
 	put(s, c);
 	return rc;
@@ -1355,7 +1407,7 @@ static int write_text(struct rvs_store *s, const char *sql, const struct rvs_pg_
 	int rc;
 
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	if (!(rc = rvs_pg_exec(c->pg, sql, 0, p, &r, NULL)))
 		PQclear(r);
 	put(s, c);
@@ -1483,7 +1535,7 @@ static int campaign_change(struct rvs_store *s, int op, const char *id, const ch
 
 	assert(op >= RVS_CAMPAIGN_CREATE && op <= RVS_CAMPAIGN_END);
 	if (!c)
-		return -EIO;
+		return -EAGAIN;
 	rvs_pg_text(&w, id);
 	if (op != RVS_CAMPAIGN_END)
 		rvs_pg_text(&w, spec);
@@ -2235,6 +2287,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.admin_put = admin_put,
 	.skip_add = skip_add,
 	.requeue_build_id = requeue_build_id,
+	.quarantine_requeue = quarantine_requeue,
 	/* issue 15 */
 	.retention_delete = retention_delete,
 	.blob_referenced = blob_referenced,

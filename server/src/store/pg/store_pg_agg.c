@@ -444,7 +444,7 @@ int rvs_pg_agg_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter 
 
 	assert(nsides >= 1 && nsides <= 2);
 	if (!pg)
-		return -EIO;
+		return -EAGAIN;
 	/* One snapshot: both sides and the dictionary agree. */
 	rc = q(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL, NULL, NULL, 0);
 	for (size_t i = 0; i < nsides && !rc; i++)

@@ -31,11 +31,12 @@
  * (no deadlock between index batches).  A batch that re-decodes a trace
  * with a signature (its DELETE uncounts the old one) takes all its locks,
  * old signatures too, before its first trace and sets signatures inline.
- * A batch that still fails with a transient error (deadlock 40P01,
- * serialization failure 40001, lock not available 55P03, a lost
- * connection) is rolled back whole and written again after a jittered
- * backoff, up to MAX_ATTEMPTS times; then every trace gets -EAGAIN
- * (decode_finish leaves it queued, store_pg.c), never a quarantine.
+ * A batch that still fails with a transient error (store.h's
+ * rvs_store_transient: deadlock 40P01, serialization failure 40001, lock
+ * not available 55P03, a restart or shutdown, a full disk, a lost
+ * connection, which is reopened) is rolled back whole and written again
+ * after a jittered backoff, up to MAX_ATTEMPTS times; then every trace gets
+ * -EAGAIN (decode_finish leaves it queued, store_pg.c), never a quarantine.
  * Only a trace's own error (a missing upload, bad data) fails it alone.
  */
 #include "store/store_index.h"
@@ -74,18 +75,32 @@ static int q(struct rvs_index_lane *l, const char *sql, const struct rvs_pg_para
 }
 
 /* Whether rc, a statement's result, is a failure that writing the batch
- * again can clear: a deadlock, a serialization failure, a lock not
- * available, or a lost connection (reset here). */
+ * again can clear: a transient one (store.h, rvs_pg_errno's table: a
+ * deadlock, a serialization failure, a lock not available, a restart, a
+ * full disk, a lost connection — reopened here). */
 static int transient(struct rvs_index_lane *l, int rc)
 {
-	if (rc != -EIO)
+	if (!rvs_store_transient(rc))
 		return 0;
-	if (PQstatus(l->pg) != CONNECTION_OK) {
+	if (PQstatus(l->pg) != CONNECTION_OK)
 		PQreset(l->pg);
-		return 1;
-	}
-	return !strcmp(l->fail.state, "40P01") || !strcmp(l->fail.state, "40001") ||
-	       !strcmp(l->fail.state, "55P03");
+	return 1;
+}
+
+/* The lane's connection, reopened when it broke (a restart since its last
+ * use): 0, or -EAGAIN with l->fail.msg set when the server does not take it
+ * now. */
+static int lane_up(struct rvs_index_lane *l)
+{
+	if (PQstatus(l->pg) == CONNECTION_OK)
+		return 0;
+	PQreset(l->pg);
+	if (PQstatus(l->pg) == CONNECTION_OK)
+		return 0;
+	snprintf(l->fail.msg, sizeof l->fail.msg, "%s", PQerrorMessage(l->pg));
+	l->fail.msg[strcspn(l->fail.msg, "\n")] = 0;
+	l->fail.state[0] = 0;
+	return -EAGAIN;
 }
 
 /* The PostgreSQL array literal of the texts field() gives for the traces
@@ -217,7 +232,7 @@ int rvs_pg_index_open(const char *dsn, struct rvs_index_lane **out)
 	if (PQstatus(l->pg) != CONNECTION_OK) {
 		rvs_log("error", "postgresql connect", "err=\"%s\"", PQerrorMessage(l->pg));
 		rvs_pg_index_close(l);
-		return -EIO;
+		return -EAGAIN;
 	}
 	*out = l;
 	return 0;
@@ -239,6 +254,8 @@ int rvs_pg_index_upload_meta(struct rvs_index_lane *l, const char *trace_id,
 	int rc;
 
 	memset(m, 0, sizeof *m);
+	if ((rc = lane_up(l)))
+		return rc;
 	rvs_pg_text(&a, trace_id);
 	if ((rc = q(l,
 		    "SELECT coalesce(compression, 0), coalesce(payload_size, 0), summary"
@@ -480,6 +497,8 @@ static int attempt(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n
 		v[i].rc = 0;
 		v[i].reason[0] = 0;
 	}
+	if ((rc = lane_up(l)))
+		return 1;
 	rc = q(l, "BEGIN", NULL, NULL);
 	if (!rc)
 		rc = has_old_signature(l, v, n, &early);
@@ -508,7 +527,8 @@ static int attempt(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n
 	if (!rc)
 		return 0;
 	again = transient(l, rc);
-	PQclear(PQexec(l->pg, "ROLLBACK"));
+	if (PQstatus(l->pg) == CONNECTION_OK)
+		PQclear(PQexec(l->pg, "ROLLBACK"));
 	if (again)
 		return 1;
 	for (size_t i = 0; i < n; i++)
@@ -554,7 +574,5 @@ void rvs_pg_index_write(struct rvs_index_lane *l, struct rvs_index_trace *v, siz
 			v[i].rc = -EAGAIN;
 		}
 	}
-	/* A broken connection is reopened for the next batch. */
-	if (PQstatus(l->pg) != CONNECTION_OK)
-		PQreset(l->pg);
+	/* A broken connection is reopened by the next call (lane_up). */
 }

@@ -109,7 +109,7 @@ int rvs_pg_traces_sorted(const struct rvs_pg_pool *pool, const struct rvs_sorted
 	rvs_pg_opt_i64(&a, sq->has_cursor, sq->cursor_tiebreak);
 	rvs_pg_opt_i64(&a, 1, sq->limit);
 	if (!(pg = pool->get(pool->s, &h)))
-		return -EIO;
+		return -EAGAIN;
 	rc = rvs_pg_exec(pg, sql, 0, &a, &r, NULL);
 	pool->put(pool->s, h);
 	if (rc)
@@ -206,7 +206,7 @@ int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_fi
 	int rc;
 
 	if (!pg)
-		return -EIO;
+		return -EAGAIN;
 	/* $1 since, $2 app, $3 version, $4 kind, $5 the limit (the issue in
 	 * the per-issue reads: a copy of these with $5 replaced). */
 	rvs_pg_opt_i64(&a, 1, f->since);
@@ -266,7 +266,7 @@ int rvs_pg_search_scan(const struct rvs_pg_pool *pool, const struct rvs_search_s
 
 	assert(sq->mode >= RVS_SCAN_CHAINS && sq->mode <= RVS_SCAN_METHOD_EXACT);
 	if (!(pg = pool->get(pool->s, &h)))
-		return -EIO;
+		return -EAGAIN;
 	rc = rvs_pg_exec(pg,
 			 sq->mode == RVS_SCAN_CHAINS
 				 ? "SELECT coalesce(max(seq), 0) + 1 FROM trace_chains"

@@ -951,12 +951,15 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 }
 
 /* Takes one decoded or quarantined item off the queue with the prepared
- * statements of decode_finish; SQLITE_DONE also when it was not queued. */
+ * statements of decode_finish; SQLITE_DONE also when it was not queued.
+ * An item whose decode met a transient error (rc -EAGAIN) stays queued. */
 static int finish_one(sqlite3_stmt *del, sqlite3_stmt *upd, sqlite3_stmt *quar,
 		      const struct rvs_decode_item *it)
 {
 	int rc;
 
+	if (it->rc == -EAGAIN)
+		return SQLITE_DONE;
 	sqlite3_bind_text(del, 1, it->trace_id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(del);
 	sqlite3_reset(del);
@@ -1137,6 +1140,50 @@ static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t 
 unlock:
 	pthread_mutex_unlock(&s->mu);
 	return rvc_sqlite_errno(rc);
+}
+
+/* The operator's requeue: three statements on the quarantined uploads whose
+ * reason holds ?1 (NULL: all), in one transaction, queue first. */
+static int quarantine_requeue(struct rvs_store *s, const char *reason, uint64_t *queued)
+{
+	static const char *const sql[] = {
+		"INSERT OR IGNORE INTO decode_queue (trace_id, enqueued_at)"
+		" SELECT trace_id, ?2 FROM quarantine WHERE ?1 IS NULL OR instr(reason, ?1) > 0",
+		"UPDATE uploads SET state = 'pending_decode' WHERE trace_id IN (SELECT trace_id"
+		" FROM quarantine WHERE ?1 IS NULL OR instr(reason, ?1) > 0)",
+		"DELETE FROM quarantine WHERE ?1 IS NULL OR instr(reason, ?1) > 0",
+	};
+	int rc;
+
+	*queued = 0;
+	pthread_mutex_lock(&s->mu);
+	if ((rc = rvs_sqlite_exec(s->db, "BEGIN IMMEDIATE")))
+		goto unlock;
+	for (size_t i = 0; i < sizeof sql / sizeof *sql && !rc; i++) {
+		sqlite3_stmt *st;
+		int r = sqlite3_prepare_v2(s->db, sql[i], -1, &st, NULL);
+
+		if (r == SQLITE_OK) {
+			rvs_sqlite_bind_opt_text(st, 1, reason);
+			if (i == 0)
+				sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
+			r = sqlite3_step(st);
+			if (i == 0)
+				*queued = (uint64_t)sqlite3_changes(s->db);
+			sqlite3_finalize(st);
+		}
+		if (r != SQLITE_DONE)
+			rc = rvc_sqlite_errno(r) ? rvc_sqlite_errno(r) : -EIO;
+	}
+	if (!rc)
+		rc = rvs_sqlite_exec(s->db, "COMMIT");
+	if (rc) {
+		*queued = 0;
+		rvs_sqlite_exec(s->db, "ROLLBACK");
+	}
+unlock:
+	pthread_mutex_unlock(&s->mu);
+	return rc;
 }
 
 /* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
@@ -2415,6 +2462,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.admin_put = admin_put,
 	.skip_add = skip_add,
 	.requeue_build_id = requeue_build_id,
+	.quarantine_requeue = quarantine_requeue,
 	/* issue 15 */
 	.retention_delete = retention_delete,
 	.blob_referenced = blob_referenced,
