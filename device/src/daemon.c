@@ -33,9 +33,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admin.h"
@@ -65,6 +67,7 @@ struct rvd_daemon {
 	struct rvd_config cfg_file; /* as configured; the policy's thresholds override cfg */
 	struct rvd_enforce enf;
 	struct rvd_seams seams;
+	int lock_fd;		      /* RUN/rearviewd.lock, flock'd for our life; -1 */
 	int listen_fd[3];
 	uv_poll_t listen_poll[3];
 	uv_signal_t sig_term, sig_int;
@@ -810,24 +813,66 @@ static void accept_cb(uv_poll_t *h, int status, int events)
 	}
 }
 
-/* Refuses to start over a socket another rearviewd still answers on. */
+/*
+ * Takes RUN/rearviewd.lock (flock, our pid written in it) for the daemon's
+ * life: only one rearviewd serves a run directory.  The lock goes with the
+ * holder's last descriptor, so a daemon killed with SIGKILL releases it as
+ * it exits; one killed a moment ago may still be exiting, hence a bounded
+ * wait before another holder is called a running daemon.  Startup only,
+ * before the loop runs.  0, -EADDRINUSE (logged), or another negative errno.
+ */
+#define LOCK_WAIT_MS 5000
+#define LOCK_POLL_MS 20
+
+static int take_lock(struct rvd_daemon *d)
+{
+	char path[RVD_PATH_MAX + 16], pid[24] = "";
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/rearviewd.lock", d->cfg.run_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		n = -errno;
+		rvd_err("%s: %s", path, strerror(-n));
+		return n;
+	}
+	for (unsigned waited = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; waited += LOCK_POLL_MS) {
+		struct timespec ts = {0, LOCK_POLL_MS * 1000000L};
+
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			n = -errno;
+			rvd_err("%s: %s", path, strerror(-n));
+			close(fd);
+			return n;
+		}
+		if (waited >= LOCK_WAIT_MS) {
+			n = (int)pread(fd, pid, sizeof(pid) - 1, 0);
+			pid[n > 0 ? strcspn(pid, "\n") : 0] = '\0';
+			rvd_err("%s: another rearviewd is running (pid %s)", d->cfg.run_dir,
+				pid[0] ? pid : "?");
+			close(fd);
+			return -EADDRINUSE;
+		}
+		nanosleep(&ts, NULL);
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		rvd_warn("%s: cannot write our pid: %s", path, strerror(errno));
+	d->lock_fd = fd;
+	return 0;
+}
+
+/* Called with the run directory's lock held (take_lock): a socket file
+ * left there is a dead daemon's, whatever still answers on it. */
 static int bind_socket(struct rvd_daemon *d, int which, unsigned mode, gid_t gid)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, rc;
 
+	assert(d->lock_fd >= 0);
 	rc = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", d->cfg.run_dir, sock_names[which]);
 	if (rc < 0 || (size_t)rc >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		close(fd);
-		rvd_err("%s: another rearviewd is running", sa.sun_path);
-		return -EADDRINUSE;
-	}
-	close(fd);
 	unlink(sa.sun_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -990,6 +1035,7 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	rvd_enforce_init(&d->enf, cfg->state_dir, cfg->policy_key);
 	for (int i = 0; i < 3; i++)
 		d->listen_fd[i] = -1;
+	d->lock_fd = -1;
 	rvd_registry_init(&d->reg);
 	rvd_spool_init(&d->spool, loop, cfg->state_dir);
 	d->spool.changed = spool_changed;
@@ -1025,6 +1071,8 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	}
 	rvd_info("app map %s: %zu rules; unlisted app ids are %s", cfg->apps_dir, d->apps.n,
 		 cfg->unlisted == RVD_UNLISTED_REFUSE ? "refused" : "qualified with their uid");
+	if ((rc = take_lock(d)) < 0)
+		goto fail;
 	if ((rc = bind_socket(d, SOCK_CONTROL, cfg->control_mode, (gid_t)-1)) < 0 ||
 	    (rc = bind_socket(d, SOCK_EVENTS, cfg->events_mode, cfg->events_gid)) < 0 ||
 	    (rc = bind_socket(d, SOCK_ADMIN, cfg->admin_mode, cfg->settings_gid)) < 0)
@@ -1119,6 +1167,9 @@ void rvd_daemon_free(struct rvd_daemon *d)
 	for (int i = 0; i < 3; i++)
 		if (d->listen_fd[i] >= 0)
 			close(d->listen_fd[i]);
+	/* Last: the sockets are closed before another daemon may take over. */
+	if (d->lock_fd >= 0)
+		close(d->lock_fd);
 	rvd_registry_release(&d->reg);
 	rvd_spool_release(&d->spool);
 	rvd_upload_free(d->up);
