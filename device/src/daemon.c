@@ -494,6 +494,8 @@ static void policy_fetched_cb(struct rvd_spool *sp, int status, uint64_t id, voi
 	else if (j->verify != 0)
 		note_error(d, "policy: fetched policy refused: %s",
 			   rvd_enforce_verify_name(j->verify));
+	else if (j->unchanged)
+		rvd_info("policy version %" PRIu64 " already in force", d->enf.policy_version);
 	else
 		rvd_info("policy version %" PRIu64 " applied", d->enf.policy_version);
 	rvd_enforce_job_free(j);

@@ -224,6 +224,25 @@ static int work_purge(struct rvd_enforce_job *j)
 	return total;
 }
 
+/* True when `doc` is byte for byte the document in force: fetched again
+ * (every start fetches), it is neither new nor a rollback. */
+static bool same_as_stored(struct rvd_enforce *e, const uint8_t *doc, size_t len)
+{
+	char path[300];
+	uint8_t *cur = NULL;
+	size_t cur_len = 0;
+	bool same;
+
+	if (rvp_store_version(e->store) == 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/policy.signed", e->state_dir);
+	if (read_file(path, RVP_MAX_DOCUMENT_BYTES, &cur, &cur_len) < 0)
+		return false;
+	same = cur_len == len && !memcmp(cur, doc, len);
+	free(cur);
+	return same;
+}
+
 static int work_get(struct rvd_enforce_job *j, const struct rvp_time *now)
 {
 	Rearview__SignedPolicy sp = REARVIEW__SIGNED_POLICY__INIT;
@@ -272,6 +291,11 @@ void rvd_enforce_work(void *arg)
 		j->status = e->ledger ? work_decide(j, &now) : -EBADF;
 		break;
 	case RVD_ENF_APPLY:
+		if (e->store && same_as_stored(e, j->doc, j->len)) {
+			j->verify = 0;
+			j->unchanged = true;
+			break;
+		}
 		j->verify =
 			e->store ? rvp_store_apply(e->store, j->doc, j->len, now.wall_s) : -ENOKEY;
 		break;

@@ -71,7 +71,8 @@ struct rvd_enforce_job {
 	/* APPLY in/out: the document (owned, freed by rvd_enforce_job_free) */
 	uint8_t *doc;
 	size_t len;
-	int verify; /* enum rvp_verify_error, or a negative errno */
+	int verify;	/* enum rvp_verify_error, or a negative errno */
+	bool unchanged; /* APPLY: the document already in force (verify 0) */
 	/* GET out: SignedPolicy bytes (owned) */
 	uint8_t *out;
 	size_t out_len;
