@@ -73,6 +73,9 @@ struct rvd_enforce_job {
 	size_t len;
 	int verify;	/* enum rvp_verify_error, or a negative errno */
 	bool unchanged; /* APPLY: the document already in force (verify 0) */
+	/* APPLY: how far the device clock was behind the document's issue
+	 * time (0: not behind); up to a bound it is forgiven (enforce.c) */
+	int64_t clock_behind_s;
 	/* GET out: SignedPolicy bytes (owned) */
 	uint8_t *out;
 	size_t out_len;
