@@ -67,7 +67,7 @@ struct rvd_daemon {
 	struct rvd_config cfg_file; /* as configured; the policy's thresholds override cfg */
 	struct rvd_enforce enf;
 	struct rvd_seams seams;
-	int lock_fd;		      /* RUN/rearviewd.lock, flock'd for our life; -1 */
+	int lock_fd; /* RUN/rearviewd.lock, flock'd for our life; -1 */
 	int listen_fd[3];
 	uv_poll_t listen_poll[3];
 	uv_signal_t sig_term, sig_int;

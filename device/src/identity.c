@@ -42,7 +42,8 @@ bool rvd_app_id_valid(const char *s)
 {
 	size_t n = 0;
 
-	if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+	if (!s ||
+	    !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
 		return false;
 	for (; *s; s++, n++) {
 		char c = *s;
@@ -422,9 +423,9 @@ static void exe_name(const struct rvd_identity *id, char *out, size_t cap)
 		char c = base[k];
 
 		out[k] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-				 (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+'
-			 ? c
-			 : '_';
+					 (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+'
+				 ? c
+				 : '_';
 	}
 	out[k] = '\0';
 	if (!((out[0] >= 'a' && out[0] <= 'z') || (out[0] >= 'A' && out[0] <= 'Z') ||
@@ -451,8 +452,8 @@ enum rvd_app_verdict rvd_app_resolve(const struct rvd_app_map *m, int unlisted,
 		/* Nothing declared (the tracer declares nothing): the one rule
 		 * this identity matches names it. */
 		for (size_t i = 0; i < m->n; i++)
-			if (rule_matches(&m->rules[i], id) && (!only || strcmp(only->app_id,
-									       m->rules[i].app_id))) {
+			if (rule_matches(&m->rules[i], id) &&
+			    (!only || strcmp(only->app_id, m->rules[i].app_id))) {
 				only = &m->rules[i];
 				matches++;
 			}
@@ -489,7 +490,6 @@ enum rvd_app_verdict rvd_app_resolve(const struct rvd_app_map *m, int unlisted,
 		return RVD_APP_REFUSED;
 	}
 	/* "name@uidN" fits in 63: the name gives way. */
-	snprintf(out, cap, "%.*s@uid%u", (int)(RVD_APP_ID_MAX - 1 - 14), name,
-		 (unsigned)id->uid);
+	snprintf(out, cap, "%.*s@uid%u", (int)(RVD_APP_ID_MAX - 1 - 14), name, (unsigned)id->uid);
 	return RVD_APP_QUALIFIED;
 }

@@ -22,8 +22,8 @@
 #include "config.h"
 
 #define RVD_APP_ID_MAX 64 /* with the NUL; = rvd_process.app_id */
-#define RVD_UNIT_MAX 128
-#define RVD_RULE_EACH 8 /* users, executables and units per rule */
+#define RVD_UNIT_MAX   128
+#define RVD_RULE_EACH  8 /* users, executables and units per rule */
 
 /* One app id and the identities that own it: a peer matches when its uid
  * is one of `uids` (if any), its executable one of `exes` (if any) and its

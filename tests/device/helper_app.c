@@ -255,7 +255,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--as-uid") && i + 1 < argc) {
 			long id = strtol(argv[++i], NULL, 10);
 
-			if (setgroups(0, NULL) < 0 || setresgid((gid_t)id, (gid_t)id, (gid_t)id) < 0 ||
+			if (setgroups(0, NULL) < 0 ||
+			    setresgid((gid_t)id, (gid_t)id, (gid_t)id) < 0 ||
 			    setresuid((uid_t)id, (uid_t)id, (uid_t)id) < 0) {
 				perror("rv_helper_app: dropping to another uid");
 				return 2;

@@ -57,8 +57,8 @@ static int setup_mapped(void **state)
 }
 
 /* Dropping to another uid needs root: skipped, visibly, otherwise. */
-#define NEED_ROOT()                \
-	do {                       \
+#define NEED_ROOT()                 \
+	do {                        \
 		if (geteuid() != 0) \
 			skip();     \
 	} while (0)
@@ -303,16 +303,17 @@ int main(void)
 						setup_mapped, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_identity_mapped_app_accepted, setup_mapped,
 						rvh_fixture_teardown),
-		cmocka_unit_test_setup_teardown(test_identity_unlisted_app_of_other_uid_is_qualified,
-						setup_mapped, rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_identity_unlisted_app_of_other_uid_is_qualified, setup_mapped,
+			rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_identity_qualified_form_cannot_be_declared,
 						setup_mapped, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_identity_unlisted_refused_when_configured,
 						setup_refuse, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_identity_world_writable_map_refused,
 						setup_unstarted, teardown_unstarted),
-		cmocka_unit_test_setup_teardown(test_identity_exe_only_rule_refused, setup_unstarted,
-						teardown_unstarted),
+		cmocka_unit_test_setup_teardown(test_identity_exe_only_rule_refused,
+						setup_unstarted, teardown_unstarted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -196,8 +196,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_daemon_restart_sigkill_app_taken_over_then_released, rvh_fixture_setup,
 			rvh_fixture_teardown),
-		cmocka_unit_test_setup_teardown(test_daemon_restart_leftover_listener_not_a_running_daemon,
-						rvh_fixture_setup, rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_restart_leftover_listener_not_a_running_daemon,
+			rvh_fixture_setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_restart_second_daemon_refused,
 						rvh_fixture_setup, rvh_fixture_teardown),
 	};
