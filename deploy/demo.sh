@@ -26,6 +26,8 @@
 #   server/          `rearview-server init` output (CA, keys, database, config)
 #   server-init.txt  what init printed, admin password included (mode 0600)
 #   rearviewd.conf   written here on every run
+#   apps.d/          rearviewd's app map: the demo app is the one who may
+#                    speak as rearview-demo-app (device/README.md)
 #   run/ state/      rearviewd's sockets and spool
 #   thermal/         the fake sysfs tree of rearview-demo-thermal
 #   log/             every child's stderr
@@ -157,7 +159,19 @@ public_key = $SRV/policy-signing.pub
 server_url = ${URL%/}
 ca_file = $SRV/ca.crt
 enrollment_secret_file = $SRV/enrollment.secret
+[identity]
+apps_dir = $VAR/apps.d
 EOF
+	# The map must be writable by its owner only, whatever the umask.
+	mkdir -p "$VAR/apps.d"
+	chmod 0755 "$VAR/apps.d"
+	cat >"$VAR/apps.d/demo.conf" <<EOF
+# Written by deploy/demo.sh on every run.
+[rearview-demo-app]
+user = $(id -u)
+exe = $(readlink -f "$BIN/rearview-demo-app")
+EOF
+	chmod 0644 "$VAR/apps.d/demo.conf"
 }
 
 start_daemon() {

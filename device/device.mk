@@ -13,7 +13,7 @@ DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/enforce.c device/src/daemon.c device/src/capture.c \
                    device/src/admin.c device/src/dbus.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
                    device/src/enroll.c device/src/upload_req.c device/src/curl_uv.c device/src/compress.c \
-                   device/src/offcpu.c
+                   device/src/offcpu.c device/src/identity.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
 # Local summaries (src/summary.c) with librvanalysis: the archive rides with
@@ -109,6 +109,9 @@ $(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/d
 $(OBJ)/tests/integration/test_daemon_harden.o: CPPFLAGS += -Ipolicy/include
 $(eval $(call rv_test,integration,daemon_harden,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))
 $(TBIN)/integration/test_daemon_harden: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+# Who may speak for an app: the kernel's identity against the app map.
+$(eval $(call rv_test,integration,daemon_identity,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
+$(TBIN)/integration/test_daemon_identity: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 $(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_crash: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # A real traced program (the demo app) across a daemon SIGKILL and restart.

@@ -115,6 +115,8 @@ static int admin_status(struct rvd_admin_env *env, struct rvd_conn *c,
 		rearview__process_status__init(&ps[i]);
 		ps[i].pid = p->pid;
 		ps[i].exe = p->exe;
+		ps[i].app_id = p->app_id;
+		ps[i].uid = p->uid;
 		if (p->traced_tid) {
 			tids[i] = p->traced_tid;
 			ps[i].traced_tids = &tids[i];
@@ -133,6 +135,7 @@ static int admin_status(struct rvd_admin_env *env, struct rvd_conn *c,
 	st.last_freeze_latency_ns = ds.last_freeze_latency_ns;
 	st.anomalies = ds.anomalies;
 	st.anomalies_not_captured = ds.anomalies_not_captured;
+	st.identity_refused = ds.identity_refused;
 	st.quota_left = env->enf->quota_left;
 	st.policy_version = env->enf->policy_version;
 	assert(ds.nerrors <= RVD_LAST_ERRORS);

@@ -57,6 +57,8 @@ void rvd_config_defaults(struct rvd_config *c)
 	c->upload_metered = 0;
 	c->zstd_level = 3;
 	c->dbus_enabled = 1;
+	snprintf(c->apps_dir, sizeof(c->apps_dir), "%s", "/etc/rearview/apps.d");
+	c->unlisted = RVD_UNLISTED_QUALIFY;
 }
 
 static int parse_u64(const char *v, uint64_t min, uint64_t max, uint64_t *out)
@@ -290,6 +292,17 @@ int rvd_config_set(struct rvd_config *c, const char *section, const char *key, c
 			c->dbus_enabled = 1;
 		else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
 			c->dbus_enabled = 0;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	if (KEY("identity", "apps_dir"))
+		return parse_path(v, c->apps_dir, sizeof(c->apps_dir));
+	if (KEY("identity", "unlisted")) {
+		if (!strcmp(v, "qualify"))
+			c->unlisted = RVD_UNLISTED_QUALIFY;
+		else if (!strcmp(v, "refuse"))
+			c->unlisted = RVD_UNLISTED_REFUSE;
 		else
 			return -EINVAL;
 		return 0;

@@ -12,6 +12,10 @@
 
 #define RVD_PATH_MAX 256
 
+/* [identity] unlisted: a non-root peer's unlisted app id is qualified with
+ * its uid ("name@uid1000"), or refused. */
+enum { RVD_UNLISTED_QUALIFY, RVD_UNLISTED_REFUSE };
+
 struct rvd_config {
 	/* [daemon] */
 	char run_dir[RVD_PATH_MAX];
@@ -64,6 +68,9 @@ struct rvd_config {
 	uint32_t upload_timeout_s;
 	int upload_metered; /* the network is metered (policies may forbid uploads then) */
 	int zstd_level;
+	/* [identity] */
+	char apps_dir[RVD_PATH_MAX]; /* the operator's app map (identity.h) */
+	int unlisted;		     /* RVD_UNLISTED_*: an app id the map does not list */
 	/* [dbus] */
 	int dbus_enabled; /* serve org.rearview.Daemon1 when a system bus exists */
 };

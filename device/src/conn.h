@@ -55,6 +55,7 @@ struct rvd_conn {
 	void *data;			   /* per-peer state, owned by the callbacks */
 	uint64_t id;
 	uint64_t started_ms; /* uv_now() at rvd_conn_start */
+	int pidfd;	     /* control.sock: the peer's pidfd until it registers; else -1 */
 };
 
 /* How many peers a socket admits: in all, and from one uid (0: no per-uid

@@ -13,6 +13,10 @@
  *  - a control peer speaks only for the pid SO_PEERCRED gave us: the first
  *    frame must be Register{pid = peer pid}, and every tid it names must be
  *    a task of that pid;
+ *  - a control peer speaks only for an app its kernel identity owns
+ *    (identity.h: uid, executable and unit read through a pidfd taken at
+ *    accept, checked against the operator's app map); p->app_id and p->exe
+ *    come from that check, never from the message alone;
  *  - the consent changes only through env_set_consent (called by admin.c's
  *    rvd_admin_set_consent for admin.sock and D-Bus alike), which tells the
  *    bus;
@@ -29,9 +33,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admin.h"
@@ -40,6 +46,7 @@
 #include "conn.h"
 #include "dbus.h"
 #include "enforce.h"
+#include "identity.h"
 #include "log.h"
 #include "offcpu.h"
 #include "registry.h"
@@ -60,6 +67,7 @@ struct rvd_daemon {
 	struct rvd_config cfg_file; /* as configured; the policy's thresholds override cfg */
 	struct rvd_enforce enf;
 	struct rvd_seams seams;
+	int lock_fd; /* RUN/rearviewd.lock, flock'd for our life; -1 */
 	int listen_fd[3];
 	uv_poll_t listen_poll[3];
 	uv_signal_t sig_term, sig_int;
@@ -84,6 +92,8 @@ struct rvd_daemon {
 	struct rvd_upload_env up_env; /* handed to the uploader */
 	struct rvd_admin_env admin;   /* handed to admin.sock and D-Bus */
 	struct rvd_dbus *bus;	      /* NULL: no system bus, or [dbus] enabled = no */
+	struct rvd_app_map apps;      /* [identity] apps_dir, loaded at start */
+	uint64_t identity_refused;    /* Registers refused for their app id */
 	char last_errors[RVD_LAST_ERRORS][RVD_ERROR_LEN];
 	unsigned nerrors;
 	bool stopping, ready, listening;
@@ -93,16 +103,28 @@ struct rvd_daemon {
 static void note_error(struct rvd_daemon *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static void note_error(struct rvd_daemon *d, const char *fmt, ...)
+/* Keeps the first RVD_ERROR_LEN bytes of `msg` among the last errors and
+ * logs all of it. */
+static void note_error_text(struct rvd_daemon *d, const char *msg)
 {
 	char *slot = d->last_errors[d->nerrors % RVD_LAST_ERRORS];
+	size_t n = strnlen(msg, sizeof(d->last_errors[0]) - 1);
+
+	memcpy(slot, msg, n);
+	slot[n] = '\0';
+	d->nerrors++;
+	rvd_warn("%s", msg);
+}
+
+static void note_error(struct rvd_daemon *d, const char *fmt, ...)
+{
+	char msg[RVD_ERROR_LEN];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(slot, sizeof(d->last_errors[0]), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	d->nerrors++;
-	rvd_warn("%s", slot);
+	note_error_text(d, msg);
 }
 
 /* ---- tracing plan ---------------------------------------------------------- */
@@ -219,12 +241,60 @@ static void release_reservation(struct rvd_daemon *d, int64_t reservation)
 
 /* ---- control.sock ------------------------------------------------------------ */
 
+/* Refuses a Register for its identity: counted, logged, and the peer
+ * closed.  Returns -EPERM. */
+static int refuse_identity(struct rvd_daemon *d, struct rvd_conn *c, const char *why)
+{
+	char msg[RVD_PATH_MAX + 256];
+
+	d->identity_refused++;
+	snprintf(msg, sizeof(msg), "pid %d (uid %u): Register refused: %s", (int)c->cred.pid,
+		 (unsigned)c->cred.uid, why);
+	note_error_text(d, msg);
+	rvd_conn_send_error(c, REARVIEW__ERROR__CODE__DENIED, why);
+	rvd_conn_close(c, "Register refused for its identity");
+	return -EPERM;
+}
+
+/* Which app the peer speaks for, from its kernel identity: 0 with
+ * *id and app_id filled, or -EPERM (refused, counted, closed). */
+static int verify_identity(struct rvd_daemon *d, struct rvd_conn *c, const Rearview__Register *r,
+			   struct rvd_identity *id, char *app_id, size_t cap)
+{
+	const char *declared = r->app && r->app->app_id ? r->app->app_id : NULL;
+	char why[RVD_PATH_MAX + 128];
+	enum rvd_app_verdict v;
+	int rc;
+
+	rc = rvd_identity_read(c->pidfd, &c->cred, id);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	c->pidfd = -1;
+	if (rc < 0) {
+		snprintf(why, sizeof(why), "identity unverifiable: %s",
+			 rc == -ESRCH	? "the process that connected is gone"
+			 : rc == -EPERM ? "its credentials changed since it connected"
+					: strerror(-rc));
+		return refuse_identity(d, c, why);
+	}
+	v = rvd_app_resolve(&d->apps, d->cfg.unlisted, id, declared, why, sizeof(why));
+	if (v == RVD_APP_REFUSED)
+		return refuse_identity(d, c, why);
+	if (v == RVD_APP_QUALIFIED)
+		rvd_info("pid %d: app id %s is not in the app map: speaking as %s", (int)id->pid,
+			 declared && *declared ? declared : "(none declared)", why);
+	assert(strlen(why) < cap);
+	memcpy(app_id, why, strlen(why) + 1);
+	return 0;
+}
+
 static int on_register(struct rvd_daemon *d, struct rvd_conn *c, const Rearview__Register *r)
 {
 	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
 	Rearview__TraceConfig tc = REARVIEW__TRACE_CONFIG__INIT;
+	struct rvd_identity id;
+	char app_id[RVD_APP_ID_MAX];
 	struct rvd_process *p;
-	const char *base;
 	int err = 0, rc;
 
 	if (r->pid != c->cred.pid) {
@@ -233,6 +303,8 @@ static int on_register(struct rvd_daemon *d, struct rvd_conn *c, const Rearview_
 		rvd_conn_close(c, "Register for another pid");
 		return -EPERM;
 	}
+	if ((rc = verify_identity(d, c, r, &id, app_id, sizeof(app_id))) < 0)
+		return rc;
 	p = rvd_registry_add(&d->reg, r->pid, &err);
 	if (!p) {
 		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__BUSY, "already registered");
@@ -242,12 +314,9 @@ static int on_register(struct rvd_daemon *d, struct rvd_conn *c, const Rearview_
 	p->uid = c->cred.uid;
 	p->conn = c;
 	c->data = p;
-	snprintf(p->exe, sizeof(p->exe), "%s", r->exe ? r->exe : "");
-	base = strrchr(p->exe, '/');
-	if (r->app && r->app->app_id && *r->app->app_id)
-		snprintf(p->app_id, sizeof(p->app_id), "%s", r->app->app_id);
-	else
-		snprintf(p->app_id, sizeof(p->app_id), "%.63s", base ? base + 1 : p->exe);
+	/* What the kernel said, not what the message said. */
+	snprintf(p->exe, sizeof(p->exe), "%.127s", id.exe[0] ? id.exe : "?");
+	snprintf(p->app_id, sizeof(p->app_id), "%s", app_id);
 	rc = rvd_tracectl_set_threads(p, r->threads, r->n_threads);
 	if (rc < 0) {
 		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__DENIED,
@@ -255,7 +324,8 @@ static int on_register(struct rvd_daemon *d, struct rvd_conn *c, const Rearview_
 		rvd_conn_close(c, "Register names threads that are not its own");
 		return rc;
 	}
-	rvd_info("pid %d registered (%s, %zu threads)", (int)p->pid, p->app_id, p->nthreads);
+	rvd_info("pid %d registered (%s, uid %u, %zu threads)", (int)p->pid, p->app_id,
+		 (unsigned)p->uid, p->nthreads);
 	adopt_or_release(d, p);
 	tc.buffer_bytes = d->cfg.buffer_bytes;
 	tc.max_buffers = d->cfg.traced_apps;
@@ -424,6 +494,8 @@ static void policy_fetched_cb(struct rvd_spool *sp, int status, uint64_t id, voi
 	else if (j->verify != 0)
 		note_error(d, "policy: fetched policy refused: %s",
 			   rvd_enforce_verify_name(j->verify));
+	else if (j->unchanged)
+		rvd_info("policy version %" PRIu64 " already in force", d->enf.policy_version);
 	else
 		rvd_info("policy version %" PRIu64 " applied", d->enf.policy_version);
 	rvd_enforce_job_free(j);
@@ -487,6 +559,7 @@ static void env_stats(void *ctx, struct rvd_admin_stats *st)
 	st->last_freeze_latency_ns = d->cap.last_freeze_latency_ns;
 	st->anomalies = d->cap.anomalies;
 	st->anomalies_not_captured = d->cap.captures_dropped;
+	st->identity_refused = d->identity_refused;
 	for (unsigned k = 0; k < ne; k++)
 		st->errors[k] = d->last_errors[(d->nerrors - ne + k) % RVD_LAST_ERRORS];
 	st->nerrors = ne;
@@ -604,6 +677,8 @@ static void conn_closed_cb(struct rvd_conn *c)
 	struct rvd_daemon *d = c->poll.loop->data;
 	struct rvd_process *p = c->data;
 
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	if (p) {
 		rvd_info("pid %d unregistered", (int)p->pid);
 		rvd_capture_forget(&d->cap, p->pid);
@@ -710,6 +785,7 @@ static void accept_cb(uv_poll_t *h, int status, int events)
 			continue;
 		}
 		c->id = ++d->next_conn_id;
+		c->pidfd = -1;
 		c->on_close = conn_closed_cb;
 		c->on_stream_error = stream_error_cb;
 		c->fds_allowed = which == SOCK_CONTROL;
@@ -725,6 +801,13 @@ static void accept_cb(uv_poll_t *h, int status, int events)
 			d->conns->prev = c;
 		d->conns = c;
 		d->nconns++;
+		/* The connecting process itself, before its pid can be reused. */
+		if (which == SOCK_CONTROL) {
+			c->pidfd = rvd_identity_pidfd(fd, &c->cred);
+			if (c->pidfd < 0)
+				rvd_debug("control peer pid %d: no pidfd: %s", (int)c->cred.pid,
+					  strerror(-c->pidfd));
+		}
 		if (!peer_allowed(d, c, which)) {
 			rvd_conn_send_error(c, REARVIEW__ERROR__CODE__DENIED, "access denied");
 			rvd_conn_close(c, "access denied");
@@ -732,24 +815,66 @@ static void accept_cb(uv_poll_t *h, int status, int events)
 	}
 }
 
-/* Refuses to start over a socket another rearviewd still answers on. */
+/*
+ * Takes RUN/rearviewd.lock (flock, our pid written in it) for the daemon's
+ * life: only one rearviewd serves a run directory.  The lock goes with the
+ * holder's last descriptor, so a daemon killed with SIGKILL releases it as
+ * it exits; one killed a moment ago may still be exiting, hence a bounded
+ * wait before another holder is called a running daemon.  Startup only,
+ * before the loop runs.  0, -EADDRINUSE (logged), or another negative errno.
+ */
+#define LOCK_WAIT_MS 5000
+#define LOCK_POLL_MS 20
+
+static int take_lock(struct rvd_daemon *d)
+{
+	char path[RVD_PATH_MAX + 16], pid[24] = "";
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/rearviewd.lock", d->cfg.run_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		n = -errno;
+		rvd_err("%s: %s", path, strerror(-n));
+		return n;
+	}
+	for (unsigned waited = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; waited += LOCK_POLL_MS) {
+		struct timespec ts = {0, LOCK_POLL_MS * 1000000L};
+
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			n = -errno;
+			rvd_err("%s: %s", path, strerror(-n));
+			close(fd);
+			return n;
+		}
+		if (waited >= LOCK_WAIT_MS) {
+			n = (int)pread(fd, pid, sizeof(pid) - 1, 0);
+			pid[n > 0 ? strcspn(pid, "\n") : 0] = '\0';
+			rvd_err("%s: another rearviewd is running (pid %s)", d->cfg.run_dir,
+				pid[0] ? pid : "?");
+			close(fd);
+			return -EADDRINUSE;
+		}
+		nanosleep(&ts, NULL);
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		rvd_warn("%s: cannot write our pid: %s", path, strerror(errno));
+	d->lock_fd = fd;
+	return 0;
+}
+
+/* Called with the run directory's lock held (take_lock): a socket file
+ * left there is a dead daemon's, whatever still answers on it. */
 static int bind_socket(struct rvd_daemon *d, int which, unsigned mode, gid_t gid)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, rc;
 
+	assert(d->lock_fd >= 0);
 	rc = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", d->cfg.run_dir, sock_names[which]);
 	if (rc < 0 || (size_t)rc >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		close(fd);
-		rvd_err("%s: another rearviewd is running", sa.sun_path);
-		return -EADDRINUSE;
-	}
-	close(fd);
 	unlink(sa.sun_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -912,6 +1037,7 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	rvd_enforce_init(&d->enf, cfg->state_dir, cfg->policy_key);
 	for (int i = 0; i < 3; i++)
 		d->listen_fd[i] = -1;
+	d->lock_fd = -1;
 	rvd_registry_init(&d->reg);
 	rvd_spool_init(&d->spool, loop, cfg->state_dir);
 	d->spool.changed = spool_changed;
@@ -940,6 +1066,15 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 		rvd_err("reading consent: %s", strerror(-rc));
 		goto fail;
 	}
+	if ((rc = rvd_app_map_load(&d->apps, cfg->apps_dir)) < 0) {
+		rvd_err("%s: the app map is refused (%s): not starting", cfg->apps_dir,
+			strerror(-rc));
+		goto fail;
+	}
+	rvd_info("app map %s: %zu rules; unlisted app ids are %s", cfg->apps_dir, d->apps.n,
+		 cfg->unlisted == RVD_UNLISTED_REFUSE ? "refused" : "qualified with their uid");
+	if ((rc = take_lock(d)) < 0)
+		goto fail;
 	if ((rc = bind_socket(d, SOCK_CONTROL, cfg->control_mode, (gid_t)-1)) < 0 ||
 	    (rc = bind_socket(d, SOCK_EVENTS, cfg->events_mode, cfg->events_gid)) < 0 ||
 	    (rc = bind_socket(d, SOCK_ADMIN, cfg->admin_mode, cfg->settings_gid)) < 0)
@@ -1034,9 +1169,13 @@ void rvd_daemon_free(struct rvd_daemon *d)
 	for (int i = 0; i < 3; i++)
 		if (d->listen_fd[i] >= 0)
 			close(d->listen_fd[i]);
+	/* Last: the sockets are closed before another daemon may take over. */
+	if (d->lock_fd >= 0)
+		close(d->lock_fd);
 	rvd_registry_release(&d->reg);
 	rvd_spool_release(&d->spool);
 	rvd_upload_free(d->up);
 	rvd_dbus_free(d->bus);
+	rvd_app_map_free(&d->apps);
 	free(d);
 }

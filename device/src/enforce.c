@@ -24,11 +24,16 @@
 #include "log.h"
 #include "rearview/common.h"
 #include "rearview/policy.h"
+#include "rearview/policy.pb-c.h"
 
 #define RVD_KEY_MAX (16u * 1024u)
 /* Pending reservations looked at to map an evicted item (most-severe
  * selection) to its capture: more than a week's quota is never pending. */
 #define RVD_PENDING_MAX 1024
+/* A device clock up to this far behind a policy's issue time (no RTC
+ * battery, NTP not yet synced) still takes it: verified as of its issue
+ * time, signature and all; further behind, it is refused not_yet_valid. */
+#define RVD_CLOCK_BEHIND_MAX_S (7 * 24 * 3600)
 
 void rvd_enforce_init(struct rvd_enforce *e, const char *state_dir, const char *key_path)
 {
@@ -224,6 +229,71 @@ static int work_purge(struct rvd_enforce_job *j)
 	return total;
 }
 
+/* True when `doc` is byte for byte the document in force: fetched again
+ * (every start fetches), it is neither new nor a rollback. */
+static bool same_as_stored(struct rvd_enforce *e, const uint8_t *doc, size_t len)
+{
+	char path[300];
+	uint8_t *cur = NULL;
+	size_t cur_len = 0;
+	bool same;
+
+	if (rvp_store_version(e->store) == 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/policy.signed", e->state_dir);
+	if (read_file(path, RVP_MAX_DOCUMENT_BYTES, &cur, &cur_len) < 0)
+		return false;
+	same = cur_len == len && !memcmp(cur, doc, len);
+	free(cur);
+	return same;
+}
+
+/* The issue time a document claims, read before its signature is checked:
+ * only ever used to pick the time it is verified at.  0 when unreadable. */
+static int64_t claimed_issue_time(const uint8_t *doc, size_t len)
+{
+	Rearview__SignedPolicy *env = rearview__signed_policy__unpack(NULL, len, doc);
+	Rearview__PolicyBody *body;
+	int64_t t = 0;
+
+	if (!env)
+		return 0;
+	body = rearview__policy_body__unpack(NULL, env->body.len, env->body.data);
+	if (body && body->issued_at_s <= INT64_MAX)
+		t = (int64_t)body->issued_at_s;
+	rearview__policy_body__free_unpacked(body, NULL);
+	rearview__signed_policy__free_unpacked(env, NULL);
+	return t;
+}
+
+/* Applies j->doc; a clock behind its issue time by at most
+ * RVD_CLOCK_BEHIND_MAX_S is forgiven (j->clock_behind_s tells by how
+ * much, also when it is not). */
+static void work_apply(struct rvd_enforce_job *j, const struct rvp_time *now)
+{
+	struct rvd_enforce *e = j->e;
+	int64_t issued;
+
+	if (!e->store) {
+		j->verify = -ENOKEY;
+		return;
+	}
+	if (same_as_stored(e, j->doc, j->len)) {
+		j->verify = 0;
+		j->unchanged = true;
+		return;
+	}
+	j->verify = rvp_store_apply(e->store, j->doc, j->len, now->wall_s);
+	if (j->verify != RVP_VERIFY_NOT_YET_VALID)
+		return;
+	issued = claimed_issue_time(j->doc, j->len);
+	if (issued <= now->wall_s)
+		return;
+	j->clock_behind_s = issued - now->wall_s;
+	if (j->clock_behind_s <= RVD_CLOCK_BEHIND_MAX_S)
+		j->verify = rvp_store_apply(e->store, j->doc, j->len, issued);
+}
+
 static int work_get(struct rvd_enforce_job *j, const struct rvp_time *now)
 {
 	Rearview__SignedPolicy sp = REARVIEW__SIGNED_POLICY__INIT;
@@ -272,8 +342,7 @@ void rvd_enforce_work(void *arg)
 		j->status = e->ledger ? work_decide(j, &now) : -EBADF;
 		break;
 	case RVD_ENF_APPLY:
-		j->verify =
-			e->store ? rvp_store_apply(e->store, j->doc, j->len, now.wall_s) : -ENOKEY;
+		work_apply(j, &now);
 		break;
 	case RVD_ENF_RELEASE:
 		j->status = e->ledger ? rvp_ledger_release(e->ledger, j->reservation) : -EBADF;
@@ -309,6 +378,15 @@ void rvd_enforce_done(struct rvd_enforce_job *j)
 	e->thr = j->thr;
 	e->policy_version = j->policy_version;
 	e->quota_left = j->quota_left;
+	/* A device whose clock is behind must say so, taken or not: otherwise
+	 * campaigns never reach it and nothing tells why. */
+	if (j->op == RVD_ENF_APPLY && j->clock_behind_s > 0)
+		rvd_warn("policy: the device clock is %" PRId64 " s behind the document's issue "
+			 "time: %s (the bound is %d s)",
+			 j->clock_behind_s,
+			 j->verify == 0 ? "taken, verified as of its issue time"
+					: "refused as not yet valid",
+			 RVD_CLOCK_BEHIND_MAX_S);
 }
 
 const char *rvd_enforce_verify_name(int verify)

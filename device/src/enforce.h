@@ -71,7 +71,11 @@ struct rvd_enforce_job {
 	/* APPLY in/out: the document (owned, freed by rvd_enforce_job_free) */
 	uint8_t *doc;
 	size_t len;
-	int verify; /* enum rvp_verify_error, or a negative errno */
+	int verify;	/* enum rvp_verify_error, or a negative errno */
+	bool unchanged; /* APPLY: the document already in force (verify 0) */
+	/* APPLY: how far the device clock was behind the document's issue
+	 * time (0: not behind); up to a bound it is forgiven (enforce.c) */
+	int64_t clock_behind_s;
 	/* GET out: SignedPolicy bytes (owned) */
 	uint8_t *out;
 	size_t out_len;

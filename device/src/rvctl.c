@@ -228,16 +228,20 @@ static void print_status(const Rearview__Status *s, long uploaded)
 		       ",\"pending_uploads\":%u,\"uploaded\":%ld,\"quota_left\":%u,\"policy_"
 		       "version\":%" PRIu64 ","
 		       "\"last_freeze_latency_ns\":%" PRIu64 ",\"anomalies\":%" PRIu64
-		       ",\"anomalies_not_captured\":%" PRIu64 ",\"processes\":[",
+		       ",\"anomalies_not_captured\":%" PRIu64 ",\"identity_refused\":%" PRIu64
+		       ",\"processes\":[",
 		       consent_name(s->consent), s->buffer_bytes, s->pending_uploads, uploaded,
 		       s->quota_left, s->policy_version, s->last_freeze_latency_ns, s->anomalies,
-		       s->anomalies_not_captured);
+		       s->anomalies_not_captured, s->identity_refused);
 		for (size_t i = 0; i < s->n_processes; i++) {
 			const Rearview__ProcessStatus *p = s->processes[i];
 
 			printf("%s{\"pid\":%d,\"exe\":", i ? "," : "", p->pid);
 			rvc_json_str(stdout, p->exe);
-			printf(",\"buffer_bytes\":%" PRIu64 ",\"traced_tids\":[", p->buffer_bytes);
+			printf(",\"app_id\":");
+			rvc_json_str(stdout, p->app_id);
+			printf(",\"uid\":%u,\"buffer_bytes\":%" PRIu64 ",\"traced_tids\":[", p->uid,
+			       p->buffer_bytes);
 			for (size_t k = 0; k < p->n_traced_tids; k++)
 				printf("%s%d", k ? "," : "", p->traced_tids[k]);
 			printf("]}");
@@ -260,11 +264,14 @@ static void print_status(const Rearview__Status *s, long uploaded)
 	printf("last freeze latency: %" PRIu64 " us\n", s->last_freeze_latency_ns / 1000);
 	printf("anomalies:          %" PRIu64 " (%" PRIu64 " not captured)\n", s->anomalies,
 	       s->anomalies_not_captured);
+	printf("identity refused:   %" PRIu64 " (app ids not the speaker's own)\n",
+	       s->identity_refused);
 	printf("processes:          %zu\n", s->n_processes);
 	for (size_t i = 0; i < s->n_processes; i++) {
 		const Rearview__ProcessStatus *p = s->processes[i];
 
-		printf("  pid %d %s buffers %" PRIu64 " traced", p->pid, p->exe, p->buffer_bytes);
+		printf("  pid %d %s (%s, uid %u) buffers %" PRIu64 " traced", p->pid, p->exe,
+		       p->app_id, p->uid, p->buffer_bytes);
 		if (!p->n_traced_tids)
 			printf(" none");
 		for (size_t k = 0; k < p->n_traced_tids; k++)

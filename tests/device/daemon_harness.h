@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,6 +44,7 @@ struct rvh {
 	char conf[128];
 	char notify[128];
 	char acklog[128];
+	char apps[128]; /* the daemon's [identity] apps_dir (the app map) */
 	int notify_fd;
 	pid_t daemon;
 	pid_t helpers[8];
@@ -104,8 +106,13 @@ static inline int rvh_start_daemon(struct rvh *h)
 	return -1;
 }
 
-/* Sets up a directory, a config (`extra` appended) and starts the daemon. */
-static inline int rvh_setup(struct rvh *h, const char *extra)
+/*
+ * Sets up a directory, a config (`extra` appended) and starts the daemon.
+ * The daemon's app map is DIR/apps.d (never the system's): with `apps`
+ * non-NULL it holds apps.d/test.conf with that text and `apps_mode`.
+ */
+static inline int rvh_setup_apps(struct rvh *h, const char *extra, const char *apps,
+				 unsigned apps_mode)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct timeval tv = {0, 200000};
@@ -120,10 +127,25 @@ static inline int rvh_setup(struct rvh *h, const char *extra)
 	snprintf(h->conf, sizeof(h->conf), "%s/rearviewd.conf", h->dir);
 	snprintf(h->notify, sizeof(h->notify), "%s/notify", h->dir);
 	snprintf(h->acklog, sizeof(h->acklog), "%s/acks", h->dir);
+	snprintf(h->apps, sizeof(h->apps), "%s/apps.d", h->dir);
+	if (mkdir(h->apps, 0755) < 0 || chmod(h->apps, 0755) < 0)
+		return -1;
+	if (apps) {
+		char path[200];
+
+		snprintf(path, sizeof(path), "%s/test.conf", h->apps);
+		f = fopen(path, "w");
+		if (!f)
+			return -1;
+		fputs(apps, f);
+		if (fclose(f) != 0 || chmod(path, apps_mode) < 0)
+			return -1;
+	}
 	f = fopen(h->conf, "w");
 	if (!f)
 		return -1;
-	fprintf(f, "[thermal]\npoll_ms = 0\n%s", extra ? extra : "");
+	fprintf(f, "[thermal]\npoll_ms = 0\n[identity]\napps_dir = %s\n%s", h->apps,
+		extra ? extra : "");
 	fclose(f);
 	h->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", h->notify);
@@ -131,6 +153,11 @@ static inline int rvh_setup(struct rvh *h, const char *extra)
 		return -1;
 	setsockopt(h->notify_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return rvh_start_daemon(h);
+}
+
+static inline int rvh_setup(struct rvh *h, const char *extra)
+{
+	return rvh_setup_apps(h, extra, NULL, 0);
 }
 
 /* Sends `sig` to the daemon and reaps it.  Returns its wait status. */

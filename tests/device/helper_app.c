@@ -12,16 +12,21 @@
  * spool exactly once.
  *
  *   rv_helper_app CONTROL_SOCK ACK_LOG [--reconnect] [--no-seal] [--silent]
- *                 [--pid N] [--not-a-capture]
+ *                 [--pid N] [--not-a-capture] [--app-id ID] [--as-uid N]
  *
  * --reconnect  keep reconnecting (daemon restarts) until killed
  * --no-seal    send an unsealed memfd (the daemon must refuse it)
  * --silent     never answer a CaptureRequest
  * --pid N      register as pid N (the daemon must refuse it)
  * --not-a-capture  send sealed bytes that are not a capture (refused)
+ * --app-id ID  declare app id ID in Register (the daemon checks it)
+ * --as-uid N   drop to uid N and gid N (setresuid/setresgid, no
+ *              supplementary groups) before connecting: a process of
+ *              another user
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -43,6 +48,7 @@
 static const bool stop;
 static bool no_seal, silent, not_a_capture;
 static long fake_pid;
+static const char *app_id;
 static unsigned long seq;
 
 struct sent {
@@ -80,6 +86,7 @@ static int send_register(int fd)
 	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
 	Rearview__Register r = REARVIEW__REGISTER__INIT;
 	Rearview__ThreadInfo ti = REARVIEW__THREAD_INFO__INIT, *tis[1] = {&ti};
+	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
 
 	r.pid = fake_pid ? (int32_t)fake_pid : getpid();
 	r.exe = (char *)"rv_helper_app";
@@ -89,6 +96,10 @@ static int send_register(int fd)
 	ti.buffer_bytes = 4096;
 	r.threads = tis;
 	r.n_threads = 1;
+	if (app_id) {
+		app.app_id = (char *)app_id;
+		r.app = &app;
+	}
 	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_REG;
 	m.reg = &r;
 	return rv_frame_send(fd, RV_CHANNEL_CONTROL, &m.base, NULL, 0);
@@ -239,6 +250,18 @@ int main(int argc, char **argv)
 			silent = true;
 		else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
 			fake_pid = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--app-id") && i + 1 < argc)
+			app_id = argv[++i];
+		else if (!strcmp(argv[i], "--as-uid") && i + 1 < argc) {
+			long id = strtol(argv[++i], NULL, 10);
+
+			if (setgroups(0, NULL) < 0 ||
+			    setresgid((gid_t)id, (gid_t)id, (gid_t)id) < 0 ||
+			    setresuid((uid_t)id, (uid_t)id, (uid_t)id) < 0) {
+				perror("rv_helper_app: dropping to another uid");
+				return 2;
+			}
+		}
 	}
 	/* SIGTERM keeps its default action: rv_frame_recv retries on EINTR. */
 	signal(SIGPIPE, SIG_IGN);

@@ -214,6 +214,7 @@ static void test_daemon_policy_pushed_policy_changes_jank_threshold(void **state
 	Rearview__DetectorThresholds th = REARVIEW__DETECTOR_THRESHOLDS__INIT;
 	char keydir[] = "/tmp/rvd-key-XXXXXX", pub_path[200], doc_path[200], bad_path[200];
 	char extra[400], out[4096], errs[4096];
+	static char logbuf[1 << 16];
 	char *priv = NULL, *pub = NULL, *priv2 = NULL, *pub2 = NULL;
 	uint8_t *doc = NULL, *bad = NULL;
 	size_t doc_len, bad_len;
@@ -283,13 +284,57 @@ static void test_daemon_policy_pushed_policy_changes_jank_threshold(void **state
 			 REARVIEW__ANOMALY_KIND__ANOMALY_JANK);
 	rearview__admin_response__free_unpacked(r, NULL);
 
-	/* The policy survives a restart; the same document again is a rollback. */
+	/* The policy survives a restart; the same document again is the one in
+	 * force (as every start's fetch brings it), an older one a rollback. */
 	rvh_stop_daemon(&h, SIGTERM);
 	assert_int_equal(rvh_start_daemon(&h), 0);
 	r = rvh_status(&h);
 	assert_int_equal(r->status->policy_version, 7);
 	rearview__admin_response__free_unpacked(r, NULL);
-	assert_int_equal(rvh_rvctl(&h, NULL, 0, "push-policy %s", doc_path), 1);
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "push-policy %s", doc_path), 0);
+	free(bad);
+	bad = NULL;
+	body.version = 6;
+	assert_int_equal(rvp_policy_sign(&body, priv, &bad, &bad_len), 0);
+	assert_int_equal(
+		rvh_write_file(keydir, "bad.policy", bad, bad_len, bad_path, sizeof(bad_path)), 0);
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "push-policy %s", bad_path), 1);
+	r = rvh_status(&h);
+	assert_int_equal(r->status->policy_version, 7);
+	rearview__admin_response__free_unpacked(r, NULL);
+
+	/* A device clock an hour behind the issue time takes the document (the
+	 * old 5-minute allowance refused it, and campaigns never arrived); a
+	 * month behind is refused, and both are said in the log. */
+	free(bad);
+	bad = NULL;
+	body.version = 9;
+	body.issued_at_s = (uint64_t)time(NULL) + 3600;
+	assert_int_equal(rvp_policy_sign(&body, priv, &bad, &bad_len), 0);
+	assert_int_equal(
+		rvh_write_file(keydir, "bad.policy", bad, bad_len, bad_path, sizeof(bad_path)), 0);
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "push-policy %s", bad_path), 0);
+	r = rvh_status(&h);
+	assert_int_equal(r->status->policy_version, 9);
+	rearview__admin_response__free_unpacked(r, NULL);
+	free(bad);
+	bad = NULL;
+	body.version = 10;
+	body.issued_at_s = (uint64_t)time(NULL) + 30 * 86400;
+	assert_int_equal(rvp_policy_sign(&body, priv, &bad, &bad_len), 0);
+	assert_int_equal(
+		rvh_write_file(keydir, "bad.policy", bad, bad_len, bad_path, sizeof(bad_path)), 0);
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "push-policy %s", bad_path), 1);
+	r = rvh_status(&h);
+	assert_int_equal(r->status->policy_version, 9);
+	rearview__admin_response__free_unpacked(r, NULL);
+	snprintf(out, sizeof(out), "%s/daemon.log", h.dir);
+	f = fopen(out, "r");
+	assert_non_null(f);
+	logbuf[fread(logbuf, 1, sizeof(logbuf) - 1, f)] = '\0';
+	fclose(f);
+	assert_non_null(strstr(logbuf, "behind the document's issue time: taken"));
+	assert_non_null(strstr(logbuf, "behind the document's issue time: refused"));
 
 	rvh_teardown(&h);
 	unlink(pub_path);

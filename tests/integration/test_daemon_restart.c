@@ -5,7 +5,9 @@
  * thread) runs: the restarted daemon takes the program's tracing over with
  * no foreground event and can capture it; consent set to off then makes the
  * program unmap its rings (its reported buffers drop to 0 and its VmSize
- * shrinks by at least the ring).
+ * shrinks by at least the ring).  Only one rearviewd serves a run
+ * directory, and a socket a dead one left (one still being torn down,
+ * right after SIGKILL, still answers connect()) never stops a restart.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,12 +139,68 @@ static void test_daemon_restart_sigkill_app_taken_over_then_released(void **stat
 	assert_true(wait_traced(h, app, false));
 }
 
+/* A listener on RUN/control.sock that is not a live rearviewd (what a
+ * daemon killed a moment ago leaves while the kernel tears it down): the
+ * restart takes the run directory over instead of refusing it. */
+static void test_daemon_restart_leftover_listener_not_a_running_daemon(void **state)
+{
+	struct rvh *h = *state;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	Rearview__AdminResponse *r;
+	int fd;
+
+	assert_int_not_equal(rvh_stop_daemon(h, SIGKILL), -1);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.90s/control.sock", h->run);
+	unlink(sa.sun_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	assert_int_equal(rvh_start_daemon(h), 0);
+	r = rvh_status(h);
+	assert_non_null(r);
+	rearview__admin_response__free_unpacked(r, NULL);
+	close(fd);
+}
+
+/* A second rearviewd on a run directory a live one serves refuses, names
+ * the running one's pid, and leaves its sockets alone. */
+static void test_daemon_restart_second_daemon_refused(void **state)
+{
+	struct rvh *h = *state;
+	struct rvh second = *h;
+	char want[64], log[200], buf[65536];
+	Rearview__AdminResponse *r;
+	size_t n;
+	FILE *f;
+
+	second.daemon = 0;
+	assert_int_equal(rvh_start_daemon(&second), -1);
+	snprintf(log, sizeof(log), "%s/daemon.log", h->dir);
+	f = fopen(log, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	snprintf(want, sizeof(want), "another rearviewd is running (pid %d)", (int)h->daemon);
+	assert_non_null(strstr(buf, want));
+	r = rvh_status(h);
+	assert_non_null(r);
+	assert_int_equal(r->resp_case, REARVIEW__ADMIN_RESPONSE__RESP_STATUS);
+	rearview__admin_response__free_unpacked(r, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 			test_daemon_restart_sigkill_app_taken_over_then_released, rvh_fixture_setup,
 			rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_restart_leftover_listener_not_a_running_daemon,
+			rvh_fixture_setup, rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_restart_second_daemon_refused,
+						rvh_fixture_setup, rvh_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

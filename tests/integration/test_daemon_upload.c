@@ -593,6 +593,54 @@ static void test_daemon_upload_quota_skip_is_reported_once(void **state)
 	assert_int_equal(quota_skips_on_server(&g_s), 1);
 }
 
+/* How many lines of the daemon's log hold any of `needles` (NULL-ended). */
+static unsigned log_lines_with(const struct rvh *h, const char *const *needles)
+{
+	char path[200], line[1024];
+	unsigned n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/daemon.log", h->dir);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		for (const char *const *k = needles; *k; k++)
+			if (strstr(line, *k)) {
+				n++;
+				break;
+			}
+	fclose(f);
+	return n;
+}
+
+/* Every start fetches the policy again: the one already in force is
+ * neither applied anew nor a rollback (each clean restart used to log
+ * "fetched policy refused: rollback" among the last errors). */
+static void test_daemon_upload_restart_refetch_is_not_a_rollback(void **state)
+{
+	static const char *const judged[] = {"policy version 1 applied", "already in force",
+					     "fetched policy refused", NULL};
+	static const char *const rollback[] = {"rollback", NULL};
+	double until;
+	char out[4096];
+
+	(void)state;
+	start_all("s12", NULL, NULL);
+	assert_true(wait_policy_version(&g_h, 1));
+	assert_true(WIFEXITED(rvh_stop_daemon(&g_h, SIGTERM)));
+	assert_int_equal(rvh_start_daemon(&g_h), 0);
+	/* Wait for the restarted daemon's fetch to be judged. */
+	until = rvh_now() + RVH_GUARD_S;
+	while (log_lines_with(&g_h, judged) < 2 && rvh_now() < until)
+		rvh_sleep_ms(20);
+	assert_int_equal(log_lines_with(&g_h, judged), 2);
+	assert_int_equal(log_lines_with(&g_h, rollback), 0);
+	assert_int_equal(rvh_rvctl(&g_h, out, sizeof(out), "status"), 0);
+	assert_null(strstr(out, "rollback"));
+	assert_non_null(strstr(out, "policy version:     1"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,6 +660,8 @@ int main(void)
 			test_daemon_upload_metered_network_waits_until_pushed_policy_lifts_it,
 			per_test_teardown),
 		cmocka_unit_test_teardown(test_daemon_upload_ack_hint_fetches_newer_policy,
+					  per_test_teardown),
+		cmocka_unit_test_teardown(test_daemon_upload_restart_refetch_is_not_a_rollback,
 					  per_test_teardown),
 		cmocka_unit_test_teardown(test_daemon_upload_rejected_upload_skipped_not_retried,
 					  per_test_teardown),
