@@ -82,7 +82,7 @@ $(TBIN)/integration/rv_rvcc_join_app: tests/integration/rvcc_join_app.c $(FLAGS_
                                       $(LIBRVTRACE_SO)
 	@mkdir -p $(@D)
 	$(BIN)/rvcc --rv-rpath gcc -O1 -g $(SANFLAGS) -o $@ $<
-$(eval $(call rv_test,integration,daemon_rvcc_join,$(LIBRVPROTO),$(PROTOBUF_LIBS)))
+$(eval $(call rv_test,integration,daemon_rvcc_join,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_rvcc_join: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                              $(TBIN)/integration/rv_rvcc_join_app
 # `make check-rvcc-packages` (system tier; not in `make check`: it builds six
