@@ -10,7 +10,9 @@
 // playwright-core), RVS_SHOTS, RVS_PROFILE (a fresh --user-data-dir);
 // optional RVS_OFFCPU_TRACE (a trace with OFFCPU, THREAD_COUNTERS and
 // LOCK_WAIT records: its "why the time went" section, and its Chrome
-// export — off-CPU slices, counter events, lock-wait flows — in speedscope).
+// export — off-CPU slices, counter events, lock-wait flows — in speedscope);
+// optional RVS_TIES_TRACE (calls sharing timestamps by the hundred: its
+// Chrome export's self times in speedscope against the trace page's).
 'use strict';
 
 const path = require('path');
@@ -262,6 +264,43 @@ async function main() {
       await page.screenshot({ path: path.join(shots, '7-speedscope-offcpu-chrome.png') });
       check(shown.includes(`${off}-chrome`) && !/went wrong|error/i.test(shown),
         'speedscope opens the off-CPU trace\'s chrome export');
+    }
+    const ties = process.env.RVS_TIES_TRACE;
+    if (ties) {
+      // The server's self times (the trace page's top-self table, ms with
+      // three decimals) against speedscope's reading of the Chrome export,
+      // whose hundreds of events at one timestamp its importer queues and
+      // sorts by ts: a zero-length call opened but never closed there
+      // swallows every later call and all the time after it.
+      await page.goto(`${base}/traces/${ties}`);
+      const server = {};
+      for (const row of await page.locator('#top-self tbody tr').all()) {
+        const cells = await row.locator('td').allInnerTexts();
+        server[cells[1].trim()] = { self: Number(cells[3]) * 1000, incl: Number(cells[4]) * 1000 };
+      }
+      const url = `/static/speedscope/index.html#profileURL=${encodeURIComponent(
+        `/traces/${ties}/export?format=chrome`)}&title=${ties}-chrome`;
+      await page.goto('about:blank');
+      await page.goto(base + url);
+      await page.waitForFunction((t) => document.body.innerText.includes(t), `${ties}-chrome`,
+        { timeout: 30000 });
+      const rows = await sandwich(page, 'measure');
+      await page.screenshot({ path: path.join(shots, '8-speedscope-ties-chrome.png') });
+      const us = (t) => {
+        const m = /^([\d.]+)(µs|ms|s)/.exec(t);
+        return m ? Number(m[1]) * { 'µs': 1, ms: 1000, s: 1e6 }[m[2]] : NaN;
+      };
+      for (const name of ['measure', 'draw', 'idle', 'main']) {
+        const got = rows[name] ? us(rows[name].selfText) : NaN;
+        check(server[name] && Math.abs(got - server[name].self) < 0.01,
+          `speedscope reads ${name}'s self time from the Chrome export with 400 events at one ` +
+          `timestamp as the server does (${rows[name] && rows[name].selfText}, server ` +
+          `${server[name] && server[name].self} µs)`);
+      }
+      // The leaf's total is its own time: nothing after it nests inside.
+      check(rows.measure && Math.abs(us(rows.measure.totalText) - server.measure.incl) < 0.01,
+        `measure's total in speedscope is the server's inclusive time (${rows.measure &&
+          rows.measure.totalText}, server ${server.measure.incl} µs)`);
     }
     // Issue 16 question 2: the aggregate flame graph of the app's traces,
     // and the differential one of two versions (test_web.c uploads

@@ -52,6 +52,7 @@ static char g_session[128]; /* "rv_session=…" once signed in */
 static char g_csrf[80];
 static char g_trace[40];  /* a decoded real capture */
 static char g_offcpu[40]; /* FORMAT.md's off-CPU example, with a lock wait */
+static char g_ties[40];   /* capbuild.h's calls sharing timestamps by the hundred */
 
 static int group_setup(void **state)
 {
@@ -1072,6 +1073,37 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 	resp_free(&r);
 	free(id);
 	free(z);
+	free(c.b);
+}
+
+/* capbuild.h's capture whose calls share timestamps by the hundred: the
+ * trace page's self times are exact (the browser test then reads the
+ * Chrome export in speedscope against them). */
+static void test_web_trace_with_hundreds_of_equal_timestamps_has_exact_self_times(void **state)
+{
+	static const char *const want[] = {
+		"<a href=\"/methods/measure\">measure</a></td><td class=\"n\">101</td>"
+		"<td class=\"n\">0.991</td>",
+		"<a href=\"/methods/main\">main</a></td><td class=\"n\">1</td>"
+		"<td class=\"n\">0.509</td>",
+	};
+	struct resp r;
+	capbuf c = {0};
+	char path[256], *id;
+
+	ensure_login();
+	cb_ties_example(&c);
+	id = upload("com.example.ties", "pixel-web", "2.0.0", c.b, c.len,
+		    REARVIEW__COMPRESSION__COMPRESSION_NONE);
+	snprintf(g_ties, sizeof g_ties, "%s", id); /* for the browser test */
+	snprintf(path, sizeof path, "/traces/%s", id);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		if (!strstr(r.body, want[i]))
+			fail_msg("missing %s in the trace page", want[i]);
+	resp_free(&r);
+	free(id);
 	free(c.b);
 }
 
@@ -2454,6 +2486,8 @@ static void test_web_browser_signs_in_filters_opens_trace_and_exports(void **sta
 		setenv("RVS_TRACE", g_trace, 1);
 		if (g_offcpu[0])
 			setenv("RVS_OFFCPU_TRACE", g_offcpu, 1);
+		if (g_ties[0])
+			setenv("RVS_TIES_TRACE", g_ties, 1);
 		setenv("RVS_MODULES", mods, 1);
 		setenv("RVS_SHOTS", RVS_SHOTS_DIR, 1);
 		setenv("RVS_PROFILE", profile, 1);
@@ -2567,6 +2601,7 @@ int main(void)
 		cmocka_unit_test(test_web_timeline_json_zooms_and_refuses_hostile_parameters),
 		cmocka_unit_test(test_web_timeline_1_4m_calls_counts_every_call_and_reopens),
 		cmocka_unit_test(test_web_trace_page_shows_offcpu_counters_and_lock_waits),
+		cmocka_unit_test(test_web_trace_with_hundreds_of_equal_timestamps_has_exact_self_times),
 		cmocka_unit_test(test_web_api_trace_document_has_why_figures),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
 		cmocka_unit_test(test_web_aggregate_and_diff_pages_draw_the_real_capture),
