@@ -314,6 +314,17 @@ async function main() {
     await page.goto(`${base}/aggregate/diff?app=com.example.agg&a.version=1.0&b.version=1.1`);
     check(await page.locator('svg.aggflame g.n').count() >= 3,
       'the diff page draws a differential flame graph');
+    // Shaded by the regression test of the two versions, the legend says
+    // so, and a frame leads to its method's row on /regressions.
+    check((await page.locator('#flame-legend').innerText()).includes('q < 0.05'),
+      'the diff\'s legend says frames are coloured only where q < 0.05');
+    const href = await page.locator('svg.aggflame a').first().getAttribute('href');
+    check(href && href.startsWith('/regressions?') && href.includes('#m-'),
+      `a frame links to its row on /regressions (${href})`);
+    await page.goto(base + href);
+    const anchor = href.slice(href.indexOf('#') + 1);
+    check(await page.evaluate((a) => !!document.querySelector(`#regress-methods [id="${a}"]`),
+      anchor), `the frame's method has its row there (${anchor})`);
     await page.screenshot({ path: path.join(shots, '7-aggregate-diff.png'), fullPage: true });
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {

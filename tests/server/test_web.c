@@ -1087,9 +1087,19 @@ static void test_web_trace_with_hundreds_of_equal_timestamps_has_exact_self_time
 		"<a href=\"/methods/main\">main</a></td><td class=\"n\">1</td>"
 		"<td class=\"n\">0.509</td>",
 	};
+	static const char *const origin[] = {
+		"process_name: \"com.example.ties\"\n      process_labels: \"version 2.0.0\"\n"
+		"      process_labels: \"device d-",
+		"process_labels: \"model pixel-web\"",
+		"string_value: \"pixel-web\"\n      name: \"model\"",
+		"type: 3\n    track_uuid: 18446744069414584322\n    name: \"jank\"",
+	};
+	static char text[1 << 20];
 	struct resp r;
 	capbuf c = {0};
-	char path[256], *id;
+	char path[256], file[400], cmd[1200], *id;
+	size_t n;
+	FILE *f;
 
 	ensure_login();
 	cb_ties_example(&c);
@@ -1103,6 +1113,26 @@ static void test_web_trace_with_hundreds_of_equal_timestamps_has_exact_self_time
 		if (!strstr(r.body, want[i]))
 			fail_msg("missing %s in the trace page", want[i]);
 	resp_free(&r);
+	/* Its Perfetto export says where it came from, decoded by protoc. */
+	snprintf(path, sizeof path, "/traces/%s/export?format=perfetto", id);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	snprintf(file, sizeof file, "%s/ties.pftrace", g_srv.dir);
+	assert_non_null(f = fopen(file, "wb"));
+	assert_int_equal(fwrite(r.body, 1, r.len, f), r.len);
+	assert_int_equal(fclose(f), 0);
+	resp_free(&r);
+	snprintf(cmd, sizeof cmd,
+		 "protoc --proto_path=%s/tracer/analysis/proto --decode=rvpf.Trace rvperfetto.proto"
+		 " < %s",
+		 RVS_SRCDIR, file);
+	assert_non_null(f = popen(cmd, "r"));
+	n = fread(text, 1, sizeof text - 1, f);
+	text[n] = '\0';
+	assert_int_equal(pclose(f), 0);
+	for (size_t i = 0; i < sizeof origin / sizeof origin[0]; i++)
+		if (!strstr(text, origin[i]))
+			fail_msg("missing %s in the Perfetto export", origin[i]);
 	free(id);
 	free(c.b);
 }

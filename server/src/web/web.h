@@ -79,8 +79,8 @@ void rvs_web_aggregate_diff(struct rvs_call *c);
  * "n slower" (red) or "n faster" (blue), saturated by |Cliff's delta|, when
  * its q is below the reply's alpha; "n same" (grey) when not, when the
  * method is not in the reply, or when regress is NULL.  link (NULL: none):
- * the /regressions page of that comparison, each frame a link to its
- * method's row there (link#m-METHOD, URL-encoded).  Names are escaped.
+ * the /regressions page of that comparison, each frame whose method the
+ * reply lists a link to its row there (link#m-METHOD, URL-encoded).  Names are escaped.
  * diff 0 reads neither regress nor link.  Any thread. */
 struct json_t;
 void rvs_agg_flame_svg(FILE *f, struct json_t *doc, int diff, struct json_t *regress,

@@ -13,8 +13,8 @@
  * Benjamini–Hochberg q over the same two sets): red slower in B, blue
  * faster, saturated by Cliff's delta, only when q < alpha; grey otherwise
  * (noise, or no test: the sets are not two versions of one app), so a
- * change that is noise never looks like a regression.  Each frame links to
- * its method's row on /regressions.
+ * change that is noise never looks like a regression.  Each frame of a
+ * tested method links to its row on /regressions.
  * Method names are untrusted: they reach the page only through
  * rvs_web_esc, cut to NAME_SHOWN bytes.  Output is bounded by the reply's
  * node cap (RVS_AGG_MAX_REPLY_NODES) and the table row caps below.
@@ -191,8 +191,10 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff, json_t *regress, const ch
 		}
 		fprintf(f, "<g class=\"%s\" data-node=\"%lld\">", cls,
 			(long long)ival(nd, "node"));
-		if (diff && link) {
-			/* The method's row on /regressions (web_regress.c's ids). */
+		if (row && link) {
+			/* The method's row on /regressions (web_regress.c's ids);
+			 * a frame whose method has none (an app's root, a method
+			 * past the reply's rows) links nowhere. */
 			fputs("<a href=\"", f);
 			rvs_web_esc(f, link);
 			fputs("#m-", f);
@@ -239,7 +241,7 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff, json_t *regress, const ch
 			rvs_web_esc(f, label);
 			fputs("</text>", f);
 		}
-		fputs(diff && link ? "</a></g>" : "</g>", f);
+		fputs(row && link ? "</a></g>" : "</g>", f);
 		drawn++;
 	}
 	fprintf(f,
