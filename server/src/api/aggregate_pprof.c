@@ -122,13 +122,14 @@ static void to_pprof(struct rvs_call *c, enum side side, const char *file)
 	json_decref(doc);
 	if (rc)
 		return rvs_query_set_error(c->q, rc == -EINVAL ? 500 : 503,
-					   rc == -EINVAL ? "aggregate not a tree" : "out of memory");
+					   rc == -EINVAL ? "aggregate not a tree"
+							 : "out of memory");
 	c->q->status = 200;
 	c->q->body = body;
 	c->q->len = len;
 	c->q->content_type = "application/octet-stream";
-	snprintf(c->q->disposition, sizeof c->q->disposition,
-		 "attachment; filename=\"%s%s.pb.gz\"", file, suffix[side]);
+	snprintf(c->q->disposition, sizeof c->q->disposition, "attachment; filename=\"%s%s.pb.gz\"",
+		 file, suffix[side]);
 }
 
 void rvs_agg_api_pprof(struct rvs_call *c)

@@ -189,8 +189,7 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff, json_t *regress, const ch
 			snprintf(fill, sizeof fill, "rgb(%u,%u,%u)", 205 + h % 50,
 				 90 + (h >> 8) % 120, 40 + (h >> 16) % 50);
 		}
-		fprintf(f, "<g class=\"%s\" data-node=\"%lld\">", cls,
-			(long long)ival(nd, "node"));
+		fprintf(f, "<g class=\"%s\" data-node=\"%lld\">", cls, (long long)ival(nd, "node"));
 		if (row && link) {
 			/* The method's row on /regressions (web_regress.c's ids);
 			 * a frame whose method has none (an app's root, a method
