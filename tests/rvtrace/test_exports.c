@@ -136,8 +136,8 @@ static void speedscope_self(json_t *events, const char **names, double *self, si
 	qsort(b, nb, sizeof *b, cmp_ts);
 	qsort(e, ne, sizeof *e, cmp_ts);
 	while (bi < nb || ei < ne) {
-		int take_b = ei == ne	       ? 1
-			     : bi == nb	       ? 0
+		int take_b = ei == ne		    ? 1
+			     : bi == nb		    ? 0
 			     : b[bi].ts != e[ei].ts ? b[bi].ts < e[ei].ts
 						    : !strcmp(b[bi].name, e[ei].name);
 		double ts = take_b ? b[bi].ts : e[ei].ts;
@@ -254,7 +254,8 @@ static char *perfetto_text(const rva_trace *t, const rva_export_meta *meta)
 	snprintf(txt, sizeof txt, "%s/t.txt", dir);
 	f = fopen(path, "wb");
 	assert_non_null(f);
-	assert_int_equal(meta ? rva_export_perfetto_meta(f, t, meta) : rva_export_perfetto(f, t), 0);
+	assert_int_equal(meta ? rva_export_perfetto_meta(f, t, meta) : rva_export_perfetto(f, t),
+			 0);
 	assert_int_equal(fclose(f), 0);
 	snprintf(cmd, sizeof cmd,
 		 "protoc --proto_path=tracer/analysis/proto --decode=rvpf.Trace "
@@ -319,7 +320,8 @@ static void test_exports_perfetto_anomaly_instant_and_origin(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_exports_chrome_equal_ts_self_times_exact_in_speedscope_reading),
+		cmocka_unit_test(
+			test_exports_chrome_equal_ts_self_times_exact_in_speedscope_reading),
 		cmocka_unit_test(test_exports_perfetto_anomaly_instant_and_origin),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

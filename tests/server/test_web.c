@@ -1088,8 +1088,8 @@ static void test_web_trace_with_hundreds_of_equal_timestamps_has_exact_self_time
 		"<td class=\"n\">0.509</td>",
 	};
 	static const char *const origin[] = {
-		"process_name: \"com.example.ties\"\n      process_labels: \"version 2.0.0\"\n"
-		"      process_labels: \"device d-",
+		("process_name: \"com.example.ties\"\n      process_labels: \"version 2.0.0\"\n"
+		 "      process_labels: \"device d-"),
 		"process_labels: \"model pixel-web\"",
 		"string_value: \"pixel-web\"\n      name: \"model\"",
 		"type: 3\n    track_uuid: 18446744069414584322\n    name: \"jank\"",
