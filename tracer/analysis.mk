@@ -74,6 +74,8 @@ $(eval $(call rv_test,rvtrace,import,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
 $(OBJ)/tests/rvtrace/test_import.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
 $(eval $(call rv_test,rvtrace,chrome,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_chrome.o: CPPFLAGS += -Itracer/analysis
+$(eval $(call rv_test,rvtrace,exports,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
+$(OBJ)/tests/rvtrace/test_exports.o: CPPFLAGS += $(call pc,--cflags,jansson)
 $(eval $(call rv_test,rvtrace,perfetto,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_perfetto.o: $(RVA_PB_H)
 $(OBJ)/tests/rvtrace/test_perfetto.o: CPPFLAGS += $(PROTOBUF_CFLAGS)

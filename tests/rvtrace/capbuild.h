@@ -281,4 +281,43 @@ static inline void cb_program(capbuf *c, size_t slots, int random_graph)
 	}
 }
 
+/* Calls sharing timestamps by the hundred, as a coarse clock gives them
+ * (1 GHz, monotonic = counter: times are ns): `main` 1000–3000000 →
+ * `layout` 10000–1001000, in which at 10000 itself 100 zero-length `noop`
+ * and `measure` calls alternate (measure's fast path, measure last), then
+ * `measure` 10000–1001000 (991000 ns, the only call with a length of it);
+ * `draw` 1001000–1501000 begins where layout ends; `idle`
+ * 1501000–2500000.  Self times: measure 991000, draw 500000, idle 999000,
+ * layout 0, noop 0, main 509000.
+ * An anomaly "jank" (ANOMALY_JANK) at 1200000. */
+static inline void cb_ties_example(capbuf *c)
+{
+	cb_header(c, 3000010, 1000000000, 0, 3000010, 0x400000, 0);
+	cb_entry(c, 0x1000, 1000);
+	cb_entry(c, 0x1010, 10000);
+	for (int i = 0; i < 100; i++) {
+		cb_entry(c, 0x1020, 10000);
+		cb_exit(c, 10000);
+		cb_entry(c, 0x1030, 10000);
+		cb_exit(c, 10000);
+	}
+	cb_entry(c, 0x1030, 10000);
+	cb_exit(c, 1001000);
+	cb_exit(c, 1001000);
+	cb_entry(c, 0x1040, 1001000);
+	cb_exit(c, 1501000);
+	cb_entry(c, 0x1050, 1501000);
+	cb_exit(c, 2500000);
+	cb_exit(c, 3000000);
+	cb_end_slots(c);
+	cb_symbol(c, 0x1000, 0x1000, 0, "main");
+	cb_symbol(c, 0x1010, 0x1010, 0, "layout");
+	cb_symbol(c, 0x1020, 0x1020, 0, "noop");
+	cb_symbol(c, 0x1030, 0x1030, 0, "measure");
+	cb_symbol(c, 0x1040, 0x1040, 0, "draw");
+	cb_symbol(c, 0x1050, 0x1050, 0, "idle");
+	cb_anomaly(c, 1, 1200000, "jank");
+	cb_finish(c);
+}
+
 #endif

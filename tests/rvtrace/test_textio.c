@@ -548,7 +548,7 @@ static rva_trace *siblings_at_large_ts(void)
 	return t;
 }
 
-static void test_textio_chrome_equal_ts_children_end_first_integer_relative_ts(void **state)
+static void test_textio_chrome_equal_ts_complete_events_callers_first_relative_ts(void **state)
 {
 	rva_trace *t = siblings_at_large_ts();
 	char *buf = NULL;
@@ -558,12 +558,9 @@ static void test_textio_chrome_equal_ts_children_end_first_integer_relative_ts(v
 	fclose(f);
 	assert_string_equal(
 		buf, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
-		     "{\"ph\":\"B\",\"pid\":7,\"tid\":9,\"ts\":0,\"name\":\"outer\"},\n"
-		     "{\"ph\":\"B\",\"pid\":7,\"tid\":9,\"ts\":0,\"name\":\"a\"},\n"
-		     "{\"ph\":\"E\",\"pid\":7,\"tid\":9,\"ts\":1.500,\"name\":\"a\"},\n"
-		     "{\"ph\":\"B\",\"pid\":7,\"tid\":9,\"ts\":1.500,\"name\":\"b\"},\n"
-		     "{\"ph\":\"E\",\"pid\":7,\"tid\":9,\"ts\":3.001,\"name\":\"b\"},\n"
-		     "{\"ph\":\"E\",\"pid\":7,\"tid\":9,\"ts\":3.001,\"name\":\"outer\"},\n"
+		     "{\"ph\":\"X\",\"pid\":7,\"tid\":9,\"ts\":0,\"dur\":3.001,\"name\":\"outer\"},\n"
+		     "{\"ph\":\"X\",\"pid\":7,\"tid\":9,\"ts\":0,\"dur\":1.500,\"name\":\"a\"},\n"
+		     "{\"ph\":\"X\",\"pid\":7,\"tid\":9,\"ts\":1.500,\"dur\":1.501,\"name\":\"b\"},\n"
 		     "{\"ph\":\"i\",\"pid\":7,\"tid\":9,\"ts\":2,\"s\":\"g\",\"cat\":\"anomaly\","
 		     "\"name\":\"jank\"}\n]}\n");
 	/* It reads back as the same tree. */
@@ -626,7 +623,7 @@ int main(void)
 		cmocka_unit_test(test_textio_all_chains_of_20k_nested_calls_keep_512_frames),
 		cmocka_unit_test(test_textio_svg_64kib_name_shown_cut_to_240_bytes),
 		cmocka_unit_test(
-			test_textio_chrome_equal_ts_children_end_first_integer_relative_ts),
+			test_textio_chrome_equal_ts_complete_events_callers_first_relative_ts),
 		cmocka_unit_test(test_textio_android_method_lines_class_name_signature_never_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,8 +3,9 @@
  * test_agg.c — aggregate and differential flame graphs (agg.c, web_agg.c)
  * from captures of known times (capbuild.h) decoded by the real decoder
  * into a real store — sqlite, then a private PostgreSQL (pg_harness.h;
- * skipped, visibly, without one): exact per-trace means and counts, the planted
- * slower method red in the diff, the per-trace bound on call paths, the
+ * skipped, visibly, without one): exact per-trace means and counts, the diff
+ * shaded by significance (a significant slowdown red, noise and changes
+ * too few traces can show grey), the per-trace bound on call paths, the
  * bucket sums kept exact when a trace is deleted, trace-level filters
  * agreeing with the bucket sums, and unknown parameters named in a 400;
  * and the same captures giving the same documents on both backends.
@@ -98,11 +99,11 @@ static void finish(capbuf *c, uint32_t last, const char *const *names, size_t n)
 	cb_finish(c);
 }
 
-/* main [0, 600 + p + 300 + 100) calls parse_json for p ns, then layout_pass
- * for 300 ns: main's self time is 700 ns, parse_json's p. */
+/* main [0, 1000 + p) calls parse_json for p ns, then layout_pass for l
+ * ns: main's self time is 1000 - l ns, parse_json's p. */
 static const char *const APP_NAMES[] = {"main", "parse_json", "layout_pass"};
 
-static capbuf app_capture(uint32_t p)
+static capbuf app_capture_l(uint32_t p, uint32_t l)
 {
 	capbuf c = {0};
 	uint32_t t = 1000;
@@ -111,10 +112,15 @@ static capbuf app_capture(uint32_t p)
 	cb_entry(&c, METHOD(1), t + 100);
 	cb_exit(&c, t + 100 + p);
 	cb_entry(&c, METHOD(2), t + 200 + p);
-	cb_exit(&c, t + 500 + p);
+	cb_exit(&c, t + 200 + p + l);
 	cb_exit(&c, t + 1000 + p);
 	finish(&c, t + 1000 + p, APP_NAMES, 3);
 	return c;
+}
+
+static capbuf app_capture(uint32_t p)
+{
+	return app_capture_l(p, 300);
 }
 
 /* Stores capture c as an upload of app/version/model and decodes it; the
@@ -231,16 +237,52 @@ static void test_agg_one_version_exact_means_and_counts(void **state)
 	json_decref(doc);
 }
 
-/* The diff of 4.2 → 4.3 finds parse_json 4× slower: its node red with the
- * right means and counts, layout_pass unchanged, and it leads bottom-up. */
-static void test_agg_diff_planted_slower_method_is_red_with_exact_means(void **state)
+/* The diff's flame graph of fx's two versions, shaded by their regression
+ * test (the web page's two API calls); caller frees. */
+static char *diff_svg(struct fx *f, const char *a, const char *b, json_t **doc)
+{
+	char q[160], link[200], *svg = NULL;
+	size_t len = 0;
+	int status;
+	json_t *reg;
+	FILE *out;
+
+	snprintf(q, sizeof q, "app=com.example.app&a.version=%s&b.version=%s", a, b);
+	*doc = api(f, "/api/v1/aggregate/diff", q, &status);
+	assert_int_equal(status, 200);
+	snprintf(q, sizeof q, "app=com.example.app&a=%s&b=%s&limit=500", a, b);
+	reg = api(f, "/api/v1/regressions", q, &status);
+	assert_int_equal(status, 200);
+	snprintf(link, sizeof link, "/regressions?%s", q);
+	out = open_memstream(&svg, &len);
+	assert_non_null(out);
+	rvs_agg_flame_svg(out, *doc, 1, reg, link);
+	assert_int_equal(fclose(out), 0);
+	json_decref(reg);
+	return svg;
+}
+
+/* The <g> of doc's node for method name in svg (NULL when not drawn). */
+static const char *frame(const char *svg, json_t *doc, const char *name, const char *cls)
+{
+	char key[96];
+	snprintf(key, sizeof key, "<g class=\"%s\" data-node=\"%lld\">", cls,
+		 (long long)iget(node(doc, name), "node"));
+	return strstr(svg, key);
+}
+
+/* The diff of 4.2 → 4.3 finds parse_json 4× slower with the right means
+ * and counts, and it leads bottom-up; but three traces against two cannot
+ * make it significant (the exact Mann–Whitney p is at least 0.2), so its
+ * frame is grey, not red: noise never looks like a regression. */
+static void test_agg_diff_planted_slower_method_exact_means_grey_when_not_significant(
+	void **state)
 {
 	struct fx *f = *state;
 	int status;
 	json_t *doc, *n;
-	char *svg = NULL, key[64], *at;
-	size_t len = 0;
-	FILE *out;
+	char *svg;
+	const char *at;
 
 	two_versions(f);
 	doc = api(f, "/api/v1/aggregate/diff", "app=com.example.app&a.version=4.2&b.version=4.3",
@@ -259,21 +301,120 @@ static void test_agg_diff_planted_slower_method_is_red_with_exact_means(void **s
 	assert_int_equal(iget(node(doc, "main"), "incl_delta_ns"), 300);
 	n = json_array_get(json_object_get(doc, "bottom_up"), 0);
 	assert_string_equal(json_string_value(json_object_get(n, "method")), "parse_json");
+	json_decref(doc);
 
-	out = open_memstream(&svg, &len);
-	assert_non_null(out);
-	rvs_agg_flame_svg(out, doc, 1);
-	assert_int_equal(fclose(out), 0);
-	snprintf(key, sizeof key, "<g class=\"n slower\" data-node=\"%lld\">",
-		 (long long)iget(node(doc, "parse_json"), "node"));
-	assert_non_null(at = strstr(svg, key));
-	assert_non_null(strstr(at, "fill=\"rgb(255,30,30)\"")); /* the largest change */
-	snprintf(key, sizeof key, "<g class=\"n same\" data-node=\"%lld\">",
-		 (long long)iget(node(doc, "layout_pass"), "node"));
-	assert_non_null(strstr(svg, key));
+	svg = diff_svg(f, "4.2", "4.3", &doc);
+	assert_non_null(at = frame(svg, doc, "parse_json", "n same"));
+	assert_non_null(strstr(at, "fill=\"#dddddd\""));
+	assert_null(strstr(svg, "n slower"));
 	assert_null(strstr(svg, "n faster"));
+	/* Each frame links to its method's row on /regressions. */
+	assert_non_null(strstr(at, "<a href=\"/regressions?app=com.example.app&amp;a=4.2&amp;"
+				   "b=4.3&amp;limit=500#m-parse_json\">"));
+	assert_non_null(strstr(svg, "only where q &lt; 0.05; grey where q ≥ 0.05"));
 	free(svg);
 	json_decref(doc);
+}
+
+/* Eight traces a side: parse_json 100 → 400 ns in every trace is
+ * significant (q far below 0.05, Cliff's delta +1): red at full
+ * saturation; layout_pass's 300–330 ns against 305–335 ns is noise (its
+ * mean self time grew 5 ns, which the old shading drew pink): grey. */
+static void test_agg_diff_significant_change_red_noise_grey(void **state)
+{
+	struct fx *f = *state;
+	json_t *doc;
+	char *svg;
+	const char *at;
+
+	for (uint32_t i = 0; i < 8; i++) {
+		capbuf a = app_capture_l(100, 300 + i % 4 * 10),
+		       b = app_capture_l(400, 305 + i % 4 * 10);
+		add_trace(f, &a, "5.0", "Pixel 7", NULL);
+		add_trace(f, &b, "5.1", "Pixel 7", NULL);
+		free(a.b);
+		free(b.b);
+	}
+	svg = diff_svg(f, "5.0", "5.1", &doc);
+	assert_int_equal(iget(node(doc, "layout_pass"), "self_delta_ns"), 5);
+	assert_non_null(at = frame(svg, doc, "parse_json", "n slower"));
+	assert_non_null(strstr(at, "fill=\"rgb(255,30,30)\""));
+	assert_non_null(at = frame(svg, doc, "layout_pass", "n same"));
+	assert_non_null(strstr(at, "fill=\"#dddddd\""));
+	assert_non_null(frame(svg, doc, "main", "n same"));
+	free(svg);
+	json_decref(doc);
+}
+
+/* GET path?query on the JSON API whose body is a gzip'd profile.proto:
+ * protoc's text of it (an independent decoder, against the schema of
+ * rva_export_pprof's profiles); fails unless 200 application/octet-stream. */
+static char *pprof_text(struct fx *f, const char *path, const char *query)
+{
+	static char text[1 << 16];
+	struct rvs_query_resp r;
+	char file[300], cmd[800];
+	FILE *o;
+	size_t n;
+
+	rvs_query_handle(f->db, f->blobs, path, query, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.content_type, "application/octet-stream");
+	snprintf(file, sizeof file, "%s/p.pb.gz", f->dir);
+	assert_non_null(o = fopen(file, "wb"));
+	assert_int_equal(fwrite(r.body, 1, r.len, o), r.len);
+	assert_int_equal(fclose(o), 0);
+	free(r.body);
+	snprintf(cmd, sizeof cmd,
+		 "gzip -dc %s | protoc --proto_path=tracer/analysis/proto --decode=rvpprof.Profile "
+		 "rvpprof.proto",
+		 file);
+	assert_non_null(o = popen(cmd, "r"));
+	n = fread(text, 1, sizeof text - 1, o);
+	text[n] = '\0';
+	assert_int_equal(pclose(o), 0);
+	return text;
+}
+
+/* The aggregate and the diff as pprof: the functions are the names in
+ * order ("com.example.app" 1, "layout_pass" 2, "main" 3, "parse_json" 4),
+ * parse_json's sample is its path leaf first; the aggregate's values are
+ * the set's self time and calls (4.3: 2 traces of 400 ns), a diff side's
+ * the self time per trace (for pprof -diff_base), the diff's B − A. */
+static void test_agg_pprof_of_aggregate_and_diff_sides(void **state)
+{
+	struct fx *f = *state;
+	static const char *const side[][2] = {{"a", "100"}, {"b", "400"}, {"diff", "300"}};
+	char q[160], want[160];
+	struct rvs_query_resp r;
+	const char *text;
+
+	two_versions(f);
+	text = pprof_text(f, "/api/v1/aggregate/pprof", "app=com.example.app&version=4.3");
+	assert_non_null(strstr(text, "string_table: \"com.example.app\"\nstring_table: "
+				     "\"layout_pass\"\nstring_table: \"main\"\nstring_table: "
+				     "\"parse_json\"\n"));
+	assert_non_null(strstr(text, "sample {\n  location_id: 4\n  location_id: 3\n  "
+				     "location_id: 1\n  value: 800\n  value: 2\n}"));
+	assert_non_null(strstr(text, "sample {\n  location_id: 2\n  location_id: 3\n  "
+				     "location_id: 1\n  value: 600\n  value: 2\n}"));
+	for (int i = 0; i < 3; i++) {
+		snprintf(q, sizeof q, "app=com.example.app&a.version=4.2&side=%s&b.version=4.3",
+			 side[i][0]);
+		text = pprof_text(f, "/api/v1/aggregate/diff/pprof", q);
+		snprintf(want, sizeof want,
+			 "sample {\n  location_id: 4\n  location_id: 3\n  location_id: 1\n  "
+			 "value: %s\n}",
+			 side[i][1]);
+		if (!strstr(text, want))
+			fail_msg("side %s: no %s in\n%s", side[i][0], want, text);
+	}
+	/* layout_pass did not change: no sample in the difference. */
+	assert_null(strstr(text, "location_id: 2\n  location_id: 3"));
+	rvs_query_handle(f->db, f->blobs, "/api/v1/aggregate/diff/pprof",
+			 "app=com.example.app&side=c", &r);
+	assert_int_equal(r.status, 400);
+	free(r.body);
 }
 
 /* A trace-level filter (contains method) reads per-trace rows and agrees
@@ -489,9 +630,13 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_agg_one_version_exact_means_and_counts, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_agg_diff_significant_change_red_noise_grey, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
-			test_agg_diff_planted_slower_method_is_red_with_exact_means, setup,
+			test_agg_diff_planted_slower_method_exact_means_grey_when_not_significant, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_agg_pprof_of_aggregate_and_diff_sides, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_agg_trace_filter_agrees_with_buckets, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_agg_deleted_trace_leaves_the_sums, setup,

@@ -412,12 +412,14 @@ static size_t into_file(char *p, size_t size, size_t n, void *arg)
 }
 
 /* Streaming changes nothing in the bytes: each export of the 1 M nested
- * calls (svg with the trace id as its title, as the server gives it) is
- * exactly what rva_export_* writes locally from the same capture — chunked
+ * calls (svg with the trace id as its title, perfetto with the upload's
+ * device, as the server gives them) is exactly what rva_export_* writes
+ * locally from the same capture — chunked
  * for an HTTP/1.1 client, delimited by the close for an HTTP/1.0 one. */
 static void test_export_streamed_bytes_equal_local_export(void **state)
 {
 	static const char *const fmts[] = {"folded", "svg", "perfetto", "android", "pprof"};
+	const rva_export_meta origin = {NULL, NULL, "d-1", NULL};
 	capbuf c = {0};
 	rva_trace *t = NULL;
 	rva_error err = {{0}};
@@ -433,7 +435,8 @@ static void test_export_streamed_bytes_equal_local_export(void **state)
 		int rc = strcmp(fmt, "pprof") == 0 ? rva_export_pprof(w, t)
 			 : fmt[0] == 'f'	   ? rva_export_folded(w, t)
 			 : fmt[0] == 's'	   ? rva_export_svg(w, t, DEEP_ID)
-			 : fmt[0] == 'p'	   ? rva_export_perfetto(w, t)
+			 : fmt[0] == 'p'
+				 ? rva_export_perfetto_meta(w, t, &origin)
 						   : rva_export_android(w, t);
 		assert_int_equal(rc, 0);
 		snprintf(path, sizeof path, "/api/v1/traces/" DEEP_ID "/export?format=%s", fmt);

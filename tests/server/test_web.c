@@ -52,6 +52,7 @@ static char g_session[128]; /* "rv_session=…" once signed in */
 static char g_csrf[80];
 static char g_trace[40];  /* a decoded real capture */
 static char g_offcpu[40]; /* FORMAT.md's off-CPU example, with a lock wait */
+static char g_ties[40];   /* capbuild.h's calls sharing timestamps by the hundred */
 
 static int group_setup(void **state)
 {
@@ -1072,6 +1073,67 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 	resp_free(&r);
 	free(id);
 	free(z);
+	free(c.b);
+}
+
+/* capbuild.h's capture whose calls share timestamps by the hundred: the
+ * trace page's self times are exact (the browser test then reads the
+ * Chrome export in speedscope against them). */
+static void test_web_trace_with_hundreds_of_equal_timestamps_has_exact_self_times(void **state)
+{
+	static const char *const want[] = {
+		"<a href=\"/methods/measure\">measure</a></td><td class=\"n\">101</td>"
+		"<td class=\"n\">0.991</td>",
+		"<a href=\"/methods/main\">main</a></td><td class=\"n\">1</td>"
+		"<td class=\"n\">0.509</td>",
+	};
+	static const char *const origin[] = {
+		("process_name: \"com.example.ties\"\n      process_labels: \"version 2.0.0\"\n"
+		 "      process_labels: \"device d-"),
+		"process_labels: \"model pixel-web\"",
+		"string_value: \"pixel-web\"\n      name: \"model\"",
+		"type: 3\n    track_uuid: 18446744069414584322\n    name: \"jank\"",
+	};
+	static char text[1 << 20];
+	struct resp r;
+	capbuf c = {0};
+	char path[256], file[400], cmd[1200], *id;
+	size_t n;
+	FILE *f;
+
+	ensure_login();
+	cb_ties_example(&c);
+	id = upload("com.example.ties", "pixel-web", "2.0.0", c.b, c.len,
+		    REARVIEW__COMPRESSION__COMPRESSION_NONE);
+	snprintf(g_ties, sizeof g_ties, "%s", id); /* for the browser test */
+	snprintf(path, sizeof path, "/traces/%s", id);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		if (!strstr(r.body, want[i]))
+			fail_msg("missing %s in the trace page", want[i]);
+	resp_free(&r);
+	/* Its Perfetto export says where it came from, decoded by protoc. */
+	snprintf(path, sizeof path, "/traces/%s/export?format=perfetto", id);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	snprintf(file, sizeof file, "%s/ties.pftrace", g_srv.dir);
+	assert_non_null(f = fopen(file, "wb"));
+	assert_int_equal(fwrite(r.body, 1, r.len, f), r.len);
+	assert_int_equal(fclose(f), 0);
+	resp_free(&r);
+	snprintf(cmd, sizeof cmd,
+		 "protoc --proto_path=%s/tracer/analysis/proto --decode=rvpf.Trace rvperfetto.proto"
+		 " < %s",
+		 RVS_SRCDIR, file);
+	assert_non_null(f = popen(cmd, "r"));
+	n = fread(text, 1, sizeof text - 1, f);
+	text[n] = '\0';
+	assert_int_equal(pclose(f), 0);
+	for (size_t i = 0; i < sizeof origin / sizeof origin[0]; i++)
+		if (!strstr(text, origin[i]))
+			fail_msg("missing %s in the Perfetto export", origin[i]);
+	free(id);
 	free(c.b);
 }
 
@@ -2454,6 +2516,8 @@ static void test_web_browser_signs_in_filters_opens_trace_and_exports(void **sta
 		setenv("RVS_TRACE", g_trace, 1);
 		if (g_offcpu[0])
 			setenv("RVS_OFFCPU_TRACE", g_offcpu, 1);
+		if (g_ties[0])
+			setenv("RVS_TIES_TRACE", g_ties, 1);
 		setenv("RVS_MODULES", mods, 1);
 		setenv("RVS_SHOTS", RVS_SHOTS_DIR, 1);
 		setenv("RVS_PROFILE", profile, 1);
@@ -2567,6 +2631,7 @@ int main(void)
 		cmocka_unit_test(test_web_timeline_json_zooms_and_refuses_hostile_parameters),
 		cmocka_unit_test(test_web_timeline_1_4m_calls_counts_every_call_and_reopens),
 		cmocka_unit_test(test_web_trace_page_shows_offcpu_counters_and_lock_waits),
+		cmocka_unit_test(test_web_trace_with_hundreds_of_equal_timestamps_has_exact_self_times),
 		cmocka_unit_test(test_web_api_trace_document_has_why_figures),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
 		cmocka_unit_test(test_web_aggregate_and_diff_pages_draw_the_real_capture),

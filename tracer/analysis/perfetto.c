@@ -32,7 +32,9 @@
  * (offcpu_tracks); lock waits (FORMAT.md LOCK_WAIT) are slices on a child
  * track of the waiter's, each the end of a flow from an instant on a child
  * track of the holder's (lock_tracks), a thread that has no calls getting
- * a thread track of its own.
+ * a thread track of its own; the trace's origin (app, version, device,
+ * model) and its anomaly go on a process track and an instant on a child
+ * track of it (origin_tracks).
  */
 #include <assert.h>
 #include <errno.h>
@@ -1072,7 +1074,87 @@ out:
 	return rc;
 }
 
+/* The process track and the "rearview" track's instant
+ * (rva_export_perfetto_meta): what the trace is and where its anomaly is. */
+static int origin_tracks(FILE *f, const rva_trace *t, const rva_export_meta *meta, uint8_t **s,
+			 size_t *cap)
+{
+	static const rva_export_meta none;
+	const rva_export_meta *m = meta ? meta : &none;
+	const char *key[4] = {"app", "version", "device", "model"};
+	const char *val[4] = {m->app, m->version, m->device, m->model};
+	char label[3][300], *labels[3];
+	Rvpf__DebugAnnotation da[4], *dap[4];
+	size_t nlabels = 0, nda = 0;
+	int rc;
+
+	if (!meta && !t->has_anomaly)
+		return 0;
+	for (int i = 1; i < 4; i++)
+		if (val[i]) {
+			snprintf(label[nlabels], sizeof label[nlabels], "%s %s", key[i], val[i]);
+			labels[nlabels] = label[nlabels];
+			nlabels++;
+		}
+	for (int i = 0; i < 4; i++)
+		if (val[i]) {
+			rvpf__debug_annotation__init(&da[nda]);
+			da[nda].name = (char *)key[i];
+			da[nda].string_value = (char *)val[i];
+			dap[nda] = &da[nda];
+			nda++;
+		}
+	{
+		Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+		Rvpf__TrackDescriptor td = RVPF__TRACK_DESCRIPTOR__INIT;
+		Rvpf__ProcessDescriptor pd = RVPF__PROCESS_DESCRIPTOR__INIT;
+		td.has_uuid = 1;
+		td.uuid = RVA_PERFETTO_PROCESS_UUID;
+		if (t->nthreads) {
+			pd.has_pid = 1;
+			pd.pid = (int32_t)t->threads[0].pid;
+		}
+		pd.process_name = (char *)m->app;
+		pd.n_process_labels = nlabels;
+		pd.process_labels = labels;
+		td.process = &pd;
+		p.track_descriptor = &td;
+		p.has_trusted_packet_sequence_id = 1;
+		p.trusted_packet_sequence_id = 1;
+		if ((rc = put_packet(f, &p, s, cap)) < 0)
+			return rc;
+	}
+	if ((rc = child_track(f, RVA_PERFETTO_MARK_UUID, RVA_PERFETTO_PROCESS_UUID, "rearview", -1,
+			      s, cap)) < 0)
+		return rc;
+	Rvpf__TracePacket p = RVPF__TRACE_PACKET__INIT;
+	Rvpf__TrackEvent te = RVPF__TRACK_EVENT__INIT;
+	int64_t at = t->has_anomaly ? t->anomaly_ns : t->start;
+	p.has_timestamp = 1;
+	p.timestamp = (uint64_t)(at < 0 ? 0 : at);
+	p.has_trusted_packet_sequence_id = 1;
+	p.trusted_packet_sequence_id = 1;
+	p.has_sequence_flags = 1;
+	p.sequence_flags = 2;
+	te.has_type = 1;
+	te.type = 3;
+	te.has_track_uuid = 1;
+	te.track_uuid = RVA_PERFETTO_MARK_UUID;
+	te.name = (char *)(!t->has_anomaly    ? "capture"
+			   : t->anomaly_name ? t->anomaly_name
+					     : "anomaly");
+	te.n_debug_annotations = nda;
+	te.debug_annotations = dap;
+	p.track_event = &te;
+	return put_packet(f, &p, s, cap);
+}
+
 int rva_export_perfetto(FILE *f, const rva_trace *t)
+{
+	return rva_export_perfetto_meta(f, t, NULL);
+}
+
+int rva_export_perfetto_meta(FILE *f, const rva_trace *t, const rva_export_meta *meta)
 {
 	uint8_t *scratch = NULL;
 	size_t cap = 0;
@@ -1152,6 +1234,8 @@ int rva_export_perfetto(FILE *f, const rva_trace *t)
 	}
 	if (rc == 0)
 		rc = lock_tracks(f, t, &scratch, &cap);
+	if (rc == 0)
+		rc = origin_tracks(f, t, meta, &scratch, &cap);
 out_free:
 	free(ends);
 	free(names);

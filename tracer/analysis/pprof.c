@@ -72,6 +72,147 @@ static int gzip_to(FILE *f, const uint8_t *buf, size_t len)
 	return rc ? rc : zr == Z_STREAM_END ? 0 : -EIO;
 }
 
+static int cmp_name_ix(const void *x, const void *y, void *arg)
+{
+	const char *const *name = arg;
+	size_t a = *(const size_t *)x, b = *(const size_t *)y;
+	int c = strcmp(name[a], name[b]);
+	return c ? c : (a > b) - (a < b);
+}
+
+int rva_export_pprof_tree(FILE *f, const rva_pprof_tree *tr)
+{
+	Rvpprof__Profile p = RVPPROF__PROFILE__INIT;
+	Rvpprof__ValueType vt[RVA_PPROF_MAX_VALUES], *vtp[RVA_PPROF_MAX_VALUES];
+	size_t n = tr->n, nv = tr->nvalues, nf = 0, nsamples = 0, nids = 0;
+	int rc = -ENOMEM;
+
+	if (nv < 1 || nv > RVA_PPROF_MAX_VALUES || n > (1u << 24))
+		return -EINVAL;
+	/* Distinct names (one Function and Location each): the nodes sorted
+	 * by name; fid[i] is node i's function id. */
+	size_t *order = malloc((n ? n : 1) * sizeof *order);
+	uint64_t *fid = malloc((n ? n : 1) * sizeof *fid);
+	uint32_t *depth = malloc((n ? n : 1) * sizeof *depth);
+	const char **strs = calloc(2 * nv + n + 1, sizeof *strs);
+	Rvpprof__Function *fn = calloc(n ? n : 1, sizeof *fn);
+	Rvpprof__Function **fnp = calloc(n ? n : 1, sizeof *fnp);
+	Rvpprof__Location *loc = calloc(n ? n : 1, sizeof *loc);
+	Rvpprof__Location **locp = calloc(n ? n : 1, sizeof *locp);
+	Rvpprof__Line *line = calloc(n ? n : 1, sizeof *line);
+	Rvpprof__Line **linep = calloc(n ? n : 1, sizeof *linep);
+	Rvpprof__Sample *smp = calloc(n ? n : 1, sizeof *smp);
+	Rvpprof__Sample **smpp = calloc(n ? n : 1, sizeof *smpp);
+	uint64_t *ids = NULL;
+	uint8_t *packed = NULL;
+	if (!order || !fid || !depth || !strs || !fn || !fnp || !loc || !locp || !line || !linep ||
+	    !smp || !smpp)
+		goto out;
+	strs[0] = "";
+	for (size_t k = 0; k < nv; k++) {
+		strs[1 + 2 * k] = tr->types[k][0];
+		strs[2 + 2 * k] = tr->types[k][1];
+	}
+	size_t s0 = 1 + 2 * nv; /* the first function name's string index */
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof *order, cmp_name_ix, (void *)tr->name);
+	for (size_t j = 0; j < n; j++) {
+		size_t i = order[j];
+		if (!j || strcmp(tr->name[i], tr->name[order[j - 1]])) {
+			strs[s0 + nf] = tr->name[i];
+			rvpprof__function__init(&fn[nf]);
+			fn[nf].id = nf + 1;
+			fn[nf].name = fn[nf].system_name = (int64_t)(s0 + nf);
+			fnp[nf] = &fn[nf];
+			rvpprof__line__init(&line[nf]);
+			line[nf].function_id = nf + 1;
+			linep[nf] = &line[nf];
+			rvpprof__location__init(&loc[nf]);
+			loc[nf].id = nf + 1;
+			loc[nf].n_line = 1;
+			loc[nf].line = &linep[nf];
+			locp[nf] = &loc[nf];
+			nf++;
+		}
+		fid[i] = nf;
+	}
+	/* Depths (a parent comes before its children) and the stacks' size. */
+	for (size_t i = 0; i < n; i++) {
+		int64_t par = tr->parent[i];
+		if (par >= (int64_t)i) {
+			rc = -EINVAL;
+			goto out;
+		}
+		depth[i] = par < 0 ? 1 : depth[par] + 1;
+		int any = 0;
+		for (size_t k = 0; k < nv; k++)
+			any |= tr->values[i * nv + k] != 0;
+		if (any) {
+			nsamples++;
+			nids += depth[i];
+		}
+	}
+	if (!(ids = malloc((nids ? nids : 1) * sizeof *ids)))
+		goto out;
+	size_t at = 0, ns = 0;
+	for (size_t i = 0; i < n; i++) {
+		int any = 0;
+		for (size_t k = 0; k < nv; k++)
+			any |= tr->values[i * nv + k] != 0;
+		if (!any)
+			continue;
+		rvpprof__sample__init(&smp[ns]);
+		smp[ns].n_location_id = depth[i];
+		smp[ns].location_id = ids + at;
+		for (int64_t k = (int64_t)i; k >= 0; k = tr->parent[k])
+			ids[at++] = fid[k];
+		smp[ns].n_value = nv;
+		smp[ns].value = (int64_t *)tr->values + i * nv;
+		smpp[ns] = &smp[ns];
+		ns++;
+	}
+	assert(ns == nsamples && at == nids);
+	for (size_t k = 0; k < nv; k++) {
+		rvpprof__value_type__init(&vt[k]);
+		vt[k].type = (int64_t)(1 + 2 * k);
+		vt[k].unit = (int64_t)(2 + 2 * k);
+		vtp[k] = &vt[k];
+	}
+	p.n_sample_type = nv;
+	p.sample_type = vtp;
+	p.n_sample = nsamples;
+	p.sample = smpp;
+	p.n_location = nf;
+	p.location = locp;
+	p.n_function = nf;
+	p.function = fnp;
+	p.n_string_table = s0 + nf;
+	p.string_table = (char **)strs;
+	p.default_sample_type = 1;
+	size_t len = rvpprof__profile__get_packed_size(&p);
+	if (!(packed = malloc(len ? len : 1)))
+		goto out;
+	rvpprof__profile__pack(&p, packed);
+	rc = gzip_to(f, packed, len);
+out:
+	free(packed);
+	free(ids);
+	free(smpp);
+	free(smp);
+	free(linep);
+	free(line);
+	free(locp);
+	free(loc);
+	free(fnp);
+	free(fn);
+	free(strs);
+	free(depth);
+	free(fid);
+	free(order);
+	return rc;
+}
+
 int rva_export_pprof(FILE *f, const rva_trace *t)
 {
 	Rvpprof__Profile p = RVPPROF__PROFILE__INIT;

@@ -204,7 +204,7 @@ static const char usage_export[] =
 	"\n"
 	"formats:\n"
 	"  folded     one line per call path, self time in microseconds\n"
-	"  chrome     Chrome Trace Event JSON (B/E events, anomaly instant)\n"
+	"  chrome     Chrome Trace Event JSON (X events, anomaly instant)\n"
 	"  nanoscope  Nanoscope text of the first thread\n"
 	"  perfetto   Perfetto protobuf (opens in ui.perfetto.dev)\n"
 	"  pprof      gzip'd pprof profile: wall time and calls per stack (go tool pprof)\n"

@@ -706,9 +706,6 @@ int rva_export_chrome(FILE *f, const rva_trace *t)
 {
 	int first = 1;
 	int64_t t0 = t->start;
-	size_t cap = 0;
-	int64_t *ends = NULL;
-	uint32_t *meth = NULL;
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
 	for (size_t ti = 0; ti < t->nthreads; ti++) {
 		const rva_thread *th = &t->threads[ti];
@@ -721,47 +718,34 @@ int rva_export_chrome(FILE *f, const rva_trace *t)
 			fputs("}}", f);
 			first = 0;
 		}
-		if (th->ncalls > cap) {
-			free(ends);
-			free(meth);
-			ends = malloc(th->ncalls * sizeof(*ends));
-			meth = malloc(th->ncalls * sizeof(*meth));
-			if (!ends || !meth) {
-				free(ends);
-				free(meth);
-				return -ENOMEM;
-			}
-			cap = th->ncalls;
-		}
-		/* Pre-order walk with the open frames on a stack: a frame's E is
-		 * written when the next call starts at or above its depth, the
-		 * innermost first, so at equal times children end before their
-		 * parent and a call ends before its next sibling begins. */
-		size_t n = 0;
-		for (size_t i = 0; i <= th->ncalls; i++) {
-			size_t d = i < th->ncalls ? th->calls[i].depth : 0;
-			while (n > d) {
-				n--;
-				assert(n == 0 || ends[n] <= ends[n - 1]);
-				chrome_event(f, &first, 'E', th, ends[n] - t0);
-				fputs(",\"name\":", f);
-				rvc_json_str(f, t->names[meth[n]]);
-				fputc('}', f);
-			}
-			if (i == th->ncalls)
-				break;
+		/* Pre-order: a call with a length is one complete (X) event, so
+		 * its end needs no matching; at equal ts its callers come first
+		 * and are no shorter (what readers that sort X events by ts,
+		 * then longest first, rebuild).  A zero-length call is a B and
+		 * an E side by side: a reader that queues B and E events apart
+		 * and sorts each by ts (speedscope) opens it before it closes
+		 * it only when the two are the fronts of their queues together,
+		 * which holds because B/E events come before X events of equal
+		 * ts in both queues and pairs never nest. */
+		for (size_t i = 0; i < th->ncalls; i++) {
 			const rva_call *c = &th->calls[i];
-			assert(c->start >= t0 && d == n);
-			chrome_event(f, &first, 'B', th, c->start - t0);
+			assert(c->start >= t0 && c->end >= c->start);
+			chrome_event(f, &first, c->end > c->start ? 'X' : 'B', th, c->start - t0);
+			if (c->end > c->start) {
+				fputs(",\"dur\":", f);
+				put_us(f, c->end - c->start);
+			}
 			fputs(",\"name\":", f);
 			rvc_json_str(f, t->names[c->method]);
 			fputc('}', f);
-			ends[n] = c->end;
-			meth[n++] = c->method;
+			if (c->end > c->start)
+				continue;
+			chrome_event(f, &first, 'E', th, c->start - t0);
+			fputs(",\"name\":", f);
+			rvc_json_str(f, t->names[c->method]);
+			fputc('}', f);
 		}
 	}
-	free(ends);
-	free(meth);
 	if (t->has_anomaly && t->nthreads) {
 		/* A global instant event: Perfetto and chrome://tracing draw it
 		 * across the timeline (speedscope ignores instants). */

@@ -257,7 +257,7 @@ static void get_trace(const struct rvs_config *cfg, const struct rvs_store_ops *
  * while it is sent (the HTTP layer streams it with backpressure), so an
  * export's memory is the trace plus a few chunks whatever its size. */
 static void export_trace(const struct rvs_config *cfg, const char *id, const char *query,
-			 struct rvs_query_resp *r)
+			 json_t *row, struct rvs_query_resp *r)
 {
 	const struct rvs_export_fmt *f;
 	struct rvs_export *x;
@@ -278,6 +278,13 @@ static void export_trace(const struct rvs_config *cfg, const char *id, const cha
 		return set_error(r, 500, "capture does not decode");
 	if (rvs_export_new(f, t, id, &x)) {
 		rva_trace_free(t);
+		return set_error(r, 500, "out of memory");
+	}
+	if (rvs_export_set_origin(x, json_string_value(json_object_get(row, "app_id")),
+				  json_string_value(json_object_get(row, "app_version")),
+				  json_string_value(json_object_get(row, "device_id")),
+				  json_string_value(json_object_get(row, "model")))) {
+		rvs_export_free(x);
 		return set_error(r, 500, "out of memory");
 	}
 	r->stream = x;
@@ -753,9 +760,23 @@ void rvs_query_trace(struct rvs_call *c)
 
 void rvs_query_export(struct rvs_call *c)
 {
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	json_t *row;
 	char tid[40];
-	if (trace_arg(c, tid) == 0)
-		export_trace(c->cfg, tid, c->query, c->q);
+
+	if (trace_arg(c, tid))
+		return;
+	/* The upload's metadata, for the formats that say where a trace came
+	 * from (unknown when the row does not read). */
+	if (!(row = json_object()))
+		return set_error(c->q, 500, "out of memory");
+	if (rvs_store_acquire(c->cfg->database, &ops, &st) == 0) {
+		ops->trace_read(st, tid, trace_row, row);
+		rvs_store_release(st);
+	}
+	export_trace(c->cfg, tid, c->query, row, c->q);
+	json_decref(row);
 }
 
 void rvs_query_trace_none(struct rvs_call *c)

@@ -15,6 +15,7 @@
  */
 #include "http/route.h"
 #include "api/aggregate.h"
+#include "api/aggregate_pprof.h"
 #include "api/alerts.h"
 #include "api/api.h"
 #include "api/campaign.h"
@@ -96,6 +97,9 @@ static const struct rvs_route table[] = {
 	API("/api/v1/methods/**", GET, 0, P(METHOD_PARAMS), rvs_query_method),
 	API("/api/v1/aggregate", GET, 0, P(AGG_FILTERS), rvs_agg_api),
 	API("/api/v1/aggregate/diff", GET, 0, P(AGG_DIFF_PARAMS), rvs_agg_api_diff),
+	API("/api/v1/aggregate/pprof", GET, 0, P(AGG_FILTERS), rvs_agg_api_pprof),
+	API("/api/v1/aggregate/diff/pprof", GET, 0, P(AGG_DIFF_PARAMS, "side"),
+	    rvs_agg_api_diff_pprof),
 	API("/api/v1/issues", GET, 0, P(ISSUES_PARAMS), rvs_search_issues),
 	API("/api/v1/search", GET, 0, P(SEARCH_PARAMS), rvs_search_chains),
 	API("/api/v1/regressions", GET, 0, P(REGRESS_PARAMS), rvs_regress_api),

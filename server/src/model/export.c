@@ -28,7 +28,8 @@ static const struct rvs_export_fmt FORMATS[] = {
 	{"pprof", "application/octet-stream", "pb.gz"},
 };
 
-static int run_export(const struct rvs_export_fmt *f, FILE *out, const rva_trace *t, const char *id)
+static int run_export(const struct rvs_export_fmt *f, FILE *out, const rva_trace *t, const char *id,
+		      const rva_export_meta *meta)
 {
 	switch (f - FORMATS) {
 	case 0:
@@ -38,7 +39,7 @@ static int run_export(const struct rvs_export_fmt *f, FILE *out, const rva_trace
 	case 2:
 		return rva_export_speedscope(out, t);
 	case 3:
-		return rva_export_perfetto(out, t);
+		return rva_export_perfetto_meta(out, t, meta);
 	case 4:
 		return rva_export_android(out, t);
 	case 5:
@@ -62,11 +63,13 @@ struct rvs_export {
 	const struct rvs_export_fmt *fmt;
 	rva_trace *t;
 	char id[40];
+	char *origin[4]; /* owned: app, version, device, model; NULL unknown */
+	rva_export_meta meta;
 };
 
 int rvs_export_write(const struct rvs_export *x, FILE *out)
 {
-	return run_export(x->fmt, out, x->t, x->id);
+	return run_export(x->fmt, out, x->t, x->id, &x->meta);
 }
 
 void rvs_export_free(struct rvs_export *x)
@@ -74,7 +77,23 @@ void rvs_export_free(struct rvs_export *x)
 	if (!x)
 		return;
 	rva_trace_free(x->t);
+	for (int i = 0; i < 4; i++)
+		free(x->origin[i]);
 	free(x);
+}
+
+int rvs_export_set_origin(struct rvs_export *x, const char *app, const char *version,
+			  const char *device, const char *model)
+{
+	const char *v[4] = {app, version, device, model};
+	for (int i = 0; i < 4; i++) {
+		free(x->origin[i]);
+		x->origin[i] = v[i] && v[i][0] ? strdup(v[i]) : NULL;
+		if (v[i] && v[i][0] && !x->origin[i])
+			return -ENOMEM;
+	}
+	x->meta = (rva_export_meta){x->origin[0], x->origin[1], x->origin[2], x->origin[3]};
+	return 0;
 }
 
 int rvs_export_new(const struct rvs_export_fmt *f, struct rva_trace *t, const char *id,

@@ -30,6 +30,13 @@ const struct rvs_export_fmt *rvs_export_format(const char *name);
 int rvs_export_new(const struct rvs_export_fmt *f, struct rva_trace *t, const char *id,
 		   struct rvs_export **out);
 
+/* Says where x's trace came from (each may be NULL or empty: unknown;
+ * copied), which formats that carry it write (Perfetto: the process track
+ * and the anomaly's instant, rva_export_perfetto_meta).  0 or -ENOMEM.
+ * Any thread, before rvs_export_write. */
+int rvs_export_set_origin(struct rvs_export *x, const char *app, const char *version,
+			  const char *device, const char *model);
+
 /* Any thread: writes the export x to out (its whole body).  0, -ENOMEM,
  * -EIO (a failed write of out: the client went away), -E2BIG (the trace
  * does not fit the format). */

@@ -74,11 +74,17 @@ void rvs_web_aggregate_diff(struct rvs_call *c);
 
 /* Writes the flame graph SVG of doc, an /api/v1/aggregate reply (diff 0)
  * or an /api/v1/aggregate/diff reply (diff 1), to f.  A diff's node is
- * class "n slower" (red) when its self time per trace grew from A to B,
- * "n faster" (blue) when it shrank, "n same" otherwise.  Names are
- * escaped.  Any thread. */
+ * shaded by its method's self-time test in regress, an /api/v1/regressions
+ * reply comparing the same two sets (NULL when none applies): class
+ * "n slower" (red) or "n faster" (blue), saturated by |Cliff's delta|, when
+ * its q is below the reply's alpha; "n same" (grey) when not, when the
+ * method is not in the reply, or when regress is NULL.  link (NULL: none):
+ * the /regressions page of that comparison, each frame whose method the
+ * reply lists a link to its row there (link#m-METHOD, URL-encoded).  Names are escaped.
+ * diff 0 reads neither regress nor link.  Any thread. */
 struct json_t;
-void rvs_agg_flame_svg(FILE *f, struct json_t *doc, int diff);
+void rvs_agg_flame_svg(FILE *f, struct json_t *doc, int diff, struct json_t *regress,
+		       const char *link);
 
 /* The accounts pages (web_users.c).  Admin only: GET /users, the
  * accounts and the forms to change a role or disable/enable; POST

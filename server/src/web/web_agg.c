@@ -8,8 +8,13 @@
  * The flame graph is an icicle: the app roots on top, each node's width its
  * inclusive time per trace (the diff: both sets' summed, so children always
  * fit inside their parent), children left to right in the reply's order
- * (heaviest first).  The diff colours a node by its self-time change per
- * trace: red slower, blue faster, the strongest the largest change.
+ * (heaviest first).  The diff shades a node by the regression test of its
+ * method's self time per trace (api/regress.c's Mann–Whitney U with
+ * Benjamini–Hochberg q over the same two sets): red slower in B, blue
+ * faster, saturated by Cliff's delta, only when q < alpha; grey otherwise
+ * (noise, or no test: the sets are not two versions of one app), so a
+ * change that is noise never looks like a regression.  Each frame of a
+ * tested method links to its row on /regressions.
  * Method names are untrusted: they reach the page only through
  * rvs_web_esc, cut to NAME_SHOWN bytes.  Output is bounded by the reply's
  * node cap (RVS_AGG_MAX_REPLY_NODES) and the table row caps below.
@@ -83,15 +88,56 @@ static unsigned name_hash(const char *s)
 	return h;
 }
 
-void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff)
+/* The regression reply's method rows by name (borrowed from regress, which
+ * must outlive it); an empty object when regress is NULL.  NULL on ENOMEM. */
+static json_t *rows_by_method(json_t *regress)
+{
+	json_t *by = json_object(), *row;
+	size_t i;
+
+	json_array_foreach(json_object_get(regress, "methods"), i, row)
+	{
+		const char *m = json_string_value(json_object_get(row, "method"));
+		if (by && m && json_object_set(by, m, row) < 0) {
+			json_decref(by);
+			return NULL;
+		}
+	}
+	return by;
+}
+
+/* A diff node's fill and class from its method's row of the regression
+ * reply (NULL: not tested): coloured only when the self-time test's q is
+ * below alpha, saturated by |Cliff's delta|; grey otherwise. */
+static const char *shade(json_t *row, double alpha, char *fill, size_t len)
+{
+	json_t *self = json_object_get(row, "self");
+	double q = json_number_value(json_object_get(self, "q"));
+	double d = json_number_value(json_object_get(self, "cliffs_delta"));
+	int k = (int)lround(200 * (1 - fmin(fabs(d), 1)));
+
+	if (!self || !(q < alpha) || d == 0) {
+		snprintf(fill, len, "#dddddd");
+		return "n same";
+	}
+	if (d > 0)
+		snprintf(fill, len, "rgb(255,%d,%d)", k + 30, k + 30);
+	else
+		snprintf(fill, len, "rgb(%d,%d,255)", k + 30, k + 30);
+	return d > 0 ? "n slower" : "n faster";
+}
+
+void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff, json_t *regress, const char *link)
 {
 	json_t *nodes = json_object_get(doc, "nodes");
 	size_t n = json_array_size(nodes), drawn = 0, maxdepth = 0;
 	struct idpos *ix = malloc((n + 1) * sizeof *ix);
 	double *x = malloc((n + 1) * sizeof *x), *cur = malloc((n + 1) * sizeof *cur);
-	double total = 0, rootx = 0, maxd = 0;
+	double total = 0, rootx = 0;
+	double alpha = json_number_value(json_object_get(regress, "alpha"));
+	json_t *by = diff ? rows_by_method(regress) : NULL;
 
-	if (!ix || !x || !cur) {
+	if (!ix || !x || !cur || (diff && !by)) {
 		fputs("<p>Out of memory.</p>", f);
 		goto out;
 	}
@@ -103,8 +149,6 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff)
 		if (!ival(nd, "parent"))
 			total += node_value(nd, diff);
 		maxdepth = d > maxdepth ? d : maxdepth;
-		if (diff && fabs((double)ival(nd, "self_delta_ns")) > maxd)
-			maxd = fabs((double)ival(nd, "self_delta_ns"));
 	}
 	if (total <= 0) {
 		fputs("<p id=\"flame-empty\">No call paths in this set of traces.</p>", f);
@@ -137,25 +181,29 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff)
 		pw = v / total * W;
 		if (pw < MIN_W)
 			continue;
+		json_t *row = diff ? json_object_get(by, sval(nd, "method")) : NULL;
 		if (diff) {
-			double t = maxd > 0 ? (double)ival(nd, "self_delta_ns") / maxd : 0;
-			int k = (int)lround(200 * (1 - fabs(t)));
-			if (t > 0)
-				snprintf(fill, sizeof fill, "rgb(255,%d,%d)", k + 30, k + 30);
-			else if (t < 0)
-				snprintf(fill, sizeof fill, "rgb(%d,%d,255)", k + 30, k + 30);
-			else
-				snprintf(fill, sizeof fill, "#dddddd");
-			cls = t > 0 ? "n slower" : t < 0 ? "n faster" : "n same";
+			cls = shade(row, alpha, fill, sizeof fill);
 		} else {
 			unsigned h = name_hash(sval(nd, "method"));
 			snprintf(fill, sizeof fill, "rgb(%u,%u,%u)", 205 + h % 50,
 				 90 + (h >> 8) % 120, 40 + (h >> 16) % 50);
 		}
-		fprintf(f, "<g class=\"%s\" data-node=\"%lld\"><title>", cls,
-			(long long)ival(nd, "node"));
+		fprintf(f, "<g class=\"%s\" data-node=\"%lld\">", cls, (long long)ival(nd, "node"));
+		if (row && link) {
+			/* The method's row on /regressions (web_regress.c's ids);
+			 * a frame whose method has none (an app's root, a method
+			 * past the reply's rows) links nowhere. */
+			fputs("<a href=\"", f);
+			rvs_web_esc(f, link);
+			fputs("#m-", f);
+			rvs_web_urlenc(f, sval(nd, "method"));
+			fputs("\">", f);
+		}
+		fputs("<title>", f);
 		esc_cut(f, sval(nd, "method"));
-		if (diff)
+		if (diff) {
+			json_t *self = json_object_get(row, "self");
 			fprintf(f,
 				" — self per trace %.3f → %.3f ms (%+.3f), inclusive %.3f → %.3f "
 				"ms;"
@@ -166,7 +214,13 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff)
 				ival(nd, "a_incl_ns_per_trace") / 1e6,
 				ival(nd, "b_incl_ns_per_trace") / 1e6,
 				(long long)ival(nd, "a_traces"), (long long)ival(nd, "b_traces"));
-		else
+			if (self)
+				fprintf(f, "; method's self time: q = %.3g, Cliff's δ = %+.2f",
+					json_number_value(json_object_get(self, "q")),
+					json_number_value(json_object_get(self, "cliffs_delta")));
+			else
+				fputs("; method's self time not tested", f);
+		} else
 			fprintf(f, " — %.3f ms per trace (self %.3f ms); in %lld traces",
 				ival(nd, "incl_ns_per_trace") / 1e6,
 				ival(nd, "self_ns_per_trace") / 1e6, (long long)ival(nd, "traces"));
@@ -186,15 +240,28 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff)
 			rvs_web_esc(f, label);
 			fputs("</text>", f);
 		}
-		fputs("</g>", f);
+		fputs(row && link ? "</a></g>" : "</g>", f);
 		drawn++;
 	}
 	fprintf(f,
-		"</svg><p class=\"caption\">%zu of %zu listed paths drawn (narrower ones left"
-		" out)%s.</p>",
-		drawn, n,
-		diff ? "; colour: self time per trace, red slower in B, blue faster" : "");
+		"</svg><p class=\"caption\" id=\"flame-legend\">%zu of %zu listed paths drawn"
+		" (narrower ones left out)",
+		drawn, n);
+	if (diff && regress)
+		fprintf(f,
+			"; colour: the method's self time per trace as tested on What got slower"
+			" (Mann–Whitney U, Benjamini–Hochberg q): red slower in B, blue faster,"
+			" saturated by Cliff's δ, only where q &lt; %.2g; grey where q ≥ %.2g"
+			" (not significant: noise) or the method was not tested; click a frame"
+			" for its row",
+			alpha, alpha);
+	else if (diff)
+		fputs("; grey: no significance test applies to these two sets (they are not"
+		      " two versions of one app), so no change is shown as a regression",
+		      f);
+	fputs(".</p>", f);
 out:
+	json_decref(by);
 	free(ix);
 	free(x);
 	free(cur);
@@ -336,6 +403,58 @@ static void bottom_up(struct web_ctx *c, json_t *rows, int diff)
 	fputs("</tbody></table>", c->f);
 }
 
+/* When the diff's sets are two versions of one app and nothing else (the
+ * comparison /regressions tests): its /api/v1/regressions reply (caller
+ * json_decref) and in *link (caller frees) that page's path; else NULL. */
+static json_t *regressions_of(struct web_ctx *c, char **link)
+{
+	char app[256], v[2][256], other[1024], name[32];
+	char *q = NULL;
+	size_t qlen = 0;
+	json_t *doc = NULL;
+	int status = 0;
+	FILE *m;
+
+	*link = NULL;
+	if (rvs_query_param(c->req->query, "app", app, sizeof app) != 1 || !app[0])
+		return NULL;
+	for (int s = 0; s < 2; s++) {
+		snprintf(name, sizeof name, "%s.version", s ? "b" : "a");
+		if (rvs_query_param(c->req->query, name, v[s], sizeof v[s]) != 1 || !v[s][0])
+			return NULL;
+		for (size_t i = 0; i < NFIELDS; i++) {
+			snprintf(name, sizeof name, "%s.%s", s ? "b" : "a", FIELDS[i]);
+			int rc = strcmp(FIELDS[i], "version")
+					 ? rvs_query_param(c->req->query, name, other, sizeof other)
+					 : 0;
+			if (rc < 0 || (rc > 0 && other[0]))
+				return NULL;
+		}
+	}
+	if (!strcmp(v[0], v[1]) || !(m = open_memstream(&q, &qlen)))
+		return NULL;
+	fputs("app=", m);
+	rvs_web_urlenc(m, app);
+	fputs("&a=", m);
+	rvs_web_urlenc(m, v[0]);
+	fputs("&b=", m);
+	rvs_web_urlenc(m, v[1]);
+	fputs("&limit=500", m); /* every method a frame may need */
+	if (fclose(m)) {
+		free(q);
+		return NULL;
+	}
+	doc = web_api(c, "/api/v1/regressions", q, &status);
+	if (doc && status == 200 && asprintf(link, "/regressions?%s", q) > 0) {
+		free(q);
+		return doc;
+	}
+	*link = NULL;
+	json_decref(doc);
+	free(q);
+	return NULL;
+}
+
 static void aggregate_page(struct web_ctx *c, int diff)
 {
 	int status;
@@ -363,7 +482,15 @@ static void aggregate_page(struct web_ctx *c, int diff)
 		rvs_web_urlenc(c->f, app);
 		fputs("\">Compare two sets (differential flame graph)</a></p>", c->f);
 	}
-	rvs_agg_flame_svg(c->f, doc, diff);
+	if (diff) {
+		char *link = NULL;
+		json_t *regress = regressions_of(c, &link);
+		rvs_agg_flame_svg(c->f, doc, diff, regress, link);
+		json_decref(regress);
+		free(link);
+	} else {
+		rvs_agg_flame_svg(c->f, doc, 0, NULL, NULL);
+	}
 	top_down(c, json_object_get(doc, "nodes"), diff);
 	bottom_up(c, json_object_get(doc, "bottom_up"), diff);
 	json_decref(doc);

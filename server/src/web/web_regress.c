@@ -82,8 +82,24 @@ static void r_slowest(struct web_ctx *c, json_t *row)
 	}
 }
 
+/* The method, with the id the differential flame graph's frames link to
+ * (web_agg.c: "m-" and the URL-encoded name). */
+static void r_method(struct web_ctx *c, json_t *row)
+{
+	const char *m = json_string_value(json_object_get(row, "method"));
+	if (!m)
+		return;
+	fputs("<a id=\"m-", c->f);
+	rvs_web_urlenc(c->f, m);
+	fputs("\" href=\"/methods/", c->f);
+	rvs_web_urlenc(c->f, m);
+	fputs("\">", c->f);
+	rvs_web_esc(c->f, m);
+	fputs("</a>", c->f);
+}
+
 static const struct web_col METHOD_COLS[] = {
-	{"Method", "method", COL_METHOD, NULL},
+	{"Method", NULL, COL_CUSTOM, r_method},
 	{"Traces with it (A / B)", NULL, COL_CUSTOM, r_n},
 	{"Self median A ms", "self.median_a_ns", COL_MS, NULL},
 	{"Self median B ms", "self.median_b_ns", COL_MS, NULL},

@@ -1830,6 +1830,7 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 {
 	static const char *const sql[] = {
 		[RVS_TRACE_HEAD] = "SELECT u.trace_id, u.state, q.reason AS quarantine_reason,"
+				   " u.device_id,"
 				   " u.app_id, u.app_version, u.model, u.os_build, u.campaign_id,"
 				   " u.anomaly_kind, u.severity,"
 				   " u.captured_realtime_ns AS captured_at_ns,"

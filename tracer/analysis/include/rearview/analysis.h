@@ -851,18 +851,44 @@ int rva_export_folded(FILE *f, const rva_trace *t);
  * -E2BIG (more than 2^24 methods), -ENOMEM, -EIO. */
 int rva_export_pprof(FILE *f, const rva_trace *t);
 
+/* A call tree given node by node, for rva_export_pprof_tree: node i has
+ * name[i] and parent[i] (< i; -1 for a root) and the values
+ * values[i * nvalues .. + nvalues) of the sample types types[k] = {type,
+ * unit} (e.g. {"wall", "nanoseconds"}; the first is the default).  All
+ * borrowed. */
+#define RVA_PPROF_MAX_VALUES 4
+typedef struct rva_pprof_tree {
+	size_t n, nvalues;
+	const char *const *name;
+	const int64_t *parent;
+	const int64_t *values;
+	const char *const (*types)[2];
+} rva_pprof_tree;
+
+/* pprof (gzip'd profile.proto) of a call tree, e.g. a fleet aggregate: one
+ * sample per node with a non-zero value (values may be negative, as in a
+ * difference of two profiles), its stack leaf first; one Function and one
+ * Location per distinct name.  0, -EINVAL (a parent not before its child,
+ * nvalues outside 1..RVA_PPROF_MAX_VALUES, more than 2^24 nodes),
+ * -ENOMEM, -EIO. */
+int rva_export_pprof_tree(FILE *f, const rva_pprof_tree *tr);
+
 /* Chrome Trace Event JSON, object form (traceEvents, displayTimeUnit "ns"):
- * per thread a thread_name M event and B/E events in the order of a
- * pre-order walk (at equal times children end before their parent, a call
- * ends before its next sibling begins; readers that sort stably keep it),
- * ts in µs since the trace start (t->start), written exactly: an integer or
+ * per thread a thread_name M event and its calls in the order of a
+ * pre-order walk, each call with a length a complete event ("ph":"X", ts,
+ * dur), each zero-length call a B and an E event side by side: an order
+ * that survives a viewer's stable sort by ts (at equal ts callers come
+ * first and are no shorter, as readers that sort X events longest first
+ * expect; speedscope, which queues begins and ends apart, opens each
+ * zero-length call before it closes it; RVTRACE.md "Outputs").  ts and dur
+ * in µs since the trace start (t->start), written exactly: an integer or
  * three decimals.  A trace with an anomaly gets a global instant event
  * ("ph":"i","s":"g","cat":"anomaly") named after it.  Threads with off-CPU
  * intervals or counters get X slices "off-CPU (preempted|blocked)" (cat
  * "offcpu") and counter events ("ph":"C") "switch-outs tid N", "page
  * faults tid N", "task-clock tid N" (tracer/RVTRACE.md); lock waits come
- * with their flow arrows (rva_locks_chrome).  Memory linear in the
- * largest thread's calls.  0, -ENOMEM, -EIO. */
+ * with their flow arrows (rva_locks_chrome).  Memory constant.  0 or
+ * -EIO. */
 int rva_export_chrome(FILE *f, const rva_trace *t);
 
 /* ---- lock waits (captures' LOCK_WAIT records; tracer/analysis/locks.c) ---- */
@@ -914,6 +940,25 @@ int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
  * held" of the holder's; a tid no thread has gets a thread track, uuid
  * nthreads + 1 + its rank among such tids.  0, -ENOMEM, -EIO. */
 int rva_export_perfetto(FILE *f, const rva_trace *t);
+
+/* Where a trace came from, as exports state it; every member may be NULL
+ * (unknown).  Borrowed. */
+typedef struct rva_export_meta {
+	const char *app, *version, *device, *model;
+} rva_export_meta;
+
+/* rva_export_perfetto, and the trace's origin and anomaly: with meta not
+ * NULL or an anomaly (t->has_anomaly), a process track (uuid
+ * RVA_PERFETTO_PROCESS_UUID; ProcessDescriptor pid of the first thread,
+ * process_name the app, process_labels "version V", "device D", "model
+ * M") that the thread tracks join by pid, and a child track "rearview"
+ * (RVA_PERFETTO_MARK_UUID) holding an instant (TYPE_INSTANT) at the
+ * anomaly, named after it, or without one an instant "capture" at the
+ * trace's start; the instant's debug annotations carry app, version,
+ * device and model (those known).  0, -ENOMEM, -EIO. */
+#define RVA_PERFETTO_PROCESS_UUID 0xffffffff00000001ull
+#define RVA_PERFETTO_MARK_UUID	  0xffffffff00000002ull
+int rva_export_perfetto_meta(FILE *f, const rva_trace *t, const rva_export_meta *meta);
 
 /* speedscope JSON, one evented profile per thread with calls (unit
  * nanoseconds, or "none" for a weighted trace). */

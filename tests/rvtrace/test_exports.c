@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_exports.c — the Chrome JSON and Perfetto exports of a capture whose
+ * calls share timestamps by the hundred (capbuild.h's cb_ties_example:
+ * exact synthetic durations).
+ *
+ * Chrome JSON: read back the way speedscope 1.25's importer reads it
+ * (src/import/trace-event.ts): B events and the begins of X events in one
+ * queue, E events and the ends of X events in another, X events sorted by
+ * ts then longest first, each queue stably sorted by ts; at equal ts the B
+ * queue goes first only when its front names the same frame as the E
+ * queue's front (a zero-length event), and an E closes the top frame if an
+ * E of equal ts names it, is dropped if it names another.  Every self time
+ * must come out exact, and the file must read back through rvtrace's own
+ * importer as the same calls.
+ *
+ * Perfetto: the anomaly as an instant and the upload's app, version,
+ * device and model, decoded by an independent decoder (protoc --decode
+ * against tracer/analysis/proto/rvperfetto.proto, Perfetto's field
+ * numbers) with no field left unknown.  The field numbers were checked
+ * against Perfetto's own schema: the export, written to a file, decodes
+ * with `protoc -I . --decode=perfetto.protos.Trace
+ * protos/perfetto/trace/trace.proto` in a google/perfetto checkout
+ * (ec5d16b14b) into track_descriptor {process {pid, process_name,
+ * process_labels}} and track_event {type: TYPE_INSTANT, debug_annotations
+ * {name, string_value}} as intended.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "capbuild.h"
+#include "rearview/analysis.h"
+
+static rva_trace *ties(void)
+{
+	capbuf c = {0};
+	rva_trace *t = NULL;
+	rva_error err = {{0}};
+
+	cb_ties_example(&c);
+	if (rva_import(c.b, c.len, &t, &err) < 0)
+		fail_msg("capture: %s", err.msg);
+	free(c.b);
+	return t;
+}
+
+static char *export_of(int (*ex)(FILE *, const rva_trace *), const rva_trace *t, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	assert_non_null(f);
+	assert_int_equal(ex(f, t), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* ---- speedscope's reading of Chrome JSON ---- */
+
+typedef struct sev {
+	double ts, dur;
+	const char *name;
+	size_t seq; /* order of arrival in its queue: the stable sort's tie-break */
+	char ph;
+} sev;
+
+static int cmp_x(const void *x, const void *y)
+{
+	const sev *a = x, *b = y;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	if (a->dur != b->dur)
+		return a->dur > b->dur ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int cmp_ts(const void *x, const void *y)
+{
+	const sev *a = x, *b = y;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+#define MAXN 64
+
+/* Self time (µs) per name of events[] as speedscope builds its call tree;
+ * names[] gets the distinct names (at most MAXN). */
+static void speedscope_self(json_t *events, const char **names, double *self, size_t *nnames)
+{
+	size_t n = json_array_size(events), nb = 0, ne = 0, nx = 0, i;
+	sev *b = calloc(2 * n + 1, sizeof *b), *e = calloc(2 * n + 1, sizeof *e);
+	sev *x = calloc(n + 1, sizeof *x);
+	const char **stack = calloc(2 * n + 1, sizeof *stack);
+	size_t depth = 0, bi = 0, ei = 0;
+	double last = 0;
+	json_t *ev;
+
+	assert_non_null(b);
+	assert_non_null(e);
+	assert_non_null(x);
+	assert_non_null(stack);
+	*nnames = 0;
+	json_array_foreach(events, i, ev)
+	{
+		const char *ph = json_string_value(json_object_get(ev, "ph"));
+		sev s = {json_number_value(json_object_get(ev, "ts")),
+			 json_number_value(json_object_get(ev, "dur")),
+			 json_string_value(json_object_get(ev, "name")), 0, ph ? ph[0] : 0};
+		if (s.ph == 'B')
+			s.seq = nb, b[nb++] = s;
+		else if (s.ph == 'E')
+			s.seq = ne, e[ne++] = s;
+		else if (s.ph == 'X')
+			s.seq = nx, x[nx++] = s;
+	}
+	qsort(x, nx, sizeof *x, cmp_x);
+	for (i = 0; i < nx; i++) {
+		sev s = x[i];
+		s.ph = 'B';
+		s.seq = nb;
+		b[nb++] = s;
+		s.ph = 'E';
+		s.ts += s.dur;
+		s.seq = ne;
+		e[ne++] = s;
+	}
+	qsort(b, nb, sizeof *b, cmp_ts);
+	qsort(e, ne, sizeof *e, cmp_ts);
+	while (bi < nb || ei < ne) {
+		int take_b = ei == ne		    ? 1
+			     : bi == nb		    ? 0
+			     : b[bi].ts != e[ei].ts ? b[bi].ts < e[ei].ts
+						    : !strcmp(b[bi].name, e[ei].name);
+		double ts = take_b ? b[bi].ts : e[ei].ts;
+		if (depth) {
+			size_t k = 0;
+			while (k < *nnames && strcmp(names[k], stack[depth - 1]))
+				k++;
+			assert_true(k < MAXN);
+			if (k == *nnames) {
+				names[k] = stack[depth - 1];
+				self[k] = 0;
+				(*nnames)++;
+			}
+			self[k] += ts - last;
+		}
+		last = ts;
+		if (take_b) {
+			stack[depth++] = b[bi++].name;
+			continue;
+		}
+		/* An E of equal ts that names the top frame goes first. */
+		for (size_t j = ei + 1; depth && j < ne && e[j].ts == e[ei].ts; j++)
+			if (!strcmp(e[j].name, stack[depth - 1])) {
+				sev tmp = e[ei];
+				e[ei] = e[j];
+				e[j] = tmp;
+				break;
+			}
+		if (depth && !strcmp(e[ei].name, stack[depth - 1]))
+			depth--;
+		ei++;
+	}
+	free(b);
+	free(e);
+	free(x);
+	free(stack);
+}
+
+static double self_of(const char **names, const double *self, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return self[i];
+	return 0;
+}
+
+/* 400 events at 10 µs: speedscope's self times are the capture's, to the
+ * nanosecond, and nothing stays open (which swallowed every later call
+ * when zero-length calls were B/E pairs after a B of the same ts). */
+static void test_exports_chrome_equal_ts_self_times_exact_in_speedscope_reading(void **state)
+{
+	static const struct {
+		const char *name;
+		double us;
+	} want[] = {{"measure", 991}, {"draw", 500}, {"idle", 999},
+		    {"main", 509},    {"layout", 0}, {"noop", 0}};
+	rva_trace *t = ties();
+	size_t len, n;
+	char *buf = export_of(rva_export_chrome, t, &len);
+	json_error_t jerr;
+	json_t *doc = json_loadb(buf, len, 0, &jerr);
+	const char *names[MAXN];
+	double self[MAXN];
+
+	assert_non_null(doc);
+	speedscope_self(json_object_get(doc, "traceEvents"), names, self, &n);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		double got = self_of(names, self, n, want[i].name);
+		if (got < want[i].us - 1e-9 || got > want[i].us + 1e-9)
+			fail_msg("%s: self %.3f µs in speedscope's reading, the capture says %.3f",
+				 want[i].name, got, want[i].us);
+	}
+	/* The calls with a length are complete events of their exact length. */
+	assert_non_null(strstr(buf, "{\"ph\":\"X\",\"pid\":42,\"tid\":43,\"ts\":9,\"dur\":991,"
+				    "\"name\":\"measure\"}"));
+	assert_non_null(strstr(buf, "{\"ph\":\"X\",\"pid\":42,\"tid\":43,\"ts\":1000,\"dur\":500,"
+				    "\"name\":\"draw\"}"));
+	json_decref(doc);
+
+	/* rvtrace's own importer reads the same calls back. */
+	rva_trace *u;
+	rva_error err = {{0}};
+	rva_mstat *a, *b;
+	assert_int_equal(rva_import((const uint8_t *)buf, len, &u, &err), 0);
+	assert_int_equal(u->threads[0].ncalls, t->threads[0].ncalls);
+	assert_int_equal(rva_method_stats(t, &a), 0);
+	assert_int_equal(rva_method_stats(u, &b), 0);
+	for (size_t i = 0; i < t->nmethods; i++) {
+		int64_t j = rva_method_find(u, t->names[i]);
+		assert_true(j >= 0);
+		assert_int_equal(a[i].calls, b[j].calls);
+		assert_int_equal(a[i].incl, b[j].incl);
+		assert_int_equal(a[i].self, b[j].self);
+	}
+	free(a);
+	free(b);
+	rva_trace_free(u);
+	free(buf);
+	rva_trace_free(t);
+}
+
+/* ---- Perfetto ---- */
+
+/* protoc's text of the export of t with meta (NULL: rva_export_perfetto). */
+static char *perfetto_text(const rva_trace *t, const rva_export_meta *meta)
+{
+	char dir[] = "/tmp/rv-exports-XXXXXX", path[64], txt[64], cmd[512];
+	static char text[1 << 20];
+	FILE *f;
+	size_t n;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/t.pftrace", dir);
+	snprintf(txt, sizeof txt, "%s/t.txt", dir);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(meta ? rva_export_perfetto_meta(f, t, meta) : rva_export_perfetto(f, t),
+			 0);
+	assert_int_equal(fclose(f), 0);
+	snprintf(cmd, sizeof cmd,
+		 "protoc --proto_path=tracer/analysis/proto --decode=rvpf.Trace "
+		 "rvperfetto.proto < %s > %s 2>&1",
+		 path, txt);
+	assert_int_equal(system(cmd), 0);
+	f = fopen(txt, "r");
+	assert_non_null(f);
+	n = fread(text, 1, sizeof text - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	unlink(path);
+	unlink(txt);
+	rmdir(dir);
+	/* Every field written is one of the schema's: protoc prints unknown
+	 * ones by number. */
+	for (char *p = text; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+		const char *q = p + strspn(p, " ");
+		if (*q >= '0' && *q <= '9')
+			fail_msg("unknown field in the export: %.40s", q);
+	}
+	return text;
+}
+
+/* The anomaly is an instant at its time on the "rearview" track of the
+ * app's process, carrying app, version, device and model; the process
+ * track names the app and has the rest as labels. */
+static void test_exports_perfetto_anomaly_instant_and_origin(void **state)
+{
+	rva_trace *t = ties();
+	const rva_export_meta meta = {"com.example.ties", "2.0.0", "d-0123", "pixel-web"};
+	const char *text = perfetto_text(t, &meta), *at;
+	char want[64];
+
+	assert_true(t->has_anomaly);
+	assert_non_null(at = strstr(text, "process {\n      pid: 42\n      process_name: "
+					  "\"com.example.ties\"\n      process_labels: \"version "
+					  "2.0.0\"\n      process_labels: \"device d-0123\"\n      "
+					  "process_labels: \"model pixel-web\"\n    }"));
+	assert_non_null(strstr(text, "uuid: 18446744069414584322\n    name: \"rearview\"\n    "
+				     "parent_uuid: 18446744069414584321"));
+	/* The instant: at the anomaly (the capture's clock is the calls'),
+	 * its arguments first (protoc prints fields by number). */
+	snprintf(want, sizeof want, "timestamp: %lld\n", (long long)t->anomaly_ns);
+	assert_non_null(at = strstr(text, want));
+	assert_non_null(strstr(at, "track_event {\n    debug_annotations {\n"
+				   "      string_value: \"com.example.ties\"\n      name: \"app\"\n"
+				   "    }\n    debug_annotations {\n      string_value: \"2.0.0\"\n"
+				   "      name: \"version\"\n    }\n    debug_annotations {\n"
+				   "      string_value: \"d-0123\"\n      name: \"device\"\n    }\n"
+				   "    debug_annotations {\n      string_value: \"pixel-web\"\n"
+				   "      name: \"model\"\n    }\n    type: 3\n"
+				   "    track_uuid: 18446744069414584322\n    name: \"jank\"\n"));
+	assert_int_equal(t->anomaly_ns - t->start, 1199000);
+	/* Without metadata the anomaly is still marked. */
+	text = perfetto_text(t, NULL);
+	assert_non_null(strstr(text, "name: \"jank\""));
+	assert_null(strstr(text, "debug_annotations"));
+	rva_trace_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(
+			test_exports_chrome_equal_ts_self_times_exact_in_speedscope_reading),
+		cmocka_unit_test(test_exports_perfetto_anomaly_instant_and_origin),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
