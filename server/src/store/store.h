@@ -186,6 +186,9 @@ struct rvs_index_trace {
 	size_t nchains;
 	/* traces.anomaly_signature, signature and issue (issue.h); NULL: NULL. */
 	const char *anomaly_signature, *signature, *issue;
+	/* traces.index_cut: what the upload's index budget left out or cut
+	 * (pipeline/index_cap.h), NULL when nothing. */
+	const char *index_cut;
 	/* When set, the trace's trace_unresolved rows become these build ids
 	 * (lowercase hex); when not, they are left alone. */
 	int unresolved_replace;
@@ -196,7 +199,8 @@ struct rvs_index_trace {
 	 * its rows (model/agg.h's rvs_agg_build: 0 or -ENOMEM; the rows borrow
 	 * agg's names), agg_release frees them once written. */
 	const struct rva_summary *agg;
-	int (*agg_build)(const struct rva_summary *agg, struct rvs_agg_rows *out);
+	size_t agg_max_nodes; /* agg_build's cut (the upload's index budget) */
+	int (*agg_build)(const struct rva_summary *agg, size_t max_nodes, struct rvs_agg_rows *out);
 	void (*agg_release)(struct rvs_agg_rows *rows);
 	int rc;		  /* out: 0 indexed, else -errno (quarantine it) */
 	char reason[256]; /* out: why, when rc != 0 */

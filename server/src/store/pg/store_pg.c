@@ -447,6 +447,9 @@ static const char *const migrations[] = {
 	/* sort=severity: few distinct values, so the seq tie-break in the
 	 * index (sqlite's carries its rowid) spares a sort of each tie. */
 	"CREATE INDEX traces_by_severity_seq ON traces((coalesce(severity, -1)), seq);",
+	/* 10 (index budget): sqlite's migration 12 — what an upload's index
+	 * budget cut or left out, NULL when nothing. */
+	"ALTER TABLE traces ADD COLUMN index_cut TEXT;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -411,6 +411,9 @@ static const char *const migrations[] = {
 	" BEGIN DELETE FROM fleet_devices WHERE device_id = OLD.device_id;" FLEET_DEVICE_ROW " END;"
 	"CREATE TRIGGER devices_fleet_del AFTER DELETE ON devices"
 	" BEGIN DELETE FROM fleet_devices WHERE device_id = OLD.device_id; END;",
+	/* 12 (index budget): what an upload's index budget cut or left out
+	 * (pipeline/index_cap.h), NULL when nothing. */
+	"ALTER TABLE traces ADD COLUMN index_cut TEXT;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
