@@ -876,7 +876,7 @@ static void test_store_user_roles_disable_and_audit_round_trip(void **state)
 		sqlite3_close(db);
 	}
 	sql_value(f, "SELECT count(*) FROM audit_log", NULL, v, sizeof v);
-	assert_string_equal(v, "2");
+	assert_string_equal(v, "3");
 }
 
 static int token_line(void *arg, const char *id, const char *name, int64_t created,
