@@ -613,8 +613,8 @@ static void test_ingest_hostile_3kb_upload_costs_at_most_64kb_index(void **state
 		free(z);
 	}
 	after = db_used_bytes(f);
-	fprintf(stderr, "%d hostile uploads of %zu bytes on average: %" PRId64
-			" bytes of database each\n",
+	fprintf(stderr,
+		"%d hostile uploads of %zu bytes on average: %" PRId64 " bytes of database each\n",
 		N, wire / N, (after - before) / N);
 	assert_true(after - before <= (int64_t)N * 64 * 1024);
 	/* Every stored name is cut, and says so. */

@@ -544,9 +544,9 @@ static void test_regress_alert_link_percent_encodes_device_strings(void **state)
 	snprintf(url, sizeof url, "http://127.0.0.1:9/hook");
 	assert_int_equal(rvs_regress_auto_pass(path, &ac, urls, 1, &compared), 0);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT body FROM webhook_deliveries", -1, &st,
-					    NULL),
-			 SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db, "SELECT body FROM webhook_deliveries", -1, &st, NULL),
+		SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	body = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
 	sqlite3_finalize(st);

@@ -809,16 +809,16 @@ static void test_store_user_roles_disable_and_audit_round_trip(void **state)
 			 0);
 	assert_int_equal(ops->audit_add(f->s, 11, "root", "user.disable", "bob'; --", "0 -> 1"), 0);
 	assert_int_equal(ops->audit_add(f->s, 12, "eve", "token.create", "abc", "x"), 0);
-	assert_int_equal(ops->audit_list(f->s, &(struct rvs_audit_filter){.limit = 10}, audit_line,
-					 audit),
-			 0);
+	assert_int_equal(
+		ops->audit_list(f->s, &(struct rvs_audit_filter){.limit = 10}, audit_line, audit),
+		0);
 	assert_string_equal(audit, "12|eve|token.create|abc|x;"
 				   "11|root|user.disable|bob'; --|0 -> 1;"
 				   "10|root|user.role|ann|admin -> author;");
 	audit[0] = '\0';
-	assert_int_equal(ops->audit_list(f->s, &(struct rvs_audit_filter){.limit = 1}, audit_line,
-					 audit),
-			 0);
+	assert_int_equal(
+		ops->audit_list(f->s, &(struct rvs_audit_filter){.limit = 1}, audit_line, audit),
+		0);
 	assert_string_equal(audit, "12|eve|token.create|abc|x;");
 	/* Filtered by actor, by action, by time, and paged by id. */
 	audit[0] = '\0';
@@ -833,18 +833,17 @@ static void test_store_user_roles_disable_and_audit_round_trip(void **state)
 			 0);
 	audit[0] = '\0';
 	assert_int_equal(ops->audit_list(f->s,
-					 &(struct rvs_audit_filter){.actor = "root",
-								    .before_id = id,
-								    .limit = 10},
+					 &(struct rvs_audit_filter){
+						 .actor = "root", .before_id = id, .limit = 10},
 					 audit_line, audit),
 			 0);
 	assert_string_equal(audit, "10|root|user.role|ann|admin -> author;");
 	audit[0] = '\0';
-	assert_int_equal(ops->audit_list(f->s,
-					 &(struct rvs_audit_filter){.action = "user.role",
-								    .limit = 10},
-					 audit_line, audit),
-			 0);
+	assert_int_equal(
+		ops->audit_list(f->s,
+				&(struct rvs_audit_filter){.action = "user.role", .limit = 10},
+				audit_line, audit),
+		0);
 	assert_string_equal(audit, "10|root|user.role|ann|admin -> author;");
 	audit[0] = '\0';
 	assert_int_equal(ops->audit_list(f->s,

@@ -84,8 +84,7 @@ static int audit_json(void *arg, const struct rvs_audit_row *r)
 
 /* Fills *rows by scan (users, or the audit rows f selects) on the store of
  * cfg; 0 or -errno. */
-static int scan_json(const struct rvs_config *cfg, const struct rvs_audit_filter *f,
-		     json_t **rows)
+static int scan_json(const struct rvs_config *cfg, const struct rvs_audit_filter *f, json_t **rows)
 {
 	const struct rvs_store_ops *ops;
 	struct rvs_store *st;

@@ -84,7 +84,8 @@ static int read_secret(const char *path, uint8_t *key, size_t *len)
 
 	/* Like the other secret files: one anybody may read is refused. */
 	if (rc == -EPERM) {
-		rvs_log("error", "webhook", "err=\"webhook secret file readable by group or others:"
+		rvs_log("error", "webhook",
+			"err=\"webhook secret file readable by group or others:"
 			" refused (chmod 600 it)\" path=\"%s\"",
 			path);
 		return -EPERM;

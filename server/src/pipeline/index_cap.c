@@ -74,8 +74,7 @@ static size_t names_total(const rva_trace *t, const rva_mstat *st, size_t len)
 	return total;
 }
 
-int rvs_index_cap_names(rva_trace *t, const rva_mstat *st, size_t budget,
-			struct rvs_index_cut *cut)
+int rvs_index_cap_names(rva_trace *t, const rva_mstat *st, size_t budget, struct rvs_index_cut *cut)
 {
 	size_t len = RVS_INDEX_NAME_MAX;
 
@@ -150,8 +149,8 @@ void rvs_index_cut_text(const struct rvs_index_cut *cut, char *buf, size_t cap)
 		n += (size_t)snprintf(buf + n, cap - n, "%s%zu names cut to %zu bytes",
 				      n ? "; " : "", cut->names, cut->name_len);
 	if (cut->methods && n < cap)
-		n += (size_t)snprintf(buf + n, cap - n, "%s%zu method rows left out",
-				      n ? "; " : "", cut->methods);
+		n += (size_t)snprintf(buf + n, cap - n, "%s%zu method rows left out", n ? "; " : "",
+				      cut->methods);
 	if (cut->chains && n < cap)
 		snprintf(buf + n, cap - n, "%s%zu chains left out", n ? "; " : "", cut->chains);
 }

@@ -30,7 +30,7 @@
 
 /* What was left out of a trace's index. */
 struct rvs_index_cut {
-	size_t names;	/* names cut (to name_len bytes at most) */
+	size_t names; /* names cut (to name_len bytes at most) */
 	size_t name_len;
 	size_t methods; /* method rows left out */
 	size_t chains;	/* chain rows left out */

@@ -217,8 +217,7 @@ void rvs_web_audit(struct rvs_call *call)
 	audit_input(c, "action", "What", q.action);
 	audit_input(c, "since", "From (UTC)", since);
 	audit_input(c, "until", "Until (UTC)", until);
-	fputs("<button type=\"submit\">Filter</button> <a href=\"/audit\">Clear</a></form>",
-	      c->f);
+	fputs("<button type=\"submit\">Filter</button> <a href=\"/audit\">Clear</a></form>", c->f);
 	fputs("<table id=\"audit\"><tr><th>When</th><th>Who</th><th>What</th><th>Target</th>"
 	      "<th>Detail</th></tr>",
 	      c->f);

@@ -1717,7 +1717,7 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 				   " u.captured_realtime_ns AS captured_at_ns,"
 				   " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
 				   " t.anomaly_name, t.anomaly_signature, t.duration_ns,"
-				   " t.nmethods, t.dropped, t.decoded_at"
+				   " t.nmethods, t.dropped, t.decoded_at, t.index_cut"
 				   " FROM uploads u LEFT JOIN traces t USING (trace_id)"
 				   " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = $1",
 		[RVS_TRACE_TOP_SELF] = "SELECT self_rank AS rank, method, calls, self_ns, incl_ns"
@@ -2087,7 +2087,8 @@ static int audit_list(struct rvs_store *s, const struct rvs_audit_filter *f,
 	rvs_pg_i64(&p, (int64_t)f->limit);
 	rc = read_rows(s,
 		       "SELECT id, at, actor, action, target, detail FROM audit_log"
-		       " WHERE ($1::text IS NULL OR actor = $1) AND ($2::text IS NULL OR action = $2)"
+		       " WHERE ($1::text IS NULL OR actor = $1)"
+		       " AND ($2::text IS NULL OR action = $2)"
 		       " AND ($3::bigint IS NULL OR at >= $3) AND ($4::bigint IS NULL OR at < $4)"
 		       " AND ($5::bigint IS NULL OR id < $5)"
 		       " ORDER BY id DESC LIMIT $6",

@@ -1804,7 +1804,7 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 				   " u.captured_realtime_ns AS captured_at_ns,"
 				   " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
 				   " t.anomaly_name, t.anomaly_signature, t.duration_ns,"
-				   " t.nmethods, t.dropped, t.decoded_at"
+				   " t.nmethods, t.dropped, t.decoded_at, t.index_cut"
 				   " FROM uploads u LEFT JOIN traces t USING (trace_id)"
 				   " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = ?",
 		[RVS_TRACE_TOP_SELF] = "SELECT self_rank AS rank, method, calls, self_ns, incl_ns"

@@ -189,8 +189,8 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 		  " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name, duration_ns,"
 		  " nmethods, dropped, decoded_at, device_id, index_cut)"
 		  " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind, severity,"
-		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6, device_id, ?7 FROM uploads"
-		  " WHERE trace_id = ?1",
+		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6, device_id, ?7"
+		  " FROM uploads WHERE trace_id = ?1",
 		  &st);
 	if (rc)
 		return rc;
