@@ -83,7 +83,7 @@ fi
 # directory; none may be left.
 left=""
 for p in /proc/[0-9]*; do
-	cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
+	cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline")
 	case $cmd in
 	*"$CLONE"* | *"${pgdir:-/nonexistent}"*) left="$left${p#/proc/} $cmd
 " ;;
