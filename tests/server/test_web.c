@@ -2553,7 +2553,7 @@ static void test_web_signatures_are_paged_by_size(void **state)
 			     " ('ffffffffffff00%02d', %d, '",
 			     i, 1000000 + i);
 		memset(sql + n, 'f', CHAIN);
-		strcpy(sql + n + CHAIN, "')");
+		memcpy(sql + n + CHAIN, "')", 3);
 		db_exec(sql);
 		free(sql);
 	}

@@ -12,7 +12,6 @@
 #include "api/users.h"
 #include "model/users.h"
 #include "base/params.h"
-#include "base/text.h"
 #include "http/reply.h"
 #include "http/route.h"
 #include "base/config.h"
@@ -32,46 +31,6 @@ static int user_json(void *arg, const char *name, int role, int disabled, int64_
 	json_t *o = json_pack("{s:s, s:s, s:b, s:I}", "name", name, "role", rvs_role_name(role),
 			      "disabled", disabled, "created_at", (json_int_t)created);
 	return o ? json_array_append_new(arg, o) : -ENOMEM;
-}
-
-int rvs_audit_query_parse(const char *query, struct rvs_audit_query *q, const char **bad)
-{
-	static const char *const names[] = {"since", "until", "before"};
-	int64_t limit;
-	char v[64];
-	int rc;
-
-	memset(q, 0, sizeof *q);
-	*bad = "actor";
-	if ((rc = rvs_query_param(query, "actor", q->actor, sizeof q->actor)) < 0)
-		return -EINVAL;
-	q->f.actor = rc && q->actor[0] ? q->actor : NULL;
-	*bad = "action";
-	if ((rc = rvs_query_param(query, "action", q->action, sizeof q->action)) < 0)
-		return -EINVAL;
-	q->f.action = rc && q->action[0] ? q->action : NULL;
-	for (int i = 0; i < 3; i++) {
-		int64_t t;
-		*bad = names[i];
-		if ((rc = rvs_query_param(query, names[i], v, sizeof v)) < 0)
-			return -EINVAL;
-		if (!rc || !v[0])
-			continue;
-		if (i < 2 ? rvs_param_time(v, &t) : rvs_parse_i64(v, &t) || t < 1)
-			return -EINVAL;
-		if (i == 0)
-			q->f.since = t, q->f.has_since = 1;
-		else if (i == 1)
-			q->f.until = t, q->f.has_until = 1;
-		else
-			q->f.before_id = t;
-	}
-	*bad = "limit";
-	if (rvs_param_limit(query, RVS_AUDIT_PAGE, RVS_AUDIT_PAGE_MAX, &limit))
-		return -EINVAL;
-	q->f.limit = (size_t)limit;
-	*bad = NULL;
-	return 0;
 }
 
 static int audit_json(void *arg, const struct rvs_audit_row *r)

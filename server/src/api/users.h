@@ -10,19 +10,6 @@
 
 struct rvs_call;
 
-/* An audit log page asked for (GET /api/v1/audit, the /audit page): the
- * filter and the strings it points at. */
-struct rvs_audit_query {
-	char actor[64], action[64];
-	struct rvs_audit_filter f;
-};
-
-/* Parses query's actor, action (exact), since, until (rvs_param_time),
- * before (a row id: the page after it) and limit (default RVS_AUDIT_PAGE,
- * at most RVS_AUDIT_PAGE_MAX) into *q.  0, or -EINVAL with *bad the
- * parameter's name. */
-int rvs_audit_query_parse(const char *query, struct rvs_audit_query *q, const char **bad);
-
 /* Admin only.  GET /api/v1/users: the accounts.  GET /api/v1/audit: a page
  * of the audit log as rvs_audit_query_parse reads it, newest first, with
  * "next_before" when a next page may follow. */

@@ -12,6 +12,8 @@
  */
 #include "model/users.h"
 #include "base/log.h"
+#include "base/params.h"
+#include "base/text.h"
 #include "base/util.h"
 
 #include <assert.h>
@@ -51,6 +53,46 @@ int rvs_user_set_password(const struct rvs_store_ops *ops, struct rvs_store *st,
 }
 
 /* ---- changes shared by the web pages and the JSON API ---------------------- */
+
+int rvs_audit_query_parse(const char *query, struct rvs_audit_query *q, const char **bad)
+{
+	static const char *const names[] = {"since", "until", "before"};
+	int64_t limit;
+	char v[64];
+	int rc;
+
+	memset(q, 0, sizeof *q);
+	*bad = "actor";
+	if ((rc = rvs_query_param(query, "actor", q->actor, sizeof q->actor)) < 0)
+		return -EINVAL;
+	q->f.actor = rc && q->actor[0] ? q->actor : NULL;
+	*bad = "action";
+	if ((rc = rvs_query_param(query, "action", q->action, sizeof q->action)) < 0)
+		return -EINVAL;
+	q->f.action = rc && q->action[0] ? q->action : NULL;
+	for (int i = 0; i < 3; i++) {
+		int64_t t;
+		*bad = names[i];
+		if ((rc = rvs_query_param(query, names[i], v, sizeof v)) < 0)
+			return -EINVAL;
+		if (!rc || !v[0])
+			continue;
+		if (i < 2 ? rvs_param_time(v, &t) : rvs_parse_i64(v, &t) || t < 1)
+			return -EINVAL;
+		if (i == 0)
+			q->f.since = t, q->f.has_since = 1;
+		else if (i == 1)
+			q->f.until = t, q->f.has_until = 1;
+		else
+			q->f.before_id = t;
+	}
+	*bad = "limit";
+	if (rvs_param_limit(query, RVS_AUDIT_PAGE, RVS_AUDIT_PAGE_MAX, &limit))
+		return -EINVAL;
+	q->f.limit = (size_t)limit;
+	*bad = NULL;
+	return 0;
+}
 
 int rvs_user_name_ok(const char *s)
 {

@@ -69,4 +69,17 @@ int rvs_token_make(const struct rvs_store_ops *ops, struct rvs_store *st, const 
 #define RVS_AUDIT_PAGE	   200
 #define RVS_AUDIT_PAGE_MAX 1000
 
+/* An audit log page asked for (GET /api/v1/audit, the /audit page): the
+ * filter and the strings it points at. */
+struct rvs_audit_query {
+	char actor[64], action[64];
+	struct rvs_audit_filter f;
+};
+
+/* Parses query's actor, action (exact), since, until (rvs_param_time),
+ * before (a row id: the page after it) and limit (default RVS_AUDIT_PAGE,
+ * at most RVS_AUDIT_PAGE_MAX) into *q.  0, or -EINVAL with *bad the
+ * parameter's name. */
+int rvs_audit_query_parse(const char *query, struct rvs_audit_query *q, const char **bad);
+
 #endif

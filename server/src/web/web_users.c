@@ -14,7 +14,6 @@
 #include "web/web_int.h"
 #include "base/params.h"
 #include "http/route.h"
-#include "api/users.h"
 #include "model/users.h"
 
 #include <errno.h>
