@@ -4,8 +4,8 @@
  *
  * The budget is split in quarters: the names of the methods with calls
  * (which the method rows, the chains and the aggregate's dictionary
- * store), the method rows, the chain text, and the rest (the traces row,
- * the aggregate's at most RVS_AGG_MAX_NODES rows).  Invariants: a cut
+ * store), the method rows, the chain text, and the call-path aggregate's
+ * nodes (rvs_index_agg_nodes, with the traces row).  Invariants: a cut
  * name is at most RVS_INDEX_NAME_MAX bytes, ends "…#<16 hex>" and stays
  * unique in its trace; a name is never cut below RVS_INDEX_NAME_MIN.
  */
