@@ -110,11 +110,28 @@ static void stream_release(void *arg)
 	pthread_mutex_unlock(&g_mu);
 }
 
-/* The API, and GET /test/stream. */
+/* GET /test/big's whole body: BIG_TOTAL bytes, byte i being big_byte(i). */
+#define BIG_TOTAL (16u << 20)
+static uint8_t big_byte(size_t i)
+{
+	return (uint8_t)(i * 7 + i / 4093);
+}
+
+/* The API, GET /test/stream and GET /test/big. */
 static void handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 {
 	struct rvs_body_src src = {stream_pull, stream_release, NULL};
 
+	if (strcmp(req->path, "/test/big") == 0) {
+		uint8_t *b = malloc(BIG_TOTAL);
+		if (!b)
+			abort();
+		for (size_t i = 0; i < BIG_TOTAL; i++)
+			b[i] = big_byte(i);
+		rvs_conn_respond(c, 200, "application/octet-stream", NULL, 0, b, BIG_TOTAL);
+		free(b);
+		return;
+	}
 	if (strcmp(req->path, "/test/stream") != 0) {
 		rvs_api_handle(ctx, c, req);
 		return;
@@ -727,6 +744,63 @@ static void test_api_stream_pulled_only_while_256kib_held(void **state)
 	assert_true(held_max <= 256u << 10);
 }
 
+/* A slow reader's body: how much arrived, and whether each byte was the
+ * one sent at its offset. */
+struct slow_body {
+	size_t got, wrong;
+};
+
+static size_t check_big(char *p, size_t sz, size_t n, void *u)
+{
+	struct slow_body *b = u;
+	for (size_t i = 0; i < sz * n; i++)
+		b->wrong += (uint8_t)p[i] != big_byte(b->got + i);
+	b->got += sz * n;
+	return sz * n;
+}
+
+/* A 4 KiB receive buffer: the kernel holds little of the answer for the
+ * client, so the server must. */
+static int small_rcvbuf(void *u, curl_socket_t fd, curlsocktype purpose)
+{
+	int sz = 4096;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+	return CURL_SOCKOPT_OK;
+}
+
+/* A whole 16 MiB answer read by a slow client (4 KiB at a time, ~8 MB/s,
+ * a 4 KiB socket receive buffer) arrives whole: the answer used to be
+ * queued at once and the connection closed past 4 MiB queued, after its
+ * 200, so a slow reader got a truncated body. */
+static void test_api_whole_body_reaches_slow_reader_intact(void **state)
+{
+	CURL *c = curl_easy_init();
+	char url[256], ca[256];
+	struct slow_body b = {0};
+	long code = 0;
+	CURLcode rc;
+
+	snprintf(url, sizeof url, "https://localhost:%d/test/big", g_port);
+	snprintf(ca, sizeof ca, "%s/ca.crt", g_data);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, check_big);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 4096L);
+	curl_easy_setopt(c, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)8000000);
+	curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, small_rcvbuf);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
+	rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	fprintf(stderr, "slow reader: %s, %zu of %u bytes, %zu wrong\n", curl_easy_strerror(rc),
+		b.got, BIG_TOTAL, b.wrong);
+	assert_int_equal(code, 200);
+	assert_int_equal(rc, CURLE_OK);
+	assert_int_equal(b.got, BIG_TOTAL);
+	assert_int_equal(b.wrong, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -748,6 +822,7 @@ int main(void)
 	};
 	const struct CMUnitTest stream[] = {
 		cmocka_unit_test(test_api_stream_pulled_only_while_256kib_held),
+		cmocka_unit_test(test_api_whole_body_reaches_slow_reader_intact),
 	};
 	int rc = cmocka_run_group_tests(tests, setup, teardown);
 	rc |= cmocka_run_group_tests(conns, setup_conns, teardown);

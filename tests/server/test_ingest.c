@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <inttypes.h>
+#include <zstd.h>
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
@@ -30,6 +32,7 @@
 #include "capbuild.h"
 #include "rearview/analysis.h"
 #include "rearview/summary.pb-c.h"
+#include "rearview/upload.pb-c.h"
 
 static const struct rvs_store_ops *ops = &rvs_store_sqlite;
 
@@ -510,6 +513,123 @@ static void test_ingest_100k_nested_calls_chain_text_bounded(void **state)
 	free(c.b);
 }
 
+/* Bytes the database file's used pages hold (WAL included: read through a
+ * connection of its own). */
+static int64_t db_used_bytes(struct fx *f)
+{
+	return num(f, "SELECT (page_count - freelist_count) * page_size FROM"
+		      " pragma_page_count, pragma_freelist_count, pragma_page_size");
+}
+
+/* A SYMBOL record naming value with a name of any length (capbuild's
+ * cb_symbol takes at most 256 bytes). */
+static void long_symbol(capbuf *c, uint64_t value, const char *name)
+{
+	size_t n = strlen(name);
+	uint8_t *r = calloc(1, 24 + n);
+	for (int i = 0; i < 8; i++)
+		r[i] = r[8 + i] = (uint8_t)(value >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		r[20 + i] = (uint8_t)(n >> (8 * i));
+	memcpy(r + 24, name, n);
+	cb_record(c, 5, r, (uint32_t)(24 + n));
+	free(r);
+}
+
+/* A hostile capture of a few KB of zstd: NCHAIN call chains NDEPTH deep, each
+ * frame a distinct method with a 4 KB name.  *zlen: its compressed size. */
+static uint8_t *hostile_capture(unsigned seed, size_t *rawlen, size_t *zlen)
+{
+	enum { NDEPTH = 600, NCHAIN = 1, NMETH = 100, NAME = 4096 };
+	uint64_t t = 1ull << 32;
+	capbuf c = {0};
+	char *name = malloc(NAME + 1);
+	uint8_t *z;
+
+	cb_header(&c, 0, 1000000000, 0, 1000000000000ull, 0x400000, 0);
+	for (unsigned k = 0; k < NCHAIN; k++) {
+		for (unsigned i = 0; i < NDEPTH; i++)
+			cb_entry(&c, 0x1000 + 16 * ((i + k) % NMETH), (uint32_t)(t += 20));
+		for (unsigned i = 0; i < NDEPTH; i++)
+			cb_exit(&c, (uint32_t)(t += 20 + k));
+	}
+	cb_u64at(&c, 16, t + 10);
+	cb_end_slots(&c);
+	memset(name, 'A', NAME);
+	name[NAME] = 0;
+	for (unsigned m = 0; m < NMETH; m++) {
+		snprintf(name, 32, "evil%u.m%05u", seed, m);
+		name[strlen(name)] = 'A';
+		long_symbol(&c, 0x1000 + 16 * m, name);
+	}
+	cb_finish(&c);
+	*rawlen = c.len;
+	z = malloc(ZSTD_compressBound(c.len));
+	*zlen = ZSTD_compress(z, ZSTD_compressBound(c.len), c.b, c.len, 19);
+	assert_false(ZSTD_isError(*zlen));
+	free(c.b);
+	free(name);
+	return z;
+}
+
+/* 25 uploads of ~3 KB of zstd (600-deep chains of 4 KB method names) stored
+ * 299 MB of chain text: an upload's index is now bounded by a small
+ * multiple of its size, whatever it holds — at most 64 KB of database per
+ * 3 KB upload — and the cuts are marked. */
+static void test_ingest_hostile_3kb_upload_costs_at_most_64kb_index(void **state)
+{
+	enum { N = 25 };
+	struct fx *f = *state;
+	char blobs[160], hex[65];
+	size_t wire = 0;
+	int64_t before, after;
+
+	snprintf(blobs, sizeof blobs, "%s/blobs", f->dir);
+	/* The tables' first pages are not the uploads' cost. */
+	assert_int_equal(upload_and_decode(f, 1, NULL), 0);
+	before = db_used_bytes(f);
+	for (unsigned n = 0; n < N; n++) {
+		struct rvs_upload_rec u = {0};
+		struct rvs_decode_item it = {0};
+		size_t rawlen, zlen;
+		uint8_t *z = hostile_capture(n, &rawlen, &zlen);
+
+		assert_true(zlen <= 3300);
+		wire += zlen;
+		assert_int_equal(rvs_blob_put(blobs, z, zlen, hex), 0);
+		snprintf(u.trace_id, sizeof u.trace_id, "t-%032u", 900 + n);
+		u.device_id = "d-1";
+		memset(u.upload_id, 90 + (int)n, 16);
+		u.payload_kind = 1;
+		u.compression = REARVIEW__COMPRESSION__COMPRESSION_ZSTD;
+		u.payload_size = rawlen;
+		u.blob_sha256 = hex;
+		u.blob_bytes = zlen;
+		assert_int_equal(ops->upload_add(f->s, &u), 0);
+		snprintf(it.trace_id, sizeof it.trace_id, "%s", u.trace_id);
+		assert_int_equal(rvs_blob_path(blobs, hex, it.path, sizeof it.path), 0);
+		f->dec.decode(f->dec.ctx, &it, 1);
+		assert_int_equal(it.rc, 0);
+		free(z);
+	}
+	after = db_used_bytes(f);
+	fprintf(stderr,
+		"%d hostile uploads of %zu bytes on average: %" PRId64 " bytes of database each\n",
+		N, wire / N, (after - before) / N);
+	assert_true(after - before <= (int64_t)N * 64 * 1024);
+	/* Every stored name is cut, and says so. */
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_methods WHERE length(method) > 256"),
+			 0);
+	assert_true(num(f, "SELECT count(*) FROM trace_methods WHERE method LIKE '%…#%'") > 0);
+	assert_true(num(f, "SELECT count(*) FROM trace_chains WHERE chain LIKE"
+			   " '[% outer frames truncated];%'") > 0);
+	assert_true(num(f, "SELECT max(length(chain)) FROM trace_chains") <= 4096);
+	/* The real depth is kept (~600, less the decoder's own bounds). */
+	assert_true(num(f, "SELECT max(depth) FROM trace_chains") > 512);
+	assert_int_equal(num(f, "SELECT count(*) FROM traces WHERE index_cut LIKE '%names cut%'"),
+			 N);
+}
+
 /* The decoder on a PostgreSQL store (private server: pg_harness.h): a
  * summary-only upload taken from the queue with its lease is indexed by
  * decode.c through the store's PostgreSQL writer — rows, signature totals,
@@ -601,6 +721,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_ingest_batch_failure_quarantines_only_its_upload, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ingest_hostile_3kb_upload_costs_at_most_64kb_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_100k_nested_calls_chain_text_bounded,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ingest_export_survives_a_requeue, setup,

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -460,6 +461,7 @@ static void write_secret(const char *dir)
 	assert_non_null(f);
 	fprintf(f, "%s\n", SECRET);
 	fclose(f);
+	assert_int_equal(chmod(path, 0600), 0);
 }
 
 /* The first column of sql's first row on the case's backend, -1 if none. */
@@ -488,6 +490,72 @@ static int64_t db_int(const char *path, const char *sql)
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return v;
+}
+
+/* A world-readable webhook.secret is refused, as the other secret files
+ * are (the S3 secret key): nothing is claimed or sent, the row stays
+ * pending; once only its owner may read it, the delivery goes out. */
+static void test_regress_world_readable_webhook_secret_is_refused(void **state)
+{
+	char path[256], url[96], secret[160];
+	struct receiver rv;
+	struct rvs_webhook_cfg wc = {
+		.secret_file = secret, .max_attempts = 8, .backoff_ms = 20, .timeout_ms = 10000};
+
+	make_db(path, sizeof path, 1);
+	receiver_start(&rv, 0);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
+	enqueue(path, url, 0);
+	write_secret(g_tmp);
+	snprintf(secret, sizeof secret, "%s/webhook.secret", g_tmp);
+	assert_int_equal(chmod(secret, 0644), 0);
+	assert_int_equal(rvs_webhook_deliver_due(path, &wc, NULL), -EPERM);
+	assert_int_equal(db_int(path, "SELECT count(*) FROM webhook_deliveries WHERE"
+				      " state = 'pending' AND attempts = 0"),
+			 1);
+	pthread_mutex_lock(&rv.mu);
+	assert_int_equal(rv.requests, 0);
+	pthread_mutex_unlock(&rv.mu);
+	assert_int_equal(chmod(secret, 0600), 0);
+	assert_int_equal(rvs_webhook_deliver_due(path, &wc, NULL), 0);
+	assert_true(wait_delivered(&rv));
+	receiver_stop(&rv);
+}
+
+/* The alert's link embeds the app id and versions the devices chose: an
+ * app id "evil&a=0.1#x" pointed the link at another comparison.  Each is
+ * percent-encoded now. */
+static void test_regress_alert_link_percent_encodes_device_strings(void **state)
+{
+	char path[256], url[96];
+	const char *urls[1] = {url};
+	struct rvs_regress_auto ac = {.min_traces = 20,
+				      .margin = 0.25,
+				      .alert_ratio = 1.5,
+				      .alert_q = 0.01,
+				      .base_url = "https://rv.example"};
+	unsigned compared = 0;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	json_t *body;
+
+	make_db(path, sizeof path, 30);
+	db_exec(path, "UPDATE traces SET app_id = 'evil&a=0.1#x'");
+	snprintf(url, sizeof url, "http://127.0.0.1:9/hook");
+	assert_int_equal(rvs_regress_auto_pass(path, &ac, urls, 1, &compared), 0);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db, "SELECT body FROM webhook_deliveries", -1, &st, NULL),
+		SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	body = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	assert_non_null(body);
+	assert_string_equal(json_string_value(json_object_get(body, "app")), "evil&a=0.1#x");
+	assert_string_equal(json_string_value(json_object_get(body, "link")),
+			    "https://rv.example/regressions?app=evil%26a%3D0.1%23x&a=1.10&b=2.0");
+	json_decref(body);
 }
 
 static void test_regress_auto_pass_alerts_once_and_webhook_retries_until_delivered(void **state)
@@ -1304,6 +1372,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_regress_web_page_lists_the_slowed_method_first,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_regress_world_readable_webhook_secret_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_regress_alert_link_percent_encodes_device_strings, setup, teardown),
 	};
 	/* The store cases: on sqlite, then on PostgreSQL. */
 	struct CMUnitTest store[] = {

@@ -828,6 +828,13 @@ static int user_line(void *arg, const char *name, int role, int disabled, int64_
 	return 0;
 }
 
+/* The id of the (last) row seen. */
+static int audit_id(void *arg, const struct rvs_audit_row *r)
+{
+	*(int64_t *)arg = r->id;
+	return 0;
+}
+
 static int audit_line(void *arg, const struct rvs_audit_row *r)
 {
 	char *out = arg;
@@ -847,6 +854,7 @@ static void test_store_user_roles_disable_and_audit_round_trip(void **state)
 	uint8_t salt[16] = {1}, hash[32] = {2};
 	char users[256] = "", audit[512] = "", v[32];
 	int role = 0, disabled = -1;
+	int64_t id = 0;
 
 	assert_int_equal(ops->user_get(f->s, "ann", &role, &disabled), -ENOENT);
 	assert_int_equal(ops->user_set(f->s, "ann", RVS_ROLE_VIEWER, -1), -ENOENT);
@@ -869,11 +877,52 @@ static void test_store_user_roles_disable_and_audit_round_trip(void **state)
 	assert_int_equal(ops->audit_add(f->s, 10, "root", "user.role", "ann", "admin -> author"),
 			 0);
 	assert_int_equal(ops->audit_add(f->s, 11, "root", "user.disable", "bob'; --", "0 -> 1"), 0);
-	assert_int_equal(ops->audit_list(f->s, 10, audit_line, audit), 0);
-	assert_string_equal(audit, "11|root|user.disable|bob'; --|0 -> 1;"
+	assert_int_equal(ops->audit_add(f->s, 12, "eve", "token.create", "abc", "x"), 0);
+	assert_int_equal(
+		ops->audit_list(f->s, &(struct rvs_audit_filter){.limit = 10}, audit_line, audit),
+		0);
+	assert_string_equal(audit, "12|eve|token.create|abc|x;"
+				   "11|root|user.disable|bob'; --|0 -> 1;"
 				   "10|root|user.role|ann|admin -> author;");
 	audit[0] = '\0';
-	assert_int_equal(ops->audit_list(f->s, 1, audit_line, audit), 0);
+	assert_int_equal(
+		ops->audit_list(f->s, &(struct rvs_audit_filter){.limit = 1}, audit_line, audit),
+		0);
+	assert_string_equal(audit, "12|eve|token.create|abc|x;");
+	/* Filtered by actor, by action, by time, and paged by id. */
+	audit[0] = '\0';
+	assert_int_equal(ops->audit_list(f->s,
+					 &(struct rvs_audit_filter){.actor = "root", .limit = 1},
+					 audit_line, audit),
+			 0);
+	assert_string_equal(audit, "11|root|user.disable|bob'; --|0 -> 1;");
+	assert_int_equal(ops->audit_list(f->s,
+					 &(struct rvs_audit_filter){.actor = "root", .limit = 1},
+					 audit_id, &id),
+			 0);
+	audit[0] = '\0';
+	assert_int_equal(ops->audit_list(f->s,
+					 &(struct rvs_audit_filter){
+						 .actor = "root", .before_id = id, .limit = 10},
+					 audit_line, audit),
+			 0);
+	assert_string_equal(audit, "10|root|user.role|ann|admin -> author;");
+	audit[0] = '\0';
+	assert_int_equal(
+		ops->audit_list(f->s,
+				&(struct rvs_audit_filter){.action = "user.role", .limit = 10},
+				audit_line, audit),
+		0);
+	assert_string_equal(audit, "10|root|user.role|ann|admin -> author;");
+	audit[0] = '\0';
+	assert_int_equal(ops->audit_list(f->s,
+					 &(struct rvs_audit_filter){.since = 11,
+								    .has_since = 1,
+								    .until = 12,
+								    .has_until = 1,
+								    .limit = 10},
+					 audit_line, audit),
+			 0);
 	assert_string_equal(audit, "11|root|user.disable|bob'; --|0 -> 1;");
 	if (ops == &rvs_store_pg) {
 		PGconn *c = PQconnectdb(f->db);
@@ -895,7 +944,7 @@ static void test_store_user_roles_disable_and_audit_round_trip(void **state)
 		sqlite3_close(db);
 	}
 	sql_value(f, "SELECT count(*) FROM audit_log", NULL, v, sizeof v);
-	assert_string_equal(v, "2");
+	assert_string_equal(v, "3");
 }
 
 static int token_line(void *arg, const char *id, const char *name, int64_t created,
@@ -1461,7 +1510,7 @@ static void test_store_reads_list_trace_and_signatures(void **state)
 	}
 
 	memset(&x, 0, sizeof x);
-	assert_int_equal(ops->signatures_read(f->s, 10, seen_row, &x), 0);
+	assert_int_equal(ops->signatures_read(f->s, 0, 10, seen_row, &x), 0);
 	/* One total, then its one week (received now: the week varies). */
 	assert_int_equal(x.rows, 2);
 	assert_non_null(strstr(x.text, "0:signature=00000000000000aa;0:traces=2;0:chain=main;f;;"

@@ -2410,6 +2410,247 @@ static void db_exec(const char *sql)
 	assert_int_equal(rvt_db_exec(g_srv.db, sql), 0);
 }
 
+/* ---- bounds on what one account can do, and the accounts' small holes ---- */
+
+/* A viewer made 205 personal tokens (no limit) and pushed every admin
+ * action out of the only audit view (the newest 200 rows).  Now an
+ * account holds at most max_tokens_per_user (20) live tokens (409 past
+ * it), and the audit log is paged and filtered: under 300 newer rows of a
+ * viewer's, the admin's action is found by actor, by action, by time and
+ * by paging, in the API and on the /audit page. */
+static void test_web_token_limit_and_audit_log_paged_and_filtered(void **state)
+{
+	char pw[32], path[256], tok[80];
+	json_t *doc, *rows, *next;
+	struct resp r;
+	int found = 0, pages = 0;
+	long long before = 0;
+
+	ensure_login();
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users?name=flood&role=viewer", NULL, &doc),
+			 201);
+	snprintf(pw, sizeof pw, "%s", jstr(doc, "password"));
+	json_decref(doc);
+	/* The admin action to find later. */
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users/flood?role=author", NULL, NULL), 200);
+	/* The account's first token, made on the tokens page. */
+	{
+		struct who w;
+		const char *v;
+		sign_in("flood", pw, &w);
+		snprintf(path, sizeof path, "name=t0&csrf=%s", w.csrf);
+		req("/tokens", w.cookie, NULL, path, strlen(path), NULL, &r);
+		assert_int_equal(r.code, 200);
+		v = strstr(r.body, "rvp_");
+		assert_non_null(v);
+		snprintf(tok, sizeof tok, "%.52s", v);
+		resp_free(&r);
+	}
+	/* 19 more are allowed, the 21st is refused. */
+	for (int i = 1; i < 20; i++) {
+		snprintf(path, sizeof path, "/api/v1/tokens?name=t%d", i);
+		assert_int_equal(api_post(tok, path, NULL, NULL), 201);
+	}
+	assert_int_equal(api_post(tok, "/api/v1/tokens?name=t20", NULL, NULL), 409);
+	/* 300 newer rows of the viewer's (what 150 make-and-revoke rounds
+	 * would write). */
+	db_exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)"
+		" INSERT INTO audit_log (at, actor, action, target, detail)"
+		" SELECT 2000000000 + i, 'flood', 'token.create', 'x', 'flood' FROM n");
+	/* The default page (200 newest) no longer shows the admin's change. */
+	req("/api/v1/audit", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	resp_free(&r);
+	rows = json_object_get(doc, "audit");
+	assert_int_equal(json_array_size(rows), 200);
+	for (size_t i = 0; i < json_array_size(rows); i++)
+		assert_string_equal(
+			json_string_value(json_object_get(json_array_get(rows, i), "actor")),
+			"flood");
+	next = json_object_get(doc, "next_before");
+	assert_true(json_is_integer(next));
+	before = (long long)json_integer_value(next);
+	json_decref(doc);
+	/* Filtered by actor and action: the admin's role change is first. */
+	req("/api/v1/audit?actor=api.token&action=user.role&limit=5", NULL, g_srv.api, NULL, 0,
+	    NULL, &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	resp_free(&r);
+	rows = json_object_get(doc, "audit");
+	assert_true(json_array_size(rows) >= 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "target")),
+			    "flood");
+	json_decref(doc);
+	/* Paging (before=) reaches it too. */
+	while (!found && before > 0 && pages++ < 10) {
+		snprintf(path, sizeof path, "/api/v1/audit?limit=200&before=%lld", before);
+		req(path, NULL, g_srv.api, NULL, 0, NULL, &r);
+		assert_int_equal(r.code, 200);
+		doc = json_loads(r.body, 0, NULL);
+		resp_free(&r);
+		rows = json_object_get(doc, "audit");
+		for (size_t i = 0; i < json_array_size(rows); i++) {
+			json_t *o = json_array_get(rows, i);
+			found |= !strcmp(json_string_value(json_object_get(o, "action")),
+					 "user.role") &&
+				 !strcmp(json_string_value(json_object_get(o, "target")), "flood");
+		}
+		next = json_object_get(doc, "next_before");
+		before = json_is_integer(next) ? (long long)json_integer_value(next) : 0;
+		json_decref(doc);
+	}
+	assert_true(found);
+	/* By time: nothing of the viewer's flood before 2000000001. */
+	req("/api/v1/audit?actor=flood&until=2000000001", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	assert_null(strstr(r.body, "\"at\":2000000001"));
+	resp_free(&r);
+	req("/api/v1/audit?before=x", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 400);
+	resp_free(&r);
+	/* The /audit page filters the same way and links the next page. */
+	get("/audit?actor=api.token&action=user.role", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "author"));
+	assert_null(strstr(r.body, "<td>flood</td><td>token.create"));
+	resp_free(&r);
+	get("/audit", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "rel=\"next\" href=\"/audit?limit=200&amp;before="));
+	resp_free(&r);
+}
+
+/* A password reset kept the account's existing sessions, and enabling a
+ * disabled account revived its sessions.  Now both end them: the old
+ * session cookie is sent to the sign-in page. */
+static void test_web_password_reset_and_disable_end_sessions(void **state)
+{
+	char pw[64], pw2[64];
+	struct who admin, s1, s2;
+	int has = 0;
+
+	ensure_login();
+	snprintf(admin.cookie, sizeof admin.cookie, "%s", g_session);
+	snprintf(admin.csrf, sizeof admin.csrf, "%s", g_csrf);
+	passwd_user("rita", pw, sizeof pw);
+	sign_in("rita", pw, &s1);
+	assert_int_equal(get_as(&s1, "/traces", "", &has), 200);
+	/* The admin resets rita's password on the users page. */
+	assert_int_equal(post_as(&admin, "/users/rita", "reset=1"), 200);
+	assert_int_equal(get_as(&s1, "/traces", "", &has), 303);
+	/* A new sign-in (`passwd` resets it again and prints the password). */
+	passwd_user("rita", pw2, sizeof pw2);
+	sign_in("rita", pw2, &s2);
+	assert_int_equal(get_as(&s2, "/traces", "", &has), 200);
+	assert_int_equal(post_as(&admin, "/users/rita", "disabled=1"), 303);
+	assert_int_equal(get_as(&s2, "/traces", "", &has), 303);
+	assert_int_equal(post_as(&admin, "/users/rita", "disabled=0"), 303);
+	/* Enabled again: the old session stays gone. */
+	assert_int_equal(get_as(&s2, "/traces", "", &has), 303);
+}
+
+/* The legacy api.token could demote or disable the last admin.  Nobody
+ * can now: with every other admin demoted, both are refused (409), and
+ * the admin still signs in. */
+static void test_web_last_admin_cannot_be_demoted_or_disabled(void **state)
+{
+	json_t *doc, *users;
+	char path[128], demoted[32][64];
+	size_t n = 0, i;
+	struct resp r;
+
+	ensure_login();
+	req("/api/v1/users", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	resp_free(&r);
+	users = json_object_get(doc, "users");
+	for (i = 0; i < json_array_size(users); i++) {
+		json_t *u = json_array_get(users, i);
+		const char *name = json_string_value(json_object_get(u, "name"));
+		if (strcmp(name, "admin") == 0 || json_is_true(json_object_get(u, "disabled")) ||
+		    strcmp(json_string_value(json_object_get(u, "role")), "admin") != 0)
+			continue;
+		assert_true(n < 32);
+		snprintf(demoted[n++], 64, "%s", name);
+		snprintf(path, sizeof path, "/api/v1/users/%s?role=viewer", name);
+		assert_int_equal(api_post(g_srv.api, path, NULL, NULL), 200);
+	}
+	json_decref(doc);
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users/admin?role=viewer", NULL, NULL), 409);
+	assert_int_equal(api_post(g_srv.api, "/api/v1/users/admin?disabled=1", NULL, NULL), 409);
+	get("/audit", &r);
+	assert_int_equal(r.code, 200);
+	resp_free(&r);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof path, "/api/v1/users/%s?role=admin", demoted[i]);
+		assert_int_equal(api_post(g_srv.api, path, NULL, NULL), 200);
+	}
+}
+
+/* GET /api/v1/signatures was one answer of any size (69 MB with 2 MB
+ * chains): a page now ends at limit or at 2 MiB of text, with
+ * next_offset; the pages together list every signature once. */
+static void test_web_signatures_are_paged_by_size(void **state)
+{
+	char path[128];
+	json_t *doc, *arr, *next;
+	struct resp r;
+	long long offset = 0;
+	int pages = 0, seen = 0, planted = 0;
+
+	ensure_login();
+	ensure_trace();
+	/* 12 signatures with 400 KB chains, as stored before the index
+	 * budget: more than 2 MiB together. */
+	for (int i = 0; i < 12; i++) {
+		enum { CHAIN = 400000 };
+		char *sql = malloc(CHAIN + 256);
+		int n;
+		assert_non_null(sql);
+		n = snprintf(sql, 256,
+			     "INSERT INTO signatures (signature, traces, chain) VALUES"
+			     " ('ffffffffffff00%02d', %d, '",
+			     i, 1000000 + i);
+		memset(sql + n, 'f', CHAIN);
+		memcpy(sql + n + CHAIN, "')", 3);
+		db_exec(sql);
+		free(sql);
+	}
+	do {
+		snprintf(path, sizeof path, "/api/v1/signatures?limit=500&offset=%lld", offset);
+		req(path, NULL, g_srv.api, NULL, 0, NULL, &r);
+		assert_int_equal(r.code, 200);
+		assert_true(r.len < (3u << 20));
+		doc = json_loads(r.body, 0, NULL);
+		resp_free(&r);
+		arr = json_object_get(doc, "signatures");
+		assert_true(json_array_size(arr) >= 1);
+		for (size_t i = 0; i < json_array_size(arr); i++)
+			planted += !strncmp(json_string_value(json_object_get(
+						    json_array_get(arr, i), "signature")),
+					    "ffffffffffff00", 14);
+		seen += (int)json_array_size(arr);
+		next = json_object_get(doc, "next_offset");
+		offset = json_is_integer(next) ? (long long)json_integer_value(next) : -1;
+		json_decref(doc);
+	} while (offset >= 0 && ++pages < 50);
+	assert_true(pages >= 2);
+	assert_int_equal(planted, 12);
+	assert_true(seen > planted); /* the real capture's signature too */
+	req("/api/v1/signatures?offset=-1", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 400);
+	resp_free(&r);
+	get("/signatures", &r);
+	assert_int_equal(r.code, 200);
+	assert_true(r.len < (3u << 20));
+	assert_non_null(strstr(r.body, "rel=\"next\" href=\"/signatures?offset="));
+	resp_free(&r);
+	db_exec("DELETE FROM signatures WHERE signature LIKE 'ffffffffffff00%'");
+}
+
 static void test_web_fleet_page_shows_devices_uploads_and_skip_reasons(void **state)
 {
 	struct resp r;
@@ -2647,6 +2888,10 @@ int main(void)
 		cmocka_unit_test(test_web_roles_refuse_allow_disable_and_audit),
 		cmocka_unit_test(test_web_personal_tokens_carry_role_and_revoke),
 		cmocka_unit_test(test_web_users_and_tokens_api_manage_audit_and_refuse),
+		cmocka_unit_test(test_web_token_limit_and_audit_log_paged_and_filtered),
+		cmocka_unit_test(test_web_password_reset_and_disable_end_sessions),
+		cmocka_unit_test(test_web_signatures_are_paged_by_size),
+		cmocka_unit_test(test_web_last_admin_cannot_be_demoted_or_disabled),
 		cmocka_unit_test(test_web_logout_ends_the_session),
 		cmocka_unit_test(test_web_browser_signs_in_filters_opens_trace_and_exports),
 		cmocka_unit_test(test_web_login_unknown_user_is_hashed_like_a_known_one),

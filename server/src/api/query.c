@@ -557,33 +557,63 @@ static void get_method(const struct rvs_store_ops *ops, struct rvs_store *store,
 
 /* ---- GET /api/v1/signatures ------------------------------------------------- */
 
+/* A signatures page ends before the signature that would take its text
+ * (chains, and ~64 bytes a count) past this; the first is always listed. */
+#define SIG_PAGE_BYTES (2u << 20)
+/* The deepest page (offset) asked for. */
+#define SIG_MAX_OFFSET 1000000
+
 /* signatures_read's rows: each total an object of arr, its per-week
- * counts (part 1) into that object's "counts". */
+ * counts (part 1) into that object's "counts"; 1 (stop) at the page's
+ * byte budget. */
+struct sig_page {
+	json_t *arr;
+	size_t bytes;
+};
+
 static int sig_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
-	json_t *arr = arg, *o = jrow(cols, n);
+	struct sig_page *pg = arg;
+	json_t *arr = pg->arr, *o;
 
 	if (part == 0) {
+		size_t len = 64;
+		for (size_t i = 0; i < n; i++)
+			if (cols[i].type == RVS_COL_TEXT)
+				len += strlen(cols[i].text);
+		if (json_array_size(arr) && pg->bytes + len > SIG_PAGE_BYTES)
+			return 1;
+		pg->bytes += len;
+		o = jrow(cols, n);
 		json_object_set_new(o, "counts", json_array());
 		json_array_append_new(arr, o);
 		return 0;
 	}
+	pg->bytes += 64;
 	json_array_append_new(
-		json_object_get(json_array_get(arr, json_array_size(arr) - 1), "counts"), o);
+		json_object_get(json_array_get(arr, json_array_size(arr) - 1), "counts"),
+		jrow(cols, n));
 	return 0;
 }
 
-/* Reads the totals migration 5's triggers maintain: no scan of traces. */
+/* Reads the totals migration 5's triggers maintain: no scan of traces.  A
+ * page ends at limit signatures or SIG_PAGE_BYTES; next_offset says where
+ * the next one starts when there may be one. */
 static void list_signatures(const struct rvs_store_ops *ops, struct rvs_store *st,
 			    const char *query, struct rvs_query_resp *r)
 {
-	int64_t limit;
-	json_t *arr;
+	int64_t limit, offset;
+	struct sig_page pg = {0};
+	json_t *arr, *doc;
+	int rc;
 
 	if (parse_limit(query, &limit))
 		return set_error(r, 400, "bad limit");
-	arr = json_array();
-	if (ops->signatures_read(st, limit, sig_row, arr)) {
+	if (rvs_param_offset(query, SIG_MAX_OFFSET, &offset))
+		return set_error(r, 400, "bad offset");
+	arr = pg.arr = json_array();
+	rc = ops->signatures_read(st, offset, limit, sig_row, &pg);
+	if (rc && rc != 1) {
 		json_decref(arr);
 		return set_error(r, 500, "query failed");
 	}
@@ -591,7 +621,11 @@ static void list_signatures(const struct rvs_store_ops *ops, struct rvs_store *s
 	for (size_t i = 0; i < json_array_size(arr); i++)
 		rvs_version_sort(json_object_get(json_array_get(arr, i), "counts"), "app_version",
 				 (const char *const[]){"week_start", NULL});
-	set_json(r, 200, json_pack("{s:o}", "signatures", arr));
+	doc = json_pack("{s:o}", "signatures", arr);
+	if (doc && (rc == 1 || (int64_t)json_array_size(arr) == limit))
+		json_object_set_new(doc, "next_offset",
+				    json_integer(offset + (int64_t)json_array_size(arr)));
+	set_json(r, 200, doc);
 }
 
 /* ---- GET /api/v1/skips --------------------------------------------------------- */

@@ -41,8 +41,9 @@ static int audit_json(void *arg, const struct rvs_audit_row *r)
 	return o ? json_array_append_new(arg, o) : -ENOMEM;
 }
 
-/* Fills *rows by scan (users or audit) on the store of cfg; 0 or -errno. */
-static int scan_json(const struct rvs_config *cfg, int audit, json_t **rows)
+/* Fills *rows by scan (users, or the audit rows f selects) on the store of
+ * cfg; 0 or -errno. */
+static int scan_json(const struct rvs_config *cfg, const struct rvs_audit_filter *f, json_t **rows)
 {
 	const struct rvs_store_ops *ops;
 	struct rvs_store *st;
@@ -52,30 +53,43 @@ static int scan_json(const struct rvs_config *cfg, int audit, json_t **rows)
 		return -ENOMEM;
 	if ((rc = rvs_store_acquire(cfg->database, &ops, &st)))
 		return rc;
-	rc = audit ? ops->audit_list(st, RVS_AUDIT_PAGE, audit_json, *rows)
-		   : ops->users_list(st, user_json, *rows);
+	rc = f ? ops->audit_list(st, f, audit_json, *rows) : ops->users_list(st, user_json, *rows);
 	rvs_store_release(st);
 	return rc;
 }
 
-static void list_api(struct rvs_call *c, int audit)
+void rvs_users_api(struct rvs_call *c)
 {
 	json_t *rows = NULL;
-	if (scan_json(c->cfg, audit, &rows)) {
+	if (scan_json(c->cfg, NULL, &rows)) {
 		json_decref(rows);
 		return rvs_query_set_error(c->q, 503, "database unavailable");
 	}
-	rvs_query_reply(c->q, 200, json_pack("{s:o}", audit ? "audit" : "users", rows));
-}
-
-void rvs_users_api(struct rvs_call *c)
-{
-	list_api(c, 0);
+	rvs_query_reply(c->q, 200, json_pack("{s:o}", "users", rows));
 }
 
 void rvs_audit_api(struct rvs_call *c)
 {
-	list_api(c, 1);
+	struct rvs_audit_query q;
+	const char *bad;
+	json_t *rows = NULL, *doc;
+	char msg[64];
+	size_t n;
+
+	if (rvs_audit_query_parse(c->query, &q, &bad)) {
+		snprintf(msg, sizeof msg, "bad value for parameter: %s", bad);
+		return rvs_query_set_error(c->q, 400, msg);
+	}
+	if (scan_json(c->cfg, &q.f, &rows)) {
+		json_decref(rows);
+		return rvs_query_set_error(c->q, 503, "database unavailable");
+	}
+	n = json_array_size(rows);
+	doc = json_pack("{s:o}", "audit", rows);
+	if (doc && n && n == q.f.limit)
+		json_object_set_new(doc, "next_before",
+				    json_copy(json_object_get(json_array_get(rows, n - 1), "id")));
+	rvs_query_reply(c->q, 200, doc);
 }
 
 /* Refuses a change whose request has a body (its parameters are in the
@@ -173,6 +187,9 @@ void rvs_users_api_change(struct rvs_call *c)
 	rvs_store_release(st);
 	if (rc == -EPERM)
 		return rvs_query_set_error(c->q, 400, "an admin cannot disable or demote themself");
+	if (rc == -EBUSY)
+		return rvs_query_set_error(c->q, 409,
+					   "the last enabled admin cannot be disabled or demoted");
 	if (rc == -ENOENT)
 		return rvs_query_set_error(c->q, 404, "no such user");
 	if (rc)
@@ -270,8 +287,12 @@ void rvs_tokens_api_create(struct rvs_call *c)
 						     " characters)");
 	if (token_caller(c, &ops, &st))
 		return;
-	rc = rvs_token_make(ops, st, c->user, name, tok, id);
+	rc = rvs_token_make(ops, st, c->user, name, c->cfg->max_tokens_per_user, tok, id);
 	rvs_store_release(st);
+	if (rc == -EDQUOT)
+		return rvs_query_set_error(c->q, 409,
+					   "you hold as many live tokens as allowed"
+					   " (max_tokens_per_user): revoke one first");
 	if (rc)
 		return rvs_query_set_error(c->q, 503, "cannot make a token");
 	rvs_query_reply(c->q, 201,

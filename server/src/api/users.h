@@ -9,8 +9,10 @@
 #include "model/users.h"
 
 struct rvs_call;
-/* Admin only.  GET /api/v1/users and /api/v1/audit: the accounts and the
- * newest RVS_AUDIT_PAGE audit rows as JSON. */
+
+/* Admin only.  GET /api/v1/users: the accounts.  GET /api/v1/audit: a page
+ * of the audit log as rvs_audit_query_parse reads it, newest first, with
+ * "next_before" when a next page may follow. */
 void rvs_users_api(struct rvs_call *call);
 void rvs_audit_api(struct rvs_call *call);
 /* POST /api/v1/users?name=&role= (admin): a new account, 201 {"name",

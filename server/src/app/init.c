@@ -474,7 +474,7 @@ int rvs_init_passwd(const struct rvs_config *cfg, const char *user)
 	if (!rc)
 		printf("user %s (role %s%s): new password %s   (shown once; only its PBKDF2 hash"
 		       " is stored;\n"
-		       "web sessions signed in before stay valid until they expire)\n",
+		       "web sessions signed in before are signed out)\n",
 		       user, rvs_role_name(role), disabled ? ", disabled" : "", password);
 	mbedtls_platform_zeroize(password, sizeof password);
 	return rc;

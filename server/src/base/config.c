@@ -180,6 +180,7 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	NUM("decode_lease_s", decode_lease_s, 86400)
 	NUM("decode_poll_s", decode_poll_s, 86400)
 	NUM("login_hashers", login_hashers, 64)
+	NUM("max_tokens_per_user", max_tokens_per_user, 1 << 16)
 	NUM("trace_cache_mb", trace_cache_mb, 1 << 16)
 	else if (strcmp(name, "retention_days") == 0)
 	{
@@ -271,6 +272,7 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->max_conns_per_addr = 32;
 	c->handshake_pressure_ms = 2000;
 	c->login_hashers = 1;
+	c->max_tokens_per_user = 20;
 	c->regress_interval_ms = 60000;
 	c->regress_min_traces = 20;
 	c->regress_margin = 0.25;

@@ -48,6 +48,9 @@ struct rvs_config {
 	/* Sign-ins hashing their password at once (each holds a work thread for
 	 * the PBKDF2); more get 503 with Retry-After. */
 	uint32_t login_hashers;
+	/* Live personal API tokens one account may hold; creating one more
+	 * is refused (409) until one is revoked. */
+	uint32_t max_tokens_per_user;
 	char symbols_dir[512]; /* the symbol store (symbols.h) */
 	/* [store] blobs: "s3://BUCKET/PREFIX" or a directory; "" is blob_dir.
 	 * The S3 backend's settings (blob.h's rvs_blob_s3_config). */

@@ -113,6 +113,23 @@ int rvs_param_limit(const char *query, int64_t def, int64_t max, int64_t *limit)
 	return 0;
 }
 
+int rvs_param_offset(const char *query, int64_t max, int64_t *offset)
+{
+	char v[32];
+	int64_t n;
+	int rc = rvs_query_param(query, "offset", v, sizeof v);
+
+	*offset = 0;
+	if (rc < 0)
+		return -EINVAL;
+	if (rc == 0 || !v[0])
+		return 0;
+	if (rvs_parse_i64(v, &n) || n < 0 || n > max)
+		return -EINVAL;
+	*offset = n;
+	return 0;
+}
+
 /* n digits of s as a number, or -1. */
 static int digits(const char *s, int n)
 {

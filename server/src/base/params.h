@@ -25,6 +25,11 @@ int rvs_query_param(const char *query, const char *name, char *out, size_t outsz
  * an integer >= 1 (*limit is then def). */
 int rvs_param_limit(const char *query, int64_t def, int64_t max, int64_t *limit);
 
+/* The offset parameter of query (a page's first row) into *offset: 0 when
+ * absent or empty.  0, or -EINVAL when it is not an integer in 0..max
+ * (*offset is then 0). */
+int rvs_param_offset(const char *query, int64_t max, int64_t *offset);
+
 /* A time as a request gives it into *t (unix seconds): the seconds
  * themselves ("1767225600") or ISO 8601 — a date ("2026-01-01", its 00:00
  * UTC) or a date and time ("2026-01-01T12:30", ":SS" optional), in UTC

@@ -67,6 +67,28 @@ int rvs_random_word(char *out, size_t n)
 	return 0;
 }
 
+int rvs_read_private_file(const char *path, void *buf, size_t cap, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		rc = -EINVAL;
+	else if (st.st_mode & 077)
+		rc = -EPERM;
+	else if (st.st_size <= 0 || (uint64_t)st.st_size > cap)
+		rc = -EINVAL;
+	else
+		rc = rvc_read_all(fd, buf, (size_t)st.st_size);
+	close(fd);
+	if (!rc)
+		*len = (size_t)st.st_size;
+	return rc;
+}
+
 int rvs_ct_equal(const void *a, size_t alen, const void *b, size_t blen)
 {
 	/* Compare digests so the time depends on neither length nor content. */

@@ -24,6 +24,11 @@ int rvs_pbkdf2(const char *pw, const uint8_t *salt, size_t saltlen, unsigned ite
 /* Reads a whole regular file (at most max bytes) into *out (caller frees),
  * NUL-terminated; a file that shrinks while read is -EIO. */
 int rvs_read_file(const char *path, size_t max, uint8_t **out, size_t *len);
+/* Reads a secret: the regular file path, which only its owner may read,
+ * of 1 to cap bytes, into buf; *len its size.  0, -EPERM (group or
+ * others may read it), -EINVAL (not a regular file, empty or over cap),
+ * or the errno of open/read. */
+int rvs_read_private_file(const char *path, void *buf, size_t cap, size_t *len);
 /* rvc_write_file_atomic (rearview/common.h): temp file in the same dir,
  * fsync, rename, directory fsync. */
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);

@@ -550,24 +550,12 @@ static const struct rvs_blob_ops s3_ops = {
 /* Reads the secret key from path, which only its owner may read. */
 static int read_secret(const char *path, char *out, size_t outlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	int rc = 0;
+	size_t n;
+	int rc = rvs_read_private_file(path, out, outlen - 1, &n);
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		rc = -EINVAL;
-	else if (st.st_mode & 077)
-		rc = -EPERM; /* group or others can read it */
-	else if (st.st_size <= 0 || (size_t)st.st_size >= outlen)
-		rc = -EINVAL;
-	else
-		rc = rvc_read_all(fd, out, (size_t)st.st_size);
-	close(fd);
 	if (rc)
 		return rc;
-	out[st.st_size] = '\0';
+	out[n] = '\0';
 	out[strcspn(out, "\r\n")] = '\0';
 	return out[0] ? 0 : -EINVAL;
 }

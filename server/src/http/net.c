@@ -19,16 +19,25 @@
  *     max_conns_per_addr open connections; past three quarters of
  *     max_connections a new handshake gets handshake_pressure_ms; at
  *     max_connections the open connection idle the longest (no handler
- *     working on it, oldest last_ms) is closed to admit the new one;
- *   - a streamed response (issue 18 item 2: exports) stays busy until its
- *     last chunk; its source is pulled only while the connection's write
- *     buffers (c->held: queued, or written but not yet freed by their
- *     callback, which libuv runs on a later loop turn) hold at most
- *     STREAM_HIGH bytes, and a write completing pulls again, so the bytes a
- *     connection holds are bounded whatever the body's size and however
- *     fast the client reads; the timer runs (request_timeout) only while
- *     they are over, so a client that stops reading is dropped, one that
- *     waits for a slow source is not.
+ *     working on it, no answer waiting to be read, oldest last_ms) is
+ *     closed to admit the new one;
+ *   - a streamed response (exports) stays busy until its last chunk; its
+ *     source is pulled only while the connection's write buffers (c->held:
+ *     queued, or written but not yet freed by their callback, which libuv
+ *     runs on a later loop turn) hold at most STREAM_HIGH bytes, and a
+ *     write completing pulls again, so the bytes a connection holds are
+ *     bounded whatever the body's size and however fast the client reads;
+ *     the timer runs (request_timeout) only while they are over, so a
+ *     client that stops reading is dropped, one that waits for a slow
+ *     source is not;
+ *   - a whole body over STREAM_HIGH (rvs_conn_respond) is sent the same
+ *     way, from a copy the connection owns, with its Content-Length: it is
+ *     encrypted as the client reads, never truncated, and a slow reader
+ *     delays only itself;
+ *   - the next request is not read while the answers already sent hold
+ *     more than STREAM_HIGH (c->drain_wait): a client that pipelines
+ *     requests without reading the answers is paced, not cut off, and is
+ *     dropped only when it reads nothing for request_timeout.
  */
 #include "http/net.h"
 #include "base/log.h"
@@ -50,9 +59,10 @@
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
-#define MAX_WRITE_QUEUE (4u << 20)
 /* A streamed body is pulled while at most this much waits to be written. */
 #define STREAM_HIGH (256u << 10)
+/* The plaintext handed to mbedTLS at a time from a whole body: one record. */
+#define BODY_PIECE (16u << 10)
 
 struct rvs_server {
 	uv_loop_t *loop;
@@ -93,7 +103,8 @@ struct rvs_conn {
 	 * handshake is done: a handshake trickled byte by byte stays old. */
 	uint64_t last_ms;
 	unsigned handshake_done : 1, busy : 1, closing : 1, ending : 1, peer_gone : 1, in_drive : 1,
-		continue_sent : 1, streaming : 1, chunked : 1, keep : 1, in_pump : 1;
+		continue_sent : 1, streaming : 1, chunked : 1, keep : 1, in_pump : 1,
+		drain_wait : 1;
 	struct rvs_body_src src; /* while streaming */
 };
 
@@ -105,6 +116,7 @@ struct wbuf {
 
 static void drive(struct rvs_conn *c);
 static void stream_pump(struct rvs_conn *c);
+static void resume_reading(struct rvs_conn *c);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 
@@ -215,6 +227,11 @@ static void on_write(uv_write_t *req, int status)
 	assert(c->held >= w->len);
 	c->held -= w->len;
 	free(w);
+	if (c->drain_wait && !c->closing && c->held <= STREAM_HIGH) {
+		c->drain_wait = 0;
+		resume_reading(c);
+		return;
+	}
 	if (!c->streaming || c->closing)
 		return;
 	if (status < 0) {
@@ -443,21 +460,83 @@ size_t rvs_conn_held_bytes(const struct rvs_conn *c)
 
 static void response_done(struct rvs_conn *c, int keep);
 
+/* A whole body sent as the client reads it (rvs_conn_respond): a copy the
+ * connection owns, handed out BODY_PIECE bytes at a time. */
+struct mem_body {
+	size_t len, off;
+	char data[];
+};
+
+static int mem_pull(void *arg, const void **buf, size_t *len)
+{
+	struct mem_body *b = arg;
+	size_t n = b->len - b->off;
+
+	if (n == 0)
+		return 2;
+	if (n > BODY_PIECE)
+		n = BODY_PIECE;
+	*buf = b->data + b->off;
+	*len = n;
+	b->off += n;
+	return 1;
+}
+
+static void mem_release(void *arg)
+{
+	free(arg);
+}
+
 void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 		      const struct rvs_header *hdrs, size_t nhdrs, const void *body, size_t len)
 {
 	int keep = c->http.req.keep_alive && !c->srv->draining;
+	struct mem_body *b;
 
-	c->busy = 0;
 	if (c->peer_gone) {
+		c->busy = 0;
 		really_close(c);
 		return;
 	}
-	if (send_response(c, status, content_type, hdrs, nhdrs, body, len, keep)) {
+	if (len <= STREAM_HIGH || status == 304) {
+		c->busy = 0;
+		if (send_response(c, status, content_type, hdrs, nhdrs, body, len, keep)) {
+			really_close(c);
+			return;
+		}
+		response_done(c, keep);
+		return;
+	}
+	/* Too big to encrypt into the socket's queue at once: the client
+	 * pulls it (stream_pump), with its length announced. */
+	assert(c->busy && !c->streaming);
+	if (len > (size_t)SSIZE_MAX || !(b = malloc(sizeof *b + len))) {
+		rvs_log("error", "no memory for a response", "bytes=%zu", len);
+		c->busy = 0;
 		really_close(c);
 		return;
 	}
-	response_done(c, keep);
+	memcpy(b->data, body, len);
+	b->len = len;
+	b->off = 0;
+	c->streaming = 1;
+	c->src = (struct rvs_body_src){mem_pull, mem_release, b};
+	c->chunked = 0;
+	c->keep = (unsigned)keep;
+	if (send_head(c, status, content_type, hdrs, nhdrs, (ssize_t)len, keep)) {
+		really_close(c);
+		return;
+	}
+	stream_pump(c);
+}
+
+/* Reads and serves the next request (keep-alive). */
+static void resume_reading(struct rvs_conn *c)
+{
+	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+	arm(c, c->srv->cfg->idle_timeout_ms);
+	if (!c->in_drive)
+		drive(c);
 }
 
 /* The current request is answered: on to the next one, or the end. */
@@ -466,20 +545,19 @@ static void response_done(struct rvs_conn *c, int keep)
 	assert(!c->busy && !c->streaming);
 	rvs_http_next(&c->http);
 	c->continue_sent = 0;
-	/* A client that pipelines requests but never reads the answers would
-	 * make us queue responses without bound: drop it instead. */
-	if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > MAX_WRITE_QUEUE) {
-		really_close(c);
-		return;
-	}
 	if (!keep) {
 		conn_end(c, 1);
 		return;
 	}
-	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-	arm(c, c->srv->cfg->idle_timeout_ms);
-	if (!c->in_drive)
-		drive(c);
+	/* A client that pipelines requests but does not read the answers
+	 * would make us queue them without bound: its next request waits
+	 * until it has read them (on_write), for request_timeout at most. */
+	if (c->held > STREAM_HIGH) {
+		c->drain_wait = 1;
+		arm(c, c->srv->cfg->request_timeout_ms);
+		return;
+	}
+	resume_reading(c);
 }
 
 void rvs_conn_respond_stream(struct rvs_conn *c, int status, const char *content_type,
@@ -671,7 +749,7 @@ static int admit_conn(struct rvs_server *s, const uint8_t peer[16], unsigned *li
 			same++;
 		/* s->conns runs newest first: <= makes the oldest win a tie
 		 * (last_ms is the loop's cached time, shared by a burst). */
-		if (!x->busy && (!victim || x->last_ms <= victim->last_ms))
+		if (!x->busy && !x->drain_wait && (!victim || x->last_ms <= victim->last_ms))
 			victim = x;
 	}
 	if (same >= s->cfg->max_conns_per_addr)
@@ -883,7 +961,7 @@ void rvs_server_drain(struct rvs_server *s, void (*done)(void *), void *arg)
 	s->done_arg = arg;
 	uv_close((uv_handle_t *)&s->listener, on_listener_closed);
 	for (struct rvs_conn *c = s->conns; c; c = c->next)
-		if (!c->busy && !c->http.began)
+		if (!c->busy && !c->drain_wait && !c->http.began)
 			really_close(c);
 	check_drained(s);
 }

@@ -45,7 +45,12 @@ void rvs_conn_peer(const struct rvs_conn *c, uint8_t key[16]);
  * it, on a later turn of the loop). */
 size_t rvs_conn_held_bytes(const struct rvs_conn *c);
 
-/* Sends the response to the connection's current request.  body is copied. */
+/* Sends the response to the connection's current request.  body is copied.
+ * A body over 256 KiB is encrypted and written as the client reads it
+ * (with its Content-Length, as rvs_conn_respond_stream paces a stream), so
+ * a slow reader gets every byte, and the connection holds the copy plus at
+ * most ~256 KiB of records; a client that reads nothing for
+ * request_timeout_ms is dropped. */
 void rvs_conn_respond(struct rvs_conn *c, int status, const char *content_type,
 		      const struct rvs_header *hdrs, size_t nhdrs, const void *body, size_t len);
 

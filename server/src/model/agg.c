@@ -98,7 +98,7 @@ struct cut {
 	size_t kept, folded;
 };
 
-static int cut_tree(const rva_tree *tr, struct cut *c)
+static int cut_tree(const rva_tree *tr, size_t max_nodes, struct cut *c)
 {
 	size_t n = tr->n;
 	c->parent = calloc(n, sizeof *c->parent);
@@ -121,7 +121,7 @@ static int cut_tree(const rva_tree *tr, struct cut *c)
 			c->depth[i] = c->depth[c->parent[i]] + 1;
 		}
 	}
-	if (rvs_agg_keep_top(n, c->parent, c->incl, c->depth, RVS_AGG_MAX_NODES, c->keep))
+	if (rvs_agg_keep_top(n, c->parent, c->incl, c->depth, max_nodes, c->keep))
 		return -ENOMEM;
 	for (size_t i = 1; i < n; i++) {
 		if (c->keep[i]) {
@@ -148,7 +148,7 @@ static void cut_free(struct cut *c)
 	free(c->keep);
 }
 
-int rvs_agg_build(const rva_summary *sum, struct rvs_agg_rows *out)
+int rvs_agg_build(const rva_summary *sum, size_t max_nodes, struct rvs_agg_rows *out)
 {
 	const rva_tree *tr = &sum->tree;
 	struct cut c = {0};
@@ -157,7 +157,11 @@ int rvs_agg_build(const rva_summary *sum, struct rvs_agg_rows *out)
 
 	assert(tr->n >= 1);
 	memset(out, 0, sizeof *out);
-	if (cut_tree(tr, &c))
+	if (max_nodes > RVS_AGG_MAX_NODES)
+		max_nodes = RVS_AGG_MAX_NODES;
+	if (max_nodes < 1)
+		max_nodes = 1;
+	if (cut_tree(tr, max_nodes, &c))
 		goto done;
 	/* Each kept node and at most one "(other)" child of it. */
 	if (!(out->v = malloc(2 * (c.kept + 1) * sizeof *out->v)) ||

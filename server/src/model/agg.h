@@ -37,11 +37,12 @@
 
 struct rva_summary;
 
-/* The rows of sum's merged tree, cut as RVS_AGG_MAX_NODES says, into *out
+/* The rows of sum's merged tree, cut to max_nodes nodes (at most
+ * RVS_AGG_MAX_NODES: the upload's index budget may allow fewer), into *out
  * (release with rvs_agg_rows_release; borrows sum's names, so sum must
  * outlive it).  0 or -ENOMEM.  Any thread; the decode lanes of both store
  * backends call it inside their index transaction and write the rows. */
-int rvs_agg_build(const struct rva_summary *sum, struct rvs_agg_rows *out);
+int rvs_agg_build(const struct rva_summary *sum, size_t max_nodes, struct rvs_agg_rows *out);
 void rvs_agg_rows_release(struct rvs_agg_rows *r);
 
 /* keep[i] = 1 for at most max of the n nodes (node 0, the root, always):

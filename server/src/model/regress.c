@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <curl/curl.h>
 #include <jansson.h>
 
 #define ALPHA	     0.05
@@ -616,10 +617,22 @@ static char *alert_body(const struct rvs_regress_auto *cfg, const char *app, con
 {
 	json_t *self = json_object_get(top, "self"), *o;
 	char link[1024];
-	char *text;
+	char *text, *ea = curl_easy_escape(NULL, app, 0), *eva = curl_easy_escape(NULL, a, 0),
+		    *evb = curl_easy_escape(NULL, b, 0);
 
+	/* The app and versions are the devices' words: each is
+	 * percent-encoded, so none can add a parameter or a fragment. */
+	if (!ea || !eva || !evb) {
+		curl_free(ea);
+		curl_free(eva);
+		curl_free(evb);
+		return NULL;
+	}
 	snprintf(link, sizeof link, "%s/regressions?app=%s&a=%s&b=%s",
-		 cfg->base_url ? cfg->base_url : "", app, a, b);
+		 cfg->base_url ? cfg->base_url : "", ea, eva, evb);
+	curl_free(ea);
+	curl_free(eva);
+	curl_free(evb);
 	o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s}", "event",
 		      "regression", "app", app, "version_a", a, "version_b", b, "method",
 		      json_string_value(json_object_get(top, "method")), "median_ratio",

@@ -12,6 +12,8 @@
  */
 #include "model/users.h"
 #include "base/log.h"
+#include "base/params.h"
+#include "base/text.h"
 #include "base/util.h"
 
 #include <assert.h>
@@ -46,10 +48,51 @@ int rvs_user_set_password(const struct rvs_store_ops *ops, struct rvs_store *st,
 		return rc;
 	rc = ops->admin_put(st, user, RVS_ADMIN_PBKDF2_ITERATIONS, salt, sizeof salt, hash);
 	mbedtls_platform_zeroize(hash, sizeof hash);
-	return rc;
+	/* Whoever signed in with the old password is signed out. */
+	return rc ? rc : ops->sessions_delete_user(st, user);
 }
 
 /* ---- changes shared by the web pages and the JSON API ---------------------- */
+
+int rvs_audit_query_parse(const char *query, struct rvs_audit_query *q, const char **bad)
+{
+	static const char *const names[] = {"since", "until", "before"};
+	int64_t limit;
+	char v[64];
+	int rc;
+
+	memset(q, 0, sizeof *q);
+	*bad = "actor";
+	if ((rc = rvs_query_param(query, "actor", q->actor, sizeof q->actor)) < 0)
+		return -EINVAL;
+	q->f.actor = rc && q->actor[0] ? q->actor : NULL;
+	*bad = "action";
+	if ((rc = rvs_query_param(query, "action", q->action, sizeof q->action)) < 0)
+		return -EINVAL;
+	q->f.action = rc && q->action[0] ? q->action : NULL;
+	for (int i = 0; i < 3; i++) {
+		int64_t t;
+		*bad = names[i];
+		if ((rc = rvs_query_param(query, names[i], v, sizeof v)) < 0)
+			return -EINVAL;
+		if (!rc || !v[0])
+			continue;
+		if (i < 2 ? rvs_param_time(v, &t) : rvs_parse_i64(v, &t) || t < 1)
+			return -EINVAL;
+		if (i == 0)
+			q->f.since = t, q->f.has_since = 1;
+		else if (i == 1)
+			q->f.until = t, q->f.has_until = 1;
+		else
+			q->f.before_id = t;
+	}
+	*bad = "limit";
+	if (rvs_param_limit(query, RVS_AUDIT_PAGE, RVS_AUDIT_PAGE_MAX, &limit))
+		return -EINVAL;
+	q->f.limit = (size_t)limit;
+	*bad = NULL;
+	return 0;
+}
 
 int rvs_user_name_ok(const char *s)
 {
@@ -81,11 +124,18 @@ int rvs_user_create(const struct rvs_store_ops *ops, struct rvs_store *st, const
 	return 0;
 }
 
+/* users_list's rows: counts the enabled admins. */
+static int count_admins(void *arg, const char *name, int role, int disabled, int64_t created)
+{
+	*(int *)arg += role == RVS_ROLE_ADMIN && !disabled;
+	return 0;
+}
+
 int rvs_user_change(const struct rvs_store_ops *ops, struct rvs_store *st, const char *actor,
 		    const char *name, int role, int disabled)
 {
 	char detail[96];
-	int old_role, old_disabled, rc;
+	int old_role, old_disabled, admins = 0, rc;
 
 	assert(name);
 	if ((!role && disabled < 0) || (role && !rvs_role_name(role)) || disabled > 1)
@@ -93,9 +143,22 @@ int rvs_user_change(const struct rvs_store_ops *ops, struct rvs_store *st, const
 	if (actor && strcmp(name, actor) == 0 &&
 	    (disabled == 1 || (role && role != RVS_ROLE_ADMIN)))
 		return -EPERM;
-	rc = ops->user_get(st, name, &old_role, &old_disabled);
-	if (rc == 0)
-		rc = ops->user_set(st, name, role, disabled);
+	if ((rc = ops->user_get(st, name, &old_role, &old_disabled)))
+		return rc;
+	/* Whoever asks (the legacy api.token too), the last enabled admin
+	 * stays one. */
+	if (old_role == RVS_ROLE_ADMIN && !old_disabled &&
+	    (disabled == 1 || (role && role != RVS_ROLE_ADMIN))) {
+		if ((rc = ops->users_list(st, count_admins, &admins)))
+			return rc;
+		if (admins <= 1)
+			return -EBUSY;
+	}
+	rc = ops->user_set(st, name, role, disabled);
+	/* A disabled account's sessions end now: enabling it again must not
+	 * revive them. */
+	if (!rc && disabled == 1)
+		rc = ops->sessions_delete_user(st, name);
 	if (rc)
 		return rc;
 	if (role) {
@@ -110,16 +173,29 @@ int rvs_user_change(const struct rvs_store_ops *ops, struct rvs_store *st, const
 	return 0;
 }
 
+/* tokens_list's rows: counts the live ones. */
+static int count_live(void *arg, const char *id, const char *name, int64_t created,
+		      int64_t last_used, int64_t revoked)
+{
+	*(uint32_t *)arg += revoked < 0;
+	return 0;
+}
+
 int rvs_token_make(const struct rvs_store_ops *ops, struct rvs_store *st, const char *owner,
-		   const char *name, char tok[53], char id[13])
+		   const char *name, uint32_t max_live, char tok[53], char id[13])
 {
 	static const char hex[] = "0123456789abcdef";
 	uint8_t raw[24], h[32];
+	uint32_t live = 0;
 	int rc;
 
 	assert(owner && name && tok && id);
 	if (!*name || strlen(name) > 64)
 		return -EINVAL;
+	if ((rc = ops->tokens_list(st, owner, count_live, &live)))
+		return rc;
+	if (live >= max_live)
+		return -EDQUOT;
 	if ((rc = rvs_random(raw, sizeof raw)))
 		return rc;
 	memcpy(tok, "rvp_", 4);

@@ -18,6 +18,7 @@
 #include "base/metrics.h"
 #include "store/store.h"
 #include "base/log.h"
+#include "base/util.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -78,13 +79,19 @@ static double jitter(void)
 /* The HMAC key: the secret file's content without trailing newlines. */
 static int read_secret(const char *path, uint8_t *key, size_t *len)
 {
-	FILE *f = path && path[0] ? fopen(path, "rb") : NULL;
-	size_t n;
+	size_t n = 0;
+	int rc = path && path[0] ? rvs_read_private_file(path, key, SECRET_MAX, &n) : -ENOENT;
 
-	if (!f)
+	/* Like the other secret files: one anybody may read is refused. */
+	if (rc == -EPERM) {
+		rvs_log("error", "webhook",
+			"err=\"webhook secret file readable by group or others:"
+			" refused (chmod 600 it)\" path=\"%s\"",
+			path);
+		return -EPERM;
+	}
+	if (rc)
 		return -ENOKEY;
-	n = fread(key, 1, SECRET_MAX, f);
-	fclose(f);
 	while (n && (key[n - 1] == '\n' || key[n - 1] == '\r'))
 		n--;
 	if (!n)

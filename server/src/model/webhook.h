@@ -42,7 +42,8 @@ uint64_t rvs_webhook_backoff_ms(uint32_t backoff_ms, uint32_t attempts, double r
  * try, or failed once max_attempts are spent.  Runs on the shared store of
  * database (rvs_store_regress_open).  *delivered (may be NULL): how many
  * succeeded.  0, -ENOKEY (deliveries pending and no secret: none is
- * claimed), -EIO, -ENOMEM. */
+ * claimed), -EPERM (the secret file is readable by group or others: none
+ * is claimed), -EIO, -ENOMEM. */
 int rvs_webhook_deliver_due(const char *database, const struct rvs_webhook_cfg *cfg,
 			    unsigned *delivered);
 

@@ -23,6 +23,7 @@
  * the lane's mutex.
  */
 #include "pipeline/decode.h"
+#include "pipeline/index_cap.h"
 #include "model/agg.h"
 #include "base/issue.h"
 #include "base/log.h"
@@ -48,10 +49,10 @@
 
 #define TOP_METHODS 20
 #define TOP_CHAINS  10
-/* Bounds on what a device's Summary may add to the index. */
+/* Bounds on what a device's Summary may add to the index (with
+ * index_cap.h's). */
 #define SUMMARY_MAX_ROWS  1000
 #define SUMMARY_MAX_DEPTH 512
-#define SUMMARY_NAME_MAX  4096
 
 /* A capture buffer up to this size is kept between decodes: refaulting
  * 32 MiB of fresh pages per capture costs more than decompressing into it. */
@@ -113,28 +114,56 @@ static int open_lane(struct lane *d)
 	return d->ops->index_lane_open(d->store, &d->ix);
 }
 
+/* The bytes of name in a chain's text: cut at RVS_INDEX_NAME_MAX (whole
+ * UTF-8 characters, then "…") and its ';'. */
+static size_t frame_len(const char *name, int *cut)
+{
+	size_t l = strlen(name);
+	*cut = l > RVS_INDEX_NAME_MAX;
+	if (!*cut)
+		return l;
+	l = RVS_INDEX_NAME_MAX - 3;
+	while (l > 0 && ((unsigned char)name[l] & 0xc0) == 0x80)
+		l--;
+	return l;
+}
+
 /* "name;name;...;" of the n names name_at(ctx, i), the innermost of a path
  * `outer` frames deeper, into a malloc'd string (the chain column's form);
- * NULL on no memory.  Each name is cut at SUMMARY_NAME_MAX bytes; past
- * RVA_EXPORT_MAX_DEPTH names only the innermost RVA_EXPORT_MAX_DEPTH are
- * kept; frames left out (outer ones included) are counted first, as
- * "[K outer frames truncated];" (the row's depth column keeps the whole
- * depth): a 100 k deep chain was ~3.5 MB of text per row, shown whole on
- * the trace page. */
+ * NULL on no memory.  Each name is cut at RVS_INDEX_NAME_MAX bytes (ending
+ * "…"); only the innermost frames are kept, at most RVS_INDEX_CHAIN_FRAMES
+ * and RVS_INDEX_CHAIN_TEXT bytes of them; frames left out (outer ones
+ * included) are counted first, as "[K outer frames truncated];" (the row's
+ * depth column keeps the whole depth): a 100 k deep chain was ~3.5 MB of
+ * text per row, and 600 frames of 4 KB names 2.4 MB. */
 static char *join_chain(size_t outer, size_t n, const char *(*name_at)(const void *, size_t),
 			const void *ctx)
 {
-	size_t from = n > RVA_EXPORT_MAX_DEPTH ? n - RVA_EXPORT_MAX_DEPTH : 0;
+	size_t from = n > RVS_INDEX_CHAIN_FRAMES ? n - RVS_INDEX_CHAIN_FRAMES : 0;
+	size_t text = 48; /* the marker's room */
 	char *s = NULL;
 	size_t sl = 0;
-	FILE *f = open_memstream(&s, &sl);
-	if (!f)
+	FILE *f;
+
+	for (size_t i = n; i > from; i--) {
+		const char *name = name_at(ctx, i - 1);
+		int cut;
+		size_t l = frame_len(name ? name : "?", &cut) + 3 * (size_t)cut + 1;
+		if (text + l > RVS_INDEX_CHAIN_TEXT && i < n) {
+			from = i;
+			break;
+		}
+		text += l;
+	}
+	if (!(f = open_memstream(&s, &sl)))
 		return NULL;
 	if (outer + from)
 		fprintf(f, "[%zu outer frames truncated];", outer + from);
 	for (size_t i = from; i < n; i++) {
 		const char *name = name_at(ctx, i);
-		fprintf(f, "%.*s;", SUMMARY_NAME_MAX, name ? name : "?");
+		int cut;
+		size_t l = frame_len(name ? name : "?", &cut);
+		fprintf(f, "%.*s%s;", (int)l, name ? name : "?", cut ? "\xe2\x80\xa6" : "");
 	}
 	if (fclose(f)) {
 		free(s);
@@ -179,6 +208,10 @@ struct rows {
 	char issue[17];
 	char (*bid)[2 * 64 + 1]; /* unresolved build ids, and pointers to them */
 	const char **bidp;
+	size_t budget;	   /* index_cap.h's, of the upload */
+	size_t chain_text; /* bytes of c[].chain */
+	struct rvs_index_cut cut;
+	char cut_text[160];
 };
 
 static void rows_init(struct rows *r, const char *trace_id, uint64_t lease)
@@ -188,6 +221,7 @@ static void rows_init(struct rows *r, const char *trace_id, uint64_t lease)
 	r->t.lease = lease;
 	r->t.decoded_at = (int64_t)time(NULL);
 	r->t.duration_ns = r->t.nmethods = r->t.dropped = -1;
+	r->budget = SIZE_MAX;
 }
 
 static void rows_release(struct rows *r)
@@ -201,15 +235,24 @@ static void rows_release(struct rows *r)
 }
 
 /* One trace_chains row; takes text (freed by rows_release, or here on
- * failure).  0 or -ENOMEM (text NULL). */
+ * failure or when the row is left out: past the trace's chain budget,
+ * but for each kind's first).  0 or -ENOMEM (text NULL). */
 static int add_chain(struct rows *r, const char *kind, int rank, uint64_t signature, char *text,
 		     size_t depth, int64_t self, int64_t incl)
 {
 	struct rvs_index_chain *c;
+	size_t len;
 
 	assert(r->nc < 2 * TOP_CHAINS);
 	if (!text)
 		return -ENOMEM;
+	len = strlen(text);
+	if (rank > 1 && r->chain_text + len > rvs_index_chain_budget(r->budget)) {
+		free(text);
+		r->cut.chains++;
+		return 0;
+	}
+	r->chain_text += len;
 	c = &r->c[r->nc];
 	r->text[r->nc++] = text;
 	c->kind = kind;
@@ -237,6 +280,7 @@ static int rows_capture(struct rows *r, const rva_summary *sum, const unsigned c
 	r->t.nmethods = (int64_t)t->nmethods;
 	r->t.dropped = (int64_t)t->dropped;
 	r->t.agg = sum;
+	r->t.agg_max_nodes = rvs_index_agg_nodes(r->budget);
 	r->t.agg_build = rvs_agg_build;
 	r->t.agg_release = rvs_agg_rows_release;
 	if (t->nmethods && !(r->m = calloc(t->nmethods, sizeof *r->m)))
@@ -255,6 +299,7 @@ static int rows_capture(struct rows *r, const rva_summary *sum, const unsigned c
 			if (top[k] == m)
 				row->self_rank = (int64_t)k + 1;
 	}
+	rvs_index_cap_methods(r->m, &r->nm, r->budget, &r->cut);
 	if (sum->anomaly_chain && sum->anomaly_depth)
 		rc = add_chain(r, "anomaly", 1,
 			       rva_signature(t, sum->anomaly_chain, sum->anomaly_depth),
@@ -305,8 +350,12 @@ static int rows_summary(struct rows *r, const Rearview__Summary *ps)
 	for (size_t i = 0; i < n; i++) {
 		const Rearview__MethodStat *m = ps->top_self[i];
 		struct rvs_index_method *row;
-		if (!m->name || !m->name[0] || strlen(m->name) > SUMMARY_NAME_MAX)
+		if (!m->name || !m->name[0])
 			continue;
+		if (strlen(m->name) > RVS_INDEX_NAME_MAX) {
+			r->cut.methods++;
+			continue;
+		}
 		row = &r->m[r->nm++];
 		row->method = m->name;
 		row->calls = m->calls;
@@ -314,6 +363,7 @@ static int rows_summary(struct rows *r, const Rearview__Summary *ps)
 		row->incl_ns = m->inclusive_ns;
 		row->self_rank = (int64_t)i + 1;
 	}
+	rvs_index_cap_methods(r->m, &r->nm, r->budget, &r->cut);
 	for (int pass = 0; pass < 2 && !rc; pass++) {
 		Rearview__Chain **v = pass ? ps->longest_chains : ps->chains_at_anomaly;
 		size_t nv = pass ? ps->n_longest_chains : ps->n_chains_at_anomaly;
@@ -354,6 +404,11 @@ static int rows_finish(struct rows *r)
 		r->t.anomaly_signature = anomaly->signature;
 	}
 	r->t.signature = anomaly ? anomaly->signature : top ? top->signature : NULL;
+	rvs_index_cut_text(&r->cut, r->cut_text, sizeof r->cut_text);
+	r->t.index_cut = r->cut_text[0] ? r->cut_text : NULL;
+	if (r->cut_text[0])
+		rvs_log("info", "index cut", "trace=%s budget=%zu cut=\"%s\"", r->t.trace_id,
+			r->budget, r->cut_text);
 	r->t.methods = r->m;
 	r->t.nmethod_rows = r->nm;
 	r->t.chains = r->c;
@@ -476,7 +531,9 @@ static void decode_capture(struct lane *d, struct rvs_decode_item *it)
 	}
 	symbolize(d, sum.trace, left);
 	rows_init(&r, it->trace_id, it->lease);
-	if ((rc = rows_capture(&r, &sum, left)) || (rc = rows_finish(&r))) {
+	r.budget = rvs_index_budget(rawlen);
+	if ((rc = rvs_index_cap_names(sum.trace, sum.stats, r.budget, &r.cut)) ||
+	    (rc = rows_capture(&r, &sum, left)) || (rc = rows_finish(&r))) {
 		snprintf(reason, rlen, "index: out of memory");
 	} else {
 		d->ops->index_write(d->ix, &r.t, 1);
@@ -531,6 +588,7 @@ static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n
 		 * it came in was validated. */
 		if (meta.summary)
 			ps[i] = rearview__summary__unpack(NULL, meta.summary_len, meta.summary);
+		r[i].budget = rvs_index_budget(meta.summary_len);
 		free(meta.summary);
 		ri = ps[i] ? rows_summary(&r[i], ps[i]) : 0;
 		if (!ri)

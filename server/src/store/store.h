@@ -207,6 +207,9 @@ struct rvs_index_trace {
 	size_t nchains;
 	/* traces.anomaly_signature, signature and issue (issue.h); NULL: NULL. */
 	const char *anomaly_signature, *signature, *issue;
+	/* traces.index_cut: what the upload's index budget left out or cut
+	 * (pipeline/index_cap.h), NULL when nothing. */
+	const char *index_cut;
 	/* When set, the trace's trace_unresolved rows become these build ids
 	 * (lowercase hex); when not, they are left alone. */
 	int unresolved_replace;
@@ -217,7 +220,8 @@ struct rvs_index_trace {
 	 * its rows (model/agg.h's rvs_agg_build: 0 or -ENOMEM; the rows borrow
 	 * agg's names), agg_release frees them once written. */
 	const struct rva_summary *agg;
-	int (*agg_build)(const struct rva_summary *agg, struct rvs_agg_rows *out);
+	size_t agg_max_nodes; /* agg_build's cut (the upload's index budget) */
+	int (*agg_build)(const struct rva_summary *agg, size_t max_nodes, struct rvs_agg_rows *out);
 	void (*agg_release)(struct rvs_agg_rows *rows);
 	int rc;		  /* out: 0 indexed, else -errno (quarantine it) */
 	char reason[256]; /* out: why, when rc != 0 */
@@ -286,6 +290,16 @@ int rvs_role_parse(const char *s);
 struct rvs_audit_row {
 	int64_t id, at; /* at: unix s */
 	const char *actor, *action, *target, *detail;
+};
+
+/* Which audit rows (audit_list): actor and action exact unless NULL, at in
+ * [since, until) for the bounds set, id below before_id when > 0 (the next
+ * page after a row), at most limit, newest first. */
+struct rvs_audit_filter {
+	const char *actor, *action;
+	int64_t since, until, before_id;
+	int has_since, has_until;
+	size_t limit;
 };
 
 /* ---- aggregates (agg.c), worst traces, issues, chain search (search.c) ---- */
@@ -476,6 +490,9 @@ struct rvs_store_ops {
 			   const char *csrf, int64_t now, int64_t expires);
 	/* Deletes the session (none: 0 too). */
 	int (*session_delete)(struct rvs_store *s, const uint8_t id_hash[32]);
+	/* Deletes every session of account user (none: 0 too): its password
+	 * was reset or the account disabled. */
+	int (*sessions_delete_user)(struct rvs_store *s, const char *user);
 	/* An admin's PBKDF2 parameters (admin_put's): -ENOENT no such admin,
 	 * -EBADMSG a stored salt longer than *saltlen or a hash not 32 bytes;
 	 * on 0 *saltlen is the salt's length. */
@@ -558,12 +575,14 @@ struct rvs_store_ops {
 	 * (RVS_TRACE_HEAD; -ENOENT when there is no such upload), its ranked
 	 * methods (RVS_TRACE_TOP_SELF, by rank) and chains (RVS_TRACE_CHAINS,
 	 * by kind, rank).  signatures_read: the signature totals, most traces
-	 * first, at most limit, each followed by its per-week / app-version
-	 * counts as part 1 rows (at most 200, newest week first).
+	 * first, the first offset skipped, at most limit, each followed by its
+	 * per-week / app-version counts as part 1 rows (at most 200, newest
+	 * week first).
 	 * traces_list: at most f->limit traces matching f, newest first, each
 	 * with a "rowid_" column (the keyset cursor: rows below it follow). */
 	int (*trace_read)(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg);
-	int (*signatures_read)(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg);
+	int (*signatures_read)(struct rvs_store *s, int64_t offset, int64_t limit, rvs_row_fn cb,
+			       void *arg);
 	int (*traces_list)(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
 			   void *arg);
 	/* The method page's reads (RVS_METHOD_*, rows as that enum says, to cb
@@ -603,9 +622,8 @@ struct rvs_store_ops {
 	 * deletes).  0 or -errno. */
 	int (*audit_add)(struct rvs_store *s, int64_t at, const char *actor, const char *action,
 			 const char *target, const char *detail);
-	/* The newest max rows of the audit log, newest first, to cb; as
-	 * users_list. */
-	int (*audit_list)(struct rvs_store *s, size_t max,
+	/* The audit rows f selects, newest first, to cb; as users_list. */
+	int (*audit_list)(struct rvs_store *s, const struct rvs_audit_filter *f,
 			  int (*cb)(void *arg, const struct rvs_audit_row *r), void *arg);
 	/* Personal API tokens, keyed by the SHA-256 of the token (the token
 	 * itself is never stored).  token_add: a new token id (short hex,

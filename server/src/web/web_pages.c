@@ -143,15 +143,17 @@ static void sort_select(struct web_ctx *c)
 	}
 }
 
-/* The page's query without its cursor parameter, escaped for an href. */
-static void query_without_cursor(FILE *f, const char *q)
+/* The page's query without its parameter name (its page: "cursor",
+ * "offset"), escaped for an href, ending "&amp;" when not empty. */
+static void query_without(FILE *f, const char *q, const char *name)
 {
 	const char *p = q;
+	size_t nl = strlen(name);
 	int first = 1;
 	while (p && *p) {
 		const char *amp = strchr(p, '&');
 		size_t n = amp ? (size_t)(amp - p) : strlen(p);
-		if (n && strncmp(p, "cursor=", 7) != 0) {
+		if (n && !(strncmp(p, name, nl) == 0 && p[nl] == '=')) {
 			char part[1024];
 			snprintf(part, sizeof part, "%.*s", (int)n, p);
 			if (!first)
@@ -367,7 +369,7 @@ void web_traces_page(struct web_ctx *c)
 	next = json_object_get(doc, "next_cursor");
 	if (json_is_string(next)) {
 		fputs("<p><a id=\"next\" rel=\"next\" href=\"/traces?", c->f);
-		query_without_cursor(c->f, q);
+		query_without(c->f, q, "cursor");
 		fputs("cursor=", c->f);
 		rvs_web_urlenc(c->f, json_string_value(next));
 		fputs("\">Next page →</a></p>", c->f);
@@ -832,7 +834,7 @@ void web_signatures_page(struct web_ctx *c)
 {
 	int status, s2 = 0;
 	json_t *doc = web_api(c, "/api/v1/signatures", c->req->query, &status), *arr, *o;
-	json_t *wk = NULL, *rows, *w;
+	json_t *wk = NULL, *rows, *w, *next;
 	char *q = NULL;
 	size_t i, k, qlen = 0;
 	FILE *qf;
@@ -880,6 +882,13 @@ void web_signatures_page(struct web_ctx *c)
 		json_object_set_new(o, "by_week", lines);
 	}
 	web_table(c, "signatures", SIG_COLS, sizeof SIG_COLS / sizeof SIG_COLS[0], arr);
+	next = json_object_get(doc, "next_offset");
+	if (json_is_integer(next)) {
+		fputs("<p><a id=\"next\" rel=\"next\" href=\"/signatures?", c->f);
+		query_without(c->f, c->req->query, "offset");
+		fprintf(c->f, "offset=%lld\">Next page →</a></p>",
+			(long long)json_integer_value(next));
+	}
 	json_decref(doc);
 	json_decref(wk);
 	web_page_end(c, 200);

@@ -146,6 +146,8 @@ void rvs_web_user_post(struct rvs_call *call)
 		return web_error(c, 400, "role, disabled or reset is required");
 	case -EPERM:
 		return web_error(c, 400, "an admin cannot disable or demote themself");
+	case -EBUSY:
+		return web_error(c, 409, "the last enabled admin cannot be disabled or demoted");
 	case -ENOENT:
 		return web_error(c, 404, "no such user");
 	default:
@@ -154,9 +156,17 @@ void rvs_web_user_post(struct rvs_call *call)
 	web_redirect(c, "/users");
 }
 
+/* The audit page's rows; the id of the last one into *last. */
+struct audit_page {
+	FILE *f;
+	int64_t last;
+	size_t n;
+};
+
 static int audit_row(void *arg, const struct rvs_audit_row *r)
 {
-	FILE *f = arg;
+	struct audit_page *pg = arg;
+	FILE *f = pg->f;
 	char when[32];
 	time_t t = (time_t)r->at;
 	struct tm tm;
@@ -171,20 +181,73 @@ static int audit_row(void *arg, const struct rvs_audit_row *r)
 	fputs("</td><td>", f);
 	rvs_web_esc(f, r->detail);
 	fputs("</td></tr>", f);
+	pg->last = r->id;
+	pg->n++;
 	return 0;
 }
 
+/* A text input of the audit page's filter form. */
+static void audit_input(struct web_ctx *c, const char *name, const char *label, const char *value)
+{
+	fprintf(c->f, "<label>%s <input name=\"%s\" value=\"", label, name);
+	rvs_web_esc(c->f, value);
+	fputs("\"></label> ", c->f);
+}
+
+/* GET /audit: a page of the audit log (newest first), filtered by actor,
+ * action and time as GET /api/v1/audit is, with a link to the next page. */
 void rvs_web_audit(struct rvs_call *call)
 {
 	struct web_ctx *c = call->ctx;
+	struct rvs_audit_query q;
+	struct audit_page pg = {c->f, 0, 0};
+	char since[64] = "", until[64] = "", msg[96];
+	const char *bad;
 
+	if (rvs_audit_query_parse(c->req->query, &q, &bad)) {
+		snprintf(msg, sizeof msg, "bad value for parameter: %s", bad);
+		return web_error(c, 400, msg);
+	}
+	rvs_query_param(c->req->query, "since", since, sizeof since);
+	rvs_query_param(c->req->query, "until", until, sizeof until);
 	web_page_begin(c, "Audit log");
+	fputs("<form id=\"audit-filter\" method=\"get\" action=\"/audit\">", c->f);
+	audit_input(c, "actor", "Who", q.actor);
+	audit_input(c, "action", "What", q.action);
+	audit_input(c, "since", "From (UTC)", since);
+	audit_input(c, "until", "Until (UTC)", until);
+	fputs("<button type=\"submit\">Filter</button> <a href=\"/audit\">Clear</a></form>", c->f);
 	fputs("<table id=\"audit\"><tr><th>When</th><th>Who</th><th>What</th><th>Target</th>"
 	      "<th>Detail</th></tr>",
 	      c->f);
-	if (c->ops->audit_list(c->st, RVS_AUDIT_PAGE, audit_row, c->f))
+	if (c->ops->audit_list(c->st, &q.f, audit_row, &pg))
 		return web_error(c, 500, "storage error");
 	fputs("</table>", c->f);
+	if (pg.n && pg.n == q.f.limit) {
+		fputs("<p><a id=\"next\" rel=\"next\" href=\"/audit?", c->f);
+		if (q.f.actor) {
+			fputs("actor=", c->f);
+			rvs_web_urlenc(c->f, q.actor);
+			fputs("&amp;", c->f);
+		}
+		if (q.f.action) {
+			fputs("action=", c->f);
+			rvs_web_urlenc(c->f, q.action);
+			fputs("&amp;", c->f);
+		}
+		if (since[0]) {
+			fputs("since=", c->f);
+			rvs_web_urlenc(c->f, since);
+			fputs("&amp;", c->f);
+		}
+		if (until[0]) {
+			fputs("until=", c->f);
+			rvs_web_urlenc(c->f, until);
+			fputs("&amp;", c->f);
+		}
+		fprintf(c->f, "limit=%zu&amp;before=%lld\">Older →</a></p>", q.f.limit,
+			(long long)pg.last);
+	}
 	web_page_end(c, 200);
 }
 
@@ -256,8 +319,17 @@ void rvs_web_tokens_post(struct rvs_call *call)
 	if (n == 0) {
 		if (rvs_query_param(c->form, "name", name, sizeof name) != 1 || !*name)
 			return web_error(c, 400, "a token needs a name (at most 64 characters)");
-		if (rvs_token_make(c->ops, c->st, c->user, name, tok, id))
+		switch (rvs_token_make(c->ops, c->st, c->user, name, c->cfg->max_tokens_per_user,
+				       tok, id)) {
+		case 0:
+			break;
+		case -EDQUOT:
+			return web_error(c, 409,
+					 "you hold as many live tokens as allowed"
+					 " (max_tokens_per_user): revoke one first");
+		default:
 			return web_error(c, 500, "cannot make a token");
+		}
 		tokens_page(c, tok);
 		memset(tok, 0, sizeof tok);
 		return;

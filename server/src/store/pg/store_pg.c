@@ -447,6 +447,12 @@ static const char *const migrations[] = {
 	/* sort=severity: few distinct values, so the seq tie-break in the
 	 * index (sqlite's carries its rowid) spares a sort of each tie. */
 	"CREATE INDEX traces_by_severity_seq ON traces((coalesce(severity, -1)), seq);",
+	/* 10 (index budget, audit filters): sqlite's migration 12 — what an
+	 * upload's index budget cut or left out, NULL when nothing; the audit
+	 * log's pages by actor and by action. */
+	"ALTER TABLE traces ADD COLUMN index_cut TEXT;"
+	"CREATE INDEX audit_log_actor ON audit_log(actor, id);"
+	"CREATE INDEX audit_log_action ON audit_log(action, id);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -1464,6 +1470,14 @@ static int session_delete(struct rvs_store *s, const uint8_t id_hash[32])
 	return write_text(s, "DELETE FROM web_sessions WHERE id_hash = $1", &p);
 }
 
+static int sessions_delete_user(struct rvs_store *s, const char *user)
+{
+	struct rvs_pg_params p = {0};
+
+	rvs_pg_text(&p, user);
+	return write_text(s, "DELETE FROM web_sessions WHERE admin = $1", &p);
+}
+
 static int admin_get(struct rvs_store *s, const char *name, unsigned *iterations, uint8_t *salt,
 		     size_t *saltlen, uint8_t hash[32])
 {
@@ -1756,7 +1770,7 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 				   " u.captured_realtime_ns AS captured_at_ns,"
 				   " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
 				   " t.anomaly_name, t.anomaly_signature, t.duration_ns,"
-				   " t.nmethods, t.dropped, t.decoded_at"
+				   " t.nmethods, t.dropped, t.decoded_at, t.index_cut"
 				   " FROM uploads u LEFT JOIN traces t USING (trace_id)"
 				   " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = $1",
 		[RVS_TRACE_TOP_SELF] = "SELECT self_rank AS rank, method, calls, self_ns, incl_ns"
@@ -1784,16 +1798,18 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 
 /* The totals migration 5's trigger maintains, each with its newest 200
  * per-week counts (one statement: the counts rows follow their total). */
-static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg)
+static int signatures_read(struct rvs_store *s, int64_t offset, int64_t limit, rvs_row_fn cb,
+			   void *arg)
 {
 	struct rvs_pg_params p = {0};
 	PGresult *top, *counts;
 	int rc;
 
 	rvs_pg_i64(&p, limit);
+	rvs_pg_i64(&p, offset);
 	if ((rc = read_rows(s,
 			    "SELECT signature, traces, chain FROM signatures"
-			    " ORDER BY traces DESC, signature LIMIT $1",
+			    " ORDER BY traces DESC, signature LIMIT $1 OFFSET $2",
 			    &p, &top)))
 		return rc;
 	for (int i = 0; i < PQntuples(top) && !rc; i++) {
@@ -2109,17 +2125,26 @@ static int audit_add(struct rvs_store *s, int64_t at, const char *actor, const c
 			  &p);
 }
 
-static int audit_list(struct rvs_store *s, size_t max,
+static int audit_list(struct rvs_store *s, const struct rvs_audit_filter *f,
 		      int (*cb)(void *arg, const struct rvs_audit_row *r), void *arg)
 {
 	struct rvs_pg_params p = {0};
 	PGresult *r;
 	int rc, stop = 0;
 
-	rvs_pg_i64(&p, (int64_t)max);
+	rvs_pg_text(&p, f->actor);
+	rvs_pg_text(&p, f->action);
+	rvs_pg_opt_i64(&p, f->has_since, f->since);
+	rvs_pg_opt_i64(&p, f->has_until, f->until);
+	rvs_pg_opt_i64(&p, f->before_id > 0, f->before_id);
+	rvs_pg_i64(&p, (int64_t)f->limit);
 	rc = read_rows(s,
 		       "SELECT id, at, actor, action, target, detail FROM audit_log"
-		       " ORDER BY id DESC LIMIT $1",
+		       " WHERE ($1::text IS NULL OR actor = $1)"
+		       " AND ($2::text IS NULL OR action = $2)"
+		       " AND ($3::bigint IS NULL OR at >= $3) AND ($4::bigint IS NULL OR at < $4)"
+		       " AND ($5::bigint IS NULL OR id < $5)"
+		       " ORDER BY id DESC LIMIT $6",
 		       &p, &r);
 	if (rc)
 		return rc;
@@ -2298,6 +2323,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.session_get = session_get,
 	.session_put = session_put,
 	.session_delete = session_delete,
+	.sessions_delete_user = sessions_delete_user,
 	.admin_get = admin_get,
 	.method_alert_put = method_alert_put,
 	.method_alert_get = method_alert_get,

@@ -342,13 +342,14 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 	rvs_pg_opt_i64(&a, v->dropped >= 0, v->dropped);
 	rvs_pg_i64(&a, v->decoded_at);
 	rvs_pg_text(&a, received);
+	rvs_pg_text(&a, v->index_cut);
 	if ((rc = q(l,
 		    "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
 		    " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name,"
-		    " duration_ns, nmethods, dropped, decoded_at, device_id)"
+		    " duration_ns, nmethods, dropped, decoded_at, device_id, index_cut)"
 		    " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind,"
-		    " severity, captured_realtime_ns, received_at, $2, $3, $4, $5, $6, device_id"
-		    " FROM uploads WHERE trace_id = $1 AND received_at = $7",
+		    " severity, captured_realtime_ns, received_at, $2, $3, $4, $5, $6, device_id,"
+		    " $8 FROM uploads WHERE trace_id = $1 AND received_at = $7",
 		    &a, &r)))
 		return rc;
 	n = (int)strtol(PQcmdTuples(r), NULL, 10);
@@ -400,7 +401,7 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 	if (v->agg) {
 		struct rvs_agg_rows rows;
 		assert(v->agg_build && v->agg_release);
-		if (v->agg_build(v->agg, &rows)) {
+		if (v->agg_build(v->agg, v->agg_max_nodes, &rows)) {
 			snprintf(l->fail.msg, sizeof l->fail.msg, "out of memory");
 			return -ENOMEM;
 		}

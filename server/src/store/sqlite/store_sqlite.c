@@ -411,6 +411,12 @@ static const char *const migrations[] = {
 	" BEGIN DELETE FROM fleet_devices WHERE device_id = OLD.device_id;" FLEET_DEVICE_ROW " END;"
 	"CREATE TRIGGER devices_fleet_del AFTER DELETE ON devices"
 	" BEGIN DELETE FROM fleet_devices WHERE device_id = OLD.device_id; END;",
+	/* 12 (index budget, audit filters): what an upload's index budget cut
+	 * or left out (pipeline/index_cap.h), NULL when nothing; the audit
+	 * log's pages by actor and by action (API.md GET /api/v1/audit). */
+	"ALTER TABLE traces ADD COLUMN index_cut TEXT;"
+	"CREATE INDEX audit_log_actor ON audit_log(actor, id);"
+	"CREATE INDEX audit_log_action ON audit_log(action, id);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -1452,6 +1458,16 @@ static int session_delete(struct rvs_store *s, const uint8_t id_hash[32])
 	return write1(s, "DELETE FROM web_sessions WHERE id_hash = ?", bind_session, &a);
 }
 
+static void bind_user(sqlite3_stmt *st, const void *arg)
+{
+	sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
+}
+
+static int sessions_delete_user(struct rvs_store *s, const char *user)
+{
+	return write1(s, "DELETE FROM web_sessions WHERE admin = ?", bind_user, user);
+}
+
 static int admin_get(struct rvs_store *s, const char *name, unsigned *iterations, uint8_t *salt,
 		     size_t *saltlen, uint8_t hash[32])
 {
@@ -1836,7 +1852,7 @@ static int trace_read(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, 
 				   " u.captured_realtime_ns AS captured_at_ns,"
 				   " u.received_at, u.payload_kind, u.compression, u.blob_bytes,"
 				   " t.anomaly_name, t.anomaly_signature, t.duration_ns,"
-				   " t.nmethods, t.dropped, t.decoded_at"
+				   " t.nmethods, t.dropped, t.decoded_at, t.index_cut"
 				   " FROM uploads u LEFT JOIN traces t USING (trace_id)"
 				   " LEFT JOIN quarantine q USING (trace_id) WHERE u.trace_id = ?",
 		[RVS_TRACE_TOP_SELF] = "SELECT self_rank AS rank, method, calls, self_ns, incl_ns"
@@ -1891,7 +1907,8 @@ static int sig_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 }
 
 /* Reads the totals migration 5's triggers maintain: no scan of traces. */
-static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, void *arg)
+static int signatures_read(struct rvs_store *s, int64_t offset, int64_t limit, rvs_row_fn cb,
+			   void *arg)
 {
 	struct sig_read x = {.cb = cb, .arg = arg};
 	sqlite3_stmt *st = NULL;
@@ -1902,7 +1919,7 @@ static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, vo
 		return -EIO;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT signature, traces, chain FROM signatures"
-			       " ORDER BY traces DESC, signature LIMIT ?",
+			       " ORDER BY traces DESC, signature LIMIT ? OFFSET ?",
 			       -1, &st, NULL) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db,
 			       "SELECT week * 604800 AS week_start, app_version, traces"
@@ -1910,6 +1927,7 @@ static int signatures_read(struct rvs_store *s, int64_t limit, rvs_row_fn cb, vo
 			       " ORDER BY week DESC, app_version LIMIT 200",
 			       -1, &x.counts, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, limit);
+		sqlite3_bind_int64(st, 2, offset);
 		rc = rvs_sqlite_rows_out(st, 0, sig_row, &x, NULL);
 	}
 	sqlite3_finalize(x.counts);
@@ -2250,7 +2268,7 @@ static int audit_add(struct rvs_store *s, int64_t at, const char *actor, const c
 		      bind_audit, &a);
 }
 
-static int audit_list(struct rvs_store *s, size_t max,
+static int audit_list(struct rvs_store *s, const struct rvs_audit_filter *f,
 		      int (*cb)(void *arg, const struct rvs_audit_row *r), void *arg)
 {
 	sqlite3 *db;
@@ -2261,10 +2279,18 @@ static int audit_list(struct rvs_store *s, size_t max,
 		return -EIO;
 	rc = sqlite3_prepare_v2(db,
 				"SELECT id, at, actor, action, target, detail FROM audit_log"
-				" ORDER BY id DESC LIMIT ?",
+				" WHERE (?1 IS NULL OR actor = ?1) AND (?2 IS NULL OR action = ?2)"
+				" AND (?3 IS NULL OR at >= ?3) AND (?4 IS NULL OR at < ?4)"
+				" AND (?5 IS NULL OR id < ?5)"
+				" ORDER BY id DESC LIMIT ?6",
 				-1, &st, NULL);
 	if (rc == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, (int64_t)max);
+		rvs_sqlite_bind_opt_text(st, 1, f->actor);
+		rvs_sqlite_bind_opt_text(st, 2, f->action);
+		rvs_sqlite_bind_opt_i64(st, 3, f->has_since, f->since);
+		rvs_sqlite_bind_opt_i64(st, 4, f->has_until, f->until);
+		rvs_sqlite_bind_opt_i64(st, 5, f->before_id > 0, f->before_id);
+		sqlite3_bind_int64(st, 6, (int64_t)f->limit);
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 			struct rvs_audit_row r = {
 				sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
@@ -2473,6 +2499,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.session_get = session_get,
 	.session_put = session_put,
 	.session_delete = session_delete,
+	.sessions_delete_user = sessions_delete_user,
 	.admin_get = admin_get,
 	.method_alert_put = method_alert_put,
 	.method_alert_get = method_alert_get,

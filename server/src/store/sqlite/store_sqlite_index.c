@@ -187,10 +187,10 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	rc = prep(l,
 		  "INSERT INTO traces (trace_id, app_id, app_version, model, os_build,"
 		  " anomaly_kind, severity, captured_at_ns, received_at, anomaly_name, duration_ns,"
-		  " nmethods, dropped, decoded_at, device_id)"
+		  " nmethods, dropped, decoded_at, device_id, index_cut)"
 		  " SELECT trace_id, app_id, app_version, model, os_build, anomaly_kind, severity,"
-		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6, device_id FROM uploads"
-		  " WHERE trace_id = ?1",
+		  " captured_realtime_ns, received_at, ?2, ?3, ?4, ?5, ?6, device_id, ?7"
+		  " FROM uploads WHERE trace_id = ?1",
 		  &st);
 	if (rc)
 		return rc;
@@ -200,6 +200,7 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	rvs_sqlite_bind_opt_i64(st, 4, v->nmethods >= 0, v->nmethods);
 	rvs_sqlite_bind_opt_i64(st, 5, v->dropped >= 0, v->dropped);
 	sqlite3_bind_int64(st, 6, v->decoded_at);
+	rvs_sqlite_bind_opt_text(st, 7, v->index_cut);
 	rc = rvs_sqlite_step_done(st);
 	if (!rc && sqlite3_changes(l->db) != 1)
 		rc = SQLITE_NOTFOUND;
@@ -248,7 +249,7 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 	if (v->agg) {
 		struct rvs_agg_rows rows;
 		assert(v->agg_build && v->agg_release);
-		if (v->agg_build(v->agg, &rows))
+		if (v->agg_build(v->agg, v->agg_max_nodes, &rows))
 			return SQLITE_NOMEM;
 		rc = rvs_sqlite_agg_write(l->db, v->trace_id, &rows);
 		v->agg_release(&rows);
