@@ -44,6 +44,7 @@
 #define SEARCH_MAX_ROWS	 400000
 #define SEARCH_MAX_MS	 400
 #define CHAIN_MAX_FRAMES 1024 /* decode.c stores at most 513 per chain */
+#define SEARCH_PATHS_MAX 64   /* distinct matched paths per trace (it stores 11 chains) */
 #define WEEK		 604800
 #define WEEKS_DEFAULT	 8
 #define WEEKS_MAX	 52
@@ -312,7 +313,8 @@ static int on_issue(void *arg, int part, const struct rvs_issue_row *r)
 	assert(part == RVS_ISSUE_ROW);
 	close_issue(d);
 	memset(d->counts, 0, sizeof d->counts);
-	o = json_pack("{s:o,s:I,s:I,s:f,s:f,s:I,s:I}", "issue", rvs_json_str(r->issue), "traces",
+	o = json_pack("{s:o,s:o,s:I,s:I,s:f,s:f,s:I,s:I}", "issue", rvs_json_str(r->issue),
+		      "app_id", r->app ? rvs_json_str(r->app) : json_null(), "traces",
 		      (json_int_t)r->traces, "devices", (json_int_t)r->devices, "severity",
 		      r->severity, "impact", r->impact, "first_seen", (json_int_t)r->first_seen,
 		      "last_seen", (json_int_t)r->last_seen);
@@ -388,7 +390,13 @@ struct search {
 	char needle[RVS_PAT_NAME_MAX + 2]; /* the store's prefilter */
 	int64_t limit, n;
 	json_t *hits;
-	char last_trace[40]; /* the previous hit's trace: one hit per trace in a run */
+	/* The previous hit's trace and, for chains, the matched call paths
+	 * (the chain through the match's last frame) it was hit with: one hit
+	 * per trace and matched path in a run of its rows, so a method called
+	 * from several places shows every caller. */
+	char last_trace[40];
+	uint64_t paths[SEARCH_PATHS_MAX];
+	size_t npaths;
 	int64_t last_rowid;
 	/* The scan's budget (search_scan's chunk callback): the chunk [lo, hi)
 	 * being read, the last row it handed over, rows counted per chunk. */
@@ -396,6 +404,29 @@ struct search {
 	unsigned k;
 	int started, full, partial;
 };
+
+/* FNV-1a of p[0..n). */
+static uint64_t fnv1a(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* 1 when this trace already has a hit with the matched path of hash h
+ * (else remembers it; a trace with more distinct paths than the set holds
+ * gets no more hits). */
+static int seen_path(struct search *s, uint64_t h)
+{
+	for (size_t i = 0; i < s->npaths; i++)
+		if (s->paths[i] == h)
+			return 1;
+	if (s->npaths == SEARCH_PATHS_MAX)
+		return 1;
+	s->paths[s->npaths++] = h;
+	return 0;
+}
 
 /* The hit of a row (a chain or method row) when it matches: appended to
  * s->hits.  0, or 1 when the hit is one past the limit (not appended). */
@@ -407,8 +438,9 @@ static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 	const char *frames[CHAIN_MAX_FRAMES];
 	size_t lens[CHAIN_MAX_FRAMES], nf = 0, from = 0, to = 1;
 	json_t *o, *fr;
+	int same = tid && strcmp(tid, s->last_trace) == 0;
 
-	if (!tid || !text || strcmp(tid, s->last_trace) == 0)
+	if (!tid || !text || (same && s->mode != MODE_CHAIN))
 		return 0;
 	if (s->mode == MODE_CHAIN) {
 		for (const char *p = text; *p && nf < CHAIN_MAX_FRAMES;) {
@@ -418,6 +450,12 @@ static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 			p += l + (p[l] == ';');
 		}
 		if (!rvs_chain_match(&s->pat, frames, lens, nf, &from, &to))
+			return 0;
+		/* The same trace's other chains through this path add nothing. */
+		assert(to >= 1 && to <= nf);
+		if (!same)
+			s->npaths = 0;
+		if (seen_path(s, fnv1a(text, (size_t)(frames[to - 1] + lens[to - 1] - text))))
 			return 0;
 	} else {
 		frames[0] = text;
