@@ -44,7 +44,8 @@
 #define SEARCH_MAX_ROWS	 400000
 #define SEARCH_MAX_MS	 400
 #define CHAIN_MAX_FRAMES 1024 /* decode.c stores at most 513 per chain */
-#define SEARCH_PATHS_MAX 64   /* distinct matched paths per trace (it stores 11 chains) */
+#define SEARCH_TAKEN_SLOTS 2048 /* > 2 × the most hits a page has */
+_Static_assert(SEARCH_TAKEN_SLOTS > 2 * (LIST_MAX + 1), "the taken set stays half empty");
 #define WEEK		 604800
 #define WEEKS_DEFAULT	 8
 #define WEEKS_MAX	 52
@@ -390,13 +391,12 @@ struct search {
 	char needle[RVS_PAT_NAME_MAX + 2]; /* the store's prefilter */
 	int64_t limit, n;
 	json_t *hits;
-	/* The previous hit's trace and, for chains, the matched call paths
-	 * (the chain through the match's last frame) it was hit with: one hit
-	 * per trace and matched path in a run of its rows, so a method called
-	 * from several places shows every caller. */
-	char last_trace[40];
-	uint64_t paths[SEARCH_PATHS_MAX];
-	size_t npaths;
+	/* The hits of this page, as hashes of their trace id and (chains)
+	 * the matched call path — the chain through the match's last frame:
+	 * one hit per trace and matched path, so a method called from several
+	 * places shows every caller, and a path stored twice (the anomaly
+	 * chain and a top chain) once.  Open addressing, 0 = empty. */
+	uint64_t taken[SEARCH_TAKEN_SLOTS];
 	int64_t last_rowid;
 	/* The scan's budget (search_scan's chunk callback): the chunk [lo, hi)
 	 * being read, the last row it handed over, rows counted per chunk. */
@@ -405,26 +405,24 @@ struct search {
 	int started, full, partial;
 };
 
-/* FNV-1a of p[0..n). */
-static uint64_t fnv1a(const char *p, size_t n)
+/* FNV-1a of p[0..n), continuing from h. */
+static uint64_t fnv1a(uint64_t h, const char *p, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
 	return h;
 }
 
-/* 1 when this trace already has a hit with the matched path of hash h
- * (else remembers it; a trace with more distinct paths than the set holds
- * gets no more hits). */
-static int seen_path(struct search *s, uint64_t h)
+/* 1 when this page already has a hit of key h, else remembers it (the
+ * table holds more slots than a page has hits). */
+static int taken(struct search *s, uint64_t h)
 {
-	for (size_t i = 0; i < s->npaths; i++)
-		if (s->paths[i] == h)
+	size_t i;
+	h |= 1; /* never the empty slot */
+	for (i = h % SEARCH_TAKEN_SLOTS; s->taken[i]; i = (i + 1) % SEARCH_TAKEN_SLOTS)
+		if (s->taken[i] == h)
 			return 1;
-	if (s->npaths == SEARCH_PATHS_MAX)
-		return 1;
-	s->paths[s->npaths++] = h;
+	s->taken[i] = h;
 	return 0;
 }
 
@@ -437,11 +435,12 @@ static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 		cols[HIT_NCOLS + 3].type == RVS_COL_TEXT ? cols[HIT_NCOLS + 3].text : NULL;
 	const char *frames[CHAIN_MAX_FRAMES];
 	size_t lens[CHAIN_MAX_FRAMES], nf = 0, from = 0, to = 1;
+	uint64_t key;
 	json_t *o, *fr;
-	int same = tid && strcmp(tid, s->last_trace) == 0;
 
-	if (!tid || !text || (same && s->mode != MODE_CHAIN))
+	if (!tid || !text)
 		return 0;
+	key = fnv1a(0xcbf29ce484222325ull, tid, strlen(tid) + 1);
 	if (s->mode == MODE_CHAIN) {
 		for (const char *p = text; *p && nf < CHAIN_MAX_FRAMES;) {
 			size_t l = strcspn(p, ";");
@@ -451,17 +450,16 @@ static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 		}
 		if (!rvs_chain_match(&s->pat, frames, lens, nf, &from, &to))
 			return 0;
-		/* The same trace's other chains through this path add nothing. */
+		/* The trace's other chains through this path add nothing. */
 		assert(to >= 1 && to <= nf);
-		if (!same)
-			s->npaths = 0;
-		if (seen_path(s, fnv1a(text, (size_t)(frames[to - 1] + lens[to - 1] - text))))
-			return 0;
+		key = fnv1a(key, text, (size_t)(frames[to - 1] + lens[to - 1] - text));
 	} else {
 		frames[0] = text;
 		lens[0] = strlen(text);
 		nf = 1;
 	}
+	if (taken(s, key))
+		return 0;
 	if (s->n == s->limit)
 		return 1;
 	o = json_object();
@@ -477,7 +475,6 @@ static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 	json_object_set_new(o, "frames", fr);
 	json_object_set_new(o, "match", json_pack("[I,I]", (json_int_t)from, (json_int_t)to));
 	json_array_append_new(s->hits, o);
-	snprintf(s->last_trace, sizeof s->last_trace, "%s", tid);
 	s->last_rowid = cols[HIT_NCOLS].i;
 	s->n++;
 	return 0;
