@@ -9,7 +9,9 @@
  * matching traces; both inside one read snapshot.  No SQL here: every
  * request value is bound as a parameter by the store; every string reaches
  * JSON through jansson (invalid UTF-8 as '?').  Per-trace means are integer
- * nanoseconds, rounded to nearest.
+ * nanoseconds, rounded to nearest, over the traces of the row's app (its
+ * root's count), never over a set of several apps.  The callers view is
+ * the same read, summed per (app, caller) and (app, callee) of a method.
  */
 #include "api/aggregate.h"
 #include "base/json.h"
