@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -202,6 +203,7 @@ static CURL *g_curl;
 /* Each device slot's current enrolment, its uploads, and its number. */
 static char g_tok[NDEVICES][160];
 static int g_used[NDEVICES], g_rdev[NDEVICES], g_enrolled;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* g_enrolled */
 
 struct body {
 	char *p;
@@ -221,33 +223,45 @@ static size_t grow(char *p, size_t sz, size_t n, void *u)
 	return sz * n;
 }
 
-/* A request on the one kept-alive connection; the body (malloc'd) and code. */
-static long request(const char *method, const char *path, const char *token, const void *body,
-		    size_t len, struct body *out)
+/* A request on curl handle h (its kept-alive connection); the body
+ * (malloc'd) into out; the HTTP code, or -1 when curl failed.  No cmocka
+ * assertion: the upload workers call it from their threads. */
+static long request_on(CURL *h, const char *method, const char *path, const char *token,
+		       const void *body, size_t len, struct body *out)
 {
-	struct curl_slist *h = NULL;
+	struct curl_slist *hd = NULL;
 	char auth[256];
 	long code = 0;
 
 	memset(out, 0, sizeof *out);
-	curl_easy_reset(g_curl);
-	rvsb_curl(&g_b, g_curl, path);
-	curl_easy_setopt(g_curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_reset(h);
+	rvsb_curl(&g_b, h, path);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	if (token) {
 		snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-		h = curl_slist_append(h, auth);
+		hd = curl_slist_append(hd, auth);
 	}
-	h = curl_slist_append(h, "Expect:");
-	curl_easy_setopt(g_curl, CURLOPT_HTTPHEADER, h);
+	hd = curl_slist_append(hd, "Expect:");
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
 	if (body) {
-		curl_easy_setopt(g_curl, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(g_curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	}
-	curl_easy_setopt(g_curl, CURLOPT_WRITEFUNCTION, grow);
-	curl_easy_setopt(g_curl, CURLOPT_WRITEDATA, out);
-	assert_int_equal(curl_easy_perform(g_curl), CURLE_OK);
-	curl_easy_getinfo(g_curl, CURLINFO_RESPONSE_CODE, &code);
-	curl_slist_free_all(h);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, grow);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+	if (curl_easy_perform(h) != CURLE_OK)
+		code = -1;
+	else
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_slist_free_all(hd);
+	return code;
+}
+
+static long request(const char *method, const char *path, const char *token, const void *body,
+		    size_t len, struct body *out)
+{
+	long code = request_on(g_curl, method, path, token, body, len, out);
+	assert_true(code > 0);
 	return code;
 }
 
@@ -284,36 +298,48 @@ static const char *enc(const char *x)
 	return out;
 }
 
-static void enroll(int d)
+/* Enrols a device of slot d's model as the slot's current device, on
+ * curl handle h.  0 or -1 (printed). */
+static int enroll(CURL *h, int d)
 {
 	Rearview__EnrollRequest q = REARVIEW__ENROLL_REQUEST__INIT;
 	Rearview__DeviceInfo di = REARVIEW__DEVICE_INFO__INIT;
 	Rearview__EnrollResponse *er;
 	uint8_t small[512];
 	struct body b;
+	long code;
 	size_t n;
 
 	di.model = (char *)MODELS[d % NMODELS];
 	q.enrollment_secret = g_b.secret;
 	q.device = &di;
 	n = rearview__enroll_request__pack(&q, small);
-	assert_int_equal(request("POST", "/v1/enroll", NULL, small, n, &b), 200);
-	er = rearview__enroll_response__unpack(NULL, b.n, (const uint8_t *)b.p);
-	assert_non_null(er);
+	code = request_on(h, "POST", "/v1/enroll", NULL, small, n, &b);
+	er = code == 200 ? rearview__enroll_response__unpack(NULL, b.n, (const uint8_t *)b.p) : NULL;
+	if (!er) {
+		fprintf(stderr, "oracle: enrol: %ld\n", code);
+		free(b.p);
+		return -1;
+	}
 	snprintf(g_tok[d], sizeof g_tok[d], "%s", er->device_token);
 	g_used[d] = 0;
+	pthread_mutex_lock(&g_mu);
 	g_rdev[d] = g_enrolled++;
+	pthread_mutex_unlock(&g_mu);
 	rearview__enroll_response__free_unpacked(er, NULL);
 	free(b.p);
+	return 0;
 }
 
-static void upload(struct trace *tr, int i)
+/* Uploads trace i on curl handle h from its slot's device (only this
+ * worker uses the slot); tr->id from the acknowledgement.  0 or -1. */
+static int upload(CURL *h, struct trace *tr, int i)
 {
 	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
 	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
 	Rearview__DeviceInfo d = REARVIEW__DEVICE_INFO__INIT;
 	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
-	Rearview__UploadAck *ack;
+	Rearview__UploadAck *ack = NULL;
 	uint8_t id[16] = {0x0a};
 	uint8_t *body;
 	struct body b;
@@ -322,8 +348,8 @@ static void upload(struct trace *tr, int i)
 	size_t n;
 
 	/* The server holds each device to the policy's weekly quota. */
-	if (g_used[tr->dev] == PER_DEV)
-		enroll(tr->dev);
+	if (g_used[tr->dev] == PER_DEV && enroll(h, tr->dev))
+		return -1;
 	g_used[tr->dev]++;
 	tr->rdev = g_rdev[tr->dev];
 	capture(tr, i, &cb);
@@ -346,20 +372,49 @@ static void upload(struct trace *tr, int i)
 	e.payload_size = cb.len;
 	n = rearview__upload_envelope__get_packed_size(&e);
 	body = malloc(n);
-	assert_non_null(body);
-	rearview__upload_envelope__pack(&e, body);
-	code = request("POST", "/v1/uploads", g_tok[tr->dev], body, n, &b);
-	if (code != 200)
-		fprintf(stderr, "upload %d: %ld %.*s\n", i, code, (int)b.n, b.p ? b.p : "");
-	assert_int_equal(code, 200);
-	ack = rearview__upload_ack__unpack(NULL, b.n, (const uint8_t *)b.p);
-	assert_non_null(ack);
-	assert_true(ack->trace_id && ack->trace_id[0]);
-	snprintf(tr->id, sizeof tr->id, "%s", ack->trace_id);
-	rearview__upload_ack__free_unpacked(ack, NULL);
-	free(b.p);
+	if (body) {
+		rearview__upload_envelope__pack(&e, body);
+		code = request_on(h, "POST", "/v1/uploads", g_tok[tr->dev], body, n, &b);
+		if (code != 200)
+			fprintf(stderr, "oracle: upload %d: %ld %.*s\n", i, code, (int)b.n,
+				b.p ? b.p : "");
+		else
+			ack = rearview__upload_ack__unpack(NULL, b.n, (const uint8_t *)b.p);
+		free(b.p);
+	}
+	if (ack && ack->trace_id)
+		snprintf(tr->id, sizeof tr->id, "%s", ack->trace_id);
+	if (ack)
+		rearview__upload_ack__free_unpacked(ack, NULL);
 	free(body);
 	free(cb.b);
+	return tr->id[0] ? 0 : -1;
+}
+
+/* Upload workers: worker w sends the traces whose device slot is w modulo
+ * UPLOADERS (so a slot's enrolments and quota are one thread's), in
+ * order, on its own connection; concurrent requests share the server's
+ * group commits. */
+#define UPLOADERS 4
+
+struct worker {
+	pthread_t th;
+	int w, failed;
+};
+
+static void *upload_worker(void *arg)
+{
+	struct worker *wk = arg;
+	CURL *h = curl_easy_init();
+
+	wk->failed = !h;
+	for (int d = wk->w; h && d < NDEVICES && !wk->failed; d += UPLOADERS)
+		wk->failed = enroll(h, d) != 0;
+	for (int i = 0; h && i < g_n && !wk->failed; i++)
+		if (g_t[i].dev % UPLOADERS == wk->w)
+			wk->failed = upload(h, &g_t[i], i) != 0;
+	curl_easy_cleanup(h);
+	return NULL;
 }
 
 static int group_setup(void **state)
@@ -379,11 +434,23 @@ static int group_setup(void **state)
 	g_t = calloc((size_t)g_n, sizeof *g_t);
 	if (!g_t)
 		return -1;
-	for (int d = 0; d < NDEVICES; d++)
-		enroll(d);
-	for (int i = 0; i < g_n; i++) {
+	for (int i = 0; i < g_n; i++)
 		gen(&g_t[i], i);
-		upload(&g_t[i], i);
+	{
+		struct worker wk[UPLOADERS];
+		int failed = 0;
+		for (int w = 0; w < UPLOADERS; w++) {
+			wk[w].w = w;
+			wk[w].failed = 0;
+			if (pthread_create(&wk[w].th, NULL, upload_worker, &wk[w]))
+				return -1;
+		}
+		for (int w = 0; w < UPLOADERS; w++) {
+			pthread_join(wk[w].th, NULL);
+			failed |= wk[w].failed;
+		}
+		if (failed)
+			return -1;
 	}
 	/* Until every trace is decoded with its aggregates (bounded). */
 	until = rvsb_now() + 120 + g_n / 20.0;
