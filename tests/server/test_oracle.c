@@ -75,7 +75,7 @@ struct call {
 
 struct trace {
 	int app, ver, model, dev, kind, sev;
-	int rdev; /* the enrolled device that uploaded it (slot dev's, fresh every PER_DEV) */
+	int rdev;     /* the enrolled device that uploaded it (slot dev's, fresh every PER_DEV) */
 	int n, focus; /* calls (preorder), the call the anomaly is in */
 	struct call c[MAXN];
 	char id[64]; /* the server's trace id (from the acknowledgement) */
@@ -315,7 +315,8 @@ static int enroll(CURL *h, int d)
 	q.device = &di;
 	n = rearview__enroll_request__pack(&q, small);
 	code = request_on(h, "POST", "/v1/enroll", NULL, small, n, &b);
-	er = code == 200 ? rearview__enroll_response__unpack(NULL, b.n, (const uint8_t *)b.p) : NULL;
+	er = code == 200 ? rearview__enroll_response__unpack(NULL, b.n, (const uint8_t *)b.p)
+			 : NULL;
 	if (!er) {
 		fprintf(stderr, "oracle: enrol: %ld\n", code);
 		free(b.p);
@@ -424,7 +425,7 @@ static int group_setup(void **state)
 	double until;
 
 	(void)state;
-	g_n = env ? atoi(env) : 240;
+	g_n = env ? (int)strtol(env, NULL, 10) : 240;
 	if (g_n < 10)
 		g_n = 10;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -549,13 +550,13 @@ static const char *sval(json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
-#define EXPECT_EQ(what, got, want)                                                              \
-	do {                                                                                    \
-		long long g_ = (long long)(got), w_ = (long long)(want);                        \
-		if (g_ != w_) {                                                                 \
+#define EXPECT_EQ(what, got, want)                                                                \
+	do {                                                                                      \
+		long long g_ = (long long)(got), w_ = (long long)(want);                          \
+		if (g_ != w_) {                                                                   \
 			fprintf(stderr, "oracle: %s: server %lld, recount %lld\n", what, g_, w_); \
-			fail();                                                                 \
-		}                                                                               \
+			fail();                                                                   \
+		}                                                                                 \
 	} while (0)
 
 typedef int (*pick_fn)(const struct trace *t, const void *arg);
@@ -606,7 +607,8 @@ static char (*node_keys(json_t *nodes))[600]
 		}
 		for (size_t j = i; j-- > 0;)
 			if (ids[j] == parent) {
-				snprintf(keys[i], sizeof keys[i], "%s%s;", keys[j], sval(o, "method"));
+				snprintf(keys[i], sizeof keys[i], "%s%s;", keys[j],
+					 sval(o, "method"));
 				break;
 			}
 		assert_true(keys[i][0]);
@@ -742,7 +744,8 @@ static void test_oracle_every_trace_decoded_and_listed(void **state)
 			want += g_t[i].app == a;
 		do {
 			json_t *doc = api("/api/v1/traces?app=%s&limit=500%s%s", APPS[a],
-					  cursor[0] ? "&cursor=" : "", cursor), *v;
+					  cursor[0] ? "&cursor=" : "", cursor),
+			       *v;
 			size_t k;
 			json_array_foreach(json_object_get(doc, "traces"), k, v)
 			{
@@ -761,8 +764,7 @@ static void test_oracle_every_trace_decoded_and_listed(void **state)
 			}
 			cursor[0] = '\0';
 			if (json_is_string(json_object_get(doc, "next_cursor")))
-				snprintf(cursor, sizeof cursor, "%s",
-					 sval(doc, "next_cursor"));
+				snprintf(cursor, sizeof cursor, "%s", sval(doc, "next_cursor"));
 			json_decref(doc);
 		} while (cursor[0]);
 		EXPECT_EQ("traces listed per app", got, want);
@@ -771,7 +773,8 @@ static void test_oracle_every_trace_decoded_and_listed(void **state)
 
 static int cmp_duration(const void *x, const void *y)
 {
-	const struct trace *a = *(const struct trace *const *)x, *b = *(const struct trace *const *)y;
+	const struct trace *a = *(const struct trace *const *)x,
+			   *b = *(const struct trace *const *)y;
 	return (a->c[0].incl < b->c[0].incl) - (a->c[0].incl > b->c[0].incl);
 }
 
@@ -900,7 +903,8 @@ static void test_oracle_diff_between_versions(void **state)
 			size_t both = tb[0].n;
 			for (size_t i = 0; i < tb[1].n; i++)
 				both += !find(&tb[0], tb[1].v[i].key);
-			EXPECT_EQ("diff nodes", json_array_size(json_object_get(doc, "nodes")), both);
+			EXPECT_EQ("diff nodes", json_array_size(json_object_get(doc, "nodes")),
+				  both);
 		}
 		free(keys);
 		free(tb[0].v);
@@ -1026,7 +1030,8 @@ static int pick_app_model(const struct trace *t, const void *arg)
 
 static void test_oracle_method_page_per_version_and_model(void **state)
 {
-	int64_t *self = calloc((size_t)g_n, sizeof *self), *incl = calloc((size_t)g_n, sizeof *incl);
+	int64_t *self = calloc((size_t)g_n, sizeof *self),
+		*incl = calloc((size_t)g_n, sizeof *incl);
 	const int ms[] = {M_MEASURE, M_PARSE};
 
 	assert_non_null(self);
@@ -1144,11 +1149,13 @@ static void search_compare(const char *query, const char *const *el, int nel, in
 		json_array_foreach(json_object_get(doc, "hits"), k, v)
 		{
 			json_t *fr = json_object_get(v, "frames");
-			json_int_t to = json_integer_value(json_array_get(json_object_get(v, "match"), 1));
+			json_int_t to =
+				json_integer_value(json_array_get(json_object_get(v, "match"), 1));
 			size_t len = (size_t)snprintf(key, sizeof key, "%s|", sval(v, "trace_id"));
 			for (json_int_t f = 0; f < to; f++)
-				len += (size_t)snprintf(key + len, sizeof key - len, "%s;",
-							json_string_value(json_array_get(fr, (size_t)f)));
+				len += (size_t)snprintf(
+					key + len, sizeof key - len, "%s;",
+					json_string_value(json_array_get(fr, (size_t)f)));
 			/* Once a page (a trace whose rows straddle a page boundary
 			 * may show on both: API.md). */
 			if (find(&page, key)) {
@@ -1158,7 +1165,8 @@ static void search_compare(const char *query, const char *const *el, int nel, in
 			get(&page, key)->traces = 1;
 			get(&got, key)->traces = 1;
 			if (!find(&want, key)) {
-				fprintf(stderr, "oracle: search %s: unexpected hit %s\n", query, key);
+				fprintf(stderr, "oracle: search %s: unexpected hit %s\n", query,
+					key);
 				fail();
 			}
 		}
@@ -1170,7 +1178,8 @@ static void search_compare(const char *query, const char *const *el, int nel, in
 	} while (cursor[0]);
 	for (size_t i = 0; i < want.n; i++)
 		if (!find(&got, want.v[i].key)) {
-			fprintf(stderr, "oracle: search %s: missing hit %s\n", query, want.v[i].key);
+			fprintf(stderr, "oracle: search %s: missing hit %s\n", query,
+				want.v[i].key);
 			fail();
 		}
 	fprintf(stderr, "oracle: search %s%s: %zu hits\n", query, app >= 0 ? " (one app)" : "",
@@ -1350,8 +1359,8 @@ static void test_oracle_regressions_medians_and_counts(void **state)
 					 json_number_value(json_object_get(st, s ? "mean_b_ns"
 										 : "mean_a_ns")),
 					 sum / (double)n[s]);
-				snprintf(what, sizeof what, "regressions %s %s median_%c", METHODS[m],
-					 w ? "incl" : "self", 'a' + s);
+				snprintf(what, sizeof what, "regressions %s %s median_%c",
+					 METHODS[m], w ? "incl" : "self", 'a' + s);
 				close_to(what,
 					 json_number_value(json_object_get(st, s ? "median_b_ns"
 										 : "median_a_ns")),

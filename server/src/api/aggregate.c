@@ -143,7 +143,7 @@ struct anode {
 	int depth;
 	char *method; /* malloc'd; an app root: its app id */
 	int64_t traces[2], calls[2], self[2], incl[2];
-	uint32_t pidx; /* index of the parent in the preorder array */
+	uint32_t pidx;	       /* index of the parent in the preorder array */
 	int64_t app_traces[2]; /* its app root's traces: what its means divide by */
 };
 
@@ -546,12 +546,10 @@ static void side_members(json_t *o, const int64_t *den, int nsides, const int64_
 		}
 	}
 	if (nsides == 2) {
-		json_object_set_new(
-			o, "self_delta_ns",
-			json_integer(mean(self[1], den[1]) - mean(self[0], den[0])));
-		json_object_set_new(
-			o, "incl_delta_ns",
-			json_integer(mean(incl[1], den[1]) - mean(incl[0], den[0])));
+		json_object_set_new(o, "self_delta_ns",
+				    json_integer(mean(self[1], den[1]) - mean(self[0], den[0])));
+		json_object_set_new(o, "incl_delta_ns",
+				    json_integer(mean(incl[1], den[1]) - mean(incl[0], den[0])));
 	}
 }
 
@@ -684,14 +682,15 @@ static json_t *cc_rows(const struct cc *v, size_t n)
 	json_t *rows = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(
-			rows, json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "app_id",
-					rvs_json_str(v[i].app), "method",
-					v[i].method ? rvs_json_str(v[i].method) : json_null(),
-					"calls", (json_int_t)v[i].calls, "self_ns",
-					(json_int_t)v[i].self, "incl_ns", (json_int_t)v[i].incl,
-					"self_ns_per_trace", (json_int_t)mean(v[i].self, v[i].app_traces),
-					"incl_ns_per_trace", (json_int_t)mean(v[i].incl, v[i].app_traces),
-					"app_traces", (json_int_t)v[i].app_traces));
+			rows,
+			json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "app_id",
+				  rvs_json_str(v[i].app), "method",
+				  v[i].method ? rvs_json_str(v[i].method) : json_null(), "calls",
+				  (json_int_t)v[i].calls, "self_ns", (json_int_t)v[i].self,
+				  "incl_ns", (json_int_t)v[i].incl, "self_ns_per_trace",
+				  (json_int_t)mean(v[i].self, v[i].app_traces), "incl_ns_per_trace",
+				  (json_int_t)mean(v[i].incl, v[i].app_traces), "app_traces",
+				  (json_int_t)v[i].app_traces));
 	return rows;
 }
 
@@ -729,16 +728,21 @@ static json_t *callers_reply(const struct agg *a, const char *of)
 			continue;
 		app = a->v[root_of(a, (uint32_t)i)].method;
 		incl = nested_in_same(a, i) ? 0 : n->incl[0];
-		up[nu] = (struct cc){app, a->v[n->pidx].parent ? a->v[n->pidx].method : NULL,
-				     n->calls[0], n->self[0], incl, n->app_traces[0]};
+		up[nu] =
+			(struct cc){app,	 a->v[n->pidx].parent ? a->v[n->pidx].method : NULL,
+				    n->calls[0], n->self[0],
+				    incl,	 n->app_traces[0]};
 		tot[nt++] = (struct cc){app, of, n->calls[0], n->self[0], incl, n->app_traces[0]};
 		nu++;
 		/* Its children follow it in preorder, before the next node at
 		 * its depth or above. */
 		for (size_t j = i + 1; j < a->n && a->v[j].depth > n->depth; j++)
 			if (a->v[j].pidx == i)
-				down[nd++] = (struct cc){app, a->v[j].method, a->v[j].calls[0],
-							 a->v[j].self[0], a->v[j].incl[0],
+				down[nd++] = (struct cc){app,
+							 a->v[j].method,
+							 a->v[j].calls[0],
+							 a->v[j].self[0],
+							 a->v[j].incl[0],
 							 a->v[j].app_traces[0]};
 	}
 	nu = cc_merge(up, nu);

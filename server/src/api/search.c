@@ -38,19 +38,19 @@
 
 #include <jansson.h>
 
-#define LIST_DEFAULT	 50
-#define LIST_MAX	 500
-#define SEARCH_CHUNK	 20000
-#define SEARCH_MAX_ROWS	 400000
-#define SEARCH_MAX_MS	 400
-#define CHAIN_MAX_FRAMES 1024 /* decode.c stores at most 513 per chain */
+#define LIST_DEFAULT	   50
+#define LIST_MAX	   500
+#define SEARCH_CHUNK	   20000
+#define SEARCH_MAX_ROWS	   400000
+#define SEARCH_MAX_MS	   400
+#define CHAIN_MAX_FRAMES   1024 /* decode.c stores at most 513 per chain */
 #define SEARCH_TAKEN_SLOTS 2048 /* > 2 × the most hits a page has */
 _Static_assert(SEARCH_TAKEN_SLOTS > 2 * (LIST_MAX + 1), "the taken set stays half empty");
-#define WEEK		 604800
-#define WEEKS_DEFAULT	 8
-#define WEEKS_MAX	 52
-#define ISSUES_DEFAULT	 20
-#define ISSUES_MAX	 100
+#define WEEK	       604800
+#define WEEKS_DEFAULT  8
+#define WEEKS_MAX      52
+#define ISSUES_DEFAULT 20
+#define ISSUES_MAX     100
 
 /* ---- helpers --------------------------------------------------------------- */
 

@@ -147,8 +147,8 @@ static const char EXAMPLE_SQL[] =
 	"SELECT x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"
 	" c.trace_id = x.trace_id AND c.kind = 'anomaly' AND c.rank = 1 WHERE x.seq = $1";
 static const char SIGS_SQL[] =
-	"SELECT DISTINCT t.anomaly_signature COLLATE \"C\" FROM traces t WHERE t.issue = $5"
-	ISSUE_APP " AND t.received_at >= $1" ISSUE_FILTERS
+	"SELECT DISTINCT t.anomaly_signature COLLATE \"C\" FROM traces t WHERE t.issue = "
+	"$5" ISSUE_APP " AND t.received_at >= $1" ISSUE_FILTERS
 	" AND t.anomaly_signature IS NOT NULL ORDER BY 1 LIMIT 64";
 
 /* The example, signature and week rows of issue i of top. */
