@@ -38,19 +38,20 @@
 
 #include <jansson.h>
 
-#define LIST_DEFAULT	   50
-#define LIST_MAX	   500
-#define SEARCH_CHUNK	   20000
-#define SEARCH_MAX_ROWS	   400000
-#define SEARCH_MAX_MS	   400
-#define CHAIN_MAX_FRAMES   1024 /* decode.c stores at most 513 per chain */
-#define SEARCH_TAKEN_SLOTS 2048 /* > 2 × the most hits a page has */
-_Static_assert(SEARCH_TAKEN_SLOTS > 2 * (LIST_MAX + 1), "the taken set stays half empty");
-#define WEEK	       604800
-#define WEEKS_DEFAULT  8
-#define WEEKS_MAX      52
-#define ISSUES_DEFAULT 20
-#define ISSUES_MAX     100
+#define LIST_DEFAULT	 50
+#define LIST_MAX	 500
+#define SEARCH_CHUNK	 20000
+#define SEARCH_MAX_ROWS	 400000
+#define SEARCH_MAX_MS	 400
+#define CHAIN_MAX_FRAMES 1024 /* decode.c stores at most 513 per chain */
+#define TAKEN_SLOTS	 2048 /* > 2 × the most hits a page has */
+#define WEEK		 604800
+#define WEEKS_DEFAULT	 8
+#define WEEKS_MAX	 52
+#define ISSUES_DEFAULT	 20
+#define ISSUES_MAX	 100
+
+_Static_assert(TAKEN_SLOTS > 2 * (LIST_MAX + 1), "the taken set stays half empty");
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -396,7 +397,7 @@ struct search {
 	 * one hit per trace and matched path, so a method called from several
 	 * places shows every caller, and a path stored twice (the anomaly
 	 * chain and a top chain) once.  Open addressing, 0 = empty. */
-	uint64_t taken[SEARCH_TAKEN_SLOTS];
+	uint64_t taken[TAKEN_SLOTS];
 	int64_t last_rowid;
 	/* The scan's budget (search_scan's chunk callback): the chunk [lo, hi)
 	 * being read, the last row it handed over, rows counted per chunk. */
@@ -419,7 +420,7 @@ static int taken(struct search *s, uint64_t h)
 {
 	size_t i;
 	h |= 1; /* never the empty slot */
-	for (i = h % SEARCH_TAKEN_SLOTS; s->taken[i]; i = (i + 1) % SEARCH_TAKEN_SLOTS)
+	for (i = h % TAKEN_SLOTS; s->taken[i]; i = (i + 1) % TAKEN_SLOTS)
 		if (s->taken[i] == h)
 			return 1;
 	s->taken[i] = h;
