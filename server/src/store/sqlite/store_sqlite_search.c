@@ -205,7 +205,7 @@ static int issue_rows(sqlite3_stmt *st, sqlite3_stmt *ex, sqlite3_stmt *sg, sqli
 	if (stop)
 		return stop;
 	sqlite3_bind_text(sg, 1, r.issue, -1, SQLITE_TRANSIENT);
-	rvs_sqlite_bind_opt_text(sg, 7, r.app);
+	sqlite3_bind_text(sg, 7, r.app, -1, SQLITE_TRANSIENT); /* NULL binds NULL */
 	while ((rc = sqlite3_step(sg)) == SQLITE_ROW) {
 		struct rvs_issue_row x = {.signature = (const char *)sqlite3_column_text(sg, 0)};
 		if ((stop = cb(arg, RVS_ISSUE_SIGNATURE, &x)))
@@ -215,7 +215,7 @@ static int issue_rows(sqlite3_stmt *st, sqlite3_stmt *ex, sqlite3_stmt *sg, sqli
 	if (stop)
 		return stop;
 	sqlite3_bind_text(tr, 1, r.issue, -1, SQLITE_TRANSIENT);
-	rvs_sqlite_bind_opt_text(tr, 7, r.app);
+	sqlite3_bind_text(tr, 7, r.app, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(tr)) == SQLITE_ROW) {
 		struct rvs_issue_row x = {.week = sqlite3_column_int64(tr, 0),
 					  .count = sqlite3_column_int64(tr, 1)};
