@@ -295,3 +295,11 @@ $(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags
 	-DRVS_WEB_DIR='"$(WEB_DIR)"' -DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
 $(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd,system))
 $(TBIN)/server/test_regress: | $(BIN)/rearview-server $(WEB_ASSETS)
+
+# The oracle: a random fleet (fixed seed) of synthetic captures with exact
+# durations uploaded to the real server, every fleet figure compared with a
+# recount from the generated call trees (tests/server/test_oracle.c);
+# RVS_ORACLE_TRACES sets its size (240 here; the large run: 10000).
+$(OBJ)/tests/server/test_oracle.o: CPPFLAGS += -Itests/bench -Itests/rvtrace $(call pc,--cflags,jansson)
+$(eval $(call rv_test,server,oracle,$(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVPROTO),-lcurl -ljansson -lm $(RVT_STORE_LIBS) $(PROTOBUF_LIBS),integration pg))
+$(TBIN)/server/test_oracle: | $(BIN)/rearview-server

@@ -1343,6 +1343,23 @@ static void test_web_aggregate_and_diff_pages_draw_the_real_capture(void **state
 	resp_free(&r);
 	get("/methods/rvs_fixture_hot_spin", &r);
 	assert_non_null(strstr(r.body, "href=\"/aggregate?method=rvs_fixture_hot_spin\""));
+	assert_non_null(strstr(r.body, "href=\"/callers?of=rvs_fixture_hot_spin\""));
+	resp_free(&r);
+	/* Who calls the hot loop across the fleet: rvs_fixture_outer, whose
+	 * row links to its own callers; what it calls: nothing. */
+	get("/callers?of=rvs_fixture_hot_spin&app=com.example.agg", &r);
+	assert_int_equal(r.code, 200);
+	{
+		const char *callers = strstr(r.body, "id=\"cc-callers\""),
+			   *callees = strstr(r.body, "id=\"cc-callees\"");
+		assert_non_null(callers);
+		assert_non_null(callees);
+		assert_non_null(strstr(callers, "href=\"/callers?of=rvs_fixture_outer\""));
+		assert_true(strstr(callers, "rvs_fixture_outer") < callees);
+	}
+	resp_free(&r);
+	get("/callers", &r);
+	assert_int_equal(r.code, 200);
 	resp_free(&r);
 	get("/aggregate?sort=self", &r);
 	assert_int_equal(r.code, 400);

@@ -9,7 +9,9 @@
  * matching traces; both inside one read snapshot.  No SQL here: every
  * request value is bound as a parameter by the store; every string reaches
  * JSON through jansson (invalid UTF-8 as '?').  Per-trace means are integer
- * nanoseconds, rounded to nearest.
+ * nanoseconds, rounded to nearest, over the traces of the row's app (its
+ * root's count), never over a set of several apps.  The callers view is
+ * the same read, summed per (app, caller) and (app, callee) of a method.
  */
 #include "api/aggregate.h"
 #include "base/json.h"
@@ -29,7 +31,8 @@
 
 #include "rearview/common.pb-c.h"
 
-#define DAY_S 86400
+#define DAY_S  86400
+#define OF_MAX 4096 /* bytes of the callers' method name */
 
 /* ---- the query's filter ----------------------------------------------------- */
 
@@ -99,6 +102,8 @@ static int parse_query(const char *query, struct filt *sides, int nsides, struct
 				continue;
 			eq = memchr(key, '=', len);
 			klen = eq ? (size_t)(eq - key) : len;
+			if (klen == 2 && !memcmp(key, "of", 2))
+				continue; /* the callers' method, not a filter */
 			if (nsides == 2 && klen > 2 && (key[0] == 'a' || key[0] == 'b') &&
 			    key[1] == '.') {
 				side = key[0] - 'a';
@@ -138,7 +143,8 @@ struct anode {
 	int depth;
 	char *method; /* malloc'd; an app root: its app id */
 	int64_t traces[2], calls[2], self[2], incl[2];
-	uint32_t pidx; /* index of the parent in the preorder array */
+	uint32_t pidx;	       /* index of the parent in the preorder array */
+	int64_t app_traces[2]; /* its app root's traces: what its means divide by */
 };
 
 struct agg {
@@ -287,13 +293,44 @@ static int on_describe(void *arg, int64_t node, int64_t parent, int depth, const
 	return 0;
 }
 
-/* Mean per trace of side s, rounded to nearest. */
-static int64_t per_trace(const struct agg *a, int s, int64_t sum)
+/* sum divided by t, rounded to nearest (0 when t is 0). */
+static int64_t mean(int64_t sum, int64_t t)
 {
-	int64_t t = a->traces[s];
 	if (!t)
 		return 0;
 	return sum >= 0 ? (sum + t / 2) / t : -((-sum + t / 2) / t);
+}
+
+/* Mean per trace of side s over the traces of node n's app, rounded to
+ * nearest: with several apps in the set each app's means are over its own
+ * traces, not over every app's. */
+static int64_t per_trace(const struct anode *n, int s, int64_t sum)
+{
+	return mean(sum, n->app_traces[s]);
+}
+
+/* The node of id, or NULL. */
+static struct anode *agg_find(const struct agg *a, int64_t id)
+{
+	if (!a->nslot)
+		return NULL;
+	for (size_t h = hash_id(id, a->nslot); a->slot[h]; h = (h + 1) & (a->nslot - 1))
+		if (a->v[a->slot[h] - 1].id == id)
+			return &a->v[a->slot[h] - 1];
+	return NULL;
+}
+
+/* Sets every node's app_traces to its root's traces (0 for a node whose
+ * ancestry is not in the set: preorder drops it).  After on_describe. */
+static void set_app_traces(struct agg *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		const struct anode *r = &a->v[i];
+		for (size_t hops = 0; r && r->parent && hops <= a->n; hops++)
+			r = agg_find(a, r->parent);
+		for (int s = 0; s < 2; s++)
+			a->v[i].app_traces[s] = r && !r->parent ? r->traces[s] : 0;
+	}
 }
 
 /* The weight a node is drawn and kept by: its inclusive time per trace,
@@ -302,7 +339,7 @@ static int64_t weight(const struct agg *a, const struct anode *n, int nsides)
 {
 	int64_t w = 0;
 	for (int s = 0; s < nsides; s++)
-		w += per_trace(a, s, n->incl[s]);
+		w += per_trace(n, s, n->incl[s]);
 	return w;
 }
 
@@ -387,17 +424,28 @@ done:
 	return rc;
 }
 
-/* The bottom-up table: per method, self time summed over its paths and
- * inclusive time over the paths with no ancestor of the same method
- * (recursion counted once).  Rows sorted by method. */
+/* The bottom-up table: per app and method, self time summed over its
+ * paths and inclusive time over the paths with no ancestor of the same
+ * method (recursion counted once).  Rows sorted by app, then method. */
 struct bu {
-	const char *method;
+	const char *app, *method;
 	int64_t self[2], incl[2], calls[2];
+	int64_t app_traces[2]; /* what its means divide by */
 };
 
 static int cmp_bu_method(const void *x, const void *y)
 {
-	return strcmp(((const struct bu *)x)->method, ((const struct bu *)y)->method);
+	const struct bu *a = x, *b = y;
+	int c = strcmp(a->app, b->app);
+	return c ? c : strcmp(a->method, b->method);
+}
+
+/* The preorder index of node i's app root. */
+static uint32_t root_of(const struct agg *a, uint32_t i)
+{
+	while (a->v[i].pidx != UINT32_MAX)
+		i = a->v[i].pidx;
+	return i;
 }
 
 static struct bu *bottom_up(const struct agg *a, size_t *nout)
@@ -416,11 +464,13 @@ static struct bu *bottom_up(const struct agg *a, size_t *nout)
 				outer = 0;
 				break;
 			}
+		v[n].app = a->v[root_of(a, (uint32_t)i)].method;
 		v[n].method = nd->method;
 		for (int s = 0; s < 2; s++) {
 			v[n].self[s] = nd->self[s];
 			v[n].calls[s] = nd->calls[s];
 			v[n].incl[s] = outer ? nd->incl[s] : 0;
+			v[n].app_traces[s] = nd->app_traces[s];
 		}
 		n++;
 	}
@@ -428,7 +478,7 @@ static struct bu *bottom_up(const struct agg *a, size_t *nout)
 	*nout = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct bu *o = &v[*nout];
-		if (*nout && !strcmp(v[*nout - 1].method, v[i].method)) {
+		if (*nout && !cmp_bu_method(&v[*nout - 1], &v[i])) {
 			o = &v[*nout - 1];
 			for (int s = 0; s < 2; s++) {
 				o->self[s] += v[i].self[s];
@@ -451,9 +501,9 @@ struct bu_ctx {
 
 static int64_t bu_key(const struct bu_ctx *k, const struct bu *b)
 {
-	int64_t d = per_trace(k->a, 0, b->self[0]);
+	int64_t d = mean(b->self[0], b->app_traces[0]);
 	if (k->nsides == 2) {
-		d = per_trace(k->a, 1, b->self[1]) - d;
+		d = mean(b->self[1], b->app_traces[1]) - d;
 		d = d < 0 ? -d : d;
 	}
 	return d;
@@ -473,7 +523,7 @@ static int cmp_bu_key(const void *x, const void *y, void *p)
 /* The per-side members of a node or bottom-up row into o: one side plain
  * (traces, calls, self_ns, incl_ns and their means), two prefixed a_/b_
  * with the deltas b − a of the means. */
-static void side_members(json_t *o, const struct agg *a, int nsides, const int64_t *traces,
+static void side_members(json_t *o, const int64_t *den, int nsides, const int64_t *traces,
 			 const int64_t *calls, const int64_t *self, const int64_t *incl)
 {
 	static const char *const pre[2] = {"a_", "b_"};
@@ -487,21 +537,19 @@ static void side_members(json_t *o, const struct agg *a, int nsides, const int64
 		snprintf(key, sizeof key, "%scalls", p);
 		json_object_set_new(o, key, json_integer(calls[s]));
 		snprintf(key, sizeof key, "%sself_ns_per_trace", p);
-		json_object_set_new(o, key, json_integer(per_trace(a, s, self[s])));
+		json_object_set_new(o, key, json_integer(mean(self[s], den[s])));
 		snprintf(key, sizeof key, "%sincl_ns_per_trace", p);
-		json_object_set_new(o, key, json_integer(per_trace(a, s, incl[s])));
+		json_object_set_new(o, key, json_integer(mean(incl[s], den[s])));
 		if (nsides == 1) {
 			json_object_set_new(o, "self_ns", json_integer(self[s]));
 			json_object_set_new(o, "incl_ns", json_integer(incl[s]));
 		}
 	}
 	if (nsides == 2) {
-		json_object_set_new(
-			o, "self_delta_ns",
-			json_integer(per_trace(a, 1, self[1]) - per_trace(a, 0, self[0])));
-		json_object_set_new(
-			o, "incl_delta_ns",
-			json_integer(per_trace(a, 1, incl[1]) - per_trace(a, 0, incl[0])));
+		json_object_set_new(o, "self_delta_ns",
+				    json_integer(mean(self[1], den[1]) - mean(self[0], den[0])));
+		json_object_set_new(o, "incl_delta_ns",
+				    json_integer(mean(incl[1], den[1]) - mean(incl[0], den[0])));
 	}
 }
 
@@ -539,13 +587,14 @@ static json_t *reply(const struct agg *a, int nsides)
 		o = json_pack("{s:I,s:I,s:i,s:o}", "node", (json_int_t)nd->id, "parent",
 			      (json_int_t)nd->parent, "depth", nd->depth, "method",
 			      rvs_json_str(nd->method));
-		side_members(o, a, nsides, nd->traces, nd->calls, nd->self, nd->incl);
+		side_members(o, nd->app_traces, nsides, nd->traces, nd->calls, nd->self, nd->incl);
 		json_array_append_new(nodes, o);
 	}
 	qsort_r(b, nb, sizeof *b, cmp_bu_key, &k);
 	for (size_t i = 0; i < nb && i < BOTTOM_UP_ROWS; i++) {
-		json_t *o = json_pack("{s:o}", "method", rvs_json_str(b[i].method));
-		side_members(o, a, nsides, NULL, b[i].calls, b[i].self, b[i].incl);
+		json_t *o = json_pack("{s:o,s:o}", "app_id", rvs_json_str(b[i].app), "method",
+				      rvs_json_str(b[i].method));
+		side_members(o, b[i].app_traces, nsides, NULL, b[i].calls, b[i].self, b[i].incl);
 		json_array_append_new(bus, o);
 	}
 	for (int s = 0; s < nsides; s++) {
@@ -580,8 +629,142 @@ fail:
 	return NULL;
 }
 
-static void run(struct rvs_call *c, int nsides)
+/* ---- callers and callees across the set ---------------------------------- */
+
+/* One row of the callers or callees of the method: per app and the other
+ * method (NULL: the method is a root, no caller). */
+struct cc {
+	const char *app, *method;
+	int64_t calls, self, incl, app_traces;
+};
+
+static int cmp_cc_key(const void *x, const void *y)
 {
+	const struct cc *a = x, *b = y;
+	int c = strcmp(a->app, b->app);
+	if (c || a->method == b->method)
+		return c;
+	if (!a->method || !b->method)
+		return a->method ? 1 : -1;
+	return strcmp(a->method, b->method);
+}
+
+static int cmp_cc_incl(const void *x, const void *y)
+{
+	const struct cc *a = x, *b = y;
+	int64_t ka = mean(a->incl, a->app_traces), kb = mean(b->incl, b->app_traces);
+	if (ka != kb)
+		return ka > kb ? -1 : 1;
+	return cmp_cc_key(x, y);
+}
+
+/* v[0..n) summed by key (app, method), heaviest per trace first; the
+ * number of rows left. */
+static size_t cc_merge(struct cc *v, size_t n)
+{
+	size_t k = 0;
+	qsort(v, n, sizeof *v, cmp_cc_key);
+	for (size_t i = 0; i < n; i++) {
+		if (k && !cmp_cc_key(&v[k - 1], &v[i])) {
+			v[k - 1].calls += v[i].calls;
+			v[k - 1].self += v[i].self;
+			v[k - 1].incl += v[i].incl;
+			continue;
+		}
+		v[k++] = v[i];
+	}
+	qsort(v, k, sizeof *v, cmp_cc_incl);
+	return k;
+}
+
+static json_t *cc_rows(const struct cc *v, size_t n)
+{
+	json_t *rows = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(
+			rows,
+			json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "app_id",
+				  rvs_json_str(v[i].app), "method",
+				  v[i].method ? rvs_json_str(v[i].method) : json_null(), "calls",
+				  (json_int_t)v[i].calls, "self_ns", (json_int_t)v[i].self,
+				  "incl_ns", (json_int_t)v[i].incl, "self_ns_per_trace",
+				  (json_int_t)mean(v[i].self, v[i].app_traces), "incl_ns_per_trace",
+				  (json_int_t)mean(v[i].incl, v[i].app_traces), "app_traces",
+				  (json_int_t)v[i].app_traces));
+	return rows;
+}
+
+/* 1 when node i has an ancestor running the same method (its inclusive
+ * time is inside that ancestor's: recursion counted once). */
+static int nested_in_same(const struct agg *a, size_t i)
+{
+	const struct anode *nd = &a->v[i];
+	for (uint32_t p = nd->pidx; p != UINT32_MAX && a->v[p].parent; p = a->v[p].pidx)
+		if (!strcmp(a->v[p].method, nd->method))
+			return 1;
+	return 0;
+}
+
+/* The callers and callees of method `of` over the preordered set a (every
+ * path of it, so over every trace's call tree the set keeps): `callers`
+ * the method's time split by the frame that called it, `callees` the
+ * inclusive time of what it called, split by callee, `apps` its totals per
+ * app.  Inclusive time counts a recursive method once (its outermost
+ * paths).  NULL on out of memory. */
+static json_t *callers_reply(const struct agg *a, const char *of)
+{
+	struct cc *up = calloc(a->n + 1, sizeof *up), *down = calloc(a->n + 1, sizeof *down),
+		  *tot = calloc(a->n + 1, sizeof *tot);
+	size_t nu = 0, nd = 0, nt = 0;
+	json_t *doc = NULL;
+
+	if (!up || !down || !tot)
+		goto out;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct anode *n = &a->v[i];
+		const char *app;
+		int64_t incl;
+		if (!n->parent || strcmp(n->method, of))
+			continue;
+		app = a->v[root_of(a, (uint32_t)i)].method;
+		incl = nested_in_same(a, i) ? 0 : n->incl[0];
+		up[nu] =
+			(struct cc){app,	 a->v[n->pidx].parent ? a->v[n->pidx].method : NULL,
+				    n->calls[0], n->self[0],
+				    incl,	 n->app_traces[0]};
+		tot[nt++] = (struct cc){app, of, n->calls[0], n->self[0], incl, n->app_traces[0]};
+		nu++;
+		/* Its children follow it in preorder, before the next node at
+		 * its depth or above. */
+		for (size_t j = i + 1; j < a->n && a->v[j].depth > n->depth; j++)
+			if (a->v[j].pidx == i)
+				down[nd++] = (struct cc){app,
+							 a->v[j].method,
+							 a->v[j].calls[0],
+							 a->v[j].self[0],
+							 a->v[j].incl[0],
+							 a->v[j].app_traces[0]};
+	}
+	nu = cc_merge(up, nu);
+	nd = cc_merge(down, nd);
+	nt = cc_merge(tot, nt);
+	doc = json_pack("{s:o,s:I,s:o,s:o,s:o}", "method", rvs_json_str(of), "traces",
+			(json_int_t)a->traces[0], "apps", cc_rows(tot, nt), "callers",
+			cc_rows(up, nu), "callees", cc_rows(down, nd));
+out:
+	free(up);
+	free(down);
+	free(tot);
+	return doc;
+}
+
+/* What run() answers. */
+enum agg_view { VIEW_TREE, VIEW_DIFF, VIEW_CALLERS };
+
+static void run(struct rvs_call *c, enum agg_view view)
+{
+	int nsides = view == VIEW_DIFF ? 2 : 1;
+	char of[OF_MAX + 1];
 	static const struct rvs_agg_cb cb = {on_row, on_nodes, on_node_id, on_describe};
 	const struct rvs_store_ops *ops;
 	struct rvs_store *st = NULL;
@@ -592,6 +775,15 @@ static void run(struct rvs_call *c, int nsides)
 	json_t *doc = NULL;
 	int rc = 0;
 
+	if (view == VIEW_CALLERS) {
+		int has = rvs_query_param(c->query, "of", of, sizeof of);
+		if (has != 1 || !of[0]) {
+			rvs_query_set_error(c->q, 400,
+					    has < 0 ? "bad value for parameter: of"
+						    : "missing parameter: of (the method)");
+			goto out;
+		}
+	}
 	if (parse_query(c->query, f, nsides, c->q))
 		goto out;
 	for (int s = 0; s < nsides && !rc; s++)
@@ -607,9 +799,11 @@ static void run(struct rvs_call *c, int nsides)
 		a.bucketed[s] = sides[s].bucketed;
 		a.sampled[s] = !a.bucketed[s] && a.traces[s] >= RVS_AGG_MAX_TRACES;
 	}
-	if (!rc)
+	if (!rc) {
+		set_app_traces(&a);
 		rc = preorder(&a, nsides);
-	if (!rc && !(doc = reply(&a, nsides)))
+	}
+	if (!rc && !(doc = view == VIEW_CALLERS ? callers_reply(&a, of) : reply(&a, nsides)))
 		rc = -ENOMEM;
 	if (rc)
 		rvs_query_set_error(c->q, 500, "query failed");
@@ -626,10 +820,15 @@ out:
 
 void rvs_agg_api(struct rvs_call *c)
 {
-	run(c, 1);
+	run(c, VIEW_TREE);
 }
 
 void rvs_agg_api_diff(struct rvs_call *c)
 {
-	run(c, 2);
+	run(c, VIEW_DIFF);
+}
+
+void rvs_agg_api_callers(struct rvs_call *c)
+{
+	run(c, VIEW_CALLERS);
 }

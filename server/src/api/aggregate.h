@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * aggregate.h — the JSON API's call-path aggregates (aggregate.c; API.md
- * "Aggregates"): GET /api/v1/aggregate and GET /api/v1/aggregate/diff.
+ * "Aggregates"): GET /api/v1/aggregate, GET /api/v1/aggregate/diff and
+ * GET /api/v1/aggregate/callers (a method's callers and callees across
+ * the set).
  */
 #ifndef RVS_API_AGGREGATE_H
 #define RVS_API_AGGREGATE_H
@@ -10,5 +12,6 @@
 struct rvs_call;
 void rvs_agg_api(struct rvs_call *c);
 void rvs_agg_api_diff(struct rvs_call *c);
+void rvs_agg_api_callers(struct rvs_call *c);
 
 #endif

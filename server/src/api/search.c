@@ -45,11 +45,14 @@
 #define SEARCH_MAX_ROWS	 400000
 #define SEARCH_MAX_MS	 400
 #define CHAIN_MAX_FRAMES 1024 /* decode.c stores at most 513 per chain */
+#define TAKEN_SLOTS	 2048 /* > 2 × the most hits a page has */
 #define WEEK		 604800
 #define WEEKS_DEFAULT	 8
 #define WEEKS_MAX	 52
 #define ISSUES_DEFAULT	 20
 #define ISSUES_MAX	 100
+
+_Static_assert(TAKEN_SLOTS > 2 * (LIST_MAX + 1), "the taken set stays half empty");
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -313,7 +316,8 @@ static int on_issue(void *arg, int part, const struct rvs_issue_row *r)
 	assert(part == RVS_ISSUE_ROW);
 	close_issue(d);
 	memset(d->counts, 0, sizeof d->counts);
-	o = json_pack("{s:o,s:I,s:I,s:f,s:f,s:I,s:I}", "issue", rvs_json_str(r->issue), "traces",
+	o = json_pack("{s:o,s:o,s:I,s:I,s:f,s:f,s:I,s:I}", "issue", rvs_json_str(r->issue),
+		      "app_id", r->app ? rvs_json_str(r->app) : json_null(), "traces",
 		      (json_int_t)r->traces, "devices", (json_int_t)r->devices, "severity",
 		      r->severity, "impact", r->impact, "first_seen", (json_int_t)r->first_seen,
 		      "last_seen", (json_int_t)r->last_seen);
@@ -389,7 +393,12 @@ struct search {
 	char needle[RVS_PAT_NAME_MAX + 2]; /* the store's prefilter */
 	int64_t limit, n;
 	json_t *hits;
-	char last_trace[40]; /* the previous hit's trace: one hit per trace in a run */
+	/* The hits of this page, as hashes of their trace id and (chains)
+	 * the matched call path — the chain through the match's last frame:
+	 * one hit per trace and matched path, so a method called from several
+	 * places shows every caller, and a path stored twice (the anomaly
+	 * chain and a top chain) once.  Open addressing, 0 = empty. */
+	uint64_t taken[TAKEN_SLOTS];
 	int64_t last_rowid;
 	/* The scan's budget (search_scan's chunk callback): the chunk [lo, hi)
 	 * being read, the last row it handed over, rows counted per chunk. */
@@ -397,6 +406,27 @@ struct search {
 	unsigned k;
 	int started, full, partial;
 };
+
+/* FNV-1a of p[0..n), continuing from h. */
+static uint64_t fnv1a(uint64_t h, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* 1 when this page already has a hit of key h, else remembers it (the
+ * table holds more slots than a page has hits). */
+static int taken(struct search *s, uint64_t h)
+{
+	size_t i;
+	h |= 1; /* never the empty slot */
+	for (i = h % TAKEN_SLOTS; s->taken[i]; i = (i + 1) % TAKEN_SLOTS)
+		if (s->taken[i] == h)
+			return 1;
+	s->taken[i] = h;
+	return 0;
+}
 
 /* The hit of a row (a chain or method row) when it matches: appended to
  * s->hits.  0, or 1 when the hit is one past the limit (not appended). */
@@ -407,10 +437,12 @@ static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 		cols[HIT_NCOLS + 3].type == RVS_COL_TEXT ? cols[HIT_NCOLS + 3].text : NULL;
 	const char *frames[CHAIN_MAX_FRAMES];
 	size_t lens[CHAIN_MAX_FRAMES], nf = 0, from = 0, to = 1;
+	uint64_t key;
 	json_t *o, *fr;
 
-	if (!tid || !text || strcmp(tid, s->last_trace) == 0)
+	if (!tid || !text)
 		return 0;
+	key = fnv1a(0xcbf29ce484222325ull, tid, strlen(tid) + 1);
 	if (s->mode == MODE_CHAIN) {
 		for (const char *p = text; *p && nf < CHAIN_MAX_FRAMES;) {
 			size_t l = strcspn(p, ";");
@@ -420,11 +452,16 @@ static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 		}
 		if (!rvs_chain_match(&s->pat, frames, lens, nf, &from, &to))
 			return 0;
+		/* The trace's other chains through this path add nothing. */
+		assert(to >= 1 && to <= nf);
+		key = fnv1a(key, text, (size_t)(frames[to - 1] + lens[to - 1] - text));
 	} else {
 		frames[0] = text;
 		lens[0] = strlen(text);
 		nf = 1;
 	}
+	if (taken(s, key))
+		return 0;
 	if (s->n == s->limit)
 		return 1;
 	o = json_object();
@@ -440,7 +477,6 @@ static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 	json_object_set_new(o, "frames", fr);
 	json_object_set_new(o, "match", json_pack("[I,I]", (json_int_t)from, (json_int_t)to));
 	json_array_append_new(s->hits, o);
-	snprintf(s->last_trace, sizeof s->last_trace, "%s", tid);
 	s->last_rowid = cols[HIT_NCOLS].i;
 	s->n++;
 	return 0;

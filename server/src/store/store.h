@@ -367,6 +367,7 @@ enum { RVS_ISSUE_ROW, RVS_ISSUE_SIGNATURE, RVS_ISSUE_WEEK };
  * week (RVS_ISSUE_WEEK: week = received_at / 604800, count). */
 struct rvs_issue_row {
 	const char *issue;
+	const char *app; /* the issue's app (NULL: unknown); an issue is one app's */
 	int64_t traces, devices, first_seen, last_seen;
 	double severity, impact;
 	int has_example;

@@ -102,10 +102,12 @@ void rvs_web_audit(struct rvs_call *call);
 void rvs_web_tokens(struct rvs_call *call);
 void rvs_web_tokens_post(struct rvs_call *call);
 
-/* The pages /issues and /search (web_search.c; signed in): HTML
- * renderings of the JSON API's GET /api/v1/issues and /api/v1/search. */
+/* The pages /issues, /search and /callers (web_search.c; signed in): HTML
+ * renderings of the JSON API's GET /api/v1/issues, /api/v1/search and
+ * /api/v1/aggregate/callers. */
 void rvs_web_issues(struct rvs_call *c);
 void rvs_web_search(struct rvs_call *c);
+void rvs_web_callers(struct rvs_call *c);
 
 /* ---- shared by web*.c --------------------------------------------------- */
 

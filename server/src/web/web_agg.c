@@ -370,7 +370,7 @@ static void bottom_up(struct web_ctx *c, json_t *rows, int diff)
 	fputs(diff ? "<h2>Bottom-up (by change of self time)</h2>"
 		   : "<h2>Bottom-up (by self time)</h2>",
 	      c->f);
-	fputs("<table id=\"bottom-up\"><thead><tr><th>Method</th>", c->f);
+	fputs("<table id=\"bottom-up\"><thead><tr><th>App</th><th>Method</th>", c->f);
 	fputs(diff ? "<th>A self ms</th><th>B self ms</th><th>Δ self</th><th>A incl ms</th>"
 		     "<th>B incl ms</th><th>Δ incl</th>"
 		   : "<th>Self ms / trace</th><th>Incl ms / trace</th>",
@@ -378,8 +378,11 @@ static void bottom_up(struct web_ctx *c, json_t *rows, int diff)
 	fputs("</tr></thead><tbody>", c->f);
 	json_array_foreach(rows, i, r)
 	{
-		const char *m = sval(r, "method");
+		const char *m = sval(r, "method"), *app = sval(r, "app_id");
+		/* One row per app and method: each app's means over its traces. */
 		fputs("<tr><td>", c->f);
+		esc_cut(c->f, app);
+		fputs("</td><td>", c->f);
 		if (m[0] != '(') {
 			fputs("<a href=\"/methods/", c->f);
 			rvs_web_urlenc(c->f, m);

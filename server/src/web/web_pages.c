@@ -740,7 +740,12 @@ void web_method_page(struct web_ctx *c, const char *name)
 	web_field(c, doc, "count");
 	fputs("</b> — <a id=\"method-aggregate\" href=\"/aggregate?method=", c->f);
 	rvs_web_urlenc(c->f, name);
-	fputs("\">aggregate flame graph of these traces</a></p><h2>Time by app version</h2>", c->f);
+	fputs("\">aggregate flame graph of these traces</a> — <a id=\"method-callers\" "
+	      "href=\"/callers?of=",
+	      c->f);
+	rvs_web_urlenc(c->f, name);
+	fputs("\">who calls it, what it calls (fleet-wide)</a></p><h2>Time by app version</h2>",
+	      c->f);
 	/* The fleet-wide row first, then one per version. */
 	rows = json_pack(
 		"[{s:s,s:O,s:O,s:O}]", "app_version", "all", "count", json_object_get(doc, "count"),

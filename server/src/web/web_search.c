@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * web_search.c — the web UI's /issues (top issues by impact, with their
- * weekly trend) and /search (chain search with the matched frames
- * highlighted) pages (server/WEB.md).  Each renders the JSON API document
+ * weekly trend), /search (chain search with the matched frames
+ * highlighted) and /callers (a method's callers and callees across the
+ * fleet) pages (server/WEB.md).  Each renders the JSON API document
  * of the same name (search.c) through web_api, so the page shows exactly
  * what the API answers.
  *
@@ -102,12 +103,18 @@ static void trend_cell(struct web_ctx *c, json_t *row)
 static void worst_cell(struct web_ctx *c, json_t *row)
 {
 	const char *issue = json_string_value(json_object_get(row, "issue"));
+	const char *app = json_string_value(json_object_get(row, "app_id"));
 	fputs("<a href=\"/traces?sort=severity&amp;issue=", c->f);
 	rvs_web_urlenc(c->f, issue ? issue : "");
+	if (app) { /* an issue is one app's */
+		fputs("&amp;app=", c->f);
+		rvs_web_urlenc(c->f, app);
+	}
 	fputs("\">worst traces</a>", c->f);
 }
 
 static const struct web_col ISSUE_COLS[] = {
+	{"App", "app_id", COL_TEXT, NULL},
 	{"Chain at the anomaly (outer first)", "chain", COL_CHAIN, NULL},
 	{"Traces", "traces", COL_NUM, NULL},
 	{"Devices", "devices", COL_NUM, NULL},
@@ -213,7 +220,9 @@ void rvs_web_search(struct rvs_call *call)
 	fputs("<button type=\"submit\">Search</button></form>", c->f);
 	if (doc) {
 		json_t *hits = json_object_get(doc, "hits");
-		fprintf(c->f, "<p>%zu traces on this page%s.</p>", json_array_size(hits),
+		fprintf(c->f,
+			"<p>%zu hits on this page (one per trace and matched call path)%s.</p>",
+			json_array_size(hits),
 			json_is_true(json_object_get(doc, "partial"))
 				? " (the search stopped at its work budget: go on for more)"
 				: "");
@@ -236,6 +245,79 @@ void rvs_web_search(struct rvs_call *call)
 			rvs_web_urlenc(c->f, json_string_value(next));
 			fputs("\">Next page →</a></p>", c->f);
 		}
+		json_decref(doc);
+	}
+	web_page_end(c, 200);
+}
+
+/* ---- /callers ----------------------------------------------------------------- */
+
+/* The row's method, linked to its own callers and callees; a caller that
+ * is null: the method was a thread's first frame. */
+static void cc_method_cell(struct web_ctx *c, json_t *row)
+{
+	const char *m = json_string_value(json_object_get(row, "method"));
+	if (!m) {
+		fputs("<i>(none: a thread's first frame)</i>", c->f);
+		return;
+	}
+	fputs("<a href=\"/callers?of=", c->f);
+	rvs_web_urlenc(c->f, m);
+	fputs("\">", c->f);
+	rvs_web_esc(c->f, m);
+	fputs("</a>", c->f);
+}
+
+static const struct web_col CC_COLS[] = {
+	{"App", "app_id", COL_TEXT, NULL},
+	{"Method", "method", COL_CUSTOM, cc_method_cell},
+	{"Calls", "calls", COL_NUM, NULL},
+	{"Inclusive ms / trace", "incl_ns_per_trace", COL_MS, NULL},
+	{"Self ms / trace", "self_ns_per_trace", COL_MS, NULL},
+	{"App's traces", "app_traces", COL_NUM, NULL},
+};
+
+void rvs_web_callers(struct rvs_call *call)
+{
+	struct web_ctx *c = call->ctx;
+	char q[sizeof c->req->query];
+	int status = 0;
+	json_t *doc = NULL;
+
+	drop_empty(c->req->query, q, sizeof q);
+	if (strstr(q, "of=") && !(doc = web_api(c, "/api/v1/aggregate/callers", q, &status)))
+		return web_error(c, 500, "query failed");
+	web_page_begin(c, "Callers and callees");
+	if (doc && status != 200) {
+		const char *msg = json_string_value(json_object_get(doc, "error"));
+		fputs("<p class=\"error\">", c->f);
+		rvs_web_esc(c->f, msg ? msg : "bad query");
+		fputs("</p>", c->f);
+		json_decref(doc);
+		doc = NULL;
+	}
+	fputs("<p>Who calls a method and what it calls, over every decoded trace the "
+	      "filters select (each trace's stored call paths, summed): the method's time "
+	      "split by the frame that called it, and the inclusive time of its callees. "
+	      "Times per trace are over the traces of each row's app.</p>"
+	      "<form class=\"filters\" method=\"get\" action=\"/callers\">",
+	      c->f);
+	input(c, "of", "Method", "measure_text");
+	input(c, "app", "App", "");
+	input(c, "version", "App version", "");
+	input(c, "model", "Model", "");
+	fputs("<button type=\"submit\">Show</button></form>", c->f);
+	if (doc) {
+		fprintf(c->f, "<p>Over %lld traces.</p><h2>The method, per app</h2>",
+			(long long)json_integer_value(json_object_get(doc, "traces")));
+		web_table(c, "cc-apps", CC_COLS, sizeof CC_COLS / sizeof CC_COLS[0],
+			  json_object_get(doc, "apps"));
+		fputs("<h2>Called from</h2>", c->f);
+		web_table(c, "cc-callers", CC_COLS, sizeof CC_COLS / sizeof CC_COLS[0],
+			  json_object_get(doc, "callers"));
+		fputs("<h2>Calls</h2>", c->f);
+		web_table(c, "cc-callees", CC_COLS, sizeof CC_COLS / sizeof CC_COLS[0],
+			  json_object_get(doc, "callees"));
 		json_decref(doc);
 	}
 	web_page_end(c, 200);

@@ -133,19 +133,22 @@ static const char ISSUES_SQL[] =
 	" count(*) * (sum(greatest(coalesce(t.severity, 0), 1))::float8 / count(*))"
 	" * count(DISTINCT t.device_id) AS impact,"
 	" min(t.received_at) AS first_seen, max(t.received_at) AS last_seen,"
-	" max(t.seq) FROM traces t"
+	" max(t.seq), t.app_id FROM traces t"
 	" WHERE t.issue IS NOT NULL AND t.received_at >= $1" ISSUE_FILTERS
-	" GROUP BY t.issue ORDER BY impact DESC, t.issue COLLATE \"C\" LIMIT $5";
+	" GROUP BY t.app_id, t.issue"
+	" ORDER BY impact DESC, t.issue COLLATE \"C\", t.app_id COLLATE \"C\" LIMIT $5";
+/* The per-issue reads: $5 the issue, $6 its app (a missing app is its own). */
+#define ISSUE_APP " AND t.app_id IS NOT DISTINCT FROM $6::text"
 static const char TREND_SQL[] =
-	"SELECT t.received_at / 604800, count(*) FROM traces t WHERE t.issue = $5"
+	"SELECT t.received_at / 604800, count(*) FROM traces t WHERE t.issue = $5" ISSUE_APP
 	" AND t.received_at >= $1" ISSUE_FILTERS " GROUP BY 1";
 /* The issue's newest trace (by seq) and its anomaly chain. */
 static const char EXAMPLE_SQL[] =
 	"SELECT x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"
 	" c.trace_id = x.trace_id AND c.kind = 'anomaly' AND c.rank = 1 WHERE x.seq = $1";
 static const char SIGS_SQL[] =
-	"SELECT DISTINCT t.anomaly_signature COLLATE \"C\" FROM traces t WHERE t.issue = $5"
-	" AND t.received_at >= $1" ISSUE_FILTERS
+	"SELECT DISTINCT t.anomaly_signature COLLATE \"C\" FROM traces t WHERE t.issue = "
+	"$5" ISSUE_APP " AND t.received_at >= $1" ISSUE_FILTERS
 	" AND t.anomaly_signature IS NOT NULL ORDER BY 1 LIMIT 64";
 
 /* The example, signature and week rows of issue i of top. */
@@ -158,6 +161,7 @@ static int issue_rows(PGconn *pg, const PGresult *top, int i, const struct rvs_p
 	int rc, stop;
 
 	r.issue = rvs_pg_val(top, i, 0);
+	r.app = rvs_pg_val(top, i, 8);
 	r.traces = rvs_pg_val_i64(top, i, 1);
 	r.devices = rvs_pg_val_i64(top, i, 2);
 	r.severity = strtod(PQgetvalue(top, i, 3), NULL);
@@ -178,6 +182,7 @@ static int issue_rows(PGconn *pg, const PGresult *top, int i, const struct rvs_p
 		return stop;
 	a = *f; /* its pointers stay into f's numbers, alive for the call */
 	a.v[4] = r.issue;
+	rvs_pg_text(&a, r.app);
 	if ((rc = rvs_pg_exec(pg, SIGS_SQL, 0, &a, &res, NULL)))
 		return rc;
 	for (int k = 0; k < PQntuples(res) && !stop; k++) {

@@ -142,19 +142,23 @@ int rvs_sqlite_traces_sorted(const char *dsn, const struct rvs_sorted_query *q, 
 
 /* ---- issues_read ------------------------------------------------------------ */
 
-/* Impact = traces × mean severity (at least 1 each) × distinct devices. */
+/* An issue is an app's: (app_id, issue) groups, so two apps sharing a
+ * chain are two issues.  Impact = traces × mean severity (at least 1
+ * each) × distinct devices.  The per-issue reads name the app as ?7 (IS:
+ * a missing app is its own). */
 static const char ISSUES_SQL[] =
 	"SELECT t.issue, count(*) AS traces, count(DISTINCT t.device_id) AS devices,"
 	" avg(max(ifnull(t.severity, 0), 1)) AS severity,"
 	" count(*) * avg(max(ifnull(t.severity, 0), 1)) * count(DISTINCT t.device_id) AS impact,"
 	" min(t.received_at) AS first_seen, max(t.received_at) AS last_seen,"
-	" max(t.rowid) FROM traces t"
+	" max(t.rowid), t.app_id FROM traces t"
 	" WHERE t.issue IS NOT NULL AND t.received_at >= ?1"
 	" AND (?2 IS NULL OR t.app_id = ?2) AND (?3 IS NULL OR t.app_version = ?3)"
 	" AND (?4 IS NULL OR t.anomaly_kind = ?4)"
-	" GROUP BY t.issue ORDER BY impact DESC, t.issue LIMIT ?5";
+	" GROUP BY t.app_id, t.issue ORDER BY impact DESC, t.issue, t.app_id LIMIT ?5";
 static const char TREND_SQL[] =
 	"SELECT t.received_at / 604800, count(*) FROM traces t WHERE t.issue = ?1"
+	" AND t.app_id IS ?7"
 	" AND t.received_at >= ?6 AND (?2 IS NULL OR t.app_id = ?2)"
 	" AND (?3 IS NULL OR t.app_version = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
 	" GROUP BY 1";
@@ -164,7 +168,7 @@ static const char EXAMPLE_SQL[] =
 	" c.trace_id = x.trace_id AND c.kind = 'anomaly' AND c.rank = 1 WHERE x.rowid = ?1";
 static const char SIGS_SQL[] =
 	"SELECT DISTINCT t.anomaly_signature FROM traces t WHERE t.issue = ?1"
-	" AND t.received_at >= ?6 AND (?2 IS NULL OR t.app_id = ?2)"
+	" AND t.app_id IS ?7 AND t.received_at >= ?6 AND (?2 IS NULL OR t.app_id = ?2)"
 	" AND (?3 IS NULL OR t.app_version = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
 	" AND t.anomaly_signature IS NOT NULL ORDER BY 1 LIMIT 64";
 
@@ -183,6 +187,7 @@ static int issue_rows(sqlite3_stmt *st, sqlite3_stmt *ex, sqlite3_stmt *sg, sqli
 	int rc, stop;
 
 	r.issue = (const char *)sqlite3_column_text(st, 0);
+	r.app = (const char *)sqlite3_column_text(st, 8);
 	r.traces = sqlite3_column_int64(st, 1);
 	r.devices = sqlite3_column_int64(st, 2);
 	r.severity = sqlite3_column_double(st, 3);
@@ -200,6 +205,7 @@ static int issue_rows(sqlite3_stmt *st, sqlite3_stmt *ex, sqlite3_stmt *sg, sqli
 	if (stop)
 		return stop;
 	sqlite3_bind_text(sg, 1, r.issue, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(sg, 7, r.app, -1, SQLITE_TRANSIENT); /* NULL binds NULL */
 	while ((rc = sqlite3_step(sg)) == SQLITE_ROW) {
 		struct rvs_issue_row x = {.signature = (const char *)sqlite3_column_text(sg, 0)};
 		if ((stop = cb(arg, RVS_ISSUE_SIGNATURE, &x)))
@@ -209,6 +215,7 @@ static int issue_rows(sqlite3_stmt *st, sqlite3_stmt *ex, sqlite3_stmt *sg, sqli
 	if (stop)
 		return stop;
 	sqlite3_bind_text(tr, 1, r.issue, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(tr, 7, r.app, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(tr)) == SQLITE_ROW) {
 		struct rvs_issue_row x = {.week = sqlite3_column_int64(tr, 0),
 					  .count = sqlite3_column_int64(tr, 1)};

@@ -1,0 +1,1420 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_oracle.c — every fleet figure against an independent recount.
+ *
+ * A random fleet from a fixed seed: three apps, three versions each, four
+ * models, sixteen devices, two anomaly kinds, and per trace a call tree of
+ * shared methods (layout_pass and draw_frame both reach measure_text
+ * through bind_text, layout_pass also directly) and one app-only method,
+ * with self times drawn in whole microseconds.  Each tree is written as a
+ * capture byte by byte (tests/rvtrace/capbuild.h, a 1 GHz counter: every
+ * duration exact), with an ANOMALY record inside one call's own time, and
+ * uploaded through the device API to the real rearview-server binary
+ * (tests/bench/server_common.h; the store is the suite's switch,
+ * store_env.h, so the `pg` run repeats all of it on PostgreSQL).
+ *
+ * Every figure is recounted here from the trees this test generated —
+ * never from the server's code — and compared: the trace lists (counts,
+ * fields, the duration and severity orders), the aggregate per call path
+ * (unfiltered, per app, and over a non-bucket filter; totals, traces,
+ * calls and per-trace means), the diff between two versions, the issues
+ * (per app and chain: traces, devices, mean severity, impact order), the
+ * method page per version and model, chain search (every distinct matched
+ * path of every trace, `* > m`, `a > * > b`, caller/callee), the
+ * fleet-wide callers and callees, and the regressions' medians, means and
+ * counts.
+ *
+ * Size: RVS_ORACLE_TRACES (default 240, the make-check run: seconds);
+ * the issue's large run is RVS_ORACLE_TRACES=10000 (server/README.md).
+ * Waits are bounded polls on the server's own counts; nothing asserts on
+ * timing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "capbuild.h"
+#include "rearview/upload.pb-c.h"
+#include "server_common.h"
+
+/* ---- the fleet ------------------------------------------------------------ */
+
+#define NAPPS	 3
+#define NVERS	 3
+#define NMODELS	 4
+#define NDEVICES 16
+#define MAXN	 16 /* call instances per trace */
+#define PER_DEV	 3  /* uploads a device makes (the default policy's weekly quota) */
+
+static const char *const APPS[NAPPS] = {"com.oracle.alpha", "com.oracle.beta", "com.oracle.gamma"};
+static const char *const VERS[NVERS] = {"1.0", "1.1", "1.2"};
+static const char *const MODELS[NMODELS] = {"pixel-7", "pixel-8", "galaxy-s23", "fp5"};
+
+enum { M_MAIN, M_LAYOUT, M_DRAW, M_BIND, M_MEASURE, M_PARSE, M_PAINT0, M_COUNT = M_PAINT0 + NAPPS };
+static const char *const METHODS[M_COUNT] = {"main_loop",   "layout_pass",  "draw_frame",
+					     "bind_text",   "measure_text", "parse_json",
+					     "alpha_paint", "beta_paint",   "gamma_paint"};
+
+struct call {
+	int m, parent, depth;
+	int64_t self, incl, entry; /* ns; entry: its tick */
+};
+
+struct trace {
+	int app, ver, model, dev, kind, sev;
+	int rdev;     /* the enrolled device that uploaded it (slot dev's, fresh every PER_DEV) */
+	int n, focus; /* calls (preorder), the call the anomaly is in */
+	struct call c[MAXN];
+	char id[64]; /* the server's trace id (from the acknowledgement) */
+};
+
+static struct trace *g_t;
+static const struct trace **g_byid; /* g_t by server id, once known (by_id) */
+static int g_n;
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+	g_rng ^= g_rng << 13;
+	g_rng ^= g_rng >> 7;
+	g_rng ^= g_rng << 17;
+	return (uint32_t)((g_rng >> 11) % n);
+}
+
+static int add(struct trace *t, int m, int parent)
+{
+	struct call *c = &t->c[t->n];
+	assert_true(t->n < MAXN);
+	c->m = m;
+	c->parent = parent;
+	c->depth = parent < 0 ? 1 : t->c[parent].depth + 1;
+	c->self = (int64_t)(1 + rnd(3000)) * 1000;
+	return t->n++;
+}
+
+/* One trace's tree: at most 10 distinct call paths (so the server's 10
+ * stored top chains are all of them and chain search sees every path). */
+static void gen(struct trace *t, int i)
+{
+	int root, p, b;
+
+	memset(t, 0, sizeof *t);
+	t->app = (int)rnd(NAPPS);
+	t->ver = (int)rnd(NVERS);
+	t->dev = (int)rnd(NDEVICES);
+	t->model = t->dev % NMODELS;
+	t->kind = rnd(3) ? REARVIEW__ANOMALY_KIND__ANOMALY_JANK
+			 : REARVIEW__ANOMALY_KIND__ANOMALY_TOUCH_LATENCY;
+	t->sev = (int)rnd(101);
+	root = add(t, M_MAIN, -1);
+	t->c[root].self += i; /* no two traces last as long */
+	if (rnd(4)) {
+		p = add(t, M_LAYOUT, root);
+		for (int k = (int)rnd(3); k > 0; k--)
+			add(t, M_MEASURE, p);
+		if (rnd(2)) {
+			b = add(t, M_BIND, p);
+			if (rnd(4))
+				add(t, M_MEASURE, b);
+		}
+	}
+	if (rnd(3)) {
+		p = add(t, M_DRAW, root);
+		if (rnd(3)) {
+			b = add(t, M_BIND, p);
+			add(t, M_MEASURE, b);
+		}
+		if (rnd(2))
+			add(t, M_PAINT0 + t->app, p);
+	}
+	if (rnd(2)) {
+		/* 1.1 of the first app parses three times as long. */
+		p = add(t, M_PARSE, root);
+		if (t->app == 0 && t->ver == 1)
+			t->c[p].self *= 3;
+	}
+	for (int k = t->n; k-- > 0;) {
+		t->c[k].incl += t->c[k].self;
+		if (t->c[k].parent >= 0)
+			t->c[t->c[k].parent].incl += t->c[k].incl;
+	}
+	t->focus = (int)rnd((uint32_t)t->n);
+}
+
+static uint64_t method_value(int m)
+{
+	return 0x1000 + 16 * (uint64_t)m;
+}
+
+/* Call k and its callees from tick *t: own time first, then the callees. */
+static void emit(capbuf *cb, struct trace *tr, int k, uint64_t *t)
+{
+	tr->c[k].entry = (int64_t)*t;
+	cb_entry(cb, method_value(tr->c[k].m), (uint32_t)*t);
+	*t += (uint64_t)tr->c[k].self;
+	for (int j = k + 1; j < tr->n; j++)
+		if (tr->c[j].parent == k)
+			emit(cb, tr, j, t);
+	cb_exit(cb, (uint32_t)*t);
+}
+
+/* The capture of tr (malloc'd bytes in cb->b): the header's reference
+ * pairs the last tick with CLOCK_MONOTONIC 1000 s, so the ANOMALY's
+ * monotonic time lands in the middle of the focus call's own time. */
+static void capture(struct trace *tr, int i, capbuf *cb)
+{
+	const uint64_t mono_end = 1000000000000ull;
+	uint64_t t = 1ull << 20, focus;
+	uint8_t r[16 + 6] = {0};
+
+	memset(cb, 0, sizeof *cb);
+	cb_header(cb, 0, 1000000000, 0, mono_end, 0x400000, 0);
+	emit(cb, tr, 0, &t);
+	cb_end_slots(cb);
+	cb_u64at(cb, 16, t);
+	cb_u64at(cb, 24, 1700000000000000000ull + (uint64_t)i * 1000000000ull);
+	for (int m = 0; m < M_COUNT; m++)
+		cb_symbol(cb, method_value(m), method_value(m), 0, METHODS[m]);
+	focus = (uint64_t)tr->c[tr->focus].entry + (uint64_t)tr->c[tr->focus].self / 2;
+	r[0] = 1;
+	for (int k = 0; k < 8; k++)
+		r[8 + k] = (uint8_t)((mono_end - (t - focus)) >> (8 * k));
+	memcpy(r + 16, "oracle", 6);
+	cb_record(cb, 6, r, sizeof r);
+	cb_finish(cb);
+}
+
+/* ---- the server ------------------------------------------------------------ */
+
+static struct rvsb g_b;
+static CURL *g_curl;
+/* Each device slot's current enrolment, its uploads, and its number. */
+static char g_tok[NDEVICES][160];
+static int g_used[NDEVICES], g_rdev[NDEVICES], g_enrolled;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* g_enrolled */
+
+struct body {
+	char *p;
+	size_t n;
+};
+
+static size_t grow(char *p, size_t sz, size_t n, void *u)
+{
+	struct body *b = u;
+	char *q = realloc(b->p, b->n + sz * n + 1);
+	if (!q)
+		return 0;
+	memcpy(q + b->n, p, sz * n);
+	b->n += sz * n;
+	q[b->n] = '\0';
+	b->p = q;
+	return sz * n;
+}
+
+/* A request on curl handle h (its kept-alive connection); the body
+ * (malloc'd) into out; the HTTP code, or -1 when curl failed.  No cmocka
+ * assertion: the upload workers call it from their threads. */
+static long request_on(CURL *h, const char *method, const char *path, const char *token,
+		       const void *body, size_t len, struct body *out)
+{
+	struct curl_slist *hd = NULL;
+	char auth[256];
+	long code = 0;
+
+	memset(out, 0, sizeof *out);
+	curl_easy_reset(h);
+	rvsb_curl(&g_b, h, path);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	if (token) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+		hd = curl_slist_append(hd, auth);
+	}
+	hd = curl_slist_append(hd, "Expect:");
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+	if (body) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	}
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, grow);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+	if (curl_easy_perform(h) != CURLE_OK)
+		code = -1;
+	else
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_slist_free_all(hd);
+	return code;
+}
+
+static long request(const char *method, const char *path, const char *token, const void *body,
+		    size_t len, struct body *out)
+{
+	long code = request_on(g_curl, method, path, token, body, len, out);
+	assert_true(code > 0);
+	return code;
+}
+
+/* GET of the JSON API, printf-style path; the document (200 asserted). */
+static json_t *api(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *api(const char *fmt, ...)
+{
+	char path[2048];
+	struct body b;
+	json_t *doc;
+	va_list ap;
+	long code;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof path, fmt, ap);
+	va_end(ap);
+	code = request("GET", path, g_b.api_token, NULL, 0, &b);
+	if (code != 200)
+		fprintf(stderr, "GET %s: %ld %s\n", path, code, b.p ? b.p : "");
+	assert_int_equal(code, 200);
+	doc = json_loads(b.p, 0, NULL);
+	free(b.p);
+	assert_non_null(doc);
+	return doc;
+}
+
+/* x percent-encoded (static buffer, one at a time). */
+static const char *enc(const char *x)
+{
+	static char out[1024];
+	char *e = curl_easy_escape(g_curl, x, 0);
+	snprintf(out, sizeof out, "%s", e);
+	curl_free(e);
+	return out;
+}
+
+/* Enrols a device of slot d's model as the slot's current device, on
+ * curl handle h.  0 or -1 (printed). */
+static int enroll(CURL *h, int d)
+{
+	Rearview__EnrollRequest q = REARVIEW__ENROLL_REQUEST__INIT;
+	Rearview__DeviceInfo di = REARVIEW__DEVICE_INFO__INIT;
+	Rearview__EnrollResponse *er;
+	uint8_t small[512];
+	struct body b;
+	long code;
+	size_t n;
+
+	di.model = (char *)MODELS[d % NMODELS];
+	q.enrollment_secret = g_b.secret;
+	q.device = &di;
+	n = rearview__enroll_request__pack(&q, small);
+	code = request_on(h, "POST", "/v1/enroll", NULL, small, n, &b);
+	er = code == 200 ? rearview__enroll_response__unpack(NULL, b.n, (const uint8_t *)b.p)
+			 : NULL;
+	if (!er) {
+		fprintf(stderr, "oracle: enrol: %ld\n", code);
+		free(b.p);
+		return -1;
+	}
+	snprintf(g_tok[d], sizeof g_tok[d], "%s", er->device_token);
+	g_used[d] = 0;
+	pthread_mutex_lock(&g_mu);
+	g_rdev[d] = g_enrolled++;
+	pthread_mutex_unlock(&g_mu);
+	rearview__enroll_response__free_unpacked(er, NULL);
+	free(b.p);
+	return 0;
+}
+
+/* Uploads trace i on curl handle h from its slot's device (only this
+ * worker uses the slot); tr->id from the acknowledgement.  0 or -1. */
+static int upload(CURL *h, struct trace *tr, int i)
+{
+	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
+	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
+	Rearview__DeviceInfo d = REARVIEW__DEVICE_INFO__INIT;
+	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
+	Rearview__UploadAck *ack = NULL;
+	uint8_t id[16] = {0x0a};
+	uint8_t *body;
+	struct body b;
+	capbuf cb;
+	long code;
+	size_t n;
+
+	/* The server holds each device to the policy's weekly quota. */
+	if (g_used[tr->dev] == PER_DEV && enroll(h, tr->dev))
+		return -1;
+	g_used[tr->dev]++;
+	tr->rdev = g_rdev[tr->dev];
+	capture(tr, i, &cb);
+	for (int k = 0; k < 4; k++)
+		id[12 + k] = (uint8_t)(i >> (8 * k));
+	e.upload_id.data = id;
+	e.upload_id.len = sizeof id;
+	app.app_id = (char *)APPS[tr->app];
+	app.version = (char *)VERS[tr->ver];
+	d.model = (char *)MODELS[tr->model];
+	an.kind = (Rearview__AnomalyKind)tr->kind;
+	an.severity = (uint32_t)tr->sev;
+	e.app = &app;
+	e.device = &d;
+	e.anomaly = &an;
+	e.captured_realtime_ns = 1700000000000000000ull + (uint64_t)i * 1000000000ull;
+	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
+	e.payload.data = cb.b;
+	e.payload.len = cb.len;
+	e.payload_size = cb.len;
+	n = rearview__upload_envelope__get_packed_size(&e);
+	body = malloc(n);
+	if (body) {
+		rearview__upload_envelope__pack(&e, body);
+		code = request_on(h, "POST", "/v1/uploads", g_tok[tr->dev], body, n, &b);
+		if (code != 200)
+			fprintf(stderr, "oracle: upload %d: %ld %.*s\n", i, code, (int)b.n,
+				b.p ? b.p : "");
+		else
+			ack = rearview__upload_ack__unpack(NULL, b.n, (const uint8_t *)b.p);
+		free(b.p);
+	}
+	if (ack && ack->trace_id)
+		snprintf(tr->id, sizeof tr->id, "%s", ack->trace_id);
+	if (ack)
+		rearview__upload_ack__free_unpacked(ack, NULL);
+	free(body);
+	free(cb.b);
+	return tr->id[0] ? 0 : -1;
+}
+
+/* Upload workers: worker w sends the traces whose device slot is w modulo
+ * UPLOADERS (so a slot's enrolments and quota are one thread's), in
+ * order, on its own connection; concurrent requests share the server's
+ * group commits. */
+#define UPLOADERS 4
+
+struct worker {
+	pthread_t th;
+	int w, failed;
+};
+
+static void *upload_worker(void *arg)
+{
+	struct worker *wk = arg;
+	CURL *h = curl_easy_init();
+
+	wk->failed = !h;
+	for (int d = wk->w; h && d < NDEVICES && !wk->failed; d += UPLOADERS)
+		wk->failed = enroll(h, d) != 0;
+	for (int i = 0; h && i < g_n && !wk->failed; i++)
+		if (g_t[i].dev % UPLOADERS == wk->w)
+			wk->failed = upload(h, &g_t[i], i) != 0;
+	curl_easy_cleanup(h);
+	return NULL;
+}
+
+static int group_setup(void **state)
+{
+	const char *env = getenv("RVS_ORACLE_TRACES");
+	json_t *doc = NULL;
+	double until;
+
+	(void)state;
+	g_n = env ? (int)strtol(env, NULL, 10) : 240;
+	if (g_n < 10)
+		g_n = 10;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	g_curl = curl_easy_init();
+	if (rvsb_init(&g_b) || rvsb_start(&g_b, "decode_jobs = 2\n"))
+		return -1;
+	g_t = calloc((size_t)g_n, sizeof *g_t);
+	if (!g_t)
+		return -1;
+	for (int i = 0; i < g_n; i++)
+		gen(&g_t[i], i);
+	{
+		struct worker wk[UPLOADERS];
+		int failed = 0;
+		for (int w = 0; w < UPLOADERS; w++) {
+			wk[w].w = w;
+			wk[w].failed = 0;
+			if (pthread_create(&wk[w].th, NULL, upload_worker, &wk[w]))
+				return -1;
+		}
+		for (int w = 0; w < UPLOADERS; w++) {
+			pthread_join(wk[w].th, NULL);
+			failed |= wk[w].failed;
+		}
+		if (failed)
+			return -1;
+	}
+	/* Until every trace is decoded with its aggregates (bounded). */
+	until = rvsb_now() + 120 + g_n / 20.0;
+	do {
+		json_decref(doc);
+		doc = api("/api/v1/aggregate");
+		if (json_integer_value(json_object_get(doc, "traces")) == g_n)
+			break;
+		usleep(100000);
+	} while (rvsb_now() < until);
+	fprintf(stderr, "oracle: %d traces uploaded, %lld decoded\n", g_n,
+		(long long)json_integer_value(json_object_get(doc, "traces")));
+	json_decref(doc);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	int rc;
+	(void)state;
+	rc = rvsb_stop(&g_b);
+	curl_easy_cleanup(g_curl);
+	curl_global_cleanup();
+	free(g_t);
+	free(g_byid);
+	return rc ? -1 : 0;
+}
+
+/* ---- the recount's helpers --------------------------------------------------- */
+
+/* Call k's path, methods root first, each followed by ';'. */
+static void path_of(const struct trace *t, int k, char *out, size_t cap)
+{
+	int st[MAXN], n = 0;
+	size_t len = 0;
+	for (int j = k; j >= 0; j = t->c[j].parent)
+		st[n++] = j;
+	out[0] = '\0';
+	while (n-- > 0)
+		len += (size_t)snprintf(out + len, cap - len, "%s;", METHODS[t->c[st[n]].m]);
+}
+
+static int64_t mean(int64_t sum, int64_t n)
+{
+	return n ? (sum + n / 2) / n : 0;
+}
+
+/* A keyed table of sums (linear: the fleet has few keys). */
+struct row {
+	char key[256];
+	int64_t traces, calls, self, incl, n2;
+	int last; /* the trace that last counted in traces */
+	double sev;
+};
+
+struct table {
+	struct row *v;
+	size_t n, cap;
+};
+
+static struct row *get(struct table *tb, const char *key)
+{
+	for (size_t i = 0; i < tb->n; i++)
+		if (!strcmp(tb->v[i].key, key))
+			return &tb->v[i];
+	if (tb->n == tb->cap) {
+		tb->cap = tb->cap ? 2 * tb->cap : 64;
+		tb->v = realloc(tb->v, tb->cap * sizeof *tb->v);
+		assert_non_null(tb->v);
+	}
+	memset(&tb->v[tb->n], 0, sizeof tb->v[tb->n]);
+	snprintf(tb->v[tb->n].key, sizeof tb->v[tb->n].key, "%s", key);
+	tb->v[tb->n].last = -1;
+	return &tb->v[tb->n++];
+}
+
+static struct row *find(const struct table *tb, const char *key)
+{
+	for (size_t i = 0; i < tb->n; i++)
+		if (!strcmp(tb->v[i].key, key))
+			return &tb->v[i];
+	return NULL;
+}
+
+static json_int_t ival(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_integer(v)) {
+		fprintf(stderr, "oracle: no integer \"%s\"\n", k);
+		fail();
+	}
+	return json_integer_value(v);
+}
+
+static const char *sval(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+#define EXPECT_EQ(what, got, want)                                                                \
+	do {                                                                                      \
+		long long g_ = (long long)(got), w_ = (long long)(want);                          \
+		if (g_ != w_) {                                                                   \
+			fprintf(stderr, "oracle: %s: server %lld, recount %lld\n", what, g_, w_); \
+			fail();                                                                   \
+		}                                                                                 \
+	} while (0)
+
+typedef int (*pick_fn)(const struct trace *t, const void *arg);
+
+/* The recount of an aggregate over the traces pick selects: per app root
+ * ("app|") and per path ("app|a;b;"). */
+static void agg_recount(struct table *tb, pick_fn pick, const void *arg)
+{
+	char path[512], key[600];
+	for (int i = 0; i < g_n; i++) {
+		const struct trace *t = &g_t[i];
+		if (!pick(t, arg))
+			continue;
+		snprintf(key, sizeof key, "%s|", APPS[t->app]);
+		get(tb, key)->traces++;
+		for (int k = 0; k < t->n; k++) {
+			struct row *r;
+			path_of(t, k, path, sizeof path);
+			snprintf(key, sizeof key, "%s|%s", APPS[t->app], path);
+			r = get(tb, key);
+			if (r->last != i) {
+				r->traces++;
+				r->last = i;
+			}
+			r->calls++;
+			r->self += t->c[k].self;
+			r->incl += t->c[k].incl;
+		}
+	}
+}
+
+/* Each node's key ("app|" for a root, "app|a;b;" for a path) into keys. */
+static char (*node_keys(json_t *nodes))[600]
+{
+	size_t n = json_array_size(nodes);
+	char(*keys)[600] = calloc(n + 1, sizeof *keys);
+	json_int_t *ids = calloc(n + 1, sizeof *ids);
+	assert_non_null(keys);
+	assert_non_null(ids);
+	/* Preorder: a node's parent comes before it. */
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_array_get(nodes, i);
+		json_int_t parent = ival(o, "parent");
+		ids[i] = ival(o, "node");
+		if (!parent) {
+			snprintf(keys[i], sizeof keys[i], "%s|", sval(o, "method"));
+			continue;
+		}
+		for (size_t j = i; j-- > 0;)
+			if (ids[j] == parent) {
+				snprintf(keys[i], sizeof keys[i], "%s%s;", keys[j],
+					 sval(o, "method"));
+				break;
+			}
+		assert_true(keys[i][0]);
+	}
+	free(ids);
+	return keys;
+}
+
+static const char *app_of_key(const char *key, char *out, size_t cap)
+{
+	size_t n = strcspn(key, "|");
+	snprintf(out, cap, "%.*s", (int)n, key);
+	return out;
+}
+
+/* Compares one aggregate reply with the recount of the same traces. */
+static void agg_compare(const char *what, json_t *doc, pick_fn pick, const void *arg)
+{
+	struct table tb = {0};
+	json_t *nodes = json_object_get(doc, "nodes"), *bu = json_object_get(doc, "bottom_up");
+	char(*keys)[600], msg[900], app[256], rk[600];
+	int64_t total = 0;
+	struct table mt = {0};
+
+	agg_recount(&tb, pick, arg);
+	for (size_t i = 0; i < tb.n; i++)
+		if (tb.v[i].key[strlen(tb.v[i].key) - 1] == '|')
+			total += tb.v[i].traces;
+	snprintf(msg, sizeof msg, "%s: traces", what);
+	EXPECT_EQ(msg, ival(doc, "traces"), total);
+	snprintf(msg, sizeof msg, "%s: nodes", what);
+	EXPECT_EQ(msg, json_array_size(nodes), tb.n);
+	EXPECT_EQ(msg, ival(doc, "nodes_total"), tb.n);
+	keys = node_keys(nodes);
+	for (size_t i = 0; i < json_array_size(nodes); i++) {
+		json_t *o = json_array_get(nodes, i);
+		const struct row *r = find(&tb, keys[i]), *root;
+		snprintf(rk, sizeof rk, "%s|", app_of_key(keys[i], app, sizeof app));
+		root = find(&tb, rk);
+		snprintf(msg, sizeof msg, "%s: node %s present", what, keys[i]);
+		EXPECT_EQ(msg, r != NULL && root != NULL, 1);
+		snprintf(msg, sizeof msg, "%s: %s traces", what, keys[i]);
+		EXPECT_EQ(msg, ival(o, "traces"), r->traces);
+		if (!ival(o, "parent"))
+			continue;
+		snprintf(msg, sizeof msg, "%s: %s calls", what, keys[i]);
+		EXPECT_EQ(msg, ival(o, "calls"), r->calls);
+		snprintf(msg, sizeof msg, "%s: %s self_ns", what, keys[i]);
+		EXPECT_EQ(msg, ival(o, "self_ns"), r->self);
+		snprintf(msg, sizeof msg, "%s: %s incl_ns", what, keys[i]);
+		EXPECT_EQ(msg, ival(o, "incl_ns"), r->incl);
+		/* Per trace: over the traces of the node's own app. */
+		snprintf(msg, sizeof msg, "%s: %s self_ns_per_trace", what, keys[i]);
+		EXPECT_EQ(msg, ival(o, "self_ns_per_trace"), mean(r->self, root->traces));
+		snprintf(msg, sizeof msg, "%s: %s incl_ns_per_trace", what, keys[i]);
+		EXPECT_EQ(msg, ival(o, "incl_ns_per_trace"), mean(r->incl, root->traces));
+		/* The bottom-up recount: per app and method (no recursion here). */
+		{
+			const char *last = strrchr(keys[i], ';'), *m = last;
+			char mk[600];
+			struct row *b;
+			while (m > keys[i] && m[-1] != ';' && m[-1] != '|')
+				m--;
+			snprintf(mk, sizeof mk, "%s|%.*s", app, (int)(last - m), m);
+			b = get(&mt, mk);
+			b->calls += r->calls;
+			b->self += r->self;
+			b->incl += r->incl;
+			b->traces = root->traces;
+		}
+	}
+	snprintf(msg, sizeof msg, "%s: bottom-up rows", what);
+	EXPECT_EQ(msg, json_array_size(bu), mt.n);
+	for (size_t i = 0; i < json_array_size(bu); i++) {
+		json_t *o = json_array_get(bu, i);
+		char mk[600];
+		const struct row *b;
+		snprintf(mk, sizeof mk, "%s|%s", sval(o, "app_id"), sval(o, "method"));
+		b = find(&mt, mk);
+		snprintf(msg, sizeof msg, "%s: bottom-up %s", what, mk);
+		EXPECT_EQ(msg, b != NULL, 1);
+		EXPECT_EQ(msg, ival(o, "calls"), b->calls);
+		EXPECT_EQ(msg, ival(o, "self_ns"), b->self);
+		EXPECT_EQ(msg, ival(o, "incl_ns"), b->incl);
+		EXPECT_EQ(msg, ival(o, "self_ns_per_trace"), mean(b->self, b->traces));
+		EXPECT_EQ(msg, ival(o, "incl_ns_per_trace"), mean(b->incl, b->traces));
+	}
+	free(keys);
+	free(tb.v);
+	free(mt.v);
+}
+
+static int pick_all(const struct trace *t, const void *arg)
+{
+	(void)t;
+	(void)arg;
+	return 1;
+}
+
+static int pick_app(const struct trace *t, const void *arg)
+{
+	return t->app == *(const int *)arg;
+}
+
+/* {app, version} */
+static int pick_app_ver(const struct trace *t, const void *arg)
+{
+	const int *av = arg;
+	return t->app == av[0] && t->ver == av[1];
+}
+
+static int has_method(const struct trace *t, int m)
+{
+	for (int k = 0; k < t->n; k++)
+		if (t->c[k].m == m)
+			return 1;
+	return 0;
+}
+
+static int pick_method(const struct trace *t, const void *arg)
+{
+	return has_method(t, *(const int *)arg);
+}
+
+/* ---- the tests ------------------------------------------------------------- */
+
+static int cmp_id(const void *x, const void *y)
+{
+	return strcmp((*(const struct trace *const *)x)->id, (*(const struct trace *const *)y)->id);
+}
+
+/* The trace the server calls id (by binary search over g_byid), or NULL. */
+static const struct trace *by_id(const char *id)
+{
+	struct trace key;
+	const struct trace *k = &key, **hit;
+	if (!g_byid) {
+		g_byid = calloc((size_t)g_n, sizeof *g_byid);
+		assert_non_null(g_byid);
+		for (int i = 0; i < g_n; i++)
+			g_byid[i] = &g_t[i];
+		qsort(g_byid, (size_t)g_n, sizeof *g_byid, cmp_id);
+	}
+	snprintf(key.id, sizeof key.id, "%s", id ? id : "");
+	hit = bsearch(&k, g_byid, (size_t)g_n, sizeof *g_byid, cmp_id);
+	return hit ? *hit : NULL;
+}
+
+static void test_oracle_every_trace_decoded_and_listed(void **state)
+{
+	for (int a = 0; a < NAPPS; a++) {
+		int want = 0, got = 0;
+		char cursor[64] = "";
+		for (int i = 0; i < g_n; i++)
+			want += g_t[i].app == a;
+		do {
+			json_t *doc = api("/api/v1/traces?app=%s&limit=500%s%s", APPS[a],
+					  cursor[0] ? "&cursor=" : "", cursor),
+			       *v;
+			size_t k;
+			json_array_foreach(json_object_get(doc, "traces"), k, v)
+			{
+				const struct trace *t = by_id(sval(v, "trace_id"));
+				assert_non_null(t);
+				assert_string_equal(sval(v, "app_id"), APPS[t->app]);
+				assert_string_equal(sval(v, "app_version"), VERS[t->ver]);
+				assert_string_equal(sval(v, "model"), MODELS[t->model]);
+				EXPECT_EQ("trace kind", ival(v, "anomaly_kind"), t->kind);
+				EXPECT_EQ("trace severity", ival(v, "severity"), t->sev);
+				EXPECT_EQ("trace duration", ival(v, "duration_ns"), t->c[0].incl);
+				got++;
+			}
+			cursor[0] = '\0';
+			if (json_is_string(json_object_get(doc, "next_cursor")))
+				snprintf(cursor, sizeof cursor, "%s", sval(doc, "next_cursor"));
+			json_decref(doc);
+		} while (cursor[0]);
+		EXPECT_EQ("traces listed per app", got, want);
+	}
+}
+
+/* Every page of /api/v1/traces?sort=key: each trace once, and the key's
+ * value (duration or severity) of row r equal to the recount's r-th of
+ * the order (ties may come in any order: their tie-break is arrival,
+ * which concurrent uploads do not fix). */
+static void sorted_compare(const char *key, const int64_t *want)
+{
+	unsigned char *listed = calloc((size_t)g_n, 1);
+	char cursor[96] = "", what[64];
+	int got = 0;
+
+	assert_non_null(listed);
+	do {
+		json_t *doc = api("/api/v1/traces?sort=%s&limit=500%s%s", key,
+				  cursor[0] ? "&cursor=" : "", enc(cursor)),
+		       *v;
+		size_t k;
+		json_array_foreach(json_object_get(doc, "traces"), k, v)
+		{
+			const struct trace *t = by_id(sval(v, "trace_id"));
+			assert_non_null(t);
+			assert_true(got < g_n && !listed[t - g_t]);
+			listed[t - g_t] = 1;
+			snprintf(what, sizeof what, "sort=%s row %d", key, got);
+			if (!strcmp(key, "duration")) {
+				EXPECT_EQ(what, ival(v, "duration_ns"), t->c[0].incl);
+				EXPECT_EQ(what, t->c[0].incl, want[got]);
+			} else {
+				EXPECT_EQ(what, ival(v, "severity"), t->sev);
+				EXPECT_EQ(what, t->sev, want[got]);
+			}
+			got++;
+		}
+		cursor[0] = '\0';
+		if (json_is_string(json_object_get(doc, "next_cursor")))
+			snprintf(cursor, sizeof cursor, "%s", sval(doc, "next_cursor"));
+		json_decref(doc);
+	} while (cursor[0]);
+	snprintf(what, sizeof what, "traces by %s", key);
+	EXPECT_EQ(what, got, g_n);
+	free(listed);
+}
+
+static int cmp_desc(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return (a < b) - (a > b);
+}
+
+static void test_oracle_worst_trace_orders(void **state)
+{
+	int64_t *want = calloc((size_t)g_n, sizeof *want);
+
+	assert_non_null(want);
+	for (int i = 0; i < g_n; i++)
+		want[i] = g_t[i].c[0].incl;
+	qsort(want, (size_t)g_n, sizeof *want, cmp_desc);
+	sorted_compare("duration", want);
+	for (int i = 0; i < g_n; i++)
+		want[i] = g_t[i].sev;
+	qsort(want, (size_t)g_n, sizeof *want, cmp_desc);
+	sorted_compare("severity", want);
+	free(want);
+}
+
+static void test_oracle_aggregate_unfiltered_per_app_and_by_method(void **state)
+{
+	json_t *doc = api("/api/v1/aggregate");
+	char what[64];
+	int m = M_BIND;
+
+	assert_string_equal(sval(doc, "source"), "buckets");
+	agg_compare("aggregate", doc, pick_all, NULL);
+	json_decref(doc);
+	for (int a = 0; a < NAPPS; a++) {
+		doc = api("/api/v1/aggregate?app=%s", APPS[a]);
+		snprintf(what, sizeof what, "aggregate app=%s", APPS[a]);
+		agg_compare(what, doc, pick_app, &a);
+		json_decref(doc);
+	}
+	/* Not a bucket filter: read from the traces' rows. */
+	doc = api("/api/v1/aggregate?method=%s", METHODS[m]);
+	assert_string_equal(sval(doc, "source"), "traces");
+	agg_compare("aggregate method=bind_text", doc, pick_method, &m);
+	json_decref(doc);
+}
+
+static void test_oracle_diff_between_versions(void **state)
+{
+	for (int a = 0; a < NAPPS; a++) {
+		int av[2][2] = {{a, 0}, {a, 1}};
+		struct table tb[2] = {{0}};
+		json_t *doc = api("/api/v1/aggregate/diff?app=%s&a.version=%s&b.version=%s",
+				  APPS[a], VERS[0], VERS[1]),
+		       *v;
+		char(*keys)[600], rk[600], msg[700];
+		const struct row *root[2];
+		size_t k;
+
+		snprintf(rk, sizeof rk, "%s|", APPS[a]);
+		for (int s = 0; s < 2; s++) {
+			agg_recount(&tb[s], pick_app_ver, av[s]);
+			root[s] = find(&tb[s], rk);
+			EXPECT_EQ("diff side traces",
+				  ival(json_object_get(doc, s ? "b" : "a"), "traces"),
+				  root[s] ? root[s]->traces : 0);
+		}
+		keys = node_keys(json_object_get(doc, "nodes"));
+		json_array_foreach(json_object_get(doc, "nodes"), k, v)
+		{
+			int64_t pt[2][2] = {{0}};
+			for (int s = 0; s < 2; s++) {
+				const struct row *r = find(&tb[s], keys[k]);
+				const char *p = s ? "b_" : "a_";
+				char key[40];
+				snprintf(key, sizeof key, "%straces", p);
+				snprintf(msg, sizeof msg, "diff %s %s", keys[k], key);
+				EXPECT_EQ(msg, ival(v, key), r ? r->traces : 0);
+				if (!ival(v, "parent"))
+					continue;
+				pt[s][0] = r && root[s] ? mean(r->self, root[s]->traces) : 0;
+				pt[s][1] = r && root[s] ? mean(r->incl, root[s]->traces) : 0;
+				snprintf(key, sizeof key, "%sself_ns_per_trace", p);
+				snprintf(msg, sizeof msg, "diff %s %s", keys[k], key);
+				EXPECT_EQ(msg, ival(v, key), pt[s][0]);
+				snprintf(key, sizeof key, "%sincl_ns_per_trace", p);
+				snprintf(msg, sizeof msg, "diff %s %s", keys[k], key);
+				EXPECT_EQ(msg, ival(v, key), pt[s][1]);
+			}
+			if (!ival(v, "parent"))
+				continue;
+			snprintf(msg, sizeof msg, "diff %s self_delta_ns", keys[k]);
+			EXPECT_EQ(msg, ival(v, "self_delta_ns"), pt[1][0] - pt[0][0]);
+			snprintf(msg, sizeof msg, "diff %s incl_delta_ns", keys[k]);
+			EXPECT_EQ(msg, ival(v, "incl_delta_ns"), pt[1][1] - pt[0][1]);
+		}
+		/* Every path of either side is a node. */
+		{
+			size_t both = tb[0].n;
+			for (size_t i = 0; i < tb[1].n; i++)
+				both += !find(&tb[0], tb[1].v[i].key);
+			EXPECT_EQ("diff nodes", json_array_size(json_object_get(doc, "nodes")),
+				  both);
+		}
+		free(keys);
+		free(tb[0].v);
+		free(tb[1].v);
+		json_decref(doc);
+	}
+}
+
+static void test_oracle_issues_per_app_and_chain(void **state)
+{
+	struct table tb = {0};
+	json_t *doc = api("/api/v1/issues?limit=100"), *v;
+	double last = INFINITY;
+	char key[600], path[512], msg[700];
+	unsigned char *seen = calloc((size_t)g_enrolled, 1);
+	size_t k;
+
+	assert_non_null(seen);
+	for (int i = 0; i < g_n; i++) {
+		const struct trace *t = &g_t[i];
+		struct row *r;
+		path_of(t, t->focus, path, sizeof path);
+		snprintf(key, sizeof key, "%s|%s", APPS[t->app], path);
+		r = get(&tb, key);
+		r->traces++;
+		r->sev += t->sev > 1 ? t->sev : 1;
+	}
+	/* Distinct devices per issue. */
+	for (size_t x = 0; x < tb.n; x++) {
+		memset(seen, 0, (size_t)g_enrolled);
+		for (int i = 0; i < g_n; i++) {
+			const struct trace *t = &g_t[i];
+			path_of(t, t->focus, path, sizeof path);
+			snprintf(key, sizeof key, "%s|%s", APPS[t->app], path);
+			if (!strcmp(key, tb.v[x].key) && !seen[t->rdev]) {
+				seen[t->rdev] = 1;
+				tb.v[x].n2++;
+			}
+		}
+	}
+	free(seen);
+	EXPECT_EQ("issues", json_array_size(json_object_get(doc, "issues")), tb.n);
+	json_array_foreach(json_object_get(doc, "issues"), k, v)
+	{
+		const struct row *r;
+		double sev, impact;
+		assert_non_null(sval(v, "app_id"));
+		snprintf(key, sizeof key, "%s|%s", sval(v, "app_id"), sval(v, "chain"));
+		r = find(&tb, key);
+		snprintf(msg, sizeof msg, "issue %s", key);
+		EXPECT_EQ(msg, r != NULL, 1);
+		EXPECT_EQ(msg, ival(v, "traces"), r->traces);
+		EXPECT_EQ(msg, ival(v, "devices"), r->n2);
+		sev = r->sev / (double)r->traces;
+		impact = (double)r->traces * sev * (double)r->n2;
+		assert_true(fabs(json_real_value(json_object_get(v, "severity")) - sev) < 1e-9);
+		assert_true(fabs(json_real_value(json_object_get(v, "impact")) - impact) <
+			    1e-9 * impact);
+		assert_true(impact <= last * (1 + 1e-12));
+		last = impact;
+	}
+	json_decref(doc);
+	free(tb.v);
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return (a > b) - (a < b);
+}
+
+static int64_t nearest_rank(int64_t *v, size_t n, int p)
+{
+	size_t k;
+	qsort(v, n, sizeof *v, cmp_i64);
+	k = (size_t)ceil((double)p * (double)n / 100.0);
+	return v[k ? k - 1 : 0];
+}
+
+/* The per-trace totals of method m in the traces pick selects (those with
+ * it) into self/incl; their count. */
+static size_t method_totals(int m, pick_fn pick, const void *arg, int64_t *self, int64_t *incl)
+{
+	size_t n = 0;
+	for (int i = 0; i < g_n; i++) {
+		const struct trace *t = &g_t[i];
+		int64_t s = 0, in = 0;
+		if (!pick(t, arg) || !has_method(t, m))
+			continue;
+		for (int k = 0; k < t->n; k++)
+			if (t->c[k].m == m) {
+				s += t->c[k].self;
+				in += t->c[k].incl; /* no recursion in this fleet */
+			}
+		self[n] = s;
+		incl[n++] = in;
+	}
+	return n;
+}
+
+static void pcts_compare(const char *what, json_t *o, int64_t *self, int64_t *incl, size_t n)
+{
+	char msg[200];
+	snprintf(msg, sizeof msg, "%s count", what);
+	EXPECT_EQ(msg, ival(o, "count"), n);
+	if (!n)
+		return;
+	snprintf(msg, sizeof msg, "%s self p50", what);
+	EXPECT_EQ(msg, ival(json_object_get(o, "self_ns"), "p50"), nearest_rank(self, n, 50));
+	snprintf(msg, sizeof msg, "%s self p95", what);
+	EXPECT_EQ(msg, ival(json_object_get(o, "self_ns"), "p95"), nearest_rank(self, n, 95));
+	snprintf(msg, sizeof msg, "%s incl p50", what);
+	EXPECT_EQ(msg, ival(json_object_get(o, "incl_ns"), "p50"), nearest_rank(incl, n, 50));
+	snprintf(msg, sizeof msg, "%s incl p95", what);
+	EXPECT_EQ(msg, ival(json_object_get(o, "incl_ns"), "p95"), nearest_rank(incl, n, 95));
+}
+
+static int pick_app_model(const struct trace *t, const void *arg)
+{
+	const int *am = arg;
+	return t->app == am[0] && t->model == am[1];
+}
+
+static void test_oracle_method_page_per_version_and_model(void **state)
+{
+	int64_t *self = calloc((size_t)g_n, sizeof *self),
+		*incl = calloc((size_t)g_n, sizeof *incl);
+	const int ms[] = {M_MEASURE, M_PARSE};
+
+	assert_non_null(self);
+	assert_non_null(incl);
+	for (size_t q = 0; q < sizeof ms / sizeof *ms; q++) {
+		int m = ms[q];
+		json_t *doc = api("/api/v1/methods/%s", METHODS[m]);
+		size_t n = method_totals(m, pick_all, NULL, self, incl);
+		pcts_compare("method page", doc, self, incl, n);
+		json_decref(doc);
+		for (int a = 0; a < NAPPS; a++) {
+			json_t *v;
+			size_t k;
+			doc = api("/api/v1/methods/%s?app=%s", METHODS[m], APPS[a]);
+			n = method_totals(m, pick_app, &a, self, incl);
+			pcts_compare("method page app", doc, self, incl, n);
+			if (ival(doc, "by_version_traces") < (json_int_t)n) {
+				fprintf(stderr, "oracle: by_version/by_model are a sample here\n");
+				json_decref(doc);
+				continue;
+			}
+			EXPECT_EQ("by_version_traces", ival(doc, "by_version_traces"), n);
+			json_array_foreach(json_object_get(doc, "by_version"), k, v)
+			{
+				int av[2] = {a, -1};
+				for (int x = 0; x < NVERS; x++)
+					if (!strcmp(VERS[x], sval(v, "app_version")))
+						av[1] = x;
+				assert_true(av[1] >= 0);
+				n = method_totals(m, pick_app_ver, av, self, incl);
+				pcts_compare("by_version", v, self, incl, n);
+			}
+			json_array_foreach(json_object_get(doc, "by_model"), k, v)
+			{
+				int am[2] = {a, -1};
+				for (int x = 0; x < NMODELS; x++)
+					if (!strcmp(MODELS[x], sval(v, "model")))
+						am[1] = x;
+				assert_true(am[1] >= 0);
+				n = method_totals(m, pick_app_model, am, self, incl);
+				pcts_compare("by_model", v, self, incl, n);
+			}
+			json_decref(doc);
+		}
+	}
+	free(self);
+	free(incl);
+}
+
+/* The pattern's leftmost match in path (names root first, each followed by
+ * ';'): the length of path through the match's last frame, 0 without one.
+ * el: names, NULL for '*'. */
+static size_t glob(const char *const *el, int nel, const char *path)
+{
+	const char *fr[MAXN];
+	size_t len[MAXN], nf = 0, pos = 0, end = 0;
+	for (const char *p = path; *p; nf++) {
+		fr[nf] = p;
+		len[nf] = strcspn(p, ";");
+		p += len[nf] + 1;
+	}
+	for (int i = 0; i < nel;) {
+		int j = i;
+		size_t k;
+		if (!el[i]) {
+			i++;
+			continue;
+		}
+		while (j < nel && el[j])
+			j++;
+		for (k = pos; k + (size_t)(j - i) <= nf; k++) {
+			int m = 0;
+			while (m < j - i && strlen(el[i + m]) == len[k + (size_t)m] &&
+			       !memcmp(el[i + m], fr[k + (size_t)m], len[k + (size_t)m]))
+				m++;
+			if (m == j - i)
+				break;
+		}
+		if (k + (size_t)(j - i) > nf)
+			return 0;
+		pos = k + (size_t)(j - i);
+		end = (size_t)(fr[pos - 1] + len[pos - 1] + 1 - path);
+		i = j;
+	}
+	return end;
+}
+
+/* Chain search's hits for query (every page) against the recount: each
+ * trace's distinct matched paths (the chain through the match's end). */
+static void search_compare(const char *query, const char *const *el, int nel, int app)
+{
+	struct table want = {0}, got = {0};
+	char cursor[64] = "", key[700], path[512];
+
+	for (int i = 0; i < g_n; i++) {
+		const struct trace *t = &g_t[i];
+		if (app >= 0 && t->app != app)
+			continue;
+		for (int k = 0; k < t->n; k++) {
+			size_t e;
+			path_of(t, k, path, sizeof path);
+			if ((e = glob(el, nel, path))) {
+				snprintf(key, sizeof key, "%s|%.*s", t->id, (int)e, path);
+				get(&want, key)->traces = 1;
+			}
+		}
+	}
+	do {
+		json_t *doc = api("/api/v1/search?%s%s%s&limit=500%s%s", query,
+				  app >= 0 ? "&app=" : "", app >= 0 ? APPS[app] : "",
+				  cursor[0] ? "&cursor=" : "", cursor),
+		       *v;
+		struct table page = {0};
+		size_t k;
+		json_array_foreach(json_object_get(doc, "hits"), k, v)
+		{
+			json_t *fr = json_object_get(v, "frames");
+			json_int_t to =
+				json_integer_value(json_array_get(json_object_get(v, "match"), 1));
+			size_t len = (size_t)snprintf(key, sizeof key, "%s|", sval(v, "trace_id"));
+			for (json_int_t f = 0; f < to; f++)
+				len += (size_t)snprintf(
+					key + len, sizeof key - len, "%s;",
+					json_string_value(json_array_get(fr, (size_t)f)));
+			/* Once a page (a trace whose rows straddle a page boundary
+			 * may show on both: API.md). */
+			if (find(&page, key)) {
+				fprintf(stderr, "oracle: search %s: hit %s twice\n", query, key);
+				fail();
+			}
+			get(&page, key)->traces = 1;
+			get(&got, key)->traces = 1;
+			if (!find(&want, key)) {
+				fprintf(stderr, "oracle: search %s: unexpected hit %s\n", query,
+					key);
+				fail();
+			}
+		}
+		cursor[0] = '\0';
+		if (json_is_string(json_object_get(doc, "next_cursor")))
+			snprintf(cursor, sizeof cursor, "%s", sval(doc, "next_cursor"));
+		json_decref(doc);
+		free(page.v);
+	} while (cursor[0]);
+	for (size_t i = 0; i < want.n; i++)
+		if (!find(&got, want.v[i].key)) {
+			fprintf(stderr, "oracle: search %s: missing hit %s\n", query,
+				want.v[i].key);
+			fail();
+		}
+	fprintf(stderr, "oracle: search %s%s: %zu hits\n", query, app >= 0 ? " (one app)" : "",
+		got.n);
+	free(want.v);
+	free(got.v);
+}
+
+static void test_oracle_chain_search_every_caller(void **state)
+{
+	const char *const any_measure[] = {NULL, "measure_text"};
+	const char *const main_to_measure[] = {"main_loop", NULL, "measure_text"};
+	const char *const bind_measure[] = {"bind_text", "measure_text"};
+	const char *const layout_any[] = {"layout_pass", NULL};
+
+	search_compare("chain=%2A%20%3E%20measure_text", any_measure, 2, -1);
+	search_compare("chain=main_loop%20%3E%20%2A%20%3E%20measure_text", main_to_measure, 3, -1);
+	search_compare("caller=bind_text&callee=measure_text", bind_measure, 2, -1);
+	search_compare("chain=layout_pass%20%3E%20%2A", layout_any, 2, -1);
+	search_compare("chain=%2A%20%3E%20measure_text", any_measure, 2, 1);
+}
+
+/* The callers / callees reply for method m (over pick) against the recount. */
+static void callers_compare(const char *query, int m, pick_fn pick, const void *arg)
+{
+	struct table up = {0}, down = {0}, tot = {0}, apps = {0};
+	json_t *doc = api("/api/v1/aggregate/callers?of=%s%s", METHODS[m], query), *v;
+	static const char *const parts[] = {"callers", "callees", "apps"};
+	struct table *tabs[] = {&up, &down, &tot};
+	char key[600], msg[700];
+	size_t k;
+
+	for (int i = 0; i < g_n; i++) {
+		const struct trace *t = &g_t[i];
+		if (!pick(t, arg))
+			continue;
+		get(&apps, APPS[t->app])->traces++;
+		for (int c = 0; c < t->n; c++) {
+			struct row *r;
+			if (t->c[c].m != m)
+				continue;
+			snprintf(key, sizeof key, "%s|%s", APPS[t->app],
+				 t->c[c].parent < 0 ? "(none)" : METHODS[t->c[t->c[c].parent].m]);
+			r = get(&up, key);
+			r->calls++, r->self += t->c[c].self, r->incl += t->c[c].incl;
+			snprintf(key, sizeof key, "%s|%s", APPS[t->app], METHODS[m]);
+			r = get(&tot, key);
+			r->calls++, r->self += t->c[c].self, r->incl += t->c[c].incl;
+			for (int d = c + 1; d < t->n; d++)
+				if (t->c[d].parent == c) {
+					snprintf(key, sizeof key, "%s|%s", APPS[t->app],
+						 METHODS[t->c[d].m]);
+					r = get(&down, key);
+					r->calls++, r->self += t->c[d].self,
+						r->incl += t->c[d].incl;
+				}
+		}
+	}
+	for (int p = 0; p < 3; p++) {
+		json_t *rows = json_object_get(doc, parts[p]);
+		snprintf(msg, sizeof msg, "callers of %s%s: %s rows", METHODS[m], query, parts[p]);
+		EXPECT_EQ(msg, json_array_size(rows), tabs[p]->n);
+		json_array_foreach(rows, k, v)
+		{
+			const struct row *r, *a = find(&apps, sval(v, "app_id"));
+			json_t *mv = json_object_get(v, "method");
+			snprintf(key, sizeof key, "%s|%s", sval(v, "app_id"),
+				 json_is_null(mv) ? "(none)" : json_string_value(mv));
+			r = find(tabs[p], key);
+			snprintf(msg, sizeof msg, "callers of %s%s: %s %s", METHODS[m], query,
+				 parts[p], key);
+			EXPECT_EQ(msg, r != NULL && a != NULL, 1);
+			EXPECT_EQ(msg, ival(v, "calls"), r->calls);
+			EXPECT_EQ(msg, ival(v, "self_ns"), r->self);
+			EXPECT_EQ(msg, ival(v, "incl_ns"), r->incl);
+			EXPECT_EQ(msg, ival(v, "app_traces"), a->traces);
+			EXPECT_EQ(msg, ival(v, "incl_ns_per_trace"), mean(r->incl, a->traces));
+			EXPECT_EQ(msg, ival(v, "self_ns_per_trace"), mean(r->self, a->traces));
+		}
+	}
+	json_decref(doc);
+	free(up.v);
+	free(down.v);
+	free(tot.v);
+	free(apps.v);
+}
+
+static void test_oracle_fleet_callers_and_callees(void **state)
+{
+	int a = 2;
+	callers_compare("", M_MEASURE, pick_all, NULL);
+	callers_compare("", M_BIND, pick_all, NULL);
+	callers_compare("&app=com.oracle.gamma", M_BIND, pick_app, &a);
+	callers_compare("", M_MAIN, pick_all, NULL);
+}
+
+static double median(int64_t *v, size_t n)
+{
+	qsort(v, n, sizeof *v, cmp_i64);
+	return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
+}
+
+static void close_to(const char *what, double got, double want)
+{
+	if (fabs(got - want) > 1e-6 * (fabs(want) + 1)) {
+		fprintf(stderr, "oracle: %s: server %.3f, recount %.3f\n", what, got, want);
+		fail();
+	}
+}
+
+static void test_oracle_regressions_medians_and_counts(void **state)
+{
+	int64_t *v[2][2];
+	size_t n[2] = {0};
+	json_t *doc = api("/api/v1/regressions?app=%s&a=%s&b=%s&limit=500", APPS[0], VERS[0],
+			  VERS[1]),
+	       *row;
+	size_t k;
+
+	for (int s = 0; s < 2; s++)
+		for (int w = 0; w < 2; w++)
+			assert_non_null(v[s][w] = calloc((size_t)g_n, sizeof(int64_t)));
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < g_n; i++)
+			n[s] += g_t[i].app == 0 && g_t[i].ver == s;
+	EXPECT_EQ("regressions a traces", ival(json_object_get(doc, "a"), "traces"), n[0]);
+	EXPECT_EQ("regressions b traces", ival(json_object_get(doc, "b"), "traces"), n[1]);
+	{
+		int used = 0;
+		for (int m = 0; m < M_COUNT; m++) {
+			int any = 0;
+			for (int i = 0; i < g_n && !any; i++)
+				any = g_t[i].app == 0 && g_t[i].ver < 2 && has_method(&g_t[i], m);
+			used += any;
+		}
+		EXPECT_EQ("regressions methods", json_array_size(json_object_get(doc, "methods")),
+			  used);
+	}
+	json_array_foreach(json_object_get(doc, "methods"), k, row)
+	{
+		int m = -1;
+		size_t with[2] = {0};
+		char what[128];
+		for (int x = 0; x < M_COUNT; x++)
+			if (!strcmp(METHODS[x], sval(row, "method")))
+				m = x;
+		assert_true(m >= 0);
+		/* Every trace of a side, 0 where the method is absent. */
+		for (int s = 0; s < 2; s++) {
+			size_t j = 0;
+			for (int i = 0; i < g_n; i++) {
+				const struct trace *t = &g_t[i];
+				int64_t se = 0, in = 0;
+				if (t->app != 0 || t->ver != s)
+					continue;
+				with[s] += has_method(t, m);
+				for (int c = 0; c < t->n; c++)
+					if (t->c[c].m == m)
+						se += t->c[c].self, in += t->c[c].incl;
+				v[s][0][j] = se;
+				v[s][1][j++] = in;
+			}
+		}
+		snprintf(what, sizeof what, "regressions %s traces_a", METHODS[m]);
+		EXPECT_EQ(what, ival(row, "traces_a"), with[0]);
+		snprintf(what, sizeof what, "regressions %s traces_b", METHODS[m]);
+		EXPECT_EQ(what, ival(row, "traces_b"), with[1]);
+		for (int w = 0; w < 2; w++) {
+			json_t *st = json_object_get(row, w ? "incl" : "self");
+			for (int s = 0; s < 2; s++) {
+				double sum = 0;
+				for (size_t j = 0; j < n[s]; j++)
+					sum += (double)v[s][w][j];
+				snprintf(what, sizeof what, "regressions %s %s mean_%c", METHODS[m],
+					 w ? "incl" : "self", 'a' + s);
+				close_to(what,
+					 json_number_value(json_object_get(st, s ? "mean_b_ns"
+										 : "mean_a_ns")),
+					 sum / (double)n[s]);
+				snprintf(what, sizeof what, "regressions %s %s median_%c",
+					 METHODS[m], w ? "incl" : "self", 'a' + s);
+				close_to(what,
+					 json_number_value(json_object_get(st, s ? "median_b_ns"
+										 : "median_a_ns")),
+					 median(v[s][w], n[s]));
+			}
+		}
+	}
+	json_decref(doc);
+	for (int s = 0; s < 2; s++)
+		for (int w = 0; w < 2; w++)
+			free(v[s][w]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_oracle_every_trace_decoded_and_listed),
+		cmocka_unit_test(test_oracle_worst_trace_orders),
+		cmocka_unit_test(test_oracle_aggregate_unfiltered_per_app_and_by_method),
+		cmocka_unit_test(test_oracle_diff_between_versions),
+		cmocka_unit_test(test_oracle_issues_per_app_and_chain),
+		cmocka_unit_test(test_oracle_method_page_per_version_and_model),
+		cmocka_unit_test(test_oracle_chain_search_every_caller),
+		cmocka_unit_test(test_oracle_fleet_callers_and_callees),
+		cmocka_unit_test(test_oracle_regressions_medians_and_counts),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
