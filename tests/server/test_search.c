@@ -280,7 +280,8 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	sqlite3_stmt *st;
 	int n = 0;
 	/* Take the database back to version 8 (no issue column; nor the roles'
-	 * migration 10, nor the fleet counts' 11), then let the store migrate it
+	 * migration 10, the fleet counts' 11 or the index budget's 12), then
+	 * let the store migrate it
 	 * again: the backfill must fold as decode does. */
 	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
 	exec_ok(db,
@@ -294,6 +295,7 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 		" DROP INDEX traces_issue; DROP INDEX traces_by_severity;"
 		" DROP INDEX traces_by_duration; DROP INDEX traces_by_captured;"
 		" ALTER TABLE traces DROP COLUMN issue; ALTER TABLE traces DROP COLUMN device_id;"
+		" ALTER TABLE traces DROP COLUMN index_cut;"
 		" PRAGMA user_version = 8");
 	sqlite3_close(db);
 	assert_int_equal(rvs_store_sqlite.open(g_cfg.database, &s), 0);
