@@ -275,8 +275,7 @@ static const char *frame(const char *svg, json_t *doc, const char *name, const c
  * and counts, and it leads bottom-up; but three traces against two cannot
  * make it significant (the exact Mann–Whitney p is at least 0.2), so its
  * frame is grey, not red: noise never looks like a regression. */
-static void test_agg_diff_planted_slower_method_exact_means_grey_when_not_significant(
-	void **state)
+static void test_agg_diff_planted_slower_method_exact_means_grey_when_not_significant(void **state)
 {
 	struct fx *f = *state;
 	int status;
@@ -634,11 +633,11 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_agg_one_version_exact_means_and_counts, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_agg_diff_significant_change_red_noise_grey, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_agg_diff_significant_change_red_noise_grey,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			test_agg_diff_planted_slower_method_exact_means_grey_when_not_significant, setup,
-			teardown),
+			test_agg_diff_planted_slower_method_exact_means_grey_when_not_significant,
+			setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agg_pprof_of_aggregate_and_diff_sides, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_agg_trace_filter_agrees_with_buckets, setup,

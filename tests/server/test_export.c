@@ -435,8 +435,7 @@ static void test_export_streamed_bytes_equal_local_export(void **state)
 		int rc = strcmp(fmt, "pprof") == 0 ? rva_export_pprof(w, t)
 			 : fmt[0] == 'f'	   ? rva_export_folded(w, t)
 			 : fmt[0] == 's'	   ? rva_export_svg(w, t, DEEP_ID)
-			 : fmt[0] == 'p'
-				 ? rva_export_perfetto_meta(w, t, &origin)
+			 : fmt[0] == 'p'	   ? rva_export_perfetto_meta(w, t, &origin)
 						   : rva_export_android(w, t);
 		assert_int_equal(rc, 0);
 		snprintf(path, sizeof path, "/api/v1/traces/" DEEP_ID "/export?format=%s", fmt);

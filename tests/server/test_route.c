@@ -34,6 +34,7 @@
 #include "api/alerts.h"
 #include "api/regress.h"
 #include "api/search.h"
+#include "api/aggregate_pprof.h"
 
 #include <jansson.h>
 
@@ -225,12 +226,15 @@ static const struct {
 	{RVS_M_GET, "/api/v1/traces/t-1", rvs_query_trace, "why"},
 	{RVS_M_GET, "/api/v1/traces/t-1/export", rvs_query_export, "format"},
 	{RVS_M_GET, "/api/v1/traces/t-1/x", rvs_query_trace_none, "*"},
-	{RVS_M_GET, "/api/v1/signatures", rvs_query_signatures, "limit"},
+	{RVS_M_GET, "/api/v1/signatures", rvs_query_signatures, "limit offset"},
 	{RVS_M_GET, "/api/v1/signatures/weekly", rvs_query_weekly, "since signatures"},
 	{RVS_M_GET, "/api/v1/skips", rvs_query_skips, "since until app limit"},
 	{RVS_M_GET, "/api/v1/methods/m", rvs_query_method, METHOD},
 	{RVS_M_GET, "/api/v1/aggregate", rvs_agg_api, AGG},
 	{RVS_M_GET, "/api/v1/aggregate/diff", rvs_agg_api_diff, AGG_DIFF},
+	{RVS_M_GET, "/api/v1/aggregate/pprof", rvs_agg_api_pprof, AGG},
+	{RVS_M_GET, "/api/v1/aggregate/diff/pprof", rvs_agg_api_diff_pprof, AGG_DIFF " side"},
+	{RVS_M_GET, "/api/v1/aggregate/callers", rvs_agg_api_callers, AGG " of"},
 	{RVS_M_GET, "/api/v1/issues", rvs_search_issues, ISSUES},
 	{RVS_M_GET, "/api/v1/search", rvs_search_chains, SEARCH},
 	{RVS_M_GET, "/api/v1/regressions", rvs_regress_api, REGRESS},
@@ -250,7 +254,7 @@ static const struct {
 	{RVS_M_GET, "/traces/t-1/timeline.json", rvs_web_trace_timeline, "from to width"},
 	{RVS_M_GET, "/traces/t-1/butterfly", rvs_web_trace_butterfly, "method"},
 	{RVS_M_GET, "/traces/t-1/x", rvs_web_trace_none, "*"},
-	{RVS_M_GET, "/signatures", rvs_web_signatures, "limit"},
+	{RVS_M_GET, "/signatures", rvs_web_signatures, "limit offset"},
 	{RVS_M_GET, "/issues", rvs_web_issues, ISSUES},
 	{RVS_M_GET, "/search", rvs_web_search, SEARCH},
 	{RVS_M_GET, "/campaigns", rvs_web_campaigns, ""},
@@ -260,6 +264,7 @@ static const struct {
 	{RVS_M_GET, "/fleet", rvs_web_fleet, ""},
 	{RVS_M_GET, "/aggregate", rvs_web_aggregate, AGG},
 	{RVS_M_GET, "/aggregate/diff", rvs_web_aggregate_diff, AGG_DIFF},
+	{RVS_M_GET, "/callers", rvs_web_callers, AGG " of"},
 	{RVS_M_GET, "/methods/m", rvs_web_method, METHOD},
 	{RVS_M_POST, "/methods/m", rvs_web_method_post, ""},
 	{RVS_M_GET, "/regressions", rvs_web_regressions, REGRESS},

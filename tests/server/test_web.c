@@ -52,7 +52,7 @@ static char g_session[128]; /* "rv_session=…" once signed in */
 static char g_csrf[80];
 static char g_trace[40];  /* a decoded real capture */
 static char g_offcpu[40]; /* FORMAT.md's off-CPU example, with a lock wait */
-static char g_ties[40];   /* capbuild.h's calls sharing timestamps by the hundred */
+static char g_ties[40];	  /* capbuild.h's calls sharing timestamps by the hundred */
 
 static int group_setup(void **state)
 {
@@ -2889,7 +2889,8 @@ int main(void)
 		cmocka_unit_test(test_web_timeline_json_zooms_and_refuses_hostile_parameters),
 		cmocka_unit_test(test_web_timeline_1_4m_calls_counts_every_call_and_reopens),
 		cmocka_unit_test(test_web_trace_page_shows_offcpu_counters_and_lock_waits),
-		cmocka_unit_test(test_web_trace_with_hundreds_of_equal_timestamps_has_exact_self_times),
+		cmocka_unit_test(
+			test_web_trace_with_hundreds_of_equal_timestamps_has_exact_self_times),
 		cmocka_unit_test(test_web_api_trace_document_has_why_figures),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
 		cmocka_unit_test(test_web_aggregate_and_diff_pages_draw_the_real_capture),

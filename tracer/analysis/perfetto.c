@@ -1140,7 +1140,7 @@ static int origin_tracks(FILE *f, const rva_trace *t, const rva_export_meta *met
 	te.type = 3;
 	te.has_track_uuid = 1;
 	te.track_uuid = RVA_PERFETTO_MARK_UUID;
-	te.name = (char *)(!t->has_anomaly    ? "capture"
+	te.name = (char *)(!t->has_anomaly   ? "capture"
 			   : t->anomaly_name ? t->anomaly_name
 					     : "anomaly");
 	te.n_debug_annotations = nda;

@@ -165,6 +165,20 @@ struct names {
 	size_t n;
 };
 
+static void args_free(struct args *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+}
+
+static void names_free(struct names *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		free(ns->v[i]);
+	free(ns->v);
+}
+
 static int names_has(const struct names *ns, const char *s)
 {
 	for (size_t i = 0; i < ns->n; i++)
@@ -1022,5 +1036,9 @@ int main(int argc, char **argv)
 	}
 	if (list[0])
 		unlink(list);
+	args_free(&cc);
+	names_free(&never);
+	names_free(&excluded);
+	names_free(&rules);
 	return rc;
 }
