@@ -551,7 +551,21 @@ static inline pid_t rvh_run_demo_app(struct rvh *h)
 	if (pid < 0)
 		return -1;
 	/* Still running at the guard: rvh_teardown kills and reaps it. */
-	return rvh_wait_exit(h, pid) == 0 ? pid : -1;
+	if (rvh_wait_exit(h, pid) == 0)
+		return pid;
+	/* Failed: its log, for the test's output. */
+	{
+		char path[200], line[512];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/app.log", h->dir);
+		if ((f = fopen(path, "r"))) {
+			while (fgets(line, sizeof(line), f))
+				fprintf(stderr, "app.log: %s", line);
+			fclose(f);
+		}
+	}
+	return -1;
 }
 
 /* Waits until the daemon traces exactly one thread of `pid` (its main

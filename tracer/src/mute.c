@@ -490,7 +490,8 @@ static struct module *module_of(uintptr_t a)
 		free(sv.v);
 		return NULL;
 	}
-	qsort(sv.v, sv.n, sizeof(*sv.v), cmp_site);
+	if (sv.n) /* sv.v is NULL when the module has no site: qsort must not see it */
+		qsort(sv.v, sv.n, sizeof(*sv.v), cmp_site);
 	m->sites = sv.v;
 	m->nsites = sv.n;
 	nmods++;
