@@ -38,6 +38,8 @@ PACKAGES="$PACKAGES libsqlite3-dev libmbedtls-dev"
 
 # device/ (rearviewd, rvctl).
 PACKAGES="$PACKAGES libuv1-dev libcurl4-openssl-dev libzstd-dev libinih-dev libsqlite3-dev"
+# The daemon's capture-parsing worker (its seccomp filter).
+PACKAGES="$PACKAGES libseccomp-dev"
 
 # device/weston (rearview-weston.so, the Weston 10 module) and its test:
 # weston (headless backend, kiosk-shell, weston-simple-shm), libwayland-dev,

@@ -3,8 +3,10 @@
 # Daemon objects are also linked into the unit tests, so everything except
 # main.c lives in one list.
 
-DEVICE_CFLAGS := $(call pc,--cflags,libuv inih sqlite3 libcurl libzstd libsystemd) $(PROTOBUF_CFLAGS)
-DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3 libcurl libzstd libsystemd) $(RVPOLICY_LDLIBS) \
+DEVICE_CFLAGS := $(call pc,--cflags,libuv inih sqlite3 libcurl libzstd libsystemd libseccomp) \
+                 $(PROTOBUF_CFLAGS)
+DEVICE_LIBS   := $(call pc,--libs,libuv inih sqlite3 libcurl libzstd libsystemd libseccomp) \
+                 $(RVPOLICY_LDLIBS) \
                  $(PROTOBUF_LIBS)
 
 DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
@@ -13,7 +15,8 @@ DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/enforce.c device/src/daemon.c device/src/capture.c \
                    device/src/admin.c device/src/dbus.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
                    device/src/enroll.c device/src/upload_req.c device/src/curl_uv.c device/src/compress.c \
-                   device/src/offcpu.c device/src/identity.c
+                   device/src/offcpu.c device/src/identity.c device/src/sandbox.c \
+                   device/src/sandbox_worker.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
 # Local summaries (src/summary.c) with librvanalysis: the archive rides with
@@ -112,6 +115,12 @@ $(TBIN)/integration/test_daemon_harden: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/
 # Who may speak for an app: the kernel's identity against the app map.
 $(eval $(call rv_test,integration,daemon_identity,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_identity: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+# The sandboxed capture parser: a crashing capture, a file open, the worker's confinement.
+$(eval $(call rv_test,integration,daemon_sandbox,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
+$(TBIN)/integration/test_daemon_sandbox: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+# Spool history retention: 300 anomalies leave bounded rows (spool.db read with sqlite3).
+$(eval $(call rv_test,integration,daemon_retention,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,sqlite3),integration))
+$(TBIN)/integration/test_daemon_retention: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 $(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_crash: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # A real traced program (the demo app) across a daemon SIGKILL and restart.
@@ -163,3 +172,13 @@ $(BIN)/rearview-settings: $(OBJ)/device/settings/settings.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc,--libs,gtk4)
 BINS += $(BIN)/rearview-settings
 $(TBIN)/device/test_dbus: | $(BIN)/rearview-settings
+
+# `make bench`: the sandboxed capture parser's added latency per capture
+# (device/BENCHMARKS.md); the worker is the built rearviewd.
+$(OBJ)/tests/device/bench_sandbox.o: CPPFLAGS += -Itests/rvtrace -Ipolicy/include \
+  -Itracer/analysis/include -DRV_BIN_DIR='"$(BIN)"'
+$(TBIN)/device/bench_sandbox: $(OBJ)/tests/device/bench_sandbox.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
+                              $(LIBRVPROTO) | $(BIN)/rearviewd
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS)
+BENCHES += $(TBIN)/device/bench_sandbox

@@ -100,25 +100,16 @@ static void quota_show(struct panel *p, GVariant *v)
 	gtk_label_set_text(GTK_LABEL(p->quota), buf);
 }
 
-/* Shows Captures ("a(tssss)") as three counts: sent, waiting, kept. */
-static void captures_show(struct panel *p, GVariant *v)
+/* Shows Counts ("a{su}": sent, waiting, kept, skipped) as three counts. */
+static void counts_show(struct panel *p, GVariant *v)
 {
-	GVariantIter it;
-	guint64 id;
-	const char *app, *anomaly, *state, *reason;
-	unsigned sent = 0, waiting = 0, kept = 0;
+	guint32 sent = 0, waiting = 0, kept = 0;
 	char buf[256];
 
-	g_variant_iter_init(&it, v);
-	while (g_variant_iter_next(&it, "(t&s&s&s&s)", &id, &app, &anomaly, &state, &reason)) {
-		if (!strcmp(state, "uploaded"))
-			sent++;
-		else if (!strcmp(state, "pending") || !strcmp(state, "uploading"))
-			waiting++;
-		else if (!strcmp(state, "captured") ||
-			 (!strcmp(state, "skipped") && !strcmp(reason, "consent_local")))
-			kept++;
-	}
+	/* A key the daemon does not send stays 0. */
+	g_variant_lookup(v, "sent", "u", &sent);
+	g_variant_lookup(v, "waiting", "u", &waiting);
+	g_variant_lookup(v, "kept", "u", &kept);
 	snprintf(buf, sizeof(buf),
 		 _("Sent: %u    Waiting to be sent: %u    Kept on this device: %u"), sent, waiting,
 		 kept);
@@ -135,13 +126,13 @@ static void quota_read(GObject *src, GAsyncResult *res, gpointer data)
 	g_variant_unref(v);
 }
 
-static void captures_read(GObject *src, GAsyncResult *res, gpointer data)
+static void counts_read(GObject *src, GAsyncResult *res, gpointer data)
 {
-	GVariant *v = get_finish(src, res, "Captures");
+	GVariant *v = get_finish(src, res, "Counts");
 
 	if (!v)
 		return;
-	captures_show(data, v);
+	counts_show(data, v);
 	g_variant_unref(v);
 }
 
@@ -166,8 +157,9 @@ static void show_property(struct panel *p, const char *name, const char *type,
 }
 
 /* Shows the daemon's properties, from the proxy's cache, which
- * PropertiesChanged keeps current (Consent, QuotaLeft and Captures all
- * signal their changes with the new value). */
+ * PropertiesChanged keeps current (Consent, QuotaLeft and Counts all
+ * signal their changes with the new value; the capture list itself is
+ * not needed here, and is only invalidated in those signals). */
 static void refresh(struct panel *p)
 {
 	GVariant *v;
@@ -185,7 +177,7 @@ static void refresh(struct panel *p)
 		g_variant_unref(v);
 	}
 	show_property(p, "QuotaLeft", "u", quota_show, quota_read);
-	show_property(p, "Captures", "a(tssss)", captures_show, captures_read);
+	show_property(p, "Counts", "a{su}", counts_show, counts_read);
 }
 
 static void show_message(struct panel *p, const char *what, const GError *err)

@@ -135,6 +135,7 @@ static int admin_status(struct rvd_admin_env *env, struct rvd_conn *c,
 	st.last_freeze_latency_ns = ds.last_freeze_latency_ns;
 	st.anomalies = ds.anomalies;
 	st.anomalies_not_captured = ds.anomalies_not_captured;
+	st.parser_failures = ds.parser_failures;
 	st.identity_refused = ds.identity_refused;
 	st.quota_left = env->enf->quota_left;
 	st.policy_version = env->enf->policy_version;

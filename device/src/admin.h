@@ -31,6 +31,7 @@ struct rvd_admin_stats {
 	uint64_t anomalies;
 	uint64_t anomalies_not_captured;
 	uint64_t identity_refused; /* Registers refused: the app id is not the peer's */
+	uint64_t parser_failures;  /* the sandboxed parser crashed, timed out, overflowed */
 	/* The last errors, oldest first; borrowed until the loop runs again. */
 	const char *errors[RVD_LAST_ERRORS];
 	unsigned nerrors; /* <= RVD_LAST_ERRORS */

@@ -38,6 +38,7 @@
 #include "capcheck.h"
 #include "log.h"
 #include "offcpu.h"
+#include "sandbox.h"
 #include "summary.h"
 #include "rearview/common.pb-c.h"
 
@@ -528,6 +529,7 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	struct stat stb;
 	uint64_t now = uv_hrtime(), size;
 	const char *why;
+	char whybuf[128];
 	int fd = rvd_conn_take_fd(c);
 	int seals;
 
@@ -568,8 +570,13 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	}
 	assert(cr->size <= f->env.cfg->capture_max_bytes && pc->pid == p->pid);
 	/* Sealed and sized, but is it a capture?  Nothing else is stored,
-	 * acknowledged or uploaded. */
-	if (rvd_capcheck_fd(fd, (size_t)cr->size, &why) < 0) {
+	 * acknowledged or uploaded.  The bytes are any app's: they are read
+	 * by the sandboxed parser, whose failure refuses this capture only. */
+	if (f->env.parser ? rvd_sandbox_check(f->env.parser, fd, (size_t)cr->size, whybuf,
+					      sizeof(whybuf)) < 0
+			  : rvd_capcheck_fd(fd, (size_t)cr->size, &why) < 0) {
+		if (f->env.parser)
+			why = whybuf;
 		note_error(f, "pid %d: capture %" PRIu64 " refused: %s", (int)p->pid,
 			   cr->request_id, why);
 		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__MALFORMED, why);

@@ -23,6 +23,8 @@
 #include "detect.h"
 #include "enforce.h"
 #include "registry.h"
+
+struct rvd_sandbox;
 #include "spool.h"
 #include "rearview/control.pb-c.h"
 
@@ -67,6 +69,9 @@ struct rvd_capture_env {
 	void (*policy_changed)(void *ctx);
 	/* Gives an unused policy quota reservation back (a spool job). */
 	void (*release_reservation)(void *ctx, int64_t reservation);
+	/* The sandboxed parser that checks each capture (sandbox.h; loop
+	 * thread); NULL: checked in this process (unit tests). */
+	struct rvd_sandbox *parser;
 	void *ctx;
 };
 

@@ -49,6 +49,7 @@ void rvd_config_defaults(struct rvd_config *c)
 	c->consent_default = REARVIEW__CONSENT_LEVEL__CONSENT_LOCAL;
 	c->spool_max_bytes = 256ull << 20;
 	c->spool_max_files = 100;
+	c->spool_history_rows = 100;
 	c->backoff_initial_ms = 1000;
 	c->backoff_max_ms = 300000;
 	c->max_in_flight = 1;
@@ -193,6 +194,8 @@ int rvd_config_set(struct rvd_config *c, const char *section, const char *key, c
 		return parse_u64(v, 0, 1ull << 40, &c->spool_max_bytes);
 	if (KEY("spool", "max_files"))
 		return parse_u32(v, 0, 1000000, &c->spool_max_files);
+	if (KEY("spool", "history_rows"))
+		return parse_u32(v, 0, 1000000, &c->spool_history_rows);
 	if (KEY("tracing", "traced_apps"))
 		return parse_u32(v, 0, 64, &c->traced_apps);
 	if (KEY("tracing", "buffer_bytes"))

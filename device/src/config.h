@@ -55,6 +55,9 @@ struct rvd_config {
 	/* [spool] */
 	uint64_t spool_max_bytes; /* capture files kept, oldest evicted first */
 	uint32_t spool_max_files;
+	/* Rows of finished captures (uploaded, or skipped without a file) kept
+	 * for rvctl and the panel; older ones are deleted into the totals. */
+	uint32_t spool_history_rows;
 	/* [policy] */
 	char policy_key[RVD_PATH_MAX]; /* PEM public key; "" = built-in default only */
 	/* [upload] */

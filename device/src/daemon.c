@@ -50,6 +50,8 @@
 #include "log.h"
 #include "offcpu.h"
 #include "registry.h"
+#include "sandbox.h"
+#include "summary.h"
 #include "tracectl.h"
 #include "upload.h"
 #include "rearview/control.pb-c.h"
@@ -61,12 +63,22 @@ static const char *const sock_names[] = {"control.sock", "events.sock", "admin.s
 static const uint8_t sock_channels[] = {RV_CHANNEL_CONTROL, RV_CHANNEL_EVENT, RV_CHANNEL_ADMIN};
 
 /* Private: other files get functions and tables (admin.h, upload.h). */
+/* Deadlines of the sandboxed parser, per capture: the checks are one hash
+ * pass (1.7 ms for 32 MiB); a summary of the largest capture takes
+ * seconds on a loaded machine.  Past them the worker is killed and the
+ * capture refused (checks) or left without a summary. */
+#define RVD_PARSE_CHECK_MS   10000
+#define RVD_PARSE_SUMMARY_MS 120000
+
 struct rvd_daemon {
 	uv_loop_t *loop; /* borrowed */
 	struct rvd_config cfg;
 	struct rvd_config cfg_file; /* as configured; the policy's thresholds override cfg */
 	struct rvd_enforce enf;
 	struct rvd_seams seams;
+	/* The sandboxed capture parsers: checks (loop thread), summaries
+	 * (the spool's job queue). */
+	struct rvd_sandbox parse_check, parse_summary;
 	int lock_fd; /* RUN/rearviewd.lock, flock'd for our life; -1 */
 	int listen_fd[3];
 	uv_poll_t listen_poll[3];
@@ -560,6 +572,8 @@ static void env_stats(void *ctx, struct rvd_admin_stats *st)
 	st->anomalies = d->cap.anomalies;
 	st->anomalies_not_captured = d->cap.captures_dropped;
 	st->identity_refused = d->identity_refused;
+	st->parser_failures = __atomic_load_n(&d->parse_check.failed, __ATOMIC_RELAXED) +
+			      __atomic_load_n(&d->parse_summary.failed, __ATOMIC_RELAXED);
 	for (unsigned k = 0; k < ne; k++)
 		st->errors[k] = d->last_errors[(d->nerrors - ne + k) % RVD_LAST_ERRORS];
 	st->nerrors = ne;
@@ -618,6 +632,7 @@ static void envs_init(struct rvd_daemon *d)
 		.enforce_submit = env_enforce_submit,
 		.policy_changed = env_policy_changed,
 		.release_reservation = env_release_reservation,
+		.parser = &d->parse_check,
 		.ctx = d,
 	};
 
@@ -1040,6 +1055,7 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	d->lock_fd = -1;
 	rvd_registry_init(&d->reg);
 	rvd_spool_init(&d->spool, loop, cfg->state_dir);
+	rvd_spool_set_history(&d->spool, cfg->spool_history_rows);
 	d->spool.changed = spool_changed;
 	d->spool.changed_ctx = d;
 	uv_signal_init(loop, &d->sig_term);
@@ -1056,6 +1072,13 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	uv_signal_start(&d->sig_term, signal_cb, SIGTERM);
 	uv_signal_start(&d->sig_int, signal_cb, SIGINT);
 
+	if ((rc = rvd_sandbox_init(&d->parse_check, "check", NULL, RVD_PARSE_CHECK_MS)) < 0 ||
+	    (rc = rvd_sandbox_init(&d->parse_summary, "summary", NULL, RVD_PARSE_SUMMARY_MS)) <
+		    0) {
+		rvd_err("capture parser: %s", strerror(-rc));
+		goto fail;
+	}
+	rvd_summary_use_sandbox(&d->parse_summary);
 	if ((mkdir(cfg->run_dir, 0755) < 0 && errno != EEXIST) ||
 	    (mkdir(cfg->state_dir, 0700) < 0 && errno != EEXIST)) {
 		rc = -errno;
@@ -1177,5 +1200,8 @@ void rvd_daemon_free(struct rvd_daemon *d)
 	rvd_upload_free(d->up);
 	rvd_dbus_free(d->bus);
 	rvd_app_map_free(&d->apps);
+	rvd_summary_use_sandbox(NULL);
+	rvd_sandbox_close(&d->parse_check);
+	rvd_sandbox_close(&d->parse_summary);
 	free(d);
 }

@@ -18,9 +18,13 @@
  *    after each send);
  *  - sd_bus_process is never re-entered and the bus is never dropped from
  *    inside one of its callbacks (`dispatching`);
- *  - QuotaLeft and Captures changes are coalesced: rvd_dbus_spool_changed
- *    only arms `coalesce` (once), which emits one PropertiesChanged for
- *    both at most every COALESCE_MS, however many captures moved;
+ *  - QuotaLeft, Counts and Captures changes are coalesced:
+ *    rvd_dbus_spool_changed only arms `coalesce` (once), which emits one
+ *    PropertiesChanged for them at most every COALESCE_MS, however many
+ *    captures moved; it carries the small values (QuotaLeft, Counts: four
+ *    entries) and only names Captures in invalidated_properties
+ *    (EMITS_INVALIDATION), so a signal's size does not grow with the
+ *    spool — a client that wants the list asks for it;
  *  - every parked call is on `calls` from its method handler until it is
  *    answered (or, when stopping, dropped); `b` outlives them all (freed
  *    after the loop returned, when the spool ran every job).
@@ -32,6 +36,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,12 +386,52 @@ static int prop_captures(sd_bus *bus, const char *path, const char *interface, c
 	return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+/* The panel's totals: sent (uploaded, deleted rows included), waiting
+ * (pending or uploading), kept (on the device only: captured, or skipped
+ * at consent local), skipped (any other reason, deleted rows included). */
+static int prop_counts(sd_bus *bus, const char *path, const char *interface, const char *property,
+		       sd_bus_message *reply, void *userdata, sd_bus_error *err)
+{
+	struct rvd_dbus *b = userdata;
+	const struct rvd_spool *sp = b->env->spool;
+	uint64_t sent = sp->retired[RVD_SPOOL_UPLOADED], skipped = sp->retired[RVD_SPOOL_SKIPPED];
+	uint64_t waiting = 0, kept = 0;
+
+	for (size_t i = 0; i < sp->nrecs; i++) {
+		const struct rvd_capture_rec *c = &sp->recs[i];
+
+		switch (c->state) {
+		case RVD_SPOOL_UPLOADED:
+			sent++;
+			break;
+		case RVD_SPOOL_PENDING:
+		case RVD_SPOOL_UPLOADING:
+			waiting++;
+			break;
+		case RVD_SPOOL_CAPTURED:
+			kept++;
+			break;
+		default:
+			if (!strcmp(c->reason, "consent_local"))
+				kept++;
+			else
+				skipped++;
+		}
+	}
+	/* Saturated: a u32 on the bus. */
+#define U32(x) ((uint32_t)((x) > UINT32_MAX ? UINT32_MAX : (x)))
+	return sd_bus_message_append(reply, "a{su}", 4, "sent", U32(sent), "waiting", U32(waiting),
+				     "kept", U32(kept), "skipped", U32(skipped));
+#undef U32
+}
+
 static const sd_bus_vtable daemon_vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_PROPERTY("Consent", "s", prop_consent, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("QuotaLeft", "u", prop_quota_left, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("Counts", "a{su}", prop_counts, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("Captures", "a(tssss)", prop_captures, 0,
-			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+			SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
 	SD_BUS_METHOD_WITH_ARGS("SetConsent", SD_BUS_ARGS("s", level), SD_BUS_NO_RESULT,
 				method_set_consent, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("DeleteAllData", "", "", method_delete_all, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -466,7 +511,7 @@ static void coalesce_cb(uv_timer_t *h)
 	if (!b->bus)
 		return;
 	r = sd_bus_emit_properties_changed(b->bus, RVD_DBUS_PATH, RVD_DBUS_INTERFACE, "QuotaLeft",
-					   "Captures", NULL);
+					   "Counts", "Captures", NULL);
 	if (r < 0)
 		rvd_warn("system bus: PropertiesChanged: %s", strerror(-r));
 	events_update(b);

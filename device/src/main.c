@@ -24,6 +24,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
+#include "sandbox.h"
 
 static void usage(FILE *f)
 {
@@ -41,6 +42,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* The sandboxed capture parser (sandbox.h): the daemon started again. */
+	if (argc == 2 && !strcmp(argv[1], RVD_SANDBOX_WORKER_ARG))
+		rvd_sandbox_worker_main(3);
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"run-dir", required_argument, NULL, 'r'},

@@ -229,10 +229,10 @@ static void print_status(const Rearview__Status *s, long uploaded)
 		       "version\":%" PRIu64 ","
 		       "\"last_freeze_latency_ns\":%" PRIu64 ",\"anomalies\":%" PRIu64
 		       ",\"anomalies_not_captured\":%" PRIu64 ",\"identity_refused\":%" PRIu64
-		       ",\"processes\":[",
+		       ",\"parser_failures\":%" PRIu64 ",\"processes\":[",
 		       consent_name(s->consent), s->buffer_bytes, s->pending_uploads, uploaded,
 		       s->quota_left, s->policy_version, s->last_freeze_latency_ns, s->anomalies,
-		       s->anomalies_not_captured, s->identity_refused);
+		       s->anomalies_not_captured, s->identity_refused, s->parser_failures);
 		for (size_t i = 0; i < s->n_processes; i++) {
 			const Rearview__ProcessStatus *p = s->processes[i];
 
@@ -266,6 +266,8 @@ static void print_status(const Rearview__Status *s, long uploaded)
 	       s->anomalies_not_captured);
 	printf("identity refused:   %" PRIu64 " (app ids not the speaker's own)\n",
 	       s->identity_refused);
+	printf("parser failures:    %" PRIu64 " (captures refused: the parser crashed or hung)\n",
+	       s->parser_failures);
 	printf("processes:          %zu\n", s->n_processes);
 	for (size_t i = 0; i < s->n_processes; i++) {
 		const Rearview__ProcessStatus *p = s->processes[i];

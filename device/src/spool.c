@@ -10,7 +10,10 @@
  *  - the mirror (recs) is touched only on the loop thread, in after-work;
  *  - a row exists only for a file that was renamed into place and whose
  *    directory entry was fsync'd; a file without a row was never
- *    acknowledged and is removed at open.
+ *    acknowledged and is removed at open;
+ *  - at most one prune (history retention) job is queued; a row it will
+ *    delete is marked `pruning` and is no longer purged or evicted, and a
+ *    deleted row is counted in `history` in the same transaction.
  */
 #include "spool.h"
 
@@ -38,7 +41,8 @@ enum job_type {
 	JOB_CLOSE,
 	JOB_PURGE,
 	JOB_RUN,
-	JOB_REPORTED
+	JOB_REPORTED,
+	JOB_PRUNE
 };
 
 struct rvd_spool_job {
@@ -65,6 +69,11 @@ struct rvd_spool_job {
 	/* JOB_OPEN: rows loaded from the index */
 	struct rvd_capture_rec *loaded;
 	size_t nloaded;
+	/* JOB_OPEN: the history totals; JOB_PRUNE: the rows deleted by state */
+	uint64_t retired[RVD_SPOOL_SKIPPED + 1];
+	/* JOB_PRUNE: the rows to delete */
+	uint64_t *ids;
+	size_t nids;
 };
 
 static const char *const state_names[] = {"captured", "pending", "uploading", "uploaded",
@@ -96,6 +105,7 @@ void rvd_spool_init(struct rvd_spool *sp, uv_loop_t *loop, const char *state_dir
 {
 	memset(sp, 0, sizeof(*sp));
 	sp->loop = loop;
+	sp->history_rows = UINT32_MAX;
 	snprintf(sp->dir, sizeof(sp->dir), "%s", state_dir);
 }
 
@@ -123,7 +133,10 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS captures("
 			     " name TEXT NOT NULL, detail TEXT NOT NULL,"
 			     " app_id TEXT NOT NULL, size INTEGER NOT NULL,"
 			     " freeze_latency_ns INTEGER NOT NULL,"
-			     " file TEXT NOT NULL UNIQUE);";
+			     " file TEXT NOT NULL UNIQUE);"
+			     "CREATE TABLE IF NOT EXISTS history("
+			     " state INTEGER NOT NULL, reason TEXT NOT NULL,"
+			     " n INTEGER NOT NULL, PRIMARY KEY(state, reason));";
 
 /*
  * Schema version 1 (PRAGMA user_version): the upload columns.  A version-0
@@ -347,6 +360,25 @@ static int load_summary_flags(struct rvd_spool_job *job, sqlite3 *db)
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
+/* The history totals by state (rows deleted by retention). */
+static int load_history(struct rvd_spool_job *job, sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "SELECT state, SUM(n) FROM history GROUP BY state", -1,
+				    &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return rvc_sqlite_errno(rc);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int state = sqlite3_column_int(st, 0);
+
+		if (state >= 0 && state <= RVD_SPOOL_SKIPPED)
+			job->retired[state] += (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
 static void work_open(struct rvd_spool_job *job)
 {
 	struct rvd_spool *sp = job->sp;
@@ -383,7 +415,8 @@ static void work_open(struct rvd_spool_job *job)
 		return;
 	}
 	/* Local summaries: the column, and which rows have one. */
-	if ((rc = migrate_summary(db)) < 0 || (rc = load_summary_flags(job, db)) < 0) {
+	if ((rc = migrate_summary(db)) < 0 || (rc = load_summary_flags(job, db)) < 0 ||
+	    (rc = load_history(job, db)) < 0) {
 		sqlite3_close(db);
 		job->status = rc;
 		return;
@@ -575,6 +608,75 @@ static void work_reported(struct rvd_spool_job *job)
 	job->status = rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
+/*
+ * Deletes the rows job->ids (finished when the prune was queued; a row no
+ * longer finished is left) and counts each in `history` by its state and
+ * reason, all in one transaction.
+ */
+static void work_prune(struct rvd_spool_job *job)
+{
+	sqlite3 *db = job->sp->db;
+	sqlite3_stmt *del = NULL, *add = NULL;
+	int rc;
+
+	if ((rc = exec_sql(db, "BEGIN IMMEDIATE;")) < 0) {
+		job->status = rc;
+		return;
+	}
+	rc = sqlite3_prepare_v2(db,
+				"DELETE FROM captures WHERE id=?1 AND state IN (?2, ?3) AND "
+				"(file='' OR file LIKE '-%') RETURNING state, reason",
+				-1, &del, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db,
+					"INSERT INTO history(state, reason, n) VALUES(?1, ?2, 1) "
+					"ON CONFLICT(state, reason) DO UPDATE SET n=n+1",
+					-1, &add, NULL);
+	for (size_t i = 0; rc == SQLITE_OK && i < job->nids; i++) {
+		int state;
+
+		sqlite3_reset(del);
+		sqlite3_bind_int64(del, 1, (sqlite3_int64)job->ids[i]);
+		sqlite3_bind_int(del, 2, RVD_SPOOL_UPLOADED);
+		sqlite3_bind_int(del, 3, RVD_SPOOL_SKIPPED);
+		rc = sqlite3_step(del);
+		if (rc == SQLITE_DONE) { /* no longer finished: kept */
+			job->ids[i] = 0;
+			rc = SQLITE_OK;
+			continue;
+		}
+		if (rc != SQLITE_ROW)
+			break;
+		state = sqlite3_column_int(del, 0);
+		sqlite3_reset(add);
+		sqlite3_bind_int(add, 1, state);
+		sqlite3_bind_text(add, 2, (const char *)sqlite3_column_text(del, 1), -1,
+				  SQLITE_TRANSIENT);
+		/* RETURNING rows are all produced by the first step: finish it. */
+		rc = sqlite3_step(del);
+		if (rc == SQLITE_DONE)
+			rc = sqlite3_step(add);
+		if (rc != SQLITE_DONE)
+			break;
+		job->retired[state]++;
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(del);
+	sqlite3_finalize(add);
+	if (rc != SQLITE_OK) {
+		rvd_err("spool: deleting old rows: %s", sqlite3_errmsg(db));
+		exec_sql(db, "ROLLBACK;");
+		memset(job->retired, 0, sizeof(job->retired));
+		job->status = rvc_sqlite_errno(rc);
+		return;
+	}
+	job->status = exec_sql(db, "COMMIT;");
+	if (job->status < 0) {
+		exec_sql(db, "ROLLBACK;");
+		memset(job->retired, 0, sizeof(job->retired));
+	}
+}
+
 static void work_setting(struct rvd_spool_job *job)
 {
 	char path[320];
@@ -614,6 +716,9 @@ static void work_cb(uv_work_t *req)
 	case JOB_REPORTED:
 		work_reported(job);
 		break;
+	case JOB_PRUNE:
+		work_prune(job);
+		break;
 	case JOB_CLOSE:
 		sqlite3_close(job->sp->db);
 		job->sp->db = NULL;
@@ -648,6 +753,93 @@ static struct rvd_capture_rec *mirror_find(const struct rvd_spool *sp, uint64_t 
 	return NULL;
 }
 
+static bool finished(const struct rvd_capture_rec *r)
+{
+	return (r->state == RVD_SPOOL_UPLOADED || r->state == RVD_SPOOL_SKIPPED) && !r->file[0] &&
+	       !r->purging;
+}
+
+bool rvd_spool_awaits_report(const struct rvd_capture_rec *rec)
+{
+	return rec->state == RVD_SPOOL_SKIPPED && !rec->skip_reported && rec->reason[0] &&
+	       strncmp(rec->reason, "consent", 7) != 0 && strncmp(rec->reason, "rejected_", 9) != 0;
+}
+
+static int submit(struct rvd_spool *sp, struct rvd_spool_job *job);
+static struct rvd_spool_job *job_new(enum job_type type, rvd_spool_cb cb, void *data);
+
+/* Queues the deletion of the oldest finished rows beyond history_rows
+ * (those awaiting a skip report last), unless one is queued already. */
+static void maybe_prune(struct rvd_spool *sp)
+{
+	struct rvd_spool_job *job;
+	size_t n = 0, excess;
+
+	if (sp->prune_queued || !sp->open)
+		return;
+	for (size_t i = 0; i < sp->nrecs; i++)
+		n += finished(&sp->recs[i]) && !sp->recs[i].pruning;
+	if (n <= sp->history_rows)
+		return;
+	excess = n - sp->history_rows;
+	job = job_new(JOB_PRUNE, NULL, NULL);
+	if (job)
+		job->ids = malloc(excess * sizeof(*job->ids));
+	if (!job || !job->ids) {
+		free(job);
+		rvd_err("spool: out of memory deleting old rows");
+		return;
+	}
+	/* Oldest first (the mirror is in id order); reports still due last. */
+	for (int pass = 0; pass < 2 && job->nids < excess; pass++) {
+		for (size_t i = 0; i < sp->nrecs && job->nids < excess; i++) {
+			struct rvd_capture_rec *r = &sp->recs[i];
+
+			if (!finished(r) || r->pruning || rvd_spool_awaits_report(r) != (pass == 1))
+				continue;
+			r->pruning = true;
+			job->ids[job->nids++] = r->id;
+		}
+	}
+	assert(job->nids == excess);
+	sp->prune_queued = true;
+	submit(sp, job);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The prune job is done: its rows leave the mirror (which stays in id
+ * order), its counts join the totals; on failure the rows stay.  The rows
+ * it left (no longer finished) have id 0 in job->ids. */
+static void prune_done(struct rvd_spool *sp, struct rvd_spool_job *job)
+{
+	size_t k = 0, w = 0;
+
+	sp->prune_queued = false;
+	qsort(job->ids, job->nids, sizeof(*job->ids), cmp_id);
+	for (size_t i = 0; i < sp->nrecs; i++) {
+		struct rvd_capture_rec *r = &sp->recs[i];
+		bool gone = false;
+
+		if (r->pruning) {
+			r->pruning = false;
+			while (k < job->nids && job->ids[k] < r->id)
+				k++;
+			gone = job->status == 0 && k < job->nids && job->ids[k] == r->id;
+		}
+		if (!gone)
+			sp->recs[w++] = *r;
+	}
+	sp->nrecs = w;
+	for (int st = 0; st <= RVD_SPOOL_SKIPPED; st++)
+		sp->retired[st] += job->retired[st];
+}
+
 static void after_work_cb(uv_work_t *req, int status)
 {
 	struct rvd_spool_job *job = req->data;
@@ -664,6 +856,7 @@ static void after_work_cb(uv_work_t *req, int status)
 			sp->recs = job->loaded;
 			sp->nrecs = sp->caprecs = job->nloaded;
 			job->loaded = NULL;
+			memcpy(sp->retired, job->retired, sizeof(sp->retired));
 			sp->open = true;
 			break;
 		case JOB_STORE:
@@ -696,9 +889,14 @@ static void after_work_cb(uv_work_t *req, int status)
 			break;
 		case JOB_SETTING:
 		case JOB_RUN:
+		case JOB_PRUNE:
 			break;
 		}
 	}
+	if (job->type == JOB_PRUNE)
+		prune_done(sp, job);
+	if (job->type == JOB_PURGE && (r = mirror_find(sp, job->rec.id)) != NULL)
+		r->purging = false;
 	sp->head = job->next;
 	if (!sp->head)
 		sp->tail = NULL;
@@ -706,11 +904,15 @@ static void after_work_cb(uv_work_t *req, int status)
 	if (job->status == 0 && status >= 0 && sp->changed && job->type != JOB_OPEN &&
 	    job->type != JOB_CLOSE && job->type != JOB_REPORTED)
 		sp->changed(sp->changed_ctx);
+	if (job->status == 0 && job->type != JOB_CLOSE && job->type != JOB_PRUNE &&
+	    job->type != JOB_SETTING && job->type != JOB_RUN)
+		maybe_prune(sp);
 	/* The callback may submit; submit() starts the head when nothing runs. */
 	if (job->cb)
 		job->cb(sp, status < 0 ? status : job->status, id, job->data);
 	free(job->loaded);
 	free(job->value);
+	free(job->ids);
 	free(job);
 	if (sp->head && !sp->running)
 		start_head(sp);
@@ -904,7 +1106,7 @@ int rvd_spool_purge(struct rvd_spool *sp, uint64_t id, const char *reason, rvd_s
 	struct rvd_capture_rec *r = mirror_find(sp, id);
 	struct rvd_spool_job *job;
 
-	if (!r)
+	if (!r || r->pruning)
 		return -ENOENT;
 	job = job_new(JOB_PURGE, cb, data);
 	if (!job)
@@ -961,6 +1163,11 @@ int rvd_spool_run(struct rvd_spool *sp, void (*fn)(void *arg), void *arg, rvd_sp
 	job->fn = fn;
 	job->arg = arg;
 	return submit(sp, job);
+}
+
+void rvd_spool_set_history(struct rvd_spool *sp, uint32_t rows)
+{
+	sp->history_rows = rows;
 }
 
 void rvd_spool_note_summary(struct rvd_spool *sp, uint64_t id)

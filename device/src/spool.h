@@ -53,8 +53,10 @@ struct rvd_capture_rec {
 	/* Skipped rows: the server acknowledged its skip report (POST
 	 * /v1/skips, report id = upload_id). */
 	bool skip_reported;
-	/* Loop-thread bookkeeping: a purge of this row is queued. */
+	/* Loop-thread bookkeeping: a purge of this row is queued; its
+	 * deletion (history retention) is queued. */
 	bool purging;
+	bool pruning;
 };
 
 struct rvd_spool_job;
@@ -77,6 +79,12 @@ struct rvd_spool {
 	 * setting), before the job's own callback.  NULL: nobody listens. */
 	void (*changed)(void *ctx);
 	void *changed_ctx;
+	/* History retention (rvd_spool_set_history): finished rows kept, and
+	 * the per-state count of the rows deleted beyond them (the `history`
+	 * table, loaded at open; loop thread). */
+	uint32_t history_rows;
+	bool prune_queued;
+	uint64_t retired[RVD_SPOOL_SKIPPED + 1];
 };
 
 /* "captured", "pending", … */
@@ -149,6 +157,25 @@ int rvd_spool_run(struct rvd_spool *sp, void (*fn)(void *arg), void *arg, rvd_sp
  * rename, fsync dir).  For small settings such as the consent level. */
 int rvd_spool_write_setting(struct rvd_spool *sp, const char *name, const void *value, size_t len,
 			    rvd_spool_cb cb, void *data);
+
+/*
+ * History retention: a finished row — uploaded, or skipped, without a
+ * file and not being purged — is kept only while it is among the newest
+ * `rows` finished rows.  After any job that leaves more, the oldest are
+ * deleted in one transaction (a spool job) and counted by (state, reason)
+ * in the `history` table, whose per-state sums are mirrored in
+ * sp->retired; a skipped row still awaiting its skip report
+ * (rvd_spool_awaits_report) goes only after every other finished row.
+ * Rows with a file are bounded by rvd_spool_evict, unfinished ones by the
+ * flow itself.  The default (after rvd_spool_init) is UINT32_MAX: keep all.
+ * Loop thread; takes effect at the next job (or at open).
+ */
+void rvd_spool_set_history(struct rvd_spool *sp, uint32_t rows);
+
+/* Whether a skipped row's skip report is still due to the fleet server: a
+ * policy reason (quota, debounce, campaign…), not the user's consent
+ * choices nor the server's own rejections, and not yet acknowledged. */
+bool rvd_spool_awaits_report(const struct rvd_capture_rec *rec);
 
 /* Closes the database after every queued job.  cb(0) when done. */
 int rvd_spool_close(struct rvd_spool *sp, rvd_spool_cb cb, void *data);

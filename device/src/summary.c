@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sandbox.h"
 #include "rearview/analysis.h"
 #include "rearview/policy.h"
 #include "rearview/summary.pb-c.h"
@@ -358,6 +359,53 @@ int rvd_summary_file(const char *path, const struct Rearview__PolicyBody *policy
 	return rc;
 }
 
+static struct rvd_sandbox *summary_sandbox;
+
+void rvd_summary_use_sandbox(struct rvd_sandbox *sb)
+{
+	summary_sandbox = sb;
+}
+
+/* rvd_summary_file in the sandboxed parser: the file opened here, its
+ * descriptor and the packed policy handed over. */
+static int summary_sandboxed(const char *path, const struct Rearview__PolicyBody *policy,
+			     uint8_t **out, size_t *out_len, char *err, size_t errsz)
+{
+	uint8_t *pol = NULL;
+	size_t pol_len = 0;
+	struct stat stb;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &stb) < 0) {
+		rc = -errno;
+		snprintf(err, errsz, "capture file: %s", strerror(-rc));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	if (stb.st_size <= 0) {
+		close(fd);
+		snprintf(err, errsz, "capture file: empty");
+		return -EINVAL;
+	}
+	if (policy) {
+		pol_len = rearview__policy_body__get_packed_size(policy);
+		pol = malloc(pol_len ? pol_len : 1);
+		if (!pol) {
+			close(fd);
+			snprintf(err, errsz, "%s", strerror(ENOMEM));
+			return -ENOMEM;
+		}
+		rearview__policy_body__pack(policy, pol);
+	}
+	rc = rvd_sandbox_summarize(summary_sandbox, fd, (size_t)stb.st_size, pol, pol_len,
+				   RVD_SUMMARY_MAX_BYTES, out, out_len, err, errsz);
+	free(pol);
+	close(fd);
+	return rc;
+}
+
 void rvd_summary_work(void *arg)
 {
 	struct rvd_summary_job *j = arg;
@@ -366,8 +414,12 @@ void rvd_summary_work(void *arg)
 	size_t len = 0;
 
 	snprintf(path, sizeof(path), "%s/captures/%s", j->sp->dir, j->file);
-	j->status = rvd_summary_file(path, rvd_enforce_policy(j->enf), RVD_SUMMARY_TOP, &buf, &len,
-				     j->err, sizeof(j->err));
+	if (summary_sandbox)
+		j->status = summary_sandboxed(path, rvd_enforce_policy(j->enf), &buf, &len, j->err,
+					      sizeof(j->err));
+	else
+		j->status = rvd_summary_file(path, rvd_enforce_policy(j->enf), RVD_SUMMARY_TOP,
+					     &buf, &len, j->err, sizeof(j->err));
 	if (j->status == 0) {
 		j->status = rvd_spool_put_summary(j->sp, j->id, buf, len);
 		if (j->status < 0)

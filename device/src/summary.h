@@ -71,7 +71,20 @@ struct rvd_summary_job {
 };
 
 /* Worker half: reads the file, summarizes with the current policy's
- * signature models and stores the result in the row. */
+ * signature models and stores the result in the row.  With a sandbox set
+ * (rvd_summary_use_sandbox) the file is summarized by that sandboxed
+ * parser, which reads the capture's bytes; this thread only opens the file
+ * and stores the answer. */
 void rvd_summary_work(void *job);
+
+/* Summaries of rvd_summary_work go through `sb` (sandbox.h; used only from
+ * the spool's job queue, one job at a time) from now on; NULL: in this
+ * process (unit tests, rvctl).  Set before the first job is queued. */
+struct rvd_sandbox;
+void rvd_summary_use_sandbox(struct rvd_sandbox *sb);
+
+/* A summary answer longer than this is refused (top tables of 10 rows,
+ * chains of 64 frames, 64 matches: far below it). */
+#define RVD_SUMMARY_MAX_BYTES (16u << 20)
 
 #endif

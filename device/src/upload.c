@@ -438,17 +438,6 @@ static void begin_upload(struct rvd_uploader *u, uint64_t id)
 
 /* ---- skip reports --------------------------------------------------------- */
 
-/*
- * A skipped row the fleet should hear about: the policy's reasons (quota,
- * debounce, campaign…), not the user's own consent choices and not the
- * server's own rejections (it knows those).
- */
-static bool reportable(const struct rvd_capture_rec *rec)
-{
-	return rec->state == RVD_SPOOL_SKIPPED && !rec->skip_reported && rec->reason[0] &&
-	       strncmp(rec->reason, "consent", 7) != 0 && strncmp(rec->reason, "rejected_", 9) != 0;
-}
-
 static void skip_reported_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 {
 	struct rvd_uploader *u = data;
@@ -561,7 +550,7 @@ void rvd_up_kick(struct rvd_uploader *u)
 	}
 	/* Skip reports, one at a time, after the uploads. */
 	for (size_t i = 0; i < sp->nrecs && !u->reporting; i++)
-		if (reportable(&sp->recs[i]))
+		if (rvd_spool_awaits_report(&sp->recs[i]))
 			begin_skip_report(u, &sp->recs[i]);
 }
 

@@ -13,12 +13,15 @@
  *
  *   rv_helper_app CONTROL_SOCK ACK_LOG [--reconnect] [--no-seal] [--silent]
  *                 [--pid N] [--not-a-capture] [--app-id ID] [--as-uid N]
+ *                 [--prefix BYTES]
  *
  * --reconnect  keep reconnecting (daemon restarts) until killed
  * --no-seal    send an unsealed memfd (the daemon must refuse it)
  * --silent     never answer a CaptureRequest
  * --pid N      register as pid N (the daemon must refuse it)
  * --not-a-capture  send sealed bytes that are not a capture (refused)
+ * --prefix BYTES   with --not-a-capture: the bytes begin with BYTES (the
+ *              daemon's parser test hooks, sandbox.h, act on them)
  * --app-id ID  declare app id ID in Register (the daemon checks it)
  * --as-uid N   drop to uid N and gid N (setresuid/setresgid, no
  *              supplementary groups) before connecting: a process of
@@ -47,6 +50,7 @@
 
 static const bool stop;
 static bool no_seal, silent, not_a_capture;
+static const char *prefix = "";
 static long fake_pid;
 static const char *app_id;
 static unsigned long seq;
@@ -117,6 +121,7 @@ static void build_capture(capbuf *c, const char *token)
 
 		memset(body, 'x', sizeof(body));
 		c->len = 0;
+		cb_put(c, prefix, strlen(prefix));
 		cb_put(c, token, strlen(token));
 		cb_put(c, body, sizeof(body));
 		return;
@@ -246,6 +251,8 @@ int main(int argc, char **argv)
 			no_seal = true;
 		else if (!strcmp(argv[i], "--not-a-capture"))
 			not_a_capture = true;
+		else if (!strcmp(argv[i], "--prefix") && i + 1 < argc)
+			prefix = argv[++i];
 		else if (!strcmp(argv[i], "--silent"))
 			silent = true;
 		else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
