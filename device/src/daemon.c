@@ -1073,8 +1073,7 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	uv_signal_start(&d->sig_int, signal_cb, SIGINT);
 
 	if ((rc = rvd_sandbox_init(&d->parse_check, "check", NULL, RVD_PARSE_CHECK_MS)) < 0 ||
-	    (rc = rvd_sandbox_init(&d->parse_summary, "summary", NULL, RVD_PARSE_SUMMARY_MS)) <
-		    0) {
+	    (rc = rvd_sandbox_init(&d->parse_summary, "summary", NULL, RVD_PARSE_SUMMARY_MS)) < 0) {
 		rvd_err("capture parser: %s", strerror(-rc));
 		goto fail;
 	}

@@ -48,8 +48,7 @@ static void count(uint64_t *c)
 	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
 }
 
-int rvd_sandbox_init(struct rvd_sandbox *sb, const char *name, const char *exe,
-		     unsigned timeout_ms)
+int rvd_sandbox_init(struct rvd_sandbox *sb, const char *name, const char *exe, unsigned timeout_ms)
 {
 	ssize_t n;
 
@@ -104,8 +103,7 @@ static int worker_start(struct rvd_sandbox *sb)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	/* dup2 onto itself would keep close-on-exec: never hand over fd 3 as is. */
-	child = sv[1] == RVD_SANDBOX_FD ? fcntl(sv[1], F_DUPFD_CLOEXEC, RVD_SANDBOX_FD + 1)
-					: sv[1];
+	child = sv[1] == RVD_SANDBOX_FD ? fcntl(sv[1], F_DUPFD_CLOEXEC, RVD_SANDBOX_FD + 1) : sv[1];
 	if (child < 0) {
 		rc = -errno;
 		close(sv[0]);

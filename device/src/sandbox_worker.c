@@ -24,10 +24,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <fcntl.h>
 
@@ -65,8 +69,18 @@ static void drop_privileges(void)
 	uid_t uid = 65534;
 	gid_t gid = 65534;
 
-	if (geteuid() != 0 && getuid() != 0)
+	/* Capabilities the daemon's unit grants (ambient CAP_PERFMON survives
+	 * the exec) are not the parser's: none left, whatever the uid. */
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		die("clearing ambient capabilities", errno);
+	if (geteuid() != 0 && getuid() != 0) {
+		struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+		struct __user_cap_data_struct none[2] = {{0}};
+
+		if (syscall(SYS_capset, &hdr, none) < 0)
+			die("dropping capabilities", errno);
 		return;
+	}
 	if ((pw = getpwnam("nobody")) != NULL) {
 		uid = pw->pw_uid;
 		gid = pw->pw_gid;
@@ -87,37 +101,87 @@ static void drop_privileges(void)
 static void load_filter(void)
 {
 	static const int allow[] = {
-		SCMP_SYS(read),		 SCMP_SYS(write),	 SCMP_SYS(readv),
-		SCMP_SYS(writev),	 SCMP_SYS(recvmsg),	 SCMP_SYS(sendmsg),
-		SCMP_SYS(recvfrom),	 SCMP_SYS(sendto),	 SCMP_SYS(getuid),
-		SCMP_SYS(geteuid),	 SCMP_SYS(getgid),	 SCMP_SYS(getegid),
-		SCMP_SYS(mmap),		 SCMP_SYS(munmap),	 SCMP_SYS(mremap),
-		SCMP_SYS(mprotect),	 SCMP_SYS(brk),		 SCMP_SYS(madvise),
-		SCMP_SYS(close),	 SCMP_SYS(exit),	 SCMP_SYS(exit_group),
-		SCMP_SYS(rt_sigreturn),	 SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction),
-		SCMP_SYS(getpid),	 SCMP_SYS(gettid),	 SCMP_SYS(tgkill),
-		SCMP_SYS(clock_gettime), SCMP_SYS(futex),	 SCMP_SYS(getrandom),
+		SCMP_SYS(read),
+		SCMP_SYS(write),
+		SCMP_SYS(readv),
+		SCMP_SYS(writev),
+		SCMP_SYS(recvmsg),
+		SCMP_SYS(sendmsg),
+		SCMP_SYS(recvfrom),
+		SCMP_SYS(sendto),
+		SCMP_SYS(getuid),
+		SCMP_SYS(geteuid),
+		SCMP_SYS(getgid),
+		SCMP_SYS(getegid),
+		SCMP_SYS(mmap),
+		SCMP_SYS(munmap),
+		SCMP_SYS(mremap),
+		SCMP_SYS(mprotect),
+		SCMP_SYS(brk),
+		SCMP_SYS(madvise),
+		SCMP_SYS(close),
+		SCMP_SYS(exit),
+		SCMP_SYS(exit_group),
+		SCMP_SYS(rt_sigreturn),
+		SCMP_SYS(rt_sigprocmask),
+		SCMP_SYS(rt_sigaction),
+		SCMP_SYS(getpid),
+		SCMP_SYS(gettid),
+		SCMP_SYS(tgkill),
+		SCMP_SYS(clock_gettime),
+		SCMP_SYS(futex),
+		SCMP_SYS(getrandom),
 		SCMP_SYS(restart_syscall),
+		SCMP_SYS(sysinfo), /* glibc's qsort sizes its buffer */
+		SCMP_SYS(sched_yield),
+		SCMP_SYS(uname),
 	};
 	static const int refuse[] = {
-		SCMP_SYS(open),	      SCMP_SYS(openat),	    SCMP_SYS(openat2),
-		SCMP_SYS(creat),      SCMP_SYS(stat),	    SCMP_SYS(lstat),
-		SCMP_SYS(newfstatat), SCMP_SYS(statx),	    SCMP_SYS(access),
-		SCMP_SYS(faccessat),  SCMP_SYS(faccessat2), SCMP_SYS(readlink),
+		SCMP_SYS(open),	      SCMP_SYS(openat),	   SCMP_SYS(openat2),	 SCMP_SYS(creat),
+		SCMP_SYS(stat),	      SCMP_SYS(lstat),	   SCMP_SYS(newfstatat), SCMP_SYS(statx),
+		SCMP_SYS(access),     SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(readlink),
 		SCMP_SYS(readlinkat), SCMP_SYS(fstat),
 	};
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
-	int rc = ctx ? 0 : -ENOMEM;
+	/* KILL_PROCESS needs API level 3, which libseccomp learns with the
+	 * seccomp() call; under a service manager's filter that refuses that
+	 * call (systemd's @system-service does) the level reads lower: then
+	 * KILL, the same for a single thread. */
+	scmp_filter_ctx ctx =
+		seccomp_init(seccomp_api_get() >= 3 ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_KILL);
+	struct sock_filter prog[512];
+	struct sock_fprog fprog = {.filter = prog};
+	ssize_t n = -1;
+	int rc = ctx ? 0 : -EINVAL, mfd = -1;
 
 	for (size_t i = 0; rc == 0 && i < sizeof(allow) / sizeof(allow[0]); i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allow[i], 0);
 	for (size_t i = 0; rc == 0 && i < sizeof(refuse) / sizeof(refuse[0]); i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), refuse[i], 0);
+	/* Reading a limit (no new one given) is harmless; setting one is not. */
 	if (rc == 0)
-		rc = seccomp_load(ctx);
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1,
+				      SCMP_A2(SCMP_CMP_EQ, 0));
+	/*
+	 * Loaded with prctl(PR_SET_SECCOMP), not seccomp(): the program is
+	 * exported to a memfd and read back.  prctl is what a service
+	 * manager's filter allows (seccomp() is not in @system-service).
+	 */
+	if (rc == 0 && (mfd = memfd_create("rearview-filter", MFD_CLOEXEC)) < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = seccomp_export_bpf(ctx, mfd);
+	if (rc == 0 && (n = pread(mfd, prog, sizeof(prog), 0)) <= 0)
+		rc = n < 0 ? -errno : -EIO;
+	if (mfd >= 0)
+		close(mfd);
 	seccomp_release(ctx);
+	if (rc == 0 && (n % (ssize_t)sizeof(prog[0]) || (size_t)n == sizeof(prog)))
+		rc = -E2BIG;
 	if (rc < 0)
-		die("seccomp", -rc);
+		die("seccomp filter", -rc);
+	fprog.len = (unsigned short)(n / (ssize_t)sizeof(prog[0]));
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) < 0)
+		die("PR_SET_SECCOMP", errno);
 }
 
 static void confine(int fd)
@@ -212,7 +276,7 @@ static void serve(int fd, const struct sb_req *q, int capfd, int auxfd)
 	int rc;
 
 	if (q->len)
-		cap = mmap(NULL, q->len, PROT_READ, MAP_PRIVATE, capfd, 0);
+		cap = mmap(NULL, q->len, PROT_READ, MAP_SHARED | MAP_POPULATE, capfd, 0);
 	if (auxfd >= 0 && q->aux_len)
 		aux = mmap(NULL, q->aux_len, PROT_READ, MAP_PRIVATE, auxfd, 0);
 	close(capfd);

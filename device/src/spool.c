@@ -364,8 +364,8 @@ static int load_summary_flags(struct rvd_spool_job *job, sqlite3 *db)
 static int load_history(struct rvd_spool_job *job, sqlite3 *db)
 {
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(db, "SELECT state, SUM(n) FROM history GROUP BY state", -1,
-				    &st, NULL);
+	int rc = sqlite3_prepare_v2(db, "SELECT state, SUM(n) FROM history GROUP BY state", -1, &st,
+				    NULL);
 
 	if (rc != SQLITE_OK)
 		return rvc_sqlite_errno(rc);

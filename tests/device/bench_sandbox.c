@@ -11,8 +11,11 @@
  * The variants run interleaved, round after round, on the same memfd, so
  * the machine's noise hits them alike; each line gives the median wall
  * time of each, and the median of the per-round differences (the added
- * latency).  The worker is the real rearviewd (RV_BIN_DIR), confined as
- * in the daemon.  Results: device/BENCHMARKS.md.
+ * latency).  On a loaded machine the wall time of a round trip includes
+ * waiting to be scheduled, so the CPU time is given too: this thread's
+ * (CLOCK_THREAD_CPUTIME_ID) plus, sandboxed, the worker's (its
+ * /proc/PID/schedstat run time, ns).  The worker is the real rearviewd
+ * (RV_BIN_DIR), confined as in the daemon.  Results: device/BENCHMARKS.md.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -70,10 +73,36 @@ static int make_capture(size_t slots, size_t *len)
 	return fd;
 }
 
+/* The worker's CPU time so far in ms (its schedstat run time), 0 without one. */
+static double worker_cpu_ms(const struct rvd_sandbox *sb)
+{
+	char path[64];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	if (sb->pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)sb->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &ns) != 1)
+		ns = 0;
+	fclose(f);
+	return (double)ns / 1e6;
+}
+
+static void cpu_line(double *a, double *b, double *d, size_t n)
+{
+	double ma = rvb_sort_median(a, n), mb = rvb_sort_median(b, n), md = rvb_sort_median(d, n);
+
+	printf("%-34s %13s  in-process %9.3f ms  sandboxed %9.3f ms  added %8.3f ms CPU\n", "", "",
+	       ma, mb, md);
+}
+
 static void line(const char *what, size_t len, double *a, double *b, double *d, size_t n)
 {
-	double ma = rvb_sort_median(a, n), mb = rvb_sort_median(b, n),
-	       md = rvb_sort_median(d, n);
+	double ma = rvb_sort_median(a, n), mb = rvb_sort_median(b, n), md = rvb_sort_median(d, n);
 
 	printf("%-34s %9.1f KiB  in-process %9.3f ms  sandboxed %9.3f ms  added %8.3f ms "
 	       "(min %.3f, max %.3f)\n",
@@ -85,6 +114,7 @@ int main(void)
 	static const size_t slots[] = {0, 64 * 1024, 4u * 1024 * 1024};
 	struct rvd_sandbox sb, fresh;
 	double a[ROUNDS], b[ROUNDS], d[ROUNDS], f[ROUNDS], df[ROUNDS];
+	double ca[ROUNDS], cb[ROUNDS], cd[ROUNDS];
 	char why[160];
 	const char *w;
 
@@ -104,13 +134,21 @@ int main(void)
 		}
 		for (int r = 0; r < ROUNDS; r++) {
 			double t0 = rvb_ms(CLOCK_MONOTONIC), t1, t2, t3;
+			double c0 = rvb_ms(CLOCK_THREAD_CPUTIME_ID), c1, c2, w1, w2;
 
 			if (rvd_capcheck_fd(fd, len, &w) < 0)
 				return 1;
 			t1 = rvb_ms(CLOCK_MONOTONIC);
+			c1 = rvb_ms(CLOCK_THREAD_CPUTIME_ID);
+			w1 = worker_cpu_ms(&sb);
 			if (rvd_sandbox_check(&sb, fd, len, why, sizeof(why)) < 0)
 				return 1;
 			t2 = rvb_ms(CLOCK_MONOTONIC);
+			c2 = rvb_ms(CLOCK_THREAD_CPUTIME_ID);
+			w2 = worker_cpu_ms(&sb);
+			ca[r] = c1 - c0;
+			cb[r] = (c2 - c1) + (w2 - w1);
+			cd[r] = cb[r] - ca[r];
 			/* A worker per capture: started, checked, ended. */
 			if (rvd_sandbox_check(&fresh, fd, len, why, sizeof(why)) < 0)
 				return 1;
@@ -123,6 +161,7 @@ int main(void)
 			df[r] = f[r] - a[r];
 		}
 		line("check, persistent worker", len, a, b, d, ROUNDS);
+		cpu_line(ca, cb, cd, ROUNDS);
 		/* a[] is sorted by line(): the per-round differences were kept. */
 		line("check, worker per capture", len, a, f, df, ROUNDS);
 		if (slots[k]) {
@@ -136,17 +175,28 @@ int main(void)
 				map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
 				if (map == MAP_FAILED)
 					return 1;
+				double c0, c1, c2, w1, w2;
+
 				t0 = rvb_ms(CLOCK_MONOTONIC);
-				if (rvd_summary_build(map, len, NULL, RVD_SUMMARY_TOP, &o1, &l1, why,
-						      sizeof(why)) < 0)
+				c0 = rvb_ms(CLOCK_THREAD_CPUTIME_ID);
+				if (rvd_summary_build(map, len, NULL, RVD_SUMMARY_TOP, &o1, &l1,
+						      why, sizeof(why)) < 0)
 					return 1;
 				t1 = rvb_ms(CLOCK_MONOTONIC);
-				if (rvd_sandbox_summarize(&sb, fd, len, NULL, 0, RVD_SUMMARY_MAX_BYTES,
-							  &o2, &l2, why, sizeof(why)) < 0) {
+				c1 = rvb_ms(CLOCK_THREAD_CPUTIME_ID);
+				w1 = worker_cpu_ms(&sb);
+				if (rvd_sandbox_summarize(&sb, fd, len, NULL, 0,
+							  RVD_SUMMARY_MAX_BYTES, &o2, &l2, why,
+							  sizeof(why)) < 0) {
 					fprintf(stderr, "bench_sandbox: summary: %s\n", why);
 					return 1;
 				}
 				t2 = rvb_ms(CLOCK_MONOTONIC);
+				c2 = rvb_ms(CLOCK_THREAD_CPUTIME_ID);
+				w2 = worker_cpu_ms(&sb);
+				ca[r] = c1 - c0;
+				cb[r] = (c2 - c1) + (w2 - w1);
+				cd[r] = cb[r] - ca[r];
 				munmap(map, len);
 				/* The same summary either way. */
 				if (l1 != l2 || memcmp(o1, o2, l1) != 0) {
@@ -160,6 +210,7 @@ int main(void)
 				d[r] = b[r] - a[r];
 			}
 			line("summary, persistent worker", len, a, b, d, (size_t)rounds);
+			cpu_line(ca, cb, cd, (size_t)rounds);
 		}
 		close(fd);
 	}

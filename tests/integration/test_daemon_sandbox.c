@@ -143,7 +143,8 @@ static pid_t find_worker(pid_t daemon)
 		fclose(f);
 		buf[n] = '\0';
 		/* argv[0] NUL argv[1] */
-		if (n > strlen(buf) + 1 && !strcmp(buf + strlen(buf) + 1, "--capture-parser-worker"))
+		if (n > strlen(buf) + 1 &&
+		    !strcmp(buf + strlen(buf) + 1, "--capture-parser-worker"))
 			found = pid;
 	}
 	closedir(d);
