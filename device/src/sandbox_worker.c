@@ -75,7 +75,9 @@ static void drop_privileges(void)
 		die("clearing ambient capabilities", errno);
 	if (geteuid() != 0 && getuid() != 0) {
 		struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
-		struct __user_cap_data_struct none[2] = {{0}};
+		struct __user_cap_data_struct none[2];
+
+		memset(none, 0, sizeof(none));
 
 		if (syscall(SYS_capset, &hdr, none) < 0)
 			die("dropping capabilities", errno);
@@ -127,7 +129,6 @@ static void load_filter(void)
 		SCMP_SYS(rt_sigaction),
 		SCMP_SYS(getpid),
 		SCMP_SYS(gettid),
-		SCMP_SYS(tgkill),
 		SCMP_SYS(clock_gettime),
 		SCMP_SYS(futex),
 		SCMP_SYS(getrandom),
@@ -148,6 +149,11 @@ static void load_filter(void)
 	 * KILL, the same for a single thread. */
 	scmp_filter_ctx ctx =
 		seccomp_init(seccomp_api_get() >= 3 ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_KILL);
+	/* prlimit64's third argument, the new limit: NULL. */
+	const struct scmp_arg_cmp no_new_limit = {
+		.arg = 2, .op = SCMP_CMP_EQ, .datum_a = 0, .datum_b = 0};
+	const struct scmp_arg_cmp self = {
+		.arg = 0, .op = SCMP_CMP_EQ, .datum_a = (scmp_datum_t)getpid(), .datum_b = 0};
 	struct sock_filter prog[512];
 	struct sock_fprog fprog = {.filter = prog};
 	ssize_t n = -1;
@@ -159,8 +165,11 @@ static void load_filter(void)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), refuse[i], 0);
 	/* Reading a limit (no new one given) is harmless; setting one is not. */
 	if (rc == 0)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1,
-				      SCMP_A2(SCMP_CMP_EQ, 0));
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, no_new_limit);
+	/* abort() signals itself; no other process (a non-root daemon's uid is
+	 * the worker's: it must not reach the daemon). */
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, self);
 	/*
 	 * Loaded with prctl(PR_SET_SECCOMP), not seccomp(): the program is
 	 * exported to a memfd and read back.  prctl is what a service
