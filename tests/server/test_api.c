@@ -853,7 +853,8 @@ static void test_api_flood_from_many_addresses_spares_client_in_handshake(void *
 	after = flood_closed();
 	atomic_store(&g_flood_stop, 1);
 	assert_int_equal(pthread_join(t, NULL), 0);
-	fprintf(stderr, "flood: %ld connections closed by the server before the client, %ld "
+	fprintf(stderr,
+		"flood: %ld connections closed by the server before the client, %ld "
 		"while it made %d requests; %d answered\n",
 		before, after - before, REQUESTS, ok);
 	assert_true(after - before >= FLOOD_N); /* the flood ran throughout */

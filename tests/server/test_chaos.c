@@ -742,10 +742,11 @@ static void test_chaos_store_down_upload_answers_503_then_retry_succeeds(void **
 	{
 		const char *p[1] = {a->trace_id};
 		for (double until = now_s() + DEADLINE; decoded != 1 && now_s() < until; nap()) {
-			PGresult *r = PQexecParams(c,
-						   "SELECT count(*) FROM uploads WHERE trace_id = $1"
-						   " AND state = 'decoded'",
-						   1, NULL, p, NULL, NULL, 0);
+			PGresult *r =
+				PQexecParams(c,
+					     "SELECT count(*) FROM uploads WHERE trace_id = $1"
+					     " AND state = 'decoded'",
+					     1, NULL, p, NULL, NULL, 0);
 			if (PQresultStatus(r) == PGRES_TUPLES_OK)
 				decoded = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 			PQclear(r);

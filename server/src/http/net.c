@@ -91,9 +91,9 @@ struct rvs_server {
 	uint64_t accepted;	   /* connections admitted so far: the next one's seq */
 	struct rvs_conn **by_peer; /* pick_victim's scratch, by_peer_cap entries */
 	unsigned by_peer_cap;
-	uv_prepare_t turn;	   /* each loop turn: the accept budget renewed */
-	unsigned accepts_in_turn;  /* accepted this turn, up to ACCEPT_BURST */
-	int accept_deferred;	   /* the listener holds one not taken: on_turn takes it */
+	uv_prepare_t turn;	  /* each loop turn: the accept budget renewed */
+	unsigned accepts_in_turn; /* accepted this turn, up to ACCEPT_BURST */
+	int accept_deferred;	  /* the listener holds one not taken: on_turn takes it */
 	int draining, listener_closed, turn_closed, done_called;
 	void (*done)(void *);
 	void *done_arg;
