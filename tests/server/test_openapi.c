@@ -48,8 +48,8 @@
 static struct rvsb g_b;
 static FILE *g_out; /* DIR/answers.jsonl */
 static char g_answers[256];
-static char g_trace[40];   /* a decoded trace */
-static char g_viewer[80];  /* a viewer's personal token */
+static char g_trace[40];  /* a decoded trace */
+static char g_viewer[80]; /* a viewer's personal token */
 static char g_build_id[160];
 
 /* ---- HTTP ------------------------------------------------------------------- */
@@ -214,11 +214,11 @@ static void upload(const char *tok, const char *model, const char *version, int 
 
 	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
 	an.severity = (uint32_t)(10 + 7 * i);
-	assert_int_equal(rvs_fleet_capture_anomaly(version, an.severity,
-						   i % 2 ? RVS_FLEET_AT_BUILD_ITEM
-							 : RVS_FLEET_AT_PARSE_JSON,
-						   &cap, &len),
-			 0);
+	assert_int_equal(
+		rvs_fleet_capture_anomaly(version, an.severity,
+					  i % 2 ? RVS_FLEET_AT_BUILD_ITEM : RVS_FLEET_AT_PARSE_JSON,
+					  &cap, &len),
+		0);
 	memset(id, 0x5a, sizeof id);
 	id[0] = (uint8_t)i;
 	e.upload_id.data = id;
@@ -304,8 +304,8 @@ static int group_setup(void **state)
 		usleep(100 * 1000);
 	}
 	snprintf(g_trace, sizeof g_trace, "%s",
-		 json_string_value(json_object_get(json_array_get(json_object_get(doc, "traces"), 0),
-						   "trace_id")));
+		 json_string_value(json_object_get(
+			 json_array_get(json_object_get(doc, "traces"), 0), "trace_id")));
 	json_decref(doc);
 	return strlen(g_trace) == 34 ? 0 : -1;
 }
@@ -453,15 +453,16 @@ static void test_openapi_campaigns(void **state)
 	       strlen(typo), 400);
 	expect("post /api/v1/campaigns/preview", "fleet-wide", "POST", "/api/v1/campaigns/preview",
 	       tok, wide, strlen(wide), 200);
-	expect("post /api/v1/campaigns", "fleet-wide, unconfirmed", "POST", "/api/v1/campaigns", tok,
-	       wide, strlen(wide), 409);
+	expect("post /api/v1/campaigns", "fleet-wide, unconfirmed", "POST", "/api/v1/campaigns",
+	       tok, wide, strlen(wide), 409);
 	expect("post /api/v1/campaigns/preview", "not JSON", "POST", "/api/v1/campaigns/preview",
 	       tok, "{", 1, 400);
-	expect("get /api/v1/campaigns", "one active", "GET", "/api/v1/campaigns", tok, NULL, 0, 200);
+	expect("get /api/v1/campaigns", "one active", "GET", "/api/v1/campaigns", tok, NULL, 0,
+	       200);
 	expect("post /api/v1/campaigns/{id}/end", "active", "POST", "/api/v1/campaigns/oa-1/end",
 	       tok, NULL, 0, 200);
-	expect("post /api/v1/campaigns/{id}/end", "ended", "POST", "/api/v1/campaigns/oa-1/end", tok,
-	       NULL, 0, 404);
+	expect("post /api/v1/campaigns/{id}/end", "ended", "POST", "/api/v1/campaigns/oa-1/end",
+	       tok, NULL, 0, 404);
 	expect("get /api/v1/campaigns", "one ended", "GET", "/api/v1/campaigns", tok, NULL, 0, 200);
 }
 
@@ -504,24 +505,26 @@ static void test_openapi_traces_and_exports(void **state)
 	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
 		snprintf(path, sizeof path, "/api/v1/traces/%s/export?format=%s", g_trace,
 			 formats[i]);
-		expect("get /api/v1/traces/{id}/export", formats[i], "GET", path, tok, NULL, 0, 200);
+		expect("get /api/v1/traces/{id}/export", formats[i], "GET", path, tok, NULL, 0,
+		       200);
 	}
 	snprintf(path, sizeof path, "/api/v1/traces/%s/export?format=gif", g_trace);
 	expect("get /api/v1/traces/{id}/export", "unknown format", "GET", path, tok, NULL, 0, 400);
 	doc = call("get /api/v1/signatures", "all", "GET", "/api/v1/signatures", tok, NULL, 0, 200);
-	sig = json_string_value(
-		json_object_get(json_array_get(json_object_get(doc, "signatures"), 0), "signature"));
+	sig = json_string_value(json_object_get(
+		json_array_get(json_object_get(doc, "signatures"), 0), "signature"));
 	assert_non_null(sig);
 	snprintf(path, sizeof path, "/api/v1/signatures/weekly?since=0&signatures=%s", sig);
 	json_decref(doc);
 	expect("get /api/v1/signatures", "a page of one", "GET",
 	       "/api/v1/signatures?limit=1&offset=0", tok, NULL, 0, 200);
-	expect("get /api/v1/signatures/weekly", "all", "GET", "/api/v1/signatures/weekly", tok, NULL,
-	       0, 200);
+	expect("get /api/v1/signatures/weekly", "all", "GET", "/api/v1/signatures/weekly", tok,
+	       NULL, 0, 200);
 	expect("get /api/v1/signatures/weekly", "one", "GET", path, tok, NULL, 0, 200);
 	expect("get /api/v1/signatures/weekly", "bad since", "GET",
 	       "/api/v1/signatures/weekly?since=x", tok, NULL, 0, 400);
-	expect("get /api/v1/skips", "one report", "GET", "/api/v1/skips?app=" APP, tok, NULL, 0, 200);
+	expect("get /api/v1/skips", "one report", "GET", "/api/v1/skips?app=" APP, tok, NULL, 0,
+	       200);
 	expect("get /api/v1/methods/{name}", "fleet-wide", "GET",
 	       "/api/v1/methods/" RVS_FLEET_PLANTED, tok, NULL, 0, 200);
 	expect("get /api/v1/methods/{name}", "one version", "GET",
@@ -565,10 +568,10 @@ static void test_openapi_fleet_views(void **state)
 	expect("get /api/v1/search", "caller and callee", "GET",
 	       "/api/v1/search?caller=rvs_fleet_build_item&callee=rvs_fleet_measure_text", tok,
 	       NULL, 0, 200);
-	expect("get /api/v1/search", "contains", "GET", "/api/v1/search?contains=measure", tok, NULL,
-	       0, 200);
-	expect("get /api/v1/search", "a star alone", "GET", "/api/v1/search?chain=%2A", tok, NULL, 0,
-	       400);
+	expect("get /api/v1/search", "contains", "GET", "/api/v1/search?contains=measure", tok,
+	       NULL, 0, 200);
+	expect("get /api/v1/search", "a star alone", "GET", "/api/v1/search?chain=%2A", tok, NULL,
+	       0, 400);
 	expect("get /api/v1/regressions", "4.2 against 4.3", "GET",
 	       "/api/v1/regressions?app=" APP "&a=4.2&b=4.3", tok, NULL, 0, 200);
 	expect("get /api/v1/regressions", "by model", "GET",
@@ -622,10 +625,12 @@ static void test_openapi_users_audit_and_tokens(void **state)
 	snprintf(path, sizeof path, "/api/v1/tokens/%s/revoke", id);
 	expect("post /api/v1/tokens/{id}/revoke", "live", "POST", path, g_viewer, NULL, 0, 200);
 	expect("post /api/v1/tokens/{id}/revoke", "revoked", "POST", path, g_viewer, NULL, 0, 404);
-	expect("get /api/v1/tokens", "one revoked", "GET", "/api/v1/tokens", g_viewer, NULL, 0, 200);
+	expect("get /api/v1/tokens", "one revoked", "GET", "/api/v1/tokens", g_viewer, NULL, 0,
+	       200);
 	expect("post /api/v1/campaigns", "as a viewer", "POST", "/api/v1/campaigns", g_viewer, "{}",
 	       2, 403);
-	expect("get /api/v1/traces", "as a viewer", "GET", "/api/v1/traces", g_viewer, NULL, 0, 200);
+	expect("get /api/v1/traces", "as a viewer", "GET", "/api/v1/traces", g_viewer, NULL, 0,
+	       200);
 }
 
 /* Last: every answer above against the document. */

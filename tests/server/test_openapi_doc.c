@@ -142,7 +142,8 @@ static void check_operation(const char *path, const char *method, json_t *op,
 	size_t i, nquery = 0;
 
 	check_template(path, rt->pattern);
-	json_array_foreach(params, i, p) {
+	json_array_foreach(params, i, p)
+	{
 		const char *name, *in;
 		p = param_of(p);
 		name = json_string_value(json_object_get(p, "name"));
@@ -153,25 +154,28 @@ static void check_operation(const char *path, const char *method, json_t *op,
 			char brace[80];
 			snprintf(brace, sizeof brace, "{%s}", name);
 			if (!strstr(path, brace))
-				fail_msg("%s %s: path parameter %s not in the path", method, path, name);
+				fail_msg("%s %s: path parameter %s not in the path", method, path,
+					 name);
 			continue;
 		}
 		assert_string_equal(in, "query");
 		if (!route_takes(rt, name))
-			fail_msg("%s %s documents parameter %s, which the route refuses", method, path,
-				 name);
+			fail_msg("%s %s documents parameter %s, which the route refuses", method,
+				 path, name);
 		nquery++;
 	}
 	for (const char *const *q = rt->params; q && *q; q++) {
 		int found = 0;
-		json_array_foreach(params, i, p) {
+		json_array_foreach(params, i, p)
+		{
 			p = param_of(p);
 			found |= strcmp(json_string_value(json_object_get(p, "name")), *q) == 0 &&
 				 strcmp(json_string_value(json_object_get(p, "in")), "query") == 0;
 		}
 		if (!found)
-			fail_msg("%s %s: the route takes parameter %s, the document does not say it",
-				 method, path, *q);
+			fail_msg(
+				"%s %s: the route takes parameter %s, the document does not say it",
+				method, path, *q);
 	}
 	/* Who may call it. */
 	sec = json_object_get(op, "security");
@@ -220,8 +224,10 @@ static void test_openapi_doc_every_api_route_documented_and_no_other(void **stat
 					 rt->pattern);
 			continue;
 		}
-		json_object_foreach(paths, path, item) {
-			const char *pat = json_string_value(json_object_get(item, "x-rearview-route"));
+		json_object_foreach(paths, path, item)
+		{
+			const char *pat =
+				json_string_value(json_object_get(item, "x-rearview-route"));
 			if (!pat || strcmp(pat, rt->pattern) != 0)
 				continue;
 			found = 1;
@@ -241,11 +247,13 @@ static void test_openapi_doc_every_api_route_documented_and_no_other(void **stat
 	}
 	/* Nothing the table lacks: each operation is an entry's method (the
 	 * first entry of that pattern serving it, as the dispatcher picks). */
-	json_object_foreach(paths, path, item) {
+	json_object_foreach(paths, path, item)
+	{
 		const char *pat = json_string_value(json_object_get(item, "x-rearview-route"));
 		assert_non_null(pat);
-		json_object_foreach(item, key, v) {
-			unsigned bit = strcmp(key, "get") == 0 ? RVS_M_GET
+		json_object_foreach(item, key, v)
+		{
+			unsigned bit = strcmp(key, "get") == 0	  ? RVS_M_GET
 				       : strcmp(key, "post") == 0 ? RVS_M_POST
 								  : 0;
 			int found = 0;
@@ -263,10 +271,12 @@ static void test_openapi_doc_every_api_route_documented_and_no_other(void **stat
 		}
 	}
 	assert_int_equal(ops, 0); /* each documented operation counted once */
-	json_array_foreach(catch, i, v) {
+	json_array_foreach(catch, i, v)
+	{
 		int found = 0;
 		for (size_t r = 0; r < t->n; r++)
-			found |= t->routes[r].family == RVS_FAMILY_API && catch_all(&t->routes[r]) &&
+			found |= t->routes[r].family == RVS_FAMILY_API &&
+				 catch_all(&t->routes[r]) &&
 				 strcmp(t->routes[r].pattern, json_string_value(v)) == 0;
 		if (!found)
 			fail_msg("x-rearview-catch-all %s is no catch-all route",

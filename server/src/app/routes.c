@@ -45,8 +45,8 @@
 	}
 #define API(p, m, f, ps, h) API_AS(VIEWER, p, m, f, ps, h)
 /* A JSON API entry anyone may call (no token, no role). */
-#define API_PUBLIC(p, m, ps, h)                                             \
-	{                                                                   \
+#define API_PUBLIC(p, m, ps, h)                                               \
+	{                                                                     \
 		p, m, RVS_AUTH_NONE, RVS_ON_WORK, RVS_FAMILY_API, 0, ps, h, 0 \
 	}
 #define WEB_AS(role, p, m, auth, f, ps, h)                                        \
