@@ -144,6 +144,45 @@ static void http(const char *method, const char *path, const char *token, const 
 	assert_non_null(a->body);
 }
 
+/* The JSON pointers (RFC 6901) of the reals with an integral value in v
+ * ("5.0": JavaScript reads it as the integer 5), appended to out: check.js
+ * nudges them off the integers, so a real where the document promises an
+ * integer fails as it would in a typed client. */
+static void integral_reals(json_t *v, char *at, size_t len, size_t cap, json_t *out)
+{
+	const char *key;
+	json_t *x;
+	size_t i;
+
+	if (json_is_real(v) && json_real_value(v) == (double)(int64_t)json_real_value(v)) {
+		json_array_append_new(out, json_string(at));
+		return;
+	}
+	json_object_foreach(v, key, x)
+	{
+		size_t n = len;
+		if (n + 2 < cap)
+			at[n++] = '/';
+		for (const char *k = key; *k && n + 3 < cap; k++) {
+			if (*k == '~' || *k == '/') {
+				at[n++] = '~';
+				at[n++] = *k == '~' ? '0' : '1';
+			} else {
+				at[n++] = *k;
+			}
+		}
+		at[n] = '\0';
+		integral_reals(x, at, n, cap, out);
+	}
+	json_array_foreach(v, i, x)
+	{
+		int n = snprintf(at + len, cap - len, "/%zu", i);
+		assert_true(n > 0 && (size_t)n < cap - len);
+		integral_reals(x, at, len + (size_t)n, cap, out);
+	}
+	at[len] = '\0';
+}
+
 /* Calls operation op ("get /api/v1/traces/{id}") as method path, records
  * the answer for check.js, asserts its status is want; returns the body
  * parsed as JSON (NULL when it is not JSON). */
@@ -156,9 +195,13 @@ static json_t *call(const char *op, const char *what, const char *method, const 
 
 	http(method, path, token, NULL, body, len, body ? "application/json" : NULL, &a);
 	doc = json_loadb(a.body, a.len, JSON_DECODE_ANY, NULL);
-	rec = json_pack("{s:s,s:s,s:I,s:s,s:O?}", "op", op, "what", what, "status",
-			(json_int_t)a.code, "ctype", a.ctype, "json", doc);
+	rec = json_pack("{s:s,s:s,s:I,s:s,s:O?,s:[]}", "op", op, "what", what, "status",
+			(json_int_t)a.code, "ctype", a.ctype, "json", doc, "reals");
 	assert_non_null(rec);
+	if (doc) {
+		char at[4096] = "";
+		integral_reals(doc, at, 0, sizeof at, json_object_get(rec, "reals"));
+	}
 	line = json_dumps(rec, JSON_COMPACT);
 	assert_non_null(line);
 	fprintf(g_out, "%s\n", line);
