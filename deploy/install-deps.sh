@@ -63,7 +63,8 @@ PACKAGES="$PACKAGES systemd curl jq"
 # IP names in test_init (mbedTLS 2.28 checks DNS names only).
 PACKAGES="$PACKAGES openssl"
 PACKAGES="$PACKAGES libhttp-parser-dev libuv1-dev libmbedtls-dev libsqlite3-dev libinih-dev libcurl4-openssl-dev libzstd-dev nodejs chromium"
-# npm (the web UI's speedscope and the browser test's playwright-core):
+# npm (the web UI's speedscope, the browser test's playwright-core, and the
+# OpenAPI document's validators swagger-parser and ajv, tests/server/openapi):
 # Debian's nodejs comes without it; a nodesource nodejs brings its own and
 # conflicts with Debian's npm package, so ask for it only when it is missing.
 command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"

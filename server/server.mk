@@ -303,3 +303,31 @@ $(TBIN)/server/test_regress: | $(BIN)/rearview-server $(WEB_ASSETS)
 $(OBJ)/tests/server/test_oracle.o: CPPFLAGS += -Itests/bench -Itests/rvtrace $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,oracle,$(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVPROTO),-lcurl -ljansson -lm $(RVT_STORE_LIBS) $(PROTOBUF_LIBS),integration pg))
 $(TBIN)/server/test_oracle: | $(BIN)/rearview-server
+
+# The JSON API's OpenAPI 3.1 document (server/openapi.json), compiled into
+# the server (api/openapi.c's .incbin) and served at /api/v1/openapi.json.
+# Its tools come from npm (tests/server/openapi pins them, like s3rver):
+# @apidevtools/swagger-parser validates the document as OpenAPI 3.1, ajv
+# (JSON Schema 2020-12) checks the real server's answers against it.
+# Without npm or node the tests that need them skip, and say so.
+$(SRV)/api/openapi.o: server/openapi.json
+OPENAPI_DIR    := build/openapi-tools
+OPENAPI_ASSETS := $(OPENAPI_DIR)/.installed
+$(OPENAPI_ASSETS): tests/server/openapi/package.json tests/server/openapi/package-lock.json
+	@mkdir -p $(@D)
+	cp $^ $(@D)/
+	@if command -v npm >/dev/null 2>&1 && (cd $(@D) && npm ci --no-audit --no-fund \
+	    --loglevel=error >npm.log 2>&1); then touch $@; \
+	else echo "warning: npm ci failed (see $(@D)/npm.log): the OpenAPI tests skip" >&2; fi
+OPENAPI_FLAGS := -DRVS_OPENAPI_TOOLS='"$(CURDIR)/$(OPENAPI_DIR)/node_modules"' \
+	-DRVS_OPENAPI_JS='"$(CURDIR)/tests/server/openapi"' -DRVS_OPENAPI_DOC='"$(CURDIR)/server/openapi.json"'
+# The document is valid OpenAPI 3.1 (swagger-parser) and describes every
+# JSON API entry of the route table with its methods and exact parameters.
+$(OBJ)/tests/server/test_openapi_doc.o: CPPFLAGS += $(OPENAPI_FLAGS) $(call pc,--cflags,jansson)
+$(eval $(call rv_test,server,openapi_doc,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,unit))
+$(TBIN)/server/test_openapi_doc: | $(OPENAPI_ASSETS)
+# Every endpoint's real answers, from a real server holding real uploads
+# (the fleet fixture's captures), valid against the document (ajv).
+$(OBJ)/tests/server/test_openapi.o: CPPFLAGS += $(OPENAPI_FLAGS) -Itests/bench -Itests/rvtrace $(call pc,--cflags,jansson)
+$(eval $(call rv_test,server,openapi,$(OBJ)/tests/server/fleet_client.o $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(OBJ)/tests/server/capture_fixture.o $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl -lzstd -ljansson $(RVT_STORE_LIBS) $(PROTOBUF_LIBS) $(RVT_LDLIBS),integration pg))
+$(TBIN)/server/test_openapi: | $(OPENAPI_ASSETS) $(BIN)/rearview-server

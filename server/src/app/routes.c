@@ -13,6 +13,7 @@
  * is silently ignored.  This file is the application's: it sees every
  * endpoint family, and the dispatcher (http/) sees only the table.
  */
+#include "app/routes.h"
 #include "http/route.h"
 #include "api/aggregate.h"
 #include "api/aggregate_pprof.h"
@@ -20,6 +21,7 @@
 #include "api/api.h"
 #include "api/campaign.h"
 #include "api/fleet.h"
+#include "api/openapi.h"
 #include "api/query.h"
 #include "api/regress.h"
 #include "api/search.h"
@@ -42,6 +44,11 @@
 		p, m, RVS_AUTH_API, RVS_ON_WORK, RVS_FAMILY_API, f, ps, h, RVS_ROLE_##role \
 	}
 #define API(p, m, f, ps, h) API_AS(VIEWER, p, m, f, ps, h)
+/* A JSON API entry anyone may call (no token, no role). */
+#define API_PUBLIC(p, m, ps, h)                                               \
+	{                                                                     \
+		p, m, RVS_AUTH_NONE, RVS_ON_WORK, RVS_FAMILY_API, 0, ps, h, 0 \
+	}
 #define WEB_AS(role, p, m, auth, f, ps, h)                                        \
 	{                                                                         \
 		p, m, RVS_AUTH_##auth, RVS_ON_WORK, RVS_FAMILY_WEB, f, ps, h,     \
@@ -76,7 +83,9 @@ static const struct rvs_route table[] = {
 	DEV("/v1/uploads", POST, DEVICE, WORK, NULL, rvs_api_upload),
 	DEV("/v1/skips", POST, DEVICE, WORK, NULL, rvs_api_skip),
 	DEV("/v1/policy", GET, DEVICE, WORK, NULL, rvs_api_policy),
-	/* The JSON API: symbols, campaigns, fleet, the index. */
+	/* The JSON API (server/openapi.json describes it): symbols, campaigns,
+	 * fleet, the index. */
+	API_PUBLIC("/api/v1/openapi.json", GET, NULL, rvs_openapi_get),
 	API("/api/v1/symbols", GET, 0, NULL, rvs_symbols_list),
 	API_AS(AUTHOR, "/api/v1/symbols", POST, 0, NULL, rvs_symbols_put),
 	API("/api/v1/symbols/**", GET, 0, P("offset"), rvs_symbols_get),
@@ -163,6 +172,11 @@ static const struct rvs_route_table routes = {
 	.n = sizeof table / sizeof table[0],
 	.web = rvs_web_handle,
 };
+
+const struct rvs_route_table *rvs_app_routes(void)
+{
+	return &routes;
+}
 
 /* Hands the table to the dispatcher when the program is loaded: before
  * main, and before a test that links the server's objects calls the
