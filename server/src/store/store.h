@@ -385,6 +385,9 @@ struct rvs_search_scan {
 	int64_t limit;		   /* EXACT: rows of one chunk at most */
 };
 
+/* reindex_queue's largest batch. */
+#define RVS_REINDEX_MAX 10000
+
 struct rvs_store_ops {
 	const char *name;
 	/* Opens (creating) the store at dsn and applies pending migrations.
@@ -447,6 +450,19 @@ struct rvs_store_ops {
 	 * PostgreSQL the idle decoders are woken).  *queued: how many.  0 or
 	 * -errno (nothing changed, *queued 0). */
 	int (*quarantine_requeue)(struct rvs_store *s, const char *reason, uint64_t *queued);
+	/* The operator's re-index (`rearview-server reindex`), one batch in
+	 * one transaction: of the decoded uploads with a stored capture whose
+	 * trace id sorts after `after` ("" : from the first), the first max
+	 * (1..RVS_REINDEX_MAX) in trace-id order that have no call-path
+	 * aggregate (trace_agg row) — every one of them when all — go back to
+	 * pending_decode and on the decode queue, so the decoder rebuilds
+	 * their index rows from the blob (on PostgreSQL the idle decoders are
+	 * woken).  last gets the batch's greatest trace id (the next batch's
+	 * `after`), *queued how many were queued.  Returns the batch's size
+	 * (0: none left after `after`; last is then ""), -EINVAL for a bad
+	 * max or `after`, or -errno (nothing changed, *queued 0). */
+	int (*reindex_queue)(struct rvs_store *s, const char *after, int all, size_t max,
+			     char last[40], uint64_t *queued);
 
 	/* ---- issue 15: the SQL of the other server files, behind the table ---- */
 

@@ -1271,6 +1271,52 @@ static int quarantine_requeue(struct rvs_store *s, const char *reason, uint64_t 
 	return rc;
 }
 
+/* The operator's re-index, one statement: the batch's uploads (trace-id
+ * order from $1, $3 of them, without a trace_agg row unless $2) queued
+ * (unleased) and back in pending_decode; a NOTIFY wakes the idle decoders. */
+static int reindex_queue(struct rvs_store *s, const char *after, int all, size_t max,
+			 char last[40], uint64_t *queued)
+{
+	struct rvs_pg_params p = {0};
+	struct conn *c;
+	PGresult *r;
+	int rc, n;
+
+	*queued = 0;
+	last[0] = 0;
+	if (max < 1 || max > RVS_REINDEX_MAX || strlen(after) >= 40)
+		return -EINVAL;
+	if (!(c = get(s)))
+		return -EAGAIN;
+	rvs_pg_text(&p, after);
+	rvs_pg_text(&p, all ? "true" : "false");
+	rvs_pg_i64(&p, (int64_t)max);
+	rc = rvs_pg_exec(c->pg,
+			 "WITH b AS (SELECT u.trace_id FROM uploads u WHERE u.trace_id > $1"
+			 " AND u.state = 'decoded' AND u.blob_sha256 IS NOT NULL AND ($2::boolean"
+			 " OR NOT EXISTS (SELECT 1 FROM trace_agg a WHERE a.trace_id = u.trace_id))"
+			 " ORDER BY u.trace_id LIMIT $3),"
+			 " q AS (INSERT INTO decode_queue (trace_id, enqueued_at)"
+			 " SELECT trace_id, extract(epoch FROM now())::bigint FROM b"
+			 " ON CONFLICT (trace_id) DO NOTHING RETURNING trace_id),"
+			 " d AS (UPDATE uploads SET state = 'pending_decode'"
+			 " WHERE trace_id IN (SELECT trace_id FROM q) RETURNING trace_id)"
+			 " SELECT (SELECT count(*) FROM b), (SELECT max(trace_id) FROM b),"
+			 " (SELECT count(*) FROM d)",
+			 0, &p, &r, NULL);
+	if (!rc) {
+		n = atoi(rvs_pg_val(r, 0, 0));
+		if (n)
+			snprintf(last, 40, "%s", rvs_pg_val(r, 0, 1));
+		*queued = strtoull(rvs_pg_val(r, 0, 2), NULL, 10);
+		PQclear(r);
+		if (*queued)
+			wake(c->pg);
+	}
+	put(s, c);
+	return rc ? rc : n;
+}
+
 /* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
 
 static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
@@ -2314,6 +2360,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.skip_add = skip_add,
 	.requeue_build_id = requeue_build_id,
 	.quarantine_requeue = quarantine_requeue,
+	.reindex_queue = reindex_queue,
 	/* issue 15 */
 	.retention_delete = retention_delete,
 	.blob_referenced = blob_referenced,

@@ -1192,6 +1192,71 @@ unlock:
 	return rc;
 }
 
+/* The batch's bounds are read first, then the rows within them are queued
+ * and their state changed, under one BEGIN IMMEDIATE (no writer between). */
+#define REINDEX_WHERE                                                                   \
+	" FROM uploads u WHERE u.trace_id > ?1 AND u.state = 'decoded'"                 \
+	" AND u.blob_sha256 IS NOT NULL AND (?2 OR NOT EXISTS (SELECT 1 FROM trace_agg" \
+	" a WHERE a.trace_id = u.trace_id))"
+
+static int reindex_queue(struct rvs_store *s, const char *after, int all, size_t max, char last[40],
+			 uint64_t *queued)
+{
+	static const char *const sql[] = {
+		"SELECT count(*), max(trace_id) FROM (SELECT u.trace_id" REINDEX_WHERE
+		" ORDER BY u.trace_id LIMIT ?3)",
+		"INSERT OR IGNORE INTO decode_queue (trace_id, enqueued_at) SELECT u.trace_id, "
+		"?4" REINDEX_WHERE " AND u.trace_id <= ?5",
+		"UPDATE uploads SET state = 'pending_decode' WHERE trace_id IN (SELECT "
+		"u.trace_id" REINDEX_WHERE " AND u.trace_id <= ?5)",
+	};
+	int rc, n = 0;
+
+	*queued = 0;
+	last[0] = 0;
+	if (max < 1 || max > RVS_REINDEX_MAX || strlen(after) >= 40)
+		return -EINVAL;
+	pthread_mutex_lock(&s->mu);
+	if ((rc = rvs_sqlite_exec(s->db, "BEGIN IMMEDIATE")))
+		goto unlock;
+	for (size_t i = 0; i < sizeof sql / sizeof *sql && !rc; i++) {
+		sqlite3_stmt *st;
+		int r = sqlite3_prepare_v2(s->db, sql[i], -1, &st, NULL);
+
+		if (r == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, after, -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, 2, !!all);
+			sqlite3_bind_int64(st, 3, (sqlite3_int64)max);
+			sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+			sqlite3_bind_text(st, 5, last, -1, SQLITE_STATIC);
+			r = sqlite3_step(st);
+			if (i == 0 && r == SQLITE_ROW) {
+				n = sqlite3_column_int(st, 0);
+				if (n)
+					snprintf(last, 40, "%s", sqlite3_column_text(st, 1));
+				r = SQLITE_DONE;
+			}
+			if (i == 2)
+				*queued = (uint64_t)sqlite3_changes(s->db);
+			sqlite3_finalize(st);
+		}
+		if (r != SQLITE_DONE)
+			rc = rvc_sqlite_errno(r) ? rvc_sqlite_errno(r) : -EIO;
+		if (!n)
+			break;
+	}
+	if (!rc)
+		rc = rvs_sqlite_exec(s->db, "COMMIT");
+	if (rc) {
+		*queued = 0;
+		last[0] = 0;
+		rvs_sqlite_exec(s->db, "ROLLBACK");
+	}
+unlock:
+	pthread_mutex_unlock(&s->mu);
+	return rc ? rc : n;
+}
+
 /* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
 
 /* Retention: the batch's ids are read, then deleted, under one BEGIN
@@ -2490,6 +2555,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.skip_add = skip_add,
 	.requeue_build_id = requeue_build_id,
 	.quarantine_requeue = quarantine_requeue,
+	.reindex_queue = reindex_queue,
 	/* issue 15 */
 	.retention_delete = retention_delete,
 	.blob_referenced = blob_referenced,
