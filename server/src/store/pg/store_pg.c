@@ -1274,8 +1274,8 @@ static int quarantine_requeue(struct rvs_store *s, const char *reason, uint64_t 
 /* The operator's re-index, one statement: the batch's uploads (trace-id
  * order from $1, $3 of them, without a trace_agg row unless $2) queued
  * (unleased) and back in pending_decode; a NOTIFY wakes the idle decoders. */
-static int reindex_queue(struct rvs_store *s, const char *after, int all, size_t max,
-			 char last[40], uint64_t *queued)
+static int reindex_queue(struct rvs_store *s, const char *after, int all, size_t max, char last[40],
+			 uint64_t *queued)
 {
 	struct rvs_pg_params p = {0};
 	struct conn *c;
@@ -1305,7 +1305,7 @@ static int reindex_queue(struct rvs_store *s, const char *after, int all, size_t
 			 " (SELECT count(*) FROM d)",
 			 0, &p, &r, NULL);
 	if (!rc) {
-		n = atoi(rvs_pg_val(r, 0, 0));
+		n = (int)strtol(rvs_pg_val(r, 0, 0), NULL, 10);
 		if (n)
 			snprintf(last, 40, "%s", rvs_pg_val(r, 0, 1));
 		*queued = strtoull(rvs_pg_val(r, 0, 2), NULL, 10);
