@@ -600,6 +600,12 @@ struct rvs_store_ops {
 	int (*trace_read)(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg);
 	int (*signatures_read)(struct rvs_store *s, int64_t offset, int64_t limit, rvs_row_fn cb,
 			       void *arg);
+	/* The version pickers' rows (GET /api/v1/versions): each distinct
+	 * (app_id, app_version) of the call-path aggregates' buckets (every
+	 * decoded capture's), app NULL for every app, ordered by app_id then
+	 * app_version (text); unknown versions ('') left out.  Columns
+	 * app_id, app_version.  0, the callback's non-zero or -errno. */
+	int (*versions_read)(struct rvs_store *s, const char *app, rvs_row_fn cb, void *arg);
 	int (*traces_list)(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
 			   void *arg);
 	/* The method page's reads (RVS_METHOD_*, rows as that enum says, to cb

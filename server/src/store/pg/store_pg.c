@@ -1875,6 +1875,24 @@ static int signatures_read(struct rvs_store *s, int64_t offset, int64_t limit, r
 	return rc;
 }
 
+static int versions_read(struct rvs_store *s, const char *app, rvs_row_fn cb, void *arg)
+{
+	struct rvs_pg_params p = {0};
+	PGresult *r;
+	int rc;
+
+	rvs_pg_text(&p, app);
+	if ((rc = read_rows(s,
+			    "SELECT DISTINCT app_id, app_version FROM agg_buckets"
+			    " WHERE ($1::text IS NULL OR app_id = $1) AND app_version != ''"
+			    " ORDER BY app_id, app_version",
+			    &p, &r)))
+		return rc;
+	rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, cb, arg);
+	PQclear(r);
+	return rc;
+}
+
 static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
 		       void *arg)
 {
@@ -2387,6 +2405,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.trace_capture = trace_capture,
 	.trace_read = trace_read,
 	.signatures_read = signatures_read,
+	.versions_read = versions_read,
 	.traces_list = traces_list,
 	.method_read = method_read,
 	.signatures_weekly = signatures_weekly,

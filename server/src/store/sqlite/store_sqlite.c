@@ -2001,6 +2001,27 @@ static int signatures_read(struct rvs_store *s, int64_t offset, int64_t limit, r
 	return rc;
 }
 
+static int versions_read(struct rvs_store *s, const char *app, rvs_row_fn cb, void *arg)
+{
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc = -EIO;
+
+	if (rvs_sqlite_scan_open(s->dsn, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT DISTINCT app_id, app_version FROM agg_buckets"
+			       " WHERE (?1 IS NULL OR app_id = ?1) AND app_version != ''"
+			       " ORDER BY app_id, app_version",
+			       -1, &st, NULL) == SQLITE_OK) {
+		rvs_sqlite_bind_opt_text(st, 1, app);
+		rc = rvs_sqlite_rows_out(st, 0, cb, arg, NULL);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return rc;
+}
+
 #define LIST_COLS                                                                             \
 	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build," \
 	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"       \
@@ -2582,6 +2603,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.trace_capture = trace_capture,
 	.trace_read = trace_read,
 	.signatures_read = signatures_read,
+	.versions_read = versions_read,
 	.traces_list = traces_list,
 	.method_read = method_read,
 	.signatures_weekly = signatures_weekly,
