@@ -568,6 +568,32 @@ static void test_agg_reindex_rebuilds_dropped_aggregates(void **state)
 	free(b.b);
 }
 
+/* The trace list's total: every trace its filter matches, whatever the
+ * page's size or cursor (the list's filter and the total's are one). */
+static void test_agg_trace_list_total_counts_every_match(void **state)
+{
+	struct fx *f = *state;
+	static const struct {
+		const char *query;
+		int page, total;
+	} cases[] = {
+		{"limit=1", 1, 5},	   {"version=4.2&limit=2", 2, 3},
+		{"version=4.3", 2, 2},	   {"model=Pixel+7&method=parse_json", 4, 4},
+		{"app=no.such.app", 0, 0}, {"limit=2&cursor=3", 2, 5},
+	};
+	int status;
+	json_t *doc;
+
+	two_versions(f);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		doc = api(f, "/api/v1/traces", cases[i].query, &status);
+		assert_int_equal(status, 200);
+		assert_int_equal(json_array_size(json_object_get(doc, "traces")), cases[i].page);
+		assert_int_equal(iget(doc, "total"), cases[i].total);
+		json_decref(doc);
+	}
+}
+
 /* main calls 600 distinct methods, method k for k + 1 ns: 602 tree nodes
  * (root and main included) keep 512 — the 510 longest callees — and the 90
  * shortest (1..90 ns: 4095 ns) are one "(other)" node; self times still
@@ -734,6 +760,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agg_deleted_trace_leaves_the_sums, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_agg_reindex_rebuilds_dropped_aggregates, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_agg_trace_list_total_counts_every_match, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_agg_more_paths_than_the_cap_fold_into_other,
 						setup, teardown),

@@ -112,7 +112,16 @@ static int list_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 	return 0;
 }
 
-/* The plain (unsorted) trace list, newest first, through the store. */
+/* traces_list's count row: its total into *(int64_t *)arg. */
+static int count_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	if (n >= 1 && cols[0].type == RVS_COL_INT)
+		*(int64_t *)arg = cols[0].i;
+	return 0;
+}
+
+/* The plain (unsorted) trace list, newest first, through the store, and
+ * the total its filter matches. */
 static void list_traces(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
 			struct rvs_query_resp *r)
 {
@@ -124,6 +133,7 @@ static void list_traces(const struct rvs_store_ops *ops, struct rvs_store *st, c
 	int64_t *ip[] = {&f.kind, &f.min_severity, &f.since, &f.until};
 	int *hp[] = {&f.has_kind, &f.has_min_severity, &f.has_since, &f.has_until};
 	struct list_rows x = {0};
+	int64_t total = 0;
 	json_t *doc;
 	int rc;
 
@@ -153,7 +163,13 @@ static void list_traces(const struct rvs_store_ops *ops, struct rvs_store *st, c
 		json_decref(x.items);
 		return set_error(r, 500, "query failed");
 	}
-	doc = json_pack("{s:o}", "traces", x.items);
+	/* The total the filter matches, whatever the page. */
+	f.count = 1;
+	if (ops->traces_list(st, &f, count_row, &total) < 0) {
+		json_decref(x.items);
+		return set_error(r, 500, "query failed");
+	}
+	doc = json_pack("{s:o,s:I}", "traces", x.items, "total", (json_int_t)total);
 	if (x.more) {
 		snprintf(v, sizeof v, "%" PRId64, x.last);
 		json_object_set_new(doc, "next_cursor", json_string(v));

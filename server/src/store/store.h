@@ -272,6 +272,7 @@ struct rvs_trace_filter {
 	const char *app, *version, *model, *os_build, *signature, *method;
 	int64_t kind, min_severity, since, until, cursor, limit;
 	int has_kind, has_min_severity, has_since, has_until, has_cursor;
+	int count; /* traces_list answers one row, "total": how many match (cursor, limit ignored) */
 };
 
 struct rvs_store;
@@ -596,7 +597,8 @@ struct rvs_store_ops {
 	 * per-week / app-version counts as part 1 rows (at most 200, newest
 	 * week first).
 	 * traces_list: at most f->limit traces matching f, newest first, each
-	 * with a "rowid_" column (the keyset cursor: rows below it follow). */
+	 * with a "rowid_" column (the keyset cursor: rows below it follow);
+	 * with f->count, one row instead: "total", the number matching f. */
 	int (*trace_read)(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg);
 	int (*signatures_read)(struct rvs_store *s, int64_t offset, int64_t limit, rvs_row_fn cb,
 			       void *arg);

@@ -365,7 +365,11 @@ void web_traces_page(struct web_ctx *c)
 	sort_select(c);
 	fputs("<button type=\"submit\">Filter</button> <a href=\"/traces\">Clear</a></form>", c->f);
 	items = json_object_get(doc, "traces");
-	fprintf(c->f, "<p>%zu traces on this page.</p>", json_array_size(items));
+	fprintf(c->f, "<p>%zu traces on this page", json_array_size(items));
+	if (json_is_integer(json_object_get(doc, "total")))
+		fprintf(c->f, " of <b id=\"total\">%lld</b> matching",
+			(long long)json_integer_value(json_object_get(doc, "total")));
+	fputs(".</p>", c->f);
 	web_table(c, "traces", TRACE_COLS, sizeof TRACE_COLS / sizeof TRACE_COLS[0], items);
 	next = json_object_get(doc, "next_cursor");
 	if (json_is_string(next)) {

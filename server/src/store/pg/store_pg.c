@@ -1925,24 +1925,34 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	else
 		rvs_pg_text(&p, NULL);
 	rvs_pg_i64(&p, f->limit);
-	rc = read_rows(
-		s,
-		"SELECT t.seq AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build,"
-		" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"
-		" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
-		" ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)"
-		" AND ($3::text IS NULL OR t.model = $3) AND ($4::text IS NULL OR t.os_build = $4)"
-		" AND ($5::bigint IS NULL OR t.anomaly_kind = $5)"
-		" AND ($6::bigint IS NULL OR t.severity >= $6)"
-		" AND ($7::bigint IS NULL OR t.received_at >= $7)"
-		" AND ($8::bigint IS NULL OR t.received_at < $8)"
-		" AND ($9::text IS NULL OR t.anomaly_signature = $9 OR t.trace_id IN"
-		"  (SELECT c.trace_id FROM trace_chains c WHERE c.signature = $9))"
-		" AND ($10::text IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
-		"  WHERE m.method = $10))"
-		" AND ($11::bigint IS NULL OR t.seq < $11)"
-		" ORDER BY t.seq DESC LIMIT $12",
-		&p, &r);
+	/* The filter ($1..$10); the list adds its keyset cursor and limit. */
+#define PG_LIST_WHERE                                                                       \
+	" ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)" \
+	" AND ($3::text IS NULL OR t.model = $3) AND ($4::text IS NULL OR t.os_build = $4)" \
+	" AND ($5::bigint IS NULL OR t.anomaly_kind = $5)"                                  \
+	" AND ($6::bigint IS NULL OR t.severity >= $6)"                                     \
+	" AND ($7::bigint IS NULL OR t.received_at >= $7)"                                  \
+	" AND ($8::bigint IS NULL OR t.received_at < $8)"                                   \
+	" AND ($9::text IS NULL OR t.anomaly_signature = $9 OR t.trace_id IN"               \
+	"  (SELECT c.trace_id FROM trace_chains c WHERE c.signature = $9))"                 \
+	" AND ($10::text IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"  \
+	"  WHERE m.method = $10))"
+	if (f->count) {
+		p.n = 10;
+		rc = read_rows(s, "SELECT count(*) AS total FROM traces t WHERE" PG_LIST_WHERE, &p,
+			       &r);
+	} else {
+		rc = read_rows(
+			s,
+			"SELECT t.seq AS rowid_, t.trace_id, t.app_id, t.app_version, t.model,"
+			" t.os_build, t.anomaly_kind, t.severity, t.captured_at_ns,"
+			" t.received_at, t.anomaly_name, t.anomaly_signature, t.duration_ns"
+			" FROM traces t WHERE" PG_LIST_WHERE
+			" AND ($11::bigint IS NULL OR t.seq < $11)"
+			" ORDER BY t.seq DESC LIMIT $12",
+			&p, &r);
+	}
+#undef PG_LIST_WHERE
 	if (rc)
 		return rc;
 	rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, cb, arg);

@@ -2051,13 +2051,20 @@ static const char LIST_SQL_METHOD[] =
 	LIST_COLS " t.rowid IN (SELECT x.rowid FROM trace_methods m JOIN traces x ON"
 		  " x.trace_id = m.trace_id WHERE m.method = ?10) AND" LIST_FILTERS;
 
+/* The total of a filter: every match counted (?11, ?12 unused). */
+static const char COUNT_SQL[] =
+	"SELECT count(*) AS total FROM traces t WHERE" RVS_SQLITE_TRACE_FILTER
+	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
+	"  WHERE m.method = ?10))";
+
 static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
 		       void *arg)
 {
 	const char *const text[] = {f->app, f->version, f->model, f->os_build};
 	const int64_t num[] = {f->kind, f->min_severity, f->since, f->until};
 	const int has[] = {f->has_kind, f->has_min_severity, f->has_since, f->has_until};
-	const char *sql = f->signature			 ? LIST_SQL_SIG
+	const char *sql = f->count			 ? COUNT_SQL
+			  : f->signature		 ? LIST_SQL_SIG
 			  : f->method			 ? LIST_SQL_METHOD
 			  : f->has_since || f->has_until ? LIST_SQL_TIME
 							 : LIST_SQL;
