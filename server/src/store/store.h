@@ -272,7 +272,8 @@ struct rvs_trace_filter {
 	const char *app, *version, *model, *os_build, *signature, *method;
 	int64_t kind, min_severity, since, until, cursor, limit;
 	int has_kind, has_min_severity, has_since, has_until, has_cursor;
-	int count; /* traces_list answers one row, "total": how many match (cursor, limit ignored) */
+	int count; /* traces_list answers one row, "total": how many match (cursor, limit ignored)
+		    */
 };
 
 struct rvs_store;
