@@ -82,7 +82,6 @@ enum web_col_kind {
 	COL_KIND,
 	COL_SIGNATURE,
 	COL_LIST,
-	COL_LINES,
 	COL_CUSTOM
 };
 struct web_col {

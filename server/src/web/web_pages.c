@@ -236,9 +236,6 @@ static void cell(struct web_ctx *c, json_t *o, const struct web_col *k)
 	case COL_LIST:
 		list_cell(c, v, ", ");
 		break;
-	case COL_LINES:
-		list_cell(c, v, "<br>");
-		break;
 	default:
 		web_field(c, o, k->key);
 	}
