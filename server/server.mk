@@ -135,12 +135,15 @@ $(TBIN)/server/bench_store: $(OBJ)/tests/server/bench_store.o $(SERVER_CORE) $(L
 $(OBJ)/tests/server/bench_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
 BENCHES += $(TBIN)/server/bench_store
 # issue 16's views on PostgreSQL at 100,000 synthetic traces (store16a;
-# BENCHMARKS-web.md): `make build/tests/server/bench_pg_views`, then run it.
+# BENCHMARKS-web.md): `make bench-pg-views` (a private cluster, stopped after).
 $(TBIN)/server/bench_pg_views: $(OBJ)/tests/server/bench_pg_views.o $(SERVER_CORE) \
 		$(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
 $(OBJ)/tests/server/bench_pg_views.o: CPPFLAGS += $(call pc,--cflags,libpq)
+.PHONY: bench-pg-views
+bench-pg-views: $(TBIN)/server/bench_pg_views
+	nice -n 19 sh tests/with-pg.sh $(TBIN)/server/bench_pg_views
 
 # `make bench`: the zoomable timeline on a 1.4 M-call capture (issue 16).
 $(TBIN)/server/bench_timeline: $(OBJ)/tests/server/bench_timeline.o $(SERVER_CORE) \

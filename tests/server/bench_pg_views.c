@@ -10,7 +10,10 @@
  * agg_sums kept by the trigger).  Then each request through the JSON API
  * in-process (rvs_api_v1, no TLS or HTTP), the store held open as the
  * server holds it: one warm-up and 20 timed, p50 and p99 in ms.  Exits 1
- * when PostgreSQL is missing or a step fails.
+ * when PostgreSQL is missing or a step fails, its PostgreSQL stopped
+ * (atexit) either way.  `make bench-pg-views` runs it under
+ * tests/with-pg.sh (deploy/pg-private.sh), whose trap stops the cluster
+ * even when the program is killed.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -28,6 +31,13 @@
 
 static struct pgh pg;
 static struct rvs_config cfg; /* database: the fresh PostgreSQL database */
+
+/* The private server stopped (a shared cluster's database dropped),
+ * whichever way the program ends. */
+static void stop_pg(void)
+{
+	pgh_stop(&pg);
+}
 
 static double now_ms(void)
 {
@@ -78,7 +88,10 @@ int main(void)
 	const struct rvs_store_ops *o;
 	struct rvs_store *s, *held;
 	PGconn *c;
-	if (pgh_start(&pg) || pgh_fresh_db(&pg, cfg.database, sizeof cfg.database))
+	if (pgh_start(&pg))
+		return fprintf(stderr, "pg: %s\n", pg.why), 1;
+	atexit(stop_pg); /* every exit below, a failed step's too */
+	if (pgh_fresh_db(&pg, cfg.database, sizeof cfg.database))
 		return fprintf(stderr, "pg: %s\n", pg.why), 1;
 	snprintf(cfg.blob_dir, sizeof cfg.blob_dir, "%s/blobs", pg.dir);
 	if (rvs_store_pg.open(cfg.database, &s))
@@ -86,6 +99,11 @@ int main(void)
 	rvs_store_pg.close(s);
 	c = PQconnectdb(cfg.database);
 	double t0 = now_ms();
+	/* The fill's uploads go back 600,000 s (up to two weeks before this
+	 * one): their weeks' partitions, made as the store makes them. */
+	ex(c, "SELECT rv_week_partitions(w) FROM generate_series("
+	      "extract(epoch FROM now())::bigint / 604800 - 2,"
+	      " extract(epoch FROM now())::bigint / 604800 - 1) w");
 	ex(c, "INSERT INTO devices (device_id, token_hash, enrolled_at) SELECT 'd' || i,"
 	      " decode(lpad(to_hex(i), 8, '0'), 'hex'), 0 FROM generate_series(1, 500) i");
 	ex(c,
@@ -103,15 +121,19 @@ int main(void)
 	      " lpad(to_hex(substr(trace_id, 2)::int % 500), 16, '0'),"
 	      " lpad(to_hex(substr(trace_id, 2)::int % 500), 16, '0'), device_id, 0 FROM uploads"
 	      " ORDER BY received_at");
-	ex(c, "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth)"
+	/* trace_chains and trace_methods carry their trace's received_at:
+	 * their partition key. */
+	ex(c, "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
+	      " received_at)"
 	      " SELECT t.trace_id, k.kind, k.rank, lpad(to_hex((t.seq + k.rank) % 500), 16, '0'),"
-	      " 'main;com.example.Loop.run;com.example.X' || ((t.seq * k.rank) % 500) || ';', 3"
-	      " FROM traces t, (VALUES ('anomaly', 1), ('top', 1), ('top', 2)) k(kind, rank)"
+	      " 'main;com.example.Loop.run;com.example.X' || ((t.seq * k.rank) % 500) || ';', 3,"
+	      " t.received_at FROM traces t, (VALUES ('anomaly', 1), ('top', 1), ('top', 2)) "
+	      "k(kind, rank)"
 	      " ORDER BY t.seq, k.kind, k.rank");
-	ex(c, "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns)"
+	ex(c, "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns, received_at)"
 	      " SELECT t.trace_id, 'com.example.Class' || (((t.seq * 31 + j * 250) % 2000) / 10) ||"
 	      " '.method' || ((t.seq * 31 + j * 250) % 2000), 1, 1000 * j + t.seq % 1000,"
-	      " 2000 * j FROM traces t, generate_series(0, 7) j ORDER BY t.seq, j");
+	      " 2000 * j, t.received_at FROM traces t, generate_series(0, 7) j ORDER BY t.seq, j");
 	ex(c, "INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
 	      " SELECT DISTINCT app_id, app_version, model, anomaly_kind, received_at / 86400"
 	      " FROM traces");
@@ -162,6 +184,5 @@ int main(void)
 	measure("/api/v1/search?contains=", "/api/v1/search", "contains=method1999", 20);
 	measure("(control) /api/v1/traces", "/api/v1/traces", "", 20);
 	rvs_store_release(held);
-	pgh_stop(&pg);
 	return 0;
 }

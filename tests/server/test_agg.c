@@ -479,6 +479,121 @@ static void test_agg_deleted_trace_leaves_the_sums(void **state)
 	free(b.b);
 }
 
+/* Decodes what is on the decode queue as the server's decode lane does;
+ * how many. */
+static int drain_queue(struct fx *f)
+{
+	struct rvs_decode_item it;
+	int n = 0;
+
+	for (;;) {
+		memset(&it, 0, sizeof it);
+		if (ops->decode_next_batch(f->s, 0, 1, &it, 1) != 1)
+			return n;
+		assert_int_equal(rvs_blob_path(f->blobs, it.blob_sha256, it.path, sizeof it.path),
+				 0);
+		f->dec.decode(f->dec.ctx, &it, 1);
+		assert_int_equal(it.rc, 0);
+		assert_int_equal(ops->decode_finish(f->s, &it, 1), 0);
+		n++;
+	}
+}
+
+/* Re-index (`rearview-server reindex`): traces whose aggregate rows are
+ * gone (as a migration that adds them leaves the traces before it) are
+ * found in batches, queued, decoded again from their blobs, and the
+ * aggregate is the one before, exactly; traces with rows are left alone,
+ * unless all is asked for. */
+static void test_agg_reindex_rebuilds_dropped_aggregates(void **state)
+{
+	struct fx *f = *state;
+	char id[3][40], last[40];
+	const char *del[1];
+	int status;
+	uint64_t queued, total = 0;
+	json_t *before, *gone, *after;
+	capbuf a = app_capture(100), b = app_capture(400);
+	int rc, batches = 0;
+	char from[40] = "";
+
+	add_trace(f, &a, "4.2", "Pixel 7", id[0]);
+	add_trace(f, &b, "4.2", "Pixel 8", id[1]);
+	add_trace(f, &b, "4.3", "Pixel 7", id[2]);
+	before = api(f, "/api/v1/aggregate", "app=com.example.app", &status);
+	assert_int_equal(status, 200);
+	assert_int_equal(iget(before, "traces"), 3);
+	/* Nothing to do while every trace has its rows. */
+	assert_int_equal(ops->reindex_queue(f->s, "", 0, 10, last, &queued), 0);
+	assert_int_equal(queued, 0);
+	for (int i = 0; i < 2; i++) {
+		del[0] = id[i];
+		sqlb_exec(f->db, "DELETE FROM trace_paths WHERE trace_id = $1", 1, del);
+		sqlb_exec(f->db, "DELETE FROM trace_agg WHERE trace_id = $1", 1, del);
+	}
+	gone = api(f, "/api/v1/aggregate", "app=com.example.app", &status);
+	assert_int_equal(iget(gone, "traces"), 1);
+	/* Batches of one: the cursor moves past each, the third trace is
+	 * never queued. */
+	while ((rc = ops->reindex_queue(f->s, from, 0, 1, last, &queued)) > 0) {
+		assert_int_equal(rc, 1);
+		assert_string_equal(last, id[batches]);
+		memcpy(from, last, sizeof from);
+		total += queued;
+		batches++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(batches, 2);
+	assert_int_equal(total, 2);
+	assert_int_equal(num(f, "SELECT count(*) FROM uploads WHERE state = 'pending_decode'"), 2);
+	/* Queued ones are not queued twice. */
+	assert_int_equal(ops->reindex_queue(f->s, "", 0, 10, last, &queued), 0);
+	assert_int_equal(drain_queue(f), 2);
+	after = api(f, "/api/v1/aggregate", "app=com.example.app", &status);
+	assert_int_equal(status, 200);
+	assert_true(json_equal(before, after));
+	assert_int_equal(num(f, "SELECT count(*) FROM trace_agg"), 3);
+	/* all: every decoded trace, once, and the sums stay exact. */
+	assert_int_equal(ops->reindex_queue(f->s, "", 1, 100, last, &queued), 3);
+	assert_int_equal(queued, 3);
+	assert_string_equal(last, id[2]);
+	assert_int_equal(ops->reindex_queue(f->s, "", 1, 0, last, &queued), -EINVAL);
+	assert_int_equal(drain_queue(f), 3);
+	json_decref(after);
+	after = api(f, "/api/v1/aggregate", "app=com.example.app", &status);
+	assert_true(json_equal(before, after));
+	json_decref(before);
+	json_decref(gone);
+	json_decref(after);
+	free(a.b);
+	free(b.b);
+}
+
+/* The trace list's total: every trace its filter matches, whatever the
+ * page's size or cursor (the list's filter and the total's are one). */
+static void test_agg_trace_list_total_counts_every_match(void **state)
+{
+	struct fx *f = *state;
+	static const struct {
+		const char *query;
+		int page, total;
+	} cases[] = {
+		{"limit=1", 1, 5},	   {"version=4.2&limit=2", 2, 3},
+		{"version=4.3", 2, 2},	   {"model=Pixel+7&method=parse_json", 4, 4},
+		{"app=no.such.app", 0, 0}, {"limit=2&cursor=3", 2, 5},
+	};
+	int status;
+	json_t *doc;
+
+	two_versions(f);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		doc = api(f, "/api/v1/traces", cases[i].query, &status);
+		assert_int_equal(status, 200);
+		assert_int_equal(json_array_size(json_object_get(doc, "traces")), cases[i].page);
+		assert_int_equal(iget(doc, "total"), cases[i].total);
+		json_decref(doc);
+	}
+}
+
 /* main calls 600 distinct methods, method k for k + 1 ns: 602 tree nodes
  * (root and main included) keep 512 — the 510 longest callees — and the 90
  * shortest (1..90 ns: 4095 ns) are one "(other)" node; self times still
@@ -643,6 +758,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agg_trace_filter_agrees_with_buckets, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_agg_deleted_trace_leaves_the_sums, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_agg_reindex_rebuilds_dropped_aggregates, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_agg_trace_list_total_counts_every_match, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_agg_more_paths_than_the_cap_fold_into_other,
 						setup, teardown),

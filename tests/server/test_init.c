@@ -5,9 +5,9 @@
  * against the PBKDF2 hash in the database, the certificate chain, a second
  * init refusing to overwrite), `init --hostname` and `cert` (certificates a
  * TLS client accepts for those names, from the same CA), `passwd` (a new
- * password whose hash replaces the old), `requeue`'s usage and `migrate`.  `init` always makes
- * a sqlite database; `passwd` and `migrate` run on the store the suite's
- * switch picks (store_env.h).
+ * password whose hash replaces the old), `requeue`'s and `reindex`'s usage and `migrate`.  `init`
+ * always makes a sqlite database; `passwd` and `migrate` run on the store the suite's switch picks
+ * (store_env.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -406,6 +406,40 @@ static void test_init_requeue_needs_one_filter(void **state)
 		1);
 }
 
+/* `reindex`: its options checked, what it did printed.  (What it
+ * re-indexes: test_agg.c's case on both backends.) */
+static void test_init_reindex_usage_and_report(void **state)
+{
+	char out[4096], conf[256], db[512];
+
+	(void)state;
+	assert_int_equal(run_init(out, sizeof out), 0);
+	snprintf(conf, sizeof conf, "%s/rearview-server.conf", g_data);
+	assert_int_equal(rvt_store_conf(conf, g_data, db, sizeof db), 0);
+	assert_int_equal(run_server_cmd(out, sizeof out, "reindex", "--config", conf, "--batch",
+					"0", (char *)NULL),
+			 2);
+	assert_int_equal(run_server_cmd(out, sizeof out, "reindex", "--config", conf, "--batch",
+					"10001", (char *)NULL),
+			 2);
+	assert_int_equal(run_server_cmd(out, sizeof out, "reindex", "--config", conf, "--after",
+					(char *)NULL),
+			 2);
+	assert_int_equal(run_server_cmd(out, sizeof out, "reindex", "--config", conf, "--every",
+					(char *)NULL),
+			 2);
+	assert_int_equal(run_server_cmd(out, sizeof out, "reindex", "--config", conf, (char *)NULL),
+			 0);
+	assert_string_equal(out, "queued 0 of 0 traces without aggregates for re-indexing\n");
+	assert_int_equal(run_server_cmd(out, sizeof out, "reindex", "--config", conf, "--all",
+					"--batch", "7", "--after", "t-0", (char *)NULL),
+			 0);
+	assert_string_equal(out, "queued 0 of 0 decoded traces for re-indexing\n");
+	snprintf(conf, sizeof conf, "%s/missing.conf", g_data);
+	assert_int_equal(run_server_cmd(out, sizeof out, "reindex", "--config", conf, (char *)NULL),
+			 1);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -418,6 +452,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_init_cert_reissues_from_the_same_ca, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_init_passwd_replaces_the_admin_password, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_init_reindex_usage_and_report, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_init_requeue_needs_one_filter, setup,
 						teardown),

@@ -228,6 +228,7 @@ static const struct {
 	{RVS_M_GET, "/api/v1/traces/t-1/x", rvs_query_trace_none, "*"},
 	{RVS_M_GET, "/api/v1/signatures", rvs_query_signatures, "limit offset"},
 	{RVS_M_GET, "/api/v1/signatures/weekly", rvs_query_weekly, "since signatures"},
+	{RVS_M_GET, "/api/v1/versions", rvs_query_versions, "app"},
 	{RVS_M_GET, "/api/v1/skips", rvs_query_skips, "since until app limit"},
 	{RVS_M_GET, "/api/v1/methods/m", rvs_query_method, METHOD},
 	{RVS_M_GET, "/api/v1/aggregate", rvs_agg_api, AGG},

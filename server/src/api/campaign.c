@@ -71,7 +71,7 @@ void rvs_campaigns_list(struct rvs_call *c)
 	json_t *doc;
 	if (open_rw(c, &ops, &st))
 		return;
-	doc = rvs_campaigns_json(ops, st);
+	doc = rvs_campaigns_json(c->cfg, ops, st);
 	rvs_store_release(st);
 	rvs_query_reply(c->q, doc ? 200 : 500,
 			doc ? doc : json_pack("{s:s}", "error", "query failed"));

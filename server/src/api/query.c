@@ -112,7 +112,16 @@ static int list_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 	return 0;
 }
 
-/* The plain (unsorted) trace list, newest first, through the store. */
+/* traces_list's count row: its total into *(int64_t *)arg. */
+static int count_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	if (n >= 1 && cols[0].type == RVS_COL_INT)
+		*(int64_t *)arg = cols[0].i;
+	return 0;
+}
+
+/* The plain (unsorted) trace list, newest first, through the store, and
+ * the total its filter matches. */
 static void list_traces(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
 			struct rvs_query_resp *r)
 {
@@ -124,6 +133,7 @@ static void list_traces(const struct rvs_store_ops *ops, struct rvs_store *st, c
 	int64_t *ip[] = {&f.kind, &f.min_severity, &f.since, &f.until};
 	int *hp[] = {&f.has_kind, &f.has_min_severity, &f.has_since, &f.has_until};
 	struct list_rows x = {0};
+	int64_t total = 0;
 	json_t *doc;
 	int rc;
 
@@ -153,7 +163,13 @@ static void list_traces(const struct rvs_store_ops *ops, struct rvs_store *st, c
 		json_decref(x.items);
 		return set_error(r, 500, "query failed");
 	}
-	doc = json_pack("{s:o}", "traces", x.items);
+	/* The total the filter matches, whatever the page. */
+	f.count = 1;
+	if (ops->traces_list(st, &f, count_row, &total) < 0) {
+		json_decref(x.items);
+		return set_error(r, 500, "query failed");
+	}
+	doc = json_pack("{s:o,s:I}", "traces", x.items, "total", (json_int_t)total);
 	if (x.more) {
 		snprintf(v, sizeof v, "%" PRId64, x.last);
 		json_object_set_new(doc, "next_cursor", json_string(v));
@@ -628,6 +644,62 @@ static void list_signatures(const struct rvs_store_ops *ops, struct rvs_store *s
 	set_json(r, 200, doc);
 }
 
+/* ---- GET /api/v1/versions ------------------------------------------------------- */
+
+/* versions_read's rows (app_id, app_version; by app) into one object per
+ * app: {"app_id", "versions": [...]}, the last one in *cur. */
+struct ver_rows {
+	json_t *apps, *cur;
+};
+
+static int version_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct ver_rows *x = arg;
+	const char *app, *ver;
+
+	if (n < 2 || cols[0].type != RVS_COL_TEXT || cols[1].type != RVS_COL_TEXT)
+		return 0;
+	app = cols[0].text;
+	ver = cols[1].text;
+	if (!x->cur || strcmp(json_string_value(json_object_get(x->cur, "app_id")), app)) {
+		x->cur = json_pack("{s:o,s:[]}", "app_id", rvs_json_str(app), "versions");
+		if (!x->cur || json_array_append_new(x->apps, x->cur))
+			return -ENOMEM;
+	}
+	return json_array_append_new(json_object_get(x->cur, "versions"),
+				     json_pack("{s:o}", "v", rvs_json_str(ver)))
+		       ? -ENOMEM
+		       : 0;
+}
+
+/* The versions each app's data has, for the pickers: in version order. */
+static void list_versions(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
+			  struct rvs_query_resp *r)
+{
+	char app[256];
+	struct ver_rows x = {.apps = json_array()};
+	size_t i;
+	json_t *o;
+	int has = qparam(query, "app", app, sizeof app);
+
+	if (has < 0)
+		return bad_param(r, "app");
+	if (ops->versions_read(st, has && app[0] ? app : NULL, version_row, &x)) {
+		json_decref(x.apps);
+		return set_error(r, 500, "query failed");
+	}
+	/* Sorted as version objects, then flattened to strings. */
+	json_array_foreach(x.apps, i, o)
+	{
+		json_t *vs = json_object_get(o, "versions"), *flat = json_array(), *v;
+		size_t k;
+		rvs_version_sort(vs, "v", (const char *const[]){NULL});
+		json_array_foreach(vs, k, v) json_array_append(flat, json_object_get(v, "v"));
+		json_object_set_new(o, "versions", flat);
+	}
+	set_json(r, 200, json_pack("{s:o}", "apps", x.apps));
+}
+
 /* ---- GET /api/v1/skips --------------------------------------------------------- */
 
 static json_t *jint(int64_t v, int has)
@@ -748,6 +820,11 @@ void rvs_query_traces(struct rvs_call *c)
 void rvs_query_signatures(struct rvs_call *c)
 {
 	rvs_call_with_store(c, list_signatures);
+}
+
+void rvs_query_versions(struct rvs_call *c)
+{
+	rvs_call_with_store(c, list_versions);
 }
 
 void rvs_query_weekly(struct rvs_call *c)

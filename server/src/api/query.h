@@ -18,7 +18,8 @@
 
 /* The JSON API's index endpoints (route.c's table; work thread): each
  * fills c->q always, with an error JSON body on failure.  traces,
- * signatures, weekly, skips: the lists; trace: GET /api/v1/traces/{id};
+ * signatures, weekly, skips: the lists; versions: GET /api/v1/versions
+ * (each app's versions in the data, for the pickers); trace: GET /api/v1/traces/{id};
  * export: its export (streamed: c->q->stream); trace_none: another path
  * under /api/v1/traces/ (404); method: GET /api/v1/methods/{name}; none:
  * any other /api/v1/ path (404). */
@@ -26,6 +27,7 @@ struct rvs_call;
 void rvs_query_traces(struct rvs_call *c);
 void rvs_query_signatures(struct rvs_call *c);
 void rvs_query_weekly(struct rvs_call *c);
+void rvs_query_versions(struct rvs_call *c);
 void rvs_query_skips(struct rvs_call *c);
 void rvs_query_trace(struct rvs_call *c);
 void rvs_query_export(struct rvs_call *c);

@@ -497,3 +497,30 @@ int rvs_init_requeue(const struct rvs_config *cfg, const char *reason)
 		       reason ? "\"" : "");
 	return rc;
 }
+
+int rvs_init_reindex(const struct rvs_config *cfg, const char *after, int all, size_t batch)
+{
+	const struct rvs_store_ops *ops = rvs_store_for(cfg->database);
+	struct rvs_store *st;
+	uint64_t queued, total = 0, seen = 0;
+	char from[40], last[40];
+	int rc;
+
+	if (snprintf(from, sizeof from, "%s", after) >= (int)sizeof from)
+		return -EINVAL;
+	if ((rc = ops->open(cfg->database, &st)))
+		return rc;
+	while ((rc = ops->reindex_queue(st, from, all, batch, last, &queued)) > 0) {
+		seen += (uint64_t)rc;
+		total += queued;
+		printf("queued %" PRIu64 " through %s\n", queued, last);
+		fflush(stdout);
+		memcpy(from, last, sizeof from);
+	}
+	ops->close(st);
+	if (rc < 0)
+		return rc;
+	printf("queued %" PRIu64 " of %" PRIu64 " %s for re-indexing\n", total, seen,
+	       all ? "decoded traces" : "traces without aggregates");
+	return 0;
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * init.h — the operator's commands (init.c): `rearview-server init`,
- * `cert`, `passwd` and `requeue`.
+ * `cert`, `passwd`, `requeue` and `reindex`.
  */
 #ifndef RVS_INIT_H
 #define RVS_INIT_H
@@ -38,5 +38,16 @@ int rvs_init_passwd(const struct rvs_config *cfg, const char *user);
  * decodes them at once on PostgreSQL (NOTIFY), else at its next look at
  * the queue (decode_poll_s).  0 or -errno. */
 int rvs_init_requeue(const struct rvs_config *cfg, const char *reason);
+/* `rearview-server reindex`: the decoded traces of cfg's database that
+ * have a stored capture but no call-path aggregate (every one when all),
+ * from the trace id after `after` ("" : the first) on, back on the decode
+ * queue in batches of `batch` (1..RVS_REINDEX_MAX) uploads, each batch
+ * one transaction (store.h reindex_queue), so the decoder rebuilds their
+ * index rows from the blob.  Prints each batch's last trace id (run again
+ * with --after it to resume an interrupted --all) and the total.  Safe
+ * while a server runs: it decodes them as it decodes a requeue (at once
+ * on PostgreSQL, else within decode_poll_s); a stopped server decodes
+ * them when it starts.  0 or -errno. */
+int rvs_init_reindex(const struct rvs_config *cfg, const char *after, int all, size_t batch);
 
 #endif

@@ -8,6 +8,8 @@
  *   rearview-server passwd --config FILE [USER]     a new password (init.c)
  *   rearview-server requeue --config FILE --reason SUBSTR | --all
  *                                                   quarantined uploads decoded again
+ *   rearview-server reindex --config FILE [--all] [--after ID] [--batch N]
+ *                                                   traces without aggregates indexed again
  *   rearview-server migrate --config FILE           apply pending migrations
  *   rearview-server --config FILE     run the server
  * A command's bad usage exits 2, its failure 1.
@@ -172,6 +174,7 @@ static void usage(FILE *f)
 		   "       rearview-server passwd --config FILE [USER]\n"
 		   "       rearview-server migrate --config FILE\n"
 		   "       rearview-server requeue --config FILE --reason SUBSTR | --all\n"
+		   "       rearview-server reindex --config FILE [--all] [--after ID] [--batch N]\n"
 		   "       rearview-server --config FILE\n"
 		   "       rearview-server --help | --version\n");
 }
@@ -248,6 +251,43 @@ static int requeue(struct rvs_config *cfg, int argc, char **argv)
 	return 0;
 }
 
+/* `reindex --config FILE [--all] [--after ID] [--batch N]`: exit status
+ * 0, 1 (it failed) or 2 (bad usage). */
+static int reindex(struct rvs_config *cfg, int argc, char **argv)
+{
+	const char *after = "";
+	unsigned long batch = 500;
+	int all = 0, rc;
+	char *end;
+
+	for (int i = 4; i < argc; i++) {
+		if (strcmp(argv[i], "--all") == 0) {
+			all = 1;
+		} else if (strcmp(argv[i], "--after") == 0 && i + 1 < argc &&
+			   strlen(argv[i + 1]) < 40) {
+			after = argv[++i];
+		} else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
+			errno = 0;
+			batch = strtoul(argv[++i], &end, 10);
+			if (errno || *end || batch < 1 || batch > RVS_REINDEX_MAX) {
+				fprintf(stderr, "rearview-server: --batch: 1..%d\n",
+					RVS_REINDEX_MAX);
+				return 2;
+			}
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (command_config(argv, cfg))
+		return 1;
+	if ((rc = rvs_init_reindex(cfg, after, all, batch))) {
+		fprintf(stderr, "rearview-server: reindex: %s\n", strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct rvs_config cfg;
@@ -276,6 +316,8 @@ int main(int argc, char **argv)
 			       : 0;
 	if (cmd_config && strcmp(argv[1], "requeue") == 0)
 		return requeue(&cfg, argc, argv);
+	if (cmd_config && strcmp(argv[1], "reindex") == 0)
+		return reindex(&cfg, argc, argv);
 	if (cmd_config && strcmp(argv[1], "migrate") == 0 && argc == 4)
 		return command_config(argv, &cfg) || migrate(&cfg) ? 1 : 0;
 	if (argc == 3 && strcmp(argv[1], "--config") == 0) {

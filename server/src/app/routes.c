@@ -102,6 +102,7 @@ static const struct rvs_route table[] = {
 	API("/api/v1/traces/**", GET, 0, ANY_PARAM, rvs_query_trace_none),
 	API("/api/v1/signatures", GET, 0, P("limit", "offset"), rvs_query_signatures),
 	API("/api/v1/signatures/weekly", GET, 0, P("since", "signatures"), rvs_query_weekly),
+	API("/api/v1/versions", GET, 0, P("app"), rvs_query_versions),
 	API("/api/v1/skips", GET, 0, P("since", "until", "app", "limit"), rvs_query_skips),
 	API("/api/v1/methods/**", GET, 0, P(METHOD_PARAMS), rvs_query_method),
 	API("/api/v1/aggregate", GET, 0, P(AGG_FILTERS), rvs_agg_api),

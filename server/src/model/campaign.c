@@ -675,14 +675,23 @@ static int campaign_row(void *arg, const char *spec, size_t len, int64_t created
 	return 0;
 }
 
-json_t *rvs_campaigns_json(const struct rvs_store_ops *ops, struct rvs_store *st)
+json_t *rvs_campaigns_json(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
+			   struct rvs_store *st)
 {
 	json_t *arr = json_array();
+	Rearview__PolicyBody *served;
 	uint64_t v = 0;
 
 	if (ops->campaigns_list(st, campaign_row, arr) || ops->policy_version(st, &v)) {
 		json_decref(arr);
 		return NULL;
+	}
+	/* The policy devices are served: the default published at start-up
+	 * (version 1) is in no campaign change's row. */
+	if ((served = rvs_policy_served(cfg))) {
+		if (served->version > v)
+			v = served->version;
+		rearview__policy_body__free_unpacked(served, NULL);
 	}
 	return json_pack("{s:o,s:o}", "campaigns", arr, "policy_version",
 			 v > 0 ? json_integer((json_int_t)v) : json_null());

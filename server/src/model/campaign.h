@@ -50,9 +50,12 @@ int rvs_campaign_end(const struct rvs_config *cfg, const struct rvs_store_ops *o
 		     struct rvs_store *st, const char *id, uint64_t *version, char *err,
 		     size_t errlen);
 /* GET /api/v1/campaigns: {"policy_version": N|null, "campaigns": [...]},
- * each campaign its spec plus created_at, updated_at, ended_at, active.
- * NULL on a storage error. */
-json_t *rvs_campaigns_json(const struct rvs_store_ops *ops, struct rvs_store *st);
+ * each campaign its spec plus created_at, updated_at, ended_at, active;
+ * policy_version the greater of the served policy file's (cfg's
+ * policy_file) and the last campaign change's, null when neither.  NULL
+ * on a storage error. */
+json_t *rvs_campaigns_json(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
+			   struct rvs_store *st);
 /* The body of the policy now served (unverified: it is the server's own
  * file), or NULL when there is none or it does not decode.  Free with
  * rearview__policy_body__free_unpacked(b, NULL). */

@@ -272,6 +272,8 @@ struct rvs_trace_filter {
 	const char *app, *version, *model, *os_build, *signature, *method;
 	int64_t kind, min_severity, since, until, cursor, limit;
 	int has_kind, has_min_severity, has_since, has_until, has_cursor;
+	int count; /* traces_list answers one row, "total": how many match (cursor, limit ignored)
+		    */
 };
 
 struct rvs_store;
@@ -385,6 +387,9 @@ struct rvs_search_scan {
 	int64_t limit;		   /* EXACT: rows of one chunk at most */
 };
 
+/* reindex_queue's largest batch. */
+#define RVS_REINDEX_MAX 10000
+
 struct rvs_store_ops {
 	const char *name;
 	/* Opens (creating) the store at dsn and applies pending migrations.
@@ -447,6 +452,19 @@ struct rvs_store_ops {
 	 * PostgreSQL the idle decoders are woken).  *queued: how many.  0 or
 	 * -errno (nothing changed, *queued 0). */
 	int (*quarantine_requeue)(struct rvs_store *s, const char *reason, uint64_t *queued);
+	/* The operator's re-index (`rearview-server reindex`), one batch in
+	 * one transaction: of the decoded uploads with a stored capture whose
+	 * trace id sorts after `after` ("" : from the first), the first max
+	 * (1..RVS_REINDEX_MAX) in trace-id order that have no call-path
+	 * aggregate (trace_agg row) — every one of them when all — go back to
+	 * pending_decode and on the decode queue, so the decoder rebuilds
+	 * their index rows from the blob (on PostgreSQL the idle decoders are
+	 * woken).  last gets the batch's greatest trace id (the next batch's
+	 * `after`), *queued how many were queued.  Returns the batch's size
+	 * (0: none left after `after`; last is then ""), -EINVAL for a bad
+	 * max or `after`, or -errno (nothing changed, *queued 0). */
+	int (*reindex_queue)(struct rvs_store *s, const char *after, int all, size_t max,
+			     char last[40], uint64_t *queued);
 
 	/* ---- issue 15: the SQL of the other server files, behind the table ---- */
 
@@ -580,10 +598,17 @@ struct rvs_store_ops {
 	 * per-week / app-version counts as part 1 rows (at most 200, newest
 	 * week first).
 	 * traces_list: at most f->limit traces matching f, newest first, each
-	 * with a "rowid_" column (the keyset cursor: rows below it follow). */
+	 * with a "rowid_" column (the keyset cursor: rows below it follow);
+	 * with f->count, one row instead: "total", the number matching f. */
 	int (*trace_read)(struct rvs_store *s, const char *trace_id, rvs_row_fn cb, void *arg);
 	int (*signatures_read)(struct rvs_store *s, int64_t offset, int64_t limit, rvs_row_fn cb,
 			       void *arg);
+	/* The version pickers' rows (GET /api/v1/versions): each distinct
+	 * (app_id, app_version) of the call-path aggregates' buckets (every
+	 * decoded capture's), app NULL for every app, ordered by app_id then
+	 * app_version (text); unknown versions ('') left out.  Columns
+	 * app_id, app_version.  0, the callback's non-zero or -errno. */
+	int (*versions_read)(struct rvs_store *s, const char *app, rvs_row_fn cb, void *arg);
 	int (*traces_list)(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
 			   void *arg);
 	/* The method page's reads (RVS_METHOD_*, rows as that enum says, to cb

@@ -97,8 +97,8 @@ void web_page_begin(struct web_ctx *c, const char *title)
 	rvs_web_esc(f, title);
 	fputs(" — Rearview</title></head><body>", f);
 	if (c->user[0]) {
-		fputs("<nav><a href=\"/traces\">Traces</a> <a href=\"/signatures\">Top issues</a>"
-		      " <a href=\"/issues\">Issues</a> <a href=\"/search\">Search</a>"
+		fputs("<nav><a href=\"/traces\">Traces</a> <a href=\"/issues\">Issues</a>"
+		      " <a href=\"/search\">Search</a>"
 		      " <a href=\"/callers\">Callers</a>"
 		      " <a href=\"/regressions\">Regressions</a> <a "
 		      "href=\"/aggregate\">Aggregate</a>"
@@ -172,6 +172,71 @@ json_t *web_api(struct web_ctx *c, const char *path, const char *query, int *sta
 	free(q.body);
 	rvs_export_free(q.stream);
 	return j;
+}
+
+void web_version_lists(struct web_ctx *c, const char *app)
+{
+	char q[300] = "";
+	int status;
+	json_t *doc, *o, *v;
+	size_t i, k;
+	FILE *f = c->f;
+
+	if (app && app[0]) {
+		FILE *qf = fmemopen(q, sizeof q - 1, "w");
+		if (!qf)
+			return;
+		fputs("app=", qf);
+		rvs_web_urlenc(qf, app);
+		fclose(qf);
+	}
+	doc = web_api(c, "/api/v1/versions", "", &status);
+	if (!doc || status != 200) {
+		json_decref(doc);
+		return;
+	}
+	fputs("<datalist id=\"apps\">", f);
+	json_array_foreach(json_object_get(doc, "apps"), i, o)
+	{
+		fputs("<option value=\"", f);
+		web_field(c, o, "app_id");
+		fputs("\">", f);
+	}
+	fputs("</datalist>", f);
+	if (q[0]) {
+		json_decref(doc);
+		if (!(doc = web_api(c, "/api/v1/versions", q, &status)) || status != 200) {
+			json_decref(doc);
+			return;
+		}
+	}
+	/* One option per version; several apps' same version once. */
+	fputs("<datalist id=\"versions\">", f);
+	json_t *seen = json_object();
+	json_array_foreach(json_object_get(doc, "apps"), i, o)
+		json_array_foreach(json_object_get(o, "versions"), k, v)
+	{
+		const char *s = json_string_value(v);
+		if (!s || json_object_get(seen, s))
+			continue;
+		json_object_set_new(seen, s, json_true());
+		fputs("<option value=\"", f);
+		rvs_web_esc(f, s);
+		fputs("\">", f);
+	}
+	fputs("</datalist>", f);
+	json_decref(seen);
+	json_decref(doc);
+}
+
+const char *web_list_of(const char *name)
+{
+	size_t n = strlen(name);
+	if (strcmp(name, "app") == 0)
+		return " list=\"apps\"";
+	if (n >= 7 && strcmp(name + n - 7, "version") == 0)
+		return " list=\"versions\"";
+	return "";
 }
 
 void web_field(struct web_ctx *c, json_t *o, const char *key)

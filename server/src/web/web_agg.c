@@ -282,14 +282,18 @@ static void input(struct web_ctx *c, const char *name, const char *label)
 	rvs_web_esc(c->f, label);
 	fputs(" <input name=\"", c->f);
 	rvs_web_esc(c->f, name);
-	fputs("\" value=\"", c->f);
+	fprintf(c->f, "\"%s value=\"", web_list_of(name));
 	rvs_web_esc(c->f, v);
 	fputs("\"></label> ", c->f);
 }
 
 static void filter_form(struct web_ctx *c, int diff)
 {
-	char name[32];
+	char name[32], app[256];
+
+	if (rvs_query_param(c->req->query, "app", app, sizeof app) != 1)
+		app[0] = '\0';
+	web_version_lists(c, app);
 	fprintf(c->f, "<form class=\"filters\" method=\"get\" action=\"%s\">",
 		diff ? "/aggregate/diff" : "/aggregate");
 	input(c, "app", "app");

@@ -52,6 +52,14 @@ json_t *web_api(struct web_ctx *c, const char *path, const char *query, int *sta
  * the 404 page answered and -1. */
 struct rvs_call;
 int web_trace_id(struct rvs_call *call, char id[40]);
+/* The version pickers' choices (GET /api/v1/versions): <datalist
+ * id="apps"> of the apps the data has and <datalist id="versions"> of the
+ * versions of app (NULL or "": of every app), for the inputs that name
+ * them with list="…" (web_list_of).  Nothing when the API fails. */
+void web_version_lists(struct web_ctx *c, const char *app);
+/* The datalist (" list=\"…\"", static) for an input named name: apps for
+ * "app", versions for "version" and "a.version"-like names, else "". */
+const char *web_list_of(const char *name);
 /* The string member key of o escaped, "" when absent, a number as text. */
 void web_field(struct web_ctx *c, json_t *o, const char *key);
 /* Nanoseconds (an integer or a real) as milliseconds with 3 decimals; "–" for
@@ -74,7 +82,6 @@ enum web_col_kind {
 	COL_KIND,
 	COL_SIGNATURE,
 	COL_LIST,
-	COL_LINES,
 	COL_CUSTOM
 };
 struct web_col {
@@ -92,7 +99,6 @@ void web_traces_page(struct web_ctx *c);
 void web_trace_page(struct web_ctx *c, const char *id);
 void web_method_page(struct web_ctx *c, const char *name);
 void web_method_alert(struct web_ctx *c, const char *name);
-void web_signatures_page(struct web_ctx *c);
 /* Campaigns and fleet (web_campaign.c); msg: a form error to show. */
 void web_campaigns_page(struct web_ctx *c, const char *msg);
 void web_campaign_page(struct web_ctx *c, const char *id);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * web_pages.c — the UI's read pages: trace list, trace, method, signatures.
+ * web_pages.c — the UI's read pages: trace list, trace, method (and the
+ * signatures page's old address, moved to /issues).
  *
  * Each page asks the JSON API (rvs_api_v1, via web_api) for exactly
  * the document /api/v1/… serves and renders it, so every figure on a page
@@ -235,9 +236,6 @@ static void cell(struct web_ctx *c, json_t *o, const struct web_col *k)
 	case COL_LIST:
 		list_cell(c, v, ", ");
 		break;
-	case COL_LINES:
-		list_cell(c, v, "<br>");
-		break;
 	default:
 		web_field(c, o, k->key);
 	}
@@ -364,7 +362,11 @@ void web_traces_page(struct web_ctx *c)
 	sort_select(c);
 	fputs("<button type=\"submit\">Filter</button> <a href=\"/traces\">Clear</a></form>", c->f);
 	items = json_object_get(doc, "traces");
-	fprintf(c->f, "<p>%zu traces on this page.</p>", json_array_size(items));
+	fprintf(c->f, "<p>%zu traces on this page", json_array_size(items));
+	if (json_is_integer(json_object_get(doc, "total")))
+		fprintf(c->f, " of <b id=\"total\">%lld</b> matching",
+			(long long)json_integer_value(json_object_get(doc, "total")));
+	fputs(".</p>", c->f);
 	web_table(c, "traces", TRACE_COLS, sizeof TRACE_COLS / sizeof TRACE_COLS[0], items);
 	next = json_object_get(doc, "next_cursor");
 	if (json_is_string(next)) {
@@ -826,79 +828,6 @@ void web_method_alert(struct web_ctx *c, const char *name)
 	free(loc);
 }
 
-/* ---- /signatures ------------------------------------------------------------ */
-
-static const struct web_col SIG_COLS[] = {
-	{"Signature", "signature", COL_SIGNATURE, NULL},
-	{"Traces", "traces", COL_NUM, NULL},
-	{"Chain", "chain", COL_CHAIN, NULL},
-	{"By week and app version", "by_week", COL_LINES, NULL},
-};
-
-void web_signatures_page(struct web_ctx *c)
-{
-	int status, s2 = 0;
-	json_t *doc = web_api(c, "/api/v1/signatures", c->req->query, &status), *arr, *o;
-	json_t *wk = NULL, *rows, *w, *next;
-	char *q = NULL;
-	size_t i, k, qlen = 0;
-	FILE *qf;
-
-	if (!doc || status != 200) {
-		json_decref(doc);
-		return web_error(c, 500, "query failed");
-	}
-	/* The weekly counts of just the clusters shown. */
-	arr = json_object_get(doc, "signatures");
-	if (json_array_size(arr) && (qf = open_memstream(&q, &qlen))) {
-		fputs("signatures=", qf);
-		json_array_foreach(arr, i, o)
-		{
-			const char *sig = json_string_value(json_object_get(o, "signature"));
-			fprintf(qf, "%s%s", i ? "%2C" : "", sig ? sig : "");
-		}
-		fclose(qf);
-		wk = web_api(c, "/api/v1/signatures/weekly", q, &s2);
-		free(q);
-	}
-	web_page_begin(c, "Top issues");
-	fputs("<p>Traces grouped by call-chain signature (the chain at the anomaly, else the "
-	      "longest-running chain).</p>",
-	      c->f);
-	rows = wk && s2 == 200 ? json_object_get(wk, "rows") : NULL;
-	/* Each cluster gets its weekly rows as lines of text (escaped later). */
-	json_array_foreach(arr, i, o)
-	{
-		const char *sig = json_string_value(json_object_get(o, "signature"));
-		json_t *lines = json_array();
-		json_array_foreach(rows, k, w)
-		{
-			const char *ws = json_string_value(json_object_get(w, "signature"));
-			const char *ver = json_string_value(json_object_get(w, "app_version"));
-			const char *week = json_string_value(json_object_get(w, "week"));
-			char line[512];
-			if (!sig || !ws || strcmp(sig, ws) != 0)
-				continue;
-			snprintf(line, sizeof line, "week of %s, version %s: %lld",
-				 week ? week : "?", ver ? ver : "?",
-				 (long long)json_integer_value(json_object_get(w, "traces")));
-			json_array_append_new(lines, json_string(line));
-		}
-		json_object_set_new(o, "by_week", lines);
-	}
-	web_table(c, "signatures", SIG_COLS, sizeof SIG_COLS / sizeof SIG_COLS[0], arr);
-	next = json_object_get(doc, "next_offset");
-	if (json_is_integer(next)) {
-		fputs("<p><a id=\"next\" rel=\"next\" href=\"/signatures?", c->f);
-		query_without(c->f, c->req->query, "offset");
-		fprintf(c->f, "offset=%lld\">Next page →</a></p>",
-			(long long)json_integer_value(next));
-	}
-	json_decref(doc);
-	json_decref(wk);
-	web_page_end(c, 200);
-}
-
 /* ---- the endpoints (app/routes.c's table) of these pages ---------------- */
 
 void rvs_web_traces(struct rvs_call *call)
@@ -965,9 +894,14 @@ void rvs_web_trace_none(struct rvs_call *call)
 		web_error(call->ctx, 404, "no such page");
 }
 
+/* The signature clusters' page is the issues page now (an issue is an
+ * anomaly signature of one app, its signatures folded): old links land
+ * there, once and for all. */
 void rvs_web_signatures(struct rvs_call *call)
 {
-	web_signatures_page(call->ctx);
+	struct web_ctx *c = call->ctx;
+	web_redirect(c, "/issues");
+	c->r->status = 301;
 }
 
 void rvs_web_method(struct rvs_call *call)

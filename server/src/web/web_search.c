@@ -25,8 +25,8 @@ static void input(struct web_ctx *c, const char *key, const char *label, const c
 	char v[1600];
 	if (rvs_query_param(c->req->query, key, v, sizeof v) != 1)
 		v[0] = '\0';
-	fprintf(c->f, "<label>%s <input name=\"%s\" type=\"text\" placeholder=\"%s\" value=\"",
-		label, key, hint);
+	fprintf(c->f, "<label>%s <input name=\"%s\" type=\"text\"%s placeholder=\"%s\" value=\"",
+		label, key, web_list_of(key), hint);
 	rvs_web_esc(c->f, v);
 	fputs("\"></label>", c->f);
 }
@@ -49,6 +49,15 @@ static void drop_empty(const char *q, char *out, size_t cap)
 		}
 		q = amp ? amp + 1 : NULL;
 	}
+}
+
+/* The app and version pickers' choices for the page's app (web.h). */
+static void page_version_lists(struct web_ctx *c)
+{
+	char app[256];
+	if (rvs_query_param(c->req->query, "app", app, sizeof app) != 1)
+		app[0] = '\0';
+	web_version_lists(c, app);
 }
 
 static void trace_cell(struct web_ctx *c, json_t *row)
@@ -146,6 +155,7 @@ void rvs_web_issues(struct rvs_call *call)
 	      "over the last weeks.</p><form class=\"filters\" method=\"get\" "
 	      "action=\"/issues\">",
 	      c->f);
+	page_version_lists(c);
 	input(c, "app", "App", "");
 	input(c, "version", "App version", "");
 	input(c, "weeks", "Weeks", "8");
@@ -213,6 +223,7 @@ void rvs_web_search(struct rvs_call *call)
 	      "one name finds the traces that ran it.  Or a part of a method's name.</p>"
 	      "<form class=\"filters\" method=\"get\" action=\"/search\">",
 	      c->f);
+	page_version_lists(c);
 	input(c, "chain", "Chain", "layout_pass > * > parse_json");
 	input(c, "contains", "Method name contains", "json");
 	input(c, "app", "App", "");
@@ -302,6 +313,7 @@ void rvs_web_callers(struct rvs_call *call)
 	      "Times per trace are over the traces of each row's app.</p>"
 	      "<form class=\"filters\" method=\"get\" action=\"/callers\">",
 	      c->f);
+	page_version_lists(c);
 	input(c, "of", "Method", "measure_text");
 	input(c, "app", "App", "");
 	input(c, "version", "App version", "");

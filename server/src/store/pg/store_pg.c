@@ -1271,6 +1271,52 @@ static int quarantine_requeue(struct rvs_store *s, const char *reason, uint64_t 
 	return rc;
 }
 
+/* The operator's re-index, one statement: the batch's uploads (trace-id
+ * order from $1, $3 of them, without a trace_agg row unless $2) queued
+ * (unleased) and back in pending_decode; a NOTIFY wakes the idle decoders. */
+static int reindex_queue(struct rvs_store *s, const char *after, int all, size_t max, char last[40],
+			 uint64_t *queued)
+{
+	struct rvs_pg_params p = {0};
+	struct conn *c;
+	PGresult *r;
+	int rc, n;
+
+	*queued = 0;
+	last[0] = 0;
+	if (max < 1 || max > RVS_REINDEX_MAX || strlen(after) >= 40)
+		return -EINVAL;
+	if (!(c = get(s)))
+		return -EAGAIN;
+	rvs_pg_text(&p, after);
+	rvs_pg_text(&p, all ? "true" : "false");
+	rvs_pg_i64(&p, (int64_t)max);
+	rc = rvs_pg_exec(c->pg,
+			 "WITH b AS (SELECT u.trace_id FROM uploads u WHERE u.trace_id > $1"
+			 " AND u.state = 'decoded' AND u.blob_sha256 IS NOT NULL AND ($2::boolean"
+			 " OR NOT EXISTS (SELECT 1 FROM trace_agg a WHERE a.trace_id = u.trace_id))"
+			 " ORDER BY u.trace_id LIMIT $3),"
+			 " q AS (INSERT INTO decode_queue (trace_id, enqueued_at)"
+			 " SELECT trace_id, extract(epoch FROM now())::bigint FROM b"
+			 " ON CONFLICT (trace_id) DO NOTHING RETURNING trace_id),"
+			 " d AS (UPDATE uploads SET state = 'pending_decode'"
+			 " WHERE trace_id IN (SELECT trace_id FROM q) RETURNING trace_id)"
+			 " SELECT (SELECT count(*) FROM b), (SELECT max(trace_id) FROM b),"
+			 " (SELECT count(*) FROM d)",
+			 0, &p, &r, NULL);
+	if (!rc) {
+		n = (int)strtol(rvs_pg_val(r, 0, 0), NULL, 10);
+		if (n)
+			snprintf(last, 40, "%s", rvs_pg_val(r, 0, 1));
+		*queued = strtoull(rvs_pg_val(r, 0, 2), NULL, 10);
+		PQclear(r);
+		if (*queued)
+			wake(c->pg);
+	}
+	put(s, c);
+	return rc ? rc : n;
+}
+
 /* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
 
 static int retention_delete(struct rvs_store *s, int64_t cutoff, size_t max, char (*blobs)[65],
@@ -1829,6 +1875,24 @@ static int signatures_read(struct rvs_store *s, int64_t offset, int64_t limit, r
 	return rc;
 }
 
+static int versions_read(struct rvs_store *s, const char *app, rvs_row_fn cb, void *arg)
+{
+	struct rvs_pg_params p = {0};
+	PGresult *r;
+	int rc;
+
+	rvs_pg_text(&p, app);
+	if ((rc = read_rows(s,
+			    "SELECT DISTINCT app_id, app_version FROM agg_buckets"
+			    " WHERE ($1::text IS NULL OR app_id = $1) AND app_version != ''"
+			    " ORDER BY app_id, app_version",
+			    &p, &r)))
+		return rc;
+	rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, cb, arg);
+	PQclear(r);
+	return rc;
+}
+
 static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
 		       void *arg)
 {
@@ -1861,24 +1925,34 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	else
 		rvs_pg_text(&p, NULL);
 	rvs_pg_i64(&p, f->limit);
-	rc = read_rows(
-		s,
-		"SELECT t.seq AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build,"
-		" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"
-		" t.anomaly_signature, t.duration_ns FROM traces t WHERE"
-		" ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)"
-		" AND ($3::text IS NULL OR t.model = $3) AND ($4::text IS NULL OR t.os_build = $4)"
-		" AND ($5::bigint IS NULL OR t.anomaly_kind = $5)"
-		" AND ($6::bigint IS NULL OR t.severity >= $6)"
-		" AND ($7::bigint IS NULL OR t.received_at >= $7)"
-		" AND ($8::bigint IS NULL OR t.received_at < $8)"
-		" AND ($9::text IS NULL OR t.anomaly_signature = $9 OR t.trace_id IN"
-		"  (SELECT c.trace_id FROM trace_chains c WHERE c.signature = $9))"
-		" AND ($10::text IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
-		"  WHERE m.method = $10))"
-		" AND ($11::bigint IS NULL OR t.seq < $11)"
-		" ORDER BY t.seq DESC LIMIT $12",
-		&p, &r);
+	/* The filter ($1..$10); the list adds its keyset cursor and limit. */
+#define PG_LIST_WHERE                                                                       \
+	" ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)" \
+	" AND ($3::text IS NULL OR t.model = $3) AND ($4::text IS NULL OR t.os_build = $4)" \
+	" AND ($5::bigint IS NULL OR t.anomaly_kind = $5)"                                  \
+	" AND ($6::bigint IS NULL OR t.severity >= $6)"                                     \
+	" AND ($7::bigint IS NULL OR t.received_at >= $7)"                                  \
+	" AND ($8::bigint IS NULL OR t.received_at < $8)"                                   \
+	" AND ($9::text IS NULL OR t.anomaly_signature = $9 OR t.trace_id IN"               \
+	"  (SELECT c.trace_id FROM trace_chains c WHERE c.signature = $9))"                 \
+	" AND ($10::text IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"  \
+	"  WHERE m.method = $10))"
+	if (f->count) {
+		p.n = 10;
+		rc = read_rows(s, "SELECT count(*) AS total FROM traces t WHERE" PG_LIST_WHERE, &p,
+			       &r);
+	} else {
+		rc = read_rows(
+			s,
+			"SELECT t.seq AS rowid_, t.trace_id, t.app_id, t.app_version, t.model,"
+			" t.os_build, t.anomaly_kind, t.severity, t.captured_at_ns,"
+			" t.received_at, t.anomaly_name, t.anomaly_signature, t.duration_ns"
+			" FROM traces t WHERE" PG_LIST_WHERE
+			" AND ($11::bigint IS NULL OR t.seq < $11)"
+			" ORDER BY t.seq DESC LIMIT $12",
+			&p, &r);
+	}
+#undef PG_LIST_WHERE
 	if (rc)
 		return rc;
 	rc = rvs_pg_rows_out(r, 0, PQntuples(r), 0, cb, arg);
@@ -2314,6 +2388,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.skip_add = skip_add,
 	.requeue_build_id = requeue_build_id,
 	.quarantine_requeue = quarantine_requeue,
+	.reindex_queue = reindex_queue,
 	/* issue 15 */
 	.retention_delete = retention_delete,
 	.blob_referenced = blob_referenced,
@@ -2340,6 +2415,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.trace_capture = trace_capture,
 	.trace_read = trace_read,
 	.signatures_read = signatures_read,
+	.versions_read = versions_read,
 	.traces_list = traces_list,
 	.method_read = method_read,
 	.signatures_weekly = signatures_weekly,

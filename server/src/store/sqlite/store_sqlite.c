@@ -1192,6 +1192,71 @@ unlock:
 	return rc;
 }
 
+/* The batch's bounds are read first, then the rows within them are queued
+ * and their state changed, under one BEGIN IMMEDIATE (no writer between). */
+#define REINDEX_WHERE                                                                   \
+	" FROM uploads u WHERE u.trace_id > ?1 AND u.state = 'decoded'"                 \
+	" AND u.blob_sha256 IS NOT NULL AND (?2 OR NOT EXISTS (SELECT 1 FROM trace_agg" \
+	" a WHERE a.trace_id = u.trace_id))"
+
+static int reindex_queue(struct rvs_store *s, const char *after, int all, size_t max, char last[40],
+			 uint64_t *queued)
+{
+	static const char *const sql[] = {
+		"SELECT count(*), max(trace_id) FROM (SELECT u.trace_id" REINDEX_WHERE
+		" ORDER BY u.trace_id LIMIT ?3)",
+		"INSERT OR IGNORE INTO decode_queue (trace_id, enqueued_at) SELECT u.trace_id, "
+		"?4" REINDEX_WHERE " AND u.trace_id <= ?5",
+		"UPDATE uploads SET state = 'pending_decode' WHERE trace_id IN (SELECT "
+		"u.trace_id" REINDEX_WHERE " AND u.trace_id <= ?5)",
+	};
+	int rc, n = 0;
+
+	*queued = 0;
+	last[0] = 0;
+	if (max < 1 || max > RVS_REINDEX_MAX || strlen(after) >= 40)
+		return -EINVAL;
+	pthread_mutex_lock(&s->mu);
+	if ((rc = rvs_sqlite_exec(s->db, "BEGIN IMMEDIATE")))
+		goto unlock;
+	for (size_t i = 0; i < sizeof sql / sizeof *sql && !rc; i++) {
+		sqlite3_stmt *st;
+		int r = sqlite3_prepare_v2(s->db, sql[i], -1, &st, NULL);
+
+		if (r == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, after, -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, 2, !!all);
+			sqlite3_bind_int64(st, 3, (sqlite3_int64)max);
+			sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+			sqlite3_bind_text(st, 5, last, -1, SQLITE_STATIC);
+			r = sqlite3_step(st);
+			if (i == 0 && r == SQLITE_ROW) {
+				n = sqlite3_column_int(st, 0);
+				if (n)
+					snprintf(last, 40, "%s", sqlite3_column_text(st, 1));
+				r = SQLITE_DONE;
+			}
+			if (i == 2)
+				*queued = (uint64_t)sqlite3_changes(s->db);
+			sqlite3_finalize(st);
+		}
+		if (r != SQLITE_DONE)
+			rc = rvc_sqlite_errno(r) ? rvc_sqlite_errno(r) : -EIO;
+		if (!n)
+			break;
+	}
+	if (!rc)
+		rc = rvs_sqlite_exec(s->db, "COMMIT");
+	if (rc) {
+		*queued = 0;
+		last[0] = 0;
+		rvs_sqlite_exec(s->db, "ROLLBACK");
+	}
+unlock:
+	pthread_mutex_unlock(&s->mu);
+	return rc ? rc : n;
+}
+
 /* ---- issue 15: the SQL of the other server files (store.h's second block) ---- */
 
 /* Retention: the batch's ids are read, then deleted, under one BEGIN
@@ -1936,6 +2001,27 @@ static int signatures_read(struct rvs_store *s, int64_t offset, int64_t limit, r
 	return rc;
 }
 
+static int versions_read(struct rvs_store *s, const char *app, rvs_row_fn cb, void *arg)
+{
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc = -EIO;
+
+	if (rvs_sqlite_scan_open(s->dsn, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT DISTINCT app_id, app_version FROM agg_buckets"
+			       " WHERE (?1 IS NULL OR app_id = ?1) AND app_version != ''"
+			       " ORDER BY app_id, app_version",
+			       -1, &st, NULL) == SQLITE_OK) {
+		rvs_sqlite_bind_opt_text(st, 1, app);
+		rc = rvs_sqlite_rows_out(st, 0, cb, arg, NULL);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return rc;
+}
+
 #define LIST_COLS                                                                             \
 	"SELECT t.rowid AS rowid_, t.trace_id, t.app_id, t.app_version, t.model, t.os_build," \
 	" t.anomaly_kind, t.severity, t.captured_at_ns, t.received_at, t.anomaly_name,"       \
@@ -1965,13 +2051,20 @@ static const char LIST_SQL_METHOD[] =
 	LIST_COLS " t.rowid IN (SELECT x.rowid FROM trace_methods m JOIN traces x ON"
 		  " x.trace_id = m.trace_id WHERE m.method = ?10) AND" LIST_FILTERS;
 
+/* The total of a filter: every match counted (?11, ?12 unused). */
+static const char COUNT_SQL[] =
+	"SELECT count(*) AS total FROM traces t WHERE" RVS_SQLITE_TRACE_FILTER
+	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
+	"  WHERE m.method = ?10))";
+
 static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
 		       void *arg)
 {
 	const char *const text[] = {f->app, f->version, f->model, f->os_build};
 	const int64_t num[] = {f->kind, f->min_severity, f->since, f->until};
 	const int has[] = {f->has_kind, f->has_min_severity, f->has_since, f->has_until};
-	const char *sql = f->signature			 ? LIST_SQL_SIG
+	const char *sql = f->count			 ? COUNT_SQL
+			  : f->signature		 ? LIST_SQL_SIG
 			  : f->method			 ? LIST_SQL_METHOD
 			  : f->has_since || f->has_until ? LIST_SQL_TIME
 							 : LIST_SQL;
@@ -2490,6 +2583,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.skip_add = skip_add,
 	.requeue_build_id = requeue_build_id,
 	.quarantine_requeue = quarantine_requeue,
+	.reindex_queue = reindex_queue,
 	/* issue 15 */
 	.retention_delete = retention_delete,
 	.blob_referenced = blob_referenced,
@@ -2516,6 +2610,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.trace_capture = trace_capture,
 	.trace_read = trace_read,
 	.signatures_read = signatures_read,
+	.versions_read = versions_read,
 	.traces_list = traces_list,
 	.method_read = method_read,
 	.signatures_weekly = signatures_weekly,
