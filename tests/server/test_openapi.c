@@ -568,6 +568,10 @@ static void test_openapi_traces_and_exports(void **state)
 	       "/api/v1/signatures/weekly?since=x", tok, NULL, 0, 400);
 	expect("get /api/v1/skips", "one report", "GET", "/api/v1/skips?app=" APP, tok, NULL, 0,
 	       200);
+	expect("get /api/v1/versions", "all apps", "GET", "/api/v1/versions", tok, NULL, 0, 200);
+	expect("get /api/v1/versions", "one app", "GET", "/api/v1/versions?app=" APP, tok, NULL, 0,
+	       200);
+	expect("get /api/v1/versions", "no token", "GET", "/api/v1/versions", NULL, NULL, 0, 401);
 	expect("get /api/v1/methods/{name}", "fleet-wide", "GET",
 	       "/api/v1/methods/" RVS_FLEET_PLANTED, tok, NULL, 0, 200);
 	expect("get /api/v1/methods/{name}", "one version", "GET",
