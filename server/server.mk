@@ -75,6 +75,8 @@ $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests
 $(eval $(call rv_test,server,decode,$(SRV_PAYLOAD) $(SRV_UPLOAD) $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd $(RVA_LIBS) $(PROTOBUF_LIBS),unit))
 $(eval $(call rv_test,server,checkpoint,$(SRV_CKPT) $(SRV_UTIL) $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS),integration tsan))
 $(eval $(call rv_test,server,config,$(SRV_CONFIG),-linih,unit))
+# rearview-server as systemd runs it: journal priorities, readiness (the binary).
+$(eval $(call rv_test,server,service,,,integration))
 $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,unit))
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
 # The shared parameter helpers (params.c) and the version order (version.c).

@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,13 +62,7 @@ int rvd_log_level_parse(const char *s)
 
 void rvd_log_open(void)
 {
-	const char *js = getenv("JOURNAL_STREAM");
-	unsigned long long dev, ino;
-	struct stat st;
-
-	log_journal = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
-		      fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
-		      (unsigned long long)st.st_ino == ino;
+	log_journal = rvc_log_to_journal();
 }
 
 static const char *level_name(int level)
@@ -88,7 +81,7 @@ static const char *level_name(int level)
 
 void rvd_log(int level, const char *fmt, ...)
 {
-	char msg[RVD_LOG_LINE], prio[8] = "";
+	char msg[RVD_LOG_LINE], prio[4];
 	va_list ap;
 
 	if (level > log_level)
@@ -96,9 +89,8 @@ void rvd_log(int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (log_journal)
-		snprintf(prio, sizeof(prio), "<%d>", level);
-	rvc_log(level_name(level), prio, NULL, msg);
+	rvc_log(level_name(level), log_journal ? rvc_log_prefix(level_name(level), prio) : NULL,
+		NULL, msg);
 }
 
 /* ---- readiness (the sd_notify protocol) ----------------------------------- */

@@ -126,7 +126,7 @@ static int run(const char *config_path)
 	memset(&a, 0, sizeof a);
 	rc = rvs_config_load(config_path, &a.cfg, err, sizeof err);
 	if (rc) {
-		fprintf(stderr, "rearview-server: %s\n", err);
+		rvs_log("error", err, "config=\"%s\"", config_path);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -142,8 +142,10 @@ static int run(const char *config_path)
 	else if (swept.temps)
 		rvs_log("info", "blob temporary files removed", "count=%llu",
 			(unsigned long long)swept.temps);
-	if (rvs_decode_new(a.cfg.database, &a.decoder, &a.dec))
+	if ((rc = rvs_decode_new(a.cfg.database, &a.decoder, &a.dec))) {
+		rvs_log("error", "cannot open store", "path=\"%s\" err=%d", a.cfg.database, rc);
 		return 1;
+	}
 	rvs_decode_set_symbols_dir(a.dec, a.cfg.symbols_dir);
 	if (rvs_api_new(a.loop, &a.cfg, &a.metrics, rvs_store_for(a.cfg.database), &a.decoder,
 			&a.api)) {
@@ -255,6 +257,7 @@ int main(int argc, char **argv)
 	size_t n;
 	int cmd_config = argc >= 4 && strcmp(argv[2], "--config") == 0;
 
+	rvs_log_open();
 	if (argc >= 3 && strcmp(argv[1], "init") == 0) {
 		if (hostnames(argc, argv, 3, names, &n)) {
 			usage(stderr);
