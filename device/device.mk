@@ -66,7 +66,7 @@ $(OBJ)/tests/device/helper_app.o: CPPFLAGS += -Itests/rvtrace
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 
 # logfmt lines and the journald priority prefix (src/log.c).
-$(eval $(call rv_test,device,log,$(OBJ)/device/src/log.o,,unit))
+$(eval $(call rv_test,device,log,$(OBJ)/device/src/log.o,$(call pc,--libs,libsystemd),unit))
 
 # Per-thread perf events and the OFFCPU / THREAD_COUNTERS records (issue 17).
 $(OBJ)/tests/device/test_offcpu.o: CPPFLAGS += -Itests/rvtrace
@@ -105,6 +105,10 @@ $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \
   -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
 $(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+# rearviewd as systemd runs it: sd_notify, socket activation, the unit's
+# sandbox, conf.d drop-ins.
+$(eval $(call rv_test,integration,daemon_service,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
+$(TBIN)/integration/test_daemon_service: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # Issue 18 hardening: peer limits, registration deadline, spool bounds.
 $(OBJ)/tests/integration/test_daemon_harden.o: CPPFLAGS += -Ipolicy/include
 $(eval $(call rv_test,integration,daemon_harden,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))

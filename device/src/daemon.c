@@ -994,7 +994,7 @@ static void enforce_open_cb(struct rvd_spool *sp, int status, uint64_t id, void 
 		rvd_upload_start(d->up);
 	rvd_info("ready: %zu captures in the spool, policy version %" PRIu64 ", quota left %u",
 		 sp->nrecs, d->enf.policy_version, d->enf.quota_left);
-	rvd_sd_notify("READY=1");
+	rvd_sd_notify("READY=1\nSTATUS=ready: listening, spool open");
 }
 
 static int load_consent(struct rvd_daemon *d)
@@ -1127,7 +1127,7 @@ void rvd_daemon_stop(struct rvd_daemon *d)
 	if (d->stopping)
 		return;
 	d->stopping = true;
-	rvd_sd_notify("STOPPING=1");
+	rvd_sd_notify("STOPPING=1\nSTATUS=stopping");
 	for (int i = 0; i < 3; i++) {
 		if (d->listen_fd[i] < 0)
 			continue;

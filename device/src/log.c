@@ -20,17 +20,12 @@
 #include "log.h"
 #include "rearview/common.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
-#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #define RVD_LOG_LINE 1024
 
@@ -93,28 +88,12 @@ void rvd_log(int level, const char *fmt, ...)
 		NULL, msg);
 }
 
-/* ---- readiness (the sd_notify protocol) ----------------------------------- */
+/* ---- readiness (sd_notify) ------------------------------------------------- */
 
 void rvd_sd_notify(const char *state)
 {
-	const char *path = getenv("NOTIFY_SOCKET");
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	size_t len;
-	int fd;
+	int rc = sd_notify(0, state);
 
-	if (!path || !*path || (path[0] != '/' && path[0] != '@'))
-		return;
-	len = strlen(path);
-	if (len >= sizeof(sa.sun_path))
-		return;
-	memcpy(sa.sun_path, path, len);
-	if (path[0] == '@')
-		sa.sun_path[0] = '\0'; /* abstract namespace */
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
-		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
-		rvd_warn("sd_notify %s: %s", state, strerror(errno));
-	close(fd);
+	if (rc < 0)
+		rvd_warn("sd_notify %s: %s", state, strerror(-rc));
 }

@@ -4,7 +4,10 @@
  * started from a data directory `init` made, with its stderr in a file.
  * Each line carries its sd-daemon priority ("<3>" for an error) when
  * JOURNAL_STREAM names that file's device and inode, as journald's stream
- * does, and is plain logfmt otherwise.
+ * does, and is plain logfmt otherwise.  With NOTIFY_SOCKET naming a real
+ * AF_UNIX datagram socket it says READY=1 once it accepts connections and
+ * STOPPING=1 when told to stop (sd_notify).  Waits are for the event, each
+ * with a generous deadline.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -194,10 +202,84 @@ static void test_service_error_line_gets_journal_priority(void **state)
 	svc_clean(&s);
 }
 
+/* A datagram socket at path, as systemd's notify socket is. */
+static int notify_socket(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0 && strlen(path) < sizeof sa.sun_path);
+	strcpy(sa.sun_path, path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	return fd;
+}
+
+/* Reads notifications until one holds `want` (a whole line of it);
+ * all read are appended to seen.  Fails when the server exits first or
+ * none comes within two minutes. */
+static void wait_notify(struct svc *s, int fd, const char *want, char *seen, size_t cap)
+{
+	time_t until = time(NULL) + 120;
+	char buf[1024];
+
+	while (time(NULL) < until) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&p, 1, 500) == 1 && (n = recv(fd, buf, sizeof buf - 1, 0)) > 0) {
+			buf[n] = '\0';
+			snprintf(seen + strlen(seen), cap - strlen(seen), "%s\n", buf);
+			for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
+				if (!strcmp(l, want))
+					return;
+			continue;
+		}
+		if (s->pid > 0 && waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+			s->pid = 0;
+			fail_msg("the server exited before %s (seen: %s)", want, seen);
+		}
+	}
+	fail_msg("no %s within two minutes (seen: %s)", want, seen);
+}
+
+/* READY=1 comes once the listener accepts: the port file is written and a
+ * TCP connection to it succeeds, with no wait of its own; SIGTERM brings
+ * STOPPING=1 and a clean exit. */
+static void test_service_ready_and_stopping_notified(void **state)
+{
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	char path[160], seen[4096] = "", *port;
+	struct svc s;
+	int fd, c;
+
+	(void)state;
+	svc_init(&s);
+	snprintf(path, sizeof path, "%s/notify", s.dir);
+	fd = notify_socket(path);
+	svc_spawn(&s, 0, path);
+	wait_notify(&s, fd, "READY=1", seen, sizeof seen);
+	if (!strstr(seen, "STATUS=listening on https://127.0.0.1:"))
+		fail_msg("no STATUS with READY=1: %s", seen);
+	snprintf(path, sizeof path, "%s/data/server.port", s.dir);
+	port = slurp(path);
+	in.sin_port = htons((uint16_t)atoi(port));
+	free(port);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&in, sizeof in), 0);
+	close(c);
+
+	kill(s.pid, SIGTERM);
+	wait_notify(&s, fd, "STOPPING=1", seen, sizeof seen);
+	assert_int_equal(svc_wait(&s), 0);
+	close(fd);
+	svc_clean(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_service_error_line_gets_journal_priority),
+		cmocka_unit_test(test_service_ready_and_stopping_notified),
 	};
 
 	alarm(300); /* a hung server fails the test instead of the run */

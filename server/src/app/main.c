@@ -15,9 +15,10 @@
  * Startup: config → default policy published if none (policy_pub.c) →
  * decoder (decode.c) → enrolment secret → store opened on
  * the work queue →
- * listener bound → bound port written to port_file and logged.  SIGTERM or
- * SIGINT: stop accepting, let in-flight requests finish, close the store on
- * the work queue, exit 0.
+ * listener bound → bound port written to port_file and logged → READY=1 to
+ * systemd (sd_notify, when NOTIFY_SOCKET is set).  SIGTERM or SIGINT:
+ * STOPPING=1, stop accepting, let in-flight requests finish, close the
+ * store on the work queue, exit 0.
  */
 #include "rearview/common.h"
 
@@ -40,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <systemd/sd-daemon.h>
+
 /* Allocations from this size up are mappings of their own. */
 #define RVS_MMAP_THRESHOLD (1u << 20)
 
@@ -55,6 +58,16 @@ struct app {
 	int exit_code;
 	int stopping;
 };
+
+/* Tells systemd (NOTIFY_SOCKET, sd_notify(3)) of a state change: nothing
+ * when it is unset; a failure is logged, never fatal. */
+static void notify(const char *state)
+{
+	int rc = sd_notify(0, state);
+
+	if (rc < 0)
+		rvs_log("warn", "sd_notify failed", "err=%d", rc);
+}
 
 static void on_sig_closed(uv_handle_t *h)
 {
@@ -80,6 +93,7 @@ static void stop(struct app *a)
 		return;
 	a->stopping = 1;
 	rvs_log("info", "draining", NULL);
+	notify("STOPPING=1\nSTATUS=draining");
 	if (a->srv)
 		rvs_server_drain(a->srv, on_drained, a);
 	else
@@ -94,7 +108,7 @@ static void on_signal(uv_signal_t *s, int signum)
 static void on_ready(void *arg, int rc)
 {
 	struct app *a = arg;
-	char port[16];
+	char port[16], status[320];
 	int n;
 
 	if (rc) {
@@ -115,6 +129,10 @@ static void on_ready(void *arg, int rc)
 		rvs_log("warn", "cannot write port file", "path=\"%s\"", a->cfg.port_file);
 	rvs_log("info", "listening", "url=https://%s:%d/ store=%s", a->cfg.listen_host,
 		rvs_server_port(a->srv), rvs_store_for(a->cfg.database)->name);
+	/* Ready: the store is open and the listener accepts. */
+	snprintf(status, sizeof status, "READY=1\nSTATUS=listening on https://%s:%d/",
+		 a->cfg.listen_host, rvs_server_port(a->srv));
+	notify(status);
 }
 
 static int run(const char *config_path)
