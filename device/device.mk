@@ -13,7 +13,7 @@ DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/enforce.c device/src/daemon.c device/src/capture.c \
                    device/src/admin.c device/src/dbus.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
                    device/src/enroll.c device/src/upload_req.c device/src/curl_uv.c device/src/compress.c \
-                   device/src/offcpu.c device/src/identity.c
+                   device/src/offcpu.c device/src/identity.c device/src/activate.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
 # Local summaries (src/summary.c) with librvanalysis: the archive rides with
@@ -60,6 +60,12 @@ $(TBIN)/integration/test_daemon_trip: | $(BIN)/rearviewd $(BIN)/rvctl
 $(TBIN)/device/rv_helper_app: $(OBJ)/tests/device/helper_app.o $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PROTOBUF_LIBS)
+
+# rearviewd under its unit's credentials and system-call filter, where no
+# systemd manager runs (tests/device/unit_sandbox.c).
+$(TBIN)/device/rv_unit_sandbox: $(OBJ)/tests/device/unit_sandbox.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc,--libs,libseccomp)
 
 $(OBJ)/tests/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 $(OBJ)/tests/device/helper_app.o: CPPFLAGS += -Itests/rvtrace
@@ -108,7 +114,9 @@ $(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/d
 # rearviewd as systemd runs it: sd_notify, socket activation, the unit's
 # sandbox, conf.d drop-ins.
 $(eval $(call rv_test,integration,daemon_service,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
-$(TBIN)/integration/test_daemon_service: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+$(TBIN)/integration/test_daemon_service: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
+  $(BIN)/rearview-demo-app $(TBIN)/device/rv_helper_app $(TBIN)/device/rv_unit_sandbox
+$(OBJ)/tests/integration/test_daemon_service.o: CPPFLAGS += -DRV_SRC_DIR='"$(CURDIR)"'
 # Issue 18 hardening: peer limits, registration deadline, spool bounds.
 $(OBJ)/tests/integration/test_daemon_harden.o: CPPFLAGS += -Ipolicy/include
 $(eval $(call rv_test,integration,daemon_harden,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))

@@ -1,13 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_daemon_service.c — the real rearviewd as systemd runs it: readiness
- * and stopping on a real NOTIFY_SOCKET (sd_notify).  Every wait is for the
- * event itself, with the harness's generous guard.
+ * test_daemon_service.c — the real rearviewd as systemd runs it:
+ *  - readiness and stopping on a real NOTIFY_SOCKET (sd_notify);
+ *  - socket activation: systemd-socket-activate (systemd's own launcher)
+ *    creates control.sock, events.sock and admin.sock, starts the daemon
+ *    on the first connection and passes them by name (LISTEN_FDS,
+ *    LISTEN_PID, LISTEN_FDNAMES); an app registers through them;
+ *  - the shipped unit's sandbox: rearviewd run by rv_unit_sandbox under
+ *    deploy/rearviewd.service.in's capabilities and system-call filter, as
+ *    an unprivileged user, still writes off-CPU records for the demo app
+ *    (another user's process); without the unit's CAP_PERFMON it cannot.
+ * Every wait is for the event itself, with the harness's generous guard.
  */
+#include <linux/perf_event.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <poll.h>
+#include <sys/syscall.h>
 
 #include <cmocka.h>
 
@@ -27,7 +38,8 @@ static void wait_notify(struct rvh *h, const char *want, char *seen, size_t cap)
 			continue; /* SO_RCVTIMEO: look at the clock again */
 		buf[n] = '\0';
 		snprintf(seen + strlen(seen), cap - strlen(seen), "%s\n", buf);
-		for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
+		for (char *save, *l = strtok_r(buf, "\n", &save); l;
+		     l = strtok_r(NULL, "\n", &save))
 			if (!strcmp(l, want))
 				return;
 	}
@@ -51,11 +63,247 @@ static void test_daemon_service_stopping_notified(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* Whether program is on PATH. */
+static bool have(const char *program)
+{
+	char cmd[128], out[256];
+
+	snprintf(cmd, sizeof(cmd), "command -v %s", program);
+	return rvh_run_cmd(out, sizeof(out), cmd) == 0;
+}
+
+/* Whether daemon.log holds `text`. */
+static bool log_has(struct rvh *h, const char *text)
+{
+	char cmd[512], out[64];
+
+	snprintf(cmd, sizeof(cmd), "grep -qF -- '%s' '%s/daemon.log'", text, h->dir);
+	return rvh_run_cmd(out, sizeof(out), cmd) == 0;
+}
+
+/* Connects to control.sock once it exists (bounded), then exits: under
+ * systemd-socket-activate the first connection is what starts the daemon. */
+static pid_t first_connection(struct rvh *h)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		double until = rvh_now() + RVH_GUARD_S;
+
+		while (rvh_now() < until) {
+			int fd = rvh_connect(h, "control.sock");
+
+			if (fd >= 0) {
+				close(fd);
+				_exit(0);
+			}
+			rvh_sleep_ms(10);
+		}
+		_exit(1);
+	}
+	return pid;
+}
+
+static void test_daemon_service_socket_activation_serves_app(void **state)
+{
+	char ctl[160], ev[160], adm[160], env[200];
+	const char *wrap[12];
+	struct rvh h;
+	struct stat st;
+	pid_t poke, app;
+	int status;
+
+	(void)state;
+	if (!have("systemd-socket-activate")) {
+		print_message("systemd-socket-activate (package systemd) is missing\n");
+		skip();
+	}
+	assert_int_equal(rvh_prepare_apps(&h, NULL, NULL, 0), 0);
+	assert_int_equal(mkdir(h.run, 0755), 0);
+	snprintf(ctl, sizeof(ctl), "--listen=%s/control.sock", h.run);
+	snprintf(ev, sizeof(ev), "--listen=%s/events.sock", h.run);
+	snprintf(adm, sizeof(adm), "--listen=%s/admin.sock", h.run);
+	snprintf(env, sizeof(env), "NOTIFY_SOCKET=%s", h.notify);
+	wrap[0] = "systemd-socket-activate";
+	wrap[1] = ctl;
+	wrap[2] = ev;
+	wrap[3] = adm;
+	wrap[4] = "--fdname=control:events:admin";
+	wrap[5] = "-E";
+	wrap[6] = env;
+	wrap[7] = NULL;
+	h.wrap = wrap;
+	poke = first_connection(&h);
+	assert_true(poke > 0);
+	assert_int_equal(rvh_start_daemon(&h), 0);
+	assert_int_equal(waitpid(poke, &status, 0), poke);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* The daemon listens on the passed sockets, not on sockets of its own. */
+	assert_true(log_has(&h, "control.sock: passed by systemd"));
+	assert_true(log_has(&h, "events.sock: passed by systemd"));
+	assert_true(log_has(&h, "admin.sock: passed by systemd"));
+
+	/* An app registers on control.sock; admin.sock answers (rvh_status). */
+	app = rvh_helper(&h, NULL);
+	assert_true(app > 0);
+	assert_true(rvh_wait_registered(&h, app, true));
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "status"), 0);
+	/* events.sock takes a connection. */
+	status = rvh_connect(&h, "events.sock");
+	assert_true(status >= 0);
+	close(status);
+
+	/* The socket files are the launcher's: a clean stop leaves them. */
+	assert_true(WIFEXITED(rvh_stop_daemon(&h, SIGTERM)));
+	snprintf(ctl, sizeof(ctl), "%s/control.sock", h.run);
+	assert_int_equal(stat(ctl, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	rvh_teardown(&h);
+}
+
+/* Whether this process may open a context-switch perf event on itself:
+ * when not, the kernel here has no perf events at all and the sandbox
+ * test has nothing to compare against. */
+static bool perf_events_here(void)
+{
+	struct perf_event_attr a = {.type = PERF_TYPE_SOFTWARE,
+				    .size = sizeof(a),
+				    .config = PERF_COUNT_SW_DUMMY,
+				    .context_switch = 1,
+				    .exclude_kernel = 1,
+				    .disabled = 1};
+	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	close((int)fd);
+	return true;
+}
+
+/* The field `key` ("Uid:", "CapEff:", "Seccomp:") of /proc/PID/status. */
+static void proc_field(pid_t pid, const char *key, char *out, size_t cap)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "awk '$1 == \"%s\" { print $2 }' /proc/%d/status", key,
+		 (int)pid);
+	assert_int_equal(rvh_run_cmd(out, cap, cmd), 0);
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/* Runs rearviewd under `unit`'s sandbox as nobody, the demo app (as root:
+ * another user) through a jank capture; returns whether the daemon wrote
+ * off-CPU records for it (false: it logged that it could not). */
+static bool sandboxed_offcpu(struct rvh *h, const char *unit, uint64_t cap_eff)
+{
+	const char *wrap[] = {RV_TBIN_DIR "/device/rv_unit_sandbox", unit, "nobody", NULL};
+	struct passwd *pw = getpwnam("nobody");
+	char out[4096], cmd[512], file[256];
+	unsigned long long eff;
+
+	assert_non_null(pw);
+	assert_int_equal(rvh_prepare_apps(h, NULL, NULL, 0), 0);
+	/* The daemon's directories are its user's, as the unit's are. */
+	assert_int_equal(chmod(h->dir, 0755), 0);
+	assert_int_equal(chmod(h->notify, 0666), 0);
+	assert_int_equal(mkdir(h->run, 0755), 0);
+	assert_int_equal(mkdir(h->state, 0700), 0);
+	assert_int_equal(chown(h->run, pw->pw_uid, pw->pw_gid), 0);
+	assert_int_equal(chown(h->state, pw->pw_uid, pw->pw_gid), 0);
+	h->wrap = wrap;
+	assert_int_equal(rvh_start_daemon(h), 0);
+
+	/* The sandbox is on the daemon itself. */
+	proc_field(h->daemon, "Uid:", out, sizeof(out));
+	assert_int_equal(strtoul(out, NULL, 10), pw->pw_uid);
+	proc_field(h->daemon, "CapEff:", out, sizeof(out));
+	eff = strtoull(out, NULL, 16);
+	assert_int_equal(eff, cap_eff);
+	proc_field(h->daemon, "Seccomp:", out, sizeof(out));
+	assert_string_equal(out, "2");
+	proc_field(h->daemon, "NoNewPrivs:", out, sizeof(out));
+	assert_string_equal(out, "1");
+
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "consent full"), 0);
+	assert_true(rvh_run_demo_app(h) > 0);
+	assert_true(rvh_wait_captures(h, 1) >= 1);
+	if (log_has(h, "no off-CPU records"))
+		return false;
+	snprintf(cmd, sizeof(cmd), "find '%s' -name 'c-*.rvc' | head -n 1", h->dir);
+	assert_int_equal(rvh_run_cmd(file, sizeof(file), cmd), 0);
+	file[strcspn(file, "\n")] = '\0';
+	assert_true(file[0] != '\0');
+	snprintf(cmd, sizeof(cmd), "%s/rvtrace why build_list_item_slow '%s'", RV_BIN_DIR, file);
+	assert_int_equal(rvh_run_cmd(out, sizeof(out), cmd), 0);
+	print_message("%s", out);
+	return !strstr(out, "no off-CPU records") && rvh_why_share(out, "off-CPU:") > 50;
+}
+
+static bool sandbox_possible(void)
+{
+	if (geteuid() != 0) {
+		print_message("the sandbox test switches users: it needs root\n");
+		return false;
+	}
+	if (!have("systemd-analyze")) {
+		print_message("systemd-analyze (package systemd) is missing\n");
+		return false;
+	}
+	if (!perf_events_here()) {
+		print_message("no perf events in this kernel: nothing to compare\n");
+		return false;
+	}
+	return true;
+}
+
+/* The shipped unit: CAP_PERFMON alone (CapEff bit 38), @system-service
+ * plus perf_event_open; off-CPU records for another user's app. */
+static void test_daemon_service_unit_sandbox_keeps_offcpu_records(void **state)
+{
+	struct rvh h;
+
+	(void)state;
+	if (!sandbox_possible())
+		skip();
+	assert_true(sandboxed_offcpu(&h, RV_SRC_DIR "/deploy/rearviewd.service.in",
+				     1ull << 38 /* CAP_PERFMON */));
+	rvh_teardown(&h);
+}
+
+/* The same unit without CAP_PERFMON: perf_event_open on another user's
+ * thread is refused (the capability is what the unit needs, whatever
+ * kernel.perf_event_paranoid says) and the daemon says so. */
+static void test_daemon_service_unit_without_perfmon_loses_offcpu_records(void **state)
+{
+	char unit[128], cmd[512], out[64];
+	struct rvh h;
+	int fd;
+
+	(void)state;
+	if (!sandbox_possible())
+		skip();
+	snprintf(unit, sizeof(unit), "/tmp/rvd-unit-XXXXXX");
+	fd = mkstemp(unit);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "sed -e 's/^CapabilityBoundingSet=.*/CapabilityBoundingSet=/' "
+		 "-e 's/^AmbientCapabilities=.*/AmbientCapabilities=/' '%s' > '%s'",
+		 RV_SRC_DIR "/deploy/rearviewd.service.in", unit);
+	assert_int_equal(rvh_run_cmd(out, sizeof(out), cmd), 0);
+	assert_false(sandboxed_offcpu(&h, unit, 0));
+	unlink(unit);
+	rvh_teardown(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_daemon_service_stopping_notified,
 						rvh_fixture_setup, rvh_fixture_teardown),
+		cmocka_unit_test(test_daemon_service_socket_activation_serves_app),
+		cmocka_unit_test(test_daemon_service_unit_sandbox_keeps_offcpu_records),
+		cmocka_unit_test(test_daemon_service_unit_without_perfmon_loses_offcpu_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -209,7 +209,7 @@ static int notify_socket(const char *path)
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	assert_true(fd >= 0 && strlen(path) < sizeof sa.sun_path);
-	strcpy(sa.sun_path, path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
 	return fd;
 }
@@ -229,7 +229,8 @@ static void wait_notify(struct svc *s, int fd, const char *want, char *seen, siz
 		if (poll(&p, 1, 500) == 1 && (n = recv(fd, buf, sizeof buf - 1, 0)) > 0) {
 			buf[n] = '\0';
 			snprintf(seen + strlen(seen), cap - strlen(seen), "%s\n", buf);
-			for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
+			for (char *save, *l = strtok_r(buf, "\n", &save); l;
+			     l = strtok_r(NULL, "\n", &save))
 				if (!strcmp(l, want))
 					return;
 			continue;
@@ -262,7 +263,7 @@ static void test_service_ready_and_stopping_notified(void **state)
 		fail_msg("no STATUS with READY=1: %s", seen);
 	snprintf(path, sizeof path, "%s/data/server.port", s.dir);
 	port = slurp(path);
-	in.sin_port = htons((uint16_t)atoi(port));
+	in.sin_port = htons((uint16_t)strtoul(port, NULL, 10));
 	free(port);
 	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(connect(c, (struct sockaddr *)&in, sizeof in), 0);
