@@ -9,7 +9,8 @@
  *  - the shipped unit's sandbox: rearviewd run by rv_unit_sandbox under
  *    deploy/rearviewd.service.in's capabilities and system-call filter, as
  *    an unprivileged user, still writes off-CPU records for the demo app
- *    (another user's process); without the unit's CAP_PERFMON it cannot.
+ *    (another user's process); without the unit's CAP_PERFMON it cannot;
+ *  - conf.d: a drop-in in rearviewd.conf.d/ overrides the file.
  * Every wait is for the event itself, with the harness's generous guard.
  */
 #include <linux/perf_event.h>
@@ -296,6 +297,34 @@ static void test_daemon_service_unit_without_perfmon_loses_offcpu_records(void *
 	rvh_teardown(&h);
 }
 
+/* rearviewd.conf.d/NAME.conf is read after rearviewd.conf, the later file
+ * winning: control.sock gets the last drop-in's mode. */
+static void test_daemon_service_conf_d_dropin_overrides_file(void **state)
+{
+	char d[160], path[200];
+	struct rvh h;
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(rvh_prepare_apps(&h, "[sockets]\ncontrol_mode = 0666\n", NULL, 0), 0);
+	snprintf(d, sizeof(d), "%s.d", h.conf);
+	assert_int_equal(mkdir(d, 0755), 0);
+	snprintf(path, sizeof(path), "%s/10-first.conf", d);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("[sockets]\ncontrol_mode = 0660\n", f);
+	assert_int_equal(fclose(f), 0);
+	snprintf(path, sizeof(path), "%s/20-second.conf", d);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("[sockets]\ncontrol_mode = 0600\n", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(rvh_start_daemon(&h), 0);
+	snprintf(path, sizeof(path), "%s/control.sock", h.run);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	rvh_teardown(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_daemon_service_socket_activation_serves_app),
 		cmocka_unit_test(test_daemon_service_unit_sandbox_keeps_offcpu_records),
 		cmocka_unit_test(test_daemon_service_unit_without_perfmon_loses_offcpu_records),
+		cmocka_unit_test(test_daemon_service_conf_d_dropin_overrides_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

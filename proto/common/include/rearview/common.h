@@ -102,6 +102,20 @@ void rvc_json_str(FILE *f, const char *s);
  * its message).  Any thread; best effort (a failed write is dropped). */
 void rvc_log(const char *level, const char *prefix, const char *fields, const char *msg);
 
+/* The most drop-in files rvc_conf_dropins takes from one directory. */
+#define RVC_CONF_DROPINS_MAX 256
+
+/* Calls fn(file, ctx) for each "*.conf" in the drop-in directory of the
+ * configuration file `path` ("<path>.d/", e.g. /etc/rearview/rearviewd.conf.d/),
+ * in byte order of the names (strcmp: "10-a.conf" before "20-b.conf"), so
+ * that read after `path` the later file's value wins.  Names starting with
+ * "." and entries that are not regular files are skipped; a missing
+ * directory has no drop-ins.  Stops at the first fn that returns non-zero.
+ * Returns 0, fn's value, -E2BIG for more than RVC_CONF_DROPINS_MAX files
+ * (none is read then), -ENOMEM, or -errno when the directory cannot be
+ * read. */
+int rvc_conf_dropins(const char *path, int (*fn)(const char *file, void *ctx), void *ctx);
+
 /* 1 when stderr is the journal: JOURNAL_STREAM (which systemd sets for a
  * service whose stderr is connected to journald) names stderr's device and
  * inode as "DEV:INO"; 0 otherwise (unset, malformed, or another stream, as
