@@ -86,8 +86,9 @@ static void test_config_dropins_read_in_name_order_later_wins(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(conf, sizeof conf, "%s/rv.conf", dir);
 	snprintf(dropins, sizeof dropins, "%s/rv.conf.d", dir);
-	put(dir, "rv.conf", "[server]\ndata_dir = /d\nmax_body_bytes = 1024\n"
-			    "request_timeout_ms = 250\n");
+	put(dir, "rv.conf",
+	    "[server]\ndata_dir = /d\nmax_body_bytes = 1024\n"
+	    "request_timeout_ms = 250\n");
 	/* No directory: the file alone. */
 	assert_int_equal(rvs_config_load(conf, &c, err, sizeof err), 0);
 	assert_int_equal(c.max_body_bytes, 1024);
@@ -95,8 +96,9 @@ static void test_config_dropins_read_in_name_order_later_wins(void **state)
 	assert_int_equal(mkdir(dropins, 0755), 0);
 	/* Written out of order: read 10-a, then 20-b; others are not drop-ins. */
 	put(dropins, "20-b.conf", "[server]\nmax_body_bytes = 3000\n");
-	put(dropins, "10-a.conf", "[server]\nmax_body_bytes = 2000\nlisten = [::1]:9\n"
-				  "database = other.db\n");
+	put(dropins, "10-a.conf",
+	    "[server]\nmax_body_bytes = 2000\nlisten = [::1]:9\n"
+	    "database = other.db\n");
 	put(dropins, "README", "not a drop-in: = = =\n");
 	put(dropins, ".10-hidden.conf", "[server]\nnonsense = 1\n");
 	put(dropins, "15-a.conf.bak", "[server]\nnonsense = 1\n");
