@@ -170,8 +170,11 @@ endif
 $(OBJ)/device/settings/%.o: CPPFLAGS += $(SETTINGS_CFLAGS) \
   -DGETTEXT_PACKAGE='"rearview-settings"' -DLOCALEDIR='"$(SETTINGS_LOCALEDIR)"'
 $(OBJ)/device/settings/settings.o: $(SETTINGS_STAMP)
-$(BIN)/rearview-settings: $(OBJ)/device/settings/settings.o
+$(BIN)/rearview-settings: $(OBJ)/device/settings/settings.o $(OBJ)/device/settings/errors.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc,--libs,gtk4)
+# The panel's sentences for failed calls (settings/errors.c), with GIO alone.
+$(OBJ)/tests/device/test_settings_errors.o: CPPFLAGS += -Idevice/settings $(SETTINGS_CFLAGS)
+$(eval $(call rv_test,device,settings_errors,$(OBJ)/device/settings/errors.o,$(call pc,--libs,gio-2.0),unit))
 BINS += $(BIN)/rearview-settings
 $(TBIN)/device/test_dbus: | $(BIN)/rearview-settings
