@@ -13,7 +13,10 @@
 #                 by itself.
 #   --times FILE  each binary's wall seconds are kept in FILE; the next run
 #                 starts the slowest binaries first (what it has not timed
-#                 yet, in the order given, after them).
+#                 yet, in the order given, after them).  Without FILE (a
+#                 clean checkout) the times in tests/test-times.seed order
+#                 them, matched by the path from `tests/` on, so that the
+#                 longest binaries never start last in CI either.
 #   RV_TEST_TIMEOUT  seconds per binary (default 1800: a guard against
 #                 hangs, long enough for the slowest binary on a machine
 #                 loaded many times over); a binary that runs longer is
@@ -75,11 +78,18 @@ while [ $# -gt 0 ]; do
 done
 case $jobs in '' | *[!0-9]* | 0) echo "$0: -j wants a positive number" >&2; exit 2 ;; esac
 
-# Slowest first by the times kept from the last run; the rest in order.
+# Slowest first by the times kept from the last run (else by the seed's,
+# keyed by the path from the last `tests/` on); the rest in order.
+SEED=$(dirname "$0")/test-times.seed
 order() {
 	if [ -n "$times" ] && [ -s "$times" ]; then
 		awk 'NR == FNR { t[$2] = $1; next } { print (($0 in t) ? t[$0] : -1), FNR, $0 }' \
 			"$times" "$1" | sort -k1,1gr -k2,2n | cut -d' ' -f3-
+	elif [ -s "$SEED" ]; then
+		awk 'NR == FNR { if ($1 !~ /^#/) t[$2] = $1; next }
+		     { k = $0; sub(/^.*tests\//, "tests/", k)
+		       print ((k in t) ? t[k] : -1), FNR, $0 }' \
+			"$SEED" "$1" | sort -k1,1gr -k2,2n | cut -d' ' -f3-
 	else
 		cat "$1"
 	fi

@@ -36,6 +36,7 @@ long fc_post(int port, const char *ca, const char *path, const char *token, cons
 	CURL *c = curl_easy_init();
 
 	out->n = 0;
+	out->retry_after = 0;
 	if (!c)
 		return 0;
 	snprintf(url, sizeof url, "https://127.0.0.1:%d%s", port, path);
@@ -53,8 +54,12 @@ long fc_post(int port, const char *ca, const char *path, const char *token, cons
 		h = curl_slist_append(h, auth);
 	}
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	if (curl_easy_perform(c) == CURLE_OK)
+	if (curl_easy_perform(c) == CURLE_OK) {
+		curl_off_t ra = 0;
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+		if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK)
+			out->retry_after = (long)ra;
+	}
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
 	return code;

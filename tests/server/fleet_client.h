@@ -12,10 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A response body, cut at 8 KiB. */
+/* A response body, cut at 8 KiB, and its Retry-After in seconds (0 when
+ * the answer had none). */
 struct fc_buf {
 	uint8_t b[8192];
 	size_t n;
+	long retry_after;
 };
 
 /* A libcurl write callback appending to the struct fc_buf u (what does not

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -122,6 +124,10 @@ static void handle(void *ctx, struct rvs_conn *c, struct rvs_http_req *req)
 {
 	struct rvs_body_src src = {stream_pull, stream_release, NULL};
 
+	if (strcmp(req->path, "/test/ping") == 0) {
+		rvs_conn_respond(c, 200, "text/plain", NULL, 0, "pong", 4);
+		return;
+	}
 	if (strcmp(req->path, "/test/big") == 0) {
 		uint8_t *b = malloc(BIG_TOTAL);
 		if (!b)
@@ -235,6 +241,14 @@ static int setup_conns(void **state)
 {
 	return setup_with("max_connections = 16\nmax_conns_per_addr = 4\n"
 			  "handshake_pressure_ms = 30000\n");
+}
+
+/* 16 connections, 4 per address, the flood test's: a handshake under
+ * pressure keeps the long deadline, so that only eviction can cut it. */
+static int setup_flood(void **state)
+{
+	return setup_with("max_connections = 16\nmax_conns_per_addr = 4\n"
+			  "handshake_pressure_ms = 60000\nrequest_timeout_ms = 60000\n");
 }
 
 /* 16 connections, handshakes past 12 open must finish within 200 ms. */
@@ -702,6 +716,151 @@ static void test_api_handshake_under_pressure_gets_short_deadline(void **state)
 		close(fd[i]);
 }
 
+/* The flood: FLOOD_ADDRS addresses (127.0.6.1 …) each holding up to
+ * FLOOD_PER_ADDR silent connections — 48 for the server's 16 slots —, every
+ * one the server closes opened again at once, so that the server is full
+ * and admits every new connection by closing another, as fast as it
+ * accepts.  One thread; poll() waits for the server's closes. */
+#define FLOOD_ADDRS    12
+#define FLOOD_PER_ADDR 4
+#define FLOOD_N	       (FLOOD_ADDRS * FLOOD_PER_ADDR)
+static atomic_int g_flood_stop;
+/* Flood connections the server closed, signalled on g_flood_cv. */
+static pthread_mutex_t g_flood_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_flood_cv = PTHREAD_COND_INITIALIZER;
+static long g_flood_closed;
+
+static long flood_closed(void)
+{
+	long n;
+
+	pthread_mutex_lock(&g_flood_mu);
+	n = g_flood_closed;
+	pthread_mutex_unlock(&g_flood_mu);
+	return n;
+}
+
+static int flood_connect(int addr)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET}, b = {.sin_family = AF_INET};
+	char src[32];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -1;
+	snprintf(src, sizeof src, "127.0.6.%d", 1 + addr);
+	inet_pton(AF_INET, src, &b.sin_addr);
+	a.sin_port = htons((uint16_t)g_port);
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	if (bind(fd, (struct sockaddr *)&b, sizeof b) < 0 ||
+	    (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 && errno != EINPROGRESS)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void *flood(void *arg)
+{
+	struct pollfd p[FLOOD_N];
+	char c;
+
+	(void)arg;
+	for (int i = 0; i < FLOOD_N; i++)
+		p[i] = (struct pollfd){.fd = -1, .events = POLLIN};
+	while (!atomic_load(&g_flood_stop)) {
+		for (int i = 0; i < FLOOD_N; i++)
+			if (p[i].fd < 0)
+				p[i].fd = flood_connect(i / FLOOD_PER_ADDR);
+		if (poll(p, FLOOD_N, 100) <= 0)
+			continue;
+		for (int i = 0; i < FLOOD_N; i++)
+			if (p[i].fd >= 0 && p[i].revents && recv(p[i].fd, &c, 1, 0) <= 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				pthread_mutex_lock(&g_flood_mu);
+				g_flood_closed++;
+				pthread_cond_broadcast(&g_flood_cv);
+				pthread_mutex_unlock(&g_flood_mu);
+			}
+	}
+	for (int i = 0; i < FLOOD_N; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+	return NULL;
+}
+
+/* A red team's flood from many addresses at once starved a normal client:
+ * the server's loop stayed in accept() while the flood reconnected as fast
+ * as it was closed (the client's handshake was never read), and at the
+ * limit the server closed the connection idle the longest, which was the
+ * client's own, still in its TLS handshake.  Now accepts per loop turn are
+ * bounded and a full server closes the oldest idle or handshaking
+ * connection of the address holding the most, so the flood evicts itself:
+ * the normal client (one address, one connection, a fresh handshake for
+ * each request) completes every request, within a generous deadline,
+ * while the flood goes on.  The flood is under way (the server has
+ * closed many of its connections) before the client starts and after it
+ * ends. */
+static void test_api_flood_from_many_addresses_spares_client_in_handshake(void **state)
+{
+	enum { REQUESTS = 20 };
+	char url[256], ca[256];
+	pthread_t t;
+	long before, after;
+	int ok = 0;
+	time_t deadline;
+
+	(void)state;
+	atomic_store(&g_flood_stop, 0);
+	g_flood_closed = 0;
+	assert_int_equal(pthread_create(&t, NULL, flood, NULL), 0);
+	pthread_mutex_lock(&g_flood_mu);
+	for (time_t until = time(NULL) + 120; g_flood_closed < 4 * FLOOD_N && time(NULL) < until;) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&g_flood_cv, &g_flood_mu, &ts);
+	}
+	before = g_flood_closed;
+	pthread_mutex_unlock(&g_flood_mu);
+	deadline = time(NULL) + 120; /* for all the requests: generous */
+	assert_true(before >= 4 * FLOOD_N);
+	snprintf(url, sizeof url, "https://localhost:%d/test/ping", g_port);
+	snprintf(ca, sizeof ca, "%s/ca.crt", g_data);
+	for (int i = 0; i < REQUESTS && time(NULL) < deadline; i++) {
+		CURL *c = curl_easy_init();
+		struct buf out = {0};
+		long code = 0;
+		CURLcode rc;
+
+		curl_easy_setopt(c, CURLOPT_URL, url);
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+		curl_easy_setopt(c, CURLOPT_INTERFACE, "host!127.0.7.1");
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+		curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)(deadline - time(NULL)) + 1);
+		rc = curl_easy_perform(c);
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+		curl_easy_cleanup(c);
+		if (rc == CURLE_OK && code == 200 && out.n == 4 && memcmp(out.p, "pong", 4) == 0)
+			ok++;
+		else
+			fprintf(stderr, "request %d: %s, status %ld\n", i, curl_easy_strerror(rc),
+				code);
+		free(out.p);
+	}
+	after = flood_closed();
+	atomic_store(&g_flood_stop, 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	fprintf(stderr,
+		"flood: %ld connections closed by the server before the client, %ld "
+		"while it made %d requests; %d answered\n",
+		before, after - before, REQUESTS, ok);
+	assert_true(after - before >= FLOOD_N); /* the flood ran throughout */
+	assert_int_equal(ok, REQUESTS);
+}
+
 static size_t count_body(char *p, size_t sz, size_t n, void *u)
 {
 	*(size_t *)u += sz * n;
@@ -817,6 +976,9 @@ int main(void)
 	const struct CMUnitTest full[] = {
 		cmocka_unit_test(test_api_full_server_evicts_oldest_idle_for_new_client),
 	};
+	const struct CMUnitTest flood[] = {
+		cmocka_unit_test(test_api_flood_from_many_addresses_spares_client_in_handshake),
+	};
 	const struct CMUnitTest pressure[] = {
 		cmocka_unit_test(test_api_handshake_under_pressure_gets_short_deadline),
 	};
@@ -827,6 +989,7 @@ int main(void)
 	int rc = cmocka_run_group_tests(tests, setup, teardown);
 	rc |= cmocka_run_group_tests(conns, setup_conns, teardown);
 	rc |= cmocka_run_group_tests(full, setup_conns, teardown);
+	rc |= cmocka_run_group_tests(flood, setup_flood, teardown);
 	rc |= cmocka_run_group_tests(pressure, setup_pressure, teardown);
 	rc |= cmocka_run_group_tests(stream, setup_defaults, teardown);
 	return rc;

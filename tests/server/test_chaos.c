@@ -14,6 +14,9 @@
  *   4. kills s3rver with SIGKILL while decodes need blobs from it (already
  *      decoded captures queued again, as a symbols upload does), waits
  *      until a node failed to fetch one, and starts it again.
+ * A second case stops PostgreSQL and expects uploads refused with 503 and
+ * a Retry-After (never 500), then the same upload acknowledged and decoded
+ * once PostgreSQL is back.
  * A request that fails is sent again with the same upload id, as
  * rearviewd does, to either node.  Checked in PostgreSQL once the queue is
  * empty: every acknowledged upload stored once, decoded exactly once, none
@@ -692,10 +695,74 @@ static void test_chaos_storage_failures_lose_and_quarantine_nothing(void **state
 	PQfinish(c);
 }
 
+/* PostgreSQL stopped: an upload is refused with 503 and a Retry-After
+ * (the device keeps it and sends it again after backing off), never 500;
+ * once PostgreSQL is back the same upload is acknowledged and decoded. */
+static void test_chaos_store_down_upload_answers_503_then_retry_succeeds(void **state)
+{
+	char cmd[512];
+	struct device d;
+	struct upload *u = &d.up[0];
+	struct fc_buf out;
+	long code;
+	PGconn *c;
+	long long decoded = -1;
+
+	(void)state;
+	if (g_why[0]) {
+		print_message("skipped: %s\n", g_why);
+		skip();
+	}
+	enroll(&d, 0);
+	make_upload(u, NDEV, 0);
+	snprintf(cmd, sizeof cmd, PGH_BIN "/pg_ctl -D %s/data -m fast -w -t 120 stop", g_pg.dir);
+	assert_int_equal(pgh_sh(&g_pg, cmd), 0);
+	assert_false(pg_answers());
+	for (int node = 0; node < 2; node++) {
+		code = post(node, "/v1/uploads", d.token, u->body, u->len, &out);
+		print_message("store down: node %d answered %ld, Retry-After %ld\n", node, code,
+			      out.retry_after);
+		assert_int_equal(code, 503);
+		assert_true(out.retry_after > 0);
+	}
+	assert_int_equal(pg_start(), 0);
+	/* The first request after the restart may still meet a pooled
+	 * connection from before it (503 again): sent again, as a device does. */
+	code = 0;
+	for (double until = now_s() + DEADLINE; code != 200 && now_s() < until; nap()) {
+		code = post(1, "/v1/uploads", d.token, u->body, u->len, &out);
+		assert_true(code == 200 || code == 503);
+	}
+	assert_int_equal(code, 200);
+	Rearview__UploadAck *a = rearview__upload_ack__unpack(NULL, out.n, out.b);
+	assert_non_null(a);
+	assert_false(a->duplicate);
+	assert_non_null(c = PQconnectdb(g_uri));
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	{
+		const char *p[1] = {a->trace_id};
+		for (double until = now_s() + DEADLINE; decoded != 1 && now_s() < until; nap()) {
+			PGresult *r =
+				PQexecParams(c,
+					     "SELECT count(*) FROM uploads WHERE trace_id = $1"
+					     " AND state = 'decoded'",
+					     1, NULL, p, NULL, NULL, 0);
+			if (PQresultStatus(r) == PGRES_TUPLES_OK)
+				decoded = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+			PQclear(r);
+		}
+	}
+	assert_int_equal(decoded, 1);
+	PQfinish(c);
+	rearview__upload_ack__free_unpacked(a, NULL);
+	free(u->body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chaos_storage_failures_lose_and_quarantine_nothing),
+		cmocka_unit_test(test_chaos_store_down_upload_answers_503_then_retry_succeeds),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -38,6 +38,9 @@
 #define QUOTA_RETRY_S 3600
 /* Retry-After of a body the server had no memory to unpack (503). */
 #define NOMEM_RETRY_S 30
+/* Retry-After of a request refused because the store or the blob store
+ * is down for the moment (503): a PostgreSQL restart takes seconds. */
+#define STORE_RETRY_S 10
 
 static void job_fail(struct job *j, int status, enum rvs_err_reason err, int code,
 		     const char *reason)
@@ -46,6 +49,23 @@ static void job_fail(struct job *j, int status, enum rvs_err_reason err, int cod
 	j->err = (int)err + 1;
 	j->code = code;
 	snprintf(j->reason, sizeof j->reason, "%s", reason);
+}
+
+/* A store or blob call failed with rc.  A transient error (store.h:
+ * the database restarting, unreachable, out of connections, busy or out of
+ * space) is 503 with Retry-After: nothing was stored, and the same request
+ * succeeds once the store is back (every device write is idempotent by
+ * its key), so the device keeps what it sent and retries with backoff.
+ * Anything else is 500. */
+static void store_fail(struct job *j, int rc)
+{
+	if (rvs_store_transient(rc)) {
+		job_fail(j, 503, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__BUSY,
+			 "storage unavailable, try again later");
+		snprintf(j->q.retry_after, sizeof j->q.retry_after, "%d", STORE_RETRY_S);
+		return;
+	}
+	job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "storage error");
 }
 
 /* A body rvs_upload_parse or rvs_skip_parse refused with rc: out of memory
@@ -116,8 +136,7 @@ static void do_enroll(struct job *j)
 		memcpy(j->old_token_hash, d.old_token_hash, 32);
 	}
 	if (rc) {
-		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL,
-			 "storage error");
+		store_fail(j, rc);
 		goto free_req;
 	}
 	resp.device_token = token;
@@ -142,8 +161,7 @@ static int device_of(struct job *j, char device_id[40])
 		job_fail(j, 401, RVS_ERR_UNAUTHORIZED, REARVIEW__ERROR__CODE__DENIED,
 			 "unknown device token");
 	else if (rc)
-		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL,
-			 "storage error");
+		store_fail(j, rc);
 	return rc;
 }
 
@@ -259,7 +277,7 @@ static void do_upload(struct job *j)
 		u.quota_since = (int64_t)time(NULL) - 7 * 86400;
 		if (served)
 			rearview__policy_body__free_unpacked(served, NULL);
-		if (a->ops->uploads_charged(a->store, device_id, u.quota_since, &charged))
+		if ((rc = a->ops->uploads_charged(a->store, device_id, u.quota_since, &charged)))
 			goto storage_error;
 		if (charged >= u.weekly_quota)
 			goto over_quota;
@@ -275,8 +293,10 @@ static void do_upload(struct job *j)
 	if (e->summary) {
 		u.summary_len = rearview__summary__get_packed_size(e->summary);
 		summary = malloc(u.summary_len ? u.summary_len : 1);
-		if (!summary)
+		if (!summary) {
+			rc = -ENOMEM;
 			goto storage_error;
+		}
 		rearview__summary__pack(e->summary, summary);
 		u.summary = summary;
 	}
@@ -324,7 +344,7 @@ over_quota:
 	snprintf(j->q.retry_after, sizeof j->q.retry_after, "%d", QUOTA_RETRY_S);
 	goto free_env;
 storage_error:
-	job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "storage error");
+	store_fail(j, rc);
 free_env:
 	free(summary);
 	rearview__upload_envelope__free_unpacked(e, NULL);
@@ -361,8 +381,7 @@ static void do_skip(struct job *j)
 	}
 	rc = j->a->ops->skip_add(j->a->store, &rec);
 	if (rc && rc != -EEXIST) {
-		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL,
-			 "storage error");
+		store_fail(j, rc);
 		goto free_report;
 	}
 	k.report_id = r->report_id;

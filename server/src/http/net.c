@@ -18,9 +18,12 @@
  *   - slowloris (issue 18 item 3): one peer address holds at most
  *     max_conns_per_addr open connections; past three quarters of
  *     max_connections a new handshake gets handshake_pressure_ms; at
- *     max_connections the open connection idle the longest (no handler
- *     working on it, no answer waiting to be read, oldest last_ms) is
- *     closed to admit the new one;
+ *     max_connections one connection is closed to admit the new one, the
+ *     oldest idle or still handshaking of the address holding the most
+ *     (pick_victim), never one from an address holding no more than the
+ *     newcomer's: a flood from many addresses evicts itself, not a client
+ *     in its handshake; at most ACCEPT_BURST connections are accepted per
+ *     loop turn, so a flood cannot keep the loop in accept();
  *   - a streamed response (exports) stays busy until its last chunk; its
  *     source is pulled only while the connection's write buffers (c->held:
  *     queued, or written but not yet freed by their callback, which libuv
@@ -61,6 +64,12 @@
 
 /* A streamed body is pulled while at most this much waits to be written. */
 #define STREAM_HIGH (256u << 10)
+/* Connections accepted per loop turn at most.  libuv's listener callback
+ * accepts until the backlog is empty; a flood that reconnects as fast as
+ * it is closed keeps it non-empty, so without a bound the loop never gets
+ * to the connections' reads (a client's handshake waits for ever) nor to
+ * freeing the connections it closed (memory grows). */
+#define ACCEPT_BURST 32
 /* The plaintext handed to mbedTLS at a time from a whole body: one record. */
 #define BODY_PIECE (16u << 10)
 
@@ -79,7 +88,13 @@ struct rvs_server {
 	mbedtls_ssl_cache_context cache; /* session-id resumption for reconnecting devices */
 	struct rvs_conn *conns;
 	unsigned nconns;
-	int draining, listener_closed, done_called;
+	uint64_t accepted;	   /* connections admitted so far: the next one's seq */
+	struct rvs_conn **by_peer; /* pick_victim's scratch, by_peer_cap entries */
+	unsigned by_peer_cap;
+	uv_prepare_t turn;	  /* each loop turn: the accept budget renewed */
+	unsigned accepts_in_turn; /* accepted this turn, up to ACCEPT_BURST */
+	int accept_deferred;	  /* the listener holds one not taken: on_turn takes it */
+	int draining, listener_closed, turn_closed, done_called;
 	void (*done)(void *);
 	void *done_arg;
 };
@@ -102,6 +117,7 @@ struct rvs_conn {
 	/* Loop time of the accept, then of the last bytes read once the
 	 * handshake is done: a handshake trickled byte by byte stays old. */
 	uint64_t last_ms;
+	uint64_t seq; /* order of accept: breaks last_ms ties */
 	unsigned handshake_done : 1, busy : 1, closing : 1, ending : 1, peer_gone : 1, in_drive : 1,
 		continue_sent : 1, streaming : 1, chunked : 1, keep : 1, in_pump : 1,
 		drain_wait : 1;
@@ -122,7 +138,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 
 static void check_drained(struct rvs_server *s)
 {
-	if (s->draining && s->listener_closed && s->nconns == 0 && !s->done_called && s->done) {
+	if (s->draining && s->listener_closed && s->turn_closed && s->nconns == 0 &&
+	    !s->done_called && s->done) {
 		s->done_called = 1;
 		s->done(s->done_arg);
 	}
@@ -731,13 +748,79 @@ static void peer_of(uv_tcp_t *t, uint8_t peer[16])
 	}
 }
 
-/* Whether a new connection from peer may be admitted: not when its address
- * already holds max_conns_per_addr; at max_connections only by closing the
- * connection idle the longest (none busy in the handler).  *live gets the
- * connections open (not closing) before it. */
-static int admit_conn(struct rvs_server *s, const uint8_t peer[16], unsigned *live)
+/* Connections by peer address, then the oldest first (last_ms, then the
+ * order of accept). */
+static int by_peer_then_age(const void *a, const void *b)
+{
+	const struct rvs_conn *x = *(struct rvs_conn *const *)a, *y = *(struct rvs_conn *const *)b;
+	int d = memcmp(x->peer, y->peer, 16);
+
+	if (d)
+		return d;
+	if (x->last_ms != y->last_ms)
+		return x->last_ms < y->last_ms ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int older(const struct rvs_conn *x, const struct rvs_conn *y)
+{
+	return x->last_ms < y->last_ms || (x->last_ms == y->last_ms && x->seq < y->seq);
+}
+
+/* At max_connections: the connection to close so that a new one from peer,
+ * whose address already holds `same` of the live ones, may be admitted; NULL
+ * when none may be.  Fair shares: a candidate is an address's oldest
+ * connection that may be closed (no handler working on it, no answer
+ * waiting to be read: idle between requests or still in its handshake);
+ * the victim is the candidate of the address holding the most connections,
+ * counted only when it holds more than the newcomer's address, or is that
+ * address (a client replaces its own idle connection).  So a flood from
+ * many addresses takes its slots from the busiest of them, and a client
+ * holding one connection keeps it, handshake or not, while another address
+ * holds two.  Ties go to the oldest candidate.  O(n log n), only when full. */
+static struct rvs_conn *pick_victim(struct rvs_server *s, const uint8_t peer[16], unsigned live,
+				    unsigned same)
 {
 	struct rvs_conn *x, *victim = NULL;
+	unsigned n = 0, best = 0;
+
+	if (s->by_peer_cap < live) {
+		struct rvs_conn **v = realloc(s->by_peer, live * sizeof *v);
+		if (!v)
+			return NULL;
+		s->by_peer = v;
+		s->by_peer_cap = live;
+	}
+	for (x = s->conns; x; x = x->next)
+		if (!x->closing)
+			s->by_peer[n++] = x;
+	assert(n == live);
+	qsort(s->by_peer, n, sizeof *s->by_peer, by_peer_then_age);
+	for (unsigned i = 0, j; i < n; i = j) {
+		struct rvs_conn *oldest = NULL;
+		int own = memcmp(s->by_peer[i]->peer, peer, 16) == 0;
+
+		for (j = i; j < n && memcmp(s->by_peer[j]->peer, s->by_peer[i]->peer, 16) == 0; j++)
+			if (!oldest && !s->by_peer[j]->busy && !s->by_peer[j]->drain_wait)
+				oldest = s->by_peer[j];
+		assert(!own || j - i == same);
+		if (!oldest || (j - i <= same && !own))
+			continue;
+		if (j - i > best || (j - i == best && older(oldest, victim))) {
+			best = j - i;
+			victim = oldest;
+		}
+	}
+	return victim;
+}
+
+/* Whether a new connection from peer may be admitted: not when its address
+ * already holds max_conns_per_addr; at max_connections only by closing the
+ * connection pick_victim names.  *live gets the connections open (not
+ * closing) before it. */
+static int admit_conn(struct rvs_server *s, const uint8_t peer[16], unsigned *live)
+{
+	struct rvs_conn *x, *victim;
 	unsigned same = 0;
 
 	*live = 0;
@@ -747,16 +830,12 @@ static int admit_conn(struct rvs_server *s, const uint8_t peer[16], unsigned *li
 		++*live;
 		if (memcmp(x->peer, peer, 16) == 0)
 			same++;
-		/* s->conns runs newest first: <= makes the oldest win a tie
-		 * (last_ms is the loop's cached time, shared by a burst). */
-		if (!x->busy && !x->drain_wait && (!victim || x->last_ms <= victim->last_ms))
-			victim = x;
 	}
 	if (same >= s->cfg->max_conns_per_addr)
 		return 0;
 	if (*live < s->cfg->max_connections)
 		return 1;
-	if (!victim)
+	if (!(victim = pick_victim(s, peer, *live, same)))
 		return 0;
 	s->m->connections_evicted++;
 	really_close(victim);
@@ -764,14 +843,13 @@ static int admit_conn(struct rvs_server *s, const uint8_t peer[16], unsigned *li
 	return 1;
 }
 
-static void on_connection(uv_stream_t *ls, int status)
+/* Takes the connection waiting on the listener. */
+static void accept_one(struct rvs_server *s)
 {
-	struct rvs_server *s = ls->data;
+	uv_stream_t *ls = (uv_stream_t *)&s->listener;
 	struct rvs_conn *c;
 	unsigned live;
 
-	if (status < 0)
-		return;
 	if (s->draining) {
 		uv_tcp_t *t = malloc(sizeof *t);
 		if (!t)
@@ -801,6 +879,7 @@ static void on_connection(uv_stream_t *ls, int status)
 	}
 	assert(live < s->cfg->max_connections);
 	c->last_ms = uv_now(s->loop);
+	c->seq = s->accepted++;
 	uv_timer_init(s->loop, &c->timer);
 	c->timer.data = c;
 	c->handles = 2;
@@ -826,6 +905,42 @@ static void on_connection(uv_stream_t *ls, int status)
 	else
 		arm(c, s->cfg->request_timeout_ms);
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+/* Past ACCEPT_BURST this turn a connection is left on the listener: libuv
+ * stops watching the listener until uv_accept, which on_turn calls on the
+ * next turn, after this turn's reads and closes were done. */
+static void on_connection(uv_stream_t *ls, int status)
+{
+	struct rvs_server *s = ls->data;
+
+	if (status < 0)
+		return;
+	if (!s->draining && s->accepts_in_turn >= ACCEPT_BURST) {
+		s->accept_deferred = 1;
+		return;
+	}
+	s->accepts_in_turn++;
+	accept_one(s);
+}
+
+static void on_turn(uv_prepare_t *p)
+{
+	struct rvs_server *s = p->data;
+
+	s->accepts_in_turn = 0;
+	if (s->accept_deferred && !s->draining) {
+		s->accept_deferred = 0;
+		s->accepts_in_turn++;
+		accept_one(s);
+	}
+}
+
+static void on_turn_closed(uv_handle_t *h)
+{
+	struct rvs_server *s = h->data;
+	s->turn_closed = 1;
+	check_drained(s);
 }
 
 /*
@@ -916,6 +1031,10 @@ int rvs_server_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_met
 		uv_close((uv_handle_t *)&s->listener, NULL);
 		goto free_tls;
 	}
+	uv_prepare_init(loop, &s->turn);
+	s->turn.data = s;
+	uv_prepare_start(&s->turn, on_turn);
+	uv_unref((uv_handle_t *)&s->turn);
 	*out = s;
 	return 0;
 free_tls:
@@ -960,6 +1079,7 @@ void rvs_server_drain(struct rvs_server *s, void (*done)(void *), void *arg)
 	s->done = done;
 	s->done_arg = arg;
 	uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+	uv_close((uv_handle_t *)&s->turn, on_turn_closed);
 	for (struct rvs_conn *c = s->conns; c; c = c->next)
 		if (!c->busy && !c->drain_wait && !c->http.began)
 			really_close(c);
@@ -976,5 +1096,6 @@ void rvs_server_free(struct rvs_server *s)
 	mbedtls_ssl_config_free(&s->conf);
 	mbedtls_ctr_drbg_free(&s->drbg);
 	mbedtls_entropy_free(&s->entropy);
+	free(s->by_peer);
 	free(s);
 }

@@ -38,6 +38,8 @@
  * after a jittered backoff, up to MAX_ATTEMPTS times; then every trace gets
  * -EAGAIN (decode_finish leaves it queued, store_pg.c), never a quarantine.
  * Only a trace's own error (a missing upload, bad data) fails it alone.
+ * Round trips: a trace's method rows and chain rows go in one INSERT … SELECT
+ * FROM unnest(arrays) each, never a statement per row.
  */
 #include "store/store_index.h"
 #include "store/store_agg.h"
@@ -160,6 +162,178 @@ static const char *f_issue(const struct rvs_index_trace *v)
 static const char *f_trace(const struct rvs_index_trace *v)
 {
 	return v->trace_id;
+}
+
+/* A PostgreSQL array literal built element by element (one column of the
+ * rows an INSERT … SELECT FROM unnest(…) writes in one statement, rather
+ * than a round trip per row).  oom is set when a growth failed; b is then
+ * NULL-safe to free. */
+struct arr {
+	char *b;
+	size_t len, cap;
+	int oom;
+};
+
+static void arr_room(struct arr *a, size_t more)
+{
+	char *n;
+	size_t cap = a->cap ? a->cap : 64;
+
+	if (a->oom || a->len + more + 2 <= a->cap)
+		return;
+	while (cap < a->len + more + 2)
+		cap *= 2;
+	if (!(n = realloc(a->b, cap))) {
+		a->oom = 1;
+		return;
+	}
+	a->b = n;
+	a->cap = cap;
+}
+
+/* Appends an element: s quoted (NULL: a NULL element). */
+static void arr_text(struct arr *a, const char *s)
+{
+	size_t k = s ? 2 * strlen(s) + 3 : 5;
+	char sep;
+
+	arr_room(a, k);
+	if (a->oom)
+		return;
+	sep = a->len ? ',' : '{';
+	a->b[a->len++] = sep;
+	if (!s) {
+		memcpy(a->b + a->len, "NULL", 4);
+		a->len += 4;
+		return;
+	}
+	a->b[a->len++] = '"';
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			a->b[a->len++] = '\\';
+		a->b[a->len++] = *s;
+	}
+	a->b[a->len++] = '"';
+}
+
+/* Appends an integer element, or NULL when !has. */
+static void arr_i64(struct arr *a, int has, int64_t v)
+{
+	char num[24], sep;
+
+	snprintf(num, sizeof num, "%" PRId64, v);
+	arr_room(a, has ? strlen(num) + 1 : 5);
+	if (a->oom)
+		return;
+	sep = a->len ? ',' : '{';
+	a->b[a->len++] = sep;
+	if (!has) {
+		memcpy(a->b + a->len, "NULL", 4);
+		a->len += 4;
+		return;
+	}
+	memcpy(a->b + a->len, num, strlen(num));
+	a->len += strlen(num);
+}
+
+/* The closed literal ("{}" when empty), or NULL when out of memory. */
+static const char *arr_done(struct arr *a)
+{
+	arr_room(a, 2);
+	if (a->oom)
+		return NULL;
+	if (!a->len)
+		a->b[a->len++] = '{';
+	a->b[a->len++] = '}';
+	a->b[a->len] = 0;
+	return a->b;
+}
+
+/* Binds the k closed literals of cols after a's parameters; 0, or -ENOMEM
+ * with l->fail.msg set. */
+static int bind_cols(struct rvs_index_lane *l, struct rvs_pg_params *a, struct arr *cols, int k)
+{
+	for (int i = 0; i < k; i++) {
+		const char *lit = arr_done(&cols[i]);
+		if (!lit) {
+			snprintf(l->fail.msg, sizeof l->fail.msg, "out of memory");
+			return -ENOMEM;
+		}
+		rvs_pg_text(a, lit);
+	}
+	return 0;
+}
+
+/* The trace's trace_methods rows in one statement (none: no statement). */
+static int insert_methods(struct rvs_index_lane *l, const struct rvs_index_trace *v,
+			  const char *received)
+{
+	struct arr col[5] = {{0}};
+	struct rvs_pg_params a = {0};
+	int rc;
+
+	if (!v->nmethod_rows)
+		return 0;
+	for (size_t i = 0; i < v->nmethod_rows; i++) {
+		const struct rvs_index_method *m = &v->methods[i];
+		arr_text(&col[0], m->method);
+		arr_i64(&col[1], 1, (int64_t)(m->calls & INT64_MAX));
+		arr_i64(&col[2], 1, (int64_t)(m->self_ns & INT64_MAX));
+		arr_i64(&col[3], 1, (int64_t)(m->incl_ns & INT64_MAX));
+		arr_i64(&col[4], m->self_rank > 0, m->self_rank);
+	}
+	rvs_pg_text(&a, v->trace_id);
+	rvs_pg_text(&a, received);
+	if (!(rc = bind_cols(l, &a, col, 5)))
+		rc = q(l,
+		       v->methods_first_wins
+			       ? "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
+				 " incl_ns, self_rank, received_at) SELECT $1, m, c, s, i, r,"
+				 " $2::bigint FROM unnest($3::text[], $4::bigint[], $5::bigint[],"
+				 " $6::bigint[], $7::int[]) AS x(m, c, s, i, r)"
+				 " ON CONFLICT DO NOTHING"
+			       : "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
+				 " incl_ns, self_rank, received_at) SELECT $1, m, c, s, i, r,"
+				 " $2::bigint FROM unnest($3::text[], $4::bigint[], $5::bigint[],"
+				 " $6::bigint[], $7::int[]) AS x(m, c, s, i, r)",
+		       &a, NULL);
+	for (int i = 0; i < 5; i++)
+		free(col[i].b);
+	return rc;
+}
+
+/* The trace's trace_chains rows in one statement (none: no statement). */
+static int insert_chains(struct rvs_index_lane *l, const struct rvs_index_trace *v,
+			 const char *received)
+{
+	struct arr col[7] = {{0}};
+	struct rvs_pg_params a = {0};
+	int rc;
+
+	if (!v->nchains)
+		return 0;
+	for (size_t i = 0; i < v->nchains; i++) {
+		const struct rvs_index_chain *c = &v->chains[i];
+		arr_text(&col[0], c->kind);
+		arr_i64(&col[1], 1, c->rank);
+		arr_text(&col[2], c->signature);
+		arr_text(&col[3], c->chain);
+		arr_i64(&col[4], 1, c->depth);
+		arr_i64(&col[5], c->self_ns >= 0, c->self_ns);
+		arr_i64(&col[6], c->incl_ns >= 0, c->incl_ns);
+	}
+	rvs_pg_text(&a, v->trace_id);
+	rvs_pg_text(&a, received);
+	if (!(rc = bind_cols(l, &a, col, 7)))
+		rc = q(l,
+		       "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
+		       " self_ns, incl_ns, received_at) SELECT $1, k, r, s, c, d, sn, i,"
+		       " $2::bigint FROM unnest($3::text[], $4::int[], $5::text[], $6::text[],"
+		       " $7::bigint[], $8::bigint[], $9::bigint[]) AS x(k, r, s, c, d, sn, i)",
+		       &a, NULL);
+	for (int i = 0; i < 7; i++)
+		free(col[i].b);
+	return rc;
 }
 
 /* Whether a trace of the batch is indexed already with a signature (a
@@ -358,45 +532,7 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v, 
 		snprintf(l->fail.msg, sizeof l->fail.msg, "no upload %s", v->trace_id);
 		return -ENOENT;
 	}
-	for (size_t i = 0; i < v->nmethod_rows && !rc; i++) {
-		const struct rvs_index_method *m = &v->methods[i];
-		a.n = 0;
-		rvs_pg_text(&a, v->trace_id);
-		rvs_pg_text(&a, m->method);
-		rvs_pg_i64(&a, (int64_t)(m->calls & INT64_MAX));
-		rvs_pg_i64(&a, (int64_t)(m->self_ns & INT64_MAX));
-		rvs_pg_i64(&a, (int64_t)(m->incl_ns & INT64_MAX));
-		rvs_pg_opt_i64(&a, m->self_rank > 0, m->self_rank);
-		rvs_pg_text(&a, received);
-		rc = q(l,
-		       v->methods_first_wins
-			       ? "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
-				 " incl_ns, self_rank, received_at) VALUES ($1, $2, $3, $4, $5,"
-				 " $6, $7) ON CONFLICT DO NOTHING"
-			       : "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
-				 " incl_ns, self_rank, received_at) VALUES ($1, $2, $3, $4, $5,"
-				 " $6, $7)",
-		       &a, NULL);
-	}
-	for (size_t i = 0; i < v->nchains && !rc; i++) {
-		const struct rvs_index_chain *c = &v->chains[i];
-		a.n = 0;
-		rvs_pg_text(&a, v->trace_id);
-		rvs_pg_text(&a, c->kind);
-		rvs_pg_i64(&a, c->rank);
-		rvs_pg_text(&a, c->signature);
-		rvs_pg_text(&a, c->chain);
-		rvs_pg_i64(&a, c->depth);
-		rvs_pg_opt_i64(&a, c->self_ns >= 0, c->self_ns);
-		rvs_pg_opt_i64(&a, c->incl_ns >= 0, c->incl_ns);
-		rvs_pg_text(&a, received);
-		rc = q(l,
-		       "INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
-		       " self_ns, incl_ns, received_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
-		       " $9)",
-		       &a, NULL);
-	}
-	if (rc)
+	if ((rc = insert_methods(l, v, received)) || (rc = insert_chains(l, v, received)))
 		return rc;
 	if (v->agg) {
 		struct rvs_agg_rows rows;
