@@ -468,8 +468,9 @@ RV_INSTALL_NOTES = \
 
 # $(call rv_install,DESTDIR): binaries, versioned shared libraries with
 # their SONAME and development links, static libraries, headers, pkg-config
-# files, man pages, systemd units, sysusers.d/tmpfiles.d snippets, the D-Bus
-# policy and interface file and the polkit actions (deploy/dbus/), the
+# files, man pages, systemd units (services and rearviewd's sockets),
+# sysusers.d/tmpfiles.d snippets, the D-Bus policy, interface file and
+# activation file and the polkit actions (deploy/dbus/), the
 # desktop entry, the example configs (also as the default
 # SYSCONFDIR/rearview/rearviewd.conf: every line in it is a commented
 # default), the components' docs and the server's web assets.
@@ -477,12 +478,16 @@ define rv_install
 	install -d $(1)$(BINDIR) $(1)$(SBINDIR) $(1)$(LIBDIR) $(1)$(INCLUDEDIR)/rearview \
 	  $(1)$(PKGCONFIGDIR) $(1)$(SYSUSERSDIR) $(1)$(TMPFILESDIR) $(1)$(UNITDIR) \
 	  $(1)$(SYSCONFDIR)/rearview $(1)$(DOCDIR)/examples \
-	  $(1)$(DBUSDIR)/system.d $(1)$(DBUSDIR)/interfaces $(1)$(POLKITDIR) \
+	  $(1)$(DBUSDIR)/system.d $(1)$(DBUSDIR)/interfaces $(1)$(DBUSDIR)/system-services \
+	  $(1)$(POLKITDIR) \
 	  $(1)$(APPSDIR) $(1)$(DATADIR)/rearview/po
 	install -m 0644 device/settings/rearview-settings.desktop $(1)$(APPSDIR)/
 	install -m 0644 device/settings/po/rearview-settings.pot $(1)$(DATADIR)/rearview/po/
 	install -m 0644 deploy/dbus/org.rearview.Daemon1.conf $(1)$(DBUSDIR)/system.d/
 	install -m 0644 deploy/dbus/org.rearview.Daemon1.xml $(1)$(DBUSDIR)/interfaces/
+	install -m 0644 deploy/dbus/org.rearview.Daemon1.service $(1)$(DBUSDIR)/system-services/
+	install -m 0644 deploy/rearviewd.socket deploy/rearviewd-events.socket \
+	  deploy/rearviewd-admin.socket $(1)$(UNITDIR)/
 	install -m 0644 deploy/dbus/org.rearview.policy $(1)$(POLKITDIR)/
 	$(RV_SUBST) deploy/rearview-trace.pc.in > $(1)$(PKGCONFIGDIR)/rearview-trace.pc
 	$(RV_SUBST) deploy/rearview-events.pc.in > $(1)$(PKGCONFIGDIR)/rearview-events.pc

@@ -64,7 +64,8 @@ $(BUILD)/prefix/.installed: $(BINS) $(LIBS) $(SHLIBS) $(LIBS_REARVIEW) $(MANS) $
 		deploy/rearview.tmpfiles deploy/rearview-server.sysusers deploy/rearview-server.tmpfiles \
 		deploy/rearviewd.conf.example deploy/rearview-server.conf.example \
 		deploy/dbus/org.rearview.Daemon1.conf deploy/dbus/org.rearview.Daemon1.xml \
-		deploy/dbus/org.rearview.policy
+		deploy/dbus/org.rearview.policy deploy/dbus/org.rearview.Daemon1.service \
+		deploy/rearviewd.socket deploy/rearviewd-events.socket deploy/rearviewd-admin.socket
 	rm -rf $(RV_TEST_PREFIX)
 	$(call rv_install,)
 	touch $@

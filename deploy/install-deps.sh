@@ -49,6 +49,9 @@ PACKAGES="$PACKAGES weston libweston-10-dev libwayland-dev wayland-protocols"
 # device/ on the system bus (sd-bus) and its tests: a private dbus-daemon, a
 # real polkitd in a mount namespace (util-linux unshare), busctl (systemd).
 PACKAGES="$PACKAGES libsystemd-dev dbus-daemon polkitd util-linux"
+# The tests' rv_unit_sandbox applies a unit's SystemCallFilter= as a seccomp
+# filter (libseccomp) where no systemd manager runs.
+PACKAGES="$PACKAGES libseccomp-dev"
 
 # device/settings (rearview-settings, GTK 4) and its test under Weston's
 # headless backend; its translation template (gettext's xgettext/msgcmp, in

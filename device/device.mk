@@ -15,7 +15,7 @@ DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/enforce.c device/src/daemon.c device/src/capture.c \
                    device/src/admin.c device/src/dbus.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
                    device/src/enroll.c device/src/upload_req.c device/src/curl_uv.c device/src/compress.c \
-                   device/src/offcpu.c device/src/identity.c device/src/sandbox.c \
+                   device/src/offcpu.c device/src/identity.c device/src/activate.c device/src/sandbox.c \
                    device/src/sandbox_worker.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
@@ -64,12 +64,18 @@ $(TBIN)/device/rv_helper_app: $(OBJ)/tests/device/helper_app.o $(LIBRVPROTO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PROTOBUF_LIBS)
 
+# rearviewd under its unit's credentials and system-call filter, where no
+# systemd manager runs (tests/device/unit_sandbox.c).
+$(TBIN)/device/rv_unit_sandbox: $(OBJ)/tests/device/unit_sandbox.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(call pc,--libs,libseccomp)
+
 $(OBJ)/tests/device/%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 $(OBJ)/tests/device/helper_app.o: CPPFLAGS += -Itests/rvtrace
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Idevice/src $(DEVICE_CFLAGS)
 
 # logfmt lines and the journald priority prefix (src/log.c).
-$(eval $(call rv_test,device,log,$(OBJ)/device/src/log.o,,unit))
+$(eval $(call rv_test,device,log,$(OBJ)/device/src/log.o,$(call pc,--libs,libsystemd),unit))
 
 # Per-thread perf events and the OFFCPU / THREAD_COUNTERS records (issue 17).
 $(OBJ)/tests/device/test_offcpu.o: CPPFLAGS += -Itests/rvtrace
@@ -108,6 +114,12 @@ $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \
   -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
 $(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
+# rearviewd as systemd runs it: sd_notify, socket activation, the unit's
+# sandbox, conf.d drop-ins.
+$(eval $(call rv_test,integration,daemon_service,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
+$(TBIN)/integration/test_daemon_service: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
+  $(BIN)/rearview-demo-app $(TBIN)/device/rv_helper_app $(TBIN)/device/rv_unit_sandbox
+$(OBJ)/tests/integration/test_daemon_service.o: CPPFLAGS += -DRV_SRC_DIR='"$(CURDIR)"'
 # Issue 18 hardening: peer limits, registration deadline, spool bounds.
 $(OBJ)/tests/integration/test_daemon_harden.o: CPPFLAGS += -Ipolicy/include
 $(eval $(call rv_test,integration,daemon_harden,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))
@@ -167,9 +179,12 @@ endif
 $(OBJ)/device/settings/%.o: CPPFLAGS += $(SETTINGS_CFLAGS) \
   -DGETTEXT_PACKAGE='"rearview-settings"' -DLOCALEDIR='"$(SETTINGS_LOCALEDIR)"'
 $(OBJ)/device/settings/settings.o: $(SETTINGS_STAMP)
-$(BIN)/rearview-settings: $(OBJ)/device/settings/settings.o
+$(BIN)/rearview-settings: $(OBJ)/device/settings/settings.o $(OBJ)/device/settings/errors.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(call pc,--libs,gtk4)
+# The panel's sentences for failed calls (settings/errors.c), with GIO alone.
+$(OBJ)/tests/device/test_settings_errors.o: CPPFLAGS += -Idevice/settings $(SETTINGS_CFLAGS)
+$(eval $(call rv_test,device,settings_errors,$(OBJ)/device/settings/errors.o,$(call pc,--libs,gio-2.0),unit))
 BINS += $(BIN)/rearview-settings
 $(TBIN)/device/test_dbus: | $(BIN)/rearview-settings
 

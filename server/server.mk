@@ -14,7 +14,7 @@ SERVER_OBJ  := $(SERVER_CORE) $(SRV)/app/main.o
 BLOB_LIBS   := -lcurl $(call pc,--libs,libxml-2.0) $(call pc,--libs,libpq)
 BLOB_OBJ    := $(patsubst %.c,$(OBJ)/%.o,$(wildcard server/src/blob/*.c)) $(SRV)/store/pg/pg.o
 SERVER_LIBS := -luv -lmbedtls -lmbedx509 -lmbedcrypto -lhttp_parser -linih -lsqlite3 -lm \
-	$(PROTOBUF_LIBS) $(LIBELF_LIBS) $(BLOB_LIBS) -lpthread
+	$(PROTOBUF_LIBS) $(LIBELF_LIBS) $(BLOB_LIBS) $(call pc,--libs,libsystemd) -lpthread
 # The few objects the unit tests and fuzz targets link instead of SERVER_CORE.
 SRV_UTIL     := $(SRV)/base/util.o $(SRV)/base/log.o
 SRV_CONFIG   := $(SRV)/base/config.o $(SRV)/base/text.o
@@ -27,7 +27,7 @@ SRV_SYMSTORE := $(SRV)/model/symstore.o
 SRV_CKPT     := $(addprefix $(SRV)/store/sqlite/,store_sqlite_checkpoint.o store_sqlite_util.o)
 
 $(OBJ)/server/%.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS) -Itracer/analysis/include -Ipolicy/include $(call pc,--cflags,jansson) \
-	$(LIBELF_CFLAGS) $(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq)
+	$(LIBELF_CFLAGS) $(call pc,--cflags,libxml-2.0) $(call pc,--cflags,libpq) $(call pc,--cflags,libsystemd)
 
 $(BIN)/rearview-server: $(SERVER_OBJ) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
 	@mkdir -p $(@D)
@@ -75,6 +75,9 @@ $(OBJ)/tests/server/test_decode.o: CPPFLAGS += -Itracer/analysis/include -Itests
 $(eval $(call rv_test,server,decode,$(SRV_PAYLOAD) $(SRV_UPLOAD) $(LIBRVANALYSIS) $(LIBRVPROTO),-lzstd $(RVA_LIBS) $(PROTOBUF_LIBS),unit))
 $(eval $(call rv_test,server,checkpoint,$(SRV_CKPT) $(SRV_UTIL) $(RVT_STORE_ENV),-lmbedx509 -lmbedcrypto $(RVT_STORE_LIBS),integration tsan))
 $(eval $(call rv_test,server,config,$(SRV_CONFIG),-linih,unit))
+# rearview-server as systemd runs it: journal priorities, readiness (the binary).
+$(eval $(call rv_test,server,service,,,integration))
+$(TBIN)/server/test_service: | $(BIN)/rearview-server
 $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,unit))
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
 # The shared parameter helpers (params.c) and the version order (version.c).

@@ -56,7 +56,7 @@ $(eval $(call rv_test,torture,frame,$(TORTURE_OBJ) $(LIBRVPROTO),$(PROTOBUF_LIBS
 $(OBJ)/tests/torture/test_policy.o: CPPFLAGS += -Ipolicy/include $(PROTOBUF_CFLAGS)
 $(eval $(call rv_test,torture,policy,$(TORTURE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),torture))
 $(OBJ)/tests/torture/test_daemon_config.o: CPPFLAGS += -Idevice/src $(PROTOBUF_CFLAGS)
-$(eval $(call rv_test,torture,daemon_config,$(TORTURE_OBJ) $(addprefix $(OBJ)/device/src/,config.o log.o),-linih,torture))
+$(eval $(call rv_test,torture,daemon_config,$(TORTURE_OBJ) $(addprefix $(OBJ)/device/src/,config.o log.o),-linih $(call pc,--libs,libsystemd),torture))
 # The symbol store's ELF reader (symstore.c) needs no handler (issue 15).
 $(OBJ)/tests/torture/test_server.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS)
 $(eval $(call rv_test,torture,server,$(TORTURE_OBJ) $(SRV_CONFIG) $(SRV_HTTP) $(SRV_UPLOAD) \

@@ -6,10 +6,10 @@
  *
  * It talks only D-Bus: org.rearview.Daemon1 on the system bus
  * (deploy/dbus/org.rearview.Daemon1.xml) through a GDBusProxy; polkit
- * decides every change inside the daemon, and a refusal is shown as it
- * came.  The window fits a 7-inch 800×480 kiosk screen; every control has
- * a label screen readers announce and a keyboard mnemonic; every string is
- * marked for gettext (textdomain "rearview-settings").
+ * decides every change inside the daemon, and a refusal is shown as a
+ * sentence (errors.c), never as the raw D-Bus error.  The window fits a 7-inch 800×480 kiosk
+ * screen; every control has a label screen readers announce and a keyboard mnemonic; every string
+ * is marked for gettext (textdomain "rearview-settings").
  *
  * Self-test mode (REARVIEW_SETTINGS_SELFTEST=DIR, used by
  * tests/device/test_dbus.c under Weston's headless backend): the panel
@@ -28,6 +28,8 @@
  */
 #include <gio/gio.h>
 #include <glib/gi18n.h>
+
+#include "errors.h"
 #include <gtk/gtk.h>
 #include <locale.h>
 #include <stdio.h>
@@ -182,15 +184,13 @@ static void refresh(struct panel *p)
 
 static void show_message(struct panel *p, const char *what, const GError *err)
 {
-	char buf[512];
-
 	if (!err) {
 		gtk_label_set_text(GTK_LABEL(p->message), what);
 		return;
 	}
-	/* polkit's refusal, as the daemon passed it on. */
-	snprintf(buf, sizeof(buf), _("Not changed: %s"), err->message);
-	gtk_label_set_text(GTK_LABEL(p->message), buf);
+	/* A sentence, never the raw D-Bus error (logged for whoever debugs). */
+	g_message("%s", err->message);
+	gtk_label_set_text(GTK_LABEL(p->message), settings_error_text(err));
 }
 
 static void set_consent_done(GObject *src, GAsyncResult *res, gpointer data)

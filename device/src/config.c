@@ -5,6 +5,7 @@
  * group names are resolved to gids once, at load time.
  */
 #include "config.h"
+#include "rearview/common.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -342,7 +343,8 @@ static int config_line_cb(void *user, const char *section, const char *name, con
 	return 1;
 }
 
-int rvd_config_load(struct rvd_config *c, const char *path)
+/* Reads one INI file over c; 0, -errno when it cannot be opened, -EINVAL. */
+static int load_file(struct rvd_config *c, const char *path)
 {
 	struct load_ctx ctx = {c, path, 0};
 	FILE *f = fopen(path, "re");
@@ -359,4 +361,27 @@ int rvd_config_load(struct rvd_config *c, const char *path)
 	if (rc < 0)
 		return -ENOMEM;
 	return ctx.error;
+}
+
+static int load_dropin(const char *path, void *c)
+{
+	int rc = load_file(c, path);
+
+	if (rc < 0 && rc != -EINVAL)
+		rvd_err("%s: %s", path, strerror(-rc));
+	return rc < 0 ? -EINVAL : 0;
+}
+
+int rvd_config_load(struct rvd_config *c, const char *path)
+{
+	int rc = load_file(c, path);
+
+	if (rc < 0)
+		return rc;
+	rc = rvc_conf_dropins(path, load_dropin, c);
+	if (rc < 0 && rc != -EINVAL) {
+		rvd_err("%s.d: %s", path, strerror(-rc));
+		return -EINVAL;
+	}
+	return rc;
 }

@@ -82,10 +82,12 @@ struct rvd_config {
 void rvd_config_defaults(struct rvd_config *c);
 
 /*
- * Reads the INI file at `path` over the values already in `c`.  Unknown
- * sections or keys and bad values are errors (a typo must not silently
- * leave a default in place).  Returns 0, -ENOENT/-EACCES when the file
- * cannot be opened, or -EINVAL (the offending line is logged).
+ * Reads the INI file at `path` over the values already in `c`, then each
+ * drop-in `path`.d/NAME.conf in byte order of their names (a later file's
+ * value wins).  Unknown sections or keys and bad values are errors in a
+ * drop-in as in the file (a typo must not silently leave a default in
+ * place).  Returns 0, -ENOENT/-EACCES when `path` cannot be opened, or
+ * -EINVAL (the offending file or line is logged).
  */
 int rvd_config_load(struct rvd_config *c, const char *path);
 

@@ -24,6 +24,7 @@
  *    callback; listener i is polled by listen_poll[i] on listen_fd[i].
  */
 #include "daemon.h"
+#include "activate.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -60,6 +61,8 @@
 enum { SOCK_CONTROL, SOCK_EVENTS, SOCK_ADMIN };
 
 static const char *const sock_names[] = {"control.sock", "events.sock", "admin.sock"};
+/* Their FileDescriptorName= in the .socket units (socket activation). */
+static const char *const sock_fdnames[] = {"control", "events", "admin"};
 static const uint8_t sock_channels[] = {RV_CHANNEL_CONTROL, RV_CHANNEL_EVENT, RV_CHANNEL_ADMIN};
 
 /* Private: other files get functions and tables (admin.h, upload.h). */
@@ -81,6 +84,7 @@ struct rvd_daemon {
 	struct rvd_sandbox parse_check, parse_summary;
 	int lock_fd; /* RUN/rearviewd.lock, flock'd for our life; -1 */
 	int listen_fd[3];
+	bool activated[3]; /* listen_fd[i] came from systemd: its file is systemd's */
 	uv_poll_t listen_poll[3];
 	uv_signal_t sig_term, sig_int;
 	uv_timer_t accept_backoff; /* out of descriptors: stop accepting for a while */
@@ -906,6 +910,27 @@ static int bind_socket(struct rvd_daemon *d, int which, unsigned mode, gid_t gid
 	return 0;
 }
 
+/* The three listeners: those systemd passed (socket activation: their
+ * files, modes and groups are the .socket units'), the others created
+ * here with the configured modes and groups. */
+static int listen_sockets(struct rvd_daemon *d)
+{
+	const unsigned modes[] = {d->cfg.control_mode, d->cfg.events_mode, d->cfg.admin_mode};
+	const gid_t gids[] = {(gid_t)-1, d->cfg.events_gid, d->cfg.settings_gid};
+	int rc = rvd_activation_take(sock_fdnames, 3, d->listen_fd);
+
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < 3; i++) {
+		d->activated[i] = d->listen_fd[i] >= 0;
+		if (d->activated[i])
+			rvd_info("%s: passed by systemd (socket activation)", sock_names[i]);
+		else if ((rc = bind_socket(d, i, modes[i], gids[i])) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* ---- thermal poll ------------------------------------------------------ */
 
 static void thermal_work_cb(uv_work_t *w)
@@ -1009,7 +1034,7 @@ static void enforce_open_cb(struct rvd_spool *sp, int status, uint64_t id, void 
 		rvd_upload_start(d->up);
 	rvd_info("ready: %zu captures in the spool, policy version %" PRIu64 ", quota left %u",
 		 sp->nrecs, d->enf.policy_version, d->enf.quota_left);
-	rvd_sd_notify("READY=1");
+	rvd_sd_notify("READY=1\nSTATUS=ready: listening, spool open");
 }
 
 static int load_consent(struct rvd_daemon *d)
@@ -1097,9 +1122,7 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 		 cfg->unlisted == RVD_UNLISTED_REFUSE ? "refused" : "qualified with their uid");
 	if ((rc = take_lock(d)) < 0)
 		goto fail;
-	if ((rc = bind_socket(d, SOCK_CONTROL, cfg->control_mode, (gid_t)-1)) < 0 ||
-	    (rc = bind_socket(d, SOCK_EVENTS, cfg->events_mode, cfg->events_gid)) < 0 ||
-	    (rc = bind_socket(d, SOCK_ADMIN, cfg->admin_mode, cfg->settings_gid)) < 0)
+	if ((rc = listen_sockets(d)) < 0)
 		goto fail;
 	for (int i = 0; i < 3; i++) {
 		uv_poll_init(loop, &d->listen_poll[i], d->listen_fd[i]);
@@ -1149,13 +1172,16 @@ void rvd_daemon_stop(struct rvd_daemon *d)
 	if (d->stopping)
 		return;
 	d->stopping = true;
-	rvd_sd_notify("STOPPING=1");
+	rvd_sd_notify("STOPPING=1\nSTATUS=stopping");
 	for (int i = 0; i < 3; i++) {
 		if (d->listen_fd[i] < 0)
 			continue;
 		if (d->listening)
 			uv_close((uv_handle_t *)&d->listen_poll[i], NULL);
-		/* uv_poll does not own the descriptor; closed after the handle, see release. */
+		/* uv_poll does not own the descriptor; closed after the handle, see release.
+		 * A passed socket's file stays: systemd listens on it for the next start. */
+		if (d->activated[i])
+			continue;
 		snprintf(path, sizeof(path), "%s/%s", d->cfg.run_dir, sock_names[i]);
 		unlink(path);
 	}

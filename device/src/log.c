@@ -20,18 +20,12 @@
 #include "log.h"
 #include "rearview/common.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <time.h>
-#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #define RVD_LOG_LINE 1024
 
@@ -63,13 +57,7 @@ int rvd_log_level_parse(const char *s)
 
 void rvd_log_open(void)
 {
-	const char *js = getenv("JOURNAL_STREAM");
-	unsigned long long dev, ino;
-	struct stat st;
-
-	log_journal = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
-		      fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
-		      (unsigned long long)st.st_ino == ino;
+	log_journal = rvc_log_to_journal();
 }
 
 static const char *level_name(int level)
@@ -88,7 +76,7 @@ static const char *level_name(int level)
 
 void rvd_log(int level, const char *fmt, ...)
 {
-	char msg[RVD_LOG_LINE], prio[8] = "";
+	char msg[RVD_LOG_LINE], prio[4];
 	va_list ap;
 
 	if (level > log_level)
@@ -96,33 +84,16 @@ void rvd_log(int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (log_journal)
-		snprintf(prio, sizeof(prio), "<%d>", level);
-	rvc_log(level_name(level), prio, NULL, msg);
+	rvc_log(level_name(level), log_journal ? rvc_log_prefix(level_name(level), prio) : NULL,
+		NULL, msg);
 }
 
-/* ---- readiness (the sd_notify protocol) ----------------------------------- */
+/* ---- readiness (sd_notify) ------------------------------------------------- */
 
 void rvd_sd_notify(const char *state)
 {
-	const char *path = getenv("NOTIFY_SOCKET");
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	size_t len;
-	int fd;
+	int rc = sd_notify(0, state);
 
-	if (!path || !*path || (path[0] != '/' && path[0] != '@'))
-		return;
-	len = strlen(path);
-	if (len >= sizeof(sa.sun_path))
-		return;
-	memcpy(sa.sun_path, path, len);
-	if (path[0] == '@')
-		sa.sun_path[0] = '\0'; /* abstract namespace */
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
-		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
-		rvd_warn("sd_notify %s: %s", state, strerror(errno));
-	close(fd);
+	if (rc < 0)
+		rvd_warn("sd_notify %s: %s", state, strerror(-rc));
 }

@@ -33,9 +33,9 @@ void rvd_log_open(void);
  * than the current level; the message is truncated to fit 1 KiB. */
 void rvd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Sends `state` ("READY=1", "STOPPING=1") to systemd's NOTIFY_SOCKET (the
- * sd_notify protocol, without libsystemd); nothing when it is unset.  A
- * failure is logged as a warning, never fatal. */
+/* Sends `state` ("READY=1", "STOPPING=1", "STATUS=…", newline-separated)
+ * to systemd's NOTIFY_SOCKET with libsystemd's sd_notify(3); nothing when
+ * it is unset.  A failure is logged as a warning, never fatal. */
 void rvd_sd_notify(const char *state);
 
 #define rvd_err(...)   rvd_log(RVD_LOG_ERR, __VA_ARGS__)

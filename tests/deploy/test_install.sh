@@ -11,8 +11,9 @@
 # (deploy/deploy.mk does that into build/prefix), its libraries in LIBDIR
 # (the multiarch directory under it), so the paths written into the units
 # and the pkg-config file exist on this machine and can be checked for real:
-#   1. systemd-analyze verify accepts both units without a single warning
-#      (their Documentation= man pages found in PREFIX/share/man);
+#   1. systemd-analyze verify accepts both units and rearviewd's three
+#      socket units without a single warning (their Documentation= man
+#      pages found in PREFIX/share/man);
 #   2. systemd-sysusers accepts the sysusers snippet (dry run, empty root);
 #   3. a program built with only `pkg-config rearview-trace` and
 #      -finstrument-functions links against the installed library, traces
@@ -35,7 +36,9 @@
 #      library start files (Scrt1.o, crti.o, crtn.o of libc6-dev 2.36)
 #      carry no IBT/SHSTK property, so no linked file can (an empty main()
 #      fails it the same way);
-#  10. every installed program has its man page (man -w in PREFIX/share/man).
+#  10. every installed program has its man page (man -w in PREFIX/share/man);
+#  12. systemd-analyze security --offline rates both services' sandbox at an
+#      exposure of 2.0 or less.
 set -u
 P=${1:?usage: test_install.sh PREFIX LIBDIR [CFLAGS]}
 L=${2:?usage: test_install.sh PREFIX LIBDIR [CFLAGS]}
@@ -57,11 +60,14 @@ check() { # name, command...
 	if "$@" >"$T/out" 2>&1; then ok "$name"; else notok "$name"; fi
 }
 
-echo "1..11"
+echo "1..12"
 
 # 1. Units: verify prints nothing at all for a clean unit.
 verify_units() {
 	MANPATH="$P/share/man:" systemd-analyze verify "$P/lib/systemd/system/rearviewd.service" \
+		"$P/lib/systemd/system/rearviewd.socket" \
+		"$P/lib/systemd/system/rearviewd-events.socket" \
+		"$P/lib/systemd/system/rearviewd-admin.socket" \
 		"$P/lib/systemd/system/rearview-server.service" >"$T/verify" 2>&1 || {
 		cat "$T/verify"
 		return 1
@@ -71,7 +77,7 @@ verify_units() {
 		return 1
 	}
 }
-check "systemd-analyze verify passes on both units with no warning" verify_units
+check "systemd-analyze verify passes on the units and sockets with no warning" verify_units
 
 # The unit's paths point into this prefix (the sed in rv_install ran).
 units_point_here() {
@@ -231,5 +237,23 @@ man_pages() {
 	done
 }
 check "every installed program has a man page" man_pages
+
+# 12. The services' sandbox: systemd-analyze's exposure at most 2.0 each
+# (the figure it prints, e.g. "… rearviewd.service: 1.9 OK").
+exposure() {
+	for u in rearviewd rearview-server; do
+		systemd-analyze security --offline=true "$P/lib/systemd/system/$u.service" \
+			>"$T/sec" 2>&1 || { cat "$T/sec"; return 1; }
+		x=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$T/sec")
+		echo "$u: exposure $x"
+		[ -n "$x" ] && awk -v x="$x" 'BEGIN { exit !(x <= 2.0) }' || return 1
+	done
+}
+if systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
+	check "systemd-analyze security: exposure <= 2.0 for rearviewd and rearview-server" exposure
+else
+	n=$((n + 1))
+	echo "ok $n # skip systemd-analyze security --offline missing (systemd < 250)"
+fi
 
 [ "$fails" -eq 0 ]

@@ -46,6 +46,9 @@ struct rvh {
 	char acklog[128];
 	char apps[128]; /* the daemon's [identity] apps_dir (the app map) */
 	int notify_fd;
+	/* NULL, or a command rearviewd and its arguments are appended to
+	 * (NULL-terminated): a launcher such as the unit's sandbox. */
+	const char *const *wrap;
 	pid_t daemon;
 	pid_t helpers[8];
 	unsigned nhelpers;
@@ -86,6 +89,27 @@ static inline int rvh_start_daemon(struct rvh *h)
 			close(fd);
 		}
 		setenv("NOTIFY_SOCKET", h->notify, 1);
+		if (h->wrap) {
+			const char *tail[] = {RV_BIN_DIR "/rearviewd",
+					      "-c",
+					      h->conf,
+					      "-r",
+					      h->run,
+					      "-s",
+					      h->state,
+					      "-v",
+					      NULL};
+			const char *argv[32];
+			size_t n = 0;
+
+			for (size_t i = 0; h->wrap[i] && n < 23; i++)
+				argv[n++] = h->wrap[i];
+			for (size_t i = 0; tail[i]; i++)
+				argv[n++] = tail[i];
+			argv[n] = NULL;
+			execvp(argv[0], (char *const *)argv);
+			_exit(127);
+		}
 		execl(RV_BIN_DIR "/rearviewd", "rearviewd", "-c", h->conf, "-r", h->run, "-s",
 		      h->state, "-v", (char *)NULL);
 		_exit(127);
@@ -107,12 +131,13 @@ static inline int rvh_start_daemon(struct rvh *h)
 }
 
 /*
- * Sets up a directory, a config (`extra` appended) and starts the daemon.
- * The daemon's app map is DIR/apps.d (never the system's): with `apps`
- * non-NULL it holds apps.d/test.conf with that text and `apps_mode`.
+ * Sets up a directory, a config (`extra` appended) and the notify socket,
+ * without starting the daemon.  The daemon's app map is DIR/apps.d (never
+ * the system's): with `apps` non-NULL it holds apps.d/test.conf with that
+ * text and `apps_mode`.
  */
-static inline int rvh_setup_apps(struct rvh *h, const char *extra, const char *apps,
-				 unsigned apps_mode)
+static inline int rvh_prepare_apps(struct rvh *h, const char *extra, const char *apps,
+				   unsigned apps_mode)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct timeval tv = {0, 200000};
@@ -152,7 +177,14 @@ static inline int rvh_setup_apps(struct rvh *h, const char *extra, const char *a
 	if (h->notify_fd < 0 || bind(h->notify_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -1;
 	setsockopt(h->notify_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return rvh_start_daemon(h);
+	return 0;
+}
+
+/* rvh_prepare_apps, then the daemon started (READY=1). */
+static inline int rvh_setup_apps(struct rvh *h, const char *extra, const char *apps,
+				 unsigned apps_mode)
+{
+	return rvh_prepare_apps(h, extra, apps, apps_mode) ? -1 : rvh_start_daemon(h);
 }
 
 static inline int rvh_setup(struct rvh *h, const char *extra)

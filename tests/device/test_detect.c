@@ -354,6 +354,48 @@ static void test_config_file_overrides_and_rejects_typos(void **state)
 	assert_int_equal(rvd_config_load(&c, path), -ENOENT);
 }
 
+/* Drop-ins: rearviewd.conf.d/NAME.conf after the file, in name order, the
+ * later value winning; a typo in one is an error; other names are not read. */
+static void test_config_dropins_in_name_order_later_wins(void **state)
+{
+	char dir[] = "/tmp/rvd-confd-XXXXXX", path[64], d[80], cmd[128];
+	struct rvd_config c;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/rearviewd.conf", dir);
+	snprintf(d, sizeof(d), "%s/rearviewd.conf.d", dir);
+	assert_int_equal(mkdir(d, 0755), 0);
+	f = fopen(path, "w");
+	fputs("[jank]\nframes = 5\n[tracing]\ntraced_apps = 4\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s/20-late.conf", d);
+	f = fopen(cmd, "w");
+	fputs("[jank]\nframes = 9\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s/10-early.conf", d);
+	f = fopen(cmd, "w");
+	fputs("[jank]\nframes = 7\n[sockets]\nevents_mode = 0640\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s/99-off.conf.disabled", d);
+	f = fopen(cmd, "w");
+	fputs("[jank]\nframez = 1\n", f);
+	fclose(f);
+	rvd_config_defaults(&c);
+	assert_int_equal(rvd_config_load(&c, path), 0);
+	assert_int_equal(c.jank_frames, 9);
+	assert_int_equal(c.traced_apps, 4);
+	assert_int_equal(c.events_mode, 0640);
+
+	snprintf(cmd, sizeof(cmd), "%s/30-typo.conf", d);
+	f = fopen(cmd, "w");
+	fputs("[jank]\nframez = 1\n", f);
+	fclose(f);
+	assert_int_equal(rvd_config_load(&c, path), -EINVAL);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_registry_buffer_bytes_summed),
 		cmocka_unit_test(test_spool_transitions_follow_state_machine),
 		cmocka_unit_test(test_config_file_overrides_and_rejects_typos),
+		cmocka_unit_test(test_config_dropins_in_name_order_later_wins),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c — the INI configuration: defaults, overrides, relative
- * paths, and that typos and bad numbers are errors rather than defaults.
+ * paths, drop-ins (FILE.d/NAME.conf, in name order), and that typos and bad
+ * numbers are errors rather than defaults, in a drop-in as in the file.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -61,6 +64,58 @@ static void test_config_overrides_later_keys_win(void **state)
 	assert_string_equal(c.database, "/abs/x.db");
 	assert_int_equal(c.max_body_bytes, 1024);
 	assert_int_equal(c.request_timeout_ms, 250);
+}
+
+/* Writes text to dir/name. */
+static void put(const char *dir, const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void test_config_dropins_read_in_name_order_later_wins(void **state)
+{
+	char dir[] = "/tmp/rvs-confd-XXXXXX", conf[64], dropins[80], err[256], cmd[128];
+	struct rvs_config c;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(conf, sizeof conf, "%s/rv.conf", dir);
+	snprintf(dropins, sizeof dropins, "%s/rv.conf.d", dir);
+	put(dir, "rv.conf",
+	    "[server]\ndata_dir = /d\nmax_body_bytes = 1024\n"
+	    "request_timeout_ms = 250\n");
+	/* No directory: the file alone. */
+	assert_int_equal(rvs_config_load(conf, &c, err, sizeof err), 0);
+	assert_int_equal(c.max_body_bytes, 1024);
+
+	assert_int_equal(mkdir(dropins, 0755), 0);
+	/* Written out of order: read 10-a, then 20-b; others are not drop-ins. */
+	put(dropins, "20-b.conf", "[server]\nmax_body_bytes = 3000\n");
+	put(dropins, "10-a.conf",
+	    "[server]\nmax_body_bytes = 2000\nlisten = [::1]:9\n"
+	    "database = other.db\n");
+	put(dropins, "README", "not a drop-in: = = =\n");
+	put(dropins, ".10-hidden.conf", "[server]\nnonsense = 1\n");
+	put(dropins, "15-a.conf.bak", "[server]\nnonsense = 1\n");
+	assert_int_equal(rvs_config_load(conf, &c, err, sizeof err), 0);
+	assert_int_equal(c.max_body_bytes, 3000);
+	assert_string_equal(c.listen_host, "::1");
+	assert_int_equal(c.listen_port, 9);
+	assert_int_equal(c.request_timeout_ms, 250);
+	/* Relative paths resolve once every file is read. */
+	assert_string_equal(c.database, "/d/other.db");
+
+	/* A typo in a drop-in is an error naming that file and line. */
+	put(dropins, "30-c.conf", "[server]\n\nmax_body_bytez = 1\n");
+	assert_int_equal(rvs_config_load(conf, &c, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "rv.conf.d/30-c.conf:3: unknown key max_body_bytez"));
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
 }
 
 static void test_config_store_section_names_the_blob_backend(void **state)
@@ -146,6 +201,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_defaults_and_relative_paths),
 		cmocka_unit_test(test_config_overrides_later_keys_win),
+		cmocka_unit_test(test_config_dropins_read_in_name_order_later_wins),
 		cmocka_unit_test(test_config_typos_and_bad_values_are_errors),
 		cmocka_unit_test(test_config_store_section_names_the_blob_backend),
 		cmocka_unit_test(test_config_regression_alert_keys_parse_and_bad_values_are_errors),

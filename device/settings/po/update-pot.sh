@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # The panel's translation template: device/settings/po/rearview-settings.pot
-# holds every string settings.c marks with _() or N_().
+# holds every string settings.c and errors.c mark with _() or N_().
 #   update-pot.sh          rewrite the template
 #   update-pot.sh --check  exit 1 (naming the difference) when the template
 #                          and settings.c disagree on the set of strings
@@ -11,7 +11,8 @@ pot=device/settings/po/rearview-settings.pot
 extract() { # OUT
 	xgettext --language=C --from-code=UTF-8 --keyword=_ --keyword=N_ \
 		--add-comments=TRANSLATORS: --package-name=rearview-settings \
-		--msgid-bugs-address=none --sort-by-file -o "$1" device/settings/settings.c
+		--msgid-bugs-address=none --sort-by-file -o "$1" device/settings/settings.c \
+		device/settings/errors.c
 }
 if [ "${1:-}" != "--check" ]; then
 	extract "$pot"

@@ -9,6 +9,10 @@
  * wrote them; msg last, quoted, with \ " and control characters escaped
  * (\n, \t, \xHH), so one call is always one line.
  *
+ * Under systemd with stderr connected to the journal, a service starts
+ * each line with the sd-daemon priority "<N>" (rvc_log_to_journal,
+ * rvc_log_prefix), which journald strips and files the line under.
+ *
  * Invariants: one line per call, written with a single write() so lines of
  * the loop thread and of work threads never interleave mid-line; the line
  * never exceeds RVC_LOG_LINE bytes (the fields, then the message, are cut).
@@ -16,7 +20,10 @@
 #include "rearview/common.h"
 
 #include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,4 +102,33 @@ void rvc_log(const char *level, const char *prefix, const char *fields, const ch
 	/* Best effort: a log line that cannot be written is dropped. */
 	if (write(STDERR_FILENO, line, n) < 0)
 		return;
+}
+
+int rvc_log_to_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	char end;
+
+	return js && sscanf(js, "%llu:%llu%c", &dev, &ino, &end) == 2 &&
+	       fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+	       (unsigned long long)st.st_ino == ino;
+}
+
+const char *rvc_log_prefix(const char *level, char out[4])
+{
+	char n = '7'; /* SD_DEBUG */
+
+	if (!strcmp(level, "error"))
+		n = '3'; /* SD_ERR */
+	else if (!strcmp(level, "warn"))
+		n = '4'; /* SD_WARNING */
+	else if (!strcmp(level, "info"))
+		n = '6'; /* SD_INFO */
+	out[0] = '<';
+	out[1] = n;
+	out[2] = '>';
+	out[3] = '\0';
+	return out;
 }

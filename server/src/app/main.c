@@ -17,9 +17,10 @@
  * Startup: config → default policy published if none (policy_pub.c) →
  * decoder (decode.c) → enrolment secret → store opened on
  * the work queue →
- * listener bound → bound port written to port_file and logged.  SIGTERM or
- * SIGINT: stop accepting, let in-flight requests finish, close the store on
- * the work queue, exit 0.
+ * listener bound → bound port written to port_file and logged → READY=1 to
+ * systemd (sd_notify, when NOTIFY_SOCKET is set).  SIGTERM or SIGINT:
+ * STOPPING=1, stop accepting, let in-flight requests finish, close the
+ * store on the work queue, exit 0.
  */
 #include "rearview/common.h"
 
@@ -42,6 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <systemd/sd-daemon.h>
+
 /* Allocations from this size up are mappings of their own. */
 #define RVS_MMAP_THRESHOLD (1u << 20)
 
@@ -57,6 +60,16 @@ struct app {
 	int exit_code;
 	int stopping;
 };
+
+/* Tells systemd (NOTIFY_SOCKET, sd_notify(3)) of a state change: nothing
+ * when it is unset; a failure is logged, never fatal. */
+static void notify(const char *state)
+{
+	int rc = sd_notify(0, state);
+
+	if (rc < 0)
+		rvs_log("warn", "sd_notify failed", "err=%d", rc);
+}
 
 static void on_sig_closed(uv_handle_t *h)
 {
@@ -82,6 +95,7 @@ static void stop(struct app *a)
 		return;
 	a->stopping = 1;
 	rvs_log("info", "draining", NULL);
+	notify("STOPPING=1\nSTATUS=draining");
 	if (a->srv)
 		rvs_server_drain(a->srv, on_drained, a);
 	else
@@ -96,7 +110,7 @@ static void on_signal(uv_signal_t *s, int signum)
 static void on_ready(void *arg, int rc)
 {
 	struct app *a = arg;
-	char port[16];
+	char port[16], status[320];
 	int n;
 
 	if (rc) {
@@ -117,6 +131,10 @@ static void on_ready(void *arg, int rc)
 		rvs_log("warn", "cannot write port file", "path=\"%s\"", a->cfg.port_file);
 	rvs_log("info", "listening", "url=https://%s:%d/ store=%s", a->cfg.listen_host,
 		rvs_server_port(a->srv), rvs_store_for(a->cfg.database)->name);
+	/* Ready: the store is open and the listener accepts. */
+	snprintf(status, sizeof status, "READY=1\nSTATUS=listening on https://%s:%d/",
+		 a->cfg.listen_host, rvs_server_port(a->srv));
+	notify(status);
 }
 
 static int run(const char *config_path)
@@ -128,7 +146,7 @@ static int run(const char *config_path)
 	memset(&a, 0, sizeof a);
 	rc = rvs_config_load(config_path, &a.cfg, err, sizeof err);
 	if (rc) {
-		fprintf(stderr, "rearview-server: %s\n", err);
+		rvs_log("error", err, "config=\"%s\"", config_path);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -144,8 +162,10 @@ static int run(const char *config_path)
 	else if (swept.temps)
 		rvs_log("info", "blob temporary files removed", "count=%llu",
 			(unsigned long long)swept.temps);
-	if (rvs_decode_new(a.cfg.database, &a.decoder, &a.dec))
+	if ((rc = rvs_decode_new(a.cfg.database, &a.decoder, &a.dec))) {
+		rvs_log("error", "cannot open store", "path=\"%s\" err=%d", a.cfg.database, rc);
 		return 1;
+	}
 	rvs_decode_set_symbols_dir(a.dec, a.cfg.symbols_dir);
 	if (rvs_api_new(a.loop, &a.cfg, &a.metrics, rvs_store_for(a.cfg.database), &a.decoder,
 			&a.api)) {
@@ -295,6 +315,7 @@ int main(int argc, char **argv)
 	size_t n;
 	int cmd_config = argc >= 4 && strcmp(argv[2], "--config") == 0;
 
+	rvs_log_open();
 	if (argc >= 3 && strcmp(argv[1], "init") == 0) {
 		if (hostnames(argc, argv, 3, names, &n)) {
 			usage(stderr);

@@ -7,6 +7,7 @@
 
 #include "base/config.h"
 #include "base/text.h"
+#include "rearview/common.h"
 #include <errno.h>
 #include <stddef.h>
 #include <ini.h>
@@ -234,10 +235,48 @@ unsigned rvs_default_decode_jobs(void)
 	return n < 2 ? 1 : 2;
 }
 
+/* Reads one INI file over l->cfg: 0, or a negative errno with l->err
+ * naming the file (and the line). */
+static int parse_file(const char *path, struct load *l)
+{
+	int line;
+
+	errno = 0;
+	line = ini_parse(path, on_kv, l);
+	/* -1: fopen failed (errno says why); -2: inih's own allocation failed. */
+	if (line == -2 || (line < 0 && errno == ENOMEM)) {
+		snprintf(l->err, l->errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	if (line < 0) {
+		snprintf(l->err, l->errlen, "cannot read %s", path);
+		return -ENOENT;
+	}
+	if (line > 0) {
+		char msg[256];
+
+		if (!l->err[0])
+			snprintf(l->err, l->errlen, "syntax error");
+		snprintf(msg, sizeof msg, "%s:%d: %s", path, line, l->err);
+		snprintf(l->err, l->errlen, "%s", msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A drop-in (rvc_conf_dropins): read as the main file is; any failure
+ * is a configuration error. */
+static int parse_dropin(const char *path, void *l)
+{
+	int rc = parse_file(path, l);
+
+	return rc == -ENOENT ? -EINVAL : rc;
+}
+
 int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t errlen)
 {
 	struct load l = {c, err, errlen};
-	int line;
+	int rc;
 
 	memset(c, 0, sizeof *c);
 	snprintf(c->listen_host, sizeof c->listen_host, "127.0.0.1");
@@ -285,24 +324,10 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->webhook_backoff_ms = 1000;
 	c->webhook_timeout_ms = 10000;
 	err[0] = '\0';
-	errno = 0;
-	line = ini_parse(path, on_kv, &l);
-	/* -1: fopen failed (errno says why); -2: inih's own allocation failed. */
-	if (line == -2 || (line < 0 && errno == ENOMEM)) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	if (line < 0) {
-		snprintf(err, errlen, "cannot read %s", path);
-		return -ENOENT;
-	}
-	if (line > 0) {
+	if ((rc = parse_file(path, &l)) || (rc = rvc_conf_dropins(path, parse_dropin, &l)) < 0) {
 		if (!err[0])
-			snprintf(err, errlen, "syntax error");
-		char msg[256];
-		snprintf(msg, sizeof msg, "%s:%d: %s", path, line, err);
-		snprintf(err, errlen, "%s", msg);
-		return -EINVAL;
+			snprintf(err, errlen, "%s.d: %s", path, strerror(-rc));
+		return rc;
 	}
 	if (!c->data_dir[0]) {
 		snprintf(err, errlen, "%s: data_dir is required", path);

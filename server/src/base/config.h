@@ -77,9 +77,12 @@ struct rvs_config {
 	 * none.  Counts toward the server's memory bound. */
 	uint32_t trace_cache_mb;
 };
-/* Loads an INI file; relative paths are resolved against data_dir.
- * 0, -ENOENT (unreadable), -EINVAL (bad content), -ENAMETOOLONG or -ENOMEM,
- * with a human reason in err. */
+/* Loads an INI file, then its drop-ins path.d/NAME.conf in byte order of
+ * their names (a later file's value wins); relative paths are resolved
+ * against data_dir once all are read.  0, -ENOENT (path unreadable),
+ * -EINVAL (bad content, or an unreadable drop-in), -E2BIG (too many
+ * drop-ins), -ENAMETOOLONG or -ENOMEM, with a human reason in err naming
+ * the file. */
 int rvs_config_load(const char *path, struct rvs_config *cfg, char *err, size_t errlen);
 /* decode_jobs when the config does not say: 2 on a machine with two or more
  * online CPUs, else 1 — two decodes plus the uploads' blob writes and the

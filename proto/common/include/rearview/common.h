@@ -102,6 +102,32 @@ void rvc_json_str(FILE *f, const char *s);
  * its message).  Any thread; best effort (a failed write is dropped). */
 void rvc_log(const char *level, const char *prefix, const char *fields, const char *msg);
 
+/* The most drop-in files rvc_conf_dropins takes from one directory. */
+#define RVC_CONF_DROPINS_MAX 256
+
+/* Calls fn(file, ctx) for each "*.conf" in the drop-in directory of the
+ * configuration file `path` ("<path>.d/", e.g. /etc/rearview/rearviewd.conf.d/),
+ * in byte order of the names (strcmp: "10-a.conf" before "20-b.conf"), so
+ * that read after `path` the later file's value wins.  Names starting with
+ * "." and entries that are not regular files are skipped; a missing
+ * directory has no drop-ins.  Stops at the first fn that returns non-zero.
+ * Returns 0, fn's value, -E2BIG for more than RVC_CONF_DROPINS_MAX files
+ * (none is read then), -ENOMEM, or -errno when the directory cannot be
+ * read. */
+int rvc_conf_dropins(const char *path, int (*fn)(const char *file, void *ctx), void *ctx);
+
+/* 1 when stderr is the journal: JOURNAL_STREAM (which systemd sets for a
+ * service whose stderr is connected to journald) names stderr's device and
+ * inode as "DEV:INO"; 0 otherwise (unset, malformed, or another stream, as
+ * when the service's stderr was redirected).  A line to the journal then
+ * starts with its sd-daemon(3) priority, rvc_log_prefix(). */
+int rvc_log_to_journal(void);
+
+/* The sd-daemon(3) priority prefix of a level name into out[4]: "<3>"
+ * (SD_ERR) for "error", "<4>" (SD_WARNING) for "warn", "<6>" (SD_INFO) for
+ * "info", "<7>" (SD_DEBUG) for "debug" and any other name; returns out. */
+const char *rvc_log_prefix(const char *level, char out[4]);
+
 /* The negative errno for an sqlite3 result code, primary or extended (the
  * extended code's low byte is its primary code, so SQLITE_BUSY_SNAPSHOT
  * maps as SQLITE_BUSY):
