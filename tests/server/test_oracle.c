@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -58,6 +59,10 @@
 #define NDEVICES 16
 #define MAXN	 16 /* call instances per trace */
 #define PER_DEV	 3  /* uploads a device makes (the default policy's weekly quota) */
+#define NDAYS	 6  /* capture days of the fleet */
+#define DAY0	 19676 /* the first: 2023-11-15 (days since 1970-01-01, UTC) */
+#define STEP_APP 1  /* the app of the planted step (its versions follow time) */
+#define STEP_VER 1  /* the step's first version (index in VERS) and so day 2 */
 
 static const char *const APPS[NAPPS] = {"com.oracle.alpha", "com.oracle.beta", "com.oracle.gamma"};
 static const char *const VERS[NVERS] = {"1.0", "1.1", "1.2"};
@@ -114,12 +119,20 @@ static void gen(struct trace *t, int i)
 	memset(t, 0, sizeof *t);
 	t->app = (int)rnd(NAPPS);
 	t->ver = (int)rnd(NVERS);
+	/* The second app's versions follow time: trace i of g_n is version
+	 * NVERS·i/g_n, captured on day NDAYS·i/g_n (capture_ns). */
+	if (t->app == STEP_APP)
+		t->ver = (int)((int64_t)i * NVERS / g_n);
 	t->dev = (int)rnd(NDEVICES);
 	t->model = t->dev % NMODELS;
 	t->kind = rnd(3) ? REARVIEW__ANOMALY_KIND__ANOMALY_JANK
 			 : REARVIEW__ANOMALY_KIND__ANOMALY_TOUCH_LATENCY;
 	t->sev = (int)rnd(101);
 	root = add(t, M_MAIN, -1);
+	/* The planted step: from version 1.1 (and so from day 2) on, the
+	 * second app's main loop takes three times as long of its own. */
+	if (t->app == STEP_APP && t->ver >= STEP_VER)
+		t->c[root].self *= 3;
 	t->c[root].self += i; /* no two traces last as long */
 	if (rnd(4)) {
 		p = add(t, M_LAYOUT, root);
@@ -154,6 +167,14 @@ static void gen(struct trace *t, int i)
 	t->focus = (int)rnd((uint32_t)t->n);
 }
 
+/* Trace i's capture time (ns since the epoch): day NDAYS·i/g_n after
+ * DAY0, plus i seconds. */
+static uint64_t capture_ns(int i)
+{
+	uint64_t day = DAY0 + (uint64_t)((int64_t)i * NDAYS / g_n);
+	return (day * 86400 + (uint64_t)i) * 1000000000ull;
+}
+
 static uint64_t method_value(int m)
 {
 	return 0x1000 + 16 * (uint64_t)m;
@@ -185,7 +206,7 @@ static void capture(struct trace *tr, int i, capbuf *cb)
 	emit(cb, tr, 0, &t);
 	cb_end_slots(cb);
 	cb_u64at(cb, 16, t);
-	cb_u64at(cb, 24, 1700000000000000000ull + (uint64_t)i * 1000000000ull);
+	cb_u64at(cb, 24, capture_ns(i));
 	for (int m = 0; m < M_COUNT; m++)
 		cb_symbol(cb, method_value(m), method_value(m), 0, METHODS[m]);
 	focus = (uint64_t)tr->c[tr->focus].entry + (uint64_t)tr->c[tr->focus].self / 2;
@@ -367,7 +388,7 @@ static int upload(CURL *h, struct trace *tr, int i)
 	e.app = &app;
 	e.device = &d;
 	e.anomaly = &an;
-	e.captured_realtime_ns = 1700000000000000000ull + (uint64_t)i * 1000000000ull;
+	e.captured_realtime_ns = capture_ns(i);
 	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
 	e.payload.data = cb.b;
 	e.payload.len = cb.len;
@@ -1403,6 +1424,93 @@ static void test_oracle_regressions_medians_and_counts(void **state)
 			free(v[s][w]);
 }
 
+/* "YYYY-MM-DD" of fleet day d (0..NDAYS) into out. */
+static void day_key(int d, char out[16])
+{
+	time_t t = (time_t)((DAY0 + d) * 86400);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 16, "%Y-%m-%d", &tm);
+}
+
+/* /api/v1/trend of main_loop in app a by day or version against the
+ * recount: the buckets in axis order, each one's traces and nearest-rank
+ * p50/p95 of self and inclusive time; returns the document. */
+static json_t *trend_compare(int a, int by_version)
+{
+	json_t *doc = api("/api/v1/trend?method=main_loop&app=%s&by=%s", APPS[a],
+			  by_version ? "version" : "day"),
+	       *buckets = json_object_get(doc, "buckets");
+	int nk = by_version ? NVERS : NDAYS, k = 0;
+	int64_t *self = calloc((size_t)g_n, sizeof *self), *incl = calloc((size_t)g_n, sizeof *incl);
+	size_t total = 0;
+
+	assert_non_null(self);
+	assert_non_null(incl);
+	assert_false(json_is_true(json_object_get(doc, "cut")));
+	/* Versions are first seen in order here (the app's versions follow
+	 * time for STEP_APP, and every version shows on day 0 for the rest). */
+	for (int b = 0; b < nk; b++) {
+		char key[16], what[96];
+		size_t n = 0;
+		json_t *o;
+		for (int i = 0; i < g_n; i++) {
+			const struct trace *t = &g_t[i];
+			if (t->app != a ||
+			    (by_version ? t->ver : (int)((int64_t)i * NDAYS / g_n)) != b)
+				continue;
+			self[n] = t->c[0].self; /* main_loop is the root, once */
+			incl[n++] = t->c[0].incl;
+		}
+		if (!n)
+			continue;
+		if (by_version)
+			snprintf(key, sizeof key, "%s", VERS[b]);
+		else
+			day_key(b, key);
+		o = json_array_get(buckets, (size_t)k++);
+		assert_non_null(o);
+		snprintf(what, sizeof what, "trend %s bucket %d key", APPS[a], b);
+		if (strcmp(sval(o, "key"), key))
+			fail_msg("%s: %s, want %s", what, sval(o, "key"), key);
+		snprintf(what, sizeof what, "trend %s %s", APPS[a], key);
+		pcts_compare(what, o, self, incl, n);
+		total += n;
+	}
+	EXPECT_EQ("trend buckets", json_array_size(buckets), k);
+	EXPECT_EQ("trend traces", ival(doc, "traces"), total);
+	free(self);
+	free(incl);
+	return doc;
+}
+
+static void test_oracle_trend_buckets_and_planted_onset(void **state)
+{
+	char day2[16];
+	json_t *doc, *on;
+
+	(void)state;
+	day_key(2, day2);
+	/* The planted step: found at version 1.1, and at day 2 by day. */
+	doc = trend_compare(STEP_APP, 1);
+	on = json_object_get(json_object_get(doc, "onset"), "self");
+	assert_true(json_is_object(on));
+	assert_string_equal(sval(on, "key"), VERS[STEP_VER]);
+	assert_true(json_real_value(json_object_get(on, "p")) < 0.01);
+	assert_true(json_real_value(json_object_get(on, "shift")) > 2);
+	json_decref(doc);
+	doc = trend_compare(STEP_APP, 0);
+	on = json_object_get(json_object_get(doc, "onset"), "self");
+	assert_true(json_is_object(on));
+	assert_string_equal(sval(on, "key"), day2);
+	assert_string_equal(sval(on, "day"), day2);
+	json_decref(doc);
+	/* The first app's main loop did not change: no onset by day. */
+	doc = trend_compare(0, 0);
+	assert_true(json_is_null(json_object_get(json_object_get(doc, "onset"), "self")));
+	json_decref(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1415,6 +1523,7 @@ int main(void)
 		cmocka_unit_test(test_oracle_chain_search_every_caller),
 		cmocka_unit_test(test_oracle_fleet_callers_and_callees),
 		cmocka_unit_test(test_oracle_regressions_medians_and_counts),
+		cmocka_unit_test(test_oracle_trend_buckets_and_planted_onset),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
