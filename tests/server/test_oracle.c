@@ -57,12 +57,12 @@
 #define NVERS	 3
 #define NMODELS	 4
 #define NDEVICES 16
-#define MAXN	 16 /* call instances per trace */
-#define PER_DEV	 3  /* uploads a device makes (the default policy's weekly quota) */
-#define NDAYS	 6  /* capture days of the fleet */
+#define MAXN	 16    /* call instances per trace */
+#define PER_DEV	 3     /* uploads a device makes (the default policy's weekly quota) */
+#define NDAYS	 6     /* capture days of the fleet */
 #define DAY0	 19676 /* the first: 2023-11-15 (days since 1970-01-01, UTC) */
-#define STEP_APP 1  /* the app of the planted step (its versions follow time) */
-#define STEP_VER 1  /* the step's first version (index in VERS) and so day 2 */
+#define STEP_APP 1     /* the app of the planted step (its versions follow time) */
+#define STEP_VER 1     /* the step's first version (index in VERS) and so day 2 */
 
 static const char *const APPS[NAPPS] = {"com.oracle.alpha", "com.oracle.beta", "com.oracle.gamma"};
 static const char *const VERS[NVERS] = {"1.0", "1.1", "1.2"};
@@ -1442,7 +1442,8 @@ static json_t *trend_compare(int a, int by_version)
 			  by_version ? "version" : "day"),
 	       *buckets = json_object_get(doc, "buckets");
 	int nk = by_version ? NVERS : NDAYS, k = 0;
-	int64_t *self = calloc((size_t)g_n, sizeof *self), *incl = calloc((size_t)g_n, sizeof *incl);
+	int64_t *self = calloc((size_t)g_n, sizeof *self),
+		*incl = calloc((size_t)g_n, sizeof *incl);
 	size_t total = 0;
 
 	assert_non_null(self);

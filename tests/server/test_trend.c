@@ -212,8 +212,8 @@ static void test_trend_p_value_same_on_every_run(void **state)
 		struct rvs_trend *t = r ? &b : &a;
 		for (uint64_t i = 0; i < 60; i++) {
 			int64_t s = 1000 + noise(i, 1000);
-			assert_int_equal(rvs_trend_add(t, (int64_t)i / 10, "1", i >= 30 ? s * 11 / 10 : s,
-						       s),
+			assert_int_equal(rvs_trend_add(t, (int64_t)i / 10, "1",
+						       i >= 30 ? s * 11 / 10 : s, s),
 					 0);
 		}
 		assert_int_equal(rvs_trend_compute(t), 0);

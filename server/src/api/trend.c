@@ -93,11 +93,13 @@ static json_t *trend_json(const struct rvs_trend *t, const struct rvs_trend_filt
 			return NULL;
 		}
 	doc = json_pack(
-		"{s:o,s:o,s:o,s:o,s:o,s:s,s:I,s:b,s:I,s:s,s:o,s:{s:o,s:o},s:{s:o,s:o},s:{s:s,s:f,s:i,s:s}}",
-		"method", rvs_json_str(f->method), "app", opt_str(f->app), "model", opt_str(f->model),
-		"issue", opt_str(f->issue), "kind", f->has_kind ? json_integer(f->kind) : json_null(),
-		"by", t->by == RVS_TREND_DAY ? "day" : "version", "traces", (json_int_t)t->n, "cut",
-		cut, "max_traces", (json_int_t)RVS_TREND_MAX_TRACES, "percentiles", "nearest-rank",
+		"{s:o,s:o,s:o,s:o,s:o,s:s,s:I,s:b,s:I,s:s,s:o,s:{s:o,s:o},s:{s:o,s:o},s:{s:s,s:f,s:"
+		"i,s:s}}",
+		"method", rvs_json_str(f->method), "app", opt_str(f->app), "model",
+		opt_str(f->model), "issue", opt_str(f->issue), "kind",
+		f->has_kind ? json_integer(f->kind) : json_null(), "by",
+		t->by == RVS_TREND_DAY ? "day" : "version", "traces", (json_int_t)t->n, "cut", cut,
+		"max_traces", (json_int_t)RVS_TREND_MAX_TRACES, "percentiles", "nearest-rank",
 		"buckets", buckets, "onset", "self",
 		t->self.found ? split_json(t, &t->self) : json_null(), "incl",
 		t->incl.found ? split_json(t, &t->incl) : json_null(), "best_split", "self",
@@ -130,7 +132,7 @@ void rvs_trend_api(struct rvs_call *c)
 	char method[1024], app[256], model[128], issue[32], kind[64], by[16];
 	static const char *const names[] = {"method", "app", "model", "issue", "kind", "by"};
 	char *const vals[] = {method, app, model, issue, kind, by};
-	const size_t caps[] = {sizeof method, sizeof app, sizeof model,
+	const size_t caps[] = {sizeof method, sizeof app,  sizeof model,
 			       sizeof issue,  sizeof kind, sizeof by};
 	int has[6];
 	struct rvs_trend_filter f = {.method = method, .max_rows = RVS_TREND_MAX_TRACES};
@@ -169,8 +171,8 @@ void rvs_trend_api(struct rvs_call *c)
 		rc = rvs_trend_compute(&t);
 	if (rc) {
 		rvs_trend_release(&t);
-		return rvs_query_set_error(c->q, rc == -ENOMEM || rvs_store_transient(rc) ? 503 : 500,
-					   "trend failed");
+		return rvs_query_set_error(
+			c->q, rc == -ENOMEM || rvs_store_transient(rc) ? 503 : 500, "trend failed");
 	}
 	doc = trend_json(&t, &f, cut);
 	rvs_trend_release(&t);

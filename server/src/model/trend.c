@@ -127,9 +127,9 @@ static int bucket(struct rvs_trend *t)
 
 	qsort(t->s, t->n, sizeof *t->s, t->by == RVS_TREND_DAY ? by_day : by_version);
 	for (size_t i = 0; i < t->n; i++) {
-		int same = i && (t->by == RVS_TREND_DAY
-					 ? t->s[i].day == t->s[i - 1].day
-					 : !strcmp(t->s[i].version, t->s[i - 1].version));
+		int same = i &&
+			   (t->by == RVS_TREND_DAY ? t->s[i].day == t->s[i - 1].day
+						   : !strcmp(t->s[i].version, t->s[i - 1].version));
 		nb += !same;
 		t->s[i].b = nb - 1;
 	}

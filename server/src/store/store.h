@@ -782,8 +782,7 @@ struct rvs_store_ops {
 	 * 1 when more than f->max_rows traces matched (the newest max_rows
 	 * were given), else 0.  0 or -errno. */
 	int (*trend_read)(struct rvs_store *s, const struct rvs_trend_filter *f,
-			  int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg,
-			  int *cut);
+			  int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

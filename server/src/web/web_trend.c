@@ -5,7 +5,7 @@
  * an SVG chart from the JSON API's /api/v1/trend reply (api/trend.c), with
  * the onset marked (#onset) and linked to the diff of before against
  * after, a table of the buckets each linked to its aggregate, and the
- * brush (/static/trend.js): a range dragged over the chart becomes the A
+ * brush (/static/trend.js, web_trend_js.c): a range dragged over the chart becomes the A
  * or B set of /aggregate/diff, or the set of /aggregate.
  *
  * A set of buckets as aggregate filters (set_params, and trend.js the
@@ -145,9 +145,13 @@ static void chart(struct web_ctx *c, json_t *doc, json_t *onset)
 	size_t nb = json_array_size(bs), i, step = (nb + LABELS - 1) / LABELS;
 	double ymax = 1, colw = (W - LEFT - RIGHT) / (double)nb;
 
-	json_array_foreach(bs, i, b) for (size_t l = 0; l < 4; l++) if (
-		(double)pct(b, LINES[l].which, LINES[l].p) > ymax) ymax =
-		(double)pct(b, LINES[l].which, LINES[l].p);
+	json_array_foreach(bs, i, b)
+	{
+		for (size_t l = 0; l < 4; l++) {
+			double v = (double)pct(b, LINES[l].which, LINES[l].p);
+			ymax = v > ymax ? v : ymax;
+		}
+	}
 	ymax *= 1.05;
 	fprintf(c->f,
 		"<svg id=\"trend-chart\" class=\"trend-chart\" xmlns=\"http://www.w3.org/2000/svg\""
@@ -178,7 +182,8 @@ static void chart(struct web_ctx *c, json_t *doc, json_t *onset)
 		fprintf(c->f, ": %lld traces</title></rect>", (long long)ival(b, "count"));
 		if (i % step == 0) {
 			fprintf(c->f,
-				"<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">",
+				"<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
+				"text-anchor=\"middle\">",
 				x_of(i, nb), H - BOTTOM + 16);
 			rvs_web_esc(c->f, sval(b, "key"));
 			fputs("</text>", c->f);
@@ -194,14 +199,15 @@ static void chart(struct web_ctx *c, json_t *doc, json_t *onset)
 			x, x, TOP, H - BOTTOM, x + 3, TOP + 12);
 	}
 	for (size_t l = 0; l < 4; l++) {
-		fprintf(c->f, "<polyline class=\"tl\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"",
+		fprintf(c->f,
+			"<polyline class=\"tl\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"",
 			LINES[l].colour);
 		if (LINES[l].dash[0])
 			fprintf(c->f, " stroke-dasharray=\"%s\"", LINES[l].dash);
 		fputs(" points=\"", c->f);
 		json_array_foreach(bs, i, b)
-		fprintf(c->f, "%.1f,%.1f ", x_of(i, nb),
-			y_of(pct(b, LINES[l].which, LINES[l].p), ymax));
+			fprintf(c->f, "%.1f,%.1f ", x_of(i, nb),
+				y_of(pct(b, LINES[l].which, LINES[l].p), ymax));
 		fputs("\"/>", c->f);
 		json_array_foreach(bs, i, b)
 		{
@@ -209,7 +215,8 @@ static void chart(struct web_ctx *c, json_t *doc, json_t *onset)
 			fprintf(c->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
 				x_of(i, nb), y_of(v, ymax), LINES[l].colour);
 			rvs_web_esc(c->f, sval(b, "key"));
-			fprintf(c->f, ": %s %.3f ms</title></circle>", LINES[l].label, (double)v / 1e6);
+			fprintf(c->f, ": %s %.3f ms</title></circle>", LINES[l].label,
+				(double)v / 1e6);
 		}
 	}
 	fputs("</svg><p class=\"legend\">Red: self time, blue: inclusive; solid p50, dashed p95"
@@ -337,7 +344,8 @@ void rvs_web_trend(struct rvs_call *call)
 	rvs_web_esc(c->f, method);
 	fputs("</a></h1>", c->f);
 	form(c, sval(doc, "by"));
-	fprintf(c->f, "<p id=\"trend-count\">%lld traces with this method", (long long)ival(doc, "traces"));
+	fprintf(c->f, "<p id=\"trend-count\">%lld traces with this method",
+		(long long)ival(doc, "traces"));
 	if (json_is_true(json_object_get(doc, "cut")))
 		fprintf(c->f, " — <b class=\"alert\">only the newest %lld are shown</b>",
 			(long long)ival(doc, "max_traces"));
@@ -384,70 +392,3 @@ void rvs_web_trend(struct rvs_call *call)
 	json_decref(doc);
 	web_page_end(c, 200);
 }
-
-const char WEB_TREND_JS[] =
-	"'use strict';\n"
-	"/* The trend page's brush: a drag over the chart's bucket columns selects\n"
-	" * them; the selection becomes the set of /aggregate, or side A or B of\n"
-	" * /aggregate/diff (as web_trend.c's set_params: days as since/until, one\n"
-	" * version as version, several as their days). */\n"
-	"document.addEventListener('DOMContentLoaded', function () {\n"
-	"  var svg = document.getElementById('trend-chart');\n"
-	"  var box = document.getElementById('trend-brush');\n"
-	"  if (!svg || !box) return;\n"
-	"  var common = box.getAttribute('data-common').replace(/^&/, '');\n"
-	"  var byVersion = svg.getAttribute('data-by') === 'version';\n"
-	"  var cols = Array.prototype.slice.call(svg.querySelectorAll('rect.tb'));\n"
-	"  var sel = null, start = -1, sides = {};\n"
-	"  var label = document.getElementById('brush-sel');\n"
-	"  var agg = document.getElementById('brush-agg');\n"
-	"  var diff = document.getElementById('brush-diff');\n"
-	"  var ba = document.getElementById('brush-a'), bb = document.getElementById('brush-b');\n"
-	"  function params(s, side) {\n"
-	"    var a = cols[s[0]], b = cols[s[1]];\n"
-	"    if (byVersion && s[0] === s[1])\n"
-	"      return side + 'version=' + encodeURIComponent(a.getAttribute('data-key'));\n"
-	"    return side + 'since=' + a.getAttribute('data-since') + '&' + side + 'until=' +\n"
-	"      b.getAttribute('data-until');\n"
-	"  }\n"
-	"  function name(s) {\n"
-	"    var a = cols[s[0]].getAttribute('data-key'), b = cols[s[1]].getAttribute('data-key');\n"
-	"    return a === b ? a : a + ' … ' + b;\n"
-	"  }\n"
-	"  function show() {\n"
-	"    cols.forEach(function (c, i) {\n"
-	"      c.setAttribute('fill-opacity', sel && i >= sel[0] && i <= sel[1] ? '0.25' : '0');\n"
-	"    });\n"
-	"    label.textContent = sel ? name(sel) : 'none';\n"
-	"    ba.disabled = bb.disabled = !sel;\n"
-	"    agg.hidden = !sel;\n"
-	"    if (sel) agg.href = '/aggregate?' + common + '&' + params(sel, '');\n"
-	"    diff.hidden = !(sides.a && sides.b);\n"
-	"    if (sides.a && sides.b)\n"
-	"      diff.href = '/aggregate/diff?' + common + '&' + params(sides.a, 'a.') + '&' +\n"
-	"        params(sides.b, 'b.');\n"
-	"    diff.textContent = 'diff A (' + (sides.a ? name(sides.a) : '?') + ') → B (' +\n"
-	"      (sides.b ? name(sides.b) : '?') + ')';\n"
-	"  }\n"
-	"  function at(ev) {\n"
-	"    var t = ev.target;\n"
-	"    return t && t.classList && t.classList.contains('tb') ?\n"
-	"      Number(t.getAttribute('data-i')) : -1;\n"
-	"  }\n"
-	"  svg.addEventListener('mousedown', function (ev) {\n"
-	"    start = at(ev);\n"
-	"    if (start < 0) return;\n"
-	"    ev.preventDefault();\n"
-	"    sel = [start, start];\n"
-	"    show();\n"
-	"  });\n"
-	"  svg.addEventListener('mousemove', function (ev) {\n"
-	"    var i = at(ev);\n"
-	"    if (start < 0 || i < 0) return;\n"
-	"    sel = [Math.min(start, i), Math.max(start, i)];\n"
-	"    show();\n"
-	"  });\n"
-	"  document.addEventListener('mouseup', function () { start = -1; });\n"
-	"  ba.addEventListener('click', function () { sides.a = sel; show(); });\n"
-	"  bb.addEventListener('click', function () { sides.b = sel; show(); });\n"
-	"});\n";
