@@ -91,7 +91,7 @@ void rvsb_curl(const struct rvsb *b, CURL *h, const char *path)
 
 int rvsb_init(struct rvsb *b)
 {
-	char path[256];
+	char path[256], out[4096], *p;
 	pid_t pid;
 	int st;
 
@@ -100,9 +100,10 @@ int rvsb_init(struct rvsb *b)
 	if (!mkdtemp(b->dir))
 		return -1;
 	snprintf(b->data, sizeof b->data, "%s/d", b->dir);
+	snprintf(path, sizeof path, "%s/init.out", b->dir);
 	pid = fork();
 	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 1);
 		dup2(fd, 2);
 		execl(server_bin(), server_bin(), "init", b->data, (char *)NULL);
@@ -110,6 +111,13 @@ int rvsb_init(struct rvsb *b)
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 		return -1;
+	/* The web UI's admin password, as init prints it. */
+	if (slurp(path, out, sizeof out) > 0 && (p = strstr(out, "admin password:"))) {
+		p += strlen("admin password:");
+		p += strspn(p, " ");
+		snprintf(b->admin_password, sizeof b->admin_password, "%.*s",
+			 (int)strcspn(p, " \r\n"), p);
+	}
 	snprintf(b->ca, sizeof b->ca, "%s/ca.crt", b->data);
 	snprintf(path, sizeof path, "%s/rearview.db", b->data);
 	if (rvt_store_dsn(path, b->db, sizeof b->db)) {

@@ -1512,6 +1512,197 @@ static void test_oracle_trend_buckets_and_planted_onset(void **state)
 	json_decref(doc);
 }
 
+/* ---- the /trend page ------------------------------------------------------- */
+
+static size_t keep_headers(char *p, size_t sz, size_t n, void *u)
+{
+	char *h = u;
+	size_t have = strlen(h), add = sz * n;
+	if (have + add < 4096) {
+		memcpy(h + have, p, add);
+		h[have + add] = '\0';
+	}
+	return add;
+}
+
+/* A web UI request (a POST of form when not NULL) with cookie; the body
+ * into out (malloc'd), the headers into hdrs (4096 bytes); the status. */
+static long web_req(const char *path, const char *cookie, const char *form, struct body *out,
+		    char *hdrs)
+{
+	long code = 0;
+
+	memset(out, 0, sizeof *out);
+	hdrs[0] = '\0';
+	curl_easy_reset(g_curl);
+	rvsb_curl(&g_b, g_curl, path);
+	if (cookie)
+		curl_easy_setopt(g_curl, CURLOPT_COOKIE, cookie);
+	if (form)
+		curl_easy_setopt(g_curl, CURLOPT_POSTFIELDS, form);
+	curl_easy_setopt(g_curl, CURLOPT_WRITEFUNCTION, grow);
+	curl_easy_setopt(g_curl, CURLOPT_WRITEDATA, out);
+	curl_easy_setopt(g_curl, CURLOPT_HEADERFUNCTION, keep_headers);
+	curl_easy_setopt(g_curl, CURLOPT_HEADERDATA, hdrs);
+	assert_int_equal(curl_easy_perform(g_curl), CURLE_OK);
+	curl_easy_getinfo(g_curl, CURLINFO_RESPONSE_CODE, &code);
+	if (!out->p)
+		out->p = calloc(1, 1);
+	return code;
+}
+
+/* The value of cookie name set in hdrs into out ("" when none). */
+static void cookie_of(const char *hdrs, const char *name, char *out, size_t cap)
+{
+	char needle[64];
+	const char *p;
+	snprintf(needle, sizeof needle, "Set-Cookie: %s=", name);
+	out[0] = '\0';
+	if ((p = strcasestr(hdrs, needle)))
+		snprintf(out, cap, "%.*s", (int)strcspn(p + strlen(needle), ";\r\n"),
+			 p + strlen(needle));
+}
+
+/* Signs in as admin; the session cookie ("rv_session=…") into out. */
+static void web_login(char *out, size_t cap)
+{
+	char hdrs[4096], tok[128], cookie[160], form[512], id[128];
+	struct body b;
+
+	if (!g_b.admin_password[0])
+		skip(); /* init printed no password: say so, never pass silently */
+	assert_int_equal(web_req("/login", NULL, NULL, &b, hdrs), 200);
+	free(b.p);
+	cookie_of(hdrs, "rv_login", tok, sizeof tok);
+	assert_true(tok[0]);
+	snprintf(cookie, sizeof cookie, "rv_login=%s", tok);
+	snprintf(form, sizeof form, "csrf=%s&user=admin&password=%s", tok, g_b.admin_password);
+	assert_int_equal(web_req("/login", cookie, form, &b, hdrs), 303);
+	free(b.p);
+	cookie_of(hdrs, "rv_session", id, sizeof id);
+	assert_true(id[0]);
+	snprintf(out, cap, "rv_session=%s", id);
+}
+
+/* The href of the element with id in html, "&amp;" decoded, into out. */
+static void href_of(const char *html, const char *id, char *out, size_t cap)
+{
+	char needle[96];
+	const char *p, *h;
+	size_t n = 0;
+
+	snprintf(needle, sizeof needle, "id=\"%s\" href=\"", id);
+	p = strstr(html, needle);
+	if (!p)
+		fail_msg("no element %s with a link", id);
+	for (h = p + strlen(needle); *h && *h != '"' && n + 1 < cap; h++) {
+		out[n++] = *h;
+		if (!strncmp(h, "&amp;", 5))
+			h += 4;
+	}
+	out[n] = '\0';
+}
+
+/* GET path with the session: 200 asserted; the body (caller frees). */
+static char *page(const char *cookie, const char *path)
+{
+	char hdrs[4096];
+	struct body b;
+	long code = web_req(path, cookie, NULL, &b, hdrs);
+	if (code != 200)
+		fail_msg("GET %s: %ld", path, code);
+	return b.p;
+}
+
+static void test_oracle_trend_page_marks_onset_and_links_the_sets(void **state)
+{
+	char cookie[160], path[1024], want[1024];
+	char *html, *diff;
+
+	(void)state;
+	web_login(cookie, sizeof cookie);
+	/* By version: the onset at 1.1, its diff 1.0 against 1.1. */
+	snprintf(path, sizeof path, "/trend?method=main_loop&app=%s&by=version", APPS[STEP_APP]);
+	html = page(cookie, path);
+	assert_non_null(strstr(html, "<svg id=\"trend-chart\""));
+	assert_non_null(strstr(html, "id=\"onset-line\""));
+	assert_non_null(strstr(html, "<b id=\"onset-key\">1.1</b>"));
+	assert_non_null(strstr(html, "<script src=\"/static/trend.js\""));
+	href_of(html, "onset-diff", path, sizeof path);
+	snprintf(want, sizeof want,
+		 "/aggregate/diff?method=main_loop&app=%s&a.version=1.0&b.version=1.1",
+		 APPS[STEP_APP]);
+	assert_string_equal(path, want);
+	diff = page(cookie, path); /* the diff page takes every parameter */
+	free(diff);
+	href_of(html, "onset-regressions", path, sizeof path);
+	snprintf(want, sizeof want, "/regressions?app=%s&a=1.0&b=1.1", APPS[STEP_APP]);
+	assert_string_equal(path, want);
+	snprintf(want, sizeof want,
+		 "class=\"bucket-agg\" href=\"/aggregate?method=main_loop&amp;app=%s&amp;"
+		 "version=1.2\"",
+		 APPS[STEP_APP]);
+	assert_non_null(strstr(html, want));
+	free(html);
+
+	/* By day: the days before day 2 against day 2 on (unix s). */
+	snprintf(path, sizeof path, "/trend?method=main_loop&app=%s", APPS[STEP_APP]);
+	html = page(cookie, path);
+	{
+		char day2[16], key[64];
+		day_key(2, day2);
+		snprintf(key, sizeof key, "<b id=\"onset-key\">%s</b>", day2);
+		assert_non_null(strstr(html, key));
+	}
+	href_of(html, "onset-diff", path, sizeof path);
+	snprintf(want, sizeof want,
+		 "/aggregate/diff?method=main_loop&app=%s&a.since=%d&a.until=%d&b.since=%d"
+		 "&b.until=%d",
+		 APPS[STEP_APP], DAY0 * 86400, (DAY0 + 2) * 86400, (DAY0 + 2) * 86400,
+		 (DAY0 + NDAYS) * 86400);
+	assert_string_equal(path, want);
+	diff = page(cookie, path);
+	free(diff);
+	free(html);
+
+	/* No onset on a flat series: the page says so, and draws no marker. */
+	snprintf(path, sizeof path, "/trend?method=main_loop&app=%s", APPS[0]);
+	html = page(cookie, path);
+	assert_non_null(strstr(html, "<p id=\"onset\">No onset"));
+	assert_null(strstr(html, "id=\"onset-line\""));
+	free(html);
+
+	/* The method page links here; its script is served. */
+	html = page(cookie, "/methods/main_loop");
+	href_of(html, "method-trend", path, sizeof path);
+	assert_string_equal(path, "/trend?method=main_loop");
+	free(html);
+	/* Each issue links to the trend of the method its anomaly is in,
+	 * over its own traces. */
+	snprintf(path, sizeof path, "/issues?app=%s", APPS[STEP_APP]);
+	html = page(cookie, path);
+	{
+		const char *p = strstr(html, "class=\"issue-trend\" href=\"");
+		size_t n = 0;
+		assert_non_null(p);
+		for (p += strlen("class=\"issue-trend\" href=\""); *p != '"' && n + 1 < sizeof path;
+		     p++) {
+			path[n++] = *p;
+			if (!strncmp(p, "&amp;", 5))
+				p += 4;
+		}
+		path[n] = '\0';
+	}
+	free(html);
+	assert_non_null(strstr(path, "&issue="));
+	html = page(cookie, path);
+	assert_non_null(strstr(html, "<svg id=\"trend-chart\""));
+	free(html);
+	html = page(cookie, "/static/trend.js");
+	assert_non_null(strstr(html, "brush-diff"));
+	free(html);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1525,6 +1716,7 @@ int main(void)
 		cmocka_unit_test(test_oracle_fleet_callers_and_callees),
 		cmocka_unit_test(test_oracle_regressions_medians_and_counts),
 		cmocka_unit_test(test_oracle_trend_buckets_and_planted_onset),
+		cmocka_unit_test(test_oracle_trend_page_marks_onset_and_links_the_sets),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -65,11 +65,15 @@ static void amp_param(FILE *f, const char *side, const char *name, const char *v
 	rvs_web_urlenc(f, value);
 }
 
-/* The filters every set shares: method, app, model, kind (top-level). */
+/* The filters every set shares, top-level: method (always set on the
+ * page, so first, without "&amp;"), app, model, kind. */
 static void common_params(struct web_ctx *c, FILE *f)
 {
-	static const char *const keys[] = {"method", "app", "model", "kind"};
+	static const char *const keys[] = {"app", "model", "kind"};
 	char v[1024];
+	param(c, "method", v, sizeof v);
+	fputs("method=", f);
+	rvs_web_urlenc(f, v);
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		param(c, keys[i], v, sizeof v);
 		amp_param(f, "", keys[i], v);
@@ -359,25 +363,7 @@ void rvs_web_trend(struct rvs_call *call)
 	onset_par(c, doc, onset, json_object_get(json_object_get(doc, "best_split"), "self"));
 	/* The brush: trend.js fills the links from the columns dragged over. */
 	fputs("<div id=\"trend-brush\" data-common=\"", c->f);
-	{
-		char *q = NULL;
-		size_t qn = 0;
-		FILE *u = open_memstream(&q, &qn);
-		if (u) {
-			static const char *const keys[] = {"method", "app", "model", "kind"};
-			char v[1024];
-			for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-				param(c, keys[i], v, sizeof v);
-				if (!v[0])
-					continue;
-				fprintf(u, "&%s=", keys[i]);
-				rvs_web_urlenc(u, v);
-			}
-			fclose(u);
-			rvs_web_esc(c->f, q ? q : "");
-			free(q);
-		}
-	}
+	common_params(c, c->f); /* the browser reads "&amp;" back as "&" */
 	fputs("\"><p>Drag over the chart to select buckets: <span id=\"brush-sel\">none</span>"
 	      " <button type=\"button\" id=\"brush-a\" disabled>use as A</button>"
 	      " <button type=\"button\" id=\"brush-b\" disabled>use as B</button>"
