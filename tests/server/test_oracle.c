@@ -1698,6 +1698,15 @@ static void test_oracle_trend_page_marks_onset_and_links_the_sets(void **state)
 	html = page(cookie, path);
 	assert_non_null(strstr(html, "<svg id=\"trend-chart\""));
 	free(html);
+	/* Each method of a regression links to its trend per version. */
+	snprintf(path, sizeof path, "/regressions?app=%s&a=1.0&b=1.1", APPS[STEP_APP]);
+	html = page(cookie, path);
+	snprintf(want, sizeof want,
+		 "class=\"regress-trend\" "
+		 "href=\"/trend?by=version&amp;method=main_loop&amp;app=%s\"",
+		 APPS[STEP_APP]);
+	assert_non_null(strstr(html, want));
+	free(html);
 	html = page(cookie, "/static/trend.js");
 	assert_non_null(strstr(html, "brush-diff"));
 	free(html);
