@@ -8,7 +8,9 @@
  * are kept doubled (the sum of a tie group's first and last 1-based
  * positions), so midranks stay integers and every rank sum is exact; only
  * the standardization is floating point.  The permutations draw from a
- * xorshift64* generator seeded with RVS_TREND_SEED: deterministic.
+ * xorshift64* generator seeded with RVS_TREND_SEED: deterministic; one
+ * shuffle per permutation moves both measures' ranks, so the self and
+ * inclusive tests see the same permutations.
  */
 #include "model/trend.h"
 #include "base/version.h"
@@ -183,12 +185,26 @@ static uint64_t rng_next(uint64_t *x)
 	return *x * 0x2545f4914f6cdd1dull;
 }
 
-/* The largest |z| over the splits cut[1..nb) of the doubled ranks r[0..n)
- * in their current order; *at its split (the bucket after it) and *zs its
+/* A uniform index in [0, n) (Lemire's multiply-shift: no division). */
+static size_t rng_below(uint64_t *x, size_t n)
+{
+	assert(n <= UINT32_MAX);
+	return (size_t)(((rng_next(x) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* One trace's doubled ranks (the sum of its tie group's first and last
+ * 1-based positions) of self [0] and inclusive [1] time: the two measures
+ * are permuted together, one shuffle serving both tests. */
+struct ranks {
+	int64_t r[2];
+};
+
+/* The largest |z| of measure w over the splits cut[1..nb) of r[0..n) in
+ * its current order; *at its split (the bucket after it) and *zs its
  * signed z (after against before).  var1 is the variance's factor
  * ((n + 1) - T / (n (n - 1))) / 12. */
-static double max_z(const int64_t *r, size_t n, const size_t *cut, size_t nb, double var1,
-		    size_t *at, double *zs)
+static double max_z(const struct ranks *r, int w, size_t n, const size_t *cut, size_t nb,
+		    double var1, size_t *at, double *zs)
 {
 	double best = -1;
 	int64_t sum = 0; /* doubled rank sum of the first cut[j] traces */
@@ -197,7 +213,7 @@ static double max_z(const int64_t *r, size_t n, const size_t *cut, size_t nb, do
 	for (size_t j = 1; j < nb; j++) {
 		double n1, n2, u1, z;
 		while (i < cut[j])
-			sum += r[i++];
+			sum += r[i++].r[w];
 		n1 = (double)cut[j];
 		n2 = (double)(n - cut[j]);
 		u1 = (double)sum / 2 - n1 * (n1 + 1) / 2;
@@ -233,17 +249,45 @@ static int64_t side_median(const struct rvs_trend *t, int w, size_t from, size_t
 	return rvs_trend_pct(tmp, to - from, 50);
 }
 
-/* The test of measure w (0 self, 1 inclusive) into *o.  0 or -ENOMEM. */
-static int onset(const struct rvs_trend *t, int w, struct rvs_trend_onset *o)
+/* Measure w's doubled ranks into r[].r[w]; the variance factor (0 when
+ * every value ties: no test). */
+static double rank(const struct rvs_trend *t, int w, struct ranked *v, struct ranks *r)
 {
-	size_t n = t->n, at = 0, *cut;
-	struct ranked *v;
-	int64_t *r, *tmp;
-	double ties = 0, var1, obs, zs = 0;
-	uint64_t x = RVS_TREND_SEED;
-	unsigned above = 0;
+	size_t n = t->n;
+	double ties = 0;
 
-	memset(o, 0, sizeof *o);
+	for (size_t i = 0; i < n; i++) {
+		v[i].v = t->s[i].v[w];
+		v[i].i = i;
+	}
+	qsort(v, n, sizeof *v, by_value);
+	for (size_t a = 0, e; a < n; a = e) {
+		double g;
+		for (e = a + 1; e < n && v[e].v == v[a].v; e++)
+			;
+		for (size_t k = a; k < e; k++)
+			r[v[k].i].r[w] = (int64_t)(a + 1) + (int64_t)e; /* 2 × midrank */
+		g = (double)(e - a);
+		ties += g * g * g - g;
+	}
+	return ((double)n + 1 - ties / ((double)n * ((double)n - 1))) / 12;
+}
+
+/* Both tests (t->self, t->incl).  0 or -ENOMEM. */
+static int onsets(struct rvs_trend *t)
+{
+	struct rvs_trend_onset *o[2] = {&t->self, &t->incl};
+	size_t n = t->n, at[2] = {0, 0}, *cut;
+	struct ranked *v;
+	struct ranks *r;
+	int64_t *tmp;
+	double var1[2], obs[2] = {0, 0}, zs[2] = {0, 0};
+	uint64_t x = RVS_TREND_SEED;
+	unsigned above[2] = {0, 0};
+	int any = 0;
+
+	memset(o[0], 0, sizeof *o[0]);
+	memset(o[1], 0, sizeof *o[1]);
 	if (t->nb < 2)
 		return 0;
 	cut = calloc(t->nb, sizeof *cut);
@@ -259,47 +303,45 @@ static int onset(const struct rvs_trend *t, int w, struct rvs_trend_onset *o)
 	}
 	for (size_t j = 1; j < t->nb; j++)
 		cut[j] = cut[j - 1] + t->b[j - 1].n;
-	for (size_t i = 0; i < n; i++) {
-		v[i].v = t->s[i].v[w];
-		v[i].i = i;
+	for (int w = 0; w < 2; w++) {
+		var1[w] = rank(t, w, v, r);
+		if (var1[w] <= 0)
+			continue; /* every value ties: no test */
+		o[w]->tested = any = 1;
+		obs[w] = max_z(r, w, n, cut, t->nb, var1[w], &at[w], &zs[w]);
 	}
-	qsort(v, n, sizeof *v, by_value);
-	for (size_t a = 0, e; a < n; a = e) {
-		double g;
-		for (e = a + 1; e < n && v[e].v == v[a].v; e++)
-			;
-		for (size_t k = a; k < e; k++)
-			r[v[k].i] = (int64_t)(a + 1) + (int64_t)e; /* 2 × midrank */
-		g = (double)(e - a);
-		ties += g * g * g - g;
-	}
-	var1 = ((double)n + 1 - ties / ((double)n * ((double)n - 1))) / 12;
-	if (var1 <= 0)
-		goto out; /* every value ties: no test */
-	o->tested = 1;
-	obs = max_z(r, n, cut, t->nb, var1, &at, &zs);
-	o->bucket = at;
-	o->z = zs;
-	o->before = cut[at];
-	o->after = n - cut[at];
-	for (unsigned p = 0; p < RVS_TREND_PERMUTATIONS; p++) {
-		size_t a2;
-		double z2;
+	for (unsigned p = 0; any && p < RVS_TREND_PERMUTATIONS; p++) {
 		for (size_t i = n - 1; i > 0; i--) {
-			size_t j = (size_t)(rng_next(&x) % (i + 1));
-			int64_t s = r[i];
+			size_t j = rng_below(&x, i + 1);
+			struct ranks sw = r[i];
 			r[i] = r[j];
-			r[j] = s;
+			r[j] = sw;
 		}
-		/* A tolerance for the float sums: equal statistics count as above. */
-		above += max_z(r, n, cut, t->nb, var1, &a2, &z2) >= obs - 1e-9 * obs;
+		for (int w = 0; w < 2; w++) {
+			size_t a2;
+			double z2;
+			if (!o[w]->tested)
+				continue;
+			/* A tolerance for the float sums: equal statistics count as above. */
+			above[w] += max_z(r, w, n, cut, t->nb, var1[w], &a2, &z2) >=
+				    obs[w] - 1e-9 * obs[w];
+		}
 	}
-	o->p = (1.0 + above) / (1.0 + RVS_TREND_PERMUTATIONS);
-	o->found = o->p < RVS_TREND_ALPHA;
-	o->median_before = side_median(t, w, 0, cut[at], tmp);
-	o->median_after = side_median(t, w, cut[at], n, tmp);
-	o->shift = o->median_before ? (double)o->median_after / (double)o->median_before : 0;
-out:
+	for (int w = 0; w < 2; w++) {
+		if (!o[w]->tested)
+			continue;
+		o[w]->bucket = at[w];
+		o[w]->z = zs[w];
+		o[w]->before = cut[at[w]];
+		o[w]->after = n - cut[at[w]];
+		o[w]->p = (1.0 + above[w]) / (1.0 + RVS_TREND_PERMUTATIONS);
+		o[w]->found = o[w]->p < RVS_TREND_ALPHA;
+		o[w]->median_before = side_median(t, w, 0, cut[at[w]], tmp);
+		o[w]->median_after = side_median(t, w, cut[at[w]], n, tmp);
+		o[w]->shift = o[w]->median_before
+				      ? (double)o[w]->median_after / (double)o[w]->median_before
+				      : 0;
+	}
 	free(cut);
 	free(v);
 	free(r);
@@ -330,7 +372,7 @@ int rvs_trend_compute(struct rvs_trend *t)
 			}
 	}
 	free(tmp);
-	if (onset(t, 0, &t->self) || onset(t, 1, &t->incl))
+	if (onsets(t))
 		goto nomem;
 	return 0;
 nomem:
