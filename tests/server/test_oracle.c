@@ -1510,6 +1510,28 @@ static void test_oracle_trend_buckets_and_planted_onset(void **state)
 	doc = trend_compare(0, 0);
 	assert_true(json_is_null(json_object_get(json_object_get(doc, "onset"), "self")));
 	json_decref(doc);
+	/* Bad requests are 400 with the reason, before any read. */
+	{
+		static const char *const bad[][2] = {
+			{"/api/v1/trend", "method is required"},
+			{"/api/v1/trend?method=", "method is required"},
+			{"/api/v1/trend?method=m&by=week", "by is day or version"},
+			{"/api/v1/trend?method=m&issue=XYZ", "issue is 16 lowercase hex digits"},
+			{"/api/v1/trend?method=m&kind=nope", "bad value for parameter: kind"},
+			{"/api/v1/trend?method=%01", "bad value for parameter: method"},
+		};
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			struct body b;
+			json_t *e;
+			assert_int_equal(request("GET", bad[i][0], g_b.api_token, NULL, 0, &b),
+					 400);
+			e = json_loads(b.p, 0, NULL);
+			free(b.p);
+			assert_non_null(e);
+			assert_string_equal(sval(e, "error"), bad[i][1]);
+			json_decref(e);
+		}
+	}
 }
 
 /* ---- the /trend page ------------------------------------------------------- */
