@@ -18,7 +18,8 @@ struct rvsb {
 	char ca[160];		  /* the CA certificate clients trust */
 	char secret[128];	  /* the enrolment secret */
 	char api_token[128];	  /* bearer token of /api/v1/ */
-	char admin_password[128]; /* the web UI's "admin" (init's output; "" if not found) */
+	char admin_password[128]; /* the web UI's "admin" (init's or, on PostgreSQL,
+				   * rvsb_start's passwd output; "" if not found) */
 	char db[512];		  /* the store's dsn: sqlite file or PostgreSQL URI */
 	int port;
 	pid_t pid;
