@@ -11,8 +11,9 @@
  * page by keyset (the sort value and an arrival tie-break — sqlite's rowid,
  * PostgreSQL's seq — both in the cursor), so page k costs what page 1
  * costs.  A chain or substring search scans its table newest first in
- * chunks of SEARCH_CHUNK by arrival and stops after SEARCH_MAX_ROWS rows or
- * the configured search_budget_ms of work (SEARCH_MAX_MS when unset),
+ * chunks of SEARCH_CHUNK by arrival and stops after the configured
+ * search_budget_rows rows (SEARCH_MAX_ROWS when unset) or search_budget_ms
+ * of work (SEARCH_MAX_MS when unset),
  * whichever comes first (on_chunk and on_hit keep
  * the budget), with a cursor to go on: no pattern, how hostile soever,
  * costs more.  Pattern matching is rvs_chain_match over frames (no regular
@@ -402,7 +403,7 @@ struct search {
 	int64_t last_rowid;
 	/* The scan's budget (search_scan's chunk callback): the chunk [lo, hi)
 	 * being read, the last row it handed over, rows counted per chunk. */
-	int64_t hi, lo, seen, scanned, t0, max_ms;
+	int64_t hi, lo, seen, scanned, t0, max_ms, max_rows;
 	unsigned k;
 	int started, full, partial;
 };
@@ -558,7 +559,7 @@ static int on_chunk(void *arg, int64_t top, int64_t *hi, int64_t *lo)
 	}
 	if (s->hi <= 0 || s->full || s->partial)
 		return 1;
-	if (s->scanned >= SEARCH_MAX_ROWS || now_ms() - s->t0 > s->max_ms) {
+	if (s->scanned >= s->max_rows || now_ms() - s->t0 > s->max_ms) {
 		s->partial = 1;
 		return 1;
 	}
@@ -586,7 +587,7 @@ static int on_hit(void *arg, int part, const struct rvs_col *cols, size_t n)
 }
 
 static void search_chains(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
-			  uint32_t budget_ms, struct rvs_query_resp *r)
+			  const struct rvs_config *cfg, struct rvs_query_resp *r)
 {
 	struct search *s = calloc(1, sizeof *s);
 	struct rvs_search_scan q = {0};
@@ -599,7 +600,8 @@ static void search_chains(const struct rvs_store_ops *ops, struct rvs_store *st,
 		return rvs_query_set_error(r, 500, "out of memory");
 	s->hi = INT64_MAX;
 	s->t0 = now_ms();
-	s->max_ms = budget_ms ? budget_ms : SEARCH_MAX_MS;
+	s->max_ms = cfg->search_budget_ms ? cfg->search_budget_ms : SEARCH_MAX_MS;
+	s->max_rows = cfg->search_budget_rows ? cfg->search_budget_rows : SEARCH_MAX_ROWS;
 	if ((msg = parse_search(query, s))) {
 		rvs_query_set_error(r, 400, msg);
 		goto out;
@@ -660,9 +662,9 @@ void rvs_search_chains(struct rvs_call *c)
 	const struct rvs_store_ops *ops;
 	struct rvs_store *st;
 
-	/* rvs_call_with_store, with the configured budget. */
+	/* rvs_call_with_store, with the configured budgets. */
 	if (rvs_store_acquire(c->cfg->database, &ops, &st))
 		return rvs_query_set_error(c->q, 503, "database unavailable");
-	search_chains(ops, st, c->query, c->cfg->search_budget_ms, c->q);
+	search_chains(ops, st, c->query, c->cfg, c->q);
 	rvs_store_release(st);
 }

@@ -166,6 +166,7 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	NUM("request_timeout_ms", request_timeout_ms, 3600000)
 	NUM("idle_timeout_ms", idle_timeout_ms, 3600000)
 	NUM("search_budget_ms", search_budget_ms, 600000)
+	NUM("search_budget_rows", search_budget_rows, 100000000)
 	NUM("upload_burst", upload_burst, 1 << 20)
 	NUM("auth_fail_per_min", auth_fail_per_min, 1 << 20)
 	NUM("auth_fail_burst", auth_fail_burst, 1 << 20)
@@ -255,6 +256,7 @@ int rvs_config_load(const char *path, struct rvs_config *c, char *err, size_t er
 	c->request_timeout_ms = 30000;
 	c->idle_timeout_ms = 60000;
 	c->search_budget_ms = 400;
+	c->search_budget_rows = 400000;
 	c->upload_rate_per_min = 60;
 	c->retention_days = RVS_DEFAULT_RETENTION_DAYS;
 	c->retention_interval_s = 3600;

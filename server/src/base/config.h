@@ -30,6 +30,8 @@ struct rvs_config {
 	/* The work one page of a chain or substring search may do before it
 	 * answers with a cursor (0: the built-in 400 ms). */
 	uint32_t search_budget_ms;
+	/* The rows one such page may scan (0: the built-in 400,000). */
+	uint32_t search_budget_rows;
 	uint32_t idle_timeout_ms;
 	double upload_rate_per_min;
 	uint32_t upload_burst;

@@ -26,7 +26,7 @@ build_one() { # name, CC
 		$([ "$1" != plain ] && rv_deps) && return 0
 	rm -rf "$W/$1" && mkdir -p "$W/$1/build"
 	(cd "$W/$1/build" && CC="$2" cmake -DCMAKE_BUILD_TYPE=Release -DCMARK_TESTS=OFF \
-		-DCMARK_SHARED=OFF "$SRC" >"$W/$1.log" 2>&1 && make -j2 cmark >>"$W/$1.log" 2>&1) || {
+		-DCMARK_SHARED=OFF "$SRC" >"$W/$1.log" 2>&1 && make -j2 cmark_exe >>"$W/$1.log" 2>&1) || {
 		echo "cmark: build failed:" >&2
 		tail -n 30 "$W/$1.log" >&2
 		return 1

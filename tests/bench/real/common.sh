@@ -116,13 +116,15 @@ corpus() {
 configure_build() {
 	rm -rf "$4" && mkdir -p "$(dirname "$4")"
 	cp -a "$3" "$4"
-	n=$1 cc=$2 out=$4
+	# (cb_*: sh has no local variables, and the callers keep theirs in
+	# out, n and cc.)
+	cb_n=$1 cb_cc=$2 cb_dir=$4
 	shift 4
-	(cd "$out" && ./configure -q CC="$cc" CFLAGS="-O2 -g" >"$out.log" 2>&1 &&
+	(cd "$cb_dir" && ./configure -q CC="$cb_cc" CFLAGS="-O2 -g" >"$cb_dir.log" 2>&1 &&
 		make -s -j2 ACLOCAL=true AUTOMAKE=true AUTOCONF=true AUTOHEADER=true MAKEINFO=true \
-			"$@" >>"$out.log" 2>&1) || {
-		echo "$n: build failed:" >&2
-		tail -n 30 "$out.log" >&2
+			"$@" >>"$cb_dir.log" 2>&1) || {
+		echo "$cb_n: build failed:" >&2
+		tail -n 30 "$cb_dir.log" >&2
 		return 1
 	}
 }
