@@ -127,7 +127,8 @@ static int bucket(struct rvs_trend *t)
 	struct vkey *k = NULL;
 	size_t *rank = NULL, nb = 0;
 
-	qsort(t->s, t->n, sizeof *t->s, t->by == RVS_TREND_DAY ? by_day : by_version);
+	if (t->n) /* no traces: t->s is NULL, which qsort may not be given */
+		qsort(t->s, t->n, sizeof *t->s, t->by == RVS_TREND_DAY ? by_day : by_version);
 	for (size_t i = 0; i < t->n; i++) {
 		int same = i &&
 			   (t->by == RVS_TREND_DAY ? t->s[i].day == t->s[i - 1].day
