@@ -82,6 +82,8 @@ $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
 # The shared parameter helpers (params.c) and the version order (version.c).
 $(eval $(call rv_test,server,params,$(SRV_PARAMS) $(LIBRVPROTO),$(PROTOBUF_LIBS) -ljansson,unit))
+# A method's trend: buckets, percentiles and the change point on exact inputs.
+$(eval $(call rv_test,server,trend,$(SRV)/model/trend.o $(SRV)/base/version.o,-ljansson -lm,unit))
 $(OBJ)/tests/server/test_params.o: CPPFLAGS += -Iserver/src $(call pc,--cflags,jansson)
 # Worst traces, issues and chain search (search.c, issue.c) through the API.
 $(eval $(call rv_test,server,search,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration))

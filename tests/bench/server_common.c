@@ -89,26 +89,47 @@ void rvsb_curl(const struct rvsb *b, CURL *h, const char *path)
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
 }
 
+/* Runs the server binary with args a1..a4 (NULL-terminated early as
+ * needed), its output in the directory's cmd.out; the word after key in it
+ * (the admin password `init` or `passwd` prints) becomes b->admin_password
+ * when found.  0, or -1 when the command failed. */
+static int run_for_password(struct rvsb *b, const char *key, const char *a1, const char *a2,
+			    const char *a3, const char *a4)
+{
+	char path[256], out[4096], *p;
+	pid_t pid;
+	int st;
+
+	snprintf(path, sizeof path, "%s/cmd.out", b->dir);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(server_bin(), server_bin(), a1, a2, a3, a4, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return -1;
+	if (slurp(path, out, sizeof out) > 0 && (p = strstr(out, key))) {
+		p += strlen(key);
+		p += strspn(p, " ");
+		snprintf(b->admin_password, sizeof b->admin_password, "%.*s",
+			 (int)strcspn(p, " \r\n"), p);
+	}
+	return 0;
+}
+
 int rvsb_init(struct rvsb *b)
 {
 	char path[256];
-	pid_t pid;
-	int st;
 
 	memset(b, 0, sizeof *b);
 	snprintf(b->dir, sizeof b->dir, "/tmp/rvs-bench-XXXXXX");
 	if (!mkdtemp(b->dir))
 		return -1;
 	snprintf(b->data, sizeof b->data, "%s/d", b->dir);
-	pid = fork();
-	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(server_bin(), server_bin(), "init", b->data, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+	if (run_for_password(b, "admin password:", "init", b->data, NULL, NULL))
 		return -1;
 	snprintf(b->ca, sizeof b->ca, "%s/ca.crt", b->data);
 	snprintf(path, sizeof path, "%s/rearview.db", b->data);
@@ -144,6 +165,11 @@ int rvsb_start(struct rvsb *b, const char *extra_conf)
 	if (getenv("RVS_BENCH_CONF"))
 		fprintf(f, "%s\n", getenv("RVS_BENCH_CONF"));
 	fclose(f);
+	/* On PostgreSQL init's admin is in the data directory's sqlite file,
+	 * not in the database the server uses: give that one its password. */
+	if (rvt_store_is_pg() &&
+	    run_for_password(b, "new password", "passwd", "--config", path, "admin"))
+		return -1;
 	b->pid = fork();
 	if (b->pid == 0) {
 		const char *log = getenv("RVS_BENCH_LOG");

@@ -13,18 +13,21 @@
 #include <curl/curl.h>
 
 struct rvsb {
-	char dir[64];	     /* the temporary directory (removed by rvsb_stop) */
-	char data[128];	     /* the server's data dir inside it */
-	char ca[160];	     /* the CA certificate clients trust */
-	char secret[128];    /* the enrolment secret */
-	char api_token[128]; /* bearer token of /api/v1/ */
-	char db[512];	     /* the store's dsn: sqlite file or PostgreSQL URI */
+	char dir[64];		  /* the temporary directory (removed by rvsb_stop) */
+	char data[128];		  /* the server's data dir inside it */
+	char ca[160];		  /* the CA certificate clients trust */
+	char secret[128];	  /* the enrolment secret */
+	char api_token[128];	  /* bearer token of /api/v1/ */
+	char admin_password[128]; /* the web UI's "admin" (init's or, on PostgreSQL,
+				   * rvsb_start's passwd output; "" if not found) */
+	char db[512];		  /* the store's dsn: sqlite file or PostgreSQL URI */
 	int port;
 	pid_t pid;
 };
 
 /* Makes the temporary directory and runs `rearview-server init` in it;
- * b->db names the database the store switch picks (store_env.h).
+ * b->db names the database the store switch picks (store_env.h);
+ * b->admin_password the password init printed.
  * 0 or -1. */
 int rvsb_init(struct rvsb *b);
 /* Appends extra_conf (INI lines, may be NULL) plus a port-0 listener and

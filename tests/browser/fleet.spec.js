@@ -409,6 +409,41 @@ async function main() {
       await page.screenshot({ path: path.join(shots, `7-speedscope-${fmt}.png`) });
     }
 
+    // 8. The planted method's trend per version, and its brush: a column
+    // dragged over becomes side A, another side B of the diff, whose page
+    // then draws the two sets.
+    await page.goto(`${base}/trend?method=${encodeURIComponent(planted)}` +
+      `&app=${encodeURIComponent(app)}&by=version`);
+    const keys = await page.$$eval('#trend-chart rect.tb', (rs) => rs.map((r) => r.getAttribute('data-key')));
+    check(keys.join(',') === '4.2,4.3,4.4', `the trend's buckets are the versions in order (${keys})`);
+    const drag = async (from, to) => {
+      const a = await page.locator(`#trend-chart rect.tb[data-i="${from}"]`).boundingBox();
+      const b = await page.locator(`#trend-chart rect.tb[data-i="${to}"]`).boundingBox();
+      await page.mouse.move(a.x + a.width / 2, a.y + a.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 5 });
+      await page.mouse.up();
+    };
+    await drag(0, 0);
+    check(await page.textContent('#brush-sel') === '4.2', 'dragging over 4.2 selects it');
+    await page.click('#brush-a');
+    await drag(1, 1);
+    await page.click('#brush-b');
+    const common = `method=${encodeURIComponent(planted)}&app=${encodeURIComponent(app)}`;
+    const diffHref = await page.getAttribute('#brush-diff', 'href');
+    check(diffHref === `/aggregate/diff?${common}&a.version=4.2&b.version=4.3`,
+      `the brushed A (4.2) and B (4.3) become the diff's sets (${diffHref})`);
+    await drag(2, 0);
+    const sel = await page.textContent('#brush-sel');
+    const aggHref = await page.getAttribute('#brush-agg', 'href');
+    check(sel === '4.2 … 4.4' && /^\/aggregate\?method=[^&]+&app=[^&]+&since=\d+&until=\d+$/.test(aggHref),
+      `a drag across three versions selects them as the days they were seen (${sel}: ${aggHref})`);
+    await page.screenshot({ path: path.join(shots, '8-trend.png'), fullPage: true });
+    await Promise.all([page.waitForURL(/\/aggregate\/diff\?/), page.click('#brush-diff')]);
+    const bnodes = await flameNodes(page);
+    check(bnodes.some((n) => n.name === planted) && bnodes.some((n) => n.name === 'rvs_fleet_layout_pass'),
+      `the brushed diff's page draws the sets' flame graph (${bnodes.length} frames)`);
+
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {
     await ctx.close();

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -56,8 +57,12 @@
 #define NVERS	 3
 #define NMODELS	 4
 #define NDEVICES 16
-#define MAXN	 16 /* call instances per trace */
-#define PER_DEV	 3  /* uploads a device makes (the default policy's weekly quota) */
+#define MAXN	 16    /* call instances per trace */
+#define PER_DEV	 3     /* uploads a device makes (the default policy's weekly quota) */
+#define NDAYS	 6     /* capture days of the fleet */
+#define DAY0	 19676 /* the first: 2023-11-15 (days since 1970-01-01, UTC) */
+#define STEP_APP 1     /* the app of the planted step (its versions follow time) */
+#define STEP_VER 1     /* the step's first version (index in VERS) and so day 2 */
 
 static const char *const APPS[NAPPS] = {"com.oracle.alpha", "com.oracle.beta", "com.oracle.gamma"};
 static const char *const VERS[NVERS] = {"1.0", "1.1", "1.2"};
@@ -114,12 +119,20 @@ static void gen(struct trace *t, int i)
 	memset(t, 0, sizeof *t);
 	t->app = (int)rnd(NAPPS);
 	t->ver = (int)rnd(NVERS);
+	/* The second app's versions follow time: trace i of g_n is version
+	 * NVERS·i/g_n, captured on day NDAYS·i/g_n (capture_ns). */
+	if (t->app == STEP_APP)
+		t->ver = (int)((int64_t)i * NVERS / g_n);
 	t->dev = (int)rnd(NDEVICES);
 	t->model = t->dev % NMODELS;
 	t->kind = rnd(3) ? REARVIEW__ANOMALY_KIND__ANOMALY_JANK
 			 : REARVIEW__ANOMALY_KIND__ANOMALY_TOUCH_LATENCY;
 	t->sev = (int)rnd(101);
 	root = add(t, M_MAIN, -1);
+	/* The planted step: from version 1.1 (and so from day 2) on, the
+	 * second app's main loop takes three times as long of its own. */
+	if (t->app == STEP_APP && t->ver >= STEP_VER)
+		t->c[root].self *= 3;
 	t->c[root].self += i; /* no two traces last as long */
 	if (rnd(4)) {
 		p = add(t, M_LAYOUT, root);
@@ -154,6 +167,14 @@ static void gen(struct trace *t, int i)
 	t->focus = (int)rnd((uint32_t)t->n);
 }
 
+/* Trace i's capture time (ns since the epoch): day NDAYS·i/g_n after
+ * DAY0, plus i seconds. */
+static uint64_t capture_ns(int i)
+{
+	uint64_t day = DAY0 + (uint64_t)((int64_t)i * NDAYS / g_n);
+	return (day * 86400 + (uint64_t)i) * 1000000000ull;
+}
+
 static uint64_t method_value(int m)
 {
 	return 0x1000 + 16 * (uint64_t)m;
@@ -185,7 +206,7 @@ static void capture(struct trace *tr, int i, capbuf *cb)
 	emit(cb, tr, 0, &t);
 	cb_end_slots(cb);
 	cb_u64at(cb, 16, t);
-	cb_u64at(cb, 24, 1700000000000000000ull + (uint64_t)i * 1000000000ull);
+	cb_u64at(cb, 24, capture_ns(i));
 	for (int m = 0; m < M_COUNT; m++)
 		cb_symbol(cb, method_value(m), method_value(m), 0, METHODS[m]);
 	focus = (uint64_t)tr->c[tr->focus].entry + (uint64_t)tr->c[tr->focus].self / 2;
@@ -367,7 +388,7 @@ static int upload(CURL *h, struct trace *tr, int i)
 	e.app = &app;
 	e.device = &d;
 	e.anomaly = &an;
-	e.captured_realtime_ns = 1700000000000000000ull + (uint64_t)i * 1000000000ull;
+	e.captured_realtime_ns = capture_ns(i);
 	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
 	e.payload.data = cb.b;
 	e.payload.len = cb.len;
@@ -1403,6 +1424,316 @@ static void test_oracle_regressions_medians_and_counts(void **state)
 			free(v[s][w]);
 }
 
+/* "YYYY-MM-DD" of fleet day d (0..NDAYS) into out. */
+static void day_key(int d, char out[16])
+{
+	time_t t = (time_t)((DAY0 + d) * 86400);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 16, "%Y-%m-%d", &tm);
+}
+
+/* /api/v1/trend of main_loop in app a by day or version against the
+ * recount: the buckets in axis order, each one's traces and nearest-rank
+ * p50/p95 of self and inclusive time; returns the document. */
+static json_t *trend_compare(int a, int by_version)
+{
+	json_t *doc = api("/api/v1/trend?method=main_loop&app=%s&by=%s", APPS[a],
+			  by_version ? "version" : "day"),
+	       *buckets = json_object_get(doc, "buckets");
+	int nk = by_version ? NVERS : NDAYS, k = 0;
+	int64_t *self = calloc((size_t)g_n, sizeof *self),
+		*incl = calloc((size_t)g_n, sizeof *incl);
+	size_t total = 0;
+
+	assert_non_null(self);
+	assert_non_null(incl);
+	assert_false(json_is_true(json_object_get(doc, "cut")));
+	/* Versions are first seen in order here (the app's versions follow
+	 * time for STEP_APP, and every version shows on day 0 for the rest). */
+	for (int b = 0; b < nk; b++) {
+		char key[16], what[96];
+		size_t n = 0;
+		json_t *o;
+		for (int i = 0; i < g_n; i++) {
+			const struct trace *t = &g_t[i];
+			if (t->app != a ||
+			    (by_version ? t->ver : (int)((int64_t)i * NDAYS / g_n)) != b)
+				continue;
+			self[n] = t->c[0].self; /* main_loop is the root, once */
+			incl[n++] = t->c[0].incl;
+		}
+		if (!n)
+			continue;
+		if (by_version)
+			snprintf(key, sizeof key, "%s", VERS[b]);
+		else
+			day_key(b, key);
+		o = json_array_get(buckets, (size_t)k++);
+		assert_non_null(o);
+		snprintf(what, sizeof what, "trend %s bucket %d key", APPS[a], b);
+		if (strcmp(sval(o, "key"), key))
+			fail_msg("%s: %s, want %s", what, sval(o, "key"), key);
+		snprintf(what, sizeof what, "trend %s %s", APPS[a], key);
+		pcts_compare(what, o, self, incl, n);
+		total += n;
+	}
+	EXPECT_EQ("trend buckets", json_array_size(buckets), k);
+	EXPECT_EQ("trend traces", ival(doc, "traces"), total);
+	free(self);
+	free(incl);
+	return doc;
+}
+
+static void test_oracle_trend_buckets_and_planted_onset(void **state)
+{
+	char day2[16];
+	json_t *doc, *on;
+
+	(void)state;
+	day_key(2, day2);
+	/* The planted step: found at version 1.1, and at day 2 by day. */
+	doc = trend_compare(STEP_APP, 1);
+	on = json_object_get(json_object_get(doc, "onset"), "self");
+	assert_true(json_is_object(on));
+	assert_string_equal(sval(on, "key"), VERS[STEP_VER]);
+	assert_true(json_real_value(json_object_get(on, "p")) < 0.01);
+	assert_true(json_real_value(json_object_get(on, "shift")) > 2);
+	json_decref(doc);
+	doc = trend_compare(STEP_APP, 0);
+	on = json_object_get(json_object_get(doc, "onset"), "self");
+	assert_true(json_is_object(on));
+	assert_string_equal(sval(on, "key"), day2);
+	assert_string_equal(sval(on, "day"), day2);
+	json_decref(doc);
+	/* The first app's main loop did not change: no onset by day. */
+	doc = trend_compare(0, 0);
+	assert_true(json_is_null(json_object_get(json_object_get(doc, "onset"), "self")));
+	json_decref(doc);
+	/* Bad requests are 400 with the reason, before any read. */
+	{
+		static const char *const bad[][2] = {
+			{"/api/v1/trend", "method is required"},
+			{"/api/v1/trend?method=", "method is required"},
+			{"/api/v1/trend?method=m&by=week", "by is day or version"},
+			{"/api/v1/trend?method=m&issue=XYZ", "issue is 16 lowercase hex digits"},
+			{"/api/v1/trend?method=m&kind=nope", "bad value for parameter: kind"},
+			{"/api/v1/trend?method=%01", "bad value for parameter: method"},
+		};
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			struct body b;
+			json_t *e;
+			assert_int_equal(request("GET", bad[i][0], g_b.api_token, NULL, 0, &b),
+					 400);
+			e = json_loads(b.p, 0, NULL);
+			free(b.p);
+			assert_non_null(e);
+			assert_string_equal(sval(e, "error"), bad[i][1]);
+			json_decref(e);
+		}
+	}
+}
+
+/* ---- the /trend page ------------------------------------------------------- */
+
+static size_t keep_headers(char *p, size_t sz, size_t n, void *u)
+{
+	char *h = u;
+	size_t have = strlen(h), add = sz * n;
+	if (have + add < 4096) {
+		memcpy(h + have, p, add);
+		h[have + add] = '\0';
+	}
+	return add;
+}
+
+/* A web UI request (a POST of form when not NULL) with cookie; the body
+ * into out (malloc'd), the headers into hdrs (4096 bytes); the status. */
+static long web_req(const char *path, const char *cookie, const char *form, struct body *out,
+		    char *hdrs)
+{
+	long code = 0;
+
+	memset(out, 0, sizeof *out);
+	hdrs[0] = '\0';
+	curl_easy_reset(g_curl);
+	rvsb_curl(&g_b, g_curl, path);
+	if (cookie)
+		curl_easy_setopt(g_curl, CURLOPT_COOKIE, cookie);
+	if (form)
+		curl_easy_setopt(g_curl, CURLOPT_POSTFIELDS, form);
+	curl_easy_setopt(g_curl, CURLOPT_WRITEFUNCTION, grow);
+	curl_easy_setopt(g_curl, CURLOPT_WRITEDATA, out);
+	curl_easy_setopt(g_curl, CURLOPT_HEADERFUNCTION, keep_headers);
+	curl_easy_setopt(g_curl, CURLOPT_HEADERDATA, hdrs);
+	assert_int_equal(curl_easy_perform(g_curl), CURLE_OK);
+	curl_easy_getinfo(g_curl, CURLINFO_RESPONSE_CODE, &code);
+	if (!out->p)
+		out->p = calloc(1, 1);
+	return code;
+}
+
+/* The value of cookie name set in hdrs into out ("" when none). */
+static void cookie_of(const char *hdrs, const char *name, char *out, size_t cap)
+{
+	char needle[64];
+	const char *p;
+	snprintf(needle, sizeof needle, "Set-Cookie: %s=", name);
+	out[0] = '\0';
+	if ((p = strcasestr(hdrs, needle)))
+		snprintf(out, cap, "%.*s", (int)strcspn(p + strlen(needle), ";\r\n"),
+			 p + strlen(needle));
+}
+
+/* Signs in as admin; the session cookie ("rv_session=…") into out. */
+static void web_login(char *out, size_t cap)
+{
+	char hdrs[4096], tok[128], cookie[160], form[512], id[128];
+	struct body b;
+
+	if (!g_b.admin_password[0])
+		skip(); /* init printed no password: say so, never pass silently */
+	assert_int_equal(web_req("/login", NULL, NULL, &b, hdrs), 200);
+	free(b.p);
+	cookie_of(hdrs, "rv_login", tok, sizeof tok);
+	assert_true(tok[0]);
+	snprintf(cookie, sizeof cookie, "rv_login=%s", tok);
+	snprintf(form, sizeof form, "csrf=%s&user=admin&password=%s", tok, g_b.admin_password);
+	assert_int_equal(web_req("/login", cookie, form, &b, hdrs), 303);
+	free(b.p);
+	cookie_of(hdrs, "rv_session", id, sizeof id);
+	assert_true(id[0]);
+	snprintf(out, cap, "rv_session=%s", id);
+}
+
+/* The href of the element with id in html, "&amp;" decoded, into out. */
+static void href_of(const char *html, const char *id, char *out, size_t cap)
+{
+	char needle[96];
+	const char *p, *h;
+	size_t n = 0;
+
+	snprintf(needle, sizeof needle, "id=\"%s\" href=\"", id);
+	p = strstr(html, needle);
+	if (!p)
+		fail_msg("no element %s with a link", id);
+	for (h = p + strlen(needle); *h && *h != '"' && n + 1 < cap; h++) {
+		out[n++] = *h;
+		if (!strncmp(h, "&amp;", 5))
+			h += 4;
+	}
+	out[n] = '\0';
+}
+
+/* GET path with the session: 200 asserted; the body (caller frees). */
+static char *page(const char *cookie, const char *path)
+{
+	char hdrs[4096];
+	struct body b;
+	long code = web_req(path, cookie, NULL, &b, hdrs);
+	if (code != 200)
+		fail_msg("GET %s: %ld", path, code);
+	return b.p;
+}
+
+static void test_oracle_trend_page_marks_onset_and_links_the_sets(void **state)
+{
+	char cookie[160], path[1024], want[1024];
+	char *html, *diff;
+
+	(void)state;
+	web_login(cookie, sizeof cookie);
+	/* By version: the onset at 1.1, its diff 1.0 against 1.1. */
+	snprintf(path, sizeof path, "/trend?method=main_loop&app=%s&by=version", APPS[STEP_APP]);
+	html = page(cookie, path);
+	assert_non_null(strstr(html, "<svg id=\"trend-chart\""));
+	assert_non_null(strstr(html, "id=\"onset-line\""));
+	assert_non_null(strstr(html, "<b id=\"onset-key\">1.1</b>"));
+	assert_non_null(strstr(html, "<script src=\"/static/trend.js\""));
+	href_of(html, "onset-diff", path, sizeof path);
+	snprintf(want, sizeof want,
+		 "/aggregate/diff?method=main_loop&app=%s&a.version=1.0&b.version=1.1",
+		 APPS[STEP_APP]);
+	assert_string_equal(path, want);
+	diff = page(cookie, path); /* the diff page takes every parameter */
+	free(diff);
+	href_of(html, "onset-regressions", path, sizeof path);
+	snprintf(want, sizeof want, "/regressions?app=%s&a=1.0&b=1.1", APPS[STEP_APP]);
+	assert_string_equal(path, want);
+	snprintf(want, sizeof want,
+		 "class=\"bucket-agg\" href=\"/aggregate?method=main_loop&amp;app=%s&amp;"
+		 "version=1.2\"",
+		 APPS[STEP_APP]);
+	assert_non_null(strstr(html, want));
+	free(html);
+
+	/* By day: the days before day 2 against day 2 on (unix s). */
+	snprintf(path, sizeof path, "/trend?method=main_loop&app=%s", APPS[STEP_APP]);
+	html = page(cookie, path);
+	{
+		char day2[16], key[64];
+		day_key(2, day2);
+		snprintf(key, sizeof key, "<b id=\"onset-key\">%s</b>", day2);
+		assert_non_null(strstr(html, key));
+	}
+	href_of(html, "onset-diff", path, sizeof path);
+	snprintf(want, sizeof want,
+		 "/aggregate/diff?method=main_loop&app=%s&a.since=%d&a.until=%d&b.since=%d"
+		 "&b.until=%d",
+		 APPS[STEP_APP], DAY0 * 86400, (DAY0 + 2) * 86400, (DAY0 + 2) * 86400,
+		 (DAY0 + NDAYS) * 86400);
+	assert_string_equal(path, want);
+	diff = page(cookie, path);
+	free(diff);
+	free(html);
+
+	/* No onset on a flat series: the page says so, and draws no marker. */
+	snprintf(path, sizeof path, "/trend?method=main_loop&app=%s", APPS[0]);
+	html = page(cookie, path);
+	assert_non_null(strstr(html, "<p id=\"onset\">No onset"));
+	assert_null(strstr(html, "id=\"onset-line\""));
+	free(html);
+
+	/* The method page links here; its script is served. */
+	html = page(cookie, "/methods/main_loop");
+	href_of(html, "method-trend", path, sizeof path);
+	assert_string_equal(path, "/trend?method=main_loop");
+	free(html);
+	/* Each issue links to the trend of the method its anomaly is in,
+	 * over its own traces. */
+	snprintf(path, sizeof path, "/issues?app=%s", APPS[STEP_APP]);
+	html = page(cookie, path);
+	{
+		const char *p = strstr(html, "class=\"issue-trend\" href=\"");
+		size_t n = 0;
+		assert_non_null(p);
+		for (p += strlen("class=\"issue-trend\" href=\""); *p != '"' && n + 1 < sizeof path;
+		     p++) {
+			path[n++] = *p;
+			if (!strncmp(p, "&amp;", 5))
+				p += 4;
+		}
+		path[n] = '\0';
+	}
+	free(html);
+	assert_non_null(strstr(path, "&issue="));
+	html = page(cookie, path);
+	assert_non_null(strstr(html, "<svg id=\"trend-chart\""));
+	free(html);
+	/* Each method of a regression links to its trend per version. */
+	snprintf(path, sizeof path, "/regressions?app=%s&a=1.0&b=1.1", APPS[STEP_APP]);
+	html = page(cookie, path);
+	snprintf(want, sizeof want,
+		 "class=\"regress-trend\" "
+		 "href=\"/trend?by=version&amp;method=main_loop&amp;app=%s\"",
+		 APPS[STEP_APP]);
+	assert_non_null(strstr(html, want));
+	free(html);
+	html = page(cookie, "/static/trend.js");
+	assert_non_null(strstr(html, "brush-diff"));
+	free(html);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1415,6 +1746,8 @@ int main(void)
 		cmocka_unit_test(test_oracle_chain_search_every_caller),
 		cmocka_unit_test(test_oracle_fleet_callers_and_callees),
 		cmocka_unit_test(test_oracle_regressions_medians_and_counts),
+		cmocka_unit_test(test_oracle_trend_buckets_and_planted_onset),
+		cmocka_unit_test(test_oracle_trend_page_marks_onset_and_links_the_sets),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -35,6 +35,7 @@
 #include "api/regress.h"
 #include "api/search.h"
 #include "api/aggregate_pprof.h"
+#include "api/trend.h"
 
 #include <jansson.h>
 
@@ -198,6 +199,7 @@ static void test_route_find_unknown_path_is_the_web_404_or_its_family_s(void **s
 #define SEARCH	 "chain caller callee contains app version cursor limit"
 #define REGRESS	 "app a b model version week limit"
 #define METHOD	 "app version limit"
+#define TREND	 "method app model issue kind by"
 
 /* Every route of the table (one path each), with the parameters it takes
  * (space-separated; "*" any, "" none). */
@@ -240,6 +242,7 @@ static const struct {
 	{RVS_M_GET, "/api/v1/search", rvs_search_chains, SEARCH},
 	{RVS_M_GET, "/api/v1/regressions", rvs_regress_api, REGRESS},
 	{RVS_M_GET, "/api/v1/regressions/runs", rvs_regress_api_runs, ""},
+	{RVS_M_GET, "/api/v1/trend", rvs_trend_api, TREND},
 	{RVS_M_GET, "/api/v1/alerts", rvs_webhook_api_list, ""},
 	{RVS_M_GET, "/api/v1/nothing", rvs_query_none, "*"},
 	{RVS_M_GET, "/static/app.css", rvs_web_static, ""},
@@ -269,6 +272,7 @@ static const struct {
 	{RVS_M_GET, "/methods/m", rvs_web_method, METHOD},
 	{RVS_M_POST, "/methods/m", rvs_web_method_post, ""},
 	{RVS_M_GET, "/regressions", rvs_web_regressions, REGRESS},
+	{RVS_M_GET, "/trend", rvs_web_trend, TREND},
 	{RVS_M_GET, "/api/v2/x", rvs_query_none, "*"},
 	{RVS_M_GET, "/nope/at/all", rvs_web_not_found, "*"},
 };

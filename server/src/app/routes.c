@@ -26,6 +26,7 @@
 #include "api/regress.h"
 #include "api/search.h"
 #include "api/symbols.h"
+#include "api/trend.h"
 #include "api/users.h"
 #include "web/web.h"
 #include "model/users.h"
@@ -75,6 +76,7 @@
 #define SEARCH_PARAMS	"chain", "caller", "callee", "contains", "app", "version", "cursor", "limit"
 #define REGRESS_PARAMS	"app", "a", "b", "model", "version", "week", "limit"
 #define METHOD_PARAMS	"app", "version", "limit"
+#define TREND_PARAMS	"method", "app", "model", "issue", "kind", "by"
 
 static const struct rvs_route table[] = {
 	/* The device API (server/API.md) and the scraper's metrics. */
@@ -115,6 +117,7 @@ static const struct rvs_route table[] = {
 	API("/api/v1/search", GET, 0, P(SEARCH_PARAMS), rvs_search_chains),
 	API("/api/v1/regressions", GET, 0, P(REGRESS_PARAMS), rvs_regress_api),
 	API("/api/v1/regressions/runs", GET, 0, NULL, rvs_regress_api_runs),
+	API("/api/v1/trend", GET, 0, P(TREND_PARAMS), rvs_trend_api),
 	API("/api/v1/alerts", GET, 0, NULL, rvs_webhook_api_list),
 	API_AS(ADMIN, "/api/v1/users", GET, 0, NULL, rvs_users_api),
 	API_AS(ADMIN, "/api/v1/users", POST, 0, P("name", "role"), rvs_users_api_create),
@@ -155,6 +158,7 @@ static const struct rvs_route table[] = {
 	WEB("/methods/**", GET, SESSION, 0, P(METHOD_PARAMS), rvs_web_method),
 	WEB_AS(AUTHOR, "/methods/**", POST, SESSION, 0, NULL, rvs_web_method_post),
 	WEB("/regressions", GET, SESSION, 0, P(REGRESS_PARAMS), rvs_web_regressions),
+	WEB("/trend", GET, SESSION, 0, P(TREND_PARAMS), rvs_web_trend),
 	WEB_AS(ADMIN, "/users", GET, SESSION, 0, NULL, rvs_web_users),
 	WEB_AS(ADMIN, "/users", POST, SESSION, 0, NULL, rvs_web_users_post),
 	WEB_AS(ADMIN, "/users/*", POST, SESSION, 0, NULL, rvs_web_user_post),

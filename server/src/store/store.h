@@ -389,6 +389,23 @@ struct rvs_search_scan {
 
 /* reindex_queue's largest batch. */
 #define RVS_REINDEX_MAX 10000
+/* A method's trend (trend_read): the traces with method, of app, device
+ * model, anomaly kind and issue when set (NULL / has_kind 0: any), the
+ * newest max_rows of them (received_at, then trace_id, descending). */
+struct rvs_trend_filter {
+	const char *method, *app, *model, *issue;
+	int64_t kind, max_rows;
+	int has_kind;
+};
+/* One trace of a trend: the day it was captured (captured_at_ns / 1 day,
+ * UTC; received_at's day when the device gave no capture time), its app
+ * version ("" when none) and the method's self and inclusive ns there.
+ * version is valid during the callback only. */
+struct rvs_trend_row {
+	int64_t day;
+	const char *version;
+	int64_t self_ns, incl_ns;
+};
 
 struct rvs_store_ops {
 	const char *name;
@@ -784,6 +801,12 @@ struct rvs_store_ops {
 	int (*search_scan)(struct rvs_store *s, const struct rvs_search_scan *q,
 			   int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
 			   rvs_row_fn row, void *arg);
+	/* A method's trend: each trace f selects to cb (in no promised
+	 * order; a non-zero return stops the read and is returned); *cut is
+	 * 1 when more than f->max_rows traces matched (the newest max_rows
+	 * were given), else 0.  0 or -errno. */
+	int (*trend_read)(struct rvs_store *s, const struct rvs_trend_filter *f,
+			  int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store_agg.h — the backends' aggregate and search operations (store.h's
- * aggregates-and-search block), in files of their own: store_sqlite_agg.c,
- * store_sqlite_search.c, store_pg_agg.c, store_pg_search.c, which
+ * store_agg.h — the backends' aggregate, search and trend operations
+ * (store.h's aggregates-and-search block, and trend_read), in files of
+ * their own: store_sqlite_agg.c, store_sqlite_search.c,
+ * store_sqlite_trend.c, store_pg_agg.c, store_pg_search.c,
+ * store_pg_trend.c, which
  * store_sqlite.c and store_pg.c call with what they need of their store
  * (its dsn; its pool of connections).  Internal to the store: only the
  * backends include it.
@@ -41,6 +43,9 @@ int rvs_sqlite_issues_read(const char *dsn, const struct rvs_issue_filter *f,
 int rvs_sqlite_search_scan(const char *dsn, const struct rvs_search_scan *q,
 			   int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
 			   rvs_row_fn row, void *arg);
+/* store.h's trend_read on a read connection of its own on dsn. */
+int rvs_sqlite_trend_read(const char *dsn, const struct rvs_trend_filter *f,
+			  int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut);
 /* Registers rvs_issue(chain, signature) on db: the SQL face of
  * rvs_issue_fold (issue.h; NULL when either argument is NULL or the
  * signature is malformed), deterministic, for migration 9's backfill.
@@ -65,5 +70,8 @@ int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_fi
 int rvs_pg_search_scan(const struct rvs_pg_pool *pool, const struct rvs_search_scan *q,
 		       int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
 		       rvs_row_fn row, void *arg);
+/* store.h's trend_read on a connection pool lends. */
+int rvs_pg_trend_read(const struct rvs_pg_pool *pool, const struct rvs_trend_filter *f,
+		      int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut);
 
 #endif

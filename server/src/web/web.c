@@ -564,6 +564,8 @@ static void serve_static(struct web_ctx *c, const char *p)
 		return set_body(c->r, 200, "text/javascript; charset=utf-8", APP_JS);
 	if (strcmp(p, "timeline.js") == 0)
 		return set_body(c->r, 200, "text/javascript; charset=utf-8", WEB_TIMELINE_JS);
+	if (strcmp(p, "trend.js") == 0)
+		return set_body(c->r, 200, "text/javascript; charset=utf-8", WEB_TREND_JS);
 	if (strcmp(p, "favicon.svg") == 0)
 		return set_body(c->r, 200, "image/svg+xml", FAVICON);
 	if (strncmp(p, "speedscope/", 11) != 0 || !static_path_ok(p + 11) || !(ct = ctype_of(p)) ||

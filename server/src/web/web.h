@@ -58,6 +58,9 @@ void rvs_web_campaigns_post(struct rvs_call *call);
 void rvs_web_campaign(struct rvs_call *call);
 void rvs_web_campaign_post(struct rvs_call *call);
 void rvs_web_fleet(struct rvs_call *call);
+/* GET /trend: a method's time per capture day or app version, its onset
+ * and the brush that makes aggregate sets of a range (web_trend.c). */
+void rvs_web_trend(struct rvs_call *call);
 /* GET /regressions: what got slower (web_regress.c). */
 void rvs_web_regressions(struct rvs_call *call);
 void rvs_web_method(struct rvs_call *call);

@@ -129,5 +129,7 @@ int web_butterfly(const struct rva_trace *t, const char *method, json_t **out);
 
 /* The zoomable timeline's script (web_timeline_js.c), /static/timeline.js. */
 extern const char WEB_TIMELINE_JS[];
+/* The trend page's brush (web_trend_js.c), /static/trend.js. */
+extern const char WEB_TREND_JS[];
 
 #endif

@@ -746,7 +746,19 @@ void web_method_page(struct web_ctx *c, const char *name)
 	      "href=\"/callers?of=",
 	      c->f);
 	rvs_web_urlenc(c->f, name);
-	fputs("\">who calls it, what it calls (fleet-wide)</a></p><h2>Time by app version</h2>",
+	fputs("\">who calls it, what it calls (fleet-wide)</a> — <a id=\"method-trend\" "
+	      "href=\"/trend?method=",
+	      c->f);
+	rvs_web_urlenc(c->f, name);
+	{
+		char app[256];
+		if (rvs_query_param(c->req->query, "app", app, sizeof app) == 1 && app[0]) {
+			fputs("&amp;app=", c->f);
+			rvs_web_urlenc(c->f, app);
+		}
+	}
+	fputs("\">its time per day and version, and the onset of a change</a></p>"
+	      "<h2>Time by app version</h2>",
 	      c->f);
 	/* The fleet-wide row first, then one per version. */
 	rows = json_pack(

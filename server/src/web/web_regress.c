@@ -83,10 +83,12 @@ static void r_slowest(struct web_ctx *c, json_t *row)
 }
 
 /* The method, with the id the differential flame graph's frames link to
- * (web_agg.c: "m-" and the URL-encoded name). */
+ * (web_agg.c: "m-" and the URL-encoded name), and its trend per version in
+ * the compared app. */
 static void r_method(struct web_ctx *c, json_t *row)
 {
 	const char *m = json_string_value(json_object_get(row, "method"));
+	char app[256];
 	if (!m)
 		return;
 	fputs("<a id=\"m-", c->f);
@@ -95,7 +97,13 @@ static void r_method(struct web_ctx *c, json_t *row)
 	rvs_web_urlenc(c->f, m);
 	fputs("\">", c->f);
 	rvs_web_esc(c->f, m);
-	fputs("</a>", c->f);
+	fputs("</a> <a class=\"regress-trend\" href=\"/trend?by=version&amp;method=", c->f);
+	rvs_web_urlenc(c->f, m);
+	if (rvs_query_param(c->req->query, "app", app, sizeof app) == 1 && app[0]) {
+		fputs("&amp;app=", c->f);
+		rvs_web_urlenc(c->f, app);
+	}
+	fputs("\">trend</a>", c->f);
 }
 
 static const struct web_col METHOD_COLS[] = {

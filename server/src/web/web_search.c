@@ -17,6 +17,7 @@
 #include "web/web.h"
 #include "web/web_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* A text input for parameter key, prefilled from the page's query. */
@@ -109,6 +110,32 @@ static void trend_cell(struct web_ctx *c, json_t *row)
 	fputs("</span>", c->f);
 }
 
+/* The trend of the method the issue's anomaly is in (its chain's last
+ * frame), over the issue's traces. */
+static void trend_link(struct web_ctx *c, json_t *row, const char *issue, const char *app)
+{
+	const char *chain = json_string_value(json_object_get(row, "chain"));
+	size_t n = chain ? strlen(chain) : 0, b;
+	char *leaf;
+
+	if (n && chain[n - 1] == ';')
+		n--;
+	for (b = n; b > 0 && chain[b - 1] != ';'; b--)
+		;
+	if (!issue || b == n || !(leaf = strndup(chain + b, n - b)))
+		return;
+	fputs(" — <a class=\"issue-trend\" href=\"/trend?method=", c->f);
+	rvs_web_urlenc(c->f, leaf);
+	fputs("&amp;issue=", c->f);
+	rvs_web_urlenc(c->f, issue);
+	if (app) {
+		fputs("&amp;app=", c->f);
+		rvs_web_urlenc(c->f, app);
+	}
+	fputs("\">trend</a>", c->f);
+	free(leaf);
+}
+
 static void worst_cell(struct web_ctx *c, json_t *row)
 {
 	const char *issue = json_string_value(json_object_get(row, "issue"));
@@ -120,6 +147,7 @@ static void worst_cell(struct web_ctx *c, json_t *row)
 		rvs_web_urlenc(c->f, app);
 	}
 	fputs("\">worst traces</a>", c->f);
+	trend_link(c, row, issue, app);
 }
 
 static const struct web_col ISSUE_COLS[] = {

@@ -2363,6 +2363,13 @@ static int issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
 	return rvs_pg_issues_read(&pool, f, cb, arg);
 }
 
+static int trend_read(struct rvs_store *s, const struct rvs_trend_filter *f,
+		      int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut)
+{
+	const struct rvs_pg_pool pool = {pool_get, pool_put, s};
+	return rvs_pg_trend_read(&pool, f, cb, arg, cut);
+}
+
 static int search_scan(struct rvs_store *s, const struct rvs_search_scan *q,
 		       int (*chunk)(void *arg, int64_t top, int64_t *hi, int64_t *lo),
 		       rvs_row_fn row, void *arg)
@@ -2452,4 +2459,5 @@ const struct rvs_store_ops rvs_store_pg = {
 	.traces_sorted = traces_sorted,
 	.issues_read = issues_read,
 	.search_scan = search_scan,
+	.trend_read = trend_read,
 };

@@ -2553,6 +2553,12 @@ static int traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *q, 
 	return rvs_sqlite_traces_sorted(s->dsn, q, cb, arg);
 }
 
+static int trend_read(struct rvs_store *s, const struct rvs_trend_filter *f,
+		      int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut)
+{
+	return rvs_sqlite_trend_read(s->dsn, f, cb, arg, cut);
+}
+
 static int issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
 		       int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
@@ -2642,4 +2648,5 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.traces_sorted = traces_sorted,
 	.issues_read = issues_read,
 	.search_scan = search_scan,
+	.trend_read = trend_read,
 };
