@@ -480,9 +480,16 @@ define rv_install
 	  $(1)$(SYSCONFDIR)/rearview $(1)$(DOCDIR)/examples \
 	  $(1)$(DBUSDIR)/system.d $(1)$(DBUSDIR)/interfaces $(1)$(DBUSDIR)/system-services \
 	  $(1)$(POLKITDIR) \
-	  $(1)$(APPSDIR) $(1)$(DATADIR)/rearview/po
-	install -m 0644 device/settings/rearview-settings.desktop $(1)$(APPSDIR)/
+	  $(1)$(APPSDIR) $(1)$(DATADIR)/rearview/po $(1)$(DATADIR)/metainfo
+	install -m 0644 device/settings/org.rearview.Settings.desktop $(1)$(APPSDIR)/
+	$(RV_SUBST) device/settings/org.rearview.Settings.metainfo.xml.in \
+	  > $(1)$(DATADIR)/metainfo/org.rearview.Settings.metainfo.xml
 	install -m 0644 device/settings/po/rearview-settings.pot $(1)$(DATADIR)/rearview/po/
+	for l in $(SETTINGS_LINGUAS); do \
+	  install -d $(1)$(LOCALEDIR)/$$l/LC_MESSAGES && \
+	  install -m 0644 $(BUILD)/locale/$$l/LC_MESSAGES/rearview-settings.mo \
+	    $(1)$(LOCALEDIR)/$$l/LC_MESSAGES/ || exit 1; \
+	done
 	install -m 0644 deploy/dbus/org.rearview.Daemon1.conf $(1)$(DBUSDIR)/system.d/
 	install -m 0644 deploy/dbus/org.rearview.Daemon1.xml $(1)$(DBUSDIR)/interfaces/
 	install -m 0644 deploy/dbus/org.rearview.Daemon1.service $(1)$(DBUSDIR)/system-services/

@@ -65,7 +65,9 @@ $(BUILD)/prefix/.installed: $(BINS) $(LIBS) $(SHLIBS) $(LIBS_REARVIEW) $(MANS) $
 		deploy/rearviewd.conf.example deploy/rearview-server.conf.example \
 		deploy/dbus/org.rearview.Daemon1.conf deploy/dbus/org.rearview.Daemon1.xml \
 		deploy/dbus/org.rearview.policy deploy/dbus/org.rearview.Daemon1.service \
-		deploy/rearviewd.socket deploy/rearviewd-events.socket deploy/rearviewd-admin.socket
+		deploy/rearviewd.socket deploy/rearviewd-events.socket deploy/rearviewd-admin.socket \
+		$(SETTINGS_MOS) device/settings/org.rearview.Settings.desktop \
+		device/settings/org.rearview.Settings.metainfo.xml.in
 	rm -rf $(RV_TEST_PREFIX)
 	$(call rv_install,)
 	touch $@

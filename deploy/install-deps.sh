@@ -56,7 +56,7 @@ PACKAGES="$PACKAGES libseccomp-dev"
 # device/settings (rearview-settings, GTK 4) and its test under Weston's
 # headless backend; its translation template (gettext's xgettext/msgcmp, in
 # make lint) and desktop entry (desktop-file-validate, in the install test).
-PACKAGES="$PACKAGES libgtk-4-dev weston gettext desktop-file-utils"
+PACKAGES="$PACKAGES libgtk-4-dev weston gettext desktop-file-utils appstream"
 
 # deploy/ (systemd-analyze verify and systemd-sysusers in the install test;
 # curl and jq for the demo script).

@@ -186,6 +186,16 @@ $(BIN)/rearview-settings: $(OBJ)/device/settings/settings.o $(OBJ)/device/settin
 $(OBJ)/tests/device/test_settings_errors.o: CPPFLAGS += -Idevice/settings $(SETTINGS_CFLAGS)
 $(eval $(call rv_test,device,settings_errors,$(OBJ)/device/settings/errors.o,$(call pc,--libs,gio-2.0),unit))
 BINS += $(BIN)/rearview-settings
+# Its translations: device/settings/po/LANG.po, compiled (msgfmt --check:
+# formats and plural forms checked) into $(BUILD)/locale, installed under
+# LOCALEDIR.
+SETTINGS_LINGUAS := $(basename $(notdir $(wildcard device/settings/po/*.po)))
+SETTINGS_MOS := $(foreach l,$(SETTINGS_LINGUAS),$(BUILD)/locale/$(l)/LC_MESSAGES/rearview-settings.mo)
+$(BUILD)/locale/%/LC_MESSAGES/rearview-settings.mo: device/settings/po/%.po
+	@mkdir -p $(@D)
+	msgfmt --check -o $@ $<
+all: $(SETTINGS_MOS)
+programs: $(SETTINGS_MOS)
 $(TBIN)/device/test_dbus: | $(BIN)/rearview-settings
 
 # `make bench`: the sandboxed capture parser's added latency per capture

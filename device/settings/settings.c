@@ -96,9 +96,12 @@ static GVariant *get_finish(GObject *src, GAsyncResult *res, const char *name)
 static void quota_show(struct panel *p, GVariant *v)
 {
 	char buf[256];
+	guint32 n = g_variant_get_uint32(v);
 
-	snprintf(buf, sizeof(buf), _("Uploads still allowed this week: %u"),
-		 g_variant_get_uint32(v));
+	snprintf(buf, sizeof(buf),
+		 ngettext("%u upload still allowed this week", "%u uploads still allowed this week",
+			  n),
+		 n);
 	gtk_label_set_text(GTK_LABEL(p->quota), buf);
 }
 

@@ -60,7 +60,7 @@ check() { # name, command...
 	if "$@" >"$T/out" 2>&1; then ok "$name"; else notok "$name"; fi
 }
 
-echo "1..12"
+echo "1..14"
 
 # 1. Units: verify prints nothing at all for a clean unit.
 verify_units() {
@@ -178,7 +178,7 @@ else
 fi
 
 desktop_entry() {
-	d="$P/share/applications/rearview-settings.desktop"
+	d="$P/share/applications/org.rearview.Settings.desktop"
 	desktop-file-validate "$d" && grep -qx 'Exec=rearview-settings' "$d" &&
 		[ -x "$P/bin/rearview-settings" ]
 }
@@ -189,6 +189,33 @@ else
 	n=$((n + 1))
 	echo "ok $n # skip desktop-file-validate missing (desktop-file-utils)"
 fi
+
+# The panel's AppStream metainfo (named after the app ID, as the desktop
+# entry is) and its German catalogue: every string translated, plural
+# forms right (1 and 3 pick different forms) through the installed .mo.
+metainfo() {
+	m="$P/share/metainfo/org.rearview.Settings.metainfo.xml"
+	appstreamcli validate --no-net --pedantic "$m" &&
+		grep -q "<release version=\"$(sed -n 's/^RV_VERSION *:= *//p' "$ROOT/Makefile")\"" "$m"
+}
+if command -v appstreamcli >/dev/null 2>&1; then
+	check "the settings panel's AppStream metainfo validates and carries the version" metainfo
+else
+	n=$((n + 1))
+	echo "ok $n # skip appstreamcli missing (appstream)"
+fi
+german() {
+	msgfmt --check --statistics -o /dev/null "$ROOT/device/settings/po/de.po" 2>&1 |
+		grep -qx '[0-9]* translated messages\.' || return 1
+	one=$(LC_ALL=C.UTF-8 LANGUAGE=de TEXTDOMAINDIR="$P/share/locale" ngettext -d rearview-settings \
+		'%u upload still allowed this week' '%u uploads still allowed this week' 1)
+	three=$(LC_ALL=C.UTF-8 LANGUAGE=de TEXTDOMAINDIR="$P/share/locale" ngettext -d rearview-settings \
+		'%u upload still allowed this week' '%u uploads still allowed this week' 3)
+	echo "1: $one; 3: $three"
+	[ "$one" = 'Diese Woche ist noch %u Übertragung erlaubt' ] &&
+		[ "$three" = 'Diese Woche sind noch %u Übertragungen erlaubt' ]
+}
+check "the panel's German catalogue is complete and installed, plural forms right" german
 
 # 8. Versioned shared libraries.
 shlibs() {

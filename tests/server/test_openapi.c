@@ -576,7 +576,8 @@ static void test_openapi_traces_and_exports(void **state)
 	expect("get /api/v1/trend", "no method", "GET", "/api/v1/trend?by=day", tok, NULL, 0, 400);
 	expect("get /api/v1/trend", "bad axis", "GET",
 	       "/api/v1/trend?method=" RVS_FLEET_PLANTED "&by=week", tok, NULL, 0, 400);
-	expect("get /api/v1/trend", "no token", "GET", "/api/v1/trend?method=x", NULL, NULL, 0, 401);
+	expect("get /api/v1/trend", "no token", "GET", "/api/v1/trend?method=x", NULL, NULL, 0,
+	       401);
 	expect("get /api/v1/versions", "all apps", "GET", "/api/v1/versions", tok, NULL, 0, 200);
 	expect("get /api/v1/versions", "one app", "GET", "/api/v1/versions?app=" APP, tok, NULL, 0,
 	       200);

@@ -9,7 +9,7 @@ set -eu
 cd "$(dirname "$0")/../../.."
 pot=device/settings/po/rearview-settings.pot
 extract() { # OUT
-	xgettext --language=C --from-code=UTF-8 --keyword=_ --keyword=N_ \
+	xgettext --language=C --from-code=UTF-8 --keyword=_ --keyword=N_ --keyword=ngettext:1,2 \
 		--add-comments=TRANSLATORS: --package-name=rearview-settings \
 		--msgid-bugs-address=none --sort-by-file -o "$1" device/settings/settings.c \
 		device/settings/errors.c
