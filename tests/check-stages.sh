@@ -14,21 +14,17 @@
 # to the tally the Makefile's targets write (a failed lint or build counts
 # as one failure); the caller prints the closing line.  On two cores the
 # stages overlap where they do not compete for the same files: lint runs
-# beside the DEVELOPER=1 build, the sanitizer build (it shares the npm
+# beside the DEVELOPER=1 build, and the sanitizer build (it shares the npm
 # assets under build/ with the first, so it starts after it) beside the
-# DEVELOPER=1 tests, and the sanitizer tests as soon as their build is done,
-# beside the DEVELOPER=1 and PostgreSQL tests (many tests wait on daemons,
-# servers and fsync more than they compute, so two stages fill what one
-# leaves idle).  The background stages' output is kept in build/.check/ and
-# printed when they end; the DEVELOPER=1 and PostgreSQL tests print as they
-# go.  The last lines give each stage's wall time (the figures README.md
-# keeps).
+# DEVELOPER=1 and PostgreSQL tests.  Their output is kept in build/.check/
+# and printed when they end; the tests print as they go.  The last lines
+# give each stage's wall time (the figures README.md keeps).
 set -u
 SET=$1
 shift
 LOGS=build/.check
 mkdir -p "$LOGS"
-rm -f "$LOGS"/*.rc "$LOGS"/*.start "$LOGS"/*.end "$LOGS"/*.done
+rm -f "$LOGS"/*.rc "$LOGS"/*.start "$LOGS"/*.end
 pids=""
 T0=$(date +%s)
 # now: seconds since the stages began.
@@ -73,19 +69,6 @@ stage_bg lint check-lint "$@"
 stage dev-build check-build-dev "$@"
 dev=$?
 stage_bg san-build check-build-san "$@"
-# The sanitizer tests, once their build is done (a failed build: its log's end).
-(
-	if wait_for san-build; then
-		stage san-tests check-run-san "$@" >"$LOGS/san-tests.log" 2>&1
-	else
-		{
-			echo "check: the sanitizer build failed; the end of its log ($LOGS/san-build.log):"
-			tail -n 40 "$LOGS/san-build.log"
-		} >"$LOGS/san-tests.log"
-	fi
-	: >"$LOGS/san-tests.done"
-) &
-pids="$pids $!"
 
 echo "== $SET 2/4: DEVELOPER=1 tests (build/; the sanitizer build runs beside them)"
 [ $dev -eq 0 ] && stage dev-tests check-run-dev "$@"
@@ -97,9 +80,13 @@ cat "$LOGS/lint.log"
 echo "== $SET 3/4: the server tests flagged pg, on PostgreSQL (build/, RVS_TEST_STORE=pg)"
 [ $dev -eq 0 ] && stage pg-tests check-run-pg "$@"
 
-while [ ! -f "$LOGS/san-tests.done" ]; do sleep 1; done
-echo "== $SET 4/4: ASan+UBSan tests (build/san; they ran beside stages 2 and 3)"
-cat "$LOGS/san-tests.log"
+echo "== $SET 4/4: ASan+UBSan tests (build/san)"
+if wait_for san-build; then
+	stage san-tests check-run-san "$@"
+else
+	echo "check: the sanitizer build failed; the end of its log ($LOGS/san-build.log):"
+	tail -n 40 "$LOGS/san-build.log"
+fi
 wait
 echo "== $SET: stage times (seconds from the start: began-ended, wall)"
 for st in lint dev-build dev-tests pg-tests san-build san-tests; do
