@@ -24,4 +24,4 @@ $(TBIN)/deploy/test_man: tests/deploy/test_man.sh $(MANS) $(BINS)
 	printf '#!/bin/sh\nexec sh %s %s %s %s %s\n' '$(CURDIR)/$<' '$(abspath $(BIN))' \
 	  '$(abspath $(BUILD)/man)' '$(RV_VERSION)' '$(RV_BIN_NAMES)' > $@
 	chmod +x $@
-TESTS += $(TBIN)/deploy/test_man
+$(eval $(call rv_register,$(TBIN)/deploy/test_man,integration))

@@ -109,9 +109,13 @@ static void test_daemon_show_jank_capture_summary_slow_function_on_top(void **st
 	 * between frames: the chain at that instant may be empty; the slow
 	 * path is the longest-running chain. */
 	assert_non_null(strstr(out, "\"chains_at_anomaly\":["));
-	assert_non_null(strstr(out,
-			       "\"longest_chains\":[{\"frames\":[\"demo_render_frame\","
-			       "\"layout_pass\",\"build_list_item\",\"build_list_item_slow\"]"));
+	/* Among the longest-running chains; not necessarily first: on a loaded
+	 * machine a preempted frame can outlast the slow one. */
+	const char *longest = strstr(out, "\"longest_chains\":[");
+	assert_non_null(longest);
+	if (!strstr(longest, "{\"frames\":[\"demo_render_frame\",\"layout_pass\","
+			     "\"build_list_item\",\"build_list_item_slow\"]"))
+		fail_msg("the slow path is not among the longest chains: %s", longest);
 	assert_null(strstr(out, "\"summary\":null"));
 
 	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "show %" PRIu64, id), 0);

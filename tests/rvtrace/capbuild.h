@@ -29,7 +29,8 @@ static inline void cb_put(capbuf *c, const void *p, size_t n)
 			abort();
 		c->cap = cap;
 	}
-	memcpy(c->b + c->len, p, n);
+	if (n) /* p may be NULL with nothing to copy */
+		memcpy(c->b + c->len, p, n);
 	c->len += n;
 }
 
