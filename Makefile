@@ -362,6 +362,9 @@ run-set: build-set
 # on it.  Builds run -j$(RV_JOBS) unless make was given -j.  Tests a
 # sanitizer cannot run are left out by their fragments (ifeq ($(SANFLAGS),):
 # the aarch64 cross test under qemu, rvlua, the fleet demo from a clone).
+# The sanitizer build makes only what its tests need (build-set: not the
+# system tests it does not run), with line tables for debug information
+# (RV_DEBUG=-g1: its reports still name file and line).
 RV_JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 RV_SUBMAKE  = $(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(RV_JOBS))
 CHECK_TALLY := build/.check-tally
