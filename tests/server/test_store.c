@@ -1378,7 +1378,8 @@ static void test_store_index_batch_fails_one_trace_alone(void **state)
 			  "SELECT (SELECT count(*) FROM traces) || ' ' || (SELECT count(*) FROM"
 			  " trace_methods) || ' ' || (SELECT count(*) FROM trace_chains) || ' ' ||"
 			  " (SELECT count(*) FROM trace_unresolved) || ' ' || (SELECT count(*) FROM"
-			  " traces WHERE trace_id = 't-b1') || ' ' || (SELECT traces FROM signatures)",
+			  " traces WHERE trace_id = 't-b1') || ' ' || (SELECT traces FROM "
+			  "signatures)",
 			  NULL, out, sizeof out);
 		assert_string_equal(out, "2 4 4 2 0 2");
 	}
@@ -2340,8 +2341,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_store_index_write_replaces_rows_and_counts_signature_once, setup,
 			teardown),
-		cmocka_unit_test_setup_teardown(test_store_index_batch_fails_one_trace_alone,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_index_batch_fails_one_trace_alone, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_store_trace_capture_only_of_decoded_traces,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_reads_list_trace_and_signatures, setup,

@@ -578,9 +578,8 @@ static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n
 	}
 	/* Every upload's in one read where the backend has it (a round trip
 	 * each is PostgreSQL's cost), else one by one. */
-	if (!rc && d->ops->index_upload_metas &&
-	    (metas = calloc(n, sizeof *metas)) && (mrc = calloc(n, sizeof *mrc)) &&
-	    (ids = calloc(n, sizeof *ids))) {
+	if (!rc && d->ops->index_upload_metas && (metas = calloc(n, sizeof *metas)) &&
+	    (mrc = calloc(n, sizeof *mrc)) && (ids = calloc(n, sizeof *ids))) {
 		int rm;
 		for (size_t i = 0; i < n; i++)
 			ids[i] = it[i].trace_id;

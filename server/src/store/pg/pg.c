@@ -98,7 +98,7 @@ static int failure(PGconn *pg, const PGresult *r, struct rvs_pg_error *err)
 	/* A failure libpq made itself (no SQLSTATE) on a connection that is no
 	 * longer up: the server went away mid-statement. */
 	int rc = (!state || !*state) && PQstatus(pg) != CONNECTION_OK ? -EAGAIN
-								       : rvs_pg_errno(state);
+								      : rvs_pg_errno(state);
 
 	if (err) {
 		snprintf(err->state, sizeof err->state, "%s", state ? state : "");
@@ -116,11 +116,10 @@ static int failure(PGconn *pg, const PGresult *r, struct rvs_pg_error *err)
 int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg_params *p,
 		PGresult **out, struct rvs_pg_error *err)
 {
-	static const Oid text[RVS_PG_MAX_PARAMS] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	static const Oid text[RVS_PG_MAX_PARAMS] = {
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	int n = p ? p->n : 0, binary = (flags & RVS_PG_BINARY) != 0;
 	const char *const *v = p ? p->v : NULL;
 	const int *len = p ? p->len : NULL, *fmt = p ? p->fmt : NULL;

@@ -1166,9 +1166,7 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 		if (it->rc == -EAGAIN)
 			continue;
 		rvs_pg_text(&st->p, it->rc ? "quarantined" : "decoded");
-		rvs_pg_text(&st->p, !it->rc	     ? NULL
-				    : it->reason[0] ? it->reason
-						    : "unspecified");
+		rvs_pg_text(&st->p, !it->rc ? NULL : it->reason[0] ? it->reason : "unspecified");
 	}
 	step(&pp, S_COMMIT, 0);
 	rc = rvs_pg_pipe_run(c->pg, &pp, 0, &failed, NULL);

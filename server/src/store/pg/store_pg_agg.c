@@ -254,7 +254,7 @@ static void known_read(const PGresult *res, const struct rvs_agg_rows *r, int64_
 struct rvs_pg_agg_job {
 	const char *trace_id;
 	const struct rvs_agg_rows *r;
-	char *app;		     /* the trace's app, "" for none */
+	char *app;			    /* the trace's app, "" for none */
 	struct rvs_pg_step *bucket, *known; /* the reads in the caller's pipeline */
 	int64_t bucket_id, *id;
 	unsigned char *found;
@@ -345,22 +345,24 @@ int rvs_pg_agg_add_rows(struct rvs_pg_pipe *pp, int tag, const struct rvs_pg_agg
 		arr_add(&arr[A_SELF], &len[A_SELF], &cap[A_SELF], w->self_ns);
 		arr_add(&arr[A_INCL], &len[A_INCL], &cap[A_INCL], w->incl_ns);
 	}
-	if ((st = rvs_pg_pipe_add(pp,
-				  "INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns)"
-				  " VALUES ($1, $2, $3, $4, $5)",
-				  0, tag, 0))) {
+	if ((st = rvs_pg_pipe_add(
+		     pp,
+		     "INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns)"
+		     " VALUES ($1, $2, $3, $4, $5)",
+		     0, tag, 0))) {
 		rvs_pg_text(&st->p, j->trace_id);
 		rvs_pg_opt_i64(&st->p, 1, j->bucket_id);
 		rvs_pg_opt_i64(&st->p, 1, r->nodes);
 		rvs_pg_opt_i64(&st->p, 1, r->folded);
 		rvs_pg_opt_i64(&st->p, 1, r->total_ns);
 	}
-	st = rvs_pg_pipe_add(pp,
-			     "INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
-			     " SELECT $1, x.node, $2, x.calls, x.self_ns, x.incl_ns FROM"
-			     " unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])"
-			     " WITH ORDINALITY AS x(node, calls, self_ns, incl_ns, i) ORDER BY x.i",
-			     0, tag, 0);
+	st = rvs_pg_pipe_add(
+		pp,
+		"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
+		" SELECT $1, x.node, $2, x.calls, x.self_ns, x.incl_ns FROM"
+		" unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])"
+		" WITH ORDINALITY AS x(node, calls, self_ns, incl_ns, i) ORDER BY x.i",
+		0, tag, 0);
 	if (st) {
 		rvs_pg_text(&st->p, j->trace_id);
 		rvs_pg_opt_i64(&st->p, 1, j->bucket_id);

@@ -300,18 +300,19 @@ static void add_methods(struct rvs_pg_pipe *pp, int tag, const struct rvs_index_
 		arr_i64(&col[3], 1, (int64_t)(m->incl_ns & INT64_MAX));
 		arr_i64(&col[4], m->self_rank > 0, m->self_rank);
 	}
-	st = rvs_pg_pipe_add(pp,
-			     v->methods_first_wins
-				     ? "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
-				       " incl_ns, self_rank, received_at) SELECT $1, m, c, s, i, r,"
-				       " $2::bigint FROM unnest($3::text[], $4::bigint[], $5::bigint[],"
-				       " $6::bigint[], $7::int[]) AS x(m, c, s, i, r)"
-				       " ON CONFLICT DO NOTHING"
-				     : "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
-				       " incl_ns, self_rank, received_at) SELECT $1, m, c, s, i, r,"
-				       " $2::bigint FROM unnest($3::text[], $4::bigint[], $5::bigint[],"
-				       " $6::bigint[], $7::int[]) AS x(m, c, s, i, r)",
-			     0, tag, 0);
+	st = rvs_pg_pipe_add(
+		pp,
+		v->methods_first_wins
+			? "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
+			  " incl_ns, self_rank, received_at) SELECT $1, m, c, s, i, r,"
+			  " $2::bigint FROM unnest($3::text[], $4::bigint[], $5::bigint[],"
+			  " $6::bigint[], $7::int[]) AS x(m, c, s, i, r)"
+			  " ON CONFLICT DO NOTHING"
+			: "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
+			  " incl_ns, self_rank, received_at) SELECT $1, m, c, s, i, r,"
+			  " $2::bigint FROM unnest($3::text[], $4::bigint[], $5::bigint[],"
+			  " $6::bigint[], $7::int[]) AS x(m, c, s, i, r)",
+		0, tag, 0);
 	bind_cols(pp, st, v->trace_id, received, col, 5);
 }
 
@@ -355,13 +356,14 @@ static void add_lock_signatures(struct rvs_pg_pipe *pp, const struct rvs_index_t
 	struct rvs_pg_step *st =
 		/* The subquery's DISTINCT and ORDER BY keep it from being
 		 * flattened: the locks are taken in its order. */
-		rvs_pg_pipe_add(pp,
-				"SELECT pg_advisory_xact_lock(1381389127, k)"
-				" FROM (SELECT DISTINCT hashtext(s) AS k FROM"
-				" (SELECT unnest($1::text[]) UNION ALL"
-				" SELECT signature FROM traces WHERE trace_id = ANY($2::text[])) u(s)"
-				" WHERE s IS NOT NULL ORDER BY k) x",
-				0, -1, 0);
+		rvs_pg_pipe_add(
+			pp,
+			"SELECT pg_advisory_xact_lock(1381389127, k)"
+			" FROM (SELECT DISTINCT hashtext(s) AS k FROM"
+			" (SELECT unnest($1::text[]) UNION ALL"
+			" SELECT signature FROM traces WHERE trace_id = ANY($2::text[])) u(s)"
+			" WHERE s IS NOT NULL ORDER BY k) x",
+			0, -1, 0);
 	if (!st)
 		return;
 	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, array_lit(v, n, f_sig)));
@@ -535,8 +537,7 @@ static int run(struct rvs_index_lane *l, struct rvs_pg_pipe *pp, int *tag)
 	if (rc && failed < pp->n && strcmp(l->fail.state, "23502") == 0 &&
 	    strcmp(l->fail.column, "trace_id") == 0 &&
 	    strncmp(pp->step[failed]->sql, "INSERT INTO traces ", 19) == 0) {
-		snprintf(l->fail.msg, sizeof l->fail.msg, "no upload %s",
-			 pp->step[failed]->p.v[0]);
+		snprintf(l->fail.msg, sizeof l->fail.msg, "no upload %s", pp->step[failed]->p.v[0]);
 		rc = -ENOENT;
 	}
 	return rc;
@@ -572,22 +573,21 @@ static int probe(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n, 
 			     " $2::bigint[]) AS x(id, lease) ON q.trace_id = x.id"
 			     " AND q.lease = x.lease ORDER BY q.trace_id FOR UPDATE OF q",
 			     0, BATCH, 1);
-	pr = rvs_pg_pipe_add(
-		&pp,
-		"SELECT x.i, u.received_at,"
-		" EXISTS (SELECT 1 FROM traces t WHERE t.trace_id = x.id"
-		" AND t.received_at = u.received_at)"
-		" OR EXISTS (SELECT 1 FROM trace_methods m WHERE m.trace_id = x.id"
-		" AND m.received_at = u.received_at)"
-		" OR EXISTS (SELECT 1 FROM trace_chains c WHERE c.trace_id = x.id"
-		" AND c.received_at = u.received_at)"
-		" OR EXISTS (SELECT 1 FROM trace_paths p WHERE p.trace_id = x.id)"
-		" OR EXISTS (SELECT 1 FROM trace_agg a WHERE a.trace_id = x.id),"
-		" EXISTS (SELECT 1 FROM traces t WHERE t.trace_id = x.id"
-		" AND t.signature IS NOT NULL), COALESCE(u.app_id, '')"
-		" FROM unnest($1::text[]) WITH ORDINALITY AS x(id, i)"
-		" LEFT JOIN uploads u ON u.trace_id = x.id",
-		0, BATCH, 1);
+	pr = rvs_pg_pipe_add(&pp,
+			     "SELECT x.i, u.received_at,"
+			     " EXISTS (SELECT 1 FROM traces t WHERE t.trace_id = x.id"
+			     " AND t.received_at = u.received_at)"
+			     " OR EXISTS (SELECT 1 FROM trace_methods m WHERE m.trace_id = x.id"
+			     " AND m.received_at = u.received_at)"
+			     " OR EXISTS (SELECT 1 FROM trace_chains c WHERE c.trace_id = x.id"
+			     " AND c.received_at = u.received_at)"
+			     " OR EXISTS (SELECT 1 FROM trace_paths p WHERE p.trace_id = x.id)"
+			     " OR EXISTS (SELECT 1 FROM trace_agg a WHERE a.trace_id = x.id),"
+			     " EXISTS (SELECT 1 FROM traces t WHERE t.trace_id = x.id"
+			     " AND t.signature IS NOT NULL), COALESCE(u.app_id, '')"
+			     " FROM unnest($1::text[]) WITH ORDINALITY AS x(id, i)"
+			     " LEFT JOIN uploads u ON u.trace_id = x.id",
+			     0, BATCH, 1);
 	if (lk && pr && arr_done(&ids) && arr_done(&leases)) {
 		rvs_pg_text(&lk->p, rvs_pg_pipe_own(&pp, lk, ids.b));
 		rvs_pg_text(&lk->p, rvs_pg_pipe_own(&pp, lk, leases.b));
@@ -669,11 +669,10 @@ static void add_rows(struct rvs_pg_pipe *pp, int i, const struct rvs_index_trace
 	if (seen->indexed) {
 		add_by_key(pp, "DELETE FROM trace_chains WHERE trace_id = $1 AND received_at = $2",
 			   i, id, rec);
-		add_by_key(pp,
-			   "DELETE FROM trace_methods WHERE trace_id = $1 AND received_at = $2", i,
-			   id, rec);
-		add_by_key(pp, "DELETE FROM traces WHERE trace_id = $1 AND received_at = $2", i,
-			   id, rec);
+		add_by_key(pp, "DELETE FROM trace_methods WHERE trace_id = $1 AND received_at = $2",
+			   i, id, rec);
+		add_by_key(pp, "DELETE FROM traces WHERE trace_id = $1 AND received_at = $2", i, id,
+			   rec);
 		/* The aggregate rows: no foreign key into the partitioned traces. */
 		add_by_key(pp, "DELETE FROM trace_paths WHERE trace_id = $1", i, id, NULL);
 		add_by_key(pp, "DELETE FROM trace_agg WHERE trace_id = $1", i, id, NULL);
@@ -722,7 +721,8 @@ static void add_rows_end(struct rvs_pg_pipe *pp, int i, const struct rvs_index_t
 		rvs_pg_text(&st->p, seen->received);
 	}
 	if (v->unresolved_replace) {
-		add_by_key(pp, "DELETE FROM trace_unresolved WHERE trace_id = $1 AND received_at = $2",
+		add_by_key(pp,
+			   "DELETE FROM trace_unresolved WHERE trace_id = $1 AND received_at = $2",
 			   i, v->trace_id, seen->received);
 		for (size_t k = 0; k < v->nunresolved; k++) {
 			st = rvs_pg_pipe_add(pp,
@@ -805,8 +805,7 @@ static void add_agg_reads(struct rvs_pg_pipe *pp, int tag, const struct rvs_inde
  * signatures inline; any other defers the signatures to the end.  Either
  * way a batch takes all its signature locks in one statement, holding
  * none before. */
-static int attempt(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n,
-		   struct seen *seen)
+static int attempt(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n, struct seen *seen)
 {
 	struct rvs_pg_pipe pp = {0};
 	int rc, again, early = 0, tag = BATCH, ended = 0, locked = 0, pend = -1;
