@@ -807,6 +807,14 @@ struct rvs_store_ops {
 	 * were given), else 0.  0 or -errno. */
 	int (*trend_read)(struct rvs_store *s, const struct rvs_trend_filter *f,
 			  int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut);
+
+	/* ---- an index batch's uploads read at once (PostgreSQL's round trips) ---- */
+	/* index_upload_meta of the n uploads trace_ids in one read: m[i] and
+	 * rc[i] (0, or -ENOENT with m[i] zeroed) for each; the call's result 0,
+	 * or -errno with nothing of m[] to free.  NULL: index_upload_meta one by
+	 * one. */
+	int (*index_upload_metas)(struct rvs_index_lane *l, const char *const *trace_ids, size_t n,
+				  struct rvs_index_meta *m, int *rc);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

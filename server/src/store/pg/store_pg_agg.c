@@ -88,15 +88,17 @@ static int node_id(PGconn *pg, const char *app, int64_t parent, const char *meth
 }
 
 /* The trace's bucket and app (the bucket added when new). */
+static const char bucket_find[] = "SELECT b.bucket, b.app_id FROM traces t JOIN agg_buckets b"
+				  " ON b.app_id = COALESCE(t.app_id, '') AND b.app_version = "
+				  "COALESCE(t.app_version, '')"
+				  " AND b.model = COALESCE(t.model, '') AND b.anomaly_kind = "
+				  "COALESCE(t.anomaly_kind, 0)"
+				  " AND b.day = t.received_at / 86400 WHERE t.trace_id = $1";
+
 static int bucket_of(PGconn *pg, const char *trace_id, int64_t *bucket, char **app, char *err,
 		     size_t errlen)
 {
-	static const char find[] = "SELECT b.bucket, b.app_id FROM traces t JOIN agg_buckets b"
-				   " ON b.app_id = COALESCE(t.app_id, '') AND b.app_version = "
-				   "COALESCE(t.app_version, '')"
-				   " AND b.model = COALESCE(t.model, '') AND b.anomaly_kind = "
-				   "COALESCE(t.anomaly_kind, 0)"
-				   " AND b.day = t.received_at / 86400 WHERE t.trace_id = $1";
+	static const char *const find = bucket_find;
 	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc;
@@ -199,17 +201,24 @@ static void sb_text(struct sbuf *s, const char *v)
 	sb_put(s, "\"", 1);
 }
 
-/* The ids of r's rows already in the dictionary, in one statement: a walk
- * down from the app's root along the rows' parents.  id[i] set and
- * found[i] = 1 for each.  0 or -EIO / -ENOMEM. */
-static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows *r, int64_t *id,
-			 unsigned char *found, char *err, size_t errlen)
+/* The statement finding which of a trace's paths the dictionary holds: a
+ * walk down from the app's root ($1) along the rows' parents ($2 indexes,
+ * $3 parents, $4 methods); rows (i, node). */
+static const char known_sql[] =
+	"WITH RECURSIVE x(i, p, method) AS (SELECT * FROM unnest($2::int[], $3::int[],"
+	" $4::text[])), w(i, node) AS (SELECT 0, n.node FROM agg_nodes n"
+	" WHERE n.app_id = $1 AND n.parent = 0 AND n.method = ''"
+	" UNION ALL SELECT x.i, n.node FROM w JOIN x ON x.p = w.i AND x.i > 0"
+	" JOIN agg_nodes n ON n.app_id = $1 AND n.parent = w.node"
+	" AND n.method = x.method) SELECT i, node FROM w";
+
+/* Adds known_sql for r's rows to st (app its $1, which must outlive it);
+ * the array literals are st's.  0 or -ENOMEM. */
+static int known_params(struct rvs_pg_pipe *pp, struct rvs_pg_step *st, const char *app,
+			const struct rvs_agg_rows *r)
 {
 	struct sbuf ix = {malloc(64), 0, 64}, par = {malloc(64), 0, 64},
 		    met = {malloc(256), 0, 256};
-	struct rvs_pg_params a = {0};
-	PGresult *res;
-	int rc = -ENOMEM;
 
 	sb_put(&ix, "{", 1);
 	sb_put(&par, "{", 1);
@@ -222,23 +231,17 @@ static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows 
 	sb_put(&ix, "}", 1);
 	sb_put(&par, "}", 1);
 	sb_put(&met, "}", 1);
-	if (!ix.b || !par.b || !met.b) {
-		snprintf(err, errlen, "out of memory");
-		goto done;
-	}
-	rvs_pg_text(&a, app);
-	rvs_pg_text(&a, ix.b);
-	rvs_pg_text(&a, par.b);
-	rvs_pg_text(&a, met.b);
-	if ((rc = q(pg,
-		    "WITH RECURSIVE x(i, p, method) AS (SELECT * FROM unnest($2::int[], $3::int[],"
-		    " $4::text[])), w(i, node) AS (SELECT 0, n.node FROM agg_nodes n"
-		    " WHERE n.app_id = $1 AND n.parent = 0 AND n.method = ''"
-		    " UNION ALL SELECT x.i, n.node FROM w JOIN x ON x.p = w.i AND x.i > 0"
-		    " JOIN agg_nodes n ON n.app_id = $1 AND n.parent = w.node"
-		    " AND n.method = x.method) SELECT i, node FROM w",
-		    &a, &res, err, errlen)))
-		goto done;
+	rvs_pg_text(&st->p, app);
+	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, ix.b));
+	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, par.b));
+	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, met.b));
+	return pp->oom ? -ENOMEM : 0;
+}
+
+/* known_sql's rows res into id[] and found[]. */
+static void known_read(const PGresult *res, const struct rvs_agg_rows *r, int64_t *id,
+		       unsigned char *found)
+{
 	for (int k = 0; k < PQntuples(res); k++) {
 		int64_t i = rvs_pg_val_i64(res, k, 0);
 		if (i < 0 || (size_t)i >= r->n)
@@ -246,99 +249,144 @@ static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows 
 		id[i] = rvs_pg_val_i64(res, k, 1);
 		found[i] = 1;
 	}
-	PQclear(res);
-done:
-	free(ix.b);
-	free(par.b);
-	free(met.b);
+}
+
+struct rvs_pg_agg_job {
+	const char *trace_id;
+	const struct rvs_agg_rows *r;
+	char *app;			    /* the trace's app, "" for none */
+	struct rvs_pg_step *bucket, *known; /* the reads in the caller's pipeline */
+	int64_t bucket_id, *id;
+	unsigned char *found;
+};
+
+int rvs_pg_agg_begin(struct rvs_pg_pipe *pp, int tag, const char *trace_id, const char *app,
+		     const struct rvs_agg_rows *r, struct rvs_pg_agg_job **out)
+{
+	struct rvs_pg_agg_job *j = calloc(1, sizeof *j);
+
+	assert(r->n >= 1 && !r->v[0].other);
+	*out = NULL;
+	if (!j || !(j->app = strdup(app)) || !(j->id = calloc(r->n, sizeof *j->id)) ||
+	    !(j->found = calloc(r->n, 1))) {
+		rvs_pg_agg_job_free(j);
+		return -ENOMEM;
+	}
+	j->trace_id = trace_id;
+	j->r = r;
+	if ((j->bucket = rvs_pg_pipe_add(pp, bucket_find, 0, tag, 1)))
+		rvs_pg_text(&j->bucket->p, trace_id);
+	if ((j->known = rvs_pg_pipe_add(pp, known_sql, 0, tag, 1)))
+		known_params(pp, j->known, j->app, r);
+	if (pp->oom) {
+		rvs_pg_agg_job_free(j);
+		return -ENOMEM;
+	}
+	*out = j;
+	return 0;
+}
+
+int rvs_pg_agg_resolve(PGconn *pg, struct rvs_pg_agg_job *j, char *err, size_t errlen)
+{
+	const struct rvs_agg_rows *r = j->r;
+	PGresult *b = j->bucket->res;
+	int rc = 0;
+
+	assert(b && j->known->res);
+	if (PQntuples(b) == 1) {
+		j->bucket_id = rvs_pg_val_i64(b, 0, 0);
+	} else { /* a new bucket: added, then read */
+		char *app = NULL;
+		if ((rc = bucket_of(pg, j->trace_id, &j->bucket_id, &app, err, errlen)))
+			return rc;
+		free(app);
+	}
+	/* The bucket's app is the traces row's, copied from the upload the
+	 * caller's app came from. */
+	assert(PQntuples(b) != 1 || strcmp(PQgetvalue(b, 0, 1), j->app) == 0);
+	known_read(j->known->res, r, j->id, j->found);
+	/* New paths only: one lookup and insert each, in sqlite's order (the
+	 * folded "other" rows after every path, as they are met). */
+	for (size_t i = 0; i < r->n && !rc; i++)
+		if (!r->v[i].other && !j->found[i])
+			rc = node_id(pg, j->app, i ? j->id[r->v[i].parent] : 0, r->v[i].method,
+				     r->v[i].depth, &j->id[i], err, errlen);
+	for (size_t i = 0; i < r->n && !rc; i++) {
+		const struct rvs_agg_row *w = &r->v[i];
+		assert(!i || w->parent < i);
+		if (w->other && !j->found[i])
+			rc = node_id(pg, j->app, j->id[w->parent], w->method, w->depth, &j->id[i],
+				     err, errlen);
+	}
+	j->bucket = j->known = NULL; /* the caller's pipeline ends */
 	return rc;
 }
 
-int rvs_pg_agg_write(PGconn *pg, const char *trace_id, const struct rvs_agg_rows *r, char *err,
-		     size_t errlen)
+int rvs_pg_agg_add_rows(struct rvs_pg_pipe *pp, int tag, const struct rvs_pg_agg_job *j)
 {
 	/* The path rows go in as one INSERT of four arrays. */
 	enum { A_NODE, A_CALLS, A_SELF, A_INCL, A_N };
+	const struct rvs_agg_rows *r = j->r;
 	char *arr[A_N] = {0};
 	size_t len[A_N], cap[A_N];
-	int64_t bucket, *id;
-	unsigned char *found = NULL;
-	struct rvs_pg_params a = {0};
-	char *app = NULL;
-	int rc;
+	struct rvs_pg_step *st;
 
-	assert(r->n >= 1 && !r->v[0].other);
-	if (!(id = calloc(r->n, sizeof *id)) || !(found = calloc(r->n, 1))) {
-		free(id);
-		return -ENOMEM;
-	}
 	for (int k = 0; k < A_N; k++) {
 		cap[k] = 64 + 24 * r->n;
 		len[k] = 1;
 		if ((arr[k] = malloc(cap[k])))
 			memcpy(arr[k], "{", 2);
 	}
-	if ((rc = bucket_of(pg, trace_id, &bucket, &app, err, errlen)) ||
-	    (rc = resolve_known(pg, app, r, id, found, err, errlen)))
-		goto done;
-	/* New paths only: one lookup and insert each, in sqlite's order. */
-	for (size_t i = 0; i < r->n && !rc; i++)
-		if (!r->v[i].other && !found[i])
-			rc = node_id(pg, app, i ? id[r->v[i].parent] : 0, r->v[i].method,
-				     r->v[i].depth, &id[i], err, errlen);
-	if (rc)
-		goto done;
-	rvs_pg_text(&a, trace_id);
-	rvs_pg_opt_i64(&a, 1, bucket);
-	rvs_pg_opt_i64(&a, 1, r->nodes);
-	rvs_pg_opt_i64(&a, 1, r->folded);
-	rvs_pg_opt_i64(&a, 1, r->total_ns);
-	if ((rc = q(pg,
-		    "INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns)"
-		    " VALUES ($1, $2, $3, $4, $5)",
-		    &a, NULL, err, errlen)))
-		goto done;
-	for (size_t i = 0; i < r->n && !rc; i++) {
+	for (size_t i = 0; i < r->n; i++) {
 		const struct rvs_agg_row *w = &r->v[i];
-		assert(!i || w->parent < i);
-		if (w->other && !found[i] &&
-		    (rc = node_id(pg, app, id[w->parent], w->method, w->depth, &id[i], err,
-				  errlen)))
-			break;
-		arr_add(&arr[A_NODE], &len[A_NODE], &cap[A_NODE], id[i]);
+		arr_add(&arr[A_NODE], &len[A_NODE], &cap[A_NODE], j->id[i]);
 		arr_add(&arr[A_CALLS], &len[A_CALLS], &cap[A_CALLS],
 			(int64_t)(w->calls & INT64_MAX));
 		arr_add(&arr[A_SELF], &len[A_SELF], &cap[A_SELF], w->self_ns);
 		arr_add(&arr[A_INCL], &len[A_INCL], &cap[A_INCL], w->incl_ns);
 	}
-	if (rc)
-		goto done;
+	if ((st = rvs_pg_pipe_add(
+		     pp,
+		     "INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns)"
+		     " VALUES ($1, $2, $3, $4, $5)",
+		     0, tag, 0))) {
+		rvs_pg_text(&st->p, j->trace_id);
+		rvs_pg_opt_i64(&st->p, 1, j->bucket_id);
+		rvs_pg_opt_i64(&st->p, 1, r->nodes);
+		rvs_pg_opt_i64(&st->p, 1, r->folded);
+		rvs_pg_opt_i64(&st->p, 1, r->total_ns);
+	}
+	st = rvs_pg_pipe_add(
+		pp,
+		"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
+		" SELECT $1, x.node, $2, x.calls, x.self_ns, x.incl_ns FROM"
+		" unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])"
+		" WITH ORDINALITY AS x(node, calls, self_ns, incl_ns, i) ORDER BY x.i",
+		0, tag, 0);
+	if (st) {
+		rvs_pg_text(&st->p, j->trace_id);
+		rvs_pg_opt_i64(&st->p, 1, j->bucket_id);
+	}
 	for (int k = 0; k < A_N; k++) {
-		if (!arr[k]) {
-			rc = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-			goto done;
+		if (!st || !arr[k]) {
+			free(arr[k]);
+			pp->oom = 1;
+			continue;
 		}
 		memcpy(arr[k] + len[k], "}", 2);
+		rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, arr[k]));
 	}
-	a.n = 0;
-	rvs_pg_text(&a, trace_id);
-	rvs_pg_opt_i64(&a, 1, bucket);
-	for (int k = 0; k < A_N; k++)
-		rvs_pg_text(&a, arr[k]);
-	rc = q(pg,
-	       "INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
-	       " SELECT $1, x.node, $2, x.calls, x.self_ns, x.incl_ns FROM unnest($3::bigint[],"
-	       " $4::bigint[], $5::bigint[], $6::bigint[]) WITH ORDINALITY"
-	       " AS x(node, calls, self_ns, incl_ns, i) ORDER BY x.i",
-	       &a, NULL, err, errlen);
-done:
-	for (int k = 0; k < A_N; k++)
-		free(arr[k]);
-	free(app);
-	free(found);
-	free(id);
-	return rc;
+	return pp->oom ? -ENOMEM : 0;
+}
+
+void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
+{
+	if (!j)
+		return;
+	free(j->app);
+	free(j->id);
+	free(j->found);
+	free(j);
 }
 
 /* ---- reads ------------------------------------------------------------------ */
