@@ -7,6 +7,7 @@
  * queueing to its after-work; no pass is queued once stopping.
  */
 #include "pipeline/timers.h"
+#include "model/alerts.h"
 #include "model/regress.h"
 #include "model/retention.h"
 #include "model/webhook.h"
@@ -86,6 +87,7 @@ static void regress_work(uv_work_t *w)
 	for (u = strtok_r(urls, " \t,", &save); u && n < 16; u = strtok_r(NULL, " \t,", &save))
 		list[n++] = u;
 	rvs_regress_auto_pass(c->database, &rc, list, n, NULL);
+	rvs_alerts_pass(c->database, (int64_t)time(NULL), c->public_url, list, n, NULL);
 	if (n)
 		rvs_webhook_deliver_due(c->database, &wc, NULL);
 }

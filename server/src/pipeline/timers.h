@@ -2,7 +2,8 @@
 /*
  * timers.h — the server's periodic passes (timers.c): retention (every
  * cfg->retention_interval_s when cfg->retention_days > 0) and the
- * regression alerts (the automatic comparison, then the due webhook
+ * regression alerts (the automatic comparison, the alert rules on trends
+ * (model/alerts.h), then the due webhook
  * deliveries, every cfg->regress_interval_ms): a timer on the loop queues
  * one pass at a time on the work queue.  Loop thread only.
  */
