@@ -34,7 +34,35 @@ struct rvs_timers {
 	uv_timer_t regress_timer;
 	int regress_on, regress_busy;
 	uv_work_t regress_work;
+	/* The alert rules after indexing (rvs_timers_indexed): one pass at a
+	 * time, starts RVS_ALERTS_GAP_MS apart at least (alerts_last: loop
+	 * time of the last); an indexing meanwhile sets alerts_again, and the
+	 * one-shot alerts_timer runs the pass when the gap is over. */
+	uv_timer_t alerts_timer;
+	int alerts_on, alerts_busy, alerts_ran, alerts_again;
+	uint64_t alerts_last;
+	uv_work_t alerts_work;
 };
+
+/* The configured webhook URLs (at most 16) into list, split from urls
+ * (the caller's copy of cfg->webhook_urls, cut in place); how many. */
+static size_t url_list(char *urls, const char **list)
+{
+	char *save = NULL, *u;
+	size_t n = 0;
+
+	for (u = strtok_r(urls, " \t,", &save); u && n < 16; u = strtok_r(NULL, " \t,", &save))
+		list[n++] = u;
+	return n;
+}
+
+static struct rvs_webhook_cfg webhook_cfg(const struct rvs_config *c)
+{
+	return (struct rvs_webhook_cfg){.secret_file = c->webhook_secret_file,
+					.max_attempts = c->webhook_max_attempts,
+					.backoff_ms = c->webhook_backoff_ms,
+					.timeout_ms = c->webhook_timeout_ms};
+}
 
 /* ---- retention (timer on the loop, the pass on the work queue) ------------ */
 
@@ -75,17 +103,13 @@ static void regress_work(uv_work_t *w)
 				      .alert_ratio = c->regress_alert_ratio,
 				      .alert_q = c->regress_alert_q,
 				      .base_url = c->public_url};
-	struct rvs_webhook_cfg wc = {.secret_file = c->webhook_secret_file,
-				     .max_attempts = c->webhook_max_attempts,
-				     .backoff_ms = c->webhook_backoff_ms,
-				     .timeout_ms = c->webhook_timeout_ms};
-	char urls[sizeof c->webhook_urls], *save = NULL, *u;
+	struct rvs_webhook_cfg wc = webhook_cfg(c);
+	char urls[sizeof c->webhook_urls];
 	const char *list[16];
-	size_t n = 0;
+	size_t n;
 
 	snprintf(urls, sizeof urls, "%s", c->webhook_urls);
-	for (u = strtok_r(urls, " \t,", &save); u && n < 16; u = strtok_r(NULL, " \t,", &save))
-		list[n++] = u;
+	n = url_list(urls, list);
 	rvs_regress_auto_pass(c->database, &rc, list, n, NULL);
 	rvs_alerts_pass(c->database, (int64_t)time(NULL), c->public_url, list, n, NULL);
 	if (n)
@@ -106,6 +130,67 @@ static void regress_tick(uv_timer_t *t)
 		return;
 	a->regress_busy = 1;
 	rvs_work_queue(a->work, a->loop, &a->regress_work, a, regress_work, regress_done);
+}
+
+/* ---- alert rules after indexing (the pass on the work queue) ------------- */
+
+static void alerts_work(uv_work_t *w)
+{
+	struct rvs_timers *a = w->data;
+	const struct rvs_config *c = a->cfg;
+	struct rvs_webhook_cfg wc = webhook_cfg(c);
+	char urls[sizeof c->webhook_urls];
+	const char *list[16];
+	size_t n;
+
+	snprintf(urls, sizeof urls, "%s", c->webhook_urls);
+	n = url_list(urls, list);
+	rvs_alerts_pass(c->database, (int64_t)time(NULL), c->public_url, list, n, NULL);
+	if (n)
+		rvs_webhook_deliver_due(c->database, &wc, NULL);
+}
+
+static void alerts_schedule(struct rvs_timers *a);
+
+static void alerts_done(uv_work_t *w, int status)
+{
+	struct rvs_timers *a = w->data;
+	a->alerts_busy = 0;
+	if (a->alerts_again)
+		alerts_schedule(a);
+	rvs_work_done(a->work);
+}
+
+static void alerts_tick(uv_timer_t *t)
+{
+	alerts_schedule(t->data);
+}
+
+/* Runs the pass now, or when the gap since the last is over, or after the
+ * one running (alerts_again). */
+static void alerts_schedule(struct rvs_timers *a)
+{
+	uint64_t now = uv_now(a->loop);
+
+	if (!a->alerts_on || a->work->stopping)
+		return;
+	a->alerts_again = 1;
+	if (a->alerts_busy || uv_is_active((uv_handle_t *)&a->alerts_timer))
+		return;
+	if (a->alerts_ran && now - a->alerts_last < RVS_ALERTS_GAP_MS) {
+		uv_timer_start(&a->alerts_timer, alerts_tick,
+			       RVS_ALERTS_GAP_MS - (now - a->alerts_last), 0);
+		return;
+	}
+	a->alerts_again = 0;
+	a->alerts_busy = a->alerts_ran = 1;
+	a->alerts_last = now;
+	rvs_work_queue(a->work, a->loop, &a->alerts_work, a, alerts_work, alerts_done);
+}
+
+void rvs_timers_indexed(void *arg)
+{
+	alerts_schedule(arg);
 }
 
 int rvs_timers_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metrics *m,
@@ -132,6 +217,10 @@ void rvs_timers_start(struct rvs_timers *a)
 		a->retention_timer.data = a;
 		uv_timer_start(&a->retention_timer, retention_tick, ms, ms);
 	}
+	if (uv_timer_init(a->loop, &a->alerts_timer) == 0) {
+		a->alerts_on = 1;
+		a->alerts_timer.data = a;
+	}
 	if (uv_timer_init(a->loop, &a->regress_timer) == 0) {
 		a->regress_on = 1;
 		a->regress_timer.data = a;
@@ -149,6 +238,10 @@ void rvs_timers_stop(struct rvs_timers *a)
 	if (a->regress_on) {
 		a->regress_on = 0;
 		uv_close((uv_handle_t *)&a->regress_timer, NULL);
+	}
+	if (a->alerts_on) {
+		a->alerts_on = 0;
+		uv_close((uv_handle_t *)&a->alerts_timer, NULL);
 	}
 }
 
