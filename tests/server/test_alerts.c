@@ -83,12 +83,15 @@ static char *fleet_sql(int pg)
 		for (int j = 0; j < n; j++) {
 			long long day = BASE_DAY + i;
 			long long received = day * 86400 + 7200 + j;
-			long long render = (i >= 16 && i <= 18 ? 6000000LL : 2000000LL) + j * 1000LL;
-			ADD("INSERT INTO traces (trace_id, app_id, app_version, model, captured_at_ns,"
+			long long render =
+				(i >= 16 && i <= 18 ? 6000000LL : 2000000LL) + j * 1000LL;
+			ADD("INSERT INTO traces (trace_id, app_id, app_version, model, "
+			    "captured_at_ns,"
 			    " received_at, duration_ns, decoded_at) VALUES ('t-%02d-%02d', 'syn',"
 			    " '1.0', 'm', %lld, %lld, 10000000, 0);",
 			    i, j, (day * 86400 + 3600 + j) * 1000000000LL, received);
-			ADD("INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns%s)"
+			ADD("INSERT INTO trace_methods (trace_id, method, calls, self_ns, "
+			    "incl_ns%s)"
 			    " VALUES ('t-%02d-%02d', 'render', 1, %lld, %lld",
 			    pg ? ", received_at" : "", i, j, render, render + 500000);
 			if (pg)
@@ -165,13 +168,14 @@ static int64_t add_rule(const char *db, const char *json)
 	text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(spec);
 	assert_int_equal(rvs_store_regress_open(db, &ops, &st, &d), 0);
-	assert_int_equal(ops->alert_rule_add(d,
-					     &(struct rvs_alert_rule_row){.name = s.name,
-									  .spec = text,
-									  .created_by = "test",
-									  .created_at = noon(FIRST)},
-					     RVS_ALERT_RULES_MAX, &id),
-			 0);
+	assert_int_equal(
+		ops->alert_rule_add(d,
+				    &(struct rvs_alert_rule_row){.name = s.name,
+								 .spec = text,
+								 .created_by = "test",
+								 .created_at = noon(FIRST)},
+				    RVS_ALERT_RULES_MAX, &id),
+		0);
 	rvs_store_regress_close(ops, st, d);
 	free(text);
 	return id;
@@ -201,13 +205,15 @@ static void test_alerts_spec_refuses_what_is_not_a_rule(void **state)
 {
 	static const char *const bad[] = {
 		"[]",
-		"{\"metric\":\"self_p95\",\"method\":\"x\",\"condition\":\"above\",\"threshold\":1}",
+		"{\"metric\":\"self_p95\",\"method\":\"x\",\"condition\":\"above\",\"threshold\":"
+		"1}",
 		"{\"name\":\"n\",\"metric\":\"self_p99\",\"method\":\"x\",\"condition\":\"above\","
 		"\"threshold\":1}",
 		"{\"name\":\"n\",\"metric\":\"self_p95\",\"condition\":\"above\",\"threshold\":1}",
 		"{\"name\":\"n\",\"metric\":\"captures\",\"method\":\"x\",\"condition\":\"up\","
 		"\"threshold\":1}",
-		"{\"name\":\"n\",\"metric\":\"self_p95\",\"method\":\"x\",\"condition\":\"sideways\","
+		"{\"name\":\"n\",\"metric\":\"self_p95\",\"method\":\"x\",\"condition\":"
+		"\"sideways\","
 		"\"threshold\":1}",
 		"{\"name\":\"n\",\"metric\":\"self_p95\",\"method\":\"x\",\"condition\":\"above\","
 		"\"threshold\":-1}",
@@ -250,8 +256,7 @@ static void test_alerts_planted_shift_fires_on_its_day_once_and_resolves_once(vo
 {
 	struct fx *f = *state;
 	struct rvt_receiver rv;
-	struct rvs_webhook_cfg wc = {
-		.max_attempts = 3, .backoff_ms = 10, .timeout_ms = 30000};
+	struct rvs_webhook_cfg wc = {.max_attempts = 3, .backoff_ms = 10, .timeout_ms = 30000};
 	char url[96], secret[128];
 	const char *urls[1] = {url};
 	int64_t slow, steady, rate, quiet;
@@ -266,8 +271,9 @@ static void test_alerts_planted_shift_fires_on_its_day_once_and_resolves_once(vo
 	slow = add_rule(f->db, "{\"name\":\"render slow\",\"metric\":\"self_p95\",\"method\":"
 			       "\"render\",\"app\":\"syn\",\"condition\":\"above\",\"threshold\":4,"
 			       "\"days\":2}");
-	steady = add_rule(f->db, "{\"name\":\"steady slow\",\"metric\":\"self_p95\",\"method\":"
-				 "\"steady\",\"app\":\"syn\",\"condition\":\"above\",\"threshold\":4}");
+	steady = add_rule(f->db,
+			  "{\"name\":\"steady slow\",\"metric\":\"self_p95\",\"method\":"
+			  "\"steady\",\"app\":\"syn\",\"condition\":\"above\",\"threshold\":4}");
 	rate = add_rule(f->db, "{\"name\":\"capture rate\",\"metric\":\"captures\",\"app\":\"syn\","
 			       "\"condition\":\"up\",\"threshold\":50}");
 	quiet = add_rule(f->db, "{\"name\":\"render p50 tripled\",\"metric\":\"incl_p50\","
@@ -277,8 +283,8 @@ static void test_alerts_planted_shift_fires_on_its_day_once_and_resolves_once(vo
 		struct rvs_alert_pass_stats ps;
 		int was_slow = is_firing(f->db, slow), was_rate = is_firing(f->db, rate);
 
-		assert_int_equal(rvs_alerts_pass(f->db, noon(day), "https://rv.example", urls, 1, &ps),
-				 0);
+		assert_int_equal(
+			rvs_alerts_pass(f->db, noon(day), "https://rv.example", urls, 1, &ps), 0);
 		assert_int_equal(ps.rules, 4);
 		assert_int_equal(ps.errors, 0);
 		assert_int_equal(ps.decided, 4); /* every rule has data every day */
@@ -317,9 +323,8 @@ static void test_alerts_planted_shift_fires_on_its_day_once_and_resolves_once(vo
 	b = json_loads(rv.bodies[0], 0, NULL);
 	assert_non_null(b);
 	assert_string_equal(json_string_value(json_object_get(b, "event")), "alert.firing");
-	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(b, "rule"), "name")),
-		"render slow");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "rule"), "name")),
+			    "render slow");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "rule"), "id")),
 			 slow);
 	assert_true(fabs(json_real_value(json_object_get(b, "value")) - 6.009) < 1e-9);
@@ -338,9 +343,8 @@ static void test_alerts_planted_shift_fires_on_its_day_once_and_resolves_once(vo
 	json_decref(b);
 	b = json_loads(rv.bodies[2], 0, NULL);
 	assert_non_null(b);
-	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(b, "rule"), "name")),
-		"capture rate");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "rule"), "name")),
+			    "capture rate");
 	assert_true(fabs(json_real_value(json_object_get(b, "value")) - (110.0 / 70 - 1) * 100) <
 		    1e-9);
 	assert_true(json_real_value(json_object_get(b, "current")) == 110);
@@ -353,9 +357,9 @@ static void test_alerts_planted_shift_fires_on_its_day_once_and_resolves_once(vo
 
 	/* Still firing: more passes queue nothing. */
 	for (int k = 0; k < 2; k++) {
-		assert_int_equal(rvs_alerts_pass(f->db, noon(DAYS - 1), "https://rv.example", urls, 1,
-						 NULL),
-				 0);
+		assert_int_equal(
+			rvs_alerts_pass(f->db, noon(DAYS - 1), "https://rv.example", urls, 1, NULL),
+			0);
 		assert_int_equal(rvs_webhook_deliver_due(f->db, &wc, NULL), 0);
 	}
 	assert_int_equal(rvt_db_int(f->db, "SELECT count(*) FROM webhook_deliveries", NULL), 3);
@@ -413,8 +417,9 @@ static void test_alerts_concurrent_passes_queue_one_alert(void **state)
 		assert_int_equal(a[i].rc, 0);
 	}
 	assert_int_equal(rvt_db_int(f->db, "SELECT count(*) FROM webhook_deliveries", NULL), 1);
-	assert_int_equal(rvt_db_int(f->db, "SELECT count(*) FROM alert_rules WHERE state ="
-					   " 'firing'",
+	assert_int_equal(rvt_db_int(f->db,
+				    "SELECT count(*) FROM alert_rules WHERE state ="
+				    " 'firing'",
 				    NULL),
 			 1);
 }

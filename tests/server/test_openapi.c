@@ -761,7 +761,8 @@ static void test_openapi_alert_rules(void **state)
 	snprintf(path, sizeof path, "/api/v1/alert-rules/%lld/delete", (long long)id);
 	expect("post /api/v1/alert-rules/{id}/delete", "as a viewer", "POST", path, g_viewer, NULL,
 	       0, 403);
-	expect("post /api/v1/alert-rules/{id}/delete", "the first", "POST", path, tok, NULL, 0, 200);
+	expect("post /api/v1/alert-rules/{id}/delete", "the first", "POST", path, tok, NULL, 0,
+	       200);
 	expect("post /api/v1/alert-rules/{id}/delete", "gone", "POST", path, tok, NULL, 0, 404);
 	expect("post /api/v1/alert-rules/{id}/delete", "not an id", "POST",
 	       "/api/v1/alert-rules/x/delete", tok, NULL, 0, 404);

@@ -1331,7 +1331,7 @@ static void test_web_alerts_page_lists_rules_escaped(void **state)
 	assert_null(strstr(r.body, "<script>x"));
 	assert_non_null(strstr(r.body, "&lt;script&gt;x&lt;/script&gt;"));
 	assert_non_null(strstr(r.body, "<a href=\"/trend?method=rvs_fixture_hot_spin&amp;by=day\">"
-					"rvs_fixture_hot_spin</a>"));
+				       "rvs_fixture_hot_spin</a>"));
 	assert_non_null(strstr(r.body, " above 2.5 ms for 3 days"));
 	resp_free(&r);
 }

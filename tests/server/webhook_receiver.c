@@ -87,7 +87,8 @@ static void *serve(void *arg)
 			snprintf(rv->body, sizeof rv->body, "%.*s", (int)blen, body);
 			if (rv->accepted < RVT_RECEIVER_BODIES) {
 				rv->bodies[rv->accepted] = strndup(body, blen);
-				snprintf(rv->events[rv->accepted], sizeof rv->events[0], "%s", event);
+				snprintf(rv->events[rv->accepted], sizeof rv->events[0], "%s",
+					 event);
 				rv->good[rv->accepted] = good;
 			}
 			rv->accepted++;

@@ -50,8 +50,9 @@ static int text_field(json_t *o, const char *key, char *out, int required, char 
 	}
 	s = json_string_value(v);
 	if (!s || !s[0] || strlen(s) >= RVS_ALERT_FIELD || !rvs_field_ok(s, RVS_ALERT_FIELD - 1)) {
-		snprintf(err, cap, "%s: a non-empty string of at most %d bytes, no control characters",
-			 key, RVS_ALERT_FIELD - 1);
+		snprintf(err, cap,
+			 "%s: a non-empty string of at most %d bytes, no control characters", key,
+			 RVS_ALERT_FIELD - 1);
 		return -EINVAL;
 	}
 	memcpy(out, s, strlen(s) + 1);
@@ -60,8 +61,8 @@ static int text_field(json_t *o, const char *key, char *out, int required, char 
 
 int rvs_alert_spec_parse(json_t *o, struct rvs_alert_spec *s, char *err, size_t cap)
 {
-	static const char *const KNOWN[] = {"name",  "metric", "condition", "threshold", "method",
-					    "app",   "model",  "kind",	    "days"};
+	static const char *const KNOWN[] = {"name", "metric", "condition", "threshold", "method",
+					    "app",  "model",  "kind",	   "days"};
 	const char *key;
 	json_t *v;
 	int m, c;
@@ -88,7 +89,8 @@ int rvs_alert_spec_parse(json_t *o, struct rvs_alert_spec *s, char *err, size_t 
 	c = pick(json_string_value(json_object_get(o, "condition")), CONDS,
 		 sizeof CONDS / sizeof *CONDS);
 	if (m < 0) {
-		snprintf(err, cap, "metric: one of self_p50, self_p95, incl_p50, incl_p95, captures");
+		snprintf(err, cap,
+			 "metric: one of self_p50, self_p95, incl_p50, incl_p95, captures");
 		return -EINVAL;
 	}
 	if (c < 0) {
@@ -230,7 +232,7 @@ static int figure(const struct rvs_alert_spec *s, const struct samples *x, const
 	}
 	return window_pct(x, a, b,
 			  s->metric == RVS_ALERT_SELF_P50 || s->metric == RVS_ALERT_INCL_P50 ? 50
-											      : 95,
+											     : 95,
 			  tmp, out);
 }
 
@@ -239,15 +241,16 @@ int rvs_alert_evaluate(const struct rvs_store_ops *ops, struct rvs_store *st,
 		       struct rvs_alert_eval *e)
 {
 	int64_t today = now / 86400, span = s->cond == RVS_ALERT_UP || s->cond == RVS_ALERT_DOWN
-							  ? 2 * (int64_t)s->days
-							  : (int64_t)s->days;
+						    ? 2 * (int64_t)s->days
+						    : (int64_t)s->days;
 	struct rvs_trend_filter f = {.method = s->method,
 				     .app = s->app[0] ? s->app : NULL,
 				     .model = s->model[0] ? s->model : NULL,
 				     .kind = s->kind,
 				     .has_kind = s->has_kind,
 				     .max_rows = RVS_ALERT_MAX_ROWS};
-	struct samples x = {.lo = today - span + 1, .hi = today,
+	struct samples x = {.lo = today - span + 1,
+			    .hi = today,
 			    .incl = s->metric == RVS_ALERT_INCL_P50 ||
 				    s->metric == RVS_ALERT_INCL_P95};
 	struct counts *c = NULL;
@@ -395,10 +398,9 @@ out:
 }
 
 /* Evaluates rule x and records the outcome.  0 or -errno. */
-static int one_rule(const struct rvs_store_ops *ops, struct rvs_store *st,
-		    struct rvs_regress_db *d, const struct rule *x, int64_t now,
-		    const char *base_url, const char *const *urls, size_t nurls,
-		    struct rvs_alert_pass_stats *ps)
+static int one_rule(const struct rvs_store_ops *ops, struct rvs_store *st, struct rvs_regress_db *d,
+		    const struct rule *x, int64_t now, const char *base_url,
+		    const char *const *urls, size_t nurls, struct rvs_alert_pass_stats *ps)
 {
 	struct rvs_alert_spec s;
 	struct rvs_alert_eval e;
@@ -495,8 +497,7 @@ static int rule_json(void *arg, const struct rvs_alert_rule_row *r)
 	last = r->delivery_id < 0
 		       ? json_null()
 		       : json_pack("{s:I,s:s,s:o,s:o}", "id", (json_int_t)r->delivery_id, "state",
-				   r->delivery_state ? r->delivery_state : "",
-				   "last_status",
+				   r->delivery_state ? r->delivery_state : "", "last_status",
 				   r->delivery_status ? json_integer(r->delivery_status)
 						      : json_null(),
 				   "delivered_at",

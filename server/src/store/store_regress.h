@@ -75,9 +75,9 @@ struct rvs_alert_rule_row {
 	int64_t id;
 	const char *name, *spec, *created_by;
 	int64_t created_at;
-	const char *state;    /* "ok" or "firing" */
-	int64_t since;	      /* unix s the state began; -1: never evaluated */
-	double value;	      /* the last evaluation's value, when has_value */
+	const char *state; /* "ok" or "firing" */
+	int64_t since;	   /* unix s the state began; -1: never evaluated */
+	double value;	   /* the last evaluation's value, when has_value */
 	int has_value;
 	int64_t evaluated_at; /* unix s; -1: never */
 	/* alert_rules_list only: the rule's last delivery (webhook_deliveries),

@@ -66,9 +66,12 @@ static void condition(FILE *f, json_t *r)
 		rvs_web_esc(f, sval(r, "model"));
 	}
 	if (json_is_integer(json_object_get(r, "kind")))
-		fprintf(f, " (kind %lld)", (long long)json_integer_value(json_object_get(r, "kind")));
+		fprintf(f, " (kind %lld)",
+			(long long)json_integer_value(json_object_get(r, "kind")));
 	fprintf(f, " %s %g%s", cond, json_number_value(json_object_get(r, "threshold")),
-		change ? " %" : !strcmp(metric, "captures") ? " /day" : " ms");
+		change			      ? " %"
+		: !strcmp(metric, "captures") ? " /day"
+					      : " ms");
 	if (change)
 		fprintf(f, " over %lld days against the %lld before", (long long)days,
 			(long long)days);
@@ -106,7 +109,8 @@ void rvs_web_alerts(struct rvs_call *call)
 	      c->f);
 	json_array_foreach(rules, i, r)
 	{
-		json_t *v = json_object_get(r, "value"), *last = json_object_get(r, "last_delivery");
+		json_t *v = json_object_get(r, "value"),
+		       *last = json_object_get(r, "last_delivery");
 		const char *cond = sval(r, "condition"), *state = sval(r, "state");
 		int firing = !strcmp(state, "firing");
 
@@ -124,7 +128,8 @@ void rvs_web_alerts(struct rvs_call *call)
 									     : " ms");
 		else
 			fputs("no data", c->f);
-		fprintf(c->f, "</td><td class=\"%s\">%s", firing ? "alert" : "", firing ? "firing since " : "ok");
+		fprintf(c->f, "</td><td class=\"%s\">%s", firing ? "alert" : "",
+			firing ? "firing since " : "ok");
 		if (firing)
 			when(c->f, json_object_get(r, "since"));
 		fputs("</td><td>", c->f);

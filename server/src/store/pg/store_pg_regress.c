@@ -446,8 +446,8 @@ int rvs_pg_webhook_pending(struct rvs_regress_db *d, uint64_t *out)
 
 /* ---- alert rules (alert_rules, PostgreSQL migration 11) -------------------- */
 
-int rvs_pg_alert_rule_add(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r,
-			  size_t max, int64_t *id)
+int rvs_pg_alert_rule_add(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r, size_t max,
+			  int64_t *id)
 {
 	struct rvs_pg_params a = {0};
 	PGresult *res;
@@ -456,19 +456,20 @@ int rvs_pg_alert_rule_add(struct rvs_regress_db *d, const struct rvs_alert_rule_
 	if ((rc = rvs_pg_exec(d->pg, "BEGIN", 0, NULL, NULL, NULL)))
 		return rc;
 	/* Adds serialize on the table's lock, so the cap holds across nodes. */
-	if ((rc = rvs_pg_exec(d->pg, "LOCK TABLE alert_rules IN SHARE ROW EXCLUSIVE MODE", 0,
-			      NULL, NULL, NULL)))
+	if ((rc = rvs_pg_exec(d->pg, "LOCK TABLE alert_rules IN SHARE ROW EXCLUSIVE MODE", 0, NULL,
+			      NULL, NULL)))
 		goto fail;
 	rvs_pg_text(&a, r->name);
 	rvs_pg_text(&a, r->spec);
 	rvs_pg_i64(&a, r->created_at);
 	rvs_pg_text(&a, r->created_by);
 	rvs_pg_i64(&a, (int64_t)max);
-	if ((rc = rvs_pg_exec(d->pg,
-			      "INSERT INTO alert_rules (name, spec, created_at, created_by, state)"
-			      " SELECT $1, $2, $3, $4, 'ok' WHERE (SELECT count(*) FROM alert_rules)"
-			      " < $5 RETURNING id",
-			      0, &a, &res, NULL)))
+	if ((rc = rvs_pg_exec(
+		     d->pg,
+		     "INSERT INTO alert_rules (name, spec, created_at, created_by, state)"
+		     " SELECT $1, $2, $3, $4, 'ok' WHERE (SELECT count(*) FROM alert_rules)"
+		     " < $5 RETURNING id",
+		     0, &a, &res, NULL)))
 		goto fail;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
@@ -613,15 +614,16 @@ int rvs_pg_alert_counts(struct rvs_regress_db *d, const struct rvs_trend_filter 
 	rvs_pg_text(&a, f->app);
 	rvs_pg_text(&a, f->model);
 	rvs_pg_opt_i64(&a, f->has_kind, f->kind);
-	if ((rc = rvs_pg_exec(d->pg,
-			      "SELECT day, count(*) FROM (SELECT CASE WHEN captured_at_ns > 0"
-			      " THEN captured_at_ns / 86400000000000 ELSE received_at / 86400 END"
-			      " AS day FROM traces WHERE received_at >= $1::bigint * 86400"
-			      " AND ($3::text IS NULL OR app_id = $3)"
-			      " AND ($4::text IS NULL OR model = $4)"
-			      " AND ($5::bigint IS NULL OR anomaly_kind = $5)) x"
-			      " WHERE day BETWEEN $1::bigint AND $2::bigint GROUP BY day ORDER BY day",
-			      0, &a, &res, NULL)))
+	if ((rc = rvs_pg_exec(
+		     d->pg,
+		     "SELECT day, count(*) FROM (SELECT CASE WHEN captured_at_ns > 0"
+		     " THEN captured_at_ns / 86400000000000 ELSE received_at / 86400 END"
+		     " AS day FROM traces WHERE received_at >= $1::bigint * 86400"
+		     " AND ($3::text IS NULL OR app_id = $3)"
+		     " AND ($4::text IS NULL OR model = $4)"
+		     " AND ($5::bigint IS NULL OR anomaly_kind = $5)) x"
+		     " WHERE day BETWEEN $1::bigint AND $2::bigint GROUP BY day ORDER BY day",
+		     0, &a, &res, NULL)))
 		return rc;
 	for (int i = 0; !stop && i < PQntuples(res); i++)
 		stop = cb(arg, rvs_pg_val_i64(res, i, 0), rvs_pg_val_i64(res, i, 1));

@@ -477,10 +477,11 @@ int rvs_sqlite_alert_rule_add(struct rvs_regress_db *d, const struct rvs_alert_r
 		return rc;
 	/* The count and the insert in one write transaction: the cap holds
 	 * against concurrent adds. */
-	if ((rc = prepare(d->db,
-			  "INSERT INTO alert_rules (name, spec, created_at, created_by, state)"
-			  " SELECT ?1, ?2, ?3, ?4, 'ok' WHERE (SELECT count(*) FROM alert_rules) < ?5",
-			  &st)))
+	if ((rc = prepare(
+		     d->db,
+		     "INSERT INTO alert_rules (name, spec, created_at, created_by, state)"
+		     " SELECT ?1, ?2, ?3, ?4, 'ok' WHERE (SELECT count(*) FROM alert_rules) < ?5",
+		     &st)))
 		goto fail;
 	sqlite3_bind_text(st, 1, r->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, r->spec, -1, SQLITE_STATIC);
@@ -609,7 +610,8 @@ int rvs_sqlite_alert_rule_update(struct rvs_regress_db *d, const struct rvs_aler
 			goto fail;
 	if (*moved && n) {
 		if ((rc = prepare(d->db,
-				  "UPDATE alert_rules SET last_delivery_id = ?2 WHERE id = ?1", &st)))
+				  "UPDATE alert_rules SET last_delivery_id = ?2 WHERE id = ?1",
+				  &st)))
 			goto fail;
 		sqlite3_bind_int64(st, 1, r->id);
 		sqlite3_bind_int64(st, 2, sqlite3_last_insert_rowid(d->db));
@@ -636,14 +638,15 @@ int rvs_sqlite_alert_counts(struct rvs_regress_db *d, const struct rvs_trend_fil
 	sqlite3_stmt *st;
 	int rc, s, stop = 0;
 
-	if ((rc = prepare(d->db,
-			  "SELECT day, count(*) FROM (SELECT CASE WHEN captured_at_ns > 0"
-			  " THEN captured_at_ns / 86400000000000 ELSE received_at / 86400 END AS day"
-			  " FROM traces WHERE received_at >= ?1 * 86400"
-			  " AND (?3 IS NULL OR app_id = ?3) AND (?4 IS NULL OR model = ?4)"
-			  " AND (?5 IS NULL OR anomaly_kind = ?5))"
-			  " WHERE day BETWEEN ?1 AND ?2 GROUP BY day ORDER BY day",
-			  &st)))
+	if ((rc = prepare(
+		     d->db,
+		     "SELECT day, count(*) FROM (SELECT CASE WHEN captured_at_ns > 0"
+		     " THEN captured_at_ns / 86400000000000 ELSE received_at / 86400 END AS day"
+		     " FROM traces WHERE received_at >= ?1 * 86400"
+		     " AND (?3 IS NULL OR app_id = ?3) AND (?4 IS NULL OR model = ?4)"
+		     " AND (?5 IS NULL OR anomaly_kind = ?5))"
+		     " WHERE day BETWEEN ?1 AND ?2 GROUP BY day ORDER BY day",
+		     &st)))
 		return rc;
 	sqlite3_bind_int64(st, 1, from_day);
 	sqlite3_bind_int64(st, 2, to_day);
