@@ -44,24 +44,26 @@ struct rvs_timers {
 	uv_work_t alerts_work;
 };
 
-/* The configured webhook URLs (at most 16) into list, split from urls
- * (the caller's copy of cfg->webhook_urls, cut in place); how many. */
-static size_t url_list(char *urls, const char **list)
+/* The automatic comparison (when ra is set), the alert rules, then the
+ * due deliveries to c->webhook_urls (at most 16; none: nothing is sent). */
+static void alert_passes(const struct rvs_config *c, const struct rvs_regress_auto *ra)
 {
-	char *save = NULL, *u;
+	struct rvs_webhook_cfg wc = {.secret_file = c->webhook_secret_file,
+				     .max_attempts = c->webhook_max_attempts,
+				     .backoff_ms = c->webhook_backoff_ms,
+				     .timeout_ms = c->webhook_timeout_ms};
+	char urls[sizeof c->webhook_urls], *save = NULL, *u;
+	const char *list[16];
 	size_t n = 0;
 
+	snprintf(urls, sizeof urls, "%s", c->webhook_urls);
 	for (u = strtok_r(urls, " \t,", &save); u && n < 16; u = strtok_r(NULL, " \t,", &save))
 		list[n++] = u;
-	return n;
-}
-
-static struct rvs_webhook_cfg webhook_cfg(const struct rvs_config *c)
-{
-	return (struct rvs_webhook_cfg){.secret_file = c->webhook_secret_file,
-					.max_attempts = c->webhook_max_attempts,
-					.backoff_ms = c->webhook_backoff_ms,
-					.timeout_ms = c->webhook_timeout_ms};
+	if (ra)
+		rvs_regress_auto_pass(c->database, ra, list, n, NULL);
+	rvs_alerts_pass(c->database, (int64_t)time(NULL), c->public_url, list, n, NULL);
+	if (n)
+		rvs_webhook_deliver_due(c->database, &wc, NULL);
 }
 
 /* ---- retention (timer on the loop, the pass on the work queue) ------------ */
@@ -103,17 +105,8 @@ static void regress_work(uv_work_t *w)
 				      .alert_ratio = c->regress_alert_ratio,
 				      .alert_q = c->regress_alert_q,
 				      .base_url = c->public_url};
-	struct rvs_webhook_cfg wc = webhook_cfg(c);
-	char urls[sizeof c->webhook_urls];
-	const char *list[16];
-	size_t n;
 
-	snprintf(urls, sizeof urls, "%s", c->webhook_urls);
-	n = url_list(urls, list);
-	rvs_regress_auto_pass(c->database, &rc, list, n, NULL);
-	rvs_alerts_pass(c->database, (int64_t)time(NULL), c->public_url, list, n, NULL);
-	if (n)
-		rvs_webhook_deliver_due(c->database, &wc, NULL);
+	alert_passes(c, &rc);
 }
 
 static void regress_done(uv_work_t *w, int status)
@@ -137,17 +130,7 @@ static void regress_tick(uv_timer_t *t)
 static void alerts_work(uv_work_t *w)
 {
 	struct rvs_timers *a = w->data;
-	const struct rvs_config *c = a->cfg;
-	struct rvs_webhook_cfg wc = webhook_cfg(c);
-	char urls[sizeof c->webhook_urls];
-	const char *list[16];
-	size_t n;
-
-	snprintf(urls, sizeof urls, "%s", c->webhook_urls);
-	n = url_list(urls, list);
-	rvs_alerts_pass(c->database, (int64_t)time(NULL), c->public_url, list, n, NULL);
-	if (n)
-		rvs_webhook_deliver_due(c->database, &wc, NULL);
+	alert_passes(a->cfg, NULL);
 }
 
 static void alerts_schedule(struct rvs_timers *a);
