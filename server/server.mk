@@ -217,6 +217,11 @@ $(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/serv
 	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3 $(RVT_STORE_LIBS)
 BENCHES += $(TBIN)/server/bench_web
 
+# Alert rules on trends: a synthetic fleet with a planted shift, the pass
+# day by day, the alerts received by a real HTTP listener
+# (webhook_receiver.c, shared with test_regress).
+$(eval $(call rv_test,server,alerts,$(SERVER_CORE) $(OBJ)/tests/server/webhook_receiver.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration pg))
+
 # Server ops: retention, signature totals, decode metrics.
 $(eval $(call rv_test,server,retention,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration pg))
 $(OBJ)/tests/server/test_retention.o: CPPFLAGS += -Itests/bench
@@ -301,7 +306,7 @@ BENCHES += $(TBIN)/server/bench_blob
 $(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itests/rvtrace
 $(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson) $(call pc,--cflags,libpq) \
 	-DRVS_WEB_DIR='"$(WEB_DIR)"' -DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
-$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd,system))
+$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/webhook_receiver.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd,system))
 $(TBIN)/server/test_regress: | $(BIN)/rearview-server $(WEB_ASSETS)
 
 # The oracle: a random fleet (fixed seed) of synthetic captures with exact

@@ -815,6 +815,37 @@ struct rvs_store_ops {
 	 * one. */
 	int (*index_upload_metas)(struct rvs_index_lane *l, const char *const *trace_ids, size_t n,
 				  struct rvs_index_meta *m, int *rc);
+
+	/* ---- alert rules on trends (store_*_alert.c; model/alerts.h) ---- */
+
+	/* Adds rule r (name, spec, created_by, created_at; state "ok") unless
+	 * max rules exist already (-ENOSPC); *id its id.  0 or -errno. */
+	int (*alert_rule_add)(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r,
+			      size_t max, int64_t *id);
+	/* Deletes rule id; -ENOENT when there is none. */
+	int (*alert_rule_delete)(struct rvs_regress_db *d, int64_t id);
+	/* Every rule (id ascending) with its last delivery to cb (row valid
+	 * during the call; a non-zero return stops and is returned). */
+	int (*alert_rules_list)(struct rvs_regress_db *d,
+				int (*cb)(void *arg, const struct rvs_alert_rule_row *r),
+				void *arg);
+	/* An evaluation of rule r->id, in one transaction: sets its value
+	 * (has_value) and evaluated_at; when r->state differs from from_state
+	 * the rule moves to r->state (since r->since) only if it is still in
+	 * from_state — then the n deliveries w are queued and the last becomes
+	 * the rule's last delivery, and *moved is 1 (else 0: another pass
+	 * moved it first, nothing is queued).  -ENOENT when the rule is gone. */
+	int (*alert_rule_update)(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r,
+				 const char *from_state, const struct rvs_webhook_new *w, size_t n,
+				 int *moved);
+	/* Captures (traces) per capture day (as trend_read's day) in
+	 * [from_day, to_day] of app, model and kind when set (NULL / has_kind
+	 * 0: any), one row per day that has any, to cb; reads only traces
+	 * received since from_day (a capture arrives after it was taken).
+	 * 0 or -errno. */
+	int (*alert_counts)(struct rvs_regress_db *d, const struct rvs_trend_filter *f,
+			    int64_t from_day, int64_t to_day,
+			    int (*cb)(void *arg, int64_t day, int64_t n), void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -100,7 +100,7 @@ void web_page_begin(struct web_ctx *c, const char *title)
 		fputs("<nav><a href=\"/traces\">Traces</a> <a href=\"/issues\">Issues</a>"
 		      " <a href=\"/search\">Search</a>"
 		      " <a href=\"/callers\">Callers</a>"
-		      " <a href=\"/regressions\">Regressions</a> <a "
+		      " <a href=\"/regressions\">Regressions</a> <a href=\"/alerts\">Alerts</a> <a "
 		      "href=\"/aggregate\">Aggregate</a>"
 		      " <a href=\"/campaigns\">Campaigns</a> <a href=\"/fleet\">Fleet</a>"
 		      " <a href=\"/tokens\">API tokens</a>",

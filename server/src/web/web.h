@@ -61,6 +61,9 @@ void rvs_web_fleet(struct rvs_call *call);
 /* GET /trend: a method's time per capture day or app version, its onset
  * and the brush that makes aggregate sets of a range (web_trend.c). */
 void rvs_web_trend(struct rvs_call *call);
+/* GET /alerts: the alert rules on trends with their current value, state
+ * (ok, or firing since) and last delivery (web_alerts.c). */
+void rvs_web_alerts(struct rvs_call *call);
 /* GET /regressions: what got slower (web_regress.c). */
 void rvs_web_regressions(struct rvs_call *call);
 void rvs_web_method(struct rvs_call *call);

@@ -458,6 +458,12 @@ static const char *const migrations[] = {
 	"ALTER TABLE traces ADD COLUMN index_cut TEXT;"
 	"CREATE INDEX audit_log_actor ON audit_log(actor, id);"
 	"CREATE INDEX audit_log_action ON audit_log(action, id);",
+	/* 11 (alert rules on trends): sqlite's migration 13. */
+	"CREATE TABLE alert_rules ("
+	" id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL,"
+	" created_at BIGINT NOT NULL, created_by TEXT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('ok', 'firing')), since BIGINT,"
+	" value DOUBLE PRECISION, evaluated_at BIGINT, last_delivery_id BIGINT);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -2477,4 +2483,9 @@ const struct rvs_store_ops rvs_store_pg = {
 	.issues_read = issues_read,
 	.search_scan = search_scan,
 	.trend_read = trend_read,
+	.alert_rule_add = rvs_pg_alert_rule_add,
+	.alert_rule_delete = rvs_pg_alert_rule_delete,
+	.alert_rules_list = rvs_pg_alert_rules_list,
+	.alert_rule_update = rvs_pg_alert_rule_update,
+	.alert_counts = rvs_pg_alert_counts,
 };

@@ -417,6 +417,14 @@ static const char *const migrations[] = {
 	"ALTER TABLE traces ADD COLUMN index_cut TEXT;"
 	"CREATE INDEX audit_log_actor ON audit_log(actor, id);"
 	"CREATE INDEX audit_log_action ON audit_log(action, id);",
+	/* 13 (alert rules on trends, model/alerts.h): each rule's spec (JSON
+	 * the model validated) and the state its evaluations keep; its last
+	 * delivery is a webhook_deliveries row. */
+	"CREATE TABLE alert_rules ("
+	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL,"
+	" created_at INTEGER NOT NULL, created_by TEXT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('ok', 'firing')), since INTEGER, value REAL,"
+	" evaluated_at INTEGER, last_delivery_id INTEGER);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -2649,4 +2657,9 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.issues_read = issues_read,
 	.search_scan = search_scan,
 	.trend_read = trend_read,
+	.alert_rule_add = rvs_sqlite_alert_rule_add,
+	.alert_rule_delete = rvs_sqlite_alert_rule_delete,
+	.alert_rules_list = rvs_sqlite_alert_rules_list,
+	.alert_rule_update = rvs_sqlite_alert_rule_update,
+	.alert_counts = rvs_sqlite_alert_counts,
 };
