@@ -49,11 +49,11 @@
 
 /* The rows' lower edges, written out: 0, then 1-2-5 steps from 1 µs. */
 static const int64_t EDGES[] = {
-	0,	      1000,	     2000,	    5000,	   10000,	  20000,
-	50000,	      100000,	     200000,	    500000,	   1000000,	  2000000,
-	5000000,      10000000,	     20000000,	    50000000,	   100000000,	  200000000,
-	500000000,    1000000000,    2000000000,    5000000000,	   10000000000,	  20000000000,
-	50000000000,  100000000000,  200000000000,  500000000000,  1000000000000,
+	0,	     1000,	   2000,	 5000,	       10000,	      20000,
+	50000,	     100000,	   200000,	 500000,       1000000,	      2000000,
+	5000000,     10000000,	   20000000,	 50000000,     100000000,     200000000,
+	500000000,   1000000000,   2000000000,	 5000000000,   10000000000,   20000000000,
+	50000000000, 100000000000, 200000000000, 500000000000, 1000000000000,
 };
 #define NEDGES (sizeof EDGES / sizeof EDGES[0])
 
@@ -192,12 +192,12 @@ static void add(struct fx *f, struct tr *r, int i)
  * duration, or of another app. */
 static void fleet(struct fx *f)
 {
-	static const int64_t durs[] = {0,	  999,	    1000,      1999,	  2000,	   4999,
-				       5000,	  1000000,  1999999,   2000000,	  2500000, 999999999999,
-				       1000000000000, 3000000000000, -1};
-	static const int64_t ats[] = {T0,	   T0 + 1,	  T0 + 3599,	 T0 + 3600,
-				      T0 + 7199,   T0 + 86400,	  T0 + 86400 * 2 + 5, SPAN + T0 - 1,
-				      T0 - 1,	   T0 + SPAN};
+	static const int64_t durs[] = {0,	999,	      1000,	     1999,	    2000,
+				       4999,	5000,	      1000000,	     1999999,	    2000000,
+				       2500000, 999999999999, 1000000000000, 3000000000000, -1};
+	static const int64_t ats[] = {T0,	 T0 + 1,     T0 + 3599,		 T0 + 3600,
+				      T0 + 7199, T0 + 86400, T0 + 86400 * 2 + 5, SPAN + T0 - 1,
+				      T0 - 1,	 T0 + SPAN};
 	for (int i = 0; i < N; i++) {
 		struct tr *r = &f->t[i];
 		r->app = i % 13 == 12 ? OTHER : APP;
@@ -506,8 +506,8 @@ static void test_heatmap_model_edges_and_columns(void **state)
 	assert_int_equal(rvs_heatmap_col_since(&h, 0), T0 + 37800);
 	assert_int_equal(rvs_heatmap_col_until(&h, 0), T0 + 39600);
 	assert_int_equal(rvs_heatmap_col_until(&h, 3), T0 + 47700);
-	rvs_heatmap_add(&h, T0 + 37799, 5); /* before */
-	rvs_heatmap_add(&h, T0 + 47700, 5); /* at the end: outside */
+	rvs_heatmap_add(&h, T0 + 37799, 5);  /* before */
+	rvs_heatmap_add(&h, T0 + 47700, 5);  /* at the end: outside */
 	rvs_heatmap_add(&h, T0 + 39600, -1); /* no duration */
 	rvs_heatmap_add(&h, T0 + 39600, 1000);
 	assert_int_equal(h.total, 1);
@@ -533,7 +533,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_heatmap_bad_parameters_are_400, setup,
 						teardown),
 	};
-	return cmocka_run_group_tests_name(rvt_store_is_pg() ? "heatmap_postgresql"
-							      : "heatmap_sqlite",
-					   tests, NULL, NULL);
+	return cmocka_run_group_tests_name(
+		rvt_store_is_pg() ? "heatmap_postgresql" : "heatmap_sqlite", tests, NULL, NULL);
 }

@@ -627,12 +627,13 @@ static void test_openapi_fleet_views(void **state)
 	expect("get /api/v1/heatmap", "too many columns", "GET",
 	       "/api/v1/heatmap?from=0&to=86400000&bucket=hour", tok, NULL, 0, 400);
 	expect("get /api/v1/heatmap", "no token", "GET", "/api/v1/heatmap", NULL, NULL, 0, 401);
-	doc = call("get /api/v1/aggregate", "the app's nodes", "GET",
-		   "/api/v1/aggregate?app=" APP, tok, NULL, 0, 200);
+	doc = call("get /api/v1/aggregate", "the app's nodes", "GET", "/api/v1/aggregate?app=" APP,
+		   tok, NULL, 0, 200);
 	{
 		json_t *nd = json_array_get(json_object_get(doc, "nodes"), 1);
 		assert_true(json_integer_value(json_object_get(nd, "parent")) > 0);
-		snprintf(path, sizeof path, "/api/v1/aggregate/heaviest?app=" APP "&node=%lld&by=self",
+		snprintf(path, sizeof path,
+			 "/api/v1/aggregate/heaviest?app=" APP "&node=%lld&by=self",
 			 (long long)json_integer_value(json_object_get(nd, "node")));
 	}
 	json_decref(doc);

@@ -191,7 +191,7 @@ static void test_route_find_unknown_path_is_the_web_404_or_its_family_s(void **s
 #define TRACES                                                                       \
 	"app version model os_build kind min_severity since until signature method " \
 	"cursor limit sort issue"
-#define AGG                                                                    \
+#define AGG                                                                               \
 	"app version model campaign method chain kind since until issue dur_min dur_max " \
 	"except_since except_until except_dur_min except_dur_max"
 #define SIDE(s)                                                                                  \

@@ -59,8 +59,8 @@ enum {
 	F_N
 };
 static const char *const FILTER_NAMES[F_N] = {
-	"app",	   "version", "model",	 "campaign",	 "method",	 "chain",
-	"issue",   "kind",    "since",	 "until",	 "dur_min",	 "dur_max",
+	"app",		"version",	"model",	  "campaign",	   "method",  "chain",
+	"issue",	"kind",		"since",	  "until",	   "dur_min", "dur_max",
 	"except_since", "except_until", "except_dur_min", "except_dur_max"};
 
 /* One set of traces: each filter's value, NULL when absent. */
@@ -243,10 +243,10 @@ static int to_filter(const struct filt *f, struct rvs_agg_filter *o, char **chai
 
 	memset(o, 0, sizeof *o);
 	*chain = NULL;
-	o->bucketed = !f->v[F_CAMPAIGN] && !f->v[F_METHOD] && !f->v[F_CHAIN] &&
-		      !f->v[F_ISSUE] && !f->v[F_DUR_MIN] && !f->v[F_DUR_MAX] &&
-		      !f->v[F_EX_SINCE] && !f->v[F_EX_UNTIL] && !f->v[F_EX_DUR_MIN] &&
-		      !f->v[F_EX_DUR_MAX] && (!f->v[F_SINCE] || f->num[F_SINCE] % DAY_S == 0) &&
+	o->bucketed = !f->v[F_CAMPAIGN] && !f->v[F_METHOD] && !f->v[F_CHAIN] && !f->v[F_ISSUE] &&
+		      !f->v[F_DUR_MIN] && !f->v[F_DUR_MAX] && !f->v[F_EX_SINCE] &&
+		      !f->v[F_EX_UNTIL] && !f->v[F_EX_DUR_MIN] && !f->v[F_EX_DUR_MAX] &&
+		      (!f->v[F_SINCE] || f->num[F_SINCE] % DAY_S == 0) &&
 		      (!f->v[F_UNTIL] || f->num[F_UNTIL] % DAY_S == 0);
 	o->app = f->v[F_APP];
 	o->version = f->v[F_VERSION];
@@ -266,8 +266,8 @@ static int to_filter(const struct filt *f, struct rvs_agg_filter *o, char **chai
 	o->has_dur_max = !!f->v[F_DUR_MAX];
 	o->dur_max = f->num[F_DUR_MAX];
 	/* The excepted cell: an absent bound is open. */
-	o->has_except = f->v[F_EX_SINCE] || f->v[F_EX_UNTIL] || f->v[F_EX_DUR_MIN] ||
-			f->v[F_EX_DUR_MAX];
+	o->has_except =
+		f->v[F_EX_SINCE] || f->v[F_EX_UNTIL] || f->v[F_EX_DUR_MIN] || f->v[F_EX_DUR_MAX];
 	o->except_since = f->v[F_EX_SINCE] ? f->num[F_EX_SINCE] : INT64_MIN;
 	o->except_until = f->v[F_EX_UNTIL] ? f->num[F_EX_UNTIL] : INT64_MAX;
 	o->except_dur_min = f->v[F_EX_DUR_MIN] ? f->num[F_EX_DUR_MIN] : INT64_MIN;

@@ -66,16 +66,16 @@ static json_t *heatmap_json(const struct rvs_heatmap *h, const struct rvs_heatma
 
 	row_span(h, &lo, &hi);
 	for (size_t j = 0; j < h->ncols; j++)
-		json_array_append_new(cols, json_pack("{s:I,s:I}", "since",
-						       (json_int_t)rvs_heatmap_col_since(h, j),
-						       "until",
-						       (json_int_t)rvs_heatmap_col_until(h, j)));
+		json_array_append_new(cols,
+				      json_pack("{s:I,s:I}", "since",
+						(json_int_t)rvs_heatmap_col_since(h, j), "until",
+						(json_int_t)rvs_heatmap_col_until(h, j)));
 	for (size_t k = lo; k < hi; k++) {
 		int64_t mx = rvs_heatmap_row_max(k);
-		json_array_append_new(rows, json_pack("{s:I,s:o}", "dur_min",
-						      (json_int_t)rvs_heatmap_row_min(k), "dur_max",
-						      mx == INT64_MAX ? json_null()
-								      : json_integer(mx)));
+		json_array_append_new(rows,
+				      json_pack("{s:I,s:o}", "dur_min",
+						(json_int_t)rvs_heatmap_row_min(k), "dur_max",
+						mx == INT64_MAX ? json_null() : json_integer(mx)));
 	}
 	for (size_t j = 0; j < h->ncols; j++)
 		for (size_t k = lo; k < hi; k++) {
@@ -83,16 +83,17 @@ static json_t *heatmap_json(const struct rvs_heatmap *h, const struct rvs_heatma
 			if (!n)
 				continue;
 			max = n > max ? n : max;
-			json_array_append_new(cells, json_pack("[I,I,I]", (json_int_t)j,
-							       (json_int_t)(k - lo), (json_int_t)n));
+			json_array_append_new(cells,
+					      json_pack("[I,I,I]", (json_int_t)j,
+							(json_int_t)(k - lo), (json_int_t)n));
 		}
 	return json_pack("{s:o,s:o,s:o,s:I,s:I,s:s,s:I,s:s,s:I,s:I,s:o,s:o,s:o}", "app",
 			 opt_str(f->app), "issue", opt_str(f->issue), "kind",
 			 f->has_kind ? json_integer(f->kind) : json_null(), "from",
 			 (json_int_t)h->since, "to", (json_int_t)h->until, "bucket",
-			 width_name(h->width), "width_s", (json_int_t)h->width, "y",
-			 "duration_ns", "traces", (json_int_t)h->total, "max_count",
-			 (json_int_t)max, "columns", cols, "rows", rows, "cells", cells);
+			 width_name(h->width), "width_s", (json_int_t)h->width, "y", "duration_ns",
+			 "traces", (json_int_t)h->total, "max_count", (json_int_t)max, "columns",
+			 cols, "rows", rows, "cells", cells);
 }
 
 /* Parameter name of query into out (cap bytes): 1 set, 0 absent or empty,
@@ -116,7 +117,7 @@ void rvs_heatmap_api(struct rvs_call *c)
 	char app[256], issue[32], kind[64], from[32], to[32], bucket[16];
 	static const char *const names[] = {"app", "issue", "kind", "from", "to", "bucket"};
 	char *const vals[] = {app, issue, kind, from, to, bucket};
-	const size_t caps[] = {sizeof app, sizeof issue, sizeof kind,
+	const size_t caps[] = {sizeof app,  sizeof issue, sizeof kind,
 			       sizeof from, sizeof to,	  sizeof bucket};
 	int has[6];
 	struct rvs_heatmap_filter f = {0};

@@ -67,15 +67,14 @@
 		"signature", "method"
 #define TRACES_PARAMS TRACE_FILTERS, "cursor", "limit", "sort", "issue"
 /* The filters of an aggregate (agg.c), and a diff's sides of them. */
-#define AGG_FILTERS                                                                            \
-	"app", "version", "model", "campaign", "method", "chain", "kind", "since", "until", "issue", \
-		"dur_min", "dur_max", "except_since", "except_until", "except_dur_min",          \
+#define AGG_FILTERS                                                                              \
+	"app", "version", "model", "campaign", "method", "chain", "kind", "since", "until",      \
+		"issue", "dur_min", "dur_max", "except_since", "except_until", "except_dur_min", \
 		"except_dur_max"
-#define AGG_SIDE(s)                                                                       \
-#s ".app", #s ".version", #s ".model", #s ".campaign", #s ".method", #s ".chain", \
-		#s ".kind", #s ".since", #s ".until", #s ".issue", #s ".dur_min",         \
-		#s ".dur_max", #s ".except_since", #s ".except_until",                  \
-		#s ".except_dur_min", #s ".except_dur_max"
+#define AGG_SIDE(s)                                                                              \
+#s ".app", #s ".version", #s ".model", #s ".campaign", #s ".method", #s ".chain",        \
+		#s ".kind", #s ".since", #s ".until", #s ".issue", #s ".dur_min", #s ".dur_max", \
+		#s ".except_since", #s ".except_until", #s ".except_dur_min", #s ".except_dur_max"
 #define AGG_DIFF_PARAMS AGG_FILTERS, AGG_SIDE(a), AGG_SIDE(b)
 #define ISSUES_PARAMS	"app", "version", "kind", "weeks", "limit"
 #define SEARCH_PARAMS	"chain", "caller", "callee", "contains", "app", "version", "cursor", "limit"

@@ -505,9 +505,9 @@ static void aggregate_page(struct web_ctx *c, int diff)
 	static const char *const web_only[] = {"range_since", "range_until", NULL};
 	int status;
 	char *q = web_query_without(c->req->query, web_only);
-	json_t *doc = q ? web_api(c, diff ? "/api/v1/aggregate/diff" : "/api/v1/aggregate", q,
-				  &status)
-			: NULL;
+	json_t *doc =
+		q ? web_api(c, diff ? "/api/v1/aggregate/diff" : "/api/v1/aggregate", q, &status)
+		  : NULL;
 	char app[256] = "";
 
 	if (!doc || status != 200) {

@@ -213,7 +213,8 @@ void rvs_web_heatmap(struct rvs_call *call)
 	web_page_begin(c, "Anomaly heatmap");
 	form(c);
 	fprintf(c->f,
-		"<p id=\"heatmap-count\" data-traces=\"%lld\">%lld anomalies with a duration, per %s"
+		"<p id=\"heatmap-count\" data-traces=\"%lld\">%lld anomalies with a duration, per "
+		"%s"
 		" received (across) and anomaly duration (up, log scale). Click a cell, or drag"
 		" over several, for the merged flame graph of exactly those captures.</p>",
 		(long long)ival(doc, "traces"), (long long)ival(doc, "traces"),

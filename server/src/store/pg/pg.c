@@ -92,11 +92,10 @@ int rvs_pg_errno(const char *sqlstate)
 int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg_params *p,
 		PGresult **out, struct rvs_pg_error *err)
 {
-	static const Oid text[RVS_PG_MAX_PARAMS] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	static const Oid text[RVS_PG_MAX_PARAMS] = {
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	int n = p ? p->n : 0, binary = (flags & RVS_PG_BINARY) != 0;
 	const char *const *v = p ? p->v : NULL;
 	const int *len = p ? p->len : NULL, *fmt = p ? p->fmt : NULL;

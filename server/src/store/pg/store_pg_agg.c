@@ -378,14 +378,14 @@ done:
 	" AND ($10::text IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                         \
 	" WHERE c.trace_id = t.trace_id AND c.chain = $10))"                                      \
 	" ORDER BY t.received_at DESC, t.seq DESC LIMIT $11) x"
-#define TRACE_SQL                                                       \
+#define TRACE_SQL                                                         \
 	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns FROM " TRACE_SET \
 	" JOIN trace_paths p ON p.trace_id = x.trace_id"
 /* $20 the node, $21 the rows, $22 1: by self time. */
-#define HEAVY_SQL                                                                  \
-	"SELECT p.trace_id, p.calls, p.self_ns, p.incl_ns, x.received_at,"         \
-	" coalesce(x.duration_ns, -1) FROM " TRACE_SET                             \
-	" JOIN trace_paths p ON p.trace_id = x.trace_id AND p.node = $20"          \
+#define HEAVY_SQL                                                                     \
+	"SELECT p.trace_id, p.calls, p.self_ns, p.incl_ns, x.received_at,"            \
+	" coalesce(x.duration_ns, -1) FROM " TRACE_SET                                \
+	" JOIN trace_paths p ON p.trace_id = x.trace_id AND p.node = $20"             \
 	" ORDER BY CASE WHEN $22::bigint = 1 THEN p.self_ns ELSE p.incl_ns END DESC," \
 	" p.trace_id LIMIT $21"
 

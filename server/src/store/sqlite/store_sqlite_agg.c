@@ -156,33 +156,33 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 	" AND (?8 IS NULL OR b.day >= ?8 / 86400) AND (?9 IS NULL OR b.day < ?9 / 86400)"
 /* The newest ?12 traces of a trace-level side, as x (trace_id, received_at,
  * duration_ns): what an aggregate sums and heaviest_read ranks. */
-#define TRACE_SET                                                                               \
-	"(SELECT t.trace_id, t.received_at, t.duration_ns FROM traces t"                        \
-	" CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"                                    \
-	" WHERE (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"           \
-	" AND (?3 IS NULL OR t.model = ?3) AND (?7 IS NULL OR t.anomaly_kind = ?7)"             \
-	" AND (?8 IS NULL OR t.received_at >= ?8) AND (?9 IS NULL OR t.received_at < ?9)"       \
-	" AND (?13 IS NULL OR t.issue = ?13)"                                                   \
-	" AND (?14 IS NULL OR t.duration_ns >= ?14) AND (?15 IS NULL OR t.duration_ns < ?15)"   \
-	" AND (?16 IS NULL OR NOT (t.received_at >= ?17 AND t.received_at < ?18"               \
-	" AND coalesce(t.duration_ns, -1) >= ?19 AND coalesce(t.duration_ns, -1) < ?20))"       \
-	" AND (?4 IS NULL OR EXISTS (SELECT 1 FROM uploads u WHERE u.trace_id = t.trace_id"     \
-	" AND u.campaign_id = ?4))"                                                             \
-	" AND (?5 IS NULL OR EXISTS (SELECT 1 FROM trace_methods m"                             \
-	" WHERE m.trace_id = t.trace_id AND m.method = ?5))"                                    \
-	" AND (?10 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                             \
-	" WHERE c.trace_id = t.trace_id AND c.signature = ?10))"                                \
-	" AND (?11 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                             \
-	" WHERE c.trace_id = t.trace_id AND c.chain = ?11))"                                    \
+#define TRACE_SET                                                                             \
+	"(SELECT t.trace_id, t.received_at, t.duration_ns FROM traces t"                      \
+	" CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"                                  \
+	" WHERE (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"         \
+	" AND (?3 IS NULL OR t.model = ?3) AND (?7 IS NULL OR t.anomaly_kind = ?7)"           \
+	" AND (?8 IS NULL OR t.received_at >= ?8) AND (?9 IS NULL OR t.received_at < ?9)"     \
+	" AND (?13 IS NULL OR t.issue = ?13)"                                                 \
+	" AND (?14 IS NULL OR t.duration_ns >= ?14) AND (?15 IS NULL OR t.duration_ns < ?15)" \
+	" AND (?16 IS NULL OR NOT (t.received_at >= ?17 AND t.received_at < ?18"              \
+	" AND coalesce(t.duration_ns, -1) >= ?19 AND coalesce(t.duration_ns, -1) < ?20))"     \
+	" AND (?4 IS NULL OR EXISTS (SELECT 1 FROM uploads u WHERE u.trace_id = t.trace_id"   \
+	" AND u.campaign_id = ?4))"                                                           \
+	" AND (?5 IS NULL OR EXISTS (SELECT 1 FROM trace_methods m"                           \
+	" WHERE m.trace_id = t.trace_id AND m.method = ?5))"                                  \
+	" AND (?10 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                           \
+	" WHERE c.trace_id = t.trace_id AND c.signature = ?10))"                              \
+	" AND (?11 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                           \
+	" WHERE c.trace_id = t.trace_id AND c.chain = ?11))"                                  \
 	" ORDER BY t.received_at DESC, t.trace_id DESC LIMIT ?12) x"
-#define TRACE_SQL                                                                \
+#define TRACE_SQL                                                         \
 	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns FROM " TRACE_SET \
 	" CROSS JOIN trace_paths p ON p.trace_id = x.trace_id"
 /* ?21 the node, ?22 the rows, ?23 1: by self time. */
-#define HEAVY_SQL                                                                           \
-	"SELECT p.trace_id, p.calls, p.self_ns, p.incl_ns, x.received_at,"                  \
-	" coalesce(x.duration_ns, -1) FROM " TRACE_SET                                      \
-	" CROSS JOIN trace_paths p ON p.trace_id = x.trace_id AND p.node = ?21"             \
+#define HEAVY_SQL                                                               \
+	"SELECT p.trace_id, p.calls, p.self_ns, p.incl_ns, x.received_at,"      \
+	" coalesce(x.duration_ns, -1) FROM " TRACE_SET                          \
+	" CROSS JOIN trace_paths p ON p.trace_id = x.trace_id AND p.node = ?21" \
 	" ORDER BY CASE WHEN ?23 THEN p.self_ns ELSE p.incl_ns END DESC, p.trace_id LIMIT ?22"
 
 /* The trace-level filter of f bound on st (TRACE_SET's parameters). */
