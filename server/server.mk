@@ -82,6 +82,10 @@ $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
 # The shared parameter helpers (params.c) and the version order (version.c).
 $(eval $(call rv_test,server,params,$(SRV_PARAMS) $(LIBRVPROTO),$(PROTOBUF_LIBS) -ljansson,unit))
+# The anomaly heatmap, its cells' aggregates and the heaviest captures of a
+# frame against recounts of a synthetic fleet (sqlite; PostgreSQL with pg).
+$(eval $(call rv_test,server,heatmap,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration pg))
+$(OBJ)/tests/server/test_heatmap.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,jansson) $(call pc,--cflags,libpq)
 # A method's trend: buckets, percentiles and the change point on exact inputs.
 $(eval $(call rv_test,server,trend,$(SRV)/model/trend.o $(SRV)/base/version.o,-ljansson -lm,unit))
 $(OBJ)/tests/server/test_params.o: CPPFLAGS += -Iserver/src $(call pc,--cflags,jansson)

@@ -598,6 +598,8 @@ static void test_openapi_traces_and_exports(void **state)
 static void test_openapi_fleet_views(void **state)
 {
 	const char *tok = g_b.api_token;
+	char path[256];
+	json_t *doc;
 
 	(void)state;
 	expect("get /api/v1/aggregate", "all", "GET", "/api/v1/aggregate", tok, NULL, 0, 200);
@@ -618,6 +620,30 @@ static void test_openapi_fleet_views(void **state)
 	       "/api/v1/aggregate/callers?of=rvs_fleet_measure_text", tok, NULL, 0, 200);
 	expect("get /api/v1/aggregate/callers", "without of", "GET", "/api/v1/aggregate/callers",
 	       tok, NULL, 0, 400);
+	expect("get /api/v1/aggregate", "a heatmap cell", "GET",
+	       "/api/v1/aggregate?app=" APP "&since=1&dur_min=0&dur_max=1000000000000"
+	       "&except_since=1&except_until=2",
+	       tok, NULL, 0, 200);
+	expect("get /api/v1/heatmap", "the last 30 days", "GET", "/api/v1/heatmap?app=" APP, tok,
+	       NULL, 0, 200);
+	expect("get /api/v1/heatmap", "by week", "GET",
+	       "/api/v1/heatmap?from=0&to=86400000&bucket=week&kind=jank", tok, NULL, 0, 200);
+	expect("get /api/v1/heatmap", "too many columns", "GET",
+	       "/api/v1/heatmap?from=0&to=86400000&bucket=hour", tok, NULL, 0, 400);
+	expect("get /api/v1/heatmap", "no token", "GET", "/api/v1/heatmap", NULL, NULL, 0, 401);
+	doc = call("get /api/v1/aggregate", "the app's nodes", "GET", "/api/v1/aggregate?app=" APP,
+		   tok, NULL, 0, 200);
+	{
+		json_t *nd = json_array_get(json_object_get(doc, "nodes"), 1);
+		assert_true(json_integer_value(json_object_get(nd, "parent")) > 0);
+		snprintf(path, sizeof path,
+			 "/api/v1/aggregate/heaviest?app=" APP "&node=%lld&by=self",
+			 (long long)json_integer_value(json_object_get(nd, "node")));
+	}
+	json_decref(doc);
+	expect("get /api/v1/aggregate/heaviest", "a frame", "GET", path, tok, NULL, 0, 200);
+	expect("get /api/v1/aggregate/heaviest", "without node", "GET",
+	       "/api/v1/aggregate/heaviest?app=" APP, tok, NULL, 0, 400);
 	expect("get /api/v1/issues", "all", "GET", "/api/v1/issues", tok, NULL, 0, 200);
 	expect("get /api/v1/issues", "filtered", "GET",
 	       "/api/v1/issues?app=" APP "&version=4.3&kind=jank&weeks=2&limit=1", tok, NULL, 0,

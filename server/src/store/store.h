@@ -316,6 +316,14 @@ struct rvs_agg_filter {
 	const char *chain;     /* traces with a chain of exactly this text ("a;b;") */
 	int64_t kind, since, until, max_traces;
 	int has_kind, has_since, has_until, bucketed;
+	/* A heatmap's cells (heatmap_read's predicates, trace-level only):
+	 * traces of issue; anomaly duration in [dur_min, dur_max) ns (a trace
+	 * without a duration matches neither bound); has_except: not inside
+	 * the cell received in [except_since, except_until) with a duration in
+	 * [except_dur_min, except_dur_max) (the rest of a heatmap's range). */
+	const char *issue;
+	int64_t dur_min, dur_max, except_since, except_until, except_dur_min, except_dur_max;
+	int has_dur_min, has_dur_max, has_except;
 };
 
 /* agg_read's callbacks; a non-zero return stops the read and is returned. */
@@ -405,6 +413,23 @@ struct rvs_trend_row {
 	int64_t day;
 	const char *version;
 	int64_t self_ns, incl_ns;
+};
+
+/* An anomaly heatmap (heatmap_read): the traces with an aggregate (those
+ * agg_read can sum) and an anomaly duration >= 0, received in [since,
+ * until), of app, anomaly kind and issue when set (NULL / has_kind 0:
+ * any). */
+struct rvs_heatmap_filter {
+	const char *app, *issue;
+	int64_t kind, since, until;
+	int has_kind;
+};
+/* The traces of an aggregate side where one frame (an aggregate node) is
+ * heaviest (heaviest_read): its per-trace row, received_at and anomaly
+ * duration (-1: none); trace_id valid during the callback only. */
+struct rvs_heavy_row {
+	const char *trace_id;
+	int64_t calls, self_ns, incl_ns, received_at, duration_ns;
 };
 
 struct rvs_store_ops {
@@ -846,6 +871,23 @@ struct rvs_store_ops {
 	int (*alert_counts)(struct rvs_regress_db *d, const struct rvs_trend_filter *f,
 			    int64_t from_day, int64_t to_day,
 			    int (*cb)(void *arg, int64_t day, int64_t n), void *arg);
+
+	/* ---- the anomaly heatmap (api/heatmap.c) ---- */
+
+	/* Each trace f selects, as (received_at, duration_ns), to cb (in no
+	 * promised order; a non-zero return stops the read and is returned).
+	 * 0 or -errno. */
+	int (*heatmap_read)(struct rvs_store *s, const struct rvs_heatmap_filter *f,
+			    int (*cb)(void *arg, int64_t received_at, int64_t duration_ns),
+			    void *arg);
+	/* Of the traces agg_read sums for side f (trace-level: the same newest
+	 * f->max_traces), those with a row of aggregate node `node`, heaviest
+	 * first by its self (by_self) or inclusive ns (then by trace_id), at
+	 * most limit, to cb (a non-zero return stops the read and is
+	 * returned).  0 or -errno. */
+	int (*heaviest_read)(struct rvs_store *s, const struct rvs_agg_filter *f, int64_t node,
+			     int by_self, int64_t limit,
+			     int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -46,6 +46,14 @@ int rvs_sqlite_search_scan(const char *dsn, const struct rvs_search_scan *q,
 /* store.h's trend_read on a read connection of its own on dsn. */
 int rvs_sqlite_trend_read(const char *dsn, const struct rvs_trend_filter *f,
 			  int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut);
+/* store.h's heatmap_read and heaviest_read on a read connection of their
+ * own on dsn. */
+int rvs_sqlite_heatmap_read(const char *dsn, const struct rvs_heatmap_filter *f,
+			    int (*cb)(void *arg, int64_t received_at, int64_t duration_ns),
+			    void *arg);
+int rvs_sqlite_heaviest_read(const char *dsn, const struct rvs_agg_filter *f, int64_t node,
+			     int by_self, int64_t limit,
+			     int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg);
 /* Registers rvs_issue(chain, signature) on db: the SQL face of
  * rvs_issue_fold (issue.h; NULL when either argument is NULL or the
  * signature is malformed), deterministic, for migration 9's backfill.
@@ -86,5 +94,11 @@ int rvs_pg_search_scan(const struct rvs_pg_pool *pool, const struct rvs_search_s
 /* store.h's trend_read on a connection pool lends. */
 int rvs_pg_trend_read(const struct rvs_pg_pool *pool, const struct rvs_trend_filter *f,
 		      int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut);
+/* store.h's heatmap_read and heaviest_read on connections pool lends. */
+int rvs_pg_heatmap_read(const struct rvs_pg_pool *pool, const struct rvs_heatmap_filter *f,
+			int (*cb)(void *arg, int64_t received_at, int64_t duration_ns), void *arg);
+int rvs_pg_heaviest_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter *f,
+			 int64_t node, int by_self, int64_t limit,
+			 int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg);
 
 #endif

@@ -87,6 +87,11 @@ static size_t bar_flush(FILE *f, struct svg_bar *b, uint32_t d, size_t *merged, 
 
 void web_timeline_svg(FILE *f, const struct rva_trace *t)
 {
+	web_timeline_svg_hl(f, t, NULL);
+}
+
+void web_timeline_svg_hl(FILE *f, const struct rva_trace *t, const char *highlight)
+{
 	const rva_thread *th;
 	int64_t a, from, to, span;
 	size_t shown = 0, hidden = 0, deep = 0, offshown = 0, offhidden = 0;
@@ -144,8 +149,12 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 		shown += bar_flush(f, &bars[k->depth], k->depth, &merged, &nbars);
 		calls++;
 		fprintf(f,
-			"<rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\""
+			"<rect%s x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\""
 			" data-ms=\"%.3f\" data-name=\"",
+			highlight && k->method < t->nmethods &&
+					!strcmp(t->names[k->method], highlight)
+				? " class=\"hl\" stroke=\"#000\" stroke-width=\"2\""
+				: "",
 			x, k->depth * ROW, w, ROW - 1, PALETTE[k->method % 10],
 			(double)(k->end - k->start) / 1e6);
 		esc_name(f, k->method < t->nmethods ? t->names[k->method] : "?");

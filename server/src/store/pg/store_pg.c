@@ -2385,6 +2385,21 @@ static int issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
 	return rvs_pg_issues_read(&pool, f, cb, arg);
 }
 
+static int heatmap_read(struct rvs_store *s, const struct rvs_heatmap_filter *f,
+			int (*cb)(void *arg, int64_t received_at, int64_t duration_ns), void *arg)
+{
+	const struct rvs_pg_pool pool = {pool_get, pool_put, s};
+	return rvs_pg_heatmap_read(&pool, f, cb, arg);
+}
+
+static int heaviest_read(struct rvs_store *s, const struct rvs_agg_filter *f, int64_t node,
+			 int by_self, int64_t limit,
+			 int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg)
+{
+	const struct rvs_pg_pool pool = {pool_get, pool_put, s};
+	return rvs_pg_heaviest_read(&pool, f, node, by_self, limit, cb, arg);
+}
+
 static int trend_read(struct rvs_store *s, const struct rvs_trend_filter *f,
 		      int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut)
 {
@@ -2488,4 +2503,6 @@ const struct rvs_store_ops rvs_store_pg = {
 	.alert_rules_list = rvs_pg_alert_rules_list,
 	.alert_rule_update = rvs_pg_alert_rule_update,
 	.alert_counts = rvs_pg_alert_counts,
+	.heatmap_read = heatmap_read,
+	.heaviest_read = heaviest_read,
 };

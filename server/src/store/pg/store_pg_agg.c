@@ -392,7 +392,10 @@ void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
 /* ---- reads ------------------------------------------------------------------ */
 
 /* $1 app, $2 version, $3 model, $4 campaign, $5 method, $6 kind, $7 since,
- * $8 until, $9 signature, $10 chain, $11 the trace cap. */
+ * $8 until, $9 signature, $10 chain, $11 the trace cap; $12 issue, $13
+ * dur_min, $14 dur_max, $15 1 when a cell is excepted, $16 and $17 its
+ * received_at range, $18 and $19 its duration range (store_sqlite_agg.c's
+ * predicates). */
 #define BUCKET_SQL                                                                                \
 	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns FROM agg_buckets b"               \
 	" JOIN agg_sums s ON s.bucket = b.bucket"                                                 \
@@ -401,13 +404,19 @@ void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
 	" AND ($7::bigint IS NULL OR b.day >= $7 / 86400)"                                        \
 	" AND ($8::bigint IS NULL OR b.day < $8 / 86400)"                                         \
 	" AND $4::text IS NULL AND $5::text IS NULL" /* typed: bucketed sides have neither */
-#define TRACE_SQL                                                                                 \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns FROM (SELECT t.trace_id FROM traces t"   \
+#define TRACE_SET                                                                                 \
+	"(SELECT t.trace_id, t.received_at, t.duration_ns FROM traces t"                          \
 	" JOIN trace_agg a ON a.trace_id = t.trace_id"                                            \
 	" WHERE ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)" \
 	" AND ($3::text IS NULL OR t.model = $3) AND ($6::bigint IS NULL OR t.anomaly_kind = $6)" \
 	" AND ($7::bigint IS NULL OR t.received_at >= $7)"                                        \
 	" AND ($8::bigint IS NULL OR t.received_at < $8)"                                         \
+	" AND ($12::text IS NULL OR t.issue = $12)"                                               \
+	" AND ($13::bigint IS NULL OR t.duration_ns >= $13)"                                      \
+	" AND ($14::bigint IS NULL OR t.duration_ns < $14)"                                       \
+	" AND ($15::bigint IS NULL OR NOT (t.received_at >= $16::bigint"                          \
+	" AND t.received_at < $17::bigint AND coalesce(t.duration_ns, -1) >= $18::bigint"         \
+	" AND coalesce(t.duration_ns, -1) < $19::bigint))"                                        \
 	" AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM uploads u WHERE u.trace_id = t.trace_id" \
 	" AND u.campaign_id = $4))"                                                               \
 	" AND ($5::text IS NULL OR EXISTS (SELECT 1 FROM trace_methods m"                         \
@@ -416,8 +425,41 @@ void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
 	" WHERE c.trace_id = t.trace_id AND c.signature = $9))"                                   \
 	" AND ($10::text IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                         \
 	" WHERE c.trace_id = t.trace_id AND c.chain = $10))"                                      \
-	" ORDER BY t.received_at DESC, t.seq DESC LIMIT $11) x JOIN trace_paths p"                \
-	" ON p.trace_id = x.trace_id"
+	" ORDER BY t.received_at DESC, t.seq DESC LIMIT $11) x"
+#define TRACE_SQL                                                         \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns FROM " TRACE_SET \
+	" JOIN trace_paths p ON p.trace_id = x.trace_id"
+/* $20 the node, $21 the rows, $22 1: by self time. */
+#define HEAVY_SQL                                                                     \
+	"SELECT p.trace_id, p.calls, p.self_ns, p.incl_ns, x.received_at,"            \
+	" coalesce(x.duration_ns, -1) FROM " TRACE_SET                                \
+	" JOIN trace_paths p ON p.trace_id = x.trace_id AND p.node = $20"             \
+	" ORDER BY CASE WHEN $22::bigint = 1 THEN p.self_ns ELSE p.incl_ns END DESC," \
+	" p.trace_id LIMIT $21"
+
+/* The parameters of TRACE_SET for side f into a. */
+static void set_params(struct rvs_pg_params *a, const struct rvs_agg_filter *f)
+{
+	rvs_pg_text(a, f->app);
+	rvs_pg_text(a, f->version);
+	rvs_pg_text(a, f->model);
+	rvs_pg_text(a, f->campaign);
+	rvs_pg_text(a, f->method);
+	rvs_pg_opt_i64(a, f->has_kind, f->kind);
+	rvs_pg_opt_i64(a, f->has_since, f->since);
+	rvs_pg_opt_i64(a, f->has_until, f->until);
+	rvs_pg_text(a, f->signature);
+	rvs_pg_text(a, f->chain);
+	rvs_pg_i64(a, f->max_traces);
+	rvs_pg_text(a, f->issue);
+	rvs_pg_opt_i64(a, f->has_dur_min, f->dur_min);
+	rvs_pg_opt_i64(a, f->has_dur_max, f->dur_max);
+	rvs_pg_opt_i64(a, f->has_except, 1);
+	rvs_pg_i64(a, f->except_since);
+	rvs_pg_i64(a, f->except_until);
+	rvs_pg_i64(a, f->except_dur_min);
+	rvs_pg_i64(a, f->except_dur_max);
+}
 
 static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 		   const struct rvs_agg_cb *cb, void *arg)
@@ -426,18 +468,17 @@ static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 	PGresult *r;
 	int rc, stop = 0;
 
-	rvs_pg_text(&a, f->app);
-	rvs_pg_text(&a, f->version);
-	rvs_pg_text(&a, f->model);
-	rvs_pg_text(&a, f->bucketed ? NULL : f->campaign);
-	rvs_pg_text(&a, f->bucketed ? NULL : f->method);
-	rvs_pg_opt_i64(&a, f->has_kind, f->kind);
-	rvs_pg_opt_i64(&a, f->has_since, f->since);
-	rvs_pg_opt_i64(&a, f->has_until, f->until);
-	if (!f->bucketed) {
-		rvs_pg_text(&a, f->signature);
-		rvs_pg_text(&a, f->chain);
-		rvs_pg_opt_i64(&a, 1, f->max_traces);
+	if (f->bucketed) {
+		rvs_pg_text(&a, f->app);
+		rvs_pg_text(&a, f->version);
+		rvs_pg_text(&a, f->model);
+		rvs_pg_text(&a, NULL);
+		rvs_pg_text(&a, NULL);
+		rvs_pg_opt_i64(&a, f->has_kind, f->kind);
+		rvs_pg_opt_i64(&a, f->has_since, f->since);
+		rvs_pg_opt_i64(&a, f->has_until, f->until);
+	} else {
+		set_params(&a, f);
 	}
 	if ((rc = q(pg, f->bucketed ? BUCKET_SQL : TRACE_SQL, &a, &r, NULL, 0)))
 		return rc;
@@ -502,4 +543,77 @@ int rvs_pg_agg_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter 
 	PQclear(PQexec(pg, rc ? "ROLLBACK" : "COMMIT"));
 	pool->put(pool->s, h);
 	return rc;
+}
+
+/* ---- the anomaly heatmap ---------------------------------------------------- */
+
+/* store_sqlite_agg.c's HEATMAP_SQL: $1 app, $2 kind, $3 issue, $4 since,
+ * $5 until. */
+static const char HEATMAP_SQL[] =
+	"SELECT t.received_at, t.duration_ns FROM traces t"
+	" JOIN trace_agg a ON a.trace_id = t.trace_id"
+	" WHERE ($1::text IS NULL OR t.app_id = $1) AND ($2::bigint IS NULL OR t.anomaly_kind = $2)"
+	" AND ($3::text IS NULL OR t.issue = $3) AND t.received_at >= $4 AND t.received_at < $5"
+	" AND t.duration_ns >= 0";
+
+int rvs_pg_heatmap_read(const struct rvs_pg_pool *pool, const struct rvs_heatmap_filter *f,
+			int (*cb)(void *arg, int64_t received_at, int64_t duration_ns), void *arg)
+{
+	struct rvs_pg_params a = {0};
+	PGresult *r = NULL;
+	void *h;
+	PGconn *pg;
+	int rc, stop = 0;
+
+	rvs_pg_text(&a, f->app);
+	rvs_pg_opt_i64(&a, f->has_kind, f->kind);
+	rvs_pg_text(&a, f->issue);
+	rvs_pg_i64(&a, f->since);
+	rvs_pg_i64(&a, f->until);
+	if (!(pg = pool->get(pool->s, &h)))
+		return -EAGAIN;
+	rc = q(pg, HEATMAP_SQL, &a, &r, NULL, 0);
+	pool->put(pool->s, h);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++)
+		stop = cb(arg, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1));
+	PQclear(r);
+	return stop;
+}
+
+int rvs_pg_heaviest_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter *f,
+			 int64_t node, int by_self, int64_t limit,
+			 int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg)
+{
+	struct rvs_pg_params a = {0};
+	PGresult *r = NULL;
+	void *h;
+	PGconn *pg;
+	int rc, stop = 0;
+
+	assert(!f->bucketed && limit > 0);
+	set_params(&a, f);
+	rvs_pg_i64(&a, node);
+	rvs_pg_i64(&a, limit);
+	rvs_pg_i64(&a, !!by_self);
+	if (!(pg = pool->get(pool->s, &h)))
+		return -EAGAIN;
+	rc = q(pg, HEAVY_SQL, &a, &r, NULL, 0);
+	pool->put(pool->s, h);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++) {
+		const struct rvs_heavy_row row = {
+			.trace_id = PQgetvalue(r, i, 0),
+			.calls = rvs_pg_val_i64(r, i, 1),
+			.self_ns = rvs_pg_val_i64(r, i, 2),
+			.incl_ns = rvs_pg_val_i64(r, i, 3),
+			.received_at = rvs_pg_val_i64(r, i, 4),
+			.duration_ns = rvs_pg_val_i64(r, i, 5),
+		};
+		stop = cb(arg, &row);
+	}
+	PQclear(r);
+	return stop;
 }

@@ -2561,6 +2561,19 @@ static int traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *q, 
 	return rvs_sqlite_traces_sorted(s->dsn, q, cb, arg);
 }
 
+static int heatmap_read(struct rvs_store *s, const struct rvs_heatmap_filter *f,
+			int (*cb)(void *arg, int64_t received_at, int64_t duration_ns), void *arg)
+{
+	return rvs_sqlite_heatmap_read(s->dsn, f, cb, arg);
+}
+
+static int heaviest_read(struct rvs_store *s, const struct rvs_agg_filter *f, int64_t node,
+			 int by_self, int64_t limit,
+			 int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg)
+{
+	return rvs_sqlite_heaviest_read(s->dsn, f, node, by_self, limit, cb, arg);
+}
+
 static int trend_read(struct rvs_store *s, const struct rvs_trend_filter *f,
 		      int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut)
 {
@@ -2662,4 +2675,6 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.alert_rules_list = rvs_sqlite_alert_rules_list,
 	.alert_rule_update = rvs_sqlite_alert_rule_update,
 	.alert_counts = rvs_sqlite_alert_counts,
+	.heatmap_read = heatmap_read,
+	.heaviest_read = heaviest_read,
 };
