@@ -68,8 +68,8 @@ const char *rvd_event_refusal(const Rearview__EventMessage *e, uint64_t now_ns)
 	}
 }
 
-int rvd_event_decode(const uint8_t *buf, size_t len, uint64_t now_ns,
-		     Rearview__EventMessage **out, const char **why)
+int rvd_event_decode(const uint8_t *buf, size_t len, uint64_t now_ns, Rearview__EventMessage **out,
+		     const char **why)
 {
 	*why = NULL;
 	*out = rearview__event_message__unpack(NULL, len, buf);

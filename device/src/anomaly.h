@@ -33,7 +33,7 @@ const char *rvd_event_refusal(const Rearview__EventMessage *e, uint64_t now_ns);
  * rearview__event_message__free_unpacked(*out, NULL)), with *why =
  * rvd_event_refusal(*out, now_ns).  0, or -EBADMSG when it does not decode
  * (*out NULL; protobuf-c says the same when it runs out of memory). */
-int rvd_event_decode(const uint8_t *buf, size_t len, uint64_t now_ns,
-		     Rearview__EventMessage **out, const char **why);
+int rvd_event_decode(const uint8_t *buf, size_t len, uint64_t now_ns, Rearview__EventMessage **out,
+		     const char **why);
 
 #endif

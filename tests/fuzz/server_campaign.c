@@ -22,7 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = rvs_campaign_normalize((const char *)data, size, &out, err, sizeof err);
 
 	if (rc == 0) {
-		if (!out || rvs_campaign_normalize(out, strlen(out), &again, err, sizeof err) != 0 ||
+		if (!out ||
+		    rvs_campaign_normalize(out, strlen(out), &again, err, sizeof err) != 0 ||
 		    strcmp(out, again) != 0)
 			__builtin_trap();
 	} else if ((rc != -EINVAL && rc != -ENOMEM) || out || !err[0]) {

@@ -11,9 +11,10 @@
  * ones whose reason names the problem. */
 static void test_fuzz_campaign_seeds_normalize_as_documented(void **state)
 {
-	static const char full[] = "{\"id\":\"touch-2026.11\",\"priority\":10,\"app_patterns\":[\"a.b\"],"
-				   "\"valid_from_s\":\"2026-11-01\",\"kinds\":[\"touch\",3],"
-				   "\"sample_probability\":0.5}";
+	static const char full[] =
+		"{\"id\":\"touch-2026.11\",\"priority\":10,\"app_patterns\":[\"a.b\"],"
+		"\"valid_from_s\":\"2026-11-01\",\"kinds\":[\"touch\",3],"
+		"\"sample_probability\":0.5}";
 	static const char typo[] = "{\"id\":\"typo\",\"sample_probabilty\":1}";
 	char err[256], *out;
 
@@ -21,7 +22,8 @@ static void test_fuzz_campaign_seeds_normalize_as_documented(void **state)
 	assert_non_null(strstr(out, "\"valid_from_s\":1793491200"));
 	assert_non_null(strstr(out, "\"kinds\":[\"ANOMALY_TOUCH_LATENCY\","));
 	free(out);
-	assert_int_equal(rvs_campaign_normalize(typo, strlen(typo), &out, err, sizeof err), -EINVAL);
+	assert_int_equal(rvs_campaign_normalize(typo, strlen(typo), &out, err, sizeof err),
+			 -EINVAL);
 	assert_null(out);
 	assert_non_null(strstr(err, "sample_probabilty"));
 	assert_int_equal(rvs_campaign_normalize(full, sizeof full / 2, &out, err, sizeof err),

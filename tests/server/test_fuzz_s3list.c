@@ -34,7 +34,8 @@ static void test_fuzz_s3list_seeds_parse_as_documented(void **state)
 
 	assert_int_equal(rvs_s3_list_parse(xml, len, "rv/", &p), 0);
 	assert_int_equal(p.n, 2);
-	assert_string_equal(names[1], "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+	assert_string_equal(names[1],
+			    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
 	assert_int_equal(mtimes[1], 1795248000); /* 2026-11-21T08:00:00Z */
 	assert_string_equal(p.token, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=");
 	/* Cut anywhere inside, it is not a document. */

@@ -448,7 +448,8 @@ int rvs_s3_list_parse(const char *xml, size_t len, const char *prefix, struct rv
 		} else if (strcmp((const char *)n->name, "NextContinuationToken") == 0) {
 			if (!xml_text(n, p->token, sizeof p->token))
 				rc = -ENOMEM;
-		} else if (strcmp((const char *)n->name, "Contents") == 0 && p->n < RVS_S3_PAGE_MAX) {
+		} else if (strcmp((const char *)n->name, "Contents") == 0 &&
+			   p->n < RVS_S3_PAGE_MAX) {
 			char key[1100] = "", when[64] = "";
 			for (xmlNode *k = n->children; k && rc == 0; k = k->next) {
 				if (k->type != XML_ELEMENT_NODE)
@@ -462,7 +463,8 @@ int rvs_s3_list_parse(const char *xml, size_t len, const char *prefix, struct rv
 				}
 			}
 			const char *name = key + strlen(prefix);
-			if (rc || strncmp(key, prefix, strlen(prefix)) != 0 || !rvs_blob_name_ok(name))
+			if (rc || strncmp(key, prefix, strlen(prefix)) != 0 ||
+			    !rvs_blob_name_ok(name))
 				continue; /* not ours */
 			memcpy(p->names[p->n], name, 65);
 			p->mtimes[p->n++] = parse_time(when);

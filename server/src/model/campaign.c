@@ -278,20 +278,21 @@ static json_t *campaign_json(const Rearview__Campaign *c)
 		}
 	}
 	doc = json_pack("{s:s,s:i,s:I,s:I,s:o,s:s,s:s,s:o,s:o,s:o,s:i,s:f,s:i}", "id", c->id,
-			 "priority", (int)c->priority, "valid_from_s", (json_int_t)c->valid_from_s,
-			 "valid_until_s", (json_int_t)c->valid_until_s, "app_patterns",
-			 str_array(c->app_patterns, c->n_app_patterns), "app_version_min",
-			 c->n_app_versions ? c->app_versions[0]->min : "", "app_version_max",
-			 c->n_app_versions ? c->app_versions[0]->max : "", "device_models",
-			 str_array(c->device_models, c->n_device_models), "os_builds",
-			 str_array(c->os_builds, c->n_os_builds), "kinds", kinds, "min_severity",
-			 (int)c->min_severity, "sample_probability", c->sample_probability, "quota",
-			 (int)c->quota);
+			"priority", (int)c->priority, "valid_from_s", (json_int_t)c->valid_from_s,
+			"valid_until_s", (json_int_t)c->valid_until_s, "app_patterns",
+			str_array(c->app_patterns, c->n_app_patterns), "app_version_min",
+			c->n_app_versions ? c->app_versions[0]->min : "", "app_version_max",
+			c->n_app_versions ? c->app_versions[0]->max : "", "device_models",
+			str_array(c->device_models, c->n_device_models), "os_builds",
+			str_array(c->os_builds, c->n_os_builds), "kinds", kinds, "min_severity",
+			(int)c->min_severity, "sample_probability", c->sample_probability, "quota",
+			(int)c->quota);
 	/* Set one by one, not json_pack's "s*", which omits a member whose
 	 * string could not be allocated. */
-	if (doc && ((c->upload_mode && um &&
-		     json_object_set_new(doc, "upload_mode", json_string(um->name))) ||
-		    (c->n_app_patterns == 0 && json_object_set_new(doc, "all_apps", json_true())))) {
+	if (doc &&
+	    ((c->upload_mode && um &&
+	      json_object_set_new(doc, "upload_mode", json_string(um->name))) ||
+	     (c->n_app_patterns == 0 && json_object_set_new(doc, "all_apps", json_true())))) {
 		json_decref(doc);
 		return NULL;
 	}

@@ -274,11 +274,11 @@ static json_t *lod_json(const rva_trace *t, int64_t from, int64_t to, unsigned w
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++) {
-		bad |= json_array_append_new(items, json_pack("[iIIIII]", (int)v[i].depth,
-						       (json_int_t)(v[i].s - t->start),
-						       (json_int_t)(v[i].e - t->start),
-						       (json_int_t)v[i].method, (json_int_t)v[i].n,
-						       (json_int_t)v[i].self));
+		bad |= json_array_append_new(
+			items,
+			json_pack("[iIIIII]", (int)v[i].depth, (json_int_t)(v[i].s - t->start),
+				  (json_int_t)(v[i].e - t->start), (json_int_t)v[i].method,
+				  (json_int_t)v[i].n, (json_int_t)v[i].self));
 		if (v[i].method >= 0) {
 			snprintf(key, sizeof key, "%" PRId64, v[i].method);
 			if (!json_object_get(names, key)) {
@@ -307,7 +307,8 @@ static json_t *lod_json(const rva_trace *t, int64_t from, int64_t to, unsigned w
 	bad |= json_object_set_new(doc, "to", json_integer(to - t->start));
 	bad |= json_object_set_new(doc, "width", json_integer(width));
 	bad |= json_object_set_new(doc, "anomaly",
-			    t->has_anomaly ? json_integer(t->anomaly_ns - t->start) : json_null());
+				   t->has_anomaly ? json_integer(t->anomaly_ns - t->start)
+						  : json_null());
 	/* Where the anomaly is drawn (pixels from the left), null when it
 	 * is outside the range. */
 	bad |= json_object_set_new(
@@ -596,7 +597,7 @@ int web_timeline_query(const rva_trace *t, const char *query, json_t **out, cons
 	if (*bad)
 		return -EINVAL;
 	return web_timeline_lod(t, t->start + from, t->start + to, (unsigned)width, out) ? -ENOMEM
-											  : 0;
+											 : 0;
 }
 
 static void web_timeline_json(struct web_ctx *c, const char *id)
