@@ -109,6 +109,35 @@ $(BUILD)/fuzz/server_upload: tests/fuzz/server_upload.c server/src/pipeline/uplo
 		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
 
+# The S3 blob backend's ListObjectsV2 parser (rvs_s3_list_parse, libxml2).
+FUZZ += $(BUILD)/fuzz/server_s3list
+$(BUILD)/fuzz/server_s3list: tests/fuzz/server_s3list.c server/src/blob/blob_s3.c \
+		server/src/blob/blob.c server/src/base/util.c server/src/base/log.c
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) $(call pc,--cflags,libxml-2.0) -Iserver/src -g -O1 \
+		-fsanitize=fuzzer,address,undefined -o $@ $^ $(BLOB_LIBS) -lmbedcrypto \
+		$(call pc,--libs,libsystemd)
+$(eval $(call rv_test,server,fuzz_s3list,$(SRV)/blob/blob_s3.o $(SRV)/blob/blob.o $(SRV_UTIL),$(BLOB_LIBS) \
+  -lmbedcrypto $(call pc,--libs,libsystemd),torture))
+
+# Campaign JSON (rvs_campaign_normalize), chain search patterns and the
+# timeline's query parameters: these link the whole server core, so under
+# `make fuzz` its objects carry libFuzzer's coverage instrumentation.
+SRV_FUZZ_CORE := campaign search timeline
+$(foreach n,$(SRV_FUZZ_CORE),$(eval $(OBJ)/tests/server/test_fuzz_$(n).o \
+  $(OBJ)/tests/fuzz/server_$(n).o: CPPFLAGS += -Iserver/src -Itests/rvtrace \
+  -Itracer/analysis/include $(call pc,--cflags,jansson) $(PROTOBUF_CFLAGS)))
+$(foreach n,$(SRV_FUZZ_CORE),$(eval $(call rv_test,server,fuzz_$(n),$(SERVER_CORE) $(LIBRVANALYSIS) \
+  $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,torture)))
+ifeq ($(RV_FUZZ),1)
+$(SERVER_CORE): CFLAGS += -fsanitize=fuzzer-no-link
+$(SRV_FUZZ_CORE:%=$(BUILD)/fuzz/server_%): $(BUILD)/fuzz/server_%: $(OBJ)/tests/fuzz/server_%.o \
+		$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
+FUZZ += $(SRV_FUZZ_CORE:%=$(BUILD)/fuzz/server_%)
+endif
+
 $(eval $(call rv_test,server,fuzz_http,$(SRV_HTTP),-lhttp_parser,torture))
 $(eval $(call rv_test,server,fuzz_upload,$(SRV_UPLOAD) $(LIBRVPROTO),$(PROTOBUF_LIBS),torture))
 

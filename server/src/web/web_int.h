@@ -127,6 +127,14 @@ void web_timeline_svg_hl(FILE *f, const struct rva_trace *t, const char *highlig
 #define LOD_MAX_ITEMS 200000
 int web_timeline_lod(const struct rva_trace *t, int64_t from, int64_t to, unsigned width,
 		     json_t **out);
+/* GET /trace/ID/timeline.json's answer for t (web_timeline.c): the query
+ * string's width (1..LOD_MAX_WIDTH, default 1200), from and to (ns offsets
+ * in the trace, from < to; default the whole trace) parsed and the level
+ * of detail built.  query is untrusted, NULL for none.  0 with *out (caller
+ * json_decref); -EINVAL with *bad naming the parameter; -ENOMEM.  Any
+ * thread. */
+int web_timeline_query(const struct rva_trace *t, const char *query, json_t **out,
+		       const char **bad);
 /* The butterfly of method in t (web_timeline.c): its callers and callees
  * on the captured thread with calls and inclusive time, and its own calls,
  * inclusive and self time.  *out: the JSON document (caller json_decref;
