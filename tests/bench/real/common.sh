@@ -7,8 +7,8 @@
 # Settings (environment):
 #   BUILD          the build directory (default build)
 #   RV_FLAGS       extra rvcc flags for the instrumented build (default none:
-#                  rvcc's own defaults; e.g. --rv-never=FILE for a never-list
-#                  row, --rv-threshold=N)
+#                  rvcc's own defaults, threshold 200; e.g. --rv-never=FILE
+#                  for a never-list row, --rv-threshold=0 for every function)
 #   RV_CC          the compiler rvcc wraps (default gcc)
 #   RV_VARIANT     a name for a build with other RV_FLAGS (default rv), so
 #                  that both stay cached side by side
