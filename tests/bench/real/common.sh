@@ -165,7 +165,8 @@ capture_fields() {
 	info=$("$RVTRACE" info "$1" 2>/dev/null)
 	calls=$(echo "$info" | sed -n 's/^calls: *\([0-9]*\).*/\1/p')
 	span=$(echo "$info" | sed -n 's/^span:.*(\([0-9.]*\) \([a-z]*\)).*/\1 \2/p')
-	muted=$(echo "$info" | grep -c '^muted:')
+	# (grep -c exits 1 when it counts none: not an error under set -e)
+	muted=$(echo "$info" | grep -c '^muted:' || true)
 	top=$("$RVTRACE" summary --top 3 "$1" 2>/dev/null |
 		awk '/^ *calls/ { on = 1; next } on && !/unknown caller/ && NF { print $NF; exit }')
 	found=no
