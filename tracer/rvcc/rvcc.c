@@ -112,7 +112,8 @@ static const char usage[] =
 	"  --rv-threshold=N      RVCC_THRESHOLD   leave out functions of fewer than N\n"
 	"                                         instructions without a loop (gcc:\n"
 	"                                         machine, clang: IR instructions;\n"
-	"                                         default " RVCC_DEFAULT_THRESHOLD "; 0 = every function)\n"
+	"                                         default " RVCC_DEFAULT_THRESHOLD
+	"; 0 = every function)\n"
 	"  --rv-never=FILE       RVCC_NEVER       never instrument the functions\n"
 	"                                         named in FILE (one per line, '#'\n"
 	"                                         comments; `rvtrace hotlist` output)\n"
@@ -779,8 +780,7 @@ static int parse_option(struct opts *o, const char *a)
 	else if (has_prefix(a, "--rv-threshold=")) {
 		o->threshold = strtol(v, NULL, 10);
 		o->threshold_default = 0;
-	}
-	else if (has_prefix(a, "--rv-never="))
+	} else if (has_prefix(a, "--rv-never="))
 		o->never = v;
 	else if (has_prefix(a, "--rv-libdir="))
 		o->libdir = v;

@@ -43,16 +43,16 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load(void)
 {
+	/* dlsym gives void *; POSIX lets it be stored as a function pointer. */
 	void *h = dlopen("libelf.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		return;
-	/* dlsym gives void *; POSIX lets it be stored as a function pointer. */
-#define SYM(field, name)                                                                           \
-	do {                                                                                       \
-		void *p = dlsym(h, name);                                                          \
-		if (!p)                                                                            \
-			return;                                                                    \
-		*(void **)&fn.field = p;                                                           \
+#define SYM(field, name)                  \
+	do {                              \
+		void *p = dlsym(h, name); \
+		if (!p)                   \
+			return;           \
+		*(void **)&fn.field = p;  \
 	} while (0)
 	SYM(version, "elf_version");
 	SYM(begin, "elf_begin");
