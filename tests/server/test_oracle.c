@@ -582,6 +582,20 @@ static const char *sval(json_t *o, const char *k)
 		}                                                                                 \
 	} while (0)
 
+/* The cap of a counted list's "total" (API.md: past it, total is the cap
+ * and total_capped true). */
+#define TOTAL_CAP 10000
+
+/* A capped list's total and total_capped against the recount want. */
+static void total_compare(const char *what, json_t *doc, int64_t want)
+{
+	char msg[200];
+	snprintf(msg, sizeof msg, "%s: total", what);
+	EXPECT_EQ(msg, ival(doc, "total"), want > TOTAL_CAP ? TOTAL_CAP : want);
+	snprintf(msg, sizeof msg, "%s: total_capped", what);
+	EXPECT_EQ(msg, json_is_true(json_object_get(doc, "total_capped")), want > TOTAL_CAP);
+}
+
 typedef int (*pick_fn)(const struct trace *t, const void *arg);
 
 /* The recount of an aggregate over the traces pick selects: per app root
@@ -792,6 +806,7 @@ static void test_oracle_every_trace_decoded_and_listed(void **state)
 					  cursor[0] ? "&cursor=" : "", cursor),
 			       *v;
 			size_t k;
+			total_compare("trace list per app", doc, want);
 			json_array_foreach(json_object_get(doc, "traces"), k, v)
 			{
 				const struct trace *t = by_id(sval(v, "trace_id"));
@@ -811,6 +826,35 @@ static void test_oracle_every_trace_decoded_and_listed(void **state)
 		} while (cursor[0]);
 		EXPECT_EQ("traces listed per app", got, want);
 	}
+	/* Totals of narrower filters, plain and sorted, against a recount. */
+	for (int a = 0; a < NAPPS; a++)
+		for (int m = 0; m < NMODELS; m++) {
+			int want = 0, wsev = 0, wmeth = 0;
+			json_t *doc;
+			for (int i = 0; i < g_n; i++) {
+				const struct trace *t = &g_t[i];
+				if (t->app != a || t->model != m)
+					continue;
+				want++;
+				wsev += t->sev >= 50;
+				wmeth += has_method(t, M_BIND);
+			}
+			doc = api("/api/v1/traces?app=%s&model=%s&limit=1", APPS[a], MODELS[m]);
+			total_compare("app+model", doc, want);
+			json_decref(doc);
+			doc = api("/api/v1/traces?app=%s&model=%s&min_severity=50&limit=1&sort=duration",
+				  APPS[a], MODELS[m]);
+			total_compare("sorted app+model+severity", doc, wsev);
+			json_decref(doc);
+			doc = api("/api/v1/traces?app=%s&model=%s&method=bind_text&limit=1", APPS[a],
+				  MODELS[m]);
+			total_compare("app+model+method", doc, wmeth);
+			json_decref(doc);
+			doc = api("/api/v1/traces?app=%s&model=%s&method=bind_text&limit=1&sort=self",
+				  APPS[a], MODELS[m]);
+			total_compare("sort=self app+model+method", doc, wmeth);
+			json_decref(doc);
+		}
 }
 
 /* Every page of /api/v1/traces?sort=key: each trace once, and the key's
@@ -829,6 +873,8 @@ static void sorted_compare(const char *key, const int64_t *want)
 				  cursor[0] ? "&cursor=" : "", enc(cursor)),
 		       *v;
 		size_t k;
+		snprintf(what, sizeof what, "sort=%s", key);
+		total_compare(what, doc, g_n);
 		json_array_foreach(json_object_get(doc, "traces"), k, v)
 		{
 			const struct trace *t = by_id(sval(v, "trace_id"));
@@ -997,6 +1043,24 @@ static void test_oracle_issues_per_app_and_chain(void **state)
 	}
 	free(seen);
 	EXPECT_EQ("issues", json_array_size(json_object_get(doc, "issues")), tb.n);
+	EXPECT_EQ("issues total", ival(doc, "total"), tb.n);
+	/* The total whatever the limit, and per app. */
+	{
+		json_t *d2 = api("/api/v1/issues?limit=2");
+		EXPECT_EQ("issues total (limit 2)", ival(d2, "total"), tb.n);
+		EXPECT_EQ("issues listed (limit 2)", json_array_size(json_object_get(d2, "issues")),
+			  tb.n < 2 ? tb.n : 2);
+		json_decref(d2);
+		for (int a = 0; a < NAPPS; a++) {
+			size_t want = 0, len = strlen(APPS[a]);
+			for (size_t x = 0; x < tb.n; x++)
+				want += !strncmp(tb.v[x].key, APPS[a], len) &&
+					tb.v[x].key[len] == '|';
+			d2 = api("/api/v1/issues?limit=1&app=%s", APPS[a]);
+			EXPECT_EQ("issues total per app", ival(d2, "total"), want);
+			json_decref(d2);
+		}
+	}
 	json_array_foreach(json_object_get(doc, "issues"), k, v)
 	{
 		const struct row *r;
@@ -1088,9 +1152,12 @@ static void test_oracle_method_page_per_version_and_model(void **state)
 	assert_non_null(incl);
 	for (size_t q = 0; q < sizeof ms / sizeof *ms; q++) {
 		int m = ms[q];
-		json_t *doc = api("/api/v1/methods/%s", METHODS[m]);
+		json_t *doc = api("/api/v1/methods/%s?limit=3", METHODS[m]);
 		size_t n = method_totals(m, pick_all, NULL, self, incl);
 		pcts_compare("method page", doc, self, incl, n);
+		EXPECT_EQ("method page total", ival(doc, "total"), n);
+		EXPECT_EQ("method page traces", json_array_size(json_object_get(doc, "traces")),
+			  n < 3 ? n : 3);
 		json_decref(doc);
 		for (int a = 0; a < NAPPS; a++) {
 			json_t *v;
@@ -1098,6 +1165,7 @@ static void test_oracle_method_page_per_version_and_model(void **state)
 			doc = api("/api/v1/methods/%s?app=%s", METHODS[m], APPS[a]);
 			n = method_totals(m, pick_app, &a, self, incl);
 			pcts_compare("method page app", doc, self, incl, n);
+			EXPECT_EQ("method page app total", ival(doc, "total"), n);
 			if (ival(doc, "by_version_traces") < (json_int_t)n) {
 				fprintf(stderr, "oracle: by_version/by_model are a sample here\n");
 				json_decref(doc);
@@ -1367,6 +1435,18 @@ static void test_oracle_regressions_medians_and_counts(void **state)
 		}
 		EXPECT_EQ("regressions methods", json_array_size(json_object_get(doc, "methods")),
 			  used);
+		EXPECT_EQ("regressions methods_tested", ival(doc, "methods_tested"), used);
+		{
+			json_t *d2 = api("/api/v1/regressions?app=%s&a=%s&b=%s&limit=2", APPS[0],
+					 VERS[0], VERS[1]);
+			EXPECT_EQ("regressions methods_tested (limit 2)",
+				  ival(d2, "methods_tested"), used);
+			EXPECT_EQ("regressions methods listed (limit 2)",
+				  json_array_size(json_object_get(d2, "methods")), 2);
+			EXPECT_EQ("regressions chains_tested (limit 2)", ival(d2, "chains_tested"),
+				  json_array_size(json_object_get(doc, "chains")));
+			json_decref(d2);
+		}
 	}
 	json_array_foreach(json_object_get(doc, "methods"), k, row)
 	{
@@ -1422,6 +1502,60 @@ static void test_oracle_regressions_medians_and_counts(void **state)
 	for (int s = 0; s < 2; s++)
 		for (int w = 0; w < 2; w++)
 			free(v[s][w]);
+}
+
+/* A list's total against a recount of its rows: every page of the
+ * signatures (by offset) and of the audit log (by before=) counted. */
+static void test_oracle_signature_and_audit_totals(void **state)
+{
+	json_int_t total = -1, n = 0, off = 0;
+	json_t *doc;
+
+	(void)state;
+	do {
+		size_t k;
+		doc = api("/api/v1/signatures?limit=7&offset=%lld", (long long)off);
+		if (total < 0)
+			total = ival(doc, "total");
+		EXPECT_EQ("signatures total on every page", ival(doc, "total"), total);
+		k = json_array_size(json_object_get(doc, "signatures"));
+		n += (json_int_t)k;
+		off = json_is_integer(json_object_get(doc, "next_offset"))
+			      ? ival(doc, "next_offset")
+			      : -1;
+		json_decref(doc);
+		if (!k)
+			break;
+	} while (off >= 0);
+	EXPECT_EQ("signatures total", total, n);
+	assert_true(total > 0);
+	/* The audit log: four accounts made here (each audited), paged by 3. */
+	{
+		char before[32] = "";
+		for (int i = 0; i < 4; i++) {
+			char path[96];
+			struct body b;
+			snprintf(path, sizeof path, "/api/v1/users?name=oracle%d-%d&role=viewer", i,
+				 (int)getpid());
+			assert_int_equal(request("POST", path, g_b.api_token, NULL, 0, &b), 201);
+			free(b.p);
+		}
+		total = -1;
+		n = 0;
+		do {
+			doc = api("/api/v1/audit?limit=3%s%s", before[0] ? "&before=" : "", before);
+			if (total < 0)
+				total = ival(doc, "total");
+			n += (json_int_t)json_array_size(json_object_get(doc, "audit"));
+			before[0] = '\0';
+			if (json_is_integer(json_object_get(doc, "next_before")))
+				snprintf(before, sizeof before, "%lld",
+					 (long long)ival(doc, "next_before"));
+			json_decref(doc);
+		} while (before[0]);
+		EXPECT_EQ("audit total", total, n > TOTAL_CAP ? TOTAL_CAP : n);
+		assert_true(total >= 4);
+	}
 }
 
 /* "YYYY-MM-DD" of fleet day d (0..NDAYS) into out. */
@@ -1746,6 +1880,7 @@ int main(void)
 		cmocka_unit_test(test_oracle_chain_search_every_caller),
 		cmocka_unit_test(test_oracle_fleet_callers_and_callees),
 		cmocka_unit_test(test_oracle_regressions_medians_and_counts),
+		cmocka_unit_test(test_oracle_signature_and_audit_totals),
 		cmocka_unit_test(test_oracle_trend_buckets_and_planted_onset),
 		cmocka_unit_test(test_oracle_trend_page_marks_onset_and_links_the_sets),
 	};
