@@ -1868,6 +1868,200 @@ static void test_oracle_trend_page_marks_onset_and_links_the_sets(void **state)
 	free(html);
 }
 
+/* ---- the timeline's boxes --------------------------------------------------- */
+
+/* One call as rvtrace exports it: depth (0: a root), start and end (ns on
+ * the trace's clock), its method's name and its self time. */
+struct tcall {
+	int depth;
+	int64_t s, e, self;
+	const char *name;
+};
+
+/* rvtrace's calls of trace i into out[0..cap): its capture, rebuilt byte
+ * for byte as it was uploaded, exported by the real build/bin/rvtrace as
+ * speedscope JSON (evented: open and close events in ns).  *doc holds the
+ * names (caller json_decref); *start: the profile's startValue, *end its
+ * endValue.  The count. */
+static size_t rvtrace_calls(int i, struct tcall *out, size_t cap, json_t **doc, int64_t *start,
+			    int64_t *end)
+{
+	char path[] = "/tmp/rv-oracle-XXXXXX", cmd[256];
+	json_t *frames, *prof, *ev;
+	size_t n = 0, k, stack[MAXN + 1];
+	int depth = 0, fd;
+	capbuf cb;
+	FILE *p;
+
+	capture(&g_t[i], i, &cb);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, cb.b, cb.len), (ssize_t)cb.len);
+	close(fd);
+	free(cb.b);
+	snprintf(cmd, sizeof cmd, "build/bin/rvtrace export --format speedscope %s", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	*doc = json_loadf(p, 0, NULL);
+	assert_int_equal(pclose(p), 0);
+	unlink(path);
+	assert_non_null(*doc);
+	frames = json_object_get(json_object_get(*doc, "shared"), "frames");
+	prof = json_array_get(json_object_get(*doc, "profiles"), 0);
+	assert_string_equal(sval(prof, "unit"), "nanoseconds");
+	*start = ival(prof, "startValue");
+	*end = ival(prof, "endValue");
+	json_array_foreach(json_object_get(prof, "events"), k, ev)
+	{
+		if (!strcmp(sval(ev, "type"), "O")) {
+			assert_true(n < cap && depth <= MAXN);
+			out[n] = (struct tcall){
+				depth, ival(ev, "at"), -1, 0,
+				sval(json_array_get(frames, (size_t)ival(ev, "frame")), "name")};
+			stack[depth++] = n++;
+		} else {
+			assert_true(depth > 0);
+			out[stack[--depth]].e = ival(ev, "at");
+		}
+	}
+	assert_int_equal(depth, 0);
+	/* Self: the duration less the direct callees' (preorder: they follow
+	 * until a call as shallow). */
+	for (size_t a = 0; a < n; a++) {
+		out[a].self = out[a].e - out[a].s;
+		for (size_t b = a + 1; b < n && out[b].depth > out[a].depth; b++)
+			if (out[b].depth == out[a].depth + 1)
+				out[a].self -= out[b].e - out[b].s;
+	}
+	return n;
+}
+
+/* One box of the timeline's level of detail (WEB.md's timeline.json):
+ * name NULL when a bar merges calls of several methods, self -1 when it
+ * merges several calls. */
+struct box {
+	int depth;
+	int64_t s, e, n, self;
+	const char *name;
+};
+
+/* The boxes of calls c[0..nc) between from and to (the trace's clock)
+ * drawn width pixels wide, by the documented rule, in exact integers: a
+ * call (clipped to the range) at least a pixel wide is its own box; one
+ * narrower joins its depth's open bar when it starts in a pixel column at
+ * most one past the bar's last, else opens one; a call a pixel wide or
+ * more closes its depth's bar. */
+static size_t boxes_of(const struct tcall *c, size_t nc, int64_t from, int64_t to, int64_t width,
+		       struct box *out)
+{
+	long open[MAXN + 1];
+	int64_t col[MAXN + 1], span = to - from;
+	size_t n = 0;
+
+	for (int d = 0; d <= MAXN; d++)
+		open[d] = -1;
+	for (size_t k = 0; k < nc; k++) {
+		int d = c[k].depth;
+		int64_t s = c[k].s > from ? c[k].s : from, e = c[k].e < to ? c[k].e : to;
+		int64_t c0 = (s - from) * width / span, c1 = (e - from) * width / span;
+		if (c[k].s >= to || c[k].e < from || (c[k].e == from && c[k].s < from))
+			continue;
+		if ((e - s) * width >= span) {
+			out[n++] = (struct box){d, s, e, 1, c[k].self, c[k].name};
+			open[d] = -1;
+			continue;
+		}
+		if (open[d] >= 0 && c0 <= col[d] + 1) {
+			struct box *b = &out[open[d]];
+			b->n++;
+			b->e = e > b->e ? e : b->e;
+			if (b->name && strcmp(b->name, c[k].name))
+				b->name = NULL;
+			b->self = -1;
+			col[d] = c1 > col[d] ? c1 : col[d];
+			continue;
+		}
+		open[d] = (long)n;
+		col[d] = c1;
+		out[n++] = (struct box){d, s, e, 1, c[k].self, c[k].name};
+	}
+	return n;
+}
+
+/* GET /traces/ID/timeline.json (from, to relative to the trace's start;
+ * -1: absent) against the recount of rvtrace's calls. */
+static void timeline_compare(const char *cookie, int i, int64_t from, int64_t to, int width)
+{
+	struct tcall calls[MAXN];
+	struct box want[MAXN];
+	char path[256], what[320];
+	int64_t start, end, f, t;
+	json_t *rv, *doc, *items, *names;
+	size_t nc, nb;
+	char *body;
+
+	nc = rvtrace_calls(i, calls, MAXN, &rv, &start, &end);
+	if (from >= 0)
+		snprintf(path, sizeof path, "/traces/%s/timeline.json?from=%lld&to=%lld&width=%d",
+			 g_t[i].id, (long long)from, (long long)to, width);
+	else
+		snprintf(path, sizeof path, "/traces/%s/timeline.json?width=%d", g_t[i].id, width);
+	body = page(cookie, path);
+	doc = json_loads(body, 0, NULL);
+	free(body);
+	assert_non_null(doc);
+	snprintf(what, sizeof what, "timeline %s (trace %d)", path, i);
+	/* The trace's span is rvtrace's, its start the first call's. */
+	EXPECT_EQ(what, ival(doc, "end"), end - start);
+	f = from >= 0 ? from : 0;
+	t = from >= 0 ? to : end - start;
+	nb = boxes_of(calls, nc, start + f, start + t, width, want);
+	items = json_object_get(doc, "items");
+	names = json_object_get(doc, "names");
+	EXPECT_EQ(what, json_array_size(items), nb);
+	for (size_t k = 0; k < nb; k++) {
+		json_t *it = json_array_get(items, k);
+		json_int_t m = json_integer_value(json_array_get(it, 3));
+		char key[24], msg[360];
+		snprintf(msg, sizeof msg, "%s box %zu", what, k);
+		EXPECT_EQ(msg, json_integer_value(json_array_get(it, 0)), want[k].depth);
+		EXPECT_EQ(msg, json_integer_value(json_array_get(it, 1)), want[k].s - start);
+		EXPECT_EQ(msg, json_integer_value(json_array_get(it, 2)), want[k].e - start);
+		EXPECT_EQ(msg, json_integer_value(json_array_get(it, 4)), want[k].n);
+		EXPECT_EQ(msg, json_integer_value(json_array_get(it, 5)), want[k].self);
+		if (!want[k].name) {
+			EXPECT_EQ(msg, m, -1);
+			continue;
+		}
+		snprintf(key, sizeof key, "%lld", (long long)m);
+		if (m < 0 || strcmp(json_string_value(json_object_get(names, key)), want[k].name))
+			fail_msg("%s: method %lld, want %s", msg, (long long)m, want[k].name);
+	}
+	json_decref(doc);
+	json_decref(rv);
+}
+
+static void test_oracle_timeline_boxes(void **state)
+{
+	char cookie[160];
+	int every = g_n / 40 > 0 ? g_n / 40 : 1, merged = 0;
+
+	(void)state;
+	web_login(cookie, sizeof cookie);
+	for (int i = 0; i < g_n; i += every) {
+		int64_t span = g_t[i].c[0].incl;
+		/* Whole; few pixels (short calls merge); a zoom that cuts calls
+		 * at both ends; the window ending at a call's entry. */
+		timeline_compare(cookie, i, -1, -1, 1200);
+		timeline_compare(cookie, i, -1, -1, 7);
+		timeline_compare(cookie, i, span / 3 + 1, span / 2 + 7, 97);
+		timeline_compare(cookie, i, 0, g_t[i].c[g_t[i].n - 1].entry - g_t[i].c[0].entry + 1,
+				 13);
+		merged += g_t[i].n > 3;
+	}
+	assert_true(merged > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1883,6 +2077,7 @@ int main(void)
 		cmocka_unit_test(test_oracle_signature_and_audit_totals),
 		cmocka_unit_test(test_oracle_trend_buckets_and_planted_onset),
 		cmocka_unit_test(test_oracle_trend_page_marks_onset_and_links_the_sets),
+		cmocka_unit_test(test_oracle_timeline_boxes),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
