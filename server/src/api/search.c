@@ -274,8 +274,8 @@ static void search_traces(const struct rvs_store_ops *ops, struct rvs_store *st,
 		q.limit = RVS_LIST_TOTAL_CAP + 1;
 		rc = ops->traces_sorted(st, &q, on_total_row, &total);
 	}
-	doc = json_pack("{s:o,s:s+,s:I,s:b}", "traces", p.items, "sort",
-			desc == k->desc ? "" : "-", k->name, "total",
+	doc = json_pack("{s:o,s:s+,s:I,s:b}", "traces", p.items, "sort", desc == k->desc ? "" : "-",
+			k->name, "total",
 			(json_int_t)(total > RVS_LIST_TOTAL_CAP ? RVS_LIST_TOTAL_CAP : total),
 			"total_capped", total > RVS_LIST_TOTAL_CAP);
 	if (p.more) {

@@ -233,8 +233,7 @@ void rvs_web_audit(struct rvs_call *call)
 		return web_error(c, 500, "storage error");
 	}
 	fclose(tmp);
-	web_range(c, "audit", first, pg.n,
-		  total > RVS_LIST_TOTAL_CAP ? RVS_LIST_TOTAL_CAP : total,
+	web_range(c, "audit", first, pg.n, total > RVS_LIST_TOTAL_CAP ? RVS_LIST_TOTAL_CAP : total,
 		  total > RVS_LIST_TOTAL_CAP);
 	fputs("<table id=\"audit\"><tr><th>When</th><th>Who</th><th>What</th><th>Target</th>"
 	      "<th>Detail</th></tr>",

@@ -1941,10 +1941,11 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 		/* Its matches counted up to the limit ($11 here). */
 		p.n = 10;
 		rvs_pg_i64(&p, f->limit);
-		rc = read_rows(s,
-			       "SELECT count(*) AS total FROM (SELECT 1 FROM traces t WHERE" PG_LIST_WHERE
-			       " LIMIT $11) x",
-			       &p, &r);
+		rc = read_rows(
+			s,
+			"SELECT count(*) AS total FROM (SELECT 1 FROM traces t WHERE" PG_LIST_WHERE
+			" LIMIT $11) x",
+			&p, &r);
 	} else {
 		rc = read_rows(
 			s,

@@ -349,14 +349,14 @@ done:
  * (the all-apps aggregate of 100,000 traces sent 1 M rows to be added up
  * by the caller). */
 #define BUCKET_SQL                                                                                \
-	"SELECT s.node, sum(s.traces)::bigint, sum(s.calls)::bigint, sum(s.self_ns)::bigint,"      \
+	"SELECT s.node, sum(s.traces)::bigint, sum(s.calls)::bigint, sum(s.self_ns)::bigint,"     \
 	" sum(s.incl_ns)::bigint FROM agg_buckets b"                                              \
 	" JOIN agg_sums s ON s.bucket = b.bucket"                                                 \
 	" WHERE ($1::text IS NULL OR b.app_id = $1) AND ($2::text IS NULL OR b.app_version = $2)" \
 	" AND ($3::text IS NULL OR b.model = $3) AND ($6::bigint IS NULL OR b.anomaly_kind = $6)" \
 	" AND ($7::bigint IS NULL OR b.day >= $7 / 86400)"                                        \
 	" AND ($8::bigint IS NULL OR b.day < $8 / 86400)"                                         \
-	" AND $4::text IS NULL AND $5::text IS NULL" /* typed: bucketed sides have neither */ \
+	" AND $4::text IS NULL AND $5::text IS NULL" /* typed: bucketed sides have neither */     \
 	" GROUP BY s.node"
 #define TRACE_SQL                                                                                 \
 	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns FROM (SELECT t.trace_id FROM traces t"   \

@@ -69,26 +69,29 @@ static int sorted_sql(const struct rvs_sorted_query *q, char *sql, size_t cap)
 	else
 		snprintf(keyset, sizeof keyset, " AND $12::bigint IS NULL AND $13::bigint IS NULL");
 	if (q->count)
+		n = snprintf(
+			sql, cap,
+			"SELECT count(*) AS total FROM (SELECT 1 FROM %s WHERE %s" TRACE_FILTERS
+			"%s LIMIT $14) x",
+			self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+			     : "traces t",
+			self ? "m.method = $10 AND"
+			     : "($10::text IS NULL OR t.trace_id IN (SELECT x.trace_id FROM"
+			       " trace_methods x WHERE x.method = $10)) AND",
+			keyset);
+	else
 		n = snprintf(sql, cap,
-			     "SELECT count(*) AS total FROM (SELECT 1 FROM %s WHERE %s" TRACE_FILTERS
-			     "%s LIMIT $14) x",
+			     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
+			     " WHERE %s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT $14",
+			     self ? "m.self_ns AS method_self_ns"
+				  : "NULL::bigint AS method_self_ns",
+			     expr, tb,
 			     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
 				  : "traces t",
 			     self ? "m.method = $10 AND"
 				  : "($10::text IS NULL OR t.trace_id IN (SELECT x.trace_id FROM"
 				    " trace_methods x WHERE x.method = $10)) AND",
-			     keyset);
-	else
-		n = snprintf(sql, cap,
-		     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
-		     " WHERE %s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT $14",
-		     self ? "m.self_ns AS method_self_ns" : "NULL::bigint AS method_self_ns", expr,
-		     tb,
-		     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id" : "traces t",
-		     self ? "m.method = $10 AND"
-			  : "($10::text IS NULL OR t.trace_id IN (SELECT x.trace_id FROM"
-			    " trace_methods x WHERE x.method = $10)) AND",
-		     keyset, expr, dir, tb, dir);
+			     keyset, expr, dir, tb, dir);
 	return n < 0 || (size_t)n >= cap ? -E2BIG : 0;
 }
 

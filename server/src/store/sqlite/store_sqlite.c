@@ -2401,8 +2401,8 @@ static int audit_list(struct rvs_store *s, const struct rvs_audit_filter *f,
 
 /* One integer (the first column of the only row) of sql, ?1..?n bound by
  * bind, into *out.  0 or -errno. */
-static int count_of(struct rvs_store *s, const char *sql, void (*bind)(sqlite3_stmt *, const void *),
-		    const void *arg, int64_t *out)
+static int count_of(struct rvs_store *s, const char *sql,
+		    void (*bind)(sqlite3_stmt *, const void *), const void *arg, int64_t *out)
 {
 	sqlite3 *db;
 	sqlite3_stmt *st;

@@ -89,30 +89,34 @@ static int sorted_sql(const struct rvs_sorted_query *q, char *sql, size_t cap)
 		snprintf(keyset, sizeof keyset, " AND %s %s ?12 AND (%s %s ?12 OR %s %s ?13)", expr,
 			 le, expr, lt, tb, lt);
 	if (q->count)
+		n = snprintf(
+			sql, cap,
+			"SELECT count(*) AS total FROM (SELECT 1 FROM %s WHERE %s%s" TRACE_FILTERS
+			" LIMIT ?14)",
+			self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+			     : "traces t",
+			self ? "m.method = ?10 AND"
+			     : "(?10 IS NULL OR t.trace_id IN (SELECT x.trace_id FROM"
+			       " trace_methods x WHERE x.method = ?10)) AND",
+			q->issue && !self ? " t.rowid IN (SELECT x.rowid FROM traces x WHERE"
+					    " x.issue = ?11) AND"
+					  : "");
+	else
 		n = snprintf(sql, cap,
-			     "SELECT count(*) AS total FROM (SELECT 1 FROM %s WHERE %s%s" TRACE_FILTERS
-			     " LIMIT ?14)",
+			     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
+			     " WHERE %s%s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT ?14",
+			     self ? "m.self_ns AS method_self_ns" : "NULL AS method_self_ns", expr,
+			     tb,
 			     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
 				  : "traces t",
 			     self ? "m.method = ?10 AND"
-				  : "(?10 IS NULL OR t.trace_id IN (SELECT x.trace_id FROM"
-				    " trace_methods x WHERE x.method = ?10)) AND",
-			     q->issue && !self ? " t.rowid IN (SELECT x.rowid FROM traces x WHERE"
-						 " x.issue = ?11) AND"
-					       : "");
-	else
-		n = snprintf(sql, cap,
-		     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
-		     " WHERE %s%s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT ?14",
-		     self ? "m.self_ns AS method_self_ns" : "NULL AS method_self_ns", expr, tb,
-		     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id" : "traces t",
-		     self ? "m.method = ?10 AND"
-			  : "(?10 IS NULL OR t.trace_id IN (SELECT x.trace_id FROM trace_methods x"
-			    " WHERE x.method = ?10)) AND",
-		     q->issue && !self
-			     ? " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.issue = ?11) AND"
-			     : "",
-		     keyset, expr, dir, tb, dir);
+				  : "(?10 IS NULL OR t.trace_id IN (SELECT x.trace_id FROM "
+				    "trace_methods x"
+				    " WHERE x.method = ?10)) AND",
+			     q->issue && !self ? " t.rowid IN (SELECT x.rowid FROM traces x WHERE "
+						 "x.issue = ?11) AND"
+					       : "",
+			     keyset, expr, dir, tb, dir);
 	return n < 0 || (size_t)n >= cap ? -E2BIG : 0;
 }
 
