@@ -161,16 +161,17 @@ int main(void)
 		long ms = strtol(getenv("RVS_BENCH_EXPLAIN"), NULL, 10);
 		ex(c, "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET session_preload_libraries"
 		      " = ''auto_explain''', current_database()); END$$");
-		snprintf(sql, sizeof sql,
-			 "DO $$BEGIN EXECUTE format('ALTER DATABASE %%I SET"
-			 " auto_explain.log_min_duration = %ld', current_database());"
-			 " EXECUTE format('ALTER DATABASE %%I SET auto_explain.log_analyze = on',"
-			 " current_database());"
-			 " EXECUTE format('ALTER DATABASE %%I SET auto_explain.log_buffers = on',"
-			 " current_database());"
-			 " EXECUTE format('ALTER DATABASE %%I SET auto_explain.log_level = warning',"
-			 " current_database()); END$$",
-			 ms);
+		snprintf(
+			sql, sizeof sql,
+			"DO $$BEGIN EXECUTE format('ALTER DATABASE %%I SET"
+			" auto_explain.log_min_duration = %ld', current_database());"
+			" EXECUTE format('ALTER DATABASE %%I SET auto_explain.log_analyze = on',"
+			" current_database());"
+			" EXECUTE format('ALTER DATABASE %%I SET auto_explain.log_buffers = on',"
+			" current_database());"
+			" EXECUTE format('ALTER DATABASE %%I SET auto_explain.log_level = warning',"
+			" current_database()); END$$",
+			ms);
 		ex(c, sql);
 	}
 	PQfinish(c);

@@ -927,13 +927,13 @@ static void test_store_user_roles_disable_and_audit_round_trip(void **state)
 	/* The list's total: counted up to the cap, the page's bounds ignored. */
 	{
 		int64_t n = -1;
-		assert_int_equal(ops->audit_total(f->s, &(struct rvs_audit_filter){.limit = 1},
-						  100, &n),
-				 0);
+		assert_int_equal(
+			ops->audit_total(f->s, &(struct rvs_audit_filter){.limit = 1}, 100, &n), 0);
 		assert_int_equal(n, 3);
 		assert_int_equal(ops->audit_total(f->s,
-						  &(struct rvs_audit_filter){
-							  .actor = "root", .before_id = 11, .limit = 1},
+						  &(struct rvs_audit_filter){.actor = "root",
+									     .before_id = 11,
+									     .limit = 1},
 						  100, &n),
 				 0);
 		assert_int_equal(n, 2);
