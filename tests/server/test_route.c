@@ -258,7 +258,7 @@ static const struct {
 	{RVS_M_POST, "/login", rvs_web_login, ""},
 	{RVS_M_POST, "/logout", rvs_web_logout, ""},
 	{RVS_M_GET, "/", rvs_web_root, ""},
-	{RVS_M_GET, "/traces", rvs_web_traces, TRACES " from to"},
+	{RVS_M_GET, "/traces", rvs_web_traces, TRACES " from to first"},
 	{RVS_M_GET, "/traces/t-1", rvs_web_trace, "focus method"},
 	{RVS_M_GET, "/traces/t-1/export", rvs_web_trace_export, "format"},
 	{RVS_M_GET, "/traces/t-1/flame.svg", rvs_web_trace_flame, ""},
