@@ -149,7 +149,17 @@ programs_answer() { # package
 	for f in $(chroot "$R" dpkg -L "$1" | grep -E '^/usr/s?bin/'); do
 		p=$(basename "$f")
 		v=$(chroot "$R" "$f" --version 2>&1 | head -n 1)
-		[ "$v" = "$p (Rearview) $VERSION" ] || { echo "$p --version: '$v'"; return 1; }
+		case $p in
+		rvcc-*)
+			# rvcc under a compiler's name answers as that compiler
+			# (configure's probes must not see rvcc), when it is there.
+			cc=${p#rvcc-}
+			chroot "$R" sh -c "command -v $cc" >/dev/null 2>&1 || { echo "$p: no $cc here" >&2; continue; }
+			want=$(chroot "$R" "$cc" --version 2>&1 | head -n 1)
+			[ "$v" = "$want" ] || { echo "$p --version: '$v', not $cc's '$want'"; return 1; }
+			;;
+		*) [ "$v" = "$p (Rearview) $VERSION" ] || { echo "$p --version: '$v'"; return 1; } ;;
+		esac
 		ls "$R"/usr/share/man/man[18]/"$p".[18].gz >/dev/null 2>&1 ||
 			{ echo "no man page for $p"; return 1; }
 		echo "$p: $v"
