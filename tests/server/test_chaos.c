@@ -249,8 +249,9 @@ static void pg_exhaust(void)
 		pthread_cond_timedwait(&g_cv, &g_mu, &ts);
 	}
 	if (g_refused < refused + 3)
-		fail_msg("connections exhausted: %d refusals (want %d), devices %s%s", g_refused - refused,
-			 3, g_done ? "ended: " : "still sending", g_done ? g_err : "");
+		fail_msg("connections exhausted: %d refusals (want %d), devices %s%s",
+			 g_refused - refused, 3, g_done ? "ended: " : "still sending",
+			 g_done ? g_err : "");
 	pthread_mutex_unlock(&g_mu);
 	while (n)
 		PQfinish(hogs[--n]);
