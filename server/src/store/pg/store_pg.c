@@ -453,6 +453,14 @@ static const char *const migrations[] = {
 	"ALTER TABLE traces ADD COLUMN index_cut TEXT;"
 	"CREATE INDEX audit_log_actor ON audit_log(actor, id);"
 	"CREATE INDEX audit_log_action ON audit_log(action, id);",
+	/* 11 (selection weights): sqlite's migration 13 — how the device's
+	 * policy chose each upload and its Horvitz–Thompson weight. */
+	"ALTER TABLE uploads ADD COLUMN sel_kind INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE uploads ADD COLUMN sel_p DOUBLE PRECISION;"
+	"ALTER TABLE uploads ADD COLUMN sel_seen BIGINT;"
+	"ALTER TABLE uploads ADD COLUMN sel_taken BIGINT;"
+	"ALTER TABLE uploads ADD COLUMN weight DOUBLE PRECISION NOT NULL DEFAULT 1;"
+	"ALTER TABLE uploads ADD COLUMN weight_exact INTEGER NOT NULL DEFAULT 0;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -502,9 +510,11 @@ static const char *const stmts[N_STMTS] = {
 	[S_UP_INSERT] = "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
 			" app_version, app_build_id, model, os_build, campaign_id, anomaly_kind,"
 			" severity, consent, payload_kind, compression, payload_size,"
-			" captured_realtime_ns, blob_sha256, blob_bytes, summary, state)"
+			" captured_realtime_ns, blob_sha256, blob_bytes, summary, state, sel_kind,"
+			" sel_p, sel_seen, sel_taken, weight, weight_exact)"
 			" VALUES ($1,$2,$3,extract(epoch FROM now())::bigint,$4,$5,$6,$7,$8,$9,"
-			"$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,'pending_decode')",
+			"$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,'pending_decode',$20,"
+			"$21,$22,$23,$24,$25)",
 	[S_Q_INSERT] = "INSERT INTO decode_queue (trace_id, enqueued_at)"
 		       " VALUES ($1, extract(epoch FROM now())::bigint)",
 	[S_Q_TAKE] = "SELECT q.trace_id, COALESCE(u.blob_sha256, '') FROM decode_queue q"
@@ -1045,6 +1055,15 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 	rvs_pg_text(&p, u->blob_sha256);
 	rvs_pg_i64(&p, (int64_t)u->blob_bytes);
 	rvs_pg_bytea(&p, u->summary_len ? u->summary : NULL, u->summary_len);
+	rvs_pg_i64(&p, u->sel_kind);
+	if (u->sel_kind)
+		rvs_pg_dbl(&p, u->sel_p);
+	else
+		rvs_pg_text(&p, NULL);
+	rvs_pg_opt_i64(&p, u->sel_kind, u->sel_seen);
+	rvs_pg_opt_i64(&p, u->sel_kind, u->sel_taken);
+	rvs_pg_dbl(&p, u->weight > 0 ? u->weight : 1.0);
+	rvs_pg_i64(&p, u->weight_exact);
 	if ((rc = run0(c->pg, S_UP_INSERT, &p)))
 		goto fail;
 	p.n = 0;

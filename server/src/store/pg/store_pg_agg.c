@@ -346,7 +346,7 @@ done:
 /* $1 app, $2 version, $3 model, $4 campaign, $5 method, $6 kind, $7 since,
  * $8 until, $9 signature, $10 chain, $11 the trace cap. */
 #define BUCKET_SQL                                                                                \
-	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns FROM agg_buckets b"               \
+	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2 FROM agg_buckets b"       \
 	" JOIN agg_sums s ON s.bucket = b.bucket"                                                 \
 	" WHERE ($1::text IS NULL OR b.app_id = $1) AND ($2::text IS NULL OR b.app_version = $2)" \
 	" AND ($3::text IS NULL OR b.model = $3) AND ($6::bigint IS NULL OR b.anomaly_kind = $6)" \
@@ -354,7 +354,10 @@ done:
 	" AND ($8::bigint IS NULL OR b.day < $8 / 86400)"                                         \
 	" AND $4::text IS NULL AND $5::text IS NULL" /* typed: bucketed sides have neither */
 #define TRACE_SQL                                                                                 \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns FROM (SELECT t.trace_id FROM traces t"   \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, x.w, x.wf FROM (SELECT t.trace_id,"     \
+	" COALESCE(uw.weight, 1.0) AS w, CASE WHEN uw.weight_exact = 1 THEN 0"                    \
+	" WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2 ELSE 1 END AS wf FROM traces t"                \
+	" LEFT JOIN uploads uw ON uw.trace_id = t.trace_id"                                       \
 	" JOIN trace_agg a ON a.trace_id = t.trace_id"                                            \
 	" WHERE ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)" \
 	" AND ($3::text IS NULL OR t.model = $3) AND ($6::bigint IS NULL OR t.anomaly_kind = $6)" \
@@ -396,7 +399,8 @@ static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 	for (int i = 0; i < PQntuples(r) && !stop; i++)
 		stop = cb->row(arg, s, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
 			       rvs_pg_val_i64(r, i, 2), rvs_pg_val_i64(r, i, 3),
-			       rvs_pg_val_i64(r, i, 4));
+			       rvs_pg_val_i64(r, i, 4), rvs_pg_val_dbl(r, i, 5),
+			       (int)rvs_pg_val_i64(r, i, 6));
 	PQclear(r);
 	return stop;
 }
