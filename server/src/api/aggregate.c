@@ -158,6 +158,7 @@ struct anode {
 	 * weight is an estimate (wflag 1) or unknown (2). */
 	double w[2], wself[2], wincl[2], vw[2], vs1[2], vs2[2], vi1[2], vi2[2];
 	int64_t n_est[2], n_unknown[2];
+	double app_w[2], app_vw[2]; /* its app root's Σw and Σw(w−1) */
 };
 
 struct agg {
@@ -352,15 +353,13 @@ static struct anode *agg_find(const struct agg *a, int64_t id)
  * means Σw·x / Σw over its app's traces (x = 0 in a trace without the
  * node) and their standard errors under Poisson sampling,
  * sqrt(Σ w(w−1)(x − mean)²) / Σw, which 1.96 times gives a 95 % interval;
- * `root` is n's app root (its Σw and Σw(w−1) cover every trace). */
-static void weighted_members(json_t *o, const char *p, const struct anode *n,
-			     const struct anode *root, int s)
+ * its app root's Σw and Σw(w−1) cover every trace of the app. */
+static void weighted_members(json_t *o, const char *p, const struct anode *n, int s)
 {
 	char key[48];
-	double W = root ? root->w[s] : 0, ms = W > 0 ? n->wself[s] / W : 0,
-	       mi = W > 0 ? n->wincl[s] / W : 0;
-	double vs = n->vs2[s] - 2 * ms * n->vs1[s] + ms * ms * (root ? root->vw[s] : 0);
-	double vi = n->vi2[s] - 2 * mi * n->vi1[s] + mi * mi * (root ? root->vw[s] : 0);
+	double W = n->app_w[s], ms = W > 0 ? n->wself[s] / W : 0, mi = W > 0 ? n->wincl[s] / W : 0;
+	double vs = n->vs2[s] - 2 * ms * n->vs1[s] + ms * ms * n->app_vw[s];
+	double vi = n->vi2[s] - 2 * mi * n->vi1[s] + mi * mi * n->app_vw[s];
 
 	snprintf(key, sizeof key, "%sw_self_ns_per_trace", p);
 	json_object_set_new(o, key, json_real(ms));
@@ -378,7 +377,8 @@ static void weighted_members(json_t *o, const char *p, const struct anode *n,
 	json_object_set_new(o, key, json_real(n->vw[s] > 0 ? sqrt(n->vw[s]) : 0));
 }
 
-/* Node n's app root, or NULL when its ancestry is not in the set. */
+/* Node n's app root, or NULL when its ancestry is not in the set (before
+ * preorder: it looks nodes up by id). */
 static const struct anode *app_root_of(const struct agg *a, const struct anode *n)
 {
 	const struct anode *r = n;
@@ -394,8 +394,11 @@ static void set_app_traces(struct agg *a)
 {
 	for (size_t i = 0; i < a->n; i++) {
 		const struct anode *r = app_root_of(a, &a->v[i]);
-		for (int s = 0; s < 2; s++)
+		for (int s = 0; s < 2; s++) {
 			a->v[i].app_traces[s] = r ? r->traces[s] : 0;
+			a->v[i].app_w[s] = r ? r->w[s] : 0;
+			a->v[i].app_vw[s] = r ? r->vw[s] : 0;
+		}
 		if (a->v[i].parent)
 			continue;
 		for (int s = 0; s < 2; s++) {
@@ -662,8 +665,7 @@ static json_t *reply(const struct agg *a, int nsides)
 			      rvs_json_str(nd->method));
 		side_members(o, nd->app_traces, nsides, nd->traces, nd->calls, nd->self, nd->incl);
 		for (int s = 0; a->weighted && s < nsides; s++)
-			weighted_members(o, nsides == 2 ? (s ? "b_" : "a_") : "", nd,
-					 app_root_of(a, nd), s);
+			weighted_members(o, nsides == 2 ? (s ? "b_" : "a_") : "", nd, s);
 		json_array_append_new(nodes, o);
 	}
 	qsort_r(b, nb, sizeof *b, cmp_bu_key, &k);
