@@ -17,7 +17,7 @@ DIR=${2:?usage: cross-sysroot.sh ARCH DIR}
 MIRROR=${RV_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PKGS=libc6-dev,libprotobuf-c-dev,libelf-dev,libxxhash-dev,libjansson-dev,libyajl-dev,zlib1g-dev
 PKGS=$PKGS,libzstd-dev,libsqlite3-dev,libmbedtls-dev,libuv1-dev,libcurl4-openssl-dev,libinih-dev
-PKGS=$PKGS,libsystemd-dev
+PKGS=$PKGS,libsystemd-dev,libseccomp-dev
 command -v mmdebstrap >/dev/null 2>&1 || {
 	echo "cross-sysroot.sh: mmdebstrap is missing (apt-get install mmdebstrap)" >&2
 	exit 1

@@ -17,7 +17,9 @@ device: $(RV_DEVICE)
 .PHONY: device sysroot
 
 ifneq ($(CROSS),)
-RV_SYSROOT_STAMP := $(SYSROOT)/usr/include/uv.h
+# The stamp is a header of the package cross-sysroot.sh added last, so a
+# sysroot made before it was added is made again.
+RV_SYSROOT_STAMP := $(SYSROOT)/usr/include/seccomp.h
 sysroot: $(RV_SYSROOT_STAMP)
 $(RV_SYSROOT_STAMP):
 	sh deploy/cross-sysroot.sh $(CROSS_ARCH) $(SYSROOT)

@@ -117,13 +117,6 @@ lint-version:
 	@sh tests/lint-version.sh
 .PHONY: lint-version
 
-# `make check-system`: the slow tests of the whole system (SYSTEM_TESTS:
-# the Debian packages built, checked and installed into a clean root; the
-# cross build under qemu-user), one closing line like `make check`'s.
-check-system: $(SYSTEM_TESTS)
-	@sh tests/run-tests.sh $(SYSTEM_TESTS)
-.PHONY: check-system
-
 # System tier: the Debian packages built from a clean clone, lintian, and
 # each installed into a clean Debian 12 root (tests/deploy/test_package.sh).
 $(TBIN)/deploy/test_package: tests/deploy/test_package.sh
@@ -131,3 +124,12 @@ $(TBIN)/deploy/test_package: tests/deploy/test_package.sh
 	printf '#!/bin/sh\nexec sh %s %s\n' '$(CURDIR)/$<' '$(RV_VERSION)' > $@
 	chmod +x $@
 SYSTEM_TESTS += $(TBIN)/deploy/test_package
+
+# `make check-system`: the slow tests of the whole system (SYSTEM_TESTS:
+# the Debian packages built, checked and installed into a clean root; the
+# cross build under qemu-user), one closing line like `make check`'s.
+# After every SYSTEM_TESTS += of this file and cross.mk: a rule's
+# prerequisites are expanded where the rule is read.
+check-system: $(SYSTEM_TESTS)
+	@sh tests/run-tests.sh $(SYSTEM_TESTS)
+.PHONY: check-system

@@ -49,8 +49,11 @@ for tool in $CROSS-gcc qemu-aarch64 mmdebstrap; do
 	fi
 done
 
+# As a user types it: not as a sub-make of `make check-system`, whose
+# environment says RV_INNER=1 (the outer make, which makes the sysroot, would
+# be skipped).
 check "make CROSS=$CROSS builds the device side (sysroot: $S)" \
-	make -C "$ROOT" --no-print-directory CROSS=$CROSS
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u RV_INNER make -C "$ROOT" --no-print-directory CROSS=$CROSS
 LIBS="$B/lib/librvtrace.so $B/lib/librvevents.so $B/lib/librvtrace.a $B/lib/librvevents.a"
 PROGS="rearviewd rvctl rvtrace"
 
