@@ -205,13 +205,14 @@ static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
-	int rc = sqlite3_prepare_v2(db,
-				    "SELECT id,state,reason,kind,severity,pid,tid,anomaly_ns,"
-				    "attribution,name,detail,app_id,size,freeze_latency_ns,file,"
-				    "upload_id,trace_id,reservation,skip_reported,sel_campaign,sel_kind,"
-				    "sel_p,sel_seen,sel_taken FROM captures "
-				    "ORDER BY id",
-				    -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(
+		db,
+		"SELECT id,state,reason,kind,severity,pid,tid,anomaly_ns,"
+		"attribution,name,detail,app_id,size,freeze_latency_ns,file,"
+		"upload_id,trace_id,reservation,skip_reported,sel_campaign,sel_kind,"
+		"sel_p,sel_seen,sel_taken FROM captures "
+		"ORDER BY id",
+		-1, &st, NULL);
 
 	if (rc != SQLITE_OK)
 		return rvc_sqlite_errno(rc);

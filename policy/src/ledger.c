@@ -623,8 +623,10 @@ static int note_candidate(struct rvp_ledger *l, const struct rvp_event *ev,
 	sqlite3_stmt *st;
 	int64_t old[16];
 	size_t n_old = 0;
-	int rc = prepare(l, "SELECT id, taken, wall_s, boot_id, boot_ns FROM candidates"
-			    " WHERE campaign = ?1", &st);
+	int rc = prepare(l,
+			 "SELECT id, taken, wall_s, boot_id, boot_ns FROM candidates"
+			 " WHERE campaign = ?1",
+			 &st);
 
 	if (rc)
 		return rc;
@@ -656,8 +658,10 @@ static int note_candidate(struct rvp_ledger *l, const struct rvp_event *ev,
 		if (rc)
 			return rc;
 	}
-	if ((rc = prepare(l, "INSERT INTO candidates(item_id, campaign, taken, wall_s, boot_id,"
-			     " boot_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6)", &st)) != 0)
+	if ((rc = prepare(l,
+			  "INSERT INTO candidates(item_id, campaign, taken, wall_s, boot_id,"
+			  " boot_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+			  &st)) != 0)
 		return rc;
 	sqlite3_bind_text(st, 1, ev->item_id ? ev->item_id : "", -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, d->campaign_id, -1, SQLITE_TRANSIENT);

@@ -80,7 +80,7 @@ enum rvp_reason {
 	RVP_VERSION_NOT_TARGETED,
 	RVP_DEVICE_NOT_TARGETED,
 	RVP_OS_NOT_TARGETED,
-	RVP_WAITING_UNMETERED, /* not now: the policy wants an unmetered network */
+	RVP_WAITING_UNMETERED,	     /* not now: the policy wants an unmetered network */
 	RVP_APP_BUDGET_EXHAUSTED,    /* the app's weekly capture budget is spent */
 	RVP_DEVICE_BUDGET_EXHAUSTED, /* the device's weekly capture budget is spent */
 	RVP_REASON_COUNT_
@@ -264,8 +264,8 @@ struct rvp_decision {
 	 * How the item was chosen, for the fleet's weights (accepted only):
 	 * the probability that the campaign's sampling let it through (its
 	 * sample_probability under TARGETED selection; 1 otherwise, since an
-	 * anomaly a campaign sampled out is then taken without it), and the candidates of the campaign ("" = those without
-	 * one) that reached the quota in the rolling 7 days as of this
+	 * anomaly a campaign sampled out is then taken without it), and the candidates of the
+	 * campaign ("" = those without one) that reached the quota in the rolling 7 days as of this
 	 * decision, this one included: seen, and taken (reserved or
 	 * uploaded, evicted ones not).  taken < seen: a quota refused some,
 	 * so 1/probability undercounts and the weight is censored.

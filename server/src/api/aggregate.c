@@ -683,18 +683,16 @@ static json_t *reply(const struct agg *a, int nsides)
 			/* Say where the weighting is not exact: quota selection
 			 * censors (the most severe or the first N of a week
 			 * are no random sample), older devices sent none. */
-			const char *why = a->n_est[s] && a->n_unknown[s]
-						  ? "estimated_and_unknown"
+			const char *why = a->n_est[s] && a->n_unknown[s] ? "estimated_and_unknown"
 					  : a->n_est[s]	    ? "estimated: quota selection censors"
 					  : a->n_unknown[s] ? "unknown: counted as 1"
 							    : "exact";
-			json_object_set_new(side, "weighted",
-					    json_pack("{s:f,s:I,s:I,s:b,s:s}", "w_traces", a->w[s],
-						      "traces_weight_estimated",
-						      (json_int_t)a->n_est[s],
-						      "traces_weight_unknown",
-						      (json_int_t)a->n_unknown[s], "exact",
-						      !a->n_est[s] && !a->n_unknown[s], "note", why));
+			json_object_set_new(
+				side, "weighted",
+				json_pack("{s:f,s:I,s:I,s:b,s:s}", "w_traces", a->w[s],
+					  "traces_weight_estimated", (json_int_t)a->n_est[s],
+					  "traces_weight_unknown", (json_int_t)a->n_unknown[s],
+					  "exact", !a->n_est[s] && !a->n_unknown[s], "note", why));
 		}
 		if (nsides == 1)
 			json_object_update(doc, side);
@@ -883,7 +881,8 @@ static void run(struct rvs_call *c, enum agg_view view)
 		char wv[8];
 		int has = rvs_query_param(c->query, "weighted", wv, sizeof wv);
 		if (has < 0 || (has == 1 && strcmp(wv, "0") && strcmp(wv, "1"))) {
-			rvs_query_set_error(c->q, 400, "bad value for parameter: weighted (0 or 1)");
+			rvs_query_set_error(c->q, 400,
+					    "bad value for parameter: weighted (0 or 1)");
 			goto out;
 		}
 		a.weighted = has == 1 && !strcmp(wv, "1");
