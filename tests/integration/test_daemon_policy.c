@@ -375,7 +375,8 @@ static void test_daemon_policy_device_capture_budget(void **state)
 	body.weekly_quota = 10;
 	assert_int_equal(rvp_policy_sign(&body, priv, &doc, &doc_len), 0);
 	assert_int_equal(
-		rvh_write_file(keydir, "budget.policy", doc, doc_len, doc_path, sizeof(doc_path)), 0);
+		rvh_write_file(keydir, "budget.policy", doc, doc_len, doc_path, sizeof(doc_path)),
+		0);
 	snprintf(extra, sizeof(extra),
 		 "[capture]\nconsent_default = full\n[policy]\npublic_key = %s\n", pub_path);
 	assert_int_equal(rvh_setup(&h, extra), 0);

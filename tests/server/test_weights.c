@@ -266,7 +266,8 @@ static int group_setup(void **state)
 	for (int i = 0; i < N_SLOW + N_FAST; i++) {
 		struct anomaly *a = &g_pop[i];
 		a->slow = i < N_SLOW;
-		a->ns = (a->slow ? 8000 + (int64_t)(next() % 8001) : 1000 + (int64_t)(next() % 2001)) *
+		a->ns = (a->slow ? 8000 + (int64_t)(next() % 8001)
+				 : 1000 + (int64_t)(next() % 2001)) *
 			1000;
 		a->taken = a->slow ? unit() < P_SLOW : 1;
 	}
@@ -351,7 +352,8 @@ static void test_weights_weighted_mean_matches_population(void **state)
 		fprintf(stderr,
 			"weights: %d of %d anomalies uploaded; true mean %.0f ns, weighted %.0f ± "
 			"%.0f (1 se), unweighted %.0f; population %d, estimated %.1f ± %.1f\n",
-			n, N_SLOW + N_FAST, truth, est, se, plain, N_SLOW + N_FAST, count, count_se);
+			n, N_SLOW + N_FAST, truth, est, se, plain, N_SLOW + N_FAST, count,
+			count_se);
 		/* The server's figures are this test's recount from what it sent. */
 		assert_true(fabs(est - wx_sum / w_sum) < 1.0);
 		assert_true(fabs(count - w_sum) < 1e-6);

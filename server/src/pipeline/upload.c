@@ -146,8 +146,9 @@ int rvs_upload_parse(const uint8_t *buf, size_t len, Rearview__UploadEnvelope **
 		rc = bad(reason, reasonlen, "campaign_id too long or not printable UTF-8");
 	else if (e->anomaly && e->anomaly->severity > 100)
 		rc = bad(reason, reasonlen, "anomaly severity above 100");
-	else if (e->selection && (!rvs_field_ok(e->selection->campaign_id, 128) ||
-				  (unsigned)e->selection->kind > REARVIEW__SELECTION_KIND__SELECTION_MANUAL))
+	else if (e->selection &&
+		 (!rvs_field_ok(e->selection->campaign_id, 128) ||
+		  (unsigned)e->selection->kind > REARVIEW__SELECTION_KIND__SELECTION_MANUAL))
 		rc = bad(reason, reasonlen, "selection: campaign_id too long or unknown kind");
 	else if (e->selection && e->selection->probability != 0 &&
 		 !(e->selection->probability >= RVS_MIN_SELECTION_P &&

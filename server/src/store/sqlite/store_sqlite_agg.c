@@ -142,30 +142,30 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 
 /* ?1 app, ?2 version, ?3 model, ?4 campaign, ?5 method, ?7 kind, ?8 since,
  * ?9 until, ?10 signature, ?11 chain, ?12 the trace cap (agg.c's order). */
-#define BUCKET_SQL                                                                    \
-	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2 FROM agg_buckets b"   \
-	" CROSS JOIN agg_sums s ON s.bucket = b.bucket"                               \
-	" WHERE (?1 IS NULL OR b.app_id = ?1) AND (?2 IS NULL OR b.app_version = ?2)" \
-	" AND (?3 IS NULL OR b.model = ?3) AND (?7 IS NULL OR b.anomaly_kind = ?7)"   \
+#define BUCKET_SQL                                                                          \
+	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2 FROM agg_buckets b" \
+	" CROSS JOIN agg_sums s ON s.bucket = b.bucket"                                     \
+	" WHERE (?1 IS NULL OR b.app_id = ?1) AND (?2 IS NULL OR b.app_version = ?2)"       \
+	" AND (?3 IS NULL OR b.model = ?3) AND (?7 IS NULL OR b.anomaly_kind = ?7)"         \
 	" AND (?8 IS NULL OR b.day >= ?8 / 86400) AND (?9 IS NULL OR b.day < ?9 / 86400)"
-#define TRACE_SQL                                                                               \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, x.w, x.wf FROM (SELECT t.trace_id,"   \
-	" COALESCE(uw.weight, 1.0) AS w, CASE WHEN uw.weight_exact = 1 THEN 0"                  \
-	" WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2 ELSE 1 END AS wf FROM traces t"              \
-	" LEFT JOIN uploads uw ON uw.trace_id = t.trace_id"                                     \
-	" CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"                                    \
-	" WHERE (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"           \
-	" AND (?3 IS NULL OR t.model = ?3) AND (?7 IS NULL OR t.anomaly_kind = ?7)"             \
-	" AND (?8 IS NULL OR t.received_at >= ?8) AND (?9 IS NULL OR t.received_at < ?9)"       \
-	" AND (?4 IS NULL OR EXISTS (SELECT 1 FROM uploads u WHERE u.trace_id = t.trace_id"     \
-	" AND u.campaign_id = ?4))"                                                             \
-	" AND (?5 IS NULL OR EXISTS (SELECT 1 FROM trace_methods m"                             \
-	" WHERE m.trace_id = t.trace_id AND m.method = ?5))"                                    \
-	" AND (?10 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                             \
-	" WHERE c.trace_id = t.trace_id AND c.signature = ?10))"                                \
-	" AND (?11 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                             \
-	" WHERE c.trace_id = t.trace_id AND c.chain = ?11))"                                    \
-	" ORDER BY t.received_at DESC LIMIT ?12) x CROSS JOIN trace_paths p"                    \
+#define TRACE_SQL                                                                             \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, x.w, x.wf FROM (SELECT t.trace_id," \
+	" COALESCE(uw.weight, 1.0) AS w, CASE WHEN uw.weight_exact = 1 THEN 0"                \
+	" WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2 ELSE 1 END AS wf FROM traces t"            \
+	" LEFT JOIN uploads uw ON uw.trace_id = t.trace_id"                                   \
+	" CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"                                  \
+	" WHERE (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"         \
+	" AND (?3 IS NULL OR t.model = ?3) AND (?7 IS NULL OR t.anomaly_kind = ?7)"           \
+	" AND (?8 IS NULL OR t.received_at >= ?8) AND (?9 IS NULL OR t.received_at < ?9)"     \
+	" AND (?4 IS NULL OR EXISTS (SELECT 1 FROM uploads u WHERE u.trace_id = t.trace_id"   \
+	" AND u.campaign_id = ?4))"                                                           \
+	" AND (?5 IS NULL OR EXISTS (SELECT 1 FROM trace_methods m"                           \
+	" WHERE m.trace_id = t.trace_id AND m.method = ?5))"                                  \
+	" AND (?10 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                           \
+	" WHERE c.trace_id = t.trace_id AND c.signature = ?10))"                              \
+	" AND (?11 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                           \
+	" WHERE c.trace_id = t.trace_id AND c.chain = ?11))"                                  \
+	" ORDER BY t.received_at DESC LIMIT ?12) x CROSS JOIN trace_paths p"                  \
 	" ON p.trace_id = x.trace_id"
 
 /* Side s's rows to cb->row.  0, cb's stop value, or -EIO. */
