@@ -109,7 +109,7 @@ $(TBIN)/deploy/test_symbols: tests/deploy/test_symbols.sh $(SHLIBS) $(filter %.a
 	@mkdir -p $(@D)
 	printf '#!/bin/sh\nexec sh %s %s %s\n' '$(CURDIR)/$<' '$(abspath $(LIB))' '$(RV_SOVERSION)' > $@
 	chmod +x $@
-TESTS += $(TBIN)/deploy/test_symbols
+$(eval $(call rv_register,$(TBIN)/deploy/test_symbols,integration))
 
 # `make lint`: the version in debian/ agrees with RV_VERSION.
 lint: lint-version

@@ -108,6 +108,17 @@ $(TBIN)/integration/test_daemon_why: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtr
                                        $(TBIN)/integration/rv_why_app
 
 $(eval $(call rv_test,device,detect,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),integration))
+# events.sock payloads (rvd_event_decode and the detectors): the libFuzzer
+# target for `make fuzz` and its corpus replayed in `make check`.
+FUZZ += $(BUILD)/fuzz/device_events
+$(BUILD)/fuzz/device_events: tests/fuzz/device_events.c device/src/anomaly.c device/src/detect.c \
+		$(PROTO_C) | $(PROTO_H)
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Idevice/src -g -O1 \
+		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS) -luv
+$(OBJ)/tests/device/test_fuzz_events.o: CPPFLAGS += -Idevice/src -DRV_SRC_DIR='"$(CURDIR)"'
+$(eval $(call rv_test,device,fuzz_events,$(OBJ)/device/src/anomaly.o $(OBJ)/device/src/detect.o \
+  $(LIBRVPROTO),$(PROTOBUF_LIBS) -luv,torture))
 
 # Integration tests: real rearviewd, rvctl and helper processes.
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \

@@ -82,6 +82,10 @@ $(eval $(call rv_test,server,route,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY
 $(OBJ)/tests/server/test_route.o: CPPFLAGS += $(call pc,--cflags,jansson)
 # The shared parameter helpers (params.c) and the version order (version.c).
 $(eval $(call rv_test,server,params,$(SRV_PARAMS) $(LIBRVPROTO),$(PROTOBUF_LIBS) -ljansson,unit))
+# The anomaly heatmap, its cells' aggregates and the heaviest captures of a
+# frame against recounts of a synthetic fleet (sqlite; PostgreSQL with pg).
+$(eval $(call rv_test,server,heatmap,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration pg))
+$(OBJ)/tests/server/test_heatmap.o: CPPFLAGS += -Itracer/analysis/include -Itests/rvtrace $(call pc,--cflags,jansson) $(call pc,--cflags,libpq)
 # A method's trend: buckets, percentiles and the change point on exact inputs.
 $(eval $(call rv_test,server,trend,$(SRV)/model/trend.o $(SRV)/base/version.o,-ljansson -lm,unit))
 $(OBJ)/tests/server/test_params.o: CPPFLAGS += -Iserver/src $(call pc,--cflags,jansson)
@@ -104,6 +108,35 @@ $(BUILD)/fuzz/server_upload: tests/fuzz/server_upload.c server/src/pipeline/uplo
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Iserver/src -g -O1 \
 		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
 
+
+# The S3 blob backend's ListObjectsV2 parser (rvs_s3_list_parse, libxml2).
+FUZZ += $(BUILD)/fuzz/server_s3list
+$(BUILD)/fuzz/server_s3list: tests/fuzz/server_s3list.c server/src/blob/blob_s3.c \
+		server/src/blob/blob.c server/src/base/util.c server/src/base/log.c
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) $(call pc,--cflags,libxml-2.0) -Iserver/src -g -O1 \
+		-fsanitize=fuzzer,address,undefined -o $@ $^ $(BLOB_LIBS) -lmbedcrypto \
+		$(call pc,--libs,libsystemd)
+$(eval $(call rv_test,server,fuzz_s3list,$(SRV)/blob/blob_s3.o $(SRV)/blob/blob.o $(SRV_UTIL),$(BLOB_LIBS) \
+  -lmbedcrypto $(call pc,--libs,libsystemd),torture))
+
+# Campaign JSON (rvs_campaign_normalize), chain search patterns and the
+# timeline's query parameters: these link the whole server core, so under
+# `make fuzz` its objects carry libFuzzer's coverage instrumentation.
+SRV_FUZZ_CORE := campaign search timeline
+$(foreach n,$(SRV_FUZZ_CORE),$(eval $(OBJ)/tests/server/test_fuzz_$(n).o \
+  $(OBJ)/tests/fuzz/server_$(n).o: CPPFLAGS += -Iserver/src -Itests/rvtrace \
+  -Itracer/analysis/include $(call pc,--cflags,jansson) $(PROTOBUF_CFLAGS)))
+$(foreach n,$(SRV_FUZZ_CORE),$(eval $(call rv_test,server,fuzz_$(n),$(SERVER_CORE) $(LIBRVANALYSIS) \
+  $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,torture)))
+ifeq ($(RV_FUZZ),1)
+$(SERVER_CORE): CFLAGS += -fsanitize=fuzzer-no-link
+$(SRV_FUZZ_CORE:%=$(BUILD)/fuzz/server_%): $(BUILD)/fuzz/server_%: $(OBJ)/tests/fuzz/server_%.o \
+		$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd
+FUZZ += $(SRV_FUZZ_CORE:%=$(BUILD)/fuzz/server_%)
+endif
 
 $(eval $(call rv_test,server,fuzz_http,$(SRV_HTTP),-lhttp_parser,torture))
 $(eval $(call rv_test,server,fuzz_upload,$(SRV_UPLOAD) $(LIBRVPROTO),$(PROTOBUF_LIBS),torture))
@@ -217,6 +250,11 @@ $(TBIN)/server/bench_web: $(OBJ)/tests/server/test_web_bench.o $(OBJ)/tests/serv
 	$(CC) $(LDFLAGS) -o $@ $^ -lcurl -lsqlite3 $(RVT_STORE_LIBS)
 BENCHES += $(TBIN)/server/bench_web
 
+# Alert rules on trends: a synthetic fleet with a planted shift, the pass
+# day by day, the alerts received by a real HTTP listener
+# (webhook_receiver.c, shared with test_regress).
+$(eval $(call rv_test,server,alerts,$(SERVER_CORE) $(OBJ)/tests/server/webhook_receiver.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration pg))
+
 # Server ops: retention, signature totals, decode metrics.
 $(eval $(call rv_test,server,retention,$(SERVER_CORE) $(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration pg))
 $(OBJ)/tests/server/test_retention.o: CPPFLAGS += -Itests/bench
@@ -301,7 +339,7 @@ BENCHES += $(TBIN)/server/bench_blob
 $(OBJ)/tests/server/fleet_fixture.o: CPPFLAGS += -Itests/rvtrace
 $(OBJ)/tests/server/test_regress.o: CPPFLAGS += -Itests/bench $(call pc,--cflags,jansson) $(call pc,--cflags,libpq) \
 	-DRVS_WEB_DIR='"$(WEB_DIR)"' -DRVS_SHOTS_DIR='"$(CURDIR)/build/screenshots"'
-$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd,system))
+$(eval $(call rv_test,server,regress,$(SERVER_CORE) $(OBJ)/tests/server/fleet_fixture.o $(OBJ)/tests/server/webhook_receiver.o $(OBJ)/tests/server/test_web_server.o $(RVT_STORE_ENV) $(OBJ)/tests/bench/server_common.o $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVTRACE_A) $(LIBRVPROTO),-lcurl $(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) $(RVT_LDLIBS) -lzstd,system))
 $(TBIN)/server/test_regress: | $(BIN)/rearview-server $(WEB_ASSETS)
 
 # The oracle: a random fleet (fixed seed) of synthetic captures with exact

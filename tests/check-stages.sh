@@ -18,13 +18,17 @@
 # assets under build/ with the first, so it starts after it) beside the
 # DEVELOPER=1 and PostgreSQL tests.  Their output is kept in build/.check/
 # and printed when they end; the tests print as they go.  The last lines
-# give each stage's wall time (the figures README.md keeps).
+# give each stage's wall time (the figures README.md keeps) and its CPU
+# time (user + system of everything the stage waited for; the run's
+# PostgreSQL cluster is counted apart, by tests/with-pg.sh): on a loaded
+# machine the CPU time is the figure that holds, and on two quiet cores the
+# wall time of overlapped stages follows from it.
 set -u
 SET=$1
 shift
 LOGS=build/.check
 mkdir -p "$LOGS"
-rm -f "$LOGS"/*.rc "$LOGS"/*.start "$LOGS"/*.end
+rm -f "$LOGS"/*.rc "$LOGS"/*.start "$LOGS"/*.end "$LOGS"/*.cpu
 pids=""
 T0=$(date +%s)
 # now: seconds since the stages began.
@@ -32,7 +36,8 @@ now() { echo $(($(date +%s) - T0)); }
 trap 'for p in $pids; do kill "$p" 2>/dev/null; done; exit 130' INT TERM
 
 # stage_bg NAME TARGET: "$@" TARGET in the background, its output in NAME.log,
-# its status in NAME.rc, its start and end (seconds) in NAME.start, NAME.end.
+# its status in NAME.rc, its start and end (seconds) in NAME.start, NAME.end,
+# its CPU time in NAME.cpu (the subshell's `times`: what its children used).
 stage_bg() {
 	name=$1
 	target=$2
@@ -41,6 +46,7 @@ stage_bg() {
 		echo "$(now)" >"$LOGS/$name.start"
 		"$@" RV_CHECK="$SET" "$target" >"$LOGS/$name.log" 2>&1
 		rc=$?
+		times >"$LOGS/$name.cpu"
 		echo "$(now)" >"$LOGS/$name.end"
 		echo $rc >"$LOGS/$name.rc"
 	) &
@@ -52,16 +58,26 @@ wait_for() {
 	return "$(cat "$LOGS/$1.rc")"
 }
 
-# stage NAME TARGET: "$@" TARGET, its start and end kept as stage_bg's are.
+# stage NAME TARGET: "$@" TARGET, its start, end and CPU time kept as
+# stage_bg's are.
 stage() {
-	name=$1
-	target=$2
-	shift 2
-	echo "$(now)" >"$LOGS/$name.start"
-	"$@" RV_CHECK="$SET" "$target"
-	rc=$?
-	echo "$(now)" >"$LOGS/$name.end"
-	return $rc
+	(
+		name=$1
+		target=$2
+		shift 2
+		echo "$(now)" >"$LOGS/$name.start"
+		"$@" RV_CHECK="$SET" "$target"
+		rc=$?
+		times >"$LOGS/$name.cpu"
+		echo "$(now)" >"$LOGS/$name.end"
+		exit $rc
+	)
+}
+# cpu NAME: the CPU seconds in NAME.cpu (the second line of `times`).
+cpu() {
+	awk 'function s(x, m) { m = x; sub(/m.*/, "", m); sub(/^[0-9]*m/, "", x)
+		sub(/s$/, "", x); return m * 60 + x }
+	NR == 2 { printf "%.0f", s($1) + s($2) }' "$LOGS/$1.cpu" 2>/dev/null
 }
 
 echo "== $SET: lint in the background; the DEVELOPER=1 build (build/)"
@@ -88,11 +104,11 @@ else
 	tail -n 40 "$LOGS/san-build.log"
 fi
 wait
-echo "== $SET: stage times (seconds from the start: began-ended, wall)"
+echo "== $SET: stage times (seconds from the start: began-ended, wall, CPU)"
 for st in lint dev-build dev-tests pg-tests san-build san-tests; do
 	[ -f "$LOGS/$st.start" ] && [ -f "$LOGS/$st.end" ] || continue
 	b=$(cat "$LOGS/$st.start")
 	e=$(cat "$LOGS/$st.end")
-	echo "   $st: $b-$e, $((e - b)) s"
+	echo "   $st: $b-$e, $((e - b)) s, $(cpu $st) s CPU"
 done
 echo "   all stages: $(now) s"

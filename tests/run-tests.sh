@@ -11,7 +11,8 @@
 #   --alone BIN   BIN cannot share the machine (it needs a quiet CPU or a
 #                 resource no other test may hold): it runs after the others,
 #                 by itself.
-#   --times FILE  each binary's wall seconds are kept in FILE; the next run
+#   --times FILE  each binary's wall seconds (and, after its path, its CPU
+#                 seconds) are kept in FILE; the next run
 #                 starts the slowest binaries first (what it has not timed
 #                 yet, in the order given, after them).  Without FILE (a
 #                 clean checkout) the times in tests/test-times.seed order
@@ -22,6 +23,10 @@
 #                 loaded many times over); a binary that runs longer is
 #                 killed and counted as failed.
 #
+# Each binary's line gives its wall and CPU seconds (user + system of the
+# binary and every process it waited for: the figure that holds up when the
+# machine is loaded; daemons it did not wait for and the run's PostgreSQL
+# are not in it).
 # Skipped cases (cmocka's `# SKIP`) are counted apart.
 # A binary that crashes or exits non-zero without reporting a failure counts
 # its unreported cases (or at least one) as failed, so a crash is never a pass.
@@ -101,10 +106,18 @@ run_one() {
 	bin=$2
 	log=$work/$n.log
 	start=$(date +%s.%N)
+	# The shell's `times` (its children's CPU time so far) before and after:
+	# the difference is the binary's.
+	times >"$work/$n.cpu0"
 	CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 10 "${RV_TEST_TIMEOUT:-1800}" "$bin" >"$log" 2>&1 </dev/null
 	rc=$?
+	times >"$work/$n.cpu1"
 	end=$(date +%s.%N)
 	secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+	cpu=$(awk 'function s(x, m) { m = x; sub(/m.*/, "", m); sub(/^[0-9]*m/, "", x)
+			sub(/s$/, "", x); return m * 60 + x }
+		FNR == 2 { t += (FILENAME ~ /cpu1$/ ? 1 : -1) * (s($1) + s($2)) }
+		END { printf "%.1f", t }' "$work/$n.cpu0" "$work/$n.cpu1")
 	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$log" | head -n 1)
 	# cmocka reports a skipped case as `not ok N # SKIP`: neither a pass nor a failure.
 	skip=$(grep -c '^\(not \)\{0,1\}ok .*# SKIP' "$log")
@@ -117,15 +130,15 @@ run_one() {
 	if [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ] && [ "$missing" -eq 0 ]; then
 		missing=1
 	fi
-	echo "$ok $((notok + missing)) $skip $secs $bin" >"$work/$n.result"
+	echo "$ok $((notok + missing)) $skip $secs $bin $cpu" >"$work/$n.result"
 	until mkdir "$work/print.lock" 2>/dev/null; do sleep 0.05; done
 	if [ "$notok" -ne 0 ] || [ "$missing" -ne 0 ]; then
 		why="exit $rc"
 		[ "$rc" -eq 124 ] && why="timed out after ${RV_TEST_TIMEOUT:-1800} s"
-		echo "FAIL $bin ($why, $ok ok, $notok not ok, $missing missing, ${secs} s)"
+		echo "FAIL $bin ($why, $ok ok, $notok not ok, $missing missing, ${secs} s, ${cpu} s CPU)"
 		sed 's/^/    /' "$log"
 	else
-		echo "ok   $bin ($ok$([ "$skip" -ne 0 ] && echo ", $skip skipped"), ${secs} s)"
+		echo "ok   $bin ($ok$([ "$skip" -ne 0 ] && echo ", $skip skipped"), ${secs} s, ${cpu} s CPU)"
 	fi
 	rmdir "$work/print.lock"
 }
@@ -155,12 +168,13 @@ skipped=0
 bad_bins=""
 for r in "$work"/*.result; do
 	[ -e "$r" ] || continue
-	read -r p f s secs bin <"$r"
+	read -r p f s secs bin cpu <"$r"
 	passed=$((passed + p))
 	failed=$((failed + f))
 	skipped=$((skipped + s))
 	[ "$f" -ne 0 ] && bad_bins="$bad_bins $bin"
-	[ -n "$times" ] && echo "$secs $bin" >>"$work/times"
+	cpusum=$(awk -v a="${cpusum:-0}" -v b="$cpu" 'BEGIN { printf "%.1f", a + b }')
+	[ -n "$times" ] && echo "$secs $bin $cpu" >>"$work/times"
 done
 if [ -n "$times" ] && [ -s "$work/times" ]; then
 	# Keep what this run did not time; replace what it did.
@@ -172,7 +186,7 @@ fi
 [ -n "$bad_bins" ] && echo "failing:$bad_bins"
 if [ -n "$tally" ]; then
 	echo "$passed $failed $skipped" >>"$tally"
-	echo "stage: $passed ok, $failed not ok, $skipped skipped"
+	echo "stage: $passed ok, $failed not ok, $skipped skipped (${cpusum:-0} CPU seconds in the test binaries)"
 elif [ "$skipped" -ne 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"
 else

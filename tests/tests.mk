@@ -57,6 +57,16 @@ $(OBJ)/tests/torture/test_policy.o: CPPFLAGS += -Ipolicy/include $(PROTOBUF_CFLA
 $(eval $(call rv_test,torture,policy,$(TORTURE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),torture))
 $(OBJ)/tests/torture/test_daemon_config.o: CPPFLAGS += -Idevice/src $(PROTOBUF_CFLAGS)
 $(eval $(call rv_test,torture,daemon_config,$(TORTURE_OBJ) $(addprefix $(OBJ)/device/src/,config.o log.o),-linih $(call pc,--libs,libsystemd),torture))
+# Parsers of untrusted text in the server core (S3 listings, campaign JSON,
+# timeline parameters, search patterns), and rearviewd's events.sock decoder.
+$(OBJ)/tests/torture/test_server_parsers.o: CPPFLAGS += -Iserver/src -Itests/rvtrace \
+  -Itracer/analysis/include $(call pc,--cflags,jansson) $(PROTOBUF_CFLAGS) -DRVS_SRCDIR='"$(CURDIR)"'
+$(eval $(call rv_test,torture,server_parsers,$(TORTURE_OBJ) $(SERVER_CORE) $(LIBRVANALYSIS) \
+  $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,torture))
+$(OBJ)/tests/torture/test_device_events.o: CPPFLAGS += -Idevice/src $(PROTOBUF_CFLAGS) \
+  -DRV_SRC_DIR='"$(CURDIR)"'
+$(eval $(call rv_test,torture,device_events,$(TORTURE_OBJ) $(OBJ)/device/src/anomaly.o \
+  $(OBJ)/device/src/detect.o $(LIBRVPROTO),$(PROTOBUF_LIBS) -luv,torture))
 # The symbol store's ELF reader (symstore.c) needs no handler (issue 15).
 $(OBJ)/tests/torture/test_server.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS)
 $(eval $(call rv_test,torture,server,$(TORTURE_OBJ) $(SRV_CONFIG) $(SRV_HTTP) $(SRV_UPLOAD) \

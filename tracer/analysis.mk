@@ -106,10 +106,16 @@ FUZZ += $(RVA_FUZZ_NAMES:%=$(BUILD)/fuzz/rvtrace_%)
 $(foreach n,$(RVA_FUZZ_NAMES),$(eval \
   $(OBJ)/tests/fuzz/rvtrace_$(n).o: CPPFLAGS += -Itracer/analysis/include -DLLVMFuzzerTestOneInput=rva_fuzz_$(n)))
 
+# The importer targets give libFuzzer the importer's coverage only: the
+# analyses and exporters they run on every trace stay sanitized but add no
+# features (tests/fuzz/importers.ignorelist says why).
+RVA_FUZZ_IMPORTERS := android chrome perfetto folded nanoscope pprof
+$(RVA_FUZZ_IMPORTERS:%=$(BUILD)/fuzz/rvtrace_%): \
+  RVA_FUZZ_COV := -fsanitize-coverage-ignorelist=tests/fuzz/importers.ignorelist
 $(BUILD)/fuzz/rvtrace_%: tests/fuzz/rvtrace_%.c $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c \
-  $(GEN)/rvanalysis/rvpprof.pb-c.c
+  $(GEN)/rvanalysis/rvpprof.pb-c.c tests/fuzz/importers.ignorelist
 	@mkdir -p $(@D)
-	clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -Itracer/analysis/include \
+	clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined $(RVA_FUZZ_COV) $(CPPFLAGS) -Itracer/analysis/include \
 	  -I$(GEN)/rvanalysis $(PROTOBUF_CFLAGS) $(call pc,--cflags,yajl) \
 	  -o $@ $< $(RVA_SRC) $(GEN)/rvanalysis/rvperfetto.pb-c.c $(GEN)/rvanalysis/rvpprof.pb-c.c $(RVA_LIBS)
 

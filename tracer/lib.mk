@@ -52,12 +52,16 @@ RVT_MAP       := tracer/src/librvtrace.map
 $(LIBRVTRACE_A): $(RVT_OBJ) $(RVC_TRACE_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
-$(LIBRVTRACE_SO) $(LIB)/$(RVT_SONAME) $(LIB)/librvtrace.so.$(RV_VERSION) &: $(RVT_OBJ) \
+# The shared library opens libelf on first use (elf-lazy.c): a process that
+# never symbolises a capture does not load libelf and libz at start.
+RVT_SO_OBJ := $(RVT_OBJ) $(OBJ)/tracer/src/elf-lazy.o
+$(LIBRVTRACE_SO) $(LIB)/$(RVT_SONAME) $(LIB)/librvtrace.so.$(RV_VERSION) &: $(RVT_SO_OBJ) \
 		$(LIBRVCOMMON) $(LIBRVPROTO) $(RVT_MAP)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(RVT_SONAME) -Wl,--version-script=$(RVT_MAP) \
 	  -Wl,--exclude-libs,librvproto.a -Wl,--exclude-libs,librvcommon.a \
-	  -o $(LIB)/librvtrace.so.$(RV_VERSION) $(RVT_OBJ) $(LIBRVCOMMON) $(RVT_LDLIBS)
+	  -o $(LIB)/librvtrace.so.$(RV_VERSION) $(RVT_SO_OBJ) $(LIBRVCOMMON) \
+	  $(LIBRVPROTO) $(PROTOBUF_LIBS) -lpthread
 	ln -sf librvtrace.so.$(RV_VERSION) $(LIB)/$(RVT_SONAME)
 	ln -sf $(RVT_SONAME) $(LIBRVTRACE_SO)
 

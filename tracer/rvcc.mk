@@ -77,11 +77,12 @@ LIBS_REARVIEW += $(RVCC_CLANG_PLUGIN)
 $(BIN)/rvcc: | $(RVCC_CLANG_PLUGIN)
 endif
 # An ordinary program built through rvcc joins a real rearviewd by itself
-# (RV_SOCKET; librvtrace's control thread starts at load).
+# (RV_SOCKET; librvtrace's control thread starts at load).  Threshold 0: its
+# tiny tick function stays traced, so the capture shows it.
 $(TBIN)/integration/rv_rvcc_join_app: tests/integration/rvcc_join_app.c $(FLAGS_STAMP) | $(BIN)/rvcc \
                                       $(LIBRVTRACE_SO)
 	@mkdir -p $(@D)
-	$(BIN)/rvcc --rv-rpath gcc -O1 -g $(SANFLAGS) -o $@ $<
+	$(BIN)/rvcc --rv-rpath --rv-threshold=0 gcc -O1 -g $(SANFLAGS) -o $@ $<
 $(eval $(call rv_test,integration,daemon_rvcc_join,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_rvcc_join: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                              $(TBIN)/integration/rv_rvcc_join_app

@@ -53,3 +53,28 @@ int rvd_anomaly_from_pb(const Rearview__Anomaly *pb, struct rvd_anomaly *a)
 	snprintf(a->detail, sizeof(a->detail), "%s", pb->detail ? pb->detail : "");
 	return 0;
 }
+
+const char *rvd_event_refusal(const Rearview__EventMessage *e, uint64_t now_ns)
+{
+	switch (e->msg_case) {
+	case REARVIEW__EVENT_MESSAGE__MSG_FRAME:
+		return rvd_frame_impossible(e->frame->frame_start_ns, e->frame->frame_end_ns,
+					    e->frame->frame_deadline_ns, now_ns);
+	case REARVIEW__EVENT_MESSAGE__MSG_TOUCH:
+		return rvd_touch_impossible(e->touch->detected_ns, e->touch->delivered_ns,
+					    e->touch->handled_ns, e->touch->responded_ns, now_ns);
+	default:
+		return NULL;
+	}
+}
+
+int rvd_event_decode(const uint8_t *buf, size_t len, uint64_t now_ns, Rearview__EventMessage **out,
+		     const char **why)
+{
+	*why = NULL;
+	*out = rearview__event_message__unpack(NULL, len, buf);
+	if (!*out)
+		return -EBADMSG;
+	*why = rvd_event_refusal(*out, now_ns);
+	return 0;
+}

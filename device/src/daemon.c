@@ -420,12 +420,11 @@ static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessa
 	struct rvd_process *p;
 	const char *why;
 
+	why = rvd_event_refusal(e, uv_hrtime());
+	if (why)
+		return why;
 	switch (e->msg_case) {
 	case REARVIEW__EVENT_MESSAGE__MSG_FRAME:
-		why = rvd_frame_impossible(e->frame->frame_start_ns, e->frame->frame_end_ns,
-					   e->frame->frame_deadline_ns, uv_hrtime());
-		if (why)
-			return why;
 		p = rvd_registry_find(&d->reg, e->frame->pid);
 		if (!p) {
 			rvd_debug("frame for unregistered pid %d", (int)e->frame->pid);
@@ -443,11 +442,6 @@ static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessa
 		rvd_capture_anomaly(&d->cap, &a);
 		return NULL;
 	case REARVIEW__EVENT_MESSAGE__MSG_TOUCH:
-		why = rvd_touch_impossible(e->touch->detected_ns, e->touch->delivered_ns,
-					   e->touch->handled_ns, e->touch->responded_ns,
-					   uv_hrtime());
-		if (why)
-			return why;
 		if (rvd_touch_eval(d->cfg.touch_threshold_ns, e->touch->pid, e->touch->tid,
 				   e->touch->detected_ns, e->touch->delivered_ns,
 				   e->touch->responded_ns, &a) == 1)
@@ -478,14 +472,15 @@ static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessa
 static int on_event_frame(struct rvd_conn *c, const uint8_t *payload, uint32_t len)
 {
 	struct rvd_daemon *d = c->poll.loop->data;
-	Rearview__EventMessage *e = rearview__event_message__unpack(NULL, len, payload);
+	Rearview__EventMessage *e;
 	const char *why;
 
-	if (!e) {
+	if (rvd_event_decode(payload, len, uv_hrtime(), &e, &why)) {
 		rvd_conn_close(c, "undecodable EventMessage");
 		return -EBADMSG;
 	}
-	why = handle_event(d, e);
+	if (!why)
+		why = handle_event(d, e);
 	rearview__event_message__free_unpacked(e, NULL);
 	if (why) {
 		rvd_debug("events peer pid %d: refused: %s", (int)c->cred.pid, why);

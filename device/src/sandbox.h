@@ -42,7 +42,9 @@
  * With this variable set to 1 in the daemon's environment, the worker
  * honours test hooks: a capture beginning with "RVD-TEST-CRASH" makes it
  * abort, one beginning with "RVD-TEST-OPEN" makes it try to open
- * /etc/passwd and answer the result ("open /etc/passwd: <error>; uid N").
+ * /etc/passwd and answer the result ("open /etc/passwd: <error>; uid N"),
+ * one beginning with "RVD-TEST-HANG" makes it never answer, and one
+ * beginning with "RVD-TEST-OVERSIZE" makes it announce an answer of 1 TiB.
  * Read once at the worker's start; never set by the shipped unit.
  */
 #define RVD_SANDBOX_TEST_ENV "REARVIEWD_PARSER_TEST_HOOKS"

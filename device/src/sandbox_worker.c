@@ -255,7 +255,8 @@ static void answer_text(int fd, int status, const char *text)
 /* Test hooks (RVD_SANDBOX_TEST_ENV): true when one handled the request. */
 static bool test_hook(int fd, const uint8_t *cap, size_t len)
 {
-	static const char crash[] = "RVD-TEST-CRASH", open_[] = "RVD-TEST-OPEN";
+	static const char crash[] = "RVD-TEST-CRASH", open_[] = "RVD-TEST-OPEN",
+			  hang[] = "RVD-TEST-HANG", big[] = "RVD-TEST-OVERSIZE";
 	char text[160];
 	int f;
 
@@ -263,6 +264,23 @@ static bool test_hook(int fd, const uint8_t *cap, size_t len)
 		return false;
 	if (len >= sizeof(crash) - 1 && !memcmp(cap, crash, sizeof(crash) - 1))
 		abort(); /* a parser bug, as the daemon sees one */
+	if (len >= sizeof(hang) - 1 && !memcmp(cap, hang, sizeof(hang) - 1)) {
+		/* A parser stuck in a loop: it never answers, and waits on its
+		 * channel (read is allowed) until the daemon kills it. */
+		uint8_t c;
+
+		while (read(fd, &c, 1) != 0)
+			;
+		_exit(0);
+	}
+	if (len >= sizeof(big) - 1 && !memcmp(cap, big, sizeof(big) - 1)) {
+		/* An answer announcing more than any request's bound. */
+		struct sb_ans a = {.magic = SB_MAGIC, .status = 0, .len = 1ull << 40};
+
+		if (write_full(fd, &a, sizeof(a)) < 0)
+			_exit(0);
+		return true;
+	}
 	if (len < sizeof(open_) - 1 || memcmp(cap, open_, sizeof(open_) - 1))
 		return false;
 	f = open("/etc/passwd", O_RDONLY | O_CLOEXEC);

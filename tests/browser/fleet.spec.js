@@ -7,7 +7,8 @@
 // app, one method exactly 4x slower in 4.3, nothing else different, so
 // every number compared here is the same on any machine) and a local
 // webhook receiver.  It exits 0 when every check passes and prints what failed
-// otherwise.  Every check reads what the page draws (names, order, colours,
+// otherwise.  The last part walks the heatmap's three clicks (a cell, a
+// frame, a capture).  Every check reads what the page draws (names, order, colours,
 // classes), never only that a page loaded.  Screenshots go to RVS_SHOTS.
 //
 // Environment: RVS_URL (https://127.0.0.1:PORT), RVS_PASSWORD (admin),
@@ -443,6 +444,85 @@ async function main() {
     const bnodes = await flameNodes(page);
     check(bnodes.some((n) => n.name === planted) && bnodes.some((n) => n.name === 'rvs_fleet_layout_pass'),
       `the brushed diff's page draws the sets' flame graph (${bnodes.length} frames)`);
+
+    // 9. The heatmap's three clicks: a cell opens the merged flame graph of
+    // exactly its captures (the diff against the rest of the range one
+    // link away), a frame there lists the captures where it is heaviest,
+    // and one of them opens its timeline at the anomaly with the frame's
+    // method outlined.  Each step's time is printed, never compared (the
+    // budget is bench_web's and bench_pg_views').
+    let t = Date.now();
+    const step = (what) => { console.log(`heatmap step ${what}: ${Date.now() - t} ms`); t = Date.now(); };
+    await page.goto(`${base}/heatmap?app=${encodeURIComponent(app)}`);
+    step('heatmap page');
+    const total = Number(await page.getAttribute('#heatmap-count', 'data-traces'));
+    const cells = await page.$$eval('#heatmap rect[data-count]', (rs) => rs.map((r) => ({
+      col: r.getAttribute('data-col'),
+      row: r.getAttribute('data-row'),
+      n: Number(r.getAttribute('data-count')),
+      dmin: Number(r.getAttribute('data-dur-min')),
+      dmax: Number(r.getAttribute('data-dur-max')),
+    })));
+    check(total === 3 * per && cells.reduce((a, c) => a + c.n, 0) === total,
+      `the heatmap counts every capture once (${total} in ${cells.length} cells)`);
+    await page.screenshot({ path: path.join(shots, '9-heatmap.png'), fullPage: true });
+    const cell = cells.reduce((a, c) => (c.n > a.n ? c : a));
+    const cellSel = `#heatmap rect[data-col="${cell.col}"][data-row="${cell.row}"]`;
+    await Promise.all([page.waitForURL(/\/aggregate\?.*dur_min=/), page.click(cellSel)]);
+    step('click 1: the cell\'s flame graph');
+    const aggUrl = page.url();
+    const cellTraces = Number((await page.textContent('#agg-traces b')).trim());
+    check(cellTraces === cell.n, `the cell's flame graph merges its ${cell.n} captures (${cellTraces})`);
+    const cnodes = await flameNodes(page);
+    check(cnodes.some((n) => n.name === planted), `the cell's flame graph draws ${planted}`);
+    const diffLink = await page.getAttribute('#cell-diff', 'href');
+    check(/^\/aggregate\/diff\?b\.since=\d+&b\.until=\d+/.test(diffLink || ''),
+      `the diff against the rest of the range is one link away (${diffLink})`);
+    await page.goto(base + diffLink);
+    const sideN = async (id) => Number((await page.textContent(`#${id} b`)).trim());
+    check(await sideN('agg-a') === cell.n && await sideN('agg-b') === total - cell.n,
+      `the diff's A is the cell (${cell.n}) and B the rest of the range (${total - cell.n})`);
+    await page.goto(aggUrl);
+    const frames = await page.$$eval('svg.aggflame a.frame', (as) => as.map((a) => a.querySelector('title').textContent.split(' — ')[0]));
+    const fi = frames.indexOf(planted);
+    check(fi >= 0, `the frame of ${planted} links to where it is heaviest`);
+    t = Date.now();
+    await Promise.all([page.waitForURL(/\/heaviest\?/), page.locator('svg.aggflame a.frame').nth(fi).click()]);
+    step('click 2: where the frame is heaviest');
+    const heavy = await table(page, 'heaviest');
+    const fms = heavy.rows.map((r) => parseFloat(r[col(heavy, 'Frame ms')]));
+    check(heavy.rows.length === Math.min(20, cell.n) && fms.every((v, i) => i === 0 || v <= fms[i - 1]),
+      `the captures where ${planted} is heaviest, heaviest first (${fms.join(', ')})`);
+    // All of the cell's captures when asked for enough rows: exactly as
+    // many as the cell counts, each with an anomaly inside its durations
+    // (shown in ms to 3 decimals: within 600 ns).
+    const heavyUrl = page.url();
+    await page.goto(heavyUrl.replace(/\?/, '?limit=200&'));
+    const all = await table(page, 'heaviest');
+    const durs = all.rows.map((r) => parseFloat(r[col(all, 'Anomaly ms')]) * 1e6);
+    check(all.rows.length === cell.n && durs.every((d) => d >= cell.dmin - 600 && (cell.dmax < 0 || d < cell.dmax + 600)),
+      `every one of the cell's ${cell.n} captures has the frame, its duration in the cell's rows (${all.rows.length})`);
+    await page.goto(heavyUrl);
+    await page.screenshot({ path: path.join(shots, '9-heaviest.png'), fullPage: true });
+    const heavyHref = await page.getAttribute('#heaviest a.heavy', 'href');
+    t = Date.now();
+    await Promise.all([page.waitForURL(/\/traces\/t-[0-9a-f]+\?focus=anomaly/), page.click('#heaviest a.heavy')]);
+    await page.waitForFunction(() => {
+      const b = document.getElementById('tlz');
+      return b && b.dataset.focused === 'anomaly' && b.dataset.loaded !== '0' &&
+        Number(b.dataset.highlight) > 0;
+    }, null, { timeout: 30000 });
+    step('click 3: the capture at the anomaly');
+    const box = await page.evaluate(() => ({ ...document.getElementById('tlz').dataset }));
+    check(heavyHref.includes(`method=${encodeURIComponent(planted)}`) &&
+      Number(box.from) <= Number(box.anomaly) && Number(box.anomaly) <= Number(box.to) &&
+      Number(box.to) - Number(box.from) <= 2.2e9,
+    `the capture opens zoomed to the anomaly (${box.from}..${box.to} ns holds ${box.anomaly})`);
+    const hl = await page.$$eval('#timeline rect.hl', (rs) => rs.map((r) => r.getAttribute('data-name')));
+    check(Number(box.highlight) > 0 && hl.length > 0 && hl.every((n) => n === planted) &&
+      (await page.textContent('#tlz-hl')).includes(planted),
+    `the frame's method is highlighted (${box.highlight} boxes on the canvas, ${hl.length} in the timeline)`);
+    await page.screenshot({ path: path.join(shots, '9-capture-at-anomaly.png'), fullPage: true });
 
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {

@@ -9,8 +9,10 @@
  * (daemon_harness.h), with the worker's test hooks on
  * (REARVIEWD_PARSER_TEST_HOOKS=1 in the daemon's environment: a capture
  * beginning with RVD-TEST-CRASH aborts the worker, one beginning with
- * RVD-TEST-OPEN makes it try to open /etc/passwd).  Every wait has a
- * generous guard.
+ * RVD-TEST-OPEN makes it try to open /etc/passwd, RVD-TEST-HANG makes it
+ * never answer, RVD-TEST-OVERSIZE makes it announce a 1 TiB answer): each
+ * failure refuses only its capture, is counted, and the worker is
+ * replaced.  Every wait has a generous guard.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -120,16 +122,18 @@ static long proc_status(pid_t pid, const char *key)
 	return v;
 }
 
-/* The daemon's child running as the parser worker, or 0. */
-static pid_t find_worker(pid_t daemon)
+/* The daemon's children running as parser workers (the check's and, once
+ * a summary was made, the summary's: the same command line) into
+ * pids[0..max); their count. */
+static size_t find_workers(pid_t daemon, pid_t *pids, size_t max)
 {
 	char path[64], buf[256];
 	struct dirent *de;
-	pid_t found = 0;
+	size_t found = 0;
 	DIR *d = opendir("/proc");
 
 	assert_non_null(d);
-	while (!found && (de = readdir(d)) != NULL) {
+	while (found < max && (de = readdir(d)) != NULL) {
 		pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
 		size_t n;
 		FILE *f;
@@ -145,10 +149,19 @@ static pid_t find_worker(pid_t daemon)
 		/* argv[0] NUL argv[1] */
 		if (n > strlen(buf) + 1 &&
 		    !strcmp(buf + strlen(buf) + 1, "--capture-parser-worker"))
-			found = pid;
+			pids[found++] = pid;
 	}
 	closedir(d);
 	return found;
+}
+
+/* A parser worker of the daemon, or 0. */
+static pid_t find_worker(pid_t daemon)
+{
+	pid_t w = 0;
+
+	find_workers(daemon, &w, 1);
+	return w;
 }
 
 static void test_daemon_sandbox_worker_confined(void **state)
@@ -185,6 +198,66 @@ static void test_daemon_sandbox_worker_confined(void **state)
 	assert_true(nfds >= 1);
 }
 
+static bool alive(pid_t pid)
+{
+	return kill(pid, 0) == 0;
+}
+
+/* A good capture, stored: `n` captures in the spool once it is. */
+static void stored_capture(struct rvh *h, size_t n)
+{
+	pid_t good = rvh_helper(h, NULL);
+
+	assert_true(rvh_wait_registered(h, good, true));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)good), 0);
+	assert_int_equal(rvh_wait_captures(h, n), n);
+}
+
+/* A worker that fails as `prefix` makes it is killed: the capture is
+ * refused with `error`, counted in parser_failures, and the next capture
+ * is stored by a new worker. */
+static void worker_fails(struct rvh *h, const char *prefix, const char *error)
+{
+	char err[160];
+	pid_t before[4], after[4];
+	size_t nb, na, gone = 0, fresh = 0;
+
+	stored_capture(h, 1);
+	nb = find_workers(h->daemon, before, 4);
+	assert_true(nb >= 1);
+	hostile_capture(h, prefix);
+	assert_true(last_error_has(h, error, err, sizeof(err)));
+	fprintf(stderr, "refused: %s\n", err);
+	assert_int_equal(parser_failures(h), 1);
+	/* The failed worker was killed and reaped, not left behind. */
+	for (size_t i = 0; i < nb; i++)
+		gone += !alive(before[i]);
+	assert_int_equal(gone, 1);
+	stored_capture(h, 2);
+	na = find_workers(h->daemon, after, 4);
+	for (size_t i = 0; i < na; i++) {
+		bool old = false;
+
+		for (size_t j = 0; j < nb; j++)
+			old |= after[i] == before[j];
+		fresh += !old;
+	}
+	assert_true(fresh >= 1); /* a new checking worker */
+	assert_int_equal(parser_failures(h), 1);
+}
+
+/* A worker that never answers: killed at the check's deadline (10 s). */
+static void test_daemon_sandbox_parser_hang_refused_worker_restarted(void **state)
+{
+	worker_fails(*state, "RVD-TEST-HANG", "capture parser did not answer in time");
+}
+
+/* A worker announcing an answer larger than a check's (none). */
+static void test_daemon_sandbox_parser_oversized_answer_refused_worker_restarted(void **state)
+{
+	worker_fails(*state, "RVD-TEST-OVERSIZE", "capture parser answered too much");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -195,6 +268,12 @@ int main(void)
 						setup, rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_sandbox_worker_confined, setup,
 						rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_sandbox_parser_hang_refused_worker_restarted, setup,
+			rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_sandbox_parser_oversized_answer_refused_worker_restarted, setup,
+			rvh_fixture_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

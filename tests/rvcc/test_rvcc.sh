@@ -13,7 +13,7 @@
 # the compiler; an instrumented library in an uninstrumented program.
 set -u
 B=${1:?usage: test_rvcc.sh BIN_DIR [SANFLAGS]}
-N=19
+N=20
 if [ -n "${2:-}" ]; then
 	echo "1..$N"
 	i=0
@@ -91,9 +91,9 @@ untraced_named() {
 }
 check "test_rvcc_untraced_section_names_left_out_functions" untraced_named
 
-never_list() { # the never-list leaves rvcc_busy out; main stays traced
+never_list() { # the never-list leaves rvcc_busy out; main stays traced (threshold 0)
 	printf '# comment\nrvcc_busy # from hotlist\n' >"$T/never" &&
-		"$RVCC" gcc --rv-never="$T/never" -O2 -o "$T/app2" "$T/app.c" &&
+		"$RVCC" gcc --rv-threshold=0 --rv-never="$T/never" -O2 -o "$T/app2" "$T/app.c" &&
 		RV_TRACE=1 RV_TRACE_FILE="$T/app2.rvt" "$T/app2" &&
 		"$B/rvtrace" summary "$T/app2.rvt" >"$T/sum2" && grep -q ' main$' "$T/sum2" &&
 		! grep -q 'rvcc_busy' "$T/sum2"
@@ -107,6 +107,22 @@ shared_and_off() { # a shared object links librvtrace; --rv-off adds nothing
 		! nm "$T/plain" | grep -q cyg_profile && ! readelf -d "$T/plain" | grep -q librvtrace
 }
 check "test_rvcc_shared_object_links_library_and_off_adds_nothing" shared_and_off
+
+default_threshold() { # rvcc's default leaves functions under 200 instructions without
+	# a loop out (small_helper, main; looper and rvcc_busy have loops), silently;
+	# RVCC_THRESHOLD=0 and --rv-threshold=0 trace every function
+	"$RVCC" gcc -O2 -o "$T/appd" "$T/app.c" 2>"$T/err" && [ ! -s "$T/err" ] &&
+		readelf -p .rearview_untraced "$T/appd" >"$T/untr" &&
+		grep -q 'threshold small_helper\\n' "$T/untr" && grep -q 'threshold main\\n' "$T/untr" &&
+		! grep -q 'looper\|rvcc_busy' "$T/untr" &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/appd.rvt" "$T/appd" &&
+		"$B/rvtrace" summary "$T/appd.rvt" | grep -q ' rvcc_busy$' &&
+		RVCC_THRESHOLD=0 "$RVCC" gcc -O2 -o "$T/app0" "$T/app.c" &&
+		! readelf -S "$T/app0" | grep -q rearview_untraced &&
+		"$RVCC" gcc --rv-threshold=0 -O2 -o "$T/app0f" "$T/app.c" &&
+		! readelf -S "$T/app0f" | grep -q rearview_untraced
+}
+check "test_rvcc_default_threshold_200_leaves_small_functions_out" default_threshold
 
 unknown_option() {
 	"$RVCC" gcc --rv-bogus -c "$T/app.c" -o "$T/x.o"
@@ -130,8 +146,8 @@ C
 echo foo >"$T/never.foo"
 PLUGIN="$B/../lib/rearview/rvcc_gcc_plugin.so"
 
-exact_name() {
-	"$RVCC" gcc --rv-never="$T/never.foo" -O2 -o "$T/names" "$T/names.c" 2>"$T/err" &&
+exact_name() { # (threshold 0: the three tiny functions would all be left out)
+	"$RVCC" gcc --rv-threshold=0 --rv-never="$T/never.foo" -O2 -o "$T/names" "$T/names.c" 2>"$T/err" &&
 		[ ! -s "$T/err" ] &&
 		RV_TRACE=1 RV_TRACE_FILE="$T/names.rvt" "$T/names" &&
 		"$B/rvtrace" summary "$T/names.rvt" >"$T/sumn" &&
@@ -149,7 +165,8 @@ fallback() { # a missing plugin and one gcc cannot load: one line on stderr each
 	# the build succeeds, foo stays traced (a substring of traced names)
 	echo 'not a plugin' >"$T/bad.so" &&
 		for p in "$T/none.so" "$T/bad.so"; do
-			"$RVCC" gcc --rv-plugin="$p" --rv-never="$T/never.foo" -O2 -o "$T/names_fb" \
+			"$RVCC" gcc --rv-threshold=0 --rv-plugin="$p" --rv-never="$T/never.foo" -O2 \
+				-o "$T/names_fb" \
 				"$T/names.c" 2>"$T/err" || return 1
 			cat "$T/err"
 			[ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "^rvcc: $p: " "$T/err" || return 1
@@ -169,7 +186,8 @@ clang_lists() {
 		"$B/rvtrace" summary "$T/capp.rvt" >"$T/csum" && grep -q ' rvcc_busy$' "$T/csum" &&
 		! grep -q ' main$' "$T/csum" &&
 		readelf -p .rearview_untraced "$T/capp" | grep -q 'threshold main\\n' &&
-		"$RVCC" clang --rv-never="$T/never.foo" -O2 -c -o "$T/cnames.o" "$T/names.c" &&
+		"$RVCC" clang --rv-threshold=0 --rv-never="$T/never.foo" -O2 -c -o "$T/cnames.o" \
+			"$T/names.c" &&
 		"$RVCC" clang -o "$T/cnames" "$T/cnames.o" &&
 		RV_TRACE=1 RV_TRACE_FILE="$T/cnames.rvt" "$T/cnames" &&
 		"$B/rvtrace" summary "$T/cnames.rvt" >"$T/csumn" &&

@@ -182,6 +182,44 @@ int main(void)
 	measure("/api/v1/search?chain=(one method)", "/api/v1/search",
 		"chain=com.example.Class13.method131", 20);
 	measure("/api/v1/search?contains=", "/api/v1/search", "contains=method1999", 20);
+	/* The heatmap's three clicks on app3 (5,000 traces over the week):
+	 * the heatmap (by day, and the fleet's 100,000 by hour), a full day's
+	 * cell of [50, 100) ms, its diff against the rest of the range, and
+	 * where one of its frames is heaviest. */
+	{
+		int64_t to = (int64_t)time(NULL) + 1, from = to - 600000;
+		int64_t day = (to / 86400 - 2) * 86400;
+		char hq[256], cq[256], dq[512], nq[320];
+		PGresult *r;
+		c = PQconnectdb(cfg.database);
+		r = PQexec(c, "SELECT min(node) FROM agg_nodes WHERE app_id = 'com.example.app3'"
+			      " AND depth = 1");
+		snprintf(hq, sizeof hq, "app=com.example.app3&from=%lld&to=%lld", (long long)from,
+			 (long long)to);
+		snprintf(cq, sizeof cq,
+			 "app=com.example.app3&since=%lld&until=%lld&dur_min=50000000"
+			 "&dur_max=100000000",
+			 (long long)day, (long long)(day + 86400));
+		snprintf(dq, sizeof dq,
+			 "app=com.example.app3&a.since=%lld&a.until=%lld&a.dur_min=50000000"
+			 "&a.dur_max=100000000&b.since=%lld&b.until=%lld&b.except_since=%lld"
+			 "&b.except_until=%lld&b.except_dur_min=50000000"
+			 "&b.except_dur_max=100000000",
+			 (long long)day, (long long)(day + 86400), (long long)from, (long long)to,
+			 (long long)day, (long long)(day + 86400));
+		snprintf(nq, sizeof nq, "%s&node=%s", cq,
+			 PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "1");
+		PQclear(r);
+		PQfinish(c);
+		measure("/api/v1/heatmap?app= (7 days)", "/api/v1/heatmap", hq, 20);
+		snprintf(hq, sizeof hq, "from=%lld&to=%lld&bucket=hour", (long long)from,
+			 (long long)to);
+		measure("/api/v1/heatmap (all apps, by hour)", "/api/v1/heatmap", hq, 20);
+		measure("/api/v1/aggregate (a cell)", "/api/v1/aggregate", cq, 20);
+		measure("/api/v1/aggregate/diff (cell, rest)", "/api/v1/aggregate/diff", dq, 20);
+		measure("/api/v1/aggregate/heaviest (a cell's frame)", "/api/v1/aggregate/heaviest",
+			nq, 20);
+	}
 	measure("(control) /api/v1/traces", "/api/v1/traces", "", 20);
 	rvs_store_release(held);
 	return 0;

@@ -10,7 +10,9 @@
  * called — each one's success answer, and the error answers that can be
  * provoked without breaking the server (a bad parameter, no token, a role
  * too low, nothing there, a conflict) — with the API token, and with a
- * viewer's personal token made through the web UI as a user would.  Each
+ * viewer's personal token made through the web UI as a user would (an
+ * alert rule added, then evaluated after one more capture is indexed —
+ * the regression timer is set to an hour, so it is not the timer).  Each
  * answer (status, content type, body) is written to DIR/answers.jsonl and
  * tests/server/openapi/check.js validates them all against the document
  * with ajv (JSON Schema 2020-12): an undocumented status or content type,
@@ -319,7 +321,9 @@ static int group_setup(void **state)
 
 	(void)state;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (rvsb_init(&g_b) || rvsb_start(&g_b, NULL))
+	/* The regression timer once an hour: the alert rules' evaluation seen
+	 * in test_openapi_alert_rules is the one after indexing. */
+	if (rvsb_init(&g_b) || rvsb_start(&g_b, "regress_interval_ms = 3600000\n"))
 		return -1;
 	snprintf(g_answers, sizeof g_answers, "%s/answers.jsonl", g_b.dir);
 	if (!(g_out = fopen(g_answers, "w")))
@@ -594,6 +598,8 @@ static void test_openapi_traces_and_exports(void **state)
 static void test_openapi_fleet_views(void **state)
 {
 	const char *tok = g_b.api_token;
+	char path[256];
+	json_t *doc;
 
 	(void)state;
 	expect("get /api/v1/aggregate", "all", "GET", "/api/v1/aggregate", tok, NULL, 0, 200);
@@ -614,6 +620,30 @@ static void test_openapi_fleet_views(void **state)
 	       "/api/v1/aggregate/callers?of=rvs_fleet_measure_text", tok, NULL, 0, 200);
 	expect("get /api/v1/aggregate/callers", "without of", "GET", "/api/v1/aggregate/callers",
 	       tok, NULL, 0, 400);
+	expect("get /api/v1/aggregate", "a heatmap cell", "GET",
+	       "/api/v1/aggregate?app=" APP "&since=1&dur_min=0&dur_max=1000000000000"
+	       "&except_since=1&except_until=2",
+	       tok, NULL, 0, 200);
+	expect("get /api/v1/heatmap", "the last 30 days", "GET", "/api/v1/heatmap?app=" APP, tok,
+	       NULL, 0, 200);
+	expect("get /api/v1/heatmap", "by week", "GET",
+	       "/api/v1/heatmap?from=0&to=86400000&bucket=week&kind=jank", tok, NULL, 0, 200);
+	expect("get /api/v1/heatmap", "too many columns", "GET",
+	       "/api/v1/heatmap?from=0&to=86400000&bucket=hour", tok, NULL, 0, 400);
+	expect("get /api/v1/heatmap", "no token", "GET", "/api/v1/heatmap", NULL, NULL, 0, 401);
+	doc = call("get /api/v1/aggregate", "the app's nodes", "GET", "/api/v1/aggregate?app=" APP,
+		   tok, NULL, 0, 200);
+	{
+		json_t *nd = json_array_get(json_object_get(doc, "nodes"), 1);
+		assert_true(json_integer_value(json_object_get(nd, "parent")) > 0);
+		snprintf(path, sizeof path,
+			 "/api/v1/aggregate/heaviest?app=" APP "&node=%lld&by=self",
+			 (long long)json_integer_value(json_object_get(nd, "node")));
+	}
+	json_decref(doc);
+	expect("get /api/v1/aggregate/heaviest", "a frame", "GET", path, tok, NULL, 0, 200);
+	expect("get /api/v1/aggregate/heaviest", "without node", "GET",
+	       "/api/v1/aggregate/heaviest?app=" APP, tok, NULL, 0, 400);
 	expect("get /api/v1/issues", "all", "GET", "/api/v1/issues", tok, NULL, 0, 200);
 	expect("get /api/v1/issues", "filtered", "GET",
 	       "/api/v1/issues?app=" APP "&version=4.3&kind=jank&weeks=2&limit=1", tok, NULL, 0,
@@ -690,6 +720,89 @@ static void test_openapi_users_audit_and_tokens(void **state)
 	       200);
 }
 
+/* Alert rules: an admin adds and deletes (each audited), a viewer reads. */
+static void test_openapi_alert_rules(void **state)
+{
+	static const char RULE[] = "{\"name\":\"planted slow\",\"metric\":\"self_p95\","
+				   "\"method\":\"" RVS_FLEET_PLANTED "\",\"app\":\"" APP "\","
+				   "\"condition\":\"above\",\"threshold\":5,\"days\":2}";
+	static const char RATE[] = "{\"name\":\"capture rate\",\"metric\":\"captures\","
+				   "\"app\":\"" APP "\",\"condition\":\"up\",\"threshold\":50}";
+	const char *tok = g_b.api_token;
+	char path[96];
+	json_t *doc, *rules;
+	json_int_t id;
+
+	(void)state;
+	expect("get /api/v1/alert-rules", "none", "GET", "/api/v1/alert-rules", tok, NULL, 0, 200);
+	doc = call("post /api/v1/alert-rules", "p95 above", "POST", "/api/v1/alert-rules", tok,
+		   RULE, strlen(RULE), 200);
+	id = json_integer_value(json_object_get(doc, "id"));
+	assert_true(id > 0);
+	json_decref(doc);
+	expect("post /api/v1/alert-rules", "week over week", "POST", "/api/v1/alert-rules", tok,
+	       RATE, strlen(RATE), 200);
+	/* One more capture indexed: the rules are evaluated after it. */
+	{
+		char dtok[160];
+		double until = rvsb_now() + DEADLINE;
+		enroll("pixel-7", dtok, sizeof dtok);
+		upload(dtok, "pixel-7", "4.3", 2 * PER_VER);
+		for (;;) {
+			struct ans a;
+			json_t *r;
+			http("GET", "/api/v1/alert-rules", tok, NULL, NULL, 0, NULL, &a);
+			doc = json_loadb(a.body, a.len, 0, NULL);
+			ans_free(&a);
+			r = json_array_get(json_object_get(doc, "rules"), 0);
+			if (json_is_integer(json_object_get(r, "evaluated_at")))
+				break;
+			json_decref(doc);
+			if (rvsb_now() > until)
+				fail_msg("the rules were not evaluated after indexing");
+			usleep(100 * 1000);
+		}
+		json_decref(doc);
+	}
+	expect("post /api/v1/alert-rules", "no method", "POST", "/api/v1/alert-rules", tok,
+	       "{\"name\":\"x\",\"metric\":\"self_p95\",\"condition\":\"above\","
+	       "\"threshold\":1}",
+	       strlen("{\"name\":\"x\",\"metric\":\"self_p95\",\"condition\":\"above\","
+		      "\"threshold\":1}"),
+	       400);
+	expect("post /api/v1/alert-rules", "not JSON", "POST", "/api/v1/alert-rules", tok, "{", 1,
+	       400);
+	expect("post /api/v1/alert-rules", "as a viewer", "POST", "/api/v1/alert-rules", g_viewer,
+	       RULE, strlen(RULE), 403);
+	expect("post /api/v1/alert-rules", "no token", "POST", "/api/v1/alert-rules", NULL, RULE,
+	       strlen(RULE), 401);
+	doc = call("get /api/v1/alert-rules", "two, as a viewer", "GET", "/api/v1/alert-rules",
+		   g_viewer, NULL, 0, 200);
+	rules = json_object_get(doc, "rules");
+	assert_int_equal(json_array_size(rules), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(rules, 0), "id")), id);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 0), "state")),
+			    "ok");
+	json_decref(doc);
+	snprintf(path, sizeof path, "/api/v1/alert-rules/%lld/delete", (long long)id);
+	expect("post /api/v1/alert-rules/{id}/delete", "as a viewer", "POST", path, g_viewer, NULL,
+	       0, 403);
+	expect("post /api/v1/alert-rules/{id}/delete", "the first", "POST", path, tok, NULL, 0,
+	       200);
+	expect("post /api/v1/alert-rules/{id}/delete", "gone", "POST", path, tok, NULL, 0, 404);
+	expect("post /api/v1/alert-rules/{id}/delete", "not an id", "POST",
+	       "/api/v1/alert-rules/x/delete", tok, NULL, 0, 404);
+	/* Both changes are in the audit log. */
+	doc = call("get /api/v1/audit", "alert rules added", "GET",
+		   "/api/v1/audit?action=alert_rule.create", tok, NULL, 0, 200);
+	assert_int_equal(json_array_size(json_object_get(doc, "audit")), 2);
+	json_decref(doc);
+	doc = call("get /api/v1/audit", "an alert rule deleted", "GET",
+		   "/api/v1/audit?action=alert_rule.delete", tok, NULL, 0, 200);
+	assert_int_equal(json_array_size(json_object_get(doc, "audit")), 1);
+	json_decref(doc);
+}
+
 /* Last: every answer above against the document. */
 static void test_openapi_answers_match_the_document(void **state)
 {
@@ -712,6 +825,7 @@ int main(void)
 		cmocka_unit_test(test_openapi_traces_and_exports),
 		cmocka_unit_test(test_openapi_fleet_views),
 		cmocka_unit_test(test_openapi_users_audit_and_tokens),
+		cmocka_unit_test(test_openapi_alert_rules),
 		cmocka_unit_test(test_openapi_answers_match_the_document),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

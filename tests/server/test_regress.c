@@ -51,6 +51,7 @@
 #include "test_web_server.h"
 #include "model/webhook.h"
 #include "store_cases.h"
+#include "webhook_receiver.h"
 
 static const char SECRET[] = "test-webhook-secret";
 
@@ -331,139 +332,6 @@ static void test_regress_run_puts_planted_method_first_with_counts(void **state)
 	json_decref(doc);
 }
 
-/* ---- a webhook receiver ------------------------------------------------- */
-
-struct receiver {
-	int fd, port;
-	int fail_first; /* answer 500 to this many requests */
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int requests, good_sigs;
-	char body[8192];
-};
-
-/* Reads one request: headers, then Content-Length bytes of body. */
-static int read_request(int c, char *buf, size_t cap, char **body, size_t *blen)
-{
-	size_t n = 0;
-	char *end = NULL;
-	long want = -1;
-
-	while (n + 1 < cap) {
-		ssize_t r = read(c, buf + n, cap - 1 - n);
-		if (r <= 0)
-			return -1;
-		n += (size_t)r;
-		buf[n] = '\0';
-		if (!end && (end = strstr(buf, "\r\n\r\n"))) {
-			char *cl = strcasestr(buf, "\r\nContent-Length:");
-			want = cl ? strtol(cl + 17, NULL, 10) : 0;
-		}
-		if (end && (long)(n - (size_t)(end + 4 - buf)) >= want) {
-			*body = end + 4;
-			*blen = (size_t)want;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-static void *serve(void *arg)
-{
-	struct receiver *rv = arg;
-	static char buf[65536];
-
-	for (;;) {
-		int c = accept(rv->fd, NULL, NULL);
-		char *body, *sig, hex[65];
-		size_t blen;
-		uint8_t mac[32];
-		int good = 0, fail;
-		if (c < 0)
-			return NULL;
-		if (read_request(c, buf, sizeof buf, &body, &blen)) {
-			close(c);
-			continue;
-		}
-		sig = strcasestr(buf, "\r\n" RVS_WEBHOOK_SIG_HEADER ": sha256=");
-		if (sig && mbedtls_md_hmac(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256),
-					   (const uint8_t *)SECRET, strlen(SECRET),
-					   (const uint8_t *)body, blen, mac) == 0) {
-			for (int i = 0; i < 32; i++)
-				snprintf(hex + 2 * i, 3, "%02x", mac[i]);
-			good = strncmp(sig + strlen("\r\n" RVS_WEBHOOK_SIG_HEADER ": sha256="), hex,
-				       64) == 0;
-		}
-		pthread_mutex_lock(&rv->mu);
-		fail = rv->requests < rv->fail_first;
-		rv->requests++;
-		rv->good_sigs += good;
-		if (!fail)
-			snprintf(rv->body, sizeof rv->body, "%.*s", (int)blen, body);
-		pthread_cond_broadcast(&rv->cv);
-		pthread_mutex_unlock(&rv->mu);
-		dprintf(c, "HTTP/1.1 %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-			fail ? "500 Internal Server Error" : "200 OK");
-		close(c);
-	}
-}
-
-static void receiver_start(struct receiver *rv, int fail_first)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t sl = sizeof sa;
-
-	memset(rv, 0, sizeof *rv);
-	rv->fail_first = fail_first;
-	pthread_mutex_init(&rv->mu, NULL);
-	pthread_cond_init(&rv->cv, NULL);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	rv->fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(rv->fd >= 0);
-	assert_int_equal(bind(rv->fd, (struct sockaddr *)&sa, sizeof sa), 0);
-	assert_int_equal(listen(rv->fd, 16), 0);
-	assert_int_equal(getsockname(rv->fd, (struct sockaddr *)&sa, &sl), 0);
-	rv->port = ntohs(sa.sin_port);
-	assert_int_equal(pthread_create(&rv->th, NULL, serve, rv), 0);
-}
-
-static void receiver_stop(struct receiver *rv)
-{
-	shutdown(rv->fd, SHUT_RDWR);
-	close(rv->fd);
-	pthread_join(rv->th, NULL);
-}
-
-/* Waits (a minute at most) until the receiver accepted a request with a
- * good signature; 1 when it did. */
-static int wait_delivered(struct receiver *rv)
-{
-	struct timespec until;
-	int ok;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 60;
-	pthread_mutex_lock(&rv->mu);
-	while (!(rv->requests > rv->fail_first && rv->body[0]) &&
-	       pthread_cond_timedwait(&rv->cv, &rv->mu, &until) == 0)
-		;
-	ok = rv->requests > rv->fail_first && rv->body[0];
-	pthread_mutex_unlock(&rv->mu);
-	return ok;
-}
-
-static void write_secret(const char *dir)
-{
-	char path[256];
-	FILE *f;
-	snprintf(path, sizeof path, "%s/webhook.secret", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "%s\n", SECRET);
-	fclose(f);
-	assert_int_equal(chmod(path, 0600), 0);
-}
-
 /* The first column of sql's first row on the case's backend, -1 if none. */
 static int64_t db_int(const char *path, const char *sql)
 {
@@ -498,15 +366,15 @@ static int64_t db_int(const char *path, const char *sql)
 static void test_regress_world_readable_webhook_secret_is_refused(void **state)
 {
 	char path[256], url[96], secret[160];
-	struct receiver rv;
+	struct rvt_receiver rv;
 	struct rvs_webhook_cfg wc = {
 		.secret_file = secret, .max_attempts = 8, .backoff_ms = 20, .timeout_ms = 10000};
 
 	make_db(path, sizeof path, 1);
-	receiver_start(&rv, 0);
+	rvt_receiver_start(&rv, SECRET, 0);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
 	enqueue(path, url, 0);
-	write_secret(g_tmp);
+	rvt_receiver_write_secret(g_tmp, SECRET);
 	snprintf(secret, sizeof secret, "%s/webhook.secret", g_tmp);
 	assert_int_equal(chmod(secret, 0644), 0);
 	assert_int_equal(rvs_webhook_deliver_due(path, &wc, NULL), -EPERM);
@@ -518,8 +386,8 @@ static void test_regress_world_readable_webhook_secret_is_refused(void **state)
 	pthread_mutex_unlock(&rv.mu);
 	assert_int_equal(chmod(secret, 0600), 0);
 	assert_int_equal(rvs_webhook_deliver_due(path, &wc, NULL), 0);
-	assert_true(wait_delivered(&rv));
-	receiver_stop(&rv);
+	assert_true(rvt_receiver_wait_delivered(&rv));
+	rvt_receiver_stop(&rv);
 }
 
 /* The alert's link embeds the app id and versions the devices chose: an
@@ -561,7 +429,7 @@ static void test_regress_alert_link_percent_encodes_device_strings(void **state)
 static void test_regress_auto_pass_alerts_once_and_webhook_retries_until_delivered(void **state)
 {
 	char path[256], url[96], secret[160];
-	struct receiver rv;
+	struct rvt_receiver rv;
 	const char *urls[1] = {url};
 	struct rvs_webhook_stats before, after;
 	struct rvs_regress_auto ac = {
@@ -572,9 +440,9 @@ static void test_regress_auto_pass_alerts_once_and_webhook_retries_until_deliver
 	json_t *body;
 
 	make_db(path, sizeof path, 30);
-	write_secret(g_tmp);
+	rvt_receiver_write_secret(g_tmp, SECRET);
 	snprintf(secret, sizeof secret, "%s/webhook.secret", g_tmp);
-	receiver_start(&rv, 2);
+	rvt_receiver_start(&rv, SECRET, 2);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
 	assert_int_equal(rvs_regress_auto_pass(path, &ac, urls, 1, &compared), 0);
 	/* 1.9 → 1.10 (nothing) and 1.10 → 2.0 (slowed): versions sort as
@@ -609,7 +477,7 @@ static void test_regress_auto_pass_alerts_once_and_webhook_retries_until_deliver
 		assert_int_equal(rvs_webhook_deliver_due(path, &wc, NULL), 0);
 		usleep(10000);
 	}
-	assert_true(wait_delivered(&rv));
+	assert_true(rvt_receiver_wait_delivered(&rv));
 	assert_int_equal(db_int(path, "SELECT attempts FROM webhook_deliveries"), 3);
 	pthread_mutex_lock(&rv.mu);
 	assert_int_equal(rv.requests, 3);
@@ -625,21 +493,21 @@ static void test_regress_auto_pass_alerts_once_and_webhook_retries_until_deliver
 	assert_string_equal(json_string_value(json_object_get(body, "method")), "slowed");
 	assert_string_equal(json_string_value(json_object_get(body, "version_b")), "2.0");
 	json_decref(body);
-	receiver_stop(&rv);
+	rvt_receiver_stop(&rv);
 }
 
 static void
 test_regress_webhook_without_secret_sends_nothing_and_gives_up_after_max_attempts(void **state)
 {
 	char path[256], url[96], secret[160];
-	struct receiver rv;
+	struct rvt_receiver rv;
 	struct rvs_webhook_cfg wc = {
 		.secret_file = secret, .max_attempts = 2, .backoff_ms = 10, .timeout_ms = 10000};
 	struct rvs_webhook_stats before, after;
 	int64_t failed = 0;
 
 	make_db(path, sizeof path, 1);
-	receiver_start(&rv, 1000);
+	rvt_receiver_start(&rv, SECRET, 1000);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
 	enqueue(path, url, 0);
 	rvs_webhook_stats(&before);
@@ -649,7 +517,7 @@ test_regress_webhook_without_secret_sends_nothing_and_gives_up_after_max_attempt
 	assert_int_equal(db_int(path, "SELECT count(*) FROM webhook_deliveries WHERE"
 				      " state = 'pending' AND attempts = 0"),
 			 1);
-	write_secret(g_tmp);
+	rvt_receiver_write_secret(g_tmp, SECRET);
 	snprintf(secret, sizeof secret, "%s/webhook.secret", g_tmp);
 	/* A receiver that always refuses: failed after max_attempts (bounded). */
 	for (int i = 0; i < 6000 && !failed; i++) {
@@ -675,7 +543,7 @@ test_regress_webhook_without_secret_sends_nothing_and_gives_up_after_max_attempt
 	assert_int_equal(after.given_up - before.given_up, 1);
 	assert_int_equal(after.delivered - before.delivered, 0);
 	assert_int_equal(after.pending, 0);
-	receiver_stop(&rv);
+	rvt_receiver_stop(&rv);
 }
 
 /* ---- both backends: the same answers, one POST per delivery, one row per pair ---- */
@@ -774,16 +642,16 @@ static void *auto_thread(void *p)
 static void test_regress_concurrent_delivery_passes_post_each_delivery_once(void **state)
 {
 	char path[256], url[96], secret[160];
-	struct receiver rv;
+	struct rvt_receiver rv;
 	struct rvs_webhook_cfg wc = {
 		.secret_file = secret, .max_attempts = 8, .backoff_ms = 10, .timeout_ms = 10000};
 	struct pass_arg args[NPASS];
 	pthread_t th[NPASS];
 
 	make_db(path, sizeof path, 1);
-	write_secret(g_tmp);
+	rvt_receiver_write_secret(g_tmp, SECRET);
 	snprintf(secret, sizeof secret, "%s/webhook.secret", g_tmp);
-	receiver_start(&rv, 0);
+	rvt_receiver_start(&rv, SECRET, 0);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
 	for (int i = 0; i < NDELIV; i++)
 		enqueue(path, url, 0);
@@ -804,7 +672,7 @@ static void test_regress_concurrent_delivery_passes_post_each_delivery_once(void
 	assert_int_equal(rv.requests, NDELIV);
 	assert_int_equal(rv.good_sigs, NDELIV);
 	pthread_mutex_unlock(&rv.mu);
-	receiver_stop(&rv);
+	rvt_receiver_stop(&rv);
 }
 
 static void test_regress_concurrent_auto_passes_record_each_pair_once(void **state)
@@ -834,7 +702,7 @@ static void test_regress_concurrent_auto_passes_record_each_pair_once(void **sta
 static void test_regress_metrics_page_counts_webhook_deliveries(void **state)
 {
 	char path[256], url[96], secret[160], want[96];
-	struct receiver rv;
+	struct rvt_receiver rv;
 	struct rvs_webhook_cfg wc = {
 		.secret_file = secret, .max_attempts = 8, .backoff_ms = 10, .timeout_ms = 10000};
 	struct rvs_webhook_stats st;
@@ -843,9 +711,9 @@ static void test_regress_metrics_page_counts_webhook_deliveries(void **state)
 	size_t len;
 
 	make_db(path, sizeof path, 1);
-	write_secret(g_tmp);
+	rvt_receiver_write_secret(g_tmp, SECRET);
 	snprintf(secret, sizeof secret, "%s/webhook.secret", g_tmp);
-	receiver_start(&rv, 0);
+	rvt_receiver_start(&rv, SECRET, 0);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
 	enqueue(path, url, 0);
 	enqueue(path, url, INT64_MAX / 2); /* not due: stays pending */
@@ -866,7 +734,7 @@ static void test_regress_metrics_page_counts_webhook_deliveries(void **state)
 	assert_non_null(strstr(text, "\n# TYPE rearview_webhook_attempts_failed_total counter\n"));
 	assert_non_null(strstr(text, "\n# TYPE rearview_webhook_given_up_total counter\n"));
 	free(text);
-	receiver_stop(&rv);
+	rvt_receiver_stop(&rv);
 }
 
 static char g_pg_why[256];
@@ -1095,15 +963,15 @@ static void test_regress_fleet_fixture_planted_regression_first_and_webhook_deli
 	static const char *const versions[] = {"4.2", "4.3", "4.4"};
 	const int n = MODELS * PER_MODEL;
 	struct rvsb *b = &g_b;
-	struct receiver rv;
+	struct rvt_receiver rv;
 	char conf[768], path[160], db[256] = "";
 	json_t *doc = NULL, *top, *self;
 	double until;
 	struct resp *r;
 
-	receiver_start(&rv, 1);
+	rvt_receiver_start(&rv, SECRET, 1);
 	assert_int_equal(rvsb_init(b), 0);
-	write_secret(b->data);
+	rvt_receiver_write_secret(b->data, SECRET);
 	/* On PostgreSQL: the server's store is a fresh database there. */
 	if (g_ops == &rvs_store_pg) {
 		char uri[200];
@@ -1157,7 +1025,7 @@ static void test_regress_fleet_fixture_planted_regression_first_and_webhook_deli
 	json_decref(doc);
 	/* The automatic comparison found it too and its alert arrived, signed,
 	 * after one refused attempt. */
-	assert_true(wait_delivered(&rv));
+	assert_true(rvt_receiver_wait_delivered(&rv));
 	pthread_mutex_lock(&rv.mu);
 	assert_int_equal(rv.good_sigs, rv.requests);
 	doc = json_loads(rv.body, 0, NULL);
@@ -1193,7 +1061,7 @@ static void test_regress_fleet_fixture_planted_regression_first_and_webhook_deli
 	assert_non_null(strstr(r->body, "\"version_b\":\"4.3\""));
 	assert_int_equal(rvsb_stop(b), 0);
 	b->pid = 0;
-	receiver_stop(&rv);
+	rvt_receiver_stop(&rv);
 }
 
 /* ---- issue 16's fleet views in the browser -------------------------------- */
@@ -1225,7 +1093,7 @@ static int api_order(const struct rvsb *b, const char *path, const char *list, c
 
 static int put_secret(const char *data)
 {
-	write_secret(data);
+	rvt_receiver_write_secret(data, SECRET);
 	return 0;
 }
 
@@ -1243,7 +1111,7 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 	static const char *const versions[] = {"4.2", "4.3", "4.4"};
 	const int n = MODELS * PER_MODEL;
 	struct rvsb b = {0};
-	struct receiver rv;
+	struct rvt_receiver rv;
 	char conf[512], url[64], profile[320], mods[600], script[600], worst[1024], longest[1024],
 		issues[256];
 	double until;
@@ -1258,7 +1126,7 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 				"playwright-core (make build/web/.installed)\n");
 		skip();
 	}
-	receiver_start(&rv, 1);
+	rvt_receiver_start(&rv, SECRET, 1);
 	/* Every device enrols and uploads from 127.0.0.1 (as rvsb_start lifts). */
 	snprintf(conf, sizeof conf,
 		 "upload_rate_per_min = 1000000\nupload_burst = 1000000\n"
@@ -1314,7 +1182,7 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 	assert_int_equal(api_order(&b, "/api/v1/issues?app=com.example.fleet", "issues", "issue",
 				   issues, sizeof issues),
 			 2);
-	assert_true(wait_delivered(&rv));
+	assert_true(rvt_receiver_wait_delivered(&rv));
 	pthread_mutex_lock(&rv.mu);
 	assert_int_equal(rv.good_sigs, rv.requests);
 	assert_non_null(strstr(rv.body, RVS_FLEET_PLANTED));
@@ -1357,7 +1225,7 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 	assert_int_equal(WEXITSTATUS(st), 0);
 	assert_int_equal(web_server_stop(&g_ws), 0);
 	g_ws.pid = 0;
-	receiver_stop(&rv);
+	rvt_receiver_stop(&rv);
 }
 
 int main(void)

@@ -36,6 +36,7 @@
 #include "api/search.h"
 #include "api/aggregate_pprof.h"
 #include "api/trend.h"
+#include "api/heatmap.h"
 
 #include <jansson.h>
 
@@ -190,16 +191,20 @@ static void test_route_find_unknown_path_is_the_web_404_or_its_family_s(void **s
 #define TRACES                                                                       \
 	"app version model os_build kind min_severity since until signature method " \
 	"cursor limit sort issue"
-#define AGG "app version model campaign method chain kind since until"
+#define AGG                                                                               \
+	"app version model campaign method chain kind since until issue dur_min dur_max " \
+	"except_since except_until except_dur_min except_dur_max"
 #define SIDE(s)                                                                                  \
 	s ".app " s ".version " s ".model " s ".campaign " s ".method " s ".chain " s ".kind " s \
-	  ".since " s ".until"
+	  ".since " s ".until " s ".issue " s ".dur_min " s ".dur_max " s ".except_since " s     \
+	  ".except_until " s ".except_dur_min " s ".except_dur_max"
 #define AGG_DIFF AGG " " SIDE("a") " " SIDE("b")
 #define ISSUES	 "app version kind weeks limit"
 #define SEARCH	 "chain caller callee contains app version cursor limit"
 #define REGRESS	 "app a b model version week limit"
 #define METHOD	 "app version limit"
 #define TREND	 "method app model issue kind by"
+#define HEATMAP	 "app issue kind from to bucket"
 
 /* Every route of the table (one path each), with the parameters it takes
  * (space-separated; "*" any, "" none). */
@@ -238,11 +243,13 @@ static const struct {
 	{RVS_M_GET, "/api/v1/aggregate/pprof", rvs_agg_api_pprof, AGG},
 	{RVS_M_GET, "/api/v1/aggregate/diff/pprof", rvs_agg_api_diff_pprof, AGG_DIFF " side"},
 	{RVS_M_GET, "/api/v1/aggregate/callers", rvs_agg_api_callers, AGG " of"},
+	{RVS_M_GET, "/api/v1/aggregate/heaviest", rvs_agg_api_heaviest, AGG " node by limit"},
 	{RVS_M_GET, "/api/v1/issues", rvs_search_issues, ISSUES},
 	{RVS_M_GET, "/api/v1/search", rvs_search_chains, SEARCH},
 	{RVS_M_GET, "/api/v1/regressions", rvs_regress_api, REGRESS},
 	{RVS_M_GET, "/api/v1/regressions/runs", rvs_regress_api_runs, ""},
 	{RVS_M_GET, "/api/v1/trend", rvs_trend_api, TREND},
+	{RVS_M_GET, "/api/v1/heatmap", rvs_heatmap_api, HEATMAP},
 	{RVS_M_GET, "/api/v1/alerts", rvs_webhook_api_list, ""},
 	{RVS_M_GET, "/api/v1/nothing", rvs_query_none, "*"},
 	{RVS_M_GET, "/static/app.css", rvs_web_static, ""},
@@ -252,7 +259,7 @@ static const struct {
 	{RVS_M_POST, "/logout", rvs_web_logout, ""},
 	{RVS_M_GET, "/", rvs_web_root, ""},
 	{RVS_M_GET, "/traces", rvs_web_traces, TRACES " from to"},
-	{RVS_M_GET, "/traces/t-1", rvs_web_trace, ""},
+	{RVS_M_GET, "/traces/t-1", rvs_web_trace, "focus method"},
 	{RVS_M_GET, "/traces/t-1/export", rvs_web_trace_export, "format"},
 	{RVS_M_GET, "/traces/t-1/flame.svg", rvs_web_trace_flame, ""},
 	{RVS_M_GET, "/traces/t-1/timeline.json", rvs_web_trace_timeline, "from to width"},
@@ -266,7 +273,9 @@ static const struct {
 	{RVS_M_GET, "/campaigns/c-1", rvs_web_campaign, ""},
 	{RVS_M_POST, "/campaigns/c-1", rvs_web_campaign_post, ""},
 	{RVS_M_GET, "/fleet", rvs_web_fleet, ""},
-	{RVS_M_GET, "/aggregate", rvs_web_aggregate, AGG},
+	{RVS_M_GET, "/aggregate", rvs_web_aggregate, AGG " range_since range_until"},
+	{RVS_M_GET, "/heatmap", rvs_web_heatmap, HEATMAP},
+	{RVS_M_GET, "/heaviest", rvs_web_heaviest, AGG " node by limit frame"},
 	{RVS_M_GET, "/aggregate/diff", rvs_web_aggregate_diff, AGG_DIFF},
 	{RVS_M_GET, "/callers", rvs_web_callers, AGG " of"},
 	{RVS_M_GET, "/methods/m", rvs_web_method, METHOD},

@@ -1337,6 +1337,63 @@ static void test_store_index_write_replaces_rows_and_counts_signature_once(void 
 	ops->index_lane_close(l);
 }
 
+/* One index batch of three traces whose middle one fails on its own (a
+ * method named twice where that is an error): the other two are written
+ * whole, the middle one leaves no row, on each backend (PostgreSQL sends
+ * the batch's statements in pipelines: the failure must be rolled back to
+ * its trace's savepoint and the traces after it written).  Then a
+ * re-decode of the batch (the probe finds the old rows and deletes them
+ * first), and the uploads' read at once where the backend has it. */
+static void test_store_index_batch_fails_one_trace_alone(void **state)
+{
+	static const struct rvs_index_method twice[2] = {{"main", 1, 2, 10, 1},
+							 {"main", 1, 2, 10, 2}};
+	static const char *const ids[] = {"t-b0", "t-none", "t-b2"};
+	struct fx *f = *state;
+	struct rvs_index_lane *l = NULL;
+	struct rvs_decode_item it[4];
+	struct rvs_index_trace v[3];
+	struct rvs_index_meta m[3];
+	int rc[3];
+	char out[128];
+
+	add_device(f, "d-b", 3);
+	add_upload(f, "t-b0", "d-b", 1, 0);
+	add_upload(f, "t-b1", "d-b", 2, 0);
+	add_upload(f, "t-b2", "d-b", 3, 0);
+	assert_int_equal(ops->decode_next_batch(f->s, 0, 1, it, 4), 3);
+	assert_string_equal(it[0].trace_id, "t-b0");
+	assert_string_equal(it[2].trace_id, "t-b2");
+	assert_int_equal(ops->index_lane_open(f->s, &l), 0);
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < 3; i++)
+			index_rows_of(&v[i], &it[i], "g");
+		v[1].methods = twice;
+		ops->index_write(l, v, 3);
+		assert_int_equal(v[0].rc, 0);
+		assert_int_not_equal(v[1].rc, 0);
+		assert_non_null(strstr(v[1].reason, "index: "));
+		assert_int_equal(v[2].rc, 0);
+		sql_value(f,
+			  "SELECT (SELECT count(*) FROM traces) || ' ' || (SELECT count(*) FROM"
+			  " trace_methods) || ' ' || (SELECT count(*) FROM trace_chains) || ' ' ||"
+			  " (SELECT count(*) FROM trace_unresolved) || ' ' || (SELECT count(*) FROM"
+			  " traces WHERE trace_id = 't-b1') || ' ' || (SELECT traces FROM "
+			  "signatures)",
+			  NULL, out, sizeof out);
+		assert_string_equal(out, "2 4 4 2 0 2");
+	}
+	if (ops->index_upload_metas) {
+		assert_int_equal(ops->index_upload_metas(l, ids, 3, m, rc), 0);
+		assert_int_equal(rc[0], 0);
+		assert_int_equal(rc[1], -ENOENT);
+		assert_int_equal(rc[2], 0);
+		assert_null(m[0].summary);
+		assert_null(m[2].summary);
+	}
+	ops->index_lane_close(l);
+}
+
 /* trace_capture names the blob of a decoded trace only: not of an upload
  * still waiting for its first decode, nor of one without a blob. */
 static void test_store_trace_capture_only_of_decoded_traces(void **state)
@@ -2284,6 +2341,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_store_index_write_replaces_rows_and_counts_signature_once, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_store_index_batch_fails_one_trace_alone, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_store_trace_capture_only_of_decoded_traces,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_reads_list_trace_and_signatures, setup,

@@ -1302,6 +1302,40 @@ static void test_web_method_alert_shows_when_p95_crosses(void **state)
 	resp_free(&r);
 }
 
+/* The /alerts page lists an alert rule added through the JSON API: its
+ * name escaped, its condition in words with the method linked to its
+ * trend, its state; and the navigation links the page. */
+static void test_web_alerts_page_lists_rules_escaped(void **state)
+{
+	static const char RULE[] = "{\"name\":\"<script>x</script>\",\"metric\":\"self_p95\","
+				   "\"method\":\"rvs_fixture_hot_spin\",\"condition\":\"above\","
+				   "\"threshold\":2.5,\"days\":3}";
+	struct resp r;
+	json_t *doc;
+	char row[64];
+
+	(void)state;
+	ensure_login();
+	req("/api/v1/alert-rules", NULL, g_srv.api, RULE, strlen(RULE), "application/json", &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	assert_non_null(doc);
+	snprintf(row, sizeof row, "<tr id=\"rule-%lld\" data-state=\"ok\">",
+		 (long long)json_integer_value(json_object_get(doc, "id")));
+	json_decref(doc);
+	resp_free(&r);
+	get("/alerts", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "<a href=\"/alerts\">Alerts</a>"));
+	assert_non_null(strstr(r.body, row));
+	assert_null(strstr(r.body, "<script>x"));
+	assert_non_null(strstr(r.body, "&lt;script&gt;x&lt;/script&gt;"));
+	assert_non_null(strstr(r.body, "<a href=\"/trend?method=rvs_fixture_hot_spin&amp;by=day\">"
+				       "rvs_fixture_hot_spin</a>"));
+	assert_non_null(strstr(r.body, " above 2.5 ms for 3 days"));
+	resp_free(&r);
+}
+
 /* Issue 16 question 2 on the real server and a real capture: the aggregate
  * page draws the set's flame graph with the hot loop leading bottom-up, the
  * diff page colours an unchanged set "same", the method page links to its
@@ -2996,6 +3030,7 @@ int main(void)
 			test_web_trace_with_hundreds_of_equal_timestamps_has_exact_self_times),
 		cmocka_unit_test(test_web_api_trace_document_has_why_figures),
 		cmocka_unit_test(test_web_method_alert_shows_when_p95_crosses),
+		cmocka_unit_test(test_web_alerts_page_lists_rules_escaped),
 		cmocka_unit_test(test_web_aggregate_and_diff_pages_draw_the_real_capture),
 		cmocka_unit_test(test_web_version_pickers_offer_the_versions_in_the_data),
 		cmocka_unit_test(test_web_signatures_page_moved_to_issues_weekly_api_kept),

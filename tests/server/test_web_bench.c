@@ -3,7 +3,7 @@
  * test_web_bench.c — `make bench`: latency of the web UI's pages, side by
  * side with the JSON API documents they render, with N indexed traces
  * (default 100,000; argv[1] overrides; argv[2]: only the rows whose label
- * contains it) written straight into a fresh
+ * contains one of its '|'-separated parts) written straight into a fresh
  * server's database (synthetic rows shaped like decode.c's: 8 methods and
  * 3 chains per trace, 2,000 method names, 500 signatures; agg_fill.h's
  * call-path aggregates).  The real binary
@@ -192,7 +192,26 @@ static int cmp_d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static const char *g_only; /* argv[2]: measure only labels containing it */
+static const char *g_only; /* argv[2]: measure only labels containing one of its
+			    * '|'-separated parts */
+
+/* 1 when label contains one of g_only's parts (or g_only is unset). */
+static int wanted(const char *label)
+{
+	const char *p = g_only;
+	if (!p)
+		return 1;
+	for (;;) {
+		size_t n = strcspn(p, "|");
+		char part[128];
+		snprintf(part, sizeof part, "%.*s", (int)n, p);
+		if (n && strstr(label, part))
+			return 1;
+		if (!p[n])
+			return 0;
+		p += n + 1;
+	}
+}
 
 static void measure(const char *label, const char *path, int api)
 {
@@ -204,7 +223,7 @@ static void measure(const char *label, const char *path, int api)
 	int n;
 	CURL *c;
 
-	if (g_only && !strstr(label, g_only))
+	if (!wanted(label))
 		return;
 	snprintf(auth, sizeof auth, "Authorization: Bearer %s", g_srv.api);
 	c = handle(path, api ? auth : NULL, &hl);
@@ -225,6 +244,57 @@ static void measure(const char *label, const char *path, int api)
 	       ms[(99 * n + 99) / 100 - 1]);
 	curl_slist_free_all(hl);
 	curl_easy_cleanup(c);
+}
+
+/* The heatmap's three clicks on app3 (5,000 traces over the 7 days):
+ * the heatmap (by day; the fleet's 100,000 by hour), a full day's cell of
+ * [50, 100) ms and its diff against the rest of the range, where one of
+ * its frames is heaviest, and the trace page opened at the anomaly (the
+ * synthetic traces have no capture: bench_timeline measures the
+ * timeline's own cost). */
+static void heatmap_rows(void)
+{
+	char path[256], q[1024], node[32] = "1";
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	const char *cell = "app=com.example.app3&since=1795046400&until=1795132800"
+			   "&dur_min=50000000&dur_max=100000000";
+
+	snprintf(path, sizeof path, "%s/rearview.db", g_srv.data);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db,
+			       "SELECT min(node) FROM agg_nodes WHERE app_id = 'com.example.app3'"
+			       " AND parent <> 0",
+			       -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			snprintf(node, sizeof node, "%s", (const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	measure("/heatmap?app= (7 days)",
+		"/heatmap?app=com.example.app3&from=1795000000&to=1795600000", 0);
+	measure("/api/v1/heatmap?app= (7 days)",
+		"/api/v1/heatmap?app=com.example.app3&from=1795000000&to=1795600000", 1);
+	measure("/api/v1/heatmap (all apps, by hour)",
+		"/api/v1/heatmap?from=1795000000&to=1795600000&bucket=hour", 1);
+	snprintf(q, sizeof q, "/aggregate?%s&range_since=1795000000&range_until=1795600000", cell);
+	measure("/aggregate (a cell)", q, 0);
+	snprintf(q, sizeof q, "/api/v1/aggregate?%s", cell);
+	measure("/api/v1/aggregate (a cell)", q, 1);
+	measure("/aggregate/diff (cell, rest)",
+		"/aggregate/diff?app=com.example.app3&a.since=1795046400&a.until=1795132800"
+		"&a.dur_min=50000000&a.dur_max=100000000&b.since=1795000000&b.until=1795600000"
+		"&b.except_since=1795046400&b.except_until=1795132800"
+		"&b.except_dur_min=50000000&b.except_dur_max=100000000",
+		0);
+	snprintf(q, sizeof q, "/heaviest?%s&node=%s&frame=x", cell, node);
+	measure("/heaviest (a cell's frame)", q, 0);
+	snprintf(q, sizeof q, "/api/v1/aggregate/heaviest?%s&node=%s", cell, node);
+	measure("/api/v1/aggregate/heaviest", q, 1);
+	measure("/traces/{id}?focus=anomaly&method=",
+		"/traces/t-00000000000000000000000000000007?focus=anomaly"
+		"&method=com.example.Class13.method131",
+		0);
 }
 
 int main(int argc, char **argv)
@@ -325,6 +395,7 @@ int main(int argc, char **argv)
 	measure("/api/v1/regressions?app=&model=",
 		"/api/v1/regressions?app=com.example.app3&model=model-3", 1);
 	measure("/api/v1/alerts (regressions)", "/api/v1/alerts", 1);
+	heatmap_rows();
 	curl_global_cleanup();
 	return web_server_stop(&g_srv) ? 1 : 0;
 }

@@ -2,8 +2,8 @@
 /*
  * test_analysis.c — allocation-failure tests for librvanalysis' decoders
  * and importers: the capture decoder and its streaming summary, the
- * unshuffler, and the Android .trace, Chrome JSON, Perfetto, folded and
- * nanoscope importers (and the detecting rva_import).  Each input is made
+ * unshuffler, and the Android .trace, Chrome JSON, Perfetto, pprof, folded
+ * and nanoscope importers (and the detecting rva_import).  Each input is made
  * here: a capture built from tracer/FORMAT.md (tests/rvtrace/capbuild.h),
  * decoded once, then exported to every other format, so nothing depends on
  * data outside the tree.  Every failing allocation must give -ENOMEM, no
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "capbuild.h"
 #include "rearview/analysis.h"
@@ -229,6 +230,29 @@ static void test_analysis_folded_import_each_alloc_failing_fails_cleanly(void **
 	torture_exported(rva_export_folded, rva_folded_import, 1);
 }
 
+/* rva_export_pprof writes gzip'd profile.proto; rva_pprof_import reads it
+ * plain (rva_import inflates), so the plain form is inflated here. */
+static void test_analysis_pprof_import_each_alloc_failing_fails_cleanly(void **state)
+{
+	size_t len = 0, cap = 1 << 20;
+	char *gz = exported(rva_export_pprof, &len);
+	uint8_t *plain = malloc(cap);
+	z_stream z = {0};
+
+	assert_non_null(plain);
+	assert_int_equal(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+	z.next_in = (Bytef *)gz;
+	z.avail_in = (uInt)len;
+	z.next_out = plain;
+	z.avail_out = (uInt)cap;
+	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+	torture_import(rva_pprof_import, plain, z.total_out);
+	inflateEnd(&z);
+	torture_import(rva_import, gz, len);
+	free(plain);
+	free(gz);
+}
+
 static int export_nanoscope_thread0(FILE *f, const rva_trace *t)
 {
 	return rva_export_nanoscope(f, t, 0);
@@ -248,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_analysis_android_import_each_alloc_failing_fails_cleanly),
 		cmocka_unit_test(test_analysis_chrome_import_each_alloc_failing_fails_cleanly),
 		cmocka_unit_test(test_analysis_perfetto_import_each_alloc_failing_fails_cleanly),
+		cmocka_unit_test(test_analysis_pprof_import_each_alloc_failing_fails_cleanly),
 		cmocka_unit_test(test_analysis_folded_import_each_alloc_failing_fails_cleanly),
 		cmocka_unit_test(test_analysis_nanoscope_import_each_alloc_failing_fails_cleanly),
 	};

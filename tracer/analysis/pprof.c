@@ -38,6 +38,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -503,10 +504,33 @@ static int loc_frames(pimp *c, size_t li)
 	return 0;
 }
 
+/* protobuf-c's allocator, noting a failure: its unpack says NULL alike for
+ * bad bytes and for memory it could not get, and only the second is not
+ * the profile's fault. */
+static void *unpack_alloc(void *data, size_t size)
+{
+	void *m = malloc(size);
+
+	if (!m)
+		*(bool *)data = true;
+	return m;
+}
+
+static void unpack_free(void *data, void *m)
+{
+	(void)data;
+	free(m);
+}
+
 int rva_pprof_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error *err)
 {
+	bool nomem = false;
+	ProtobufCAllocator pa = {unpack_alloc, unpack_free, &nomem};
+
 	*out = NULL;
-	Rvpprof__Profile *p = rvpprof__profile__unpack(NULL, len, buf);
+	Rvpprof__Profile *p = rvpprof__profile__unpack(&pa, len, buf);
+	if (!p && nomem)
+		return rva_fail(err, -ENOMEM, "out of memory");
 	if (!p)
 		return rva_fail(err, -EINVAL, "not a pprof profile (profile.proto)");
 	pimp c = {.p = p};
@@ -575,6 +599,8 @@ int rva_pprof_import(const uint8_t *buf, size_t len, rva_trace **out, rva_error 
 			if (n + c.nframes[li] > cap) {
 				size_t nc = (n + c.nframes[li]) * 2;
 				uint32_t *a = realloc(stk, nc * sizeof(*a)), *b;
+				/* rc may hold loc_frames' 0 by now: say why. */
+				rc = -ENOMEM;
 				if (!a)
 					goto out;
 				stk = a;
@@ -621,6 +647,6 @@ out:
 	free(cur);
 	free(stk);
 	rva_trace_free(c.t);
-	rvpprof__profile__free_unpacked(p, NULL);
+	rvpprof__profile__free_unpacked(p, &pa);
 	return rc;
 }

@@ -16,9 +16,10 @@
  *   clang(++)  -finstrument-functions-after-inlining (no hooks in inlined
  *              copies); with a threshold or never-list also
  *              -fpass-plugin=rvcc_clang_plugin.so (below)
- * gcc instruments every inlined copy of a function, so rvcc can leave small
+ * gcc instruments every inlined copy of a function, so rvcc leaves small
  * leaf functions out (XRay's rule: fewer than --rv-threshold machine
- * instructions and no backward branch) and the functions of a never-list
+ * instructions and no backward branch; 200 by default, 0 traces every
+ * function) and the functions of a never-list
  * (`rvtrace hotlist`).  Both need the function sizes, so such a compile runs
  * twice: once uninstrumented with -fno-inline into a temporary object whose
  * disassembly (objdump) gives each function's instruction count and loops,
@@ -88,6 +89,11 @@
 #define RVCC_LIBDIR RVCC_PREFIX "/lib"
 #endif
 
+/* Functions of fewer machine instructions (gcc; IR instructions with clang)
+ * and no loop are left out unless --rv-threshold says otherwise: XRay's
+ * rule, chosen for rvcc from measurement (tracer/BENCHMARKS.md). */
+#define RVCC_DEFAULT_THRESHOLD "200"
+
 static const char usage[] =
 	"usage: rvcc [--rv-OPTION…] COMPILER [--rv-OPTION…] ARGS…\n"
 	"       rvcc --help | --version  (rvcc's own version unless RVCC_CC is set;\n"
@@ -95,7 +101,7 @@ static const char usage[] =
 	"  Runs COMPILER (gcc, clang, g++, clang++ or a path) with Rearview's\n"
 	"  instrumentation added and librvtrace linked in.  Use it as CC/CXX:\n"
 	"    CC=\"rvcc gcc\" ./configure && make\n"
-	"    CC=\"rvcc --rv-threshold=200 gcc\" make\n"
+	"    CC=\"rvcc --rv-threshold=0 gcc\" make   (every function)\n"
 	"  or by the name rvcc-COMPILER (rvcc-gcc, rvcc-g++, rvcc-clang, rvcc-clang++\n"
 	"  are installed beside rvcc), where a compiler must be one word (CMake):\n"
 	"    CC=rvcc-gcc CXX=rvcc-g++ cmake …   (or -DCMAKE_C_COMPILER_LAUNCHER=rvcc)\n"
@@ -106,7 +112,8 @@ static const char usage[] =
 	"  --rv-threshold=N      RVCC_THRESHOLD   leave out functions of fewer than N\n"
 	"                                         instructions without a loop (gcc:\n"
 	"                                         machine, clang: IR instructions;\n"
-	"                                         default 0 = off; XRay uses 200)\n"
+	"                                         default " RVCC_DEFAULT_THRESHOLD
+	"; 0 = every function)\n"
 	"  --rv-never=FILE       RVCC_NEVER       never instrument the functions\n"
 	"                                         named in FILE (one per line, '#'\n"
 	"                                         comments; `rvtrace hotlist` output)\n"
@@ -156,9 +163,18 @@ static void args_push(struct args *a, const char *s)
 struct opts {
 	int off, inline_mode, is_static, verbose, rpath;
 	long threshold;
+	int threshold_default; /* the threshold is rvcc's default, not asked for */
 	const char *never, *libdir, *incdir;
 	const char *plugin; /* rvcc_gcc_plugin.so, "off", or NULL: the default */
 };
+
+/* rvcc's default threshold is a cost measure, not something asked for: when
+ * a plugin it needs is missing, rvcc says nothing (a build's output, which
+ * configure probes read, stays the compiler's own) and traces more. */
+static int quiet_default(const struct opts *o)
+{
+	return o->threshold_default && !o->never && !o->plugin;
+}
 
 struct names {
 	char **v;
@@ -414,7 +430,9 @@ static const char *find_plugin(const struct opts *o, const char *name)
 		snprintf(path, sizeof(path), "%s/rearview/%s", o->libdir, name);
 	if (file_exists(path))
 		return path;
-	fprintf(stderr, "rvcc: %s: no such plugin; excluding by substring-safe names\n", path);
+	if (!quiet_default(o))
+		fprintf(stderr, "rvcc: %s: no such plugin; excluding by substring-safe names\n",
+			path);
 	return NULL;
 }
 
@@ -587,14 +605,16 @@ static int plan_exclusions(const struct opts *o, const struct args *cc, const st
 		rc = run_as(o, a.v, 1);
 		free(a.v[--a.n]);
 		a.v[a.n] = NULL;
-		if (rc != 0 && (rc = run(o, a.v)) == 0) {
+		if (rc != 0 && (rc = run_as(o, a.v, 1)) == 0 && !quiet_default(o)) {
 			fprintf(stderr,
 				"rvcc: %s: %s cannot load it; excluding by substring-safe names\n",
 				*plugin, a.v[0]);
 			*plugin = NULL;
 		}
 	} else {
-		rc = run(o, a.v);
+		/* Quiet: a source that does not compile is the real compile's
+		 * to report (once, as the compiler alone would). */
+		rc = run_as(o, a.v, 1);
 	}
 	struct fns fs = {0};
 	if (rc == 0)
@@ -706,8 +726,10 @@ static const char *clang_exclusions(const struct opts *o, const char *cc, char *
 		return NULL;
 	snprintf(arg, arg_size, "-fpass-plugin=%s", plugin);
 	if (clang_plugin_unusable(o, cc, arg)) {
-		fprintf(stderr, "rvcc: %s: %s cannot load it; every function instrumented\n",
-			plugin, cc);
+		if (!quiet_default(o))
+			fprintf(stderr,
+				"rvcc: %s: %s cannot load it; every function instrumented\n",
+				plugin, cc);
 		return NULL;
 	}
 	memcpy(out, tmp_template, sizeof(tmp_template));
@@ -755,9 +777,10 @@ static int parse_option(struct opts *o, const char *a)
 		o->rpath = 1;
 	else if (has_prefix(a, "--rv-mode="))
 		o->inline_mode = strcmp(v, "call") != 0;
-	else if (has_prefix(a, "--rv-threshold="))
+	else if (has_prefix(a, "--rv-threshold=")) {
 		o->threshold = strtol(v, NULL, 10);
-	else if (has_prefix(a, "--rv-never="))
+		o->threshold_default = 0;
+	} else if (has_prefix(a, "--rv-never="))
 		o->never = v;
 	else if (has_prefix(a, "--rv-libdir="))
 		o->libdir = v;
@@ -796,7 +819,8 @@ int main(int argc, char **argv)
 	o.is_static = strcmp(env_or("RVCC_STATIC", "0"), "1") == 0;
 	o.verbose = strcmp(env_or("RVCC_VERBOSE", "0"), "1") == 0;
 	o.rpath = strcmp(env_or("RVCC_RPATH", "0"), "1") == 0;
-	o.threshold = strtol(env_or("RVCC_THRESHOLD", "0"), NULL, 10);
+	o.threshold_default = !env_or("RVCC_THRESHOLD", NULL);
+	o.threshold = strtol(env_or("RVCC_THRESHOLD", RVCC_DEFAULT_THRESHOLD), NULL, 10);
 	o.never = env_or("RVCC_NEVER", NULL);
 	o.libdir = env_or("RVCC_LIBDIR", NULL);
 	o.incdir = env_or("RVCC_INCDIR", NULL);

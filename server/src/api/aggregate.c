@@ -30,6 +30,8 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,10 +44,30 @@
 
 /* ---- the query's filter ----------------------------------------------------- */
 
-enum { F_APP, F_VERSION, F_MODEL, F_CAMPAIGN, F_METHOD, F_CHAIN, F_KIND, F_SINCE, F_UNTIL, F_N };
-static const char *const FILTER_NAMES[F_N] = {"app",   "version", "model", "campaign", "method",
-					      "chain", "kind",	  "since", "until"};
-#define F_FIRST_INT F_KIND
+/* Text filters first, then kind, then the integers (filt_set's order). */
+enum {
+	F_APP,
+	F_VERSION,
+	F_MODEL,
+	F_CAMPAIGN,
+	F_METHOD,
+	F_CHAIN,
+	F_ISSUE,
+	F_KIND,
+	F_SINCE,
+	F_UNTIL,
+	F_DUR_MIN,
+	F_DUR_MAX,
+	F_EX_SINCE,
+	F_EX_UNTIL,
+	F_EX_DUR_MIN,
+	F_EX_DUR_MAX,
+	F_N
+};
+static const char *const FILTER_NAMES[F_N] = {
+	"app",		"version",	"model",	  "campaign",	   "method",  "chain",
+	"issue",	"kind",		"since",	  "until",	   "dur_min", "dur_max",
+	"except_since", "except_until", "except_dur_min", "except_dur_max"};
 
 /* One set of traces: each filter's value, NULL when absent. */
 struct filt {
@@ -109,8 +131,11 @@ static int parse_query(const char *query, struct filt *sides, int nsides, struct
 			eq = memchr(key, '=', len);
 			klen = eq ? (size_t)(eq - key) : len;
 			if ((klen == 2 && !memcmp(key, "of", 2)) ||
-			    (klen == 8 && !memcmp(key, "weighted", 8)))
-				continue; /* the callers' method, the mode: not filters */
+			    (klen == 8 && !memcmp(key, "weighted", 8)) ||
+			    (klen == 4 && !memcmp(key, "node", 4)) ||
+			    (klen == 2 && !memcmp(key, "by", 2)) ||
+			    (klen == 5 && !memcmp(key, "limit", 5)))
+				continue; /* of, heaviest's frame, the mode: not filters */
 			if (nsides == 2 && klen > 2 && (key[0] == 'a' || key[0] == 'b') &&
 			    key[1] == '.') {
 				side = key[0] - 'a';
@@ -236,7 +261,9 @@ static int to_filter(const struct filt *f, struct rvs_agg_filter *o, char **chai
 
 	memset(o, 0, sizeof *o);
 	*chain = NULL;
-	o->bucketed = !f->v[F_CAMPAIGN] && !f->v[F_METHOD] && !f->v[F_CHAIN] &&
+	o->bucketed = !f->v[F_CAMPAIGN] && !f->v[F_METHOD] && !f->v[F_CHAIN] && !f->v[F_ISSUE] &&
+		      !f->v[F_DUR_MIN] && !f->v[F_DUR_MAX] && !f->v[F_EX_SINCE] &&
+		      !f->v[F_EX_UNTIL] && !f->v[F_EX_DUR_MIN] && !f->v[F_EX_DUR_MAX] &&
 		      (!f->v[F_SINCE] || f->num[F_SINCE] % DAY_S == 0) &&
 		      (!f->v[F_UNTIL] || f->num[F_UNTIL] % DAY_S == 0);
 	o->app = f->v[F_APP];
@@ -251,6 +278,18 @@ static int to_filter(const struct filt *f, struct rvs_agg_filter *o, char **chai
 	o->has_until = !!f->v[F_UNTIL];
 	o->until = f->num[F_UNTIL];
 	o->max_traces = RVS_AGG_MAX_TRACES;
+	o->issue = f->v[F_ISSUE];
+	o->has_dur_min = !!f->v[F_DUR_MIN];
+	o->dur_min = f->num[F_DUR_MIN];
+	o->has_dur_max = !!f->v[F_DUR_MAX];
+	o->dur_max = f->num[F_DUR_MAX];
+	/* The excepted cell: an absent bound is open. */
+	o->has_except =
+		f->v[F_EX_SINCE] || f->v[F_EX_UNTIL] || f->v[F_EX_DUR_MIN] || f->v[F_EX_DUR_MAX];
+	o->except_since = f->v[F_EX_SINCE] ? f->num[F_EX_SINCE] : INT64_MIN;
+	o->except_until = f->v[F_EX_UNTIL] ? f->num[F_EX_UNTIL] : INT64_MAX;
+	o->except_dur_min = f->v[F_EX_DUR_MIN] ? f->num[F_EX_DUR_MIN] : INT64_MIN;
+	o->except_dur_max = f->v[F_EX_DUR_MAX] ? f->num[F_EX_DUR_MAX] : INT64_MAX;
 	if (c && is_signature(c)) {
 		o->signature = c;
 	} else if (c) {
@@ -937,4 +976,79 @@ void rvs_agg_api_diff(struct rvs_call *c)
 void rvs_agg_api_callers(struct rvs_call *c)
 {
 	run(c, VIEW_CALLERS);
+}
+
+/* ---- the captures where a frame is heaviest --------------------------------- */
+
+#define HEAVY_DEFAULT 20
+#define HEAVY_MAX     200
+
+static int on_heavy(void *arg, const struct rvs_heavy_row *r)
+{
+	json_t *o = json_pack("{s:o,s:I,s:I,s:I,s:I,s:o}", "trace_id", rvs_json_str(r->trace_id),
+			      "calls", (json_int_t)r->calls, "self_ns", (json_int_t)r->self_ns,
+			      "incl_ns", (json_int_t)r->incl_ns, "received_at",
+			      (json_int_t)r->received_at, "duration_ns",
+			      r->duration_ns >= 0 ? json_integer(r->duration_ns) : json_null());
+	return !o || json_array_append_new(arg, o) ? -ENOMEM : 0;
+}
+
+void rvs_agg_api_heaviest(struct rvs_call *c)
+{
+	char buf[32];
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st = NULL;
+	struct rvs_agg_filter side;
+	char *chain = NULL;
+	struct filt f = {0};
+	int64_t node, limit = HEAVY_DEFAULT;
+	int by_self = 0, rc;
+	json_t *rows = NULL;
+
+	if (rvs_query_param(c->query, "node", buf, sizeof buf) != 1 || rvs_parse_i64(buf, &node) ||
+	    node <= 0) {
+		rvs_query_set_error(c->q, 400, "node is required: an aggregate node id (> 0)");
+		goto out;
+	}
+	if ((rc = rvs_query_param(c->query, "by", buf, sizeof buf)) != 0 &&
+	    (rc < 0 || (strcmp(buf, "self") && strcmp(buf, "incl")))) {
+		rvs_query_set_error(c->q, 400, "by is self or incl");
+		goto out;
+	}
+	by_self = rc == 1 && !strcmp(buf, "self");
+	if ((rc = rvs_query_param(c->query, "limit", buf, sizeof buf)) != 0 &&
+	    (rc < 0 || rvs_parse_i64(buf, &limit) || limit < 1 || limit > HEAVY_MAX)) {
+		rvs_query_set_error(c->q, 400, "limit is an integer from 1 to 200");
+		goto out;
+	}
+	if (parse_query(c->query, &f, 1, c->q))
+		goto out;
+	if (to_filter(&f, &side, &chain) || !(rows = json_array())) {
+		rvs_query_set_error(c->q, 503, "out of memory");
+		goto out;
+	}
+	/* The trace-level set agg_read sums for these filters, even when the
+	 * aggregate itself reads bucket sums (the same traces: every bucket
+	 * column is a trace column). */
+	side.bucketed = 0;
+	if (rvs_store_acquire(c->cfg->database, &ops, &st)) {
+		rvs_query_set_error(c->q, 503, "database unavailable");
+		goto out;
+	}
+	rc = ops->heaviest_read(st, &side, node, by_self, limit, on_heavy, rows);
+	if (rc) {
+		rvs_query_set_error(c->q, rc == -ENOMEM || rvs_store_transient(rc) ? 503 : 500,
+				    "query failed");
+		goto out;
+	}
+	rvs_query_reply(c->q, 200,
+			json_pack("{s:I,s:s,s:I,s:I,s:o}", "node", (json_int_t)node, "by",
+				  by_self ? "self" : "incl", "limit", (json_int_t)limit,
+				  "max_traces", (json_int_t)RVS_AGG_MAX_TRACES, "traces", rows));
+	rows = NULL;
+out:
+	json_decref(rows);
+	rvs_store_release(st);
+	free(chain);
+	filt_free(&f);
 }

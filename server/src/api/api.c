@@ -90,6 +90,8 @@ int rvs_api_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_metric
 		free(a);
 		return rc;
 	}
+	/* The alert rules are evaluated after indexing too (rate-limited). */
+	rvs_lanes_on_indexed(a->lanes, rvs_timers_indexed, a->timers);
 	load_api_token(a);
 	*out = a;
 	return 0;

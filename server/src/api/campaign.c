@@ -50,7 +50,9 @@ static int open_rw(struct rvs_call *c, const struct rvs_store_ops **ops, struct 
 static json_t *spec_of(struct rvs_call *c)
 {
 	json_error_t je;
-	return c->body_len <= 65536 ? json_loadb((const char *)c->body, c->body_len, 0, &je) : NULL;
+	return c->body_len <= RVS_CAMPAIGN_MAX_BODY
+		       ? json_loadb((const char *)c->body, c->body_len, 0, &je)
+		       : NULL;
 }
 
 /* Answers a change of campaign id: rc and err, or its new policy version. */

@@ -27,6 +27,7 @@
 #include "api/search.h"
 #include "api/symbols.h"
 #include "api/trend.h"
+#include "api/heatmap.h"
 #include "api/users.h"
 #include "web/web.h"
 #include "model/users.h"
@@ -66,17 +67,21 @@
 		"signature", "method"
 #define TRACES_PARAMS TRACE_FILTERS, "cursor", "limit", "sort", "issue"
 /* The filters of an aggregate (agg.c), and a diff's sides of them. */
-#define AGG_FILTERS \
-	"app", "version", "model", "campaign", "method", "chain", "kind", "since", "until"
-#define AGG_SIDE(s)                                                                       \
-#s ".app", #s ".version", #s ".model", #s ".campaign", #s ".method", #s ".chain", \
-		#s ".kind", #s ".since", #s ".until"
+#define AGG_FILTERS                                                                              \
+	"app", "version", "model", "campaign", "method", "chain", "kind", "since", "until",      \
+		"issue", "dur_min", "dur_max", "except_since", "except_until", "except_dur_min", \
+		"except_dur_max"
+#define AGG_SIDE(s)                                                                              \
+#s ".app", #s ".version", #s ".model", #s ".campaign", #s ".method", #s ".chain",        \
+		#s ".kind", #s ".since", #s ".until", #s ".issue", #s ".dur_min", #s ".dur_max", \
+		#s ".except_since", #s ".except_until", #s ".except_dur_min", #s ".except_dur_max"
 #define AGG_DIFF_PARAMS AGG_FILTERS, AGG_SIDE(a), AGG_SIDE(b)
 #define ISSUES_PARAMS	"app", "version", "kind", "weeks", "limit"
 #define SEARCH_PARAMS	"chain", "caller", "callee", "contains", "app", "version", "cursor", "limit"
 #define REGRESS_PARAMS	"app", "a", "b", "model", "version", "week", "limit"
 #define METHOD_PARAMS	"app", "version", "limit"
 #define TREND_PARAMS	"method", "app", "model", "issue", "kind", "by"
+#define HEATMAP_PARAMS	"app", "issue", "kind", "from", "to", "bucket"
 
 static const struct rvs_route table[] = {
 	/* The device API (server/API.md) and the scraper's metrics. */
@@ -113,12 +118,18 @@ static const struct rvs_route table[] = {
 	API("/api/v1/aggregate/diff/pprof", GET, 0, P(AGG_DIFF_PARAMS, "side"),
 	    rvs_agg_api_diff_pprof),
 	API("/api/v1/aggregate/callers", GET, 0, P(AGG_FILTERS, "of"), rvs_agg_api_callers),
+	API("/api/v1/aggregate/heaviest", GET, 0, P(AGG_FILTERS, "node", "by", "limit"),
+	    rvs_agg_api_heaviest),
 	API("/api/v1/issues", GET, 0, P(ISSUES_PARAMS), rvs_search_issues),
 	API("/api/v1/search", GET, 0, P(SEARCH_PARAMS), rvs_search_chains),
 	API("/api/v1/regressions", GET, 0, P(REGRESS_PARAMS), rvs_regress_api),
 	API("/api/v1/regressions/runs", GET, 0, NULL, rvs_regress_api_runs),
 	API("/api/v1/trend", GET, 0, P(TREND_PARAMS), rvs_trend_api),
+	API("/api/v1/heatmap", GET, 0, P(HEATMAP_PARAMS), rvs_heatmap_api),
 	API("/api/v1/alerts", GET, 0, NULL, rvs_webhook_api_list),
+	API("/api/v1/alert-rules", GET, 0, NULL, rvs_alert_rules_api_list),
+	API_AS(ADMIN, "/api/v1/alert-rules", POST, 0, NULL, rvs_alert_rules_api_create),
+	API_AS(ADMIN, "/api/v1/alert-rules/*/delete", POST, 0, NULL, rvs_alert_rules_api_delete),
 	API_AS(ADMIN, "/api/v1/users", GET, 0, NULL, rvs_users_api),
 	API_AS(ADMIN, "/api/v1/users", POST, 0, P("name", "role"), rvs_users_api_create),
 	API_AS(ADMIN, "/api/v1/users/*", POST, 0, P("role", "disabled"), rvs_users_api_change),
@@ -137,7 +148,7 @@ static const struct rvs_route table[] = {
 	WEB("/logout", POST, SESSION, 0, NULL, rvs_web_logout),
 	WEB("/", GET, SESSION, 0, NULL, rvs_web_root),
 	WEB("/traces", GET, SESSION, 0, P(TRACES_PARAMS, "from", "to"), rvs_web_traces),
-	WEB("/traces/*", GET, SESSION, LOAD, NULL, rvs_web_trace),
+	WEB("/traces/*", GET, SESSION, LOAD, P("focus", "method"), rvs_web_trace),
 	WEB("/traces/*/export", GET, SESSION, LOAD, P("format"), rvs_web_trace_export),
 	WEB("/traces/*/flame.svg", GET, SESSION, LOAD, NULL, rvs_web_trace_flame),
 	WEB("/traces/*/timeline.json", GET, SESSION, LOAD, P("from", "to", "width"),
@@ -153,12 +164,17 @@ static const struct rvs_route table[] = {
 	WEB("/campaigns/**", GET, SESSION, 0, NULL, rvs_web_campaign),
 	WEB_AS(AUTHOR, "/campaigns/**", POST, SESSION, 0, NULL, rvs_web_campaign_post),
 	WEB("/fleet", GET, SESSION, 0, NULL, rvs_web_fleet),
-	WEB("/aggregate", GET, SESSION, 0, P(AGG_FILTERS), rvs_web_aggregate),
+	WEB("/aggregate", GET, SESSION, 0, P(AGG_FILTERS, "range_since", "range_until"),
+	    rvs_web_aggregate),
+	WEB("/heatmap", GET, SESSION, 0, P(HEATMAP_PARAMS), rvs_web_heatmap),
+	WEB("/heaviest", GET, SESSION, 0, P(AGG_FILTERS, "node", "by", "limit", "frame"),
+	    rvs_web_heaviest),
 	WEB("/aggregate/diff", GET, SESSION, 0, P(AGG_DIFF_PARAMS), rvs_web_aggregate_diff),
 	WEB("/methods/**", GET, SESSION, 0, P(METHOD_PARAMS), rvs_web_method),
 	WEB_AS(AUTHOR, "/methods/**", POST, SESSION, 0, NULL, rvs_web_method_post),
 	WEB("/regressions", GET, SESSION, 0, P(REGRESS_PARAMS), rvs_web_regressions),
 	WEB("/trend", GET, SESSION, 0, P(TREND_PARAMS), rvs_web_trend),
+	WEB("/alerts", GET, SESSION, 0, NULL, rvs_web_alerts),
 	WEB_AS(ADMIN, "/users", GET, SESSION, 0, NULL, rvs_web_users),
 	WEB_AS(ADMIN, "/users", POST, SESSION, 0, NULL, rvs_web_users_post),
 	WEB_AS(ADMIN, "/users/*", POST, SESSION, 0, NULL, rvs_web_user_post),

@@ -141,4 +141,21 @@ void rvs_blob_hasher_init(struct rvs_blob_hasher *h);
 void rvs_blob_hasher_update(struct rvs_blob_hasher *h, const void *data, size_t len);
 int rvs_blob_hasher_matches(struct rvs_blob_hasher *h, const char *hex);
 
+/* One ListObjectsV2 answer of the S3 backend (blob_s3.c), parsed on its
+ * own so it can be tested and fuzzed without a server.  The caller gives
+ * names and mtimes room for RVS_S3_PAGE_MAX entries (S3's page size). */
+#define RVS_S3_PAGE_MAX 1000
+struct rvs_s3_page {
+	char (*names)[65]; /* blob-named keys under the prefix, the prefix cut */
+	int64_t *mtimes;   /* their LastModified, unix s; -1 unparsable */
+	size_t n;
+	char token[1024]; /* the next page's continuation token, "" on the last */
+};
+/* Parses the XML answer xml[0..len) (untrusted: it comes off the network)
+ * into *p, keeping the keys that start with prefix and name a blob; others
+ * are not ours and skipped.  0; -EIO when it is not a ListBucketResult, is
+ * larger than the backend ever reads (16 MiB), or says it is truncated
+ * without a continuation token; -ENOMEM.  On error p->n is 0. */
+int rvs_s3_list_parse(const char *xml, size_t len, const char *prefix, struct rvs_s3_page *p);
+
 #endif

@@ -390,10 +390,14 @@ static int s3_del(struct rvs_blobs *b, const char *hex, int64_t min_age_s)
 	return rc == -ENOENT ? 0 : rc < 0 ? rc : 1;
 }
 
+/* n's text content into buf (cut to len), or NULL when libxml2 ran out of
+ * memory (an empty element is "", not NULL). */
 static const char *xml_text(xmlNode *n, char *buf, size_t len)
 {
 	xmlChar *t = xmlNodeGetContent(n);
-	snprintf(buf, len, "%s", t ? (const char *)t : "");
+	if (!t)
+		return NULL;
+	snprintf(buf, len, "%s", (const char *)t);
 	xmlFree(t);
 	return buf;
 }
@@ -407,17 +411,82 @@ static int64_t parse_time(const char *iso)
 	return (int64_t)timegm(&tm);
 }
 
-/* One ListObjectsV2 page: the blob-named keys under PREFIX in names, their
- * LastModified (unix s, -1 unparsable) in mtimes (at most 1000, S3's page
- * size); token gets the next page's continuation token, "" on the last. */
-struct page {
-	char (*names)[65];
-	int64_t *mtimes;
-	size_t n;
-	char token[1024];
-};
+int rvs_s3_list_parse(const char *xml, size_t len, const char *prefix, struct rvs_s3_page *p)
+{
+	char buf[1100];
+	int truncated = 0, rc = 0;
 
-static int list_page(struct s3_blobs *s, const char *token, struct page *p)
+	p->n = 0;
+	p->token[0] = '\0';
+	if (len > LIST_MAX_BYTES)
+		return -EIO;
+	/* A parser context of its own, so that running out of memory (which
+	 * libxml2 may answer with a document cut short) is told apart from
+	 * bad XML. */
+	xmlParserCtxt *ctxt = xmlNewParserCtxt();
+	if (!ctxt)
+		return -ENOMEM;
+	xmlDoc *doc = xmlCtxtReadMemory(ctxt, xml, (int)len, "list.xml", NULL,
+					XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	/* No document and no parse error: libxml2 could not allocate its
+	 * input buffer. */
+	int oom = ctxt->errNo == XML_ERR_NO_MEMORY || (!doc && ctxt->errNo == XML_ERR_OK && len);
+	xmlFreeParserCtxt(ctxt);
+	xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
+	if (oom || !root || strcmp((const char *)root->name, "ListBucketResult") != 0) {
+		xmlFreeDoc(doc);
+		return oom ? -ENOMEM : -EIO;
+	}
+	for (xmlNode *n = root->children; n && rc == 0; n = n->next) {
+		if (n->type != XML_ELEMENT_NODE)
+			continue;
+		if (strcmp((const char *)n->name, "IsTruncated") == 0) {
+			if (!xml_text(n, buf, sizeof buf))
+				rc = -ENOMEM;
+			else
+				truncated = strcmp(buf, "true") == 0;
+		} else if (strcmp((const char *)n->name, "NextContinuationToken") == 0) {
+			if (!xml_text(n, p->token, sizeof p->token))
+				rc = -ENOMEM;
+		} else if (strcmp((const char *)n->name, "Contents") == 0 &&
+			   p->n < RVS_S3_PAGE_MAX) {
+			char key[1100] = "", when[64] = "";
+			for (xmlNode *k = n->children; k && rc == 0; k = k->next) {
+				if (k->type != XML_ELEMENT_NODE)
+					continue;
+				if (strcmp((const char *)k->name, "Key") == 0) {
+					if (!xml_text(k, key, sizeof key))
+						rc = -ENOMEM;
+				} else if (strcmp((const char *)k->name, "LastModified") == 0) {
+					if (!xml_text(k, when, sizeof when))
+						rc = -ENOMEM;
+				}
+			}
+			const char *name = key + strlen(prefix);
+			if (rc || strncmp(key, prefix, strlen(prefix)) != 0 ||
+			    !rvs_blob_name_ok(name))
+				continue; /* not ours */
+			memcpy(p->names[p->n], name, 65);
+			p->mtimes[p->n++] = parse_time(when);
+		}
+	}
+	xmlFreeDoc(doc);
+	if (rc) {
+		p->n = 0;
+		p->token[0] = '\0';
+		return rc;
+	}
+	if (!truncated)
+		p->token[0] = '\0';
+	else if (!p->token[0]) {
+		p->n = 0;
+		return -EIO; /* truncated without a way on */
+	}
+	return 0;
+}
+
+/* One ListObjectsV2 page into p (rvs_s3_list_parse). */
+static int list_page(struct s3_blobs *s, const char *token, struct rvs_s3_page *p)
 {
 	struct req r;
 	char *ptok = NULL, *ppre = NULL, prefix[520];
@@ -447,48 +516,9 @@ static int list_page(struct s3_blobs *s, const char *token, struct page *p)
 		free(r.mem);
 		return rc;
 	}
-	xmlDoc *doc = xmlReadMemory((const char *)r.mem, (int)r.mem_len, "list.xml", NULL,
-				    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	rc = rvs_s3_list_parse((const char *)r.mem, r.mem_len, prefix, p);
 	free(r.mem);
-	xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
-	if (!root || strcmp((const char *)root->name, "ListBucketResult") != 0) {
-		xmlFreeDoc(doc);
-		return -EIO;
-	}
-	p->n = 0;
-	p->token[0] = '\0';
-	int truncated = 0;
-	for (xmlNode *n = root->children; n; n = n->next) {
-		char buf[1100];
-		if (n->type != XML_ELEMENT_NODE)
-			continue;
-		if (strcmp((const char *)n->name, "IsTruncated") == 0)
-			truncated = strcmp(xml_text(n, buf, sizeof buf), "true") == 0;
-		else if (strcmp((const char *)n->name, "NextContinuationToken") == 0)
-			xml_text(n, p->token, sizeof p->token);
-		else if (strcmp((const char *)n->name, "Contents") == 0 && p->n < 1000) {
-			char key[1100] = "", when[64] = "";
-			for (xmlNode *k = n->children; k; k = k->next) {
-				if (k->type != XML_ELEMENT_NODE)
-					continue;
-				if (strcmp((const char *)k->name, "Key") == 0)
-					xml_text(k, key, sizeof key);
-				else if (strcmp((const char *)k->name, "LastModified") == 0)
-					xml_text(k, when, sizeof when);
-			}
-			const char *name = key + strlen(prefix);
-			if (strncmp(key, prefix, strlen(prefix)) != 0 || !rvs_blob_name_ok(name))
-				continue; /* not ours */
-			memcpy(p->names[p->n], name, 65);
-			p->mtimes[p->n++] = parse_time(when);
-		}
-	}
-	xmlFreeDoc(doc);
-	if (!truncated)
-		p->token[0] = '\0';
-	else if (!p->token[0])
-		return -EIO; /* truncated without a way on */
-	return 0;
+	return rc;
 }
 
 static int s3_sweep(struct rvs_blobs *b, int64_t min_age_s,
@@ -497,13 +527,13 @@ static int s3_sweep(struct rvs_blobs *b, int64_t min_age_s,
 {
 	struct s3_blobs *s = s3_of(b);
 	struct rvs_blob_sweep_stats st = {0, 0};
-	struct page p = {0};
-	char token[1024] = "";
+	struct rvs_s3_page p = {0};
+	char token[sizeof p.token] = "";
 	int64_t now = (int64_t)time(NULL);
 	int rc = 0;
 
-	p.names = malloc(1000 * sizeof *p.names);
-	p.mtimes = malloc(1000 * sizeof *p.mtimes);
+	p.names = malloc(RVS_S3_PAGE_MAX * sizeof *p.names);
+	p.mtimes = malloc(RVS_S3_PAGE_MAX * sizeof *p.mtimes);
 	if (!p.names || !p.mtimes)
 		rc = -ENOMEM;
 	do {

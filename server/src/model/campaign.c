@@ -249,36 +249,71 @@ static void camp_release(struct camp *k)
 	k->spec = NULL;
 }
 
+/* A JSON array of v[0..n), or NULL when out of memory (never a shorter
+ * one: the normalized form is what the store keeps). */
 static json_t *str_array(char **v, size_t n)
 {
 	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_string(v[i]));
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, json_string(v[i]))) {
+			json_decref(a);
+			a = NULL;
+		}
 	return a;
 }
 
-/* The normalized JSON form of a parsed campaign. */
+/* The normalized JSON form of a parsed campaign: a spec that validates
+ * again (so one that targets every app says all_apps). */
 static json_t *campaign_json(const Rearview__Campaign *c)
 {
-	json_t *kinds = json_array();
+	json_t *kinds = json_array(), *doc;
 	const ProtobufCEnumValue *um = protobuf_c_enum_descriptor_get_value(
 		&rearview__upload_mode__descriptor, c->upload_mode);
 	for (size_t i = 0; i < c->n_kinds; i++) {
 		const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value(
 			&rearview__anomaly_kind__descriptor, c->kinds[i]);
-		json_array_append_new(kinds, json_string(e ? e->name : "?"));
+		if (kinds && json_array_append_new(kinds, json_string(e ? e->name : "?"))) {
+			json_decref(kinds);
+			kinds = NULL;
+		}
 	}
-	return json_pack("{s:s,s:i,s:I,s:I,s:o,s:s,s:s,s:o,s:o,s:o,s:i,s:f,s:s*,s:i}", "id", c->id,
-			 "priority", (int)c->priority, "valid_from_s", (json_int_t)c->valid_from_s,
-			 "valid_until_s", (json_int_t)c->valid_until_s, "app_patterns",
-			 str_array(c->app_patterns, c->n_app_patterns), "app_version_min",
-			 c->n_app_versions ? c->app_versions[0]->min : "", "app_version_max",
-			 c->n_app_versions ? c->app_versions[0]->max : "", "device_models",
-			 str_array(c->device_models, c->n_device_models), "os_builds",
-			 str_array(c->os_builds, c->n_os_builds), "kinds", kinds, "min_severity",
-			 (int)c->min_severity, "sample_probability", c->sample_probability,
-			 "upload_mode", c->upload_mode && um ? um->name : NULL, "quota",
-			 (int)c->quota);
+	doc = json_pack("{s:s,s:i,s:I,s:I,s:o,s:s,s:s,s:o,s:o,s:o,s:i,s:f,s:i}", "id", c->id,
+			"priority", (int)c->priority, "valid_from_s", (json_int_t)c->valid_from_s,
+			"valid_until_s", (json_int_t)c->valid_until_s, "app_patterns",
+			str_array(c->app_patterns, c->n_app_patterns), "app_version_min",
+			c->n_app_versions ? c->app_versions[0]->min : "", "app_version_max",
+			c->n_app_versions ? c->app_versions[0]->max : "", "device_models",
+			str_array(c->device_models, c->n_device_models), "os_builds",
+			str_array(c->os_builds, c->n_os_builds), "kinds", kinds, "min_severity",
+			(int)c->min_severity, "sample_probability", c->sample_probability, "quota",
+			(int)c->quota);
+	/* Set one by one, not json_pack's "s*", which omits a member whose
+	 * string could not be allocated. */
+	if (doc &&
+	    ((c->upload_mode && um &&
+	      json_object_set_new(doc, "upload_mode", json_string(um->name))) ||
+	     (c->n_app_patterns == 0 && json_object_set_new(doc, "all_apps", json_true())))) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+/* The text the store keeps of a normalized spec, or NULL when out of
+ * memory.  jansson's json_dumps can return a document missing a key when
+ * an allocation inside it fails, so the text is read back and compared. */
+static char *spec_text(const json_t *norm)
+{
+	char *text = norm ? json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_t *back = text ? json_loads(text, 0, NULL) : NULL;
+	int same = back && json_equal(back, norm);
+
+	json_decref(back);
+	if (!same) {
+		free(text);
+		return NULL;
+	}
+	return text;
 }
 
 /* ---- publishing ------------------------------------------------------------ */
@@ -607,6 +642,46 @@ int rvs_campaign_preview(const struct rvs_store_ops *ops, struct rvs_store *st, 
 	return rc;
 }
 
+int rvs_campaign_normalize(const char *body, size_t len, char **out, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *spec, *norm;
+	struct camp k;
+	int rc;
+
+	*out = NULL;
+	memset(&je, 0, sizeof je); /* json_loadb may fail without setting a code */
+	if (len > RVS_CAMPAIGN_MAX_BODY)
+		return fail(err, errlen, "%s", "a campaign is at most 64 KiB of JSON");
+	spec = json_loadb(body, len, 0, &je);
+	if (!spec) {
+		/* jansson leaves the code unknown when an allocation fails
+		 * where it records no error. */
+		if (json_error_code(&je) == json_error_out_of_memory ||
+		    json_error_code(&je) == json_error_unknown) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		return fail(err, errlen, "not JSON: %s", je.text);
+	}
+	memset(&k, 0, sizeof k);
+	rc = spec_strict(spec, err, errlen);
+	if (rc == 0)
+		rc = camp_parse(spec, &k, err, errlen);
+	if (rc == 0) {
+		norm = campaign_json(&k.c);
+		*out = spec_text(norm);
+		json_decref(norm);
+		if (!*out) {
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+		}
+	}
+	camp_release(&k);
+	json_decref(spec);
+	return rc;
+}
+
 int rvs_campaign_save(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
 		      struct rvs_store *st, json_t *spec, int create, uint64_t *version, char *err,
 		      size_t errlen)
@@ -635,7 +710,7 @@ int rvs_campaign_save(const struct rvs_config *cfg, const struct rvs_store_ops *
 		return -EAGAIN;
 	}
 	norm = campaign_json(&k.c);
-	text = norm ? json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	text = spec_text(norm);
 	json_decref(norm);
 	if (!text) {
 		camp_release(&k);

@@ -31,6 +31,16 @@
 int rvs_campaign_save(const struct rvs_config *cfg, const struct rvs_store_ops *ops,
 		      struct rvs_store *st, json_t *spec, int create, uint64_t *version, char *err,
 		      size_t errlen);
+/* The largest campaign body the API and the forms read. */
+#define RVS_CAMPAIGN_MAX_BODY 65536
+/* Parses body[0..len) (untrusted JSON, at most RVS_CAMPAIGN_MAX_BODY)
+ * as a campaign spec and validates it as rvs_campaign_save does, without a
+ * store: *out gets the normalized text save would store (compact, sorted
+ * keys; free() it), which parses again to itself.  0; -EINVAL with a
+ * human reason in err (not JSON, an unknown field, a bad value); -ENOMEM
+ * (*out NULL).  The fleet-wide confirmation needs a store and is not
+ * checked here. */
+int rvs_campaign_normalize(const char *body, size_t len, char **out, char *err, size_t errlen);
 /* What a campaign would have collected: last week's anomalies (uploads and
  * skip reports) it matches before sampling, on how many devices, and about
  * how many after sampling; whether it targets every app on every device. */

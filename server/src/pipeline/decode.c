@@ -563,6 +563,9 @@ static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n
 	size_t *of = calloc(n, sizeof *of); /* v[k] is it[of[k]] */
 	/* The Summaries: they own the names the rows point at. */
 	Rearview__Summary **ps = calloc(n, sizeof *ps);
+	struct rvs_index_meta *metas = NULL; /* index_upload_metas' answers */
+	int *mrc = NULL;
+	const char **ids = NULL;
 	size_t nv = 0;
 	int rc = r && v && of && ps ? open_lane(d) : -ENOMEM;
 
@@ -573,12 +576,29 @@ static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n
 			snprintf(it[i].reason, sizeof it[i].reason, "index: %s",
 				 rc == -ENOMEM ? "out of memory" : "cannot open database");
 	}
+	/* Every upload's in one read where the backend has it (a round trip
+	 * each is PostgreSQL's cost), else one by one. */
+	if (!rc && d->ops->index_upload_metas && (metas = calloc(n, sizeof *metas)) &&
+	    (mrc = calloc(n, sizeof *mrc)) && (ids = calloc(n, sizeof *ids))) {
+		int rm;
+		for (size_t i = 0; i < n; i++)
+			ids[i] = it[i].trace_id;
+		if ((rm = d->ops->index_upload_metas(d->ix, ids, n, metas, mrc)))
+			for (size_t i = 0; i < n; i++)
+				mrc[i] = rm;
+	}
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct rvs_index_meta meta;
 		int ri;
 
 		rows_init(&r[i], it[i].trace_id, it[i].lease);
-		if ((ri = d->ops->index_upload_meta(d->ix, it[i].trace_id, &meta))) {
+		if (ids) {
+			meta = metas[i];
+			ri = mrc[i];
+		} else {
+			ri = d->ops->index_upload_meta(d->ix, it[i].trace_id, &meta);
+		}
+		if (ri) {
 			snprintf(it[i].reason, sizeof it[i].reason, "index: upload: %s",
 				 strerror(-ri));
 			it[i].rc = ri;
@@ -616,6 +636,9 @@ static void index_summaries(struct lane *d, struct rvs_decode_item *it, size_t n
 	free(r);
 	free(v);
 	free(of);
+	free(metas);
+	free(mrc);
+	free(ids);
 }
 
 /* The seam's decode (api.h) on a free lane: concurrent callers (at most

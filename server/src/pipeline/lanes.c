@@ -61,6 +61,9 @@ struct rvs_lanes {
 	uv_timer_t retry_timer;
 	int retry_on;
 	uint64_t retry_ms;
+	/* rvs_lanes_on_indexed's hook. */
+	void (*indexed)(void *arg);
+	void *indexed_arg;
 };
 
 static void decode_start(struct rvs_lanes *a, unsigned part);
@@ -222,8 +225,16 @@ static void decode_done_cb(uv_work_t *w, int status)
 		a->decode_again[dj->part] = 0;
 		decode_start(a, dj->part);
 	}
+	if (!dj->empty && a->indexed && !a->work->stopping)
+		a->indexed(a->indexed_arg);
 	free(dj);
 	rvs_work_done(a->work);
+}
+
+void rvs_lanes_on_indexed(struct rvs_lanes *l, void (*cb)(void *arg), void *arg)
+{
+	l->indexed = cb;
+	l->indexed_arg = arg;
 }
 
 static void decode_start(struct rvs_lanes *a, unsigned part)

@@ -37,6 +37,10 @@ void rvs_lanes_start(struct rvs_lanes *l);
  * again after it): new uploads, requeued traces.  A no-op without a
  * decoder or once stopping. */
 void rvs_lanes_pump(struct rvs_lanes *l);
+/* cb(arg) on the loop thread after each decode job that indexed
+ * something (the alert rules' evaluation after indexing: timers.h's
+ * rvs_timers_indexed).  Set before rvs_lanes_start; cb NULL: none. */
+void rvs_lanes_on_indexed(struct rvs_lanes *l, void (*cb)(void *arg), void *arg);
 /* Closes the listener's watch and the poll's timer (their handles close
  * on the loop). */
 void rvs_lanes_stop(struct rvs_lanes *l);

@@ -2,7 +2,8 @@
 /*
  * timers.h — the server's periodic passes (timers.c): retention (every
  * cfg->retention_interval_s when cfg->retention_days > 0) and the
- * regression alerts (the automatic comparison, then the due webhook
+ * regression alerts (the automatic comparison, the alert rules on trends
+ * (model/alerts.h), then the due webhook
  * deliveries, every cfg->regress_interval_ms): a timer on the loop queues
  * one pass at a time on the work queue.  Loop thread only.
  */
@@ -25,6 +26,12 @@ int rvs_timers_new(uv_loop_t *loop, const struct rvs_config *cfg, struct rvs_met
 		   struct rvs_blobs *blobs, struct rvs_work *work, struct rvs_timers **out);
 /* Starts the timers (retention only when cfg->retention_days > 0). */
 void rvs_timers_start(struct rvs_timers *t);
+/* After indexing (lanes.h's rvs_lanes_on_indexed; arg the timers): queues
+ * a pass of the alert rules (then the due deliveries) unless one runs or
+ * one started less than RVS_ALERTS_GAP_MS ago, so a stream of uploads
+ * costs at most one evaluation of the rules per gap. */
+#define RVS_ALERTS_GAP_MS 10000
+void rvs_timers_indexed(void *arg);
 /* Closes the timers (their handles close on the loop); a pass running
  * finishes. */
 void rvs_timers_stop(struct rvs_timers *t);

@@ -324,6 +324,14 @@ struct rvs_agg_filter {
 	const char *chain;     /* traces with a chain of exactly this text ("a;b;") */
 	int64_t kind, since, until, max_traces;
 	int has_kind, has_since, has_until, bucketed;
+	/* A heatmap's cells (heatmap_read's predicates, trace-level only):
+	 * traces of issue; anomaly duration in [dur_min, dur_max) ns (a trace
+	 * without a duration matches neither bound); has_except: not inside
+	 * the cell received in [except_since, except_until) with a duration in
+	 * [except_dur_min, except_dur_max) (the rest of a heatmap's range). */
+	const char *issue;
+	int64_t dur_min, dur_max, except_since, except_until, except_dur_min, except_dur_max;
+	int has_dur_min, has_dur_max, has_except;
 };
 
 /* agg_read's callbacks; a non-zero return stops the read and is returned. */
@@ -416,6 +424,23 @@ struct rvs_trend_row {
 	int64_t day;
 	const char *version;
 	int64_t self_ns, incl_ns;
+};
+
+/* An anomaly heatmap (heatmap_read): the traces with an aggregate (those
+ * agg_read can sum) and an anomaly duration >= 0, received in [since,
+ * until), of app, anomaly kind and issue when set (NULL / has_kind 0:
+ * any). */
+struct rvs_heatmap_filter {
+	const char *app, *issue;
+	int64_t kind, since, until;
+	int has_kind;
+};
+/* The traces of an aggregate side where one frame (an aggregate node) is
+ * heaviest (heaviest_read): its per-trace row, received_at and anomaly
+ * duration (-1: none); trace_id valid during the callback only. */
+struct rvs_heavy_row {
+	const char *trace_id;
+	int64_t calls, self_ns, incl_ns, received_at, duration_ns;
 };
 
 struct rvs_store_ops {
@@ -818,6 +843,62 @@ struct rvs_store_ops {
 	 * were given), else 0.  0 or -errno. */
 	int (*trend_read)(struct rvs_store *s, const struct rvs_trend_filter *f,
 			  int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut);
+
+	/* ---- an index batch's uploads read at once (PostgreSQL's round trips) ---- */
+	/* index_upload_meta of the n uploads trace_ids in one read: m[i] and
+	 * rc[i] (0, or -ENOENT with m[i] zeroed) for each; the call's result 0,
+	 * or -errno with nothing of m[] to free.  NULL: index_upload_meta one by
+	 * one. */
+	int (*index_upload_metas)(struct rvs_index_lane *l, const char *const *trace_ids, size_t n,
+				  struct rvs_index_meta *m, int *rc);
+
+	/* ---- alert rules on trends (store_*_alert.c; model/alerts.h) ---- */
+
+	/* Adds rule r (name, spec, created_by, created_at; state "ok") unless
+	 * max rules exist already (-ENOSPC); *id its id.  0 or -errno. */
+	int (*alert_rule_add)(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r,
+			      size_t max, int64_t *id);
+	/* Deletes rule id; -ENOENT when there is none. */
+	int (*alert_rule_delete)(struct rvs_regress_db *d, int64_t id);
+	/* Every rule (id ascending) with its last delivery to cb (row valid
+	 * during the call; a non-zero return stops and is returned). */
+	int (*alert_rules_list)(struct rvs_regress_db *d,
+				int (*cb)(void *arg, const struct rvs_alert_rule_row *r),
+				void *arg);
+	/* An evaluation of rule r->id, in one transaction: sets its value
+	 * (has_value) and evaluated_at; when r->state differs from from_state
+	 * the rule moves to r->state (since r->since) only if it is still in
+	 * from_state — then the n deliveries w are queued and the last becomes
+	 * the rule's last delivery, and *moved is 1 (else 0: another pass
+	 * moved it first, nothing is queued).  -ENOENT when the rule is gone. */
+	int (*alert_rule_update)(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r,
+				 const char *from_state, const struct rvs_webhook_new *w, size_t n,
+				 int *moved);
+	/* Captures (traces) per capture day (as trend_read's day) in
+	 * [from_day, to_day] of app, model and kind when set (NULL / has_kind
+	 * 0: any), one row per day that has any, to cb; reads only traces
+	 * received since from_day (a capture arrives after it was taken).
+	 * 0 or -errno. */
+	int (*alert_counts)(struct rvs_regress_db *d, const struct rvs_trend_filter *f,
+			    int64_t from_day, int64_t to_day,
+			    int (*cb)(void *arg, int64_t day, int64_t n), void *arg);
+
+	/* ---- the anomaly heatmap (api/heatmap.c) ---- */
+
+	/* Each trace f selects, as (received_at, duration_ns), to cb (in no
+	 * promised order; a non-zero return stops the read and is returned).
+	 * 0 or -errno. */
+	int (*heatmap_read)(struct rvs_store *s, const struct rvs_heatmap_filter *f,
+			    int (*cb)(void *arg, int64_t received_at, int64_t duration_ns),
+			    void *arg);
+	/* Of the traces agg_read sums for side f (trace-level: the same newest
+	 * f->max_traces), those with a row of aggregate node `node`, heaviest
+	 * first by its self (by_self) or inclusive ns (then by trace_id), at
+	 * most limit, to cb (a non-zero return stops the read and is
+	 * returned).  0 or -errno. */
+	int (*heaviest_read)(struct rvs_store *s, const struct rvs_agg_filter *f, int64_t node,
+			     int by_self, int64_t limit,
+			     int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -46,6 +46,14 @@ int rvs_sqlite_search_scan(const char *dsn, const struct rvs_search_scan *q,
 /* store.h's trend_read on a read connection of its own on dsn. */
 int rvs_sqlite_trend_read(const char *dsn, const struct rvs_trend_filter *f,
 			  int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut);
+/* store.h's heatmap_read and heaviest_read on a read connection of their
+ * own on dsn. */
+int rvs_sqlite_heatmap_read(const char *dsn, const struct rvs_heatmap_filter *f,
+			    int (*cb)(void *arg, int64_t received_at, int64_t duration_ns),
+			    void *arg);
+int rvs_sqlite_heaviest_read(const char *dsn, const struct rvs_agg_filter *f, int64_t node,
+			     int by_self, int64_t limit,
+			     int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg);
 /* Registers rvs_issue(chain, signature) on db: the SQL face of
  * rvs_issue_fold (issue.h; NULL when either argument is NULL or the
  * signature is malformed), deterministic, for migration 9's backfill.
@@ -54,11 +62,24 @@ int rvs_sqlite_issue_register(struct sqlite3 *db);
 
 /* ---- PostgreSQL ---- */
 
-/* Inside the index lane's transaction on pg, after trace_id's traces row
- * (a re-decoded trace's old rows went with its old traces row, migration
- * 7): writes r's rows.  0, or -EIO with the message in err. */
-int rvs_pg_agg_write(struct pg_conn *pg, const char *trace_id, const struct rvs_agg_rows *r,
-		     char *err, size_t errlen);
+/* A trace's call-path aggregate rows on pg, inside the index lane's
+ * transaction, in three steps around its pipelines (store/pg/pg.h;
+ * store_pg_index.c): rvs_pg_agg_begin adds to pp, tagged tag, the reads of
+ * the trace's bucket and of the paths the dictionary holds (after the
+ * trace's traces row; app is its upload's app, "" for none); once that
+ * pipeline ran, rvs_pg_agg_resolve reads their answers and adds what is
+ * new (a bucket, paths: its own round trips, in rvs_agg_build's order) on
+ * pg; rvs_pg_agg_add_rows then adds the trace_agg row and the trace_paths
+ * rows to a later pipeline.  r and trace_id must outlive the job.  Each:
+ * 0 or -errno (-ENOMEM; resolve: a statement's, with the message in err);
+ * rvs_pg_agg_job_free frees the job (NULL: nothing). */
+struct rvs_pg_agg_job;
+struct rvs_pg_pipe;
+int rvs_pg_agg_begin(struct rvs_pg_pipe *pp, int tag, const char *trace_id, const char *app,
+		     const struct rvs_agg_rows *r, struct rvs_pg_agg_job **out);
+int rvs_pg_agg_resolve(struct pg_conn *pg, struct rvs_pg_agg_job *j, char *err, size_t errlen);
+int rvs_pg_agg_add_rows(struct rvs_pg_pipe *pp, int tag, const struct rvs_pg_agg_job *j);
+void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j);
 /* store.h's agg_read, traces_sorted, issues_read and search_scan, on
  * connections pool lends (pg.h: store_pg.c's pool). */
 int rvs_pg_agg_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter *f, size_t nsides,
@@ -73,5 +94,11 @@ int rvs_pg_search_scan(const struct rvs_pg_pool *pool, const struct rvs_search_s
 /* store.h's trend_read on a connection pool lends. */
 int rvs_pg_trend_read(const struct rvs_pg_pool *pool, const struct rvs_trend_filter *f,
 		      int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut);
+/* store.h's heatmap_read and heaviest_read on connections pool lends. */
+int rvs_pg_heatmap_read(const struct rvs_pg_pool *pool, const struct rvs_heatmap_filter *f,
+			int (*cb)(void *arg, int64_t received_at, int64_t duration_ns), void *arg);
+int rvs_pg_heaviest_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter *f,
+			 int64_t node, int by_self, int64_t limit,
+			 int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg);
 
 #endif

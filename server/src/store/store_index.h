@@ -24,5 +24,7 @@ void rvs_pg_index_close(struct rvs_index_lane *l);
 int rvs_pg_index_upload_meta(struct rvs_index_lane *l, const char *trace_id,
 			     struct rvs_index_meta *m);
 void rvs_pg_index_write(struct rvs_index_lane *l, struct rvs_index_trace *v, size_t n);
+int rvs_pg_index_upload_metas(struct rvs_index_lane *l, const char *const *trace_ids, size_t n,
+			      struct rvs_index_meta *m, int *rc);
 
 #endif

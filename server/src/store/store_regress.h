@@ -69,4 +69,23 @@ struct rvs_webhook_row {
 	int64_t delivered_at; /* unix s; -1: NULL */
 };
 
+/* One alert rule (alert_rules; model/alerts.h): its spec is the JSON text
+ * the model validated; the rest is the state its evaluations keep. */
+struct rvs_alert_rule_row {
+	int64_t id;
+	const char *name, *spec, *created_by;
+	int64_t created_at;
+	const char *state; /* "ok" or "firing" */
+	int64_t since;	   /* unix s the state began; -1: never evaluated */
+	double value;	   /* the last evaluation's value, when has_value */
+	int has_value;
+	int64_t evaluated_at; /* unix s; -1: never */
+	/* alert_rules_list only: the rule's last delivery (webhook_deliveries),
+	 * delivery_id -1 when none. */
+	int64_t delivery_id;
+	const char *delivery_state; /* NULL when none */
+	int64_t delivery_status;    /* last HTTP status; 0: none */
+	int64_t delivered_at;	    /* unix s; -1: not (yet) */
+};
+
 #endif

@@ -38,7 +38,19 @@
 			       uint32_t prev_attempts);                                            \
 	int p##_webhook_list(struct rvs_regress_db *d, size_t max,                                 \
 			     int (*cb)(void *arg, const struct rvs_webhook_row *r), void *arg);    \
-	int p##_webhook_pending(struct rvs_regress_db *d, uint64_t *out);
+	int p##_webhook_pending(struct rvs_regress_db *d, uint64_t *out);                          \
+	int p##_alert_rule_add(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r,       \
+			       size_t max, int64_t *id);                                           \
+	int p##_alert_rule_delete(struct rvs_regress_db *d, int64_t id);                           \
+	int p##_alert_rules_list(struct rvs_regress_db *d,                                         \
+				 int (*cb)(void *arg, const struct rvs_alert_rule_row *r),         \
+				 void *arg);                                                       \
+	int p##_alert_rule_update(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r,    \
+				  const char *from_state, const struct rvs_webhook_new *w,         \
+				  size_t n, int *moved);                                           \
+	int p##_alert_counts(struct rvs_regress_db *d, const struct rvs_trend_filter *f,           \
+			     int64_t from_day, int64_t to_day,                                     \
+			     int (*cb)(void *arg, int64_t day, int64_t n), void *arg);
 
 /* sqlite: a connection of its own on the database file dsn. */
 RVS_REGRESS_BE(rvs_sqlite)

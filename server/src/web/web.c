@@ -78,6 +78,35 @@ void rvs_web_urlenc(FILE *f, const char *s)
 	}
 }
 
+/* ---- queries ------------------------------------------------------------- */
+
+char *web_query_without(const char *query, const char *const *keys)
+{
+	size_t n = query ? strlen(query) : 0, len = 0;
+	char *out = malloc(n + 1);
+	const char *p = query;
+
+	if (!out)
+		return NULL;
+	while (p && *p) {
+		const char *amp = strchr(p, '&');
+		size_t plen = amp ? (size_t)(amp - p) : strlen(p);
+		size_t klen = strcspn(p, "=&");
+		int drop = 0;
+		for (size_t k = 0; keys[k] && !drop; k++)
+			drop = strlen(keys[k]) == klen && !memcmp(keys[k], p, klen);
+		if (!drop && plen) {
+			if (len)
+				out[len++] = '&';
+			memcpy(out + len, p, plen);
+			len += plen;
+		}
+		p = amp ? amp + 1 : NULL;
+	}
+	out[len] = '\0';
+	return out;
+}
+
 /* ---- responses ----------------------------------------------------------- */
 
 static void set_body(struct rvs_query_resp *r, int status, const char *ctype, const char *s)
@@ -100,8 +129,8 @@ void web_page_begin(struct web_ctx *c, const char *title)
 		fputs("<nav><a href=\"/traces\">Traces</a> <a href=\"/issues\">Issues</a>"
 		      " <a href=\"/search\">Search</a>"
 		      " <a href=\"/callers\">Callers</a>"
-		      " <a href=\"/regressions\">Regressions</a> <a "
-		      "href=\"/aggregate\">Aggregate</a>"
+		      " <a href=\"/regressions\">Regressions</a> <a href=\"/alerts\">Alerts</a> <a "
+		      "href=\"/aggregate\">Aggregate</a> <a href=\"/heatmap\">Heatmap</a>"
 		      " <a href=\"/campaigns\">Campaigns</a> <a href=\"/fleet\">Fleet</a>"
 		      " <a href=\"/tokens\">API tokens</a>",
 		      f);
@@ -566,6 +595,8 @@ static void serve_static(struct web_ctx *c, const char *p)
 		return set_body(c->r, 200, "text/javascript; charset=utf-8", WEB_TIMELINE_JS);
 	if (strcmp(p, "trend.js") == 0)
 		return set_body(c->r, 200, "text/javascript; charset=utf-8", WEB_TREND_JS);
+	if (strcmp(p, "heatmap.js") == 0)
+		return set_body(c->r, 200, "text/javascript; charset=utf-8", WEB_HEATMAP_JS);
 	if (strcmp(p, "favicon.svg") == 0)
 		return set_body(c->r, 200, "image/svg+xml", FAVICON);
 	if (strncmp(p, "speedscope/", 11) != 0 || !static_path_ok(p + 11) || !(ct = ctype_of(p)) ||

@@ -61,6 +61,15 @@ void rvs_web_fleet(struct rvs_call *call);
 /* GET /trend: a method's time per capture day or app version, its onset
  * and the brush that makes aggregate sets of a range (web_trend.c). */
 void rvs_web_trend(struct rvs_call *call);
+/* GET /alerts: the alert rules on trends with their current value, state
+ * (ok, or firing since) and last delivery (web_alerts.c). */
+void rvs_web_alerts(struct rvs_call *call);
+/* GET /heatmap: an app's or issue's anomalies per time received and
+ * duration, each cell a link to its merged flame graph; GET /heaviest: the
+ * captures of an aggregate's set where one frame is heaviest, each a link
+ * to its timeline at the anomaly (web_heatmap.c). */
+void rvs_web_heatmap(struct rvs_call *call);
+void rvs_web_heaviest(struct rvs_call *call);
 /* GET /regressions: what got slower (web_regress.c). */
 void rvs_web_regressions(struct rvs_call *call);
 void rvs_web_method(struct rvs_call *call);
@@ -84,7 +93,9 @@ void rvs_web_aggregate_diff(struct rvs_call *c);
  * method is not in the reply, or when regress is NULL.  link (NULL: none):
  * the /regressions page of that comparison, each frame whose method the
  * reply lists a link to its row there (link#m-METHOD, URL-encoded).  Names are escaped.
- * diff 0 reads neither regress nor link.  Any thread. */
+ * diff 0 reads no regress; its link (NULL: none) is the /heaviest page of
+ * the set with its filters ("/heaviest?QUERY"): each frame below an app's
+ * root links there with &node=ID&frame=METHOD.  Any thread. */
 struct json_t;
 void rvs_agg_flame_svg(FILE *f, struct json_t *doc, int diff, struct json_t *regress,
 		       const char *link);

@@ -190,7 +190,14 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff, json_t *regress, const ch
 				 90 + (h >> 8) % 120, 40 + (h >> 16) % 50);
 		}
 		fprintf(f, "<g class=\"%s\" data-node=\"%lld\">", cls, (long long)ival(nd, "node"));
-		if (row && link) {
+		if (!diff && link && key.id) {
+			/* The captures where this frame is heaviest (/heaviest). */
+			fputs("<a class=\"frame\" href=\"", f);
+			rvs_web_esc(f, link);
+			fprintf(f, "&amp;node=%lld&amp;frame=", (long long)ival(nd, "node"));
+			rvs_web_urlenc(f, sval(nd, "method"));
+			fputs("\">", f);
+		} else if (row && link) {
 			/* The method's row on /regressions (web_regress.c's ids);
 			 * a frame whose method has none (an app's root, a method
 			 * past the reply's rows) links nowhere. */
@@ -240,7 +247,7 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff, json_t *regress, const ch
 			rvs_web_esc(f, label);
 			fputs("</text>", f);
 		}
-		fputs(row && link ? "</a></g>" : "</g>", f);
+		fputs((row && link) || (!diff && link && key.id) ? "</a></g>" : "</g>", f);
 		drawn++;
 	}
 	fprintf(f,
@@ -462,11 +469,45 @@ static json_t *regressions_of(struct web_ctx *c, char **link)
 	return NULL;
 }
 
+/* A heatmap cell's aggregate (its since/until and dur_min/dur_max, and the
+ * heatmap's range as range_since/range_until): a link to the diff of the
+ * cell (A) against the rest of the range (B: the range except the cell). */
+static void rest_of_range_link(struct web_ctx *c)
+{
+	static const char *const common[] = {"app", "kind", "issue"};
+	static const char *const cell[] = {"since", "until", "dur_min", "dur_max"};
+	char v[256], rs[32], ru[32];
+
+	if (rvs_query_param(c->req->query, "range_since", rs, sizeof rs) != 1 ||
+	    rvs_query_param(c->req->query, "range_until", ru, sizeof ru) != 1)
+		return;
+	fputs("<p><a id=\"cell-diff\" href=\"/aggregate/diff?b.since=", c->f);
+	rvs_web_urlenc(c->f, rs);
+	fputs("&amp;b.until=", c->f);
+	rvs_web_urlenc(c->f, ru);
+	for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
+		if (rvs_query_param(c->req->query, common[i], v, sizeof v) == 1 && v[0]) {
+			fprintf(c->f, "&amp;%s=", common[i]);
+			rvs_web_urlenc(c->f, v);
+		}
+	for (size_t i = 0; i < sizeof cell / sizeof cell[0]; i++)
+		if (rvs_query_param(c->req->query, cell[i], v, sizeof v) == 1 && v[0]) {
+			fprintf(c->f, "&amp;a.%s=", cell[i]);
+			rvs_web_urlenc(c->f, v);
+			fprintf(c->f, "&amp;b.except_%s=", cell[i]);
+			rvs_web_urlenc(c->f, v);
+		}
+	fputs("\">Compare with the rest of the range (differential flame graph)</a></p>", c->f);
+}
+
 static void aggregate_page(struct web_ctx *c, int diff)
 {
+	static const char *const web_only[] = {"range_since", "range_until", NULL};
 	int status;
-	json_t *doc = web_api(c, diff ? "/api/v1/aggregate/diff" : "/api/v1/aggregate",
-			      c->req->query, &status);
+	char *q = web_query_without(c->req->query, web_only);
+	json_t *doc =
+		q ? web_api(c, diff ? "/api/v1/aggregate/diff" : "/api/v1/aggregate", q, &status)
+		  : NULL;
 	char app[256] = "";
 
 	if (!doc || status != 200) {
@@ -474,6 +515,7 @@ static void aggregate_page(struct web_ctx *c, int diff)
 		snprintf(msg, sizeof msg, "%s",
 			 doc ? sval(doc, "error") : "the aggregate query failed");
 		json_decref(doc);
+		free(q);
 		return web_error(c, status == 400 ? 400 : 500, msg);
 	}
 	web_page_begin(c, diff ? "Differential flame graph" : "Aggregate flame graph");
@@ -488,6 +530,7 @@ static void aggregate_page(struct web_ctx *c, int diff)
 		fputs("<p><a id=\"to-diff\" href=\"/aggregate/diff?app=", c->f);
 		rvs_web_urlenc(c->f, app);
 		fputs("\">Compare two sets (differential flame graph)</a></p>", c->f);
+		rest_of_range_link(c);
 	}
 	if (diff) {
 		char *link = NULL;
@@ -496,8 +539,14 @@ static void aggregate_page(struct web_ctx *c, int diff)
 		json_decref(regress);
 		free(link);
 	} else {
-		rvs_agg_flame_svg(c->f, doc, 0, NULL, NULL);
+		/* Each frame links to the captures where it is heaviest. */
+		char *link = NULL;
+		if (asprintf(&link, "/heaviest?%s", q[0] ? q : "by=incl") < 0)
+			link = NULL;
+		rvs_agg_flame_svg(c->f, doc, 0, NULL, link);
+		free(link);
 	}
+	free(q);
 	top_down(c, json_object_get(doc, "nodes"), diff);
 	bottom_up(c, json_object_get(doc, "bottom_up"), diff);
 	json_decref(doc);

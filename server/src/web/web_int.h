@@ -65,6 +65,10 @@ void web_field(struct web_ctx *c, json_t *o, const char *key);
 /* Nanoseconds (an integer or a real) as milliseconds with 3 decimals; "–" for
  * JSON null. */
 void web_ms(FILE *f, json_t *v);
+/* query (a raw query string, NULL: none) without its parameters named in
+ * keys (NULL-ended): what a page passes on to the API when it takes
+ * parameters of its own.  malloc'd (the caller frees it), NULL on ENOMEM. */
+char *web_query_without(const char *query, const char *const *keys);
 /* The anomaly kind's name (static), "?" when unknown. */
 const char *web_kind_name(int kind);
 
@@ -107,6 +111,9 @@ void web_fleet_page(struct web_ctx *c);
 /* Timeline SVG of the thread before the anomaly (web_timeline.c). */
 struct rva_trace;
 void web_timeline_svg(FILE *f, const struct rva_trace *t);
+/* The same with every call of method highlight (NULL: none) outlined
+ * (class "hl"). */
+void web_timeline_svg_hl(FILE *f, const struct rva_trace *t, const char *highlight);
 /* The zoomable timeline's level of detail (web_timeline.c) for the
  * captured thread between from and to (the trace's clock, from < to) drawn
  * width pixels wide (1..LOD_MAX_WIDTH): every call at least a pixel wide
@@ -120,6 +127,14 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t);
 #define LOD_MAX_ITEMS 200000
 int web_timeline_lod(const struct rva_trace *t, int64_t from, int64_t to, unsigned width,
 		     json_t **out);
+/* GET /trace/ID/timeline.json's answer for t (web_timeline.c): the query
+ * string's width (1..LOD_MAX_WIDTH, default 1200), from and to (ns offsets
+ * in the trace, from < to; default the whole trace) parsed and the level
+ * of detail built.  query is untrusted, NULL for none.  0 with *out (caller
+ * json_decref); -EINVAL with *bad naming the parameter; -ENOMEM.  Any
+ * thread. */
+int web_timeline_query(const struct rva_trace *t, const char *query, json_t **out,
+		       const char **bad);
 /* The butterfly of method in t (web_timeline.c): its callers and callees
  * on the captured thread with calls and inclusive time, and its own calls,
  * inclusive and self time.  *out: the JSON document (caller json_decref;
@@ -131,5 +146,7 @@ int web_butterfly(const struct rva_trace *t, const char *method, json_t **out);
 extern const char WEB_TIMELINE_JS[];
 /* The trend page's brush (web_trend_js.c), /static/trend.js. */
 extern const char WEB_TREND_JS[];
+/* The heatmap page's brush (web_heatmap_js.c), /static/heatmap.js. */
+extern const char WEB_HEATMAP_JS[];
 
 #endif

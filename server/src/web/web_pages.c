@@ -588,7 +588,7 @@ static void summary_why_section(struct web_ctx *c, const char *api)
 
 void web_trace_page(struct web_ctx *c, const char *id)
 {
-	char api[96];
+	char api[96], focus[16], hl[1024];
 	int status;
 	json_t *doc, *state;
 	const rva_trace *t = NULL;
@@ -653,9 +653,20 @@ void web_trace_page(struct web_ctx *c, const char *id)
 			"<object id=\"flame\" class=\"flame\" type=\"image/svg+xml\""
 			" data=\"/traces/%s/flame.svg\">Flame graph (needs SVG)</object>",
 			id);
+		/* ?focus=anomaly opens the zoomable timeline at the anomaly;
+		 * ?method=NAME outlines that method's calls in both timelines. */
+		if (rvs_query_param(c->req->query, "focus", focus, sizeof focus) != 1 ||
+		    strcmp(focus, "anomaly"))
+			focus[0] = '\0';
+		if (rvs_query_param(c->req->query, "method", hl, sizeof hl) != 1)
+			hl[0] = '\0';
+		fputs("<h2>Timeline (zoom and pan)</h2><div id=\"tlz\" data-focus=\"", c->f);
+		fputs(focus, c->f);
+		fputs("\" data-method=\"", c->f);
+		rvs_web_esc(c->f, hl);
+		fputs("\"", c->f);
 		fprintf(c->f,
-			"<h2>Timeline (zoom and pan)</h2>"
-			"<div id=\"tlz\" data-trace=\"%s\"><p>"
+			" data-trace=\"%s\"><p>"
 			"<button type=\"button\" id=\"tlz-in\">Zoom in</button> "
 			"<button type=\"button\" id=\"tlz-out\">Zoom out</button> "
 			"<button type=\"button\" id=\"tlz-left\">&larr;</button> "
@@ -665,7 +676,7 @@ void web_trace_page(struct web_ctx *c, const char *id)
 			"Wheel zooms, drag pans, keys + - &larr; &rarr; 0; click a box.</p>"
 			"<canvas id=\"tlz-canvas\" tabindex=\"0\" width=\"1200\" height=\"40\">"
 			"</canvas><p id=\"tlz-status\">Needs JavaScript: the static timeline "
-			"below shows the window before the anomaly.</p><p "
+			"below shows the window before the anomaly.</p><p id=\"tlz-hl\"></p><p "
 			"id=\"tlz-info\"></p></div>"
 			"<script src=\"/static/timeline.js\" defer></script>",
 			id);
@@ -673,7 +684,7 @@ void web_trace_page(struct web_ctx *c, const char *id)
 		      "<p>Time runs left to right, call depth top to bottom; one box per call. "
 		      "<span id=\"tl-info\"></span></p>",
 		      c->f);
-		web_timeline_svg(c->f, t);
+		web_timeline_svg_hl(c->f, t, hl[0] ? hl : NULL);
 		rvs_trace_release(ref);
 		exports(c, id);
 	} else {

@@ -87,6 +87,11 @@ static size_t bar_flush(FILE *f, struct svg_bar *b, uint32_t d, size_t *merged, 
 
 void web_timeline_svg(FILE *f, const struct rva_trace *t)
 {
+	web_timeline_svg_hl(f, t, NULL);
+}
+
+void web_timeline_svg_hl(FILE *f, const struct rva_trace *t, const char *highlight)
+{
 	const rva_thread *th;
 	int64_t a, from, to, span;
 	size_t shown = 0, hidden = 0, deep = 0, offshown = 0, offhidden = 0;
@@ -144,8 +149,12 @@ void web_timeline_svg(FILE *f, const struct rva_trace *t)
 		shown += bar_flush(f, &bars[k->depth], k->depth, &merged, &nbars);
 		calls++;
 		fprintf(f,
-			"<rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\""
+			"<rect%s x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\""
 			" data-ms=\"%.3f\" data-name=\"",
+			highlight && k->method < t->nmethods &&
+					!strcmp(t->names[k->method], highlight)
+				? " class=\"hl\" stroke=\"#000\" stroke-width=\"2\""
+				: "",
 			x, k->depth * ROW, w, ROW - 1, PALETTE[k->method % 10],
 			(double)(k->end - k->start) / 1e6);
 		esc_name(f, k->method < t->nmethods ? t->names[k->method] : "?");
@@ -257,13 +266,15 @@ static int lod_push(struct lod_item **v, size_t *n, size_t *cap, struct lod_item
 	return 0;
 }
 
-/* Writes the items as the JSON document (trace-relative times). */
+/* Writes the items as the JSON document (trace-relative times); NULL when
+ * out of memory (never a document missing items). */
 static json_t *lod_json(const rva_trace *t, int64_t from, int64_t to, unsigned width,
 			const struct lod_item *v, size_t n, uint32_t maxd, uint64_t deep,
 			uint64_t cut)
 {
 	json_t *doc = json_object(), *items = json_array(), *names = json_object();
 	char key[24];
+	int bad = 0; /* a member or item could not be added */
 
 	if (!doc || !items || !names) {
 		json_decref(doc);
@@ -272,11 +283,11 @@ static json_t *lod_json(const rva_trace *t, int64_t from, int64_t to, unsigned w
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(items, json_pack("[iIIIII]", (int)v[i].depth,
-						       (json_int_t)(v[i].s - t->start),
-						       (json_int_t)(v[i].e - t->start),
-						       (json_int_t)v[i].method, (json_int_t)v[i].n,
-						       (json_int_t)v[i].self));
+		bad |= json_array_append_new(
+			items,
+			json_pack("[iIIIII]", (int)v[i].depth, (json_int_t)(v[i].s - t->start),
+				  (json_int_t)(v[i].e - t->start), (json_int_t)v[i].method,
+				  (json_int_t)v[i].n, (json_int_t)v[i].self));
 		if (v[i].method >= 0) {
 			snprintf(key, sizeof key, "%" PRId64, v[i].method);
 			if (!json_object_get(names, key)) {
@@ -294,30 +305,35 @@ static json_t *lod_json(const rva_trace *t, int64_t from, int64_t to, unsigned w
 				/* Names are untrusted: one that is not UTF-8 is
 				 * named so, not dropped. */
 				jn = json_string(cut_name);
-				json_object_set_new(names, key,
-						    jn ? jn : json_string("(name not UTF-8)"));
+				bad |= json_object_set_new(
+					names, key, jn ? jn : json_string("(name not UTF-8)"));
 			}
 		}
 	}
-	json_object_set_new(doc, "start", json_integer(0));
-	json_object_set_new(doc, "end", json_integer(t->end - t->start));
-	json_object_set_new(doc, "from", json_integer(from - t->start));
-	json_object_set_new(doc, "to", json_integer(to - t->start));
-	json_object_set_new(doc, "width", json_integer(width));
-	json_object_set_new(doc, "anomaly",
-			    t->has_anomaly ? json_integer(t->anomaly_ns - t->start) : json_null());
+	bad |= json_object_set_new(doc, "start", json_integer(0));
+	bad |= json_object_set_new(doc, "end", json_integer(t->end - t->start));
+	bad |= json_object_set_new(doc, "from", json_integer(from - t->start));
+	bad |= json_object_set_new(doc, "to", json_integer(to - t->start));
+	bad |= json_object_set_new(doc, "width", json_integer(width));
+	bad |= json_object_set_new(doc, "anomaly",
+				   t->has_anomaly ? json_integer(t->anomaly_ns - t->start)
+						  : json_null());
 	/* Where the anomaly is drawn (pixels from the left), null when it
 	 * is outside the range. */
-	json_object_set_new(
+	bad |= json_object_set_new(
 		doc, "anomaly_x",
 		t->has_anomaly && t->anomaly_ns >= from && t->anomaly_ns <= to
 			? json_real((double)(t->anomaly_ns - from) * width / (double)(to - from))
 			: json_null());
-	json_object_set_new(doc, "depth", json_integer(maxd));
-	json_object_set_new(doc, "deep", json_integer((json_int_t)deep));
-	json_object_set_new(doc, "cut", json_integer((json_int_t)cut));
-	json_object_set_new(doc, "names", names);
-	json_object_set_new(doc, "items", items);
+	bad |= json_object_set_new(doc, "depth", json_integer(maxd));
+	bad |= json_object_set_new(doc, "deep", json_integer((json_int_t)deep));
+	bad |= json_object_set_new(doc, "cut", json_integer((json_int_t)cut));
+	bad |= json_object_set_new(doc, "names", names);
+	bad |= json_object_set_new(doc, "items", items);
+	if (bad) {
+		json_decref(doc);
+		return NULL;
+	}
 	return doc;
 }
 
@@ -575,38 +591,48 @@ static int trace_of(struct web_ctx *c, const char *id, int json, const rva_trace
 	return -1;
 }
 
+int web_timeline_query(const rva_trace *t, const char *query, json_t **out, const char **bad)
+{
+	int64_t span = t->end > t->start ? t->end - t->start : 1, from = 0, to = span, width = 1200;
+
+	*out = NULL;
+	*bad = NULL;
+	if (int_param(query, "width", 1, LOD_MAX_WIDTH, &width))
+		*bad = "width";
+	else if (int_param(query, "from", 0, span - 1, &from))
+		*bad = "from";
+	else if (int_param(query, "to", from + 1, span, &to))
+		*bad = "to";
+	if (*bad)
+		return -EINVAL;
+	return web_timeline_lod(t, t->start + from, t->start + to, (unsigned)width, out) ? -ENOMEM
+											 : 0;
+}
+
 static void web_timeline_json(struct web_ctx *c, const char *id)
 {
-	const char *q = c->req->query; /* names checked by the dispatcher (route.c) */
 	struct rvs_mentry *ref;
 	const rva_trace *t;
-	int64_t span, from = 0, to, width = 1200;
+	const char *bad;
 	json_t *doc;
+	int rc;
 
 	if (trace_of(c, id, 1, &t, &ref))
 		return;
-	span = t->end > t->start ? t->end - t->start : 1;
-	to = span;
-	if (int_param(q, "width", 1, LOD_MAX_WIDTH, &width)) {
-		rvs_trace_release(ref);
+	/* Parameter names are checked by the dispatcher (route.c). */
+	rc = web_timeline_query(t, c->req->query, &doc, &bad);
+	rvs_trace_release(ref);
+	if (rc == -EINVAL && strcmp(bad, "width") == 0)
 		return json_error(c, 400, "width must be an integer from 1 to 4096", "width");
-	}
-	if (int_param(q, "from", 0, span - 1, &from)) {
-		rvs_trace_release(ref);
+	if (rc == -EINVAL && strcmp(bad, "from") == 0)
 		return json_error(c, 400, "from must be an integer ns offset inside the trace",
 				  "from");
-	}
-	if (int_param(q, "to", from + 1, span, &to)) {
-		rvs_trace_release(ref);
+	if (rc == -EINVAL)
 		return json_error(c, 400,
 				  "to must be an integer ns offset after from, inside the trace",
 				  "to");
-	}
-	if (web_timeline_lod(t, t->start + from, t->start + to, (unsigned)width, &doc)) {
-		rvs_trace_release(ref);
+	if (rc)
 		return json_error(c, 500, "out of memory", NULL);
-	}
-	rvs_trace_release(ref);
 	json_reply(c, 200, doc);
 }
 

@@ -7,8 +7,8 @@
 # Settings (environment):
 #   BUILD          the build directory (default build)
 #   RV_FLAGS       extra rvcc flags for the instrumented build (default none:
-#                  rvcc's own defaults; e.g. --rv-never=FILE for a never-list
-#                  row, --rv-threshold=N)
+#                  rvcc's own defaults, threshold 200; e.g. --rv-never=FILE
+#                  for a never-list row, --rv-threshold=0 for every function)
 #   RV_CC          the compiler rvcc wraps (default gcc)
 #   RV_VARIANT     a name for a build with other RV_FLAGS (default rv), so
 #                  that both stay cached side by side
@@ -165,7 +165,8 @@ capture_fields() {
 	info=$("$RVTRACE" info "$1" 2>/dev/null)
 	calls=$(echo "$info" | sed -n 's/^calls: *\([0-9]*\).*/\1/p')
 	span=$(echo "$info" | sed -n 's/^span:.*(\([0-9.]*\) \([a-z]*\)).*/\1 \2/p')
-	muted=$(echo "$info" | grep -c '^muted:')
+	# (grep -c exits 1 when it counts none: not an error under set -e)
+	muted=$(echo "$info" | grep -c '^muted:' || true)
 	top=$("$RVTRACE" summary --top 3 "$1" 2>/dev/null |
 		awk '/^ *calls/ { on = 1; next } on && !/unknown caller/ && NF { print $NF; exit }')
 	found=no

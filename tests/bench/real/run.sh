@@ -14,6 +14,8 @@
 # perf-confirmed hottest) one, and functions instrumented / total.
 #
 #   tests/bench/real/run.sh      (ROUNDS=10, PROGS="zstd sqlite3 lua gzip bc cmark")
+#   PROGS=startup RUNS=40 tests/bench/real/run.sh    the fixed cost per process
+#                                (startup.sh: an empty program, RUNS per row)
 # Run from the repository root.  Other settings: see common.sh; a program's
 # row label is its name, or NAME:VARIANT when RV_VARIANT is set (a build with
 # other RV_FLAGS, e.g. a never-list).

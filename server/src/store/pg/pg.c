@@ -89,13 +89,37 @@ int rvs_pg_errno(const char *sqlstate)
 	return -EIO;
 }
 
+/* The errno of a failed statement's result r (NULL: libpq's own), its
+ * SQLSTATE, message and column into err, or logged (a conflict is not). */
+static int failure(PGconn *pg, const PGresult *r, struct rvs_pg_error *err)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *col = r ? PQresultErrorField(r, PG_DIAG_COLUMN_NAME) : NULL;
+	/* A failure libpq made itself (no SQLSTATE) on a connection that is no
+	 * longer up: the server went away mid-statement. */
+	int rc = (!state || !*state) && PQstatus(pg) != CONNECTION_OK ? -EAGAIN
+								      : rvs_pg_errno(state);
+
+	if (err) {
+		snprintf(err->state, sizeof err->state, "%s", state ? state : "");
+		snprintf(err->column, sizeof err->column, "%s", col ? col : "");
+		snprintf(err->msg, sizeof err->msg, "%s",
+			 r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
+		err->msg[strcspn(err->msg, "\n")] = 0;
+	} else if (rc != -EEXIST) {
+		rvs_log("error", "postgresql", "sqlstate=%s err=\"%s\"", state ? state : "-",
+			r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
+	}
+	return rc;
+}
+
 int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg_params *p,
 		PGresult **out, struct rvs_pg_error *err)
 {
-	static const Oid text[RVS_PG_MAX_PARAMS] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-						    TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	static const Oid text[RVS_PG_MAX_PARAMS] = {
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	int n = p ? p->n : 0, binary = (flags & RVS_PG_BINARY) != 0;
 	const char *const *v = p ? p->v : NULL;
 	const int *len = p ? p->len : NULL, *fmt = p ? p->fmt : NULL;
@@ -105,7 +129,6 @@ int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg
 			      : PQexecParams(pg, sql, n, p && p->typed ? text : NULL, v, len, fmt,
 					     binary);
 	ExecStatusType st = PQresultStatus(r);
-	const char *state;
 	int rc;
 
 	assert(!(flags & RVS_PG_SCRIPT) || !p);
@@ -118,20 +141,145 @@ int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg
 			PQclear(r);
 		return 0;
 	}
-	state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-	/* A failure libpq made itself (no SQLSTATE) on a connection that is no
-	 * longer up: the server went away mid-statement. */
-	rc = (!state || !*state) && PQstatus(pg) != CONNECTION_OK ? -EAGAIN : rvs_pg_errno(state);
-	if (err) {
-		snprintf(err->state, sizeof err->state, "%s", state ? state : "");
-		snprintf(err->msg, sizeof err->msg, "%s",
-			 r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
-		err->msg[strcspn(err->msg, "\n")] = 0;
-	} else if (rc != -EEXIST) {
-		rvs_log("error", "postgresql", "sqlstate=%s err=\"%s\"", state ? state : "-",
-			r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
-	}
+	rc = failure(pg, r, err);
 	PQclear(r);
+	return rc;
+}
+
+struct rvs_pg_step *rvs_pg_pipe_add(struct rvs_pg_pipe *pp, const char *sql, unsigned flags,
+				    int tag, int keep)
+{
+	struct rvs_pg_step *st;
+
+	if (pp->n == pp->cap) {
+		size_t cap = pp->cap ? 2 * pp->cap : 16;
+		struct rvs_pg_step **v = realloc(pp->step, cap * sizeof *v);
+		if (!v) {
+			pp->oom = 1;
+			return NULL;
+		}
+		pp->step = v;
+		pp->cap = cap;
+	}
+	if (!(st = calloc(1, sizeof *st))) {
+		pp->oom = 1;
+		return NULL;
+	}
+	st->sql = sql;
+	st->flags = flags;
+	st->tag = tag;
+	st->keep = keep;
+	pp->step[pp->n++] = st;
+	return st;
+}
+
+char *rvs_pg_pipe_own(struct rvs_pg_pipe *pp, struct rvs_pg_step *st, char *buf)
+{
+	assert(st->nown < RVS_PG_PIPE_OWN);
+	if (!buf)
+		pp->oom = 1;
+	else
+		st->own[st->nown++] = buf;
+	return buf;
+}
+
+void rvs_pg_pipe_free(struct rvs_pg_pipe *pp)
+{
+	for (size_t i = 0; i < pp->n; i++) {
+		for (int k = 0; k < pp->step[i]->nown; k++)
+			free(pp->step[i]->own[k]);
+		PQclear(pp->step[i]->res);
+		free(pp->step[i]);
+	}
+	free(pp->step);
+	memset(pp, 0, sizeof *pp);
+}
+
+/* The connection's own failure (no result to read): -EAGAIN when it is no
+ * longer up, else -EIO; its message into err. */
+static int conn_failure(PGconn *pg, struct rvs_pg_error *err)
+{
+	if (err) {
+		err->state[0] = 0;
+		err->column[0] = 0;
+		snprintf(err->msg, sizeof err->msg, "%s", PQerrorMessage(pg));
+		err->msg[strcspn(err->msg, "\n")] = 0;
+	}
+	return PQstatus(pg) != CONNECTION_OK ? -EAGAIN : -EIO;
+}
+
+int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *failed,
+		    struct rvs_pg_error *err)
+{
+	int rc = 0;
+
+	*failed = pp->n;
+	if (err)
+		err->state[0] = err->msg[0] = err->column[0] = 0;
+	if (pp->oom) {
+		if (err)
+			snprintf(err->msg, sizeof err->msg, "out of memory");
+		return -ENOMEM;
+	}
+	if (from >= pp->n)
+		return 0;
+	if (!PQenterPipelineMode(pg))
+		return conn_failure(pg, err);
+	for (size_t i = from; i < pp->n; i++) {
+		const struct rvs_pg_step *st = pp->step[i];
+		const struct rvs_pg_params *p = &st->p;
+		int ok = st->flags & RVS_PG_PREPARED
+				 ? PQsendQueryPrepared(pg, st->sql, p->n, p->v, p->len, p->fmt, 0)
+				 : PQsendQueryParams(pg, st->sql, p->n, NULL, p->v, p->len, p->fmt,
+						     0);
+		assert(!p->typed && !(st->flags & ~RVS_PG_PREPARED));
+		if (!ok) {
+			/* Nothing was read yet: a send fails only when the
+			 * connection does; it is closed or reset by the caller. */
+			return conn_failure(pg, err);
+		}
+	}
+	if (!PQpipelineSync(pg))
+		return conn_failure(pg, err);
+	for (size_t i = from; i < pp->n; i++) {
+		PGresult *r = PQgetResult(pg);
+		ExecStatusType st = PQresultStatus(r);
+
+		if (!r) /* the connection went away */
+			return rc ? rc : conn_failure(pg, err);
+		if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+			if (pp->step[i]->keep) {
+				PQclear(pp->step[i]->res);
+				pp->step[i]->res = r;
+			} else {
+				PQclear(r);
+			}
+		} else {
+			if (!rc && st != PGRES_PIPELINE_ABORTED) {
+				*failed = i;
+				rc = failure(pg, r, err);
+			}
+			PQclear(r);
+		}
+		/* Each statement's results end with a NULL. */
+		while ((r = PQgetResult(pg))) {
+			if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+				/* Ended early (the connection's end): no more. */
+				PQclear(r);
+				return rc ? rc : conn_failure(pg, err);
+			}
+			PQclear(r);
+		}
+		if (PQstatus(pg) != CONNECTION_OK)
+			return rc ? rc : conn_failure(pg, err);
+	}
+	{
+		PGresult *r = PQgetResult(pg);
+		int sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+		PQclear(r);
+		if (!sync || !PQexitPipelineMode(pg))
+			return rc ? rc : conn_failure(pg, err);
+	}
 	return rc;
 }
 

@@ -46,6 +46,7 @@ void rvs_pg_bytea(struct rvs_pg_params *p, const void *v, size_t len);
 struct rvs_pg_error {
 	char state[6];
 	char msg[200];
+	char column[64]; /* the column a constraint names, "" when none */
 };
 
 /* The errno of a SQLSTATE (NULL or "" included), from one table: -EEXIST
@@ -76,6 +77,52 @@ int rvs_pg_errno(const char *sqlstate);
  * message, else a failure other than a conflict is logged. */
 int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg_params *p,
 		PGresult **out, struct rvs_pg_error *err);
+
+/* Statements sent in one round trip (libpq's pipeline mode), run in
+ * order; each step has its own parameters (into which the step's num[]
+ * points, so a step never moves: each is allocated on its own) and up to
+ * RVS_PG_PIPE_OWN malloc'd buffers it owns (its array literals).  tag is
+ * the caller's (which trace a step belongs to).  A step with keep set
+ * holds its result in res after a run, until rvs_pg_pipe_free.  The
+ * results of a pipeline must be small (rows of a few ids): they are read
+ * only once every statement is sent.  Start from {0}. */
+#define RVS_PG_PIPE_OWN 8
+struct rvs_pg_step {
+	const char *sql;
+	unsigned flags; /* RVS_PG_PREPARED: sql names a prepared statement */
+	int tag, keep;
+	struct rvs_pg_params p;
+	char *own[RVS_PG_PIPE_OWN];
+	int nown;
+	PGresult *res;
+};
+struct rvs_pg_pipe {
+	struct rvs_pg_step **step;
+	size_t n, cap;
+	int oom; /* a step or buffer could not be added */
+};
+
+/* A new last step of pp running sql (static: it must outlive the pipe)
+ * with the flags, tag and keep given; its parameters are to be added to
+ * the result's p.  NULL (pp->oom set) when out of memory. */
+struct rvs_pg_step *rvs_pg_pipe_add(struct rvs_pg_pipe *pp, const char *sql, unsigned flags,
+				    int tag, int keep);
+/* Gives buf (malloc'd, may be NULL) to st: freed with the pipe; NULL sets
+ * pp->oom.  Returns buf. */
+char *rvs_pg_pipe_own(struct rvs_pg_pipe *pp, struct rvs_pg_step *st, char *buf);
+/* Sends steps [from, pp->n) and a sync, in pipeline mode, and reads every
+ * result.  0 when all succeeded; else the first failure's errno (as
+ * rvs_pg_exec's: rvs_pg_errno, -EAGAIN for a lost connection, -ENOMEM
+ * when pp->oom) with its index in *failed (pp->n when no step is to
+ * blame) and its SQLSTATE, message and column in err.  The steps after a
+ * failure were not run (PostgreSQL skips to the sync); inside a
+ * transaction block that transaction is then failed, and the caller rolls
+ * back (to a savepoint).  The connection leaves pipeline mode unless it
+ * was lost. */
+int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *failed,
+		    struct rvs_pg_error *err);
+/* Frees every step and result of pp; pp is {0} again. */
+void rvs_pg_pipe_free(struct rvs_pg_pipe *pp);
 
 /* Column col of row as text, NULL for SQL NULL. */
 const char *rvs_pg_val(const PGresult *r, int row, int col);

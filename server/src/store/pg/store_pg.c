@@ -37,6 +37,11 @@
  * RVS_PG_WAKE_CHANNEL wakes the idle decoders listening there
  * (store_pg_wake.c).
  *
+ * Round trips (each costs a wake-up of both ends; on a loaded machine they,
+ * not the statements, set the rate): upload_add is one pipeline (BEGIN,
+ * locks, one statement that checks and inserts, COMMIT, the wake-up);
+ * decode_next_batch one statement; decode_finish one pipeline.
+ *
  * The per-trace tables are partitioned by week of received_at (migration
  * 9, store_pg_part.c): upload_add makes the next week's partitions ahead,
  * retention drops whole weeks and never DELETEs per-trace rows, and the
@@ -453,7 +458,13 @@ static const char *const migrations[] = {
 	"ALTER TABLE traces ADD COLUMN index_cut TEXT;"
 	"CREATE INDEX audit_log_actor ON audit_log(actor, id);"
 	"CREATE INDEX audit_log_action ON audit_log(action, id);",
-	/* 11 (selection weights): sqlite's migration 13 — how the device's
+	/* 11 (alert rules on trends): sqlite's migration 13. */
+	"CREATE TABLE alert_rules ("
+	" id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL,"
+	" created_at BIGINT NOT NULL, created_by TEXT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('ok', 'firing')), since BIGINT,"
+	" value DOUBLE PRECISION, evaluated_at BIGINT, last_delivery_id BIGINT);",
+	/* 12 (selection weights): sqlite's migration 14 — how the device's
 	 * policy chose each upload and its Horvitz–Thompson weight. */
 	"ALTER TABLE uploads ADD COLUMN sel_kind INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE uploads ADD COLUMN sel_p DOUBLE PRECISION;"
@@ -473,14 +484,9 @@ enum {
 	S_UP_FIND,
 	S_UP_CHARGED,
 	S_DEV_LOCK,
-	S_UP_INSERT,
-	S_Q_INSERT,
 	S_Q_TAKE,
-	S_Q_LEASE,
-	S_Q_DELETE,
+	S_Q_FINISH,
 	S_Q_RELEASE,
-	S_UP_STATE,
-	S_QUAR_INSERT,
 	S_Q_DEPTH,
 	S_ADMIN_PUT,
 	S_SKIP_INSERT,
@@ -488,6 +494,9 @@ enum {
 	S_REQUEUE_STATE,
 	S_UP_KEYLOCK,
 	S_WAKE,
+	S_UP_ADD,
+	S_BEGIN,
+	S_COMMIT,
 	N_STMTS
 };
 
@@ -507,33 +516,41 @@ static const char *const stmts[N_STMTS] = {
 	[S_UP_FIND] = "SELECT trace_id FROM uploads WHERE device_id = $1 AND upload_id = $2",
 	[S_UP_CHARGED] = "SELECT count(*) FROM uploads WHERE " CHARGED_WHERE,
 	[S_DEV_LOCK] = "SELECT 1 FROM devices WHERE device_id = $1 FOR UPDATE",
-	[S_UP_INSERT] = "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
-			" app_version, app_build_id, model, os_build, campaign_id, anomaly_kind,"
-			" severity, consent, payload_kind, compression, payload_size,"
-			" captured_realtime_ns, blob_sha256, blob_bytes, summary, state, sel_kind,"
-			" sel_p, sel_seen, sel_taken, weight, weight_exact)"
-			" VALUES ($1,$2,$3,extract(epoch FROM now())::bigint,$4,$5,$6,$7,$8,$9,"
-			"$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,'pending_decode',$20,"
-			"$21,$22,$23,$24,$25)",
-	[S_Q_INSERT] = "INSERT INTO decode_queue (trace_id, enqueued_at)"
-		       " VALUES ($1, extract(epoch FROM now())::bigint)",
-	[S_Q_TAKE] = "SELECT q.trace_id, COALESCE(u.blob_sha256, '') FROM decode_queue q"
-		     " JOIN uploads u USING (trace_id)"
+	/* The oldest free rows of the part, locked (SKIP LOCKED: another
+	 * decoder's rows are passed over), up to and including the first with
+	 * a capture blob, each given a lease ($4 seconds, a fresh number);
+	 * rows past that stay unleased, their locks ending with the
+	 * statement.  Returned in seq order. */
+	[S_Q_TAKE] = "WITH c AS (SELECT q.trace_id, q.seq, COALESCE(u.blob_sha256, '') AS blob"
+		     " FROM decode_queue q JOIN uploads u USING (trace_id)"
 		     " WHERE (q.leased_until IS NULL OR q.leased_until < now())"
-		     " AND q.seq % $1 = $2 ORDER BY q.seq LIMIT $3 FOR UPDATE OF q SKIP LOCKED",
-	[S_Q_LEASE] = "UPDATE decode_queue SET leased_until = now() + make_interval(secs => $2),"
-		      " lease = nextval('decode_lease_seq') WHERE trace_id = $1 RETURNING lease",
-	[S_Q_DELETE] = "DELETE FROM decode_queue WHERE trace_id = $1 AND lease = $2",
+		     " AND q.seq % $1 = $2 ORDER BY q.seq LIMIT $3 FOR UPDATE OF q SKIP LOCKED),"
+		     " t AS (SELECT trace_id, seq, blob, count(*) FILTER (WHERE blob <> '')"
+		     " OVER (ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+		     " AS before FROM c),"
+		     " l AS (UPDATE decode_queue q SET leased_until = now()"
+		     " + make_interval(secs => $4), lease = nextval('decode_lease_seq') FROM t"
+		     " WHERE q.trace_id = t.trace_id AND t.before = 0"
+		     " RETURNING q.trace_id, t.blob, q.lease, t.seq)"
+		     " SELECT trace_id, blob, lease FROM l ORDER BY seq",
+	/* An item decoded ($3 'decoded') or quarantined ($3 'quarantined',
+	 * $4 the reason), recorded only while its row still carries its lease
+	 * ($2): the row deleted, the upload's state set, a quarantine row
+	 * written or replaced. */
+	[S_Q_FINISH] = "WITH d AS (DELETE FROM decode_queue WHERE trace_id = $1 AND lease = $2"
+		       " RETURNING trace_id),"
+		       " s AS (UPDATE uploads SET state = $3 WHERE trace_id IN (SELECT trace_id"
+		       " FROM d))"
+		       " INSERT INTO quarantine (trace_id, reason, quarantined_at)"
+		       " SELECT trace_id, $4::text, extract(epoch FROM now())::bigint FROM d"
+		       " WHERE $4 IS NOT NULL"
+		       " ON CONFLICT (trace_id) DO UPDATE SET reason = excluded.reason,"
+		       " quarantined_at = excluded.quarantined_at",
 	/* An item whose index write met only transient errors (-EAGAIN) stays
 	 * queued: its lease is dropped and it is taken again in a second. */
 	[S_Q_RELEASE] = "UPDATE decode_queue SET lease = NULL,"
 			" leased_until = now() + interval '1 second'"
 			" WHERE trace_id = $1 AND lease = $2",
-	[S_UP_STATE] = "UPDATE uploads SET state = $1 WHERE trace_id = $2",
-	[S_QUAR_INSERT] = "INSERT INTO quarantine (trace_id, reason, quarantined_at)"
-			  " VALUES ($1, $2, extract(epoch FROM now())::bigint)"
-			  " ON CONFLICT (trace_id) DO UPDATE SET reason = excluded.reason,"
-			  " quarantined_at = excluded.quarantined_at",
 	[S_Q_DEPTH] = "SELECT count(*) FROM decode_queue",
 	[S_ADMIN_PUT] = "INSERT INTO admins (name, pbkdf2_iterations, salt, hash, created_at)"
 			" VALUES ($1,$2,$3,$4,extract(epoch FROM now())::bigint)"
@@ -557,6 +574,36 @@ static const char *const stmts[N_STMTS] = {
 	[S_UP_KEYLOCK] =
 		"SELECT pg_advisory_xact_lock(1920099941, hashtext($1 || encode($2, 'hex')))",
 	[S_WAKE] = "SELECT pg_notify('" RVS_PG_WAKE_CHANNEL "', '')",
+	/* upload_add's checks and writes in one statement, after its key lock
+	 * (and its device's row lock when a quota applies): the upload and its
+	 * decode_queue row are inserted only when no row of any week holds
+	 * its key ($2, $3) and, with a quota ($20 the week's start, NULL:
+	 * none; $21 the kind never charged; $22 the quota), the device's
+	 * charged uploads are fewer; $23-$28 its selection and weight.  One
+	 * row: the duplicate, the count, the rows inserted. */
+	[S_UP_ADD] =
+		"WITH k AS (SELECT EXISTS (SELECT 1 FROM uploads WHERE device_id = $2::text"
+		" AND upload_id = $3::bytea) AS dup, CASE WHEN $20::bigint IS NULL THEN 0 ELSE"
+		" (SELECT count(*) FROM uploads WHERE device_id = $2 AND received_at >= $20"
+		" AND COALESCE(anomaly_kind, 0) != $21::int) END AS charged),"
+		" i AS (INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
+		" app_version, app_build_id, model, os_build, campaign_id, anomaly_kind,"
+		" severity, consent, payload_kind, compression, payload_size,"
+		" captured_realtime_ns, blob_sha256, blob_bytes, summary, state, sel_kind, sel_p,"
+		" sel_seen, sel_taken, weight, weight_exact)"
+		" SELECT $1::text, $2, $3, extract(epoch FROM now())::bigint, $4::text, $5::text,"
+		" $6::bytea, $7::text, $8::text, $9::text, $10::int, $11::int, $12::int, $13::int,"
+		" $14::int, $15::bigint, $16::bigint, $17::text, $18::bigint, $19::bytea,"
+		" 'pending_decode', $23::int, $24::double precision, $25::bigint, $26::bigint,"
+		" $27::double precision, $28::int FROM k WHERE NOT k.dup"
+		" AND ($20 IS NULL OR k.charged < $22::bigint) RETURNING trace_id),"
+		" q AS (INSERT INTO decode_queue (trace_id, enqueued_at)"
+		" SELECT trace_id, extract(epoch FROM now())::bigint FROM i)"
+		" SELECT k.dup, k.charged, (SELECT count(*) FROM i) FROM k",
+	/* Transaction control as prepared statements: a pipeline takes only
+	 * the extended protocol. */
+	[S_BEGIN] = "BEGIN",
+	[S_COMMIT] = "COMMIT",
 };
 
 /* 1 when v is well-formed UTF-8 (no overlong forms, surrogates or code
@@ -962,29 +1009,6 @@ static int uploads_charged(struct rvs_store *s, const char *device_id, int64_t s
 	return rc;
 }
 
-/* Within the transaction of upload_add: -EDQUOT when u would take its
- * device past its weekly quota (the device row locked first, so concurrent
- * uploads of one device count one after the other), else 0 or -errno. */
-static int quota_check(PGconn *pg, const struct rvs_upload_rec *u)
-{
-	struct rvs_pg_params p = {0};
-	PGresult *r;
-	int rc;
-
-	if (u->quota_since <= 0 || u->anomaly_kind == REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL)
-		return 0;
-	rvs_pg_text(&p, u->device_id);
-	if ((rc = run0(pg, S_DEV_LOCK, &p)))
-		return rc;
-	rvs_pg_i64(&p, u->quota_since);
-	rvs_pg_i64(&p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
-	if ((rc = run(pg, S_UP_CHARGED, &p, &r)))
-		return rc;
-	rc = strtoull(PQgetvalue(r, 0, 0), NULL, 10) >= u->weekly_quota ? -EDQUOT : 0;
-	PQclear(r);
-	return rc;
-}
-
 /* NOTIFYs the decoders, after the commit that queued work: a transaction
  * that NOTIFYs holds PostgreSQL's global notify lock through its commit,
  * so notifying inside the upload's would serialize every upload's WAL
@@ -998,28 +1022,41 @@ static void wake(PGconn *pg)
 		PQclear(r);
 }
 
-/* The upload's key, under S_UP_KEYLOCK: -EEXIST when a row of any week
- * holds it (committed: the lock's holder before us committed or rolled
- * back, and READ COMMITTED reads afresh), else 0 or -errno. */
-static int key_check(PGconn *pg, const struct rvs_upload_rec *u)
-{
-	struct rvs_pg_params p = {0};
-	PGresult *r;
-	int rc;
+/* Every prepared statement's name, for pipeline steps (which keep a
+ * pointer): filled once. */
+static char step_names[N_STMTS][4];
+static pthread_once_t step_names_once = PTHREAD_ONCE_INIT;
 
-	rvs_pg_text(&p, u->device_id);
-	rvs_pg_bytea(&p, u->upload_id, 16);
-	if ((rc = run0(pg, S_UP_KEYLOCK, &p)) || (rc = run(pg, S_UP_FIND, &p, &r)))
-		return rc;
-	rc = PQntuples(r) > 0 ? -EEXIST : 0;
-	PQclear(r);
-	return rc;
+static void step_names_fill(void)
+{
+	for (int i = 0; i < N_STMTS; i++)
+		stmt_name(i, step_names[i]);
 }
 
+/* A pipeline step running prepared statement i (NULL: out of memory, pp->oom). */
+static struct rvs_pg_step *step(struct rvs_pg_pipe *pp, int i, int keep)
+{
+	pthread_once(&step_names_once, step_names_fill);
+	return rvs_pg_pipe_add(pp, step_names[i], RVS_PG_PREPARED, 0, keep);
+}
+
+/* The upload in one round trip (a pipeline): BEGIN; the key's advisory
+ * lock (S_UP_KEYLOCK: uploads of one device key one after the other, on
+ * every node); with a quota, the device's row locked (FOR UPDATE) before
+ * counting, so two uploads of one device at quota - 1 cannot both pass;
+ * S_UP_ADD's checks and inserts; COMMIT (synchronous_commit on: the WAL
+ * is flushed when it returns); then the decoders' wake-up in a transaction
+ * of its own (wake's reason).  -EEXIST when a row of any week holds the
+ * key (committed: the lock's holder before us committed or rolled back,
+ * and READ COMMITTED reads afresh), -EDQUOT past the quota, else 0 once
+ * the rows are durable, or -errno (rolled back). */
 static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 {
 	struct conn *c = get(s);
-	struct rvs_pg_params p = {0};
+	struct rvs_pg_pipe pp = {0};
+	struct rvs_pg_step *st, *add;
+	int quota = u->quota_since > 0 && u->anomaly_kind != REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL;
+	size_t failed, commit;
 	int rc;
 
 	if (!c)
@@ -1032,53 +1069,71 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 			goto out;
 		s->parts_until = until;
 	}
-	if ((rc = exec(c->pg, "BEGIN")))
-		goto out;
-	if ((rc = key_check(c->pg, u)) || (rc = quota_check(c->pg, u)))
-		goto fail;
-	rvs_pg_text(&p, u->trace_id);
-	rvs_pg_text(&p, u->device_id);
-	rvs_pg_bytea(&p, u->upload_id, 16);
-	rvs_pg_text(&p, u->app_id);
-	rvs_pg_text(&p, u->app_version);
-	rvs_pg_bytea(&p, u->app_build_id_len ? u->app_build_id : NULL, u->app_build_id_len);
-	rvs_pg_text(&p, u->model);
-	rvs_pg_text(&p, u->os_build);
-	rvs_pg_text(&p, u->campaign_id);
-	rvs_pg_i64(&p, u->anomaly_kind);
-	rvs_pg_i64(&p, u->severity);
-	rvs_pg_i64(&p, u->consent);
-	rvs_pg_i64(&p, u->payload_kind);
-	rvs_pg_i64(&p, u->compression);
-	rvs_pg_i64(&p, (int64_t)u->payload_size);
-	rvs_pg_i64(&p, (int64_t)u->captured_realtime_ns);
-	rvs_pg_text(&p, u->blob_sha256);
-	rvs_pg_i64(&p, (int64_t)u->blob_bytes);
-	rvs_pg_bytea(&p, u->summary_len ? u->summary : NULL, u->summary_len);
-	rvs_pg_i64(&p, u->sel_kind);
-	if (u->sel_kind)
-		rvs_pg_dbl(&p, u->sel_p);
-	else
-		rvs_pg_text(&p, NULL);
-	rvs_pg_opt_i64(&p, u->sel_kind, u->sel_seen);
-	rvs_pg_opt_i64(&p, u->sel_kind, u->sel_taken);
-	rvs_pg_dbl(&p, u->weight > 0 ? u->weight : 1.0);
-	rvs_pg_i64(&p, u->weight_exact);
-	if ((rc = run0(c->pg, S_UP_INSERT, &p)))
-		goto fail;
-	p.n = 0;
-	rvs_pg_text(&p, u->trace_id);
-	if ((rc = run0(c->pg, S_Q_INSERT, &p)) || (rc = exec(c->pg, "COMMIT")))
-		goto fail;
-	wake(c->pg);
-	goto out;
-fail:
-	rollback(c->pg);
+	step(&pp, S_BEGIN, 0);
+	if ((st = step(&pp, S_UP_KEYLOCK, 0))) {
+		rvs_pg_text(&st->p, u->device_id);
+		rvs_pg_bytea(&st->p, u->upload_id, 16);
+	}
+	if (quota && (st = step(&pp, S_DEV_LOCK, 0)))
+		rvs_pg_text(&st->p, u->device_id);
+	if ((add = step(&pp, S_UP_ADD, 1))) {
+		struct rvs_pg_params *p = &add->p;
+		rvs_pg_text(p, u->trace_id);
+		rvs_pg_text(p, u->device_id);
+		rvs_pg_bytea(p, u->upload_id, 16);
+		rvs_pg_text(p, u->app_id);
+		rvs_pg_text(p, u->app_version);
+		rvs_pg_bytea(p, u->app_build_id_len ? u->app_build_id : NULL, u->app_build_id_len);
+		rvs_pg_text(p, u->model);
+		rvs_pg_text(p, u->os_build);
+		rvs_pg_text(p, u->campaign_id);
+		rvs_pg_i64(p, u->anomaly_kind);
+		rvs_pg_i64(p, u->severity);
+		rvs_pg_i64(p, u->consent);
+		rvs_pg_i64(p, u->payload_kind);
+		rvs_pg_i64(p, u->compression);
+		rvs_pg_i64(p, (int64_t)u->payload_size);
+		rvs_pg_i64(p, (int64_t)u->captured_realtime_ns);
+		rvs_pg_text(p, u->blob_sha256);
+		rvs_pg_i64(p, (int64_t)u->blob_bytes);
+		rvs_pg_bytea(p, u->summary_len ? u->summary : NULL, u->summary_len);
+		rvs_pg_opt_i64(p, quota, u->quota_since);
+		rvs_pg_i64(p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
+		rvs_pg_i64(p, (int64_t)(u->weekly_quota & INT64_MAX));
+		rvs_pg_i64(p, u->sel_kind);
+		if (u->sel_kind)
+			rvs_pg_dbl(p, u->sel_p);
+		else
+			rvs_pg_text(p, NULL);
+		rvs_pg_opt_i64(p, u->sel_kind, u->sel_seen);
+		rvs_pg_opt_i64(p, u->sel_kind, u->sel_taken);
+		rvs_pg_dbl(p, u->weight > 0 ? u->weight : 1.0);
+		rvs_pg_i64(p, u->weight_exact);
+	}
+	commit = pp.n;
+	step(&pp, S_COMMIT, 0);
+	step(&pp, S_WAKE, 0);
+	rc = rvs_pg_pipe_run(c->pg, &pp, 0, &failed, NULL);
+	if (rc && failed > commit) /* only the wake-up failed: committed */
+		rc = 0;
+	if (!rc) {
+		PGresult *r = add->res;
+		if (PQntuples(r) != 1)
+			rc = -EIO;
+		else if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
+			rc = -EEXIST;
+		else if (rvs_pg_val_i64(r, 0, 2) != 1)
+			rc = -EDQUOT;
+	}
+	if (rc && PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+		rollback(c->pg);
 out:
+	rvs_pg_pipe_free(&pp);
 	put(s, c);
 	return rc;
 }
 
+/* One statement (S_Q_TAKE), committed on its own: one round trip. */
 static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts,
 			     struct rvs_decode_item *items, size_t max)
 {
@@ -1095,87 +1150,54 @@ static int decode_next_batch(struct rvs_store *s, unsigned part, unsigned nparts
 	rvs_pg_i64(&p, nparts);
 	rvs_pg_i64(&p, part);
 	rvs_pg_i64(&p, (int64_t)max);
-	if ((rc = exec(c->pg, "BEGIN")) || (rc = run(c->pg, S_Q_TAKE, &p, &r)))
-		goto fail;
-	/* Rows past the batch's first capture stay unleased: their row locks
-	 * end with this transaction. */
+	rvs_pg_i64(&p, (int64_t)lease_s);
+	if ((rc = run(c->pg, S_Q_TAKE, &p, &r)))
+		goto out;
 	for (int row = 0; row < PQntuples(r) && n < max; row++) {
 		struct rvs_decode_item *it = &items[n++];
-		PGresult *l;
 
 		memset(it, 0, sizeof *it);
 		snprintf(it->trace_id, sizeof it->trace_id, "%s", PQgetvalue(r, row, 0));
 		snprintf(it->blob_sha256, sizeof it->blob_sha256, "%s", PQgetvalue(r, row, 1));
-		p.n = 0;
-		rvs_pg_text(&p, it->trace_id);
-		rvs_pg_i64(&p, (int64_t)lease_s);
-		if ((rc = run(c->pg, S_Q_LEASE, &p, &l)))
-			goto fail;
-		it->lease = PQntuples(l) == 1 ? strtoull(PQgetvalue(l, 0, 0), NULL, 10) : 0;
-		PQclear(l);
-		if (it->blob_sha256[0])
-			break;
+		it->lease = strtoull(PQgetvalue(r, row, 2), NULL, 10);
 	}
 	PQclear(r);
-	r = NULL;
-	if ((rc = exec(c->pg, "COMMIT")))
-		goto fail;
-	put(s, c);
-	return (int)n;
-fail:
-	PQclear(r);
-	rollback(c->pg);
+	rc = (int)n;
+out:
 	put(s, c);
 	return rc;
 }
 
+/* Every item in one round trip: a pipeline of BEGIN, a statement per item
+ * (S_Q_RELEASE for -EAGAIN, else S_Q_FINISH), COMMIT. */
 static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *items, size_t n)
 {
 	struct conn *c = get(s);
-	struct rvs_pg_params p = {0};
+	struct rvs_pg_pipe pp = {0};
+	size_t failed;
 	int rc;
 
 	if (!c)
 		return -EAGAIN;
-	if ((rc = exec(c->pg, "BEGIN")))
-		goto out;
+	step(&pp, S_BEGIN, 0);
 	for (size_t i = 0; i < n; i++) {
 		const struct rvs_decode_item *it = &items[i];
-		PGresult *r;
-		int held;
+		struct rvs_pg_step *st = step(&pp, it->rc == -EAGAIN ? S_Q_RELEASE : S_Q_FINISH, 0);
 
-		p.n = 0;
-		rvs_pg_text(&p, it->trace_id);
-		rvs_pg_i64(&p, (int64_t)it->lease);
-		if (it->rc == -EAGAIN) {
-			if ((rc = run0(c->pg, S_Q_RELEASE, &p)))
-				goto fail;
+		if (!st)
+			break;
+		rvs_pg_text(&st->p, it->trace_id);
+		rvs_pg_i64(&st->p, (int64_t)it->lease);
+		if (it->rc == -EAGAIN)
 			continue;
-		}
-		if ((rc = run(c->pg, S_Q_DELETE, &p, &r)))
-			goto fail;
-		held = strtoull(PQcmdTuples(r), NULL, 10) > 0;
-		PQclear(r);
-		if (!held) /* finished already, or its lease went to another */
-			continue;
-		p.n = 0;
-		rvs_pg_text(&p, it->rc ? "quarantined" : "decoded");
-		rvs_pg_text(&p, it->trace_id);
-		if ((rc = run0(c->pg, S_UP_STATE, &p)))
-			goto fail;
-		if (!it->rc)
-			continue;
-		p.n = 0;
-		rvs_pg_text(&p, it->trace_id);
-		rvs_pg_text(&p, it->reason[0] ? it->reason : "unspecified");
-		if ((rc = run0(c->pg, S_QUAR_INSERT, &p)))
-			goto fail;
+		rvs_pg_text(&st->p, it->rc ? "quarantined" : "decoded");
+		rvs_pg_text(&st->p, !it->rc ? NULL : it->reason[0] ? it->reason : "unspecified");
 	}
-	if (!(rc = exec(c->pg, "COMMIT")))
-		goto out;
-fail:
-	rollback(c->pg);
-out:
+	step(&pp, S_COMMIT, 0);
+	rc = rvs_pg_pipe_run(c->pg, &pp, 0, &failed, NULL);
+	if (rc && PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+		rollback(c->pg);
+	rvs_pg_pipe_free(&pp);
 	put(s, c);
 	return rc;
 }
@@ -2382,6 +2404,21 @@ static int issues_read(struct rvs_store *s, const struct rvs_issue_filter *f,
 	return rvs_pg_issues_read(&pool, f, cb, arg);
 }
 
+static int heatmap_read(struct rvs_store *s, const struct rvs_heatmap_filter *f,
+			int (*cb)(void *arg, int64_t received_at, int64_t duration_ns), void *arg)
+{
+	const struct rvs_pg_pool pool = {pool_get, pool_put, s};
+	return rvs_pg_heatmap_read(&pool, f, cb, arg);
+}
+
+static int heaviest_read(struct rvs_store *s, const struct rvs_agg_filter *f, int64_t node,
+			 int by_self, int64_t limit,
+			 int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg)
+{
+	const struct rvs_pg_pool pool = {pool_get, pool_put, s};
+	return rvs_pg_heaviest_read(&pool, f, node, by_self, limit, cb, arg);
+}
+
 static int trend_read(struct rvs_store *s, const struct rvs_trend_filter *f,
 		      int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut)
 {
@@ -2437,6 +2474,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.index_lane_open = index_lane_open,
 	.index_lane_close = rvs_pg_index_close,
 	.index_upload_meta = rvs_pg_index_upload_meta,
+	.index_upload_metas = rvs_pg_index_upload_metas,
 	.index_write = rvs_pg_index_write,
 	.trace_capture = trace_capture,
 	.trace_read = trace_read,
@@ -2479,4 +2517,11 @@ const struct rvs_store_ops rvs_store_pg = {
 	.issues_read = issues_read,
 	.search_scan = search_scan,
 	.trend_read = trend_read,
+	.alert_rule_add = rvs_pg_alert_rule_add,
+	.alert_rule_delete = rvs_pg_alert_rule_delete,
+	.alert_rules_list = rvs_pg_alert_rules_list,
+	.alert_rule_update = rvs_pg_alert_rule_update,
+	.alert_counts = rvs_pg_alert_counts,
+	.heatmap_read = heatmap_read,
+	.heaviest_read = heaviest_read,
 };

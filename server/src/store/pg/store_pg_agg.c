@@ -88,15 +88,17 @@ static int node_id(PGconn *pg, const char *app, int64_t parent, const char *meth
 }
 
 /* The trace's bucket and app (the bucket added when new). */
+static const char bucket_find[] = "SELECT b.bucket, b.app_id FROM traces t JOIN agg_buckets b"
+				  " ON b.app_id = COALESCE(t.app_id, '') AND b.app_version = "
+				  "COALESCE(t.app_version, '')"
+				  " AND b.model = COALESCE(t.model, '') AND b.anomaly_kind = "
+				  "COALESCE(t.anomaly_kind, 0)"
+				  " AND b.day = t.received_at / 86400 WHERE t.trace_id = $1";
+
 static int bucket_of(PGconn *pg, const char *trace_id, int64_t *bucket, char **app, char *err,
 		     size_t errlen)
 {
-	static const char find[] = "SELECT b.bucket, b.app_id FROM traces t JOIN agg_buckets b"
-				   " ON b.app_id = COALESCE(t.app_id, '') AND b.app_version = "
-				   "COALESCE(t.app_version, '')"
-				   " AND b.model = COALESCE(t.model, '') AND b.anomaly_kind = "
-				   "COALESCE(t.anomaly_kind, 0)"
-				   " AND b.day = t.received_at / 86400 WHERE t.trace_id = $1";
+	static const char *const find = bucket_find;
 	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc;
@@ -199,17 +201,24 @@ static void sb_text(struct sbuf *s, const char *v)
 	sb_put(s, "\"", 1);
 }
 
-/* The ids of r's rows already in the dictionary, in one statement: a walk
- * down from the app's root along the rows' parents.  id[i] set and
- * found[i] = 1 for each.  0 or -EIO / -ENOMEM. */
-static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows *r, int64_t *id,
-			 unsigned char *found, char *err, size_t errlen)
+/* The statement finding which of a trace's paths the dictionary holds: a
+ * walk down from the app's root ($1) along the rows' parents ($2 indexes,
+ * $3 parents, $4 methods); rows (i, node). */
+static const char known_sql[] =
+	"WITH RECURSIVE x(i, p, method) AS (SELECT * FROM unnest($2::int[], $3::int[],"
+	" $4::text[])), w(i, node) AS (SELECT 0, n.node FROM agg_nodes n"
+	" WHERE n.app_id = $1 AND n.parent = 0 AND n.method = ''"
+	" UNION ALL SELECT x.i, n.node FROM w JOIN x ON x.p = w.i AND x.i > 0"
+	" JOIN agg_nodes n ON n.app_id = $1 AND n.parent = w.node"
+	" AND n.method = x.method) SELECT i, node FROM w";
+
+/* Adds known_sql for r's rows to st (app its $1, which must outlive it);
+ * the array literals are st's.  0 or -ENOMEM. */
+static int known_params(struct rvs_pg_pipe *pp, struct rvs_pg_step *st, const char *app,
+			const struct rvs_agg_rows *r)
 {
 	struct sbuf ix = {malloc(64), 0, 64}, par = {malloc(64), 0, 64},
 		    met = {malloc(256), 0, 256};
-	struct rvs_pg_params a = {0};
-	PGresult *res;
-	int rc = -ENOMEM;
 
 	sb_put(&ix, "{", 1);
 	sb_put(&par, "{", 1);
@@ -222,23 +231,17 @@ static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows 
 	sb_put(&ix, "}", 1);
 	sb_put(&par, "}", 1);
 	sb_put(&met, "}", 1);
-	if (!ix.b || !par.b || !met.b) {
-		snprintf(err, errlen, "out of memory");
-		goto done;
-	}
-	rvs_pg_text(&a, app);
-	rvs_pg_text(&a, ix.b);
-	rvs_pg_text(&a, par.b);
-	rvs_pg_text(&a, met.b);
-	if ((rc = q(pg,
-		    "WITH RECURSIVE x(i, p, method) AS (SELECT * FROM unnest($2::int[], $3::int[],"
-		    " $4::text[])), w(i, node) AS (SELECT 0, n.node FROM agg_nodes n"
-		    " WHERE n.app_id = $1 AND n.parent = 0 AND n.method = ''"
-		    " UNION ALL SELECT x.i, n.node FROM w JOIN x ON x.p = w.i AND x.i > 0"
-		    " JOIN agg_nodes n ON n.app_id = $1 AND n.parent = w.node"
-		    " AND n.method = x.method) SELECT i, node FROM w",
-		    &a, &res, err, errlen)))
-		goto done;
+	rvs_pg_text(&st->p, app);
+	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, ix.b));
+	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, par.b));
+	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, met.b));
+	return pp->oom ? -ENOMEM : 0;
+}
+
+/* known_sql's rows res into id[] and found[]. */
+static void known_read(const PGresult *res, const struct rvs_agg_rows *r, int64_t *id,
+		       unsigned char *found)
+{
 	for (int k = 0; k < PQntuples(res); k++) {
 		int64_t i = rvs_pg_val_i64(res, k, 0);
 		if (i < 0 || (size_t)i >= r->n)
@@ -246,105 +249,153 @@ static int resolve_known(PGconn *pg, const char *app, const struct rvs_agg_rows 
 		id[i] = rvs_pg_val_i64(res, k, 1);
 		found[i] = 1;
 	}
-	PQclear(res);
-done:
-	free(ix.b);
-	free(par.b);
-	free(met.b);
+}
+
+struct rvs_pg_agg_job {
+	const char *trace_id;
+	const struct rvs_agg_rows *r;
+	char *app;			    /* the trace's app, "" for none */
+	struct rvs_pg_step *bucket, *known; /* the reads in the caller's pipeline */
+	int64_t bucket_id, *id;
+	unsigned char *found;
+};
+
+int rvs_pg_agg_begin(struct rvs_pg_pipe *pp, int tag, const char *trace_id, const char *app,
+		     const struct rvs_agg_rows *r, struct rvs_pg_agg_job **out)
+{
+	struct rvs_pg_agg_job *j = calloc(1, sizeof *j);
+
+	assert(r->n >= 1 && !r->v[0].other);
+	*out = NULL;
+	if (!j || !(j->app = strdup(app)) || !(j->id = calloc(r->n, sizeof *j->id)) ||
+	    !(j->found = calloc(r->n, 1))) {
+		rvs_pg_agg_job_free(j);
+		return -ENOMEM;
+	}
+	j->trace_id = trace_id;
+	j->r = r;
+	if ((j->bucket = rvs_pg_pipe_add(pp, bucket_find, 0, tag, 1)))
+		rvs_pg_text(&j->bucket->p, trace_id);
+	if ((j->known = rvs_pg_pipe_add(pp, known_sql, 0, tag, 1)))
+		known_params(pp, j->known, j->app, r);
+	if (pp->oom) {
+		rvs_pg_agg_job_free(j);
+		return -ENOMEM;
+	}
+	*out = j;
+	return 0;
+}
+
+int rvs_pg_agg_resolve(PGconn *pg, struct rvs_pg_agg_job *j, char *err, size_t errlen)
+{
+	const struct rvs_agg_rows *r = j->r;
+	PGresult *b = j->bucket->res;
+	int rc = 0;
+
+	assert(b && j->known->res);
+	if (PQntuples(b) == 1) {
+		j->bucket_id = rvs_pg_val_i64(b, 0, 0);
+	} else { /* a new bucket: added, then read */
+		char *app = NULL;
+		if ((rc = bucket_of(pg, j->trace_id, &j->bucket_id, &app, err, errlen)))
+			return rc;
+		free(app);
+	}
+	/* The bucket's app is the traces row's, copied from the upload the
+	 * caller's app came from. */
+	assert(PQntuples(b) != 1 || strcmp(PQgetvalue(b, 0, 1), j->app) == 0);
+	known_read(j->known->res, r, j->id, j->found);
+	/* New paths only: one lookup and insert each, in sqlite's order (the
+	 * folded "other" rows after every path, as they are met). */
+	for (size_t i = 0; i < r->n && !rc; i++)
+		if (!r->v[i].other && !j->found[i])
+			rc = node_id(pg, j->app, i ? j->id[r->v[i].parent] : 0, r->v[i].method,
+				     r->v[i].depth, &j->id[i], err, errlen);
+	for (size_t i = 0; i < r->n && !rc; i++) {
+		const struct rvs_agg_row *w = &r->v[i];
+		assert(!i || w->parent < i);
+		if (w->other && !j->found[i])
+			rc = node_id(pg, j->app, j->id[w->parent], w->method, w->depth, &j->id[i],
+				     err, errlen);
+	}
+	j->bucket = j->known = NULL; /* the caller's pipeline ends */
 	return rc;
 }
 
-int rvs_pg_agg_write(PGconn *pg, const char *trace_id, const struct rvs_agg_rows *r, char *err,
-		     size_t errlen)
+int rvs_pg_agg_add_rows(struct rvs_pg_pipe *pp, int tag, const struct rvs_pg_agg_job *j)
 {
 	/* The path rows go in as one INSERT of four arrays. */
 	enum { A_NODE, A_CALLS, A_SELF, A_INCL, A_N };
+	const struct rvs_agg_rows *r = j->r;
 	char *arr[A_N] = {0};
 	size_t len[A_N], cap[A_N];
-	int64_t bucket, *id;
-	unsigned char *found = NULL;
-	struct rvs_pg_params a = {0};
-	char *app = NULL;
-	int rc;
+	struct rvs_pg_step *st;
 
-	assert(r->n >= 1 && !r->v[0].other);
-	if (!(id = calloc(r->n, sizeof *id)) || !(found = calloc(r->n, 1))) {
-		free(id);
-		return -ENOMEM;
-	}
 	for (int k = 0; k < A_N; k++) {
 		cap[k] = 64 + 24 * r->n;
 		len[k] = 1;
 		if ((arr[k] = malloc(cap[k])))
 			memcpy(arr[k], "{", 2);
 	}
-	if ((rc = bucket_of(pg, trace_id, &bucket, &app, err, errlen)) ||
-	    (rc = resolve_known(pg, app, r, id, found, err, errlen)))
-		goto done;
-	/* New paths only: one lookup and insert each, in sqlite's order. */
-	for (size_t i = 0; i < r->n && !rc; i++)
-		if (!r->v[i].other && !found[i])
-			rc = node_id(pg, app, i ? id[r->v[i].parent] : 0, r->v[i].method,
-				     r->v[i].depth, &id[i], err, errlen);
-	if (rc)
-		goto done;
-	rvs_pg_text(&a, trace_id);
-	rvs_pg_opt_i64(&a, 1, bucket);
-	rvs_pg_opt_i64(&a, 1, r->nodes);
-	rvs_pg_opt_i64(&a, 1, r->folded);
-	rvs_pg_opt_i64(&a, 1, r->total_ns);
-	if ((rc = q(pg,
-		    "INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns)"
-		    " VALUES ($1, $2, $3, $4, $5)",
-		    &a, NULL, err, errlen)))
-		goto done;
-	for (size_t i = 0; i < r->n && !rc; i++) {
+	for (size_t i = 0; i < r->n; i++) {
 		const struct rvs_agg_row *w = &r->v[i];
-		assert(!i || w->parent < i);
-		if (w->other && !found[i] &&
-		    (rc = node_id(pg, app, id[w->parent], w->method, w->depth, &id[i], err,
-				  errlen)))
-			break;
-		arr_add(&arr[A_NODE], &len[A_NODE], &cap[A_NODE], id[i]);
+		arr_add(&arr[A_NODE], &len[A_NODE], &cap[A_NODE], j->id[i]);
 		arr_add(&arr[A_CALLS], &len[A_CALLS], &cap[A_CALLS],
 			(int64_t)(w->calls & INT64_MAX));
 		arr_add(&arr[A_SELF], &len[A_SELF], &cap[A_SELF], w->self_ns);
 		arr_add(&arr[A_INCL], &len[A_INCL], &cap[A_INCL], w->incl_ns);
 	}
-	if (rc)
-		goto done;
+	if ((st = rvs_pg_pipe_add(
+		     pp,
+		     "INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns)"
+		     " VALUES ($1, $2, $3, $4, $5)",
+		     0, tag, 0))) {
+		rvs_pg_text(&st->p, j->trace_id);
+		rvs_pg_opt_i64(&st->p, 1, j->bucket_id);
+		rvs_pg_opt_i64(&st->p, 1, r->nodes);
+		rvs_pg_opt_i64(&st->p, 1, r->folded);
+		rvs_pg_opt_i64(&st->p, 1, r->total_ns);
+	}
+	st = rvs_pg_pipe_add(
+		pp,
+		"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
+		" SELECT $1, x.node, $2, x.calls, x.self_ns, x.incl_ns FROM"
+		" unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])"
+		" WITH ORDINALITY AS x(node, calls, self_ns, incl_ns, i) ORDER BY x.i",
+		0, tag, 0);
+	if (st) {
+		rvs_pg_text(&st->p, j->trace_id);
+		rvs_pg_opt_i64(&st->p, 1, j->bucket_id);
+	}
 	for (int k = 0; k < A_N; k++) {
-		if (!arr[k]) {
-			rc = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-			goto done;
+		if (!st || !arr[k]) {
+			free(arr[k]);
+			pp->oom = 1;
+			continue;
 		}
 		memcpy(arr[k] + len[k], "}", 2);
+		rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, arr[k]));
 	}
-	a.n = 0;
-	rvs_pg_text(&a, trace_id);
-	rvs_pg_opt_i64(&a, 1, bucket);
-	for (int k = 0; k < A_N; k++)
-		rvs_pg_text(&a, arr[k]);
-	rc = q(pg,
-	       "INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
-	       " SELECT $1, x.node, $2, x.calls, x.self_ns, x.incl_ns FROM unnest($3::bigint[],"
-	       " $4::bigint[], $5::bigint[], $6::bigint[]) WITH ORDINALITY"
-	       " AS x(node, calls, self_ns, incl_ns, i) ORDER BY x.i",
-	       &a, NULL, err, errlen);
-done:
-	for (int k = 0; k < A_N; k++)
-		free(arr[k]);
-	free(app);
-	free(found);
-	free(id);
-	return rc;
+	return pp->oom ? -ENOMEM : 0;
+}
+
+void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
+{
+	if (!j)
+		return;
+	free(j->app);
+	free(j->id);
+	free(j->found);
+	free(j);
 }
 
 /* ---- reads ------------------------------------------------------------------ */
 
 /* $1 app, $2 version, $3 model, $4 campaign, $5 method, $6 kind, $7 since,
- * $8 until, $9 signature, $10 chain, $11 the trace cap. */
+ * $8 until, $9 signature, $10 chain, $11 the trace cap; $12 issue, $13
+ * dur_min, $14 dur_max, $15 1 when a cell is excepted, $16 and $17 its
+ * received_at range, $18 and $19 its duration range (store_sqlite_agg.c's
+ * predicates). */
 #define BUCKET_SQL                                                                                \
 	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2 FROM agg_buckets b"       \
 	" JOIN agg_sums s ON s.bucket = b.bucket"                                                 \
@@ -353,16 +404,19 @@ done:
 	" AND ($7::bigint IS NULL OR b.day >= $7 / 86400)"                                        \
 	" AND ($8::bigint IS NULL OR b.day < $8 / 86400)"                                         \
 	" AND $4::text IS NULL AND $5::text IS NULL" /* typed: bucketed sides have neither */
-#define TRACE_SQL                                                                                 \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, x.w, x.wf FROM (SELECT t.trace_id,"     \
-	" COALESCE(uw.weight, 1.0) AS w, CASE WHEN uw.weight_exact = 1 THEN 0"                    \
-	" WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2 ELSE 1 END AS wf FROM traces t"                \
-	" LEFT JOIN uploads uw ON uw.trace_id = t.trace_id"                                       \
+#define TRACE_SET                                                                                 \
+	"(SELECT t.trace_id, t.received_at, t.duration_ns FROM traces t"                          \
 	" JOIN trace_agg a ON a.trace_id = t.trace_id"                                            \
 	" WHERE ($1::text IS NULL OR t.app_id = $1) AND ($2::text IS NULL OR t.app_version = $2)" \
 	" AND ($3::text IS NULL OR t.model = $3) AND ($6::bigint IS NULL OR t.anomaly_kind = $6)" \
 	" AND ($7::bigint IS NULL OR t.received_at >= $7)"                                        \
 	" AND ($8::bigint IS NULL OR t.received_at < $8)"                                         \
+	" AND ($12::text IS NULL OR t.issue = $12)"                                               \
+	" AND ($13::bigint IS NULL OR t.duration_ns >= $13)"                                      \
+	" AND ($14::bigint IS NULL OR t.duration_ns < $14)"                                       \
+	" AND ($15::bigint IS NULL OR NOT (t.received_at >= $16::bigint"                          \
+	" AND t.received_at < $17::bigint AND coalesce(t.duration_ns, -1) >= $18::bigint"         \
+	" AND coalesce(t.duration_ns, -1) < $19::bigint))"                                        \
 	" AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM uploads u WHERE u.trace_id = t.trace_id" \
 	" AND u.campaign_id = $4))"                                                               \
 	" AND ($5::text IS NULL OR EXISTS (SELECT 1 FROM trace_methods m"                         \
@@ -371,8 +425,45 @@ done:
 	" WHERE c.trace_id = t.trace_id AND c.signature = $9))"                                   \
 	" AND ($10::text IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                         \
 	" WHERE c.trace_id = t.trace_id AND c.chain = $10))"                                      \
-	" ORDER BY t.received_at DESC, t.seq DESC LIMIT $11) x JOIN trace_paths p"                \
-	" ON p.trace_id = x.trace_id"
+	" ORDER BY t.received_at DESC, t.seq DESC LIMIT $11) x"
+/* Each row's weight w and flag wf (0 exact, 1 estimated, 2 unknown: an
+ * upload without a selection) from its upload, joined once per trace. */
+#define TRACE_SQL                                                                         \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, COALESCE(uw.weight, 1.0),"      \
+	" CASE WHEN uw.weight_exact = 1 THEN 0 WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2"  \
+	" ELSE 1 END FROM " TRACE_SET " LEFT JOIN uploads uw ON uw.trace_id = x.trace_id" \
+	" JOIN trace_paths p ON p.trace_id = x.trace_id"
+/* $20 the node, $21 the rows, $22 1: by self time. */
+#define HEAVY_SQL                                                                     \
+	"SELECT p.trace_id, p.calls, p.self_ns, p.incl_ns, x.received_at,"            \
+	" coalesce(x.duration_ns, -1) FROM " TRACE_SET                                \
+	" JOIN trace_paths p ON p.trace_id = x.trace_id AND p.node = $20"             \
+	" ORDER BY CASE WHEN $22::bigint = 1 THEN p.self_ns ELSE p.incl_ns END DESC," \
+	" p.trace_id LIMIT $21"
+
+/* The parameters of TRACE_SET for side f into a. */
+static void set_params(struct rvs_pg_params *a, const struct rvs_agg_filter *f)
+{
+	rvs_pg_text(a, f->app);
+	rvs_pg_text(a, f->version);
+	rvs_pg_text(a, f->model);
+	rvs_pg_text(a, f->campaign);
+	rvs_pg_text(a, f->method);
+	rvs_pg_opt_i64(a, f->has_kind, f->kind);
+	rvs_pg_opt_i64(a, f->has_since, f->since);
+	rvs_pg_opt_i64(a, f->has_until, f->until);
+	rvs_pg_text(a, f->signature);
+	rvs_pg_text(a, f->chain);
+	rvs_pg_i64(a, f->max_traces);
+	rvs_pg_text(a, f->issue);
+	rvs_pg_opt_i64(a, f->has_dur_min, f->dur_min);
+	rvs_pg_opt_i64(a, f->has_dur_max, f->dur_max);
+	rvs_pg_opt_i64(a, f->has_except, 1);
+	rvs_pg_i64(a, f->except_since);
+	rvs_pg_i64(a, f->except_until);
+	rvs_pg_i64(a, f->except_dur_min);
+	rvs_pg_i64(a, f->except_dur_max);
+}
 
 static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 		   const struct rvs_agg_cb *cb, void *arg)
@@ -381,18 +472,17 @@ static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 	PGresult *r;
 	int rc, stop = 0;
 
-	rvs_pg_text(&a, f->app);
-	rvs_pg_text(&a, f->version);
-	rvs_pg_text(&a, f->model);
-	rvs_pg_text(&a, f->bucketed ? NULL : f->campaign);
-	rvs_pg_text(&a, f->bucketed ? NULL : f->method);
-	rvs_pg_opt_i64(&a, f->has_kind, f->kind);
-	rvs_pg_opt_i64(&a, f->has_since, f->since);
-	rvs_pg_opt_i64(&a, f->has_until, f->until);
-	if (!f->bucketed) {
-		rvs_pg_text(&a, f->signature);
-		rvs_pg_text(&a, f->chain);
-		rvs_pg_opt_i64(&a, 1, f->max_traces);
+	if (f->bucketed) {
+		rvs_pg_text(&a, f->app);
+		rvs_pg_text(&a, f->version);
+		rvs_pg_text(&a, f->model);
+		rvs_pg_text(&a, NULL);
+		rvs_pg_text(&a, NULL);
+		rvs_pg_opt_i64(&a, f->has_kind, f->kind);
+		rvs_pg_opt_i64(&a, f->has_since, f->since);
+		rvs_pg_opt_i64(&a, f->has_until, f->until);
+	} else {
+		set_params(&a, f);
 	}
 	if ((rc = q(pg, f->bucketed ? BUCKET_SQL : TRACE_SQL, &a, &r, NULL, 0)))
 		return rc;
@@ -458,4 +548,77 @@ int rvs_pg_agg_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter 
 	PQclear(PQexec(pg, rc ? "ROLLBACK" : "COMMIT"));
 	pool->put(pool->s, h);
 	return rc;
+}
+
+/* ---- the anomaly heatmap ---------------------------------------------------- */
+
+/* store_sqlite_agg.c's HEATMAP_SQL: $1 app, $2 kind, $3 issue, $4 since,
+ * $5 until. */
+static const char HEATMAP_SQL[] =
+	"SELECT t.received_at, t.duration_ns FROM traces t"
+	" JOIN trace_agg a ON a.trace_id = t.trace_id"
+	" WHERE ($1::text IS NULL OR t.app_id = $1) AND ($2::bigint IS NULL OR t.anomaly_kind = $2)"
+	" AND ($3::text IS NULL OR t.issue = $3) AND t.received_at >= $4 AND t.received_at < $5"
+	" AND t.duration_ns >= 0";
+
+int rvs_pg_heatmap_read(const struct rvs_pg_pool *pool, const struct rvs_heatmap_filter *f,
+			int (*cb)(void *arg, int64_t received_at, int64_t duration_ns), void *arg)
+{
+	struct rvs_pg_params a = {0};
+	PGresult *r = NULL;
+	void *h;
+	PGconn *pg;
+	int rc, stop = 0;
+
+	rvs_pg_text(&a, f->app);
+	rvs_pg_opt_i64(&a, f->has_kind, f->kind);
+	rvs_pg_text(&a, f->issue);
+	rvs_pg_i64(&a, f->since);
+	rvs_pg_i64(&a, f->until);
+	if (!(pg = pool->get(pool->s, &h)))
+		return -EAGAIN;
+	rc = q(pg, HEATMAP_SQL, &a, &r, NULL, 0);
+	pool->put(pool->s, h);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++)
+		stop = cb(arg, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1));
+	PQclear(r);
+	return stop;
+}
+
+int rvs_pg_heaviest_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter *f,
+			 int64_t node, int by_self, int64_t limit,
+			 int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg)
+{
+	struct rvs_pg_params a = {0};
+	PGresult *r = NULL;
+	void *h;
+	PGconn *pg;
+	int rc, stop = 0;
+
+	assert(!f->bucketed && limit > 0);
+	set_params(&a, f);
+	rvs_pg_i64(&a, node);
+	rvs_pg_i64(&a, limit);
+	rvs_pg_i64(&a, !!by_self);
+	if (!(pg = pool->get(pool->s, &h)))
+		return -EAGAIN;
+	rc = q(pg, HEAVY_SQL, &a, &r, NULL, 0);
+	pool->put(pool->s, h);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++) {
+		const struct rvs_heavy_row row = {
+			.trace_id = PQgetvalue(r, i, 0),
+			.calls = rvs_pg_val_i64(r, i, 1),
+			.self_ns = rvs_pg_val_i64(r, i, 2),
+			.incl_ns = rvs_pg_val_i64(r, i, 3),
+			.received_at = rvs_pg_val_i64(r, i, 4),
+			.duration_ns = rvs_pg_val_i64(r, i, 5),
+		};
+		stop = cb(arg, &row);
+	}
+	PQclear(r);
+	return stop;
 }

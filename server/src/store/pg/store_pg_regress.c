@@ -443,3 +443,190 @@ int rvs_pg_webhook_pending(struct rvs_regress_db *d, uint64_t *out)
 	PQclear(r);
 	return 0;
 }
+
+/* ---- alert rules (alert_rules, PostgreSQL migration 11) -------------------- */
+
+int rvs_pg_alert_rule_add(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r, size_t max,
+			  int64_t *id)
+{
+	struct rvs_pg_params a = {0};
+	PGresult *res;
+	int rc;
+
+	if ((rc = rvs_pg_exec(d->pg, "BEGIN", 0, NULL, NULL, NULL)))
+		return rc;
+	/* Adds serialize on the table's lock, so the cap holds across nodes. */
+	if ((rc = rvs_pg_exec(d->pg, "LOCK TABLE alert_rules IN SHARE ROW EXCLUSIVE MODE", 0, NULL,
+			      NULL, NULL)))
+		goto fail;
+	rvs_pg_text(&a, r->name);
+	rvs_pg_text(&a, r->spec);
+	rvs_pg_i64(&a, r->created_at);
+	rvs_pg_text(&a, r->created_by);
+	rvs_pg_i64(&a, (int64_t)max);
+	if ((rc = rvs_pg_exec(
+		     d->pg,
+		     "INSERT INTO alert_rules (name, spec, created_at, created_by, state)"
+		     " SELECT $1, $2, $3, $4, 'ok' WHERE (SELECT count(*) FROM alert_rules)"
+		     " < $5 RETURNING id",
+		     0, &a, &res, NULL)))
+		goto fail;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		rc = -ENOSPC;
+		goto fail;
+	}
+	*id = rvs_pg_val_i64(res, 0, 0);
+	PQclear(res);
+	if ((rc = rvs_pg_exec(d->pg, "COMMIT", 0, NULL, NULL, NULL)))
+		goto fail;
+	return 0;
+fail:
+	rvs_pg_exec(d->pg, "ROLLBACK", 0, NULL, NULL, NULL);
+	return rc;
+}
+
+int rvs_pg_alert_rule_delete(struct rvs_regress_db *d, int64_t id)
+{
+	struct rvs_pg_params a = {0};
+	PGresult *res;
+	int rc;
+
+	rvs_pg_i64(&a, id);
+	if ((rc = rvs_pg_exec(d->pg, "DELETE FROM alert_rules WHERE id = $1 RETURNING id", 0, &a,
+			      &res, NULL)))
+		return rc;
+	rc = PQntuples(res) ? 0 : -ENOENT;
+	PQclear(res);
+	return rc;
+}
+
+int rvs_pg_alert_rules_list(struct rvs_regress_db *d,
+			    int (*cb)(void *arg, const struct rvs_alert_rule_row *r), void *arg)
+{
+	PGresult *res;
+	int rc, stop = 0;
+
+	if ((rc = rvs_pg_exec(d->pg,
+			      "SELECT r.id, r.name, r.spec, r.created_by, r.created_at, r.state,"
+			      " coalesce(r.since, -1), r.value, coalesce(r.evaluated_at, -1),"
+			      " coalesce(w.id, -1), w.state, coalesce(w.last_status, 0),"
+			      " coalesce(w.delivered_at, -1) FROM alert_rules r"
+			      " LEFT JOIN webhook_deliveries w ON w.id = r.last_delivery_id"
+			      " ORDER BY r.id",
+			      0, NULL, &res, NULL)))
+		return rc;
+	for (int i = 0; !stop && i < PQntuples(res); i++) {
+		struct rvs_alert_rule_row r = {
+			.id = rvs_pg_val_i64(res, i, 0),
+			.name = rvs_pg_val(res, i, 1),
+			.spec = rvs_pg_val(res, i, 2),
+			.created_by = rvs_pg_val(res, i, 3),
+			.created_at = rvs_pg_val_i64(res, i, 4),
+			.state = rvs_pg_val(res, i, 5),
+			.since = rvs_pg_val_i64(res, i, 6),
+			.has_value = !PQgetisnull(res, i, 7),
+			.value = rvs_pg_val_dbl(res, i, 7),
+			.evaluated_at = rvs_pg_val_i64(res, i, 8),
+			.delivery_id = rvs_pg_val_i64(res, i, 9),
+			.delivery_state = rvs_pg_val(res, i, 10),
+			.delivery_status = rvs_pg_val_i64(res, i, 11),
+			.delivered_at = rvs_pg_val_i64(res, i, 12),
+		};
+		stop = cb(arg, &r);
+	}
+	PQclear(res);
+	return stop;
+}
+
+int rvs_pg_alert_rule_update(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r,
+			     const char *from_state, const struct rvs_webhook_new *w, size_t n,
+			     int *moved)
+{
+	struct rvs_pg_params a = {0};
+	PGresult *res;
+	int rc;
+
+	*moved = 0;
+	if ((rc = rvs_pg_exec(d->pg, "BEGIN", 0, NULL, NULL, NULL)))
+		return rc;
+	/* The row lock: a concurrent pass waits, then reads the moved state. */
+	rvs_pg_i64(&a, r->id);
+	if ((rc = rvs_pg_exec(d->pg, "SELECT state FROM alert_rules WHERE id = $1 FOR UPDATE", 0,
+			      &a, &res, NULL)))
+		goto fail;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		rc = -ENOENT;
+		goto fail;
+	}
+	*moved = strcmp(r->state, from_state) != 0 && !strcmp(rvs_pg_val(res, 0, 0), from_state);
+	PQclear(res);
+	memset(&a, 0, sizeof a);
+	rvs_pg_i64(&a, r->id);
+	if (r->has_value)
+		rvs_pg_dbl(&a, r->value);
+	else
+		rvs_pg_text(&a, NULL);
+	rvs_pg_i64(&a, r->evaluated_at);
+	rvs_pg_text(&a, r->state);
+	rvs_pg_i64(&a, *moved);
+	rvs_pg_i64(&a, r->since);
+	if ((rc = rvs_pg_exec(d->pg,
+			      "UPDATE alert_rules SET value = $2::double precision,"
+			      " evaluated_at = $3, state = CASE WHEN $5::bigint = 1 THEN $4 ELSE"
+			      " state END, since = CASE WHEN $5::bigint = 1 THEN $6::bigint ELSE"
+			      " coalesce(since, $6::bigint) END WHERE id = $1",
+			      0, &a, NULL, NULL)))
+		goto fail;
+	for (size_t i = 0; *moved && i < n; i++)
+		if ((rc = enqueue(d, &w[i])))
+			goto fail;
+	if (*moved && n) {
+		memset(&a, 0, sizeof a);
+		rvs_pg_i64(&a, r->id);
+		if ((rc = rvs_pg_exec(d->pg,
+				      "UPDATE alert_rules SET last_delivery_id = currval("
+				      "pg_get_serial_sequence('webhook_deliveries', 'id'))"
+				      " WHERE id = $1",
+				      0, &a, NULL, NULL)))
+			goto fail;
+	}
+	if ((rc = rvs_pg_exec(d->pg, "COMMIT", 0, NULL, NULL, NULL)))
+		goto fail;
+	return 0;
+fail:
+	*moved = 0;
+	rvs_pg_exec(d->pg, "ROLLBACK", 0, NULL, NULL, NULL);
+	return rc;
+}
+
+int rvs_pg_alert_counts(struct rvs_regress_db *d, const struct rvs_trend_filter *f,
+			int64_t from_day, int64_t to_day,
+			int (*cb)(void *arg, int64_t day, int64_t n), void *arg)
+{
+	struct rvs_pg_params a = {0};
+	PGresult *res;
+	int rc, stop = 0;
+
+	rvs_pg_i64(&a, from_day);
+	rvs_pg_i64(&a, to_day);
+	rvs_pg_text(&a, f->app);
+	rvs_pg_text(&a, f->model);
+	rvs_pg_opt_i64(&a, f->has_kind, f->kind);
+	if ((rc = rvs_pg_exec(
+		     d->pg,
+		     "SELECT day, count(*) FROM (SELECT CASE WHEN captured_at_ns > 0"
+		     " THEN captured_at_ns / 86400000000000 ELSE received_at / 86400 END"
+		     " AS day FROM traces WHERE received_at >= $1::bigint * 86400"
+		     " AND ($3::text IS NULL OR app_id = $3)"
+		     " AND ($4::text IS NULL OR model = $4)"
+		     " AND ($5::bigint IS NULL OR anomaly_kind = $5)) x"
+		     " WHERE day BETWEEN $1::bigint AND $2::bigint GROUP BY day ORDER BY day",
+		     0, &a, &res, NULL)))
+		return rc;
+	for (int i = 0; !stop && i < PQntuples(res); i++)
+		stop = cb(arg, rvs_pg_val_i64(res, i, 0), rvs_pg_val_i64(res, i, 1));
+	PQclear(res);
+	return stop;
+}

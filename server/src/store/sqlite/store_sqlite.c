@@ -417,7 +417,15 @@ static const char *const migrations[] = {
 	"ALTER TABLE traces ADD COLUMN index_cut TEXT;"
 	"CREATE INDEX audit_log_actor ON audit_log(actor, id);"
 	"CREATE INDEX audit_log_action ON audit_log(action, id);",
-	/* 13 (selection weights): how the device's policy chose each upload
+	/* 13 (alert rules on trends, model/alerts.h): each rule's spec (JSON
+	 * the model validated) and the state its evaluations keep; its last
+	 * delivery is a webhook_deliveries row. */
+	"CREATE TABLE alert_rules ("
+	" id INTEGER PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL,"
+	" created_at INTEGER NOT NULL, created_by TEXT NOT NULL,"
+	" state TEXT NOT NULL CHECK (state IN ('ok', 'firing')), since INTEGER, value REAL,"
+	" evaluated_at INTEGER, last_delivery_id INTEGER);",
+	/* 14 (selection weights): how the device's policy chose each upload
 	 * (rearview.Selection: kind 0 = unknown, an older device) and its
 	 * Horvitz–Thompson weight, 1 when unknown; weight_exact 0 when it is
 	 * an estimate (quota selection censors) or unknown.  API.md
@@ -2574,6 +2582,19 @@ static int traces_sorted(struct rvs_store *s, const struct rvs_sorted_query *q, 
 	return rvs_sqlite_traces_sorted(s->dsn, q, cb, arg);
 }
 
+static int heatmap_read(struct rvs_store *s, const struct rvs_heatmap_filter *f,
+			int (*cb)(void *arg, int64_t received_at, int64_t duration_ns), void *arg)
+{
+	return rvs_sqlite_heatmap_read(s->dsn, f, cb, arg);
+}
+
+static int heaviest_read(struct rvs_store *s, const struct rvs_agg_filter *f, int64_t node,
+			 int by_self, int64_t limit,
+			 int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg)
+{
+	return rvs_sqlite_heaviest_read(s->dsn, f, node, by_self, limit, cb, arg);
+}
+
 static int trend_read(struct rvs_store *s, const struct rvs_trend_filter *f,
 		      int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut)
 {
@@ -2670,4 +2691,11 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.issues_read = issues_read,
 	.search_scan = search_scan,
 	.trend_read = trend_read,
+	.alert_rule_add = rvs_sqlite_alert_rule_add,
+	.alert_rule_delete = rvs_sqlite_alert_rule_delete,
+	.alert_rules_list = rvs_sqlite_alert_rules_list,
+	.alert_rule_update = rvs_sqlite_alert_rule_update,
+	.alert_counts = rvs_sqlite_alert_counts,
+	.heatmap_read = heatmap_read,
+	.heaviest_read = heaviest_read,
 };

@@ -9,7 +9,9 @@
  * first, then each "(other)" row as its path row is written), as
  * store_pg_agg.c does, so both backends number a fixture's nodes alike;
  * agg_read runs every side and the dictionary lookups in one read
- * transaction on a connection of its own.
+ * transaction on a connection of its own; heaviest_read ranks the same
+ * trace set (TRACE_SET) agg_read sums, and heatmap_read counts by its
+ * predicates, so a heatmap cell's aggregate holds exactly the cell's traces.
  */
 #include "store/store_agg.h"
 #include "store/sqlite/store_sqlite_util.h"
@@ -21,6 +23,8 @@
 #include <string.h>
 
 #include <sqlite3.h>
+
+#include "rearview/common.h"
 
 /* ---- decode time ------------------------------------------------------------ */
 
@@ -141,22 +145,27 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 /* ---- reads ------------------------------------------------------------------ */
 
 /* ?1 app, ?2 version, ?3 model, ?4 campaign, ?5 method, ?7 kind, ?8 since,
- * ?9 until, ?10 signature, ?11 chain, ?12 the trace cap (agg.c's order). */
+ * ?9 until, ?10 signature, ?11 chain, ?12 the trace cap (agg.c's order);
+ * ?13 issue, ?14 dur_min, ?15 dur_max, ?16 1 when a cell is excepted, ?17
+ * and ?18 its received_at range, ?19 and ?20 its duration range. */
 #define BUCKET_SQL                                                                          \
 	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2 FROM agg_buckets b" \
 	" CROSS JOIN agg_sums s ON s.bucket = b.bucket"                                     \
 	" WHERE (?1 IS NULL OR b.app_id = ?1) AND (?2 IS NULL OR b.app_version = ?2)"       \
 	" AND (?3 IS NULL OR b.model = ?3) AND (?7 IS NULL OR b.anomaly_kind = ?7)"         \
 	" AND (?8 IS NULL OR b.day >= ?8 / 86400) AND (?9 IS NULL OR b.day < ?9 / 86400)"
-#define TRACE_SQL                                                                             \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, x.w, x.wf FROM (SELECT t.trace_id," \
-	" COALESCE(uw.weight, 1.0) AS w, CASE WHEN uw.weight_exact = 1 THEN 0"                \
-	" WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2 ELSE 1 END AS wf FROM traces t"            \
-	" LEFT JOIN uploads uw ON uw.trace_id = t.trace_id"                                   \
+/* The newest ?12 traces of a trace-level side, as x (trace_id, received_at,
+ * duration_ns): what an aggregate sums and heaviest_read ranks. */
+#define TRACE_SET                                                                             \
+	"(SELECT t.trace_id, t.received_at, t.duration_ns FROM traces t"                      \
 	" CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"                                  \
 	" WHERE (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.app_version = ?2)"         \
 	" AND (?3 IS NULL OR t.model = ?3) AND (?7 IS NULL OR t.anomaly_kind = ?7)"           \
 	" AND (?8 IS NULL OR t.received_at >= ?8) AND (?9 IS NULL OR t.received_at < ?9)"     \
+	" AND (?13 IS NULL OR t.issue = ?13)"                                                 \
+	" AND (?14 IS NULL OR t.duration_ns >= ?14) AND (?15 IS NULL OR t.duration_ns < ?15)" \
+	" AND (?16 IS NULL OR NOT (t.received_at >= ?17 AND t.received_at < ?18"              \
+	" AND coalesce(t.duration_ns, -1) >= ?19 AND coalesce(t.duration_ns, -1) < ?20))"     \
 	" AND (?4 IS NULL OR EXISTS (SELECT 1 FROM uploads u WHERE u.trace_id = t.trace_id"   \
 	" AND u.campaign_id = ?4))"                                                           \
 	" AND (?5 IS NULL OR EXISTS (SELECT 1 FROM trace_methods m"                           \
@@ -165,8 +174,44 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 	" WHERE c.trace_id = t.trace_id AND c.signature = ?10))"                              \
 	" AND (?11 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                           \
 	" WHERE c.trace_id = t.trace_id AND c.chain = ?11))"                                  \
-	" ORDER BY t.received_at DESC LIMIT ?12) x CROSS JOIN trace_paths p"                  \
-	" ON p.trace_id = x.trace_id"
+	" ORDER BY t.received_at DESC, t.trace_id DESC LIMIT ?12) x"
+/* Each row's weight w and flag wf (0 exact, 1 estimated, 2 unknown: an
+ * upload without a selection) from its upload, joined once per trace. */
+#define TRACE_SQL                                                                         \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, COALESCE(uw.weight, 1.0),"      \
+	" CASE WHEN uw.weight_exact = 1 THEN 0 WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2"  \
+	" ELSE 1 END FROM " TRACE_SET " LEFT JOIN uploads uw ON uw.trace_id = x.trace_id" \
+	" CROSS JOIN trace_paths p ON p.trace_id = x.trace_id"
+/* ?21 the node, ?22 the rows, ?23 1: by self time. */
+#define HEAVY_SQL                                                               \
+	"SELECT p.trace_id, p.calls, p.self_ns, p.incl_ns, x.received_at,"      \
+	" coalesce(x.duration_ns, -1) FROM " TRACE_SET                          \
+	" CROSS JOIN trace_paths p ON p.trace_id = x.trace_id AND p.node = ?21" \
+	" ORDER BY CASE WHEN ?23 THEN p.self_ns ELSE p.incl_ns END DESC, p.trace_id LIMIT ?22"
+
+/* The trace-level filter of f bound on st (TRACE_SET's parameters). */
+static void bind_set(sqlite3_stmt *st, const struct rvs_agg_filter *f)
+{
+	rvs_sqlite_bind_opt_text(st, 1, f->app);
+	rvs_sqlite_bind_opt_text(st, 2, f->version);
+	rvs_sqlite_bind_opt_text(st, 3, f->model);
+	rvs_sqlite_bind_opt_i64(st, 7, f->has_kind, f->kind);
+	rvs_sqlite_bind_opt_i64(st, 8, f->has_since, f->since);
+	rvs_sqlite_bind_opt_i64(st, 9, f->has_until, f->until);
+	rvs_sqlite_bind_opt_text(st, 4, f->campaign);
+	rvs_sqlite_bind_opt_text(st, 5, f->method);
+	rvs_sqlite_bind_opt_text(st, 10, f->signature);
+	rvs_sqlite_bind_opt_text(st, 11, f->chain);
+	sqlite3_bind_int64(st, 12, f->max_traces);
+	rvs_sqlite_bind_opt_text(st, 13, f->issue);
+	rvs_sqlite_bind_opt_i64(st, 14, f->has_dur_min, f->dur_min);
+	rvs_sqlite_bind_opt_i64(st, 15, f->has_dur_max, f->dur_max);
+	rvs_sqlite_bind_opt_i64(st, 16, f->has_except, 1);
+	sqlite3_bind_int64(st, 17, f->except_since);
+	sqlite3_bind_int64(st, 18, f->except_until);
+	sqlite3_bind_int64(st, 19, f->except_dur_min);
+	sqlite3_bind_int64(st, 20, f->except_dur_max);
+}
 
 /* Side s's rows to cb->row.  0, cb's stop value, or -EIO. */
 static int collect(sqlite3 *db, const struct rvs_agg_filter *f, size_t s,
@@ -177,18 +222,15 @@ static int collect(sqlite3 *db, const struct rvs_agg_filter *f, size_t s,
 
 	if (sqlite3_prepare_v2(db, f->bucketed ? BUCKET_SQL : TRACE_SQL, -1, &st, NULL))
 		return -EIO;
-	rvs_sqlite_bind_opt_text(st, 1, f->app);
-	rvs_sqlite_bind_opt_text(st, 2, f->version);
-	rvs_sqlite_bind_opt_text(st, 3, f->model);
-	rvs_sqlite_bind_opt_i64(st, 7, f->has_kind, f->kind);
-	rvs_sqlite_bind_opt_i64(st, 8, f->has_since, f->since);
-	rvs_sqlite_bind_opt_i64(st, 9, f->has_until, f->until);
-	if (!f->bucketed) {
-		rvs_sqlite_bind_opt_text(st, 4, f->campaign);
-		rvs_sqlite_bind_opt_text(st, 5, f->method);
-		rvs_sqlite_bind_opt_text(st, 10, f->signature);
-		rvs_sqlite_bind_opt_text(st, 11, f->chain);
-		sqlite3_bind_int64(st, 12, f->max_traces);
+	if (f->bucketed) {
+		rvs_sqlite_bind_opt_text(st, 1, f->app);
+		rvs_sqlite_bind_opt_text(st, 2, f->version);
+		rvs_sqlite_bind_opt_text(st, 3, f->model);
+		rvs_sqlite_bind_opt_i64(st, 7, f->has_kind, f->kind);
+		rvs_sqlite_bind_opt_i64(st, 8, f->has_since, f->since);
+		rvs_sqlite_bind_opt_i64(st, 9, f->has_until, f->until);
+	} else {
+		bind_set(st, f);
 	}
 	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
 		stop = cb->row(arg, s, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
@@ -248,4 +290,80 @@ int rvs_sqlite_agg_read(const char *dsn, const struct rvs_agg_filter *f, size_t 
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	sqlite3_close(db);
 	return rc;
+}
+
+/* ---- the anomaly heatmap ---------------------------------------------------- */
+
+/* ?1 app, ?2 kind, ?3 issue, ?4 since, ?5 until: TRACE_SET's predicates
+ * (a trace with an aggregate, received in the range) plus a duration. */
+static const char HEATMAP_SQL[] =
+	"SELECT t.received_at, t.duration_ns FROM traces t"
+	" CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"
+	" WHERE (?1 IS NULL OR t.app_id = ?1) AND (?2 IS NULL OR t.anomaly_kind = ?2)"
+	" AND (?3 IS NULL OR t.issue = ?3) AND t.received_at >= ?4 AND t.received_at < ?5"
+	" AND t.duration_ns >= 0";
+
+int rvs_sqlite_heatmap_read(const char *dsn, const struct rvs_heatmap_filter *f,
+			    int (*cb)(void *arg, int64_t received_at, int64_t duration_ns),
+			    void *arg)
+{
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc, stop = 0;
+
+	if (rvs_sqlite_scan_open(dsn, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db, HEATMAP_SQL, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	rvs_sqlite_bind_opt_text(st, 1, f->app);
+	rvs_sqlite_bind_opt_i64(st, 2, f->has_kind, f->kind);
+	rvs_sqlite_bind_opt_text(st, 3, f->issue);
+	sqlite3_bind_int64(st, 4, f->since);
+	sqlite3_bind_int64(st, 5, f->until);
+	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		stop = cb(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+int rvs_sqlite_heaviest_read(const char *dsn, const struct rvs_agg_filter *f, int64_t node,
+			     int by_self, int64_t limit,
+			     int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg)
+{
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc, stop = 0;
+
+	assert(!f->bucketed && limit > 0);
+	if (rvs_sqlite_scan_open(dsn, &db))
+		return -EIO;
+	if (sqlite3_prepare_v2(db, HEAVY_SQL, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	bind_set(st, f);
+	sqlite3_bind_int64(st, 21, node);
+	sqlite3_bind_int64(st, 22, limit);
+	sqlite3_bind_int(st, 23, !!by_self);
+	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const struct rvs_heavy_row r = {
+			.trace_id = (const char *)sqlite3_column_text(st, 0),
+			.calls = sqlite3_column_int64(st, 1),
+			.self_ns = sqlite3_column_int64(st, 2),
+			.incl_ns = sqlite3_column_int64(st, 3),
+			.received_at = sqlite3_column_int64(st, 4),
+			.duration_ns = sqlite3_column_int64(st, 5),
+		};
+		stop = cb(arg, &r);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }

@@ -20,6 +20,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <sqlite3.h>
 
@@ -462,4 +463,200 @@ int rvs_sqlite_webhook_pending(struct rvs_regress_db *d, uint64_t *out)
 		*out = (uint64_t)sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	return rc;
+}
+
+/* ---- alert rules (alert_rules, sqlite migration 13) ------------------------ */
+
+int rvs_sqlite_alert_rule_add(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r,
+			      size_t max, int64_t *id)
+{
+	sqlite3_stmt *st;
+	int rc, s;
+
+	if ((rc = rvs_sqlite_exec(d->db, "BEGIN IMMEDIATE")))
+		return rc;
+	/* The count and the insert in one write transaction: the cap holds
+	 * against concurrent adds. */
+	if ((rc = prepare(
+		     d->db,
+		     "INSERT INTO alert_rules (name, spec, created_at, created_by, state)"
+		     " SELECT ?1, ?2, ?3, ?4, 'ok' WHERE (SELECT count(*) FROM alert_rules) < ?5",
+		     &st)))
+		goto fail;
+	sqlite3_bind_text(st, 1, r->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, r->spec, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, r->created_at);
+	sqlite3_bind_text(st, 4, r->created_by, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (int64_t)max);
+	s = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (s != SQLITE_DONE) {
+		rc = rvc_sqlite_errno(s);
+		goto fail;
+	}
+	if (!sqlite3_changes(d->db)) {
+		rc = -ENOSPC;
+		goto fail;
+	}
+	*id = sqlite3_last_insert_rowid(d->db);
+	if ((rc = rvs_sqlite_exec(d->db, "COMMIT")))
+		goto fail;
+	return 0;
+fail:
+	rvs_sqlite_exec(d->db, "ROLLBACK");
+	return rc;
+}
+
+int rvs_sqlite_alert_rule_delete(struct rvs_regress_db *d, int64_t id)
+{
+	sqlite3_stmt *st;
+	int rc, s;
+
+	if ((rc = prepare(d->db, "DELETE FROM alert_rules WHERE id = ?1", &st)))
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	s = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (s != SQLITE_DONE)
+		return rvc_sqlite_errno(s);
+	return sqlite3_changes(d->db) ? 0 : -ENOENT;
+}
+
+int rvs_sqlite_alert_rules_list(struct rvs_regress_db *d,
+				int (*cb)(void *arg, const struct rvs_alert_rule_row *r), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, s, stop = 0;
+
+	if ((rc = prepare(d->db,
+			  "SELECT r.id, r.name, r.spec, r.created_by, r.created_at, r.state,"
+			  " ifnull(r.since, -1), r.value, ifnull(r.evaluated_at, -1),"
+			  " ifnull(w.id, -1), w.state, ifnull(w.last_status, 0),"
+			  " ifnull(w.delivered_at, -1) FROM alert_rules r"
+			  " LEFT JOIN webhook_deliveries w ON w.id = r.last_delivery_id"
+			  " ORDER BY r.id",
+			  &st)))
+		return rc;
+	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct rvs_alert_rule_row r = {
+			.id = sqlite3_column_int64(st, 0),
+			.name = rvs_sqlite_col_text(st, 1),
+			.spec = rvs_sqlite_col_text(st, 2),
+			.created_by = rvs_sqlite_col_text(st, 3),
+			.created_at = sqlite3_column_int64(st, 4),
+			.state = rvs_sqlite_col_text(st, 5),
+			.since = sqlite3_column_int64(st, 6),
+			.has_value = sqlite3_column_type(st, 7) != SQLITE_NULL,
+			.value = sqlite3_column_double(st, 7),
+			.evaluated_at = sqlite3_column_int64(st, 8),
+			.delivery_id = sqlite3_column_int64(st, 9),
+			.delivery_state = rvs_sqlite_col_text(st, 10),
+			.delivery_status = sqlite3_column_int64(st, 11),
+			.delivered_at = sqlite3_column_int64(st, 12),
+		};
+		stop = cb(arg, &r);
+	}
+	sqlite3_finalize(st);
+	if (stop)
+		return stop;
+	return s == SQLITE_DONE ? 0 : rvc_sqlite_errno(s);
+}
+
+int rvs_sqlite_alert_rule_update(struct rvs_regress_db *d, const struct rvs_alert_rule_row *r,
+				 const char *from_state, const struct rvs_webhook_new *w, size_t n,
+				 int *moved)
+{
+	sqlite3_stmt *st;
+	int rc, s;
+
+	*moved = 0;
+	/* The write lock first: the state read below is the one updated. */
+	if ((rc = rvs_sqlite_exec(d->db, "BEGIN IMMEDIATE")))
+		return rc;
+	if ((rc = prepare(d->db, "SELECT state FROM alert_rules WHERE id = ?1", &st)))
+		goto fail;
+	sqlite3_bind_int64(st, 1, r->id);
+	s = sqlite3_step(st);
+	if (s == SQLITE_ROW)
+		*moved = strcmp(r->state, from_state) != 0 &&
+			 !strcmp(rvs_sqlite_col_text(st, 0) ? rvs_sqlite_col_text(st, 0) : "",
+				 from_state);
+	sqlite3_finalize(st);
+	if (s != SQLITE_ROW) {
+		rc = s == SQLITE_DONE ? -ENOENT : rvc_sqlite_errno(s);
+		goto fail;
+	}
+	if ((rc = prepare(d->db,
+			  "UPDATE alert_rules SET value = ?2, evaluated_at = ?3,"
+			  " state = CASE WHEN ?5 THEN ?4 ELSE state END,"
+			  " since = CASE WHEN ?5 THEN ?6 ELSE ifnull(since, ?6) END WHERE id = ?1",
+			  &st)))
+		goto fail;
+	sqlite3_bind_int64(st, 1, r->id);
+	if (r->has_value)
+		sqlite3_bind_double(st, 2, r->value);
+	sqlite3_bind_int64(st, 3, r->evaluated_at);
+	sqlite3_bind_text(st, 4, r->state, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, *moved);
+	sqlite3_bind_int64(st, 6, r->since);
+	s = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (s != SQLITE_DONE) {
+		rc = rvc_sqlite_errno(s);
+		goto fail;
+	}
+	for (size_t i = 0; *moved && i < n; i++)
+		if ((rc = enqueue(d->db, &w[i])))
+			goto fail;
+	if (*moved && n) {
+		if ((rc = prepare(d->db,
+				  "UPDATE alert_rules SET last_delivery_id = ?2 WHERE id = ?1",
+				  &st)))
+			goto fail;
+		sqlite3_bind_int64(st, 1, r->id);
+		sqlite3_bind_int64(st, 2, sqlite3_last_insert_rowid(d->db));
+		s = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (s != SQLITE_DONE) {
+			rc = rvc_sqlite_errno(s);
+			goto fail;
+		}
+	}
+	if ((rc = rvs_sqlite_exec(d->db, "COMMIT")))
+		goto fail;
+	return 0;
+fail:
+	*moved = 0;
+	rvs_sqlite_exec(d->db, "ROLLBACK");
+	return rc;
+}
+
+int rvs_sqlite_alert_counts(struct rvs_regress_db *d, const struct rvs_trend_filter *f,
+			    int64_t from_day, int64_t to_day,
+			    int (*cb)(void *arg, int64_t day, int64_t n), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, s, stop = 0;
+
+	if ((rc = prepare(
+		     d->db,
+		     "SELECT day, count(*) FROM (SELECT CASE WHEN captured_at_ns > 0"
+		     " THEN captured_at_ns / 86400000000000 ELSE received_at / 86400 END AS day"
+		     " FROM traces WHERE received_at >= ?1 * 86400"
+		     " AND (?3 IS NULL OR app_id = ?3) AND (?4 IS NULL OR model = ?4)"
+		     " AND (?5 IS NULL OR anomaly_kind = ?5))"
+		     " WHERE day BETWEEN ?1 AND ?2 GROUP BY day ORDER BY day",
+		     &st)))
+		return rc;
+	sqlite3_bind_int64(st, 1, from_day);
+	sqlite3_bind_int64(st, 2, to_day);
+	rvs_sqlite_bind_opt_text(st, 3, f->app);
+	rvs_sqlite_bind_opt_text(st, 4, f->model);
+	rvs_sqlite_bind_opt_i64(st, 5, f->has_kind, f->kind);
+	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW)
+		stop = cb(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+	sqlite3_finalize(st);
+	if (stop)
+		return stop;
+	return s == SQLITE_DONE ? 0 : rvc_sqlite_errno(s);
 }
