@@ -348,7 +348,7 @@ $(TBIN)/server/test_regress: | $(BIN)/rearview-server $(WEB_ASSETS)
 # RVS_ORACLE_TRACES sets its size (240 here; the large run: 10000).
 $(OBJ)/tests/server/test_oracle.o: CPPFLAGS += -Itests/bench -Itests/rvtrace $(call pc,--cflags,jansson)
 $(eval $(call rv_test,server,oracle,$(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVPROTO),-lcurl -ljansson -lm $(RVT_STORE_LIBS) $(PROTOBUF_LIBS),integration pg))
-$(TBIN)/server/test_oracle: | $(BIN)/rearview-server
+$(TBIN)/server/test_oracle: | $(BIN)/rearview-server $(BIN)/rvtrace
 
 # Weighted aggregates: a synthetic population sampled by two campaigns
 # (10 % and 100 %), the sample uploaded with its selections to the real

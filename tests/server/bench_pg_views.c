@@ -153,6 +153,27 @@ int main(void)
 	ex(c, "ANALYZE");
 	fprintf(stderr, "fill %.1f s\n", (now_ms() - t0) / 1e3);
 	ex(c, "SELECT (SELECT count(*) FROM trace_paths), (SELECT count(*) FROM agg_sums)");
+	/* RVS_BENCH_EXPLAIN=MS: the plan (EXPLAIN ANALYZE, buffers) of every
+	 * statement of the store's sessions slower than MS ms, as a warning on
+	 * stderr (auto_explain, PostgreSQL's own module). */
+	if (getenv("RVS_BENCH_EXPLAIN")) {
+		char sql[512];
+		long ms = strtol(getenv("RVS_BENCH_EXPLAIN"), NULL, 10);
+		ex(c, "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET session_preload_libraries"
+		      " = ''auto_explain''', current_database()); END$$");
+		snprintf(
+			sql, sizeof sql,
+			"DO $$BEGIN EXECUTE format('ALTER DATABASE %%I SET"
+			" auto_explain.log_min_duration = %ld', current_database());"
+			" EXECUTE format('ALTER DATABASE %%I SET auto_explain.log_analyze = on',"
+			" current_database());"
+			" EXECUTE format('ALTER DATABASE %%I SET auto_explain.log_buffers = on',"
+			" current_database());"
+			" EXECUTE format('ALTER DATABASE %%I SET auto_explain.log_level = warning',"
+			" current_database()); END$$",
+			ms);
+		ex(c, sql);
+	}
 	PQfinish(c);
 	if (rvs_store_acquire(cfg.database, &o, &held)) /* held, as the server holds it */
 		return 1;

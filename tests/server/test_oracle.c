@@ -505,18 +505,32 @@ static int group_setup(void **state)
 		if (failed)
 			return -1;
 	}
-	/* Until every trace is decoded with its aggregates (bounded). */
-	until = rvsb_now() + 120 + g_n / 20.0;
-	do {
+	/* Until every trace is decoded with its aggregates: bounded by
+	 * progress (120 s without one more decoded trace ends the wait), so a
+	 * loaded machine's slow decoding is waited for and a stalled one is
+	 * not. */
+	{
+		json_int_t seen = -1, now = 0;
+		until = rvsb_now() + 120;
+		do {
+			json_decref(doc);
+			doc = api("/api/v1/aggregate");
+			now = json_integer_value(json_object_get(doc, "traces"));
+			if (now == g_n)
+				break;
+			if (now != seen) {
+				seen = now;
+				until = rvsb_now() + 120;
+			}
+			usleep(100000);
+		} while (rvsb_now() < until);
+		fprintf(stderr, "oracle: %d traces uploaded, %lld decoded\n", g_n, (long long)now);
 		json_decref(doc);
-		doc = api("/api/v1/aggregate");
-		if (json_integer_value(json_object_get(doc, "traces")) == g_n)
-			break;
-		usleep(100000);
-	} while (rvsb_now() < until);
-	fprintf(stderr, "oracle: %d traces uploaded, %lld decoded\n", g_n,
-		(long long)json_integer_value(json_object_get(doc, "traces")));
-	json_decref(doc);
+		if (now != g_n) {
+			fprintf(stderr, "oracle: decoding stalled: no trace decoded in 120 s\n");
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -611,6 +625,20 @@ static const char *sval(json_t *o, const char *k)
 			fail();                                                                   \
 		}                                                                                 \
 	} while (0)
+
+/* The cap of a counted list's "total" (API.md: past it, total is the cap
+ * and total_capped true). */
+#define TOTAL_CAP 10000
+
+/* A capped list's total and total_capped against the recount want. */
+static void total_compare(const char *what, json_t *doc, int64_t want)
+{
+	char msg[200];
+	snprintf(msg, sizeof msg, "%s: total", what);
+	EXPECT_EQ(msg, ival(doc, "total"), want > TOTAL_CAP ? TOTAL_CAP : want);
+	snprintf(msg, sizeof msg, "%s: total_capped", what);
+	EXPECT_EQ(msg, json_is_true(json_object_get(doc, "total_capped")), want > TOTAL_CAP);
+}
 
 typedef int (*pick_fn)(const struct trace *t, const void *arg);
 
@@ -822,6 +850,7 @@ static void test_oracle_every_trace_decoded_and_listed(void **state)
 					  cursor[0] ? "&cursor=" : "", cursor),
 			       *v;
 			size_t k;
+			total_compare("trace list per app", doc, want);
 			json_array_foreach(json_object_get(doc, "traces"), k, v)
 			{
 				const struct trace *t = by_id(sval(v, "trace_id"));
@@ -841,6 +870,37 @@ static void test_oracle_every_trace_decoded_and_listed(void **state)
 		} while (cursor[0]);
 		EXPECT_EQ("traces listed per app", got, want);
 	}
+	/* Totals of narrower filters, plain and sorted, against a recount. */
+	for (int a = 0; a < NAPPS; a++)
+		for (int m = 0; m < NMODELS; m++) {
+			int want = 0, wsev = 0, wmeth = 0;
+			json_t *doc;
+			for (int i = 0; i < g_n; i++) {
+				const struct trace *t = &g_t[i];
+				if (t->app != a || t->model != m)
+					continue;
+				want++;
+				wsev += t->sev >= 50;
+				wmeth += has_method(t, M_BIND);
+			}
+			doc = api("/api/v1/traces?app=%s&model=%s&limit=1", APPS[a], MODELS[m]);
+			total_compare("app+model", doc, want);
+			json_decref(doc);
+			doc = api("/api/v1/"
+				  "traces?app=%s&model=%s&min_severity=50&limit=1&sort=duration",
+				  APPS[a], MODELS[m]);
+			total_compare("sorted app+model+severity", doc, wsev);
+			json_decref(doc);
+			doc = api("/api/v1/traces?app=%s&model=%s&method=bind_text&limit=1",
+				  APPS[a], MODELS[m]);
+			total_compare("app+model+method", doc, wmeth);
+			json_decref(doc);
+			doc = api(
+				"/api/v1/traces?app=%s&model=%s&method=bind_text&limit=1&sort=self",
+				APPS[a], MODELS[m]);
+			total_compare("sort=self app+model+method", doc, wmeth);
+			json_decref(doc);
+		}
 }
 
 /* Every page of /api/v1/traces?sort=key: each trace once, and the key's
@@ -859,6 +919,8 @@ static void sorted_compare(const char *key, const int64_t *want)
 				  cursor[0] ? "&cursor=" : "", enc(cursor)),
 		       *v;
 		size_t k;
+		snprintf(what, sizeof what, "sort=%s", key);
+		total_compare(what, doc, g_n);
 		json_array_foreach(json_object_get(doc, "traces"), k, v)
 		{
 			const struct trace *t = by_id(sval(v, "trace_id"));
@@ -1131,6 +1193,24 @@ static void test_oracle_issues_per_app_and_chain(void **state)
 	}
 	free(seen);
 	EXPECT_EQ("issues", json_array_size(json_object_get(doc, "issues")), tb.n);
+	EXPECT_EQ("issues total", ival(doc, "total"), tb.n);
+	/* The total whatever the limit, and per app. */
+	{
+		json_t *d2 = api("/api/v1/issues?limit=2");
+		EXPECT_EQ("issues total (limit 2)", ival(d2, "total"), tb.n);
+		EXPECT_EQ("issues listed (limit 2)", json_array_size(json_object_get(d2, "issues")),
+			  tb.n < 2 ? tb.n : 2);
+		json_decref(d2);
+		for (int a = 0; a < NAPPS; a++) {
+			size_t want = 0, len = strlen(APPS[a]);
+			for (size_t x = 0; x < tb.n; x++)
+				want += !strncmp(tb.v[x].key, APPS[a], len) &&
+					tb.v[x].key[len] == '|';
+			d2 = api("/api/v1/issues?limit=1&app=%s", APPS[a]);
+			EXPECT_EQ("issues total per app", ival(d2, "total"), want);
+			json_decref(d2);
+		}
+	}
 	json_array_foreach(json_object_get(doc, "issues"), k, v)
 	{
 		const struct row *r;
@@ -1222,9 +1302,12 @@ static void test_oracle_method_page_per_version_and_model(void **state)
 	assert_non_null(incl);
 	for (size_t q = 0; q < sizeof ms / sizeof *ms; q++) {
 		int m = ms[q];
-		json_t *doc = api("/api/v1/methods/%s", METHODS[m]);
+		json_t *doc = api("/api/v1/methods/%s?limit=3", METHODS[m]);
 		size_t n = method_totals(m, pick_all, NULL, self, incl);
 		pcts_compare("method page", doc, self, incl, n);
+		EXPECT_EQ("method page total", ival(doc, "total"), n);
+		EXPECT_EQ("method page traces", json_array_size(json_object_get(doc, "traces")),
+			  n < 3 ? n : 3);
 		json_decref(doc);
 		for (int a = 0; a < NAPPS; a++) {
 			json_t *v;
@@ -1232,6 +1315,7 @@ static void test_oracle_method_page_per_version_and_model(void **state)
 			doc = api("/api/v1/methods/%s?app=%s", METHODS[m], APPS[a]);
 			n = method_totals(m, pick_app, &a, self, incl);
 			pcts_compare("method page app", doc, self, incl, n);
+			EXPECT_EQ("method page app total", ival(doc, "total"), n);
 			if (ival(doc, "by_version_traces") < (json_int_t)n) {
 				fprintf(stderr, "oracle: by_version/by_model are a sample here\n");
 				json_decref(doc);
@@ -1501,6 +1585,18 @@ static void test_oracle_regressions_medians_and_counts(void **state)
 		}
 		EXPECT_EQ("regressions methods", json_array_size(json_object_get(doc, "methods")),
 			  used);
+		EXPECT_EQ("regressions methods_tested", ival(doc, "methods_tested"), used);
+		{
+			json_t *d2 = api("/api/v1/regressions?app=%s&a=%s&b=%s&limit=2", APPS[0],
+					 VERS[0], VERS[1]);
+			EXPECT_EQ("regressions methods_tested (limit 2)",
+				  ival(d2, "methods_tested"), used);
+			EXPECT_EQ("regressions methods listed (limit 2)",
+				  json_array_size(json_object_get(d2, "methods")), 2);
+			EXPECT_EQ("regressions chains_tested (limit 2)", ival(d2, "chains_tested"),
+				  json_array_size(json_object_get(doc, "chains")));
+			json_decref(d2);
+		}
 	}
 	json_array_foreach(json_object_get(doc, "methods"), k, row)
 	{
@@ -1556,6 +1652,60 @@ static void test_oracle_regressions_medians_and_counts(void **state)
 	for (int s = 0; s < 2; s++)
 		for (int w = 0; w < 2; w++)
 			free(v[s][w]);
+}
+
+/* A list's total against a recount of its rows: every page of the
+ * signatures (by offset) and of the audit log (by before=) counted. */
+static void test_oracle_signature_and_audit_totals(void **state)
+{
+	json_int_t total = -1, n = 0, off = 0;
+	json_t *doc;
+
+	(void)state;
+	do {
+		size_t k;
+		doc = api("/api/v1/signatures?limit=7&offset=%lld", (long long)off);
+		if (total < 0)
+			total = ival(doc, "total");
+		EXPECT_EQ("signatures total on every page", ival(doc, "total"), total);
+		k = json_array_size(json_object_get(doc, "signatures"));
+		n += (json_int_t)k;
+		off = json_is_integer(json_object_get(doc, "next_offset"))
+			      ? ival(doc, "next_offset")
+			      : -1;
+		json_decref(doc);
+		if (!k)
+			break;
+	} while (off >= 0);
+	EXPECT_EQ("signatures total", total, n);
+	assert_true(total > 0);
+	/* The audit log: four accounts made here (each audited), paged by 3. */
+	{
+		char before[32] = "";
+		for (int i = 0; i < 4; i++) {
+			char path[96];
+			struct body b;
+			snprintf(path, sizeof path, "/api/v1/users?name=oracle%d-%d&role=viewer", i,
+				 (int)getpid());
+			assert_int_equal(request("POST", path, g_b.api_token, NULL, 0, &b), 201);
+			free(b.p);
+		}
+		total = -1;
+		n = 0;
+		do {
+			doc = api("/api/v1/audit?limit=3%s%s", before[0] ? "&before=" : "", before);
+			if (total < 0)
+				total = ival(doc, "total");
+			n += (json_int_t)json_array_size(json_object_get(doc, "audit"));
+			before[0] = '\0';
+			if (json_is_integer(json_object_get(doc, "next_before")))
+				snprintf(before, sizeof before, "%lld",
+					 (long long)ival(doc, "next_before"));
+			json_decref(doc);
+		} while (before[0]);
+		EXPECT_EQ("audit total", total, n > TOTAL_CAP ? TOTAL_CAP : n);
+		assert_true(total >= 4);
+	}
 }
 
 /* "YYYY-MM-DD" of fleet day d (0..NDAYS) into out. */
@@ -1868,6 +2018,200 @@ static void test_oracle_trend_page_marks_onset_and_links_the_sets(void **state)
 	free(html);
 }
 
+/* ---- the timeline's boxes --------------------------------------------------- */
+
+/* One call as rvtrace exports it: depth (0: a root), start and end (ns on
+ * the trace's clock), its method's name and its self time. */
+struct tcall {
+	int depth;
+	int64_t s, e, self;
+	const char *name;
+};
+
+/* rvtrace's calls of trace i into out[0..cap): its capture, rebuilt byte
+ * for byte as it was uploaded, exported by the real build/bin/rvtrace as
+ * speedscope JSON (evented: open and close events in ns).  *doc holds the
+ * names (caller json_decref); *start: the profile's startValue, *end its
+ * endValue.  The count. */
+static size_t rvtrace_calls(int i, struct tcall *out, size_t cap, json_t **doc, int64_t *start,
+			    int64_t *end)
+{
+	char path[] = "/tmp/rv-oracle-XXXXXX", cmd[256];
+	json_t *frames, *prof, *ev;
+	size_t n = 0, k, stack[MAXN + 1];
+	int depth = 0, fd;
+	capbuf cb;
+	FILE *p;
+
+	capture(&g_t[i], i, &cb);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, cb.b, cb.len), (ssize_t)cb.len);
+	close(fd);
+	free(cb.b);
+	snprintf(cmd, sizeof cmd, "build/bin/rvtrace export --format speedscope %s", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	*doc = json_loadf(p, 0, NULL);
+	assert_int_equal(pclose(p), 0);
+	unlink(path);
+	assert_non_null(*doc);
+	frames = json_object_get(json_object_get(*doc, "shared"), "frames");
+	prof = json_array_get(json_object_get(*doc, "profiles"), 0);
+	assert_string_equal(sval(prof, "unit"), "nanoseconds");
+	*start = ival(prof, "startValue");
+	*end = ival(prof, "endValue");
+	json_array_foreach(json_object_get(prof, "events"), k, ev)
+	{
+		if (!strcmp(sval(ev, "type"), "O")) {
+			assert_true(n < cap && depth <= MAXN);
+			out[n] = (struct tcall){
+				depth, ival(ev, "at"), -1, 0,
+				sval(json_array_get(frames, (size_t)ival(ev, "frame")), "name")};
+			stack[depth++] = n++;
+		} else {
+			assert_true(depth > 0);
+			out[stack[--depth]].e = ival(ev, "at");
+		}
+	}
+	assert_int_equal(depth, 0);
+	/* Self: the duration less the direct callees' (preorder: they follow
+	 * until a call as shallow). */
+	for (size_t a = 0; a < n; a++) {
+		out[a].self = out[a].e - out[a].s;
+		for (size_t b = a + 1; b < n && out[b].depth > out[a].depth; b++)
+			if (out[b].depth == out[a].depth + 1)
+				out[a].self -= out[b].e - out[b].s;
+	}
+	return n;
+}
+
+/* One box of the timeline's level of detail (WEB.md's timeline.json):
+ * name NULL when a bar merges calls of several methods, self -1 when it
+ * merges several calls. */
+struct box {
+	int depth;
+	int64_t s, e, n, self;
+	const char *name;
+};
+
+/* The boxes of calls c[0..nc) between from and to (the trace's clock)
+ * drawn width pixels wide, by the documented rule, in exact integers: a
+ * call (clipped to the range) at least a pixel wide is its own box; one
+ * narrower joins its depth's open bar when it starts in a pixel column at
+ * most one past the bar's last, else opens one; a call a pixel wide or
+ * more closes its depth's bar. */
+static size_t boxes_of(const struct tcall *c, size_t nc, int64_t from, int64_t to, int64_t width,
+		       struct box *out)
+{
+	long open[MAXN + 1];
+	int64_t col[MAXN + 1], span = to - from;
+	size_t n = 0;
+
+	for (int d = 0; d <= MAXN; d++)
+		open[d] = -1;
+	for (size_t k = 0; k < nc; k++) {
+		int d = c[k].depth;
+		int64_t s = c[k].s > from ? c[k].s : from, e = c[k].e < to ? c[k].e : to;
+		int64_t c0 = (s - from) * width / span, c1 = (e - from) * width / span;
+		if (c[k].s >= to || c[k].e < from || (c[k].e == from && c[k].s < from))
+			continue;
+		if ((e - s) * width >= span) {
+			out[n++] = (struct box){d, s, e, 1, c[k].self, c[k].name};
+			open[d] = -1;
+			continue;
+		}
+		if (open[d] >= 0 && c0 <= col[d] + 1) {
+			struct box *b = &out[open[d]];
+			b->n++;
+			b->e = e > b->e ? e : b->e;
+			if (b->name && strcmp(b->name, c[k].name))
+				b->name = NULL;
+			b->self = -1;
+			col[d] = c1 > col[d] ? c1 : col[d];
+			continue;
+		}
+		open[d] = (long)n;
+		col[d] = c1;
+		out[n++] = (struct box){d, s, e, 1, c[k].self, c[k].name};
+	}
+	return n;
+}
+
+/* GET /traces/ID/timeline.json (from, to relative to the trace's start;
+ * -1: absent) against the recount of rvtrace's calls. */
+static void timeline_compare(const char *cookie, int i, int64_t from, int64_t to, int width)
+{
+	struct tcall calls[MAXN];
+	struct box want[MAXN];
+	char path[256], what[320];
+	int64_t start, end, f, t;
+	json_t *rv, *doc, *items, *names;
+	size_t nc, nb;
+	char *body;
+
+	nc = rvtrace_calls(i, calls, MAXN, &rv, &start, &end);
+	if (from >= 0)
+		snprintf(path, sizeof path, "/traces/%s/timeline.json?from=%lld&to=%lld&width=%d",
+			 g_t[i].id, (long long)from, (long long)to, width);
+	else
+		snprintf(path, sizeof path, "/traces/%s/timeline.json?width=%d", g_t[i].id, width);
+	body = page(cookie, path);
+	doc = json_loads(body, 0, NULL);
+	free(body);
+	assert_non_null(doc);
+	snprintf(what, sizeof what, "timeline %s (trace %d)", path, i);
+	/* The trace's span is rvtrace's, its start the first call's. */
+	EXPECT_EQ(what, ival(doc, "end"), end - start);
+	f = from >= 0 ? from : 0;
+	t = from >= 0 ? to : end - start;
+	nb = boxes_of(calls, nc, start + f, start + t, width, want);
+	items = json_object_get(doc, "items");
+	names = json_object_get(doc, "names");
+	EXPECT_EQ(what, json_array_size(items), nb);
+	for (size_t k = 0; k < nb; k++) {
+		json_t *it = json_array_get(items, k);
+		json_int_t m = json_integer_value(json_array_get(it, 3));
+		char key[24], msg[360];
+		snprintf(msg, sizeof msg, "%s box %zu", what, k);
+		EXPECT_EQ(msg, json_integer_value(json_array_get(it, 0)), want[k].depth);
+		EXPECT_EQ(msg, json_integer_value(json_array_get(it, 1)), want[k].s - start);
+		EXPECT_EQ(msg, json_integer_value(json_array_get(it, 2)), want[k].e - start);
+		EXPECT_EQ(msg, json_integer_value(json_array_get(it, 4)), want[k].n);
+		EXPECT_EQ(msg, json_integer_value(json_array_get(it, 5)), want[k].self);
+		if (!want[k].name) {
+			EXPECT_EQ(msg, m, -1);
+			continue;
+		}
+		snprintf(key, sizeof key, "%lld", (long long)m);
+		if (m < 0 || strcmp(json_string_value(json_object_get(names, key)), want[k].name))
+			fail_msg("%s: method %lld, want %s", msg, (long long)m, want[k].name);
+	}
+	json_decref(doc);
+	json_decref(rv);
+}
+
+static void test_oracle_timeline_boxes(void **state)
+{
+	char cookie[160];
+	int every = g_n / 40 > 0 ? g_n / 40 : 1, merged = 0;
+
+	(void)state;
+	web_login(cookie, sizeof cookie);
+	for (int i = 0; i < g_n; i += every) {
+		int64_t span = g_t[i].c[0].incl;
+		/* Whole; few pixels (short calls merge); a zoom that cuts calls
+		 * at both ends; the window ending at a call's entry. */
+		timeline_compare(cookie, i, -1, -1, 1200);
+		timeline_compare(cookie, i, -1, -1, 7);
+		timeline_compare(cookie, i, span / 3 + 1, span / 2 + 7, 97);
+		timeline_compare(cookie, i, 0, g_t[i].c[g_t[i].n - 1].entry - g_t[i].c[0].entry + 1,
+				 13);
+		merged += g_t[i].n > 3;
+	}
+	assert_true(merged > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1881,8 +2225,10 @@ int main(void)
 		cmocka_unit_test(test_oracle_chain_search_every_caller),
 		cmocka_unit_test(test_oracle_fleet_callers_and_callees),
 		cmocka_unit_test(test_oracle_regressions_medians_and_counts),
+		cmocka_unit_test(test_oracle_signature_and_audit_totals),
 		cmocka_unit_test(test_oracle_trend_buckets_and_planted_onset),
 		cmocka_unit_test(test_oracle_trend_page_marks_onset_and_links_the_sets),
+		cmocka_unit_test(test_oracle_timeline_boxes),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

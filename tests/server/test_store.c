@@ -924,6 +924,22 @@ static void test_store_user_roles_disable_and_audit_round_trip(void **state)
 					 audit_line, audit),
 			 0);
 	assert_string_equal(audit, "11|root|user.disable|bob'; --|0 -> 1;");
+	/* The list's total: counted up to the cap, the page's bounds ignored. */
+	{
+		int64_t n = -1;
+		assert_int_equal(
+			ops->audit_total(f->s, &(struct rvs_audit_filter){.limit = 1}, 100, &n), 0);
+		assert_int_equal(n, 3);
+		assert_int_equal(ops->audit_total(f->s,
+						  &(struct rvs_audit_filter){.actor = "root",
+									     .before_id = 11,
+									     .limit = 1},
+						  100, &n),
+				 0);
+		assert_int_equal(n, 2);
+		assert_int_equal(ops->audit_total(f->s, &(struct rvs_audit_filter){0}, 2, &n), 0);
+		assert_int_equal(n, 2); /* capped */
+	}
 	if (ops == &rvs_store_pg) {
 		PGconn *c = PQconnectdb(f->db);
 		PGresult *r = PQexec(c, "DELETE FROM audit_log");
@@ -1509,6 +1525,42 @@ static void test_store_reads_list_trace_and_signatures(void **state)
 	memset(&x, 0, sizeof x);
 	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
 	assert_int_equal(x.rows, 2);
+	/* The total: every match (the cursor ignored), counted up to limit. */
+	tf.count = 1;
+	tf.cursor = 1 << 30;
+	tf.has_cursor = 1;
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
+	assert_string_equal(x.text, "0:total=2;");
+	tf.limit = 1;
+	memset(&x, 0, sizeof x);
+	assert_int_equal(ops->traces_list(f->s, &tf, seen_row, &x), 0);
+	assert_string_equal(x.text, "0:total=1;"); /* capped */
+	tf.count = tf.has_cursor = 0;
+	tf.limit = 10;
+	/* The sorted list's total, by each key, with a cursor ignored. */
+	for (int k = RVS_SORT_RECEIVED; k <= RVS_SORT_SELF; k++) {
+		struct rvs_sorted_query sq = {.key = k,
+					      .desc = 1,
+					      .method = k == RVS_SORT_SELF ? "main" : NULL,
+					      .has_cursor = 1,
+					      .cursor_value = -5,
+					      .cursor_tiebreak = -5,
+					      .limit = 10,
+					      .count = 1};
+		memset(&x, 0, sizeof x);
+		assert_int_equal(ops->traces_sorted(f->s, &sq, seen_row, &x), 0);
+		assert_string_equal(x.text, "0:total=2;");
+		sq.limit = 1;
+		memset(&x, 0, sizeof x);
+		assert_int_equal(ops->traces_sorted(f->s, &sq, seen_row, &x), 0);
+		assert_string_equal(x.text, "0:total=1;");
+	}
+	{
+		int64_t n = -1;
+		assert_int_equal(ops->signatures_total(f->s, &n), 0);
+		assert_true(n >= 1);
+	}
 
 	memset(&x, 0, sizeof x);
 	assert_int_equal(ops->trace_read(f->s, "t-r1", seen_row, &x), 0);

@@ -542,7 +542,7 @@ static void test_web_hostile_app_id_and_model_are_escaped(void **state)
 	assert_int_equal(r.code, 200);
 	assert_no_raw_xss(r.body);
 	assert_non_null(strstr(r.body, "value=\"&quot;&gt;&lt;img src=x onerror=alert(2)&gt;\""));
-	assert_non_null(strstr(r.body, "1 traces on this page"));
+	assert_non_null(strstr(r.body, "Rows 1–1 of <b id=\"total-traces\">1</b>"));
 	resp_free(&r);
 	free(id);
 }
@@ -576,7 +576,7 @@ static void test_web_sql_injection_in_filters_matches_nothing(void **state)
 		get(evil[i], &r);
 		assert_int_equal(r.code, 200);
 		assert_null(strstr(r.body, g_trace)); /* no extra rows */
-		assert_true(strstr(r.body, "0 traces on this page") ||
+		assert_true(strstr(r.body, "No rows of <b id=\"total-traces\">0</b>") ||
 			    strstr(r.body, "<b id=\"count\">0</b>"));
 		resp_free(&r);
 	}
@@ -2212,6 +2212,10 @@ static void test_web_roles_refuse_allow_disable_and_audit(void **state)
 			has |= 2;
 	}
 	assert_int_equal(has, 3);
+	/* Its total: every row (one page holds them all here), uncapped. */
+	assert_int_equal(json_integer_value(json_object_get(doc, "total")),
+			 (json_int_t)json_array_size(rows));
+	assert_true(json_is_false(json_object_get(doc, "total_capped")));
 	json_decref(doc);
 	assert_null(strstr(r.body, vpw));
 	resp_free(&r);

@@ -163,13 +163,17 @@ static void list_traces(const struct rvs_store_ops *ops, struct rvs_store *st, c
 		json_decref(x.items);
 		return set_error(r, 500, "query failed");
 	}
-	/* The total the filter matches, whatever the page. */
+	/* The total the filter matches, whatever the page: counted up to the
+	 * cap (one more says it is past). */
 	f.count = 1;
+	f.limit = RVS_LIST_TOTAL_CAP + 1;
 	if (ops->traces_list(st, &f, count_row, &total) < 0) {
 		json_decref(x.items);
 		return set_error(r, 500, "query failed");
 	}
-	doc = json_pack("{s:o,s:I}", "traces", x.items, "total", (json_int_t)total);
+	doc = json_pack("{s:o,s:I,s:b}", "traces", x.items, "total",
+			(json_int_t)(total > RVS_LIST_TOTAL_CAP ? RVS_LIST_TOTAL_CAP : total),
+			"total_capped", total > RVS_LIST_TOTAL_CAP);
 	if (x.more) {
 		snprintf(v, sizeof v, "%" PRId64, x.last);
 		json_object_set_new(doc, "next_cursor", json_string(v));
@@ -564,6 +568,9 @@ static void get_method(const struct rvs_store_ops *ops, struct rvs_store *store,
 	}
 	traces = json_array();
 	json_object_set_new(doc, "traces", traces);
+	/* The traces list's total: every trace with the method (and app /
+	 * version), of which it shows the newest limit. */
+	json_object_set_new(doc, "total", json_integer((json_int_t)n));
 	if (ops->method_read(store, RVS_METHOD_TRACES, name, limit, n, a, v, array_row, traces)) {
 		json_decref(doc);
 		return set_error(r, 500, "query failed");
@@ -618,7 +625,7 @@ static int sig_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 static void list_signatures(const struct rvs_store_ops *ops, struct rvs_store *st,
 			    const char *query, struct rvs_query_resp *r)
 {
-	int64_t limit, offset;
+	int64_t limit, offset, total = 0;
 	struct sig_page pg = {0};
 	json_t *arr, *doc;
 	int rc;
@@ -637,7 +644,11 @@ static void list_signatures(const struct rvs_store_ops *ops, struct rvs_store *s
 	for (size_t i = 0; i < json_array_size(arr); i++)
 		rvs_version_sort(json_object_get(json_array_get(arr, i), "counts"), "app_version",
 				 (const char *const[]){"week_start", NULL});
-	doc = json_pack("{s:o}", "signatures", arr);
+	if (ops->signatures_total(st, &total)) {
+		json_decref(arr);
+		return set_error(r, 500, "query failed");
+	}
+	doc = json_pack("{s:o,s:I}", "signatures", arr, "total", (json_int_t)total);
 	if (doc && (rc == 1 || (int64_t)json_array_size(arr) == limit))
 		json_object_set_new(doc, "next_offset",
 				    json_integer(offset + (int64_t)json_array_size(arr)));
@@ -766,7 +777,18 @@ static void list_skips(const struct rvs_store_ops *ops, struct rvs_store *st, co
 		set_error(r, 500, "query failed");
 		goto free;
 	}
-	return set_json(r, 200, json_pack("{s:o,s:o}", "reasons", reasons, "recent", recent));
+	/* The recent list's total: every report f matches, the sum of the
+	 * counts by reason and kind. */
+	{
+		int64_t total = 0;
+		size_t i;
+		json_t *o;
+		json_array_foreach(reasons, i, o) total +=
+			json_integer_value(json_object_get(o, "count"));
+		return set_json(r, 200,
+				json_pack("{s:o,s:o,s:I}", "reasons", reasons, "recent", recent,
+					  "recent_total", (json_int_t)total));
+	}
 free:
 	json_decref(reasons);
 	json_decref(recent);

@@ -196,6 +196,14 @@ static int on_sorted_row(void *arg, int part, const struct rvs_col *cols, size_t
 	return 0;
 }
 
+/* The count row of traces_sorted (q->count): its total into *(int64_t *)arg. */
+static int on_total_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	assert(n == 1 && cols[0].type == RVS_COL_INT);
+	*(int64_t *)arg = cols[0].i;
+	return 0;
+}
+
 static void search_traces(const struct rvs_store_ops *ops, struct rvs_store *st, const char *query,
 			  struct rvs_query_resp *r)
 {
@@ -210,6 +218,7 @@ static void search_traces(const struct rvs_store_ops *ops, struct rvs_store *st,
 	int *has_out[4] = {&q.has_kind, &q.has_min_severity, &q.has_since, &q.has_until};
 	const char *name = "received", *bad = NULL;
 	struct sorted_page p = {0};
+	int64_t total = 0;
 	int desc, rc;
 	json_t *doc;
 
@@ -258,8 +267,17 @@ static void search_traces(const struct rvs_store_ops *ops, struct rvs_store *st,
 	p.self = k->key == RVS_SORT_SELF;
 	p.items = json_array();
 	rc = ops->traces_sorted(st, &q, on_sorted_row, &p);
-	doc = json_pack("{s:o,s:s+}", "traces", p.items, "sort", desc == k->desc ? "" : "-",
-			k->name);
+	if (rc >= 0) {
+		/* The total the filter matches, counted up to the cap. */
+		q.count = 1;
+		q.has_cursor = 0;
+		q.limit = RVS_LIST_TOTAL_CAP + 1;
+		rc = ops->traces_sorted(st, &q, on_total_row, &total);
+	}
+	doc = json_pack("{s:o,s:s+,s:I,s:b}", "traces", p.items, "sort", desc == k->desc ? "" : "-",
+			k->name, "total",
+			(json_int_t)(total > RVS_LIST_TOTAL_CAP ? RVS_LIST_TOTAL_CAP : total),
+			"total_capped", total > RVS_LIST_TOTAL_CAP);
 	if (p.more) {
 		snprintf(v, sizeof v, "%" PRId64 ":%" PRId64, p.lastv, p.lastt);
 		json_object_set_new(doc, "next_cursor", json_string(v));
@@ -276,7 +294,7 @@ static void search_traces(const struct rvs_store_ops *ops, struct rvs_store *st,
 /* ---- GET /api/v1/issues ----------------------------------------------------- */
 
 struct issues_doc {
-	int64_t first_week, weeks;
+	int64_t first_week, weeks, total;
 	int64_t counts[WEEKS_MAX];
 	json_t *issues, *cur; /* the issue being filled (borrowed from issues) */
 };
@@ -316,6 +334,7 @@ static int on_issue(void *arg, int part, const struct rvs_issue_row *r)
 	}
 	assert(part == RVS_ISSUE_ROW);
 	close_issue(d);
+	d->total = r->total;
 	memset(d->counts, 0, sizeof d->counts);
 	o = json_pack("{s:o,s:o,s:I,s:I,s:f,s:f,s:I,s:I}", "issue", rvs_json_str(r->issue),
 		      "app_id", r->app ? rvs_json_str(r->app) : json_null(), "traces",
@@ -376,6 +395,8 @@ static void list_issues(const struct rvs_store_ops *ops, struct rvs_store *st, c
 		json_decref(doc);
 		return rvs_query_set_error(r, 500, "query failed");
 	}
+	/* Every issue the filter matches, whatever the limit (0: none). */
+	json_object_set_new(doc, "total", json_integer((json_int_t)d.total));
 	rvs_query_reply(r, 200, doc);
 }
 

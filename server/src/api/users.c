@@ -73,6 +73,7 @@ void rvs_audit_api(struct rvs_call *c)
 	struct rvs_audit_query q;
 	const char *bad;
 	json_t *rows = NULL, *doc;
+	int64_t total = 0;
 	char msg[64];
 	size_t n;
 
@@ -85,7 +86,23 @@ void rvs_audit_api(struct rvs_call *c)
 		return rvs_query_set_error(c->q, 503, "database unavailable");
 	}
 	n = json_array_size(rows);
-	doc = json_pack("{s:o}", "audit", rows);
+	/* The rows the filter selects, counted up to the cap. */
+	{
+		const struct rvs_store_ops *ops;
+		struct rvs_store *st;
+		int rc = rvs_store_acquire(c->cfg->database, &ops, &st);
+		if (!rc) {
+			rc = ops->audit_total(st, &q.f, RVS_LIST_TOTAL_CAP + 1, &total);
+			rvs_store_release(st);
+		}
+		if (rc) {
+			json_decref(rows);
+			return rvs_query_set_error(c->q, 503, "database unavailable");
+		}
+	}
+	doc = json_pack("{s:o,s:I,s:b}", "audit", rows, "total",
+			(json_int_t)(total > RVS_LIST_TOTAL_CAP ? RVS_LIST_TOTAL_CAP : total),
+			"total_capped", total > RVS_LIST_TOTAL_CAP);
 	if (doc && n && n == q.f.limit)
 		json_object_set_new(doc, "next_before",
 				    json_copy(json_object_get(json_array_get(rows, n - 1), "id")));

@@ -43,4 +43,10 @@ int rvs_param_time(const char *s, int64_t *t);
  * in any case.  0, or -EINVAL (nothing written) for anything else. */
 int rvs_param_kind(const char *s, int64_t *kind);
 
+/* The most rows a list's "total" counts where the count walks the matching
+ * rows (traces, sorted traces, audit): past it the list says "total" =
+ * this and "total_capped" true, so a count costs at most this many
+ * matches whatever the fleet's size. */
+#define RVS_LIST_TOTAL_CAP 10000
+
 #endif

@@ -280,8 +280,10 @@ struct rvs_trace_filter {
 	const char *app, *version, *model, *os_build, *signature, *method;
 	int64_t kind, min_severity, since, until, cursor, limit;
 	int has_kind, has_min_severity, has_since, has_until, has_cursor;
-	int count; /* traces_list answers one row, "total": how many match (cursor, limit ignored)
-		    */
+	/* 1: traces_list answers one row, "total": how many match, counted up
+	 * to limit (the cursor ignored) — a capped count, whose cost is
+	 * bounded by limit matches. */
+	int count;
 };
 
 struct rvs_store;
@@ -370,6 +372,9 @@ struct rvs_sorted_query {
 	int has_cursor;
 	int64_t cursor_value, cursor_tiebreak;
 	int64_t limit; /* rows (the caller asks one more to know of a next page) */
+	/* 1: one row instead, "total": how many match, counted up to limit
+	 * (the cursor and key's order ignored) — a capped count. */
+	int count;
 };
 
 /* GET /api/v1/issues (issues_read): issues of traces received at or after
@@ -391,6 +396,7 @@ struct rvs_issue_row {
 	const char *app; /* the issue's app (NULL: unknown); an issue is one app's */
 	int64_t traces, devices, first_seen, last_seen;
 	double severity, impact;
+	int64_t total; /* RVS_ISSUE_ROW: the issues the filter matches, whatever the limit */
 	int has_example;
 	const char *example_trace, *example_chain;
 	const char *signature;
@@ -899,6 +905,17 @@ struct rvs_store_ops {
 	int (*heaviest_read)(struct rvs_store *s, const struct rvs_agg_filter *f, int64_t node,
 			     int by_self, int64_t limit,
 			     int (*cb)(void *arg, const struct rvs_heavy_row *r), void *arg);
+
+	/* ---- list totals (the JSON API's "total" of a list) ---- */
+	/* How many signatures signatures_read pages through, into *out: a
+	 * count of the signature totals' rows (one per signature, no scan of
+	 * traces).  0 or -errno. */
+	int (*signatures_total)(struct rvs_store *s, int64_t *out);
+	/* How many audit rows f selects (f->before_id and f->limit ignored),
+	 * counted up to cap, into *out: a capped count, its cost bounded by
+	 * cap matches.  0 or -errno. */
+	int (*audit_total)(struct rvs_store *s, const struct rvs_audit_filter *f, int64_t cap,
+			   int64_t *out);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -30,6 +30,7 @@
 #include "http/route.h"
 #include "model/export.h"
 #include "base/params.h"
+#include "base/text.h"
 #include "model/users.h"
 #include "rearview/analysis.h"
 
@@ -284,6 +285,44 @@ void web_ms(FILE *f, json_t *v)
 		fprintf(f, "%.3f", json_number_value(v) / 1e6);
 	else
 		fputs("–", f);
+}
+
+/* v with a comma every three digits. */
+static void thousands(FILE *f, int64_t v)
+{
+	char d[32];
+	int n = snprintf(d, sizeof d, "%lld", (long long)(v < 0 ? 0 : v));
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			fputc(',', f);
+		fputc(d[i], f);
+	}
+}
+
+void web_range(struct web_ctx *c, const char *id, int64_t first, size_t shown, int64_t total,
+	       int capped)
+{
+	fprintf(c->f, "<p class=\"range\" id=\"range-%s\">", id);
+	if (shown) {
+		fputs("Rows ", c->f);
+		thousands(c->f, first);
+		fputs("–", c->f);
+		thousands(c->f, first + (int64_t)shown - 1);
+	} else {
+		fputs("No rows", c->f);
+	}
+	fprintf(c->f, " of %s<b id=\"total-%s\">", capped ? "more than " : "", id);
+	thousands(c->f, total);
+	fputs("</b></p>", c->f);
+}
+
+int64_t web_first_row(const char *query)
+{
+	char v[32];
+	int64_t n;
+	if (rvs_query_param(query, "first", v, sizeof v) != 1 || rvs_parse_i64(v, &n) || n < 1)
+		return 1;
+	return n;
 }
 
 const char *web_kind_name(int kind)

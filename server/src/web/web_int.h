@@ -71,6 +71,15 @@ void web_ms(FILE *f, json_t *v);
 char *web_query_without(const char *query, const char *const *keys);
 /* The anomaly kind's name (static), "?" when unknown. */
 const char *web_kind_name(int kind);
+/* A list's position: <p class="range" id="range-ID">Rows FIRST–LAST of
+ * <b id="total-ID">TOTAL</b></p> (first counts from 1; "No rows" when
+ * shown is 0), TOTAL with thousands separators, "more than TOTAL" when
+ * capped (the API's total_capped). */
+void web_range(struct web_ctx *c, const char *id, int64_t first, size_t shown, int64_t total,
+	       int capped);
+/* The 1-based first row of a paged list from the web-only "first" query
+ * parameter (1 when absent or bad). */
+int64_t web_first_row(const char *query);
 
 /* A table column: its header (static HTML), the row member it shows ("a.b"
  * for a nested one) and how; COL_CUSTOM calls render instead. */

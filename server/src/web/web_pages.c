@@ -282,7 +282,8 @@ static void drop_empty(const char *q, char *out, size_t cap)
 		const char *amp = strchr(p, '&');
 		size_t n = amp ? (size_t)(amp - p) : strlen(p);
 		const char *eq = memchr(p, '=', n);
-		int dates = !strncmp(p, "from=", 5) || !strncmp(p, "to=", 3);
+		int dates = !strncmp(p, "from=", 5) || !strncmp(p, "to=", 3) ||
+			    !strncmp(p, "first=", 6); /* the page's, not the API's */
 		if (n && !dates && (!eq || eq + 1 < p + n) && o + n + 2 < cap) {
 			if (o)
 				out[o++] = '&';
@@ -332,6 +333,7 @@ void web_traces_page(struct web_ctx *c)
 {
 	char q[sizeof c->req->query + 64];
 	int status;
+	int64_t first;
 	json_t *doc, *items, *next;
 
 	if (time_params(c->req->query, q, sizeof q))
@@ -362,11 +364,10 @@ void web_traces_page(struct web_ctx *c)
 	sort_select(c);
 	fputs("<button type=\"submit\">Filter</button> <a href=\"/traces\">Clear</a></form>", c->f);
 	items = json_object_get(doc, "traces");
-	fprintf(c->f, "<p>%zu traces on this page", json_array_size(items));
-	if (json_is_integer(json_object_get(doc, "total")))
-		fprintf(c->f, " of <b id=\"total\">%lld</b> matching",
-			(long long)json_integer_value(json_object_get(doc, "total")));
-	fputs(".</p>", c->f);
+	first = web_first_row(c->req->query);
+	web_range(c, "traces", first, json_array_size(items),
+		  json_integer_value(json_object_get(doc, "total")),
+		  json_is_true(json_object_get(doc, "total_capped")));
 	web_table(c, "traces", TRACE_COLS, sizeof TRACE_COLS / sizeof TRACE_COLS[0], items);
 	next = json_object_get(doc, "next_cursor");
 	if (json_is_string(next)) {
@@ -374,7 +375,8 @@ void web_traces_page(struct web_ctx *c)
 		query_without(c->f, q, "cursor");
 		fputs("cursor=", c->f);
 		rvs_web_urlenc(c->f, json_string_value(next));
-		fputs("\">Next page →</a></p>", c->f);
+		fprintf(c->f, "&amp;first=%lld\">Next page →</a></p>",
+			(long long)(first + (int64_t)json_array_size(items)));
 	}
 	json_decref(doc);
 	web_page_end(c, 200);
@@ -809,6 +811,8 @@ void web_method_page(struct web_ctx *c, const char *name)
 	      "</button></form>",
 	      c->f);
 	fputs("<h2>Traces</h2>", c->f);
+	web_range(c, "method-traces", 1, json_array_size(json_object_get(doc, "traces")),
+		  json_integer_value(json_object_get(doc, "total")), 0);
 	web_table(c, "method-traces", METHOD_TRACE_COLS,
 		  sizeof METHOD_TRACE_COLS / sizeof METHOD_TRACE_COLS[0],
 		  json_object_get(doc, "traces"));

@@ -237,9 +237,13 @@ static void comparison(struct web_ctx *c)
 		(long long)json_integer_value(json_object_get(b, "traces")));
 	rvs_web_esc(c->f, json_string_value(json_object_get(doc, "note")));
 	fputs(".</p><h2>Methods (slower in B first)</h2>", c->f);
+	web_range(c, "regress-methods", 1, json_array_size(json_object_get(doc, "methods")),
+		  json_integer_value(json_object_get(doc, "methods_tested")), 0);
 	web_table(c, "regress-methods", METHOD_COLS, sizeof METHOD_COLS / sizeof METHOD_COLS[0],
 		  json_object_get(doc, "methods"));
 	fputs("<h2>Call chains</h2>", c->f);
+	web_range(c, "regress-chains", 1, json_array_size(json_object_get(doc, "chains")),
+		  json_integer_value(json_object_get(doc, "chains_tested")), 0);
 	web_table(c, "regress-chains", CHAIN_COLS, sizeof CHAIN_COLS / sizeof CHAIN_COLS[0],
 		  json_object_get(doc, "chains"));
 	json_decref(doc);

@@ -188,6 +188,8 @@ void rvs_web_issues(struct rvs_call *call)
 	input(c, "version", "App version", "");
 	input(c, "weeks", "Weeks", "8");
 	fputs("<button type=\"submit\">Show</button></form>", c->f);
+	web_range(c, "issues", 1, json_array_size(json_object_get(doc, "issues")),
+		  json_integer_value(json_object_get(doc, "total")), 0);
 	web_table(c, "issues", ISSUE_COLS, sizeof ISSUE_COLS / sizeof ISSUE_COLS[0],
 		  json_object_get(doc, "issues"));
 	json_decref(doc);

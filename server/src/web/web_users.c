@@ -203,6 +203,10 @@ void rvs_web_audit(struct rvs_call *call)
 	struct audit_page pg = {c->f, 0, 0};
 	char since[64] = "", until[64] = "", msg[96];
 	const char *bad;
+	int64_t total = 0, first = web_first_row(c->req->query);
+	char *rows = NULL;
+	size_t rows_len = 0;
+	FILE *tmp;
 
 	if (rvs_audit_query_parse(c->req->query, &q, &bad)) {
 		snprintf(msg, sizeof msg, "bad value for parameter: %s", bad);
@@ -217,11 +221,25 @@ void rvs_web_audit(struct rvs_call *call)
 	audit_input(c, "since", "From (UTC)", since);
 	audit_input(c, "until", "Until (UTC)", until);
 	fputs("<button type=\"submit\">Filter</button> <a href=\"/audit\">Clear</a></form>", c->f);
+	if (c->ops->audit_total(c->st, &q.f, RVS_LIST_TOTAL_CAP + 1, &total))
+		return web_error(c, 500, "storage error");
+	tmp = open_memstream(&rows, &rows_len);
+	if (!tmp)
+		return web_error(c, 500, "out of memory");
+	pg.f = tmp;
+	if (c->ops->audit_list(c->st, &q.f, audit_row, &pg)) {
+		fclose(tmp);
+		free(rows);
+		return web_error(c, 500, "storage error");
+	}
+	fclose(tmp);
+	web_range(c, "audit", first, pg.n, total > RVS_LIST_TOTAL_CAP ? RVS_LIST_TOTAL_CAP : total,
+		  total > RVS_LIST_TOTAL_CAP);
 	fputs("<table id=\"audit\"><tr><th>When</th><th>Who</th><th>What</th><th>Target</th>"
 	      "<th>Detail</th></tr>",
 	      c->f);
-	if (c->ops->audit_list(c->st, &q.f, audit_row, &pg))
-		return web_error(c, 500, "storage error");
+	fwrite(rows, 1, rows_len, c->f);
+	free(rows);
 	fputs("</table>", c->f);
 	if (pg.n && pg.n == q.f.limit) {
 		fputs("<p><a id=\"next\" rel=\"next\" href=\"/audit?", c->f);
@@ -245,8 +263,8 @@ void rvs_web_audit(struct rvs_call *call)
 			rvs_web_urlenc(c->f, until);
 			fputs("&amp;", c->f);
 		}
-		fprintf(c->f, "limit=%zu&amp;before=%lld\">Older →</a></p>", q.f.limit,
-			(long long)pg.last);
+		fprintf(c->f, "limit=%zu&amp;before=%lld&amp;first=%lld\">Older →</a></p>",
+			q.f.limit, (long long)pg.last, (long long)(first + (int64_t)pg.n));
 	}
 	web_page_end(c, 200);
 }

@@ -1979,9 +1979,14 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 	" AND ($10::text IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"  \
 	"  WHERE m.method = $10))"
 	if (f->count) {
+		/* Its matches counted up to the limit ($11 here). */
 		p.n = 10;
-		rc = read_rows(s, "SELECT count(*) AS total FROM traces t WHERE" PG_LIST_WHERE, &p,
-			       &r);
+		rvs_pg_i64(&p, f->limit);
+		rc = read_rows(
+			s,
+			"SELECT count(*) AS total FROM (SELECT 1 FROM traces t WHERE" PG_LIST_WHERE
+			" LIMIT $11) x",
+			&p, &r);
 	} else {
 		rc = read_rows(
 			s,
@@ -2273,6 +2278,48 @@ static int audit_list(struct rvs_store *s, const struct rvs_audit_filter *f,
 	return stop;
 }
 
+/* The first column of read_rows(sql, p)'s only row into *out. */
+static int count_of(struct rvs_store *s, const char *sql, const struct rvs_pg_params *p,
+		    int64_t *out)
+{
+	PGresult *r;
+	int rc = read_rows(s, sql, p, &r);
+
+	if (rc)
+		return rc;
+	if (PQntuples(r) == 1)
+		*out = rvs_pg_val_i64(r, 0, 0);
+	else
+		rc = -EIO;
+	PQclear(r);
+	return rc;
+}
+
+static int signatures_total(struct rvs_store *s, int64_t *out)
+{
+	struct rvs_pg_params p = {0};
+	return count_of(s, "SELECT count(*) FROM signatures", &p, out);
+}
+
+static int audit_total(struct rvs_store *s, const struct rvs_audit_filter *f, int64_t cap,
+		       int64_t *out)
+{
+	struct rvs_pg_params p = {0};
+
+	rvs_pg_text(&p, f->actor);
+	rvs_pg_text(&p, f->action);
+	rvs_pg_opt_i64(&p, f->has_since, f->since);
+	rvs_pg_opt_i64(&p, f->has_until, f->until);
+	rvs_pg_i64(&p, cap);
+	return count_of(s,
+			"SELECT count(*) FROM (SELECT 1 FROM audit_log"
+			" WHERE ($1::text IS NULL OR actor = $1)"
+			" AND ($2::text IS NULL OR action = $2)"
+			" AND ($3::bigint IS NULL OR at >= $3) AND ($4::bigint IS NULL OR at < $4)"
+			" LIMIT $5) x",
+			&p, out);
+}
+
 static int token_add(struct rvs_store *s, const char *id, const uint8_t hash[32], const char *owner,
 		     const char *name, int64_t now)
 {
@@ -2489,6 +2536,8 @@ const struct rvs_store_ops rvs_store_pg = {
 	.users_list = users_list,
 	.audit_add = audit_add,
 	.audit_list = audit_list,
+	.audit_total = audit_total,
+	.signatures_total = signatures_total,
 	.token_add = token_add,
 	.token_auth = token_auth,
 	.token_revoke = token_revoke,

@@ -395,15 +395,19 @@ void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
  * $8 until, $9 signature, $10 chain, $11 the trace cap; $12 issue, $13
  * dur_min, $14 dur_max, $15 1 when a cell is excepted, $16 and $17 its
  * received_at range, $18 and $19 its duration range (store_sqlite_agg.c's
- * predicates). */
+ * predicates).  The buckets' sums are added up per node here: one row a
+ * node, not one a bucket and node (the all-apps aggregate of 100,000 traces
+ * sent 1 M rows to be added up by the caller). */
 #define BUCKET_SQL                                                                                \
-	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2 FROM agg_buckets b"       \
+	"SELECT s.node, sum(s.traces)::bigint, sum(s.calls)::bigint, sum(s.self_ns)::bigint,"     \
+	" sum(s.incl_ns)::bigint, 1.0, 2 FROM agg_buckets b"                                      \
 	" JOIN agg_sums s ON s.bucket = b.bucket"                                                 \
 	" WHERE ($1::text IS NULL OR b.app_id = $1) AND ($2::text IS NULL OR b.app_version = $2)" \
 	" AND ($3::text IS NULL OR b.model = $3) AND ($6::bigint IS NULL OR b.anomaly_kind = $6)" \
 	" AND ($7::bigint IS NULL OR b.day >= $7 / 86400)"                                        \
 	" AND ($8::bigint IS NULL OR b.day < $8 / 86400)"                                         \
-	" AND $4::text IS NULL AND $5::text IS NULL" /* typed: bucketed sides have neither */
+	" AND $4::text IS NULL AND $5::text IS NULL" /* typed: bucketed sides have neither */     \
+	" GROUP BY s.node"
 #define TRACE_SET                                                                                 \
 	"(SELECT t.trace_id, t.received_at, t.duration_ns FROM traces t"                          \
 	" JOIN trace_agg a ON a.trace_id = t.trace_id"                                            \

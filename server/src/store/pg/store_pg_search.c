@@ -62,22 +62,36 @@ static int sorted_sql(const struct rvs_sorted_query *q, char *sql, size_t cap)
 	const char *le = q->desc ? "<=" : ">=", *lt = q->desc ? "<" : ">";
 	char keyset[256];
 	int n;
-	if (q->has_cursor)
+	if (q->has_cursor && !q->count)
 		snprintf(keyset, sizeof keyset,
 			 " AND %s %s $12::bigint AND (%s %s $12::bigint OR %s %s $13::bigint)",
 			 expr, le, expr, lt, tb, lt);
 	else
 		snprintf(keyset, sizeof keyset, " AND $12::bigint IS NULL AND $13::bigint IS NULL");
-	n = snprintf(sql, cap,
-		     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
-		     " WHERE %s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT $14",
-		     self ? "m.self_ns AS method_self_ns" : "NULL::bigint AS method_self_ns", expr,
-		     tb,
-		     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id" : "traces t",
-		     self ? "m.method = $10 AND"
-			  : "($10::text IS NULL OR t.trace_id IN (SELECT x.trace_id FROM"
-			    " trace_methods x WHERE x.method = $10)) AND",
-		     keyset, expr, dir, tb, dir);
+	if (q->count)
+		n = snprintf(
+			sql, cap,
+			"SELECT count(*) AS total FROM (SELECT 1 FROM %s WHERE %s" TRACE_FILTERS
+			"%s LIMIT $14) x",
+			self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+			     : "traces t",
+			self ? "m.method = $10 AND"
+			     : "($10::text IS NULL OR t.trace_id IN (SELECT x.trace_id FROM"
+			       " trace_methods x WHERE x.method = $10)) AND",
+			keyset);
+	else
+		n = snprintf(sql, cap,
+			     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
+			     " WHERE %s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT $14",
+			     self ? "m.self_ns AS method_self_ns"
+				  : "NULL::bigint AS method_self_ns",
+			     expr, tb,
+			     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+				  : "traces t",
+			     self ? "m.method = $10 AND"
+				  : "($10::text IS NULL OR t.trace_id IN (SELECT x.trace_id FROM"
+				    " trace_methods x WHERE x.method = $10)) AND",
+			     keyset, expr, dir, tb, dir);
 	return n < 0 || (size_t)n >= cap ? -E2BIG : 0;
 }
 
@@ -105,8 +119,8 @@ int rvs_pg_traces_sorted(const struct rvs_pg_pool *pool, const struct rvs_sorted
 	rvs_pg_text(&a, sq->signature);
 	rvs_pg_text(&a, sq->method);
 	rvs_pg_text(&a, sq->issue);
-	rvs_pg_opt_i64(&a, sq->has_cursor, sq->cursor_value);
-	rvs_pg_opt_i64(&a, sq->has_cursor, sq->cursor_tiebreak);
+	rvs_pg_opt_i64(&a, sq->has_cursor && !sq->count, sq->cursor_value);
+	rvs_pg_opt_i64(&a, sq->has_cursor && !sq->count, sq->cursor_tiebreak);
 	rvs_pg_opt_i64(&a, 1, sq->limit);
 	if (!(pg = pool->get(pool->s, &h)))
 		return -EAGAIN;
@@ -133,7 +147,7 @@ static const char ISSUES_SQL[] =
 	" count(*) * (sum(greatest(coalesce(t.severity, 0), 1))::float8 / count(*))"
 	" * count(DISTINCT t.device_id) AS impact,"
 	" min(t.received_at) AS first_seen, max(t.received_at) AS last_seen,"
-	" max(t.seq), t.app_id FROM traces t"
+	" max(t.seq), t.app_id, count(*) OVER () AS total FROM traces t"
 	" WHERE t.issue IS NOT NULL AND t.received_at >= $1" ISSUE_FILTERS
 	" GROUP BY t.app_id, t.issue"
 	" ORDER BY impact DESC, t.issue COLLATE \"C\", t.app_id COLLATE \"C\" LIMIT $5";
@@ -168,6 +182,7 @@ static int issue_rows(PGconn *pg, const PGresult *top, int i, const struct rvs_p
 	r.impact = strtod(PQgetvalue(top, i, 4), NULL);
 	r.first_seen = rvs_pg_val_i64(top, i, 5);
 	r.last_seen = rvs_pg_val_i64(top, i, 6);
+	r.total = rvs_pg_val_i64(top, i, 9);
 	rvs_pg_text(&a, PQgetvalue(top, i, 7));
 	if ((rc = rvs_pg_exec(pg, EXAMPLE_SQL, 0, &a, &res, NULL)))
 		return rc;

@@ -2080,11 +2080,11 @@ static const char LIST_SQL_METHOD[] =
 	LIST_COLS " t.rowid IN (SELECT x.rowid FROM trace_methods m JOIN traces x ON"
 		  " x.trace_id = m.trace_id WHERE m.method = ?10) AND" LIST_FILTERS;
 
-/* The total of a filter: every match counted (?11, ?12 unused). */
+/* The total of a filter: its matches counted up to ?12 (?11 unused). */
 static const char COUNT_SQL[] =
-	"SELECT count(*) AS total FROM traces t WHERE" RVS_SQLITE_TRACE_FILTER
+	"SELECT count(*) AS total FROM (SELECT 1 FROM traces t WHERE" RVS_SQLITE_TRACE_FILTER
 	" AND (?10 IS NULL OR t.trace_id IN (SELECT m.trace_id FROM trace_methods m"
-	"  WHERE m.method = ?10))";
+	"  WHERE m.method = ?10)) LIMIT ?12)";
 
 static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rvs_row_fn cb,
 		       void *arg)
@@ -2117,7 +2117,7 @@ static int traces_list(struct rvs_store *s, const struct rvs_trace_filter *f, rv
 		sqlite3_bind_text(st, 9, f->signature, -1, SQLITE_TRANSIENT);
 	if (f->method)
 		sqlite3_bind_text(st, 10, f->method, -1, SQLITE_TRANSIENT);
-	if (f->has_cursor)
+	if (f->has_cursor && !f->count)
 		sqlite3_bind_int64(st, 11, f->cursor);
 	sqlite3_bind_int64(st, 12, f->limit);
 	rc = rvs_sqlite_rows_out(st, 0, cb, arg, NULL);
@@ -2428,6 +2428,63 @@ static int audit_list(struct rvs_store *s, const struct rvs_audit_filter *f,
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
+/* One integer (the first column of the only row) of sql, ?1..?n bound by
+ * bind, into *out.  0 or -errno. */
+static int count_of(struct rvs_store *s, const char *sql,
+		    void (*bind)(sqlite3_stmt *, const void *), const void *arg, int64_t *out)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc;
+
+	if (rvs_sqlite_scan_open(s->dsn, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		if (bind)
+			bind(st, arg);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			*out = sqlite3_column_int64(st, 0);
+			rc = SQLITE_DONE;
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int signatures_total(struct rvs_store *s, int64_t *out)
+{
+	return count_of(s, "SELECT count(*) FROM signatures", NULL, NULL, out);
+}
+
+struct audit_count {
+	const struct rvs_audit_filter *f;
+	int64_t cap;
+};
+
+static void bind_audit_count(sqlite3_stmt *st, const void *arg)
+{
+	const struct audit_count *a = arg;
+	rvs_sqlite_bind_opt_text(st, 1, a->f->actor);
+	rvs_sqlite_bind_opt_text(st, 2, a->f->action);
+	rvs_sqlite_bind_opt_i64(st, 3, a->f->has_since, a->f->since);
+	rvs_sqlite_bind_opt_i64(st, 4, a->f->has_until, a->f->until);
+	sqlite3_bind_int64(st, 5, a->cap);
+}
+
+static int audit_total(struct rvs_store *s, const struct rvs_audit_filter *f, int64_t cap,
+		       int64_t *out)
+{
+	struct audit_count a = {f, cap};
+	return count_of(s,
+			"SELECT count(*) FROM (SELECT 1 FROM audit_log"
+			" WHERE (?1 IS NULL OR actor = ?1) AND (?2 IS NULL OR action = ?2)"
+			" AND (?3 IS NULL OR at >= ?3) AND (?4 IS NULL OR at < ?4) LIMIT ?5)",
+			bind_audit_count, &a, out);
+}
+
 struct token_args {
 	const char *id, *owner, *name;
 	const uint8_t *hash;
@@ -2668,6 +2725,8 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.users_list = users_list,
 	.audit_add = audit_add,
 	.audit_list = audit_list,
+	.audit_total = audit_total,
+	.signatures_total = signatures_total,
 	.token_add = token_add,
 	.token_auth = token_auth,
 	.token_revoke = token_revoke,

@@ -85,21 +85,38 @@ static int sorted_sql(const struct rvs_sorted_query *q, char *sql, size_t cap)
 	const char *le = q->desc ? "<=" : ">=", *lt = q->desc ? "<" : ">";
 	char keyset[256] = "";
 	int n;
-	if (q->has_cursor)
+	if (q->has_cursor && !q->count)
 		snprintf(keyset, sizeof keyset, " AND %s %s ?12 AND (%s %s ?12 OR %s %s ?13)", expr,
 			 le, expr, lt, tb, lt);
-	n = snprintf(sql, cap,
-		     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
-		     " WHERE %s%s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT ?14",
-		     self ? "m.self_ns AS method_self_ns" : "NULL AS method_self_ns", expr, tb,
-		     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id" : "traces t",
-		     self ? "m.method = ?10 AND"
-			  : "(?10 IS NULL OR t.trace_id IN (SELECT x.trace_id FROM trace_methods x"
-			    " WHERE x.method = ?10)) AND",
-		     q->issue && !self
-			     ? " t.rowid IN (SELECT x.rowid FROM traces x WHERE x.issue = ?11) AND"
-			     : "",
-		     keyset, expr, dir, tb, dir);
+	if (q->count)
+		n = snprintf(
+			sql, cap,
+			"SELECT count(*) AS total FROM (SELECT 1 FROM %s WHERE %s%s" TRACE_FILTERS
+			" LIMIT ?14)",
+			self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+			     : "traces t",
+			self ? "m.method = ?10 AND"
+			     : "(?10 IS NULL OR t.trace_id IN (SELECT x.trace_id FROM"
+			       " trace_methods x WHERE x.method = ?10)) AND",
+			q->issue && !self ? " t.rowid IN (SELECT x.rowid FROM traces x WHERE"
+					    " x.issue = ?11) AND"
+					  : "");
+	else
+		n = snprintf(sql, cap,
+			     "SELECT " TRACE_COLS ", %s, %s AS sort_value_, %s AS tiebreak_ FROM %s"
+			     " WHERE %s%s" TRACE_FILTERS "%s ORDER BY %s %s, %s %s LIMIT ?14",
+			     self ? "m.self_ns AS method_self_ns" : "NULL AS method_self_ns", expr,
+			     tb,
+			     self ? "trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+				  : "traces t",
+			     self ? "m.method = ?10 AND"
+				  : "(?10 IS NULL OR t.trace_id IN (SELECT x.trace_id FROM "
+				    "trace_methods x"
+				    " WHERE x.method = ?10)) AND",
+			     q->issue && !self ? " t.rowid IN (SELECT x.rowid FROM traces x WHERE "
+						 "x.issue = ?11) AND"
+					       : "",
+			     keyset, expr, dir, tb, dir);
 	return n < 0 || (size_t)n >= cap ? -E2BIG : 0;
 }
 
@@ -151,7 +168,7 @@ static const char ISSUES_SQL[] =
 	" avg(max(ifnull(t.severity, 0), 1)) AS severity,"
 	" count(*) * avg(max(ifnull(t.severity, 0), 1)) * count(DISTINCT t.device_id) AS impact,"
 	" min(t.received_at) AS first_seen, max(t.received_at) AS last_seen,"
-	" max(t.rowid), t.app_id FROM traces t"
+	" max(t.rowid), t.app_id, count(*) OVER () AS total FROM traces t"
 	" WHERE t.issue IS NOT NULL AND t.received_at >= ?1"
 	" AND (?2 IS NULL OR t.app_id = ?2) AND (?3 IS NULL OR t.app_version = ?3)"
 	" AND (?4 IS NULL OR t.anomaly_kind = ?4)"
@@ -194,6 +211,7 @@ static int issue_rows(sqlite3_stmt *st, sqlite3_stmt *ex, sqlite3_stmt *sg, sqli
 	r.impact = sqlite3_column_double(st, 4);
 	r.first_seen = sqlite3_column_int64(st, 5);
 	r.last_seen = sqlite3_column_int64(st, 6);
+	r.total = sqlite3_column_int64(st, 9);
 	sqlite3_bind_int64(ex, 1, sqlite3_column_int64(st, 7));
 	if (sqlite3_step(ex) == SQLITE_ROW) {
 		r.has_example = 1;
