@@ -350,6 +350,14 @@ $(OBJ)/tests/server/test_oracle.o: CPPFLAGS += -Itests/bench -Itests/rvtrace $(c
 $(eval $(call rv_test,server,oracle,$(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVPROTO),-lcurl -ljansson -lm $(RVT_STORE_LIBS) $(PROTOBUF_LIBS),integration pg))
 $(TBIN)/server/test_oracle: | $(BIN)/rearview-server $(BIN)/rvtrace
 
+# Weighted aggregates: a synthetic population sampled by two campaigns
+# (10 % and 100 %), the sample uploaded with its selections to the real
+# server, its weighted mean against the population's true one
+# (tests/server/test_weights.c).
+$(OBJ)/tests/server/test_weights.o: CPPFLAGS += -Itests/bench -Itests/rvtrace $(call pc,--cflags,jansson)
+$(eval $(call rv_test,server,weights,$(OBJ)/tests/bench/server_common.o $(RVT_STORE_ENV) $(LIBRVPROTO),-lcurl -ljansson -lm $(RVT_STORE_LIBS) $(PROTOBUF_LIBS),integration pg))
+$(TBIN)/server/test_weights: | $(BIN)/rearview-server
+
 # The JSON API's OpenAPI 3.1 document (server/openapi.json), compiled into
 # the server (api/openapi.c's .incbin) and served at /api/v1/openapi.json.
 # Its tools come from npm (tests/server/openapi pins them, like s3rver):

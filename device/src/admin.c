@@ -138,6 +138,9 @@ static int admin_status(struct rvd_admin_env *env, struct rvd_conn *c,
 	st.parser_failures = ds.parser_failures;
 	st.identity_refused = ds.identity_refused;
 	st.quota_left = env->enf->quota_left;
+	st.device_weekly_captures = env->enf->device_weekly_captures;
+	st.app_weekly_captures = env->enf->app_weekly_captures;
+	st.captures_this_week = env->enf->captures_week;
 	st.policy_version = env->enf->policy_version;
 	assert(ds.nerrors <= RVD_LAST_ERRORS);
 	st.last_errors = (char **)ds.errors;

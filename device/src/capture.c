@@ -41,6 +41,7 @@
 #include "sandbox.h"
 #include "summary.h"
 #include "rearview/common.pb-c.h"
+#include "rearview/upload.pb-c.h"
 
 struct rvd_pending_capture {
 	struct rvd_pending_capture *next;
@@ -52,6 +53,7 @@ struct rvd_pending_capture {
 	struct rvd_anomaly anomaly;
 	char app_id[64];
 	int64_t reservation; /* upload quota held for it; released if it fails */
+	struct rvd_selection sel;
 	bool answered;
 };
 
@@ -132,7 +134,7 @@ static void skipped_stored_cb(struct rvd_spool *sp, int status, uint64_t id, voi
 }
 
 static void capture_begin(struct rvd_capture_flow *f, const struct rvd_anomaly *a,
-			  int64_t reservation);
+			  int64_t reservation, const struct rvd_selection *sel);
 
 static void replaced_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 {
@@ -213,7 +215,7 @@ static void decide_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 		    rvd_spool_store(sp, -1, 0, &meta, skipped_stored_cb, f) < 0)
 			note_error(f, "spool: recording a skipped anomaly: out of memory");
 	} else {
-		capture_begin(f, &j->anomaly, j->reservation);
+		capture_begin(f, &j->anomaly, j->reservation, &j->sel);
 	}
 	rvd_enforce_job_free(j);
 }
@@ -269,7 +271,9 @@ void rvd_capture_anomaly(struct rvd_capture_flow *f, const struct rvd_anomaly *a
 	 * debounce, campaigns, quota — on the work queue (it fsyncs).
 	 */
 	if (an.kind == RVD_ANOMALY_MANUAL) {
-		capture_begin(f, &an, 0);
+		static const struct rvd_selection manual = {
+			.kind = REARVIEW__SELECTION_KIND__SELECTION_MANUAL, .probability = 1.0};
+		capture_begin(f, &an, 0, &manual);
 		return;
 	}
 	j = rvd_enforce_job_new(f->env.enf, RVD_ENF_DECIDE);
@@ -292,7 +296,7 @@ void rvd_capture_anomaly(struct rvd_capture_flow *f, const struct rvd_anomaly *a
 }
 
 static void capture_begin(struct rvd_capture_flow *f, const struct rvd_anomaly *a,
-			  int64_t reservation)
+			  int64_t reservation, const struct rvd_selection *sel)
 {
 	Rearview__ControlMessage m = REARVIEW__CONTROL_MESSAGE__INIT;
 	Rearview__CaptureRequest cr = REARVIEW__CAPTURE_REQUEST__INIT;
@@ -319,6 +323,7 @@ static void capture_begin(struct rvd_capture_flow *f, const struct rvd_anomaly *
 	pc->fired_ns = uv_hrtime();
 	pc->anomaly = an;
 	pc->reservation = reservation;
+	pc->sel = *sel;
 	snprintf(pc->app_id, sizeof(pc->app_id), "%s", p->app_id);
 	uv_timer_init(f->env.loop, &pc->timer);
 	pc->timer.data = pc;
@@ -589,6 +594,7 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	memset(&meta, 0, sizeof(meta));
 	meta.anomaly = pc->anomaly;
 	meta.reservation = pc->reservation; /* committed when the upload is acknowledged */
+	meta.sel = pc->sel;
 	snprintf(meta.app_id, sizeof(meta.app_id), "%s", pc->app_id);
 	/* Same clock (CLOCK_MONOTONIC) on both sides; fall back to what we saw. */
 	if (cr->frozen_monotonic_ns >= pc->anomaly.monotonic_ns &&

@@ -41,6 +41,19 @@ struct rvd_anomaly {
 	char detail[96];       /* short human text, never user data */
 };
 
+/*
+ * How the policy chose a capture (rearview.Selection): the campaign, the
+ * kind (rearview.SelectionKind: 0 unknown, 1 sampled, 2 first-N, 3 most
+ * severe, 4 manual), the campaign's sampling probability and the week's
+ * candidates seen and taken as of the decision.
+ */
+struct rvd_selection {
+	char campaign[129]; /* at most the 128 bytes the server takes */
+	int kind;
+	double probability;
+	uint32_t seen, taken;
+};
+
 /* --- jank: K consecutive frames over the budget ------------------------- */
 struct rvd_jank_config {
 	uint32_t frames;    /* K >= 1 */

@@ -25,6 +25,7 @@
 #include "rearview/common.h"
 #include "rearview/policy.h"
 #include "rearview/policy.pb-c.h"
+#include "rearview/upload.pb-c.h"
 
 #define RVD_KEY_MAX (16u * 1024u)
 /* Pending reservations looked at to map an evicted item (most-severe
@@ -131,6 +132,10 @@ static void snapshot(struct rvd_enforce_job *j, const struct rvp_time *now)
 	j->policy_version = e->store ? rvp_store_version(e->store) : 0;
 	used = e->ledger ? rvp_ledger_quota_used(e->ledger, now) : 0;
 	j->quota_left = used < 0 ? 0 : (uint32_t)used >= quota ? 0 : quota - (uint32_t)used;
+	j->device_weekly_captures = b->device_weekly_captures;
+	j->app_weekly_captures = b->app_weekly_captures;
+	used = e->ledger ? rvp_ledger_captures_used(e->ledger, NULL, now) : 0;
+	j->captures_week = used < 0 ? 0 : (uint32_t)used;
 }
 
 static int work_open(struct rvd_enforce *e)
@@ -206,6 +211,17 @@ static int work_decide(struct rvd_enforce_job *j, const struct rvp_time *now)
 		return 0;
 	}
 	j->reservation = dec.reservation;
+	snprintf(j->sel.campaign, sizeof(j->sel.campaign), "%.128s", dec.campaign_id);
+	j->sel.probability = dec.probability;
+	j->sel.seen = dec.seen;
+	j->sel.taken = dec.taken;
+	/* A quota refused candidates of the week: 1/p undercounts them. */
+	if (dec.taken >= dec.seen)
+		j->sel.kind = REARVIEW__SELECTION_KIND__SELECTION_SAMPLED;
+	else if (rvp_policy_selection(b) == REARVIEW__SELECTION_MODE__SELECT_MOST_SEVERE)
+		j->sel.kind = REARVIEW__SELECTION_KIND__SELECTION_MOST_SEVERE;
+	else
+		j->sel.kind = REARVIEW__SELECTION_KIND__SELECTION_FIRST_N;
 	return 0;
 }
 
@@ -378,6 +394,9 @@ void rvd_enforce_done(struct rvd_enforce_job *j)
 	e->thr = j->thr;
 	e->policy_version = j->policy_version;
 	e->quota_left = j->quota_left;
+	e->device_weekly_captures = j->device_weekly_captures;
+	e->app_weekly_captures = j->app_weekly_captures;
+	e->captures_week = j->captures_week;
 	/* A device whose clock is behind must say so, taken or not: otherwise
 	 * campaigns never reach it and nothing tells why. */
 	if (j->op == RVD_ENF_APPLY && j->clock_behind_s > 0)

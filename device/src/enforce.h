@@ -39,6 +39,8 @@ struct rvd_enforce {
 	struct rvd_thresholds thr;
 	uint64_t policy_version;
 	uint32_t quota_left;
+	/* capture budgets of the policy (0 = none), captures of the week */
+	uint32_t device_weekly_captures, app_weekly_captures, captures_week;
 	bool open;
 };
 
@@ -64,6 +66,7 @@ struct rvd_enforce_job {
 	/* DECIDE out: reason name ("" = capture), reservation (> 0 or 0) */
 	char reason[32];
 	int64_t reservation;
+	struct rvd_selection sel; /* how it was chosen, when a reservation was made */
 	/* most-severe selection made room: the reservation of the less severe
 	 * pending capture the ledger dropped (0: none), whose capture must not
 	 * be uploaded */
@@ -85,6 +88,7 @@ struct rvd_enforce_job {
 	struct rvd_thresholds thr;
 	uint64_t policy_version;
 	uint32_t quota_left;
+	uint32_t device_weekly_captures, app_weekly_captures, captures_week;
 	void *data; /* the caller's */
 };
 

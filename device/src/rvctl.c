@@ -229,10 +229,12 @@ static void print_status(const Rearview__Status *s, long uploaded)
 		       "version\":%" PRIu64 ","
 		       "\"last_freeze_latency_ns\":%" PRIu64 ",\"anomalies\":%" PRIu64
 		       ",\"anomalies_not_captured\":%" PRIu64 ",\"identity_refused\":%" PRIu64
-		       ",\"parser_failures\":%" PRIu64 ",\"processes\":[",
+		       ",\"parser_failures\":%" PRIu64 ",\"captures_this_week\":%u,"
+		       "\"device_weekly_captures\":%u,\"app_weekly_captures\":%u,\"processes\":[",
 		       consent_name(s->consent), s->buffer_bytes, s->pending_uploads, uploaded,
 		       s->quota_left, s->policy_version, s->last_freeze_latency_ns, s->anomalies,
-		       s->anomalies_not_captured, s->identity_refused, s->parser_failures);
+		       s->anomalies_not_captured, s->identity_refused, s->parser_failures,
+		       s->captures_this_week, s->device_weekly_captures, s->app_weekly_captures);
 		for (size_t i = 0; i < s->n_processes; i++) {
 			const Rearview__ProcessStatus *p = s->processes[i];
 
@@ -260,6 +262,12 @@ static void print_status(const Rearview__Status *s, long uploaded)
 	if (uploaded >= 0)
 		printf("uploaded:           %ld\n", uploaded);
 	printf("quota left:         %u (this week)\n", s->quota_left);
+	printf("captures this week: %u", s->captures_this_week);
+	if (s->device_weekly_captures)
+		printf(" of %u on the device", s->device_weekly_captures);
+	if (s->app_weekly_captures)
+		printf(", at most %u per app", s->app_weekly_captures);
+	printf("\n");
 	printf("policy version:     %" PRIu64 "\n", s->policy_version);
 	printf("last freeze latency: %" PRIu64 " us\n", s->last_freeze_latency_ns / 1000);
 	printf("anomalies:          %" PRIu64 " (%" PRIu64 " not captured)\n", s->anomalies,
@@ -309,11 +317,13 @@ static int print_policy(const ProtobufCBinaryData *doc)
 		       "\"debounce_captures\":%u,\"debounce_window_s\":%u,"
 		       "\"max_upload_bytes\":%" PRIu64 ",\"jank_frames\":%u,"
 		       "\"frame_budget_us\":%u,\"touch_latency_ms\":%u,\"thermal_trip_mc\":%d,"
-		       "\"campaigns\":%zu}\n",
+		       "\"campaigns\":%zu,\"app_weekly_captures\":%u,"
+		       "\"device_weekly_captures\":%u}\n",
 		       b->issued_at_s, b->expires_at_s, b->weekly_quota, (int)b->selection,
 		       b->unmetered_only ? "true" : "false", b->debounce_captures,
 		       b->debounce_window_s, b->max_upload_bytes, t->jank_frames,
-		       t->frame_budget_us, t->touch_latency_ms, t->thermal_trip_mc, b->n_campaigns);
+		       t->frame_budget_us, t->touch_latency_ms, t->thermal_trip_mc, b->n_campaigns,
+		       b->app_weekly_captures, b->device_weekly_captures);
 	} else {
 		printf("version:            %" PRIu64 "%s\n", b->version,
 		       sp->signature.len ? "" : " (built-in default)");
@@ -322,6 +332,8 @@ static int print_policy(const ProtobufCBinaryData *doc)
 		printf("expires:            %" PRIu64 "%s\n", b->expires_at_s,
 		       b->expires_at_s ? " (unix s)" : " (never)");
 		printf("weekly quota:       %u (0 = default)\n", b->weekly_quota);
+		printf("capture budgets:    %u per app, %u per device a week (0 = none)\n",
+		       b->app_weekly_captures, b->device_weekly_captures);
 		printf("debounce:           %u captures / %u s (0 = default)\n",
 		       b->debounce_captures, b->debounce_window_s);
 		printf("unmetered only:     %s\n", b->unmetered_only ? "yes" : "no");

@@ -144,7 +144,8 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS captures("
  * and each of its rows an upload id, so even captures stored by an older
  * daemon are sent under one stable id.  Version 2: skip_reported, set once
  * the server acknowledged the skip report of a skipped row (its upload id
- * is the report id).
+ * is the report id).  Version 3: the selection columns (sel_*), how the
+ * policy chose the capture, sent with it for the fleet's weights.
  */
 static int migrate(sqlite3 *db)
 {
@@ -156,10 +157,12 @@ static int migrate(sqlite3 *db)
 	if (sqlite3_step(st) == SQLITE_ROW)
 		version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
-	if (version >= 2)
+	if (version >= 3)
 		return 0;
 	if ((rc = exec_sql(db, "BEGIN IMMEDIATE;")) < 0)
 		return rc;
+	if (version == 2)
+		goto version_3;
 	if (version == 1)
 		goto version_2;
 	if ((rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN upload_id BLOB;")) < 0 ||
@@ -172,8 +175,20 @@ static int migrate(sqlite3 *db)
 		goto rollback;
 version_2:
 	if ((rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN skip_reported INTEGER NOT NULL "
+			       "DEFAULT 0;")) < 0)
+		goto rollback;
+version_3:
+	if ((rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN sel_campaign TEXT NOT NULL "
+			       "DEFAULT '';")) < 0 ||
+	    (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN sel_kind INTEGER NOT NULL "
 			       "DEFAULT 0;")) < 0 ||
-	    (rc = exec_sql(db, "PRAGMA user_version=2;")) < 0)
+	    (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN sel_p REAL NOT NULL "
+			       "DEFAULT 0;")) < 0 ||
+	    (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN sel_seen INTEGER NOT NULL "
+			       "DEFAULT 0;")) < 0 ||
+	    (rc = exec_sql(db, "ALTER TABLE captures ADD COLUMN sel_taken INTEGER NOT NULL "
+			       "DEFAULT 0;")) < 0 ||
+	    (rc = exec_sql(db, "PRAGMA user_version=3;")) < 0)
 		goto rollback;
 	return exec_sql(db, "COMMIT;");
 rollback:
@@ -190,12 +205,14 @@ static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
-	int rc = sqlite3_prepare_v2(db,
-				    "SELECT id,state,reason,kind,severity,pid,tid,anomaly_ns,"
-				    "attribution,name,detail,app_id,size,freeze_latency_ns,file,"
-				    "upload_id,trace_id,reservation,skip_reported FROM captures "
-				    "ORDER BY id",
-				    -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(
+		db,
+		"SELECT id,state,reason,kind,severity,pid,tid,anomaly_ns,"
+		"attribution,name,detail,app_id,size,freeze_latency_ns,file,"
+		"upload_id,trace_id,reservation,skip_reported,sel_campaign,sel_kind,"
+		"sel_p,sel_seen,sel_taken FROM captures "
+		"ORDER BY id",
+		-1, &st, NULL);
 
 	if (rc != SQLITE_OK)
 		return rvc_sqlite_errno(rc);
@@ -236,6 +253,11 @@ static int load_rows(struct rvd_spool_job *job, sqlite3 *db)
 		copy_text(r->trace_id, sizeof(r->trace_id), sqlite3_column_text(st, 16));
 		r->reservation = sqlite3_column_int64(st, 17);
 		r->skip_reported = sqlite3_column_int(st, 18) != 0;
+		copy_text(r->sel.campaign, sizeof(r->sel.campaign), sqlite3_column_text(st, 19));
+		r->sel.kind = sqlite3_column_int(st, 20);
+		r->sel.probability = sqlite3_column_double(st, 21);
+		r->sel.seen = (uint32_t)sqlite3_column_int64(st, 22);
+		r->sel.taken = (uint32_t)sqlite3_column_int64(st, 23);
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
@@ -451,8 +473,10 @@ static void work_store(struct rvd_spool_job *job)
 	char path[400];
 	static const char sql[] =
 		"INSERT INTO captures(state,reason,kind,severity,pid,tid,anomaly_ns,attribution,"
-		"name,detail,app_id,size,freeze_latency_ns,file,upload_id,reservation) "
-		"VALUES(?1,?14,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?15,?16)";
+		"name,detail,app_id,size,freeze_latency_ns,file,upload_id,reservation,"
+		"sel_campaign,sel_kind,sel_p,sel_seen,sel_taken) "
+		"VALUES(?1,?14,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?15,?16,?17,?18,?19,?20,"
+		"?21)";
 	uint8_t rnd[8];
 	sqlite3_stmt *st = NULL;
 	int rc;
@@ -502,6 +526,11 @@ insert_row:
 		sqlite3_bind_text(st, 14, r->reason, -1, SQLITE_STATIC);
 		sqlite3_bind_blob(st, 15, r->upload_id, sizeof(r->upload_id), SQLITE_STATIC);
 		sqlite3_bind_int64(st, 16, r->reservation);
+		sqlite3_bind_text(st, 17, r->sel.campaign, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 18, r->sel.kind);
+		sqlite3_bind_double(st, 19, r->sel.probability);
+		sqlite3_bind_int64(st, 20, r->sel.seen);
+		sqlite3_bind_int64(st, 21, r->sel.taken);
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);

@@ -50,6 +50,8 @@ struct rvd_capture_rec {
 	uint8_t upload_id[16];
 	char trace_id[40];
 	int64_t reservation;
+	/* How the policy chose it (kind 0: unknown, a row of an older spool). */
+	struct rvd_selection sel;
 	/* Skipped rows: the server acknowledged its skip report (POST
 	 * /v1/skips, report id = upload_id). */
 	bool skip_reported;

@@ -264,6 +264,7 @@ static void build_work(uv_work_t *w)
 	Rearview__DeviceInfo di;
 	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
 	Rearview__Anomaly an;
+	Rearview__Selection sel = REARVIEW__SELECTION__INIT;
 	struct utsname un;
 	struct stat stb;
 	rva_shuffler *sh = NULL;
@@ -280,6 +281,16 @@ static void build_work(uv_work_t *w)
 	e.anomaly = &an;
 	e.consent = (Rearview__ConsentLevel)r->consent;
 	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_NONE;
+	/* How the policy chose it: the fleet weighs it by 1/probability. */
+	if (r->rec.sel.kind) {
+		sel.campaign_id = r->rec.sel.campaign;
+		sel.kind = (Rearview__SelectionKind)r->rec.sel.kind;
+		sel.probability = r->rec.sel.probability;
+		sel.candidates_seen = r->rec.sel.seen;
+		sel.candidates_taken = r->rec.sel.taken;
+		e.selection = &sel;
+		e.campaign_id = r->rec.sel.campaign;
+	}
 	/* The local summary rides along (at consent summary it is the content). */
 	if (r->summary &&
 	    !(e.summary = rearview__summary__unpack(NULL, r->summary_len, r->summary)))

@@ -6,7 +6,11 @@
  *   uploads(id, item_id, campaign, severity, state, wall_s, boot_id, boot_ns)
  *     state 1 = reserved (decision taken, upload not yet acknowledged),
  *     state 2 = committed (acknowledged; the time columns are the ack time).
- *   captures(id, app, kind, wall_s, boot_id, boot_ns)  — debounce history.
+ *   captures(id, app, kind, wall_s, boot_id, boot_ns)  — debounce history
+ *     and the weekly capture budgets (kept one week).
+ *   candidates(id, item_id, campaign, taken, wall_s, boot_id, boot_ns) —
+ *     every item that reached the quota, taken or not (kept two weeks):
+ *     the seen/taken counts that tell the fleet a quota censored a sample.
  *
  * Invariants:
  *   - quota used = committed rows younger than 7 days + every reserved row;
@@ -63,6 +67,14 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS uploads("
 			     " boot_id TEXT NOT NULL,"
 			     " boot_ns INTEGER NOT NULL);"
 			     "CREATE INDEX IF NOT EXISTS captures_app_kind ON captures(app, kind);"
+			     "CREATE TABLE IF NOT EXISTS candidates("
+			     " id INTEGER PRIMARY KEY,"
+			     " item_id TEXT NOT NULL,"
+			     " campaign TEXT NOT NULL,"
+			     " taken INTEGER NOT NULL,"
+			     " wall_s INTEGER NOT NULL,"
+			     " boot_id TEXT NOT NULL,"
+			     " boot_ns INTEGER NOT NULL);"
 			     "CREATE TABLE IF NOT EXISTS boots("
 			     " boot_id TEXT PRIMARY KEY,"
 			     " epoch_lo INTEGER NOT NULL,"
@@ -354,11 +366,47 @@ void rvp_ledger_crash_after(struct rvp_ledger *l, int steps)
 
 /* ---------------------------------------------------------------- debounce */
 
-int rvp_ledger_debounce(struct rvp_ledger *l, const char *app_id, Rearview__AnomalyKind kind,
-			uint32_t max, uint32_t window_s, const struct rvp_time *now)
+/* Captures of the rolling week: of app_id (*app) and of every app (*all). */
+static int count_captures(struct rvp_ledger *l, const char *app_id, const struct rvp_time *now,
+			  uint32_t *app, uint32_t *all)
+{
+	sqlite3_stmt *st;
+	int rc = prepare(l, "SELECT app, wall_s, boot_id, boot_ns FROM captures", &st);
+
+	*app = *all = 0;
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *a = (const char *)sqlite3_column_text(st, 0);
+		struct rvp_time t;
+
+		column_time(st, 1, &t);
+		if (ledger_elapsed(l, &t, now) >= RVP_WEEK_S)
+			continue;
+		(*all)++;
+		if (app_id && a && strcmp(a, app_id) == 0)
+			(*app)++;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+int rvp_ledger_captures_used(struct rvp_ledger *l, const char *app_id, const struct rvp_time *now)
+{
+	uint32_t app, all;
+	int rc = count_captures(l, app_id ? app_id : "", now, &app, &all);
+
+	return rc ? rc : (int)(app_id ? app : all);
+}
+
+/* Debounce of (app_id, kind), then the weekly budgets of the app and of the
+ * device (0 = none); records the capture when all allow it. */
+static int capture_gate(struct rvp_ledger *l, const char *app_id, Rearview__AnomalyKind kind,
+			uint32_t max, uint32_t window_s, uint32_t app_week, uint32_t device_week,
+			const struct rvp_time *now)
 {
 	sqlite3_stmt *st = NULL;
-	uint32_t recent = 0;
+	uint32_t recent = 0, used_app = 0, used_all = 0;
 	int64_t old[64];
 	size_t n_old = 0;
 	int rc;
@@ -401,6 +449,16 @@ int rvp_ledger_debounce(struct rvp_ledger *l, const char *app_id, Rearview__Anom
 		rc = commit_tx(l); /* keeps the boot noted */
 		return rc ? rc : RVP_DEBOUNCED;
 	}
+	if ((app_week || device_week) &&
+	    (rc = count_captures(l, app_id, now, &used_app, &used_all)) != 0)
+		goto rollback;
+	if ((app_week && used_app >= app_week) || (device_week && used_all >= device_week)) {
+		rc = commit_tx(l);
+		if (rc)
+			return rc;
+		return app_week && used_app >= app_week ? RVP_APP_BUDGET_EXHAUSTED
+							: RVP_DEVICE_BUDGET_EXHAUSTED;
+	}
 	/* Forget captures a week old: no debounce window is that long. */
 	for (size_t i = 0; i < n_old; i++) {
 		rc = prepare(l, "DELETE FROM captures WHERE id = ?1", &st);
@@ -433,6 +491,12 @@ rollback:
 	return rc;
 }
 
+int rvp_ledger_debounce(struct rvp_ledger *l, const char *app_id, Rearview__AnomalyKind kind,
+			uint32_t max, uint32_t window_s, const struct rvp_time *now)
+{
+	return capture_gate(l, app_id, kind, max, window_s, 0, 0, now);
+}
+
 int rvp_ledger_decide_capture(struct rvp_ledger *l, const Rearview__PolicyBody *policy,
 			      rvp_consent consent, const char *app_id, Rearview__AnomalyKind kind,
 			      const struct rvp_time *now)
@@ -443,8 +507,9 @@ int rvp_ledger_decide_capture(struct rvp_ledger *l, const Rearview__PolicyBody *
 		return (int)why;
 	if (!policy || (policy->expires_at_s && now->wall_s >= (int64_t)policy->expires_at_s))
 		policy = rvp_policy_default();
-	return rvp_ledger_debounce(l, app_id, kind, rvp_policy_debounce_captures(policy),
-				   rvp_policy_debounce_window_s(policy), now);
+	return capture_gate(l, app_id, kind, rvp_policy_debounce_captures(policy),
+			    rvp_policy_debounce_window_s(policy), policy->app_weekly_captures,
+			    policy->device_weekly_captures, now);
 }
 
 /* ------------------------------------------------------------------ quota */
@@ -546,6 +611,81 @@ static const Rearview__Campaign *choose_campaign(const Rearview__PolicyBody *p,
 	return best;
 }
 
+/*
+ * Records that ev reached the quota (taken or not) under d->campaign_id and
+ * fills d->seen/d->taken with the week's counts of that campaign, this one
+ * included.  Rows two weeks old go (a few per call).  Inside the caller's
+ * transaction.
+ */
+static int note_candidate(struct rvp_ledger *l, const struct rvp_event *ev,
+			  const struct rvp_time *now, int taken, struct rvp_decision *d)
+{
+	sqlite3_stmt *st;
+	int64_t old[16];
+	size_t n_old = 0;
+	int rc = prepare(l,
+			 "SELECT id, taken, wall_s, boot_id, boot_ns FROM candidates"
+			 " WHERE campaign = ?1",
+			 &st);
+
+	if (rc)
+		return rc;
+	d->seen = 1;
+	d->taken = taken ? 1 : 0;
+	sqlite3_bind_text(st, 1, d->campaign_id, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct rvp_time t;
+		int64_t age;
+
+		column_time(st, 2, &t);
+		age = ledger_elapsed(l, &t, now);
+		if (age < RVP_WEEK_S) {
+			d->seen++;
+			d->taken += sqlite3_column_int(st, 1) != 0;
+		} else if (age >= 2 * RVP_WEEK_S && n_old < sizeof(old) / sizeof(old[0])) {
+			old[n_old++] = sqlite3_column_int64(st, 0);
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return rvc_sqlite_errno(rc);
+	for (size_t i = 0; i < n_old; i++) {
+		if ((rc = prepare(l, "DELETE FROM candidates WHERE id = ?1", &st)) != 0)
+			return rc;
+		sqlite3_bind_int64(st, 1, old[i]);
+		rc = step_write(l, st);
+		sqlite3_finalize(st);
+		if (rc)
+			return rc;
+	}
+	if ((rc = prepare(l,
+			  "INSERT INTO candidates(item_id, campaign, taken, wall_s, boot_id,"
+			  " boot_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+			  &st)) != 0)
+		return rc;
+	sqlite3_bind_text(st, 1, ev->item_id ? ev->item_id : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, d->campaign_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 3, taken ? 1 : 0);
+	bind_time(st, 4, now);
+	rc = step_write(l, st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* An evicted item no longer counts as taken. */
+static int untake_candidate(struct rvp_ledger *l, const char *item_id)
+{
+	sqlite3_stmt *st;
+	int rc = prepare(l, "UPDATE candidates SET taken = 0 WHERE item_id = ?1", &st);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, item_id, -1, SQLITE_TRANSIENT);
+	rc = step_write(l, st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int rvp_ledger_decide(struct rvp_ledger *l, const Rearview__PolicyBody *policy, rvp_consent consent,
 		      const struct rvp_event *ev, uint64_t seed, const struct rvp_time *now,
 		      struct rvp_decision *d)
@@ -578,8 +718,15 @@ int rvp_ledger_decide(struct rvp_ledger *l, const Rearview__PolicyBody *policy, 
 		d->reason = why;
 		return 0;
 	}
+	d->probability = 1.0;
 	if (camp) {
 		snprintf(d->campaign_id, sizeof(d->campaign_id), "%s", camp->id);
+		/* Only targeted selection drops what a campaign sampled out:
+		 * otherwise such an anomaly goes anyway, without the campaign,
+		 * and every anomaly's chance of being taken is 1. */
+		if (sel == REARVIEW__SELECTION_MODE__SELECT_TARGETED &&
+		    camp->sample_probability > 0 && camp->sample_probability < 1)
+			d->probability = camp->sample_probability;
 		if (camp->upload_mode != REARVIEW__UPLOAD_MODE__UPLOAD_UNSPECIFIED)
 			d->mode = camp->upload_mode;
 	}
@@ -621,6 +768,8 @@ int rvp_ledger_decide(struct rvp_ledger *l, const Rearview__PolicyBody *policy, 
 			goto refuse;
 		}
 		rc = delete_row(l, u.victim, 1);
+		if (!rc)
+			rc = untake_candidate(l, u.victim_item);
 		if (rc)
 			goto rollback;
 		snprintf(d->evicted_item, sizeof(d->evicted_item), "%s", u.victim_item);
@@ -630,6 +779,9 @@ int rvp_ledger_decide(struct rvp_ledger *l, const Rearview__PolicyBody *policy, 
 	 * used was exactly K and one pending row went). */
 	assert(u.total < rvp_policy_weekly_quota(policy) || d->reason == RVP_REPLACED_LESS_SEVERE);
 	assert(!camp || !camp->quota || u.campaign < camp->quota);
+	rc = note_candidate(l, ev, now, 1, d);
+	if (rc)
+		goto rollback;
 	rc = prepare(l,
 		     "INSERT INTO uploads(item_id, campaign, severity, state,"
 		     " wall_s, boot_id, boot_ns, mode)"
@@ -655,8 +807,11 @@ int rvp_ledger_decide(struct rvp_ledger *l, const Rearview__PolicyBody *policy, 
 	return rc;
 
 refuse:
-	rc = commit_tx(l); /* nothing but the boot note to keep */
-	return rc;
+	/* The boot note and the refused candidate are all there is to keep. */
+	rc = note_candidate(l, ev, now, 0, d);
+	if (rc)
+		goto rollback;
+	return commit_tx(l);
 rollback:
 	abort_tx(l);
 	d->evicted_item[0] = '\0';

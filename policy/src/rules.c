@@ -41,6 +41,8 @@ static const char *const reason_names[RVP_REASON_COUNT_] = {
 	[RVP_DEVICE_NOT_TARGETED] = "device_not_targeted",
 	[RVP_OS_NOT_TARGETED] = "os_not_targeted",
 	[RVP_WAITING_UNMETERED] = "waiting_unmetered",
+	[RVP_APP_BUDGET_EXHAUSTED] = "app_budget_exhausted",
+	[RVP_DEVICE_BUDGET_EXHAUSTED] = "device_budget_exhausted",
 };
 
 const char *rvp_reason_name(enum rvp_reason r)

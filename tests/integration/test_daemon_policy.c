@@ -5,7 +5,9 @@
  * quota turns the 4th anomaly into a capture-less skipped(quota_exhausted)
  * row; lowering consent purges what the new level forbids; a signed policy
  * pushed through admin.sock changes the jank detector, and a document
- * signed by another key is refused with the verification error.
+ * signed by another key is refused with the verification error; a pushed
+ * device-wide weekly capture budget refuses the capture past it, and rvctl
+ * status shows it.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -349,6 +351,70 @@ static void test_daemon_policy_pushed_policy_changes_jank_threshold(void **state
 	free(pub2);
 }
 
+static void test_daemon_policy_device_capture_budget(void **state)
+{
+	Rearview__PolicyBody body = REARVIEW__POLICY_BODY__INIT;
+	char keydir[] = "/tmp/rvd-key-XXXXXX", pub_path[200], doc_path[200];
+	char extra[400], out[4096];
+	char *priv = NULL, *pub = NULL;
+	uint8_t *doc = NULL;
+	size_t doc_len;
+	Rearview__AdminResponse *r;
+	struct rvh h;
+	pid_t a;
+
+	(void)state;
+	assert_non_null(mkdtemp(keydir));
+	assert_int_equal(rvp_keygen(&priv, &pub), 0);
+	assert_int_equal(
+		rvh_write_file(keydir, "policy.pub", pub, strlen(pub), pub_path, sizeof(pub_path)),
+		0);
+	body.version = 3;
+	body.issued_at_s = (uint64_t)time(NULL);
+	body.device_weekly_captures = 2;
+	body.weekly_quota = 10;
+	assert_int_equal(rvp_policy_sign(&body, priv, &doc, &doc_len), 0);
+	assert_int_equal(
+		rvh_write_file(keydir, "budget.policy", doc, doc_len, doc_path, sizeof(doc_path)),
+		0);
+	snprintf(extra, sizeof(extra),
+		 "[capture]\nconsent_default = full\n[policy]\npublic_key = %s\n", pub_path);
+	assert_int_equal(rvh_setup(&h, extra), 0);
+	a = rvh_helper(&h, NULL);
+	assert_true(rvh_wait_registered(&h, a, true));
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "push-policy %s", doc_path), 0);
+	assert_int_equal(rvh_rvctl(&h, out, sizeof(out), "policy"), 0);
+	assert_non_null(strstr(out, "capture budgets:    0 per app, 2 per device a week"));
+	/* Kinds differ, so the debounce never refuses: the budget does. */
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "event jank %d %d", (int)a, (int)a), 0);
+	assert_int_equal(rvh_wait_captures(&h, 1), 1);
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "event anomaly one %d %d", (int)a, (int)a), 0);
+	assert_int_equal(rvh_wait_captures(&h, 2), 2);
+	assert_int_equal(rvh_rvctl(&h, NULL, 0, "event anomaly two %d %d", (int)a, (int)a), 0);
+	assert_int_equal(rvh_wait_captures(&h, 3), 3);
+	r = wait_settled(&h, 3);
+	assert_int_equal(r->captures->n_captures, 3);
+	assert_string_equal(r->captures->captures[2]->state, "skipped");
+	assert_string_equal(r->captures->captures[2]->reason, "device_budget_exhausted");
+	rearview__admin_response__free_unpacked(r, NULL);
+	r = rvh_status(&h);
+	assert_non_null(r);
+	assert_int_equal(r->status->device_weekly_captures, 2);
+	assert_int_equal(r->status->captures_this_week, 2);
+	rearview__admin_response__free_unpacked(r, NULL);
+	assert_int_equal(rvh_rvctl(&h, out, sizeof(out), "status"), 0);
+	assert_non_null(strstr(out, "captures this week: 2 of 2 on the device"));
+	assert_int_equal(rvh_rvctl(&h, out, sizeof(out), "--json status"), 0);
+	assert_non_null(strstr(out, "\"captures_this_week\":2,\"device_weekly_captures\":2"));
+	rvh_teardown(&h);
+	unlink(pub_path);
+	unlink(doc_path);
+	rmdir(keydir);
+	free(doc);
+	free(priv);
+	free(pub);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +424,7 @@ int main(void)
 			test_daemon_policy_consent_full_to_summary_keeps_pending_local_purges),
 		cmocka_unit_test(test_daemon_policy_consent_off_purges_local_capture),
 		cmocka_unit_test(test_daemon_policy_pushed_policy_changes_jank_threshold),
+		cmocka_unit_test(test_daemon_policy_device_capture_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

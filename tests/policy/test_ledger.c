@@ -170,6 +170,102 @@ static void test_ledger_capture_decision_checks_consent_then_debounce(void **sta
 	assert_int_equal(rvp_ledger_decide_capture(f->l, NULL, FULL, "b", JANK, &t), RVP_DEBOUNCED);
 }
 
+/* The weekly capture budgets: 2 per app, 3 across the device; debounce
+ * out of the way (100 per minute). */
+static void test_ledger_capture_budgets_per_app_and_device_week(void **state)
+{
+	struct fx *f = *state;
+	Rearview__PolicyBody p = REARVIEW__POLICY_BODY__INIT;
+	struct rvp_time t = at("A", 100000, 100);
+
+	p.debounce_captures = 100;
+	p.debounce_window_s = 60;
+	p.app_weekly_captures = 2;
+	p.device_weekly_captures = 3;
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "a", JANK, &t), RVP_ACCEPTED);
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "a", TOUCH, &t), RVP_ACCEPTED);
+	/* The app's budget counts every kind. */
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "a", JANK, &t),
+			 RVP_APP_BUDGET_EXHAUSTED);
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "b", JANK, &t), RVP_ACCEPTED);
+	/* b has room of its own, the device has none. */
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "b", JANK, &t),
+			 RVP_DEVICE_BUDGET_EXHAUSTED);
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "c", JANK, &t),
+			 RVP_DEVICE_BUDGET_EXHAUSTED);
+	assert_int_equal(rvp_ledger_captures_used(f->l, NULL, &t), 3);
+	assert_int_equal(rvp_ledger_captures_used(f->l, "a", &t), 2);
+	assert_int_equal(rvp_ledger_captures_used(f->l, "c", &t), 0);
+	/* Across a restart, and until the week is over. */
+	fx_reopen(f);
+	t = at("A", 100000 + RVP_WEEK_S - 1, 100 + RVP_WEEK_S - 1);
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "c", JANK, &t),
+			 RVP_DEVICE_BUDGET_EXHAUSTED);
+	t = at("A", 100000 + RVP_WEEK_S, 100 + RVP_WEEK_S);
+	assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "c", JANK, &t), RVP_ACCEPTED);
+	assert_int_equal(rvp_ledger_captures_used(f->l, NULL, &t), 1);
+	/* No budget (0): only the debounce limits. */
+	p.app_weekly_captures = p.device_weekly_captures = 0;
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(rvp_ledger_decide_capture(f->l, &p, FULL, "a", JANK, &t),
+				 RVP_ACCEPTED);
+}
+
+/* What a decision tells the fleet: the campaign's probability, and the
+ * week's candidates seen and taken (a quota refusal makes them differ). */
+static void test_ledger_decision_reports_probability_and_candidates(void **state)
+{
+	struct fx *f = *state;
+	Rearview__PolicyBody p = REARVIEW__POLICY_BODY__INIT;
+	Rearview__Campaign c = REARVIEW__CAMPAIGN__INIT, *cs[1] = {&c};
+	struct rvp_time t = at("A", 100000, 100);
+	struct rvp_decision d;
+	char id[16];
+	int taken = 0, n = 0;
+
+	c.id = (char *)"tenth";
+	c.sample_probability = 0.1;
+	p.campaigns = cs;
+	p.n_campaigns = 1;
+	p.weekly_quota = 2;
+	p.selection = REARVIEW__SELECTION_MODE__SELECT_TARGETED;
+	/* Sampled-out items never reach the quota; the first two that pass are
+	 * taken with seen == taken; the third is refused and counted. */
+	for (int i = 0; taken < 2 && i < 1000; i++) {
+		snprintf(id, sizeof(id), "i%d", i);
+		if (decide(f, &p, FULL, id, 50, t, &d) != RVP_ACCEPTED)
+			continue;
+		taken++;
+		assert_string_equal(d.campaign_id, "tenth");
+		assert_true(d.probability == 0.1);
+		assert_int_equal(d.seen, (uint32_t)taken);
+		assert_int_equal(d.taken, (uint32_t)taken);
+	}
+	assert_int_equal(taken, 2);
+	for (int i = 1000; n < 1 && i < 2000; i++) {
+		snprintf(id, sizeof(id), "i%d", i);
+		if (decide(f, &p, FULL, id, 50, t, &d) == RVP_QUOTA_EXHAUSTED)
+			n++;
+	}
+	assert_int_equal(n, 1);
+	assert_int_equal(d.seen, 3);
+	assert_int_equal(d.taken, 2);
+	/* A week later the window is empty again; under first-N selection a
+	 * sampled-out anomaly goes anyway, so every probability is 1. */
+	t = at("A", 100000 + RVP_WEEK_S, 100 + RVP_WEEK_S);
+	p.selection = REARVIEW__SELECTION_MODE__SELECT_FIRST_N;
+	p.weekly_quota = 10; /* the two reservations above are still pending */
+	p.n_campaigns = 0;
+	assert_int_equal(decide(f, &p, FULL, "x", 50, t, &d), RVP_ACCEPTED);
+	assert_true(d.probability == 1.0);
+	assert_string_equal(d.campaign_id, "");
+	assert_int_equal(d.seen, 1);
+	assert_int_equal(d.taken, 1);
+	p.n_campaigns = 1;
+	assert_int_equal(decide(f, &p, FULL, "y", 50, t, &d), RVP_ACCEPTED);
+	assert_true(d.probability == 1.0);
+}
+
 static void test_ledger_first_n_takes_three_then_quota_exhausted(void **state)
 {
 	struct fx *f = *state;
@@ -708,6 +804,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_ledger_debounce_limits_per_app_and_kind_across_restart),
 		T(test_ledger_capture_decision_checks_consent_then_debounce),
+		T(test_ledger_capture_budgets_per_app_and_device_week),
+		T(test_ledger_decision_reports_probability_and_candidates),
 		T(test_ledger_first_n_takes_three_then_quota_exhausted),
 		T(test_ledger_wall_jump_forward_does_not_release_quota),
 		T(test_ledger_wall_jump_backward_does_not_release_quota),

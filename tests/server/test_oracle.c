@@ -22,7 +22,11 @@
  * method page per version and model, chain search (every distinct matched
  * path of every trace, `* > m`, `a > * > b`, caller/callee), the
  * fleet-wide callers and callees, and the regressions' medians, means and
- * counts.
+ * counts.  Each upload carries a selection (a sampling probability by
+ * device, some quota-censored, some none as an older device sends), and
+ * the weighted aggregate is recounted too: every node's weighted means
+ * and estimated trace count, and the count of estimated and unknown
+ * weights.
  *
  * Size: RVS_ORACLE_TRACES (default 240, the make-check run: seconds);
  * the issue's large run is RVS_ORACLE_TRACES=10000 (server/README.md).
@@ -84,6 +88,11 @@ struct trace {
 	int n, focus; /* calls (preorder), the call the anomaly is in */
 	struct call c[MAXN];
 	char id[64]; /* the server's trace id (from the acknowledgement) */
+	/* The selection it is uploaded with: kind 0 none (weight 1,
+	 * unknown), else the probability and candidates; its weight. */
+	int sel_kind;
+	double p, w;
+	uint32_t seen, taken;
 };
 
 static struct trace *g_t;
@@ -362,6 +371,7 @@ static int upload(CURL *h, struct trace *tr, int i)
 	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
 	Rearview__DeviceInfo d = REARVIEW__DEVICE_INFO__INIT;
 	Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
+	Rearview__Selection sel = REARVIEW__SELECTION__INIT;
 	Rearview__UploadAck *ack = NULL;
 	uint8_t id[16] = {0x0a};
 	uint8_t *body;
@@ -385,6 +395,13 @@ static int upload(CURL *h, struct trace *tr, int i)
 	d.model = (char *)MODELS[tr->model];
 	an.kind = (Rearview__AnomalyKind)tr->kind;
 	an.severity = (uint32_t)tr->sev;
+	if (tr->sel_kind) {
+		sel.kind = (Rearview__SelectionKind)tr->sel_kind;
+		sel.probability = tr->p;
+		sel.candidates_seen = tr->seen;
+		sel.candidates_taken = tr->taken;
+		e.selection = &sel;
+	}
 	e.app = &app;
 	e.device = &d;
 	e.anomaly = &an;
@@ -457,8 +474,21 @@ static int group_setup(void **state)
 	g_t = calloc((size_t)g_n, sizeof *g_t);
 	if (!g_t)
 		return -1;
-	for (int i = 0; i < g_n; i++)
-		gen(&g_t[i], i);
+	for (int i = 0; i < g_n; i++) {
+		/* Selections: a probability by device slot; every 7th trace
+		 * none (an older device), every 5th first-N with half the
+		 * week's candidates refused (weight 2/p, an estimate). */
+		static const double P[4] = {1.0, 0.5, 0.25, 0.2};
+		struct trace *t = &g_t[i];
+		gen(t, i);
+		t->p = P[t->dev % 4];
+		t->sel_kind = i % 7 == 3   ? 0
+			      : i % 5 == 1 ? REARVIEW__SELECTION_KIND__SELECTION_FIRST_N
+					   : REARVIEW__SELECTION_KIND__SELECTION_SAMPLED;
+		t->seen = t->sel_kind == REARVIEW__SELECTION_KIND__SELECTION_FIRST_N ? 6 : 1;
+		t->taken = t->sel_kind == REARVIEW__SELECTION_KIND__SELECTION_FIRST_N ? 3 : 1;
+		t->w = !t->sel_kind ? 1.0 : (1.0 / t->p) * ((double)t->seen / t->taken);
+	}
 	{
 		struct worker wk[UPLOADERS];
 		int failed = 0;
@@ -958,6 +988,110 @@ static void test_oracle_aggregate_unfiltered_per_app_and_by_method(void **state)
 	doc = api("/api/v1/aggregate?method=%s", METHODS[m]);
 	assert_string_equal(sval(doc, "source"), "traces");
 	agg_compare("aggregate method=bind_text", doc, pick_method, &m);
+	json_decref(doc);
+}
+
+/* The weighted aggregate (weighted=1) against the recount from the
+ * weights this test sent: per node Σw over the traces holding it, and
+ * the Hájek means Σ w·x / Σ w over its app's traces; per side the count
+ * of estimated and unknown weights. */
+static void weighted_compare(const char *what, json_t *doc, pick_fn pick, const void *arg)
+{
+	json_t *nodes = json_object_get(doc, "nodes"), *side = json_object_get(doc, "weighted");
+	char(*keys)[600] = node_keys(nodes), path[512], key[600], msg[900], app[256], rk[600];
+	struct wrow {
+		char key[600];
+		double w, ws, wi;
+		int last;
+	} *v = calloc(4096, sizeof *v);
+	size_t nv = 0;
+	int64_t n_est = 0, n_unknown = 0;
+
+	assert_non_null(v);
+	assert_non_null(side);
+	for (int i = 0; i < g_n; i++) {
+		const struct trace *t = &g_t[i];
+		if (!pick(t, arg))
+			continue;
+		n_est += t->sel_kind == REARVIEW__SELECTION_KIND__SELECTION_FIRST_N;
+		n_unknown += t->sel_kind == 0;
+		for (int k = -1; k < t->n; k++) {
+			struct wrow *r = NULL;
+			if (k < 0)
+				snprintf(key, sizeof key, "%s|", APPS[t->app]);
+			else {
+				path_of(t, k, path, sizeof path);
+				snprintf(key, sizeof key, "%s|%s", APPS[t->app], path);
+			}
+			for (size_t j = 0; j < nv && !r; j++)
+				if (!strcmp(v[j].key, key))
+					r = &v[j];
+			if (!r) {
+				assert_true(nv < 4096);
+				r = &v[nv++];
+				snprintf(r->key, sizeof r->key, "%s", key);
+				r->last = -1;
+			}
+			if (r->last != i) {
+				r->w += t->w;
+				r->last = i;
+			}
+			if (k >= 0) {
+				r->ws += t->w * (double)t->c[k].self;
+				r->wi += t->w * (double)t->c[k].incl;
+			}
+		}
+	}
+	snprintf(msg, sizeof msg, "%s: estimated weights", what);
+	EXPECT_EQ(msg, json_integer_value(json_object_get(side, "traces_weight_estimated")), n_est);
+	snprintf(msg, sizeof msg, "%s: unknown weights", what);
+	EXPECT_EQ(msg, json_integer_value(json_object_get(side, "traces_weight_unknown")),
+		  n_unknown);
+	for (size_t i = 0; i < json_array_size(nodes); i++) {
+		json_t *o = json_array_get(nodes, i);
+		const struct wrow *r = NULL, *root = NULL;
+		snprintf(rk, sizeof rk, "%s|", app_of_key(keys[i], app, sizeof app));
+		for (size_t j = 0; j < nv; j++) {
+			if (!strcmp(v[j].key, keys[i]))
+				r = &v[j];
+			if (!strcmp(v[j].key, rk))
+				root = &v[j];
+		}
+		snprintf(msg, sizeof msg, "%s: weighted node %s present", what, keys[i]);
+		EXPECT_EQ(msg, r != NULL && root != NULL, 1);
+		if (fabs(json_number_value(json_object_get(o, "w_traces")) - r->w) > 1e-6 * r->w ||
+		    (json_integer_value(json_object_get(o, "parent")) &&
+		     (fabs(json_number_value(json_object_get(o, "w_self_ns_per_trace")) -
+			   r->ws / root->w) > 1e-6 * (1 + r->ws / root->w) ||
+		      fabs(json_number_value(json_object_get(o, "w_incl_ns_per_trace")) -
+			   r->wi / root->w) > 1e-6 * (1 + r->wi / root->w)))) {
+			fprintf(stderr,
+				"oracle: %s: %s weighted: server w %g self %g incl %g, recount "
+				"w %g self %g incl %g\n",
+				what, keys[i], json_number_value(json_object_get(o, "w_traces")),
+				json_number_value(json_object_get(o, "w_self_ns_per_trace")),
+				json_number_value(json_object_get(o, "w_incl_ns_per_trace")), r->w,
+				r->ws / root->w, r->wi / root->w);
+			fail();
+		}
+	}
+	free(keys);
+	free(v);
+}
+
+static void test_oracle_weighted_aggregate(void **state)
+{
+	json_t *doc = api("/api/v1/aggregate?weighted=1");
+	int a = 1;
+
+	(void)state;
+	assert_string_equal(sval(doc, "source"), "traces");
+	/* The unweighted members stay what they were. */
+	agg_compare("aggregate weighted=1", doc, pick_all, NULL);
+	weighted_compare("aggregate weighted=1", doc, pick_all, NULL);
+	json_decref(doc);
+	doc = api("/api/v1/aggregate?weighted=1&app=%s", APPS[a]);
+	weighted_compare("aggregate weighted=1 app", doc, pick_app, &a);
 	json_decref(doc);
 }
 
@@ -2084,6 +2218,7 @@ int main(void)
 		cmocka_unit_test(test_oracle_every_trace_decoded_and_listed),
 		cmocka_unit_test(test_oracle_worst_trace_orders),
 		cmocka_unit_test(test_oracle_aggregate_unfiltered_per_app_and_by_method),
+		cmocka_unit_test(test_oracle_weighted_aggregate),
 		cmocka_unit_test(test_oracle_diff_between_versions),
 		cmocka_unit_test(test_oracle_issues_per_app_and_chain),
 		cmocka_unit_test(test_oracle_method_page_per_version_and_model),

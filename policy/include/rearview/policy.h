@@ -80,7 +80,9 @@ enum rvp_reason {
 	RVP_VERSION_NOT_TARGETED,
 	RVP_DEVICE_NOT_TARGETED,
 	RVP_OS_NOT_TARGETED,
-	RVP_WAITING_UNMETERED, /* not now: the policy wants an unmetered network */
+	RVP_WAITING_UNMETERED,	     /* not now: the policy wants an unmetered network */
+	RVP_APP_BUDGET_EXHAUSTED,    /* the app's weekly capture budget is spent */
+	RVP_DEVICE_BUDGET_EXHAUSTED, /* the device's weekly capture budget is spent */
 	RVP_REASON_COUNT_
 };
 
@@ -235,12 +237,21 @@ int rvp_ledger_debounce(struct rvp_ledger *l, const char *app_id, Rearview__Anom
 /*
  * The capture decision for an anomaly of `kind` in `app_id`: consent (OFF →
  * RVP_CONSENT_OFF: skip, do not queue), then the policy's debounce (the
- * built-in default when policy is NULL).  Returns the reason (RVP_ACCEPTED
+ * built-in default when policy is NULL), then its weekly capture budgets:
+ * app_weekly_captures of this app (RVP_APP_BUDGET_EXHAUSTED) and
+ * device_weekly_captures across every app (RVP_DEVICE_BUDGET_EXHAUSTED),
+ * each over the rolling 7 days, 0 = none.  Returns the reason (RVP_ACCEPTED
  * = capture; the capture is then recorded) or -errno.
  */
 int rvp_ledger_decide_capture(struct rvp_ledger *l, const Rearview__PolicyBody *policy,
 			      rvp_consent consent, const char *app_id, Rearview__AnomalyKind kind,
 			      const struct rvp_time *now);
+
+/*
+ * Captures recorded in the rolling 7 days: of app_id (NULL: of every app).
+ * Count or -errno.
+ */
+int rvp_ledger_captures_used(struct rvp_ledger *l, const char *app_id, const struct rvp_time *now);
 
 /* The result of an upload decision. */
 struct rvp_decision {
@@ -249,6 +260,19 @@ struct rvp_decision {
 	int64_t reservation;		       /* > 0 when accepted: commit or release it */
 	char campaign_id[RVP_MAX_STRING + 1];  /* "" when no campaign */
 	char evicted_item[RVP_MAX_STRING + 1]; /* most-severe: drop this one */
+	/*
+	 * How the item was chosen, for the fleet's weights (accepted only):
+	 * the probability that the campaign's sampling let it through (its
+	 * sample_probability under TARGETED selection; 1 otherwise, since an
+	 * anomaly a campaign sampled out is then taken without it), and the candidates of the
+	 * campaign ("" = those without one) that reached the quota in the rolling 7 days as of this
+	 * decision, this one included: seen, and taken (reserved or
+	 * uploaded, evicted ones not).  taken < seen: a quota refused some,
+	 * so 1/probability undercounts and the weight is censored.
+	 */
+	double probability;
+	uint32_t seen;
+	uint32_t taken;
 };
 
 /*

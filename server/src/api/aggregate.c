@@ -12,6 +12,11 @@
  * nanoseconds, rounded to nearest, over the traces of the row's app (its
  * root's count), never over a set of several apps.  The callers view is
  * the same read, summed per (app, caller) and (app, callee) of a method.
+ * With weighted=1 the per-trace rows are read whatever the filter, and
+ * each trace also counts with its upload's weight (1/p, Horvitz–Thompson):
+ * every node gains the weighted (Hájek) means and their standard errors,
+ * every side the estimated population count and how many of its traces
+ * carry an estimated (quota-censored) or unknown weight.
  */
 #include "api/aggregate.h"
 #include "base/json.h"
@@ -24,6 +29,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,10 +131,11 @@ static int parse_query(const char *query, struct filt *sides, int nsides, struct
 			eq = memchr(key, '=', len);
 			klen = eq ? (size_t)(eq - key) : len;
 			if ((klen == 2 && !memcmp(key, "of", 2)) ||
+			    (klen == 8 && !memcmp(key, "weighted", 8)) ||
 			    (klen == 4 && !memcmp(key, "node", 4)) ||
 			    (klen == 2 && !memcmp(key, "by", 2)) ||
 			    (klen == 5 && !memcmp(key, "limit", 5)))
-				continue; /* the callers' method, heaviest's frame: not filters */
+				continue; /* of, heaviest's frame, the mode: not filters */
 			if (nsides == 2 && klen > 2 && (key[0] == 'a' || key[0] == 'b') &&
 			    key[1] == '.') {
 				side = key[0] - 'a';
@@ -170,6 +177,13 @@ struct anode {
 	int64_t traces[2], calls[2], self[2], incl[2];
 	uint32_t pidx;	       /* index of the parent in the preorder array */
 	int64_t app_traces[2]; /* its app root's traces: what its means divide by */
+	/* Weighted sums over the node's per-trace rows (weight w each): Σw,
+	 * Σw·self, Σw·incl, and for the variance of the Hájek mean
+	 * Σw(w−1), Σw(w−1)·x and Σw(w−1)·x² of x = self, incl; the rows whose
+	 * weight is an estimate (wflag 1) or unknown (2). */
+	double w[2], wself[2], wincl[2], vw[2], vs1[2], vs2[2], vi1[2], vi2[2];
+	int64_t n_est[2], n_unknown[2];
+	double app_w[2], app_vw[2]; /* its app root's Σw and Σw(w−1) */
 };
 
 struct agg {
@@ -179,6 +193,10 @@ struct agg {
 	size_t nslot;
 	int64_t traces[2];
 	int bucketed[2], sampled[2];
+	int weighted; /* weighted=1: per-trace rows, weighted figures too */
+	/* Sums of the app roots' weighted members per side (set_app_traces). */
+	double w[2];
+	int64_t n_est[2], n_unknown[2];
 };
 
 static size_t hash_id(int64_t id, size_t nslot)
@@ -289,9 +307,10 @@ static int to_filter(const struct filt *f, struct rvs_agg_filter *o, char **chai
 
 /* agg_read's callbacks (store.h) into struct agg. */
 static int on_row(void *arg, size_t s, int64_t node, int64_t traces, int64_t calls, int64_t self,
-		  int64_t incl)
+		  int64_t incl, double w, int wflag)
 {
 	struct anode *nd = agg_get(arg, node);
+	double v = w * (w - 1), x = (double)self, y = (double)incl;
 	assert(s < 2);
 	if (!nd)
 		return -ENOMEM;
@@ -299,6 +318,16 @@ static int on_row(void *arg, size_t s, int64_t node, int64_t traces, int64_t cal
 	nd->calls[s] += calls;
 	nd->self[s] += self;
 	nd->incl[s] += incl;
+	nd->w[s] += w;
+	nd->wself[s] += w * x;
+	nd->wincl[s] += w * y;
+	nd->vw[s] += v;
+	nd->vs1[s] += v * x;
+	nd->vs2[s] += v * x * x;
+	nd->vi1[s] += v * y;
+	nd->vi2[s] += v * y * y;
+	nd->n_est[s] += wflag == 1;
+	nd->n_unknown[s] += wflag == 2;
 	return 0;
 }
 
@@ -359,16 +388,63 @@ static struct anode *agg_find(const struct agg *a, int64_t id)
 	return NULL;
 }
 
+/* The weighted members of node n of side s into o (prefix p): the Hájek
+ * means Σw·x / Σw over its app's traces (x = 0 in a trace without the
+ * node) and their standard errors under Poisson sampling,
+ * sqrt(Σ w(w−1)(x − mean)²) / Σw, which 1.96 times gives a 95 % interval;
+ * its app root's Σw and Σw(w−1) cover every trace of the app. */
+static void weighted_members(json_t *o, const char *p, const struct anode *n, int s)
+{
+	char key[48];
+	double W = n->app_w[s], ms = W > 0 ? n->wself[s] / W : 0, mi = W > 0 ? n->wincl[s] / W : 0;
+	double vs = n->vs2[s] - 2 * ms * n->vs1[s] + ms * ms * n->app_vw[s];
+	double vi = n->vi2[s] - 2 * mi * n->vi1[s] + mi * mi * n->app_vw[s];
+
+	snprintf(key, sizeof key, "%sw_self_ns_per_trace", p);
+	json_object_set_new(o, key, json_real(ms));
+	snprintf(key, sizeof key, "%sw_incl_ns_per_trace", p);
+	json_object_set_new(o, key, json_real(mi));
+	snprintf(key, sizeof key, "%sw_self_se_ns", p);
+	json_object_set_new(o, key, json_real(W > 0 && vs > 0 ? sqrt(vs) / W : 0));
+	snprintf(key, sizeof key, "%sw_incl_se_ns", p);
+	json_object_set_new(o, key, json_real(W > 0 && vi > 0 ? sqrt(vi) / W : 0));
+	/* The estimated count of traces with the node, and its standard
+	 * error sqrt(Σ w(w−1)) (Horvitz–Thompson, Poisson sampling). */
+	snprintf(key, sizeof key, "%sw_traces", p);
+	json_object_set_new(o, key, json_real(n->w[s]));
+	snprintf(key, sizeof key, "%sw_traces_se", p);
+	json_object_set_new(o, key, json_real(n->vw[s] > 0 ? sqrt(n->vw[s]) : 0));
+}
+
+/* Node n's app root, or NULL when its ancestry is not in the set (before
+ * preorder: it looks nodes up by id). */
+static const struct anode *app_root_of(const struct agg *a, const struct anode *n)
+{
+	const struct anode *r = n;
+	for (size_t hops = 0; r && r->parent && hops <= a->n; hops++)
+		r = agg_find(a, r->parent);
+	return r && !r->parent ? r : NULL;
+}
+
 /* Sets every node's app_traces to its root's traces (0 for a node whose
- * ancestry is not in the set: preorder drops it).  After on_describe. */
+ * ancestry is not in the set: preorder drops it), and the sides' weighted
+ * sums over the roots.  After on_describe. */
 static void set_app_traces(struct agg *a)
 {
 	for (size_t i = 0; i < a->n; i++) {
-		const struct anode *r = &a->v[i];
-		for (size_t hops = 0; r && r->parent && hops <= a->n; hops++)
-			r = agg_find(a, r->parent);
-		for (int s = 0; s < 2; s++)
-			a->v[i].app_traces[s] = r && !r->parent ? r->traces[s] : 0;
+		const struct anode *r = app_root_of(a, &a->v[i]);
+		for (int s = 0; s < 2; s++) {
+			a->v[i].app_traces[s] = r ? r->traces[s] : 0;
+			a->v[i].app_w[s] = r ? r->w[s] : 0;
+			a->v[i].app_vw[s] = r ? r->vw[s] : 0;
+		}
+		if (a->v[i].parent)
+			continue;
+		for (int s = 0; s < 2; s++) {
+			a->w[s] += a->v[i].w[s];
+			a->n_est[s] += a->v[i].n_est[s];
+			a->n_unknown[s] += a->v[i].n_unknown[s];
+		}
 	}
 }
 
@@ -627,6 +703,8 @@ static json_t *reply(const struct agg *a, int nsides)
 			      (json_int_t)nd->parent, "depth", nd->depth, "method",
 			      rvs_json_str(nd->method));
 		side_members(o, nd->app_traces, nsides, nd->traces, nd->calls, nd->self, nd->incl);
+		for (int s = 0; a->weighted && s < nsides; s++)
+			weighted_members(o, nsides == 2 ? (s ? "b_" : "a_") : "", nd, s);
 		json_array_append_new(nodes, o);
 	}
 	qsort_r(b, nb, sizeof *b, cmp_bu_key, &k);
@@ -640,6 +718,21 @@ static json_t *reply(const struct agg *a, int nsides)
 		json_t *side =
 			json_pack("{s:I,s:s,s:b}", "traces", (json_int_t)a->traces[s], "source",
 				  a->bucketed[s] ? "buckets" : "traces", "sampled", a->sampled[s]);
+		if (a->weighted) {
+			/* Say where the weighting is not exact: quota selection
+			 * censors (the most severe or the first N of a week
+			 * are no random sample), older devices sent none. */
+			const char *why = a->n_est[s] && a->n_unknown[s] ? "estimated_and_unknown"
+					  : a->n_est[s]	    ? "estimated: quota selection censors"
+					  : a->n_unknown[s] ? "unknown: counted as 1"
+							    : "exact";
+			json_object_set_new(
+				side, "weighted",
+				json_pack("{s:f,s:I,s:I,s:b,s:s}", "w_traces", a->w[s],
+					  "traces_weight_estimated", (json_int_t)a->n_est[s],
+					  "traces_weight_unknown", (json_int_t)a->n_unknown[s],
+					  "exact", !a->n_est[s] && !a->n_unknown[s], "note", why));
+		}
 		if (nsides == 1)
 			json_object_update(doc, side);
 		else
@@ -823,10 +916,23 @@ static void run(struct rvs_call *c, enum agg_view view)
 			goto out;
 		}
 	}
+	if (view != VIEW_CALLERS) {
+		char wv[8];
+		int has = rvs_query_param(c->query, "weighted", wv, sizeof wv);
+		if (has < 0 || (has == 1 && strcmp(wv, "0") && strcmp(wv, "1"))) {
+			rvs_query_set_error(c->q, 400,
+					    "bad value for parameter: weighted (0 or 1)");
+			goto out;
+		}
+		a.weighted = has == 1 && !strcmp(wv, "1");
+	}
 	if (parse_query(c->query, f, nsides, c->q))
 		goto out;
 	for (int s = 0; s < nsides && !rc; s++)
 		rc = to_filter(&f[s], &sides[s], &chain[s]);
+	/* Weights live with each trace's upload: the bucket sums have none. */
+	for (int s = 0; s < nsides && a.weighted; s++)
+		sides[s].bucketed = 0;
 	if (!rc && rvs_store_acquire(c->cfg->database, &ops, &st)) {
 		rvs_query_set_error(c->q, 503, "database unavailable");
 		goto out;

@@ -322,6 +322,15 @@ static void do_upload(struct job *j)
 	u.compression = e->compression;
 	u.payload_size = e->payload_size;
 	u.captured_realtime_ns = e->captured_realtime_ns;
+	u.weight = rvs_selection_weight(e->selection, &u.weight_exact);
+	if (e->selection) {
+		u.sel_kind = e->selection->kind;
+		u.sel_p = e->selection->probability;
+		u.sel_seen = e->selection->candidates_seen;
+		u.sel_taken = e->selection->candidates_taken;
+		if (!u.campaign_id || !*u.campaign_id)
+			u.campaign_id = e->selection->campaign_id;
+	}
 	rc = a->ops->upload_add(a->store, &u);
 	if (rc == -EEXIST &&
 	    a->ops->upload_find(a->store, device_id, e->upload_id.data, trace_id) == 0) {

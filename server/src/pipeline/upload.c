@@ -16,6 +16,7 @@
 #include "base/text.h"
 #include "pipeline/payload.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -60,6 +61,30 @@ void rvs_pb_allocator(ProtobufCAllocator *a, int *failed)
 	a->alloc = pb_alloc;
 	a->free = pb_free;
 	a->allocator_data = failed;
+}
+
+double rvs_selection_weight(const Rearview__Selection *s, int *exact)
+{
+	double w;
+
+	*exact = 0;
+	if (!s || s->kind == REARVIEW__SELECTION_KIND__SELECTION_UNKNOWN)
+		return 1.0;
+	if (s->kind == REARVIEW__SELECTION_KIND__SELECTION_MANUAL) {
+		*exact = 1;
+		return 1.0;
+	}
+	assert(s->probability == 0 ||
+	       (s->probability >= RVS_MIN_SELECTION_P && s->probability <= 1));
+	w = s->probability > 0 ? 1.0 / s->probability : 1.0;
+	if (s->kind == REARVIEW__SELECTION_KIND__SELECTION_SAMPLED) {
+		*exact = 1;
+		return w;
+	}
+	/* A quota took `taken` of `seen`: each stands for seen/taken of them. */
+	if (s->candidates_taken > 0 && s->candidates_seen > s->candidates_taken)
+		w *= (double)s->candidates_seen / s->candidates_taken;
+	return w;
 }
 
 static int bad(char *reason, size_t reasonlen, const char *why)
@@ -121,6 +146,16 @@ int rvs_upload_parse(const uint8_t *buf, size_t len, Rearview__UploadEnvelope **
 		rc = bad(reason, reasonlen, "campaign_id too long or not printable UTF-8");
 	else if (e->anomaly && e->anomaly->severity > 100)
 		rc = bad(reason, reasonlen, "anomaly severity above 100");
+	else if (e->selection &&
+		 (!rvs_field_ok(e->selection->campaign_id, 128) ||
+		  (unsigned)e->selection->kind > REARVIEW__SELECTION_KIND__SELECTION_MANUAL))
+		rc = bad(reason, reasonlen, "selection: campaign_id too long or unknown kind");
+	else if (e->selection && e->selection->probability != 0 &&
+		 !(e->selection->probability >= RVS_MIN_SELECTION_P &&
+		   e->selection->probability <= 1))
+		rc = bad(reason, reasonlen, "selection probability outside [1e-6, 1]");
+	else if (e->selection && e->selection->candidates_taken > e->selection->candidates_seen)
+		rc = bad(reason, reasonlen, "selection: more candidates taken than seen");
 	if (rc) {
 		rearview__upload_envelope__free_unpacked(e, NULL);
 		return rc;

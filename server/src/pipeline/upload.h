@@ -19,6 +19,22 @@ struct Rearview__UploadEnvelope;
  * answers 503 with Retry-After and the device sends it again). */
 int rvs_upload_parse(const uint8_t *buf, size_t len, struct Rearview__UploadEnvelope **out,
 		     char *reason, size_t reasonlen);
+/* The smallest selection probability an upload may claim: its weight
+ * 1/p is at most 10^6, so no device can swamp the fleet's figures. */
+#define RVS_MIN_SELECTION_P 1e-6
+/*
+ * The Horvitz–Thompson weight of an upload's capture from its Selection
+ * (NULL: an older device).  1/probability (0 = unset = 1), times
+ * seen/taken when a quota refused candidates of the week (first-N or
+ * most-severe selection).  *exact = 1 when the weight is the inverse of the
+ * true inclusion probability (sampled, manual), 0 when it is an estimate
+ * (quota selection censors: the most severe or the first are not a random
+ * sample) or unknown (no Selection: weight 1).  Call it on an envelope
+ * rvs_upload_parse accepted (probability in [RVS_MIN_SELECTION_P, 1]).
+ */
+struct Rearview__Selection;
+double rvs_selection_weight(const struct Rearview__Selection *s, int *exact);
+
 struct ProtobufCAllocator;
 /* Fills *a for protobuf-c's unpack of an untrusted body: malloc and free
  * (so free_unpacked(x, NULL) frees what it made), and *failed (set to 0

@@ -72,6 +72,14 @@ struct rvs_upload_rec {
 	 * quota_since.  quota_since 0: no check. */
 	uint32_t weekly_quota;
 	int64_t quota_since;
+	/* How the device's policy chose it (rearview.Selection; kind 0 =
+	 * unknown, an older device) and its weight (pipeline/upload.h's
+	 * rvs_selection_weight; 1 when unknown), exact or an estimate. */
+	int sel_kind;
+	double sel_p;
+	uint32_t sel_seen, sel_taken;
+	double weight;
+	int weight_exact;
 };
 
 /* A device's report of an anomaly it did not upload (POST /v1/skips). */
@@ -331,9 +339,12 @@ struct rvs_agg_filter {
 /* agg_read's callbacks; a non-zero return stops the read and is returned. */
 struct rvs_agg_cb {
 	/* One summed row of side: node's trace count (1 for a per-trace row),
-	 * calls, self and inclusive ns. */
+	 * calls, self and inclusive ns; a per-trace row's upload weight
+	 * (uploads.weight, 1 for a bucket row) and wflag: 0 the weight is
+	 * exact, 1 an estimate (quota selection), 2 unknown (an older device;
+	 * every bucket row). */
 	int (*row)(void *arg, size_t side, int64_t node, int64_t traces, int64_t calls,
-		   int64_t self_ns, int64_t incl_ns);
+		   int64_t self_ns, int64_t incl_ns, double weight, int wflag);
 	/* After every side's rows: how many nodes to describe, and the i-th's id. */
 	size_t (*nodes)(void *arg);
 	int64_t (*node_id)(void *arg, size_t i);

@@ -18,7 +18,7 @@
 
 #include "store/store.h"
 
-#define RVS_PG_MAX_PARAMS 24
+#define RVS_PG_MAX_PARAMS 32
 
 /* The parameters of one statement, added in order: text (NULL is SQL
  * NULL), an integer or a real in decimal text, or binary bytea.  A value

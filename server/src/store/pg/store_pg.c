@@ -464,6 +464,14 @@ static const char *const migrations[] = {
 	" created_at BIGINT NOT NULL, created_by TEXT NOT NULL,"
 	" state TEXT NOT NULL CHECK (state IN ('ok', 'firing')), since BIGINT,"
 	" value DOUBLE PRECISION, evaluated_at BIGINT, last_delivery_id BIGINT);",
+	/* 12 (selection weights): sqlite's migration 14 — how the device's
+	 * policy chose each upload and its Horvitz–Thompson weight. */
+	"ALTER TABLE uploads ADD COLUMN sel_kind INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE uploads ADD COLUMN sel_p DOUBLE PRECISION;"
+	"ALTER TABLE uploads ADD COLUMN sel_seen BIGINT;"
+	"ALTER TABLE uploads ADD COLUMN sel_taken BIGINT;"
+	"ALTER TABLE uploads ADD COLUMN weight DOUBLE PRECISION NOT NULL DEFAULT 1;"
+	"ALTER TABLE uploads ADD COLUMN weight_exact INTEGER NOT NULL DEFAULT 0;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -571,8 +579,8 @@ static const char *const stmts[N_STMTS] = {
 	 * decode_queue row are inserted only when no row of any week holds
 	 * its key ($2, $3) and, with a quota ($20 the week's start, NULL:
 	 * none; $21 the kind never charged; $22 the quota), the device's
-	 * charged uploads are fewer.  One row: the duplicate, the count, the
-	 * rows inserted. */
+	 * charged uploads are fewer; $23-$28 its selection and weight.  One
+	 * row: the duplicate, the count, the rows inserted. */
 	[S_UP_ADD] =
 		"WITH k AS (SELECT EXISTS (SELECT 1 FROM uploads WHERE device_id = $2::text"
 		" AND upload_id = $3::bytea) AS dup, CASE WHEN $20::bigint IS NULL THEN 0 ELSE"
@@ -581,11 +589,13 @@ static const char *const stmts[N_STMTS] = {
 		" i AS (INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
 		" app_version, app_build_id, model, os_build, campaign_id, anomaly_kind,"
 		" severity, consent, payload_kind, compression, payload_size,"
-		" captured_realtime_ns, blob_sha256, blob_bytes, summary, state)"
+		" captured_realtime_ns, blob_sha256, blob_bytes, summary, state, sel_kind, sel_p,"
+		" sel_seen, sel_taken, weight, weight_exact)"
 		" SELECT $1::text, $2, $3, extract(epoch FROM now())::bigint, $4::text, $5::text,"
 		" $6::bytea, $7::text, $8::text, $9::text, $10::int, $11::int, $12::int, $13::int,"
 		" $14::int, $15::bigint, $16::bigint, $17::text, $18::bigint, $19::bytea,"
-		" 'pending_decode' FROM k WHERE NOT k.dup"
+		" 'pending_decode', $23::int, $24::double precision, $25::bigint, $26::bigint,"
+		" $27::double precision, $28::int FROM k WHERE NOT k.dup"
 		" AND ($20 IS NULL OR k.charged < $22::bigint) RETURNING trace_id),"
 		" q AS (INSERT INTO decode_queue (trace_id, enqueued_at)"
 		" SELECT trace_id, extract(epoch FROM now())::bigint FROM i)"
@@ -1090,6 +1100,15 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 		rvs_pg_opt_i64(p, quota, u->quota_since);
 		rvs_pg_i64(p, REARVIEW__ANOMALY_KIND__ANOMALY_MANUAL);
 		rvs_pg_i64(p, (int64_t)(u->weekly_quota & INT64_MAX));
+		rvs_pg_i64(p, u->sel_kind);
+		if (u->sel_kind)
+			rvs_pg_dbl(p, u->sel_p);
+		else
+			rvs_pg_text(p, NULL);
+		rvs_pg_opt_i64(p, u->sel_kind, u->sel_seen);
+		rvs_pg_opt_i64(p, u->sel_kind, u->sel_taken);
+		rvs_pg_dbl(p, u->weight > 0 ? u->weight : 1.0);
+		rvs_pg_i64(p, u->weight_exact);
 	}
 	commit = pp.n;
 	step(&pp, S_COMMIT, 0);

@@ -400,7 +400,7 @@ void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
  * sent 1 M rows to be added up by the caller). */
 #define BUCKET_SQL                                                                                \
 	"SELECT s.node, sum(s.traces)::bigint, sum(s.calls)::bigint, sum(s.self_ns)::bigint,"     \
-	" sum(s.incl_ns)::bigint FROM agg_buckets b"                                              \
+	" sum(s.incl_ns)::bigint, 1.0, 2 FROM agg_buckets b"                                      \
 	" JOIN agg_sums s ON s.bucket = b.bucket"                                                 \
 	" WHERE ($1::text IS NULL OR b.app_id = $1) AND ($2::text IS NULL OR b.app_version = $2)" \
 	" AND ($3::text IS NULL OR b.model = $3) AND ($6::bigint IS NULL OR b.anomaly_kind = $6)" \
@@ -430,8 +430,12 @@ void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
 	" AND ($10::text IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                         \
 	" WHERE c.trace_id = t.trace_id AND c.chain = $10))"                                      \
 	" ORDER BY t.received_at DESC, t.seq DESC LIMIT $11) x"
-#define TRACE_SQL                                                         \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns FROM " TRACE_SET \
+/* Each row's weight w and flag wf (0 exact, 1 estimated, 2 unknown: an
+ * upload without a selection) from its upload, joined once per trace. */
+#define TRACE_SQL                                                                         \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, COALESCE(uw.weight, 1.0),"      \
+	" CASE WHEN uw.weight_exact = 1 THEN 0 WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2"  \
+	" ELSE 1 END FROM " TRACE_SET " LEFT JOIN uploads uw ON uw.trace_id = x.trace_id" \
 	" JOIN trace_paths p ON p.trace_id = x.trace_id"
 /* $20 the node, $21 the rows, $22 1: by self time. */
 #define HEAVY_SQL                                                                     \
@@ -489,7 +493,8 @@ static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 	for (int i = 0; i < PQntuples(r) && !stop; i++)
 		stop = cb->row(arg, s, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
 			       rvs_pg_val_i64(r, i, 2), rvs_pg_val_i64(r, i, 3),
-			       rvs_pg_val_i64(r, i, 4));
+			       rvs_pg_val_i64(r, i, 4), rvs_pg_val_dbl(r, i, 5),
+			       (int)rvs_pg_val_i64(r, i, 6));
 	PQclear(r);
 	return stop;
 }

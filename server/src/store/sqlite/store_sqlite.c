@@ -425,6 +425,17 @@ static const char *const migrations[] = {
 	" created_at INTEGER NOT NULL, created_by TEXT NOT NULL,"
 	" state TEXT NOT NULL CHECK (state IN ('ok', 'firing')), since INTEGER, value REAL,"
 	" evaluated_at INTEGER, last_delivery_id INTEGER);",
+	/* 14 (selection weights): how the device's policy chose each upload
+	 * (rearview.Selection: kind 0 = unknown, an older device) and its
+	 * Horvitz–Thompson weight, 1 when unknown; weight_exact 0 when it is
+	 * an estimate (quota selection censors) or unknown.  API.md
+	 * "Weights". */
+	"ALTER TABLE uploads ADD COLUMN sel_kind INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE uploads ADD COLUMN sel_p REAL;"
+	"ALTER TABLE uploads ADD COLUMN sel_seen INTEGER;"
+	"ALTER TABLE uploads ADD COLUMN sel_taken INTEGER;"
+	"ALTER TABLE uploads ADD COLUMN weight REAL NOT NULL DEFAULT 1;"
+	"ALTER TABLE uploads ADD COLUMN weight_exact INTEGER NOT NULL DEFAULT 0;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -807,6 +818,14 @@ static int insert_upload(sqlite3_stmt *st, sqlite3_stmt *q, const struct rvs_upl
 	sqlite3_bind_int64(st, 19, (sqlite3_int64)u->blob_bytes);
 	if (u->summary_len)
 		sqlite3_bind_blob(st, 20, u->summary, (int)u->summary_len, SQLITE_STATIC);
+	sqlite3_bind_int(st, 21, u->sel_kind);
+	if (u->sel_kind) {
+		sqlite3_bind_double(st, 22, u->sel_p);
+		sqlite3_bind_int64(st, 23, u->sel_seen);
+		sqlite3_bind_int64(st, 24, u->sel_taken);
+	}
+	sqlite3_bind_double(st, 25, u->weight > 0 ? u->weight : 1.0);
+	sqlite3_bind_int(st, 26, u->weight_exact);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -837,8 +856,10 @@ static void commit_uploads(struct rvs_store *s, struct pending_upload *p, uint64
 			"INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id,"
 			" app_version, app_build_id, model, os_build, campaign_id, anomaly_kind,"
 			" severity, consent, payload_kind, compression, payload_size,"
-			" captured_realtime_ns, blob_sha256, blob_bytes, summary, state)"
-			" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'pending_decode')",
+			" captured_realtime_ns, blob_sha256, blob_bytes, summary, state, sel_kind,"
+			" sel_p, sel_seen, sel_taken, weight, weight_exact)"
+			" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'pending_decode',"
+			"?21,?22,?23,?24,?25,?26)",
 			-1, &st, NULL));
 	if (!rc)
 		rc = rvc_sqlite_errno(sqlite3_prepare_v2(

@@ -148,11 +148,11 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
  * ?9 until, ?10 signature, ?11 chain, ?12 the trace cap (agg.c's order);
  * ?13 issue, ?14 dur_min, ?15 dur_max, ?16 1 when a cell is excepted, ?17
  * and ?18 its received_at range, ?19 and ?20 its duration range. */
-#define BUCKET_SQL                                                                    \
-	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns FROM agg_buckets b"   \
-	" CROSS JOIN agg_sums s ON s.bucket = b.bucket"                               \
-	" WHERE (?1 IS NULL OR b.app_id = ?1) AND (?2 IS NULL OR b.app_version = ?2)" \
-	" AND (?3 IS NULL OR b.model = ?3) AND (?7 IS NULL OR b.anomaly_kind = ?7)"   \
+#define BUCKET_SQL                                                                          \
+	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2 FROM agg_buckets b" \
+	" CROSS JOIN agg_sums s ON s.bucket = b.bucket"                                     \
+	" WHERE (?1 IS NULL OR b.app_id = ?1) AND (?2 IS NULL OR b.app_version = ?2)"       \
+	" AND (?3 IS NULL OR b.model = ?3) AND (?7 IS NULL OR b.anomaly_kind = ?7)"         \
 	" AND (?8 IS NULL OR b.day >= ?8 / 86400) AND (?9 IS NULL OR b.day < ?9 / 86400)"
 /* The newest ?12 traces of a trace-level side, as x (trace_id, received_at,
  * duration_ns): what an aggregate sums and heaviest_read ranks. */
@@ -175,8 +175,12 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 	" AND (?11 IS NULL OR EXISTS (SELECT 1 FROM trace_chains c"                           \
 	" WHERE c.trace_id = t.trace_id AND c.chain = ?11))"                                  \
 	" ORDER BY t.received_at DESC, t.trace_id DESC LIMIT ?12) x"
-#define TRACE_SQL                                                         \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns FROM " TRACE_SET \
+/* Each row's weight w and flag wf (0 exact, 1 estimated, 2 unknown: an
+ * upload without a selection) from its upload, joined once per trace. */
+#define TRACE_SQL                                                                         \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, COALESCE(uw.weight, 1.0),"      \
+	" CASE WHEN uw.weight_exact = 1 THEN 0 WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2"  \
+	" ELSE 1 END FROM " TRACE_SET " LEFT JOIN uploads uw ON uw.trace_id = x.trace_id" \
 	" CROSS JOIN trace_paths p ON p.trace_id = x.trace_id"
 /* ?21 the node, ?22 the rows, ?23 1: by self time. */
 #define HEAVY_SQL                                                               \
@@ -231,7 +235,8 @@ static int collect(sqlite3 *db, const struct rvs_agg_filter *f, size_t s,
 	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
 		stop = cb->row(arg, s, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
 			       sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-			       sqlite3_column_int64(st, 4));
+			       sqlite3_column_int64(st, 4), sqlite3_column_double(st, 5),
+			       sqlite3_column_int(st, 6));
 	sqlite3_finalize(st);
 	if (stop)
 		return stop;
