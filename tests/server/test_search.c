@@ -280,7 +280,8 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	sqlite3_stmt *st;
 	int n = 0;
 	/* Take the database back to version 8 (no issue column; nor the roles'
-	 * migration 10, the fleet counts' 11 or the index budget's 12), then
+	 * migration 10, the fleet counts' 11, the index budget's 12, the alert
+	 * rules' 13 or the selection weights' 14), then
 	 * let the store migrate it
 	 * again: the backfill must fold as decode does. */
 	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
@@ -296,6 +297,12 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 		" DROP INDEX traces_by_duration; DROP INDEX traces_by_captured;"
 		" ALTER TABLE traces DROP COLUMN issue; ALTER TABLE traces DROP COLUMN device_id;"
 		" ALTER TABLE traces DROP COLUMN index_cut;"
+		" DROP TABLE alert_rules;"
+		" ALTER TABLE uploads DROP COLUMN sel_kind; ALTER TABLE uploads DROP COLUMN sel_p;"
+		" ALTER TABLE uploads DROP COLUMN sel_seen; ALTER TABLE uploads DROP COLUMN "
+		"sel_taken;"
+		" ALTER TABLE uploads DROP COLUMN weight; ALTER TABLE uploads DROP COLUMN "
+		"weight_exact;"
 		" PRAGMA user_version = 8");
 	sqlite3_close(db);
 	assert_int_equal(rvs_store_sqlite.open(g_cfg.database, &s), 0);
