@@ -32,6 +32,9 @@ static void db_counts(struct rvh *h, size_t *rows, size_t *retired)
 	snprintf(path, sizeof(path), "%s/spool.db", h->state);
 	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	sqlite3_busy_timeout(db, 10000);
+	/* One read transaction: both counts from one snapshot (a row retired
+	 * between two statements would be counted twice). */
+	assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM captures", -1, &st, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -43,6 +46,7 @@ static void db_counts(struct rvh *h, size_t *rows, size_t *retired)
 		*retired = (size_t)sqlite3_column_int64(st, 0);
 	}
 	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 }
 

@@ -520,16 +520,6 @@ static struct site *sites_of(uintptr_t fn, size_t *n)
 	return *n ? &m->sites[lo] : NULL;
 }
 
-/* The sites of fn into *s, *n (sites_of); returns how many are entries. */
-static size_t entry_sites(uintptr_t fn, struct site **s, size_t *n)
-{
-	*s = sites_of(fn, n);
-	size_t entries = 0;
-	for (size_t k = 0; k < *n; k++)
-		entries += !(*s)[k].exit;
-	return entries;
-}
-
 /* ---- patching ---- */
 
 static int sync_core(void)
@@ -539,41 +529,18 @@ static int sync_core(void)
 		       : -errno;
 }
 
-/*
- * A batch of one-byte changes keeps one text page writable at a time (the
- * page of the last change) instead of two mprotect calls per byte: each
- * mprotect of text another thread runs costs a TLB shootdown, and muting
- * dozens of functions touches thousands of sites.  The batch is patched in
- * address order (patch_batch), so the sites of one page share one window.
- */
-static uintptr_t win_page; /* the writable page, or 0 */
-
-static void text_close(void)
+/* Makes the page of `a` writable (still executable) or back. */
+static int text_prot(uintptr_t a, int writable)
 {
-	if (!win_page)
-		return;
-	mprotect((void *)win_page, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC);
-	win_page = 0;
-}
-
-/* Makes the page of `a` writable (still executable), closing the previous
- * one; 0 or mprotect's negative errno. */
-static int text_open(uintptr_t a)
-{
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), page = a & ~(pg - 1);
-	if (page == win_page)
-		return 0;
-	text_close();
-	if (mprotect((void *)page, pg, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
-		return -errno;
-	win_page = page;
-	return 0;
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	int prot = PROT_READ | PROT_EXEC | (writable ? PROT_WRITE : 0);
+	/* An instruction may end on the next page: both. */
+	return mprotect((void *)(a & ~(pg - 1)), 2 * pg, prot) == 0 ? 0 : -errno;
 }
 
 /* Changes the byte at `a` from `from` to `to` (nothing if it is `to`
  * already); 1 when it changed, 0 when it already was, -EILSEQ when it is
- * neither (not the code we scanned), or mprotect's error.  The page stays
- * writable until text_close(). */
+ * neither (not the code we scanned), or mprotect's error. */
 static int poke(uintptr_t a, uint8_t from, uint8_t to)
 {
 	volatile uint8_t *p = (volatile uint8_t *)a;
@@ -581,63 +548,33 @@ static int poke(uintptr_t a, uint8_t from, uint8_t to)
 		return 0;
 	if (*p != from)
 		return -EILSEQ;
-	int rc = text_open(a);
+	int rc = text_prot(a, 1);
 	if (rc)
 		return rc;
 	*p = to;
+	text_prot(a, 0);
 	return 1;
 }
 
-/* Sites to mute in one batch (the budget thread's; grown as needed). */
-static struct site **batch;
-static size_t nbatch, batch_cap;
-
-/* Adds the sites of s[0..n) whose `exit` flag is `exit` to the batch;
- * returns how many (fewer when out of memory: those stay live). */
-static size_t batch_add(struct site *s, size_t n, int exit)
+/* Mutes the trace points of the `n` sites whose `exit` flag is `exit`: each
+ * call and jne gets its one-byte change (see the top), then every thread
+ * serialises.  Returns the number of sites changed (or already muted). */
+static unsigned mute_sites(struct site *s, size_t n, int exit)
 {
-	size_t added = 0;
+	unsigned done = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (s[i].exit != exit)
 			continue;
-		if (nbatch == batch_cap) {
-			size_t cap = batch_cap ? 2 * batch_cap : 256;
-			struct site **v = realloc(batch, cap * sizeof(*v));
-			if (!v)
-				break;
-			batch = v;
-			batch_cap = cap;
-		}
-		batch[nbatch++] = &s[i];
-		added++;
-	}
-	return added;
-}
-
-static int cmp_site_call(const void *a, const void *b)
-{
-	const struct site *x = *(const struct site *const *)a, *y = *(const struct site *const *)b;
-	return (x->call > y->call) - (x->call < y->call);
-}
-
-/* Mutes the batch's trace points: each call and jne gets its one-byte
- * change (see the top), in address order, then every thread serialises
- * once.  Empties the batch. */
-static void patch_batch(void)
-{
-	if (!nbatch)
-		return;
-	qsort(batch, nbatch, sizeof(*batch), cmp_site_call);
-	for (size_t i = 0; i < nbatch; i++) {
-		const struct site *s = batch[i];
-		int rc = s->call_len == 5 ? poke(s->call, 0xe8, 0x3d) : poke(s->call, 0xff, 0x3b);
-		if (rc >= 0 && s->jcc)
+		int rc = s[i].call_len == 5 ? poke(s[i].call, 0xe8, 0x3d)
+					    : poke(s[i].call, 0xff, 0x3b);
+		if (rc >= 0 && s[i].jcc)
 			/* jne → jb: the near form's second byte, the short form's first. */
-			s->jcc_len == 6 ? poke(s->jcc + 1, 0x85, 0x82) : poke(s->jcc, 0x75, 0x72);
+			s[i].jcc_len == 6 ? poke(s[i].jcc + 1, 0x85, 0x82)
+					  : poke(s[i].jcc, 0x75, 0x72);
+		done += rc >= 0;
 	}
-	text_close();
 	sync_core();
-	nbatch = 0;
+	return done;
 }
 
 /* ---- the budget ---- */
@@ -647,7 +584,7 @@ static void patch_batch(void)
 #define SAMPLES	      8u      /* call durations kept per function */
 #define SPARE_PPM     100000u /* never mute a function with ≥ 10 % of the self time */
 #define GAIN_PPM      100000u /* ... nor one whose events cost < 10 % of the budget */
-#define MAX_VICTIMS   256u
+#define MAX_VICTIMS   32u
 #define THREADS_MAX   64u
 #define PENDING_MAX   RVT_MUTED_MAX
 #define TRIED_MAX     4096u
@@ -684,11 +621,9 @@ struct budget {
 	struct tstate th[THREADS_MAX];
 	struct victim vic[MAX_VICTIMS];
 	size_t nvic;
-	struct victim fresh[MAX_VICTIMS]; /* code victims whose entries this look mutes */
-	uint32_t fresh_sites[MAX_VICTIMS];
 	double cost_ns;		       /* one trace point */
 	unsigned views;		       /* traced threads at this look */
-	unsigned over;		       /* threads over the budget with victims at this look */
+	unsigned over;		       /* threads over the budget at this look */
 	unsigned unsettled;	       /* tracing threads whose shadow could not be read */
 	uint64_t pending[PENDING_MAX]; /* muted functions whose exits still run */
 	uint8_t open[PENDING_MAX];     /* ... open on some shadow stack at this look */
@@ -794,14 +729,13 @@ static int cmp_cand(const void *a, const void *b)
  * the CPU land in whichever frame was running, in proportion to its share
  * of the CPU time, so the share is fair (if noisy under load).
  */
-static size_t choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, double share,
-		     double events_per_s)
+static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, double share,
+		   double events_per_s)
 {
-	size_t had = B->nvic;
 	if (w > WIN)
 		w = WIN;
 	if (w < 64 || !rvt_clock.hz)
-		return 0;
+		return;
 	double tp_ticks = B->cost_ns * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
 	for (uint64_t k = 0; k < w; k++)
 		B->win[k] = __atomic_load_n(&v->slots[(v->cur + v->nslots - w + k) % v->nslots],
@@ -873,7 +807,7 @@ static size_t choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 	}
 	uint64_t span = (uint32_t)(last - first);
 	if (events < 64 || span == 0)
-		return 0;
+		return;
 	static struct cand c[HASH];
 	size_t nc = 0;
 	uint32_t budget = atomic_load(&cfg_budget_ppm);
@@ -907,7 +841,6 @@ static size_t choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 			(uint32_t)ticks_ns(f->nsamples ? f->sample[f->nsamples / 2] : 0)};
 		left -= share * part;
 	}
-	return B->nvic - had;
 }
 
 /* rvt_rings_view's callback: one traced thread's look. */
@@ -957,11 +890,8 @@ static void look(void *arg, const struct rvt_ring_view *v)
 	double share = events_per_s * B->cost_ns / 1e3; /* ppm */
 	if (share <= atomic_load(&cfg_budget_ppm))
 		return;
-	/* Over the budget with nothing left to mute (all tried or spared)
-	 * counts as all is well: the looks then grow rarer, each costing a
-	 * window's read. */
-	if (choose(B, v, d, share, events_per_s))
-		B->over++;
+	B->over++;
+	choose(B, v, d, share, events_per_s);
 }
 
 static void add_muted(const struct victim *vi, uint64_t when, uint32_t sites)
@@ -1054,36 +984,23 @@ static void mute_victims(struct budget *B)
 			B->vic[code++] = *vi;
 		}
 	}
-	/* Learning makes every trace point take the slow path for
-	 * LEARN_MS or more: only for victims the scan found no entry site of
-	 * (call mode, rare inline shapes), moved to the front. */
-	size_t learn = 0;
-	for (size_t i = 0; i < code; i++) {
-		size_t n;
-		struct site *s;
-		if (!entry_sites((uintptr_t)(B->vic[i].value + rvt_method_base), &s, &n)) {
-			struct victim t = B->vic[learn];
-			B->vic[learn++] = B->vic[i];
-			B->vic[i] = t;
-		}
-	}
-	if (learn)
-		learn_sites(B->vic, learn);
-	size_t nfresh = 0;
+	if (code)
+		learn_sites(B->vic, code);
 	for (size_t i = 0; i < code; i++) {
 		const struct victim *vi = &B->vic[i];
-		if (atomic_load(&nmuted) + nfresh == RVT_MUTED_MAX)
-			break;
+		if (atomic_load(&nmuted) == RVT_MUTED_MAX)
+			return;
 		uintptr_t a = (uintptr_t)(vi->value + rvt_method_base);
 		size_t n;
-		struct site *s;
-		size_t entries = entry_sites(a, &s, &n);
+		struct site *s = sites_of(a, &n);
+		int entries = 0;
+		for (size_t k = 0; k < n; k++)
+			entries += !s[k].exit;
 		if (entries && B->npending < PENDING_MAX) {
-			batch_add(s, n, 0);
+			mute_sites(s, n, 0);
+			add_muted(vi, rvt__counter(), (uint32_t)n);
 			B->quiet[B->npending] = 0;
 			B->pending[B->npending++] = vi->value;
-			B->fresh[nfresh] = *vi;
-			B->fresh_sites[nfresh++] = (uint32_t)n;
 		} else if (!entries && rvt_addr_mute((const void *)a) == 0) {
 			/* No trace point in the code: a runtime traces it by
 			 * address and reads the list at each call. */
@@ -1091,12 +1008,6 @@ static void mute_victims(struct budget *B)
 			add_muted(vi, rvt__counter(), 0);
 		}
 	}
-	/* Every entry site of this look's victims in one batch, then their
-	 * MUTED records (the time is after every thread serialised). */
-	patch_batch();
-	uint64_t when = rvt__counter();
-	for (size_t i = 0; i < nfresh; i++)
-		add_muted(&B->fresh[i], when, B->fresh_sites[i]);
 }
 
 /*
@@ -1121,25 +1032,21 @@ static void mute_exits(struct budget *B)
 		}
 		size_t n;
 		struct site *s = sites_of((uintptr_t)(B->pending[i] + rvt_method_base), &n);
-		batch_add(s, n, 1);
+		mute_sites(s, n, 1);
 	}
 	B->npending = keep;
-	patch_batch();
 }
 
 /*
- * ns per trace point on this machine now: the budget thread traces 256
+ * ns per trace point on this machine now: the budget thread traces 2048
  * calls of itself into a scratch ring of its own (never registered, so no
- * capture or view ever sees it) through the call-mode hooks, eight times,
+ * capture or view ever sees it) through the call-mode hooks, three times,
  * and keeps the quickest round.  What a trace point costs is mostly its
- * counter read, which a virtual machine may make slow.  4,096 trace points
- * in all (12,288 before: a quarter of a trivial traced program's
- * instructions went here); each round still spans tens of microseconds of
- * the nanosecond clock, and the minimum of eight shrugs off preemption.
+ * counter read, which a virtual machine may make slow.
  */
 static double measure_cost(void)
 {
-	enum { SLOTS = 8192, ROUNDS = 8, CALLS = 256 };
+	enum { SLOTS = 8192, ROUNDS = 3, CALLS = 2048 };
 	static uint64_t slots[SLOTS];
 	static uintptr_t shadow[2 * RVT_SHADOW_FRAMES];
 	/* Segments as a ring's (tracer.c): a STACK record every 512 slots. */
