@@ -16,6 +16,7 @@
 #include "model/heatmap.h"
 #include "store/store.h"
 #include "base/config.h"
+#include "base/issue.h"
 #include "base/json.h"
 #include "base/params.h"
 #include "base/text.h"
@@ -96,22 +97,6 @@ static json_t *heatmap_json(const struct rvs_heatmap *h, const struct rvs_heatma
 			 cols, "rows", rows, "cells", cells);
 }
 
-/* Parameter name of query into out (cap bytes): 1 set, 0 absent or empty,
- * -EINVAL bad (escape, length or text). */
-static int text_param(const char *query, const char *name, char *out, size_t cap)
-{
-	int rc = rvs_query_param(query, name, out, cap);
-	if (rc < 0 || (rc == 1 && !rvs_field_ok(out, cap - 1)))
-		return -EINVAL;
-	return rc == 1 && out[0];
-}
-
-static int is_issue(const char *s)
-{
-	size_t n = strspn(s, "0123456789abcdef");
-	return n == 16 && !s[n];
-}
-
 void rvs_heatmap_api(struct rvs_call *c)
 {
 	char app[256], issue[32], kind[64], from[32], to[32], bucket[16];
@@ -129,12 +114,12 @@ void rvs_heatmap_api(struct rvs_call *c)
 	int rc;
 
 	for (int i = 0; i < 6; i++)
-		if ((has[i] = text_param(c->query, names[i], vals[i], caps[i])) < 0) {
+		if ((has[i] = rvs_query_text(c->query, names[i], vals[i], caps[i])) < 0) {
 			snprintf(msg, sizeof msg, "bad value for parameter: %s", names[i]);
 			return rvs_query_set_error(c->q, 400, msg);
 		}
 	f.app = has[0] ? app : NULL;
-	if (has[1] && !is_issue(issue))
+	if (has[1] && !rvs_issue_id_ok(issue))
 		return rvs_query_set_error(c->q, 400, "issue is 16 lowercase hex digits");
 	f.issue = has[1] ? issue : NULL;
 	if (has[2] && rvs_param_kind(kind, &f.kind))

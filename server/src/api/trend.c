@@ -14,6 +14,7 @@
 #include "api/trend.h"
 #include "model/trend.h"
 #include "store/store.h"
+#include "base/issue.h"
 #include "base/json.h"
 #include "base/params.h"
 #include "base/text.h"
@@ -111,22 +112,6 @@ static json_t *trend_json(const struct rvs_trend *t, const struct rvs_trend_filt
 	return doc;
 }
 
-/* Parameter name of query into out (cap bytes): 1 set, 0 absent or empty,
- * -EINVAL bad (escape, length or text). */
-static int text_param(const char *query, const char *name, char *out, size_t cap)
-{
-	int rc = rvs_query_param(query, name, out, cap);
-	if (rc < 0 || (rc == 1 && !rvs_field_ok(out, cap - 1)))
-		return -EINVAL;
-	return rc == 1 && out[0];
-}
-
-static int is_issue(const char *s)
-{
-	size_t n = strspn(s, "0123456789abcdef");
-	return n == 16 && !s[n];
-}
-
 void rvs_trend_api(struct rvs_call *c)
 {
 	char method[1024], app[256], model[128], issue[32], kind[64], by[16];
@@ -144,7 +129,7 @@ void rvs_trend_api(struct rvs_call *c)
 	json_t *doc;
 
 	for (int i = 0; i < 6; i++)
-		if ((has[i] = text_param(c->query, names[i], vals[i], caps[i])) < 0) {
+		if ((has[i] = rvs_query_text(c->query, names[i], vals[i], caps[i])) < 0) {
 			snprintf(msg, sizeof msg, "bad value for parameter: %s", names[i]);
 			return rvs_query_set_error(c->q, 400, msg);
 		}
@@ -152,7 +137,7 @@ void rvs_trend_api(struct rvs_call *c)
 		return rvs_query_set_error(c->q, 400, "method is required");
 	f.app = has[1] ? app : NULL;
 	f.model = has[2] ? model : NULL;
-	if (has[3] && !is_issue(issue))
+	if (has[3] && !rvs_issue_id_ok(issue))
 		return rvs_query_set_error(c->q, 400, "issue is 16 lowercase hex digits");
 	f.issue = has[3] ? issue : NULL;
 	if (has[4] && rvs_param_kind(kind, &f.kind))

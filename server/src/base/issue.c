@@ -85,3 +85,9 @@ int rvs_issue_fold(const char *chain, const char *signature, char out[17])
 	snprintf(out, 17, "%016" PRIx64, h);
 	return 0;
 }
+
+int rvs_issue_id_ok(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+	return n == 16 && !s[n];
+}

@@ -18,4 +18,7 @@
  * -EINVAL when signature is not 16 hex digits, -ENOMEM. */
 int rvs_issue_fold(const char *chain, const char *signature, char out[17]);
 
+/* 1 when s is an issue id (16 lowercase hex digits, nothing else), else 0. */
+int rvs_issue_id_ok(const char *s);
+
 #endif

@@ -193,3 +193,11 @@ int rvs_param_time(const char *s, int64_t *t)
 	*t = base - off;
 	return 0;
 }
+
+int rvs_query_text(const char *query, const char *name, char *out, size_t cap)
+{
+	int rc = rvs_query_param(query, name, out, cap);
+	if (rc < 0 || (rc == 1 && !rvs_field_ok(out, cap - 1)))
+		return -EINVAL;
+	return rc == 1 && out[0];
+}

@@ -20,6 +20,11 @@ int rvs_url_decode(const char *in, size_t n, int plus_space, char *out, size_t o
  * -EINVAL for a bad escape or one that does not fit outsz. */
 int rvs_query_param(const char *query, const char *name, char *out, size_t outsz);
 
+/* Text parameter name of query into out (cap bytes), held to
+ * rvs_field_ok: 1 set, 0 absent or empty, -EINVAL a bad escape, too long
+ * or not acceptable text. */
+int rvs_query_text(const char *query, const char *name, char *out, size_t cap);
+
 /* The limit parameter of query into *limit: def when absent or empty, max
  * when above max (clamped, as API.md says).  0, or -EINVAL when it is not
  * an integer >= 1 (*limit is then def). */
