@@ -10,6 +10,7 @@
  * accepts; unknown ids, purged captures and bad formats fail clearly.
  * Every wait is a hang guard only.
  */
+#include <dirent.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -55,6 +56,35 @@ static uint64_t capture_at(struct rvh *h, const char *consent)
 	id = only_capture_in(h, strcmp(consent, "local") ? "pending" : "skipped");
 	assert_true(id > 0);
 	return id;
+}
+
+/* The only capture file in the daemon's spool lists `method` among the
+ * functions the tracer muted at run time (`rvtrace summary --json`). */
+static bool capture_says_muted(struct rvh *h, const char *method)
+{
+	char dir[200], cmd[600], out[16384], want[200];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/captures", h->state);
+	d = opendir(dir);
+	if (!d)
+		return false;
+	snprintf(want, sizeof(want), "{\"method\":\"%s\",", method);
+	while (!found && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(cmd, sizeof(cmd), "%s/rvtrace summary --json '%s/%s' 2>/dev/null",
+			 RV_BIN_DIR, dir, de->d_name);
+		if (rvh_run_cmd(out, sizeof(out), cmd) == 0) {
+			const char *muted = strstr(out, "\"muted\":[");
+
+			found = muted && strstr(muted, want);
+		}
+	}
+	closedir(d);
+	return found;
 }
 
 static uint64_t capture_slow_burst(struct rvh *h)
@@ -114,8 +144,15 @@ static void test_daemon_show_jank_capture_summary_slow_function_on_top(void **st
 	const char *longest = strstr(out, "\"longest_chains\":[");
 	assert_non_null(longest);
 	if (!strstr(longest, "{\"frames\":[\"demo_render_frame\",\"layout_pass\","
-			     "\"build_list_item\",\"build_list_item_slow\"]"))
-		fail_msg("the slow path is not among the longest chains: %s", longest);
+			     "\"build_list_item\",\"build_list_item_slow\"]")) {
+		/* The tracer's budget (mute.c) may mute build_list_item on a
+		 * loaded machine; its frames then fold into layout_pass.  Only
+		 * then may the chain skip it, and the capture must say so. */
+		if (!strstr(longest, "{\"frames\":[\"demo_render_frame\",\"layout_pass\","
+				     "\"build_list_item_slow\"]") ||
+		    !capture_says_muted(h, "build_list_item"))
+			fail_msg("the slow path is not among the longest chains: %s", longest);
+	}
 	assert_null(strstr(out, "\"summary\":null"));
 
 	assert_int_equal(rvh_rvctl(h, out, sizeof(out), "show %" PRIu64, id), 0);

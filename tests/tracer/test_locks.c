@@ -9,8 +9,9 @@
  * contended wait records nothing.  The FORMAT.md worked example is encoded
  * and compared byte for byte, then decoded.
  *
- * The holder keeps the lock until the waiter's kernel state is 'S' (asleep
- * in the lock's futex), polled with a generous deadline: no fixed sleep.
+ * The holder keeps the lock until the waiter is blocked in a futex call on
+ * the lock itself (/proc/self/task/TID/syscall), polled with a generous
+ * deadline: no fixed sleep.
  * Compiled with -finstrument-functions (the two threads' methods are traced).
  */
 #include <errno.h>
@@ -63,24 +64,39 @@ __attribute__((no_instrument_function)) static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The kernel's state letter of thread `tid` ('R', 'S', ...), '?' unknown. */
-__attribute__((no_instrument_function)) static char thread_state(int tid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return '?';
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 static int is_rw(const struct scene *s)
 {
 	return s->rw == RWLOCK || s->rw == TIMED_RWLOCK;
+}
+
+/* Thread `tid` is blocked in a futex call on a word inside the `len` bytes
+ * at `obj` (/proc/self/task/TID/syscall: the call's number and arguments
+ * while it is blocked).  Its kernel state alone is not enough: asleep, it
+ * may still be on its way to the lock (in the tracer's own bookkeeping). */
+__attribute__((no_instrument_function)) static int futex_waits_on(int tid, const void *obj,
+								  size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	long nr = -1;
+	unsigned long uaddr = 0;
+	int got = fscanf(f, "%ld %lx", &nr, &uaddr);
+	fclose(f);
+	return got == 2 && nr == SYS_futex && uaddr >= (uintptr_t)obj &&
+	       uaddr < (uintptr_t)obj + len;
+}
+
+/* The waiter sleeps on the scene's lock (or condition variable). */
+__attribute__((no_instrument_function)) static int waiter_asleep_on_lock(const struct scene *s)
+{
+	if (s->rw == COND)
+		return futex_waits_on(s->waiter_tid, &s->cond, sizeof(s->cond));
+	if (is_rw(s))
+		return futex_waits_on(s->waiter_tid, &s->rwl, sizeof(s->rwl));
+	return futex_waits_on(s->waiter_tid, &s->mu, sizeof(s->mu));
 }
 
 __attribute__((noinline)) static void slow_holder(struct scene *s)
@@ -90,10 +106,10 @@ __attribute__((noinline)) static void slow_holder(struct scene *s)
 	else if (s->rw != COND)
 		assert_int_equal(pthread_mutex_lock(&s->mu), 0);
 	s->held = 1;
-	/* Hold it (or wait to signal) until the waiter sleeps on it (10 s at
-	 * most). */
-	int64_t deadline = now_ns() + 10 * 1000000000ll;
-	while (now_ns() < deadline && !(s->trying && thread_state(s->waiter_tid) == 'S'))
+	/* Hold it (or wait to signal) until the waiter sleeps on it (60 s at
+	 * most: a hang guard). */
+	int64_t deadline = now_ns() + 60 * 1000000000ll;
+	while (now_ns() < deadline && !(s->trying && waiter_asleep_on_lock(s)))
 		sched_yield();
 	if (is_rw(s)) {
 		pthread_rwlock_unlock(&s->rwl);
