@@ -130,6 +130,8 @@ SYSTEM_TESTS += $(TBIN)/deploy/test_package
 # cross build under qemu-user), one closing line like `make check`'s.
 # After every SYSTEM_TESTS += of this file and cross.mk: a rule's
 # prerequisites are expanded where the rule is read.
+# Each may take longer than run-tests.sh's default guard on a loaded machine
+# (test_package builds every package, then installs each into its own root).
 check-system: $(SYSTEM_TESTS)
-	@sh tests/run-tests.sh $(SYSTEM_TESTS)
+	@RV_TEST_TIMEOUT=$${RV_TEST_TIMEOUT:-5400} sh tests/run-tests.sh $(SYSTEM_TESTS)
 .PHONY: check-system

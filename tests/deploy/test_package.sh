@@ -182,7 +182,9 @@ for p in $PKGS; do
 					{ echo "rearviewd pulled $heavy"; return 1; }
 			done
 			chroot "$R" getent passwd rearview >/dev/null || { echo "no rearview account"; return 1; }
-			[ "$(stat -c %U "$R/var/lib/rearview" 2>/dev/null)" = rearview ] ||
+			# The owner's name as the root knows it (its passwd, not this
+			# machine's: the uid sysusers picked may be another account here).
+			[ "$(chroot "$R" stat -c %U /var/lib/rearview 2>/dev/null)" = rearview ] ||
 				{ echo "/var/lib/rearview missing or not rearview's"; return 1; }
 			[ -L "$R/etc/systemd/system/multi-user.target.wants/rearviewd.service" ] ||
 				{ echo "rearviewd.service not enabled"; return 1; }
