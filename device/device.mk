@@ -120,6 +120,22 @@ $(OBJ)/tests/device/test_fuzz_events.o: CPPFLAGS += -Idevice/src -DRV_SRC_DIR='"
 $(eval $(call rv_test,device,fuzz_events,$(OBJ)/device/src/anomaly.o $(OBJ)/device/src/detect.o \
   $(LIBRVPROTO),$(PROTOBUF_LIBS) -luv,torture))
 
+# org.rearview.Daemon1's handlers (dbus.c, and admin.c, the spool and the
+# ledger behind them) over a private sd-bus pair: the libFuzzer target, and
+# its corpus replayed in `make check`.
+$(OBJ)/tests/fuzz/device_dbus.o $(OBJ)/tests/device/test_fuzz_dbus.o: CPPFLAGS += -Idevice/src \
+  -Ipolicy/include $(DEVICE_CFLAGS) -DRV_SRC_DIR='"$(CURDIR)"'
+$(eval $(call rv_test,device,fuzz_dbus,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO), \
+  $(DEVICE_LIBS),torture))
+ifeq ($(RV_FUZZ),1)
+$(DEVICE_CORE_OBJ): CFLAGS += -fsanitize=fuzzer-no-link
+$(BUILD)/fuzz/device_dbus: $(OBJ)/tests/fuzz/device_dbus.o $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
+		$(LIBRVPROTO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(DEVICE_LIBS)
+FUZZ += $(BUILD)/fuzz/device_dbus
+endif
+
 # Integration tests: real rearviewd, rvctl and helper processes.
 $(OBJ)/tests/integration/test_daemon_%.o: CPPFLAGS += -Itests/device \
   -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'

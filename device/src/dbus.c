@@ -109,6 +109,14 @@ static const char *anomaly_name(const struct rvd_anomaly *a)
 	}
 }
 
+/* The caller's unique name for the log: a direct connection has none. */
+static const char *sender_of(sd_bus_message *m)
+{
+	const char *s = sd_bus_message_get_sender(m);
+
+	return s ? s : "(no sender)";
+}
+
 /* ---- the loop glue -------------------------------------------------------- */
 
 static void events_update(struct rvd_dbus *b);
@@ -256,7 +264,7 @@ static void call_refuse(struct dbus_call *c, const char *name, const char *msg)
 	struct rvd_dbus *b = c->b;
 
 	rvd_info("system bus: %s from %s refused: %s", sd_bus_message_get_member(c->msg),
-		 sd_bus_message_get_sender(c->msg), msg);
+		 sender_of(c->msg), msg);
 	sd_bus_reply_method_errorf(c->msg, name, "%s", msg);
 	call_free(c);
 	events_update(b);
@@ -292,7 +300,7 @@ static int check_reply_cb(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 		return 0;
 	}
 	rvd_info("system bus: %s from %s authorised by polkit", sd_bus_message_get_member(c->msg),
-		 sd_bus_message_get_sender(c->msg));
+		 sender_of(c->msg));
 	r = c->op == OP_SET_CONSENT ? rvd_admin_set_consent(c->b->env, c->level, call_done, c)
 				    : rvd_admin_delete_all(c->b->env, call_done, c);
 	if (r < 0)
@@ -454,22 +462,25 @@ static int name_reply_cb(sd_bus_message *m, void *userdata, sd_bus_error *ret_er
 
 /* ---- lifecycle --------------------------------------------------------------- */
 
-int rvd_dbus_start(uv_loop_t *loop, struct rvd_admin_env *env, struct rvd_dbus **out)
+int rvd_dbus_start_bus(uv_loop_t *loop, struct rvd_admin_env *env, sd_bus *bus,
+		       struct rvd_dbus **out)
 {
 	struct rvd_dbus *b = calloc(1, sizeof(*b));
 	int r, fd;
 
 	*out = NULL;
-	if (!b)
+	if (!b) {
+		sd_bus_unref(bus);
 		return -ENOMEM;
+	}
 	b->loop = loop;
 	b->env = env;
-	r = sd_bus_open_system_with_description(&b->bus, "rearviewd");
-	if (r < 0)
-		goto fail;
+	b->bus = bus;
 	if ((r = sd_bus_add_object_vtable(b->bus, NULL, RVD_DBUS_PATH, RVD_DBUS_INTERFACE,
 					  daemon_vtable, b)) < 0 ||
-	    (r = sd_bus_request_name_async(b->bus, NULL, RVD_DBUS_NAME, 0, name_reply_cb, b)) < 0 ||
+	    (sd_bus_is_bus_client(b->bus) > 0 &&
+	     (r = sd_bus_request_name_async(b->bus, NULL, RVD_DBUS_NAME, 0, name_reply_cb, b)) <
+		     0) ||
 	    (fd = r = sd_bus_get_fd(b->bus)) < 0)
 		goto fail;
 	if ((r = uv_poll_init(loop, &b->poll, fd)) < 0) {
@@ -487,6 +498,18 @@ fail:
 	sd_bus_unref(b->bus);
 	free(b);
 	return r;
+}
+
+int rvd_dbus_start(uv_loop_t *loop, struct rvd_admin_env *env, struct rvd_dbus **out)
+{
+	sd_bus *bus = NULL;
+	int r;
+
+	*out = NULL;
+	r = sd_bus_open_system_with_description(&bus, "rearviewd");
+	if (r < 0)
+		return r;
+	return rvd_dbus_start_bus(loop, env, bus, out);
 }
 
 void rvd_dbus_consent_changed(struct rvd_dbus *b)

@@ -14,6 +14,7 @@
 #ifndef RVD_DBUS_H
 #define RVD_DBUS_H
 
+#include <systemd/sd-bus.h>
 #include <uv.h>
 
 #include "admin.h"
@@ -34,6 +35,16 @@ struct rvd_dbus;
  * daemon keeps running.
  */
 int rvd_dbus_start(uv_loop_t *loop, struct rvd_admin_env *env, struct rvd_dbus **out);
+
+/*
+ * As rvd_dbus_start on a connection the caller opened and started: `bus`
+ * (taken, also on failure) may be a bus client (the name is then asked
+ * for) or one end of a direct peer-to-peer connection (no name; the fuzz
+ * target and tests drive the handlers through libsystemd's marshalling
+ * this way, the peer answering for polkit).  Errors as rvd_dbus_start's.
+ */
+int rvd_dbus_start_bus(uv_loop_t *loop, struct rvd_admin_env *env, sd_bus *bus,
+		       struct rvd_dbus **out);
 
 /* The consent changed (from any channel): emits PropertiesChanged for
  * Consent.  NULL or a dropped bus: no-op. */
