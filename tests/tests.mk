@@ -67,6 +67,10 @@ $(OBJ)/tests/torture/test_device_events.o: CPPFLAGS += -Idevice/src $(PROTOBUF_C
   -DRV_SRC_DIR='"$(CURDIR)"'
 $(eval $(call rv_test,torture,device_events,$(TORTURE_OBJ) $(OBJ)/device/src/anomaly.o \
   $(OBJ)/device/src/detect.o $(LIBRVPROTO),$(PROTOBUF_LIBS) -luv,torture))
+# org.rearview.Daemon1 over a private sd-bus pair (the device_dbus fuzz harness).
+$(OBJ)/tests/torture/test_device_dbus.o: CPPFLAGS += -Idevice/src -Ipolicy/include $(DEVICE_CFLAGS)
+$(eval $(call rv_test,torture,device_dbus,$(TORTURE_OBJ) $(DEVICE_CORE_OBJ) $(LIBRVPOLICY) \
+  $(LIBRVPROTO),$(DEVICE_LIBS),torture))
 # The symbol store's ELF reader (symstore.c) needs no handler (issue 15).
 $(OBJ)/tests/torture/test_server.o: CPPFLAGS += -Iserver/src $(PROTOBUF_CFLAGS)
 $(eval $(call rv_test,torture,server,$(TORTURE_OBJ) $(SRV_CONFIG) $(SRV_HTTP) $(SRV_UPLOAD) \
