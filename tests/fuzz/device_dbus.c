@@ -60,12 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_OPS		 64
 #define PUMP_ROUNDS	 200000 /* rounds of at most 1 ms of waiting each */
 
-#define CHECK(c)                                                                                   \
-	do {                                                                                       \
-		if (!(c)) {                                                                        \
-			fprintf(stderr, "device_dbus: %s:%d: %s\n", __FILE__, __LINE__, #c);       \
-			__builtin_trap();                                                          \
-		}                                                                                  \
+#define CHECK(c)                                                                             \
+	do {                                                                                 \
+		if (!(c)) {                                                                  \
+			fprintf(stderr, "device_dbus: %s:%d: %s\n", __FILE__, __LINE__, #c); \
+			__builtin_trap();                                                    \
+		}                                                                            \
 	} while (0)
 
 /* What lives across sessions: the loop, the spool and ledger, the env. */
@@ -94,18 +94,18 @@ struct sess {
 	const uint8_t *p, *end;
 	sd_bus *cli;
 	struct rvd_dbus *b;
-	unsigned outstanding;  /* calls not answered yet */
+	unsigned outstanding; /* calls not answered yet */
 	unsigned calls, answered, errors;
-	int start;	       /* the consent at the start */
-	unsigned changes;      /* g.consent_changes at the start */
-	unsigned changes_ok;   /* SetConsent / DeleteAllData answered with success */
-	unsigned authorized;   /* polkit yes given */
-	uint8_t polkit_mode;   /* how the next CheckAuthorization is answered */
-	char sender[64];       /* the sender of every call */
-	bool asked_consent;    /* a SetConsent was sent (polkit may be asked) */
-	bool asked_delete;     /* a DeleteAllData was sent */
-	bool sender_mismatch;  /* polkit was asked about someone else, or for
-				* an action no call needs */
+	int start;	      /* the consent at the start */
+	unsigned changes;     /* g.consent_changes at the start */
+	unsigned changes_ok;  /* SetConsent / DeleteAllData answered with success */
+	unsigned authorized;  /* polkit yes given */
+	uint8_t polkit_mode;  /* how the next CheckAuthorization is answered */
+	char sender[64];      /* the sender of every call */
+	bool asked_consent;   /* a SetConsent was sent (polkit may be asked) */
+	bool asked_delete;    /* a DeleteAllData was sent */
+	bool sender_mismatch; /* polkit was asked about someone else, or for
+			       * an action no call needs */
 };
 
 static uint8_t take(struct sess *s)
@@ -292,8 +292,7 @@ static int polkit_check(sd_bus_message *m, void *userdata, sd_bus_error *err)
 	case 2:
 		return sd_bus_reply_method_return(m, "(bba{ss})", 0, 1, 0);
 	case 3:
-		return sd_bus_error_set_const(err, "org.freedesktop.PolicyKit1.Error.Failed",
-					      "no");
+		return sd_bus_error_set_const(err, "org.freedesktop.PolicyKit1.Error.Failed", "no");
 	case 4: /* a reply of the wrong type */
 		r = sd_bus_message_new_method_return(m, &reply);
 		if (r >= 0)

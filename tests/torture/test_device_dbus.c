@@ -25,8 +25,8 @@
 
 /* consent full, caller :1.5: Get Consent, polkit yes, SetConsent("local"),
  * DeleteAllData, Get Captures, each answered before the next. */
-static const uint8_t session[] = {3, 5, 0x84, 0, 0, 1, 0x0a, 0, 0x80, 0, 1,
-				  0x83, 0, 0, 0x84, 0, 3, 1};
+static const uint8_t session[] = {3, 5, 0x84, 0, 0, 1,	  0x0a, 0, 0x80,
+				  0, 1, 0x83, 0, 0, 0x84, 0,	3, 1};
 
 /*
  * The session with allocation n failing, for n = 1, 2, … until a run in
@@ -74,8 +74,8 @@ static void test_device_dbus_session_survives_every_allocation_failure(void **st
 		else
 			failed++;
 	}
-	fprintf(stderr, "allocation failures tried: %lu (%lu absorbed, %lu ended a call)\n",
-		n - 1, complete, failed);
+	fprintf(stderr, "allocation failures tried: %lu (%lu absorbed, %lu ended a call)\n", n - 1,
+		complete, failed);
 	assert_true(n > 1 && n < 100000);
 	assert_true(failed > 0);
 	/* And the next session, with nothing failing, is whole again. */
