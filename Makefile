@@ -440,11 +440,16 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 \
 	  SANFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer' RV_FUZZ=1 fuzz-run
+# Every target runs even when an earlier one found something; a finding's
+# input is kept in build/fuzz/artifacts/<name>/ and fails the goal at the end.
 fuzz-run: $(FUZZ)
-	@set -e; for f in $(FUZZ); do n=$$(basename $$f); c=tests/fuzz/$${n}_corpus; \
-	  mkdir -p $(BUILD)/corpus/$$n; echo "== $$n"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 $(BUILD)/corpus/$$n \
-	    $$( [ -d $$c ] && echo $$c ); done
+	@fail=; for f in $(FUZZ); do n=$$(basename $$f); c=tests/fuzz/$${n}_corpus; \
+	  mkdir -p $(BUILD)/corpus/$$n $(BUILD)/artifacts/$$n; echo "== $$n"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 -print_final_stats=1 \
+	    -artifact_prefix=$(BUILD)/artifacts/$$n/ $(BUILD)/corpus/$$n \
+	    $$( [ -d $$c ] && echo $$c ) || fail="$$fail $$n"; done; \
+	  if [ -n "$$fail" ]; then echo "make fuzz: findings in:$$fail ($(BUILD)/artifacts/)"; \
+	    exit 1; fi; echo "make fuzz: $(words $(FUZZ)) targets, no finding"
 
 bench: $(BENCHES)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
