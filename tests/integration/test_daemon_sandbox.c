@@ -12,8 +12,7 @@
  * RVD-TEST-OPEN makes it try to open /etc/passwd, RVD-TEST-HANG makes it
  * never answer, RVD-TEST-OVERSIZE makes it announce a 1 TiB answer): each
  * failure refuses only its capture, is counted, and the worker is
- * replaced; a hung check stalls nothing else (other apps' captures, admin
- * requests).  Every wait has a generous guard.
+ * replaced.  Every wait has a generous guard.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,16 +25,6 @@
 static int setup(void **state)
 {
 	setenv("REARVIEWD_PARSER_TEST_HOOKS", "1", 1);
-	unsetenv("REARVIEWD_PARSER_CHECK_MS");
-	return rvh_fixture_setup(state);
-}
-
-/* As setup, with the checks' deadline an hour: a hung check stays hung
- * until the test ends it, however slow the machine. */
-static int setup_long_check(void **state)
-{
-	setenv("REARVIEWD_PARSER_TEST_HOOKS", "1", 1);
-	setenv("REARVIEWD_PARSER_CHECK_MS", "3600000", 1);
 	return rvh_fixture_setup(state);
 }
 
@@ -269,57 +258,6 @@ static void test_daemon_sandbox_parser_oversized_answer_refused_worker_restarted
 	worker_fails(*state, "RVD-TEST-OVERSIZE", "capture parser answered too much");
 }
 
-/*
- * The daemon does not wait for a check: while one app's capture hangs its
- * checking worker, another app registers, its capture is checked by the
- * other worker, stored and acknowledged, and admin requests are answered —
- * all before the hung check ends (it never does: the test kills its
- * worker, which then refuses only that capture).  With the check on the
- * loop thread the daemon answers nothing until the check's deadline, an
- * hour here, and the waits below fail at their guard.
- */
-static void test_daemon_sandbox_hung_check_does_not_stall_the_daemon(void **state)
-{
-	struct rvh *h = *state;
-	Rearview__AdminResponse *r;
-	double until = rvh_now() + RVH_GUARD_S;
-	pid_t bad, good, hung = 0, w[4];
-	char err[160];
-	size_t n;
-
-	bad = rvh_helper(h, "--not-a-capture", "--prefix", "RVD-TEST-HANG", NULL);
-	assert_true(rvh_wait_registered(h, bad, true));
-	assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)bad), 0);
-	/* The first worker starts with the first request: the check is under way. */
-	while (!(hung = find_worker(h->daemon)) && rvh_now() < until)
-		rvh_sleep_ms(10);
-	assert_true(hung > 0);
-
-	good = rvh_helper(h, NULL);
-	assert_true(rvh_wait_registered(h, good, true));
-	assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)good), 0);
-	assert_int_equal(rvh_wait_captures(h, 1), 1);
-	assert_int_equal(access(h->acklog, F_OK), 0); /* acknowledged */
-	assert_int_equal(rvh_rvctl(h, NULL, 0, "status"), 0);
-	/* ... all while the first check is still hung. */
-	assert_true(alive(hung));
-	assert_int_equal(parser_failures(h), 0);
-	r = rvh_status(h);
-	assert_non_null(r);
-	assert_non_null(rvh_find_proc(r, bad));
-	rearview__admin_response__free_unpacked(r, NULL);
-	n = find_workers(h->daemon, w, 4);
-	assert_true(n >= 2); /* the hung one, the one that checked (and a summary's) */
-
-	/* The hung worker dies: only its capture is refused. */
-	assert_int_equal(kill(hung, SIGKILL), 0);
-	assert_true(rvh_wait_registered(h, bad, false));
-	assert_true(last_error_has(h, "capture parser crashed", err, sizeof(err)));
-	fprintf(stderr, "refused: %s\n", err);
-	assert_int_equal(parser_failures(h), 1);
-	assert_int_equal(rvh_wait_captures(h, 1), 1);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,9 +273,6 @@ int main(void)
 			rvh_fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_daemon_sandbox_parser_oversized_answer_refused_worker_restarted, setup,
-			rvh_fixture_teardown),
-		cmocka_unit_test_setup_teardown(
-			test_daemon_sandbox_hung_check_does_not_stall_the_daemon, setup_long_check,
 			rvh_fixture_teardown),
 	};
 
