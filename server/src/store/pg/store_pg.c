@@ -477,7 +477,8 @@ static const char *const migrations[] = {
 	 * gets it), so an issue's weekly counts and signatures, read per
 	 * (issue, app), are index ranges. */
 	"DROP INDEX traces_issue;"
-	"CREATE INDEX traces_issue ON traces(issue, app_id, received_at, device_id, severity);",
+	"CREATE INDEX traces_issue"
+	" ON traces(issue, app_id, received_at, device_id, severity);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -442,7 +442,8 @@ static const char *const migrations[] = {
 	 * index (covering for the weekly counts) instead of every app's
 	 * traces of the chain checked row by row. */
 	"DROP INDEX traces_issue;"
-	"CREATE INDEX traces_issue ON traces(issue, app_id, received_at, device_id, severity);",
+	"CREATE INDEX traces_issue"
+	" ON traces(issue, app_id, received_at, device_id, severity);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
