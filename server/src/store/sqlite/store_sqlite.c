@@ -439,8 +439,8 @@ static const char *const migrations[] = {
 	/* 15 (issues by app): an issue is an (app, chain) pair, and its
 	 * weekly counts and signatures are read per pair: the issues index
 	 * gains app_id after issue, so each of those reads is a range of the
-	 * index (covering for the weekly counts) instead of every app's
-	 * traces of the chain checked row by row. */
+	 * index instead of every app's traces of the chain checked row by
+	 * row, and the ranking walks the index in its group order. */
 	"DROP INDEX traces_issue;"
 	"CREATE INDEX traces_issue"
 	" ON traces(issue, app_id, received_at, device_id, severity);",
