@@ -241,8 +241,11 @@ INSTALL_HDR :=   # public headers, installed under include/rearview/
 #   alone  cannot share the machine: the runner runs it by itself
 #   ci     a system test `make check` runs (the others: `make check-full`)
 #   san    a system test the sanitizer stage of `make check` runs too
+#   e2e    an integration test that only drives the daemons end to end: the
+#          sanitizer stage of `make check` leaves it to `make check-full`
+#          (README.md "Tests" says which and why)
 RV_TIERS := unit integration system torture
-RV_FLAGS := tsan pg alone ci san
+RV_FLAGS := tsan pg alone ci san e2e
 TESTS_unit :=
 TESTS_integration :=
 TESTS_system :=
@@ -251,6 +254,7 @@ TESTS_pg :=
 TESTS_alone :=
 TESTS_ci :=
 TESTS_san :=
+TESTS_e2e :=
 
 # rv_register(test binary, tier and flags): adds a test to the lists.
 define rv_register
@@ -323,13 +327,15 @@ rv_run_args = $(foreach t,$(1),$(if $(filter $(t),$(TESTS_alone)),--alone $(t),$
 #   make check               lint; unit, integration, torture and the
 #                            system tests flagged `ci` (DEVELOPER=1 build);
 #                            the `pg` tests of those, torture aside, on
-#                            PostgreSQL; unit, integration, torture and the
-#                            system tests flagged `san` under ASan+UBSan
+#                            PostgreSQL; unit, integration (but those
+#                            flagged `e2e`), torture and the system tests
+#                            flagged `san` under ASan+UBSan
 #   make check-full          lint; every test on every stage
 TIERS        ?= unit integration
 RV_SET_test   = $(foreach t,$(TIERS),$(TESTS_$(t)))
 RV_SET_check  = $(TESTS_unit) $(TESTS_integration) $(TESTS_torture) $(TESTS_ci)
-RV_SET_check_san = $(TESTS_unit) $(TESTS_integration) $(TESTS_torture) $(TESTS_san)
+RV_SET_check_san = $(TESTS_unit) $(filter-out $(TESTS_e2e),$(TESTS_integration)) $(TESTS_torture) \
+  $(TESTS_san)
 RV_SET_full   = $(TESTS)
 RV_SET_full_san = $(TESTS)
 # The `pg` tests the PostgreSQL stage runs again: in `make check` those of the

@@ -42,7 +42,7 @@ demo: $(DEMO_BINS) $(BINS) $(if $(DEMO_FLEET),$(S3RVER_ASSETS))
 
 $(OBJ)/tests/integration/test_demo_%.o: CPPFLAGS += -Itests/device -Itracer/include -Itracer/analysis/include \
   $(PROTOBUF_CFLAGS) -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"'
-$(eval $(call rv_test,integration,demo_app,$(LIBRVANALYSIS) $(LIBRVPROTO),$(RVA_LIBS) $(PROTOBUF_LIBS),integration))
+$(eval $(call rv_test,integration,demo_app,$(LIBRVANALYSIS) $(LIBRVPROTO),$(RVA_LIBS) $(PROTOBUF_LIBS),integration e2e))
 $(TBIN)/integration/test_demo_app: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-demo-app
 $(eval $(call rv_test,integration,demo_thermal,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_demo_thermal: | $(BIN)/rearviewd $(BIN)/rvctl $(DEMO_BINS)

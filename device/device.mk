@@ -51,7 +51,7 @@ $(TBIN)/device/bench_summary: $(OBJ)/tests/device/bench_summary.o $(DEVICE_CORE_
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEVICE_LIBS) -lpthread
 BENCHES += $(TBIN)/device/bench_summary
 $(OBJ)/tests/integration/test_daemon_show.o: CPPFLAGS += -Itracer/analysis/include
-$(eval $(call rv_test,integration,daemon_show,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,sqlite3),integration))
+$(eval $(call rv_test,integration,daemon_show,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,sqlite3),integration e2e))
 $(TBIN)/integration/test_daemon_show: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                         $(BIN)/rearview-demo-app
 # The policy's thermal trip over a fake sysfs tree; signs with librvpolicy.
@@ -127,7 +127,7 @@ $(eval $(call rv_test,integration,daemon_basic,$(LIBRVPROTO),$(PROTOBUF_LIBS),in
 $(TBIN)/integration/test_daemon_basic: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # rearviewd as systemd runs it: sd_notify, socket activation, the unit's
 # sandbox, conf.d drop-ins.
-$(eval $(call rv_test,integration,daemon_service,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
+$(eval $(call rv_test,integration,daemon_service,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration e2e))
 $(TBIN)/integration/test_daemon_service: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
   $(BIN)/rearview-demo-app $(TBIN)/device/rv_helper_app $(TBIN)/device/rv_unit_sandbox
 $(OBJ)/tests/integration/test_daemon_service.o: CPPFLAGS += -DRV_SRC_DIR='"$(CURDIR)"'
@@ -142,21 +142,21 @@ $(TBIN)/integration/test_daemon_identity: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN
 $(eval $(call rv_test,integration,daemon_sandbox,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
 $(TBIN)/integration/test_daemon_sandbox: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # Spool history retention: 300 anomalies leave bounded rows (spool.db read with sqlite3).
-$(eval $(call rv_test,integration,daemon_retention,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,sqlite3),integration))
+$(eval $(call rv_test,integration,daemon_retention,$(LIBRVPROTO),$(PROTOBUF_LIBS) $(call pc,--libs,sqlite3),integration e2e))
 $(TBIN)/integration/test_daemon_retention: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
-$(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
+$(eval $(call rv_test,integration,daemon_crash,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration e2e))
 $(TBIN)/integration/test_daemon_crash: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # A real traced program (the demo app) across a daemon SIGKILL and restart.
-$(eval $(call rv_test,integration,daemon_restart,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
+$(eval $(call rv_test,integration,daemon_restart,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration e2e))
 $(TBIN)/integration/test_daemon_restart: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-demo-app
 $(eval $(call rv_test,device,spool,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),integration tsan))
 # Policy enforcement end to end; signs documents with librvpolicy at test time.
 $(OBJ)/tests/integration/test_daemon_policy.o: CPPFLAGS += -Ipolicy/include
-$(eval $(call rv_test,integration,daemon_policy,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration))
+$(eval $(call rv_test,integration,daemon_policy,$(LIBRVPOLICY) $(LIBRVPROTO),$(RVPOLICY_LDLIBS),integration e2e))
 $(TBIN)/integration/test_daemon_policy: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/device/rv_helper_app
 # The uploader against a real rearview-server (init, HTTPS on a free port).
 $(OBJ)/tests/integration/test_daemon_upload.o: CPPFLAGS += -Ipolicy/include
-$(eval $(call rv_test,integration,daemon_upload,$(LIBRVPOLICY) $(LIBRVPROTO),$(call pc,--libs,libcurl sqlite3) $(RVPOLICY_LDLIBS),integration))
+$(eval $(call rv_test,integration,daemon_upload,$(LIBRVPOLICY) $(LIBRVPROTO),$(call pc,--libs,libcurl sqlite3) $(RVPOLICY_LDLIBS),integration e2e))
 $(TBIN)/integration/test_daemon_upload: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-server \
   $(TBIN)/server/rearview-server-v1 $(TBIN)/device/rv_helper_app $(BIN)/rearview-demo-app
 

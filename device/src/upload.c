@@ -108,7 +108,10 @@ static void requeued_cb(struct rvd_spool *sp, int status, uint64_t id, void *dat
 	if (status < 0 && !r->u->stopping)
 		rvd_up_error(r->u, "upload: capture %" PRIu64 " back to pending: %s", r->id,
 			     strerror(-status));
-	upload_finish(r, false); /* the retry timer runs */
+	/* The retry timer started before this spool job ran and may have fired
+	 * already, finding the capture still busy: kick again (a no-op while
+	 * the timer runs), or the capture would wait for some other event. */
+	upload_finish(r, true);
 }
 
 /* A retryable failure: back to pending (same upload id), then backoff. */

@@ -220,8 +220,11 @@ static void test_daemon_upload_wrong_ca_uploads_nothing_and_reports(void **state
 	assert_true(wait_status_error(&g_h, "enrolment"));
 	/* curl's verification failure is what the operator gets to see. */
 	assert_true(status_error(&g_h, "certificate"));
-	/* Let a few retries happen; none may get through. */
+	/* Let a few retries happen; none may get through.  The capture becomes
+	 * pending once summarized, which a loaded machine may not have done
+	 * yet: wait for it. */
 	rvh_sleep_ms(300);
+	assert_true(wait_state_poll(&g_h, "pending", 1, 20));
 	assert_int_equal(count_state(&g_h, "uploaded"), 0);
 	assert_int_equal(count_state(&g_h, "pending"), 1);
 	assert_int_equal(metric(&g_s, "rearview_enrollments_total"), 0);
@@ -365,19 +368,20 @@ static void test_daemon_upload_consent_summary_sends_the_local_summary(void **st
 
 /* A server from before the shuffled form refuses COMPRESSION_ZSTD_SHUFFLED
  * as an unknown compression (400): the daemon sends the same capture again
- * as plain zstd instead of dropping it as rejected. */
-static void test_daemon_upload_old_server_gets_plain_zstd(void **state)
+ * as plain zstd instead of dropping it as rejected.  extra: more [upload]
+ * keys, or "". */
+static void old_server_gets_plain_zstd(const char *name, const char *extra)
 {
 	static struct row rows[8];
 	char conf[1400], ca[200];
 	struct body b;
 
-	(void)state;
-	assert_int_equal(server_setup(&g_s, g_top, "s13"), 0);
+	assert_int_equal(server_setup(&g_s, g_top, name), 0);
 	g_s.bin = RV_TBIN_DIR "/server/rearview-server-v1";
 	assert_int_equal(server_start(&g_s, 0), 0);
 	snprintf(ca, sizeof(ca), "%s/ca.crt", g_s.dir);
 	upload_conf(conf, sizeof(conf), &g_s, ca);
+	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "%s", extra);
 	g_h_live = true;
 	assert_int_equal(rvh_setup(&g_h, conf), 0);
 	assert_true(rvh_run_demo_app(&g_h) > 0);
@@ -391,6 +395,22 @@ static void test_daemon_upload_old_server_gets_plain_zstd(void **state)
 	assert_non_null(strstr(b.buf, "\"compression\":1"));
 	assert_non_null(
 		strstr(b.buf, "\"top_self\":[{\"rank\":1,\"method\":\"build_list_item_slow\""));
+}
+
+static void test_daemon_upload_old_server_gets_plain_zstd(void **state)
+{
+	(void)state;
+	old_server_gets_plain_zstd("s13", "");
+}
+
+/* The same with a backoff of at most 1 ms: the retry timer fires before the
+ * spool has recorded the refused capture pending again (a write on the
+ * spool's thread), so the retry must come from that record, not only from
+ * the timer (else the capture waits for some other event: none comes). */
+static void test_daemon_upload_old_server_retry_outruns_the_spool(void **state)
+{
+	(void)state;
+	old_server_gets_plain_zstd("s14", "backoff_initial_ms = 1\nbackoff_max_ms = 1\n");
 }
 
 static void test_daemon_upload_metered_network_waits_until_pushed_policy_lifts_it(void **state)
@@ -666,6 +686,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_daemon_upload_rejected_upload_skipped_not_retried,
 					  per_test_teardown),
 		cmocka_unit_test_teardown(test_daemon_upload_old_server_gets_plain_zstd,
+					  per_test_teardown),
+		cmocka_unit_test_teardown(test_daemon_upload_old_server_retry_outruns_the_spool,
 					  per_test_teardown),
 		cmocka_unit_test_teardown(test_daemon_upload_quota_skip_is_reported_once,
 					  per_test_teardown),

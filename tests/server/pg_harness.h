@@ -13,15 +13,26 @@
  * number picked free by bind(0), listen_addresses=''), then pg_isready
  * polled until it answers (generous deadline).  pgh_fresh_db creates an
  * empty database, named after this process so that programs sharing the
- * cluster never meet, and gives its libpq URI.  pgh_stop drops this
+ * cluster never meet, and gives its libpq URI.  pgh_migrated_db gives one
+ * with the server's schema already in place: a copy (CREATE DATABASE …
+ * TEMPLATE, a file copy: about a third of a migration's cost) of the
+ * cluster's template PGH_TEMPLATE, which the first program to ask makes
+ * under an advisory lock (programs sharing the cluster wait for it rather
+ * than make it twice) by running the server's own `migrate` on it
+ * (RVS_BIN) and then marks a template closed to connections; a program
+ * that cannot make it (no RVS_BIN, the binary not built, migrate failed)
+ * says why once on stderr and gets empty databases, which the store
+ * migrates as it opens them: the same schema, only slower.  Tests of the
+ * migrations themselves use pgh_fresh_db.  pgh_stop drops this
  * process's databases from a shared cluster, or stops a private server
  * (fast mode) and removes its directory.  No system service, no TCP port.
- * Header-only (static functions): include it in one test file.
+ * Header-only (static functions; those not every includer calls are
+ * inline): include it in one test file.
  *
  * Errors: pgh_start returns -ENOENT when the PostgreSQL binaries or the
  * postgres user are missing (the caller skips, visibly), -EIO when the
  * server did not start or the shared one does not answer (h->why says
- * which step); pgh_fresh_db 0 or -EIO.
+ * which step); pgh_fresh_db and pgh_migrated_db 0 or -EIO.
  * Not thread-safe: call from the test's main thread.
  */
 #ifndef RV_PG_HARNESS_H
@@ -49,8 +60,14 @@ struct pgh {
 	pid_t owner;   /* the process that made the databases */
 	char tag[40];  /* their names' stem: this process and its start */
 	char why[256]; /* what failed, for the skip or failure message */
-	unsigned ndbs; /* databases made by pgh_fresh_db */
+	unsigned ndbs; /* databases made by pgh_fresh_db and pgh_migrated_db */
+	int tmpl;      /* PGH_TEMPLATE: 0 not looked for yet, 1 ready, -1 none */
 };
+
+/* The cluster's migrated template database (pgh_migrated_db) and the
+ * pg_advisory_lock key under which it is made ("rvtmpl"). */
+#define PGH_TEMPLATE	  "rvt_migrated"
+#define PGH_TEMPLATE_LOCK "125853085036652"
 
 /* Runs cmd (a shell command line) as the postgres user when root, from /
  * (the test's own working directory may be closed to that user). */
@@ -206,14 +223,15 @@ static int pgh_start(struct pgh *h)
 	return 0;
 }
 
-/* Creates an empty database; its URI into uri. */
-static int pgh_fresh_db(struct pgh *h, char *uri, size_t len)
+/* Creates database h->tag_N (as `CREATE DATABASE name` followed by with,
+ * e.g. a TEMPLATE clause); its URI into uri. */
+static int pgh_create(struct pgh *h, const char *with, char *uri, size_t len)
 {
-	char sql[96], name[64];
+	char sql[192], name[64];
 	int rc;
 
 	snprintf(name, sizeof name, "%s_%u", h->tag, ++h->ndbs);
-	snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
+	snprintf(sql, sizeof sql, "CREATE DATABASE %s%s", name, with);
 	if ((rc = pgh_admin(h, sql)))
 		return rc;
 	if (pgh_uri(h, name, uri, len)) {
@@ -222,6 +240,129 @@ static int pgh_fresh_db(struct pgh *h, char *uri, size_t len)
 		return -EIO;
 	}
 	return 0;
+}
+
+/* Creates an empty database; its URI into uri. */
+static int pgh_fresh_db(struct pgh *h, char *uri, size_t len)
+{
+	return pgh_create(h, "", uri, len);
+}
+
+/* Runs sql on the open connection pg: 0, or -EIO (the server's message in
+ * h->why). */
+static inline int pgh_exec(struct pgh *h, PGconn *pg, const char *sql)
+{
+	PGresult *r = PQexec(pg, sql);
+	int rc = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK
+			 ? 0
+			 : -EIO;
+
+	if (rc)
+		snprintf(h->why, sizeof h->why, "%s: %s", sql, PQerrorMessage(pg));
+	PQclear(r);
+	return rc;
+}
+
+#ifdef RVS_BIN
+/* Runs the server's `migrate` (RVS_BIN) on database db of h's server, with
+ * a configuration of its own in a temporary directory: 0, or -EIO (the
+ * start of what it printed in h->why). */
+static inline int pgh_run_migrate(struct pgh *h, const char *db)
+{
+	char dir[] = "/tmp/rvt-migrate-XXXXXX", path[64], uri[384], cmd[768];
+	FILE *f;
+	int rc = -EIO;
+
+	if (!mkdtemp(dir)) {
+		snprintf(h->why, sizeof h->why, "temporary directory: %s", strerror(errno));
+		return -EIO;
+	}
+	snprintf(path, sizeof path, "%s/migrate.conf", dir);
+	if (pgh_uri(h, db, uri, sizeof uri) == 0 && (f = fopen(path, "w"))) {
+		fprintf(f, "[server]\ndata_dir = %s\ndatabase = %s\n", dir, uri);
+		if (fclose(f) == 0) {
+			snprintf(cmd, sizeof cmd, "'%s' migrate --config %s >%s/out 2>&1", RVS_BIN,
+				 path, dir);
+			rc = system(cmd) == 0 ? 0 : -EIO;
+		}
+	}
+	if (rc) {
+		size_t n = 0;
+
+		snprintf(path, sizeof path, "%s/out", dir);
+		snprintf(h->why, sizeof h->why, "%s migrate failed: ", RVS_BIN);
+		if ((f = fopen(path, "r"))) {
+			n = strlen(h->why);
+			n += fread(h->why + n, 1, sizeof h->why - 1 - n, f);
+			h->why[n] = 0;
+			fclose(f);
+		}
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "pg_harness: could not remove %s\n", dir);
+	return rc;
+}
+#endif
+
+/* Makes h's cluster's PGH_TEMPLATE unless it is there (the first program
+ * to get the advisory lock makes it; the others wait for the lock, then
+ * find it marked a template): 0, or -EIO (h->why says why).  The answer is
+ * kept in h->tmpl: one attempt per program. */
+static inline int pgh_template(struct pgh *h)
+{
+	if (h->tmpl)
+		return h->tmpl > 0 ? 0 : -EIO;
+#ifndef RVS_BIN
+	snprintf(h->why, sizeof h->why, "this program has no RVS_BIN to run `migrate` with");
+	h->tmpl = -1;
+#else
+	char admin[384];
+	PGconn *pg;
+	PGresult *r;
+	int rc = -EIO, ready;
+
+	if (pgh_uri(h, "postgres", admin, sizeof admin) == 0) {
+		pg = PQconnectdb(admin);
+		if (PQstatus(pg) != CONNECTION_OK)
+			snprintf(h->why, sizeof h->why, "%s", PQerrorMessage(pg));
+		else if (!(rc = pgh_exec(h, pg,
+					 "SELECT pg_advisory_lock(" PGH_TEMPLATE_LOCK ")"))) {
+			r = PQexec(pg, "SELECT 1 FROM pg_database WHERE datname = '" PGH_TEMPLATE
+				       "' AND datistemplate");
+			ready = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+			PQclear(r);
+			/* A template is marked only once migrated: an unmarked one
+			 * is what a killed maker left. */
+			if (!ready &&
+			    !(rc = pgh_exec(h, pg, "DROP DATABASE IF EXISTS " PGH_TEMPLATE)) &&
+			    !(rc = pgh_exec(h, pg, "CREATE DATABASE " PGH_TEMPLATE)) &&
+			    !(rc = pgh_run_migrate(h, PGH_TEMPLATE)))
+				rc = pgh_exec(h, pg,
+					      "ALTER DATABASE " PGH_TEMPLATE
+					      " WITH IS_TEMPLATE true ALLOW_CONNECTIONS false");
+		}
+		PQfinish(pg); /* ends the session: releases the lock */
+	}
+	h->tmpl = rc ? -1 : 1;
+	if (!rc)
+		return 0;
+#endif
+	fprintf(stderr,
+		"pg_harness: no migrated template (%s); empty databases instead, which "
+		"the store migrates as it opens them\n",
+		h->why);
+	return -EIO;
+}
+
+/* Creates a database with the server's schema: a copy of the cluster's
+ * PGH_TEMPLATE (made by the first caller), or, without one, an empty
+ * database the store migrates when it opens it.  Its URI into uri. */
+static inline int pgh_migrated_db(struct pgh *h, char *uri, size_t len)
+{
+	if (pgh_template(h))
+		return pgh_fresh_db(h, uri, len);
+	return pgh_create(h, " TEMPLATE " PGH_TEMPLATE " STRATEGY FILE_COPY", uri, len);
 }
 
 static void pgh_stop(struct pgh *h)

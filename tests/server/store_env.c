@@ -50,7 +50,9 @@ static void stop_pg(void)
 		pgh_stop(&g_pg);
 }
 
-int rvt_store_dsn(const char *sqlite_path, char *out, size_t len)
+/* rvt_store_dsn's, with on pg a migrated database (pgh_migrated_db) or an
+ * empty one (pgh_fresh_db). */
+static int store_dsn(const char *sqlite_path, char *out, size_t len, int migrated)
 {
 	int rc;
 
@@ -69,11 +71,16 @@ int rvt_store_dsn(const char *sqlite_path, char *out, size_t len)
 		atexit(stop_pg);
 	}
 	assert(g_owner == getpid());
-	if (pgh_fresh_db(&g_pg, out, len) < 0) {
+	if ((migrated ? pgh_migrated_db(&g_pg, out, len) : pgh_fresh_db(&g_pg, out, len)) < 0) {
 		snprintf(g_why, sizeof g_why, "RVS_TEST_STORE=pg: %s", g_pg.why);
 		return -EIO;
 	}
 	return 0;
+}
+
+int rvt_store_dsn(const char *sqlite_path, char *out, size_t len)
+{
+	return store_dsn(sqlite_path, out, len, 1);
 }
 
 int rvt_store_conf(const char *conf, const char *data, char *dsn, size_t len)
@@ -83,7 +90,7 @@ int rvt_store_conf(const char *conf, const char *data, char *dsn, size_t len)
 	int rc;
 
 	snprintf(path, sizeof path, "%s/rearview.db", data);
-	if ((rc = rvt_store_dsn(path, dsn, len)) || !rvt_store_is_pg())
+	if ((rc = store_dsn(path, dsn, len, 0)) || !rvt_store_is_pg())
 		return rc;
 	if (!(f = fopen(conf, "a")))
 		return -errno;

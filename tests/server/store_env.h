@@ -7,8 +7,11 @@
  *
  * With the switch at pg the first rvt_store_dsn starts the program's
  * PostgreSQL (tests/server/pg_harness.h: initdb + pg_ctl in a temporary
- * directory, Unix socket only) and stops it at the program's exit; every
- * call makes a new empty database on it and names its libpq URI.  Blobs
+ * directory, Unix socket only; or the run's cluster, tests/with-pg.sh) and
+ * stops it at the program's exit; every call makes a new database on it
+ * and names its libpq URI: rvt_store_dsn's already migrated (a copy of the
+ * cluster's migrated template), rvt_store_conf's empty (the server's own
+ * commands migrate it).  Blobs
  * stay in the data directory's local store either way.
  *
  * Not thread-safe: call from the test's main thread (the server processes
@@ -23,8 +26,8 @@
 int rvt_store_is_pg(void);
 
 /* The database one server or store uses: on sqlite a copy of sqlite_path;
- * on pg a fresh database's URI (starting the program's PostgreSQL on the
- * first call).  0; -ENAMETOOLONG when out is too short; -ENOENT when
+ * on pg a new migrated database's URI (starting the program's PostgreSQL on
+ * the first call).  0; -ENAMETOOLONG when out is too short; -ENOENT when
  * PostgreSQL 15 is not installed; -EIO when it did not start or the
  * database was not created (rvt_store_why says which). */
 int rvt_store_dsn(const char *sqlite_path, char *out, size_t len);
@@ -34,7 +37,8 @@ const char *rvt_store_why(void);
 
 /* For a test that writes its own server configuration: the database of the
  * server whose data directory is data (sqlite: data/rearview.db, which
- * `init` made) into dsn; on pg also appends `database = URI` to the
+ * `init` made) into dsn; on pg an empty database (what `migrate` migrates),
+ * and appends `database = URI` to the
  * configuration file conf (whose last section must be [server]).
  * 0 or rvt_store_dsn's errors, -errno when conf could not be written. */
 int rvt_store_conf(const char *conf, const char *data, char *dsn, size_t len);

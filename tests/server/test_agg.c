@@ -56,7 +56,7 @@ static int setup(void **state)
 	if (!mkdtemp(f->dir))
 		return -1;
 	if (ops == &rvs_store_pg) {
-		if (pgh_fresh_db(&pg, f->db, sizeof f->db))
+		if (pgh_migrated_db(&pg, f->db, sizeof f->db))
 			return -1;
 	} else {
 		snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);

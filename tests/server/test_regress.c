@@ -214,7 +214,7 @@ static void make_db_in(const char *dir, char *path, size_t cap, int n)
 	char *sql;
 
 	if (g_ops == &rvs_store_pg)
-		assert_int_equal(pgh_fresh_db(&g_pg, path, cap), 0);
+		assert_int_equal(pgh_migrated_db(&g_pg, path, cap), 0);
 	else
 		snprintf(path, cap, "%s/rearview.db", dir);
 	assert_int_equal(g_ops->open(path, &s), 0);
@@ -975,7 +975,7 @@ static void test_regress_fleet_fixture_planted_regression_first_and_webhook_deli
 	/* On PostgreSQL: the server's store is a fresh database there. */
 	if (g_ops == &rvs_store_pg) {
 		char uri[200];
-		assert_int_equal(pgh_fresh_db(&g_pg, uri, sizeof uri), 0);
+		assert_int_equal(pgh_migrated_db(&g_pg, uri, sizeof uri), 0);
 		snprintf(db, sizeof db, "database = %s\n", uri);
 	}
 	snprintf(conf, sizeof conf,

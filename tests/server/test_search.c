@@ -188,7 +188,7 @@ static int setup(void **state)
 		return -1;
 	memset(&g_cfg, 0, sizeof g_cfg);
 	if (ops == &rvs_store_pg) {
-		if (pgh_fresh_db(&pg, g_cfg.database, sizeof g_cfg.database))
+		if (pgh_migrated_db(&pg, g_cfg.database, sizeof g_cfg.database))
 			return -1;
 	} else {
 		snprintf(g_cfg.database, sizeof g_cfg.database, "%s/rearview.db", g_dir);

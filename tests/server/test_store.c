@@ -42,14 +42,18 @@ struct fx {
 	struct rvs_store *s;
 };
 
-static int setup(void **state)
+/* An open store on a new database: on PostgreSQL a copy of the migrated
+ * template (migrated) or an empty database the store migrates as it opens
+ * it (the cases on the migrations and on what opening makes). */
+static int setup_db(void **state, int migrated)
 {
 	struct fx *f = calloc(1, sizeof *f);
 	snprintf(f->dir, sizeof f->dir, "/tmp/rvs-store-XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
 	if (ops == &rvs_store_pg) {
-		if (pgh_fresh_db(&pg, f->db, sizeof f->db))
+		if ((migrated ? pgh_migrated_db(&pg, f->db, sizeof f->db)
+			      : pgh_fresh_db(&pg, f->db, sizeof f->db)))
 			goto fail;
 	} else {
 		snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
@@ -65,6 +69,16 @@ fail:
 		fprintf(stderr, "test_store: could not remove %s\n", f->dir);
 	free(f);
 	return -1;
+}
+
+static int setup(void **state)
+{
+	return setup_db(state, 1);
+}
+
+static int setup_empty(void **state)
+{
+	return setup_db(state, 0);
 }
 
 static int teardown(void **state)
@@ -2373,8 +2387,8 @@ int main(void)
 {
 	/* Every case here runs on each backend. */
 	const struct CMUnitTest common[] = {
-		cmocka_unit_test_setup_teardown(test_store_open_applies_migrations_and_wal, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_store_open_applies_migrations_and_wal,
+						setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_device_token_lookup_finds_only_its_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_upload_is_unique_per_device_and_queued,
@@ -2443,7 +2457,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_store_pg_index_write_needs_the_decode_lease,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			test_store_pg_traces_migration_has_search_columns_and_indexes, setup,
+			test_store_pg_traces_migration_has_search_columns_and_indexes, setup_empty,
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_pg_concurrent_batches_never_share_an_upload, setup, teardown),
@@ -2456,7 +2470,8 @@ int main(void)
 			teardown),
 		/* weekly partitions, LISTEN/NOTIFY */
 		cmocka_unit_test_setup_teardown(
-			test_store_pg_partitions_made_for_this_and_next_week, setup, teardown),
+			test_store_pg_partitions_made_for_this_and_next_week, setup_empty,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_upload_key_holds_across_weeks, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
@@ -2465,7 +2480,7 @@ int main(void)
 			test_store_pg_retention_drops_expired_weeks_and_names_blobs, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_migration_moves_rows_into_weeks,
-						setup, teardown),
+						setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_upload_wakes_idle_listener, setup,
 						teardown),
 	};
