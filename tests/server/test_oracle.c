@@ -1379,8 +1379,9 @@ static void test_oracle_method_page_per_version_and_model(void **state)
 					  newest_with_method(a, m, BY_VERSION_SAMPLE, sample),
 					  BY_VERSION_SAMPLE);
 				g_sample = sample;
-				fprintf(stderr, "oracle: %s in %s: by_version/by_model over its"
-						" newest %d of %zu traces\n",
+				fprintf(stderr,
+					"oracle: %s in %s: by_version/by_model over its"
+					" newest %d of %zu traces\n",
 					METHODS[m], APPS[a], BY_VERSION_SAMPLE, n);
 			}
 			json_array_foreach(json_object_get(doc, "by_version"), k, v)
