@@ -279,11 +279,12 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	struct rvs_store *s;
 	sqlite3_stmt *st;
 	int n = 0;
-	/* Take the database back to version 8 (no issue column; nor the roles'
-	 * migration 10, the fleet counts' 11, the index budget's 12, the alert
-	 * rules' 13 or the selection weights' 14), then
-	 * let the store migrate it
-	 * again: the backfill must fold as decode does. */
+	/* Take the database back to version 8 (no issue column nor its index,
+	 * which 9 makes and 15 remakes with app_id; nor the roles' migration
+	 * 10, the fleet counts' 11, the index budget's 12, the alert rules' 13
+	 * or the selection weights' 14), then let the store migrate it again:
+	 * the backfill must fold as decode does, and the issues index must
+	 * come out as 15 leaves it. */
 	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
 	exec_ok(db,
 		"DROP TRIGGER uploads_fleet_ins; DROP TRIGGER uploads_fleet_del;"
@@ -320,6 +321,16 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 		n++;
 	}
 	assert_int_equal(n, 5);
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT group_concat(name, ',') FROM"
+					    " (SELECT name FROM pragma_index_info('traces_issue')"
+					    " ORDER BY seqno)",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0),
+			    "issue,app_id,received_at,device_id,severity");
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 }

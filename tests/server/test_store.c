@@ -1741,6 +1741,11 @@ static void test_store_pg_traces_migration_has_search_columns_and_indexes(void *
 		  " 'traces_by_captured')",
 		  out, sizeof out);
 	assert_string_equal(out, "4");
+	/* The issues index as migration 13 remade it: an issue's app after it. */
+	sql_value(f, NULL,
+		  "SELECT substring(pg_get_indexdef('traces_issue'::regclass) FROM '\\(.*\\)')",
+		  out, sizeof out);
+	assert_string_equal(out, "(issue, app_id, received_at, device_id, severity)");
 }
 
 /* A decoder killed mid-decode: its lease expires (forced here, no waiting)

@@ -472,6 +472,13 @@ static const char *const migrations[] = {
 	"ALTER TABLE uploads ADD COLUMN sel_taken BIGINT;"
 	"ALTER TABLE uploads ADD COLUMN weight DOUBLE PRECISION NOT NULL DEFAULT 1;"
 	"ALTER TABLE uploads ADD COLUMN weight_exact INTEGER NOT NULL DEFAULT 0;",
+	/* 13 (issues by app): sqlite's migration 15 — app_id after issue in
+	 * the issues index (on the partitioned table: every week's partition
+	 * gets it), so an issue's weekly counts and signatures, read per
+	 * (issue, app), are index ranges. */
+	"DROP INDEX traces_issue;"
+	"CREATE INDEX traces_issue"
+	" ON traces(issue, app_id, received_at, device_id, severity);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -140,19 +140,29 @@ int rvs_pg_traces_sorted(const struct rvs_pg_pool *pool, const struct rvs_sorted
 	" AND ($4::bigint IS NULL OR t.anomaly_kind = $4)"
 
 /* Impact = traces × mean severity (at least 1 each) × distinct devices;
- * the mean as sqlite's avg(): the sum over the count, in double. */
+ * the mean as sqlite's avg(): the sum over the count, in double.  Summed
+ * per (issue, app, device) first, then per (issue, app), each group's
+ * devices being its rows (count(device_id) skips NULL as count(DISTINCT)
+ * does): two hash aggregates, where count(DISTINCT) sorted every trace of
+ * the window (BENCHMARKS-web.md, "Issues by app"). */
 static const char ISSUES_SQL[] =
-	"SELECT t.issue, count(*) AS traces, count(DISTINCT t.device_id) AS devices,"
-	" sum(greatest(coalesce(t.severity, 0), 1))::float8 / count(*) AS severity,"
-	" count(*) * (sum(greatest(coalesce(t.severity, 0), 1))::float8 / count(*))"
-	" * count(DISTINCT t.device_id) AS impact,"
-	" min(t.received_at) AS first_seen, max(t.received_at) AS last_seen,"
-	" max(t.seq), t.app_id, count(*) OVER () AS total FROM traces t"
+	"SELECT d.issue, sum(d.n)::bigint AS traces, count(d.device_id) AS devices,"
+	" sum(d.sev)::float8 / sum(d.n)::bigint AS severity,"
+	" sum(d.n)::bigint * (sum(d.sev)::float8 / sum(d.n)::bigint) * count(d.device_id)"
+	" AS impact, min(d.first_seen) AS first_seen, max(d.last_seen) AS last_seen,"
+	" max(d.seq), d.app_id, count(*) OVER () AS total FROM"
+	" (SELECT t.issue, t.app_id, t.device_id, count(*) AS n,"
+	" sum(greatest(coalesce(t.severity, 0), 1)) AS sev, min(t.received_at) AS first_seen,"
+	" max(t.received_at) AS last_seen, max(t.seq) AS seq FROM traces t"
 	" WHERE t.issue IS NOT NULL AND t.received_at >= $1" ISSUE_FILTERS
-	" GROUP BY t.app_id, t.issue"
-	" ORDER BY impact DESC, t.issue COLLATE \"C\", t.app_id COLLATE \"C\" LIMIT $5";
-/* The per-issue reads: $5 the issue, $6 its app (a missing app is its own). */
-#define ISSUE_APP " AND t.app_id IS NOT DISTINCT FROM $6::text"
+	" GROUP BY t.issue, t.app_id, t.device_id) d"
+	" GROUP BY d.issue, d.app_id"
+	" ORDER BY impact DESC, d.issue COLLATE \"C\", d.app_id COLLATE \"C\" LIMIT $5";
+/* The per-issue reads: $5 the issue, $6 its app (a missing app is its
+ * own).  Not IS NOT DISTINCT FROM, which no index condition can use: this
+ * form folds to app_id = $6 (or app_id IS NULL) once $6 is bound, a range
+ * of traces_issue (issue, app_id, received_at, ...). */
+#define ISSUE_APP " AND (t.app_id = $6::text OR ($6::text IS NULL AND t.app_id IS NULL))"
 static const char TREND_SQL[] =
 	"SELECT t.received_at / 604800, count(*) FROM traces t WHERE t.issue = $5" ISSUE_APP
 	" AND t.received_at >= $1" ISSUE_FILTERS " GROUP BY 1";

@@ -436,6 +436,14 @@ static const char *const migrations[] = {
 	"ALTER TABLE uploads ADD COLUMN sel_taken INTEGER;"
 	"ALTER TABLE uploads ADD COLUMN weight REAL NOT NULL DEFAULT 1;"
 	"ALTER TABLE uploads ADD COLUMN weight_exact INTEGER NOT NULL DEFAULT 0;",
+	/* 15 (issues by app): an issue is an (app, chain) pair, and its
+	 * weekly counts and signatures are read per pair: the issues index
+	 * gains app_id after issue, so each of those reads is a range of the
+	 * index instead of every app's traces of the chain checked row by
+	 * row, and the ranking walks the index in its group order. */
+	"DROP INDEX traces_issue;"
+	"CREATE INDEX traces_issue"
+	" ON traces(issue, app_id, received_at, device_id, severity);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
