@@ -500,8 +500,8 @@ static void add_daemon_records(struct rvd_capture_flow *f, struct rvd_process *p
 	cap = mmap(NULL, (size_t)*size, PROT_READ, MAP_SHARED, *fd, 0);
 	if (cap == MAP_FAILED)
 		return;
-	memcpy(&tid, cap + 56, 4);     /* header: the captured thread */
-	memcpy(&freeze, cap + 32, 8);  /* header: ref_monotonic_ns */
+	memcpy(&tid, cap + 56, 4);    /* header: the captured thread */
+	memcpy(&freeze, cap + 32, 8); /* header: ref_monotonic_ns */
 	if (p->offcpu && rvd_offcpu_snapshot(p->offcpu, &w) == 0 && (pid_t)tid == w.tid)
 		nw = 1;
 	rc = -ENOMEM;
@@ -512,7 +512,8 @@ static void add_daemon_records(struct rvd_capture_flow *f, struct rvd_process *p
 					rvd_frames_record_max(&p->frames));
 		assert(nfr >= 0);
 		nrecs += (size_t)nfr;
-		rc = nrecs ? rvd_caprec_insert(cap, (size_t)*size, recs, nrecs, &out, &len) : -ESRCH;
+		rc = nrecs ? rvd_caprec_insert(cap, (size_t)*size, recs, nrecs, &out, &len)
+			   : -ESRCH;
 	}
 	munmap((void *)cap, (size_t)*size);
 	if (rc == 0 && len > f->env.cfg->capture_max_bytes)
@@ -531,9 +532,8 @@ static void add_daemon_records(struct rvd_capture_flow *f, struct rvd_process *p
 	if (nfd >= 0) {
 		rvd_info("pid %d: %zu off-CPU intervals and %zu frames added to the capture "
 			 "(+%zu bytes, %" PRIu64 " us)",
-			 (int)p->pid, nw ? w.n : 0,
-			 nfr ? ((size_t)nfr - 16) / RVD_FRAME_ITEM : 0, len - (size_t)*size,
-			 (uv_hrtime() - t0) / 1000);
+			 (int)p->pid, nw ? w.n : 0, nfr ? ((size_t)nfr - 16) / RVD_FRAME_ITEM : 0,
+			 len - (size_t)*size, (uv_hrtime() - t0) / 1000);
 		close(*fd);
 		*fd = nfd;
 		*size = len;

@@ -15,9 +15,9 @@
 #include <sys/types.h>
 
 /* Record type of tracer/FORMAT.md, its per-frame item size and flag. */
-#define RVD_REC_FRAMES	 14
-#define RVD_FRAME_ITEM	 32u
-#define RVD_FRAME_LATE	 1u
+#define RVD_REC_FRAMES 14
+#define RVD_FRAME_ITEM 32u
+#define RVD_FRAME_LATE 1u
 /* Frames a process's ring holds: 17 s at 60 Hz, 32 KiB. */
 #define RVD_FRAMES_RING 1024u
 

@@ -335,7 +335,8 @@ size_t rvd_offcpu_records(const struct rvd_offcpu_window *w, size_t nw, uint8_t 
 	size_t off = 0;
 
 	for (size_t i = 0; i < nw; i++) {
-		off += rvd_caprec_head(b + off, RVD_REC_OFFCPU, (uint32_t)(8 + w[i].n * OFFCPU_ITEM));
+		off += rvd_caprec_head(b + off, RVD_REC_OFFCPU,
+				       (uint32_t)(8 + w[i].n * OFFCPU_ITEM));
 		put32(b + off, (uint32_t)w[i].tid);
 		put32(b + off + 4, (uint32_t)w[i].n);
 		off += 8;

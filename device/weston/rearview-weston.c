@@ -96,7 +96,7 @@ struct rv_module {
 	struct wl_listener destroy;
 	struct wl_listener create_surface;
 	struct wl_listener output_created;
-	struct wl_list outputs;	 /* struct rv_output.link */
+	struct wl_list outputs; /* struct rv_output.link */
 	struct wl_listener activate;
 	struct wl_list surfaces; /* struct rv_surface.link */
 	struct weston_binding *button_binding, *touch_binding;
@@ -135,9 +135,9 @@ struct rv_surface {
 	struct wl_listener destroy;
 	pid_t pid;
 	bool was_mapped;
-	bool animating;	     /* the last commit asked for a frame callback */
-	bool was_animating;  /* ... and the commit before it */
-	uint64_t new_commit; /* CLOCK_MONOTONIC ns of a commit not painted yet, 0: none */
+	bool animating;	       /* the last commit asked for a frame callback */
+	bool was_animating;    /* ... and the commit before it */
+	uint64_t new_commit;   /* CLOCK_MONOTONIC ns of a commit not painted yet, 0: none */
 	bool commit_animating; /* the surface animated before that commit */
 	/* Painted in a repaint of `painted_on`, awaiting its presentation:
 	 * presented once that output's frame_time differs from painted_stamp. */
@@ -145,7 +145,7 @@ struct rv_surface {
 	struct timespec painted_stamp;
 	uint64_t painted_commit;
 	bool painted_animating;
-	uint64_t last_present; /* CLOCK_MONOTONIC ns of its last presentation, 0: none */
+	uint64_t last_present;	   /* CLOCK_MONOTONIC ns of its last presentation, 0: none */
 	struct rv_output *last_on; /* ... on that output, its presentation number there */
 	uint64_t last_seq;
 	uint64_t input_event, input_dispatched; /* an input awaiting its answer */
@@ -290,7 +290,8 @@ static void observe_presentation(struct rv_output *ro)
 	ro->seq++;
 	ro->stamps[ro->seq % RING] = presentation_mono(ro->m->ec, now);
 	for (uint64_t k = 1; k < RING && k < ro->seq; k++) {
-		uint64_t a = ro->stamps[(ro->seq - k) % RING], b = ro->stamps[(ro->seq - k + 1) % RING];
+		uint64_t a = ro->stamps[(ro->seq - k) % RING],
+			 b = ro->stamps[(ro->seq - k + 1) % RING];
 
 		if (b > a && b - a < shortest)
 			shortest = b - a;
@@ -360,7 +361,8 @@ static int on_output_timer(void *data)
 					     (int)(output_period_ns(ro->output) / 1000000) + 2);
 		return 0;
 	}
-	wl_list_for_each(rs, &ro->m->surfaces, link) if (rs->painted_on == ro) rs->painted_on = NULL;
+	wl_list_for_each(rs, &ro->m->surfaces, link) if (rs->painted_on == ro) rs->painted_on =
+		NULL;
 	return 0;
 }
 

@@ -47,13 +47,12 @@ static void build_capture(capbuf *c)
 static void push(struct rvd_frame_ring *r, uint64_t s, uint64_t e, uint64_t d, uint32_t tid,
 		 uint64_t budget)
 {
-	rvd_frames_push(r, &(struct rvd_frame){.start_ns = s,
-					       .end_ns = e,
-					       .deadline_ns = d,
-					       .tid = tid,
-					       .flags = rvd_frame_late(s, e, d, budget)
-								? RVD_FRAME_LATE
-								: 0});
+	rvd_frames_push(r, &(struct rvd_frame){
+				   .start_ns = s,
+				   .end_ns = e,
+				   .deadline_ns = d,
+				   .tid = tid,
+				   .flags = rvd_frame_late(s, e, d, budget) ? RVD_FRAME_LATE : 0});
 }
 
 /* Inserts recs into the test capture and decodes it; returns the decoder's

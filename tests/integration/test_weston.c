@@ -120,13 +120,12 @@ static int start_weston(struct wt *t, int click_every_ms)
 	fclose(f);
 	snprintf(confarg, sizeof(confarg), "--config=%s", conf);
 	snprintf(sockarg, sizeof(sockarg), "--socket=%s", t->display);
+	/* With a renderer: the module sees repaints through the output's
+	 * frame_signal, which the default (noop) renderer never emits. */
 	{
 		char *argv[] = {(char *)WESTON_BIN,
 				confarg,
 				(char *)"--backend=headless-backend.so",
-				/* a renderer: the module sees repaints through
-				 * the output's frame_signal, which the default
-				 * (noop) renderer never emits */
 				(char *)"--use-pixman",
 				sockarg,
 				(char *)"--idle-time=0",
@@ -356,7 +355,6 @@ static uint64_t wait_capture(struct wt *t, int kind, pid_t pid, const char *meth
 	return 0;
 }
 
-
 /*
  * The frames of `pid` in its capture files (FRAMES records): every one ends
  * at a presentation time the client got from wp_presentation (within 50 µs:
@@ -395,9 +393,8 @@ static void assert_frames_presented(struct wt *t, pid_t pid)
 		snprintf(path, sizeof(path), "%s/captures/%s", t->h.state, de->d_name);
 		if (rva_import_file(path, &tr, &err) != 0)
 			fail_msg("decoding %s: %s", path, err.msg);
-		for (size_t i = 0; tr->nthreads && tr->threads[0].pid == (uint32_t)pid &&
-				   i < tr->nframes;
-		     i++) {
+		for (size_t i = 0;
+		     tr->nthreads && tr->threads[0].pid == (uint32_t)pid && i < tr->nframes; i++) {
 			const rva_frame *fr = &tr->frames[i];
 			bool hit = false;
 

@@ -247,7 +247,7 @@ static inline void cb_offcpu_example(capbuf *c)
  * 42's frames 1000–17000 (no deadline, on time) and 20000–60000 (due at
  * 36666, late). */
 static const uint8_t cb_frames_value[72] = {
-	2,    0,    0, 0, 0, 0, 0, 0, /* 2 frames */
+	2,    0,    0, 0, 0, 0, 0, 0,				    /* 2 frames */
 	0xe8, 0x03, 0, 0, 0, 0, 0, 0, 0x68, 0x42, 0, 0, 0, 0, 0, 0, /* 1000 .. 17000 */
 	0,    0,    0, 0, 0, 0, 0, 0, 0x2a, 0,	  0, 0, 0, 0, 0, 0, /* tid 42, on time */
 	0x20, 0x4e, 0, 0, 0, 0, 0, 0, 0x60, 0xea, 0, 0, 0, 0, 0, 0, /* 20000 .. 60000 */

@@ -70,7 +70,7 @@ struct app {
 	bool stopping; /* no more frames: only the last feedback is awaited */
 	struct wp_presentation *presentation;
 	clockid_t pclock;
-	FILE *presented; /* --presented, NULL when not asked */
+	FILE *presented;    /* --presented, NULL when not asked */
 	unsigned feedbacks; /* outstanding */
 };
 
@@ -341,8 +341,7 @@ int main(int argc, char **argv)
 				perror("rv_slow_client: --presented");
 				return 2;
 			}
-		}
-		else {
+		} else {
 			fprintf(stderr, "rv_slow_client: bad argument %s\n", argv[i]);
 			return 2;
 		}

@@ -686,7 +686,9 @@ static int frames_record(ctx *c, const uint8_t *v, uint32_t len, rva_error *err)
 static int cmp_frame(const void *a, const void *b)
 {
 	const rva_frame *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->end > y->end) - (x->end < y->end);
+	return x->start < y->start   ? -1
+	       : x->start > y->start ? 1
+				     : (x->end > y->end) - (x->end < y->end);
 }
 
 /* Keeps the frames overlapping the calls' span [t->start, t->end] (all of
