@@ -17,7 +17,8 @@
  *  - a capture is pending only once its local summary is durable (the
  *    summary job is queued before the gate's state change);
  *  - OFFCPU / THREAD_COUNTERS records (offcpu.c) are added only to a capture
- *    of the thread the process's perf events watch, into a new sealed memfd
+ *    of the thread the process's perf events watch, FRAMES (frames.c) to any
+ *    capture of a process that reported frames, into a new sealed memfd
  *    with a new checksum; when that fails the capture is stored as sent.
  */
 #include "capture.h"
@@ -36,6 +37,8 @@
 
 #include "anomaly.h"
 #include "capcheck.h"
+#include "caprec.h"
+#include "frames.h"
 #include "log.h"
 #include "offcpu.h"
 #include "sandbox.h"
@@ -470,33 +473,48 @@ static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 #define RVD_SEALS_REQUIRED (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
 /*
- * The daemon's part of a capture of p's traced thread: its off-CPU
- * intervals and counters (offcpu.c), appended to a copy of the verified
- * capture in `*fd` (`*size` bytes).  On success *fd / *size are the new
- * sealed memfd (the old one closed); on any failure they are unchanged and
- * the reason is logged.  Costs a snapshot of the perf ring, one copy and
- * one XXH3 pass of the capture (device/BENCHMARKS.md).
+ * The daemon's part of a capture of p: the traced thread's off-CPU
+ * intervals and counters (offcpu.c) when the capture is of that thread,
+ * and p's frames from when its tracing was asked for to the freeze
+ * (frames.c), inserted into a copy of the verified capture in `*fd`
+ * (`*size` bytes).  On success *fd / *size are the new sealed memfd (the
+ * old one closed); on any failure they are unchanged and the reason is
+ * logged.  Costs a snapshot of the perf ring, one copy and one XXH3 pass
+ * of the capture (device/BENCHMARKS.md).
  */
-static void add_offcpu(struct rvd_capture_flow *f, struct rvd_process *p, int *fd, uint64_t *size)
+static void add_daemon_records(struct rvd_capture_flow *f, struct rvd_process *p, int *fd,
+			       uint64_t *size)
 {
 	struct rvd_offcpu_window w;
-	uint64_t t0 = uv_hrtime();
+	uint64_t t0 = uv_hrtime(), freeze;
 	const uint8_t *cap;
 	uint32_t tid;
-	uint8_t *out = NULL;
-	size_t len = 0;
+	uint8_t *out = NULL, *recs = NULL;
+	size_t len = 0, nrecs = 0, nw = 0;
+	long nfr = 0;
 	int rc, nfd = -1;
 
-	if (!p->offcpu || rvd_offcpu_snapshot(p->offcpu, &w) < 0)
+	memset(&w, 0, sizeof(w));
+	if (!p->offcpu && !p->frames.n)
 		return;
 	cap = mmap(NULL, (size_t)*size, PROT_READ, MAP_SHARED, *fd, 0);
-	if (cap == MAP_FAILED) {
-		rvd_offcpu_window_release(&w);
+	if (cap == MAP_FAILED)
 		return;
+	memcpy(&tid, cap + 56, 4);    /* header: the captured thread */
+	memcpy(&freeze, cap + 32, 8); /* header: ref_monotonic_ns */
+	if (p->offcpu && rvd_offcpu_snapshot(p->offcpu, &w) == 0 && (pid_t)tid == w.tid)
+		nw = 1;
+	rc = -ENOMEM;
+	recs = malloc(rvd_offcpu_records_len(&w, nw) + rvd_frames_record_max(&p->frames));
+	if (recs) {
+		nrecs = rvd_offcpu_records(&w, nw, recs);
+		nfr = rvd_frames_record(&p->frames, p->traced_since_ns, freeze, recs + nrecs,
+					rvd_frames_record_max(&p->frames));
+		assert(nfr >= 0);
+		nrecs += (size_t)nfr;
+		rc = nrecs ? rvd_caprec_insert(cap, (size_t)*size, recs, nrecs, &out, &len)
+			   : -ESRCH;
 	}
-	memcpy(&tid, cap + 56, 4); /* header: the captured thread */
-	rc = (pid_t)tid == w.tid ? rvd_offcpu_append(cap, (size_t)*size, &w, 1, &out, &len)
-				 : -ESRCH;
 	munmap((void *)cap, (size_t)*size);
 	if (rc == 0 && len > f->env.cfg->capture_max_bytes)
 		rc = -EFBIG;
@@ -512,16 +530,19 @@ static void add_offcpu(struct rvd_capture_flow *f, struct rvd_process *p, int *f
 		}
 	}
 	if (nfd >= 0) {
-		rvd_info("pid %d: %zu off-CPU intervals added to the capture (+%zu bytes, %" PRIu64
-			 " us)",
-			 (int)p->pid, w.n, len - (size_t)*size, (uv_hrtime() - t0) / 1000);
+		rvd_info("pid %d: %zu off-CPU intervals and %zu frames added to the capture "
+			 "(+%zu bytes, %" PRIu64 " us)",
+			 (int)p->pid, nw ? w.n : 0, nfr ? ((size_t)nfr - 16) / RVD_FRAME_ITEM : 0,
+			 len - (size_t)*size, (uv_hrtime() - t0) / 1000);
 		close(*fd);
 		*fd = nfd;
 		*size = len;
 	} else if (rc != -ESRCH) {
-		rvd_warn("pid %d: off-CPU records not added: %s", (int)p->pid, strerror(-rc));
+		rvd_warn("pid %d: off-CPU and frame records not added: %s", (int)p->pid,
+			 strerror(-rc));
 	}
 	free(out);
+	free(recs);
 	rvd_offcpu_window_release(&w);
 }
 
@@ -590,7 +611,7 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 		return -EBADMSG;
 	}
 	size = cr->size;
-	add_offcpu(f, p, &fd, &size);
+	add_daemon_records(f, p, &fd, &size);
 	memset(&meta, 0, sizeof(meta));
 	meta.anomaly = pc->anomaly;
 	meta.reservation = pc->reservation; /* committed when the upload is acknowledged */

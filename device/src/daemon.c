@@ -149,6 +149,8 @@ static void trace_cb(struct rvd_process *p, pid_t tid, bool start, void *data)
 {
 	(void)data;
 	rvd_tracectl_send(p, tid, start);
+	if (start)
+		p->traced_since_ns = uv_hrtime();
 	/* The traced thread's perf events follow the plan (off-CPU records). */
 	if (start || (p->offcpu && tid == rvd_offcpu_tid(p->offcpu)))
 		rvd_offcpu_follow(&p->offcpu, start ? tid : 0);
@@ -430,6 +432,18 @@ static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessa
 			rvd_debug("frame for unregistered pid %d", (int)e->frame->pid);
 			return NULL;
 		}
+		rvd_frames_push(
+			&p->frames,
+			&(struct rvd_frame){.start_ns = e->frame->frame_start_ns,
+					    .end_ns = e->frame->frame_end_ns,
+					    .deadline_ns = e->frame->frame_deadline_ns,
+					    .tid = (uint32_t)e->frame->tid,
+					    .flags = rvd_frame_late(e->frame->frame_start_ns,
+								    e->frame->frame_end_ns,
+								    e->frame->frame_deadline_ns,
+								    jc.budget_ns)
+							     ? RVD_FRAME_LATE
+							     : 0});
 		/* A frame with a deadline is late when it ends after it. */
 		if (e->frame->frame_deadline_ns)
 			jc.budget_ns = e->frame->frame_deadline_ns - e->frame->frame_start_ns;

@@ -34,9 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+#include "caprec.h"
 #include "log.h"
 
 enum { C_TASK_CLOCK, C_MINFLT, C_MAJFLT, C_CS, C_N };
@@ -311,15 +309,9 @@ int rvd_offcpu_snapshot(struct rvd_offcpu_thread *t, struct rvd_offcpu_window *w
 
 /* --- capture records ------------------------------------------------- */
 
-#define REC_CHECKSUM 8
-#define REC_END	     0xffff
 #define OFFCPU_ITEM  24u
 #define COUNTERS_LEN 80u
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, 2);
-}
 static void put32(uint8_t *p, uint32_t v)
 {
 	memcpy(p, &v, 4);
@@ -329,43 +321,22 @@ static void put64(uint8_t *p, uint64_t v)
 	memcpy(p, &v, 8);
 }
 
-static size_t rec_head(uint8_t *p, uint16_t type, uint32_t len)
+size_t rvd_offcpu_records_len(const struct rvd_offcpu_window *w, size_t nw)
 {
-	put16(p, type);
-	put16(p + 2, 0);
-	put32(p + 4, len);
-	return 8;
-}
+	size_t add = 0;
 
-int rvd_offcpu_append(const uint8_t *cap, size_t len, const struct rvd_offcpu_window *w, size_t nw,
-		      uint8_t **out, size_t *out_len)
-{
-	size_t keep, add = 0, off;
-	uint16_t ty;
-	uint32_t vl;
-	uint8_t *b;
-
-	*out = NULL;
-	*out_len = 0;
-	if (len < 128 + 32)
-		return -EINVAL;
-	keep = len - 32; /* CHECKSUM (8 + 16) and END (8) */
-	memcpy(&ty, cap + keep, 2);
-	memcpy(&vl, cap + keep + 4, 4);
-	if (ty != REC_CHECKSUM || vl != 16)
-		return -EINVAL;
-	memcpy(&ty, cap + len - 8, 2);
-	if (ty != REC_END)
-		return -EINVAL;
 	for (size_t i = 0; i < nw; i++)
 		add += 8 + 8 + w[i].n * OFFCPU_ITEM + 8 + COUNTERS_LEN;
-	b = malloc(keep + add + 32);
-	if (!b)
-		return -ENOMEM;
-	memcpy(b, cap, keep);
-	off = keep;
+	return add;
+}
+
+size_t rvd_offcpu_records(const struct rvd_offcpu_window *w, size_t nw, uint8_t *b)
+{
+	size_t off = 0;
+
 	for (size_t i = 0; i < nw; i++) {
-		off += rec_head(b + off, RVD_REC_OFFCPU, (uint32_t)(8 + w[i].n * OFFCPU_ITEM));
+		off += rvd_caprec_head(b + off, RVD_REC_OFFCPU,
+				       (uint32_t)(8 + w[i].n * OFFCPU_ITEM));
 		put32(b + off, (uint32_t)w[i].tid);
 		put32(b + off + 4, (uint32_t)w[i].n);
 		off += 8;
@@ -375,7 +346,7 @@ int rvd_offcpu_append(const uint8_t *cap, size_t len, const struct rvd_offcpu_wi
 			put32(b + off + 16, w[i].iv[k].reason);
 			put32(b + off + 20, 0);
 		}
-		off += rec_head(b + off, RVD_REC_THREAD_COUNTERS, COUNTERS_LEN);
+		off += rvd_caprec_head(b + off, RVD_REC_THREAD_COUNTERS, COUNTERS_LEN);
 		put32(b + off, (uint32_t)w[i].tid);
 		put32(b + off + 4, 0);
 		put64(b + off + 8, w[i].since_ns);
@@ -389,15 +360,23 @@ int rvd_offcpu_append(const uint8_t *cap, size_t len, const struct rvd_offcpu_wi
 		put64(b + off + 72, w[i].involuntary);
 		off += COUNTERS_LEN;
 	}
-	assert(off == keep + add);
-	put64(b + 120, (uint64_t)(off + 32)); /* file_size, before the hash */
-	off += rec_head(b + off, REC_CHECKSUM, 16);
-	put32(b + off, 1);
-	put32(b + off + 4, 0);
-	put64(b + off + 8, XXH3_64bits(b, off - 8));
-	off += 16;
-	off += rec_head(b + off, REC_END, 0);
-	*out = b;
-	*out_len = off;
-	return 0;
+	assert(off == rvd_offcpu_records_len(w, nw));
+	return off;
+}
+
+int rvd_offcpu_append(const uint8_t *cap, size_t len, const struct rvd_offcpu_window *w, size_t nw,
+		      uint8_t **out, size_t *out_len)
+{
+	size_t add = rvd_offcpu_records_len(w, nw);
+	uint8_t *recs = malloc(add ? add : 1);
+	int rc;
+
+	*out = NULL;
+	*out_len = 0;
+	if (!recs)
+		return -ENOMEM;
+	rvd_offcpu_records(w, nw, recs);
+	rc = rvd_caprec_insert(cap, len, recs, add, out, out_len);
+	free(recs);
+	return rc;
 }

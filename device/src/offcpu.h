@@ -90,6 +90,13 @@ int rvd_offcpu_snapshot(struct rvd_offcpu_thread *t, struct rvd_offcpu_window *w
 /* Frees w->iv; *w becomes empty. */
 void rvd_offcpu_window_release(struct rvd_offcpu_window *w);
 
+/* The bytes rvd_offcpu_records writes for the `nw` windows. */
+size_t rvd_offcpu_records_len(const struct rvd_offcpu_window *w, size_t nw);
+
+/* Writes an OFFCPU and a THREAD_COUNTERS record per window to b (room for
+ * rvd_offcpu_records_len bytes); returns the bytes written. */
+size_t rvd_offcpu_records(const struct rvd_offcpu_window *w, size_t nw, uint8_t *b);
+
 /*
  * Builds a copy of capture `cap` (`len` bytes, checked by capcheck: its
  * last records are CHECKSUM and END) with an OFFCPU and a THREAD_COUNTERS

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "detect.h"
+#include "frames.h"
 
 #define RVD_MRU_MAX 16
 
@@ -39,6 +40,11 @@ struct rvd_process {
 	void *conn; /* borrowed: the control connection */
 	/* perf events on traced_tid (offcpu.c), NULL when none; owned */
 	struct rvd_offcpu_thread *offcpu;
+	/* CLOCK_MONOTONIC when traced_tid's tracing was asked for (0: taken
+	 * over at registration, unknown): a capture's frames start no earlier */
+	uint64_t traced_since_ns;
+	/* its recent frames (FrameReports), written into its captures */
+	struct rvd_frame_ring frames;
 };
 
 struct rvd_registry {

@@ -10,11 +10,24 @@
  * What it reports, per client (pid from wl_client_get_credentials; the UI
  * thread is taken to be the main thread, tid = pid, the Wayland thread of
  * every common toolkit):
- *  - frames: a client's frame is the time between two commits of one of its
- *    surfaces while it animates (the earlier commit asked for a frame
- *    callback); it is due two refresh periods of the surface's output after
- *    it starts (the client missed at least one vblank when it ends later):
- *    rv_frame_of(pid, pid, previous commit, commit, previous + 2 periods);
+ *  - frames, from presentation: a frame ends when the content a client
+ *    committed is presented — the output's presentation timestamp
+ *    (weston_output.frame_time, set by weston_output_finish_frame, the time
+ *    wp_presentation feedback reports to clients) of the first repaint that
+ *    painted the surface after the commit.  A surface is painted in a
+ *    repaint when its output's frame_signal fires (the renderer emits it:
+ *    pixman or GL; Weston's noop renderer emits none, so a compositor
+ *    running it reports no frames); the presentation is read at the
+ *    output's next frame_signal (finish_frame always comes first) or, when
+ *    no repaint follows, from a timer one refresh period later.  A frame
+ *    starts at the surface's previous presentation while it animates (the
+ *    commit before asked for a frame callback: the client was drawing frame
+ *    after frame), else at the commit; it is due one refresh period after a
+ *    previous presentation (half a period of slack for timestamp jitter: it
+ *    missed a vblank when it ends later), or two after a commit (the next
+ *    repaint, then its vblank).  Times are moved from the compositor's
+ *    presentation clock to CLOCK_MONOTONIC.  rv_frame_of(pid, pid, start,
+ *    presented, deadline);
  *  - input latency: a pointer button press or a touch down (compositor
  *    bindings, which do not consume the event) on a client's surface is an
  *    input with the device's timestamp, dispatched now; the next commit of
@@ -76,11 +89,14 @@ void notify_button(struct weston_seat *seat, const struct timespec *time, int32_
 		   enum wl_pointer_button_state state);
 
 #define DEFAULT_REFRESH_MHZ 60000
+#define RING		    32
 
 struct rv_module {
 	struct weston_compositor *ec;
 	struct wl_listener destroy;
 	struct wl_listener create_surface;
+	struct wl_listener output_created;
+	struct wl_list outputs; /* struct rv_output.link */
 	struct wl_listener activate;
 	struct wl_list surfaces; /* struct rv_surface.link */
 	struct weston_binding *button_binding, *touch_binding;
@@ -93,6 +109,24 @@ struct rv_module {
 	pid_t fg_pid;		      /* the last foreground reported */
 };
 
+/* An output whose repaints the module follows (frame_signal). */
+struct rv_output {
+	struct rv_module *m;
+	struct weston_output *output;
+	struct wl_list link;
+	struct wl_listener frame;
+	struct wl_listener destroy;
+	struct wl_event_source *timer; /* reads a presentation no repaint follows */
+	unsigned timer_tries;
+	/* Its presentations as seen (each repaint is followed by one before
+	 * the next): the count, the newest RING times (CLOCK_MONOTONIC ns,
+	 * stamps[seq % RING]) and the shortest interval between two of them. */
+	struct timespec seen;
+	uint64_t seq;
+	uint64_t stamps[RING];
+	uint64_t cadence;
+};
+
 struct rv_surface {
 	struct rv_module *m;
 	struct weston_surface *surface;
@@ -101,8 +135,19 @@ struct rv_surface {
 	struct wl_listener destroy;
 	pid_t pid;
 	bool was_mapped;
-	bool animating;				/* the last commit asked for a frame callback */
-	uint64_t last_commit;			/* CLOCK_MONOTONIC ns */
+	bool animating;	       /* the last commit asked for a frame callback */
+	bool was_animating;    /* ... and the commit before it */
+	uint64_t new_commit;   /* CLOCK_MONOTONIC ns of a commit not painted yet, 0: none */
+	bool commit_animating; /* the surface animated before that commit */
+	/* Painted in a repaint of `painted_on`, awaiting its presentation:
+	 * presented once that output's frame_time differs from painted_stamp. */
+	struct rv_output *painted_on;
+	struct timespec painted_stamp;
+	uint64_t painted_commit;
+	bool painted_animating;
+	uint64_t last_present;	   /* CLOCK_MONOTONIC ns of its last presentation, 0: none */
+	struct rv_output *last_on; /* ... on that output, its presentation number there */
+	uint64_t last_seq;
 	uint64_t input_event, input_dispatched; /* an input awaiting its answer */
 };
 
@@ -123,15 +168,6 @@ static pid_t client_pid(struct weston_surface *s)
 	c = wl_resource_get_client(s->resource);
 	wl_client_get_credentials(c, &pid, &uid, &gid);
 	return pid;
-}
-
-static uint64_t refresh_period_ns(const struct weston_surface *s)
-{
-	int32_t mhz = DEFAULT_REFRESH_MHZ;
-
-	if (s->output && s->output->current_mode && s->output->current_mode->refresh > 0)
-		mhz = s->output->current_mode->refresh;
-	return 1000000000000ull / (uint64_t)mhz;
 }
 
 static struct rv_surface *find_surface(struct rv_module *m, struct weston_surface *s)
@@ -168,15 +204,218 @@ static void on_commit(struct wl_listener *l, void *data)
 		set_foreground(rs->m, s, rs->pid);
 	}
 	rs->was_mapped = mapped;
-	if (rs->animating && rs->last_commit && mapped)
-		rv_frame_of(rs->pid, rs->pid, rs->last_commit, now,
-			    rs->last_commit + 2 * refresh_period_ns(s));
+	/* New content (damage to show): a frame, ended by its presentation. */
+	if (mapped && pixman_region32_not_empty(&s->damage)) {
+		rs->new_commit = now;
+		rs->commit_animating = rs->animating;
+	}
 	if (rs->input_event) {
 		rv_input_of(rs->pid, rs->pid, rs->input_event, rs->input_dispatched, 0, now);
 		rs->input_event = 0;
 	}
-	rs->last_commit = now;
 	rs->animating = !wl_list_empty(&s->frame_callback_list);
+}
+
+/* CLOCK_MONOTONIC ns of `ts`, a time on the compositor's presentation clock
+ * (CLOCK_MONOTONIC_RAW with the headless backend's software clock): moved
+ * by the two clocks' offset now. */
+static uint64_t presentation_mono(const struct weston_compositor *ec, const struct timespec *ts)
+{
+	struct timespec a, b;
+	int64_t off;
+
+	if (ec->presentation_clock == CLOCK_MONOTONIC ||
+	    clock_gettime(ec->presentation_clock, &a) < 0 || clock_gettime(CLOCK_MONOTONIC, &b) < 0)
+		return ts_ns(ts);
+	off = (int64_t)ts_ns(&b) - (int64_t)ts_ns(&a);
+	return off < 0 && (uint64_t)-off > ts_ns(ts) ? 0 : (uint64_t)((int64_t)ts_ns(ts) + off);
+}
+
+static uint64_t output_period_ns(const struct weston_output *o)
+{
+	int32_t mhz = o->current_mode && o->current_mode->refresh > 0 ? o->current_mode->refresh
+								      : DEFAULT_REFRESH_MHZ;
+
+	return 1000000000000ull / (uint64_t)mhz;
+}
+
+/* The content rs painted on ro was presented: ro's newest presentation. */
+static void report_presented(struct rv_surface *rs, struct rv_output *ro)
+{
+	uint64_t period = output_period_ns(ro->output), presented = ro->stamps[ro->seq % RING];
+	uint64_t start, deadline, cadence = ro->cadence;
+
+	if (rs->painted_animating && rs->last_present && rs->last_present < presented) {
+		/* Drawing frame after frame: due at the output's next
+		 * presentation after the previous one — the next vblank, half a
+		 * period of slack, or (an output presenting slower than its
+		 * refresh, like the headless backend's) its own cadence, up to
+		 * two periods — and never after a presentation that went out
+		 * without it. */
+		if (cadence < period)
+			cadence = period;
+		if (cadence > 2 * period)
+			cadence = 2 * period;
+		start = rs->last_present;
+		deadline = start + period + cadence / 2;
+		if (rs->last_on == ro && ro->seq - rs->last_seq > 1 &&
+		    ro->seq - rs->last_seq < RING &&
+		    ro->stamps[(rs->last_seq + 1) % RING] < deadline)
+			deadline = ro->stamps[(rs->last_seq + 1) % RING];
+	} else {
+		/* The first after a pause: its repaint, then that vblank. */
+		start = rs->painted_commit;
+		deadline = start + 2 * period;
+	}
+	if (presented < start) /* the clocks' offset moved a few ns */
+		presented = start;
+	if (deadline < start)
+		deadline = start;
+	rv_frame_of(rs->pid, rs->pid, start, presented, deadline);
+	rs->last_present = presented;
+	rs->last_on = ro;
+	rs->last_seq = ro->seq;
+	rs->painted_on = NULL;
+}
+
+/* Notes ro's presentation when its frame_time moved since last seen. */
+static void observe_presentation(struct rv_output *ro)
+{
+	const struct timespec *now = &ro->output->frame_time;
+	uint64_t shortest = UINT64_MAX;
+
+	if (now->tv_sec == ro->seen.tv_sec && now->tv_nsec == ro->seen.tv_nsec)
+		return;
+	ro->seen = *now;
+	ro->seq++;
+	ro->stamps[ro->seq % RING] = presentation_mono(ro->m->ec, now);
+	for (uint64_t k = 1; k < RING && k < ro->seq; k++) {
+		uint64_t a = ro->stamps[(ro->seq - k) % RING],
+			 b = ro->stamps[(ro->seq - k + 1) % RING];
+
+		if (b > a && b - a < shortest)
+			shortest = b - a;
+	}
+	ro->cadence = shortest == UINT64_MAX ? 0 : shortest;
+}
+
+/* Reports every surface painted on ro whose content has been presented
+ * since (the output's frame_time moved); returns how many still wait. */
+static unsigned resolve_presented(struct rv_output *ro)
+{
+	struct rv_surface *rs;
+	unsigned waiting = 0;
+
+	observe_presentation(ro);
+	wl_list_for_each(rs, &ro->m->surfaces, link)
+	{
+		if (rs->painted_on != ro)
+			continue;
+		if (ro->seen.tv_sec == rs->painted_stamp.tv_sec &&
+		    ro->seen.tv_nsec == rs->painted_stamp.tv_nsec)
+			waiting++;
+		else
+			report_presented(rs, ro);
+	}
+	return waiting;
+}
+
+/* A repaint of ro: earlier paints are presented by now; surfaces with new
+ * content on ro are painted in this one. */
+static void on_output_frame(struct wl_listener *l, void *data)
+{
+	struct rv_output *ro = wl_container_of(l, ro, frame);
+	struct rv_surface *rs;
+	bool painted = false;
+
+	resolve_presented(ro);
+	wl_list_for_each(rs, &ro->m->surfaces, link)
+	{
+		if (!rs->new_commit || rs->surface->output != ro->output ||
+		    !weston_surface_is_mapped(rs->surface))
+			continue;
+		rs->painted_on = ro;
+		rs->painted_stamp = ro->output->frame_time;
+		rs->painted_commit = rs->new_commit;
+		rs->painted_animating = rs->commit_animating;
+		rs->new_commit = 0;
+		painted = true;
+	}
+	if (painted && ro->timer) {
+		ro->timer_tries = 0;
+		wl_event_source_timer_update(ro->timer,
+					     (int)(output_period_ns(ro->output) / 1000000) + 2);
+	}
+}
+
+/* No repaint followed a paint: its presentation is read here. */
+static int on_output_timer(void *data)
+{
+	struct rv_output *ro = data;
+	struct rv_surface *rs;
+
+	if (resolve_presented(ro) == 0)
+		return 0;
+	if (++ro->timer_tries < 8) {
+		wl_event_source_timer_update(ro->timer,
+					     (int)(output_period_ns(ro->output) / 1000000) + 2);
+		return 0;
+	}
+	wl_list_for_each(rs, &ro->m->surfaces, link) if (rs->painted_on == ro) rs->painted_on =
+		NULL;
+	return 0;
+}
+
+static void output_free(struct rv_output *ro)
+{
+	struct rv_surface *rs;
+
+	wl_list_for_each(rs, &ro->m->surfaces, link)
+	{
+		if (rs->painted_on == ro)
+			rs->painted_on = NULL;
+		if (rs->last_on == ro)
+			rs->last_on = NULL;
+	}
+	if (ro->timer)
+		wl_event_source_remove(ro->timer);
+	wl_list_remove(&ro->frame.link);
+	wl_list_remove(&ro->destroy.link);
+	wl_list_remove(&ro->link);
+	free(ro);
+}
+
+static void on_output_destroy(struct wl_listener *l, void *data)
+{
+	struct rv_output *ro = wl_container_of(l, ro, destroy);
+
+	output_free(ro);
+}
+
+static void follow_output(struct rv_module *m, struct weston_output *o)
+{
+	struct rv_output *ro;
+
+	wl_list_for_each(ro, &m->outputs, link) if (ro->output == o) return;
+	ro = calloc(1, sizeof(*ro));
+	if (!ro)
+		return;
+	ro->m = m;
+	ro->output = o;
+	ro->timer = wl_event_loop_add_timer(wl_display_get_event_loop(m->ec->wl_display),
+					    on_output_timer, ro);
+	ro->frame.notify = on_output_frame;
+	wl_signal_add(&o->frame_signal, &ro->frame);
+	ro->destroy.notify = on_output_destroy;
+	wl_signal_add(&o->destroy_signal, &ro->destroy);
+	wl_list_insert(&m->outputs, &ro->link);
+}
+
+static void on_output_created(struct wl_listener *l, void *data)
+{
+	struct rv_module *m = wl_container_of(l, m, output_created);
+
+	follow_output(m, data);
 }
 
 static void surface_free(struct rv_surface *rs)
@@ -281,7 +520,9 @@ static void on_compositor_destroy(struct wl_listener *l, void *data)
 {
 	struct rv_module *m = wl_container_of(l, m, destroy);
 	struct rv_surface *rs, *tmp;
+	struct rv_output *ro, *otmp;
 
+	wl_list_for_each_safe(ro, otmp, &m->outputs, link) output_free(ro);
 	wl_list_for_each_safe(rs, tmp, &m->surfaces, link) surface_free(rs);
 	if (m->click_timer)
 		wl_event_source_remove(m->click_timer);
@@ -289,6 +530,7 @@ static void on_compositor_destroy(struct wl_listener *l, void *data)
 		weston_seat_release(&m->test_seat);
 	wl_list_remove(&m->destroy.link);
 	wl_list_remove(&m->create_surface.link);
+	wl_list_remove(&m->output_created.link);
 	wl_list_remove(&m->activate.link);
 	free(m);
 }
@@ -314,16 +556,22 @@ static void read_config(struct rv_module *m)
 WL_EXPORT int wet_module_init(struct weston_compositor *ec, int *argc, char *argv[])
 {
 	struct rv_module *m = calloc(1, sizeof(*m));
+	struct weston_output *o;
 
 	if (!m)
 		return -1;
+
 	m->ec = ec;
 	wl_list_init(&m->surfaces);
+	wl_list_init(&m->outputs);
 	read_config(m);
 	m->destroy.notify = on_compositor_destroy;
 	wl_signal_add(&ec->destroy_signal, &m->destroy);
 	m->create_surface.notify = on_create_surface;
 	wl_signal_add(&ec->create_surface_signal, &m->create_surface);
+	m->output_created.notify = on_output_created;
+	wl_signal_add(&ec->output_created_signal, &m->output_created);
+	wl_list_for_each(o, &ec->output_list, link) follow_output(m, o);
 	m->activate.notify = on_activate;
 	wl_signal_add(&ec->activate_signal, &m->activate);
 	m->button_binding = weston_compositor_add_button_binding(ec, BTN_LEFT, 0, on_button, m);

@@ -20,26 +20,36 @@ $(RV_WESTON_SO): $(OBJ)/device/weston/rearview-weston.o $(LIBRVEVENTS_A) $(LIBRV
 LIBS_REARVIEW += $(RV_WESTON_SO)
 endif
 
-# The Weston test: rv_slow_client, a traced Wayland client (xdg-shell from
-# wayland-protocols, wl_shm), slow on purpose in named functions; its UI
+# The Weston test: rv_slow_client, a traced Wayland client (xdg-shell and
+# presentation-time from wayland-protocols, wl_shm), slow on purpose in named functions; its UI
 # file is instrumented, its loop is not.
 WESTON_GEN := $(GEN)/weston
-XDG_SHELL_XML := $(shell $(PKG_CONFIG) --variable=pkgdatadir wayland-protocols 2>/dev/null)/stable/xdg-shell/xdg-shell.xml
+WL_PROTOCOLS := $(shell $(PKG_CONFIG) --variable=pkgdatadir wayland-protocols 2>/dev/null)
+XDG_SHELL_XML := $(WL_PROTOCOLS)/stable/xdg-shell/xdg-shell.xml
 $(WESTON_GEN)/xdg-shell-client-protocol.h: $(XDG_SHELL_XML)
 	@mkdir -p $(@D)
 	wayland-scanner client-header $< $@
 $(WESTON_GEN)/xdg-shell-protocol.c: $(XDG_SHELL_XML)
 	@mkdir -p $(@D)
 	wayland-scanner private-code $< $@
-$(OBJ)/gen/weston/xdg-shell-protocol.o: $(WESTON_GEN)/xdg-shell-protocol.c
+PRESENTATION_XML := $(WL_PROTOCOLS)/stable/presentation-time/presentation-time.xml
+$(WESTON_GEN)/presentation-time-client-protocol.h: $(PRESENTATION_XML)
+	@mkdir -p $(@D)
+	wayland-scanner client-header $< $@
+$(WESTON_GEN)/presentation-time-protocol.c: $(PRESENTATION_XML)
+	@mkdir -p $(@D)
+	wayland-scanner private-code $< $@
+$(OBJ)/gen/weston/%-protocol.o: $(WESTON_GEN)/%-protocol.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
 $(OBJ)/tests/weston/%.o: CPPFLAGS += -Itracer/include -I$(WESTON_GEN) \
   $(call pc,--cflags,wayland-client)
-$(OBJ)/tests/weston/slow_client.o: $(WESTON_GEN)/xdg-shell-client-protocol.h
+$(OBJ)/tests/weston/slow_client.o: $(WESTON_GEN)/xdg-shell-client-protocol.h \
+  $(WESTON_GEN)/presentation-time-client-protocol.h
 $(OBJ)/tests/weston/slow_client_ui.o: CFLAGS += -O1 -finstrument-functions
 $(TBIN)/weston/rv_slow_client: $(OBJ)/tests/weston/slow_client.o \
-  $(OBJ)/tests/weston/slow_client_ui.o $(OBJ)/gen/weston/xdg-shell-protocol.o $(LIBRVTRACE_SO)
+  $(OBJ)/tests/weston/slow_client_ui.o $(OBJ)/gen/weston/xdg-shell-protocol.o \
+  $(OBJ)/gen/weston/presentation-time-protocol.o $(LIBRVTRACE_SO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(LIB) -lrvtrace -Wl,-rpath,$(CURDIR)/$(LIB) \
 	  $(call pc,--libs,wayland-client)
@@ -55,8 +65,9 @@ RV_WESTON_PRELOAD := $(strip \
   $(if $(findstring undefined,$(SANFLAGS)),$(shell $(CC) -print-file-name=libubsan.so)) \
   $(if $(findstring thread,$(SANFLAGS)),$(shell $(CC) -print-file-name=libtsan.so)))
 $(OBJ)/tests/integration/test_weston.o: CPPFLAGS += -Itests/device -Idevice/src $(DEVICE_CFLAGS) \
+  -Itracer/analysis/include \
   -DRV_LIB_DIR='"$(LIB)"' -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"' \
   -DRV_WESTON_PRELOAD='"$(RV_WESTON_PRELOAD)"'
-$(eval $(call rv_test,integration,weston,$(LIBRVPROTO),$(PROTOBUF_LIBS),system ci san))
+$(eval $(call rv_test,integration,weston,$(LIBRVANALYSIS) $(LIBRVPROTO),$(RVA_LIBS) $(PROTOBUF_LIBS),system ci san))
 $(TBIN)/integration/test_weston: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/weston/rv_slow_client \
   $(RV_WESTON_SO)

@@ -8,8 +8,9 @@
 // Environment: RVS_URL (https://127.0.0.1:PORT), RVS_PASSWORD, RVS_TRACE
 // (a decoded trace of app com.example.web), RVS_MODULES (node_modules with
 // playwright-core), RVS_SHOTS, RVS_PROFILE (a fresh --user-data-dir);
-// optional RVS_OFFCPU_TRACE (a trace with OFFCPU, THREAD_COUNTERS and
-// LOCK_WAIT records: its "why the time went" section, and its Chrome
+// optional RVS_OFFCPU_TRACE (a trace with OFFCPU, THREAD_COUNTERS,
+// LOCK_WAIT and FRAMES records: its "why the time went" section, its
+// timeline's frames row, and its Chrome
 // export — off-CPU slices, counter events, lock-wait flows — in speedscope);
 // optional RVS_TIES_TRACE (calls sharing timestamps by the hundred: its
 // Chrome export's self times in speedscope against the trace page's).
@@ -249,6 +250,13 @@ async function main() {
         await page.locator('#lock-waits tbody tr').count() === 1 &&
         await page.locator('#timeline rect.offcpu').count() === 3,
         'the off-CPU trace shows its methods\' on/off-CPU time, lock wait and intervals');
+      const nframes = await page.locator('#timeline rect.frame').count();
+      const nlate = await page.locator('#timeline rect.frame.late').count();
+      check(nframes === 2 && nlate === 1,
+        `the trace's timeline draws its frames row with the late frame marked (${nframes} frames, ${nlate} late)`);
+      await page.locator('#timeline rect.frame.late').click();
+      check((await page.locator('#tl-info').innerText()).includes('frame (late)'),
+        'clicking a late frame names it');
       await page.locator('#timeline rect.offcpu').first().click();
       check((await page.locator('#tl-info').innerText()).includes('off-CPU'),
         'clicking an off-CPU interval names it');

@@ -6,7 +6,9 @@
  * reports its frames, and takes the slow list-item path for one burst of
  * frames; rearviewd's jank detector must capture it, and the capture file
  * in the spool, decoded with librvanalysis, must show the slow list-item
- * builder as the top self-time method.  Every wait is a hang guard only.
+ * builder as the top self-time method, and the frames rearviewd wrote into
+ * it (FRAMES) must hold the slow burst, marked late.  Every wait is a hang
+ * guard only.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -86,6 +88,53 @@ static void assert_top_self(struct rvh *h, const char *want)
 	rva_trace_free(t);
 }
 
+/*
+ * The only capture's FRAMES (tracer/FORMAT.md): the app's frames around the
+ * jank, each marked by the daemon's rule (no deadline: late when over the
+ * 16.7 ms budget), at least `slow` of them from the slow burst (>= 85 ms)
+ * and marked late, one of them holding the anomaly's focus (the middle of
+ * the worst late frame), all overlapping the calls.
+ */
+static void assert_frames(struct rvh *h, size_t slow)
+{
+	const int64_t budget = 16666000; /* [detect] jank_budget_us default */
+	size_t late = 0, burst = 0, focus = 0;
+	char file[300];
+	rva_trace *t = NULL;
+	rva_error err;
+
+	only_capture_file(h, file, sizeof(file));
+	assert_true(file[0] != '\0');
+	if (rva_import_file(file, &t, &err) != 0)
+		fail_msg("decoding %s failed", file);
+	print_message("capture holds %zu frames\n", t->nframes);
+	assert_true(t->nframes > slow);
+	for (size_t i = 0; i < t->nframes; i++) {
+		const rva_frame *f = &t->frames[i];
+		int64_t d = f->end - f->start;
+
+		assert_int_equal(f->tid, t->threads[0].tid);
+		assert_int_equal(f->deadline, 0);
+		assert_true(f->end >= t->start && f->start <= t->end);
+		assert_true(i == 0 || f->start >= t->frames[i - 1].start);
+		if (f->late) {
+			assert_true(d > budget);
+			late++;
+		} else {
+			assert_true(d <= budget);
+		}
+		if (d >= 85000000) {
+			assert_true(f->late);
+			burst++;
+			if (t->anomaly_ns >= f->start && t->anomaly_ns <= f->end)
+				focus++;
+		}
+	}
+	assert_true(burst >= slow && late >= burst);
+	assert_int_equal(focus, 1);
+	rva_trace_free(t);
+}
+
 /* Waits until the only capture is pending; returns the list (caller frees). */
 static Rearview__AdminResponse *only_capture_pending(struct rvh *h)
 {
@@ -159,6 +208,8 @@ static void test_demo_app_slow_burst_jank_captured_slow_builder_on_top(void **st
 	assert_non_null(strstr(out, "\"kind\":\"jank\""));
 	assert_non_null(strstr(out, "\"state\":\"pending\""));
 	assert_top_self(h, "build_list_item_slow");
+	/* The detector fires at the 3rd late frame of the burst. */
+	assert_frames(h, 3);
 }
 
 static void test_demo_app_no_slow_path_traced_nothing_captured(void **state)

@@ -10,7 +10,10 @@
  *
  *  - jank: four 80 ms frames of rv_slow_client → a JANK capture of its
  *    process holding slow_layout_pass with at least one whole call's 80 ms
- *    of its own time;
+ *    of its own time; the frames the module measured reach the capture
+ *    (FRAMES record), each ending at a presentation time the client itself
+ *    got from wp_presentation feedback (so they are measured from
+ *    presentation, not from commits), the slow ones marked late;
  *  - click: the module's test-only switch ([rearview] test-click-every-ms,
  *    libweston's notify_button on a seat it creates: headless Weston has no
  *    input devices; every test sets test-seat, as kiosk-shell maps nothing
@@ -37,6 +40,7 @@
 #include <cmocka.h>
 
 #include "daemon_harness.h"
+#include "rearview/analysis.h"
 
 #define WESTON_BIN "/usr/bin/weston"
 #define SIMPLE_SHM "/usr/bin/weston-simple-shm"
@@ -116,10 +120,13 @@ static int start_weston(struct wt *t, int click_every_ms)
 	fclose(f);
 	snprintf(confarg, sizeof(confarg), "--config=%s", conf);
 	snprintf(sockarg, sizeof(sockarg), "--socket=%s", t->display);
+	/* With a renderer: the module sees repaints through the output's
+	 * frame_signal, which the default (noop) renderer never emits. */
 	{
 		char *argv[] = {(char *)WESTON_BIN,
 				confarg,
 				(char *)"--backend=headless-backend.so",
+				(char *)"--use-pixman",
 				sockarg,
 				(char *)"--idle-time=0",
 				module,
@@ -253,11 +260,12 @@ static __attribute__((format(printf, 2, 3))) bool daemon_log_has(struct wt *t, c
 	return found;
 }
 
-/* Runs weston-simple-shm, then rv_slow_client with `extra` to completion.
- * Returns the client's pid (exited 0) or -1. */
+/* Runs weston-simple-shm, then rv_slow_client with `extra` to completion
+ * (its wp_presentation times in DIR/presented.txt).  Returns the client's
+ * pid (exited 0) or -1. */
 static pid_t run_clients(struct wt *t, const char *extra)
 {
-	char control[200];
+	char control[200], presented[200];
 	double until = rvh_now() + RVH_GUARD_S;
 	int st;
 
@@ -271,10 +279,13 @@ static pid_t run_clients(struct wt *t, const char *extra)
 			return -1;
 	}
 	snprintf(control, sizeof(control), "%s/control.sock", t->h.run);
+	snprintf(presented, sizeof(presented), "%s/presented.txt", t->h.dir);
 	{
 		char *argv[] = {(char *)RV_TBIN_DIR "/weston/rv_slow_client",
 				(char *)"--control",
 				control,
+				(char *)"--presented",
+				presented,
 				(char *)"--frames",
 				(char *)"600",
 				(char *)extra,
@@ -344,6 +355,69 @@ static uint64_t wait_capture(struct wt *t, int kind, pid_t pid, const char *meth
 	return 0;
 }
 
+/*
+ * The frames of `pid` in its capture files (FRAMES records): every one ends
+ * at a presentation time the client got from wp_presentation (within 50 µs:
+ * the same timestamp, moved to CLOCK_MONOTONIC on each side), at least ten
+ * of them, and at least one of the slow burst (>= 80 ms) marked late.
+ */
+static void assert_frames_presented(struct wt *t, pid_t pid)
+{
+	char path[300];
+	int64_t *pt = malloc(100000 * sizeof(*pt));
+	size_t npt = 0, matched = 0, unmatched = 0, slow_late = 0;
+	long long v;
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+
+	assert_non_null(pt);
+	snprintf(path, sizeof(path), "%s/presented.txt", t->h.dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (npt < 100000 && fscanf(f, "%lld", &v) == 1)
+		pt[npt++] = v;
+	fclose(f);
+	print_message("the client got %zu presentation times\n", npt);
+	assert_true(npt > 0);
+	snprintf(path, sizeof(path), "%s/captures", t->h.state);
+	d = opendir(path);
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+		rva_trace *tr = NULL;
+		rva_error err;
+
+		if (len < 5 || strcmp(de->d_name + len - 4, ".rvc"))
+			continue;
+		snprintf(path, sizeof(path), "%s/captures/%s", t->h.state, de->d_name);
+		if (rva_import_file(path, &tr, &err) != 0)
+			fail_msg("decoding %s: %s", path, err.msg);
+		for (size_t i = 0;
+		     tr->nthreads && tr->threads[0].pid == (uint32_t)pid && i < tr->nframes; i++) {
+			const rva_frame *fr = &tr->frames[i];
+			bool hit = false;
+
+			for (size_t k = 0; k < npt && !hit; k++)
+				hit = pt[k] >= fr->end - 50000 && pt[k] <= fr->end + 50000;
+			if (hit)
+				matched++;
+			else
+				unmatched++;
+			if (fr->end - fr->start >= 80000000 && fr->late)
+				slow_late++;
+		}
+		rva_trace_free(tr);
+	}
+	closedir(d);
+	free(pt);
+	print_message("capture frames: %zu at a presentation time, %zu not; %zu slow and late\n",
+		      matched, unmatched, slow_late);
+	assert_int_equal(unmatched, 0);
+	assert_true(matched >= 10);
+	assert_true(slow_late >= 1);
+}
+
 /* Each slow frame spins 80 ms in slow_layout_pass itself. */
 static void test_weston_slow_client_jank_capture_holds_slow_layout_pass(void **state)
 {
@@ -359,6 +433,7 @@ static void test_weston_slow_client_jank_capture_holds_slow_layout_pass(void **s
 				 80000000ull, NULL, out, sizeof(out)) > 0);
 	snprintf(want, sizeof(want), "\"pid\":%d,\"tid\":%d,", (int)pid, (int)pid);
 	assert_non_null(strstr(out, want));
+	assert_frames_presented(t, pid);
 	/* The unmodified well-behaved client's frames reached the detectors
 	 * too (it is not traced: the daemon has no process to capture). */
 	if (t->shm > 0)

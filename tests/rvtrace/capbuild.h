@@ -202,8 +202,9 @@ static const uint8_t cb_counters_value[80] = {
  * 2000–12000 (preempted 9000–10000), `read_pipe` 20000–50000 (blocked
  * 21000–49000), `touch_pages` 60000–80000 (blocked 65000–70000), the
  * counters, and a LOCK_WAIT: read_pipe waited 21000–49000 for mutex
- * 0x5555deadbee0 held by tid 44 in `flush_log`. */
-static inline void cb_offcpu_example(capbuf *c)
+ * 0x5555deadbee0 held by tid 44 in `flush_log`; `frames` (72 bytes) as
+ * a FRAMES record when not NULL. */
+static inline void cb_offcpu_example_frames(capbuf *c, const uint8_t *frames)
 {
 	static const uint8_t lock[56] = {
 		1,    0,    0,	  0,	3,    0,    0, 0, /* mutex, both methods known */
@@ -232,7 +233,31 @@ static inline void cb_offcpu_example(capbuf *c)
 	cb_record(c, 15, lock, sizeof(lock));
 	cb_record(c, 12, cb_offcpu_value, sizeof(cb_offcpu_value));
 	cb_record(c, 13, cb_counters_value, sizeof(cb_counters_value));
+	if (frames)
+		cb_record(c, 14, frames, 72);
 	cb_finish(c);
+}
+
+static inline void cb_offcpu_example(capbuf *c)
+{
+	cb_offcpu_example_frames(c, NULL);
+}
+
+/* tracer/FORMAT.md's FRAMES worked example, the value after the header: tid
+ * 42's frames 1000–17000 (no deadline, on time) and 20000–60000 (due at
+ * 36666, late). */
+static const uint8_t cb_frames_value[72] = {
+	2,    0,    0, 0, 0, 0, 0, 0,				    /* 2 frames */
+	0xe8, 0x03, 0, 0, 0, 0, 0, 0, 0x68, 0x42, 0, 0, 0, 0, 0, 0, /* 1000 .. 17000 */
+	0,    0,    0, 0, 0, 0, 0, 0, 0x2a, 0,	  0, 0, 0, 0, 0, 0, /* tid 42, on time */
+	0x20, 0x4e, 0, 0, 0, 0, 0, 0, 0x60, 0xea, 0, 0, 0, 0, 0, 0, /* 20000 .. 60000 */
+	0x3a, 0x8f, 0, 0, 0, 0, 0, 0, 0x2a, 0,	  0, 0, 1, 0, 0, 0, /* due 36666, late */
+};
+
+/* The off-CPU example with the FRAMES example's record too. */
+static inline void cb_frames_example(capbuf *c)
+{
+	cb_offcpu_example_frames(c, cb_frames_value);
 }
 
 /* The benchmarks' synthetic capture: about `slots` slots of nested calls

@@ -610,11 +610,33 @@ static void test_cli_summary_lists_offcpu_reasons(void **state)
 	free(s);
 }
 
+/* `info` of a capture with a FRAMES record counts its frames and the late
+ * ones (tracer/FORMAT.md's example: 2 frames, 1 late). */
+static void test_cli_info_counts_frames(void **state)
+{
+	char path[128], out[128], args[512];
+	capbuf c = {0};
+
+	(void)state;
+	cb_frames_example(&c);
+	snprintf(path, sizeof(path), "%s/frames.rvt", dir);
+	write_file(path, c.b, c.len);
+	free(c.b);
+	snprintf(out, sizeof(out), "%s/frames.txt", dir);
+	snprintf(args, sizeof(args), "info %s", path);
+	assert_int_equal(run(args, out), 0);
+	char *s = slurp(out);
+	if (!strstr(s, "\nframes:   2, 1 late\n"))
+		fail_msg("%s", s);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cli_help_for_every_command),
 		cmocka_unit_test(test_cli_info_and_tree),
+		cmocka_unit_test(test_cli_info_counts_frames),
 		cmocka_unit_test(test_cli_summary_json_schema),
 		cmocka_unit_test(test_cli_summary_window_before_anomaly),
 		cmocka_unit_test(test_cli_export_round_trips),

@@ -317,12 +317,54 @@ static void test_exports_perfetto_anomaly_instant_and_origin(void **state)
 	rva_trace_free(t);
 }
 
+/* The app's frames are slices on a "frames" child track of the first
+ * thread's track, the late ones named so; a frame overlapping the one
+ * before starts at its end. */
+static void test_exports_perfetto_frames_track(void **state)
+{
+	rva_trace *t = ties();
+	const char *text, *at;
+	char want[200];
+	const int64_t s0 = t->start;
+
+	(void)state;
+	t->frames = calloc(3, sizeof(*t->frames));
+	assert_non_null(t->frames);
+	t->frames[0] = (rva_frame){.start = s0, .end = s0 + 16000, .tid = 43};
+	t->frames[1] = (rva_frame){.start = s0 + 17000, .end = s0 + 60000, .tid = 43, .late = 1};
+	t->frames[2] = (rva_frame){.start = s0 + 50000, .end = s0 + 70000, .tid = 43};
+	t->nframes = 3;
+	text = perfetto_text(t, NULL);
+	assert_non_null(at = strstr(text, "uuid: 4294967305\n    name: \"frames\"\n    "
+					  "parent_uuid: 1\n"));
+	snprintf(want, sizeof want,
+		 "timestamp: %lld\n  trusted_packet_sequence_id: 1\n  track_event {\n    type: 1\n "
+		 "   track_uuid: 4294967305\n"
+		 "    name: \"frame (late)\"\n",
+		 (long long)(s0 + 17000));
+	assert_non_null(at = strstr(at, want));
+	snprintf(want, sizeof want,
+		 "timestamp: %lld\n  trusted_packet_sequence_id: 1\n  track_event {\n    type: 2\n "
+		 "   track_uuid: 4294967305\n",
+		 (long long)(s0 + 60000));
+	assert_non_null(at = strstr(at, want));
+	/* The third starts where the late one ended. */
+	snprintf(want, sizeof want,
+		 "timestamp: %lld\n  trusted_packet_sequence_id: 1\n  track_event {\n    type: 1\n "
+		 "   track_uuid: 4294967305\n"
+		 "    name: \"frame\"\n",
+		 (long long)(s0 + 60000));
+	assert_non_null(strstr(at, want));
+	rva_trace_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(
 			test_exports_chrome_equal_ts_self_times_exact_in_speedscope_reading),
 		cmocka_unit_test(test_exports_perfetto_anomaly_instant_and_origin),
+		cmocka_unit_test(test_exports_perfetto_frames_track),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

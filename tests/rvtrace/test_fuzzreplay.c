@@ -101,6 +101,7 @@ static void test_fuzzreplay_capture_corpus_survives(void **state)
 	cb_module(&c, 0, 0x400000, 0x500000, "/bin/app");
 	cb_symbol(&c, 0x1001, 0x1001, 0, "f");
 	cb_anomaly(&c, 1, 5000, "x");
+	cb_record(&c, 14, cb_frames_value, sizeof(cb_frames_value)); /* FRAMES */
 	cb_finish(&c);
 	replay(rva_fuzz_capture, c.b, c.len);
 	free(c.b);

@@ -1041,6 +1041,10 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 		"data-name=\"off-CPU (blocked)\"",
 		"data-name=\"off-CPU (preempted)\"",
 		"3 intervals drawn, 0 too short or too many",
+		/* the FRAMES record's two frames, the second late */
+		"<rect class=\"frame\" x=\"0.00\"",
+		"<rect class=\"frame late\" x=\"232.65\"",
+		"frames row: 2 of the app's frames in this window, 1 late (red)",
 	};
 	struct resp r;
 	capbuf c = {0};
@@ -1048,7 +1052,7 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 	size_t zlen;
 
 	ensure_login();
-	cb_offcpu_example(&c);
+	cb_frames_example(&c);
 	zlen = ZSTD_compressBound(c.len);
 	z = malloc(zlen);
 	zlen = ZSTD_compress(z, zlen, c.b, c.len, 1);
@@ -1070,6 +1074,7 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 	assert_int_equal(r.code, 200);
 	assert_null(strstr(r.body, "Why the time went"));
 	assert_null(strstr(r.body, "class=\"offcpu\""));
+	assert_null(strstr(r.body, "class=\"frame"));
 	resp_free(&r);
 	free(id);
 	free(z);

@@ -51,7 +51,7 @@ static struct shape shape_of(const rva_trace *t)
 }
 
 /* The shared input: a small capture with two-slot values, unmatched exits,
- * a module, a symbol and an anomaly record. */
+ * a module, a symbol, an anomaly and a FRAMES record. */
 static capbuf capture(void)
 {
 	capbuf c = {0};
@@ -67,6 +67,7 @@ static capbuf capture(void)
 	cb_module(&c, 0, 0x400000, 0x500000, "/bin/app");
 	cb_symbol(&c, 0x1001, 0x1001, 0, "f");
 	cb_anomaly(&c, 1, 5000, "jank");
+	cb_record(&c, 14, cb_frames_value, sizeof(cb_frames_value)); /* FRAMES */
 	cb_finish(&c);
 	return c;
 }

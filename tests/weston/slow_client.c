@@ -16,6 +16,10 @@
  *                 the UI thread is traced (so the jank is captured); 0 = never
  * --slow-click    a left-button press is answered by slow_click_handler
  *                 (450 ms) before the next frame
+ * --presented F   asks wp_presentation feedback for every frame and writes
+ *                 each presentation time the compositor reports to F, one
+ *                 line of CLOCK_MONOTONIC ns (moved from the compositor's
+ *                 presentation clock by the clocks' offset when it arrives)
  *
  * This file is NOT instrumented: waiting for the compositor is nobody's
  * self time.  The app itself sends nothing to events.sock — every frame,
@@ -37,6 +41,7 @@
 
 #include "rearview/trace.h"
 #include "slow_client_ui.h"
+#include "presentation-time-client-protocol.h"
 #include "xdg-shell-client-protocol.h"
 
 #define NBUF 3
@@ -62,7 +67,55 @@ struct app {
 	bool configured, closed, slow_click, click_pending, click_handled;
 	unsigned frame, frames, slow_at, slow_left, sum;
 	bool slow_armed;
+	bool stopping; /* no more frames: only the last feedback is awaited */
+	struct wp_presentation *presentation;
+	clockid_t pclock;
+	FILE *presented;    /* --presented, NULL when not asked */
+	unsigned feedbacks; /* outstanding */
 };
+
+static uint64_t ts_ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+}
+
+static void fb_sync_output(void *data, struct wp_presentation_feedback *f, struct wl_output *o)
+{
+}
+
+static void fb_presented(void *data, struct wp_presentation_feedback *f, uint32_t sec_hi,
+			 uint32_t sec_lo, uint32_t nsec, uint32_t refresh, uint32_t seq_hi,
+			 uint32_t seq_lo, uint32_t flags)
+{
+	struct app *a = data;
+	struct timespec p = {.tv_sec = (time_t)((uint64_t)sec_hi << 32 | sec_lo),
+			     .tv_nsec = (long)nsec},
+			now, mono;
+	int64_t off = 0;
+
+	if (a->pclock != CLOCK_MONOTONIC && clock_gettime(a->pclock, &now) == 0 &&
+	    clock_gettime(CLOCK_MONOTONIC, &mono) == 0)
+		off = (int64_t)ts_ns(&mono) - (int64_t)ts_ns(&now);
+	fprintf(a->presented, "%lld\n", (long long)((int64_t)ts_ns(&p) + off));
+	wp_presentation_feedback_destroy(f);
+	a->feedbacks--;
+}
+
+static void fb_discarded(void *data, struct wp_presentation_feedback *f)
+{
+	wp_presentation_feedback_destroy(f);
+	((struct app *)data)->feedbacks--;
+}
+
+static const struct wp_presentation_feedback_listener feedback_listener = {
+	fb_sync_output, fb_presented, fb_discarded};
+
+static void presentation_clock(void *data, struct wp_presentation *p, uint32_t clk_id)
+{
+	((struct app *)data)->pclock = (clockid_t)clk_id;
+}
+
+static const struct wp_presentation_listener presentation_listener = {presentation_clock};
 
 static void buffer_release(void *data, struct wl_buffer *wb)
 {
@@ -106,7 +159,8 @@ static void frame_done(void *data, struct wl_callback *cb, uint32_t time)
 
 	wl_callback_destroy(cb);
 	a->frame_cb = NULL;
-	redraw(a);
+	if (!a->stopping)
+		redraw(a);
 }
 
 static const struct wl_callback_listener frame_listener = {frame_done};
@@ -149,6 +203,12 @@ static void redraw(struct app *a)
 		b->busy = true;
 		wl_surface_attach(a->surface, b->wb, 0, 0);
 		wl_surface_damage_buffer(a->surface, 0, 0, a->width, a->height);
+		if (a->presented && a->presentation) {
+			wp_presentation_feedback_add_listener(
+				wp_presentation_feedback(a->presentation, a->surface),
+				&feedback_listener, a);
+			a->feedbacks++;
+		}
 	}
 	wl_surface_commit(a->surface);
 	a->frame++;
@@ -243,6 +303,9 @@ static void global(void *data, struct wl_registry *r, uint32_t name, const char 
 	else if (!strcmp(iface, xdg_wm_base_interface.name)) {
 		a->wm = wl_registry_bind(r, name, &xdg_wm_base_interface, 1);
 		xdg_wm_base_add_listener(a->wm, &wm_listener, a);
+	} else if (!strcmp(iface, wp_presentation_interface.name) && a->presented) {
+		a->presentation = wl_registry_bind(r, name, &wp_presentation_interface, 1);
+		wp_presentation_add_listener(a->presentation, &presentation_listener, a);
 	} else if (!strcmp(iface, wl_seat_interface.name) && !a->seat) {
 		a->seat = wl_registry_bind(r, name, &wl_seat_interface, 1);
 		wl_seat_add_listener(a->seat, &seat_listener, a);
@@ -272,7 +335,13 @@ int main(int argc, char **argv)
 			a.slow_at = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--slow-click"))
 			a.slow_click = true;
-		else {
+		else if (!strcmp(argv[i], "--presented") && i + 1 < argc) {
+			a.presented = fopen(argv[++i], "w");
+			if (!a.presented) {
+				perror("rv_slow_client: --presented");
+				return 2;
+			}
+		} else {
 			fprintf(stderr, "rv_slow_client: bad argument %s\n", argv[i]);
 			return 2;
 		}
@@ -289,7 +358,9 @@ int main(int argc, char **argv)
 	reg = wl_display_get_registry(dpy);
 	wl_registry_add_listener(reg, &registry_listener, &a);
 	wl_display_roundtrip(dpy);
-	if (!a.compositor || !a.shm || !a.wm || make_buffers(&a) < 0) {
+	wl_display_roundtrip(dpy); /* the presentation clock */
+	if (!a.compositor || !a.shm || !a.wm || (a.presented && !a.presentation) ||
+	    make_buffers(&a) < 0) {
 		fprintf(stderr, "rv_slow_client: compositor lacks wl_shm or xdg_wm_base\n");
 		return 1;
 	}
@@ -305,6 +376,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "rv_slow_client: display: %s\n", strerror(errno));
 			return 1;
 		}
+	/* The last frames' feedback (bounded: a compositor answers each). */
+	a.stopping = true;
+	while (a.feedbacks && wl_display_dispatch(dpy) >= 0)
+		;
 	rvt_control_stop();
 	/* Every proxy destroyed: the sanitizer build checks for leaks. */
 	if (a.frame_cb)
@@ -319,6 +394,12 @@ int main(int argc, char **argv)
 		wl_pointer_destroy(a.pointer);
 	if (a.seat)
 		wl_seat_destroy(a.seat);
+	if (a.presentation)
+		wp_presentation_destroy(a.presentation);
+	if (a.presented && fclose(a.presented) != 0) {
+		perror("rv_slow_client: --presented");
+		return 1;
+	}
 	xdg_wm_base_destroy(a.wm);
 	wl_shm_destroy(a.shm);
 	wl_compositor_destroy(a.compositor);

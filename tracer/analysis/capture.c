@@ -65,10 +65,13 @@ enum {
 	REC_MUTED,
 	REC_OFFCPU = 12, /* written by rearviewd (device/src/offcpu.c) */
 	REC_THREAD_COUNTERS,
-	REC_LOCK_WAIT = 15
+	REC_FRAMES, /* written by rearviewd (device/src/frames.c) */
+	REC_LOCK_WAIT
 };
 #define OFFCPU_ITEM	    24u
 #define THREAD_COUNTERS_LEN 80u
+#define FRAME_ITEM	    32u /* FORMAT.md, FRAMES */
+#define FRAME_LATE	    1u
 #define LOCK_WAIT_LEN	    56u /* FORMAT.md, LOCK_WAIT */
 #define LOCK_HOLDER_METHOD  1u
 #define LOCK_WAITER_METHOD  2u
@@ -643,6 +646,65 @@ static int add_untraced(rva_trace *t, const char *p, size_t n)
 	return 0;
 }
 
+/* A FRAMES record's frames into the model, checked: inside the record, at
+ * most RVA_MAX_FRAMES in all, none ending before it starts. */
+static int frames_record(ctx *c, const uint8_t *v, uint32_t len, rva_error *err)
+{
+	rva_trace *t = c->t;
+	uint32_t n;
+	rva_frame *fr;
+
+	if (len < 8)
+		return rva_fail(err, -EINVAL, "short FRAMES record");
+	n = rd32(v);
+	if ((uint64_t)n * FRAME_ITEM > len - 8)
+		return rva_fail(err, -EINVAL, "FRAMES items past the record");
+	if (n > RVA_MAX_FRAMES - t->nframes)
+		return rva_fail(err, -E2BIG, "more than %u frames", RVA_MAX_FRAMES);
+	if (!n)
+		return 0;
+	fr = realloc(t->frames, (t->nframes + n) * sizeof(*fr));
+	if (!fr)
+		return rva_fail(err, -ENOMEM, "out of memory");
+	t->frames = fr;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *p = v + 8 + (size_t)i * FRAME_ITEM;
+		uint64_t s = rd64(p), e = rd64(p + 8), d = rd64(p + 16);
+
+		if (e < s)
+			return rva_fail(err, -EINVAL, "a frame ends before it starts");
+		/* Hostile values stay on the int64 clock. */
+		fr[t->nframes++] = (rva_frame){.start = s > INT64_MAX ? INT64_MAX : (int64_t)s,
+					       .end = e > INT64_MAX ? INT64_MAX : (int64_t)e,
+					       .deadline = d > INT64_MAX ? INT64_MAX : (int64_t)d,
+					       .tid = rd32(p + 24),
+					       .late = (rd32(p + 28) & FRAME_LATE) != 0};
+	}
+	return 0;
+}
+
+static int cmp_frame(const void *a, const void *b)
+{
+	const rva_frame *x = a, *y = b;
+	return x->start < y->start   ? -1
+	       : x->start > y->start ? 1
+				     : (x->end > y->end) - (x->end < y->end);
+}
+
+/* Keeps the frames overlapping the calls' span [t->start, t->end] (all of
+ * them when the capture holds no call), sorted by start. */
+static void frames_clip(rva_trace *t, int have_calls)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < t->nframes; i++)
+		if (!have_calls || (t->frames[i].end >= t->start && t->frames[i].start <= t->end))
+			t->frames[k++] = t->frames[i];
+	t->nframes = k;
+	if (k > 1)
+		qsort(t->frames, k, sizeof(*t->frames), cmp_frame);
+}
+
 /*
  * The records of [off, end).  `cut` is set when the file is shorter than its
  * header's file_size: the records then stop at the last whole one, and a
@@ -748,6 +810,12 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 				return rva_fail(err, -EINVAL, "OFFCPU intervals past the record");
 			c->offcpu = v + 8;
 			c->noffcpu = rd32(v + 4);
+			continue;
+		}
+		if (type == REC_FRAMES) {
+			int frc = frames_record(c, v, len, err);
+			if (frc < 0)
+				return frc;
 			continue;
 		}
 		if (len > MAX_STRING + 64)
@@ -1572,6 +1640,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 			goto out_free;
 		}
 	}
+	frames_clip(c.t, count > 0);
 	progress(&c, len); /* clamped: ends at the total */
 	*out = c.t;
 	c.t = NULL;

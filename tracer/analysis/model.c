@@ -65,6 +65,7 @@ void rva_trace_free(rva_trace *t)
 	free(t->untraced);
 	free(t->muted);
 	free(t->lock_waits);
+	free(t->frames);
 	free(t->hash);
 	free(t);
 }

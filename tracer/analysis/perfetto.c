@@ -1076,6 +1076,33 @@ out:
 
 /* The process track and the "rearview" track's instant
  * (rva_export_perfetto_meta): what the trace is and where its anomaly is. */
+/* The app's frames (t->frames): slices "frame" and "frame (late)" on child
+ * track k = 9 "frames" of the first thread's track, in start order; a
+ * frame starting before the one before it ended starts at that end (slices
+ * of a track must not overlap). */
+static int frame_tracks(FILE *f, const rva_trace *t, uint8_t **s, size_t *cap)
+{
+	const uint64_t track = (uint64_t)1 << 32 | 9;
+	int64_t at = INT64_MIN;
+	int rc;
+
+	if (!t->nframes || !t->nthreads)
+		return 0;
+	if ((rc = child_track(f, track, 1, "frames", -1, s, cap)) < 0)
+		return rc;
+	for (size_t i = 0; i < t->nframes && rc == 0; i++) {
+		const rva_frame *fr = &t->frames[i];
+		int64_t b = fr->start > at ? fr->start : at, e = fr->end > b ? fr->end : b;
+
+		rc = track_event(f, 1, track, b, -1, fr->late ? "frame (late)" : "frame", 0, s,
+				 cap);
+		if (rc == 0)
+			rc = slice(f, 2, track, e, -1, s, cap);
+		at = e;
+	}
+	return rc;
+}
+
 static int origin_tracks(FILE *f, const rva_trace *t, const rva_export_meta *meta, uint8_t **s,
 			 size_t *cap)
 {
@@ -1234,6 +1261,8 @@ int rva_export_perfetto_meta(FILE *f, const rva_trace *t, const rva_export_meta 
 	}
 	if (rc == 0)
 		rc = lock_tracks(f, t, &scratch, &cap);
+	if (rc == 0)
+		rc = frame_tracks(f, t, &scratch, &cap);
 	if (rc == 0)
 		rc = origin_tracks(f, t, meta, &scratch, &cap);
 out_free:

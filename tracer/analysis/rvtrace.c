@@ -609,6 +609,12 @@ static int cmd_info(int argc, char **argv)
 	if (strcmp(t->format, "rearview-capture") == 0)
 		printf("checksum: %s\n",
 		       t->checksum == RVA_CHECKSUM_VERIFIED ? "verified (XXH3-64)" : "none");
+	if (t->nframes) {
+		size_t late = 0;
+		for (size_t i = 0; i < t->nframes; i++)
+			late += t->frames[i].late != 0;
+		printf("frames:   %zu, %zu late\n", t->nframes, late);
+	}
 	if (t->warning)
 		printf("warning:  %s\n", t->warning);
 	printf("threads:  %zu\n", t->nthreads);

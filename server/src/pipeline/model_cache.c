@@ -42,7 +42,8 @@ size_t rvs_trace_bytes(const rva_trace *t)
 	size_t n = sizeof *t + t->name_bytes + t->ncap * sizeof *t->names +
 		   t->hcap * sizeof *t->hash + t->tcap * sizeof *t->threads +
 		   t->nunresolved * sizeof *t->unresolved + t->nlock_waits * sizeof *t->lock_waits +
-		   t->nmuted * sizeof *t->muted + t->nuntraced * sizeof *t->untraced;
+		   t->nmuted * sizeof *t->muted + t->nuntraced * sizeof *t->untraced +
+		   t->nframes * sizeof *t->frames;
 	for (size_t i = 0; i < t->nthreads; i++) {
 		const rva_thread *th = &t->threads[i];
 		n += th->cap * sizeof *th->calls + th->scap * sizeof *th->stack +

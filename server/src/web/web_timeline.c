@@ -3,7 +3,8 @@
  * web_timeline.c — the trace page's timeline call chart (the Hubble paper's
  * Fig. 1 view): time on x, call depth on y, one rectangle per call of the
  * captured thread, for the window before the anomaly (or the capture's end),
- * and below them the thread's off-CPU intervals (OFFCPU records) by reason.
+ * below them the thread's off-CPU intervals (OFFCPU records) by reason, and
+ * below those the app's frames (FRAMES record), the late ones marked.
  *
  * Server-side SVG inside the HTML page, so it needs no script to show; the
  * page's app.js only adds click-to-select.  Method names are untrusted and
@@ -95,6 +96,7 @@ void web_timeline_svg_hl(FILE *f, const struct rva_trace *t, const char *highlig
 	const rva_thread *th;
 	int64_t a, from, to, span;
 	size_t shown = 0, hidden = 0, deep = 0, offshown = 0, offhidden = 0;
+	size_t frshown = 0, frlate = 0, frhidden = 0;
 	size_t calls = 0, merged = 0, nbars = 0;
 	struct svg_bar bars[MAX_DEPTH] = {{0}};
 	uint32_t maxd = 0;
@@ -116,7 +118,7 @@ void web_timeline_svg_hl(FILE *f, const struct rva_trace *t, const char *highlig
 	fprintf(f,
 		"<svg class=\"timeline\" id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\""
 		" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"timeline\">",
-		(int)W, (int)(maxd + 2) * ROW + 4);
+		(int)W, (int)(maxd + 2 + (t->nframes > 0)) * ROW + 4);
 	for (size_t i = 0; i < th->ncalls; i++) {
 		const rva_call *k = &th->calls[i];
 		int64_t s = k->start > from ? k->start : from;
@@ -209,12 +211,39 @@ void web_timeline_svg_hl(FILE *f, const struct rva_trace *t, const char *highlig
 		shown++;
 		offshown++;
 	}
+	/* The app's frames in the row below that, the late ones red. */
+	for (size_t i = 0; i < t->nframes; i++) {
+		const rva_frame *v = &t->frames[i];
+		int64_t s = v->start > from ? v->start : from;
+		int64_t e = v->end < to ? v->end : to;
+		double x, w;
+		if (e < s || (e == s && v->end > v->start))
+			continue;
+		x = (double)(s - from) * W / (double)span;
+		w = (double)(e - s) * W / (double)span;
+		if (shown >= MAX_RECTS) {
+			frhidden++;
+			continue;
+		}
+		fprintf(f,
+			"<rect class=\"frame%s\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\""
+			" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\" data-ms=\"%.3f\""
+			" data-name=\"%s\"><title>%s %.3f ms</title></rect>",
+			v->late ? " late" : "", x, (maxd + 2) * ROW, w < MIN_W ? MIN_W : w, ROW - 1,
+			v->late ? "#d32f2f" : "#81c784", (double)(v->end - v->start) / 1e6,
+			v->late ? "frame (late)" : "frame", v->late ? "frame (late)" : "frame",
+			(double)(v->end - v->start) / 1e6);
+		shown++;
+		frshown++;
+		frlate += v->late != 0;
+	}
 	if (t->has_anomaly && a >= from && a <= to)
 		fprintf(f,
 			"<line x1=\"%.2f\" x2=\"%.2f\" y1=\"0\" y2=\"%d\" stroke=\"#b00020\""
 			" stroke-width=\"2\"><title>anomaly</title></line>",
 			(double)(a - from) * W / (double)span,
-			(double)(a - from) * W / (double)span, (int)(maxd + 2) * ROW + 4);
+			(double)(a - from) * W / (double)span,
+			(int)(maxd + 2 + (t->nframes > 0)) * ROW + 4);
 	fprintf(f,
 		"</svg><p class=\"caption\">%.3f ms before the %s; %zu calls drawn, %zu more "
 		"narrower than a pixel in %zu grey busy bars (the zoomable timeline above "
@@ -230,6 +259,9 @@ void web_timeline_svg_hl(FILE *f, const struct rva_trace *t, const char *highlig
 			"; bottom row: the thread off the CPU (grey blocked, orange preempted), "
 			"%zu intervals drawn, %zu too short or too many",
 			offshown, offhidden);
+	if (t->nframes)
+		fprintf(f, "; frames row: %zu of the app's frames in this window, %zu late (red)%s",
+			frshown, frlate, frhidden ? ", more past the rectangles drawn" : "");
 	fputs(".</p>", f);
 }
 

@@ -134,6 +134,20 @@ typedef struct rva_lock_wait {
 	int64_t start, end;	 /* the calls' clock */
 } rva_lock_wait;
 
+/* A frame the app reported (FRAMES record, tracer/FORMAT.md): rendered
+ * from `start` to `end` on the calls' clock, due at `deadline` (0: none);
+ * late when it missed its deadline, or, without one, the daemon's jank
+ * budget. */
+typedef struct rva_frame {
+	int64_t start, end; /* start <= end */
+	int64_t deadline;   /* 0: none */
+	uint32_t tid;	    /* the thread that reported it */
+	uint32_t late;	    /* 1: a slow frame */
+} rva_frame;
+
+/* Frames a reader keeps from one capture (FORMAT.md limits). */
+#define RVA_MAX_FRAMES 65536u
+
 #define RVA_LOCK_MUTEX	1u
 #define RVA_LOCK_RDLOCK 2u
 #define RVA_LOCK_WRLOCK 3u
@@ -173,6 +187,10 @@ typedef struct rva_trace {
 	/* Captures only: the thread's lock waits, in record order; owned. */
 	rva_lock_wait *lock_waits;
 	size_t nlock_waits;
+	/* Captures only: the app's frames overlapping the calls' span, by
+	 * start; owned. */
+	rva_frame *frames;
+	size_t nframes;
 	/* Captures only: RVA_CHECKSUM_VERIFIED when the file's CHECKSUM record
 	 * matched (a mismatch is refused), RVA_CHECKSUM_NONE when it has none
 	 * (written before checksums, or not a capture). */
@@ -938,7 +956,10 @@ int rva_export_nanoscope(FILE *f, const rva_trace *t, size_t th);
  * begins at an instant "lock held in METHOD" ("signalled in METHOD" for a
  * condition variable) at the wait's start on child track k = 8 "locks
  * held" of the holder's; a tid no thread has gets a thread track, uuid
- * nthreads + 1 + its rank among such tids.  0, -ENOMEM, -EIO. */
+ * nthreads + 1 + its rank among such tids.  The app's frames
+ * (t->frames) are slices "frame" / "frame (late)" on child track k = 9
+ * "frames" of the first thread's track (a frame overlapping the one before
+ * starts at its end).  0, -ENOMEM, -EIO. */
 int rva_export_perfetto(FILE *f, const rva_trace *t);
 
 /* Where a trace came from, as exports state it; every member may be NULL
