@@ -92,14 +92,36 @@ static int cmp_ts(const void *x, const void *y)
 
 #define MAXN 64
 
+/* The index of `name` in names[], added (times 0) when new. */
+static size_t name_index(const char **names, double *self, double *total, size_t *nnames,
+			 const char *name)
+{
+	size_t k = 0;
+	while (k < *nnames && strcmp(names[k], name))
+		k++;
+	assert_true(k < MAXN);
+	if (k == *nnames) {
+		names[k] = name;
+		self[k] = 0;
+		if (total)
+			total[k] = 0;
+		(*nnames)++;
+	}
+	return k;
+}
+
 /* Self time (µs) per name of events[] as speedscope builds its call tree;
- * names[] gets the distinct names (at most MAXN). */
-static void speedscope_self(json_t *events, const char **names, double *self, size_t *nnames)
+ * names[] gets the distinct names (at most MAXN); total[], when not NULL,
+ * each name's total time (frames left open close at the last event, as
+ * speedscope closes them at the end of the profile). */
+static void speedscope_times(json_t *events, const char **names, double *self, double *total,
+			     size_t *nnames)
 {
 	size_t n = json_array_size(events), nb = 0, ne = 0, nx = 0, i;
 	sev *b = calloc(2 * n + 1, sizeof *b), *e = calloc(2 * n + 1, sizeof *e);
 	sev *x = calloc(n + 1, sizeof *x);
 	const char **stack = calloc(2 * n + 1, sizeof *stack);
+	double *opened = calloc(2 * n + 1, sizeof *opened);
 	size_t depth = 0, bi = 0, ei = 0;
 	double last = 0;
 	json_t *ev;
@@ -108,6 +130,7 @@ static void speedscope_self(json_t *events, const char **names, double *self, si
 	assert_non_null(e);
 	assert_non_null(x);
 	assert_non_null(stack);
+	assert_non_null(opened);
 	*nnames = 0;
 	json_array_foreach(events, i, ev)
 	{
@@ -141,20 +164,11 @@ static void speedscope_self(json_t *events, const char **names, double *self, si
 			     : b[bi].ts != e[ei].ts ? b[bi].ts < e[ei].ts
 						    : !strcmp(b[bi].name, e[ei].name);
 		double ts = take_b ? b[bi].ts : e[ei].ts;
-		if (depth) {
-			size_t k = 0;
-			while (k < *nnames && strcmp(names[k], stack[depth - 1]))
-				k++;
-			assert_true(k < MAXN);
-			if (k == *nnames) {
-				names[k] = stack[depth - 1];
-				self[k] = 0;
-				(*nnames)++;
-			}
-			self[k] += ts - last;
-		}
+		if (depth)
+			self[name_index(names, self, total, nnames, stack[depth - 1])] += ts - last;
 		last = ts;
 		if (take_b) {
+			opened[depth] = ts;
 			stack[depth++] = b[bi++].name;
 			continue;
 		}
@@ -166,10 +180,19 @@ static void speedscope_self(json_t *events, const char **names, double *self, si
 				e[j] = tmp;
 				break;
 			}
-		if (depth && !strcmp(e[ei].name, stack[depth - 1]))
+		if (depth && !strcmp(e[ei].name, stack[depth - 1])) {
 			depth--;
+			if (total)
+				total[name_index(names, self, total, nnames, stack[depth])] +=
+					ts - opened[depth];
+		}
 		ei++;
 	}
+	while (depth--)
+		if (total)
+			total[name_index(names, self, total, nnames, stack[depth])] +=
+				last - opened[depth];
+	free(opened);
 	free(b);
 	free(e);
 	free(x);
@@ -187,6 +210,68 @@ static double self_of(const char **names, const double *self, size_t n, const ch
 /* 400 events at 10 µs: speedscope's self times are the capture's, to the
  * nanosecond, and nothing stays open (which swallowed every later call
  * when zero-length calls were B/E pairs after a B of the same ts). */
+/* A leaf that ends on the nanosecond its caller ends, and a call that
+ * starts there: written as decimal microseconds, the leaf's ts + dur comes
+ * out an ulp after its caller's end in float64 (400.273 + 0.362 =
+ * 400.63500000000005 > 400.635), and speedscope then opens the next call
+ * inside the leaf.  The export's times are exact binary fractions, so every
+ * self time reads back to the nanosecond. */
+static void test_exports_chrome_shared_end_nests_right_in_speedscope_reading(void **state)
+{
+	static const char in[] =
+		"{\"traceEvents\":["
+		"{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":400.635,\"name\":\"outer\"},"
+		"{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":400.273,\"dur\":0.362,\"name\":\"leaf\"},"
+		"{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":400.635,\"dur\":0.365,\"name\":\"after\"}"
+		"]}";
+	static const struct {
+		const char *name;
+		double us;
+	} want[] = {{"outer", 400.273}, {"leaf", 0.362}, {"after", 0.365}};
+	rva_trace *t;
+	rva_error err = {{0}};
+	size_t len, n;
+	const char *names[MAXN];
+	double self[MAXN], total[MAXN];
+	json_error_t jerr;
+
+	(void)state;
+	assert_int_equal(rva_import((const uint8_t *)in, sizeof(in) - 1, &t, &err), 0);
+	char *buf = export_of(rva_export_chrome, t, &len);
+	json_t *doc = json_loadb(buf, len, 0, &jerr);
+	assert_non_null(doc);
+	speedscope_times(json_object_get(doc, "traceEvents"), names, self, total, &n);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		double got = self_of(names, self, n, want[i].name);
+		double all = self_of(names, total, n, want[i].name);
+		/* Units of 1/1024 µs: within one of the nanosecond. */
+		if (got < want[i].us - 0.001 || got > want[i].us + 0.001)
+			fail_msg("%s: self %.6f µs in speedscope's reading, the capture says %.3f",
+				 want[i].name, got, want[i].us);
+		/* The leaves hold nothing; the caller holds the leaf only. */
+		double want_total = strcmp(want[i].name, "outer") ? want[i].us : 400.635;
+		if (all < want_total - 0.001 || all > want_total + 0.001)
+			fail_msg("%s: total %.6f µs in speedscope's reading, the capture says %.3f",
+				 want[i].name, all, want_total);
+	}
+	json_decref(doc);
+
+	/* rvtrace's own importer reads the nanoseconds back. */
+	rva_trace *u;
+	assert_int_equal(rva_import((const uint8_t *)buf, len, &u, &err), 0);
+	assert_int_equal(u->threads[0].ncalls, t->threads[0].ncalls);
+	for (size_t i = 0; i < t->threads[0].ncalls; i++) {
+		assert_int_equal(u->threads[0].calls[i].start - u->start,
+				 t->threads[0].calls[i].start - t->start);
+		assert_int_equal(u->threads[0].calls[i].end - u->start,
+				 t->threads[0].calls[i].end - t->start);
+	}
+	rva_trace_free(u);
+	free(buf);
+	rva_trace_free(t);
+}
+
 static void test_exports_chrome_equal_ts_self_times_exact_in_speedscope_reading(void **state)
 {
 	static const struct {
@@ -203,7 +288,7 @@ static void test_exports_chrome_equal_ts_self_times_exact_in_speedscope_reading(
 	double self[MAXN];
 
 	assert_non_null(doc);
-	speedscope_self(json_object_get(doc, "traceEvents"), names, self, &n);
+	speedscope_times(json_object_get(doc, "traceEvents"), names, self, NULL, &n);
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		double got = self_of(names, self, n, want[i].name);
 		if (got < want[i].us - 1e-9 || got > want[i].us + 1e-9)
@@ -363,6 +448,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(
 			test_exports_chrome_equal_ts_self_times_exact_in_speedscope_reading),
+		cmocka_unit_test(test_exports_chrome_shared_end_nests_right_in_speedscope_reading),
 		cmocka_unit_test(test_exports_perfetto_anomaly_instant_and_origin),
 		cmocka_unit_test(test_exports_perfetto_frames_track),
 	};

@@ -557,13 +557,15 @@ static void test_textio_chrome_equal_ts_complete_events_callers_first_relative_t
 	assert_int_equal(rva_export_chrome(f, t), 0);
 	fclose(f);
 	assert_string_equal(
-		buf,
-		"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
-		"{\"ph\":\"X\",\"pid\":7,\"tid\":9,\"ts\":0,\"dur\":3.001,\"name\":\"outer\"},\n"
-		"{\"ph\":\"X\",\"pid\":7,\"tid\":9,\"ts\":0,\"dur\":1.500,\"name\":\"a\"},\n"
-		"{\"ph\":\"X\",\"pid\":7,\"tid\":9,\"ts\":1.500,\"dur\":1.501,\"name\":\"b\"},\n"
-		"{\"ph\":\"i\",\"pid\":7,\"tid\":9,\"ts\":2,\"s\":\"g\",\"cat\":\"anomaly\","
-		"\"name\":\"jank\"}\n]}\n");
+		buf, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+		     /* Units of 1/1024 µs (textio.c): 3,001 ns is 3073/1024 µs. */
+		     "{\"ph\":\"X\",\"pid\":7,\"tid\":9,\"ts\":0,\"dur\":3.0009765625,\"name\":"
+		     "\"outer\"},\n"
+		     "{\"ph\":\"X\",\"pid\":7,\"tid\":9,\"ts\":0,\"dur\":1.5,\"name\":\"a\"},\n"
+		     "{\"ph\":\"X\",\"pid\":7,\"tid\":9,\"ts\":1.5,\"dur\":1.5009765625,\"name\":"
+		     "\"b\"},\n"
+		     "{\"ph\":\"i\",\"pid\":7,\"tid\":9,\"ts\":2,\"s\":\"g\",\"cat\":\"anomaly\","
+		     "\"name\":\"jank\"}\n]}\n");
 	/* It reads back as the same tree. */
 	rva_trace *u;
 	rva_error err;

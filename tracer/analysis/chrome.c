@@ -109,6 +109,7 @@ typedef struct ctx {
 	sbuf name, argname;
 	uint32_t pid, tid;
 	int64_t ts, dur;
+	double ts_us, dur_us; /* as written: an X event ends at their sum */
 	int has_ts, has_dur;
 	/* What was read. */
 	ev *v;
@@ -175,8 +176,9 @@ static uint32_t id_num(const char *s, size_t len)
 	return hash_text((const unsigned char *)s, len);
 }
 
-/* Microseconds (any JSON number) to ns; -1 when out of range. */
-static int us_to_ns(const char *s, size_t len, int64_t *out)
+/* Microseconds (any JSON number) to ns, and the microseconds read into
+ * *us; -1 when out of range. */
+static int us_to_ns(const char *s, size_t len, int64_t *out, double *us_out)
 {
 	char tmp[256];
 	if (len >= sizeof(tmp))
@@ -188,6 +190,7 @@ static int us_to_ns(const char *s, size_t len, int64_t *out)
 	if (*e || !isfinite(us) || fabs(us) > 9e12)
 		return -1;
 	*out = llround(us * 1000.0);
+	*us_out = us;
 	return 0;
 }
 
@@ -317,9 +320,17 @@ static int commit(ctx *c)
 		c->v = n;
 		c->cap = nc;
 	}
+	/* An X event ends where a viewer ends it, at ts + dur read as
+	 * written: rounding each to the nanosecond apart could move the end
+	 * one nanosecond off the time both name (Rearview's own export writes
+	 * binary fractions of a microsecond, textio.c). */
 	int64_t dur = 0;
-	if (ph == 'X' && c->has_dur && c->dur > 0)
-		dur = c->dur;
+	if (ph == 'X' && c->has_dur && c->dur > 0) {
+		double end = (c->ts_us + c->dur_us) * 1000.0;
+		dur = fabs(end) <= 9e15 ? llround(end) - c->ts : c->dur;
+		if (dur < 0)
+			dur = 0;
+	}
 	c->v[c->n++] = (ev){c->ts, dur,	     (uint32_t)li,
 			    m,	   c->seq++, ph == 'X' ? K_X : ph == 'B' ? K_B : K_E};
 	return 1;
@@ -368,10 +379,10 @@ static int scalar(ctx *c, const char *num, size_t nlen, const unsigned char *str
 		return 1;
 	}
 	case F_TS:
-		c->has_ts = num && us_to_ns(num, nlen, &c->ts) == 0;
+		c->has_ts = num && us_to_ns(num, nlen, &c->ts, &c->ts_us) == 0;
 		return 1;
 	case F_DUR:
-		c->has_dur = num && us_to_ns(num, nlen, &c->dur) == 0;
+		c->has_dur = num && us_to_ns(num, nlen, &c->dur, &c->dur_us) == 0;
 		return 1;
 	default:
 		return 1;

@@ -625,15 +625,55 @@ out_free:
 /* Writes ns (relative to the trace start) as µs: an integer when whole,
  * else with exactly three decimals, so the text is exact and distinct
  * nanoseconds stay distinct and ordered after any reader's parse. */
-static void put_us(FILE *f, int64_t ns)
+/*
+ * Chrome JSON times are microseconds, which viewers read as float64 and add
+ * (speedscope ends an X event at ts + dur).  Decimal nanoseconds (1.234) are
+ * not exact in binary: a call ending on the same nanosecond as its caller,
+ * or as the next call starts, can then end an ulp after it, and the viewer
+ * nests everything that follows inside it.  So times are written in units
+ * of 1/1024 µs (k = round(ns · 1.024), 0.977 ns: distinct nanoseconds stay
+ * distinct and in order, and llround(k / 1.024) gives the nanosecond back),
+ * whose decimal forms are exact binary fractions: sums and differences of
+ * them are exact in float64 below 2^53 units (over 250 years), so a viewer's
+ * ts + dur is the end the file means.  An X event's dur is the difference
+ * of its end's and start's units, never the units of its length.
+ */
+static int64_t chrome_units(int64_t ns)
 {
-	const char *sign = ns < 0 ? "-" : "";
 	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-	if (a % 1000)
-		fprintf(f, "%s%llu.%03llu", sign, (unsigned long long)(a / 1000),
-			(unsigned long long)(a % 1000));
-	else
-		fprintf(f, "%s%llu", sign, (unsigned long long)(a / 1000));
+	uint64_t k = (a / 125) * 128 + ((a % 125) * 128 + 62) / 125;
+	return ns < 0 ? -(int64_t)k : (int64_t)k;
+}
+
+/* k/1024 µs, exactly: at most ten decimals, trailing zeros left out. */
+static void put_units(FILE *f, int64_t k)
+{
+	const char *sign = k < 0 ? "-" : "";
+	uint64_t a = k < 0 ? (uint64_t)0 - (uint64_t)k : (uint64_t)k;
+	uint64_t frac = (a & 1023) * 9765625ull; /* ten decimal digits */
+	if (!frac) {
+		fprintf(f, "%s%llu", sign, (unsigned long long)(a >> 10));
+		return;
+	}
+	int digits = 10;
+	while (frac % 10 == 0) {
+		frac /= 10;
+		digits--;
+	}
+	fprintf(f, "%s%llu.%0*llu", sign, (unsigned long long)(a >> 10), digits,
+		(unsigned long long)frac);
+}
+
+/* The time ts (ns) as Chrome microseconds (chrome_units). */
+static void put_us(FILE *f, int64_t ts)
+{
+	put_units(f, chrome_units(ts));
+}
+
+/* The length from..to (ns) as a dur whose ts + dur is exactly to's time. */
+static void put_dur(FILE *f, int64_t from, int64_t to)
+{
+	put_units(f, chrome_units(to) - chrome_units(from));
 }
 
 static void chrome_event(FILE *f, int *first, char ph, const rva_thread *th, int64_t ts)
@@ -682,7 +722,7 @@ static void chrome_offcpu(FILE *f, const rva_thread *th, int64_t t0, int *first)
 			continue;
 		chrome_event(f, first, 'X', th, from - t0);
 		fputs(",\"dur\":", f);
-		put_us(f, v->to - from);
+		put_dur(f, from - t0, v->to - t0);
 		fprintf(f, ",\"cat\":\"offcpu\",\"name\":\"off-CPU (%s)\"}",
 			preempted ? "preempted" : "blocked");
 	}
@@ -733,7 +773,7 @@ int rva_export_chrome(FILE *f, const rva_trace *t)
 			chrome_event(f, &first, c->end > c->start ? 'X' : 'B', th, c->start - t0);
 			if (c->end > c->start) {
 				fputs(",\"dur\":", f);
-				put_us(f, c->end - c->start);
+				put_dur(f, c->start - t0, c->end - t0);
 			}
 			fputs(",\"name\":", f);
 			rvc_json_str(f, t->names[c->method]);
