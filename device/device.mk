@@ -16,7 +16,8 @@ DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/admin.c device/src/dbus.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
                    device/src/enroll.c device/src/upload_req.c device/src/curl_uv.c device/src/compress.c \
                    device/src/offcpu.c device/src/identity.c device/src/activate.c device/src/sandbox.c \
-                   device/src/sandbox_worker.c device/src/caprec.c device/src/frames.c
+                   device/src/sandbox_worker.c device/src/caprec.c device/src/frames.c \
+                   device/src/jankcount.c
 DEVICE_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(DEVICE_CORE_SRC))
 
 # Local summaries (src/summary.c) with librvanalysis: the archive rides with
@@ -84,6 +85,8 @@ $(eval $(call rv_test,device,offcpu,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPRO
 # The frame ring and the FRAMES record, read back by librvanalysis.
 $(OBJ)/tests/device/test_frames.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis/include
 $(eval $(call rv_test,device,frames,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),unit))
+# Frames and late frames per app and day, traced or not (src/jankcount.c).
+$(eval $(call rv_test,device,jankcount,$(OBJ)/device/src/jankcount.o,,unit))
 
 # `make bench`: the off-CPU records' cost per capture (device/BENCHMARKS.md).
 $(OBJ)/tests/device/bench_offcpu.o: CPPFLAGS += -Itests/rvtrace -Ipolicy/include \

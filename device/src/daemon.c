@@ -48,6 +48,7 @@
 #include "dbus.h"
 #include "enforce.h"
 #include "identity.h"
+#include "jankcount.h"
 #include "log.h"
 #include "offcpu.h"
 #include "registry.h"
@@ -72,6 +73,10 @@ static const uint8_t sock_channels[] = {RV_CHANNEL_CONTROL, RV_CHANNEL_EVENT, RV
  * capture refused (checks) or left without a summary. */
 #define RVD_PARSE_CHECK_MS   10000
 #define RVD_PARSE_SUMMARY_MS 120000
+/* The jank counts' file in the state directory, and how often it is
+ * written when they changed: a crash loses at most this much counting. */
+#define JANK_FILE	  "jank.counts"
+#define RVD_JANK_FLUSH_MS 60000
 
 struct rvd_daemon {
 	uv_loop_t *loop; /* borrowed */
@@ -110,6 +115,11 @@ struct rvd_daemon {
 	struct rvd_dbus *bus;	      /* NULL: no system bus, or [dbus] enabled = no */
 	struct rvd_app_map apps;      /* [identity] apps_dir, loaded at start */
 	uint64_t identity_refused;    /* Registers refused for their app id */
+	/* Frames and late frames per app and day, traced or not, written to
+	 * <state_dir>/JANK_FILE every RVD_JANK_FLUSH_MS when they changed. */
+	struct rvd_jank_counts jank;
+	struct rvd_jank_pids jank_pids;
+	uv_timer_t jank_timer;
 	char last_errors[RVD_LAST_ERRORS][RVD_ERROR_LEN];
 	unsigned nerrors;
 	bool stopping, ready, listening;
@@ -411,6 +421,74 @@ free_msg:
 
 /* ---- events.sock (and admin-injected events) ----------------------------- */
 
+/* Counts one frame of pid for its app (its registered id, else its
+ * /proc comm) on today's UTC day. */
+static void count_frame(struct rvd_daemon *d, const struct rvd_process *p, pid_t pid, bool late)
+{
+	const char *app = p ? p->app_id : rvd_jankc_app_of(&d->jank_pids, pid);
+
+	if (!app[0])
+		return; /* the process is gone: nothing names it */
+	rvd_jankc_add(&d->jank, app, NULL, rvd_jankc_day((int64_t)time(NULL)), late);
+}
+
+static void jank_saved_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
+{
+	(void)sp;
+	(void)id;
+	(void)data;
+	if (status < 0)
+		rvd_warn("jank counts: writing %s: %s", JANK_FILE, strerror(-status));
+}
+
+/* Writes the counts (a spool settings job: tmp, fsync, rename) if they
+ * changed since the last write. */
+static void jank_flush(struct rvd_daemon *d)
+{
+	char buf[RVD_JANKC_FILE_MAX];
+	long n;
+
+	if (!d->jank.dirty || !d->spool.open)
+		return;
+	n = rvd_jankc_format(&d->jank, buf, sizeof(buf));
+	assert(n > 0); /* RVD_JANKC_FILE_MAX always holds the table */
+	if (rvd_spool_write_setting(&d->spool, JANK_FILE, buf, (size_t)n, jank_saved_cb, d) < 0) {
+		rvd_warn("jank counts: out of memory writing %s", JANK_FILE);
+		d->jank.dirty = true;
+	}
+}
+
+static void jank_timer_cb(uv_timer_t *t)
+{
+	jank_flush(t->data);
+}
+
+/* Reads <state_dir>/JANK_FILE at start (before the loop runs); a damaged
+ * file is reported and counting starts afresh. */
+static void load_jank(struct rvd_daemon *d)
+{
+	char path[RVD_PATH_MAX + 16], err[128];
+	char *buf = malloc(RVD_JANKC_FILE_MAX + 1);
+	ssize_t n;
+	int fd;
+
+	rvd_jankc_init(&d->jank);
+	if (!buf)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", d->cfg.state_dir, JANK_FILE);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, RVD_JANKC_FILE_MAX + 1);
+		close(fd);
+		if (n > (ssize_t)RVD_JANKC_FILE_MAX)
+			rvd_warn("%s: larger than %u bytes: ignored", path, RVD_JANKC_FILE_MAX);
+		else if (n >= 0 &&
+			 rvd_jankc_parse(&d->jank, buf, (size_t)n, err, sizeof(err)) < 0)
+			rvd_warn("%s: ignored: %s", path, err);
+	}
+	free(buf);
+}
+
 /* Feeds one event to the detectors.  NULL, or why its times cannot happen
  * (then nothing is fed). */
 static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessage *e)
@@ -421,6 +499,7 @@ static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessa
 	struct rvd_anomaly a, corr;
 	struct rvd_process *p;
 	const char *why;
+	bool late;
 
 	why = rvd_event_refusal(e, uv_hrtime());
 	if (why)
@@ -428,22 +507,20 @@ static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessa
 	switch (e->msg_case) {
 	case REARVIEW__EVENT_MESSAGE__MSG_FRAME:
 		p = rvd_registry_find(&d->reg, e->frame->pid);
+		late = rvd_frame_late(e->frame->frame_start_ns, e->frame->frame_end_ns,
+				      e->frame->frame_deadline_ns, jc.budget_ns);
+		/* Every app's frames count, traced or not. */
+		count_frame(d, p, e->frame->pid, late);
 		if (!p) {
 			rvd_debug("frame for unregistered pid %d", (int)e->frame->pid);
 			return NULL;
 		}
-		rvd_frames_push(
-			&p->frames,
-			&(struct rvd_frame){.start_ns = e->frame->frame_start_ns,
-					    .end_ns = e->frame->frame_end_ns,
-					    .deadline_ns = e->frame->frame_deadline_ns,
-					    .tid = (uint32_t)e->frame->tid,
-					    .flags = rvd_frame_late(e->frame->frame_start_ns,
-								    e->frame->frame_end_ns,
-								    e->frame->frame_deadline_ns,
-								    jc.budget_ns)
-							     ? RVD_FRAME_LATE
-							     : 0});
+		rvd_frames_push(&p->frames,
+				&(struct rvd_frame){.start_ns = e->frame->frame_start_ns,
+						    .end_ns = e->frame->frame_end_ns,
+						    .deadline_ns = e->frame->frame_deadline_ns,
+						    .tid = (uint32_t)e->frame->tid,
+						    .flags = late ? RVD_FRAME_LATE : 0});
 		/* A frame with a deadline is late when it ends after it. */
 		if (e->frame->frame_deadline_ns)
 			jc.budget_ns = e->frame->frame_deadline_ns - e->frame->frame_start_ns;
@@ -1097,6 +1174,8 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	uv_timer_init(loop, &d->thermal_timer);
 	uv_timer_init(loop, &d->accept_backoff);
 	uv_timer_init(loop, &d->register_sweep);
+	uv_timer_init(loop, &d->jank_timer);
+	d->jank_timer.data = d;
 	d->sig_term.data = d->sig_int.data = d->thermal_timer.data = d->accept_backoff.data = d;
 	d->register_sweep.data = d;
 	d->limits[SOCK_CONTROL] = (struct rvd_peer_limits){cfg->max_peers, cfg->max_peers_per_uid};
@@ -1131,6 +1210,7 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 		 cfg->unlisted == RVD_UNLISTED_REFUSE ? "refused" : "qualified with their uid");
 	if ((rc = take_lock(d)) < 0)
 		goto fail;
+	load_jank(d);
 	if ((rc = listen_sockets(d)) < 0)
 		goto fail;
 	for (int i = 0; i < 3; i++) {
@@ -1155,6 +1235,7 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	/* A peer is dropped between 1 and 1.5 deadlines after it connected. */
 	uv_timer_start(&d->register_sweep, register_sweep_cb, cfg->register_timeout_ms / 2 + 1,
 		       cfg->register_timeout_ms / 2 + 1);
+	uv_timer_start(&d->jank_timer, jank_timer_cb, RVD_JANK_FLUSH_MS, RVD_JANK_FLUSH_MS);
 	if (cfg->thermal_poll_ms)
 		uv_timer_start(&d->thermal_timer, thermal_timer_cb, cfg->thermal_poll_ms,
 			       cfg->thermal_poll_ms);
@@ -1197,6 +1278,8 @@ void rvd_daemon_stop(struct rvd_daemon *d)
 	uv_close((uv_handle_t *)&d->thermal_timer, NULL);
 	uv_close((uv_handle_t *)&d->accept_backoff, NULL);
 	uv_close((uv_handle_t *)&d->register_sweep, NULL);
+	uv_close((uv_handle_t *)&d->jank_timer, NULL);
+	jank_flush(d); /* queued before the spool's close job */
 	rvd_dbus_stop(d->bus);
 	rvd_upload_stop(d->up);
 	rvd_capture_stop(&d->cap);
