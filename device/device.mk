@@ -14,7 +14,7 @@ DEVICE_CORE_SRC := device/src/log.c device/src/config.c device/src/detect.c \
                    device/src/conn.c device/src/capcheck.c \
                    device/src/enforce.c device/src/daemon.c device/src/capture.c \
                    device/src/admin.c device/src/dbus.c device/src/anomaly.c device/src/tracectl.c device/src/upload.c \
-                   device/src/enroll.c device/src/upload_req.c device/src/curl_uv.c device/src/compress.c \
+                   device/src/enroll.c device/src/upload_req.c device/src/upload_jank.c device/src/curl_uv.c device/src/compress.c \
                    device/src/offcpu.c device/src/identity.c device/src/activate.c device/src/sandbox.c \
                    device/src/sandbox_worker.c device/src/caprec.c device/src/frames.c \
                    device/src/jankcount.c

@@ -42,6 +42,7 @@ void rvd_config_defaults(struct rvd_config *c)
 	c->touch_threshold_ns = 400000000;
 	snprintf(c->thermal_root, sizeof(c->thermal_root), "%s", "/sys/class/thermal");
 	c->thermal_poll_ms = 5000;
+	c->jank_counts_flush_ms = 60000;
 	snprintf(c->corr_metric, sizeof(c->corr_metric), "%s", "gpu_busy");
 	c->corr_threshold = 0.8;
 	c->corr_window_ns = 1000000000ull;
@@ -203,6 +204,8 @@ int rvd_config_set(struct rvd_config *c, const char *section, const char *key, c
 		return parse_u64(v, 4096, 1ull << 30, &c->buffer_bytes);
 	if (KEY("jank", "frames"))
 		return parse_u32(v, 1, 1000, &c->jank_frames);
+	if (KEY("jank", "counts_flush_ms"))
+		return parse_u32(v, 100, 3600000, &c->jank_counts_flush_ms);
 	if (KEY("jank", "budget_us")) {
 		uint64_t us;
 

@@ -39,6 +39,9 @@ struct rvd_config {
 	/* [jank] */
 	uint32_t jank_frames;
 	uint64_t jank_budget_ns;
+	/* How often the per-app frame counts are written (and sent) when they
+	 * changed: what a crash may lose of them. */
+	uint32_t jank_counts_flush_ms;
 	/* [touch] */
 	uint64_t touch_threshold_ns;
 	/* [thermal] */

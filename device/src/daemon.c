@@ -73,10 +73,9 @@ static const uint8_t sock_channels[] = {RV_CHANNEL_CONTROL, RV_CHANNEL_EVENT, RV
  * capture refused (checks) or left without a summary. */
 #define RVD_PARSE_CHECK_MS   10000
 #define RVD_PARSE_SUMMARY_MS 120000
-/* The jank counts' file in the state directory, and how often it is
- * written when they changed: a crash loses at most this much counting. */
-#define JANK_FILE	  "jank.counts"
-#define RVD_JANK_FLUSH_MS 60000
+/* The jank counts' file in the state directory (written every [jank]
+ * counts_flush_ms when they changed). */
+#define JANK_FILE "jank.counts"
 
 struct rvd_daemon {
 	uv_loop_t *loop; /* borrowed */
@@ -116,7 +115,8 @@ struct rvd_daemon {
 	struct rvd_app_map apps;      /* [identity] apps_dir, loaded at start */
 	uint64_t identity_refused;    /* Registers refused for their app id */
 	/* Frames and late frames per app and day, traced or not, written to
-	 * <state_dir>/JANK_FILE every RVD_JANK_FLUSH_MS when they changed. */
+	 * <state_dir>/JANK_FILE every cfg.jank_counts_flush_ms when they
+	 * changed, and sent to the server then (the uploader). */
 	struct rvd_jank_counts jank;
 	struct rvd_jank_pids jank_pids;
 	uv_timer_t jank_timer;
@@ -460,7 +460,10 @@ static void jank_flush(struct rvd_daemon *d)
 
 static void jank_timer_cb(uv_timer_t *t)
 {
-	jank_flush(t->data);
+	struct rvd_daemon *d = t->data;
+
+	jank_flush(d);
+	rvd_upload_jank(d->up);
 }
 
 /* Reads <state_dir>/JANK_FILE at start (before the loop runs); a damaged
@@ -753,6 +756,7 @@ static void envs_init(struct rvd_daemon *d)
 		.note_error = env_note_error,
 		.apply_policy = env_apply_policy,
 		.release_reservation = env_release_reservation,
+		.jank = &d->jank,
 		.ctx = d,
 	};
 }
@@ -1235,7 +1239,8 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	/* A peer is dropped between 1 and 1.5 deadlines after it connected. */
 	uv_timer_start(&d->register_sweep, register_sweep_cb, cfg->register_timeout_ms / 2 + 1,
 		       cfg->register_timeout_ms / 2 + 1);
-	uv_timer_start(&d->jank_timer, jank_timer_cb, RVD_JANK_FLUSH_MS, RVD_JANK_FLUSH_MS);
+	uv_timer_start(&d->jank_timer, jank_timer_cb, cfg->jank_counts_flush_ms,
+		       cfg->jank_counts_flush_ms);
 	if (cfg->thermal_poll_ms)
 		uv_timer_start(&d->thermal_timer, thermal_timer_cb, cfg->thermal_poll_ms,
 			       cfg->thermal_poll_ms);

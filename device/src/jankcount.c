@@ -280,10 +280,10 @@ void rvd_jankc_acked(struct rvd_jank_counts *c, const struct rvd_jank_row *rows,
 	for (unsigned k = 0; k < n; k++) {
 		int i = find(c, rows[k].app, rows[k].ver, rows[k].day);
 
-		if (i < 0)
-			continue; /* expired meanwhile */
-		/* Counts only grow: what was sent is at most what is held. */
-		assert(rows[k].frames <= c->rows[i].frames && rows[k].late <= c->rows[i].late);
+		/* Gone meanwhile, or gone and counted afresh (the clock went
+		 * back to a day already sent): nothing to mark. */
+		if (i < 0 || rows[k].frames > c->rows[i].frames || rows[k].late > c->rows[i].late)
+			continue;
 		c->rows[i].sent_frames = rows[k].frames;
 		c->rows[i].sent_late = rows[k].late;
 	}

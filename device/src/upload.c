@@ -566,6 +566,7 @@ void rvd_up_kick(struct rvd_uploader *u)
 	for (size_t i = 0; i < sp->nrecs && !u->reporting; i++)
 		if (rvd_spool_awaits_report(&sp->recs[i]))
 			begin_skip_report(u, &sp->recs[i]);
+	rvd_up_jank_kick(u);
 }
 
 /* The progress callback of u->cu: the transfers that finished. */
@@ -604,6 +605,10 @@ static void check_multi_info(void *ctx)
 			break;
 		case REQ_SKIP:
 			skip_done(u, r, cc, http);
+			rvd_up_req_free(r);
+			break;
+		case REQ_JANK:
+			rvd_up_jank_done(u, r, cc, http);
 			rvd_up_req_free(r);
 			break;
 		}
@@ -668,6 +673,14 @@ void rvd_upload_policy_changed(struct rvd_uploader *u)
 	if (!u)
 		return;
 	u->net_blocked = false;
+	rvd_up_kick(u);
+}
+
+void rvd_upload_jank(struct rvd_uploader *u)
+{
+	if (!u)
+		return;
+	u->jank_wanted = true;
 	rvd_up_kick(u);
 }
 

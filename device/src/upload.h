@@ -46,6 +46,9 @@ struct rvd_upload_env {
 	int (*apply_policy)(void *ctx, const uint8_t *doc, size_t len);
 	/* Gives an unused policy quota reservation back (a spool job). */
 	void (*release_reservation)(void *ctx, int64_t reservation);
+	/* The per-app frame counts (loop thread; NULL: none to send), sent on
+	 * rvd_upload_jank and marked as sent on the server's ack. */
+	struct rvd_jank_counts *jank;
 	void *ctx;
 };
 
@@ -72,6 +75,11 @@ void rvd_upload_policy_changed(struct rvd_uploader *u);
 /* Abandons requests in flight (their rows stay uploading and go back to
  * pending at the next start, under the same upload id) and closes every
  * handle.  The loop returns once they are closed.  NULL is a no-op. */
+/* The jank counts are due to be sent: sends those that changed since the
+ * server last stored them, once enrolled and consent is summary or full
+ * (as skip reports).  NULL u is a no-op. */
+void rvd_upload_jank(struct rvd_uploader *u);
+
 void rvd_upload_stop(struct rvd_uploader *u);
 
 /* After the loop returned.  NULL is a no-op. */

@@ -3,7 +3,8 @@
  * upload_int.h — the uploader's private parts (upload.h is its interface):
  * its state, one HTTP request, and the functions its files share:
  * upload.c (the uploads; it drives the others), enroll.c (enrolment and
- * policy fetches) and upload_req.c (the requests both send).  Loop thread only, except where a
+ * policy fetches), upload_jank.c (the per-app frame counts) and
+ * upload_req.c (the requests they send).  Loop thread only, except where a
  * function says otherwise.
  */
 #ifndef RVD_UPLOAD_INT_H
@@ -16,6 +17,7 @@
 #include <uv.h>
 
 #include "curl_uv.h"
+#include "jankcount.h"
 #include "spool.h"
 #include "upload.h"
 #include "rearview/upload.pb-c.h"
@@ -25,7 +27,7 @@
 #define MAX_RESPONSE (1u << 20) /* acks, tokens and policies are small */
 #define SECRET_MAX   256
 
-enum req_kind { REQ_ENROLL, REQ_UPLOAD, REQ_POLICY, REQ_SKIP };
+enum req_kind { REQ_ENROLL, REQ_UPLOAD, REQ_POLICY, REQ_SKIP, REQ_JANK };
 
 struct req {
 	struct rvd_uploader *u;
@@ -53,6 +55,9 @@ struct req {
 	size_t summary_len;
 	int status; /* work-queue result */
 	uv_work_t work;
+	/* REQ_JANK: the counts sent (owned), to mark as sent on the ack */
+	struct rvd_jank_row *jank;
+	unsigned njank;
 };
 
 struct rvd_uploader {
@@ -64,6 +69,9 @@ struct rvd_uploader {
 	unsigned nbusy;
 	bool started, stopping, enrolling, fetching;
 	bool reporting;	    /* a skip report is in flight */
+	bool jank_wanted;   /* the jank counts are to be sent (rvd_upload_jank) */
+	bool jank_sending;  /* a jank report is in flight */
+	bool jank_refused;  /* the server has no POST /v1/jank (404): not again */
 	bool net_blocked;   /* the policy forbids this network (reported once) */
 	bool secret_logged; /* the missing-secret error was reported */
 	bool plain_zstd;    /* the server refused the shuffled form: plain zstd */
@@ -110,6 +118,17 @@ void rvd_up_backoff(struct rvd_uploader *u, long retry_after_s);
 
 /* Starts whatever is due: enrolment, uploads, skip reports. */
 void rvd_up_kick(struct rvd_uploader *u);
+
+/* ---- upload_jank.c ----------------------------------------------------- */
+
+/* Sends the jank counts that changed since their last acknowledgement
+ * when rvd_upload_jank asked for it and none is in flight (enrolled,
+ * consent summary or full: the caller checked). */
+void rvd_up_jank_kick(struct rvd_uploader *u);
+
+/* The jank report r finished (cc, HTTP status http); r is the caller's
+ * to free. */
+void rvd_up_jank_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long http);
 
 /* ---- enroll.c ---------------------------------------------------------- */
 

@@ -50,6 +50,7 @@ void rvd_up_req_free(struct req *r)
 	free(r->body_mem);
 	free(r->resp);
 	free(r->summary);
+	free(r->jank);
 	free(r);
 }
 

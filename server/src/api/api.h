@@ -41,6 +41,8 @@ void rvs_api_metrics(struct rvs_call *call);
 void rvs_api_enroll(struct rvs_call *call);
 void rvs_api_upload(struct rvs_call *call);
 void rvs_api_skip(struct rvs_call *call);
+/* POST /v1/jank: a device's frames and late frames per app and day. */
+void rvs_api_jank(struct rvs_call *call);
 void rvs_api_policy(struct rvs_call *call);
 
 /* The rvs_handler_fn for net.h: routes every request through route.c's

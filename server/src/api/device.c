@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * device.c — the device API's handlers (api.h: POST /v1/enroll, POST
- * /v1/uploads, POST /v1/skips, GET /v1/policy), each a job's work on a
+ * /v1/uploads, POST /v1/skips, POST /v1/jank, GET /v1/policy), each a job's work on a
  * work thread (api_int.h), answered by the gate from the job's after-work.
  *
  * Everything in a body is untrusted (pipeline/upload.h checks it).  A
@@ -407,6 +407,48 @@ free_report:
 	rearview__skip_report__free_unpacked(r, NULL);
 }
 
+/* POST /v1/jank: store a device's frames and late frames per app,
+ * version and day, each replacing the stored count (a retry never
+ * doubles); acknowledged once durable. */
+static void do_jank(struct job *j)
+{
+	Rearview__JankReport *r;
+	Rearview__JankAck k = REARVIEW__JANK_ACK__INIT;
+	struct rvs_jank_rec rows[RVS_JANK_MAX_COUNTS];
+	char device_id[40], reason[200];
+	int rc;
+
+	if (device_of(j, device_id))
+		return;
+	rc = rvs_jank_parse(j->req->body, j->req->body_len, (int64_t)(time(NULL) / 86400), &r,
+			    reason, sizeof reason);
+	if (rc) {
+		parse_fail(j, rc, reason);
+		return;
+	}
+	for (size_t i = 0; i < r->n_counts; i++)
+		rows[i] = (struct rvs_jank_rec){r->counts[i]->app_id, r->counts[i]->app_version,
+						(int64_t)r->counts[i]->day,
+						(int64_t)r->counts[i]->frames,
+						(int64_t)r->counts[i]->late};
+	rc = j->a->ops->jank_put(j->a->store, device_id, rows, r->n_counts);
+	if (rc) {
+		store_fail(j, rc);
+		goto free_report;
+	}
+	k.stored = (uint32_t)r->n_counts;
+	j->q.len = rearview__jank_ack__get_packed_size(&k);
+	j->q.body = malloc(j->q.len ? j->q.len : 1);
+	if (!j->q.body) {
+		job_fail(j, 500, RVS_ERR_INTERNAL, REARVIEW__ERROR__CODE__INTERNAL, "no memory");
+		goto free_report;
+	}
+	rearview__jank_ack__pack(&k, (uint8_t *)j->q.body);
+	j->q.status = 200;
+free_report:
+	rearview__jank_report__free_unpacked(r, NULL);
+}
+
 /* True when an If-None-Match list names etag (or is "*"). */
 static int etag_matches(const char *inm, const char *etag)
 {
@@ -474,6 +516,11 @@ void rvs_api_upload(struct rvs_call *c)
 void rvs_api_skip(struct rvs_call *c)
 {
 	do_skip(c->ctx);
+}
+
+void rvs_api_jank(struct rvs_call *c)
+{
+	do_jank(c->ctx);
 }
 
 void rvs_api_policy(struct rvs_call *c)

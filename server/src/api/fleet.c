@@ -12,10 +12,17 @@
  * reasons come from the `skips` table that POST /v1/skips fills (every
  * schema the store opens has it), beside the reasons the server itself
  * recorded (quarantine).  No figure is made up.
+ *
+ * GET /api/v1/fleet/jank ranks apps by jank rate over a window of UTC
+ * days from the counts devices report for every app, traced or not (POST
+ * /v1/jank, the jank_counts table), beside the app's uploads in the same
+ * window: an app with none is `traced: false`.
  */
 #include "api/fleet.h"
 #include "model/campaign.h"
 #include "http/reply.h"
+#include "base/params.h"
+#include "base/text.h"
 #include "http/route.h"
 #include "store/store.h"
 
@@ -152,4 +159,59 @@ void rvs_fleet_api(const struct rvs_config *cfg, struct rvs_query_resp *r)
 void rvs_fleet_get(struct rvs_call *c)
 {
 	rvs_fleet_api(c->cfg, c->q);
+}
+
+/* ---- GET /api/v1/fleet/jank ----------------------------------------------- */
+
+#define JANK_DAYS_DEF  7
+#define JANK_DAYS_MAX  366
+#define JANK_LIMIT_DEF 100
+#define JANK_LIMIT_MAX 500
+
+static int jank_row(void *arg, const struct rvs_jank_app_row *r)
+{
+	json_t *o = json_pack("{s:o,s:I,s:I,s:f,s:I,s:I,s:b}", "app_id", text_or_null(r->app_id),
+			      "frames", (json_int_t)r->frames, "late", (json_int_t)r->late,
+			      "jank_rate", r->frames > 0 ? (double)r->late / (double)r->frames : 0.0,
+			      "devices", (json_int_t)r->devices, "traces", (json_int_t)r->traces,
+			      "traced", r->traces > 0);
+
+	return o ? json_array_append_new(arg, o) : -1;
+}
+
+void rvs_fleet_jank_api(const struct rvs_config *cfg, const char *query, int64_t now,
+			struct rvs_query_resp *r)
+{
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st = NULL;
+	int64_t days = JANK_DAYS_DEF, limit, today = now / 86400;
+	char buf[24];
+	json_t *apps;
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	rc = rvs_query_param(query, "days", buf, sizeof buf);
+	if (rc < 0 || (rc == 1 && buf[0] &&
+		       (rvs_parse_i64(buf, &days) || days < 1 || days > JANK_DAYS_MAX)))
+		return rvs_query_set_error(r, 400, "days must be an integer in 1..366");
+	if (rvs_param_limit(query, JANK_LIMIT_DEF, JANK_LIMIT_MAX, &limit))
+		return rvs_query_set_error(r, 400, "bad limit");
+	if (rvs_store_acquire(cfg->database, &ops, &st))
+		return rvs_query_reply(r, 503, json_pack("{s:s}", "error", "database unavailable"));
+	apps = json_array();
+	rc = ops->jank_by_app(st, today - days + 1, today, limit, jank_row, apps);
+	rvs_store_release(st);
+	if (rc) {
+		json_decref(apps);
+		return rvs_query_reply(r, 500, json_pack("{s:s}", "error", "query failed"));
+	}
+	rvs_query_reply(r, 200,
+			json_pack("{s:I,s:I,s:I,s:o}", "days", (json_int_t)days, "from_day",
+				  (json_int_t)(today - days + 1), "to_day", (json_int_t)today,
+				  "apps", apps));
+}
+
+void rvs_fleet_jank_get(struct rvs_call *c)
+{
+	rvs_fleet_jank_api(c->cfg, c->query, (int64_t)time(NULL), c->q);
 }

@@ -17,4 +17,13 @@ void rvs_fleet_api(const struct rvs_config *cfg, struct rvs_query_resp *r);
 struct rvs_call;
 void rvs_fleet_get(struct rvs_call *c);
 
+/* Fills *r with the jank-per-app document (server/API.md "Jank per app")
+ * for `query` (days, limit) at unix time now: the apps of the last `days`
+ * UTC days by jank rate, highest first; 400 for a bad parameter, 503 /
+ * 500 when the database fails. */
+void rvs_fleet_jank_api(const struct rvs_config *cfg, const char *query, int64_t now,
+			struct rvs_query_resp *r);
+/* GET /api/v1/fleet/jank: rvs_fleet_jank_api into c->q. */
+void rvs_fleet_jank_get(struct rvs_call *c);
+
 #endif

@@ -89,6 +89,7 @@ static const struct rvs_route table[] = {
 	DEV("/v1/enroll", POST, ENROLL, WORK, NULL, rvs_api_enroll),
 	DEV("/v1/uploads", POST, DEVICE, WORK, NULL, rvs_api_upload),
 	DEV("/v1/skips", POST, DEVICE, WORK, NULL, rvs_api_skip),
+	DEV("/v1/jank", POST, DEVICE, WORK, NULL, rvs_api_jank),
 	DEV("/v1/policy", GET, DEVICE, WORK, NULL, rvs_api_policy),
 	/* The JSON API (server/openapi.json describes it): symbols, campaigns,
 	 * fleet, the index. */
@@ -103,6 +104,7 @@ static const struct rvs_route table[] = {
 	API_AS(AUTHOR, "/api/v1/campaigns/*/end", POST, 0, NULL, rvs_campaigns_end),
 	API("/api/v1/campaigns/**", ANY, 0, ANY_PARAM, rvs_campaigns_none),
 	API("/api/v1/fleet", GET, 0, NULL, rvs_fleet_get),
+	API("/api/v1/fleet/jank", GET, 0, P("days", "limit"), rvs_fleet_jank_get),
 	API("/api/v1/traces", GET, 0, P(TRACES_PARAMS), rvs_query_traces),
 	API("/api/v1/traces/*", GET, LOAD, P("why"), rvs_query_trace), /* its "why" */
 	API("/api/v1/traces/*/export", GET, LOAD, P("format"), rvs_query_export),

@@ -101,6 +101,9 @@ int rvs_retention_run(const char *database, struct rvs_blobs *blobs, int64_t cut
 	}
 	if (rc == 0)
 		rc = collect_orphans(ops, st, blobs, &stats);
+	/* The per-app jank counts of the days wholly before the cutoff. */
+	if (rc == 0 && ops->jank_expire(st, cutoff > 0 ? cutoff / 86400 : 0))
+		rc = -EIO;
 	if (stats.traces || stats.blobs || stats.temps || rc)
 		rvs_log(rc ? "error" : "info", "retention",
 			"cutoff=%lld traces=%llu blobs=%llu temps=%llu rc=%d", (long long)cutoff,

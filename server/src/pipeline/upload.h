@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * upload.h — a device's protobuf bodies unpacked and validated: the
- * UploadEnvelope of POST /v1/uploads (upload.c) and the SkipReport of
- * POST /v1/skips (skips.c).  Work thread or fuzzer; everything in a body
+ * UploadEnvelope of POST /v1/uploads (upload.c), the SkipReport of
+ * POST /v1/skips (skips.c) and the JankReport of POST /v1/jank (jank.c).  Work thread or fuzzer; everything in a body
  * is untrusted.
  */
 #ifndef RVS_UPLOAD_H
@@ -52,5 +52,25 @@ struct Rearview__SkipReport;
  * -EINVAL with a human reason, -ENOMEM out of memory. */
 int rvs_skip_parse(const uint8_t *buf, size_t len, struct Rearview__SkipReport **out, char *reason,
 		   size_t reasonlen);
+
+/* ---- jank counts (jank.c) ---- */
+/* Counts in one JankReport at most (the device's table holds 64). */
+#define RVS_JANK_MAX_COUNTS 64
+/* A count's frames at most (a 1 kHz display all day is 86.4 million). */
+#define RVS_JANK_MAX_FRAMES 1000000000ll
+/* Days a count may lie before the server's day / after it. */
+#define RVS_JANK_DAYS_BACK  400
+#define RVS_JANK_DAYS_AHEAD 1
+struct Rearview__JankReport;
+/* Unpacks and validates a JankReport received on UTC day `today`, like
+ * rvs_upload_parse: *out to be freed with
+ * rearview__jank_report__free_unpacked(*out, NULL); -EBADMSG or -EINVAL
+ * with a human reason, -ENOMEM out of memory.  The rules: 1..64 counts;
+ * app_id 1..256 bytes and app_version up to 128 of printable UTF-8; a day
+ * within RVS_JANK_DAYS_BACK before today and RVS_JANK_DAYS_AHEAD after;
+ * frames <= RVS_JANK_MAX_FRAMES, late <= frames; no (app, version, day)
+ * twice. */
+int rvs_jank_parse(const uint8_t *buf, size_t len, int64_t today,
+		   struct Rearview__JankReport **out, char *reason, size_t reasonlen);
 
 #endif

@@ -91,6 +91,22 @@ struct rvs_skip_rec {
 	uint64_t captured_realtime_ns;
 };
 
+/* One app's frames and late frames on one UTC day on one device (POST
+ * /v1/jank): the day's totals so far, replacing what was stored. */
+struct rvs_jank_rec {
+	const char *app_id, *app_version; /* borrowed; version "" when unknown */
+	int64_t day;			  /* days since 1970-01-01 UTC */
+	int64_t frames, late;		  /* 0 <= late <= frames */
+};
+
+/* One app's jank over a window of days (jank_by_app). */
+struct rvs_jank_app_row {
+	const char *app_id; /* valid during the callback */
+	int64_t frames, late;
+	int64_t devices; /* distinct devices that reported the app */
+	int64_t traces;	 /* the app's uploads received in the window */
+};
+
 /* One queued upload on its way through the decoder (api.h's seam) and back
  * to the store with its outcome. */
 struct rvs_decode_item {
@@ -916,6 +932,24 @@ struct rvs_store_ops {
 	 * cap matches.  0 or -errno. */
 	int (*audit_total)(struct rvs_store *s, const struct rvs_audit_filter *f, int64_t cap,
 			   int64_t *out);
+
+	/* ---- jank counts per app, traced or not (POST /v1/jank, GET
+	 * /api/v1/fleet/jank) ---- */
+	/* Stores device_id's counts rows[0..n) in one transaction, each
+	 * replacing the row of its (device, app, version, day): a resent
+	 * report never doubles.  Durable on return 0. */
+	int (*jank_put)(struct rvs_store *s, const char *device_id, const struct rvs_jank_rec *rows,
+			size_t n);
+	/* Per app over the days [from_day, to_day]: frames, late frames and
+	 * devices summed over versions, and its uploads received from
+	 * from_day's start to to_day's end — to cb, the highest jank rate
+	 * (late / frames) first, then the app id; at most limit apps.  A
+	 * nonzero cb return stops the scan and is returned.  0 or -errno. */
+	int (*jank_by_app)(struct rvs_store *s, int64_t from_day, int64_t to_day, int64_t limit,
+			   int (*cb)(void *arg, const struct rvs_jank_app_row *r), void *arg);
+	/* Retention: deletes the counts of days before before_day.  0 or
+	 * -errno. */
+	int (*jank_expire)(struct rvs_store *s, int64_t before_day);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -479,6 +479,16 @@ static const char *const migrations[] = {
 	"DROP INDEX traces_issue;"
 	"CREATE INDEX traces_issue"
 	" ON traces(issue, app_id, received_at, device_id, severity);",
+	/* 14 (jank per app, traced or not): sqlite's migration 16 — each
+	 * device's frames and late frames per app, version and UTC day. */
+	"CREATE TABLE jank_counts ("
+	" device_id TEXT NOT NULL REFERENCES devices(device_id),"
+	" app_id TEXT NOT NULL, app_version TEXT NOT NULL, day BIGINT NOT NULL,"
+	" frames BIGINT NOT NULL CHECK (frames >= 0),"
+	" late BIGINT NOT NULL CHECK (late >= 0 AND late <= frames),"
+	" received_at BIGINT NOT NULL,"
+	" PRIMARY KEY (device_id, app_id, app_version, day));"
+	"CREATE INDEX jank_counts_day ON jank_counts(day, app_id);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -504,6 +514,7 @@ enum {
 	S_UP_ADD,
 	S_BEGIN,
 	S_COMMIT,
+	S_JANK_PUT,
 	N_STMTS
 };
 
@@ -611,6 +622,12 @@ static const char *const stmts[N_STMTS] = {
 	 * the extended protocol. */
 	[S_BEGIN] = "BEGIN",
 	[S_COMMIT] = "COMMIT",
+	/* One (device, app, version, day) count, replacing the stored one. */
+	[S_JANK_PUT] = "INSERT INTO jank_counts (device_id, app_id, app_version, day, frames, late,"
+		       " received_at) VALUES ($1,$2,$3,$4,$5,$6,extract(epoch FROM now())::bigint)"
+		       " ON CONFLICT (device_id, app_id, app_version, day) DO UPDATE SET"
+		       " frames = excluded.frames, late = excluded.late,"
+		       " received_at = excluded.received_at",
 };
 
 /* 1 when v is well-formed UTF-8 (no overlong forms, surrogates or code
@@ -1832,6 +1849,83 @@ static int skips_recent(struct rvs_store *s, const struct rvs_skip_filter *f, in
 	return skips_scan(s, f, 1, limit, cb, arg);
 }
 
+static int jank_put(struct rvs_store *s, const char *device_id, const struct rvs_jank_rec *rows,
+		    size_t n)
+{
+	struct conn *c = get(s);
+	int rc;
+
+	if (!c)
+		return -EAGAIN;
+	rc = exec(c->pg, "BEGIN");
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct rvs_pg_params p = {0};
+
+		rvs_pg_text(&p, device_id);
+		rvs_pg_text(&p, rows[i].app_id);
+		rvs_pg_text(&p, rows[i].app_version ? rows[i].app_version : "");
+		rvs_pg_i64(&p, rows[i].day);
+		rvs_pg_i64(&p, rows[i].frames);
+		rvs_pg_i64(&p, rows[i].late);
+		rc = run0(c->pg, S_JANK_PUT, &p);
+	}
+	if (!rc)
+		rc = exec(c->pg, "COMMIT");
+	if (rc)
+		rollback(c->pg);
+	put(s, c);
+	return rc;
+}
+
+static int jank_by_app(struct rvs_store *s, int64_t from_day, int64_t to_day, int64_t limit,
+		       int (*cb)(void *arg, const struct rvs_jank_app_row *r), void *arg)
+{
+	struct rvs_pg_params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	rvs_pg_i64(&p, from_day);
+	rvs_pg_i64(&p, to_day);
+	rvs_pg_i64(&p, limit);
+	rc = read_rows(s,
+		       "SELECT j.app_id, sum(j.frames), sum(j.late), count(DISTINCT j.device_id),"
+		       " (SELECT count(*) FROM uploads u WHERE u.app_id = j.app_id"
+		       " AND u.received_at >= $1::bigint * 86400"
+		       " AND u.received_at < ($2::bigint + 1) * 86400)"
+		       " FROM jank_counts j WHERE j.day >= $1 AND j.day <= $2 GROUP BY j.app_id"
+		       " ORDER BY CASE WHEN sum(j.frames) > 0 THEN sum(j.late)::double precision"
+		       " / sum(j.frames) ELSE 0 END DESC, j.app_id COLLATE \"C\" LIMIT $3",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++) {
+		struct rvs_jank_app_row k = {
+			.app_id = rvs_pg_val(r, i, 0),
+			.frames = rvs_pg_val_i64(r, i, 1),
+			.late = rvs_pg_val_i64(r, i, 2),
+			.devices = rvs_pg_val_i64(r, i, 3),
+			.traces = rvs_pg_val_i64(r, i, 4),
+		};
+		stop = cb(arg, &k);
+	}
+	PQclear(r);
+	return stop;
+}
+
+static int jank_expire(struct rvs_store *s, int64_t before_day)
+{
+	struct conn *c = get(s);
+	struct rvs_pg_params p = {0};
+	int rc;
+
+	if (!c)
+		return -EAGAIN;
+	rvs_pg_i64(&p, before_day);
+	rc = rvs_pg_exec(c->pg, "DELETE FROM jank_counts WHERE day < $1", 0, &p, NULL, NULL);
+	put(s, c);
+	return rc;
+}
+
 static int method_alert_get(struct rvs_store *s, const char *method, int64_t *ns)
 {
 	struct rvs_pg_params p = {0};
@@ -2580,4 +2674,7 @@ const struct rvs_store_ops rvs_store_pg = {
 	.alert_counts = rvs_pg_alert_counts,
 	.heatmap_read = heatmap_read,
 	.heaviest_read = heaviest_read,
+	.jank_put = jank_put,
+	.jank_by_app = jank_by_app,
+	.jank_expire = jank_expire,
 };

@@ -444,6 +444,17 @@ static const char *const migrations[] = {
 	"DROP INDEX traces_issue;"
 	"CREATE INDEX traces_issue"
 	" ON traces(issue, app_id, received_at, device_id, severity);",
+	/* 16 (jank per app, traced or not): each device's frames and late
+	 * frames per app, version and UTC day (POST /v1/jank), the day's
+	 * totals replaced by each report; read per window of days. */
+	"CREATE TABLE jank_counts ("
+	" device_id TEXT NOT NULL REFERENCES devices(device_id),"
+	" app_id TEXT NOT NULL, app_version TEXT NOT NULL, day INTEGER NOT NULL,"
+	" frames INTEGER NOT NULL CHECK (frames >= 0),"
+	" late INTEGER NOT NULL CHECK (late >= 0 AND late <= frames),"
+	" received_at INTEGER NOT NULL,"
+	" PRIMARY KEY (device_id, app_id, app_version, day));"
+	"CREATE INDEX jank_counts_day ON jank_counts(day, app_id);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -1141,6 +1152,106 @@ static int skip_add(struct rvs_store *s, const struct rvs_skip_rec *k)
 	rc = rvc_sqlite_errno(rc);
 	/* A duplicate is acknowledged too: its row durable first. */
 	return rc == -EEXIST && durable_now(s) ? -EIO : rc;
+}
+
+static int jank_put(struct rvs_store *s, const char *device_id, const struct rvs_jank_rec *rows,
+		    size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	uint64_t ticket = 0;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	if ((rc = rvs_sqlite_exec(s->db, "BEGIN IMMEDIATE"))) {
+		pthread_mutex_unlock(&s->mu);
+		return rc;
+	}
+	rc = sqlite3_prepare_v2(s->db,
+				"INSERT INTO jank_counts (device_id, app_id, app_version, day, frames,"
+				" late, received_at) VALUES (?,?,?,?,?,?,?)"
+				" ON CONFLICT (device_id, app_id, app_version, day) DO UPDATE SET"
+				" frames = excluded.frames, late = excluded.late,"
+				" received_at = excluded.received_at",
+				-1, &st, NULL);
+	for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, device_id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, rows[i].app_id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, rows[i].app_version ? rows[i].app_version : "", -1,
+				  SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 4, rows[i].day);
+		sqlite3_bind_int64(st, 5, rows[i].frames);
+		sqlite3_bind_int64(st, 6, rows[i].late);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE)
+			rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	rc = rc == SQLITE_OK ? rvs_sqlite_exec(s->db, "COMMIT") : rvc_sqlite_errno(rc);
+	if (rc == 0)
+		ticket = commit_ticket(s);
+	else
+		rvs_sqlite_exec(s->db, "ROLLBACK");
+	pthread_mutex_unlock(&s->mu);
+	return rc ? rc : wal_durable(s, ticket);
+}
+
+static int jank_by_app(struct rvs_store *s, int64_t from_day, int64_t to_day, int64_t limit,
+		       int (*cb)(void *arg, const struct rvs_jank_app_row *r), void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (rvs_sqlite_scan_open(s->dsn, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(
+		db,
+		"SELECT j.app_id, sum(j.frames) AS f, sum(j.late) AS l,"
+		" count(DISTINCT j.device_id),"
+		" (SELECT count(*) FROM uploads u WHERE u.app_id = j.app_id"
+		" AND u.received_at >= ?1 * 86400 AND u.received_at < (?2 + 1) * 86400)"
+		" FROM jank_counts j WHERE j.day >= ?1 AND j.day <= ?2 GROUP BY j.app_id"
+		" ORDER BY CASE WHEN sum(j.frames) > 0 THEN CAST(sum(j.late) AS REAL) / sum(j.frames)"
+		" ELSE 0 END DESC, j.app_id LIMIT ?3",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, from_day);
+		sqlite3_bind_int64(st, 2, to_day);
+		sqlite3_bind_int64(st, 3, limit);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			struct rvs_jank_app_row r = {
+				.app_id = rvs_sqlite_col_text(st, 0),
+				.frames = sqlite3_column_int64(st, 1),
+				.late = sqlite3_column_int64(st, 2),
+				.devices = sqlite3_column_int64(st, 3),
+				.traces = sqlite3_column_int64(st, 4),
+			};
+			stop = cb(arg, &r);
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
+static int jank_expire(struct rvs_store *s, int64_t before_day)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	rc = sqlite3_prepare_v2(s->db, "DELETE FROM jank_counts WHERE day < ?", -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, before_day);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
 static int requeue_build_id(struct rvs_store *s, const char *build_id, uint64_t *queued)
@@ -2765,4 +2876,7 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.alert_counts = rvs_sqlite_alert_counts,
 	.heatmap_read = heatmap_read,
 	.heaviest_read = heaviest_read,
+	.jank_put = jank_put,
+	.jank_by_app = jank_by_app,
+	.jank_expire = jank_expire,
 };
