@@ -2383,12 +2383,82 @@ static void test_store_pg_unavailable_skips(void **state)
 	skip();
 }
 
+/* ---- jank counts per app (POST /v1/jank, GET /api/v1/fleet/jank) ---- */
+
+static int jank_cb(void *arg, const struct rvs_jank_app_row *r)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 512 - n, "%s=%lld/%lld/%lld/%lld;", r->app_id, (long long)r->frames,
+		 (long long)r->late, (long long)r->devices, (long long)r->traces);
+	return 0;
+}
+
+static void jank_read(struct fx *f, int64_t from, int64_t to, int64_t limit, char out[512])
+{
+	out[0] = '\0';
+	assert_int_equal(ops->jank_by_app(f->s, from, to, limit, jank_cb, out), 0);
+}
+
+/* A device-day replaces, never adds; apps rank by late / frames over the
+ * window, summed over versions and devices, beside their uploads; a
+ * report with one impossible row stores none of it; retention drops old
+ * days; hostile text is data. */
+static void test_store_jank_counts_replace_and_rank(void **state)
+{
+	struct fx *f = *state;
+	int64_t today = (int64_t)time(NULL) / 86400;
+	char out[512];
+
+	add_device(f, "d-1", 1);
+	add_device(f, "d-2", 2);
+	add_upload(f, "t-1", "d-1", 1, 0); /* app "app", received now */
+	const struct rvs_jank_rec a[] = {
+		{"app", "1", today, 100, 10},
+		{"game", "", today, 50, 25},
+		{"game", "", today - 1, 10, 0},
+		{"x'); DROP TABLE jank_counts; --", "", today, 4, 0},
+	};
+	assert_int_equal(ops->jank_put(f->s, "d-1", a, 4), 0);
+	/* The same report again, then a later total of the same day. */
+	assert_int_equal(ops->jank_put(f->s, "d-1", a, 4), 0);
+	const struct rvs_jank_rec later = {"app", "1", today, 120, 12};
+	assert_int_equal(ops->jank_put(f->s, "d-1", &later, 1), 0);
+	const struct rvs_jank_rec b = {"app", "2", today, 80, 8};
+	assert_int_equal(ops->jank_put(f->s, "d-2", &b, 1), 0);
+
+	jank_read(f, today - 6, today, 100, out);
+	assert_string_equal(out, "game=60/25/1/0;app=200/20/2/1;x'); DROP TABLE jank_counts; --=4/0/1/0;");
+	jank_read(f, today, today, 1, out);
+	assert_string_equal(out, "game=50/25/1/0;");
+	/* A window without counts, and one before the upload: no traces. */
+	jank_read(f, today - 30, today - 20, 100, out);
+	assert_string_equal(out, "");
+	jank_read(f, today - 1, today - 1, 100, out);
+	assert_string_equal(out, "game=10/0/1/0;");
+
+	/* late above frames: refused, and the report's other row not stored. */
+	const struct rvs_jank_rec bad[] = {{"app", "1", today, 500, 50}, {"game", "", today, 5, 6}};
+	assert_int_not_equal(ops->jank_put(f->s, "d-1", bad, 2), 0);
+	jank_read(f, today, today, 100, out);
+	assert_string_equal(out, "game=50/25/1/0;app=200/20/2/1;x'); DROP TABLE jank_counts; --=4/0/1/0;");
+
+	assert_int_equal(ops->jank_expire(f->s, today), 0);
+	jank_read(f, today - 6, today, 100, out);
+	assert_string_equal(out, "game=50/25/1/0;app=200/20/2/1;x'); DROP TABLE jank_counts; --=4/0/1/0;");
+	jank_read(f, today - 1, today - 1, 100, out);
+	assert_string_equal(out, "");
+}
+
 int main(void)
 {
 	/* Every case here runs on each backend. */
 	const struct CMUnitTest common[] = {
 		cmocka_unit_test_setup_teardown(test_store_open_applies_migrations_and_wal,
 						setup_empty, teardown),
+		cmocka_unit_test_setup_teardown(test_store_jank_counts_replace_and_rank, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_store_device_token_lookup_finds_only_its_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_upload_is_unique_per_device_and_queued,
