@@ -22,6 +22,7 @@ SRV_PARAMS   := $(SRV)/base/params.o $(SRV)/base/version.o $(SRV)/base/text.o
 SRV_HTTP     := $(SRV)/http/http.o
 SRV_UPLOAD   := $(SRV)/pipeline/upload.o $(SRV)/base/text.o
 SRV_SKIPS    := $(SRV)/pipeline/skips.o
+SRV_JANK     := $(SRV)/pipeline/jank.o
 SRV_PAYLOAD  := $(SRV)/pipeline/payload.o
 SRV_SYMSTORE := $(SRV)/model/symstore.o
 SRV_CKPT     := $(addprefix $(SRV)/store/sqlite/,store_sqlite_checkpoint.o store_sqlite_util.o)
@@ -200,6 +201,8 @@ $(BUILD)/fuzz/server_skip: tests/fuzz/server_skip.c server/src/pipeline/skips.c 
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) $(PROTOBUF_CFLAGS) -Iserver/src -g -O1 \
 		-fsanitize=fuzzer,address,undefined -o $@ $(filter %.c,$^) $(PROTOBUF_LIBS)
+# Jank reports (POST /v1/jank): the parser's refusals.
+$(eval $(call rv_test,server,jank_parse,$(SRV_JANK) $(SRV_UPLOAD) $(LIBRVPROTO),$(PROTOBUF_LIBS),unit))
 $(eval $(call rv_test,server,fuzz_skip,$(SRV_SKIPS) $(SRV_UPLOAD) \
 	$(LIBRVPROTO),$(PROTOBUF_LIBS),torture))
 
