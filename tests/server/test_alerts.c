@@ -23,6 +23,14 @@
  *    that order, naming the rule, value, threshold and the trend link;
  *    passes repeated while a rule stays firing deliver nothing more, and
  *    two passes at once move a rule (and queue its alert) once.
+ * The same fleet's jank counts (devices send them for every app, traced or
+ * not): app "syn" draws 7,000 frames a day on one device, 10 late a day,
+ * 20 from day 21 — so
+ *  - "jank rate of syn above 0.25 % for 2 days" fires on day 22 (days 21
+ *    and 22 at 20 / 7000 = 0.2857 %);
+ *  - "jank rate of syn up 50 % week over week" fires on day 24: 110 late
+ *    of 49,000 in days 18–24 against 70 of 49,000 in days 11–17, +57.14 %
+ *    (day 23: +42.86 %).
  * Nothing waits on time: the passes take `now` as an argument.
  */
 #include <errno.h>
@@ -104,6 +112,10 @@ static char *fleet_sql(int pg)
 			ADD(");");
 		}
 	}
+	for (int i = 0; i < DAYS; i++)
+		ADD("INSERT INTO jank_counts (device_id, app_id, app_version, day, frames, late,"
+		    " received_at) VALUES ('d-1', 'syn', '1.0', %d, 7000, %d, 0);",
+		    BASE_DAY + i, i < 21 ? 10 : 20);
 	ADD("COMMIT;");
 #undef ADD
 	return sql;
@@ -386,6 +398,91 @@ static void test_alerts_planted_shift_fires_on_its_day_once_and_resolves_once(vo
 	rvt_receiver_stop(&rv);
 }
 
+/* The jank_rate metric on the planted counts: each rule fires on the day
+ * the fixture says, once, its alert naming the rate and linking the fleet
+ * page; a rule without an app, or with a method, is refused. */
+static void test_alerts_jank_rate_fires_on_its_day_once(void **state)
+{
+	struct fx *f = *state;
+	struct rvt_receiver rv;
+	struct rvs_webhook_cfg wc = {.max_attempts = 3, .backoff_ms = 10, .timeout_ms = 30000};
+	struct rvs_alert_spec spec;
+	char url[96], secret[128], err[200];
+	const char *urls[1] = {url};
+	int64_t above, up;
+	int fired_above = -1, fired_up = -1;
+	json_t *b, *o;
+
+	o = json_loads("{\"name\":\"n\",\"metric\":\"jank_rate\",\"condition\":\"up\","
+		       "\"threshold\":50}",
+		       0, NULL);
+	assert_int_equal(rvs_alert_spec_parse(o, &spec, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "app required"));
+	json_decref(o);
+	o = json_loads("{\"name\":\"n\",\"metric\":\"jank_rate\",\"app\":\"syn\","
+		       "\"method\":\"render\",\"condition\":\"up\",\"threshold\":50}",
+		       0, NULL);
+	assert_int_equal(rvs_alert_spec_parse(o, &spec, err, sizeof err), -EINVAL);
+	json_decref(o);
+
+	rvt_receiver_write_secret(f->dir, SECRET);
+	snprintf(secret, sizeof secret, "%s/webhook.secret", f->dir);
+	wc.secret_file = secret;
+	rvt_receiver_start(&rv, SECRET, 0);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", rv.port);
+	above = add_rule(f->db, "{\"name\":\"syn janks\",\"metric\":\"jank_rate\",\"app\":"
+				"\"syn\",\"condition\":\"above\",\"threshold\":0.25,\"days\":2}");
+	up = add_rule(f->db, "{\"name\":\"syn jank up\",\"metric\":\"jank_rate\",\"app\":"
+			     "\"syn\",\"condition\":\"up\",\"threshold\":50}");
+	for (int day = FIRST; day < DAYS; day++) {
+		struct rvs_alert_pass_stats ps;
+		int was_above = is_firing(f->db, above), was_up = is_firing(f->db, up);
+
+		assert_int_equal(
+			rvs_alerts_pass(f->db, noon(day), "https://rv.example", urls, 1, &ps), 0);
+		assert_int_equal(ps.rules, 2);
+		assert_int_equal(ps.errors, 0);
+		assert_int_equal(ps.decided, 2);
+		assert_int_equal(rvs_webhook_deliver_due(f->db, &wc, NULL), 0);
+		if (!was_above && is_firing(f->db, above))
+			fired_above = day;
+		if (!was_up && is_firing(f->db, up))
+			fired_up = day;
+		assert_false(was_above && !is_firing(f->db, above));
+		assert_false(was_up && !is_firing(f->db, up));
+	}
+	assert_int_equal(fired_above, 22);
+	assert_int_equal(fired_up, 24);
+
+	pthread_mutex_lock(&rv.mu);
+	assert_int_equal(rv.requests, 2);
+	assert_int_equal(rv.good_sigs, 2);
+	b = json_loads(rv.bodies[0], 0, NULL);
+	assert_non_null(b);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "rule"), "name")),
+			    "syn janks");
+	assert_true(fabs(json_real_value(json_object_get(b, "value")) - 100.0 * 20 / 7000) < 1e-9);
+	assert_string_equal(json_string_value(json_object_get(b, "unit")), "% of frames late");
+	assert_string_equal(json_string_value(json_object_get(b, "day")), "2023-09-22");
+	assert_string_equal(json_string_value(json_object_get(b, "link")),
+			    "https://rv.example/fleet");
+	json_decref(b);
+	b = json_loads(rv.bodies[1], 0, NULL);
+	assert_non_null(b);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "rule"), "name")),
+			    "syn jank up");
+	assert_true(fabs(json_real_value(json_object_get(b, "value")) - (110.0 / 70 - 1) * 100) <
+		    1e-9);
+	assert_true(fabs(json_real_value(json_object_get(b, "current")) - 100.0 * 110 / 49000) <
+		    1e-12);
+	assert_true(fabs(json_real_value(json_object_get(b, "previous")) - 100.0 * 70 / 49000) <
+		    1e-12);
+	assert_string_equal(json_string_value(json_object_get(b, "unit")), "%");
+	json_decref(b);
+	pthread_mutex_unlock(&rv.mu);
+	rvt_receiver_stop(&rv);
+}
+
 /* Two passes at once on the day a rule moves: one move, one delivery. */
 struct pass_arg {
 	const char *db, *url;
@@ -456,6 +553,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_alerts_planted_shift_fires_on_its_day_once_and_resolves_once, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_alerts_jank_rate_fires_on_its_day_once, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_alerts_concurrent_passes_queue_one_alert,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alerts_rules_capped_and_deleted, setup,

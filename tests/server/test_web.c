@@ -2878,6 +2878,79 @@ static void test_web_fleet_page_shows_devices_uploads_and_skip_reasons(void **st
 	resp_free(&r);
 }
 
+/* The fleet page's jank section: apps by jank rate from the counts devices
+ * send for every app (POST /v1/jank), one never traced marked so, the
+ * traced one (its upload in the window) not; names escaped. */
+static void test_web_fleet_page_ranks_jank_and_marks_untraced(void **state)
+{
+	char sql[1024];
+	const char *today = rvt_store_is_pg() ? "extract(epoch from now())::bigint / 86400"
+					      : "CAST(strftime('%s','now') AS INTEGER) / 86400";
+	const char *untraced, *traced;
+	struct resp r;
+	json_t *j, *o;
+	size_t i;
+	int seen = 0;
+
+	ensure_login();
+	ensure_trace(); /* com.example.web, uploaded now */
+	snprintf(sql, sizeof sql,
+		 "DELETE FROM jank_counts;"
+		 "INSERT INTO jank_counts (device_id, app_id, app_version, day, frames, late,"
+		 " received_at) SELECT min(device_id), 'com.jank.<b>untraced</b>', '', %s, 100, 40,"
+		 " 0 FROM devices;"
+		 "INSERT INTO jank_counts (device_id, app_id, app_version, day, frames, late,"
+		 " received_at) SELECT min(device_id), 'com.example.web', '2.0.0', %s, 200, 20, 0"
+		 " FROM devices;",
+		 today, today);
+	db_exec(sql);
+	req("/api/v1/fleet/jank?days=1", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 200);
+	j = json_loads(r.body, 0, NULL);
+	assert_non_null(j);
+	json_array_foreach(json_object_get(j, "apps"), i, o)
+	{
+		const char *app = json_string_value(json_object_get(o, "app_id"));
+
+		if (!strcmp(app, "com.jank.<b>untraced</b>")) {
+			assert_int_equal(i, 0);
+			assert_true(json_real_value(json_object_get(o, "jank_rate")) == 0.4);
+			assert_true(json_is_false(json_object_get(o, "traced")));
+			assert_int_equal(json_integer_value(json_object_get(o, "traces")), 0);
+			seen++;
+		} else if (!strcmp(app, "com.example.web")) {
+			assert_int_equal(i, 1);
+			assert_true(json_real_value(json_object_get(o, "jank_rate")) == 0.1);
+			assert_true(json_is_true(json_object_get(o, "traced")));
+			assert_true(json_integer_value(json_object_get(o, "traces")) >= 1);
+			seen++;
+		}
+	}
+	assert_int_equal(seen, 2);
+	json_decref(j);
+	resp_free(&r);
+	req("/api/v1/fleet/jank?days=0", NULL, g_srv.api, NULL, 0, NULL, &r);
+	assert_int_equal(r.code, 400);
+	resp_free(&r);
+
+	get("/fleet", &r);
+	assert_int_equal(r.code, 200);
+	assert_no_raw_xss(r.body);
+	assert_non_null(strstr(r.body, "id=\"jank\""));
+	untraced = strstr(r.body, "<td>com.jank.&lt;b&gt;untraced&lt;/b&gt;</td><td class=\"n\">40%"
+				  "</td><td class=\"n\">40</td><td class=\"n\">100</td><td "
+				  "class=\"n\">1</td><td class=\"n\">0</td><td><span "
+				  "class=\"untraced\"");
+	traced = strstr(r.body, "<td>com.example.web</td><td class=\"n\">10%</td><td "
+				"class=\"n\">20</td><td class=\"n\">200</td>");
+	assert_non_null(untraced);
+	assert_non_null(traced);
+	assert_true(untraced < traced);
+	assert_non_null(strstr(traced, "</td><td>yes</td>"));
+	resp_free(&r);
+	db_exec("DELETE FROM jank_counts");
+}
+
 static void test_web_logout_ends_the_session(void **state)
 {
 	struct resp r;
@@ -3052,6 +3125,7 @@ int main(void)
 		cmocka_unit_test(test_web_campaign_typos_and_implicit_fleet_wide_refused),
 		cmocka_unit_test(test_web_campaign_form_preview_publishes_nothing),
 		cmocka_unit_test(test_web_fleet_page_shows_devices_uploads_and_skip_reasons),
+		cmocka_unit_test(test_web_fleet_page_ranks_jank_and_marks_untraced),
 		cmocka_unit_test(test_web_roles_refuse_allow_disable_and_audit),
 		cmocka_unit_test(test_web_personal_tokens_carry_role_and_revoke),
 		cmocka_unit_test(test_web_users_and_tokens_api_manage_audit_and_refuse),

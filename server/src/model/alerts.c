@@ -25,7 +25,8 @@
 
 #include <curl/curl.h>
 
-static const char *const METRICS[] = {"self_p50", "self_p95", "incl_p50", "incl_p95", "captures"};
+static const char *const METRICS[] = {"self_p50", "self_p95", "incl_p50",
+				       "incl_p95", "captures", "jank_rate"};
 static const char *const CONDS[] = {"above", "below", "up", "down"};
 
 static int pick(const char *v, const char *const *names, size_t n)
@@ -90,7 +91,8 @@ int rvs_alert_spec_parse(json_t *o, struct rvs_alert_spec *s, char *err, size_t 
 		 sizeof CONDS / sizeof *CONDS);
 	if (m < 0) {
 		snprintf(err, cap,
-			 "metric: one of self_p50, self_p95, incl_p50, incl_p95, captures");
+			 "metric: one of self_p50, self_p95, incl_p50, incl_p95, captures, "
+			 "jank_rate");
 		return -EINVAL;
 	}
 	if (c < 0) {
@@ -99,7 +101,16 @@ int rvs_alert_spec_parse(json_t *o, struct rvs_alert_spec *s, char *err, size_t 
 	}
 	s->metric = (enum rvs_alert_metric)m;
 	s->cond = (enum rvs_alert_cond)c;
-	if (s->metric != RVS_ALERT_CAPTURES && !s->method[0]) {
+	if (s->metric == RVS_ALERT_JANK_RATE) {
+		/* Counted per app and day on the devices: no method, model or
+		 * anomaly kind in them. */
+		if (!s->app[0] || s->method[0] || s->model[0] ||
+		    (json_object_get(o, "kind") && !json_is_null(json_object_get(o, "kind")))) {
+			snprintf(err, cap, "jank_rate: an app's (app required; no method, model "
+					   "or kind: the counts have none)");
+			return -EINVAL;
+		}
+	} else if (s->metric != RVS_ALERT_CAPTURES && !s->method[0]) {
 		snprintf(err, cap, "method: required for %s", METRICS[m]);
 		return -EINVAL;
 	}
@@ -193,7 +204,19 @@ static int take_row(void *arg, const struct rvs_trend_row *r)
 struct counts {
 	int64_t lo;
 	int64_t n[2 * RVS_ALERT_DAYS_MAX];
+	int64_t late[2 * RVS_ALERT_DAYS_MAX]; /* jank_rate: n holds the frames */
 };
+
+static int take_jank(void *arg, int64_t day, int64_t frames, int64_t late)
+{
+	struct counts *c = arg;
+
+	if (day >= c->lo && day < c->lo + 2 * RVS_ALERT_DAYS_MAX) {
+		c->n[day - c->lo] = frames;
+		c->late[day - c->lo] = late;
+	}
+	return 0;
+}
 
 static int take_count(void *arg, int64_t day, int64_t n)
 {
@@ -228,6 +251,17 @@ static int figure(const struct rvs_alert_spec *s, const struct samples *x, const
 		for (int64_t d = a; d <= b; d++)
 			sum += c->n[d - c->lo];
 		*out = (double)sum;
+		return 1;
+	}
+	if (s->metric == RVS_ALERT_JANK_RATE) {
+		int64_t frames = 0, late = 0;
+		for (int64_t d = a; d <= b; d++) {
+			frames += c->n[d - c->lo];
+			late += c->late[d - c->lo];
+		}
+		if (!frames)
+			return 0; /* no frames counted: no rate */
+		*out = 100.0 * (double)late / (double)frames;
 		return 1;
 	}
 	return window_pct(x, a, b,
@@ -265,6 +299,8 @@ int rvs_alert_evaluate(const struct rvs_store_ops *ops, struct rvs_store *st,
 	c->lo = x.lo;
 	if (s->metric == RVS_ALERT_CAPTURES)
 		rc = ops->alert_counts(d, &f, x.lo, x.hi, take_count, c);
+	else if (s->metric == RVS_ALERT_JANK_RATE)
+		rc = ops->jank_app_days(st, s->app, x.lo, x.hi, take_jank, c);
 	else
 		rc = ops->trend_read(st, &f, take_row, &x, &e->cut);
 	if (rc)
@@ -340,17 +376,22 @@ static const char *unit_of(const struct rvs_alert_spec *s)
 {
 	if (s->cond == RVS_ALERT_UP || s->cond == RVS_ALERT_DOWN)
 		return "%";
+	if (s->metric == RVS_ALERT_JANK_RATE)
+		return "% of frames late";
 	return s->metric == RVS_ALERT_CAPTURES ? "captures/day" : "ms";
 }
 
 /* base_url's page of the rule's trend (the method's; the app's captures
- * for the captures metric): every device string percent-encoded. */
+ * for the captures metric; the fleet page's jank ranking for jank_rate):
+ * every device string percent-encoded. */
 static int rule_link(const char *base_url, const struct rvs_alert_spec *s, char *out, size_t cap)
 {
 	char *m = curl_easy_escape(NULL, s->method, 0), *a = curl_easy_escape(NULL, s->app, 0);
 	int rc = m && a ? 0 : -ENOMEM;
 
-	if (!rc && s->metric == RVS_ALERT_CAPTURES)
+	if (!rc && s->metric == RVS_ALERT_JANK_RATE)
+		snprintf(out, cap, "%s/fleet", base_url ? base_url : "");
+	else if (!rc && s->metric == RVS_ALERT_CAPTURES)
 		snprintf(out, cap, "%s/traces?app=%s", base_url ? base_url : "", a);
 	else if (!rc)
 		snprintf(out, cap, "%s/trend?method=%s%s%s&by=day", base_url ? base_url : "", m,

@@ -23,7 +23,10 @@
  *    previous one has no captures (captures).
  * Metrics: self_p50, self_p95, incl_p50, incl_p95 of a method (ms, nearest
  * rank, trend.h's rvs_trend_pct; a window's figure pools its traces) and
- * captures (per day for above / below; the window's total for up / down).
+ * captures (per day for above / below; the window's total for up / down),
+ * and jank_rate of an app (late frames / frames in per cent, from the
+ * counts devices send for every app, traced or not — store.h's
+ * jank_app_days; a day or window without frames has no figure).
  *
  * Work thread only (the store blocks).  No HTTP.
  */
@@ -48,6 +51,7 @@ enum rvs_alert_metric {
 	RVS_ALERT_INCL_P50,
 	RVS_ALERT_INCL_P95,
 	RVS_ALERT_CAPTURES,
+	RVS_ALERT_JANK_RATE,
 };
 enum rvs_alert_cond { RVS_ALERT_ABOVE, RVS_ALERT_BELOW, RVS_ALERT_UP, RVS_ALERT_DOWN };
 
@@ -59,7 +63,8 @@ struct rvs_alert_spec {
 	char method[RVS_ALERT_FIELD], app[RVS_ALERT_FIELD], model[RVS_ALERT_FIELD];
 	int has_kind;
 	int64_t kind;
-	double threshold; /* ms, captures per day, or per cent (up / down) */
+	double threshold; /* ms, captures per day, per cent of frames late
+			   * (jank_rate), or per cent change (up / down) */
 	unsigned days;	  /* K (above / below) or W (up / down), 1..RVS_ALERT_DAYS_MAX */
 };
 

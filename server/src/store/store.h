@@ -950,6 +950,13 @@ struct rvs_store_ops {
 	/* Retention: deletes the counts of days before before_day.  0 or
 	 * -errno. */
 	int (*jank_expire)(struct rvs_store *s, int64_t before_day);
+	/* One app's frames and late frames per day in [from_day, to_day]
+	 * (summed over versions and devices; days without counts left out),
+	 * to cb in day order (the jank_rate alert metric).  A nonzero cb
+	 * return stops the scan and is returned.  0 or -errno. */
+	int (*jank_app_days)(struct rvs_store *s, const char *app, int64_t from_day, int64_t to_day,
+			     int (*cb)(void *arg, int64_t day, int64_t frames, int64_t late),
+			     void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;

@@ -469,6 +469,43 @@ static const struct web_col QUARANTINE_COLS[] = {
 	{"Traces", "traces", COL_NUM, NULL},
 };
 
+/* "yes", or a mark on an app that janks with no trace to look at yet. */
+static void traced_cell(struct web_ctx *c, json_t *o)
+{
+	fputs(json_is_true(json_object_get(o, "traced"))
+		      ? "yes"
+		      : "<span class=\"untraced\" title=\"no upload of this app in the window\">"
+			"no traces yet</span>",
+	      c->f);
+}
+
+static const struct web_col JANK_COLS[] = {
+	{"App", "app_id", COL_TEXT, NULL},	 {"Jank rate", "jank_rate", COL_PCT, NULL},
+	{"Late frames", "late", COL_NUM, NULL},	 {"Frames", "frames", COL_NUM, NULL},
+	{"Devices", "devices", COL_NUM, NULL},	 {"Traces", "traces", COL_NUM, NULL},
+	{"Traced", "traced", COL_CUSTOM, traced_cell},
+};
+
+/* Apps by jank rate over the last 7 days, traced or not (GET
+ * /api/v1/fleet/jank). */
+static void fleet_jank_section(struct web_ctx *c)
+{
+	int status;
+	json_t *doc = web_api(c, "/api/v1/fleet/jank", "days=7", &status);
+
+	fputs("<h2>Jank per app (last 7 days, traced or not)</h2><p>Frames and late frames "
+	      "devices counted for every app that draws, whether or not it is traced, "
+	      "highest jank rate first; an app with no upload in the window is marked "
+	      "<i>no traces yet</i>.</p>",
+	      c->f);
+	if (!doc || status != 200)
+		fputs("<p id=\"jank-error\">The jank counts could not be read.</p>", c->f);
+	else
+		web_table(c, "jank", JANK_COLS, sizeof JANK_COLS / sizeof JANK_COLS[0],
+			  json_object_get(doc, "apps"));
+	json_decref(doc);
+}
+
 void web_fleet_page(struct web_ctx *c)
 {
 	int status;
@@ -485,7 +522,9 @@ void web_fleet_page(struct web_ctx *c)
 	web_field(c, doc, "weekly_quota");
 	fputs(" per device; devices at quota now: ", c->f);
 	web_field(c, doc, "devices_at_quota");
-	fputs(".</p><h2>Uploads per week</h2>", c->f);
+	fputs(".</p>", c->f);
+	fleet_jank_section(c);
+	fputs("<h2>Uploads per week</h2>", c->f);
 	web_table(c, "weeks", WEEK_COLS, sizeof WEEK_COLS / sizeof WEEK_COLS[0],
 		  json_object_get(doc, "uploads_per_week"));
 	fputs("<h2>Devices and quota use</h2>", c->f);

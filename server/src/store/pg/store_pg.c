@@ -1912,6 +1912,29 @@ static int jank_by_app(struct rvs_store *s, int64_t from_day, int64_t to_day, in
 	return stop;
 }
 
+static int jank_app_days(struct rvs_store *s, const char *app, int64_t from_day, int64_t to_day,
+			 int (*cb)(void *arg, int64_t day, int64_t frames, int64_t late), void *arg)
+{
+	struct rvs_pg_params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	rvs_pg_i64(&p, from_day);
+	rvs_pg_i64(&p, to_day);
+	rvs_pg_text(&p, app);
+	rc = read_rows(s,
+		       "SELECT day, sum(frames), sum(late) FROM jank_counts"
+		       " WHERE day >= $1 AND day <= $2 AND app_id = $3 GROUP BY day ORDER BY day",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++)
+		stop = cb(arg, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
+			  rvs_pg_val_i64(r, i, 2));
+	PQclear(r);
+	return stop;
+}
+
 static int jank_expire(struct rvs_store *s, int64_t before_day)
 {
 	struct conn *c = get(s);
@@ -2677,4 +2700,5 @@ const struct rvs_store_ops rvs_store_pg = {
 	.jank_put = jank_put,
 	.jank_by_app = jank_by_app,
 	.jank_expire = jank_expire,
+	.jank_app_days = jank_app_days,
 };

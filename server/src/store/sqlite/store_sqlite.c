@@ -1238,6 +1238,35 @@ static int jank_by_app(struct rvs_store *s, int64_t from_day, int64_t to_day, in
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
+static int jank_app_days(struct rvs_store *s, const char *app, int64_t from_day, int64_t to_day,
+			 int (*cb)(void *arg, int64_t day, int64_t frames, int64_t late), void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (rvs_sqlite_scan_open(s->dsn, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(db,
+				"SELECT day, sum(frames), sum(late) FROM jank_counts"
+				" WHERE day >= ?1 AND day <= ?2 AND app_id = ?3 GROUP BY day"
+				" ORDER BY day",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, from_day);
+		sqlite3_bind_int64(st, 2, to_day);
+		sqlite3_bind_text(st, 3, app, -1, SQLITE_TRANSIENT);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			stop = cb(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+				  sqlite3_column_int64(st, 2));
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
 static int jank_expire(struct rvs_store *s, int64_t before_day)
 {
 	sqlite3_stmt *st;
@@ -2879,4 +2908,5 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.jank_put = jank_put,
 	.jank_by_app = jank_by_app,
 	.jank_expire = jank_expire,
+	.jank_app_days = jank_app_days,
 };
