@@ -28,7 +28,10 @@
  * device, some quota-censored, some none as an older device sends), and
  * the weighted aggregate is recounted too: every node's weighted means
  * and estimated trace count, and the count of estimated and unknown
- * weights.
+ * weights.  The fleet's jank per app: every device posts random frame
+ * counts per app, version and day through POST /v1/jank (one app never
+ * traced, earlier totals replaced by later ones), recounted and compared
+ * with GET /api/v1/fleet/jank exactly.
  *
  * Size: RVS_ORACLE_TRACES (default 240, the make-check run: seconds);
  * the issue's large run is RVS_ORACLE_TRACES=10000 (server/README.md).
@@ -2282,6 +2285,152 @@ static void test_oracle_timeline_boxes(void **state)
 	assert_true(merged > 0);
 }
 
+/* ---- jank per app (POST /v1/jank, GET /api/v1/fleet/jank) ------------------- */
+
+#define JANK_APPS (NAPPS + 1) /* the fleet's apps and one never traced */
+
+static const char *jank_app(int a)
+{
+	return a < NAPPS ? APPS[a] : "com.oracle.untraced";
+}
+
+struct jank_sum {
+	int64_t frames, late, devices;
+	int traces;
+};
+
+/* Rate order: highest late / frames first, then the app id (bytes). */
+static const struct jank_sum *g_js;
+static int jank_cmp(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+	double ra = (double)g_js[a].late / (double)g_js[a].frames,
+	       rb = (double)g_js[b].late / (double)g_js[b].frames;
+
+	if (ra != rb)
+		return ra > rb ? -1 : 1;
+	return strcmp(jank_app(a), jank_app(b));
+}
+
+/* Posts device slot d's counts c[0..n) through the device API. */
+static void jank_post(int d, Rearview__JankCount *c, size_t n)
+{
+	Rearview__JankReport r = REARVIEW__JANK_REPORT__INIT;
+	Rearview__JankCount *pc[2 * JANK_APPS * NVERS];
+	Rearview__JankAck *ack;
+	uint8_t buf[8192];
+	struct body b;
+	size_t len;
+
+	assert_true(n <= sizeof pc / sizeof *pc);
+	for (size_t i = 0; i < n; i++)
+		pc[i] = &c[i];
+	r.counts = pc;
+	r.n_counts = n;
+	len = rearview__jank_report__get_packed_size(&r);
+	assert_true(len <= sizeof buf);
+	rearview__jank_report__pack(&r, buf);
+	assert_int_equal(request("POST", "/v1/jank", g_tok[d], buf, len, &b), 200);
+	ack = rearview__jank_ack__unpack(NULL, b.n, (const uint8_t *)b.p);
+	assert_non_null(ack);
+	assert_int_equal(ack->stored, n);
+	rearview__jank_ack__free_unpacked(ack, NULL);
+	free(b.p);
+}
+
+/* Every device reports random frame counts per app, version and day
+ * (today and yesterday), one never-traced app among them; each device
+ * first sends smaller totals of the same days, then the final ones, and
+ * one repeats its final report: the server must keep the last totals of
+ * each device-day.  The fleet's jank per app is recounted here — frames,
+ * late, jank rate (the same double division), devices, the app's uploads
+ * (all received within the two days), traced — and compared exactly, in
+ * the rate order. */
+static void test_oracle_jank_rates_per_app(void **state)
+{
+	Rearview__JankCount c[2 * JANK_APPS * NVERS];
+	struct jank_sum sum[JANK_APPS];
+	int64_t today = (int64_t)time(NULL) / 86400;
+	int order[JANK_APPS];
+	json_t *doc, *apps, *row;
+	size_t i;
+
+	(void)state;
+	memset(sum, 0, sizeof sum);
+	for (int k = 0; k < g_n; k++)
+		sum[g_t[k].app].traces++;
+	for (int d = 0; d < NDEVICES; d++) {
+		size_t n = 0;
+		int reported[JANK_APPS] = {0};
+
+		for (int a = 0; a < JANK_APPS; a++) {
+			for (int v = 0; v < NVERS; v++) {
+				for (int day = 0; day < 2; day++) {
+					uint32_t frames;
+
+					if (rnd(3) == 0)
+						continue; /* not every app, version and day */
+					frames = 1 + rnd(20000);
+					rearview__jank_count__init(&c[n]);
+					c[n].app_id = (char *)jank_app(a);
+					c[n].app_version = (char *)VERS[v];
+					c[n].day = (uint32_t)(today - day);
+					/* An earlier, smaller total first. */
+					c[n].frames = frames / 2;
+					c[n].late = rnd(frames / 2 + 1);
+					n++;
+				}
+			}
+		}
+		if (!n)
+			continue;
+		jank_post(d, c, n);
+		for (size_t k = 0; k < n; k++) {
+			int a = 0;
+
+			while (strcmp(jank_app(a), c[k].app_id))
+				a++;
+			c[k].frames = c[k].frames * 2 + 1;
+			c[k].late = c[k].late + rnd((uint32_t)(c[k].frames - c[k].late) + 1);
+			sum[a].frames += (int64_t)c[k].frames;
+			sum[a].late += (int64_t)c[k].late;
+			reported[a] = 1;
+		}
+		jank_post(d, c, n);
+		if (d == 0)
+			jank_post(d, c, n); /* a retry of the same report */
+		for (int a = 0; a < JANK_APPS; a++)
+			sum[a].devices += reported[a];
+	}
+	for (int a = 0; a < JANK_APPS; a++) {
+		assert_true(sum[a].frames > 0); /* the seed gives every app counts */
+		order[a] = a;
+	}
+	g_js = sum;
+	qsort(order, JANK_APPS, sizeof *order, jank_cmp);
+
+	doc = api("/api/v1/fleet/jank?days=2");
+	apps = json_object_get(doc, "apps");
+	assert_int_equal(json_array_size(apps), JANK_APPS);
+	json_array_foreach(apps, i, row)
+	{
+		const struct jank_sum *x = &sum[order[i]];
+
+		assert_string_equal(json_string_value(json_object_get(row, "app_id")),
+				    jank_app(order[i]));
+		assert_int_equal(json_integer_value(json_object_get(row, "frames")), x->frames);
+		assert_int_equal(json_integer_value(json_object_get(row, "late")), x->late);
+		assert_true(json_real_value(json_object_get(row, "jank_rate")) ==
+			    (double)x->late / (double)x->frames);
+		assert_int_equal(json_integer_value(json_object_get(row, "devices")), x->devices);
+		assert_int_equal(json_integer_value(json_object_get(row, "traces")), x->traces);
+		assert_true(json_is_boolean(json_object_get(row, "traced")));
+		assert_int_equal(json_is_true(json_object_get(row, "traced")), x->traces > 0);
+		assert_int_equal(x->traces > 0, order[i] < NAPPS);
+	}
+	json_decref(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2299,6 +2448,7 @@ int main(void)
 		cmocka_unit_test(test_oracle_trend_buckets_and_planted_onset),
 		cmocka_unit_test(test_oracle_trend_page_marks_onset_and_links_the_sets),
 		cmocka_unit_test(test_oracle_timeline_boxes),
+		cmocka_unit_test(test_oracle_jank_rates_per_app),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
