@@ -87,6 +87,10 @@ $(OBJ)/tests/device/test_frames.o: CPPFLAGS += -Itests/rvtrace -Itracer/analysis
 $(eval $(call rv_test,device,frames,$(DEVICE_CORE_OBJ) $(LIBRVPOLICY) $(LIBRVPROTO),$(DEVICE_LIBS),unit))
 # Frames and late frames per app and day, traced or not (src/jankcount.c).
 $(eval $(call rv_test,device,jankcount,$(OBJ)/device/src/jankcount.o,,unit))
+$(TBIN)/device/bench_jankcount: $(OBJ)/tests/device/bench_jankcount.o $(OBJ)/device/src/jankcount.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+BENCHES += $(TBIN)/device/bench_jankcount
 
 # `make bench`: the off-CPU records' cost per capture (device/BENCHMARKS.md).
 $(OBJ)/tests/device/bench_offcpu.o: CPPFLAGS += -Itests/rvtrace -Ipolicy/include \
