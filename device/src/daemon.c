@@ -791,6 +791,8 @@ static void conn_closed_cb(struct rvd_conn *c)
 	if (p) {
 		rvd_info("pid %d unregistered", (int)p->pid);
 		rvd_capture_forget(&d->cap, p->pid);
+		/* Its pid may name another app next: not the cached comm. */
+		rvd_jankc_forget(&d->jank_pids, p->pid);
 		rvd_registry_remove(&d->reg, p);
 		if (!d->stopping)
 			replan(d);

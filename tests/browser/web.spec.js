@@ -334,6 +334,21 @@ async function main() {
     check(await page.evaluate((a) => !!document.querySelector(`#regress-methods [id="${a}"]`),
       anchor), `the frame's method has its row there (${anchor})`);
     await page.screenshot({ path: path.join(shots, '7-aggregate-diff.png'), fullPage: true });
+    // The fleet page ranks apps by jank rate, traced or not (test_web.c
+    // plants com.jank.<b>untraced</b> at 40 % with no upload and
+    // com.example.web, which has traces, at 10 %).
+    await page.goto(`${base}/fleet`);
+    const jank = await page.locator('#jank tbody tr').evaluateAll((trs) =>
+      trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent)));
+    const ui = jank.findIndex((r) => r[0] === 'com.jank.<b>untraced</b>');
+    const wi = jank.findIndex((r) => r[0] === 'com.example.web');
+    check(ui >= 0 && wi > ui, `the fleet's jank table ranks the untraced app (40 %) above the ` +
+      `traced one (10 %) (${JSON.stringify(jank)})`);
+    check(jank[ui][1] === '40%' && jank[ui][6] === 'no traces yet' && jank[wi][6] === 'yes',
+      'the untraced app is marked "no traces yet", the traced one "yes"');
+    check(await page.locator('#jank span.untraced').count() >= 1,
+      'the mark is the span.untraced the page styles');
+    await page.screenshot({ path: path.join(shots, '8-fleet-jank.png'), fullPage: true });
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {
     await ctx.close();

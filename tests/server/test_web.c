@@ -2948,7 +2948,7 @@ static void test_web_fleet_page_ranks_jank_and_marks_untraced(void **state)
 	assert_true(untraced < traced);
 	assert_non_null(strstr(traced, "</td><td>yes</td>"));
 	resp_free(&r);
-	db_exec("DELETE FROM jank_counts");
+	/* The rows stay: the browser test reads the same section. */
 }
 
 static void test_web_logout_ends_the_session(void **state)
