@@ -485,8 +485,7 @@ static void load_jank(struct rvd_daemon *d)
 		close(fd);
 		if (n > (ssize_t)RVD_JANKC_FILE_MAX)
 			rvd_warn("%s: larger than %u bytes: ignored", path, RVD_JANKC_FILE_MAX);
-		else if (n >= 0 &&
-			 rvd_jankc_parse(&d->jank, buf, (size_t)n, err, sizeof(err)) < 0)
+		else if (n >= 0 && rvd_jankc_parse(&d->jank, buf, (size_t)n, err, sizeof(err)) < 0)
 			rvd_warn("%s: ignored: %s", path, err);
 	}
 	free(buf);

@@ -165,8 +165,7 @@ static bool valid_name(const char *s, size_t cap)
 	return true;
 }
 
-int rvd_jankc_parse(struct rvd_jank_counts *c, const char *buf, size_t len, char *err,
-		    size_t errsz)
+int rvd_jankc_parse(struct rvd_jank_counts *c, const char *buf, size_t len, char *err, size_t errsz)
 {
 	struct rvd_jank_counts t;
 	char line[256], app[RVD_JANKC_APP_MAX + 1], ver[RVD_JANKC_VER_MAX + 1];
@@ -206,12 +205,15 @@ int rvd_jankc_parse(struct rvd_jank_counts *c, const char *buf, size_t len, char
 			return -EINVAL;
 		}
 		r = &t.rows[t.n];
-		if (sscanf(line, "%" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %64s %32s%n",
+		if (sscanf(line,
+			   "%" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+			   " %64s %32s%n",
 			   &r->day, &r->frames, &r->late, &r->sent_frames, &r->sent_late, app, ver,
 			   &used) != 7 ||
 		    (size_t)used != n) {
-			snprintf(err, errsz, "line %zu: not \"day frames late sent_frames "
-					     "sent_late app version\"",
+			snprintf(err, errsz,
+				 "line %zu: not \"day frames late sent_frames "
+				 "sent_late app version\"",
 				 lineno);
 			return -EINVAL;
 		}
@@ -263,8 +265,7 @@ bool rvd_jankc_due(const struct rvd_jank_counts *c)
 	return false;
 }
 
-unsigned rvd_jankc_snapshot(const struct rvd_jank_counts *c, struct rvd_jank_row *out,
-			    unsigned max)
+unsigned rvd_jankc_snapshot(const struct rvd_jank_counts *c, struct rvd_jank_row *out, unsigned max)
 {
 	unsigned k = 0;
 

@@ -80,8 +80,7 @@ void rvd_up_jank_done(struct rvd_uploader *u, struct req *r, CURLcode cc, long h
 		ack = rearview__jank_ack__unpack(NULL, r->resp_len, r->resp);
 	if (ack && ack->stored == r->njank) {
 		rearview__jank_ack__free_unpacked(ack, NULL);
-		rvd_jankc_acked(u->env.jank, r->jank, r->njank,
-				rvd_jankc_day((int64_t)time(NULL)));
+		rvd_jankc_acked(u->env.jank, r->jank, r->njank, rvd_jankc_day((int64_t)time(NULL)));
 		rvd_debug("jank report: %u counts stored", r->njank);
 		return;
 	}

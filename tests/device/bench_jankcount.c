@@ -55,7 +55,8 @@ int main(void)
 	printf("jankcount: rows in the full table %u\n", full.n);
 	printf("jankcount: per frame, one app: %.1f ns (median of %d rounds of %d)\n",
 	       rvb_sort_median(a, ROUNDS), ROUNDS, FRAMES);
-	printf("jankcount: per frame, full table, a new app: %.1f ns\n", rvb_sort_median(b, ROUNDS));
+	printf("jankcount: per frame, full table, a new app: %.1f ns\n",
+	       rvb_sort_median(b, ROUNDS));
 	printf("jankcount: format of the full table: %.1f us\n", rvb_sort_median(f, ROUNDS));
 	return 0;
 }

@@ -148,7 +148,8 @@ static json_t *fleet_row(void)
 	assert_non_null(doc);
 	apps = json_object_get(doc, "apps");
 	assert_true(json_is_array(apps));
-	json_array_foreach(apps, i, row) {
+	json_array_foreach(apps, i, row)
+	{
 		if (!strcmp(json_string_value(json_object_get(row, "app_id")), "rv_jank_app")) {
 			json_incref(row);
 			break;
@@ -239,8 +240,9 @@ static void test_daemon_jank_untraced_app_reaches_fleet_with_consent_only(void *
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_daemon_jank_untraced_app_reaches_fleet_with_consent_only,
-					  per_test_teardown),
+		cmocka_unit_test_teardown(
+			test_daemon_jank_untraced_app_reaches_fleet_with_consent_only,
+			per_test_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -2429,7 +2429,8 @@ static void test_store_jank_counts_replace_and_rank(void **state)
 	assert_int_equal(ops->jank_put(f->s, "d-2", &b, 1), 0);
 
 	jank_read(f, today - 6, today, 100, out);
-	assert_string_equal(out, "game=60/25/1/0;app=200/20/2/1;x'); DROP TABLE jank_counts; --=4/0/1/0;");
+	assert_string_equal(
+		out, "game=60/25/1/0;app=200/20/2/1;x'); DROP TABLE jank_counts; --=4/0/1/0;");
 	jank_read(f, today, today, 1, out);
 	assert_string_equal(out, "game=50/25/1/0;");
 	/* A window without counts, and one before the upload: no traces. */
@@ -2442,11 +2443,13 @@ static void test_store_jank_counts_replace_and_rank(void **state)
 	const struct rvs_jank_rec bad[] = {{"app", "1", today, 500, 50}, {"game", "", today, 5, 6}};
 	assert_int_not_equal(ops->jank_put(f->s, "d-1", bad, 2), 0);
 	jank_read(f, today, today, 100, out);
-	assert_string_equal(out, "game=50/25/1/0;app=200/20/2/1;x'); DROP TABLE jank_counts; --=4/0/1/0;");
+	assert_string_equal(
+		out, "game=50/25/1/0;app=200/20/2/1;x'); DROP TABLE jank_counts; --=4/0/1/0;");
 
 	assert_int_equal(ops->jank_expire(f->s, today), 0);
 	jank_read(f, today - 6, today, 100, out);
-	assert_string_equal(out, "game=50/25/1/0;app=200/20/2/1;x'); DROP TABLE jank_counts; --=4/0/1/0;");
+	assert_string_equal(
+		out, "game=50/25/1/0;app=200/20/2/1;x'); DROP TABLE jank_counts; --=4/0/1/0;");
 	jank_read(f, today - 1, today - 1, 100, out);
 	assert_string_equal(out, "");
 }

@@ -427,10 +427,9 @@ static void do_jank(struct job *j)
 		return;
 	}
 	for (size_t i = 0; i < r->n_counts; i++)
-		rows[i] = (struct rvs_jank_rec){r->counts[i]->app_id, r->counts[i]->app_version,
-						(int64_t)r->counts[i]->day,
-						(int64_t)r->counts[i]->frames,
-						(int64_t)r->counts[i]->late};
+		rows[i] = (struct rvs_jank_rec){
+			r->counts[i]->app_id, r->counts[i]->app_version, (int64_t)r->counts[i]->day,
+			(int64_t)r->counts[i]->frames, (int64_t)r->counts[i]->late};
 	rc = j->a->ops->jank_put(j->a->store, device_id, rows, r->n_counts);
 	if (rc) {
 		store_fail(j, rc);

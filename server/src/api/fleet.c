@@ -170,11 +170,11 @@ void rvs_fleet_get(struct rvs_call *c)
 
 static int jank_row(void *arg, const struct rvs_jank_app_row *r)
 {
-	json_t *o = json_pack("{s:o,s:I,s:I,s:f,s:I,s:I,s:b}", "app_id", text_or_null(r->app_id),
-			      "frames", (json_int_t)r->frames, "late", (json_int_t)r->late,
-			      "jank_rate", r->frames > 0 ? (double)r->late / (double)r->frames : 0.0,
-			      "devices", (json_int_t)r->devices, "traces", (json_int_t)r->traces,
-			      "traced", r->traces > 0);
+	json_t *o = json_pack(
+		"{s:o,s:I,s:I,s:f,s:I,s:I,s:b}", "app_id", text_or_null(r->app_id), "frames",
+		(json_int_t)r->frames, "late", (json_int_t)r->late, "jank_rate",
+		r->frames > 0 ? (double)r->late / (double)r->frames : 0.0, "devices",
+		(json_int_t)r->devices, "traces", (json_int_t)r->traces, "traced", r->traces > 0);
 
 	return o ? json_array_append_new(arg, o) : -1;
 }
@@ -191,8 +191,8 @@ void rvs_fleet_jank_api(const struct rvs_config *cfg, const char *query, int64_t
 
 	memset(r, 0, sizeof *r);
 	rc = rvs_query_param(query, "days", buf, sizeof buf);
-	if (rc < 0 || (rc == 1 && buf[0] &&
-		       (rvs_parse_i64(buf, &days) || days < 1 || days > JANK_DAYS_MAX)))
+	if (rc < 0 ||
+	    (rc == 1 && buf[0] && (rvs_parse_i64(buf, &days) || days < 1 || days > JANK_DAYS_MAX)))
 		return rvs_query_set_error(r, 400, "days must be an integer in 1..366");
 	if (rvs_param_limit(query, JANK_LIMIT_DEF, JANK_LIMIT_MAX, &limit))
 		return rvs_query_set_error(r, 400, "bad limit");

@@ -26,7 +26,7 @@
 #include <curl/curl.h>
 
 static const char *const METRICS[] = {"self_p50", "self_p95", "incl_p50",
-				       "incl_p95", "captures", "jank_rate"};
+				      "incl_p95", "captures", "jank_rate"};
 static const char *const CONDS[] = {"above", "below", "up", "down"};
 
 static int pick(const char *v, const char *const *names, size_t n)
@@ -106,8 +106,9 @@ int rvs_alert_spec_parse(json_t *o, struct rvs_alert_spec *s, char *err, size_t 
 		 * anomaly kind in them. */
 		if (!s->app[0] || s->method[0] || s->model[0] ||
 		    (json_object_get(o, "kind") && !json_is_null(json_object_get(o, "kind")))) {
-			snprintf(err, cap, "jank_rate: an app's (app required; no method, model "
-					   "or kind: the counts have none)");
+			snprintf(err, cap,
+				 "jank_rate: an app's (app required; no method, model "
+				 "or kind: the counts have none)");
 			return -EINVAL;
 		}
 	} else if (s->metric != RVS_ALERT_CAPTURES && !s->method[0]) {

@@ -27,16 +27,16 @@ static int same_key(const Rearview__JankCount *a, const Rearview__JankCount *b)
 }
 
 /* NULL when c breaks no rule, else the rule, into why[0..cap). */
-static const char *count_refusal(const Rearview__JankCount *c, int64_t today, char *why,
-				 size_t cap)
+static const char *count_refusal(const Rearview__JankCount *c, int64_t today, char *why, size_t cap)
 {
 	if (!c->app_id || !c->app_id[0] || !rvs_field_ok(c->app_id, 256) ||
 	    !rvs_field_ok(c->app_version, 128))
 		return "app_id must be 1..256 and app_version up to 128 bytes of printable UTF-8";
 	if ((int64_t)c->day < today - RVS_JANK_DAYS_BACK ||
 	    (int64_t)c->day > today + RVS_JANK_DAYS_AHEAD) {
-		snprintf(why, cap, "day %" PRIu32 " is not within %d days before today (%" PRId64
-				   ") and %d after",
+		snprintf(why, cap,
+			 "day %" PRIu32 " is not within %d days before today (%" PRId64
+			 ") and %d after",
 			 c->day, RVS_JANK_DAYS_BACK, today, RVS_JANK_DAYS_AHEAD);
 		return why;
 	}

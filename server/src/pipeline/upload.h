@@ -2,8 +2,8 @@
 /*
  * upload.h — a device's protobuf bodies unpacked and validated: the
  * UploadEnvelope of POST /v1/uploads (upload.c), the SkipReport of
- * POST /v1/skips (skips.c) and the JankReport of POST /v1/jank (jank.c).  Work thread or fuzzer; everything in a body
- * is untrusted.
+ * POST /v1/skips (skips.c) and the JankReport of POST /v1/jank (jank.c).  Work thread or fuzzer;
+ * everything in a body is untrusted.
  */
 #ifndef RVS_UPLOAD_H
 #define RVS_UPLOAD_H
@@ -70,7 +70,7 @@ struct Rearview__JankReport;
  * within RVS_JANK_DAYS_BACK before today and RVS_JANK_DAYS_AHEAD after;
  * frames <= RVS_JANK_MAX_FRAMES, late <= frames; no (app, version, day)
  * twice. */
-int rvs_jank_parse(const uint8_t *buf, size_t len, int64_t today,
-		   struct Rearview__JankReport **out, char *reason, size_t reasonlen);
+int rvs_jank_parse(const uint8_t *buf, size_t len, int64_t today, struct Rearview__JankReport **out,
+		   char *reason, size_t reasonlen);
 
 #endif

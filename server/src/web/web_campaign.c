@@ -480,9 +480,12 @@ static void traced_cell(struct web_ctx *c, json_t *o)
 }
 
 static const struct web_col JANK_COLS[] = {
-	{"App", "app_id", COL_TEXT, NULL},	 {"Jank rate", "jank_rate", COL_PCT, NULL},
-	{"Late frames", "late", COL_NUM, NULL},	 {"Frames", "frames", COL_NUM, NULL},
-	{"Devices", "devices", COL_NUM, NULL},	 {"Traces", "traces", COL_NUM, NULL},
+	{"App", "app_id", COL_TEXT, NULL},
+	{"Jank rate", "jank_rate", COL_PCT, NULL},
+	{"Late frames", "late", COL_NUM, NULL},
+	{"Frames", "frames", COL_NUM, NULL},
+	{"Devices", "devices", COL_NUM, NULL},
+	{"Traces", "traces", COL_NUM, NULL},
 	{"Traced", "traced", COL_CUSTOM, traced_cell},
 };
 

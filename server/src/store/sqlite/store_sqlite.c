@@ -1166,13 +1166,14 @@ static int jank_put(struct rvs_store *s, const char *device_id, const struct rvs
 		pthread_mutex_unlock(&s->mu);
 		return rc;
 	}
-	rc = sqlite3_prepare_v2(s->db,
-				"INSERT INTO jank_counts (device_id, app_id, app_version, day, frames,"
-				" late, received_at) VALUES (?,?,?,?,?,?,?)"
-				" ON CONFLICT (device_id, app_id, app_version, day) DO UPDATE SET"
-				" frames = excluded.frames, late = excluded.late,"
-				" received_at = excluded.received_at",
-				-1, &st, NULL);
+	rc = sqlite3_prepare_v2(
+		s->db,
+		"INSERT INTO jank_counts (device_id, app_id, app_version, day, frames,"
+		" late, received_at) VALUES (?,?,?,?,?,?,?)"
+		" ON CONFLICT (device_id, app_id, app_version, day) DO UPDATE SET"
+		" frames = excluded.frames, late = excluded.late,"
+		" received_at = excluded.received_at",
+		-1, &st, NULL);
 	for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
 		sqlite3_reset(st);
 		sqlite3_bind_text(st, 1, device_id, -1, SQLITE_TRANSIENT);
@@ -1213,7 +1214,8 @@ static int jank_by_app(struct rvs_store *s, int64_t from_day, int64_t to_day, in
 		" (SELECT count(*) FROM uploads u WHERE u.app_id = j.app_id"
 		" AND u.received_at >= ?1 * 86400 AND u.received_at < (?2 + 1) * 86400)"
 		" FROM jank_counts j WHERE j.day >= ?1 AND j.day <= ?2 GROUP BY j.app_id"
-		" ORDER BY CASE WHEN sum(j.frames) > 0 THEN CAST(sum(j.late) AS REAL) / sum(j.frames)"
+		" ORDER BY CASE WHEN sum(j.frames) > 0 THEN CAST(sum(j.late) AS REAL) / "
+		"sum(j.frames)"
 		" ELSE 0 END DESC, j.app_id LIMIT ?3",
 		-1, &st, NULL);
 	if (rc == SQLITE_OK) {
