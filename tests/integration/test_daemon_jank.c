@@ -211,30 +211,55 @@ static void test_daemon_jank_untraced_app_reaches_fleet_with_consent_only(void *
 	assert_int_equal(rvh_setup(&g_h, conf), 0);
 	app_start();
 
-	/* Consent off: counted and written on the device, and the uploader,
-	 * asked in the same step, sent nothing. */
-	app_frames(40, 7);
-	assert_true(wait_counts_file("40 7 0 0"));
-	row = fleet_row();
-	assert_null(row);
+	/* Consent off: counted and written on the device, nothing sent.  Once
+	 * enrolled with the policy fetched (version 1 applied), the server
+	 * sees no request at all over two flush ticks — each writes the file
+	 * and asks the uploader in the same step — and holds no counts. */
+	{
+		double until = rvh_now() + RVH_GUARD_S;
+		long before;
+
+		for (;;) {
+			Rearview__AdminResponse *st = rvh_status(&g_h);
+			bool done = st && st->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_STATUS &&
+				    st->status->policy_version == 1;
+
+			if (st)
+				rearview__admin_response__free_unpacked(st, NULL);
+			if (done)
+				break;
+			assert_true(rvh_now() < until);
+			rvh_sleep_ms(20);
+		}
+		before = metric(&g_s, "rearview_requests_total");
+		assert_true(before > 0);
+		app_frames(40, 7);
+		assert_true(wait_counts_file("40 7 0 0"));
+		app_frames(1, 0);
+		assert_true(wait_counts_file("41 7 0 0"));
+		/* The only requests since: this test's own /metrics reads. */
+		assert_int_equal(metric(&g_s, "rearview_requests_total"), before + 1);
+		row = fleet_row();
+		assert_null(row);
+	}
 
 	/* Summary: the counts leave, exact. */
 	assert_int_equal(rvh_rvctl(&g_h, out, sizeof(out), "consent summary"), 0);
-	wait_fleet(40, 7);
-	assert_true(wait_counts_file("40 7 40 7"));
+	wait_fleet(41, 7);
+	assert_true(wait_counts_file("41 7 41 7"));
 
 	/* More frames the same day: the day's total replaces the stored one. */
 	app_frames(10, 3);
-	wait_fleet(50, 10);
-	assert_true(wait_counts_file("50 10 50 10"));
+	wait_fleet(51, 10);
+	assert_true(wait_counts_file("51 10 51 10"));
 
 	/* kill -9 after the acknowledged counts were written: the restarted
 	 * daemon counts on from them, and the same day is replaced again. */
 	assert_true(WIFSIGNALED(rvh_stop_daemon(&g_h, SIGKILL)));
 	assert_int_equal(rvh_start_daemon(&g_h), 0);
 	app_frames(5, 5);
-	wait_fleet(55, 15);
-	assert_true(wait_counts_file("55 15 55 15"));
+	wait_fleet(56, 15);
+	assert_true(wait_counts_file("56 15 56 15"));
 }
 
 int main(void)
