@@ -524,6 +524,10 @@ static void test_openapi_traces_and_exports(void **state)
 
 	(void)state;
 	expect("get /api/v1/fleet", "six devices", "GET", "/api/v1/fleet", tok, NULL, 0, 200);
+	expect("get /api/v1/fleet/jank", "the last 30 days", "GET",
+	       "/api/v1/fleet/jank?days=30&limit=10", tok, NULL, 0, 200);
+	expect("get /api/v1/fleet/jank", "days out of range", "GET", "/api/v1/fleet/jank?days=367",
+	       tok, NULL, 0, 400);
 	doc = call("get /api/v1/traces", "all", "GET", "/api/v1/traces?limit=2", tok, NULL, 0, 200);
 	expect("get /api/v1/traces", "next page", "GET", "/api/v1/traces?limit=500&cursor=1", tok,
 	       NULL, 0, 200);
