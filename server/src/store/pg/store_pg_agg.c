@@ -447,6 +447,11 @@ static const char ROLLUP_SQL[] =
 	" CASE WHEN uw.weight_exact = 1 THEN 0 WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2"  \
 	" ELSE 1 END FROM " TRACE_SET " LEFT JOIN uploads uw ON uw.trace_id = x.trace_id" \
 	" JOIN trace_paths p ON p.trace_id = x.trace_id"
+/* TRACE_SQL for a caller that reads no weight (rvs_agg_filter.unweighted):
+ * no uploads row read, every row's weight unknown. */
+#define TRACE_SQL_UNWEIGHTED                                                      \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, 1.0, 2 FROM " TRACE_SET \
+	" JOIN trace_paths p ON p.trace_id = x.trace_id"
 /* $20 the node, $21 the rows, $22 1: by self time. */
 #define HEAVY_SQL                                                                     \
 	"SELECT p.trace_id, p.calls, p.self_ns, p.incl_ns, x.received_at,"            \
@@ -504,7 +509,11 @@ static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 		a.n = 1;
 		rc = q(pg, ROLLUP_SQL, &a, &r, NULL, 0);
 	} else {
-		rc = q(pg, f->bucketed ? BUCKET_SQL : TRACE_SQL, &a, &r, NULL, 0);
+		rc = q(pg,
+		       f->bucketed     ? BUCKET_SQL
+		       : f->unweighted ? TRACE_SQL_UNWEIGHTED
+				       : TRACE_SQL,
+		       &a, &r, NULL, 0);
 	}
 	if (rc)
 		return rc;
