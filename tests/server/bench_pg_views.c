@@ -40,7 +40,9 @@ static void stop_pg(void)
 {
 	/* RVS_BENCH_KEEP=1 on the run's cluster (tests/with-pg.sh's, or
 	 * RVT_PG_HOST's): the filled database is kept for psql, named here. */
-	if (getenv("RVS_BENCH_KEEP") && pg.shared && cfg.database[0]) {
+	const char *keep = getenv("RVS_BENCH_KEEP");
+
+	if (keep && *keep && strcmp(keep, "0") && pg.shared && cfg.database[0]) {
 		fprintf(stderr, "kept: %s\n", cfg.database);
 		pg.ndbs = 0;
 	}

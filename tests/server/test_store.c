@@ -2343,12 +2343,13 @@ static void test_store_pg_migration_rolls_up_existing_sums(void **state)
 	assert_int_equal(rvs_pg_migrate(dsn, RVS_PG_MIGRATION_ROLLUP - 1), 0);
 	snprintf(f->db, sizeof f->db, "%s", dsn);
 	/* Two apps, three buckets: node 1 (app a's root) in two buckets. */
-	pg_exec(f, "INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
-		   " VALUES ('a', '1', 'm', 1, 0), ('a', '2', 'm', 1, 0), ('b', '1', 'm', 1, 0);"
-		   "INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES"
-		   " ('a', 0, '', 0), ('a', 1, 'f', 1), ('b', 0, '', 0);"
-		   "INSERT INTO trace_paths VALUES ('t1', 1, 1, 1, 10, 30), ('t1', 2, 1, 4, 20, 20),"
-		   " ('t2', 1, 2, 2, 5, 50), ('t2', 2, 2, 1, 1, 1), ('t3', 3, 3, 7, 70, 700);");
+	pg_exec(f,
+		"INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
+		" VALUES ('a', '1', 'm', 1, 0), ('a', '2', 'm', 1, 0), ('b', '1', 'm', 1, 0);"
+		"INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES"
+		" ('a', 0, '', 0), ('a', 1, 'f', 1), ('b', 0, '', 0);"
+		"INSERT INTO trace_paths VALUES ('t1', 1, 1, 1, 10, 30), ('t1', 2, 1, 4, 20, 20),"
+		" ('t2', 1, 2, 2, 5, 50), ('t2', 2, 2, 1, 1, 1), ('t3', 3, 3, 7, 70, 700);");
 	assert_int_equal(ops->open(dsn, &s), 0);
 	assert_int_equal(ops->schema_version(s, &v), 0);
 	assert_true(v >= RVS_PG_MIGRATION_ROLLUP);

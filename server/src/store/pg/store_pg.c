@@ -479,15 +479,14 @@ static const char *const migrations[] = {
 	"DROP INDEX traces_issue;"
 	"CREATE INDEX traces_issue"
 	" ON traces(issue, app_id, received_at, device_id, severity);",
-	/* 14 (the fleet's rollup; RVS_PG_MIGRATION_ROLLUP): agg_sums summed over every bucket, one row a
-	 * node (a node is one app's: the per-(app, node) sums), read by an
-	 * aggregate whose only filter is the app (store_pg_agg.c).  The index
-	 * lane adds a batch's new paths in one statement just before its COMMIT,
-	 * in node order (RVS_PG_ROLLUP_FOLD), so batches hold these hot rows
-	 * only from there to their commit and take them in one order (no
-	 * deadlock between batches); a DELETE of trace_paths (a re-decode,
-	 * retention) takes its rows off in one statement-level trigger, in node
-	 * order too (the same upsert, negated).  Filled from agg_sums. */
+	/* 14 (the fleet's rollup; RVS_PG_MIGRATION_ROLLUP): agg_sums summed over every bucket, one
+	 * row a node (a node is one app's: the per-(app, node) sums), read by an aggregate whose
+	 * only filter is the app (store_pg_agg.c).  The index lane adds a batch's new paths in one
+	 * statement just before its COMMIT, in node order (RVS_PG_ROLLUP_FOLD), so batches hold
+	 * these hot rows only from there to their commit and take them in one order (no deadlock
+	 * between batches); a DELETE of trace_paths (a re-decode, retention) takes its rows off in
+	 * one statement-level trigger, in node order too (the same upsert, negated).  Filled from
+	 * agg_sums. */
 	"CREATE TABLE agg_node_sums ("
 	" node BIGINT PRIMARY KEY, traces BIGINT NOT NULL, calls BIGINT NOT NULL,"
 	" self_ns BIGINT NOT NULL, incl_ns BIGINT NOT NULL);"

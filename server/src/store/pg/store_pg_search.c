@@ -167,22 +167,23 @@ static const char ISSUES_SQL[] =
  * NULL app the second's, which runs only for an issue without one.
  * Rows come per issue in the ranking's order (k.i). */
 #define SHOWN "unnest($5::text[], $6::text[]) WITH ORDINALITY AS k(issue, app, i)"
-#define ISSUE_TRACES(COLS, MORE)                                                         \
-	"(SELECT " COLS " FROM traces t WHERE t.issue = k.issue AND t.app_id = k.app"    \
-	" AND t.received_at >= $1" ISSUE_FILTERS MORE " UNION ALL SELECT " COLS          \
-	" FROM traces t WHERE k.app IS NULL AND t.issue = k.issue AND t.app_id IS NULL"  \
+#define ISSUE_TRACES(COLS, MORE)                                                        \
+	"(SELECT " COLS " FROM traces t WHERE t.issue = k.issue AND t.app_id = k.app"   \
+	" AND t.received_at >= $1" ISSUE_FILTERS MORE " UNION ALL SELECT " COLS         \
+	" FROM traces t WHERE k.app IS NULL AND t.issue = k.issue AND t.app_id IS NULL" \
 	" AND t.received_at >= $1" ISSUE_FILTERS MORE ")"
 /* Each issue's traces per week. */
-static const char WEEKS_SQL[] =
-	"SELECT k.i, w.week, w.n FROM " SHOWN " CROSS JOIN LATERAL"
-	" (SELECT x.week, count(*) AS n FROM " ISSUE_TRACES("t.received_at / 604800 AS week", "")
-	" x GROUP BY 1) w ORDER BY k.i, w.week";
+#define WEEK_OF "t.received_at / 604800 AS week"
+static const char WEEKS_SQL[] = "SELECT k.i, w.week, w.n FROM " SHOWN " CROSS JOIN LATERAL"
+				" (SELECT x.week, count(*) AS n FROM " ISSUE_TRACES(
+					WEEK_OF, "") " x GROUP BY 1) w ORDER BY k.i, w.week";
 /* Each issue's anomaly signatures, sorted, at most 64. */
+#define SIG_OF	"t.anomaly_signature AS sig"
+#define HAS_SIG " AND t.anomaly_signature IS NOT NULL"
 static const char SIGS_SQL[] =
 	"SELECT k.i, g.sig FROM " SHOWN " CROSS JOIN LATERAL"
-	" (SELECT DISTINCT x.sig COLLATE \"C\" AS sig FROM "
-	ISSUE_TRACES("t.anomaly_signature AS sig", " AND t.anomaly_signature IS NOT NULL")
-	" x ORDER BY 1 LIMIT 64) g ORDER BY k.i, g.sig";
+	" (SELECT DISTINCT x.sig COLLATE \"C\" AS sig FROM " ISSUE_TRACES(
+		SIG_OF, HAS_SIG) " x ORDER BY 1 LIMIT 64) g ORDER BY k.i, g.sig";
 /* The issues' newest traces ($1: their seq) and their anomaly chains. */
 static const char EXAMPLES_SQL[] =
 	"SELECT x.seq, x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"
@@ -261,8 +262,8 @@ static int at_key(const PGresult *res, int *k, int64_t key)
 /* Issue i of top to cb, then its signatures and weeks (sigs and weeks:
  * every issue's, by ordinal, each consumed from *ks and *kw); ex: the
  * examples (by seq, any order). */
-static int issue_out(const PGresult *top, int i, const PGresult *ex, const PGresult *sigs,
-		     int *ks, const PGresult *weeks, int *kw,
+static int issue_out(const PGresult *top, int i, const PGresult *ex, const PGresult *sigs, int *ks,
+		     const PGresult *weeks, int *kw,
 		     int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
 	struct rvs_issue_row r = {0};
