@@ -153,57 +153,6 @@ static void arr_add(char **b, size_t *len, size_t *cap, int64_t v)
 	*len += (size_t)n;
 }
 
-/* A growing text buffer (NULL after an allocation failure). */
-struct sbuf {
-	char *b;
-	size_t len, cap;
-};
-
-static void sb_put(struct sbuf *s, const char *p, size_t n)
-{
-	if (!s->b)
-		return;
-	if (s->len + n + 1 > s->cap) {
-		size_t cap = 2 * s->cap + n + 1;
-		char *b = realloc(s->b, cap);
-		if (!b) {
-			free(s->b);
-			s->b = NULL;
-			return;
-		}
-		s->b = b;
-		s->cap = cap;
-	}
-	memcpy(s->b + s->len, p, n);
-	s->len += n;
-	s->b[s->len] = 0;
-}
-
-static void sb_i64(struct sbuf *s, int64_t v)
-{
-	char num[24];
-	int n = snprintf(num, sizeof num, "%s%" PRId64, s->len > 1 ? "," : "", v);
-	sb_put(s, num, (size_t)n);
-}
-
-/* One element of a text[] literal: double-quoted, '\' and '"' escaped. */
-static void sb_text(struct sbuf *s, const char *v)
-{
-	if (s->len > 1)
-		sb_put(s, ",", 1);
-	sb_put(s, "\"", 1);
-	for (const char *p = v; *p; p++) {
-		size_t n = strcspn(p, "\\\"");
-		sb_put(s, p, n);
-		p += n;
-		if (!*p)
-			break;
-		sb_put(s, "\\", 1);
-		sb_put(s, p, 1);
-	}
-	sb_put(s, "\"", 1);
-}
-
 /* The statement finding which of a trace's paths the dictionary holds: a
  * walk down from the app's root ($1) along the rows' parents ($2 indexes,
  * $3 parents, $4 methods); rows (i, node). */
@@ -220,20 +169,20 @@ static const char known_sql[] =
 static int known_params(struct rvs_pg_pipe *pp, struct rvs_pg_step *st, const char *app,
 			const struct rvs_agg_rows *r)
 {
-	struct sbuf ix = {malloc(64), 0, 64}, par = {malloc(64), 0, 64},
-		    met = {malloc(256), 0, 256};
+	struct rvs_pg_lit ix = {malloc(64), 0, 64}, par = {malloc(64), 0, 64},
+			  met = {malloc(256), 0, 256};
 
-	sb_put(&ix, "{", 1);
-	sb_put(&par, "{", 1);
-	sb_put(&met, "{", 1);
+	rvs_pg_lit_put(&ix, "{", 1);
+	rvs_pg_lit_put(&par, "{", 1);
+	rvs_pg_lit_put(&met, "{", 1);
 	for (size_t i = 0; i < r->n; i++) {
-		sb_i64(&ix, (int64_t)i);
-		sb_i64(&par, r->v[i].parent);
-		sb_text(&met, r->v[i].method);
+		rvs_pg_lit_i64(&ix, (int64_t)i);
+		rvs_pg_lit_i64(&par, r->v[i].parent);
+		rvs_pg_lit_text(&met, r->v[i].method);
 	}
-	sb_put(&ix, "}", 1);
-	sb_put(&par, "}", 1);
-	sb_put(&met, "}", 1);
+	rvs_pg_lit_put(&ix, "}", 1);
+	rvs_pg_lit_put(&par, "}", 1);
+	rvs_pg_lit_put(&met, "}", 1);
 	rvs_pg_text(&st->p, app);
 	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, ix.b));
 	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, par.b));

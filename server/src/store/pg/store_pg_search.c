@@ -190,63 +190,16 @@ static const char EXAMPLES_SQL[] =
 	" c.trace_id = x.trace_id AND c.kind = 'anomaly' AND c.rank = 1"
 	" WHERE x.seq = ANY($1::bigint[])";
 
-/* A growing array literal ("{...}"); b NULL after an allocation failure. */
-struct lit {
-	char *b;
-	size_t len, cap;
-};
-
-static void lit_put(struct lit *l, const char *p, size_t n)
-{
-	if (!l->b)
-		return;
-	if (l->len + n + 2 > l->cap) {
-		size_t cap = 2 * l->cap + n + 2;
-		char *b = realloc(l->b, cap);
-		if (!b) {
-			free(l->b);
-			l->b = NULL;
-			return;
-		}
-		l->b = b;
-		l->cap = cap;
-	}
-	memcpy(l->b + l->len, p, n);
-	l->len += n;
-	l->b[l->len] = 0;
-}
-
-/* Appends one element: v quoted ('\' and '"' escaped), or NULL. */
-static void lit_add(struct lit *l, const char *v)
-{
-	lit_put(l, l->len > 1 ? "," : "", l->len > 1);
-	if (!v) {
-		lit_put(l, "NULL", 4);
-		return;
-	}
-	lit_put(l, "\"", 1);
-	for (const char *p = v; *p; p++) {
-		size_t n = strcspn(p, "\\\"");
-		lit_put(l, p, n);
-		p += n;
-		if (!*p)
-			break;
-		lit_put(l, "\\", 1);
-		lit_put(l, p, 1);
-	}
-	lit_put(l, "\"", 1);
-}
-
 /* column col of top's rows as an array literal (NULL for a NULL value);
  * malloc'd, NULL when out of memory. */
 static char *column_lit(const PGresult *top, int col)
 {
-	struct lit l = {malloc(64), 0, 64};
+	struct rvs_pg_lit l = {malloc(64), 0, 64};
 
-	lit_put(&l, "{", 1);
+	rvs_pg_lit_put(&l, "{", 1);
 	for (int i = 0; i < PQntuples(top); i++)
-		lit_add(&l, rvs_pg_val(top, i, col));
-	lit_put(&l, "}", 1);
+		rvs_pg_lit_text(&l, rvs_pg_val(top, i, col));
+	rvs_pg_lit_put(&l, "}", 1);
 	return l.b;
 }
 
