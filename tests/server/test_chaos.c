@@ -685,7 +685,7 @@ static void test_chaos_storage_failures_lose_and_quarantine_nothing(void **state
 				     " GROUP BY node) a FULL JOIN agg_node_sums r USING (node)"
 				     " WHERE r.traces IS DISTINCT FROM a.t OR r.calls IS DISTINCT"
 				     " FROM a.k OR r.self_ns IS DISTINCT FROM a.s"
-				     " OR r.incl_ns IS DISTINCT FROM a.i) x"),
+				     " OR r.incl_ns IS DISTINCT FROM a.i"),
 			 0);
 	for (int i = 0; i < NDEV; i++)
 		for (int j = 0; j < PER_DEV; j++) {
