@@ -66,6 +66,7 @@ struct store_ctx {
 	pid_t pid;
 	uint64_t request_id;
 	int64_t reservation;
+	uint64_t answered_ns; /* uv_hrtime() when its CaptureReady arrived */
 };
 
 static void note_error(struct rvd_capture_flow *f, const char *fmt, ...)
@@ -448,7 +449,8 @@ static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 		free(sc);
 		return;
 	}
-	rvd_info("capture %" PRIu64 " of pid %d stored", id, (int)sc->pid);
+	rvd_info("capture %" PRIu64 " of pid %d stored (%" PRIu64 " ms after its answer)", id,
+		 (int)sc->pid, (uv_hrtime() - sc->answered_ns) / 1000000u);
 	if (p && p->conn) {
 		ack.request_id = sc->request_id;
 		m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_ACK;
@@ -634,6 +636,7 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	sc->f = f;
 	sc->pid = p->pid;
 	sc->request_id = cr->request_id;
+	sc->answered_ns = now;
 	sc->reservation = pc->reservation;
 	pc->reservation = 0; /* the stored capture holds it now */
 	pending_drop(f, pc);
