@@ -97,6 +97,8 @@ static void worker_end(struct rvd_sandbox *sb, bool kill_it)
 static int worker_start(struct rvd_sandbox *sb)
 {
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
 	char *argv[] = {(char *)"rearviewd", (char *)RVD_SANDBOX_WORKER_ARG, NULL};
 	int sv[2], child, rc;
 
@@ -112,7 +114,17 @@ static int worker_start(struct rvd_sandbox *sb)
 	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, child, RVD_SANDBOX_FD);
-	rc = posix_spawn(&sb->pid, sb->exe, &fa, NULL, argv, environ);
+	/* The worker's signals do not depend on the starting thread's mask
+	 * (the loop's, or a thread pool's) nor on what the daemon ignores:
+	 * none blocked, every one at its default. */
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	rc = posix_spawn(&sb->pid, sb->exe, &fa, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
 	if (child != sv[1])
 		close(child);
@@ -291,6 +303,11 @@ static int request(struct rvd_sandbox *sb, uint32_t op, int capfd, size_t len, i
 	*out = buf;
 	*out_len = a.len;
 	return 0;
+}
+
+int rvd_sandbox_start(struct rvd_sandbox *sb)
+{
+	return sb->pid > 0 ? 0 : worker_start(sb);
 }
 
 int rvd_sandbox_check(struct rvd_sandbox *sb, int fd, size_t len, char *why, size_t whysz)

@@ -16,8 +16,8 @@
  * management, close and exit (open/stat-like calls fail with EACCES).
  * It then answers one request at a time: a capture descriptor (and, for a
  * summary, the policy's bytes in a second one) in, a status and a bounded
- * answer out.  It is started at the first request and started again after
- * it died.
+ * answer out.  It is started at the first request (or before, by
+ * rvd_sandbox_start) and started again after it died.
  *
  * A worker that crashes, does not answer within the deadline, or answers
  * more than the caller's bound is killed and reaped; the request fails
@@ -66,6 +66,14 @@ struct rvd_sandbox {
  * step with the daemon that started).  Returns 0 or -errno. */
 int rvd_sandbox_init(struct rvd_sandbox *sb, const char *name, const char *exe,
 		     unsigned timeout_ms);
+
+/*
+ * Starts the worker now, unless one runs, so that the next request does
+ * not wait for its start-up (exec, linking, confinement: 0.1–0.4 s on a
+ * loaded machine).  By the thread that uses `sb`.  Returns 0 or -errno
+ * (logged; the next request tries again).
+ */
+int rvd_sandbox_start(struct rvd_sandbox *sb);
 
 /*
  * The checks of rvd_capcheck_buf (capcheck.h) on the first `len` bytes of
