@@ -72,6 +72,8 @@ static const uint8_t sock_channels[] = {RV_CHANNEL_CONTROL, RV_CHANNEL_EVENT, RV
  * capture refused (checks) or left without a summary. */
 #define RVD_PARSE_CHECK_MS   10000
 #define RVD_PARSE_SUMMARY_MS 120000
+/* How long a start waits for its parser workers to be ready. */
+#define RVD_PARSE_READY_MS 10000
 /* With the worker's test hooks on (sandbox.h), this variable sets the
  * checks' deadline in ms: a test holds a check hung for as long as it
  * needs, whatever the machine's speed. */
@@ -1095,6 +1097,32 @@ static unsigned parse_check_ms(void)
 	return (unsigned)v;
 }
 
+/*
+ * Waits, before the sockets listen, until the parser workers started with
+ * the daemon are confined and take requests (RVD_PARSE_READY_MS in all),
+ * so that the first capture after a start is checked at once.  A worker
+ * still starting then is waited for by its first request; one that died
+ * is started again at it.
+ */
+static void parsers_wait_ready(struct rvd_daemon *d)
+{
+	struct rvd_sandbox *sb[RVD_CHECK_WORKERS + 1];
+	uint64_t t0 = uv_hrtime(), until = t0 + RVD_PARSE_READY_MS * 1000000ull;
+	unsigned ready = 0;
+
+	for (unsigned i = 0; i < RVD_CHECK_WORKERS; i++)
+		sb[i] = &d->parse_check[i];
+	sb[RVD_CHECK_WORKERS] = &d->parse_summary;
+	for (unsigned i = 0; i <= RVD_CHECK_WORKERS; i++) {
+		uint64_t now = uv_hrtime();
+
+		ready += rvd_sandbox_wait_ready(
+				 sb[i], now < until ? (unsigned)((until - now) / 1000000u) : 0) == 0;
+	}
+	rvd_info("capture parsers: %u of %u ready in %" PRIu64 " ms", ready,
+		 RVD_CHECK_WORKERS + 1, (uv_hrtime() - t0) / 1000000u);
+}
+
 int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_config *cfg)
 {
 	int rc;
@@ -1164,6 +1192,7 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	for (unsigned i = 0; i < RVD_CHECK_WORKERS; i++)
 		rvd_sandbox_start(&d->parse_check[i]);
 	rvd_sandbox_start(&d->parse_summary);
+	parsers_wait_ready(d);
 	if ((rc = listen_sockets(d)) < 0)
 		goto fail;
 	for (int i = 0; i < 3; i++) {

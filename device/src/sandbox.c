@@ -9,7 +9,9 @@
  *              and, when aux_len > 0, the descriptor holding aux_len bytes
  *              (the packed policy);
  *   answer   = struct sb_ans, then `len` bytes (a Summary, or the reason
- *              of a non-zero status as text).
+ *              of a non-zero status as text);
+ *   hello    = struct sb_ans with status SB_HELLO, the worker's first
+ *              message, read before its first request is sent.
  *
  * Invariants:
  *  - a request is answered by the worker before the next one is sent; any
@@ -137,6 +139,7 @@ static int worker_start(struct rvd_sandbox *sb)
 		return -rc;
 	}
 	sb->fd = sv[0];
+	sb->hello = true;
 	count(&sb->spawns);
 	rvd_info("capture parser (%s) started: pid %d", sb->name, (int)sb->pid);
 	return 0;
@@ -181,6 +184,21 @@ static int read_full(int fd, void *buf, size_t len, uint64_t deadline)
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+/* Reads the worker's hello (sandbox_wire.h).  0, -EPROTO (something
+ * else came) or read_full's errors. */
+static int read_hello(struct rvd_sandbox *sb, uint64_t deadline)
+{
+	struct sb_ans a;
+	int rc = read_full(sb->fd, &a, sizeof(a), deadline);
+
+	if (rc < 0)
+		return rc;
+	if (a.magic != SB_MAGIC || a.status != SB_HELLO || a.len != 0)
+		return -EPROTO;
+	sb->hello = false;
 	return 0;
 }
 
@@ -262,7 +280,8 @@ static int request(struct rvd_sandbox *sb, uint32_t op, int capfd, size_t len, i
 		return rc;
 	}
 	deadline = now_ms() + sb->timeout_ms;
-	if ((rc = send_req(sb->fd, &q, capfd, auxfd)) < 0 ||
+	if ((sb->hello && (rc = read_hello(sb, deadline)) < 0) ||
+	    (rc = send_req(sb->fd, &q, capfd, auxfd)) < 0 ||
 	    (rc = read_full(sb->fd, &a, sizeof(a), deadline)) < 0)
 		return worker_failed(sb, rc, why, whysz);
 	if (a.magic != SB_MAGIC || a.len > (a.status ? SB_WHY_MAX : max_out))
@@ -308,6 +327,39 @@ static int request(struct rvd_sandbox *sb, uint32_t op, int capfd, size_t len, i
 int rvd_sandbox_start(struct rvd_sandbox *sb)
 {
 	return sb->pid > 0 ? 0 : worker_start(sb);
+}
+
+int rvd_sandbox_wait_ready(struct rvd_sandbox *sb, unsigned timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	struct pollfd pfd;
+	int r, rc;
+
+	if (sb->pid <= 0)
+		return -ESRCH;
+	if (!sb->hello)
+		return 0;
+	/* Nothing is read before the hello is there: a timeout leaves the
+	 * channel as it was, for the first request to read it. */
+	for (;;) {
+		uint64_t now = now_ms();
+
+		pfd = (struct pollfd){.fd = sb->fd, .events = POLLIN};
+		r = poll(&pfd, 1, now >= deadline ? 0 : (int)(deadline - now));
+		if (r > 0)
+			break;
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+	rc = read_hello(sb, now_ms() + sb->timeout_ms);
+	if (rc < 0) {
+		rvd_warn("capture parser (%s) pid %d did not start: %s", sb->name, (int)sb->pid,
+			 rc == -ECHILD ? "it died" : strerror(-rc));
+		worker_end(sb, rc != -ECHILD);
+	}
+	return rc;
 }
 
 int rvd_sandbox_check(struct rvd_sandbox *sb, int fd, size_t len, char *why, size_t whysz)
