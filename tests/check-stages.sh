@@ -14,10 +14,11 @@
 # to the tally the Makefile's targets write (a failed lint or build counts
 # as one failure); the caller prints the closing line.  On two cores the
 # stages overlap where they do not compete for the same files: lint runs
-# beside the DEVELOPER=1 build, and the sanitizer build (it shares the npm
+# beside the DEVELOPER=1 build, the sanitizer build (it shares the npm
 # assets under build/ with the first, so it starts after it) beside the
-# DEVELOPER=1 and PostgreSQL tests.  Their output is kept in build/.check/
-# and printed when they end; the tests print as they go.  The last lines
+# DEVELOPER=1 tests, and the PostgreSQL tests beside the sanitizer tests.
+# The output of what runs beside is kept in build/.check/ and printed when
+# it ends; the rest prints as it goes.  The last lines
 # give each stage's wall time (the figures README.md keeps) and its CPU
 # time (user + system of everything the stage waited for; the run's
 # PostgreSQL cluster is counted apart, by tests/with-pg.sh): on a loaded
@@ -93,8 +94,12 @@ wait_for lint
 echo "== $SET 1/4: lint"
 cat "$LOGS/lint.log"
 
-echo "== $SET 3/4: the server tests flagged pg, on PostgreSQL (build/, RVS_TEST_STORE=pg)"
-[ $dev -eq 0 ] && stage pg-tests check-run-pg "$@"
+# The PostgreSQL stage waits on the cluster more than it computes: it runs
+# beside the sanitizer tests (its output printed when it ends).
+if [ $dev -eq 0 ]; then
+	echo "== $SET 3/4: the server tests flagged pg, on PostgreSQL (build/, RVS_TEST_STORE=pg), beside 4/4"
+	stage_bg pg-tests check-run-pg "$@"
+fi
 
 echo "== $SET 4/4: ASan+UBSan tests (build/san)"
 if wait_for san-build; then
@@ -102,6 +107,11 @@ if wait_for san-build; then
 else
 	echo "check: the sanitizer build failed; the end of its log ($LOGS/san-build.log):"
 	tail -n 40 "$LOGS/san-build.log"
+fi
+if [ $dev -eq 0 ]; then
+	wait_for pg-tests
+	echo "== $SET 3/4: the server tests flagged pg, on PostgreSQL (build/, RVS_TEST_STORE=pg)"
+	cat "$LOGS/pg-tests.log"
 fi
 wait
 echo "== $SET: stage times (seconds from the start: began-ended, wall, CPU)"

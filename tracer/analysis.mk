@@ -59,7 +59,7 @@ $(eval $(call rv_test,rvtrace,capture,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_capture.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(OBJ)/tests/rvtrace/test_integrity.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
 $(eval $(call rv_test,rvtrace,integrity,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
-$(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
+$(eval $(call rv_test,rvtrace,textio,$(LIBRVANALYSIS),$(RVA_LIBS),integration plain))
 $(eval $(call rv_test,rvtrace,views,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(eval $(call rv_test,rvtrace,shuffle,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(eval $(call rv_test,rvtrace,offcpu,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
@@ -70,7 +70,7 @@ $(OBJ)/tests/rvtrace/test_shuffle.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/te
 $(OBJ)/tests/rvtrace/test_textio.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
 $(eval $(call rv_test,rvtrace,android,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_android.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
-$(eval $(call rv_test,rvtrace,import,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
+$(eval $(call rv_test,rvtrace,import,$(LIBRVANALYSIS),$(RVA_LIBS),integration plain))
 $(OBJ)/tests/rvtrace/test_import.o: CPPFLAGS += -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
 $(eval $(call rv_test,rvtrace,chrome,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_chrome.o: CPPFLAGS += -Itracer/analysis
@@ -83,13 +83,13 @@ $(eval $(call rv_test,rvtrace,pprof,$(LIBRVANALYSIS),$(RVA_LIBS),unit))
 $(OBJ)/tests/rvtrace/test_pprof.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"' \
   $(PROTOBUF_CFLAGS) -I$(GEN)/rvanalysis
 $(OBJ)/tests/rvtrace/test_pprof.o: $(RVA_PPROF_H)
-$(eval $(call rv_test,rvtrace,corpus,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
+$(eval $(call rv_test,rvtrace,corpus,$(LIBRVANALYSIS),$(RVA_LIBS),integration plain))
 $(OBJ)/tests/rvtrace/test_corpus.o: CPPFLAGS += -DRV_CORPUS='"$(CURDIR)/tests/rvtrace/corpus"' \
   -DRV_TESTDATA='"$(abspath ../shared/testdata)"'
-$(eval $(call rv_test,rvtrace,cliviews,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
+$(eval $(call rv_test,rvtrace,cliviews,$(LIBRVANALYSIS),$(RVA_LIBS),integration plain))
 $(TBIN)/rvtrace/test_cliviews: | $(BIN)/rvtrace
 $(OBJ)/tests/rvtrace/test_cliviews.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"'
-$(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
+$(eval $(call rv_test,rvtrace,cli,$(LIBRVANALYSIS),$(RVA_LIBS),integration plain))
 $(TBIN)/rvtrace/test_cli: | $(BIN)/rvtrace
 $(OBJ)/tests/rvtrace/test_cli.o: CPPFLAGS += -DRVTRACE_BIN='"$(abspath $(BIN))/rvtrace"' \
   -DRV_NODE_MODULES='"$(abspath build/web/node_modules)"' \

@@ -123,14 +123,14 @@ $(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(RVT_MODINL) $(
 	$(RVT_LDLIBS) -Wl$(comma)--no-as-needed -lstdc++ -Wl$(comma)--as-needed \
 	-Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer),unit))
 $(TBIN)/tracer/test_ring: | $(RVT_DLFIX)
-$(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration tsan))
-$(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
+$(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration tsan plain))
+$(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
 $(OBJ)/tests/tracer/test_signal_inline.o: CFLAGS += -finstrument-functions \
 	-include tracer/include/rearview/trace-inline.h
 $(OBJ)/tests/tracer/test_signal_inline.o: tests/tracer/test_signal.c
-$(eval $(call rv_test,tracer,signal_inline,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
-$(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
-$(eval $(call rv_test,tracer,devmode,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
+$(eval $(call rv_test,tracer,signal_inline,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
+$(eval $(call rv_test,tracer,fork,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
+$(eval $(call rv_test,tracer,devmode,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
 # x86-64 inline mode's register-preserving stubs, called from hand-written asm.
 ifneq ($(findstring x86_64,$(RVT_ARCH)),)
 RVT_STUB_OBJ := $(OBJ)/tests/tracer/stub_regs-x86_64.o
@@ -140,14 +140,14 @@ $(OBJ)/tests/tracer/%.o: tests/tracer/%.S
 endif
 $(eval $(call rv_test,tracer,stubs,$(RVT_STUB_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS),unit))
 $(OBJ)/tests/tracer/test_format.o: CPPFLAGS += -DRVT_GOLDEN_DIR='"$(CURDIR)/tests/tracer/golden"'
-$(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
+$(eval $(call rv_test,tracer,control,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
 $(eval $(call rv_test,tracer,runtime,$(RVT_TEST_OBJ),$(RVT_LDLIBS),unit))
 # Issue 21 items 1-3: blocking calls undisturbed, no lost call, exact time.
-$(eval $(call rv_test,tracer,blocking,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
-$(eval $(call rv_test,tracer,stream,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration tsan))
+$(eval $(call rv_test,tracer,blocking,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
+$(eval $(call rv_test,tracer,stream,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration tsan plain))
 # (librvanalysis is defined later, in analysis.mk: named here by its path.)
 $(OBJ)/tests/tracer/test_gap.o: CPPFLAGS += -Itracer/analysis/include
-$(eval $(call rv_test,tracer,gap,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS),integration))
+$(eval $(call rv_test,tracer,gap,$(RVT_TEST_OBJ) $(LIB)/librvanalysis.a,$(RVT_LDLIBS) $$(RVA_LIBS),integration plain))
 # Issue 17, lock waits: the fixture's own methods are traced; decoded by librvanalysis.
 $(OBJ)/tests/tracer/test_locks.o: CFLAGS += -finstrument-functions
 $(OBJ)/tests/tracer/test_locks.o: CPPFLAGS += -Itracer/analysis/include
@@ -183,10 +183,10 @@ $(OBJ)/tests/tracer/mute_inl.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h 
 	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions -DMF_PREFIX=mi_ \
 	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
 $(eval $(call rv_test,tracer,mute,$(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/tracer/mute_inl.o \
-	$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
+	$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
 # Integration tier: muting races captures for a few seconds on four threads.
 $(eval $(call rv_test,tracer,mute_race,$(OBJ)/tests/tracer/mute_call.o \
-	$(OBJ)/tests/tracer/mute_inl.o $(RVT_TEST_OBJ),$(RVT_LDLIBS),integration))
+	$(OBJ)/tests/tracer/mute_inl.o $(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
 
 # test_untraced: carries a .rearview_untraced section of its own (as rvcc
 # adds one), which librvtrace must find in its module's file.
@@ -272,7 +272,7 @@ $(TBIN)/tracer/aarch64_smoke.elf: $(RVT_A64_OBJ)
 $(TBIN)/tracer/test_aarch64: $(TBIN)/tracer/aarch64_smoke.elf
 	printf '#!/bin/sh\nexec qemu-aarch64 "%s" "$$@"\n' "$(abspath $<)" > $@
 	chmod +x $@
-$(eval $(call rv_register,$(TBIN)/tracer/test_aarch64,integration))
+$(eval $(call rv_register,$(TBIN)/tracer/test_aarch64,integration plain))
 endif
 endif
 endif
@@ -344,5 +344,5 @@ $(RVT_FRAMES_FIX): $(TBIN)/tracer/%: $(OBJ)/tests/tracer/%.o $(LIBRVTRACE_A) $(L
 	$(RVT_FIX_LINK)
 $(OBJ)/tests/tracer/test_frames.o: CPPFLAGS += -Itracer/analysis/include \
 	-DRVT_FIX_DIR='"$(abspath $(TBIN))/tracer"'
-$(eval $(call rv_test,tracer,frames,$(LIB)/librvanalysis.a,$$(RVA_LIBS),integration))
+$(eval $(call rv_test,tracer,frames,$(LIB)/librvanalysis.a,$$(RVA_LIBS),integration plain))
 $(TBIN)/tracer/test_frames: | $(RVT_FRAMES_FIX)

@@ -44,7 +44,7 @@ $(TBIN)/rvcc/test_rvcc: tests/rvcc/test_rvcc.sh | $(BIN)/rvcc $(RVCC_LINKS) $(BI
 	@mkdir -p $(@D)
 	printf '#!/bin/sh\nexec sh %s %s "%s"\n' '$(CURDIR)/$<' '$(abspath $(BIN))' '$(SANFLAGS)' > $@
 	chmod +x $@
-$(eval $(call rv_register,$(TBIN)/rvcc/test_rvcc,integration))
+$(eval $(call rv_register,$(TBIN)/rvcc/test_rvcc,integration plain))
 # The GCC plugin rvcc loads to exclude functions by exact name (gcc 12's
 # plugin headers: Debian's gcc-12-plugin-dev).  It runs inside cc1, so it is
 # built without the sanitizer flags, with the g++ matching gcc 12; without
@@ -83,7 +83,7 @@ $(TBIN)/integration/rv_rvcc_join_app: tests/integration/rvcc_join_app.c $(FLAGS_
                                       $(LIBRVTRACE_SO)
 	@mkdir -p $(@D)
 	$(BIN)/rvcc --rv-rpath --rv-threshold=0 gcc -O1 -g $(SANFLAGS) -o $@ $<
-$(eval $(call rv_test,integration,daemon_rvcc_join,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration))
+$(eval $(call rv_test,integration,daemon_rvcc_join,$(LIBRVPROTO),$(PROTOBUF_LIBS),integration plain))
 $(TBIN)/integration/test_daemon_rvcc_join: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rvtrace \
                                              $(TBIN)/integration/rv_rvcc_join_app
 # `make check-rvcc-packages` (system tier; not in `make check`: it builds six

@@ -34,7 +34,7 @@ rvpython: $(RVPY_SO) $(RVPY_FILES)
 
 all: rvpython
 
-$(eval $(call rv_test,rvtrace,rvpython,$(LIBRVANALYSIS),$(RVA_LIBS),integration))
+$(eval $(call rv_test,rvtrace,rvpython,$(LIBRVANALYSIS),$(RVA_LIBS),integration plain))
 $(TBIN)/rvtrace/test_rvpython: | rvpython
 $(OBJ)/tests/rvtrace/test_rvpython.o: CPPFLAGS += -DRVPY_PYTHON='"$(RVPY_PYTHON)"' \
   -DRVPY_PATH='"$(abspath $(RVPY_DIR))"' -DRVPY_SCRIPTS='"$(CURDIR)/tests/rvtrace/rvpython"'
