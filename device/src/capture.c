@@ -635,7 +635,6 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	 * worker reads them, off the loop; its failure refuses this capture
 	 * only. */
 	if (f->nwaiting >= RVD_CHECK_QUEUE_MAX && check_slot(f) < 0) {
-		f->checks_refused_busy++;
 		f->captures_dropped++;
 		note_error(f, "pid %d: capture %" PRIu64 " refused: every capture check is busy",
 			   (int)p->pid, cr->request_id);

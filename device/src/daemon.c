@@ -1116,11 +1116,12 @@ static void parsers_wait_ready(struct rvd_daemon *d)
 	for (unsigned i = 0; i <= RVD_CHECK_WORKERS; i++) {
 		uint64_t now = uv_hrtime();
 
-		ready += rvd_sandbox_wait_ready(
-				 sb[i], now < until ? (unsigned)((until - now) / 1000000u) : 0) == 0;
+		ready +=
+			rvd_sandbox_wait_ready(
+				sb[i], now < until ? (unsigned)((until - now) / 1000000u) : 0) == 0;
 	}
-	rvd_info("capture parsers: %u of %u ready in %" PRIu64 " ms", ready,
-		 RVD_CHECK_WORKERS + 1, (uv_hrtime() - t0) / 1000000u);
+	rvd_info("capture parsers: %u of %u ready in %" PRIu64 " ms", ready, RVD_CHECK_WORKERS + 1,
+		 (uv_hrtime() - t0) / 1000000u);
 }
 
 int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_config *cfg)
