@@ -95,7 +95,7 @@ struct rvd_capture_flow {
 	 * (FIFO, at most RVD_CHECK_QUEUE_MAX). */
 	struct rvd_check *checks_running, *waiting_head, *waiting_tail;
 	unsigned nwaiting;
-	uint32_t parser_busy;	      /* bit i: env.parsers[i] runs a check */
+	uint32_t parser_busy; /* bit i: env.parsers[i] runs a check */
 	uint64_t next_request;
 	uint64_t last_freeze_latency_ns;
 	uint64_t captures_dropped; /* anomalies not captured */
