@@ -24,10 +24,7 @@
 
 #include <cmocka.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
-#include "capbuild.h"
+#include "capbuild_ck.h"
 #include "capcheck.h"
 #include "offcpu.h"
 
@@ -175,22 +172,15 @@ static void test_offcpu_open_bad_arguments_fail(void **state)
 	rvd_offcpu_close(NULL);
 }
 
-/* A checksummed capture, as every writer makes it (capbuild has no CHECKSUM). */
+/* A checksummed capture, as every writer makes it. */
 static void build_capture(capbuf *c)
 {
-	uint8_t ck[16] = {1, 0, 0, 0, 0, 0, 0, 0};
-	uint64_t h;
-
 	cb_header(c, 100000, 1000000000, 0, 100000, 0x400000, 4);
 	cb_entry(c, 0x1000, 1000);
 	cb_exit(c, 9000);
 	cb_end_slots(c);
 	cb_symbol(c, 0x1000, 0x1000, 0, "main");
-	cb_u64at(c, 120, c->len + 24 + 8);
-	h = XXH3_64bits(c->b, c->len);
-	memcpy(ck + 8, &h, 8);
-	cb_record(c, 8, ck, 16);
-	cb_finish(c);
+	cb_finish_checksummed(c);
 }
 
 static uint64_t rd64(const uint8_t *p)

@@ -36,9 +36,9 @@
 #include "store_env.h"
 #include "test_web_server.h"
 
-#define WIDE_ID	   "t-00000000000000000000000000000001"
-#define DEEP_ID	   "t-00000000000000000000000000000002"
-#define BOMB_ID	   "t-00000000000000000000000000000003"
+#define WIDE_ID "t-00000000000000000000000000000001"
+#define DEEP_ID "t-00000000000000000000000000000002"
+#define BOMB_ID "t-00000000000000000000000000000003"
 /* The sizes are judged in the plain build (the test is flagged `plain`:
  * `make check` runs it in the DEVELOPER=1 build too).  Under sanitizers,
  * which check the same streaming paths for memory errors and cannot judge
