@@ -55,7 +55,7 @@ ifneq ($(wildcard $(RVCC_PLUGIN_INC)/gcc-plugin.h),)
 RVCC_PLUGIN := $(LIB)/rearview/rvcc_gcc_plugin.so
 $(RVCC_PLUGIN): tracer/rvcc/rvcc_gcc_plugin.cc $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	g++ -std=c++17 $(OPT) -g -fPIC -shared -fno-rtti -Wall -Wextra $(RV_HARDEN_CPPFLAGS) \
+	g++ -std=c++17 $(OPT) $(RV_DEBUG) -fPIC -shared -fno-rtti -Wall -Wextra $(RV_HARDEN_CPPFLAGS) \
 	  $(RV_HARDEN_CFLAGS) $(RV_HARDEN_LDFLAGS) \
 	  $(if $(filter 1,$(DEVELOPER)),-Werror) -I$(RVCC_PLUGIN_INC) -o $@ $<
 LIBS_REARVIEW += $(RVCC_PLUGIN)
@@ -70,7 +70,7 @@ ifneq ($(wildcard $(RVCC_LLVM_INC)/llvm/Passes/PassPlugin.h),)
 RVCC_CLANG_PLUGIN := $(LIB)/rearview/rvcc_clang_plugin.so
 $(RVCC_CLANG_PLUGIN): tracer/rvcc/rvcc_clang_plugin.cc $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	clang++ -std=c++14 -fno-exceptions -fno-rtti $(OPT) -g -fPIC -shared -Wall -Wextra \
+	clang++ -std=c++14 -fno-exceptions -fno-rtti $(OPT) $(RV_DEBUG) -fPIC -shared -Wall -Wextra \
 	  $(RV_HARDEN_CPPFLAGS) $(RV_HARDEN_CFLAGS) $(RV_HARDEN_LDFLAGS) \
 	  $(if $(filter 1,$(DEVELOPER)),-Werror) -isystem $(RVCC_LLVM_INC) -o $@ $<
 LIBS_REARVIEW += $(RVCC_CLANG_PLUGIN)

@@ -7,7 +7,10 @@
  * frames through the slow list-item builder, so rearviewd's jank detector
  * (K = 3 frames over budget by default) fires once per burst; every
  * --slow-touch-every touches the touch handler blocks past the 400 ms
- * touch threshold.
+ * touch threshold.  With --hold FILE, the first slow burst or touch is the
+ * last until FILE exists (or HOLD_MAX_NS passed): the demo's end-to-end
+ * run creates it once the daemon took the thermal capture, so its story
+ * (jank, thermal, then the quota's end) is the same on a loaded machine.
  *
  * Every frame goes to rearviewd's events.sock as a FrameReport and every
  * touch as a TouchReport (detected / delivered / handled / responded)
@@ -44,6 +47,7 @@
 #define TOUCH_INPUT_NS 3000000ull  /* input stack → app delivery, simulated */
 #define LIST_ITEMS     5u
 #define TRACED_WAIT_NS 20000000000ull
+#define HOLD_MAX_NS    120000000000ull /* --hold never hangs the app for good */
 
 struct opts {
 	const char *events;
@@ -52,6 +56,7 @@ struct opts {
 	unsigned long slow_every;
 	unsigned long slow_touch_every;
 	unsigned long seed;
+	const char *hold;
 	bool wait_traced;
 	bool quiet;
 };
@@ -94,7 +99,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: rearview-demo-app [--events PATH] [--control PATH] [--frames N]\n"
 	      "                         [--slow-every N] [--seed S] [--slow-touch-every N]\n"
-	      "                         [--wait-traced] [--quiet]\n"
+	      "                         [--wait-traced] [--hold FILE] [--quiet]\n"
 	      "  --events PATH     rearviewd's events.sock (default /run/rearview/events.sock)\n"
 	      "  --control PATH    control.sock (default: beside --events, else $RV_SOCKET)\n"
 	      "  --frames N        frames to render, 0 = until SIGINT/SIGTERM (default 0)\n"
@@ -102,6 +107,8 @@ static void usage(FILE *f)
 	      "  --seed S          varies the touch script (default 1)\n"
 	      "  --slow-touch-every N  every Nth touch blocks 450 ms, 0 = never (0)\n"
 	      "  --wait-traced     no slow frame or touch until the UI thread is traced\n"
+	      "  --hold FILE       after the first slow burst or touch, no other until FILE\n"
+	      "                    exists (at most 120 s)\n"
 	      "  --quiet           no per-burst messages\n",
 	      f);
 }
@@ -116,6 +123,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"seed", required_argument, NULL, 'S'},
 		{"slow-touch-every", required_argument, NULL, 'T'},
 		{"wait-traced", no_argument, NULL, 'w'},
+		{"hold", required_argument, NULL, 'H'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -150,6 +158,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'w':
 			o->wait_traced = true;
 			break;
+		case 'H':
+			o->hold = optarg;
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -165,6 +176,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 bad:
 	usage(stderr);
 	return -1;
+}
+
+/* Whether --hold keeps the app well-behaved now: after its first slow
+ * burst or touch (misbehaved), until the hold file exists or the deadline. */
+static bool held(const struct opts *o, bool misbehaved, uint64_t deadline)
+{
+	if (!o->hold || !misbehaved)
+		return false;
+	return access(o->hold, F_OK) != 0 && now_ns() < deadline;
 }
 
 /* control.sock beside events.sock, unless given. */
@@ -194,8 +214,8 @@ int main(int argc, char **argv)
 	struct sigaction sa = {.sa_handler = on_signal};
 	unsigned long touch_phase, touches = 0;
 	unsigned slow_left = 0;
-	bool burst_due = false;
-	uint64_t next, traced_deadline;
+	bool burst_due = false, misbehaved = false;
+	uint64_t next, traced_deadline, hold_deadline = 0;
 	unsigned sum = 0;
 	int rc;
 
@@ -238,8 +258,12 @@ int main(int argc, char **argv)
 		if (o.slow_every && f > 0 && f % o.slow_every == 0)
 			burst_due = true;
 		if (burst_due &&
-		    (!o.wait_traced || rvt_is_tracing(0) || now_ns() >= traced_deadline)) {
+		    (!o.wait_traced || rvt_is_tracing(0) || now_ns() >= traced_deadline) &&
+		    !held(&o, misbehaved, hold_deadline)) {
 			burst_due = false;
+			if (!misbehaved)
+				hold_deadline = now_ns() + HOLD_MAX_NS;
+			misbehaved = true;
 			slow_left = SLOW_BURST;
 			if (!o.quiet)
 				fprintf(stderr,
@@ -252,8 +276,11 @@ int main(int argc, char **argv)
 		fr.touch = f % TOUCH_EVERY == touch_phase;
 		if (fr.touch && o.slow_touch_every &&
 		    (!o.wait_traced || rvt_is_tracing(0) || now_ns() >= traced_deadline) &&
-		    ++touches % o.slow_touch_every == 0) {
+		    !held(&o, misbehaved, hold_deadline) && ++touches % o.slow_touch_every == 0) {
 			fr.slow_touch = true;
+			if (!misbehaved)
+				hold_deadline = now_ns() + HOLD_MAX_NS;
+			misbehaved = true;
 			if (!o.quiet)
 				fprintf(stderr, "demo-app: frame %lu: slow touch handler\n", f);
 		}

@@ -4,16 +4,20 @@
  * durable, acknowledged, gated capture.
  *
  * Invariants:
- *  - at most one capture is in flight per process (a CaptureRequest sent,
- *    or a policy decision queued: p->deciding); each has a timer, and a
- *    process that does not answer in time is disconnected;
+ *  - at most one capture is in flight per process (a policy decision
+ *    queued: p->deciding, a CaptureRequest sent, or its answer checked);
+ *    a request has a timer, and a process that does not answer in time is
+ *    disconnected;
  *  - a capture is stored only when it is one: sealed, sized, and its header
- *    and checksum verify (capcheck.c);
+ *    and checksum verify (capcheck.c, in a sandboxed worker on the libuv
+ *    thread pool: the loop never waits for a check); at most
+ *    RVD_CHECK_WORKERS checks run and RVD_CHECK_QUEUE_MAX wait, any
+ *    further answer is refused (BUSY);
  *  - a capture is acknowledged to the process (Ack) only once the spool has
  *    made it durable;
  *  - a policy quota reservation is held by exactly one owner — the
- *    pending capture, then the store in flight, then the spool row — and is
- *    released when the capture fails or is dropped;
+ *    pending capture, then its check, then the store in flight, then the
+ *    spool row — and is released when the capture fails or is dropped;
  *  - a capture is pending only once its local summary is durable (the
  *    summary job is queued before the gate's state change);
  *  - OFFCPU / THREAD_COUNTERS records (offcpu.c) are added only to a capture
@@ -60,12 +64,43 @@ struct rvd_pending_capture {
 	bool answered;
 };
 
+/*
+ * A capture answered, sealed and sized, being checked or waiting for a
+ * checking worker: what the flow needs afterwards, copied (its process
+ * may be gone by then).  Owns the memfd and the quota reservation.
+ */
+struct rvd_check {
+	struct rvd_check *next;
+	struct rvd_capture_flow *f;
+	uv_work_t work;
+	struct rvd_sandbox *parser; /* the worker it runs on; NULL: in process */
+	int slot;		    /* bit of f->parser_busy while running */
+	int fd;
+	uint64_t size;
+	pid_t pid;
+	uint64_t request_id;
+	uint64_t freeze_latency_ns;
+	uint64_t answered_ns; /* uv_hrtime() when its CaptureReady arrived */
+	struct rvd_anomaly anomaly;
+	char app_id[64];
+	int64_t reservation;
+	struct rvd_selection sel;
+	bool dropped; /* stopping: nothing to store, the reservation released */
+	int rc;	      /* the check's result (thread pool) */
+	char why[128];
+};
+
+static int check_slot(const struct rvd_capture_flow *f);
+static bool check_find(const struct rvd_capture_flow *f, pid_t pid);
+static void check_submit(struct rvd_capture_flow *f, struct rvd_check *ck);
+
 /* A store in flight: what to acknowledge once durable. */
 struct store_ctx {
 	struct rvd_capture_flow *f;
 	pid_t pid;
 	uint64_t request_id;
 	int64_t reservation;
+	uint64_t answered_ns; /* uv_hrtime() when its CaptureReady arrived */
 };
 
 static void note_error(struct rvd_capture_flow *f, const char *fmt, ...)
@@ -263,7 +298,7 @@ void rvd_capture_anomaly(struct rvd_capture_flow *f, const struct rvd_anomaly *a
 	}
 	if (an.tid == 0)
 		an.tid = p->traced_tid ? p->traced_tid : (p->ui_tid ? p->ui_tid : p->pid);
-	if (pending_find(f, p->pid, 0) || p->deciding) {
+	if (pending_find(f, p->pid, 0) || p->deciding || check_find(f, p->pid)) {
 		rvd_info("anomaly not captured: a capture of pid %d is in flight", (int)p->pid);
 		f->captures_dropped++;
 		return;
@@ -308,7 +343,8 @@ static void capture_begin(struct rvd_capture_flow *f, const struct rvd_anomaly *
 	struct rvd_process *p = rvd_registry_find(f->env.reg, a->pid);
 	struct rvd_anomaly an = *a;
 
-	if (f->env.stopping(f->env.ctx) || !p || !p->conn || pending_find(f, a->pid, 0)) {
+	if (f->env.stopping(f->env.ctx) || !p || !p->conn || pending_find(f, a->pid, 0) ||
+	    check_find(f, a->pid)) {
 		rvd_info("anomaly not captured: pid %d is gone or busy", (int)a->pid);
 		f->captures_dropped++;
 		f->env.release_reservation(f->env.ctx, reservation);
@@ -448,7 +484,8 @@ static void store_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
 		free(sc);
 		return;
 	}
-	rvd_info("capture %" PRIu64 " of pid %d stored", id, (int)sc->pid);
+	rvd_info("capture %" PRIu64 " of pid %d stored (%" PRIu64 " ms after its answer)", id,
+		 (int)sc->pid, (uv_hrtime() - sc->answered_ns) / 1000000u);
 	if (p && p->conn) {
 		ack.request_id = sc->request_id;
 		m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_ACK;
@@ -550,12 +587,10 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 		      const Rearview__CaptureReady *cr)
 {
 	struct rvd_pending_capture *pc = pending_find(f, p->pid, cr->request_id);
-	struct rvd_capture_rec meta;
-	struct store_ctx *sc;
+	struct rvd_check *ck;
 	struct stat stb;
-	uint64_t now = uv_hrtime(), size;
+	uint64_t now = uv_hrtime();
 	const char *why;
-	char whybuf[128];
 	int fd = rvd_conn_take_fd(c);
 	int seals;
 
@@ -596,53 +631,217 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 	}
 	assert(cr->size <= f->env.cfg->capture_max_bytes && pc->pid == p->pid);
 	/* Sealed and sized, but is it a capture?  Nothing else is stored,
-	 * acknowledged or uploaded.  The bytes are any app's: they are read
-	 * by the sandboxed parser, whose failure refuses this capture only. */
-	if (f->env.parser ? rvd_sandbox_check(f->env.parser, fd, (size_t)cr->size, whybuf,
-					      sizeof(whybuf)) < 0
-			  : rvd_capcheck_fd(fd, (size_t)cr->size, &why) < 0) {
-		if (f->env.parser)
-			why = whybuf;
-		note_error(f, "pid %d: capture %" PRIu64 " refused: %s", (int)p->pid,
-			   cr->request_id, why);
-		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__MALFORMED, why);
+	 * acknowledged or uploaded.  The bytes are any app's: a sandboxed
+	 * worker reads them, off the loop; its failure refuses this capture
+	 * only. */
+	if (f->nwaiting >= RVD_CHECK_QUEUE_MAX && check_slot(f) < 0) {
+		f->captures_dropped++;
+		note_error(f, "pid %d: capture %" PRIu64 " refused: every capture check is busy",
+			   (int)p->pid, cr->request_id);
+		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__BUSY,
+				    "every capture check is busy; try again later");
 		close(fd);
 		pending_drop(f, pc);
-		return -EBADMSG;
+		return 0;
 	}
-	size = cr->size;
-	add_daemon_records(f, p, &fd, &size);
-	memset(&meta, 0, sizeof(meta));
-	meta.anomaly = pc->anomaly;
-	meta.reservation = pc->reservation; /* committed when the upload is acknowledged */
-	meta.sel = pc->sel;
-	snprintf(meta.app_id, sizeof(meta.app_id), "%s", pc->app_id);
-	/* Same clock (CLOCK_MONOTONIC) on both sides; fall back to what we saw. */
-	if (cr->frozen_monotonic_ns >= pc->anomaly.monotonic_ns &&
-	    cr->frozen_monotonic_ns - pc->anomaly.monotonic_ns < 60ull * 1000000000ull)
-		meta.freeze_latency_ns = cr->frozen_monotonic_ns - pc->anomaly.monotonic_ns;
-	else
-		meta.freeze_latency_ns = now - pc->fired_ns;
-	f->last_freeze_latency_ns = meta.freeze_latency_ns;
-	sc = malloc(sizeof(*sc));
-	if (!sc) {
+	ck = calloc(1, sizeof(*ck));
+	if (!ck) {
 		close(fd);
 		pending_drop(f, pc);
 		note_error(f, "capture: out of memory");
 		return 0;
 	}
-	sc->f = f;
-	sc->pid = p->pid;
-	sc->request_id = cr->request_id;
-	sc->reservation = pc->reservation;
-	pc->reservation = 0; /* the stored capture holds it now */
+	ck->f = f;
+	ck->fd = fd;
+	ck->size = cr->size;
+	ck->pid = p->pid;
+	ck->request_id = cr->request_id;
+	ck->anomaly = pc->anomaly;
+	ck->sel = pc->sel;
+	snprintf(ck->app_id, sizeof(ck->app_id), "%s", pc->app_id);
+	/* Same clock (CLOCK_MONOTONIC) on both sides; fall back to what we saw. */
+	if (cr->frozen_monotonic_ns >= pc->anomaly.monotonic_ns &&
+	    cr->frozen_monotonic_ns - pc->anomaly.monotonic_ns < 60ull * 1000000000ull)
+		ck->freeze_latency_ns = cr->frozen_monotonic_ns - pc->anomaly.monotonic_ns;
+	else
+		ck->freeze_latency_ns = now - pc->fired_ns;
+	ck->answered_ns = now;
+	ck->reservation = pc->reservation; /* the check holds it now */
+	pc->reservation = 0;
 	pending_drop(f, pc);
-	if (rvd_spool_store(f->env.spool, fd, size, &meta, store_cb, sc) < 0) {
+	check_submit(f, ck);
+	return 0;
+}
+
+/* ---- the capture check, off the loop -------------------------------------- */
+
+/* A free checking slot (a worker, or the one in-process slot), or -1. */
+static int check_slot(const struct rvd_capture_flow *f)
+{
+	unsigned n = f->env.nparsers ? f->env.nparsers : 1;
+
+	assert(n <= 32);
+	for (unsigned i = 0; i < n; i++)
+		if (!(f->parser_busy & (1u << i)))
+			return (int)i;
+	return -1;
+}
+
+/* Whether a capture of `pid` is being checked or waits for a check. */
+static bool check_find(const struct rvd_capture_flow *f, pid_t pid)
+{
+	for (const struct rvd_check *ck = f->checks_running; ck; ck = ck->next)
+		if (ck->pid == pid)
+			return true;
+	for (const struct rvd_check *ck = f->waiting_head; ck; ck = ck->next)
+		if (ck->pid == pid)
+			return true;
+	return false;
+}
+
+/* The thread pool's side: the only part that reads the capture's bytes
+ * (through the worker); touches nothing but `ck`. */
+static void check_work_cb(uv_work_t *w)
+{
+	struct rvd_check *ck = w->data;
+	const char *why;
+
+	if (ck->parser) {
+		ck->rc = rvd_sandbox_check(ck->parser, ck->fd, (size_t)ck->size, ck->why,
+					   sizeof(ck->why));
+		return;
+	}
+	ck->rc = rvd_capcheck_fd(ck->fd, (size_t)ck->size, &why);
+	if (ck->rc < 0)
+		snprintf(ck->why, sizeof(ck->why), "%s", why ? why : strerror(-ck->rc));
+}
+
+static void check_after_cb(uv_work_t *w, int status);
+
+/* Starts `ck` on free slot `slot`. */
+static void check_run(struct rvd_capture_flow *f, struct rvd_check *ck, int slot)
+{
+	int rc;
+
+	ck->slot = slot;
+	ck->parser = f->env.nparsers ? &f->env.parsers[slot] : NULL;
+	f->parser_busy |= 1u << slot;
+	ck->next = f->checks_running;
+	f->checks_running = ck;
+	ck->work.data = ck;
+	rc = uv_queue_work(f->env.loop, &ck->work, check_work_cb, check_after_cb);
+	/* uv_queue_work fails only without a work callback. */
+	assert(rc == 0);
+	(void)rc;
+}
+
+/* Hands `ck` to a free worker, or queues it (the caller checked room). */
+static void check_submit(struct rvd_capture_flow *f, struct rvd_check *ck)
+{
+	int slot = check_slot(f);
+
+	if (slot >= 0) {
+		check_run(f, ck, slot);
+		return;
+	}
+	assert(f->nwaiting < RVD_CHECK_QUEUE_MAX);
+	ck->next = NULL;
+	if (f->waiting_tail)
+		f->waiting_tail->next = ck;
+	else
+		f->waiting_head = ck;
+	f->waiting_tail = ck;
+	f->nwaiting++;
+}
+
+static void check_free(struct rvd_capture_flow *f, struct rvd_check *ck)
+{
+	f->env.release_reservation(f->env.ctx, ck->reservation);
+	if (ck->fd >= 0)
+		close(ck->fd);
+	free(ck);
+}
+
+/* The check ended: the capture is stored, or refused to its process. */
+static void check_done(struct rvd_capture_flow *f, struct rvd_check *ck)
+{
+	struct rvd_process *p = rvd_registry_find(f->env.reg, ck->pid);
+	struct rvd_capture_rec meta;
+	struct store_ctx *sc;
+	uint64_t size = ck->size;
+
+	rvd_debug("pid %d: capture %" PRIu64 " checked %" PRIu64 " ms after its answer: %s",
+		  (int)ck->pid, ck->request_id, (uv_hrtime() - ck->answered_ns) / 1000000u,
+		  ck->rc < 0 ? "refused" : "a capture");
+	if (ck->dropped || f->env.stopping(f->env.ctx)) {
+		check_free(f, ck);
+		return;
+	}
+	if (ck->rc < 0) {
+		note_error(f, "pid %d: capture %" PRIu64 " refused: %s", (int)ck->pid,
+			   ck->request_id, ck->why[0] ? ck->why : strerror(-ck->rc));
+		if (p && p->conn) {
+			rvd_conn_send_error(p->conn, REARVIEW__ERROR__CODE__MALFORMED, ck->why);
+			rvd_conn_close(p->conn, "bad CaptureReady");
+		}
+		check_free(f, ck);
+		return;
+	}
+	/* The process may be gone: its capture is still stored, unacknowledged. */
+	if (p)
+		add_daemon_records(f, p, &ck->fd, &size);
+	memset(&meta, 0, sizeof(meta));
+	meta.anomaly = ck->anomaly;
+	meta.reservation = ck->reservation; /* committed when the upload is acknowledged */
+	meta.sel = ck->sel;
+	meta.freeze_latency_ns = ck->freeze_latency_ns;
+	snprintf(meta.app_id, sizeof(meta.app_id), "%s", ck->app_id);
+	f->last_freeze_latency_ns = meta.freeze_latency_ns;
+	sc = malloc(sizeof(*sc));
+	if (!sc) {
+		note_error(f, "capture: out of memory");
+		check_free(f, ck);
+		return;
+	}
+	sc->f = f;
+	sc->pid = ck->pid;
+	sc->request_id = ck->request_id;
+	sc->answered_ns = ck->answered_ns;
+	sc->reservation = ck->reservation; /* the store in flight holds it now */
+	ck->reservation = 0;
+	if (rvd_spool_store(f->env.spool, ck->fd, size, &meta, store_cb, sc) < 0) {
 		f->env.release_reservation(f->env.ctx, sc->reservation);
 		free(sc);
 		note_error(f, "capture: spool refused the capture");
+	} else {
+		ck->fd = -1; /* the spool's now */
 	}
-	return 0;
+	check_free(f, ck);
+}
+
+static void check_after_cb(uv_work_t *w, int status)
+{
+	struct rvd_check *ck = w->data, **pp, *next;
+	struct rvd_capture_flow *f = ck->f;
+
+	(void)status; /* never cancelled */
+	for (pp = &f->checks_running; *pp != ck; pp = &(*pp)->next)
+		assert(*pp);
+	*pp = ck->next;
+	f->parser_busy &= ~(1u << ck->slot);
+	/* A worker that failed was ended: its successor starts now, from the
+	 * loop, not at the next check on the thread pool. */
+	if (ck->parser && ck->parser->pid <= 0 && !f->env.stopping(f->env.ctx))
+		rvd_sandbox_start(ck->parser);
+	if (f->waiting_head && !f->env.stopping(f->env.ctx)) {
+		next = f->waiting_head;
+		f->waiting_head = next->next;
+		if (!f->waiting_head)
+			f->waiting_tail = NULL;
+		f->nwaiting--;
+		check_run(f, next, ck->slot);
+	}
+	check_done(f, ck);
 }
 
 void rvd_capture_init(struct rvd_capture_flow *f, const struct rvd_capture_env *env)
@@ -660,6 +859,21 @@ void rvd_capture_forget(struct rvd_capture_flow *f, pid_t pid)
 
 void rvd_capture_stop(struct rvd_capture_flow *f)
 {
+	struct rvd_check *ck;
+
 	while (f->pending)
 		pending_drop(f, f->pending);
+	while ((ck = f->waiting_head) != NULL) {
+		f->waiting_head = ck->next;
+		check_free(f, ck);
+	}
+	f->waiting_tail = NULL;
+	f->nwaiting = 0;
+	/* Running checks end with their worker; their reservations go back now,
+	 * while the ledger still takes jobs. */
+	for (ck = f->checks_running; ck; ck = ck->next) {
+		f->env.release_reservation(f->env.ctx, ck->reservation);
+		ck->reservation = 0;
+		ck->dropped = true;
+	}
 }

@@ -69,18 +69,33 @@ struct rvd_capture_env {
 	void (*policy_changed)(void *ctx);
 	/* Gives an unused policy quota reservation back (a spool job). */
 	void (*release_reservation)(void *ctx, int64_t reservation);
-	/* The sandboxed parser that checks each capture (sandbox.h; loop
-	 * thread); NULL: checked in this process (unit tests). */
-	struct rvd_sandbox *parser;
+	/* The sandboxed parsers that check captures (sandbox.h), `nparsers`
+	 * of them, each used by one check at a time on the libuv thread pool;
+	 * NULL/0: checked in this process, one at a time (unit tests). */
+	struct rvd_sandbox *parsers;
+	unsigned nparsers;
 	void *ctx;
 };
 
+/* Checking workers the daemon runs, and how many captures may wait for
+ * one beyond them; a capture arriving when that many wait is refused
+ * (BUSY), not queued: the memory they pin (sealed memfds of at most
+ * [capture] max_bytes each) stays bounded whatever the apps send. */
+#define RVD_CHECK_WORKERS   2
+#define RVD_CHECK_QUEUE_MAX 16
+
 struct rvd_pending_capture;
+struct rvd_check;
 
 /* Caller-owned; the counters are read by the daemon (rvctl status). */
 struct rvd_capture_flow {
 	struct rvd_capture_env env;
 	struct rvd_pending_capture *pending; /* requests sent, not answered yet */
+	/* Answers being checked (running: on a worker) or waiting for a worker
+	 * (FIFO, at most RVD_CHECK_QUEUE_MAX). */
+	struct rvd_check *checks_running, *waiting_head, *waiting_tail;
+	unsigned nwaiting;
+	uint32_t parser_busy; /* bit i: env.parsers[i] runs a check */
 	uint64_t next_request;
 	uint64_t last_freeze_latency_ns;
 	uint64_t captures_dropped; /* anomalies not captured */
@@ -96,9 +111,14 @@ void rvd_capture_anomaly(struct rvd_capture_flow *f, const struct rvd_anomaly *a
 
 /*
  * Process `p` on control peer `c` answered CaptureReady `cr`; its memfd is
- * taken from `c`.  Returns 0 (stored, or a late answer ignored), or
- * -EBADMSG when the answer breaks the protocol (no descriptor, not sealed,
- * wrong size): the caller disconnects the peer.
+ * taken from `c`.  A sealed, sized answer is handed to a checking worker
+ * (or queued for one) and the call returns at once: the loop carries on
+ * while the capture is checked, and stores it (then acknowledges it) or
+ * refuses it (Error MALFORMED, the peer disconnected) when the check ends.
+ * Returns 0 (handed over, refused because every worker is busy and the
+ * queue is full — Error BUSY, the peer kept — or a late answer ignored),
+ * or -EBADMSG when the answer breaks the protocol (no descriptor, not
+ * sealed, wrong size): the caller disconnects the peer.
  */
 int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd_process *p,
 		      const Rearview__CaptureReady *cr);
@@ -106,7 +126,9 @@ int rvd_capture_ready(struct rvd_capture_flow *f, struct rvd_conn *c, struct rvd
 /* Process `pid` is gone: its captures in flight are dropped. */
 void rvd_capture_forget(struct rvd_capture_flow *f, pid_t pid);
 
-/* Shutdown: every capture in flight is dropped (timers closed). */
+/* Shutdown: every capture in flight is dropped (timers closed); checks
+ * waiting for a worker are dropped, running ones end with their worker's
+ * deadline and are then dropped (nothing is stored). */
 void rvd_capture_stop(struct rvd_capture_flow *f);
 
 /* A stored capture (state captured) goes pending or skipped(consent_*),

@@ -76,6 +76,12 @@ static const uint8_t sock_channels[] = {RV_CHANNEL_CONTROL, RV_CHANNEL_EVENT, RV
 /* The jank counts' file in the state directory (written every [jank]
  * counts_flush_ms when they changed). */
 #define JANK_FILE "jank.counts"
+/* How long a start waits for its parser workers to be ready. */
+#define RVD_PARSE_READY_MS 10000
+/* With the worker's test hooks on (sandbox.h), this variable sets the
+ * checks' deadline in ms: a test holds a check hung for as long as it
+ * needs, whatever the machine's speed. */
+#define RVD_PARSE_CHECK_MS_ENV "REARVIEWD_PARSER_CHECK_MS"
 
 struct rvd_daemon {
 	uv_loop_t *loop; /* borrowed */
@@ -83,9 +89,9 @@ struct rvd_daemon {
 	struct rvd_config cfg_file; /* as configured; the policy's thresholds override cfg */
 	struct rvd_enforce enf;
 	struct rvd_seams seams;
-	/* The sandboxed capture parsers: checks (loop thread), summaries
-	 * (the spool's job queue). */
-	struct rvd_sandbox parse_check, parse_summary;
+	/* The sandboxed capture parsers: checks (capture.c, one check each
+	 * at a time on the thread pool), summaries (the spool's job queue). */
+	struct rvd_sandbox parse_check[RVD_CHECK_WORKERS], parse_summary;
 	int lock_fd; /* RUN/rearviewd.lock, flock'd for our life; -1 */
 	int listen_fd[3];
 	bool activated[3]; /* listen_fd[i] came from systemd: its file is systemd's */
@@ -664,8 +670,9 @@ static void env_stats(void *ctx, struct rvd_admin_stats *st)
 	st->anomalies = d->cap.anomalies;
 	st->anomalies_not_captured = d->cap.captures_dropped;
 	st->identity_refused = d->identity_refused;
-	st->parser_failures = __atomic_load_n(&d->parse_check.failed, __ATOMIC_RELAXED) +
-			      __atomic_load_n(&d->parse_summary.failed, __ATOMIC_RELAXED);
+	st->parser_failures = __atomic_load_n(&d->parse_summary.failed, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < RVD_CHECK_WORKERS; i++)
+		st->parser_failures += __atomic_load_n(&d->parse_check[i].failed, __ATOMIC_RELAXED);
 	for (unsigned k = 0; k < ne; k++)
 		st->errors[k] = d->last_errors[(d->nerrors - ne + k) % RVD_LAST_ERRORS];
 	st->nerrors = ne;
@@ -724,7 +731,8 @@ static void envs_init(struct rvd_daemon *d)
 		.enforce_submit = env_enforce_submit,
 		.policy_changed = env_policy_changed,
 		.release_reservation = env_release_reservation,
-		.parser = &d->parse_check,
+		.parsers = d->parse_check,
+		.nparsers = RVD_CHECK_WORKERS,
 		.ctx = d,
 	};
 
@@ -1155,6 +1163,49 @@ static int load_consent(struct rvd_daemon *d)
 	return 0;
 }
 
+/* The checks' deadline: RVD_PARSE_CHECK_MS, or the test's (see above). */
+static unsigned parse_check_ms(void)
+{
+	const char *hooks = getenv(RVD_SANDBOX_TEST_ENV), *ms = getenv(RVD_PARSE_CHECK_MS_ENV);
+	char *end;
+	unsigned long v;
+
+	if (!hooks || strcmp(hooks, "1") || !ms)
+		return RVD_PARSE_CHECK_MS;
+	errno = 0;
+	v = strtoul(ms, &end, 10);
+	if (errno || end == ms || *end || v == 0 || v > 24ul * 3600 * 1000)
+		return RVD_PARSE_CHECK_MS;
+	return (unsigned)v;
+}
+
+/*
+ * Waits, before the sockets listen, until the parser workers started with
+ * the daemon are confined and take requests (RVD_PARSE_READY_MS in all),
+ * so that the first capture after a start is checked at once.  A worker
+ * still starting then is waited for by its first request; one that died
+ * is started again at it.
+ */
+static void parsers_wait_ready(struct rvd_daemon *d)
+{
+	struct rvd_sandbox *sb[RVD_CHECK_WORKERS + 1];
+	uint64_t t0 = uv_hrtime(), until = t0 + RVD_PARSE_READY_MS * 1000000ull;
+	unsigned ready = 0;
+
+	for (unsigned i = 0; i < RVD_CHECK_WORKERS; i++)
+		sb[i] = &d->parse_check[i];
+	sb[RVD_CHECK_WORKERS] = &d->parse_summary;
+	for (unsigned i = 0; i <= RVD_CHECK_WORKERS; i++) {
+		uint64_t now = uv_hrtime();
+
+		ready +=
+			rvd_sandbox_wait_ready(
+				sb[i], now < until ? (unsigned)((until - now) / 1000000u) : 0) == 0;
+	}
+	rvd_info("capture parsers: %u of %u ready in %" PRIu64 " ms", ready, RVD_CHECK_WORKERS + 1,
+		 (uv_hrtime() - t0) / 1000000u);
+}
+
 int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_config *cfg)
 {
 	int rc;
@@ -1190,7 +1241,10 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	uv_signal_start(&d->sig_term, signal_cb, SIGTERM);
 	uv_signal_start(&d->sig_int, signal_cb, SIGINT);
 
-	if ((rc = rvd_sandbox_init(&d->parse_check, "check", NULL, RVD_PARSE_CHECK_MS)) < 0 ||
+	rc = 0;
+	for (unsigned i = 0; i < RVD_CHECK_WORKERS && rc >= 0; i++)
+		rc = rvd_sandbox_init(&d->parse_check[i], "check", NULL, parse_check_ms());
+	if (rc < 0 ||
 	    (rc = rvd_sandbox_init(&d->parse_summary, "summary", NULL, RVD_PARSE_SUMMARY_MS)) < 0) {
 		rvd_err("capture parser: %s", strerror(-rc));
 		goto fail;
@@ -1216,6 +1270,15 @@ int rvd_daemon_start(struct rvd_daemon *d, uv_loop_t *loop, const struct rvd_con
 	if ((rc = take_lock(d)) < 0)
 		goto fail;
 	load_jank(d);
+	/* The parser workers start now, so the first captures after a start
+	 * (a restart after a crash included) and the summaries the spool's
+	 * recovery queues do not wait for them; one that cannot start is tried
+	 * again at its first request.  The summary's is started before the
+	 * spool's queue first runs, and used only there from then on. */
+	for (unsigned i = 0; i < RVD_CHECK_WORKERS; i++)
+		rvd_sandbox_start(&d->parse_check[i]);
+	rvd_sandbox_start(&d->parse_summary);
+	parsers_wait_ready(d);
 	if ((rc = listen_sockets(d)) < 0)
 		goto fail;
 	for (int i = 0; i < 3; i++) {
@@ -1324,7 +1387,8 @@ void rvd_daemon_free(struct rvd_daemon *d)
 	rvd_dbus_free(d->bus);
 	rvd_app_map_free(&d->apps);
 	rvd_summary_use_sandbox(NULL);
-	rvd_sandbox_close(&d->parse_check);
+	for (unsigned i = 0; i < RVD_CHECK_WORKERS; i++)
+		rvd_sandbox_close(&d->parse_check[i]);
 	rvd_sandbox_close(&d->parse_summary);
 	free(d);
 }

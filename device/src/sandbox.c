@@ -9,7 +9,9 @@
  *              and, when aux_len > 0, the descriptor holding aux_len bytes
  *              (the packed policy);
  *   answer   = struct sb_ans, then `len` bytes (a Summary, or the reason
- *              of a non-zero status as text).
+ *              of a non-zero status as text);
+ *   hello    = struct sb_ans with status SB_HELLO, the worker's first
+ *              message, read before its first request is sent.
  *
  * Invariants:
  *  - a request is answered by the worker before the next one is sent; any
@@ -97,6 +99,8 @@ static void worker_end(struct rvd_sandbox *sb, bool kill_it)
 static int worker_start(struct rvd_sandbox *sb)
 {
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
 	char *argv[] = {(char *)"rearviewd", (char *)RVD_SANDBOX_WORKER_ARG, NULL};
 	int sv[2], child, rc;
 
@@ -112,7 +116,17 @@ static int worker_start(struct rvd_sandbox *sb)
 	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, child, RVD_SANDBOX_FD);
-	rc = posix_spawn(&sb->pid, sb->exe, &fa, NULL, argv, environ);
+	/* The worker's signals do not depend on the starting thread's mask
+	 * (the loop's, or a thread pool's) nor on what the daemon ignores:
+	 * none blocked, every one at its default. */
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	rc = posix_spawn(&sb->pid, sb->exe, &fa, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
 	if (child != sv[1])
 		close(child);
@@ -125,6 +139,7 @@ static int worker_start(struct rvd_sandbox *sb)
 		return -rc;
 	}
 	sb->fd = sv[0];
+	sb->hello = true;
 	count(&sb->spawns);
 	rvd_info("capture parser (%s) started: pid %d", sb->name, (int)sb->pid);
 	return 0;
@@ -169,6 +184,21 @@ static int read_full(int fd, void *buf, size_t len, uint64_t deadline)
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+/* Reads the worker's hello (sandbox_wire.h).  0, -EPROTO (something
+ * else came) or read_full's errors. */
+static int read_hello(struct rvd_sandbox *sb, uint64_t deadline)
+{
+	struct sb_ans a;
+	int rc = read_full(sb->fd, &a, sizeof(a), deadline);
+
+	if (rc < 0)
+		return rc;
+	if (a.magic != SB_MAGIC || a.status != SB_HELLO || a.len != 0)
+		return -EPROTO;
+	sb->hello = false;
 	return 0;
 }
 
@@ -250,7 +280,8 @@ static int request(struct rvd_sandbox *sb, uint32_t op, int capfd, size_t len, i
 		return rc;
 	}
 	deadline = now_ms() + sb->timeout_ms;
-	if ((rc = send_req(sb->fd, &q, capfd, auxfd)) < 0 ||
+	if ((sb->hello && (rc = read_hello(sb, deadline)) < 0) ||
+	    (rc = send_req(sb->fd, &q, capfd, auxfd)) < 0 ||
 	    (rc = read_full(sb->fd, &a, sizeof(a), deadline)) < 0)
 		return worker_failed(sb, rc, why, whysz);
 	if (a.magic != SB_MAGIC || a.len > (a.status ? SB_WHY_MAX : max_out))
@@ -291,6 +322,44 @@ static int request(struct rvd_sandbox *sb, uint32_t op, int capfd, size_t len, i
 	*out = buf;
 	*out_len = a.len;
 	return 0;
+}
+
+int rvd_sandbox_start(struct rvd_sandbox *sb)
+{
+	return sb->pid > 0 ? 0 : worker_start(sb);
+}
+
+int rvd_sandbox_wait_ready(struct rvd_sandbox *sb, unsigned timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	struct pollfd pfd;
+	int r, rc;
+
+	if (sb->pid <= 0)
+		return -ESRCH;
+	if (!sb->hello)
+		return 0;
+	/* Nothing is read before the hello is there: a timeout leaves the
+	 * channel as it was, for the first request to read it. */
+	for (;;) {
+		uint64_t now = now_ms();
+
+		pfd = (struct pollfd){.fd = sb->fd, .events = POLLIN};
+		r = poll(&pfd, 1, now >= deadline ? 0 : (int)(deadline - now));
+		if (r > 0)
+			break;
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+	rc = read_hello(sb, now_ms() + sb->timeout_ms);
+	if (rc < 0) {
+		rvd_warn("capture parser (%s) pid %d did not start: %s", sb->name, (int)sb->pid,
+			 rc == -ECHILD ? "it died" : strerror(-rc));
+		worker_end(sb, rc != -ECHILD);
+	}
+	return rc;
 }
 
 int rvd_sandbox_check(struct rvd_sandbox *sb, int fd, size_t len, char *why, size_t whysz)

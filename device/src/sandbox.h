@@ -14,10 +14,11 @@
  * setresuid), sets no_new_privs and installs a seccomp filter (libseccomp)
  * that kills it on any system call but read/write/recvmsg/sendmsg, memory
  * management, close and exit (open/stat-like calls fail with EACCES).
- * It then answers one request at a time: a capture descriptor (and, for a
+ * It then says hello (sb_ans status SB_HELLO) and answers one request at
+ * a time: a capture descriptor (and, for a
  * summary, the policy's bytes in a second one) in, a status and a bounded
- * answer out.  It is started at the first request and started again after
- * it died.
+ * answer out.  It is started at the first request (or before, by
+ * rvd_sandbox_start) and started again after it died.
  *
  * A worker that crashes, does not answer within the deadline, or answers
  * more than the caller's bound is killed and reaped; the request fails
@@ -31,6 +32,7 @@
 #ifndef RVD_SANDBOX_H
 #define RVD_SANDBOX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -55,6 +57,7 @@ struct rvd_sandbox {
 	unsigned timeout_ms; /* per request */
 	pid_t pid;	     /* the worker, or 0 */
 	int fd;		     /* our end of its channel, or -1 */
+	bool hello;	     /* the worker's hello (it is confined) not read yet */
 	/* Counters (relaxed atomics): requests made, workers started, and the
 	 * failures of the worker — crashed (died), timed out, answered too
 	 * much — each also counted in `failed`. */
@@ -66,6 +69,25 @@ struct rvd_sandbox {
  * step with the daemon that started).  Returns 0 or -errno. */
 int rvd_sandbox_init(struct rvd_sandbox *sb, const char *name, const char *exe,
 		     unsigned timeout_ms);
+
+/*
+ * Starts the worker now, unless one runs, so that the next request does
+ * not wait for its start-up (exec, linking, confinement: 0.1–0.4 s on a
+ * loaded machine).  By the thread that uses `sb`.  Returns 0 or -errno
+ * (logged; the next request tries again).
+ */
+int rvd_sandbox_start(struct rvd_sandbox *sb);
+
+/*
+ * Waits up to `timeout_ms` for the started worker to say it has confined
+ * itself and reads requests (its hello: the first thing it sends).  By
+ * the thread that uses `sb`.  Returns 0 (ready), -ETIMEDOUT (still
+ * starting: it is kept, and its first request waits for the hello within
+ * that request's deadline), -ESRCH (no worker), or the worker's failure
+ * (-ECHILD: it died, and was reaped; -EPROTO: it said something else, and
+ * was killed) — its next request starts a new one.
+ */
+int rvd_sandbox_wait_ready(struct rvd_sandbox *sb, unsigned timeout_ms);
 
 /*
  * The checks of rvd_capcheck_buf (capcheck.h) on the first `len` bytes of

@@ -32,4 +32,9 @@ struct sb_ans {
 	uint64_t len;	/* bytes that follow */
 };
 
+/* The worker's first message, once it has confined itself and before it
+ * reads a request: an sb_ans with this status and no bytes.  Never an
+ * answer's status (0 or a negative errno). */
+#define SB_HELLO 1
+
 #endif

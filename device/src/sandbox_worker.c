@@ -355,6 +355,13 @@ out:
 void rvd_sandbox_worker_main(int fd)
 {
 	confine(fd);
+	{
+		/* Confined and ready: the daemon may wait for this at its start. */
+		const struct sb_ans hello = {.magic = SB_MAGIC, .status = SB_HELLO, .len = 0};
+
+		if (write_full(fd, &hello, sizeof(hello)) < 0)
+			_exit(0);
+	}
 	for (;;) {
 		int fds[2] = {-1, -1};
 		union {

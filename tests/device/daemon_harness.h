@@ -50,7 +50,7 @@ struct rvh {
 	 * (NULL-terminated): a launcher such as the unit's sandbox. */
 	const char *const *wrap;
 	pid_t daemon;
-	pid_t helpers[8];
+	pid_t helpers[32];
 	unsigned nhelpers;
 };
 
@@ -293,7 +293,7 @@ static inline pid_t rvh_spawn(struct rvh *h, const char *log, const char *exe, c
 		execv(exe, argv);
 		_exit(127);
 	}
-	if (pid > 0 && h->nhelpers < 8)
+	if (pid > 0 && h->nhelpers < sizeof(h->helpers) / sizeof(h->helpers[0]))
 		h->helpers[h->nhelpers++] = pid;
 	return pid;
 }
@@ -396,7 +396,7 @@ static inline pid_t rvh_helper(struct rvh *h, ...)
 		execv(RV_TBIN_DIR "/device/rv_helper_app", argv);
 		_exit(127);
 	}
-	if (pid > 0 && h->nhelpers < 8)
+	if (pid > 0 && h->nhelpers < sizeof(h->helpers) / sizeof(h->helpers[0]))
 		h->helpers[h->nhelpers++] = pid;
 	return pid;
 }

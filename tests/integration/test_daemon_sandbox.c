@@ -12,7 +12,8 @@
  * RVD-TEST-OPEN makes it try to open /etc/passwd, RVD-TEST-HANG makes it
  * never answer, RVD-TEST-OVERSIZE makes it announce a 1 TiB answer): each
  * failure refuses only its capture, is counted, and the worker is
- * replaced.  Every wait has a generous guard.
+ * replaced; a hung check stalls nothing else (other apps' captures, admin
+ * requests).  Every wait has a generous guard.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,11 +21,22 @@
 
 #include <cmocka.h>
 
+#include "capture.h" /* RVD_CHECK_WORKERS, RVD_CHECK_QUEUE_MAX */
 #include "daemon_harness.h"
 
 static int setup(void **state)
 {
 	setenv("REARVIEWD_PARSER_TEST_HOOKS", "1", 1);
+	unsetenv("REARVIEWD_PARSER_CHECK_MS");
+	return rvh_fixture_setup(state);
+}
+
+/* As setup, with the checks' deadline an hour: a hung check stays hung
+ * until the test ends it, however slow the machine. */
+static int setup_long_check(void **state)
+{
+	setenv("REARVIEWD_PARSER_TEST_HOOKS", "1", 1);
+	setenv("REARVIEWD_PARSER_CHECK_MS", "3600000", 1);
 	return rvh_fixture_setup(state);
 }
 
@@ -68,6 +80,16 @@ static void hostile_capture(struct rvh *h, const char *prefix)
 	assert_true(rvh_wait_registered(h, bad, false));
 }
 
+/* Waits (guarded) until a helper logged an Ack: the daemon sends it once
+ * the capture is durable, and the helper writes it down a moment later. */
+static bool wait_acked(struct rvh *h)
+{
+	for (double until = rvh_now() + RVH_GUARD_S; rvh_now() < until; rvh_sleep_ms(10))
+		if (access(h->acklog, F_OK) == 0)
+			return true;
+	return false;
+}
+
 static void test_daemon_sandbox_parser_crash_refused_daemon_survives(void **state)
 {
 	struct rvh *h = *state;
@@ -85,7 +107,7 @@ static void test_daemon_sandbox_parser_crash_refused_daemon_survives(void **stat
 	assert_true(rvh_wait_registered(h, good, true));
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)good), 0);
 	assert_int_equal(rvh_wait_captures(h, 1), 1);
-	assert_int_equal(access(h->acklog, F_OK), 0);
+	assert_true(wait_acked(h));
 	assert_int_equal(parser_failures(h), 1);
 }
 
@@ -155,13 +177,35 @@ static size_t find_workers(pid_t daemon, pid_t *pids, size_t max)
 	return found;
 }
 
-/* A parser worker of the daemon, or 0. */
-static pid_t find_worker(pid_t daemon)
+static size_t busy_workers(pid_t daemon, pid_t *pids, size_t max)
 {
-	pid_t w = 0;
+	pid_t w[8];
+	size_t n = find_workers(daemon, w, 8), found = 0;
 
-	find_workers(daemon, &w, 1);
-	return w;
+	for (size_t i = 0; i < n && found < max; i++) {
+		char path[64], line[512];
+		bool busy = false;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)w[i]);
+		if (!(f = fopen(path, "r")))
+			continue;
+		while (!busy && fgets(line, sizeof(line), f))
+			busy = strstr(line, "/memfd:rv-capture") != NULL;
+		fclose(f);
+		if (busy)
+			pids[found++] = w[i];
+	}
+	return found;
+}
+
+/* Waits (guarded) until `n` workers check a capture; their pids. */
+static bool wait_busy_workers(pid_t daemon, pid_t *pids, size_t n)
+{
+	for (double until = rvh_now() + RVH_GUARD_S; rvh_now() < until; rvh_sleep_ms(10))
+		if (busy_workers(daemon, pids, n) == n)
+			return true;
+	return false;
 }
 
 static void test_daemon_sandbox_worker_confined(void **state)
@@ -169,8 +213,8 @@ static void test_daemon_sandbox_worker_confined(void **state)
 	struct rvh *h = *state;
 	char path[64];
 	struct dirent *de;
-	size_t nfds = 0;
-	pid_t good, w;
+	size_t nfds, nw;
+	pid_t good, w, ws[8];
 	DIR *d;
 
 	/* A capture starts the checking worker. */
@@ -178,24 +222,34 @@ static void test_daemon_sandbox_worker_confined(void **state)
 	assert_true(rvh_wait_registered(h, good, true));
 	assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)good), 0);
 	assert_int_equal(rvh_wait_captures(h, 1), 1);
-	w = find_worker(h->daemon);
-	assert_true(w > 0);
-	assert_int_equal(proc_status(w, "Seccomp:"), 2); /* filter mode */
-	assert_int_equal(proc_status(w, "NoNewPrivs:"), 1);
-	if (geteuid() == 0)
-		assert_true(proc_status(w, "Uid:") != 0);
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)w);
-	d = opendir(path);
-	assert_non_null(d);
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		nfds++;
-		/* Only stderr (the daemon's log) and the channel. */
-		assert_true(!strcmp(de->d_name, "2") || !strcmp(de->d_name, "3"));
+	/* Every worker (the daemon starts them at its start: two for checks,
+	 * one for summaries), once it confined itself — before it reads a
+	 * request, so the one that checked the capture had. */
+	nw = find_workers(h->daemon, ws, 8);
+	assert_true(nw >= 1);
+	for (size_t i = 0; i < nw; i++) {
+		w = ws[i];
+		for (double until = rvh_now() + RVH_GUARD_S;
+		     proc_status(w, "Seccomp:") != 2 && rvh_now() < until;)
+			rvh_sleep_ms(10);
+		assert_int_equal(proc_status(w, "Seccomp:"), 2); /* filter mode */
+		assert_int_equal(proc_status(w, "NoNewPrivs:"), 1);
+		if (geteuid() == 0)
+			assert_true(proc_status(w, "Uid:") != 0);
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)w);
+		d = opendir(path);
+		assert_non_null(d);
+		nfds = 0;
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			nfds++;
+			/* Only stderr (the daemon's log) and the channel. */
+			assert_true(!strcmp(de->d_name, "2") || !strcmp(de->d_name, "3"));
+		}
+		closedir(d);
+		assert_true(nfds >= 1);
 	}
-	closedir(d);
-	assert_true(nfds >= 1);
 }
 
 static bool alive(pid_t pid)
@@ -258,6 +312,124 @@ static void test_daemon_sandbox_parser_oversized_answer_refused_worker_restarted
 	worker_fails(*state, "RVD-TEST-OVERSIZE", "capture parser answered too much");
 }
 
+/*
+ * The daemon does not wait for a check: while one app's capture hangs its
+ * checking worker, another app registers, its capture is checked by the
+ * other worker, stored and acknowledged, and admin requests are answered —
+ * all before the hung check ends (it never does: the test kills its
+ * worker, which then refuses only that capture).  With the check on the
+ * loop thread the daemon answers nothing until the check's deadline, an
+ * hour here, and the waits below fail at their guard.
+ */
+static void test_daemon_sandbox_hung_check_does_not_stall_the_daemon(void **state)
+{
+	struct rvh *h = *state;
+	Rearview__AdminResponse *r;
+	pid_t bad, good, hung = 0, w[4];
+	char err[160];
+	size_t n;
+
+	bad = rvh_helper(h, "--not-a-capture", "--prefix", "RVD-TEST-HANG", NULL);
+	assert_true(rvh_wait_registered(h, bad, true));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)bad), 0);
+	/* The check is under way: a worker holds the capture. */
+	assert_true(wait_busy_workers(h->daemon, &hung, 1));
+
+	good = rvh_helper(h, NULL);
+	assert_true(rvh_wait_registered(h, good, true));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)good), 0);
+	assert_int_equal(rvh_wait_captures(h, 1), 1);
+	assert_true(wait_acked(h));
+	assert_int_equal(rvh_rvctl(h, NULL, 0, "status"), 0);
+	/* ... all while the first check is still hung. */
+	assert_true(alive(hung));
+	assert_int_equal(parser_failures(h), 0);
+	r = rvh_status(h);
+	assert_non_null(r);
+	assert_non_null(rvh_find_proc(r, bad));
+	rearview__admin_response__free_unpacked(r, NULL);
+	n = find_workers(h->daemon, w, 4);
+	assert_true(n >= 2); /* the hung one, the one that checked (and a summary's) */
+
+	/* The hung worker dies: only its capture is refused. */
+	assert_int_equal(kill(hung, SIGKILL), 0);
+	assert_true(rvh_wait_registered(h, bad, false));
+	assert_true(last_error_has(h, "capture parser crashed", err, sizeof(err)));
+	fprintf(stderr, "refused: %s\n", err);
+	assert_int_equal(parser_failures(h), 1);
+	assert_int_equal(rvh_wait_captures(h, 1), 1);
+}
+
+/* Waits (guarded) until a last error contains `needle`. */
+static bool wait_last_error(struct rvh *h, const char *needle)
+{
+	for (double until = rvh_now() + RVH_GUARD_S; rvh_now() < until; rvh_sleep_ms(10))
+		if (last_error_has(h, needle, NULL, 0))
+			return true;
+	return false;
+}
+
+static uint64_t not_captured(struct rvh *h)
+{
+	Rearview__AdminResponse *r = rvh_status(h);
+	uint64_t n;
+
+	assert_non_null(r);
+	n = r->status->anomalies_not_captured;
+	rearview__admin_response__free_unpacked(r, NULL);
+	return n;
+}
+
+/*
+ * The checks' queue is bounded: with every checking worker hung, the next
+ * RVD_CHECK_QUEUE_MAX answers wait and one more is refused with BUSY — its
+ * process stays registered, the refusal is counted and named — while the
+ * daemon answers admin requests.  When the hung workers die, only their
+ * captures are refused, and the waiting ones are checked and stored in
+ * turn by new workers.
+ */
+static void test_daemon_sandbox_full_check_queue_refuses_busy(void **state)
+{
+	struct rvh *h = *state;
+	pid_t hung[RVD_CHECK_WORKERS], app[RVD_CHECK_QUEUE_MAX + 1];
+	Rearview__AdminResponse *r;
+	char err[160];
+
+	for (int i = 0; i < RVD_CHECK_WORKERS; i++) {
+		pid_t bad = rvh_helper(h, "--not-a-capture", "--prefix", "RVD-TEST-HANG", NULL);
+
+		assert_true(rvh_wait_registered(h, bad, true));
+		assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)bad), 0);
+	}
+	assert_true(wait_busy_workers(h->daemon, hung, RVD_CHECK_WORKERS));
+	for (int i = 0; i <= RVD_CHECK_QUEUE_MAX; i++) {
+		app[i] = rvh_helper(h, NULL);
+		assert_true(app[i] > 0);
+		assert_true(rvh_wait_registered(h, app[i], true));
+	}
+	for (int i = 0; i <= RVD_CHECK_QUEUE_MAX; i++)
+		assert_int_equal(rvh_rvctl(h, NULL, 0, "capture %d", (int)app[i]), 0);
+	/* Seventeen answers for sixteen places: exactly one refused. */
+	assert_true(wait_last_error(h, "every capture check is busy"));
+	assert_true(last_error_has(h, "every capture check is busy", err, sizeof(err)));
+	fprintf(stderr, "refused: %s\n", err);
+	assert_int_equal(not_captured(h), 1);
+	assert_int_equal(rvh_wait_captures(h, 0), 0); /* nothing stored yet */
+	r = rvh_status(h);
+	assert_non_null(r);
+	for (int i = 0; i <= RVD_CHECK_QUEUE_MAX; i++)
+		assert_non_null(rvh_find_proc(r, app[i])); /* BUSY keeps its process */
+	rearview__admin_response__free_unpacked(r, NULL);
+	assert_int_equal(parser_failures(h), 0);
+
+	/* The hung workers die: the queue drains through new ones. */
+	for (int i = 0; i < RVD_CHECK_WORKERS; i++)
+		assert_int_equal(kill(hung[i], SIGKILL), 0);
+	assert_int_equal(rvh_wait_captures(h, RVD_CHECK_QUEUE_MAX), RVD_CHECK_QUEUE_MAX);
+	assert_int_equal(parser_failures(h), RVD_CHECK_WORKERS);
+	assert_int_equal(not_captured(h), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +446,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_daemon_sandbox_parser_oversized_answer_refused_worker_restarted, setup,
 			rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_sandbox_hung_check_does_not_stall_the_daemon, setup_long_check,
+			rvh_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_sandbox_full_check_queue_refuses_busy,
+						setup_long_check, rvh_fixture_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,7 +13,9 @@
  * when PostgreSQL is missing or a step fails, its PostgreSQL stopped
  * (atexit) either way.  `make bench-pg-views` runs it under
  * tests/with-pg.sh (deploy/pg-private.sh), whose trap stops the cluster
- * even when the program is killed.
+ * even when the program is killed.  RVS_BENCH_ROWS=a|b measures only the
+ * rows whose label contains a or b; RVS_BENCH_KEEP=1 keeps the filled
+ * database on a shared cluster (RVT_PG_HOST) for psql.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -36,6 +38,14 @@ static struct rvs_config cfg; /* database: the fresh PostgreSQL database */
  * whichever way the program ends. */
 static void stop_pg(void)
 {
+	/* RVS_BENCH_KEEP=1 on the run's cluster (tests/with-pg.sh's, or
+	 * RVT_PG_HOST's): the filled database is kept for psql, named here. */
+	const char *keep = getenv("RVS_BENCH_KEEP");
+
+	if (keep && *keep && strcmp(keep, "0") && pg.shared && cfg.database[0]) {
+		fprintf(stderr, "kept: %s\n", cfg.database);
+		pg.ndbs = 0;
+	}
 	pgh_stop(&pg);
 }
 
@@ -64,10 +74,35 @@ static int cmpd(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* RVS_BENCH_ROWS: only the rows whose label contains one of its
+ * '|'-separated parts (every row when unset). */
+static int wanted(const char *label)
+{
+	const char *want = getenv("RVS_BENCH_ROWS"), *p;
+
+	if (!want || !*want)
+		return 1;
+	for (p = want; *p;) {
+		size_t n = strcspn(p, "|");
+		char part[128];
+		if (n && n < sizeof part) {
+			memcpy(part, p, n);
+			part[n] = 0;
+			if (strstr(label, part))
+				return 1;
+		}
+		p += n + (p[n] == '|');
+	}
+	return 0;
+}
+
 static void measure(const char *label, const char *path, const char *query, int n)
 {
 	double ms[64];
 	int status = 0;
+
+	if (!wanted(label))
+		return;
 	for (int i = 0; i < n + 1; i++) {
 		struct rvs_query_resp r;
 		double t = now_ms();
@@ -150,6 +185,12 @@ int main(void)
 	      " SELECT a.trace_id, n.node, a.bucket, 1, 1000, 1000 FROM trace_agg a JOIN traces t"
 	      " USING (trace_id) JOIN agg_nodes n ON n.app_id = t.app_id AND (n.parent = 0 OR"
 	      " (n.depth = 1 AND (n.node + t.seq) % 22 = 0))");
+	/* The per-node rollup, where the schema has one (migration 14), as
+	 * the index lane adds a batch's paths to it. */
+	ex(c, "DO $$BEGIN IF to_regclass('agg_node_sums') IS NOT NULL THEN"
+	      " INSERT INTO agg_node_sums (node, traces, calls, self_ns, incl_ns)"
+	      " SELECT node, count(*), sum(calls), sum(self_ns), sum(incl_ns) FROM trace_paths"
+	      " GROUP BY node ORDER BY node; END IF; END$$");
 	ex(c, "ANALYZE");
 	fprintf(stderr, "fill %.1f s\n", (now_ms() - t0) / 1e3);
 	ex(c, "SELECT (SELECT count(*) FROM trace_paths), (SELECT count(*) FROM agg_sums)");

@@ -677,6 +677,16 @@ static void test_chaos_storage_failures_lose_and_quarantine_nothing(void **state
 				     " GROUP BY 1, 2) p USING (bucket, node)"
 				     " WHERE s.traces <> p.n) x"),
 			 0);
+	/* The per-node rollup, added once a batch by concurrent lanes: every
+	 * node's sums as agg_sums' summed over its buckets. */
+	assert_true(pg_count(c, "SELECT count(*) FROM agg_node_sums") > 0);
+	assert_int_equal(pg_count(c, "SELECT count(*) FROM (SELECT node, sum(traces) t,"
+				     " sum(calls) k, sum(self_ns) s, sum(incl_ns) i FROM agg_sums"
+				     " GROUP BY node) a FULL JOIN agg_node_sums r USING (node)"
+				     " WHERE r.traces IS DISTINCT FROM a.t OR r.calls IS DISTINCT"
+				     " FROM a.k OR r.self_ns IS DISTINCT FROM a.s"
+				     " OR r.incl_ns IS DISTINCT FROM a.i"),
+			 0);
 	for (int i = 0; i < NDEV; i++)
 		for (int j = 0; j < PER_DEV; j++) {
 			struct upload *u = &g_dev[i].up[j];

@@ -2323,6 +2323,51 @@ static void test_store_pg_migration_moves_rows_into_weeks(void **state)
 	ops->close(s);
 }
 
+/* The per-node rollup (migration 14) over a database with aggregates
+ * already: filled with agg_sums summed per node; then a DELETE of a
+ * trace's path rows (a re-decode, retention) takes them off, and a node
+ * whose last trace went has no row. */
+static void test_store_pg_migration_rolls_up_existing_sums(void **state)
+{
+	struct fx *f = *state;
+	char dsn[256];
+	struct rvs_store *s;
+	int v = 0;
+	static const char recount[] =
+		"SELECT count(*) FROM (SELECT node, sum(traces) t, sum(calls) c, sum(self_ns) sn,"
+		" sum(incl_ns) i FROM agg_sums GROUP BY node) a FULL JOIN agg_node_sums r"
+		" USING (node) WHERE r.traces IS DISTINCT FROM a.t OR r.calls IS DISTINCT FROM a.c"
+		" OR r.self_ns IS DISTINCT FROM a.sn OR r.incl_ns IS DISTINCT FROM a.i";
+
+	assert_int_equal(pgh_fresh_db(&pg, dsn, sizeof dsn), 0);
+	assert_int_equal(rvs_pg_migrate(dsn, RVS_PG_MIGRATION_ROLLUP - 1), 0);
+	snprintf(f->db, sizeof f->db, "%s", dsn);
+	/* Two apps, three buckets: node 1 (app a's root) in two buckets. */
+	pg_exec(f,
+		"INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
+		" VALUES ('a', '1', 'm', 1, 0), ('a', '2', 'm', 1, 0), ('b', '1', 'm', 1, 0);"
+		"INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES"
+		" ('a', 0, '', 0), ('a', 1, 'f', 1), ('b', 0, '', 0);"
+		"INSERT INTO trace_paths VALUES ('t1', 1, 1, 1, 10, 30), ('t1', 2, 1, 4, 20, 20),"
+		" ('t2', 1, 2, 2, 5, 50), ('t2', 2, 2, 1, 1, 1), ('t3', 3, 3, 7, 70, 700);");
+	assert_int_equal(ops->open(dsn, &s), 0);
+	assert_int_equal(ops->schema_version(s, &v), 0);
+	assert_true(v >= RVS_PG_MIGRATION_ROLLUP);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM agg_node_sums"), 3);
+	assert_int_equal(pg_num(f, "SELECT traces * 1000000 + calls * 10000 + incl_ns"
+				   " FROM agg_node_sums WHERE node = 1"),
+			 2 * 1000000 + 3 * 10000 + 80);
+	assert_int_equal(pg_num(f, recount), 0);
+	pg_exec(f, "DELETE FROM trace_paths WHERE trace_id = 't2'");
+	assert_int_equal(pg_num(f, "SELECT traces * 1000000 + calls * 10000 + self_ns"
+				   " FROM agg_node_sums WHERE node = 2"),
+			 1 * 1000000 + 4 * 10000 + 20);
+	assert_int_equal(pg_num(f, recount), 0);
+	pg_exec(f, "DELETE FROM trace_paths WHERE trace_id IN ('t1', 't3')");
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM agg_node_sums"), 0);
+	ops->close(s);
+}
+
 /* Two nodes on one database: the idle one listens, the other acknowledges
  * an upload, and the listener's socket turns readable with a wake-up
  * (the NOTIFY of the upload's commit) — no poll, no timer — after which
@@ -2553,6 +2598,8 @@ int main(void)
 			test_store_pg_retention_drops_expired_weeks_and_names_blobs, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_migration_moves_rows_into_weeks,
+						setup_empty, teardown),
+		cmocka_unit_test_setup_teardown(test_store_pg_migration_rolls_up_existing_sums,
 						setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_upload_wakes_idle_listener, setup,
 						teardown),

@@ -930,9 +930,12 @@ static void run(struct rvs_call *c, enum agg_view view)
 		goto out;
 	for (int s = 0; s < nsides && !rc; s++)
 		rc = to_filter(&f[s], &sides[s], &chain[s]);
-	/* Weights live with each trace's upload: the bucket sums have none. */
+	/* Weights live with each trace's upload: the bucket sums have none;
+	 * unweighted, the store need not read them. */
 	for (int s = 0; s < nsides && a.weighted; s++)
 		sides[s].bucketed = 0;
+	for (int s = 0; s < nsides && !rc; s++)
+		sides[s].unweighted = !a.weighted;
 	if (!rc && rvs_store_acquire(c->cfg->database, &ops, &st)) {
 		rvs_query_set_error(c->q, 503, "database unavailable");
 		goto out;

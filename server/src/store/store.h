@@ -350,6 +350,10 @@ struct rvs_agg_filter {
 	const char *issue;
 	int64_t dur_min, dur_max, except_since, except_until, except_dur_min, except_dur_max;
 	int has_dur_min, has_dur_max, has_except;
+	/* 1: the caller reads no upload weight, so a per-trace row may carry
+	 * w 1 and wflag 2 (unknown) whatever its upload's (PostgreSQL then
+	 * reads no uploads row); 0: each row's own. */
+	int unweighted;
 };
 
 /* agg_read's callbacks; a non-zero return stops the read and is returned. */

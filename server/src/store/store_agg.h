@@ -62,6 +62,20 @@ int rvs_sqlite_issue_register(struct sqlite3 *db);
 
 /* ---- PostgreSQL ---- */
 
+/* The statement adding the path rows of the traces $1 (a text[] of
+ * trace ids) to agg_node_sums (store_pg.c's migration 14: agg_sums summed
+ * per node), one upsert a node in node order, so that writers take these
+ * rows in one order.  The index lane runs it once a batch, just before its
+ * COMMIT, over the traces it wrote (store_pg_index.c); trace_paths' DELETE
+ * trigger takes rows off the same way. */
+#define RVS_PG_ROLLUP_FOLD                                                        \
+	"INSERT INTO agg_node_sums AS s (node, traces, calls, self_ns, incl_ns)"  \
+	" SELECT node, count(*), sum(calls)::bigint, sum(self_ns)::bigint,"       \
+	" sum(incl_ns)::bigint FROM trace_paths WHERE trace_id = ANY($1::text[])" \
+	" GROUP BY node ORDER BY node ON CONFLICT (node) DO UPDATE SET"           \
+	" traces = s.traces + excluded.traces, calls = s.calls + excluded.calls," \
+	" self_ns = s.self_ns + excluded.self_ns, incl_ns = s.incl_ns + excluded.incl_ns"
+
 /* A trace's call-path aggregate rows on pg, inside the index lane's
  * transaction, in three steps around its pipelines (store/pg/pg.h;
  * store_pg_index.c): rvs_pg_agg_begin adds to pp, tagged tag, the reads of

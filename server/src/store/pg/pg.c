@@ -283,6 +283,54 @@ int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *fai
 	return rc;
 }
 
+void rvs_pg_lit_put(struct rvs_pg_lit *l, const char *p, size_t n)
+{
+	if (!l->b)
+		return;
+	if (l->len + n + 1 > l->cap) {
+		size_t cap = 2 * l->cap + n + 1;
+		char *b = realloc(l->b, cap);
+		if (!b) {
+			free(l->b);
+			l->b = NULL;
+			return;
+		}
+		l->b = b;
+		l->cap = cap;
+	}
+	memcpy(l->b + l->len, p, n);
+	l->len += n;
+	l->b[l->len] = 0;
+}
+
+void rvs_pg_lit_i64(struct rvs_pg_lit *l, int64_t v)
+{
+	char num[24];
+	int n = snprintf(num, sizeof num, "%s%" PRId64, l->len > 1 ? "," : "", v);
+	rvs_pg_lit_put(l, num, (size_t)n);
+}
+
+void rvs_pg_lit_text(struct rvs_pg_lit *l, const char *v)
+{
+	if (l->len > 1)
+		rvs_pg_lit_put(l, ",", 1);
+	if (!v) {
+		rvs_pg_lit_put(l, "NULL", 4);
+		return;
+	}
+	rvs_pg_lit_put(l, "\"", 1);
+	for (const char *p = v; *p; p++) {
+		size_t n = strcspn(p, "\\\"");
+		rvs_pg_lit_put(l, p, n);
+		p += n;
+		if (!*p)
+			break;
+		rvs_pg_lit_put(l, "\\", 1);
+		rvs_pg_lit_put(l, p, 1);
+	}
+	rvs_pg_lit_put(l, "\"", 1);
+}
+
 const char *rvs_pg_val(const PGresult *r, int row, int col)
 {
 	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);

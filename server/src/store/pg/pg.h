@@ -124,6 +124,22 @@ int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *fai
 /* Frees every step and result of pp; pp is {0} again. */
 void rvs_pg_pipe_free(struct rvs_pg_pipe *pp);
 
+/* An array literal's text being built ("{", the elements, "}"): start
+ * from {malloc(n), 0, n}; b is NULL (and freed) after an allocation
+ * failure, and every call then does nothing.  Elements are separated by
+ * ',' once the opening "{" is in. */
+struct rvs_pg_lit {
+	char *b;
+	size_t len, cap;
+};
+/* Appends n bytes of p. */
+void rvs_pg_lit_put(struct rvs_pg_lit *l, const char *p, size_t n);
+/* Appends the element v. */
+void rvs_pg_lit_i64(struct rvs_pg_lit *l, int64_t v);
+/* Appends the element v: double-quoted, '\' and '"' escaped; NULL for
+ * v NULL. */
+void rvs_pg_lit_text(struct rvs_pg_lit *l, const char *v);
+
 /* Column col of row as text, NULL for SQL NULL. */
 const char *rvs_pg_val(const PGresult *r, int row, int col);
 /* Column col of row as an integer (text results), 0 for SQL NULL. */

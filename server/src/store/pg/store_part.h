@@ -25,6 +25,9 @@ struct pg_conn;
  * (the upgrade test migrates to the one before it).  Keep it in step
  * when migrations are renumbered. */
 #define RVS_PG_MIGRATION_PART 8
+/* The one that adds the per-node rollup agg_node_sums (its test migrates
+ * to the one before it, with rows, then opens). */
+#define RVS_PG_MIGRATION_ROLLUP 14
 
 /* Applies store_pg.c's migrations up to schema version upto (1..the
  * latest), on a connection of its own, under the migrations' advisory

@@ -479,7 +479,35 @@ static const char *const migrations[] = {
 	"DROP INDEX traces_issue;"
 	"CREATE INDEX traces_issue"
 	" ON traces(issue, app_id, received_at, device_id, severity);",
-	/* 14 (jank per app, traced or not): sqlite's migration 16 — each
+	/* 14 (the fleet's rollup; RVS_PG_MIGRATION_ROLLUP): agg_sums summed over every bucket, one
+	 * row a node (a node is one app's: the per-(app, node) sums), read by an aggregate whose
+	 * only filter is the app (store_pg_agg.c).  The index lane adds a batch's new paths in one
+	 * statement just before its COMMIT, in node order (RVS_PG_ROLLUP_FOLD), so batches hold
+	 * these hot rows only from there to their commit and take them in one order (no deadlock
+	 * between batches); a DELETE of trace_paths (a re-decode, retention) takes its rows off in
+	 * one statement-level trigger, in node order too (the same upsert, negated).  Filled from
+	 * agg_sums. */
+	"CREATE TABLE agg_node_sums ("
+	" node BIGINT PRIMARY KEY, traces BIGINT NOT NULL, calls BIGINT NOT NULL,"
+	" self_ns BIGINT NOT NULL, incl_ns BIGINT NOT NULL);"
+	"INSERT INTO agg_node_sums SELECT node, sum(traces), sum(calls), sum(self_ns),"
+	" sum(incl_ns) FROM agg_sums GROUP BY node ORDER BY node;"
+	"CREATE FUNCTION trace_paths_unroll() RETURNS trigger LANGUAGE plpgsql AS $f$"
+	" BEGIN"
+	"  INSERT INTO agg_node_sums AS s (node, traces, calls, self_ns, incl_ns)"
+	"  SELECT node, -count(*), -sum(calls)::bigint, -sum(self_ns)::bigint,"
+	"  -sum(incl_ns)::bigint FROM gone GROUP BY node ORDER BY node"
+	"  ON CONFLICT (node) DO UPDATE SET traces = s.traces + excluded.traces,"
+	"  calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"
+	"  incl_ns = s.incl_ns + excluded.incl_ns;"
+	"  DELETE FROM agg_node_sums s WHERE s.traces <= 0"
+	"  AND s.node IN (SELECT node FROM gone);"
+	"  RETURN NULL;"
+	" END $f$;"
+	"CREATE TRIGGER trace_paths_unroll AFTER DELETE ON trace_paths"
+	" REFERENCING OLD TABLE AS gone FOR EACH STATEMENT"
+	" EXECUTE FUNCTION trace_paths_unroll();",
+	/* 15 (jank per app, traced or not): sqlite's migration 16 — each
 	 * device's frames and late frames per app, version and UTC day. */
 	"CREATE TABLE jank_counts ("
 	" device_id TEXT NOT NULL REFERENCES devices(device_id),"
@@ -857,6 +885,7 @@ int rvs_pg_migrate(const char *dsn, int upto)
 
 	assert(upto >= 1 && upto <= N_MIGRATIONS);
 	assert(strstr(migrations[RVS_PG_MIGRATION_PART - 1], "FUNCTION rv_week_partitions"));
+	assert(strstr(migrations[RVS_PG_MIGRATION_ROLLUP - 1], "CREATE TABLE agg_node_sums"));
 	if (!pg || PQstatus(pg) != CONNECTION_OK) {
 		rvs_log("error", "postgresql connect failed", "err=\"%s\"",
 			pg ? PQerrorMessage(pg) : "out of memory");

@@ -13,7 +13,10 @@
  * recursive walk from the app's root), only new ones one by one; a lookup that misses because
  * another lane is inserting the same node waits for it (ON CONFLICT DO NOTHING) and reads it again.
  * agg_read runs every side and the dictionary lookup in one REPEATABLE
- * READ, READ ONLY transaction.
+ * READ, READ ONLY transaction; a bucketed side whose only filter is the
+ * app reads the per-node rollup (migration 14), whose sums are the
+ * buckets' summed per node (kept by store_pg_index.c's batch end and
+ * trace_paths' DELETE trigger).
  */
 #include "store/store_agg.h"
 #include "store/pg/pg.h"
@@ -150,57 +153,6 @@ static void arr_add(char **b, size_t *len, size_t *cap, int64_t v)
 	*len += (size_t)n;
 }
 
-/* A growing text buffer (NULL after an allocation failure). */
-struct sbuf {
-	char *b;
-	size_t len, cap;
-};
-
-static void sb_put(struct sbuf *s, const char *p, size_t n)
-{
-	if (!s->b)
-		return;
-	if (s->len + n + 1 > s->cap) {
-		size_t cap = 2 * s->cap + n + 1;
-		char *b = realloc(s->b, cap);
-		if (!b) {
-			free(s->b);
-			s->b = NULL;
-			return;
-		}
-		s->b = b;
-		s->cap = cap;
-	}
-	memcpy(s->b + s->len, p, n);
-	s->len += n;
-	s->b[s->len] = 0;
-}
-
-static void sb_i64(struct sbuf *s, int64_t v)
-{
-	char num[24];
-	int n = snprintf(num, sizeof num, "%s%" PRId64, s->len > 1 ? "," : "", v);
-	sb_put(s, num, (size_t)n);
-}
-
-/* One element of a text[] literal: double-quoted, '\' and '"' escaped. */
-static void sb_text(struct sbuf *s, const char *v)
-{
-	if (s->len > 1)
-		sb_put(s, ",", 1);
-	sb_put(s, "\"", 1);
-	for (const char *p = v; *p; p++) {
-		size_t n = strcspn(p, "\\\"");
-		sb_put(s, p, n);
-		p += n;
-		if (!*p)
-			break;
-		sb_put(s, "\\", 1);
-		sb_put(s, p, 1);
-	}
-	sb_put(s, "\"", 1);
-}
-
 /* The statement finding which of a trace's paths the dictionary holds: a
  * walk down from the app's root ($1) along the rows' parents ($2 indexes,
  * $3 parents, $4 methods); rows (i, node). */
@@ -217,20 +169,20 @@ static const char known_sql[] =
 static int known_params(struct rvs_pg_pipe *pp, struct rvs_pg_step *st, const char *app,
 			const struct rvs_agg_rows *r)
 {
-	struct sbuf ix = {malloc(64), 0, 64}, par = {malloc(64), 0, 64},
-		    met = {malloc(256), 0, 256};
+	struct rvs_pg_lit ix = {malloc(64), 0, 64}, par = {malloc(64), 0, 64},
+			  met = {malloc(256), 0, 256};
 
-	sb_put(&ix, "{", 1);
-	sb_put(&par, "{", 1);
-	sb_put(&met, "{", 1);
+	rvs_pg_lit_put(&ix, "{", 1);
+	rvs_pg_lit_put(&par, "{", 1);
+	rvs_pg_lit_put(&met, "{", 1);
 	for (size_t i = 0; i < r->n; i++) {
-		sb_i64(&ix, (int64_t)i);
-		sb_i64(&par, r->v[i].parent);
-		sb_text(&met, r->v[i].method);
+		rvs_pg_lit_i64(&ix, (int64_t)i);
+		rvs_pg_lit_i64(&par, r->v[i].parent);
+		rvs_pg_lit_text(&met, r->v[i].method);
 	}
-	sb_put(&ix, "}", 1);
-	sb_put(&par, "}", 1);
-	sb_put(&met, "}", 1);
+	rvs_pg_lit_put(&ix, "}", 1);
+	rvs_pg_lit_put(&par, "}", 1);
+	rvs_pg_lit_put(&met, "}", 1);
 	rvs_pg_text(&st->p, app);
 	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, ix.b));
 	rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, par.b));
@@ -408,6 +360,13 @@ void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
 	" AND ($8::bigint IS NULL OR b.day < $8 / 86400)"                                         \
 	" AND $4::text IS NULL AND $5::text IS NULL" /* typed: bucketed sides have neither */     \
 	" GROUP BY s.node"
+/* BUCKET_SQL when the app is the only filter ($1, NULL for every app): the
+ * same sums, read from the per-node rollup (migration 14; each node is one
+ * app's), one row a node where BUCKET_SQL adds up one a bucket and node
+ * (the fleet's 100,000 traces: 4,000 rows, not 1 M). */
+static const char ROLLUP_SQL[] =
+	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2 FROM agg_node_sums s"
+	" JOIN agg_nodes n ON n.node = s.node WHERE ($1::text IS NULL OR n.app_id = $1)";
 #define TRACE_SET                                                                                 \
 	"(SELECT t.trace_id, t.received_at, t.duration_ns FROM traces t"                          \
 	" JOIN trace_agg a ON a.trace_id = t.trace_id"                                            \
@@ -436,6 +395,11 @@ void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
 	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, COALESCE(uw.weight, 1.0),"      \
 	" CASE WHEN uw.weight_exact = 1 THEN 0 WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2"  \
 	" ELSE 1 END FROM " TRACE_SET " LEFT JOIN uploads uw ON uw.trace_id = x.trace_id" \
+	" JOIN trace_paths p ON p.trace_id = x.trace_id"
+/* TRACE_SQL for a caller that reads no weight (rvs_agg_filter.unweighted):
+ * no uploads row read, every row's weight unknown. */
+#define TRACE_SQL_UNWEIGHTED                                                      \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, 1.0, 2 FROM " TRACE_SET \
 	" JOIN trace_paths p ON p.trace_id = x.trace_id"
 /* $20 the node, $21 the rows, $22 1: by self time. */
 #define HEAVY_SQL                                                                     \
@@ -475,6 +439,8 @@ static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 	struct rvs_pg_params a = {0};
 	PGresult *r;
 	int rc, stop = 0;
+	int rollup = f->bucketed && !f->version && !f->model && !f->has_kind && !f->has_since &&
+		     !f->has_until;
 
 	if (f->bucketed) {
 		rvs_pg_text(&a, f->app);
@@ -488,7 +454,17 @@ static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 	} else {
 		set_params(&a, f);
 	}
-	if ((rc = q(pg, f->bucketed ? BUCKET_SQL : TRACE_SQL, &a, &r, NULL, 0)))
+	if (rollup) {
+		a.n = 1;
+		rc = q(pg, ROLLUP_SQL, &a, &r, NULL, 0);
+	} else {
+		rc = q(pg,
+		       f->bucketed     ? BUCKET_SQL
+		       : f->unweighted ? TRACE_SQL_UNWEIGHTED
+				       : TRACE_SQL,
+		       &a, &r, NULL, 0);
+	}
+	if (rc)
 		return rc;
 	for (int i = 0; i < PQntuples(r) && !stop; i++)
 		stop = cb->row(arg, s, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),

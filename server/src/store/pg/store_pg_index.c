@@ -20,7 +20,9 @@
  * probe, read under the lease's lock, found such rows: a first decode has
  * none, and no other writer can add them while the lock is held.  Its
  * call-path aggregates (rvs_agg_build's rows, store_pg_agg.c) are written
- * before its signature, as on sqlite.
+ * before its signature, as on sqlite; the batch's last statements add the
+ * path rows of every trace it wrote to the per-node rollup (migration 14,
+ * RVS_PG_ROLLUP_FOLD) and set the signatures.
  *
  * Round trips: statements go in libpq pipelines (pg.h), several per round
  * trip: the probe (BEGIN, the leases locked, each trace's upload and old
@@ -743,11 +745,18 @@ static void add_rows_end(struct rvs_pg_pipe *pp, int i, const struct rvs_index_t
 /* The batch's end: unless early, the signatures of every trace written
  * (rc 0) after their locks, in one statement, so the traces_sig trigger
  * counts them then and the batch holds the hot counter rows only from
- * there to its commit; then COMMIT. */
+ * there to its commit; the path rows of every trace written added to the
+ * per-node rollup (RVS_PG_ROLLUP_FOLD: its rows, one an app's path, are
+ * hotter still, so likewise last and in one order); then COMMIT. */
 static void add_end(struct rvs_pg_pipe *pp, const struct rvs_index_trace *v, size_t n, int early)
 {
 	struct rvs_pg_step *st;
+	int any_agg = 0;
 
+	for (size_t i = 0; i < n; i++)
+		any_agg |= !v[i].rc && v[i].agg;
+	if (any_agg && (st = rvs_pg_pipe_add(pp, RVS_PG_ROLLUP_FOLD, 0, BATCH, 0)))
+		rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, array_lit(v, n, f_trace)));
 	if (!early) {
 		add_lock_signatures(pp, v, n);
 		st = rvs_pg_pipe_add(pp,

@@ -158,31 +158,70 @@ static const char ISSUES_SQL[] =
 	" GROUP BY t.issue, t.app_id, t.device_id) d"
 	" GROUP BY d.issue, d.app_id"
 	" ORDER BY impact DESC, d.issue COLLATE \"C\", d.app_id COLLATE \"C\" LIMIT $5";
-/* The per-issue reads: $5 the issue, $6 its app (a missing app is its
- * own).  Not IS NOT DISTINCT FROM, which no index condition can use: this
- * form folds to app_id = $6 (or app_id IS NULL) once $6 is bound, a range
- * of traces_issue (issue, app_id, received_at, ...). */
-#define ISSUE_APP " AND (t.app_id = $6::text OR ($6::text IS NULL AND t.app_id IS NULL))"
-static const char TREND_SQL[] =
-	"SELECT t.received_at / 604800, count(*) FROM traces t WHERE t.issue = $5" ISSUE_APP
-	" AND t.received_at >= $1" ISSUE_FILTERS " GROUP BY 1";
-/* The issue's newest trace (by seq) and its anomaly chain. */
-static const char EXAMPLE_SQL[] =
-	"SELECT x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"
-	" c.trace_id = x.trace_id AND c.kind = 'anomaly' AND c.rank = 1 WHERE x.seq = $1";
+/* The shown issues' reads, each one statement for the whole page (not
+ * one per issue): $5 the issues and $6 their apps, two text[] of the
+ * ranking's rows in its order (a NULL app is an unknown app, its own).
+ * Each reads an issue's traces through the index on (issue, app_id,
+ * received_at, ...): the app is an index condition in the first arm
+ * (never IS NOT DISTINCT FROM, which no index condition can use), the
+ * NULL app the second's, which runs only for an issue without one.
+ * Rows come per issue in the ranking's order (k.i). */
+#define SHOWN "unnest($5::text[], $6::text[]) WITH ORDINALITY AS k(issue, app, i)"
+#define ISSUE_TRACES(COLS, MORE)                                                        \
+	"(SELECT " COLS " FROM traces t WHERE t.issue = k.issue AND t.app_id = k.app"   \
+	" AND t.received_at >= $1" ISSUE_FILTERS MORE " UNION ALL SELECT " COLS         \
+	" FROM traces t WHERE k.app IS NULL AND t.issue = k.issue AND t.app_id IS NULL" \
+	" AND t.received_at >= $1" ISSUE_FILTERS MORE ")"
+/* Each issue's traces per week. */
+#define WEEK_OF "t.received_at / 604800 AS week"
+static const char WEEKS_SQL[] = "SELECT k.i, w.week, w.n FROM " SHOWN " CROSS JOIN LATERAL"
+				" (SELECT x.week, count(*) AS n FROM " ISSUE_TRACES(
+					WEEK_OF, "") " x GROUP BY 1) w ORDER BY k.i, w.week";
+/* Each issue's anomaly signatures, sorted, at most 64. */
+#define SIG_OF	"t.anomaly_signature AS sig"
+#define HAS_SIG " AND t.anomaly_signature IS NOT NULL"
 static const char SIGS_SQL[] =
-	"SELECT DISTINCT t.anomaly_signature COLLATE \"C\" FROM traces t WHERE t.issue = "
-	"$5" ISSUE_APP " AND t.received_at >= $1" ISSUE_FILTERS
-	" AND t.anomaly_signature IS NOT NULL ORDER BY 1 LIMIT 64";
+	"SELECT k.i, g.sig FROM " SHOWN " CROSS JOIN LATERAL"
+	" (SELECT DISTINCT x.sig COLLATE \"C\" AS sig FROM " ISSUE_TRACES(
+		SIG_OF, HAS_SIG) " x ORDER BY 1 LIMIT 64) g ORDER BY k.i, g.sig";
+/* The issues' newest traces ($1: their seq) and their anomaly chains. */
+static const char EXAMPLES_SQL[] =
+	"SELECT x.seq, x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"
+	" c.trace_id = x.trace_id AND c.kind = 'anomaly' AND c.rank = 1"
+	" WHERE x.seq = ANY($1::bigint[])";
 
-/* The example, signature and week rows of issue i of top. */
-static int issue_rows(PGconn *pg, const PGresult *top, int i, const struct rvs_pg_params *f,
-		      int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
+/* column col of top's rows as an array literal (NULL for a NULL value);
+ * malloc'd, NULL when out of memory. */
+static char *column_lit(const PGresult *top, int col)
+{
+	struct rvs_pg_lit l = {malloc(64), 0, 64};
+
+	rvs_pg_lit_put(&l, "{", 1);
+	for (int i = 0; i < PQntuples(top); i++)
+		rvs_pg_lit_text(&l, rvs_pg_val(top, i, col));
+	rvs_pg_lit_put(&l, "}", 1);
+	return l.b;
+}
+
+/* The first row of res at or after *k whose column 0 is key (rows sorted
+ * by that column); *k moves past the rows before it. */
+static int at_key(const PGresult *res, int *k, int64_t key)
+{
+	while (*k < PQntuples(res) && rvs_pg_val_i64(res, *k, 0) < key)
+		(*k)++;
+	return *k < PQntuples(res) && rvs_pg_val_i64(res, *k, 0) == key;
+}
+
+/* Issue i of top to cb, then its signatures and weeks (sigs and weeks:
+ * every issue's, by ordinal, each consumed from *ks and *kw); ex: the
+ * examples (by seq, any order). */
+static int issue_out(const PGresult *top, int i, const PGresult *ex, const PGresult *sigs, int *ks,
+		     const PGresult *weeks, int *kw,
+		     int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
 	struct rvs_issue_row r = {0};
-	struct rvs_pg_params a = {0};
-	PGresult *res;
-	int rc, stop;
+	const char *seq = PQgetvalue(top, i, 7);
+	int stop;
 
 	r.issue = rvs_pg_val(top, i, 0);
 	r.app = rvs_pg_val(top, i, 8);
@@ -193,52 +232,41 @@ static int issue_rows(PGconn *pg, const PGresult *top, int i, const struct rvs_p
 	r.first_seen = rvs_pg_val_i64(top, i, 5);
 	r.last_seen = rvs_pg_val_i64(top, i, 6);
 	r.total = rvs_pg_val_i64(top, i, 9);
-	rvs_pg_text(&a, PQgetvalue(top, i, 7));
-	if ((rc = rvs_pg_exec(pg, EXAMPLE_SQL, 0, &a, &res, NULL)))
-		return rc;
-	if (PQntuples(res) == 1) {
-		r.has_example = 1;
-		r.example_trace = rvs_pg_val(res, 0, 0);
-		r.example_chain = rvs_pg_val(res, 0, 1);
-	}
-	stop = cb(arg, RVS_ISSUE_ROW, &r);
-	PQclear(res);
-	if (stop)
+	for (int k = 0; k < PQntuples(ex); k++)
+		if (!strcmp(PQgetvalue(ex, k, 0), seq)) {
+			r.has_example = 1;
+			r.example_trace = rvs_pg_val(ex, k, 1);
+			r.example_chain = rvs_pg_val(ex, k, 2);
+			break;
+		}
+	if ((stop = cb(arg, RVS_ISSUE_ROW, &r)))
 		return stop;
-	a = *f; /* its pointers stay into f's numbers, alive for the call */
-	a.v[4] = r.issue;
-	rvs_pg_text(&a, r.app);
-	if ((rc = rvs_pg_exec(pg, SIGS_SQL, 0, &a, &res, NULL)))
-		return rc;
-	for (int k = 0; k < PQntuples(res) && !stop; k++) {
-		struct rvs_issue_row x = {.signature = rvs_pg_val(res, k, 0)};
+	for (; !stop && at_key(sigs, ks, i + 1); (*ks)++) {
+		struct rvs_issue_row x = {.signature = rvs_pg_val(sigs, *ks, 1)};
 		stop = cb(arg, RVS_ISSUE_SIGNATURE, &x);
 	}
-	PQclear(res);
-	if (stop || (rc = rvs_pg_exec(pg, TREND_SQL, 0, &a, &res, NULL)))
-		return stop ? stop : rc;
-	for (int k = 0; k < PQntuples(res) && !stop; k++) {
-		struct rvs_issue_row x = {.week = rvs_pg_val_i64(res, k, 0),
-					  .count = rvs_pg_val_i64(res, k, 1)};
+	for (; !stop && at_key(weeks, kw, i + 1); (*kw)++) {
+		struct rvs_issue_row x = {.week = rvs_pg_val_i64(weeks, *kw, 1),
+					  .count = rvs_pg_val_i64(weeks, *kw, 2)};
 		stop = cb(arg, RVS_ISSUE_WEEK, &x);
 	}
-	PQclear(res);
 	return stop;
 }
 
 int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_filter *f,
 		       int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
-	struct rvs_pg_params a = {0};
-	PGresult *top = NULL, *res;
+	struct rvs_pg_params a = {0}, e = {0};
+	PGresult *top = NULL, *ex = NULL, *sigs = NULL, *weeks = NULL, *res;
+	char *seqs = NULL, *issues = NULL, *apps = NULL;
 	void *h;
 	PGconn *pg = pool->get(pool->s, &h);
 	int rc;
 
 	if (!pg)
 		return -EAGAIN;
-	/* $1 since, $2 app, $3 version, $4 kind, $5 the limit (the issue in
-	 * the per-issue reads: a copy of these with $5 replaced). */
+	/* $1 since, $2 app, $3 version, $4 kind, $5 the limit (the shown
+	 * issues and $6 their apps in the per-issue reads). */
 	rvs_pg_opt_i64(&a, 1, f->since);
 	rvs_pg_text(&a, f->app);
 	rvs_pg_text(&a, f->version);
@@ -249,9 +277,31 @@ int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_fi
 	PQclear(res);
 	if (!rc)
 		rc = rvs_pg_exec(pg, ISSUES_SQL, 0, &a, &top, NULL);
-	for (int i = 0; !rc && i < PQntuples(top); i++)
-		rc = issue_rows(pg, top, i, &a, cb, arg);
+	/* Four statements a page, whatever the number of issues shown. */
+	if (!rc && PQntuples(top) > 0) {
+		if (!(seqs = column_lit(top, 7)) || !(issues = column_lit(top, 0)) ||
+		    !(apps = column_lit(top, 8)))
+			rc = -ENOMEM;
+		rvs_pg_text(&e, seqs);
+		if (!rc)
+			rc = rvs_pg_exec(pg, EXAMPLES_SQL, 0, &e, &ex, NULL);
+		a.n = 4;
+		rvs_pg_text(&a, issues);
+		rvs_pg_text(&a, apps);
+		if (!rc)
+			rc = rvs_pg_exec(pg, SIGS_SQL, 0, &a, &sigs, NULL);
+		if (!rc)
+			rc = rvs_pg_exec(pg, WEEKS_SQL, 0, &a, &weeks, NULL);
+	}
+	for (int i = 0, ks = 0, kw = 0; !rc && i < PQntuples(top); i++)
+		rc = issue_out(top, i, ex, sigs, &ks, weeks, &kw, cb, arg);
 	PQclear(top);
+	PQclear(ex);
+	PQclear(sigs);
+	PQclear(weeks);
+	free(seqs);
+	free(issues);
+	free(apps);
 	PQclear(PQexec(pg, rc ? "ROLLBACK" : "COMMIT"));
 	pool->put(pool->s, h);
 	return rc;
