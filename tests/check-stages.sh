@@ -14,11 +14,12 @@
 # to the tally the Makefile's targets write (a failed lint or build counts
 # as one failure); the caller prints the closing line.  On two cores the
 # stages overlap where they do not compete for the same files: lint runs
-# beside the DEVELOPER=1 build, the sanitizer build (it shares the npm
-# assets under build/ with the first, so it starts after it) beside the
-# DEVELOPER=1 tests, and the PostgreSQL tests beside the sanitizer tests.
-# The output of what runs beside is kept in build/.check/ and printed when
-# it ends; the rest prints as it goes.  The last lines
+# beside the DEVELOPER=1 build; after it, the sanitizer build (it shares
+# the npm assets under build/ with the first, so it starts after it) and
+# then its tests run beside the DEVELOPER=1 tests and then the PostgreSQL
+# tests.  The output of what runs in the background is kept in
+# build/.check/ and printed when it ends; the sanitizer tests print as
+# they go.  The last lines
 # give each stage's wall time (the figures README.md keeps) and its CPU
 # time (user + system of everything the stage waited for; the run's
 # PostgreSQL cluster is counted apart, by tests/with-pg.sh): on a loaded
@@ -87,18 +88,18 @@ stage dev-build check-build-dev "$@"
 dev=$?
 stage_bg san-build check-build-san "$@"
 
-echo "== $SET 2/4: DEVELOPER=1 tests (build/; the sanitizer build runs beside them)"
-[ $dev -eq 0 ] && stage dev-tests check-run-dev "$@"
-
-wait_for lint
-echo "== $SET 1/4: lint"
-cat "$LOGS/lint.log"
-
-# The PostgreSQL stage waits on the cluster more than it computes: it runs
-# beside the sanitizer tests (its output printed when it ends).
+# The DEVELOPER=1 tests and then the PostgreSQL tests (they wait on the
+# cluster more than they compute) run in the background, beside the
+# sanitizer build and then its tests, which start as soon as their build
+# is done; their output is printed when they end.
 if [ $dev -eq 0 ]; then
-	echo "== $SET 3/4: the server tests flagged pg, on PostgreSQL (build/, RVS_TEST_STORE=pg), beside 4/4"
-	stage_bg pg-tests check-run-pg "$@"
+	echo "== $SET 2/4 and 3/4: DEVELOPER=1 tests, then the server tests flagged pg on PostgreSQL (build/, RVS_TEST_STORE=pg), in the background"
+	(
+		stage dev-tests check-run-dev "$@" >"$LOGS/dev-tests.log" 2>&1
+		stage pg-tests check-run-pg "$@" >"$LOGS/pg-tests.log" 2>&1
+		echo 0 >"$LOGS/plain.rc"
+	) &
+	pids="$pids $!"
 fi
 
 echo "== $SET 4/4: ASan+UBSan tests (build/san)"
@@ -108,8 +109,14 @@ else
 	echo "check: the sanitizer build failed; the end of its log ($LOGS/san-build.log):"
 	tail -n 40 "$LOGS/san-build.log"
 fi
+
+wait_for lint
+echo "== $SET 1/4: lint"
+cat "$LOGS/lint.log"
 if [ $dev -eq 0 ]; then
-	wait_for pg-tests
+	wait_for plain
+	echo "== $SET 2/4: DEVELOPER=1 tests (build/)"
+	cat "$LOGS/dev-tests.log"
 	echo "== $SET 3/4: the server tests flagged pg, on PostgreSQL (build/, RVS_TEST_STORE=pg)"
 	cat "$LOGS/pg-tests.log"
 fi

@@ -281,8 +281,9 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	int n = 0;
 	/* Take the database back to version 8 (no issue column nor its index,
 	 * which 9 makes and 15 remakes with app_id; nor the roles' migration
-	 * 10, the fleet counts' 11, the index budget's 12, the alert rules' 13
-	 * or the selection weights' 14), then let the store migrate it again:
+	 * 10, the fleet counts' 11, the index budget's 12, the alert rules' 13,
+	 * the selection weights' 14 or the jank counts' 16), then let the store
+	 * migrate it again:
 	 * the backfill must fold as decode does, and the issues index must
 	 * come out as 15 leaves it. */
 	assert_int_equal(sqlite3_open(g_cfg.database, &db), SQLITE_OK);
@@ -298,7 +299,7 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 		" DROP INDEX traces_by_duration; DROP INDEX traces_by_captured;"
 		" ALTER TABLE traces DROP COLUMN issue; ALTER TABLE traces DROP COLUMN device_id;"
 		" ALTER TABLE traces DROP COLUMN index_cut;"
-		" DROP TABLE alert_rules;"
+		" DROP TABLE alert_rules; DROP TABLE jank_counts;"
 		" ALTER TABLE uploads DROP COLUMN sel_kind; ALTER TABLE uploads DROP COLUMN sel_p;"
 		" ALTER TABLE uploads DROP COLUMN sel_seen; ALTER TABLE uploads DROP COLUMN "
 		"sel_taken;"
