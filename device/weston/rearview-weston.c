@@ -216,18 +216,40 @@ static void on_commit(struct wl_listener *l, void *data)
 	rs->animating = !wl_list_empty(&s->frame_callback_list);
 }
 
+/* The offset CLOCK_MONOTONIC − clk now, in ns: clk read between two reads
+ * of CLOCK_MONOTONIC, three times, keeping the narrowest bracket, so that
+ * being preempted between two reads (milliseconds on a loaded machine)
+ * does not skew it.  0, or -1 when a clock cannot be read. */
+static int clock_offset_ns(clockid_t clk, int64_t *off)
+{
+	int64_t best = INT64_MAX;
+
+	for (int i = 0; i < 3; i++) {
+		struct timespec m0, c, m1;
+		int64_t w;
+
+		if (clock_gettime(CLOCK_MONOTONIC, &m0) < 0 || clock_gettime(clk, &c) < 0 ||
+		    clock_gettime(CLOCK_MONOTONIC, &m1) < 0)
+			return -1;
+		w = (int64_t)ts_ns(&m1) - (int64_t)ts_ns(&m0);
+		if (w < best) {
+			best = w;
+			*off = (int64_t)ts_ns(&m0) + w / 2 - (int64_t)ts_ns(&c);
+		}
+	}
+	return 0;
+}
+
 /* CLOCK_MONOTONIC ns of `ts`, a time on the compositor's presentation clock
  * (CLOCK_MONOTONIC_RAW with the headless backend's software clock): moved
  * by the two clocks' offset now. */
 static uint64_t presentation_mono(const struct weston_compositor *ec, const struct timespec *ts)
 {
-	struct timespec a, b;
-	int64_t off;
+	int64_t off = 0;
 
 	if (ec->presentation_clock == CLOCK_MONOTONIC ||
-	    clock_gettime(ec->presentation_clock, &a) < 0 || clock_gettime(CLOCK_MONOTONIC, &b) < 0)
+	    clock_offset_ns(ec->presentation_clock, &off) < 0)
 		return ts_ns(ts);
-	off = (int64_t)ts_ns(&b) - (int64_t)ts_ns(&a);
 	return off < 0 && (uint64_t)-off > ts_ns(ts) ? 0 : (uint64_t)((int64_t)ts_ns(ts) + off);
 }
 

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,13 +90,25 @@ static void fb_presented(void *data, struct wp_presentation_feedback *f, uint32_
 {
 	struct app *a = data;
 	struct timespec p = {.tv_sec = (time_t)((uint64_t)sec_hi << 32 | sec_lo),
-			     .tv_nsec = (long)nsec},
-			now, mono;
-	int64_t off = 0;
+			     .tv_nsec = (long)nsec};
+	int64_t off = 0, best = INT64_MAX;
 
-	if (a->pclock != CLOCK_MONOTONIC && clock_gettime(a->pclock, &now) == 0 &&
-	    clock_gettime(CLOCK_MONOTONIC, &mono) == 0)
-		off = (int64_t)ts_ns(&mono) - (int64_t)ts_ns(&now);
+	/* The offset CLOCK_MONOTONIC − the presentation clock: that clock read
+	 * between two reads of CLOCK_MONOTONIC, the narrowest of three brackets
+	 * (a preemption between two reads would skew it by milliseconds). */
+	for (int i = 0; a->pclock != CLOCK_MONOTONIC && i < 3; i++) {
+		struct timespec m0, c, m1;
+		int64_t w;
+
+		if (clock_gettime(CLOCK_MONOTONIC, &m0) < 0 || clock_gettime(a->pclock, &c) < 0 ||
+		    clock_gettime(CLOCK_MONOTONIC, &m1) < 0)
+			break;
+		w = (int64_t)ts_ns(&m1) - (int64_t)ts_ns(&m0);
+		if (w < best) {
+			best = w;
+			off = (int64_t)ts_ns(&m0) + w / 2 - (int64_t)ts_ns(&c);
+		}
+	}
 	fprintf(a->presented, "%lld\n", (long long)((int64_t)ts_ns(&p) + off));
 	wp_presentation_feedback_destroy(f);
 	a->feedbacks--;
