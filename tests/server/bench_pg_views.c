@@ -191,6 +191,12 @@ int main(void)
 	      " INSERT INTO agg_node_sums (node, traces, calls, self_ns, incl_ns)"
 	      " SELECT node, count(*), sum(calls), sum(self_ns), sum(incl_ns) FROM trace_paths"
 	      " GROUP BY node ORDER BY node; END IF; END$$");
+	/* The per-day rollup likewise (migration 16). */
+	ex(c, "DO $$BEGIN IF to_regclass('agg_day_sums') IS NOT NULL THEN"
+	      " INSERT INTO agg_day_sums (node, day, traces, calls, self_ns, incl_ns)"
+	      " SELECT s.node, b.day, sum(s.traces), sum(s.calls), sum(s.self_ns), sum(s.incl_ns)"
+	      " FROM agg_sums s JOIN agg_buckets b ON b.bucket = s.bucket"
+	      " GROUP BY s.node, b.day ORDER BY s.node, b.day; END IF; END$$");
 	ex(c, "ANALYZE");
 	fprintf(stderr, "fill %.1f s\n", (now_ms() - t0) / 1e3);
 	ex(c, "SELECT (SELECT count(*) FROM trace_paths), (SELECT count(*) FROM agg_sums)");

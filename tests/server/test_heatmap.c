@@ -15,7 +15,10 @@
  * - each cell's aggregate (/api/v1/aggregate with the cell's bounds) holds
  *   exactly the cell's traces: its marks are the recount's, no more;
  * - the diff of a cell against the rest of the range (except_*) splits the
- *   range's traces exactly (those without a duration fall in the rest);
+ *   range's traces exactly (those without a duration fall in the rest),
+ *   also where the range starts and ends inside a day and the cell is on
+ *   its first, last or a whole day (the rest's whole days are read from
+ *   the per-day rollup, its edge days' traces one by one);
  * - the captures where `work` is heaviest in a cell are the recount's top
  *   N by the per-trace time, in order.
  */
@@ -144,8 +147,8 @@ static capbuf capture(int i, int64_t work)
 	return c;
 }
 
-/* Stores and decodes trace r, then gives it its exact arrival, duration
- * and issue. */
+/* Stores trace r received at its exact arrival, decodes it, then gives it
+ * its exact duration and issue. */
 static void add(struct fx *f, struct tr *r, int i)
 {
 	struct rvs_upload_rec u = {0};
@@ -167,6 +170,12 @@ static void add(struct fx *f, struct tr *r, int i)
 	u.payload_kind = 1;
 	u.blob_sha256 = hex;
 	assert_int_equal(f->ops->upload_add(f->s, &u), 0);
+	/* Received at r->at before its decode, so that its aggregate rows
+	 * (their bucket's day, the per-day rollup) are that day's, as a real
+	 * upload's are. */
+	snprintf(sql, sizeof sql, "UPDATE uploads SET received_at = %lld WHERE trace_id = '%s'",
+		 (long long)r->at, r->id);
+	assert_int_equal(rvt_db_exec(f->db, sql), 0);
 	assert_int_equal(f->ops->decode_next_batch(f->s, 0, 1, &it, 1), 1);
 	assert_string_equal(it.trace_id, u.trace_id);
 	assert_int_equal(rvs_blob_path(f->blobs, hex, it.path, sizeof it.path), 0);
@@ -363,30 +372,31 @@ static void test_heatmap_cells_equal_recount_and_hold_exactly_their_traces(void 
 	check_map(f, 1, &cells);
 }
 
-/* The fullest cell and the rest of the range, as the web page links them. */
-static void test_heatmap_cell_diff_against_rest_of_range_splits_the_range(void **state)
+/* The diff of the cell [since, until) x [dmin, dmax) against the rest of
+ * the range [from, to) (extra appended to the query): each side holds
+ * exactly the recount's traces; the rest's count into *rest_out. */
+static void check_cell_rest(struct fx *f, int64_t from, int64_t to, int64_t since, int64_t until,
+			    int64_t dmin, int64_t dmax, const char *extra, int64_t *rest_out)
 {
-	struct fx *f = *state;
 	char q[768];
 	int status, seen_a[N], seen_b[N];
-	int64_t since = T0, until = T0 + 3600, dmin = 1000, dmax = 2000, in = 0, rest = 0;
+	int64_t in = 0, rest = 0;
 	json_t *doc;
 
-	fleet(f);
 	for (int k = 0; k < f->n; k++) {
 		const struct tr *r = &f->t[k];
 		in += in_cell(r, 0, since, until, dmin, dmax);
-		rest += !strcmp(r->app, APP) && r->at >= T0 && r->at < T0 + SPAN &&
+		rest += !strcmp(r->app, APP) && r->at >= from && r->at < to &&
 			!in_cell(r, 0, since, until, dmin, dmax);
 	}
-	assert_true(in >= 2);
+	assert_true(in >= 1);
 	snprintf(q, sizeof q,
 		 "app=%s&a.since=%lld&a.until=%lld&a.dur_min=%lld&a.dur_max=%lld&b.since=%lld"
 		 "&b.until=%lld&b.except_since=%lld&b.except_until=%lld&b.except_dur_min=%lld"
-		 "&b.except_dur_max=%lld",
+		 "&b.except_dur_max=%lld%s",
 		 APP, (long long)since, (long long)until, (long long)dmin, (long long)dmax,
-		 (long long)T0, (long long)(T0 + SPAN), (long long)since, (long long)until,
-		 (long long)dmin, (long long)dmax);
+		 (long long)from, (long long)to, (long long)since, (long long)until,
+		 (long long)dmin, (long long)dmax, extra);
 	doc = api(f, "/api/v1/aggregate/diff", q, &status);
 	assert_int_equal(status, 200);
 	assert_int_equal(iget(json_object_get(doc, "a"), "traces"), in);
@@ -396,11 +406,71 @@ static void test_heatmap_cell_diff_against_rest_of_range_splits_the_range(void *
 	for (int k = 0; k < f->n; k++) {
 		const struct tr *r = &f->t[k];
 		int a = in_cell(r, 0, since, until, dmin, dmax);
-		int b = !strcmp(r->app, APP) && r->at >= T0 && r->at < T0 + SPAN && !a;
-		assert_int_equal(seen_a[k], a);
-		assert_int_equal(seen_b[k], b);
+		int b = !strcmp(r->app, APP) && r->at >= from && r->at < to && !a;
+		if (seen_a[k] != a || seen_b[k] != b)
+			fail_msg("cell %lld..%lld of %lld..%lld: trace %d at %lld: a %d/%d b %d/%d",
+				 (long long)since, (long long)until, (long long)from, (long long)to,
+				 k, (long long)r->at, seen_a[k], a, seen_b[k], b);
 	}
+	*rest_out = rest;
 	json_decref(doc);
+}
+
+/* The fullest cell and the rest of the range, as the web page links them. */
+static void test_heatmap_cell_diff_against_rest_of_range_splits_the_range(void **state)
+{
+	struct fx *f = *state;
+	int64_t rest;
+
+	fleet(f);
+	check_cell_rest(f, T0, T0 + SPAN, T0, T0 + 3600, 1000, 2000, "", &rest);
+}
+
+/* The rest of a range that does not start or end on a day (its whole days
+ * read from the per-day rollup, its first and last days' traces one by
+ * one), with the cell on the first day, the last day and a whole day in
+ * between: each side exactly the recount's; and the rest's whole days do
+ * come from the rollup (a count planted there shows, unweighted; the
+ * weighted read, per trace, does not see it). */
+static void test_heatmap_cell_diff_rest_with_partial_first_and_last_days(void **state)
+{
+	struct fx *f = *state;
+	const int64_t from = T0 + 1, to = T0 + 2 * 86400 + 6, dmin = 0, dmax = 1000000000000;
+	int64_t rest, again;
+	char sql[256];
+
+	fleet(f);
+	check_cell_rest(f, from, to, T0 + 1, T0 + 3600, dmin, dmax, "", &rest);
+	check_cell_rest(f, from, to, T0 + 2 * 86400, T0 + 2 * 86400 + 6, dmin, dmax, "", &rest);
+	check_cell_rest(f, from, to, T0 + 86400, T0 + 86400 + 3600, dmin, dmax, "", &rest);
+	check_cell_rest(f, from, to, T0 + 86400, T0 + 86400 + 3600, dmin, dmax, "&weighted=1",
+			&again);
+	assert_int_equal(again, rest);
+	snprintf(sql, sizeof sql,
+		 "UPDATE agg_day_sums SET traces = traces + 1000 WHERE day = %lld AND node IN"
+		 " (SELECT node FROM agg_nodes WHERE parent = 0 AND app_id = '%s')",
+		 (long long)(T0 / 86400 + 1), APP);
+	assert_int_equal(rvt_db_exec(f->db, sql), 0);
+	{
+		char q[768];
+		int status;
+		json_t *doc;
+		for (int weighted = 0; weighted < 2; weighted++) {
+			snprintf(q, sizeof q,
+				 "app=%s&a.since=%lld&a.until=%lld&b.since=%lld&b.until=%lld"
+				 "&b.except_since=%lld&b.except_until=%lld&b.except_dur_min=%lld"
+				 "&b.except_dur_max=%lld&weighted=%d",
+				 APP, (long long)(T0 + 86400), (long long)(T0 + 86400 + 3600),
+				 (long long)from, (long long)to, (long long)(T0 + 86400),
+				 (long long)(T0 + 86400 + 3600), (long long)dmin, (long long)dmax,
+				 weighted);
+			doc = api(f, "/api/v1/aggregate/diff", q, &status);
+			assert_int_equal(status, 200);
+			assert_int_equal(iget(json_object_get(doc, "b"), "traces"),
+					 weighted ? rest : rest + 1000);
+			json_decref(doc);
+		}
+	}
 }
 
 static int cmp_work(const void *x, const void *y)
@@ -527,6 +597,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_heatmap_cell_diff_against_rest_of_range_splits_the_range, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_heatmap_cell_diff_rest_with_partial_first_and_last_days, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(test_heatmap_heaviest_captures_equal_recount, setup,
 						teardown),

@@ -14,6 +14,7 @@
 #define RVS_STORE_AGG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store/store.h"
 
@@ -23,6 +24,38 @@ struct pg_conn;
 struct pg_result;
 struct rvs_agg_rows;
 struct rvs_pg_pool;
+
+/* ---- the rest of a range around a heatmap cell ---- */
+
+/* A side that is "every trace of a range but one cell" (the B side of a
+ * cell's diff against the rest of its range) is summed, on both backends,
+ * as the per-day rollup agg_day_sums over the range's whole UTC days, plus
+ * the per-trace rows of the traces outside the cell in the partial first
+ * and last days, minus the per-trace rows of the cell's traces inside the
+ * whole days: the same integer sums as the per-trace read, a cell's and two
+ * edges' rows instead of every row of the range.  1 when side f qualifies,
+ * with [*day0, *day1) the whole days (day = received_at / 86400); else 0.
+ *
+ * It qualifies only when the per-trace read's result does not depend on
+ * what the rollup lacks: no weights (each trace's upload's), no
+ * trace-level filter other than the excepted cell (campaign, method,
+ * chain, issue, duration), no version, model or kind (agg_day_sums sums
+ * over them; agg_sums' buckets could serve those, not done), a range
+ * [since, until) given with since >= 0 and at least one whole day inside.
+ * The caller also falls back to the per-trace read when the rest holds
+ * more than f->max_traces traces: that read sums only the newest ones. */
+static inline int rvs_agg_rest_days(const struct rvs_agg_filter *f, int64_t *day0,
+				    int64_t *day1)
+{
+	if (f->bucketed || !f->has_except || !f->unweighted || f->version || f->model ||
+	    f->has_kind || f->campaign || f->method || f->signature || f->chain || f->issue ||
+	    f->has_dur_min || f->has_dur_max || !f->has_since || !f->has_until || f->since < 0 ||
+	    f->until > INT64_MAX - 86400)
+		return 0;
+	*day0 = f->since / 86400 + (f->since % 86400 != 0);
+	*day1 = f->until / 86400;
+	return *day0 < *day1;
+}
 
 /* ---- sqlite ---- */
 
@@ -75,6 +108,19 @@ int rvs_sqlite_issue_register(struct sqlite3 *db);
 	" GROUP BY node ORDER BY node ON CONFLICT (node) DO UPDATE SET"           \
 	" traces = s.traces + excluded.traces, calls = s.calls + excluded.calls," \
 	" self_ns = s.self_ns + excluded.self_ns, incl_ns = s.incl_ns + excluded.incl_ns"
+
+/* The same for the per-day rollup agg_day_sums (store_pg.c's migration
+ * 16: agg_sums summed per node and UTC day), one upsert a (node, day) in
+ * that order; the index lane runs it just after RVS_PG_ROLLUP_FOLD, so
+ * batches take these rows in one order too. */
+#define RVS_PG_DAY_FOLD                                                                       \
+	"INSERT INTO agg_day_sums AS s (node, day, traces, calls, self_ns, incl_ns)"          \
+	" SELECT p.node, b.day, count(*), sum(p.calls)::bigint, sum(p.self_ns)::bigint,"      \
+	" sum(p.incl_ns)::bigint FROM trace_paths p JOIN agg_buckets b ON b.bucket = p.bucket" \
+	" WHERE p.trace_id = ANY($1::text[]) GROUP BY p.node, b.day ORDER BY p.node, b.day"   \
+	" ON CONFLICT (node, day) DO UPDATE SET traces = s.traces + excluded.traces,"         \
+	" calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"          \
+	" incl_ns = s.incl_ns + excluded.incl_ns"
 
 /* A trace's call-path aggregate rows on pg, inside the index lane's
  * transaction, in three steps around its pipelines (store/pg/pg.h;

@@ -517,6 +517,40 @@ static const char *const migrations[] = {
 	" received_at BIGINT NOT NULL,"
 	" PRIMARY KEY (device_id, app_id, app_version, day));"
 	"CREATE INDEX jank_counts_day ON jank_counts(day, app_id);",
+	/* 16 (the per-day rollup): sqlite's migration 17 — agg_sums summed per (node, UTC day)
+	 * over every version, model and kind, read for the whole days of the rest of a range
+	 * around a heatmap cell (store_pg_agg.c).  Kept as agg_node_sums is: the index lane's
+	 * batch end adds its traces' rows just after that rollup's, in (node, day) order
+	 * (RVS_PG_DAY_FOLD), and trace_paths_unroll takes deleted rows off both.  Filled from
+	 * agg_sums. */
+	"CREATE TABLE agg_day_sums ("
+	" node BIGINT NOT NULL, day BIGINT NOT NULL, traces BIGINT NOT NULL,"
+	" calls BIGINT NOT NULL, self_ns BIGINT NOT NULL, incl_ns BIGINT NOT NULL,"
+	" PRIMARY KEY (node, day));"
+	"INSERT INTO agg_day_sums SELECT s.node, b.day, sum(s.traces), sum(s.calls),"
+	" sum(s.self_ns), sum(s.incl_ns) FROM agg_sums s JOIN agg_buckets b ON b.bucket = s.bucket"
+	" GROUP BY s.node, b.day ORDER BY s.node, b.day;"
+	"CREATE OR REPLACE FUNCTION trace_paths_unroll() RETURNS trigger LANGUAGE plpgsql AS $f$"
+	" BEGIN"
+	"  INSERT INTO agg_node_sums AS s (node, traces, calls, self_ns, incl_ns)"
+	"  SELECT node, -count(*), -sum(calls)::bigint, -sum(self_ns)::bigint,"
+	"  -sum(incl_ns)::bigint FROM gone GROUP BY node ORDER BY node"
+	"  ON CONFLICT (node) DO UPDATE SET traces = s.traces + excluded.traces,"
+	"  calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"
+	"  incl_ns = s.incl_ns + excluded.incl_ns;"
+	"  DELETE FROM agg_node_sums s WHERE s.traces <= 0"
+	"  AND s.node IN (SELECT node FROM gone);"
+	"  INSERT INTO agg_day_sums AS s (node, day, traces, calls, self_ns, incl_ns)"
+	"  SELECT g.node, b.day, -count(*), -sum(g.calls)::bigint, -sum(g.self_ns)::bigint,"
+	"  -sum(g.incl_ns)::bigint FROM gone g JOIN agg_buckets b ON b.bucket = g.bucket"
+	"  GROUP BY g.node, b.day ORDER BY g.node, b.day"
+	"  ON CONFLICT (node, day) DO UPDATE SET traces = s.traces + excluded.traces,"
+	"  calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"
+	"  incl_ns = s.incl_ns + excluded.incl_ns;"
+	"  DELETE FROM agg_day_sums s WHERE s.traces <= 0"
+	"  AND s.node IN (SELECT node FROM gone);"
+	"  RETURN NULL;"
+	" END $f$;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

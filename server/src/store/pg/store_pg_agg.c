@@ -409,6 +409,38 @@ static const char ROLLUP_SQL[] =
 	" ORDER BY CASE WHEN $22::bigint = 1 THEN p.self_ns ELSE p.incl_ns END DESC," \
 	" p.trace_id LIMIT $21"
 
+/* The rest of a range around a cell (store_agg.h's rvs_agg_rest_days;
+ * store_sqlite_agg.c's REST_SQL): $1 app, [$2, $3) the whole days,
+ * [$4, $5) the range, $6 to $9 the cell's received_at and duration ranges.
+ * One row a node whose net trace count is not 0, with 1.0 and 2 (no
+ * weight, as a bucket row) and whether it is a root.  REST_SQL(a, b): a
+ * limits the rollup's nodes to the app's, b the traces.  The rollup's
+ * rows of a node are an index range of its primary key (node, day). */
+#define REST_CELL                                                                   \
+	" (t.received_at >= $6::bigint AND t.received_at < $7::bigint"                  \
+	" AND coalesce(t.duration_ns, -1) >= $8::bigint"                                \
+	" AND coalesce(t.duration_ns, -1) < $9::bigint)"
+#define REST_PATHS                                                  \
+	" FROM traces t JOIN trace_agg a ON a.trace_id = t.trace_id" \
+	" JOIN trace_paths p ON p.trace_id = t.trace_id WHERE"
+#define REST_SQL(app_nodes, app_traces)                                                        \
+	"SELECT r.node, sum(r.traces)::bigint, sum(r.calls)::bigint, sum(r.self_ns)::bigint,"  \
+	" sum(r.incl_ns)::bigint, 1.0, 2, (n.parent = 0)::int FROM (SELECT d.node, d.traces,"  \
+	" d.calls, d.self_ns, d.incl_ns FROM agg_day_sums d"                                   \
+	" WHERE d.day >= $2::bigint AND d.day < $3::bigint" app_nodes                           \
+	" UNION ALL SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns" REST_PATHS                 \
+	" t.received_at >= $4::bigint AND t.received_at < $2::bigint * 86400 AND NOT" REST_CELL \
+	app_traces " UNION ALL SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns" REST_PATHS     \
+	" t.received_at >= $3::bigint * 86400 AND t.received_at < $5::bigint AND NOT" REST_CELL \
+	app_traces " UNION ALL SELECT p.node, -1, -p.calls, -p.self_ns, -p.incl_ns" REST_PATHS \
+	" t.received_at >= $2::bigint * 86400 AND t.received_at < $3::bigint * 86400 AND"      \
+	REST_CELL app_traces ") r JOIN agg_nodes n ON n.node = r.node"                         \
+	" GROUP BY r.node, n.parent HAVING sum(r.traces) <> 0"
+static const char REST_SQL_ANY[] = REST_SQL("", " AND $1::text IS NULL");
+static const char REST_SQL_APP[] = REST_SQL(" AND d.node IN (SELECT node FROM agg_nodes"
+					    " WHERE app_id = $1::text)",
+					    " AND t.app_id = $1::text");
+
 /* The parameters of TRACE_SET for side f into a. */
 static void set_params(struct rvs_pg_params *a, const struct rvs_agg_filter *f)
 {
@@ -433,15 +465,59 @@ static void set_params(struct rvs_pg_params *a, const struct rvs_agg_filter *f)
 	rvs_pg_i64(a, f->except_dur_max);
 }
 
+/* Side s, the rest of f's range around its cell (whole days [day0, day1)),
+ * to cb->row, one summed row a node; *over is 1, and nothing given, when
+ * the rest holds more than f->max_traces traces (or a node's net count is
+ * below 0, which a consistent rollup never gives): the per-trace read
+ * answers then.  0, cb's stop value, or a statement's -errno. */
+static int collect_rest(PGconn *pg, const struct rvs_agg_filter *f, int64_t day0, int64_t day1,
+			size_t s, const struct rvs_agg_cb *cb, void *arg, int *over)
+{
+	struct rvs_pg_params a = {0};
+	int64_t traces = 0;
+	PGresult *r;
+	int rc, stop = 0;
+
+	rvs_pg_text(&a, f->app);
+	rvs_pg_i64(&a, day0);
+	rvs_pg_i64(&a, day1);
+	rvs_pg_i64(&a, f->since);
+	rvs_pg_i64(&a, f->until);
+	rvs_pg_i64(&a, f->except_since);
+	rvs_pg_i64(&a, f->except_until);
+	rvs_pg_i64(&a, f->except_dur_min);
+	rvs_pg_i64(&a, f->except_dur_max);
+	if ((rc = q(pg, f->app ? REST_SQL_APP : REST_SQL_ANY, &a, &r, NULL, 0)))
+		return rc;
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t n = rvs_pg_val_i64(r, i, 1);
+		if (n < 0)
+			traces = INT64_MAX;
+		else if (rvs_pg_val_i64(r, i, 7) && traces < INT64_MAX - n)
+			traces += n;
+	}
+	*over = traces > f->max_traces;
+	for (int i = 0; i < PQntuples(r) && !*over && !stop; i++)
+		stop = cb->row(arg, s, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
+			       rvs_pg_val_i64(r, i, 2), rvs_pg_val_i64(r, i, 3),
+			       rvs_pg_val_i64(r, i, 4), 1.0, 2);
+	PQclear(r);
+	return stop;
+}
+
 static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 		   const struct rvs_agg_cb *cb, void *arg)
 {
 	struct rvs_pg_params a = {0};
 	PGresult *r;
-	int rc, stop = 0;
+	int64_t day0, day1;
+	int rc, stop = 0, over = 0;
 	int rollup = f->bucketed && !f->version && !f->model && !f->has_kind && !f->has_since &&
 		     !f->has_until;
 
+	if (rvs_agg_rest_days(f, &day0, &day1) &&
+	    ((stop = collect_rest(pg, f, day0, day1, s, cb, arg, &over)) || !over))
+		return stop;
 	if (f->bucketed) {
 		rvs_pg_text(&a, f->app);
 		rvs_pg_text(&a, f->version);

@@ -747,7 +747,8 @@ static void add_rows_end(struct rvs_pg_pipe *pp, int i, const struct rvs_index_t
  * counts them then and the batch holds the hot counter rows only from
  * there to its commit; the path rows of every trace written added to the
  * per-node rollup (RVS_PG_ROLLUP_FOLD: its rows, one an app's path, are
- * hotter still, so likewise last and in one order); then COMMIT. */
+ * hotter still, so likewise last and in one order) and then to the per-day
+ * one (RVS_PG_DAY_FOLD, likewise); then COMMIT. */
 static void add_end(struct rvs_pg_pipe *pp, const struct rvs_index_trace *v, size_t n, int early)
 {
 	struct rvs_pg_step *st;
@@ -756,6 +757,8 @@ static void add_end(struct rvs_pg_pipe *pp, const struct rvs_index_trace *v, siz
 	for (size_t i = 0; i < n; i++)
 		any_agg |= !v[i].rc && v[i].agg;
 	if (any_agg && (st = rvs_pg_pipe_add(pp, RVS_PG_ROLLUP_FOLD, 0, BATCH, 0)))
+		rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, array_lit(v, n, f_trace)));
+	if (any_agg && (st = rvs_pg_pipe_add(pp, RVS_PG_DAY_FOLD, 0, BATCH, 0)))
 		rvs_pg_text(&st->p, rvs_pg_pipe_own(pp, st, array_lit(v, n, f_trace)));
 	if (!early) {
 		add_lock_signatures(pp, v, n);

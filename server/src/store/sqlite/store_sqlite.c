@@ -455,6 +455,31 @@ static const char *const migrations[] = {
 	" received_at INTEGER NOT NULL,"
 	" PRIMARY KEY (device_id, app_id, app_version, day));"
 	"CREATE INDEX jank_counts_day ON jank_counts(day, app_id);",
+	/* 17 (the per-day rollup): agg_sums summed per (node, UTC day) over
+	 * every version, model and kind, so the rest of a range around a
+	 * heatmap cell is a few rows a node and day for its whole days
+	 * (store_sqlite_agg.c), not every per-trace path row.  Kept by
+	 * trace_paths' triggers as agg_sums is; filled from agg_sums. */
+	"CREATE TABLE agg_day_sums ("
+	" node INTEGER NOT NULL, day INTEGER NOT NULL, traces INTEGER NOT NULL,"
+	" calls INTEGER NOT NULL, self_ns INTEGER NOT NULL, incl_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (node, day)) WITHOUT ROWID;"
+	"INSERT INTO agg_day_sums SELECT s.node, b.day, sum(s.traces), sum(s.calls),"
+	" sum(s.self_ns), sum(s.incl_ns) FROM agg_sums s JOIN agg_buckets b ON b.bucket = s.bucket"
+	" GROUP BY s.node, b.day;"
+	"CREATE TRIGGER trace_paths_day_ins AFTER INSERT ON trace_paths BEGIN"
+	" INSERT INTO agg_day_sums (node, day, traces, calls, self_ns, incl_ns)"
+	" SELECT NEW.node, day, 1, NEW.calls, NEW.self_ns, NEW.incl_ns FROM agg_buckets"
+	" WHERE bucket = NEW.bucket"
+	" ON CONFLICT DO UPDATE SET traces = traces + 1, calls = calls + excluded.calls,"
+	" self_ns = self_ns + excluded.self_ns, incl_ns = incl_ns + excluded.incl_ns; END;"
+	"CREATE TRIGGER trace_paths_day_del AFTER DELETE ON trace_paths BEGIN"
+	" UPDATE agg_day_sums SET traces = traces - 1, calls = calls - OLD.calls,"
+	" self_ns = self_ns - OLD.self_ns, incl_ns = incl_ns - OLD.incl_ns"
+	" WHERE node = OLD.node AND day = (SELECT day FROM agg_buckets WHERE bucket = OLD.bucket);"
+	" DELETE FROM agg_day_sums WHERE node = OLD.node AND traces <= 0"
+	" AND day = (SELECT day FROM agg_buckets WHERE bucket = OLD.bucket);"
+	" END;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -189,6 +189,35 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 	" CROSS JOIN trace_paths p ON p.trace_id = x.trace_id AND p.node = ?21" \
 	" ORDER BY CASE WHEN ?23 THEN p.self_ns ELSE p.incl_ns END DESC, p.trace_id LIMIT ?22"
 
+/* The rest of a range around a cell (store_agg.h's rvs_agg_rest_days):
+ * ?1 app, [?2, ?3) the whole days, [?4, ?5) the range, ?6 to ?9 the
+ * cell's received_at and duration ranges (TRACE_SET's except predicate).
+ * One row a node whose net trace count is not 0, and whether it is a root
+ * (its traces are the side's).  REST_SQL(a, b): a limits the rollup's
+ * nodes to the app's, b the traces. */
+#define REST_CELL                                                                  \
+	" (t.received_at >= ?6 AND t.received_at < ?7 AND coalesce(t.duration_ns, -1)" \
+	" >= ?8 AND coalesce(t.duration_ns, -1) < ?9)"
+#define REST_PATHS                                                        \
+	" FROM traces t CROSS JOIN trace_agg a ON a.trace_id = t.trace_id" \
+	" CROSS JOIN trace_paths p ON p.trace_id = t.trace_id WHERE"
+#define REST_SQL(app_nodes, app_traces)                                                      \
+	"SELECT r.node, sum(r.traces), sum(r.calls), sum(r.self_ns), sum(r.incl_ns),"        \
+	" n.parent = 0 FROM (SELECT d.node, d.traces, d.calls, d.self_ns, d.incl_ns"         \
+	" FROM agg_day_sums d WHERE d.day >= ?2 AND d.day < ?3" app_nodes                     \
+	" UNION ALL SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns" REST_PATHS               \
+	" t.received_at >= ?4 AND t.received_at < ?2 * 86400 AND NOT" REST_CELL app_traces  \
+	" UNION ALL SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns" REST_PATHS               \
+	" t.received_at >= ?3 * 86400 AND t.received_at < ?5 AND NOT" REST_CELL app_traces  \
+	" UNION ALL SELECT p.node, -1, -p.calls, -p.self_ns, -p.incl_ns" REST_PATHS           \
+	" t.received_at >= ?2 * 86400 AND t.received_at < ?3 * 86400 AND" REST_CELL          \
+	app_traces ") r CROSS JOIN agg_nodes n ON n.node = r.node"                            \
+	" GROUP BY r.node HAVING sum(r.traces) <> 0"
+static const char *const REST_SQL_ANY = REST_SQL("", "");
+static const char *const REST_SQL_APP = REST_SQL(" AND d.node IN (SELECT node FROM agg_nodes"
+						 " WHERE app_id = ?1)",
+						 " AND t.app_id = ?1");
+
 /* The trace-level filter of f bound on st (TRACE_SET's parameters). */
 static void bind_set(sqlite3_stmt *st, const struct rvs_agg_filter *f)
 {
@@ -213,13 +242,82 @@ static void bind_set(sqlite3_stmt *st, const struct rvs_agg_filter *f)
 	sqlite3_bind_int64(st, 20, f->except_dur_max);
 }
 
+/* One node's net sums of the rest. */
+struct rest_row {
+	int64_t node, traces, calls, self_ns, incl_ns;
+};
+
+/* Side s, the rest of f's range around its cell (whole days [day0, day1)),
+ * to cb->row as one summed row a node (weight 1, unknown, as a bucket row:
+ * the side is unweighted); *over is 1, and nothing given, when the rest
+ * holds more than f->max_traces traces (or a node's net count is below 0,
+ * which a consistent rollup never gives).  0, cb's stop value, -ENOMEM or
+ * -EIO. */
+static int collect_rest(sqlite3 *db, const struct rvs_agg_filter *f, int64_t day0, int64_t day1,
+			size_t s, const struct rvs_agg_cb *cb, void *arg, int *over)
+{
+	struct rest_row *v = NULL;
+	size_t n = 0, cap = 0;
+	int64_t traces = 0;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	*over = 0;
+	if (sqlite3_prepare_v2(db, f->app ? REST_SQL_APP : REST_SQL_ANY, -1, &st, NULL))
+		return -EIO;
+	rvs_sqlite_bind_opt_text(st, 1, f->app);
+	sqlite3_bind_int64(st, 2, day0);
+	sqlite3_bind_int64(st, 3, day1);
+	sqlite3_bind_int64(st, 4, f->since);
+	sqlite3_bind_int64(st, 5, f->until);
+	sqlite3_bind_int64(st, 6, f->except_since);
+	sqlite3_bind_int64(st, 7, f->except_until);
+	sqlite3_bind_int64(st, 8, f->except_dur_min);
+	sqlite3_bind_int64(st, 9, f->except_dur_max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			struct rest_row *w = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof *v);
+			if (!w) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			v = w;
+		}
+		v[n] = (struct rest_row){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+					 sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+					 sqlite3_column_int64(st, 4)};
+		/* A net count below 0 would mean the rollup lost rows: then the
+		 * per-trace read answers (as over the cap). */
+		if (v[n].traces < 0)
+			traces = INT64_MAX;
+		else if (sqlite3_column_int(st, 5) && traces < INT64_MAX - v[n].traces)
+			traces += v[n].traces;
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+	}
+	*over = traces > f->max_traces;
+	for (size_t i = 0; i < n && !*over && !stop; i++)
+		stop = cb->row(arg, s, v[i].node, v[i].traces, v[i].calls, v[i].self_ns,
+			       v[i].incl_ns, 1.0, 2);
+	free(v);
+	return stop;
+}
+
 /* Side s's rows to cb->row.  0, cb's stop value, or -EIO. */
 static int collect(sqlite3 *db, const struct rvs_agg_filter *f, size_t s,
 		   const struct rvs_agg_cb *cb, void *arg)
 {
 	sqlite3_stmt *st;
-	int rc, stop = 0;
+	int64_t day0, day1;
+	int rc, stop = 0, over = 0;
 
+	if (rvs_agg_rest_days(f, &day0, &day1) &&
+	    ((stop = collect_rest(db, f, day0, day1, s, cb, arg, &over)) || !over))
+		return stop;
 	if (sqlite3_prepare_v2(db, f->bucketed ? BUCKET_SQL : TRACE_SQL, -1, &st, NULL))
 		return -EIO;
 	if (f->bucketed) {
