@@ -426,22 +426,29 @@ static void test_heatmap_cell_diff_against_rest_of_range_splits_the_range(void *
 	check_cell_rest(f, T0, T0 + SPAN, T0, T0 + 3600, 1000, 2000, "", &rest);
 }
 
-/* The rest of a range that does not start or end on a day (its whole days
- * read from the per-day rollup, its first and last days' traces one by
- * one), with the cell on the first day, the last day and a whole day in
- * between: each side exactly the recount's; and the rest's whole days do
+/* The rest of ranges that do not start or end on a day (days read from
+ * the per-day rollup, corrected trace by trace at the ends: a day mostly
+ * outside the range read per trace, one mostly inside from the rollup less
+ * its traces outside), with the cell on the first day, the last day and a
+ * day in between: each side exactly the recount's; and the rest's whole days do
  * come from the rollup (a count planted there shows, unweighted; the
  * weighted read, per trace, does not see it). */
 static void test_heatmap_cell_diff_rest_with_partial_first_and_last_days(void **state)
 {
 	struct fx *f = *state;
-	const int64_t from = T0 + 1, to = T0 + 2 * 86400 + 6, dmin = 0, dmax = 1000000000000;
+	const int64_t from = T0 + 1, to = T0 + 2 * 86400 + 6, dmin = 0, dmax = 4000000000000;
+	/* Ends late and early in their days: the first day read per trace,
+	 * the last from the rollup less its part after the range. */
+	const int64_t from2 = T0 - 1, to2 = T0 + 2 * 86400 + 50000;
 	int64_t rest, again;
 	char sql[256];
 
 	fleet(f);
 	check_cell_rest(f, from, to, T0 + 1, T0 + 3600, dmin, dmax, "", &rest);
 	check_cell_rest(f, from, to, T0 + 2 * 86400, T0 + 2 * 86400 + 6, dmin, dmax, "", &rest);
+	check_cell_rest(f, from2, to2, T0 - 1, T0, dmin, dmax, "", &rest);
+	check_cell_rest(f, from2, to2, T0 + 2 * 86400, to2, dmin, dmax, "", &rest);
+	check_cell_rest(f, from2, to2, T0, T0 + 3600, 1000, 2000, "", &rest);
 	check_cell_rest(f, from, to, T0 + 86400, T0 + 86400 + 3600, dmin, dmax, "", &rest);
 	check_cell_rest(f, from, to, T0 + 86400, T0 + 86400 + 3600, dmin, dmax, "&weighted=1",
 			&again);

@@ -29,31 +29,39 @@ struct rvs_pg_pool;
 
 /* A side that is "every trace of a range but one cell" (the B side of a
  * cell's diff against the rest of its range) is summed, on both backends,
- * as the per-day rollup agg_day_sums over the range's whole UTC days, plus
- * the per-trace rows of the traces outside the cell in the partial first
- * and last days, minus the per-trace rows of the cell's traces inside the
- * whole days: the same integer sums as the per-trace read, a cell's and two
- * edges' rows instead of every row of the range.  1 when side f qualifies,
- * with [*day0, *day1) the whole days (day = received_at / 86400); else 0.
+ * from the per-day rollup agg_day_sums over days [day0, day1) (day =
+ * received_at / 86400), corrected per trace at the range's ends: minus
+ * every trace of those days outside the range, minus the cell's traces
+ * inside both, plus the range's traces outside the cell beyond those days.
+ * The same integer sums as the per-trace read, from a node's few day rows
+ * and the cell's and the edges' traces instead of every row of the range.
+ * An end inside a day takes that day from the rollup when the range covers
+ * most of it (subtracting the part outside), else reads the part inside per
+ * trace: at most half a day of traces at each end.  1 when side f
+ * qualifies, with *day0 < *day1 set; else 0.
  *
  * It qualifies only when the per-trace read's result does not depend on
  * what the rollup lacks: no weights (each trace's upload's), no
  * trace-level filter other than the excepted cell (campaign, method,
  * chain, issue, duration), no version, model or kind (agg_day_sums sums
  * over them; agg_sums' buckets could serve those, not done), a range
- * [since, until) given with since >= 0 and at least one whole day inside.
+ * [since, until) given with since >= 0 that the chosen days overlap.
  * The caller also falls back to the per-trace read when the rest holds
  * more than f->max_traces traces: that read sums only the newest ones. */
 static inline int rvs_agg_rest_days(const struct rvs_agg_filter *f, int64_t *day0,
 				    int64_t *day1)
 {
+	int64_t lo, hi;
+
 	if (f->bucketed || !f->has_except || !f->unweighted || f->version || f->model ||
 	    f->has_kind || f->campaign || f->method || f->signature || f->chain || f->issue ||
 	    f->has_dur_min || f->has_dur_max || !f->has_since || !f->has_until || f->since < 0 ||
 	    f->until > INT64_MAX - 86400)
 		return 0;
-	*day0 = f->since / 86400 + (f->since % 86400 != 0);
-	*day1 = f->until / 86400;
+	lo = f->since % 86400;
+	hi = f->until % 86400;
+	*day0 = f->since / 86400 + (lo > 43200);
+	*day1 = f->until / 86400 + (hi >= 43200);
 	return *day0 < *day1;
 }
 

@@ -410,32 +410,43 @@ static const char ROLLUP_SQL[] =
 	" p.trace_id LIMIT $21"
 
 /* The rest of a range around a cell (store_agg.h's rvs_agg_rest_days;
- * store_sqlite_agg.c's REST_SQL): $1 app, [$2, $3) the whole days,
- * [$4, $5) the range, $6 to $9 the cell's received_at and duration ranges.
- * One row a node whose net trace count is not 0, with 1.0 and 2 (no
- * weight, as a bucket row) and whether it is a root.  REST_SQL(a, b): a
- * limits the rollup's nodes to the app's, b the traces.  The rollup's
- * rows of a node are an index range of its primary key (node, day). */
-#define REST_CELL                                                                   \
-	" (t.received_at >= $6::bigint AND t.received_at < $7::bigint"                  \
-	" AND coalesce(t.duration_ns, -1) >= $8::bigint"                                \
+ * store_sqlite_agg.c's REST_SQL, its arms): $1 app, [$2, $3) the
+ * rollup's days, [$4, $5) the range, $6 to $9 the cell's received_at and
+ * duration ranges.  One row a node whose net trace count is not 0, with
+ * 1.0 and 2 (no weight, as a bucket row) and whether it is a root.
+ * REST_SQL(a, b): a limits the rollup's nodes to the app's, b the traces.
+ * The rollup's rows of a node are an index range of its key (node, day). */
+#define REST_CELL                                                   \
+	" (t.received_at >= $6::bigint AND t.received_at < $7::bigint"  \
+	" AND coalesce(t.duration_ns, -1) >= $8::bigint"                \
 	" AND coalesce(t.duration_ns, -1) < $9::bigint)"
-#define REST_PATHS                                                  \
-	" FROM traces t JOIN trace_agg a ON a.trace_id = t.trace_id" \
-	" JOIN trace_paths p ON p.trace_id = t.trace_id WHERE"
+#define REST_ARM(sign, where, app_traces)                                           \
+	" UNION ALL SELECT p.node, " sign "1, " sign "p.calls, " sign "p.self_ns, " sign \
+	"p.incl_ns FROM traces t JOIN trace_agg a ON a.trace_id = t.trace_id"            \
+	" JOIN trace_paths p ON p.trace_id = t.trace_id WHERE " where app_traces
 #define REST_SQL(app_nodes, app_traces)                                                        \
 	"SELECT r.node, sum(r.traces)::bigint, sum(r.calls)::bigint, sum(r.self_ns)::bigint,"  \
 	" sum(r.incl_ns)::bigint, 1.0, 2, (n.parent = 0)::int FROM (SELECT d.node, d.traces,"  \
 	" d.calls, d.self_ns, d.incl_ns FROM agg_day_sums d"                                   \
 	" WHERE d.day >= $2::bigint AND d.day < $3::bigint" app_nodes                           \
-	" UNION ALL SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns" REST_PATHS                 \
-	" t.received_at >= $4::bigint AND t.received_at < $2::bigint * 86400 AND NOT" REST_CELL \
-	app_traces " UNION ALL SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns" REST_PATHS     \
-	" t.received_at >= $3::bigint * 86400 AND t.received_at < $5::bigint AND NOT" REST_CELL \
-	app_traces " UNION ALL SELECT p.node, -1, -p.calls, -p.self_ns, -p.incl_ns" REST_PATHS \
-	" t.received_at >= $2::bigint * 86400 AND t.received_at < $3::bigint * 86400 AND"      \
-	REST_CELL app_traces ") r JOIN agg_nodes n ON n.node = r.node"                         \
-	" GROUP BY r.node, n.parent HAVING sum(r.traces) <> 0"
+	REST_ARM("-", "t.received_at >= $2::bigint * 86400 AND t.received_at < $4::bigint",    \
+		 app_traces)                                                                    \
+	REST_ARM("-", "t.received_at >= $5::bigint AND t.received_at < $3::bigint * 86400",    \
+		 app_traces)                                                                    \
+	REST_ARM("-",                                                                           \
+		 "t.received_at >= greatest($2::bigint * 86400, $4::bigint)"                    \
+		 " AND t.received_at < least($3::bigint * 86400, $5::bigint) AND" REST_CELL,    \
+		 app_traces)                                                                    \
+	REST_ARM("",                                                                            \
+		 "t.received_at >= $4::bigint AND t.received_at < $2::bigint * 86400 AND NOT"   \
+		 REST_CELL,                                                                     \
+		 app_traces)                                                                    \
+	REST_ARM("",                                                                            \
+		 "t.received_at >= $3::bigint * 86400 AND t.received_at < $5::bigint AND NOT"   \
+		 REST_CELL,                                                                     \
+		 app_traces)                                                                    \
+	") r JOIN agg_nodes n ON n.node = r.node GROUP BY r.node, n.parent"                    \
+	" HAVING sum(r.traces) <> 0"
 static const char REST_SQL_ANY[] = REST_SQL("", " AND $1::text IS NULL");
 static const char REST_SQL_APP[] = REST_SQL(" AND d.node IN (SELECT node FROM agg_nodes"
 					    " WHERE app_id = $1::text)",
@@ -465,7 +476,7 @@ static void set_params(struct rvs_pg_params *a, const struct rvs_agg_filter *f)
 	rvs_pg_i64(a, f->except_dur_max);
 }
 
-/* Side s, the rest of f's range around its cell (whole days [day0, day1)),
+/* Side s, the rest of f's range around its cell (the rollup's days [day0, day1)),
  * to cb->row, one summed row a node; *over is 1, and nothing given, when
  * the rest holds more than f->max_traces traces (or a node's net count is
  * below 0, which a consistent rollup never gives): the per-trace read

@@ -190,29 +190,36 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 	" ORDER BY CASE WHEN ?23 THEN p.self_ns ELSE p.incl_ns END DESC, p.trace_id LIMIT ?22"
 
 /* The rest of a range around a cell (store_agg.h's rvs_agg_rest_days):
- * ?1 app, [?2, ?3) the whole days, [?4, ?5) the range, ?6 to ?9 the
+ * ?1 app, [?2, ?3) the rollup's days, [?4, ?5) the range, ?6 to ?9 the
  * cell's received_at and duration ranges (TRACE_SET's except predicate).
  * One row a node whose net trace count is not 0, and whether it is a root
- * (its traces are the side's).  REST_SQL(a, b): a limits the rollup's
- * nodes to the app's, b the traces. */
+ * (its traces are the side's).  The arms after the rollup's: the days'
+ * traces before and after the range, all (an empty interval when the days
+ * start or end inside it); the cell's traces in both; the range's traces
+ * outside the cell before and after the days.  REST_SQL(a, b): a limits
+ * the rollup's nodes to the app's, b the traces. */
 #define REST_CELL                                                                  \
 	" (t.received_at >= ?6 AND t.received_at < ?7 AND coalesce(t.duration_ns, -1)" \
 	" >= ?8 AND coalesce(t.duration_ns, -1) < ?9)"
-#define REST_PATHS                                                        \
-	" FROM traces t CROSS JOIN trace_agg a ON a.trace_id = t.trace_id" \
-	" CROSS JOIN trace_paths p ON p.trace_id = t.trace_id WHERE"
-#define REST_SQL(app_nodes, app_traces)                                                      \
-	"SELECT r.node, sum(r.traces), sum(r.calls), sum(r.self_ns), sum(r.incl_ns),"        \
-	" n.parent = 0 FROM (SELECT d.node, d.traces, d.calls, d.self_ns, d.incl_ns"         \
-	" FROM agg_day_sums d WHERE d.day >= ?2 AND d.day < ?3" app_nodes                     \
-	" UNION ALL SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns" REST_PATHS               \
-	" t.received_at >= ?4 AND t.received_at < ?2 * 86400 AND NOT" REST_CELL app_traces  \
-	" UNION ALL SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns" REST_PATHS               \
-	" t.received_at >= ?3 * 86400 AND t.received_at < ?5 AND NOT" REST_CELL app_traces  \
-	" UNION ALL SELECT p.node, -1, -p.calls, -p.self_ns, -p.incl_ns" REST_PATHS           \
-	" t.received_at >= ?2 * 86400 AND t.received_at < ?3 * 86400 AND" REST_CELL          \
-	app_traces ") r CROSS JOIN agg_nodes n ON n.node = r.node"                            \
-	" GROUP BY r.node HAVING sum(r.traces) <> 0"
+#define REST_ARM(sign, where, app_traces)                                           \
+	" UNION ALL SELECT p.node, " sign "1, " sign "p.calls, " sign "p.self_ns, " sign \
+	"p.incl_ns FROM traces t CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"      \
+	" CROSS JOIN trace_paths p ON p.trace_id = t.trace_id WHERE " where app_traces
+#define REST_SQL(app_nodes, app_traces)                                                       \
+	"SELECT r.node, sum(r.traces), sum(r.calls), sum(r.self_ns), sum(r.incl_ns),"         \
+	" n.parent = 0 FROM (SELECT d.node, d.traces, d.calls, d.self_ns, d.incl_ns"          \
+	" FROM agg_day_sums d WHERE d.day >= ?2 AND d.day < ?3" app_nodes                      \
+	REST_ARM("-", "t.received_at >= ?2 * 86400 AND t.received_at < ?4", app_traces)       \
+	REST_ARM("-", "t.received_at >= ?5 AND t.received_at < ?3 * 86400", app_traces)       \
+	REST_ARM("-",                                                                          \
+		 "t.received_at >= max(?2 * 86400, ?4) AND t.received_at < min(?3 * 86400, ?5)" \
+		 " AND" REST_CELL,                                                             \
+		 app_traces)                                                                   \
+	REST_ARM("", "t.received_at >= ?4 AND t.received_at < ?2 * 86400 AND NOT" REST_CELL,  \
+		 app_traces)                                                                   \
+	REST_ARM("", "t.received_at >= ?3 * 86400 AND t.received_at < ?5 AND NOT" REST_CELL,  \
+		 app_traces)                                                                   \
+	") r CROSS JOIN agg_nodes n ON n.node = r.node GROUP BY r.node HAVING sum(r.traces) <> 0"
 static const char *const REST_SQL_ANY = REST_SQL("", "");
 static const char *const REST_SQL_APP = REST_SQL(" AND d.node IN (SELECT node FROM agg_nodes"
 						 " WHERE app_id = ?1)",
@@ -247,7 +254,7 @@ struct rest_row {
 	int64_t node, traces, calls, self_ns, incl_ns;
 };
 
-/* Side s, the rest of f's range around its cell (whole days [day0, day1)),
+/* Side s, the rest of f's range around its cell (the rollup's days [day0, day1)),
  * to cb->row as one summed row a node (weight 1, unknown, as a bucket row:
  * the side is unweighted); *over is 1, and nothing given, when the rest
  * holds more than f->max_traces traces (or a node's net count is below 0,
