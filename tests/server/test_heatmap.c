@@ -374,7 +374,9 @@ static void test_heatmap_cells_equal_recount_and_hold_exactly_their_traces(void 
 
 /* The diff of the cell [since, until) x [dmin, dmax) against the rest of
  * the range [from, to) (extra appended to the query): each side holds
- * exactly the recount's traces; the rest's count into *rest_out. */
+ * exactly the recount's traces, and (without extra) every node's counts,
+ * calls and means are the per-trace read's; the rest's count into
+ * *rest_out. */
 static void check_cell_rest(struct fx *f, int64_t from, int64_t to, int64_t since, int64_t until,
 			    int64_t dmin, int64_t dmax, const char *extra, int64_t *rest_out)
 {
@@ -411,6 +413,38 @@ static void check_cell_rest(struct fx *f, int64_t from, int64_t to, int64_t sinc
 			fail_msg("cell %lld..%lld of %lld..%lld: trace %d at %lld: a %d/%d b %d/%d",
 				 (long long)since, (long long)until, (long long)from, (long long)to,
 				 k, (long long)r->at, seen_a[k], a, seen_b[k], b);
+	}
+	/* The same members node by node as the per-trace read's (weighted=1
+	 * reads every trace's rows whatever the filter). */
+	if (!extra[0]) {
+		static const char *const keys[] = {"a_traces",		   "a_calls",
+						   "a_self_ns_per_trace",  "a_incl_ns_per_trace",
+						   "b_traces",		   "b_calls",
+						   "b_self_ns_per_trace",  "b_incl_ns_per_trace"};
+		char wq[800];
+		json_t *w, *n, *m;
+		size_t i, j;
+		snprintf(wq, sizeof wq, "%s&weighted=1", q);
+		w = api(f, "/api/v1/aggregate/diff", wq, &status);
+		assert_int_equal(status, 200);
+		assert_int_equal(iget(doc, "nodes_total"), iget(w, "nodes_total"));
+		json_array_foreach(json_object_get(doc, "nodes"), i, n)
+		{
+			json_t *hit = NULL;
+			json_array_foreach(json_object_get(w, "nodes"), j, m)
+			{
+				if (iget(m, "node") == iget(n, "node"))
+					hit = m;
+			}
+			assert_non_null(hit);
+			for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+				if (iget(n, keys[k]) != iget(hit, keys[k]))
+					fail_msg("node %lld %s: %lld, per trace %lld",
+						 (long long)iget(n, "node"), keys[k],
+						 (long long)iget(n, keys[k]),
+						 (long long)iget(hit, keys[k]));
+		}
+		json_decref(w);
 	}
 	*rest_out = rest;
 	json_decref(doc);

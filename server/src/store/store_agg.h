@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "store/store.h"
 
@@ -64,6 +65,54 @@ static inline int rvs_agg_rest_days(const struct rvs_agg_filter *f, int64_t *day
 	*day1 = f->until / 86400 + (hi >= 43200);
 	return *day0 < *day1;
 }
+
+/* Side a is the cell that side b's rest excepts, exactly and inside the
+ * range b reads per day ([day0, day1) of rvs_agg_rest_days): the same app
+ * (given), no other filter, a's [since, until) b's except range inside b's
+ * range and days, a's durations [dur_min >= 0, dur_max or none) b's except
+ * durations (a NULL duration in neither).  Then b's read may subtract a's
+ * rows as read (rvs_agg_tee) instead of reading them again, when a holds
+ * fewer than a->max_traces traces (else a's read sampled them). */
+static inline int rvs_agg_rest_is_cell(const struct rvs_agg_filter *a,
+				       const struct rvs_agg_filter *b, int64_t day0, int64_t day1)
+{
+	int64_t lo = day0 * 86400 > b->since ? day0 * 86400 : b->since;
+	int64_t hi = day1 * 86400 < b->until ? day1 * 86400 : b->until;
+
+	return a->app && b->app && !strcmp(a->app, b->app) && !a->bucketed && a->unweighted &&
+	       !a->version && !a->model && !a->has_kind && !a->campaign && !a->method &&
+	       !a->signature && !a->chain && !a->issue && !a->has_except && a->has_since &&
+	       a->has_until && a->since == b->except_since && a->until == b->except_until &&
+	       a->since >= lo && a->until <= hi && a->has_dur_min && a->dur_min >= 0 &&
+	       a->dur_min == b->except_dur_min &&
+	       (a->has_dur_max ? a->dur_max : INT64_MAX) == b->except_dur_max;
+}
+
+/* A side's rows summed per node, sorted by node (store_agg_rest.c). */
+struct rvs_agg_sum {
+	int64_t node, traces, calls, self_ns, incl_ns;
+};
+struct rvs_agg_acc {
+	struct rvs_agg_sum *v;
+	size_t n, cap;
+};
+/* Adds a row to node's sums.  0 or -ENOMEM. */
+int rvs_agg_acc_add(struct rvs_agg_acc *a, int64_t node, int64_t traces, int64_t calls,
+		    int64_t self_ns, int64_t incl_ns);
+/* Node's sums, or NULL. */
+struct rvs_agg_sum *rvs_agg_acc_find(const struct rvs_agg_acc *a, int64_t node);
+void rvs_agg_acc_release(struct rvs_agg_acc *a);
+/* A row callback (struct rvs_agg_cb's row) that gives each row to cb->row
+ * and, unless that stopped the read, adds it to acc; failed is set when
+ * acc ran out of memory (its sums are then incomplete: not to be used). */
+struct rvs_agg_tee {
+	const struct rvs_agg_cb *cb;
+	void *arg;
+	struct rvs_agg_acc acc;
+	int failed;
+};
+int rvs_agg_acc_tee(void *arg, size_t side, int64_t node, int64_t traces, int64_t calls,
+		    int64_t self_ns, int64_t incl_ns, double weight, int wflag);
 
 /* ---- sqlite ---- */
 

@@ -424,7 +424,7 @@ static const char ROLLUP_SQL[] =
 	" UNION ALL SELECT p.node, " sign "1, " sign "p.calls, " sign "p.self_ns, " sign \
 	"p.incl_ns FROM traces t JOIN trace_agg a ON a.trace_id = t.trace_id"            \
 	" JOIN trace_paths p ON p.trace_id = t.trace_id WHERE " where app_traces
-#define REST_SQL(app_nodes, app_traces)                                                        \
+#define REST_SQL(app_nodes, app_traces, cell_arm)                                              \
 	"SELECT r.node, sum(r.traces)::bigint, sum(r.calls)::bigint, sum(r.self_ns)::bigint,"  \
 	" sum(r.incl_ns)::bigint, 1.0, 2, (n.parent = 0)::int FROM (SELECT d.node, d.traces,"  \
 	" d.calls, d.self_ns, d.incl_ns FROM agg_day_sums d"                                   \
@@ -433,10 +433,7 @@ static const char ROLLUP_SQL[] =
 		 app_traces)                                                                    \
 	REST_ARM("-", "t.received_at >= $5::bigint AND t.received_at < $3::bigint * 86400",    \
 		 app_traces)                                                                    \
-	REST_ARM("-",                                                                           \
-		 "t.received_at >= greatest($2::bigint * 86400, $4::bigint)"                    \
-		 " AND t.received_at < least($3::bigint * 86400, $5::bigint) AND" REST_CELL,    \
-		 app_traces)                                                                    \
+	cell_arm                                                                                \
 	REST_ARM("",                                                                            \
 		 "t.received_at >= $4::bigint AND t.received_at < $2::bigint * 86400 AND NOT"   \
 		 REST_CELL,                                                                     \
@@ -447,10 +444,19 @@ static const char ROLLUP_SQL[] =
 		 app_traces)                                                                    \
 	") r JOIN agg_nodes n ON n.node = r.node GROUP BY r.node, n.parent"                    \
 	" HAVING sum(r.traces) <> 0"
-static const char REST_SQL_ANY[] = REST_SQL("", " AND $1::text IS NULL");
-static const char REST_SQL_APP[] = REST_SQL(" AND d.node IN (SELECT node FROM agg_nodes"
-					    " WHERE app_id = $1::text)",
-					    " AND t.app_id = $1::text");
+#define REST_CELL_ARM(app_traces)                                                    \
+	REST_ARM("-",                                                                 \
+		 "t.received_at >= greatest($2::bigint * 86400, $4::bigint)"          \
+		 " AND t.received_at < least($3::bigint * 86400, $5::bigint) AND" REST_CELL, \
+		 app_traces)
+#define REST_APP_NODES  " AND d.node IN (SELECT node FROM agg_nodes WHERE app_id = $1::text)"
+#define REST_APP_TRACES " AND t.app_id = $1::text"
+static const char REST_SQL_ANY[] =
+	REST_SQL("", " AND $1::text IS NULL", REST_CELL_ARM(" AND $1::text IS NULL"));
+static const char REST_SQL_APP[] =
+	REST_SQL(REST_APP_NODES, REST_APP_TRACES, REST_CELL_ARM(REST_APP_TRACES));
+/* Without the cell's arm: the caller subtracts the cell's rows it read. */
+static const char REST_SQL_APP_NO_CELL[] = REST_SQL(REST_APP_NODES, REST_APP_TRACES, "");
 
 /* The parameters of TRACE_SET for side f into a. */
 static void set_params(struct rvs_pg_params *a, const struct rvs_agg_filter *f)
@@ -476,19 +482,22 @@ static void set_params(struct rvs_pg_params *a, const struct rvs_agg_filter *f)
 	rvs_pg_i64(a, f->except_dur_max);
 }
 
-/* Side s, the rest of f's range around its cell (the rollup's days [day0, day1)),
- * to cb->row, one summed row a node; *over is 1, and nothing given, when
- * the rest holds more than f->max_traces traces (or a node's net count is
- * below 0, which a consistent rollup never gives): the per-trace read
- * answers then.  0, cb's stop value, or a statement's -errno. */
+/* Side s, the rest of f's range around its cell (the rollup's days
+ * [day0, day1)), to cb->row, one summed row a node; cell and *over as
+ * store_sqlite_agg.c's collect_rest takes and sets them.  0, cb's stop
+ * value, -ENOMEM or a statement's -errno. */
 static int collect_rest(PGconn *pg, const struct rvs_agg_filter *f, int64_t day0, int64_t day1,
-			size_t s, const struct rvs_agg_cb *cb, void *arg, int *over)
+			size_t s, const struct rvs_agg_cb *cb, void *arg,
+			const struct rvs_agg_acc *cell, int *over)
 {
 	struct rvs_pg_params a = {0};
+	struct rvs_agg_acc v = {0};
 	int64_t traces = 0;
+	size_t matched = 0;
 	PGresult *r;
 	int rc, stop = 0;
 
+	*over = 0;
 	rvs_pg_text(&a, f->app);
 	rvs_pg_i64(&a, day0);
 	rvs_pg_i64(&a, day1);
@@ -498,26 +507,48 @@ static int collect_rest(PGconn *pg, const struct rvs_agg_filter *f, int64_t day0
 	rvs_pg_i64(&a, f->except_until);
 	rvs_pg_i64(&a, f->except_dur_min);
 	rvs_pg_i64(&a, f->except_dur_max);
-	if ((rc = q(pg, f->app ? REST_SQL_APP : REST_SQL_ANY, &a, &r, NULL, 0)))
+	if ((rc = q(pg,
+		    cell     ? REST_SQL_APP_NO_CELL
+		    : f->app ? REST_SQL_APP
+			     : REST_SQL_ANY,
+		    &a, &r, NULL, 0)))
 		return rc;
-	for (int i = 0; i < PQntuples(r); i++) {
-		int64_t n = rvs_pg_val_i64(r, i, 1);
-		if (n < 0)
-			traces = INT64_MAX;
-		else if (rvs_pg_val_i64(r, i, 7) && traces < INT64_MAX - n)
-			traces += n;
+	for (int i = 0; i < PQntuples(r) && !rc; i++) {
+		struct rvs_agg_sum w = {rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
+					rvs_pg_val_i64(r, i, 2), rvs_pg_val_i64(r, i, 3),
+					rvs_pg_val_i64(r, i, 4)};
+		const struct rvs_agg_sum *c = cell ? rvs_agg_acc_find(cell, w.node) : NULL;
+		int root = rvs_pg_val_i64(r, i, 7) != 0;
+		if (c) {
+			matched++;
+			if (root && c->traces >= f->max_traces)
+				*over = 1;
+			w.traces -= c->traces;
+			w.calls -= c->calls;
+			w.self_ns -= c->self_ns;
+			w.incl_ns -= c->incl_ns;
+		}
+		if (w.traces < 0)
+			*over = 1;
+		if (root && w.traces > 0 && traces < INT64_MAX - w.traces)
+			traces += w.traces;
+		if (w.traces > 0)
+			rc = rvs_agg_acc_add(&v, w.node, w.traces, w.calls, w.self_ns, w.incl_ns);
 	}
-	*over = traces > f->max_traces;
-	for (int i = 0; i < PQntuples(r) && !*over && !stop; i++)
-		stop = cb->row(arg, s, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
-			       rvs_pg_val_i64(r, i, 2), rvs_pg_val_i64(r, i, 3),
-			       rvs_pg_val_i64(r, i, 4), 1.0, 2);
 	PQclear(r);
-	return stop;
+	/* A cell node the range lacks: the rollup lost rows. */
+	if ((cell && matched != cell->n) || traces > f->max_traces)
+		*over = 1;
+	for (size_t i = 0; i < v.n && !rc && !*over && !stop; i++)
+		stop = cb->row(arg, s, v.v[i].node, v.v[i].traces, v.v[i].calls, v.v[i].self_ns,
+			       v.v[i].incl_ns, 1.0, 2);
+	rvs_agg_acc_release(&v);
+	return rc ? rc : stop;
 }
 
+/* Side s's rows to cb->row (cell: as collect_rest takes it). */
 static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
-		   const struct rvs_agg_cb *cb, void *arg)
+		   const struct rvs_agg_cb *cb, void *arg, const struct rvs_agg_acc *cell)
 {
 	struct rvs_pg_params a = {0};
 	PGresult *r;
@@ -527,7 +558,7 @@ static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 		     !f->has_until;
 
 	if (rvs_agg_rest_days(f, &day0, &day1) &&
-	    ((stop = collect_rest(pg, f, day0, day1, s, cb, arg, &over)) || !over))
+	    ((stop = collect_rest(pg, f, day0, day1, s, cb, arg, cell, &over)) || !over))
 		return stop;
 	if (f->bucketed) {
 		rvs_pg_text(&a, f->app);
@@ -599,6 +630,8 @@ static int describe(PGconn *pg, const struct rvs_agg_cb *cb, void *arg)
 int rvs_pg_agg_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter *f, size_t nsides,
 		    const struct rvs_agg_cb *cb, void *arg)
 {
+	struct rvs_agg_tee tee = {.cb = cb, .arg = arg};
+	int64_t day0, day1;
 	void *h;
 	PGconn *pg = pool->get(pool->s, &h);
 	int rc;
@@ -608,8 +641,21 @@ int rvs_pg_agg_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter 
 		return -EAGAIN;
 	/* One snapshot: both sides and the dictionary agree. */
 	rc = q(pg, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL, NULL, NULL, 0);
-	for (size_t i = 0; i < nsides && !rc; i++)
-		rc = collect(pg, &f[i], i, cb, arg);
+	/* The diff of a cell against the rest of its range: the cell's rows,
+	 * read for side 0, are summed on the way and subtracted from the
+	 * rest's instead of read again. */
+	if (!rc && nsides == 2 && rvs_agg_rest_days(&f[1], &day0, &day1) &&
+	    rvs_agg_rest_is_cell(&f[0], &f[1], day0, day1)) {
+		struct rvs_agg_cb tee_cb = *cb;
+		tee_cb.row = rvs_agg_acc_tee;
+		rc = collect(pg, &f[0], 0, &tee_cb, &tee, NULL);
+		if (!rc)
+			rc = collect(pg, &f[1], 1, cb, arg, tee.failed ? NULL : &tee.acc);
+	} else {
+		for (size_t i = 0; i < nsides && !rc; i++)
+			rc = collect(pg, &f[i], i, cb, arg, NULL);
+	}
+	rvs_agg_acc_release(&tee.acc);
 	if (!rc)
 		rc = describe(pg, cb, arg);
 	PQclear(PQexec(pg, rc ? "ROLLBACK" : "COMMIT"));

@@ -205,25 +205,30 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 	" UNION ALL SELECT p.node, " sign "1, " sign "p.calls, " sign "p.self_ns, " sign \
 	"p.incl_ns FROM traces t CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"      \
 	" CROSS JOIN trace_paths p ON p.trace_id = t.trace_id WHERE " where app_traces
-#define REST_SQL(app_nodes, app_traces)                                                       \
+#define REST_SQL(app_nodes, app_traces, cell_arm)                                           \
 	"SELECT r.node, sum(r.traces), sum(r.calls), sum(r.self_ns), sum(r.incl_ns),"         \
 	" n.parent = 0 FROM (SELECT d.node, d.traces, d.calls, d.self_ns, d.incl_ns"          \
 	" FROM agg_day_sums d WHERE d.day >= ?2 AND d.day < ?3" app_nodes                      \
 	REST_ARM("-", "t.received_at >= ?2 * 86400 AND t.received_at < ?4", app_traces)       \
 	REST_ARM("-", "t.received_at >= ?5 AND t.received_at < ?3 * 86400", app_traces)       \
-	REST_ARM("-",                                                                          \
-		 "t.received_at >= max(?2 * 86400, ?4) AND t.received_at < min(?3 * 86400, ?5)" \
-		 " AND" REST_CELL,                                                             \
-		 app_traces)                                                                   \
+	cell_arm                                                                               \
 	REST_ARM("", "t.received_at >= ?4 AND t.received_at < ?2 * 86400 AND NOT" REST_CELL,  \
 		 app_traces)                                                                   \
 	REST_ARM("", "t.received_at >= ?3 * 86400 AND t.received_at < ?5 AND NOT" REST_CELL,  \
 		 app_traces)                                                                   \
 	") r CROSS JOIN agg_nodes n ON n.node = r.node GROUP BY r.node HAVING sum(r.traces) <> 0"
-static const char *const REST_SQL_ANY = REST_SQL("", "");
-static const char *const REST_SQL_APP = REST_SQL(" AND d.node IN (SELECT node FROM agg_nodes"
-						 " WHERE app_id = ?1)",
-						 " AND t.app_id = ?1");
+#define REST_CELL_ARM(app_traces)                                                        \
+	REST_ARM("-",                                                                     \
+		 "t.received_at >= max(?2 * 86400, ?4) AND t.received_at < min(?3 * 86400, ?5)" \
+		 " AND" REST_CELL,                                                        \
+		 app_traces)
+#define REST_APP_NODES " AND d.node IN (SELECT node FROM agg_nodes WHERE app_id = ?1)"
+#define REST_APP_TRACES " AND t.app_id = ?1"
+static const char *const REST_SQL_ANY = REST_SQL("", "", REST_CELL_ARM(""));
+static const char *const REST_SQL_APP =
+	REST_SQL(REST_APP_NODES, REST_APP_TRACES, REST_CELL_ARM(REST_APP_TRACES));
+/* Without the cell's arm: the caller subtracts the cell's rows it read. */
+static const char *const REST_SQL_APP_NO_CELL = REST_SQL(REST_APP_NODES, REST_APP_TRACES, "");
 
 /* The trace-level filter of f bound on st (TRACE_SET's parameters). */
 static void bind_set(sqlite3_stmt *st, const struct rvs_agg_filter *f)
@@ -249,28 +254,31 @@ static void bind_set(sqlite3_stmt *st, const struct rvs_agg_filter *f)
 	sqlite3_bind_int64(st, 20, f->except_dur_max);
 }
 
-/* One node's net sums of the rest. */
-struct rest_row {
-	int64_t node, traces, calls, self_ns, incl_ns;
-};
-
-/* Side s, the rest of f's range around its cell (the rollup's days [day0, day1)),
- * to cb->row as one summed row a node (weight 1, unknown, as a bucket row:
- * the side is unweighted); *over is 1, and nothing given, when the rest
- * holds more than f->max_traces traces (or a node's net count is below 0,
- * which a consistent rollup never gives).  0, cb's stop value, -ENOMEM or
- * -EIO. */
+/* Side s, the rest of f's range around its cell (the rollup's days
+ * [day0, day1)), to cb->row as one summed row a node (weight 1, unknown, as
+ * a bucket row: the side is unweighted).  cell: the cell's rows as side 0
+ * read them (rvs_agg_rest_is_cell), subtracted here instead of read again;
+ * NULL: read.  *over is 1, and nothing given, when the per-trace read must
+ * answer instead: the rest holds more than f->max_traces traces (that read
+ * sums only the newest), the cell as many (its read sampled them), or a
+ * node's net count is below 0 (which a consistent rollup never gives).
+ * 0, cb's stop value, -ENOMEM or -EIO. */
 static int collect_rest(sqlite3 *db, const struct rvs_agg_filter *f, int64_t day0, int64_t day1,
-			size_t s, const struct rvs_agg_cb *cb, void *arg, int *over)
+			size_t s, const struct rvs_agg_cb *cb, void *arg,
+			const struct rvs_agg_acc *cell, int *over)
 {
-	struct rest_row *v = NULL;
-	size_t n = 0, cap = 0;
+	struct rvs_agg_acc v = {0};
 	int64_t traces = 0;
+	size_t matched = 0;
 	sqlite3_stmt *st;
 	int rc, stop = 0;
 
 	*over = 0;
-	if (sqlite3_prepare_v2(db, f->app ? REST_SQL_APP : REST_SQL_ANY, -1, &st, NULL))
+	if (sqlite3_prepare_v2(db,
+			       cell	? REST_SQL_APP_NO_CELL
+			       : f->app ? REST_SQL_APP
+					: REST_SQL_ANY,
+			       -1, &st, NULL))
 		return -EIO;
 	rvs_sqlite_bind_opt_text(st, 1, f->app);
 	sqlite3_bind_int64(st, 2, day0);
@@ -282,48 +290,58 @@ static int collect_rest(sqlite3 *db, const struct rvs_agg_filter *f, int64_t day
 	sqlite3_bind_int64(st, 8, f->except_dur_min);
 	sqlite3_bind_int64(st, 9, f->except_dur_max);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			struct rest_row *w = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof *v);
-			if (!w) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			v = w;
+		struct rvs_agg_sum r = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+					sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+					sqlite3_column_int64(st, 4)};
+		const struct rvs_agg_sum *c = cell ? rvs_agg_acc_find(cell, r.node) : NULL;
+		int root = sqlite3_column_int(st, 5);
+		if (c) {
+			matched++;
+			if (root && c->traces >= f->max_traces)
+				*over = 1;
+			r.traces -= c->traces;
+			r.calls -= c->calls;
+			r.self_ns -= c->self_ns;
+			r.incl_ns -= c->incl_ns;
 		}
-		v[n] = (struct rest_row){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-					 sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-					 sqlite3_column_int64(st, 4)};
-		/* A net count below 0 would mean the rollup lost rows: then the
-		 * per-trace read answers (as over the cap). */
-		if (v[n].traces < 0)
-			traces = INT64_MAX;
-		else if (sqlite3_column_int(st, 5) && traces < INT64_MAX - v[n].traces)
-			traces += v[n].traces;
-		n++;
+		if (r.traces < 0)
+			*over = 1;
+		if (root && r.traces > 0 && traces < INT64_MAX - r.traces)
+			traces += r.traces;
+		if (r.traces > 0 &&
+		    rvs_agg_acc_add(&v, r.node, r.traces, r.calls, r.self_ns, r.incl_ns)) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
-		free(v);
+		rvs_agg_acc_release(&v);
 		return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
 	}
-	*over = traces > f->max_traces;
-	for (size_t i = 0; i < n && !*over && !stop; i++)
-		stop = cb->row(arg, s, v[i].node, v[i].traces, v[i].calls, v[i].self_ns,
-			       v[i].incl_ns, 1.0, 2);
-	free(v);
+	/* A cell node the range lacks: the rollup lost rows. */
+	if (cell && matched != cell->n)
+		*over = 1;
+	if (traces > f->max_traces)
+		*over = 1;
+	for (size_t i = 0; i < v.n && !*over && !stop; i++)
+		stop = cb->row(arg, s, v.v[i].node, v.v[i].traces, v.v[i].calls, v.v[i].self_ns,
+			       v.v[i].incl_ns, 1.0, 2);
+	rvs_agg_acc_release(&v);
 	return stop;
 }
 
-/* Side s's rows to cb->row.  0, cb's stop value, or -EIO. */
+/* Side s's rows to cb->row (cell: as collect_rest takes it).  0, cb's
+ * stop value, or -EIO. */
 static int collect(sqlite3 *db, const struct rvs_agg_filter *f, size_t s,
-		   const struct rvs_agg_cb *cb, void *arg)
+		   const struct rvs_agg_cb *cb, void *arg, const struct rvs_agg_acc *cell)
 {
 	sqlite3_stmt *st;
 	int64_t day0, day1;
 	int rc, stop = 0, over = 0;
 
 	if (rvs_agg_rest_days(f, &day0, &day1) &&
-	    ((stop = collect_rest(db, f, day0, day1, s, cb, arg, &over)) || !over))
+	    ((stop = collect_rest(db, f, day0, day1, s, cb, arg, cell, &over)) || !over))
 		return stop;
 	if (sqlite3_prepare_v2(db, f->bucketed ? BUCKET_SQL : TRACE_SQL, -1, &st, NULL))
 		return -EIO;
@@ -379,6 +397,8 @@ static int describe(sqlite3 *db, const struct rvs_agg_cb *cb, void *arg)
 int rvs_sqlite_agg_read(const char *dsn, const struct rvs_agg_filter *f, size_t nsides,
 			const struct rvs_agg_cb *cb, void *arg)
 {
+	struct rvs_agg_tee tee = {.cb = cb, .arg = arg};
+	int64_t day0, day1;
 	sqlite3 *db;
 	int rc = 0;
 
@@ -388,8 +408,22 @@ int rvs_sqlite_agg_read(const char *dsn, const struct rvs_agg_filter *f, size_t 
 	/* One read transaction: both sides see the same snapshot. */
 	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL))
 		rc = -EIO;
-	for (size_t i = 0; i < nsides && !rc; i++)
-		rc = collect(db, &f[i], i, cb, arg);
+	/* The diff of a cell against the rest of its range: the cell's rows,
+	 * read for side 0, are summed on the way and subtracted from the
+	 * rest's instead of read again. */
+	if (nsides == 2 && rvs_agg_rest_days(&f[1], &day0, &day1) &&
+	    rvs_agg_rest_is_cell(&f[0], &f[1], day0, day1)) {
+		struct rvs_agg_cb tee_cb = *cb;
+		tee_cb.row = rvs_agg_acc_tee;
+		if (!rc)
+			rc = collect(db, &f[0], 0, &tee_cb, &tee, NULL);
+		if (!rc)
+			rc = collect(db, &f[1], 1, cb, arg, tee.failed ? NULL : &tee.acc);
+	} else {
+		for (size_t i = 0; i < nsides && !rc; i++)
+			rc = collect(db, &f[i], i, cb, arg, NULL);
+	}
+	rvs_agg_acc_release(&tee.acc);
 	if (!rc)
 		rc = describe(db, cb, arg);
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
