@@ -209,7 +209,12 @@ $(shell mkdir -p $(BUILD) && echo '$(PREFIX) $(LIBDIR) $(INCLUDEDIR)' > $(RV_DIR
 endif
 
 # (Cross builds look up every package, the sysroot holds the device side's.)
-pc = $(shell $(PKG_CONFIG) $(1) $(2) $(if $(CROSS),2>/dev/null))
+# Each answer is asked once per make: the fragments' target-specific flags
+# call pc for every object they compile (about 450 pkg-config runs a build).
+rv_space := $(subst ,, )
+pc_key = rv_pc$(subst $(rv_space),_,$(strip $(1))_$(strip $(2)))
+pc = $(if $(filter undefined,$(origin $(pc_key))),$(eval $(pc_key) := $(shell $(PKG_CONFIG) $(1) \
+  $(2) $(if $(CROSS),2>/dev/null))))$($(pc_key))
 PROTOBUF_CFLAGS := $(call pc,--cflags,libprotobuf-c)
 PROTOBUF_LIBS   := $(call pc,--libs,libprotobuf-c)
 CMOCKA_CFLAGS   := $(call pc,--cflags,cmocka)
@@ -306,7 +311,7 @@ include deploy/deploy.mk
 include tests/tests.mk
 
 $(OBJ)/%.o: %.c $(FLAGS_STAMP) | $(PROTO_H)
-	@mkdir -p $(@D)
+	@$(if $(wildcard $(@D)/.),,mkdir -p $(@D))
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # Every program links librvcommon (proto/common/common.mk): a prerequisite
@@ -322,8 +327,10 @@ all: $(BINS) $(LIBS) $(TESTS)
 # `N passed, N failed[, N skipped]` (non-zero exit on failure).  With
 # RV_TALLY=FILE it adds its counts to FILE and prints a stage line instead
 # (`make check` sums the stages).  It keeps each binary's time in
-# $(BUILD)/.test-times and starts the slowest first next time.
+# $(BUILD)/.test-times and starts the slowest first next time;
+# RV_TEST_LATER='N FILE' runs N more at once from when FILE exists.
 RV_RUN = sh tests/run-tests.sh $(if $(RV_TEST_JOBS),-j $(RV_TEST_JOBS)) \
+  $(if $(RV_TEST_LATER),--later $(RV_TEST_LATER)) \
   --times $(BUILD)/.test-times $(if $(RV_TALLY),--tally $(RV_TALLY))
 rv_run_args = $(foreach t,$(1),$(if $(filter $(t),$(TESTS_alone)),--alone $(t),$(t)))
 
