@@ -480,12 +480,13 @@ static void test_agg_deleted_trace_leaves_the_sums(void **state)
 		assert_int_equal(num(f, "SELECT sum(traces) FROM agg_node_sums"), 4);
 	/* The per-day rollup (both backends): the same rows, per node and day. */
 	assert_int_equal(num(f, "SELECT sum(traces) FROM agg_day_sums"), 4);
-	assert_int_equal(num(f, "SELECT count(*) FROM (SELECT s.node, b.day, sum(s.traces) t,"
-				" sum(s.calls) c, sum(s.self_ns) x, sum(s.incl_ns) i FROM agg_sums s"
-				" JOIN agg_buckets b ON b.bucket = s.bucket GROUP BY s.node, b.day) a"
-				" FULL JOIN agg_day_sums r ON r.node = a.node AND r.day = a.day"
-				" WHERE r.node IS NULL OR a.node IS NULL OR r.traces <> a.t"
-				" OR r.calls <> a.c OR r.self_ns <> a.x OR r.incl_ns <> a.i"),
+	assert_int_equal(num(f,
+			     "SELECT count(*) FROM (SELECT s.node, b.day, sum(s.traces) t,"
+			     " sum(s.calls) c, sum(s.self_ns) x, sum(s.incl_ns) i FROM agg_sums s"
+			     " JOIN agg_buckets b ON b.bucket = s.bucket GROUP BY s.node, b.day) a"
+			     " FULL JOIN agg_day_sums r ON r.node = a.node AND r.day = a.day"
+			     " WHERE r.node IS NULL OR a.node IS NULL OR r.traces <> a.t"
+			     " OR r.calls <> a.c OR r.self_ns <> a.x OR r.incl_ns <> a.i"),
 			 0);
 	json_decref(doc);
 	free(a.b);

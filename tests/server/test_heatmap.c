@@ -418,10 +418,9 @@ static void check_cell_rest(struct fx *f, int64_t from, int64_t to, int64_t sinc
 	/* The same members node by node as the per-trace read's (weighted=1
 	 * reads every trace's rows whatever the filter). */
 	if (!extra[0]) {
-		static const char *const keys[] = {"a_traces",		   "a_calls",
-						   "a_self_ns_per_trace",  "a_incl_ns_per_trace",
-						   "b_traces",		   "b_calls",
-						   "b_self_ns_per_trace",  "b_incl_ns_per_trace"};
+		static const char *const keys[] = {
+			"a_traces", "a_calls", "a_self_ns_per_trace", "a_incl_ns_per_trace",
+			"b_traces", "b_calls", "b_self_ns_per_trace", "b_incl_ns_per_trace"};
 		char wq[800];
 		json_t *w, *n, *m;
 		size_t i, j;

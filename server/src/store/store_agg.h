@@ -49,8 +49,7 @@ struct rvs_pg_pool;
  * [since, until) given with since >= 0 that the chosen days overlap.
  * The caller also falls back to the per-trace read when the rest holds
  * more than f->max_traces traces: that read sums only the newest ones. */
-static inline int rvs_agg_rest_days(const struct rvs_agg_filter *f, int64_t *day0,
-				    int64_t *day1)
+static inline int rvs_agg_rest_days(const struct rvs_agg_filter *f, int64_t *day0, int64_t *day1)
 {
 	int64_t lo, hi;
 
@@ -170,13 +169,13 @@ int rvs_sqlite_issue_register(struct sqlite3 *db);
  * 16: agg_sums summed per node and UTC day), one upsert a (node, day) in
  * that order; the index lane runs it just after RVS_PG_ROLLUP_FOLD, so
  * batches take these rows in one order too. */
-#define RVS_PG_DAY_FOLD                                                                       \
-	"INSERT INTO agg_day_sums AS s (node, day, traces, calls, self_ns, incl_ns)"          \
-	" SELECT p.node, b.day, count(*), sum(p.calls)::bigint, sum(p.self_ns)::bigint,"      \
+#define RVS_PG_DAY_FOLD                                                                        \
+	"INSERT INTO agg_day_sums AS s (node, day, traces, calls, self_ns, incl_ns)"           \
+	" SELECT p.node, b.day, count(*), sum(p.calls)::bigint, sum(p.self_ns)::bigint,"       \
 	" sum(p.incl_ns)::bigint FROM trace_paths p JOIN agg_buckets b ON b.bucket = p.bucket" \
-	" WHERE p.trace_id = ANY($1::text[]) GROUP BY p.node, b.day ORDER BY p.node, b.day"   \
-	" ON CONFLICT (node, day) DO UPDATE SET traces = s.traces + excluded.traces,"         \
-	" calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"          \
+	" WHERE p.trace_id = ANY($1::text[]) GROUP BY p.node, b.day ORDER BY p.node, b.day"    \
+	" ON CONFLICT (node, day) DO UPDATE SET traces = s.traces + excluded.traces,"          \
+	" calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"           \
 	" incl_ns = s.incl_ns + excluded.incl_ns"
 
 /* A trace's call-path aggregate rows on pg, inside the index lane's

@@ -416,40 +416,40 @@ static const char ROLLUP_SQL[] =
  * 1.0 and 2 (no weight, as a bucket row) and whether it is a root.
  * REST_SQL(a, b): a limits the rollup's nodes to the app's, b the traces.
  * The rollup's rows of a node are an index range of its key (node, day). */
-#define REST_CELL                                                   \
-	" (t.received_at >= $6::bigint AND t.received_at < $7::bigint"  \
-	" AND coalesce(t.duration_ns, -1) >= $8::bigint"                \
+#define REST_CELL                                                      \
+	" (t.received_at >= $6::bigint AND t.received_at < $7::bigint" \
+	" AND coalesce(t.duration_ns, -1) >= $8::bigint"               \
 	" AND coalesce(t.duration_ns, -1) < $9::bigint)"
-#define REST_ARM(sign, where, app_traces)                                           \
+#define REST_ARM(sign, where, app_traces)                                                \
 	" UNION ALL SELECT p.node, " sign "1, " sign "p.calls, " sign "p.self_ns, " sign \
 	"p.incl_ns FROM traces t JOIN trace_agg a ON a.trace_id = t.trace_id"            \
 	" JOIN trace_paths p ON p.trace_id = t.trace_id WHERE " where app_traces
-#define REST_SQL(app_nodes, app_traces, cell_arm)                                              \
-	"SELECT r.node, sum(r.traces)::bigint, sum(r.calls)::bigint, sum(r.self_ns)::bigint,"  \
-	" sum(r.incl_ns)::bigint, 1.0, 2, (n.parent = 0)::int FROM (SELECT d.node, d.traces,"  \
-	" d.calls, d.self_ns, d.incl_ns FROM agg_day_sums d"                                   \
-	" WHERE d.day >= $2::bigint AND d.day < $3::bigint" app_nodes                           \
-	REST_ARM("-", "t.received_at >= $2::bigint * 86400 AND t.received_at < $4::bigint",    \
-		 app_traces)                                                                    \
-	REST_ARM("-", "t.received_at >= $5::bigint AND t.received_at < $3::bigint * 86400",    \
-		 app_traces)                                                                    \
-	cell_arm                                                                                \
-	REST_ARM("",                                                                            \
-		 "t.received_at >= $4::bigint AND t.received_at < $2::bigint * 86400 AND NOT"   \
-		 REST_CELL,                                                                     \
-		 app_traces)                                                                    \
-	REST_ARM("",                                                                            \
-		 "t.received_at >= $3::bigint * 86400 AND t.received_at < $5::bigint AND NOT"   \
-		 REST_CELL,                                                                     \
-		 app_traces)                                                                    \
-	") r JOIN agg_nodes n ON n.node = r.node GROUP BY r.node, n.parent"                    \
-	" HAVING sum(r.traces) <> 0"
-#define REST_CELL_ARM(app_traces)                                                    \
-	REST_ARM("-",                                                                 \
-		 "t.received_at >= greatest($2::bigint * 86400, $4::bigint)"          \
+#define REST_SQL(app_nodes, app_traces, cell_arm)                                                 \
+	"SELECT r.node, sum(r.traces)::bigint, sum(r.calls)::bigint, sum(r.self_ns)::bigint,"     \
+	" sum(r.incl_ns)::bigint, 1.0, 2, (n.parent = 0)::int FROM (SELECT d.node, d.traces,"     \
+	" d.calls, d.self_ns, d.incl_ns FROM agg_day_sums d"                                      \
+	" WHERE d.day >= $2::bigint AND d.day < $3::bigint" app_nodes REST_ARM(                   \
+		"-", "t.received_at >= $2::bigint * 86400 AND t.received_at < $4::bigint",        \
+		app_traces)                                                                       \
+		REST_ARM("-",                                                                     \
+			 "t.received_at >= $5::bigint AND t.received_at < $3::bigint * 86400",    \
+			 app_traces)                                                              \
+			cell_arm REST_ARM("",                                                     \
+					  "t.received_at >= $4::bigint AND t.received_at < "      \
+					  "$2::bigint * 86400 AND NOT" REST_CELL,                 \
+					  app_traces)                                             \
+				REST_ARM("",                                                      \
+					 "t.received_at >= $3::bigint * 86400 AND t.received_at " \
+					 "< $5::bigint AND NOT" REST_CELL,                        \
+					 app_traces) ") r JOIN agg_nodes n ON n.node = r.node "   \
+						     "GROUP BY r.node, n.parent"                  \
+						     " HAVING sum(r.traces) <> 0"
+#define REST_CELL_ARM(app_traces)                                                            \
+	REST_ARM("-",                                                                        \
+		 "t.received_at >= greatest($2::bigint * 86400, $4::bigint)"                 \
 		 " AND t.received_at < least($3::bigint * 86400, $5::bigint) AND" REST_CELL, \
 		 app_traces)
-#define REST_APP_NODES  " AND d.node IN (SELECT node FROM agg_nodes WHERE app_id = $1::text)"
+#define REST_APP_NODES	" AND d.node IN (SELECT node FROM agg_nodes WHERE app_id = $1::text)"
 #define REST_APP_TRACES " AND t.app_id = $1::text"
 static const char REST_SQL_ANY[] =
 	REST_SQL("", " AND $1::text IS NULL", REST_CELL_ARM(" AND $1::text IS NULL"));

@@ -198,31 +198,35 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
  * start or end inside it); the cell's traces in both; the range's traces
  * outside the cell before and after the days.  REST_SQL(a, b): a limits
  * the rollup's nodes to the app's, b the traces. */
-#define REST_CELL                                                                  \
+#define REST_CELL                                                                      \
 	" (t.received_at >= ?6 AND t.received_at < ?7 AND coalesce(t.duration_ns, -1)" \
 	" >= ?8 AND coalesce(t.duration_ns, -1) < ?9)"
-#define REST_ARM(sign, where, app_traces)                                           \
+#define REST_ARM(sign, where, app_traces)                                                \
 	" UNION ALL SELECT p.node, " sign "1, " sign "p.calls, " sign "p.self_ns, " sign \
 	"p.incl_ns FROM traces t CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"      \
 	" CROSS JOIN trace_paths p ON p.trace_id = t.trace_id WHERE " where app_traces
-#define REST_SQL(app_nodes, app_traces, cell_arm)                                           \
-	"SELECT r.node, sum(r.traces), sum(r.calls), sum(r.self_ns), sum(r.incl_ns),"         \
-	" n.parent = 0 FROM (SELECT d.node, d.traces, d.calls, d.self_ns, d.incl_ns"          \
-	" FROM agg_day_sums d WHERE d.day >= ?2 AND d.day < ?3" app_nodes                      \
-	REST_ARM("-", "t.received_at >= ?2 * 86400 AND t.received_at < ?4", app_traces)       \
-	REST_ARM("-", "t.received_at >= ?5 AND t.received_at < ?3 * 86400", app_traces)       \
-	cell_arm                                                                               \
-	REST_ARM("", "t.received_at >= ?4 AND t.received_at < ?2 * 86400 AND NOT" REST_CELL,  \
-		 app_traces)                                                                   \
-	REST_ARM("", "t.received_at >= ?3 * 86400 AND t.received_at < ?5 AND NOT" REST_CELL,  \
-		 app_traces)                                                                   \
-	") r CROSS JOIN agg_nodes n ON n.node = r.node GROUP BY r.node HAVING sum(r.traces) <> 0"
-#define REST_CELL_ARM(app_traces)                                                        \
-	REST_ARM("-",                                                                     \
+#define REST_SQL(app_nodes, app_traces, cell_arm)                                               \
+	"SELECT r.node, sum(r.traces), sum(r.calls), sum(r.self_ns), sum(r.incl_ns),"           \
+	" n.parent = 0 FROM (SELECT d.node, d.traces, d.calls, d.self_ns, d.incl_ns"            \
+	" FROM agg_day_sums d WHERE d.day >= ?2 AND d.day < ?3" app_nodes REST_ARM(             \
+		"-", "t.received_at >= ?2 * 86400 AND t.received_at < ?4",                      \
+		app_traces) REST_ARM("-", "t.received_at >= ?5 AND t.received_at < ?3 * 86400", \
+				     app_traces)                                                \
+		cell_arm REST_ARM(                                                              \
+			"",                                                                     \
+			"t.received_at >= ?4 AND t.received_at < ?2 * 86400 AND NOT" REST_CELL, \
+			app_traces)                                                             \
+			REST_ARM("",                                                            \
+				 "t.received_at >= ?3 * 86400 AND t.received_at < ?5 AND "      \
+				 "NOT" REST_CELL,                                               \
+				 app_traces) ") r CROSS JOIN agg_nodes n ON n.node = r.node "   \
+					     "GROUP BY r.node HAVING sum(r.traces) <> 0"
+#define REST_CELL_ARM(app_traces)                                                               \
+	REST_ARM("-",                                                                           \
 		 "t.received_at >= max(?2 * 86400, ?4) AND t.received_at < min(?3 * 86400, ?5)" \
-		 " AND" REST_CELL,                                                        \
+		 " AND" REST_CELL,                                                              \
 		 app_traces)
-#define REST_APP_NODES " AND d.node IN (SELECT node FROM agg_nodes WHERE app_id = ?1)"
+#define REST_APP_NODES	" AND d.node IN (SELECT node FROM agg_nodes WHERE app_id = ?1)"
 #define REST_APP_TRACES " AND t.app_id = ?1"
 static const char *const REST_SQL_ANY = REST_SQL("", "", REST_CELL_ARM(""));
 static const char *const REST_SQL_APP =
