@@ -971,6 +971,19 @@ struct rvs_store_ops {
 	int (*jank_app_days)(struct rvs_store *s, const char *app, int64_t from_day, int64_t to_day,
 			     int (*cb)(void *arg, int64_t day, int64_t frames, int64_t late),
 			     void *arg);
+
+	/* ---- jank counts per app version (GET /api/v1/fleet/jank's
+	 * versions) ---- */
+	/* Every (app, version)'s frames and late frames over the UTC days
+	 * [from_day, to_day], summed over devices, to cb (strings valid during
+	 * the callback; version "" when unknown) by app, most frames first,
+	 * then by version; at most max_rows rows.  A nonzero cb return stops
+	 * the scan and is returned.  0 or -errno. */
+	int (*jank_versions)(struct rvs_store *s, int64_t from_day, int64_t to_day,
+			     int64_t max_rows,
+			     int (*cb)(void *arg, const char *app, const char *version,
+				       int64_t frames, int64_t late),
+			     void *arg);
 };
 
 extern const struct rvs_store_ops rvs_store_sqlite;
