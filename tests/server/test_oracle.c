@@ -2388,6 +2388,7 @@ static const char *jank_app(int a)
 struct jank_sum {
 	int64_t frames, late, devices;
 	int traces;
+	int64_t vframes[NVERS], vlate[NVERS]; /* per version of VERS */
 };
 
 /* Rate order: highest late / frames first, then the app id (bytes). */
@@ -2435,8 +2436,8 @@ static void jank_post(int d, Rearview__JankCount *c, size_t n)
  * one repeats its final report: the server must keep the last totals of
  * each device-day.  The fleet's jank per app is recounted here — frames,
  * late, jank rate (the same double division), devices, the app's uploads
- * (all received within the two days), traced — and compared exactly, in
- * the rate order. */
+ * (all received within the two days), traced, and per version frames and
+ * late — and compared exactly, in the rate order. */
 static void test_oracle_jank_rates_per_app(void **state)
 {
 	Rearview__JankCount c[2 * JANK_APPS * NVERS];
@@ -2477,14 +2478,18 @@ static void test_oracle_jank_rates_per_app(void **state)
 			continue;
 		jank_post(d, c, n);
 		for (size_t k = 0; k < n; k++) {
-			int a = 0;
+			int a = 0, v = 0;
 
 			while (strcmp(jank_app(a), c[k].app_id))
 				a++;
+			while (strcmp(VERS[v], c[k].app_version))
+				v++;
 			c[k].frames = c[k].frames * 2 + 1;
 			c[k].late = c[k].late + rnd((uint32_t)(c[k].frames - c[k].late) + 1);
 			sum[a].frames += (int64_t)c[k].frames;
 			sum[a].late += (int64_t)c[k].late;
+			sum[a].vframes[v] += (int64_t)c[k].frames;
+			sum[a].vlate[v] += (int64_t)c[k].late;
 			reported[a] = 1;
 		}
 		jank_post(d, c, n);
@@ -2518,6 +2523,31 @@ static void test_oracle_jank_rates_per_app(void **state)
 		assert_true(json_is_boolean(json_object_get(row, "traced")));
 		assert_int_equal(json_is_true(json_object_get(row, "traced")), x->traces > 0);
 		assert_int_equal(x->traces > 0, order[i] < NAPPS);
+		/* Its versions: each one counted, most frames first. */
+		{
+			json_t *vs = json_object_get(row, "versions"), *vr;
+			size_t k, want = 0;
+			int64_t prev = INT64_MAX;
+
+			for (int v = 0; v < NVERS; v++)
+				want += x->vframes[v] > 0;
+			assert_int_equal(json_array_size(vs), want);
+			json_array_foreach(vs, k, vr)
+			{
+				const char *ver = json_string_value(json_object_get(vr, "version"));
+				int64_t f = json_integer_value(json_object_get(vr, "frames"));
+				int v = 0;
+
+				while (v < NVERS && strcmp(VERS[v], ver))
+					v++;
+				assert_true(v < NVERS);
+				assert_int_equal(f, x->vframes[v]);
+				assert_int_equal(json_integer_value(json_object_get(vr, "late")),
+						 x->vlate[v]);
+				assert_true(f <= prev);
+				prev = f;
+			}
+		}
 	}
 	json_decref(doc);
 }
