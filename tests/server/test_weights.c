@@ -522,7 +522,8 @@ static void test_weights_trend_percentiles_and_issue_counts(void **state)
 			pop[d][np++] = smp[d][ns++] = ms * 1000000;
 			g_used = PER_DEV;
 			assert_int_equal(
-				upload_as(TREND_APP, ver[d], at, ms * 1000000, "fast-model", &all), 0);
+				upload_as(TREND_APP, ver[d], at, ms * 1000000, "fast-model", &all),
+				0);
 			up++;
 		}
 		for (int64_t k = 0; k < 10; k++) {
@@ -541,7 +542,8 @@ static void test_weights_trend_percentiles_and_issue_counts(void **state)
 		doc = api(by ? TREND_Q "&by=version" : TREND_Q);
 		buckets = json_object_get(doc, "buckets");
 		assert_int_equal(json_array_size(buckets), 2);
-		assert_true(json_is_true(json_object_get(json_object_get(doc, "weighted"), "exact")));
+		assert_true(
+			json_is_true(json_object_get(json_object_get(doc, "weighted"), "exact")));
 		for (int d = 0; d < 2; d++) {
 			b = json_array_get(buckets, (size_t)d);
 			w = json_object_get(b, "weighted");
@@ -606,16 +608,16 @@ static void test_weights_trend_percentiles_and_issue_counts(void **state)
 	severe.candidates_seen = 4;
 	severe.candidates_taken = 1;
 	g_used = PER_DEV;
-	assert_int_equal(upload_as(TREND_APP, "2.0", (uint64_t)(DAY0 + 2) * 86400 + 43200,
-				   50000000, "slow-model", &severe),
+	assert_int_equal(upload_as(TREND_APP, "2.0", (uint64_t)(DAY0 + 2) * 86400 + 43200, 50000000,
+				   "slow-model", &severe),
 			 0);
 	wait_trend(++up);
 	doc = api(TREND_Q);
 	buckets = json_object_get(doc, "buckets");
 	assert_int_equal(json_array_size(buckets), 3);
 	assert_false(json_is_true(json_object_get(json_object_get(doc, "weighted"), "exact")));
-	assert_true(json_is_true(json_object_get(
-		json_object_get(json_array_get(buckets, 0), "weighted"), "exact")));
+	assert_true(json_is_true(
+		json_object_get(json_object_get(json_array_get(buckets, 0), "weighted"), "exact")));
 	w = json_object_get(json_array_get(buckets, 2), "weighted");
 	assert_false(json_is_true(json_object_get(w, "exact")));
 	assert_int_equal(json_integer_value(json_object_get(w, "traces_weight_estimated")), 1);

@@ -322,8 +322,9 @@ static int weighted_issue(struct issues_doc *d, const struct rvs_issue_row *r)
 {
 	const char *note = r->n_estimated ? "estimated: quota selection (most severe or first N)"
 					    " censors"
-			   : r->n_unknown ? "partly unweighted: uploads without a selection count as 1"
-					  : NULL;
+			   : r->n_unknown
+				   ? "partly unweighted: uploads without a selection count as 1"
+				   : NULL;
 	json_t *trend = json_array(), *o;
 
 	for (int64_t w = 0; trend && w < d->weeks; w++)

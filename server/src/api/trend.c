@@ -138,8 +138,8 @@ static json_t *trend_json(const struct rvs_trend *t, const struct rvs_trend_filt
 		"the smallest value whose cumulative weight (1/p per capture) reaches p/100 of the"
 		" bucket's total; the onset test is unweighted",
 		"exact", !weight_note(est, unk), "traces_weight_estimated", (json_int_t)est,
-		"traces_weight_unknown", (json_int_t)unk,
-		"note", weight_note(est, unk) ? json_string(weight_note(est, unk)) : json_null());
+		"traces_weight_unknown", (json_int_t)unk, "note",
+		weight_note(est, unk) ? json_string(weight_note(est, unk)) : json_null());
 	return doc;
 }
 

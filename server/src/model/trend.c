@@ -53,8 +53,8 @@ int rvs_trend_add(struct rvs_trend *t, int64_t day, const char *version, int64_t
 	return rvs_trend_add_weighted(t, day, version, self_ns, incl_ns, 1.0, RVS_TREND_W_EXACT);
 }
 
-int rvs_trend_add_weighted(struct rvs_trend *t, int64_t day, const char *version,
-			   int64_t self_ns, int64_t incl_ns, double weight, int wflag)
+int rvs_trend_add_weighted(struct rvs_trend *t, int64_t day, const char *version, int64_t self_ns,
+			   int64_t incl_ns, double weight, int wflag)
 {
 	struct rvs_trend_sample *x;
 
@@ -408,8 +408,7 @@ int rvs_trend_compute(struct rvs_trend *t)
 	for (size_t j = 0; j < t->nb; at += t->b[j++].n) {
 		struct rvs_trend_bucket *b = &t->b[j];
 		int64_t *pv[] = {&b->self_p50, &b->self_p95, &b->incl_p50, &b->incl_p95};
-		int64_t *wpv[] = {&b->w_self_p50, &b->w_self_p95, &b->w_incl_p50,
-				  &b->w_incl_p95};
+		int64_t *wpv[] = {&b->w_self_p50, &b->w_self_p95, &b->w_incl_p50, &b->w_incl_p95};
 		assert(b->n > 0 && t->s[at].b == j);
 		for (size_t i = 0; i < b->n; i++) {
 			const struct rvs_trend_sample *x = &t->s[at + i];

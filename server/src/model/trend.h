@@ -99,8 +99,8 @@ int rvs_trend_add(struct rvs_trend *t, int64_t day, const char *version, int64_t
 
 /* rvs_trend_add with the capture's weight (> 0; anything else counts as
  * 1, unknown) and how exact it is (RVS_TREND_W_*). */
-int rvs_trend_add_weighted(struct rvs_trend *t, int64_t day, const char *version,
-			   int64_t self_ns, int64_t incl_ns, double weight, int wflag);
+int rvs_trend_add_weighted(struct rvs_trend *t, int64_t day, const char *version, int64_t self_ns,
+			   int64_t incl_ns, double weight, int wflag);
 
 /* Computes the buckets and both onsets from the traces added (none: no
  * buckets, nothing tested).  Once.  0 or -ENOMEM (t then holds no

@@ -29,7 +29,7 @@ struct rvs_pg_pool;
  * and the flag 0 exact, 1 an estimate (a censoring quota), 2 unknown (an
  * upload without a selection).  The same text on both backends. */
 #define RVS_SQL_WEIGHT(U) "COALESCE(" U ".weight, 1.0)"
-#define RVS_SQL_WFLAG(U)                                                       \
+#define RVS_SQL_WFLAG(U)                                                            \
 	"(CASE WHEN " U ".weight_exact = 1 THEN 0 WHEN COALESCE(" U ".sel_kind, 0)" \
 	" = 0 THEN 2 ELSE 1 END)"
 

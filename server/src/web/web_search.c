@@ -97,8 +97,9 @@ static void weighted_cell(struct web_ctx *c, json_t *row)
 	json_t *w = json_object_get(row, "weighted");
 	if (!json_is_object(w))
 		return;
-	fprintf(c->f, "<span class=\"weighted\" title=\"Sum of 1/p over the uploads; devices: each"
-		      " one's smallest 1/p\">%.1f / %.1f</span>",
+	fprintf(c->f,
+		"<span class=\"weighted\" title=\"Sum of 1/p over the uploads; devices: each"
+		" one's smallest 1/p\">%.1f / %.1f</span>",
 		json_number_value(json_object_get(w, "traces")),
 		json_number_value(json_object_get(w, "devices")));
 	if (!json_is_true(json_object_get(w, "exact"))) {

@@ -233,8 +233,9 @@ static void chart(struct web_ctx *c, json_t *doc, json_t *onset)
 				(double)pct(json_object_get(b, "weighted"), LINES[l].which,
 					    LINES[l].p) /
 					1e6,
-				weighted_exact(b) ? "" : " (an estimate: a quota censors, or"
-							 " an upload has no selection)");
+				weighted_exact(b) ? ""
+						  : " (an estimate: a quota censors, or"
+						    " an upload has no selection)");
 		}
 	}
 	fputs("</svg><p class=\"legend\">Red: self time, blue: inclusive; solid p50, dashed p95"

@@ -1280,11 +1280,12 @@ static int jank_versions(struct rvs_store *s, int64_t from_day, int64_t to_day, 
 
 	if (rvs_sqlite_scan_open(s->dsn, &db))
 		return -EIO;
-	rc = sqlite3_prepare_v2(db,
-				"SELECT app_id, app_version, sum(frames), sum(late) FROM jank_counts"
-				" WHERE day >= ?1 AND day <= ?2 GROUP BY app_id, app_version"
-				" ORDER BY app_id, sum(frames) DESC, app_version LIMIT ?3",
-				-1, &st, NULL);
+	rc = sqlite3_prepare_v2(
+		db,
+		"SELECT app_id, app_version, sum(frames), sum(late) FROM jank_counts"
+		" WHERE day >= ?1 AND day <= ?2 GROUP BY app_id, app_version"
+		" ORDER BY app_id, sum(frames) DESC, app_version LIMIT ?3",
+		-1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, from_day);
 		sqlite3_bind_int64(st, 2, to_day);

@@ -175,20 +175,23 @@ static const char ISSUES_SQL[] =
 	" GROUP BY t.app_id, t.issue ORDER BY impact DESC, t.issue, t.app_id LIMIT ?5";
 /* An issue's traces (?1 the issue, ?7 its app) in the filter, with their
  * uploads for the selection weights. */
-#define ISSUE_TRACES                                                                         \
+#define ISSUE_TRACES                                                                       \
 	" FROM traces t LEFT JOIN uploads u ON u.trace_id = t.trace_id WHERE t.issue = ?1" \
-	" AND t.app_id IS ?7 AND t.received_at >= ?6 AND (?2 IS NULL OR t.app_id = ?2)"   \
+	" AND t.app_id IS ?7 AND t.received_at >= ?6 AND (?2 IS NULL OR t.app_id = ?2)"    \
 	" AND (?3 IS NULL OR t.app_version = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
 static const char TREND_SQL[] = "SELECT t.received_at / 604800, count(*),"
 				" sum(" RVS_SQL_WEIGHT("u") ")" ISSUE_TRACES " GROUP BY 1";
 /* The issue's weighted traces and devices (each device counted with its
  * traces' smallest weight; traces without a device count no device), and
  * the weights that are estimates or unknown. */
-static const char WEIGHT_SQL[] =
-	"SELECT sum(d.w), sum(CASE WHEN d.device_id IS NULL THEN 0 ELSE d.mw END), sum(d.est),"
-	" sum(d.unk) FROM (SELECT t.device_id, sum(" RVS_SQL_WEIGHT("u") ") AS w, min(" RVS_SQL_WEIGHT(
-		"u") ") AS mw, sum(" RVS_SQL_WFLAG("u") " = 1) AS est, sum(" RVS_SQL_WFLAG("u") " = 2)"
-	" AS unk" ISSUE_TRACES " GROUP BY t.device_id) d";
+static const char WEIGHT_SQL[] = "SELECT sum(d.w), sum(CASE WHEN d.device_id IS NULL THEN 0 ELSE "
+				 "d.mw END), sum(d.est),"
+				 " sum(d.unk) FROM (SELECT t.device_id, sum(" RVS_SQL_WEIGHT("u") ") AS w, min(" RVS_SQL_WEIGHT(
+					 "u") ") AS mw, sum(" RVS_SQL_WFLAG("u") " = 1) AS est, "
+										 "sum"
+										 "(" RVS_SQL_WFLAG("u") " = 2)"
+													" AS unk" ISSUE_TRACES
+													" GROUP BY t.device_id) d";
 /* The issue's newest trace (by rowid) and its anomaly chain. */
 static const char EXAMPLE_SQL[] =
 	"SELECT x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"
@@ -208,8 +211,8 @@ static void bind_issue_filters(sqlite3_stmt *st, const struct rvs_issue_filter *
 
 /* The example, signature and week rows of the issue st's row names. */
 static int issue_rows(sqlite3_stmt *st, sqlite3_stmt *ex, sqlite3_stmt *sg, sqlite3_stmt *tr,
-		      sqlite3_stmt *wt, int (*cb)(void *arg, int part, const struct rvs_issue_row *r),
-		      void *arg)
+		      sqlite3_stmt *wt,
+		      int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
 	struct rvs_issue_row r = {0};
 	int rc, stop;
