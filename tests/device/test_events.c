@@ -183,28 +183,35 @@ static void test_events_no_daemon_dropped_and_counted(void **state)
 
 /* The daemon restarts: the next report after the loss reconnects, and the
  * foreground is announced again before it. */
-static void test_events_reconnects_and_reannounces_foreground(void **state)
+/* The daemon restarts (its socket closed and listened on again), then a
+ * metric "after" is reported: the loss is seen on this report (reconnected
+ * at once), or on the write itself (then the next one reconnects). */
+static void restart_and_report(struct fake *f)
 {
-	struct fake *f = *state;
-	uint64_t now = rv_events_now();
-	Rearview__EventMessage *m;
 	int rc;
 
-	assert_int_equal(rv_foreground(1234, 1235), 0);
-	m = next_msg(f);
-	assert_int_equal(m->msg_case, REARVIEW__EVENT_MESSAGE__MSG_FOREGROUND);
-	rearview__event_message__free_unpacked(m, NULL);
 	close(f->cfd);
 	f->cfd = -1;
 	close(f->lfd);
 	assert_int_equal(listen_at(f), 0);
-	/* The loss is seen on this report (reconnected at once), or on the
-	 * write itself (then the next one reconnects). */
 	rc = rv_metric("after", 2);
 	if (rc < 0) {
 		assert_int_equal(rc, -ENOTCONN);
 		assert_int_equal(rv_metric("after", 2), 0);
 	}
+}
+
+static void test_events_reconnects_and_reannounces_foreground(void **state)
+{
+	struct fake *f = *state;
+	uint64_t now = rv_events_now();
+	Rearview__EventMessage *m;
+
+	assert_int_equal(rv_foreground(1234, 1235), 0);
+	m = next_msg(f);
+	assert_int_equal(m->msg_case, REARVIEW__EVENT_MESSAGE__MSG_FOREGROUND);
+	rearview__event_message__free_unpacked(m, NULL);
+	restart_and_report(f);
 	m = next_msg(f);
 	assert_int_equal(m->msg_case, REARVIEW__EVENT_MESSAGE__MSG_FOREGROUND);
 	assert_int_equal(m->foreground->pid, 1234);
@@ -226,7 +233,6 @@ static void test_events_app_version_sent_and_reannounced(void **state)
 	struct fake *f = *state;
 	Rearview__EventMessage *m;
 	struct rv_events_stats st0, st;
-	int rc;
 
 	rv_events_stats(&st0); /* the counters are the process's, kept across tests */
 	assert_int_equal(rv_app_version(NULL), -EINVAL);
@@ -243,15 +249,7 @@ static void test_events_app_version_sent_and_reannounced(void **state)
 	assert_int_equal(m->app_version->pid, getpid());
 	assert_string_equal(m->app_version->version, "4.2.1-rc1");
 	rearview__event_message__free_unpacked(m, NULL);
-	close(f->cfd);
-	f->cfd = -1;
-	close(f->lfd);
-	assert_int_equal(listen_at(f), 0);
-	rc = rv_metric("after", 2);
-	if (rc < 0) {
-		assert_int_equal(rc, -ENOTCONN);
-		assert_int_equal(rv_metric("after", 2), 0);
-	}
+	restart_and_report(f);
 	m = next_msg(f);
 	assert_int_equal(m->msg_case, REARVIEW__EVENT_MESSAGE__MSG_APP_VERSION);
 	assert_string_equal(m->app_version->version, "4.2.1-rc1");

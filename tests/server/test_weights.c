@@ -248,14 +248,14 @@ static int upload(int64_t ns, const char *model, Rearview__Selection *sel)
 	return upload_as(APP, "1.0", 1700000000ull, ns, model, sel);
 }
 
-/* Until the aggregate counts `want` traces (bounded). */
-static void wait_decoded(int want)
+/* Until the document at path counts `want` "traces" (bounded). */
+static void wait_traces(const char *path, int want)
 {
 	double until = rvsb_now() + 180;
 	json_int_t got = -1;
 
 	do {
-		json_t *doc = api("/api/v1/aggregate?app=" APP);
+		json_t *doc = api(path);
 		got = json_integer_value(json_object_get(doc, "traces"));
 		json_decref(doc);
 		if (got == want)
@@ -263,6 +263,12 @@ static void wait_decoded(int want)
 		usleep(100000);
 	} while (rvsb_now() < until);
 	assert_int_equal(got, want);
+}
+
+/* Until the aggregate counts `want` traces. */
+static void wait_decoded(int want)
+{
+	wait_traces("/api/v1/aggregate?app=" APP, want);
 }
 
 static int group_setup(void **state)
@@ -469,23 +475,6 @@ static int64_t pct_of(json_t *o, const char *measure, const char *p)
 	return json_integer_value(v);
 }
 
-/* Until the trend of TREND_APP counts `want` traces (bounded). */
-static void wait_trend(int want)
-{
-	double until = rvsb_now() + 180;
-	json_int_t got = -1;
-
-	do {
-		json_t *doc = api(TREND_Q);
-		got = json_integer_value(json_object_get(doc, "traces"));
-		json_decref(doc);
-		if (got == want)
-			break;
-		usleep(100000);
-	} while (rvsb_now() < until);
-	assert_int_equal(got, want);
-}
-
 /*
  * Two days of a population with exact durations, each anomaly on a device
  * of its own: the fast model's ten anomalies (1..10 ms) all taken by a
@@ -537,7 +526,7 @@ static void test_weights_trend_percentiles_and_issue_counts(void **state)
 			up++;
 		}
 	}
-	wait_trend(up);
+	wait_traces(TREND_Q, up);
 	for (int by = 0; by < 2; by++) {
 		doc = api(by ? TREND_Q "&by=version" : TREND_Q);
 		buckets = json_object_get(doc, "buckets");
@@ -611,7 +600,7 @@ static void test_weights_trend_percentiles_and_issue_counts(void **state)
 	assert_int_equal(upload_as(TREND_APP, "2.0", (uint64_t)(DAY0 + 2) * 86400 + 43200, 50000000,
 				   "slow-model", &severe),
 			 0);
-	wait_trend(++up);
+	wait_traces(TREND_Q, ++up);
 	doc = api(TREND_Q);
 	buckets = json_object_get(doc, "buckets");
 	assert_int_equal(json_array_size(buckets), 3);
