@@ -97,14 +97,18 @@ if [ $dev -eq 0 ]; then
 	(
 		stage dev-tests check-run-dev "$@" >"$LOGS/dev-tests.log" 2>&1
 		stage pg-tests check-run-pg "$@" >"$LOGS/pg-tests.log" 2>&1
-		echo 0 >"$LOGS/plain.rc"
+		echo 0 >"$LOGS/dev-pg.rc"
 	) &
 	pids="$pids $!"
 fi
 
+# The sanitizer tests wait on PostgreSQL, daemons and timers about half
+# their time: once the tests beside them have ended (dev-pg.rc), the
+# runner starts as many more at once as there are cores.
 echo "== $SET 4/4: ASan+UBSan tests (build/san)"
 if wait_for san-build; then
-	stage san-tests check-run-san "$@"
+	stage san-tests check-run-san "$@" \
+		RV_TEST_LATER="$(nproc 2>/dev/null || echo 2) $LOGS/dev-pg.rc"
 else
 	echo "check: the sanitizer build failed; the end of its log ($LOGS/san-build.log):"
 	tail -n 40 "$LOGS/san-build.log"
@@ -114,7 +118,7 @@ wait_for lint
 echo "== $SET 1/4: lint"
 cat "$LOGS/lint.log"
 if [ $dev -eq 0 ]; then
-	wait_for plain
+	wait_for dev-pg
 	echo "== $SET 2/4: DEVELOPER=1 tests (build/)"
 	cat "$LOGS/dev-tests.log"
 	echo "== $SET 3/4: the server tests flagged pg, on PostgreSQL (build/, RVS_TEST_STORE=pg)"

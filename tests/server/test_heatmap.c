@@ -92,8 +92,9 @@ static int setup(void **state)
 		return -1;
 	}
 	snprintf(f->blobs, sizeof f->blobs, "%s/blobs", f->dir);
-	f->ops = rvs_store_for(f->db);
-	if (f->ops->open(f->db, &f->s) || rvs_decode_new(f->db, &f->dec, &f->d))
+	/* Acquired (shared), as the server holds its store: the API calls
+	 * below use it and its connections instead of opening their own. */
+	if (rvs_store_acquire(f->db, &f->ops, &f->s) || rvs_decode_new(f->db, &f->dec, &f->d))
 		return -1;
 	/* PostgreSQL partitions the traces by week received: the fleet's
 	 * weeks, made as the store makes them. */
@@ -112,7 +113,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	char cmd[128];
 	rvs_decode_free(f->d);
-	f->ops->close(f->s);
+	rvs_store_release(f->s);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
 	free(f);
 	return system(cmd) == 0 ? 0 : -1;
