@@ -174,35 +174,29 @@ static const char ISSUES_SQL[] =
 	" AND t.received_at >= $1" ISSUE_FILTERS MORE ")"
 /* Each issue's traces per week and the sum of their selection weights. */
 #define WEEK_OF "t.received_at / 604800 AS week, t.trace_id AS tid"
+/* A trace's weight and its flag (store_agg.h) from its upload u. */
+#define W_OF_U	      RVS_SQL_WEIGHT("u")
+#define F_OF_U	      RVS_SQL_WFLAG("u")
+#define WEEK_TRACES   ISSUE_TRACES(WEEK_OF, "")
+#define DEVICE_TRACES ISSUE_TRACES(DEVICE_OF, "")
+#define JOIN_UPLOADS  " x LEFT JOIN uploads u ON u.trace_id = x.tid"
 static const char WEEKS_SQL[] =
 	"SELECT k.i, w.week, w.n, w.w FROM " SHOWN " CROSS JOIN LATERAL"
-	" (SELECT x.week, count(*) AS n, sum(" RVS_SQL_WEIGHT(
-		"u") ")::float8 AS w FROM " ISSUE_TRACES(WEEK_OF,
-							 "") " x LEFT JOIN uploads u ON u.trace_id "
-							     "= x.tid GROUP BY 1) w"
-							     " ORDER BY k.i, w.week";
+	" (SELECT x.week, count(*) AS n, sum(" W_OF_U
+	")::float8 AS w FROM " WEEK_TRACES JOIN_UPLOADS " GROUP BY 1) w ORDER BY k.i, w.week";
 /* Each issue's weighted traces and devices (each device counted with its
  * traces' smallest weight; traces without a device count no device), and
  * how many weights are estimates or unknown. */
 #define DEVICE_OF "t.device_id AS dev, t.trace_id AS tid"
 static const char WEIGHTS_SQL[] =
 	"SELECT k.i, g.w, g.mw, g.est, g.unk FROM " SHOWN " CROSS JOIN LATERAL"
-	" (SELECT sum(d.w)::float8 AS w, coalesce(sum(d.mw) FILTER (WHERE d.dev IS NOT NULL), 0)"
-	"::float8 AS mw, sum(d.est)::bigint AS est, sum(d.unk)::bigint AS unk FROM"
-	" (SELECT x.dev, sum(" RVS_SQL_WEIGHT("u") ") AS w, min(" RVS_SQL_WEIGHT(
-		"u") ") AS mw,"
-		     " count(*) FILTER (WHERE " RVS_SQL_WFLAG(
-			     "u") " = 1) AS est,"
-				  " count(*) FILTER (WHERE " RVS_SQL_WFLAG(
-					  "u") " = 2) AS unk FROM " ISSUE_TRACES(DEVICE_OF,
-										 "") " x LEFT JOIN "
-										     "uploads u ON "
-										     "u.trace_id = "
-										     "x.tid GROUP "
-										     "BY x.dev) d) "
-										     "g"
-										     " ORDER BY "
-										     "k.i";
+	" (SELECT sum(d.w)::float8 AS w,"
+	" coalesce(sum(d.mw) FILTER (WHERE d.dev IS NOT NULL), 0)::float8 AS mw,"
+	" sum(d.est)::bigint AS est, sum(d.unk)::bigint AS unk FROM"
+	" (SELECT x.dev, sum(" W_OF_U ") AS w, min(" W_OF_U ") AS mw,"
+	" count(*) FILTER (WHERE " F_OF_U " = 1) AS est,"
+	" count(*) FILTER (WHERE " F_OF_U " = 2) AS unk FROM " DEVICE_TRACES JOIN_UPLOADS
+	" GROUP BY x.dev) d) g ORDER BY k.i";
 /* Each issue's anomaly signatures, sorted, at most 64. */
 #define SIG_OF	"t.anomaly_signature AS sig"
 #define HAS_SIG " AND t.anomaly_signature IS NOT NULL"

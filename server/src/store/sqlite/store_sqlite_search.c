@@ -179,19 +179,19 @@ static const char ISSUES_SQL[] =
 	" FROM traces t LEFT JOIN uploads u ON u.trace_id = t.trace_id WHERE t.issue = ?1" \
 	" AND t.app_id IS ?7 AND t.received_at >= ?6 AND (?2 IS NULL OR t.app_id = ?2)"    \
 	" AND (?3 IS NULL OR t.app_version = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
-static const char TREND_SQL[] = "SELECT t.received_at / 604800, count(*),"
-				" sum(" RVS_SQL_WEIGHT("u") ")" ISSUE_TRACES " GROUP BY 1";
+/* A trace's weight and its flag (store_agg.h) from its upload u. */
+#define W_OF_U RVS_SQL_WEIGHT("u")
+#define F_OF_U RVS_SQL_WFLAG("u")
+static const char TREND_SQL[] =
+	"SELECT t.received_at / 604800, count(*), sum(" W_OF_U ")" ISSUE_TRACES " GROUP BY 1";
 /* The issue's weighted traces and devices (each device counted with its
  * traces' smallest weight; traces without a device count no device), and
  * the weights that are estimates or unknown. */
-static const char WEIGHT_SQL[] = "SELECT sum(d.w), sum(CASE WHEN d.device_id IS NULL THEN 0 ELSE "
-				 "d.mw END), sum(d.est),"
-				 " sum(d.unk) FROM (SELECT t.device_id, sum(" RVS_SQL_WEIGHT("u") ") AS w, min(" RVS_SQL_WEIGHT(
-					 "u") ") AS mw, sum(" RVS_SQL_WFLAG("u") " = 1) AS est, "
-										 "sum"
-										 "(" RVS_SQL_WFLAG("u") " = 2)"
-													" AS unk" ISSUE_TRACES
-													" GROUP BY t.device_id) d";
+static const char WEIGHT_SQL[] =
+	"SELECT sum(d.w), sum(CASE WHEN d.device_id IS NULL THEN 0 ELSE d.mw END),"
+	" sum(d.est), sum(d.unk) FROM (SELECT t.device_id, sum(" W_OF_U ") AS w,"
+	" min(" W_OF_U ") AS mw, sum(" F_OF_U " = 1) AS est, sum(" F_OF_U
+	" = 2) AS unk" ISSUE_TRACES " GROUP BY t.device_id) d";
 /* The issue's newest trace (by rowid) and its anomaly chain. */
 static const char EXAMPLE_SQL[] =
 	"SELECT x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"

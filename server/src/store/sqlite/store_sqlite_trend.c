@@ -21,18 +21,19 @@
 
 #include "rearview/common.h"
 
+/* The trace's selection weight and its flag from its upload u. */
+#define WEIGHT_COLS RVS_SQL_WEIGHT("u") ", " RVS_SQL_WFLAG("u")
 /* ?1 method, ?2 app, ?3 model, ?4 kind, ?5 issue, ?6 the cap + 1.  A day
  * is the capture's UTC day (86400 s of 1e9 ns), else the arrival's. */
 static const char TREND_SQL[] =
 	"SELECT CASE WHEN t.captured_at_ns > 0 THEN t.captured_at_ns / 86400000000000"
 	" ELSE t.received_at / 86400 END, coalesce(t.app_version, ''), m.self_ns, "
-	"m.incl_ns, " RVS_SQL_WEIGHT("u") ", " RVS_SQL_WFLAG(
-		"u") " FROM trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
-		     " LEFT JOIN uploads u ON u.trace_id = t.trace_id"
-		     " WHERE m.method = ?1 AND (?2 IS NULL OR t.app_id = ?2)"
-		     " AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
-		     " AND (?5 IS NULL OR t.issue = ?5)"
-		     " ORDER BY t.received_at DESC, t.trace_id DESC LIMIT ?6";
+	"m.incl_ns, " WEIGHT_COLS " FROM trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+	" LEFT JOIN uploads u ON u.trace_id = t.trace_id"
+	" WHERE m.method = ?1 AND (?2 IS NULL OR t.app_id = ?2)"
+	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
+	" AND (?5 IS NULL OR t.issue = ?5)"
+	" ORDER BY t.received_at DESC, t.trace_id DESC LIMIT ?6";
 
 int rvs_sqlite_trend_read(const char *dsn, const struct rvs_trend_filter *f,
 			  int (*cb)(void *arg, const struct rvs_trend_row *r), void *arg, int *cut)
