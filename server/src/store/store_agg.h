@@ -24,6 +24,15 @@ struct pg_result;
 struct rvs_agg_rows;
 struct rvs_pg_pool;
 
+/* A trace's selection weight and its flag, from its uploads row U (a
+ * LEFT JOIN: none reads as 1, unknown): the weight (1/p, uploads.weight),
+ * and the flag 0 exact, 1 an estimate (a censoring quota), 2 unknown (an
+ * upload without a selection).  The same text on both backends. */
+#define RVS_SQL_WEIGHT(U) "COALESCE(" U ".weight, 1.0)"
+#define RVS_SQL_WFLAG(U)                                                            \
+	"(CASE WHEN " U ".weight_exact = 1 THEN 0 WHEN COALESCE(" U ".sel_kind, 0)" \
+	" = 0 THEN 2 ELSE 1 END)"
+
 /* ---- sqlite ---- */
 
 /* Inside the index lane's transaction on db, after trace_id's traces row:
