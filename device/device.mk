@@ -188,11 +188,12 @@ $(TBIN)/integration/test_daemon_upload: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/r
   $(TBIN)/server/rearview-server-v1 $(TBIN)/device/rv_helper_app $(BIN)/rearview-demo-app
 
 # The jank rate of an app that is never traced, from its librvevents frames
-# to the fleet's GET /api/v1/fleet/jank on a real server.
+# to the fleet's GET /api/v1/fleet/jank on a real server, by app version;
+# the version a registered process declares (rv_helper_app).
 $(OBJ)/tests/integration/test_daemon_jank.o: CPPFLAGS += $(call pc,--cflags,jansson)
 $(eval $(call rv_test,integration,daemon_jank,$(LIBRVPROTO),$(call pc,--libs,libcurl sqlite3 jansson) $(PROTOBUF_LIBS),integration e2e))
 $(TBIN)/integration/test_daemon_jank: | $(BIN)/rearviewd $(BIN)/rvctl $(BIN)/rearview-server \
-  $(TBIN)/integration/rv_jank_app
+  $(TBIN)/integration/rv_jank_app $(TBIN)/device/rv_helper_app
 $(OBJ)/tests/integration/jank_app.o: CPPFLAGS += -Idevice/events/include $(PROTOBUF_CFLAGS)
 $(TBIN)/integration/rv_jank_app: $(OBJ)/tests/integration/jank_app.o $(LIBRVEVENTS_A) $(LIBRVPROTO)
 	@mkdir -p $(@D)

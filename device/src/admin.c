@@ -374,6 +374,8 @@ int rvd_admin_set_consent(struct rvd_admin_env *env, int level, rvd_admin_done_f
 int rvd_admin_delete_all(struct rvd_admin_env *env, rvd_admin_done_fn done, void *data)
 {
 	rvd_info("deleting all collected data");
+	if (env->clear_jank)
+		env->clear_jank(env->ctx);
 	return purge_start(env, env->consent(env->ctx), REARVIEW__CONSENT_LEVEL__CONSENT_OFF,
 			   RVD_REASON_DELETED, done, data);
 }
@@ -396,6 +398,20 @@ static void consent_answer(void *data, int level, const uint64_t *purged, size_t
 		admin_reply(c, &resp);
 	}
 	free(w);
+}
+
+/* rvctl delete-all: answered as a consent change (the level unchanged,
+ * the captures purged) once the deletion is durable. */
+static int admin_delete_all(struct rvd_admin_env *env, struct rvd_conn *c,
+			    Rearview__AdminResponse *resp)
+{
+	struct admin_wait *w = admin_wait_new(env, c, resp);
+
+	if (!w || rvd_admin_delete_all(env, consent_answer, w) < 0) {
+		free(w);
+		return rvd_conn_send_error(c, REARVIEW__ERROR__CODE__INTERNAL, "out of memory");
+	}
+	return 0;
 }
 
 static int admin_consent(struct rvd_admin_env *env, struct rvd_conn *c,
@@ -632,6 +648,9 @@ int rvd_admin_frame(struct rvd_admin_env *env, struct rvd_conn *c, const uint8_t
 	switch (q->req_case) {
 	case REARVIEW__ADMIN_REQUEST__REQ_SET_CONSENT:
 		rc = admin_consent(env, c, &resp, q->set_consent);
+		break;
+	case REARVIEW__ADMIN_REQUEST__REQ_DELETE_ALL:
+		rc = admin_delete_all(env, c, &resp);
 		break;
 	case REARVIEW__ADMIN_REQUEST__REQ_GET_STATUS:
 		rc = admin_status(env, c, &resp);

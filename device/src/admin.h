@@ -69,6 +69,10 @@ struct rvd_admin_env {
 	void (*policy_changed)(void *ctx);
 	/* The peer with connection id `id`, or NULL when it has left. */
 	struct rvd_conn *(*conn_by_id)(void *ctx, uint64_t id);
+	/* Forgets every per-app jank count, in memory and in the state
+	 * directory's counts file (queued on the spool before what follows).
+	 * NULL: there are none. */
+	void (*clear_jank)(void *ctx);
 	void *ctx;
 };
 
@@ -95,9 +99,10 @@ typedef void (*rvd_admin_done_fn)(void *data, int level, const uint64_t *purged,
 int rvd_admin_set_consent(struct rvd_admin_env *env, int level, rvd_admin_done_fn done, void *data);
 
 /*
- * Deletes everything collected (D-Bus DeleteAllData): the purge lowering
- * consent to off makes — every capture file and summary, the pending
- * captures' reservations — with consent unchanged; the rows stay, as
+ * Deletes everything collected (D-Bus DeleteAllData, rvctl delete-all):
+ * the per-app jank counts, and the purge lowering consent to off makes —
+ * every capture file and summary, the pending captures' reservations —
+ * with consent unchanged; the rows stay, as
  * skipped(RVD_REASON_DELETED) without files.  `done` as above, never before
  * this returns.  Returns 0, or -ENOMEM (nothing changed, done not run).
  * Loop thread.

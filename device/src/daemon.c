@@ -351,6 +351,10 @@ static int on_register(struct rvd_daemon *d, struct rvd_conn *c, const Rearview_
 	/* What the kernel said, not what the message said. */
 	snprintf(p->exe, sizeof(p->exe), "%.127s", id.exe[0] ? id.exe : "?");
 	snprintf(p->app_id, sizeof(p->app_id), "%s", app_id);
+	/* The version its frames count under; an older tracer sends none, and
+	 * one that is no printable token is ignored, not refused. */
+	if (r->app && rvd_jankc_version_ok(r->app->version))
+		snprintf(p->app_version, sizeof(p->app_version), "%s", r->app->version);
 	rc = rvd_tracectl_set_threads(p, r->threads, r->n_threads);
 	if (rc < 0) {
 		rvd_conn_send_error(c, REARVIEW__ERROR__CODE__DENIED,
@@ -428,14 +432,35 @@ free_msg:
 /* ---- events.sock (and admin-injected events) ----------------------------- */
 
 /* Counts one frame of pid for its app (its registered id, else its
- * /proc comm) on today's UTC day. */
+ * /proc comm) and version (as it declared it, else "") on today's UTC
+ * day. */
 static void count_frame(struct rvd_daemon *d, const struct rvd_process *p, pid_t pid, bool late)
 {
 	const char *app = p ? p->app_id : rvd_jankc_app_of(&d->jank_pids, pid);
 
 	if (!app[0])
 		return; /* the process is gone: nothing names it */
-	rvd_jankc_add(&d->jank, app, NULL, rvd_jankc_day((int64_t)time(NULL)), late);
+	rvd_jankc_add(&d->jank, app, p ? p->app_version : rvd_jankc_version_of(&d->jank_pids, pid),
+		      rvd_jankc_day((int64_t)time(NULL)), late);
+}
+
+/* AppVersion from peer (0: an admin-injected event, trusted): a process
+ * declares only its own version. */
+static const char *app_version(struct rvd_daemon *d, const Rearview__AppVersion *v, pid_t peer)
+{
+	struct rvd_process *p;
+
+	if (peer && v->pid != peer)
+		return "AppVersion for another pid";
+	if (!rvd_jankc_version_ok(v->version))
+		return "AppVersion: 1..31 bytes of printable ASCII without space";
+	if ((p = rvd_registry_find(&d->reg, v->pid))) {
+		snprintf(p->app_version, sizeof(p->app_version), "%s", v->version);
+		return NULL;
+	}
+	if (rvd_jankc_set_version(&d->jank_pids, v->pid, v->version) < 0)
+		rvd_debug("AppVersion of pid %d: the process is gone", (int)v->pid);
+	return NULL;
 }
 
 static void jank_saved_cb(struct rvd_spool *sp, int status, uint64_t id, void *data)
@@ -497,9 +522,9 @@ static void load_jank(struct rvd_daemon *d)
 	free(buf);
 }
 
-/* Feeds one event to the detectors.  NULL, or why its times cannot happen
- * (then nothing is fed). */
-static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessage *e)
+/* Feeds one event from peer (its pid; 0: injected by an admin) to the
+ * detectors.  NULL, or why its times cannot happen (then nothing is fed). */
+static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessage *e, pid_t peer)
 {
 	struct rvd_jank_config jc = {d->cfg.jank_frames, d->cfg.jank_budget_ns};
 	struct rvd_corr_config cc = {d->cfg.corr_metric, d->cfg.corr_threshold,
@@ -561,6 +586,8 @@ static const char *handle_event(struct rvd_daemon *d, const Rearview__EventMessa
 			return "invalid anomaly";
 		rvd_capture_anomaly(&d->cap, &a);
 		return NULL;
+	case REARVIEW__EVENT_MESSAGE__MSG_APP_VERSION:
+		return app_version(d, e->app_version, peer);
 	default:
 		return NULL;
 	}
@@ -579,7 +606,7 @@ static int on_event_frame(struct rvd_conn *c, const uint8_t *payload, uint32_t l
 		return -EBADMSG;
 	}
 	if (!why)
-		why = handle_event(d, e);
+		why = handle_event(d, e, c->cred.pid);
 	rearview__event_message__free_unpacked(e, NULL);
 	if (why) {
 		rvd_debug("events peer pid %d: refused: %s", (int)c->cred.pid, why);
@@ -685,10 +712,19 @@ static void env_anomaly(void *ctx, const struct rvd_anomaly *a)
 
 static void env_event(void *ctx, const Rearview__EventMessage *e)
 {
-	const char *why = handle_event(ctx, e);
+	const char *why = handle_event(ctx, e, 0);
 
 	if (why)
 		rvd_info("injected event refused: %s", why);
+}
+
+static void env_clear_jank(void *ctx)
+{
+	struct rvd_daemon *d = ctx;
+
+	rvd_jankc_init(&d->jank);
+	d->jank.dirty = true;
+	jank_flush(d);
 }
 
 static void env_replan(void *ctx)
@@ -751,6 +787,7 @@ static void envs_init(struct rvd_daemon *d)
 		.enforce_submit = env_enforce_submit,
 		.policy_changed = env_policy_changed,
 		.conn_by_id = conn_by_id,
+		.clear_jank = env_clear_jank,
 		.ctx = d,
 	};
 	d->up_env = (struct rvd_upload_env){

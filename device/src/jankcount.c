@@ -322,7 +322,41 @@ const char *rvd_jankc_app_of(struct rvd_jank_pids *pc, pid_t pid)
 	slot = pc->next++ % RVD_JANKC_PIDS;
 	pc->pid[slot] = pid;
 	memcpy(pc->app[slot], buf, sizeof(buf));
+	pc->ver[slot][0] = '\0';
 	return pc->app[slot];
+}
+
+const char *rvd_jankc_version_of(const struct rvd_jank_pids *pc, pid_t pid)
+{
+	for (unsigned i = 0; i < RVD_JANKC_PIDS; i++)
+		if (pc->pid[i] == pid && pid > 0)
+			return pc->ver[i];
+	return "";
+}
+
+bool rvd_jankc_version_ok(const char *ver)
+{
+	size_t n = ver ? strlen(ver) : 0;
+
+	if (n == 0 || n >= RVD_JANKC_VER_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (ver[i] <= ' ' || ver[i] > '~')
+			return false;
+	return true;
+}
+
+int rvd_jankc_set_version(struct rvd_jank_pids *pc, pid_t pid, const char *ver)
+{
+	assert(rvd_jankc_version_ok(ver));
+	if (!rvd_jankc_app_of(pc, pid)[0])
+		return -ESRCH;
+	for (unsigned i = 0; i < RVD_JANKC_PIDS; i++)
+		if (pc->pid[i] == pid) {
+			memcpy(pc->ver[i], ver, strlen(ver) + 1);
+			return 0;
+		}
+	return -ESRCH; /* not reached: app_of just cached it */
 }
 
 void rvd_jankc_forget(struct rvd_jank_pids *pc, pid_t pid)

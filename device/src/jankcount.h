@@ -116,9 +116,19 @@ void rvd_jankc_acked(struct rvd_jank_counts *c, const struct rvd_jank_row *rows,
 struct rvd_jank_pids {
 	pid_t pid[RVD_JANKC_PIDS];
 	char app[RVD_JANKC_PIDS][16];
+	char ver[RVD_JANKC_PIDS][RVD_JANKC_VER_MAX]; /* its AppVersion, "" none */
 	unsigned next;
 };
 const char *rvd_jankc_app_of(struct rvd_jank_pids *pc, pid_t pid);
+/* The version that never-registered `pid` said it runs (AppVersion on
+ * events.sock), "" when it said none or is not in the cache. */
+const char *rvd_jankc_version_of(const struct rvd_jank_pids *pc, pid_t pid);
+/* Remembers `ver` (rvd_jankc_version_ok) as `pid`'s version, caching its
+ * name as rvd_jankc_app_of does.  0, or -ESRCH when the process is gone. */
+int rvd_jankc_set_version(struct rvd_jank_pids *pc, pid_t pid, const char *ver);
+/* Whether `ver` is an app version a peer may declare: 1..RVD_JANKC_VER_MAX - 1
+ * bytes of printable ASCII without space. */
+bool rvd_jankc_version_ok(const char *ver);
 /* Forgets `pid` (it exited). */
 void rvd_jankc_forget(struct rvd_jank_pids *pc, pid_t pid);
 

@@ -32,8 +32,9 @@ struct rvd_process {
 	uid_t uid;
 	char exe[128];
 	char app_id[64];
-	pid_t ui_tid;	  /* 0: unknown, the main thread (pid) is assumed */
-	pid_t traced_tid; /* the tid we asked to trace, 0 when none */
+	char app_version[32]; /* Register's app.version (or AppVersion), "" none */
+	pid_t ui_tid;	      /* 0: unknown, the main thread (pid) is assumed */
+	pid_t traced_tid;     /* the tid we asked to trace, 0 when none */
 	struct rvd_thread *threads;
 	size_t nthreads;
 	struct rvd_jank_state jank;

@@ -46,6 +46,7 @@ static void usage(FILE *f)
 	      "  -h, --help             this help\n"
 	      "commands:\n"
 	      "  consent off|local|summary|full|status\n"
+	      "  delete-all                   delete every capture, summary and jank count\n"
 	      "  status                       processes, tracing, consent, spool\n"
 	      "  captures                     every capture with its state\n"
 	      "  show ID                      one capture and its summary\n"
@@ -180,6 +181,18 @@ static const char *const consent_names[] = {"unspecified", "off", "local", "summ
 static const char *consent_name(int c)
 {
 	return c >= 0 && c <= 4 ? consent_names[c] : "unknown";
+}
+
+/* A ConsentChange: the level in force and the captures purged. */
+static void print_consent_change(const Rearview__ConsentChange *cc)
+{
+	printf("consent: %s\n", consent_name(cc->level));
+	if (cc->n_purged) {
+		printf("purged:");
+		for (size_t i = 0; i < cc->n_purged; i++)
+			printf(" %" PRIu64, cc->purged[i]);
+		putchar('\n');
+	}
 }
 
 static const char *const kind_names[] = {"unspecified", "jank",	   "touch_latency",
@@ -883,15 +896,17 @@ int main(int argc, char **argv)
 			return rc;
 		if (r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_STATUS)
 			printf("%s\n", consent_name(r->status->consent));
-		else if (r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_CONSENT) {
-			printf("consent: %s\n", consent_name(r->consent->level));
-			if (r->consent->n_purged) {
-				printf("purged:");
-				for (size_t i = 0; i < r->consent->n_purged; i++)
-					printf(" %" PRIu64, r->consent->purged[i]);
-				putchar('\n');
-			}
-		}
+		else if (r->resp_case == REARVIEW__ADMIN_RESPONSE__RESP_CONSENT)
+			print_consent_change(r->consent);
+	} else if (!strcmp(cmd, "delete-all") && nargs == 0) {
+		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_DELETE_ALL;
+		q.delete_all = true;
+		if ((rc = transact(&q, &r)) != 0)
+			return rc;
+		if (r->resp_case != REARVIEW__ADMIN_RESPONSE__RESP_CONSENT)
+			goto unexpected;
+		printf("deleted\n");
+		print_consent_change(r->consent);
 	} else if (!strcmp(cmd, "policy") && nargs == 0) {
 		q.req_case = REARVIEW__ADMIN_REQUEST__REQ_GET_POLICY;
 		q.get_policy = true;

@@ -13,7 +13,7 @@
  *
  *   rv_helper_app CONTROL_SOCK ACK_LOG [--reconnect] [--no-seal] [--silent]
  *                 [--pid N] [--not-a-capture] [--app-id ID] [--as-uid N]
- *                 [--prefix BYTES]
+ *                 [--prefix BYTES] [--app-version V]
  *
  * --reconnect  keep reconnecting (daemon restarts) until killed
  * --no-seal    send an unsealed memfd (the daemon must refuse it)
@@ -23,6 +23,8 @@
  * --prefix BYTES   with --not-a-capture: the bytes begin with BYTES (the
  *              daemon's parser test hooks, sandbox.h, act on them)
  * --app-id ID  declare app id ID in Register (the daemon checks it)
+ * --app-version V  declare app version V in Register (without it, as an
+ *              older tracer, no version)
  * --as-uid N   drop to uid N and gid N (setresuid/setresgid, no
  *              supplementary groups) before connecting: a process of
  *              another user
@@ -52,7 +54,7 @@ static const bool stop;
 static bool no_seal, silent, not_a_capture;
 static const char *prefix = "";
 static long fake_pid;
-static const char *app_id;
+static const char *app_id, *app_version;
 static unsigned long seq;
 
 struct sent {
@@ -100,8 +102,9 @@ static int send_register(int fd)
 	ti.buffer_bytes = 4096;
 	r.threads = tis;
 	r.n_threads = 1;
-	if (app_id) {
-		app.app_id = (char *)app_id;
+	if (app_id || app_version) {
+		app.app_id = (char *)(app_id ? app_id : "");
+		app.version = (char *)(app_version ? app_version : "");
 		r.app = &app;
 	}
 	m.msg_case = REARVIEW__CONTROL_MESSAGE__MSG_REG;
@@ -259,6 +262,8 @@ int main(int argc, char **argv)
 			fake_pid = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--app-id") && i + 1 < argc)
 			app_id = argv[++i];
+		else if (!strcmp(argv[i], "--app-version") && i + 1 < argc)
+			app_version = argv[++i];
 		else if (!strcmp(argv[i], "--as-uid") && i + 1 < argc) {
 			long id = strtol(argv[++i], NULL, 10);
 

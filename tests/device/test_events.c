@@ -183,28 +183,35 @@ static void test_events_no_daemon_dropped_and_counted(void **state)
 
 /* The daemon restarts: the next report after the loss reconnects, and the
  * foreground is announced again before it. */
-static void test_events_reconnects_and_reannounces_foreground(void **state)
+/* The daemon restarts (its socket closed and listened on again), then a
+ * metric "after" is reported: the loss is seen on this report (reconnected
+ * at once), or on the write itself (then the next one reconnects). */
+static void restart_and_report(struct fake *f)
 {
-	struct fake *f = *state;
-	uint64_t now = rv_events_now();
-	Rearview__EventMessage *m;
 	int rc;
 
-	assert_int_equal(rv_foreground(1234, 1235), 0);
-	m = next_msg(f);
-	assert_int_equal(m->msg_case, REARVIEW__EVENT_MESSAGE__MSG_FOREGROUND);
-	rearview__event_message__free_unpacked(m, NULL);
 	close(f->cfd);
 	f->cfd = -1;
 	close(f->lfd);
 	assert_int_equal(listen_at(f), 0);
-	/* The loss is seen on this report (reconnected at once), or on the
-	 * write itself (then the next one reconnects). */
 	rc = rv_metric("after", 2);
 	if (rc < 0) {
 		assert_int_equal(rc, -ENOTCONN);
 		assert_int_equal(rv_metric("after", 2), 0);
 	}
+}
+
+static void test_events_reconnects_and_reannounces_foreground(void **state)
+{
+	struct fake *f = *state;
+	uint64_t now = rv_events_now();
+	Rearview__EventMessage *m;
+
+	assert_int_equal(rv_foreground(1234, 1235), 0);
+	m = next_msg(f);
+	assert_int_equal(m->msg_case, REARVIEW__EVENT_MESSAGE__MSG_FOREGROUND);
+	rearview__event_message__free_unpacked(m, NULL);
+	restart_and_report(f);
 	m = next_msg(f);
 	assert_int_equal(m->msg_case, REARVIEW__EVENT_MESSAGE__MSG_FOREGROUND);
 	assert_int_equal(m->foreground->pid, 1234);
@@ -215,6 +222,41 @@ static void test_events_reconnects_and_reannounces_foreground(void **state)
 	assert_string_equal(m->metric->name, "after");
 	rearview__event_message__free_unpacked(m, NULL);
 	(void)now;
+}
+
+/* rv_app_version: a version that is no printable token is refused and
+ * nothing is sent; a good one goes as AppVersion{own pid, version} and is
+ * said again after a reconnection (after the foreground, before what
+ * follows). */
+static void test_events_app_version_sent_and_reannounced(void **state)
+{
+	struct fake *f = *state;
+	Rearview__EventMessage *m;
+	struct rv_events_stats st0, st;
+
+	rv_events_stats(&st0); /* the counters are the process's, kept across tests */
+	assert_int_equal(rv_app_version(NULL), -EINVAL);
+	assert_int_equal(rv_app_version(""), -EINVAL);
+	assert_int_equal(rv_app_version("1.0 beta"), -EINVAL);
+	assert_int_equal(rv_app_version("1.0\n"), -EINVAL);
+	assert_int_equal(rv_app_version("0123456789012345678901234567890123"), -EINVAL);
+	rv_events_stats(&st);
+	assert_int_equal(st.sent, st0.sent);
+	assert_int_equal(st.refused, st0.refused + 5);
+	assert_int_equal(rv_app_version("4.2.1-rc1"), 0);
+	m = next_msg(f);
+	assert_int_equal(m->msg_case, REARVIEW__EVENT_MESSAGE__MSG_APP_VERSION);
+	assert_int_equal(m->app_version->pid, getpid());
+	assert_string_equal(m->app_version->version, "4.2.1-rc1");
+	rearview__event_message__free_unpacked(m, NULL);
+	restart_and_report(f);
+	m = next_msg(f);
+	assert_int_equal(m->msg_case, REARVIEW__EVENT_MESSAGE__MSG_APP_VERSION);
+	assert_string_equal(m->app_version->version, "4.2.1-rc1");
+	rearview__event_message__free_unpacked(m, NULL);
+	m = next_msg(f);
+	assert_int_equal(m->msg_case, REARVIEW__EVENT_MESSAGE__MSG_METRIC);
+	rearview__event_message__free_unpacked(m, NULL);
 }
 
 /* A daemon that does not read: reports are dropped (-EAGAIN) instead of
@@ -347,6 +389,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_events_reconnects_and_reannounces_foreground,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_events_app_version_sent_and_reannounced, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_events_full_socket_drops_whole_frames_never_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events_four_threads_frames_whole, setup,

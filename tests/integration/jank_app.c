@@ -4,8 +4,10 @@
  * control.sock) and reports its frames through librvevents, as a toolkit
  * would: each line "N L" on stdin sends N frames of which the last L miss
  * their 16.67 ms deadline (ending at 30 ms; the others at 10 ms), all in
- * the past, then prints "sent N" once librvevents has written them.  EOF
- * exits.  argv[1]: the events.sock path.
+ * the past, then prints "sent N" once librvevents has written them; a line
+ * "v VERSION" declares the app's version (rv_app_version) and prints
+ * "version RC" (its return value).  Until then it is a client that declares
+ * none, as an older librvevents.  EOF exits.  argv[1]: the events.sock path.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -27,8 +29,13 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while (fgets(line, sizeof(line), stdin)) {
+		char version[40];
 		uint64_t base;
 
+		if (sscanf(line, "v %39s", version) == 1) {
+			printf("version %d\n", rv_app_version(version));
+			continue;
+		}
 		if (sscanf(line, "%u %u", &n, &late) != 2 || late > n || n > 100000) {
 			fprintf(stderr, "rv_jank_app: bad line\n");
 			return 2;

@@ -11,7 +11,11 @@
  *  - at consent summary the app shows its exact frames and late frames,
  *    one device, no traces, `traced: false`;
  *  - a second upload of the same day replaces the day's count (never
- *    doubles), also across a kill -9 of the daemon.
+ *    doubles), also across a kill -9 of the daemon;
+ *  - frames before the app declares a version (as an older librvevents)
+ *    count under "", those after under its version (rv_app_version), and
+ *    the fleet splits the app's counts by version;
+ *  - rvctl delete-all clears the counts, in the file and in memory.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,15 +121,16 @@ static void app_frames(unsigned n, unsigned late)
 	assert_string_equal(line, want);
 }
 
-/* Waits until the daemon's counts file has the line of rv_jank_app with
- * `counts` ("frames late sent_frames sent_late"). */
-static bool wait_counts_file(const char *counts)
+/* Waits until the daemon's counts file has the line of rv_jank_app at
+ * `version` ("-": none) with `counts` ("frames late sent_frames
+ * sent_late"). */
+static bool wait_counts_file_of(const char *counts, const char *version)
 {
 	char path[200], buf[8192], want[96];
 	double until = rvh_now() + RVH_GUARD_S;
 
 	snprintf(path, sizeof(path), "%s/jank.counts", g_h.state);
-	snprintf(want, sizeof(want), " %s rv_jank_app -", counts);
+	snprintf(want, sizeof(want), " %s rv_jank_app %s", counts, version);
 	while (rvh_now() < until) {
 		read_file(path, buf, sizeof(buf));
 		if (strstr(buf, want))
@@ -134,6 +139,23 @@ static bool wait_counts_file(const char *counts)
 	}
 	fprintf(stderr, "counts file %s: no \"%s\" in:\n%s\n", path, want, buf);
 	return false;
+}
+
+/* wait_counts_file_of for the version-less row (a client that declares none). */
+static bool wait_counts_file(const char *counts)
+{
+	return wait_counts_file_of(counts, "-");
+}
+
+/* The app declares its version; librvevents answers 0. */
+static void app_version(const char *version)
+{
+	char line[64];
+
+	fprintf(g_app_in, "v %s\n", version);
+	fflush(g_app_in);
+	assert_non_null(fgets(line, sizeof(line), g_app_out));
+	assert_string_equal(line, "version 0\n");
 }
 
 /* The fleet's row of rv_jank_app (a new reference, NULL: none). */
@@ -260,6 +282,104 @@ static void test_daemon_jank_untraced_app_reaches_fleet_with_consent_only(void *
 	app_frames(5, 5);
 	wait_fleet(56, 15);
 	assert_true(wait_counts_file("56 15 56 15"));
+
+	/* Until now the app declared no version (as an older librvevents):
+	 * its frames counted under "".  Declared, the next frames count under
+	 * its version, on the device and in the fleet's per-version split. */
+	app_version("3.1.4");
+	app_frames(4, 1);
+	wait_fleet(60, 16);
+	assert_true(wait_counts_file_of("4 1 4 1", "3.1.4"));
+	assert_true(wait_counts_file("56 15 56 15"));
+	row = fleet_row();
+	assert_non_null(row);
+	{
+		json_t *vs = json_object_get(row, "versions"), *v0, *v1;
+		assert_int_equal(json_array_size(vs), 2);
+		v0 = json_array_get(vs, 0); /* most frames first */
+		v1 = json_array_get(vs, 1);
+		assert_string_equal(json_string_value(json_object_get(v0, "version")), "");
+		assert_int_equal(field(v0, "frames"), 56);
+		assert_int_equal(field(v0, "late"), 15);
+		assert_string_equal(json_string_value(json_object_get(v1, "version")), "3.1.4");
+		assert_int_equal(field(v1, "frames"), 4);
+		assert_int_equal(field(v1, "late"), 1);
+	}
+	json_decref(row);
+
+	/* rvctl delete-all forgets the counts: the file holds no row of the
+	 * app any more, and the next frames count from zero (the server's
+	 * copy of the day is then replaced by 2 frames, not 6). */
+	assert_int_equal(rvh_rvctl(&g_h, out, sizeof(out), "delete-all"), 0);
+	assert_non_null(strstr(out, "deleted\n"));
+	{
+		char path[200], buf[8192];
+		double until = rvh_now() + RVH_GUARD_S;
+
+		snprintf(path, sizeof(path), "%s/jank.counts", g_h.state);
+		for (;;) {
+			read_file(path, buf, sizeof(buf));
+			if (!strstr(buf, "rv_jank_app"))
+				break;
+			if (rvh_now() >= until)
+				fail_msg("jank.counts still counts rv_jank_app:\n%s", buf);
+			rvh_sleep_ms(20);
+		}
+		assert_non_null(strstr(buf, "rvjank 1"));
+	}
+	app_frames(2, 0);
+	wait_fleet(58, 15);
+	assert_true(wait_counts_file_of("2 0 2 0", "3.1.4"));
+}
+
+/* The traced path: a process's Register declares its version (app.version)
+ * and its frames count under it; a process whose Register carries none (an
+ * older tracer) registers as before and counts under "" ("-" in the
+ * file).  Frames are injected for each pid through rvctl. */
+static void test_daemon_jank_register_version_old_and_new_clients(void **state)
+{
+	char out[512], path[200], buf[8192], want[160], app[64];
+	pid_t pid_new, pid_old;
+	bool seen_new = false, seen_old = false;
+	double until;
+
+	(void)state;
+	g_h_live = true;
+	assert_int_equal(rvh_setup(&g_h, "[jank]\ncounts_flush_ms = 100\n"), 0);
+	pid_new = rvh_helper(&g_h, "--app-version", "7.7.7", (char *)NULL);
+	pid_old = rvh_helper(&g_h, (char *)NULL);
+	assert_true(pid_new > 0 && pid_old > 0);
+	assert_true(rvh_wait_registered(&g_h, pid_new, true));
+	assert_true(rvh_wait_registered(&g_h, pid_old, true));
+	{
+		Rearview__AdminResponse *st = rvh_status(&g_h);
+		const Rearview__ProcessStatus *ps = rvh_find_proc(st, pid_new);
+		assert_non_null(ps);
+		snprintf(app, sizeof(app), "%s", ps->app_id);
+		ps = rvh_find_proc(st, pid_old);
+		assert_non_null(ps);
+		assert_string_equal(ps->app_id, app); /* same program, same app */
+		rearview__admin_response__free_unpacked(st, NULL);
+	}
+	assert_int_equal(rvh_rvctl(&g_h, out, sizeof(out), "event frame %d %d 5", (int)pid_new,
+				   (int)pid_new),
+			 0);
+	assert_int_equal(rvh_rvctl(&g_h, out, sizeof(out), "event frame %d %d 5", (int)pid_old,
+				   (int)pid_old),
+			 0);
+	snprintf(path, sizeof(path), "%s/jank.counts", g_h.state);
+	until = rvh_now() + RVH_GUARD_S;
+	while (!(seen_new && seen_old) && rvh_now() < until) {
+		read_file(path, buf, sizeof(buf));
+		snprintf(want, sizeof(want), " 1 0 0 0 %s 7.7.7", app);
+		seen_new = strstr(buf, want) != NULL;
+		snprintf(want, sizeof(want), " 1 0 0 0 %s -", app);
+		seen_old = strstr(buf, want) != NULL;
+		if (!(seen_new && seen_old))
+			rvh_sleep_ms(20);
+	}
+	if (!(seen_new && seen_old))
+		fail_msg("jank.counts lacks %s at 7.7.7 or at no version:\n%s", app, buf);
 }
 
 int main(void)
@@ -268,6 +388,8 @@ int main(void)
 		cmocka_unit_test_teardown(
 			test_daemon_jank_untraced_app_reaches_fleet_with_consent_only,
 			per_test_teardown),
+		cmocka_unit_test_teardown(test_daemon_jank_register_version_old_and_new_clients,
+					  per_test_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

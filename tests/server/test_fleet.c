@@ -444,12 +444,14 @@ static void test_fleet_idle_node_woken_by_notify(void **state)
 }
 
 /* B's listener connection killed (pg_terminate_backend): B's poll opens
- * it again, and a NOTIFY wakes B as before. */
+ * it again, and a NOTIFY wakes B as before.  Only this test's database's
+ * sessions are counted and killed: the run's cluster serves other tests'
+ * servers, which listen too. */
 static void test_fleet_lost_listener_is_reopened(void **state)
 {
 	static const char listeners[] =
 		"SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN rearview_decode'"
-		" AND pid <> $1::int";
+		" AND datname = current_database() AND pid <> $1::int";
 	char old[24];
 	PGconn *c;
 
@@ -463,11 +465,13 @@ static void test_fleet_lost_listener_is_reopened(void **state)
 	assert_int_equal(pg_count(c, listeners, "0"), 1); /* B's; A is dead */
 	snprintf(old, sizeof old, "%lld",
 		 pg_count(c,
-			  "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN rearview_decode'",
+			  "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN rearview_decode'"
+			  " AND datname = current_database()",
 			  NULL));
 	assert_int_equal(pg_count(c,
 				  "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-				  " WHERE query = 'LISTEN rearview_decode'",
+				  " WHERE query = 'LISTEN rearview_decode'"
+				  " AND datname = current_database()",
 				  NULL),
 			 1);
 	for (double until = now_s() + DEADLINE;

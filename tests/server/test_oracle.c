@@ -576,6 +576,10 @@ struct row {
 	int64_t traces, calls, self, incl, n2;
 	int last; /* the trace that last counted in traces */
 	double sev;
+	/* Issues: the sum of the traces' weights, the sum over devices of each
+	 * one's smallest weight, the estimated and unknown weights. */
+	double w, wdev;
+	int64_t n_est, n_unknown;
 };
 
 struct table {
@@ -1171,9 +1175,11 @@ static void test_oracle_issues_per_app_and_chain(void **state)
 	double last = INFINITY;
 	char key[600], path[512], msg[700];
 	unsigned char *seen = calloc((size_t)g_enrolled, 1);
+	double *mindev = calloc((size_t)g_enrolled, sizeof *mindev);
 	size_t k;
 
 	assert_non_null(seen);
+	assert_non_null(mindev);
 	for (int i = 0; i < g_n; i++) {
 		const struct trace *t = &g_t[i];
 		struct row *r;
@@ -1182,21 +1188,34 @@ static void test_oracle_issues_per_app_and_chain(void **state)
 		r = get(&tb, key);
 		r->traces++;
 		r->sev += t->sev > 1 ? t->sev : 1;
+		r->w += t->w;
+		r->n_est += t->sel_kind == REARVIEW__SELECTION_KIND__SELECTION_FIRST_N;
+		r->n_unknown += t->sel_kind == 0;
 	}
-	/* Distinct devices per issue. */
+	/* Distinct devices per issue, and each device's smallest weight. */
 	for (size_t x = 0; x < tb.n; x++) {
 		memset(seen, 0, (size_t)g_enrolled);
+		for (int d = 0; d < g_enrolled; d++)
+			mindev[d] = INFINITY;
 		for (int i = 0; i < g_n; i++) {
 			const struct trace *t = &g_t[i];
 			path_of(t, t->focus, path, sizeof path);
 			snprintf(key, sizeof key, "%s|%s", APPS[t->app], path);
-			if (!strcmp(key, tb.v[x].key) && !seen[t->rdev]) {
+			if (strcmp(key, tb.v[x].key))
+				continue;
+			if (t->w < mindev[t->rdev])
+				mindev[t->rdev] = t->w;
+			if (!seen[t->rdev]) {
 				seen[t->rdev] = 1;
 				tb.v[x].n2++;
 			}
 		}
+		for (int d = 0; d < g_enrolled; d++)
+			if (seen[d])
+				tb.v[x].wdev += mindev[d];
 	}
 	free(seen);
+	free(mindev);
 	EXPECT_EQ("issues", json_array_size(json_object_get(doc, "issues")), tb.n);
 	EXPECT_EQ("issues total", ival(doc, "total"), tb.n);
 	/* The total whatever the limit, and per app. */
@@ -1227,6 +1246,24 @@ static void test_oracle_issues_per_app_and_chain(void **state)
 		EXPECT_EQ(msg, r != NULL, 1);
 		EXPECT_EQ(msg, ival(v, "traces"), r->traces);
 		EXPECT_EQ(msg, ival(v, "devices"), r->n2);
+		/* The weighted counts beside them, by this test's weights. */
+		{
+			json_t *w = json_object_get(v, "weighted"), *x;
+			double wt = 0;
+			size_t j;
+			assert_non_null(w);
+			assert_true(fabs(json_number_value(json_object_get(w, "traces")) - r->w) <=
+				    1e-9 * r->w);
+			assert_true(fabs(json_number_value(json_object_get(w, "devices")) -
+					 r->wdev) <= 1e-9 * r->wdev);
+			EXPECT_EQ(msg, ival(w, "traces_weight_estimated"), r->n_est);
+			EXPECT_EQ(msg, ival(w, "traces_weight_unknown"), r->n_unknown);
+			EXPECT_EQ(msg, json_is_true(json_object_get(w, "exact")),
+				  !r->n_est && !r->n_unknown);
+			json_array_foreach(json_object_get(w, "trend"), j, x) wt +=
+				json_number_value(x);
+			assert_true(fabs(wt - r->w) <= 1e-9 * r->w);
+		}
 		sev = r->sev / (double)r->traces;
 		impact = (double)r->traces * sev * (double)r->n2;
 		assert_true(fabs(json_real_value(json_object_get(v, "severity")) - sev) < 1e-9);
@@ -1251,6 +1288,33 @@ static int64_t nearest_rank(int64_t *v, size_t n, int p)
 	qsort(v, n, sizeof *v, cmp_i64);
 	k = (size_t)ceil((double)p * (double)n / 100.0);
 	return v[k ? k - 1 : 0];
+}
+
+/* A value and its selection weight. */
+struct wval {
+	int64_t v;
+	double w;
+};
+
+static int cmp_wval(const void *a, const void *b)
+{
+	const struct wval *x = a, *y = b;
+	return (x->v > y->v) - (x->v < y->v);
+}
+
+/* The weighted p-th percentile of x[0..n) (sorts x): the smallest value
+ * whose cumulative weight, values ascending, reaches p/100 of the total
+ * (API.md "GET /api/v1/trend"; relative 1e-12 for the sums' rounding). */
+static int64_t weighted_rank(struct wval *x, size_t n, int p)
+{
+	double total = 0, cum = 0;
+	qsort(x, n, sizeof *x, cmp_wval);
+	for (size_t i = 0; i < n; i++)
+		total += x[i].w;
+	for (size_t i = 0; i < n; i++)
+		if ((cum += x[i].w) >= (double)p / 100.0 * total * (1 - 1e-12))
+			return x[i].v;
+	return x[n - 1].v;
 }
 
 /* The per-trace totals of method m in the traces pick selects (those with
@@ -1801,22 +1865,33 @@ static json_t *trend_compare(int a, int by_version)
 	int nk = by_version ? NVERS : NDAYS, k = 0;
 	int64_t *self = calloc((size_t)g_n, sizeof *self),
 		*incl = calloc((size_t)g_n, sizeof *incl);
+	struct wval *wself = calloc((size_t)g_n, sizeof *wself),
+		    *wincl = calloc((size_t)g_n, sizeof *wincl);
 	size_t total = 0;
 
 	assert_non_null(self);
 	assert_non_null(incl);
+	assert_non_null(wself);
+	assert_non_null(wincl);
 	assert_false(json_is_true(json_object_get(doc, "cut")));
 	/* Versions are first seen in order here (the app's versions follow
 	 * time for STEP_APP, and every version shows on day 0 for the rest). */
 	for (int b = 0; b < nk; b++) {
 		char key[16], what[96];
 		size_t n = 0;
-		json_t *o;
+		int64_t n_est = 0, n_unknown = 0;
+		double wn = 0;
+		json_t *o, *w;
 		for (int i = 0; i < g_n; i++) {
 			const struct trace *t = &g_t[i];
 			if (t->app != a ||
 			    (by_version ? t->ver : (int)((int64_t)i * NDAYS / g_n)) != b)
 				continue;
+			wself[n] = (struct wval){t->c[0].self, t->w};
+			wincl[n] = (struct wval){t->c[0].incl, t->w};
+			wn += t->w;
+			n_est += t->sel_kind == REARVIEW__SELECTION_KIND__SELECTION_FIRST_N;
+			n_unknown += t->sel_kind == 0;
 			self[n] = t->c[0].self; /* main_loop is the root, once */
 			incl[n++] = t->c[0].incl;
 		}
@@ -1833,12 +1908,28 @@ static json_t *trend_compare(int a, int by_version)
 			fail_msg("%s: %s, want %s", what, sval(o, "key"), key);
 		snprintf(what, sizeof what, "trend %s %s", APPS[a], key);
 		pcts_compare(what, o, self, incl, n);
+		/* The weighted percentiles beside them, by this test's weights. */
+		w = json_object_get(o, "weighted");
+		assert_non_null(w);
+		assert_true(fabs(json_number_value(json_object_get(w, "count")) - wn) <= 1e-9 * wn);
+		EXPECT_EQ(what, ival(w, "traces_weight_estimated"), n_est);
+		EXPECT_EQ(what, ival(w, "traces_weight_unknown"), n_unknown);
+		EXPECT_EQ(what, json_is_true(json_object_get(w, "exact")), !n_est && !n_unknown);
+		for (int q = 0; q < 2; q++) {
+			const char *pn = q ? "p95" : "p50";
+			EXPECT_EQ(what, ival(json_object_get(w, "self_ns"), pn),
+				  weighted_rank(wself, n, q ? 95 : 50));
+			EXPECT_EQ(what, ival(json_object_get(w, "incl_ns"), pn),
+				  weighted_rank(wincl, n, q ? 95 : 50));
+		}
 		total += n;
 	}
 	EXPECT_EQ("trend buckets", json_array_size(buckets), k);
 	EXPECT_EQ("trend traces", ival(doc, "traces"), total);
 	free(self);
 	free(incl);
+	free(wself);
+	free(wincl);
 	return doc;
 }
 
@@ -2297,6 +2388,7 @@ static const char *jank_app(int a)
 struct jank_sum {
 	int64_t frames, late, devices;
 	int traces;
+	int64_t vframes[NVERS], vlate[NVERS]; /* per version of VERS */
 };
 
 /* Rate order: highest late / frames first, then the app id (bytes). */
@@ -2344,8 +2436,8 @@ static void jank_post(int d, Rearview__JankCount *c, size_t n)
  * one repeats its final report: the server must keep the last totals of
  * each device-day.  The fleet's jank per app is recounted here — frames,
  * late, jank rate (the same double division), devices, the app's uploads
- * (all received within the two days), traced — and compared exactly, in
- * the rate order. */
+ * (all received within the two days), traced, and per version frames and
+ * late — and compared exactly, in the rate order. */
 static void test_oracle_jank_rates_per_app(void **state)
 {
 	Rearview__JankCount c[2 * JANK_APPS * NVERS];
@@ -2386,14 +2478,18 @@ static void test_oracle_jank_rates_per_app(void **state)
 			continue;
 		jank_post(d, c, n);
 		for (size_t k = 0; k < n; k++) {
-			int a = 0;
+			int a = 0, v = 0;
 
 			while (strcmp(jank_app(a), c[k].app_id))
 				a++;
+			while (strcmp(VERS[v], c[k].app_version))
+				v++;
 			c[k].frames = c[k].frames * 2 + 1;
 			c[k].late = c[k].late + rnd((uint32_t)(c[k].frames - c[k].late) + 1);
 			sum[a].frames += (int64_t)c[k].frames;
 			sum[a].late += (int64_t)c[k].late;
+			sum[a].vframes[v] += (int64_t)c[k].frames;
+			sum[a].vlate[v] += (int64_t)c[k].late;
 			reported[a] = 1;
 		}
 		jank_post(d, c, n);
@@ -2427,6 +2523,31 @@ static void test_oracle_jank_rates_per_app(void **state)
 		assert_true(json_is_boolean(json_object_get(row, "traced")));
 		assert_int_equal(json_is_true(json_object_get(row, "traced")), x->traces > 0);
 		assert_int_equal(x->traces > 0, order[i] < NAPPS);
+		/* Its versions: each one counted, most frames first. */
+		{
+			json_t *vs = json_object_get(row, "versions"), *vr;
+			size_t k, want = 0;
+			int64_t prev = INT64_MAX;
+
+			for (int v = 0; v < NVERS; v++)
+				want += x->vframes[v] > 0;
+			assert_int_equal(json_array_size(vs), want);
+			json_array_foreach(vs, k, vr)
+			{
+				const char *ver = json_string_value(json_object_get(vr, "version"));
+				int64_t f = json_integer_value(json_object_get(vr, "frames"));
+				int v = 0;
+
+				while (v < NVERS && strcmp(VERS[v], ver))
+					v++;
+				assert_true(v < NVERS);
+				assert_int_equal(f, x->vframes[v]);
+				assert_int_equal(json_integer_value(json_object_get(vr, "late")),
+						 x->vlate[v]);
+				assert_true(f <= prev);
+				prev = f;
+			}
+		}
 	}
 	json_decref(doc);
 }

@@ -227,6 +227,59 @@ static void test_trend_p_value_same_on_every_run(void **state)
 	rvs_trend_release(&b);
 }
 
+/* Weighted percentiles: with unit weights the nearest-rank ones; a value
+ * of weight 10 counts as ten of it; a bucket counts its estimated and
+ * unknown weights, and a weight that is no positive number counts as 1,
+ * unknown. */
+static void test_trend_weighted_percentiles(void **state)
+{
+	struct rvs_trend_wv x[20];
+	int64_t v[20];
+	struct rvs_trend t;
+
+	(void)state;
+	for (int p = 1; p <= 100; p++) {
+		for (int i = 0; i < 20; i++) {
+			x[i] = (struct rvs_trend_wv){(int64_t)(19 - i) * 7 % 20, 1.0};
+			v[i] = x[i].v;
+		}
+		assert_int_equal(rvs_trend_wpct(x, 20, p), rvs_trend_pct(v, 20, p));
+	}
+	/* 1 and 2 of weight 1, 3 of weight 10 (as 1/0.1): 12 in all; the
+	 * p50 wants 6 of weight, the p10 1.2 — the 2nd value; p8 0.96 the 1st. */
+	x[0] = (struct rvs_trend_wv){3, 1 / 0.1};
+	x[1] = (struct rvs_trend_wv){1, 1};
+	x[2] = (struct rvs_trend_wv){2, 1};
+	assert_int_equal(rvs_trend_wpct(x, 3, 50), 3);
+	assert_int_equal(rvs_trend_wpct(x, 3, 10), 2);
+	assert_int_equal(rvs_trend_wpct(x, 3, 8), 1);
+	/* 10 × (1/0.1) + 10 × 1: the p50 is exactly the 10th unit (55 of 110
+	 * when 10 values of 1/0.1 follow), whatever the sum's rounding. */
+	for (int i = 0; i < 10; i++) {
+		x[i] = (struct rvs_trend_wv){i + 1, 1};
+		x[10 + i] = (struct rvs_trend_wv){100 + i, 1 / 0.1};
+	}
+	assert_int_equal(rvs_trend_wpct(x, 20, 50), 104);
+	assert_int_equal(rvs_trend_wpct(x, 20, 95), 109);
+
+	rvs_trend_init(&t, RVS_TREND_DAY);
+	assert_int_equal(rvs_trend_add_weighted(&t, 1, "", 10, 10, 1 / 0.1, RVS_TREND_W_EXACT), 0);
+	assert_int_equal(rvs_trend_add_weighted(&t, 1, "", 20, 20, 4, RVS_TREND_W_ESTIMATED), 0);
+	assert_int_equal(rvs_trend_add_weighted(&t, 1, "", 30, 30, -1, RVS_TREND_W_EXACT), 0);
+	assert_int_equal(rvs_trend_add(&t, 2, "", 5, 5), 0);
+	assert_int_equal(rvs_trend_compute(&t), 0);
+	assert_int_equal(t.nb, 2);
+	assert_true(t.b[0].w_n == 15);
+	assert_int_equal(t.b[0].n_estimated, 1);
+	assert_int_equal(t.b[0].n_unknown, 1);
+	assert_int_equal(t.b[0].self_p50, 20);
+	assert_int_equal(t.b[0].w_self_p50, 10); /* 10 of 15 reach 7.5 */
+	assert_int_equal(t.b[0].w_incl_p95, 30);
+	assert_int_equal(t.b[1].n_estimated + t.b[1].n_unknown, 0);
+	assert_true(t.b[1].w_n == 1);
+	rvs_trend_release(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_trend_flat_series_finds_no_onset),
 		cmocka_unit_test(test_trend_ties_and_one_bucket_run_no_test),
 		cmocka_unit_test(test_trend_p_value_same_on_every_run),
+		cmocka_unit_test(test_trend_weighted_percentiles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -373,6 +373,9 @@ int main(int argc, char **argv)
 		"/api/v1/traces?sort=severity&issue=0000000000000000", 1);
 	measure("/issues", "/issues", 0);
 	measure("/api/v1/issues", "/api/v1/issues", 1);
+	/* A method's trend: its traces with their selection weights. */
+	measure("/api/v1/trend (method of one app)",
+		"/api/v1/trend?method=com.example.Class13.method131&app=com.example.app3", 1);
 	measure("/search?chain=a > * > b", "/search?chain=main+%3E+*+%3E+com.example.X499", 0);
 	measure("/api/v1/search?chain=a > * > b",
 		"/api/v1/search?chain=main+%3E+*+%3E+com.example.X499", 1);

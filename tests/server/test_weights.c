@@ -24,6 +24,7 @@
  * quota refused candidates makes it say a weight is an estimate.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -165,8 +166,9 @@ static int enroll(const char *model)
 	return 0;
 }
 
-/* A capture of one call lasting ns, with its ANOMALY record inside it. */
-static void capture(int64_t ns, capbuf *cb)
+/* A capture of one call lasting ns, with its ANOMALY record inside it,
+ * taken at realtime_s (unix s). */
+static void capture(int64_t ns, uint64_t realtime_s, capbuf *cb)
 {
 	const uint64_t mono_end = 1000000000000ull;
 	uint64_t t0 = 1ull << 20, t = t0 + (uint64_t)ns;
@@ -178,7 +180,7 @@ static void capture(int64_t ns, capbuf *cb)
 	cb_exit(cb, (uint32_t)t);
 	cb_end_slots(cb);
 	cb_u64at(cb, 16, t);
-	cb_u64at(cb, 24, 1700000000ull * 1000000000ull);
+	cb_u64at(cb, 24, realtime_s * 1000000000ull);
 	cb_symbol(cb, METHOD_NS, METHOD_NS, 0, "on_frame");
 	r[0] = 1;
 	for (int k = 0; k < 8; k++)
@@ -188,9 +190,11 @@ static void capture(int64_t ns, capbuf *cb)
 	cb_finish(cb);
 }
 
-/* Uploads an anomaly of ns on model with selection sel (NULL: none, as an
- * older device sends).  0 or -1. */
-static int upload(int64_t ns, const char *model, Rearview__Selection *sel)
+/* Uploads an anomaly of ns of app at version, captured at realtime_s, on
+ * model with selection sel (NULL: none, as an older device sends).  0 or
+ * -1. */
+static int upload_as(const char *appid, const char *version, uint64_t realtime_s, int64_t ns,
+		     const char *model, Rearview__Selection *sel)
 {
 	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
 	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
@@ -205,13 +209,13 @@ static int upload(int64_t ns, const char *model, Rearview__Selection *sel)
 	if (g_used == PER_DEV && enroll(model))
 		return -1;
 	g_used++;
-	capture(ns, &cb);
+	capture(ns, realtime_s, &cb);
 	for (int k = 0; k < 4; k++)
 		id[12 + k] = (uint8_t)(g_uploaded >> (8 * k));
 	e.upload_id.data = id;
 	e.upload_id.len = sizeof id;
-	app.app_id = (char *)APP;
-	app.version = (char *)"1.0";
+	app.app_id = (char *)appid;
+	app.version = (char *)version;
 	d.model = (char *)model;
 	an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
 	an.severity = 50;
@@ -219,6 +223,7 @@ static int upload(int64_t ns, const char *model, Rearview__Selection *sel)
 	e.device = &d;
 	e.anomaly = &an;
 	e.selection = sel;
+	e.captured_realtime_ns = realtime_s * 1000000000ull;
 	e.payload_kind = REARVIEW__PAYLOAD_KIND__PAYLOAD_CAPTURE;
 	e.payload.data = cb.b;
 	e.payload.len = cb.len;
@@ -237,14 +242,20 @@ static int upload(int64_t ns, const char *model, Rearview__Selection *sel)
 	return code == 200 ? 0 : -1;
 }
 
-/* Until the aggregate counts `want` traces (bounded). */
-static void wait_decoded(int want)
+/* An anomaly of ns of APP 1.0 on model (upload_as). */
+static int upload(int64_t ns, const char *model, Rearview__Selection *sel)
+{
+	return upload_as(APP, "1.0", 1700000000ull, ns, model, sel);
+}
+
+/* Until the document at path counts `want` "traces" (bounded). */
+static void wait_traces(const char *path, int want)
 {
 	double until = rvsb_now() + 180;
 	json_int_t got = -1;
 
 	do {
-		json_t *doc = api("/api/v1/aggregate?app=" APP);
+		json_t *doc = api(path);
 		got = json_integer_value(json_object_get(doc, "traces"));
 		json_decref(doc);
 		if (got == want)
@@ -252,6 +263,12 @@ static void wait_decoded(int want)
 		usleep(100000);
 	} while (rvsb_now() < until);
 	assert_int_equal(got, want);
+}
+
+/* Until the aggregate counts `want` traces. */
+static void wait_decoded(int want)
+{
+	wait_traces("/api/v1/aggregate?app=" APP, want);
 }
 
 static int group_setup(void **state)
@@ -430,11 +447,187 @@ static void test_weights_hostile_selection_refused(void **state)
 	assert_int_equal(upload(1000000, "x", &s), -1);
 }
 
+/* ---- weighted trend percentiles and issue counts ---- */
+
+#define TREND_APP "com.weights.trend"
+#define DAY0	  19675 /* 2023-11-14 */
+#define TREND_Q	  "/api/v1/trend?method=on_frame&app=" TREND_APP
+
+/* The nearest-rank p-th percentile of v[0..n) (sorts v): the
+ * ceil(p·n/100)-th smallest, the rule a population's percentile has. */
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int64_t nearest_rank(int64_t *v, size_t n, int p)
+{
+	qsort(v, n, sizeof *v, cmp_i64);
+	return v[((size_t)p * n + 99) / 100 - 1];
+}
+
+static int64_t pct_of(json_t *o, const char *measure, const char *p)
+{
+	json_t *v = json_object_get(json_object_get(o, measure), p);
+	if (!json_is_integer(v))
+		fail_msg("missing %s.%s", measure, p);
+	return json_integer_value(v);
+}
+
+/*
+ * Two days of a population with exact durations, each anomaly on a device
+ * of its own: the fast model's ten anomalies (1..10 ms) all taken by a
+ * campaign sampling at 100 %, the slow model's hundred (ten each of ten
+ * durations, from base ms up) sampled at 10 % — exactly one of each ten
+ * taken, so the weighted sample is the population itself and its
+ * weighted percentile must equal the population's, computed here by
+ * nearest rank; the unweighted percentile of the 20 uploads must not (a
+ * server that dropped the weights fails).  Day 0 is version 1.0, day 1
+ * version 2.0, with slow bases 20 and 40 ms.
+ */
+static void test_weights_trend_percentiles_and_issue_counts(void **state)
+{
+	static const int64_t base_ms[2] = {20, 40};
+	static const char *const ver[2] = {"1.0", "2.0"};
+	Rearview__Selection tenth = REARVIEW__SELECTION__INIT, all = REARVIEW__SELECTION__INIT,
+			    severe = REARVIEW__SELECTION__INIT;
+	int64_t pop[2][110], smp[2][20];
+	int up = 0;
+	json_t *doc, *buckets, *b, *w, *issue;
+
+	(void)state;
+	tenth.campaign_id = (char *)"tenth";
+	tenth.kind = REARVIEW__SELECTION_KIND__SELECTION_SAMPLED;
+	tenth.probability = P_SLOW;
+	tenth.candidates_seen = tenth.candidates_taken = 1;
+	all = tenth;
+	all.campaign_id = (char *)"all";
+	all.probability = 1.0;
+	for (int d = 0; d < 2; d++) {
+		int np = 0, ns = 0;
+		uint64_t at = (uint64_t)(DAY0 + d) * 86400 + 43200;
+		for (int64_t ms = 1; ms <= 10; ms++) {
+			pop[d][np++] = smp[d][ns++] = ms * 1000000;
+			g_used = PER_DEV;
+			assert_int_equal(
+				upload_as(TREND_APP, ver[d], at, ms * 1000000, "fast-model", &all),
+				0);
+			up++;
+		}
+		for (int64_t k = 0; k < 10; k++) {
+			int64_t ns_k = (base_ms[d] + k) * 1000000;
+			for (int c = 0; c < 10; c++)
+				pop[d][np++] = ns_k;
+			smp[d][ns++] = ns_k;
+			g_used = PER_DEV;
+			assert_int_equal(
+				upload_as(TREND_APP, ver[d], at, ns_k, "slow-model", &tenth), 0);
+			up++;
+		}
+	}
+	wait_traces(TREND_Q, up);
+	for (int by = 0; by < 2; by++) {
+		doc = api(by ? TREND_Q "&by=version" : TREND_Q);
+		buckets = json_object_get(doc, "buckets");
+		assert_int_equal(json_array_size(buckets), 2);
+		assert_true(
+			json_is_true(json_object_get(json_object_get(doc, "weighted"), "exact")));
+		for (int d = 0; d < 2; d++) {
+			b = json_array_get(buckets, (size_t)d);
+			w = json_object_get(b, "weighted");
+			if (by)
+				assert_string_equal(json_string_value(json_object_get(b, "key")),
+						    ver[d]);
+			else
+				assert_string_equal(json_string_value(json_object_get(b, "key")),
+						    d ? "2023-11-15" : "2023-11-14");
+			assert_int_equal(json_integer_value(json_object_get(b, "count")), 20);
+			assert_true(fabs(num(w, "count") - 110) < 1e-6);
+			assert_true(json_is_true(json_object_get(w, "exact")));
+			for (int q = 0; q < 2; q++) {
+				const char *pn = q ? "p95" : "p50";
+				int64_t truth = nearest_rank(pop[d], 110, q ? 95 : 50);
+				int64_t plain = nearest_rank(smp[d], 20, q ? 95 : 50);
+				fprintf(stderr,
+					"weights: trend by %s bucket %d %s: population %" PRId64
+					", weighted %" PRId64 ", unweighted %" PRId64 "\n",
+					by ? "version" : "day", d, pn, truth,
+					pct_of(w, "self_ns", pn), pct_of(b, "self_ns", pn));
+				assert_true(truth != plain); /* the fixture tells them apart */
+				assert_int_equal(pct_of(w, "self_ns", pn), truth);
+				assert_int_equal(pct_of(w, "incl_ns", pn), truth);
+				assert_int_equal(pct_of(b, "self_ns", pn), plain);
+				assert_int_equal(pct_of(b, "incl_ns", pn), plain);
+			}
+		}
+		json_decref(doc);
+	}
+	/* The issue: 40 uploads stand for 220 anomalies on 220 devices. */
+	doc = api("/api/v1/issues?app=" TREND_APP);
+	assert_int_equal(json_array_size(json_object_get(doc, "issues")), 1);
+	issue = json_array_get(json_object_get(doc, "issues"), 0);
+	w = json_object_get(issue, "weighted");
+	assert_int_equal(json_integer_value(json_object_get(issue, "traces")), up);
+	assert_int_equal(json_integer_value(json_object_get(issue, "devices")), up);
+	assert_true(fabs(num(w, "traces") - 220) < 1e-6);
+	assert_true(fabs(num(w, "devices") - 220) < 1e-6);
+	assert_true(json_is_true(json_object_get(w, "exact")));
+	{
+		double wsum = 0;
+		json_int_t nsum = 0;
+		json_t *x;
+		size_t i;
+		assert_int_equal(json_array_size(json_object_get(w, "trend")),
+				 json_array_size(json_object_get(issue, "trend")));
+		json_array_foreach(json_object_get(w, "trend"), i, x) wsum += json_number_value(x);
+		json_array_foreach(json_object_get(issue, "trend"), i, x) nsum +=
+			json_integer_value(x);
+		assert_true(fabs(wsum - 220) < 1e-6);
+		assert_int_equal(nsum, up);
+	}
+	json_decref(doc);
+
+	/* A third day's one capture from a most-severe quota that took 1 of
+	 * 4 candidates: weight 4, an estimate — its bucket and the issue say
+	 * so, and the raw figures stay beside. */
+	severe.campaign_id = (char *)"severe";
+	severe.kind = REARVIEW__SELECTION_KIND__SELECTION_MOST_SEVERE;
+	severe.probability = 1.0;
+	severe.candidates_seen = 4;
+	severe.candidates_taken = 1;
+	g_used = PER_DEV;
+	assert_int_equal(upload_as(TREND_APP, "2.0", (uint64_t)(DAY0 + 2) * 86400 + 43200, 50000000,
+				   "slow-model", &severe),
+			 0);
+	wait_traces(TREND_Q, ++up);
+	doc = api(TREND_Q);
+	buckets = json_object_get(doc, "buckets");
+	assert_int_equal(json_array_size(buckets), 3);
+	assert_false(json_is_true(json_object_get(json_object_get(doc, "weighted"), "exact")));
+	assert_true(json_is_true(
+		json_object_get(json_object_get(json_array_get(buckets, 0), "weighted"), "exact")));
+	w = json_object_get(json_array_get(buckets, 2), "weighted");
+	assert_false(json_is_true(json_object_get(w, "exact")));
+	assert_int_equal(json_integer_value(json_object_get(w, "traces_weight_estimated")), 1);
+	assert_true(fabs(num(w, "count") - 4) < 1e-6);
+	json_decref(doc);
+	doc = api("/api/v1/issues?app=" TREND_APP);
+	issue = json_array_get(json_object_get(doc, "issues"), 0);
+	w = json_object_get(issue, "weighted");
+	assert_int_equal(json_integer_value(json_object_get(issue, "traces")), up);
+	assert_true(fabs(num(w, "traces") - 224) < 1e-6);
+	assert_false(json_is_true(json_object_get(w, "exact")));
+	assert_int_equal(json_integer_value(json_object_get(w, "traces_weight_estimated")), 1);
+	json_decref(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_weights_weighted_mean_matches_population),
 		cmocka_unit_test(test_weights_hostile_selection_refused),
+		cmocka_unit_test(test_weights_trend_percentiles_and_issue_counts),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

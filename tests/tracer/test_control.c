@@ -94,11 +94,16 @@ static void test_control_daemon_session_start_capture_reconnect(void **state)
 	assert_int_equal(listen(ls, 4), 0);
 
 	int me = (int)syscall(SYS_gettid);
+	assert_int_equal(setenv("RV_APP_VERSION", "5.6.7", 1), 0);
 	assert_int_equal(rvt_control_start(path), 0);
 	assert_int_equal(rvt_control_start(path), -EALREADY);
 	int c = accept_one(ls);
 	Rearview__ControlMessage *m = expect(c, REARVIEW__CONTROL_MESSAGE__MSG_REG, NULL);
 	assert_int_equal(m->reg->pid, getpid());
+	/* The version from RV_APP_VERSION; no app id (the daemon's to say). */
+	assert_non_null(m->reg->app);
+	assert_string_equal(m->reg->app->version, "5.6.7");
+	assert_string_equal(m->reg->app->app_id, "");
 	assert_int_equal(m->reg->format_version, RVT_FORMAT_VERSION);
 	assert_true(m->reg->n_argv >= 1);
 	int found = 0;

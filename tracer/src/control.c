@@ -91,6 +91,14 @@ static int send_register(int sock)
 	exe[n > 0 ? n : 0] = '\0';
 	reg.exe = exe;
 	reg.format_version = RVT_FORMAT_VERSION;
+	/* The app's version, when its environment says it: rearviewd counts
+	 * the process's frames under it (the app id is the daemon's to say). */
+	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
+	const char *version = getenv("RV_APP_VERSION");
+	if (version && *version) {
+		app.version = (char *)version;
+		reg.app = &app;
+	}
 	/* argv from /proc/self/cmdline: NUL-separated. */
 	char cmd[8192];
 	char *argv[64];

@@ -47,6 +47,7 @@ static struct {
 	struct rv_frame_reader rd;
 	bool rd_init;
 	pid_t fg_pid, fg_tid;
+	char version[32]; /* rv_app_version's, "" when none */
 	struct rv_events_stats st;
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
@@ -95,6 +96,7 @@ void rv_events_reset(void)
 	drop_connection();
 	G.next_try_ns = 0;
 	G.fg_pid = G.fg_tid = 0;
+	G.version[0] = '\0';
 	pthread_mutex_unlock(&G.mu);
 }
 
@@ -187,7 +189,17 @@ static void foreground_msg(Rearview__EventMessage *m, Rearview__ForegroundChange
 	m->foreground = fg;
 }
 
-/* Under G.mu: connects when due; then re-announces the foreground. */
+static void version_msg(Rearview__EventMessage *m, Rearview__AppVersion *v, const char *version)
+{
+	rearview__app_version__init(v);
+	v->pid = getpid();
+	v->version = (char *)version;
+	m->msg_case = REARVIEW__EVENT_MESSAGE__MSG_APP_VERSION;
+	m->app_version = v;
+}
+
+/* Under G.mu: connects when due; then re-announces the foreground and the
+ * app version. */
 static void ensure_connected(uint64_t now)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -221,6 +233,14 @@ static void ensure_connected(uint64_t now)
 		Rearview__ForegroundChange fg;
 
 		foreground_msg(&m, &fg, G.fg_pid, G.fg_tid);
+		if (queue_frame(&m) == 0)
+			G.st.sent++;
+	}
+	if (G.version[0]) {
+		Rearview__EventMessage m = REARVIEW__EVENT_MESSAGE__INIT;
+		Rearview__AppVersion v;
+
+		version_msg(&m, &v, G.version);
 		if (queue_frame(&m) == 0)
 			G.st.sent++;
 	}
@@ -378,5 +398,23 @@ int rv_metric(const char *name, double value)
 	s.monotonic_ns = rv_events_now();
 	m.msg_case = REARVIEW__EVENT_MESSAGE__MSG_METRIC;
 	m.metric = &s;
+	return send_msg(&m);
+}
+
+int rv_app_version(const char *version)
+{
+	Rearview__EventMessage m = REARVIEW__EVENT_MESSAGE__INIT;
+	Rearview__AppVersion v;
+	size_t n = version ? strlen(version) : 0;
+
+	if (n == 0 || n >= sizeof(G.version))
+		return refuse();
+	for (size_t i = 0; i < n; i++)
+		if (version[i] <= ' ' || version[i] > '~')
+			return refuse();
+	pthread_mutex_lock(&G.mu);
+	memcpy(G.version, version, n + 1);
+	pthread_mutex_unlock(&G.mu);
+	version_msg(&m, &v, version);
 	return send_msg(&m);
 }

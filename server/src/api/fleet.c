@@ -16,7 +16,8 @@
  * GET /api/v1/fleet/jank ranks apps by jank rate over a window of UTC
  * days from the counts devices report for every app, traced or not (POST
  * /v1/jank, the jank_counts table), beside the app's uploads in the same
- * window: an app with none is `traced: false`.
+ * window: an app with none is `traced: false`; each app lists its versions
+ * (at most JANK_VERSIONS_MAX, most frames first; "" unknown).
  */
 #include "api/fleet.h"
 #include "model/campaign.h"
@@ -179,6 +180,26 @@ static int jank_row(void *arg, const struct rvs_jank_app_row *r)
 	return o ? json_array_append_new(arg, o) : -1;
 }
 
+/* (app, version) rows read for the versions at most, and versions kept
+ * per app (the most frames first). */
+#define JANK_VERSION_ROWS 20000
+#define JANK_VERSIONS_MAX 20
+
+/* One (app, version) row into its app's "versions" (arg: the shown apps
+ * by id, each with its "versions" array). */
+static int jank_version_row(void *arg, const char *app, const char *version, int64_t frames,
+			    int64_t late)
+{
+	json_t *o = json_object_get(arg, app ? app : ""), *vs = json_object_get(o, "versions");
+
+	if (!vs || json_array_size(vs) >= JANK_VERSIONS_MAX)
+		return 0; /* an app not shown, or its versions are all there */
+	return json_array_append_new(
+		vs, json_pack("{s:s,s:I,s:I,s:f}", "version", version ? version : "", "frames",
+			      (json_int_t)frames, "late", (json_int_t)late, "jank_rate",
+			      frames > 0 ? (double)late / (double)frames : 0.0));
+}
+
 void rvs_fleet_jank_api(const struct rvs_config *cfg, const char *query, int64_t now,
 			struct rvs_query_resp *r)
 {
@@ -200,6 +221,20 @@ void rvs_fleet_jank_api(const struct rvs_config *cfg, const char *query, int64_t
 		return rvs_query_reply(r, 503, json_pack("{s:s}", "error", "database unavailable"));
 	apps = json_array();
 	rc = ops->jank_by_app(st, today - days + 1, today, limit, jank_row, apps);
+	if (!rc) {
+		/* Each shown app's versions, as the devices counted them. */
+		json_t *by_id = json_object(), *o;
+		size_t i;
+		json_array_foreach(apps, i, o)
+		{
+			const char *id = json_string_value(json_object_get(o, "app_id"));
+			json_object_set_new(o, "versions", json_array());
+			json_object_set(by_id, id ? id : "", o);
+		}
+		rc = ops->jank_versions(st, today - days + 1, today, JANK_VERSION_ROWS,
+					jank_version_row, by_id);
+		json_decref(by_id);
+	}
 	rvs_store_release(st);
 	if (rc) {
 		json_decref(apps);

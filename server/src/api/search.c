@@ -296,7 +296,8 @@ static void search_traces(const struct rvs_store_ops *ops, struct rvs_store *st,
 struct issues_doc {
 	int64_t first_week, weeks, total;
 	int64_t counts[WEEKS_MAX];
-	json_t *issues, *cur; /* the issue being filled (borrowed from issues) */
+	double w_counts[WEEKS_MAX]; /* the weeks' sums of selection weights */
+	json_t *issues, *cur;	    /* the issue being filled (borrowed from issues) */
 };
 
 /* The current issue's trend, from its week rows. */
@@ -311,6 +312,34 @@ static void close_issue(struct issues_doc *d)
 		json_array_append_new(trend, json_integer(d->counts[w]));
 	json_object_set_new(d->cur, "trend", trend);
 	d->cur = NULL;
+}
+
+/* The current issue's weighted figures beside its raw counts: traces and
+ * traces per week as sums of selection weights (Horvitz–Thompson), devices
+ * as the sum over its devices of each one's smallest weight, and whether
+ * they are exact. */
+static int weighted_issue(struct issues_doc *d, const struct rvs_issue_row *r)
+{
+	const char *note = r->n_estimated ? "estimated: quota selection (most severe or first N)"
+					    " censors"
+			   : r->n_unknown
+				   ? "partly unweighted: uploads without a selection count as 1"
+				   : NULL;
+	json_t *trend = json_array(), *o;
+
+	for (int64_t w = 0; trend && w < d->weeks; w++)
+		json_array_append_new(trend, json_real(d->w_counts[w]));
+	o = json_pack("{s:f,s:f,s:o,s:I,s:I,s:b,s:o,s:s}", "traces", r->w_traces, "devices",
+		      r->w_devices, "trend", trend, "traces_weight_estimated",
+		      (json_int_t)r->n_estimated, "traces_weight_unknown", (json_int_t)r->n_unknown,
+		      "exact", !note, "note", note ? json_string(note) : json_null(),
+		      "devices_estimate",
+		      "each device counts 1/p of its likeliest trace: exact when every affected"
+		      " device had one such anomaly, higher when devices had several");
+	if (!o)
+		return -ENOMEM;
+	json_object_set_new(d->cur, "weighted", o);
+	return 0;
 }
 
 static int on_issue(void *arg, int part, const struct rvs_issue_row *r)
@@ -328,14 +357,21 @@ static int on_issue(void *arg, int part, const struct rvs_issue_row *r)
 	if (part == RVS_ISSUE_WEEK) {
 		int64_t w = r->week - d->first_week;
 		assert(d->cur);
-		if (w >= 0 && w < d->weeks)
+		if (w >= 0 && w < d->weeks) {
 			d->counts[w] = r->count;
+			d->w_counts[w] = r->w_count;
+		}
 		return 0;
+	}
+	if (part == RVS_ISSUE_WEIGHT) {
+		assert(d->cur);
+		return weighted_issue(d, r);
 	}
 	assert(part == RVS_ISSUE_ROW);
 	close_issue(d);
 	d->total = r->total;
 	memset(d->counts, 0, sizeof d->counts);
+	memset(d->w_counts, 0, sizeof d->w_counts);
 	o = json_pack("{s:o,s:o,s:I,s:I,s:f,s:f,s:I,s:I}", "issue", rvs_json_str(r->issue),
 		      "app_id", r->app ? rvs_json_str(r->app) : json_null(), "traces",
 		      (json_int_t)r->traces, "devices", (json_int_t)r->devices, "severity",

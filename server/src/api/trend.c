@@ -4,7 +4,9 @@
  * method (of an app, device model, anomaly kind or issue when asked) read
  * through the store's trend_read, bucketed per capture day or per app
  * version by the model (model/trend.h), with each bucket's nearest-rank
- * p50/p95 and the onset of a shift.
+ * p50/p95, beside them the p50/p95 weighted by each capture's selection
+ * weight (saying where a censoring quota makes them estimates), and the
+ * onset of a shift.
  *
  * Invariants: every request value is checked here and bound by the store;
  * at most RVS_TREND_MAX_TRACES traces are read (the newest; "cut" says
@@ -33,7 +35,8 @@
 
 static int add_row(void *arg, const struct rvs_trend_row *r)
 {
-	return rvs_trend_add(arg, r->day, r->version, r->self_ns, r->incl_ns);
+	return rvs_trend_add_weighted(arg, r->day, r->version, r->self_ns, r->incl_ns, r->weight,
+				      r->wflag);
 }
 
 /* "YYYY-MM-DD" of day (days since 1970-01-01, UTC). */
@@ -55,15 +58,34 @@ static json_t *key_of(const struct rvs_trend *t, size_t j)
 	return t->by == RVS_TREND_DAY ? date_of(t->b[j].first_day) : rvs_json_str(t->b[j].version);
 }
 
+/* Why a weighted figure is not exact (NULL: it is). */
+static const char *weight_note(size_t estimated, size_t unknown)
+{
+	return estimated ? "estimated: quota selection (most severe or first N) censors"
+	       : unknown ? "partly unweighted: uploads without a selection count as 1"
+			 : NULL;
+}
+
+/* A bucket: the unweighted (nearest-rank) figures, and beside them the
+ * weighted ones with how exact they are. */
 static json_t *bucket_json(const struct rvs_trend *t, size_t j)
 {
 	const struct rvs_trend_bucket *b = &t->b[j];
-	return json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:{s:I,s:I},s:{s:I,s:I}}", "key", key_of(t, j),
-			 "first_day", date_of(b->first_day), "last_day", date_of(b->last_day),
-			 "since", (json_int_t)(b->first_day * DAY_S), "until",
+	const char *note = weight_note(b->n_estimated, b->n_unknown);
+	json_t *w = json_pack("{s:f,s:{s:I,s:I},s:{s:I,s:I},s:I,s:I,s:b,s:o}", "count", b->w_n,
+			      "self_ns", "p50", (json_int_t)b->w_self_p50, "p95",
+			      (json_int_t)b->w_self_p95, "incl_ns", "p50",
+			      (json_int_t)b->w_incl_p50, "p95", (json_int_t)b->w_incl_p95,
+			      "traces_weight_estimated", (json_int_t)b->n_estimated,
+			      "traces_weight_unknown", (json_int_t)b->n_unknown, "exact", !note,
+			      "note", note ? json_string(note) : json_null());
+	return json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:{s:I,s:I},s:{s:I,s:I},s:o}", "key",
+			 key_of(t, j), "first_day", date_of(b->first_day), "last_day",
+			 date_of(b->last_day), "since", (json_int_t)(b->first_day * DAY_S), "until",
 			 (json_int_t)((b->last_day + 1) * DAY_S), "count", (json_int_t)b->n,
 			 "self_ns", "p50", (json_int_t)b->self_p50, "p95", (json_int_t)b->self_p95,
-			 "incl_ns", "p50", (json_int_t)b->incl_p50, "p95", (json_int_t)b->incl_p95);
+			 "incl_ns", "p50", (json_int_t)b->incl_p50, "p95", (json_int_t)b->incl_p95,
+			 "weighted", w);
 }
 
 /* The best split of one measure (null when no test ran). */
@@ -87,15 +109,19 @@ static json_t *opt_str(const char *s)
 static json_t *trend_json(const struct rvs_trend *t, const struct rvs_trend_filter *f, int cut)
 {
 	json_t *buckets = json_array(), *doc;
+	size_t est = 0, unk = 0;
 
-	for (size_t j = 0; buckets && j < t->nb; j++)
+	for (size_t j = 0; buckets && j < t->nb; j++) {
+		est += t->b[j].n_estimated;
+		unk += t->b[j].n_unknown;
 		if (json_array_append_new(buckets, bucket_json(t, j))) {
 			json_decref(buckets);
 			return NULL;
 		}
+	}
 	doc = json_pack(
 		"{s:o,s:o,s:o,s:o,s:o,s:s,s:I,s:b,s:I,s:s,s:o,s:{s:o,s:o},s:{s:o,s:o},s:{s:s,s:f,s:"
-		"i,s:s}}",
+		"i,s:s},s:{s:s,s:b,s:I,s:I,s:o}}",
 		"method", rvs_json_str(f->method), "app", opt_str(f->app), "model",
 		opt_str(f->model), "issue", opt_str(f->issue), "kind",
 		f->has_kind ? json_integer(f->kind) : json_null(), "by",
@@ -108,7 +134,12 @@ static json_t *trend_json(const struct rvs_trend *t, const struct rvs_trend_filt
 		"Mann-Whitney z of the traces after a bucket against those before, largest |z| over"
 		" every split",
 		"alpha", RVS_TREND_ALPHA, "permutations", RVS_TREND_PERMUTATIONS, "p",
-		"permutation test of the largest |z|, fixed seed");
+		"permutation test of the largest |z|, fixed seed", "weighted", "percentiles",
+		"the smallest value whose cumulative weight (1/p per capture) reaches p/100 of the"
+		" bucket's total; the onset test is unweighted",
+		"exact", !weight_note(est, unk), "traces_weight_estimated", (json_int_t)est,
+		"traces_weight_unknown", (json_int_t)unk, "note",
+		weight_note(est, unk) ? json_string(weight_note(est, unk)) : json_null());
 	return doc;
 }
 

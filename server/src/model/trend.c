@@ -25,6 +25,8 @@ struct rvs_trend_sample {
 	int64_t day;
 	char *version; /* VERSION only */
 	int64_t v[2];  /* self, inclusive ns */
+	double w;      /* its weight (> 0) */
+	int wflag;     /* RVS_TREND_W_* */
 	size_t b;      /* its bucket, once computed */
 };
 
@@ -48,6 +50,12 @@ void rvs_trend_release(struct rvs_trend *t)
 int rvs_trend_add(struct rvs_trend *t, int64_t day, const char *version, int64_t self_ns,
 		  int64_t incl_ns)
 {
+	return rvs_trend_add_weighted(t, day, version, self_ns, incl_ns, 1.0, RVS_TREND_W_EXACT);
+}
+
+int rvs_trend_add_weighted(struct rvs_trend *t, int64_t day, const char *version, int64_t self_ns,
+			   int64_t incl_ns, double weight, int wflag)
+{
 	struct rvs_trend_sample *x;
 
 	assert(!t->b);
@@ -65,6 +73,14 @@ int rvs_trend_add(struct rvs_trend *t, int64_t day, const char *version, int64_t
 		return -ENOMEM;
 	x->v[0] = self_ns < 0 ? 0 : self_ns;
 	x->v[1] = incl_ns < 0 ? 0 : incl_ns;
+	if (weight > 0 && isfinite(weight) && wflag >= RVS_TREND_W_EXACT &&
+	    wflag <= RVS_TREND_W_UNKNOWN) {
+		x->w = weight;
+		x->wflag = wflag;
+	} else {
+		x->w = 1.0;
+		x->wflag = RVS_TREND_W_UNKNOWN;
+	}
 	t->n++;
 	return 0;
 }
@@ -82,6 +98,29 @@ int64_t rvs_trend_pct(int64_t *v, size_t n, int p)
 	qsort(v, n, sizeof *v, cmp_i64);
 	k = ((size_t)p * n + 99) / 100; /* ceil(p·n/100), >= 1 */
 	return v[k - 1];
+}
+
+static int cmp_wv(const void *a, const void *b)
+{
+	const struct rvs_trend_wv *x = a, *y = b;
+	return (x->v > y->v) - (x->v < y->v);
+}
+
+int64_t rvs_trend_wpct(struct rvs_trend_wv *x, size_t n, int p)
+{
+	double total = 0, cum = 0, want;
+
+	assert(n > 0 && p >= 1 && p <= 100);
+	qsort(x, n, sizeof *x, cmp_wv);
+	for (size_t i = 0; i < n; i++) {
+		assert(x[i].w > 0);
+		total += x[i].w;
+	}
+	want = (double)p * total / 100 * (1 - 1e-12);
+	for (size_t i = 0; i < n; i++)
+		if ((cum += x[i].w) >= want)
+			return x[i].v;
+	return x[n - 1].v; /* not reached: cum ends at total >= want */
 }
 
 /* ---- buckets ---------------------------------------------------------------- */
@@ -352,6 +391,7 @@ static int onsets(struct rvs_trend *t)
 
 int rvs_trend_compute(struct rvs_trend *t)
 {
+	struct rvs_trend_wv *wv;
 	int64_t *tmp;
 	size_t at = 0;
 	int rc;
@@ -361,18 +401,34 @@ int rvs_trend_compute(struct rvs_trend *t)
 		return rc;
 	if (!(tmp = malloc((t->n ? t->n : 1) * sizeof *tmp)))
 		goto nomem;
+	if (!(wv = malloc((t->n ? t->n : 1) * sizeof *wv))) {
+		free(tmp);
+		goto nomem;
+	}
 	for (size_t j = 0; j < t->nb; at += t->b[j++].n) {
 		struct rvs_trend_bucket *b = &t->b[j];
 		int64_t *pv[] = {&b->self_p50, &b->self_p95, &b->incl_p50, &b->incl_p95};
+		int64_t *wpv[] = {&b->w_self_p50, &b->w_self_p95, &b->w_incl_p50, &b->w_incl_p95};
 		assert(b->n > 0 && t->s[at].b == j);
+		for (size_t i = 0; i < b->n; i++) {
+			const struct rvs_trend_sample *x = &t->s[at + i];
+			b->w_n += x->w;
+			b->n_estimated += x->wflag == RVS_TREND_W_ESTIMATED;
+			b->n_unknown += x->wflag == RVS_TREND_W_UNKNOWN;
+		}
 		for (int w = 0; w < 2; w++)
 			for (int q = 0; q < 2; q++) {
-				for (size_t i = 0; i < b->n; i++)
+				for (size_t i = 0; i < b->n; i++) {
 					tmp[i] = t->s[at + i].v[w];
+					wv[i].v = t->s[at + i].v[w];
+					wv[i].w = t->s[at + i].w;
+				}
 				*pv[2 * w + q] = rvs_trend_pct(tmp, b->n, q ? 95 : 50);
+				*wpv[2 * w + q] = rvs_trend_wpct(wv, b->n, q ? 95 : 50);
 			}
 	}
 	free(tmp);
+	free(wv);
 	if (onsets(t))
 		goto nomem;
 	return 0;

@@ -6,7 +6,15 @@
  * series shifts, found by a change-point test.
  *
  * Percentiles are exact, by nearest rank: the p-th of n sorted values is
- * the ceil(p·n/100)-th (1-based).  The change point: for every split of
+ * the ceil(p·n/100)-th (1-based).  Each trace also carries its capture's
+ * weight (1/p, the inverse of the probability with which its campaign
+ * took it), and each bucket also has weighted percentiles: the p-th is
+ * the smallest value whose cumulative weight (values sorted ascending)
+ * reaches p/100 of the bucket's total weight — with every weight 1 that is
+ * exactly the nearest-rank one.  A bucket says how many of its weights are
+ * estimates (a quota's censoring selection: most severe or first N) or
+ * unknown (an older device: counted as 1).  The onset test runs on the
+ * unweighted traces.  The change point: for every split of
  * the bucket sequence into the traces before a bucket and those from it
  * on, the standardized Mann–Whitney statistic of "after" against
  * "before" (midranks for ties, tie-corrected variance); the split with the
@@ -43,6 +51,12 @@ struct rvs_trend_bucket {
 	const char *version;	     /* VERSION: the version (owned by the trend); DAY: NULL */
 	size_t n;		     /* traces */
 	int64_t self_p50, self_p95, incl_p50, incl_p95; /* ns, nearest rank */
+	/* Weighted: the total weight, the weighted percentiles (ns), and the
+	 * traces whose weight is an estimate (censored) or unknown; the
+	 * weighted figures are exact when both are 0. */
+	double w_n;
+	int64_t w_self_p50, w_self_p95, w_incl_p50, w_incl_p95;
+	size_t n_estimated, n_unknown;
 };
 
 /* The change-point test of one measure (self or inclusive). */
@@ -73,11 +87,20 @@ struct rvs_trend {
  * storage t; release it with rvs_trend_release. */
 void rvs_trend_init(struct rvs_trend *t, enum rvs_trend_by by);
 
+/* How exact a trace's weight is (as store.h's agg rows' wflag). */
+enum { RVS_TREND_W_EXACT, RVS_TREND_W_ESTIMATED, RVS_TREND_W_UNKNOWN };
+
 /* Adds one trace: its capture day, app version (copied; "" when none;
  * ignored when bucketing by day) and the method's self and inclusive ns
- * (>= 0).  0 or -ENOMEM.  Not after rvs_trend_compute. */
+ * (>= 0), with weight 1, exact.  0 or -ENOMEM.  Not after
+ * rvs_trend_compute. */
 int rvs_trend_add(struct rvs_trend *t, int64_t day, const char *version, int64_t self_ns,
 		  int64_t incl_ns);
+
+/* rvs_trend_add with the capture's weight (> 0; anything else counts as
+ * 1, unknown) and how exact it is (RVS_TREND_W_*). */
+int rvs_trend_add_weighted(struct rvs_trend *t, int64_t day, const char *version, int64_t self_ns,
+			   int64_t incl_ns, double weight, int wflag);
 
 /* Computes the buckets and both onsets from the traces added (none: no
  * buckets, nothing tested).  Once.  0 or -ENOMEM (t then holds no
@@ -91,5 +114,18 @@ void rvs_trend_release(struct rvs_trend *t);
 /* The p-th percentile (1..100) of v[0..n) by nearest rank (n > 0); sorts v
  * in place.  Pure. */
 int64_t rvs_trend_pct(int64_t *v, size_t n, int p);
+
+/* A value and its weight (> 0), for rvs_trend_wpct. */
+struct rvs_trend_wv {
+	int64_t v;
+	double w;
+};
+
+/* The weighted p-th percentile (1..100) of x[0..n) (n > 0): the smallest
+ * value whose cumulative weight, values ascending, reaches p/100 of the
+ * total (within a relative 1e-12, so sums of weights like 1/0.1 that a
+ * double cannot hold exactly still land on the right value); sorts x in
+ * place.  Pure. */
+int64_t rvs_trend_wpct(struct rvs_trend_wv *x, size_t n, int p);
 
 #endif

@@ -404,13 +404,18 @@ struct rvs_issue_filter {
 	int64_t kind, since, limit;
 	int has_kind;
 };
-enum { RVS_ISSUE_ROW, RVS_ISSUE_SIGNATURE, RVS_ISSUE_WEEK };
+enum { RVS_ISSUE_ROW, RVS_ISSUE_SIGNATURE, RVS_ISSUE_WEEK, RVS_ISSUE_WEIGHT };
 /* One issues_read row; text borrowed for the callback.  RVS_ISSUE_ROW: an
  * issue (impact = traces × mean severity, at least 1 each, × devices) and
  * its newest trace with that trace's anomaly chain (has_example 0: none;
  * chain NULL when it has none); then its anomaly signatures
- * (RVS_ISSUE_SIGNATURE: signature, sorted, at most 64) and its traces per
- * week (RVS_ISSUE_WEEK: week = received_at / 604800, count). */
+ * (RVS_ISSUE_SIGNATURE: signature, sorted, at most 64), its traces per
+ * week (RVS_ISSUE_WEEK: week = received_at / 604800, count, w_count the
+ * sum of their selection weights) and last one RVS_ISSUE_WEIGHT row:
+ * w_traces (the sum of the traces' weights), w_devices (the sum over
+ * its devices of the smallest weight among the device's traces) and how
+ * many traces' weights are estimates (n_estimated) or unknown
+ * (n_unknown), as rvs_trend_row's wflag. */
 struct rvs_issue_row {
 	const char *issue;
 	const char *app; /* the issue's app (NULL: unknown); an issue is one app's */
@@ -421,6 +426,8 @@ struct rvs_issue_row {
 	const char *example_trace, *example_chain;
 	const char *signature;
 	int64_t week, count;
+	double w_count, w_traces, w_devices;
+	int64_t n_estimated, n_unknown;
 };
 
 /* Chain search (search_scan): which table and how it matches. */
@@ -444,12 +451,15 @@ struct rvs_trend_filter {
 };
 /* One trace of a trend: the day it was captured (captured_at_ns / 1 day,
  * UTC; received_at's day when the device gave no capture time), its app
- * version ("" when none) and the method's self and inclusive ns there.
- * version is valid during the callback only. */
+ * version ("" when none), the method's self and inclusive ns there, and
+ * its upload's selection weight with wflag as agg rows' (0 exact, 1 an
+ * estimate, 2 unknown).  version is valid during the callback only. */
 struct rvs_trend_row {
 	int64_t day;
 	const char *version;
 	int64_t self_ns, incl_ns;
+	double weight;
+	int wflag;
 };
 
 /* An anomaly heatmap (heatmap_read): the traces with an aggregate (those
@@ -960,6 +970,19 @@ struct rvs_store_ops {
 	 * return stops the scan and is returned.  0 or -errno. */
 	int (*jank_app_days)(struct rvs_store *s, const char *app, int64_t from_day, int64_t to_day,
 			     int (*cb)(void *arg, int64_t day, int64_t frames, int64_t late),
+			     void *arg);
+
+	/* ---- jank counts per app version (GET /api/v1/fleet/jank's
+	 * versions) ---- */
+	/* Every (app, version)'s frames and late frames over the UTC days
+	 * [from_day, to_day], summed over devices, to cb (strings valid during
+	 * the callback; version "" when unknown) by app, most frames first,
+	 * then by version; at most max_rows rows.  A nonzero cb return stops
+	 * the scan and is returned.  0 or -errno. */
+	int (*jank_versions)(struct rvs_store *s, int64_t from_day, int64_t to_day,
+			     int64_t max_rows,
+			     int (*cb)(void *arg, const char *app, const char *version,
+				       int64_t frames, int64_t late),
 			     void *arg);
 };
 

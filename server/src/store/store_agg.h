@@ -113,6 +113,15 @@ struct rvs_agg_tee {
 int rvs_agg_acc_tee(void *arg, size_t side, int64_t node, int64_t traces, int64_t calls,
 		    int64_t self_ns, int64_t incl_ns, double weight, int wflag);
 
+/* A trace's selection weight and its flag, from its uploads row U (a
+ * LEFT JOIN: none reads as 1, unknown): the weight (1/p, uploads.weight),
+ * and the flag 0 exact, 1 an estimate (a censoring quota), 2 unknown (an
+ * upload without a selection).  The same text on both backends. */
+#define RVS_SQL_WEIGHT(U) "COALESCE(" U ".weight, 1.0)"
+#define RVS_SQL_WFLAG(U)                                                            \
+	"(CASE WHEN " U ".weight_exact = 1 THEN 0 WHEN COALESCE(" U ".sel_kind, 0)" \
+	" = 0 THEN 2 ELSE 1 END)"
+
 /* ---- sqlite ---- */
 
 /* Inside the index lane's transaction on db, after trace_id's traces row:

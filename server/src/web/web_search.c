@@ -90,6 +90,26 @@ static void impact_cell(struct web_ctx *c, json_t *row)
 	real_cell(c, row, "impact");
 }
 
+/* The issue's selection-weighted traces and devices (the anomalies and
+ * devices its uploads stand for), marked when a weight is an estimate. */
+static void weighted_cell(struct web_ctx *c, json_t *row)
+{
+	json_t *w = json_object_get(row, "weighted");
+	if (!json_is_object(w))
+		return;
+	fprintf(c->f,
+		"<span class=\"weighted\" title=\"Sum of 1/p over the uploads; devices: each"
+		" one's smallest 1/p\">%.1f / %.1f</span>",
+		json_number_value(json_object_get(w, "traces")),
+		json_number_value(json_object_get(w, "devices")));
+	if (!json_is_true(json_object_get(w, "exact"))) {
+		const char *note = json_string_value(json_object_get(w, "note"));
+		fputs(" <small title=\"", c->f);
+		rvs_web_esc(c->f, note ? note : "");
+		fputs("\">(estimate)</small>", c->f);
+	}
+}
+
 /* The weekly counts, oldest first, as bars whose heights are the counts
  * relative to the row's largest (the numbers are in the title). */
 static void trend_cell(struct web_ctx *c, json_t *row)
@@ -155,6 +175,7 @@ static const struct web_col ISSUE_COLS[] = {
 	{"Chain at the anomaly (outer first)", "chain", COL_CHAIN, NULL},
 	{"Traces", "traces", COL_NUM, NULL},
 	{"Devices", "devices", COL_NUM, NULL},
+	{"Weighted traces / devices", "weighted", COL_CUSTOM, weighted_cell},
 	{"Mean severity", "severity", COL_CUSTOM, severity_cell},
 	{"Impact", "impact", COL_CUSTOM, impact_cell},
 	{"Weekly trend", "trend", COL_CUSTOM, trend_cell},

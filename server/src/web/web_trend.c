@@ -143,6 +143,12 @@ static const struct {
 	{"incl_ns", "p95", "#1565c0", "6 3", "inclusive p95"},
 };
 
+/* Whether bucket b's weighted figures are exact (API.md "GET /api/v1/trend"). */
+static int weighted_exact(json_t *b)
+{
+	return json_is_true(json_object_get(json_object_get(b, "weighted"), "exact"));
+}
+
 static void chart(struct web_ctx *c, json_t *doc, json_t *onset)
 {
 	json_t *bs = json_object_get(doc, "buckets"), *b;
@@ -183,7 +189,10 @@ static void chart(struct web_ctx *c, json_t *doc, json_t *onset)
 		rvs_web_esc(c->f, sval(b, "key"));
 		fputs("\"><title>", c->f);
 		rvs_web_esc(c->f, sval(b, "key"));
-		fprintf(c->f, ": %lld traces</title></rect>", (long long)ival(b, "count"));
+		fprintf(c->f, ": %lld traces (weighted %.1f%s)</title></rect>",
+			(long long)ival(b, "count"),
+			json_number_value(json_object_get(json_object_get(b, "weighted"), "count")),
+			weighted_exact(b) ? "" : ", an estimate");
 		if (i % step == 0) {
 			fprintf(c->f,
 				"<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
@@ -219,12 +228,19 @@ static void chart(struct web_ctx *c, json_t *doc, json_t *onset)
 			fprintf(c->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
 				x_of(i, nb), y_of(v, ymax), LINES[l].colour);
 			rvs_web_esc(c->f, sval(b, "key"));
-			fprintf(c->f, ": %s %.3f ms</title></circle>", LINES[l].label,
-				(double)v / 1e6);
+			fprintf(c->f, ": %s %.3f ms; weighted %.3f ms%s</title></circle>",
+				LINES[l].label, (double)v / 1e6,
+				(double)pct(json_object_get(b, "weighted"), LINES[l].which,
+					    LINES[l].p) /
+					1e6,
+				weighted_exact(b) ? ""
+						  : " (an estimate: a quota censors, or"
+						    " an upload has no selection)");
 		}
 	}
 	fputs("</svg><p class=\"legend\">Red: self time, blue: inclusive; solid p50, dashed p95"
-	      " (nearest rank, per bucket).</p>",
+	      " (nearest rank, per bucket). A point's tooltip also gives the percentile weighted"
+	      " by each capture's selection weight (1/p of its campaign).</p>",
 	      c->f);
 }
 

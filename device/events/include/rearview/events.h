@@ -56,7 +56,7 @@ uint64_t rv_events_now(void);
 int rv_events_set_path(const char *path);
 
 /* Closes the connection (the next report reconnects at once) and forgets
- * the foreground.  Counters are kept. */
+ * the foreground and the app version.  Counters are kept. */
 void rv_events_reset(void);
 
 /* One rendered frame of the calling thread: it started at `start_ns`,
@@ -93,6 +93,13 @@ int rv_anomaly(const char *name, pid_t pid, pid_t tid, uint32_t severity, const 
 
 /* A metric sample for rearviewd's correlation rules ("gpu_busy" 0.93). */
 int rv_metric(const char *name, double value);
+
+/* The calling process's app version (1..31 bytes of printable ASCII, no
+ * space), e.g. "4.2.1": rearviewd counts this process's frames under it
+ * in its per-app jank counts (else under version "").  Sent now and again
+ * after every reconnection; a later call replaces it.  0, -EINVAL (bad
+ * version: nothing sent or kept) or as rv_frame. */
+int rv_app_version(const char *version);
 
 struct rv_events_stats {
 	uint64_t sent;	    /* handed to the kernel */

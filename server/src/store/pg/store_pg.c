@@ -1998,6 +1998,33 @@ static int jank_app_days(struct rvs_store *s, const char *app, int64_t from_day,
 	return stop;
 }
 
+static int jank_versions(struct rvs_store *s, int64_t from_day, int64_t to_day, int64_t max_rows,
+			 int (*cb)(void *arg, const char *app, const char *version, int64_t frames,
+				   int64_t late),
+			 void *arg)
+{
+	struct rvs_pg_params p = {0};
+	PGresult *r;
+	int rc, stop = 0;
+
+	rvs_pg_i64(&p, from_day);
+	rvs_pg_i64(&p, to_day);
+	rvs_pg_i64(&p, max_rows);
+	rc = read_rows(s,
+		       "SELECT app_id, app_version, sum(frames), sum(late) FROM jank_counts"
+		       " WHERE day >= $1 AND day <= $2 GROUP BY app_id, app_version"
+		       " ORDER BY app_id COLLATE \"C\", sum(frames) DESC,"
+		       " app_version COLLATE \"C\" LIMIT $3",
+		       &p, &r);
+	if (rc)
+		return rc;
+	for (int i = 0; i < PQntuples(r) && !stop; i++)
+		stop = cb(arg, rvs_pg_val(r, i, 0), rvs_pg_val(r, i, 1), rvs_pg_val_i64(r, i, 2),
+			  rvs_pg_val_i64(r, i, 3));
+	PQclear(r);
+	return stop;
+}
+
 static int jank_expire(struct rvs_store *s, int64_t before_day)
 {
 	struct conn *c = get(s);
@@ -2764,4 +2791,5 @@ const struct rvs_store_ops rvs_store_pg = {
 	.jank_by_app = jank_by_app,
 	.jank_expire = jank_expire,
 	.jank_app_days = jank_app_days,
+	.jank_versions = jank_versions,
 };

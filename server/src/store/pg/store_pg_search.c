@@ -172,11 +172,31 @@ static const char ISSUES_SQL[] =
 	" AND t.received_at >= $1" ISSUE_FILTERS MORE " UNION ALL SELECT " COLS         \
 	" FROM traces t WHERE k.app IS NULL AND t.issue = k.issue AND t.app_id IS NULL" \
 	" AND t.received_at >= $1" ISSUE_FILTERS MORE ")"
-/* Each issue's traces per week. */
-#define WEEK_OF "t.received_at / 604800 AS week"
-static const char WEEKS_SQL[] = "SELECT k.i, w.week, w.n FROM " SHOWN " CROSS JOIN LATERAL"
-				" (SELECT x.week, count(*) AS n FROM " ISSUE_TRACES(
-					WEEK_OF, "") " x GROUP BY 1) w ORDER BY k.i, w.week";
+/* Each issue's traces per week and the sum of their selection weights. */
+#define WEEK_OF "t.received_at / 604800 AS week, t.trace_id AS tid"
+/* A trace's weight and its flag (store_agg.h) from its upload u. */
+#define W_OF_U	      RVS_SQL_WEIGHT("u")
+#define F_OF_U	      RVS_SQL_WFLAG("u")
+#define WEEK_TRACES   ISSUE_TRACES(WEEK_OF, "")
+#define DEVICE_TRACES ISSUE_TRACES(DEVICE_OF, "")
+#define JOIN_UPLOADS  " x LEFT JOIN uploads u ON u.trace_id = x.tid"
+static const char WEEKS_SQL[] =
+	"SELECT k.i, w.week, w.n, w.w FROM " SHOWN " CROSS JOIN LATERAL"
+	" (SELECT x.week, count(*) AS n, sum(" W_OF_U
+	")::float8 AS w FROM " WEEK_TRACES JOIN_UPLOADS " GROUP BY 1) w ORDER BY k.i, w.week";
+/* Each issue's weighted traces and devices (each device counted with its
+ * traces' smallest weight; traces without a device count no device), and
+ * how many weights are estimates or unknown. */
+#define DEVICE_OF "t.device_id AS dev, t.trace_id AS tid"
+static const char WEIGHTS_SQL[] =
+	"SELECT k.i, g.w, g.mw, g.est, g.unk FROM " SHOWN " CROSS JOIN LATERAL"
+	" (SELECT sum(d.w)::float8 AS w,"
+	" coalesce(sum(d.mw) FILTER (WHERE d.dev IS NOT NULL), 0)::float8 AS mw,"
+	" sum(d.est)::bigint AS est, sum(d.unk)::bigint AS unk FROM"
+	" (SELECT x.dev, sum(" W_OF_U ") AS w, min(" W_OF_U ") AS mw,"
+	" count(*) FILTER (WHERE " F_OF_U " = 1) AS est,"
+	" count(*) FILTER (WHERE " F_OF_U " = 2) AS unk FROM " DEVICE_TRACES JOIN_UPLOADS
+	" GROUP BY x.dev) d) g ORDER BY k.i";
 /* Each issue's anomaly signatures, sorted, at most 64. */
 #define SIG_OF	"t.anomaly_signature AS sig"
 #define HAS_SIG " AND t.anomaly_signature IS NOT NULL"
@@ -216,7 +236,7 @@ static int at_key(const PGresult *res, int *k, int64_t key)
  * every issue's, by ordinal, each consumed from *ks and *kw); ex: the
  * examples (by seq, any order). */
 static int issue_out(const PGresult *top, int i, const PGresult *ex, const PGresult *sigs, int *ks,
-		     const PGresult *weeks, int *kw,
+		     const PGresult *weeks, int *kw, const PGresult *wts, int *kt,
 		     int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
 	struct rvs_issue_row r = {0};
@@ -247,8 +267,16 @@ static int issue_out(const PGresult *top, int i, const PGresult *ex, const PGres
 	}
 	for (; !stop && at_key(weeks, kw, i + 1); (*kw)++) {
 		struct rvs_issue_row x = {.week = rvs_pg_val_i64(weeks, *kw, 1),
-					  .count = rvs_pg_val_i64(weeks, *kw, 2)};
+					  .count = rvs_pg_val_i64(weeks, *kw, 2),
+					  .w_count = rvs_pg_val_dbl(weeks, *kw, 3)};
 		stop = cb(arg, RVS_ISSUE_WEEK, &x);
+	}
+	if (!stop && at_key(wts, kt, i + 1)) {
+		struct rvs_issue_row x = {.w_traces = rvs_pg_val_dbl(wts, *kt, 1),
+					  .w_devices = rvs_pg_val_dbl(wts, *kt, 2),
+					  .n_estimated = rvs_pg_val_i64(wts, *kt, 3),
+					  .n_unknown = rvs_pg_val_i64(wts, *kt, 4)};
+		stop = cb(arg, RVS_ISSUE_WEIGHT, &x);
 	}
 	return stop;
 }
@@ -257,7 +285,7 @@ int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_fi
 		       int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
 	struct rvs_pg_params a = {0}, e = {0};
-	PGresult *top = NULL, *ex = NULL, *sigs = NULL, *weeks = NULL, *res;
+	PGresult *top = NULL, *ex = NULL, *sigs = NULL, *weeks = NULL, *wts = NULL, *res;
 	char *seqs = NULL, *issues = NULL, *apps = NULL;
 	void *h;
 	PGconn *pg = pool->get(pool->s, &h);
@@ -277,7 +305,7 @@ int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_fi
 	PQclear(res);
 	if (!rc)
 		rc = rvs_pg_exec(pg, ISSUES_SQL, 0, &a, &top, NULL);
-	/* Four statements a page, whatever the number of issues shown. */
+	/* Five statements a page, whatever the number of issues shown. */
 	if (!rc && PQntuples(top) > 0) {
 		if (!(seqs = column_lit(top, 7)) || !(issues = column_lit(top, 0)) ||
 		    !(apps = column_lit(top, 8)))
@@ -292,13 +320,16 @@ int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_fi
 			rc = rvs_pg_exec(pg, SIGS_SQL, 0, &a, &sigs, NULL);
 		if (!rc)
 			rc = rvs_pg_exec(pg, WEEKS_SQL, 0, &a, &weeks, NULL);
+		if (!rc)
+			rc = rvs_pg_exec(pg, WEIGHTS_SQL, 0, &a, &wts, NULL);
 	}
-	for (int i = 0, ks = 0, kw = 0; !rc && i < PQntuples(top); i++)
-		rc = issue_out(top, i, ex, sigs, &ks, weeks, &kw, cb, arg);
+	for (int i = 0, ks = 0, kw = 0, kt = 0; !rc && i < PQntuples(top); i++)
+		rc = issue_out(top, i, ex, sigs, &ks, weeks, &kw, wts, &kt, cb, arg);
 	PQclear(top);
 	PQclear(ex);
 	PQclear(sigs);
 	PQclear(weeks);
+	PQclear(wts);
 	free(seqs);
 	free(issues);
 	free(apps);

@@ -16,13 +16,17 @@
 
 #include <libpq-fe.h>
 
+/* The trace's selection weight and its flag from its upload u. */
+#define WEIGHT_COLS RVS_SQL_WEIGHT("u") ", " RVS_SQL_WFLAG("u")
 /* $1 method, $2 app, $3 model, $4 kind, $5 issue, $6 the cap + 1. */
 static const char TREND_SQL[] =
 	"SELECT CASE WHEN t.captured_at_ns > 0 THEN t.captured_at_ns / 86400000000000"
-	" ELSE t.received_at / 86400 END, coalesce(t.app_version, ''), m.self_ns, m.incl_ns"
-	" FROM trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+	" ELSE t.received_at / 86400 END, coalesce(t.app_version, ''), m.self_ns, "
+	"m.incl_ns, " WEIGHT_COLS " FROM trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+	" LEFT JOIN uploads u ON u.trace_id = t.trace_id"
 	" WHERE m.method = $1 AND ($2::text IS NULL OR t.app_id = $2)"
-	" AND ($3::text IS NULL OR t.model = $3) AND ($4::bigint IS NULL OR t.anomaly_kind = $4)"
+	" AND ($3::text IS NULL OR t.model = $3)"
+	" AND ($4::bigint IS NULL OR t.anomaly_kind = $4)"
 	" AND ($5::text IS NULL OR t.issue = $5)"
 	" ORDER BY t.received_at DESC, t.trace_id DESC LIMIT $6";
 
@@ -60,6 +64,8 @@ int rvs_pg_trend_read(const struct rvs_pg_pool *pool, const struct rvs_trend_fil
 			.version = PQgetvalue(res, i, 1),
 			.self_ns = rvs_pg_val_i64(res, i, 2),
 			.incl_ns = rvs_pg_val_i64(res, i, 3),
+			.weight = rvs_pg_val_dbl(res, i, 4),
+			.wflag = (int)rvs_pg_val_i64(res, i, 5),
 		};
 		stop = cb(arg, &r);
 	}

@@ -1294,6 +1294,38 @@ static int jank_app_days(struct rvs_store *s, const char *app, int64_t from_day,
 	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
 }
 
+static int jank_versions(struct rvs_store *s, int64_t from_day, int64_t to_day, int64_t max_rows,
+			 int (*cb)(void *arg, const char *app, const char *version, int64_t frames,
+				   int64_t late),
+			 void *arg)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int rc, stop = 0;
+
+	if (rvs_sqlite_scan_open(s->dsn, &db))
+		return -EIO;
+	rc = sqlite3_prepare_v2(
+		db,
+		"SELECT app_id, app_version, sum(frames), sum(late) FROM jank_counts"
+		" WHERE day >= ?1 AND day <= ?2 GROUP BY app_id, app_version"
+		" ORDER BY app_id, sum(frames) DESC, app_version LIMIT ?3",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, from_day);
+		sqlite3_bind_int64(st, 2, to_day);
+		sqlite3_bind_int64(st, 3, max_rows);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			stop = cb(arg, rvs_sqlite_col_text(st, 0), rvs_sqlite_col_text(st, 1),
+				  sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	if (stop)
+		return stop;
+	return rc == SQLITE_DONE ? 0 : rvc_sqlite_errno(rc);
+}
+
 static int jank_expire(struct rvs_store *s, int64_t before_day)
 {
 	sqlite3_stmt *st;
@@ -2936,4 +2968,5 @@ const struct rvs_store_ops rvs_store_sqlite = {
 	.jank_by_app = jank_by_app,
 	.jank_expire = jank_expire,
 	.jank_app_days = jank_app_days,
+	.jank_versions = jank_versions,
 };

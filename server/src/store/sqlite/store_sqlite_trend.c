@@ -2,7 +2,8 @@
 /*
  * store_sqlite_trend.c — a method's trend on sqlite (store_agg.h; store.h's
  * trend_read; model/trend.h computes the buckets): one row per trace with
- * the method, its capture day, app version, self and inclusive ns.
+ * the method, its capture day, app version, self and inclusive ns and
+ * its upload's selection weight.
  *
  * Invariants: the statement is fixed text and every request value is
  * bound; at most max_rows + 1 rows are read (the extra one only says the
@@ -20,12 +21,15 @@
 
 #include "rearview/common.h"
 
+/* The trace's selection weight and its flag from its upload u. */
+#define WEIGHT_COLS RVS_SQL_WEIGHT("u") ", " RVS_SQL_WFLAG("u")
 /* ?1 method, ?2 app, ?3 model, ?4 kind, ?5 issue, ?6 the cap + 1.  A day
  * is the capture's UTC day (86400 s of 1e9 ns), else the arrival's. */
 static const char TREND_SQL[] =
 	"SELECT CASE WHEN t.captured_at_ns > 0 THEN t.captured_at_ns / 86400000000000"
-	" ELSE t.received_at / 86400 END, coalesce(t.app_version, ''), m.self_ns, m.incl_ns"
-	" FROM trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+	" ELSE t.received_at / 86400 END, coalesce(t.app_version, ''), m.self_ns, "
+	"m.incl_ns, " WEIGHT_COLS " FROM trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
+	" LEFT JOIN uploads u ON u.trace_id = t.trace_id"
 	" WHERE m.method = ?1 AND (?2 IS NULL OR t.app_id = ?2)"
 	" AND (?3 IS NULL OR t.model = ?3) AND (?4 IS NULL OR t.anomaly_kind = ?4)"
 	" AND (?5 IS NULL OR t.issue = ?5)"
@@ -64,6 +68,8 @@ int rvs_sqlite_trend_read(const char *dsn, const struct rvs_trend_filter *f,
 		r.version = (const char *)sqlite3_column_text(st, 1);
 		r.self_ns = sqlite3_column_int64(st, 2);
 		r.incl_ns = sqlite3_column_int64(st, 3);
+		r.weight = sqlite3_column_double(st, 4);
+		r.wflag = sqlite3_column_int(st, 5);
 		if (!r.version)
 			r.version = "";
 		stop = cb(arg, &r);
