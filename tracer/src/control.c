@@ -370,6 +370,8 @@ int rvt_control_start(const char *socket_path)
 __attribute__((constructor)) static void control_join_at_load(void)
 {
 	const char *env = getenv("RV_SOCKET");
+
+	rvt_locks_own(&ctl_lock);
 	if (env && strcmp(env, "off") == 0)
 		return;
 	if ((env && *env) || access(DEFAULT_SOCKET, F_OK) == 0)

@@ -444,6 +444,11 @@ static struct known {
 	pthread_t th;
 	pid_t tid;
 } * known;
+
+__attribute__((constructor)) static void known_lock_own(void)
+{
+	rvt_locks_own(&known_lock);
+}
 static size_t nknown, capknown;
 
 static void known_add(void)

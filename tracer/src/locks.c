@@ -157,6 +157,35 @@ static int traced(void)
 	return RVT__LD(rvt__tls.start) != 0;
 }
 
+/* rvt_locks_own's marks: filled from the front, never cleared. */
+static const void *own_locks[4];
+
+void rvt_locks_own(const void *lock)
+{
+	for (size_t i = 0; i < sizeof own_locks / sizeof own_locks[0]; i++) {
+		const void *none = NULL;
+		if (__atomic_compare_exchange_n(&own_locks[i], &none, lock, 0, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED) ||
+		    none == lock)
+			return;
+	}
+	assert(!"more of librvtrace's own locks than own_locks holds");
+}
+
+/* Whether lock is one of librvtrace's own (rvt_locks_own); only a
+ * contended lock asks. */
+static int own(const void *lock)
+{
+	for (size_t i = 0; i < sizeof own_locks / sizeof own_locks[0]; i++) {
+		const void *l = __atomic_load_n(&own_locks[i], __ATOMIC_ACQUIRE);
+		if (!l)
+			return 0;
+		if (l == lock)
+			return 1;
+	}
+	return 0;
+}
+
 static pid_t mutex_owner(const pthread_mutex_t *m)
 {
 	return owner_ok ? __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) : 0;
@@ -258,7 +287,7 @@ FUNCS(LAZY)
  * `rc` is the real lock's result, computed between the two counter reads. */
 #define CONTENDED(kind, lock, holder, call)                              \
 	do {                                                             \
-		if (!traced())                                           \
+		if (!traced() || own(lock))                              \
 			return call;                                     \
 		pid_t h = (holder);                                      \
 		uint64_t start = rvt__counter();                         \

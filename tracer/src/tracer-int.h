@@ -163,6 +163,13 @@ struct rvt_lock_wait {
  * static program).  locks.c. */
 RVT_HIDDEN void *rvt_next_fn(const char *name, const char *version);
 
+/* Marks lock as one of librvtrace's own mutexes (the registry's, the
+ * control thread's, the started-threads table's): a thread that waits for
+ * one waits in the tracer, not in the program, so no LOCK_WAIT is recorded
+ * for it (the control thread holds the registry lock while a program thread
+ * exits).  At most four; called from the defining file's constructor.
+ * locks.c. */
+RVT_HIDDEN void rvt_locks_own(const void *lock);
 /* Copies into `out` (at most `cap`) the completed waits of thread `waiter`
  * still in the table, their counters shifted right by `shift`; holder_method,
  * waiter_method and flags are 0.  Any thread; lock-free; returns the count. */

@@ -648,6 +648,7 @@ int rvt_init(void)
 
 __attribute__((constructor)) static void rvt_ctor(void)
 {
+	rvt_locks_own(&reg_lock);
 	if (rvt_init() != 0)
 		return;
 	pthread_mutex_lock(&reg_lock);
