@@ -327,10 +327,8 @@ all: $(BINS) $(LIBS) $(TESTS)
 # `N passed, N failed[, N skipped]` (non-zero exit on failure).  With
 # RV_TALLY=FILE it adds its counts to FILE and prints a stage line instead
 # (`make check` sums the stages).  It keeps each binary's time in
-# $(BUILD)/.test-times and starts the slowest first next time;
-# RV_TEST_LATER='N FILE' runs N more at once from when FILE exists.
+# $(BUILD)/.test-times and starts the slowest first next time.
 RV_RUN = sh tests/run-tests.sh $(if $(RV_TEST_JOBS),-j $(RV_TEST_JOBS)) \
-  $(if $(RV_TEST_LATER),--later $(RV_TEST_LATER)) \
   --times $(BUILD)/.test-times $(if $(RV_TALLY),--tally $(RV_TALLY))
 rv_run_args = $(foreach t,$(1),$(if $(filter $(t),$(TESTS_alone)),--alone $(t),$(t)))
 

@@ -102,13 +102,9 @@ if [ $dev -eq 0 ]; then
 	pids="$pids $!"
 fi
 
-# The sanitizer tests wait on PostgreSQL, daemons and timers about half
-# their time: once the tests beside them have ended (dev-pg.rc), the
-# runner starts as many more at once as there are cores.
 echo "== $SET 4/4: ASan+UBSan tests (build/san)"
 if wait_for san-build; then
-	stage san-tests check-run-san "$@" \
-		RV_TEST_LATER="$(nproc 2>/dev/null || echo 2) $LOGS/dev-pg.rc"
+	stage san-tests check-run-san "$@"
 else
 	echo "check: the sanitizer build failed; the end of its log ($LOGS/san-build.log):"
 	tail -n 40 "$LOGS/san-build.log"

@@ -4,17 +4,13 @@
 # closing line, `N passed, N failed` (`, N skipped` when some were),
 # counting every test case across all binaries.
 #
-#   tests/run-tests.sh [-j N] [--later N FILE] [--times FILE] [--tally FILE] BIN... [--alone BIN]...
+#   tests/run-tests.sh [-j N] [--times FILE] [--tally FILE] BIN... [--alone BIN]...
 #
 #   -j N          binaries at once (default: RV_TEST_JOBS, else the number of
 #                 online cores); -j 1 runs them one after another.
 #   --alone BIN   BIN cannot share the machine (it needs a quiet CPU or a
 #                 resource no other test may hold): it runs after the others,
 #                 by itself.
-#   --later N FILE  N more binaries at once from when FILE exists (`make
-#                 check`'s sanitizer tests: two more once the DEVELOPER=1 and
-#                 PostgreSQL tests beside them have ended and left the
-#                 machine to them).
 #   --times FILE  each binary's wall seconds (and, after its path, its CPU
 #                 seconds) are kept in FILE; the next run
 #                 starts the slowest binaries first (what it has not timed
@@ -65,15 +61,13 @@ if [ "${1:-}" = "--total" ]; then
 fi
 
 usage() {
-	echo "usage: $0 [-j N] [--later N FILE] [--times FILE] [--tally FILE] BIN... [--alone BIN]..." >&2
+	echo "usage: $0 [-j N] [--times FILE] [--tally FILE] BIN... [--alone BIN]..." >&2
 	exit 2
 }
 
 jobs=${RV_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 tally=""
 times=""
-later=0
-later_file=""
 # Times are kept and looked up by key: the binary's path, `pg:` before it
 # on PostgreSQL.
 pfx=""
@@ -89,14 +83,12 @@ while [ $# -gt 0 ]; do
 	-j*) jobs=${1#-j}; shift ;;
 	--tally) [ $# -ge 2 ] || usage; tally=$2; shift 2 ;;
 	--times) [ $# -ge 2 ] || usage; times=$2; shift 2 ;;
-	--later) [ $# -ge 3 ] || usage; later=$2; later_file=$3; shift 3 ;;
 	--alone) [ $# -ge 2 ] || usage; echo "$2" >>"$work/alone"; shift 2 ;;
 	-*) usage ;;
 	*) echo "$1" >>"$work/shared"; shift ;;
 	esac
 done
 case $jobs in '' | *[!0-9]* | 0) echo "$0: -j wants a positive number" >&2; exit 2 ;; esac
-case $later in '' | *[!0-9]*) echo "$0: --later wants a number" >&2; exit 2 ;; esac
 
 # Slowest first by the times kept from the last run (else by the seed's,
 # keyed by the path from the last `tests/` on); the rest in order.
@@ -161,16 +153,8 @@ run_one() {
 	rmdir "$work/print.lock"
 }
 
-# One worker: every binary of list $1 it manages to claim.  With $2, it
-# starts when file $2 exists, or ends when every binary is claimed first.
+# One worker: every binary of list $1 it manages to claim.
 worker() {
-	if [ -n "${2:-}" ]; then
-		w_n=$(wc -l <"$work/$1.order" | tr -d ' ')
-		while [ ! -e "$2" ]; do
-			[ "$w_n" -eq 0 ] || [ -d "$work/claim.$1.$w_n" ] && return
-			sleep 1
-		done
-	fi
 	w_i=0
 	while IFS= read -r w_bin; do
 		w_i=$((w_i + 1))
@@ -183,11 +167,6 @@ order "$work/alone" >"$work/a.order"
 i=0
 while [ $i -lt "$jobs" ]; do
 	worker s &
-	i=$((i + 1))
-done
-i=0
-while [ $i -lt "$later" ]; do
-	worker s "$later_file" &
 	i=$((i + 1))
 done
 wait
