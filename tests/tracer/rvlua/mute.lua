@@ -2,8 +2,8 @@
 -- second for a few dozen ns each, long enough (0.5 s of CPU) for the mute
 -- thread to mute it; afterwards its muted frames go through every exit path
 -- rvlua has (tail call, error unwinding, coroutine yield and resume) and the
--- capture must stay balanced.  slow_one runs twice the hot loop's CPU time,
--- so its inclusive time is the larger (test_rvlua.sh names lines: keep them).
+-- capture must stay balanced.  slow_one spins twice the hot loop's CPU time
+-- (printed as spun=; test_rvlua.sh names lines by number: keep them).
 -- HOT_SECONDS (default 0.5) shortens the hot loop for a run without muting,
 -- whose every call must fit the ring.
 local calls = 0
@@ -46,5 +46,5 @@ for _ = 1, 1000 do
 	s = co(s)
 end
 s = s + slow_one(2 * took)
-print("sum=" .. s .. " tiny=" .. calls)
+print("sum=" .. s .. " spun=" .. 2 * took .. " tiny=" .. calls)
 -- SPDX-License-Identifier: Apache-2.0
