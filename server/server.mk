@@ -61,9 +61,10 @@ $(eval $(call rv_test,server,http,$(SRV_HTTP),-lhttp_parser,unit))
 # test_store runs its cases on sqlite and on a private PostgreSQL it starts
 # (tests/server/pg_harness.h).
 $(SRV)/store/pg/store_pg.o $(OBJ)/tests/server/test_store.o: CPPFLAGS += $(call pc,--cflags,libpq)
-# store.h's error contract (transient or permanent), no server needed.
+# store.h's error contract (transient or permanent): the tables, and
+# pipelines whose sessions end at random on the run's PostgreSQL.
 $(OBJ)/tests/server/test_store_errors.o: CPPFLAGS += $(call pc,--cflags,libpq)
-$(eval $(call rv_test,server,store_errors,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,unit))
+$(eval $(call rv_test,server,store_errors,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration))
 $(eval $(call rv_test,server,store,$(SERVER_CORE) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration tsan))
 # Power loss simulated by a fault-injecting sqlite VFS (issue 18 item 6).
 $(eval $(call rv_test,server,durable,$(SERVER_CORE) $(RVT_STORE_ENV) $(LIBRVANALYSIS) $(LIBRVPOLICY) $(LIBRVPROTO),$(SERVER_LIBS) $(RVA_LIBS) $(RVPOLICY_LDLIBS) -lzstd,integration tsan))

@@ -1,19 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_store_errors.c — store.h's error contract, without a server: every
- * storage error is transient (the same call may succeed later: the decoder
- * keeps the upload queued) or permanent (quarantine).  PostgreSQL's
+ * test_store_errors.c — store.h's error contract: every storage error is
+ * transient (the same call may succeed later: the decoder keeps the upload
+ * queued) or permanent (quarantine).  Without a server: PostgreSQL's
  * SQLSTATE table (pg.h rvs_pg_errno) row by row, a statement on a
  * connection that is down (no SQLSTATE: PQstatus decides), sqlite's result
- * codes through rvc_sqlite_errno, and rvs_store_transient itself.
+ * codes through rvc_sqlite_errno, and rvs_store_transient itself.  With a
+ * PostgreSQL server (tests/server/pg_harness.h; skipped, visibly, without
+ * one): pipelines whose session another connection ends at random moments
+ * (pg_terminate_backend: the same FATAL 57P01 a fast restart sends) break
+ * off as transient, never -EIO, leave their connection unusable
+ * (rvs_pg_usable) rather than half-read, and every COMMIT reported done is
+ * in the table.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <libpq-fe.h>
@@ -22,6 +32,7 @@
 #include "rearview/common.h"
 #include "store/pg/pg.h"
 #include "store/store.h"
+#include "pg_harness.h"
 
 static const struct {
 	const char *state, *what;
@@ -119,6 +130,161 @@ static void test_store_errors_transient_set(void **state)
 			fail_msg("errno %d should be permanent", permanent[i]);
 }
 
+/* The pipeline test's victim: its session's pid, which the terminator
+ * ends while it runs; 0 to stop the terminator. */
+struct victim {
+	pthread_mutex_t mu;
+	int pid, stop, ended;
+	const char *uri;
+};
+
+static void *terminator(void *arg)
+{
+	struct victim *v = arg;
+	PGconn *pg = PQconnectdb(v->uri);
+	unsigned seed = 1;
+	int last = 0; /* the session last ended: each is ended once */
+
+	PQclear(PQexec(pg, "SET client_min_messages = error"));
+	for (;;) {
+		struct timespec ts = {0, 0};
+		char pid[16];
+		const char *p[1] = {pid};
+		PGresult *r;
+
+		pthread_mutex_lock(&v->mu);
+		if (v->stop) {
+			pthread_mutex_unlock(&v->mu);
+			break;
+		}
+		snprintf(pid, sizeof pid, "%d", v->pid);
+		pthread_mutex_unlock(&v->mu);
+		if (atoi(pid) == last) {
+			sched_yield();
+			continue;
+		}
+		/* Any moment of the pipeline: before, inside, between its
+		 * statements, before its sync. */
+		ts.tv_nsec = (long)(rand_r(&seed) % 3000) * 1000L;
+		nanosleep(&ts, NULL);
+		r = PQexecParams(pg, "SELECT pg_terminate_backend($1::int)", 1, NULL, p, NULL, NULL,
+				 0);
+		if (PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
+			pthread_mutex_lock(&v->mu);
+			v->ended++;
+			pthread_mutex_unlock(&v->mu);
+			last = atoi(pid);
+		}
+		PQclear(r);
+	}
+	PQfinish(pg);
+	return NULL;
+}
+
+/* 400 pipelines BEGIN; INSERT (a text of 1 to 40 KB: the pipeline spans
+ * several of the server's reads, so a session can end between COMMIT and
+ * the sync); COMMIT on one connection while another ends its session at
+ * random moments: each run is 0 or -EAGAIN, never the statements' fault;
+ * after -EAGAIN the connection is usable only if it really is; a run that
+ * says 0, or fails only past the COMMIT (*failed), has its row stored. */
+static void test_store_errors_pipeline_broken_off_is_transient(void **state)
+{
+	enum { RUNS = 400 };
+	static const char ddl[] = "CREATE TABLE t (i int PRIMARY KEY, pad text)";
+	struct pgh h;
+	struct victim v = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	char uri[384], num[16], *pad = malloc(40 * 1024 + 1);
+	unsigned char done[RUNS] = {0};
+	unsigned seed = 7;
+	int rc, broken = 0, reused = 0;
+	pthread_t t;
+	PGconn *pg;
+	PGresult *r;
+
+	(void)state;
+	assert_non_null(pad);
+	memset(pad, 'x', 40 * 1024);
+	if ((rc = pgh_start(&h)) == -ENOENT) {
+		free(pad);
+		print_message("SKIP: no PostgreSQL: %s\n", h.why);
+		skip();
+	}
+	if (rc)
+		fail_msg("PostgreSQL did not start: %s", h.why);
+	assert_int_equal(pgh_fresh_db(&h, uri, sizeof uri), 0);
+	pg = PQconnectdb(uri);
+	assert_int_equal(PQstatus(pg), CONNECTION_OK);
+	assert_int_equal(pgh_exec(&h, pg, ddl), 0);
+	v.uri = uri;
+	v.pid = PQbackendPID(pg);
+	assert_int_equal(pthread_create(&t, NULL, terminator, &v), 0);
+	for (int i = 0; i < RUNS; i++) {
+		struct rvs_pg_pipe pp = {0};
+		struct rvs_pg_step *st;
+		struct rvs_pg_error err;
+		size_t failed, commit;
+		size_t len = 1024 + (size_t)(rand_r(&seed) % (39 * 1024));
+
+		pad[len] = 0;
+		snprintf(num, sizeof num, "%d", i);
+		rvs_pg_pipe_add(&pp, "BEGIN", 0, 0, 0);
+		st = rvs_pg_pipe_add(&pp, "INSERT INTO t VALUES ($1::int, $2)", 0, 1, 0);
+		assert_non_null(st);
+		rvs_pg_text(&st->p, num);
+		rvs_pg_text(&st->p, pad);
+		commit = pp.n;
+		rvs_pg_pipe_add(&pp, "COMMIT", 0, 2, 0);
+		rc = rvs_pg_pipe_run(pg, &pp, 0, &failed, &err);
+		rvs_pg_pipe_free(&pp);
+		pad[len] = 'x';
+		if (rc && rc != -EAGAIN)
+			fail_msg("run %d: errno %d at step %zu (%s): a session ended is transient", i,
+				 rc, failed, err.msg);
+		if (!rc || failed > commit)
+			done[i] = 1;
+		if (!rc)
+			continue;
+		broken++;
+		if (rvs_pg_usable(pg)) {
+			/* Usable means it: the next statement runs. */
+			reused++;
+			r = PQexec(pg, "SELECT 1");
+			if (PQresultStatus(r) != PGRES_TUPLES_OK && PQstatus(pg) == CONNECTION_OK &&
+			    PQpipelineStatus(pg) == PQ_PIPELINE_OFF)
+				fail_msg("run %d: usable after -EAGAIN, then: %s", i,
+					 PQerrorMessage(pg));
+			PQclear(r);
+		}
+		if (!rvs_pg_usable(pg)) {
+			PQreset(pg);
+			assert_int_equal(PQstatus(pg), CONNECTION_OK);
+			pthread_mutex_lock(&v.mu);
+			v.pid = PQbackendPID(pg);
+			pthread_mutex_unlock(&v.mu);
+		}
+	}
+	pthread_mutex_lock(&v.mu);
+	v.stop = 1;
+	pthread_mutex_unlock(&v.mu);
+	pthread_join(t, NULL);
+	PQreset(pg);
+	r = PQexec(pg, "SELECT i FROM t");
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	for (int k = 0; k < PQntuples(r); k++)
+		done[strtol(PQgetvalue(r, k, 0), NULL, 10)] |= 2;
+	PQclear(r);
+	for (int i = 0; i < RUNS; i++)
+		if (done[i] == 1)
+			fail_msg("run %d: reported committed, not in the table", i);
+	print_message("pipelines: %d runs, %d sessions ended, %d broken off (%d then usable)\n",
+		      RUNS, v.ended, broken, reused);
+	/* The test ended sessions mid-pipeline, or it showed nothing. */
+	assert_true(broken > 0);
+	PQfinish(pg);
+	pgh_stop(&h);
+	free(pad);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -126,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_store_errors_statement_on_a_lost_connection_is_transient),
 		cmocka_unit_test(test_store_errors_sqlite_busy_locked_full_are_transient),
 		cmocka_unit_test(test_store_errors_transient_set),
+		cmocka_unit_test(test_store_errors_pipeline_broken_off_is_transient),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

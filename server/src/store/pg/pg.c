@@ -95,10 +95,23 @@ static int failure(PGconn *pg, const PGresult *r, struct rvs_pg_error *err)
 {
 	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	const char *col = r ? PQresultErrorField(r, PG_DIAG_COLUMN_NAME) : NULL;
-	/* A failure libpq made itself (no SQLSTATE) on a connection that is no
-	 * longer up: the server went away mid-statement. */
-	int rc = (!state || !*state) && PQstatus(pg) != CONNECTION_OK ? -EAGAIN
-								      : rvs_pg_errno(state);
+	const char *sev = r ? PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED) : NULL;
+	int rc;
+
+	/* A failure libpq made itself (no SQLSTATE): the server went away
+	 * mid-statement when the connection is no longer up — read what is
+	 * waiting first, so that an end already received is seen. */
+	if (!state || !*state) {
+		if (PQstatus(pg) == CONNECTION_OK)
+			PQconsumeInput(pg);
+		rc = PQstatus(pg) != CONNECTION_OK ? -EAGAIN : -EIO;
+	} else if (sev && (strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0)) {
+		/* The server ended the session (a shutdown, a timeout): the
+		 * statement was not judged. */
+		rc = -EAGAIN;
+	} else {
+		rc = rvs_pg_errno(state);
+	}
 
 	if (err) {
 		snprintf(err->state, sizeof err->state, "%s", state ? state : "");
@@ -195,17 +208,47 @@ void rvs_pg_pipe_free(struct rvs_pg_pipe *pp)
 	memset(pp, 0, sizeof *pp);
 }
 
-/* The connection's own failure (no result to read): -EAGAIN when it is no
- * longer up, else -EIO; its message into err. */
-static int conn_failure(PGconn *pg, struct rvs_pg_error *err)
+int rvs_pg_usable(PGconn *pg)
 {
-	if (err) {
+	return PQstatus(pg) == CONNECTION_OK && PQpipelineStatus(pg) == PQ_PIPELINE_OFF &&
+	       PQtransactionStatus(pg) == PQTRANS_IDLE;
+}
+
+/* Ends a pipeline left before its sync was read: reads and drops what is
+ * still to come, then leaves pipeline mode.  Gives up (pg stays in
+ * pipeline mode: rvs_pg_usable says no) when the connection is lost or
+ * nothing more arrives. */
+static void pipe_drain(PGconn *pg)
+{
+	int nulls = 0;
+
+	while (PQstatus(pg) == CONNECTION_OK && PQpipelineStatus(pg) != PQ_PIPELINE_OFF &&
+	       !PQexitPipelineMode(pg) && nulls < 2) {
+		PGresult *r = PQgetResult(pg);
+		nulls = r ? 0 : nulls + 1;
+		PQclear(r);
+	}
+}
+
+/* A pipeline that broke off before its sync (a send failed, a result or
+ * the sync did not come: the connection's failure, not a statement's):
+ * rc when a statement had already failed, else -EAGAIN with the
+ * connection's message (or the result r's, when one came) in err.  Never
+ * -EIO: nothing of the statements' own was judged.  The rest of the
+ * pipeline is drained (pipe_drain). */
+static int pipe_broken(PGconn *pg, int rc, const PGresult *r, struct rvs_pg_error *err)
+{
+	if (!rc && err) {
+		const char *msg = r ? PQresultErrorMessage(r) : "";
 		err->state[0] = 0;
 		err->column[0] = 0;
-		snprintf(err->msg, sizeof err->msg, "%s", PQerrorMessage(pg));
+		snprintf(err->msg, sizeof err->msg, "%s", *msg ? msg : PQerrorMessage(pg));
 		err->msg[strcspn(err->msg, "\n")] = 0;
+		if (!err->msg[0])
+			snprintf(err->msg, sizeof err->msg, "connection lost");
 	}
-	return PQstatus(pg) != CONNECTION_OK ? -EAGAIN : -EIO;
+	pipe_drain(pg);
+	return rc ? rc : -EAGAIN;
 }
 
 int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *failed,
@@ -224,7 +267,7 @@ int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *fai
 	if (from >= pp->n)
 		return 0;
 	if (!PQenterPipelineMode(pg))
-		return conn_failure(pg, err);
+		return pipe_broken(pg, 0, NULL, err);
 	for (size_t i = from; i < pp->n; i++) {
 		const struct rvs_pg_step *st = pp->step[i];
 		const struct rvs_pg_params *p = &st->p;
@@ -235,18 +278,27 @@ int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *fai
 		assert(!p->typed && !(st->flags & ~RVS_PG_PREPARED));
 		if (!ok) {
 			/* Nothing was read yet: a send fails only when the
-			 * connection does; it is closed or reset by the caller. */
-			return conn_failure(pg, err);
+			 * connection does.  No step ran for certain. */
+			*failed = from;
+			return pipe_broken(pg, 0, NULL, err);
 		}
 	}
-	if (!PQpipelineSync(pg))
-		return conn_failure(pg, err);
+	if (!PQpipelineSync(pg)) {
+		*failed = from;
+		return pipe_broken(pg, 0, NULL, err);
+	}
 	for (size_t i = from; i < pp->n; i++) {
 		PGresult *r = PQgetResult(pg);
 		ExecStatusType st = PQresultStatus(r);
 
-		if (!r) /* the connection went away */
-			return rc ? rc : conn_failure(pg, err);
+		if (!r || st == PGRES_PIPELINE_SYNC) {
+			/* The connection ended before step i's result: whether
+			 * it ran is unknown. */
+			PQclear(r);
+			if (!rc)
+				*failed = i;
+			return pipe_broken(pg, rc, NULL, err);
+		}
 		if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
 			if (pp->step[i]->keep) {
 				PQclear(pp->step[i]->res);
@@ -266,19 +318,30 @@ int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *fai
 			if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
 				/* Ended early (the connection's end): no more. */
 				PQclear(r);
-				return rc ? rc : conn_failure(pg, err);
+				if (!rc)
+					*failed = i + 1;
+				return pipe_broken(pg, rc, NULL, err);
 			}
 			PQclear(r);
 		}
-		if (PQstatus(pg) != CONNECTION_OK)
-			return rc ? rc : conn_failure(pg, err);
+		if (PQstatus(pg) != CONNECTION_OK) {
+			if (!rc)
+				*failed = i + 1;
+			return pipe_broken(pg, rc, NULL, err);
+		}
 	}
 	{
+		/* Every step's result was read: a failure now (the session
+		 * ended before the sync, say) blames none of them. */
 		PGresult *r = PQgetResult(pg);
 		int sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+
+		if (!sync || !PQexitPipelineMode(pg)) {
+			rc = pipe_broken(pg, rc, sync ? NULL : r, err);
+			PQclear(r);
+			return rc;
+		}
 		PQclear(r);
-		if (!sync || !PQexitPipelineMode(pg))
-			return rc ? rc : conn_failure(pg, err);
 	}
 	return rc;
 }

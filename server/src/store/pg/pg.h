@@ -72,7 +72,9 @@ int rvs_pg_errno(const char *sqlstate);
  * *out (when out is not NULL) gets the result, which the caller clears;
  * returns 0.  On failure returns the SQLSTATE's errno (rvs_pg_errno), or
  * -EAGAIN when there is none and pg's connection is no longer up (lost
- * mid-statement: PQstatus, not the message's text), with the result
+ * mid-statement: PQstatus, not the message's text) or when the server
+ * ended the session (severity FATAL or PANIC, whatever the SQLSTATE: the
+ * statement was not judged), with the result
  * cleared and *out NULL; err (when not NULL) gets the SQLSTATE and
  * message, else a failure other than a conflict is logged. */
 int rvs_pg_exec(PGconn *pg, const char *sql, unsigned flags, const struct rvs_pg_params *p,
@@ -112,15 +114,26 @@ struct rvs_pg_step *rvs_pg_pipe_add(struct rvs_pg_pipe *pp, const char *sql, uns
 char *rvs_pg_pipe_own(struct rvs_pg_pipe *pp, struct rvs_pg_step *st, char *buf);
 /* Sends steps [from, pp->n) and a sync, in pipeline mode, and reads every
  * result.  0 when all succeeded; else the first failure's errno (as
- * rvs_pg_exec's: rvs_pg_errno, -EAGAIN for a lost connection, -ENOMEM
- * when pp->oom) with its index in *failed (pp->n when no step is to
- * blame) and its SQLSTATE, message and column in err.  The steps after a
- * failure were not run (PostgreSQL skips to the sync); inside a
- * transaction block that transaction is then failed, and the caller rolls
- * back (to a savepoint).  The connection leaves pipeline mode unless it
- * was lost. */
+ * rvs_pg_exec's: rvs_pg_errno, -ENOMEM when pp->oom, and -EAGAIN whenever
+ * the pipeline broke off for the connection's sake — a send failed, a
+ * result or the sync did not come — never -EIO) with its index in
+ * *failed and its SQLSTATE, message and column in err.  *failed is the
+ * failed step, or for a broken pipeline the first step whose result was
+ * not read (whether it ran is unknown), pp->n when every step's result
+ * was read (only the sync failed: a COMMIT among them did commit).  The
+ * steps after a statement's failure were not run (PostgreSQL skips to the
+ * sync); inside a transaction block that transaction is then failed, and
+ * the caller rolls back (to a savepoint).  The connection leaves pipeline
+ * mode unless it broke; a caller keeping connections asks rvs_pg_usable
+ * before reusing one. */
 int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *failed,
 		    struct rvs_pg_error *err);
+
+/* Whether pg can run the next statement as a fresh session would: up, out
+ * of pipeline mode, outside a transaction.  A connection that is not (a
+ * pipeline broke off, a server restart ended it) is closed or reset by its
+ * keeper, never reused. */
+int rvs_pg_usable(PGconn *pg);
 /* Frees every step and result of pp; pp is {0} again. */
 void rvs_pg_pipe_free(struct rvs_pg_pipe *pp);
 

@@ -820,7 +820,7 @@ static struct conn *get(struct rvs_store *s)
  * and the idle ones opened before would each fail their next statement. */
 static void put(struct rvs_store *s, struct conn *c)
 {
-	if (PQstatus(c->pg) != CONNECTION_OK || PQtransactionStatus(c->pg) != PQTRANS_IDLE) {
+	if (!rvs_pg_usable(c->pg)) {
 		int lost = PQstatus(c->pg) != CONNECTION_OK;
 		struct conn *idle = NULL;
 
@@ -1212,7 +1212,8 @@ static int upload_add(struct rvs_store *s, const struct rvs_upload_rec *u)
 		else if (rvs_pg_val_i64(r, 0, 2) != 1)
 			rc = -EDQUOT;
 	}
-	if (rc && PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+	if (rc && PQstatus(c->pg) == CONNECTION_OK && PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF &&
+	    PQtransactionStatus(c->pg) != PQTRANS_IDLE)
 		rollback(c->pg);
 out:
 	rvs_pg_pipe_free(&pp);
@@ -1282,7 +1283,8 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 	}
 	step(&pp, S_COMMIT, 0);
 	rc = rvs_pg_pipe_run(c->pg, &pp, 0, &failed, NULL);
-	if (rc && PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+	if (rc && PQstatus(c->pg) == CONNECTION_OK && PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF &&
+	    PQtransactionStatus(c->pg) != PQTRANS_IDLE)
 		rollback(c->pg);
 	rvs_pg_pipe_free(&pp);
 	put(s, c);

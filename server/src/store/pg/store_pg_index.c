@@ -98,17 +98,18 @@ static int transient(struct rvs_index_lane *l, int rc)
 {
 	if (!rvs_store_transient(rc))
 		return 0;
-	if (PQstatus(l->pg) != CONNECTION_OK)
+	if (PQstatus(l->pg) != CONNECTION_OK || PQpipelineStatus(l->pg) != PQ_PIPELINE_OFF)
 		PQreset(l->pg);
 	return 1;
 }
 
 /* The lane's connection, reopened when it broke (a restart since its last
- * use): 0, or -EAGAIN with l->fail.msg set when the server does not take it
- * now. */
+ * use, a pipeline broken off: rvs_pg_usable): 0, or -EAGAIN with
+ * l->fail.msg set when the server does not take it now.  Called between
+ * batches, outside any transaction. */
 static int lane_up(struct rvs_index_lane *l)
 {
-	if (PQstatus(l->pg) == CONNECTION_OK)
+	if (rvs_pg_usable(l->pg))
 		return 0;
 	PQreset(l->pg);
 	if (PQstatus(l->pg) == CONNECTION_OK)
