@@ -122,9 +122,8 @@ if wait_for dev-pg; then
 	echo "== $SET 3/4: the server tests flagged pg, on PostgreSQL (build/, RVS_TEST_STORE=pg)"
 	cat "$LOGS/pg-tests.log"
 else
-	echo "check: the DEVELOPER=1 build failed (its tests and the PostgreSQL stage did not run); its log ($LOGS/dev-build.log), errors first:"
-	grep -E 'error|Error' "$LOGS/dev-build.log" | head -n 40
-	tail -n 20 "$LOGS/dev-build.log"
+	echo "check: the DEVELOPER=1 build failed (its tests and the PostgreSQL stage did not run); its errors ($LOGS/dev-build.log):"
+	grep -E 'error|Error' "$LOGS/dev-build.log" | head -n 40 | grep . || tail -n 30 "$LOGS/dev-build.log"
 fi
 wait
 echo "== $SET: stage times (seconds from the start: began-ended, wall, CPU)"
