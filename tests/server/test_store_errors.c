@@ -159,7 +159,7 @@ static void *terminator(void *arg)
 		}
 		snprintf(pid, sizeof pid, "%d", v->pid);
 		pthread_mutex_unlock(&v->mu);
-		if (atoi(pid) == last) {
+		if ((int)strtol(pid, NULL, 10) == last) {
 			sched_yield();
 			continue;
 		}
@@ -173,7 +173,7 @@ static void *terminator(void *arg)
 			pthread_mutex_lock(&v->mu);
 			v->ended++;
 			pthread_mutex_unlock(&v->mu);
-			last = atoi(pid);
+			last = (int)strtol(pid, NULL, 10);
 		}
 		PQclear(r);
 	}
@@ -238,8 +238,8 @@ static void test_store_errors_pipeline_broken_off_is_transient(void **state)
 		rvs_pg_pipe_free(&pp);
 		pad[len] = 'x';
 		if (rc && rc != -EAGAIN)
-			fail_msg("run %d: errno %d at step %zu (%s): a session ended is transient", i,
-				 rc, failed, err.msg);
+			fail_msg("run %d: errno %d at step %zu (%s): a session ended is transient",
+				 i, rc, failed, err.msg);
 		if (!rc || failed > commit)
 			done[i] = 1;
 		if (!rc)
