@@ -348,6 +348,28 @@ async function main() {
       'the untraced app is marked "no traces yet", the traced one "yes"');
     check(await page.locator('#jank span.untraced').count() >= 1,
       'the mark is the span.untraced the page styles');
+    // Each app's versions with their own rates, as test_web.c planted them
+    // (most frames first; a hostile version name shown as text).
+    const vers = await page.locator('#jank tbody tr').evaluateAll((trs) => trs.map((tr) =>
+      Array.from(tr.querySelectorAll('ul.jank-versions li'), (li) => ({
+        v: li.getAttribute('data-version'),
+        shown: li.querySelector('.version').textContent,
+        rate: li.querySelector('.rate').textContent,
+        late: Number(li.querySelector('.late').textContent),
+        frames: Number(li.querySelector('.frames').textContent),
+      }))));
+    check(JSON.stringify(vers[wi]) === JSON.stringify([
+      { v: '2.0.0', shown: '2.0.0', rate: '3.3%', late: 5, frames: 150 },
+      { v: '2.1.0', shown: '2.1.0', rate: '30.0%', late: 15, frames: 50 }]),
+    `the traced app's versions: 2.0.0 5 late of 150, 2.1.0 15 of 50 (${JSON.stringify(vers[wi])})`);
+    const hostile = '1.0"<script>x</script>';
+    check(JSON.stringify(vers[ui]) === JSON.stringify([
+      { v: '', shown: 'no version declared', rate: '50.0%', late: 30, frames: 60 },
+      { v: hostile, shown: hostile, rate: '25.0%', late: 10, frames: 40 }]),
+    `the untraced app's versions: none declared 30 of 60, a hostile name as text 10 of 40 ` +
+      `(${JSON.stringify(vers[ui])})`);
+    check(await page.locator('#jank script').count() === 0,
+      'no version name became markup');
     await page.screenshot({ path: path.join(shots, '8-fleet-jank.png'), fullPage: true });
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {
