@@ -260,6 +260,31 @@ async function main() {
       await page.locator('#timeline rect.offcpu').first().click();
       check((await page.locator('#tl-info').innerText()).includes('off-CPU'),
         'clicking an off-CPU interval names it');
+      // The zoomable canvas draws the same rows below its calls (its
+      // timeline.json, checked exactly by test_web.c), and a click on the
+      // late frame there names it.
+      await page.waitForFunction(() => {
+        const b = document.getElementById('tlz');
+        return b && b.getAttribute('data-frames') !== null;
+      }, null, { timeout: 30000 });
+      const tlz = await page.locator('#tlz').evaluate((b) => ({
+        frames: b.getAttribute('data-frames'), late: b.getAttribute('data-late-frames'),
+        offcpu: b.getAttribute('data-offcpu'), frRow: Number(b.getAttribute('data-frames-row')),
+        offRow: Number(b.getAttribute('data-offcpu-row')),
+      }));
+      check(tlz.frames === '2' && tlz.late === '1' && tlz.offcpu === '3' &&
+        tlz.frRow === tlz.offRow + 1 && tlz.offRow > 0,
+      `the zoomable timeline draws an off-CPU row (3 intervals) and below it a frames row ` +
+        `(2 frames, 1 late) (${JSON.stringify(tlz)})`);
+      const doc = await page.evaluate(async (t) =>
+        (await fetch(`/traces/${t}/timeline.json?width=1200`, { credentials: 'same-origin' })).json(), off);
+      const lateFrame = doc.frames.find((f) => f[2] === 1);
+      const box = await page.locator('#tlz-canvas').boundingBox();
+      await page.mouse.click(box.x + box.width * ((lateFrame[0] + lateFrame[1]) / 2) / doc.end,
+        box.y + 18 + tlz.frRow * 16 + 8);
+      const said = await page.locator('#tlz-info').innerText();
+      check(said.startsWith('frame (late) 0.040 ms'),
+        `clicking the canvas's late frame names it and its 40 µs (${said})`);
       await page.screenshot({ path: path.join(shots, '6-offcpu-trace.png'), fullPage: true });
       const url = `/static/speedscope/index.html#profileURL=${encodeURIComponent(
         `/traces/${off}/export?format=chrome`)}&title=${off}-chrome`;

@@ -1067,6 +1067,16 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 		if (!strstr(r.body, want[i]))
 			fail_msg("missing %s in the trace page", want[i]);
 	resp_free(&r);
+	/* The zoomable timeline's rows below the calls: FORMAT.md's two
+	 * frames (1000–17000 on time, 20000–60000 late) and the three
+	 * off-CPU intervals, exactly, relative to main's entry at 1000. */
+	snprintf(path, sizeof path, "/traces/%s/timeline.json?width=1200", id);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "\"frames\":[[0,16000,0,1],[19000,59000,1,1]]"));
+	assert_non_null(strstr(r.body, "\"offcpu\":[[8000,9000,1,1],[20000,48000,0,1],"
+				       "[64000,69000,0,1]]"));
+	resp_free(&r);
 	/* A capture without these records has no such section. */
 	ensure_trace();
 	snprintf(path, sizeof path, "/traces/%s", g_trace);
@@ -1075,6 +1085,12 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 	assert_null(strstr(r.body, "Why the time went"));
 	assert_null(strstr(r.body, "class=\"offcpu\""));
 	assert_null(strstr(r.body, "class=\"frame"));
+	resp_free(&r);
+	snprintf(path, sizeof path, "/traces/%s/timeline.json", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "\"frames\":null"));
+	assert_non_null(strstr(r.body, "\"offcpu\":null"));
 	resp_free(&r);
 	free(id);
 	free(z);
