@@ -305,11 +305,21 @@ struct lod_iv {
 	int mark;
 };
 
+/* x - t->start, saturated: a frame's times are the app's (a hostile end
+ * may be INT64_MAX) and are not clipped to the trace. */
+static int64_t rel(const rva_trace *t, int64_t x)
+{
+	int64_t r;
+	if (__builtin_sub_overflow(x, t->start, &r))
+		return x > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 /* One item of a row: [start, end, marked, n], trace-relative. */
 static int row_push(json_t *row, const rva_trace *t, int64_t s, int64_t e, int64_t mark, int64_t n)
 {
-	return json_array_append_new(row, json_pack("[IIII]", (json_int_t)(s - t->start),
-						    (json_int_t)(e - t->start), (json_int_t)mark,
+	return json_array_append_new(row, json_pack("[IIII]", (json_int_t)rel(t, s),
+						    (json_int_t)rel(t, e), (json_int_t)mark,
 						    (json_int_t)n));
 }
 
