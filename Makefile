@@ -249,13 +249,15 @@ INSTALL_HDR :=   # public headers, installed under include/rearview/
 #   e2e    an integration test that only drives the daemons end to end: the
 #          sanitizer stage of `make check` leaves it to `make check-full`
 #          (README.md "Tests" says which and why)
+#   long   runs for many minutes by design (it builds real programs): its
+#          hang guard is four times RV_TEST_TIMEOUT (tests/run-tests.sh)
 #   plain  an integration or torture test whose verdict needs the plain
 #          build: it judges code the optimiser shapes (the tracer's hot
 #          path, unwinding, rvcc) or a memory bound sanitizers inflate, or
 #          it skips cases under them; `make check` runs it in the
 #          DEVELOPER=1 build as well as under the sanitizers
 RV_TIERS := unit integration system torture
-RV_FLAGS := tsan pg alone ci san e2e plain
+RV_FLAGS := tsan pg alone ci san e2e plain long
 TESTS_unit :=
 TESTS_integration :=
 TESTS_system :=
@@ -266,6 +268,7 @@ TESTS_ci :=
 TESTS_san :=
 TESTS_e2e :=
 TESTS_plain :=
+TESTS_long :=
 
 # rv_register(test binary, tier and flags): adds a test to the lists.
 define rv_register
@@ -330,7 +333,8 @@ all: $(BINS) $(LIBS) $(TESTS)
 # $(BUILD)/.test-times and starts the slowest first next time.
 RV_RUN = sh tests/run-tests.sh $(if $(RV_TEST_JOBS),-j $(RV_TEST_JOBS)) \
   --times $(BUILD)/.test-times $(if $(RV_TALLY),--tally $(RV_TALLY))
-rv_run_args = $(foreach t,$(1),$(if $(filter $(t),$(TESTS_alone)),--alone $(t),$(t)))
+rv_run_args = $(foreach t,$(1),$(if $(filter $(t),$(TESTS_long)),--long $(t)) \
+  $(if $(filter $(t),$(TESTS_alone)),--alone $(t),$(t)))
 
 # What each goal runs (tiers: see rv_register above).
 #   make test                the quick loop: unit and integration

@@ -5,12 +5,16 @@
 # counting every test case across all binaries.
 #
 #   tests/run-tests.sh [-j N] [--times FILE] [--tally FILE] BIN... [--alone BIN]...
+#                      [--long BIN]...
 #
 #   -j N          binaries at once (default: RV_TEST_JOBS, else the number of
 #                 online cores); -j 1 runs them one after another.
 #   --alone BIN   BIN cannot share the machine (it needs a quiet CPU or a
 #                 resource no other test may hold): it runs after the others,
 #                 by itself.
+#   --long BIN    BIN (also given as BIN or --alone BIN) runs for many minutes
+#                 by design (it builds real programs): its hang guard is four
+#                 times RV_TEST_TIMEOUT.
 #   --times FILE  each binary's wall seconds (and, after its path, its CPU
 #                 seconds) are kept in FILE; the next run
 #                 starts the slowest binaries first (what it has not timed
@@ -61,7 +65,7 @@ if [ "${1:-}" = "--total" ]; then
 fi
 
 usage() {
-	echo "usage: $0 [-j N] [--times FILE] [--tally FILE] BIN... [--alone BIN]..." >&2
+	echo "usage: $0 [-j N] [--times FILE] [--tally FILE] BIN... [--alone BIN]... [--long BIN]..." >&2
 	exit 2
 }
 
@@ -77,6 +81,7 @@ trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 : >"$work/shared"
 : >"$work/alone"
+: >"$work/long"
 while [ $# -gt 0 ]; do
 	case $1 in
 	-j) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
@@ -84,6 +89,7 @@ while [ $# -gt 0 ]; do
 	--tally) [ $# -ge 2 ] || usage; tally=$2; shift 2 ;;
 	--times) [ $# -ge 2 ] || usage; times=$2; shift 2 ;;
 	--alone) [ $# -ge 2 ] || usage; echo "$2" >>"$work/alone"; shift 2 ;;
+	--long) [ $# -ge 2 ] || usage; echo "$2" >>"$work/long"; shift 2 ;;
 	-*) usage ;;
 	*) echo "$1" >>"$work/shared"; shift ;;
 	esac
@@ -119,7 +125,9 @@ run_one() {
 	# The shell's `times` (its children's CPU time so far) before and after:
 	# the difference is the binary's.
 	times >"$work/$n.cpu0"
-	CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 10 "${RV_TEST_TIMEOUT:-1800}" "$bin" >"$log" 2>&1 </dev/null
+	guard=${RV_TEST_TIMEOUT:-1800}
+	grep -qxF "$bin" "$work/long" && guard=$((guard * 4))
+	CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 10 "$guard" "$bin" >"$log" 2>&1 </dev/null
 	rc=$?
 	times >"$work/$n.cpu1"
 	end=$(date +%s.%N)
@@ -144,7 +152,7 @@ run_one() {
 	until mkdir "$work/print.lock" 2>/dev/null; do sleep 0.05; done
 	if [ "$notok" -ne 0 ] || [ "$missing" -ne 0 ]; then
 		why="exit $rc"
-		[ "$rc" -eq 124 ] && why="timed out after ${RV_TEST_TIMEOUT:-1800} s"
+		[ "$rc" -eq 124 ] && why="timed out after $guard s"
 		echo "FAIL $bin ($why, $ok ok, $notok not ok, $missing missing, ${secs} s, ${cpu} s CPU)"
 		sed 's/^/    /' "$log"
 	else

@@ -34,7 +34,7 @@ $(TBIN)/bench/test_real: tests/bench/real/test_real.sh | $(RV_REAL_DEPS)
 	printf '#!/bin/sh\ncd %s && exec sh tests/bench/real/test_real.sh %s "%s"\n' \
 	  '$(CURDIR)' '$(BUILD)' '$(SANFLAGS)' > $@
 	chmod +x $@
-$(eval $(call rv_register,$(TBIN)/bench/test_real,system))
+$(eval $(call rv_register,$(TBIN)/bench/test_real,system long))
 bench-real: $(RV_REAL_DEPS)
 	BUILD=$(BUILD) ROUNDS=$(or $(ROUNDS),10) sh tests/bench/real/run.sh
 .PHONY: bench-real
