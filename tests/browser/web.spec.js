@@ -260,6 +260,31 @@ async function main() {
       await page.locator('#timeline rect.offcpu').first().click();
       check((await page.locator('#tl-info').innerText()).includes('off-CPU'),
         'clicking an off-CPU interval names it');
+      // The zoomable canvas draws the same rows below its calls (its
+      // timeline.json, checked exactly by test_web.c), and a click on the
+      // late frame there names it.
+      await page.waitForFunction(() => {
+        const b = document.getElementById('tlz');
+        return b && b.getAttribute('data-frames') !== null;
+      }, null, { timeout: 30000 });
+      const tlz = await page.locator('#tlz').evaluate((b) => ({
+        frames: b.getAttribute('data-frames'), late: b.getAttribute('data-late-frames'),
+        offcpu: b.getAttribute('data-offcpu'), frRow: Number(b.getAttribute('data-frames-row')),
+        offRow: Number(b.getAttribute('data-offcpu-row')),
+      }));
+      check(tlz.frames === '2' && tlz.late === '1' && tlz.offcpu === '3' &&
+        tlz.frRow === tlz.offRow + 1 && tlz.offRow > 0,
+      `the zoomable timeline draws an off-CPU row (3 intervals) and below it a frames row ` +
+        `(2 frames, 1 late) (${JSON.stringify(tlz)})`);
+      const doc = await page.evaluate(async (t) =>
+        (await fetch(`/traces/${t}/timeline.json?width=1200`, { credentials: 'same-origin' })).json(), off);
+      const lateFrame = doc.frames.find((f) => f[2] === 1);
+      const box = await page.locator('#tlz-canvas').boundingBox();
+      await page.mouse.click(box.x + box.width * ((lateFrame[0] + lateFrame[1]) / 2) / doc.end,
+        box.y + 18 + tlz.frRow * 16 + 8);
+      const said = await page.locator('#tlz-info').innerText();
+      check(said.startsWith('frame (late) 0.040 ms'),
+        `clicking the canvas's late frame names it and its 40 µs (${said})`);
       await page.screenshot({ path: path.join(shots, '6-offcpu-trace.png'), fullPage: true });
       const url = `/static/speedscope/index.html#profileURL=${encodeURIComponent(
         `/traces/${off}/export?format=chrome`)}&title=${off}-chrome`;
@@ -348,6 +373,28 @@ async function main() {
       'the untraced app is marked "no traces yet", the traced one "yes"');
     check(await page.locator('#jank span.untraced').count() >= 1,
       'the mark is the span.untraced the page styles');
+    // Each app's versions with their own rates, as test_web.c planted them
+    // (most frames first; a hostile version name shown as text).
+    const vers = await page.locator('#jank tbody tr').evaluateAll((trs) => trs.map((tr) =>
+      Array.from(tr.querySelectorAll('ul.jank-versions li'), (li) => ({
+        v: li.getAttribute('data-version'),
+        shown: li.querySelector('.version').textContent,
+        rate: li.querySelector('.rate').textContent,
+        late: Number(li.querySelector('.late').textContent),
+        frames: Number(li.querySelector('.frames').textContent),
+      }))));
+    check(JSON.stringify(vers[wi]) === JSON.stringify([
+      { v: '2.0.0', shown: '2.0.0', rate: '3.3%', late: 5, frames: 150 },
+      { v: '2.1.0', shown: '2.1.0', rate: '30.0%', late: 15, frames: 50 }]),
+    `the traced app's versions: 2.0.0 5 late of 150, 2.1.0 15 of 50 (${JSON.stringify(vers[wi])})`);
+    const hostile = '1.0"<script>x</script>';
+    check(JSON.stringify(vers[ui]) === JSON.stringify([
+      { v: '', shown: 'no version declared', rate: '50.0%', late: 30, frames: 60 },
+      { v: hostile, shown: hostile, rate: '25.0%', late: 10, frames: 40 }]),
+    `the untraced app's versions: none declared 30 of 60, a hostile name as text 10 of 40 ` +
+      `(${JSON.stringify(vers[ui])})`);
+    check(await page.locator('#jank script').count() === 0,
+      'no version name became markup');
     await page.screenshot({ path: path.join(shots, '8-fleet-jank.png'), fullPage: true });
     check(errors.length === 0, `no script errors (${errors.join(' | ')})`);
   } finally {

@@ -282,8 +282,8 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	/* Take the database back to version 8 (no issue column nor its index,
 	 * which 9 makes and 15 remakes with app_id; nor the roles' migration
 	 * 10, the fleet counts' 11, the index budget's 12, the alert rules' 13,
-	 * the selection weights' 14, the jank counts' 16 or the per-day rollup's
-	 * 17), then let the store
+	 * the selection weights' 14, the jank counts' 16, the per-day rollup's
+	 * 17 or the weights' index 18), then let the store
 	 * migrate it again:
 	 * the backfill must fold as decode does, and the issues index must
 	 * come out as 15 leaves it. */
@@ -302,7 +302,7 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 		" ALTER TABLE traces DROP COLUMN index_cut;"
 		" DROP TABLE alert_rules; DROP TABLE jank_counts;"
 		" DROP TRIGGER trace_paths_day_ins; DROP TRIGGER trace_paths_day_del;"
-		" DROP TABLE agg_day_sums;"
+		" DROP TABLE agg_day_sums; DROP INDEX uploads_weight;"
 		" ALTER TABLE uploads DROP COLUMN sel_kind; ALTER TABLE uploads DROP COLUMN sel_p;"
 		" ALTER TABLE uploads DROP COLUMN sel_seen; ALTER TABLE uploads DROP COLUMN "
 		"sel_taken;"
@@ -639,6 +639,57 @@ static void test_search_issues_ranked_by_impact_with_weekly_trend(void **state)
 	json_decref(doc);
 }
 
+/* The issue's weighted figures where one read gives them all: S1 gets
+ * last week's t3 (d1) too, its uploads the weights t1 10 (exact), t3 2
+ * (exact), t5 5 (a most-severe quota: an estimate) and t2 1 (no selection:
+ * unknown), and t2 no device.  Weighted traces 18, per week 2 and 16;
+ * devices: d1 with its smallest weight over both weeks (2, where this
+ * week's alone is 5), t2 none: 2. */
+static void test_search_issue_weights_across_weeks_and_devices(void **state)
+{
+	static const char *const sql[] = {
+		"UPDATE traces SET issue = (SELECT issue FROM traces WHERE trace_id ="
+		" 't-00000000000000000000000000000001') WHERE trace_id ="
+		" 't-00000000000000000000000000000003'",
+		"UPDATE traces SET device_id = NULL WHERE trace_id ="
+		" 't-00000000000000000000000000000002'",
+		"UPDATE uploads SET weight = 10, weight_exact = 1, sel_kind = 1 WHERE trace_id ="
+		" 't-00000000000000000000000000000001'",
+		"UPDATE uploads SET weight = 2, weight_exact = 1, sel_kind = 1 WHERE trace_id ="
+		" 't-00000000000000000000000000000003'",
+		"UPDATE uploads SET weight = 5, weight_exact = 0, sel_kind = 3 WHERE trace_id ="
+		" 't-00000000000000000000000000000005'",
+	};
+	json_t *doc, *a, *w;
+	int st;
+
+	for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++)
+		sqlb_exec(g_cfg.database, sql[i], 0, NULL);
+	doc = api("/api/v1/issues", "weeks=2&app=A", &st);
+	assert_int_equal(st, 200);
+	a = json_array_get(json_object_get(doc, "issues"), 0);
+	assert_string_equal(json_string_value(json_object_get(a, "issue")), S1);
+	assert_int_equal(json_integer_value(json_object_get(a, "traces")), 4);
+	assert_int_equal(json_integer_value(json_object_get(a, "devices")), 1);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(a, "trend"), 0)), 1);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(a, "trend"), 1)), 3);
+	w = json_object_get(a, "weighted");
+	assert_true(json_number_value(json_object_get(w, "traces")) == 18);
+	assert_true(json_number_value(json_object_get(w, "devices")) == 2);
+	assert_true(json_number_value(json_array_get(json_object_get(w, "trend"), 0)) == 2);
+	assert_true(json_number_value(json_array_get(json_object_get(w, "trend"), 1)) == 16);
+	assert_int_equal(json_integer_value(json_object_get(w, "traces_weight_estimated")), 1);
+	assert_int_equal(json_integer_value(json_object_get(w, "traces_weight_unknown")), 1);
+	assert_true(json_is_false(json_object_get(w, "exact")));
+	/* One week: t3 is out, d1's smallest weight this week is 5. */
+	json_decref(doc);
+	doc = api("/api/v1/issues", "weeks=1&app=A", &st);
+	w = json_object_get(json_array_get(json_object_get(doc, "issues"), 0), "weighted");
+	assert_true(json_number_value(json_object_get(w, "traces")) == 16);
+	assert_true(json_number_value(json_object_get(w, "devices")) == 5);
+	json_decref(doc);
+}
+
 /* ---- chain search ------------------------------------------------------------- */
 
 static void expect_hits(const char *query, const char *want, json_t **keep)
@@ -970,6 +1021,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_search_issues_ranked_by_impact_with_weekly_trend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_search_issue_weights_across_weeks_and_devices,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_search_chain_wildcard_matches_zero_or_more_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_search_caller_callee_is_adjacent, setup,

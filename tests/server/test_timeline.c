@@ -273,6 +273,98 @@ static void test_timeline_lod_counts_calls_below_depth_64(void **state)
 	rva_trace_free(t);
 }
 
+/* known() with the app's frames (by start): one before the trace (-20..-5),
+ * 0..160 on time, 160..330 late, two of 1 ns at 600 (on time) and 602
+ * (late), 950..1016 past the end; and the thread off the CPU 250..350
+ * (preempted), 400..401 (blocked) and 403..404 (preempted). */
+static rva_trace *known_rows(void)
+{
+	static const rva_frame fr[] = {
+		{-20, -5, 0, 1, 0},  {0, 160, 0, 1, 0},	  {160, 330, 0, 1, 1},
+		{600, 601, 0, 1, 0}, {602, 603, 0, 1, 1}, {950, 1016, 0, 1, 0},
+	};
+	static const rva_offcpu off[] = {
+		{250, 350, RVA_OFF_PREEMPTED},
+		{400, 401, RVA_OFF_BLOCKED},
+		{403, 404, RVA_OFF_PREEMPTED},
+	};
+	rva_trace *t = known();
+
+	t->frames = malloc(sizeof fr);
+	assert_non_null(t->frames);
+	memcpy(t->frames, fr, sizeof fr);
+	t->nframes = sizeof fr / sizeof fr[0];
+	assert_int_equal(rva_offcpu_set(t, 0, off, sizeof off / sizeof off[0], NULL), 0);
+	return t;
+}
+
+/* Row row of doc as a string of its [start, end, marked, n] items. */
+static void row_is(json_t *doc, const char *row, const char *want)
+{
+	char got[512] = "";
+	size_t i, n = 0;
+	json_t *it;
+
+	json_array_foreach(json_object_get(doc, row), i, it)
+	{
+		n += (size_t)snprintf(got + n, sizeof got - n,
+				      "[%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT
+				      ",%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT "]",
+				      json_integer_value(json_array_get(it, 0)),
+				      json_integer_value(json_array_get(it, 1)),
+				      json_integer_value(json_array_get(it, 2)),
+				      json_integer_value(json_array_get(it, 3)));
+		assert_true(n < sizeof got);
+	}
+	assert_true(json_is_array(json_object_get(doc, row)));
+	assert_string_equal(got, want);
+}
+
+/* The whole trace 100 px wide (10 ns a pixel): the frames in the range with
+ * their exact times, the late ones marked, the two 1 ns frames one merged
+ * item that counts both and its late one, the frame running past the end
+ * with its own end; the frame before the trace left out.  The off-CPU row
+ * likewise: the 100 ns preemption as itself, the two 1 ns intervals merged
+ * (one preempted). */
+static void test_timeline_lod_frames_and_offcpu_rows_exact(void **state)
+{
+	rva_trace *t = known_rows();
+	json_t *doc = lod(t, 0, 1000, 100);
+
+	row_is(doc, "frames", "[0,160,0,1][160,330,1,1][600,603,1,2][950,1016,0,1]");
+	row_is(doc, "offcpu", "[250,350,1,1][400,404,1,2]");
+	/* The calls are what they were without the rows. */
+	assert_int_equal(json_array_size(json_object_get(doc, "items")), 4);
+	json_decref(doc);
+	rva_trace_free(t);
+}
+
+/* Zoomed to 590..610 ns at 100 px (5 px a ns): the two 1 ns frames each as
+ * itself, the late one marked; no off-CPU interval there, the row empty
+ * but present. */
+static void test_timeline_lod_zoomed_in_splits_frames(void **state)
+{
+	rva_trace *t = known_rows();
+	json_t *doc = lod(t, 590, 610, 100);
+
+	row_is(doc, "frames", "[600,601,0,1][602,603,1,1]");
+	row_is(doc, "offcpu", "");
+	json_decref(doc);
+	rva_trace_free(t);
+}
+
+/* A capture without FRAMES or OFFCPU records has no such rows (null). */
+static void test_timeline_lod_no_rows_without_records(void **state)
+{
+	rva_trace *t = known();
+	json_t *doc = lod(t, 0, 1000, 100);
+
+	assert_true(json_is_null(json_object_get(doc, "frames")));
+	assert_true(json_is_null(json_object_get(doc, "offcpu")));
+	json_decref(doc);
+	rva_trace_free(t);
+}
+
 /* ---- butterfly -------------------------------------------------------------- */
 
 static void test_timeline_butterfly_of_main_lists_callees_with_times(void **state)
@@ -404,6 +496,9 @@ int main(void)
 		cmocka_unit_test(test_timeline_lod_bar_of_two_methods_names_none),
 		cmocka_unit_test(test_timeline_lod_non_utf8_name_is_named_so),
 		cmocka_unit_test(test_timeline_lod_counts_calls_below_depth_64),
+		cmocka_unit_test(test_timeline_lod_frames_and_offcpu_rows_exact),
+		cmocka_unit_test(test_timeline_lod_zoomed_in_splits_frames),
+		cmocka_unit_test(test_timeline_lod_no_rows_without_records),
 		cmocka_unit_test(test_timeline_butterfly_of_main_lists_callees_with_times),
 		cmocka_unit_test(test_timeline_cache_hit_miss_and_eviction_by_bytes),
 		cmocka_unit_test(test_timeline_cache_held_trace_survives_eviction),

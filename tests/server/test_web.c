@@ -1067,6 +1067,16 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 		if (!strstr(r.body, want[i]))
 			fail_msg("missing %s in the trace page", want[i]);
 	resp_free(&r);
+	/* The zoomable timeline's rows below the calls: FORMAT.md's two
+	 * frames (1000–17000 on time, 20000–60000 late) and the three
+	 * off-CPU intervals, exactly, relative to main's entry at 1000. */
+	snprintf(path, sizeof path, "/traces/%s/timeline.json?width=1200", id);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "\"frames\":[[0,16000,0,1],[19000,59000,1,1]]"));
+	assert_non_null(strstr(r.body, "\"offcpu\":[[8000,9000,1,1],[20000,48000,0,1],"
+				       "[64000,69000,0,1]]"));
+	resp_free(&r);
 	/* A capture without these records has no such section. */
 	ensure_trace();
 	snprintf(path, sizeof path, "/traces/%s", g_trace);
@@ -1075,6 +1085,12 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 	assert_null(strstr(r.body, "Why the time went"));
 	assert_null(strstr(r.body, "class=\"offcpu\""));
 	assert_null(strstr(r.body, "class=\"frame"));
+	resp_free(&r);
+	snprintf(path, sizeof path, "/traces/%s/timeline.json", g_trace);
+	get(path, &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "\"frames\":null"));
+	assert_non_null(strstr(r.body, "\"offcpu\":null"));
 	resp_free(&r);
 	free(id);
 	free(z);
@@ -2897,12 +2913,18 @@ static void test_web_fleet_page_ranks_jank_and_marks_untraced(void **state)
 	snprintf(sql, sizeof sql,
 		 "DELETE FROM jank_counts;"
 		 "INSERT INTO jank_counts (device_id, app_id, app_version, day, frames, late,"
-		 " received_at) SELECT min(device_id), 'com.jank.<b>untraced</b>', '', %s, 100, 40,"
+		 " received_at) SELECT min(device_id), 'com.jank.<b>untraced</b>', '', %s, 60, 30,"
 		 " 0 FROM devices;"
 		 "INSERT INTO jank_counts (device_id, app_id, app_version, day, frames, late,"
-		 " received_at) SELECT min(device_id), 'com.example.web', '2.0.0', %s, 200, 20, 0"
+		 " received_at) SELECT min(device_id), 'com.jank.<b>untraced</b>',"
+		 " '1.0\"<script>x</script>', %s, 40, 10, 0 FROM devices;"
+		 "INSERT INTO jank_counts (device_id, app_id, app_version, day, frames, late,"
+		 " received_at) SELECT min(device_id), 'com.example.web', '2.0.0', %s, 150, 5, 0"
+		 " FROM devices;"
+		 "INSERT INTO jank_counts (device_id, app_id, app_version, day, frames, late,"
+		 " received_at) SELECT min(device_id), 'com.example.web', '2.1.0', %s, 50, 15, 0"
 		 " FROM devices;",
-		 today, today);
+		 today, today, today, today);
 	db_exec(sql);
 	req("/api/v1/fleet/jank?days=1", NULL, g_srv.api, NULL, 0, NULL, &r);
 	assert_int_equal(r.code, 200);
@@ -2947,6 +2969,22 @@ static void test_web_fleet_page_ranks_jank_and_marks_untraced(void **state)
 	assert_non_null(traced);
 	assert_true(untraced < traced);
 	assert_non_null(strstr(traced, "</td><td>yes</td>"));
+	/* Each app's versions, most frames first, their names escaped. */
+	assert_non_null(strstr(
+		traced, "<li data-version=\"2.0.0\"><span class=\"version\">2.0.0</span>: <span "
+			"class=\"rate\">3.3%</span> (<span class=\"late\">5</span> late of <span "
+			"class=\"frames\">150</span>)</li><li data-version=\"2.1.0\"><span "
+			"class=\"version\">2.1.0</span>: <span class=\"rate\">30.0%</span> (<span "
+			"class=\"late\">15</span> late of <span class=\"frames\">50</span>)</li>"));
+	assert_non_null(strstr(untraced,
+			       "<li data-version=\"\"><span class=\"version\"><i>no "
+			       "version declared</i></span>: <span class=\"rate\">50.0%"));
+	assert_non_null(strstr(untraced,
+			       "<li data-version=\"1.0&quot;&lt;script&gt;x&lt;/"
+			       "script&gt;\"><span class=\"version\">1.0&quot;&lt;"
+			       "script&gt;x&lt;/script&gt;</span>: <span class=\"rate\">"
+			       "25.0%</span> (<span class=\"late\">10</span> late of <span "
+			       "class=\"frames\">40</span>)</li>"));
 	resp_free(&r);
 	/* The rows stay: the browser test reads the same section. */
 }

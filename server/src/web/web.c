@@ -523,7 +523,8 @@ static const char APP_CSS[] =
 	"code{word-break:break-all}.flame{width:100%;height:480px;border:1px solid #ccc}"
 	".timeline{width:100%;border:1px solid #ccc}"
 	".timeline rect.sel{stroke:#000;stroke-width:1}"
-	"form.login{display:flex;flex-direction:column;max-width:280px;gap:8px}";
+	"form.login{display:flex;flex-direction:column;max-width:280px;gap:8px}"
+	"ul.jank-versions{margin:0;padding-left:1.2em;white-space:nowrap}";
 
 /* Progressive enhancement only: every page works without it. */
 static const char APP_JS[] =

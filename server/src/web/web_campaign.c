@@ -17,6 +17,7 @@
 #include "model/users.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -479,6 +480,40 @@ static void traced_cell(struct web_ctx *c, json_t *o)
 	      c->f);
 }
 
+/* The app's versions as the devices counted them (most frames first, at
+ * most the API's 20): each its jank rate, late frames and frames, on one
+ * line; "" is a process that declared no version.  Version names are the
+ * devices' and reach the page escaped, also in the data attribute. */
+static void versions_cell(struct web_ctx *c, json_t *o)
+{
+	json_t *vs = json_object_get(o, "versions"), *v;
+	size_t i;
+
+	if (!json_array_size(vs)) {
+		fputs("<i>none counted</i>", c->f);
+		return;
+	}
+	fputs("<ul class=\"jank-versions\">", c->f);
+	json_array_foreach(vs, i, v)
+	{
+		const char *name = json_string_value(json_object_get(v, "version"));
+		fputs("<li data-version=\"", c->f);
+		rvs_web_esc(c->f, name ? name : "");
+		fputs("\"><span class=\"version\">", c->f);
+		if (name && name[0])
+			rvs_web_esc(c->f, name);
+		else
+			fputs("<i>no version declared</i>", c->f);
+		fprintf(c->f,
+			"</span>: <span class=\"rate\">%.1f%%</span> (<span class=\"late\">%" PRId64
+			"</span> late of <span class=\"frames\">%" PRId64 "</span>)</li>",
+			100.0 * json_number_value(json_object_get(v, "jank_rate")),
+			(int64_t)json_integer_value(json_object_get(v, "late")),
+			(int64_t)json_integer_value(json_object_get(v, "frames")));
+	}
+	fputs("</ul>", c->f);
+}
+
 static const struct web_col JANK_COLS[] = {
 	{"App", "app_id", COL_TEXT, NULL},
 	{"Jank rate", "jank_rate", COL_PCT, NULL},
@@ -487,6 +522,7 @@ static const struct web_col JANK_COLS[] = {
 	{"Devices", "devices", COL_NUM, NULL},
 	{"Traces", "traces", COL_NUM, NULL},
 	{"Traced", "traced", COL_CUSTOM, traced_cell},
+	{"Versions: jank rate (late of frames)", "versions", COL_CUSTOM, versions_cell},
 };
 
 /* Apps by jank rate over the last 7 days, traced or not (GET
@@ -499,7 +535,8 @@ static void fleet_jank_section(struct web_ctx *c)
 	fputs("<h2>Jank per app (last 7 days, traced or not)</h2><p>Frames and late frames "
 	      "devices counted for every app that draws, whether or not it is traced, "
 	      "highest jank rate first; an app with no upload in the window is marked "
-	      "<i>no traces yet</i>.</p>",
+	      "<i>no traces yet</i>. Each app's versions (most frames first) have their own "
+	      "rates.</p>",
 	      c->f);
 	if (!doc || status != 200)
 		fputs("<p id=\"jank-error\">The jank counts could not be read.</p>", c->f);

@@ -129,7 +129,11 @@ void web_timeline_svg_hl(FILE *f, const struct rva_trace *t, const char *highlig
  * as itself (method, self time), the calls narrower than a pixel merged per
  * depth into busy bars of adjacent pixel columns that count them exactly;
  * depths from LOD_MAX_DEPTH down counted in "deep", items past
- * LOD_MAX_ITEMS counted in "cut".  *out: the JSON document (caller
+ * LOD_MAX_ITEMS counted in "cut"; below them the rows "offcpu" (the
+ * thread's off-CPU intervals, marked when preempted) and "frames" (the
+ * app's frames, marked when late), each [start, end, marked, n] with the
+ * intervals narrower than a pixel merged and counted the same way, null
+ * when the capture has no such record.  *out: the JSON document (caller
  * json_decref), times relative to t->start.  0 or -ENOMEM.  Any thread. */
 #define LOD_MAX_DEPTH 64
 #define LOD_MAX_WIDTH 4096

@@ -298,6 +298,99 @@ static int lod_push(struct lod_item **v, size_t *n, size_t *cap, struct lod_item
 	return 0;
 }
 
+/* An interval of a row below the calls (a frame, an off-CPU span) and
+ * whether it is marked (a late frame, a preemption). */
+struct lod_iv {
+	int64_t s, e;
+	int mark;
+};
+
+/* x - t->start, saturated: a frame's times are the app's (a hostile end
+ * may be INT64_MAX) and are not clipped to the trace. */
+static int64_t rel(const rva_trace *t, int64_t x)
+{
+	int64_t r;
+	if (__builtin_sub_overflow(x, t->start, &r))
+		return x > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* One item of a row: [start, end, marked, n], trace-relative. */
+static int row_push(json_t *row, const rva_trace *t, int64_t s, int64_t e, int64_t mark, int64_t n)
+{
+	return json_array_append_new(row, json_pack("[IIII]", (json_int_t)rel(t, s),
+						    (json_int_t)rel(t, e), (json_int_t)mark,
+						    (json_int_t)n));
+}
+
+/* The intervals iv(t, 0..n) (sorted by start) overlapping [from, to] as a
+ * JSON array of [start, end, marked, n], trace-relative and not clipped to
+ * the range: an interval at least a pixel wide (its part in the range) as
+ * itself (n 1, marked 0 or 1), the narrower ones in adjacent pixel columns
+ * merged into one item from the first one's start to the latest end,
+ * counting them (n) and the marked among them.  NULL when out of memory. */
+static json_t *lod_row(const rva_trace *t, int64_t from, int64_t to, double scale, size_t n,
+		       struct lod_iv (*iv)(const rva_trace *t, size_t i))
+{
+	struct {
+		int64_t s, e, mark, n, col; /* n 0: no bar open */
+	} bar = {0};
+	json_t *row = json_array();
+	int bad = !row;
+
+	for (size_t i = 0; i < n && !bad; i++) {
+		struct lod_iv v = iv(t, i);
+		int64_t s = v.s > from ? v.s : from, e = v.e < to ? v.e : to;
+		double x0, x1;
+
+		/* Outside the range (one of no length counts at its time). */
+		if (e < s || (e == s && v.e > v.s))
+			continue;
+		x0 = (double)(s - from) * scale;
+		x1 = (double)(e - from) * scale;
+		if (bar.n && (x1 - x0 >= 1.0 || (int64_t)x0 > bar.col + 1)) {
+			bad |= row_push(row, t, bar.s, bar.e, bar.mark, bar.n);
+			bar.n = 0;
+		}
+		if (x1 - x0 >= 1.0) {
+			bad |= row_push(row, t, v.s, v.e, v.mark != 0, 1);
+		} else if (bar.n) {
+			bar.n++;
+			bar.mark += v.mark != 0;
+			if (v.e > bar.e)
+				bar.e = v.e;
+			if ((int64_t)x1 > bar.col)
+				bar.col = (int64_t)x1;
+		} else {
+			bar.s = v.s;
+			bar.e = v.e;
+			bar.mark = v.mark != 0;
+			bar.n = 1;
+			bar.col = (int64_t)x1;
+		}
+	}
+	if (bar.n && !bad)
+		bad |= row_push(row, t, bar.s, bar.e, bar.mark, bar.n);
+	if (bad) {
+		json_decref(row);
+		return NULL;
+	}
+	return row;
+}
+
+/* The app's frames, marked when late. */
+static struct lod_iv frame_iv(const rva_trace *t, size_t i)
+{
+	return (struct lod_iv){t->frames[i].start, t->frames[i].end, t->frames[i].late != 0};
+}
+
+/* The captured thread's off-CPU intervals, marked when preempted. */
+static struct lod_iv offcpu_iv(const rva_trace *t, size_t i)
+{
+	const rva_offcpu *v = &t->threads[0].offcpu[i];
+	return (struct lod_iv){v->from, v->to, v->reason == RVA_OFF_PREEMPTED};
+}
+
 /* Writes the items as the JSON document (trace-relative times); NULL when
  * out of memory (never a document missing items). */
 static json_t *lod_json(const rva_trace *t, int64_t from, int64_t to, unsigned width,
@@ -362,6 +455,20 @@ static json_t *lod_json(const rva_trace *t, int64_t from, int64_t to, unsigned w
 	bad |= json_object_set_new(doc, "cut", json_integer((json_int_t)cut));
 	bad |= json_object_set_new(doc, "names", names);
 	bad |= json_object_set_new(doc, "items", items);
+	/* The rows below the calls: null when the capture has no such record,
+	 * so a view without any in its range still keeps the row. */
+	{
+		const rva_thread *th = t->nthreads ? &t->threads[0] : NULL;
+		double scale = (double)width / (double)(to - from);
+		json_t *fr = t->nframes ? lod_row(t, from, to, scale, t->nframes, frame_iv)
+					: json_null();
+		json_t *off = th && th->noffcpu
+				      ? lod_row(t, from, to, scale, th->noffcpu, offcpu_iv)
+				      : json_null();
+		bad |= !fr || !off;
+		bad |= json_object_set_new(doc, "frames", fr);
+		bad |= json_object_set_new(doc, "offcpu", off);
+	}
 	if (bad) {
 		json_decref(doc);
 		return NULL;

@@ -172,31 +172,29 @@ static const char ISSUES_SQL[] =
 	" AND t.received_at >= $1" ISSUE_FILTERS MORE " UNION ALL SELECT " COLS         \
 	" FROM traces t WHERE k.app IS NULL AND t.issue = k.issue AND t.app_id IS NULL" \
 	" AND t.received_at >= $1" ISSUE_FILTERS MORE ")"
-/* Each issue's traces per week and the sum of their selection weights. */
-#define WEEK_OF "t.received_at / 604800 AS week, t.trace_id AS tid"
 /* A trace's weight and its flag (store_agg.h) from its upload u. */
 #define W_OF_U	      RVS_SQL_WEIGHT("u")
 #define F_OF_U	      RVS_SQL_WFLAG("u")
-#define WEEK_TRACES   ISSUE_TRACES(WEEK_OF, "")
-#define DEVICE_TRACES ISSUE_TRACES(DEVICE_OF, "")
-#define JOIN_UPLOADS  " x LEFT JOIN uploads u ON u.trace_id = x.tid"
-static const char WEEKS_SQL[] =
-	"SELECT k.i, w.week, w.n, w.w FROM " SHOWN " CROSS JOIN LATERAL"
-	" (SELECT x.week, count(*) AS n, sum(" W_OF_U
-	")::float8 AS w FROM " WEEK_TRACES JOIN_UPLOADS " GROUP BY 1) w ORDER BY k.i, w.week";
-/* Each issue's weighted traces and devices (each device counted with its
- * traces' smallest weight; traces without a device count no device), and
- * how many weights are estimates or unknown. */
-#define DEVICE_OF "t.device_id AS dev, t.trace_id AS tid"
-static const char WEIGHTS_SQL[] =
-	"SELECT k.i, g.w, g.mw, g.est, g.unk FROM " SHOWN " CROSS JOIN LATERAL"
-	" (SELECT sum(d.w)::float8 AS w,"
-	" coalesce(sum(d.mw) FILTER (WHERE d.dev IS NOT NULL), 0)::float8 AS mw,"
-	" sum(d.est)::bigint AS est, sum(d.unk)::bigint AS unk FROM"
-	" (SELECT x.dev, sum(" W_OF_U ") AS w, min(" W_OF_U ") AS mw,"
-	" count(*) FILTER (WHERE " F_OF_U " = 1) AS est,"
-	" count(*) FILTER (WHERE " F_OF_U " = 2) AS unk FROM " DEVICE_TRACES JOIN_UPLOADS
-	" GROUP BY x.dev) d) g ORDER BY k.i";
+#define WEEK_DEV_OF   "t.received_at / 604800 AS week, t.device_id AS dev, t.trace_id AS tid"
+#define WEEK_DEV_ROWS ISSUE_TRACES(WEEK_DEV_OF, "")
+/* Each issue's traces joined to their uploads once, grouped by (issue,
+ * week, device), then per issue (k.i): part 0, per week (ascending), its
+ * traces and the sum of their selection weights; part 1, one row of the
+ * weighted traces and devices (each device counted with its traces'
+ * smallest weight; traces without a device count no device) and how many
+ * weights are estimates or unknown. */
+static const char TRACES_SQL[] =
+	"WITH g AS MATERIALIZED (SELECT k.i, x.week, x.dev, count(*) AS n, sum(" W_OF_U ") AS w,"
+	" min(" W_OF_U ") AS mw, count(*) FILTER (WHERE " F_OF_U " = 1) AS est,"
+	" count(*) FILTER (WHERE " F_OF_U " = 2) AS unk FROM " SHOWN
+	" CROSS JOIN LATERAL " WEEK_DEV_ROWS " x LEFT JOIN uploads u ON u.trace_id = x.tid"
+	" GROUP BY k.i, x.week, x.dev)"
+	" SELECT i, 0 AS part, week, sum(n)::bigint, sum(w)::float8, NULL::float8, NULL::bigint,"
+	" NULL::bigint FROM g GROUP BY i, week"
+	" UNION ALL SELECT d.i, 1, NULL, NULL, sum(d.w)::float8,"
+	" coalesce(sum(d.mw) FILTER (WHERE d.dev IS NOT NULL), 0)::float8, sum(d.est)::bigint,"
+	" sum(d.unk)::bigint FROM (SELECT i, dev, sum(w) AS w, min(mw) AS mw, sum(est) AS est,"
+	" sum(unk) AS unk FROM g GROUP BY i, dev) d GROUP BY d.i ORDER BY 1, 2, 3";
 /* Each issue's anomaly signatures, sorted, at most 64. */
 #define SIG_OF	"t.anomaly_signature AS sig"
 #define HAS_SIG " AND t.anomaly_signature IS NOT NULL"
@@ -232,11 +230,11 @@ static int at_key(const PGresult *res, int *k, int64_t key)
 	return *k < PQntuples(res) && rvs_pg_val_i64(res, *k, 0) == key;
 }
 
-/* Issue i of top to cb, then its signatures and weeks (sigs and weeks:
- * every issue's, by ordinal, each consumed from *ks and *kw); ex: the
+/* Issue i of top to cb, then its signatures, weeks and weights (sigs and
+ * trs: every issue's, by ordinal, each consumed from *ks and *kt); ex: the
  * examples (by seq, any order). */
 static int issue_out(const PGresult *top, int i, const PGresult *ex, const PGresult *sigs, int *ks,
-		     const PGresult *weeks, int *kw, const PGresult *wts, int *kt,
+		     const PGresult *trs, int *kt,
 		     int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
 	struct rvs_issue_row r = {0};
@@ -265,17 +263,19 @@ static int issue_out(const PGresult *top, int i, const PGresult *ex, const PGres
 		struct rvs_issue_row x = {.signature = rvs_pg_val(sigs, *ks, 1)};
 		stop = cb(arg, RVS_ISSUE_SIGNATURE, &x);
 	}
-	for (; !stop && at_key(weeks, kw, i + 1); (*kw)++) {
-		struct rvs_issue_row x = {.week = rvs_pg_val_i64(weeks, *kw, 1),
-					  .count = rvs_pg_val_i64(weeks, *kw, 2),
-					  .w_count = rvs_pg_val_dbl(weeks, *kw, 3)};
-		stop = cb(arg, RVS_ISSUE_WEEK, &x);
-	}
-	if (!stop && at_key(wts, kt, i + 1)) {
-		struct rvs_issue_row x = {.w_traces = rvs_pg_val_dbl(wts, *kt, 1),
-					  .w_devices = rvs_pg_val_dbl(wts, *kt, 2),
-					  .n_estimated = rvs_pg_val_i64(wts, *kt, 3),
-					  .n_unknown = rvs_pg_val_i64(wts, *kt, 4)};
+	for (; !stop && at_key(trs, kt, i + 1); (*kt)++) {
+		struct rvs_issue_row x = {0};
+		if (rvs_pg_val_i64(trs, *kt, 1) == 0) {
+			x.week = rvs_pg_val_i64(trs, *kt, 2);
+			x.count = rvs_pg_val_i64(trs, *kt, 3);
+			x.w_count = rvs_pg_val_dbl(trs, *kt, 4);
+			stop = cb(arg, RVS_ISSUE_WEEK, &x);
+			continue;
+		}
+		x.w_traces = rvs_pg_val_dbl(trs, *kt, 4);
+		x.w_devices = rvs_pg_val_dbl(trs, *kt, 5);
+		x.n_estimated = rvs_pg_val_i64(trs, *kt, 6);
+		x.n_unknown = rvs_pg_val_i64(trs, *kt, 7);
 		stop = cb(arg, RVS_ISSUE_WEIGHT, &x);
 	}
 	return stop;
@@ -285,7 +285,7 @@ int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_fi
 		       int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
 	struct rvs_pg_params a = {0}, e = {0};
-	PGresult *top = NULL, *ex = NULL, *sigs = NULL, *weeks = NULL, *wts = NULL, *res;
+	PGresult *top = NULL, *ex = NULL, *sigs = NULL, *trs = NULL, *res;
 	char *seqs = NULL, *issues = NULL, *apps = NULL;
 	void *h;
 	PGconn *pg = pool->get(pool->s, &h);
@@ -305,7 +305,7 @@ int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_fi
 	PQclear(res);
 	if (!rc)
 		rc = rvs_pg_exec(pg, ISSUES_SQL, 0, &a, &top, NULL);
-	/* Five statements a page, whatever the number of issues shown. */
+	/* Four statements a page, whatever the number of issues shown. */
 	if (!rc && PQntuples(top) > 0) {
 		if (!(seqs = column_lit(top, 7)) || !(issues = column_lit(top, 0)) ||
 		    !(apps = column_lit(top, 8)))
@@ -319,17 +319,14 @@ int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_fi
 		if (!rc)
 			rc = rvs_pg_exec(pg, SIGS_SQL, 0, &a, &sigs, NULL);
 		if (!rc)
-			rc = rvs_pg_exec(pg, WEEKS_SQL, 0, &a, &weeks, NULL);
-		if (!rc)
-			rc = rvs_pg_exec(pg, WEIGHTS_SQL, 0, &a, &wts, NULL);
+			rc = rvs_pg_exec(pg, TRACES_SQL, 0, &a, &trs, NULL);
 	}
-	for (int i = 0, ks = 0, kw = 0, kt = 0; !rc && i < PQntuples(top); i++)
-		rc = issue_out(top, i, ex, sigs, &ks, weeks, &kw, wts, &kt, cb, arg);
+	for (int i = 0, ks = 0, kt = 0; !rc && i < PQntuples(top); i++)
+		rc = issue_out(top, i, ex, sigs, &ks, trs, &kt, cb, arg);
 	PQclear(top);
 	PQclear(ex);
 	PQclear(sigs);
-	PQclear(weeks);
-	PQclear(wts);
+	PQclear(trs);
 	free(seqs);
 	free(issues);
 	free(apps);

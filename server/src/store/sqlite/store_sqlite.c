@@ -480,6 +480,11 @@ static const char *const migrations[] = {
 	" DELETE FROM agg_day_sums WHERE node = OLD.node AND traces <= 0"
 	" AND day = (SELECT day FROM agg_buckets WHERE bucket = OLD.bucket);"
 	" END;",
+	/* 18 (weights read by trace): the issues list and the trend read each
+	 * trace's selection weight from its upload; this index holds what they
+	 * read, so each is one index probe instead of a probe and a fetch of
+	 * the upload's wide row (BENCHMARKS-web.md, "Issues list"). */
+	"CREATE INDEX uploads_weight ON uploads(trace_id, weight, weight_exact, sel_kind);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

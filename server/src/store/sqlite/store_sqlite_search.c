@@ -182,16 +182,19 @@ static const char ISSUES_SQL[] =
 /* A trace's weight and its flag (store_agg.h) from its upload u. */
 #define W_OF_U RVS_SQL_WEIGHT("u")
 #define F_OF_U RVS_SQL_WFLAG("u")
-static const char TREND_SQL[] =
-	"SELECT t.received_at / 604800, count(*), sum(" W_OF_U ")" ISSUE_TRACES " GROUP BY 1";
-/* The issue's weighted traces and devices (each device counted with its
- * traces' smallest weight; traces without a device count no device), and
- * the weights that are estimates or unknown. */
-static const char WEIGHT_SQL[] =
-	"SELECT sum(d.w), sum(CASE WHEN d.device_id IS NULL THEN 0 ELSE d.mw END),"
-	" sum(d.est), sum(d.unk) FROM (SELECT t.device_id, sum(" W_OF_U ") AS w,"
-	" min(" W_OF_U ") AS mw, sum(" F_OF_U " = 1) AS est, sum(" F_OF_U
-	" = 2) AS unk" ISSUE_TRACES " GROUP BY t.device_id) d";
+/* The issue's traces joined to their uploads once, grouped by (week,
+ * device), then: part 0, per week (ascending), its traces and the sum of
+ * their weights; part 1, one row of the weighted traces and devices (each
+ * device counted with its traces' smallest weight; traces without a device
+ * count no device) and how many weights are estimates or unknown. */
+static const char TRACES_SQL[] =
+	"WITH g AS MATERIALIZED (SELECT t.received_at / 604800 AS wk, t.device_id AS dev,"
+	" count(*) AS n, sum(" W_OF_U ") AS w, min(" W_OF_U ") AS mw, sum(" F_OF_U " = 1) AS est,"
+	" sum(" F_OF_U " = 2) AS unk" ISSUE_TRACES " GROUP BY 1, 2)"
+	" SELECT 0, wk, sum(n), sum(w), NULL, NULL, NULL FROM g GROUP BY wk"
+	" UNION ALL SELECT 1, NULL, NULL, sum(d.w), sum(CASE WHEN d.dev IS NULL THEN 0"
+	" ELSE d.mw END), sum(d.est), sum(d.unk) FROM (SELECT dev, sum(w) AS w, min(mw) AS mw,"
+	" sum(est) AS est, sum(unk) AS unk FROM g GROUP BY dev) d ORDER BY 1, 2";
 /* The issue's newest trace (by rowid) and its anomaly chain. */
 static const char EXAMPLE_SQL[] =
 	"SELECT x.trace_id, c.chain FROM traces x LEFT JOIN trace_chains c ON"
@@ -209,13 +212,13 @@ static void bind_issue_filters(sqlite3_stmt *st, const struct rvs_issue_filter *
 	rvs_sqlite_bind_opt_i64(st, 4, f->has_kind, f->kind);
 }
 
-/* The example, signature and week rows of the issue st's row names. */
+/* The example, signature, week and weight rows of the issue st's row
+ * names. */
 static int issue_rows(sqlite3_stmt *st, sqlite3_stmt *ex, sqlite3_stmt *sg, sqlite3_stmt *tr,
-		      sqlite3_stmt *wt,
 		      int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
 	struct rvs_issue_row r = {0};
-	int rc, stop;
+	int rc, stop, weights = 0;
 
 	r.issue = (const char *)sqlite3_column_text(st, 0);
 	r.app = (const char *)sqlite3_column_text(st, 8);
@@ -248,61 +251,54 @@ static int issue_rows(sqlite3_stmt *st, sqlite3_stmt *ex, sqlite3_stmt *sg, sqli
 		return stop;
 	sqlite3_bind_text(tr, 1, r.issue, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(tr, 7, r.app, -1, SQLITE_TRANSIENT);
-	while ((rc = sqlite3_step(tr)) == SQLITE_ROW) {
-		struct rvs_issue_row x = {.week = sqlite3_column_int64(tr, 0),
-					  .count = sqlite3_column_int64(tr, 1),
-					  .w_count = sqlite3_column_double(tr, 2)};
-		if ((stop = cb(arg, RVS_ISSUE_WEEK, &x)))
-			break;
+	while (!stop && (rc = sqlite3_step(tr)) == SQLITE_ROW) {
+		struct rvs_issue_row x = {0};
+		if (sqlite3_column_int(tr, 0) == 0) {
+			x.week = sqlite3_column_int64(tr, 1);
+			x.count = sqlite3_column_int64(tr, 2);
+			x.w_count = sqlite3_column_double(tr, 3);
+			stop = cb(arg, RVS_ISSUE_WEEK, &x);
+			continue;
+		}
+		x.w_traces = sqlite3_column_double(tr, 3);
+		x.w_devices = sqlite3_column_double(tr, 4);
+		x.n_estimated = sqlite3_column_int64(tr, 5);
+		x.n_unknown = sqlite3_column_int64(tr, 6);
+		stop = cb(arg, RVS_ISSUE_WEIGHT, &x);
+		weights++;
 	}
 	sqlite3_reset(tr);
 	if (stop)
 		return stop;
-	if (rc != SQLITE_DONE)
-		return -EIO;
-	sqlite3_bind_text(wt, 1, r.issue, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(wt, 7, r.app, -1, SQLITE_TRANSIENT);
-	if ((rc = sqlite3_step(wt)) == SQLITE_ROW) {
-		struct rvs_issue_row x = {.w_traces = sqlite3_column_double(wt, 0),
-					  .w_devices = sqlite3_column_double(wt, 1),
-					  .n_estimated = sqlite3_column_int64(wt, 2),
-					  .n_unknown = sqlite3_column_int64(wt, 3)};
-		stop = cb(arg, RVS_ISSUE_WEIGHT, &x);
-	}
-	sqlite3_reset(wt);
-	if (stop)
-		return stop;
-	return rc == SQLITE_ROW ? 0 : -EIO;
+	/* The weights' row is the last, and always there. */
+	return rc == SQLITE_DONE && weights == 1 ? 0 : -EIO;
 }
 
 int rvs_sqlite_issues_read(const char *dsn, const struct rvs_issue_filter *f,
 			   int (*cb)(void *arg, int part, const struct rvs_issue_row *r), void *arg)
 {
-	sqlite3_stmt *st = NULL, *tr = NULL, *ex = NULL, *sg = NULL, *wt = NULL;
+	sqlite3_stmt *st = NULL, *tr = NULL, *ex = NULL, *sg = NULL;
 	sqlite3 *db;
 	int rc = 0, stop = 0;
 
 	if (rvs_sqlite_scan_open(dsn, &db))
 		return -EIO;
 	if (sqlite3_prepare_v2(db, ISSUES_SQL, -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, TREND_SQL, -1, &tr, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, TRACES_SQL, -1, &tr, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, EXAMPLE_SQL, -1, &ex, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, SIGS_SQL, -1, &sg, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, WEIGHT_SQL, -1, &wt, NULL) != SQLITE_OK) {
+	    sqlite3_prepare_v2(db, SIGS_SQL, -1, &sg, NULL) != SQLITE_OK) {
 		rc = -EIO;
 		goto out;
 	}
 	bind_issue_filters(st, f);
 	bind_issue_filters(tr, f);
 	bind_issue_filters(sg, f);
-	bind_issue_filters(wt, f);
 	sqlite3_bind_int64(st, 1, f->since);
 	sqlite3_bind_int64(st, 5, f->limit);
 	sqlite3_bind_int64(tr, 6, f->since);
 	sqlite3_bind_int64(sg, 6, f->since);
-	sqlite3_bind_int64(wt, 6, f->since);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW &&
-	       !(stop = issue_rows(st, ex, sg, tr, wt, cb, arg)))
+	       !(stop = issue_rows(st, ex, sg, tr, cb, arg)))
 		;
 	rc = stop ? stop : rc == SQLITE_DONE ? 0 : -EIO;
 out:
@@ -310,7 +306,6 @@ out:
 	sqlite3_finalize(tr);
 	sqlite3_finalize(ex);
 	sqlite3_finalize(sg);
-	sqlite3_finalize(wt);
 	sqlite3_close(db);
 	return rc;
 }
