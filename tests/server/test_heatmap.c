@@ -714,7 +714,8 @@ int main(void)
 			test_heatmap_cells_equal_recount_and_hold_exactly_their_traces, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(
-			test_heatmap_fleet_wide_counts_every_app_with_an_aggregate, setup, teardown),
+			test_heatmap_fleet_wide_counts_every_app_with_an_aggregate, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_heatmap_cell_diff_against_rest_of_range_splits_the_range, setup,
 			teardown),

@@ -347,10 +347,10 @@ struct pin_trace {
 	int side; /* 0 A, 1 B, -1 neither */
 };
 static const struct pin_trace PIN_TRACES[] = {
-	{"p-a0", "pin", "1", 0},   {"p-a1", "pin", "1", 0},   {"p-a2", "pin", "1", 0},
-	{"p-a3", "pin", "1", 0},   {"p-a4", "pin", "1", 0},   {"p-b0", "pin", "2", 1},
-	{"p-b1", "pin", "2", 1},   {"p-b2", "pin", "2", 1},   {"p-b3", "pin", "2", 1},
-	{"p-b4", "pin", "2", 1},   {"p-c0", "pin", "3", -1},  {"p-x0", "other", "2", -1},
+	{"p-a0", "pin", "1", 0}, {"p-a1", "pin", "1", 0},  {"p-a2", "pin", "1", 0},
+	{"p-a3", "pin", "1", 0}, {"p-a4", "pin", "1", 0},  {"p-b0", "pin", "2", 1},
+	{"p-b1", "pin", "2", 1}, {"p-b2", "pin", "2", 1},  {"p-b3", "pin", "2", 1},
+	{"p-b4", "pin", "2", 1}, {"p-c0", "pin", "3", -1}, {"p-x0", "other", "2", -1},
 };
 struct pin_row {
 	const char *trace, *kind; /* kind NULL: a method; else a chain's kind */
@@ -422,13 +422,16 @@ static void pin_db(char *path, size_t cap)
 	for (size_t i = 0; i < PIN_R; i++) {
 		const struct pin_row *r = &PIN_ROWS[i];
 		if (!r->kind)
-			ADD("INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns%s)"
+			ADD("INSERT INTO trace_methods (trace_id, method, calls, self_ns, "
+			    "incl_ns%s)"
 			    " VALUES ('%s', '%s', 1, %ld, %ld%s);",
 			    pg ? ", received_at" : "", r->trace, r->key, r->self, r->incl,
 			    pg ? rcv : "");
 		else
-			ADD("INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, depth,"
-			    " self_ns, incl_ns%s) VALUES ('%s', '%s', %d, '%s', '%s', 2, %ld, %ld%s);",
+			ADD("INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, "
+			    "depth,"
+			    " self_ns, incl_ns%s) VALUES ('%s', '%s', %d, '%s', '%s', 2, %ld, "
+			    "%ld%s);",
 			    pg ? ", received_at" : "", r->trace, r->kind, r->rank, r->key, r->chain,
 			    r->self, r->incl, pg ? rcv : "");
 	}
@@ -568,8 +571,8 @@ static void pin_check_list(json_t *doc, int chains, const char *const *keys, siz
 		int found = 0;
 		json_array_foreach(list, i, o)
 		{
-			if (strcmp(json_string_value(json_object_get(
-					   o, chains ? "signature" : "method")),
+			if (strcmp(json_string_value(
+					   json_object_get(o, chains ? "signature" : "method")),
 				   keys[x]))
 				continue;
 			pin_check_row(o, chains, keys[x], &p[2 * x]);
@@ -581,7 +584,8 @@ static void pin_check_list(json_t *doc, int chains, const char *const *keys, siz
 	for (size_t x = 0; x < nkeys; x++)
 		json_array_foreach(list, i, o)
 		{
-			json_t *self = json_object_get(o, "self"), *incl = json_object_get(o, "incl");
+			json_t *self = json_object_get(o, "self"),
+			       *incl = json_object_get(o, "incl");
 			if (strcmp(json_string_value(
 					   json_object_get(o, chains ? "signature" : "method")),
 				   keys[x]))
@@ -629,8 +633,8 @@ static void test_regress_small_fixture_every_number_matches_a_recount(void **sta
 	/* By hand: alpha's ranks of A are 1, 3, 5, 7, 9 (no ties), so U(B) =
 	 * 25 - 10 = 15 and Cliff's delta (15 - 10) / 25 = 0.2, its p exact;
 	 * medians 50 µs and 60 µs; c1 of p-b1 is 10 + 5 µs. */
-	json_array_foreach(json_object_get(doc, "methods"), i, o)
-	if (!strcmp(json_string_value(json_object_get(o, "method")), "alpha"))
+	json_array_foreach(json_object_get(doc, "methods"), i,
+			   o) if (!strcmp(json_string_value(json_object_get(o, "method")), "alpha"))
 		alpha = json_object_get(o, "self");
 	assert_non_null(alpha);
 	assert_true(json_real_value(json_object_get(alpha, "u")) == 15);
@@ -638,14 +642,15 @@ static void test_regress_small_fixture_every_number_matches_a_recount(void **sta
 	assert_true(json_is_true(json_object_get(alpha, "exact")));
 	assert_true(json_real_value(json_object_get(alpha, "median_a_ns")) == 50000);
 	assert_true(json_real_value(json_object_get(alpha, "median_b_ns")) == 60000);
-	json_array_foreach(json_object_get(doc, "chains"), i, o)
-	if (!strcmp(json_string_value(json_object_get(o, "signature")), "c1")) {
-		assert_string_equal(json_string_value(json_array_get(
-					    json_object_get(o, "slowest_b"), 0)),
-				    "p-b0");
-		assert_true(json_real_value(json_object_get(json_object_get(o, "self"),
-							    "mean_b_ns")) ==
-			    (50000 + 15000 + 40000 + 30000 + 20000) / 5.0);
+	json_array_foreach(json_object_get(doc, "chains"), i,
+			   o) if (!strcmp(json_string_value(json_object_get(o, "signature")), "c1"))
+	{
+		assert_string_equal(
+			json_string_value(json_array_get(json_object_get(o, "slowest_b"), 0)),
+			"p-b0");
+		assert_true(
+			json_real_value(json_object_get(json_object_get(o, "self"), "mean_b_ns")) ==
+			(50000 + 15000 + 40000 + 30000 + 20000) / 5.0);
 	}
 	json_decref(doc);
 }

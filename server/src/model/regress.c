@@ -219,7 +219,7 @@ struct run {
 	char (*ids)[40]; /* trace ids by index, ascending (strcmp) */
 	unsigned char *side;
 	size_t ntraces, cap_traces, n[2];
-	size_t last; /* the trace the previous row was of (rows come trace by trace) */
+	size_t last;	     /* the trace the previous row was of (rows come trace by trace) */
 	struct keys keys[2]; /* [0] the methods', [1] the chains' */
 	struct obs *obs;     /* the rows being tested: the methods', then the chains' */
 	size_t nobs, cap_obs;
