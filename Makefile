@@ -294,7 +294,7 @@ endef
 # check's plain parse would make its DEVELOPER=1 stage rebuild every time.
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_NOW   := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
-ifneq ($(if $(MAKECMDGOALS),$(filter-out check check-full check-stages check-lint check-build-dev check-build-san \
+ifneq ($(if $(MAKECMDGOALS),$(filter-out check check-full check-stages check-lint check-assets check-build-dev check-build-san \
   check-run-dev check-run-pg check-run-san check-pg check-pg-stage lint,$(MAKECMDGOALS)),all),)
 ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
 $(shell mkdir -p $(BUILD) && echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
@@ -409,6 +409,10 @@ check-stages:
 check-lint:
 	@$(MAKE) --no-print-directory lint && echo '1 0 0' >> $(CHECK_TALLY) \
 	  || { echo '0 1 0' >> $(CHECK_TALLY); exit 1; }
+# The npm trees every build flavour shares (build/web, build/s3rver,
+# build/openapi-tools), installed once before the two builds run side by
+# side: two `npm ci` into one directory at once would break it.
+check-assets: $(WEB_ASSETS) $(S3RVER_ASSETS) $(OPENAPI_ASSETS)
 check-build-dev:
 	@$(RV_SUBMAKE) $(CHECK_DEV) all \
 	  || { echo 'check: the DEVELOPER=1 build failed'; echo '0 1 0' >> $(CHECK_TALLY); exit 1; }
@@ -584,7 +588,7 @@ install: programs
 	$(call rv_install,$(DESTDIR))
 	@for l in $(RV_INSTALL_NOTES); do echo "install: $$l"; done >&2
 
-.PHONY: all check check-full check-stages check-lint check-build-dev check-build-san check-run-dev \
+.PHONY: all check check-full check-stages check-lint check-assets check-build-dev check-build-san check-run-dev \
   check-run-pg check-run-san check-pg check-pg-stage test-pg test build-set run-set asan ubsan tsan tsan-run bench lint install demo fuzz fuzz-run \
   programs
 

@@ -13,11 +13,12 @@
 # Every stage runs even when an earlier one fails, and each adds its counts
 # to the tally the Makefile's targets write (a failed lint or build counts
 # as one failure); the caller prints the closing line.  On two cores the
-# stages overlap where they do not compete for the same files: lint runs
-# beside the DEVELOPER=1 build; after it, the sanitizer build (it shares
-# the npm assets under build/ with the first, so it starts after it) and
-# then its tests run beside the DEVELOPER=1 tests and then the PostgreSQL
-# tests.  The output of what runs in the background is kept in
+# stages overlap where they do not compete for the same files: the npm
+# trees both builds share (build/web, build/s3rver, build/openapi-tools)
+# are installed first (check-assets), then the DEVELOPER=1 build and the
+# sanitizer build run side by side with lint beside them; the sanitizer
+# tests start when their build ends, beside the DEVELOPER=1 tests and then
+# the PostgreSQL tests.  The output of what runs in the background is kept in
 # build/.check/ and printed when it ends; the sanitizer tests print as
 # they go.  The last lines
 # give each stage's wall time (the figures README.md keeps) and its CPU
@@ -82,25 +83,25 @@ cpu() {
 	NR == 2 { printf "%.0f", s($1) + s($2) }' "$LOGS/$1.cpu" 2>/dev/null
 }
 
-echo "== $SET: lint in the background; the DEVELOPER=1 build (build/)"
+echo "== $SET: lint in the background; the npm trees; the DEVELOPER=1 build (build/) beside the sanitizer build (build/san)"
 stage_bg lint check-lint "$@"
-stage dev-build check-build-dev "$@"
-dev=$?
+"$@" check-assets
 stage_bg san-build check-build-san "$@"
 
-# The DEVELOPER=1 tests and then the PostgreSQL tests (they wait on the
-# cluster more than they compute) run in the background, beside the
-# sanitizer build and then its tests, which start as soon as their build
-# is done; their output is printed when they end.
-if [ $dev -eq 0 ]; then
-	echo "== $SET 2/4 and 3/4: DEVELOPER=1 tests, then the server tests flagged pg on PostgreSQL (build/, RVS_TEST_STORE=pg), in the background"
-	(
+# The DEVELOPER=1 build, then its tests and then the PostgreSQL tests (they
+# wait on the cluster more than they compute), in the background beside
+# the sanitizer build and then its tests, which start as soon as their
+# build is done; their output is printed when they end.
+(
+	if stage dev-build check-build-dev "$@" >"$LOGS/dev-build.log" 2>&1; then
 		stage dev-tests check-run-dev "$@" >"$LOGS/dev-tests.log" 2>&1
 		stage pg-tests check-run-pg "$@" >"$LOGS/pg-tests.log" 2>&1
 		echo 0 >"$LOGS/dev-pg.rc"
-	) &
-	pids="$pids $!"
-fi
+	else
+		echo 1 >"$LOGS/dev-pg.rc"
+	fi
+) &
+pids="$pids $!"
 
 echo "== $SET 4/4: ASan+UBSan tests (build/san)"
 if wait_for san-build; then
@@ -113,12 +114,16 @@ fi
 wait_for lint
 echo "== $SET 1/4: lint"
 cat "$LOGS/lint.log"
-if [ $dev -eq 0 ]; then
-	wait_for dev-pg
+if wait_for dev-pg; then
+	echo "== $SET 2/4: the DEVELOPER=1 build (build/), its end"
+	tail -n 5 "$LOGS/dev-build.log"
 	echo "== $SET 2/4: DEVELOPER=1 tests (build/)"
 	cat "$LOGS/dev-tests.log"
 	echo "== $SET 3/4: the server tests flagged pg, on PostgreSQL (build/, RVS_TEST_STORE=pg)"
 	cat "$LOGS/pg-tests.log"
+else
+	echo "check: the DEVELOPER=1 build failed (its tests and the PostgreSQL stage did not run); its errors ($LOGS/dev-build.log):"
+	grep -E 'error|Error' "$LOGS/dev-build.log" | head -n 40 | grep . || tail -n 30 "$LOGS/dev-build.log"
 fi
 wait
 echo "== $SET: stage times (seconds from the start: began-ended, wall, CPU)"

@@ -260,6 +260,8 @@ int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *fai
 	if (err)
 		err->state[0] = err->msg[0] = err->column[0] = 0;
 	if (pp->oom) {
+		/* Nothing was sent. */
+		*failed = from;
 		if (err)
 			snprintf(err->msg, sizeof err->msg, "out of memory");
 		return -ENOMEM;

@@ -1283,6 +1283,8 @@ static int decode_finish(struct rvs_store *s, const struct rvs_decode_item *item
 	}
 	step(&pp, S_COMMIT, 0);
 	rc = rvs_pg_pipe_run(c->pg, &pp, 0, &failed, NULL);
+	if (rc && failed == pp.n) /* every result read, COMMIT's too: done */
+		rc = 0;
 	if (rc && PQstatus(c->pg) == CONNECTION_OK && PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF &&
 	    PQtransactionStatus(c->pg) != PQTRANS_IDLE)
 		rollback(c->pg);
