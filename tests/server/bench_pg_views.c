@@ -250,6 +250,24 @@ int main(void)
 	measure("/api/v1/search?chain=(one method)", "/api/v1/search",
 		"chain=com.example.Class13.method131", 20);
 	measure("/api/v1/search?contains=", "/api/v1/search", "contains=method1999", 20);
+	/* The other pages bench_web measures on sqlite, so that both backends
+	 * have the same rows (a trace, a method, versions and models the fill
+	 * has). */
+	measure("/api/v1/traces?app=&version=", "/api/v1/traces",
+		"app=com.example.app3&version=1.3.0", 20);
+	measure("/api/v1/traces/{id}", "/api/v1/traces/t7", "", 20);
+	measure("/api/v1/methods/{name}", "/api/v1/methods/com.example.Class13.method131", "", 20);
+	measure("/api/v1/signatures", "/api/v1/signatures", "", 20);
+	measure("/api/v1/fleet", "/api/v1/fleet", "", 20);
+	measure("/api/v1/aggregate/diff (since)", "/api/v1/aggregate/diff",
+		"app=com.example.app3&a.until=1795300001&b.since=1795300001", 20);
+	measure("/api/v1/trend (method of one app)", "/api/v1/trend",
+		"method=com.example.Class13.method131&app=com.example.app3", 20);
+	measure("/api/v1/regressions?app=&a=&b=", "/api/v1/regressions",
+		"app=com.example.app3&a=1.2.0&b=1.3.0", 20);
+	measure("/api/v1/regressions?app=&model=", "/api/v1/regressions",
+		"app=com.example.app3&model=model-3", 20);
+	measure("/api/v1/alerts (regressions)", "/api/v1/alerts", "", 20);
 	/* The heatmap's three clicks on app3 (5,000 traces over the week):
 	 * the heatmap (by day, and the fleet's 100,000 by hour), a full day's
 	 * cell of [50, 100) ms, its diff against the rest of the range, and

@@ -373,6 +373,83 @@ static void test_heatmap_cells_equal_recount_and_hold_exactly_their_traces(void 
 	check_map(f, 1, &cells);
 }
 
+/* The heatmap of every app (no filter) over the fleet's range, where
+ * noagg[k] marks the traces whose aggregate was taken away: each cell's
+ * count is the recount of every app's traces with an aggregate. */
+static void check_fleet(struct fx *f, const int *noagg)
+{
+	char q[256];
+	int status;
+	json_t *doc, *cols, *rows, *cell;
+	int64_t counted = 0, total = 0;
+	size_t i;
+
+	snprintf(q, sizeof q, "from=%lld&to=%lld&bucket=hour", (long long)T0,
+		 (long long)(T0 + SPAN));
+	doc = api(f, "/api/v1/heatmap", q, &status);
+	assert_int_equal(status, 200);
+	assert_true(json_is_null(json_object_get(doc, "app")));
+	cols = json_object_get(doc, "columns");
+	rows = json_object_get(doc, "rows");
+	assert_int_equal(json_array_size(cols), SPAN / 3600);
+	for (int k = 0; k < f->n; k++) {
+		const struct tr *r = &f->t[k];
+		total += !noagg[k] && r->at >= T0 && r->at < T0 + SPAN && r->dur >= 0;
+	}
+	assert_int_equal(iget(doc, "traces"), total);
+	json_array_foreach(json_object_get(doc, "cells"), i, cell)
+	{
+		json_t *col = json_array_get(cols, json_integer_value(json_array_get(cell, 0)));
+		json_t *row = json_array_get(rows, json_integer_value(json_array_get(cell, 1)));
+		int64_t n = json_integer_value(json_array_get(cell, 2)), since = iget(col, "since"),
+			until = iget(col, "until"), dmin = iget(row, "dur_min"), recount = 0;
+		json_t *dm = json_object_get(row, "dur_max");
+		int64_t dmax = json_is_integer(dm) ? json_integer_value(dm) : -1;
+
+		assert_int_equal(dmin, EDGES[row_of(dmin)]);
+		for (int k = 0; k < f->n; k++) {
+			const struct tr *r = &f->t[k];
+			recount += !noagg[k] && r->at >= since && r->at < until && r->dur >= 0 &&
+				   r->dur >= dmin && (dmax < 0 || r->dur < dmax);
+		}
+		if (n != recount)
+			fail_msg("fleet cell %lld+%lld ns at %lld: %lld, recount %lld",
+				 (long long)dmin, (long long)dmax, (long long)since, (long long)n,
+				 (long long)recount);
+		counted += n;
+	}
+	assert_int_equal(counted, total);
+	json_decref(doc);
+}
+
+/* Without an app, kind or issue the heatmap counts every app's traces
+ * (sqlite reads them from an index of the traces with an aggregate, kept
+ * by triggers on trace_agg): the recount's, also after two traces' (one of
+ * each app) aggregates are deleted, which the heatmap then leaves out. */
+static void test_heatmap_fleet_wide_counts_every_app_with_an_aggregate(void **state)
+{
+	struct fx *f = *state;
+	int noagg[N] = {0}, gone[2] = {-1, -1};
+	char sql[256];
+
+	fleet(f);
+	check_fleet(f, noagg);
+	for (int k = 0; k < f->n; k++) {
+		const struct tr *r = &f->t[k];
+		int other = !strcmp(r->app, OTHER);
+		if (gone[other] < 0 && r->at >= T0 && r->at < T0 + SPAN && r->dur >= 0)
+			gone[other] = k;
+	}
+	assert_true(gone[0] >= 0 && gone[1] >= 0);
+	for (int g = 0; g < 2; g++) {
+		snprintf(sql, sizeof sql, "DELETE FROM trace_agg WHERE trace_id = '%s'",
+			 f->t[gone[g]].id);
+		assert_int_equal(rvt_db_exec(f->db, sql), 0);
+		noagg[gone[g]] = 1;
+	}
+	check_fleet(f, noagg);
+}
+
 /* The diff of the cell [since, until) x [dmin, dmax) against the rest of
  * the range [from, to) (extra appended to the query): each side holds
  * exactly the recount's traces, and (without extra) every node's counts,
@@ -635,6 +712,9 @@ int main(void)
 		cmocka_unit_test(test_heatmap_model_edges_and_columns),
 		cmocka_unit_test_setup_teardown(
 			test_heatmap_cells_equal_recount_and_hold_exactly_their_traces, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_heatmap_fleet_wide_counts_every_app_with_an_aggregate, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_heatmap_cell_diff_against_rest_of_range_splits_the_range, setup,

@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -329,6 +330,328 @@ static void test_regress_run_puts_planted_method_first_with_counts(void **state)
 	q.mode = RVS_REGRESS_VERSIONS;
 	q.a = "0.1";
 	assert_int_equal(run_on(path, &q, &doc), -ENOENT);
+	json_decref(doc);
+}
+
+/* ---- every number of a small comparison, recounted --------------------------- */
+
+/* A fixture of app "pin" small enough to recount by hand: five traces of
+ * version "1" (side A) and five of "2" (side B), one trace of version "3"
+ * and one of another app (neither side).  Methods: alpha in every trace
+ * (no ties: the exact p), beta in some (ties with the implicit zeros),
+ * gamma in one trace of B only.  Top chains: c1 in every trace, twice in
+ * one (two ranks: one value, their sum), c2 in one trace of A; an
+ * 'anomaly' chain, never compared. */
+struct pin_trace {
+	const char *id, *app, *version;
+	int side; /* 0 A, 1 B, -1 neither */
+};
+static const struct pin_trace PIN_TRACES[] = {
+	{"p-a0", "pin", "1", 0}, {"p-a1", "pin", "1", 0},  {"p-a2", "pin", "1", 0},
+	{"p-a3", "pin", "1", 0}, {"p-a4", "pin", "1", 0},  {"p-b0", "pin", "2", 1},
+	{"p-b1", "pin", "2", 1}, {"p-b2", "pin", "2", 1},  {"p-b3", "pin", "2", 1},
+	{"p-b4", "pin", "2", 1}, {"p-c0", "pin", "3", -1}, {"p-x0", "other", "2", -1},
+};
+struct pin_row {
+	const char *trace, *kind; /* kind NULL: a method; else a chain's kind */
+	int rank;
+	const char *key, *chain;
+	long self, incl;
+};
+static const struct pin_row PIN_ROWS[] = {
+	{"p-a0", NULL, 0, "alpha", NULL, 10000, 10007},
+	{"p-a1", NULL, 0, "alpha", NULL, 30000, 30007},
+	{"p-a2", NULL, 0, "alpha", NULL, 50000, 50007},
+	{"p-a3", NULL, 0, "alpha", NULL, 70000, 70007},
+	{"p-a4", NULL, 0, "alpha", NULL, 90000, 90007},
+	{"p-b0", NULL, 0, "alpha", NULL, 100000, 100007},
+	{"p-b1", NULL, 0, "alpha", NULL, 20000, 20007},
+	{"p-b2", NULL, 0, "alpha", NULL, 80000, 80007},
+	{"p-b3", NULL, 0, "alpha", NULL, 60000, 60007},
+	{"p-b4", NULL, 0, "alpha", NULL, 40000, 40007},
+	{"p-c0", NULL, 0, "alpha", NULL, 999000, 999000},
+	{"p-x0", NULL, 0, "alpha", NULL, 999000, 999000},
+	{"p-a0", NULL, 0, "beta", NULL, 500, 900},
+	{"p-a3", NULL, 0, "beta", NULL, 500, 900},
+	{"p-b0", NULL, 0, "beta", NULL, 700, 900},
+	{"p-b1", NULL, 0, "beta", NULL, 500, 900},
+	{"p-b2", NULL, 0, "beta", NULL, 800, 800},
+	{"p-b4", NULL, 0, "beta", NULL, 700, 1000},
+	{"p-b3", NULL, 0, "gamma", NULL, 5, 6},
+	{"p-a0", "top", 1, "c1", "main > alpha", 5000, 10000},
+	{"p-a1", "top", 1, "c1", "main > alpha", 15000, 30000},
+	{"p-a2", "top", 1, "c1", "main > alpha", 25000, 50000},
+	{"p-a3", "top", 1, "c1", "main > alpha", 35000, 70000},
+	{"p-a4", "top", 1, "c1", "main > alpha", 45000, 90000},
+	{"p-b0", "top", 1, "c1", "main > alpha", 50000, 100000},
+	{"p-b1", "top", 1, "c1", "main > alpha", 10000, 20000},
+	{"p-b1", "top", 2, "c1", "main > alpha", 5000, 1000},
+	{"p-b2", "top", 1, "c1", "main > alpha", 40000, 80000},
+	{"p-b3", "top", 1, "c1", "main > alpha", 30000, 60000},
+	{"p-b4", "top", 1, "c1", "main > alpha", 20000, 40000},
+	{"p-a2", "top", 2, "c2", "main > beta", 300, 400},
+	{"p-a0", "anomaly", 1, "c9", "main > gamma", 1, 1},
+};
+#define PIN_N (sizeof PIN_TRACES / sizeof PIN_TRACES[0])
+#define PIN_R (sizeof PIN_ROWS / sizeof PIN_ROWS[0])
+
+static void pin_db(char *path, size_t cap)
+{
+	int pg = g_ops == &rvs_store_pg;
+	size_t len = 0, room = 16384;
+	char *sql = malloc(room), rcv[32];
+	long now = (long)time(NULL);
+	struct rvs_store *s;
+
+	assert_non_null(sql);
+	if (pg)
+		assert_int_equal(pgh_migrated_db(&g_pg, path, cap), 0);
+	else
+		snprintf(path, cap, "%s/rearview.db", g_tmp);
+	assert_int_equal(g_ops->open(path, &s), 0);
+	g_ops->close(s);
+	snprintf(rcv, sizeof rcv, ", %ld", now);
+#define ADD(...) \
+	(len += (size_t)snprintf(sql + len, room - len, __VA_ARGS__), assert_true(len < room))
+	ADD("%s", pg ? "SET session_replication_role = replica; BEGIN;"
+		     : "PRAGMA foreign_keys=OFF; BEGIN;");
+	for (size_t i = 0; i < PIN_N; i++)
+		ADD("INSERT INTO traces (trace_id, app_id, app_version, model, received_at,"
+		    " duration_ns, decoded_at) VALUES ('%s', '%s', '%s', 'm', %ld, 1000, 0);",
+		    PIN_TRACES[i].id, PIN_TRACES[i].app, PIN_TRACES[i].version, now);
+	for (size_t i = 0; i < PIN_R; i++) {
+		const struct pin_row *r = &PIN_ROWS[i];
+		if (!r->kind)
+			ADD("INSERT INTO trace_methods (trace_id, method, calls, self_ns, "
+			    "incl_ns%s)"
+			    " VALUES ('%s', '%s', 1, %ld, %ld%s);",
+			    pg ? ", received_at" : "", r->trace, r->key, r->self, r->incl,
+			    pg ? rcv : "");
+		else
+			ADD("INSERT INTO trace_chains (trace_id, kind, rank, signature, chain, "
+			    "depth,"
+			    " self_ns, incl_ns%s) VALUES ('%s', '%s', %d, '%s', '%s', 2, %ld, "
+			    "%ld%s);",
+			    pg ? ", received_at" : "", r->trace, r->kind, r->rank, r->key, r->chain,
+			    r->self, r->incl, pg ? rcv : "");
+	}
+	ADD("COMMIT;");
+#undef ADD
+	db_exec(path, sql);
+	free(sql);
+}
+
+static int cmp_dbl(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+/* The median of v[0..n) (sorted here). */
+static double pin_median(double *v, size_t n)
+{
+	qsort(v, n, sizeof *v, cmp_dbl);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void near(const char *what, const char *key, double got, double want)
+{
+	if (fabs(got - want) > 1e-9 * (fabs(want) > 1 ? fabs(want) : 1))
+		fail_msg("%s of %s: %.17g, recounted %.17g", what, key, got, want);
+}
+
+/* The expected row of key (part chains or methods), checked against the
+ * document's row o; p[] gets its two p-values for the family's BH. */
+static void pin_check_row(json_t *o, int chains, const char *key, double p[2])
+{
+	double v[2][2][PIN_N]; /* [stat self/incl][side][trace] */
+	size_t n[2] = {0, 0}, k[2] = {0, 0};
+	int has[PIN_N] = {0};
+	const char *chain = NULL;
+	struct {
+		double self;
+		size_t t;
+	} slow[PIN_N];
+	size_t nslow = 0;
+
+	memset(v, 0, sizeof v);
+	for (size_t t = 0; t < PIN_N; t++)
+		if (PIN_TRACES[t].side >= 0)
+			n[PIN_TRACES[t].side]++;
+	/* Per trace: the sum of its rows of key (0 without one). */
+	for (size_t t = 0, at[2] = {0, 0}; t < PIN_N; t++) {
+		int sd = PIN_TRACES[t].side;
+		if (sd < 0)
+			continue;
+		for (size_t i = 0; i < PIN_R; i++) {
+			const struct pin_row *r = &PIN_ROWS[i];
+			if (strcmp(r->trace, PIN_TRACES[t].id) || strcmp(r->key, key) ||
+			    (chains ? !r->kind || strcmp(r->kind, "top") : r->kind != NULL))
+				continue;
+			v[0][sd][at[sd]] += (double)r->self;
+			v[1][sd][at[sd]] += (double)r->incl;
+			has[t] = 1;
+			chain = r->chain;
+		}
+		k[sd] += has[t];
+		if (sd == 1 && has[t]) {
+			slow[nslow].self = v[0][1][at[1]];
+			slow[nslow++].t = t;
+		}
+		at[sd]++;
+	}
+	assert_int_equal(json_integer_value(json_object_get(o, "traces_a")), k[0]);
+	assert_int_equal(json_integer_value(json_object_get(o, "traces_b")), k[1]);
+	if (chains)
+		assert_string_equal(json_string_value(json_object_get(o, "chain")), chain);
+	for (int m = 0; m < 2; m++) {
+		json_t *s = json_object_get(o, m ? "incl" : "self");
+		double a[PIN_N], b[PIN_N], sa = 0, sb = 0;
+		struct rvs_mwu t;
+		size_t ka = 0, kb = 0;
+		/* The test's own arrays: the traces with a row (the rest are 0). */
+		for (size_t i = 0; i < n[0]; i++) {
+			sa += v[m][0][i];
+			if (v[m][0][i] > 0)
+				a[ka++] = v[m][0][i];
+		}
+		for (size_t i = 0; i < n[1]; i++) {
+			sb += v[m][1][i];
+			if (v[m][1][i] > 0)
+				b[kb++] = v[m][1][i];
+		}
+		assert_int_equal(rvs_mwu_test(a, ka, n[0], b, kb, n[1], &t), 0);
+		near("mean_a_ns", key, json_real_value(json_object_get(s, "mean_a_ns")),
+		     sa / (double)n[0]);
+		near("mean_b_ns", key, json_real_value(json_object_get(s, "mean_b_ns")),
+		     sb / (double)n[1]);
+		near("median_a_ns", key, json_real_value(json_object_get(s, "median_a_ns")),
+		     pin_median(v[m][0], n[0]));
+		near("median_b_ns", key, json_real_value(json_object_get(s, "median_b_ns")),
+		     pin_median(v[m][1], n[1]));
+		near("u", key, json_real_value(json_object_get(s, "u")), t.u_b);
+		near("z", key, json_real_value(json_object_get(s, "z")), t.z);
+		near("p", key, json_real_value(json_object_get(s, "p")), t.p);
+		near("cliffs_delta", key, json_real_value(json_object_get(s, "cliffs_delta")),
+		     t.delta);
+		assert_int_equal(json_is_true(json_object_get(s, "exact")), t.exact);
+		p[m] = t.p;
+	}
+	/* The slowest of B by self time, the earlier trace first on a tie. */
+	for (size_t i = 1; i < nslow; i++)
+		for (size_t j = i; j > 0 && slow[j].self > slow[j - 1].self; j--) {
+			__typeof__(slow[0]) x = slow[j];
+			slow[j] = slow[j - 1];
+			slow[j - 1] = x;
+		}
+	{
+		json_t *sl = json_object_get(o, "slowest_b");
+		size_t want = nslow < 3 ? nslow : 3;
+		assert_int_equal(json_array_size(sl), want);
+		for (size_t i = 0; i < want; i++)
+			assert_string_equal(json_string_value(json_array_get(sl, i)),
+					    PIN_TRACES[slow[i].t].id);
+	}
+}
+
+/* One list of the document (methods or chains) against the recount: the
+ * keys, every number of every row, BH's q over the family, the order. */
+static void pin_check_list(json_t *doc, int chains, const char *const *keys, size_t nkeys)
+{
+	json_t *list = json_object_get(doc, chains ? "chains" : "methods"), *o;
+	double p[16], q[16];
+	size_t i;
+
+	assert_true(nkeys <= 8);
+	assert_int_equal(json_array_size(list), nkeys);
+	assert_int_equal(json_integer_value(
+				 json_object_get(doc, chains ? "chains_tested" : "methods_tested")),
+			 nkeys);
+	for (size_t x = 0; x < nkeys; x++) {
+		int found = 0;
+		json_array_foreach(list, i, o)
+		{
+			if (strcmp(json_string_value(
+					   json_object_get(o, chains ? "signature" : "method")),
+				   keys[x]))
+				continue;
+			pin_check_row(o, chains, keys[x], &p[2 * x]);
+			found++;
+		}
+		assert_int_equal(found, 1);
+	}
+	assert_int_equal(rvs_bh_adjust(p, 2 * nkeys, q), 0);
+	for (size_t x = 0; x < nkeys; x++)
+		json_array_foreach(list, i, o)
+		{
+			json_t *self = json_object_get(o, "self"),
+			       *incl = json_object_get(o, "incl");
+			if (strcmp(json_string_value(
+					   json_object_get(o, chains ? "signature" : "method")),
+				   keys[x]))
+				continue;
+			near("q self", keys[x], json_real_value(json_object_get(self, "q")),
+			     q[2 * x]);
+			near("q incl", keys[x], json_real_value(json_object_get(incl, "q")),
+			     q[2 * x + 1]);
+			assert_int_equal(json_is_true(json_object_get(o, "significant")),
+					 q[2 * x] < 0.05 || q[2 * x + 1] < 0.05);
+		}
+	/* The order: significant on self first, then Cliff's delta down, then
+	 * the median's growth down, then the key. */
+	for (i = 1; i < json_array_size(list); i++) {
+		json_t *a = json_object_get(json_array_get(list, i - 1), "self");
+		json_t *b = json_object_get(json_array_get(list, i), "self");
+		int sa = json_real_value(json_object_get(a, "q")) < 0.05;
+		int sb = json_real_value(json_object_get(b, "q")) < 0.05;
+		double da = json_real_value(json_object_get(a, "cliffs_delta"));
+		double db = json_real_value(json_object_get(b, "cliffs_delta"));
+		assert_true(sa >= sb);
+		if (sa == sb)
+			assert_true(da >= db);
+	}
+}
+
+static void test_regress_small_fixture_every_number_matches_a_recount(void **state)
+{
+	static const char *const methods[] = {"alpha", "beta", "gamma"};
+	static const char *const chains[] = {"c1", "c2"};
+	struct rvs_regress_req q = {
+		.app = "pin", .mode = RVS_REGRESS_VERSIONS, .a = "1", .b = "2", .limit = 50};
+	char path[256];
+	json_t *doc, *alpha = NULL, *o;
+	size_t i;
+
+	pin_db(path, sizeof path);
+	assert_int_equal(run_on(path, &q, &doc), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "a"), "traces")),
+			 5);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "b"), "traces")),
+			 5);
+	pin_check_list(doc, 0, methods, 3);
+	pin_check_list(doc, 1, chains, 2);
+	/* By hand: alpha's ranks of A are 1, 3, 5, 7, 9 (no ties), so U(B) =
+	 * 25 - 10 = 15 and Cliff's delta (15 - 10) / 25 = 0.2, its p exact;
+	 * medians 50 µs and 60 µs; c1 of p-b1 is 10 + 5 µs. */
+	json_array_foreach(json_object_get(doc, "methods"), i,
+			   o) if (!strcmp(json_string_value(json_object_get(o, "method")), "alpha"))
+		alpha = json_object_get(o, "self");
+	assert_non_null(alpha);
+	assert_true(json_real_value(json_object_get(alpha, "u")) == 15);
+	assert_true(fabs(json_real_value(json_object_get(alpha, "cliffs_delta")) - 0.2) < 1e-12);
+	assert_true(json_is_true(json_object_get(alpha, "exact")));
+	assert_true(json_real_value(json_object_get(alpha, "median_a_ns")) == 50000);
+	assert_true(json_real_value(json_object_get(alpha, "median_b_ns")) == 60000);
+	json_array_foreach(json_object_get(doc, "chains"), i,
+			   o) if (!strcmp(json_string_value(json_object_get(o, "signature")), "c1"))
+	{
+		assert_string_equal(
+			json_string_value(json_array_get(json_object_get(o, "slowest_b"), 0)),
+			"p-b0");
+		assert_true(
+			json_real_value(json_object_get(json_object_get(o, "self"), "mean_b_ns")) ==
+			(50000 + 15000 + 40000 + 30000 + 20000) / 5.0);
+	}
 	json_decref(doc);
 }
 
@@ -1249,6 +1572,8 @@ int main(void)
 	struct CMUnitTest store[] = {
 		cmocka_unit_test_setup_teardown(
 			test_regress_run_puts_planted_method_first_with_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_regress_small_fixture_every_number_matches_a_recount, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_regress_auto_pass_alerts_once_and_webhook_retries_until_delivered,
 			setup, teardown),

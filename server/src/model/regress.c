@@ -191,10 +191,26 @@ int rvs_bh_adjust(const double *p, size_t n, double *q)
 
 /* ---- loading the two sides ---------------------------------------------- */
 
-/* One (trace, key) observation: key is a method name or a chain signature. */
+/* A method name or chain signature, once per run: every observation of it
+ * refers to it by number, so a row costs no string of its own, and the
+ * grouping sorts by numbers. */
+struct key {
+	char *s;
+	char *chain;	/* the chain text (chains only) of its lowest trace, or NULL */
+	uint32_t trace; /* that trace's index */
+};
+
+/* The keys of one part (methods or chains) and their hash index. */
+struct keys {
+	struct key *v;
+	size_t n, cap;
+	uint32_t *slot; /* 1 + index into v, 0 empty; nslot a power of 2 */
+	size_t nslot;
+};
+
+/* One (trace, key) observation. */
 struct obs {
-	const char *key;   /* malloc'd, owned by the run */
-	const char *chain; /* malloc'd chain text (chains only), else NULL */
+	uint32_t key; /* index into its part's keys */
 	uint32_t trace;
 	double self, incl;
 };
@@ -203,27 +219,106 @@ struct run {
 	char (*ids)[40]; /* trace ids by index, ascending (strcmp) */
 	unsigned char *side;
 	size_t ntraces, cap_traces, n[2];
-	struct obs *obs; /* the rows being tested: the methods', then the chains' */
+	size_t last;	     /* the trace the previous row was of (rows come trace by trace) */
+	struct keys keys[2]; /* [0] the methods', [1] the chains' */
+	struct obs *obs;     /* the rows being tested: the methods', then the chains' */
 	size_t nobs, cap_obs;
 	struct obs *chains; /* the chains' rows, until their turn */
 	size_t nchains, cap_chains;
 };
 
-static void obs_free(struct obs *o, size_t n)
+static void keys_free(struct keys *k)
 {
-	for (size_t i = 0; i < n; i++) {
-		free((char *)o[i].key);
-		free((char *)o[i].chain);
+	for (size_t i = 0; i < k->n; i++) {
+		free(k->v[i].s);
+		free(k->v[i].chain);
 	}
-	free(o);
+	free(k->v);
+	free(k->slot);
+	memset(k, 0, sizeof *k);
 }
 
 static void run_free(struct run *r)
 {
-	obs_free(r->obs, r->nobs);
-	obs_free(r->chains, r->nchains);
+	free(r->obs);
+	free(r->chains);
+	keys_free(&r->keys[0]);
+	keys_free(&r->keys[1]);
 	free(r->ids);
 	free(r->side);
+}
+
+static size_t hash_str(const char *s)
+{
+	size_t h = 14695981039346656037u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return h;
+}
+
+/* Doubles k's hash index (from 1,024 slots), placing every key again. */
+static int keys_grow(struct keys *k)
+{
+	size_t ns = k->nslot ? 2 * k->nslot : 1024;
+	uint32_t *slot = calloc(ns, sizeof *slot);
+
+	if (!slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < k->n; i++) {
+		size_t h = hash_str(k->v[i].s) & (ns - 1);
+		while (slot[h])
+			h = (h + 1) & (ns - 1);
+		slot[h] = (uint32_t)(i + 1);
+	}
+	free(k->slot);
+	k->slot = slot;
+	k->nslot = ns;
+	return 0;
+}
+
+/* The index of key s in k, added when new; chain (may be NULL) is kept from
+ * the key's lowest trace, as the grouping met it first before keys were
+ * numbered.  -ENOMEM. */
+static long key_index(struct keys *k, const char *s, const char *chain, uint32_t trace)
+{
+	size_t h;
+	struct key *e;
+
+	if (2 * (k->n + 1) > k->nslot && keys_grow(k))
+		return -ENOMEM;
+	for (h = hash_str(s) & (k->nslot - 1); k->slot[h]; h = (h + 1) & (k->nslot - 1)) {
+		e = &k->v[k->slot[h] - 1];
+		if (strcmp(e->s, s))
+			continue;
+		if (chain && trace < e->trace) {
+			char *c = strdup(chain);
+			if (!c)
+				return -ENOMEM;
+			free(e->chain);
+			e->chain = c;
+			e->trace = trace;
+		}
+		return (long)(k->slot[h] - 1);
+	}
+	if (k->n == k->cap || k->n >= UINT32_MAX - 1) {
+		size_t nc = k->cap ? 2 * k->cap : 256;
+		void *v = k->n < UINT32_MAX - 1 ? realloc(k->v, nc * sizeof *k->v) : NULL;
+		if (!v)
+			return -ENOMEM;
+		k->v = v;
+		k->cap = nc;
+	}
+	e = &k->v[k->n];
+	e->s = strdup(s);
+	e->chain = chain ? strdup(chain) : NULL;
+	e->trace = trace;
+	if (!e->s || (chain && !e->chain)) {
+		free(e->s);
+		free(e->chain);
+		return -ENOMEM;
+	}
+	k->slot[h] = (uint32_t)(++k->n);
+	return (long)(k->n - 1);
 }
 
 static int cmp_id(const void *x, const void *y)
@@ -232,9 +327,15 @@ static int cmp_id(const void *x, const void *y)
 }
 
 /* The index of trace id in r->ids (sorted), or -1. */
-static long trace_index(const struct run *r, const char *id)
+static long trace_index(struct run *r, const char *id)
 {
-	char(*hit)[40] = bsearch(id, r->ids, r->ntraces, sizeof *r->ids, cmp_id);
+	char(*hit)[40];
+
+	if (r->last < r->ntraces && !strcmp(r->ids[r->last], id))
+		return (long)r->last;
+	hit = bsearch(id, r->ids, r->ntraces, sizeof *r->ids, cmp_id);
+	if (hit)
+		r->last = (size_t)(hit - r->ids);
 	return hit ? (long)(hit - r->ids) : -1;
 }
 
@@ -268,7 +369,7 @@ static int load_row(void *arg, const struct rvs_cmp_row *row)
 	int ch = row->part == RVS_CMP_CHAIN;
 	struct obs **v = ch ? &r->chains : &r->obs, *o;
 	size_t *n = ch ? &r->nchains : &r->nobs, *cap = ch ? &r->cap_chains : &r->cap_obs;
-	long t;
+	long t, key;
 
 	if (row->part == RVS_CMP_TRACE)
 		return add_trace(r, row);
@@ -282,17 +383,14 @@ static int load_row(void *arg, const struct rvs_cmp_row *row)
 		*v = p;
 		*cap = nc;
 	}
+	key = key_index(&r->keys[ch], row->key, row->chain, (uint32_t)t);
+	if (key < 0)
+		return (int)key;
 	o = &(*v)[*n];
-	o->key = strdup(row->key);
-	o->chain = row->chain ? strdup(row->chain) : NULL;
+	o->key = (uint32_t)key;
 	o->trace = (uint32_t)t;
 	o->self = row->self_ns > 0 ? (double)row->self_ns : 0;
 	o->incl = row->incl_ns > 0 ? (double)row->incl_ns : 0;
-	if (!o->key || (row->chain && !o->chain)) {
-		free((char *)o->key);
-		free((char *)o->chain);
-		return -ENOMEM;
-	}
 	(*n)++;
 	return 0;
 }
@@ -337,8 +435,9 @@ static void pick_slowest(const struct run *r, size_t i, size_t j, struct row *w)
 static int cmp_obs(const void *x, const void *y)
 {
 	const struct obs *a = x, *b = y;
-	int c = strcmp(a->key, b->key);
-	return c ? c : (a->trace > b->trace) - (a->trace < b->trace);
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return (a->trace > b->trace) - (a->trace < b->trace);
 }
 
 /* Slower rows first: significant on self time, then by self delta, then
@@ -376,9 +475,9 @@ static void stat_fill(struct stat1 *s, double *v[2], size_t k[2], const size_t n
 		s->med[side] = rvs_median_sparse(v[side], k[side], n[side]);
 }
 
-/* Groups r->obs by key into rows with both tests; BH over every p-value of
- * the family (self and inclusive of every row). */
-static int make_rows(struct run *r, struct row **out, size_t *nout)
+/* Groups r->obs by key (numbered in keys) into rows with both tests; BH
+ * over every p-value of the family (self and inclusive of every row). */
+static int make_rows(struct run *r, const struct keys *keys, struct row **out, size_t *nout)
 {
 	struct row *rows = NULL;
 	size_t nrows = 0, cap = 0;
@@ -395,7 +494,7 @@ static int make_rows(struct run *r, struct row **out, size_t *nout)
 		double *v[2] = {buf, buf + r->ntraces};
 		size_t k[2] = {0, 0};
 
-		while (j < r->nobs && strcmp(r->obs[j].key, r->obs[i].key) == 0)
+		while (j < r->nobs && r->obs[j].key == r->obs[i].key)
 			j++;
 		if (nrows == cap) {
 			size_t nc = cap ? 2 * cap : 256;
@@ -409,8 +508,9 @@ static int make_rows(struct run *r, struct row **out, size_t *nout)
 		}
 		w = &rows[nrows++];
 		memset(w, 0, sizeof *w);
-		w->key = r->obs[i].key;
-		w->chain = r->obs[i].chain;
+		assert(r->obs[i].key < keys->n);
+		w->key = keys->v[r->obs[i].key].s;
+		w->chain = keys->v[r->obs[i].key].chain;
 		for (int m = 0; m < 2; m++) {
 			k[0] = k[1] = 0;
 			for (size_t x = i; x < j; x++) {
@@ -556,14 +656,14 @@ int rvs_regress_run(const struct rvs_store_ops *ops, struct rvs_regress_db *d,
 	}
 	for (int k = 0; k < 2 && !rc; k++) {
 		if (k) { /* the chains' turn */
-			obs_free(r.obs, r.nobs);
+			free(r.obs);
 			r.obs = r.chains;
 			r.nobs = r.nchains;
 			r.cap_obs = r.cap_chains;
 			r.chains = NULL;
 			r.nchains = r.cap_chains = 0;
 		}
-		rc = make_rows(&r, &rows, &nrows);
+		rc = make_rows(&r, &r.keys[k], &rows, &nrows);
 		if (!rc) {
 			lists[k] = rows_json(&r, rows, nrows, q->limit, k);
 			json_object_set_new(doc, k ? "chains_tested" : "methods_tested",

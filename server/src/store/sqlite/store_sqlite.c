@@ -485,6 +485,18 @@ static const char *const migrations[] = {
 	 * read, so each is one index probe instead of a probe and a fetch of
 	 * the upload's wide row (BENCHMARKS-web.md, "Issues list"). */
 	"CREATE INDEX uploads_weight ON uploads(trace_id, weight, weight_exact, sel_kind);",
+	/* 19 (the fleet-wide heatmap): each trace says whether it has an
+	 * aggregate (trace_agg), kept by triggers, so that the heatmap of
+	 * every app reads one partial covering index in (received_at,
+	 * duration_ns) order instead of each trace's row and a probe of
+	 * trace_agg's key (store_sqlite_agg.c HEATMAP_FLEET_SQL). */
+	"ALTER TABLE traces ADD COLUMN has_agg INTEGER;"
+	"UPDATE traces SET has_agg = 1 WHERE trace_id IN (SELECT trace_id FROM trace_agg);"
+	"CREATE INDEX traces_heat ON traces(received_at, duration_ns, has_agg) WHERE has_agg = 1;"
+	"CREATE TRIGGER trace_agg_has_ins AFTER INSERT ON trace_agg BEGIN"
+	" UPDATE traces SET has_agg = 1 WHERE trace_id = NEW.trace_id; END;"
+	"CREATE TRIGGER trace_agg_has_del AFTER DELETE ON trace_agg BEGIN"
+	" UPDATE traces SET has_agg = NULL WHERE trace_id = OLD.trace_id; END;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

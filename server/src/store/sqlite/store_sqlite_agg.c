@@ -446,25 +446,39 @@ static const char HEATMAP_SQL[] =
 	" AND (?3 IS NULL OR t.issue = ?3) AND t.received_at >= ?4 AND t.received_at < ?5"
 	" AND t.duration_ns >= 0";
 
+/* ?1 since, ?2 until: the same traces as HEATMAP_SQL without an app, kind
+ * or issue, read from the partial index traces_heat alone (migration 19:
+ * has_agg is 1 exactly when the trace has a trace_agg row). */
+static const char HEATMAP_FLEET_SQL[] =
+	"SELECT received_at, duration_ns FROM traces INDEXED BY traces_heat"
+	" WHERE has_agg = 1 AND received_at >= ?1 AND received_at < ?2 AND duration_ns >= 0";
+
 int rvs_sqlite_heatmap_read(const char *dsn, const struct rvs_heatmap_filter *f,
 			    int (*cb)(void *arg, int64_t received_at, int64_t duration_ns),
 			    void *arg)
 {
+	int fleet = !f->app && !f->has_kind && !f->issue;
 	sqlite3_stmt *st;
 	sqlite3 *db;
 	int rc, stop = 0;
 
 	if (rvs_sqlite_scan_open(dsn, &db))
 		return -EIO;
-	if (sqlite3_prepare_v2(db, HEATMAP_SQL, -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, fleet ? HEATMAP_FLEET_SQL : HEATMAP_SQL, -1, &st, NULL) !=
+	    SQLITE_OK) {
 		sqlite3_close(db);
 		return -EIO;
 	}
-	rvs_sqlite_bind_opt_text(st, 1, f->app);
-	rvs_sqlite_bind_opt_i64(st, 2, f->has_kind, f->kind);
-	rvs_sqlite_bind_opt_text(st, 3, f->issue);
-	sqlite3_bind_int64(st, 4, f->since);
-	sqlite3_bind_int64(st, 5, f->until);
+	if (fleet) {
+		sqlite3_bind_int64(st, 1, f->since);
+		sqlite3_bind_int64(st, 2, f->until);
+	} else {
+		rvs_sqlite_bind_opt_text(st, 1, f->app);
+		rvs_sqlite_bind_opt_i64(st, 2, f->has_kind, f->kind);
+		rvs_sqlite_bind_opt_text(st, 3, f->issue);
+		sqlite3_bind_int64(st, 4, f->since);
+		sqlite3_bind_int64(st, 5, f->until);
+	}
 	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
 		stop = cb(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
 	sqlite3_finalize(st);

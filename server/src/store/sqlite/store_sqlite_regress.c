@@ -74,22 +74,20 @@ static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 	" WHERE t.app_id = ?1 AND t.received_at >= ?2 - 2 * 604800" \
 	" AND t.received_at < ?2 AND t.duration_ns IS NOT NULL"
 #define TRACES_Q(side, w) "SELECT t.trace_id, " side " FROM traces t" w " ORDER BY t.trace_id"
-#define METHODS_Q(w)                                                               \
-	"SELECT t.trace_id, 0, m.method, m.self_ns, m.incl_ns, NULL FROM traces t" \
-	" JOIN trace_methods m ON m.trace_id = t.trace_id" w
-#define CHAINS_Q(w)                                                                      \
-	"SELECT t.trace_id, 0, c.signature, c.self_ns, c.incl_ns, c.chain FROM traces t" \
-	" JOIN trace_chains c ON c.trace_id = t.trace_id AND c.kind = 'top'" w
-static const char *const SIDES_SQL[3][3] = {
-	[RVS_CMP_TRACE] =
-		{
-			TRACES_Q("CASE WHEN t.app_version = ?3 THEN 1 ELSE 0 END", W_VERSIONS),
-			TRACES_Q("CASE WHEN t.model = ?2 THEN 1 ELSE 0 END", W_MODEL),
-			TRACES_Q("CASE WHEN t.received_at >= ?2 - 604800 THEN 1 ELSE 0 END",
-				 W_WEEK),
-		},
-	[RVS_CMP_METHOD] = {METHODS_Q(W_VERSIONS), METHODS_Q(W_MODEL), METHODS_Q(W_WEEK)},
-	[RVS_CMP_CHAIN] = {CHAINS_Q(W_VERSIONS), CHAINS_Q(W_MODEL), CHAINS_Q(W_WEEK)},
+static const char *const TRACES_SQL[3] = {
+	TRACES_Q("CASE WHEN t.app_version = ?3 THEN 1 ELSE 0 END", W_VERSIONS),
+	TRACES_Q("CASE WHEN t.model = ?2 THEN 1 ELSE 0 END", W_MODEL),
+	TRACES_Q("CASE WHEN t.received_at >= ?2 - 604800 THEN 1 ELSE 0 END", W_WEEK),
+};
+/* One trace's rows of a part, ?1 its id: key, self, inclusive, chain.  Read
+ * trace by trace (the sides' ids in order) rather than joined with traces
+ * again: each join re-read every side's row of traces, a page of the table
+ * per trace, which was a third of the pages the comparison read. */
+static const char *const ROWS_SQL[3] = {
+	[RVS_CMP_METHOD] = "SELECT method, self_ns, incl_ns, NULL FROM trace_methods"
+			   " WHERE trace_id = ?1",
+	[RVS_CMP_CHAIN] = "SELECT signature, self_ns, incl_ns, chain FROM trace_chains"
+			  " WHERE trace_id = ?1 AND kind = 'top'",
 };
 
 static int bind_sides(sqlite3_stmt *st, const struct rvs_cmp_sides *q)
@@ -112,31 +110,57 @@ static int bind_sides(sqlite3_stmt *st, const struct rvs_cmp_sides *q)
 	return rc == SQLITE_OK ? 0 : -EIO;
 }
 
-static int sides_part(sqlite3 *db, const struct rvs_cmp_sides *q, int part,
-		      int (*cb)(void *arg, const struct rvs_cmp_row *r), void *arg)
+/* The sides' trace ids, in the order the traces' read gave them. */
+struct ids {
+	char **v;
+	size_t n, cap;
+};
+
+static void ids_free(struct ids *ids)
+{
+	for (size_t i = 0; i < ids->n; i++)
+		free(ids->v[i]);
+	free(ids->v);
+}
+
+static int ids_add(struct ids *ids, const char *id)
+{
+	if (ids->n == ids->cap) {
+		size_t cap = ids->cap ? 2 * ids->cap : 256;
+		char **v = realloc(ids->v, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		ids->v = v;
+		ids->cap = cap;
+	}
+	if (!(ids->v[ids->n] = strdup(id)))
+		return -ENOMEM;
+	ids->n++;
+	return 0;
+}
+
+/* Every trace of the sides to cb (RVS_CMP_TRACE), their ids into ids. */
+static int sides_traces(sqlite3 *db, const struct rvs_cmp_sides *q, struct ids *ids,
+			int (*cb)(void *arg, const struct rvs_cmp_row *r), void *arg)
 {
 	sqlite3_stmt *st;
 	int rc, s, stop = 0;
 
-	if ((rc = prepare(db, SIDES_SQL[part][q->mode], &st)))
+	if ((rc = prepare(db, TRACES_SQL[q->mode], &st)))
 		return rc;
 	if ((rc = bind_sides(st, q))) {
 		sqlite3_finalize(st);
 		return rc;
 	}
 	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
-		struct rvs_cmp_row r = {.part = part,
+		struct rvs_cmp_row r = {.part = RVS_CMP_TRACE,
 					.trace_id = rvs_sqlite_col_text(st, 0),
 					.side = sqlite3_column_int(st, 1) != 0};
-		if (part != RVS_CMP_TRACE) { /* the traces' read has 2 columns */
-			r.key = rvs_sqlite_col_text(st, 2);
-			r.chain = rvs_sqlite_col_text(st, 5);
-			r.self_ns = sqlite3_column_int64(st, 3);
-			r.incl_ns = sqlite3_column_int64(st, 4);
-		}
-		if (!r.trace_id || (part != RVS_CMP_TRACE && !r.key))
+		if (!r.trace_id)
 			continue;
-		stop = cb(arg, &r);
+		stop = ids_add(ids, r.trace_id);
+		if (!stop)
+			stop = cb(arg, &r);
 	}
 	sqlite3_finalize(st);
 	if (stop)
@@ -144,17 +168,52 @@ static int sides_part(sqlite3 *db, const struct rvs_cmp_sides *q, int part,
 	return s == SQLITE_DONE ? 0 : -EIO;
 }
 
+/* The rows of part (methods or top chains) of every trace in ids to cb. */
+static int sides_rows(sqlite3 *db, int part, const struct ids *ids,
+		      int (*cb)(void *arg, const struct rvs_cmp_row *r), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, s = SQLITE_DONE, stop = 0;
+
+	if ((rc = prepare(db, ROWS_SQL[part], &st)))
+		return rc;
+	for (size_t i = 0; !stop && i < ids->n; i++) {
+		sqlite3_reset(st);
+		if (sqlite3_bind_text(st, 1, ids->v[i], -1, SQLITE_STATIC) != SQLITE_OK) {
+			stop = -EIO;
+			break;
+		}
+		while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
+			struct rvs_cmp_row r = {.part = part,
+						.trace_id = ids->v[i],
+						.key = rvs_sqlite_col_text(st, 0),
+						.self_ns = sqlite3_column_int64(st, 1),
+						.incl_ns = sqlite3_column_int64(st, 2),
+						.chain = rvs_sqlite_col_text(st, 3)};
+			if (r.key)
+				stop = cb(arg, &r);
+		}
+		if (!stop && s != SQLITE_DONE)
+			stop = -EIO;
+	}
+	sqlite3_finalize(st);
+	return stop;
+}
+
 int rvs_sqlite_regress_sides(struct rvs_regress_db *d, const struct rvs_cmp_sides *q,
 			     int (*cb)(void *arg, const struct rvs_cmp_row *r), void *arg)
 {
+	struct ids ids = {0};
 	int rc;
 
 	assert(q->app && (unsigned)q->mode <= RVS_CMP_WEEK);
 	if ((rc = rvs_sqlite_exec(d->db, "BEGIN")))
 		return rc;
-	for (int part = RVS_CMP_TRACE; !rc && part <= RVS_CMP_CHAIN; part++)
-		rc = sides_part(d->db, q, part, cb, arg);
+	rc = sides_traces(d->db, q, &ids, cb, arg);
+	for (int part = RVS_CMP_METHOD; !rc && part <= RVS_CMP_CHAIN; part++)
+		rc = sides_rows(d->db, part, &ids, cb, arg);
 	rvs_sqlite_exec(d->db, "COMMIT");
+	ids_free(&ids);
 	return rc;
 }
 
