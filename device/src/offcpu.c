@@ -272,11 +272,16 @@ int rvd_offcpu_snapshot(struct rvd_offcpu_thread *t, struct rvd_offcpu_window *w
 	w->minor_faults = c[C_MINFLT];
 	w->major_faults = c[C_MAJFLT];
 	w->switches = c[C_CS];
+	/* MONOTONIC_RAW to MONOTONIC at today's offset: the offset drifts with
+	 * the clock's slewing, so a record from the counters' first moments can
+	 * convert to a moment before since_ns (which is read after they are
+	 * opened): kept within since_ns .. at_ns, as offcpu.h promises. */
 	for (size_t k = 0; k < nev; k++) {
 		uint64_t m = ev[k].t + (uint64_t)shift;
 
-		ev[k].t = m > w->at_ns ? w->at_ns : m;
+		ev[k].t = m > w->at_ns ? w->at_ns : m < w->since_ns ? w->since_ns : m;
 	}
+	assert(!nev || (w->since_ns <= ev[nev - 1].t && ev[0].t <= w->at_ns));
 	w->window_ns = nev ? ev[nev - 1].t : w->at_ns;
 	/* Oldest first: the ring gave newest first. */
 	for (size_t k = nev; k-- > 0;) {
