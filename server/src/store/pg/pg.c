@@ -279,8 +279,9 @@ int rvs_pg_pipe_run(PGconn *pg, struct rvs_pg_pipe *pp, size_t from, size_t *fai
 						     0);
 		assert(!p->typed && !(st->flags & ~RVS_PG_PREPARED));
 		if (!ok) {
-			/* Nothing was read yet: a send fails only when the
-			 * connection does.  No step ran for certain. */
+			/* A send fails only when the connection does.  No
+			 * result was read: whether an earlier step, already
+			 * flushed, ran is unknown. */
 			*failed = from;
 			return pipe_broken(pg, 0, NULL, err);
 		}
