@@ -492,6 +492,7 @@ LINT_SRC = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h'
 lint:
 	@sh tests/lint.sh $(LINT_SRC)
 	@sh tests/lint-spdx.sh
+	@sh tests/lint-deps.sh
 	@sh device/settings/po/update-pot.sh --check
 
 # `make install`: what goes where (the directories are set above).

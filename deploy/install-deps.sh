@@ -6,14 +6,20 @@
 # present.  Works as root without sudo, and through sudo otherwise.
 #   deploy/install-deps.sh          install what is missing
 #   deploy/install-deps.sh --check  exit 1 (listing them) if anything is missing
+#   deploy/install-deps.sh --list   print the packages, one a line (make lint
+#                                   checks debian/control's Build-Depends
+#                                   against it: tests/lint-deps.sh)
 #   deploy/install-deps.sh --corpus [--check]  also the tools that regenerate
 #                                   tests/rvtrace/corpus (not needed to build
 #                                   or test: the generated files are committed)
 set -eu
 
 # Foundation: toolchain, protobuf, tests.
-PACKAGES="build-essential pkg-config clang clang-format llvm
+PACKAGES="build-essential pkg-config clang clang-14 clang-format llvm
 libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcmocka-dev"
+
+# The man pages (deploy/man.mk) are written in scdoc.
+PACKAGES="$PACKAGES scdoc"
 
 # tracer/ (librvtrace; aarch64 cross build tested under qemu-user).
 PACKAGES="$PACKAGES libelf-dev libxxhash-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
@@ -97,6 +103,11 @@ PACKAGES="$PACKAGES binutils dpkg-dev patch tcl"
 if [ "${1:-}" = "--corpus" ]; then
 	PACKAGES="$PACKAGES golang-go golang-github-felixge-fgprof-dev python3-protobuf"
 	shift
+fi
+
+if [ "${1:-}" = "--list" ]; then
+	printf '%s\n' $PACKAGES | sort -u
+	exit 0
 fi
 
 missing=""
