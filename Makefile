@@ -427,9 +427,17 @@ check-run-dev:
 	@$(MAKE) --no-print-directory $(CHECK_DEV) RV_TALLY=$(CHECK_TALLY) RV_SET=$(RV_CHECK) run-set
 check-run-pg:
 	@$(MAKE) --no-print-directory RV_DEBUG=-g1 RV_SET=$(RV_CHECK) check-pg-stage
+# `make check`'s sanitizer tests keep freed memory in ASan's quarantine up to
+# 16 MiB per process instead of 256: a use after free is still caught while
+# the block is among the last 16 MiB freed, and a process that allocates a
+# lot no longer touches fresh pages for each allocation — the stage's page faults 8.4 M →
+# 6.0 M, its system CPU 23 → 17 s (2026-11-30, tests/check-stages.sh's
+# stage run alone, both ways).  `make check-full` keeps ASan's default.
+RV_SAN_ENV_check := ASAN_OPTIONS=quarantine_size_mb=16
+RV_SAN_ENV_full  :=
 check-run-san:
-	@$(MAKE) --no-print-directory $(SAN_BUILD) RV_TALLY=$(CHECK_TALLY) RV_SET=$(RV_CHECK)_san \
-	  run-set
+	@$(RV_SAN_ENV_$(RV_CHECK)) $(MAKE) --no-print-directory $(SAN_BUILD) RV_TALLY=$(CHECK_TALLY) \
+	  RV_SET=$(RV_CHECK)_san run-set
 
 # The server tests flagged `pg` a second time, on PostgreSQL
 # (RVS_TEST_STORE=pg, tests/server/store_env.h), in the DEVELOPER=1 build;
