@@ -409,17 +409,23 @@ struct row {
 	size_t nslow;
 };
 
-/* The slowest traces of side B among r->obs[i..j) (one key), by self time. */
+/* The slowest traces of side B among r->obs[i..j) (one key), by each trace's
+ * summed self time. */
 static void pick_slowest(const struct run *r, size_t i, size_t j, struct row *w)
 {
 	double best[SLOWEST];
 
-	for (size_t x = i; x < j; x++) {
-		const struct obs *o = &r->obs[x];
+	for (size_t x = i; x < j;) {
+		/* A trace's rows of the key are adjacent (cmp_obs) and, like the
+		 * statistics above, one value: their sum, ranked once. */
+		uint32_t trace = r->obs[x].trace;
+		double self = 0;
+		for (; x < j && r->obs[x].trace == trace; x++)
+			self += r->obs[x].self;
 		size_t at = w->nslow;
-		if (!r->side[o->trace])
+		if (!r->side[trace])
 			continue;
-		while (at > 0 && best[at - 1] < o->self)
+		while (at > 0 && best[at - 1] < self)
 			at--;
 		if (at >= SLOWEST)
 			continue;
@@ -427,8 +433,8 @@ static void pick_slowest(const struct run *r, size_t i, size_t j, struct row *w)
 			w->nslow++;
 		memmove(&w->slow[at + 1], &w->slow[at], (w->nslow - 1 - at) * sizeof w->slow[0]);
 		memmove(&best[at + 1], &best[at], (w->nslow - 1 - at) * sizeof best[0]);
-		w->slow[at] = o->trace;
-		best[at] = o->self;
+		w->slow[at] = trace;
+		best[at] = self;
 	}
 }
 
