@@ -36,17 +36,10 @@
 #include <fcntl.h>
 
 #include "capcheck.h"
+#include "rearview/sanitizer.h"
 #include "sandbox_wire.h"
 #include "summary.h"
 #include "rearview/policy.pb-c.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define RVD_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RVD_SANITIZED 1
-#endif
-#endif
 
 /* Address space of the worker: the largest capture mapped, the summary's
  * aggregates and the policy, with room (a limit a sender cannot raise). */
@@ -210,7 +203,7 @@ static void confine(int fd)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		die("no_new_privs", errno);
 	prctl(PR_SET_DUMPABLE, 0);
-#ifndef RVD_SANITIZED
+#if !RV_ASAN
 	/* AddressSanitizer reserves terabytes of shadow: no limit under it. */
 	if (setrlimit(RLIMIT_AS, &as) < 0)
 		die("RLIMIT_AS", errno);

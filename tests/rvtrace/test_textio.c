@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "capbuild.h"
+#include "rearview/sanitizer.h"
 #include "rearview/analysis.h"
 
 #ifndef RV_TESTDATA
@@ -268,7 +269,7 @@ static void test_textio_detect_and_reject_unknown(void **state)
 
 /* Peak-memory bounds are for the plain build; sanitizers' shadow memory
  * multiplies what the same allocations cost. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if RV_MEMORY_SANITIZED
 #define MEM_FACTOR 4
 #else
 #define MEM_FACTOR 1

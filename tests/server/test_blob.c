@@ -37,6 +37,7 @@
 #include <pwd.h>
 
 #include "blob/blob.h"
+#include "rearview/sanitizer.h"
 #include "base/util.h"
 #include "s3_harness.h"
 #include "pg_harness.h"
@@ -422,7 +423,7 @@ static void test_blob_get_of_48mib_holds_it_once(void **state)
 	long before, peak;
 	FILE *clear;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if RV_MEMORY_SANITIZED
 	/* The sanitizer's quarantine keeps freed chunks resident. */
 	free(big);
 	skip();

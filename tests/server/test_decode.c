@@ -25,6 +25,7 @@
 #include <zstd.h>
 
 #include "capbuild.h"
+#include "rearview/sanitizer.h"
 #include "pipeline/decode.h"
 #include "rearview/analysis.h"
 #include "rearview/upload.pb-c.h"
@@ -231,7 +232,7 @@ static void test_decode_shuffled_hostile_payloads_are_refused(void **state)
 
 /* Peak-memory bounds are for the plain build; sanitizers' shadow memory
  * and quarantine multiply what the same allocations cost. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if RV_MEMORY_SANITIZED
 #define MEM_FACTOR 4
 #else
 #define MEM_FACTOR 1

@@ -30,6 +30,7 @@
 #include <zstd.h>
 
 #include "capbuild.h"
+#include "rearview/sanitizer.h"
 #include "rearview/analysis.h"
 #include "blob/blob.h"
 #include "api/api.h"
@@ -44,7 +45,7 @@
  * which check the same streaming paths for memory errors and cannot judge
  * a peak anyway (below), a quarter of the calls is enough: the exports
  * still span hundreds of chunks, at a third of the CPU time. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if RV_MEMORY_SANITIZED
 #define SCALE_DOWN 4u
 #else
 #define SCALE_DOWN 1u
@@ -56,7 +57,7 @@
  * sanitizers, whose shadow memory and quarantine (freed memory kept for
  * 256 MiB) multiply what the same allocations cost and keep it, the peak's
  * growth over the RSS before the export is judged, 4 × as generously. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if RV_MEMORY_SANITIZED
 #define PEAK_OK(peak, before) ((peak) > 0 && (peak) - (before) < 4 * 200L * 1024)
 #else
 #define PEAK_OK(peak, before) ((void)(before), (peak) > 0 && (peak) < 200L * 1024)

@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "rearview/analysis.h"
+#include "rearview/sanitizer.h"
 
 #ifndef RVT_FIX_DIR
 #define RVT_FIX_DIR "build/tests/tracer"
@@ -47,14 +48,6 @@ static const char *fix_dir(void)
 }
 
 extern char **environ;
-
-#if defined(__SANITIZE_ADDRESS__)
-#define FRAMES_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FRAMES_ASAN 1
-#endif
-#endif
 
 /* Runs argv with `env` (NAME=VALUE, NULL-terminated) added to the
  * environment; returns its exit status, or -1 when it did not exit. */
@@ -302,7 +295,7 @@ static void test_frames_exec_from_main_thread_writes_capture_first(void **state)
 static void test_frames_tracer_allocations_not_in_trace(void **state)
 {
 	(void)state;
-#ifdef FRAMES_ASAN
+#if RV_ASAN
 	/* AddressSanitizer replaces malloc: a program defining its own mixes
 	 * the two allocators and crashes, with or without librvtrace. */
 	fprintf(stderr, "malloc_fix cannot run under AddressSanitizer\n");
