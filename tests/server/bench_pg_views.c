@@ -143,7 +143,8 @@ int main(void)
 	      " decode(lpad(to_hex(i), 8, '0'), 'hex'), 0 FROM generate_series(1, 500) i");
 	ex(c,
 	   "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id, app_version,"
-	   " model, anomaly_kind, severity, state) SELECT 't' || i, 'd' || (i % 500 + 1),"
+	   " model, anomaly_kind, severity, state) SELECT 't-' || lpad(to_hex(i), 32, '0'),"
+	   " 'd' || (i % 500 + 1),"
 	   " decode(lpad(to_hex(i), 8, '0'), 'hex'), extract(epoch FROM now())::bigint - i * 6,"
 	   " 'com.example.app' || (i % 20), '1.' || (i % 7) || '.0', 'model-' || (i % 50), 1,"
 	   " i % 5, 'decoded' FROM generate_series(1, 100000) i");
@@ -151,10 +152,11 @@ int main(void)
 	      " captured_at_ns, received_at, duration_ns, anomaly_signature, signature, issue,"
 	      " device_id, decoded_at) SELECT trace_id, app_id, app_version, model, anomaly_kind,"
 	      " severity, received_at * 1000000000, received_at,"
-	      " 1000000 + (substr(trace_id, 2)::bigint * 7919) % 100000000,"
-	      " lpad(to_hex(substr(trace_id, 2)::int % 500), 16, '0'),"
-	      " lpad(to_hex(substr(trace_id, 2)::int % 500), 16, '0'),"
-	      " lpad(to_hex(substr(trace_id, 2)::int % 500), 16, '0'), device_id, 0 FROM uploads"
+	      " 1000000 + (('x' || right(trace_id, 16))::bit(64)::bigint * 7919) % 100000000,"
+	      " lpad(to_hex(('x' || right(trace_id, 16))::bit(64)::bigint % 500), 16, '0'),"
+	      " lpad(to_hex(('x' || right(trace_id, 16))::bit(64)::bigint % 500), 16, '0'),"
+	      " lpad(to_hex(('x' || right(trace_id, 16))::bit(64)::bigint % 500), 16, '0'), "
+	      "device_id, 0 FROM uploads"
 	      " ORDER BY received_at");
 	/* trace_chains and trace_methods carry their trace's received_at:
 	 * their partition key. */
@@ -255,7 +257,7 @@ int main(void)
 	 * has). */
 	measure("/api/v1/traces?app=&version=", "/api/v1/traces",
 		"app=com.example.app3&version=1.3.0", 20);
-	measure("/api/v1/traces/{id}", "/api/v1/traces/t7", "", 20);
+	measure("/api/v1/traces/{id}", "/api/v1/traces/t-00000000000000000000000000000007", "", 20);
 	measure("/api/v1/methods/{name}", "/api/v1/methods/com.example.Class13.method131", "", 20);
 	measure("/api/v1/signatures", "/api/v1/signatures", "", 20);
 	measure("/api/v1/fleet", "/api/v1/fleet", "", 20);
