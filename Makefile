@@ -430,9 +430,9 @@ check-run-pg:
 # `make check`'s sanitizer tests keep freed memory in ASan's quarantine up to
 # 16 MiB per process instead of 256: a use after free is still caught while
 # the block is among the last 16 MiB freed, and a process that allocates a
-# lot no longer touches fresh pages for each allocation — the stage's page faults 8.4 M →
-# 6.0 M, its system CPU 23 → 17 s (2026-11-30, tests/check-stages.sh's
-# stage run alone, both ways).  `make check-full` keeps ASan's default.
+# lot no longer touches fresh pages for each allocation (the stage's page
+# faults 8.4 M → 6.0 M, its system CPU 23 → 17 s: 2026-11-30, the stage run
+# alone both ways).  `make check-full` keeps ASan's default.
 RV_SAN_ENV_check := ASAN_OPTIONS=quarantine_size_mb=16
 RV_SAN_ENV_full  :=
 check-run-san:
