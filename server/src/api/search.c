@@ -26,6 +26,7 @@
 #include "store/store.h"
 #include "base/issue.h"
 #include "base/params.h"
+#include "base/util.h"
 #include "http/reply.h"
 #include "http/route.h"
 
@@ -465,14 +466,6 @@ struct search {
 	int started, full, partial;
 };
 
-/* FNV-1a of p[0..n), continuing from h. */
-static uint64_t fnv1a(uint64_t h, const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 /* 1 when this page already has a hit of key h, else remembers it (the
  * table holds more slots than a page has hits). */
 static int taken(struct search *s, uint64_t h)
@@ -500,7 +493,7 @@ static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 
 	if (!tid || !text)
 		return 0;
-	key = fnv1a(0xcbf29ce484222325ull, tid, strlen(tid) + 1);
+	key = rvs_fnv1a(RVS_FNV_BASIS, tid, strlen(tid) + 1);
 	if (s->mode == MODE_CHAIN) {
 		for (const char *p = text; *p && nf < CHAIN_MAX_FRAMES;) {
 			size_t l = strcspn(p, ";");
@@ -512,7 +505,7 @@ static int take_row(struct search *s, const struct rvs_col *cols, size_t ncols)
 			return 0;
 		/* The trace's other chains through this path add nothing. */
 		assert(to >= 1 && to <= nf);
-		key = fnv1a(key, text, (size_t)(frames[to - 1] + lens[to - 1] - text));
+		key = rvs_fnv1a(key, text, (size_t)(frames[to - 1] + lens[to - 1] - text));
 	} else {
 		frames[0] = text;
 		lens[0] = strlen(text);

@@ -10,6 +10,7 @@
  * whole-known chain; any other chain keeps its own signature unchanged.
  */
 #include "base/issue.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,21 +31,17 @@ static int hex16(const char *s)
 	return i == 16;
 }
 
-/* FNV-1a of one normalized name n[0..len) and its ';' (analysis.c's fnv_name). */
+/* FNV-1a of one normalized name n and its ';', continuing from h
+ * (analysis.c's fnv_name). */
 static uint64_t fnv(uint64_t h, const char *n)
 {
-	for (const unsigned char *p = (const unsigned char *)n; *p; p++) {
-		h ^= *p;
-		h *= 0x100000001b3ull;
-	}
-	h ^= ';';
-	return h * 0x100000001b3ull;
+	return rvs_fnv1a(rvs_fnv1a(h, n, strlen(n)), ";", 1);
 }
 
 int rvs_issue_fold(const char *chain, const char *signature, char out[17])
 {
 	const size_t ul = sizeof UNKNOWN - 1;
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = RVS_FNV_BASIS;
 	const char *p = chain;
 	char *name, *norm;
 	size_t cap = 0;

@@ -33,4 +33,17 @@ int rvs_read_private_file(const char *path, void *buf, size_t cap, size_t *len);
  * fsync, rename, directory fsync. */
 int rvs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
+/* 64-bit FNV-1a of p[0..n), continuing from h (RVS_FNV_BASIS to begin): the
+ * server's one hash for hash tables, keys and name suffixes (not a defence
+ * against input chosen to collide).  Values are stable: issue ids and cut
+ * method names are made from them. */
+#define RVS_FNV_BASIS UINT64_C(0xcbf29ce484222325)
+static inline uint64_t rvs_fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * UINT64_C(0x100000001b3);
+	return h;
+}
+
 #endif

@@ -19,6 +19,7 @@
 #include "base/version.h"
 #include "store/store.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "model/webhook.h"
 
 #include <assert.h>
@@ -248,14 +249,6 @@ static void run_free(struct run *r)
 	free(r->side);
 }
 
-static size_t hash_str(const char *s)
-{
-	size_t h = 14695981039346656037u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211u;
-	return h;
-}
-
 /* Doubles k's hash index (from 1,024 slots), placing every key again. */
 static int keys_grow(struct keys *k)
 {
@@ -265,7 +258,8 @@ static int keys_grow(struct keys *k)
 	if (!slot)
 		return -ENOMEM;
 	for (size_t i = 0; i < k->n; i++) {
-		size_t h = hash_str(k->v[i].s) & (ns - 1);
+		size_t h =
+			(size_t)rvs_fnv1a(RVS_FNV_BASIS, k->v[i].s, strlen(k->v[i].s)) & (ns - 1);
 		while (slot[h])
 			h = (h + 1) & (ns - 1);
 		slot[h] = (uint32_t)(i + 1);
@@ -286,7 +280,8 @@ static long key_index(struct keys *k, const char *s, const char *chain, uint32_t
 
 	if (2 * (k->n + 1) > k->nslot && keys_grow(k))
 		return -ENOMEM;
-	for (h = hash_str(s) & (k->nslot - 1); k->slot[h]; h = (h + 1) & (k->nslot - 1)) {
+	for (h = (size_t)rvs_fnv1a(RVS_FNV_BASIS, s, strlen(s)) & (k->nslot - 1); k->slot[h];
+	     h = (h + 1) & (k->nslot - 1)) {
 		e = &k->v[k->slot[h] - 1];
 		if (strcmp(e->s, s))
 			continue;

@@ -11,6 +11,7 @@
  */
 #include "pipeline/index_cap.h"
 #include "model/agg.h"
+#include "base/util.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -50,16 +51,6 @@ size_t rvs_index_chain_budget(size_t budget)
 	return budget / 4;
 }
 
-static uint64_t fnv1a(const char *s, uint64_t salt)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ salt;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 /* The names' total with each cut at len bytes. */
 static size_t names_total(const rva_trace *t, const rva_mstat *st, size_t len)
 {
@@ -95,7 +86,7 @@ int rvs_index_cap_names(rva_trace *t, const rva_mstat *st, size_t budget, struct
 		 * a name already of this form): salt the hash. */
 		for (uint64_t salt = 0; rc == -EINVAL && salt < 16; salt++) {
 			snprintf(buf, sizeof buf, "%.*s\xe2\x80\xa6#%016" PRIx64, (int)keep, name,
-				 fnv1a(name, salt));
+				 rvs_fnv1a(RVS_FNV_BASIS ^ salt, name, strlen(name)));
 			assert(strlen(buf) <= len);
 			rc = rva_method_rename(t, m, buf);
 		}
