@@ -917,6 +917,51 @@ static void test_search_glob_semantics(void **state)
 	assert_int_equal(p.n, 3); /* stars merged */
 }
 
+/* The store's prefilter: the longest run of adjacent names, each followed
+ * by ';' as a stored chain holds it, so a caller and its callee together
+ * (the caller alone may be in every chain). */
+static void test_search_needle_is_longest_adjacent_run(void **state)
+{
+	static const char *const cases[][2] = {
+		{"com.example.Loop.run > com.example.X7", "com.example.Loop.run;com.example.X7;"},
+		{"main > * > com.example.X499", "com.example.X499;"},
+		{"a > b > * > longname", "longname;"},
+		{"a > bb > * > abc", "a;bb;"},
+		{"* > x > * ", "x;"},
+		{"one", "one;"},
+	};
+	static const char chain[] = "root;a;bb;q;abc;";
+	struct rvs_chain_pat p;
+	char needle[RVS_PAT_NEEDLE_MAX];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(rvs_chain_pattern_parse(cases[i][0], &p), 0);
+		assert_int_equal(rvs_chain_pattern_needle(&p, needle, sizeof needle),
+				 strlen(cases[i][1]));
+		assert_string_equal(needle, cases[i][1]);
+	}
+	/* A chain the pattern matches holds its needle. */
+	assert_int_equal(rvs_chain_pattern_parse("a > bb > * > abc", &p), 0);
+	rvs_chain_pattern_needle(&p, needle, sizeof needle);
+	assert_non_null(strstr(chain, needle));
+	/* Sixteen names of the longest length fit. */
+	{
+		char text[RVS_PAT_MAX * (RVS_PAT_NAME_MAX + 3)], *w = text;
+		for (int k = 0; k < RVS_PAT_MAX; k++) {
+			if (k) {
+				memcpy(w, " > ", 3);
+				w += 3;
+			}
+			memset(w, 'a' + k, RVS_PAT_NAME_MAX);
+			w += RVS_PAT_NAME_MAX;
+		}
+		*w = '\0';
+		assert_int_equal(rvs_chain_pattern_parse(text, &p), 0);
+		assert_int_equal(rvs_chain_pattern_needle(&p, needle, sizeof needle),
+				 RVS_PAT_MAX * (RVS_PAT_NAME_MAX + 1));
+	}
+}
+
 static void test_search_hostile_pattern_is_linear(void **state)
 {
 	/* Every star and name of the pattern over 2,000 identical frames and a
@@ -999,6 +1044,7 @@ int main(void)
 	const struct CMUnitTest pure[] = {
 		cmocka_unit_test(test_issue_fold_unknown_caller_prefix_gives_known_chain_signature),
 		cmocka_unit_test(test_search_glob_semantics),
+		cmocka_unit_test(test_search_needle_is_longest_adjacent_run),
 		cmocka_unit_test(test_search_hostile_pattern_is_linear),
 	};
 	/* sqlite's own: its migration's backfill, and the decoder's rows read

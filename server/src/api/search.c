@@ -449,7 +449,7 @@ enum search_mode { MODE_CHAIN, MODE_METHOD, MODE_SUBSTRING };
 struct search {
 	enum search_mode mode;
 	struct rvs_chain_pat pat;
-	char needle[RVS_PAT_NAME_MAX + 2]; /* the store's prefilter */
+	char needle[RVS_PAT_NEEDLE_MAX]; /* the store's prefilter */
 	int64_t limit, n;
 	json_t *hits;
 	/* The hits of this page, as hashes of their trace id and (chains)
@@ -541,7 +541,6 @@ static const char *parse_search(const char *query, struct search *s)
 	int has_chain = rvs_query_param(query, "chain", a, sizeof a);
 	int has_caller = rvs_query_param(query, "caller", b, sizeof b);
 	int has_callee, has_sub;
-	size_t best = 0;
 
 	if (has_chain < 0 || has_caller < 0)
 		return "bad chain or caller";
@@ -578,12 +577,13 @@ static const char *parse_search(const char *query, struct search *s)
 	}
 	if (rvs_query_param(query, "contains", b, sizeof b) != 0)
 		return "contains= goes alone";
-	for (size_t i = 0; i < s->pat.n; i++)
-		if (s->pat.el[i] && s->pat.len[i] > best) {
-			best = s->pat.len[i];
-			snprintf(s->needle, sizeof s->needle, "%s%s", s->pat.el[i],
-				 s->mode == MODE_CHAIN ? ";" : "");
-		}
+	/* The prefilter: a chain's longest run of adjacent names (so a caller
+	 * and its callee together, not the caller alone, which may be in
+	 * every chain); an exact method's own name. */
+	if (s->mode == MODE_CHAIN)
+		rvs_chain_pattern_needle(&s->pat, s->needle, sizeof s->needle);
+	else
+		snprintf(s->needle, sizeof s->needle, "%s", s->pat.el[0]);
 	return NULL;
 }
 

@@ -97,3 +97,33 @@ int rvs_chain_match(const struct rvs_chain_pat *p, const char *const *frames, co
 	*to = pos;
 	return 1;
 }
+
+size_t rvs_chain_pattern_needle(const struct rvs_chain_pat *p, char *buf, size_t cap)
+{
+	size_t best = 0, best_len = 0, out = 0;
+
+	assert(cap >= RVS_PAT_NEEDLE_MAX);
+	for (size_t i = 0; i < p->n;) {
+		size_t j = i, len = 0;
+		if (!p->el[i]) {
+			i++;
+			continue;
+		}
+		for (; j < p->n && p->el[j]; j++)
+			len += p->len[j] + 1;
+		if (len > best_len) {
+			best = i;
+			best_len = len;
+		}
+		i = j;
+	}
+	assert(best_len > 0);
+	for (size_t i = best; i < p->n && p->el[i]; i++) {
+		memcpy(buf + out, p->el[i], p->len[i]);
+		out += p->len[i];
+		buf[out++] = ';';
+	}
+	assert(out == best_len && out < cap);
+	buf[out] = '\0';
+	return out;
+}

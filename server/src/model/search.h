@@ -34,4 +34,13 @@ int rvs_chain_pattern_parse(const char *text, struct rvs_chain_pat *p);
 int rvs_chain_match(const struct rvs_chain_pat *p, const char *const *frames, const size_t *lens,
 		    size_t n, size_t *from, size_t *to);
 
+/* The longest text every stored chain p matches must hold (a chain is its
+ * names root first, each followed by ';'): p's run of adjacent names with
+ * the most bytes, each followed by ';' ("a > b > * > c" gives "a;b;").  A
+ * store's prefilter (strpos, instr) before rvs_chain_match.  Written to
+ * buf (cap bytes, at least RVS_PAT_NEEDLE_MAX), NUL-terminated; returns
+ * its length.  p has a name (rvs_chain_pattern_parse's promise). */
+#define RVS_PAT_NEEDLE_MAX (RVS_PAT_MAX * (RVS_PAT_NAME_MAX + 1) + 1)
+size_t rvs_chain_pattern_needle(const struct rvs_chain_pat *p, char *buf, size_t cap);
+
 #endif

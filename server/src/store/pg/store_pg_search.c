@@ -340,25 +340,35 @@ int rvs_pg_issues_read(const struct rvs_pg_pool *pool, const struct rvs_issue_fi
 #define HIT_COLS                                                                                   \
 	"t.trace_id, t.app_id, t.app_version, t.model, t.anomaly_kind, t.severity, t.received_at," \
 	" t.issue"
-#define HIT_FILTERS \
-	" AND ($4::text IS NULL OR t.app_id = $4) AND ($5::text IS NULL OR t.app_version = $5)"
+/* Row R's trace (same id and week: its partition's key) with the filters,
+ * one index lookup per row that passed the needle: a LATERAL the planner
+ * cannot flatten (LIMIT 1), because a join lets it misjudge the needle
+ * (strpos is opaque to it) and hash every trace of the fleet for a chunk's
+ * few hits (BENCHMARKS-web.md: 24.5 → 3.5 ms a chunk). */
+#define HIT_TRACE(R)                                                                            \
+	" CROSS JOIN LATERAL (SELECT * FROM traces t WHERE t.trace_id = " R ".trace_id"         \
+	" AND t.received_at = " R ".received_at"                                                \
+	" AND ($4::text IS NULL OR t.app_id = $4) AND ($5::text IS NULL OR t.app_version = $5)" \
+	" LIMIT 1) t"
 
 /* By RVS_SCAN_*, as store_sqlite_search.c's: $1 hi, $2 lo, $3 the needle,
- * $6 the exact method's row limit. */
+ * $4 app, $5 version, $6 the exact method's row limit. */
 static const char *const SCAN_SQL[] = {
 	[RVS_SCAN_CHAINS] = "SELECT " HIT_COLS ", c.seq, c.kind AS source, c.rank, c.chain"
-			    " FROM trace_chains c JOIN traces t ON t.trace_id = c.trace_id"
-			    " WHERE c.seq < $1 AND c.seq >= $2 AND strpos(c.chain, $3) > 0"
-			    " " HIT_FILTERS " ORDER BY c.seq DESC",
-	[RVS_SCAN_METHODS] = "SELECT " HIT_COLS ", m.seq, 'method' AS source, NULL::int AS rank,"
-			     " m.method, m.calls, m.self_ns FROM trace_methods m JOIN traces t"
-			     " ON t.trace_id = m.trace_id WHERE m.seq < $1 AND m.seq >= $2"
-			     " AND strpos(m.method, $3) > 0" HIT_FILTERS " ORDER BY m.seq DESC",
-	[RVS_SCAN_METHOD_EXACT] = "SELECT " HIT_COLS ", m.seq, 'method' AS source,"
-				  " NULL::int AS rank, m.method, m.calls, m.self_ns"
-				  " FROM trace_methods m JOIN traces t ON t.trace_id = m.trace_id"
-				  " WHERE m.method = $3 AND m.seq < $1 AND m.seq >= $2" HIT_FILTERS
-				  " ORDER BY m.seq DESC LIMIT $6",
+			    " FROM trace_chains c" HIT_TRACE(
+				    "c") " WHERE c.seq < $1 AND c.seq >= $2"
+					 " AND strpos(c.chain, $3) > 0 ORDER BY c.seq DESC",
+	[RVS_SCAN_METHODS] =
+		"SELECT " HIT_COLS ", m.seq, 'method' AS source, NULL::int AS rank,"
+		" m.method, m.calls, m.self_ns FROM trace_methods m" HIT_TRACE(
+			"m") " WHERE m.seq < $1 AND m.seq >= $2 AND strpos(m.method, $3) > 0"
+			     " ORDER BY m.seq DESC",
+	[RVS_SCAN_METHOD_EXACT] =
+		"SELECT " HIT_COLS ", m.seq, 'method' AS source,"
+		" NULL::int AS rank, m.method, m.calls, m.self_ns"
+		" FROM trace_methods m" HIT_TRACE(
+			"m") " WHERE m.method = $3"
+			     " AND m.seq < $1 AND m.seq >= $2 ORDER BY m.seq DESC LIMIT $6",
 };
 
 int rvs_pg_search_scan(const struct rvs_pg_pool *pool, const struct rvs_search_scan *sq,
