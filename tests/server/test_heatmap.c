@@ -450,6 +450,41 @@ static void test_heatmap_fleet_wide_counts_every_app_with_an_aggregate(void **st
 	check_fleet(f, noagg);
 }
 
+/* Every node of doc (the diff for query q) has the members of the per-trace
+ * read's (weighted=1 reads every trace's rows whatever the filter). */
+static void same_as_per_trace(struct fx *f, const char *q, json_t *doc)
+{
+	static const char *const keys[] = {
+		"a_traces", "a_calls", "a_self_ns_per_trace", "a_incl_ns_per_trace",
+		"b_traces", "b_calls", "b_self_ns_per_trace", "b_incl_ns_per_trace"};
+	char wq[800];
+	int status;
+	json_t *w, *n, *m;
+	size_t i, j;
+
+	snprintf(wq, sizeof wq, "%s&weighted=1", q);
+	w = api(f, "/api/v1/aggregate/diff", wq, &status);
+	assert_int_equal(status, 200);
+	assert_int_equal(iget(doc, "nodes_total"), iget(w, "nodes_total"));
+	json_array_foreach(json_object_get(doc, "nodes"), i, n)
+	{
+		json_t *hit = NULL;
+		json_array_foreach(json_object_get(w, "nodes"), j, m)
+		{
+			if (iget(m, "node") == iget(n, "node"))
+				hit = m;
+		}
+		assert_non_null(hit);
+		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+			if (iget(n, keys[k]) != iget(hit, keys[k]))
+				fail_msg("%s: node %lld %s: %lld, per trace %lld", q,
+					 (long long)iget(n, "node"), keys[k],
+					 (long long)iget(n, keys[k]),
+					 (long long)iget(hit, keys[k]));
+	}
+	json_decref(w);
+}
+
 /* The diff of the cell [since, until) x [dmin, dmax) against the rest of
  * the range [from, to) (extra appended to the query): each side holds
  * exactly the recount's traces, and (without extra) every node's counts,
@@ -492,37 +527,9 @@ static void check_cell_rest(struct fx *f, int64_t from, int64_t to, int64_t sinc
 				 (long long)since, (long long)until, (long long)from, (long long)to,
 				 k, (long long)r->at, seen_a[k], a, seen_b[k], b);
 	}
-	/* The same members node by node as the per-trace read's (weighted=1
-	 * reads every trace's rows whatever the filter). */
-	if (!extra[0]) {
-		static const char *const keys[] = {
-			"a_traces", "a_calls", "a_self_ns_per_trace", "a_incl_ns_per_trace",
-			"b_traces", "b_calls", "b_self_ns_per_trace", "b_incl_ns_per_trace"};
-		char wq[800];
-		json_t *w, *n, *m;
-		size_t i, j;
-		snprintf(wq, sizeof wq, "%s&weighted=1", q);
-		w = api(f, "/api/v1/aggregate/diff", wq, &status);
-		assert_int_equal(status, 200);
-		assert_int_equal(iget(doc, "nodes_total"), iget(w, "nodes_total"));
-		json_array_foreach(json_object_get(doc, "nodes"), i, n)
-		{
-			json_t *hit = NULL;
-			json_array_foreach(json_object_get(w, "nodes"), j, m)
-			{
-				if (iget(m, "node") == iget(n, "node"))
-					hit = m;
-			}
-			assert_non_null(hit);
-			for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-				if (iget(n, keys[k]) != iget(hit, keys[k]))
-					fail_msg("node %lld %s: %lld, per trace %lld",
-						 (long long)iget(n, "node"), keys[k],
-						 (long long)iget(n, keys[k]),
-						 (long long)iget(hit, keys[k]));
-		}
-		json_decref(w);
-	}
+	/* The same members node by node as the per-trace read's. */
+	if (!extra[0])
+		same_as_per_trace(f, q, doc);
 	*rest_out = rest;
 	json_decref(doc);
 }
@@ -588,6 +595,60 @@ static void test_heatmap_cell_diff_rest_with_partial_first_and_last_days(void **
 					 weighted ? rest : rest + 1000);
 			json_decref(doc);
 		}
+	}
+}
+
+/* A diff split in time (a.until = b.since), at ends inside a day: sides
+ * with a range and no other filter are read from the per-day rollup
+ * corrected per trace at the ends, as the rest of a cell is.  Each side
+ * holds exactly the recount's traces, node by node the per-trace read's;
+ * and the rollup is read (a count planted there shows, unweighted). */
+static void test_heatmap_time_split_diff_reads_the_day_rollup(void **state)
+{
+	struct fx *f = *state;
+	static const int64_t at[] = {T0 + 1, T0 + 43201, T0 + 86400 + 5, T0 + 2 * 86400 + 50000};
+	char q[256], sql[256];
+	int status;
+	json_t *doc;
+
+	fleet(f);
+	for (size_t x = 0; x < sizeof at / sizeof at[0]; x++) {
+		int64_t a = 0, b = 0;
+		for (int k = 0; k < f->n; k++) {
+			if (strcmp(f->t[k].app, APP))
+				continue;
+			a += f->t[k].at < at[x];
+			b += f->t[k].at >= at[x];
+		}
+		assert_true(a > 0 && b > 0);
+		snprintf(q, sizeof q, "app=%s&a.until=%lld&b.since=%lld", APP, (long long)at[x],
+			 (long long)at[x]);
+		doc = api(f, "/api/v1/aggregate/diff", q, &status);
+		assert_int_equal(status, 200);
+		assert_int_equal(iget(json_object_get(doc, "a"), "traces"), a);
+		assert_int_equal(iget(json_object_get(doc, "b"), "traces"), b);
+		same_as_per_trace(f, q, doc);
+		json_decref(doc);
+	}
+	/* A bounded range on both sides, and the planted count. */
+	snprintf(q, sizeof q, "app=%s&a.since=%lld&a.until=%lld&b.since=%lld&b.until=%lld", APP,
+		 (long long)(T0 - 1), (long long)(T0 + 86400 + 5), (long long)(T0 + 1),
+		 (long long)(T0 + 2 * 86400 + 6));
+	doc = api(f, "/api/v1/aggregate/diff", q, &status);
+	assert_int_equal(status, 200);
+	same_as_per_trace(f, q, doc);
+	{
+		int64_t b = iget(json_object_get(doc, "b"), "traces");
+		json_decref(doc);
+		snprintf(sql, sizeof sql,
+			 "UPDATE agg_day_sums SET traces = traces + 1000 WHERE day = %lld AND node"
+			 " IN (SELECT node FROM agg_nodes WHERE parent = 0 AND app_id = '%s')",
+			 (long long)(T0 / 86400 + 1), APP);
+		assert_int_equal(rvt_db_exec(f->db, sql), 0);
+		doc = api(f, "/api/v1/aggregate/diff", q, &status);
+		assert_int_equal(status, 200);
+		assert_int_equal(iget(json_object_get(doc, "b"), "traces"), b + 1000);
+		json_decref(doc);
 	}
 }
 
@@ -722,6 +783,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_heatmap_cell_diff_rest_with_partial_first_and_last_days, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_heatmap_time_split_diff_reads_the_day_rollup,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_heatmap_heaviest_captures_equal_recount, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_heatmap_bad_parameters_are_400, setup,

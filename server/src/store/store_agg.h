@@ -28,62 +28,81 @@ struct rvs_pg_pool;
 
 /* ---- the rest of a range around a heatmap cell ---- */
 
-/* A side that is "every trace of a range but one cell" (the B side of a
- * cell's diff against the rest of its range) is summed, on both backends,
- * from the per-day rollup agg_day_sums over days [day0, day1) (day =
- * received_at / 86400), corrected per trace at the range's ends: minus
- * every trace of those days outside the range, minus the cell's traces
- * inside both, plus the range's traces outside the cell beyond those days.
- * The same integer sums as the per-trace read, from a node's few day rows
- * and the cell's and the edges' traces instead of every row of the range.
- * An end inside a day takes that day from the rollup when the range covers
- * most of it (subtracting the part outside), else reads the part inside per
- * trace: at most half a day of traces at each end.  1 when side f
- * qualifies, with *day0 < *day1 set; else 0.
+/* A side that is "every trace of a time range", or of a range but one
+ * cell (the B side of a cell's diff against the rest of its range), is
+ * summed, on both backends, from the per-day rollup agg_day_sums over days
+ * [day0, day1) (day = received_at / 86400), corrected per trace at the
+ * range's ends: minus every trace of those days outside the range, minus
+ * the cell's traces inside both, plus the range's traces outside the cell
+ * beyond those days.  The same integer sums as the per-trace read, from a
+ * node's few day rows and the cell's and the edges' traces instead of
+ * every row of the range.  An end inside a day takes that day from the
+ * rollup when the range covers most of it (subtracting the part outside),
+ * else reads the part inside per trace: at most half a day of traces at
+ * each end.
  *
  * It qualifies only when the per-trace read's result does not depend on
  * what the rollup lacks: no weights (each trace's upload's), no
  * trace-level filter other than the excepted cell (campaign, method,
  * chain, issue, duration), no version, model or kind (agg_day_sums sums
- * over them; agg_sums' buckets could serve those, not done), a range
- * [since, until) given with since >= 0 that the chosen days overlap.
- * The caller also falls back to the per-trace read when the rest holds
- * more than f->max_traces traces: that read sums only the newest ones. */
-static inline int rvs_agg_rest_days(const struct rvs_agg_filter *f, int64_t *day0, int64_t *day1)
+ * over them; agg_sums' buckets could serve those, not done), a range with
+ * an end inside a day (whole days are bucketed sides: agg_sums answers
+ * them).  A range without a start starts at 0; one without an end ends at
+ * RVS_AGG_OPEN_UNTIL (no trace is received that late).  No cell: an empty
+ * one.  The caller also falls back to the per-trace read when the range
+ * holds more than f->max_traces traces: that read sums only the newest. */
+#define RVS_AGG_OPEN_UNTIL ((INT64_MAX / 86400 - 2) * 86400)
+struct rvs_agg_rest_range {
+	int64_t day0, day1;	    /* the rollup's days */
+	int64_t since, until;	    /* the range, both ends set */
+	int64_t ex_since, ex_until; /* the cell's arrival range (empty: none) */
+	int64_t ex_dur_min, ex_dur_max;
+};
+/* 1 when side f qualifies, with *r set (r->day0 < r->day1); else 0. */
+static inline int rvs_agg_rest_days(const struct rvs_agg_filter *f, struct rvs_agg_rest_range *r)
 {
 	int64_t lo, hi;
 
-	if (f->bucketed || !f->has_except || !f->unweighted || f->version || f->model ||
-	    f->has_kind || f->campaign || f->method || f->signature || f->chain || f->issue ||
-	    f->has_dur_min || f->has_dur_max || !f->has_since || !f->has_until || f->since < 0 ||
-	    f->until > INT64_MAX - 86400)
+	if (f->bucketed || !f->unweighted || f->version || f->model || f->has_kind || f->campaign ||
+	    f->method || f->signature || f->chain || f->issue || f->has_dur_min || f->has_dur_max ||
+	    (!f->has_since && !f->has_until) || (f->has_since && f->since < 0) ||
+	    (f->has_until && f->until > RVS_AGG_OPEN_UNTIL))
 		return 0;
-	lo = f->since % 86400;
-	hi = f->until % 86400;
-	*day0 = f->since / 86400 + (lo > 43200);
-	*day1 = f->until / 86400 + (hi >= 43200);
-	return *day0 < *day1;
+	r->since = f->has_since ? f->since : 0;
+	r->until = f->has_until ? f->until : RVS_AGG_OPEN_UNTIL;
+	if (r->since >= r->until)
+		return 0;
+	r->ex_since = f->has_except ? f->except_since : 0;
+	r->ex_until = f->has_except ? f->except_until : 0;
+	r->ex_dur_min = f->has_except ? f->except_dur_min : 0;
+	r->ex_dur_max = f->has_except ? f->except_dur_max : 0;
+	lo = r->since % 86400;
+	hi = r->until % 86400;
+	r->day0 = r->since / 86400 + (lo > 43200);
+	r->day1 = r->until / 86400 + (hi >= 43200);
+	return r->day0 < r->day1;
 }
 
 /* Side a is the cell that side b's rest excepts, exactly and inside the
- * range b reads per day ([day0, day1) of rvs_agg_rest_days): the same app
+ * range b reads per day (rb, rvs_agg_rest_days's of b): the same app
  * (given), no other filter, a's [since, until) b's except range inside b's
  * range and days, a's durations [dur_min >= 0, dur_max or none) b's except
  * durations (a NULL duration in neither).  Then b's read may subtract a's
  * rows as read (rvs_agg_tee) instead of reading them again, when a holds
  * fewer than a->max_traces traces (else a's read sampled them). */
 static inline int rvs_agg_rest_is_cell(const struct rvs_agg_filter *a,
-				       const struct rvs_agg_filter *b, int64_t day0, int64_t day1)
+				       const struct rvs_agg_filter *b,
+				       const struct rvs_agg_rest_range *rb)
 {
-	int64_t lo = day0 * 86400 > b->since ? day0 * 86400 : b->since;
-	int64_t hi = day1 * 86400 < b->until ? day1 * 86400 : b->until;
+	int64_t lo = rb->day0 * 86400 > rb->since ? rb->day0 * 86400 : rb->since;
+	int64_t hi = rb->day1 * 86400 < rb->until ? rb->day1 * 86400 : rb->until;
 
-	return a->app && b->app && !strcmp(a->app, b->app) && !a->bucketed && a->unweighted &&
-	       !a->version && !a->model && !a->has_kind && !a->campaign && !a->method &&
-	       !a->signature && !a->chain && !a->issue && !a->has_except && a->has_since &&
-	       a->has_until && a->since == b->except_since && a->until == b->except_until &&
-	       a->since >= lo && a->until <= hi && a->has_dur_min && a->dur_min >= 0 &&
-	       a->dur_min == b->except_dur_min &&
+	return b->has_except && a->app && b->app && !strcmp(a->app, b->app) && !a->bucketed &&
+	       a->unweighted && !a->version && !a->model && !a->has_kind && !a->campaign &&
+	       !a->method && !a->signature && !a->chain && !a->issue && !a->has_except &&
+	       a->has_since && a->has_until && a->since == b->except_since &&
+	       a->until == b->except_until && a->since >= lo && a->until <= hi && a->has_dur_min &&
+	       a->dur_min >= 0 && a->dur_min == b->except_dur_min &&
 	       (a->has_dur_max ? a->dur_max : INT64_MAX) == b->except_dur_max;
 }
 

@@ -482,13 +482,13 @@ static void set_params(struct rvs_pg_params *a, const struct rvs_agg_filter *f)
 	rvs_pg_i64(a, f->except_dur_max);
 }
 
-/* Side s, the rest of f's range around its cell (the rollup's days
- * [day0, day1)), to cb->row, one summed row a node; cell and *over as
+/* Side s, f's range (without its cell, if any) from the rollup's days and
+ * per-trace edges (rr, rvs_agg_rest_days's), to cb->row, one summed row a node; cell and *over as
  * store_sqlite_agg.c's collect_rest takes and sets them.  0, cb's stop
  * value, -ENOMEM or a statement's -errno. */
-static int collect_rest(PGconn *pg, const struct rvs_agg_filter *f, int64_t day0, int64_t day1,
-			size_t s, const struct rvs_agg_cb *cb, void *arg,
-			const struct rvs_agg_acc *cell, int *over)
+static int collect_rest(PGconn *pg, const struct rvs_agg_filter *f,
+			const struct rvs_agg_rest_range *rr, size_t s, const struct rvs_agg_cb *cb,
+			void *arg, const struct rvs_agg_acc *cell, int *over)
 {
 	struct rvs_pg_params a = {0};
 	struct rvs_agg_acc v = {0};
@@ -499,14 +499,14 @@ static int collect_rest(PGconn *pg, const struct rvs_agg_filter *f, int64_t day0
 
 	*over = 0;
 	rvs_pg_text(&a, f->app);
-	rvs_pg_i64(&a, day0);
-	rvs_pg_i64(&a, day1);
-	rvs_pg_i64(&a, f->since);
-	rvs_pg_i64(&a, f->until);
-	rvs_pg_i64(&a, f->except_since);
-	rvs_pg_i64(&a, f->except_until);
-	rvs_pg_i64(&a, f->except_dur_min);
-	rvs_pg_i64(&a, f->except_dur_max);
+	rvs_pg_i64(&a, rr->day0);
+	rvs_pg_i64(&a, rr->day1);
+	rvs_pg_i64(&a, rr->since);
+	rvs_pg_i64(&a, rr->until);
+	rvs_pg_i64(&a, rr->ex_since);
+	rvs_pg_i64(&a, rr->ex_until);
+	rvs_pg_i64(&a, rr->ex_dur_min);
+	rvs_pg_i64(&a, rr->ex_dur_max);
 	if ((rc = q(pg,
 		    cell     ? REST_SQL_APP_NO_CELL
 		    : f->app ? REST_SQL_APP
@@ -552,13 +552,13 @@ static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 {
 	struct rvs_pg_params a = {0};
 	PGresult *r;
-	int64_t day0, day1;
+	struct rvs_agg_rest_range rr;
 	int rc, stop = 0, over = 0;
 	int rollup = f->bucketed && !f->version && !f->model && !f->has_kind && !f->has_since &&
 		     !f->has_until;
 
-	if (rvs_agg_rest_days(f, &day0, &day1) &&
-	    ((stop = collect_rest(pg, f, day0, day1, s, cb, arg, cell, &over)) || !over))
+	if (rvs_agg_rest_days(f, &rr) &&
+	    ((stop = collect_rest(pg, f, &rr, s, cb, arg, cell, &over)) || !over))
 		return stop;
 	if (f->bucketed) {
 		rvs_pg_text(&a, f->app);
@@ -631,7 +631,7 @@ int rvs_pg_agg_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter 
 		    const struct rvs_agg_cb *cb, void *arg)
 {
 	struct rvs_agg_tee tee = {.cb = cb, .arg = arg};
-	int64_t day0, day1;
+	struct rvs_agg_rest_range rr;
 	void *h;
 	PGconn *pg = pool->get(pool->s, &h);
 	int rc;
@@ -644,8 +644,8 @@ int rvs_pg_agg_read(const struct rvs_pg_pool *pool, const struct rvs_agg_filter 
 	/* The diff of a cell against the rest of its range: the cell's rows,
 	 * read for side 0, are summed on the way and subtracted from the
 	 * rest's instead of read again. */
-	if (!rc && nsides == 2 && rvs_agg_rest_days(&f[1], &day0, &day1) &&
-	    rvs_agg_rest_is_cell(&f[0], &f[1], day0, day1)) {
+	if (!rc && nsides == 2 && rvs_agg_rest_days(&f[1], &rr) &&
+	    rvs_agg_rest_is_cell(&f[0], &f[1], &rr)) {
 		struct rvs_agg_cb tee_cb = *cb;
 		tee_cb.row = rvs_agg_acc_tee;
 		rc = collect(pg, &f[0], 0, &tee_cb, &tee, NULL);

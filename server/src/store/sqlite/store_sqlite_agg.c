@@ -258,18 +258,17 @@ static void bind_set(sqlite3_stmt *st, const struct rvs_agg_filter *f)
 	sqlite3_bind_int64(st, 20, f->except_dur_max);
 }
 
-/* Side s, the rest of f's range around its cell (the rollup's days
- * [day0, day1)), to cb->row as one summed row a node (weight 1, unknown, as
- * a bucket row: the side is unweighted).  cell: the cell's rows as side 0
- * read them (rvs_agg_rest_is_cell), subtracted here instead of read again;
- * NULL: read.  *over is 1, and nothing given, when the per-trace read must
- * answer instead: the rest holds more than f->max_traces traces (that read
- * sums only the newest), the cell as many (its read sampled them), or a
- * node's net count is below 0 (which a consistent rollup never gives).
- * 0, cb's stop value, -ENOMEM or -EIO. */
-static int collect_rest(sqlite3 *db, const struct rvs_agg_filter *f, int64_t day0, int64_t day1,
-			size_t s, const struct rvs_agg_cb *cb, void *arg,
-			const struct rvs_agg_acc *cell, int *over)
+/* Side s, f's range (without its cell, if any) from the rollup's days and
+ * per-trace edges (rr, rvs_agg_rest_days's), to cb->row as one summed row
+ * a node (weight 1, unknown, as a bucket row: the side is unweighted).  cell: the cell's rows as
+ * side 0 read them (rvs_agg_rest_is_cell), subtracted here instead of read again; NULL: read. *over
+ * is 1, and nothing given, when the per-trace read must answer instead: the rest holds more than
+ * f->max_traces traces (that read sums only the newest), the cell as many (its read sampled them),
+ * or a node's net count is below 0 (which a consistent rollup never gives). 0, cb's stop value,
+ * -ENOMEM or -EIO. */
+static int collect_rest(sqlite3 *db, const struct rvs_agg_filter *f,
+			const struct rvs_agg_rest_range *rr, size_t s, const struct rvs_agg_cb *cb,
+			void *arg, const struct rvs_agg_acc *cell, int *over)
 {
 	struct rvs_agg_acc v = {0};
 	int64_t traces = 0;
@@ -285,14 +284,14 @@ static int collect_rest(sqlite3 *db, const struct rvs_agg_filter *f, int64_t day
 			       -1, &st, NULL))
 		return -EIO;
 	rvs_sqlite_bind_opt_text(st, 1, f->app);
-	sqlite3_bind_int64(st, 2, day0);
-	sqlite3_bind_int64(st, 3, day1);
-	sqlite3_bind_int64(st, 4, f->since);
-	sqlite3_bind_int64(st, 5, f->until);
-	sqlite3_bind_int64(st, 6, f->except_since);
-	sqlite3_bind_int64(st, 7, f->except_until);
-	sqlite3_bind_int64(st, 8, f->except_dur_min);
-	sqlite3_bind_int64(st, 9, f->except_dur_max);
+	sqlite3_bind_int64(st, 2, rr->day0);
+	sqlite3_bind_int64(st, 3, rr->day1);
+	sqlite3_bind_int64(st, 4, rr->since);
+	sqlite3_bind_int64(st, 5, rr->until);
+	sqlite3_bind_int64(st, 6, rr->ex_since);
+	sqlite3_bind_int64(st, 7, rr->ex_until);
+	sqlite3_bind_int64(st, 8, rr->ex_dur_min);
+	sqlite3_bind_int64(st, 9, rr->ex_dur_max);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct rvs_agg_sum r = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
 					sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
@@ -341,11 +340,11 @@ static int collect(sqlite3 *db, const struct rvs_agg_filter *f, size_t s,
 		   const struct rvs_agg_cb *cb, void *arg, const struct rvs_agg_acc *cell)
 {
 	sqlite3_stmt *st;
-	int64_t day0, day1;
+	struct rvs_agg_rest_range rr;
 	int rc, stop = 0, over = 0;
 
-	if (rvs_agg_rest_days(f, &day0, &day1) &&
-	    ((stop = collect_rest(db, f, day0, day1, s, cb, arg, cell, &over)) || !over))
+	if (rvs_agg_rest_days(f, &rr) &&
+	    ((stop = collect_rest(db, f, &rr, s, cb, arg, cell, &over)) || !over))
 		return stop;
 	if (sqlite3_prepare_v2(db, f->bucketed ? BUCKET_SQL : TRACE_SQL, -1, &st, NULL))
 		return -EIO;
@@ -402,7 +401,7 @@ int rvs_sqlite_agg_read(const char *dsn, const struct rvs_agg_filter *f, size_t 
 			const struct rvs_agg_cb *cb, void *arg)
 {
 	struct rvs_agg_tee tee = {.cb = cb, .arg = arg};
-	int64_t day0, day1;
+	struct rvs_agg_rest_range rr;
 	sqlite3 *db;
 	int rc = 0;
 
@@ -415,8 +414,8 @@ int rvs_sqlite_agg_read(const char *dsn, const struct rvs_agg_filter *f, size_t 
 	/* The diff of a cell against the rest of its range: the cell's rows,
 	 * read for side 0, are summed on the way and subtracted from the
 	 * rest's instead of read again. */
-	if (nsides == 2 && rvs_agg_rest_days(&f[1], &day0, &day1) &&
-	    rvs_agg_rest_is_cell(&f[0], &f[1], day0, day1)) {
+	if (nsides == 2 && rvs_agg_rest_days(&f[1], &rr) &&
+	    rvs_agg_rest_is_cell(&f[0], &f[1], &rr)) {
 		struct rvs_agg_cb tee_cb = *cb;
 		tee_cb.row = rvs_agg_acc_tee;
 		if (!rc)
