@@ -1547,10 +1547,14 @@ static int fleet_groups(struct rvs_store *s, int group,
 			int (*cb)(void *arg, const char *key, int64_t n, int64_t bytes), void *arg)
 {
 	static const char *const sql[] = {
-		[RVS_FLEET_WEEKS] = "SELECT to_char(date_trunc('week', to_timestamp(received_at)"
-				    " AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS week, count(*),"
-				    " COALESCE(sum(blob_bytes), 0) FROM uploads GROUP BY week"
-				    " ORDER BY week DESC LIMIT 26",
+		/* Grouped by the week's first second (a Monday, UTC: 345,600 s
+		 * is 1970-01-05), integer arithmetic on each upload; the date
+		 * text is made for the 26 rows shown only. */
+		[RVS_FLEET_WEEKS] =
+			"SELECT to_char(to_timestamp(w) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), n, b"
+			" FROM (SELECT received_at - ((received_at - 345600) % 604800 + 604800)"
+			" % 604800 AS w, count(*) AS n, COALESCE(sum(blob_bytes), 0) AS b"
+			" FROM uploads GROUP BY 1) x ORDER BY w DESC LIMIT 26",
 		[RVS_FLEET_QUARANTINE] =
 			"SELECT reason, count(*), 0 FROM quarantine GROUP BY reason"
 			" ORDER BY 2 DESC LIMIT 50",
