@@ -204,16 +204,6 @@ struct samples {
 	int64_t n_estimated, n_unknown;
 };
 
-/* A weight as trend.c's rvs_trend_add_weighted takes it: one that is no
- * positive number counts as 1, unknown. */
-static double usable_weight(double w, int *wflag)
-{
-	if (w > 0 && isfinite(w) && *wflag >= RVS_TREND_W_EXACT && *wflag <= RVS_TREND_W_UNKNOWN)
-		return w;
-	*wflag = RVS_TREND_W_UNKNOWN;
-	return 1.0;
-}
-
 static int take_row(void *arg, const struct rvs_trend_row *r)
 {
 	struct samples *s = arg;
@@ -231,7 +221,7 @@ static int take_row(void *arg, const struct rvs_trend_row *r)
 	}
 	s->v[s->n].day = r->day;
 	s->v[s->n].ns = s->incl ? r->incl_ns : r->self_ns;
-	s->v[s->n].w = usable_weight(r->weight, &wflag);
+	s->v[s->n].w = rvs_trend_weight(r->weight, &wflag);
 	s->n_estimated += wflag == RVS_TREND_W_ESTIMATED;
 	s->n_unknown += wflag == RVS_TREND_W_UNKNOWN;
 	s->n++;

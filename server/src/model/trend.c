@@ -77,16 +77,19 @@ int rvs_trend_add_weighted(struct rvs_trend *t, int64_t day, const char *version
 		return -ENOMEM;
 	x->v[0] = self_ns < 0 ? 0 : self_ns;
 	x->v[1] = incl_ns < 0 ? 0 : incl_ns;
-	if (weight > 0 && isfinite(weight) && wflag >= RVS_TREND_W_EXACT &&
-	    wflag <= RVS_TREND_W_UNKNOWN) {
-		x->w = weight;
-		x->wflag = wflag;
-	} else {
-		x->w = 1.0;
-		x->wflag = RVS_TREND_W_UNKNOWN;
-	}
+	x->w = rvs_trend_weight(weight, &wflag);
+	x->wflag = wflag;
 	t->n++;
 	return 0;
+}
+
+double rvs_trend_weight(double weight, int *wflag)
+{
+	if (weight > 0 && isfinite(weight) && *wflag >= RVS_TREND_W_EXACT &&
+	    *wflag <= RVS_TREND_W_UNKNOWN)
+		return weight;
+	*wflag = RVS_TREND_W_UNKNOWN;
+	return 1.0;
 }
 
 static int cmp_i64(const void *a, const void *b)

@@ -116,6 +116,11 @@ int rvs_trend_add(struct rvs_trend *t, int64_t day, const char *version, int64_t
 int rvs_trend_add_weighted(struct rvs_trend *t, int64_t day, const char *version, int64_t self_ns,
 			   int64_t incl_ns, double weight, int wflag);
 
+/* A weight as the trend counts it: weight itself when it is > 0 and
+ * finite and *wflag is an RVS_TREND_W_*; else 1, and *wflag becomes
+ * RVS_TREND_W_UNKNOWN.  Pure. */
+double rvs_trend_weight(double weight, int *wflag);
+
 /* Computes the buckets and the four onsets (self and inclusive,
  * unweighted and weighted) from the traces added (none: no buckets,
  * nothing tested).  Once.  0 or -ENOMEM (t then holds no
