@@ -31,6 +31,20 @@
  *  - "jank rate of syn up 50 % week over week" fires on day 24: 110 late
  *    of 49,000 in days 18–24 against 70 of 49,000 in days 11–17, +57.14 %
  *    (day 23: +42.86 %).
+ * Weighted rules (each capture counting with its selection weight, 1/p
+ * of the campaign that took it): app "w" on days 20–22, each day two
+ * captures of method "paint" taken by a campaign sampling 10 % (weight
+ * 10, exact; 8.000 and 8.001 ms) and eight by one taking every capture
+ * (weight 1; 1.000…1.007 ms) — ten captures, 28 by weight, a day.  So a
+ * day's unweighted p50 is the 5th of ten, 1.004 ms, and its weighted p50
+ * the first value whose cumulative weight reaches 14 of 28: 8.000 ms;
+ *  - "p50 self of paint above 4 ms" fires on day 21 weighted (the default)
+ *    and never unweighted; "below 4 ms" the other way round;
+ *  - "captures of w above 20 a day" fires weighted (28) and not
+ *    unweighted (10);
+ *  - a rule stored before rules had `weighted` is evaluated unweighted;
+ *  - the syn fleet's uploads carry no selection: its weights are unknown,
+ *    and a weighted alert on it says it is not exact.
  * Nothing waits on time: the passes take `now` as an argument.
  */
 #include <errno.h>
@@ -175,7 +189,7 @@ static int64_t add_rule(const char *db, const char *json)
 	int64_t id = 0;
 
 	assert_non_null(o);
-	if (rvs_alert_spec_parse(o, &s, err, sizeof err))
+	if (rvs_alert_spec_parse(o, RVS_ALERT_NEW, &s, err, sizeof err))
 		fail_msg("%s: %s", json, err);
 	json_decref(o);
 	spec = rvs_alert_spec_json(&s);
@@ -249,7 +263,7 @@ static void test_alerts_spec_refuses_what_is_not_a_rule(void **state)
 		o = json_loads(bad[i], JSON_DECODE_ANY, NULL);
 		assert_non_null(o);
 		err[0] = '\0';
-		if (rvs_alert_spec_parse(o, &s, err, sizeof err) != -EINVAL)
+		if (rvs_alert_spec_parse(o, RVS_ALERT_NEW, &s, err, sizeof err) != -EINVAL)
 			fail_msg("accepted: %s", bad[i]);
 		assert_true(err[0] != '\0');
 		json_decref(o);
@@ -258,9 +272,39 @@ static void test_alerts_spec_refuses_what_is_not_a_rule(void **state)
 	o = json_loads("{\"name\":\"n\",\"metric\":\"captures\",\"app\":\"a\",\"condition\":\"up\","
 		       "\"threshold\":50}",
 		       0, NULL);
-	assert_int_equal(rvs_alert_spec_parse(o, &s, err, sizeof err), 0);
+	assert_int_equal(rvs_alert_spec_parse(o, RVS_ALERT_NEW, &s, err, sizeof err), 0);
 	assert_int_equal(s.days, 7);
 	assert_int_equal(s.metric, RVS_ALERT_CAPTURES);
+	/* A new rule is weighted unless it says not; a stored one without
+	 * the field predates it and reads as unweighted. */
+	assert_int_equal(s.weighted, 1);
+	assert_int_equal(rvs_alert_spec_parse(o, RVS_ALERT_STORED, &s, err, sizeof err), 0);
+	assert_int_equal(s.weighted, 0);
+	json_decref(o);
+	o = json_loads("{\"name\":\"n\",\"metric\":\"self_p50\",\"method\":\"m\","
+		       "\"condition\":\"above\",\"threshold\":1,\"weighted\":false}",
+		       0, NULL);
+	assert_int_equal(rvs_alert_spec_parse(o, RVS_ALERT_NEW, &s, err, sizeof err), 0);
+	assert_int_equal(s.weighted, 0);
+	json_decref(o);
+	o = json_loads("{\"name\":\"n\",\"metric\":\"self_p50\",\"method\":\"m\","
+		       "\"condition\":\"above\",\"threshold\":1,\"weighted\":1}",
+		       0, NULL);
+	assert_int_equal(rvs_alert_spec_parse(o, RVS_ALERT_NEW, &s, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "weighted"));
+	json_decref(o);
+	/* jank_rate counts frames, not sampled captures: never weighted. */
+	o = json_loads("{\"name\":\"n\",\"metric\":\"jank_rate\",\"app\":\"a\","
+		       "\"condition\":\"up\",\"threshold\":50}",
+		       0, NULL);
+	assert_int_equal(rvs_alert_spec_parse(o, RVS_ALERT_NEW, &s, err, sizeof err), 0);
+	assert_int_equal(s.weighted, 0);
+	json_decref(o);
+	o = json_loads("{\"name\":\"n\",\"metric\":\"jank_rate\",\"app\":\"a\","
+		       "\"condition\":\"up\",\"threshold\":50,\"weighted\":true}",
+		       0, NULL);
+	assert_int_equal(rvs_alert_spec_parse(o, RVS_ALERT_NEW, &s, err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "weighted"));
 	json_decref(o);
 }
 
@@ -342,6 +386,14 @@ static void test_alerts_planted_shift_fires_on_its_day_once_and_resolves_once(vo
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "rule"), "id")),
 			 slow);
 	assert_true(fabs(json_real_value(json_object_get(b, "value")) - 6.009) < 1e-9);
+	/* Weighted by default; the syn uploads carry no selection, so every
+	 * weight is unknown (1): the same value, said to be inexact. */
+	assert_true(json_is_true(json_object_get(b, "weighted")));
+	assert_true(json_is_true(json_object_get(json_object_get(b, "rule"), "weighted")));
+	assert_true(fabs(json_real_value(json_object_get(b, "value_unweighted")) - 6.009) < 1e-9);
+	assert_true(json_is_false(json_object_get(b, "exact")));
+	assert_non_null(
+		strstr(json_string_value(json_object_get(b, "note")), "without a selection"));
 	assert_true(json_number_value(json_object_get(b, "threshold")) == 4);
 	assert_string_equal(json_string_value(json_object_get(b, "unit")), "ms");
 	assert_string_equal(json_string_value(json_object_get(b, "day")), "2023-09-17");
@@ -418,13 +470,13 @@ static void test_alerts_jank_rate_fires_on_its_day_once(void **state)
 	o = json_loads("{\"name\":\"n\",\"metric\":\"jank_rate\",\"condition\":\"up\","
 		       "\"threshold\":50}",
 		       0, NULL);
-	assert_int_equal(rvs_alert_spec_parse(o, &spec, err, sizeof err), -EINVAL);
+	assert_int_equal(rvs_alert_spec_parse(o, RVS_ALERT_NEW, &spec, err, sizeof err), -EINVAL);
 	assert_non_null(strstr(err, "app required"));
 	json_decref(o);
 	o = json_loads("{\"name\":\"n\",\"metric\":\"jank_rate\",\"app\":\"syn\","
 		       "\"method\":\"render\",\"condition\":\"up\",\"threshold\":50}",
 		       0, NULL);
-	assert_int_equal(rvs_alert_spec_parse(o, &spec, err, sizeof err), -EINVAL);
+	assert_int_equal(rvs_alert_spec_parse(o, RVS_ALERT_NEW, &spec, err, sizeof err), -EINVAL);
 	json_decref(o);
 
 	rvt_receiver_write_secret(f->dir, SECRET);
@@ -483,6 +535,195 @@ static void test_alerts_jank_rate_fires_on_its_day_once(void **state)
 	json_decref(b);
 	pthread_mutex_unlock(&rv.mu);
 	rvt_receiver_stop(&rv);
+}
+
+/* App "w"'s captures (the header's weighted fixture) on days 20..22, and
+ * on day 22 one more whose weight is a first-N quota's estimate. */
+static char *weighted_sql(int pg)
+{
+	size_t len = 0, room = 1 << 16;
+	char *sql = malloc(room);
+
+	assert_non_null(sql);
+#define ADD(...) \
+	(len += (size_t)snprintf(sql + len, room - len, __VA_ARGS__), assert_true(len < room))
+	ADD(pg ? "SET session_replication_role = replica; BEGIN;"
+	       : "PRAGMA foreign_keys=OFF; BEGIN;");
+	for (int i = 20; i <= 22; i++)
+		for (int j = 0; j < (i == 22 ? 11 : 10); j++) {
+			long long day = BASE_DAY + i;
+			long long received = day * 86400 + 7200 + j;
+			/* j 0, 1: the 10 % campaign; 2..9 every capture; 10 a quota's. */
+			int tenth = j < 2, quota = j == 10;
+			long long ns = tenth ? 8000000LL + j * 1000 : 1000000LL + (j - 2) * 1000;
+			ADD("INSERT INTO uploads (trace_id, device_id, upload_id, received_at, "
+			    "app_id,"
+			    " model, campaign_id, state, sel_kind, sel_p, weight, weight_exact)"
+			    " VALUES ('w-%02d-%02d', 'd-w', 'u-%02d-%02d', %lld, 'w', 'm', '%s',"
+			    " 'decoded', %d, %s, %s, %d);",
+			    i, j, i, j, received, tenth ? "tenth" : "all", quota ? 2 : 1,
+			    tenth ? "0.1" : "1",
+			    tenth   ? "10"
+			    : quota ? "3"
+				    : "1",
+			    !quota);
+			ADD("INSERT INTO traces (trace_id, app_id, app_version, model, "
+			    "captured_at_ns,"
+			    " received_at, duration_ns, decoded_at) VALUES ('w-%02d-%02d', 'w', "
+			    "'1.0',"
+			    " 'm', %lld, %lld, 10000000, 0);",
+			    i, j, (day * 86400 + 3600 + j) * 1000000000LL, received);
+			ADD("INSERT INTO trace_methods (trace_id, method, calls, self_ns, "
+			    "incl_ns%s)"
+			    " VALUES ('w-%02d-%02d', 'paint', 1, %lld, %lld",
+			    pg ? ", received_at" : "", i, j, ns, ns);
+			if (pg)
+				ADD(", %lld", received);
+			ADD(");");
+		}
+	ADD("COMMIT;");
+#undef ADD
+	return sql;
+}
+
+/* Stores spec text as it is (a rule stored before a field existed). */
+static int64_t add_raw_rule(const char *db, const char *name, const char *spec)
+{
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	struct rvs_regress_db *d;
+	int64_t id = 0;
+
+	assert_int_equal(rvs_store_regress_open(db, &ops, &st, &d), 0);
+	assert_int_equal(
+		ops->alert_rule_add(d,
+				    &(struct rvs_alert_rule_row){.name = name,
+								 .spec = spec,
+								 .created_by = "test",
+								 .created_at = noon(FIRST)},
+				    RVS_ALERT_RULES_MAX, &id),
+		0);
+	rvs_store_regress_close(ops, st, d);
+	return id;
+}
+
+/* The body of rule id's last delivery (the caller frees it). */
+static json_t *last_body(const char *db, int64_t id)
+{
+	char sql[160], *text;
+	json_t *b;
+
+	snprintf(sql, sizeof sql,
+		 "SELECT w.body FROM alert_rules r JOIN webhook_deliveries w ON"
+		 " w.id = r.last_delivery_id WHERE r.id = %lld",
+		 (long long)id);
+	text = rvt_db_text(db, sql, NULL);
+	assert_non_null(text);
+	b = json_loads(text, 0, NULL);
+	assert_non_null(b);
+	free(text);
+	return b;
+}
+
+/* Weighted and unweighted rules on the same captures decide apart, as
+ * the header works out; the alert carries both values. */
+static void test_alerts_weighted_rules_decide_on_weighted_figures(void **state)
+{
+	struct fx *f = *state;
+	const char *urls[1] = {"http://127.0.0.1:9/none"};
+	struct rvs_alert_pass_stats ps;
+	struct rvs_alert_spec spec;
+	struct rvs_alert_eval e;
+	struct rvs_regress_db *d;
+	const struct rvs_store_ops *ops;
+	struct rvs_store *st;
+	int64_t above_w, above_u, below_w, below_u, cap_w, cap_u, legacy;
+	char *sql = weighted_sql(rvt_store_is_pg()), err[200];
+	json_t *b, *o;
+
+	assert_int_equal(rvt_db_exec(f->db, sql), 0);
+	free(sql);
+	above_w =
+		add_rule(f->db, "{\"name\":\"paint slow\",\"metric\":\"self_p50\",\"method\":"
+				"\"paint\",\"app\":\"w\",\"condition\":\"above\",\"threshold\":4}");
+	above_u = add_rule(f->db, "{\"name\":\"paint slow, as sampled\",\"metric\":\"self_p50\","
+				  "\"method\":\"paint\",\"app\":\"w\",\"condition\":\"above\","
+				  "\"threshold\":4,\"weighted\":false}");
+	below_w =
+		add_rule(f->db, "{\"name\":\"paint fast\",\"metric\":\"self_p50\",\"method\":"
+				"\"paint\",\"app\":\"w\",\"condition\":\"below\",\"threshold\":4}");
+	below_u = add_rule(f->db, "{\"name\":\"paint fast, as sampled\",\"metric\":\"self_p50\","
+				  "\"method\":\"paint\",\"app\":\"w\",\"condition\":\"below\","
+				  "\"threshold\":4,\"weighted\":false}");
+	cap_w = add_rule(f->db, "{\"name\":\"w busy\",\"metric\":\"captures\",\"app\":\"w\","
+				"\"condition\":\"above\",\"threshold\":20}");
+	cap_u = add_rule(f->db,
+			 "{\"name\":\"w busy, as sampled\",\"metric\":\"captures\",\"app\":"
+			 "\"w\",\"condition\":\"above\",\"threshold\":20,\"weighted\":false}");
+	legacy = add_raw_rule(f->db, "paint slow, old",
+			      "{\"condition\":\"above\",\"days\":2,\"method\":\"paint\",\"app\":"
+			      "\"w\",\"metric\":\"self_p50\",\"name\":\"paint slow, old\","
+			      "\"threshold\":4}");
+
+	assert_int_equal(rvs_alerts_pass(f->db, noon(21), "https://rv.example", urls, 1, &ps), 0);
+	assert_int_equal(ps.rules, 7);
+	assert_int_equal(ps.errors, 0);
+	assert_int_equal(ps.decided, 7);
+	assert_true(is_firing(f->db, above_w));
+	assert_false(is_firing(f->db, above_u));
+	assert_false(is_firing(f->db, below_w));
+	assert_true(is_firing(f->db, below_u));
+	assert_true(is_firing(f->db, cap_w));
+	assert_false(is_firing(f->db, cap_u));
+	assert_false(is_firing(f->db, legacy));
+
+	/* The weighted alert: 8.000 ms, the unweighted 1.004 ms beside it,
+	 * exact (every weight a campaign's sampling). */
+	b = last_body(f->db, above_w);
+	assert_true(json_is_true(json_object_get(b, "weighted")));
+	assert_true(fabs(json_real_value(json_object_get(b, "value")) - 8.0) < 1e-9);
+	assert_true(fabs(json_real_value(json_object_get(b, "value_unweighted")) - 1.004) < 1e-9);
+	assert_true(json_is_true(json_object_get(b, "exact")));
+	assert_true(json_is_null(json_object_get(b, "note")));
+	json_decref(b);
+	b = last_body(f->db, below_u);
+	assert_true(json_is_false(json_object_get(b, "weighted")));
+	assert_true(fabs(json_real_value(json_object_get(b, "value")) - 1.004) < 1e-9);
+	assert_true(fabs(json_real_value(json_object_get(b, "value_unweighted")) - 1.004) < 1e-9);
+	json_decref(b);
+	/* Captures weighted: 2 × 10 + 8 × 1 = 28 a day, 10 as sampled. */
+	b = last_body(f->db, cap_w);
+	assert_true(fabs(json_real_value(json_object_get(b, "value")) - 28) < 1e-9);
+	assert_true(json_real_value(json_object_get(b, "value_unweighted")) == 10);
+	assert_true(json_is_true(json_object_get(b, "exact")));
+	json_decref(b);
+
+	/* The listing says the old rule is unweighted. */
+	assert_int_equal(rvs_alert_rules_json(f->db, &o), 0);
+	for (size_t i = 0; i < json_array_size(o); i++) {
+		json_t *r = json_array_get(o, i);
+		int64_t id = json_integer_value(json_object_get(r, "id"));
+		assert_true(json_is_boolean(json_object_get(r, "weighted")));
+		assert_int_equal(json_is_true(json_object_get(r, "weighted")),
+				 id == above_w || id == below_w || id == cap_w);
+	}
+	json_decref(o);
+
+	/* Day 22 adds a capture whose weight (3) is a quota's estimate: the
+	 * weighted figures say so. */
+	o = json_loads("{\"name\":\"n\",\"metric\":\"captures\",\"app\":\"w\",\"condition\":"
+		       "\"above\",\"threshold\":20,\"days\":1}",
+		       0, NULL);
+	assert_int_equal(rvs_alert_spec_parse(o, RVS_ALERT_NEW, &spec, err, sizeof err), 0);
+	json_decref(o);
+	assert_int_equal(rvs_store_regress_open(f->db, &ops, &st, &d), 0);
+	assert_int_equal(rvs_alert_evaluate(ops, st, d, &spec, noon(22), &e), 0);
+	assert_true(e.firing);
+	assert_true(fabs(e.value - 31) < 1e-9);
+	assert_true(e.value_unweighted == 11);
+	assert_int_equal(e.n_estimated, 1);
+	assert_int_equal(e.n_unknown, 0);
+	rvs_store_regress_close(ops, st, d);
 }
 
 /* Two passes at once on the day a rule moves: one move, one delivery. */
@@ -557,6 +798,8 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(test_alerts_jank_rate_fires_on_its_day_once, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_alerts_weighted_rules_decide_on_weighted_figures, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alerts_concurrent_passes_queue_one_alert,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alerts_rules_capped_and_deleted, setup,

@@ -4,9 +4,14 @@
  * nearest-rank percentiles of each bucket checked by hand, version
  * buckets in first-seen order, a planted 3× step found at its bucket with
  * its shift, a flat series and a series of ties finding none, and the
- * permutation p-value the same on every run.
+ * permutation p-value the same on every run; the weighted onset equal to
+ * the unweighted one when every weight is 1, and found where only the
+ * weights show the shift: two campaigns, one sampling a slow model at 10 %
+ * and one taking every capture of a fast one, the slow model tripling
+ * from a planted day.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -280,6 +285,106 @@ static void test_trend_weighted_percentiles(void **state)
 	rvs_trend_release(&t);
 }
 
+/* With every weight 1 the weighted test is the unweighted one: the same
+ * split, z (to rounding), p (the same permutations) and medians. */
+static void test_trend_weighted_onset_with_unit_weights_is_the_unweighted(void **state)
+{
+	struct rvs_trend t;
+
+	(void)state;
+	for (int weak = 0; weak < 2; weak++) {
+		rvs_trend_init(&t, RVS_TREND_DAY);
+		if (weak) /* × 1.1 from trace 30: p strictly between the bounds */
+			for (uint64_t i = 0; i < 60; i++) {
+				int64_t s = 1000 + noise(i, 1000);
+				assert_int_equal(rvs_trend_add(&t, (int64_t)i / 10, "1",
+							       i >= 30 ? s * 11 / 10 : s, s),
+						 0);
+			}
+		else
+			fill(&t, 8, 12, 5);
+		assert_int_equal(rvs_trend_compute(&t), 0);
+		for (int m = 0; m < 2; m++) {
+			const struct rvs_trend_onset *u = m ? &t.incl : &t.self,
+						     *w = m ? &t.w_incl : &t.w_self;
+			assert_true(u->tested && w->tested);
+			assert_int_equal(w->bucket, u->bucket);
+			assert_true(fabs(w->z - u->z) <= 1e-9 * fabs(u->z));
+			assert_true(w->p == u->p);
+			assert_int_equal(w->found, u->found);
+			assert_int_equal(w->median_before, u->median_before);
+			assert_int_equal(w->median_after, u->median_after);
+		}
+		if (weak)
+			assert_true(t.self.p > 1.0 / (1 + RVS_TREND_PERMUTATIONS));
+		rvs_trend_release(&t);
+	}
+}
+
+/* Ten days; each day FAST captures of a fast model, every one taken
+ * (weight 1), and SLOW of a slow model sampled at 10 % (weight 10), both
+ * in [1, 2) ms; from day STEP on the slow model takes three times as
+ * long.  The slow model is half the fleet but a eleventh of the sample:
+ * its step moves the fleet's distribution a lot and the sample's little.
+ * drop: every weight 1 (as a server that dropped them). */
+#define DAYS_W 10
+#define FAST   40
+#define SLOW   4
+#define STEP   6
+
+static void fill_campaigns(struct rvs_trend *t, int drop)
+{
+	uint64_t i = 0;
+
+	for (int d = 0; d < DAYS_W; d++)
+		for (int k = 0; k < FAST + SLOW; k++, i++) {
+			int slow = k >= FAST;
+			int64_t s = 1000000 + noise(i + 7777, 1000000);
+			if (slow && d >= STEP)
+				s *= 3;
+			assert_int_equal(rvs_trend_add_weighted(t, 30000 + d, "1.0", s, s + 200000,
+								drop || !slow ? 1 : 10,
+								RVS_TREND_W_EXACT),
+					 0);
+		}
+}
+
+static void test_trend_weighted_onset_found_at_a_step_only_weights_show(void **state)
+{
+	struct rvs_trend t;
+
+	(void)state;
+	rvs_trend_init(&t, RVS_TREND_DAY);
+	fill_campaigns(&t, 0);
+	assert_int_equal(rvs_trend_compute(&t), 0);
+	print_message("trend: unweighted bucket %zu z %.3f p %.4f; weighted bucket %zu z %.3f "
+		      "p %.4f\n",
+		      t.self.bucket, t.self.z, t.self.p, t.w_self.bucket, t.w_self.z, t.w_self.p);
+	/* The sample: 16 of 176 traces after the step moved; not significant. */
+	assert_true(t.self.tested);
+	assert_false(t.self.found);
+	/* The fleet: half of it moved, from the planted day. */
+	assert_true(t.w_self.found);
+	assert_int_equal(t.w_self.bucket, STEP);
+	assert_int_equal(t.w_self.before, STEP * (FAST + SLOW));
+	assert_true(t.w_self.z > 0);
+	assert_true(t.w_self.p == 1.0 / (1 + RVS_TREND_PERMUTATIONS));
+	assert_true(t.w_incl.found);
+	assert_int_equal(t.w_incl.bucket, STEP);
+	/* Weighted medians: the fleet's after is the slow model's low end
+	 * (the fast half is below 2 ms, the slow from 3 ms). */
+	assert_true(t.w_self.median_before >= 1000000 && t.w_self.median_before < 2000000);
+	assert_true(t.w_self.median_after >= 1900000 && t.w_self.median_after < 3300000);
+	rvs_trend_release(&t);
+
+	/* Without the weights the step is not found: the weights found it. */
+	rvs_trend_init(&t, RVS_TREND_DAY);
+	fill_campaigns(&t, 1);
+	assert_int_equal(rvs_trend_compute(&t), 0);
+	assert_false(t.w_self.found);
+	rvs_trend_release(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +396,8 @@ int main(void)
 		cmocka_unit_test(test_trend_ties_and_one_bucket_run_no_test),
 		cmocka_unit_test(test_trend_p_value_same_on_every_run),
 		cmocka_unit_test(test_trend_weighted_percentiles),
+		cmocka_unit_test(test_trend_weighted_onset_with_unit_weights_is_the_unweighted),
+		cmocka_unit_test(test_trend_weighted_onset_found_at_a_step_only_weights_show),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -484,7 +484,10 @@ static int64_t pct_of(json_t *o, const char *measure, const char *p)
  * weighted percentile must equal the population's, computed here by
  * nearest rank; the unweighted percentile of the 20 uploads must not (a
  * server that dropped the weights fails).  Day 0 is version 1.0, day 1
- * version 2.0, with slow bases 20 and 40 ms.
+ * version 2.0, with slow bases 20 and 40 ms.  The slow model's step is
+ * 10 of the 20 uploads of day 1 but 100 of its 110 anomalies: the weighted
+ * onset finds it at day 1 (p = 1/1000: no shuffle of the 40 puts as much
+ * weight as far apart), the unweighted one does not (z 1.35, p ≈ 0.2).
  */
 static void test_weights_trend_percentiles_and_issue_counts(void **state)
 {
@@ -533,6 +536,30 @@ static void test_weights_trend_percentiles_and_issue_counts(void **state)
 		assert_int_equal(json_array_size(buckets), 2);
 		assert_true(
 			json_is_true(json_object_get(json_object_get(doc, "weighted"), "exact")));
+		{
+			json_t *ow = json_object_get(doc, "onset_weighted"),
+			       *bw = json_object_get(doc, "best_split_weighted"),
+			       *on = json_object_get(json_object_get(doc, "onset"), "self");
+			json_t *sw = json_object_get(ow, "self");
+			fprintf(stderr,
+				"weights: trend by %s: best split z %.3f p %.4f, weighted %.3f "
+				"%.4f\n",
+				by ? "version" : "day",
+				num(json_object_get(json_object_get(doc, "best_split"), "self"),
+				    "z"),
+				num(json_object_get(json_object_get(doc, "best_split"), "self"),
+				    "p"),
+				num(json_object_get(bw, "self"), "z"),
+				num(json_object_get(bw, "self"), "p"));
+			assert_true(json_is_null(on));
+			assert_true(json_is_object(sw));
+			assert_int_equal(json_integer_value(json_object_get(sw, "bucket")), 1);
+			assert_true(num(sw, "z") > 0);
+			assert_true(num(sw, "p") == 1.0 / 1000);
+			assert_int_equal(json_integer_value(json_object_get(sw, "before")), 20);
+			assert_true(json_is_true(json_object_get(ow, "exact")));
+			assert_true(json_is_null(json_object_get(ow, "note")));
+		}
 		for (int d = 0; d < 2; d++) {
 			b = json_array_get(buckets, (size_t)d);
 			w = json_object_get(b, "weighted");
@@ -611,6 +638,10 @@ static void test_weights_trend_percentiles_and_issue_counts(void **state)
 	assert_false(json_is_true(json_object_get(w, "exact")));
 	assert_int_equal(json_integer_value(json_object_get(w, "traces_weight_estimated")), 1);
 	assert_true(fabs(num(w, "count") - 4) < 1e-6);
+	/* The weighted onset stands on that estimate too: not exact. */
+	w = json_object_get(doc, "onset_weighted");
+	assert_false(json_is_true(json_object_get(w, "exact")));
+	assert_non_null(strstr(json_string_value(json_object_get(w, "note")), "estimated"));
 	json_decref(doc);
 	doc = api("/api/v1/issues?app=" TREND_APP);
 	issue = json_array_get(json_object_get(doc, "issues"), 0);

@@ -97,7 +97,7 @@ void rvs_alert_rules_api_create(struct rvs_call *c)
 	int64_t id = 0;
 	int rc;
 
-	if (!body || rvs_alert_spec_parse(body, &s, err, sizeof err)) {
+	if (!body || rvs_alert_spec_parse(body, RVS_ALERT_NEW, &s, err, sizeof err)) {
 		json_decref(body);
 		return rvs_query_set_error(c->q, 400, err);
 	}

@@ -6,7 +6,7 @@
  * version by the model (model/trend.h), with each bucket's nearest-rank
  * p50/p95, beside them the p50/p95 weighted by each capture's selection
  * weight (saying where a censoring quota makes them estimates), and the
- * onset of a shift.
+ * onset of a shift, unweighted and weighted.
  *
  * Invariants: every request value is checked here and bound by the store;
  * at most RVS_TREND_MAX_TRACES traces are read (the newest; "cut" says
@@ -101,6 +101,21 @@ static json_t *split_json(const struct rvs_trend *t, const struct rvs_trend_onse
 			 (json_int_t)o->before, "after", (json_int_t)o->after, "found", o->found);
 }
 
+/* The weighted onsets (null: not significant) and how exact the weights
+ * under them are. */
+static json_t *onset_weighted_json(const struct rvs_trend *t, size_t est, size_t unk)
+{
+	const char *note = weight_note(est, unk);
+
+	return json_pack("{s:o,s:o,s:s,s:b,s:o}", "self",
+			 t->w_self.found ? split_json(t, &t->w_self) : json_null(), "incl",
+			 t->w_incl.found ? split_json(t, &t->w_incl) : json_null(), "statistic",
+			 "weighted Mann-Whitney z (each trace counting with its weight, on the "
+			 "sides' effective sizes), largest |z| over every split; p by the same "
+			 "permutations",
+			 "exact", !note, "note", note ? json_string(note) : json_null());
+}
+
 static json_t *opt_str(const char *s)
 {
 	return s ? rvs_json_str(s) : json_null();
@@ -136,10 +151,18 @@ static json_t *trend_json(const struct rvs_trend *t, const struct rvs_trend_filt
 		"alpha", RVS_TREND_ALPHA, "permutations", RVS_TREND_PERMUTATIONS, "p",
 		"permutation test of the largest |z|, fixed seed", "weighted", "percentiles",
 		"the smallest value whose cumulative weight (1/p per capture) reaches p/100 of the"
-		" bucket's total; the onset test is unweighted",
+		" bucket's total; onset_weighted: the same test with each trace counting with its"
+		" weight",
 		"exact", !weight_note(est, unk), "traces_weight_estimated", (json_int_t)est,
 		"traces_weight_unknown", (json_int_t)unk, "note",
 		weight_note(est, unk) ? json_string(weight_note(est, unk)) : json_null());
+	if (doc && (json_object_set_new(doc, "onset_weighted", onset_weighted_json(t, est, unk)) ||
+		    json_object_set_new(doc, "best_split_weighted",
+					json_pack("{s:o,s:o}", "self", split_json(t, &t->w_self),
+						  "incl", split_json(t, &t->w_incl))))) {
+		json_decref(doc);
+		return NULL;
+	}
 	return doc;
 }
 

@@ -5,7 +5,9 @@
  *
  * Invariants: an evaluation reads at most RVS_ALERT_MAX_ROWS traces (the
  * store's trend_read cap) and one count row per day of its span, so its
- * cost is bounded whatever the fleet; the state moves only on a decision
+ * cost is bounded whatever the fleet; it computes every figure both
+ * weighted and unweighted from the same rows, and the rule's `weighted`
+ * only picks which of the two decides; the state moves only on a decision
  * (alerts.h) and only through the store's alert_rule_update, which
  * queues the deliveries in the transaction that moves the rule and only
  * when the rule was still in the state this pass read — a second pass, or
@@ -60,10 +62,11 @@ static int text_field(json_t *o, const char *key, char *out, int required, char 
 	return 0;
 }
 
-int rvs_alert_spec_parse(json_t *o, struct rvs_alert_spec *s, char *err, size_t cap)
+int rvs_alert_spec_parse(json_t *o, enum rvs_alert_origin from, struct rvs_alert_spec *s, char *err,
+			 size_t cap)
 {
 	static const char *const KNOWN[] = {"name", "metric", "condition", "threshold", "method",
-					    "app",  "model",  "kind",	   "days"};
+					    "app",  "model",  "kind",	   "days",	"weighted"};
 	const char *key;
 	json_t *v;
 	int m, c;
@@ -146,14 +149,30 @@ int rvs_alert_spec_parse(json_t *o, struct rvs_alert_spec *s, char *err, size_t 
 	} else {
 		s->days = s->cond == RVS_ALERT_ABOVE || s->cond == RVS_ALERT_BELOW ? 2 : 7;
 	}
+	v = json_object_get(o, "weighted");
+	if (v && !json_is_null(v)) {
+		if (!json_is_boolean(v)) {
+			snprintf(err, cap, "weighted: true or false");
+			return -EINVAL;
+		}
+		s->weighted = json_is_true(v);
+	} else {
+		s->weighted = from == RVS_ALERT_NEW && s->metric != RVS_ALERT_JANK_RATE;
+	}
+	if (s->weighted && s->metric == RVS_ALERT_JANK_RATE) {
+		snprintf(err, cap,
+			 "weighted: jank_rate counts every frame, not sampled captures: no weight "
+			 "applies");
+		return -EINVAL;
+	}
 	return 0;
 }
 
 json_t *rvs_alert_spec_json(const struct rvs_alert_spec *s)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s,s:f,s:i}", "name", s->name, "metric",
+	json_t *o = json_pack("{s:s,s:s,s:s,s:f,s:i,s:b}", "name", s->name, "metric",
 			      METRICS[s->metric], "condition", CONDS[s->cond], "threshold",
-			      s->threshold, "days", (int)s->days);
+			      s->threshold, "days", (int)s->days, "weighted", s->weighted);
 	const char *keys[] = {"method", "app", "model"};
 	const char *vals[] = {s->method, s->app, s->model};
 
@@ -171,20 +190,24 @@ json_t *rvs_alert_spec_json(const struct rvs_alert_spec *s)
 
 /* ---- evaluation --------------------------------------------------------------- */
 
-/* The traces of the span [lo, hi] (days): the measure's ns per trace. */
+/* The traces of the span [lo, hi] (days): the measure's ns per trace with
+ * its selection weight; how many weights are estimates or unknown. */
 struct sample {
 	int64_t day, ns;
+	double w;
 };
 struct samples {
 	struct sample *v;
 	size_t n, cap;
 	int64_t lo, hi;
 	int incl;
+	int64_t n_estimated, n_unknown;
 };
 
 static int take_row(void *arg, const struct rvs_trend_row *r)
 {
 	struct samples *s = arg;
+	int wflag = r->wflag;
 
 	if (r->day < s->lo || r->day > s->hi)
 		return 0;
@@ -198,6 +221,9 @@ static int take_row(void *arg, const struct rvs_trend_row *r)
 	}
 	s->v[s->n].day = r->day;
 	s->v[s->n].ns = s->incl ? r->incl_ns : r->self_ns;
+	s->v[s->n].w = rvs_trend_weight(r->weight, &wflag);
+	s->n_estimated += wflag == RVS_TREND_W_ESTIMATED;
+	s->n_unknown += wflag == RVS_TREND_W_UNKNOWN;
 	s->n++;
 	return 0;
 }
@@ -206,6 +232,8 @@ struct counts {
 	int64_t lo;
 	int64_t n[2 * RVS_ALERT_DAYS_MAX];
 	int64_t late[2 * RVS_ALERT_DAYS_MAX]; /* jank_rate: n holds the frames */
+	double w[2 * RVS_ALERT_DAYS_MAX];     /* captures: the summed weights */
+	int64_t n_estimated, n_unknown;
 };
 
 static int take_jank(void *arg, int64_t day, int64_t frames, int64_t late)
@@ -219,39 +247,58 @@ static int take_jank(void *arg, int64_t day, int64_t frames, int64_t late)
 	return 0;
 }
 
-static int take_count(void *arg, int64_t day, int64_t n)
+static int take_count(void *arg, const struct rvs_alert_count_row *r)
 {
 	struct counts *c = arg;
 
-	if (day >= c->lo && day < c->lo + 2 * RVS_ALERT_DAYS_MAX)
-		c->n[day - c->lo] = n;
+	if (r->day >= c->lo && r->day < c->lo + 2 * RVS_ALERT_DAYS_MAX) {
+		c->n[r->day - c->lo] = r->n;
+		c->w[r->day - c->lo] = r->weight;
+		c->n_estimated += r->n_estimated;
+		c->n_unknown += r->n_unknown;
+	}
 	return 0;
 }
 
-/* The percentile of the samples with day in [a, b] in ms; 0 when none. */
-static int window_pct(const struct samples *s, int64_t a, int64_t b, int p, int64_t *tmp,
-		      double *out)
+/* Room for one window's values, each way. */
+struct scratch {
+	int64_t *v;
+	struct rvs_trend_wv *wv;
+};
+
+/* The percentile of the samples with day in [a, b] in ms, weighted
+ * (rvs_trend_wpct) or not (rvs_trend_pct); 0 when none. */
+static int window_pct(const struct samples *s, int weighted, int64_t a, int64_t b, int p,
+		      struct scratch *t, double *out)
 {
 	size_t k = 0;
 
 	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i].day >= a && s->v[i].day <= b)
-			tmp[k++] = s->v[i].ns;
+		if (s->v[i].day >= a && s->v[i].day <= b) {
+			t->v[k] = s->v[i].ns;
+			t->wv[k].v = s->v[i].ns;
+			t->wv[k].w = s->v[i].w;
+			k++;
+		}
 	if (!k)
 		return 0;
-	*out = (double)rvs_trend_pct(tmp, k, p) / 1e6;
+	*out = (double)(weighted ? rvs_trend_wpct(t->wv, k, p) : rvs_trend_pct(t->v, k, p)) / 1e6;
 	return 1;
 }
 
-/* The figure over days [a, b]: 1 and *out, or 0 when there is none. */
-static int figure(const struct rvs_alert_spec *s, const struct samples *x, const struct counts *c,
-		  int64_t a, int64_t b, int64_t *tmp, double *out)
+/* The figure over days [a, b], weighted or not: 1 and *out, or 0 when
+ * there is none.  jank_rate has no weights: weighted is ignored. */
+static int figure(const struct rvs_alert_spec *s, int weighted, const struct samples *x,
+		  const struct counts *c, int64_t a, int64_t b, struct scratch *t, double *out)
 {
 	if (s->metric == RVS_ALERT_CAPTURES) {
 		int64_t sum = 0;
-		for (int64_t d = a; d <= b; d++)
+		double wsum = 0;
+		for (int64_t d = a; d <= b; d++) {
 			sum += c->n[d - c->lo];
-		*out = (double)sum;
+			wsum += c->w[d - c->lo];
+		}
+		*out = weighted ? wsum : (double)sum;
 		return 1;
 	}
 	if (s->metric == RVS_ALERT_JANK_RATE) {
@@ -265,10 +312,50 @@ static int figure(const struct rvs_alert_spec *s, const struct samples *x, const
 		*out = 100.0 * (double)late / (double)frames;
 		return 1;
 	}
-	return window_pct(x, a, b,
+	return window_pct(x, weighted, a, b,
 			  s->metric == RVS_ALERT_SELF_P50 || s->metric == RVS_ALERT_INCL_P50 ? 50
 											     : 95,
-			  tmp, out);
+			  t, out);
+}
+
+/* One reading of the rule: its decision and figures, weighted or not. */
+struct reading {
+	int decided, firing, has_value;
+	double value, current, previous;
+};
+
+static void read_rule(const struct rvs_alert_spec *s, int weighted, const struct samples *x,
+		      const struct counts *c, int64_t today, struct scratch *t, struct reading *r)
+{
+	memset(r, 0, sizeof *r);
+	if (s->cond == RVS_ALERT_ABOVE || s->cond == RVS_ALERT_BELOW) {
+		int missing = 0, against = 0;
+		for (int64_t day = x->lo; day <= today; day++) {
+			double v;
+			if (!figure(s, weighted, x, c, day, day, t, &v)) {
+				missing = 1;
+				continue;
+			}
+			if (day == today) {
+				r->has_value = 1;
+				r->value = v;
+			}
+			against |= s->cond == RVS_ALERT_ABOVE ? !(v > s->threshold)
+							      : !(v < s->threshold);
+		}
+		r->decided = against || !missing;
+		r->firing = r->decided && !against;
+	} else {
+		int64_t w = (int64_t)s->days;
+		if (figure(s, weighted, x, c, today - w + 1, today, t, &r->current) &&
+		    figure(s, weighted, x, c, today - 2 * w + 1, today - w, t, &r->previous) &&
+		    r->previous > 0) {
+			r->has_value = r->decided = 1;
+			r->value = (r->current / r->previous - 1) * 100;
+			r->firing = s->cond == RVS_ALERT_UP ? r->value >= s->threshold
+							    : r->value <= -s->threshold;
+		}
+	}
 }
 
 int rvs_alert_evaluate(const struct rvs_store_ops *ops, struct rvs_store *st,
@@ -289,10 +376,12 @@ int rvs_alert_evaluate(const struct rvs_store_ops *ops, struct rvs_store *st,
 			    .incl = s->metric == RVS_ALERT_INCL_P50 ||
 				    s->metric == RVS_ALERT_INCL_P95};
 	struct counts *c = NULL;
-	int64_t *tmp = NULL;
+	struct scratch t = {NULL, NULL};
+	struct reading r, u;
 	int rc;
 
 	assert(s->days >= 1 && s->days <= RVS_ALERT_DAYS_MAX);
+	assert(!(s->weighted && s->metric == RVS_ALERT_JANK_RATE));
 	memset(e, 0, sizeof *e);
 	e->day = today;
 	if (!(c = calloc(1, sizeof *c)))
@@ -306,40 +395,28 @@ int rvs_alert_evaluate(const struct rvs_store_ops *ops, struct rvs_store *st,
 		rc = ops->trend_read(st, &f, take_row, &x, &e->cut);
 	if (rc)
 		goto out;
-	if (!(tmp = malloc((x.n ? x.n : 1) * sizeof *tmp))) {
+	if (!(t.v = malloc((x.n ? x.n : 1) * sizeof *t.v)) ||
+	    !(t.wv = malloc((x.n ? x.n : 1) * sizeof *t.wv))) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (s->cond == RVS_ALERT_ABOVE || s->cond == RVS_ALERT_BELOW) {
-		int missing = 0, against = 0;
-		for (int64_t day = x.lo; day <= today; day++) {
-			double v;
-			if (!figure(s, &x, c, day, day, tmp, &v)) {
-				missing = 1;
-				continue;
-			}
-			if (day == today) {
-				e->has_value = 1;
-				e->value = v;
-			}
-			against |= s->cond == RVS_ALERT_ABOVE ? !(v > s->threshold)
-							      : !(v < s->threshold);
-		}
-		e->decided = against || !missing;
-		e->firing = e->decided && !against;
-	} else {
-		int64_t w = (int64_t)s->days;
-		if (figure(s, &x, c, today - w + 1, today, tmp, &e->current) &&
-		    figure(s, &x, c, today - 2 * w + 1, today - w, tmp, &e->previous) &&
-		    e->previous > 0) {
-			e->has_value = e->decided = 1;
-			e->value = (e->current / e->previous - 1) * 100;
-			e->firing = s->cond == RVS_ALERT_UP ? e->value >= s->threshold
-							    : e->value <= -s->threshold;
-		}
-	}
+	read_rule(s, s->weighted, &x, c, today, &t, &r);
+	read_rule(s, 0, &x, c, today, &t, &u);
+	e->decided = r.decided;
+	e->firing = r.firing;
+	e->has_value = r.has_value;
+	e->value = r.value;
+	e->current = r.current;
+	e->previous = r.previous;
+	e->has_value_unweighted = u.has_value;
+	e->value_unweighted = u.value;
+	e->current_unweighted = u.current;
+	e->previous_unweighted = u.previous;
+	e->n_estimated = x.n_estimated + c->n_estimated;
+	e->n_unknown = x.n_unknown + c->n_unknown;
 out:
-	free(tmp);
+	free(t.v);
+	free(t.wv);
 	free(x.v);
 	free(c);
 	return rc;
@@ -402,6 +479,17 @@ static int rule_link(const char *base_url, const struct rvs_alert_spec *s, char 
 	return rc;
 }
 
+/* Why e's weighted value is not exact (NULL: it is, or s is unweighted);
+ * the trend's wording (api/trend.c). */
+static const char *weight_note(const struct rvs_alert_spec *s, const struct rvs_alert_eval *e)
+{
+	if (!s->weighted)
+		return NULL;
+	return e->n_estimated ? "estimated: quota selection (most severe or first N) censors"
+	       : e->n_unknown ? "partly unweighted: uploads without a selection count as 1"
+			      : NULL;
+}
+
 /* The alert's JSON text (malloc'd), NULL on -ENOMEM. */
 static char *alert_body(const char *base_url, int64_t id, const struct rvs_alert_spec *s,
 			const struct rvs_alert_eval *e, int64_t now)
@@ -420,14 +508,25 @@ static char *alert_body(const char *base_url, int64_t id, const struct rvs_alert
 	strftime(day, sizeof day, "%Y-%m-%d", &tm);
 	if (json_object_set_new(spec, "id", json_integer(id)))
 		goto out;
-	o = json_pack("{s:s,s:O,s:s,s:o,s:f,s:s,s:s,s:I,s:s}", "event",
+	o = json_pack("{s:s,s:O,s:s,s:o,s:b,s:o,s:b,s:o,s:f,s:s,s:s,s:I,s:s}", "event",
 		      e->firing ? "alert.firing" : "alert.resolved", "rule", spec, "state",
 		      e->firing ? "firing" : "ok", "value",
-		      e->has_value ? json_real(e->value) : json_null(), "threshold", s->threshold,
-		      "unit", unit_of(s), "day", day, "since", (json_int_t)now, "link", link);
+		      e->has_value ? json_real(e->value) : json_null(), "weighted", s->weighted,
+		      "value_unweighted",
+		      e->has_value_unweighted ? json_real(e->value_unweighted) : json_null(),
+		      "exact", !weight_note(s, e), "note",
+		      weight_note(s, e) ? json_string(weight_note(s, e)) : json_null(), "threshold",
+		      s->threshold, "unit", unit_of(s), "day", day, "since", (json_int_t)now,
+		      "link", link);
 	if (o && (s->cond == RVS_ALERT_UP || s->cond == RVS_ALERT_DOWN) &&
 	    (json_object_set_new(o, "current", json_real(e->current)) ||
-	     json_object_set_new(o, "previous", json_real(e->previous)))) {
+	     json_object_set_new(o, "previous", json_real(e->previous)) ||
+	     json_object_set_new(o, "current_unweighted",
+				 e->has_value_unweighted ? json_real(e->current_unweighted)
+							 : json_null()) ||
+	     json_object_set_new(o, "previous_unweighted",
+				 e->has_value_unweighted ? json_real(e->previous_unweighted)
+							 : json_null()))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -450,7 +549,7 @@ static int one_rule(const struct rvs_store_ops *ops, struct rvs_store *st, struc
 	char err[160], *body = NULL;
 	json_error_t je;
 	json_t *o = json_loads(x->spec, 0, &je);
-	int rc = o ? rvs_alert_spec_parse(o, &s, err, sizeof err) : -EINVAL;
+	int rc = o ? rvs_alert_spec_parse(o, RVS_ALERT_STORED, &s, err, sizeof err) : -EINVAL;
 	int moved = 0;
 	const char *state;
 
@@ -536,6 +635,12 @@ static int rule_json(void *arg, const struct rvs_alert_rule_row *r)
 		o = json_object(); /* not expected: the spec was validated before storing */
 	if (!o)
 		return -ENOMEM;
+	/* A rule stored before rules had the field is evaluated unweighted
+	 * (rvs_alert_spec_parse's RVS_ALERT_STORED): say so. */
+	if (!json_object_get(o, "weighted") && json_object_set_new(o, "weighted", json_false())) {
+		json_decref(o);
+		return -ENOMEM;
+	}
 	last = r->delivery_id < 0
 		       ? json_null()
 		       : json_pack("{s:I,s:s,s:o,s:o}", "id", (json_int_t)r->delivery_id, "state",

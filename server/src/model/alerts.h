@@ -27,6 +27,14 @@
  * and jank_rate of an app (late frames / frames in per cent, from the
  * counts devices send for every app, traced or not — store.h's
  * jank_app_days; a day or window without frames has no figure).
+ * A weighted rule (the default for new rules of every metric but
+ * jank_rate, which counts frames, not captures) decides on the figures
+ * weighted by each capture's selection weight (1/p of the campaign that
+ * took it): the time metrics are trend.h's rvs_trend_wpct of the same
+ * traces, captures the sum of their weights (the captures the fleet is
+ * estimated to have had).  The unweighted figure is computed beside it
+ * either way; a rule stored before rules had the field reads as
+ * unweighted.
  *
  * Work thread only (the store blocks).  No HTTP.
  */
@@ -66,7 +74,13 @@ struct rvs_alert_spec {
 	double threshold; /* ms, captures per day, per cent of frames late
 			   * (jank_rate), or per cent change (up / down) */
 	unsigned days;	  /* K (above / below) or W (up / down), 1..RVS_ALERT_DAYS_MAX */
+	int weighted;	  /* decide on the selection-weighted figures (never jank_rate) */
 };
+
+/* Where a rule's JSON comes from: a new rule defaults to weighted (but
+ * jank_rate); a stored one without the field predates it and reads as
+ * unweighted, as it was evaluated when stored. */
+enum rvs_alert_origin { RVS_ALERT_NEW, RVS_ALERT_STORED };
 
 /* One evaluation. */
 struct rvs_alert_eval {
@@ -75,15 +89,26 @@ struct rvs_alert_eval {
 	int has_value;
 	double value;		  /* the evaluation day's figure, or the change (per cent) */
 	double current, previous; /* up / down: the two windows' figures */
-	int64_t day;		  /* the evaluation day (unix s / 86400) */
-	int cut;		  /* the trend read was capped: older traces left out */
+	/* The same figures unweighted (equal to the above for an unweighted
+	 * rule); has_value_unweighted 0 when they give none. */
+	int has_value_unweighted;
+	double value_unweighted, current_unweighted, previous_unweighted;
+	/* The traces read whose weight is an estimate (a quota's censoring
+	 * selection) or unknown (an upload without a selection, counted as 1);
+	 * a weighted value is exact only when both are 0. */
+	int64_t n_estimated, n_unknown;
+	int64_t day; /* the evaluation day (unix s / 86400) */
+	int cut;     /* the trend read was capped: older traces left out */
 };
 
 /* The rule JSON o as a spec: name (required), metric, condition,
  * threshold, method (required for the time metrics), app, model, kind,
- * days (default 2 for above / below, 7 for up / down).  0, or -EINVAL with
- * the reason in err (cap bytes). */
-int rvs_alert_spec_parse(json_t *o, struct rvs_alert_spec *s, char *err, size_t cap);
+ * days (default 2 for above / below, 7 for up / down), weighted (true or
+ * false; refused true for jank_rate; when absent: from RVS_ALERT_NEW true
+ * but for jank_rate, from RVS_ALERT_STORED false).  0, or -EINVAL with the
+ * reason in err (cap bytes). */
+int rvs_alert_spec_parse(json_t *o, enum rvs_alert_origin from, struct rvs_alert_spec *s, char *err,
+			 size_t cap);
 
 /* The spec as JSON, every field named (new reference, NULL on -ENOMEM). */
 json_t *rvs_alert_spec_json(const struct rvs_alert_spec *s);
@@ -102,7 +127,9 @@ struct rvs_alert_pass_stats {
 /* Evaluates every rule of database at now and records each outcome (the
  * store's alert_rule_update): a move queues its alert to each of the
  * nurls urls (event "alert.firing" or "alert.resolved"; the body names
- * the rule, value, threshold, unit, day and a link under base_url).
+ * the rule, value, whether it is weighted, the unweighted value beside
+ * it and whether the value is exact, threshold, unit, day and a link
+ * under base_url).
  * *out may be NULL.  0 or the store's -errno (a rule that fails is
  * counted and the others still run). */
 int rvs_alerts_pass(const char *database, int64_t now, const char *base_url,

@@ -9,8 +9,12 @@
  * positions), so midranks stay integers and every rank sum is exact; only
  * the standardization is floating point.  The permutations draw from a
  * xorshift64* generator seeded with RVS_TREND_SEED: deterministic; one
- * shuffle per permutation moves both measures' ranks, so the self and
- * inclusive tests see the same permutations.
+ * shuffle per permutation moves both measures' ranks, with each trace's
+ * weight and weighted ranks, so the self and inclusive tests, unweighted
+ * and weighted, see the same permutations (and the unweighted ones are
+ * what they were before the weighted test existed).  The weighted test
+ * is floating point throughout; with every weight 1 its z is the
+ * unweighted z (the same formula, term by term).
  */
 #include "model/trend.h"
 #include "base/version.h"
@@ -73,16 +77,19 @@ int rvs_trend_add_weighted(struct rvs_trend *t, int64_t day, const char *version
 		return -ENOMEM;
 	x->v[0] = self_ns < 0 ? 0 : self_ns;
 	x->v[1] = incl_ns < 0 ? 0 : incl_ns;
-	if (weight > 0 && isfinite(weight) && wflag >= RVS_TREND_W_EXACT &&
-	    wflag <= RVS_TREND_W_UNKNOWN) {
-		x->w = weight;
-		x->wflag = wflag;
-	} else {
-		x->w = 1.0;
-		x->wflag = RVS_TREND_W_UNKNOWN;
-	}
+	x->w = rvs_trend_weight(weight, &wflag);
+	x->wflag = wflag;
 	t->n++;
 	return 0;
+}
+
+double rvs_trend_weight(double weight, int *wflag)
+{
+	if (weight > 0 && isfinite(weight) && *wflag >= RVS_TREND_W_EXACT &&
+	    *wflag <= RVS_TREND_W_UNKNOWN)
+		return weight;
+	*wflag = RVS_TREND_W_UNKNOWN;
+	return 1.0;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -233,10 +240,13 @@ static size_t rng_below(uint64_t *x, size_t n)
 }
 
 /* One trace's doubled ranks (the sum of its tie group's first and last
- * 1-based positions) of self [0] and inclusive [1] time: the two measures
- * are permuted together, one shuffle serving both tests. */
+ * 1-based positions) of self [0] and inclusive [1] time, its weight, and
+ * its weight times its weighted midrank of each (wrank): a trace is
+ * permuted with all of them, one shuffle serving every test. */
 struct ranks {
 	int64_t r[2];
+	double w;
+	double wr[2];
 };
 
 /* The largest |z| of measure w over the splits cut[1..nb) of r[0..n) in
@@ -258,6 +268,51 @@ static double max_z(const struct ranks *r, int w, size_t n, const size_t *cut, s
 		n2 = (double)(n - cut[j]);
 		u1 = (double)sum / 2 - n1 * (n1 + 1) / 2;
 		z = (n1 * n2 / 2 - u1) / sqrt(n1 * n2 * var1);
+		if (fabs(z) > best) {
+			best = fabs(z);
+			*at = j;
+			*zs = z;
+		}
+	}
+	return best;
+}
+
+/* The weighted test's fixed terms of one measure: the total weight, the
+ * sums of squared weights and of w·R (each trace's weight times its
+ * weighted midrank), and the tie factor (wrank); none change when the
+ * traces are permuted. */
+struct wterms {
+	double w, w2, wr, tie;
+};
+
+/* max_z weighted: for each split, U = Σ w_i w_j over the (after i, before
+ * j) pairs with x_i > x_j, ties counting half, which is Σ_after w·R −
+ * W_after² / 2; θ = U / (W_after W_before) estimates P(after > before) in
+ * the population; z = (θ − 1/2) / σ with σ² = (n1 + n2 + 1) / (12 n1 n2)
+ * × tie on the sides' effective sizes n = W² / Σ w² (Kish) — with every
+ * weight 1, Mann–Whitney's own z.  The permutation test makes p exact
+ * whatever the approximation in σ. */
+static double max_wz(const struct ranks *r, int m, const size_t *cut, size_t nb,
+		     const struct wterms *k, size_t *at, double *zs)
+{
+	double best = -1, wb = 0, w2b = 0, wrb = 0;
+	size_t i = 0;
+
+	for (size_t j = 1; j < nb; j++) {
+		double wa, w2a, u, theta, n1, n2, z;
+		while (i < cut[j]) {
+			wb += r[i].w;
+			w2b += r[i].w * r[i].w;
+			wrb += r[i].wr[m];
+			i++;
+		}
+		wa = k->w - wb;
+		w2a = k->w2 - w2b;
+		u = (k->wr - wrb) - wa * wa / 2;
+		theta = u / (wa * wb);
+		n1 = wb * wb / w2b;
+		n2 = wa * wa / w2a;
+		z = (theta - 0.5) / sqrt((n1 + n2 + 1) / (12 * n1 * n2) * k->tie);
 		if (fabs(z) > best) {
 			best = fabs(z);
 			*at = j;
@@ -313,42 +368,116 @@ static double rank(const struct rvs_trend *t, int w, struct ranked *v, struct ra
 	return ((double)n + 1 - ties / ((double)n * ((double)n - 1))) / 12;
 }
 
-/* Both tests (t->self, t->incl).  0 or -ENOMEM. */
+/* The weighted median of measure w over traces [from, to); tmp has room
+ * for them. */
+static int64_t side_wmedian(const struct rvs_trend *t, int w, size_t from, size_t to,
+			    struct rvs_trend_wv *tmp)
+{
+	for (size_t i = from; i < to; i++) {
+		tmp[i - from].v = t->s[i].v[w];
+		tmp[i - from].w = t->s[i].w;
+	}
+	return rvs_trend_wpct(tmp, to - from, 50);
+}
+
+/* Measure w's weighted midranks, after rank() left v[] sorted by value:
+ * a trace's R is the weight of the values below it plus half its tie
+ * group's; r[].wr[w] = its weight × R, and the fixed terms into *k.  The
+ * tie factor is 1 − Σ_groups (W_g³ − Σ_g w³) / (W³ − Σ w³), Mann–Whitney's
+ * 1 − Σ (t³ − t) / (n³ − n) with every weight 1; 0 when every value ties. */
+static void wrank(const struct rvs_trend *t, int w, const struct ranked *v, struct ranks *r,
+		  struct wterms *k)
+{
+	size_t n = t->n;
+	double below = 0, ties = 0, w3 = 0;
+
+	memset(k, 0, sizeof *k);
+	for (size_t a = 0, e; a < n; a = e) {
+		double g = 0, g3 = 0;
+		for (e = a; e < n && v[e].v == v[a].v; e++) {
+			double x = t->s[v[e].i].w;
+			g += x;
+			g3 += x * x * x;
+		}
+		for (size_t q = a; q < e; q++)
+			r[v[q].i].wr[w] = t->s[v[q].i].w * (below + g / 2);
+		below += g;
+		ties += g * g * g - g3;
+		w3 += g3;
+	}
+	for (size_t i = 0; i < n; i++) {
+		k->w += r[i].w;
+		k->w2 += r[i].w * r[i].w;
+		k->wr += r[i].wr[w];
+	}
+	k->tie = below * below * below - w3 > 0 ? 1 - ties / (below * below * below - w3) : 0;
+}
+
+/* The onset of one measure from the observed split and the permutation
+ * count above it. */
+static void onset_set(struct rvs_trend_onset *o, size_t at, double z, unsigned above,
+		      const size_t *cut, size_t n)
+{
+	o->bucket = at;
+	o->z = z;
+	o->before = cut[at];
+	o->after = n - cut[at];
+	o->p = (1.0 + above) / (1.0 + RVS_TREND_PERMUTATIONS);
+	o->found = o->p < RVS_TREND_ALPHA;
+}
+
+/* Both tests of both measures (t->self, t->incl, t->w_self, t->w_incl).
+ * 0 or -ENOMEM. */
 static int onsets(struct rvs_trend *t)
 {
-	struct rvs_trend_onset *o[2] = {&t->self, &t->incl};
-	size_t n = t->n, at[2] = {0, 0}, *cut;
+	struct rvs_trend_onset *o[2] = {&t->self, &t->incl}, *wo[2] = {&t->w_self, &t->w_incl};
+	size_t n = t->n, at[2] = {0, 0}, wat[2] = {0, 0}, *cut;
 	struct ranked *v;
 	struct ranks *r;
+	struct wterms k[2];
 	int64_t *tmp;
-	double var1[2], obs[2] = {0, 0}, zs[2] = {0, 0};
+	struct rvs_trend_wv *wtmp;
+	double var1[2], obs[2] = {0, 0}, zs[2] = {0, 0}, wobs[2] = {0, 0}, wzs[2] = {0, 0};
 	uint64_t x = RVS_TREND_SEED;
-	unsigned above[2] = {0, 0};
+	unsigned above[2] = {0, 0}, wabove[2] = {0, 0};
 	int any = 0;
 
-	memset(o[0], 0, sizeof *o[0]);
-	memset(o[1], 0, sizeof *o[1]);
+	for (int w = 0; w < 2; w++) {
+		memset(o[w], 0, sizeof *o[w]);
+		memset(wo[w], 0, sizeof *wo[w]);
+	}
 	if (t->nb < 2)
 		return 0;
 	cut = calloc(t->nb, sizeof *cut);
 	v = calloc(n, sizeof *v);
 	r = calloc(n, sizeof *r);
 	tmp = calloc(n, sizeof *tmp);
-	if (!cut || !v || !r || !tmp) {
+	wtmp = calloc(n, sizeof *wtmp);
+	if (!cut || !v || !r || !tmp || !wtmp) {
 		free(cut);
 		free(v);
 		free(r);
 		free(tmp);
+		free(wtmp);
 		return -ENOMEM;
 	}
 	for (size_t j = 1; j < t->nb; j++)
 		cut[j] = cut[j - 1] + t->b[j - 1].n;
+	for (size_t i = 0; i < n; i++)
+		r[i].w = t->s[i].w;
 	for (int w = 0; w < 2; w++) {
 		var1[w] = rank(t, w, v, r);
 		if (var1[w] <= 0)
 			continue; /* every value ties: no test */
 		o[w]->tested = any = 1;
 		obs[w] = max_z(r, w, n, cut, t->nb, var1[w], &at[w], &zs[w]);
+		/* Values that do not all tie leave a tie factor > 0, unless weights
+		 * far apart round it away: then no weighted test. */
+		wrank(t, w, v, r, &k[w]);
+		if (k[w].tie > 0) {
+			wo[w]->tested = 1;
+			wobs[w] = max_wz(r, w, cut, t->nb, &k[w], &wat[w], &wzs[w]);
+		}
 	}
 	for (unsigned p = 0; any && p < RVS_TREND_PERMUTATIONS; p++) {
 		for (size_t i = n - 1; i > 0; i--) {
@@ -365,27 +494,33 @@ static int onsets(struct rvs_trend *t)
 			/* A tolerance for the float sums: equal statistics count as above. */
 			above[w] += max_z(r, w, n, cut, t->nb, var1[w], &a2, &z2) >=
 				    obs[w] - 1e-9 * obs[w];
+			if (wo[w]->tested)
+				wabove[w] += max_wz(r, w, cut, t->nb, &k[w], &a2, &z2) >=
+					     wobs[w] - 1e-9 * wobs[w];
 		}
 	}
 	for (int w = 0; w < 2; w++) {
 		if (!o[w]->tested)
 			continue;
-		o[w]->bucket = at[w];
-		o[w]->z = zs[w];
-		o[w]->before = cut[at[w]];
-		o[w]->after = n - cut[at[w]];
-		o[w]->p = (1.0 + above[w]) / (1.0 + RVS_TREND_PERMUTATIONS);
-		o[w]->found = o[w]->p < RVS_TREND_ALPHA;
+		onset_set(o[w], at[w], zs[w], above[w], cut, n);
 		o[w]->median_before = side_median(t, w, 0, cut[at[w]], tmp);
 		o[w]->median_after = side_median(t, w, cut[at[w]], n, tmp);
-		o[w]->shift = o[w]->median_before
-				      ? (double)o[w]->median_after / (double)o[w]->median_before
-				      : 0;
+		if (!wo[w]->tested)
+			continue;
+		onset_set(wo[w], wat[w], wzs[w], wabove[w], cut, n);
+		wo[w]->median_before = side_wmedian(t, w, 0, cut[wat[w]], wtmp);
+		wo[w]->median_after = side_wmedian(t, w, cut[wat[w]], n, wtmp);
+	}
+	for (int w = 0; w < 4; w++) {
+		struct rvs_trend_onset *q = w < 2 ? o[w] : wo[w - 2];
+		q->shift =
+			q->median_before ? (double)q->median_after / (double)q->median_before : 0;
 	}
 	free(cut);
 	free(v);
 	free(r);
 	free(tmp);
+	free(wtmp);
 	return 0;
 }
 

@@ -13,9 +13,8 @@
  * reaches p/100 of the bucket's total weight — with every weight 1 that is
  * exactly the nearest-rank one.  A bucket says how many of its weights are
  * estimates (a quota's censoring selection: most severe or first N) or
- * unknown (an older device: counted as 1).  The onset test runs on the
- * unweighted traces.  The change point: for every split of
- * the bucket sequence into the traces before a bucket and those from it
+ * unknown (an older device: counted as 1).  The change point: for every
+ * split of the bucket sequence into the traces before a bucket and those from it
  * on, the standardized Mann–Whitney statistic of "after" against
  * "before" (midranks for ties, tie-corrected variance); the split with the
  * largest |z| is the candidate, and its p-value is a permutation test of
@@ -23,6 +22,17 @@
  * across the same bucket sizes, a fixed seed: the same input gives the
  * same p, on every machine), so scanning every split is accounted for.
  * The onset is reported only when p < RVS_TREND_ALPHA.
+ *
+ * The weighted onset is the same search with each trace counting with
+ * its weight: for each split the weighted Mann–Whitney U (Σ w_i w_j over
+ * the pairs of an after trace i and a before trace j with x_i > x_j, ties
+ * half) over W_after · W_before — an estimate of the population's
+ * P(after > before) — standardized as Mann–Whitney's z on each side's
+ * effective size W² / Σ w² (with every weight 1 it is Mann–Whitney's z),
+ * and its p the same permutation test of the largest |z|, each trace
+ * permuted with its weight (the same shuffles as the unweighted test).
+ * Its medians are weighted (rvs_trend_wpct).  It is exact only as far as
+ * the weights are (the buckets' n_estimated, n_unknown).
  *
  * No HTTP, no SQL: the rows come from the caller (store.h's trend_read).
  * A struct rvs_trend is used by one thread at a time.
@@ -59,7 +69,9 @@ struct rvs_trend_bucket {
 	size_t n_estimated, n_unknown;
 };
 
-/* The change-point test of one measure (self or inclusive). */
+/* The change-point test of one measure (self or inclusive); in a weighted
+ * onset z is the weighted statistic's and the medians are weighted, while
+ * before and after still count traces. */
 struct rvs_trend_onset {
 	int tested;	       /* 0: fewer than 2 buckets, or every value ties: no test ran */
 	int found;	       /* tested and p < RVS_TREND_ALPHA */
@@ -79,6 +91,8 @@ struct rvs_trend {
 	size_t n;		     /* traces added */
 	struct rvs_trend_onset self; /* after rvs_trend_compute */
 	struct rvs_trend_onset incl;
+	struct rvs_trend_onset w_self; /* the weighted test, after rvs_trend_compute */
+	struct rvs_trend_onset w_incl;
 	struct rvs_trend_sample *s; /* the traces (private to trend.c) */
 	size_t cap;
 };
@@ -102,8 +116,14 @@ int rvs_trend_add(struct rvs_trend *t, int64_t day, const char *version, int64_t
 int rvs_trend_add_weighted(struct rvs_trend *t, int64_t day, const char *version, int64_t self_ns,
 			   int64_t incl_ns, double weight, int wflag);
 
-/* Computes the buckets and both onsets from the traces added (none: no
- * buckets, nothing tested).  Once.  0 or -ENOMEM (t then holds no
+/* A weight as the trend counts it: weight itself when it is > 0 and
+ * finite and *wflag is an RVS_TREND_W_*; else 1, and *wflag becomes
+ * RVS_TREND_W_UNKNOWN.  Pure. */
+double rvs_trend_weight(double weight, int *wflag);
+
+/* Computes the buckets and the four onsets (self and inclusive,
+ * unweighted and weighted) from the traces added (none: no buckets,
+ * nothing tested).  Once.  0 or -ENOMEM (t then holds no
  * buckets). */
 int rvs_trend_compute(struct rvs_trend *t);
 

@@ -461,6 +461,15 @@ struct rvs_trend_row {
 	double weight;
 	int wflag;
 };
+/* One capture day of alert_counts: its traces, the sum of their selection
+ * weights (as trend rows' weight: an estimate of the captures the fleet
+ * had that day) and how many of those weights are an estimate (wflag 1)
+ * or unknown (2). */
+struct rvs_alert_count_row {
+	int64_t day, n;
+	double weight;
+	int64_t n_estimated, n_unknown;
+};
 
 /* An anomaly heatmap (heatmap_read): the traces with an aggregate (those
  * agg_read can sum) and an anomaly duration >= 0, received in [since,
@@ -912,12 +921,12 @@ struct rvs_store_ops {
 				 int *moved);
 	/* Captures (traces) per capture day (as trend_read's day) in
 	 * [from_day, to_day] of app, model and kind when set (NULL / has_kind
-	 * 0: any), one row per day that has any, to cb; reads only traces
-	 * received since from_day (a capture arrives after it was taken).
-	 * 0 or -errno. */
+	 * 0: any), with their summed selection weights, one row per day that
+	 * has any, to cb; reads only traces received since from_day (a
+	 * capture arrives after it was taken).  0 or -errno. */
 	int (*alert_counts)(struct rvs_regress_db *d, const struct rvs_trend_filter *f,
 			    int64_t from_day, int64_t to_day,
-			    int (*cb)(void *arg, int64_t day, int64_t n), void *arg);
+			    int (*cb)(void *arg, const struct rvs_alert_count_row *r), void *arg);
 
 	/* ---- the anomaly heatmap (api/heatmap.c) ---- */
 

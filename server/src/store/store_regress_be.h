@@ -50,7 +50,8 @@
 				  size_t n, int *moved);                                           \
 	int p##_alert_counts(struct rvs_regress_db *d, const struct rvs_trend_filter *f,           \
 			     int64_t from_day, int64_t to_day,                                     \
-			     int (*cb)(void *arg, int64_t day, int64_t n), void *arg);
+			     int (*cb)(void *arg, const struct rvs_alert_count_row *r),            \
+			     void *arg);
 
 /* sqlite: a connection of its own on the database file dsn. */
 RVS_REGRESS_BE(rvs_sqlite)

@@ -18,6 +18,7 @@
  * claimed with.
  */
 #include "store/store_regress_be.h"
+#include "store/store_agg.h"
 #include "store/pg/pg.h"
 #include "base/log.h"
 
@@ -601,9 +602,24 @@ fail:
 	return rc;
 }
 
+/* A day's captures, their summed selection weights and how many of
+ * those are estimates (wf 1) or unknown (2), from each trace's upload u;
+ * $1 from_day, $2 to_day, $3 app, $4 model, $5 kind. */
+#define ALERT_WEIGHT_COLS RVS_SQL_WEIGHT("u") " AS w, " RVS_SQL_WFLAG("u") " AS wf"
+static const char ALERT_COUNTS_SQL[] =
+	"SELECT day, count(*), sum(w), sum(CASE WHEN wf = 1 THEN 1 ELSE 0 END),"
+	" sum(CASE WHEN wf = 2 THEN 1 ELSE 0 END) FROM (SELECT CASE"
+	" WHEN t.captured_at_ns > 0 THEN t.captured_at_ns / 86400000000000"
+	" ELSE t.received_at / 86400 END AS day, " ALERT_WEIGHT_COLS " FROM traces t"
+	" LEFT JOIN uploads u ON u.trace_id = t.trace_id"
+	" WHERE t.received_at >= $1::bigint * 86400 AND ($3::text IS NULL OR t.app_id = $3)"
+	" AND ($4::text IS NULL OR t.model = $4)"
+	" AND ($5::bigint IS NULL OR t.anomaly_kind = $5)) x"
+	" WHERE day BETWEEN $1::bigint AND $2::bigint GROUP BY day ORDER BY day";
+
 int rvs_pg_alert_counts(struct rvs_regress_db *d, const struct rvs_trend_filter *f,
 			int64_t from_day, int64_t to_day,
-			int (*cb)(void *arg, int64_t day, int64_t n), void *arg)
+			int (*cb)(void *arg, const struct rvs_alert_count_row *r), void *arg)
 {
 	struct rvs_pg_params a = {0};
 	PGresult *res;
@@ -614,19 +630,16 @@ int rvs_pg_alert_counts(struct rvs_regress_db *d, const struct rvs_trend_filter 
 	rvs_pg_text(&a, f->app);
 	rvs_pg_text(&a, f->model);
 	rvs_pg_opt_i64(&a, f->has_kind, f->kind);
-	if ((rc = rvs_pg_exec(
-		     d->pg,
-		     "SELECT day, count(*) FROM (SELECT CASE WHEN captured_at_ns > 0"
-		     " THEN captured_at_ns / 86400000000000 ELSE received_at / 86400 END"
-		     " AS day FROM traces WHERE received_at >= $1::bigint * 86400"
-		     " AND ($3::text IS NULL OR app_id = $3)"
-		     " AND ($4::text IS NULL OR model = $4)"
-		     " AND ($5::bigint IS NULL OR anomaly_kind = $5)) x"
-		     " WHERE day BETWEEN $1::bigint AND $2::bigint GROUP BY day ORDER BY day",
-		     0, &a, &res, NULL)))
+	if ((rc = rvs_pg_exec(d->pg, ALERT_COUNTS_SQL, 0, &a, &res, NULL)))
 		return rc;
-	for (int i = 0; !stop && i < PQntuples(res); i++)
-		stop = cb(arg, rvs_pg_val_i64(res, i, 0), rvs_pg_val_i64(res, i, 1));
+	for (int i = 0; !stop && i < PQntuples(res); i++) {
+		struct rvs_alert_count_row r = {.day = rvs_pg_val_i64(res, i, 0),
+						.n = rvs_pg_val_i64(res, i, 1),
+						.weight = rvs_pg_val_dbl(res, i, 2),
+						.n_estimated = rvs_pg_val_i64(res, i, 3),
+						.n_unknown = rvs_pg_val_i64(res, i, 4)};
+		stop = cb(arg, &r);
+	}
 	PQclear(res);
 	return stop;
 }

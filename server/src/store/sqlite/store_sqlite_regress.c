@@ -13,6 +13,7 @@
  * pending (webhook_record matches state 'pending').
  */
 #include "store/store_regress_be.h"
+#include "store/store_agg.h"
 #include "store/sqlite/store_sqlite_util.h"
 #include "base/log.h"
 #include "rearview/common.h"
@@ -690,30 +691,41 @@ fail:
 	return rc;
 }
 
+/* A day's captures, their summed selection weights and how many of
+ * those are estimates (wf 1) or unknown (2), from each trace's upload u;
+ * ?1 from_day, ?2 to_day, ?3 app, ?4 model, ?5 kind. */
+#define ALERT_WEIGHT_COLS RVS_SQL_WEIGHT("u") " AS w, " RVS_SQL_WFLAG("u") " AS wf"
+static const char ALERT_COUNTS_SQL[] =
+	"SELECT day, count(*), sum(w), sum(wf = 1), sum(wf = 2) FROM (SELECT CASE"
+	" WHEN t.captured_at_ns > 0 THEN t.captured_at_ns / 86400000000000"
+	" ELSE t.received_at / 86400 END AS day, " ALERT_WEIGHT_COLS " FROM traces t"
+	" LEFT JOIN uploads u ON u.trace_id = t.trace_id WHERE t.received_at >= ?1 * 86400"
+	" AND (?3 IS NULL OR t.app_id = ?3) AND (?4 IS NULL OR t.model = ?4)"
+	" AND (?5 IS NULL OR t.anomaly_kind = ?5))"
+	" WHERE day BETWEEN ?1 AND ?2 GROUP BY day ORDER BY day";
+
 int rvs_sqlite_alert_counts(struct rvs_regress_db *d, const struct rvs_trend_filter *f,
 			    int64_t from_day, int64_t to_day,
-			    int (*cb)(void *arg, int64_t day, int64_t n), void *arg)
+			    int (*cb)(void *arg, const struct rvs_alert_count_row *r), void *arg)
 {
 	sqlite3_stmt *st;
 	int rc, s, stop = 0;
 
-	if ((rc = prepare(
-		     d->db,
-		     "SELECT day, count(*) FROM (SELECT CASE WHEN captured_at_ns > 0"
-		     " THEN captured_at_ns / 86400000000000 ELSE received_at / 86400 END AS day"
-		     " FROM traces WHERE received_at >= ?1 * 86400"
-		     " AND (?3 IS NULL OR app_id = ?3) AND (?4 IS NULL OR model = ?4)"
-		     " AND (?5 IS NULL OR anomaly_kind = ?5))"
-		     " WHERE day BETWEEN ?1 AND ?2 GROUP BY day ORDER BY day",
-		     &st)))
+	if ((rc = prepare(d->db, ALERT_COUNTS_SQL, &st)))
 		return rc;
 	sqlite3_bind_int64(st, 1, from_day);
 	sqlite3_bind_int64(st, 2, to_day);
 	rvs_sqlite_bind_opt_text(st, 3, f->app);
 	rvs_sqlite_bind_opt_text(st, 4, f->model);
 	rvs_sqlite_bind_opt_i64(st, 5, f->has_kind, f->kind);
-	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW)
-		stop = cb(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+	while (!stop && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct rvs_alert_count_row r = {.day = sqlite3_column_int64(st, 0),
+						.n = sqlite3_column_int64(st, 1),
+						.weight = sqlite3_column_double(st, 2),
+						.n_estimated = sqlite3_column_int64(st, 3),
+						.n_unknown = sqlite3_column_int64(st, 4)};
+		stop = cb(arg, &r);
+	}
 	sqlite3_finalize(st);
 	if (stop)
 		return stop;
