@@ -17,7 +17,8 @@
 // version), RVS_WORST (trace ids, comma-separated, in the JSON API's
 // sort=severity order), RVS_LONGEST (the same, sort=duration), RVS_HOOK (the receiver's URL), RVS_MODULES
 // (node_modules with playwright-core), RVS_SHOTS, RVS_PROFILE (a fresh
-// --user-data-dir).
+// --user-data-dir), RVS_ONSET_APP (an app with a clean step in the planted
+// method at version 1.1) and RVS_ONSET_DAY (the UTC day number it began).
 'use strict';
 
 const path = require('path');
@@ -444,6 +445,22 @@ async function main() {
     const bnodes = await flameNodes(page);
     check(bnodes.some((n) => n.name === planted) && bnodes.some((n) => n.name === 'rvs_fleet_layout_pass'),
       `the brushed diff's page draws the sets' flame graph (${bnodes.length} frames)`);
+
+    // 8b. The onset (issue 32): another app whose planted method got 4x
+    // slower in 1.1, released three days ago: the trend page marks the
+    // onset at 1.1 by version and at that day by day, sure of it.
+    const onsetApp = env('RVS_ONSET_APP');
+    const onsetDay = new Date(Number(env('RVS_ONSET_DAY')) * 86400000).toISOString().slice(0, 10);
+    for (const [by, want] of [['version', '1.1'], ['day', onsetDay]]) {
+      await page.goto(`${base}/trend?method=${encodeURIComponent(planted)}` +
+        `&app=${encodeURIComponent(onsetApp)}&by=${by}`);
+      const key = await page.textContent('#onset-key').catch(() => null);
+      const line = await page.locator('#onset-line').count();
+      const par = await page.textContent('#onset');
+      check(key === want && line === 1,
+        `the trend by ${by} marks the onset at ${want} (${key}; ${par && par.slice(0, 120)})`);
+      await page.screenshot({ path: path.join(shots, `8-onset-${by}.png`), fullPage: true });
+    }
 
     // 9. The heatmap's three clicks: a cell opens the merged flame graph of
     // exactly its captures (the diff against the rest of the range one

@@ -2098,6 +2098,21 @@ static void test_oracle_trend_page_marks_onset_and_links_the_sets(void **state)
 	assert_non_null(strstr(html, "id=\"onset-line\""));
 	assert_non_null(strstr(html, "<b id=\"onset-key\">1.1</b>"));
 	assert_non_null(strstr(html, "<script src=\"/static/trend.js\""));
+	/* The weighted onset beside it, as the JSON API gives it. */
+	{
+		json_t *doc =
+			api("/api/v1/trend?method=main_loop&app=%s&by=version", APPS[STEP_APP]);
+		json_t *ow = json_object_get(json_object_get(doc, "onset_weighted"), "self");
+		if (json_is_object(ow))
+			snprintf(want, sizeof want, "<b id=\"onset-weighted-key\">%s</b>",
+				 json_string_value(json_object_get(ow, "key")));
+		else
+			snprintf(want, sizeof want,
+				 "<p id=\"onset-weighted\">Weighted by each capture's selection"
+				 " weight: no onset");
+		assert_non_null(strstr(html, want));
+		json_decref(doc);
+	}
 	href_of(html, "onset-diff", path, sizeof path);
 	snprintf(want, sizeof want,
 		 "/aggregate/diff?method=main_loop&app=%s&a.version=1.0&b.version=1.1",

@@ -1240,9 +1240,10 @@ static char *enroll(const struct rvsb *b, const char *model)
 }
 
 /* an: the anomaly the envelope reports (NULL: none). */
-static void upload_anomaly(const struct rvsb *b, const char *token, const char *model,
-			   const char *version, uint8_t seed, const uint8_t *cap, size_t len,
-			   Rearview__Anomaly *an)
+/* upload_anomaly's, of app `app`, captured at captured_ns (0: not said). */
+static void upload_app(const struct rvsb *b, const char *token, const char *app_id,
+		       const char *model, const char *version, uint8_t seed, const uint8_t *cap,
+		       size_t len, Rearview__Anomaly *an, uint64_t captured_ns)
 {
 	Rearview__UploadEnvelope e = REARVIEW__UPLOAD_ENVELOPE__INIT;
 	Rearview__AppInfo app = REARVIEW__APP_INFO__INIT;
@@ -1254,7 +1255,7 @@ static void upload_anomaly(const struct rvsb *b, const char *token, const char *
 	id[0] = (uint8_t)version[2];
 	e.upload_id.data = id;
 	e.upload_id.len = sizeof id;
-	app.app_id = (char *)"com.example.fleet";
+	app.app_id = (char *)app_id;
 	app.version = (char *)version;
 	d.model = (char *)model;
 	e.app = &app;
@@ -1264,12 +1265,20 @@ static void upload_anomaly(const struct rvsb *b, const char *token, const char *
 	e.payload.data = (uint8_t *)cap;
 	e.payload.len = len;
 	e.payload_size = len;
+	e.captured_realtime_ns = captured_ns;
 	n = rearview__upload_envelope__get_packed_size(&e);
 	body = malloc(n);
 	assert_non_null(body);
 	rearview__upload_envelope__pack(&e, body);
 	assert_int_equal(request(b, "POST", "/v1/uploads", token, body, n)->code, 200);
 	free(body);
+}
+
+static void upload_anomaly(const struct rvsb *b, const char *token, const char *model,
+			   const char *version, uint8_t seed, const uint8_t *cap, size_t len,
+			   Rearview__Anomaly *an)
+{
+	upload_app(b, token, "com.example.fleet", model, version, seed, cap, len, an, 0);
 }
 
 static void upload(const struct rvsb *b, const char *token, const char *model, const char *version,
@@ -1414,6 +1423,8 @@ static int api_order(const struct rvsb *b, const char *path, const char *list, c
 }
 
 #define FLEET_TRACES "/api/v1/traces?app=com.example.fleet&limit=50&sort="
+#define ONSET_TRACES "/api/v1/traces?app=com.example.onset&limit=50"
+#define ONSET_N	     14 /* its traces: 7 of each version */
 
 static int put_secret(const char *data)
 {
@@ -1437,7 +1448,7 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 	struct rvsb b = {0};
 	struct rvt_receiver rv;
 	char conf[512], url[64], profile[320], mods[600], script[600], worst[1024], longest[1024],
-		issues[256];
+		issues[256], onset_day[24];
 	double until;
 	pid_t pid;
 	int st;
@@ -1488,6 +1499,44 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 			free(tok);
 			free(cap);
 		}
+	/* The trend's onset, by version and by day (issue 32): another app
+	 * whose captures of six past days are the fixture's pass of 4.2 until
+	 * three days ago, as version 1.0, and the planted 4x slower one of 4.3
+	 * since, as version 1.1 — a clean step, so the onset is 1.1 and its
+	 * first day, which the script reads off the trend pages.  Seven
+	 * captures a version: fewer than the automatic comparison's minimum
+	 * (n), so it raises no alert of its own beside the fleet's. */
+	{
+		static const int per_day[6] = {2, 2, 3, 3, 2, 2};
+		const int64_t today = (int64_t)time(NULL) / 86400;
+		char model[16];
+		char *tok;
+		int seq = 0;
+		assert_true(7 < n);
+		for (int d = 0; d < 6; d++)
+			for (int k = 0; k < per_day[d]; k++, seq++) {
+				Rearview__Anomaly an = REARVIEW__ANOMALY__INIT;
+				uint8_t *cap;
+				size_t len;
+				an.kind = REARVIEW__ANOMALY_KIND__ANOMALY_JANK;
+				an.severity = (uint32_t)(10 + seq);
+				assert_int_equal(rvs_fleet_capture_anomaly(
+							 d < 3 ? "4.2" : "4.3", an.severity,
+							 RVS_FLEET_AT_BUILD_ITEM, &cap, &len),
+						 0);
+				snprintf(model, sizeof model, "onset-%d", k);
+				tok = enroll(&b, model);
+				upload_app(&b, tok, "com.example.onset", model,
+					   d < 3 ? "1.0" : "1.1", (uint8_t)(100 + seq), cap, len,
+					   &an,
+					   (uint64_t)((today - 6 + d) * 86400 + 3600 * (k + 1)) *
+						   1000000000u);
+				free(tok);
+				free(cap);
+			}
+		assert_int_equal(seq, ONSET_N);
+		snprintf(onset_day, sizeof onset_day, "%lld", (long long)(today - 3));
+	}
 	/* Until every trace is decoded (a minute at most); then the JSON API's
 	 * order of the worst traces, for the page to match. */
 	until = rvsb_now() + 60;
@@ -1498,6 +1547,15 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 	assert_int_equal(
 		api_order(&b, FLEET_TRACES "severity", "traces", "trace_id", worst, sizeof worst),
 		3 * n);
+	{
+		char ids[2048];
+		while (api_order(&b, ONSET_TRACES, "traces", "trace_id", ids, sizeof ids) !=
+			       ONSET_N &&
+		       rvsb_now() < until)
+			usleep(100000);
+		assert_int_equal(api_order(&b, ONSET_TRACES, "traces", "trace_id", ids, sizeof ids),
+				 ONSET_N);
+	}
 	assert_int_equal(api_order(&b, FLEET_TRACES "duration", "traces", "trace_id", longest,
 				   sizeof longest),
 			 3 * n);
@@ -1532,6 +1590,8 @@ static void test_regress_browser_fleet_views_show_the_planted_regression(void **
 		setenv("RVS_WORST", worst, 1);
 		setenv("RVS_LONGEST", longest, 1);
 		setenv("RVS_ISSUES", issues, 1);
+		setenv("RVS_ONSET_APP", "com.example.onset", 1);
+		setenv("RVS_ONSET_DAY", onset_day, 1);
 		setenv("RVS_HOOK", hook, 1);
 		snprintf(per, sizeof per, "%d", n);
 		setenv("RVS_PER_VERSION", per, 1);

@@ -298,6 +298,35 @@ static void onset_par(struct web_ctx *c, json_t *doc, json_t *onset, json_t *bes
 	fputs("</p>", c->f);
 }
 
+/* The weighted onset beside it (each capture counting 1/p of its
+ * campaign): where, how sure, and how exact the weights are. */
+static void onset_weighted_par(struct web_ctx *c, json_t *ow)
+{
+	json_t *o = json_object_get(ow, "self");
+	const char *note = sval(ow, "note");
+
+	fputs("<p id=\"onset-weighted\">", c->f);
+	if (!json_is_object(o)) {
+		fputs("Weighted by each capture's selection weight: no onset with p &lt; 0.01",
+		      c->f);
+	} else {
+		fputs("Weighted by each capture's selection weight: onset at <b"
+		      " id=\"onset-weighted-key\">",
+		      c->f);
+		rvs_web_esc(c->f, sval(o, "key"));
+		fprintf(c->f, "</b>, median %.3f ms before, %.3f ms from it on, p = %.3f",
+			(double)ival(o, "median_before_ns") / 1e6,
+			(double)ival(o, "median_after_ns") / 1e6,
+			json_real_value(json_object_get(o, "p")));
+	}
+	if (note && *note) {
+		fputs(" (", c->f);
+		rvs_web_esc(c->f, note);
+		fputs(")", c->f);
+	}
+	fputs(".</p>", c->f);
+}
+
 static void table(struct web_ctx *c, json_t *doc)
 {
 	json_t *bs = json_object_get(doc, "buckets"), *b;
@@ -377,6 +406,7 @@ void rvs_web_trend(struct rvs_call *call)
 	}
 	chart(c, doc, onset);
 	onset_par(c, doc, onset, json_object_get(json_object_get(doc, "best_split"), "self"));
+	onset_weighted_par(c, json_object_get(doc, "onset_weighted"));
 	/* The brush: trend.js fills the links from the columns dragged over. */
 	fputs("<div id=\"trend-brush\" data-common=\"", c->f);
 	common_params(c, c->f); /* the browser reads "&amp;" back as "&" */
