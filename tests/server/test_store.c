@@ -1305,8 +1305,8 @@ static void index_rows_of(struct rvs_index_trace *v, const struct rvs_decode_ite
 	};
 	static const char *const bids[] = {"abcd"};
 
-	m[0] = (struct rvs_index_method){"main", 1, 2, 10, 2};
-	m[1] = (struct rvs_index_method){second_method, 3, 8, 8, 1};
+	m[0] = (struct rvs_index_method){"main", 1, 2, 10, 2, 0, 0, 0};
+	m[1] = (struct rvs_index_method){second_method, 3, 8, 8, 1, 0, 0, 0};
 	memset(v, 0, sizeof *v);
 	v->trace_id = it->trace_id;
 	v->lease = it->lease;
@@ -1376,8 +1376,8 @@ static void test_store_index_write_replaces_rows_and_counts_signature_once(void 
  * first), and the uploads' read at once where the backend has it. */
 static void test_store_index_batch_fails_one_trace_alone(void **state)
 {
-	static const struct rvs_index_method twice[2] = {{"main", 1, 2, 10, 1},
-							 {"main", 1, 2, 10, 2}};
+	static const struct rvs_index_method twice[2] = {{"main", 1, 2, 10, 1, 0, 0, 0},
+							 {"main", 1, 2, 10, 2, 0, 0, 0}};
 	static const char *const ids[] = {"t-b0", "t-none", "t-b2"};
 	struct fx *f = *state;
 	struct rvs_index_lane *l = NULL;

@@ -178,11 +178,17 @@ struct rvs_skip_row {
 /* ---- issue 15 (sql15b): the decoded-trace index (decode.c's writes) ---- */
 
 /* One trace_methods row.  Counts above INT64_MAX (a hostile summary) are
- * clipped into the signed range by the backend; self_rank 0 is NULL. */
+ * clipped into the signed range by the backend; self_rank 0 is NULL.
+ * has_cpu 0: the capture had no thread-CPU time, and cpu_self_ns /
+ * cpu_incl_ns are stored NULL (never 0: unknown is not "all off-CPU"); 1:
+ * they are the method's self and inclusive time on the CPU, 0 <= cpu_self_ns
+ * <= self_ns and 0 <= cpu_incl_ns <= incl_ns. */
 struct rvs_index_method {
 	const char *method;
 	uint64_t calls, self_ns, incl_ns;
 	int64_t self_rank;
+	int has_cpu;
+	uint64_t cpu_self_ns, cpu_incl_ns;
 };
 
 /* One trace_chains row; self_ns / incl_ns < 0 are NULL. */

@@ -551,6 +551,15 @@ static const char *const migrations[] = {
 	"  AND s.node IN (SELECT node FROM gone);"
 	"  RETURN NULL;"
 	" END $f$;",
+	/* 17 (on- and off-CPU time per method): sqlite's migration 20 — each
+	 * method row's self and inclusive time on the CPU, NULL without CPU
+	 * data, and the partial covering index the method page sums them
+	 * from.  On the partitioned parent: every week's partition, and
+	 * those rv_week_partitions makes later, take both. */
+	"ALTER TABLE trace_methods ADD COLUMN cpu_self_ns BIGINT,"
+	" ADD COLUMN cpu_incl_ns BIGINT;"
+	"CREATE INDEX trace_methods_cpu ON trace_methods (method, self_ns, incl_ns, cpu_self_ns,"
+	" cpu_incl_ns) WHERE cpu_self_ns IS NOT NULL;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -497,6 +497,16 @@ static const char *const migrations[] = {
 	" UPDATE traces SET has_agg = 1 WHERE trace_id = NEW.trace_id; END;"
 	"CREATE TRIGGER trace_agg_has_del AFTER DELETE ON trace_agg BEGIN"
 	" UPDATE traces SET has_agg = NULL WHERE trace_id = OLD.trace_id; END;",
+	/* 20 (on- and off-CPU time per method): each method row's self and
+	 * inclusive time on the CPU, NULL when the capture had no CPU data
+	 * (older rows too, until a reindex); the rest of its time was
+	 * off-CPU.  The method page sums them over the traces that have them
+	 * from a partial covering index: only rows with CPU data, no fetch of
+	 * the row. */
+	"ALTER TABLE trace_methods ADD COLUMN cpu_self_ns INTEGER;"
+	"ALTER TABLE trace_methods ADD COLUMN cpu_incl_ns INTEGER;"
+	"CREATE INDEX trace_methods_cpu ON trace_methods(method, self_ns, incl_ns, cpu_self_ns,"
+	" cpu_incl_ns) WHERE cpu_self_ns IS NOT NULL;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
