@@ -1605,7 +1605,19 @@ static void test_store_reads_list_trace_and_signatures(void **state)
 	assert_int_equal(ops->method_read(f->s, RVS_METHOD_BY_VERSION, "main", 10, 2, NULL, NULL,
 					  seen_row, &x),
 			 0);
-	assert_string_equal(x.text, "0:v=;0:s=2;0:i=10;0:v=;0:s=2;0:i=10;");
+	/* cs, ci: no CPU data, NULL. */
+	assert_string_equal(x.text, "0:v=;0:s=2;0:i=10;0:cs=null;0:ci=null;"
+				    "0:v=;0:s=2;0:i=10;0:cs=null;0:ci=null;");
+	/* No trace with CPU data: one row of zeros, filtered or not. */
+	memset(&x, 0, sizeof x);
+	assert_int_equal(
+		ops->method_read(f->s, RVS_METHOD_CPU, "main", 0, 2, NULL, NULL, seen_row, &x), 0);
+	assert_string_equal(x.text, "0:n=0;0:s=0;0:i=0;0:cs=0;0:ci=0;");
+	memset(&x, 0, sizeof x);
+	assert_int_equal(
+		ops->method_read(f->s, RVS_METHOD_CPU, "main", 0, 2, "app", "9.9", seen_row, &x),
+		0);
+	assert_string_equal(x.text, "0:n=0;0:s=0;0:i=0;0:cs=0;0:ci=0;");
 	memset(&x, 0, sizeof x);
 	assert_int_equal(
 		ops->method_read(f->s, RVS_METHOD_TRACES, "main", 1, 2, NULL, NULL, seen_row, &x),

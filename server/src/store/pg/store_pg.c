@@ -2269,8 +2269,9 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 	case RVS_METHOD_BY_VERSION:
 	case RVS_METHOD_BY_MODEL:
 		snprintf(sql, sizeof sql,
-			 "SELECT v, s, i FROM (SELECT COALESCE(t.%s, '') AS v,"
-			 " m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
+			 "SELECT v, s, i, cs, ci FROM (SELECT COALESCE(t.%s, '') AS v,"
+			 " m.self_ns AS s, m.incl_ns AS i, m.cpu_self_ns AS cs, m.cpu_incl_ns AS ci"
+			 " FROM trace_methods m JOIN traces t"
 			 " USING (trace_id) WHERE m.method = $1%s ORDER BY t.seq DESC LIMIT $2) x"
 			 " ORDER BY 1",
 			 part == RVS_METHOD_BY_MODEL ? "model" : "app_version", filters);
@@ -2290,6 +2291,18 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 			 " USING (trace_id) WHERE m.method = $1 AND $2::bigint IS NULL%s",
 			 filters);
 		break;
+	/* Unfiltered: migration 17's partial index alone.  $2 unused, as
+	 * for SAMPLES; sums as bigint (sum of bigint is numeric). */
+	case RVS_METHOD_CPU:
+		snprintf(sql, sizeof sql,
+			 "SELECT count(*) AS n, COALESCE(sum(m.self_ns), 0)::bigint AS s,"
+			 " COALESCE(sum(m.incl_ns), 0)::bigint AS i,"
+			 " COALESCE(sum(m.cpu_self_ns), 0)::bigint AS cs,"
+			 " COALESCE(sum(m.cpu_incl_ns), 0)::bigint AS ci FROM trace_methods m%s"
+			 " WHERE m.method = $1 AND m.cpu_self_ns IS NOT NULL"
+			 " AND $2::bigint IS NULL%s",
+			 filtered ? " JOIN traces t USING (trace_id)" : "", filters);
+		break;
 	default:
 		assert(!"no such method_read part");
 		return -EINVAL;
@@ -2298,7 +2311,7 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 	 * refuse it as a parameter; sqlite compares it and finds nothing):
 	 * NULL equals nothing either. */
 	rvs_pg_text(&p, utf8_ok(method) ? method : NULL);
-	if (part == RVS_METHOD_SAMPLES)
+	if (part == RVS_METHOD_SAMPLES || part == RVS_METHOD_CPU)
 		rvs_pg_text(&p, NULL);
 	else if (part != RVS_METHOD_COUNT)
 		rvs_pg_i64(&p, arg);
