@@ -2380,6 +2380,48 @@ static void test_store_pg_migration_rolls_up_existing_sums(void **state)
 	ops->close(s);
 }
 
+/* trace_methods' on-CPU columns (migration 17) over a database with
+ * method rows already, in an old week's partition: the rows stay, their
+ * new columns NULL (unknown, never 0) until a re-index; the parent and
+ * every partition, old and new, have the columns and the partial index,
+ * which holds only rows with CPU data. */
+static void test_store_pg_migration_adds_null_cpu_columns(void **state)
+{
+	struct fx *f = *state;
+	char dsn[256], sql[1024];
+	struct rvs_store *s;
+	int v = 0;
+
+	assert_int_equal(pgh_fresh_db(&pg, dsn, sizeof dsn), 0);
+	assert_int_equal(rvs_pg_migrate(dsn, RVS_PG_MIGRATION_CPU - 1), 0);
+	snprintf(f->db, sizeof f->db, "%s", dsn);
+	snprintf(sql, sizeof sql,
+		 "SELECT rv_week_partitions(%1$lld);"
+		 "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+		 " received_at) VALUES ('t-1', 'main', 1, 5, 9, %2$lld);",
+		 W0, W0 * 604800 + 5);
+	pg_exec(f, sql);
+	assert_int_equal(ops->open(dsn, &s), 0);
+	assert_int_equal(ops->schema_version(s, &v), 0);
+	assert_true(v >= RVS_PG_MIGRATION_CPU);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM trace_methods WHERE self_ns = 5"
+				   " AND cpu_self_ns IS NULL AND cpu_incl_ns IS NULL"),
+			 1);
+	/* Every partition (the old week's, this week's and next) has the
+	 * index: one per partition plus the parent's. */
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM pg_inherits WHERE inhparent ="
+				   " 'trace_methods'::regclass") +
+				 1,
+			 pg_num(f, "SELECT count(*) FROM pg_indexes WHERE indexdef LIKE"
+				   " '%(method, self_ns, incl_ns, cpu_self_ns, cpu_incl_ns)"
+				   " WHERE (cpu_self_ns IS NOT NULL)'"));
+	pg_exec(f, "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+		   " cpu_self_ns, cpu_incl_ns, received_at) VALUES ('t-1', 'spin', 1, 10, 10,"
+		   " 9, 9, extract(epoch FROM now())::bigint)");
+	assert_int_equal(pg_num(f, "SELECT sum(cpu_self_ns) FROM trace_methods"), 9);
+	ops->close(s);
+}
+
 /* Two nodes on one database: the idle one listens, the other acknowledges
  * an upload, and the listener's socket turns readable with a wake-up
  * (the NOTIFY of the upload's commit) — no poll, no timer — after which
@@ -2612,6 +2654,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_store_pg_migration_moves_rows_into_weeks,
 						setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_migration_rolls_up_existing_sums,
+						setup_empty, teardown),
+		cmocka_unit_test_setup_teardown(test_store_pg_migration_adds_null_cpu_columns,
 						setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_upload_wakes_idle_listener, setup,
 						teardown),

@@ -929,6 +929,7 @@ int rvs_pg_migrate(const char *dsn, int upto)
 	assert(upto >= 1 && upto <= N_MIGRATIONS);
 	assert(strstr(migrations[RVS_PG_MIGRATION_PART - 1], "FUNCTION rv_week_partitions"));
 	assert(strstr(migrations[RVS_PG_MIGRATION_ROLLUP - 1], "CREATE TABLE agg_node_sums"));
+	assert(strstr(migrations[RVS_PG_MIGRATION_CPU - 1], "ADD COLUMN cpu_self_ns"));
 	if (!pg || PQstatus(pg) != CONNECTION_OK) {
 		rvs_log("error", "postgresql connect failed", "err=\"%s\"",
 			pg ? PQerrorMessage(pg) : "out of memory");
