@@ -78,8 +78,10 @@ static int fill(const char *path, int n, int64_t now)
 			   " signature) VALUES (?1, ?4, ?5, ?6, ?7, ?8, ?9, ?3 * 1000000000, ?3,"
 			   " 'jank', 250000000, 11, 0, ?10, ?3, ?10)",
 			   -1, &tr, NULL);
-	sqlite3_prepare_v2(db, "INSERT INTO trace_methods VALUES (?, ?, ?, ?, ?, ?)", -1, &me,
-			   NULL);
+	sqlite3_prepare_v2(db,
+			   "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+			   " self_rank) VALUES (?, ?, ?, ?, ?, ?)",
+			   -1, &me, NULL);
 	sqlite3_prepare_v2(db,
 			   "INSERT INTO trace_chains VALUES (?, 'anomaly', 1, ?, ?, 3, NULL, NULL)",
 			   -1, &ch, NULL);

@@ -378,7 +378,8 @@ static void fill_list(struct fx *f)
 			 "%s",
 			 n, 1000 * n, n, n % 2, 1000 * n, n, n % 3,
 			 n % 2 ? ""
-			       : "INSERT INTO trace_methods SELECT trace_id, 'hot', 1, 1, 1, 1 FROM"
+			       : "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
+				 " incl_ns, self_rank) SELECT trace_id, 'hot', 1, 1, 1, 1 FROM"
 				 " traces WHERE rowid = last_insert_rowid();");
 		assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 	}

@@ -21,7 +21,9 @@
  * (per app and chain: traces, devices, mean severity, impact order), the
  * method page per version and model (over the app's newest 2,000 traces
  * with the method, in the list's order, when it has more: the server's
- * documented sample), chain search (every distinct matched
+ * documented sample) with its on- and off-CPU split (two traces in three
+ * carry an OFFCPU record: each call off the CPU for 0, 1/8 or 2/8 of its
+ * own time), chain search (every distinct matched
  * path of every trace, `* > m`, `a > * > b`, caller/callee), the
  * fleet-wide callers and callees, and the regressions' medians, means and
  * counts.  Each upload carries a selection (a sampling probability by
@@ -85,12 +87,16 @@ static const char *const METHODS[M_COUNT] = {"main_loop",   "layout_pass",  "dra
 struct call {
 	int m, parent, depth;
 	int64_t self, incl, entry; /* ns; entry: its tick */
+	/* With CPU data (trace.cpu): the time off the CPU inside its own time
+	 * (one OFFCPU interval), and inside it and its callees. */
+	int64_t off, off_incl;
 };
 
 struct trace {
 	int app, ver, model, dev, kind, sev;
 	int rdev;     /* the enrolled device that uploaded it (slot dev's, fresh every PER_DEV) */
 	int n, focus; /* calls (preorder), the call the anomaly is in */
+	int cpu;      /* its capture has an OFFCPU record (2 traces in 3) */
 	struct call c[MAXN];
 	char id[64]; /* the server's trace id (from the acknowledgement) */
 	/* The selection it is uploaded with: kind 0 none (weight 1,
@@ -173,10 +179,18 @@ static void gen(struct trace *t, int i)
 		if (t->app == 0 && t->ver == 1)
 			t->c[p].self *= 3;
 	}
+	/* Off-CPU time without another random draw (the rest of the fleet
+	 * stays as it was): 0, 1/8 or 2/8 of each call's own time. */
+	t->cpu = i % 3 != 0;
+	for (int k = 0; t->cpu && k < t->n; k++)
+		t->c[k].off = t->c[k].self * ((i + k) % 3) / 8;
 	for (int k = t->n; k-- > 0;) {
 		t->c[k].incl += t->c[k].self;
-		if (t->c[k].parent >= 0)
+		t->c[k].off_incl += t->c[k].off;
+		if (t->c[k].parent >= 0) {
 			t->c[t->c[k].parent].incl += t->c[k].incl;
+			t->c[t->c[k].parent].off_incl += t->c[k].off_incl;
+		}
 	}
 	t->focus = (int)rnd((uint32_t)t->n);
 }
@@ -206,6 +220,32 @@ static void emit(capbuf *cb, struct trace *tr, int k, uint64_t *t)
 	cb_exit(cb, (uint32_t)*t);
 }
 
+/* tr's OFFCPU record (tracer/FORMAT.md; tid 43, the header's): each call
+ * with off-CPU time off the CPU from a quarter into its own time for that
+ * long (never over a call's entry or exit), on the calls' clock
+ * (monotonic = tick + base); blocked. */
+static void offcpu(capbuf *cb, const struct trace *tr, uint64_t base)
+{
+	uint8_t v[8 + 24 * MAXN] = {0};
+	uint32_t n = 0;
+
+	v[0] = 43;
+	for (int k = 0; k < tr->n; k++) {
+		const struct call *c = &tr->c[k];
+		uint64_t from = base + (uint64_t)(c->entry + c->self / 4);
+		if (!c->off)
+			continue;
+		for (int b = 0; b < 8; b++) {
+			v[8 + 24 * n + b] = (uint8_t)(from >> (8 * b));
+			v[16 + 24 * n + b] = (uint8_t)((from + (uint64_t)c->off) >> (8 * b));
+		}
+		v[24 + 24 * n] = 2;
+		n++;
+	}
+	v[4] = (uint8_t)n;
+	cb_record(cb, 12, v, 8 + 24 * n);
+}
+
 /* The capture of tr (malloc'd bytes in cb->b): the header's reference
  * pairs the last tick with CLOCK_MONOTONIC 1000 s, so the ANOMALY's
  * monotonic time lands in the middle of the focus call's own time. */
@@ -229,6 +269,8 @@ static void capture(struct trace *tr, int i, capbuf *cb)
 		r[8 + k] = (uint8_t)((mono_end - (t - focus)) >> (8 * k));
 	memcpy(r + 16, "oracle", 6);
 	cb_record(cb, 6, r, sizeof r);
+	if (tr->cpu)
+		offcpu(cb, tr, mono_end - t);
 	cb_finish(cb);
 }
 
@@ -1338,6 +1380,39 @@ static size_t method_totals(int m, pick_fn pick, const void *arg, int64_t *self,
 	return n;
 }
 
+/* Method m's on/off-CPU split summed over the traces pick selects that
+ * have it and CPU data (API.md: "cpu"), compared with o's. */
+static void cpu_compare(const char *what, json_t *o, int m, pick_fn pick, const void *arg)
+{
+	int64_t n = 0, on_self = 0, off_self = 0, on_incl = 0, off_incl = 0;
+	json_t *cpu = json_object_get(o, "cpu");
+	char msg[200];
+
+	for (int i = 0; i < g_n; i++) {
+		const struct trace *t = &g_t[i];
+		if (!t->cpu || !pick(t, arg) || !has_method(t, m))
+			continue;
+		n++;
+		for (int k = 0; k < t->n; k++)
+			if (t->c[k].m == m) { /* no recursion in this fleet */
+				on_self += t->c[k].self - t->c[k].off;
+				off_self += t->c[k].off;
+				on_incl += t->c[k].incl - t->c[k].off_incl;
+				off_incl += t->c[k].off_incl;
+			}
+	}
+	snprintf(msg, sizeof msg, "%s cpu traces", what);
+	EXPECT_EQ(msg, ival(cpu, "traces"), n);
+	snprintf(msg, sizeof msg, "%s on-CPU self", what);
+	EXPECT_EQ(msg, ival(cpu, "on_cpu_self_ns"), on_self);
+	snprintf(msg, sizeof msg, "%s off-CPU self", what);
+	EXPECT_EQ(msg, ival(cpu, "off_cpu_self_ns"), off_self);
+	snprintf(msg, sizeof msg, "%s on-CPU incl", what);
+	EXPECT_EQ(msg, ival(cpu, "on_cpu_incl_ns"), on_incl);
+	snprintf(msg, sizeof msg, "%s off-CPU incl", what);
+	EXPECT_EQ(msg, ival(cpu, "off_cpu_incl_ns"), off_incl);
+}
+
 static void pcts_compare(const char *what, json_t *o, int64_t *self, int64_t *incl, size_t n)
 {
 	char msg[200];
@@ -1424,6 +1499,7 @@ static void test_oracle_method_page_per_version_and_model(void **state)
 		json_t *doc = api("/api/v1/methods/%s?limit=3", METHODS[m]);
 		size_t n = method_totals(m, pick_all, NULL, self, incl);
 		pcts_compare("method page", doc, self, incl, n);
+		cpu_compare("method page", doc, m, pick_all, NULL);
 		EXPECT_EQ("method page total", ival(doc, "total"), n);
 		EXPECT_EQ("method page traces", json_array_size(json_object_get(doc, "traces")),
 			  n < 3 ? n : 3);
@@ -1435,6 +1511,7 @@ static void test_oracle_method_page_per_version_and_model(void **state)
 			doc = api("/api/v1/methods/%s?app=%s", METHODS[m], APPS[a]);
 			n = method_totals(m, pick_app, &a, self, incl);
 			pcts_compare("method page app", doc, self, incl, n);
+			cpu_compare("method page app", doc, m, pick_app, &a);
 			EXPECT_EQ("method page app total", ival(doc, "total"), n);
 			/* Beyond the sample's size the rows are over the app's
 			 * newest traces with the method: recounted over those. */
@@ -1460,6 +1537,7 @@ static void test_oracle_method_page_per_version_and_model(void **state)
 				assert_true(av[1] >= 0);
 				n = method_totals(m, pick_sample_ver, av, self, incl);
 				pcts_compare("by_version", v, self, incl, n);
+				cpu_compare("by_version", v, m, pick_sample_ver, av);
 				rows += ival(v, "count");
 			}
 			/* No version or model of the sample left out. */
@@ -1474,6 +1552,7 @@ static void test_oracle_method_page_per_version_and_model(void **state)
 				assert_true(am[1] >= 0);
 				n = method_totals(m, pick_sample_model, am, self, incl);
 				pcts_compare("by_model", v, self, incl, n);
+				cpu_compare("by_model", v, m, pick_sample_model, am);
 				rows += ival(v, "count");
 			}
 			EXPECT_EQ("by_model counts", rows, ival(doc, "by_version_traces"));

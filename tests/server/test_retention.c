@@ -132,7 +132,10 @@ static void add_trace(struct fx *f, int n, const char *content, int64_t at, cons
 		    "%lld)",
 		    u.trace_id, sig ? sig : "none", (long long)at);
 	} else {
-		sql(f, "INSERT INTO trace_methods VALUES ('%s', 'main', 1, 1, 1, 1)", u.trace_id);
+		sql(f,
+		    "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+		    " self_rank) VALUES ('%s', 'main', 1, 1, 1, 1)",
+		    u.trace_id);
 		sql(f, "INSERT INTO trace_chains VALUES ('%s', 'top', 1, '%s', 'main;', 1, 1, 1)",
 		    u.trace_id, sig ? sig : "none");
 	}

@@ -283,7 +283,8 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	 * which 9 makes and 15 remakes with app_id; nor the roles' migration
 	 * 10, the fleet counts' 11, the index budget's 12, the alert rules' 13,
 	 * the selection weights' 14, the jank counts' 16, the per-day rollup's
-	 * 17, the weights' index 18 or the heatmap's has_agg of 19), then let
+	 * 17, the weights' index 18, the heatmap's has_agg of 19 or the CPU
+	 * columns of 20), then let
 	 * the store
 	 * migrate it again:
 	 * the backfill must fold as decode does, and the issues index must
@@ -306,6 +307,8 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 		" DROP TABLE agg_day_sums; DROP INDEX uploads_weight;"
 		" DROP TRIGGER trace_agg_has_ins; DROP TRIGGER trace_agg_has_del;"
 		" DROP INDEX traces_heat; ALTER TABLE traces DROP COLUMN has_agg;"
+		" DROP INDEX trace_methods_cpu; ALTER TABLE trace_methods DROP COLUMN cpu_self_ns;"
+		" ALTER TABLE trace_methods DROP COLUMN cpu_incl_ns;"
 		" ALTER TABLE uploads DROP COLUMN sel_kind; ALTER TABLE uploads DROP COLUMN sel_p;"
 		" ALTER TABLE uploads DROP COLUMN sel_seen; ALTER TABLE uploads DROP COLUMN "
 		"sel_taken;"

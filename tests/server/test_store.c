@@ -1305,8 +1305,8 @@ static void index_rows_of(struct rvs_index_trace *v, const struct rvs_decode_ite
 	};
 	static const char *const bids[] = {"abcd"};
 
-	m[0] = (struct rvs_index_method){"main", 1, 2, 10, 2};
-	m[1] = (struct rvs_index_method){second_method, 3, 8, 8, 1};
+	m[0] = (struct rvs_index_method){"main", 1, 2, 10, 2, 0, 0, 0};
+	m[1] = (struct rvs_index_method){second_method, 3, 8, 8, 1, 0, 0, 0};
 	memset(v, 0, sizeof *v);
 	v->trace_id = it->trace_id;
 	v->lease = it->lease;
@@ -1376,8 +1376,8 @@ static void test_store_index_write_replaces_rows_and_counts_signature_once(void 
  * first), and the uploads' read at once where the backend has it. */
 static void test_store_index_batch_fails_one_trace_alone(void **state)
 {
-	static const struct rvs_index_method twice[2] = {{"main", 1, 2, 10, 1},
-							 {"main", 1, 2, 10, 2}};
+	static const struct rvs_index_method twice[2] = {{"main", 1, 2, 10, 1, 0, 0, 0},
+							 {"main", 1, 2, 10, 2, 0, 0, 0}};
 	static const char *const ids[] = {"t-b0", "t-none", "t-b2"};
 	struct fx *f = *state;
 	struct rvs_index_lane *l = NULL;
@@ -1605,7 +1605,19 @@ static void test_store_reads_list_trace_and_signatures(void **state)
 	assert_int_equal(ops->method_read(f->s, RVS_METHOD_BY_VERSION, "main", 10, 2, NULL, NULL,
 					  seen_row, &x),
 			 0);
-	assert_string_equal(x.text, "0:v=;0:s=2;0:i=10;0:v=;0:s=2;0:i=10;");
+	/* cs, ci: no CPU data, NULL. */
+	assert_string_equal(x.text, "0:v=;0:s=2;0:i=10;0:cs=null;0:ci=null;"
+				    "0:v=;0:s=2;0:i=10;0:cs=null;0:ci=null;");
+	/* No trace with CPU data: one row of zeros, filtered or not. */
+	memset(&x, 0, sizeof x);
+	assert_int_equal(
+		ops->method_read(f->s, RVS_METHOD_CPU, "main", 0, 2, NULL, NULL, seen_row, &x), 0);
+	assert_string_equal(x.text, "0:n=0;0:s=0;0:i=0;0:cs=0;0:ci=0;");
+	memset(&x, 0, sizeof x);
+	assert_int_equal(
+		ops->method_read(f->s, RVS_METHOD_CPU, "main", 0, 2, "app", "9.9", seen_row, &x),
+		0);
+	assert_string_equal(x.text, "0:n=0;0:s=0;0:i=0;0:cs=0;0:ci=0;");
 	memset(&x, 0, sizeof x);
 	assert_int_equal(
 		ops->method_read(f->s, RVS_METHOD_TRACES, "main", 1, 2, NULL, NULL, seen_row, &x),
@@ -2368,6 +2380,48 @@ static void test_store_pg_migration_rolls_up_existing_sums(void **state)
 	ops->close(s);
 }
 
+/* trace_methods' on-CPU columns (migration 17) over a database with
+ * method rows already, in an old week's partition: the rows stay, their
+ * new columns NULL (unknown, never 0) until a re-index; the parent and
+ * every partition, old and new, have the columns and the partial index,
+ * which holds only rows with CPU data. */
+static void test_store_pg_migration_adds_null_cpu_columns(void **state)
+{
+	struct fx *f = *state;
+	char dsn[256], sql[1024];
+	struct rvs_store *s;
+	int v = 0;
+
+	assert_int_equal(pgh_fresh_db(&pg, dsn, sizeof dsn), 0);
+	assert_int_equal(rvs_pg_migrate(dsn, RVS_PG_MIGRATION_CPU - 1), 0);
+	snprintf(f->db, sizeof f->db, "%s", dsn);
+	snprintf(sql, sizeof sql,
+		 "SELECT rv_week_partitions(%1$lld);"
+		 "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+		 " received_at) VALUES ('t-1', 'main', 1, 5, 9, %2$lld);",
+		 W0, W0 * 604800 + 5);
+	pg_exec(f, sql);
+	assert_int_equal(ops->open(dsn, &s), 0);
+	assert_int_equal(ops->schema_version(s, &v), 0);
+	assert_true(v >= RVS_PG_MIGRATION_CPU);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM trace_methods WHERE self_ns = 5"
+				   " AND cpu_self_ns IS NULL AND cpu_incl_ns IS NULL"),
+			 1);
+	/* Every partition (the old week's, this week's and next) has the
+	 * index: one per partition plus the parent's. */
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM pg_inherits WHERE inhparent ="
+				   " 'trace_methods'::regclass") +
+				 1,
+			 pg_num(f, "SELECT count(*) FROM pg_indexes WHERE indexdef LIKE"
+				   " '%(method, self_ns, incl_ns, cpu_self_ns, cpu_incl_ns)"
+				   " WHERE (cpu_self_ns IS NOT NULL)'"));
+	pg_exec(f, "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+		   " cpu_self_ns, cpu_incl_ns, received_at) VALUES ('t-1', 'spin', 1, 10, 10,"
+		   " 9, 9, extract(epoch FROM now())::bigint)");
+	assert_int_equal(pg_num(f, "SELECT sum(cpu_self_ns) FROM trace_methods"), 9);
+	ops->close(s);
+}
+
 /* Two nodes on one database: the idle one listens, the other acknowledges
  * an upload, and the listener's socket turns readable with a wake-up
  * (the NOTIFY of the upload's commit) — no poll, no timer — after which
@@ -2600,6 +2654,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_store_pg_migration_moves_rows_into_weeks,
 						setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_migration_rolls_up_existing_sums,
+						setup_empty, teardown),
+		cmocka_unit_test_setup_teardown(test_store_pg_migration_adds_null_cpu_columns,
 						setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_upload_wakes_idle_listener, setup,
 						teardown),

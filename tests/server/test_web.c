@@ -731,6 +731,12 @@ static void test_web_method_page_filters_and_splits_by_model(void **state)
 	assert_non_null(strstr(r.body, "id=\"by-model\""));
 	assert_null(strstr(r.body, "<b id=\"count\">0</b>"));
 	resp_free(&r);
+	/* Its captures carry no OFFCPU records: no split, said so. */
+	get("/methods/rvs_fixture_hot_spin?app=com.example.web", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "<p id=\"cpu-split\">On or off the CPU: none of these"
+				       " traces has CPU data"));
+	resp_free(&r);
 	get("/methods/rvs_fixture_hot_spin?app=no.such.app&version=", &r);
 	assert_int_equal(r.code, 200);
 	assert_non_null(strstr(r.body, "<b id=\"count\">0</b>"));
@@ -1066,6 +1072,17 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
 		if (!strstr(r.body, want[i]))
 			fail_msg("missing %s in the trace page", want[i]);
+	resp_free(&r);
+	/* The method page splits read_pipe's time over the app's traces with
+	 * CPU data (every one of them is this capture, or the same capture
+	 * again: 2 µs on the CPU, 28 µs blocked, no callee). */
+	get("/methods/read_pipe?app=com.example.offcpu", &r);
+	assert_int_equal(r.code, 200);
+	if (!strstr(r.body,
+		    "On CPU <b>0.002</b> ms / off CPU <b>0.028</b> ms of self per trace"
+		    " (93.3 % off); on CPU 0.002 ms / off CPU 0.028 ms inclusive — over <b>"))
+		fail_msg("no on/off-CPU split in the method page: %s", r.body);
+	assert_non_null(strstr(r.body, "<td>0.002 / 0.028</td>"));
 	resp_free(&r);
 	/* The zoomable timeline's rows below the calls: FORMAT.md's two
 	 * frames (1000–17000 on time, 20000–60000 late) and the three

@@ -406,6 +406,46 @@ static void samples_into(struct samples *s, json_t *obj)
 	s->n = 0;
 }
 
+/* The on/off-CPU split of a method over the traces that have CPU data
+ * (trace_methods.cpu_self_ns not NULL): how many, and the sums of their
+ * wall and on-CPU self and inclusive times. */
+struct cpu_sums {
+	int64_t n, self, incl, cpu_self, cpu_incl;
+};
+
+/* {"traces", "on_cpu_self_ns", "off_cpu_self_ns", "on_cpu_incl_ns",
+ * "off_cpu_incl_ns"}: the split summed over the c->n traces (all 0 when
+ * none); off-CPU is the wall time less the on-CPU time. */
+static json_t *cpu_json(const struct cpu_sums *c)
+{
+	return json_pack("{s:I,s:I,s:I,s:I,s:I}", "traces", (json_int_t)c->n, "on_cpu_self_ns",
+			 (json_int_t)c->cpu_self, "off_cpu_self_ns",
+			 (json_int_t)(c->self - c->cpu_self), "on_cpu_incl_ns",
+			 (json_int_t)c->cpu_incl, "off_cpu_incl_ns",
+			 (json_int_t)(c->incl - c->cpu_incl));
+}
+
+static int cpu_row(void *arg, int part, const struct rvs_col *cols, size_t n)
+{
+	struct cpu_sums *c = arg;
+	if (n != 5)
+		return -EIO;
+	*c = (struct cpu_sums){cols[0].i, cols[1].i, cols[2].i, cols[3].i, cols[4].i};
+	return 0;
+}
+
+/* doc's "cpu": RVS_METHOD_CPU's sums over every trace with the method
+ * (and app / version) that has CPU data. */
+static int method_cpu(const struct rvs_store_ops *ops, struct rvs_store *st, const char *name,
+		      const char *app, const char *ver, json_t *doc)
+{
+	struct cpu_sums c = {0};
+	if (ops->method_read(st, RVS_METHOD_CPU, name, 0, 0, app, ver, cpu_row, &c))
+		return -EIO;
+	json_object_set_new(doc, "cpu", cpu_json(&c));
+	return 0;
+}
+
 /* Traces the per-version percentiles are drawn from: the newest ones
  * containing the method (a sample, so the page stays fast for a method
  * that is in every trace). */
@@ -415,7 +455,8 @@ static void samples_into(struct samples *s, json_t *obj)
  * its samples. */
 struct by_group {
 	struct samples sm;
-	const char *key; /* "app_version" or "model" */
+	struct cpu_sums cpu; /* the group's traces with CPU data */
+	const char *key;     /* "app_version" or "model" */
 	char *val;
 	json_t *arr;
 	int oom;
@@ -429,14 +470,19 @@ static void group_out(struct by_group *b)
 		return;
 	o = json_pack("{s:o}", b->key, rvs_json_str(b->val));
 	samples_into(&b->sm, o);
+	json_object_set_new(o, "cpu", cpu_json(&b->cpu));
+	b->cpu = (struct cpu_sums){0};
 	json_array_append_new(b->arr, o);
 }
 
+/* Rows v, s, i, cs, ci (cs, ci NULL: the trace has no CPU data). */
 static int group_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 {
 	struct by_group *b = arg;
-	const char *v = n == 3 && cols[0].type == RVS_COL_TEXT ? cols[0].text : "";
+	const char *v = n == 5 && cols[0].type == RVS_COL_TEXT ? cols[0].text : "";
 
+	if (n != 5)
+		return -EIO;
 	if (b->sm.n && strcmp(v, b->val) != 0)
 		group_out(b);
 	if (b->sm.n == 0) {
@@ -444,8 +490,15 @@ static int group_row(void *arg, int part, const struct rvs_col *cols, size_t n)
 		if (!(b->val = strdup(v)))
 			return b->oom = 1;
 	}
-	if (samples_add(&b->sm, n == 3 ? cols[1].i : 0, n == 3 ? cols[2].i : 0))
+	if (samples_add(&b->sm, cols[1].i, cols[2].i))
 		return b->oom = 1;
+	if (cols[3].type == RVS_COL_INT && cols[4].type == RVS_COL_INT) {
+		b->cpu.n++;
+		b->cpu.self += cols[1].i;
+		b->cpu.incl += cols[2].i;
+		b->cpu.cpu_self += cols[3].i;
+		b->cpu.cpu_incl += cols[4].i;
+	}
 	return 0;
 }
 
@@ -560,7 +613,8 @@ static void get_method(const struct rvs_store_ops *ops, struct rvs_store *store,
 	}
 	json_object_set_new(doc, "by_version_traces",
 			    json_integer(n < BY_VERSION_SAMPLE ? n : BY_VERSION_SAMPLE));
-	if (method_split(ops, store, name, n, RVS_METHOD_BY_VERSION, "by_version", a, v, doc) ||
+	if (method_cpu(ops, store, name, a, v, doc) ||
+	    method_split(ops, store, name, n, RVS_METHOD_BY_VERSION, "by_version", a, v, doc) ||
 	    method_split(ops, store, name, n, RVS_METHOD_BY_MODEL, "by_model", a, v, doc) ||
 	    method_alert(ops, store, name, doc)) {
 		json_decref(doc);

@@ -265,6 +265,18 @@ static int add_chain(struct rows *r, const char *kind, int rank, uint64_t signat
 	return 0;
 }
 
+/* A method row's thread-CPU time (a capture with CPU data: OFFCPU /
+ * THREAD_COUNTERS records, or CPU clocks on its events), each part held
+ * within [0, its wall time] so the off-CPU rest is never negative. */
+static void cpu_split(struct rvs_index_method *row, const rva_mstat *ms)
+{
+	int64_t cs = ms->cpu_self < 0 ? 0 : ms->cpu_self, ci = ms->cpu_incl < 0 ? 0 : ms->cpu_incl;
+
+	row->has_cpu = 1;
+	row->cpu_self_ns = (uint64_t)cs < row->self_ns ? (uint64_t)cs : row->self_ns;
+	row->cpu_incl_ns = (uint64_t)ci < row->incl_ns ? (uint64_t)ci : row->incl_ns;
+}
+
 /* The method and chain rows of a decoded capture, and its build ids still
  * unresolved (left[i] set: symbolize). */
 static int rows_capture(struct rows *r, const rva_summary *sum, const unsigned char *left)
@@ -295,6 +307,8 @@ static int rows_capture(struct rows *r, const rva_summary *sum, const unsigned c
 		row->calls = ms->calls;
 		row->self_ns = (uint64_t)ms->self;
 		row->incl_ns = (uint64_t)ms->incl;
+		if (t->has_cpu)
+			cpu_split(row, ms);
 		for (size_t k = 0; k < ntop; k++)
 			if (top[k] == m)
 				row->self_rank = (int64_t)k + 1;
@@ -336,7 +350,9 @@ static int rows_capture(struct rows *r, const rva_summary *sum, const unsigned c
 
 /* The method and chain rows of a device's Summary (top_self, the chains at
  * the anomaly and the longest chains), bounded: the summary is untrusted.
- * A method named twice keeps its first row. */
+ * A method named twice keeps its first row.  The rows have no CPU split
+ * (has_cpu 0: NULL): a MethodStat splits only its inclusive time, and the
+ * method page's on/off-CPU figures need both. */
 static int rows_summary(struct rows *r, const Rearview__Summary *ps)
 {
 	size_t n = ps->n_top_self < SUMMARY_MAX_ROWS ? ps->n_top_self : SUMMARY_MAX_ROWS;

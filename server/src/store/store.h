@@ -178,11 +178,17 @@ struct rvs_skip_row {
 /* ---- issue 15 (sql15b): the decoded-trace index (decode.c's writes) ---- */
 
 /* One trace_methods row.  Counts above INT64_MAX (a hostile summary) are
- * clipped into the signed range by the backend; self_rank 0 is NULL. */
+ * clipped into the signed range by the backend; self_rank 0 is NULL.
+ * has_cpu 0: the capture had no thread-CPU time, and cpu_self_ns /
+ * cpu_incl_ns are stored NULL (never 0: unknown is not "all off-CPU"); 1:
+ * they are the method's self and inclusive time on the CPU, 0 <= cpu_self_ns
+ * <= self_ns and 0 <= cpu_incl_ns <= incl_ns. */
 struct rvs_index_method {
 	const char *method;
 	uint64_t calls, self_ns, incl_ns;
 	int64_t self_rank;
+	int has_cpu;
+	uint64_t cpu_self_ns, cpu_incl_ns;
 };
 
 /* One trace_chains row; self_ns / incl_ns < 0 are NULL. */
@@ -285,10 +291,13 @@ enum {
 	RVS_METHOD_COUNT,      /* one row: n, the traces with the method */
 	RVS_METHOD_SELF_NTH,   /* one row (none past the end): the arg-th smallest self_ns */
 	RVS_METHOD_INCL_NTH,   /* the same of incl_ns */
-	RVS_METHOD_BY_VERSION, /* v, s, i of the newest arg traces with it, by v */
+	RVS_METHOD_BY_VERSION, /* v, s, i, cs, ci of the newest arg traces with it, by v
+				* (cs, ci: cpu_self_ns, cpu_incl_ns, NULL without CPU data) */
 	RVS_METHOD_TRACES,     /* the newest arg traces with it and its totals there */
 	RVS_METHOD_BY_MODEL,   /* as BY_VERSION with v the device model */
 	RVS_METHOD_SAMPLES,    /* s, i of every trace with it (the filtered page's counts) */
+	RVS_METHOD_CPU,	       /* one row over the traces with it and CPU data: n, s, i,
+				* cs, ci (sums; 0 when n is 0) */
 };
 
 /* GET /api/v1/traces's filter: NULL / has_* 0 for absent. */
@@ -713,8 +722,8 @@ struct rvs_store_ops {
 	 * as part 0); count is RVS_METHOD_COUNT's n when known (a plan hint
 	 * for the newest-first reads), arg as the part says.  app / version
 	 * (NULL: any) keep only the traces of that app / app version in
-	 * BY_VERSION, BY_MODEL, TRACES and SAMPLES (COUNT and the NTH reads
-	 * are of every trace). */
+	 * BY_VERSION, BY_MODEL, TRACES, SAMPLES and CPU (COUNT and the NTH
+	 * reads are of every trace). */
 	int (*method_read)(struct rvs_store *s, int part, const char *method, int64_t arg,
 			   int64_t count, const char *app, const char *version, rvs_row_fn cb,
 			   void *cbarg);

@@ -701,6 +701,39 @@ void web_trace_page(struct web_ctx *c, const char *id)
 
 /* ---- /methods/{name} -------------------------------------------------------- */
 
+/* The mean per trace, in ms, of the on-CPU member key of cpu (the API's
+ * on/off-CPU sums) and of its off-CPU twin: "x / y", "–" without traces
+ * that have CPU data. */
+static void cpu_means(FILE *f, json_t *cpu, const char *on, const char *off)
+{
+	json_int_t n = json_integer_value(json_object_get(cpu, "traces"));
+	if (n <= 0) {
+		fputs("–", f);
+		return;
+	}
+	fprintf(f, "%.3f / %.3f",
+		(double)json_integer_value(json_object_get(cpu, on)) / 1e6 / (double)n,
+		(double)json_integer_value(json_object_get(cpu, off)) / 1e6 / (double)n);
+}
+
+static void cpu_traces_cell(struct web_ctx *c, json_t *row)
+{
+	fprintf(c->f, "%lld of %lld",
+		(long long)json_integer_value(
+			json_object_get(json_object_get(row, "cpu"), "traces")),
+		(long long)json_integer_value(json_object_get(row, "count")));
+}
+
+static void cpu_self_cell(struct web_ctx *c, json_t *row)
+{
+	cpu_means(c->f, json_object_get(row, "cpu"), "on_cpu_self_ns", "off_cpu_self_ns");
+}
+
+static void cpu_incl_cell(struct web_ctx *c, json_t *row)
+{
+	cpu_means(c->f, json_object_get(row, "cpu"), "on_cpu_incl_ns", "off_cpu_incl_ns");
+}
+
 static const struct web_col VERSION_COLS[] = {
 	{"App version", "app_version", COL_TEXT, NULL},
 	{"Traces", "count", COL_NUM, NULL},
@@ -708,6 +741,9 @@ static const struct web_col VERSION_COLS[] = {
 	{"Self p95 ms", "self_ns.p95", COL_MS, NULL},
 	{"Incl. p50 ms", "incl_ns.p50", COL_MS, NULL},
 	{"Incl. p95 ms", "incl_ns.p95", COL_MS, NULL},
+	{"With CPU data", "cpu.traces", COL_CUSTOM, cpu_traces_cell},
+	{"Self on / off CPU ms", "cpu", COL_CUSTOM, cpu_self_cell},
+	{"Incl. on / off CPU ms", "cpu", COL_CUSTOM, cpu_incl_cell},
 };
 static const struct web_col MODEL_COLS[] = {
 	{"Device model", "model", COL_TEXT, NULL},
@@ -716,7 +752,42 @@ static const struct web_col MODEL_COLS[] = {
 	{"Self p95 ms", "self_ns.p95", COL_MS, NULL},
 	{"Incl. p50 ms", "incl_ns.p50", COL_MS, NULL},
 	{"Incl. p95 ms", "incl_ns.p95", COL_MS, NULL},
+	{"With CPU data", "cpu.traces", COL_CUSTOM, cpu_traces_cell},
+	{"Self on / off CPU ms", "cpu", COL_CUSTOM, cpu_self_cell},
+	{"Incl. on / off CPU ms", "cpu", COL_CUSTOM, cpu_incl_cell},
 };
+
+/* The method's on/off-CPU split in a sentence — "on CPU x ms / off CPU y
+ * ms of self per trace (z % off) …, over n of m traces" — the means per
+ * trace over the traces that have CPU data, and how many of the method's
+ * traces those are. */
+static void cpu_split_para(struct web_ctx *c, json_t *doc)
+{
+	json_t *cpu = json_object_get(doc, "cpu");
+	double n = (double)json_integer_value(json_object_get(cpu, "traces"));
+	double on_self = (double)json_integer_value(json_object_get(cpu, "on_cpu_self_ns"));
+	double off_self = (double)json_integer_value(json_object_get(cpu, "off_cpu_self_ns"));
+	double on_incl = (double)json_integer_value(json_object_get(cpu, "on_cpu_incl_ns"));
+	double off_incl = (double)json_integer_value(json_object_get(cpu, "off_cpu_incl_ns"));
+
+	fputs("<p id=\"cpu-split\">", c->f);
+	if (n <= 0) {
+		fputs("On or off the CPU: none of these traces has CPU data (OFFCPU records), so"
+		      " their time is not split.</p>",
+		      c->f);
+		return;
+	}
+	fprintf(c->f, "On CPU <b>%.3f</b> ms / off CPU <b>%.3f</b> ms of self per trace",
+		on_self / 1e6 / n, off_self / 1e6 / n);
+	if (on_self + off_self > 0)
+		fprintf(c->f, " (%.1f %% off)", 100.0 * off_self / (on_self + off_self));
+	fprintf(c->f,
+		"; on CPU %.3f ms / off CPU %.3f ms inclusive — over <b>%.0f</b> of %lld traces"
+		" (those with CPU data; off CPU: blocked or preempted).</p>",
+		on_incl / 1e6 / n, off_incl / 1e6 / n, n,
+		(long long)json_integer_value(json_object_get(doc, "count")));
+}
+
 static const struct web_col METHOD_TRACE_COLS[] = {
 	{"Trace", "trace_id", COL_TRACE, NULL},	    {"App", "app_id", COL_TEXT, NULL},
 	{"Version", "app_version", COL_TEXT, NULL}, {"Model", "model", COL_TEXT, NULL},
@@ -770,16 +841,17 @@ void web_method_page(struct web_ctx *c, const char *name)
 			rvs_web_urlenc(c->f, app);
 		}
 	}
-	fputs("\">its time per day and version, and the onset of a change</a></p>"
-	      "<h2>Time by app version</h2>",
-	      c->f);
+	fputs("\">its time per day and version, and the onset of a change</a></p>", c->f);
+	cpu_split_para(c, doc);
+	fputs("<h2>Time by app version</h2>", c->f);
 	/* The fleet-wide row first, then one per version. */
 	rows = json_pack(
-		"[{s:s,s:O,s:O,s:O}]", "app_version", "all", "count", json_object_get(doc, "count"),
-		"self_ns",
+		"[{s:s,s:O,s:O,s:O,s:O}]", "app_version", "all", "count",
+		json_object_get(doc, "count"), "self_ns",
 		json_object_get(doc, "self_ns") ? json_object_get(doc, "self_ns") : json_null(),
 		"incl_ns",
-		json_object_get(doc, "incl_ns") ? json_object_get(doc, "incl_ns") : json_null());
+		json_object_get(doc, "incl_ns") ? json_object_get(doc, "incl_ns") : json_null(),
+		"cpu", json_object_get(doc, "cpu") ? json_object_get(doc, "cpu") : json_null());
 	json_array_extend(rows, json_object_get(doc, "by_version"));
 	web_table(c, "by-version", VERSION_COLS, sizeof VERSION_COLS / sizeof VERSION_COLS[0],
 		  rows);

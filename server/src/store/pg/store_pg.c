@@ -551,6 +551,15 @@ static const char *const migrations[] = {
 	"  AND s.node IN (SELECT node FROM gone);"
 	"  RETURN NULL;"
 	" END $f$;",
+	/* 17 (on- and off-CPU time per method): sqlite's migration 20 — each
+	 * method row's self and inclusive time on the CPU, NULL without CPU
+	 * data, and the partial covering index the method page sums them
+	 * from.  On the partitioned parent: every week's partition, and
+	 * those rv_week_partitions makes later, take both. */
+	"ALTER TABLE trace_methods ADD COLUMN cpu_self_ns BIGINT,"
+	" ADD COLUMN cpu_incl_ns BIGINT;"
+	"CREATE INDEX trace_methods_cpu ON trace_methods (method, self_ns, incl_ns, cpu_self_ns,"
+	" cpu_incl_ns) WHERE cpu_self_ns IS NOT NULL;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -920,6 +929,7 @@ int rvs_pg_migrate(const char *dsn, int upto)
 	assert(upto >= 1 && upto <= N_MIGRATIONS);
 	assert(strstr(migrations[RVS_PG_MIGRATION_PART - 1], "FUNCTION rv_week_partitions"));
 	assert(strstr(migrations[RVS_PG_MIGRATION_ROLLUP - 1], "CREATE TABLE agg_node_sums"));
+	assert(strstr(migrations[RVS_PG_MIGRATION_CPU - 1], "ADD COLUMN cpu_self_ns"));
 	if (!pg || PQstatus(pg) != CONNECTION_OK) {
 		rvs_log("error", "postgresql connect failed", "err=\"%s\"",
 			pg ? PQerrorMessage(pg) : "out of memory");
@@ -2260,8 +2270,9 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 	case RVS_METHOD_BY_VERSION:
 	case RVS_METHOD_BY_MODEL:
 		snprintf(sql, sizeof sql,
-			 "SELECT v, s, i FROM (SELECT COALESCE(t.%s, '') AS v,"
-			 " m.self_ns AS s, m.incl_ns AS i FROM trace_methods m JOIN traces t"
+			 "SELECT v, s, i, cs, ci FROM (SELECT COALESCE(t.%s, '') AS v,"
+			 " m.self_ns AS s, m.incl_ns AS i, m.cpu_self_ns AS cs, m.cpu_incl_ns AS ci"
+			 " FROM trace_methods m JOIN traces t"
 			 " USING (trace_id) WHERE m.method = $1%s ORDER BY t.seq DESC LIMIT $2) x"
 			 " ORDER BY 1",
 			 part == RVS_METHOD_BY_MODEL ? "model" : "app_version", filters);
@@ -2281,6 +2292,18 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 			 " USING (trace_id) WHERE m.method = $1 AND $2::bigint IS NULL%s",
 			 filters);
 		break;
+	/* Unfiltered: migration 17's partial index alone.  $2 unused, as
+	 * for SAMPLES; sums as bigint (sum of bigint is numeric). */
+	case RVS_METHOD_CPU:
+		snprintf(sql, sizeof sql,
+			 "SELECT count(*) AS n, COALESCE(sum(m.self_ns), 0)::bigint AS s,"
+			 " COALESCE(sum(m.incl_ns), 0)::bigint AS i,"
+			 " COALESCE(sum(m.cpu_self_ns), 0)::bigint AS cs,"
+			 " COALESCE(sum(m.cpu_incl_ns), 0)::bigint AS ci FROM trace_methods m%s"
+			 " WHERE m.method = $1 AND m.cpu_self_ns IS NOT NULL"
+			 " AND $2::bigint IS NULL%s",
+			 filtered ? " JOIN traces t USING (trace_id)" : "", filters);
+		break;
 	default:
 		assert(!"no such method_read part");
 		return -EINVAL;
@@ -2289,7 +2312,7 @@ static int method_read(struct rvs_store *s, int part, const char *method, int64_
 	 * refuse it as a parameter; sqlite compares it and finds nothing):
 	 * NULL equals nothing either. */
 	rvs_pg_text(&p, utf8_ok(method) ? method : NULL);
-	if (part == RVS_METHOD_SAMPLES)
+	if (part == RVS_METHOD_SAMPLES || part == RVS_METHOD_CPU)
 		rvs_pg_text(&p, NULL);
 	else if (part != RVS_METHOD_COUNT)
 		rvs_pg_i64(&p, arg);

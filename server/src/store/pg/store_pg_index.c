@@ -290,7 +290,7 @@ static void bind_cols(struct rvs_pg_pipe *pp, struct rvs_pg_step *st, const char
 static void add_methods(struct rvs_pg_pipe *pp, int tag, const struct rvs_index_trace *v,
 			const char *received)
 {
-	struct arr col[5] = {{0}};
+	struct arr col[7] = {{0}};
 	struct rvs_pg_step *st;
 
 	if (!v->nmethod_rows)
@@ -302,21 +302,26 @@ static void add_methods(struct rvs_pg_pipe *pp, int tag, const struct rvs_index_
 		arr_i64(&col[2], 1, (int64_t)(m->self_ns & INT64_MAX));
 		arr_i64(&col[3], 1, (int64_t)(m->incl_ns & INT64_MAX));
 		arr_i64(&col[4], m->self_rank > 0, m->self_rank);
+		/* NULL without CPU data, never 0. */
+		arr_i64(&col[5], m->has_cpu, (int64_t)(m->cpu_self_ns & INT64_MAX));
+		arr_i64(&col[6], m->has_cpu, (int64_t)(m->cpu_incl_ns & INT64_MAX));
 	}
 	st = rvs_pg_pipe_add(
 		pp,
 		v->methods_first_wins
 			? "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
-			  " incl_ns, self_rank, received_at) SELECT $1, m, c, s, i, r,"
-			  " $2::bigint FROM unnest($3::text[], $4::bigint[], $5::bigint[],"
-			  " $6::bigint[], $7::int[]) AS x(m, c, s, i, r)"
+			  " incl_ns, self_rank, cpu_self_ns, cpu_incl_ns, received_at)"
+			  " SELECT $1, m, c, s, i, r, cs, ci, $2::bigint FROM unnest($3::text[],"
+			  " $4::bigint[], $5::bigint[], $6::bigint[], $7::int[], $8::bigint[],"
+			  " $9::bigint[]) AS x(m, c, s, i, r, cs, ci)"
 			  " ON CONFLICT DO NOTHING"
 			: "INSERT INTO trace_methods (trace_id, method, calls, self_ns,"
-			  " incl_ns, self_rank, received_at) SELECT $1, m, c, s, i, r,"
-			  " $2::bigint FROM unnest($3::text[], $4::bigint[], $5::bigint[],"
-			  " $6::bigint[], $7::int[]) AS x(m, c, s, i, r)",
+			  " incl_ns, self_rank, cpu_self_ns, cpu_incl_ns, received_at)"
+			  " SELECT $1, m, c, s, i, r, cs, ci, $2::bigint FROM unnest($3::text[],"
+			  " $4::bigint[], $5::bigint[], $6::bigint[], $7::int[], $8::bigint[],"
+			  " $9::bigint[]) AS x(m, c, s, i, r, cs, ci)",
 		0, tag, 0);
-	bind_cols(pp, st, v->trace_id, received, col, 5);
+	bind_cols(pp, st, v->trace_id, received, col, 7);
 }
 
 /* Adds the trace's trace_chains rows to pp as one statement tagged tag

@@ -157,10 +157,11 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 		"DELETE FROM traces WHERE trace_id = ?",
 	};
 	static const char ins_method[] = "INSERT INTO trace_methods (trace_id, method, calls,"
-					 " self_ns, incl_ns, self_rank) VALUES (?,?,?,?,?,?)";
-	static const char ins_method_first[] = "INSERT OR IGNORE INTO trace_methods (trace_id,"
-					       " method, calls, self_ns, incl_ns, self_rank)"
-					       " VALUES (?,?,?,?,?,?)";
+					 " self_ns, incl_ns, self_rank, cpu_self_ns, cpu_incl_ns)"
+					 " VALUES (?,?,?,?,?,?,?,?)";
+	static const char ins_method_first[] =
+		"INSERT OR IGNORE INTO trace_methods (trace_id, method, calls, self_ns, incl_ns,"
+		" self_rank, cpu_self_ns, cpu_incl_ns) VALUES (?,?,?,?,?,?,?,?)";
 	sqlite3_stmt *st = NULL;
 	int rc, decoded_before;
 
@@ -219,6 +220,11 @@ static int write_one(struct rvs_index_lane *l, const struct rvs_index_trace *v)
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)(m->incl_ns & INT64_MAX));
 		if (m->self_rank)
 			sqlite3_bind_int64(st, 6, m->self_rank);
+		/* Without CPU data both stay NULL (cleared bindings). */
+		rvs_sqlite_bind_opt_i64(st, 7, m->has_cpu,
+					(sqlite3_int64)(m->cpu_self_ns & INT64_MAX));
+		rvs_sqlite_bind_opt_i64(st, 8, m->has_cpu,
+					(sqlite3_int64)(m->cpu_incl_ns & INT64_MAX));
 		rc = rvs_sqlite_step_done(st);
 	}
 	unprep(l, st);
