@@ -141,6 +141,16 @@ int main(void)
 	      " extract(epoch FROM now())::bigint / 604800 - 1) w");
 	ex(c, "INSERT INTO devices (device_id, token_hash, enrolled_at) SELECT 'd' || i,"
 	      " decode(lpad(to_hex(i), 8, '0'), 'hex'), 0 FROM generate_series(1, 500) i");
+	/* Frame counts (POST /v1/jank) for the fleet's jank page: every device
+	 * a day of each of the last 8 UTC days for the 20 traced apps and 5
+	 * never traced, one version each (100,000 rows). */
+	ex(c, "INSERT INTO jank_counts (device_id, app_id, app_version, day, frames, late,"
+	      " received_at) SELECT 'd' || d, CASE WHEN a < 20 THEN 'com.example.app' || a"
+	      " ELSE 'com.example.untraced' || (a - 20) END, '1.' || ((d + a) % 7) || '.0',"
+	      " extract(epoch FROM now())::bigint / 86400 - k, 3600 + (d * 7 + a) % 500,"
+	      " (d * 13 + a * 7 + k) % 97, extract(epoch FROM now())::bigint"
+	      " FROM generate_series(1, 500) d, generate_series(0, 24) a,"
+	      " generate_series(0, 7) k");
 	ex(c,
 	   "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id, app_version,"
 	   " model, anomaly_kind, severity, state) SELECT 't-' || lpad(to_hex(i), 32, '0'),"
@@ -261,6 +271,7 @@ int main(void)
 	measure("/api/v1/methods/{name}", "/api/v1/methods/com.example.Class13.method131", "", 20);
 	measure("/api/v1/signatures", "/api/v1/signatures", "", 20);
 	measure("/api/v1/fleet", "/api/v1/fleet", "", 20);
+	measure("/api/v1/fleet/jank", "/api/v1/fleet/jank", "", 20);
 	measure("/api/v1/aggregate/diff (since)", "/api/v1/aggregate/diff",
 		"app=com.example.app3&a.until=1795300001&b.since=1795300001", 20);
 	measure("/api/v1/trend (method of one app)", "/api/v1/trend",

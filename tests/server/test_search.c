@@ -309,6 +309,8 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 		" DROP INDEX traces_heat; ALTER TABLE traces DROP COLUMN has_agg;"
 		" DROP INDEX trace_methods_cpu; ALTER TABLE trace_methods DROP COLUMN cpu_self_ns;"
 		" ALTER TABLE trace_methods DROP COLUMN cpu_incl_ns;"
+		" DROP INDEX uploads_received_app; CREATE INDEX uploads_received ON "
+		"uploads(received_at);"
 		" ALTER TABLE uploads DROP COLUMN sel_kind; ALTER TABLE uploads DROP COLUMN sel_p;"
 		" ALTER TABLE uploads DROP COLUMN sel_seen; ALTER TABLE uploads DROP COLUMN "
 		"sel_taken;"

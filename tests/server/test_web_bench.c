@@ -67,7 +67,24 @@ static int fill(const char *data)
 	sqlite3_exec(db,
 		     "INSERT INTO devices (device_id, token_hash, model, os_build, arch,"
 		     " enrolled_at) VALUES ('d-bench', randomblob(32), 'model-0', 'os-1',"
-		     " 'arm64', 1795000000)",
+		     " 'arm64', 1795000000);"
+		     "WITH RECURSIVE k(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM k"
+		     " WHERE x < 499) INSERT INTO devices (device_id, token_hash, model,"
+		     " os_build, arch, enrolled_at) SELECT 'j-' || x, randomblob(32), 'model-1',"
+		     " 'os-1', 'arm64', 1795000000 FROM k",
+		     NULL, NULL, NULL);
+	/* Frame counts (POST /v1/jank) for the fleet's jank page: 500 devices
+	 * of their own (they upload nothing), a day of each of the last 8 UTC
+	 * days for the 20 traced apps and 5 never traced, one version each
+	 * (100,000 rows). */
+	sqlite3_exec(db,
+		     "WITH RECURSIVE k(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM k"
+		     " WHERE x < 99999) INSERT INTO jank_counts (device_id, app_id, app_version,"
+		     " day, frames, late, received_at) SELECT 'j-' || (x / 200), CASE WHEN"
+		     " x % 25 < 20 THEN 'com.example.app' || (x % 25) ELSE"
+		     " 'com.example.untraced' || (x % 25 - 20) END, '1.' || ((x / 200 + x % 25)"
+		     " % 7) || '.0', unixepoch() / 86400 - (x / 25) % 8, 3600 + x % 500,"
+		     " (x * 13) % 97, unixepoch() FROM k",
 		     NULL, NULL, NULL);
 	sqlite3_prepare_v2(
 		db,
@@ -343,6 +360,7 @@ int main(int argc, char **argv)
 	measure("/api/v1/signatures", "/api/v1/signatures", 1);
 	measure("/fleet", "/fleet", 0);
 	measure("/api/v1/fleet", "/api/v1/fleet", 1);
+	measure("/api/v1/fleet/jank", "/api/v1/fleet/jank", 1);
 	/* Issue 16 question 2: the aggregate views (≤ 1 s). */
 	measure("/aggregate", "/aggregate", 0);
 	measure("/api/v1/aggregate", "/api/v1/aggregate", 1);

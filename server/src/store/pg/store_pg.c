@@ -1969,13 +1969,17 @@ static int jank_by_app(struct rvs_store *s, int64_t from_day, int64_t to_day, in
 	rvs_pg_i64(&p, to_day);
 	rvs_pg_i64(&p, limit);
 	rc = read_rows(s,
-		       "SELECT j.app_id, sum(j.frames), sum(j.late), count(DISTINCT j.device_id),"
-		       " (SELECT count(*) FROM uploads u WHERE u.app_id = j.app_id"
-		       " AND u.received_at >= $1::bigint * 86400"
-		       " AND u.received_at < ($2::bigint + 1) * 86400)"
-		       " FROM jank_counts j WHERE j.day >= $1 AND j.day <= $2 GROUP BY j.app_id"
-		       " ORDER BY CASE WHEN sum(j.frames) > 0 THEN sum(j.late)::double precision"
-		       " / sum(j.frames) ELSE 0 END DESC, j.app_id COLLATE \"C\" LIMIT $3",
+		       /* store_sqlite.c's: per (app, device) first, the
+			* window's uploads per app in one pass. */
+		       "SELECT j.app_id, sum(j.f)::bigint, sum(j.l)::bigint, count(*),"
+		       " coalesce(max(u.n), 0) FROM (SELECT app_id, device_id, sum(frames) AS f,"
+		       " sum(late) AS l FROM jank_counts WHERE day >= $1 AND day <= $2"
+		       " GROUP BY app_id, device_id) j LEFT JOIN (SELECT app_id, count(*) AS n"
+		       " FROM uploads WHERE received_at >= $1::bigint * 86400"
+		       " AND received_at < ($2::bigint + 1) * 86400 GROUP BY app_id) u"
+		       " ON u.app_id = j.app_id GROUP BY j.app_id"
+		       " ORDER BY CASE WHEN sum(j.f) > 0 THEN sum(j.l)::double precision"
+		       " / sum(j.f) ELSE 0 END DESC, j.app_id COLLATE \"C\" LIMIT $3",
 		       &p, &r);
 	if (rc)
 		return rc;
