@@ -555,7 +555,12 @@ static void test_weights_trend_percentiles_and_issue_counts(void **state)
 			assert_true(json_is_object(sw));
 			assert_int_equal(json_integer_value(json_object_get(sw, "bucket")), 1);
 			assert_true(num(sw, "z") > 0);
-			assert_true(num(sw, "p") == 1.0 / 1000);
+			/* Found (p < 0.01), not an exact p: the trace ids, random
+			 * each run, order the traces within a bucket, and the
+			 * seeded permutations draw from that order (seen: 0.001
+			 * and 0.002; 9 or more of 999 shuffles past z 3.4 has a
+			 * chance near 1e-8). */
+			assert_true(num(sw, "p") < 0.01);
 			assert_int_equal(json_integer_value(json_object_get(sw, "before")), 20);
 			assert_true(json_is_true(json_object_get(ow, "exact")));
 			assert_true(json_is_null(json_object_get(ow, "note")));
