@@ -365,6 +365,25 @@ static inline int pgh_migrated_db(struct pgh *h, char *uri, size_t len)
 	return pgh_create(h, " TEMPLATE " PGH_TEMPLATE " STRATEGY FILE_COPY", uri, len);
 }
 
+/* A test's store in a new directory: dir, a mkdtemp template, becomes
+ * the directory; db gets a migrated PostgreSQL database of h (on_pg) or
+ * DIR/rearview.db, blobs DIR/blobs.  0, or -1 (the directory, or the
+ * database, could not be made). */
+static inline int pgh_store_dir(struct pgh *h, int on_pg, char *dir, char *db, size_t dblen,
+				char *blobs, size_t bloblen)
+{
+	if (!mkdtemp(dir))
+		return -1;
+	if (on_pg) {
+		if (pgh_migrated_db(h, db, dblen))
+			return -1;
+	} else {
+		snprintf(db, dblen, "%s/rearview.db", dir);
+	}
+	snprintf(blobs, bloblen, "%s/blobs", dir);
+	return 0;
+}
+
 static void pgh_stop(struct pgh *h)
 {
 	char cmd[512];

@@ -172,16 +172,10 @@ static int setup(void **state)
 {
 	struct rvs_store *s;
 	snprintf(g_dir, sizeof g_dir, "/tmp/rvs-mcpu-XXXXXX");
-	if (!mkdtemp(g_dir))
-		return -1;
 	memset(&g_cfg, 0, sizeof g_cfg);
-	if (ops == &rvs_store_pg) {
-		if (pgh_migrated_db(&pg, g_cfg.database, sizeof g_cfg.database))
-			return -1;
-	} else {
-		snprintf(g_cfg.database, sizeof g_cfg.database, "%s/rearview.db", g_dir);
-	}
-	snprintf(g_cfg.blob_dir, sizeof g_cfg.blob_dir, "%s/blobs", g_dir);
+	if (pgh_store_dir(&pg, ops == &rvs_store_pg, g_dir, g_cfg.database, sizeof g_cfg.database,
+			  g_cfg.blob_dir, sizeof g_cfg.blob_dir))
+		return -1;
 	if (ops->open(g_cfg.database, &s))
 		return -1;
 	decode_all(s);
