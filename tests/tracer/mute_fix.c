@@ -72,10 +72,10 @@ __attribute__((noinline)) long F(big)(long n)
 
 __attribute__((noinline)) int F(dense)(int x)
 {
-	volatile int s = x; /* work the compiler cannot fold: ~25 ns */
-	for (int i = 0; i < 24; i++)
+	volatile unsigned s = (unsigned)x; /* work the compiler cannot fold */
+	for (unsigned i = 0; i < 24; i++)
 		s = s * 31 + i;
-	return s;
+	return (int)(s & 0x7fffffff);
 }
 
 __attribute__((noinline)) long F(dense_loop)(long n)
