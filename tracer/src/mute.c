@@ -642,12 +642,16 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 #define WIN	16384u /* slots read from a thread over its budget */
 #define HASH	4096u  /* functions told apart in one window */
 #define SAMPLES 8u     /* call durations kept per function */
-#define SPARE_PPM                                                                     \
-	100000u		      /* never mute a function with ≥ 10 % of the self time \
-			       * whose own trace points fit in the budget */
-#define GAIN_PPM       20000u /* nor one whose events cost < 2 % of the budget */
-#define TARGET_DIV     4u     /* mute until the share is a quarter of the budget */
-#define MAX_VICTIMS    256u   /* functions muted at one look */
+/* What the budget mutes (see the top): never a function with ≥ SPARE_PPM of
+ * the self time whose own trace points fit in the budget, nor one whose
+ * events cost < GAIN_PPM of the budget, nor one called < MIN_RATE times a
+ * second of CPU (whatever the share's estimate says: a slow build's can be
+ * far off); it mutes until the share is the budget / TARGET_DIV. */
+#define SPARE_PPM      100000u /* 10 % */
+#define GAIN_PPM       20000u  /* 2 % */
+#define MIN_RATE       10000.0
+#define TARGET_DIV     4u
+#define MAX_VICTIMS    256u /* functions muted at one look */
 #define THREADS_MAX    64u
 #define PENDING_MAX    RVT_MUTED_MAX
 #define TRIED_MAX      4096u
@@ -897,6 +901,8 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 			continue; /* a large share of the self time: spared */
 		if (part * share < budget * (GAIN_PPM / 1e6))
 			continue; /* muting it would hardly help */
+		if (part * events_per_s / 2 < MIN_RATE)
+			continue; /* nor muting a rarely called one */
 		/* Share of the events per share of the self time: the functions
 		 * that cost the most trace points for the least time first. */
 		c[nc++] = (struct cand){f, part / (self + 0.001)};
