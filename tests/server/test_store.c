@@ -1212,8 +1212,8 @@ static void test_store_agg_sums_follow_trace_paths(void **state)
 		"INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
 		" VALUES ('app', '1.0', 'm', 1, 0);"
 		"INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES ('app', 0, '', 0);"
-		"INSERT INTO trace_paths VALUES ('t-a1', 1, 1, 1, 10, 30), ('t-a2', 1, 1, 2, 5, "
-		"50);";
+		"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns) VALUES"
+		" ('t-a1', 1, 1, 1, 10, 30), ('t-a2', 1, 1, 2, 5, 50);";
 	static const char sums[] = "SELECT traces || ' ' || calls || ' ' || self_ns || ' ' ||"
 				   " incl_ns FROM agg_sums WHERE bucket = 1 AND node = 1";
 	char v[64], sql[sizeof rows + 200];
