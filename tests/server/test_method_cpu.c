@@ -506,6 +506,32 @@ static void test_method_cpu_paths_exact_split_on_every_aggregate_read(void **sta
 	path_cpu_is("diff b", doc, "b_cpu", "wait", 2, 1, 4000, 16000, 4000, 16000);
 	path_cpu_is("diff b", doc, "b_cpu", "log_line", 1, 0, 0, 0, 0, 0);
 	json_decref(doc);
+	/* A heatmap cell (today, durations from 0) against the rest of five
+	 * days around it: the rest reads the per-day rollup less the cell's
+	 * rows as read for A (store_agg.h rvs_agg_rest_is_cell).  Every
+	 * trace arrived today with a duration: the cell holds all three, the
+	 * rest none. */
+	{
+		long long d = (long long)time(NULL) / 86400;
+		char q[512];
+		snprintf(q, sizeof q,
+			 "app=A&a.since=%lld&a.until=%lld&a.dur_min=0&b.since=%lld&b.until=%lld"
+			 "&b.except_since=%lld&b.except_until=%lld&b.except_dur_min=0",
+			 d * 86400, (d + 1) * 86400, (d - 2) * 86400 + 1, (d + 3) * 86400,
+			 d * 86400, (d + 1) * 86400);
+		doc = api("/api/v1/aggregate/diff", q);
+		assert_int_equal(json_integer_value(
+					 json_object_get(json_object_get(doc, "a"), "cpu_traces")),
+				 2);
+		assert_int_equal(
+			json_integer_value(json_object_get(json_object_get(doc, "b"), "traces")),
+			0);
+		assert_int_equal(json_integer_value(
+					 json_object_get(json_object_get(doc, "b"), "cpu_traces")),
+				 0);
+		path_cpu_is("cell", doc, "a_cpu", "work", 3, 2, 90000, 6000, 98000, 38000);
+		json_decref(doc);
+	}
 }
 
 /* A re-decode deletes a trace's path rows (taken off every rollup: the
