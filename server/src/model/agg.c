@@ -193,6 +193,9 @@ int rvs_agg_build(const rva_summary *sum, size_t max_nodes, struct rvs_agg_rows 
 		max_nodes = RVS_AGG_MAX_NODES;
 	if (max_nodes < 1)
 		max_nodes = 1;
+	/* The same capture's method rows have CPU data exactly then
+	 * (decode.c: trace->has_cpu), so a trace's paths and methods agree. */
+	assert(!sum->tree_off || sum->trace->has_cpu);
 	c.off = sum->tree_off;
 	if (cut_tree(tr, max_nodes, &c))
 		goto done;

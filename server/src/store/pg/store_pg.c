@@ -1026,6 +1026,8 @@ int rvs_pg_migrate(const char *dsn, int upto)
 	assert(strstr(migrations[RVS_PG_MIGRATION_PART - 1], "FUNCTION rv_week_partitions"));
 	assert(strstr(migrations[RVS_PG_MIGRATION_ROLLUP - 1], "CREATE TABLE agg_node_sums"));
 	assert(strstr(migrations[RVS_PG_MIGRATION_CPU - 1], "ADD COLUMN cpu_self_ns"));
+	assert(strstr(migrations[RVS_PG_MIGRATION_PATH_CPU - 1],
+		      "ALTER TABLE trace_paths ADD COLUMN cpu_self_ns"));
 	if (!pg || PQstatus(pg) != CONNECTION_OK) {
 		rvs_log("error", "postgresql connect failed", "err=\"%s\"",
 			pg ? PQerrorMessage(pg) : "out of memory");
