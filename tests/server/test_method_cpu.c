@@ -569,6 +569,115 @@ static void test_method_cpu_redecode_takes_paths_off_and_back_on_the_rollups(voi
 			sqlb_int(g_cfg.database, "SELECT sum(cpu_incl_ns) FROM trace_paths"));
 }
 
+/* A capture of app B whose top calls WIDE leaves one after another (100 ns
+ * each), the last 8 of them half off the CPU: more paths than a capture of
+ * its size keeps (pipeline/index_cap.h: budget / 384 nodes, here some
+ * tens fewer), so the latest leaves — those 8 among them — fold into one
+ * "(other)" row. */
+#define WIDE 200
+static void capture_wide(capbuf *c)
+{
+	uint64_t off[8][3];
+	char name[32];
+
+	cb_header(c, 100000, 1000000000, 0, 100000, 0x400000, 0);
+	cb_entry(c, 0x2000, 1000);
+	for (uint32_t k = 0; k < WIDE; k++) {
+		cb_entry(c, 0x3000 + 16 * k, 2000 + 200 * k);
+		cb_exit(c, 2100 + 200 * k);
+	}
+	cb_exit(c, 3000 + 200 * WIDE);
+	cb_end_slots(c);
+	cb_symbol(c, 0x2000, 0x2000, 0, "wide_top");
+	for (uint32_t k = 0; k < WIDE; k++) {
+		snprintf(name, sizeof name, "wide_leaf_%03u", k);
+		cb_symbol(c, 0x3000 + 16 * k, 0x3000 + 16 * k, 0, name);
+	}
+	for (uint32_t i = 0; i < 8; i++) {
+		uint64_t k = WIDE - 8 + i;
+		off[i][0] = 2050 + 200 * k;
+		off[i][1] = 2100 + 200 * k;
+		off[i][2] = 2;
+	}
+	offcpu_record(c, (const uint64_t(*)[3])off, 8);
+	cb_finish(c);
+}
+
+/* The folded callees' on/off-CPU time goes to their "(other)" row whole
+ * (8 × 50 ns off the CPU, self = inclusive), their caller keeps its own
+ * (none off the CPU), and the aggregate shows the same split. */
+static void test_method_cpu_folded_paths_keep_their_split_in_other(void **state)
+{
+	static const char id[] = "t-00000000000000000000000000000004";
+	struct rvs_upload_rec u = {0};
+	struct rvs_decode_item it = {0};
+	struct rvs_decoder dec;
+	struct rvs_decode *d;
+	struct rvs_store *s;
+	capbuf c = {0};
+	char path[sizeof it.path], sql[400];
+	json_t *doc, *cpu;
+	FILE *f;
+
+	capture_wide(&c);
+	snprintf(path, sizeof path, "%s/wide", g_dir);
+	assert_non_null(f = fopen(path, "wb"));
+	assert_int_equal(fwrite(c.b, 1, c.len, f), c.len);
+	fclose(f);
+	snprintf(u.trace_id, sizeof u.trace_id, "%s", id);
+	u.device_id = "d1";
+	u.upload_id[0] = 9;
+	u.app_id = "B";
+	u.app_version = "1";
+	u.model = "m1";
+	u.anomaly_kind = 1;
+	u.severity = 1;
+	u.payload_kind = 1;
+	u.payload_size = c.len;
+	u.blob_sha256 = "0000000000000000000000000000000000000000000000000000000000000000";
+	u.blob_bytes = c.len;
+	free(c.b);
+	assert_int_equal(ops->open(g_cfg.database, &s), 0);
+	assert_int_equal(ops->upload_add(s, &u), 0);
+	assert_int_equal(ops->decode_next_batch(s, 0, 1, &it, 1), 1);
+	snprintf(it.path, sizeof it.path, "%s", path);
+	assert_int_equal(rvs_decode_new(g_cfg.database, &dec, &d), 0);
+	dec.decode(dec.ctx, &it, 1);
+	if (it.rc)
+		fail_msg("%s: %s", id, it.reason);
+	assert_int_equal(ops->decode_finish(s, &it, 1), 0);
+	rvs_decode_free(d);
+	ops->close(s);
+
+#define OTHER_ROW                                                                         \
+	" FROM trace_paths p JOIN agg_nodes n ON n.node = p.node WHERE p.trace_id = '%s'" \
+	" AND n.method = '%s'"
+	snprintf(sql, sizeof sql, "SELECT count(*)" OTHER_ROW, id, "(other)");
+	assert_int_equal(sqlb_int(g_cfg.database, sql), 1);
+	snprintf(sql, sizeof sql,
+		 "SELECT (self_ns - cpu_self_ns) * 1000000 + (incl_ns - cpu_incl_ns) * 1000"
+		 " + CASE WHEN self_ns = incl_ns THEN 1 ELSE 0 END" OTHER_ROW,
+		 id, "(other)");
+	assert_int_equal(sqlb_int(g_cfg.database, sql), 400 * 1000000 + 400 * 1000 + 1);
+	/* wide_top: 2000 + 200 × WIDE ns, 100 × WIDE of them in its leaves;
+	 * the 400 off the CPU are all in leaves. */
+	snprintf(sql, sizeof sql, "SELECT cpu_self_ns * 1000000 + cpu_incl_ns" OTHER_ROW, id,
+		 "wide_top");
+	assert_int_equal(sqlb_int(g_cfg.database, sql),
+			 (2000 + 100 * WIDE) * 1000000LL + 2000 + 200 * WIDE - 400);
+#undef OTHER_ROW
+
+	doc = api("/api/v1/aggregate", "app=B");
+	cpu = json_object_get(agg_node(doc, "(other)"), "cpu");
+	assert_int_equal(json_integer_value(json_object_get(cpu, "traces")), 1);
+	assert_int_equal(json_integer_value(json_object_get(cpu, "off_cpu_self_ns")), 400);
+	assert_int_equal(json_integer_value(json_object_get(cpu, "off_cpu_incl_ns")), 400);
+	cpu = json_object_get(agg_node(doc, "wide_top"), "cpu");
+	assert_int_equal(json_integer_value(json_object_get(cpu, "off_cpu_self_ns")), 0);
+	assert_int_equal(json_integer_value(json_object_get(cpu, "off_cpu_incl_ns")), 400);
+	json_decref(doc);
+}
+
 static void test_method_cpu_postgresql_missing_skips(void **state)
 {
 	print_message("PostgreSQL cases skipped: %s\n", pg_skip_why);
@@ -588,6 +697,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_method_cpu_redecode_takes_paths_off_and_back_on_the_rollups, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_method_cpu_folded_paths_keep_their_split_in_other, setup, teardown),
 	};
 	const struct CMUnitTest pg_missing[] = {
 		cmocka_unit_test(test_method_cpu_postgresql_missing_skips),
