@@ -33,7 +33,9 @@
  *
  * Per call path the CPU capture's rows are main's, work's and wait's as
  * above (each method has one path), and the app's root: no self time, 74000
- * of its 98000 inclusive on the CPU.
+ * of its 98000 inclusive on the CPU.  A fourth capture, of app B, has more
+ * paths than its index budget keeps: its folded leaves' split goes to one
+ * "(other)" row whole.
  */
 #include <errno.h>
 #include <setjmp.h>

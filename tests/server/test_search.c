@@ -330,6 +330,10 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 		"sel_taken;"
 		" ALTER TABLE uploads DROP COLUMN weight; ALTER TABLE uploads DROP COLUMN "
 		"weight_exact;"
+		" INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
+		" VALUES ('x', '1', 'm', 1, 0);"
+		" INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
+		" SELECT trace_id, 1, 1, 1, 10, 30 FROM traces;"
 		" PRAGMA user_version = 8");
 	sqlite3_close(db);
 	assert_int_equal(rvs_store_sqlite.open(g_cfg.database, &s), 0);
@@ -357,6 +361,27 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal((const char *)sqlite3_column_text(st, 0),
 			    "issue,app_id,received_at,device_id,severity");
+	sqlite3_finalize(st);
+	/* Migration 22 over path rows it did not write (one per trace, added
+	 * at version 8): none has CPU data, every rollup row counts 0 traces
+	 * with it, and the rollups still count every path row. */
+	assert_int_equal(
+		sqlite3_prepare_v2(
+			db,
+			"SELECT (SELECT count(*) FROM trace_paths) = 5"
+			" AND (SELECT count(*) FROM trace_paths WHERE cpu_self_ns IS NOT NULL"
+			" OR cpu_incl_ns IS NOT NULL) = 0"
+			" AND (SELECT coalesce(sum(traces), 0) FROM agg_sums) ="
+			" (SELECT count(*) FROM trace_paths)"
+			" AND (SELECT coalesce(sum(traces), 0) FROM agg_day_sums) ="
+			" (SELECT count(*) FROM trace_paths)"
+			" AND (SELECT coalesce(max(cpu_traces) + max(off_self_ns), 0) FROM"
+			" agg_sums) = 0 AND (SELECT coalesce(max(cpu_traces) + max(cpu_incl_ns),"
+			" 0) FROM agg_day_sums) = 0",
+			-1, &st, NULL),
+		SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 1);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 }
