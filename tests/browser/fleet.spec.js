@@ -459,6 +459,21 @@ async function main() {
       const par = await page.textContent('#onset');
       check(key === want && line === 1,
         `the trend by ${by} marks the onset at ${want} (${key}; ${par && par.slice(0, 120)})`);
+      // The weighted onset on the chart too: this app's uploads carry no
+      // selection, so every weight is 1 (unknown) and the weighted test
+      // finds the same split; the weighted lines equal the others (one set
+      // drawn) and the page says the weights are not exact.
+      const wline = await page.locator('#onset-weighted-line').count();
+      const wkey = wline === 1 ? await page.getAttribute('#onset-weighted-line', 'data-key') : null;
+      const wlegend = await page.locator('#legend-onset-weighted').count();
+      const drawn = await page.getAttribute('#trend-chart', 'data-weighted');
+      const whref = await page.getAttribute('a:has(#onset-weighted-line)', 'href').catch(() => null);
+      const note = await page.textContent('#weighted-note').catch(() => null);
+      check(wline === 1 && wkey === want && wlegend === 1 && whref === '#onset-weighted' &&
+        drawn === 'same' &&
+        note !== null && /partly unweighted/.test(note),
+        `the trend by ${by} draws the weighted onset at ${want} with its legend entry` +
+        ` (${wkey}; weighted lines ${drawn}; ${note && note.slice(0, 100)})`);
       await page.screenshot({ path: path.join(shots, `8-onset-${by}.png`), fullPage: true });
     }
 

@@ -16,7 +16,8 @@
  * whose trap stops the cluster even when the program is killed.
  * RVS_BENCH_ROWS=a|b measures only the rows whose label contains a or b;
  * RVS_BENCH_KEEP=1 keeps the filled database on a shared cluster
- * (RVT_PG_HOST) for psql.
+ * (RVT_PG_HOST) for psql; RVS_BENCH_SQL runs more statements after the
+ * fill (an index tried without a migration).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -152,13 +153,20 @@ int main(void)
 	      " (d * 13 + a * 7 + k) % 97, extract(epoch FROM now())::bigint"
 	      " FROM generate_series(1, 500) d, generate_series(0, 24) a,"
 	      " generate_series(0, 7) k");
+	/* Selections as devices send them (API.md "Weights"): six uploads in
+	 * ten sampled at 10 % (weight 10, exact), two first-N under a quota
+	 * that refused half (weight 20, an estimate), two from older devices
+	 * without one (weight 1, unknown). */
 	ex(c,
 	   "INSERT INTO uploads (trace_id, device_id, upload_id, received_at, app_id, app_version,"
-	   " model, anomaly_kind, severity, state) SELECT 't-' || lpad(to_hex(i), 32, '0'),"
-	   " 'd' || (i % 500 + 1),"
+	   " model, anomaly_kind, severity, state, sel_kind, sel_p, weight, weight_exact)"
+	   " SELECT 't-' || lpad(to_hex(i), 32, '0'), 'd' || (i % 500 + 1),"
 	   " decode(lpad(to_hex(i), 8, '0'), 'hex'), extract(epoch FROM now())::bigint - i * 6,"
 	   " 'com.example.app' || (i % 20), '1.' || (i % 7) || '.0', 'model-' || (i % 50), 1,"
-	   " i % 5, 'decoded' FROM generate_series(1, 100000) i");
+	   " i % 5, 'decoded', CASE WHEN i % 10 < 6 THEN 1 WHEN i % 10 < 8 THEN 2 ELSE 0 END,"
+	   " CASE WHEN i % 10 < 8 THEN 0.1 END,"
+	   " CASE WHEN i % 10 < 6 THEN 10 WHEN i % 10 < 8 THEN 20 ELSE 1 END,"
+	   " CASE WHEN i % 10 < 6 THEN 1 ELSE 0 END FROM generate_series(1, 100000) i");
 	ex(c, "INSERT INTO traces (trace_id, app_id, app_version, model, anomaly_kind, severity,"
 	      " captured_at_ns, received_at, duration_ns, anomaly_signature, signature, issue,"
 	      " device_id, decoded_at) SELECT trace_id, app_id, app_version, model, anomaly_kind,"
@@ -182,6 +190,11 @@ int main(void)
 	      " SELECT t.trace_id, 'com.example.Class' || (((t.seq * 31 + j * 250) % 2000) / 10) ||"
 	      " '.method' || ((t.seq * 31 + j * 250) % 2000), 1, 1000 * j + t.seq % 1000,"
 	      " 2000 * j, t.received_at FROM traces t, generate_series(0, 7) j ORDER BY t.seq, j");
+	/* One method in every trace of app3 (5,000): the trend of a method
+	 * the app always runs, which reads each trace's upload for its weight. */
+	ex(c, "INSERT INTO trace_methods (trace_id, method, calls, self_ns, incl_ns, received_at)"
+	      " SELECT trace_id, 'com.example.Hot.run', 1, 1000 + seq % 5000, 2000 + seq % 5000,"
+	      " received_at FROM traces WHERE app_id = 'com.example.app3' ORDER BY seq");
 	ex(c, "INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
 	      " SELECT DISTINCT app_id, app_version, model, anomaly_kind, received_at / 86400"
 	      " FROM traces");
@@ -217,6 +230,16 @@ int main(void)
 	      " sum(s.cpu_traces), sum(s.cpu_self_ns), sum(s.cpu_incl_ns), sum(s.off_self_ns),"
 	      " sum(s.off_incl_ns) FROM agg_sums s JOIN agg_buckets b ON b.bucket = s.bucket"
 	      " GROUP BY s.node, b.day ORDER BY s.node, b.day");
+	/* RVS_BENCH_SQL: statements (';'-separated, each run alone, so VACUUM
+	 * may be one) after the fill: an index tried without a migration. */
+	if (getenv("RVS_BENCH_SQL")) {
+		char *sql = strdup(getenv("RVS_BENCH_SQL")), *save = NULL;
+		for (char *one = sql ? strtok_r(sql, ";", &save) : NULL; one;
+		     one = strtok_r(NULL, ";", &save))
+			if (one[strspn(one, " \t\n")])
+				ex(c, one);
+		free(sql);
+	}
 	ex(c, "ANALYZE");
 	fprintf(stderr, "fill %.1f s\n", (now_ms() - t0) / 1e3);
 	ex(c, "SELECT (SELECT count(*) FROM trace_paths), (SELECT count(*) FROM agg_sums)");
@@ -284,6 +307,8 @@ int main(void)
 		"app=com.example.app3&a.until=1795300001&b.since=1795300001", 20);
 	measure("/api/v1/trend (method of one app)", "/api/v1/trend",
 		"method=com.example.Class13.method131&app=com.example.app3", 20);
+	measure("/api/v1/trend (a method in all 5,000 traces of one app)", "/api/v1/trend",
+		"method=com.example.Hot.run&app=com.example.app3", 20);
 	measure("/api/v1/regressions?app=&a=&b=", "/api/v1/regressions",
 		"app=com.example.app3&a=1.2.0&b=1.3.0", 20);
 	measure("/api/v1/regressions?app=&model=", "/api/v1/regressions",

@@ -2193,6 +2193,103 @@ static char *page(const char *cookie, const char *path)
 	return b.p;
 }
 
+/* The /trend page at query (by=version or by=day and the rest) against
+ * /api/v1/trend of the same query: the weighted lines drawn exactly when
+ * some bucket's weighted percentile differs from its own, each weighted
+ * point's tooltip the API's figure; the weighted onset's marker (its
+ * bucket's key) and legend entry exactly when the API has one, its diff
+ * link the buckets before against those from it on; the note naming the
+ * buckets whose weights are not exact exactly when the reply is not. */
+static void trend_page_weighted_matches_api(const char *cookie, const char *query)
+{
+	static const char *const which[2] = {"self_ns", "incl_ns"}, *const pn[2] = {"p50", "p95"};
+	static const char *const label[2] = {"self", "inclusive"};
+	char path[1280], want[1024], inexact[1024] = "";
+	json_t *doc = api("/api/v1/trend?%s", query), *bs = json_object_get(doc, "buckets"), *b;
+	json_t *ow = json_object_get(json_object_get(doc, "onset_weighted"), "self");
+	int by_version = !strcmp(json_string_value(json_object_get(doc, "by")), "version");
+	int differs = 0;
+	size_t i, nb = json_array_size(bs);
+	char *html;
+
+	snprintf(path, sizeof path, "/trend?%s", query);
+	html = page(cookie, path);
+	json_array_foreach(bs, i, b)
+	{
+		json_t *w = json_object_get(b, "weighted");
+		for (int m = 0; m < 2; m++)
+			for (int q = 0; q < 2; q++)
+				differs |= ival(json_object_get(w, which[m]), pn[q]) !=
+					   ival(json_object_get(b, which[m]), pn[q]);
+		if (!json_is_true(json_object_get(w, "exact")))
+			snprintf(inexact + strlen(inexact), sizeof inexact - strlen(inexact),
+				 "%s%s", inexact[0] ? ", " : "",
+				 json_string_value(json_object_get(b, "key")));
+	}
+	fprintf(stderr, "oracle: trend page %s: weighted lines %s, weighted onset %s\n", query,
+		differs ? "drawn" : "same", json_is_object(ow) ? "found" : "none");
+	assert_non_null(
+		strstr(html, differs ? "data-weighted=\"drawn\"" : "data-weighted=\"same\""));
+	assert_int_equal(strstr(html, "id=\"trend-weighted-self-p50\"") != NULL, differs);
+	assert_int_equal(strstr(html, "id=\"weighted-same\"") == NULL, differs);
+	json_array_foreach(bs, i, b)
+	{
+		json_t *w = json_object_get(b, "weighted");
+		for (int m = 0; differs && m < 2; m++)
+			for (int q = 0; q < 2; q++) {
+				snprintf(want, sizeof want, "<title>%s: weighted %s %s %.3f ms;",
+					 json_string_value(json_object_get(b, "key")), label[m],
+					 pn[q],
+					 (double)ival(json_object_get(w, which[m]), pn[q]) / 1e6);
+				if (!strstr(html, want))
+					fail_msg("trend page %s: no point %s", query, want);
+			}
+	}
+	if (json_is_object(ow)) {
+		size_t k = (size_t)ival(ow, "bucket");
+		json_t *bk = json_array_get(bs, k);
+		const char *line = strstr(html, "<line id=\"onset-weighted-line\"");
+		assert_non_null(line);
+		snprintf(want, sizeof want, "data-key=\"%s\"/>",
+			 json_string_value(json_object_get(ow, "key")));
+		assert_non_null(strstr(line, want));
+		assert_true(strstr(line, want) < strchr(line, '>') + 1);
+		assert_non_null(strstr(html, "id=\"legend-onset-weighted\""));
+		href_of(html, "onset-weighted-diff", path, sizeof path);
+		if (by_version)
+			snprintf(
+				want, sizeof want,
+				"/aggregate/diff?method=main_loop&app=%s&a.version=%s&b.version=%s",
+				json_string_value(json_object_get(doc, "app")),
+				json_string_value(
+					json_object_get(json_array_get(bs, k - 1), "key")),
+				json_string_value(json_object_get(bk, "key")));
+		else
+			snprintf(want, sizeof want,
+				 "/aggregate/diff?method=main_loop&app=%s&a.since=%lld&a.until=%lld"
+				 "&b.since=%lld&b.until=%lld",
+				 json_string_value(json_object_get(doc, "app")),
+				 (long long)ival(json_array_get(bs, 0), "since"),
+				 (long long)ival(json_array_get(bs, k - 1), "until"),
+				 (long long)ival(bk, "since"),
+				 (long long)ival(json_array_get(bs, nb - 1), "until"));
+		assert_string_equal(path, want);
+	} else {
+		assert_null(strstr(html, "id=\"onset-weighted-line\""));
+		assert_null(strstr(html, "id=\"legend-onset-weighted\""));
+	}
+	if (inexact[0]) {
+		snprintf(want, sizeof want, "<span id=\"weighted-inexact\">%s</span>", inexact);
+		assert_non_null(strstr(html, want));
+		assert_false(
+			json_is_true(json_object_get(json_object_get(doc, "weighted"), "exact")));
+	} else {
+		assert_null(strstr(html, "id=\"weighted-note\""));
+	}
+	free(html);
+	json_decref(doc);
+}
+
 static void test_oracle_trend_page_marks_onset_and_links_the_sets(void **state)
 {
 	char cookie[160], path[1024], want[1024];
@@ -2258,6 +2355,14 @@ static void test_oracle_trend_page_marks_onset_and_links_the_sets(void **state)
 	diff = page(cookie, path);
 	free(diff);
 	free(html);
+
+	/* The weighted lines, onset and note against the API, both ways. */
+	for (int a = 0; a < 2; a++)
+		for (int by = 0; by < 2; by++) {
+			snprintf(path, sizeof path, "method=main_loop&app=%s&by=%s",
+				 APPS[a ? STEP_APP : 0], by ? "version" : "day");
+			trend_page_weighted_matches_api(cookie, path);
+		}
 
 	/* No onset on a flat series: the page says so, and draws no marker. */
 	snprintf(path, sizeof path, "/trend?method=main_loop&app=%s", APPS[0]);

@@ -1355,32 +1355,55 @@ static void test_web_method_alert_shows_when_p95_crosses(void **state)
 	resp_free(&r);
 }
 
+/* Adds rule (JSON) through the JSON API; its id. */
+static long long add_rule(const char *rule)
+{
+	struct resp r;
+	json_t *doc;
+	long long id;
+
+	req("/api/v1/alert-rules", NULL, g_srv.api, rule, strlen(rule), "application/json", &r);
+	assert_int_equal(r.code, 200);
+	doc = json_loads(r.body, 0, NULL);
+	assert_non_null(doc);
+	id = (long long)json_integer_value(json_object_get(doc, "id"));
+	json_decref(doc);
+	resp_free(&r);
+	return id;
+}
+
 /* The /alerts page lists an alert rule added through the JSON API: its
  * name escaped, its condition in words with the method linked to its
- * trend, its state; and the navigation links the page. */
+ * trend, its weighting (weighted by default, as sampled when asked), its
+ * state; and the navigation links the page. */
 static void test_web_alerts_page_lists_rules_escaped(void **state)
 {
 	static const char RULE[] = "{\"name\":\"<script>x</script>\",\"metric\":\"self_p95\","
 				   "\"method\":\"rvs_fixture_hot_spin\",\"condition\":\"above\","
 				   "\"threshold\":2.5,\"days\":3}";
+	static const char PLAIN[] = "{\"name\":\"plain\",\"metric\":\"captures\","
+				    "\"condition\":\"up\",\"threshold\":50,\"weighted\":false}";
 	struct resp r;
-	json_t *doc;
-	char row[64];
+	char row[256], plain[256];
+	long long id;
 
 	(void)state;
 	ensure_login();
-	req("/api/v1/alert-rules", NULL, g_srv.api, RULE, strlen(RULE), "application/json", &r);
-	assert_int_equal(r.code, 200);
-	doc = json_loads(r.body, 0, NULL);
-	assert_non_null(doc);
-	snprintf(row, sizeof row, "<tr id=\"rule-%lld\" data-state=\"ok\">",
-		 (long long)json_integer_value(json_object_get(doc, "id")));
-	json_decref(doc);
-	resp_free(&r);
+	id = add_rule(RULE);
+	snprintf(row, sizeof row,
+		 "<tr id=\"rule-%lld\" data-state=\"ok\" data-weighted=\"true\"><td>", id);
+	id = add_rule(PLAIN);
+	snprintf(plain, sizeof plain,
+		 "<tr id=\"rule-%lld\" data-state=\"ok\" data-weighted=\"false\"><td>plain</td>",
+		 id);
 	get("/alerts", &r);
 	assert_int_equal(r.code, 200);
 	assert_non_null(strstr(r.body, "<a href=\"/alerts\">Alerts</a>"));
 	assert_non_null(strstr(r.body, row));
+	assert_non_null(strstr(strstr(r.body, row), "<td class=\"weighting\">weighted</td>"));
+	assert_non_null(strstr(r.body, plain));
+	assert_non_null(strstr(r.body, "captures up 50 % over 7 days against the 7 before</td>"
+				       "<td class=\"weighting\">as sampled</td>"));
 	assert_null(strstr(r.body, "<script>x"));
 	assert_non_null(strstr(r.body, "&lt;script&gt;x&lt;/script&gt;"));
 	assert_non_null(strstr(r.body, "<a href=\"/trend?method=rvs_fixture_hot_spin&amp;by=day\">"

@@ -6,7 +6,10 @@
  * it twice); tiny(-1) instead waits inside until `hold` is cleared, so a
  * thread can be inside the function while it is muted; rare() is never
  * hot; big() is called less often but takes most of the time (its self
- * time must keep it traced); rec() recurses with tiny() at every level;
+ * time must keep it traced); dense() does a few ns of work a call and
+ * dense_loop() does nothing but call it, so it has much of the self time
+ * yet its trace points cost far more than the budget (it must be muted all
+ * the same); rec() recurses with tiny() at every level;
  * the family's functions are each hot in one phase of phase_loop(), and
  * one call in 8192 blocks inside for 3 ms (so frames are open across the
  * mutes of test_mute_race, longer than a mute takes).
@@ -64,6 +67,22 @@ __attribute__((noinline)) long F(big)(long n)
 	volatile long s = 0;
 	for (long i = 0; i < n; i++)
 		s += i * i;
+	return s;
+}
+
+__attribute__((noinline)) int F(dense)(int x)
+{
+	volatile int s = x; /* work the compiler cannot fold: ~25 ns */
+	for (int i = 0; i < 24; i++)
+		s = s * 31 + i;
+	return s;
+}
+
+__attribute__((noinline)) long F(dense_loop)(long n)
+{
+	long s = 0;
+	for (long i = 0; i < n; i++)
+		s += F(dense)((int)i);
 	return s;
 }
 

@@ -18,6 +18,8 @@
 	int p##rare(int x);                              \
 	int p##outer(int x);                             \
 	long p##big(long n);                             \
+	int p##dense(int x);                             \
+	long p##dense_loop(long n);                      \
 	int p##rec(int depth, int x);                    \
 	long p##phase_loop(int k, long n);               \
 	extern int (*const p##family[MF_FAMILY])(int x); \

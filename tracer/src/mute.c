@@ -11,11 +11,27 @@
  * share of the thread's CPU its trace points took.  Above the budget (1 % by
  * default) it reads the newest window of the thread's ring, pairs entries
  * and exits, and mutes the functions that give the most events for the
- * least self time — never one whose self time is a large share of the
- * window (a function with big self time is what an engineer looks for) —
- * until the projected share is half the budget.  Each muted function gets a
- * MUTED record in every later capture; its time folds into its callers' self
- * time, which every view says ("self time includes untraced callees").
+ * least self time until the projected share is a quarter of the budget.
+ * It spares a function whose self time is a large share of the window (what
+ * an engineer looks for) unless its own trace points alone cost the thread
+ * more than the whole budget: a function called so often that keeping it
+ * breaks the promise is muted all the same (gzip's longest_match, sqlite's
+ * record compares, a recursive Lua function called a million times a
+ * second); its MUTED record still says how often it ran.
+ * Each muted function gets a MUTED record in every later capture (with its
+ * call rate and median duration when muted); its time folds into its
+ * callers' self time, which every view says ("self time includes untraced
+ * callees").
+ *
+ * How soon.  Most of what a short program pays is the events written before
+ * the budget catches up with each new phase of it, so the budget looks 1 ms
+ * after a thread starts tracing, every 2 ms while it mutes, every 4 ms
+ * while the traced threads run (a phase can change at any moment) and less
+ * and less often while they sleep (a wakeup costs the process ~25 µs of CPU
+ * on a virtual machine).  A thread whose window gave nothing to mute is not
+ * read again until its share doubles.  All of a look's patches go in
+ * together behind one barrier (patch_apply), and a victim whose entry sites
+ * the scan found needs no learning.
  *
  * Muting without traps.  A function's trace points are found by reading the
  * code of its module once (scan_module): rvcc's inline mode compiles each
@@ -529,68 +545,117 @@ static int sync_core(void)
 		       : -errno;
 }
 
-/* Makes the page of `a` writable (still executable) or back. */
-static int text_prot(uintptr_t a, int writable)
-{
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	int prot = PROT_READ | PROT_EXEC | (writable ? PROT_WRITE : 0);
-	/* An instruction may end on the next page: both. */
-	return mprotect((void *)(a & ~(pg - 1)), 2 * pg, prot) == 0 ? 0 : -errno;
-}
+/*
+ * One look's byte changes, applied together (patch_apply): each run of
+ * pages they fall in is made writable once, changed, made read-only again,
+ * and one barrier ends them all.  Every change of a look is safe in any
+ * order (each leaves valid code, see the top), and a byte is only ever
+ * queued from its original value to its muted one.  Changing protection
+ * costs a TLB shootdown on every CPU the program runs on; one per run of
+ * pages instead of two per byte is what lets a look mute a phase's worth
+ * of functions at once.
+ */
+#define POKES_MAX 4096u
+struct poke_req {
+	uintptr_t a;
+	uint8_t from, to;
+};
+static struct poke_req pokes[POKES_MAX];
+static size_t npokes;
 
-/* Changes the byte at `a` from `from` to `to` (nothing if it is `to`
- * already); 1 when it changed, 0 when it already was, -EILSEQ when it is
- * neither (not the code we scanned), or mprotect's error. */
-static int poke(uintptr_t a, uint8_t from, uint8_t to)
+/* 1 when the byte at `a` is `from` or `to` already (queued when `from`);
+ * 0 when it is neither (not the code we scanned) or the queue is full. */
+static int poke_add(uintptr_t a, uint8_t from, uint8_t to)
 {
-	volatile uint8_t *p = (volatile uint8_t *)a;
-	if (*p == to)
+	uint8_t now = *(volatile const uint8_t *)a;
+	if (now == to)
+		return 1;
+	if (now != from || npokes == POKES_MAX)
 		return 0;
-	if (*p != from)
-		return -EILSEQ;
-	int rc = text_prot(a, 1);
-	if (rc)
-		return rc;
-	*p = to;
-	text_prot(a, 0);
+	pokes[npokes++] = (struct poke_req){a, from, to};
 	return 1;
 }
 
-/* Mutes the trace points of the `n` sites whose `exit` flag is `exit`: each
- * call and jne gets its one-byte change (see the top), then every thread
- * serialises.  Returns the number of sites changed (or already muted). */
+static int cmp_poke(const void *x, const void *y)
+{
+	uintptr_t a = ((const struct poke_req *)x)->a, b = ((const struct poke_req *)y)->a;
+	return (a > b) - (a < b);
+}
+
+/* Applies the queued changes and serialises every thread (membarrier
+ * SYNC_CORE) once; a run whose pages cannot be made writable is left as
+ * it was.  Returns the number of bytes changed. */
+static size_t patch_apply(void)
+{
+	if (!npokes)
+		return 0;
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	qsort(pokes, npokes, sizeof(*pokes), cmp_poke);
+	size_t changed = 0;
+	for (size_t i = 0; i < npokes;) {
+		/* A run: pages of one executable segment of one module. */
+		struct module *m = module_of(pokes[i].a);
+		uintptr_t lo = pokes[i].a & ~(pg - 1);
+		size_t j = i + 1;
+		while (j < npokes && m && in_text(m, lo, (pokes[j].a | (pg - 1)) + 1 - lo))
+			j++;
+		uintptr_t hi = (pokes[j - 1].a | (pg - 1)) + 1;
+		if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) == 0) {
+			for (size_t k = i; k < j; k++) {
+				volatile uint8_t *p = (volatile uint8_t *)pokes[k].a;
+				if (*p == pokes[k].from) {
+					*p = pokes[k].to;
+					changed++;
+				}
+			}
+			mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
+		}
+		i = j;
+	}
+	npokes = 0;
+	sync_core();
+	return changed;
+}
+
+/* Queues the muting of the trace points of the `n` sites whose `exit` flag
+ * is `exit`: each call and jne gets its one-byte change (see the top).
+ * Returns the number of sites queued (or already muted). */
 static unsigned mute_sites(struct site *s, size_t n, int exit)
 {
 	unsigned done = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (s[i].exit != exit)
 			continue;
-		int rc = s[i].call_len == 5 ? poke(s[i].call, 0xe8, 0x3d)
-					    : poke(s[i].call, 0xff, 0x3b);
-		if (rc >= 0 && s[i].jcc)
+		int ok = s[i].call_len == 5 ? poke_add(s[i].call, 0xe8, 0x3d)
+					    : poke_add(s[i].call, 0xff, 0x3b);
+		if (ok && s[i].jcc)
 			/* jne → jb: the near form's second byte, the short form's first. */
-			s[i].jcc_len == 6 ? poke(s[i].jcc + 1, 0x85, 0x82)
-					  : poke(s[i].jcc, 0x75, 0x72);
-		done += rc >= 0;
+			s[i].jcc_len == 6 ? poke_add(s[i].jcc + 1, 0x85, 0x82)
+					  : poke_add(s[i].jcc, 0x75, 0x72);
+		done += ok;
 	}
-	sync_core();
 	return done;
 }
 
 /* ---- the budget ---- */
 
-#define WIN	      65536u  /* slots read from a thread over its budget */
-#define HASH	      4096u   /* functions told apart in one window */
-#define SAMPLES	      8u      /* call durations kept per function */
-#define SPARE_PPM     100000u /* never mute a function with ≥ 10 % of the self time */
-#define GAIN_PPM      100000u /* ... nor one whose events cost < 10 % of the budget */
-#define MAX_VICTIMS   32u
-#define THREADS_MAX   64u
-#define PENDING_MAX   RVT_MUTED_MAX
-#define TRIED_MAX     4096u
-#define PERIOD_MIN_MS 5u
-#define PERIOD_MAX_MS 400u
-#define LEARN_MS      5u
+#define WIN	16384u /* slots read from a thread over its budget */
+#define HASH	4096u  /* functions told apart in one window */
+#define SAMPLES 8u     /* call durations kept per function */
+#define SPARE_PPM                                                                     \
+	100000u		      /* never mute a function with ≥ 10 % of the self time \
+			       * whose own trace points fit in the budget */
+#define GAIN_PPM       20000u /* nor one whose events cost < 2 % of the budget */
+#define TARGET_DIV     4u     /* mute until the share is a quarter of the budget */
+#define MAX_VICTIMS    256u   /* functions muted at one look */
+#define THREADS_MAX    64u
+#define PENDING_MAX    RVT_MUTED_MAX
+#define TRIED_MAX      4096u
+#define PERIOD_NEW_MS  1u   /* a thread first seen: count its rate soon */
+#define PERIOD_OVER_MS 2u   /* something was muted, or exits wait */
+#define PERIOD_BUSY_MS 4u   /* the traced threads ran: a new phase may start */
+#define PERIOD_MAX_MS  400u /* idle: double up to this */
+#define LEARN_MS       5u
 
 struct fstat {
 	uint64_t value;
@@ -609,6 +674,9 @@ struct victim {
 struct tstate {
 	pid_t tid;
 	uint64_t cur, last_slot, cpu_ns, looks;
+	uint64_t seen_cpu_ns; /* its CPU time at the last look */
+	double futile;	      /* share (ppm) at which its window last gave no victim */
+	unsigned futile_looks;
 	const uint64_t *slots;
 };
 
@@ -625,6 +693,8 @@ struct budget {
 	double cost_ns;		       /* one trace point */
 	unsigned views;		       /* traced threads at this look */
 	unsigned over;		       /* threads over the budget at this look */
+	uint64_t ran_ns;	       /* CPU the traced threads ran since the last look */
+	unsigned fresh;		       /* threads first seen at this look */
 	unsigned unsettled;	       /* tracing threads whose shadow could not be read */
 	uint64_t pending[PENDING_MAX]; /* muted functions whose exits still run */
 	uint8_t open[PENDING_MAX];     /* ... open on some shadow stack at this look */
@@ -823,7 +893,7 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 			continue;
 		double self = f->self > 0 ? f->self / (double)span : 0;
 		double part = (double)f->events / (double)events;
-		if (self * 1e6 >= SPARE_PPM)
+		if (self * 1e6 >= SPARE_PPM && part * share <= budget)
 			continue; /* a large share of the self time: spared */
 		if (part * share < budget * (GAIN_PPM / 1e6))
 			continue; /* muting it would hardly help */
@@ -833,7 +903,8 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 	}
 	qsort(c, nc, sizeof(*c), cmp_cand);
 	double left = share;
-	for (size_t i = 0; i < nc && left > budget / 2.0 && B->nvic < MAX_VICTIMS; i++) {
+	for (size_t i = 0; i < nc && left > budget / (double)TARGET_DIV && B->nvic < MAX_VICTIMS;
+	     i++) {
 		struct fstat *f = c[i].f;
 		int dup = 0;
 		for (size_t q = 0; q < B->nvic; q++)
@@ -869,9 +940,13 @@ static void look(void *arg, const struct rvt_ring_view *v)
 		}
 	struct tstate *st = tstate_of(B, v->tid);
 	uint64_t cpu = thread_cpu_ns(v->tid);
+	if (cpu > st->seen_cpu_ns && st->seen_cpu_ns)
+		B->ran_ns += cpu - st->seen_cpu_ns;
+	st->seen_cpu_ns = cpu;
 	uint64_t li = v->cur ? v->cur - 1 : v->nslots - 1;
 	uint64_t last = v->cur || v->wrapped ? __atomic_load_n(&v->slots[li], __ATOMIC_RELAXED) : 0;
 	if (!st->looks || st->slots != v->slots || cpu < st->cpu_ns) {
+		B->fresh++;
 		st->slots = v->slots; /* a new ring: start counting again */
 		st->cur = v->cur;
 		st->last_slot = last;
@@ -894,10 +969,19 @@ static void look(void *arg, const struct rvt_ring_view *v)
 	st->cpu_ns = cpu;
 	double events_per_s = (double)d * 1e9 / (double)d_cpu;
 	double share = events_per_s * B->cost_ns / 1e3; /* ppm */
-	if (share <= atomic_load(&cfg_budget_ppm))
+	if (share <= atomic_load(&cfg_budget_ppm)) {
+		st->futile = 0;
 		return;
+	}
 	B->over++;
+	/* A window that gave no victim is not read again until the share
+	 * doubles (a new phase of the program) or 32 looks went by. */
+	if (st->futile > 0 && share < 2 * st->futile && ++st->futile_looks < 32)
+		return;
+	size_t before = B->nvic;
 	choose(B, v, d, share, events_per_s);
+	st->futile = B->nvic == before ? share : 0;
+	st->futile_looks = 0;
 }
 
 static void add_muted(const struct victim *vi, uint64_t when, uint32_t sites)
@@ -972,48 +1056,94 @@ static void learn_sites(const struct victim *vic, size_t n)
 				add_learned(fn, ret, exit);
 }
 
+/* 1 when the scan found an entry site of the function at `a`. */
+static int has_entry_site(uintptr_t a)
+{
+	size_t n;
+	struct site *s = sites_of(a, &n);
+	for (size_t k = 0; k < n; k++)
+		if (!s[k].exit)
+			return 1;
+	return 0;
+}
+
+/* 1 when the function at `a` has inline-mode entry sites only: the scan
+ * finds each of them by its shape (the check and its cold block), so it
+ * needs no learning.  A call-mode site is found only when the function's
+ * address is loaded just before the call; others are learned. */
+static int sites_known(uintptr_t a)
+{
+	size_t n;
+	struct site *s = sites_of(a, &n);
+	int entries = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (s[k].exit)
+			continue;
+		if (!s[k].jcc)
+			return 0;
+		entries++;
+	}
+	return entries > 0;
+}
+
 /* Mutes B's victims: keys and addresses by flag, code by its entry sites
- * (the exit sites wait in B->pending). */
+ * (the exit sites wait in B->pending), all of them behind one barrier. */
 static void mute_victims(struct budget *B)
 {
+	struct victim done[MAX_VICTIMS], learn[MAX_VICTIMS];
+	uint32_t sites[MAX_VICTIMS];
+	size_t ndone = 0, nlearn = 0, code = 0;
+	/* Every victim gets its MUTED record: no more than there is room for. */
+	size_t room = RVT_MUTED_MAX - atomic_load(&nmuted);
+	if (B->nvic > room)
+		B->nvic = room;
 	/* Keys first: they need no code. */
-	size_t code = 0;
 	for (size_t i = 0; i < B->nvic; i++) {
 		const struct victim *vi = &B->vic[i];
 		set_tried(vi->value);
 		if (rvt_key_mute((const void *)(uintptr_t)(vi->value + rvt_method_base)) == 0) {
-			/* The runtime reads the flag at each call: after every
-			 * thread passed a barrier, no frame of it starts. */
-			sync_core();
-			add_muted(vi, rvt__counter(), 0);
+			sites[ndone] = 0;
+			done[ndone++] = *vi;
 		} else {
 			B->vic[code++] = *vi;
 		}
 	}
-	if (code)
-		learn_sites(B->vic, code);
+	/* Call sites the scan could not tell are learned while the program
+	 * runs (learn_sites); inline-mode sites need none (sites_known). */
+	for (size_t i = 0; i < code; i++)
+		if (!sites_known((uintptr_t)(B->vic[i].value + rvt_method_base)))
+			learn[nlearn++] = B->vic[i];
+	if (nlearn)
+		learn_sites(learn, nlearn);
 	for (size_t i = 0; i < code; i++) {
 		const struct victim *vi = &B->vic[i];
-		if (atomic_load(&nmuted) == RVT_MUTED_MAX)
-			return;
 		uintptr_t a = (uintptr_t)(vi->value + rvt_method_base);
 		size_t n;
 		struct site *s = sites_of(a, &n);
-		int entries = 0;
-		for (size_t k = 0; k < n; k++)
-			entries += !s[k].exit;
-		if (entries && B->npending < PENDING_MAX) {
+		if (has_entry_site(a)) {
+			if (B->npending == PENDING_MAX)
+				continue;
 			mute_sites(s, n, 0);
-			add_muted(vi, rvt__counter(), (uint32_t)n);
+			sites[ndone] = (uint32_t)n;
+			done[ndone++] = *vi;
 			B->quiet[B->npending] = 0;
 			B->pending[B->npending++] = vi->value;
-		} else if (!entries && rvt_addr_mute((const void *)a) == 0) {
+		} else if (rvt_addr_mute((const void *)a) == 0) {
 			/* No trace point in the code: a runtime traces it by
 			 * address and reads the list at each call. */
-			sync_core();
-			add_muted(vi, rvt__counter(), 0);
+			sites[ndone] = 0;
+			done[ndone++] = *vi;
 		}
 	}
+	/* The runtimes read their flags at each call, the code is changed: after
+	 * every thread passed the barrier, no new frame of a victim starts. */
+	if (npokes)
+		patch_apply();
+	else if (ndone)
+		sync_core(); /* flags only */
+	uint64_t when = rvt__counter();
+	for (size_t i = 0; i < ndone; i++)
+		add_muted(&done[i], when, sites[i]);
 }
 
 /*
@@ -1041,6 +1171,7 @@ static void mute_exits(struct budget *B)
 		mute_sites(s, n, 1);
 	}
 	B->npending = keep;
+	patch_apply();
 }
 
 /*
@@ -1086,7 +1217,7 @@ static void *budget_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	B->cost_ns = measure_cost();
-	unsigned period = PERIOD_MIN_MS;
+	unsigned period = PERIOD_NEW_MS;
 	for (;;) {
 		struct timespec ts = {period / 1000, (long)(period % 1000) * 1000000L};
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
@@ -1094,6 +1225,8 @@ static void *budget_main(void *arg)
 		B->nvic = 0;
 		B->views = 0;
 		B->over = 0;
+		B->ran_ns = 0;
+		B->fresh = 0;
 		B->unsettled = 0;
 		memset(B->open, 0, sizeof(B->open));
 		B->nlooked = B->npending;
@@ -1104,10 +1237,15 @@ static void *budget_main(void *arg)
 		if (B->npending)
 			mute_exits(B);
 		atomic_store(&npending_exits, B->npending);
-		/* Look often while something is over budget or waiting, less and
-		 * less often while all is well. */
-		if (B->over || B->npending)
-			period = PERIOD_MIN_MS * 2;
+		/* Look soon after a thread starts, often while muting or while
+		 * exits wait, every few ms while the traced threads run, less and
+		 * less often while they sleep (see the top). */
+		if (B->fresh)
+			period = PERIOD_NEW_MS;
+		else if ((B->over && B->nvic) || B->npending)
+			period = PERIOD_OVER_MS;
+		else if (B->ran_ns * 4 >= (uint64_t)period * 1000000u)
+			period = PERIOD_BUSY_MS;
 		else if (period < PERIOD_MAX_MS)
 			period *= 2;
 		if (B->views == 0 || !atomic_load(&cfg_on)) {
@@ -1117,7 +1255,7 @@ static void *budget_main(void *arg)
 				pthread_cond_wait(&budget_cv, &mu);
 			budget_wake = 0;
 			pthread_mutex_unlock(&mu);
-			period = PERIOD_MIN_MS;
+			period = PERIOD_NEW_MS;
 		}
 	}
 	return NULL;

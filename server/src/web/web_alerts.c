@@ -2,10 +2,10 @@
 /*
  * web_alerts.c — the web UI's /alerts page (server/WEB.md): every alert
  * rule on a trend (model/alerts.h) from the JSON API's
- * /api/v1/alert-rules reply, one table row each with its condition, its
- * current value, its state (ok, or firing since when) and its last
- * delivery.  Rules are added and deleted through the JSON API (an
- * admin's; server/OPERATIONS.md shows how).  Every string from the reply
+ * /api/v1/alert-rules reply, one table row each with its condition,
+ * whether it decides on the selection-weighted figures, its current
+ * value, its state (ok, or firing since when) and its last delivery.  Rules are added and deleted
+ * through the JSON API (an admin's; server/OPERATIONS.md shows how).  Every string from the reply
  * reaches the page through rvs_web_esc / rvs_web_urlenc.
  */
 #include "http/route.h"
@@ -38,6 +38,18 @@ static void when(FILE *f, json_t *v)
 	fputs(buf, f);
 }
 
+/* The unit of rule r's threshold and value (the API's alert body's). */
+static const char *unit(json_t *r)
+{
+	const char *cond = sval(r, "condition"), *metric = sval(r, "metric");
+
+	if (!strcmp(cond, "up") || !strcmp(cond, "down"))
+		return " %";
+	if (!strcmp(metric, "jank_rate"))
+		return " % of frames late";
+	return !strcmp(metric, "captures") ? " /day" : " ms";
+}
+
 /* The rule's condition in words: "self_p95 of X in app A above 5 ms for 2 days". */
 static void condition(FILE *f, json_t *r)
 {
@@ -68,10 +80,7 @@ static void condition(FILE *f, json_t *r)
 	if (json_is_integer(json_object_get(r, "kind")))
 		fprintf(f, " (kind %lld)",
 			(long long)json_integer_value(json_object_get(r, "kind")));
-	fprintf(f, " %s %g%s", cond, json_number_value(json_object_get(r, "threshold")),
-		change			      ? " %"
-		: !strcmp(metric, "captures") ? " /day"
-					      : " ms");
+	fprintf(f, " %s %g%s", cond, json_number_value(json_object_get(r, "threshold")), unit(r));
 	if (change)
 		fprintf(f, " over %lld days against the %lld before", (long long)days,
 			(long long)days);
@@ -96,7 +105,15 @@ void rvs_web_alerts(struct rvs_call *call)
 	fputs("<h1>Alerts</h1><p>Rules on trends, evaluated on the server's timer; each move"
 	      " from ok to firing, and back, is delivered once to the webhooks.  An admin"
 	      " adds and deletes rules through the JSON API (<code>POST"
-	      " /api/v1/alert-rules</code>).</p>",
+	      " /api/v1/alert-rules</code>, <code>\"weighted\": true</code> or"
+	      " <code>false</code>).</p><p class=\"legend\">A <b>weighted</b> rule decides on"
+	      " each capture counted with its selection weight (1/p of the campaign that took"
+	      " it: a model sampled at 10 % weighs as much as the fleet it stands for); one"
+	      " <b>as sampled</b> on the uploads as they came (rules stored before rules had"
+	      " the choice, and every jank rate, which counts frames).  The value is the"
+	      " figure the rule decided on, as its weighting says; the unweighted figure"
+	      " beside a weighted one is in each alert's webhook body"
+	      " (<code>value_unweighted</code>), not kept here.</p>",
 	      c->f);
 	if (!json_array_size(rules)) {
 		fputs("<p id=\"alerts-none\">No alert rule yet.</p>", c->f);
@@ -111,21 +128,23 @@ void rvs_web_alerts(struct rvs_call *call)
 	{
 		json_t *v = json_object_get(r, "value"),
 		       *last = json_object_get(r, "last_delivery");
-		const char *cond = sval(r, "condition"), *state = sval(r, "state");
+		const char *state = sval(r, "state");
 		int firing = !strcmp(state, "firing");
+		/* The listing always has the field (a stored rule without it
+		 * reads false, as it is evaluated). */
+		int weighted = json_is_true(json_object_get(r, "weighted"));
 
-		fprintf(c->f, "<tr id=\"rule-%lld\" data-state=\"%s\"><td>",
+		fprintf(c->f, "<tr id=\"rule-%lld\" data-state=\"%s\" data-weighted=\"%s\"><td>",
 			(long long)json_integer_value(json_object_get(r, "id")),
-			firing ? "firing" : "ok");
+			firing ? "firing" : "ok", weighted ? "true" : "false");
 		rvs_web_esc(c->f, sval(r, "name"));
 		fputs("</td><td>", c->f);
 		condition(c->f, r);
-		fputs("</td><td class=\"num\">", c->f);
+		fprintf(c->f, "</td><td class=\"weighting\">%s</td><td class=\"num\">",
+			weighted ? "weighted" : "as sampled");
 		if (json_is_number(v))
-			fprintf(c->f, "%.3f%s", json_number_value(v),
-				!strcmp(cond, "up") || !strcmp(cond, "down") ? " %"
-				: !strcmp(sval(r, "metric"), "captures")     ? " /day"
-									     : " ms");
+			fprintf(c->f, "%.3f%s%s", json_number_value(v), unit(r),
+				weighted ? " (weighted)" : "");
 		else
 			fputs("no data", c->f);
 		fprintf(c->f, "</td><td class=\"%s\">%s", firing ? "alert" : "",

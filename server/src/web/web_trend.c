@@ -4,7 +4,12 @@
  * and p95 self and inclusive time per capture day or app version, drawn as
  * an SVG chart from the JSON API's /api/v1/trend reply (api/trend.c), with
  * the onset marked (#onset) and linked to the diff of before against
- * after, a table of the buckets each linked to its aggregate, and the
+ * after, the weighted onset (each capture counting 1/p of its campaign)
+ * marked beside it (#onset-weighted) and linked the same way, the
+ * weighted percentiles drawn as lines of their own when any differs from
+ * the unweighted one, the buckets whose weights are not exact marked
+ * ("≈", hollow points, #weighted-note), a table of the buckets each
+ * linked to its aggregate, and the
  * brush (/static/trend.js, web_trend_js.c): a range dragged over the chart becomes the A
  * or B set of /aggregate/diff, or the set of /aggregate.
  *
@@ -133,14 +138,28 @@ static double y_of(int64_t v, double ymax)
 	return TOP + (H - TOP - BOTTOM) * (1.0 - (double)v / ymax);
 }
 
-/* The four lines: self and inclusive, p50 solid and p95 dashed. */
+/* The four lines: self and inclusive, p50 solid and p95 dashed; the same
+ * four weighted (from each bucket's "weighted" object) in their own
+ * colours, orange for self and purple for inclusive. */
 static const struct {
-	const char *which, *p, *colour, *dash, *label;
+	const char *which, *p, *colour, *wcolour, *dash, *label, *id;
 } LINES[] = {
-	{"self_ns", "p50", "#c62828", "", "self p50"},
-	{"self_ns", "p95", "#c62828", "6 3", "self p95"},
-	{"incl_ns", "p50", "#1565c0", "", "inclusive p50"},
-	{"incl_ns", "p95", "#1565c0", "6 3", "inclusive p95"},
+	{"self_ns", "p50", "#c62828", "#ef6c00", "", "self p50", "self-p50"},
+	{"self_ns", "p95", "#c62828", "#ef6c00", "6 3", "self p95", "self-p95"},
+	{"incl_ns", "p50", "#1565c0", "#6a1b9a", "", "inclusive p50", "incl-p50"},
+	{"incl_ns", "p95", "#1565c0", "#6a1b9a", "6 3", "inclusive p95", "incl-p95"},
+};
+#define NLINES (sizeof LINES / sizeof LINES[0])
+
+/* The two onset markers: the onset of the traces as sampled, green and
+ * dashed; the weighted one, brown and dotted, its label lower so the two
+ * stay readable on one bucket. */
+static const struct {
+	const char *id, *href, *colour, *dash, *label;
+	double label_y;
+} MARKERS[] = {
+	{"onset-line", "#onset", "#2e7d32", "4 3", "onset", TOP + 12},
+	{"onset-weighted-line", "#onset-weighted", "#795548", "1 3", "weighted onset", TOP + 26},
 };
 
 /* Whether bucket b's weighted figures are exact (API.md "GET /api/v1/trend"). */
@@ -149,25 +168,121 @@ static int weighted_exact(json_t *b)
 	return json_is_true(json_object_get(json_object_get(b, "weighted"), "exact"));
 }
 
-static void chart(struct web_ctx *c, json_t *doc, json_t *onset)
+/* Line l's figure in bucket b, weighted (w) or as sampled. */
+static int64_t line_value(json_t *b, size_t l, int w)
+{
+	return pct(w ? json_object_get(b, "weighted") : b, LINES[l].which, LINES[l].p);
+}
+
+/* Whether any bucket's weighted percentile differs from its unweighted
+ * one: only then are the weighted lines drawn (they would hide the others). */
+static int weighted_differs(json_t *bs)
+{
+	json_t *b;
+	size_t i;
+
+	json_array_foreach(bs, i, b)
+	{
+		for (size_t l = 0; l < NLINES; l++)
+			if (line_value(b, l, 1) != line_value(b, l, 0))
+				return 1;
+	}
+	return 0;
+}
+
+/* Marker m at split s (a SPLIT object; nothing when not one), linked to
+ * its paragraph, dx px right of the split (so that two on one split both
+ * show); data-key holds the split's bucket key for scripts. */
+static void marker(struct web_ctx *c, size_t m, json_t *s, size_t nb, double colw, double dx)
+{
+	double x;
+
+	if (!json_is_object(s))
+		return;
+	x = x_of((size_t)ival(s, "bucket"), nb) - colw / 2 + dx;
+	fprintf(c->f,
+		"<a href=\"%s\"><line id=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\""
+		" stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"%s\" data-key=\"",
+		MARKERS[m].href, MARKERS[m].id, x, x, TOP, H - BOTTOM, MARKERS[m].colour,
+		MARKERS[m].dash);
+	rvs_web_esc(c->f, sval(s, "key"));
+	fprintf(c->f, "\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"%s\">%s</text></a>",
+		x + 3, MARKERS[m].label_y, MARKERS[m].colour, MARKERS[m].label);
+}
+
+/* Line l (weighted when w) as a polyline and a point per bucket, each
+ * point's tooltip its figure and the other one (weighted or not).  A
+ * weighted point of a bucket whose weights are not exact is hollow. */
+static void series(struct web_ctx *c, json_t *bs, size_t l, int w, double ymax)
+{
+	const char *colour = w ? LINES[l].wcolour : LINES[l].colour;
+	size_t i, nb = json_array_size(bs);
+	json_t *b;
+
+	fprintf(c->f, "<polyline class=\"%s\"", w ? "tlw" : "tl");
+	if (w)
+		fprintf(c->f, " id=\"trend-weighted-%s\"", LINES[l].id);
+	fprintf(c->f, " fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"", colour, w ? "1.5" : "2");
+	if (LINES[l].dash[0])
+		fprintf(c->f, " stroke-dasharray=\"%s\"", LINES[l].dash);
+	fputs(" points=\"", c->f);
+	json_array_foreach(bs, i, b)
+		fprintf(c->f, "%.1f,%.1f ", x_of(i, nb), y_of(line_value(b, l, w), ymax));
+	fputs("\"/>", c->f);
+	json_array_foreach(bs, i, b)
+	{
+		int64_t v = line_value(b, l, w), o = line_value(b, l, !w);
+		int hollow = w && !weighted_exact(b);
+
+		fprintf(c->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"", x_of(i, nb),
+			y_of(v, ymax), hollow ? "#fff" : colour);
+		if (hollow)
+			fprintf(c->f, " stroke=\"%s\" class=\"estimate\"", colour);
+		fputs("><title>", c->f);
+		rvs_web_esc(c->f, sval(b, "key"));
+		fprintf(c->f, ": %s%s %.3f ms; %s %.3f ms%s</title></circle>", w ? "weighted " : "",
+			LINES[l].label, (double)v / 1e6, w ? "as sampled" : "weighted",
+			(double)o / 1e6,
+			weighted_exact(b) ? ""
+					  : " (weighted: an estimate: a quota censors, or"
+					    " an upload has no selection)");
+	}
+}
+
+/* One legend entry: a short line in colour and dash, and its words. */
+static void key_entry(struct web_ctx *c, const char *id, const char *colour, const char *dash,
+		      const char *words)
+{
+	fprintf(c->f,
+		"<span class=\"key\" id=\"%s\"><svg width=\"28\" height=\"10\""
+		" aria-hidden=\"true\"><line x1=\"0\" x2=\"28\" y1=\"5\" y2=\"5\" stroke=\"%s\""
+		" stroke-width=\"2\"%s%s%s/></svg> %s</span> ",
+		id, colour, dash[0] ? " stroke-dasharray=\"" : "", dash, dash[0] ? "\"" : "",
+		words);
+}
+
+static void chart(struct web_ctx *c, json_t *doc, json_t *onset, json_t *wonset)
 {
 	json_t *bs = json_object_get(doc, "buckets"), *b;
 	size_t nb = json_array_size(bs), i, step = (nb + LABELS - 1) / LABELS;
 	double ymax = 1, colw = (W - LEFT - RIGHT) / (double)nb;
+	int weighted = weighted_differs(bs);
 
 	json_array_foreach(bs, i, b)
 	{
-		for (size_t l = 0; l < 4; l++) {
-			double v = (double)pct(b, LINES[l].which, LINES[l].p);
-			ymax = v > ymax ? v : ymax;
-		}
+		for (size_t l = 0; l < NLINES; l++)
+			for (int w = 0; w <= weighted; w++) {
+				double v = (double)line_value(b, l, w);
+				ymax = v > ymax ? v : ymax;
+			}
 	}
 	ymax *= 1.05;
 	fprintf(c->f,
 		"<svg id=\"trend-chart\" class=\"trend-chart\" xmlns=\"http://www.w3.org/2000/svg\""
-		" viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" data-by=\"%s\""
+		" viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" data-by=\"%s\" data-weighted=\"%s\""
 		" role=\"img\" aria-label=\"p50 and p95 per bucket\">",
-		W, H, strcmp(sval(doc, "by"), "version") ? "day" : "version");
+		W, H, strcmp(sval(doc, "by"), "version") ? "day" : "version",
+		weighted ? "drawn" : "same");
 	/* The y axis: five ticks in ms. */
 	for (int t = 0; t <= 4; t++) {
 		double v = ymax * t / 4, y = y_of((int64_t)v, ymax);
@@ -199,55 +314,95 @@ static void chart(struct web_ctx *c, json_t *doc, json_t *onset)
 				"text-anchor=\"middle\">",
 				x_of(i, nb), H - BOTTOM + 16);
 			rvs_web_esc(c->f, sval(b, "key"));
-			fputs("</text>", c->f);
+			fprintf(c->f, "%s</text>", weighted_exact(b) ? "" : " ≈");
 		}
 	}
-	if (json_is_object(onset)) {
-		double x = x_of((size_t)ival(onset, "bucket"), nb) - colw / 2;
-		fprintf(c->f,
-			"<a href=\"#onset\"><line id=\"onset-line\" x1=\"%.1f\" x2=\"%.1f\""
-			" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#2e7d32\" stroke-width=\"2\""
-			" stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"12\""
-			" fill=\"#2e7d32\">onset</text></a>",
-			x, x, TOP, H - BOTTOM, x + 3, TOP + 12);
+	marker(c, 0, onset, nb, colw, 0);
+	marker(c, 1, wonset, nb, colw,
+	       json_is_object(onset) && json_is_object(wonset) &&
+			       ival(onset, "bucket") == ival(wonset, "bucket")
+		       ? 4
+		       : 0);
+	for (size_t l = 0; l < NLINES; l++)
+		series(c, bs, l, 0, ymax);
+	for (size_t l = 0; weighted && l < NLINES; l++)
+		series(c, bs, l, 1, ymax);
+	fputs("</svg><p class=\"legend\" id=\"trend-legend\">", c->f);
+	key_entry(c, "legend-self", LINES[0].colour, "", "self");
+	key_entry(c, "legend-incl", LINES[2].colour, "", "inclusive");
+	if (weighted) {
+		key_entry(c, "legend-weighted-self", LINES[0].wcolour, "", "weighted self");
+		key_entry(c, "legend-weighted-incl", LINES[2].wcolour, "", "weighted inclusive");
 	}
-	for (size_t l = 0; l < 4; l++) {
-		fprintf(c->f,
-			"<polyline class=\"tl\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"",
-			LINES[l].colour);
-		if (LINES[l].dash[0])
-			fprintf(c->f, " stroke-dasharray=\"%s\"", LINES[l].dash);
-		fputs(" points=\"", c->f);
-		json_array_foreach(bs, i, b)
-			fprintf(c->f, "%.1f,%.1f ", x_of(i, nb),
-				y_of(pct(b, LINES[l].which, LINES[l].p), ymax));
-		fputs("\"/>", c->f);
-		json_array_foreach(bs, i, b)
-		{
-			int64_t v = pct(b, LINES[l].which, LINES[l].p);
-			fprintf(c->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
-				x_of(i, nb), y_of(v, ymax), LINES[l].colour);
-			rvs_web_esc(c->f, sval(b, "key"));
-			fprintf(c->f, ": %s %.3f ms; weighted %.3f ms%s</title></circle>",
-				LINES[l].label, (double)v / 1e6,
-				(double)pct(json_object_get(b, "weighted"), LINES[l].which,
-					    LINES[l].p) /
-					1e6,
-				weighted_exact(b) ? ""
-						  : " (an estimate: a quota censors, or"
-						    " an upload has no selection)");
-		}
+	key_entry(c, "legend-p95", "#555", LINES[1].dash, "p95 (solid: p50)");
+	if (json_is_object(onset))
+		key_entry(c, "legend-onset", MARKERS[0].colour, MARKERS[0].dash, "onset");
+	if (json_is_object(wonset))
+		key_entry(c, "legend-onset-weighted", MARKERS[1].colour, MARKERS[1].dash,
+			  "weighted onset");
+	fputs("<br>Percentiles are nearest rank, per bucket. Weighted: each capture counts with"
+	      " its selection weight (1/p of the campaign that took it), so a model sampled at"
+	      " 10 % weighs as much as the fleet it stands for; ",
+	      c->f);
+	fputs(weighted ? "the weighted lines are drawn beside the others."
+		       : "<span id=\"weighted-same\">the weighted percentiles equal these in every"
+			 " bucket</span>, so only one set of lines is drawn.",
+	      c->f);
+	fputs(" A point's tooltip gives both.</p>", c->f);
+}
+
+/* Where the weights are not exact: the buckets (their keys, "≈" on the
+ * axis and hollow weighted points) and why (the reply's weighted.note). */
+static void weighted_note(struct web_ctx *c, json_t *doc)
+{
+	json_t *bs = json_object_get(doc, "buckets"), *b;
+	json_t *all = json_object_get(doc, "weighted");
+	size_t i, n = 0;
+
+	if (json_is_true(json_object_get(all, "exact")))
+		return;
+	fputs("<p id=\"weighted-note\" class=\"legend\">The weighted figures are not exact in"
+	      " <span id=\"weighted-inexact\">",
+	      c->f);
+	json_array_foreach(bs, i, b)
+	{
+		if (weighted_exact(b))
+			continue;
+		fputs(n++ ? ", " : "", c->f);
+		rvs_web_esc(c->f, sval(b, "key"));
 	}
-	fputs("</svg><p class=\"legend\">Red: self time, blue: inclusive; solid p50, dashed p95"
-	      " (nearest rank, per bucket). A point's tooltip also gives the percentile weighted"
-	      " by each capture's selection weight (1/p of its campaign).</p>",
+	fprintf(c->f, "</span> (%zu of %zu bucket%s, ≈ on the axis): ", n, json_array_size(bs),
+		json_array_size(bs) == 1 ? "" : "s");
+	rvs_web_esc(c->f, sval(all, "note"));
+	fprintf(c->f, " — %lld traces' weights are estimates, %lld unknown.</p>",
+		(long long)ival(all, "traces_weight_estimated"),
+		(long long)ival(all, "traces_weight_unknown"));
+}
+
+/* The diff of the buckets before split k against those from it on, as a
+ * link with id: by day every day before against every day from k; by
+ * version the version before against k's. */
+static void diff_link(struct web_ctx *c, json_t *doc, size_t k, const char *id)
+{
+	size_t nb = json_array_size(json_object_get(doc, "buckets"));
+	int version = !strcmp(sval(doc, "by"), "version");
+
+	fprintf(c->f, "<a id=\"%s\" href=\"/aggregate/diff?", id);
+	common_params(c, c->f);
+	if (version)
+		set_params(c->f, doc, k - 1, k - 1, "a.");
+	else
+		set_params(c->f, doc, 0, k - 1, "a.");
+	set_params(c->f, doc, k, version ? k : nb - 1, "b.");
+	fputs(version ? "\">diff: the version before → the onset's</a>"
+		      : "\">diff: the days before → from the onset on</a>",
 	      c->f);
 }
 
 /* The onset paragraph: where, how sure, and the diff of before / after. */
 static void onset_par(struct web_ctx *c, json_t *doc, json_t *onset, json_t *best)
 {
-	size_t k, nb = json_array_size(json_object_get(doc, "buckets"));
+	size_t k;
 	int version = !strcmp(sval(doc, "by"), "version");
 	char app[256];
 
@@ -272,18 +427,7 @@ static void onset_par(struct web_ctx *c, json_t *doc, json_t *onset, json_t *bes
 		json_real_value(json_object_get(onset, "shift")),
 		json_real_value(json_object_get(onset, "p")), (long long)ival(onset, "before"),
 		(long long)ival(onset, "after"));
-	/* By day: every day before against every day from the onset; by
-	 * version: the version before against the onset's. */
-	fputs("<a id=\"onset-diff\" href=\"/aggregate/diff?", c->f);
-	common_params(c, c->f);
-	if (version)
-		set_params(c->f, doc, k - 1, k - 1, "a.");
-	else
-		set_params(c->f, doc, 0, k - 1, "a.");
-	set_params(c->f, doc, k, version ? k : nb - 1, "b.");
-	fputs(version ? "\">diff: the version before → the onset's</a>"
-		      : "\">diff: the days before → from the onset on</a>",
-	      c->f);
+	diff_link(c, doc, k, "onset-diff");
 	param(c, "app", app, sizeof app);
 	if (version && app[0]) {
 		json_t *bs = json_object_get(doc, "buckets");
@@ -299,8 +443,9 @@ static void onset_par(struct web_ctx *c, json_t *doc, json_t *onset, json_t *bes
 }
 
 /* The weighted onset beside it (each capture counting 1/p of its
- * campaign): where, how sure, and how exact the weights are. */
-static void onset_weighted_par(struct web_ctx *c, json_t *ow)
+ * campaign): where, how sure, how exact the weights are, and the diff
+ * of the buckets before it against those from it on. */
+static void onset_weighted_par(struct web_ctx *c, json_t *doc, json_t *ow)
 {
 	json_t *o = json_object_get(ow, "self");
 	const char *note = sval(ow, "note");
@@ -324,7 +469,10 @@ static void onset_weighted_par(struct web_ctx *c, json_t *ow)
 		rvs_web_esc(c->f, note);
 		fputs(")", c->f);
 	}
-	fputs(".</p>", c->f);
+	fputs(". ", c->f);
+	if (json_is_object(o) && ival(o, "bucket") > 0)
+		diff_link(c, doc, (size_t)ival(o, "bucket"), "onset-weighted-diff");
+	fputs("</p>", c->f);
 }
 
 static void table(struct web_ctx *c, json_t *doc)
@@ -404,9 +552,10 @@ void rvs_web_trend(struct rvs_call *call)
 		json_decref(doc);
 		return web_page_end(c, 200);
 	}
-	chart(c, doc, onset);
+	chart(c, doc, onset, json_object_get(json_object_get(doc, "onset_weighted"), "self"));
+	weighted_note(c, doc);
 	onset_par(c, doc, onset, json_object_get(json_object_get(doc, "best_split"), "self"));
-	onset_weighted_par(c, json_object_get(doc, "onset_weighted"));
+	onset_weighted_par(c, doc, json_object_get(doc, "onset_weighted"));
 	/* The brush: trend.js fills the links from the columns dragged over. */
 	fputs("<div id=\"trend-brush\" data-common=\"", c->f);
 	common_params(c, c->f); /* the browser reads "&amp;" back as "&" */

@@ -140,8 +140,11 @@ RVT_API int rvt_stop(pid_t tid, int release);
  * thread now and then: when its trace points took more than PERCENT of the
  * CPU time it ran since the last look (the measured cost of one trace point
  * times the slots it wrote), the functions that gave most of its events for
- * the least self time are muted until the share is half the budget — never
- * one with a tenth or more of the thread's self time.  A muted function's
+ * the least self time are muted until the share is a quarter of the
+ * budget — never one with a tenth or more of the thread's self time, unless
+ * its own trace points alone cost more than the whole budget.  The
+ * thread looks 1 ms after tracing starts and every few ms while traced
+ * threads run, so a new phase of the program is caught early.  A muted function's
  * trace points become no-ops (rvcc's inline mode and call mode: one byte of
  * each changes, with no signal or trap; a key from rvt_key_new() or a
  * native function a runtime traces by address is muted by a flag the
