@@ -72,10 +72,12 @@ __attribute__((noinline)) long F(big)(long n)
 
 __attribute__((noinline)) int F(dense)(int x)
 {
-	volatile int s = x; /* work the compiler cannot fold: ~25 ns */
-	for (int i = 0; i < 24; i++)
-		s = s * 31 + i;
-	return s;
+	/* Work the compiler cannot fold: ~25 ns.  Unsigned: the products
+	 * wrap (a signed overflow is undefined, and UBSan stops on it). */
+	volatile unsigned s = (unsigned)x;
+	for (unsigned i = 0; i < 24; i++)
+		s = s * 31u + i;
+	return (int)(s >> 1);
 }
 
 __attribute__((noinline)) long F(dense_loop)(long n)
