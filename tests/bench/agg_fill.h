@@ -6,7 +6,9 @@
  * parent is (k - 1) / 3, its method one of `methods` names
  * "com.example.M<n>"), and per trace i the rows of paths 0 .. 20 +
  * (i * 7) % 41 (closed under parent; 40 on average), self times varying
- * by trace, inclusive times summed up the tree.  The bucket sums are kept
+ * by trace, inclusive times summed up the tree; even traces carry CPU data
+ * (3/4 of each path's time on the CPU), odd ones none (NULL, as a capture
+ * without OFFCPU records).  The bucket sums are kept
  * by the triggers, as at decode.  Header-only, benchmark use.
  */
 #ifndef RV_AGG_FILL_H
@@ -72,7 +74,11 @@ static int agg_fill(const char *path, long n, int napps, int methods,
 			   " AND model = ?3 AND anomaly_kind = ?4 AND day = ?5",
 			   -1, &bucket, NULL);
 	sqlite3_prepare_v2(db, "INSERT INTO trace_agg VALUES (?, ?, ?, 0, ?)", -1, &ta, NULL);
-	sqlite3_prepare_v2(db, "INSERT INTO trace_paths VALUES (?, ?, ?, 1, ?, ?)", -1, &tp, NULL);
+	sqlite3_prepare_v2(
+		db,
+		"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns,"
+		" cpu_self_ns, cpu_incl_ns) VALUES (?, ?, ?, 1, ?, ?, ?, ?)",
+		-1, &tp, NULL);
 	for (int a = 0; a < napps; a++) {
 		char app[32], m[64];
 		int depth[AGG_FILL_PATHS];
@@ -131,6 +137,13 @@ static int agg_fill(const char *path, long n, int napps, int methods,
 			sqlite3_bind_int64(tp, 3, b);
 			sqlite3_bind_int64(tp, 4, self[k]);
 			sqlite3_bind_int64(tp, 5, incl[k]);
+			if (i % 2 == 0) { /* CPU data: 3/4 of each time on the CPU */
+				sqlite3_bind_int64(tp, 6, self[k] / 4 * 3);
+				sqlite3_bind_int64(tp, 7, incl[k] / 4 * 3);
+			} else {
+				sqlite3_bind_null(tp, 6);
+				sqlite3_bind_null(tp, 7);
+			}
 			if (sqlite3_step(tp) != SQLITE_DONE)
 				goto finalize;
 			sqlite3_reset(tp);

@@ -297,6 +297,16 @@ async function main() {
       await page.screenshot({ path: path.join(shots, '7-speedscope-offcpu-chrome.png') });
       check(shown.includes(`${off}-chrome`) && !/went wrong|error/i.test(shown),
         'speedscope opens the off-CPU trace\'s chrome export');
+      // Its app's aggregate flame graph: read_pipe's frame tooltip splits
+      // its self time on and off the CPU, and the page counts the traces
+      // that carry CPU data.
+      await page.goto(`${base}/aggregate?app=com.example.offcpu`);
+      const tips = await page.locator('svg.aggflame g title').allTextContents();
+      const tip = tips.find((t) => t.startsWith('read_pipe — ')) || '';
+      check(tip.includes('; self on the CPU 0.002 ms, off it 0.028 ms per trace (over the '),
+        `read_pipe's frame tooltip gives its on/off-CPU self time (${tip})`);
+      check((await page.locator('#agg-traces .cpu-traces').innerText()).includes('carry CPU data'),
+        'the aggregate page says how many traces carry CPU data');
     }
     const ties = process.env.RVS_TIES_TRACE;
     if (ties) {

@@ -6,17 +6,18 @@
  * database migrated by the store, filled by SQL alone (generate_series):
  * 100,000 traces over 20 apps × 7 versions × 50 models, 500 devices and
  * issues, 3 chains and 8 methods (of 2,000 names) a trace, a dictionary
- * of 200 paths per app and 10 path rows a trace (1 M trace_paths rows;
- * agg_sums kept by the trigger).  Then each request through the JSON API
- * in-process (rvs_api_v1, no TLS or HTTP), the store held open as the
- * server holds it: one warm-up and 20 timed, p50 and p99 in ms.  Exits 1
- * when PostgreSQL is missing or a step fails, its PostgreSQL stopped
- * (atexit) either way.  `make bench-pg-views` runs it under
- * tests/with-pg.sh (deploy/pg-private.sh), whose trap stops the cluster
- * even when the program is killed.  RVS_BENCH_ROWS=a|b measures only the
- * rows whose label contains a or b; RVS_BENCH_KEEP=1 keeps the filled
- * database on a shared cluster (RVT_PG_HOST) for psql; RVS_BENCH_SQL runs
- * more statements after the fill (an index tried without a migration).
+ * of 200 paths per app and 10 path rows a trace (1 M trace_paths rows,
+ * every even trace's with CPU data; agg_sums kept by the trigger).  Then
+ * each request through the JSON API in-process (rvs_api_v1, no TLS or
+ * HTTP), the store held open as the server holds it: one warm-up and 20
+ * timed, p50 and p99 in ms.  Exits 1 when PostgreSQL is missing or a step
+ * fails, its PostgreSQL stopped (atexit) either way.  `make
+ * bench-pg-views` runs it under tests/with-pg.sh (deploy/pg-private.sh),
+ * whose trap stops the cluster even when the program is killed.
+ * RVS_BENCH_ROWS=a|b measures only the rows whose label contains a or b;
+ * RVS_BENCH_KEEP=1 keeps the filled database on a shared cluster
+ * (RVT_PG_HOST) for psql; RVS_BENCH_SQL runs more statements after the
+ * fill (an index tried without a migration).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -206,22 +207,29 @@ int main(void)
 	      " b.bucket, 10, 0, 10000 FROM traces t JOIN agg_buckets b ON b.app_id = t.app_id AND"
 	      " b.app_version = t.app_version AND b.model = t.model AND b.anomaly_kind ="
 	      " t.anomaly_kind AND b.day = t.received_at / 86400");
-	ex(c, "INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
-	      " SELECT a.trace_id, n.node, a.bucket, 1, 1000, 1000 FROM trace_agg a JOIN traces t"
+	/* Every even trace has CPU data (3/4 of each path's time on the
+	 * CPU), the others none (NULL), as tests/bench/agg_fill.h's. */
+	ex(c, "INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns,"
+	      " cpu_self_ns, cpu_incl_ns) SELECT a.trace_id, n.node, a.bucket, 1, 1000, 1000,"
+	      " CASE WHEN t.seq % 2 = 0 THEN 750 END, CASE WHEN t.seq % 2 = 0 THEN 750 END"
+	      " FROM trace_agg a JOIN traces t"
 	      " USING (trace_id) JOIN agg_nodes n ON n.app_id = t.app_id AND (n.parent = 0 OR"
 	      " (n.depth = 1 AND (n.node + t.seq) % 22 = 0))");
-	/* The per-node rollup, where the schema has one (migration 14), as
-	 * the index lane adds a batch's paths to it. */
-	ex(c, "DO $$BEGIN IF to_regclass('agg_node_sums') IS NOT NULL THEN"
-	      " INSERT INTO agg_node_sums (node, traces, calls, self_ns, incl_ns)"
-	      " SELECT node, count(*), sum(calls), sum(self_ns), sum(incl_ns) FROM trace_paths"
-	      " GROUP BY node ORDER BY node; END IF; END$$");
+	/* The per-node rollup (migration 14, CPU sums since 18), as the index
+	 * lane adds a batch's paths to it. */
+	ex(c, "INSERT INTO agg_node_sums (node, traces, calls, self_ns, incl_ns, cpu_traces,"
+	      " cpu_self_ns, cpu_incl_ns, off_self_ns, off_incl_ns)"
+	      " SELECT node, count(*), sum(calls), sum(self_ns), sum(incl_ns), count(cpu_self_ns),"
+	      " coalesce(sum(cpu_self_ns), 0), coalesce(sum(cpu_incl_ns), 0),"
+	      " coalesce(sum(self_ns - cpu_self_ns), 0), coalesce(sum(incl_ns - cpu_incl_ns), 0)"
+	      " FROM trace_paths GROUP BY node ORDER BY node");
 	/* The per-day rollup likewise (migration 16). */
-	ex(c, "DO $$BEGIN IF to_regclass('agg_day_sums') IS NOT NULL THEN"
-	      " INSERT INTO agg_day_sums (node, day, traces, calls, self_ns, incl_ns)"
-	      " SELECT s.node, b.day, sum(s.traces), sum(s.calls), sum(s.self_ns), sum(s.incl_ns)"
-	      " FROM agg_sums s JOIN agg_buckets b ON b.bucket = s.bucket"
-	      " GROUP BY s.node, b.day ORDER BY s.node, b.day; END IF; END$$");
+	ex(c, "INSERT INTO agg_day_sums (node, day, traces, calls, self_ns, incl_ns, cpu_traces,"
+	      " cpu_self_ns, cpu_incl_ns, off_self_ns, off_incl_ns)"
+	      " SELECT s.node, b.day, sum(s.traces), sum(s.calls), sum(s.self_ns), sum(s.incl_ns),"
+	      " sum(s.cpu_traces), sum(s.cpu_self_ns), sum(s.cpu_incl_ns), sum(s.off_self_ns),"
+	      " sum(s.off_incl_ns) FROM agg_sums s JOIN agg_buckets b ON b.bucket = s.bucket"
+	      " GROUP BY s.node, b.day ORDER BY s.node, b.day");
 	/* RVS_BENCH_SQL: statements (';'-separated, each run alone, so VACUUM
 	 * may be one) after the fill: an index tried without a migration. */
 	if (getenv("RVS_BENCH_SQL")) {

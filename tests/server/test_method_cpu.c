@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_method_cpu.c — a method's time on and off the CPU across traces:
- * the decoder's trace_methods.cpu_self_ns / cpu_incl_ns (SCHEMA.md,
- * migration 20) and /api/v1/methods/{name}'s "cpu" (API.md), on sqlite and
- * on a private PostgreSQL (pg_harness.h; skipped, visibly, without one).
+ * test_method_cpu.c — time on and off the CPU across traces, per method
+ * and per call path: the decoder's trace_methods.cpu_self_ns / cpu_incl_ns
+ * (SCHEMA.md, migration 20) and /api/v1/methods/{name}'s "cpu" (API.md);
+ * trace_paths' (migration 22), the rollups' sums of them and each
+ * /api/v1/aggregate node's "cpu", the same on every read of a set; on
+ * sqlite and on a private PostgreSQL (pg_harness.h; skipped, visibly,
+ * without one).
  *
  * Three captures built byte by byte (tests/rvtrace/capbuild.h; a 1 GHz
  * counter whose ticks are CLOCK_MONOTONIC ns, so every duration is exact),
@@ -27,6 +30,12 @@
  * Plain capture (t3: A 2 m1): the same calls and a `log_line` 85000–88000
  * inside main, no OFFCPU record: its rows' CPU columns are NULL, not 0, and
  * the API leaves it out of the split (2 of 3 traces).
+ *
+ * Per call path the CPU capture's rows are main's, work's and wait's as
+ * above (each method has one path), and the app's root: no self time, 74000
+ * of its 98000 inclusive on the CPU.  A fourth capture, of app B, has more
+ * paths than its index budget keeps: its folded leaves' split goes to one
+ * "(other)" row whole.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -114,6 +123,49 @@ static void capture(capbuf *c, int with_cpu)
 	if (with_cpu)
 		offcpu_record(c, off, sizeof off / sizeof off[0]);
 	cb_finish(c);
+}
+
+/* Writes capture i's file (with_cpu: the CPU capture, else the plain one)
+ * into path. */
+static void write_capture(int i, int with_cpu, char *path, size_t len, size_t *bytes)
+{
+	capbuf c = {0};
+	FILE *f;
+
+	capture(&c, with_cpu);
+	snprintf(path, len, "%s/cap%d", g_dir, i);
+	assert_non_null(f = fopen(path, "wb"));
+	assert_int_equal(fwrite(c.b, 1, c.len, f), c.len);
+	fclose(f);
+	*bytes = c.len;
+	free(c.b);
+}
+
+/* The queued items of store s (n of them) decoded by the real decoder from
+ * their files, capture i with CPU data when cpu[i], and finished, as the
+ * server's lanes do. */
+static void decode_queued(struct rvs_store *s, int n, const int *cpu)
+{
+	struct rvs_decoder dec;
+	struct rvs_decode *d;
+
+	assert_int_equal(rvs_decode_new(g_cfg.database, &dec, &d), 0);
+	for (int k = 0; k < n; k++) {
+		struct rvs_decode_item it = {0};
+		size_t bytes;
+		int i;
+
+		assert_int_equal(ops->decode_next_batch(s, 0, 1, &it, 1), 1);
+		for (i = 0; i < NCAP && strcmp(it.trace_id, IDS[i]); i++)
+			;
+		assert_true(i < NCAP);
+		write_capture(i, cpu[i], it.path, sizeof it.path, &bytes);
+		dec.decode(dec.ctx, &it, 1);
+		if (it.rc)
+			fail_msg("%s: %s", IDS[i], it.reason);
+		assert_int_equal(ops->decode_finish(s, &it, 1), 0);
+	}
+	rvs_decode_free(d);
 }
 
 /* The three captures uploaded into store s (upload_add: queued for
@@ -327,6 +379,307 @@ static void test_method_cpu_api_sums_over_traces_with_cpu_data(void **state)
 	json_decref(doc);
 }
 
+/* ---- per call path: trace_paths and the aggregates ---- */
+
+/* The one integer of trace i's path row ending in method m (its column
+ * col; -1: NULL); m "" is the app's root. */
+static int64_t path_int(const char *col, int i, const char *m)
+{
+	char sql[320];
+	snprintf(sql, sizeof sql,
+		 "SELECT p.%s FROM trace_paths p JOIN agg_nodes n ON n.node = p.node"
+		 " WHERE p.trace_id = '%s' AND n.method = '%s'",
+		 col, IDS[i], m);
+	return sqlb_int(g_cfg.database, sql);
+}
+
+/* The node of an aggregate reply whose method is m (unique in these
+ * trees; the root's is the app id "A"). */
+static json_t *agg_node(json_t *doc, const char *m)
+{
+	json_t *v;
+	size_t i;
+	json_array_foreach(json_object_get(doc, "nodes"), i, v)
+	{
+		if (!strcmp(json_string_value(json_object_get(v, "method")), m))
+			return v;
+	}
+	fail_msg("no node %s", m);
+	return NULL;
+}
+
+/* The split of node m under key: n traces with CPU data of `traces`, and
+ * the sums; n 0: no such member at all. */
+static void path_cpu_is(const char *what, json_t *doc, const char *key, const char *m,
+			int64_t traces, int64_t n, int64_t on_self, int64_t off_self,
+			int64_t on_incl, int64_t off_incl)
+{
+	json_t *nd = agg_node(doc, m);
+	char tkey[16];
+
+	snprintf(tkey, sizeof tkey, "%straces", key[0] == 'c' ? "" : key[0] == 'a' ? "a_" : "b_");
+	if (json_integer_value(json_object_get(nd, tkey)) != traces)
+		fail_msg("%s %s: %s %lld, want %lld", what, m, tkey,
+			 (long long)json_integer_value(json_object_get(nd, tkey)),
+			 (long long)traces);
+	if (!n) {
+		if (json_object_get(nd, key))
+			fail_msg("%s %s: a %s member without CPU data", what, m, key);
+		return;
+	}
+	json_t *o = json_object();
+	json_object_set(o, "cpu", json_object_get(nd, key));
+	cpu_is(what, o, n, on_self, off_self, on_incl, off_incl);
+	json_decref(o);
+}
+
+/* Every read of the app's aggregate — the buckets (app alone; version),
+ * the rollups (PostgreSQL's per-node one for the app alone; the per-day
+ * one for a range not on whole days), the per-trace rows (a method filter,
+ * weighted) — gives the same exact split, with cpu of its `traces` traces
+ * carrying CPU data (the others, the plain captures, each a log_line).  (On sqlite the app alone
+ * reads agg_sums.) */
+static void every_read_agrees(const char *when, int64_t traces, int64_t cpu)
+{
+	static const char *const q[] = {"app=A", "app=A&since=1", "app=A&method=main",
+					"app=A&method=main&weighted=1",
+					"app=A&since=1&until=4000000000"};
+	for (size_t k = 0; k < sizeof q / sizeof q[0]; k++) {
+		json_t *doc = api("/api/v1/aggregate", q[k]);
+		char what[96];
+
+		snprintf(what, sizeof what, "%s %s", when, q[k]);
+		assert_int_equal(json_integer_value(json_object_get(doc, "traces")), traces);
+		assert_int_equal(json_integer_value(json_object_get(doc, "cpu_traces")), cpu);
+		/* Per CPU trace: main 25000 on / 5000 off self, 74000 / 24000
+		 * inclusive; work 45000 / 3000, 49000 / 19000; wait 4000 /
+		 * 16000 both; the root no self, all of main's inclusive. */
+		path_cpu_is(what, doc, "cpu", "A", traces, cpu, 0, 0, cpu * 74000, cpu * 24000);
+		path_cpu_is(what, doc, "cpu", "main", traces, cpu, cpu * 25000, cpu * 5000,
+			    cpu * 74000, cpu * 24000);
+		path_cpu_is(what, doc, "cpu", "work", traces, cpu, cpu * 45000, cpu * 3000,
+			    cpu * 49000, cpu * 19000);
+		path_cpu_is(what, doc, "cpu", "wait", traces, cpu, cpu * 4000, cpu * 16000,
+			    cpu * 4000, cpu * 16000);
+		/* Only in the plain captures: no split, not a 0 one. */
+		path_cpu_is(what, doc, "cpu", "log_line", traces - cpu, 0, 0, 0, 0, 0);
+		json_decref(doc);
+	}
+}
+
+static void test_method_cpu_paths_exact_split_on_every_aggregate_read(void **state)
+{
+	static const struct {
+		const char *m;
+		int64_t self, incl, cpu_self, cpu_incl;
+	} want[] = {
+		{"", 0, 98000, 0, 74000},
+		{"main", 30000, 98000, 25000, 74000},
+		{"work", 48000, 68000, 45000, 49000},
+		{"wait", 20000, 20000, 4000, 4000},
+	};
+	json_t *doc;
+
+	for (int i = 0; i < 2; i++)
+		for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+			assert_int_equal(path_int("self_ns", i, want[k].m), want[k].self);
+			assert_int_equal(path_int("incl_ns", i, want[k].m), want[k].incl);
+			assert_int_equal(path_int("cpu_self_ns", i, want[k].m), want[k].cpu_self);
+			assert_int_equal(path_int("cpu_incl_ns", i, want[k].m), want[k].cpu_incl);
+		}
+	/* The plain capture's paths: every one NULL, never 0. */
+	assert_int_equal(sqlb_int(g_cfg.database,
+				  "SELECT count(*) FROM trace_paths WHERE"
+				  " trace_id = 't-00000000000000000000000000000003'"
+				  " AND cpu_self_ns IS NULL AND cpu_incl_ns IS NULL"),
+			 5);
+	every_read_agrees("decoded", 3, 2);
+
+	/* One bucket: version 2 holds t2 (CPU) and t3. */
+	doc = api("/api/v1/aggregate", "app=A&version=2");
+	assert_int_equal(json_integer_value(json_object_get(doc, "cpu_traces")), 1);
+	path_cpu_is("version 2", doc, "cpu", "main", 2, 1, 25000, 5000, 74000, 24000);
+	json_decref(doc);
+	/* The diff's sides each carry theirs: version 1 (t1) against 2. */
+	doc = api("/api/v1/aggregate/diff", "app=A&a.version=1&b.version=2");
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(doc, "a"), "cpu_traces")), 1);
+	path_cpu_is("diff a", doc, "a_cpu", "wait", 1, 1, 4000, 16000, 4000, 16000);
+	path_cpu_is("diff b", doc, "b_cpu", "wait", 2, 1, 4000, 16000, 4000, 16000);
+	path_cpu_is("diff b", doc, "b_cpu", "log_line", 1, 0, 0, 0, 0, 0);
+	json_decref(doc);
+	/* A heatmap cell (today, durations from 0) against the rest of five
+	 * days around it: the rest reads the per-day rollup less the cell's
+	 * rows as read for A (store_agg.h rvs_agg_rest_is_cell).  Every
+	 * trace arrived today with a duration: the cell holds all three, the
+	 * rest none. */
+	{
+		long long d = (long long)time(NULL) / 86400;
+		char q[512];
+		snprintf(q, sizeof q,
+			 "app=A&a.since=%lld&a.until=%lld&a.dur_min=0&b.since=%lld&b.until=%lld"
+			 "&b.except_since=%lld&b.except_until=%lld&b.except_dur_min=0",
+			 d * 86400, (d + 1) * 86400, (d - 2) * 86400 + 1, (d + 3) * 86400,
+			 d * 86400, (d + 1) * 86400);
+		doc = api("/api/v1/aggregate/diff", q);
+		assert_int_equal(json_integer_value(
+					 json_object_get(json_object_get(doc, "a"), "cpu_traces")),
+				 2);
+		assert_int_equal(
+			json_integer_value(json_object_get(json_object_get(doc, "b"), "traces")),
+			0);
+		assert_int_equal(json_integer_value(
+					 json_object_get(json_object_get(doc, "b"), "cpu_traces")),
+				 0);
+		path_cpu_is("cell", doc, "a_cpu", "work", 3, 2, 90000, 6000, 98000, 38000);
+		json_decref(doc);
+	}
+}
+
+/* A re-decode deletes a trace's path rows (taken off every rollup: the
+ * sqlite triggers; PostgreSQL's row trigger, statement trigger and batch
+ * folds) and writes them again: t1 re-decoded without its CPU data leaves
+ * one trace with a split, and back with it (as `reindex --all` after the
+ * migration fills old rows) two again, on every read. */
+static void test_method_cpu_redecode_takes_paths_off_and_back_on_the_rollups(void **state)
+{
+	static const int plain_t1[NCAP] = {0, 1, 0}, as_before[NCAP] = {1, 1, 0};
+	struct rvs_store *s;
+	size_t queued;
+	char last[40];
+
+	assert_int_equal(ops->open(g_cfg.database, &s), 0);
+	assert_int_equal(ops->reindex_queue(s, "", 1, 100, last, &queued), NCAP);
+	decode_queued(s, NCAP, plain_t1);
+	assert_int_equal(path_int("cpu_self_ns", 0, "main"), -1);
+	every_read_agrees("t1 plain", 3, 1);
+	assert_int_equal(ops->reindex_queue(s, "", 1, 100, last, &queued), NCAP);
+	decode_queued(s, NCAP, as_before);
+	ops->close(s);
+	assert_int_equal(path_int("cpu_self_ns", 0, "main"), 25000);
+	every_read_agrees("t1 again", 3, 2);
+	/* Nothing was left behind in the rollups: their CPU sums are the
+	 * path rows' summed. */
+	assert_int_equal(sqlb_int(g_cfg.database, "SELECT sum(cpu_traces) FROM agg_sums"),
+			 sqlb_int(g_cfg.database, "SELECT count(cpu_self_ns) FROM trace_paths"));
+	assert_int_equal(
+		sqlb_int(g_cfg.database, "SELECT sum(off_self_ns) FROM agg_day_sums"),
+		sqlb_int(g_cfg.database, "SELECT sum(self_ns - cpu_self_ns) FROM trace_paths"));
+	if (ops == &rvs_store_pg)
+		assert_int_equal(
+			sqlb_int(g_cfg.database, "SELECT sum(cpu_incl_ns) FROM agg_node_sums"),
+			sqlb_int(g_cfg.database, "SELECT sum(cpu_incl_ns) FROM trace_paths"));
+}
+
+/* A capture of app B whose top calls WIDE leaves one after another (100 ns
+ * each), the last 8 of them half off the CPU: more paths than a capture of
+ * its size keeps (pipeline/index_cap.h: budget / 384 nodes, here some
+ * tens fewer), so the latest leaves — those 8 among them — fold into one
+ * "(other)" row. */
+#define WIDE 200
+static void capture_wide(capbuf *c)
+{
+	uint64_t off[8][3];
+	char name[32];
+
+	cb_header(c, 100000, 1000000000, 0, 100000, 0x400000, 0);
+	cb_entry(c, 0x2000, 1000);
+	for (uint32_t k = 0; k < WIDE; k++) {
+		cb_entry(c, 0x3000 + 16 * k, 2000 + 200 * k);
+		cb_exit(c, 2100 + 200 * k);
+	}
+	cb_exit(c, 3000 + 200 * WIDE);
+	cb_end_slots(c);
+	cb_symbol(c, 0x2000, 0x2000, 0, "wide_top");
+	for (uint32_t k = 0; k < WIDE; k++) {
+		snprintf(name, sizeof name, "wide_leaf_%03u", k);
+		cb_symbol(c, 0x3000 + 16 * k, 0x3000 + 16 * k, 0, name);
+	}
+	for (uint32_t i = 0; i < 8; i++) {
+		uint64_t k = WIDE - 8 + i;
+		off[i][0] = 2050 + 200 * k;
+		off[i][1] = 2100 + 200 * k;
+		off[i][2] = 2;
+	}
+	offcpu_record(c, (const uint64_t(*)[3])off, 8);
+	cb_finish(c);
+}
+
+/* The folded callees' on/off-CPU time goes to their "(other)" row whole
+ * (8 × 50 ns off the CPU, self = inclusive), their caller keeps its own
+ * (none off the CPU), and the aggregate shows the same split. */
+static void test_method_cpu_folded_paths_keep_their_split_in_other(void **state)
+{
+	static const char id[] = "t-00000000000000000000000000000004";
+	struct rvs_upload_rec u = {0};
+	struct rvs_decode_item it = {0};
+	struct rvs_decoder dec;
+	struct rvs_decode *d;
+	struct rvs_store *s;
+	capbuf c = {0};
+	char path[sizeof it.path], sql[400];
+	json_t *doc, *cpu;
+	FILE *f;
+
+	capture_wide(&c);
+	snprintf(path, sizeof path, "%s/wide", g_dir);
+	assert_non_null(f = fopen(path, "wb"));
+	assert_int_equal(fwrite(c.b, 1, c.len, f), c.len);
+	fclose(f);
+	snprintf(u.trace_id, sizeof u.trace_id, "%s", id);
+	u.device_id = "d1";
+	u.upload_id[0] = 9;
+	u.app_id = "B";
+	u.app_version = "1";
+	u.model = "m1";
+	u.anomaly_kind = 1;
+	u.severity = 1;
+	u.payload_kind = 1;
+	u.payload_size = c.len;
+	u.blob_sha256 = "0000000000000000000000000000000000000000000000000000000000000000";
+	u.blob_bytes = c.len;
+	free(c.b);
+	assert_int_equal(ops->open(g_cfg.database, &s), 0);
+	assert_int_equal(ops->upload_add(s, &u), 0);
+	assert_int_equal(ops->decode_next_batch(s, 0, 1, &it, 1), 1);
+	snprintf(it.path, sizeof it.path, "%s", path);
+	assert_int_equal(rvs_decode_new(g_cfg.database, &dec, &d), 0);
+	dec.decode(dec.ctx, &it, 1);
+	if (it.rc)
+		fail_msg("%s: %s", id, it.reason);
+	assert_int_equal(ops->decode_finish(s, &it, 1), 0);
+	rvs_decode_free(d);
+	ops->close(s);
+
+#define OTHER_ROW                                                                         \
+	" FROM trace_paths p JOIN agg_nodes n ON n.node = p.node WHERE p.trace_id = '%s'" \
+	" AND n.method = '%s'"
+	snprintf(sql, sizeof sql, "SELECT count(*)" OTHER_ROW, id, "(other)");
+	assert_int_equal(sqlb_int(g_cfg.database, sql), 1);
+	snprintf(sql, sizeof sql,
+		 "SELECT (self_ns - cpu_self_ns) * 1000000 + (incl_ns - cpu_incl_ns) * 1000"
+		 " + CASE WHEN self_ns = incl_ns THEN 1 ELSE 0 END" OTHER_ROW,
+		 id, "(other)");
+	assert_int_equal(sqlb_int(g_cfg.database, sql), 400 * 1000000 + 400 * 1000 + 1);
+	/* wide_top: 2000 + 200 × WIDE ns, 100 × WIDE of them in its leaves;
+	 * the 400 off the CPU are all in leaves. */
+	snprintf(sql, sizeof sql, "SELECT cpu_self_ns * 1000000 + cpu_incl_ns" OTHER_ROW, id,
+		 "wide_top");
+	assert_int_equal(sqlb_int(g_cfg.database, sql),
+			 (2000 + 100 * WIDE) * 1000000LL + 2000 + 200 * WIDE - 400);
+#undef OTHER_ROW
+
+	doc = api("/api/v1/aggregate", "app=B");
+	cpu = json_object_get(agg_node(doc, "(other)"), "cpu");
+	assert_int_equal(json_integer_value(json_object_get(cpu, "traces")), 1);
+	assert_int_equal(json_integer_value(json_object_get(cpu, "off_cpu_self_ns")), 400);
+	assert_int_equal(json_integer_value(json_object_get(cpu, "off_cpu_incl_ns")), 400);
+	cpu = json_object_get(agg_node(doc, "wide_top"), "cpu");
+	assert_int_equal(json_integer_value(json_object_get(cpu, "off_cpu_self_ns")), 0);
+	assert_int_equal(json_integer_value(json_object_get(cpu, "off_cpu_incl_ns")), 400);
+	json_decref(doc);
+}
+
 static void test_method_cpu_postgresql_missing_skips(void **state)
 {
 	print_message("PostgreSQL cases skipped: %s\n", pg_skip_why);
@@ -341,6 +694,13 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(test_method_cpu_api_sums_over_traces_with_cpu_data,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_method_cpu_paths_exact_split_on_every_aggregate_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_method_cpu_redecode_takes_paths_off_and_back_on_the_rollups, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_method_cpu_folded_paths_keep_their_split_in_other, setup, teardown),
 	};
 	const struct CMUnitTest pg_missing[] = {
 		cmocka_unit_test(test_method_cpu_postgresql_missing_skips),

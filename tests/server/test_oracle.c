@@ -17,7 +17,8 @@
  * never from the server's code — and compared: the trace lists (counts,
  * fields, the duration and severity orders), the aggregate per call path
  * (unfiltered, per app, and over a non-bucket filter; totals, traces,
- * calls and per-trace means), the diff between two versions, the issues
+ * calls, per-trace means, and each path's on/off-CPU split over its traces
+ * with CPU data), the diff between two versions, the issues
  * (per app and chain: traces, devices, mean severity, impact order), the
  * method page per version and model (over the app's newest 2,000 traces
  * with the method, in the list's order, when it has more: the server's
@@ -622,6 +623,8 @@ struct row {
 	 * one's smallest weight, the estimated and unknown weights. */
 	double w, wdev;
 	int64_t n_est, n_unknown;
+	/* Aggregates: the traces with CPU data and their on/off-CPU sums. */
+	int64_t cpu_traces, on_self, off_self, on_incl, off_incl;
 };
 
 struct table {
@@ -704,6 +707,7 @@ static void agg_recount(struct table *tb, pick_fn pick, const void *arg)
 			continue;
 		snprintf(key, sizeof key, "%s|", APPS[t->app]);
 		get(tb, key)->traces++;
+		get(tb, key)->cpu_traces += t->cpu;
 		for (int k = 0; k < t->n; k++) {
 			struct row *r;
 			path_of(t, k, path, sizeof path);
@@ -711,11 +715,18 @@ static void agg_recount(struct table *tb, pick_fn pick, const void *arg)
 			r = get(tb, key);
 			if (r->last != i) {
 				r->traces++;
+				r->cpu_traces += t->cpu;
 				r->last = i;
 			}
 			r->calls++;
 			r->self += t->c[k].self;
 			r->incl += t->c[k].incl;
+			if (!t->cpu)
+				continue;
+			r->on_self += t->c[k].self - t->c[k].off;
+			r->off_self += t->c[k].off;
+			r->on_incl += t->c[k].incl - t->c[k].off_incl;
+			r->off_incl += t->c[k].off_incl;
 		}
 	}
 }
@@ -762,15 +773,19 @@ static void agg_compare(const char *what, json_t *doc, pick_fn pick, const void 
 	struct table tb = {0};
 	json_t *nodes = json_object_get(doc, "nodes"), *bu = json_object_get(doc, "bottom_up");
 	char(*keys)[600], msg[900], app[256], rk[600];
-	int64_t total = 0;
+	int64_t total = 0, cpu_total = 0;
 	struct table mt = {0};
 
 	agg_recount(&tb, pick, arg);
 	for (size_t i = 0; i < tb.n; i++)
-		if (tb.v[i].key[strlen(tb.v[i].key) - 1] == '|')
+		if (tb.v[i].key[strlen(tb.v[i].key) - 1] == '|') {
 			total += tb.v[i].traces;
+			cpu_total += tb.v[i].cpu_traces;
+		}
 	snprintf(msg, sizeof msg, "%s: traces", what);
 	EXPECT_EQ(msg, ival(doc, "traces"), total);
+	snprintf(msg, sizeof msg, "%s: cpu_traces", what);
+	EXPECT_EQ(msg, ival(doc, "cpu_traces"), cpu_total);
 	snprintf(msg, sizeof msg, "%s: nodes", what);
 	EXPECT_EQ(msg, json_array_size(nodes), tb.n);
 	EXPECT_EQ(msg, ival(doc, "nodes_total"), tb.n);
@@ -797,6 +812,21 @@ static void agg_compare(const char *what, json_t *doc, pick_fn pick, const void 
 		EXPECT_EQ(msg, ival(o, "self_ns_per_trace"), mean(r->self, root->traces));
 		snprintf(msg, sizeof msg, "%s: %s incl_ns_per_trace", what, keys[i]);
 		EXPECT_EQ(msg, ival(o, "incl_ns_per_trace"), mean(r->incl, root->traces));
+		/* The path's on/off-CPU split over its traces with CPU data;
+		 * none of them: no member. */
+		{
+			json_t *cpu = json_object_get(o, "cpu");
+			snprintf(msg, sizeof msg, "%s: %s cpu present", what, keys[i]);
+			EXPECT_EQ(msg, cpu != NULL, r->cpu_traces > 0);
+			snprintf(msg, sizeof msg, "%s: %s cpu", what, keys[i]);
+			if (cpu && r->cpu_traces > 0) {
+				EXPECT_EQ(msg, ival(cpu, "traces"), r->cpu_traces);
+				EXPECT_EQ(msg, ival(cpu, "on_cpu_self_ns"), r->on_self);
+				EXPECT_EQ(msg, ival(cpu, "off_cpu_self_ns"), r->off_self);
+				EXPECT_EQ(msg, ival(cpu, "on_cpu_incl_ns"), r->on_incl);
+				EXPECT_EQ(msg, ival(cpu, "off_cpu_incl_ns"), r->off_incl);
+			}
+		}
 		/* The bottom-up recount: per app and method (no recursion here). */
 		{
 			const char *last = strrchr(keys[i], ';'), *m = last;

@@ -277,8 +277,9 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	 * which 9 makes and 15 remakes with app_id; nor the roles' migration
 	 * 10, the fleet counts' 11, the index budget's 12, the alert rules' 13,
 	 * the selection weights' 14, the jank counts' 16, the per-day rollup's
-	 * 17, the weights' index 18, the heatmap's has_agg of 19 or the CPU
-	 * columns of 20), then let
+	 * 17, the weights' index 18, the heatmap's has_agg of 19, the CPU
+	 * columns of 20 or the path CPU columns and triggers of 22, whose
+	 * triggers go back to 7's), then let
 	 * the store
 	 * migrate it again:
 	 * the backfill must fold as decode does, and the issues index must
@@ -299,6 +300,25 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 		" DROP TABLE alert_rules; DROP TABLE jank_counts;"
 		" DROP TRIGGER trace_paths_day_ins; DROP TRIGGER trace_paths_day_del;"
 		" DROP TABLE agg_day_sums; DROP INDEX uploads_weight;"
+		" DROP TRIGGER trace_paths_ins; DROP TRIGGER trace_paths_del;"
+		" ALTER TABLE trace_paths DROP COLUMN cpu_self_ns;"
+		" ALTER TABLE trace_paths DROP COLUMN cpu_incl_ns;"
+		" ALTER TABLE agg_sums DROP COLUMN cpu_traces;"
+		" ALTER TABLE agg_sums DROP COLUMN cpu_self_ns;"
+		" ALTER TABLE agg_sums DROP COLUMN cpu_incl_ns;"
+		" ALTER TABLE agg_sums DROP COLUMN off_self_ns;"
+		" ALTER TABLE agg_sums DROP COLUMN off_incl_ns;"
+		" CREATE TRIGGER trace_paths_ins AFTER INSERT ON trace_paths BEGIN"
+		" INSERT INTO agg_sums (bucket, node, traces, calls, self_ns, incl_ns) VALUES"
+		" (NEW.bucket, NEW.node, 1, NEW.calls, NEW.self_ns, NEW.incl_ns)"
+		" ON CONFLICT DO UPDATE SET traces = traces + 1, calls = calls + excluded.calls,"
+		" self_ns = self_ns + excluded.self_ns, incl_ns = incl_ns + excluded.incl_ns; END;"
+		" CREATE TRIGGER trace_paths_del AFTER DELETE ON trace_paths BEGIN"
+		" UPDATE agg_sums SET traces = traces - 1, calls = calls - OLD.calls,"
+		" self_ns = self_ns - OLD.self_ns, incl_ns = incl_ns - OLD.incl_ns"
+		" WHERE bucket = OLD.bucket AND node = OLD.node;"
+		" DELETE FROM agg_sums WHERE bucket = OLD.bucket AND node = OLD.node"
+		" AND traces <= 0; END;"
 		" DROP TRIGGER trace_agg_has_ins; DROP TRIGGER trace_agg_has_del;"
 		" DROP INDEX traces_heat; ALTER TABLE traces DROP COLUMN has_agg;"
 		" DROP INDEX trace_methods_cpu; ALTER TABLE trace_methods DROP COLUMN cpu_self_ns;"
@@ -310,6 +330,10 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 		"sel_taken;"
 		" ALTER TABLE uploads DROP COLUMN weight; ALTER TABLE uploads DROP COLUMN "
 		"weight_exact;"
+		" INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
+		" VALUES ('x', '1', 'm', 1, 0);"
+		" INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
+		" SELECT trace_id, 1, 1, 1, 10, 30 FROM traces;"
 		" PRAGMA user_version = 8");
 	sqlite3_close(db);
 	assert_int_equal(rvs_store_sqlite.open(g_cfg.database, &s), 0);
@@ -337,6 +361,27 @@ static void test_issue_migration_backfills_folded_issue(void **state)
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_string_equal((const char *)sqlite3_column_text(st, 0),
 			    "issue,app_id,received_at,device_id,severity");
+	sqlite3_finalize(st);
+	/* Migration 22 over path rows it did not write (one per trace, added
+	 * at version 8): none has CPU data, every rollup row counts 0 traces
+	 * with it, and the rollups still count every path row. */
+	assert_int_equal(
+		sqlite3_prepare_v2(
+			db,
+			"SELECT (SELECT count(*) FROM trace_paths) = 5"
+			" AND (SELECT count(*) FROM trace_paths WHERE cpu_self_ns IS NOT NULL"
+			" OR cpu_incl_ns IS NOT NULL) = 0"
+			" AND (SELECT coalesce(sum(traces), 0) FROM agg_sums) ="
+			" (SELECT count(*) FROM trace_paths)"
+			" AND (SELECT coalesce(sum(traces), 0) FROM agg_day_sums) ="
+			" (SELECT count(*) FROM trace_paths)"
+			" AND (SELECT coalesce(max(cpu_traces) + max(off_self_ns), 0) FROM"
+			" agg_sums) = 0 AND (SELECT coalesce(max(cpu_traces) + max(cpu_incl_ns),"
+			" 0) FROM agg_day_sums) = 0",
+			-1, &st, NULL),
+		SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 1);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 }

@@ -1212,8 +1212,8 @@ static void test_store_agg_sums_follow_trace_paths(void **state)
 		"INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
 		" VALUES ('app', '1.0', 'm', 1, 0);"
 		"INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES ('app', 0, '', 0);"
-		"INSERT INTO trace_paths VALUES ('t-a1', 1, 1, 1, 10, 30), ('t-a2', 1, 1, 2, 5, "
-		"50);";
+		"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns) VALUES"
+		" ('t-a1', 1, 1, 1, 10, 30), ('t-a2', 1, 1, 2, 5, 50);";
 	static const char sums[] = "SELECT traces || ' ' || calls || ' ' || self_ns || ' ' ||"
 				   " incl_ns FROM agg_sums WHERE bucket = 1 AND node = 1";
 	char v[64], sql[sizeof rows + 200];
@@ -2422,6 +2422,56 @@ static void test_store_pg_migration_adds_null_cpu_columns(void **state)
 	ops->close(s);
 }
 
+/* trace_paths' on-CPU columns and the rollups' CPU sums (migration 18)
+ * over a database with aggregates already: the old path row stays, its
+ * new columns NULL, and every rollup counts 0 traces with CPU data; then
+ * a row with CPU data counts in agg_sums through the remade trigger, and
+ * deleting the old row takes it off agg_node_sums and agg_day_sums
+ * through the remade unroll without touching their CPU sums. */
+static void test_store_pg_migration_paths_cpu_zero_counts(void **state)
+{
+	struct fx *f = *state;
+	char dsn[256];
+	struct rvs_store *s;
+	int v = 0;
+
+	assert_int_equal(pgh_fresh_db(&pg, dsn, sizeof dsn), 0);
+	assert_int_equal(rvs_pg_migrate(dsn, RVS_PG_MIGRATION_PATH_CPU - 1), 0);
+	snprintf(f->db, sizeof f->db, "%s", dsn);
+	pg_exec(f, "INSERT INTO agg_buckets (app_id, app_version, model, anomaly_kind, day)"
+		   " VALUES ('a', '1', 'm', 1, 3);"
+		   "INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES ('a', 0, '', 0);"
+		   "INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
+		   " VALUES ('t1', 1, 1, 1, 10, 30);"
+		   "INSERT INTO agg_node_sums SELECT node, count(*), sum(calls), sum(self_ns),"
+		   " sum(incl_ns) FROM trace_paths GROUP BY node;"
+		   "INSERT INTO agg_day_sums SELECT node, 3, count(*), sum(calls), sum(self_ns),"
+		   " sum(incl_ns) FROM trace_paths GROUP BY node;");
+	assert_int_equal(ops->open(dsn, &s), 0);
+	assert_int_equal(ops->schema_version(s, &v), 0);
+	assert_true(v >= RVS_PG_MIGRATION_PATH_CPU);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM trace_paths WHERE cpu_self_ns IS NULL"
+				   " AND cpu_incl_ns IS NULL"),
+			 1);
+	assert_int_equal(pg_num(f, "SELECT (SELECT traces * 10 + cpu_traces FROM agg_sums) * 100"
+				   " + (SELECT traces * 10 + cpu_traces FROM agg_node_sums)"),
+			 10 * 100 + 10);
+	assert_int_equal(pg_num(f, "SELECT traces * 10 + cpu_traces FROM agg_day_sums"), 10);
+	/* A trace with CPU data: 4 of its 10 ns of self on the CPU, 20 of 30
+	 * inclusive. */
+	pg_exec(f, "INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns,"
+		   " cpu_self_ns, cpu_incl_ns) VALUES ('t2', 1, 1, 1, 10, 30, 4, 20)");
+	assert_int_equal(pg_num(f, "SELECT traces * 10 + cpu_traces FROM agg_sums"), 21);
+	assert_int_equal(pg_num(f, "SELECT cpu_self_ns * 1000000 + off_self_ns * 10000"
+				   " + cpu_incl_ns * 100 + off_incl_ns FROM agg_sums"),
+			 4 * 1000000 + 6 * 10000 + 20 * 100 + 10);
+	pg_exec(f, "DELETE FROM trace_paths WHERE trace_id = 't1'");
+	assert_int_equal(pg_num(f, "SELECT traces * 10 + cpu_traces FROM agg_sums"), 11);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM agg_node_sums"), 0);
+	assert_int_equal(pg_num(f, "SELECT count(*) FROM agg_day_sums"), 0);
+	ops->close(s);
+}
+
 /* Two nodes on one database: the idle one listens, the other acknowledges
  * an upload, and the listener's socket turns readable with a wake-up
  * (the NOTIFY of the upload's commit) — no poll, no timer — after which
@@ -2656,6 +2706,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_store_pg_migration_rolls_up_existing_sums,
 						setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_migration_adds_null_cpu_columns,
+						setup_empty, teardown),
+		cmocka_unit_test_setup_teardown(test_store_pg_migration_paths_cpu_zero_counts,
 						setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_store_pg_upload_wakes_idle_listener, setup,
 						teardown),

@@ -1084,6 +1084,21 @@ static void test_web_trace_page_shows_offcpu_counters_and_lock_waits(void **stat
 		fail_msg("no on/off-CPU split in the method page: %s", r.body);
 	assert_non_null(strstr(r.body, "<td>0.002 / 0.028</td>"));
 	resp_free(&r);
+	/* The aggregate flame graph: read_pipe's frame details split its self
+	 * time the same way, and the page counts the traces with CPU data. */
+	get("/aggregate?app=com.example.offcpu", &r);
+	assert_int_equal(r.code, 200);
+	{
+		const char *t = strstr(r.body, "<title>read_pipe — ");
+		const char *end = t ? strstr(t, "</title>") : NULL;
+		const char *split = t ? strstr(t, "; self on the CPU 0.002 ms, off it 0.028 ms"
+						  " per trace (over the ")
+				      : NULL;
+		if (!t || !split || split > end)
+			fail_msg("no on/off-CPU split in read_pipe's frame: %s", r.body);
+	}
+	assert_non_null(strstr(r.body, "of them carry CPU data</span>"));
+	resp_free(&r);
 	/* The zoomable timeline's rows below the calls: FORMAT.md's two
 	 * frames (1000–17000 on time, 20000–60000 late) and the three
 	 * off-CPU intervals, exactly, relative to main's entry at 1000. */
@@ -1475,6 +1490,9 @@ static void test_web_aggregate_and_diff_pages_draw_the_real_capture(void **state
 	/* The hot loop has the most self time: the first bottom-up row. */
 	assert_true(strstr(bu, "rvs_fixture_hot_spin") < strstr(bu, "rvs_fixture_cold_leaf"));
 	assert_non_null(strstr(r.body, "href=\"/aggregate/diff?app=com.example.web\""));
+	/* Its captures carry no OFFCPU records: no split anywhere, said so. */
+	assert_non_null(strstr(r.body, "<span class=\"cpu-traces\">none carries CPU data</span>"));
+	assert_null(strstr(r.body, "self on the CPU"));
 	resp_free(&r);
 	get("/aggregate/diff?app=com.example.web&a.version=2.0.0&b.version=2.0.0", &r);
 	assert_int_equal(r.code, 200);

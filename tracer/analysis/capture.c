@@ -1702,15 +1702,23 @@ int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *
 	free(a.map.slot);
 	free(a.memo);
 	free(a.inner);
-	free(a.off);
 	free(a.fr);
 	if (rc < 0) {
+		free(a.off);
 		free(a.snap);
 		rva_tree_release(&a.tree);
 		return rc;
 	}
 	out->stats = st;
 	out->tree = a.tree;
+	/* The root's off-CPU time: its children's (no frame is the root). */
+	if (a.off) {
+		a.off[0] = 0;
+		for (size_t i = 1; i < a.tree.n; i++)
+			if (!a.tree.nodes[i].parent)
+				a.off[0] = rva_sadd(a.off[0], a.off[i]);
+	}
+	out->tree_off = a.off;
 	if (a.want_snap) {
 		out->anomaly_chain = a.snap;
 		out->anomaly_depth = a.nsnap;
@@ -1729,6 +1737,7 @@ void rva_summary_release(rva_summary *s)
 	free(s->stats);
 	free(s->anomaly_chain);
 	free(s->end_chain);
+	free(s->tree_off);
 	rva_tree_release(&s->tree);
 	memset(s, 0, sizeof(*s));
 }

@@ -16,7 +16,9 @@
  * each trace also counts with its upload's weight (1/p, Horvitz–Thompson):
  * every node gains the weighted (Hájek) means and their standard errors,
  * every side the estimated population count and how many of its traces
- * carry an estimated (quota-censored) or unknown weight.
+ * carry an estimated (quota-censored) or unknown weight.  A node's on/off-CPU
+ * split ("cpu") is summed, unweighted, over its traces with CPU data only,
+ * and listed only when it has some: never a 0 standing for "unknown".
  */
 #include "api/aggregate.h"
 #include "base/json.h"
@@ -175,6 +177,9 @@ struct anode {
 	int depth;
 	char *method; /* malloc'd; an app root: its app id */
 	int64_t traces[2], calls[2], self[2], incl[2];
+	/* Of its traces, those with CPU data and, over them, its self and
+	 * inclusive time on and off the CPU (store.h's struct rvs_agg_sum). */
+	int64_t cpu_traces[2], cpu_self[2], cpu_incl[2], off_self[2], off_incl[2];
 	uint32_t pidx;	       /* index of the parent in the preorder array */
 	int64_t app_traces[2]; /* its app root's traces: what its means divide by */
 	/* Weighted sums over the node's per-trace rows (weight w each): Σw,
@@ -191,7 +196,7 @@ struct agg {
 	size_t n, cap;
 	uint32_t *slot; /* open addressing on id: index + 1, 0 = empty */
 	size_t nslot;
-	int64_t traces[2];
+	int64_t traces[2], cpu_traces[2]; /* the sides' traces, and those with CPU data */
 	int bucketed[2], sampled[2];
 	int weighted; /* weighted=1: per-trace rows, weighted figures too */
 	/* Sums of the app roots' weighted members per side (set_app_traces). */
@@ -306,18 +311,22 @@ static int to_filter(const struct filt *f, struct rvs_agg_filter *o, char **chai
 }
 
 /* agg_read's callbacks (store.h) into struct agg. */
-static int on_row(void *arg, size_t s, int64_t node, int64_t traces, int64_t calls, int64_t self,
-		  int64_t incl, double w, int wflag)
+static int on_row(void *arg, size_t s, const struct rvs_agg_sum *r, double w, int wflag)
 {
-	struct anode *nd = agg_get(arg, node);
-	double v = w * (w - 1), x = (double)self, y = (double)incl;
+	struct anode *nd = agg_get(arg, r->node);
+	double v = w * (w - 1), x = (double)r->self_ns, y = (double)r->incl_ns;
 	assert(s < 2);
 	if (!nd)
 		return -ENOMEM;
-	nd->traces[s] += traces;
-	nd->calls[s] += calls;
-	nd->self[s] += self;
-	nd->incl[s] += incl;
+	nd->traces[s] += r->traces;
+	nd->calls[s] += r->calls;
+	nd->self[s] += r->self_ns;
+	nd->incl[s] += r->incl_ns;
+	nd->cpu_traces[s] += r->cpu_traces;
+	nd->cpu_self[s] += r->cpu_self_ns;
+	nd->cpu_incl[s] += r->cpu_incl_ns;
+	nd->off_self[s] += r->off_self_ns;
+	nd->off_incl[s] += r->off_incl_ns;
 	nd->w[s] += w;
 	nd->wself[s] += w * x;
 	nd->wincl[s] += w * y;
@@ -356,8 +365,10 @@ static int on_describe(void *arg, int64_t node, int64_t parent, int depth, const
 	if (!(nd->method = strdup(method ? method : "")))
 		return -ENOMEM;
 	if (!parent)
-		for (int s = 0; s < 2; s++)
+		for (int s = 0; s < 2; s++) {
 			a->traces[s] += nd->traces[s];
+			a->cpu_traces[s] += nd->cpu_traces[s];
+		}
 	return 0;
 }
 
@@ -668,6 +679,21 @@ static void side_members(json_t *o, const int64_t *den, int nsides, const int64_
 	}
 }
 
+/* Node n's on/off-CPU split of side s as o's member key (API.md's
+ * method "cpu" object: sums over the node's traces with CPU data), only
+ * when it has such traces. */
+static void cpu_member(json_t *o, const char *key, const struct anode *n, int s)
+{
+	if (n->cpu_traces[s] <= 0)
+		return;
+	json_object_set_new(
+		o, key,
+		json_pack("{s:I,s:I,s:I,s:I,s:I}", "traces", (json_int_t)n->cpu_traces[s],
+			  "on_cpu_self_ns", (json_int_t)n->cpu_self[s], "off_cpu_self_ns",
+			  (json_int_t)n->off_self[s], "on_cpu_incl_ns", (json_int_t)n->cpu_incl[s],
+			  "off_cpu_incl_ns", (json_int_t)n->off_incl[s]));
+}
+
 /* The reply document of an aggregated (and preordered) a. */
 static json_t *reply(const struct agg *a, int nsides)
 {
@@ -703,6 +729,8 @@ static json_t *reply(const struct agg *a, int nsides)
 			      (json_int_t)nd->parent, "depth", nd->depth, "method",
 			      rvs_json_str(nd->method));
 		side_members(o, nd->app_traces, nsides, nd->traces, nd->calls, nd->self, nd->incl);
+		for (int s = 0; s < nsides; s++)
+			cpu_member(o, nsides == 2 ? (s ? "b_cpu" : "a_cpu") : "cpu", nd, s);
 		for (int s = 0; a->weighted && s < nsides; s++)
 			weighted_members(o, nsides == 2 ? (s ? "b_" : "a_") : "", nd, s);
 		json_array_append_new(nodes, o);
@@ -716,7 +744,8 @@ static json_t *reply(const struct agg *a, int nsides)
 	}
 	for (int s = 0; s < nsides; s++) {
 		json_t *side =
-			json_pack("{s:I,s:s,s:b}", "traces", (json_int_t)a->traces[s], "source",
+			json_pack("{s:I,s:I,s:s,s:b}", "traces", (json_int_t)a->traces[s],
+				  "cpu_traces", (json_int_t)a->cpu_traces[s], "source",
 				  a->bucketed[s] ? "buckets" : "traces", "sampled", a->sampled[s]);
 		if (a->weighted) {
 			/* Say where the weighting is not exact: quota selection

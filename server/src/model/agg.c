@@ -13,6 +13,11 @@
  * trace has a row for its app's root node, the traces of a set are the
  * root nodes' trace counts.
  *
+ * With CPU data (the summary's tree_off), each row also carries its
+ * on-CPU self and inclusive time (a node's own off-CPU time is its calls'
+ * less its callees', an "(other)" row's the folded callees' inclusive),
+ * each held within [0, its wall time]; without, none (stored NULL).
+ *
  * Invariants: a trace's rows are closed under "parent of" and, for a
  * well-formed tree (no saturated sums), their self times sum to the root's
  * inclusive time (folded paths go to "(other)" nodes whole); at most 2 × RVS_AGG_MAX_NODES rows per
@@ -89,18 +94,39 @@ static const char *tree_name(const rva_trace *t, uint32_t m)
 	return m < t->nmethods && t->names[m] ? t->names[m] : "?";
 }
 
-/* The rows of one trace, its tree cut as agg.h says (work arrays of n). */
+/* The rows of one trace, its tree cut as agg.h says (work arrays of n).
+ * With CPU data (off: the summary's tree_off), also each node's children's
+ * off-CPU time summed (child_off) and its folded children's on-CPU time
+ * (other_cpu); NULL without. */
 struct cut {
 	uint32_t *parent, *depth;
 	int64_t *incl, *other_incl, *id;
 	uint64_t *other_calls;
+	const int64_t *off;
+	int64_t *child_off, *other_cpu;
 	unsigned char *keep;
 	size_t kept, folded;
 };
 
+/* x held within [0, max]. */
+static int64_t clamp0(int64_t x, int64_t max)
+{
+	return x < 0 ? 0 : x > max ? max : x;
+}
+
+/* Node i's inclusive time on the CPU: its wall time less its calls'
+ * off-CPU time. */
+static int64_t cpu_incl_of(const rva_tree *tr, const struct cut *c, size_t i)
+{
+	return clamp0(tr->nodes[i].incl - c->off[i], tr->nodes[i].incl);
+}
+
 static int cut_tree(const rva_tree *tr, size_t max_nodes, struct cut *c)
 {
 	size_t n = tr->n;
+	if (c->off && (!(c->child_off = calloc(n, sizeof *c->child_off)) ||
+		       !(c->other_cpu = calloc(n, sizeof *c->other_cpu))))
+		return -ENOMEM;
 	c->parent = calloc(n, sizeof *c->parent);
 	c->depth = calloc(n, sizeof *c->depth);
 	c->incl = calloc(n, sizeof *c->incl);
@@ -123,6 +149,8 @@ static int cut_tree(const rva_tree *tr, size_t max_nodes, struct cut *c)
 	}
 	if (rvs_agg_keep_top(n, c->parent, c->incl, c->depth, max_nodes, c->keep))
 		return -ENOMEM;
+	for (size_t i = 1; i < n && c->off; i++)
+		c->child_off[c->parent[i]] += c->off[i];
 	for (size_t i = 1; i < n; i++) {
 		if (c->keep[i]) {
 			c->kept++;
@@ -132,6 +160,8 @@ static int cut_tree(const rva_tree *tr, size_t max_nodes, struct cut *c)
 		if (c->keep[c->parent[i]]) {
 			c->other_incl[c->parent[i]] += c->incl[i];
 			c->other_calls[c->parent[i]] += tr->nodes[i].calls;
+			if (c->off)
+				c->other_cpu[c->parent[i]] += cpu_incl_of(tr, c, i);
 		}
 	}
 	return 0;
@@ -145,6 +175,8 @@ static void cut_free(struct cut *c)
 	free(c->other_incl);
 	free(c->id);
 	free(c->other_calls);
+	free(c->child_off);
+	free(c->other_cpu);
 	free(c->keep);
 }
 
@@ -161,6 +193,10 @@ int rvs_agg_build(const rva_summary *sum, size_t max_nodes, struct rvs_agg_rows 
 		max_nodes = RVS_AGG_MAX_NODES;
 	if (max_nodes < 1)
 		max_nodes = 1;
+	/* The same capture's method rows have CPU data exactly then
+	 * (decode.c: trace->has_cpu), so a trace's paths and methods agree. */
+	assert(!sum->tree_off || sum->trace->has_cpu);
+	c.off = sum->tree_off;
 	if (cut_tree(tr, max_nodes, &c))
 		goto done;
 	/* Each kept node and at most one "(other)" child of it. */
@@ -181,6 +217,13 @@ int rvs_agg_build(const rva_summary *sum, size_t max_nodes, struct rvs_agg_rows 
 		r->calls = tr->nodes[i].calls;
 		r->self_ns = tr->nodes[i].self;
 		r->incl_ns = c.incl[i];
+		r->has_cpu = c.off != NULL;
+		if (c.off) {
+			/* Its own off-CPU time: its calls' less its callees'. */
+			r->cpu_incl_ns = cpu_incl_of(tr, &c, i);
+			r->cpu_self_ns =
+				clamp0(r->self_ns - (c.off[i] - c.child_off[i]), r->self_ns);
+		}
 		if (!c.other_calls[i])
 			continue;
 		r = &out->v[out->n++];
@@ -190,6 +233,8 @@ int rvs_agg_build(const rva_summary *sum, size_t max_nodes, struct rvs_agg_rows 
 		r->other = 1;
 		r->calls = c.other_calls[i];
 		r->self_ns = r->incl_ns = c.other_incl[i];
+		r->has_cpu = c.off != NULL;
+		r->cpu_self_ns = r->cpu_incl_ns = c.off ? clamp0(c.other_cpu[i], r->incl_ns) : 0;
 	}
 	assert(out->n <= 2 * (c.kept + 1));
 	out->nodes = (int64_t)(c.kept + 1);

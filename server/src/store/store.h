@@ -211,6 +211,13 @@ struct rvs_agg_row {
 	int other;
 	uint64_t calls;
 	int64_t self_ns, incl_ns;
+	/* has_cpu 0: the capture had no thread-CPU time and cpu_self_ns /
+	 * cpu_incl_ns are stored NULL (never 0); 1: the path's self and
+	 * inclusive time on the CPU, 0 <= cpu_self_ns <= self_ns and
+	 * 0 <= cpu_incl_ns <= incl_ns.  Every row of a trace has the same
+	 * has_cpu. */
+	int has_cpu;
+	int64_t cpu_self_ns, cpu_incl_ns;
 };
 
 /* A trace's rows and its trace_agg columns. */
@@ -365,15 +372,26 @@ struct rvs_agg_filter {
 	int unweighted;
 };
 
+/* One summed row of an aggregate side (agg_read): node's trace count (1
+ * for a per-trace row), calls, self and inclusive ns; of those traces, how
+ * many have CPU data (cpu_traces; 0 or 1 for a per-trace row) and, summed
+ * over those only, the path's self and inclusive time on the CPU
+ * (cpu_self_ns, cpu_incl_ns) and off it (off_self_ns, off_incl_ns: their
+ * wall time less the on-CPU time), so on + off is the wall time of the
+ * cpu_traces traces, exactly, whichever of the set's traces lack CPU data
+ * (SCHEMA.md, sqlite migration 22). */
+struct rvs_agg_sum {
+	int64_t node, traces, calls, self_ns, incl_ns;
+	int64_t cpu_traces, cpu_self_ns, cpu_incl_ns, off_self_ns, off_incl_ns;
+};
+
 /* agg_read's callbacks; a non-zero return stops the read and is returned. */
 struct rvs_agg_cb {
-	/* One summed row of side: node's trace count (1 for a per-trace row),
-	 * calls, self and inclusive ns; a per-trace row's upload weight
-	 * (uploads.weight, 1 for a bucket row) and wflag: 0 the weight is
-	 * exact, 1 an estimate (quota selection), 2 unknown (an older device;
-	 * every bucket row). */
-	int (*row)(void *arg, size_t side, int64_t node, int64_t traces, int64_t calls,
-		   int64_t self_ns, int64_t incl_ns, double weight, int wflag);
+	/* One summed row r of side (borrowed for the call); a per-trace
+	 * row's upload weight (uploads.weight, 1 for a bucket row) and wflag:
+	 * 0 the weight is exact, 1 an estimate (quota selection), 2 unknown
+	 * (an older device; every bucket row). */
+	int (*row)(void *arg, size_t side, const struct rvs_agg_sum *r, double weight, int wflag);
 	/* After every side's rows: how many nodes to describe, and the i-th's id. */
 	size_t (*nodes)(void *arg);
 	int64_t (*node_id)(void *arg, size_t i);

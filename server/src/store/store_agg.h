@@ -106,17 +106,16 @@ static inline int rvs_agg_rest_is_cell(const struct rvs_agg_filter *a,
 	       (a->has_dur_max ? a->dur_max : INT64_MAX) == b->except_dur_max;
 }
 
-/* A side's rows summed per node, sorted by node (store_agg_rest.c). */
-struct rvs_agg_sum {
-	int64_t node, traces, calls, self_ns, incl_ns;
-};
+/* A side's rows summed per node (store.h's struct rvs_agg_sum), sorted
+ * by node (store_agg_rest.c). */
 struct rvs_agg_acc {
 	struct rvs_agg_sum *v;
 	size_t n, cap;
 };
-/* Adds a row to node's sums.  0 or -ENOMEM. */
-int rvs_agg_acc_add(struct rvs_agg_acc *a, int64_t node, int64_t traces, int64_t calls,
-		    int64_t self_ns, int64_t incl_ns);
+/* Adds row r to r->node's sums.  0 or -ENOMEM. */
+int rvs_agg_acc_add(struct rvs_agg_acc *a, const struct rvs_agg_sum *r);
+/* r's figures less c's (the same node's), in place. */
+void rvs_agg_sum_sub(struct rvs_agg_sum *r, const struct rvs_agg_sum *c);
 /* Node's sums, or NULL. */
 struct rvs_agg_sum *rvs_agg_acc_find(const struct rvs_agg_acc *a, int64_t node);
 void rvs_agg_acc_release(struct rvs_agg_acc *a);
@@ -129,8 +128,7 @@ struct rvs_agg_tee {
 	struct rvs_agg_acc acc;
 	int failed;
 };
-int rvs_agg_acc_tee(void *arg, size_t side, int64_t node, int64_t traces, int64_t calls,
-		    int64_t self_ns, int64_t incl_ns, double weight, int wflag);
+int rvs_agg_acc_tee(void *arg, size_t side, const struct rvs_agg_sum *r, double weight, int wflag);
 
 /* A trace's selection weight and its flag, from its uploads row U (a
  * LEFT JOIN: none reads as 1, unknown): the weight (1/p, uploads.weight),
@@ -179,32 +177,53 @@ int rvs_sqlite_issue_register(struct sqlite3 *db);
 
 /* ---- PostgreSQL ---- */
 
+/* The on- and off-CPU sums of path rows P ("" or "p."): how many have CPU
+ * data (count skips NULLs), their on-CPU self and inclusive time, and
+ * their wall time less it; and the upsert adding them. */
+#define RVS_PG_FOLD_CPU(P)                                                       \
+	", count(" P "cpu_self_ns), coalesce(sum(" P "cpu_self_ns), 0)::bigint," \
+	" coalesce(sum(" P "cpu_incl_ns), 0)::bigint,"                           \
+	" coalesce(sum(" P "self_ns - " P "cpu_self_ns), 0)::bigint,"            \
+	" coalesce(sum(" P "incl_ns - " P "cpu_incl_ns), 0)::bigint"
+#define RVS_PG_FOLD_CPU_SET                                    \
+	", cpu_traces = s.cpu_traces + excluded.cpu_traces,"   \
+	" cpu_self_ns = s.cpu_self_ns + excluded.cpu_self_ns," \
+	" cpu_incl_ns = s.cpu_incl_ns + excluded.cpu_incl_ns," \
+	" off_self_ns = s.off_self_ns + excluded.off_self_ns," \
+	" off_incl_ns = s.off_incl_ns + excluded.off_incl_ns"
+#define RVS_PG_FOLD_ROWS RVS_PG_FOLD_CPU("")
+#define RVS_PG_FOLD_P	 RVS_PG_FOLD_CPU("p.")
+
 /* The statement adding the path rows of the traces $1 (a text[] of
  * trace ids) to agg_node_sums (store_pg.c's migration 14: agg_sums summed
- * per node), one upsert a node in node order, so that writers take these
- * rows in one order.  The index lane runs it once a batch, just before its
- * COMMIT, over the traces it wrote (store_pg_index.c); trace_paths' DELETE
- * trigger takes rows off the same way. */
-#define RVS_PG_ROLLUP_FOLD                                                        \
-	"INSERT INTO agg_node_sums AS s (node, traces, calls, self_ns, incl_ns)"  \
-	" SELECT node, count(*), sum(calls)::bigint, sum(self_ns)::bigint,"       \
-	" sum(incl_ns)::bigint FROM trace_paths WHERE trace_id = ANY($1::text[])" \
-	" GROUP BY node ORDER BY node ON CONFLICT (node) DO UPDATE SET"           \
-	" traces = s.traces + excluded.traces, calls = s.calls + excluded.calls," \
-	" self_ns = s.self_ns + excluded.self_ns, incl_ns = s.incl_ns + excluded.incl_ns"
+ * per node; with the on- and off-CPU sums of migration 18), one upsert a
+ * node in node order, so that writers take these rows in one order.  The
+ * index lane runs it once a batch, just before its COMMIT, over the traces
+ * it wrote (store_pg_index.c); trace_paths' DELETE trigger takes rows off
+ * the same way. */
+#define RVS_PG_ROLLUP_FOLD                                                                   \
+	"INSERT INTO agg_node_sums AS s (node, traces, calls, self_ns, incl_ns, cpu_traces," \
+	" cpu_self_ns, cpu_incl_ns, off_self_ns, off_incl_ns) SELECT node, count(*),"        \
+	" sum(calls)::bigint, sum(self_ns)::bigint, sum(incl_ns)::bigint" RVS_PG_FOLD_ROWS   \
+	" FROM trace_paths WHERE trace_id = ANY($1::text[])"                                 \
+	" GROUP BY node ORDER BY node ON CONFLICT (node) DO UPDATE SET"                      \
+	" traces = s.traces + excluded.traces, calls = s.calls + excluded.calls,"            \
+	" self_ns = s.self_ns + excluded.self_ns,"                                           \
+	" incl_ns = s.incl_ns + excluded.incl_ns" RVS_PG_FOLD_CPU_SET
 
 /* The same for the per-day rollup agg_day_sums (store_pg.c's migration
  * 16: agg_sums summed per node and UTC day), one upsert a (node, day) in
  * that order; the index lane runs it just after RVS_PG_ROLLUP_FOLD, so
  * batches take these rows in one order too. */
-#define RVS_PG_DAY_FOLD                                                                        \
-	"INSERT INTO agg_day_sums AS s (node, day, traces, calls, self_ns, incl_ns)"           \
-	" SELECT p.node, b.day, count(*), sum(p.calls)::bigint, sum(p.self_ns)::bigint,"       \
-	" sum(p.incl_ns)::bigint FROM trace_paths p JOIN agg_buckets b ON b.bucket = p.bucket" \
-	" WHERE p.trace_id = ANY($1::text[]) GROUP BY p.node, b.day ORDER BY p.node, b.day"    \
-	" ON CONFLICT (node, day) DO UPDATE SET traces = s.traces + excluded.traces,"          \
-	" calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"           \
-	" incl_ns = s.incl_ns + excluded.incl_ns"
+#define RVS_PG_DAY_FOLD                                                                          \
+	"INSERT INTO agg_day_sums AS s (node, day, traces, calls, self_ns, incl_ns, cpu_traces," \
+	" cpu_self_ns, cpu_incl_ns, off_self_ns, off_incl_ns) SELECT p.node, b.day, count(*),"   \
+	" sum(p.calls)::bigint, sum(p.self_ns)::bigint, sum(p.incl_ns)::bigint" RVS_PG_FOLD_P    \
+	" FROM trace_paths p JOIN agg_buckets b ON b.bucket = p.bucket"                          \
+	" WHERE p.trace_id = ANY($1::text[]) GROUP BY p.node, b.day ORDER BY p.node, b.day"      \
+	" ON CONFLICT (node, day) DO UPDATE SET traces = s.traces + excluded.traces,"            \
+	" calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"             \
+	" incl_ns = s.incl_ns + excluded.incl_ns" RVS_PG_FOLD_CPU_SET
 
 /* A trace's call-path aggregate rows on pg, inside the index lane's
  * transaction, in three steps around its pipelines (store/pg/pg.h;

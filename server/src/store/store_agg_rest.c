@@ -6,11 +6,13 @@
  * instead of reading the cell's rows a second time.
  *
  * Invariants: the sums are kept sorted by node (a cell's rows name a few
- * hundred nodes: a binary search and an insertion each); every value is an
- * exact integer sum of the rows given.
+ * hundred nodes: a binary search and an insertion each); every value, the
+ * on- and off-CPU sums and their trace count included, is an exact integer
+ * sum of the rows given.
  */
 #include "store/store_agg.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +32,11 @@ static size_t acc_pos(const struct rvs_agg_acc *a, int64_t node, int *hit)
 	return lo;
 }
 
-int rvs_agg_acc_add(struct rvs_agg_acc *a, int64_t node, int64_t traces, int64_t calls,
-		    int64_t self_ns, int64_t incl_ns)
+int rvs_agg_acc_add(struct rvs_agg_acc *a, const struct rvs_agg_sum *r)
 {
 	int hit;
-	size_t i = acc_pos(a, node, &hit);
+	size_t i = acc_pos(a, r->node, &hit);
+	struct rvs_agg_sum *o;
 
 	if (!hit) {
 		if (a->n == a->cap) {
@@ -46,14 +48,34 @@ int rvs_agg_acc_add(struct rvs_agg_acc *a, int64_t node, int64_t traces, int64_t
 			a->cap = cap;
 		}
 		memmove(&a->v[i + 1], &a->v[i], (a->n - i) * sizeof *a->v);
-		a->v[i] = (struct rvs_agg_sum){.node = node};
+		a->v[i] = (struct rvs_agg_sum){.node = r->node};
 		a->n++;
 	}
-	a->v[i].traces += traces;
-	a->v[i].calls += calls;
-	a->v[i].self_ns += self_ns;
-	a->v[i].incl_ns += incl_ns;
+	o = &a->v[i];
+	o->traces += r->traces;
+	o->calls += r->calls;
+	o->self_ns += r->self_ns;
+	o->incl_ns += r->incl_ns;
+	o->cpu_traces += r->cpu_traces;
+	o->cpu_self_ns += r->cpu_self_ns;
+	o->cpu_incl_ns += r->cpu_incl_ns;
+	o->off_self_ns += r->off_self_ns;
+	o->off_incl_ns += r->off_incl_ns;
 	return 0;
+}
+
+void rvs_agg_sum_sub(struct rvs_agg_sum *r, const struct rvs_agg_sum *c)
+{
+	assert(r->node == c->node);
+	r->traces -= c->traces;
+	r->calls -= c->calls;
+	r->self_ns -= c->self_ns;
+	r->incl_ns -= c->incl_ns;
+	r->cpu_traces -= c->cpu_traces;
+	r->cpu_self_ns -= c->cpu_self_ns;
+	r->cpu_incl_ns -= c->cpu_incl_ns;
+	r->off_self_ns -= c->off_self_ns;
+	r->off_incl_ns -= c->off_incl_ns;
 }
 
 struct rvs_agg_sum *rvs_agg_acc_find(const struct rvs_agg_acc *a, int64_t node)
@@ -69,13 +91,12 @@ void rvs_agg_acc_release(struct rvs_agg_acc *a)
 	memset(a, 0, sizeof *a);
 }
 
-int rvs_agg_acc_tee(void *arg, size_t side, int64_t node, int64_t traces, int64_t calls,
-		    int64_t self_ns, int64_t incl_ns, double weight, int wflag)
+int rvs_agg_acc_tee(void *arg, size_t side, const struct rvs_agg_sum *r, double weight, int wflag)
 {
 	struct rvs_agg_tee *t = arg;
-	int rc = t->cb->row(t->arg, side, node, traces, calls, self_ns, incl_ns, weight, wflag);
+	int rc = t->cb->row(t->arg, side, r, weight, wflag);
 
-	if (!rc && rvs_agg_acc_add(&t->acc, node, traces, calls, self_ns, incl_ns))
+	if (!rc && rvs_agg_acc_add(&t->acc, r))
 		t->failed = 1;
 	return rc;
 }

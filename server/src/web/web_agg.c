@@ -14,7 +14,10 @@
  * faster, saturated by Cliff's delta, only when q < alpha; grey otherwise
  * (noise, or no test: the sets are not two versions of one app), so a
  * change that is noise never looks like a regression.  Each frame of a
- * tested method links to its row on /regressions.
+ * tested method links to its row on /regressions.  A frame's details (its
+ * SVG title: the tooltip) split its self time on and off the CPU over the
+ * traces with CPU data when the reply has the node's "cpu" (each side's in
+ * the diff); the page says how many of the set's traces carry it.
  * Method names are untrusted: they reach the page only through
  * rvs_web_esc, cut to NAME_SHOWN bytes.  Output is bounded by the reply's
  * node cap (RVS_AGG_MAX_REPLY_NODES) and the table row caps below.
@@ -78,6 +81,24 @@ static double node_value(json_t *n, int diff)
 		return (double)ival(n, "a_incl_ns_per_trace") +
 		       (double)ival(n, "b_incl_ns_per_trace");
 	return (double)ival(n, "incl_ns_per_trace");
+}
+
+/* The on/off-CPU split of node nd's member key ("cpu", "a_cpu", "b_cpu":
+ * API.md) into a frame's details: its self time on and off the CPU, means
+ * per trace over the traces with CPU data, and how many; nothing when the
+ * node has none (no member). */
+static void cpu_detail(FILE *f, json_t *nd, const char *key, const char *label)
+{
+	json_t *cpu = json_object_get(nd, key);
+	int64_t n = ival(cpu, "traces");
+
+	if (n <= 0)
+		return;
+	fprintf(f,
+		"; %sself on the CPU %.3f ms, off it %.3f ms per trace"
+		" (over the %lld traces with CPU data)",
+		label, (double)ival(cpu, "on_cpu_self_ns") / (double)n / 1e6,
+		(double)ival(cpu, "off_cpu_self_ns") / (double)n / 1e6, (long long)n);
 }
 
 static unsigned name_hash(const char *s)
@@ -227,10 +248,14 @@ void rvs_agg_flame_svg(FILE *f, json_t *doc, int diff, json_t *regress, const ch
 					json_number_value(json_object_get(self, "cliffs_delta")));
 			else
 				fputs("; method's self time not tested", f);
-		} else
+			cpu_detail(f, nd, "a_cpu", "A: ");
+			cpu_detail(f, nd, "b_cpu", "B: ");
+		} else {
 			fprintf(f, " — %.3f ms per trace (self %.3f ms); in %lld traces",
 				ival(nd, "incl_ns_per_trace") / 1e6,
 				ival(nd, "self_ns_per_trace") / 1e6, (long long)ival(nd, "traces"));
+			cpu_detail(f, nd, "cpu", "");
+		}
 		fprintf(f,
 			"</title><rect x=\"%.2f\" y=\"%lld\" width=\"%.2f\" height=\"%d\""
 			" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\"/>",
@@ -323,13 +348,27 @@ static void filter_form(struct web_ctx *c, int diff)
 	      c->f);
 }
 
+/* A side's trace count, its source, and how many of its traces carry CPU
+ * data (the frames' on/off-CPU split is over those). */
 static void side_line(struct web_ctx *c, json_t *side, const char *id, const char *label)
 {
-	fprintf(c->f, "<p id=\"%s\">%s<b>%lld</b> traces (from %s)%s</p>", id, label,
+	int64_t cpu = ival(side, "cpu_traces");
+
+	fprintf(c->f, "<p id=\"%s\">%s<b>%lld</b> traces (from %s)%s; ", id, label,
 		(long long)ival(side, "traces"), sval(side, "source"),
 		json_is_true(json_object_get(side, "sampled"))
 			? "; the most recent only: the filter matched more"
 			: "");
+	if (cpu > 0)
+		fprintf(c->f,
+			"<span class=\"cpu-traces\"><b>%lld</b> of them carry CPU data</span>"
+			" (a frame's details split its self time on and off the CPU over"
+			" those)</p>",
+			(long long)cpu);
+	else
+		fputs("<span class=\"cpu-traces\">none carries CPU data</span> (no on/off-CPU"
+		      " split)</p>",
+		      c->f);
 }
 
 static void ms(FILE *f, json_t *o, const char *key)

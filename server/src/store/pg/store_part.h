@@ -31,6 +31,9 @@ struct pg_conn;
 /* The one that adds trace_methods' on-CPU columns (its test migrates to
  * the one before it, with a row, then opens). */
 #define RVS_PG_MIGRATION_CPU 17
+/* The one that adds trace_paths' on-CPU columns and the rollups' CPU sums
+ * (its test migrates to the one before it, with rows, then opens). */
+#define RVS_PG_MIGRATION_PATH_CPU 18
 
 /* Applies store_pg.c's migrations up to schema version upto (1..the
  * latest), on a connection of its own, under the migrations' advisory

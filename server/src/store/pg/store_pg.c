@@ -560,6 +560,102 @@ static const char *const migrations[] = {
 	" ADD COLUMN cpu_incl_ns BIGINT;"
 	"CREATE INDEX trace_methods_cpu ON trace_methods (method, self_ns, incl_ns, cpu_self_ns,"
 	" cpu_incl_ns) WHERE cpu_self_ns IS NOT NULL;",
+	/* 18 (on- and off-CPU time per call path): sqlite's migration 22 —
+	 * each path row's on-CPU self and inclusive time, NULL without CPU
+	 * data (older rows too, until `reindex --all`); agg_sums,
+	 * agg_node_sums and agg_day_sums sum them with the count of traces
+	 * that had them and those traces' off-CPU time (wall less on).  Old
+	 * rollup rows count 0 such traces (their paths hold none).  The row
+	 * trigger on agg_sums and the statement trigger unrolling deletes
+	 * from the other two are made again with the new sums; the index
+	 * lane's batch-end folds (RVS_PG_ROLLUP_FOLD, RVS_PG_DAY_FOLD) add
+	 * them too.  count(x) counts x's non-NULL values: the traces with
+	 * CPU data. */
+	"ALTER TABLE trace_paths ADD COLUMN cpu_self_ns BIGINT, ADD COLUMN cpu_incl_ns BIGINT;"
+	"ALTER TABLE agg_sums ADD COLUMN cpu_traces BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN cpu_self_ns BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN cpu_incl_ns BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN off_self_ns BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN off_incl_ns BIGINT NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_node_sums ADD COLUMN cpu_traces BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN cpu_self_ns BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN cpu_incl_ns BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN off_self_ns BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN off_incl_ns BIGINT NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_day_sums ADD COLUMN cpu_traces BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN cpu_self_ns BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN cpu_incl_ns BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN off_self_ns BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN off_incl_ns BIGINT NOT NULL DEFAULT 0;"
+	"CREATE OR REPLACE FUNCTION trace_paths_sum() RETURNS trigger LANGUAGE plpgsql AS $f$"
+	" BEGIN"
+	"  IF TG_OP = 'INSERT' THEN"
+	"   INSERT INTO agg_sums AS s (bucket, node, traces, calls, self_ns, incl_ns, cpu_traces,"
+	"   cpu_self_ns, cpu_incl_ns, off_self_ns, off_incl_ns) VALUES"
+	"   (NEW.bucket, NEW.node, 1, NEW.calls, NEW.self_ns, NEW.incl_ns,"
+	"   (NEW.cpu_self_ns IS NOT NULL)::int, coalesce(NEW.cpu_self_ns, 0),"
+	"   coalesce(NEW.cpu_incl_ns, 0), coalesce(NEW.self_ns - NEW.cpu_self_ns, 0),"
+	"   coalesce(NEW.incl_ns - NEW.cpu_incl_ns, 0))"
+	"   ON CONFLICT (bucket, node) DO UPDATE SET traces = s.traces + 1,"
+	"   calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"
+	"   incl_ns = s.incl_ns + excluded.incl_ns, cpu_traces = s.cpu_traces + "
+	"excluded.cpu_traces,"
+	"   cpu_self_ns = s.cpu_self_ns + excluded.cpu_self_ns,"
+	"   cpu_incl_ns = s.cpu_incl_ns + excluded.cpu_incl_ns,"
+	"   off_self_ns = s.off_self_ns + excluded.off_self_ns,"
+	"   off_incl_ns = s.off_incl_ns + excluded.off_incl_ns;"
+	"   RETURN NEW;"
+	"  END IF;"
+	"  UPDATE agg_sums SET traces = traces - 1, calls = calls - OLD.calls,"
+	"  self_ns = self_ns - OLD.self_ns, incl_ns = incl_ns - OLD.incl_ns,"
+	"  cpu_traces = cpu_traces - (OLD.cpu_self_ns IS NOT NULL)::int,"
+	"  cpu_self_ns = cpu_self_ns - coalesce(OLD.cpu_self_ns, 0),"
+	"  cpu_incl_ns = cpu_incl_ns - coalesce(OLD.cpu_incl_ns, 0),"
+	"  off_self_ns = off_self_ns - coalesce(OLD.self_ns - OLD.cpu_self_ns, 0),"
+	"  off_incl_ns = off_incl_ns - coalesce(OLD.incl_ns - OLD.cpu_incl_ns, 0)"
+	"  WHERE bucket = OLD.bucket AND node = OLD.node;"
+	"  DELETE FROM agg_sums WHERE bucket = OLD.bucket AND node = OLD.node AND traces <= 0;"
+	"  RETURN OLD;"
+	" END $f$;"
+	"CREATE OR REPLACE FUNCTION trace_paths_unroll() RETURNS trigger LANGUAGE plpgsql AS $f$"
+	" BEGIN"
+	"  INSERT INTO agg_node_sums AS s (node, traces, calls, self_ns, incl_ns, cpu_traces,"
+	"  cpu_self_ns, cpu_incl_ns, off_self_ns, off_incl_ns)"
+	"  SELECT node, -count(*), -sum(calls)::bigint, -sum(self_ns)::bigint,"
+	"  -sum(incl_ns)::bigint, -count(cpu_self_ns), -coalesce(sum(cpu_self_ns), 0)::bigint,"
+	"  -coalesce(sum(cpu_incl_ns), 0)::bigint, -coalesce(sum(self_ns - cpu_self_ns), "
+	"0)::bigint,"
+	"  -coalesce(sum(incl_ns - cpu_incl_ns), 0)::bigint FROM gone GROUP BY node ORDER BY node"
+	"  ON CONFLICT (node) DO UPDATE SET traces = s.traces + excluded.traces,"
+	"  calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"
+	"  incl_ns = s.incl_ns + excluded.incl_ns, cpu_traces = s.cpu_traces + excluded.cpu_traces,"
+	"  cpu_self_ns = s.cpu_self_ns + excluded.cpu_self_ns,"
+	"  cpu_incl_ns = s.cpu_incl_ns + excluded.cpu_incl_ns,"
+	"  off_self_ns = s.off_self_ns + excluded.off_self_ns,"
+	"  off_incl_ns = s.off_incl_ns + excluded.off_incl_ns;"
+	"  DELETE FROM agg_node_sums s WHERE s.traces <= 0"
+	"  AND s.node IN (SELECT node FROM gone);"
+	"  INSERT INTO agg_day_sums AS s (node, day, traces, calls, self_ns, incl_ns, cpu_traces,"
+	"  cpu_self_ns, cpu_incl_ns, off_self_ns, off_incl_ns)"
+	"  SELECT g.node, b.day, -count(*), -sum(g.calls)::bigint, -sum(g.self_ns)::bigint,"
+	"  -sum(g.incl_ns)::bigint, -count(g.cpu_self_ns), -coalesce(sum(g.cpu_self_ns), "
+	"0)::bigint,"
+	"  -coalesce(sum(g.cpu_incl_ns), 0)::bigint,"
+	"  -coalesce(sum(g.self_ns - g.cpu_self_ns), 0)::bigint,"
+	"  -coalesce(sum(g.incl_ns - g.cpu_incl_ns), 0)::bigint"
+	"  FROM gone g JOIN agg_buckets b ON b.bucket = g.bucket"
+	"  GROUP BY g.node, b.day ORDER BY g.node, b.day"
+	"  ON CONFLICT (node, day) DO UPDATE SET traces = s.traces + excluded.traces,"
+	"  calls = s.calls + excluded.calls, self_ns = s.self_ns + excluded.self_ns,"
+	"  incl_ns = s.incl_ns + excluded.incl_ns, cpu_traces = s.cpu_traces + excluded.cpu_traces,"
+	"  cpu_self_ns = s.cpu_self_ns + excluded.cpu_self_ns,"
+	"  cpu_incl_ns = s.cpu_incl_ns + excluded.cpu_incl_ns,"
+	"  off_self_ns = s.off_self_ns + excluded.off_self_ns,"
+	"  off_incl_ns = s.off_incl_ns + excluded.off_incl_ns;"
+	"  DELETE FROM agg_day_sums s WHERE s.traces <= 0"
+	"  AND s.node IN (SELECT node FROM gone);"
+	"  RETURN NULL;"
+	" END $f$;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -930,6 +1026,8 @@ int rvs_pg_migrate(const char *dsn, int upto)
 	assert(strstr(migrations[RVS_PG_MIGRATION_PART - 1], "FUNCTION rv_week_partitions"));
 	assert(strstr(migrations[RVS_PG_MIGRATION_ROLLUP - 1], "CREATE TABLE agg_node_sums"));
 	assert(strstr(migrations[RVS_PG_MIGRATION_CPU - 1], "ADD COLUMN cpu_self_ns"));
+	assert(strstr(migrations[RVS_PG_MIGRATION_PATH_CPU - 1],
+		      "ALTER TABLE trace_paths ADD COLUMN cpu_self_ns"));
 	if (!pg || PQstatus(pg) != CONNECTION_OK) {
 		rvs_log("error", "postgresql connect failed", "err=\"%s\"",
 			pg ? PQerrorMessage(pg) : "out of memory");

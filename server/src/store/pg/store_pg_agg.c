@@ -153,6 +153,29 @@ static void arr_add(char **b, size_t *len, size_t *cap, int64_t v)
 	*len += (size_t)n;
 }
 
+/* arr_add of v, or of NULL when !has. */
+static void arr_add_opt(char **b, size_t *len, size_t *cap, int has, int64_t v)
+{
+	if (has) {
+		arr_add(b, len, cap, v);
+		return;
+	}
+	if (!*b)
+		return;
+	if (*len + 7 > *cap) {
+		char *nb = realloc(*b, *cap * 2 + 7);
+		if (!nb) {
+			free(*b);
+			*b = NULL;
+			return;
+		}
+		*b = nb;
+		*cap = *cap * 2 + 7;
+	}
+	memcpy(*b + *len, *len > 1 ? ",NULL" : "NULL", *len > 1 ? 6 : 5);
+	*len += *len > 1 ? 5 : 4;
+}
+
 /* The statement finding which of a trace's paths the dictionary holds: a
  * walk down from the app's root ($1) along the rows' parents ($2 indexes,
  * $3 parents, $4 methods); rows (i, node). */
@@ -276,8 +299,9 @@ int rvs_pg_agg_resolve(PGconn *pg, struct rvs_pg_agg_job *j, char *err, size_t e
 
 int rvs_pg_agg_add_rows(struct rvs_pg_pipe *pp, int tag, const struct rvs_pg_agg_job *j)
 {
-	/* The path rows go in as one INSERT of four arrays. */
-	enum { A_NODE, A_CALLS, A_SELF, A_INCL, A_N };
+	/* The path rows go in as one INSERT of six arrays (the CPU ones NULL
+	 * without CPU data). */
+	enum { A_NODE, A_CALLS, A_SELF, A_INCL, A_CPU_SELF, A_CPU_INCL, A_N };
 	const struct rvs_agg_rows *r = j->r;
 	char *arr[A_N] = {0};
 	size_t len[A_N], cap[A_N];
@@ -296,6 +320,10 @@ int rvs_pg_agg_add_rows(struct rvs_pg_pipe *pp, int tag, const struct rvs_pg_agg
 			(int64_t)(w->calls & INT64_MAX));
 		arr_add(&arr[A_SELF], &len[A_SELF], &cap[A_SELF], w->self_ns);
 		arr_add(&arr[A_INCL], &len[A_INCL], &cap[A_INCL], w->incl_ns);
+		arr_add_opt(&arr[A_CPU_SELF], &len[A_CPU_SELF], &cap[A_CPU_SELF], w->has_cpu,
+			    w->cpu_self_ns);
+		arr_add_opt(&arr[A_CPU_INCL], &len[A_CPU_INCL], &cap[A_CPU_INCL], w->has_cpu,
+			    w->cpu_incl_ns);
 	}
 	if ((st = rvs_pg_pipe_add(
 		     pp,
@@ -310,10 +338,12 @@ int rvs_pg_agg_add_rows(struct rvs_pg_pipe *pp, int tag, const struct rvs_pg_agg
 	}
 	st = rvs_pg_pipe_add(
 		pp,
-		"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
-		" SELECT $1, x.node, $2, x.calls, x.self_ns, x.incl_ns FROM"
-		" unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])"
-		" WITH ORDINALITY AS x(node, calls, self_ns, incl_ns, i) ORDER BY x.i",
+		"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns,"
+		" cpu_self_ns, cpu_incl_ns)"
+		" SELECT $1, x.node, $2, x.calls, x.self_ns, x.incl_ns, x.cs, x.ci FROM"
+		" unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],"
+		" $8::bigint[]) WITH ORDINALITY AS x(node, calls, self_ns, incl_ns, cs, ci, i)"
+		" ORDER BY x.i",
 		0, tag, 0);
 	if (st) {
 		rvs_pg_text(&st->p, j->trace_id);
@@ -343,30 +373,52 @@ void rvs_pg_agg_job_free(struct rvs_pg_agg_job *j)
 
 /* ---- reads ------------------------------------------------------------------ */
 
+/* Every read's row: node, traces, calls, self, incl, weight, wflag (0 ..
+ * 6), then the CPU sums of struct rvs_agg_sum (7 .. 11): SUM_CPU_S / _D
+ * of a rollup row s / d, SUM_CPU_SUMMED_S / _R of rows s / r added up,
+ * PATH_CPU_ADD / _SUB of a path row p added or subtracted (a NULL, no CPU
+ * data, counted out). */
+#define SUM_CPU_S ", s.cpu_traces, s.cpu_self_ns, s.cpu_incl_ns, s.off_self_ns, s.off_incl_ns"
+#define SUM_CPU_D ", d.cpu_traces, d.cpu_self_ns, d.cpu_incl_ns, d.off_self_ns, d.off_incl_ns"
+#define SUM_CPU_SUMMED_S                                                                       \
+	", sum(s.cpu_traces)::bigint, sum(s.cpu_self_ns)::bigint, sum(s.cpu_incl_ns)::bigint," \
+	" sum(s.off_self_ns)::bigint, sum(s.off_incl_ns)::bigint"
+#define SUM_CPU_SUMMED_R                                                                       \
+	", sum(r.cpu_traces)::bigint, sum(r.cpu_self_ns)::bigint, sum(r.cpu_incl_ns)::bigint," \
+	" sum(r.off_self_ns)::bigint, sum(r.off_incl_ns)::bigint"
+#define PATH_CPU_ADD                                                           \
+	", (p.cpu_self_ns IS NOT NULL)::int, coalesce(p.cpu_self_ns, 0),"      \
+	" coalesce(p.cpu_incl_ns, 0), coalesce(p.self_ns - p.cpu_self_ns, 0)," \
+	" coalesce(p.incl_ns - p.cpu_incl_ns, 0)"
+#define PATH_CPU_SUB                                                             \
+	", -(p.cpu_self_ns IS NOT NULL)::int, -coalesce(p.cpu_self_ns, 0),"      \
+	" -coalesce(p.cpu_incl_ns, 0), -coalesce(p.self_ns - p.cpu_self_ns, 0)," \
+	" -coalesce(p.incl_ns - p.cpu_incl_ns, 0)"
 /* $1 app, $2 version, $3 model, $4 campaign, $5 method, $6 kind, $7 since,
  * $8 until, $9 signature, $10 chain, $11 the trace cap; $12 issue, $13
  * dur_min, $14 dur_max, $15 1 when a cell is excepted, $16 and $17 its
  * received_at range, $18 and $19 its duration range (store_sqlite_agg.c's
  * predicates).  The buckets' sums are added up per node here: one row a
  * node, not one a bucket and node (the all-apps aggregate of 100,000 traces
- * sent 1 M rows to be added up by the caller). */
+ * sent 1 M rows to be added up by the caller); $4 and $5 are there typed:
+ * bucketed sides have neither. */
 #define BUCKET_SQL                                                                                \
 	"SELECT s.node, sum(s.traces)::bigint, sum(s.calls)::bigint, sum(s.self_ns)::bigint,"     \
-	" sum(s.incl_ns)::bigint, 1.0, 2 FROM agg_buckets b"                                      \
-	" JOIN agg_sums s ON s.bucket = b.bucket"                                                 \
+	" sum(s.incl_ns)::bigint, 1.0, 2" SUM_CPU_SUMMED_S                                        \
+	" FROM agg_buckets b JOIN agg_sums s ON s.bucket = b.bucket"                              \
 	" WHERE ($1::text IS NULL OR b.app_id = $1) AND ($2::text IS NULL OR b.app_version = $2)" \
 	" AND ($3::text IS NULL OR b.model = $3) AND ($6::bigint IS NULL OR b.anomaly_kind = $6)" \
 	" AND ($7::bigint IS NULL OR b.day >= $7 / 86400)"                                        \
 	" AND ($8::bigint IS NULL OR b.day < $8 / 86400)"                                         \
-	" AND $4::text IS NULL AND $5::text IS NULL" /* typed: bucketed sides have neither */     \
-	" GROUP BY s.node"
+	" AND $4::text IS NULL AND $5::text IS NULL GROUP BY s.node"
 /* BUCKET_SQL when the app is the only filter ($1, NULL for every app): the
  * same sums, read from the per-node rollup (migration 14; each node is one
  * app's), one row a node where BUCKET_SQL adds up one a bucket and node
  * (the fleet's 100,000 traces: 4,000 rows, not 1 M). */
 static const char ROLLUP_SQL[] =
-	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2 FROM agg_node_sums s"
-	" JOIN agg_nodes n ON n.node = s.node WHERE ($1::text IS NULL OR n.app_id = $1)";
+	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2" SUM_CPU_S
+	" FROM agg_node_sums s JOIN agg_nodes n ON n.node = s.node"
+	" WHERE ($1::text IS NULL OR n.app_id = $1)";
 #define TRACE_SET                                                                                 \
 	"(SELECT t.trace_id, t.received_at, t.duration_ns FROM traces t"                          \
 	" JOIN trace_agg a ON a.trace_id = t.trace_id"                                            \
@@ -391,15 +443,16 @@ static const char ROLLUP_SQL[] =
 	" ORDER BY t.received_at DESC, t.seq DESC LIMIT $11) x"
 /* Each row's weight w and flag wf (0 exact, 1 estimated, 2 unknown: an
  * upload without a selection) from its upload, joined once per trace. */
-#define TRACE_SQL                                                                         \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, COALESCE(uw.weight, 1.0),"      \
-	" CASE WHEN uw.weight_exact = 1 THEN 0 WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2"  \
-	" ELSE 1 END FROM " TRACE_SET " LEFT JOIN uploads uw ON uw.trace_id = x.trace_id" \
+#define TRACE_SQL                                                                        \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, COALESCE(uw.weight, 1.0),"     \
+	" CASE WHEN uw.weight_exact = 1 THEN 0 WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2" \
+	" ELSE 1 END" PATH_CPU_ADD " FROM " TRACE_SET                                    \
+	" LEFT JOIN uploads uw ON uw.trace_id = x.trace_id"                              \
 	" JOIN trace_paths p ON p.trace_id = x.trace_id"
 /* TRACE_SQL for a caller that reads no weight (rvs_agg_filter.unweighted):
  * no uploads row read, every row's weight unknown. */
-#define TRACE_SQL_UNWEIGHTED                                                      \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, 1.0, 2 FROM " TRACE_SET \
+#define TRACE_SQL_UNWEIGHTED                                                                      \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, 1.0, 2" PATH_CPU_ADD " FROM " TRACE_SET \
 	" JOIN trace_paths p ON p.trace_id = x.trace_id"
 /* $20 the node, $21 the rows, $22 1: by self time. */
 #define HEAVY_SQL                                                                     \
@@ -413,39 +466,43 @@ static const char ROLLUP_SQL[] =
  * store_sqlite_agg.c's REST_SQL, its arms): $1 app, [$2, $3) the
  * rollup's days, [$4, $5) the range, $6 to $9 the cell's received_at and
  * duration ranges.  One row a node whose net trace count is not 0, with
- * 1.0 and 2 (no weight, as a bucket row) and whether it is a root.
+ * 1.0 and 2 (no weight, as a bucket row), the CPU sums and whether it
+ * is a root (12).
  * REST_SQL(a, b): a limits the rollup's nodes to the app's, b the traces.
  * The rollup's rows of a node are an index range of its key (node, day). */
 #define REST_CELL                                                      \
 	" (t.received_at >= $6::bigint AND t.received_at < $7::bigint" \
 	" AND coalesce(t.duration_ns, -1) >= $8::bigint"               \
 	" AND coalesce(t.duration_ns, -1) < $9::bigint)"
-#define REST_ARM(sign, where, app_traces)                                                \
-	" UNION ALL SELECT p.node, " sign "1, " sign "p.calls, " sign "p.self_ns, " sign \
-	"p.incl_ns FROM traces t JOIN trace_agg a ON a.trace_id = t.trace_id"            \
+/* An arm's path rows added (REST_ADD) or subtracted (REST_SUB), as the
+ * rollup's columns. */
+#define REST_ADD ", 1, p.calls, p.self_ns, p.incl_ns" PATH_CPU_ADD
+#define REST_SUB ", -1, -p.calls, -p.self_ns, -p.incl_ns" PATH_CPU_SUB
+#define REST_ARM(cols, where, app_traces)                \
+	" UNION ALL SELECT p.node" cols " FROM traces t" \
+	" JOIN trace_agg a ON a.trace_id = t.trace_id"   \
 	" JOIN trace_paths p ON p.trace_id = t.trace_id WHERE " where app_traces
-#define REST_SQL(app_nodes, app_traces, cell_arm)                                                 \
-	"SELECT r.node, sum(r.traces)::bigint, sum(r.calls)::bigint, sum(r.self_ns)::bigint,"     \
-	" sum(r.incl_ns)::bigint, 1.0, 2, (n.parent = 0)::int FROM (SELECT d.node, d.traces,"     \
-	" d.calls, d.self_ns, d.incl_ns FROM agg_day_sums d"                                      \
-	" WHERE d.day >= $2::bigint AND d.day < $3::bigint" app_nodes REST_ARM(                   \
-		"-", "t.received_at >= $2::bigint * 86400 AND t.received_at < $4::bigint",        \
-		app_traces)                                                                       \
-		REST_ARM("-",                                                                     \
-			 "t.received_at >= $5::bigint AND t.received_at < $3::bigint * 86400",    \
-			 app_traces)                                                              \
-			cell_arm REST_ARM("",                                                     \
-					  "t.received_at >= $4::bigint AND t.received_at < "      \
-					  "$2::bigint * 86400 AND NOT" REST_CELL,                 \
-					  app_traces)                                             \
-				REST_ARM("",                                                      \
-					 "t.received_at >= $3::bigint * 86400 AND t.received_at " \
-					 "< $5::bigint AND NOT" REST_CELL,                        \
-					 app_traces) ") r JOIN agg_nodes n ON n.node = r.node "   \
-						     "GROUP BY r.node, n.parent"                  \
-						     " HAVING sum(r.traces) <> 0"
+#define REST_BEFORE "t.received_at >= $2::bigint * 86400 AND t.received_at < $4::bigint"
+#define REST_AFTER  "t.received_at >= $5::bigint AND t.received_at < $3::bigint * 86400"
+#define REST_EDGE_BEFORE                                                         \
+	"t.received_at >= $4::bigint AND t.received_at < $2::bigint * 86400 AND" \
+	" NOT" REST_CELL
+#define REST_EDGE_AFTER                                                          \
+	"t.received_at >= $3::bigint * 86400 AND t.received_at < $5::bigint AND" \
+	" NOT" REST_CELL
+#define REST_SQL(app_nodes, app_traces, cell_arm)                                               \
+	"SELECT r.node, sum(r.traces)::bigint, sum(r.calls)::bigint, sum(r.self_ns)::bigint,"   \
+	" sum(r.incl_ns)::bigint, 1.0, 2" SUM_CPU_SUMMED_R ", (n.parent = 0)::int"              \
+	" FROM (SELECT d.node, d.traces, d.calls, d.self_ns, d.incl_ns" SUM_CPU_D               \
+	" FROM agg_day_sums d WHERE d.day >= $2::bigint AND d.day < $3::bigint" app_nodes       \
+	REST_ARM(REST_SUB, REST_BEFORE, app_traces) REST_ARM(REST_SUB, REST_AFTER,              \
+							     app_traces) cell_arm               \
+	REST_ARM(REST_ADD, REST_EDGE_BEFORE, app_traces) REST_ARM(                              \
+		REST_ADD, REST_EDGE_AFTER,                                                      \
+		app_traces) ") r JOIN agg_nodes n ON n.node = r.node GROUP BY r.node, n.parent" \
+			    " HAVING sum(r.traces) <> 0"
 #define REST_CELL_ARM(app_traces)                                                            \
-	REST_ARM("-",                                                                        \
+	REST_ARM(REST_SUB,                                                                   \
 		 "t.received_at >= greatest($2::bigint * 86400, $4::bigint)"                 \
 		 " AND t.received_at < least($3::bigint * 86400, $5::bigint) AND" REST_CELL, \
 		 app_traces)
@@ -457,6 +514,21 @@ static const char REST_SQL_APP[] =
 	REST_SQL(REST_APP_NODES, REST_APP_TRACES, REST_CELL_ARM(REST_APP_TRACES));
 /* Without the cell's arm: the caller subtracts the cell's rows it read. */
 static const char REST_SQL_APP_NO_CELL[] = REST_SQL(REST_APP_NODES, REST_APP_TRACES, "");
+
+/* Row i of r as a summed row (every read's columns). */
+static void sum_of(const PGresult *r, int i, struct rvs_agg_sum *w)
+{
+	w->node = rvs_pg_val_i64(r, i, 0);
+	w->traces = rvs_pg_val_i64(r, i, 1);
+	w->calls = rvs_pg_val_i64(r, i, 2);
+	w->self_ns = rvs_pg_val_i64(r, i, 3);
+	w->incl_ns = rvs_pg_val_i64(r, i, 4);
+	w->cpu_traces = rvs_pg_val_i64(r, i, 7);
+	w->cpu_self_ns = rvs_pg_val_i64(r, i, 8);
+	w->cpu_incl_ns = rvs_pg_val_i64(r, i, 9);
+	w->off_self_ns = rvs_pg_val_i64(r, i, 10);
+	w->off_incl_ns = rvs_pg_val_i64(r, i, 11);
+}
 
 /* The parameters of TRACE_SET for side f into a. */
 static void set_params(struct rvs_pg_params *a, const struct rvs_agg_filter *f)
@@ -514,34 +586,30 @@ static int collect_rest(PGconn *pg, const struct rvs_agg_filter *f,
 		    &a, &r, NULL, 0)))
 		return rc;
 	for (int i = 0; i < PQntuples(r) && !rc; i++) {
-		struct rvs_agg_sum w = {rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
-					rvs_pg_val_i64(r, i, 2), rvs_pg_val_i64(r, i, 3),
-					rvs_pg_val_i64(r, i, 4)};
-		const struct rvs_agg_sum *c = cell ? rvs_agg_acc_find(cell, w.node) : NULL;
-		int root = rvs_pg_val_i64(r, i, 7) != 0;
-		if (c) {
+		struct rvs_agg_sum w;
+		const struct rvs_agg_sum *c;
+		int root = rvs_pg_val_i64(r, i, 12) != 0;
+
+		sum_of(r, i, &w);
+		if ((c = cell ? rvs_agg_acc_find(cell, w.node) : NULL)) {
 			matched++;
 			if (root && c->traces >= f->max_traces)
 				*over = 1;
-			w.traces -= c->traces;
-			w.calls -= c->calls;
-			w.self_ns -= c->self_ns;
-			w.incl_ns -= c->incl_ns;
+			rvs_agg_sum_sub(&w, c);
 		}
-		if (w.traces < 0)
+		if (w.traces < 0 || w.cpu_traces < 0)
 			*over = 1;
 		if (root && w.traces > 0 && traces < INT64_MAX - w.traces)
 			traces += w.traces;
 		if (w.traces > 0)
-			rc = rvs_agg_acc_add(&v, w.node, w.traces, w.calls, w.self_ns, w.incl_ns);
+			rc = rvs_agg_acc_add(&v, &w);
 	}
 	PQclear(r);
 	/* A cell node the range lacks: the rollup lost rows. */
 	if ((cell && matched != cell->n) || traces > f->max_traces)
 		*over = 1;
 	for (size_t i = 0; i < v.n && !rc && !*over && !stop; i++)
-		stop = cb->row(arg, s, v.v[i].node, v.v[i].traces, v.v[i].calls, v.v[i].self_ns,
-			       v.v[i].incl_ns, 1.0, 2);
+		stop = cb->row(arg, s, &v.v[i], 1.0, 2);
 	rvs_agg_acc_release(&v);
 	return rc ? rc : stop;
 }
@@ -584,11 +652,11 @@ static int collect(PGconn *pg, const struct rvs_agg_filter *f, size_t s,
 	}
 	if (rc)
 		return rc;
-	for (int i = 0; i < PQntuples(r) && !stop; i++)
-		stop = cb->row(arg, s, rvs_pg_val_i64(r, i, 0), rvs_pg_val_i64(r, i, 1),
-			       rvs_pg_val_i64(r, i, 2), rvs_pg_val_i64(r, i, 3),
-			       rvs_pg_val_i64(r, i, 4), rvs_pg_val_dbl(r, i, 5),
-			       (int)rvs_pg_val_i64(r, i, 6));
+	for (int i = 0; i < PQntuples(r) && !stop; i++) {
+		struct rvs_agg_sum w;
+		sum_of(r, i, &w);
+		stop = cb->row(arg, s, &w, rvs_pg_val_dbl(r, i, 5), (int)rvs_pg_val_i64(r, i, 6));
+	}
 	PQclear(r);
 	return stop;
 }

@@ -517,6 +517,82 @@ static const char *const migrations[] = {
 	"CREATE INDEX jank_counts_app_ver ON jank_counts(app_id, app_version, day, frames, late);"
 	"CREATE INDEX uploads_received_app ON uploads(received_at, app_id);"
 	"DROP INDEX uploads_received;",
+	/* 22 (on- and off-CPU time per call path): each path row's self and
+	 * inclusive time on the CPU, NULL when the capture had no CPU data
+	 * (older rows too, until `reindex --all`), as trace_methods' since
+	 * 20; the rollups (agg_sums, agg_day_sums) sum them with the count of
+	 * traces that had them and those traces' off-CPU time (wall less
+	 * on), so a set's split is exact over its traces with CPU data
+	 * whichever lack it.  Old rollup rows count 0 such traces, which is
+	 * what their paths hold.  The four triggers are made again to carry
+	 * the new sums (an upsert of NULL-free values: a trace without CPU
+	 * data adds 0 to each). */
+	"ALTER TABLE trace_paths ADD COLUMN cpu_self_ns INTEGER;"
+	"ALTER TABLE trace_paths ADD COLUMN cpu_incl_ns INTEGER;"
+	"ALTER TABLE agg_sums ADD COLUMN cpu_traces INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_sums ADD COLUMN cpu_self_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_sums ADD COLUMN cpu_incl_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_sums ADD COLUMN off_self_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_sums ADD COLUMN off_incl_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_day_sums ADD COLUMN cpu_traces INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_day_sums ADD COLUMN cpu_self_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_day_sums ADD COLUMN cpu_incl_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_day_sums ADD COLUMN off_self_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE agg_day_sums ADD COLUMN off_incl_ns INTEGER NOT NULL DEFAULT 0;"
+	"DROP TRIGGER trace_paths_ins;"
+	"DROP TRIGGER trace_paths_del;"
+	"DROP TRIGGER trace_paths_day_ins;"
+	"DROP TRIGGER trace_paths_day_del;"
+	"CREATE TRIGGER trace_paths_ins AFTER INSERT ON trace_paths BEGIN"
+	" INSERT INTO agg_sums (bucket, node, traces, calls, self_ns, incl_ns, cpu_traces,"
+	" cpu_self_ns, cpu_incl_ns, off_self_ns, off_incl_ns) VALUES"
+	" (NEW.bucket, NEW.node, 1, NEW.calls, NEW.self_ns, NEW.incl_ns,"
+	" NEW.cpu_self_ns IS NOT NULL, coalesce(NEW.cpu_self_ns, 0), coalesce(NEW.cpu_incl_ns, 0),"
+	" coalesce(NEW.self_ns - NEW.cpu_self_ns, 0), coalesce(NEW.incl_ns - NEW.cpu_incl_ns, 0))"
+	" ON CONFLICT DO UPDATE SET traces = traces + 1, calls = calls + excluded.calls,"
+	" self_ns = self_ns + excluded.self_ns, incl_ns = incl_ns + excluded.incl_ns,"
+	" cpu_traces = cpu_traces + excluded.cpu_traces,"
+	" cpu_self_ns = cpu_self_ns + excluded.cpu_self_ns,"
+	" cpu_incl_ns = cpu_incl_ns + excluded.cpu_incl_ns,"
+	" off_self_ns = off_self_ns + excluded.off_self_ns,"
+	" off_incl_ns = off_incl_ns + excluded.off_incl_ns; END;"
+	"CREATE TRIGGER trace_paths_del AFTER DELETE ON trace_paths BEGIN"
+	" UPDATE agg_sums SET traces = traces - 1, calls = calls - OLD.calls,"
+	" self_ns = self_ns - OLD.self_ns, incl_ns = incl_ns - OLD.incl_ns,"
+	" cpu_traces = cpu_traces - (OLD.cpu_self_ns IS NOT NULL),"
+	" cpu_self_ns = cpu_self_ns - coalesce(OLD.cpu_self_ns, 0),"
+	" cpu_incl_ns = cpu_incl_ns - coalesce(OLD.cpu_incl_ns, 0),"
+	" off_self_ns = off_self_ns - coalesce(OLD.self_ns - OLD.cpu_self_ns, 0),"
+	" off_incl_ns = off_incl_ns - coalesce(OLD.incl_ns - OLD.cpu_incl_ns, 0)"
+	" WHERE bucket = OLD.bucket AND node = OLD.node;"
+	" DELETE FROM agg_sums WHERE bucket = OLD.bucket AND node = OLD.node AND traces <= 0;"
+	" END;"
+	"CREATE TRIGGER trace_paths_day_ins AFTER INSERT ON trace_paths BEGIN"
+	" INSERT INTO agg_day_sums (node, day, traces, calls, self_ns, incl_ns, cpu_traces,"
+	" cpu_self_ns, cpu_incl_ns, off_self_ns, off_incl_ns)"
+	" SELECT NEW.node, day, 1, NEW.calls, NEW.self_ns, NEW.incl_ns,"
+	" NEW.cpu_self_ns IS NOT NULL, coalesce(NEW.cpu_self_ns, 0), coalesce(NEW.cpu_incl_ns, 0),"
+	" coalesce(NEW.self_ns - NEW.cpu_self_ns, 0), coalesce(NEW.incl_ns - NEW.cpu_incl_ns, 0)"
+	" FROM agg_buckets WHERE bucket = NEW.bucket"
+	" ON CONFLICT DO UPDATE SET traces = traces + 1, calls = calls + excluded.calls,"
+	" self_ns = self_ns + excluded.self_ns, incl_ns = incl_ns + excluded.incl_ns,"
+	" cpu_traces = cpu_traces + excluded.cpu_traces,"
+	" cpu_self_ns = cpu_self_ns + excluded.cpu_self_ns,"
+	" cpu_incl_ns = cpu_incl_ns + excluded.cpu_incl_ns,"
+	" off_self_ns = off_self_ns + excluded.off_self_ns,"
+	" off_incl_ns = off_incl_ns + excluded.off_incl_ns; END;"
+	"CREATE TRIGGER trace_paths_day_del AFTER DELETE ON trace_paths BEGIN"
+	" UPDATE agg_day_sums SET traces = traces - 1, calls = calls - OLD.calls,"
+	" self_ns = self_ns - OLD.self_ns, incl_ns = incl_ns - OLD.incl_ns,"
+	" cpu_traces = cpu_traces - (OLD.cpu_self_ns IS NOT NULL),"
+	" cpu_self_ns = cpu_self_ns - coalesce(OLD.cpu_self_ns, 0),"
+	" cpu_incl_ns = cpu_incl_ns - coalesce(OLD.cpu_incl_ns, 0),"
+	" off_self_ns = off_self_ns - coalesce(OLD.self_ns - OLD.cpu_self_ns, 0),"
+	" off_incl_ns = off_incl_ns - coalesce(OLD.incl_ns - OLD.cpu_incl_ns, 0)"
+	" WHERE node = OLD.node AND day = (SELECT day FROM agg_buckets WHERE bucket = OLD.bucket);"
+	" DELETE FROM agg_day_sums WHERE node = OLD.node AND traces <= 0"
+	" AND day = (SELECT day FROM agg_buckets WHERE bucket = OLD.bucket);"
+	" END;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -42,8 +42,8 @@ static const char *const INDEX_SQL[S_N] = {
 	"INSERT INTO agg_nodes (app_id, parent, method, depth) VALUES (?1, ?2, ?3, ?4)"
 	" RETURNING node",
 	"INSERT INTO trace_agg (trace_id, bucket, nodes, folded, total_ns) VALUES (?1,?2,?3,?4,?5)",
-	"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns)"
-	" VALUES (?1,?2,?3,?4,?5,?6)",
+	"INSERT INTO trace_paths (trace_id, node, bucket, calls, self_ns, incl_ns, cpu_self_ns,"
+	" cpu_incl_ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
 };
 
 /* The dictionary's id of (app, parent, method), added when new. */
@@ -117,6 +117,9 @@ static int write_rows(sqlite3_stmt **st, const char *trace_id, const struct rvs_
 		sqlite3_bind_int64(st[S_PATH], 4, (sqlite3_int64)(w->calls & INT64_MAX));
 		sqlite3_bind_int64(st[S_PATH], 5, w->self_ns);
 		sqlite3_bind_int64(st[S_PATH], 6, w->incl_ns);
+		/* Without CPU data both stay NULL (cleared bindings). */
+		rvs_sqlite_bind_opt_i64(st[S_PATH], 7, w->has_cpu, w->cpu_self_ns);
+		rvs_sqlite_bind_opt_i64(st[S_PATH], 8, w->has_cpu, w->cpu_incl_ns);
 		rc = rvs_sqlite_step_done(st[S_PATH]);
 	}
 	free(app);
@@ -144,15 +147,29 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 
 /* ---- reads ------------------------------------------------------------------ */
 
+/* Every read's row: node, traces, calls, self, incl, weight, wflag (0 ..
+ * 6), then the CPU sums of struct rvs_agg_sum (7 .. 11): SUM_CPU_S / _D
+ * of a rollup row s / d, PATH_CPU_ADD / _SUB of a path row p added or
+ * subtracted (a NULL, no CPU data, counted out). */
+#define SUM_CPU_S ", s.cpu_traces, s.cpu_self_ns, s.cpu_incl_ns, s.off_self_ns, s.off_incl_ns"
+#define SUM_CPU_D ", d.cpu_traces, d.cpu_self_ns, d.cpu_incl_ns, d.off_self_ns, d.off_incl_ns"
+#define PATH_CPU_ADD                                                           \
+	", (p.cpu_self_ns IS NOT NULL), coalesce(p.cpu_self_ns, 0),"           \
+	" coalesce(p.cpu_incl_ns, 0), coalesce(p.self_ns - p.cpu_self_ns, 0)," \
+	" coalesce(p.incl_ns - p.cpu_incl_ns, 0)"
+#define PATH_CPU_SUB                                                             \
+	", -(p.cpu_self_ns IS NOT NULL), -coalesce(p.cpu_self_ns, 0),"           \
+	" -coalesce(p.cpu_incl_ns, 0), -coalesce(p.self_ns - p.cpu_self_ns, 0)," \
+	" -coalesce(p.incl_ns - p.cpu_incl_ns, 0)"
 /* ?1 app, ?2 version, ?3 model, ?4 campaign, ?5 method, ?7 kind, ?8 since,
  * ?9 until, ?10 signature, ?11 chain, ?12 the trace cap (agg.c's order);
  * ?13 issue, ?14 dur_min, ?15 dur_max, ?16 1 when a cell is excepted, ?17
  * and ?18 its received_at range, ?19 and ?20 its duration range. */
-#define BUCKET_SQL                                                                          \
-	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2 FROM agg_buckets b" \
-	" CROSS JOIN agg_sums s ON s.bucket = b.bucket"                                     \
-	" WHERE (?1 IS NULL OR b.app_id = ?1) AND (?2 IS NULL OR b.app_version = ?2)"       \
-	" AND (?3 IS NULL OR b.model = ?3) AND (?7 IS NULL OR b.anomaly_kind = ?7)"         \
+#define BUCKET_SQL                                                                    \
+	"SELECT s.node, s.traces, s.calls, s.self_ns, s.incl_ns, 1.0, 2" SUM_CPU_S    \
+	" FROM agg_buckets b CROSS JOIN agg_sums s ON s.bucket = b.bucket"            \
+	" WHERE (?1 IS NULL OR b.app_id = ?1) AND (?2 IS NULL OR b.app_version = ?2)" \
+	" AND (?3 IS NULL OR b.model = ?3) AND (?7 IS NULL OR b.anomaly_kind = ?7)"   \
 	" AND (?8 IS NULL OR b.day >= ?8 / 86400) AND (?9 IS NULL OR b.day < ?9 / 86400)"
 /* The newest ?12 traces of a trace-level side, as x (trace_id, received_at,
  * duration_ns): what an aggregate sums and heaviest_read ranks. */
@@ -177,10 +194,11 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 	" ORDER BY t.received_at DESC, t.trace_id DESC LIMIT ?12) x"
 /* Each row's weight w and flag wf (0 exact, 1 estimated, 2 unknown: an
  * upload without a selection) from its upload, joined once per trace. */
-#define TRACE_SQL                                                                         \
-	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, COALESCE(uw.weight, 1.0),"      \
-	" CASE WHEN uw.weight_exact = 1 THEN 0 WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2"  \
-	" ELSE 1 END FROM " TRACE_SET " LEFT JOIN uploads uw ON uw.trace_id = x.trace_id" \
+#define TRACE_SQL                                                                        \
+	"SELECT p.node, 1, p.calls, p.self_ns, p.incl_ns, COALESCE(uw.weight, 1.0),"     \
+	" CASE WHEN uw.weight_exact = 1 THEN 0 WHEN COALESCE(uw.sel_kind, 0) = 0 THEN 2" \
+	" ELSE 1 END" PATH_CPU_ADD " FROM " TRACE_SET                                    \
+	" LEFT JOIN uploads uw ON uw.trace_id = x.trace_id"                              \
 	" CROSS JOIN trace_paths p ON p.trace_id = x.trace_id"
 /* ?21 the node, ?22 the rows, ?23 1: by self time. */
 #define HEAVY_SQL                                                               \
@@ -201,28 +219,34 @@ int rvs_sqlite_agg_write(sqlite3 *db, const char *trace_id, const struct rvs_agg
 #define REST_CELL                                                                      \
 	" (t.received_at >= ?6 AND t.received_at < ?7 AND coalesce(t.duration_ns, -1)" \
 	" >= ?8 AND coalesce(t.duration_ns, -1) < ?9)"
-#define REST_ARM(sign, where, app_traces)                                                \
-	" UNION ALL SELECT p.node, " sign "1, " sign "p.calls, " sign "p.self_ns, " sign \
-	"p.incl_ns FROM traces t CROSS JOIN trace_agg a ON a.trace_id = t.trace_id"      \
+/* An arm's path rows added (REST_ADD) or subtracted (REST_SUB), as the
+ * rollup's columns. */
+#define REST_ADD ", 1, p.calls, p.self_ns, p.incl_ns" PATH_CPU_ADD
+#define REST_SUB ", -1, -p.calls, -p.self_ns, -p.incl_ns" PATH_CPU_SUB
+#define REST_ARM(cols, where, app_traces)                    \
+	" UNION ALL SELECT p.node" cols " FROM traces t"     \
+	" CROSS JOIN trace_agg a ON a.trace_id = t.trace_id" \
 	" CROSS JOIN trace_paths p ON p.trace_id = t.trace_id WHERE " where app_traces
-#define REST_SQL(app_nodes, app_traces, cell_arm)                                               \
-	"SELECT r.node, sum(r.traces), sum(r.calls), sum(r.self_ns), sum(r.incl_ns),"           \
-	" n.parent = 0 FROM (SELECT d.node, d.traces, d.calls, d.self_ns, d.incl_ns"            \
-	" FROM agg_day_sums d WHERE d.day >= ?2 AND d.day < ?3" app_nodes REST_ARM(             \
-		"-", "t.received_at >= ?2 * 86400 AND t.received_at < ?4",                      \
-		app_traces) REST_ARM("-", "t.received_at >= ?5 AND t.received_at < ?3 * 86400", \
-				     app_traces)                                                \
-		cell_arm REST_ARM(                                                              \
-			"",                                                                     \
-			"t.received_at >= ?4 AND t.received_at < ?2 * 86400 AND NOT" REST_CELL, \
-			app_traces)                                                             \
-			REST_ARM("",                                                            \
-				 "t.received_at >= ?3 * 86400 AND t.received_at < ?5 AND "      \
-				 "NOT" REST_CELL,                                               \
-				 app_traces) ") r CROSS JOIN agg_nodes n ON n.node = r.node "   \
+#define REST_BEFORE	 "t.received_at >= ?2 * 86400 AND t.received_at < ?4"
+#define REST_AFTER	 "t.received_at >= ?5 AND t.received_at < ?3 * 86400"
+#define REST_EDGE_BEFORE "t.received_at >= ?4 AND t.received_at < ?2 * 86400 AND NOT" REST_CELL
+#define REST_EDGE_AFTER	 "t.received_at >= ?3 * 86400 AND t.received_at < ?5 AND NOT" REST_CELL
+/* Its columns as every read's (weight 1, unknown), then whether the node
+ * is a root (12). */
+#define REST_SQL(app_nodes, app_traces, cell_arm)                                              \
+	"SELECT r.node, sum(r.traces), sum(r.calls), sum(r.self_ns), sum(r.incl_ns), 1.0, 2,"  \
+	" sum(r.cpu_traces), sum(r.cpu_self_ns), sum(r.cpu_incl_ns), sum(r.off_self_ns),"      \
+	" sum(r.off_incl_ns), n.parent = 0 FROM (SELECT d.node, d.traces, d.calls,"            \
+	" d.self_ns, d.incl_ns" SUM_CPU_D " FROM agg_day_sums d"                               \
+	" WHERE d.day >= ?2 AND d.day < ?3" app_nodes                                          \
+	REST_ARM(REST_SUB, REST_BEFORE, app_traces) REST_ARM(REST_SUB, REST_AFTER, app_traces) \
+		cell_arm                                                                       \
+		REST_ARM(REST_ADD, REST_EDGE_BEFORE, app_traces)                               \
+			REST_ARM(REST_ADD, REST_EDGE_AFTER,                                    \
+				 app_traces) ") r CROSS JOIN agg_nodes n ON n.node = r.node "  \
 					     "GROUP BY r.node HAVING sum(r.traces) <> 0"
 #define REST_CELL_ARM(app_traces)                                                               \
-	REST_ARM("-",                                                                           \
+	REST_ARM(REST_SUB,                                                                      \
 		 "t.received_at >= max(?2 * 86400, ?4) AND t.received_at < min(?3 * 86400, ?5)" \
 		 " AND" REST_CELL,                                                              \
 		 app_traces)
@@ -256,6 +280,21 @@ static void bind_set(sqlite3_stmt *st, const struct rvs_agg_filter *f)
 	sqlite3_bind_int64(st, 18, f->except_until);
 	sqlite3_bind_int64(st, 19, f->except_dur_min);
 	sqlite3_bind_int64(st, 20, f->except_dur_max);
+}
+
+/* The summed row st stands on (every read's columns). */
+static void sum_of(sqlite3_stmt *st, struct rvs_agg_sum *r)
+{
+	r->node = sqlite3_column_int64(st, 0);
+	r->traces = sqlite3_column_int64(st, 1);
+	r->calls = sqlite3_column_int64(st, 2);
+	r->self_ns = sqlite3_column_int64(st, 3);
+	r->incl_ns = sqlite3_column_int64(st, 4);
+	r->cpu_traces = sqlite3_column_int64(st, 7);
+	r->cpu_self_ns = sqlite3_column_int64(st, 8);
+	r->cpu_incl_ns = sqlite3_column_int64(st, 9);
+	r->off_self_ns = sqlite3_column_int64(st, 10);
+	r->off_incl_ns = sqlite3_column_int64(st, 11);
 }
 
 /* Side s, f's range (without its cell, if any) from the rollup's days and
@@ -293,26 +332,22 @@ static int collect_rest(sqlite3 *db, const struct rvs_agg_filter *f,
 	sqlite3_bind_int64(st, 8, rr->ex_dur_min);
 	sqlite3_bind_int64(st, 9, rr->ex_dur_max);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct rvs_agg_sum r = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-					sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-					sqlite3_column_int64(st, 4)};
-		const struct rvs_agg_sum *c = cell ? rvs_agg_acc_find(cell, r.node) : NULL;
-		int root = sqlite3_column_int(st, 5);
-		if (c) {
+		struct rvs_agg_sum r;
+		const struct rvs_agg_sum *c;
+		int root = sqlite3_column_int(st, 12);
+
+		sum_of(st, &r);
+		if ((c = cell ? rvs_agg_acc_find(cell, r.node) : NULL)) {
 			matched++;
 			if (root && c->traces >= f->max_traces)
 				*over = 1;
-			r.traces -= c->traces;
-			r.calls -= c->calls;
-			r.self_ns -= c->self_ns;
-			r.incl_ns -= c->incl_ns;
+			rvs_agg_sum_sub(&r, c);
 		}
-		if (r.traces < 0)
+		if (r.traces < 0 || r.cpu_traces < 0)
 			*over = 1;
 		if (root && r.traces > 0 && traces < INT64_MAX - r.traces)
 			traces += r.traces;
-		if (r.traces > 0 &&
-		    rvs_agg_acc_add(&v, r.node, r.traces, r.calls, r.self_ns, r.incl_ns)) {
+		if (r.traces > 0 && rvs_agg_acc_add(&v, &r)) {
 			rc = SQLITE_NOMEM;
 			break;
 		}
@@ -328,8 +363,7 @@ static int collect_rest(sqlite3 *db, const struct rvs_agg_filter *f,
 	if (traces > f->max_traces)
 		*over = 1;
 	for (size_t i = 0; i < v.n && !*over && !stop; i++)
-		stop = cb->row(arg, s, v.v[i].node, v.v[i].traces, v.v[i].calls, v.v[i].self_ns,
-			       v.v[i].incl_ns, 1.0, 2);
+		stop = cb->row(arg, s, &v.v[i], 1.0, 2);
 	rvs_agg_acc_release(&v);
 	return stop;
 }
@@ -358,11 +392,11 @@ static int collect(sqlite3 *db, const struct rvs_agg_filter *f, size_t s,
 	} else {
 		bind_set(st, f);
 	}
-	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
-		stop = cb->row(arg, s, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-			       sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-			       sqlite3_column_int64(st, 4), sqlite3_column_double(st, 5),
-			       sqlite3_column_int(st, 6));
+	while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct rvs_agg_sum r;
+		sum_of(st, &r);
+		stop = cb->row(arg, s, &r, sqlite3_column_double(st, 5), sqlite3_column_int(st, 6));
+	}
 	sqlite3_finalize(st);
 	if (stop)
 		return stop;

@@ -686,6 +686,13 @@ typedef struct rva_summary {
 	rva_trace *trace;
 	rva_mstat *stats;
 	rva_tree tree;
+	/* A capture with CPU data (trace->has_cpu from OFFCPU /
+	 * THREAD_COUNTERS records): tree_off[i] is the time tree node i's
+	 * calls spent off the CPU, inside their inclusive time (its on-CPU
+	 * inclusive time is tree.nodes[i].incl less it; its own self part is
+	 * it less its children's); tree_off[0], the synthetic root's, is its
+	 * children's summed.  NULL without CPU data.  Owned. */
+	int64_t *tree_off;
 	uint32_t *anomaly_chain; /* method ids running at the anomaly, root first,
 				  * exactly as rva_chain_at on the decoded model
 				  * (frames entered or exited at that very time
