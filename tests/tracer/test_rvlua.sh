@@ -39,11 +39,12 @@ RVLUA=build/real/lua/rv/rvlua
 
 # capture SCRIPT [VAR=VALUE...] -> $T/out.json (summary of a capture of the
 # whole run), $T/stdout; the assignments are added to the environment
+# (exact counts: the budget is off unless a case turns it on)
 capture() {
 	script=$1
 	shift
 	rm -f "$T/cap.rvt"
-	env RV_TRACE=1 RV_TRACE_BUFFER=64m RV_TRACE_FILE="$T/cap.rvt" "$@" "$RVLUA" \
+	env RV_TRACE=1 RV_TRACE_BUFFER=64m RV_TRACE_FILE="$T/cap.rvt" RV_TRACE_MUTE=off "$@" "$RVLUA" \
 		"tests/tracer/rvlua/$script" >"$T/stdout" 2>&1 &&
 		build/bin/rvtrace summary --top 100000 --json "$T/cap.rvt" >"$T/out.json"
 }
