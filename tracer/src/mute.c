@@ -888,9 +888,20 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 	uint64_t span = (uint32_t)(last - first);
 	if (events < 64 || span == 0)
 		return;
+	uint32_t budget = atomic_load(&cfg_budget_ppm);
+	/* The share the functions not muted yet take: a window can still hold
+	 * the last events of functions muted a moment ago, which say nothing
+	 * about the others (with them, a few calls of a never-hot function in
+	 * a small window looked worth muting). */
+	uint64_t live = 0;
+	for (unsigned i = 0; i < HASH; i++)
+		if (B->fs[i].value && !was_tried(B->fs[i].value))
+			live += B->fs[i].events;
+	double left = share * (double)live / (double)events;
+	if (left <= budget)
+		return;
 	static struct cand c[HASH];
 	size_t nc = 0;
-	uint32_t budget = atomic_load(&cfg_budget_ppm);
 	for (unsigned i = 0; i < HASH; i++) {
 		struct fstat *f = &B->fs[i];
 		if (!f->value || !f->calls || was_tried(f->value))
@@ -908,7 +919,6 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 		c[nc++] = (struct cand){f, part / (self + 0.001)};
 	}
 	qsort(c, nc, sizeof(*c), cmp_cand);
-	double left = share;
 	for (size_t i = 0; i < nc && left > budget / (double)TARGET_DIV && B->nvic < MAX_VICTIMS;
 	     i++) {
 		struct fstat *f = c[i].f;
