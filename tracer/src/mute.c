@@ -725,6 +725,32 @@ static void set_tried(uint64_t v)
 		tried[ntried++] = v;
 }
 
+/* A function none of whose sites could be had (call mode learns them while
+ * the program runs, and a thread kept off the CPU for the whole learning
+ * shows none) is tried again, up to RETRIES times in all. */
+#define RETRIES	    3u
+#define RETRY_SLOTS 64u
+static struct {
+	uint64_t value;
+	unsigned n;
+} retry[RETRY_SLOTS];
+
+static void retry_later(uint64_t v)
+{
+	unsigned k = (unsigned)(v % RETRY_SLOTS);
+	if (retry[k].value != v) {
+		retry[k].value = v; /* a collision forgets the other's count */
+		retry[k].n = 0;
+	}
+	if (++retry[k].n >= RETRIES)
+		return;
+	for (size_t i = 0; i < ntried; i++)
+		if (tried[i] == v) {
+			tried[i] = tried[--ntried];
+			return;
+		}
+}
+
 static uint64_t ticks_ns(uint64_t ticks)
 {
 	return (uint64_t)((double)(ticks << rvt_clock.shift) * 1e9 / (double)rvt_clock.hz);
@@ -1149,6 +1175,8 @@ static void mute_victims(struct budget *B)
 			 * address and reads the list at each call. */
 			sites[ndone] = 0;
 			done[ndone++] = *vi;
+		} else {
+			retry_later(vi->value);
 		}
 	}
 	/* The runtimes read their flags at each call, the code is changed: after
