@@ -584,14 +584,13 @@ static int cmp_poke(const void *x, const void *y)
 
 /* Applies the queued changes and serialises every thread (membarrier
  * SYNC_CORE) once; a run whose pages cannot be made writable is left as
- * it was.  Returns the number of bytes changed. */
-static size_t patch_apply(void)
+ * it was. */
+static void patch_apply(void)
 {
 	if (!npokes)
-		return 0;
+		return;
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	qsort(pokes, npokes, sizeof(*pokes), cmp_poke);
-	size_t changed = 0;
 	for (size_t i = 0; i < npokes;) {
 		/* A run: pages of one executable segment of one module. */
 		struct module *m = module_of(pokes[i].a);
@@ -603,10 +602,8 @@ static size_t patch_apply(void)
 		if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) == 0) {
 			for (size_t k = i; k < j; k++) {
 				volatile uint8_t *p = (volatile uint8_t *)pokes[k].a;
-				if (*p == pokes[k].from) {
+				if (*p == pokes[k].from)
 					*p = pokes[k].to;
-					changed++;
-				}
 			}
 			mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
 		}
@@ -614,7 +611,6 @@ static size_t patch_apply(void)
 	}
 	npokes = 0;
 	sync_core();
-	return changed;
 }
 
 /* Queues the muting of the trace points of the `n` sites whose `exit` flag
