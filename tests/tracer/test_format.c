@@ -227,6 +227,8 @@ static void test_format_clock_writes_stack_record_as_documented(void **state)
 	static uintptr_t shadow[2 * RVT_SHADOW_FRAMES];
 	struct rvt__thread t;
 	memset(&t, 0, sizeof(t));
+	struct rvt_ring r = {.slots = ring, .nslots = 24, .step = 24, .clock_hi = UINT64_MAX};
+	t.seen = (uintptr_t)&r;
 	t.base = ring;
 	t.limit = t.bound = ring + 24;
 	t.step = sizeof(ring);
@@ -253,6 +255,86 @@ static void test_format_clock_writes_stack_record_as_documented(void **state)
 	t.sh_top += RVT_SHADOW_FRAME;
 	rvt__clock(&t, 0x500000200ull);
 	assert_true(ring[14] == ((uint64_t)3 << 32 | 2));
+}
+
+/* Bounds come every few slots, segments are longer (trace-inline.h,
+ * Segments): at a bound inside a segment rvt__clock writes nothing unless
+ * the counter's high word changed, and it times the stretch since the last
+ * bound for the budget's wake (tracer-int.h, rvt__wake); at a segment's
+ * start it writes CLOCK and STACK whatever the high word. */
+static void test_format_bound_inside_segment_writes_no_clock(void **state)
+{
+	(void)state;
+	enum { SUB = 16, STEP = 64, N = 128 };
+	static uint64_t ring[N];
+	static uintptr_t shadow[2 * RVT_SHADOW_FRAMES];
+	struct rvt_ring r = {.slots = ring, .nslots = N, .step = STEP, .clock_hi = UINT64_MAX};
+	struct rvt__thread t;
+	memset(&t, 0, sizeof(t));
+	t.seen = (uintptr_t)&r;
+	t.base = ring;
+	t.limit = ring + N;
+	t.bound = ring + SUB;
+	t.step = SUB * sizeof(uint64_t);
+	t.sh_base = t.sh_top = (uintptr_t)shadow;
+	t.sh_end = t.sh_base + RVT_SHADOW_FRAMES * RVT_SHADOW_FRAME;
+	RVT__ST(t.busy, 1);
+	/* No wake wanted yet: nothing but the records. */
+	atomic_store(&rvt__wake.tps, 0);
+	atomic_store(&rvt__wake.word, 0);
+
+	RVT__ST(t.cur, ring); /* a segment's start: CLOCK, STACK (no frame) */
+	rvt__clock(&t, 0x500000000ull);
+	assert_true(RVT__LD(t.cur) == ring + 4);
+	assert_true(ring[0] == 0x500000000ull && (uint32_t)ring[1] == RVT_SLOT_CLOCK);
+
+	/* A bound inside the segment, the high word unchanged: nothing. */
+	RVT__ST(t.cur, ring + SUB);
+	t.hi = UINT64_MAX;
+	assert_true(rvt__clock(&t, 0x500000100ull) == 0x500000100ull);
+	assert_true(RVT__LD(t.cur) == ring + SUB);
+	assert_true(t.hi == 5);
+
+	/* The next bound, SUB slots in 0x10 ticks, under a threshold of 2
+	 * ticks a slot: the thread notes the rate (ticks per 1024 slots) and
+	 * takes the word of a budget that sleeps wanting a wake. */
+	atomic_store(&rvt__wake.tps, 2u << 16);
+	atomic_store(&rvt__wake.not_before, 0);
+	atomic_store(&rvt__wake.word, 1);
+	RVT__ST(t.cur, ring + 2 * SUB);
+	t.hi = UINT64_MAX;
+	rvt__clock(&t, 0x500000110ull);
+	assert_true(RVT__LD(t.cur) == ring + 2 * SUB);
+	assert_int_equal(atomic_load(&r.wake_fast), (0x10u << 10) / SUB);
+	assert_int_equal(atomic_load(&rvt__wake.word), 0);
+
+	/* Slower than the threshold (SUB slots in 0x40 ticks): no note, and
+	 * the word stays for the budget to take back. */
+	atomic_store(&r.wake_fast, 0);
+	atomic_store(&rvt__wake.word, 1);
+	RVT__ST(t.cur, ring + 3 * SUB);
+	t.hi = UINT64_MAX;
+	rvt__clock(&t, 0x500000150ull);
+	assert_true(RVT__LD(t.cur) == ring + 3 * SUB);
+	assert_int_equal(atomic_load(&r.wake_fast), 0);
+	assert_int_equal(atomic_load(&rvt__wake.word), 1);
+
+	/* A segment's start: CLOCK and STACK with the high word unchanged. */
+	RVT__ST(t.cur, ring + STEP);
+	t.hi = UINT64_MAX;
+	rvt__clock(&t, 0x500000200ull);
+	assert_true(RVT__LD(t.cur) == ring + STEP + 4);
+	assert_true(ring[STEP] == 0x500000200ull && (uint32_t)ring[STEP + 1] == RVT_SLOT_CLOCK);
+
+	/* A bound inside it where the high word changed: CLOCK and STACK. */
+	RVT__ST(t.cur, ring + STEP + SUB);
+	t.hi = UINT64_MAX;
+	rvt__clock(&t, 0x600000000ull);
+	assert_true(RVT__LD(t.cur) == ring + STEP + SUB + 4);
+	assert_true(ring[STEP + SUB] == 0x600000000ull &&
+		    (uint32_t)ring[STEP + SUB + 1] == RVT_SLOT_CLOCK);
+	atomic_store(&rvt__wake.tps, 0);
+	atomic_store(&rvt__wake.word, 0);
 }
 
 static void test_format_writer_matches_golden_frames(void **state)
@@ -294,6 +376,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format_writer_matches_golden_example),
+		cmocka_unit_test(test_format_bound_inside_segment_writes_no_clock),
 		cmocka_unit_test(test_format_golden_example_decodes_as_documented),
 		cmocka_unit_test(test_format_damaged_file_is_refused),
 		cmocka_unit_test(test_format_wrapped_ring_starts_at_end_pos),

@@ -24,14 +24,19 @@
  * callees").
  *
  * How soon.  Most of what a short program pays is the events written before
- * the budget catches up with each new phase of it, so the budget looks 1 ms
- * after a thread starts tracing, every 2 ms while it mutes, every 4 ms
- * while the traced threads run (a phase can change at any moment) and less
- * and less often while they sleep (a wakeup costs the process ~25 µs of CPU
- * on a virtual machine).  A thread whose window gave nothing to mute is not
- * read again until its share doubles.  All of a look's patches go in
- * together behind one barrier (patch_apply), and a victim whose entry sites
- * the scan found needs no learning.
+ * the budget catches up with each new phase of it, and a timed look costs
+ * the process ~25 µs of CPU per wakeup on a virtual machine, so the traced
+ * threads wake the budget themselves: at every bound (RVT_BOUND_SLOTS
+ * slots) a thread times its last stretch, and one that wrote faster than
+ * the budget allows of even its wall time wakes the budget thread
+ * (rvt__wake in tracer-int.h), at most every 2 ms.  Besides, the budget
+ * looks 1 ms after a thread starts tracing, every 2 ms while it mutes or
+ * exits wait, every 16 ms while the traced threads run (a thread kept off
+ * the CPU writes slower by the wall clock than by its own) and less and
+ * less often while they sleep.  A thread whose window gave nothing to mute
+ * is not read again, nor wakes the budget, until its share doubles.  All of
+ * a look's patches go in together behind one barrier (patch_apply), and a
+ * victim whose entry sites the scan found needs no learning.
  *
  * Muting without traps.  A function's trace points are found by reading the
  * code of its module once (scan_module): rvcc's inline mode compiles each
@@ -86,6 +91,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <link.h>
+#include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
@@ -653,7 +659,7 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 #define TRIED_MAX      4096u
 #define PERIOD_NEW_MS  1u   /* a thread first seen: count its rate soon */
 #define PERIOD_OVER_MS 2u   /* something was muted, or exits wait */
-#define PERIOD_BUSY_MS 4u   /* the traced threads ran: a new phase may start */
+#define PERIOD_BUSY_MS 16u  /* the traced threads ran (a hot phase wakes it sooner) */
 #define PERIOD_MAX_MS  400u /* idle: double up to this */
 #define LEARN_MS       5u
 
@@ -682,7 +688,9 @@ struct tstate {
 
 struct budget {
 	uint64_t *win;
-	struct fstat *fs; /* HASH entries */
+	struct fstat *fs; /* HASH entries, zero but for those in used */
+	uint16_t used[HASH];
+	unsigned nused;
 	struct {
 		uint64_t value;
 		uint32_t ts, child, calls; /* calls: its children's */
@@ -795,6 +803,7 @@ static struct fstat *fstat_of(struct budget *B, uint64_t v)
 			return f;
 		if (!f->value) {
 			f->value = v;
+			B->used[B->nused++] = (uint16_t)((h + k) & (HASH - 1));
 			return f;
 		}
 	}
@@ -837,7 +846,9 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 	for (uint64_t k = 0; k < w; k++)
 		B->win[k] = __atomic_load_n(&v->slots[(v->cur + v->nslots - w + k) % v->nslots],
 					    __ATOMIC_RELAXED);
-	memset(B->fs, 0, HASH * sizeof(*B->fs));
+	for (unsigned i = 0; i < B->nused; i++) /* the last window's functions */
+		memset(&B->fs[B->used[i]], 0, sizeof(*B->fs));
+	B->nused = 0;
 	unsigned depth = 0;
 	uint64_t events = 0;
 	uint32_t first = 0, last = 0;
@@ -916,17 +927,19 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 	 * about the others (with them, a few calls of a never-hot function in
 	 * a small window looked worth muting). */
 	uint64_t live = 0;
-	for (unsigned i = 0; i < HASH; i++)
-		if (B->fs[i].value && !was_tried(B->fs[i].value))
-			live += B->fs[i].events;
+	for (unsigned i = 0; i < B->nused; i++) {
+		const struct fstat *f = &B->fs[B->used[i]];
+		if (!was_tried(f->value))
+			live += f->events;
+	}
 	double left = share * (double)live / (double)events;
 	if (left <= budget)
 		return;
 	static struct cand c[HASH];
 	size_t nc = 0;
-	for (unsigned i = 0; i < HASH; i++) {
-		struct fstat *f = &B->fs[i];
-		if (!f->value || !f->calls || was_tried(f->value))
+	for (unsigned i = 0; i < B->nused; i++) {
+		struct fstat *f = &B->fs[B->used[i]];
+		if (!f->calls || was_tried(f->value))
 			continue;
 		double self = f->self > 0 ? f->self / (double)span : 0;
 		double part = (double)f->events / (double)events;
@@ -958,6 +971,15 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 	}
 }
 
+/* rvt__wake's threshold for a share of `ppm`: ticks of the shifted counter
+ * per slot, 16.16, at which a thread's trace points take that share of its
+ * time. */
+static uint64_t tps_at(const struct budget *B, double ppm)
+{
+	double tp_ticks = B->cost_ns * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
+	return (uint64_t)(tp_ticks * 1e6 / ppm * 65536.0);
+}
+
 /* rvt_rings_view's callback: one traced thread's look. */
 static void look(void *arg, const struct rvt_ring_view *v)
 {
@@ -981,8 +1003,15 @@ static void look(void *arg, const struct rvt_ring_view *v)
 	if (cpu > st->seen_cpu_ns && st->seen_cpu_ns)
 		B->ran_ns += cpu - st->seen_cpu_ns;
 	st->seen_cpu_ns = cpu;
+	/* Its fastest stretch between two bounds since the last look, when
+	 * faster than the budget (rvt__wake): a lower bound of its rate per
+	 * CPU second, and what woke this look. */
+	uint64_t fast = atomic_exchange_explicit(&v->ring->wake_fast, 0, memory_order_relaxed);
+	double fast_eps = fast ? 1024.0 * 1e9 / (double)(ticks_ns(fast) + 1) : 0;
 	uint64_t li = v->cur ? v->cur - 1 : v->nslots - 1;
 	uint64_t last = v->cur || v->wrapped ? __atomic_load_n(&v->slots[li], __ATOMIC_RELAXED) : 0;
+	uint64_t d;
+	double events_per_s;
 	if (!st->looks || st->slots != v->slots || cpu < st->cpu_ns) {
 		B->fresh++;
 		st->slots = v->slots; /* a new ring: start counting again */
@@ -990,36 +1019,46 @@ static void look(void *arg, const struct rvt_ring_view *v)
 		st->last_slot = last;
 		st->cpu_ns = cpu;
 		st->looks++;
-		return;
+		if (!fast)
+			return;
+		d = v->wrapped ? v->nslots : v->cur; /* a hot start: read what it wrote */
+		events_per_s = fast_eps;
+	} else {
+		st->looks++;
+		uint64_t d_cpu = cpu - st->cpu_ns;
+		if (d_cpu < 1000000 && !fast)
+			return; /* under a millisecond of CPU: look again later */
+		/* Slots since the last look: exact unless the ring went round
+		 * more than once (the slot we saw last was overwritten). */
+		d = (v->cur + v->nslots - st->cur) % v->nslots;
+		uint64_t prev = st->cur ? st->cur - 1 : v->nslots - 1;
+		if (__atomic_load_n(&v->slots[prev], __ATOMIC_RELAXED) != st->last_slot)
+			d += v->nslots;
+		st->cur = v->cur;
+		st->last_slot = last;
+		st->cpu_ns = cpu;
+		events_per_s = d_cpu ? (double)d * 1e9 / (double)d_cpu : 0;
+		if (fast_eps > events_per_s)
+			events_per_s = fast_eps;
 	}
-	st->looks++;
-	uint64_t d_cpu = cpu - st->cpu_ns;
-	if (d_cpu < 1000000)
-		return; /* under a millisecond of CPU: look again later */
-	/* Slots since the last look: exact unless the ring went round more than
-	 * once (the slot we saw last was overwritten). */
-	uint64_t d = (v->cur + v->nslots - st->cur) % v->nslots;
-	uint64_t prev = st->cur ? st->cur - 1 : v->nslots - 1;
-	if (__atomic_load_n(&v->slots[prev], __ATOMIC_RELAXED) != st->last_slot)
-		d += v->nslots;
-	st->cur = v->cur;
-	st->last_slot = last;
-	st->cpu_ns = cpu;
-	double events_per_s = (double)d * 1e9 / (double)d_cpu;
 	double share = events_per_s * B->cost_ns / 1e3; /* ppm */
 	if (share <= atomic_load(&cfg_budget_ppm)) {
 		st->futile = 0;
+		atomic_store_explicit(&v->ring->wake_tps, 0, memory_order_relaxed);
 		return;
 	}
 	B->over++;
 	/* A window that gave no victim is not read again until the share
-	 * doubles (a new phase of the program) or 32 looks went by. */
+	 * doubles (a new phase of the program) or 32 looks went by; nor does
+	 * the thread wake the budget before. */
 	if (st->futile > 0 && share < 2 * st->futile && ++st->futile_looks < 32)
 		return;
 	size_t before = B->nvic;
 	choose(B, v, d, share, events_per_s);
 	st->futile = B->nvic == before ? share : 0;
 	st->futile_looks = 0;
+	atomic_store_explicit(&v->ring->wake_tps, st->futile ? tps_at(B, 2 * st->futile) : 0,
+			      memory_order_relaxed);
 }
 
 static void add_muted(const struct victim *vi, uint64_t when, uint32_t sites)
@@ -1250,6 +1289,19 @@ static pthread_t budget_th;
 static int budget_up, budget_wake;
 static pthread_cond_t budget_cv = PTHREAD_COND_INITIALIZER;
 
+/* Sleeps `ms`, or less when a traced thread over its budget wakes it
+ * (rvt__wake), though not sooner than PERIOD_OVER_MS from now. */
+static void budget_sleep(unsigned ms)
+{
+	uint64_t gap =
+		(uint64_t)((double)PERIOD_OVER_MS * 1e-3 * (double)rvt_clock.hz) >> rvt_clock.shift;
+	atomic_store(&rvt__wake.not_before, (rvt__counter() >> rvt_clock.shift) + gap);
+	atomic_store(&rvt__wake.word, 1);
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	syscall(SYS_futex, &rvt__wake.word, FUTEX_WAIT_PRIVATE, 1, &ts, NULL, 0);
+	atomic_store(&rvt__wake.word, 0);
+}
+
 static void *budget_main(void *arg)
 {
 	struct budget *B = arg;
@@ -1259,9 +1311,9 @@ static void *budget_main(void *arg)
 	B->cost_ns = measure_cost();
 	unsigned period = PERIOD_NEW_MS;
 	for (;;) {
-		struct timespec ts = {period / 1000, (long)(period % 1000) * 1000000L};
-		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-			;
+		atomic_store(&rvt__wake.tps,
+			     atomic_load(&cfg_on) ? tps_at(B, atomic_load(&cfg_budget_ppm)) : 0);
+		budget_sleep(period);
 		B->nvic = 0;
 		B->views = 0;
 		B->over = 0;
@@ -1290,6 +1342,7 @@ static void *budget_main(void *arg)
 			period *= 2;
 		if (B->views == 0 || !atomic_load(&cfg_on)) {
 			/* Nothing traced: sleep until tracing starts again. */
+			atomic_store(&rvt__wake.tps, 0);
 			pthread_mutex_lock(&mu);
 			while (!budget_wake)
 				pthread_cond_wait(&budget_cv, &mu);
@@ -1306,6 +1359,8 @@ static void budget_atfork_child(void)
 	pthread_mutex_init(&mu, NULL);
 	pthread_cond_init(&budget_cv, NULL);
 	budget_up = 0; /* the child has no budget thread; the next start makes one */
+	atomic_store(&rvt__wake.word, 0);
+	atomic_store(&rvt__wake.tps, 0);
 }
 
 /* Under mu: membarrier and the thread.  0 or a negative errno (the budget
@@ -1316,7 +1371,7 @@ static int budget_setup(void)
 	static int once;
 	if (!once) {
 		B.win = malloc(WIN * sizeof(*B.win));
-		B.fs = malloc(HASH * sizeof(*B.fs));
+		B.fs = calloc(HASH, sizeof(*B.fs));
 		if (!B.win || !B.fs)
 			return -ENOMEM;
 		pthread_atfork(NULL, NULL, budget_atfork_child);

@@ -8,7 +8,10 @@
  *
  * Invariants: runs only on the traced thread, inside a trace point that has
  * set busy (so no handler's trace point and no control-side handover reads
- * a half-updated state); no call, lock, allocation or system call.  On
+ * a half-updated state); no call, lock or allocation, and no system call
+ * but the budget's wake (rvt__wake in tracer-int.h: one FUTEX_WAKE made
+ * with the syscall instruction, so errno is untouched, at most once per
+ * sleep of the budget thread and 2 ms apart).  On
  * x86-64 this file is compiled with -mgeneral-regs-only (tracer/lib.mk): the
  * inline-mode stubs in hooks-x86_64.S promise their callers that every
  * register survives and save only the general-purpose ones, so nothing here
@@ -19,6 +22,10 @@
 #include "tracer-int.h"
 
 #include <assert.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+struct rvt_wake rvt__wake;
 
 int rvt__adopt(struct rvt__thread *t)
 {
@@ -40,10 +47,17 @@ int rvt__adopt(struct rvt__thread *t)
 		struct rvt_ring *r = (struct rvt_ring *)s;
 		t->base = r->slots;
 		t->limit = r->slots + r->nslots;
-		/* The first bound: the next multiple of step after end_pos. */
+		/* Bounds every `sub` slots, a divisor of step of at most
+		 * RVT_BOUND_SLOTS (when step has one): a segment's start is one
+		 * of them.  The first: the next one after end_pos. */
 		assert(r->step > 0 && r->step <= r->nslots && r->end_pos < r->nslots);
-		uint64_t b = (r->end_pos / r->step + 1) * r->step;
-		t->step = (uintptr_t)(r->step * sizeof(uint64_t));
+		uint64_t sub = r->step;
+		while (sub > RVT_BOUND_SLOTS && sub % 2 == 0)
+			sub /= 2;
+		uint64_t b = (r->end_pos / sub + 1) * sub;
+		t->step = (uintptr_t)(sub * sizeof(uint64_t));
+		r->clock_hi = UINT64_MAX; /* the ring starts with a CLOCK record */
+		r->wake_mark = 0;
 		t->bound = r->slots + (b < r->nslots ? b : r->nslots);
 		t->method_base = rvt_method_base;
 		t->shift = rvt_clock.shift;
@@ -140,9 +154,59 @@ static uint64_t *put(struct rvt__thread *t, uint64_t *p, uint64_t v)
 	return p;
 }
 
+#if defined(__x86_64__)
+/* FUTEX_WAKE of one waiter on `word`, errno untouched. */
+static void futex_wake(_Atomic uint32_t *word)
+{
+	long rc = SYS_futex;
+	__asm__ volatile("syscall"
+			 : "+a"(rc)
+			 : "D"(word), "S"((long)FUTEX_WAKE_PRIVATE), "d"(1L)
+			 : "rcx", "r11", "memory");
+}
+#endif
+
+/* At a bound `slots` after the previous one, counter `now`: wakes the
+ * budget when they came faster than its threshold (rvt__wake). */
+static void wake_check(struct rvt_ring *r, uint64_t now, uint64_t slots)
+{
+	uint64_t was = r->wake_mark;
+	r->wake_mark = now;
+	uint64_t tps = atomic_load_explicit(&r->wake_tps, memory_order_relaxed);
+	if (!tps)
+		tps = atomic_load_explicit(&rvt__wake.tps, memory_order_relaxed);
+	if (!was || !tps || now <= was || now - was >= (slots * tps) >> 16)
+		return;
+	uint64_t fast = ((now - was) << 10) / slots, old;
+	old = atomic_load_explicit(&r->wake_fast, memory_order_relaxed);
+	if (!old || fast < old)
+		atomic_store_explicit(&r->wake_fast, fast ? fast : 1, memory_order_relaxed);
+#if defined(__x86_64__)
+	if (now >= atomic_load_explicit(&rvt__wake.not_before, memory_order_relaxed) &&
+	    atomic_load_explicit(&rvt__wake.word, memory_order_relaxed) == 1 &&
+	    atomic_exchange(&rvt__wake.word, 0) == 1)
+		futex_wake(&rvt__wake.word);
+#endif
+}
+
 uint64_t rvt__clock(struct rvt__thread *t, uint64_t now)
 {
 	uint64_t ts = now << 32, *p = RVT__LD(t->cur);
+	struct rvt_ring *r = (struct rvt_ring *)RVT__LD(t->seen);
+	assert((uintptr_t)r > RVT__SEEN_CHANGING);
+	uint64_t pos = (uint64_t)(p - t->base), sub = t->step / sizeof(uint64_t);
+	if (pos % sub == 0 && pos % r->step != 0) {
+		/* A bound inside a segment: the budget's wake, and a CLOCK only
+		 * when the high word changed. */
+		wake_check(r, now, sub);
+		if ((now >> 32) == r->clock_hi) {
+			t->hi = now >> 32;
+			return now;
+		}
+	} else if (pos % sub == 0) {
+		wake_check(r, now, sub);
+	}
+	r->clock_hi = now >> 32;
 	p = put(t, p, now);
 	p = put(t, p, ts | RVT_SLOT_CLOCK);
 	/* STACK (FORMAT.md §1): a FRAME pair per open frame the shadow holds,
@@ -151,7 +215,7 @@ uint64_t rvt__clock(struct rvt__thread *t, uint64_t now)
 	uintptr_t top = t->sh_top, known = top < t->sh_end ? top : t->sh_end;
 	uint64_t open = (top - t->sh_base) / RVT_SHADOW_FRAME;
 	uint64_t listed = (known - t->sh_base) / RVT_SHADOW_FRAME;
-	uint64_t room = t->step / sizeof(uint64_t) / 4;
+	uint64_t room = r->step / 4;
 	uint64_t most = room > 2 ? (room - 2) / 2 : 0;
 	if (listed > most)
 		listed = most;

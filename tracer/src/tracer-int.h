@@ -37,7 +37,42 @@ struct rvt_ring {
 	int wrapped;
 	size_t map_bytes;
 	struct rvt_ring *next;
+	/* The budget's wake (rvt__wake): set by the traced thread at each
+	 * bound (tp-slow.c), read and cleared by the budget thread (mute.c).
+	 * Zero in a new ring. */
+	uint64_t clock_hi;	    /* traced thread: hi of the last CLOCK written */
+	uint64_t wake_mark;	    /* traced thread: the counter at the last bound */
+	_Atomic uint64_t wake_fast; /* the shortest ticks per 1024 slots seen
+				     * under the threshold since the budget
+				     * last read it; 0: none */
+	_Atomic uint64_t wake_tps;  /* budget: this ring's threshold (as
+				     * rvt__wake.tps; 0: rvt__wake.tps) */
 };
+
+/* Slots between two bounds at most (rvt_ring.step is a multiple of it or
+ * smaller): the traced thread reaches a bound (tp-slow.c) that often, which
+ * is where it times itself for the budget's wake.  A CLOCK and STACK are
+ * written only at a segment's start or when the counter's high word
+ * changed. */
+#define RVT_BOUND_SLOTS 8192u
+
+/*
+ * The budget's wake (mute.c, tp-slow.c).  At every bound a traced thread
+ * compares the counter ticks (>> shift) since its previous bound with the
+ * threshold: fewer than `slots × tps / 65536` ticks of wall time means its
+ * trace points took more than the budget of even its CPU time (which is at
+ * most the wall time).  Then it notes the rate in its ring's wake_fast and,
+ * when the budget thread sleeps wanting a wake (`word` 1) and the counter
+ * is past `not_before`, takes the word (exchange to 0) and wakes it with
+ * one FUTEX_WAKE: a new hot phase is looked at within a bound, not at the
+ * next timed look.  tps 0: no wake (no budget, or its cost not measured).
+ */
+struct rvt_wake {
+	_Atomic uint32_t word;
+	_Atomic uint64_t tps;	     /* ticks per slot at the budget, 16.16 */
+	_Atomic uint64_t not_before; /* counter >> shift */
+};
+RVT_HIDDEN extern struct rvt_wake rvt__wake;
 
 /* Shadow stack capacity in frames (trace-inline.h; deeper frames are counted
  * but not kept) and the bytes of one frame: its stack pointer, then its
@@ -347,6 +382,7 @@ struct rvt_ring_view {
 	int wrapped;
 	int busy; /* inside a trace point as of the call */
 	uintptr_t sh_base, sh_top, sh_end;
+	struct rvt_ring *ring; /* its wake fields (rvt__wake) */
 };
 
 /* Calls fn(arg, view) under the registry lock for every thread tracing into

@@ -730,6 +730,7 @@ void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view *v), void *
 			.sh_base = RVT__LD(t->sh_base),
 			.sh_top = RVT__LD(t->sh_top),
 			.sh_end = RVT__LD(t->sh_end),
+			.ring = r->ring,
 		};
 		/* The shadow is the record's (its mapping outlives the thread's
 		 * use of it); anything else is a ring switch in flight. */

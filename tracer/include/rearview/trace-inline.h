@@ -133,11 +133,14 @@
  *
  * Segments (FORMAT.md §1, STACK): a trace point compares its slot pointer
  * with `bound`, not with the ring's end `limit`: bound is the next multiple
- * of `step` bytes from the ring's base (limit at most).  Reaching it
- * (rvt__bound) wraps at limit and sets hi = ~0, so the next trace point's
- * CLOCK record (rvt__clock) comes first and carries the STACK record of the
- * frames open there: every segment of a ring begins with the names of the
- * frames open at its start, at no cost to the common path.
+ * of `step` bytes from the ring's base (limit at most), a divisor of the
+ * ring's segment.  Reaching it (rvt__bound) wraps at limit and sets hi = ~0,
+ * so the next trace point calls rvt__clock: at a segment's start its CLOCK
+ * record comes first and carries the STACK record of the frames open there
+ * (every segment of a ring begins with the names of the frames open at its
+ * start, at no cost to the common path); at a bound inside a segment it
+ * writes nothing unless the counter's high word changed, and times the
+ * thread for the trace budget (librvtrace's rvt__wake).
  */
 #ifndef REARVIEW_TRACE_INLINE_H
 #define REARVIEW_TRACE_INLINE_H
