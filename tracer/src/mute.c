@@ -192,6 +192,13 @@ size_t rvt_mute_list(struct rvt_muted *out, size_t cap)
 	return n;
 }
 
+static _Atomic int poke_protect; /* write code with mprotect (tests) */
+
+void rvt__mute_poke_protect(int on)
+{
+	atomic_store(&poke_protect, on);
+}
+
 #if MUTE_CAN
 /* ---- trace points in the code ---- */
 
@@ -221,6 +228,7 @@ struct site {
 struct module {
 	uintptr_t base, lo, hi;
 	uintptr_t seg_lo[SEGS_MAX], seg_hi[SEGS_MAX];
+	uintptr_t seg_data_hi[SEGS_MAX]; /* writable: the end of its file's part */
 	uint8_t seg_x[SEGS_MAX];
 	unsigned nseg;
 	struct site *sites;
@@ -442,6 +450,30 @@ static int scan_call(const struct module *m, uintptr_t lo, uintptr_t hi, struct 
 	return 0;
 }
 
+/* 1 when m's code can call a call-mode hook: the hook is in m, or a word
+ * of m's writable data from its file (where its GOT is; not .bss) holds its
+ * address.  Reading every byte of the code (scan_call) costs a millisecond
+ * or more in a large module; an inline-mode build seldom needs it.  A GOT
+ * slot bound lazily holds the hook once it was called, and the scan runs
+ * after tracing has started. */
+static int calls_hooks(const struct module *m)
+{
+	const uintptr_t h[2] = {(uintptr_t)__cyg_profile_func_enter,
+				(uintptr_t)__cyg_profile_func_exit};
+	for (unsigned k = 0; k < 2; k++)
+		if (h[k] >= m->lo && h[k] < m->hi)
+			return 1;
+	for (unsigned i = 0; i < m->nseg; i++) {
+		uintptr_t a = (m->seg_lo[i] + 7) & ~(uintptr_t)7;
+		for (; a + sizeof(uintptr_t) <= m->seg_data_hi[i]; a += sizeof(uintptr_t)) {
+			uintptr_t v = rdptr(a);
+			if (v == h[0] || v == h[1])
+				return 1;
+		}
+	}
+	return 0;
+}
+
 static int cmp_site(const void *a, const void *b)
 {
 	const struct site *x = a, *y = b;
@@ -473,6 +505,7 @@ static int find_mod(struct dl_phdr_info *info, size_t size, void *arg)
 		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
 		m->seg_lo[m->nseg] = a;
 		m->seg_hi[m->nseg] = b;
+		m->seg_data_hi[m->nseg] = ph->p_flags & PF_W ? a + ph->p_filesz : a;
 		m->seg_x[m->nseg++] = (ph->p_flags & PF_X) != 0;
 		if (!(ph->p_flags & PF_X))
 			continue;
@@ -505,7 +538,7 @@ static struct module *module_of(uintptr_t a)
 	for (unsigned i = 0; i < m->nseg && rc == 0; i++)
 		if (m->seg_x[i])
 			rc = scan_inline(m, m->seg_lo[i], m->seg_hi[i], &sv);
-	for (unsigned i = 0; i < m->nseg && rc == 0; i++)
+	for (unsigned i = 0; i < m->nseg && rc == 0 && calls_hooks(m); i++)
 		if (m->seg_x[i])
 			rc = scan_call(m, m->seg_lo[i], m->seg_hi[i], &sv);
 	if (rc) {
@@ -553,13 +586,14 @@ static int sync_core(void)
 
 /*
  * One look's byte changes, applied together (patch_apply): each run of
- * pages they fall in is made writable once, changed, made read-only again,
- * and one barrier ends them all.  Every change of a look is safe in any
+ * pages they fall in is written through /proc/self/mem (mem_file) or,
+ * where that is refused, made writable once, changed and made read-only
+ * again; one barrier ends them all.  Every change of a look is safe in any
  * order (each leaves valid code, see the top), and a byte is only ever
  * queued from its original value to its muted one.  Changing protection
- * costs a TLB shootdown on every CPU the program runs on; one per run of
- * pages instead of two per byte is what lets a look mute a phase's worth
- * of functions at once.
+ * costs a TLB shootdown on every CPU the program runs on; none, or one per
+ * run of pages instead of two per byte, is what lets a look mute a phase's
+ * worth of functions at once.
  */
 #define POKES_MAX 4096u
 struct poke_req {
@@ -588,9 +622,54 @@ static int cmp_poke(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
+/* This process's /proc/self/mem, through which the budget writes code
+ * without changing its protection (the kernel writes past it, as for a
+ * debugger): an mprotect pair costs two TLB shootdowns on every CPU the
+ * program runs on, a write through the file only the first one per page (the
+ * copy of a page of the file).  -1: not open; -2: refused, use mprotect.
+ * The file is bound to the process that opened it: a forked child opens its
+ * own (mem_pid). */
+static int mem_fd = -1;
+static pid_t mem_pid;
+
+static int mem_file(void)
+{
+	if (atomic_load(&poke_protect))
+		return -1;
+	pid_t me = getpid();
+	if (mem_fd == -2 || (mem_fd >= 0 && mem_pid == me))
+		return mem_fd;
+	if (mem_fd >= 0)
+		close(mem_fd); /* the parent's */
+	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	mem_pid = me;
+	if (mem_fd < 0)
+		mem_fd = -2;
+	return mem_fd;
+}
+
+/* Writes the queued changes [i, j) (one run of pages from lo to hi) through
+ * mem_file(); 0, or -1 when the file refused one (the run is then done with
+ * mprotect, and the file never used again). */
+static int poke_file(size_t i, size_t j)
+{
+	int fd = mem_file();
+	if (fd < 0)
+		return -1;
+	for (size_t k = i; k < j; k++) {
+		if (*(volatile const uint8_t *)pokes[k].a != pokes[k].from)
+			continue;
+		if (pwrite(fd, &pokes[k].to, 1, (off_t)pokes[k].a) != 1) {
+			close(fd);
+			mem_fd = -2;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Applies the queued changes and serialises every thread (membarrier
- * SYNC_CORE) once; a run whose pages cannot be made writable is left as
- * it was. */
+ * SYNC_CORE) once; a run whose pages cannot be written is left as it was. */
 static void patch_apply(void)
 {
 	if (!npokes)
@@ -605,7 +684,8 @@ static void patch_apply(void)
 		while (j < npokes && m && in_text(m, lo, (pokes[j].a | (pg - 1)) + 1 - lo))
 			j++;
 		uintptr_t hi = (pokes[j - 1].a | (pg - 1)) + 1;
-		if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) == 0) {
+		if (poke_file(i, j) != 0 &&
+		    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) == 0) {
 			for (size_t k = i; k < j; k++) {
 				volatile uint8_t *p = (volatile uint8_t *)pokes[k].a;
 				if (*p == pokes[k].from)
@@ -683,7 +763,7 @@ struct tstate {
 	uint64_t seen_cpu_ns; /* its CPU time at the last look */
 	double futile;	      /* share (ppm) at which its window last gave no victim */
 	unsigned futile_looks;
-	const uint64_t *slots;
+	uint64_t ring_seq; /* the ring counted in (rvt_ring.seq) */
 };
 
 struct budget {
@@ -1012,9 +1092,9 @@ static void look(void *arg, const struct rvt_ring_view *v)
 	uint64_t last = v->cur || v->wrapped ? __atomic_load_n(&v->slots[li], __ATOMIC_RELAXED) : 0;
 	uint64_t d;
 	double events_per_s;
-	if (!st->looks || st->slots != v->slots || cpu < st->cpu_ns) {
+	if (!st->looks || st->ring_seq != v->ring->seq || cpu < st->cpu_ns) {
 		B->fresh++;
-		st->slots = v->slots; /* a new ring: start counting again */
+		st->ring_seq = v->ring->seq; /* a new ring: start counting again */
 		st->cur = v->cur;
 		st->last_slot = last;
 		st->cpu_ns = cpu;

@@ -37,6 +37,7 @@ struct rvt_ring {
 	int wrapped;
 	size_t map_bytes;
 	struct rvt_ring *next;
+	uint64_t seq; /* rings made before this one, + 1 (memory is reused) */
 	/* The budget's wake (rvt__wake): set by the traced thread at each
 	 * bound (tp-slow.c), read and cleared by the budget thread (mute.c).
 	 * Zero in a new ring. */
@@ -405,6 +406,10 @@ RVT_HIDDEN size_t rvt_mute_list(struct rvt_muted *out, size_t cap);
  * rvt_key_muted() reads; runtime.c) and returns 0, else -ENOENT.  Takes the
  * key lock: not in a trace point or signal handler. */
 RVT_HIDDEN int rvt_key_mute(const void *key);
+
+/* Tests: the budget writes code with mprotect (on 1) instead of through
+ * /proc/self/mem, as where that file is refused (mute.c, patch_apply). */
+RVT_HIDDEN void rvt__mute_poke_protect(int on);
 
 /* How many muted functions still have live exit sites (a thread had a
  * frame of theirs open when last looked at).  Any thread (mute.c). */

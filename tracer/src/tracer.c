@@ -278,7 +278,9 @@ static struct rvt_ring *ring_new(int spare)
 		shells = r;
 		return NULL;
 	}
+	static uint64_t seq;
 	r->slots = m;
+	r->seq = ++seq;
 	live_rings++;
 	return r;
 }
