@@ -228,7 +228,7 @@ struct site {
 struct module {
 	uintptr_t base, lo, hi;
 	uintptr_t seg_lo[SEGS_MAX], seg_hi[SEGS_MAX];
-	uintptr_t seg_data_hi[SEGS_MAX]; /* writable: the end of its file's part */
+	int imports_hooks; /* its relocations name a call-mode hook */
 	uint8_t seg_x[SEGS_MAX];
 	unsigned nseg;
 	struct site *sites;
@@ -450,12 +450,66 @@ static int scan_call(const struct module *m, uintptr_t lo, uintptr_t hi, struct 
 	return 0;
 }
 
-/* 1 when m's code can call a call-mode hook: the hook is in m, or a word
- * of m's writable data from its file (where its GOT is; not .bss) holds its
- * address.  Reading every byte of the code (scan_call) costs a millisecond
- * or more in a large module; an inline-mode build seldom needs it.  A GOT
- * slot bound lazily holds the hook once it was called, and the scan runs
- * after tracing has started. */
+/* 1 when a relocation of the module with dynamic section `dyn`, loaded at
+ * `base`, names a call-mode hook (its GOT then gets the hook's address):
+ * read from the module's own dynamic tables, which the dynamic linker
+ * leaves as they are or relocates by `base` (either is taken). */
+static int imports_hooks(const ElfW(Dyn) * dyn, uintptr_t base)
+{
+	uintptr_t symtab = 0, strtab = 0, rela[2] = {0, 0};
+	size_t strsz = 0, relasz[2] = {0, 0};
+	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+		uintptr_t v = (uintptr_t)d->d_un.d_ptr;
+		switch (d->d_tag) {
+		case DT_SYMTAB:
+			symtab = v;
+			break;
+		case DT_STRTAB:
+			strtab = v;
+			break;
+		case DT_STRSZ:
+			strsz = (size_t)v;
+			break;
+		case DT_RELA:
+			rela[0] = v;
+			break;
+		case DT_RELASZ:
+			relasz[0] = (size_t)v;
+			break;
+		case DT_JMPREL:
+			rela[1] = v;
+			break;
+		case DT_PLTRELSZ:
+			relasz[1] = (size_t)v;
+			break;
+		default:
+			break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 0;
+	symtab += symtab < base ? base : 0;
+	strtab += strtab < base ? base : 0;
+	const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab;
+	const char *str = (const char *)strtab;
+	for (int k = 0; k < 2; k++) {
+		if (!rela[k])
+			continue;
+		const ElfW(Rela) *r = (const ElfW(Rela) *)(rela[k] + (rela[k] < base ? base : 0));
+		for (size_t i = 0; i < relasz[k] / sizeof(*r); i++) {
+			size_t si = ELF64_R_SYM(r[i].r_info);
+			size_t at = si ? sym[si].st_name : strsz;
+			if (at < strsz && (strcmp(str + at, "__cyg_profile_func_enter") == 0 ||
+					   strcmp(str + at, "__cyg_profile_func_exit") == 0))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* 1 when m's code can call a call-mode hook: the hook is in m, or m imports
+ * it.  Reading every byte of the code (scan_call) costs a millisecond or
+ * more in a large module; an inline-mode build seldom needs it. */
 static int calls_hooks(const struct module *m)
 {
 	const uintptr_t h[2] = {(uintptr_t)__cyg_profile_func_enter,
@@ -463,15 +517,7 @@ static int calls_hooks(const struct module *m)
 	for (unsigned k = 0; k < 2; k++)
 		if (h[k] >= m->lo && h[k] < m->hi)
 			return 1;
-	for (unsigned i = 0; i < m->nseg; i++) {
-		uintptr_t a = (m->seg_lo[i] + 7) & ~(uintptr_t)7;
-		for (; a + sizeof(uintptr_t) <= m->seg_data_hi[i]; a += sizeof(uintptr_t)) {
-			uintptr_t v = rdptr(a);
-			if (v == h[0] || v == h[1])
-				return 1;
-		}
-	}
-	return 0;
+	return m->imports_hooks;
 }
 
 static int cmp_site(const void *a, const void *b)
@@ -505,7 +551,6 @@ static int find_mod(struct dl_phdr_info *info, size_t size, void *arg)
 		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
 		m->seg_lo[m->nseg] = a;
 		m->seg_hi[m->nseg] = b;
-		m->seg_data_hi[m->nseg] = ph->p_flags & PF_W ? a + ph->p_filesz : a;
 		m->seg_x[m->nseg++] = (ph->p_flags & PF_X) != 0;
 		if (!(ph->p_flags & PF_X))
 			continue;
@@ -516,6 +561,12 @@ static int find_mod(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!here)
 		return 0;
 	m->base = info->dlpi_addr;
+	m->imports_hooks = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			m->imports_hooks = imports_hooks(
+				(const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
+				info->dlpi_addr);
 	return 1;
 }
 
