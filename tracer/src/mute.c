@@ -590,7 +590,7 @@ static struct module *module_of(uintptr_t a)
 		if (m->seg_x[i])
 			rc = scan_inline(m, m->seg_lo[i], m->seg_hi[i], &sv);
 	for (unsigned i = 0; i < m->nseg && rc == 0 && calls_hooks(m); i++)
-		if (m->seg_x[i])
+		if (m->seg_x[i]) /* call mode: only where the hooks can be reached */
 			rc = scan_call(m, m->seg_lo[i], m->seg_hi[i], &sv);
 	if (rc) {
 		free(sv.v);
@@ -637,7 +637,7 @@ static int sync_core(void)
 
 /*
  * One look's byte changes, applied together (patch_apply): each run of
- * pages they fall in is written through /proc/self/mem (mem_file) or,
+ * pages they fall in is written through /proc/self/mem (see mem_refused) or,
  * where that is refused, made writable once, changed and made read-only
  * again; one barrier ends them all.  Every change of a look is safe in any
  * order (each leaves valid code, see the top), and a byte is only ever
@@ -673,48 +673,25 @@ static int cmp_poke(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
-/* This process's /proc/self/mem, through which the budget writes code
- * without changing its protection (the kernel writes past it, as for a
- * debugger): an mprotect pair costs two TLB shootdowns on every CPU the
- * program runs on, a write through the file only the first one per page (the
- * copy of a page of the file).  -1: not open; -2: refused, use mprotect.
- * The file is bound to the process that opened it: a forked child opens its
- * own (mem_pid). */
-static int mem_fd = -1;
-static pid_t mem_pid;
+/* This process's /proc/self/mem is how the budget writes code without
+ * changing its protection (the kernel writes past it, as for a debugger):
+ * an mprotect pair costs two TLB shootdowns on every CPU the program runs
+ * on, a write through the file only the first one per page (the copy of a
+ * page of the file).  Opened for one patch_apply and closed after it, so
+ * the program never sees a descriptor of ours that it could close (and then
+ * have its own file written at our offsets).  mem_refused: it failed once
+ * (no /proc, or a kernel that forbids such writes): mprotect from then on. */
+static int mem_refused;
 
-static int mem_file(void)
+/* Writes the queued changes [i, j) through `fd`; 0, or -1 when the file
+ * refused one (the caller then does the run with mprotect). */
+static int poke_file(int fd, size_t i, size_t j)
 {
-	if (atomic_load(&poke_protect))
-		return -1;
-	pid_t me = getpid();
-	if (mem_fd == -2 || (mem_fd >= 0 && mem_pid == me))
-		return mem_fd;
-	if (mem_fd >= 0)
-		close(mem_fd); /* the parent's */
-	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-	mem_pid = me;
-	if (mem_fd < 0)
-		mem_fd = -2;
-	return mem_fd;
-}
-
-/* Writes the queued changes [i, j) (one run of pages from lo to hi) through
- * mem_file(); 0, or -1 when the file refused one (the run is then done with
- * mprotect, and the file never used again). */
-static int poke_file(size_t i, size_t j)
-{
-	int fd = mem_file();
-	if (fd < 0)
-		return -1;
 	for (size_t k = i; k < j; k++) {
 		if (*(volatile const uint8_t *)pokes[k].a != pokes[k].from)
 			continue;
-		if (pwrite(fd, &pokes[k].to, 1, (off_t)pokes[k].a) != 1) {
-			close(fd);
-			mem_fd = -2;
+		if (pwrite(fd, &pokes[k].to, 1, (off_t)pokes[k].a) != 1)
 			return -1;
-		}
 	}
 	return 0;
 }
@@ -727,6 +704,11 @@ static void patch_apply(void)
 		return;
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	qsort(pokes, npokes, sizeof(*pokes), cmp_poke);
+	int fd = -1;
+	if (!mem_refused && !atomic_load(&poke_protect)) {
+		fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		mem_refused = fd < 0;
+	}
 	for (size_t i = 0; i < npokes;) {
 		/* A run: pages of one executable segment of one module. */
 		struct module *m = module_of(pokes[i].a);
@@ -735,7 +717,12 @@ static void patch_apply(void)
 		while (j < npokes && m && in_text(m, lo, (pokes[j].a | (pg - 1)) + 1 - lo))
 			j++;
 		uintptr_t hi = (pokes[j - 1].a | (pg - 1)) + 1;
-		if (poke_file(i, j) != 0 &&
+		if (fd >= 0 && poke_file(fd, i, j) != 0) {
+			close(fd);
+			fd = -1;
+			mem_refused = 1;
+		}
+		if (fd < 0 &&
 		    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) == 0) {
 			for (size_t k = i; k < j; k++) {
 				volatile uint8_t *p = (volatile uint8_t *)pokes[k].a;
@@ -746,6 +733,8 @@ static void patch_apply(void)
 		}
 		i = j;
 	}
+	if (fd >= 0)
+		close(fd);
 	npokes = 0;
 	sync_core();
 }
