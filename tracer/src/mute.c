@@ -31,9 +31,11 @@
  * the budget allows of even its wall time wakes the budget thread
  * (rvt__wake in tracer-int.h), at most every 2 ms.  Besides, the budget
  * looks 1 ms after a thread starts tracing, every 2 ms while it mutes or
- * exits wait, every 16 ms while the traced threads run (a thread kept off
- * the CPU writes slower by the wall clock than by its own) and less and
- * less often while they sleep.  A thread whose window gave nothing to mute
+ * exits wait, every 16 ms while a thread stays over the budget with more
+ * to mute, and less and less often while the threads run under it or with
+ * nothing left to mute (up to every 128 ms: a thread kept off the CPU
+ * writes slower by the wall clock than by its own, so the wake can miss it)
+ * or sleep (up to 400 ms).  A thread whose window gave nothing to mute
  * is not read again, nor wakes the budget, until its share doubles.  All of
  * a look's patches go in together behind one barrier (patch_apply), and a
  * victim whose entry sites the scan found needs no learning.
@@ -779,7 +781,8 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 #define TRIED_MAX      4096u
 #define PERIOD_NEW_MS  1u   /* a thread first seen: count its rate soon */
 #define PERIOD_OVER_MS 2u   /* something was muted, or exits wait */
-#define PERIOD_BUSY_MS 16u  /* the traced threads ran (a hot phase wakes it sooner) */
+#define PERIOD_BUSY_MS 16u  /* a thread over the budget, more to mute maybe */
+#define PERIOD_RUN_MS  128u /* under the budget: a hot phase wakes it sooner */
 #define PERIOD_MAX_MS  400u /* idle: double up to this */
 #define LEARN_MS       5u
 
@@ -821,6 +824,7 @@ struct budget {
 	double cost_ns;		       /* one trace point */
 	unsigned views;		       /* traced threads at this look */
 	unsigned over;		       /* threads over the budget at this look */
+	unsigned futile;	       /* ... of which nothing more can be muted */
 	uint64_t ran_ns;	       /* CPU the traced threads ran since the last look */
 	unsigned fresh;		       /* threads first seen at this look */
 	unsigned unsettled;	       /* tracing threads whose shadow could not be read */
@@ -1171,11 +1175,14 @@ static void look(void *arg, const struct rvt_ring_view *v)
 	/* A window that gave no victim is not read again until the share
 	 * doubles (a new phase of the program) or 32 looks went by; nor does
 	 * the thread wake the budget before. */
-	if (st->futile > 0 && share < 2 * st->futile && ++st->futile_looks < 32)
+	if (st->futile > 0 && share < 2 * st->futile && ++st->futile_looks < 32) {
+		B->futile++;
 		return;
+	}
 	size_t before = B->nvic;
 	choose(B, v, d, share, events_per_s);
 	st->futile = B->nvic == before ? share : 0;
+	B->futile += st->futile > 0;
 	st->futile_looks = 0;
 	atomic_store_explicit(&v->ring->wake_tps, st->futile ? tps_at(B, 2 * st->futile) : 0,
 			      memory_order_relaxed);
@@ -1437,6 +1444,7 @@ static void *budget_main(void *arg)
 		B->nvic = 0;
 		B->views = 0;
 		B->over = 0;
+		B->futile = 0;
 		B->ran_ns = 0;
 		B->fresh = 0;
 		B->unsettled = 0;
@@ -1450,16 +1458,22 @@ static void *budget_main(void *arg)
 			mute_exits(B);
 		atomic_store(&npending_exits, B->npending);
 		/* Look soon after a thread starts, often while muting or while
-		 * exits wait, every few ms while the traced threads run, less and
-		 * less often while they sleep (see the top). */
+		 * exits wait, every 16 ms while a thread stays over the budget
+		 * with more to mute, less and less often while the threads run
+		 * under it or with nothing left to mute (up to PERIOD_RUN_MS: a
+		 * hot phase wakes the budget itself) or sleep (see the top). */
+		unsigned most = B->ran_ns * 4 >= (uint64_t)period * 1000000u ? PERIOD_RUN_MS
+									     : PERIOD_MAX_MS;
 		if (B->fresh)
 			period = PERIOD_NEW_MS;
 		else if ((B->over && B->nvic) || B->npending)
 			period = PERIOD_OVER_MS;
-		else if (B->ran_ns * 4 >= (uint64_t)period * 1000000u)
+		else if (B->over > B->futile)
 			period = PERIOD_BUSY_MS;
-		else if (period < PERIOD_MAX_MS)
-			period *= 2;
+		else if (period < PERIOD_BUSY_MS)
+			period = PERIOD_BUSY_MS;
+		else
+			period = 2 * period < most ? 2 * period : most;
 		if (B->views == 0 || !atomic_load(&cfg_on)) {
 			/* Nothing traced: sleep until tracing starts again. */
 			atomic_store(&rvt__wake.tps, 0);

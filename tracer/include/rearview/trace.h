@@ -143,11 +143,11 @@ RVT_API int rvt_stop(pid_t tid, int release);
  * the least self time are muted until the share is a quarter of the
  * budget — never one with a tenth or more of the thread's self time, unless
  * its own trace points alone cost more than the whole budget.  The
- * thread looks 1 ms after tracing starts and every 16 ms while traced
- * threads run; a traced thread that writes faster than the budget allows
- * wakes it sooner (one futex wake from inside a trace point, at most every
- * 2 ms), so a new phase of the program is caught within a few thousand
- * events.  Code is changed through /proc/self/mem (with mprotect where
+ * thread looks 1 ms after tracing starts, every 16 ms while a thread is
+ * over the budget and up to every 128 ms while they run under it; a traced
+ * thread that writes faster than the budget allows wakes it sooner (one
+ * futex wake from inside a trace point, at most every 2 ms), so a new phase
+ * of the program is caught within a few thousand events.  Code is changed through /proc/self/mem (with mprotect where
  * that is refused).  A muted function's
  * trace points become no-ops (rvcc's inline mode and call mode: one byte of
  * each changes, with no signal or trap; a key from rvt_key_new() or a
