@@ -147,19 +147,19 @@ RVT_API int rvt_stop(pid_t tid, int release);
  * over the budget and up to every 128 ms while they run under it; a traced
  * thread that writes faster than the budget allows wakes it sooner (one
  * futex wake from inside a trace point, at most every 2 ms), so a new phase
- * of the program is caught within a few thousand events.  Code is changed through /proc/self/mem (with mprotect where
- * that is refused).  A muted function's
- * trace points become no-ops (rvcc's inline mode and call mode: one byte of
- * each changes, with no signal or trap; a key from rvt_key_new() or a
- * native function a runtime traces by address is muted by a flag the
- * runtime reads, trace-runtime.h), its entries and exits stay paired in the
- * ring, its time folds into its callers' self time, and every later
- * capture carries a MUTED record (FORMAT.md).  A muted function stays muted
- * for the life of the process; a capture that must count every call sets
- * "off".  A spec takes effect when a thread next starts tracing.  `spec`:
- * "on" (1 %), "off", or "PERCENT" / "PERCENT%" (0 < PERCENT <= 100).
- * Returns 0, -EINVAL (spec not understood) or -ENOTSUP (on, where muting is
- * not available).  Any thread.
+ * of the program is caught within a few thousand events.  Code is changed
+ * through /proc/self/mem (with mprotect where that is refused).  A muted
+ * function's trace points become no-ops (rvcc's inline mode and call mode:
+ * one byte of each changes, with no signal or trap; a key from
+ * rvt_key_new() or a native function a runtime traces by address is muted
+ * by a flag the runtime reads, trace-runtime.h), its entries and exits stay
+ * paired in the ring, its time folds into its callers' self time, and every
+ * later capture carries a MUTED record (FORMAT.md).  A muted function stays
+ * muted for the life of the process; a capture that must count every call
+ * sets "off".  A spec takes effect when a thread next starts tracing.
+ * `spec`: "on" (1 %), "off", or "PERCENT" / "PERCENT%" (0 < PERCENT <=
+ * 100).  Returns 0, -EINVAL (spec not understood) or -ENOTSUP (on, where
+ * muting is not available).  Any thread.
  */
 RVT_API int rvt_set_mute(const char *spec);
 
