@@ -257,6 +257,16 @@ static void test_format_clock_writes_stack_record_as_documented(void **state)
 	assert_true(ring[14] == ((uint64_t)3 << 32 | 2));
 }
 
+/* The trace point after a bound: its slot pointer at p, hi asking for
+ * rvt__clock (trace-inline.h); returns the slots rvt__clock wrote. */
+static size_t clock_at(struct rvt__thread *t, uint64_t *p, uint64_t now)
+{
+	RVT__ST(t->cur, p);
+	t->hi = UINT64_MAX;
+	assert_true(rvt__clock(t, now) == now);
+	return (size_t)(RVT__LD(t->cur) - p);
+}
+
 /* Bounds come every few slots, segments are longer (trace-inline.h,
  * Segments): at a bound inside a segment rvt__clock writes nothing unless
  * the counter's high word changed, and it times the stretch since the last
@@ -283,16 +293,12 @@ static void test_format_bound_inside_segment_writes_no_clock(void **state)
 	atomic_store(&rvt__wake.tps, 0);
 	atomic_store(&rvt__wake.word, 0);
 
-	RVT__ST(t.cur, ring); /* a segment's start: CLOCK, STACK (no frame) */
-	rvt__clock(&t, 0x500000000ull);
-	assert_true(RVT__LD(t.cur) == ring + 4);
+	/* A segment's start: CLOCK, STACK (no frame). */
+	assert_int_equal(clock_at(&t, ring, 0x500000000ull), 4);
 	assert_true(ring[0] == 0x500000000ull && (uint32_t)ring[1] == RVT_SLOT_CLOCK);
 
 	/* A bound inside the segment, the high word unchanged: nothing. */
-	RVT__ST(t.cur, ring + SUB);
-	t.hi = UINT64_MAX;
-	assert_true(rvt__clock(&t, 0x500000100ull) == 0x500000100ull);
-	assert_true(RVT__LD(t.cur) == ring + SUB);
+	assert_int_equal(clock_at(&t, ring + SUB, 0x500000100ull), 0);
 	assert_true(t.hi == 5);
 
 	/* The next bound, SUB slots in 0x10 ticks, under a threshold of 2
@@ -301,10 +307,7 @@ static void test_format_bound_inside_segment_writes_no_clock(void **state)
 	atomic_store(&rvt__wake.tps, 2u << 16);
 	atomic_store(&rvt__wake.not_before, 0);
 	atomic_store(&rvt__wake.word, 1);
-	RVT__ST(t.cur, ring + 2 * SUB);
-	t.hi = UINT64_MAX;
-	rvt__clock(&t, 0x500000110ull);
-	assert_true(RVT__LD(t.cur) == ring + 2 * SUB);
+	assert_int_equal(clock_at(&t, ring + 2 * SUB, 0x500000110ull), 0);
 	assert_int_equal(atomic_load(&r.wake_fast), (0x10u << 10) / SUB);
 	assert_int_equal(atomic_load(&rvt__wake.word), 0);
 
@@ -312,25 +315,16 @@ static void test_format_bound_inside_segment_writes_no_clock(void **state)
 	 * the word stays for the budget to take back. */
 	atomic_store(&r.wake_fast, 0);
 	atomic_store(&rvt__wake.word, 1);
-	RVT__ST(t.cur, ring + 3 * SUB);
-	t.hi = UINT64_MAX;
-	rvt__clock(&t, 0x500000150ull);
-	assert_true(RVT__LD(t.cur) == ring + 3 * SUB);
+	assert_int_equal(clock_at(&t, ring + 3 * SUB, 0x500000150ull), 0);
 	assert_int_equal(atomic_load(&r.wake_fast), 0);
 	assert_int_equal(atomic_load(&rvt__wake.word), 1);
 
 	/* A segment's start: CLOCK and STACK with the high word unchanged. */
-	RVT__ST(t.cur, ring + STEP);
-	t.hi = UINT64_MAX;
-	rvt__clock(&t, 0x500000200ull);
-	assert_true(RVT__LD(t.cur) == ring + STEP + 4);
+	assert_int_equal(clock_at(&t, ring + STEP, 0x500000200ull), 4);
 	assert_true(ring[STEP] == 0x500000200ull && (uint32_t)ring[STEP + 1] == RVT_SLOT_CLOCK);
 
 	/* A bound inside it where the high word changed: CLOCK and STACK. */
-	RVT__ST(t.cur, ring + STEP + SUB);
-	t.hi = UINT64_MAX;
-	rvt__clock(&t, 0x600000000ull);
-	assert_true(RVT__LD(t.cur) == ring + STEP + SUB + 4);
+	assert_int_equal(clock_at(&t, ring + STEP + SUB, 0x600000000ull), 4);
 	assert_true(ring[STEP + SUB] == 0x600000000ull &&
 		    (uint32_t)ring[STEP + SUB + 1] == RVT_SLOT_CLOCK);
 	atomic_store(&rvt__wake.tps, 0);
