@@ -195,16 +195,14 @@ uint64_t rvt__clock(struct rvt__thread *t, uint64_t now)
 	struct rvt_ring *r = (struct rvt_ring *)RVT__LD(t->seen);
 	assert((uintptr_t)r > RVT__SEEN_CHANGING);
 	uint64_t pos = (uint64_t)(p - t->base), sub = t->step / sizeof(uint64_t);
-	if (pos % sub == 0 && pos % r->step != 0) {
-		/* A bound inside a segment: the budget's wake, and a CLOCK only
+	if (pos % sub == 0) {
+		/* A bound: the budget's wake; inside a segment, a CLOCK only
 		 * when the high word changed. */
 		wake_check(r, now, sub);
-		if ((now >> 32) == r->clock_hi) {
+		if (pos % r->step != 0 && (now >> 32) == r->clock_hi) {
 			t->hi = now >> 32;
 			return now;
 		}
-	} else if (pos % sub == 0) {
-		wake_check(r, now, sub);
 	}
 	r->clock_hi = now >> 32;
 	p = put(t, p, now);
