@@ -302,16 +302,16 @@ static void test_format_bound_inside_segment_writes_no_clock(void **state)
 	assert_true(t.hi == 5);
 
 	/* The next bound, SUB slots in 0x10 ticks, under a threshold of 2
-	 * ticks a slot: the thread notes the rate (ticks per 1024 slots) and
-	 * takes the word of a budget that sleeps wanting a wake. */
+	 * ticks a slot: the thread marks its ring and takes the word of a
+	 * budget that sleeps wanting a wake. */
 	atomic_store(&rvt__wake.tps, 2u << 16);
 	atomic_store(&rvt__wake.not_before, 0);
 	atomic_store(&rvt__wake.word, 1);
 	assert_int_equal(clock_at(&t, ring + 2 * SUB, 0x500000110ull), 0);
-	assert_int_equal(atomic_load(&r.wake_fast), (0x10u << 10) / SUB);
+	assert_int_equal(atomic_load(&r.wake_fast), 1);
 	assert_int_equal(atomic_load(&rvt__wake.word), 0);
 
-	/* Slower than the threshold (SUB slots in 0x40 ticks): no note, and
+	/* Slower than the threshold (SUB slots in 0x40 ticks): no mark, and
 	 * the word stays for the budget to take back. */
 	atomic_store(&r.wake_fast, 0);
 	atomic_store(&rvt__wake.word, 1);

@@ -953,19 +953,22 @@ static int cmp_cand(const void *a, const void *b)
 
 /*
  * Reads the newest `w` slots of v's ring and picks the functions to mute
- * so that its trace points' share of CPU, `share` (ppm) at `events_per_s`
- * per CPU second, falls to half the budget.  A function's share of the
- * self time is taken over the window's wall time: the thread's spells off
- * the CPU land in whichever frame was running, in proportion to its share
- * of the CPU time, so the share is fair (if noisy under load).
+ * so that its trace points' share of CPU falls to a quarter of the budget.
+ * That share (ppm) is the larger of `share`, the thread's average since the
+ * last look (per CPU second; 0 when unknown), and the window's own (per
+ * second of its wall time, so never above the truth): a phase that turned
+ * hot a moment ago shows in the window before it shows in the average.  A
+ * function's share of the self time is taken over the window's wall time:
+ * the thread's spells off the CPU land in whichever frame was running, in
+ * proportion to its share of the CPU time, so the share is fair (if noisy
+ * under load).  Returns the share it judged.
  */
-static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, double share,
-		   double events_per_s)
+static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, double share)
 {
 	if (w > WIN)
 		w = WIN;
-	if (w < 64 || !rvt_clock.hz)
-		return;
+	if (w < 64 || !rvt_clock.hz || B->cost_ns <= 0)
+		return share;
 	double tp_ticks = B->cost_ns * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
 	for (uint64_t k = 0; k < w; k++)
 		B->win[k] = __atomic_load_n(&v->slots[(v->cur + v->nslots - w + k) % v->nslots],
@@ -1044,7 +1047,11 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 	}
 	uint64_t span = (uint32_t)(last - first);
 	if (events < 64 || span == 0)
-		return;
+		return share;
+	double window = (double)events * 1e9 / (double)ticks_ns(span) * B->cost_ns / 1e3;
+	if (window > share)
+		share = window;
+	double events_per_s = share * 1e3 / B->cost_ns;
 	uint32_t budget = atomic_load(&cfg_budget_ppm);
 	/* The share the functions not muted yet take: a window can still hold
 	 * the last events of functions muted a moment ago, which say nothing
@@ -1058,7 +1065,7 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 	}
 	double left = share * (double)live / (double)events;
 	if (left <= budget)
-		return;
+		return share;
 	static struct cand c[HASH];
 	size_t nc = 0;
 	for (unsigned i = 0; i < B->nused; i++) {
@@ -1093,6 +1100,7 @@ static void choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w, 
 			(uint32_t)ticks_ns(f->nsamples ? f->sample[f->nsamples / 2] : 0)};
 		left -= share * part;
 	}
+	return share;
 }
 
 /* rvt__wake's threshold for a share of `ppm`: ticks of the shifted counter
@@ -1127,15 +1135,13 @@ static void look(void *arg, const struct rvt_ring_view *v)
 	if (cpu > st->seen_cpu_ns && st->seen_cpu_ns)
 		B->ran_ns += cpu - st->seen_cpu_ns;
 	st->seen_cpu_ns = cpu;
-	/* Its fastest stretch between two bounds since the last look, when
-	 * faster than the budget (rvt__wake): a lower bound of its rate per
-	 * CPU second, and what woke this look. */
+	/* Whether it wrote faster than the budget allows between two bounds
+	 * since the last look (rvt__wake): what woke this look, if anything. */
 	uint64_t fast = atomic_exchange_explicit(&v->ring->wake_fast, 0, memory_order_relaxed);
-	double fast_eps = fast ? 1024.0 * 1e9 / (double)(ticks_ns(fast) + 1) : 0;
 	uint64_t li = v->cur ? v->cur - 1 : v->nslots - 1;
 	uint64_t last = v->cur || v->wrapped ? __atomic_load_n(&v->slots[li], __ATOMIC_RELAXED) : 0;
 	uint64_t d;
-	double events_per_s;
+	double events_per_s = 0; /* since the last look, per CPU second */
 	if (!st->looks || st->ring_seq != v->ring->seq || cpu < st->cpu_ns) {
 		B->fresh++;
 		st->ring_seq = v->ring->seq; /* a new ring: start counting again */
@@ -1146,7 +1152,6 @@ static void look(void *arg, const struct rvt_ring_view *v)
 		if (!fast)
 			return;
 		d = v->wrapped ? v->nslots : v->cur; /* a hot start: read what it wrote */
-		events_per_s = fast_eps;
 	} else {
 		st->looks++;
 		uint64_t d_cpu = cpu - st->cpu_ns;
@@ -1162,28 +1167,33 @@ static void look(void *arg, const struct rvt_ring_view *v)
 		st->last_slot = last;
 		st->cpu_ns = cpu;
 		events_per_s = d_cpu ? (double)d * 1e9 / (double)d_cpu : 0;
-		if (fast_eps > events_per_s)
-			events_per_s = fast_eps;
 	}
+	uint32_t budget = atomic_load(&cfg_budget_ppm);
 	double share = events_per_s * B->cost_ns / 1e3; /* ppm */
-	if (share <= atomic_load(&cfg_budget_ppm)) {
+	if (share <= budget && !fast) {
+		st->futile = 0;
+		atomic_store_explicit(&v->ring->wake_tps, 0, memory_order_relaxed);
+		return;
+	}
+	/* A window that gave no victim is not read again until the share
+	 * doubles (a new phase of the program: it then wakes the budget) or
+	 * 32 looks went by. */
+	if (st->futile > 0 && !fast && share < 2 * st->futile && ++st->futile_looks < 32) {
+		B->over++;
+		B->futile++;
+		return;
+	}
+	size_t before = B->nvic;
+	share = choose(B, v, d, share);
+	if (share <= budget) { /* the window says it is under the budget */
 		st->futile = 0;
 		atomic_store_explicit(&v->ring->wake_tps, 0, memory_order_relaxed);
 		return;
 	}
 	B->over++;
-	/* A window that gave no victim is not read again until the share
-	 * doubles (a new phase of the program) or 32 looks went by; nor does
-	 * the thread wake the budget before. */
-	if (st->futile > 0 && share < 2 * st->futile && ++st->futile_looks < 32) {
-		B->futile++;
-		return;
-	}
-	size_t before = B->nvic;
-	choose(B, v, d, share, events_per_s);
 	st->futile = B->nvic == before ? share : 0;
-	B->futile += st->futile > 0;
 	st->futile_looks = 0;
+	B->futile += st->futile > 0;
 	atomic_store_explicit(&v->ring->wake_tps, st->futile ? tps_at(B, 2 * st->futile) : 0,
 			      memory_order_relaxed);
 }

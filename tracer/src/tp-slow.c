@@ -177,10 +177,7 @@ static void wake_check(struct rvt_ring *r, uint64_t now, uint64_t slots)
 		tps = atomic_load_explicit(&rvt__wake.tps, memory_order_relaxed);
 	if (!was || !tps || now <= was || now - was >= (slots * tps) >> 16)
 		return;
-	uint64_t fast = ((now - was) << 10) / slots, old;
-	old = atomic_load_explicit(&r->wake_fast, memory_order_relaxed);
-	if (!old || fast < old)
-		atomic_store_explicit(&r->wake_fast, fast ? fast : 1, memory_order_relaxed);
+	atomic_store_explicit(&r->wake_fast, 1, memory_order_relaxed);
 #if defined(__x86_64__)
 	if (now >= atomic_load_explicit(&rvt__wake.not_before, memory_order_relaxed) &&
 	    atomic_load_explicit(&rvt__wake.word, memory_order_relaxed) == 1 &&

@@ -43,9 +43,8 @@ struct rvt_ring {
 	 * Zero in a new ring. */
 	uint64_t clock_hi;	    /* traced thread: hi of the last CLOCK written */
 	uint64_t wake_mark;	    /* traced thread: the counter at the last bound */
-	_Atomic uint64_t wake_fast; /* the shortest ticks per 1024 slots seen
-				     * under the threshold since the budget
-				     * last read it; 0: none */
+	_Atomic uint64_t wake_fast; /* 1: a stretch under the threshold since
+				     * the budget last read it */
 	_Atomic uint64_t wake_tps;  /* budget: this ring's threshold (as
 				     * rvt__wake.tps; 0: rvt__wake.tps) */
 };
@@ -62,7 +61,7 @@ struct rvt_ring {
  * compares the counter ticks (>> shift) since its previous bound with the
  * threshold: fewer than `slots × tps / 65536` ticks of wall time means its
  * trace points took more than the budget of even its CPU time (which is at
- * most the wall time).  Then it notes the rate in its ring's wake_fast and,
+ * most the wall time).  Then it marks its ring's wake_fast and,
  * when the budget thread sleeps wanting a wake (`word` 1) and the counter
  * is past `not_before`, takes the word (exchange to 0) and wakes it with
  * one FUTEX_WAKE: a new hot phase is looked at within a bound, not at the
