@@ -168,10 +168,48 @@ static void decode_queued(struct rvs_store *s, int n, const int *cpu)
 	rvs_decode_free(d);
 }
 
-/* The three captures uploaded into store s (upload_add: queued for
- * decoding), each taken off the queue with its lease (decode_next_batch),
- * decoded by the real decoder and its outcome recorded (decode_finish), as
- * the server's lanes do. */
+/* Capture c, written to g_dir/name, uploaded into store s as trace `id`
+ * (upload_add: queued for decoding), taken off the queue with its lease
+ * (decode_next_batch), decoded by `dec` and its outcome recorded
+ * (decode_finish), as the server's lanes do.  Frees c's bytes. */
+static void ingest(struct rvs_store *s, const struct rvs_decoder *dec, capbuf *c, const char *name,
+		   const char *id, uint8_t upload, const char *app, const char *version,
+		   const char *model)
+{
+	struct rvs_upload_rec u = {0};
+	struct rvs_decode_item it = {0};
+	char path[sizeof it.path];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", g_dir, name);
+	assert_non_null(f = fopen(path, "wb"));
+	assert_int_equal(fwrite(c->b, 1, c->len, f), c->len);
+	fclose(f);
+	snprintf(u.trace_id, sizeof u.trace_id, "%s", id);
+	u.device_id = "d1";
+	u.upload_id[0] = upload;
+	u.app_id = app;
+	u.app_version = version;
+	u.model = model;
+	u.anomaly_kind = 1;
+	u.severity = 1;
+	u.payload_kind = 1;
+	u.payload_size = c->len;
+	u.blob_sha256 = "0000000000000000000000000000000000000000000000000000000000000000";
+	u.blob_bytes = c->len;
+	free(c->b);
+	c->b = NULL;
+	assert_int_equal(ops->upload_add(s, &u), 0);
+	assert_int_equal(ops->decode_next_batch(s, 0, 1, &it, 1), 1);
+	assert_string_equal(it.trace_id, id);
+	snprintf(it.path, sizeof it.path, "%s", path);
+	dec->decode(dec->ctx, &it, 1);
+	if (it.rc)
+		fail_msg("%s: %s", id, it.reason);
+	assert_int_equal(ops->decode_finish(s, &it, 1), 0);
+}
+
+/* The three captures ingested into store s (ingest). */
 static void decode_all(struct rvs_store *s)
 {
 	struct rvs_decoder dec;
@@ -183,38 +221,12 @@ static void decode_all(struct rvs_store *s)
 		  0, NULL);
 	assert_int_equal(rvs_decode_new(g_cfg.database, &dec, &d), 0);
 	for (int i = 0; i < NCAP; i++) {
-		struct rvs_upload_rec u = {0};
-		struct rvs_decode_item it = {0};
-		char path[sizeof it.path];
 		capbuf c = {0};
-		FILE *f;
+		char name[16];
 
 		capture(&c, i < 2);
-		snprintf(path, sizeof path, "%s/cap%d", g_dir, i);
-		assert_non_null(f = fopen(path, "wb"));
-		assert_int_equal(fwrite(c.b, 1, c.len, f), c.len);
-		fclose(f);
-		snprintf(u.trace_id, sizeof u.trace_id, "%s", IDS[i]);
-		u.device_id = "d1";
-		u.upload_id[0] = (uint8_t)(i + 1);
-		u.app_id = "A";
-		u.app_version = VERSIONS[i];
-		u.model = MODELS[i];
-		u.anomaly_kind = 1;
-		u.severity = 1;
-		u.payload_kind = 1;
-		u.payload_size = c.len;
-		u.blob_sha256 = "0000000000000000000000000000000000000000000000000000000000000000";
-		u.blob_bytes = c.len;
-		free(c.b);
-		assert_int_equal(ops->upload_add(s, &u), 0);
-		assert_int_equal(ops->decode_next_batch(s, 0, 1, &it, 1), 1);
-		assert_string_equal(it.trace_id, IDS[i]);
-		snprintf(it.path, sizeof it.path, "%s", path);
-		dec.decode(dec.ctx, &it, 1);
-		if (it.rc)
-			fail_msg("%s: %s", IDS[i], it.reason);
-		assert_int_equal(ops->decode_finish(s, &it, 1), 0);
+		snprintf(name, sizeof name, "cap%d", i);
+		ingest(s, &dec, &c, name, IDS[i], (uint8_t)(i + 1), "A", VERSIONS[i], MODELS[i]);
 	}
 	rvs_decode_free(d);
 }
@@ -611,43 +623,17 @@ static void capture_wide(capbuf *c)
 static void test_method_cpu_folded_paths_keep_their_split_in_other(void **state)
 {
 	static const char id[] = "t-00000000000000000000000000000004";
-	struct rvs_upload_rec u = {0};
-	struct rvs_decode_item it = {0};
 	struct rvs_decoder dec;
 	struct rvs_decode *d;
 	struct rvs_store *s;
 	capbuf c = {0};
-	char path[sizeof it.path], sql[400];
+	char sql[400];
 	json_t *doc, *cpu;
-	FILE *f;
 
 	capture_wide(&c);
-	snprintf(path, sizeof path, "%s/wide", g_dir);
-	assert_non_null(f = fopen(path, "wb"));
-	assert_int_equal(fwrite(c.b, 1, c.len, f), c.len);
-	fclose(f);
-	snprintf(u.trace_id, sizeof u.trace_id, "%s", id);
-	u.device_id = "d1";
-	u.upload_id[0] = 9;
-	u.app_id = "B";
-	u.app_version = "1";
-	u.model = "m1";
-	u.anomaly_kind = 1;
-	u.severity = 1;
-	u.payload_kind = 1;
-	u.payload_size = c.len;
-	u.blob_sha256 = "0000000000000000000000000000000000000000000000000000000000000000";
-	u.blob_bytes = c.len;
-	free(c.b);
 	assert_int_equal(ops->open(g_cfg.database, &s), 0);
-	assert_int_equal(ops->upload_add(s, &u), 0);
-	assert_int_equal(ops->decode_next_batch(s, 0, 1, &it, 1), 1);
-	snprintf(it.path, sizeof it.path, "%s", path);
 	assert_int_equal(rvs_decode_new(g_cfg.database, &dec, &d), 0);
-	dec.decode(dec.ctx, &it, 1);
-	if (it.rc)
-		fail_msg("%s: %s", id, it.reason);
-	assert_int_equal(ops->decode_finish(s, &it, 1), 0);
+	ingest(s, &dec, &c, "wide", id, 9, "B", "1", "m1");
 	rvs_decode_free(d);
 	ops->close(s);
 
