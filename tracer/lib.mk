@@ -11,7 +11,8 @@ LIBELF_LIBS   := $(call pc,--libs,libelf)
 RVT_SRC := tracer/src/tracer.c tracer/src/tp-slow.c tracer/src/encode.c \
            tracer/src/symbols.c tracer/src/control.c \
            tracer/src/devmode.c tracer/src/unwind.c tracer/src/runtime.c \
-           tracer/src/mute.c tracer/src/locks.c tracer/src/exec.c
+           tracer/src/mute.c tracer/src/locks.c tracer/src/exec.c \
+           tracer/src/bare.c
 RVT_OBJ := $(RVT_SRC:%.c=$(OBJ)/%.o)
 # Call-mode hooks: hand-written on x86-64 and aarch64, portable C elsewhere
 # and under ThreadSanitizer (which must see the hooks' memory accesses).
@@ -188,6 +189,11 @@ $(eval $(call rv_test,tracer,mute,$(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/t
 $(eval $(call rv_test,tracer,mute_race,$(OBJ)/tests/tracer/mute_call.o \
 	$(OBJ)/tests/tracer/mute_inl.o $(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
 
+# test_bare: the budget thread glibc does not know (bare.c), in a program
+# that makes no thread of its own until its last cases.
+$(eval $(call rv_test,tracer,bare,$(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/tracer/mute_inl.o \
+	$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
+
 # test_untraced: carries a .rearview_untraced section of its own (as rvcc
 # adds one), which librvtrace must find in its module's file.
 $(OBJ)/tests/tracer/test_untraced.o: CPPFLAGS += -Itracer/analysis/include \
@@ -238,7 +244,7 @@ RVT_A64_CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -Itracer/include -Itracer/src -I
                   -Iproto/common/include \
                   -DRVT_BUILDING_LIBRARY $(WARN)
 RVT_A64_OBJ := $(addprefix $(OBJ)/a64/,tracer/src/tracer.o tracer/src/tp-slow.o tracer/src/encode.o \
-	tracer/src/devmode.o tracer/src/unwind.o tracer/src/locks.o \
+	tracer/src/devmode.o tracer/src/unwind.o tracer/src/locks.o tracer/src/bare.o \
 	tracer/src/hooks-aarch64.o proto/common/src/io.o proto/common/src/atomic.o \
 	tests/tracer/aarch64_stubs.o tests/tracer/capture_util.o \
 	tests/tracer/wrap_check.o \

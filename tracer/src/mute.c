@@ -79,6 +79,17 @@
  * frame of a muted function open forever keeps its exit sites live (each
  * exit then costs a call of the exit check).
  *
+ * The budget thread is bare (bare.c): made with clone() alone, so glibc
+ * goes on treating a single-threaded program as one (malloc and stdio take
+ * no locks; a pthread cost rvlua 3.4 % and cmark 4.2 % of their runs in
+ * malloc's locks).  So it calls nothing of glibc's that relies on knowing
+ * every thread: its tables are mappings of their own (vec_grow), sorted by
+ * rvt_sort; a module is found with _dl_find_object and read from its
+ * headers in memory, a symbol from its dynamic table (no dl_iterate_phdr,
+ * dladdr or malloc); the locks it shares are rvt_mu (the registry's, the
+ * runtime keys'); it sleeps on futex words.  Under a sanitizer it is a
+ * pthread.
+ *
  * Invariants: nothing here runs on the trace-point path or in a signal
  * handler; only the budget thread scans, patches and appends to the MUTED
  * list (published with a release store of its count); a patched byte is
@@ -230,11 +241,14 @@ struct site {
 struct module {
 	uintptr_t base, lo, hi;
 	uintptr_t seg_lo[SEGS_MAX], seg_hi[SEGS_MAX];
-	int imports_hooks; /* its relocations name a call-mode hook */
+	int hooks_imported; /* its relocations name a call-mode hook */
 	uint8_t seg_x[SEGS_MAX];
 	unsigned nseg;
-	struct site *sites;
-	size_t nsites;
+	struct site *sites; /* vec_grow'n; room for cap */
+	size_t nsites, cap;
+	const ElfW(Dyn) * dyn; /* its dynamic section, or NULL */
+	uintptr_t *syms;       /* its dynamic symbols' addresses, sorted (scan_call) */
+	size_t nsyms, syms_bytes;
 };
 
 #define MODS_MAX 64u
@@ -353,6 +367,26 @@ static uintptr_t fn_load(const struct module *m, uintptr_t p, unsigned reg, unsi
 	return 0;
 }
 
+/* A new mapping of `bytes` holding a copy of p's first n bytes (p may be
+ * NULL); NULL when out of memory.  The caller unmaps p (vec_free).  The
+ * budget thread may not call malloc (bare.c): its tables are mappings. */
+static void *vec_grow(const void *p, size_t n, size_t bytes)
+{
+	void *q = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q == MAP_FAILED)
+		return NULL;
+	assert(n <= bytes);
+	if (p)
+		memcpy(q, p, n);
+	return q;
+}
+
+static void vec_free(void *p, size_t bytes)
+{
+	if (p)
+		munmap(p, bytes);
+}
+
 struct site_vec {
 	struct site *v;
 	size_t n, cap;
@@ -362,9 +396,10 @@ static int site_add(struct site_vec *sv, const struct site *s)
 {
 	if (sv->n == sv->cap) {
 		size_t cap = sv->cap ? 2 * sv->cap : 256;
-		struct site *v = realloc(sv->v, cap * sizeof(*v));
+		struct site *v = vec_grow(sv->v, sv->n * sizeof(*v), cap * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
+		vec_free(sv->v, sv->cap * sizeof(*v));
 		sv->v = v;
 		sv->cap = cap;
 	}
@@ -414,6 +449,8 @@ static int scan_inline(const struct module *m, uintptr_t lo, uintptr_t hi, struc
 	return 0;
 }
 
+static int starts_symbol(const struct module *m, uintptr_t f);
+
 /* Call mode: every call of __cyg_profile_func_enter/exit whose function
  * argument was loaded into %rdi within the 24 bytes before (the address
  * must start a symbol). */
@@ -438,9 +475,7 @@ static int scan_call(const struct module *m, uintptr_t lo, uintptr_t hi, struct 
 		for (uintptr_t b = a - 5; !fn && b + 24 >= a && b > lo; b--) {
 			unsigned len = 0;
 			uintptr_t f = fn_load(m, b, 7, &len);
-			Dl_info di;
-			if (f && b + len <= a && dladdr((void *)f, &di) &&
-			    (uintptr_t)di.dli_saddr == f)
+			if (f && b + len <= a && starts_symbol(m, f))
 				fn = f;
 		}
 		if (!fn)
@@ -452,61 +487,145 @@ static int scan_call(const struct module *m, uintptr_t lo, uintptr_t hi, struct 
 	return 0;
 }
 
-/* 1 when a relocation of the module with dynamic section `dyn`, loaded at
- * `base`, names a call-mode hook (its GOT then gets the hook's address):
- * read from the module's own dynamic tables, which the dynamic linker
- * leaves as they are or relocates by `base` (either is taken). */
-static int imports_hooks(const ElfW(Dyn) * dyn, uintptr_t base)
+/* What the budget reads of a module's dynamic section: the dynamic
+ * linker leaves its addresses as they are or relocates them by `base`
+ * (either is taken). */
+struct dyn_tables {
+	uintptr_t symtab, strtab, hash, gnu_hash, rela[2];
+	size_t strsz, relasz[2];
+};
+
+static void dyn_read(const ElfW(Dyn) * dyn, uintptr_t base, struct dyn_tables *t)
 {
-	uintptr_t symtab = 0, strtab = 0, rela[2] = {0, 0};
-	size_t strsz = 0, relasz[2] = {0, 0};
-	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+	memset(t, 0, sizeof(*t));
+	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
 		uintptr_t v = (uintptr_t)d->d_un.d_ptr;
+		uintptr_t a = v && v < base ? v + base : v;
 		switch (d->d_tag) {
 		case DT_SYMTAB:
-			symtab = v;
+			t->symtab = a;
 			break;
 		case DT_STRTAB:
-			strtab = v;
+			t->strtab = a;
+			break;
+		case DT_HASH:
+			t->hash = a;
+			break;
+		case DT_GNU_HASH:
+			t->gnu_hash = a;
 			break;
 		case DT_STRSZ:
-			strsz = (size_t)v;
+			t->strsz = (size_t)v;
 			break;
 		case DT_RELA:
-			rela[0] = v;
+			t->rela[0] = a;
 			break;
 		case DT_RELASZ:
-			relasz[0] = (size_t)v;
+			t->relasz[0] = (size_t)v;
 			break;
 		case DT_JMPREL:
-			rela[1] = v;
+			t->rela[1] = a;
 			break;
 		case DT_PLTRELSZ:
-			relasz[1] = (size_t)v;
+			t->relasz[1] = (size_t)v;
 			break;
 		default:
 			break;
 		}
 	}
-	if (!symtab || !strtab)
+}
+
+/* 1 when a relocation of module m names a call-mode hook (its GOT then
+ * gets the hook's address). */
+static int imports_hooks(const struct module *m)
+{
+	struct dyn_tables t;
+	dyn_read(m->dyn, m->base, &t);
+	if (!t.symtab || !t.strtab)
 		return 0;
-	symtab += symtab < base ? base : 0;
-	strtab += strtab < base ? base : 0;
-	const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab;
-	const char *str = (const char *)strtab;
+	const ElfW(Sym) *sym = (const ElfW(Sym) *)t.symtab;
+	const char *str = (const char *)t.strtab;
 	for (int k = 0; k < 2; k++) {
-		if (!rela[k])
+		if (!t.rela[k])
 			continue;
-		const ElfW(Rela) *r = (const ElfW(Rela) *)(rela[k] + (rela[k] < base ? base : 0));
-		for (size_t i = 0; i < relasz[k] / sizeof(*r); i++) {
+		const ElfW(Rela) *r = (const ElfW(Rela) *)t.rela[k];
+		for (size_t i = 0; i < t.relasz[k] / sizeof(*r); i++) {
 			size_t si = ELF64_R_SYM(r[i].r_info);
-			size_t at = si ? sym[si].st_name : strsz;
-			if (at < strsz && (strcmp(str + at, "__cyg_profile_func_enter") == 0 ||
-					   strcmp(str + at, "__cyg_profile_func_exit") == 0))
+			size_t at = si ? sym[si].st_name : t.strsz;
+			if (at < t.strsz && (strcmp(str + at, "__cyg_profile_func_enter") == 0 ||
+					     strcmp(str + at, "__cyg_profile_func_exit") == 0))
 				return 1;
 		}
 	}
 	return 0;
+}
+
+/* How many entries the dynamic symbol table has: DT_HASH's chain count,
+ * or one past the end of DT_GNU_HASH's last chain. */
+static size_t dynsym_count(const struct dyn_tables *t)
+{
+	if (t->hash)
+		return ((const uint32_t *)t->hash)[1];
+	if (!t->gnu_hash)
+		return 0;
+	const uint32_t *h = (const uint32_t *)t->gnu_hash;
+	uint32_t nbuckets = h[0], symoffset = h[1], nbloom = h[2];
+	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(h + 4) + nbloom);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t last = 0;
+	for (uint32_t i = 0; i < nbuckets; i++)
+		last = buckets[i] > last ? buckets[i] : last;
+	if (last < symoffset)
+		return symoffset;
+	while (!(chain[last - symoffset] & 1))
+		last++;
+	return (size_t)last + 1;
+}
+
+static int cmp_uptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* m->syms: the addresses of m's defined dynamic symbols, sorted (what
+ * dladdr would tell; the budget thread may not call it, bare.c). */
+static int load_syms(struct module *m)
+{
+	struct dyn_tables t;
+	dyn_read(m->dyn, m->base, &t);
+	size_t n = t.symtab ? dynsym_count(&t) : 0;
+	if (n == 0 || n > (1u << 24))
+		return 0;
+	uintptr_t *v = vec_grow(NULL, 0, n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	const ElfW(Sym) *sym = (const ElfW(Sym) *)t.symtab;
+	size_t k = 0;
+	for (size_t i = 1; i < n; i++)
+		if (sym[i].st_shndx != SHN_UNDEF && sym[i].st_value &&
+		    ELF64_ST_TYPE(sym[i].st_info) != STT_TLS &&
+		    ELF64_ST_TYPE(sym[i].st_info) != STT_SECTION)
+			v[k++] = m->base + sym[i].st_value;
+	rvt_sort(v, k, sizeof(*v), cmp_uptr);
+	m->syms = v;
+	m->nsyms = k;
+	m->syms_bytes = n * sizeof(*v);
+	return 0;
+}
+
+/* 1 when a dynamic symbol of m starts at f. */
+static int starts_symbol(const struct module *m, uintptr_t f)
+{
+	size_t lo = 0, hi = m->nsyms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->syms[mid] < f)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->nsyms && m->syms[lo] == f;
 }
 
 /* 1 when m's code can call a call-mode hook: the hook is in m, or m imports
@@ -519,7 +638,7 @@ static int calls_hooks(const struct module *m)
 	for (unsigned k = 0; k < 2; k++)
 		if (h[k] >= m->lo && h[k] < m->hi)
 			return 1;
-	return m->imports_hooks;
+	return m->hooks_imported;
 }
 
 static int cmp_site(const void *a, const void *b)
@@ -530,50 +649,47 @@ static int cmp_site(const void *a, const void *b)
 	return (x->call > y->call) - (x->call < y->call);
 }
 
-struct mod_find {
-	uintptr_t addr;
-	struct module *m;
-};
-
-/* dl_iterate_phdr's callback: the module whose executable segment holds
- * f->addr, into *f->m. */
-static int find_mod(struct dl_phdr_info *info, size_t size, void *arg)
+/* Fills m from the module mapped at [start, end) with load address `base`
+ * (what _dl_find_object tells of it): its program headers are read where
+ * its first segment maps the ELF header.  0, or -1 when the headers are not
+ * there or code address `a` is in none of its executable segments. */
+static int mod_init(struct module *m, uintptr_t start, uintptr_t end, uintptr_t base, uintptr_t a)
 {
-	(void)size;
-	struct mod_find *f = arg;
-	struct module *m = f->m;
-	int here = 0;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
+	if (end - start < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > end - start)
+		return -1;
+	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	int here = 0, header = 0;
 	m->lo = UINTPTR_MAX;
-	m->hi = 0;
-	m->nseg = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R) || m->nseg == SEGS_MAX)
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type == PT_DYNAMIC)
+			m->dyn = (const ElfW(Dyn) *)(base + ph[i].p_vaddr);
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_R) || m->nseg == SEGS_MAX)
 			continue;
-		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-		m->seg_lo[m->nseg] = a;
-		m->seg_hi[m->nseg] = b;
-		m->seg_x[m->nseg++] = (ph->p_flags & PF_X) != 0;
-		if (!(ph->p_flags & PF_X))
+		uintptr_t lo = base + ph[i].p_vaddr, hi = lo + ph[i].p_memsz;
+		header |= ph[i].p_offset == 0 && (lo & ~(pg - 1)) == start;
+		m->seg_lo[m->nseg] = lo;
+		m->seg_hi[m->nseg] = hi;
+		m->seg_x[m->nseg++] = (ph[i].p_flags & PF_X) != 0;
+		if (!(ph[i].p_flags & PF_X))
 			continue;
-		here |= f->addr >= a && f->addr < b;
-		m->lo = a < m->lo ? a : m->lo;
-		m->hi = b > m->hi ? b : m->hi;
+		here |= a >= lo && a < hi;
+		m->lo = lo < m->lo ? lo : m->lo;
+		m->hi = hi > m->hi ? hi : m->hi;
 	}
-	if (!here)
-		return 0;
-	m->base = info->dlpi_addr;
-	m->imports_hooks = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			m->imports_hooks = imports_hooks(
-				(const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
-				info->dlpi_addr);
-	return 1;
+	if (!here || !header)
+		return -1;
+	m->base = base;
+	m->hooks_imported = imports_hooks(m);
+	return 0;
 }
 
 /* The module holding code address `a`, scanned on first use; NULL when
- * none or out of room. */
+ * none or out of room.  Found with _dl_find_object, which takes no lock
+ * (dl_iterate_phdr's may not be taken by the budget thread, bare.c). */
 static struct module *module_of(uintptr_t a)
 {
 	for (size_t i = 0; i < nmods; i++)
@@ -583,25 +699,30 @@ static struct module *module_of(uintptr_t a)
 		return NULL;
 	struct module *m = &mods[nmods];
 	memset(m, 0, sizeof(*m));
-	struct mod_find f = {.addr = a, .m = m};
-	if (!dl_iterate_phdr(find_mod, &f))
+	struct dl_find_object o;
+	if (_dl_find_object((void *)a, &o) != 0 || !o.dlfo_link_map ||
+	    mod_init(m, (uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end,
+		     (uintptr_t)o.dlfo_link_map->l_addr, a) != 0)
 		return NULL;
 	struct site_vec sv = {0};
 	int rc = 0;
 	for (unsigned i = 0; i < m->nseg && rc == 0; i++)
 		if (m->seg_x[i])
 			rc = scan_inline(m, m->seg_lo[i], m->seg_hi[i], &sv);
+	if (rc == 0 && calls_hooks(m)) /* call mode: only where the hooks can be reached */
+		rc = load_syms(m);
 	for (unsigned i = 0; i < m->nseg && rc == 0 && calls_hooks(m); i++)
-		if (m->seg_x[i]) /* call mode: only where the hooks can be reached */
+		if (m->seg_x[i])
 			rc = scan_call(m, m->seg_lo[i], m->seg_hi[i], &sv);
 	if (rc) {
-		free(sv.v);
+		vec_free(sv.v, sv.cap * sizeof(*sv.v));
+		vec_free(m->syms, m->syms_bytes);
 		return NULL;
 	}
-	if (sv.n) /* sv.v is NULL when the module has no site: qsort must not see it */
-		qsort(sv.v, sv.n, sizeof(*sv.v), cmp_site);
+	rvt_sort(sv.v, sv.n, sizeof(*sv.v), cmp_site);
 	m->sites = sv.v;
 	m->nsites = sv.n;
+	m->cap = sv.cap;
 	nmods++;
 	return m;
 }
@@ -632,9 +753,7 @@ static struct site *sites_of(uintptr_t fn, size_t *n)
 
 static int sync_core(void)
 {
-	return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0
-		       ? 0
-		       : -errno;
+	return (int)rvt_sys(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0, 0);
 }
 
 /*
@@ -705,7 +824,7 @@ static void patch_apply(void)
 	if (!npokes)
 		return;
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	qsort(pokes, npokes, sizeof(*pokes), cmp_poke);
+	rvt_sort(pokes, npokes, sizeof(*pokes), cmp_poke);
 	int fd = -1;
 	if (!mem_refused && !atomic_load(&poke_protect)) {
 		fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
@@ -1084,7 +1203,7 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 		 * that cost the most trace points for the least time first. */
 		c[nc++] = (struct cand){f, part / (self + 0.001)};
 	}
-	qsort(c, nc, sizeof(*c), cmp_cand);
+	rvt_sort(c, nc, sizeof(*c), cmp_cand);
 	for (size_t i = 0; i < nc && left > budget / (double)TARGET_DIV && B->nvic < MAX_VICTIMS;
 	     i++) {
 		struct fstat *f = c[i].f;
@@ -1093,7 +1212,7 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 			dup |= B->vic[q].value == f->value;
 		if (dup)
 			continue;
-		qsort(f->sample, f->nsamples, sizeof(f->sample[0]), cmp_u32);
+		rvt_sort(f->sample, f->nsamples, sizeof(f->sample[0]), cmp_u32);
 		double part = (double)f->events / (double)events;
 		B->vic[B->nvic++] = (struct victim){
 			f->value, (uint64_t)(part * events_per_s / 2),
@@ -1227,12 +1346,13 @@ static void add_learned(uintptr_t fn, uintptr_t ret, int exit)
 	for (size_t i = 0; i < m->nsites; i++)
 		if (m->sites[i].call == call)
 			return;
-	struct site *v = realloc(m->sites, (m->nsites + 1) * sizeof(*v));
-	if (!v)
+	struct site_vec sv = {m->sites, m->nsites, m->cap};
+	if (site_add(&sv, &(struct site){fn, call, 0, (uint8_t)len, 0, (uint8_t)exit}))
 		return;
-	v[m->nsites++] = (struct site){fn, call, 0, (uint8_t)len, 0, (uint8_t)exit};
-	m->sites = v;
-	qsort(m->sites, m->nsites, sizeof(*m->sites), cmp_site);
+	rvt_sort(sv.v, sv.n, sizeof(*sv.v), cmp_site);
+	m->sites = sv.v;
+	m->nsites = sv.n;
+	m->cap = sv.cap;
 }
 
 /* Learns the call sites of the functions of vic[0..n) that run meanwhile
@@ -1422,9 +1542,8 @@ static double measure_cost(void)
 	return best < 2 ? 2 : best > 200 ? 200 : best;
 }
 
-static pthread_t budget_th;
-static int budget_up, budget_wake;
-static pthread_cond_t budget_cv = PTHREAD_COND_INITIALIZER;
+static int budget_up;		   /* under mu: the budget thread runs */
+static _Atomic uint32_t budget_go; /* 1: tracing started (a futex word) */
 
 /* Sleeps `ms`, or less when a traced thread over its budget wakes it
  * (rvt__wake), though not sooner than PERIOD_OVER_MS from now. */
@@ -1435,16 +1554,15 @@ static void budget_sleep(unsigned ms)
 	atomic_store(&rvt__wake.not_before, (rvt__counter() >> rvt_clock.shift) + gap);
 	atomic_store(&rvt__wake.word, 1);
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	syscall(SYS_futex, &rvt__wake.word, FUTEX_WAIT_PRIVATE, 1, &ts, NULL, 0);
+	rvt_sys(SYS_futex, (long)&rvt__wake.word, FUTEX_WAIT_PRIVATE, 1, (long)&ts);
 	atomic_store(&rvt__wake.word, 0);
 }
 
-static void *budget_main(void *arg)
+/* The budget thread (see the top): a bare thread (bare.c), so it may call
+ * nothing of glibc's that relies on knowing every thread. */
+static void budget_main(void *arg)
 {
 	struct budget *B = arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	B->cost_ns = measure_cost();
 	unsigned period = PERIOD_NEW_MS;
 	for (;;) {
@@ -1487,22 +1605,40 @@ static void *budget_main(void *arg)
 		if (B->views == 0 || !atomic_load(&cfg_on)) {
 			/* Nothing traced: sleep until tracing starts again. */
 			atomic_store(&rvt__wake.tps, 0);
-			pthread_mutex_lock(&mu);
-			while (!budget_wake)
-				pthread_cond_wait(&budget_cv, &mu);
-			budget_wake = 0;
-			pthread_mutex_unlock(&mu);
+			while (atomic_exchange(&budget_go, 0) == 0)
+				rvt_sys(SYS_futex, (long)&budget_go, FUTEX_WAIT_PRIVATE, 0, 0);
 			period = PERIOD_NEW_MS;
 		}
 	}
+}
+
+/* Where the bare thread cannot be had: under a sanitizer (whose runtime
+ * keeps per-thread state a bare thread lacks) or not on x86-64 glibc. */
+static void *budget_pthread(void *arg)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	budget_main(arg);
 	return NULL;
 }
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BUDGET_BARE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define BUDGET_BARE 0
+#endif
+#endif
+#ifndef BUDGET_BARE
+#define BUDGET_BARE 1
+#endif
 
 static void budget_atfork_child(void)
 {
 	pthread_mutex_init(&mu, NULL);
-	pthread_cond_init(&budget_cv, NULL);
 	budget_up = 0; /* the child has no budget thread; the next start makes one */
+	atomic_store(&budget_go, 0);
 	atomic_store(&rvt__wake.word, 0);
 	atomic_store(&rvt__wake.tps, 0);
 }
@@ -1524,9 +1660,13 @@ static int budget_setup(void)
 	/* Per process (a forked child registers again). */
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) != 0)
 		return -errno;
-	int rc = -rvt_pthread_create_untraced(&budget_th, NULL, budget_main, &B);
-	if (rc == 0)
-		pthread_detach(budget_th);
+	int rc = BUDGET_BARE ? rvt_bare_start(budget_main, &B) : -ENOSYS;
+	if (rc == -ENOSYS) {
+		pthread_t th;
+		rc = -rvt_pthread_create_untraced(&th, NULL, budget_pthread, &B);
+		if (rc == 0)
+			pthread_detach(th);
+	}
 	return rc;
 }
 #endif
@@ -1547,8 +1687,8 @@ void rvt_mute_tracing_started(void)
 			budget_up = 1;
 		}
 	}
-	budget_wake = 1;
-	pthread_cond_signal(&budget_cv);
+	if (budget_up && atomic_exchange(&budget_go, 1) == 0)
+		rvt_sys(SYS_futex, (long)&budget_go, FUTEX_WAKE_PRIVATE, 1, 0);
 	pthread_mutex_unlock(&mu);
 #endif
 }

@@ -50,8 +50,8 @@ struct key_block {
 	unsigned used;
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct key_block **blocks; /* owned, grows by doubling */
+static struct rvt_mu lock = RVT_MU_INIT; /* the budget thread mutes keys (bare.c) */
+static struct key_block **blocks;	 /* owned, grows by doubling */
 static size_t nblocks, cap_blocks;
 static char *text;	 /* the current text block (owned, never freed) */
 static size_t text_used; /* bytes of it taken */
@@ -105,7 +105,7 @@ const void *rvt_key_new(const char *name)
 {
 	assert(name);
 	struct key *k = NULL;
-	pthread_mutex_lock(&lock);
+	rvt_mu_lock(&lock);
 	struct key_block *b = block_with_room_locked();
 	const char *copy = b ? text_copy_locked(name) : NULL;
 	if (copy) {
@@ -114,7 +114,7 @@ const void *rvt_key_new(const char *name)
 		atomic_init(&k->muted, 0);
 		k->name = copy;
 	}
-	pthread_mutex_unlock(&lock);
+	rvt_mu_unlock(&lock);
 	return k;
 }
 
@@ -137,7 +137,7 @@ int rvt_key_resolve(const void *key, char *buf, size_t len, void *arg)
 {
 	(void)arg;
 	int rc = -ENOENT;
-	pthread_mutex_lock(&lock);
+	rvt_mu_lock(&lock);
 	const struct key *k = key_find_locked(key);
 	if (k) {
 		if (len) {
@@ -148,7 +148,7 @@ int rvt_key_resolve(const void *key, char *buf, size_t len, void *arg)
 		}
 		rc = 0;
 	}
-	pthread_mutex_unlock(&lock);
+	rvt_mu_unlock(&lock);
 	return rc;
 }
 
@@ -193,10 +193,10 @@ int rvt_addr_mute(const void *fn)
 
 int rvt_key_mute(const void *key)
 {
-	pthread_mutex_lock(&lock);
+	rvt_mu_lock(&lock);
 	struct key *k = key_find_locked(key);
 	if (k)
 		atomic_store_explicit(&k->muted, 1, memory_order_relaxed);
-	pthread_mutex_unlock(&lock);
+	rvt_mu_unlock(&lock);
 	return k ? 0 : -ENOENT;
 }

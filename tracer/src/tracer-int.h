@@ -342,6 +342,37 @@ RVT_HIDDEN int rvt_clock_init(void);
 RVT_HIDDEN uint64_t rvt_clock_hz(void);
 RVT_HIDDEN pid_t rvt_gettid(void);
 
+/* ---- bare.c: a helper thread glibc does not know, and what it may share ---- */
+
+/* A system call made with the syscall instruction (x86-64; elsewhere
+ * syscall() with errno restored): its result or a negative errno, errno
+ * untouched. */
+RVT_HIDDEN long rvt_sys(long nr, long a, long b, long c, long d);
+
+/* librvtrace's own lock: a futex word, never glibc's, so a bare thread
+ * (rvt_bare_start) may share it with the program's threads.  Zero is free
+ * (RVT_MU_INIT, or zero after a fork in the child that holds it). */
+struct rvt_mu {
+	_Atomic uint32_t v;
+};
+#define RVT_MU_INIT \
+	{           \
+		0   \
+	}
+RVT_HIDDEN void rvt_mu_lock(struct rvt_mu *m);
+RVT_HIDDEN void rvt_mu_unlock(struct rvt_mu *m);
+
+/* Sorts base[0..n) of `size` bytes each by cmp (heapsort: no allocation,
+ * unlike glibc's qsort; not stable). */
+RVT_HIDDEN void rvt_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
+/* Starts fn(arg) on a thread made with clone() alone, which glibc does not
+ * count (so the process stays single-threaded to it), with every signal
+ * blocked, its own TLS (zero) and a 256 KiB stack; it never exits.  What
+ * it may call is narrow (bare.c's top).  0, or a negative errno (-ENOSYS:
+ * not x86-64 glibc): the caller then starts a pthread. */
+RVT_HIDDEN int rvt_bare_start(void (*fn)(void *), void *arg);
+
 /* Manual-key resolver (trace.h; symbols.c), read by the capture builder. */
 RVT_HIDDEN int rvt_resolve_key(uint64_t addr, char *buf, size_t len);
 

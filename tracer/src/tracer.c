@@ -63,7 +63,7 @@ struct rec {
 	char name[32];
 };
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rvt_mu reg_lock = RVT_MU_INIT;
 static struct rec *recs;
 static size_t nrecs, caprecs;
 static unsigned live_rings;
@@ -566,7 +566,7 @@ static int start_locked(struct rec *r, const uint64_t *lost_from)
 static void on_thread_exit(void *arg)
 {
 	struct rvt__thread *t = arg;
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	for (size_t i = 0; i < nrecs; i++)
 		if (recs[i].t == t) {
 			if (recs[i].tracing) {
@@ -585,19 +585,19 @@ static void on_thread_exit(void *arg)
 			}
 			break;
 		}
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 }
 
 /* ---- fork ----------------------------------------------------------------- */
 
 static void atfork_prepare(void)
 {
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 }
 
 static void atfork_parent(void)
 {
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 }
 
 /* The child has one thread and starts untraced with no buffers. */
@@ -618,7 +618,7 @@ static void atfork_child(void)
 	syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
 	/* atfork_prepare's lock is held by this, the child's only thread. */
 	register_locked();
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 }
 
 /* ---- init ----------------------------------------------------------------- */
@@ -650,12 +650,11 @@ int rvt_init(void)
 
 __attribute__((constructor)) static void rvt_ctor(void)
 {
-	rvt_locks_own(&reg_lock);
 	if (rvt_init() != 0)
 		return;
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	register_locked();
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	rvt_devmode_start();
 }
 
@@ -666,10 +665,10 @@ static int thread_register(void)
 	int rc = rvt_init();
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	int known = find_rec(rvt_gettid()) != NULL;
 	rc = register_locked();
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	if (rc > 0 && !known)
 		notify_threads_changed();
 	return rc;
@@ -680,12 +679,12 @@ int rvt_set_config(size_t buffer_bytes, unsigned max_buffers)
 	if (buffer_bytes &&
 	    (buffer_bytes < RVT_MIN_BUFFER_BYTES || (uint64_t)buffer_bytes > RVT_MAX_BUFFER_BYTES))
 		return -EINVAL;
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	if (buffer_bytes)
 		cfg_buffer_bytes = buffer_bytes & ~(size_t)7;
 	if (max_buffers)
 		cfg_max_buffers = max_buffers;
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	return 0;
 }
 
@@ -695,7 +694,7 @@ static int start_tid(pid_t tid)
 	if (rc)
 		return rc;
 	rvt_clock_init(); /* the first call measures the TSC: not under the lock */
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	if (tid == 0) {
 		rc = register_locked();
 		tid = rc;
@@ -704,7 +703,7 @@ static int start_tid(pid_t tid)
 	if (r && !r->t)
 		r = NULL;
 	rc = r ? start_locked(r, NULL) : (rc < 0 ? rc : -ESRCH);
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	if (rc == 0)
 		rvt_mute_tracing_started();
 	return rc;
@@ -712,7 +711,7 @@ static int start_tid(pid_t tid)
 
 void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view *v), void *arg)
 {
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	for (size_t i = 0; i < nrecs; i++) {
 		struct rec *r = &recs[i];
 		if (!r->tracing || !r->t || !r->ring ||
@@ -740,12 +739,12 @@ void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view *v), void *
 			v.sh_base = v.sh_top = v.sh_end = 0;
 		fn(arg, &v);
 	}
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 }
 
 void rvt_learning(int on)
 {
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	for (size_t i = 0; i < nrecs; i++) {
 		struct rec *r = &recs[i];
 		if (!r->tracing || !r->t || !r->ring)
@@ -757,14 +756,14 @@ void rvt_learning(int on)
 		__atomic_compare_exchange_n(&r->t->start, &have, want, 0, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 }
 
 static int stop_tid(pid_t tid, int release)
 {
 	if (rvt_init())
 		return -ESRCH;
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	struct rec *r = find_rec(tid ? tid : rvt_gettid());
 	int rc = r ? stop_locked(r) : -ESRCH;
 	if (rc == 0 && release && r->ring) {
@@ -773,7 +772,7 @@ static int stop_tid(pid_t tid, int release)
 		if (!r->t)
 			*r = recs[--nrecs];
 	}
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	return rc;
 }
 
@@ -782,7 +781,7 @@ static int release_all(void)
 	if (rvt_init())
 		return -ESRCH;
 	int rc = 0;
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	for (size_t i = 0; i < nrecs;) {
 		struct rec *r = &recs[i];
 		int e = stop_locked(r);
@@ -799,29 +798,29 @@ static int release_all(void)
 			i++;
 	}
 	assert(rc != 0 || live_rings == 0);
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	return rc;
 }
 
 int rvt_is_tracing(pid_t tid)
 {
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	struct rec *r = find_rec(tid ? tid : rvt_gettid());
 	int on = r && r->tracing;
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	return on;
 }
 
 static int set_ui_thread(pid_t tid)
 {
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	struct rec *r = find_rec(tid ? tid : rvt_gettid());
 	if (r && !r->t)
 		r = NULL;
 	if (r)
 		for (size_t i = 0; i < nrecs; i++)
 			recs[i].is_ui = &recs[i] == r;
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	if (r)
 		notify_threads_changed();
 	return r ? 0 : -ESRCH;
@@ -845,7 +844,7 @@ static size_t threads_snapshot(struct rvt_thread_info *out, size_t cap)
 	}
 	if (d)
 		closedir(d);
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	for (size_t k = 0; k < n; k++) {
 		struct rec *r = find_rec(out[k].tid);
 		if (!r || !r->t)
@@ -854,7 +853,7 @@ static size_t threads_snapshot(struct rvt_thread_info *out, size_t cap)
 		out[k].tracing = r->tracing;
 		out[k].buffer_bytes = r->ring ? r->ring->map_bytes : 0;
 	}
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	return n;
 }
 
@@ -1045,14 +1044,14 @@ static int capture_to_buffer(pid_t tid, const struct rvt_anomaly *anomaly, uint8
 	if (rc)
 		return rc;
 	struct rvt_frozen f;
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	tid = tid ? tid : rvt_gettid();
 	struct rec *r = find_rec(tid);
 	rc = r ? freeze_locked(r, &f) : -ESRCH;
 	if (rc == 0 && r && !r->t && !r->ring)
 		*r = recs[--nrecs];
 	struct rvt_lock_wait *waits = rc == 0 ? lock_waits_locked(&f, &f.nwaits) : NULL;
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	if (rc)
 		return rc;
 	f.anomaly = anomaly;
@@ -1061,7 +1060,7 @@ static int capture_to_buffer(pid_t tid, const struct rvt_anomaly *anomaly, uint8
 	free(waits);
 	if (frozen_ns)
 		*frozen_ns = f.ref_monotonic_ns;
-	pthread_mutex_lock(&reg_lock);
+	rvt_mu_lock(&reg_lock);
 	ring_free((struct rvt_ring *)f.ring);
 	/* No spare was had: resume now that the frozen ring is gone, unless
 	 * the thread was stopped or exited meanwhile. */
@@ -1071,7 +1070,7 @@ static int capture_to_buffer(pid_t tid, const struct rvt_anomaly *anomaly, uint8
 		uint64_t from = f.ref_counter >> rvt_clock.shift;
 		start_locked(r, &from);
 	}
-	pthread_mutex_unlock(&reg_lock);
+	rvt_mu_unlock(&reg_lock);
 	return rc;
 }
 

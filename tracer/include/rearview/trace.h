@@ -137,7 +137,9 @@ RVT_API int rvt_stop(pid_t tid, int release);
 /*
  * The tracer's own budget (x86-64 hand-written hooks only; on by default
  * there).  While tracing is on, a library thread looks at every traced
- * thread now and then: when its trace points took more than PERCENT of the
+ * thread now and then (on x86-64 glibc a thread made with clone() alone,
+ * which glibc does not count: a single-threaded program stays one to
+ * malloc and stdio, whose locks a second pthread would switch on): when its trace points took more than PERCENT of the
  * CPU time it ran since the last look (the measured cost of one trace point
  * times the slots it wrote), the functions that gave most of its events for
  * the least self time are muted until the share is a quarter of the

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_bare.c — the budget thread glibc does not know (bare.c).  A
+ * single-threaded program that traces stays single-threaded to glibc
+ * (__libc_single_threaded still 1, so malloc and stdio keep taking no
+ * locks) while the budget thread runs beside it and mutes its hot function;
+ * the program's errno is untouched meanwhile.  Then librvtrace's own sort
+ * against qsort and its own lock under contention (those make the process
+ * multi-threaded: they run last).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/single_threaded.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "mute_fix.h"
+#include "rearview/trace.h"
+#include "tracer-int.h"
+
+/* Under a sanitizer the budget thread is a pthread (mute.c, BUDGET_BARE). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BARE 0
+#else
+#define BARE 1
+#endif
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Threads of this process (/proc/self/task), or -1. */
+static int nthreads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static int is_muted(const void *fn)
+{
+	static struct rvt_muted buf[RVT_MUTED_MAX];
+	size_t n = rvt_mute_list(buf, RVT_MUTED_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (buf[i].value == (uint64_t)(uintptr_t)fn - rvt_method_base)
+			return 1;
+	return 0;
+}
+
+static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
+{
+	(void)state;
+	assert_int_equal(__libc_single_threaded, 1); /* nothing made a thread yet */
+	assert_int_equal(nthreads(), 1);
+	assert_int_equal(rvt_set_mute("on"), 0);
+	assert_int_equal(rvt_start(0), 0);
+	double deadline = now_s() + 60;
+	errno = 4242;
+	/* mc_tiny is hot in call mode: the budget mutes it. */
+	while (!is_muted((const void *)mc_tiny) && now_s() < deadline)
+		mc_hot_loop(20000);
+	assert_int_equal(errno, 4242); /* the budget thread's system calls fail
+					* (timed-out futex waits): errno is its own */
+	assert_true(is_muted((const void *)mc_tiny));
+	/* The budget thread is there, and glibc does not count it. */
+	assert_int_equal(nthreads(), 2);
+	if (!BARE) {
+		print_message("sanitizer build: the budget thread is a pthread, glibc counts it "
+			      "(not checked)\n");
+		rvt_stop(0, 1);
+		return;
+	}
+	assert_int_equal(__libc_single_threaded, 1);
+	char *p = malloc(100); /* still glibc's single-threaded path: works */
+	assert_non_null(p);
+	free(p);
+	rvt_stop(0, 1);
+}
+
+struct rec {
+	uint32_t key;
+	uint32_t pad[5];
+};
+
+static int cmp_rec(const void *a, const void *b)
+{
+	uint32_t x = ((const struct rec *)a)->key, y = ((const struct rec *)b)->key;
+	return (x > y) - (x < y);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void test_bare_sort_matches_qsort(void **state)
+{
+	(void)state;
+	enum { N = 3000 };
+	static struct rec r[N], q[N];
+	static uint64_t u[N], v[N];
+	uint64_t x = 88172645463325252u;
+	for (size_t n = 0; n <= N; n = n < 20 ? n + 1 : n * 3) {
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			r[i] = (struct rec){(uint32_t)(x % (n / 2 + 1)), {(uint32_t)i}};
+			u[i] = x;
+		}
+		memcpy(q, r, n * sizeof(*r));
+		memcpy(v, u, n * sizeof(*u));
+		rvt_sort(r, n, sizeof(*r), cmp_rec);
+		qsort(q, n, sizeof(*q), cmp_rec);
+		rvt_sort(u, n, sizeof(*u), cmp_u64);
+		qsort(v, n, sizeof(*v), cmp_u64);
+		for (size_t i = 0; i < n; i++) /* equal keys may come in any order */
+			assert_int_equal(r[i].key, q[i].key);
+		assert_memory_equal(u, v, n * sizeof(*u));
+	}
+}
+
+static struct rvt_mu mu = RVT_MU_INIT;
+static uint64_t counter; /* under mu, by plain increments */
+
+static void *hammer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 200000; i++) {
+		rvt_mu_lock(&mu);
+		counter = counter + 1;
+		rvt_mu_unlock(&mu);
+	}
+	return NULL;
+}
+
+static void test_bare_lock_excludes(void **state)
+{
+	(void)state;
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, hammer, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(counter, 4 * 200000);
+	assert_int_equal(atomic_load(&mu.v), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		/* First: the process must not have made a thread yet. */
+		cmocka_unit_test(test_bare_budget_thread_leaves_glibc_single_threaded),
+		cmocka_unit_test(test_bare_sort_matches_qsort),
+		cmocka_unit_test(test_bare_lock_excludes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bare.c — a helper thread the C library does not know (rvt_bare_start),
+ * and what such a thread may share with the program's threads: librvtrace's
+ * own lock (struct rvt_mu) and sort (rvt_sort).
+ *
+ * Why.  glibc makes a process pay for its second thread: once
+ * pthread_create() ran, __libc_single_threaded stays 0 for good and malloc,
+ * free, stdio and the rest take their locks with atomic instructions on
+ * every call.  The budget thread (mute.c) made every traced command-line
+ * program pay that: rvlua +3.4 % of its run in malloc's locks, cmark +4.2 %
+ * (tracer/BENCHMARKS.md).  A thread made by clone() alone leaves glibc as
+ * single-threaded as the program is.
+ *
+ * What such a thread must not do: call into glibc where glibc relies on
+ * knowing every thread — malloc, stdio, qsort (it mallocs above 1 KiB),
+ * dl_iterate_phdr and dladdr (the loader's recursive lock compares its
+ * owner with the TCB's tid), any pthread mutex it shares with the
+ * program's threads (with one thread known, glibc takes a free mutex with
+ * a plain store), locale and ctype functions (their per-thread pointers
+ * are set up by pthread_create).  It may make system calls (errno is its
+ * own), read the clocks, use memcpy/memcmp/memmem/mmap, take rvt_mu and
+ * call _dl_find_object (lock-free by its contract).
+ *
+ * Its thread pointer is its own (CLONE_SETTLS): below it a zeroed block as
+ * large as glibc's whole static TLS (so errno, rvt__tls and every
+ * initial-exec variable, of modules loaded later too, are its own and
+ * zero), above it a zeroed thread control block with the self pointers and
+ * the stack and pointer guards copied from its creator.  It is made with
+ * every signal blocked, so no handler of the program ever runs on it, and
+ * it never exits: it dies with the process (or is not there in a fork's
+ * child).
+ *
+ * x86-64 with glibc only; elsewhere rvt_bare_start() returns -ENOSYS and
+ * the caller uses pthread_create().
+ */
+#include "tracer-int.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+long rvt_sys(long nr, long a, long b, long c, long d)
+{
+#if defined(__x86_64__)
+	register long r10 __asm__("r10") = d;
+	__asm__ volatile("syscall"
+			 : "+a"(nr)
+			 : "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return nr;
+#else
+	int saved = errno;
+	long rc = syscall(nr, a, b, c, d);
+	if (rc == -1) {
+		rc = -errno;
+		errno = saved;
+	}
+	return rc;
+#endif
+}
+
+/* ---- the lock ------------------------------------------------------------ */
+
+/* v: 0 free, 1 held, 2 held and maybe waited for (the classic three-state
+ * futex mutex).  The acquire of a taker pairs with the release of the
+ * unlock before it. */
+void rvt_mu_lock(struct rvt_mu *m)
+{
+	uint32_t c = 0;
+	if (atomic_compare_exchange_strong_explicit(&m->v, &c, 1, memory_order_acquire,
+						    memory_order_relaxed))
+		return;
+	if (c != 2)
+		c = atomic_exchange_explicit(&m->v, 2, memory_order_acquire);
+	while (c != 0) {
+		rvt_sys(SYS_futex, (long)&m->v, FUTEX_WAIT_PRIVATE, 2, 0);
+		c = atomic_exchange_explicit(&m->v, 2, memory_order_acquire);
+	}
+}
+
+void rvt_mu_unlock(struct rvt_mu *m)
+{
+	if (atomic_exchange_explicit(&m->v, 0, memory_order_release) == 2)
+		rvt_sys(SYS_futex, (long)&m->v, FUTEX_WAKE_PRIVATE, 1, 0);
+}
+
+/* ---- the sort ------------------------------------------------------------ */
+
+static void swap_bytes(unsigned char *a, unsigned char *b, size_t size)
+{
+	while (size--) {
+		unsigned char t = *a;
+		*a++ = *b;
+		*b++ = t;
+	}
+}
+
+/* Sifts element i of the heap base[0..n) down to its place. */
+static void sift(unsigned char *base, size_t i, size_t n, size_t size,
+		 int (*cmp)(const void *, const void *))
+{
+	for (;;) {
+		size_t big = i, l = 2 * i + 1, r = l + 1;
+		if (l < n && cmp(base + l * size, base + big * size) > 0)
+			big = l;
+		if (r < n && cmp(base + r * size, base + big * size) > 0)
+			big = r;
+		if (big == i)
+			return;
+		swap_bytes(base + i * size, base + big * size, size);
+		i = big;
+	}
+}
+
+void rvt_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	unsigned char *b = base;
+	if (n < 2)
+		return;
+	for (size_t i = n / 2; i-- > 0;)
+		sift(b, i, n, size, cmp);
+	for (size_t end = n - 1; end > 0; end--) {
+		swap_bytes(b, b + end * size, size);
+		sift(b, 0, end, size, cmp);
+	}
+}
+
+/* ---- the thread ---------------------------------------------------------- */
+
+#if defined(__x86_64__) && defined(__GLIBC__)
+/*
+ * long rvt__clone(unsigned long flags, void *stack_top, void *tls,
+ *                 void (*fn)(void *), void *arg);
+ * clone(2) onto stack_top with thread pointer `tls`: the child calls
+ * fn(arg) on the new stack and, should fn return, exits the thread; the
+ * parent gets the child's tid or a negative errno.
+ */
+RVT_HIDDEN long rvt__clone(unsigned long flags, void *stack_top, void *tls, void (*fn)(void *),
+			   void *arg);
+__asm__(".text\n"
+	".globl rvt__clone\n"
+	".hidden rvt__clone\n"
+	".p2align 4\n"
+	".type rvt__clone, @function\n"
+	"rvt__clone:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	and $-16, %rsi\n"
+	"	sub $16, %rsi\n"
+	"	mov %rcx, (%rsi)\n" /* fn, popped by the child */
+	"	mov %r8, 8(%rsi)\n" /* arg */
+	"	mov %rdx, %r8\n"    /* tls */
+	"	xor %edx, %edx\n"   /* no parent tid */
+	"	xor %r10d, %r10d\n" /* no child tid */
+	"	mov $56, %eax\n"    /* SYS_clone */
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jz 1f\n"
+	"	ret\n"
+	"1:\n"
+	"	.cfi_undefined rip\n" /* the child's outermost frame */
+	"	xor %ebp, %ebp\n"
+	"	pop %rax\n"
+	"	pop %rdi\n"
+	"	call *%rax\n"
+	"	mov $60, %eax\n" /* SYS_exit: this thread only */
+	"	xor %edi, %edi\n"
+	"	syscall\n"
+	"	hlt\n"
+	"	.cfi_endproc\n"
+	".size rvt__clone, .-rvt__clone\n");
+
+#define BARE_STACK (256u << 10)
+#define BARE_TCB   (16u << 10) /* above the thread pointer: struct pthread's room */
+
+int rvt_bare_start(void (*fn)(void *), void *arg)
+{
+	/* The size and alignment of glibc's static TLS, surplus and TCB
+	 * included (what the sanitizers read too). */
+	void (*info)(size_t *, size_t *);
+	*(void **)&info = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+	if (!info)
+		return -ENOSYS;
+	size_t tls = 0, align = 0;
+	info(&tls, &align);
+	if (align < 64)
+		align = 64;
+	if (!tls || (align & (align - 1)) || tls > (64u << 20) || align > (1u << 20))
+		return -ENOSYS;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t total = (pg + BARE_STACK + tls + align + BARE_TCB + pg - 1) & ~(pg - 1);
+	unsigned char *blk = mmap(NULL, total, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (blk == MAP_FAILED)
+		return -errno;
+	(void)mprotect(blk, pg, PROT_NONE); /* a guard below the stack */
+	unsigned char *stack_top = blk + pg + BARE_STACK;
+	uintptr_t tp = ((uintptr_t)stack_top + tls + align - 1) & ~(uintptr_t)(align - 1);
+	assert(tp + BARE_TCB <= (uintptr_t)blk + total && tp - (uintptr_t)stack_top >= tls);
+	/* x86-64 glibc's TCB head (tcbhead_t, an ABI the compiler relies on
+	 * for the stack guard): tcb and self at 0 and 0x10, the stack guard at
+	 * 0x28, the pointer guard at 0x30; all else zero (dtv, one thread). */
+	uintptr_t *tcb = (uintptr_t *)tp, guard, pguard;
+	__asm__("mov %%fs:0x28, %0" : "=r"(guard));
+	__asm__("mov %%fs:0x30, %0" : "=r"(pguard));
+	tcb[0] = tp;
+	tcb[2] = tp;
+	tcb[5] = guard;
+	tcb[6] = pguard;
+	/* Every signal blocked, glibc's own too (pthread_sigmask would leave
+	 * those): the child inherits the mask. */
+	uint64_t all = ~UINT64_C(0), old = 0;
+	long rc = rvt_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8);
+	if (rc == 0) {
+		rc = rvt__clone(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+					CLONE_SYSVSEM | CLONE_SETTLS,
+				stack_top, (void *)tp, fn, arg);
+		rvt_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8);
+	}
+	if (rc < 0) {
+		munmap(blk, total);
+		return (int)rc;
+	}
+	return 0;
+}
+#else
+int rvt_bare_start(void (*fn)(void *), void *arg)
+{
+	(void)fn;
+	(void)arg;
+	return -ENOSYS;
+}
+#endif
