@@ -141,8 +141,9 @@ RVT_API int rvt_stop(pid_t tid, int release);
  * which glibc does not count: a single-threaded program stays one to
  * malloc and stdio, whose locks a second pthread would switch on): when
  * its trace points took more than PERCENT of the CPU time it ran since the
- * last look (the measured cost of one trace point times the slots it wrote), the functions that gave most of its events for
- * the least self time are muted until the share is a quarter of the
+ * last look (the measured cost of one trace point times the slots it
+ * wrote), the functions that gave most of its events for the least self
+ * time are muted until the share is a quarter of the
  * budget — never one with a tenth or more of the thread's self time, unless
  * its own trace points alone cost more than the whole budget.  The
  * thread looks 1 ms after tracing starts, every 16 ms while a thread is
