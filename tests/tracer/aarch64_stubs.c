@@ -62,6 +62,10 @@ void rvt_mute_tracing_started(void)
 {
 }
 
+void rvt_runtime_atfork_child(void)
+{
+}
+
 size_t rvt_mute_list(struct rvt_muted *out, size_t cap)
 {
 	(void)out;

@@ -31,7 +31,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,4 +198,9 @@ int rvt_key_mute(const void *key)
 		atomic_store_explicit(&k->muted, 1, memory_order_relaxed);
 	rvt_mu_unlock(&lock);
 	return k ? 0 : -ENOENT;
+}
+
+void rvt_runtime_atfork_child(void)
+{
+	atomic_store(&lock.v, 0);
 }

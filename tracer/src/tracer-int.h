@@ -437,6 +437,10 @@ RVT_HIDDEN size_t rvt_mute_list(struct rvt_muted *out, size_t cap);
  * key lock: not in a trace point or signal handler. */
 RVT_HIDDEN int rvt_key_mute(const void *key);
 
+/* In a fork's child (tracer.c's atfork handler): the key lock is free (the
+ * budget thread, which may have held it, is not in the child). */
+RVT_HIDDEN void rvt_runtime_atfork_child(void);
+
 /* Tests: the budget writes code with mprotect (on 1) instead of through
  * /proc/self/mem, as where that file is refused (mute.c, patch_apply). */
 RVT_HIDDEN void rvt__mute_poke_protect(int on);

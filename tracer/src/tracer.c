@@ -614,6 +614,7 @@ static void atfork_child(void)
 	}
 	nrecs = 0;
 	live_rings = 0;
+	rvt_runtime_atfork_child();
 	/* The child is a new process for membarrier: register it again. */
 	syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
 	/* atfork_prepare's lock is held by this, the child's only thread. */
