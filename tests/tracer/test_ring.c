@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -481,6 +482,66 @@ static void test_ring_untouched_pages_stay_out_of_memory(void **state)
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
+static void own_view(void *arg, const struct rvt_ring_view *v)
+{
+	if (v->tid == (pid_t)syscall(SYS_gettid))
+		*(struct rvt_ring_view *)arg = *v;
+}
+
+/* Pages of [a, a + n) resident now (mincore). */
+static size_t resident(uintptr_t a, size_t n)
+{
+	size_t pg = (size_t)getpagesize(), k = 0;
+	static unsigned char vec[RVT_RING_CHUNK / 4096];
+	assert_true(n / pg <= sizeof(vec));
+	assert_int_equal(mincore((void *)a, n, vec), 0);
+	for (size_t i = 0; i < n / pg; i++)
+		k += vec[i] & 1;
+	return k;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A thread half-way through a chunk of its ring gets the next one filled by
+ * the budget thread (rvt_ring_fill_ahead) before it writes there, and not
+ * the one after. */
+static void test_ring_budget_fills_the_next_chunk_ahead_of_the_writer(void **state)
+{
+	(void)state;
+	assert_int_equal(rvt_set_mute("100%"), 0); /* looks, never mutes */
+	assert_int_equal(rvt_start(0), 0);	   /* a 32 MiB ring */
+	struct rvt_ring_view v = {0};
+	size_t half = RVT_RING_CHUNK / 2 / sizeof(uint64_t), three_q = half * 3 / 2;
+	static const char key[] = "fill";
+	do { /* manual trace points: no earlier case can have muted them */
+		for (int i = 0; i < 1000; i++) {
+			rvt_enter(key);
+			rvt_exit();
+		}
+		rvt_rings_view(own_view, &v);
+		assert_non_null(v.slots);
+	} while (v.cur < half);
+	/* Still inside the first chunk (the ring starts at a chunk's start). */
+	assert_true(v.cur < three_q);
+	assert_int_equal((uintptr_t)v.slots % RVT_RING_CHUNK, 0);
+	uintptr_t next = (uintptr_t)v.slots + RVT_RING_CHUNK;
+	size_t want = RVT_RING_CHUNK / (size_t)getpagesize();
+	double deadline = now_s() + 60;
+	while (resident(next, RVT_RING_CHUNK) < want && now_s() < deadline) {
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(resident(next, RVT_RING_CHUNK), want);
+	assert_int_equal(resident(next + RVT_RING_CHUNK, RVT_RING_CHUNK), 0);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	assert_int_equal(rvt_set_mute("on"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -500,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_ring_cxx_method_name_is_demangled),
 		cmocka_unit_test(test_ring_manual_trace_points_named_by_resolver),
 		cmocka_unit_test(test_ring_untouched_pages_stay_out_of_memory),
+		cmocka_unit_test(test_ring_budget_fills_the_next_chunk_ahead_of_the_writer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

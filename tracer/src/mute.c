@@ -1236,6 +1236,7 @@ static void look(void *arg, const struct rvt_ring_view *v)
 {
 	struct budget *B = arg;
 	B->views++;
+	rvt_ring_fill_ahead(v->ring, v->cur, v->wrapped);
 	if (!v->sh_base || v->busy)
 		B->unsettled++; /* a shadow stack mid-change */
 	else

@@ -37,7 +37,8 @@ struct rvt_ring {
 	int wrapped;
 	size_t map_bytes;
 	struct rvt_ring *next;
-	uint64_t seq; /* rings made before this one, + 1 (memory is reused) */
+	uint64_t seq;	  /* rings made before this one, + 1 (memory is reused) */
+	uintptr_t filled; /* budget thread: end of what rvt_ring_fill_ahead filled */
 	/* The budget's wake (rvt__wake): set by the traced thread at each
 	 * bound (tp-slow.c), read and cleared by the budget thread (mute.c).
 	 * Zero in a new ring. */
@@ -415,6 +416,20 @@ struct rvt_ring_view {
 	uintptr_t sh_base, sh_top, sh_end;
 	struct rvt_ring *ring; /* its wake fields (rvt__wake) */
 };
+
+/* Rings are mapped aligned to chunks of this size (tracer.c), each of which
+ * can be one huge page. */
+#define RVT_RING_CHUNK ((size_t)2 << 20)
+
+/* Budget thread, from rvt_rings_view's callback (the ring stays mapped):
+ * once the writer (`cur`, the view's) is half-way through a chunk, makes
+ * the next one resident, as one huge page where the kernel has them, unless
+ * the ring wrapped or that chunk was filled already.  A first write to a fresh page
+ * costs the writer a page fault (2–14 µs on a virtual machine, 5–30 ns an
+ * event); a huge page filled ahead costs a fifth of it per byte, and not on
+ * the traced thread.  Memory: at most one chunk beyond what was written,
+ * and only for a thread that wrote half a chunk. */
+RVT_HIDDEN void rvt_ring_fill_ahead(struct rvt_ring *r, uint64_t cur, int wrapped);
 
 /* Calls fn(arg, view) under the registry lock for every thread tracing into
  * a ring it has adopted.  fn reads the slots and the shadow stack with

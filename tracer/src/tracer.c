@@ -250,6 +250,26 @@ static int shell_seen_locked(const struct rvt_ring *r)
  * would take the new ring for its old one: skip adopting it, or take its
  * prev_* for the new ring's end).  NULL at the limit or when out of memory.
  */
+/* `bytes` of anonymous memory aligned to RVT_RING_CHUNK when at least
+ * that large (the slack of a larger mapping unmapped), or MAP_FAILED. */
+static void *ring_map(size_t bytes)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	if (bytes < RVT_RING_CHUNK)
+		return mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+	size_t span = bytes + RVT_RING_CHUNK;
+	uint8_t *m = mmap(NULL, span, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (m == MAP_FAILED)
+		return m;
+	uintptr_t a = ((uintptr_t)m + RVT_RING_CHUNK - 1) & ~(uintptr_t)(RVT_RING_CHUNK - 1);
+	uint8_t *at = (uint8_t *)a;
+	if (at > m)
+		munmap(m, (size_t)(at - m));
+	if (m + span > at + bytes)
+		munmap(at + bytes, (size_t)(m + span - (at + bytes)));
+	return at;
+}
+
 static struct rvt_ring *ring_new(int spare)
 {
 	if (live_rings >= cfg_max_buffers + (spare ? 1u : 0u))
@@ -270,9 +290,10 @@ static struct rvt_ring *ring_new(int spare)
 	r->map_bytes = r->nslots * 8;
 	/* Segments (trace-inline.h): 64 to a ring, of at least 512 slots. */
 	r->step = r->nslots / 64 > 512 ? r->nslots / 64 : r->nslots < 512 ? r->nslots : 512;
-	/* MAP_NORESERVE and no pre-faulting: pages become resident as written. */
-	void *m = mmap(NULL, r->map_bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* MAP_NORESERVE and no pre-faulting: pages become resident as written
+	 * (or a chunk ahead of the writer, rvt_ring_fill_ahead).  Aligned to
+	 * a chunk, so that each can be one huge page. */
+	void *m = ring_map(r->map_bytes);
 	if (m == MAP_FAILED) {
 		r->next = shells;
 		shells = r;
@@ -294,6 +315,29 @@ static void ring_free(struct rvt_ring *r)
 	r->next = shells;
 	shells = r;
 	live_rings--;
+}
+
+/* 0: MADV_POPULATE_WRITE works here; 1: it does not (Linux < 5.14). */
+static _Atomic int fill_refused;
+
+void rvt_ring_fill_ahead(struct rvt_ring *r, uint64_t cur, int wrapped)
+{
+	uintptr_t base = (uintptr_t)r->slots, end = base + r->map_bytes;
+	uintptr_t pos = base + cur * sizeof(uint64_t);
+	/* The chunk after the one the writer is in, once it is half-way
+	 * through that one (a thread that writes little gets nothing ahead). */
+	uintptr_t next = (pos | (RVT_RING_CHUNK - 1)) + 1;
+	if (wrapped || r->map_bytes < RVT_RING_CHUNK || next + RVT_RING_CHUNK > end ||
+	    next - pos > RVT_RING_CHUNK / 2 || r->filled >= next + RVT_RING_CHUNK ||
+	    atomic_load(&fill_refused))
+		return;
+	/* A huge page where the kernel gives them for the asking (THP
+	 * "madvise"); its compaction, if any, stalls this thread, never the
+	 * writer, whose own faults elsewhere stay small pages. */
+	(void)madvise((void *)next, RVT_RING_CHUNK, MADV_HUGEPAGE);
+	if (madvise((void *)next, RVT_RING_CHUNK, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+		atomic_store(&fill_refused, 1);
+	r->filled = next + RVT_RING_CHUNK;
 }
 
 /* ---- shadow stacks ------------------------------------------------------- */
