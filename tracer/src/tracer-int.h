@@ -424,10 +424,10 @@ struct rvt_ring_view {
 /* Budget thread, from rvt_rings_view's callback (the ring stays mapped):
  * once the writer (`cur`, the view's) is half-way through a chunk, makes
  * the next one resident, as one huge page where the kernel has them, unless
- * the ring wrapped or that chunk was filled already.  A first write to a fresh page
- * costs the writer a page fault (2–14 µs on a virtual machine, 5–30 ns an
- * event); a huge page filled ahead costs a fifth of it per byte, and not on
- * the traced thread.  Memory: at most one chunk beyond what was written,
+ * the ring wrapped or that chunk was filled already.  A first write to a
+ * fresh page costs the writer a page fault (2–14 µs on a virtual machine,
+ * 5–30 ns an event); a huge page filled ahead costs a fifth of it per byte,
+ * and not on the traced thread.  Memory: at most one chunk beyond what was written,
  * and only for a thread that wrote half a chunk. */
 RVT_HIDDEN void rvt_ring_fill_ahead(struct rvt_ring *r, uint64_t cur, int wrapped);
 

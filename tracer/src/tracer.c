@@ -243,13 +243,6 @@ static int shell_seen_locked(const struct rvt_ring *r)
 	return 0;
 }
 
-/*
- * Maps a new ring; `spare` allows one above the limit (a capture's spare,
- * while the frozen ring awaits its write).  The shell is a fresh one or an
- * unused one no live thread has as `seen` or `prev_ring` (such a thread
- * would take the new ring for its old one: skip adopting it, or take its
- * prev_* for the new ring's end).  NULL at the limit or when out of memory.
- */
 /* `bytes` of anonymous memory aligned to RVT_RING_CHUNK when at least
  * that large (the slack of a larger mapping unmapped), or MAP_FAILED. */
 static void *ring_map(size_t bytes)
@@ -270,6 +263,13 @@ static void *ring_map(size_t bytes)
 	return at;
 }
 
+/*
+ * Maps a new ring; `spare` allows one above the limit (a capture's spare,
+ * while the frozen ring awaits its write).  The shell is a fresh one or an
+ * unused one no live thread has as `seen` or `prev_ring` (such a thread
+ * would take the new ring for its old one: skip adopting it, or take its
+ * prev_* for the new ring's end).  NULL at the limit or when out of memory.
+ */
 static struct rvt_ring *ring_new(int spare)
 {
 	if (live_rings >= cfg_max_buffers + (spare ? 1u : 0u))
