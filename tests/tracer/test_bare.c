@@ -4,7 +4,8 @@
  * single-threaded program that traces stays single-threaded to glibc
  * (__libc_single_threaded still 1, so malloc and stdio keep taking no
  * locks) while the budget thread runs beside it and mutes its hot function;
- * the program's errno is untouched meanwhile.  Then librvtrace's own sort
+ * the program's errno is untouched meanwhile, and the budget thread holds
+ * no privilege (in a root test process it runs as nobody).  Then librvtrace's own sort
  * against qsort and its own lock under contention (those make the process
  * multi-threaded: they run last).
  */
@@ -19,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/single_threaded.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -51,6 +54,39 @@ static int nthreads(void)
 	for (struct dirent *e; (e = readdir(d)) != NULL;)
 		n += e->d_name[0] != '.';
 	closedir(d);
+	return n;
+}
+
+/* The tid of this process's thread other than the calling one, or 0. */
+static pid_t other_thread(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	pid_t me = (pid_t)syscall(SYS_gettid), t = 0;
+	for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+		if (e->d_name[0] != '.' && atoi(e->d_name) != me)
+			t = atoi(e->d_name);
+	if (d)
+		closedir(d);
+	return t;
+}
+
+/* The numbers after `key` in /proc/self/task/TID/status (base 10, or 16
+ * for the Cap* lines) into v[0..4); how many were read. */
+static int status_line(pid_t tid, const char *key, unsigned long long *v)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	FILE *f = fopen(path, "r");
+	int n = 0;
+	while (f && n == 0 && fgets(line, sizeof(line), f))
+		if (strncmp(line, key, strlen(key)) == 0) {
+			const char *at = line + strlen(key);
+			n = key[0] == 'C'
+				    ? sscanf(at, "%llx %llx %llx %llx", &v[0], &v[1], &v[2], &v[3])
+				    : sscanf(at, "%llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3]);
+		}
+	if (f)
+		fclose(f);
 	return n;
 }
 
@@ -88,6 +124,19 @@ static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
 		return;
 	}
 	assert_int_equal(__libc_single_threaded, 1);
+	/* It holds no privilege: its ids are the real ones (nobody's for
+	 * root), it has no capability. */
+	pid_t b = other_thread();
+	assert_true(b > 0);
+	unsigned long long v[4];
+	unsigned long long uid = getuid() == 0 ? 65534 : getuid();
+	assert_int_equal(status_line(b, "Uid:", v), 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(v[i], uid);
+	assert_int_equal(status_line(b, "CapEff:", v), 1);
+	assert_int_equal(v[0], 0);
+	assert_int_equal(status_line(b, "CapPrm:", v), 1);
+	assert_int_equal(v[0], 0);
 	char *p = malloc(100); /* still glibc's single-threaded path: works */
 	assert_non_null(p);
 	free(p);

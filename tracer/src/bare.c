@@ -28,8 +28,8 @@
  * zero), above it a zeroed thread control block with the self pointers and
  * the stack and pointer guards copied from its creator.  It is made with
  * every signal blocked, so no handler of the program ever runs on it, and
- * it never exits: it dies with the process (or is not there in a fork's
- * child).
+ * gives up every privilege first (Credentials, below); it then runs until
+ * the process ends (it is not there in a fork's child).
  *
  * x86-64 with glibc only; elsewhere rvt_bare_start() returns -ENOSYS and
  * the caller uses pthread_create().
@@ -178,6 +178,74 @@ __asm__(".text\n"
 	"	.cfi_endproc\n"
 	".size rvt__clone, .-rvt__clone\n");
 
+/*
+ * Credentials.  Linux keeps them per thread, and glibc changes a process's
+ * (setuid() and friends) by signalling every thread it knows: not this one.
+ * A bare thread that kept the credentials it was made with would stay root
+ * in a program that dropped root after tracing started, and anyone who took
+ * over the program could take it over too.  So it gives up every privilege
+ * before anything else: all its user ids become the real one (nobody's,
+ * 65534, when that is root), all its group ids likewise, its supplementary
+ * groups go (when it may), its capabilities are cleared.  It needs none:
+ * futex, membarrier, madvise and mprotect on its own process ask for none,
+ * and /proc/self/mem, which a thread of another user than the process's
+ * owner may not open, has mprotect as its fallback (mute.c).  Should a step
+ * fail, the thread exits and rvt_bare_start() says so.
+ */
+#define NOBODY 65534
+
+/* Gives this thread no privilege (above): 0 or a negative errno. */
+static long drop_privileges(void)
+{
+	uint32_t r, e, s, rg, eg, sg;
+	long rc = rvt_sys(SYS_getresuid, (long)&r, (long)&e, (long)&s, 0);
+	if (rc == 0)
+		rc = rvt_sys(SYS_getresgid, (long)&rg, (long)&eg, (long)&sg, 0);
+	if (rc)
+		return rc;
+	int root = r == 0 || e == 0 || s == 0;
+	uint32_t uid = r == 0 ? NOBODY : r, gid = root || rg == 0 ? NOBODY : rg;
+	if (root)
+		rc = rvt_sys(SYS_setgroups, 0, 0, 0, 0);
+	if (rc == 0)
+		rc = rvt_sys(SYS_setresgid, gid, gid, gid, 0);
+	if (rc == 0)
+		rc = rvt_sys(SYS_setresuid, uid, uid, uid, 0);
+	if (rc == 0) { /* none left (they may survive a uid change: securebits) */
+		struct {
+			uint32_t version;
+			int pid;
+		} hdr = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
+		struct {
+			uint32_t effective, permitted, inheritable;
+		} data[2];
+		memset(data, 0, sizeof(data));
+		rc = rvt_sys(SYS_capset, (long)&hdr, (long)data, 0, 0);
+	}
+	return rc;
+}
+
+/* The start of a bare thread: what it runs, and how its start went (a
+ * futex word: 0 starting, 1 running, 2 failed and gone). */
+static struct {
+	void (*fn)(void *);
+	void *arg;
+	_Atomic uint32_t state;
+} start;
+
+static void bare_entry(void *unused)
+{
+	(void)unused;
+	void (*fn)(void *) = start.fn;
+	void *arg = start.arg;
+	uint32_t st = drop_privileges() == 0 ? 1 : 2;
+	atomic_store(&start.state, st);
+	rvt_sys(SYS_futex, (long)&start.state, FUTEX_WAKE_PRIVATE, 1, 0);
+	if (st == 1)
+		fn(arg);
+	/* Returning exits the thread (rvt__clone); its mapping is left. */
+}
+
 #define BARE_STACK (256u << 10)
 #define BARE_TCB   (16u << 10) /* above the thread pointer: struct pthread's room */
 
@@ -218,18 +286,25 @@ int rvt_bare_start(void (*fn)(void *), void *arg)
 	/* Every signal blocked, glibc's own too (pthread_sigmask would leave
 	 * those): the child inherits the mask. */
 	uint64_t all = ~UINT64_C(0), old = 0;
+	start.fn = fn;
+	start.arg = arg;
+	atomic_store(&start.state, 0);
 	long rc = rvt_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8);
 	if (rc == 0) {
 		rc = rvt__clone(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
 					CLONE_SYSVSEM | CLONE_SETTLS,
-				stack_top, (void *)tp, fn, arg);
+				stack_top, (void *)tp, bare_entry, NULL);
 		rvt_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8);
 	}
 	if (rc < 0) {
 		munmap(blk, total);
 		return (int)rc;
 	}
-	return 0;
+	/* Wait until it gave up its privileges (or could not, and left). */
+	uint32_t st;
+	while ((st = atomic_load(&start.state)) == 0)
+		rvt_sys(SYS_futex, (long)&start.state, FUTEX_WAIT_PRIVATE, 0, 0);
+	return st == 1 ? 0 : -EPERM;
 }
 #else
 int rvt_bare_start(void (*fn)(void *), void *arg)

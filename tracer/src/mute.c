@@ -87,8 +87,10 @@
  * rvt_sort; a module is found with _dl_find_object and read from its
  * headers in memory, a symbol from its dynamic table (no dl_iterate_phdr,
  * dladdr or malloc); the locks it shares are rvt_mu (the registry's, the
- * runtime keys'); it sleeps on futex words.  Under a sanitizer it is a
- * pthread.
+ * runtime keys'); it sleeps on futex words.  It holds no privilege
+ * (bare.c, Credentials): in a root process it runs as nobody, to whom
+ * /proc/self/mem is refused, so there it writes code with mprotect.  Under
+ * a sanitizer, or where it cannot drop its privileges, it is a pthread.
  *
  * Invariants: nothing here runs on the trace-point path or in a signal
  * handler; only the budget thread scans, patches and appends to the MUTED
@@ -1662,7 +1664,7 @@ static int budget_setup(void)
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) != 0)
 		return -errno;
 	int rc = BUDGET_BARE ? rvt_bare_start(budget_main, &B) : -ENOSYS;
-	if (rc == -ENOSYS) {
+	if (rc != 0) { /* no bare thread here, or it could not drop its privileges */
 		pthread_t th;
 		rc = -rvt_pthread_create_untraced(&th, NULL, budget_pthread, &B);
 		if (rc == 0)

@@ -369,9 +369,12 @@ RVT_HIDDEN void rvt_sort(void *base, size_t n, size_t size, int (*cmp)(const voi
 
 /* Starts fn(arg) on a thread made with clone() alone, which glibc does not
  * count (so the process stays single-threaded to it), with every signal
- * blocked, its own TLS (zero) and a 256 KiB stack; it never exits.  What
- * it may call is narrow (bare.c's top).  0, or a negative errno (-ENOSYS:
- * not x86-64 glibc): the caller then starts a pthread. */
+ * blocked, its own TLS (zero), a 256 KiB stack and no privilege (its ids
+ * the real ones, or nobody's for root; no capability); when fn returns the
+ * thread exits.  What it may call is narrow (bare.c's top).  Returns once
+ * the thread runs fn: 0, or a negative errno (-ENOSYS: not x86-64 glibc;
+ * -EPERM: it could not give up its privileges): the caller then starts a
+ * pthread.  One at a time (the caller serialises). */
 RVT_HIDDEN int rvt_bare_start(void (*fn)(void *), void *arg);
 
 /* Manual-key resolver (trace.h; symbols.c), read by the capture builder. */
