@@ -62,9 +62,11 @@ static pid_t other_thread(void)
 {
 	DIR *d = opendir("/proc/self/task");
 	pid_t me = (pid_t)syscall(SYS_gettid), t = 0;
-	for (struct dirent *e; d && (e = readdir(d)) != NULL;)
-		if (e->d_name[0] != '.' && atoi(e->d_name) != me)
-			t = atoi(e->d_name);
+	for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+		pid_t id = (pid_t)strtol(e->d_name, NULL, 10);
+		if (e->d_name[0] != '.' && id != me)
+			t = id;
+	}
 	if (d)
 		closedir(d);
 	return t;
