@@ -1605,8 +1605,10 @@ static void budget_main(void *arg)
 			period = PERIOD_BUSY_MS;
 		else
 			period = 2 * period < most ? 2 * period : most;
-		if (B->views == 0 || !atomic_load(&cfg_on)) {
-			/* Nothing traced: sleep until tracing starts again. */
+		if (!atomic_load(&cfg_on) || (B->views == 0 && rvt_tracing_threads() == 0)) {
+			/* Nothing traced: sleep until tracing starts again.  (A
+			 * thread that started but wrote nothing yet is no view:
+			 * the timed looks go on for it, backing off.) */
 			atomic_store(&rvt__wake.tps, 0);
 			while (atomic_exchange(&budget_go, 0) == 0)
 				rvt_sys(SYS_futex, (long)&budget_go, FUTEX_WAIT_PRIVATE, 0, 0);

@@ -434,6 +434,10 @@ struct rvt_ring_view {
  * and only for a thread that wrote half a chunk. */
 RVT_HIDDEN void rvt_ring_fill_ahead(struct rvt_ring *r, uint64_t cur, int wrapped);
 
+/* Threads that trace now, whether or not they wrote into their ring yet
+ * (rvt_rings_view shows only those that did).  Takes the registry lock. */
+RVT_HIDDEN size_t rvt_tracing_threads(void);
+
 /* Calls fn(arg, view) under the registry lock for every thread tracing into
  * a ring it has adopted.  fn reads the slots and the shadow stack with
  * relaxed atomic loads (the thread writes them meanwhile; the mappings stay

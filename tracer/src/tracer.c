@@ -787,6 +787,16 @@ void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view *v), void *
 	rvt_mu_unlock(&reg_lock);
 }
 
+size_t rvt_tracing_threads(void)
+{
+	size_t n = 0;
+	rvt_mu_lock(&reg_lock);
+	for (size_t i = 0; i < nrecs; i++)
+		n += recs[i].tracing && recs[i].t;
+	rvt_mu_unlock(&reg_lock);
+	return n;
+}
+
 void rvt_learning(int on)
 {
 	rvt_mu_lock(&reg_lock);
