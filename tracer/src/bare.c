@@ -47,26 +47,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-long rvt_sys(long nr, long a, long b, long c, long d)
-{
-#if defined(__x86_64__)
-	register long r10 __asm__("r10") = d;
-	__asm__ volatile("syscall"
-			 : "+a"(nr)
-			 : "D"(a), "S"(b), "d"(c), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return nr;
-#else
-	int saved = errno;
-	long rc = syscall(nr, a, b, c, d);
-	if (rc == -1) {
-		rc = -errno;
-		errno = saved;
-	}
-	return rc;
-#endif
-}
-
 /* ---- the lock ------------------------------------------------------------ */
 
 /* v: 0 free, 1 held, 2 held and maybe waited for (the classic three-state

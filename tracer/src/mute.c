@@ -236,6 +236,14 @@ struct site {
 	uint8_t call_len, jcc_len, exit;
 };
 
+/* What the budget reads of a module's dynamic section: the dynamic
+ * linker leaves its addresses as they are or relocates them by `base`
+ * (either is taken). */
+struct dyn_tables {
+	uintptr_t symtab, strtab, hash, gnu_hash, rela[2];
+	size_t strsz, relasz[2];
+};
+
 /* A module's executable code and the trace points found in it (sorted by
  * fn).  `lo`/`hi` bound its executable segments; seg_* are all its loaded
  * segments, the only memory the scan reads. */
@@ -248,7 +256,7 @@ struct module {
 	unsigned nseg;
 	struct site *sites; /* vec_grow'n; room for cap */
 	size_t nsites, cap;
-	const ElfW(Dyn) * dyn; /* its dynamic section, or NULL */
+	struct dyn_tables dyn; /* read from its dynamic section (dyn_read) */
 	uintptr_t *syms;       /* its dynamic symbols' addresses, sorted (scan_call) */
 	size_t nsyms, syms_bytes;
 };
@@ -489,14 +497,6 @@ static int scan_call(const struct module *m, uintptr_t lo, uintptr_t hi, struct 
 	return 0;
 }
 
-/* What the budget reads of a module's dynamic section: the dynamic
- * linker leaves its addresses as they are or relocates them by `base`
- * (either is taken). */
-struct dyn_tables {
-	uintptr_t symtab, strtab, hash, gnu_hash, rela[2];
-	size_t strsz, relasz[2];
-};
-
 static void dyn_read(const ElfW(Dyn) * dyn, uintptr_t base, struct dyn_tables *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -541,21 +541,20 @@ static void dyn_read(const ElfW(Dyn) * dyn, uintptr_t base, struct dyn_tables *t
  * gets the hook's address). */
 static int imports_hooks(const struct module *m)
 {
-	struct dyn_tables t;
-	dyn_read(m->dyn, m->base, &t);
-	if (!t.symtab || !t.strtab)
+	const struct dyn_tables *t = &m->dyn;
+	if (!t->symtab || !t->strtab)
 		return 0;
-	const ElfW(Sym) *sym = (const ElfW(Sym) *)t.symtab;
-	const char *str = (const char *)t.strtab;
+	const ElfW(Sym) *sym = (const ElfW(Sym) *)t->symtab;
+	const char *str = (const char *)t->strtab;
 	for (int k = 0; k < 2; k++) {
-		if (!t.rela[k])
+		if (!t->rela[k])
 			continue;
-		const ElfW(Rela) *r = (const ElfW(Rela) *)t.rela[k];
-		for (size_t i = 0; i < t.relasz[k] / sizeof(*r); i++) {
+		const ElfW(Rela) *r = (const ElfW(Rela) *)t->rela[k];
+		for (size_t i = 0; i < t->relasz[k] / sizeof(*r); i++) {
 			size_t si = ELF64_R_SYM(r[i].r_info);
-			size_t at = si ? sym[si].st_name : t.strsz;
-			if (at < t.strsz && (strcmp(str + at, "__cyg_profile_func_enter") == 0 ||
-					     strcmp(str + at, "__cyg_profile_func_exit") == 0))
+			size_t at = si ? sym[si].st_name : t->strsz;
+			if (at < t->strsz && (strcmp(str + at, "__cyg_profile_func_enter") == 0 ||
+					      strcmp(str + at, "__cyg_profile_func_exit") == 0))
 				return 1;
 		}
 	}
@@ -594,15 +593,13 @@ static int cmp_uptr(const void *a, const void *b)
  * dladdr would tell; the budget thread may not call it, bare.c). */
 static int load_syms(struct module *m)
 {
-	struct dyn_tables t;
-	dyn_read(m->dyn, m->base, &t);
-	size_t n = t.symtab ? dynsym_count(&t) : 0;
+	size_t n = m->dyn.symtab ? dynsym_count(&m->dyn) : 0;
 	if (n == 0 || n > (1u << 24))
 		return 0;
 	uintptr_t *v = vec_grow(NULL, 0, n * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	const ElfW(Sym) *sym = (const ElfW(Sym) *)t.symtab;
+	const ElfW(Sym) *sym = (const ElfW(Sym) *)m->dyn.symtab;
 	size_t k = 0;
 	for (size_t i = 1; i < n; i++)
 		if (sym[i].st_shndx != SHN_UNDEF && sym[i].st_value &&
@@ -665,10 +662,11 @@ static int mod_init(struct module *m, uintptr_t start, uintptr_t end, uintptr_t 
 	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	int here = 0, header = 0;
+	const ElfW(Dyn) *dyn = NULL;
 	m->lo = UINTPTR_MAX;
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
 		if (ph[i].p_type == PT_DYNAMIC)
-			m->dyn = (const ElfW(Dyn) *)(base + ph[i].p_vaddr);
+			dyn = (const ElfW(Dyn) *)(base + ph[i].p_vaddr);
 		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_R) || m->nseg == SEGS_MAX)
 			continue;
 		uintptr_t lo = base + ph[i].p_vaddr, hi = lo + ph[i].p_memsz;
@@ -685,6 +683,7 @@ static int mod_init(struct module *m, uintptr_t start, uintptr_t end, uintptr_t 
 	if (!here || !header)
 		return -1;
 	m->base = base;
+	dyn_read(dyn, base, &m->dyn);
 	m->hooks_imported = imports_hooks(m);
 	return 0;
 }

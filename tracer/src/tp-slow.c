@@ -154,18 +154,6 @@ static uint64_t *put(struct rvt__thread *t, uint64_t *p, uint64_t v)
 	return p;
 }
 
-#if defined(__x86_64__)
-/* FUTEX_WAKE of one waiter on `word`, errno untouched. */
-static void futex_wake(_Atomic uint32_t *word)
-{
-	long rc = SYS_futex;
-	__asm__ volatile("syscall"
-			 : "+a"(rc)
-			 : "D"(word), "S"((long)FUTEX_WAKE_PRIVATE), "d"(1L)
-			 : "rcx", "r11", "memory");
-}
-#endif
-
 /* At a bound `slots` after the previous one, counter `now`: wakes the
  * budget when they came faster than its threshold (rvt__wake). */
 static void wake_check(struct rvt_ring *r, uint64_t now, uint64_t slots)
@@ -182,7 +170,7 @@ static void wake_check(struct rvt_ring *r, uint64_t now, uint64_t slots)
 	if (now >= atomic_load_explicit(&rvt__wake.not_before, memory_order_relaxed) &&
 	    atomic_load_explicit(&rvt__wake.word, memory_order_relaxed) == 1 &&
 	    atomic_exchange(&rvt__wake.word, 0) == 1)
-		futex_wake(&rvt__wake.word);
+		rvt_sys(SYS_futex, (long)&rvt__wake.word, FUTEX_WAKE_PRIVATE, 1, 0);
 #endif
 }
 

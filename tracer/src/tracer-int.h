@@ -11,11 +11,13 @@
 #include "rearview/trace.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #define RVT_HIDDEN __attribute__((visibility("hidden")))
 
@@ -347,8 +349,27 @@ RVT_HIDDEN pid_t rvt_gettid(void);
 
 /* A system call made with the syscall instruction (x86-64; elsewhere
  * syscall() with errno restored): its result or a negative errno, errno
- * untouched. */
-RVT_HIDDEN long rvt_sys(long nr, long a, long b, long c, long d);
+ * untouched.  Inline, so a trace point may make one without a call (the
+ * budget's wake, tp-slow.c). */
+static inline long rvt_sys(long nr, long a, long b, long c, long d)
+{
+#if defined(__x86_64__)
+	register long r10 __asm__("r10") = d;
+	__asm__ volatile("syscall"
+			 : "+a"(nr)
+			 : "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return nr;
+#else
+	int saved = errno;
+	long rc = syscall(nr, a, b, c, d);
+	if (rc == -1) {
+		rc = -errno;
+		errno = saved;
+	}
+	return rc;
+#endif
+}
 
 /* librvtrace's own lock: a futex word, never glibc's, so a bare thread
  * (rvt_bare_start) may share it with the program's threads.  Zero is free
