@@ -111,7 +111,9 @@ static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
 	assert_int_equal(rvt_start(0), 0);
 	/* No trace point for a while after the start: the budget must not
 	 * take the thread for gone (it once slept for good after two looks
-	 * that found no ring in use). */
+	 * that found no ring in use, 1 ms apart).  Not a wait for an event:
+	 * the pause makes that state likely; a machine too slow to reach it
+	 * only makes the case weaker, never fail. */
 	struct timespec pause = {0, 50000000};
 	nanosleep(&pause, NULL);
 	double deadline = now_s() + 20;
