@@ -263,6 +263,25 @@ static __attribute__((format(printf, 2, 3))) bool daemon_log_has(struct wt *t, c
 /* Runs weston-simple-shm, then rv_slow_client with `extra` to completion
  * (its wp_presentation times in DIR/presented.txt).  Returns the client's
  * pid (exited 0) or -1. */
+/* Prints the last 2 KiB of the test's log `name` (why a step failed). */
+static void show_log(struct wt *t, const char *name)
+{
+	char path[200], buf[2048];
+	snprintf(path, sizeof(path), "%s/%s", t->h.dir, name);
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+	if (f) {
+		if (fseek(f, 0, SEEK_END) == 0 && ftell(f) > (long)sizeof(buf) - 1)
+			fseek(f, -(long)sizeof(buf) + 1, SEEK_END);
+		else
+			rewind(f);
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	print_message("--- %s (last %zu bytes) ---\n%s\n", name, n, buf);
+}
+
 static pid_t run_clients(struct wt *t, const char *extra)
 {
 	char control[200], presented[200];
@@ -279,8 +298,14 @@ static pid_t run_clients(struct wt *t, const char *extra)
 		char *argv[] = {(char *)SIMPLE_SHM, NULL};
 
 		t->shm = spawn(t, "simple-shm.log", argv, false);
-		if (!daemon_log_has(t, "foreground: pid %d\"", (int)t->shm))
+		if (!daemon_log_has(t, "foreground: pid %d\"", (int)t->shm)) {
+			print_message("the daemon never reported simple-shm (pid %d) as the "
+				      "foreground\n",
+				      (int)t->shm);
+			show_log(t, "simple-shm.log");
+			show_log(t, "daemon.log");
 			return -1;
+		}
 	}
 	snprintf(control, sizeof(control), "%s/control.sock", t->h.run);
 	snprintf(presented, sizeof(presented), "%s/presented.txt", t->h.dir);
@@ -303,10 +328,17 @@ static pid_t run_clients(struct wt *t, const char *extra)
 			pid_t pid = t->client;
 
 			t->client = 0;
-			return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? pid : -1;
+			if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+				return pid;
+			print_message("the client (pid %d) ended with status %#x\n", (int)pid, st);
+			show_log(t, "client.log");
+			return -1;
 		}
 		rvh_sleep_ms(20);
 	}
+	print_message("the client (pid %d) did not end within %d s\n", (int)t->client,
+		      3 * RVH_GUARD_S);
+	show_log(t, "client.log");
 	return -1;
 }
 
