@@ -113,7 +113,19 @@ $(OBJ)/tests/tracer/dlfix.o: CFLAGS += -finstrument-functions
 $(RVT_DLFIX): $(OBJ)/tests/tracer/dlfix.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libdlfix.so -o $@ $<
-$(OBJ)/tests/tracer/test_ring.o: CPPFLAGS += -DRVT_DLFIX='"$(abspath $(RVT_DLFIX))"'
+# The same in inline mode, renamed: its gate (trace-inline.h) registers at
+# dlopen and unregisters at dlclose.
+RVT_DLINL := $(TBIN)/tracer/libdlinl.so
+$(OBJ)/tests/tracer/dlinl.o: tests/tracer/dlfix.c tracer/include/rearview/trace-inline.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions \
+	  -include tracer/include/rearview/trace-inline.h \
+	  -Ddlfix_outer=dlinl_outer -Ddlfix_inner=dlinl_inner -c -o $@ $<
+$(RVT_DLINL): $(OBJ)/tests/tracer/dlinl.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libdlinl.so -o $@ $<
+$(OBJ)/tests/tracer/test_ring.o: CPPFLAGS += -DRVT_DLFIX='"$(abspath $(RVT_DLFIX))"' \
+	-DRVT_DLINL='"$(abspath $(RVT_DLINL))"'
 # A C++ method, for demangling (librvtrace finds __cxa_demangle weakly, so
 # libstdc++ is linked even though, librvtrace defining the personality
 # routine it interposes, nothing else of it is needed: --no-as-needed).
@@ -123,7 +135,7 @@ $(OBJ)/tests/tracer/cxxfix.o: tests/tracer/cxxfix.cc
 $(eval $(call rv_test,tracer,ring,$(RVT_TEST_OBJ) $(RVT_MODFIX) $(RVT_MODINL) $(OBJ)/tests/tracer/cxxfix.o,\
 	$(RVT_LDLIBS) -Wl$(comma)--no-as-needed -lstdc++ -Wl$(comma)--as-needed \
 	-Wl$(comma)-rpath$(comma)$(abspath $(TBIN)/tracer),unit))
-$(TBIN)/tracer/test_ring: | $(RVT_DLFIX)
+$(TBIN)/tracer/test_ring: | $(RVT_DLFIX) $(RVT_DLINL)
 $(eval $(call rv_test,tracer,protocol,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration tsan plain))
 $(eval $(call rv_test,tracer,signal,$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
 $(OBJ)/tests/tracer/test_signal_inline.o: CFLAGS += -finstrument-functions \

@@ -276,6 +276,23 @@ static void test_mute_inline_mode_hot_function_muted(void **state)
  * same, while big() (long calls, most of the time) and dense_loop() itself
  * stay traced.
  */
+/* What the gate check at the start of fn (its entry trace point,
+ * trace-inline.h) branches with: 1 `jb` (muted), 0 `jne`, -1 none found. */
+static int entry_gate_muted(const void *fn)
+{
+	const unsigned char *c = fn;
+	for (int i = 0; i < 32; i++) {
+		if (c[i] != 0x80 || c[i + 1] != 0x3d || c[i + 6] != 0)
+			continue;
+		const unsigned char *j = c + i + 7;
+		if (j[0] == 0x72 || (j[0] == 0x0f && j[1] == 0x82))
+			return 1;
+		if (j[0] == 0x75 || (j[0] == 0x0f && j[1] == 0x85))
+			return 0;
+	}
+	return -1;
+}
+
 static void mutes_dense_function(const struct fix *f)
 {
 	int rc = rvt_set_mute("on");
@@ -296,6 +313,12 @@ static void mutes_dense_function(const struct fix *f)
 		      (double)m->rate / 1e6, m->median_ns);
 	/* Short calls: the reason it could be muted. */
 	assert_true(m->median_ns < 1000);
+#ifdef RVT__INLINE_STUBS
+	/* Inline mode mutes at the gate: a muted trace point costs what a
+	 * process that traces nothing pays. */
+	if (f == &inl_fix)
+		assert_int_equal(entry_gate_muted((const void *)f->dense), 1);
+#endif
 	for (int i = 0; i < 20; i++) {
 		f->dense_loop(50000);
 		f->big(20000);

@@ -373,6 +373,49 @@ static void test_ring_closed_library_keeps_its_names(void **state)
 	assert_int_equal(rvt_stop(0, 1), 0);
 }
 
+#ifdef RVT__INLINE_STUBS
+/* The test program's own gate (trace-inline.h, "The gate"), which its
+ * inline-mode fixtures define. */
+extern unsigned char rvt__gate __attribute__((__visibility__("hidden")));
+#endif
+
+/* The gates are open while some thread traces and closed while none does;
+ * a module opened meanwhile starts with its gate open (its functions are
+ * recorded), and a module closed is forgotten: stopping after its dlclose
+ * writes no byte of its unmapped gate. */
+static void test_ring_gates_follow_tracing_across_dlopen_and_dlclose(void **state)
+{
+	(void)state;
+#ifndef RVT__INLINE_STUBS
+	skip(); /* no gate: the trace point is C (ThreadSanitizer, portable) */
+#else
+	assert_int_equal(rvt_stop(0, 1), 0);
+	assert_int_equal(__atomic_load_n(&rvt__gate, __ATOMIC_RELAXED), 0);
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(__atomic_load_n(&rvt__gate, __ATOMIC_RELAXED), 1);
+	void *h = dlopen(RVT_DLINL, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	int (*outer)(int) = (int (*)(int))dlsym(h, "dlinl_outer");
+	assert_non_null(outer);
+	assert_int_equal(outer(4), 5);
+	assert_int_equal(dlclose(h), 0);
+	assert_null(dlopen(RVT_DLINL, RTLD_NOW | RTLD_NOLOAD));
+	assert_int_equal(rvt_stop(0, 0), 0);
+	assert_int_equal(__atomic_load_n(&rvt__gate, __ATOMIC_RELAXED), 0);
+	struct cu_capture c;
+	capture_self(&c);
+	long a = cu_find_entry(&c, "dlinl_outer", 0);
+	assert_true(a >= 0);
+	assert_int_equal(cu_find_entry(&c, "dlinl_inner", (size_t)a), a + 1);
+	cu_release(&c);
+	/* Open and closed again, with the closed module's gate gone. */
+	assert_int_equal(rvt_start(0), 0);
+	assert_int_equal(__atomic_load_n(&rvt__gate, __ATOMIC_RELAXED), 1);
+	assert_int_equal(rvt_stop(0, 1), 0);
+	assert_int_equal(__atomic_load_n(&rvt__gate, __ATOMIC_RELAXED), 0);
+#endif
+}
+
 /* A frame begun before tracing started, in call and inline mode: its exit
  * comes with an EXIT_OF record naming it (FORMAT.md §1). */
 static void check_named_exit(int (*start_inside)(void), const char *name, const char *leaf)
@@ -557,6 +600,7 @@ int main(void)
 		cmocka_unit_test(test_ring_multi_module_chain_found_by_name),
 		cmocka_unit_test(test_ring_inline_mode_shared_object_chain_found_by_name),
 		cmocka_unit_test(test_ring_closed_library_keeps_its_names),
+		cmocka_unit_test(test_ring_gates_follow_tracing_across_dlopen_and_dlclose),
 		cmocka_unit_test(test_ring_frame_begun_before_tracing_named_at_its_exit),
 		cmocka_unit_test(test_ring_cxx_method_name_is_demangled),
 		cmocka_unit_test(test_ring_manual_trace_points_named_by_resolver),

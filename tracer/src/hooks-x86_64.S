@@ -18,9 +18,11 @@
  * Call mode: the untraced case is one TLS compare, a branch and a return,
  * with no stack frame.
  *
- * Inline mode: the inlined check in trace-inline.h is one TLS compare and a
- * branch; only a traced thread calls a stub, with the function in %rax (the
- * exit too), after moving %rsp below the caller's red zone (128 bytes).  A stub may
+ * Inline mode: the inlined check in trace-inline.h is the module's gate (a
+ * byte compare and a branch), then, while some thread traces, one TLS
+ * compare and a branch; only a traced thread calls a stub, with the function
+ * in %rax (the exit too), after moving %rsp below the caller's red zone (128
+ * bytes).  A stub may
  * clobber %r11 and the flags (the inline asm declares them) and preserves
  * every other register: it saves the four the body uses, and the C slow
  * paths are compiled with -mgeneral-regs-only, so vector and x87 state is

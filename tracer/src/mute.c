@@ -42,21 +42,21 @@
  *
  * Muting without traps.  A function's trace points are found by reading the
  * code of its module once (scan_module): rvcc's inline mode compiles each
- * into `cmpq $0, %fs:(%r11); jne COLD` with, at COLD, the function's address
- * loaded into %rax and `call rvt__inl_enter/exit`; call mode is `call
+ * into the gate check `cmpb $0, rvt__gate(%rip); jne COLD` with, at COLD,
+ * the thread's check, the function's address loaded into %rax and `call
+ * rvt__inl_enter/exit` (trace-inline.h); call mode is `call
  * __cyg_profile_func_enter/exit` after the function's address is loaded
  * into %rdi.  Muting changes one byte of each such instruction: a `call
  * rel32` becomes `cmp $imm32, %eax`, a `call *GOT(%rip)` becomes `cmp
- * GOT(%rip), %edx`, and the inline check's `jne` becomes `jb` (never taken
- * after a compare with 0), so a muted trace point costs what an untraced
- * thread's does.  Each new instruction has the old one's length and only
- * touches the flags (which the trace point's asm and a call clobber
- * anyway), so a processor that fetches it while the byte changes executes
- * either the old instruction or the new one; membarrier(SYNC_CORE)
- * afterwards makes every thread of the process serialise before it runs
- * user code again, after which all run the new one (the reasoning of the
- * int3 protocol, whose steps are such single-byte changes too — without the
- * int3, so no signal ever reaches the program).
+ * GOT(%rip), %edx`, and the gate's `jne` becomes `jb` (never taken after a
+ * compare with 0), so a muted trace point costs what an untraced thread's
+ * does (in inline mode: what a process that traces nothing pays).  Each new instruction has the old
+ * one's length and only touches the flags (which the trace point's asm and a call clobber anyway),
+ * so a processor that fetches it while the byte changes executes either the old instruction or the
+ * new one; membarrier(SYNC_CORE) afterwards makes every thread of the process serialise before it
+ * runs user code again, after which all run the new one (the reasoning of the int3 protocol, whose
+ * steps are such single-byte changes too — without the int3, so no signal ever reaches the
+ * program).
  *
  * Entries and exits stay paired.  A function's entry sites are muted first;
  * its exits keep running and the exit trace point itself (trace-inline.h,
@@ -417,34 +417,120 @@ static int site_add(struct site_vec *sv, const struct site *s)
 	return 0;
 }
 
-/* Inline mode: every check `cmpq $0, %fs:(%r11); jne T` whose block at T
- * loads the function into %rax and calls an inline stub. */
+/* A gate's jump (trace-inline.h, "The gate"): `cmpb $0, gate(%rip)`
+ * followed by the `jne` at `jcc` (jlen bytes) to `target`. */
+struct gate_jump {
+	uintptr_t target, jcc;
+	uint8_t jlen;
+};
+
+static int cmp_gate_jump(const void *a, const void *b)
+{
+	uintptr_t x = ((const struct gate_jump *)a)->target,
+		  y = ((const struct gate_jump *)b)->target;
+	return (x > y) - (x < y);
+}
+
+/* The conditional jump at p: its length and target when it is `jne` (short
+ * or near), else 0. */
+static unsigned jne_at(const struct module *m, uintptr_t p, uintptr_t *target)
+{
+	const uint8_t *j = (const uint8_t *)p;
+	if (!in_text(m, p, 6))
+		return 0;
+	if (j[0] == 0x0f && j[1] == 0x85) {
+		*target = p + 6 + (intptr_t)rd32(j + 2);
+		return 6;
+	}
+	if (j[0] == 0x75) {
+		*target = p + 2 + (int8_t)j[1];
+		return 2;
+	}
+	return 0;
+}
+
+/* Every `cmpb $0, X(%rip); jne T` in [lo, hi), sorted by T, in a mapping
+ * of *bytes bytes (the caller frees it with vec_free); *n of them.  Which
+ * are gates' is told by what is at T (scan_inline).  -ENOMEM. */
+static int gate_jumps(const struct module *m, uintptr_t lo, uintptr_t hi, struct gate_jump **out,
+		      size_t *n, size_t *bytes)
+{
+	static const uint8_t CMPB[2] = {0x80, 0x3d};
+	const uint8_t *p = (const uint8_t *)lo, *end = (const uint8_t *)hi;
+	struct gate_jump *v = NULL;
+	size_t k = 0, cap = 0;
+	while ((p = memmem(p, (size_t)(end - p), CMPB, sizeof(CMPB))) != NULL) {
+		uintptr_t c = (uintptr_t)p++, t;
+		unsigned len;
+		if (!in_text(m, c, 7) || ((const uint8_t *)c)[6] != 0 ||
+		    (len = jne_at(m, c + 7, &t)) == 0)
+			continue;
+		if (k == cap) {
+			size_t ncap = cap ? 2 * cap : 1024;
+			struct gate_jump *w = vec_grow(v, k * sizeof(*v), ncap * sizeof(*v));
+			if (!w) {
+				vec_free(v, cap * sizeof(*v));
+				return -ENOMEM;
+			}
+			vec_free(v, cap * sizeof(*v));
+			v = w;
+			cap = ncap;
+		}
+		v[k++] = (struct gate_jump){t, c + 7, (uint8_t)len};
+	}
+	if (k)
+		rvt_sort(v, k, sizeof(*v), cmp_gate_jump);
+	*out = v;
+	*n = k;
+	*bytes = cap * sizeof(*v);
+	return 0;
+}
+
+/* The first of the n sorted gate jumps g whose target is `t`, or n. */
+static size_t gate_jump_to(const struct gate_jump *g, size_t n, uintptr_t t)
+{
+	size_t a = 0, b = n;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (g[mid].target < t)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a;
+}
+
+/*
+ * Inline mode: every check `movq rvt__tls@gottpoff(%rip), %r11; cmpq $0,
+ * %fs:(%r11); jne T` whose block at T loads the function into %rax and
+ * calls an inline stub.  The check is reached through the gates' jumps to
+ * its first instruction (or to the function's load, when the compiler put
+ * that first): each such jump is a site, and muting changes its `jne`, so
+ * a muted trace point costs what a closed gate does.  A check no gate
+ * leads to (a module built before the gates) is a site of its own `jne`.
+ */
 static int scan_inline(const struct module *m, uintptr_t lo, uintptr_t hi, struct site_vec *sv)
 {
+	struct gate_jump *g;
+	size_t ng, gbytes;
+	if (gate_jumps(m, lo, hi, &g, &ng, &gbytes))
+		return -ENOMEM;
+	int rc = 0;
 	const uint8_t *p = (const uint8_t *)lo, *end = (const uint8_t *)hi;
-	while ((p = memmem(p, (size_t)(end - p), CHECK, sizeof(CHECK))) != NULL) {
+	while (rc == 0 && (p = memmem(p, (size_t)(end - p), CHECK, sizeof(CHECK))) != NULL) {
 		uintptr_t h = (uintptr_t)p;
 		p++;
-		const uint8_t *j = (const uint8_t *)h + 5;
-		uintptr_t jcc, target;
-		unsigned jlen;
-		if (!in_text(m, (uintptr_t)j, 6))
+		uintptr_t target;
+		unsigned jlen = jne_at(m, h + 5, &target);
+		if (!jlen)
 			continue;
-		if (j[0] == 0x0f && j[1] == 0x85) {
-			jlen = 6;
-			target = (uintptr_t)j + 6 + (intptr_t)rd32(j + 2);
-		} else if (j[0] == 0x75) {
-			jlen = 2;
-			target = (uintptr_t)j + 2 + (int8_t)j[1];
-		} else {
-			continue;
-		}
-		jcc = (uintptr_t)j;
 		unsigned len = 0;
-		uintptr_t fn = fn_load(m, target, 0, &len);
+		uintptr_t fn = fn_load(m, target, 0, &len), first = h - 7;
 		uintptr_t q = target + len;
-		if (!fn && h >= m->lo + 14)
+		if (!fn && h >= m->lo + 14) {
 			fn = fn_load(m, h - 14, 0, &len); /* loaded before the check */
+			first = fn ? h - 14 : first;
+		}
 		if (!fn || !in_text(m, q, 5) || memcmp((const void *)q, RZ_DOWN, 5) != 0)
 			continue;
 		uintptr_t t = 0;
@@ -452,11 +538,20 @@ static int scan_inline(const struct module *m, uintptr_t lo, uintptr_t hi, struc
 		enum hook k = clen ? hook_at(m, t) : H_NONE;
 		if (k != H_INL_ENTER && k != H_INL_EXIT)
 			continue;
-		struct site s = {fn, q + 5, jcc, (uint8_t)clen, (uint8_t)jlen, k == H_INL_EXIT};
-		if (site_add(sv, &s))
-			return -ENOMEM;
+		struct site s = {fn, q + 5, h + 5, (uint8_t)clen, (uint8_t)jlen, k == H_INL_EXIT};
+		size_t at = gate_jump_to(g, ng, first);
+		if (at == ng || g[at].target != first) {
+			rc = site_add(sv, &s);
+			continue;
+		}
+		for (; rc == 0 && at < ng && g[at].target == first; at++) {
+			s.jcc = g[at].jcc;
+			s.jcc_len = g[at].jlen;
+			rc = site_add(sv, &s);
+		}
 	}
-	return 0;
+	vec_free(g, gbytes);
+	return rc ? -ENOMEM : 0;
 }
 
 static int starts_symbol(const struct module *m, uintptr_t f);

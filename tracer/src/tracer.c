@@ -483,6 +483,64 @@ static void ring_end_locked(struct rvt__thread *t, struct rvt_ring *old)
 	}
 }
 
+/* ---- the gates (trace-inline.h, "The gate") ------------------------------- */
+
+/* Every inline-mode module's gate byte, registered by the module's
+ * constructor and unregistered by its destructor (so a dlclose'd module's
+ * byte is never written).  All are open (1) while some thread traces and
+ * closed (0) while none does; a gate that found no room is opened for good.
+ * Only the trace points read them (a plain load: a thread that sees a
+ * change late records from a little later or stops a little later, which
+ * a start or stop is anyway).  Lock order: reg_lock before gate_lock. */
+#define GATES_MAX 1024u
+static struct rvt_mu gate_lock = RVT_MU_INIT;
+static unsigned char *gates[GATES_MAX];
+static size_t ngates;
+static unsigned char gates_open; /* under gate_lock */
+
+void rvt__gate_register(unsigned char *gate)
+{
+	unsigned char v = 1; /* no room: open for good */
+	rvt_mu_lock(&gate_lock);
+	if (ngates < GATES_MAX) {
+		gates[ngates++] = gate;
+		v = gates_open;
+	}
+	__atomic_store_n(gate, v, __ATOMIC_RELAXED);
+	rvt_mu_unlock(&gate_lock);
+}
+
+void rvt__gate_unregister(unsigned char *gate)
+{
+	rvt_mu_lock(&gate_lock);
+	for (size_t i = 0; i < ngates; i++)
+		if (gates[i] == gate) {
+			gates[i] = gates[--ngates];
+			break;
+		}
+	rvt_mu_unlock(&gate_lock);
+}
+
+static void gates_set(unsigned char open)
+{
+	rvt_mu_lock(&gate_lock);
+	if (gates_open != open) {
+		gates_open = open;
+		for (size_t i = 0; i < ngates; i++)
+			__atomic_store_n(gates[i], open, __ATOMIC_RELAXED);
+	}
+	rvt_mu_unlock(&gate_lock);
+}
+
+/* Under reg_lock: closes the gates when no thread traces any more. */
+static void gates_update_locked(void)
+{
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].tracing && recs[i].t)
+			return;
+	gates_set(0);
+}
+
 /*
  * Moves r's thread from its ring (r->ring) to `next` (NULL: stops it) — the
  * control side of trace-inline.h's DESIGN — and records the old ring's end
@@ -601,6 +659,7 @@ static int start_locked(struct rec *r, const uint64_t *lost_from)
 	/* A start after tracing was off begins the shadow stack empty. */
 	r->ring->shadow = r->shadow;
 	r->ring->carry_shadow = 0;
+	gates_set(1); /* before start: the thread's trace points reach the check */
 	/* Partner: the acquire load of start in rvt__adopt. */
 	RVT__ST_REL(r->t->start, (uintptr_t)r->ring);
 	r->tracing = 1;
@@ -629,6 +688,7 @@ static void on_thread_exit(void *arg)
 			}
 			break;
 		}
+	gates_update_locked();
 	rvt_mu_unlock(&reg_lock);
 }
 
@@ -658,6 +718,10 @@ static void atfork_child(void)
 	}
 	nrecs = 0;
 	live_rings = 0;
+	/* No thread of the child traces; a gate_lock some other thread of
+	 * the parent held is free here. */
+	gate_lock = (struct rvt_mu)RVT_MU_INIT;
+	gates_set(0);
 	rvt_runtime_atfork_child();
 	/* The child is a new process for membarrier: register it again. */
 	syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
@@ -827,6 +891,7 @@ static int stop_tid(pid_t tid, int release)
 		if (!r->t)
 			*r = recs[--nrecs];
 	}
+	gates_update_locked();
 	rvt_mu_unlock(&reg_lock);
 	return rc;
 }
@@ -853,6 +918,7 @@ static int release_all(void)
 			i++;
 	}
 	assert(rc != 0 || live_rings == 0);
+	gates_update_locked();
 	rvt_mu_unlock(&reg_lock);
 	return rc;
 }

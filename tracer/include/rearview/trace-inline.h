@@ -24,8 +24,8 @@
  * make a configure probe answer differently; tests/rvcc checks it is clean
  * under strict warnings all the same (RVT__CHECK_WARNINGS drops the pragma).
  * Every name it adds starts with rvt__, RVT__ or RVT_, or is one of gcc's
- * instrumentation hooks; nothing it declares is defined in the program, so
- * the program exports nothing new.
+ * instrumentation hooks; what it defines in the program (the gate, below)
+ * is hidden, so the program exports nothing new.
  *
  * The per-thread state below is librvtrace's internal ABI (names start with
  * rvt__); it may change between library versions, so rebuild inline-mode
@@ -212,6 +212,11 @@ extern __thread struct rvt__thread rvt__tls __attribute__((__tls_model__("initia
  * RVT__START_LEARN) if it is not `seen`; returns 0 if tracing must not go on
  * (start is 0). */
 __attribute__((__visibility__("default"))) int rvt__adopt(struct rvt__thread *t);
+/* A module's gate (x86-64 inline mode, "The gate" below): its constructor
+ * hands it to librvtrace, which sets it to whether some thread traces, and
+ * its destructor takes it back. */
+__attribute__((__visibility__("default"))) void rvt__gate_register(unsigned char *gate);
+__attribute__((__visibility__("default"))) void rvt__gate_unregister(unsigned char *gate);
 /* With busy set: writes a CLOCK record for `now` (counter >> shift) and the
  * STACK record of the open frames, sets hi; returns `now`. */
 __attribute__((__visibility__("default"))) rvt__u64 rvt__clock(struct rvt__thread *t, rvt__u64 now);
@@ -277,7 +282,9 @@ extern __inline__ RVT__ALWAYS rvt__uptr rvt__sp(void)
  * One trace point: an entry of `fn` when `entry`, else an exit of `fn` (0
  * when unknown); `sp` is the instrumented function's stack pointer (entries
  * only; see Shadow stack).
- * The hot branch (tracing off) is one TLS load and a compare.
+ * The hot branch (tracing off) is one TLS load and a compare (the C trace
+ * point: RVT_INLINE_PORTABLE, ThreadSanitizer, aarch64; x86-64's inline
+ * stubs check the module's gate first, below).
  */
 extern __inline__ RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, rvt__uptr sp);
 extern __inline__ RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, rvt__uptr sp)
@@ -356,13 +363,33 @@ extern __inline__ RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, r
 
 /*
  * On x86-64 (not under ThreadSanitizer, which must see the accesses) the
- * inlined part of a trace point is only the off check — one TLS compare and
- * a branch that clobber nothing but the flags and %r11 — and a traced thread
- * calls librvtrace's rvt__inl_enter/exit (hooks-x86_64.S), which write the
- * slot and preserve every register but %r11 (which the check clobbers
- * already).  The instrumented function therefore needs no extra register or
- * spill for its trace points.  The call first steps below the x86-64 red
- * zone, which the function may be using since the compiler sees no call.
+ * inlined part of a trace point is only the off check, in two steps, and a
+ * traced thread calls librvtrace's rvt__inl_enter/exit (hooks-x86_64.S),
+ * which write the slot and preserve every register but %r11.
+ *
+ *   gate   `cmpb $0, rvt__gate(%rip); jne` — the module's gate, a byte of
+ *          its own (below), is 0 while no thread of the process traces:
+ *          an untraced process pays one load, compare and branch per trace
+ *          point, with no TLS access, register or GOT load.
+ *   check  (out of line, reached only through an open gate) the thread's
+ *          own switch: `movq rvt__tls@gottpoff(%rip), %r11; cmpq $0,
+ *          %fs:(%r11); jne` to the call — clobbering only the flags and
+ *          %r11, which the stub may clobber too.
+ *
+ * The instrumented function therefore needs no extra register or spill for
+ * its trace points.  The call first steps below the x86-64 red zone, which
+ * the function may be using since the compiler sees no call.  The budget
+ * (mute.c) mutes a trace point by turning its gate's `jne` into a `jb`.
+ *
+ * The gate.  Every translation unit's first trace point defines, once
+ * (.ifndef), a COMDAT group `rvt__gate` that the linker keeps once per
+ * executable or shared library: the byte rvt__gate, and a constructor and
+ * destructor (in .init_array/.fini_array) that hand its address to
+ * librvtrace (rvt__gate_register/unregister, tracer.c), which opens every
+ * registered gate while some thread traces and closes them when none does.
+ * All three symbols are hidden: the module exports nothing new.  A module
+ * registered with a library that has no room for its gate has the gate
+ * opened for good (the check alone then decides, as before).
  * Define RVT_INLINE_PORTABLE to inline the whole C trace point instead.
  */
 #if defined(__SANITIZE_THREAD__)
@@ -385,8 +412,49 @@ void __cyg_profile_func_exit(void *fn, void *call_site) RVT__NOTRACE;
 #else
 #define RVT__COLD_LABEL __attribute__((__cold__))
 #endif
-/* Jumps to the label `on` when the calling thread is traced (start != 0).
+/* The gate's definitions (see above), each emitted once per translation
+ * unit (.ifndef), each template under the 509 characters C90 promises: the
+ * byte, by the gate check; its constructor and destructor, with their
+ * .init_array/.fini_array entries, by the check's out-of-line part (no code
+ * there: they go to sections of their own).  endbr64 is a no-op where
+ * indirect branch tracking is off or unknown. */
+#define RVT__GATE_BYTE                                                     \
+	".ifndef rvt__gate\n\t"                                            \
+	".pushsection .bss.rvt__gate,\"awG\",@nobits,rvt__gate,comdat\n\t" \
+	".globl rvt__gate\n\t"                                             \
+	".hidden rvt__gate\n"                                              \
+	"rvt__gate: .zero 1\n\t"                                           \
+	".popsection\n\t"                                                  \
+	".endif\n\t"
+#define RVT__GATE_HOOKS                                                     \
+	".ifndef .Lrvt__gate_init\n"                                        \
+	".pushsection .text.rvt__gate,\"axG\",@progbits,rvt__gate,comdat\n" \
+	".Lrvt__gate_init:endbr64\n"                                        \
+	"leaq rvt__gate(%%rip),%%rdi\n"                                     \
+	"jmp rvt__gate_register@PLT\n"                                      \
+	".Lrvt__gate_fini:endbr64\n"                                        \
+	"leaq rvt__gate(%%rip),%%rdi\n"                                     \
+	"jmp rvt__gate_unregister@PLT\n"                                    \
+	".section .init_array,\"awG\",@init_array,rvt__gate,comdat\n"       \
+	".balign 8\n"                                                       \
+	".quad .Lrvt__gate_init\n"                                          \
+	".section .fini_array,\"awG\",@fini_array,rvt__gate,comdat\n"       \
+	".balign 8\n"                                                       \
+	".quad .Lrvt__gate_fini\n"                                          \
+	".popsection\n"                                                     \
+	".endif"
+/* Jumps to the label `open` when the module's gate is open.
  * (No # or ## in these macros: -traditional-cpp has neither.) */
+#define RVT__IF_GATE_GOTO_OPEN                                      \
+	__asm__ goto(RVT__GATE_BYTE "cmpb $0, rvt__gate(%%rip)\n\t" \
+				    "jne %l[open]"                  \
+		     :                                              \
+		     :                                              \
+		     : "cc"                                         \
+		     : open)
+/* The gate's constructor and destructor (no instruction here). */
+#define RVT__GATE_HOOKS_HERE __asm__ __volatile__(RVT__GATE_HOOKS : :)
+/* Jumps to the label `on` when the calling thread is traced (start != 0). */
 #define RVT__IF_TRACED_GOTO_ON                                  \
 	__asm__ goto("movq rvt__tls@gottpoff(%%rip), %%r11\n\t" \
 		     "cmpq $0, %%fs:(%%r11)\n\t"                \
@@ -404,6 +472,11 @@ void __cyg_profile_func_exit(void *fn, void *call_site) RVT__NOTRACE;
 extern __inline__ RVT__ALWAYS void __cyg_profile_func_enter(void *fn, void *call_site)
 {
 	(void)call_site;
+	RVT__IF_GATE_GOTO_OPEN;
+	return;
+open:
+	RVT__COLD_LABEL;
+	RVT__GATE_HOOKS_HERE;
 	RVT__IF_TRACED_GOTO_ON;
 	return;
 on:
@@ -417,6 +490,11 @@ on:
 extern __inline__ RVT__ALWAYS void __cyg_profile_func_exit(void *fn, void *call_site)
 {
 	(void)call_site;
+	RVT__IF_GATE_GOTO_OPEN;
+	return;
+open:
+	RVT__COLD_LABEL;
+	RVT__GATE_HOOKS_HERE;
 	RVT__IF_TRACED_GOTO_ON;
 	return;
 on:
