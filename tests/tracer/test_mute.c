@@ -276,12 +276,13 @@ static void test_mute_inline_mode_hot_function_muted(void **state)
  * same, while big() (long calls, most of the time) and dense_loop() itself
  * stay traced.
  */
-/* What the gate check at the start of fn (its entry trace point,
- * trace-inline.h) branches with: 1 `jb` (muted), 0 `jne`, -1 none found. */
+/* What the first gate check of fn (its entry trace point, trace-inline.h;
+ * after a sanitizer's prologue, if any) branches with: 1 `jb` (muted), 0
+ * `jne`, -1 none found. */
 static int entry_gate_muted(const void *fn)
 {
 	const unsigned char *c = fn;
-	for (int i = 0; i < 32; i++) {
+	for (int i = 0; i < 256; i++) {
 		if (c[i] != 0x80 || c[i + 1] != 0x3d || c[i + 6] != 0)
 			continue;
 		const unsigned char *j = c + i + 7;
