@@ -387,9 +387,12 @@ extern __inline__ RVT__ALWAYS void rvt__trace_point(const void *fn, int entry, r
  * destructor (in .init_array/.fini_array) that hand its address to
  * librvtrace (rvt__gate_register/unregister, tracer.c), which opens every
  * registered gate while some thread traces and closes them when none does.
- * All three symbols are hidden: the module exports nothing new.  A module
- * registered with a library that has no room for its gate has the gate
- * opened for good (the check alone then decides, as before).
+ * The byte is a hidden symbol and the constructor's labels are the
+ * assembler's own: the module exports nothing new.  A module registered
+ * with a library that has no room for its gate has the gate opened for good
+ * (the check alone then decides, as before).  The module's constructors
+ * that run before the gate's record nothing, even in a process that traces
+ * from its start.
  * Define RVT_INLINE_PORTABLE to inline the whole C trace point instead.
  */
 #if defined(__SANITIZE_THREAD__)
