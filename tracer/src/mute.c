@@ -50,12 +50,14 @@
  * rel32` becomes `cmp $imm32, %eax`, a `call *GOT(%rip)` becomes `cmp
  * GOT(%rip), %edx`, and the gate's `jne` becomes `jb` (never taken after a
  * compare with 0), so a muted trace point costs what an untraced thread's
- * does (in inline mode: what a process that traces nothing pays).  Each new instruction has the old
- * one's length and only touches the flags (which the trace point's asm and a call clobber anyway),
- * so a processor that fetches it while the byte changes executes either the old instruction or the
- * new one; membarrier(SYNC_CORE) afterwards makes every thread of the process serialise before it
- * runs user code again, after which all run the new one (the reasoning of the int3 protocol, whose
- * steps are such single-byte changes too — without the int3, so no signal ever reaches the
+ * does (in inline mode: what a process that traces nothing pays).  Each new
+ * instruction has the old one's length and only touches the flags (which
+ * the trace point's asm and a call clobber anyway), so a processor that
+ * fetches it while the byte changes executes either the old instruction or
+ * the new one; membarrier(SYNC_CORE) afterwards makes every thread of the
+ * process serialise before it runs user code again, after which all run the
+ * new one (the reasoning of the int3 protocol, whose steps are such
+ * single-byte changes too — without the int3, so no signal ever reaches the
  * program).
  *
  * Entries and exits stay paired.  A function's entry sites are muted first;
