@@ -399,6 +399,23 @@ static void vec_free(void *p, size_t bytes)
 		munmap(p, bytes);
 }
 
+/* A table v of n elements of `size` bytes with room for *cap, with room for
+ * one more: v itself, or its copy in a mapping twice as large (`first`
+ * elements when v is NULL; v is unmapped, *cap updated).  NULL when out of
+ * memory (v is left as it was). */
+static void *vec_room(void *v, size_t n, size_t *cap, size_t size, size_t first)
+{
+	if (n < *cap)
+		return v;
+	size_t c = *cap ? 2 * *cap : first;
+	void *w = vec_grow(v, n * size, c * size);
+	if (!w)
+		return NULL;
+	vec_free(v, *cap * size);
+	*cap = c;
+	return w;
+}
+
 struct site_vec {
 	struct site *v;
 	size_t n, cap;
@@ -406,15 +423,10 @@ struct site_vec {
 
 static int site_add(struct site_vec *sv, const struct site *s)
 {
-	if (sv->n == sv->cap) {
-		size_t cap = sv->cap ? 2 * sv->cap : 256;
-		struct site *v = vec_grow(sv->v, sv->n * sizeof(*v), cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		vec_free(sv->v, sv->cap * sizeof(*v));
-		sv->v = v;
-		sv->cap = cap;
-	}
+	struct site *v = vec_room(sv->v, sv->n, &sv->cap, sizeof(*v), 256);
+	if (!v)
+		return -ENOMEM;
+	sv->v = v;
 	sv->v[sv->n++] = *s;
 	return 0;
 }
@@ -467,17 +479,12 @@ static int gate_jumps(const struct module *m, uintptr_t lo, uintptr_t hi, struct
 		if (!in_text(m, c, 7) || ((const uint8_t *)c)[6] != 0 ||
 		    (len = jne_at(m, c + 7, &t)) == 0)
 			continue;
-		if (k == cap) {
-			size_t ncap = cap ? 2 * cap : 1024;
-			struct gate_jump *w = vec_grow(v, k * sizeof(*v), ncap * sizeof(*v));
-			if (!w) {
-				vec_free(v, cap * sizeof(*v));
-				return -ENOMEM;
-			}
+		struct gate_jump *w = vec_room(v, k, &cap, sizeof(*v), 1024);
+		if (!w) {
 			vec_free(v, cap * sizeof(*v));
-			v = w;
-			cap = ncap;
+			return -ENOMEM;
 		}
+		v = w;
 		v[k++] = (struct gate_jump){t, c + 7, (uint8_t)len};
 	}
 	if (k)
