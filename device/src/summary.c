@@ -305,6 +305,9 @@ int rvd_summary_build(const uint8_t *buf, size_t len, const struct Rearview__Pol
 		snprintf(err, errsz, "%s", e.msg[0] ? e.msg : strerror(-rc));
 		return rc;
 	}
+	/* The upload's summary carries measured self times, as the server's
+	 * sums (a muted function's estimate is for rvtrace's views). */
+	rva_mstat_measured(sum.stats, sum.trace->nmethods);
 	if ((rc = rva_chains_from_tree(sum.trace, &sum.tree, ntop, &all)) < 0 ||
 	    (rc = fill_summary(&sum, policy, ntop, &all, &ps, &s)) < 0) {
 		snprintf(err, errsz, "%s", strerror(-rc));

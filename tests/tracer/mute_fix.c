@@ -6,8 +6,9 @@
  * it twice); tiny(-1) instead waits inside until `hold` is cleared, so a
  * thread can be inside the function while it is muted; rare() is never
  * hot; big() is called less often but takes most of the time (its self
- * time must keep it traced); dense() does a few ns of work a call and
- * dense_loop() does nothing but call it, so it has much of the self time
+ * time must keep it traced); dense() does ~100 ns of work a call (a
+ * few ticks of the shifted counter: its share of its caller's time can be
+ * measured) and dense_loop() does nothing but call it, so it has much of the self time
  * yet its trace points cost far more than the budget (it must be muted all
  * the same); rec() recurses with tiny() at every level;
  * the family's functions are each hot in one phase of phase_loop(), and
@@ -73,7 +74,7 @@ __attribute__((noinline)) long F(big)(long n)
 __attribute__((noinline)) int F(dense)(int x)
 {
 	volatile unsigned s = (unsigned)x; /* work the compiler cannot fold */
-	for (unsigned i = 0; i < 24; i++)
+	for (unsigned i = 0; i < 96; i++)
 		s = s * 31 + i;
 	return (int)(s & 0x7fffffff);
 }

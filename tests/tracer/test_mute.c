@@ -314,6 +314,13 @@ static void mutes_dense_function(const struct fix *f)
 		      (double)m->rate / 1e6, m->median_ns);
 	/* Short calls: the reason it could be muted. */
 	assert_true(m->median_ns < 1000);
+	/* Its time goes to dense_loop, its only caller (MUTED_CALLERS). */
+	print_message("%s mode: %u caller(s), the first's share %u ppm\n", f->mode, m->ncallers,
+		      m->share_ppm[0]);
+	assert_true(m->ncallers >= 1);
+	assert_true(m->caller[0] == value_of((const void *)f->dense_loop));
+	/* dense() is ~100 ns of work a call, the loop around it a few: most */
+	assert_true(m->share_ppm[0] >= 500000 && m->share_ppm[0] <= 1000000);
 #ifdef RVT__INLINE_STUBS
 	/* Inline mode mutes at the gate: a muted trace point costs what a
 	 * process that traces nothing pays. */

@@ -9,6 +9,7 @@
  * `.rearview_untraced` section (this test binary carries one, added by
  * objcopy when it is linked: golden/untraced.txt).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,10 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+/* xxHash from libxxhash-dev, compiled in, as the decoder has it. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "golden/golden_hex.h"
 #include "rearview/analysis.h"
@@ -51,7 +56,15 @@ static void example(struct rvt_capture_desc *d, struct rvt_module m[2], struct r
 	s[0] = (struct rvt_symbol){0x1200, 0x1200, 0, "main"};
 	s[1] = (struct rvt_symbol){0x29aaaaaad000, 0x1000, 1, "work"};
 	*u = (struct rvt_untraced){"/usr/bin/example", lines, strlen(lines), 0};
-	*mu = (struct rvt_muted){0x29aaaaaad000, 0x200000004ull, 123456788988ull, 52000000, 12, 2};
+	*mu = (struct rvt_muted){.value = 0x29aaaaaad000,
+				 .counter = 0x200000004ull,
+				 .monotonic_ns = 123456788988ull,
+				 .rate = 52000000,
+				 .median_ns = 12,
+				 .sites = 2,
+				 .ncallers = 1,
+				 .share_ppm = {750000},
+				 .caller = {0x1200}};
 	memset(d, 0, sizeof(*d));
 	d->ref_counter = 0x0000000200000010ull;
 	d->ref_realtime_ns = 1763683200000000000ull;
@@ -93,7 +106,7 @@ static void test_untraced_writer_matches_golden_records(void **state)
 	(void)state;
 	uint8_t golden[256];
 	size_t glen = golden_load_hex(RVT_GOLDEN_DIR "/untraced.hex", golden, sizeof(golden));
-	assert_int_equal(glen, 112);
+	assert_int_equal(glen, 144);
 	uint8_t *out;
 	size_t len;
 	encode(&out, &len);
@@ -127,6 +140,9 @@ static void test_untraced_round_trip_model_and_note(void **state)
 	assert_int_equal(t->muted[0].ns, 123456788988);
 	assert_int_equal(t->muted[0].rate, 52000000);
 	assert_int_equal(t->muted[0].median_ns, 12);
+	assert_int_equal(t->muted[0].ncallers, 1);
+	assert_string_equal(t->names[t->muted[0].caller[0]], "main");
+	assert_int_equal(t->muted[0].share_ppm[0], 750000);
 	char note[256];
 	assert_int_equal(rva_untraced_note(t, note, sizeof(note)), 1);
 	assert_string_equal(note, "self time includes untraced callees (2 left out at build "
@@ -184,6 +200,166 @@ static void test_untraced_summary_json_and_speedscope_say_it(void **state)
 	free(ss);
 	rva_trace_free(t);
 	free(out);
+}
+
+/* FORMAT.md's example: main runs 18 ns (12 of them its own), work 6 ns
+ * inside it, muted at 6 ns into main with a share of 75 % of main's self
+ * time.  From the mute on (12 of the 18 ns) work takes 75 % of main's
+ * self time: 12 x 0.75 x 12/18 = 6 ns, moved from main to work, in every
+ * statistic: the model's, the streaming summary's, the report's, and the
+ * ranking puts work first. */
+static void test_untraced_muted_self_estimated(void **state)
+{
+	(void)state;
+	uint8_t *out;
+	size_t len;
+	encode(&out, &len);
+	rva_trace *t;
+	rva_error err = {{0}};
+	assert_int_equal(rva_capture_decode(out, len, &t, &err), 0);
+	int64_t main_id = rva_method_find(t, "main"), work_id = rva_method_find(t, "work");
+	assert_true(main_id >= 0 && work_id >= 0);
+	assert_int_equal(t->end - t->start, 18);
+	rva_mstat *st;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	assert_int_equal(st[main_id].self, 6);
+	assert_int_equal(st[main_id].est_self, -6);
+	assert_int_equal(st[work_id].self, 12);
+	assert_int_equal(st[work_id].est_self, 6);
+	assert_int_equal(st[work_id].calls, 1);
+	uint32_t ids[2];
+	assert_int_equal(rva_top_self(t, st, ids, 2), 2);
+	assert_int_equal(ids[0], work_id);
+	free(st);
+	rva_summary sm;
+	assert_int_equal(rva_capture_summarize(out, len, &sm, &err), 0);
+	assert_int_equal(sm.stats[rva_method_find(sm.trace, "main")].self, 6);
+	assert_int_equal(sm.stats[rva_method_find(sm.trace, "work")].self, 12);
+	rva_summary_release(&sm);
+	rva_rstat *rs;
+	assert_int_equal(rva_report_stats(t, SIZE_MAX, &rs), 0);
+	assert_int_equal(rs[main_id].self, 6);
+	assert_int_equal(rs[work_id].self, 12);
+	assert_int_equal(rs[work_id].est_self, 6);
+	free(rs);
+	/* Without the share: the measured times. */
+	t->muted[0].ncallers = 0;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	assert_int_equal(st[main_id].self, 12);
+	assert_int_equal(st[work_id].self, 6);
+	assert_int_equal(st[work_id].est_self, 0);
+	free(st);
+	/* Muted before the trace began: the whole of main's self time. */
+	t->muted[0].ncallers = 1;
+	t->muted[0].ns = t->start - 5;
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	assert_int_equal(st[main_id].self, 3);
+	assert_int_equal(st[work_id].self, 15);
+	free(st);
+	rva_trace_free(t);
+	free(out);
+}
+
+/* Two functions muted at one look share their caller's self time as it
+ * was then; one muted later takes its share first (newest first), and a
+ * share a hostile file sums above the whole never drives a self time below
+ * zero. */
+static void test_untraced_muted_self_order(void **state)
+{
+	(void)state;
+	rva_trace *t = rva_trace_new();
+	assert_non_null(t);
+	int64_t a = rva_method_intern(t, "a", 1), x = rva_method_intern(t, "x", 1),
+		y = rva_method_intern(t, "y", 1), z = rva_method_intern(t, "z", 1);
+	int64_t th = rva_thread_add(t, 1, 1, NULL);
+	assert_true(a >= 0 && x >= 0 && y >= 0 && z >= 0 && th >= 0);
+	t->start = 0;
+	t->end = 1000;
+	int64_t self[4] = {0}, est[4];
+	self[a] = 1000;
+	t->muted = calloc(3, sizeof(*t->muted));
+	assert_non_null(t->muted);
+	t->nmuted = 3;
+	/* x and y at one look (same time), z later: z takes 20 % of 1000,
+	 * then x 50 % and y 25 % of the 800 left. */
+	t->muted[0] = (rva_muted){.method = (uint32_t)x,
+				  .ns = -10,
+				  .ncallers = 1,
+				  .caller = {(uint32_t)a},
+				  .share_ppm = {500000}};
+	t->muted[1] = (rva_muted){.method = (uint32_t)y,
+				  .ns = -10,
+				  .ncallers = 1,
+				  .caller = {(uint32_t)a},
+				  .share_ppm = {250000}};
+	t->muted[2] = (rva_muted){.method = (uint32_t)z,
+				  .ns = -5,
+				  .ncallers = 1,
+				  .caller = {(uint32_t)a},
+				  .share_ppm = {200000}};
+	assert_int_equal(rva_muted_self(t, self, est), 0);
+	assert_int_equal(est[z], 200);
+	assert_int_equal(est[x], 400);
+	assert_int_equal(est[y], 200);
+	assert_int_equal(est[a], -800);
+	t->muted[0].share_ppm[0] = 1000000;
+	t->muted[1].share_ppm[0] = 1000000;
+	assert_int_equal(rva_muted_self(t, self, est), 0);
+	assert_int_equal(est[a], -1000);
+	assert_int_equal(est[x] + est[y] + est[z], 1000);
+	rva_trace_free(t);
+}
+
+/* The example's MUTED_CALLERS record (the 32 bytes before CHECKSUM and
+ * END) after `edit`, the CHECKSUM made to match again: decoded into *t, or
+ * the decoder's error. */
+static int decode_edited(void (*edit)(uint8_t *rec), rva_trace **t)
+{
+	uint8_t *out;
+	size_t len;
+	encode(&out, &len);
+	uint8_t *rec = out + len - 32 - 32;
+	assert_int_equal(rec[0], 17);
+	edit(rec);
+	uint64_t h = XXH3_64bits(out, len - 32);
+	for (int i = 0; i < 8; i++)
+		out[len - 32 + 16 + i] = (uint8_t)(h >> (8 * i));
+	rva_error err = {{0}};
+	int rc = rva_capture_decode(out, len, t, &err);
+	free(out);
+	return rc;
+}
+
+static void share_too_big(uint8_t *rec)
+{
+	rec[24] = 0x41; /* 1000001 = 0x0f4241 */
+	rec[25] = 0x42;
+	rec[26] = 0x0f;
+}
+
+static void length_not_whole(uint8_t *rec)
+{
+	rec[4] = 20; /* still padded to 24 */
+}
+
+static void another_function(uint8_t *rec)
+{
+	rec[8] ^= 0x10; /* not the MUTED record's value before it */
+}
+
+/* Hostile MUTED_CALLERS: a share above the whole or a length that is no
+ * whole number of callers is refused; one that follows another function's
+ * MUTED record is ignored. */
+static void test_untraced_muted_callers_hostile(void **state)
+{
+	(void)state;
+	rva_trace *t = NULL;
+	assert_int_equal(decode_edited(share_too_big, &t), -EINVAL);
+	assert_int_equal(decode_edited(length_not_whole, &t), -EINVAL);
+	assert_int_equal(decode_edited(another_function, &t), 0);
+	assert_int_equal(t->nmuted, 1);
+	assert_int_equal(t->muted[0].ncallers, 0);
+	rva_trace_free(t);
 }
 
 static void test_untraced_none_no_note(void **state)
@@ -257,6 +433,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_untraced_writer_matches_golden_records),
 		cmocka_unit_test(test_untraced_round_trip_model_and_note),
+		cmocka_unit_test(test_untraced_muted_self_estimated),
+		cmocka_unit_test(test_untraced_muted_self_order),
+		cmocka_unit_test(test_untraced_muted_callers_hostile),
 		cmocka_unit_test(test_untraced_summary_json_and_speedscope_say_it),
 		cmocka_unit_test(test_untraced_none_no_note),
 		cmocka_unit_test(test_untraced_empty_list_no_names),

@@ -5,6 +5,7 @@
 #ifndef RVANALYSIS_ANALYSIS_INT_H
 #define RVANALYSIS_ANALYSIS_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -23,6 +24,12 @@ const char *rva_lock_kind_name(uint32_t kind);
 /* Reads up to cap bytes of an input into buf: the count (0 at its end), or
  * a negative errno with err's message set. */
 typedef ssize_t (*rva_read_fn)(void *arg, uint8_t *buf, size_t cap, rva_error *err);
+
+/* Folds t's muted functions' estimated self times (rva_muted_self) into n
+ * statistics of `size` bytes each at st: the int64_t at self_off gets the
+ * estimate added, the one at est_off the estimate.  0 or -ENOMEM (st
+ * unchanged).  analysis.c. */
+int rva_muted_fold(const rva_trace *t, void *st, size_t size, size_t self_off, size_t est_off);
 
 /* The size of the chunks the streaming importers read. */
 #define RVA_CHUNK (1u << 20)

@@ -13,10 +13,12 @@
 #include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aggr.h"
+#include "analysis-int.h"
 #include "rearview/analysis.h"
 
 typedef struct frame {
@@ -50,6 +52,88 @@ static int fs_push(fstack *s, size_t call)
 static int64_t dur(const rva_call *c)
 {
 	return c->end - c->start;
+}
+
+int rva_muted_self(const rva_trace *t, const int64_t *self, int64_t *est)
+{
+	size_t nm = t->nmethods;
+	memset(est, 0, nm * sizeof(*est));
+	int64_t span = t->end - t->start;
+	if (!t->nmuted || t->weighted || span <= 0)
+		return 0;
+	int64_t *cur = malloc(nm * sizeof(*cur)), *take = calloc(nm, sizeof(*take));
+	if (!cur || !take) {
+		free(cur);
+		free(take);
+		return -ENOMEM;
+	}
+	memcpy(cur, self, nm * sizeof(*cur));
+	/* Newest first: a share was measured with every function muted
+	 * before it already folded into its caller's self time. */
+	for (size_t g1 = t->nmuted; g1 > 0;) {
+		size_t g0 = g1 - 1;
+		while (g0 > 0 && t->muted[g0 - 1].ns == t->muted[g1 - 1].ns)
+			g0--; /* muted at one look: shares of the same self times */
+		for (size_t i = g0; i < g1; i++) {
+			const rva_muted *m = &t->muted[i];
+			int64_t from = m->ns > t->start ? m->ns : t->start;
+			double after = t->end > from ? (double)(t->end - from) / (double)span : 0;
+			for (uint32_t k = 0; k < m->ncallers && k < RVA_MUTED_CALLERS; k++) {
+				uint32_t a = m->caller[k];
+				if (a >= nm || m->method >= nm || a == m->method || cur[a] <= 0)
+					continue;
+				double want =
+					(double)cur[a] * (double)m->share_ppm[k] / 1e6 * after;
+				int64_t amt = (int64_t)(want + 0.5), room = cur[a] - take[a];
+				if (amt > room)
+					amt = room;
+				take[a] += amt;
+				est[m->method] = rva_sadd(est[m->method], amt);
+			}
+		}
+		for (size_t i = g0; i < g1; i++) {
+			const rva_muted *m = &t->muted[i];
+			if (m->method < nm) {
+				cur[m->method] = rva_sadd(cur[m->method], est[m->method]);
+				est[m->method] = 0;
+			}
+			for (uint32_t k = 0; k < m->ncallers && k < RVA_MUTED_CALLERS; k++) {
+				uint32_t a = m->caller[k];
+				if (a < nm && take[a]) {
+					cur[a] -= take[a];
+					take[a] = 0;
+				}
+			}
+		}
+		g1 = g0;
+	}
+	for (size_t i = 0; i < nm; i++)
+		est[i] = cur[i] - self[i];
+	free(cur);
+	free(take);
+	return 0;
+}
+
+int rva_muted_fold(const rva_trace *t, void *st, size_t size, size_t self_off, size_t est_off)
+{
+	if (!t->nmuted)
+		return 0;
+	size_t nm = t->nmethods ? t->nmethods : 1;
+	int64_t *self = malloc(nm * sizeof(*self)), *est = malloc(nm * sizeof(*est));
+	int rc = self && est ? 0 : -ENOMEM;
+	char *p = st;
+	for (size_t i = 0; rc == 0 && i < t->nmethods; i++)
+		memcpy(&self[i], p + i * size + self_off, sizeof(*self));
+	if (rc == 0)
+		rc = rva_muted_self(t, self, est);
+	for (size_t i = 0; rc == 0 && i < t->nmethods; i++) {
+		int64_t v = self[i] + est[i];
+		memcpy(p + i * size + self_off, &v, sizeof(v));
+		memcpy(p + i * size + est_off, &est[i], sizeof(est[i]));
+	}
+	free(self);
+	free(est);
+	return rc;
 }
 
 int rva_method_stats(const rva_trace *t, rva_mstat **out)
@@ -96,6 +180,9 @@ int rva_method_stats(const rva_trace *t, rva_mstat **out)
 				goto out_free;
 		}
 	}
+	if (rva_muted_fold(t, st, sizeof(*st), offsetof(rva_mstat, self),
+			   offsetof(rva_mstat, est_self)) < 0)
+		goto out_free;
 	*out = st;
 	st = NULL;
 	rc = 0;
@@ -104,6 +191,14 @@ out_free:
 	free(active);
 	free(st);
 	return rc;
+}
+
+void rva_mstat_measured(rva_mstat *st, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		st[i].self -= st[i].est_self;
+		st[i].est_self = 0;
+	}
 }
 
 static int cmp_self(const void *a, const void *b, void *ctx)
@@ -122,7 +217,7 @@ size_t rva_top_self(const rva_trace *t, const rva_mstat *st, uint32_t *ids, size
 	if (!all)
 		return 0;
 	for (size_t i = 0; i < t->nmethods; i++)
-		if (st[i].calls)
+		if (st[i].calls || st[i].est_self > 0)
 			all[n++] = (uint32_t)i;
 	/* qsort_r (glibc): no global state, so callers may run analyses on
 	 * several threads at once. */
@@ -148,6 +243,13 @@ rva_trace *rva_trace_slice(const rva_trace *t, int64_t from, int64_t to)
 		goto out_free;
 	s->has_anomaly = t->has_anomaly;
 	s->anomaly_ns = t->anomaly_ns;
+	if (t->nmuted) {
+		s->muted = malloc(t->nmuted * sizeof(*s->muted));
+		if (!s->muted)
+			goto out_free;
+		memcpy(s->muted, t->muted, t->nmuted * sizeof(*s->muted));
+		s->nmuted = t->nmuted;
+	}
 	for (size_t ti = 0; ti < t->nthreads; ti++) {
 		const rva_thread *th = &t->threads[ti];
 		if (rva_thread_add(s, th->pid, th->tid, th->name) < 0)

@@ -34,6 +34,7 @@
 #include <assert.h>
 #include <endian.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,7 +67,8 @@ enum {
 	REC_OFFCPU = 12, /* written by rearviewd (device/src/offcpu.c) */
 	REC_THREAD_COUNTERS,
 	REC_FRAMES, /* written by rearviewd (device/src/frames.c) */
-	REC_LOCK_WAIT
+	REC_LOCK_WAIT,
+	REC_MUTED_CALLERS = 17
 };
 #define OFFCPU_ITEM	    24u
 #define THREAD_COUNTERS_LEN 80u
@@ -436,7 +438,10 @@ typedef struct ctx {
 	size_t nmods;
 	symbol *syms;
 	size_t nsyms;
-	uint64_t *muted_vals; /* MUTED records' values, in order */
+	/* MUTED records' values, in order, and their MUTED_CALLERS' */
+	struct muted_vals {
+		uint64_t v, caller[RVA_MUTED_CALLERS];
+	} * muted_vals;
 	size_t nmuted_vals, muted_cap;
 	agg *sum; /* non-NULL: aggregate instead of building the model */
 	int64_t first_ns, last_ns;
@@ -716,7 +721,7 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 {
 	uint64_t strings = 0;
 	size_t symcap = 0, modcap = 0;
-	int saw_end = 0, after_checksum = 0;
+	int saw_end = 0, after_checksum = 0, prev_muted = 0;
 	while (off < end) {
 		if (end - off < 8) {
 			if (cut)
@@ -737,6 +742,8 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 		const uint8_t *v = r + 8;
 		uint64_t at = off;
 		off += 8 + padded;
+		int after_muted = prev_muted;
+		prev_muted = type == REC_MUTED;
 		if (type == 0xffff) {
 			if (off != end)
 				return rva_fail(err, -EINVAL, "END record is not last");
@@ -875,15 +882,33 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 			m->ns = (int64_t)rd64(v + 16);
 			m->rate = rd64(v + 24);
 			m->median_ns = rd32(v + 32);
+			m->ncallers = 0;
 			if (c->nmuted_vals == c->muted_cap) {
 				size_t n = c->muted_cap ? c->muted_cap * 2 : 4;
-				uint64_t *mv = realloc(c->muted_vals, n * sizeof(*mv));
+				struct muted_vals *mv = realloc(c->muted_vals, n * sizeof(*mv));
 				if (!mv)
 					return rva_fail(err, -ENOMEM, "out of memory");
 				c->muted_vals = mv;
 				c->muted_cap = n;
 			}
-			c->muted_vals[c->nmuted_vals++] = rd64(v);
+			c->muted_vals[c->nmuted_vals++].v = rd64(v);
+		} else if (type == REC_MUTED_CALLERS) {
+			/* Its callers follow a MUTED record; any other is ignored. */
+			if (len < 24 || (len - 8) % 16)
+				return rva_fail(err, -EINVAL, "bad MUTED_CALLERS record");
+			int ours = after_muted && rd64(v) == c->muted_vals[c->nmuted_vals - 1].v;
+			rva_muted *m = ours ? &c->t->muted[c->t->nmuted - 1] : NULL;
+			struct muted_vals *mv = ours ? &c->muted_vals[c->nmuted_vals - 1] : NULL;
+			uint32_t n = ours ? (len - 8) / 16 : 0;
+			for (uint32_t k = 0; k < n && m->ncallers < RVA_MUTED_CALLERS; k++) {
+				uint32_t ppm = rd32(v + 16 + 16 * k);
+				if (ppm > 1000000)
+					return rva_fail(
+						err, -EINVAL,
+						"MUTED_CALLERS share above one million ppm");
+				mv->caller[m->ncallers] = rd64(v + 8 + 16 * k);
+				m->share_ppm[m->ncallers++] = ppm;
+			}
 		} else if (type == REC_LOCK_WAIT) {
 			if (len < LOCK_WAIT_LEN)
 				return rva_fail(err, -EINVAL, "short LOCK_WAIT record");
@@ -926,10 +951,17 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 	if (c->nsyms)
 		qsort(c->syms, c->nsyms, sizeof(*c->syms), cmp_sym);
 	for (size_t i = 0; i < c->nmuted_vals; i++) {
-		int64_t id = method_of(c, c->muted_vals[i]);
+		int64_t id = method_of(c, c->muted_vals[i].v);
 		if (id < 0)
 			return rva_fail(err, (int)id, "cannot name a muted function");
 		c->t->muted[i].method = (uint32_t)id;
+		for (uint32_t k = 0; k < c->t->muted[i].ncallers; k++) {
+			id = method_of(c, c->muted_vals[i].caller[k]);
+			if (id < 0)
+				return rva_fail(err, (int)id,
+						"cannot name a muted function's caller");
+			c->t->muted[i].caller[k] = (uint32_t)id;
+		}
 	}
 	return 0;
 }
@@ -1697,6 +1729,14 @@ int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *
 		} else {
 			agg_tree_totals(&a);
 			agg_stats(&a, st, n);
+			if (rva_muted_fold(out->trace, st, sizeof(*st), offsetof(rva_mstat, self),
+					   offsetof(rva_mstat, est_self)) < 0) {
+				rc = rva_fail(err, -ENOMEM, "out of memory");
+				free(st);
+				st = NULL;
+				rva_trace_free(out->trace);
+				out->trace = NULL;
+			}
 		}
 	}
 	free(a.map.slot);

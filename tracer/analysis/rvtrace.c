@@ -708,15 +708,27 @@ static int print_summary(const sumview *v, size_t ntop)
 		       "cpu_self", "method");
 	else
 		printf("%10s %14s %14s  %s\n", "calls", "incl", "self", "method");
+	int est = 0;
 	for (size_t i = 0; i < n; i++) {
 		const rva_mstat *m = &v->st[ids[i]];
-		printf("%10" PRIu64 " %14.3f %14.3f", m->calls, usec(t, m->incl), usec(t, m->self));
+		/* A muted function with no call left in the trace: "muted" and
+		 * its estimated self time; an estimate is marked "~". */
+		if (m->calls)
+			printf("%10" PRIu64, m->calls);
+		else
+			printf("%10s", "muted");
+		printf(" %14.3f %s%13.3f", usec(t, m->incl), m->est_self ? "~" : " ",
+		       usec(t, m->self));
+		est |= m->est_self != 0;
 		if (t->has_cpu)
 			printf(" %14.3f %14.3f", usec(t, m->cpu_incl), usec(t, m->cpu_self));
 		if (offcol)
 			printf(" %14.3f", usec(t, m->incl - m->cpu_incl));
 		printf("  %s\n", t->names[ids[i]]);
 	}
+	if (est)
+		printf("~ estimated: a muted function's share of its callers' self time when the "
+		       "tracer muted it\n");
 	free(ids);
 	if (rva_trace_has_offcpu(full) && !full->weighted) {
 		rva_offcpu_reason r[RVA_OFF_NREASONS - 1];

@@ -117,6 +117,8 @@ static int write_doc(FILE *f, const rva_trace *full, const rva_trace *t, const r
 		rvc_json_str(f, t->names[ids[i]]);
 		fprintf(f, ",\"calls\":%" PRIu64 ",\"incl\":%" PRId64 ",\"self\":%" PRId64,
 			st[ids[i]].calls, st[ids[i]].incl, st[ids[i]].self);
+		if (st[ids[i]].est_self)
+			fprintf(f, ",\"est_self\":%" PRId64, st[ids[i]].est_self);
 		if (t->has_cpu)
 			fprintf(f, ",\"cpu_incl\":%" PRId64 ",\"cpu_self\":%" PRId64,
 				st[ids[i]].cpu_incl, st[ids[i]].cpu_self);

@@ -14,10 +14,12 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aggr.h"
+#include "analysis-int.h"
 #include "rearview/analysis.h"
 
 /* Levels of indentation replay draws, and of branches graph draws. */
@@ -106,6 +108,9 @@ int rva_report_stats(const rva_trace *t, size_t only, rva_rstat **out)
 			s[sn++] = (rframe){i, 0};
 		}
 	}
+	if (rva_muted_fold(t, st, sizeof(*st), offsetof(rva_rstat, self),
+			   offsetof(rva_rstat, est_self)) < 0)
+		goto out_free;
 	*out = st;
 	st = NULL;
 	rc = 0;
@@ -170,7 +175,7 @@ size_t rva_report_order(const rva_trace *t, const rva_rstat *st, const int *keys
 {
 	size_t n = 0;
 	for (size_t i = 0; i < t->nmethods; i++)
-		if (st[i].calls)
+		if (st[i].calls || st[i].est_self > 0)
 			ids[n++] = (uint32_t)i;
 	order_ctx o = {t, st, keys, nkeys, by_self};
 	qsort_r(ids, n, sizeof(*ids), cmp_order, &o);
@@ -193,6 +198,7 @@ int rva_report_print(FILE *f, const rva_trace *t, size_t th, const int *keys, si
 	if (top && n > top)
 		n = top;
 	const char *what = by_self ? "self" : "total";
+	int est = 0;
 	char h_avg[16], h_min[16], h_max[16];
 	snprintf(h_avg, sizeof(h_avg), "Avg %s", what);
 	snprintf(h_min, sizeof(h_min), "Min %s", what);
@@ -207,12 +213,24 @@ int rva_report_print(FILE *f, const rva_trace *t, size_t th, const int *keys, si
 		int64_t sum = by_self ? m->self : m->sum;
 		fmt_time(tot, sizeof(tot), t, (double)m->total);
 		fmt_time(self, sizeof(self), t, (double)m->self);
-		fmt_time(avg, sizeof(avg), t, (double)sum / (double)m->calls);
-		fmt_time(mn, sizeof(mn), t, (double)(by_self ? m->self_min : m->min));
-		fmt_time(mx, sizeof(mx), t, (double)(by_self ? m->self_max : m->max));
+		if (m->est_self && self[0] == ' ')
+			self[0] = '~'; /* an estimate (rva_muted_self) */
+		if (m->calls) {
+			fmt_time(avg, sizeof(avg), t, (double)sum / (double)m->calls);
+			fmt_time(mn, sizeof(mn), t, (double)(by_self ? m->self_min : m->min));
+			fmt_time(mx, sizeof(mx), t, (double)(by_self ? m->self_max : m->max));
+		} else { /* a muted function: its estimate only */
+			snprintf(avg, sizeof(avg), "%10s", "-");
+			snprintf(mn, sizeof(mn), "%10s", "-");
+			snprintf(mx, sizeof(mx), "%10s", "-");
+		}
 		fprintf(f, "  %s  %s  %10" PRIu64 "  %s  %s  %s  %s\n", tot, self, m->calls, avg,
 			mn, mx, t->names[ids[i]]);
+		est |= m->est_self != 0;
 	}
+	if (est)
+		fprintf(f, "  ~ estimated: a muted function's share of its callers' self time when "
+			   "the tracer muted it\n");
 	free(ids);
 	free(st);
 	return ferror(f) ? -EIO : 0;

@@ -11,8 +11,8 @@
  * in the number of distinct methods, not of events: a full 32 MiB ring holds
  * ~4 M events of a few thousand methods), a STACK record lists or an EXIT_OF
  * names — or was muted, an UNTRACED record per module that
- * left functions out at build time and a MUTED record per function muted at
- * run time (mute.c).
+ * left functions out at build time and a MUTED record (with its
+ * MUTED_CALLERS) per function muted at run time (mute.c).
  *
  * Invariants: every record is 8-aligned and END ends exactly at file_size;
  * the header's counts always describe the bytes that follow.
@@ -203,6 +203,16 @@ int rvt_capture_encode(const struct rvt_capture_desc *d, uint8_t **outp, size_t 
 		put_le(&o, m->rate, 8);
 		put_le(&o, m->median_ns, 4);
 		put_le(&o, m->sites, 4);
+		unsigned nc = m->ncallers < RVT_MUTED_CALLERS ? m->ncallers : RVT_MUTED_CALLERS;
+		if (!nc)
+			continue;
+		rec_head(&o, RVT_REC_MUTED_CALLERS, 8 + 16 * nc);
+		put_le(&o, m->value, 8);
+		for (unsigned k = 0; k < nc; k++) {
+			put_le(&o, m->caller[k], 8);
+			put_le(&o, m->share_ppm[k], 4);
+			put_le(&o, 0, 4);
+		}
 	}
 	for (size_t i = 0; i < d->nwaits; i++) {
 		const struct rvt_lock_wait *w = &d->waits[i];
@@ -382,15 +392,19 @@ int rvt_capture_build(const struct rvt_frozen *f, uint8_t **out, size_t *len)
 	/* The distinct method values, decoding backwards (FORMAT.md §1). */
 	uint64_t count = rvt_capture_slot_count(r->nslots, d.start_pos, d.end_pos, r->wrapped);
 	uint64_t first = r->wrapped ? r->end_pos % r->nslots : 0;
-	/* Muted functions are named even when their calls left the ring. */
+	/* Muted functions (and their callers) are named even when their calls
+	 * left the ring. */
 	struct rvt_muted muted[RVT_MUTED_MAX];
 	d.muted = muted;
 	d.nmuted = rvt_mute_list(muted, RVT_MUTED_MAX);
 	d.nuntraced = rvt_untraced_sections(&d.untraced);
 	struct valset vs = {calloc(1024, sizeof(uint64_t)), 1024, 0, 0, 0};
 	int rc = vs.b ? 0 : -ENOMEM;
-	for (size_t i = 0; rc == 0 && i < d.nmuted; i++)
+	for (size_t i = 0; rc == 0 && i < d.nmuted; i++) {
 		rc = valset_add(&vs, muted[i].value);
+		for (unsigned k = 0; rc == 0 && k < muted[i].ncallers && k < RVT_MUTED_CALLERS; k++)
+			rc = valset_add(&vs, muted[i].caller[k]);
+	}
 	for (uint64_t i = count; rc == 0 && i-- > 0;) {
 		uint64_t s = r->slots[(first + i) % r->nslots];
 		uint32_t low = (uint32_t)s;

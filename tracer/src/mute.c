@@ -21,7 +21,9 @@
  * Each muted function gets a MUTED record in every later capture (with its
  * call rate and median duration when muted); its time folds into its
  * callers' self time, which every view says ("self time includes untraced
- * callees").
+ * callees").  Its MUTED_CALLERS record says into which callers' and what
+ * share of their self time it was in the window it was muted from
+ * (victim_callers), so a reader can estimate its time after the mute.
  *
  * How soon.  Most of what a short program pays is the events written before
  * the budget catches up with each new phase of it, and a timed look costs
@@ -990,6 +992,7 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 #define WIN	16384u /* slots read from a thread over its budget */
 #define HASH	4096u  /* functions told apart in one window */
 #define SAMPLES 8u     /* call durations kept per function */
+#define ABSORB	4096u  /* (victim, caller) pairs told apart in one window */
 /* What the budget mutes (see the top): never a function with ≥ SPARE_PPM of
  * the self time whose own trace points fit in the budget, nor one whose
  * events cost < GAIN_PPM of the budget, nor one called < MIN_RATE times a
@@ -1013,6 +1016,7 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 struct fstat {
 	uint64_t value;
 	uint32_t calls, events, nsamples;
+	uint32_t gone;		  /* muted, or a victim of this look (victim_callers) */
 	double self;		  /* ticks of the shifted counter, less the trace
 				   * points' cost (a sum that may dip below 0) */
 	uint32_t sample[SAMPLES]; /* call durations, ticks */
@@ -1021,6 +1025,16 @@ struct fstat {
 struct victim {
 	uint64_t value, rate;
 	uint32_t median_ns;
+	uint32_t ncallers; /* victim_callers: where its time goes when muted */
+	uint32_t share_ppm[RVT_MUTED_CALLERS];
+	uint64_t caller[RVT_MUTED_CALLERS];
+};
+
+/* Self time in one window that a caller `a` would show with the look's
+ * victims muted: of victim `x`, or (x == 0) all of it (victim_callers). */
+struct absorb {
+	uint64_t x, a;
+	double self;
 };
 
 /* What the budget remembers of a traced thread between looks. */
@@ -1045,6 +1059,9 @@ struct budget {
 	struct tstate th[THREADS_MAX];
 	struct victim vic[MAX_VICTIMS];
 	size_t nvic;
+	struct absorb ab[ABSORB]; /* zero but for those in ab_used */
+	uint16_t ab_used[ABSORB];
+	unsigned nab;
 	double cost_ns;		       /* one trace point */
 	unsigned views;		       /* traced threads at this look */
 	unsigned over;		       /* threads over the budget at this look */
@@ -1175,6 +1192,207 @@ static int cmp_cand(const void *a, const void *b)
 	return (x->score < y->score) - (x->score > y->score);
 }
 
+/* The event at B->win[*k] of a window of w slots (FORMAT.md §1): 1 with
+ * *value (0: an exit) and its *ts, *k moved past the second slot of a
+ * two-slot entry; 0 for a marker (CLOCK, LOSS) or a marker whose value
+ * slot is before the window. */
+static int win_event(const struct budget *B, uint64_t w, uint64_t *k, uint64_t *value, uint32_t *ts)
+{
+	uint64_t s = B->win[*k];
+	uint32_t low = (uint32_t)s;
+	uint32_t next = *k + 1 < w ? (uint32_t)B->win[*k + 1] : 0;
+	*ts = (uint32_t)(s >> 32);
+	if (next != 0 && next <= RVT_SLOT_MARKER_MAX) {
+		/* s is the 64-bit value of the marker after it */
+		*ts = (uint32_t)(B->win[++*k] >> 32);
+		*value = s;
+		return next == RVT_SLOT_PAIR;
+	}
+	if (low != 0 && low <= RVT_SLOT_MARKER_MAX)
+		return 0;
+	*value = low;
+	return 1;
+}
+
+static struct absorb *absorb_of(struct budget *B, uint64_t x, uint64_t a)
+{
+	uint64_t key = (x ^ (a * UINT64_C(0x9e3779b97f4a7c15))) * UINT64_C(0xff51afd7ed558ccd);
+	unsigned h = (unsigned)(key >> 40) & (ABSORB - 1);
+	for (unsigned k = 0; k < ABSORB; k++) {
+		unsigned i = (h + k) & (ABSORB - 1);
+		struct absorb *p = &B->ab[i];
+		if (p->a == a && p->x == x)
+			return p;
+		if (!p->a) {
+			*p = (struct absorb){x, a, 0};
+			B->ab_used[B->nab++] = (uint16_t)i;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* victim_callers' name for the innermost frame open before its window. */
+#define BASE UINT64_MAX
+
+static int is_gone(struct budget *B, uint64_t v)
+{
+	const struct fstat *f = fstat_of(B, v);
+	return f && f->gone;
+}
+
+/* Credits `self` ticks of a muted (gone) frame to its absorber `a`. */
+static void absorb_add(struct budget *B, uint64_t x, uint64_t a, double self)
+{
+	struct absorb *p = absorb_of(B, x, a), *q = p ? absorb_of(B, 0, a) : NULL;
+	if (p && q) {
+		p->self += self;
+		q->self += self;
+	}
+}
+
+/*
+ * Where the time of the victims B->vic[first..nvic) goes once they are
+ * muted: into their nearest caller that stays traced, whose self time then
+ * holds it.  A second pass over the window choose() read (B->win[0..w))
+ * credits each call of a muted function (a victim of this round, or muted
+ * before) with its self time to that caller, and every other call's self
+ * time to its own function; a victim keeps its RVT_MUTED_CALLERS largest
+ * callers, each with the share of the caller's self time so counted (its
+ * own and its muted callees') that was the victim's.  A reader splits the
+ * caller's measured self time by these shares (FORMAT.md, MUTED_CALLERS).
+ * The frames open before the window are on v's shadow stack (read now, a
+ * little later than the window); the innermost of them not muted is the
+ * caller of the window's outermost calls (the base), and the window's time
+ * outside those calls its self time (exact while no frame from before the
+ * window returns inside it, as in a hot loop).
+ */
+static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint64_t w,
+			   size_t first, double tp_ticks)
+{
+	for (unsigned i = 0; i < B->nused; i++) {
+		struct fstat *f = &B->fs[B->used[i]];
+		f->gone = was_tried(f->value);
+	}
+	for (size_t i = 0; i < B->nvic; i++) {
+		struct fstat *f = fstat_of(B, B->vic[i].value);
+		if (f)
+			f->gone = 1;
+	}
+	for (unsigned i = 0; i < B->nab; i++)
+		B->ab[B->ab_used[i]] = (struct absorb){0, 0, 0};
+	B->nab = 0;
+	unsigned depth = 0, base_calls = 0;
+	uint32_t t0 = 0, last = 0;
+	int have_ts = 0;
+	double base_self = 0;
+	for (uint64_t k = 0; k < w; k++) {
+		uint64_t value;
+		uint32_t ts;
+		if (!win_event(B, w, &k, &value, &ts))
+			continue;
+		if (!have_ts)
+			t0 = ts;
+		have_ts = 1;
+		last = ts;
+		if (value) {
+			if (depth == 0) {
+				base_self += (double)(uint32_t)(ts - t0);
+				base_calls++;
+			}
+			if (depth < 256) {
+				B->stack[depth].value = value;
+				B->stack[depth].ts = ts;
+				B->stack[depth].child = 0;
+				B->stack[depth].calls = 0;
+			}
+			depth++;
+			continue;
+		}
+		if (depth == 0) {
+			t0 = ts; /* a frame from before the window returned */
+			continue;
+		}
+		if (--depth == 0)
+			t0 = ts;
+		if (depth >= 256)
+			continue;
+		uint32_t dur = ts - B->stack[depth].ts;
+		double self = (double)dur - (double)B->stack[depth].child -
+			      tp_ticks * (1 + B->stack[depth].calls);
+		if (depth > 0) {
+			B->stack[depth - 1].child += dur;
+			B->stack[depth - 1].calls++;
+		}
+		uint64_t x = B->stack[depth].value;
+		if (!is_gone(B, x)) {
+			struct absorb *p = absorb_of(B, 0, x);
+			if (p)
+				p->self += self;
+			continue;
+		}
+		unsigned d = depth;
+		while (d > 0 && is_gone(B, B->stack[d - 1].value))
+			d--;
+		if (d > 0)
+			absorb_add(B, x, B->stack[d - 1].value, self);
+		else
+			absorb_add(B, x, BASE, self);
+	}
+	if (have_ts && depth == 0)
+		base_self += (double)(uint32_t)(last - t0);
+	base_self -= tp_ticks * base_calls;
+	/* The base: the innermost frame of the shadow stack that stays traced
+	 * and is none of the window's open frames (0 when none: the credits to
+	 * it are dropped).  Read without waiting for a trace point to finish
+	 * (busy): it changes the innermost frames only. */
+	uint64_t base = 0;
+	if (v->sh_base) {
+		uintptr_t top = v->sh_top < v->sh_end ? v->sh_top : v->sh_end;
+		unsigned open = depth < 256 ? depth : 256;
+		for (uintptr_t a = top; a > v->sh_base && !base;) {
+			a -= RVT_SHADOW_FRAME;
+			uint64_t b = __atomic_load_n((const uintptr_t *)a + 1, __ATOMIC_RELAXED);
+			int in_window = 0;
+			for (unsigned d = 0; d < open && !in_window; d++)
+				in_window = B->stack[d].value == b;
+			if (b && !in_window && !is_gone(B, b))
+				base = b;
+		}
+	}
+	struct absorb *own = absorb_of(B, 0, BASE);
+	if (own)
+		own->self += base_self;
+	for (size_t i = first; i < B->nvic; i++) {
+		struct victim *vi = &B->vic[i];
+		const struct absorb *top[RVT_MUTED_CALLERS];
+		unsigned n = 0;
+		for (unsigned j = 0; j < B->nab; j++) {
+			const struct absorb *p = &B->ab[B->ab_used[j]];
+			if (p->x != vi->value || p->self <= 0 || (p->a == BASE && !base))
+				continue;
+			unsigned at = n < RVT_MUTED_CALLERS ? n++ : n;
+			while (at > 0 && top[at - 1]->self < p->self) {
+				if (at < RVT_MUTED_CALLERS)
+					top[at] = top[at - 1];
+				at--;
+			}
+			if (at < RVT_MUTED_CALLERS)
+				top[at] = p;
+		}
+		vi->ncallers = 0;
+		for (unsigned j = 0; j < n; j++) {
+			const struct absorb *all = absorb_of(B, 0, top[j]->a);
+			if (!all || all->self <= 0)
+				continue;
+			double share = top[j]->self / all->self;
+			vi->caller[vi->ncallers] = top[j]->a == BASE ? base : top[j]->a;
+			vi->share_ppm[vi->ncallers++] =
+				(uint32_t)(share >= 1 ? 1000000 : share * 1e6 + 0.5);
+		}
+	}
+}
+
 /*
  * Reads the newest `w` slots of v's ring and picks the functions to mute
  * so that its trace points' share of CPU falls to a quarter of the budget.
@@ -1205,20 +1423,10 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 	uint32_t first = 0, last = 0;
 	int have_ts = 0;
 	for (uint64_t k = 0; k < w; k++) {
-		uint64_t s = B->win[k], value;
-		uint32_t low = (uint32_t)s, ts = (uint32_t)(s >> 32);
-		uint32_t next = k + 1 < w ? (uint32_t)B->win[k + 1] : 0;
-		if (next != 0 && next <= RVT_SLOT_MARKER_MAX) {
-			/* s is the 64-bit value of the marker after it (FORMAT.md §1) */
-			ts = (uint32_t)(B->win[++k] >> 32);
-			if (next != RVT_SLOT_PAIR)
-				continue; /* CLOCK, LOSS */
-			value = s;
-		} else if (low != 0 && low <= RVT_SLOT_MARKER_MAX) {
-			continue; /* a marker whose value slot is before the window */
-		} else {
-			value = low;
-		}
+		uint64_t value;
+		uint32_t ts;
+		if (!win_event(B, w, &k, &value, &ts))
+			continue;
 		if (!have_ts) {
 			first = ts;
 			have_ts = 1;
@@ -1309,6 +1517,7 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 		c[nc++] = (struct cand){f, part / (self + 0.001)};
 	}
 	rvt_sort(c, nc, sizeof(*c), cmp_cand);
+	size_t first_victim = B->nvic;
 	for (size_t i = 0; i < nc && left > budget / (double)TARGET_DIV && B->nvic < MAX_VICTIMS;
 	     i++) {
 		struct fstat *f = c[i].f;
@@ -1319,11 +1528,15 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 			continue;
 		rvt_sort(f->sample, f->nsamples, sizeof(f->sample[0]), cmp_u32);
 		double part = (double)f->events / (double)events;
-		B->vic[B->nvic++] = (struct victim){
-			f->value, (uint64_t)(part * events_per_s / 2),
-			(uint32_t)ticks_ns(f->nsamples ? f->sample[f->nsamples / 2] : 0)};
+		B->vic[B->nvic++] =
+			(struct victim){.value = f->value,
+					.rate = (uint64_t)(part * events_per_s / 2),
+					.median_ns = (uint32_t)ticks_ns(
+						f->nsamples ? f->sample[f->nsamples / 2] : 0)};
 		left -= share * part;
 	}
+	if (B->nvic > first_victim)
+		victim_callers(B, v, w, first_victim, tp_ticks);
 	return share;
 }
 
@@ -1428,7 +1641,18 @@ static void add_muted(const struct victim *vi, uint64_t when, uint32_t sites)
 	size_t at = atomic_load_explicit(&nmuted, memory_order_relaxed);
 	if (at == RVT_MUTED_MAX)
 		return;
-	muted[at] = (struct rvt_muted){vi->value, when, mono_ns(), vi->rate, vi->median_ns, sites};
+	struct rvt_muted *m = &muted[at];
+	*m = (struct rvt_muted){.value = vi->value,
+				.counter = when,
+				.monotonic_ns = mono_ns(),
+				.rate = vi->rate,
+				.median_ns = vi->median_ns,
+				.sites = sites};
+	m->ncallers = vi->ncallers;
+	for (unsigned i = 0; i < vi->ncallers; i++) {
+		m->caller[i] = vi->caller[i];
+		m->share_ppm[i] = vi->share_ppm[i];
+	}
 	atomic_store_explicit(&nmuted, at + 1, memory_order_release);
 }
 

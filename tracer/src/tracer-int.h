@@ -240,6 +240,9 @@ struct rvt_symbol {
 	const char *name;
 };
 
+/* Callers a MUTED function's time is apportioned to, at most. */
+#define RVT_MUTED_CALLERS 4u
+
 /* A function muted at run time (mute.c; FORMAT.md, MUTED record). */
 struct rvt_muted {
 	uint64_t value;	       /* method value */
@@ -248,6 +251,14 @@ struct rvt_muted {
 	uint64_t rate;	       /* observed calls per second on one thread */
 	uint32_t median_ns;    /* observed median duration */
 	uint32_t sites;	       /* call sites turned into nops; 0: a runtime key (flag set) */
+	/* Where its time goes now (FORMAT.md, MUTED_CALLERS record): the
+	 * callers whose self time absorbs it, largest share first, and the
+	 * share of each one's self time (ppm, counted as if muted already)
+	 * that was this function's in the budget's window; ncallers 0: none
+	 * seen. */
+	uint32_t ncallers;
+	uint32_t share_ppm[RVT_MUTED_CALLERS];
+	uint64_t caller[RVT_MUTED_CALLERS];
 };
 
 /* At most this many functions are muted in a process. */
@@ -291,19 +302,20 @@ struct rvt_capture_desc {
 
 #define RVT_CAP_WRAPPED 1u
 /* Set by every writer of this library: a verified CHECKSUM record is required. */
-#define RVT_CAP_CHECKSUMMED 4u
-#define RVT_CAP_HEADER	    128u
-#define RVT_REC_EXE	    1u
-#define RVT_REC_CMDLINE	    2u
-#define RVT_REC_THREAD	    3u
-#define RVT_REC_MODULE	    4u
-#define RVT_REC_SYMBOL	    5u
-#define RVT_REC_ANOMALY	    6u
-#define RVT_REC_CHECKSUM    8u
-#define RVT_REC_UNTRACED    9u
-#define RVT_REC_MUTED	    10u
-#define RVT_REC_LOCK_WAIT   15u
-#define RVT_REC_END	    0xffffu
+#define RVT_CAP_CHECKSUMMED   4u
+#define RVT_CAP_HEADER	      128u
+#define RVT_REC_EXE	      1u
+#define RVT_REC_CMDLINE	      2u
+#define RVT_REC_THREAD	      3u
+#define RVT_REC_MODULE	      4u
+#define RVT_REC_SYMBOL	      5u
+#define RVT_REC_ANOMALY	      6u
+#define RVT_REC_CHECKSUM      8u
+#define RVT_REC_UNTRACED      9u
+#define RVT_REC_MUTED	      10u
+#define RVT_REC_LOCK_WAIT     15u
+#define RVT_REC_MUTED_CALLERS 17u
+#define RVT_REC_END	      0xffffu
 /* CHECKSUM algorithms (FORMAT.md). */
 #define RVT_CHECKSUM_XXH3_64 1u
 

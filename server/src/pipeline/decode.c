@@ -531,6 +531,10 @@ static void decode_capture(struct lane *d, struct rvs_decode_item *it)
 	}
 	t_zstd = now_ms();
 	rc = rva_capture_summarize(cap, caplen, &sum, &err);
+	/* The fleet sums measured self times: a muted function's estimate
+	 * (rva_muted_self) is for the views of one capture. */
+	if (rc == 0)
+		rva_mstat_measured(sum.stats, sum.trace->nmethods);
 	if (cap_owned)
 		free(cap);
 	t_sum = now_ms();

@@ -107,13 +107,22 @@ typedef struct rva_untraced {
 	char *name; /* owned */
 } rva_untraced;
 
+/* Callers a muted function's time is apportioned to, at most. */
+#define RVA_MUTED_CALLERS 4u
+
 /* A function the tracer muted at run time (FORMAT.md MUTED record): no call
- * of it is recorded after `ns`, its time is in its callers' self time. */
+ * of it is recorded after `ns`, its time is in its callers' self time —
+ * in caller[k]'s at the share share_ppm[k] of that caller's self time,
+ * as the tracer measured when it muted it (MUTED_CALLERS record;
+ * rva_muted_self). */
 typedef struct rva_muted {
-	uint32_t method;    /* method id (its name: names[method]) */
-	int64_t ns;	    /* when, on the calls' clock */
-	uint64_t rate;	    /* calls per second observed on one thread */
-	uint32_t median_ns; /* median duration observed */
+	uint32_t method;		       /* method id (its name: names[method]) */
+	int64_t ns;			       /* when, on the calls' clock */
+	uint64_t rate;			       /* calls per second observed on one thread */
+	uint32_t median_ns;		       /* median duration observed */
+	uint32_t ncallers;		       /* 0: not known where its time went */
+	uint32_t caller[RVA_MUTED_CALLERS];    /* method ids */
+	uint32_t share_ppm[RVA_MUTED_CALLERS]; /* <= 1000000 */
 } rva_muted;
 
 enum { RVA_CHECKSUM_NONE = 0, RVA_CHECKSUM_VERIFIED = 1 };
@@ -338,18 +347,38 @@ int rva_capture_has_offcpu(const uint8_t *buf, size_t len);
 
 typedef struct rva_mstat {
 	uint64_t calls;
-	int64_t incl; /* inclusive; a recursive call inside itself counts once */
-	int64_t self;
+	int64_t incl;	  /* inclusive; a recursive call inside itself counts once */
+	int64_t self;	  /* with est_self */
 	int64_t cpu_incl; /* the same in thread-CPU ns when t->has_cpu, else 0 */
 	int64_t cpu_self;
+	/* The part of `self` that is an estimate (rva_muted_self): > 0 a muted
+	 * function's time taken out of its callers' self times (calls may be
+	 * 0), < 0 what was taken out of a caller's; 0 measured. */
+	int64_t est_self;
 } rva_mstat;
 
-/* Statistics of every method (array of t->nmethods, caller frees with free).
- * 0 or -ENOMEM. */
+/* Statistics of every method (array of t->nmethods, caller frees with free),
+ * the self times with t's muted functions' estimates (est_self).  0 or
+ * -ENOMEM. */
 int rva_method_stats(const rva_trace *t, rva_mstat **out);
 
+/* Takes the estimates out of n statistics again (self less est_self,
+ * est_self 0): the measured self times, e.g. for a fleet's sums. */
+void rva_mstat_measured(rva_mstat *st, size_t n);
+
+/* Estimates where t's muted functions' time went (rva_muted's callers and
+ * shares, FORMAT.md MUTED_CALLERS): self[0..t->nmethods) the measured self
+ * times, est[0..t->nmethods) gets what moves — each muted function takes
+ * its share of each caller's self time from the moment it was muted on
+ * (the share of the trace's span after it, the time assumed spread
+ * evenly), newest muted first; > 0 into a muted function, < 0 out of a
+ * caller, no self time below 0.  Nothing for a weighted trace.  0 or
+ * -ENOMEM (est all 0). */
+int rva_muted_self(const rva_trace *t, const int64_t *self, int64_t *est);
+
 /* Fill ids[0..n) with the method ids of the n largest self times (ties by
- * id); returns n = min(max, methods with calls). */
+ * id); returns n = min(max, methods with calls or an estimated self time
+ * above 0). */
 size_t rva_top_self(const rva_trace *t, const rva_mstat *st, uint32_t *ids, size_t max);
 
 /* ---- time windows and chains ---- */
@@ -564,11 +593,13 @@ typedef struct rva_rstat {
 	int64_t sum;		    /* every call's own duration, recursive ones too */
 	int64_t min, max;	    /* of one call's duration */
 	int64_t self_min, self_max; /* of one call's self time */
+	int64_t est_self;	    /* the part of self that is an estimate (rva_mstat) */
 } rva_rstat;
 
 /* Figures of every method on thread th (SIZE_MAX: all threads) into *out
- * (t->nmethods entries, caller frees); methods without calls are zero.
- * 0 or -ENOMEM. */
+ * (t->nmethods entries, caller frees); methods without calls are zero but
+ * for a muted function's estimated self time (rva_muted_self; min and max
+ * stay measured).  0 or -ENOMEM. */
 int rva_report_stats(const rva_trace *t, size_t th, rva_rstat **out);
 
 /* Sort keys of rva_report_order: numbers largest first, names in byte
