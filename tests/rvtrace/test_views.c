@@ -184,6 +184,34 @@ static void test_views_report_avg_self_uses_self_per_call(void **state)
 	rva_trace_free(t);
 }
 
+/* A muted function the trace names with a caller and a share (MUTED_CALLERS):
+ * `x`, muted before the trace began, took half of a's self time (2 us):
+ * both show 1 us marked "~", x with no calls and no per-call figures. */
+static void test_views_report_muted_estimate_marked(void **state)
+{
+	rva_trace *t = model();
+	int64_t x = rva_method_intern(t, "x", 1), a = rva_method_find(t, "a");
+	assert_true(x >= 0 && a >= 0);
+	t->muted = calloc(1, sizeof(*t->muted));
+	assert_non_null(t->muted);
+	t->nmuted = 1;
+	t->muted[0] = (rva_muted){.method = (uint32_t)x,
+				  .ns = -1,
+				  .ncallers = 1,
+				  .caller = {(uint32_t)a},
+				  .share_ppm = {500000}};
+	int k = RVA_SORT_SELF; /* c, worker, b; then a, main and x at 1 us, by name */
+	char want[2048];
+	snprintf(want, sizeof(want), "%s%s%s%s%s%s%s%s", HDR, R_C, R_WORKER, R_B,
+		 "    9.000 us  ~ 1.000 us           2    4.500 us    3.000 us    6.000 us  a\n",
+		 R_MAIN,
+		 "    0.000 us  ~ 1.000 us           0           -           -           -  x\n",
+		 "  ~ estimated: a muted function's share of its callers' self time when the "
+		 "tracer muted it\n");
+	report(t, SIZE_MAX, &k, 1, 0, 0, want);
+	rva_trace_free(t);
+}
+
 static void test_views_report_per_thread_counts_each_thread_alone(void **state)
 {
 	rva_trace *t = model();
@@ -565,6 +593,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_views_report_every_sort_key_orders_as_worked_out),
 		cmocka_unit_test(test_views_report_avg_self_uses_self_per_call),
+		cmocka_unit_test(test_views_report_muted_estimate_marked),
 		cmocka_unit_test(test_views_report_per_thread_counts_each_thread_alone),
 		cmocka_unit_test(test_views_report_recursion_total_once_avg_every_call),
 		cmocka_unit_test(test_views_replay_merges_threads_by_time),

@@ -595,10 +595,16 @@ static int cmd_info(int argc, char **argv)
 		printf("%s%" PRIu64 " %s%s", i ? ", " : "skipped:  ", t->skipped[i].n,
 		       t->skipped[i].what, i + 1 == t->nskipped ? " (map to no call)\n" : "");
 	print_note(t, "note:     ");
-	for (size_t i = 0; i < t->nmuted; i++)
-		printf("muted:    %s at %" PRId64 " (%" PRIu64 " calls/s, median %u ns)\n",
-		       t->names[t->muted[i].method], t->muted[i].ns, t->muted[i].rate,
-		       t->muted[i].median_ns);
+	for (size_t i = 0; i < t->nmuted; i++) {
+		const rva_muted *m = &t->muted[i];
+		printf("muted:    %s at %" PRId64 " (%" PRIu64 " calls/s, median %u ns",
+		       t->names[m->method], m->ns, m->rate, m->median_ns);
+		/* MUTED_CALLERS: its share of each caller's self time then */
+		for (uint32_t k = 0; k < m->ncallers && k < RVA_MUTED_CALLERS; k++)
+			printf("%s%.1f %% of %s", k ? ", " : "; ", m->share_ppm[k] / 1e4,
+			       t->names[m->caller[k]]);
+		printf(")\n");
+	}
 	if (t->lost_spans)
 		printf("lost:     %" PRIu64 " span(s) of %.3f us in all, the first %" PRId64
 		       " .. %" PRId64 " (the tracer had no spare ring at a capture)\n",

@@ -1030,8 +1030,8 @@ struct victim {
 	uint64_t caller[RVT_MUTED_CALLERS];
 };
 
-/* Self time in one window that a caller `a` would show with the look's
- * victims muted: of victim `x`, or (x == 0) all of it (victim_callers). */
+/* Self time in one window of a muted function `x` that its caller `a`
+ * would show (x == 0: of all muted functions; victim_callers). */
 struct absorb {
 	uint64_t x, a;
 	double self;
@@ -1055,6 +1055,7 @@ struct budget {
 	struct {
 		uint64_t value;
 		uint32_t ts, child, calls; /* calls: its children's */
+		uint32_t gone;		   /* victim_callers: fstat.gone */
 	} stack[256];
 	struct tstate th[THREADS_MAX];
 	struct victim vic[MAX_VICTIMS];
@@ -1256,10 +1257,11 @@ static void absorb_add(struct budget *B, uint64_t x, uint64_t a, double self)
  * muted: into their nearest caller that stays traced, whose self time then
  * holds it.  A second pass over the window choose() read (B->win[0..w))
  * credits each call of a muted function (a victim of this round, or muted
- * before) with its self time to that caller, and every other call's self
- * time to its own function; a victim keeps its RVT_MUTED_CALLERS largest
- * callers, each with the share of the caller's self time so counted (its
- * own and its muted callees') that was the victim's.  A reader splits the
+ * before) with its self time to that caller (the other calls' self times
+ * are choose()'s); a victim keeps its RVT_MUTED_CALLERS largest callers,
+ * each with the share of the caller's self time so counted (its own and
+ * its muted callees') that was the victim's.  Hash lookups: one per entry
+ * and one per muted call's exit, none for the other exits.  A reader splits the
  * caller's measured self time by these shares (FORMAT.md, MUTED_CALLERS).
  * The frames open before the window are on v's shadow stack (read now, a
  * little later than the window); the innermost of them not muted is the
@@ -1305,6 +1307,7 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 				B->stack[depth].ts = ts;
 				B->stack[depth].child = 0;
 				B->stack[depth].calls = 0;
+				B->stack[depth].gone = (uint32_t)is_gone(B, value);
 			}
 			depth++;
 			continue;
@@ -1318,26 +1321,18 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 		if (depth >= 256)
 			continue;
 		uint32_t dur = ts - B->stack[depth].ts;
-		double self = (double)dur - (double)B->stack[depth].child -
-			      tp_ticks * (1 + B->stack[depth].calls);
 		if (depth > 0) {
 			B->stack[depth - 1].child += dur;
 			B->stack[depth - 1].calls++;
 		}
-		uint64_t x = B->stack[depth].value;
-		if (!is_gone(B, x)) {
-			struct absorb *p = absorb_of(B, 0, x);
-			if (p)
-				p->self += self;
-			continue;
-		}
+		if (!B->stack[depth].gone)
+			continue; /* its self time: choose()'s fstat */
+		double self = (double)dur - (double)B->stack[depth].child -
+			      tp_ticks * (1 + B->stack[depth].calls);
 		unsigned d = depth;
-		while (d > 0 && is_gone(B, B->stack[d - 1].value))
+		while (d > 0 && B->stack[d - 1].gone)
 			d--;
-		if (d > 0)
-			absorb_add(B, x, B->stack[d - 1].value, self);
-		else
-			absorb_add(B, x, BASE, self);
+		absorb_add(B, B->stack[depth].value, d > 0 ? B->stack[d - 1].value : BASE, self);
 	}
 	if (have_ts && depth == 0)
 		base_self += (double)(uint32_t)(last - t0);
@@ -1360,9 +1355,6 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 				base = b;
 		}
 	}
-	struct absorb *own = absorb_of(B, 0, BASE);
-	if (own)
-		own->self += base_self;
 	for (size_t i = first; i < B->nvic; i++) {
 		struct victim *vi = &B->vic[i];
 		const struct absorb *top[RVT_MUTED_CALLERS];
@@ -1382,10 +1374,16 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 		}
 		vi->ncallers = 0;
 		for (unsigned j = 0; j < n; j++) {
-			const struct absorb *all = absorb_of(B, 0, top[j]->a);
-			if (!all || all->self <= 0)
+			/* The caller's self time as it will be: its own (choose()'s
+			 * first pass) and every muted callee's credited to it. */
+			const struct absorb *in = absorb_of(B, 0, top[j]->a);
+			const struct fstat *own = top[j]->a == BASE ? NULL : fstat_of(B, top[j]->a);
+			double all = (in ? in->self : 0) + (top[j]->a == BASE ? base_self
+							    : own	      ? own->self
+									      : 0);
+			if (all <= 0)
 				continue;
-			double share = top[j]->self / all->self;
+			double share = top[j]->self / all;
 			vi->caller[vi->ncallers] = top[j]->a == BASE ? base : top[j]->a;
 			vi->share_ppm[vi->ncallers++] =
 				(uint32_t)(share >= 1 ? 1000000 : share * 1e6 + 0.5);
