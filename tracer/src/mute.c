@@ -989,10 +989,13 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 
 /* ---- the budget ---- */
 
-#define WIN	16384u /* slots read from a thread over its budget */
-#define HASH	4096u  /* functions told apart in one window */
-#define SAMPLES 8u     /* call durations kept per function */
-#define ABSORB	4096u  /* (victim, caller) pairs told apart in one window */
+#define WIN	   16384u     /* slots read from a thread over its budget */
+#define HASH	   4096u      /* functions told apart in one window */
+#define SAMPLES	   8u	      /* call durations kept per function */
+#define ABSORB	   4096u      /* (victim, caller) pairs told apart in one window */
+#define SHARE_WINS 8u	      /* older windows a victim's callers are read from */
+#define SHARE_WIN  2048u      /* ... of this many slots each */
+#define SHARE_SPAN (1u << 20) /* ... spread over this many slots before */
 /* What the budget mutes (see the top): never a function with ≥ SPARE_PPM of
  * the self time whose own trace points fit in the budget, nor one whose
  * events cost < GAIN_PPM of the budget, nor one called < MIN_RATE times a
@@ -1016,7 +1019,11 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 struct fstat {
 	uint64_t value;
 	uint32_t calls, events, nsamples;
-	uint32_t gone;		  /* muted, or a victim of this look (victim_callers) */
+	/* victim_callers: gone (muted, or a victim of this round) once
+	 * marked; victim, one of the look's; own, the self time of its calls
+	 * in the windows it read, and in, its muted callees' */
+	uint32_t gone, marked, victim;
+	double own, in;
 	double self;		  /* ticks of the shifted counter, less the trace
 				   * points' cost (a sum that may dip below 0) */
 	uint32_t sample[SAMPLES]; /* call durations, ticks */
@@ -1030,8 +1037,8 @@ struct victim {
 	uint64_t caller[RVT_MUTED_CALLERS];
 };
 
-/* Self time in one window of a muted function `x` that its caller `a`
- * would show (x == 0: of all muted functions; victim_callers). */
+/* Self time of a muted function `x` in the windows victim_callers read
+ * that its caller `a` would show (BASE: the base). */
 struct absorb {
 	uint64_t x, a;
 	double self;
@@ -1055,7 +1062,7 @@ struct budget {
 	struct {
 		uint64_t value;
 		uint32_t ts, child, calls; /* calls: its children's */
-		uint32_t gone;		   /* victim_callers: fstat.gone */
+		struct fstat *f;	   /* victim_callers: its fstat */
 	} stack[256];
 	struct tstate th[THREADS_MAX];
 	struct victim vic[MAX_VICTIMS];
@@ -1077,22 +1084,58 @@ struct budget {
 	size_t nlooked; /* pending[0..nlooked) were looked for at this look */
 };
 
-/* Functions the budget will not try again (muted, or no way to mute). */
-static uint64_t tried[TRIED_MAX];
+/* Functions the budget will not try again (muted, or no way to mute): a
+ * set of method values (never 0), open addressing with linear probing, at
+ * most half full; asked for every function of every window it reads. */
+#define TRIED_SLOTS (2 * TRIED_MAX)
+static uint64_t tried[TRIED_SLOTS];
 static size_t ntried;
+
+static size_t tried_home(uint64_t v)
+{
+	return (size_t)((v * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (TRIED_SLOTS - 1);
+}
+
+static size_t tried_at(uint64_t v)
+{
+	size_t i = tried_home(v);
+	while (tried[i] && tried[i] != v)
+		i = (i + 1) & (TRIED_SLOTS - 1);
+	return i;
+}
 
 static int was_tried(uint64_t v)
 {
-	for (size_t i = 0; i < ntried; i++)
-		if (tried[i] == v)
-			return 1;
-	return ntried == TRIED_MAX;
+	return tried[tried_at(v)] == v || ntried == TRIED_MAX;
 }
 
 static void set_tried(uint64_t v)
 {
-	if (ntried < TRIED_MAX && !was_tried(v))
-		tried[ntried++] = v;
+	size_t i = tried_at(v);
+	if (ntried < TRIED_MAX && !tried[i]) {
+		tried[i] = v;
+		ntried++;
+	}
+}
+
+/* Takes v out of the set: the entries after it in its run move back so
+ * that each stays reachable from its home slot. */
+static void untry(uint64_t v)
+{
+	size_t i = tried_at(v);
+	if (tried[i] != v)
+		return;
+	ntried--;
+	for (size_t j = (i + 1) & (TRIED_SLOTS - 1); tried[j]; j = (j + 1) & (TRIED_SLOTS - 1)) {
+		size_t h = tried_home(tried[j]);
+		/* stays when its home is cyclically in (i, j] */
+		int stays = i < j ? (h > i && h <= j) : (h > i || h <= j);
+		if (!stays) {
+			tried[i] = tried[j];
+			i = j;
+		}
+	}
+	tried[i] = 0;
 }
 
 /* A function none of whose sites could be had (call mode learns them while
@@ -1114,11 +1157,7 @@ static void retry_later(uint64_t v)
 	}
 	if (++retry[k].n >= RETRIES)
 		return;
-	for (size_t i = 0; i < ntried; i++)
-		if (tried[i] == v) {
-			tried[i] = tried[--ntried];
-			return;
-		}
+	untry(v);
 }
 
 static uint64_t ticks_ns(uint64_t ticks)
@@ -1193,19 +1232,19 @@ static int cmp_cand(const void *a, const void *b)
 	return (x->score < y->score) - (x->score > y->score);
 }
 
-/* The event at B->win[*k] of a window of w slots (FORMAT.md §1): 1 with
+/* The event at win[*k] of a window of w slots (FORMAT.md §1): 1 with
  * *value (0: an exit) and its *ts, *k moved past the second slot of a
  * two-slot entry; 0 for a marker (CLOCK, LOSS) or a marker whose value
  * slot is before the window. */
-static int win_event(const struct budget *B, uint64_t w, uint64_t *k, uint64_t *value, uint32_t *ts)
+static int win_event(const uint64_t *win, uint64_t w, uint64_t *k, uint64_t *value, uint32_t *ts)
 {
-	uint64_t s = B->win[*k];
+	uint64_t s = win[*k];
 	uint32_t low = (uint32_t)s;
-	uint32_t next = *k + 1 < w ? (uint32_t)B->win[*k + 1] : 0;
+	uint32_t next = *k + 1 < w ? (uint32_t)win[*k + 1] : 0;
 	*ts = (uint32_t)(s >> 32);
 	if (next != 0 && next <= RVT_SLOT_MARKER_MAX) {
 		/* s is the 64-bit value of the marker after it */
-		*ts = (uint32_t)(B->win[++*k] >> 32);
+		*ts = (uint32_t)(win[++*k] >> 32);
 		*value = s;
 		return next == RVT_SLOT_PAIR;
 	}
@@ -1236,62 +1275,51 @@ static struct absorb *absorb_of(struct budget *B, uint64_t x, uint64_t a)
 /* victim_callers' name for the innermost frame open before its window. */
 #define BASE UINT64_MAX
 
-static int is_gone(struct budget *B, uint64_t v)
+/* Whether v is muted, or a victim of this round (victim_callers): its
+ * fstat, marked the first time it is asked for. */
+static struct fstat *gone_of(struct budget *B, uint64_t v)
 {
-	const struct fstat *f = fstat_of(B, v);
-	return f && f->gone;
+	struct fstat *f = fstat_of(B, v);
+	if (f && !f->marked) { /* (the victims were marked first) */
+		f->marked = 1;
+		f->gone = was_tried(v);
+	}
+	return f;
 }
 
-/* Credits `self` ticks of a muted (gone) frame to its absorber `a`. */
-static void absorb_add(struct budget *B, uint64_t x, uint64_t a, double self)
-{
-	struct absorb *p = absorb_of(B, x, a), *q = p ? absorb_of(B, 0, a) : NULL;
-	if (p && q) {
-		p->self += self;
-		q->self += self;
-	}
-}
+/* A victim's credits to one caller (victim_callers). */
+struct credit {
+	uint64_t a;
+	double self;
+};
+
+/* What victim_callers gathers of the frames open before a window began:
+ * the window's time outside its outermost calls, their count, and the
+ * self time of muted functions among them. */
+struct base_acc {
+	double self, in;
+	unsigned calls;
+};
 
 /*
- * Where the time of the victims B->vic[first..nvic) goes once they are
- * muted: into their nearest caller that stays traced, whose self time then
- * holds it.  A second pass over the window choose() read (B->win[0..w))
- * credits each call of a muted function (a victim of this round, or muted
- * before) with its self time to that caller (the other calls' self times
- * are choose()'s); a victim keeps its RVT_MUTED_CALLERS largest callers,
- * each with the share of the caller's self time so counted (its own and
- * its muted callees') that was the victim's.  Hash lookups: one per entry
- * and one per muted call's exit, none for the other exits.  A reader splits the
- * caller's measured self time by these shares (FORMAT.md, MUTED_CALLERS).
- * The frames open before the window are on v's shadow stack (read now, a
- * little later than the window); the innermost of them not muted is the
- * caller of the window's outermost calls (the base), and the window's time
- * outside those calls its self time (exact while no frame from before the
- * window returns inside it, as in a hot loop).
+ * One window (win[0..w)) of victim_callers: credits the self time of each
+ * call of a muted function to its nearest caller in the window that stays
+ * traced (fstat.in; base_acc.in when none in the window, the base), and
+ * every other call's self time to its own function (fstat.own); a call of
+ * a victim of the look is also credited to the pair (victim, caller) in
+ * B->ab (BASE: the base).  Returns the depth at its end, the frames still
+ * open in B->stack.  One hash lookup per entry, and per exit of a victim.
  */
-static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint64_t w,
-			   size_t first, double tp_ticks)
+static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w, double tp_ticks,
+			      struct base_acc *ba)
 {
-	for (unsigned i = 0; i < B->nused; i++) {
-		struct fstat *f = &B->fs[B->used[i]];
-		f->gone = was_tried(f->value);
-	}
-	for (size_t i = 0; i < B->nvic; i++) {
-		struct fstat *f = fstat_of(B, B->vic[i].value);
-		if (f)
-			f->gone = 1;
-	}
-	for (unsigned i = 0; i < B->nab; i++)
-		B->ab[B->ab_used[i]] = (struct absorb){0, 0, 0};
-	B->nab = 0;
-	unsigned depth = 0, base_calls = 0;
+	unsigned depth = 0;
 	uint32_t t0 = 0, last = 0;
 	int have_ts = 0;
-	double base_self = 0;
 	for (uint64_t k = 0; k < w; k++) {
 		uint64_t value;
 		uint32_t ts;
-		if (!win_event(B, w, &k, &value, &ts))
+		if (!win_event(win, w, &k, &value, &ts))
 			continue;
 		if (!have_ts)
 			t0 = ts;
@@ -1299,15 +1327,15 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 		last = ts;
 		if (value) {
 			if (depth == 0) {
-				base_self += (double)(uint32_t)(ts - t0);
-				base_calls++;
+				ba->self += (double)(uint32_t)(ts - t0);
+				ba->calls++;
 			}
 			if (depth < 256) {
 				B->stack[depth].value = value;
 				B->stack[depth].ts = ts;
 				B->stack[depth].child = 0;
 				B->stack[depth].calls = 0;
-				B->stack[depth].gone = (uint32_t)is_gone(B, value);
+				B->stack[depth].f = gone_of(B, value);
 			}
 			depth++;
 			continue;
@@ -1321,26 +1349,85 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 		if (depth >= 256)
 			continue;
 		uint32_t dur = ts - B->stack[depth].ts;
+		double self = (double)dur - (double)B->stack[depth].child -
+			      tp_ticks * (1 + B->stack[depth].calls);
 		if (depth > 0) {
 			B->stack[depth - 1].child += dur;
 			B->stack[depth - 1].calls++;
 		}
-		if (!B->stack[depth].gone)
-			continue; /* its self time: choose()'s fstat */
-		double self = (double)dur - (double)B->stack[depth].child -
-			      tp_ticks * (1 + B->stack[depth].calls);
+		struct fstat *f = B->stack[depth].f;
+		if (!f)
+			continue;
+		if (!f->gone) {
+			f->own += self;
+			continue;
+		}
 		unsigned d = depth;
-		while (d > 0 && B->stack[d - 1].gone)
+		while (d > 0 && B->stack[d - 1].f && B->stack[d - 1].f->gone)
 			d--;
-		absorb_add(B, B->stack[depth].value, d > 0 ? B->stack[d - 1].value : BASE, self);
+		if (d == 0)
+			ba->in += self;
+		else if (B->stack[d - 1].f)
+			B->stack[d - 1].f->in += self;
+		if (f->victim) {
+			struct absorb *p =
+				absorb_of(B, f->value, d > 0 ? B->stack[d - 1].value : BASE);
+			if (p)
+				p->self += self;
+		}
 	}
 	if (have_ts && depth == 0)
-		base_self += (double)(uint32_t)(last - t0);
-	base_self -= tp_ticks * base_calls;
-	/* The base: the innermost frame of the shadow stack that stays traced
-	 * and is none of the window's open frames (0 when none: the credits to
-	 * it are dropped).  Read without waiting for a trace point to finish
-	 * (busy): it changes the innermost frames only. */
+		ba->self += (double)(uint32_t)(last - t0);
+	return depth;
+}
+
+/*
+ * Where the time of the victims B->vic[first..nvic) goes once they are
+ * muted: into their nearest caller that stays traced, whose self time then
+ * holds it.  Passes over the window choose() read (B->win[0..w)) and over
+ * SHARE_WINS older windows of SHARE_WIN slots spread evenly over the
+ * SHARE_SPAN slots before it (absorb_window) sum, per caller, its own self
+ * time and each muted callee's credited to it; a victim keeps its
+ * RVT_MUTED_CALLERS largest callers, each with the share of the caller's
+ * self time so counted that was the victim's.  The older windows make the
+ * share one of the last few tens of milliseconds, not of the last phase
+ * alone (gzip's send_bits, muted in a burst of block output, took 65 % of
+ * deflate's self time in its window; its share over the run is a few per
+ * cent); as they are evenly spread in slots, a phase counts by the time it
+ * took.  A reader splits the caller's measured self time by these shares
+ * (FORMAT.md, MUTED_CALLERS).
+ * The frames open before a window began are the base: for the newest one,
+ * the innermost frame of v's shadow stack (read now, a little later than
+ * the window) that is none of the window's open frames, muted or not; the
+ * older windows are taken to have the same (a long-running loop's frames),
+ * and the time outside a window's outermost calls is the base's self time
+ * (exact while no frame from before the window returns inside it).
+ */
+static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint64_t w,
+			   size_t first, double tp_ticks)
+{
+	for (unsigned i = 0; i < B->nused; i++) {
+		struct fstat *f = &B->fs[B->used[i]];
+		f->marked = f->victim = 0;
+		f->own = f->in = 0;
+	}
+	for (size_t i = 0; i < B->nvic; i++) {
+		struct fstat *f = fstat_of(B, B->vic[i].value);
+		if (f) {
+			f->marked = 1;
+			f->gone = 1;
+			f->victim = i >= first;
+		}
+	}
+	for (unsigned i = 0; i < B->nab; i++)
+		B->ab[B->ab_used[i]] = (struct absorb){0, 0, 0};
+	B->nab = 0;
+	struct base_acc ba = {0, 0, 0};
+	unsigned depth = absorb_window(B, B->win, w, tp_ticks, &ba);
+	/* The base: read before the older windows' passes reuse B->stack.  A
+	 * muted function's frame counts: open on the shadow stack, it was
+	 * entered before the mute and holds its callees' time in a capture
+	 * (bc's interpreter loop `execute`, muted early, keeps its frames). */
 	uint64_t base = 0;
 	if (v->sh_base) {
 		uintptr_t top = v->sh_top < v->sh_end ? v->sh_top : v->sh_end;
@@ -1351,40 +1438,68 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 			int in_window = 0;
 			for (unsigned d = 0; d < open && !in_window; d++)
 				in_window = B->stack[d].value == b;
-			if (b && !in_window && !is_gone(B, b))
+			if (b && !in_window)
 				base = b;
 		}
 	}
+	/* The older windows: written slots before the newest window, at most
+	 * SHARE_SPAN and half the ring back (the writer is far from them). */
+	uint64_t written = v->wrapped ? v->nslots : v->cur;
+	uint64_t back = written > w ? written - w : 0;
+	if (back > SHARE_SPAN)
+		back = SHARE_SPAN;
+	if (back > v->nslots / 2)
+		back = v->nslots / 2;
+	uint64_t *old = B->win + WIN;
+	for (unsigned j = 1; back >= SHARE_WINS * SHARE_WIN && j <= SHARE_WINS; j++) {
+		uint64_t at = (v->cur + v->nslots - w - j * (back / SHARE_WINS)) % v->nslots;
+		for (uint64_t k = 0; k < SHARE_WIN; k++)
+			old[k] = __atomic_load_n(&v->slots[(at + k) % v->nslots], __ATOMIC_RELAXED);
+		absorb_window(B, old, SHARE_WIN, tp_ticks, &ba);
+	}
+	double base_self = ba.self - tp_ticks * ba.calls;
 	for (size_t i = first; i < B->nvic; i++) {
 		struct victim *vi = &B->vic[i];
-		const struct absorb *top[RVT_MUTED_CALLERS];
+		struct credit c[2 * RVT_MUTED_CALLERS];
 		unsigned n = 0;
 		for (unsigned j = 0; j < B->nab; j++) {
 			const struct absorb *p = &B->ab[B->ab_used[j]];
-			if (p->x != vi->value || p->self <= 0 || (p->a == BASE && !base))
+			if (p->x != vi->value || (p->a == BASE && (!base || base == vi->value)))
 				continue;
-			unsigned at = n < RVT_MUTED_CALLERS ? n++ : n;
-			while (at > 0 && top[at - 1]->self < p->self) {
-				if (at < RVT_MUTED_CALLERS)
-					top[at] = top[at - 1];
-				at--;
+			/* the base's credits are those of the frame it is (which
+			 * the newest window may have seen open too) */
+			uint64_t a = p->a == BASE ? base : p->a;
+			unsigned k = 0;
+			while (k < n && c[k].a != a)
+				k++;
+			if (k == n) {
+				if (n == 2 * RVT_MUTED_CALLERS)
+					continue; /* more callers than kept: the rest */
+				c[n++] = (struct credit){a, 0};
 			}
-			if (at < RVT_MUTED_CALLERS)
-				top[at] = p;
+			c[k].self += p->self;
 		}
+		/* The largest first (a few: insertion). */
+		for (unsigned j = 1; j < n; j++)
+			for (unsigned k = j; k > 0 && c[k - 1].self < c[k].self; k--) {
+				struct credit t = c[k];
+				c[k] = c[k - 1];
+				c[k - 1] = t;
+			}
 		vi->ncallers = 0;
-		for (unsigned j = 0; j < n; j++) {
-			/* The caller's self time as it will be: its own (choose()'s
-			 * first pass) and every muted callee's credited to it. */
-			const struct absorb *in = absorb_of(B, 0, top[j]->a);
-			const struct fstat *own = top[j]->a == BASE ? NULL : fstat_of(B, top[j]->a);
-			double all = (in ? in->self : 0) + (top[j]->a == BASE ? base_self
-							    : own	      ? own->self
-									      : 0);
+		for (unsigned j = 0; j < n && vi->ncallers < RVT_MUTED_CALLERS; j++) {
+			if (c[j].self <= 0)
+				break;
+			/* The caller's self time as it will be: its own and
+			 * every muted callee's credited to it. */
+			const struct fstat *own = fstat_of(B, c[j].a);
+			double all = own ? own->own + own->in : 0;
+			if (c[j].a == base)
+				all += ba.in + base_self;
 			if (all <= 0)
 				continue;
-			double share = top[j]->self / all;
-			vi->caller[vi->ncallers] = top[j]->a == BASE ? base : top[j]->a;
+			double share = c[j].self / all;
+			vi->caller[vi->ncallers] = c[j].a;
 			vi->share_ppm[vi->ncallers++] =
 				(uint32_t)(share >= 1 ? 1000000 : share * 1e6 + 0.5);
 		}
@@ -1423,7 +1538,7 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 	for (uint64_t k = 0; k < w; k++) {
 		uint64_t value;
 		uint32_t ts;
-		if (!win_event(B, w, &k, &value, &ts))
+		if (!win_event(B->win, w, &k, &value, &ts))
 			continue;
 		if (!have_ts) {
 			first = ts;
@@ -1980,7 +2095,7 @@ static int budget_setup(void)
 	static struct budget B;
 	static int once;
 	if (!once) {
-		B.win = malloc(WIN * sizeof(*B.win));
+		B.win = malloc((WIN + SHARE_WIN) * sizeof(*B.win));
 		B.fs = calloc(HASH, sizeof(*B.fs));
 		if (!B.win || !B.fs)
 			return -ENOMEM;
