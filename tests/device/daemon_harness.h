@@ -322,6 +322,7 @@ static inline int rvh_wait_exit(struct rvh *h, pid_t pid)
 static inline int rvh_run_cmd(char *out, size_t cap, const char *cmd)
 {
 	FILE *p = popen(cmd, "r");
+	char drain[4096];
 	size_t n;
 	int st;
 
@@ -329,6 +330,10 @@ static inline int rvh_run_cmd(char *out, size_t cap, const char *cmd)
 		return -1;
 	n = fread(out, 1, cap - 1, p);
 	out[n] = '\0';
+	/* The rest is read and dropped: a command whose output is longer than
+	 * cap must still end by itself, not of SIGPIPE (exit 141). */
+	while (fread(drain, 1, sizeof(drain), p) > 0)
+		;
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
