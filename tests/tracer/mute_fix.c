@@ -10,7 +10,8 @@
  * few ticks of the shifted counter: its share of its caller's time can be
  * measured) and dense_loop() does nothing but call it, so it has much of the self time
  * yet its trace points cost far more than the budget (it must be muted all
- * the same); rec() recurses with tiny() at every level;
+ * the same); host() is short and hot, then one long frame of it calls
+ * leaf(); rec() recurses with tiny() at every level;
  * the family's functions are each hot in one phase of phase_loop(), and
  * one call in 8192 blocks inside for 3 ms (so frames are open across the
  * mutes of test_mute_race, longer than a mute takes).
@@ -71,12 +72,23 @@ __attribute__((noinline)) long F(big)(long n)
 	return s;
 }
 
+/* ~100 ns of work the compiler cannot fold (no trace point of its own). */
+static inline __attribute__((always_inline, no_instrument_function)) int F(work)(int x, unsigned k)
+{
+	volatile unsigned s = (unsigned)x;
+	for (unsigned i = 0; i < 96; i++)
+		s = s * k + i;
+	return (int)(s & 0x7fffffff);
+}
+
 __attribute__((noinline)) int F(dense)(int x)
 {
-	volatile unsigned s = (unsigned)x; /* work the compiler cannot fold */
-	for (unsigned i = 0; i < 96; i++)
-		s = s * 31 + i;
-	return (int)(s & 0x7fffffff);
+	return F(work)(x, 31);
+}
+
+__attribute__((noinline)) int F(leaf)(int x)
+{
+	return F(work)(x, 33);
 }
 
 __attribute__((noinline)) long F(dense_loop)(long n)
@@ -84,6 +96,26 @@ __attribute__((noinline)) long F(dense_loop)(long n)
 	long s = 0;
 	for (long i = 0; i < n; i++)
 		s += F(dense)((int)i);
+	return s;
+}
+
+/* host(n < 0) returns at once (hot and short: the budget mutes it);
+ * host(n >= 0) is a long-lived frame: it says it is inside (host_in),
+ * waits for host_go, then calls leaf() (dense()'s twin) until host_go is
+ * cleared: a muted function's frame, open since before its mute, in which
+ * a callee becomes hot. */
+_Atomic int F(host_in), F(host_go);
+
+__attribute__((noinline)) long F(host)(long n)
+{
+	if (n < 0)
+		return n;
+	atomic_store(&F(host_in), 1);
+	while (!atomic_load(&F(host_go)))
+		sched_yield();
+	long s = 0;
+	while (atomic_load(&F(host_go)))
+		s += F(leaf)((int)(s & 1023));
 	return s;
 }
 

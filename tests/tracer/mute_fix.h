@@ -13,6 +13,7 @@
 
 #define MUTE_FIX_DECLARE(p)                              \
 	extern _Atomic int p##hold, p##inside;           \
+	extern _Atomic int p##host_in, p##host_go;       \
 	int p##tiny(int x);                              \
 	long p##hot_loop(long n);                        \
 	int p##rare(int x);                              \
@@ -20,6 +21,8 @@
 	long p##big(long n);                             \
 	int p##dense(int x);                             \
 	long p##dense_loop(long n);                      \
+	long p##host(long n);                            \
+	int p##leaf(int x);                              \
 	int p##rec(int depth, int x);                    \
 	long p##phase_loop(int k, long n);               \
 	extern int (*const p##family[MF_FAMILY])(int x); \

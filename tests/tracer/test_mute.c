@@ -42,12 +42,17 @@ struct fix {
 	_Atomic int *hold, *inside;
 	int (*dense)(int);
 	long (*dense_loop)(long);
+	long (*host)(long);
+	int (*leaf)(int);
+	_Atomic int *host_in, *host_go;
 };
 
-static const struct fix call_fix = {"call", mc_tiny,  mc_hot_loop, mc_rare,  mc_outer,
-				    mc_big, &mc_hold, &mc_inside,  mc_dense, mc_dense_loop};
-static const struct fix inl_fix = {"inline", mi_tiny,  mi_hot_loop, mi_rare,  mi_outer,
-				   mi_big,   &mi_hold, &mi_inside,  mi_dense, mi_dense_loop};
+static const struct fix call_fix = {"call",  mc_tiny,  mc_hot_loop, mc_rare,	mc_outer,
+				    mc_big,  &mc_hold, &mc_inside,  mc_dense,	mc_dense_loop,
+				    mc_host, mc_leaf,  &mc_host_in, &mc_host_go};
+static const struct fix inl_fix = {"inline", mi_tiny,  mi_hot_loop, mi_rare,	mi_outer,
+				   mi_big,   &mi_hold, &mi_inside,  mi_dense,	mi_dense_loop,
+				   mi_host,  mi_leaf,  &mi_host_in, &mi_host_go};
 
 static _Atomic int traps;
 
@@ -338,6 +343,79 @@ static void mutes_dense_function(const struct fix *f)
 	rvt_stop(0, 1);
 }
 
+struct host_arg {
+	const struct fix *f;
+	_Atomic pid_t tid;
+};
+
+/* Traced; one long frame of host(), in which leaf() turns hot. */
+static void *host_main(void *arg)
+{
+	struct host_arg *a = arg;
+	a->tid = rvt_thread_register();
+	if (rvt_start(0) == 0) {
+		a->f->host(0);
+		rvt_stop(0, 0);
+	}
+	return NULL;
+}
+
+/*
+ * A muted function's frame that was open before its mute still holds its
+ * callees' time in a capture: host() is muted for its short calls on this
+ * thread while another thread is inside one long call of it; there leaf()
+ * turns hot and is muted too, and its time goes to that host() frame —
+ * the innermost frame of that thread's shadow stack, muted or not
+ * (MUTED_CALLERS; bc's interpreter loop `execute` is such a frame).
+ */
+static void muted_frame_absorbs(const struct fix *f)
+{
+	int rc = rvt_set_mute("on");
+	if (rc == -ENOTSUP)
+		skip();
+	assert_int_equal(rc, 0);
+	struct host_arg ha = {f, 0};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, host_main, &ha), 0);
+	double deadline = now_s() + 60;
+	while (!atomic_load(f->host_in) && now_s() < deadline)
+		usleep(1000);
+	assert_true(atomic_load(f->host_in));
+	assert_int_equal(rvt_start(0), 0);
+	struct rvt_muted buf[RVT_MUTED_MAX];
+	uint64_t host_v = value_of((const void *)f->host), leaf_v = value_of((const void *)f->leaf);
+	while (!find_muted(host_v, buf) && now_s() < deadline)
+		for (int i = 0; i < 100000; i++)
+			f->host(-1);
+	assert_non_null(find_muted(host_v, buf));
+	rvt_stop(0, 1);
+	atomic_store(f->host_go, 1);
+	const struct rvt_muted *m = NULL;
+	while (!(m = find_muted(leaf_v, buf)) && now_s() < deadline)
+		usleep(1000);
+	atomic_store(f->host_go, 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	rvt_stop(ha.tid, 1);
+	assert_non_null(m);
+	print_message("%s mode: leaf's callers %u, the first %s, share %u ppm\n", f->mode,
+		      m->ncallers, m->ncallers && m->caller[0] == host_v ? "host" : "another",
+		      m->share_ppm[0]);
+	assert_true(m->ncallers >= 1);
+	assert_true(m->caller[0] == host_v);
+}
+
+static void test_mute_call_mode_muted_frame_absorbs(void **state)
+{
+	(void)state;
+	muted_frame_absorbs(&call_fix);
+}
+
+static void test_mute_inline_mode_muted_frame_absorbs(void **state)
+{
+	(void)state;
+	muted_frame_absorbs(&inl_fix);
+}
+
 /* Written with mprotect, as where /proc/self/mem is refused; the other
  * cases write through the file. */
 static void test_mute_call_mode_dense_function_muted(void **state)
@@ -444,6 +522,8 @@ int main(void)
 		cmocka_unit_test(test_mute_inline_mode_hot_function_muted),
 		cmocka_unit_test(test_mute_call_mode_dense_function_muted),
 		cmocka_unit_test(test_mute_inline_mode_dense_function_muted),
+		cmocka_unit_test(test_mute_call_mode_muted_frame_absorbs),
+		cmocka_unit_test(test_mute_inline_mode_muted_frame_absorbs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
