@@ -996,6 +996,7 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 #define SHARE_WINS 8u	      /* older windows a victim's callers are read from */
 #define SHARE_WIN  2048u      /* ... of this many slots each */
 #define SHARE_SPAN (1u << 20) /* ... spread over this many slots before */
+#define GAP_MAX_NS 1e6	      /* ... in which no gap between two events counts for more */
 /* What the budget mutes (see the top): never a function with ≥ SPARE_PPM of
  * the self time whose own trace points fit in the budget, nor one whose
  * events cost < GAIN_PPM of the budget, nor one called < MIN_RATE times a
@@ -1307,20 +1308,33 @@ struct base_acc {
  * traced (fstat.in; base_acc.in when none in the window, the base), and
  * every other call's self time to its own function (fstat.own); a call of
  * a victim of the look is also credited to the pair (victim, caller) in
- * B->ab (BASE: the base).  Returns the depth at its end, the frames still
- * open in B->stack.  One hash lookup per entry, and per exit of a victim.
+ * B->ab (BASE: the base).  No gap between two events counts for more than
+ * gap_max ticks (GAP_MAX_NS): in a window of dense events a longer one is
+ * rather the thread off the CPU (a time slice is a few ms) than code between
+ * two trace points, and would fall whole into whichever frame was open (a
+ * dense function's share of its loop, 90 % on a quiet machine, was 6.5 %
+ * under ASan in a loaded CI run).  50 us was too short: bc's untraced
+ * stretches are longer, and its muted callees lost their time to `execute`.
+ * Returns the depth at its end, the
+ * frames still open in B->stack.  One hash lookup per entry, and per exit
+ * of a victim.
  */
 static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w, double tp_ticks,
-			      struct base_acc *ba)
+			      uint32_t gap_max, struct base_acc *ba)
 {
 	unsigned depth = 0;
-	uint32_t t0 = 0, last = 0;
+	uint32_t t0 = 0, last = 0, prev = 0;
 	int have_ts = 0;
 	for (uint64_t k = 0; k < w; k++) {
 		uint64_t value;
-		uint32_t ts;
-		if (!win_event(win, w, &k, &value, &ts))
+		uint32_t raw, ts;
+		if (!win_event(win, w, &k, &value, &raw))
 			continue;
+		/* ts: a clock on which no gap between two events exceeds
+		 * gap_max (a spell off the CPU would land whole in one frame) */
+		uint32_t gap = have_ts ? raw - prev : 0;
+		prev = raw;
+		ts = last + (gap < gap_max ? gap : gap_max);
 		if (!have_ts)
 			t0 = ts;
 		have_ts = 1;
@@ -1398,7 +1412,8 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
  * (FORMAT.md, MUTED_CALLERS).
  * The frames open before a window began are the base: for the newest one,
  * the innermost frame of v's shadow stack (read now, a little later than
- * the window) that is none of the window's open frames, muted or not; the
+ * the window) that is none of the window's open frames nor a victim of
+ * this round (one muted before counts); the
  * older windows are taken to have the same (a long-running loop's frames),
  * and the time outside a window's outermost calls is the base's self time
  * (exact while no frame from before the window returns inside it).
@@ -1423,11 +1438,17 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 		B->ab[B->ab_used[i]] = (struct absorb){0, 0, 0};
 	B->nab = 0;
 	struct base_acc ba = {0, 0, 0};
-	unsigned depth = absorb_window(B, B->win, w, tp_ticks, &ba);
+	double gap_ticks =
+		GAP_MAX_NS * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
+	uint32_t gap_max = gap_ticks < 1 ? 1 : (uint32_t)gap_ticks;
+	unsigned depth = absorb_window(B, B->win, w, tp_ticks, gap_max, &ba);
 	/* The base: read before the older windows' passes reuse B->stack.  A
-	 * muted function's frame counts: open on the shadow stack, it was
+	 * function muted before counts: its frame on the shadow stack was
 	 * entered before the mute and holds its callees' time in a capture
-	 * (bc's interpreter loop `execute`, muted early, keeps its frames). */
+	 * (bc's interpreter loop `execute`, muted early, keeps its frames).
+	 * A victim of this round does not: the frames above the window's end
+	 * are read late and may be new ones, and a victim is the likeliest
+	 * (bc's `_bc_shift_addsub` was taken for its own callers' caller). */
 	uint64_t base = 0;
 	if (v->sh_base) {
 		uintptr_t top = v->sh_top < v->sh_end ? v->sh_top : v->sh_end;
@@ -1438,7 +1459,10 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 			int in_window = 0;
 			for (unsigned d = 0; d < open && !in_window; d++)
 				in_window = B->stack[d].value == b;
-			if (b && !in_window)
+			int victim = 0;
+			for (size_t i = 0; i < B->nvic && !victim; i++)
+				victim = B->vic[i].value == b;
+			if (b && !in_window && !victim)
 				base = b;
 		}
 	}
@@ -1455,7 +1479,7 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 		uint64_t at = (v->cur + v->nslots - w - j * (back / SHARE_WINS)) % v->nslots;
 		for (uint64_t k = 0; k < SHARE_WIN; k++)
 			old[k] = __atomic_load_n(&v->slots[(at + k) % v->nslots], __ATOMIC_RELAXED);
-		absorb_window(B, old, SHARE_WIN, tp_ticks, &ba);
+		absorb_window(B, old, SHARE_WIN, tp_ticks, gap_max, &ba);
 	}
 	double base_self = ba.self - tp_ticks * ba.calls;
 	for (size_t i = first; i < B->nvic; i++) {
