@@ -212,6 +212,36 @@ static void test_views_report_muted_estimate_marked(void **state)
 	rva_trace_free(t);
 }
 
+/* An estimate whose figure fills the column (150 us) is marked too. */
+static void test_views_report_wide_estimate_marked(void **state)
+{
+	rva_trace *t = rva_trace_new();
+	assert_non_null(t);
+	assert_int_equal(rva_thread_add(t, 1, 1, NULL), 0);
+	enter(t, 0, "p", 0);
+	leave(t, 0, 300000);
+	rva_trace_finish(t, INT64_MIN);
+	int64_t q = rva_method_intern(t, "q", 1), p = rva_method_find(t, "p");
+	assert_true(q >= 0 && p >= 0);
+	t->muted = calloc(1, sizeof(*t->muted));
+	assert_non_null(t->muted);
+	t->nmuted = 1;
+	t->muted[0] = (rva_muted){.method = (uint32_t)q,
+				  .ns = -1,
+				  .ncallers = 1,
+				  .caller = {(uint32_t)p},
+				  .share_ppm = {500000}};
+	out o;
+	out_open(&o);
+	int k = RVA_SORT_SELF;
+	assert_int_equal(rva_report_print(o.f, t, SIZE_MAX, &k, 1, 0, 0), 0);
+	assert_int_equal(fclose(o.f), 0);
+	assert_non_null(strstr(o.buf, "~150.000 us           1"));
+	assert_non_null(strstr(o.buf, "~150.000 us           0"));
+	free(o.buf);
+	rva_trace_free(t);
+}
+
 static void test_views_report_per_thread_counts_each_thread_alone(void **state)
 {
 	rva_trace *t = model();
@@ -594,6 +624,7 @@ int main(void)
 		cmocka_unit_test(test_views_report_every_sort_key_orders_as_worked_out),
 		cmocka_unit_test(test_views_report_avg_self_uses_self_per_call),
 		cmocka_unit_test(test_views_report_muted_estimate_marked),
+		cmocka_unit_test(test_views_report_wide_estimate_marked),
 		cmocka_unit_test(test_views_report_per_thread_counts_each_thread_alone),
 		cmocka_unit_test(test_views_report_recursion_total_once_avg_every_call),
 		cmocka_unit_test(test_views_replay_merges_threads_by_time),

@@ -733,8 +733,7 @@ static int print_summary(const sumview *v, size_t ntop)
 		printf("  %s\n", t->names[ids[i]]);
 	}
 	if (est)
-		printf("~ estimated: a muted function's share of its callers' self time when the "
-		       "tracer muted it\n");
+		printf("%s\n", RVA_EST_LINE);
 	free(ids);
 	if (rva_trace_has_offcpu(full) && !full->weighted) {
 		rva_offcpu_reason r[RVA_OFF_NREASONS - 1];

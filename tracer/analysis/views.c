@@ -213,8 +213,12 @@ int rva_report_print(FILE *f, const rva_trace *t, size_t th, const int *keys, si
 		int64_t sum = by_self ? m->self : m->sum;
 		fmt_time(tot, sizeof(tot), t, (double)m->total);
 		fmt_time(self, sizeof(self), t, (double)m->self);
-		if (m->est_self && self[0] == ' ')
-			self[0] = '~'; /* an estimate (rva_muted_self) */
+		if (m->est_self) { /* an estimate (rva_muted_self), marked even when
+				    * the figure fills its column (100 us and up) */
+			if (self[0] != ' ')
+				memmove(self + 1, self, strlen(self) + 1);
+			self[0] = '~';
+		}
 		if (m->calls) {
 			fmt_time(avg, sizeof(avg), t, (double)sum / (double)m->calls);
 			fmt_time(mn, sizeof(mn), t, (double)(by_self ? m->self_min : m->min));
@@ -229,8 +233,7 @@ int rva_report_print(FILE *f, const rva_trace *t, size_t th, const int *keys, si
 		est |= m->est_self != 0;
 	}
 	if (est)
-		fprintf(f, "  ~ estimated: a muted function's share of its callers' self time when "
-			   "the tracer muted it\n");
+		fprintf(f, "  %s\n", RVA_EST_LINE);
 	free(ids);
 	free(st);
 	return ferror(f) ? -EIO : 0;

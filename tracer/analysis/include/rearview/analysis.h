@@ -362,6 +362,12 @@ typedef struct rva_mstat {
  * -ENOMEM. */
 int rva_method_stats(const rva_trace *t, rva_mstat **out);
 
+/* The line `rvtrace summary` and `report` print under a table whose self
+ * times hold estimates, which they mark `~`. */
+#define RVA_EST_LINE                                                                       \
+	"~ estimated: a muted function's share of its callers' self time when the tracer " \
+	"muted it"
+
 /* Takes the estimates out of n statistics again (self less est_self,
  * est_self 0): the measured self times, e.g. for a fleet's sums. */
 void rva_mstat_measured(rva_mstat *st, size_t n);
