@@ -154,12 +154,24 @@ static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
 
 struct rec {
 	uint32_t key;
-	uint32_t pad[5];
+	uint32_t pad[5]; /* pad[0]: the element's place before the sort */
+};
+
+/* Over the merge sort's element limit: rvt_sort falls back to a heapsort. */
+struct big {
+	uint32_t key;
+	uint32_t pad[17];
 };
 
 static int cmp_rec(const void *a, const void *b)
 {
 	uint32_t x = ((const struct rec *)a)->key, y = ((const struct rec *)b)->key;
+	return (x > y) - (x < y);
+}
+
+static int cmp_big(const void *a, const void *b)
+{
+	uint32_t x = ((const struct big *)a)->key, y = ((const struct big *)b)->key;
 	return (x > y) - (x < y);
 }
 
@@ -169,29 +181,61 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Input shapes: random, in order, reversed, in order but for a few swaps
+ * (what the budget sorts: sites found in address order). */
+enum shape { RANDOM, SORTED, REVERSED, NEARLY, SHAPES };
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+	return *x;
+}
+
+static uint32_t key_of(enum shape sh, size_t i, size_t n, uint64_t *x)
+{
+	switch (sh) {
+	case SORTED:
+		return (uint32_t)(i / 2); /* pairs of equal keys */
+	case REVERSED:
+		return (uint32_t)(n - i);
+	case NEARLY:
+		return xorshift(x) % 16 == 0 ? (uint32_t)(xorshift(x) % (n + 1)) : (uint32_t)i;
+	default:
+		return (uint32_t)(xorshift(x) % (n / 2 + 1));
+	}
+}
+
 static void test_bare_sort_matches_qsort(void **state)
 {
 	(void)state;
 	enum { N = 3000 };
 	static struct rec r[N], q[N];
+	static struct big g[N];
 	static uint64_t u[N], v[N];
 	uint64_t x = 88172645463325252u;
-	for (size_t n = 0; n <= N; n = n < 20 ? n + 1 : n * 3) {
-		for (size_t i = 0; i < n; i++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			r[i] = (struct rec){(uint32_t)(x % (n / 2 + 1)), {(uint32_t)i}};
-			u[i] = x;
+	for (enum shape sh = 0; sh < SHAPES; sh++)
+		for (size_t n = 0; n <= N; n = n < 40 ? n + 1 : n * 3) {
+			for (size_t i = 0; i < n; i++) {
+				r[i] = (struct rec){key_of(sh, i, n, &x), {(uint32_t)i}};
+				g[i] = (struct big){r[i].key, {(uint32_t)i}};
+				u[i] = sh == RANDOM ? xorshift(&x) : r[i].key;
+			}
+			memcpy(q, r, n * sizeof(*r));
+			memcpy(v, u, n * sizeof(*u));
+			rvt_sort(r, n, sizeof(*r), cmp_rec);
+			qsort(q, n, sizeof(*q), cmp_rec);
+			rvt_sort(u, n, sizeof(*u), cmp_u64);
+			qsort(v, n, sizeof(*v), cmp_u64);
+			rvt_sort(g, n, sizeof(*g), cmp_big);
+			for (size_t i = 0; i < n; i++) {
+				assert_int_equal(r[i].key, q[i].key);
+				assert_int_equal(g[i].key, q[i].key);
+				/* stable: equal keys keep their order */
+				if (i > 0 && r[i].key == r[i - 1].key)
+					assert_true(r[i].pad[0] > r[i - 1].pad[0]);
+			}
+			assert_memory_equal(u, v, n * sizeof(*u));
 		}
-		memcpy(q, r, n * sizeof(*r));
-		memcpy(v, u, n * sizeof(*u));
-		rvt_sort(r, n, sizeof(*r), cmp_rec);
-		qsort(q, n, sizeof(*q), cmp_rec);
-		rvt_sort(u, n, sizeof(*u), cmp_u64);
-		qsort(v, n, sizeof(*v), cmp_u64);
-		for (size_t i = 0; i < n; i++) /* equal keys may come in any order */
-			assert_int_equal(r[i].key, q[i].key);
-		assert_memory_equal(u, v, n * sizeof(*u));
-	}
 }
 
 static struct rvt_mu mu = RVT_MU_INIT;

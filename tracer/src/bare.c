@@ -19,7 +19,7 @@
  * program's threads (with one thread known, glibc takes a free mutex with
  * a plain store), locale and ctype functions (their per-thread pointers
  * are set up by pthread_create).  It may make system calls (errno is its
- * own), read the clocks, use memcpy/memcmp/memmem/mmap, take rvt_mu and
+ * own), read the clocks, use memcpy/memcmp/memchr/memmem/mmap, take rvt_mu and
  * call _dl_find_object (lock-free by its contract).
  *
  * Its thread pointer is its own (CLONE_SETTLS): below it a zeroed block as
@@ -35,6 +35,7 @@
  * the caller uses pthread_create().
  */
 #include "tracer-int.h"
+#include <assert.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -74,6 +75,16 @@ void rvt_mu_unlock(struct rvt_mu *m)
 
 /* ---- the sort ------------------------------------------------------------ */
 
+/* A merge sort: stable, and linear on input already in order, which is what
+ * the budget mostly sorts (sites found in address order, sorted by their
+ * function, whose inlined copies alone break the order).  Its scratch is a
+ * mapping (the bare thread may not malloc); where none can be had, a heapsort
+ * in place.  A heapsort of a module's sites was 1–3 ms of a short program's
+ * CPU at its first mute (tracer/BENCHMARKS.md). */
+
+#define SORT_SMALL 16	  /* runs this short are sorted by insertion */
+#define SORT_ELEM_MAX 64u /* bytes an element may have for the merge sort */
+
 static void swap_bytes(unsigned char *a, unsigned char *b, size_t size)
 {
 	while (size--) {
@@ -100,17 +111,86 @@ static void sift(unsigned char *base, size_t i, size_t n, size_t size,
 	}
 }
 
-void rvt_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+static void heap_sort(unsigned char *b, size_t n, size_t size,
+		      int (*cmp)(const void *, const void *))
 {
-	unsigned char *b = base;
-	if (n < 2)
-		return;
 	for (size_t i = n / 2; i-- > 0;)
 		sift(b, i, n, size, cmp);
 	for (size_t end = n - 1; end > 0; end--) {
 		swap_bytes(b, b + end * size, size);
 		sift(b, 0, end, size, cmp);
 	}
+}
+
+/* Insertion sort of b[0..n) (size ≤ SORT_ELEM_MAX). */
+static void insertion_sort(unsigned char *b, size_t n, size_t size,
+			   int (*cmp)(const void *, const void *))
+{
+	unsigned char t[SORT_ELEM_MAX];
+	for (size_t i = 1; i < n; i++) {
+		size_t j = i;
+		while (j > 0 && cmp(b + (j - 1) * size, b + i * size) > 0)
+			j--;
+		if (j == i)
+			continue;
+		memcpy(t, b + i * size, size);
+		memmove(b + (j + 1) * size, b + j * size, (i - j) * size);
+		memcpy(b + j * size, t, size);
+	}
+}
+
+/* Sorts b[0..n) with tmp (room for n / 2 + 1 elements): both halves, then
+ * unless already in order, the left half copied out and merged back. */
+static void merge_sort(unsigned char *b, unsigned char *tmp, size_t n, size_t size,
+		       int (*cmp)(const void *, const void *))
+{
+	if (n <= SORT_SMALL) {
+		insertion_sort(b, n, size, cmp);
+		return;
+	}
+	size_t mid = n / 2;
+	merge_sort(b, tmp, mid, size, cmp);
+	merge_sort(b + mid * size, tmp, n - mid, size, cmp);
+	if (cmp(b + (mid - 1) * size, b + mid * size) <= 0)
+		return;
+	memcpy(tmp, b, mid * size);
+	unsigned char *l = tmp, *le = tmp + mid * size, *r = b + mid * size, *re = b + n * size,
+		      *o = b;
+	while (l < le && r < re) {
+		if (cmp(r, l) < 0) { /* the left one first when equal: stable */
+			memcpy(o, r, size);
+			r += size;
+		} else {
+			memcpy(o, l, size);
+			l += size;
+		}
+		o += size;
+	}
+	memcpy(o, l, (size_t)(le - l)); /* what is left of r is in place */
+	assert(l == le || o + (le - l) == r);
+}
+
+void rvt_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	unsigned char *b = base;
+	if (n < 2)
+		return;
+	if (size > SORT_ELEM_MAX) {
+		heap_sort(b, n, size, cmp);
+		return;
+	}
+	if (n <= SORT_SMALL) {
+		insertion_sort(b, n, size, cmp);
+		return;
+	}
+	size_t bytes = (n / 2 + 1) * size;
+	void *tmp = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED) {
+		heap_sort(b, n, size, cmp);
+		return;
+	}
+	merge_sort(b, tmp, n, size, cmp);
+	munmap(tmp, bytes);
 }
 
 /* ---- the thread ---------------------------------------------------------- */

@@ -465,6 +465,26 @@ static unsigned jne_at(const struct module *m, uintptr_t p, uintptr_t *target)
 	return 0;
 }
 
+/* Where the n bytes of `pat` first are in [p, end), or NULL: memchr for
+ * pat[k], a byte chosen rare in x86-64 code, then the rest compared.  Ten
+ * times glibc's memmem on code for the two bytes of a gate (memmem goes a
+ * byte at a time): 0.06 ns a byte, so a module's first scan is ~0.1 ms a
+ * MiB of code (tracer/BENCHMARKS.md). */
+static const uint8_t *find_pat(const uint8_t *p, const uint8_t *end, const uint8_t *pat, size_t n,
+			       size_t k)
+{
+	assert(k < n);
+	for (const uint8_t *q = p + k; q < end; q++) {
+		q = memchr(q, pat[k], (size_t)(end - q));
+		if (!q)
+			return NULL;
+		const uint8_t *at = q - k;
+		if ((size_t)(end - at) >= n && memcmp(at, pat, n) == 0)
+			return at;
+	}
+	return NULL;
+}
+
 /* Every `cmpb $0, X(%rip); jne T` in [lo, hi), sorted by T, in a mapping
  * of *bytes bytes (the caller frees it with vec_free); *n of them.  Which
  * are gates' is told by what is at T (scan_inline).  -ENOMEM. */
@@ -475,7 +495,7 @@ static int gate_jumps(const struct module *m, uintptr_t lo, uintptr_t hi, struct
 	const uint8_t *p = (const uint8_t *)lo, *end = (const uint8_t *)hi;
 	struct gate_jump *v = NULL;
 	size_t k = 0, cap = 0;
-	while ((p = memmem(p, (size_t)(end - p), CMPB, sizeof(CMPB))) != NULL) {
+	while ((p = find_pat(p, end, CMPB, sizeof(CMPB), 1)) != NULL) {
 		uintptr_t c = (uintptr_t)p++, t;
 		unsigned len;
 		if (!in_text(m, c, 7) || ((const uint8_t *)c)[6] != 0 ||
@@ -528,7 +548,7 @@ static int scan_inline(const struct module *m, uintptr_t lo, uintptr_t hi, struc
 		return -ENOMEM;
 	int rc = 0;
 	const uint8_t *p = (const uint8_t *)lo, *end = (const uint8_t *)hi;
-	while (rc == 0 && (p = memmem(p, (size_t)(end - p), CHECK, sizeof(CHECK))) != NULL) {
+	while (rc == 0 && (p = find_pat(p, end, CHECK, sizeof(CHECK), 0)) != NULL) {
 		uintptr_t h = (uintptr_t)p;
 		p++;
 		uintptr_t target;
@@ -2114,6 +2134,21 @@ static void budget_atfork_child(void)
 
 /* Under mu: membarrier and the thread.  0 or a negative errno (the budget
  * stays off). */
+/* Makes the whole pages of [p, p + n) resident and writable now.  The
+ * budget's hash tables are read before they are written: a page first read
+ * maps the shared zero page, and the write after it replaces that mapping,
+ * which flushes the TLB of every CPU running the program — an IPI, tens of
+ * µs on a virtual machine, per page (cmark: 0.5 ms of a 140 ms run,
+ * tracer/BENCHMARKS.md).  Filled here, at the start, no page has a mapping
+ * to replace.  Best effort (MADV_POPULATE_WRITE is Linux 5.14). */
+static void prefault(void *p, size_t n)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + n) & ~(pg - 1);
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+}
+
 static int budget_setup(void)
 {
 	static struct budget B;
@@ -2123,6 +2158,9 @@ static int budget_setup(void)
 		B.fs = calloc(HASH, sizeof(*B.fs));
 		if (!B.win || !B.fs)
 			return -ENOMEM;
+		prefault(&B, sizeof(B));
+		prefault(B.fs, HASH * sizeof(*B.fs));
+		prefault(tried, sizeof(tried));
 		pthread_atfork(NULL, NULL, budget_atfork_child);
 		once = 1;
 	}

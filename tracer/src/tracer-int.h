@@ -396,8 +396,10 @@ struct rvt_mu {
 RVT_HIDDEN void rvt_mu_lock(struct rvt_mu *m);
 RVT_HIDDEN void rvt_mu_unlock(struct rvt_mu *m);
 
-/* Sorts base[0..n) of `size` bytes each by cmp (heapsort: no allocation,
- * unlike glibc's qsort; not stable). */
+/* Sorts base[0..n) of `size` bytes each by cmp, stably: a merge sort whose
+ * scratch is a mapping of its own (no malloc, unlike glibc's qsort), linear
+ * on input already in order; a heapsort in place (not stable) when no
+ * mapping can be had or an element is over 64 bytes.  For the bare thread. */
 RVT_HIDDEN void rvt_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 /* Starts fn(arg) on a thread made with clone() alone, which glibc does not
