@@ -1253,6 +1253,23 @@ static int cmp_cand(const void *a, const void *b)
 	return (x->score < y->score) - (x->score > y->score);
 }
 
+/* Copies the n slots of v's ring from slot `at` on (going round at its
+ * end) into dst: slot by slot with relaxed loads (the writer goes on), in
+ * at most two runs without a division per slot. */
+static void ring_copy(uint64_t *dst, const struct rvt_ring_view *v, uint64_t at, uint64_t n)
+{
+	assert(at < v->nslots && n <= v->nslots);
+	while (n) {
+		uint64_t run = v->nslots - at < n ? v->nslots - at : n;
+		const uint64_t *src = v->slots + at;
+		for (uint64_t k = 0; k < run; k++)
+			dst[k] = __atomic_load_n(&src[k], __ATOMIC_RELAXED);
+		dst += run;
+		n -= run;
+		at = 0;
+	}
+}
+
 /* The event at win[*k] of a window of w slots (FORMAT.md §1): 1 with
  * *value (0: an exit) and its *ts, *k moved past the second slot of a
  * two-slot entry; 0 for a marker (CLOCK, LOSS) or a marker whose value
@@ -1497,8 +1514,7 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 	uint64_t *old = B->win + WIN;
 	for (unsigned j = 1; back >= SHARE_WINS * SHARE_WIN && j <= SHARE_WINS; j++) {
 		uint64_t at = (v->cur + v->nslots - w - j * (back / SHARE_WINS)) % v->nslots;
-		for (uint64_t k = 0; k < SHARE_WIN; k++)
-			old[k] = __atomic_load_n(&v->slots[(at + k) % v->nslots], __ATOMIC_RELAXED);
+		ring_copy(old, v, at, SHARE_WIN);
 		absorb_window(B, old, SHARE_WIN, tp_ticks, gap_max, &ba);
 	}
 	double base_self = ba.self - tp_ticks * ba.calls;
@@ -1569,9 +1585,7 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 	if (w < 64 || !rvt_clock.hz || B->cost_ns <= 0)
 		return share;
 	double tp_ticks = B->cost_ns * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
-	for (uint64_t k = 0; k < w; k++)
-		B->win[k] = __atomic_load_n(&v->slots[(v->cur + v->nslots - w + k) % v->nslots],
-					    __ATOMIC_RELAXED);
+	ring_copy(B->win, v, (v->cur + v->nslots - w) % v->nslots, w);
 	for (unsigned i = 0; i < B->nused; i++) /* the last window's functions */
 		memset(&B->fs[B->used[i]], 0, sizeof(*B->fs));
 	B->nused = 0;

@@ -461,7 +461,8 @@ struct rvt_ring_view {
 
 /* Budget thread, from rvt_rings_view's callback (the ring stays mapped):
  * once the writer (`cur`, the view's) is half-way through a chunk, makes
- * the next one resident, as one huge page where the kernel has them, unless
+ * the next one resident — as one huge page where asking for one cannot stall
+ * in compaction (THP defrag "defer" or "never"), else as small pages — unless
  * the ring wrapped or that chunk was filled already.  A first write to a
  * fresh page costs the writer a page fault (2–14 µs on a virtual machine,
  * 5–30 ns an event); a huge page filled ahead costs a fifth of it per byte,
