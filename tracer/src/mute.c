@@ -39,8 +39,10 @@
  * writes slower by the wall clock than by its own, so the wake can miss it)
  * or sleep (up to 400 ms).  A thread whose window gave nothing to mute
  * is not read again, nor wakes the budget, until its share doubles.  All of
- * a look's patches go in together behind one barrier (patch_apply), and a
- * victim whose entry sites the scan found needs no learning.
+ * a look's patches — its victims' entry sites and the exit sites of those
+ * muted before whose frames are gone — go in together behind one barrier
+ * (mute_publish), and a victim whose entry sites the scan found needs no
+ * learning.
  *
  * Muting without traps.  A function's trace points are found by reading the
  * code of its module once (scan_module): rvcc's inline mode compiles each
@@ -1088,6 +1090,9 @@ struct budget {
 	struct tstate th[THREADS_MAX];
 	struct victim vic[MAX_VICTIMS];
 	size_t nvic;
+	struct victim done[MAX_VICTIMS]; /* mute_victims: muted, for mute_publish */
+	uint32_t done_sites[MAX_VICTIMS];
+	size_t ndone;
 	struct absorb ab[ABSORB]; /* zero but for those in ab_used */
 	uint16_t ab_used[ABSORB];
 	unsigned nab;
@@ -1925,8 +1930,8 @@ static int sites_known(uintptr_t a)
  * (the exit sites wait in B->pending), all of them behind one barrier. */
 static void mute_victims(struct budget *B)
 {
-	struct victim done[MAX_VICTIMS], learn[MAX_VICTIMS];
-	uint32_t sites[MAX_VICTIMS];
+	struct victim *done = B->done, learn[MAX_VICTIMS];
+	uint32_t *sites = B->done_sites;
 	size_t ndone = 0, nlearn = 0, code = 0;
 	/* Every victim gets its MUTED record: no more than there is room for. */
 	size_t room = RVT_MUTED_MAX - atomic_load(&nmuted);
@@ -1972,15 +1977,24 @@ static void mute_victims(struct budget *B)
 			retry_later(vi->value);
 		}
 	}
-	/* The runtimes read their flags at each call, the code is changed: after
-	 * every thread passed the barrier, no new frame of a victim starts. */
+	B->ndone = ndone;
+}
+
+/* Applies what mute_victims and mute_exits queued, behind one barrier (one
+ * round of TLB shootdowns and serialising IPIs instead of two: 25–50 µs
+ * each on a virtual machine), and gives the victims their MUTED records:
+ * the runtimes read their flags at each call, the code is changed, and
+ * after every thread passed the barrier no new frame of a victim starts. */
+static void mute_publish(struct budget *B)
+{
 	if (npokes)
 		patch_apply();
-	else if (ndone)
+	else if (B->ndone)
 		sync_core(); /* flags only */
 	uint64_t when = rvt__counter();
-	for (size_t i = 0; i < ndone; i++)
-		add_muted(&done[i], when, sites[i]);
+	for (size_t i = 0; i < B->ndone; i++)
+		add_muted(&B->done[i], when, B->done_sites[i]);
+	B->ndone = 0;
 }
 
 /*
@@ -2008,7 +2022,6 @@ static void mute_exits(struct budget *B)
 		mute_sites(s, n, 1);
 	}
 	B->npending = keep;
-	patch_apply();
 }
 
 /*
@@ -2085,6 +2098,7 @@ static void budget_main(void *arg)
 			mute_victims(B);
 		if (B->npending)
 			mute_exits(B);
+		mute_publish(B);
 		atomic_store(&npending_exits, B->npending);
 		/* Look soon after a thread starts, often while muting or while
 		 * exits wait, every 16 ms while a thread stays over the budget
