@@ -1085,7 +1085,7 @@ struct budget {
 	struct {
 		uint64_t value;
 		uint32_t ts, child, calls; /* calls: its children's */
-		struct fstat *f;	   /* victim_callers: its fstat */
+		struct fstat *f;	   /* choose, victim_callers: its fstat */
 	} stack[256];
 	struct tstate th[THREADS_MAX];
 	struct victim vic[MAX_VICTIMS];
@@ -1610,16 +1610,17 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 		last = ts;
 		events++;
 		if (value) {
+			struct fstat *f = fstat_of(B, value);
+			if (f)
+				f->events++;
 			if (depth < 256) {
 				B->stack[depth].value = value;
 				B->stack[depth].ts = ts;
 				B->stack[depth].child = 0;
 				B->stack[depth].calls = 0;
+				B->stack[depth].f = f; /* its exit needs no second lookup */
 			}
 			depth++;
-			struct fstat *f = fstat_of(B, value);
-			if (f)
-				f->events++;
 			continue;
 		}
 		if (depth == 0)
@@ -1642,9 +1643,10 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 			B->stack[depth - 1].child += dur;
 			B->stack[depth - 1].calls++;
 		}
-		struct fstat *f = fstat_of(B, B->stack[depth].value);
+		struct fstat *f = B->stack[depth].f;
 		if (!f)
 			continue;
+		assert(f->value == B->stack[depth].value);
 		f->events++;
 		f->calls++;
 		f->self += self;
