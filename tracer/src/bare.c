@@ -77,12 +77,20 @@ void rvt_mu_unlock(struct rvt_mu *m)
 
 /* A merge sort: stable, and linear on input already in order, which is what
  * the budget mostly sorts (sites found in address order, sorted by their
- * function, whose inlined copies alone break the order).  Its scratch is a
- * mapping (the bare thread may not malloc); where none can be had, a heapsort
- * in place.  A heapsort of a module's sites was 1–3 ms of a short program's
+ * function, whose inlined copies alone break the order).  Its scratch is
+ * a static buffer or, for a larger array or while another sort has it, a
+ * mapping of its own (the bare thread may not malloc); where none can be
+ * had, a heapsort in place.  A heapsort of a module's sites was 1–3 ms of a short program's
  * CPU at its first mute (tracer/BENCHMARKS.md). */
 
 #define SORT_SMALL 16	  /* runs this short are sorted by insertion */
+/* The scratch of every sort that fits, one caller at a time (another one
+ * meanwhile maps its own).  Mapping and unmapping a scratch per sort cost
+ * an IPI to the program's CPUs at each munmap (a TLB shootdown): the budget
+ * sorts its candidates at every look, and rvlua ran 1.5 % slower for it
+ * (tracer/BENCHMARKS.md). */
+static _Alignas(16) unsigned char sort_scratch[64 << 10];
+static atomic_int sort_scratch_busy;
 #define SORT_ELEM_MAX 64u /* bytes an element may have for the merge sort */
 
 static void swap_bytes(unsigned char *a, unsigned char *b, size_t size)
@@ -184,6 +192,12 @@ void rvt_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const 
 		return;
 	}
 	size_t bytes = (n / 2 + 1) * size;
+	if (bytes <= sizeof(sort_scratch) &&
+	    !atomic_exchange_explicit(&sort_scratch_busy, 1, memory_order_acquire)) {
+		merge_sort(b, sort_scratch, n, size, cmp);
+		atomic_store_explicit(&sort_scratch_busy, 0, memory_order_release);
+		return;
+	}
 	void *tmp = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED) {
 		heap_sort(b, n, size, cmp);
