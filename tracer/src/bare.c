@@ -80,18 +80,17 @@ void rvt_mu_unlock(struct rvt_mu *m)
  * function, whose inlined copies alone break the order).  Its scratch is
  * a static buffer or, for a larger array or while another sort has it, a
  * mapping of its own (the bare thread may not malloc); where none can be
- * had, a heapsort in place.  A heapsort of a module's sites was 1–3 ms of a short program's
- * CPU at its first mute (tracer/BENCHMARKS.md). */
+ * had, a heapsort in place.  A heapsort of a module's sites was 1–3 ms of
+ * a short program's CPU at its first mute (tracer/BENCHMARKS.md). */
 
-#define SORT_SMALL 16	  /* runs this short are sorted by insertion */
+#define SORT_SMALL    16  /* runs this short are sorted by insertion */
+#define SORT_ELEM_MAX 64u /* bytes an element may have for the merge sort */
 /* The scratch of every sort that fits, one caller at a time (another one
- * meanwhile maps its own).  Mapping and unmapping a scratch per sort cost
- * an IPI to the program's CPUs at each munmap (a TLB shootdown): the budget
- * sorts its candidates at every look, and rvlua ran 1.5 % slower for it
- * (tracer/BENCHMARKS.md). */
+ * meanwhile maps its own): a scratch mapped and unmapped per sort costs a
+ * TLB shootdown, an IPI to every CPU running the program, at each munmap,
+ * and the budget sorts its candidates at every look. */
 static _Alignas(16) unsigned char sort_scratch[64 << 10];
 static atomic_int sort_scratch_busy;
-#define SORT_ELEM_MAX 64u /* bytes an element may have for the merge sort */
 
 static void swap_bytes(unsigned char *a, unsigned char *b, size_t size)
 {
