@@ -1928,8 +1928,9 @@ static int sites_known(uintptr_t a)
 	return entries > 0;
 }
 
-/* Mutes B's victims: keys and addresses by flag, code by its entry sites
- * (the exit sites wait in B->pending), all of them behind one barrier. */
+/* Mutes B's victims: keys and addresses by flag, code by queueing its entry
+ * sites (the exit sites wait in B->pending); mute_publish applies them all
+ * behind one barrier and records them in B->done. */
 static void mute_victims(struct budget *B)
 {
 	struct victim *done = B->done, learn[MAX_VICTIMS];
@@ -1983,8 +1984,9 @@ static void mute_victims(struct budget *B)
 }
 
 /* Applies what mute_victims and mute_exits queued, behind one barrier (one
- * round of TLB shootdowns and serialising IPIs instead of two: 25–50 µs
- * each on a virtual machine), and gives the victims their MUTED records:
+ * round of TLB shootdowns and serialising IPIs instead of two, each round
+ * an interrupt of every CPU running the program), and gives the victims
+ * their MUTED records:
  * the runtimes read their flags at each call, the code is changed, and
  * after every thread passed the barrier no new frame of a victim starts. */
 static void mute_publish(struct budget *B)
@@ -2162,15 +2164,12 @@ static void budget_atfork_child(void)
 	atomic_store(&rvt__wake.tps, 0);
 }
 
-/* Under mu: membarrier and the thread.  0 or a negative errno (the budget
- * stays off). */
 /* Makes the whole pages of [p, p + n) resident and writable now.  The
  * budget's hash tables are read before they are written: a page first read
  * maps the shared zero page, and the write after it replaces that mapping,
- * which flushes the TLB of every CPU running the program — an IPI, tens of
- * µs on a virtual machine, per page (cmark: 0.5 ms of a 140 ms run,
- * tracer/BENCHMARKS.md).  Filled here, at the start, no page has a mapping
- * to replace.  Best effort (MADV_POPULATE_WRITE is Linux 5.14). */
+ * which flushes the TLB of every CPU running the program — an IPI per page
+ * (cmark ran 1.5 % faster without them, tracer/BENCHMARKS.md).  Filled here, at the start, no page
+ * has a mapping to replace.  Best effort (MADV_POPULATE_WRITE is Linux 5.14). */
 static void prefault(void *p, size_t n)
 {
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -2179,6 +2178,8 @@ static void prefault(void *p, size_t n)
 		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
 }
 
+/* Under mu: membarrier and the thread.  0 or a negative errno (the budget
+ * stays off). */
 static int budget_setup(void)
 {
 	static struct budget B;
