@@ -32,6 +32,19 @@
 #include "rearview/trace.h"
 #include "tracer-int.h"
 
+/* 1 in a sanitizer's build (its checks change the timing a share is read
+ * from). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 struct fix {
 	const char *mode;
 	int (*tiny)(int);
@@ -325,9 +338,18 @@ static void mutes_dense_function(const struct fix *f)
 	assert_true(m->ncallers >= 1);
 	assert_true(m->caller[0] == value_of((const void *)f->dense_loop));
 	/* dense() is ~100 ns of work a call, the loop around it a few: much
-	 * of dense_loop's self time (92-100 %; 50 % seen under ASan, whose
-	 * checks slow the loop too). */
-	assert_true(m->share_ppm[0] >= 200000 && m->share_ppm[0] <= 1000000);
+	 * of dense_loop's self time (89-100 %, loaded or not).  Under a
+	 * sanitizer, whose checks slow the loop too, the windows the share is
+	 * read from hold a millisecond or two each, and a time slice of up to
+	 * 1 ms (GAP_MAX_NS) landing in the loop's part of one moves the share
+	 * far: 89-100 % under three CPU hogs, but 50 % and 13 % seen in loaded
+	 * CI runs.  There only its existence is checked. */
+	assert_true(m->share_ppm[0] > 0 && m->share_ppm[0] <= 1000000);
+	if (!SANITIZED)
+		assert_true(m->share_ppm[0] >= 200000);
+	else
+		print_message("%s mode: under a sanitizer the share's size is not checked\n",
+			      f->mode);
 #ifdef RVT__INLINE_STUBS
 	/* Inline mode mutes at the gate: a muted trace point costs what a
 	 * process that traces nothing pays. */
