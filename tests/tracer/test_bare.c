@@ -27,15 +27,12 @@
 #include <cmocka.h>
 
 #include "mute_fix.h"
+#include "rearview/sanitizer.h"
 #include "rearview/trace.h"
 #include "tracer-int.h"
 
 /* Under a sanitizer the budget thread is a pthread (mute.c, BUDGET_BARE). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define BARE 0
-#else
-#define BARE 1
-#endif
+#define BARE (!RV_ASAN && !RV_TSAN)
 
 static double now_s(void)
 {

@@ -29,21 +29,9 @@
 
 #include "capture_util.h"
 #include "mute_fix.h"
+#include "rearview/sanitizer.h"
 #include "rearview/trace.h"
 #include "tracer-int.h"
-
-/* 1 in a sanitizer's build (its checks change the timing a share is read
- * from). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 
 struct fix {
 	const char *mode;
@@ -345,7 +333,7 @@ static void mutes_dense_function(const struct fix *f)
 	 * far: 89-100 % under three CPU hogs, but 50 % and 13 % seen in loaded
 	 * CI runs.  There only its existence is checked. */
 	assert_true(m->share_ppm[0] > 0 && m->share_ppm[0] <= 1000000);
-	if (!SANITIZED)
+	if (!RV_ASAN && !RV_TSAN)
 		assert_true(m->share_ppm[0] >= 200000);
 	else
 		print_message("%s mode: under a sanitizer the share's size is not checked\n",

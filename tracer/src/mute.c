@@ -1318,6 +1318,20 @@ static struct absorb *absorb_of(struct budget *B, uint64_t x, uint64_t a)
 /* victim_callers' name for the innermost frame open before its window. */
 #define BASE UINT64_MAX
 
+/* Opens frame `depth` of B->stack, when under its 256: `value` entered at
+ * ts, its fstat f (NULL when the table is full). */
+static void frame_open(struct budget *B, unsigned depth, uint64_t value, uint32_t ts,
+		       struct fstat *f)
+{
+	if (depth >= sizeof(B->stack) / sizeof(B->stack[0]))
+		return;
+	B->stack[depth].value = value;
+	B->stack[depth].ts = ts;
+	B->stack[depth].child = 0;
+	B->stack[depth].calls = 0;
+	B->stack[depth].f = f;
+}
+
 /* Whether v is muted, or a victim of this round (victim_callers): its
  * fstat, marked the first time it is asked for. */
 static struct fstat *gone_of(struct budget *B, uint64_t v)
@@ -1386,13 +1400,7 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 				ba->self += (double)(uint32_t)(ts - t0);
 				ba->calls++;
 			}
-			if (depth < 256) {
-				B->stack[depth].value = value;
-				B->stack[depth].ts = ts;
-				B->stack[depth].child = 0;
-				B->stack[depth].calls = 0;
-				B->stack[depth].f = gone_of(B, value);
-			}
+			frame_open(B, depth, value, ts, depth < 256 ? gone_of(B, value) : NULL);
 			depth++;
 			continue;
 		}
@@ -1613,14 +1621,7 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 			struct fstat *f = fstat_of(B, value);
 			if (f)
 				f->events++;
-			if (depth < 256) {
-				B->stack[depth].value = value;
-				B->stack[depth].ts = ts;
-				B->stack[depth].child = 0;
-				B->stack[depth].calls = 0;
-				B->stack[depth].f = f; /* its exit needs no second lookup */
-			}
-			depth++;
+			frame_open(B, depth++, value, ts, f); /* its exit needs no second lookup */
 			continue;
 		}
 		if (depth == 0)
