@@ -257,6 +257,7 @@ struct dyn_tables {
 struct module {
 	uintptr_t base, lo, hi;
 	uintptr_t seg_lo[SEGS_MAX], seg_hi[SEGS_MAX];
+	uintptr_t gate;	    /* its gate (trace-inline.h), 0 when none registered */
 	int hooks_imported; /* its relocations name a call-mode hook */
 	uint8_t seg_x[SEGS_MAX];
 	unsigned nseg;
@@ -533,6 +534,37 @@ static size_t gate_jump_to(const struct gate_jump *g, size_t n, uintptr_t t)
 	return a;
 }
 
+/* The inline-mode trace point whose thread check `cmpq $0, %fs:(%r11);
+ * jne T` is at h: the block at T loads the function into %rax (or the
+ * check's block did, before the check) and calls an inline stub.  Fills s
+ * (s->jcc: the check's own jne) and *first, where the check's block starts
+ * when the load comes first (else h - 7, the check's movq); -1 when h is
+ * not such a check. */
+static int check_site(const struct module *m, uintptr_t h, struct site *s, uintptr_t *first)
+{
+	uintptr_t target;
+	unsigned jlen = jne_at(m, h + 5, &target);
+	if (!jlen)
+		return -1;
+	unsigned len = 0;
+	uintptr_t fn = fn_load(m, target, 0, &len);
+	uintptr_t q = target + len;
+	*first = h - 7;
+	if (!fn && h >= m->lo + 14) {
+		fn = fn_load(m, h - 14, 0, &len); /* loaded before the check */
+		*first = fn ? h - 14 : *first;
+	}
+	if (!fn || !in_text(m, q, 5) || memcmp((const void *)q, RZ_DOWN, 5) != 0)
+		return -1;
+	uintptr_t t = 0;
+	unsigned clen = call_at(m, q + 5, &t);
+	enum hook k = clen ? hook_at(m, t) : H_NONE;
+	if (k != H_INL_ENTER && k != H_INL_EXIT)
+		return -1;
+	*s = (struct site){fn, q + 5, h + 5, (uint8_t)clen, (uint8_t)jlen, k == H_INL_EXIT};
+	return 0;
+}
+
 /*
  * Inline mode: every check `movq rvt__tls@gottpoff(%rip), %r11; cmpq $0,
  * %fs:(%r11); jne T` whose block at T loads the function into %rax and
@@ -551,27 +583,11 @@ static int scan_inline(const struct module *m, uintptr_t lo, uintptr_t hi, struc
 	int rc = 0;
 	const uint8_t *p = (const uint8_t *)lo, *end = (const uint8_t *)hi;
 	while (rc == 0 && (p = find_pat(p, end, CHECK, sizeof(CHECK), 0)) != NULL) {
-		uintptr_t h = (uintptr_t)p;
+		uintptr_t h = (uintptr_t)p, first;
 		p++;
-		uintptr_t target;
-		unsigned jlen = jne_at(m, h + 5, &target);
-		if (!jlen)
+		struct site s;
+		if (check_site(m, h, &s, &first) != 0)
 			continue;
-		unsigned len = 0;
-		uintptr_t fn = fn_load(m, target, 0, &len), first = h - 7;
-		uintptr_t q = target + len;
-		if (!fn && h >= m->lo + 14) {
-			fn = fn_load(m, h - 14, 0, &len); /* loaded before the check */
-			first = fn ? h - 14 : first;
-		}
-		if (!fn || !in_text(m, q, 5) || memcmp((const void *)q, RZ_DOWN, 5) != 0)
-			continue;
-		uintptr_t t = 0;
-		unsigned clen = call_at(m, q + 5, &t);
-		enum hook k = clen ? hook_at(m, t) : H_NONE;
-		if (k != H_INL_ENTER && k != H_INL_EXIT)
-			continue;
-		struct site s = {fn, q + 5, h + 5, (uint8_t)clen, (uint8_t)jlen, k == H_INL_EXIT};
 		size_t at = gate_jump_to(g, ng, first);
 		if (at == ng || g[at].target != first) {
 			rc = site_add(sv, &s);
@@ -585,6 +601,42 @@ static int scan_inline(const struct module *m, uintptr_t lo, uintptr_t hi, struc
 	}
 	vec_free(g, gbytes);
 	return rc ? -ENOMEM : 0;
+}
+
+/*
+ * Inline mode in a module whose gate is known (m->gate, registered by its
+ * constructor): one pass for the gates' jumps `cmpb $0, gate(%rip); jne T`
+ * alone, each decoded to the check at T (after the check's movq, or after
+ * the function's load and the movq); each is a site, found in the order of
+ * the code, which is nearly the order of the functions (the sort after it
+ * is then near linear).  -EAGAIN when a gate's jump leads to no check this
+ * knows (the caller then scans for every check, scan_inline); -ENOMEM.
+ */
+static int scan_gated(const struct module *m, uintptr_t lo, uintptr_t hi, struct site_vec *sv)
+{
+	static const uint8_t CMPB[2] = {0x80, 0x3d};
+	const uint8_t *p = (const uint8_t *)lo, *end = (const uint8_t *)hi;
+	while ((p = find_pat(p, end, CMPB, sizeof(CMPB), 1)) != NULL) {
+		uintptr_t c = (uintptr_t)p++, t, h = 0, first;
+		unsigned len, flen = 0;
+		if (!in_text(m, c, 7) || ((const uint8_t *)c)[6] != 0 ||
+		    c + 7 + (intptr_t)rd32((const uint8_t *)c + 2) != m->gate ||
+		    (len = jne_at(m, c + 7, &t)) == 0)
+			continue;
+		if (in_text(m, t + 7, 5) && memcmp((const void *)(t + 7), CHECK, 5) == 0)
+			h = t + 7;
+		else if (fn_load(m, t, 0, &flen) && in_text(m, t + flen + 7, 5) &&
+			 memcmp((const void *)(t + flen + 7), CHECK, 5) == 0)
+			h = t + flen + 7;
+		struct site s;
+		if (!h || check_site(m, h, &s, &first) != 0)
+			return -EAGAIN;
+		s.jcc = c + 7;
+		s.jcc_len = (uint8_t)len;
+		if (site_add(sv, &s))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 static int starts_symbol(const struct module *m, uintptr_t f);
@@ -819,6 +871,17 @@ static int mod_init(struct module *m, uintptr_t start, uintptr_t end, uintptr_t 
 /* The module holding code address `a`, scanned on first use; NULL when
  * none or out of room.  Found with _dl_find_object, which takes no lock
  * (dl_iterate_phdr's may not be taken by the budget thread, bare.c). */
+/* The registered gate (rvt_gates_list) in [lo, hi), or 0. */
+static uintptr_t gate_in(uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t g[MODS_MAX];
+	size_t n = rvt_gates_list(g, MODS_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (g[i] >= lo && g[i] < hi)
+			return g[i];
+	return 0;
+}
+
 static struct module *module_of(uintptr_t a)
 {
 	for (size_t i = 0; i < nmods; i++)
@@ -833,11 +896,19 @@ static struct module *module_of(uintptr_t a)
 	    mod_init(m, (uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end,
 		     (uintptr_t)o.dlfo_link_map->l_addr, a) != 0)
 		return NULL;
+	m->gate = gate_in((uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end);
 	struct site_vec sv = {0};
-	int rc = 0;
+	int rc = m->gate ? 0 : -EAGAIN;
 	for (unsigned i = 0; i < m->nseg && rc == 0; i++)
 		if (m->seg_x[i])
-			rc = scan_inline(m, m->seg_lo[i], m->seg_hi[i], &sv);
+			rc = scan_gated(m, m->seg_lo[i], m->seg_hi[i], &sv);
+	if (rc == -EAGAIN) { /* no gate, or a jump of it this does not know */
+		sv.n = 0;
+		rc = 0;
+		for (unsigned i = 0; i < m->nseg && rc == 0; i++)
+			if (m->seg_x[i])
+				rc = scan_inline(m, m->seg_lo[i], m->seg_hi[i], &sv);
+	}
 	if (rc == 0 && calls_hooks(m)) /* call mode: only where the hooks can be reached */
 		rc = load_syms(m);
 	for (unsigned i = 0; i < m->nseg && rc == 0 && calls_hooks(m); i++)
@@ -2030,15 +2101,15 @@ static void mute_exits(struct budget *B)
 }
 
 /*
- * ns per trace point on this machine now: the budget thread traces 2048
+ * ns per trace point on this machine now: the budget thread traces 512
  * calls of itself into a scratch ring of its own (never registered, so no
- * capture or view ever sees it) through the call-mode hooks, three times,
+ * capture or view ever sees it) through the call-mode hooks, four times,
  * and keeps the quickest round.  What a trace point costs is mostly its
  * counter read, which a virtual machine may make slow.
  */
 static double measure_cost(void)
 {
-	enum { SLOTS = 8192, ROUNDS = 3, CALLS = 2048 };
+	enum { SLOTS = 8192, ROUNDS = 4, CALLS = 512 };
 	static uint64_t slots[SLOTS];
 	static uintptr_t shadow[2 * RVT_SHADOW_FRAMES];
 	/* Segments as a ring's (tracer.c): a STACK record every 512 slots. */
@@ -2077,6 +2148,37 @@ static void budget_sleep(unsigned ms)
 	atomic_store(&rvt__wake.word, 0);
 }
 
+/* Scans every inline-mode module that registered a gate for its trace
+ * points (module_of) before a look, not when its first function is to be
+ * muted: at the start of a program that scan (~1 ms a MiB of code) stood
+ * between the first look that chose victims and their patches while the
+ * program ran its first hot phase traced.  (Tracing may start before the
+ * program's constructors register its gates: RV_TRACE starts it in
+ * librvtrace's.)  Once a module is scanned this is a lookup per gate; a
+ * module without a gate (call mode) is scanned when one of its functions
+ * is first chosen. */
+static void prescan(void)
+{
+	uintptr_t g[MODS_MAX];
+	size_t n = rvt_gates_list(g, MODS_MAX);
+	for (size_t i = 0; i < n; i++) {
+		/* The gate is data: module_of wants an address in the code. */
+		struct dl_find_object o;
+		if (_dl_find_object((void *)g[i], &o) != 0 || !o.dlfo_link_map)
+			continue;
+		const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)o.dlfo_map_start;
+		if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+		    eh->e_phentsize != sizeof(ElfW(Phdr)))
+			continue;
+		const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((uintptr_t)eh + eh->e_phoff);
+		for (unsigned k = 0; k < eh->e_phnum; k++)
+			if (ph[k].p_type == PT_LOAD && (ph[k].p_flags & PF_X) && ph[k].p_memsz) {
+				(void)module_of(o.dlfo_link_map->l_addr + ph[k].p_vaddr);
+				break;
+			}
+	}
+}
+
 /* The budget thread (see the top): a bare thread (bare.c), so it may call
  * nothing of glibc's that relies on knowing every thread. */
 static void budget_main(void *arg)
@@ -2097,8 +2199,10 @@ static void budget_main(void *arg)
 		B->unsettled = 0;
 		memset(B->open, 0, sizeof(B->open));
 		B->nlooked = B->npending;
-		if (atomic_load(&cfg_on))
+		if (atomic_load(&cfg_on)) {
+			prescan();
 			rvt_rings_view(look, B);
+		}
 		if (B->nvic)
 			mute_victims(B);
 		if (B->npending)

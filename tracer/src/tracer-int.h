@@ -470,6 +470,12 @@ struct rvt_ring_view {
  * and only for a thread that wrote half a chunk. */
 RVT_HIDDEN void rvt_ring_fill_ahead(struct rvt_ring *r, uint64_t cur, int wrapped);
 
+/* Copies the addresses of up to `max` registered gates (trace-inline.h, "The
+ * gate") into out[] and returns how many: each lies in the inline-mode
+ * module it was registered by.  Takes the gates' lock (an rvt_mu: callable
+ * from the bare budget thread). */
+RVT_HIDDEN size_t rvt_gates_list(uintptr_t *out, size_t max);
+
 /* Threads that trace now, whether or not they wrote into their ring yet
  * (rvt_rings_view shows only those that did).  Takes the registry lock. */
 RVT_HIDDEN size_t rvt_tracing_threads(void);

@@ -546,6 +546,16 @@ void rvt__gate_unregister(unsigned char *gate)
 	rvt_mu_unlock(&gate_lock);
 }
 
+size_t rvt_gates_list(uintptr_t *out, size_t max)
+{
+	size_t n = 0;
+	rvt_mu_lock(&gate_lock);
+	for (size_t i = 0; i < ngates && n < max; i++)
+		out[n++] = (uintptr_t)gates[i];
+	rvt_mu_unlock(&gate_lock);
+	return n;
+}
+
 static void gates_set(unsigned char open)
 {
 	rvt_mu_lock(&gate_lock);
