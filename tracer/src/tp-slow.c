@@ -11,7 +11,7 @@
  * a half-updated state); no call, lock or allocation, and no system call
  * but the budget's wake (rvt__wake in tracer-int.h: one FUTEX_WAKE made
  * with the syscall instruction, so errno is untouched, at most once per
- * sleep of the budget thread and 2 ms apart).  On
+ * sleep of the budget thread and 1 ms apart).  On
  * x86-64 this file is compiled with -mgeneral-regs-only (tracer/lib.mk): the
  * inline-mode stubs in hooks-x86_64.S promise their callers that every
  * register survives and save only the general-purpose ones, so nothing here
