@@ -1105,15 +1105,18 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 #define THREADS_MAX   64u
 #define PENDING_MAX   RVT_MUTED_MAX
 #define TRIED_MAX     4096u
-#define PERIOD_NEW_MS 1u /* a thread first seen: count its rate soon */
+#define PERIOD_NEW_US 1000u /* a thread first seen: count its rate soon */
 /* Something was muted, or exits wait; also the least time between two
  * wakes.  1 ms, not 2: a new phase's hot functions are caught in more
  * looks, sooner (cmark's trace points 5.8 -> 4.5 ms, sqlite3's 12.9 -> 8.9
- * ms, medians of perf samples; the budget thread's CPU unchanged). */
-#define PERIOD_OVER_MS 1u
-#define PERIOD_BUSY_MS 16u  /* a thread over the budget, more to mute maybe */
-#define PERIOD_RUN_MS  128u /* under the budget: a hot phase wakes it sooner */
-#define PERIOD_MAX_MS  400u /* idle: double up to this */
+ * ms, medians of perf samples; the budget thread's CPU unchanged).  0.5 ms
+ * was far worse: sqlite3 then kept vdbeRecordCompareInt (800 k calls)
+ * traced in most runs (98 functions muted, not 171; 1.15 s of CPU, not
+ * 0.7) — a window of half a millisecond is too short to judge by. */
+#define PERIOD_OVER_US 1000u
+#define PERIOD_BUSY_US 16000u  /* a thread over the budget, more to mute maybe */
+#define PERIOD_RUN_US  128000u /* under the budget: a hot phase wakes it sooner */
+#define PERIOD_MAX_US  400000u /* idle: double up to this */
 #define LEARN_MS       5u
 
 struct fstat {
@@ -2141,15 +2144,15 @@ static double measure_cost(void)
 static int budget_up;		   /* under mu: the budget thread runs */
 static _Atomic uint32_t budget_go; /* 1: tracing started (a futex word) */
 
-/* Sleeps `ms`, or less when a traced thread over its budget wakes it
- * (rvt__wake), though not sooner than PERIOD_OVER_MS from now. */
-static void budget_sleep(unsigned ms)
+/* Sleeps `us` microseconds, or less when a traced thread over its budget
+ * wakes it (rvt__wake), though not sooner than PERIOD_OVER_US from now. */
+static void budget_sleep(unsigned us)
 {
 	uint64_t gap =
-		(uint64_t)((double)PERIOD_OVER_MS * 1e-3 * (double)rvt_clock.hz) >> rvt_clock.shift;
+		(uint64_t)((double)PERIOD_OVER_US * 1e-6 * (double)rvt_clock.hz) >> rvt_clock.shift;
 	atomic_store(&rvt__wake.not_before, (rvt__counter() >> rvt_clock.shift) + gap);
 	atomic_store(&rvt__wake.word, 1);
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	struct timespec ts = {us / 1000000u, (long)(us % 1000000u) * 1000L};
 	rvt_sys(SYS_futex, (long)&rvt__wake.word, FUTEX_WAIT_PRIVATE, 1, (long)&ts);
 	atomic_store(&rvt__wake.word, 0);
 }
@@ -2191,7 +2194,7 @@ static void budget_main(void *arg)
 {
 	struct budget *B = arg;
 	B->cost_ns = measure_cost();
-	unsigned period = PERIOD_NEW_MS;
+	unsigned period = PERIOD_NEW_US;
 	for (;;) {
 		atomic_store(&rvt__wake.tps,
 			     atomic_load(&cfg_on) ? tps_at(B, atomic_load(&cfg_budget_ppm)) : 0);
@@ -2218,18 +2221,18 @@ static void budget_main(void *arg)
 		/* Look soon after a thread starts, often while muting or while
 		 * exits wait, every 16 ms while a thread stays over the budget
 		 * with more to mute, less and less often while the threads run
-		 * under it or with nothing left to mute (up to PERIOD_RUN_MS: a
+		 * under it or with nothing left to mute (up to PERIOD_RUN_US: a
 		 * hot phase wakes the budget itself) or sleep (see the top). */
-		unsigned most = B->ran_ns * 4 >= (uint64_t)period * 1000000u ? PERIOD_RUN_MS
-									     : PERIOD_MAX_MS;
+		unsigned most =
+			B->ran_ns * 4 >= (uint64_t)period * 1000u ? PERIOD_RUN_US : PERIOD_MAX_US;
 		if (B->fresh)
-			period = PERIOD_NEW_MS;
+			period = PERIOD_NEW_US;
 		else if ((B->over && B->nvic) || B->npending)
-			period = PERIOD_OVER_MS;
+			period = PERIOD_OVER_US;
 		else if (B->over > B->futile)
-			period = PERIOD_BUSY_MS;
-		else if (period < PERIOD_BUSY_MS)
-			period = PERIOD_BUSY_MS;
+			period = PERIOD_BUSY_US;
+		else if (period < PERIOD_BUSY_US)
+			period = PERIOD_BUSY_US;
 		else
 			period = 2 * period < most ? 2 * period : most;
 		if (!atomic_load(&cfg_on) || (B->views == 0 && rvt_tracing_threads() == 0)) {
@@ -2239,7 +2242,7 @@ static void budget_main(void *arg)
 			atomic_store(&rvt__wake.tps, 0);
 			while (atomic_exchange(&budget_go, 0) == 0)
 				rvt_sys(SYS_futex, (long)&budget_go, FUTEX_WAIT_PRIVATE, 0, 0);
-			period = PERIOD_NEW_MS;
+			period = PERIOD_NEW_US;
 		}
 	}
 }
