@@ -197,6 +197,17 @@ static void mutes_hot_function(const struct fix *f)
 	/* The held thread is inside tiny: its exits must go on running. */
 	assert_true(rvt_mute_pending() >= 1);
 	rvt_stop(0, 0);
+	/* ... and while nothing else happens the budget backs off (to a look
+	 * every 16 ms) instead of looking every millisecond until the frame
+	 * closes: an upper bound on wakeups over a wall-clock stretch, which a
+	 * slow or loaded machine only lowers. */
+	uint64_t w0 = rvt_mute_wakeups();
+	usleep(320000);
+	uint64_t woke = rvt_mute_wakeups() - w0;
+	print_message("%s mode: %llu budget wakeups in 320 ms with an exit pending\n", f->mode,
+		      (unsigned long long)woke);
+	assert_true(rvt_mute_pending() >= 1);
+	assert_true(woke <= 80); /* every 1 ms would be ~320; backing off, ~25 */
 
 	size_t len;
 	uint8_t *b = capture(0, &len);

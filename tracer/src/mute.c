@@ -206,6 +206,13 @@ size_t rvt_mute_pending(void)
 	return atomic_load(&npending_exits);
 }
 
+static _Atomic uint64_t wakeups; /* the budget thread's looks (tests) */
+
+uint64_t rvt_mute_wakeups(void)
+{
+	return atomic_load(&wakeups);
+}
+
 size_t rvt_mute_list(struct rvt_muted *out, size_t cap)
 {
 	size_t n = atomic_load_explicit(&nmuted, memory_order_acquire);
@@ -877,7 +884,8 @@ static int mod_init(struct module *m, uintptr_t start, uintptr_t end, uintptr_t 
 static uintptr_t gate_in(uintptr_t lo, uintptr_t hi)
 {
 	uintptr_t g[MODS_MAX];
-	size_t n = rvt_gates_list(g, MODS_MAX);
+	unsigned gen;
+	size_t n = rvt_gates_list(g, MODS_MAX, &gen);
 	for (size_t i = 0; i < n; i++)
 		if (g[i] >= lo && g[i] < hi)
 			return g[i];
@@ -2088,14 +2096,17 @@ static void mute_publish(struct budget *B)
  * entry sites are muted), bar a trace point that had passed its call site
  * before the entry sites changed and was preempted there for a whole look
  * (then its exit is lost and its caller's exit closes it,
- * rvt__exit_repair).
+ * rvt__exit_repair).  Returns how many are on their way: muted now, or
+ * found on no stack this time (0: every one still has a frame open, or the
+ * stacks could not be read).
  */
-static void mute_exits(struct budget *B)
+static size_t mute_exits(struct budget *B)
 {
-	size_t keep = 0;
+	size_t keep = 0, moving = 0;
 	for (size_t i = 0; i < B->npending; i++) {
 		int settled = i < B->nlooked && !B->unsettled;
 		B->quiet[i] = !settled || B->open[i] ? 0 : B->quiet[i] + 1;
+		moving += B->quiet[i] > 0;
 		if (B->quiet[i] < 2) {
 			B->open[keep] = B->open[i];
 			B->quiet[keep] = B->quiet[i];
@@ -2107,6 +2118,7 @@ static void mute_exits(struct budget *B)
 		mute_sites(s, n, 1);
 	}
 	B->npending = keep;
+	return moving;
 }
 
 /*
@@ -2168,8 +2180,15 @@ static void budget_sleep(unsigned us)
  * is first chosen. */
 static void prescan(void)
 {
+	static unsigned seen_gen;
+	static int seen;
 	uintptr_t g[MODS_MAX];
-	size_t n = rvt_gates_list(g, MODS_MAX);
+	unsigned gen;
+	size_t n = rvt_gates_list(g, MODS_MAX, &gen);
+	if (seen && gen == seen_gen)
+		return; /* no gate came or went since the last */
+	seen = 1;
+	seen_gen = gen;
 	for (size_t i = 0; i < n; i++) {
 		/* The gate is data: module_of wants an address in the code. */
 		struct dl_find_object o;
@@ -2199,6 +2218,7 @@ static void budget_main(void *arg)
 		atomic_store(&rvt__wake.tps,
 			     atomic_load(&cfg_on) ? tps_at(B, atomic_load(&cfg_budget_ppm)) : 0);
 		budget_sleep(period);
+		atomic_fetch_add_explicit(&wakeups, 1, memory_order_relaxed);
 		B->nvic = 0;
 		B->views = 0;
 		B->over = 0;
@@ -2214,21 +2234,28 @@ static void budget_main(void *arg)
 		}
 		if (B->nvic)
 			mute_victims(B);
-		if (B->npending)
-			mute_exits(B);
+		size_t moving = B->npending ? mute_exits(B) : 0;
 		mute_publish(B);
 		atomic_store(&npending_exits, B->npending);
 		/* Look soon after a thread starts, often while muting or while
-		 * exits wait, every 16 ms while a thread stays over the budget
-		 * with more to mute, less and less often while the threads run
-		 * under it or with nothing left to mute (up to PERIOD_RUN_US: a
-		 * hot phase wakes the budget itself) or sleep (see the top). */
+		 * exits wait (backing off to every 16 ms while each waits for a
+		 * frame to close: a muted function whose frame stays open, an
+		 * event loop's, would otherwise keep it looking every
+		 * millisecond, ~25 us of CPU each), every 16 ms while a thread
+		 * stays over the budget with more to mute, less and less often
+		 * while the threads run under it or with nothing left to mute
+		 * (up to PERIOD_RUN_US: a hot phase wakes the budget itself) or
+		 * sleep (see the top). */
 		unsigned most =
 			B->ran_ns * 4 >= (uint64_t)period * 1000u ? PERIOD_RUN_US : PERIOD_MAX_US;
 		if (B->fresh)
 			period = PERIOD_NEW_US;
-		else if ((B->over && B->nvic) || B->npending)
+		else if ((B->over && B->nvic) || moving)
 			period = PERIOD_OVER_US;
+		else if (B->npending)
+			period = period < PERIOD_OVER_US       ? PERIOD_OVER_US
+				 : 2 * period < PERIOD_BUSY_US ? 2 * period
+							       : PERIOD_BUSY_US;
 		else if (B->over > B->futile)
 			period = PERIOD_BUSY_US;
 		else if (period < PERIOD_BUSY_US)

@@ -472,9 +472,10 @@ RVT_HIDDEN void rvt_ring_fill_ahead(struct rvt_ring *r, uint64_t cur, int wrappe
 
 /* Copies the addresses of up to `max` registered gates (trace-inline.h, "The
  * gate") into out[] and returns how many: each lies in the inline-mode
- * module it was registered by.  Takes the gates' lock (an rvt_mu: callable
- * from the bare budget thread). */
-RVT_HIDDEN size_t rvt_gates_list(uintptr_t *out, size_t max);
+ * module it was registered by.  *gen: a number that changes whenever a gate
+ * is registered or unregistered.  Takes the gates' lock (an rvt_mu:
+ * callable from the bare budget thread). */
+RVT_HIDDEN size_t rvt_gates_list(uintptr_t *out, size_t max, unsigned *gen);
 
 /* Threads that trace now, whether or not they wrote into their ring yet
  * (rvt_rings_view shows only those that did).  Takes the registry lock. */
@@ -512,6 +513,9 @@ RVT_HIDDEN void rvt__mute_poke_protect(int on);
 /* How many muted functions still have live exit sites (a thread had a
  * frame of theirs open when last looked at).  Any thread (mute.c). */
 RVT_HIDDEN size_t rvt_mute_pending(void);
+
+/* Tests: how many times the budget thread has woken to look (mute.c). */
+RVT_HIDDEN uint64_t rvt_mute_wakeups(void);
 
 /* Mutes the native function `fn` for a runtime that traces it by address
  * (rvt_addr_muted(), trace-runtime.h): 0, or -ENOENT (no runtime said it

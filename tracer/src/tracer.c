@@ -522,6 +522,7 @@ static struct rvt_mu gate_lock = RVT_MU_INIT;
 static unsigned char *gates[GATES_MAX];
 static size_t ngates;
 static unsigned char gates_open; /* under gate_lock */
+static unsigned gates_gen;	 /* under gate_lock: changes of the list */
 
 void rvt__gate_register(unsigned char *gate)
 {
@@ -529,6 +530,7 @@ void rvt__gate_register(unsigned char *gate)
 	rvt_mu_lock(&gate_lock);
 	if (ngates < GATES_MAX) {
 		gates[ngates++] = gate;
+		gates_gen++;
 		v = gates_open;
 	}
 	__atomic_store_n(gate, v, __ATOMIC_RELAXED);
@@ -541,17 +543,19 @@ void rvt__gate_unregister(unsigned char *gate)
 	for (size_t i = 0; i < ngates; i++)
 		if (gates[i] == gate) {
 			gates[i] = gates[--ngates];
+			gates_gen++;
 			break;
 		}
 	rvt_mu_unlock(&gate_lock);
 }
 
-size_t rvt_gates_list(uintptr_t *out, size_t max)
+size_t rvt_gates_list(uintptr_t *out, size_t max, unsigned *gen)
 {
 	size_t n = 0;
 	rvt_mu_lock(&gate_lock);
 	for (size_t i = 0; i < ngates && n < max; i++)
 		out[n++] = (uintptr_t)gates[i];
+	*gen = gates_gen;
 	rvt_mu_unlock(&gate_lock);
 	return n;
 }
