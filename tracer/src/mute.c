@@ -1092,14 +1092,15 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 
 /* ---- the budget ---- */
 
-#define WIN	   16384u     /* slots read from a thread over its budget */
-#define HASH	   4096u      /* functions told apart in one window */
-#define SAMPLES	   8u	      /* call durations kept per function */
-#define ABSORB	   4096u      /* (victim, caller) pairs told apart in one window */
-#define SHARE_WINS 8u	      /* older windows a victim's callers are read from */
-#define SHARE_WIN  2048u      /* ... of this many slots each */
-#define SHARE_SPAN (1u << 20) /* ... spread over this many slots before */
-#define GAP_MAX_NS 1e6	      /* ... in which no gap between two events counts for more */
+#define WIN	    16384u     /* slots read from a thread over its budget */
+#define HASH	    4096u      /* functions told apart in one window */
+#define SAMPLES	    8u	       /* call durations kept per function */
+#define ABSORB	    4096u      /* (victim, caller) pairs told apart in one window */
+#define SHADOW_SNAP 256u       /* shadow frames victim_callers reads for the base */
+#define SHARE_WINS  8u	       /* older windows a victim's callers are read from */
+#define SHARE_WIN   2048u      /* ... of this many slots each */
+#define SHARE_SPAN  (1u << 20) /* ... spread over this many slots before */
+#define GAP_MAX_NS  1e6	       /* ... in which no gap between two events counts for more */
 /* What the budget mutes (see the top): never a function with ≥ SPARE_PPM of
  * the self time whose own trace points fit in the budget, nor one whose
  * events cost < GAIN_PPM of the budget, nor one called < MIN_RATE times a
@@ -1166,7 +1167,7 @@ struct tstate {
 };
 
 struct budget {
-	uint64_t *win;
+	uint64_t *win;	  /* WIN slots, then SHARE_WINS older windows (callers_gather) */
 	struct fstat *fs; /* HASH entries, zero but for those in used */
 	uint16_t used[HASH];
 	unsigned nused;
@@ -1196,6 +1197,15 @@ struct budget {
 	uint8_t quiet[PENDING_MAX];    /* ... looks in a row that found none */
 	size_t npending;
 	size_t nlooked; /* pending[0..nlooked) were looked for at this look */
+	/* victim_callers, split: what callers_gather copied (the older
+	 * windows are in win after WIN), for callers_compute */
+	uint64_t shv[SHADOW_SNAP];	 /* the shadow stack's methods, innermost first */
+	unsigned nshv, nold;		 /* ... and older windows copied */
+	struct victim dvic[MAX_VICTIMS]; /* the round's victims then */
+	size_t ndvic, dfirst;		 /* ... dvic[dfirst..) the look's */
+	uint64_t dw;			 /* the newest window's slots (in win) */
+	double dtp;			 /* a trace point's ticks */
+	int deferred;			 /* callers_compute has work */
 };
 
 /* Functions the budget will not try again (muted, or no way to mute): a
@@ -1534,7 +1544,11 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 }
 
 /*
- * Where the time of the victims B->vic[first..nvic) goes once they are
+ * victim_callers, in two steps: callers_gather (in the look, under the
+ * registry lock: it copies the older windows and the shadow stack's
+ * methods, and the round's victims) and callers_compute (after the look's
+ * patches, mute_publish, or before the next look of the same round,
+ * callers_settle).  Where the time of the victims B->vic[first..nvic) goes once they are
  * muted: into their nearest caller that stays traced, whose self time then
  * holds it.  Passes over the window choose() read (B->win[0..w)) and over
  * SHARE_WINS older windows of SHARE_WIN slots spread evenly over the
@@ -1556,20 +1570,60 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
  * and the time outside a window's outermost calls is the base's self time
  * (exact while no frame from before the window returns inside it).
  */
-static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint64_t w,
+static void callers_gather(struct budget *B, const struct rvt_ring_view *v, uint64_t w,
 			   size_t first, double tp_ticks)
 {
+	B->nshv = 0;
+	if (v->sh_base) {
+		uintptr_t top = v->sh_top < v->sh_end ? v->sh_top : v->sh_end;
+		for (uintptr_t a = top; a > v->sh_base && B->nshv < SHADOW_SNAP;) {
+			a -= RVT_SHADOW_FRAME;
+			B->shv[B->nshv++] =
+				__atomic_load_n((const uintptr_t *)a + 1, __ATOMIC_RELAXED);
+		}
+	}
+	/* The older windows: written slots before the newest window, at most
+	 * SHARE_SPAN and half the ring back (the writer is far from them). */
+	uint64_t written = v->wrapped ? v->nslots : v->cur;
+	uint64_t back = written > w ? written - w : 0;
+	if (back > SHARE_SPAN)
+		back = SHARE_SPAN;
+	if (back > v->nslots / 2)
+		back = v->nslots / 2;
+	B->nold = 0;
+	for (unsigned j = 1; back >= SHARE_WINS * SHARE_WIN && j <= SHARE_WINS; j++) {
+		uint64_t at = (v->cur + v->nslots - w - j * (back / SHARE_WINS)) % v->nslots;
+		ring_copy(B->win + WIN + (j - 1) * SHARE_WIN, v, at, SHARE_WIN);
+		B->nold = j;
+	}
+	assert(B->nvic <= MAX_VICTIMS && first <= B->nvic);
+	memcpy(B->dvic, B->vic, B->nvic * sizeof(*B->vic));
+	B->ndvic = B->nvic;
+	B->dfirst = first;
+	B->dw = w;
+	B->dtp = tp_ticks;
+	B->deferred = 1;
+}
+
+/* The rest of victim_callers, from what callers_gather copied: fills in
+ * the callers of B->dvic[dfirst..ndvic). */
+static void callers_compute(struct budget *B)
+{
+	assert(B->deferred);
+	B->deferred = 0;
+	uint64_t w = B->dw;
+	double tp_ticks = B->dtp;
 	for (unsigned i = 0; i < B->nused; i++) {
 		struct fstat *f = &B->fs[B->used[i]];
 		f->marked = f->victim = 0;
 		f->own = f->in = 0;
 	}
-	for (size_t i = 0; i < B->nvic; i++) {
-		struct fstat *f = fstat_of(B, B->vic[i].value);
+	for (size_t i = 0; i < B->ndvic; i++) {
+		struct fstat *f = fstat_of(B, B->dvic[i].value);
 		if (f) {
 			f->marked = 1;
 			f->gone = 1;
-			f->victim = i >= first;
+			f->victim = i >= B->dfirst;
 		}
 	}
 	for (unsigned i = 0; i < B->nab; i++)
@@ -1588,39 +1642,23 @@ static void victim_callers(struct budget *B, const struct rvt_ring_view *v, uint
 	 * are read late and may be new ones, and a victim is the likeliest
 	 * (bc's `_bc_shift_addsub` was taken for its own callers' caller). */
 	uint64_t base = 0;
-	if (v->sh_base) {
-		uintptr_t top = v->sh_top < v->sh_end ? v->sh_top : v->sh_end;
-		unsigned open = depth < 256 ? depth : 256;
-		for (uintptr_t a = top; a > v->sh_base && !base;) {
-			a -= RVT_SHADOW_FRAME;
-			uint64_t b = __atomic_load_n((const uintptr_t *)a + 1, __ATOMIC_RELAXED);
-			int in_window = 0;
-			for (unsigned d = 0; d < open && !in_window; d++)
-				in_window = B->stack[d].value == b;
-			int victim = 0;
-			for (size_t i = 0; i < B->nvic && !victim; i++)
-				victim = B->vic[i].value == b;
-			if (b && !in_window && !victim)
-				base = b;
-		}
+	unsigned open = depth < 256 ? depth : 256;
+	for (unsigned k = 0; k < B->nshv && !base; k++) {
+		uint64_t b = B->shv[k];
+		int in_window = 0;
+		for (unsigned d = 0; d < open && !in_window; d++)
+			in_window = B->stack[d].value == b;
+		int victim = 0;
+		for (size_t i = 0; i < B->ndvic && !victim; i++)
+			victim = B->dvic[i].value == b;
+		if (b && !in_window && !victim)
+			base = b;
 	}
-	/* The older windows: written slots before the newest window, at most
-	 * SHARE_SPAN and half the ring back (the writer is far from them). */
-	uint64_t written = v->wrapped ? v->nslots : v->cur;
-	uint64_t back = written > w ? written - w : 0;
-	if (back > SHARE_SPAN)
-		back = SHARE_SPAN;
-	if (back > v->nslots / 2)
-		back = v->nslots / 2;
-	uint64_t *old = B->win + WIN;
-	for (unsigned j = 1; back >= SHARE_WINS * SHARE_WIN && j <= SHARE_WINS; j++) {
-		uint64_t at = (v->cur + v->nslots - w - j * (back / SHARE_WINS)) % v->nslots;
-		ring_copy(old, v, at, SHARE_WIN);
-		absorb_window(B, old, SHARE_WIN, tp_ticks, gap_max, &ba);
-	}
+	for (unsigned j = 0; j < B->nold; j++)
+		absorb_window(B, B->win + WIN + j * SHARE_WIN, SHARE_WIN, tp_ticks, gap_max, &ba);
 	double base_self = ba.self - tp_ticks * ba.calls;
-	for (size_t i = first; i < B->nvic; i++) {
-		struct victim *vi = &B->vic[i];
+	for (size_t i = B->dfirst; i < B->ndvic; i++) {
+		struct victim *vi = &B->dvic[i];
 		struct credit c[2 * RVT_MUTED_CALLERS];
 		unsigned n = 0;
 		for (unsigned j = 0; j < B->nab; j++) {
@@ -1721,6 +1759,31 @@ static uint64_t hot_tail(const uint64_t *win, uint64_t w)
 	return best;
 }
 
+/* Copies the callers callers_compute found (B->dvic) into the n victims
+ * at vic that have the same value. */
+static void callers_to(const struct budget *B, struct victim *vic, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = B->dfirst; j < B->ndvic; j++)
+			if (B->dvic[j].value == vic[i].value) {
+				vic[i].ncallers = B->dvic[j].ncallers;
+				memcpy(vic[i].caller, B->dvic[j].caller, sizeof(vic[i].caller));
+				memcpy(vic[i].share_ppm, B->dvic[j].share_ppm,
+				       sizeof(vic[i].share_ppm));
+				break;
+			}
+}
+
+/* The callers of a look's victims still to compute (callers_gather): done
+ * now, into B->vic, before another look's window replaces its copy. */
+static void callers_settle(struct budget *B)
+{
+	if (!B->deferred)
+		return;
+	callers_compute(B);
+	callers_to(B, B->vic + B->dfirst, B->nvic - B->dfirst);
+}
+
 /*
  * Reads the newest `w` slots of v's ring and picks the functions to mute
  * so that its trace points' share of CPU falls to a quarter of the budget.
@@ -1740,6 +1803,7 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 	if (w < 64 || !rvt_clock.hz || B->cost_ns <= 0)
 		return share;
 	double tp_ticks = B->cost_ns * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
+	callers_settle(B); /* another thread's look of this round */
 	ring_copy(B->win, v, (v->cur + v->nslots - w) % v->nslots, w);
 	for (unsigned i = 0; i < B->nused; i++) /* the last window's functions */
 		memset(&B->fs[B->used[i]], 0, sizeof(*B->fs));
@@ -1857,8 +1921,8 @@ static double choose(struct budget *B, const struct rvt_ring_view *v, uint64_t w
 						f->nsamples ? f->sample[f->nsamples / 2] : 0)};
 		left -= share * part;
 	}
-	if (B->nvic > first_victim)
-		victim_callers(B, v, w, first_victim, tp_ticks);
+	if (B->nvic > first_victim) /* computed after the patches (mute_publish) */
+		callers_gather(B, v, w, first_victim, tp_ticks);
 	return share;
 }
 
@@ -2140,6 +2204,14 @@ static void mute_publish(struct budget *B)
 	else if (B->ndone)
 		sync_core(); /* flags only */
 	uint64_t when = rvt__counter();
+	/* Where the last look's victims' time goes: computed only now, so
+	 * that the patches come ~0.25 ms sooner (the program runs traced
+	 * meanwhile); their MUTED records carry it. */
+	if (B->deferred && B->ndone) {
+		callers_compute(B);
+		callers_to(B, B->done, B->ndone);
+	}
+	B->deferred = 0;
 	for (size_t i = 0; i < B->ndone; i++)
 		add_muted(&B->done[i], when, B->done_sites[i]);
 	B->ndone = 0;
@@ -2381,7 +2453,7 @@ static int budget_setup(void)
 	static struct budget B;
 	static int once;
 	if (!once) {
-		B.win = malloc((WIN + SHARE_WIN) * sizeof(*B.win));
+		B.win = malloc((WIN + SHARE_WINS * SHARE_WIN) * sizeof(*B.win));
 		B.fs = calloc(HASH, sizeof(*B.fs));
 		if (!B.win || !B.fs)
 			return -ENOMEM;
