@@ -1940,7 +1940,6 @@ static void look(void *arg, const struct rvt_ring_view *v)
 {
 	struct budget *B = arg;
 	B->views++;
-	rvt_ring_fill_ahead(v->ring, v->cur, v->wrapped);
 	if (!v->sh_base || v->busy)
 		B->unsettled++; /* a shadow stack mid-change */
 	else
@@ -2334,6 +2333,16 @@ static void prescan(void)
 	}
 }
 
+/* A round's second pass over the rings, after its patches: fills each ring
+ * ahead of its writer (rvt_ring_fill_ahead).  A fill can take a millisecond
+ * (a 2 MiB chunk of small pages), and a thread that writes fast enough to
+ * need one is the thread whose look should patch soonest. */
+static void fill_look(void *arg, const struct rvt_ring_view *v)
+{
+	(void)arg;
+	rvt_ring_fill_ahead(v->ring, v->cur, v->wrapped);
+}
+
 /* The budget thread (see the top): a bare thread (bare.c), so it may call
  * nothing of glibc's that relies on knowing every thread. */
 static void budget_main(void *arg)
@@ -2363,6 +2372,8 @@ static void budget_main(void *arg)
 			mute_victims(B);
 		size_t moving = B->npending ? mute_exits(B) : 0;
 		mute_publish(B);
+		if (atomic_load(&cfg_on))
+			rvt_rings_view(fill_look, B);
 		atomic_store(&npending_exits, B->npending);
 		/* Look soon after a thread starts, often while muting or while
 		 * exits wait (backing off to every 16 ms while each waits for a
