@@ -829,12 +829,14 @@ static int calls_hooks(const struct module *m)
 	return m->hooks_imported;
 }
 
+/* By function alone: rvt_sort is stable, so a function's sites keep the
+ * order the scan found them in (scan_gated: their gates' order in the
+ * code, nearly the functions' order, so the sort is near linear; by call
+ * too, the cold blocks' other order made it move most of them). */
 static int cmp_site(const void *a, const void *b)
 {
-	const struct site *x = a, *y = b;
-	if (x->fn != y->fn)
-		return x->fn < y->fn ? -1 : 1;
-	return (x->call > y->call) - (x->call < y->call);
+	uintptr_t x = ((const struct site *)a)->fn, y = ((const struct site *)b)->fn;
+	return (x > y) - (x < y);
 }
 
 /* Fills m from the module mapped at [start, end) with load address `base`
