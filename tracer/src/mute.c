@@ -437,7 +437,10 @@ struct site_vec {
 
 static int site_add(struct site_vec *sv, const struct site *s)
 {
-	struct site *v = vec_room(sv->v, sv->n, &sv->cap, sizeof(*v), 256);
+	/* Room for 64 Ki sites at once (2 MiB of address space, pages used
+	 * as they fill): growing by copies unmapped the old tables, each
+	 * unmap a TLB shootdown on the program's CPU, while it starts. */
+	struct site *v = vec_room(sv->v, sv->n, &sv->cap, sizeof(*v), 65536);
 	if (!v)
 		return -ENOMEM;
 	sv->v = v;
