@@ -2358,13 +2358,15 @@ static void budget_main(void *arg)
 	for (;;) {
 		atomic_store(&rvt__wake.tps,
 			     atomic_load(&cfg_on) ? tps_at(B, atomic_load(&cfg_budget_ppm)) : 0);
-		/* At a start, the scan (if the gates are there by now) and a
-		 * wake as soon as a thread writes fast: a program's first hot
-		 * phase begins with it (cmark's first 1.75 ms: 24 k calls). */
+		/* At a start (until a traced thread has written), the scan of
+		 * the modules whose gates are there by now (a module that
+		 * registers one later wakes the budget to scan it:
+		 * rvt_mute_module_added) and a wake as soon as a thread writes
+		 * fast: a program's first hot phase begins with it (cmark's
+		 * first 1.75 ms: 24 k calls). */
 		if (start && atomic_load(&cfg_on))
 			prescan();
 		budget_sleep(period, start ? 0 : PERIOD_OVER_US);
-		start = 0;
 		atomic_fetch_add_explicit(&wakeups, 1, memory_order_relaxed);
 		B->nvic = 0;
 		B->views = 0;
@@ -2379,6 +2381,8 @@ static void budget_main(void *arg)
 			prescan();
 			rvt_rings_view(look, B);
 		}
+		if (B->views)
+			start = 0; /* a thread wrote: its first phase is under way */
 		if (B->nvic)
 			mute_victims(B);
 		size_t moving = B->npending ? mute_exits(B) : 0;
@@ -2499,6 +2503,16 @@ static int budget_setup(void)
 	return rc;
 }
 #endif
+
+void rvt_mute_module_added(void)
+{
+#if MUTE_CAN
+	if (atomic_load(&cfg_on) &&
+	    atomic_load_explicit(&rvt__wake.word, memory_order_relaxed) == 1 &&
+	    atomic_exchange(&rvt__wake.word, 0) == 1)
+		rvt_sys(SYS_futex, (long)&rvt__wake.word, FUTEX_WAKE_PRIVATE, 1, 0);
+#endif
+}
 
 void rvt_mute_tracing_started(void)
 {

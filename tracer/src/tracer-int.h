@@ -493,6 +493,12 @@ RVT_HIDDEN void rvt_rings_view(void (*fn)(void *arg, const struct rvt_ring_view 
  * a trace point; never under the registry lock. */
 RVT_HIDDEN void rvt_mute_tracing_started(void);
 
+/* A module registered its gate while some thread traces (tracer.c): wakes
+ * the budget thread if it sleeps, so that it scans the module now (mute.c,
+ * prescan), while the program starts, rather than at the look that finds
+ * its first hot phase.  Any thread; no lock held; a FUTEX_WAKE at most. */
+RVT_HIDDEN void rvt_mute_module_added(void);
+
 /* Copies up to `cap` muted functions (oldest first) into out; returns the
  * count.  Lock-free: any thread. */
 RVT_HIDDEN size_t rvt_mute_list(struct rvt_muted *out, size_t cap);

@@ -535,6 +535,8 @@ void rvt__gate_register(unsigned char *gate)
 	}
 	__atomic_store_n(gate, v, __ATOMIC_RELAXED);
 	rvt_mu_unlock(&gate_lock);
+	if (v)
+		rvt_mute_module_added();
 }
 
 void rvt__gate_unregister(unsigned char *gate)
