@@ -1202,6 +1202,7 @@ struct budget {
 	uint8_t quiet[PENDING_MAX];    /* ... looks in a row that found none */
 	size_t npending;
 	size_t nlooked; /* pending[0..nlooked) were looked for at this look */
+	size_t nnew;	/* the last nnew of pending: muted at this round */
 	/* victim_callers, split: what callers_gather copied (the older
 	 * windows are in win after WIN), for callers_compute */
 	uint64_t shv[SHADOW_SNAP];	 /* the shadow stack's methods, innermost first */
@@ -1941,23 +1942,26 @@ static uint64_t tps_at(const struct budget *B, double ppm)
 }
 
 /* rvt_rings_view's callback: one traced thread's look. */
+/* Sets open[i] for the pending functions i in [from, to) of which v's
+ * shadow stack holds a frame; -1 when it could not be read (mid-change). */
+static int mark_open(struct budget *B, const struct rvt_ring_view *v, size_t from, size_t to)
+{
+	if (!v->sh_base || v->busy)
+		return -1;
+	uintptr_t top = v->sh_top < v->sh_end ? v->sh_top : v->sh_end;
+	for (size_t i = from; i < to; i++)
+		for (uintptr_t a = v->sh_base; a < top && !B->open[i]; a += RVT_SHADOW_FRAME)
+			B->open[i] = __atomic_load_n((const uintptr_t *)a + 1, __ATOMIC_RELAXED) ==
+				     (uintptr_t)B->pending[i];
+	return 0;
+}
+
 static void look(void *arg, const struct rvt_ring_view *v)
 {
 	struct budget *B = arg;
 	B->views++;
-	if (!v->sh_base || v->busy)
+	if (mark_open(B, v, 0, B->npending) != 0)
 		B->unsettled++; /* a shadow stack mid-change */
-	else
-		for (size_t i = 0; i < B->npending; i++) {
-			if (B->open[i])
-				continue;
-			uintptr_t top = v->sh_top < v->sh_end ? v->sh_top : v->sh_end;
-			for (uintptr_t a = v->sh_base; a < top && !B->open[i];
-			     a += RVT_SHADOW_FRAME)
-				B->open[i] = __atomic_load_n((const uintptr_t *)a + 1,
-							     __ATOMIC_RELAXED) ==
-					     (uintptr_t)B->pending[i];
-		}
 	struct tstate *st = tstate_of(B, v->tid);
 	uint64_t cpu = thread_cpu_ns(v->tid);
 	if (cpu > st->seen_cpu_ns && st->seen_cpu_ns)
@@ -2343,8 +2347,10 @@ static void prescan(void)
  * need one is the thread whose look should patch soonest. */
 static void fill_look(void *arg, const struct rvt_ring_view *v)
 {
-	(void)arg;
+	struct budget *B = arg;
 	rvt_ring_fill_ahead(v->ring, v->cur, v->wrapped);
+	if (mark_open(B, v, B->npending - B->nnew, B->npending) != 0)
+		B->unsettled++;
 }
 
 /* The budget thread (see the top): a bare thread (bare.c), so it may call
@@ -2385,10 +2391,24 @@ static void budget_main(void *arg)
 			start = 0; /* a thread wrote: its first phase is under way */
 		if (B->nvic)
 			mute_victims(B);
+		B->nnew = B->npending - B->nlooked; /* muted this round */
 		size_t moving = B->npending ? mute_exits(B) : 0;
 		mute_publish(B);
-		if (atomic_load(&cfg_on))
+		/* The second pass: besides the fills, the shadow stacks now that
+		 * the round's entry sites are patched: a function muted this
+		 * round that no thread has a frame of counts a first quiet look
+		 * (mute_exits), so its exit sites go one look sooner — each
+		 * exit of it costs a call of the exit check until then (zstd
+		 * -d: 10-16 % of the program's CPU for the 2 ms after its first
+		 * mute). */
+		if (atomic_load(&cfg_on)) {
+			size_t first_new = B->npending - B->nnew;
+			memset(B->open + first_new, 0, B->nnew);
+			B->unsettled = 0;
 			rvt_rings_view(fill_look, B);
+			for (size_t i = first_new; i < B->npending && !B->unsettled; i++)
+				B->quiet[i] = !B->open[i];
+		}
 		atomic_store(&npending_exits, B->npending);
 		/* Look soon after a thread starts, often while muting or while
 		 * exits wait (backing off to every 16 ms while each waits for a
