@@ -45,12 +45,12 @@
  * learning.
  *
  * Muting without traps.  A function's trace points are found by reading the
- * code of its module once (module_of): a module whose gate is registered
- * before a look (prescan), one pass over its gate's jumps (scan_gated),
- * else when one of its functions is first chosen.  rvcc's inline mode compiles each
- * into the gate check `cmpb $0, rvt__gate(%rip); jne COLD` with, at COLD,
- * the thread's check, the function's address loaded into %rax and `call
- * rvt__inl_enter/exit` (trace-inline.h); call mode is `call
+ * code of its module once (module_of): a module whose gate is registered,
+ * before a look (prescan) in one pass over its gate's jumps (scan_gated);
+ * another when one of its functions is first chosen.  rvcc's inline mode
+ * compiles each into the gate check `cmpb $0, rvt__gate(%rip); jne COLD`
+ * with, at COLD, the thread's check, the function's address loaded into
+ * %rax and `call rvt__inl_enter/exit` (trace-inline.h); call mode is `call
  * __cyg_profile_func_enter/exit` after the function's address is loaded
  * into %rdi.  Muting changes one byte of each such instruction: a `call
  * rel32` becomes `cmp $imm32, %eax`, a `call *GOT(%rip)` becomes `cmp
@@ -1554,9 +1554,9 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
  * registry lock: it copies the older windows and the shadow stack's
  * methods, and the round's victims) and callers_compute (after the look's
  * patches, mute_publish, or before the next look of the same round,
- * callers_settle).  Where the time of the victims B->vic[first..nvic) goes once they are
- * muted: into their nearest caller that stays traced, whose self time then
- * holds it.  Passes over the window choose() read (B->win[0..w)) and over
+ * callers_settle).  Where the time of the victims B->vic[first..nvic) goes
+ * once they are muted: into their nearest caller that stays traced, whose
+ * self time then holds it.  Passes over the window choose() read (B->win[0..w)) and over
  * SHARE_WINS older windows of SHARE_WIN slots spread evenly over the
  * SHARE_SPAN slots before it (absorb_window) sum, per caller, its own self
  * time and each muted callee's credited to it; a victim keeps its
