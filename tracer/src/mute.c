@@ -882,9 +882,6 @@ static int mod_init(struct module *m, uintptr_t start, uintptr_t end, uintptr_t 
 	return 0;
 }
 
-/* The module holding code address `a`, scanned on first use; NULL when
- * none or out of room.  Found with _dl_find_object, which takes no lock
- * (dl_iterate_phdr's may not be taken by the budget thread, bare.c). */
 /* The registered gate (rvt_gates_list) in [lo, hi), or 0. */
 static uintptr_t gate_in(uintptr_t lo, uintptr_t hi)
 {
@@ -897,6 +894,9 @@ static uintptr_t gate_in(uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
+/* The module holding code address `a`, scanned on first use; NULL when
+ * none or out of room.  Found with _dl_find_object, which takes no lock
+ * (dl_iterate_phdr's may not be taken by the budget thread, bare.c). */
 static struct module *module_of(uintptr_t a)
 {
 	for (size_t i = 0; i < nmods; i++)
@@ -1556,8 +1556,8 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
  * patches, mute_publish, or before the next look of the same round,
  * callers_settle).  Where the time of the victims B->vic[first..nvic) goes
  * once they are muted: into their nearest caller that stays traced, whose
- * self time then holds it.  Passes over the window choose() read (B->win[0..w)) and over
- * SHARE_WINS older windows of SHARE_WIN slots spread evenly over the
+ * self time then holds it.  Passes over the window choose() read
+ * (B->win[0..w)) and over SHARE_WINS older windows of SHARE_WIN slots spread evenly over the
  * SHARE_SPAN slots before it (absorb_window) sum, per caller, its own self
  * time and each muted callee's credited to it; a victim keeps its
  * RVT_MUTED_CALLERS largest callers, each with the share of the caller's
@@ -1711,8 +1711,8 @@ static void callers_compute(struct budget *B)
 	}
 }
 
-/* The time of the first event at or after slot k of win[0..w), or of the
- * last event before w when there is none; *ok 0 when there is no event. */
+/* The time of the first event at or after slot k of win[0..w); *ok 0 (and
+ * 0 returned) when there is none. */
 static uint32_t win_ts_at(const uint64_t *win, uint64_t w, uint64_t k, int *ok)
 {
 	uint64_t value;
@@ -1941,7 +1941,6 @@ static uint64_t tps_at(const struct budget *B, double ppm)
 	return (uint64_t)(tp_ticks * 1e6 / ppm * 65536.0);
 }
 
-/* rvt_rings_view's callback: one traced thread's look. */
 /* Sets open[i] for the pending functions i in [from, to) of which v's
  * shadow stack holds a frame; -1 when it could not be read (mid-change). */
 static int mark_open(struct budget *B, const struct rvt_ring_view *v, size_t from, size_t to)
@@ -1956,6 +1955,7 @@ static int mark_open(struct budget *B, const struct rvt_ring_view *v, size_t fro
 	return 0;
 }
 
+/* rvt_rings_view's callback: one traced thread's look. */
 static void look(void *arg, const struct rvt_ring_view *v)
 {
 	struct budget *B = arg;
@@ -2342,9 +2342,11 @@ static void prescan(void)
 }
 
 /* A round's second pass over the rings, after its patches: fills each ring
- * ahead of its writer (rvt_ring_fill_ahead).  A fill can take a millisecond
+ * ahead of its writer (rvt_ring_fill_ahead) — a fill can take a millisecond
  * (a 2 MiB chunk of small pages), and a thread that writes fast enough to
- * need one is the thread whose look should patch soonest. */
+ * need one is the thread whose look should patch soonest — and marks which
+ * of the functions muted at this round (the last nnew of pending) the
+ * thread has a frame of (budget_main). */
 static void fill_look(void *arg, const struct rvt_ring_view *v)
 {
 	struct budget *B = arg;
