@@ -62,6 +62,10 @@ void rvt_mute_tracing_started(void)
 {
 }
 
+void rvt_mute_module_added(void)
+{
+}
+
 void rvt_runtime_atfork_child(void)
 {
 }
