@@ -894,23 +894,57 @@ static uintptr_t gate_in(uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
+/* Under rvt_modules_mu, when a dlclose() ran since the last call: forgets
+ * the modules that are no longer mapped where they were (their sites and
+ * symbols with them), so that no code of theirs is read or patched and a
+ * module mapped there later is scanned afresh. */
+static void modules_forget_closed(void)
+{
+	static unsigned seen;
+	unsigned gen = atomic_load(&rvt_modules_gen);
+	if (gen == seen)
+		return;
+	seen = gen;
+	for (size_t i = 0; i < nmods; i++) {
+		struct module *m = &mods[i];
+		struct dl_find_object o;
+		if (m->lo < m->hi && _dl_find_object((void *)m->lo, &o) == 0 && o.dlfo_link_map &&
+		    (uintptr_t)o.dlfo_link_map->l_addr == m->base)
+			continue;
+		vec_free(m->sites, m->cap * sizeof(*m->sites));
+		vec_free(m->syms, m->syms_bytes);
+		m->sites = NULL;
+		m->syms = NULL;
+		m->nsites = m->cap = m->nsyms = m->syms_bytes = 0;
+		m->lo = m->hi = 0; /* matches no address any more */
+	}
+}
+
 /* The module holding code address `a`, scanned on first use; NULL when
  * none or out of room.  Found with _dl_find_object, which takes no lock
  * (dl_iterate_phdr's may not be taken by the budget thread, bare.c). */
 static struct module *module_of(uintptr_t a)
 {
-	for (size_t i = 0; i < nmods; i++)
+	/* Held here (by this thread, or a dlclose() that waits on it). */
+	assert(atomic_load_explicit(&rvt_modules_mu.v, memory_order_relaxed) != 0);
+	size_t slot = nmods; /* a forgotten module's slot, or the next one */
+	for (size_t i = 0; i < nmods; i++) {
 		if (a >= mods[i].lo && a < mods[i].hi)
 			return &mods[i];
-	if (nmods == MODS_MAX)
+		if (mods[i].lo == 0 && mods[i].hi == 0 && slot == nmods)
+			slot = i;
+	}
+	if (slot == MODS_MAX)
 		return NULL;
-	struct module *m = &mods[nmods];
+	struct module *m = &mods[slot];
 	memset(m, 0, sizeof(*m));
 	struct dl_find_object o;
 	if (_dl_find_object((void *)a, &o) != 0 || !o.dlfo_link_map ||
 	    mod_init(m, (uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end,
-		     (uintptr_t)o.dlfo_link_map->l_addr, a) != 0)
+		     (uintptr_t)o.dlfo_link_map->l_addr, a) != 0) {
+		m->lo = m->hi = 0; /* the slot stays free */
 		return NULL;
+	}
 	m->gate = gate_in((uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end);
 	struct site_vec sv = {0};
 	int rc = m->gate ? 0 : -EAGAIN;
@@ -932,13 +966,16 @@ static struct module *module_of(uintptr_t a)
 	if (rc) {
 		vec_free(sv.v, sv.cap * sizeof(*sv.v));
 		vec_free(m->syms, m->syms_bytes);
+		m->syms = NULL;
+		m->lo = m->hi = 0; /* the slot stays free */
 		return NULL;
 	}
 	rvt_sort(sv.v, sv.n, sizeof(*sv.v), cmp_site);
 	m->sites = sv.v;
 	m->nsites = sv.n;
 	m->cap = sv.cap;
-	nmods++;
+	if (slot == nmods)
+		nmods++;
 	return m;
 }
 
@@ -2323,6 +2360,9 @@ static void prescan(void)
 		return; /* no gate came or went since the last */
 	seen = 1;
 	seen_gen = gen;
+	rvt_mu_lock(&rvt_modules_mu); /* no module unmapped while it is read */
+	modules_forget_closed();
+	n = rvt_gates_list(g, MODS_MAX, &gen); /* the gates of modules still here */
 	for (size_t i = 0; i < n; i++) {
 		/* The gate is data: module_of wants an address in the code. */
 		struct dl_find_object o;
@@ -2339,6 +2379,7 @@ static void prescan(void)
 				break;
 			}
 	}
+	rvt_mu_unlock(&rvt_modules_mu);
 }
 
 /* A round's second pass over the rings, after its patches: fills each ring
@@ -2391,11 +2432,16 @@ static void budget_main(void *arg)
 		}
 		if (B->views)
 			start = 0; /* a thread wrote: its first phase is under way */
+		/* Reading and patching modules' code: none may be unmapped
+		 * meanwhile (rvt_modules_mu; the scan took it too). */
+		rvt_mu_lock(&rvt_modules_mu);
+		modules_forget_closed();
 		if (B->nvic)
 			mute_victims(B);
 		B->nnew = B->npending - B->nlooked; /* muted this round */
 		size_t moving = B->npending ? mute_exits(B) : 0;
 		mute_publish(B);
+		rvt_mu_unlock(&rvt_modules_mu);
 		/* The second pass: besides the fills, the shadow stacks now that
 		 * the round's entry sites are patched: a function muted this
 		 * round that no thread has a frame of counts a first quiet look
@@ -2475,6 +2521,7 @@ static void *budget_pthread(void *arg)
 static void budget_atfork_child(void)
 {
 	pthread_mutex_init(&mu, NULL);
+	rvt_modules_mu = (struct rvt_mu)RVT_MU_INIT; /* its holder is not in the child */
 	budget_up = 0; /* the child has no budget thread; the next start makes one */
 	atomic_store(&budget_go, 0);
 	atomic_store(&rvt__wake.word, 0);

@@ -271,6 +271,10 @@ static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg)
 
 typedef int (*dlclose_fn)(void *handle);
 
+struct rvt_mu rvt_modules_mu = RVT_MU_INIT;
+_Atomic unsigned rvt_modules_gen;
+static __thread int closing; /* dlclose() calls under way on this thread */
+
 /*
  * dlclose(), interposed: what a capture needs of the module is taken before
  * the real dlclose() runs, and kept if the module is gone after it (a
@@ -292,7 +296,13 @@ RVT_API int dlclose(void *handle)
 		f = (struct find_mod){(uintptr_t)lm->l_addr, lm->l_name, &m, 0};
 		dl_iterate_phdr(find_loaded, &f);
 	}
+	if (closing++ == 0)
+		rvt_mu_lock(&rvt_modules_mu);
 	int rc = real ? real(handle) : -1;
+	if (--closing == 0) {
+		atomic_fetch_add(&rvt_modules_gen, 1);
+		rvt_mu_unlock(&rvt_modules_mu);
+	}
 	if (f.found) {
 		struct find_mod again = {f.bias, m.path, NULL, 0};
 		if (rc == 0)

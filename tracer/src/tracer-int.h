@@ -396,6 +396,15 @@ struct rvt_mu {
 RVT_HIDDEN void rvt_mu_lock(struct rvt_mu *m);
 RVT_HIDDEN void rvt_mu_unlock(struct rvt_mu *m);
 
+/* No module is unmapped while this is held: dlclose() (interposed,
+ * symbols.c) holds it around the real one (its outermost call on a thread:
+ * a destructor may dlclose too), and the budget thread while it reads
+ * modules' code and headers and patches them (mute.c).  rvt_modules_gen
+ * changes at every such dlclose.  Lock order: before gate_lock; never
+ * taken under the registry lock. */
+RVT_HIDDEN extern struct rvt_mu rvt_modules_mu;
+RVT_HIDDEN extern _Atomic unsigned rvt_modules_gen;
+
 /* Sorts base[0..n) of `size` bytes each by cmp, stably: a merge sort whose
  * scratch is a mapping of its own (no malloc, unlike glibc's qsort), linear
  * on input already in order; a heapsort in place (not stable) when no
