@@ -68,6 +68,14 @@ static uint64_t value_of(const void *fn)
 	return (uint64_t)(uintptr_t)fn - rvt_method_base;
 }
 
+/* CPU seconds of the calling thread. */
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -321,14 +329,17 @@ static void mutes_dense_function(const struct fix *f)
 	struct rvt_muted buf[RVT_MUTED_MAX];
 	const struct rvt_muted *m = NULL;
 	uint64_t dense_v = value_of((const void *)f->dense);
-	double deadline = now_s() + 60;
+	double deadline = now_s() + 60, wall0 = now_s(), cpu0 = thread_cpu_s();
 	while (!(m = find_muted(dense_v, buf)) && now_s() < deadline) {
 		f->dense_loop(50000);
 		f->big(20000);
 	}
 	assert_non_null(m);
-	print_message("%s mode: dense muted at %.1f M calls/s, median %u ns\n", f->mode,
-		      (double)m->rate / 1e6, m->median_ns);
+	/* The share of the CPU this thread had while the budget watched it. */
+	double oncpu = (thread_cpu_s() - cpu0) / (now_s() - wall0 + 1e-9);
+	print_message("%s mode: dense muted at %.1f M calls/s, median %u ns (the thread on a CPU "
+		      "%.0f %% of the time)\n",
+		      f->mode, (double)m->rate / 1e6, m->median_ns, 100 * oncpu);
 	/* Short calls: the reason it could be muted. */
 	assert_true(m->median_ns < 1000);
 	/* Its time goes to dense_loop, its only caller (MUTED_CALLERS). */
@@ -342,13 +353,18 @@ static void mutes_dense_function(const struct fix *f)
 	 * read from hold a millisecond or two each, and a time slice of up to
 	 * 1 ms (GAP_MAX_NS) landing in the loop's part of one moves the share
 	 * far: 89-100 % under three CPU hogs, but 50 % and 13 % seen in loaded
-	 * CI runs.  There only its existence is checked. */
+	 * CI runs.  There only its existence is checked; so too where the
+	 * thread was off the CPU a tenth of the time or more while it was
+	 * watched (19 % seen in a `make check-full` that ran tests side by
+	 * side on two cores, since the budget mutes a phase within its first
+	 * milliseconds). */
 	assert_true(m->share_ppm[0] > 0 && m->share_ppm[0] <= 1000000);
-	if (!RV_ASAN && !RV_TSAN)
+	if (!RV_ASAN && !RV_TSAN && oncpu >= 0.9)
 		assert_true(m->share_ppm[0] >= 200000);
 	else
-		print_message("%s mode: under a sanitizer the share's size is not checked\n",
-			      f->mode);
+		print_message("%s mode: %s: the share's size is not checked\n", f->mode,
+			      RV_ASAN || RV_TSAN ? "under a sanitizer"
+						 : "the thread was preempted");
 #ifdef RVT__INLINE_STUBS
 	/* Inline mode mutes at the gate: a muted trace point costs what a
 	 * process that traces nothing pays. */
