@@ -265,6 +265,7 @@ struct dyn_tables {
 #define SEGS_MAX 16u
 struct module {
 	uintptr_t base, lo, hi;
+	uintptr_t map_lo, map_hi; /* the whole mapping (_dl_find_object's) */
 	uintptr_t seg_lo[SEGS_MAX], seg_hi[SEGS_MAX];
 	uintptr_t gate;	    /* its gate (trace-inline.h), 0 when none registered */
 	int hooks_imported; /* its relocations name a call-mode hook */
@@ -845,8 +846,10 @@ static int cmp_site(const void *a, const void *b)
 /* Fills m from the module mapped at [start, end) with load address `base`
  * (what _dl_find_object tells of it): its program headers are read where
  * its first segment maps the ELF header.  0, or -1 when the headers are not
- * there or code address `a` is in none of its executable segments. */
-static int mod_init(struct module *m, uintptr_t start, uintptr_t end, uintptr_t base, uintptr_t a)
+ * there or, when `code`, address `a` is in none of its executable
+ * segments. */
+static int mod_init(struct module *m, uintptr_t start, uintptr_t end, uintptr_t base, uintptr_t a,
+		    int code)
 {
 	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
 	if (end - start < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
@@ -874,7 +877,7 @@ static int mod_init(struct module *m, uintptr_t start, uintptr_t end, uintptr_t 
 		m->lo = lo < m->lo ? lo : m->lo;
 		m->hi = hi > m->hi ? hi : m->hi;
 	}
-	if (!here || !header)
+	if ((code && !here) || !header)
 		return -1;
 	m->base = base;
 	dyn_read(dyn, base, &m->dyn);
@@ -916,20 +919,22 @@ static void modules_forget_closed(void)
 		m->sites = NULL;
 		m->syms = NULL;
 		m->nsites = m->cap = m->nsyms = m->syms_bytes = 0;
-		m->lo = m->hi = 0; /* matches no address any more */
+		m->lo = m->hi = m->map_lo = m->map_hi = 0; /* matches no address any more */
 	}
 }
 
-/* The module holding code address `a`, scanned on first use; NULL when
- * none or out of room.  Found with _dl_find_object, which takes no lock
+/* The module holding address `a` — code when `code`, else any of its
+ * mapping (a gate, prescan) — scanned on first use; NULL when none or out
+ * of room.  Found with _dl_find_object, which takes no lock
  * (dl_iterate_phdr's may not be taken by the budget thread, bare.c). */
-static struct module *module_of(uintptr_t a)
+static struct module *module_at(uintptr_t a, int code)
 {
 	/* Held here (by this thread, or a dlclose() that waits on it). */
 	assert(atomic_load_explicit(&rvt_modules_mu.v, memory_order_relaxed) != 0);
 	size_t slot = nmods; /* a forgotten module's slot, or the next one */
 	for (size_t i = 0; i < nmods; i++) {
-		if (a >= mods[i].lo && a < mods[i].hi)
+		if ((a >= mods[i].lo && a < mods[i].hi) ||
+		    (!code && a >= mods[i].map_lo && a < mods[i].map_hi))
 			return &mods[i];
 		if (mods[i].lo == 0 && mods[i].hi == 0 && slot == nmods)
 			slot = i;
@@ -941,11 +946,13 @@ static struct module *module_of(uintptr_t a)
 	struct dl_find_object o;
 	if (_dl_find_object((void *)a, &o) != 0 || !o.dlfo_link_map ||
 	    mod_init(m, (uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end,
-		     (uintptr_t)o.dlfo_link_map->l_addr, a) != 0) {
+		     (uintptr_t)o.dlfo_link_map->l_addr, a, code) != 0) {
 		m->lo = m->hi = 0; /* the slot stays free */
 		return NULL;
 	}
-	m->gate = gate_in((uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end);
+	m->map_lo = (uintptr_t)o.dlfo_map_start;
+	m->map_hi = (uintptr_t)o.dlfo_map_end;
+	m->gate = gate_in(m->map_lo, m->map_hi);
 	struct site_vec sv = {0};
 	int rc = m->gate ? 0 : -EAGAIN;
 	for (unsigned i = 0; i < m->nseg && rc == 0; i++)
@@ -967,7 +974,7 @@ static struct module *module_of(uintptr_t a)
 		vec_free(sv.v, sv.cap * sizeof(*sv.v));
 		vec_free(m->syms, m->syms_bytes);
 		m->syms = NULL;
-		m->lo = m->hi = 0; /* the slot stays free */
+		m->lo = m->hi = m->map_lo = m->map_hi = 0; /* the slot stays free */
 		return NULL;
 	}
 	rvt_sort(sv.v, sv.n, sizeof(*sv.v), cmp_site);
@@ -977,6 +984,12 @@ static struct module *module_of(uintptr_t a)
 	if (slot == nmods)
 		nmods++;
 	return m;
+}
+
+/* The module holding code address `a` (module_at). */
+static struct module *module_of(uintptr_t a)
+{
+	return module_at(a, 1);
 }
 
 /* The sites of fn: *n of them from the returned pointer (NULL when none). */
@@ -2341,12 +2354,12 @@ static void budget_sleep(unsigned us, unsigned gap_us)
 }
 
 /* Scans every inline-mode module that registered a gate for its trace
- * points (module_of) before a look, not when its first function is to be
+ * points (module_at) before a look, not when its first function is to be
  * muted: at the start of a program that scan (~1 ms a MiB of code) stood
  * between the first look that chose victims and their patches while the
  * program ran its first hot phase traced.  (Tracing may start before the
  * program's constructors register its gates: RV_TRACE starts it in
- * librvtrace's.)  Once a module is scanned this is a lookup per gate; a
+ * librvtrace's.)  While no gate comes or goes this is a compare; a
  * module without a gate (call mode) is scanned when one of its functions
  * is first chosen. */
 static void prescan(void)
@@ -2355,29 +2368,14 @@ static void prescan(void)
 	static int seen;
 	uintptr_t g[MODS_MAX];
 	unsigned gen;
-	size_t n = rvt_gates_list(g, MODS_MAX, &gen);
-	if (seen && gen == seen_gen)
-		return; /* no gate came or went since the last */
-	seen = 1;
-	seen_gen = gen;
 	rvt_mu_lock(&rvt_modules_mu); /* no module unmapped while it is read */
-	modules_forget_closed();
-	n = rvt_gates_list(g, MODS_MAX, &gen); /* the gates of modules still here */
-	for (size_t i = 0; i < n; i++) {
-		/* The gate is data: module_of wants an address in the code. */
-		struct dl_find_object o;
-		if (_dl_find_object((void *)g[i], &o) != 0 || !o.dlfo_link_map)
-			continue;
-		const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)o.dlfo_map_start;
-		if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-		    eh->e_phentsize != sizeof(ElfW(Phdr)))
-			continue;
-		const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((uintptr_t)eh + eh->e_phoff);
-		for (unsigned k = 0; k < eh->e_phnum; k++)
-			if (ph[k].p_type == PT_LOAD && (ph[k].p_flags & PF_X) && ph[k].p_memsz) {
-				(void)module_of(o.dlfo_link_map->l_addr + ph[k].p_vaddr);
-				break;
-			}
+	size_t n = rvt_gates_list(g, MODS_MAX, &gen);
+	if (!seen || gen != seen_gen) { /* a gate came or went since the last */
+		seen = 1;
+		seen_gen = gen;
+		modules_forget_closed();
+		for (size_t i = 0; i < n; i++)
+			(void)module_at(g[i], 0);
 	}
 	rvt_mu_unlock(&rvt_modules_mu);
 }
