@@ -6,8 +6,9 @@ from MUTED_CALLERS: the `~` rows) are from where the program's time goes.
 
     python3 tests/bench/real/estimate.py RUNS PROG...     PROG: bc cmark gzip zstd
 
-Uses the instrumented builds `make bench-real` left in build/real/ (a
-program whose build is missing is skipped, said so).  Per program:
+Run from the repository root.  Uses the instrumented builds `make
+bench-real` left in build/real/ (a program whose build is missing is
+skipped, said so).  Per program:
 
   reference  where the same binary spends its CPU with tracing off, by perf
              (`perf record -e cpu-clock --call-graph dwarf`): each sample
@@ -36,7 +37,8 @@ TOP = 8
 
 
 def commands(tmp):
-    """PROG -> (binary, argv after it, stdin file or None)."""
+    """PROG -> (binary, its arguments): the workloads of bc.sh, cmark.sh,
+    gzip.sh (compression) and zstd.sh (compression) in tests/bench/real."""
     pi = os.path.join(tmp, 'pi.bc')
     with open(pi, 'w') as f:
         f.write('scale=1200\n4*a(1)\nquit\n')
