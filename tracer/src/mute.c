@@ -897,6 +897,15 @@ static uintptr_t gate_in(uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
+/* Frees what m holds and clears it: a free slot (lo == hi == 0), which
+ * matches no address. */
+static void mod_release(struct module *m)
+{
+	vec_free(m->sites, m->cap * sizeof(*m->sites));
+	vec_free(m->syms, m->syms_bytes);
+	memset(m, 0, sizeof(*m));
+}
+
 /* Under rvt_modules_mu, when a dlclose() ran since the last call: forgets
  * the modules that are no longer mapped where they were (their sites and
  * symbols with them), so that no code of theirs is read or patched and a
@@ -914,12 +923,7 @@ static void modules_forget_closed(void)
 		if (m->lo < m->hi && _dl_find_object((void *)m->lo, &o) == 0 && o.dlfo_link_map &&
 		    (uintptr_t)o.dlfo_link_map->l_addr == m->base)
 			continue;
-		vec_free(m->sites, m->cap * sizeof(*m->sites));
-		vec_free(m->syms, m->syms_bytes);
-		m->sites = NULL;
-		m->syms = NULL;
-		m->nsites = m->cap = m->nsyms = m->syms_bytes = 0;
-		m->lo = m->hi = m->map_lo = m->map_hi = 0; /* matches no address any more */
+		mod_release(m);
 	}
 }
 
@@ -947,7 +951,7 @@ static struct module *module_at(uintptr_t a, int code)
 	if (_dl_find_object((void *)a, &o) != 0 || !o.dlfo_link_map ||
 	    mod_init(m, (uintptr_t)o.dlfo_map_start, (uintptr_t)o.dlfo_map_end,
 		     (uintptr_t)o.dlfo_link_map->l_addr, a, code) != 0) {
-		m->lo = m->hi = 0; /* the slot stays free */
+		mod_release(m); /* the slot stays free */
 		return NULL;
 	}
 	m->map_lo = (uintptr_t)o.dlfo_map_start;
@@ -972,9 +976,7 @@ static struct module *module_at(uintptr_t a, int code)
 			rc = scan_call(m, m->seg_lo[i], m->seg_hi[i], &sv);
 	if (rc) {
 		vec_free(sv.v, sv.cap * sizeof(*sv.v));
-		vec_free(m->syms, m->syms_bytes);
-		m->syms = NULL;
-		m->lo = m->hi = m->map_lo = m->map_hi = 0; /* the slot stays free */
+		mod_release(m); /* the slot stays free */
 		return NULL;
 	}
 	rvt_sort(sv.v, sv.n, sizeof(*sv.v), cmp_site);

@@ -13,8 +13,8 @@
 # holds a librvtrace.so.0 the rv build is run with (LD_LIBRARY_PATH,
 # RV_TRACE=1), RUNS times, the LIBDIRs interleaved.  Prints per LIBDIR the
 # medians over the runs of: the milliseconds of perf cpu-clock samples
-# (`perf record -e cpu-clock`) the main thread spent in the trace points'
-# stubs (rvt__inl_enter/exit), the milliseconds of the budget thread (every
+# (`perf record -e cpu-clock`) the main thread spent in the inline-mode
+# hooks (rvt__inl_enter/exit), the milliseconds of the budget thread (every
 # sample of the process's other thread), and the main thread's.  With
 # --calls, instead: the calls a capture of the run recorded (`rvtrace info`)
 # and the functions the budget muted.  Needs perf; run from the repository
