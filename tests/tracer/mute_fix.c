@@ -12,6 +12,7 @@
  * yet its trace points cost far more than the budget (it must be muted all
  * the same); host() is short and hot, then one long frame of it calls
  * leaf(); rec() recurses with tiny() at every level;
+ * shift() moves from most of shift_loop()'s self time to a tenth of it;
  * the family's functions are each hot in one phase of phase_loop(), and
  * one call in 8192 blocks inside for 3 ms (so frames are open across the
  * mutes of test_mute_race, longer than a mute takes).
@@ -124,6 +125,28 @@ __attribute__((noinline)) int F(rec)(int depth, int x)
 	if (depth <= 0)
 		return F(tiny)(x);
 	return F(rec)(depth - 1, x + 1) + F(tiny)(x);
+}
+
+/* shift_loop(n, pad) calls shift() (dense()'s twin) n times and does `pad`
+ * rounds of its own work after each call: with pad 0 shift() has nearly all
+ * of the loop's self time, with pad 1000 about a tenth (a phase that comes
+ * after the mute: the budget's rechecks must follow it). */
+__attribute__((noinline)) int F(shift)(int x)
+{
+	return F(work)(x, 29);
+}
+
+__attribute__((noinline)) long F(shift_loop)(long n, unsigned pad)
+{
+	long s = 0;
+	for (long i = 0; i < n; i++) {
+		volatile unsigned p = (unsigned)i;
+		s += F(shift)((int)i);
+		for (unsigned k = 0; k < pad; k++)
+			p = p * 37u + k;
+		s += p & 1;
+	}
+	return s;
 }
 
 /* clang-format reflows the macro calls below differently on each pass. */

@@ -23,6 +23,8 @@
 	long p##dense_loop(long n);                      \
 	long p##host(long n);                            \
 	int p##leaf(int x);                              \
+	int p##shift(int x);                             \
+	long p##shift_loop(long n, unsigned pad);        \
 	int p##rec(int depth, int x);                    \
 	long p##phase_loop(int k, long n);               \
 	extern int (*const p##family[MF_FAMILY])(int x); \

@@ -46,14 +46,18 @@ struct fix {
 	long (*host)(long);
 	int (*leaf)(int);
 	_Atomic int *host_in, *host_go;
+	int (*shift)(int);
+	long (*shift_loop)(long, unsigned);
 };
 
-static const struct fix call_fix = {"call",  mc_tiny,  mc_hot_loop, mc_rare,	mc_outer,
-				    mc_big,  &mc_hold, &mc_inside,  mc_dense,	mc_dense_loop,
-				    mc_host, mc_leaf,  &mc_host_in, &mc_host_go};
-static const struct fix inl_fix = {"inline", mi_tiny,  mi_hot_loop, mi_rare,	mi_outer,
-				   mi_big,   &mi_hold, &mi_inside,  mi_dense,	mi_dense_loop,
-				   mi_host,  mi_leaf,  &mi_host_in, &mi_host_go};
+static const struct fix call_fix = {"call",	 mc_tiny,	mc_hot_loop, mc_rare,
+				    mc_outer,	 mc_big,	&mc_hold,    &mc_inside,
+				    mc_dense,	 mc_dense_loop, mc_host,     mc_leaf,
+				    &mc_host_in, &mc_host_go,	mc_shift,    mc_shift_loop};
+static const struct fix inl_fix = {"inline",	mi_tiny,       mi_hot_loop, mi_rare,
+				   mi_outer,	mi_big,	       &mi_hold,    &mi_inside,
+				   mi_dense,	mi_dense_loop, mi_host,	    mi_leaf,
+				   &mi_host_in, &mi_host_go,   mi_shift,    mi_shift_loop};
 
 static _Atomic int traps;
 
@@ -453,6 +457,65 @@ static void test_mute_inline_mode_muted_frame_absorbs(void **state)
 	muted_frame_absorbs(&inl_fix);
 }
 
+/*
+ * A muted function's share follows the phases after its mute: shift() is
+ * muted while it has nearly all of shift_loop()'s self time, then the loop
+ * does nine times shift()'s work of its own per call for as long as the
+ * budget takes to recheck it (mute.c, "rechecks": its sites reopened for a
+ * moment) eight times; its MUTED_CALLERS share must then be mostly the new
+ * phase's (a tenth, or two with its trace points' cost; the mute's sample
+ * counts as one of nine; under a half is checked), not the first one's.
+ */
+static void recheck_follows_phase(const struct fix *f)
+{
+	int rc = rvt_set_mute("on");
+	if (rc == -ENOTSUP)
+		skip();
+	assert_int_equal(rc, 0);
+	assert_int_equal(rvt_start(0), 0);
+	struct rvt_muted buf[RVT_MUTED_MAX];
+	const struct rvt_muted *m = NULL;
+	uint64_t shift_v = value_of((const void *)f->shift),
+		 loop_v = value_of((const void *)f->shift_loop);
+	double deadline = now_s() + 120;
+	while (!(m = find_muted(shift_v, buf)) && now_s() < deadline)
+		f->shift_loop(20000, 0);
+	assert_non_null(m);
+	print_message("%s mode: shift muted, %u caller(s), the first's share %u ppm\n", f->mode,
+		      m->ncallers, m->share_ppm[0]);
+	uint64_t r0 = rvt_mute_rechecks(NULL);
+	while (rvt_mute_rechecks(NULL) < r0 + 8 && now_s() < deadline)
+		f->shift_loop(2000, 864);
+	uint64_t done = rvt_mute_rechecks(NULL) - r0;
+	m = find_muted(shift_v, buf);
+	assert_non_null(m);
+	print_message("%s mode: after %llu rechecks, %u caller(s), the first's share %u ppm\n",
+		      f->mode, (unsigned long long)done, m->ncallers, m->share_ppm[0]);
+	assert_true(done >= 8);
+	assert_true(m->ncallers >= 1);
+	assert_true(m->caller[0] == loop_v);
+	assert_true(m->share_ppm[0] < 500000);
+	/* Its entry sites are muted again after each recheck. */
+#ifdef RVT__INLINE_STUBS
+	if (f == &inl_fix)
+		assert_int_equal(entry_gate_muted((const void *)f->shift), 1);
+#endif
+	assert_null(find_muted(loop_v, buf));
+	rvt_stop(0, 1);
+}
+
+static void test_mute_call_mode_recheck_follows_phase(void **state)
+{
+	(void)state;
+	recheck_follows_phase(&call_fix);
+}
+
+static void test_mute_inline_mode_recheck_follows_phase(void **state)
+{
+	(void)state;
+	recheck_follows_phase(&inl_fix);
+}
+
 /* Written with mprotect, as where /proc/self/mem is refused; the other
  * cases write through the file. */
 static void test_mute_call_mode_dense_function_muted(void **state)
@@ -561,6 +624,8 @@ int main(void)
 		cmocka_unit_test(test_mute_inline_mode_dense_function_muted),
 		cmocka_unit_test(test_mute_call_mode_muted_frame_absorbs),
 		cmocka_unit_test(test_mute_inline_mode_muted_frame_absorbs),
+		cmocka_unit_test(test_mute_call_mode_recheck_follows_phase),
+		cmocka_unit_test(test_mute_inline_mode_recheck_follows_phase),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

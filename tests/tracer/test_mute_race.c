@@ -10,7 +10,9 @@
  * while the budget mutes one hot function after another.  Meanwhile the
  * main thread captures each worker's ring twice per phase (then moves all
  * to the next phase; every fourth phase first waits for the budget to have
- * muted one function per four phases) and checks every capture's tree: no exit without an
+ * muted one function per four phases) and checks every capture's tree, and
+ * goes on capturing in the last phase while the budget rechecks its muted
+ * functions (their sites reopened for a moment) three times: no exit without an
  * entry beyond the few frames that were open when the ring's oldest slot
  * was written, never deeper than the fixture goes, phase_loop() always a
  * root and every other frame directly under the function that calls it (or,
@@ -148,6 +150,31 @@ static size_t muted_now(uint64_t a, uint64_t b, int *either)
 	return n;
 }
 
+/* Captures worker x's ring and checks its tree (phase p, capture number
+ * `n`); 1 when it is damaged (said why). */
+static int capture_checked(const struct worker *x, const struct names *nm, int p, unsigned n,
+			   unsigned *events)
+{
+	uint64_t size = 0;
+	int fd = rvt_capture_to_memfd(x->tid, &size);
+	assert_true(fd >= 0);
+	struct cu_capture c;
+	assert_int_equal(cu_parse_fd(fd, &c), 0);
+	close(fd);
+	char why[256];
+	int rec_muted, failed = 0;
+	muted_now(nm[x->inl].rec, nm[x->inl].rec, &rec_muted);
+	if (check_tree(&c, &nm[x->inl], rec_muted, why, sizeof(why)) != 0) {
+		print_message("phase %d, capture %u (%s mode, %zu events): %s\n", p, n,
+			      x->inl ? "inline" : "call", c.nevents, why);
+		failed = 1;
+	}
+	*events += (unsigned)c.nevents;
+	cu_release(&c);
+	usleep(5000);
+	return failed;
+}
+
 static void test_mute_race_captures_stay_whole(void **state)
 {
 	(void)state;
@@ -191,25 +218,8 @@ static void test_mute_race_captures_stay_whole(void **state)
 	for (int p = 0; p < PHASES && !failed && now_s() < deadline; p++) {
 		atomic_store(&phase, p);
 		for (int k = 0; k < 2 * WORKERS && !failed; k++) {
-			const struct worker *x = &w[k % WORKERS];
-			uint64_t size = 0;
-			int fd = rvt_capture_to_memfd(x->tid, &size);
-			assert_true(fd >= 0);
-			struct cu_capture c;
-			assert_int_equal(cu_parse_fd(fd, &c), 0);
-			close(fd);
-			char why[256];
-			int rec_muted;
-			muted_now(nm[x->inl].rec, nm[x->inl].rec, &rec_muted);
-			if (check_tree(&c, &nm[x->inl], rec_muted, why, sizeof(why)) != 0) {
-				print_message("phase %d, capture %u (%s mode, %zu events): %s\n", p,
-					      captures, x->inl ? "inline" : "call", c.nevents, why);
-				failed = 1;
-			}
+			failed = capture_checked(&w[k % WORKERS], nm, p, captures, &events);
 			captures++;
-			events += (unsigned)c.nevents;
-			cu_release(&c);
-			usleep(5000);
 		}
 		/* The budget thread mutes on its own schedule, which a loaded
 		 * machine may starve: every fourth phase, while mutes lag behind
@@ -220,17 +230,35 @@ static void test_mute_race_captures_stay_whole(void **state)
 			    its)
 				break;
 	}
+	/* The last phase goes on, captured, while the budget rechecks its
+	 * muted functions three times (mute.c: their sites reopened for a
+	 * moment, then muted again) — sooner with a larger budget: the workers
+	 * mostly wait, and a recheck is due after the traced threads ran
+	 * RECHECK_DIV / budget times its cost. */
+	assert_int_equal(rvt_set_mute("10%"), 0);
+	uint64_t cost0 = 0, r0 = rvt_mute_rechecks(&cost0);
+	unsigned after = 0;
+	while (!failed && rvt_mute_rechecks(NULL) < r0 + 3 && now_s() < deadline) {
+		failed = capture_checked(&w[after % WORKERS], nm, PHASES - 1, captures + after,
+					 &events);
+		after++;
+	}
+	uint64_t cost1 = 0;
+	uint64_t rechecked = rvt_mute_rechecks(&cost1) - r0;
 	atomic_store(&phase, PHASES);
 	for (int i = 0; i < WORKERS; i++)
 		pthread_join(th[i], NULL);
 	struct rvt_muted buf[RVT_MUTED_MAX];
 	size_t muted = rvt_mute_list(buf, RVT_MUTED_MAX);
-	print_message("%u captures (%u events), %zu functions muted meanwhile\n", captures, events,
-		      muted);
+	print_message("%u captures (%u events), %zu functions muted meanwhile; then %u captures "
+		      "during %llu rechecks (%.2f ms each)\n",
+		      captures, events, muted, after, (unsigned long long)rechecked,
+		      rechecked ? (double)(cost1 - cost0) / 1e6 / (double)rechecked : 0.0);
 	assert_false(failed);
 	/* The race was run: captures, and mutes between them. */
 	assert_int_equal(captures, 2 * WORKERS * PHASES);
 	assert_true(muted >= PHASES / 4);
+	assert_true(rechecked >= 3);
 	assert_int_equal(atomic_load(&traps), 0);
 	assert_int_equal(sigaction(SIGTRAP, NULL, &now), 0);
 	assert_ptr_equal(now.sa_handler, on_trap);

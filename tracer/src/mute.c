@@ -23,7 +23,9 @@
  * callers' self time, which every view says ("self time includes untraced
  * callees").  Its MUTED_CALLERS record says into which callers' and what
  * share of their self time it was in the window it was muted from
- * (victim_callers), so a reader can estimate its time after the mute.
+ * (victim_callers), so a reader can estimate its time after the mute; now
+ * and then the budget reopens muted functions for a moment and measures
+ * that share again, over the whole run ("rechecks", below).
  *
  * How soon.  Most of what a short program pays is the events written before
  * the budget catches up with each new phase of it, and a timed look costs
@@ -101,9 +103,11 @@
  * a sanitizer, or where it cannot drop its privileges, it is a pthread.
  *
  * Invariants: nothing here runs on the trace-point path or in a signal
- * handler; only the budget thread scans, patches and appends to the MUTED
- * list (published with a release store of its count); a patched byte is
- * only ever changed from its original value to the muted one.
+ * handler; only the budget thread scans, patches, appends to the MUTED
+ * list (published with a release store of its count) and rewrites a
+ * record's callers (under muted_seq); a patched byte only ever holds its
+ * original value or the muted one, and goes back to the original only in a
+ * recheck, exits before entries.
  */
 #include "tracer-int.h"
 
@@ -213,12 +217,60 @@ uint64_t rvt_mute_wakeups(void)
 	return atomic_load(&wakeups);
 }
 
+static _Atomic uint64_t rechecks, recheck_ns; /* done, and what they cost (tests) */
+
+uint64_t rvt_mute_rechecks(uint64_t *cost_ns)
+{
+	if (cost_ns)
+		*cost_ns = atomic_load(&recheck_ns);
+	return atomic_load(&rechecks);
+}
+
+/* Odd while the budget thread rewrites the callers of published records
+ * (recheck_publish); their other fields never change once published. */
+static _Atomic uint32_t muted_seq;
+
+/* What was measured of muted[i]'s callers: per caller, the self time
+ * credited to it and the caller's own (with the functions muted by then
+ * folded in), per tick of each sample's windows — at the mute (victim_callers), then summed over
+ * the rechecks (mute.c, "rechecks"); the budget thread's alone. */
+static struct recheck_acc {
+	uint32_t n, seen; /* callers kept; seen: rechecked at least once */
+	uint64_t caller[RVT_MUTED_CALLERS];
+	double self[RVT_MUTED_CALLERS], all[RVT_MUTED_CALLERS];
+} racc[RVT_MUTED_MAX];
+
+static void muted_copy(struct rvt_muted *to, const struct rvt_muted *m)
+{
+	to->value = m->value;
+	to->counter = m->counter;
+	to->monotonic_ns = m->monotonic_ns;
+	to->rate = m->rate;
+	to->median_ns = m->median_ns;
+	to->sites = m->sites;
+	to->ncallers = __atomic_load_n(&m->ncallers, __ATOMIC_RELAXED);
+	for (unsigned k = 0; k < RVT_MUTED_CALLERS; k++) {
+		to->caller[k] = __atomic_load_n(&m->caller[k], __ATOMIC_RELAXED);
+		to->share_ppm[k] = __atomic_load_n(&m->share_ppm[k], __ATOMIC_RELAXED);
+	}
+}
+
 size_t rvt_mute_list(struct rvt_muted *out, size_t cap)
 {
 	size_t n = atomic_load_explicit(&nmuted, memory_order_acquire);
 	if (n > cap)
 		n = cap;
-	memcpy(out, muted, n * sizeof(*out));
+	/* A seqlock's read: again while a rewrite ran meanwhile — a bounded
+	 * number of times (a budget thread preempted mid-rewrite must not
+	 * hold a capture up; a torn share is an estimate off, no more). */
+	for (int tries = 0; tries < 1000; tries++) {
+		uint32_t s0 = atomic_load_explicit(&muted_seq, memory_order_acquire);
+		for (size_t i = 0; i < n; i++)
+			muted_copy(&out[i], &muted[i]);
+		atomic_thread_fence(memory_order_acquire);
+		if (!(s0 & 1) && atomic_load_explicit(&muted_seq, memory_order_relaxed) == s0)
+			break;
+	}
 	return n;
 }
 
@@ -1204,6 +1256,7 @@ struct victim {
 	uint32_t ncallers; /* victim_callers: where its time goes when muted */
 	uint32_t share_ppm[RVT_MUTED_CALLERS];
 	uint64_t caller[RVT_MUTED_CALLERS];
+	double self_t[RVT_MUTED_CALLERS], all_t[RVT_MUTED_CALLERS]; /* ... in ticks */
 };
 
 /* Self time of a muted function `x` in the windows victim_callers read
@@ -1220,7 +1273,8 @@ struct tstate {
 	uint64_t seen_cpu_ns; /* its CPU time at the last look */
 	double futile;	      /* share (ppm) at which its window last gave no victim */
 	unsigned futile_looks;
-	uint64_t ring_seq; /* the ring counted in (rvt_ring.seq) */
+	uint64_t ring_seq;	  /* the ring counted in (rvt_ring.seq) */
+	uint64_t rc_from, rc_seq; /* a recheck's mark: the ring's cur and seq */
 };
 
 struct budget {
@@ -1264,6 +1318,9 @@ struct budget {
 	uint64_t dw;			 /* the newest window's slots (in win) */
 	double dtp;			 /* a trace point's ticks */
 	int deferred;			 /* callers_compute has work */
+	/* rechecks: the traced threads' CPU since the last, and how much is
+	 * due before the next (ns) */
+	double rc_ran, rc_due;
 };
 
 /* Functions the budget will not try again (muted, or no way to mute): a
@@ -1512,6 +1569,7 @@ struct credit {
 struct base_acc {
 	double self, in;
 	unsigned calls;
+	double span; /* the windows' time, first event to last (gaps capped) */
 };
 
 /*
@@ -1598,6 +1656,7 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 	}
 	if (have_ts && depth == 0)
 		ba->self += (double)(uint32_t)(last - t0);
+	ba->span += (double)last;
 	return depth;
 }
 
@@ -1687,7 +1746,7 @@ static void callers_compute(struct budget *B)
 	for (unsigned i = 0; i < B->nab; i++)
 		B->ab[B->ab_used[i]] = (struct absorb){0, 0, 0};
 	B->nab = 0;
-	struct base_acc ba = {0, 0, 0};
+	struct base_acc ba = {0, 0, 0, 0};
 	double gap_ticks =
 		GAP_MAX_NS * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
 	uint32_t gap_max = gap_ticks < 1 ? 1 : (uint32_t)gap_ticks;
@@ -1756,6 +1815,10 @@ static void callers_compute(struct budget *B)
 			if (all <= 0)
 				continue;
 			double share = c[j].self / all;
+			/* per tick of the windows: each sample counts alike (see
+			 * "rechecks") */
+			vi->self_t[vi->ncallers] = c[j].self / (ba.span + 1);
+			vi->all_t[vi->ncallers] = all / (ba.span + 1);
 			vi->caller[vi->ncallers] = c[j].a;
 			vi->share_ppm[vi->ncallers++] =
 				(uint32_t)(share >= 1 ? 1000000 : share * 1e6 + 0.5);
@@ -1828,6 +1891,8 @@ static void callers_to(const struct budget *B, struct victim *vic, size_t n)
 				memcpy(vic[i].caller, B->dvic[j].caller, sizeof(vic[i].caller));
 				memcpy(vic[i].share_ppm, B->dvic[j].share_ppm,
 				       sizeof(vic[i].share_ppm));
+				memcpy(vic[i].self_t, B->dvic[j].self_t, sizeof(vic[i].self_t));
+				memcpy(vic[i].all_t, B->dvic[j].all_t, sizeof(vic[i].all_t));
 				break;
 			}
 }
@@ -2095,9 +2160,12 @@ static void add_muted(const struct victim *vi, uint64_t when, uint32_t sites)
 				.median_ns = vi->median_ns,
 				.sites = sites};
 	m->ncallers = vi->ncallers;
+	racc[at] = (struct recheck_acc){.n = vi->ncallers};
 	for (unsigned i = 0; i < vi->ncallers; i++) {
-		m->caller[i] = vi->caller[i];
+		m->caller[i] = racc[at].caller[i] = vi->caller[i];
 		m->share_ppm[i] = vi->share_ppm[i];
+		racc[at].self[i] = vi->self_t[i];
+		racc[at].all[i] = vi->all_t[i];
 	}
 	atomic_store_explicit(&nmuted, at + 1, memory_order_release);
 }
@@ -2308,6 +2376,359 @@ static size_t mute_exits(struct budget *B)
 	return moving;
 }
 
+/* ---- rechecks: a muted function's share measured again ---- */
+
+/*
+ * A share measured when its function was muted is that of the first
+ * milliseconds of a phase, and stays so for the rest of the run (gzip's
+ * longest_match: 69 % of deflate's self time at its mute 1.5 ms in, 31 %
+ * after the first 100 ms; estimates 35-57 points of perf off on gzip and
+ * bc, tracer/BENCHMARKS.md).  So now and then the budget reopens up to
+ * RECHECK_FNS muted functions (round robin over those with sites) for a
+ * moment — their exit sites first, then their entry sites, each behind a
+ * barrier, as muting in reverse — lets the threads write RECHECK_SLOTS
+ * slots or run RECHECK_US, mutes their entry sites again (their exits wait
+ * in B->pending as after any mute) and reads what the threads wrote
+ * meanwhile.  In that window each reopened function's self time is
+ * credited to its nearest caller whose frame a capture shows (every other
+ * muted function stays folded), and that caller's self time with every
+ * muted function folded in is summed beside it, both per tick of the
+ * window: over the windows read at the mute and the rechecks, the share is
+ * Σ credit / Σ caller's time (racc), each sample weighing alike.  As the
+ * rechecks come at even steps of the threads' CPU time, a phase counts by
+ * the time the program spent in it (the mute's sample stands for the time
+ * until the first recheck).  What a MUTED_CALLERS record says
+ * is still what a reader expects (FORMAT.md): the share of the caller's self time with the
+ * functions muted before it folded in, the later ones' taken out first
+ * (recheck_publish converts).  A recheck is due once the traced threads ran
+ * RECHECK_DIV / budget times what the last one cost (its slots' trace
+ * points and the budget thread's CPU): it keeps within a quarter of the
+ * budget however many functions are muted.  Only the budget thread
+ * rechecks; the records change under muted_seq (rvt_mute_list).
+ */
+#define RECHECK_FNS   32u
+#define RECHECK_SLOTS 8192u
+#define RECHECK_US    2000u
+#define RECHECK_DIV   4u
+
+/* The inverse of mute_sites: queues each muted trace point of the `n` sites
+ * whose `exit` flag is `exit` back to its original instruction. */
+static void open_sites(struct site *s, size_t n, int exit)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s[i].exit != exit)
+			continue;
+		if (s[i].jcc)
+			s[i].jcc_len == 6 ? poke_add(s[i].jcc + 1, 0x82, 0x85)
+					  : poke_add(s[i].jcc, 0x72, 0x75);
+		s[i].call_len == 5 ? poke_add(s[i].call, 0x3d, 0xe8)
+				   : poke_add(s[i].call, 0x3b, 0xff);
+	}
+}
+
+struct recheck {
+	struct budget *B;
+	uint32_t idx[RECHECK_FNS]; /* the reopened functions' muted[] indexes */
+	unsigned n;
+	uint64_t most;	/* slots a thread wrote since the mark (recheck_poll) */
+	uint64_t slots; /* written by all threads in the window */
+};
+
+/* rvt_rings_view: where each thread's window starts. */
+static void recheck_mark(void *arg, const struct rvt_ring_view *v)
+{
+	struct recheck *R = arg;
+	struct tstate *st = tstate_of(R->B, v->tid);
+	st->rc_from = v->cur;
+	st->rc_seq = v->ring->seq;
+}
+
+static uint64_t recheck_written(struct budget *B, const struct rvt_ring_view *v)
+{
+	struct tstate *st = tstate_of(B, v->tid);
+	if (st->rc_seq != v->ring->seq)
+		return 0;
+	return (v->cur + v->nslots - st->rc_from) % v->nslots;
+}
+
+/* rvt_rings_view: the most slots one thread wrote since the mark. */
+static void recheck_poll(void *arg, const struct rvt_ring_view *v)
+{
+	struct recheck *R = arg;
+	uint64_t d = recheck_written(R->B, v);
+	if (d > R->most)
+		R->most = d;
+}
+
+/* Adds `self` of a credited caller `a` whose time with every muted function
+ * folded in is `all` to racc[i]. */
+static void recheck_add(struct recheck_acc *r, uint64_t a, double self, double all)
+{
+	unsigned k = 0;
+	while (k < r->n && r->caller[k] != a)
+		k++;
+	if (k == r->n) {
+		if (self <= 0 || r->n == RVT_MUTED_CALLERS)
+			return; /* more callers than kept: the rest */
+		r->caller[r->n] = a;
+		r->self[r->n] = r->all[r->n] = 0;
+		r->n++;
+	}
+	r->self[k] += self;
+	r->all[k] += all;
+}
+
+/*
+ * rvt_rings_view, after the entry sites are muted again: reads the newest
+ * slots a thread wrote since the mark (at most WIN) and credits the
+ * reopened functions' self time as above; the thread's counts restart from
+ * here (its burst is no phase of its own for the looks to judge).
+ */
+static void recheck_read(void *arg, const struct rvt_ring_view *v)
+{
+	struct recheck *R = arg;
+	struct budget *B = R->B;
+	uint64_t w = recheck_written(B, v);
+	struct tstate *st = tstate_of(B, v->tid);
+	st->cur = v->cur;
+	uint64_t li = v->cur ? v->cur - 1 : v->nslots - 1;
+	st->last_slot = v->cur || v->wrapped ? __atomic_load_n(&v->slots[li], __ATOMIC_RELAXED) : 0;
+	st->cpu_ns = st->seen_cpu_ns = thread_cpu_ns(v->tid);
+	atomic_store_explicit(&v->ring->wake_fast, 0, memory_order_relaxed);
+	if (w < 64)
+		return;
+	if (w > WIN)
+		w = WIN;
+	R->slots += w;
+	ring_copy(B->win, v, (v->cur + v->nslots - w) % v->nslots, w);
+	for (unsigned i = 0; i < B->nused; i++) {
+		struct fstat *f = &B->fs[B->used[i]];
+		f->marked = f->victim = 0;
+		f->own = f->in = 0;
+	}
+	for (unsigned i = 0; i < B->nab; i++)
+		B->ab[B->ab_used[i]] = (struct absorb){0, 0, 0};
+	B->nab = 0;
+	for (unsigned i = 0; i < R->n; i++) {
+		struct fstat *f = fstat_of(B, muted[R->idx[i]].value);
+		if (f)
+			f->marked = f->gone = f->victim = 1;
+	}
+	double tp_ticks = B->cost_ns * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
+	double gap_ticks =
+		GAP_MAX_NS * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
+	struct base_acc ba = {0, 0, 0, 0};
+	unsigned depth =
+		absorb_window(B, B->win, w, tp_ticks, gap_ticks < 1 ? 1 : (uint32_t)gap_ticks, &ba);
+	/* The base: the innermost frame of the shadow stack that none of the
+	 * window's open frames is (read just after the window: a reopened
+	 * function's frame there is one from before the mark, as no new one
+	 * opens since its entries were muted again). */
+	uint64_t base = 0;
+	unsigned open = depth < 256 ? depth : 256;
+	if (v->sh_base) {
+		uintptr_t top = v->sh_top < v->sh_end ? v->sh_top : v->sh_end;
+		for (uintptr_t a = top; a > v->sh_base && !base;) {
+			a -= RVT_SHADOW_FRAME;
+			uint64_t b = __atomic_load_n((const uintptr_t *)a + 1, __ATOMIC_RELAXED);
+			int in_window = 0;
+			for (unsigned d = 0; d < open && !in_window; d++)
+				in_window = B->stack[d].value == b;
+			if (b && !in_window)
+				base = b;
+		}
+	}
+	double base_all = ba.in + ba.self - tp_ticks * ba.calls;
+	for (unsigned i = 0; i < R->n; i++) {
+		struct recheck_acc *r = &racc[R->idx[i]];
+		uint64_t x = muted[R->idx[i]].value;
+		for (unsigned j = 0; j < B->nab; j++) {
+			const struct absorb *p = &B->ab[B->ab_used[j]];
+			if (p->x != x || (p->a == BASE && (!base || base == x)))
+				continue;
+			uint64_t a = p->a == BASE ? base : p->a;
+			const struct fstat *fa = fstat_of(B, a);
+			double all = (fa ? fa->own + fa->in : 0) + (a == base ? base_all : 0);
+			if (all > 0)
+				recheck_add(r, a, p->self / (ba.span + 1), all / (ba.span + 1));
+		}
+		/* A kept caller this window saw no call from: its time counts,
+		 * the function's share of it was 0. */
+		for (unsigned k = 0; k < r->n; k++) {
+			int credited = 0;
+			for (unsigned j = 0; j < B->nab && !credited; j++) {
+				const struct absorb *p = &B->ab[B->ab_used[j]];
+				credited =
+					p->x == x && (p->a == BASE ? base : p->a) == r->caller[k];
+			}
+			if (credited)
+				continue;
+			const struct fstat *fa = fstat_of(B, r->caller[k]);
+			double all =
+				(fa ? fa->own + fa->in : 0) + (r->caller[k] == base ? base_all : 0);
+			if (all > 0)
+				r->all[k] += all / (ba.span + 1);
+		}
+		r->seen = 1;
+	}
+}
+
+/* A caller's running sum of the shares taken from it (recheck_publish). */
+struct taken {
+	uint64_t a;
+	double f;
+};
+
+static double *taken_of(struct taken *t, size_t *n, uint64_t a)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (t[i].a == a)
+			return &t[i].f;
+	t[*n] = (struct taken){a, 0};
+	return &t[(*n)++].f;
+}
+
+/*
+ * Rewrites the shares of the rechecked functions' records.  A reader takes
+ * the newest records' estimates out of a caller's self time before it
+ * applies an older record's share (rva_muted_self; one look's records
+ * alike): so with f the measured fractions of the caller's all-folded self
+ * time, a record's share is f / (1 − the fractions of the later looks'
+ * records on that caller).  A record never rechecked keeps its share,
+ * which takes s × (1 − those) of the caller.
+ */
+static void recheck_publish(void)
+{
+	size_t nm = atomic_load_explicit(&nmuted, memory_order_relaxed);
+	static struct taken tk[RVT_MUTED_MAX * RVT_MUTED_CALLERS];
+	static double f[RVT_MUTED_MAX][RVT_MUTED_CALLERS];
+	size_t ntk = 0;
+	atomic_fetch_add_explicit(&muted_seq, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	for (size_t g1 = nm; g1 > 0;) {
+		size_t g0 = g1 - 1;
+		while (g0 > 0 && muted[g0 - 1].counter == muted[g1 - 1].counter)
+			g0--;
+		for (size_t i = g0; i < g1; i++) {
+			struct rvt_muted *m = &muted[i];
+			const struct recheck_acc *r = &racc[i];
+			unsigned n = r->seen ? r->n : m->ncallers;
+			struct credit c[RVT_MUTED_CALLERS];
+			for (unsigned k = 0; k < n; k++) {
+				c[k].a = r->seen ? r->caller[k] : m->caller[k];
+				double rest = 1 - *taken_of(tk, &ntk, c[k].a);
+				if (rest < 1e-6)
+					rest = 1e-6;
+				double fk = r->seen ? (r->all[k] > 0 ? r->self[k] / r->all[k] : 0)
+						    : m->share_ppm[k] / 1e6 * rest;
+				f[i][k] = fk;
+				c[k].self = fk / rest; /* the share a reader applies */
+			}
+			if (!r->seen)
+				continue;
+			for (unsigned j = 1; j < n; j++) /* the largest first */
+				for (unsigned k = j; k > 0 && c[k - 1].self < c[k].self; k--) {
+					struct credit t = c[k];
+					c[k] = c[k - 1];
+					c[k - 1] = t;
+				}
+			unsigned kept = 0;
+			for (unsigned k = 0; k < n; k++) {
+				if (c[k].self <= 0)
+					continue;
+				__atomic_store_n(&m->caller[kept], c[k].a, __ATOMIC_RELAXED);
+				__atomic_store_n(&m->share_ppm[kept],
+						 (uint32_t)(c[k].self >= 1 ? 1000000
+									   : c[k].self * 1e6 + 0.5),
+						 __ATOMIC_RELAXED);
+				kept++;
+			}
+			__atomic_store_n(&m->ncallers, kept, __ATOMIC_RELAXED);
+		}
+		for (size_t i = g0; i < g1; i++) {
+			unsigned n = racc[i].seen ? racc[i].n : muted[i].ncallers;
+			for (unsigned k = 0; k < n; k++)
+				*taken_of(tk, &ntk,
+					  racc[i].seen ? racc[i].caller[k] : muted[i].caller[k]) +=
+					f[i][k];
+		}
+		g1 = g0;
+	}
+	atomic_thread_fence(memory_order_release);
+	atomic_fetch_add_explicit(&muted_seq, 1, memory_order_relaxed);
+}
+
+/* CPU the traced threads must run before the next recheck, after one that
+ * cost `cost` ns (RECHECK_DIV). */
+static double recheck_due(double cost)
+{
+	return cost * 1e6 * RECHECK_DIV / (double)atomic_load(&cfg_budget_ppm);
+}
+
+static uint64_t own_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * One recheck (see above), under rvt_modules_mu, when no exit site waits
+ * (B->pending is empty): the reopened functions' exits go there after it.
+ * Returns what it cost (ns: its slots' trace points and the budget
+ * thread's CPU), 0 when there was nothing to reopen.
+ */
+static double recheck(struct budget *B)
+{
+	static size_t next; /* round robin over muted[] */
+	struct recheck R = {.B = B};
+	size_t nm = atomic_load_explicit(&nmuted, memory_order_relaxed);
+	uint64_t cpu0 = own_cpu_ns();
+	assert(B->npending == 0);
+	for (size_t k = 0; k < nm && R.n < RECHECK_FNS; k++) {
+		size_t i = (next + k) % nm, n;
+		if (muted[i].sites && sites_of((uintptr_t)(muted[i].value + rvt_method_base), &n))
+			R.idx[R.n++] = (uint32_t)i;
+	}
+	if (!R.n)
+		return 0;
+	next = (R.idx[R.n - 1] + 1) % nm;
+	/* Exits first: a frame opened once the entries run has its exit. */
+	for (int exit = 1; exit >= 0; exit--) {
+		for (unsigned i = 0; i < R.n; i++) {
+			size_t n;
+			struct site *s =
+				sites_of((uintptr_t)(muted[R.idx[i]].value + rvt_method_base), &n);
+			open_sites(s, n, exit);
+		}
+		patch_apply();
+	}
+	rvt_rings_view(recheck_mark, &R);
+	uint64_t t0 = mono_ns();
+	do {
+		struct timespec ts = {0, 200000L};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+		R.most = 0;
+		rvt_rings_view(recheck_poll, &R);
+	} while (R.most < RECHECK_SLOTS && mono_ns() - t0 < RECHECK_US * 1000u);
+	for (unsigned i = 0; i < R.n; i++) {
+		size_t n;
+		uint64_t v = muted[R.idx[i]].value;
+		struct site *s = sites_of((uintptr_t)(v + rvt_method_base), &n);
+		mute_sites(s, n, 0);
+		B->quiet[B->npending] = 0;
+		B->pending[B->npending++] = v;
+	}
+	patch_apply();
+	rvt_rings_view(recheck_read, &R);
+	recheck_publish();
+	double cost = (double)R.slots * B->cost_ns + (double)(own_cpu_ns() - cpu0);
+	atomic_fetch_add_explicit(&recheck_ns, (uint64_t)cost, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rechecks, 1, memory_order_relaxed);
+	return cost;
+}
+
 /*
  * ns per trace point on this machine now: the budget thread traces 512
  * calls of itself into a scratch ring of its own (never registered, so no
@@ -2402,6 +2823,7 @@ static void budget_main(void *arg)
 {
 	struct budget *B = arg;
 	B->cost_ns = measure_cost();
+	B->rc_due = recheck_due(RECHECK_SLOTS * B->cost_ns);
 	unsigned period = PERIOD_NEW_US;
 	int start = 1; /* tracing just started */
 	for (;;) {
@@ -2456,6 +2878,19 @@ static void budget_main(void *arg)
 			rvt_rings_view(fill_look, B);
 			for (size_t i = first_new; i < B->npending && !B->unsettled; i++)
 				B->quiet[i] = !B->open[i];
+		}
+		/* A recheck (see there) when one is due and nothing waits. */
+		B->rc_ran += (double)B->ran_ns;
+		if (atomic_load(&cfg_on) && B->views && !B->nvic && !B->npending && !B->deferred &&
+		    B->rc_ran >= B->rc_due && atomic_load(&nmuted)) {
+			rvt_mu_lock(&rvt_modules_mu);
+			modules_forget_closed();
+			double cost = recheck(B);
+			rvt_mu_unlock(&rvt_modules_mu);
+			if (cost > 0) {
+				B->rc_ran = 0;
+				B->rc_due = recheck_due(cost);
+			}
 		}
 		atomic_store(&npending_exits, B->npending);
 		/* Look soon after a thread starts, often while muting or while

@@ -532,6 +532,11 @@ RVT_HIDDEN size_t rvt_mute_pending(void);
 /* Tests: how many times the budget thread has woken to look (mute.c). */
 RVT_HIDDEN uint64_t rvt_mute_wakeups(void);
 
+/* Tests: how many rechecks the budget thread has made (mute.c: a muted
+ * function's share measured again with its sites reopened for a moment);
+ * *cost_ns (when not NULL) what they cost together. */
+RVT_HIDDEN uint64_t rvt_mute_rechecks(uint64_t *cost_ns);
+
 /* Mutes the native function `fn` for a runtime that traces it by address
  * (rvt_addr_muted(), trace-runtime.h): 0, or -ENOENT (no runtime said it
  * checks addresses), -ENOSPC (RVT_MUTED_MAX reached).  The budget thread
