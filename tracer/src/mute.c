@@ -2495,11 +2495,11 @@ static void recheck_read(void *arg, const struct rvt_ring_view *v)
 	st->last_slot = v->cur || v->wrapped ? __atomic_load_n(&v->slots[li], __ATOMIC_RELAXED) : 0;
 	st->cpu_ns = st->seen_cpu_ns = thread_cpu_ns(v->tid);
 	atomic_store_explicit(&v->ring->wake_fast, 0, memory_order_relaxed);
+	R->slots += w;
 	if (w < 64)
 		return;
 	if (w > WIN)
 		w = WIN;
-	R->slots += w;
 	ring_copy(B->win, v, (v->cur + v->nslots - w) % v->nslots, w);
 	for (unsigned i = 0; i < B->nused; i++) {
 		struct fstat *f = &B->fs[B->used[i]];
