@@ -206,8 +206,9 @@ static void test_views_report_muted_estimate_marked(void **state)
 		 "    9.000 us  ~ 1.000 us           2    4.500 us    3.000 us    6.000 us  a\n",
 		 R_MAIN,
 		 "    0.000 us  ~ 1.000 us           0           -           -           -  x\n",
-		 "  ~ estimated: a muted function's share of its callers' self time, as "
-		 "measured when the tracer muted it (a later phase of the program may differ)\n");
+		 "  ~ estimated: a muted function's share of its callers' self time, as the "
+		 "tracer measured it at the mute and in its rechecks since (a phase it did not "
+		 "sample may differ)\n");
 	report(t, SIZE_MAX, &k, 1, 0, 0, want);
 	rva_trace_free(t);
 }

@@ -365,11 +365,13 @@ int rva_method_stats(const rva_trace *t, rva_mstat **out);
 /* The line `rvtrace summary` and `report` print under a table whose self
  * times hold estimates, which they mark `~`.  It says when the share was
  * measured: a function is muted in the first milliseconds of a phase, and
- * its share may be far from its later ones (tests/bench/real/estimate.py,
- * tracer/BENCHMARKS.md). */
-#define RVA_EST_LINE                                                                    \
-	"~ estimated: a muted function's share of its callers' self time, as measured " \
-	"when the tracer muted it (a later phase of the program may differ)"
+ * the tracer measures its share again now and then (a recheck every few
+ * hundred milliseconds of CPU); a phase between two may differ
+ * (tests/bench/real/estimate.py, tracer/BENCHMARKS.md). */
+#define RVA_EST_LINE                                                                \
+	"~ estimated: a muted function's share of its callers' self time, as the "  \
+	"tracer measured it at the mute and in its rechecks since (a phase it did " \
+	"not sample may differ)"
 
 /* Takes the estimates out of n statistics again (self less est_self,
  * est_self 0): the measured self times, e.g. for a fleet's sums. */
