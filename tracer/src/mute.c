@@ -2426,6 +2426,22 @@ static void open_sites(struct site *s, size_t n, int exit)
 	}
 }
 
+/* The functions whose entry sites a recheck has open now (muted[]
+ * indexes): a fork's child, whose budget starts afresh and never mutes
+ * again what was muted, mutes them at once (budget_atfork_child). */
+static uint32_t rc_open[RECHECK_FNS];
+static _Atomic unsigned rc_nopen;
+
+/* Queues the muting of the entry sites of muted[idx[0..n)]. */
+static void remute_entries(const uint32_t *idx, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		size_t k;
+		struct site *s = sites_of((uintptr_t)(muted[idx[i]].value + rvt_method_base), &k);
+		mute_sites(s, k, 0);
+	}
+}
+
 struct recheck {
 	struct budget *B;
 	uint32_t idx[RECHECK_FNS]; /* the reopened functions' muted[] indexes */
@@ -2693,6 +2709,8 @@ static double recheck(struct budget *B)
 	if (!R.n)
 		return 0;
 	next = (R.idx[R.n - 1] + 1) % nm;
+	memcpy(rc_open, R.idx, R.n * sizeof(*R.idx));
+	atomic_store(&rc_nopen, R.n);
 	/* Exits first: a frame opened once the entries run has its exit. */
 	for (int exit = 1; exit >= 0; exit--) {
 		for (unsigned i = 0; i < R.n; i++) {
@@ -2712,15 +2730,13 @@ static double recheck(struct budget *B)
 		R.most = 0;
 		rvt_rings_view(recheck_poll, &R);
 	} while (R.most < RECHECK_SLOTS && mono_ns() - t0 < RECHECK_US * 1000u);
+	remute_entries(R.idx, R.n);
 	for (unsigned i = 0; i < R.n; i++) {
-		size_t n;
-		uint64_t v = muted[R.idx[i]].value;
-		struct site *s = sites_of((uintptr_t)(v + rvt_method_base), &n);
-		mute_sites(s, n, 0);
 		B->quiet[B->npending] = 0;
-		B->pending[B->npending++] = v;
+		B->pending[B->npending++] = muted[R.idx[i]].value;
 	}
 	patch_apply();
+	atomic_store(&rc_nopen, 0);
 	rvt_rings_view(recheck_read, &R);
 	recheck_publish();
 	double cost = (double)R.slots * B->cost_ns + (double)(own_cpu_ns() - cpu0);
@@ -2961,6 +2977,17 @@ static void budget_atfork_child(void)
 	atomic_store(&budget_go, 0);
 	atomic_store(&rvt__wake.word, 0);
 	atomic_store(&rvt__wake.tps, 0);
+	/* A recheck under way in the parent: the child mutes its entry
+	 * sites now (alone in its process, no barrier needed; their exit
+	 * sites stay live, writing nothing for frames never entered). */
+	if (atomic_load(&rc_nopen)) {
+		npokes = 0; /* the parent's queue, maybe mid-change */
+		remute_entries(rc_open, atomic_load(&rc_nopen));
+		patch_apply();
+		atomic_store(&rc_nopen, 0);
+	}
+	if (atomic_load(&muted_seq) & 1)
+		atomic_fetch_add(&muted_seq, 1); /* a rewrite the child will not end */
 }
 
 /* Makes the whole pages of [p, p + n) resident and writable now.  The
