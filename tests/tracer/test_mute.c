@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -458,6 +459,25 @@ static void test_mute_inline_mode_muted_frame_absorbs(void **state)
 }
 
 /*
+ * Turns the budget on, starts tracing and runs shift_loop() until shift() is
+ * muted (or two minutes pass): its entry in the muted list, in buf, or NULL.
+ */
+static const struct rvt_muted *start_until_shift_muted(const struct fix *f, struct rvt_muted *buf,
+						       double deadline)
+{
+	int rc = rvt_set_mute("on");
+	if (rc == -ENOTSUP)
+		skip();
+	assert_int_equal(rc, 0);
+	assert_int_equal(rvt_start(0), 0);
+	uint64_t shift_v = value_of((const void *)f->shift);
+	const struct rvt_muted *m = NULL;
+	while (!(m = find_muted(shift_v, buf)) && now_s() < deadline)
+		f->shift_loop(20000, 0);
+	return m;
+}
+
+/*
  * A muted function's share follows the phases after its mute: shift() is
  * muted while it has nearly all of shift_loop()'s self time, then the loop
  * does nine times shift()'s work of its own per call for as long as the
@@ -469,18 +489,11 @@ static void test_mute_inline_mode_muted_frame_absorbs(void **state)
  */
 static void recheck_follows_phase(const struct fix *f)
 {
-	int rc = rvt_set_mute("on");
-	if (rc == -ENOTSUP)
-		skip();
-	assert_int_equal(rc, 0);
-	assert_int_equal(rvt_start(0), 0);
 	struct rvt_muted buf[RVT_MUTED_MAX];
-	const struct rvt_muted *m = NULL;
 	uint64_t shift_v = value_of((const void *)f->shift),
 		 loop_v = value_of((const void *)f->shift_loop);
 	double deadline = now_s() + 120;
-	while (!(m = find_muted(shift_v, buf)) && now_s() < deadline)
-		f->shift_loop(20000, 0);
+	const struct rvt_muted *m = start_until_shift_muted(f, buf, deadline);
 	assert_non_null(m);
 	print_message("%s mode: shift muted, %u caller(s), the first's share %u ppm\n", f->mode,
 		      m->ncallers, m->share_ppm[0]);
@@ -498,9 +511,10 @@ static void recheck_follows_phase(const struct fix *f)
 	/* Under a sanitizer, whose checks slow the loop's work and shift()'s
 	 * differently, the shares are not those of the plain build (51 % seen
 	 * under ASan in call mode): there only the rechecks are checked. */
-	if (!RV_ASAN && !RV_TSAN)
+	if (!RV_ASAN && !RV_TSAN) {
 		assert_true(m->share_ppm[0] < 500000);
-		/* Its entry sites are muted again after each recheck. */
+	}
+	/* Its entry sites are muted again after each recheck. */
 #ifdef RVT__INLINE_STUBS
 	if (f == &inl_fix)
 		assert_int_equal(entry_gate_muted((const void *)f->shift), 1);
@@ -519,6 +533,53 @@ static void test_mute_inline_mode_recheck_follows_phase(void **state)
 {
 	(void)state;
 	recheck_follows_phase(&inl_fix);
+}
+
+/*
+ * A fork while a recheck has muted functions' sites open: the child, whose
+ * budget starts afresh and never mutes a function twice, mutes their entry
+ * sites again at once (budget_atfork_child) — else it would trace them for
+ * good — and the parent's recheck ends as any other, muting them again.
+ * The recheck is held open (a test hook) so the fork lands in its window.
+ */
+static void test_mute_inline_mode_fork_during_recheck(void **state)
+{
+	(void)state;
+#ifdef RVT__INLINE_STUBS
+	const struct fix *f = &inl_fix;
+	struct rvt_muted buf[RVT_MUTED_MAX];
+	double deadline = now_s() + 120;
+	assert_non_null(start_until_shift_muted(f, buf, deadline));
+	assert_int_equal(entry_gate_muted((const void *)f->shift), 1);
+	/* A recheck is due sooner under a larger budget (as in test_mute_race). */
+	assert_int_equal(rvt_set_mute("10%"), 0);
+	rvt__mute_recheck_hold(1);
+	while (!(rvt__mute_recheck_open() && entry_gate_muted((const void *)f->shift) == 0) &&
+	       now_s() < deadline)
+		f->shift_loop(2000, 864);
+	uint64_t held = rvt_mute_rechecks(NULL);
+	int open = rvt__mute_recheck_open() > 0 && entry_gate_muted((const void *)f->shift) == 0;
+	pid_t pid = open ? fork() : -1;
+	if (pid == 0)
+		_exit(entry_gate_muted((const void *)f->shift) == 1 && !rvt__mute_recheck_open()
+			      ? 0
+			      : 1);
+	rvt__mute_recheck_hold(0);
+	assert_true(open);
+	assert_true(pid > 0);
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0); /* 1: the child's entry sites were open */
+	while (rvt_mute_rechecks(NULL) <= held && now_s() < deadline)
+		f->shift_loop(2000, 864);
+	assert_true(rvt_mute_rechecks(NULL) > held);
+	assert_int_equal(entry_gate_muted((const void *)f->shift), 1);
+	assert_int_equal(rvt_set_mute("on"), 0);
+	rvt_stop(0, 1);
+#else
+	skip(); /* the check reads the inline mode's x86-64 gate */
+#endif
 }
 
 /* Written with mprotect, as where /proc/self/mem is refused; the other
@@ -631,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_mute_inline_mode_muted_frame_absorbs),
 		cmocka_unit_test(test_mute_call_mode_recheck_follows_phase),
 		cmocka_unit_test(test_mute_inline_mode_recheck_follows_phase),
+		cmocka_unit_test(test_mute_inline_mode_fork_during_recheck),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -281,6 +281,14 @@ void rvt__mute_poke_protect(int on)
 	atomic_store(&poke_protect, on);
 }
 
+/* Tests: while set, a recheck's window does not end (rvt__mute_recheck_hold). */
+static _Atomic int recheck_hold;
+
+void rvt__mute_recheck_hold(int on)
+{
+	atomic_store(&recheck_hold, on);
+}
+
 #if MUTE_CAN
 /* ---- trace points in the code ---- */
 
@@ -1572,6 +1580,33 @@ struct base_acc {
 	double span; /* the windows' time, first event to last (gaps capped) */
 };
 
+/* absorb_window (below): credits `self`, the self time of the frame
+ * B->stack[depth], closed or still open at the window's end, to its own
+ * function, or — a muted function's — to its nearest caller that is not. */
+static void absorb_frame(struct budget *B, unsigned depth, double self, struct base_acc *ba)
+{
+	assert(depth < 256);
+	struct fstat *f = B->stack[depth].f;
+	if (!f)
+		return;
+	if (!f->gone) {
+		f->own += self;
+		return;
+	}
+	unsigned d = depth;
+	while (d > 0 && B->stack[d - 1].f && B->stack[d - 1].f->gone)
+		d--;
+	if (d == 0)
+		ba->in += self;
+	else if (B->stack[d - 1].f)
+		B->stack[d - 1].f->in += self;
+	if (f->victim) {
+		struct absorb *p = absorb_of(B, f->value, d > 0 ? B->stack[d - 1].value : BASE);
+		if (p)
+			p->self += self;
+	}
+}
+
 /*
  * One window (win[0..w)) of victim_callers: credits the self time of each
  * call of a muted function to its nearest caller in the window that stays
@@ -1585,9 +1620,9 @@ struct base_acc {
  * dense function's share of its loop, 90 % on a quiet machine, was 6.5 %
  * under ASan in a loaded CI run).  50 us was too short: bc's untraced
  * stretches are longer, and its muted callees lost their time to `execute`.
- * Returns the depth at its end, the
- * frames still open in B->stack.  One hash lookup per entry, and per exit
- * of a victim.
+ * A frame still open at the window's end counts with its time so far.
+ * Returns the depth at its end, the frames still open in B->stack.  One
+ * hash lookup per entry, and per exit of a victim.
  */
 static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w, double tp_ticks,
 			      uint32_t gap_max, struct base_acc *ba)
@@ -1633,29 +1668,27 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 			B->stack[depth - 1].child += dur;
 			B->stack[depth - 1].calls++;
 		}
-		struct fstat *f = B->stack[depth].f;
-		if (!f)
-			continue;
-		if (!f->gone) {
-			f->own += self;
-			continue;
-		}
-		unsigned d = depth;
-		while (d > 0 && B->stack[d - 1].f && B->stack[d - 1].f->gone)
-			d--;
-		if (d == 0)
-			ba->in += self;
-		else if (B->stack[d - 1].f)
-			B->stack[d - 1].f->in += self;
-		if (f->victim) {
-			struct absorb *p =
-				absorb_of(B, f->value, d > 0 ? B->stack[d - 1].value : BASE);
-			if (p)
-				p->self += self;
-		}
+		absorb_frame(B, depth, self, ba);
 	}
 	if (have_ts && depth == 0)
 		ba->self += (double)(uint32_t)(last - t0);
+	/* The frames still open at the end, innermost first, with their time
+	 * so far: a caller whose frame outlives the window would otherwise
+	 * have its muted callees' time counted and none of its own (a loop
+	 * entered in the window and left after it came out as 100 % its
+	 * callee's).  Past 256 frames the untracked ones' time is unknown. */
+	if (have_ts && depth <= 256) {
+		uint32_t inner = 0; /* the open child's time so far */
+		for (unsigned d = depth; d-- > 0;) {
+			uint32_t dur = last - B->stack[d].ts;
+			/* trace points: half of its entry's, its closed
+			 * children's, half of the open child's entry's */
+			double self = (double)dur - (double)B->stack[d].child - (double)inner -
+				      tp_ticks * (0.5 + B->stack[d].calls + 0.5 * (d + 1 < depth));
+			absorb_frame(B, d, self, ba);
+			inner = dur;
+		}
+	}
 	ba->span += (double)last;
 	return depth;
 }
@@ -2432,6 +2465,11 @@ static void open_sites(struct site *s, size_t n, int exit)
 static uint32_t rc_open[RECHECK_FNS];
 static _Atomic unsigned rc_nopen;
 
+unsigned rvt__mute_recheck_open(void)
+{
+	return atomic_load(&rc_nopen);
+}
+
 /* Queues the muting of the entry sites of muted[idx[0..n)]. */
 static void remute_entries(const uint32_t *idx, unsigned n)
 {
@@ -2729,7 +2767,8 @@ static double recheck(struct budget *B)
 			;
 		R.most = 0;
 		rvt_rings_view(recheck_poll, &R);
-	} while (R.most < RECHECK_SLOTS && mono_ns() - t0 < RECHECK_US * 1000u);
+	} while ((R.most < RECHECK_SLOTS && mono_ns() - t0 < RECHECK_US * 1000u) ||
+		 atomic_load(&recheck_hold));
 	remute_entries(R.idx, R.n);
 	for (unsigned i = 0; i < R.n; i++) {
 		B->quiet[B->npending] = 0;
@@ -2981,9 +3020,11 @@ static void budget_atfork_child(void)
 	 * sites now (alone in its process, no barrier needed; their exit
 	 * sites stay live, writing nothing for frames never entered). */
 	if (atomic_load(&rc_nopen)) {
-		npokes = 0; /* the parent's queue, maybe mid-change */
+		npokes = 0;		      /* the parent's queue, maybe mid-change */
+		rvt_mu_lock(&rvt_modules_mu); /* as the budget thread reads modules */
 		remute_entries(rc_open, atomic_load(&rc_nopen));
 		patch_apply();
+		rvt_mu_unlock(&rvt_modules_mu);
 		atomic_store(&rc_nopen, 0);
 	}
 	if (atomic_load(&muted_seq) & 1)
@@ -3158,3 +3199,10 @@ size_t rvt_untraced_sections(const struct rvt_untraced **out)
 	*out = untr;
 	return atomic_load_explicit(&nuntr, memory_order_acquire);
 }
+
+#if !MUTE_CAN
+unsigned rvt__mute_recheck_open(void)
+{
+	return 0; /* no budget that patches code, so no recheck */
+}
+#endif

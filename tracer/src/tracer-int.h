@@ -537,6 +537,14 @@ RVT_HIDDEN uint64_t rvt_mute_wakeups(void);
  * *cost_ns (when not NULL) what they cost together. */
 RVT_HIDDEN uint64_t rvt_mute_rechecks(uint64_t *cost_ns);
 
+/* Tests: while `on` is 1, a recheck keeps its functions' sites open (its
+ * window does not end) until it is set to 0 again (mute.c). */
+RVT_HIDDEN void rvt__mute_recheck_hold(int on);
+
+/* Tests: how many functions a recheck has reopened right now; 0 between
+ * rechecks and where the budget cannot mute (mute.c). */
+RVT_HIDDEN unsigned rvt__mute_recheck_open(void);
+
 /* Mutes the native function `fn` for a runtime that traces it by address
  * (rvt_addr_muted(), trace-runtime.h): 0, or -ENOENT (no runtime said it
  * checks addresses), -ENOSPC (RVT_MUTED_MAX reached).  The budget thread
