@@ -5,12 +5,15 @@
  * (__libc_single_threaded still 1, so malloc and stdio keep taking no
  * locks) while the budget thread runs beside it and mutes its hot function;
  * the program's errno is untouched meanwhile, and the budget thread holds
- * no privilege (in a root test process it runs as nobody).  Then librvtrace's own sort
+ * no privilege (in a root test process it runs as nobody) and none of the
+ * program's files, only its own /proc/self/mem, through which it writes
+ * code.  Then librvtrace's own sort
  * against qsort and its own lock under contention (those make the process
  * multi-threaded: they run last).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,11 +102,49 @@ static int is_muted(const void *fn)
 	return 0;
 }
 
+/* The entries of /proc/self/task/TID/fd into `one` (the target of the
+ * last); how many there are, or -1. */
+static int thread_fds(pid_t tid, char *one, size_t len)
+{
+	char path[64], link[64 + sizeof(((struct dirent *)0)->d_name)];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/fd", (int)tid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
+		ssize_t k = readlink(link, one, len - 1);
+		one[k > 0 ? k : 0] = '\0';
+	}
+	closedir(d);
+	return n;
+}
+
+/* Whether this kernel lets a process write its own code through
+ * /proc/self/mem (a kernel built or booted to refuse it does not):
+ * rewrites one byte of mc_tiny with the value it has. */
+static int mem_writable(void)
+{
+	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	uint8_t b = *(const volatile uint8_t *)(uintptr_t)mc_tiny;
+	int ok = pwrite(fd, &b, 1, (off_t)(uintptr_t)mc_tiny) == 1;
+	close(fd);
+	return ok;
+}
+
 static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
 {
 	(void)state;
 	assert_int_equal(__libc_single_threaded, 1); /* nothing made a thread yet */
 	assert_int_equal(nthreads(), 1);
+	int pipefd[2]; /* open in the program when the budget thread is made */
+	assert_int_equal(pipe2(pipefd, O_NONBLOCK | O_CLOEXEC), 0);
 	assert_int_equal(rvt_set_mute("on"), 0);
 	assert_int_equal(rvt_start(0), 0);
 	/* No trace point for a while after the start: the budget must not
@@ -126,6 +167,8 @@ static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
 	if (!BARE) {
 		print_message("sanitizer build: the budget thread is a pthread, glibc counts it "
 			      "(not checked)\n");
+		close(pipefd[0]);
+		close(pipefd[1]);
 		rvt_stop(0, 1);
 		return;
 	}
@@ -143,6 +186,24 @@ static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
 	assert_int_equal(v[0], 0);
 	assert_int_equal(status_line(b, "CapPrm:", v), 1);
 	assert_int_equal(v[0], 0);
+	/* Its file table is its own: it holds none of the program's files
+	 * (the pipe's reader sees the end of it once the program closes the
+	 * writer), only the /proc/self/mem it opened before giving up its
+	 * privileges, and it wrote mc_tiny's muting through that file (as
+	 * nobody in a root process it could not open it now). */
+	char target[128], want[64];
+	assert_int_equal(thread_fds(b, target, sizeof(target)), 1);
+	snprintf(want, sizeof(want), "/proc/%d/mem", (int)getpid());
+	assert_string_equal(target, want);
+	close(pipefd[1]);
+	char c;
+	assert_int_equal(read(pipefd[0], &c, 1), 0);
+	close(pipefd[0]);
+	if (mem_writable())
+		assert_int_equal(rvt__mute_by_mprotect(), 0);
+	else
+		print_message("this kernel refuses writes to /proc/self/mem: the budget writes "
+			      "code with mprotect (not checked)\n");
 	char *p = malloc(100); /* still glibc's single-threaded path: works */
 	assert_non_null(p);
 	free(p);

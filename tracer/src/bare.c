@@ -31,6 +31,18 @@
  * gives up every privilege first (Credentials, below); it then runs until
  * the process ends (it is not there in a fork's child).
  *
+ * Its file table is its own (no CLONE_FILES): clone copies the program's,
+ * and the thread closes every descriptor of the copy before anything else
+ * (close_range; a kernel without it, before 5.9, fails the start and the
+ * caller makes a pthread).  So a file it opens never takes a number the
+ * program would have had, the program can never close or reuse one of its
+ * descriptors, and none of the program's files stays open because of it
+ * (but for the microseconds between the clone and the close_range).  In
+ * it, before the privileges go, the thread opens /proc/self/mem for writing
+ * code (rvt_bare_mem_fd): a root process's thread runs as nobody, to whom
+ * the file is refused, and mprotect, the other way to write code, costs a
+ * TLB shootdown on every CPU the program runs on, twice a patch.
+ *
  * x86-64 with glibc only; elsewhere rvt_bare_start() returns -ENOSYS and
  * the caller uses pthread_create().
  */
@@ -39,6 +51,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
@@ -299,24 +312,50 @@ static long drop_privileges(void)
 }
 
 /* The start of a bare thread: what it runs, and how its start went (a
- * futex word: 0 starting, 1 running, 2 failed and gone). */
+ * futex word: 0 starting, 1 running, 2 failed and gone, with `err`). */
 static struct {
 	void (*fn)(void *);
 	void *arg;
 	_Atomic uint32_t state;
+	long err;
 } start;
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+/* The bare thread's /proc/self/mem, plus one (0: none, and on every other
+ * thread, whose TLS is not the bare thread's).  Initial-exec: the bare
+ * thread's TLS is a zeroed block with no dtv, which __tls_get_addr (the
+ * local-dynamic model a -fPIC library would use) needs. */
+static __thread int mem_fd1 __attribute__((tls_model("initial-exec")));
+
+int rvt_bare_mem_fd(void)
+{
+	return mem_fd1 - 1;
+}
 
 static void bare_entry(void *unused)
 {
 	(void)unused;
 	void (*fn)(void *) = start.fn;
 	void *arg = start.arg;
-	uint32_t st = drop_privileges() == 0 ? 1 : 2;
+	/* The copy of the program's file table goes first (the top). */
+	long rc = rvt_sys(SYS_close_range, 0, ~0u, 0, 0);
+	if (rc == 0) {
+		long fd = rvt_sys(SYS_openat, AT_FDCWD, (long)"/proc/self/mem", O_RDWR | O_CLOEXEC,
+				  0);
+		mem_fd1 = fd >= 0 ? (int)fd + 1 : 0; /* refused (not dumpable): mprotect */
+		rc = drop_privileges();
+	}
+	start.err = rc;
+	uint32_t st = rc == 0 ? 1 : 2;
 	atomic_store(&start.state, st);
 	rvt_sys(SYS_futex, (long)&start.state, FUTEX_WAKE_PRIVATE, 1, 0);
 	if (st == 1)
 		fn(arg);
-	/* Returning exits the thread (rvt__clone); its mapping is left. */
+	/* Returning exits the thread (rvt__clone); its mapping is left, its
+	 * file table goes with it. */
 }
 
 #define BARE_STACK (256u << 10)
@@ -364,8 +403,8 @@ int rvt_bare_start(void (*fn)(void *), void *arg)
 	atomic_store(&start.state, 0);
 	long rc = rvt_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8);
 	if (rc == 0) {
-		rc = rvt__clone(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-					CLONE_SYSVSEM | CLONE_SETTLS,
+		rc = rvt__clone(CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+					CLONE_SETTLS,
 				stack_top, (void *)tp, bare_entry, NULL);
 		rvt_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8);
 	}
@@ -377,7 +416,7 @@ int rvt_bare_start(void (*fn)(void *), void *arg)
 	uint32_t st;
 	while ((st = atomic_load(&start.state)) == 0)
 		rvt_sys(SYS_futex, (long)&start.state, FUTEX_WAIT_PRIVATE, 0, 0);
-	return st == 1 ? 0 : -EPERM;
+	return st == 1 ? 0 : (int)start.err;
 }
 #else
 int rvt_bare_start(void (*fn)(void *), void *arg)
@@ -385,5 +424,10 @@ int rvt_bare_start(void (*fn)(void *), void *arg)
 	(void)fn;
 	(void)arg;
 	return -ENOSYS;
+}
+
+int rvt_bare_mem_fd(void)
+{
+	return -1;
 }
 #endif

@@ -99,8 +99,9 @@
  * dladdr or malloc); the locks it shares are rvt_mu (the registry's, the
  * runtime keys'); it sleeps on futex words.  It holds no privilege
  * (bare.c, Credentials): in a root process it runs as nobody, to whom
- * /proc/self/mem is refused, so there it writes code with mprotect.  Under
- * a sanitizer, or where it cannot drop its privileges, it is a pthread.
+ * /proc/self/mem is refused, so it writes code through the descriptor it
+ * opened before (rvt_bare_mem_fd).  Under a sanitizer, or where it cannot
+ * drop its privileges, it is a pthread.
  *
  * Invariants: nothing here runs on the trace-point path or in a signal
  * handler; only the budget thread scans, patches, appends to the MUTED
@@ -1125,11 +1126,18 @@ static int cmp_poke(const void *x, const void *y)
  * changing its protection (the kernel writes past it, as for a debugger):
  * an mprotect pair costs two TLB shootdowns on every CPU the program runs
  * on, a write through the file only the first one per page (the copy of a
- * page of the file).  Opened for one patch_apply and closed after it, so
- * the program never sees a descriptor of ours that it could close (and then
- * have its own file written at our offsets).  mem_refused: it failed once
- * (no /proc, or a kernel that forbids such writes): mprotect from then on. */
-static int mem_refused;
+ * page of the file).  The bare thread has it open in a file table of its
+ * own (rvt_bare_mem_fd); elsewhere (a pthread budget, a fork's child) it
+ * is opened for one patch_apply and closed after it, so the program never
+ * sees a descriptor of ours that it could close (and then have its own
+ * file written at our offsets).  mem_refused: it failed once (no /proc, or
+ * a kernel that forbids such writes): mprotect from then on. */
+static _Atomic int mem_refused;
+
+int rvt__mute_by_mprotect(void)
+{
+	return atomic_load(&mem_refused);
+}
 
 /* Writes the queued changes [i, j) through `fd`; 0, or -1 when the file
  * refused one (the caller then does the run with mprotect). */
@@ -1152,9 +1160,12 @@ static void patch_apply(void)
 		return;
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	rvt_sort(pokes, npokes, sizeof(*pokes), cmp_poke);
-	int fd = -1;
+	int fd = -1, own = 0;
 	if (!mem_refused && !atomic_load(&poke_protect)) {
-		fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		fd = rvt_bare_mem_fd();
+		own = fd < 0;
+		if (own)
+			fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 		mem_refused = fd < 0;
 	}
 	for (size_t i = 0; i < npokes;) {
@@ -1166,7 +1177,8 @@ static void patch_apply(void)
 			j++;
 		uintptr_t hi = (pokes[j - 1].a | (pg - 1)) + 1;
 		if (fd >= 0 && poke_file(fd, i, j) != 0) {
-			close(fd);
+			if (own)
+				close(fd);
 			fd = -1;
 			mem_refused = 1;
 		}
@@ -1181,7 +1193,7 @@ static void patch_apply(void)
 		}
 		i = j;
 	}
-	if (fd >= 0)
+	if (fd >= 0 && own)
 		close(fd);
 	npokes = 0;
 	sync_core();
@@ -3204,5 +3216,10 @@ size_t rvt_untraced_sections(const struct rvt_untraced **out)
 unsigned rvt__mute_recheck_open(void)
 {
 	return 0; /* no budget that patches code, so no recheck */
+}
+
+int rvt__mute_by_mprotect(void)
+{
+	return 0;
 }
 #endif

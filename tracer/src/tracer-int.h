@@ -413,13 +413,21 @@ RVT_HIDDEN void rvt_sort(void *base, size_t n, size_t size, int (*cmp)(const voi
 
 /* Starts fn(arg) on a thread made with clone() alone, which glibc does not
  * count (so the process stays single-threaded to it), with every signal
- * blocked, its own TLS (zero), a 256 KiB stack and no privilege (its ids
- * the real ones, or nobody's for root; no capability); when fn returns the
- * thread exits.  What it may call is narrow (bare.c's top).  Returns once
- * the thread runs fn: 0, or a negative errno (-ENOSYS: not x86-64 glibc;
- * -EPERM: it could not give up its privileges): the caller then starts a
- * pthread.  One at a time (the caller serialises). */
+ * blocked, its own TLS (zero), its own file table (empty but for
+ * rvt_bare_mem_fd), a 256 KiB stack and no privilege (its ids the real
+ * ones, or nobody's for root; no capability); when fn returns the thread
+ * exits.  What it may call is narrow (bare.c's top).  Returns once the
+ * thread runs fn: 0, or a negative errno (-ENOSYS: not x86-64 glibc, or a
+ * kernel without close_range; -EPERM: it could not give up its
+ * privileges): the caller then starts a pthread.  One at a time (the
+ * caller serialises). */
 RVT_HIDDEN int rvt_bare_start(void (*fn)(void *), void *arg);
+
+/* On the bare thread: its descriptor of /proc/self/mem, opened read-write
+ * before it gave up its privileges, in its own file table (so valid on it
+ * alone; it stays open for the thread's life).  -1 on any other thread, or
+ * when the file was refused (a process that is not dumpable). */
+RVT_HIDDEN int rvt_bare_mem_fd(void);
 
 /* Manual-key resolver (trace.h; symbols.c), read by the capture builder. */
 RVT_HIDDEN int rvt_resolve_key(uint64_t addr, char *buf, size_t len);
@@ -524,6 +532,10 @@ RVT_HIDDEN void rvt_runtime_atfork_child(void);
 /* Tests: the budget writes code with mprotect (on 1) instead of through
  * /proc/self/mem, as where that file is refused (mute.c, patch_apply). */
 RVT_HIDDEN void rvt__mute_poke_protect(int on);
+
+/* Tests: 1 once /proc/self/mem was refused to the budget (it writes code
+ * with mprotect from then on); 0 before, and where it cannot patch. */
+RVT_HIDDEN int rvt__mute_by_mprotect(void);
 
 /* How many muted functions still have live exit sites (a thread had a
  * frame of theirs open when last looked at).  Any thread (mute.c). */
