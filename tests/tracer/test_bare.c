@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/single_threaded.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -145,6 +146,13 @@ static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
 	assert_int_equal(nthreads(), 1);
 	int pipefd[2]; /* open in the program when the budget thread is made */
 	assert_int_equal(pipe2(pipefd, O_NONBLOCK | O_CLOEXEC), 0);
+	/* ... and a POSIX record lock the program holds meanwhile */
+	char lockpath[] = "/tmp/test_bare.XXXXXX";
+	int lockfd = mkstemp(lockpath);
+	assert_true(lockfd >= 0);
+	unlink(lockpath);
+	struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+	assert_int_equal(fcntl(lockfd, F_SETLK, &lk), 0);
 	assert_int_equal(rvt_set_mute("on"), 0);
 	assert_int_equal(rvt_start(0), 0);
 	/* No trace point for a while after the start: the budget must not
@@ -169,6 +177,7 @@ static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
 			      "(not checked)\n");
 		close(pipefd[0]);
 		close(pipefd[1]);
+		close(lockfd);
 		rvt_stop(0, 1);
 		return;
 	}
@@ -199,6 +208,22 @@ static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
 	char c;
 	assert_int_equal(read(pipefd[0], &c, 1), 0);
 	close(pipefd[0]);
+	/* Its closing its copy of lockfd released nothing: another process
+	 * still finds the region locked (F_GETLK names the holder). */
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct flock q = {
+			.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+		_exit(fcntl(lockfd, F_GETLK, &q) == 0 && q.l_type == F_WRLCK && q.l_pid == getppid()
+			      ? 0
+			      : 1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(lockfd);
 	if (mem_writable())
 		assert_int_equal(rvt__mute_by_mprotect(), 0);
 	else

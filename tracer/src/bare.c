@@ -37,7 +37,10 @@
  * caller makes a pthread).  So a file it opens never takes a number the
  * program would have had, the program can never close or reuse one of its
  * descriptors, and none of the program's files stays open because of it
- * (but for the microseconds between the clone and the close_range).  In
+ * (but for the microseconds between the clone and the close_range).
+ * Closing those copies releases none of the program's POSIX record locks:
+ * the kernel drops, on a close, only the locks of the file table that
+ * closes, and the program's belong to its own table.  In
  * it, before the privileges go, the thread opens /proc/self/mem for writing
  * code (rvt_bare_mem_fd): a root process's thread runs as nobody, to whom
  * the file is refused, and mprotect, the other way to write code, costs a
