@@ -213,8 +213,7 @@ static void test_bare_budget_thread_leaves_glibc_single_threaded(void **state)
 	pid_t child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
-		struct flock q = {
-			.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+		struct flock q = lk; /* the region the program locked */
 		_exit(fcntl(lockfd, F_GETLK, &q) == 0 && q.l_type == F_WRLCK && q.l_pid == getppid()
 			      ? 0
 			      : 1);
