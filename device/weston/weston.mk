@@ -68,6 +68,6 @@ $(OBJ)/tests/integration/test_weston.o: CPPFLAGS += -Itests/device -Idevice/src 
   -Itracer/analysis/include \
   -DRV_LIB_DIR='"$(LIB)"' -DRV_BIN_DIR='"$(BIN)"' -DRV_TBIN_DIR='"$(TBIN)"' \
   -DRV_WESTON_PRELOAD='"$(RV_WESTON_PRELOAD)"'
-$(eval $(call rv_test,integration,weston,$(LIBRVANALYSIS) $(LIBRVPROTO),$(RVA_LIBS) $(PROTOBUF_LIBS),system ci san))
+$(eval $(call rv_test,integration,weston,$(LIBRVANALYSIS) $(LIBRVPROTO),$(RVA_LIBS) $(PROTOBUF_LIBS),system ci))
 $(TBIN)/integration/test_weston: | $(BIN)/rearviewd $(BIN)/rvctl $(TBIN)/weston/rv_slow_client \
   $(RV_WESTON_SO)
