@@ -378,6 +378,75 @@ static void assert_summary_matches(const uint8_t *b, size_t len)
 	rva_summary_release(&s);
 }
 
+/* A little-endian u64 at p. */
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A muted function's estimate takes the part of its caller's calls' time
+ * after the mute, not the part of the capture's span (1 GHz; counter values,
+ * 900 ns before the monotonic clock's): main [100, 30100] calls a [10100,
+ * 20100] (a phase: a third of the span), which calls x [10100, 11100]; x is
+ * muted at 12100 with half of a's self
+ * time.  a's own 9,000 ns are 0.8 after the mute (8,000 of its 10,000), so
+ * x takes 9,000 × 0.5 × 0.8 = 3,600 ns of them (the span's part, 0.6, gave
+ * 2,700) — in the decoded model and in the streamed summary alike. */
+static void test_capture_muted_share_of_a_phase_callers_time_after_the_mute(void **state)
+{
+	(void)state;
+	capbuf c = {0};
+	cb_header(&c, 40000, 1000000000, 0, 40900, BASE, 0); /* frozen at 40000 */
+	cb_entry(&c, 0x1200, 100);
+	cb_entry(&c, 0x1300, 10100);
+	cb_entry(&c, 0x1400, 10100);
+	cb_exit(&c, 11100);
+	cb_exit(&c, 20100);
+	cb_exit(&c, 30100);
+	cb_end_slots(&c);
+	uint8_t m[40] = {0}, mc[24] = {0};
+	put64(m, 0x1400);
+	put64(m + 8, 12100);  /* counter */
+	put64(m + 16, 13000); /* monotonic ns: 900 past the counter */
+	put64(m + 24, 1000);  /* calls/s */
+	cb_record(&c, 10, m, sizeof(m));
+	put64(mc, 0x1400);
+	put64(mc + 8, 0x1300);
+	put64(mc + 16, 500000); /* share_ppm, reserved 0 */
+	cb_record(&c, 17, mc, sizeof(mc));
+	cb_symbol(&c, 0x1200, 0x1200, 0xffffffffu, "main");
+	cb_symbol(&c, 0x1300, 0x1300, 0xffffffffu, "a");
+	cb_symbol(&c, 0x1400, 0x1400, 0xffffffffu, "x");
+	cb_finish(&c);
+
+	rva_trace *t;
+	rva_summary sm;
+	rva_error err;
+	rva_mstat *st;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(rva_capture_summarize(c.b, c.len, &sm, &err), 0);
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	assert_int_equal(t->nmuted, 1);
+	assert_int_equal(t->muted[0].after_known, 1);
+	assert_int_equal(t->muted[0].after_ppm[0], 800000);
+	assert_int_equal(sm.trace->muted[0].after_ppm[0], 800000);
+	int64_t x = find(t, "x"), a = find(t, "a"), mn = find(t, "main");
+	assert_true(x >= 0 && a >= 0 && mn >= 0);
+	const rva_mstat *views[2] = {st, sm.stats};
+	for (int v = 0; v < 2; v++) {
+		assert_int_equal(views[v][x].self, 1000 + 3600);
+		assert_int_equal(views[v][x].est_self, 3600);
+		assert_int_equal(views[v][a].self, 9000 - 3600);
+		assert_int_equal(views[v][a].est_self, -3600);
+		assert_int_equal(views[v][mn].self, 20000);
+	}
+	free(st);
+	rva_summary_release(&sm);
+	rva_trace_free(t);
+	free(c.b);
+}
+
 static void test_capture_streaming_summary_matches_model(void **state)
 {
 	capbuf c = {0};
@@ -893,6 +962,7 @@ int main(void)
 		cmocka_unit_test(test_capture_progress_monotonic_ends_at_total),
 		cmocka_unit_test(test_capture_random_corruption_never_crashes),
 		cmocka_unit_test(test_capture_streaming_summary_matches_model),
+		cmocka_unit_test(test_capture_muted_share_of_a_phase_callers_time_after_the_mute),
 		cmocka_unit_test(test_capture_streaming_many_callees_and_recursion_match_model),
 		cmocka_unit_test(test_capture_integer_clock_exact_ns),
 		cmocka_unit_test(test_capture_value_with_low_word_one_paired_backwards),

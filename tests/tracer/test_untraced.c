@@ -249,9 +249,13 @@ static void test_untraced_muted_self_estimated(void **state)
 	assert_int_equal(st[work_id].self, 6);
 	assert_int_equal(st[work_id].est_self, 0);
 	free(st);
-	/* Muted before the trace began: the whole of main's self time. */
+	/* Muted before the trace began: the whole of main's self time (the
+	 * part after the mute the decoder measured was for the old time). */
 	t->muted[0].ncallers = 1;
 	t->muted[0].ns = t->start - 5;
+	assert_int_equal(t->muted[0].after_known, 1);
+	assert_int_equal(t->muted[0].after_ppm[0], 666667); /* 12 of main's 18 ns */
+	t->muted[0].after_known = 0;
 	assert_int_equal(rva_method_stats(t, &st), 0);
 	assert_int_equal(st[main_id].self, 3);
 	assert_int_equal(st[work_id].self, 15);

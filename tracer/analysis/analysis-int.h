@@ -31,6 +31,37 @@ typedef ssize_t (*rva_read_fn)(void *arg, uint8_t *buf, size_t cap, rva_error *e
  * unchanged).  analysis.c. */
 int rva_muted_fold(const rva_trace *t, void *st, size_t size, size_t self_off, size_t est_off);
 
+/* The part of each muted function's callers' time after its mute
+ * (rva_muted.after_ppm), gathered from the calls as a decoder closes them:
+ * rva_mafter_init (after the muted records are named; a->head stays NULL,
+ * and every other call a no-op, when no muted record names a caller), then
+ * rva_mafter_call for every call, then rva_mafter_fill and rva_mafter_free.
+ * A caller's time is its calls' durations (a recursive call inside itself
+ * counts again, in the part after and in the whole alike).  analysis.c. */
+typedef struct rva_mafter {
+	size_t nm;     /* methods */
+	size_t *head;  /* per method: 1 + its first (record, caller) pair, or 0 */
+	size_t *next;  /* per pair: 1 + the method's next pair, or 0 */
+	int64_t *from; /* per pair: the mute's time, at the trace's start at least */
+	double *num;   /* per pair: its caller's time at or after `from` */
+	double *den;   /* per method: its calls' time */
+} rva_mafter;
+int rva_mafter_init(rva_mafter *a, const rva_trace *t);	 /* 0 or -ENOMEM (a empty) */
+void rva_mafter_fill(const rva_mafter *a, rva_trace *t); /* after_ppm, after_known */
+void rva_mafter_free(rva_mafter *a);
+/* One call of `method` from start to end (end >= start). */
+static inline void rva_mafter_call(rva_mafter *a, uint32_t method, int64_t start, int64_t end)
+{
+	if (method >= a->nm || !a->head[method] || end <= start)
+		return;
+	a->den[method] += (double)(end - start);
+	for (size_t q = a->head[method]; q; q = a->next[q - 1]) {
+		int64_t lo = start > a->from[q - 1] ? start : a->from[q - 1];
+		if (end > lo)
+			a->num[q - 1] += (double)(end - lo);
+	}
+}
+
 /* The size of the chunks the streaming importers read. */
 #define RVA_CHUNK (1u << 20)
 

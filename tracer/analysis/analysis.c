@@ -54,6 +54,67 @@ static int64_t dur(const rva_call *c)
 	return c->end - c->start;
 }
 
+void rva_mafter_free(rva_mafter *a)
+{
+	free(a->head);
+	free(a->next);
+	free(a->from);
+	free(a->num);
+	free(a->den);
+	memset(a, 0, sizeof(*a));
+}
+
+int rva_mafter_init(rva_mafter *a, const rva_trace *t)
+{
+	memset(a, 0, sizeof(*a));
+	size_t np = t->nmuted * RVA_MUTED_CALLERS, nm = t->nmethods, any = 0;
+	for (size_t i = 0; i < t->nmuted; i++)
+		any += t->muted[i].ncallers;
+	if (!any || !nm)
+		return 0;
+	a->head = calloc(nm, sizeof(*a->head));
+	a->next = calloc(np, sizeof(*a->next));
+	a->from = calloc(np, sizeof(*a->from));
+	a->num = calloc(np, sizeof(*a->num));
+	a->den = calloc(nm, sizeof(*a->den));
+	if (!a->head || !a->next || !a->from || !a->num || !a->den) {
+		rva_mafter_free(a);
+		return -ENOMEM;
+	}
+	a->nm = nm;
+	for (size_t i = 0; i < t->nmuted; i++) {
+		const rva_muted *m = &t->muted[i];
+		for (uint32_t k = 0; k < m->ncallers && k < RVA_MUTED_CALLERS; k++) {
+			size_t p = i * RVA_MUTED_CALLERS + k;
+			if (m->caller[k] >= nm)
+				continue;
+			/* The trace's start is not known yet: a mute before it
+			 * is before every call, as the start would be. */
+			a->from[p] = m->ns;
+			a->next[p] = a->head[m->caller[k]];
+			a->head[m->caller[k]] = p + 1;
+		}
+	}
+	return 0;
+}
+
+void rva_mafter_fill(const rva_mafter *a, rva_trace *t)
+{
+	for (size_t i = 0; a->head && i < t->nmuted; i++) {
+		rva_muted *m = &t->muted[i];
+		m->after_known = 0;
+		for (uint32_t k = 0; k < m->ncallers && k < RVA_MUTED_CALLERS; k++) {
+			size_t p = i * RVA_MUTED_CALLERS + k;
+			if (m->caller[k] >= a->nm || a->den[m->caller[k]] <= 0)
+				continue; /* no call of it: the span's part */
+			double f = a->num[p] / a->den[m->caller[k]];
+			assert(f >= 0 && f <= 1.0 + 1e-9);
+			m->after_ppm[k] = f >= 1 ? 1000000u : (uint32_t)(f * 1e6 + 0.5);
+			m->after_known |= 1u << k;
+		}
+	}
+}
+
 int rva_muted_self(const rva_trace *t, const int64_t *self, int64_t *est)
 {
 	size_t nm = t->nmethods;
@@ -77,9 +138,11 @@ int rva_muted_self(const rva_trace *t, const int64_t *self, int64_t *est)
 		for (size_t i = g0; i < g1; i++) {
 			const rva_muted *m = &t->muted[i];
 			int64_t from = m->ns > t->start ? m->ns : t->start;
-			double after = t->end > from ? (double)(t->end - from) / (double)span : 0;
+			double spread = t->end > from ? (double)(t->end - from) / (double)span : 0;
 			for (uint32_t k = 0; k < m->ncallers && k < RVA_MUTED_CALLERS; k++) {
 				uint32_t a = m->caller[k];
+				double after =
+					m->after_known >> k & 1 ? m->after_ppm[k] / 1e6 : spread;
 				if (a >= nm || m->method >= nm || a == m->method || cur[a] <= 0)
 					continue;
 				double want =

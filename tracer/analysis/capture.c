@@ -168,6 +168,9 @@ typedef struct agg {
 	 * (rva_offcpu_set). */
 	const rva_thread *offth;
 	int64_t *off;
+	/* Muted functions' callers' time after each mute (rva_mafter;
+	 * ma.head NULL when there is none to measure). */
+	rva_mafter ma;
 } agg;
 
 /* Records the chain running at snap_at as rva_chain_at gives it on the
@@ -383,6 +386,8 @@ static inline void agg_exit(agg *a, int64_t ts)
 	rva_tnode *nd = &a->tree.nodes[f->node];
 	nd->calls++;
 	nd->incl += ts - f->start;
+	if (a->ma.head)
+		rva_mafter_call(&a->ma, nd->method, f->start, ts);
 	if (__builtin_expect(a->off != NULL, 0))
 		a->off[f->node] += rva_offcpu_overlap(a->offth, f->start, ts, NULL);
 }
@@ -1546,6 +1551,23 @@ static int lock_waits(ctx *c, const clockconv *k, rva_error *err)
 	return 0;
 }
 
+/* The muted functions' callers' time after each mute, from t's calls
+ * (rva_muted.after_ppm).  0 or -ENOMEM. */
+static int muted_after(rva_trace *t)
+{
+	rva_mafter a;
+	int rc = rva_mafter_init(&a, t);
+	for (size_t h = 0; rc == 0 && a.head && h < t->nthreads; h++)
+		for (size_t j = 0; j < t->threads[h].ncalls; j++) {
+			const rva_call *cl = &t->threads[h].calls[j];
+			rva_mafter_call(&a, cl->method, cl->start, cl->end);
+		}
+	if (rc == 0)
+		rva_mafter_fill(&a, t);
+	rva_mafter_free(&a);
+	return rc;
+}
+
 static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva_error *err,
 		  const rva_progress *p)
 {
@@ -1623,6 +1645,10 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		}
 		sum->offth = &c.t->threads[0];
 	}
+	if (sum && (rc = rva_mafter_init(&sum->ma, c.t)) < 0) {
+		rva_fail(err, rc, "out of memory");
+		goto out_free;
+	}
 	if (sum) {
 		sum->want_snap = c.t->has_anomaly;
 		sum->want_end = !c.t->has_anomaly;
@@ -1659,6 +1685,7 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		int open_at_end = sum->nfr > 0;
 		while (sum->nfr)
 			agg_exit(sum, close_ts);
+		rva_mafter_fill(&sum->ma, c.t);
 		c.t->start = count ? c.first_ns : 0;
 		c.t->end = !count	 ? 0
 			   : open_at_end ? (k.mono > c.last_ns ? k.mono : c.last_ns)
@@ -1667,6 +1694,10 @@ static int decode(const uint8_t *buf, size_t len, rva_trace **out, agg *sum, rva
 		/* Still-open frames end at the freeze, or at the last event when a
 		 * damaged file has events after it. */
 		rva_trace_finish(c.t, k.mono > c.last_ns ? k.mono : c.last_ns);
+		if ((rc = muted_after(c.t)) < 0) {
+			rva_fail(err, rc, "out of memory");
+			goto out_free;
+		}
 		if ((c.offcpu || c.counters) && (rc = attach_offcpu(&c)) < 0) {
 			rva_fail(err, rc, "out of memory");
 			goto out_free;
@@ -1743,6 +1774,7 @@ int rva_capture_summarize_progress(const uint8_t *buf, size_t len, rva_summary *
 	free(a.memo);
 	free(a.inner);
 	free(a.fr);
+	rva_mafter_free(&a.ma);
 	if (rc < 0) {
 		free(a.off);
 		free(a.snap);

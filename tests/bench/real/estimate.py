@@ -5,6 +5,8 @@ show for a capture with functions muted by the budget (their time estimated
 from MUTED_CALLERS: the `~` rows) are from where the program's time goes.
 
     python3 tests/bench/real/estimate.py RUNS PROG...     PROG: bc cmark gzip zstd
+    RVTRACE_B=OTHER/rvtrace python3 tests/bench/real/estimate.py ...  (also read
+                                 each capture with another rvtrace build)
 
 Run from the repository root.  Uses the instrumented builds `make
 bench-real` left in build/real/ (a program whose build is missing is
@@ -33,6 +35,9 @@ import json, os, shutil, statistics, subprocess, sys, tempfile
 ROOT = os.getcwd()
 REAL = os.path.join(ROOT, 'build', 'real')
 RVTRACE = os.path.join(ROOT, 'build', 'bin', 'rvtrace')
+# Another rvtrace (e.g. an older build) to read the same captures with:
+# each budget-on run then has a second line, "budget on (B)".
+RVTRACE_B = os.environ.get('RVTRACE_B')
 TOP = 8
 
 
@@ -52,10 +57,10 @@ def commands(tmp):
     }
 
 
-def self_shares(capture):
+def self_shares(capture, rvtrace=RVTRACE):
     """Method -> share of the summed positive self time (estimates folded
     in, as `rvtrace summary` shows them)."""
-    out = subprocess.run([RVTRACE, 'summary', '--json', '--top', '100000', capture],
+    out = subprocess.run([rvtrace, 'summary', '--json', '--top', '100000', capture],
                          capture_output=True, text=True, check=True).stdout
     rows = {r['method']: r['self'] for r in json.loads(out)['top_self']
             if 'unknown caller' not in r['method']}
@@ -127,15 +132,21 @@ def main():
             line(f'{prog} {what}', ref, top, ref)
             if ref is not all_traced:
                 line(f'{prog} all traced', all_traced, top, ref)
-            dist = []
+            dist, dist_b = [], []
             for r in range(runs):
                 c = os.path.join(tmp, 'c.rvt')
                 capture(cmd, c, {})
                 dist.append(line(f'{prog} budget on', self_shares(c), top, ref))
+                if RVTRACE_B:
+                    dist_b.append(line(f'{prog} budget on (B)', self_shares(c, RVTRACE_B),
+                                       top, ref))
                 if r == 0:
                     shutil.copy(c, f'/tmp/estimate-{prog}.rvt')
             print(f'{prog} budget on: median L1 {statistics.median(dist):.1f} points '
                   f'over {runs} runs')
+            if dist_b:
+                print(f'{prog} budget on (B, {RVTRACE_B}): median L1 '
+                      f'{statistics.median(dist_b):.1f} points over the same runs')
     finally:
         shutil.rmtree(tmp)
 

@@ -123,6 +123,11 @@ typedef struct rva_muted {
 	uint32_t ncallers;		       /* 0: not known where its time went */
 	uint32_t caller[RVA_MUTED_CALLERS];    /* method ids */
 	uint32_t share_ppm[RVA_MUTED_CALLERS]; /* <= 1000000 */
+	/* The part of caller[k]'s calls' time at or after `ns`, ppm, where bit
+	 * k of after_known is set (a capture's decoder measures it from the
+	 * calls); else rva_muted_self takes the part of the trace's span. */
+	uint32_t after_ppm[RVA_MUTED_CALLERS];
+	uint32_t after_known;
 } rva_muted;
 
 enum { RVA_CHECKSUM_NONE = 0, RVA_CHECKSUM_VERIFIED = 1 };
@@ -381,10 +386,11 @@ void rva_mstat_measured(rva_mstat *st, size_t n);
  * shares, FORMAT.md MUTED_CALLERS): self[0..t->nmethods) the measured self
  * times, est[0..t->nmethods) gets what moves — each muted function takes
  * its share of each caller's self time from the moment it was muted on
- * (the share of the trace's span after it, the time assumed spread
- * evenly), newest muted first; > 0 into a muted function, < 0 out of a
- * caller, no self time below 0.  Nothing for a weighted trace.  0 or
- * -ENOMEM (est all 0). */
+ * (rva_muted.after_ppm: the part of the caller's calls' time after it, its
+ * self time assumed spread evenly over each call; where that is not known,
+ * the part of the trace's span after it), newest muted first; > 0 into a
+ * muted function, < 0 out of a caller, no self time below 0.  Nothing for
+ * a weighted trace.  0 or -ENOMEM (est all 0). */
 int rva_muted_self(const rva_trace *t, const int64_t *self, int64_t *est);
 
 /* Fill ids[0..n) with the method ids of the n largest self times (ties by
