@@ -447,6 +447,60 @@ static void test_capture_muted_share_of_a_phase_callers_time_after_the_mute(void
 	free(c.b);
 }
 
+/* A hostile capture naming one caller in every muted record: each of the
+ * caller's calls is measured against the first RVA_MAFTER_PER_METHOD (64)
+ * only, the others keep the span's part (after_known 0), in both decoders. */
+static void test_capture_muted_pairs_per_caller_bounded(void **state)
+{
+	(void)state;
+	capbuf c = {0};
+	cb_header(&c, 40000, 1000000000, 0, 40900, BASE, 0);
+	cb_entry(&c, 0x1200, 100);
+	for (uint32_t i = 0; i < 200; i++) {
+		cb_entry(&c, 0x1300, 1000 + 100 * i);
+		cb_exit(&c, 1050 + 100 * i);
+	}
+	cb_exit(&c, 30100);
+	cb_end_slots(&c);
+	for (uint32_t i = 0; i < 70; i++) {
+		uint8_t m[40] = {0}, mc[24] = {0};
+		put64(m, 0x2000 + 0x10 * i);
+		put64(m + 8, 5000 + i);
+		put64(m + 16, 5900 + i);
+		cb_record(&c, 10, m, sizeof(m));
+		put64(mc, 0x2000 + 0x10 * i);
+		put64(mc + 8, 0x1300);
+		put64(mc + 16, 1000);
+		cb_record(&c, 17, mc, sizeof(mc));
+	}
+	cb_finish(&c);
+	rva_trace *t;
+	rva_summary sm;
+	rva_error err;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	assert_int_equal(rva_capture_summarize(c.b, c.len, &sm, &err), 0);
+	const rva_trace *both[2] = {t, sm.trace};
+	for (int v = 0; v < 2; v++) {
+		size_t known = 0;
+		assert_int_equal(both[v]->nmuted, 70);
+		for (size_t i = 0; i < both[v]->nmuted; i++) {
+			const rva_muted *m = &both[v]->muted[i];
+			known += m->after_known;
+			/* Muted at 5,000 + i: 159 of a's 50 ns calls after it,
+			 * and 50 − i ns of the one at 5,000 (none from 50 on), of
+			 * 200 × 50. */
+			assert_int_equal(m->after_known, i < 64);
+			if (m->after_known)
+				assert_int_equal(m->after_ppm[0],
+						 i < 50 ? 800000 - 100 * i : 795000);
+		}
+		assert_int_equal(known, 64);
+	}
+	rva_summary_release(&sm);
+	rva_trace_free(t);
+	free(c.b);
+}
+
 static void test_capture_streaming_summary_matches_model(void **state)
 {
 	capbuf c = {0};
@@ -963,6 +1017,7 @@ int main(void)
 		cmocka_unit_test(test_capture_random_corruption_never_crashes),
 		cmocka_unit_test(test_capture_streaming_summary_matches_model),
 		cmocka_unit_test(test_capture_muted_share_of_a_phase_callers_time_after_the_mute),
+		cmocka_unit_test(test_capture_muted_pairs_per_caller_bounded),
 		cmocka_unit_test(test_capture_streaming_many_callees_and_recursion_match_model),
 		cmocka_unit_test(test_capture_integer_clock_exact_ns),
 		cmocka_unit_test(test_capture_value_with_low_word_one_paired_backwards),

@@ -37,13 +37,18 @@ int rva_muted_fold(const rva_trace *t, void *st, size_t size, size_t self_off, s
  * and every other call a no-op, when no muted record names a caller), then
  * rva_mafter_call for every call, then rva_mafter_fill and rva_mafter_free.
  * A caller's time is its calls' durations (a recursive call inside itself
- * counts again, in the part after and in the whole alike).  analysis.c. */
+ * counts again, in the part after and in the whole alike).  A call costs
+ * one step per (record, caller) pair naming its method, at most
+ * RVA_MAFTER_PER_METHOD: a hostile capture naming one caller in every
+ * record cannot make each of its calls cost more (the pairs past the
+ * limit keep the span's part).  analysis.c. */
+#define RVA_MAFTER_PER_METHOD 64u
 typedef struct rva_mafter {
 	size_t nm;     /* methods */
 	size_t *head;  /* per method: 1 + its first (record, caller) pair, or 0 */
 	size_t *next;  /* per pair: 1 + the method's next pair, or 0 */
-	int64_t *from; /* per pair: the mute's time, at the trace's start at least */
-	double *num;   /* per pair: its caller's time at or after `from` */
+	int64_t *from; /* per pair: the mute's time */
+	double *num;   /* per pair: its caller's time at or after `from`; < 0 not measured */
 	double *den;   /* per method: its calls' time */
 } rva_mafter;
 int rva_mafter_init(rva_mafter *a, const rva_trace *t);	 /* 0 or -ENOMEM (a empty) */

@@ -85,12 +85,19 @@ int rva_mafter_init(rva_mafter *a, const rva_trace *t)
 	for (size_t i = 0; i < t->nmuted; i++) {
 		const rva_muted *m = &t->muted[i];
 		for (uint32_t k = 0; k < m->ncallers && k < RVA_MUTED_CALLERS; k++) {
-			size_t p = i * RVA_MUTED_CALLERS + k;
+			size_t p = i * RVA_MUTED_CALLERS + k, n = 0;
+			a->num[p] = -1;
 			if (m->caller[k] >= nm)
+				continue;
+			for (size_t q = a->head[m->caller[k]]; q && n < RVA_MAFTER_PER_METHOD;
+			     q = a->next[q - 1])
+				n++;
+			if (n == RVA_MAFTER_PER_METHOD)
 				continue;
 			/* The trace's start is not known yet: a mute before it
 			 * is before every call, as the start would be. */
 			a->from[p] = m->ns;
+			a->num[p] = 0;
 			a->next[p] = a->head[m->caller[k]];
 			a->head[m->caller[k]] = p + 1;
 		}
@@ -105,8 +112,8 @@ void rva_mafter_fill(const rva_mafter *a, rva_trace *t)
 		m->after_known = 0;
 		for (uint32_t k = 0; k < m->ncallers && k < RVA_MUTED_CALLERS; k++) {
 			size_t p = i * RVA_MUTED_CALLERS + k;
-			if (m->caller[k] >= a->nm || a->den[m->caller[k]] <= 0)
-				continue; /* no call of it: the span's part */
+			if (m->caller[k] >= a->nm || a->num[p] < 0 || a->den[m->caller[k]] <= 0)
+				continue; /* not measured, or no call of it: the span's part */
 			double f = a->num[p] / a->den[m->caller[k]];
 			assert(f >= 0 && f <= 1.0 + 1e-9);
 			m->after_ppm[k] = f >= 1 ? 1000000u : (uint32_t)(f * 1e6 + 0.5);
