@@ -343,9 +343,9 @@ rv_run_args = $(foreach t,$(1),$(if $(filter $(t),$(TESTS_long)),--long $(t)) \
 #                            those flagged `plain` or `e2e` and the system
 #                            tests flagged `ci`; the `pg` tests of the
 #                            unit and integration tiers on PostgreSQL
-#                            (DEVELOPER=1 build); unit, integration (but those flagged
-#                            `e2e`), torture and the system tests flagged
-#                            `san` under ASan+UBSan — so every unit,
+#                            (DEVELOPER=1 build); unit, integration (but
+#                            those flagged `e2e`), torture and the system
+#                            tests flagged `san` under ASan+UBSan — so every unit,
 #                            integration and torture test runs at least
 #                            once, and each store in one build
 #   make check-full          lint; every test on every stage

@@ -166,6 +166,25 @@ static inline void cb_anomaly(capbuf *c, uint32_t kind, uint64_t mono, const cha
 	cb_record(c, 6, r, (uint32_t)(16 + n));
 }
 
+/* A MUTED record (type 10) for `value`, muted at `counter` / `mono` ns,
+ * followed by its MUTED_CALLERS record (type 17) naming one caller with
+ * share_ppm of its self time. */
+static inline void cb_muted(capbuf *c, uint64_t value, uint64_t counter, uint64_t mono,
+			    uint64_t caller, uint32_t share_ppm)
+{
+	uint8_t m[40] = {0}, mc[24] = {0};
+	for (int i = 0; i < 8; i++) {
+		m[i] = mc[i] = (uint8_t)(value >> (8 * i));
+		m[8 + i] = (uint8_t)(counter >> (8 * i));
+		m[16 + i] = (uint8_t)(mono >> (8 * i));
+		mc[8 + i] = (uint8_t)(caller >> (8 * i));
+	}
+	for (int i = 0; i < 4; i++)
+		mc[16 + i] = (uint8_t)(share_ppm >> (8 * i));
+	cb_record(c, 10, m, sizeof(m));
+	cb_record(c, 17, mc, sizeof(mc));
+}
+
 /* Appends END and patches file_size. */
 static inline void cb_finish(capbuf *c)
 {

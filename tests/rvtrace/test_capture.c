@@ -378,13 +378,6 @@ static void assert_summary_matches(const uint8_t *b, size_t len)
 	rva_summary_release(&s);
 }
 
-/* A little-endian u64 at p. */
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* A muted function's estimate takes the part of its caller's calls' time
  * after the mute, not the part of the capture's span (1 GHz; counter values,
  * 900 ns before the monotonic clock's): main [100, 30100] calls a [10100,
@@ -405,16 +398,7 @@ static void test_capture_muted_share_of_a_phase_callers_time_after_the_mute(void
 	cb_exit(&c, 20100);
 	cb_exit(&c, 30100);
 	cb_end_slots(&c);
-	uint8_t m[40] = {0}, mc[24] = {0};
-	put64(m, 0x1400);
-	put64(m + 8, 12100);  /* counter */
-	put64(m + 16, 13000); /* monotonic ns: 900 past the counter */
-	put64(m + 24, 1000);  /* calls/s */
-	cb_record(&c, 10, m, sizeof(m));
-	put64(mc, 0x1400);
-	put64(mc + 8, 0x1300);
-	put64(mc + 16, 500000); /* share_ppm, reserved 0 */
-	cb_record(&c, 17, mc, sizeof(mc));
+	cb_muted(&c, 0x1400, 12100, 13000, 0x1300, 500000); /* monotonic: 900 past the counter */
 	cb_symbol(&c, 0x1200, 0x1200, 0xffffffffu, "main");
 	cb_symbol(&c, 0x1300, 0x1300, 0xffffffffu, "a");
 	cb_symbol(&c, 0x1400, 0x1400, 0xffffffffu, "x");
@@ -462,17 +446,8 @@ static void test_capture_muted_pairs_per_caller_bounded(void **state)
 	}
 	cb_exit(&c, 30100);
 	cb_end_slots(&c);
-	for (uint32_t i = 0; i < 70; i++) {
-		uint8_t m[40] = {0}, mc[24] = {0};
-		put64(m, 0x2000 + 0x10 * i);
-		put64(m + 8, 5000 + i);
-		put64(m + 16, 5900 + i);
-		cb_record(&c, 10, m, sizeof(m));
-		put64(mc, 0x2000 + 0x10 * i);
-		put64(mc + 8, 0x1300);
-		put64(mc + 16, 1000);
-		cb_record(&c, 17, mc, sizeof(mc));
-	}
+	for (uint32_t i = 0; i < 70; i++)
+		cb_muted(&c, 0x2000 + 0x10 * i, 5000 + i, 5900 + i, 0x1300, 1000);
 	cb_finish(&c);
 	rva_trace *t;
 	rva_summary sm;
