@@ -195,11 +195,23 @@ $(OBJ)/tests/tracer/mute_inl.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h 
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions -DMF_PREFIX=mi_ \
 	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
-$(eval $(call rv_test,tracer,mute,$(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/tracer/mute_inl.o \
-	$(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
+# And in rvcc's late mode (the GCC plugin's trace points after inlining),
+# where the plugin is built and the x86-64 stubs are (not under TSan).
+MUTE_FIX_OBJ := $(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/tracer/mute_inl.o
+ifneq ($(RVCC_PLUGIN),)
+ifeq ($(findstring thread,$(SANFLAGS))$(filter-out x86_64,$(shell uname -m)),)
+$(OBJ)/tests/tracer/mute_late.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h $(RVCC_PLUGIN)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -DMF_PREFIX=ml_ -fplugin=$(RVCC_PLUGIN) \
+	  -fplugin-arg-rvcc_gcc_plugin-late -c -o $@ $<
+MUTE_FIX_OBJ += $(OBJ)/tests/tracer/mute_late.o
+$(OBJ)/tests/tracer/test_mute.o $(OBJ)/tests/tracer/test_mute_race.o: CPPFLAGS += -DMUTE_LATE=1
+endif
+endif
+$(eval $(call rv_test,tracer,mute,$(MUTE_FIX_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
 # Integration tier: muting races captures for a few seconds on four threads.
-$(eval $(call rv_test,tracer,mute_race,$(OBJ)/tests/tracer/mute_call.o \
-	$(OBJ)/tests/tracer/mute_inl.o $(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
+$(eval $(call rv_test,tracer,mute_race,$(MUTE_FIX_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS),\
+	integration plain))
 
 # test_bare: the budget thread glibc does not know (bare.c), in a program
 # that makes no thread of its own until its last cases.

@@ -50,9 +50,8 @@ $(eval $(call rv_register,$(TBIN)/rvcc/test_rvcc,integration plain))
 # built without the sanitizer flags, with the g++ matching gcc 12; without
 # the headers it is not built and rvcc falls back to substring-safe names.
 # Both plugins get the hardening flags (top Makefile), not the sanitizers'.
-RVCC_PLUGIN_INC := $(shell gcc -print-file-name=plugin 2>/dev/null)/include
-ifneq ($(wildcard $(RVCC_PLUGIN_INC)/gcc-plugin.h),)
-RVCC_PLUGIN := $(LIB)/rearview/rvcc_gcc_plugin.so
+# (RVCC_PLUGIN_INC and RVCC_PLUGIN: tracer.mk.)
+ifneq ($(RVCC_PLUGIN),)
 $(RVCC_PLUGIN): tracer/rvcc/rvcc_gcc_plugin.cc $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	g++ -std=c++17 $(OPT) $(RV_DEBUG) -fPIC -shared -fno-rtti -Wall -Wextra $(RV_HARDEN_CPPFLAGS) \

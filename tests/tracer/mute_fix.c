@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mute_fix.c — the instrumented functions of test_mute and test_mute_race,
- * built twice: in call mode (MF_PREFIX mc_) and in rvcc's inline mode
- * (mi_).  tiny() is hot and short (and has inlined copies: mix() inlines
+ * built in call mode (MF_PREFIX mc_), in rvcc's inline mode (mi_) and,
+ * where the build has rvcc's GCC plugin, in its late mode (ml_: only the
+ * functions left out of line are traced, so mix()'s copies of tiny() are
+ * not).  tiny() is hot and short (and has inlined copies: mix() inlines
  * it twice); tiny(-1) instead waits inside until `hold` is cleared, so a
  * thread can be inside the function while it is muted; rare() is never
  * hot; big() is called less often but takes most of the time (its self

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mute_fix.h — the instrumented functions of test_mute and test_mute_race
- * (mute_fix.c), once per mode: mc_ call mode, mi_ inline mode.
+ * (mute_fix.c), once per mode: mc_ call mode, mi_ inline mode, ml_ late mode
+ * (rvcc's GCC plugin; MUTE_LATE where the build has it).
  */
 #ifndef RVT_TEST_MUTE_FIX_H
 #define RVT_TEST_MUTE_FIX_H
@@ -32,5 +33,6 @@
 
 MUTE_FIX_DECLARE(mc_)
 MUTE_FIX_DECLARE(mi_)
+MUTE_FIX_DECLARE(ml_)
 
 #endif

@@ -6,7 +6,8 @@
  * Three traced workers run the mute fixture's phases (mute_fix.c: in each
  * phase one function of a family is hot, and one call in 8192 blocks inside
  * it for 3 ms, so frames are open while their function is muted; rec()
- * recurses around tiny() now and then), in call mode and in inline mode,
+ * recurses around tiny() now and then), one in each mode — call, inline
+ * and late (rvcc's GCC plugin; where the build has none, call again) —
  * while the budget mutes one hot function after another.  Meanwhile the
  * main thread captures each worker's ring twice per phase (then moves all
  * to the next phase; every fourth phase first waits for the budget to have
@@ -62,7 +63,7 @@ static double now_s(void)
 static _Atomic int phase; /* PHASES: stop */
 
 struct worker {
-	int inl; /* inline mode's functions, else call mode's */
+	int mode; /* 0 call mode's functions, 1 inline mode's, 2 late mode's */
 	_Atomic pid_t tid;
 };
 
@@ -75,7 +76,11 @@ static void *worker_main(void *arg)
 	w->tid = tid;
 	long sink = 0;
 	for (int p; (p = atomic_load(&phase)) < PHASES;)
-		sink += w->inl ? mi_phase_loop(p, 20000) : mc_phase_loop(p, 20000);
+		sink += w->mode == 1 ? mi_phase_loop(p, 20000)
+#ifdef MUTE_LATE
+			: w->mode == 2 ? ml_phase_loop(p, 20000)
+#endif
+				       : mc_phase_loop(p, 20000);
 	if (sink == 42)
 		print_message("(unlikely)\n");
 	rvt_stop(0, 0);
@@ -163,10 +168,11 @@ static int capture_checked(const struct worker *x, const struct names *nm, int p
 	close(fd);
 	char why[256];
 	int rec_muted, failed = 0;
-	muted_now(nm[x->inl].rec, nm[x->inl].rec, &rec_muted);
-	if (check_tree(&c, &nm[x->inl], rec_muted, why, sizeof(why)) != 0) {
+	static const char *const modes[] = {"call", "inline", "late"};
+	muted_now(nm[x->mode].rec, nm[x->mode].rec, &rec_muted);
+	if (check_tree(&c, &nm[x->mode], rec_muted, why, sizeof(why)) != 0) {
 		print_message("phase %d, capture %u (%s mode, %zu events): %s\n", p, n,
-			      x->inl ? "inline" : "call", c.nevents, why);
+			      modes[x->mode], c.nevents, why);
 		failed = 1;
 	}
 	*events += (unsigned)c.nevents;
@@ -189,7 +195,7 @@ static void test_mute_race_captures_stay_whole(void **state)
 	sigemptyset(&mine.sa_mask);
 	assert_int_equal(sigaction(SIGTRAP, &mine, NULL), 0);
 
-	struct names nm[2];
+	struct names nm[3];
 	memset(nm, 0, sizeof(nm));
 	nm[0].loop = value_of((const void *)mc_phase_loop);
 	nm[0].rec = value_of((const void *)mc_rec);
@@ -197,16 +203,27 @@ static void test_mute_race_captures_stay_whole(void **state)
 	nm[1].loop = value_of((const void *)mi_phase_loop);
 	nm[1].rec = value_of((const void *)mi_rec);
 	nm[1].tiny = value_of((const void *)mi_tiny);
+#ifdef MUTE_LATE
+	nm[2].loop = value_of((const void *)ml_phase_loop);
+	nm[2].rec = value_of((const void *)ml_rec);
+	nm[2].tiny = value_of((const void *)ml_tiny);
+	const int modes = 3;
+#else
+	const int modes = 2;
+#endif
 	for (int i = 0; i < MF_FAMILY; i++) {
 		nm[0].fam[i] = value_of((const void *)mc_family[i]);
 		nm[1].fam[i] = value_of((const void *)mi_family[i]);
+#ifdef MUTE_LATE
+		nm[2].fam[i] = value_of((const void *)ml_family[i]);
+#endif
 	}
 
 	struct worker w[WORKERS];
 	pthread_t th[WORKERS];
 	atomic_store(&phase, 0);
 	for (int i = 0; i < WORKERS; i++) {
-		w[i] = (struct worker){i & 1, 0};
+		w[i] = (struct worker){i % modes, 0};
 		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
 	}
 	double deadline = now_s() + 300;
@@ -225,9 +242,9 @@ static void test_mute_race_captures_stay_whole(void **state)
 		 * machine may starve: every fourth phase, while mutes lag behind
 		 * one per four phases, the phase goes on (its workers run, its
 		 * function hot) until the budget mutes the phase's function. */
-		for (int its = 0; p % 4 == 3 && now_s() < deadline; usleep(2000))
+		for (int its = 0, late = 0; p % 4 == 3 && now_s() < deadline; usleep(2000))
 			if (muted_now(nm[0].fam[p], nm[1].fam[p], &its) >= (size_t)(p + 1) / 4 ||
-			    its)
+			    its || (modes > 2 && (muted_now(nm[2].fam[p], 0, &late), late)))
 				break;
 	}
 	/* The last phase goes on, captured, while the budget rechecks its

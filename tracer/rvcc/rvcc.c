@@ -162,6 +162,7 @@ static void args_push(struct args *a, const char *s)
 
 struct opts {
 	int off, inline_mode, is_static, verbose, rpath;
+	int late; /* --rv-mode=late: gcc C, the plugin's trace points after inlining */
 	long threshold;
 	int threshold_default; /* the threshold is rvcc's default, not asked for */
 	const char *never, *libdir, *incdir;
@@ -558,6 +559,35 @@ struct compile {
 	const char *source; /* the only source, or NULL */
 };
 
+/* Adds -fplugin=plugin (list NULL) or the plugin's exclude argument. */
+static void push_plugin(struct args *cc, const char *plugin, const char *list)
+{
+	char a[PATH_MAX + 128];
+	const char *b = strrchr(plugin, '/');
+	b = b ? b + 1 : plugin;
+	int blen = (int)strcspn(b, ".");
+	if (list)
+		snprintf(a, sizeof(a), "-fplugin-arg-%.*s-exclude=%s", blen, b, list);
+	else
+		snprintf(a, sizeof(a), "-fplugin=%s", plugin);
+	args_push(cc, a);
+}
+
+/* True when gcc cannot load the GCC plugin (an empty compile with it
+ * fails). */
+static int gcc_plugin_unusable(const struct opts *o, const char *cc, const char *plugin)
+{
+	static const char *const rest[] = {"-x", "c", "-c", "/dev/null", "-o", "/dev/null"};
+	struct args a = {0};
+	args_push(&a, cc);
+	push_plugin(&a, plugin, NULL);
+	for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++)
+		args_push(&a, rest[i]);
+	int rc = run_as(o, a.v, 1);
+	args_free(&a);
+	return rc != 0;
+}
+
 /* The two-pass compile for the threshold and the never-list (gcc, one
  * source and no other input; pass one always stops at the object).  Fills
  * excluded with the names to leave out and rules with their reason.
@@ -775,9 +805,10 @@ static int parse_option(struct opts *o, const char *a)
 		o->verbose = 1;
 	else if (strcmp(a, "--rv-rpath") == 0)
 		o->rpath = 1;
-	else if (has_prefix(a, "--rv-mode="))
+	else if (has_prefix(a, "--rv-mode=")) {
 		o->inline_mode = strcmp(v, "call") != 0;
-	else if (has_prefix(a, "--rv-threshold=")) {
+		o->late = strcmp(v, "late") == 0;
+	} else if (has_prefix(a, "--rv-threshold=")) {
 		o->threshold = strtol(v, NULL, 10);
 		o->threshold_default = 0;
 	} else if (has_prefix(a, "--rv-never="))
@@ -815,6 +846,7 @@ int main(int argc, char **argv)
 {
 	struct opts o = {0};
 	o.inline_mode = strcmp(env_or("RVCC_MODE", "inline"), "call") != 0;
+	o.late = strcmp(env_or("RVCC_MODE", "inline"), "late") == 0;
 	o.off = strcmp(env_or("RVCC", ""), "off") == 0;
 	o.is_static = strcmp(env_or("RVCC_STATIC", "0"), "1") == 0;
 	o.verbose = strcmp(env_or("RVCC_VERBOSE", "0"), "1") == 0;
@@ -939,6 +971,8 @@ int main(int argc, char **argv)
 	struct names never = {0}, excluded = {0}, rules = {0};
 	int two_pass = 0;
 	const char *clang_plugin = NULL;
+	const char *late = NULL; /* the GCC plugin, in late mode */
+	int plugin_pushed = 0;	 /* -fplugin= is in cc */
 	char clang_out[32] = "", clang_arg[PATH_MAX + 64];
 	size_t ncc = cc.n; /* the user's arguments end here */
 	if (nsrc > 0) {
@@ -950,9 +984,21 @@ int main(int argc, char **argv)
 			if (clang_plugin)
 				args_push(&cc, clang_arg);
 		} else {
-			args_push(&cc, "-finstrument-functions");
 			c.lang_c = !cxx_src && !is_cxx && !asm_src;
-			if (o.inline_mode && c.lang_c) {
+			late = o.late && c.lang_c && !asm_src
+				       ? find_plugin(&o, "rvcc_gcc_plugin.so")
+				       : NULL;
+			if (late && gcc_plugin_unusable(&o, cc.v[0], late)) {
+				if (!quiet_default(&o))
+					fprintf(stderr,
+						"rvcc: %s: %s cannot load it; --rv-mode=inline "
+						"instead\n",
+						late, cc.v[0]);
+				late = NULL;
+			}
+			if (!late)
+				args_push(&cc, "-finstrument-functions");
+			if (o.inline_mode && c.lang_c && !late) {
 				char inc[PATH_MAX + 32];
 				snprintf(inc, sizeof(inc), "%s/rearview/trace-inline.h", o.incdir);
 				args_push(&cc, "-include");
@@ -980,14 +1026,12 @@ int main(int argc, char **argv)
 			list[0] = 0;
 		}
 		if (list[0] && plugin) {
-			char a1[PATH_MAX + 64], a2[PATH_MAX + 128];
-			const char *b = strrchr(plugin, '/');
-			b = b ? b + 1 : plugin;
-			int blen = (int)strcspn(b, ".");
-			snprintf(a1, sizeof(a1), "-fplugin=%s", plugin);
-			snprintf(a2, sizeof(a2), "-fplugin-arg-%.*s-exclude=%s", blen, b, list);
-			args_push(&cc, a1);
-			args_push(&cc, a2);
+			push_plugin(&cc, plugin, NULL);
+			push_plugin(&cc, plugin, list);
+			plugin_pushed = 1;
+		} else if (list[0] && late) {
+			/* Late mode has no substring exclusion to fall back on. */
+			list[0] = 0;
 		} else if (list[0]) {
 			size_t len = 64;
 			for (size_t i = 0; i < excluded.n; i++)
@@ -1005,6 +1049,12 @@ int main(int argc, char **argv)
 			args_push(&cc, flag);
 			free(flag);
 		}
+	}
+
+	if (late) {
+		if (!plugin_pushed)
+			push_plugin(&cc, late, NULL);
+		args_push(&cc, "-fplugin-arg-rvcc_gcc_plugin-late");
 	}
 
 	/* librvtrace, when the command links. */

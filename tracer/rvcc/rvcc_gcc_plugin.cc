@@ -35,6 +35,19 @@
 #include "gcc-plugin.h"
 #include "plugin-version.h"
 #include "tree.h"
+#include "tree-pass.h"
+#include "context.h"
+#include "basic-block.h"
+#include "gimple.h"
+#include "gimple-iterator.h"
+#include "cgraph.h"
+#include "cfghooks.h"
+#include "tree-cfg.h"
+#include "tree-ssa-operands.h"
+#include "tree-into-ssa.h"
+#include "stringpool.h"
+#include "attribs.h"
+#include "target.h"
 
 #include <cassert>
 
@@ -71,6 +84,11 @@ static bool listed(tree name)
 
 /* PLUGIN_PRE_GENERICIZE: gcc_data is the FUNCTION_DECL about to be
  * genericized. */
+/* Late mode: the DECL_UIDs of the functions not to trace, listed or marked
+ * no_instrument_function (without -finstrument-functions gcc sets the flag
+ * on every function). */
+static std::unordered_set<unsigned> untraced;
+
 static void pre_genericize(void *gcc_data, void *)
 {
 	tree fndecl = (tree)gcc_data;
@@ -79,7 +97,147 @@ static void pre_genericize(void *gcc_data, void *)
 	if (listed(DECL_NAME(fndecl)) || listed(DECL_ASSEMBLER_NAME(fndecl)))
 		DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT(fndecl) = 1;
 	assert(!listed(DECL_NAME(fndecl)) || DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT(fndecl));
+	if (listed(DECL_NAME(fndecl)) || listed(DECL_ASSEMBLER_NAME(fndecl)) ||
+	    lookup_attribute("no_instrument_function", DECL_ATTRIBUTES(fndecl)))
+		untraced.insert(DECL_UID(fndecl));
 }
+
+/*
+ * Late mode (`late`): the trace points go into each function's final body,
+ * after inlining and the interprocedural passes, instead of
+ * -finstrument-functions' hooks before them.  -finstrument-functions takes
+ * every function's address before gcc decides what to inline or clone, so a
+ * static function called once stays out of line and gets no .isra/.constprop
+ * clone; its hooks also go into every inlined copy.  Here a function gcc
+ * inlines is part of its caller (as clang's -finstrument-functions-after-
+ * inlining and XRay do), and the trace point is the one trace-inline.h
+ * builds, byte for byte (mute.c's scan reads it): the gate check on the
+ * path, the thread check and the stub's call in a subsection of their own.
+ * The function is named by its own symbol in the asm text (a PC-relative
+ * lea where it binds locally, its GOT slot where it may be interposed), so
+ * gcc sees no address taken.  A split-off part (f.part.0, the cold half gcc
+ * outlines) is its function's and gets none; a function marked
+ * no_instrument_function (or listed, above) gets none.
+ */
+static bool late;
+
+/* The gate byte and its constructor and destructor (trace-inline.h's
+ * RVT__GATE_BYTE and RVT__GATE_HOOKS): emitted once per translation unit. */
+static const char gate_defs[] =
+	".ifndef rvt__gate\n\t"
+	".pushsection .bss.rvt__gate,\"awG\",@nobits,rvt__gate,comdat\n\t"
+	".globl rvt__gate\n\t"
+	".hidden rvt__gate\n"
+	"rvt__gate: .zero 1\n\t"
+	".popsection\n\t"
+	".endif\n\t"
+	".ifndef .Lrvt__gate_init\n"
+	".pushsection .text.rvt__gate,\"axG\",@progbits,rvt__gate,comdat\n"
+	".Lrvt__gate_init:endbr64\n"
+	"leaq rvt__gate(%%rip),%%rdi\n"
+	"jmp rvt__gate_register@PLT\n"
+	".Lrvt__gate_fini:endbr64\n"
+	"leaq rvt__gate(%%rip),%%rdi\n"
+	"jmp rvt__gate_unregister@PLT\n"
+	".section .init_array,\"awG\",@init_array,rvt__gate,comdat\n"
+	".balign 8\n"
+	".quad .Lrvt__gate_init\n"
+	".section .fini_array,\"awG\",@fini_array,rvt__gate,comdat\n"
+	".balign 8\n"
+	".quad .Lrvt__gate_fini\n"
+	".popsection\n"
+	".endif\n\t";
+
+/* The trace point's asm for the function `fn` (entry or exit). */
+static std::string trace_point_asm(tree fn, bool entry)
+{
+	const char *name = IDENTIFIER_POINTER(DECL_ASSEMBLER_NAME(fn));
+	name = targetm.strip_name_encoding(name);
+	std::string load = targetm.binds_local_p(fn)
+				   ? std::string("leaq ") + name + "(%%rip), %%rax\n\t"
+				   : std::string("movq ") + name + "@GOTPCREL(%%rip), %%rax\n\t";
+	std::string s = gate_defs;
+	s += "cmpb $0, rvt__gate(%%rip)\n\t"
+	     "jne .Lrvt_c%=\n"
+	     ".Lrvt_r%=:\n\t"
+	     ".subsection 1\n"
+	     ".Lrvt_c%=:\n\t"
+	     "movq rvt__tls@gottpoff(%%rip), %%r11\n\t"
+	     "cmpq $0, %%fs:(%%r11)\n\t"
+	     "jne .Lrvt_o%=\n\t"
+	     "jmp .Lrvt_r%=\n"
+	     ".Lrvt_o%=:\n\t";
+	s += load;
+	s += "leaq -128(%%rsp), %%rsp\n\t";
+	s += entry ? "call rvt__inl_enter@PLT\n\t" : "call rvt__inl_exit@PLT\n\t";
+	s += "leaq 128(%%rsp), %%rsp\n\t"
+	     "jmp .Lrvt_r%=\n\t"
+	     ".subsection 0";
+	return s;
+}
+
+static gasm *trace_point(tree fn, bool entry)
+{
+	std::string text = trace_point_asm(fn, entry);
+	vec<tree, va_gc> *clobbers = NULL;
+	static const char *const regs[] = {"rax", "r11", "cc", "memory"};
+	for (const char *r : regs)
+		vec_safe_push(clobbers, build_tree_list(NULL_TREE, build_string(strlen(r), r)));
+	gasm *a = gimple_build_asm_vec(ggc_strdup(text.c_str()), NULL, NULL, clobbers, NULL);
+	gimple_asm_set_volatile(a, true);
+	return a;
+}
+
+static const pass_data late_pass_data = {
+	GIMPLE_PASS,   "rvcc_late", OPTGROUP_NONE, TV_NONE, PROP_gimple_any | PROP_cfg, 0, 0, 0,
+	TODO_update_ssa_only_virtuals,
+};
+
+struct late_pass : gimple_opt_pass {
+	late_pass(gcc::context *ctx) : gimple_opt_pass(late_pass_data, ctx) {}
+	bool gate(function *fun) final override
+	{
+		tree fn = fun->decl;
+		cgraph_node *node = cgraph_node::get(fn);
+		if (node && node->split_part)
+			return false;
+		/* A clone (f.isra.0, f.constprop.0) is traced as its origin is. */
+		tree origin = node && node->former_clone_of ? node->former_clone_of : fn;
+		return !untraced.count(DECL_UID(origin)) &&
+		       !lookup_attribute("no_instrument_function", DECL_ATTRIBUTES(fn)) &&
+		       !lookup_attribute("naked", DECL_ATTRIBUTES(fn));
+	}
+	unsigned int execute(function *fun) final override
+	{
+		tree fn = fun->decl;
+		/* Every return must pass its exit trace point: no call the tail
+		 * call pass marked (a call whose value flows to a return, in
+		 * its block or through a PHI of the return's) may become a
+		 * jump. */
+		basic_block b;
+		FOR_EACH_BB_FN (b, fun)
+			for (gimple_stmt_iterator gsi = gsi_start_bb(b); !gsi_end_p(gsi);
+			     gsi_next(&gsi))
+				if (gcall *call = dyn_cast<gcall *>(gsi_stmt(gsi)))
+					gimple_call_set_tail(call, false);
+		/* Each return first (before the entry's edge splits blocks). */
+		auto_vec<basic_block> rets;
+		edge e;
+		edge_iterator ei;
+		FOR_EACH_EDGE (e, ei, EXIT_BLOCK_PTR_FOR_FN(fun)->preds)
+			rets.safe_push(e->src);
+		for (basic_block bb : rets) {
+			gimple_stmt_iterator gsi = gsi_last_bb(bb);
+			if (gsi_end_p(gsi) || gimple_code(gsi_stmt(gsi)) != GIMPLE_RETURN)
+				continue;
+			gsi_insert_before(&gsi, trace_point(fn, false), GSI_SAME_STMT);
+		}
+		gsi_insert_on_edge_immediate(single_succ_edge(ENTRY_BLOCK_PTR_FOR_FN(fun)),
+					     trace_point(fn, true));
+		mark_virtual_operands_for_renaming(fun);
+		return 0;
+	}
+};
 
 int plugin_init(struct plugin_name_args *info, struct plugin_gcc_version *version)
 {
@@ -92,18 +250,27 @@ int plugin_init(struct plugin_name_args *info, struct plugin_gcc_version *versio
 	for (int i = 0; i < info->argc; i++) {
 		if (strcmp(info->argv[i].key, "exclude") == 0 && info->argv[i].value) {
 			file = info->argv[i].value;
+		} else if (strcmp(info->argv[i].key, "late") == 0) {
+			late = true;
 		} else {
 			fprintf(stderr, "rvcc_gcc_plugin: unknown argument %s\n",
 				info->argv[i].key);
 			return 1;
 		}
 	}
-	if (!file)
-		return 0;
-	if (!read_names(file)) {
+	if (late) {
+		struct register_pass_info pi;
+		pi.pass = new late_pass(g);
+		pi.reference_pass_name = "optimized";
+		pi.ref_pass_instance_number = 1;
+		pi.pos_op = PASS_POS_INSERT_BEFORE;
+		register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &pi);
+	}
+	if (file && !read_names(file)) {
 		fprintf(stderr, "rvcc_gcc_plugin: %s: cannot read\n", file);
 		return 1;
 	}
-	register_callback(info->base_name, PLUGIN_PRE_GENERICIZE, pre_genericize, NULL);
+	if (file || late)
+		register_callback(info->base_name, PLUGIN_PRE_GENERICIZE, pre_genericize, NULL);
 	return 0;
 }
