@@ -310,9 +310,10 @@ endif
 BENCHES += tests/bench/tracer_lua.sh
 tests/bench/tracer_lua.sh: $(LIBRVTRACE_A) $(LIBRVPROTO)
 
-# test_unwind (unwind.c): one fixture in call mode, inline mode and fortified
-# call mode (longjmp -> __longjmp_chk), a C++ one with g++ and clang++ (when
-# clang++ is installed; the test skips otherwise), and Lua 5.4 built on demand
+# test_unwind (unwind.c): one fixture in call mode, inline mode, late mode and
+# fortified call mode (longjmp -> __longjmp_chk), a C++ one with g++ (call and
+# late mode) and clang++ (when clang++ is installed; the test skips
+# otherwise), and Lua 5.4 built on demand
 # by tests/tracer/unwind_lua.sh.
 RVT_UNWIND_OBJ := $(addprefix $(OBJ)/tests/tracer/,unwind_uc.o unwind_ui.o unwind_uf.o unwind_gx.o)
 $(OBJ)/tests/tracer/unwind_uc.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h
@@ -330,6 +331,22 @@ $(OBJ)/tests/tracer/unwind_uf.o: tests/tracer/unwind_fix.c tests/tracer/unwind_f
 $(OBJ)/tests/tracer/unwind_gx.o: tests/tracer/unwind_cxx.cc tests/tracer/unwind_fix.h
 	@mkdir -p $(@D)
 	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -Itests/tracer -finstrument-functions -DUF_PREFIX=gx_ -c -o $@ $<
+# And both in rvcc's late mode (the GCC plugin; not under TSan, whose build
+# has no x86-64 stubs): ul_ and gl_.
+ifneq ($(RVCC_PLUGIN),)
+ifeq ($(findstring thread,$(SANFLAGS))$(filter-out x86_64,$(shell uname -m)),)
+RVT_UNWIND_OBJ += $(OBJ)/tests/tracer/unwind_ul.o $(OBJ)/tests/tracer/unwind_gl.o
+$(OBJ)/tests/tracer/test_unwind.o: CPPFLAGS += -DUNWIND_HAVE_LATE
+$(OBJ)/tests/tracer/unwind_ul.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h $(RVCC_PLUGIN)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -fplugin=$(RVCC_PLUGIN) \
+	  -fplugin-arg-rvcc_gcc_plugin-late -DUF_PREFIX=ul_ -c -o $@ $<
+$(OBJ)/tests/tracer/unwind_gl.o: tests/tracer/unwind_cxx.cc tests/tracer/unwind_fix.h $(RVCC_PLUGIN)
+	@mkdir -p $(@D)
+	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -Itests/tracer -fplugin=$(RVCC_PLUGIN) \
+	  -fplugin-arg-rvcc_gcc_plugin-late -DUF_PREFIX=gl_ -c -o $@ $<
+endif
+endif
 ifneq ($(shell command -v clang++ 2>/dev/null),)
 RVT_UNWIND_OBJ += $(OBJ)/tests/tracer/unwind_cl.o
 $(OBJ)/tests/tracer/test_unwind.o: CPPFLAGS += -DUNWIND_HAVE_CLANG

@@ -13,7 +13,7 @@
 # the compiler; an instrumented library in an uninstrumented program.
 set -u
 B=${1:?usage: test_rvcc.sh BIN_DIR [SANFLAGS]}
-N=20
+N=22
 if [ -n "${2:-}" ]; then
 	echo "1..$N"
 	i=0
@@ -175,6 +175,105 @@ fallback() { # a missing plugin and one gcc cannot load: one line on stderr each
 		done
 }
 check "test_rvcc_plugin_unavailable_falls_back_to_substring_safe" fallback
+
+# Late mode, gcc's C default: the plugin puts the trace points into the
+# functions gcc leaves out of line, after it has inlined and cloned as it
+# would without rvcc.  -finstrument-functions (inline mode) takes every
+# function's address first, so a static function called once stays out of
+# line there; here the program has plain gcc's functions, and the helper's
+# time is its caller's.
+cat >"$T/late.c" <<'C'
+static int once_helper(int n)
+{
+	volatile int s = 0;
+	for (int i = 0; i < n; i++)
+		s += i;
+	return s;
+}
+__attribute__((noinline)) int rvcc_busy2(int n);
+__attribute__((noinline)) int rvcc_busy2(int n) { return once_helper(n) + 1; }
+int main(void)
+{
+	int s = 0;
+	for (int i = 0; i < 5; i++)
+		s += rvcc_busy2(100 + i);
+	return s == 7;
+}
+C
+text_symbols() { # the program's own functions
+	nm --defined-only "$1" | awk '$2 ~ /^[tT]$/ && $3 !~ /^rvt__/ { print $3 }' | LC_ALL=C sort
+}
+late_mode() {
+	gcc -O2 -o "$T/late_plain" "$T/late.c" &&
+		"$RVCC" gcc --rv-threshold=0 -O2 -o "$T/late" "$T/late.c" 2>"$T/err" &&
+		[ ! -s "$T/err" ] &&
+		"$RVCC" gcc --rv-mode=inline --rv-threshold=0 -O2 -o "$T/late_inl" "$T/late.c" &&
+		[ "$(text_symbols "$T/late")" = "$(text_symbols "$T/late_plain")" ] &&
+		text_symbols "$T/late_inl" | grep -qx once_helper &&
+		! text_symbols "$T/late" | grep -qx once_helper &&
+		RV_TRACE=1 RV_TRACE_FILE="$T/late.rvt" "$T/late" &&
+		"$B/rvtrace" report "$T/late.rvt" >"$T/rep" &&
+		grep -Eq '^ .* 5 .* rvcc_busy2$' "$T/rep" && grep -Eq ' 1 .* main$' "$T/rep" &&
+		! grep -q once_helper "$T/rep" &&
+		"$RVCC" gcc --rv-mode=late --rv-plugin=off -O2 -o "$T/late_off" "$T/late.c" \
+			2>"$T/err" && grep -q '^rvcc: late mode unavailable; inline mode instead$' "$T/err" &&
+		text_symbols "$T/late_off" | grep -qx once_helper
+}
+check "test_rvcc_late_mode_default_keeps_gccs_inlining" late_mode
+
+# Every way out of a function passes its exit trace point: a call whose value
+# is returned (gcc would make it a jump, and the caller's exit would be
+# lost: leafy's frame would close tailer's), a variadic function (%al says
+# how many vector registers hold arguments; the trace point uses %rax);
+# the output is the plain build's.
+cat >"$T/ret.c" <<'C'
+#include <stdarg.h>
+#include <stdio.h>
+__attribute__((noinline)) int leafy(int x)
+{
+	volatile int s = x;
+	for (int i = 0; i < 3; i++)
+		s += i;
+	return s;
+}
+__attribute__((noinline)) int tailer(int x)
+{
+	if (x & 1)
+		return leafy(x);
+	return leafy(x + 1) + 1;
+}
+__attribute__((noinline)) int sum(int n, ...)
+{
+	va_list ap;
+	va_start(ap, n);
+	int s = 0;
+	for (int i = 0; i < n; i++)
+		s += va_arg(ap, int);
+	double d = va_arg(ap, double);
+	va_end(ap);
+	return s + (int)(d * 2);
+}
+int main(void)
+{
+	int s = 0;
+	for (int i = 0; i < 10; i++)
+		s += tailer(i);
+	printf("%d\n", s + sum(3, 1, 2, 3, 2.5));
+	return 0;
+}
+C
+late_exits() {
+	gcc -O2 -o "$T/ret_plain" "$T/ret.c" &&
+		"$RVCC" gcc --rv-threshold=0 -O2 -o "$T/ret" "$T/ret.c" &&
+		[ "$("$T/ret_plain")" = 96 ] &&
+		[ "$(RV_TRACE=1 RV_TRACE_FILE="$T/ret.rvt" "$T/ret")" = 96 ] &&
+		"$B/rvtrace" replay "$T/ret.rvt" >"$T/replay" &&
+		[ "$(grep -c '|   tailer() {$' "$T/replay")" -eq 10 ] &&
+		[ "$(grep -c '|     leafy();$' "$T/replay")" -eq 10 ] &&
+		[ "$(grep -c '|   } /\* tailer \*/$' "$T/replay")" -eq 10 ] &&
+		[ "$(grep -c '|   sum();$' "$T/replay")" -eq 1 ]
+}
+check "test_rvcc_late_mode_every_return_passes_the_exit" late_exits
 
 # clang: the pass plugin gives -finstrument-functions-after-inlining the same
 # threshold (main: small, no loop; rvcc_busy and looper have loops) and the

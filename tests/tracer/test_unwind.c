@@ -116,6 +116,21 @@ static void test_unwind_longjmp_inline_mode_tree_exact(void **state)
 	expect_tree("ui_", JUMP_TREE("ui_") JUMP_TREE("ui_"));
 }
 
+/* Late mode writes no exit for a frame longjmp leaves (nor does inline
+ * mode): the interposer closes them. */
+static void test_unwind_longjmp_late_mode_tree_exact(void **state)
+{
+	(void)state;
+#ifndef UNWIND_HAVE_LATE
+	skip(); /* no GCC plugin (or a TSan build) when this test was built */
+#else
+	fresh_ring();
+	ul_top(UF_LONGJMP);
+	ul_top(UF_SIGLONGJMP);
+	expect_tree("ul_", JUMP_TREE("ul_") JUMP_TREE("ul_"));
+#endif
+}
+
 static void test_unwind_repeated_longjmp_depth_stays_flat(void **state)
 {
 	(void)state;
@@ -184,6 +199,22 @@ static void test_unwind_clangxx_exception_tree_exact(void **state)
 	assert_int_equal(cl_x_top(7), 7);
 	assert_int_equal(cl_x_top(8), 8);
 	expect_tree("cl_", CXX_TREE("cl_"));
+#endif
+}
+
+/* g++ in late mode: no cleanup of gcc's writes the exits of the frames the
+ * exception leaves (as with clang's after-inlining hooks); the personality
+ * interposer closes them before the destructor's landing pad runs. */
+static void test_unwind_gxx_late_mode_exception_tree_exact(void **state)
+{
+	(void)state;
+#ifndef UNWIND_HAVE_LATE
+	skip(); /* no GCC plugin (or a TSan build) when this test was built */
+#else
+	fresh_ring();
+	assert_int_equal(gl_x_top(7), 7);
+	assert_int_equal(gl_x_top(8), 8);
+	expect_tree("gl_", CXX_TREE("gl_"));
 #endif
 }
 
@@ -331,10 +362,12 @@ int main(void)
 		cmocka_unit_test(test_unwind_siglongjmp_from_signal_handler_tree_exact),
 		cmocka_unit_test(test_unwind_longjmp_chk_fortified_tree_exact),
 		cmocka_unit_test(test_unwind_longjmp_inline_mode_tree_exact),
+		cmocka_unit_test(test_unwind_longjmp_late_mode_tree_exact),
 		cmocka_unit_test(test_unwind_repeated_longjmp_depth_stays_flat),
 		cmocka_unit_test(test_unwind_longjmp_past_shadow_capacity_tree_exact),
 		cmocka_unit_test(test_unwind_gxx_exception_tree_exact),
 		cmocka_unit_test(test_unwind_clangxx_exception_tree_exact),
+		cmocka_unit_test(test_unwind_gxx_late_mode_exception_tree_exact),
 		cmocka_unit_test(test_unwind_pthread_exit_frames_closed),
 		cmocka_unit_test(test_unwind_pthread_cancel_frames_closed),
 		cmocka_unit_test(test_unwind_lua_pcall_error_then_sort_nests_right),

@@ -10,13 +10,21 @@
  * RVCC_… environment variables; `rvcc --help` lists them.
  *
  * What it adds, per compiler:
- *   gcc, C     -finstrument-functions -include rearview/trace-inline.h
- *              (inline mode: the trace point inlined into each body)
- *   g++        -finstrument-functions (call mode; the inline header is C only)
+ *   gcc, C     -fplugin=rvcc_gcc_plugin.so -fplugin-arg-rvcc_gcc_plugin-late
+ *              (late mode, the default: the plugin puts trace-inline.h's
+ *              trace point into each function gcc leaves out of line, after
+ *              inlining and the IPA passes, so gcc inlines and clones as
+ *              without rvcc); where gcc cannot load the plugin, with -flto
+ *              (the plugin would have to run in lto1) or --rv-mode=inline:
+ *              -finstrument-functions -include rearview/trace-inline.h
+ *              (inline mode: the trace point inlined into each body and
+ *              each inlined copy)
+ *   g++        late mode as for C; where it is unavailable -finstrument-
+ *              functions (call mode; the inline header is C only)
  *   clang(++)  -finstrument-functions-after-inlining (no hooks in inlined
  *              copies); with a threshold or never-list also
  *              -fpass-plugin=rvcc_clang_plugin.so (below)
- * gcc instruments every inlined copy of a function, so rvcc leaves small
+ * Inline mode instruments every inlined copy of a function, so rvcc leaves small
  * leaf functions out (XRay's rule: fewer than --rv-threshold machine
  * instructions and no backward branch; 200 by default, 0 traces every
  * function) and the functions of a never-list
@@ -107,8 +115,13 @@ static const char usage[] =
 	"    CC=rvcc-gcc CXX=rvcc-g++ cmake …   (or -DCMAKE_C_COMPILER_LAUNCHER=rvcc)\n"
 	"options (flag / environment; flags win):\n"
 	"  --rv-off              RVCC=off         pass everything through untouched\n"
-	"  --rv-mode=inline|call RVCC_MODE        gcc C: inline trace point (default)\n"
-	"                                         or calls to librvtrace's hooks\n"
+	"  --rv-mode=late|inline|call RVCC_MODE   gcc, g++: the trace point inlined into\n"
+	"                                         each function gcc leaves out of line,\n"
+	"                                         after inlining (late, the default:\n"
+	"                                         needs the GCC plugin, else inline for\n"
+	"                                         C, call for C++); gcc C: into every\n"
+	"                                         function and inlined copy (inline), or\n"
+	"                                         calls to librvtrace's hooks (call)\n"
 	"  --rv-threshold=N      RVCC_THRESHOLD   leave out functions of fewer than N\n"
 	"                                         instructions without a loop (gcc:\n"
 	"                                         machine, clang: IR instructions;\n"
@@ -162,7 +175,8 @@ static void args_push(struct args *a, const char *s)
 
 struct opts {
 	int off, inline_mode, is_static, verbose, rpath;
-	int late; /* --rv-mode=late: gcc C, the plugin's trace points after inlining */
+	int late;	  /* late mode (gcc C): the plugin's trace points after inlining */
+	int mode_default; /* the mode is rvcc's default, not asked for */
 	long threshold;
 	int threshold_default; /* the threshold is rvcc's default, not asked for */
 	const char *never, *libdir, *incdir;
@@ -573,6 +587,19 @@ static void push_plugin(struct args *cc, const char *plugin, const char *list)
 	args_push(cc, a);
 }
 
+/* True when the compile optimises at link time (its last -flto or
+ * -fno-lto is -flto…). */
+static int lto(const struct args *cc)
+{
+	int on = 0;
+	for (size_t i = 1; i < cc->n; i++)
+		if (has_prefix(cc->v[i], "-flto"))
+			on = 1;
+		else if (strcmp(cc->v[i], "-fno-lto") == 0)
+			on = 0;
+	return on;
+}
+
 /* True when gcc cannot load the GCC plugin (an empty compile with it
  * fails). */
 static int gcc_plugin_unusable(const struct opts *o, const char *cc, const char *plugin)
@@ -808,6 +835,7 @@ static int parse_option(struct opts *o, const char *a)
 	else if (has_prefix(a, "--rv-mode=")) {
 		o->inline_mode = strcmp(v, "call") != 0;
 		o->late = strcmp(v, "late") == 0;
+		o->mode_default = 0;
 	} else if (has_prefix(a, "--rv-threshold=")) {
 		o->threshold = strtol(v, NULL, 10);
 		o->threshold_default = 0;
@@ -845,8 +873,9 @@ static int is_input_name(const char *a)
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
-	o.inline_mode = strcmp(env_or("RVCC_MODE", "inline"), "call") != 0;
-	o.late = strcmp(env_or("RVCC_MODE", "inline"), "late") == 0;
+	o.inline_mode = strcmp(env_or("RVCC_MODE", "late"), "call") != 0;
+	o.late = strcmp(env_or("RVCC_MODE", "late"), "late") == 0;
+	o.mode_default = !env_or("RVCC_MODE", NULL);
 	o.off = strcmp(env_or("RVCC", ""), "off") == 0;
 	o.is_static = strcmp(env_or("RVCC_STATIC", "0"), "1") == 0;
 	o.verbose = strcmp(env_or("RVCC_VERBOSE", "0"), "1") == 0;
@@ -971,8 +1000,10 @@ int main(int argc, char **argv)
 	struct names never = {0}, excluded = {0}, rules = {0};
 	int two_pass = 0;
 	const char *clang_plugin = NULL;
-	const char *late = NULL; /* the GCC plugin, in late mode */
-	int plugin_pushed = 0;	 /* -fplugin= is in cc */
+	const char *late = NULL;  /* the GCC plugin, in late mode */
+	const char *gplug = NULL; /* the GCC plugin, once gplug_found */
+	int gplug_found = 0;
+	int plugin_pushed = 0; /* -fplugin= is in cc */
 	char clang_out[32] = "", clang_arg[PATH_MAX + 64];
 	size_t ncc = cc.n; /* the user's arguments end here */
 	if (nsrc > 0) {
@@ -985,17 +1016,24 @@ int main(int argc, char **argv)
 				args_push(&cc, clang_arg);
 		} else {
 			c.lang_c = !cxx_src && !is_cxx && !asm_src;
-			late = o.late && c.lang_c && !asm_src
-				       ? find_plugin(&o, "rvcc_gcc_plugin.so")
-				       : NULL;
+			/* Late mode (C and C++) needs the plugin in the compile that
+			 * optimises: with -flto that is the link's (lto1), so inline
+			 * (C) or call (C++) mode. */
+			if (o.late && !asm_src && !lto(&cc)) {
+				late = gplug = find_plugin(&o, "rvcc_gcc_plugin.so");
+				gplug_found = 1;
+			}
 			if (late && gcc_plugin_unusable(&o, cc.v[0], late)) {
 				if (!quiet_default(&o))
 					fprintf(stderr,
-						"rvcc: %s: %s cannot load it; --rv-mode=inline "
-						"instead\n",
+						"rvcc: %s: %s cannot load it; excluding by "
+						"substring-safe names\n",
 						late, cc.v[0]);
-				late = NULL;
+				late = gplug = NULL;
 			}
+			if (o.late && !o.mode_default && !asm_src && !late)
+				fprintf(stderr, "rvcc: late mode unavailable; %s mode instead\n",
+					c.lang_c ? "inline" : "call");
 			if (!late)
 				args_push(&cc, "-finstrument-functions");
 			if (o.inline_mode && c.lang_c && !late) {
@@ -1018,7 +1056,7 @@ int main(int argc, char **argv)
 		struct args plain = {cc.v, ncc, cc.cap};
 		char *saved = cc.v[ncc];
 		cc.v[ncc] = NULL;
-		const char *plugin = find_plugin(&o, "rvcc_gcc_plugin.so");
+		const char *plugin = gplug_found ? gplug : find_plugin(&o, "rvcc_gcc_plugin.so");
 		int rc = plan_exclusions(&o, &plain, &never, &plugin, &excluded, &rules);
 		cc.v[ncc] = saved;
 		if (rc == 0 && excluded.n > 0 && write_list(list, &excluded, &rules) != 0) {

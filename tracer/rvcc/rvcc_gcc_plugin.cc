@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * rvcc_gcc_plugin.cc — the GCC plugin rvcc loads to leave functions out of
- * -finstrument-functions by their exact name.
+ * -finstrument-functions by their exact name, and (argument `late`) to put
+ * the trace points into each function's final body itself (late mode,
+ * below).
  *
  *   gcc -finstrument-functions -fplugin=…/rvcc_gcc_plugin.so \
  *       -fplugin-arg-rvcc_gcc_plugin-exclude=FILE …
@@ -16,8 +18,9 @@
  * function whose source or assembler name equals a listed name — as
  * `__attribute__((no_instrument_function))` would.  The hooks are inserted
  * into the body before inlining, so every inlined copy of an excluded
- * function is left out too.  Without the exclude argument the plugin does
- * nothing (rvcc loads it that way to find out whether this gcc accepts it).
+ * function is left out too (in late mode the listed names get no trace
+ * point).  Without an argument the plugin does nothing (rvcc loads it that
+ * way to find out whether this gcc accepts it).
  *
  * C++ only because GCC's plugin API is C++.  Built against gcc 12's plugin
  * headers; plugin_default_version_check refuses any other gcc, which then
@@ -25,7 +28,9 @@
  * exclusion.
  *
  * Invariants: the plugin only ever sets the no-instrument flag, never
- * clears it; the name set is filled once in plugin_init and read-only after.
+ * clears it; the name set is filled once in plugin_init and read-only after;
+ * in late mode every return of a traced function passes its exit trace
+ * point (no call of it stays a tail call).
  */
 #include <cstdio>
 #include <cstring>

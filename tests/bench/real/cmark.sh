@@ -6,15 +6,19 @@
 # 200 KB of Markdown) repeated COPIES (default 40) times as HTML: a parser of
 # many small functions called millions of times a second.  Its hottest
 # function, confirmed by perf, is what a capture must name at the top of
-# self time: parse_inline, with each perf sample of the rvcc build (tracing
-# off) given to the innermost frame a capture would show, so that malloc's
-# and the kernel's time (half of the samples) counts for their caller as a
-# capture's self time does (`python3 tests/bench/real/estimate.py 3 cmark`:
-# 29.9 % on the AMD EPYC VM on 2026-12-02, 37 % on the Intel Xeon VM on
-# 2026-12-01; houdini_escape_html0 next at 13 %).  By the program's own
-# instructions alone nothing stands out (perf on the plain build: the top
-# five at 1.6–2.8 % of the samples each), and S_parser_feed, this file's
-# target until 2026-12-02, was fifth or sixth of them.
+# self time: cmark_parse_inlines, with each perf sample of the rvcc build
+# (tracing off) given to the innermost frame a capture would show, so that
+# malloc's and the kernel's time (half of the samples) counts for their
+# caller as a capture's self time does (`RV_VARIANT=late python3
+# tests/bench/real/estimate.py 3 cmark`, a build with rvcc's default late
+# mode: 23.8 % on the AMD EPYC VM on 2026-12-02, houdini_escape_html0 next
+# at 16.6 %).  gcc inlines parse_inline into it, as in the plain build; in
+# rvcc's inline mode (-finstrument-functions keeps parse_inline out of
+# line) parse_inline is the top (29.9–37 %: CMARK_HOT=parse_inline).  By
+# the program's own instructions alone nothing stands out (perf on the
+# plain build: the top five at 1.6–2.8 % of the samples each), and
+# S_parser_feed, this file's target until 2026-12-02, was fifth or sixth
+# of them.
 #
 #   tests/bench/real/cmark.sh build          (quiet; exit 77 without the source)
 #   tests/bench/real/cmark.sh run MODE       plain | off | on | capture; one line
@@ -23,7 +27,7 @@
 set -eu
 ROOT=$(pwd)
 . "$ROOT/tests/bench/real/common.sh"
-PLANTED=${CMARK_HOT:-parse_inline}
+PLANTED=${CMARK_HOT:-cmark_parse_inlines}
 W="$REAL/cmark"
 
 build_one() { # name, CC

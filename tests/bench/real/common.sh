@@ -160,7 +160,9 @@ timed() {
 # clock would show); ring = the seconds the default 32 MiB ring holds at
 # that rate; muted = functions the budget muted; top = the first named row
 # of self time ("(unknown caller)", a frame open since before the ring's
-# oldest slot, is passed over), found = it is PLANTED.
+# oldest slot, is passed over), found = it is PLANTED or a clone gcc made of
+# it (PLANTED.isra.0, .constprop.N, .part.N: rvcc's late mode leaves gcc's
+# cloning as it is without rvcc).
 capture_fields() {
 	info=$("$RVTRACE" info "$1" 2>/dev/null)
 	calls=$(echo "$info" | sed -n 's/^calls: *\([0-9]*\).*/\1/p')
@@ -170,7 +172,7 @@ capture_fields() {
 	top=$("$RVTRACE" summary --top 3 "$1" 2>/dev/null |
 		awk '/^ *calls/ { on = 1; next } on && !/unknown caller/ && NF { print $NF; exit }')
 	found=no
-	[ "$top" = "$2" ] && found=yes
+	case $top in "$2" | "$2".isra.* | "$2".constprop.* | "$2".part.*) found=yes ;; esac
 	echo "$span" | awk -v c="${calls:-0}" -v m="$muted" -v t="${top:--}" -v f="$found" -v oc="$3" '{
 		s = $1
 		if ($2 == "us") s /= 1e6

@@ -7,6 +7,8 @@ from MUTED_CALLERS: the `~` rows) are from where the program's time goes.
     python3 tests/bench/real/estimate.py RUNS PROG...     PROG: bc cmark gzip zstd
     RVTRACE_B=OTHER/rvtrace python3 tests/bench/real/estimate.py ...  (also read
                                  each capture with another rvtrace build)
+    RV_VARIANT=NAME python3 tests/bench/real/estimate.py ...  (the builds of
+                                 that variant, as common.sh names them; rv)
 
 Run from the repository root.  Uses the instrumented builds `make
 bench-real` left in build/real/ (a program whose build is missing is
@@ -38,6 +40,7 @@ RVTRACE = os.path.join(ROOT, 'build', 'bin', 'rvtrace')
 # Another rvtrace (e.g. an older build) to read the same captures with:
 # each budget-on run then has a second line, "budget on (B)".
 RVTRACE_B = os.environ.get('RVTRACE_B')
+V = os.environ.get('RV_VARIANT', 'rv')
 TOP = 8
 
 
@@ -48,10 +51,10 @@ def commands(tmp):
     with open(pi, 'w') as f:
         f.write('scale=1200\n4*a(1)\nquit\n')
     return {
-        'bc': (f'{REAL}/bc/rv/bc/bc/bc', ['-lq', pi]),
-        'cmark': (f'{REAL}/cmark/rv/build/src/cmark', [f'{REAL}/cmark/spec-40.md']),
-        'gzip': (f'{REAL}/gzip/rv/gzip/gzip', ['-6', '-c', f'{REAL}/gzip/corpus-20M']),
-        'zstd': (f'{REAL}/zstd/rv/zstd',
+        'bc': (f'{REAL}/bc/{V}/bc/bc/bc', ['-lq', pi]),
+        'cmark': (f'{REAL}/cmark/{V}/build/src/cmark', [f'{REAL}/cmark/spec-40.md']),
+        'gzip': (f'{REAL}/gzip/{V}/gzip/gzip', ['-6', '-c', f'{REAL}/gzip/corpus-20M']),
+        'zstd': (f'{REAL}/zstd/{V}/zstd',
                  ['-q', '-f', '-3', '--single-thread', '--no-asyncio', '-c',
                   f'{REAL}/zstd/corpus-20M']),
     }
