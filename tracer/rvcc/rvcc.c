@@ -587,27 +587,42 @@ static void push_plugin(struct args *cc, const char *plugin, const char *list)
 	args_push(cc, a);
 }
 
-/* True when the compile optimises at link time (its last -flto or
- * -fno-lto is -flto…). */
-static int lto(const struct args *cc)
+/* True when late mode cannot serve the compile: the plugin's trace point is
+ * x86-64 LP64 code (not -m32, -mx32, -m16), and it must run in the compile
+ * that optimises, which with -flto (its last -flto or -fno-lto) is the
+ * link's lto1. */
+static int late_unfit(const struct args *cc)
 {
-	int on = 0;
-	for (size_t i = 1; i < cc->n; i++)
-		if (has_prefix(cc->v[i], "-flto"))
-			on = 1;
-		else if (strcmp(cc->v[i], "-fno-lto") == 0)
-			on = 0;
-	return on;
+#ifndef __x86_64__
+	(void)cc;
+	return 1;
+#else
+	int lto = 0, abi = 0;
+	for (size_t i = 1; i < cc->n; i++) {
+		const char *a = cc->v[i];
+		if (has_prefix(a, "-flto"))
+			lto = 1;
+		else if (strcmp(a, "-fno-lto") == 0)
+			lto = 0;
+		else if (strcmp(a, "-m32") == 0 || strcmp(a, "-mx32") == 0 ||
+			 strcmp(a, "-m16") == 0)
+			abi = 1;
+		else if (strcmp(a, "-m64") == 0)
+			abi = 0;
+	}
+	return lto || abi;
+#endif
 }
 
-/* True when gcc cannot load the GCC plugin (an empty compile with it
- * fails). */
+/* True when gcc cannot load the GCC plugin in late mode (an empty compile
+ * with it fails). */
 static int gcc_plugin_unusable(const struct opts *o, const char *cc, const char *plugin)
 {
 	static const char *const rest[] = {"-x", "c", "-c", "/dev/null", "-o", "/dev/null"};
 	struct args a = {0};
 	args_push(&a, cc);
 	push_plugin(&a, plugin, NULL);
+	args_push(&a, "-fplugin-arg-rvcc_gcc_plugin-late");
 	for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++)
 		args_push(&a, rest[i]);
 	int rc = run_as(o, a.v, 1);
@@ -1016,20 +1031,17 @@ int main(int argc, char **argv)
 				args_push(&cc, clang_arg);
 		} else {
 			c.lang_c = !cxx_src && !is_cxx && !asm_src;
-			/* Late mode (C and C++) needs the plugin in the compile that
-			 * optimises: with -flto that is the link's (lto1), so inline
-			 * (C) or call (C++) mode. */
-			if (o.late && !asm_src && !lto(&cc)) {
+			/* Late mode (C and C++, x86-64) needs the plugin in the
+			 * compile that optimises (late_unfit); otherwise inline (C)
+			 * or call (C++) mode.  A plugin that does not load in late
+			 * mode is left to pass one to try for exclusion. */
+			if (o.late && !asm_src && !late_unfit(&cc)) {
 				late = gplug = find_plugin(&o, "rvcc_gcc_plugin.so");
 				gplug_found = 1;
 			}
 			if (late && gcc_plugin_unusable(&o, cc.v[0], late)) {
-				if (!quiet_default(&o))
-					fprintf(stderr,
-						"rvcc: %s: %s cannot load it; excluding by "
-						"substring-safe names\n",
-						late, cc.v[0]);
 				late = gplug = NULL;
+				gplug_found = 0;
 			}
 			if (o.late && !o.mode_default && !asm_src && !late)
 				fprintf(stderr, "rvcc: late mode unavailable; %s mode instead\n",

@@ -126,6 +126,16 @@ static void pre_genericize(void *gcc_data, void *)
  */
 static bool late;
 
+/* Late mode's asm is x86-64's, LP64 (not -m32, not -mx32). */
+static bool late_target_ok()
+{
+#if defined(__x86_64__) && defined(TARGET_LP64)
+	return TARGET_LP64;
+#else
+	return false;
+#endif
+}
+
 /* The gate byte and its constructor and destructor (trace-inline.h's
  * RVT__GATE_BYTE and RVT__GATE_HOOKS): emitted once per translation unit. */
 static const char gate_defs[] =
@@ -204,7 +214,7 @@ struct late_pass : gimple_opt_pass {
 	{
 		tree fn = fun->decl;
 		cgraph_node *node = cgraph_node::get(fn);
-		if (node && node->split_part)
+		if (!late_target_ok() || (node && node->split_part))
 			return false;
 		/* A clone (f.isra.0, f.constprop.0) is traced as its origin is. */
 		tree origin = node && node->former_clone_of ? node->former_clone_of : fn;
@@ -262,6 +272,10 @@ int plugin_init(struct plugin_name_args *info, struct plugin_gcc_version *versio
 				info->argv[i].key);
 			return 1;
 		}
+	}
+	if (late && !late_target_ok()) {
+		fprintf(stderr, "rvcc_gcc_plugin: late mode needs an x86-64 (LP64) target\n");
+		return 1;
 	}
 	if (late) {
 		struct register_pass_info pi;
