@@ -126,7 +126,10 @@ static void pre_genericize(void *gcc_data, void *)
  */
 static bool late;
 
-/* Late mode's asm is x86-64's, LP64 (not -m32, not -mx32). */
+/* Late mode's asm is x86-64's, LP64 (not -m32, not -mx32).  plugin_init
+ * refuses late mode in a gcc for another target; -m32 and -mx32 are known
+ * only once options are processed, so there the pass adds nothing (rvcc
+ * does not ask for late mode with them). */
 static bool late_target_ok()
 {
 #if defined(__x86_64__) && defined(TARGET_LP64)
