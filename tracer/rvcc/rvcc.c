@@ -175,7 +175,7 @@ static void args_push(struct args *a, const char *s)
 
 struct opts {
 	int off, inline_mode, is_static, verbose, rpath;
-	int late;	  /* late mode (gcc C): the plugin's trace points after inlining */
+	int late;	  /* late mode (gcc, g++): the plugin's trace points after inlining */
 	int mode_default; /* the mode is rvcc's default, not asked for */
 	long threshold;
 	int threshold_default; /* the threshold is rvcc's default, not asked for */
@@ -573,15 +573,16 @@ struct compile {
 	const char *source; /* the only source, or NULL */
 };
 
-/* Adds -fplugin=plugin (list NULL) or the plugin's exclude argument. */
-static void push_plugin(struct args *cc, const char *plugin, const char *list)
+/* Adds -fplugin=plugin (arg NULL) or the plugin's argument `arg` (named
+ * after the plugin's file, as gcc names it). */
+static void push_plugin(struct args *cc, const char *plugin, const char *arg)
 {
 	char a[PATH_MAX + 128];
 	const char *b = strrchr(plugin, '/');
 	b = b ? b + 1 : plugin;
 	int blen = (int)strcspn(b, ".");
-	if (list)
-		snprintf(a, sizeof(a), "-fplugin-arg-%.*s-exclude=%s", blen, b, list);
+	if (arg)
+		snprintf(a, sizeof(a), "-fplugin-arg-%.*s-%s", blen, b, arg);
 	else
 		snprintf(a, sizeof(a), "-fplugin=%s", plugin);
 	args_push(cc, a);
@@ -622,7 +623,7 @@ static int gcc_plugin_unusable(const struct opts *o, const char *cc, const char 
 	struct args a = {0};
 	args_push(&a, cc);
 	push_plugin(&a, plugin, NULL);
-	args_push(&a, "-fplugin-arg-rvcc_gcc_plugin-late");
+	push_plugin(&a, plugin, "late");
 	for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++)
 		args_push(&a, rest[i]);
 	int rc = run_as(o, a.v, 1);
@@ -1076,8 +1077,10 @@ int main(int argc, char **argv)
 			list[0] = 0;
 		}
 		if (list[0] && plugin) {
+			char arg[sizeof(list) + 16];
+			snprintf(arg, sizeof(arg), "exclude=%s", list);
 			push_plugin(&cc, plugin, NULL);
-			push_plugin(&cc, plugin, list);
+			push_plugin(&cc, plugin, arg);
 			plugin_pushed = 1;
 		} else if (list[0] && late) {
 			/* Late mode has no substring exclusion to fall back on. */
@@ -1104,7 +1107,7 @@ int main(int argc, char **argv)
 	if (late) {
 		if (!plugin_pushed)
 			push_plugin(&cc, late, NULL);
-		args_push(&cc, "-fplugin-arg-rvcc_gcc_plugin-late");
+		push_plugin(&cc, late, "late");
 	}
 
 	/* librvtrace, when the command links. */

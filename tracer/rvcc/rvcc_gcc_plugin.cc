@@ -99,11 +99,11 @@ static void pre_genericize(void *gcc_data, void *)
 	tree fndecl = (tree)gcc_data;
 	if (!fndecl || TREE_CODE(fndecl) != FUNCTION_DECL)
 		return;
-	if (listed(DECL_NAME(fndecl)) || listed(DECL_ASSEMBLER_NAME(fndecl)))
+	bool out = listed(DECL_NAME(fndecl)) || listed(DECL_ASSEMBLER_NAME(fndecl));
+	if (out)
 		DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT(fndecl) = 1;
 	assert(!listed(DECL_NAME(fndecl)) || DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT(fndecl));
-	if (listed(DECL_NAME(fndecl)) || listed(DECL_ASSEMBLER_NAME(fndecl)) ||
-	    lookup_attribute("no_instrument_function", DECL_ATTRIBUTES(fndecl)))
+	if (out || lookup_attribute("no_instrument_function", DECL_ATTRIBUTES(fndecl)))
 		untraced.insert(DECL_UID(fndecl));
 }
 
