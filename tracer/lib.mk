@@ -196,17 +196,18 @@ $(OBJ)/tests/tracer/mute_inl.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h 
 	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -finstrument-functions -DMF_PREFIX=mi_ \
 	  -include tracer/include/rearview/trace-inline.h -c -o $@ $<
 # And in rvcc's late mode (the GCC plugin's trace points after inlining),
-# where the plugin is built and the x86-64 stubs are (not under TSan).
+# where the plugin is built and the x86-64 stubs are (not under TSan):
+# RVT_LATE_FIX is 1 then (test_unwind's fixtures too).
+RVT_LATE_FIX := $(if $(RVCC_PLUGIN),$(if \
+	$(findstring thread,$(SANFLAGS))$(filter-out x86_64,$(shell uname -m)),,1))
 MUTE_FIX_OBJ := $(OBJ)/tests/tracer/mute_call.o $(OBJ)/tests/tracer/mute_inl.o
-ifneq ($(RVCC_PLUGIN),)
-ifeq ($(findstring thread,$(SANFLAGS))$(filter-out x86_64,$(shell uname -m)),)
+ifneq ($(RVT_LATE_FIX),)
 $(OBJ)/tests/tracer/mute_late.o: tests/tracer/mute_fix.c tests/tracer/mute_fix.h $(RVCC_PLUGIN)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(RVT_TEST_CPPFLAGS) $(CFLAGS) -DMF_PREFIX=ml_ -fplugin=$(RVCC_PLUGIN) \
 	  -fplugin-arg-rvcc_gcc_plugin-late -c -o $@ $<
 MUTE_FIX_OBJ += $(OBJ)/tests/tracer/mute_late.o
 $(OBJ)/tests/tracer/test_mute.o $(OBJ)/tests/tracer/test_mute_race.o: CPPFLAGS += -DMUTE_LATE=1
-endif
 endif
 $(eval $(call rv_test,tracer,mute,$(MUTE_FIX_OBJ) $(RVT_TEST_OBJ),$(RVT_LDLIBS),integration plain))
 # Integration tier: muting races captures for a few seconds on four threads.
@@ -331,10 +332,8 @@ $(OBJ)/tests/tracer/unwind_uf.o: tests/tracer/unwind_fix.c tests/tracer/unwind_f
 $(OBJ)/tests/tracer/unwind_gx.o: tests/tracer/unwind_cxx.cc tests/tracer/unwind_fix.h
 	@mkdir -p $(@D)
 	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -Itests/tracer -finstrument-functions -DUF_PREFIX=gx_ -c -o $@ $<
-# And both in rvcc's late mode (the GCC plugin; not under TSan, whose build
-# has no x86-64 stubs): ul_ and gl_.
-ifneq ($(RVCC_PLUGIN),)
-ifeq ($(findstring thread,$(SANFLAGS))$(filter-out x86_64,$(shell uname -m)),)
+# And both in rvcc's late mode (RVT_LATE_FIX, above): ul_ and gl_.
+ifneq ($(RVT_LATE_FIX),)
 RVT_UNWIND_OBJ += $(OBJ)/tests/tracer/unwind_ul.o $(OBJ)/tests/tracer/unwind_gl.o
 $(OBJ)/tests/tracer/test_unwind.o: CPPFLAGS += -DUNWIND_HAVE_LATE
 $(OBJ)/tests/tracer/unwind_ul.o: tests/tracer/unwind_fix.c tests/tracer/unwind_fix.h $(RVCC_PLUGIN)
@@ -345,7 +344,6 @@ $(OBJ)/tests/tracer/unwind_gl.o: tests/tracer/unwind_cxx.cc tests/tracer/unwind_
 	@mkdir -p $(@D)
 	$(CXX) $(OPT) -g -fPIC $(SANFLAGS) -Itests/tracer -fplugin=$(RVCC_PLUGIN) \
 	  -fplugin-arg-rvcc_gcc_plugin-late -DUF_PREFIX=gl_ -c -o $@ $<
-endif
 endif
 ifneq ($(shell command -v clang++ 2>/dev/null),)
 RVT_UNWIND_OBJ += $(OBJ)/tests/tracer/unwind_cl.o
