@@ -433,10 +433,17 @@ static void find_dirs(struct opts *o)
 
 /* The compiler plugin for exclusion by exact name: the option, else
  * rearview/NAME in librvtrace's directory.  NULL when turned off, or (said
- * on stderr) when the file is not there. */
+ * on stderr) when the file is not there.  A run looks once (one compiler,
+ * one plugin name): later calls return the first answer and say nothing. */
 static const char *find_plugin(const struct opts *o, const char *name)
 {
 	static char path[PATH_MAX + 32];
+	static const char *found, *asked;
+	if (asked) {
+		assert(strcmp(asked, name) == 0);
+		return found;
+	}
+	asked = name;
 	if (o->plugin && strcmp(o->plugin, "off") == 0)
 		return NULL;
 	if (o->plugin)
@@ -444,7 +451,7 @@ static const char *find_plugin(const struct opts *o, const char *name)
 	else
 		snprintf(path, sizeof(path), "%s/rearview/%s", o->libdir, name);
 	if (file_exists(path))
-		return path;
+		return found = path;
 	if (!quiet_default(o))
 		fprintf(stderr, "rvcc: %s: no such plugin; excluding by substring-safe names\n",
 			path);
@@ -618,20 +625,31 @@ static int late_unfit(const struct args *cc)
 #endif
 }
 
-/* True when gcc cannot load the GCC plugin in late mode (an empty compile
- * with it fails). */
-static int gcc_plugin_unusable(const struct opts *o, const char *cc, const char *plugin)
+/* True when an empty C compile with cc and the arguments of `with`
+ * (a plugin's, then the compile's own) fails: the compiler cannot load the
+ * plugin (about 10–30 ms).  `with` is freed. */
+static int plugin_unusable(const struct opts *o, const char *cc, struct args *with)
 {
 	static const char *const rest[] = {"-x", "c", "-c", "/dev/null", "-o", "/dev/null"};
 	struct args a = {0};
 	args_push(&a, cc);
-	push_plugin(&a, plugin, NULL);
-	push_plugin(&a, plugin, "late");
+	for (size_t i = 0; i < with->n; i++)
+		args_push(&a, with->v[i]);
 	for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++)
 		args_push(&a, rest[i]);
 	int rc = run_as(o, a.v, 1);
 	args_free(&a);
+	args_free(with);
 	return rc != 0;
+}
+
+/* True when gcc cannot load the GCC plugin in late mode. */
+static int gcc_plugin_unusable(const struct opts *o, const char *cc, const char *plugin)
+{
+	struct args with = {0};
+	push_plugin(&with, plugin, NULL);
+	push_plugin(&with, plugin, "late");
+	return plugin_unusable(o, cc, &with);
 }
 
 /* The two-pass compile for the threshold and the never-list (gcc, one
@@ -771,23 +789,6 @@ static int mark_untraced(const struct opts *o, const char *obj, const char *list
 	return rc;
 }
 
-/* True when clang cannot load the pass plugin (an empty compile with it
- * fails; about 30 ms). */
-static int clang_plugin_unusable(const struct opts *o, const char *cc, const char *plugin_arg)
-{
-	static const char *const rest[] = {"-x", "c", "-c", "/dev/null", "-o", "/dev/null"};
-	struct args a = {0};
-	args_push(&a, cc);
-	args_push(&a, plugin_arg);
-	for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++)
-		args_push(&a, rest[i]);
-	int rc = run_as(o, a.v, 1);
-	for (size_t i = 0; i < a.n; i++)
-		free(a.v[i]);
-	free(a.v);
-	return rc != 0;
-}
-
 /* clang: the pass plugin (rvcc_clang_plugin.cc) takes the threshold and the
  * never-list from the environment and appends "rule name" lines for what it
  * leaves out to out (at least sizeof(tmp_template) bytes), a new empty
@@ -801,7 +802,9 @@ static const char *clang_exclusions(const struct opts *o, const char *cc, char *
 	if (!plugin)
 		return NULL;
 	snprintf(arg, arg_size, "-fpass-plugin=%s", plugin);
-	if (clang_plugin_unusable(o, cc, arg)) {
+	struct args with = {0};
+	args_push(&with, arg);
+	if (plugin_unusable(o, cc, &with)) {
 		if (!quiet_default(o))
 			fprintf(stderr,
 				"rvcc: %s: %s cannot load it; every function instrumented\n",
@@ -1019,10 +1022,8 @@ int main(int argc, char **argv)
 	struct names never = {0}, excluded = {0}, rules = {0};
 	int two_pass = 0;
 	const char *clang_plugin = NULL;
-	const char *late = NULL;  /* the GCC plugin, in late mode */
-	const char *gplug = NULL; /* the GCC plugin, once gplug_found */
-	int gplug_found = 0;
-	int plugin_pushed = 0; /* -fplugin= is in cc */
+	const char *late = NULL; /* the GCC plugin, in late mode */
+	int plugin_pushed = 0;	 /* -fplugin= is in cc */
 	char clang_out[32] = "", clang_arg[PATH_MAX + 64];
 	size_t ncc = cc.n; /* the user's arguments end here */
 	if (nsrc > 0) {
@@ -1039,14 +1040,10 @@ int main(int argc, char **argv)
 			 * compile that optimises (late_unfit); otherwise inline (C)
 			 * or call (C++) mode.  A plugin that does not load in late
 			 * mode is left to pass one to try for exclusion. */
-			if (o.late && !asm_src && !late_unfit(&cc)) {
-				late = gplug = find_plugin(&o, "rvcc_gcc_plugin.so");
-				gplug_found = 1;
-			}
-			if (late && gcc_plugin_unusable(&o, cc.v[0], late)) {
-				late = gplug = NULL;
-				gplug_found = 0;
-			}
+			if (o.late && !asm_src && !late_unfit(&cc))
+				late = find_plugin(&o, "rvcc_gcc_plugin.so");
+			if (late && gcc_plugin_unusable(&o, cc.v[0], late))
+				late = NULL;
 			if (o.late && !o.mode_default && !asm_src && !late)
 				fprintf(stderr, "rvcc: late mode unavailable; %s mode instead\n",
 					c.lang_c ? "inline" : "call");
@@ -1072,7 +1069,7 @@ int main(int argc, char **argv)
 		struct args plain = {cc.v, ncc, cc.cap};
 		char *saved = cc.v[ncc];
 		cc.v[ncc] = NULL;
-		const char *plugin = gplug_found ? gplug : find_plugin(&o, "rvcc_gcc_plugin.so");
+		const char *plugin = find_plugin(&o, "rvcc_gcc_plugin.so");
 		int rc = plan_exclusions(&o, &plain, &never, &plugin, &excluded, &rules);
 		cc.v[ncc] = saved;
 		if (rc == 0 && excluded.n > 0 && write_list(list, &excluded, &rules) != 0) {
