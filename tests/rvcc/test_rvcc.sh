@@ -13,7 +13,7 @@
 # the compiler; an instrumented library in an uninstrumented program.
 set -u
 B=${1:?usage: test_rvcc.sh BIN_DIR [SANFLAGS]}
-N=22
+N=23
 if [ -n "${2:-}" ]; then
 	echo "1..$N"
 	i=0
@@ -53,6 +53,8 @@ echo "1..$N"
 
 cat >"$T/app.c" <<'C'
 static int small_helper(int x) { return x + 1; }
+__attribute__((noinline)) int tiny_leaf(int x);
+__attribute__((noinline)) int tiny_leaf(int x) { return x * 3 + 1; }
 int looper(int n);
 int looper(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * n; return s; }
 __attribute__((noinline)) int rvcc_busy(int n);
@@ -63,7 +65,7 @@ __attribute__((noinline)) int rvcc_busy(int n)
 		h = h * 31 + (unsigned)small_helper(i);
 	return (int)h;
 }
-int main(void) { return rvcc_busy(1000) == 7 && looper(3) == 0; }
+int main(void) { return rvcc_busy(1000) == 7 && looper(3) == tiny_leaf(0); }
 C
 
 probe_same() { # configure's probes pass through unchanged
@@ -85,8 +87,9 @@ build_traced() { # threshold 20: small_helper is left out (inlined copies too), 
 }
 check "test_rvcc_response_file_threshold_traces_only_big_functions" build_traced
 
-untraced_named() {
-	readelf -p .rearview_untraced "$T/app" | grep -q 'threshold small_helper\\n' &&
+untraced_named() { # (small_helper is inlined: part of its callers, in late mode no
+	# function of its own)
+	readelf -p .rearview_untraced "$T/app" | grep -q 'threshold tiny_leaf\\n' &&
 		! readelf -p .rearview_untraced "$T/app" | grep -q 'looper'
 }
 check "test_rvcc_untraced_section_names_left_out_functions" untraced_named
@@ -109,12 +112,15 @@ shared_and_off() { # a shared object links librvtrace; --rv-off adds nothing
 }
 check "test_rvcc_shared_object_links_library_and_off_adds_nothing" shared_and_off
 
-default_threshold() { # rvcc's default leaves functions under 200 instructions without
-	# a loop out (small_helper, main; looper and rvcc_busy have loops), silently;
+default_threshold() { # rvcc's default leaves functions of under 200 instructions a call
+	# without a long loop out (tiny_leaf, main; looper and rvcc_busy loop n times),
+	# silently; inline mode's rule (size) leaves small_helper's copies out too;
 	# RVCC_THRESHOLD=0 and --rv-threshold=0 trace every function
 	"$RVCC" gcc -O2 -o "$T/appd" "$T/app.c" 2>"$T/err" && [ ! -s "$T/err" ] &&
 		readelf -p .rearview_untraced "$T/appd" >"$T/untr" &&
-		grep -q 'threshold small_helper\\n' "$T/untr" && grep -q 'threshold main\\n' "$T/untr" &&
+		grep -q 'threshold tiny_leaf\\n' "$T/untr" && grep -q 'threshold main\\n' "$T/untr" &&
+		"$RVCC" gcc --rv-mode=inline -O2 -o "$T/appi" "$T/app.c" &&
+		readelf -p .rearview_untraced "$T/appi" | grep -q 'threshold small_helper\\n' &&
 		! grep -q 'looper\|rvcc_busy' "$T/untr" &&
 		RV_TRACE=1 RV_TRACE_FILE="$T/appd.rvt" "$T/appd" &&
 		"$B/rvtrace" summary "$T/appd.rvt" | grep -q ' rvcc_busy$' &&
@@ -275,6 +281,77 @@ late_exits() {
 		[ "$(grep -c '|   sum();$' "$T/replay")" -eq 1 ]
 }
 check "test_rvcc_late_mode_every_return_passes_the_exit" late_exits
+
+# Late mode's build-time budget weighs the work gcc expects of one call:
+# rare_loop (gzip's ct_tally: a 30-round loop behind a rare branch) and
+# fast_path (sqlite3GetVarint: a large body, one short likely path) are left
+# out; long_loop (n rounds) is traced.  Inline mode's rule (size, any loop)
+# keeps both, which shows they are the cases the budget is for.  A compile of
+# two sources gets it too (inline mode's pass one takes one source only).
+cat >"$T/budget.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#define R8(s) s s s s s s s s
+volatile unsigned sink;
+unsigned counts[30];
+__attribute__((noinline)) int rare_loop(unsigned x);
+__attribute__((noinline)) int rare_loop(unsigned x)
+{
+	counts[x % 30]++;
+	if ((x & 0xfff) == 0) {
+		unsigned s = 0;
+		for (int i = 0; i < 30; i++)
+			s += counts[i] * (unsigned)(i + 5);
+		sink = s;
+	}
+	return (x & 7) == 0;
+}
+__attribute__((noinline)) unsigned fast_path(unsigned x);
+__attribute__((noinline)) unsigned fast_path(unsigned x)
+{
+	if (__builtin_expect(x < 1000000u, 1))
+		return x + 1;
+	unsigned v = x;
+	R8(R8(v = v * 2654435761u + (v >> 7); sink = v;))
+	return v;
+}
+__attribute__((noinline)) unsigned long long long_loop(unsigned n);
+__attribute__((noinline)) unsigned long long long_loop(unsigned n)
+{
+	unsigned long long s = 0;
+	for (unsigned i = 0; i < n; i++)
+		s += (unsigned long long)i * n;
+	return s;
+}
+int tiny2(int x);
+int main(int argc, char **argv)
+{
+	unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 20000u;
+	unsigned long long t = 0;
+	for (unsigned i = 0; i < n; i++)
+		t += (unsigned)rare_loop(i) + fast_path(i * 97u);
+	t += long_loop(n) + (unsigned)tiny2((int)n);
+	printf("%llu\n", t);
+	return 0;
+}
+C
+printf 'int tiny2(int x);\nint tiny2(int x) { return x + 2; }\n' >"$T/tiny2.c"
+late_budget() {
+	gcc -O2 -o "$T/budget_plain" "$T/budget.c" "$T/tiny2.c" &&
+		"$RVCC" gcc -O2 -o "$T/budget" "$T/budget.c" "$T/tiny2.c" &&
+		"$RVCC" gcc --rv-mode=inline -O2 -c -o "$T/budget_inl.o" "$T/budget.c" &&
+		readelf -p .rearview_untraced "$T/budget" >"$T/bu" &&
+		grep -q 'threshold rare_loop\\n' "$T/bu" && grep -q 'threshold fast_path\\n' "$T/bu" &&
+		grep -q 'threshold tiny2\\n' "$T/bu" && ! grep -q long_loop "$T/bu" &&
+		readelf -p .rearview_untraced "$T/budget_inl.o" >"$T/bi" &&
+		! grep -q 'rare_loop\|fast_path' "$T/bi" &&
+		! objdump -d --no-show-raw-insn --disassemble=rare_loop "$T/budget" | grep -q rvt__gate &&
+		objdump -d --no-show-raw-insn --disassemble=long_loop "$T/budget" | grep -q rvt__gate &&
+		[ "$("$T/budget_plain")" = "$(RV_TRACE=1 RV_TRACE_FILE="$T/budget.rvt" "$T/budget")" ] &&
+		"$B/rvtrace" report "$T/budget.rvt" >"$T/brep" &&
+		grep -Eq ' 1 .* long_loop$' "$T/brep" && ! grep -q 'rare_loop\|fast_path' "$T/brep"
+}
+check "test_rvcc_late_mode_budget_counts_work_per_call" late_budget
 
 # clang: the pass plugin gives -finstrument-functions-after-inlining the same
 # threshold (main: small, no loop; rvcc_busy and looper have loops) and the
@@ -484,11 +561,11 @@ check "test_rvcc_no_runpath_unless_asked" no_runpath
 # the name, and --help is gcc's).
 options_first() {
 	"$RVCC" --rv-threshold=20 gcc -O2 -o "$T/first" "$T/app.c" &&
-		readelf -p .rearview_untraced "$T/first" | grep -q 'threshold small_helper\\n' &&
+		readelf -p .rearview_untraced "$T/first" | grep -q 'threshold tiny_leaf\\n' &&
 		"$RVCC" --rv-verbose "$T/gnu.c" -o "$T/bare" 2>"$T/err" &&
 		grep -q "^rvcc: gcc $T/gnu.c -o $T/bare " "$T/err" && [ "$("$T/bare")" = 5 ] &&
 		"$B/rvcc-gcc" --rv-threshold=20 -O2 -o "$T/named" "$T/app.c" &&
-		readelf -p .rearview_untraced "$T/named" | grep -q 'threshold small_helper\\n' &&
+		readelf -p .rearview_untraced "$T/named" | grep -q 'threshold tiny_leaf\\n' &&
 		[ "$("$B/rvcc-gcc" --help | head -n 1)" = "$(gcc --help | head -n 1)" ]
 }
 check "test_rvcc_options_before_the_compiler" options_first

@@ -24,11 +24,16 @@
  *   clang(++)  -finstrument-functions-after-inlining (no hooks in inlined
  *              copies); with a threshold or never-list also
  *              -fpass-plugin=rvcc_clang_plugin.so (below)
+ * In late mode the plugin leaves out the functions too small for their trace
+ * points itself, measuring each final body (rvcc_gcc_plugin.cc, "build-time
+ * budget": fewer than --rv-threshold instructions expected per call and no
+ * loop that may run long; 200 by default, 0 traces every function), takes
+ * the never-list (`rvtrace hotlist`) as a file and names what it left out
+ * in the object; one compile.
  * Inline mode instruments every inlined copy of a function, so rvcc leaves small
  * leaf functions out (XRay's rule: fewer than --rv-threshold machine
- * instructions and no backward branch; 200 by default, 0 traces every
- * function) and the functions of a never-list
- * (`rvtrace hotlist`).  Both need the function sizes, so such a compile runs
+ * instructions and no backward branch) and the functions of a never-list.
+ * Both need the function sizes, so such a compile runs
  * twice: once uninstrumented with -fno-inline into a temporary object whose
  * disassembly (objdump) gives each function's instruction count and loops,
  * then for real with -finstrument-functions-exclude-function-list=
@@ -51,8 +56,9 @@
  * pass one.  When clang cannot load it, rvcc says so once and compiles
  * again without it.
  * The names left out are written into the object's `.rearview_untraced`
- * section (non-allocated; one "rule name" line each), which the linker
- * concatenates, so the program says what it does not trace.
+ * section (non-allocated; one "rule name" line each; objcopy adds it, in
+ * late mode the plugin emits it), which the linker concatenates, so the
+ * program says what it does not trace.
  *
  * Invocations that do not compile code pass through unchanged: no input
  * file (`--version`, `-v`, `-dumpmachine`, `-print-…`), preprocessing only
@@ -99,7 +105,8 @@
 
 /* Functions of fewer machine instructions (gcc; IR instructions with clang)
  * and no loop are left out unless --rv-threshold says otherwise: XRay's
- * rule, chosen for rvcc from measurement (tracer/BENCHMARKS.md). */
+ * rule, chosen for rvcc from measurement (tracer/BENCHMARKS.md); in late
+ * mode, of fewer instructions expected per call and no long loop. */
 #define RVCC_DEFAULT_THRESHOLD "200"
 
 static const char usage[] =
@@ -123,10 +130,12 @@ static const char usage[] =
 	"                                         function and inlined copy (inline), or\n"
 	"                                         calls to librvtrace's hooks (call)\n"
 	"  --rv-threshold=N      RVCC_THRESHOLD   leave out functions of fewer than N\n"
-	"                                         instructions without a loop (gcc:\n"
-	"                                         machine, clang: IR instructions;\n"
-	"                                         default " RVCC_DEFAULT_THRESHOLD
-	"; 0 = every function)\n"
+	"                                         instructions without a loop (late\n"
+	"                                         mode: expected per call, and no loop\n"
+	"                                         that may run long; gcc: machine,\n"
+	"                                         clang: IR instructions; "
+	"default " RVCC_DEFAULT_THRESHOLD ";\n"
+	"                                         0 = every function)\n"
 	"  --rv-never=FILE       RVCC_NEVER       never instrument the functions\n"
 	"                                         named in FILE (one per line, '#'\n"
 	"                                         comments; `rvtrace hotlist` output)\n"
@@ -1023,7 +1032,6 @@ int main(int argc, char **argv)
 	int two_pass = 0;
 	const char *clang_plugin = NULL;
 	const char *late = NULL; /* the GCC plugin, in late mode */
-	int plugin_pushed = 0;	 /* -fplugin= is in cc */
 	char clang_out[32] = "", clang_arg[PATH_MAX + 64];
 	size_t ncc = cc.n; /* the user's arguments end here */
 	if (nsrc > 0) {
@@ -1057,7 +1065,9 @@ int main(int argc, char **argv)
 			}
 			if (o.never)
 				read_never(o.never, &never);
-			two_pass = nsrc == 1 && ninputs == 1 && !asm_src &&
+			/* Late mode's plugin measures and names what it leaves
+			 * out itself (rvcc_gcc_plugin.cc, "build-time budget"). */
+			two_pass = !late && nsrc == 1 && ninputs == 1 && !asm_src &&
 				   (o.threshold > 0 || never.n > 0);
 		}
 	}
@@ -1081,10 +1091,6 @@ int main(int argc, char **argv)
 			snprintf(arg, sizeof(arg), "exclude=%s", list);
 			push_plugin(&cc, plugin, NULL);
 			push_plugin(&cc, plugin, arg);
-			plugin_pushed = 1;
-		} else if (list[0] && late) {
-			/* Late mode has no substring exclusion to fall back on. */
-			list[0] = 0;
 		} else if (list[0]) {
 			size_t len = 64;
 			for (size_t i = 0; i < excluded.n; i++)
@@ -1104,10 +1110,30 @@ int main(int argc, char **argv)
 		}
 	}
 
+	char late_list[32] = "";
 	if (late) {
-		if (!plugin_pushed)
-			push_plugin(&cc, late, NULL);
+		assert(!two_pass); /* so -fplugin= is not in cc yet */
+		push_plugin(&cc, late, NULL);
 		push_plugin(&cc, late, "late");
+		if (o.threshold > 0) {
+			char t[48];
+			snprintf(t, sizeof(t), "threshold=%ld", o.threshold);
+			push_plugin(&cc, late, t);
+		}
+		if (never.n > 0) {
+			struct names rule = {0};
+			for (size_t i = 0; i < never.n; i++)
+				names_push(&rule, "never");
+			if (write_list(late_list, &never, &rule) == 0) {
+				char arg[sizeof(late_list) + 16];
+				snprintf(arg, sizeof(arg), "exclude=%s", late_list);
+				push_plugin(&cc, late, arg);
+			} else {
+				perror("rvcc: the never-list");
+				late_list[0] = 0;
+			}
+			names_free(&rule);
+		}
 	}
 
 	/* librvtrace, when the command links. */
@@ -1131,7 +1157,12 @@ int main(int argc, char **argv)
 				snprintf(a2, sizeof(a2), "-Wl,-rpath,%s", o.libdir);
 				args_push(&cc, a2);
 			}
+			/* Needed even where nothing of this link is traced
+			 * (the linker's --as-needed, gcc's default here, would
+			 * drop it): the program joins the daemon all the same. */
+			args_push(&cc, "-Wl,--push-state,--no-as-needed");
 			args_push(&cc, "-lrvtrace");
+			args_push(&cc, "-Wl,--pop-state");
 		}
 	}
 
@@ -1163,6 +1194,8 @@ int main(int argc, char **argv)
 	}
 	if (list[0])
 		unlink(list);
+	if (late_list[0])
+		unlink(late_list);
 	args_free(&cc);
 	names_free(&never);
 	names_free(&excluded);

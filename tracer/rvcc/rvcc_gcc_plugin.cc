@@ -22,6 +22,12 @@
  * point).  Without an argument the plugin does nothing (rvcc loads it that
  * way to find out whether this gcc accepts it).
  *
+ *   gcc -fplugin=…/rvcc_gcc_plugin.so -fplugin-arg-rvcc_gcc_plugin-late  *       [-fplugin-arg-rvcc_gcc_plugin-threshold=N] [...-exclude=FILE] …
+ *
+ * Late mode: the trace points, the build-time budget (threshold=N) and the
+ * `.rearview_untraced` lines of what it left out, written into the object
+ * by the plugin itself — one compile, no measuring pass.
+ *
  * C++ only because GCC's plugin API is C++.  Built against gcc 12's plugin
  * headers; plugin_default_version_check refuses any other gcc, which then
  * stops with "fail to initialize plugin" and rvcc falls back to substring
@@ -29,13 +35,17 @@
  *
  * Invariants: the plugin only ever sets the no-instrument flag, never
  * clears it; the name set is filled once in plugin_init and read-only after;
+ * a function the late pass leaves out by the budget or the list is named
+ * once in `.rearview_untraced`, a traced one never;
  * in late mode every return of a traced function passes its exit trace
  * point (no call of it stays a tail call).
  */
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "gcc-plugin.h"
 #include "plugin-version.h"
@@ -53,6 +63,11 @@
 #include "stringpool.h"
 #include "attribs.h"
 #include "target.h"
+#include "cfganal.h"
+#include "cfgloop.h"
+#include "tree-inline.h"
+#include "sreal.h"
+#include "output.h"
 
 #include <cassert>
 
@@ -93,6 +108,8 @@ static bool listed(tree name)
  * no_instrument_function (without -finstrument-functions gcc sets the flag
  * on every function). */
 static std::unordered_set<unsigned> untraced;
+/* ... of which those listed (the never-list, not the attribute). */
+static std::unordered_set<unsigned> listed_uids;
 
 static void pre_genericize(void *gcc_data, void *)
 {
@@ -103,6 +120,8 @@ static void pre_genericize(void *gcc_data, void *)
 	if (out)
 		DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT(fndecl) = 1;
 	assert(!listed(DECL_NAME(fndecl)) || DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT(fndecl));
+	if (out)
+		listed_uids.insert(DECL_UID(fndecl));
 	if (out || lookup_attribute("no_instrument_function", DECL_ATTRIBUTES(fndecl)))
 		untraced.insert(DECL_UID(fndecl));
 }
@@ -125,6 +144,107 @@ static void pre_genericize(void *gcc_data, void *)
  * no_instrument_function (or listed, above) gets none.
  */
 static bool late;
+
+/*
+ * Late mode's build-time budget (argument threshold=N, rvcc's
+ * --rv-threshold): a function whose trace points would cost much beside its
+ * own work is left out, its time then its caller's.  XRay's rule — fewer
+ * than N machine instructions and no loop — reads the body's size, and a
+ * hot function with a large rare path (sqlite3GetVarint: 9 returns, ~19
+ * instructions a call) or a loop in a rare branch (gzip's ct_tally, 30
+ * rounds every 4096th call) passes it although its gates are a sixth of
+ * its work.  Here, on the final body (after inlining), the measure is the
+ * work gcc expects of one call: each statement's time estimate (the one its
+ * inliner uses, eni_time_weights) weighed by its block's guessed frequency
+ * per call (gcc's static branch prediction; bounded loops count their
+ * rounds).  A function is traced when that is at least N, or when it has a
+ * loop that may run long — one gcc cannot bound below N rounds — and gcc
+ * expects it entered on at least one call in LOOP_REACH (a long loop is
+ * what a capture must name; one behind a rare branch is no reason to pay a
+ * gate on every call).  Without a guessed profile (-O0) every block counts
+ * once and any loop counts; without a loop tree, any back edge does.
+ */
+static long threshold;
+#define LOOP_REACH 8
+
+/* What late mode left out: "rule name" lines for `.rearview_untraced`. */
+static std::vector<std::string> left_out;
+
+/* c per call of a function entered ec times; 1 without a usable profile. */
+static double per_call(profile_count c, profile_count ec)
+{
+	if (!c.initialized_p() || !ec.initialized_p() || !ec.nonzero_p())
+		return 1;
+	bool known = false;
+	return c.to_sreal_scale(ec, &known).to_double();
+}
+
+/* True when a loop of fun may run long (gcc's bound on its rounds is
+ * unknown or at least the threshold) and is reached often enough. */
+static bool long_loop(function *fun)
+{
+	profile_count ec = ENTRY_BLOCK_PTR_FOR_FN(fun)->count;
+	if (!loops_for_fn(fun) || loops_state_satisfies_p(fun, LOOPS_NEED_FIXUP)) {
+		basic_block bb;
+		mark_dfs_back_edges(fun);
+		FOR_EACH_BB_FN (bb, fun) {
+			edge e;
+			edge_iterator ei;
+			FOR_EACH_EDGE (e, ei, bb->succs)
+				if (e->flags & EDGE_DFS_BACK)
+					return true;
+		}
+		return false;
+	}
+	for (class loop *l : loops_list(fun, 0)) {
+		HOST_WIDE_INT max = get_max_loop_iterations_int(l);
+		if (max >= 0 && max < threshold)
+			continue;
+		profile_count in = profile_count::zero();
+		edge e;
+		edge_iterator ei;
+		FOR_EACH_EDGE (e, ei, l->header->preds)
+			if (!flow_bb_inside_loop_p(l, e->src))
+				in += e->count();
+		if (per_call(in, ec) * LOOP_REACH >= 1)
+			return true;
+	}
+	return false;
+}
+
+/* True when fun's trace points are worth their cost (above). */
+static bool worth_tracing(function *fun)
+{
+	if (threshold <= 0)
+		return true;
+	profile_count ec = ENTRY_BLOCK_PTR_FOR_FN(fun)->count;
+	double work = 0;
+	basic_block bb;
+	FOR_EACH_BB_FN (bb, fun) {
+		int t = 0;
+		for (gimple_stmt_iterator gsi = gsi_start_bb(bb); !gsi_end_p(gsi); gsi_next(&gsi))
+			if (!is_gimple_debug(gsi_stmt(gsi)))
+				t += estimate_num_insns(gsi_stmt(gsi), &eni_time_weights);
+		work += per_call(bb->count, ec) * t;
+	}
+	return work >= threshold || long_loop(fun);
+}
+
+/* PLUGIN_FINISH_UNIT: the left-out names into the object's
+ * `.rearview_untraced` section (non-allocated; the linker concatenates the
+ * objects' sections), as rvcc's objcopy does in the other modes. */
+static void write_left_out(void *, void *)
+{
+	if (left_out.empty() || !asm_out_file)
+		return;
+	fputs("\t.pushsection .rearview_untraced,\"\",@progbits\n", asm_out_file);
+	for (const std::string &line : left_out) {
+		/* symbol names hold no quote or backslash */
+		assert(line.find_first_of("\"\\") == std::string::npos);
+		fprintf(asm_out_file, "\t.ascii \"%s\\n\"\n", line.c_str());
+	}
+	fputs("\t.popsection\n", asm_out_file);
+}
 
 /* Late mode's asm is x86-64's, LP64 (not -m32, not -mx32).  plugin_init
  * refuses late mode in a gcc for another target; -m32 and -mx32 are known
@@ -221,9 +341,21 @@ struct late_pass : gimple_opt_pass {
 			return false;
 		/* A clone (f.isra.0, f.constprop.0) is traced as its origin is. */
 		tree origin = node && node->former_clone_of ? node->former_clone_of : fn;
-		return !untraced.count(DECL_UID(origin)) &&
-		       !lookup_attribute("no_instrument_function", DECL_ATTRIBUTES(fn)) &&
-		       !lookup_attribute("naked", DECL_ATTRIBUTES(fn));
+		if (lookup_attribute("no_instrument_function", DECL_ATTRIBUTES(fn)) ||
+		    lookup_attribute("naked", DECL_ATTRIBUTES(fn)))
+			return false;
+		const char *rule = NULL;
+		if (untraced.count(DECL_UID(origin)))
+			rule = listed_uids.count(DECL_UID(origin)) ? "never" : NULL;
+		else if (!worth_tracing(fun))
+			rule = "threshold";
+		else
+			return true;
+		if (rule)
+			left_out.push_back(std::string(rule) + " " +
+					   targetm.strip_name_encoding(
+						   IDENTIFIER_POINTER(DECL_ASSEMBLER_NAME(fn))));
+		return false;
 	}
 	unsigned int execute(function *fun) final override
 	{
@@ -270,6 +402,14 @@ int plugin_init(struct plugin_name_args *info, struct plugin_gcc_version *versio
 			file = info->argv[i].value;
 		} else if (strcmp(info->argv[i].key, "late") == 0) {
 			late = true;
+		} else if (strcmp(info->argv[i].key, "threshold") == 0 && info->argv[i].value) {
+			char *end;
+			threshold = strtol(info->argv[i].value, &end, 10);
+			if (*end || threshold < 0) {
+				fprintf(stderr, "rvcc_gcc_plugin: threshold=%s: not a count\n",
+					info->argv[i].value);
+				return 1;
+			}
 		} else {
 			fprintf(stderr, "rvcc_gcc_plugin: unknown argument %s\n",
 				info->argv[i].key);
@@ -287,6 +427,7 @@ int plugin_init(struct plugin_name_args *info, struct plugin_gcc_version *versio
 		pi.ref_pass_instance_number = 1;
 		pi.pos_op = PASS_POS_INSERT_BEFORE;
 		register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &pi);
+		register_callback(info->base_name, PLUGIN_FINISH_UNIT, write_left_out, NULL);
 	}
 	if (file && !read_names(file)) {
 		fprintf(stderr, "rvcc_gcc_plugin: %s: cannot read\n", file);
