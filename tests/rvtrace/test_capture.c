@@ -431,6 +431,50 @@ static void test_capture_muted_share_of_a_phase_callers_time_after_the_mute(void
 	free(c.b);
 }
 
+/* A compiler's copies of a native function are the function: f and its
+ * clone f.isra.0 (two values) are one method `f` with two calls, the
+ * recursion counted once; a demangled clone of a clone loses both
+ * suffixes; a runtime's key (no module) keeps its name as the runtime gave
+ * it, suffix or not. */
+static void test_capture_native_clones_named_as_their_function(void **state)
+{
+	(void)state;
+	capbuf c = {0};
+	cb_header(&c, 1000, 1000000000, 0, 1000, BASE, 0);
+	cb_entry(&c, 0x1200, 100);
+	cb_entry(&c, 0x1300, 200);
+	cb_exit(&c, 300);
+	cb_exit(&c, 400);
+	cb_entry(&c, 0x1400, 500);
+	cb_exit(&c, 600);
+	cb_entry(&c, 0x1500, 700);
+	cb_exit(&c, 800);
+	cb_end_slots(&c);
+	cb_module(&c, 0, BASE, BASE + 0x100000, "/opt/app/bin/app");
+	cb_symbol(&c, 0x1200, 0x1200, 0, "f");
+	cb_symbol(&c, 0x1300, 0x1300, 0, "f.isra.0");
+	cb_symbol(&c, 0x1400, 0x1400, 0, "g(int) [clone .constprop.0] [clone .isra.0]");
+	cb_symbol(&c, 0x1500, 0x1500, 0xffffffffu, "key.cold");
+	cb_finish(&c);
+
+	rva_trace *t;
+	rva_error err;
+	rva_mstat *st;
+	assert_int_equal(rva_capture_decode(c.b, c.len, &t, &err), 0);
+	int64_t f = find(t, "f"), g = find(t, "g(int)"), k = find(t, "key.cold");
+	assert_true(f >= 0 && g >= 0 && k >= 0);
+	assert_true(find(t, "f.isra.0") < 0);
+	assert_int_equal(t->threads[0].ncalls, 4);
+	assert_int_equal(t->threads[0].calls[0].method, f);
+	assert_int_equal(t->threads[0].calls[1].method, f);
+	assert_int_equal(rva_method_stats(t, &st), 0);
+	assert_int_equal(st[f].calls, 2);
+	assert_int_equal(st[f].incl, 300); /* the recursion once */
+	free(st);
+	rva_trace_free(t);
+	free(c.b);
+}
+
 /* A hostile capture naming one caller in every muted record: each of the
  * caller's calls is measured against the first RVA_MAFTER_PER_METHOD (64)
  * only, the others keep the span's part (after_known 0), in both decoders. */
@@ -993,6 +1037,7 @@ int main(void)
 		cmocka_unit_test(test_capture_streaming_summary_matches_model),
 		cmocka_unit_test(test_capture_muted_share_of_a_phase_callers_time_after_the_mute),
 		cmocka_unit_test(test_capture_muted_pairs_per_caller_bounded),
+		cmocka_unit_test(test_capture_native_clones_named_as_their_function),
 		cmocka_unit_test(test_capture_streaming_many_callees_and_recursion_match_model),
 		cmocka_unit_test(test_capture_integer_clock_exact_ns),
 		cmocka_unit_test(test_capture_value_with_low_word_one_paired_backwards),

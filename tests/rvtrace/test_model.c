@@ -48,6 +48,42 @@ static rva_trace *sample(void)
 	return t;
 }
 
+/* rva_native_name_len: the compilers' suffixes for copies of a function,
+ * in symbol and demangled form, any number; nothing else. */
+static void test_model_native_name_len_strips_copy_suffixes_only(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"f.isra.0", "f"},
+		{"f.constprop.12", "f"},
+		{"f.part.0", "f"},
+		{"f.cold", "f"},
+		{"f.cold.3", "f"},
+		{"f.constprop.0.isra.0", "f"},
+		{"_ZN1A1fEv.localalias", "_ZN1A1fEv"},
+		{"f.lto_priv.0", "f"},
+		{"f.llvm.1234567890", "f"},
+		{"f.specialized.1", "f"},
+		{"A::f(int) [clone .isra.0]", "A::f(int)"},
+		{"g() [clone .constprop.0] [clone .cold]", "g()"},
+		{"f.isra", "f.isra"}, /* no digits: not gcc's */
+		{"f.part", "f.part"},
+		{".cold", ".cold"}, /* never empty */
+		{"x.isra.0y", "x.isra.0y"},
+		{"bench.lua:222:planted_slow", "bench.lua:222:planted_slow"},
+		{"[clone .isra.0]", "[clone .isra.0]"},
+		{"main", "main"},
+		{"", ""},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = rva_native_name_len(cases[i].in, strlen(cases[i].in));
+		if (n != strlen(cases[i].out) || strncmp(cases[i].in, cases[i].out, n) != 0)
+			fail_msg("%s: kept %zu bytes, want \"%s\"", cases[i].in, n, cases[i].out);
+	}
+}
+
 static void test_model_rename_keeps_names_unique_and_findable(void **state)
 {
 	rva_trace *t = rva_trace_new();
@@ -340,6 +376,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_model_rename_keeps_names_unique_and_findable),
+		cmocka_unit_test(test_model_native_name_len_strips_copy_suffixes_only),
 		cmocka_unit_test(test_model_recursion_inclusive_counted_once),
 		cmocka_unit_test(test_model_mismatched_exit_closes_inner_frames),
 		cmocka_unit_test(test_model_open_frames_end_at_given_time),

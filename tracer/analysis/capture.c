@@ -800,6 +800,10 @@ static int parse_records(ctx *c, const uint8_t *buf, uint64_t off, uint64_t end,
 				c->syms = s;
 				symcap = n;
 			}
+			/* a native function's copies are the function (a runtime's
+			 * key, in no module, is named as its runtime says) */
+			if (rd32(v + 16) != 0xffffffffu)
+				nl = (uint32_t)rva_native_name_len((const char *)v + 24, nl);
 			int64_t id = rva_method_intern(c->t, (const char *)v + 24, nl);
 			if (id < 0)
 				return rva_fail(err, (int)id, "cannot intern symbol");

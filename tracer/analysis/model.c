@@ -9,7 +9,9 @@
  * The name hash is open addressing over FNV-1a with at most 50 % load; a slot
  * holds id + 1 (0 = empty).
  */
+#include <assert.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +105,60 @@ static int rehash(rva_trace *t, size_t hcap)
 	t->hash = h;
 	t->hcap = hcap;
 	return 0;
+}
+
+/* The compilers' suffixes rva_native_name_len strips, each followed by
+ * ".N" (digits) or, when `bare`, by nothing too. */
+static const struct {
+	const char *s;
+	int bare;
+} copy_suffix[] = {
+	{".isra", 0},	    {".constprop", 0}, {".part", 0}, {".cold", 1},
+	{".localalias", 1}, {".lto_priv", 0},  {".llvm", 0}, {".specialized", 0},
+};
+
+/* The length of name[0..n) without one trailing copy suffix, or n. */
+static size_t strip_one(const char *name, size_t n)
+{
+	static const char clone[] = " [clone ";
+	size_t end = n, lead = 0;
+	if (n > 0 && name[n - 1] == ']') { /* demangled: " [clone .isra.0]" */
+		end = n - 1;
+		lead = sizeof(clone) - 1;
+	}
+	size_t d = end;
+	while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+		d--;
+	for (size_t k = 0; k < sizeof(copy_suffix) / sizeof(copy_suffix[0]); k++) {
+		size_t sl = strlen(copy_suffix[k].s);
+		/* ".X.N" (digits after a dot), or a bare ".X" */
+		size_t at = SIZE_MAX;
+		if (d < end && d > sl && name[d - 1] == '.' &&
+		    memcmp(name + d - 1 - sl, copy_suffix[k].s, sl) == 0)
+			at = d - 1 - sl;
+		else if (copy_suffix[k].bare && end > sl &&
+			 memcmp(name + end - sl, copy_suffix[k].s, sl) == 0)
+			at = end - sl;
+		if (at == SIZE_MAX)
+			continue;
+		if (lead) {
+			if (at < lead + 1 || memcmp(name + at - lead, clone, lead) != 0)
+				continue;
+			at -= lead;
+		}
+		if (at > 0)
+			return at;
+	}
+	return n;
+}
+
+size_t rva_native_name_len(const char *name, size_t len)
+{
+	size_t n = len, m;
+	while ((m = strip_one(name, n)) < n)
+		n = m;
+	assert(n > 0 || len == 0);
+	return n;
 }
 
 int64_t rva_method_intern(rva_trace *t, const char *name, size_t len)

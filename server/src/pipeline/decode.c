@@ -458,8 +458,14 @@ static void symbolize(const struct lane *d, rva_trace *t, unsigned char *left)
 			continue;
 		for (uint32_t k = 0; k < u->build_id_len; k++)
 			snprintf(bid + 2 * k, 3, "%02x", u->build_id[k]);
-		if (rvs_symbols_lookup(d->symbols_dir, bid, u->elf_offset, name, sizeof name) ==
-			    0 &&
+		if (rvs_symbols_lookup(d->symbols_dir, bid, u->elf_offset, name, sizeof name) != 0)
+			continue;
+		/* A compiler's copy of f is f (rva_native_name_len), unless
+		 * another method has that name already: then as it is. */
+		size_t full = strlen(name);
+		char folded[sizeof name];
+		snprintf(folded, sizeof folded, "%.*s", (int)rva_native_name_len(name, full), name);
+		if (rva_method_rename(t, u->method, folded) == 0 ||
 		    rva_method_rename(t, u->method, name) == 0)
 			left[i] = 0;
 	}

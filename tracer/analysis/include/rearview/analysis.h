@@ -239,6 +239,15 @@ typedef struct rva_trace {
 
 /* ---- building (used by every importer; usable by callers too) ---- */
 
+/* The length of the native function name name[0..len) without the
+ * suffixes compilers give the copies and parts they make of one function:
+ * gcc's clones (`.isra.N`, `.constprop.N`, `.localalias`, `.lto_priv.N`)
+ * and split parts (`.part.N`, `.cold`, `.cold.N`), clang's (`.llvm.N`,
+ * `.specialized.N`), also demangled (`f(int) [clone .isra.0]`), any number
+ * of them.  A build's clone of f is f in every view, so that builds that
+ * clone differently compare by the same names.  Never 0 for len > 0. */
+size_t rva_native_name_len(const char *name, size_t len);
+
 /* Gives method `id` a new name (copied), e.g. a symbolizer's: 0, -EINVAL
  * (id out of range, or another method already has that name — the trace's
  * names stay unique), -ENOMEM.  Call before computing chains or
