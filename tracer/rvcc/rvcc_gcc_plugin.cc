@@ -158,7 +158,8 @@ static bool late;
  * inliner uses, eni_time_weights) weighed by its block's guessed frequency
  * per call (gcc's static branch prediction; bounded loops count their
  * rounds).  A function is traced when that is at least N, or when it has a
- * loop that may run long — one gcc cannot bound below N rounds — and gcc
+ * loop that may run long — one whose rounds gcc cannot bound to less than
+ * LOOP_LONG × N instructions — and gcc
  * expects it entered on at least one call in LOOP_REACH (a long loop is
  * what a capture must name; one behind a rare branch is no reason to pay a
  * gate on every call).  Without a guessed profile (-O0) every block counts
@@ -166,6 +167,7 @@ static bool late;
  */
 static long threshold;
 #define LOOP_REACH 8
+#define LOOP_LONG  16
 
 /* What late mode left out: "rule name" lines for `.rearview_untraced`. */
 static std::vector<std::string> left_out;
@@ -179,8 +181,35 @@ static double per_call(profile_count c, profile_count ec)
 	return c.to_sreal_scale(ec, &known).to_double();
 }
 
-/* True when a loop of fun may run long (gcc's bound on its rounds is
- * unknown or at least the threshold) and is reached often enough. */
+/* gcc's time estimate of the statements of bb. */
+static int block_time(basic_block bb)
+{
+	int t = 0;
+	for (gimple_stmt_iterator gsi = gsi_start_bb(bb); !gsi_end_p(gsi); gsi_next(&gsi))
+		if (!is_gimple_debug(gsi_stmt(gsi)))
+			t += estimate_num_insns(gsi_stmt(gsi), &eni_time_weights);
+	return t;
+}
+
+/* True when loop l may run long: gcc knows no bound on its rounds, or all
+ * its rounds may take LOOP_LONG times the threshold (a bound from a
+ * counter's type, 2^31 rounds, is no bound; gzip's 30 rounds and sqlite's
+ * 255 of a byte's range are). */
+static bool may_run_long(function *fun, class loop *l)
+{
+	HOST_WIDE_INT max = get_max_loop_iterations_int(l);
+	if (max < 0 || max >= threshold * LOOP_LONG)
+		return true;
+	/* (not get_loop_body: a loop may have several latches here) */
+	double t = 0;
+	basic_block bb;
+	FOR_EACH_BB_FN (bb, fun)
+		if (flow_bb_inside_loop_p(l, bb))
+			t += block_time(bb);
+	return (double)(max + 1) * t >= (double)threshold * LOOP_LONG;
+}
+
+/* True when a loop of fun may run long and is reached often enough. */
 static bool long_loop(function *fun)
 {
 	profile_count ec = ENTRY_BLOCK_PTR_FOR_FN(fun)->count;
@@ -197,8 +226,7 @@ static bool long_loop(function *fun)
 		return false;
 	}
 	for (class loop *l : loops_list(fun, 0)) {
-		HOST_WIDE_INT max = get_max_loop_iterations_int(l);
-		if (max >= 0 && max < threshold)
+		if (!may_run_long(fun, l))
 			continue;
 		profile_count in = profile_count::zero();
 		edge e;
@@ -220,13 +248,8 @@ static bool worth_tracing(function *fun)
 	profile_count ec = ENTRY_BLOCK_PTR_FOR_FN(fun)->count;
 	double work = 0;
 	basic_block bb;
-	FOR_EACH_BB_FN (bb, fun) {
-		int t = 0;
-		for (gimple_stmt_iterator gsi = gsi_start_bb(bb); !gsi_end_p(gsi); gsi_next(&gsi))
-			if (!is_gimple_debug(gsi_stmt(gsi)))
-				t += estimate_num_insns(gsi_stmt(gsi), &eni_time_weights);
-		work += per_call(bb->count, ec) * t;
-	}
+	FOR_EACH_BB_FN (bb, fun)
+		work += per_call(bb->count, ec) * block_time(bb);
 	return work >= threshold || long_loop(fun);
 }
 
