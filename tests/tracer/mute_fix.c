@@ -15,6 +15,9 @@
  * the same); host() is short and hot, then one long frame of it calls
  * leaf(); rec() recurses with tiny() at every level;
  * shift() moves from most of shift_loop()'s self time to a tenth of it;
+ * drive() calls inner_loop(), which calls inner() (dense()'s twin), and
+ * works a little itself between the calls: inner()'s only caller is
+ * inner_loop(), whose calls a window of the budget begins inside;
  * the family's functions are each hot in one phase of phase_loop(), and
  * one call in 8192 blocks inside for 3 ms (so frames are open across the
  * mutes of test_mute_race, longer than a mute takes).
@@ -146,6 +149,34 @@ __attribute__((noinline)) long F(shift_loop)(long n, unsigned pad)
 		s += F(shift)((int)i);
 		for (unsigned k = 0; k < pad; k++)
 			p = p * 37u + k;
+		s += p & 1;
+	}
+	return s;
+}
+
+__attribute__((noinline)) int F(inner)(int x)
+{
+	return F(work)(x, 27);
+}
+
+__attribute__((noinline)) long F(inner_loop)(long n)
+{
+	long s = 0;
+	for (long i = 0; i < n; i++)
+		s += F(inner)((int)i);
+	return s;
+}
+
+/* rounds calls of inner_loop(n), with ~a tenth of their time of its own
+ * after each */
+__attribute__((noinline)) long F(drive)(long rounds, long n)
+{
+	long s = 0;
+	for (long r = 0; r < rounds; r++) {
+		volatile unsigned p = (unsigned)r;
+		s += F(inner_loop)(n);
+		for (long k = 0; k < n * 10; k++)
+			p = p * 37u + (unsigned)k;
 		s += p & 1;
 	}
 	return s;

@@ -26,6 +26,9 @@
 	int p##leaf(int x);                              \
 	int p##shift(int x);                             \
 	long p##shift_loop(long n, unsigned pad);        \
+	int p##inner(int x);                             \
+	long p##inner_loop(long n);                      \
+	long p##drive(long rounds, long n);              \
 	int p##rec(int depth, int x);                    \
 	long p##phase_loop(int k, long n);               \
 	extern int (*const p##family[MF_FAMILY])(int x); \

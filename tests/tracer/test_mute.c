@@ -49,21 +49,24 @@ struct fix {
 	_Atomic int *host_in, *host_go;
 	int (*shift)(int);
 	long (*shift_loop)(long, unsigned);
+	int (*inner)(int);
+	long (*inner_loop)(long);
+	long (*drive)(long, long);
 };
 
-static const struct fix call_fix = {"call",	 mc_tiny,	mc_hot_loop, mc_rare,
-				    mc_outer,	 mc_big,	&mc_hold,    &mc_inside,
-				    mc_dense,	 mc_dense_loop, mc_host,     mc_leaf,
-				    &mc_host_in, &mc_host_go,	mc_shift,    mc_shift_loop};
-static const struct fix inl_fix = {"inline",	mi_tiny,       mi_hot_loop, mi_rare,
-				   mi_outer,	mi_big,	       &mi_hold,    &mi_inside,
-				   mi_dense,	mi_dense_loop, mi_host,	    mi_leaf,
-				   &mi_host_in, &mi_host_go,   mi_shift,    mi_shift_loop};
+static const struct fix call_fix = {
+	"call",	    mc_tiny,	   mc_hot_loop,	  mc_rare,	 mc_outer, mc_big,	&mc_hold,
+	&mc_inside, mc_dense,	   mc_dense_loop, mc_host,	 mc_leaf,  &mc_host_in, &mc_host_go,
+	mc_shift,   mc_shift_loop, mc_inner,	  mc_inner_loop, mc_drive};
+static const struct fix inl_fix = {
+	"inline",   mi_tiny,	   mi_hot_loop,	  mi_rare,	 mi_outer, mi_big,	&mi_hold,
+	&mi_inside, mi_dense,	   mi_dense_loop, mi_host,	 mi_leaf,  &mi_host_in, &mi_host_go,
+	mi_shift,   mi_shift_loop, mi_inner,	  mi_inner_loop, mi_drive};
 #ifdef MUTE_LATE
-static const struct fix late_fix = {"late",	 ml_tiny,	ml_hot_loop, ml_rare,
-				    ml_outer,	 ml_big,	&ml_hold,    &ml_inside,
-				    ml_dense,	 ml_dense_loop, ml_host,     ml_leaf,
-				    &ml_host_in, &ml_host_go,	ml_shift,    ml_shift_loop};
+static const struct fix late_fix = {
+	"late",	    ml_tiny,	   ml_hot_loop,	  ml_rare,	 ml_outer, ml_big,	&ml_hold,
+	&ml_inside, ml_dense,	   ml_dense_loop, ml_host,	 ml_leaf,  &ml_host_in, &ml_host_go,
+	ml_shift,   ml_shift_loop, ml_inner,	  ml_inner_loop, ml_drive};
 #endif
 
 /* Inline and late mode mute at the gate (the same trace point). */
@@ -475,6 +478,65 @@ static void test_mute_inline_mode_muted_frame_absorbs(void **state)
 }
 
 /*
+ * The frames a window of the budget begins inside are not the base: inner()
+ * is called only by inner_loop(), whose 2000 calls of it take ten times
+ * what drive() does of its own between two inner_loop() calls, so nearly
+ * every window begins inside an inner_loop() call, which returns in it.
+ * The inner() calls before that return were credited to drive(), the
+ * frame below (read from the shadow stack at the window's end), a share of
+ * its self time that is none of inner()'s; after the mute and four rechecks
+ * inner()'s MUTED_CALLERS must name inner_loop() and never drive().
+ */
+static void pre_window_frames(const struct fix *f)
+{
+	int rc = rvt_set_mute("on");
+	if (rc == -ENOTSUP)
+		skip();
+	assert_int_equal(rc, 0);
+	assert_int_equal(rvt_start(0), 0);
+	struct rvt_muted buf[RVT_MUTED_MAX];
+	uint64_t inner_v = value_of((const void *)f->inner),
+		 loop_v = value_of((const void *)f->inner_loop),
+		 drive_v = value_of((const void *)f->drive);
+	double deadline = now_s() + 120;
+	const struct rvt_muted *m = NULL;
+	while (!(m = find_muted(inner_v, buf)) && now_s() < deadline)
+		f->drive(10, 2000);
+	assert_non_null(m);
+	uint64_t r0 = rvt_mute_rechecks(NULL);
+	while (rvt_mute_rechecks(NULL) < r0 + 4 && now_s() < deadline)
+		f->drive(10, 2000);
+	m = find_muted(inner_v, buf);
+	assert_non_null(m);
+	print_message("%s mode: inner's callers %u:", f->mode, m->ncallers);
+	for (unsigned k = 0; k < m->ncallers; k++)
+		print_message(" %s %u ppm",
+			      m->caller[k] == loop_v	? "inner_loop"
+			      : m->caller[k] == drive_v ? "drive"
+							: "another",
+			      m->share_ppm[k]);
+	print_message("\n");
+	assert_null(find_muted(loop_v, buf)); /* else drive is its caller */
+	assert_true(m->ncallers >= 1);
+	assert_true(m->caller[0] == loop_v);
+	for (unsigned k = 0; k < m->ncallers; k++)
+		assert_true(m->caller[k] != drive_v);
+	rvt_stop(0, 1);
+}
+
+static void test_mute_call_mode_pre_window_frames_not_the_base(void **state)
+{
+	(void)state;
+	pre_window_frames(&call_fix);
+}
+
+static void test_mute_inline_mode_pre_window_frames_not_the_base(void **state)
+{
+	(void)state;
+	pre_window_frames(&inl_fix);
+}
+
+/*
  * Turns the budget on, starts tracing and runs shift_loop() until shift() is
  * muted (or two minutes pass): its entry in the muted list, in buf, or NULL.
  */
@@ -647,6 +709,12 @@ static void test_mute_late_mode_recheck_follows_phase(void **state)
 	LATE(recheck_follows_phase);
 }
 
+static void test_mute_late_mode_pre_window_frames_not_the_base(void **state)
+{
+	(void)state;
+	LATE(pre_window_frames);
+}
+
 static void test_mute_off_nothing_muted(void **state)
 {
 	(void)state;
@@ -741,11 +809,14 @@ int main(void)
 		cmocka_unit_test(test_mute_inline_mode_muted_frame_absorbs),
 		cmocka_unit_test(test_mute_call_mode_recheck_follows_phase),
 		cmocka_unit_test(test_mute_inline_mode_recheck_follows_phase),
+		cmocka_unit_test(test_mute_call_mode_pre_window_frames_not_the_base),
+		cmocka_unit_test(test_mute_inline_mode_pre_window_frames_not_the_base),
 		cmocka_unit_test(test_mute_inline_mode_fork_during_recheck),
 		cmocka_unit_test(test_mute_late_mode_hot_function_muted),
 		cmocka_unit_test(test_mute_late_mode_dense_function_muted),
 		cmocka_unit_test(test_mute_late_mode_muted_frame_absorbs),
 		cmocka_unit_test(test_mute_late_mode_recheck_follows_phase),
+		cmocka_unit_test(test_mute_late_mode_pre_window_frames_not_the_base),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1594,8 +1594,12 @@ struct base_acc {
 
 /* absorb_window (below): credits `self`, the self time of the frame
  * B->stack[depth], closed or still open at the window's end, to its own
- * function, or — a muted function's — to its nearest caller that is not. */
-static void absorb_frame(struct budget *B, unsigned depth, double self, struct base_acc *ba)
+ * function, or — a muted function's — to its nearest caller that is not;
+ * with `pre` the frames below the window's outermost calls are not yet the
+ * base but frames from before the window that return in it (unknown: a
+ * muted function's time with no caller in the window is then no one's). */
+static void absorb_frame(struct budget *B, unsigned depth, double self, struct base_acc *ba,
+			 int pre)
 {
 	assert(depth < 256);
 	struct fstat *f = B->stack[depth].f;
@@ -1608,6 +1612,8 @@ static void absorb_frame(struct budget *B, unsigned depth, double self, struct b
 	unsigned d = depth;
 	while (d > 0 && B->stack[d - 1].f && B->stack[d - 1].f->gone)
 		d--;
+	if (d == 0 && pre)
+		return;
 	if (d == 0)
 		ba->in += self;
 	else if (B->stack[d - 1].f)
@@ -1642,9 +1648,28 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 	unsigned depth = 0;
 	uint32_t t0 = 0, last = 0, prev = 0;
 	int have_ts = 0;
+	/* Until the last exit of a frame from before the window, what runs
+	 * outside the window's calls is inside such frames, not the base's
+	 * (the base is read at the window's end): a window that begins in one
+	 * of S_parser_feed's calls gave its S_process_line calls to main. */
+	uint64_t pre_end = 0; /* the slot after that exit; 0: none */
+	for (uint64_t k = 0; k < w; k++) {
+		uint64_t value;
+		uint32_t raw;
+		if (!win_event(win, w, &k, &value, &raw))
+			continue;
+		if (value)
+			depth++;
+		else if (depth)
+			depth--;
+		else
+			pre_end = k + 1;
+	}
+	depth = 0;
 	for (uint64_t k = 0; k < w; k++) {
 		uint64_t value;
 		uint32_t raw, ts;
+		int pre = k < pre_end;
 		if (!win_event(win, w, &k, &value, &raw))
 			continue;
 		/* ts: a clock on which no gap between two events exceeds
@@ -1657,7 +1682,7 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 		have_ts = 1;
 		last = ts;
 		if (value) {
-			if (depth == 0) {
+			if (depth == 0 && !pre) {
 				ba->self += (double)(uint32_t)(ts - t0);
 				ba->calls++;
 			}
@@ -1680,7 +1705,7 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 			B->stack[depth - 1].child += dur;
 			B->stack[depth - 1].calls++;
 		}
-		absorb_frame(B, depth, self, ba);
+		absorb_frame(B, depth, self, ba, pre);
 	}
 	if (have_ts && depth == 0)
 		ba->self += (double)(uint32_t)(last - t0);
@@ -1697,7 +1722,7 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 			 * children's, half of the open child's entry's */
 			double self = (double)dur - (double)B->stack[d].child - (double)inner -
 				      tp_ticks * (0.5 + B->stack[d].calls + 0.5 * (d + 1 < depth));
-			absorb_frame(B, d, self, ba);
+			absorb_frame(B, d, self, ba, 0);
 			inner = dur;
 		}
 	}
