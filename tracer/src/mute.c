@@ -1229,6 +1229,8 @@ static unsigned mute_sites(struct site *s, size_t n, int exit)
 #define SHARE_WINS  8u	       /* older windows a victim's callers are read from */
 #define SHARE_WIN   2048u      /* ... of this many slots each */
 #define SHARE_SPAN  (1u << 20) /* ... spread over this many slots before */
+#define SHARE_PRE   8192u      /* slots before each read for the frames open at it */
+#define SHARE_OPEN  32u	       /* ... of which this many, the innermost */
 #define GAP_MAX_NS  1e6	       /* ... in which no gap between two events counts for more */
 /* What the budget mutes (see the top): never a function with ≥ SPARE_PPM of
  * the self time whose own trace points fit in the budget, nor one whose
@@ -1298,7 +1300,8 @@ struct tstate {
 };
 
 struct budget {
-	uint64_t *win;	  /* WIN slots, then SHARE_WINS older windows (callers_gather) */
+	uint64_t *win;	  /* WIN slots, then SHARE_WINS older windows (callers_gather),
+			   * then SHARE_PRE slots of scratch (open_before) */
 	struct fstat *fs; /* HASH entries, zero but for those in used */
 	uint16_t used[HASH];
 	unsigned nused;
@@ -1331,8 +1334,10 @@ struct budget {
 	size_t nnew;	/* the last nnew of pending: muted at this round */
 	/* victim_callers, split: what callers_gather copied (the older
 	 * windows are in win after WIN), for callers_compute */
-	uint64_t shv[SHADOW_SNAP];	 /* the shadow stack's methods, innermost first */
-	unsigned nshv, nold;		 /* ... and older windows copied */
+	uint64_t shv[SHADOW_SNAP];		  /* the shadow stack's methods, innermost first */
+	unsigned nshv, nold;			  /* ... and older windows copied */
+	uint64_t oldopen[SHARE_WINS][SHARE_OPEN]; /* frames open at each, outermost first */
+	unsigned noldopen[SHARE_WINS];
 	struct victim dvic[MAX_VICTIMS]; /* the round's victims then */
 	size_t ndvic, dfirst;		 /* ... dvic[dfirst..) the look's */
 	uint64_t dw;			 /* the newest window's slots (in win) */
@@ -1642,12 +1647,14 @@ static void absorb_frame(struct budget *B, unsigned depth, double self, struct b
  * Returns the depth at its end, the frames still open in B->stack.  One
  * hash lookup per entry, and per exit of a victim.
  */
-static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w, double tp_ticks,
+static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
+			      const uint64_t *open, unsigned nopen, double tp_ticks,
 			      uint32_t gap_max, struct base_acc *ba)
 {
-	unsigned depth = 0;
+	unsigned depth = nopen;
 	uint32_t t0 = 0, last = 0, prev = 0;
 	int have_ts = 0;
+	assert(nopen <= SHARE_OPEN);
 	/* Until the last exit of a frame from before the window, what runs
 	 * outside the window's calls is inside such frames, not the base's
 	 * (the base is read at the window's end): a window that begins in one
@@ -1665,7 +1672,7 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 		else
 			pre_end = k + 1;
 	}
-	depth = 0;
+	depth = nopen;
 	for (uint64_t k = 0; k < w; k++) {
 		uint64_t value;
 		uint32_t raw, ts;
@@ -1677,8 +1684,12 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 		uint32_t gap = have_ts ? raw - prev : 0;
 		prev = raw;
 		ts = last + (gap < gap_max ? gap : gap_max);
-		if (!have_ts)
+		if (!have_ts) {
 			t0 = ts;
+			/* the frames open before the window, from its first event */
+			for (unsigned d = 0; d < nopen; d++)
+				frame_open(B, d, open[d], ts, gone_of(B, open[d]));
+		}
 		have_ts = 1;
 		last = ts;
 		if (value) {
@@ -1752,11 +1763,50 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
  * The frames open before a window began are the base: for the newest one,
  * the innermost frame of v's shadow stack (read now, a little later than
  * the window) that is none of the window's open frames nor a victim of
- * this round (one muted before counts); the
- * older windows are taken to have the same (a long-running loop's frames),
- * and the time outside a window's outermost calls is the base's self time
- * (exact while no frame from before the window returns inside it).
+ * this round (one muted before counts); an
+ * older window starts with the frames entered in the SHARE_PRE slots before
+ * it still open (open_before), and below them is taken to have the same
+ * base (a long-running loop's frames); the time outside a window's
+ * outermost calls is the base's self time, from the last return in it of
+ * a frame from before it (before that return it is that frame's, unknown:
+ * no one's).
  */
+/*
+ * The frames open at slot `at` of v's ring that were entered in the
+ * SHARE_PRE slots before it: their values into open, outermost first (the
+ * innermost SHARE_OPEN); returns how many.  An older window read alone
+ * would take the frame around it for the base (a loop of inner_loop()
+ * calls, each longer than a window, gave their callee's time to the
+ * loop's caller); a frame entered before these slots is still the base's
+ * to stand for (a long-running loop's).
+ */
+static unsigned open_before(struct budget *B, const struct rvt_ring_view *v, uint64_t at,
+			    uint64_t *open)
+{
+	uint64_t *scr = B->win + WIN + SHARE_WINS * SHARE_WIN;
+	ring_copy(scr, v, (at + v->nslots - SHARE_PRE) % v->nslots, SHARE_PRE);
+	uint64_t st[2 * SHARE_OPEN];
+	unsigned depth = 0;
+	for (uint64_t k = 0; k < SHARE_PRE; k++) {
+		uint64_t value;
+		uint32_t ts;
+		if (!win_event(scr, SHARE_PRE, &k, &value, &ts))
+			continue;
+		if (value) {
+			if (depth < 2 * SHARE_OPEN)
+				st[depth] = value;
+			depth++;
+		} else if (depth) {
+			depth--;
+		}
+	}
+	if (depth > 2 * SHARE_OPEN)
+		return 0; /* deeper than kept: the innermost are unknown */
+	unsigned n = depth < SHARE_OPEN ? depth : SHARE_OPEN;
+	memcpy(open, st + depth - n, n * sizeof(*open));
+	return n;
+}
+
 static void callers_gather(struct budget *B, const struct rvt_ring_view *v, uint64_t w,
 			   size_t first, double tp_ticks)
 {
@@ -1770,17 +1820,19 @@ static void callers_gather(struct budget *B, const struct rvt_ring_view *v, uint
 		}
 	}
 	/* The older windows: written slots before the newest window, at most
-	 * SHARE_SPAN and half the ring back (the writer is far from them). */
+	 * SHARE_SPAN and half the ring back (the writer is far from them),
+	 * each with SHARE_PRE written slots before it (open_before). */
 	uint64_t written = v->wrapped ? v->nslots : v->cur;
-	uint64_t back = written > w ? written - w : 0;
+	uint64_t back = written > w + SHARE_PRE ? written - w - SHARE_PRE : 0;
 	if (back > SHARE_SPAN)
 		back = SHARE_SPAN;
-	if (back > v->nslots / 2)
-		back = v->nslots / 2;
+	if (back + SHARE_PRE > v->nslots / 2)
+		back = v->nslots / 2 > SHARE_PRE ? v->nslots / 2 - SHARE_PRE : 0;
 	B->nold = 0;
 	for (unsigned j = 1; back >= SHARE_WINS * SHARE_WIN && j <= SHARE_WINS; j++) {
 		uint64_t at = (v->cur + v->nslots - w - j * (back / SHARE_WINS)) % v->nslots;
 		ring_copy(B->win + WIN + (j - 1) * SHARE_WIN, v, at, SHARE_WIN);
+		B->noldopen[j - 1] = open_before(B, v, at, B->oldopen[j - 1]);
 		B->nold = j;
 	}
 	assert(B->nvic <= MAX_VICTIMS && first <= B->nvic);
@@ -1820,7 +1872,7 @@ static void callers_compute(struct budget *B)
 	double gap_ticks =
 		GAP_MAX_NS * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
 	uint32_t gap_max = gap_ticks < 1 ? 1 : (uint32_t)gap_ticks;
-	unsigned depth = absorb_window(B, B->win, w, tp_ticks, gap_max, &ba);
+	unsigned depth = absorb_window(B, B->win, w, NULL, 0, tp_ticks, gap_max, &ba);
 	/* The base: read before the older windows' passes reuse B->stack.  A
 	 * function muted before counts: its frame on the shadow stack was
 	 * entered before the mute and holds its callees' time in a capture
@@ -1842,7 +1894,8 @@ static void callers_compute(struct budget *B)
 			base = b;
 	}
 	for (unsigned j = 0; j < B->nold; j++)
-		absorb_window(B, B->win + WIN + j * SHARE_WIN, SHARE_WIN, tp_ticks, gap_max, &ba);
+		absorb_window(B, B->win + WIN + j * SHARE_WIN, SHARE_WIN, B->oldopen[j],
+			      B->noldopen[j], tp_ticks, gap_max, &ba);
 	double base_self = ba.self - tp_ticks * ba.calls;
 	for (size_t i = B->dfirst; i < B->ndvic; i++) {
 		struct victim *vi = &B->dvic[i];
@@ -2609,8 +2662,8 @@ static void recheck_read(void *arg, const struct rvt_ring_view *v)
 	double gap_ticks =
 		GAP_MAX_NS * (double)rvt_clock.hz / 1e9 / (double)(1u << rvt_clock.shift);
 	struct base_acc ba = {0, 0, 0, 0};
-	unsigned depth =
-		absorb_window(B, B->win, w, tp_ticks, gap_ticks < 1 ? 1 : (uint32_t)gap_ticks, &ba);
+	unsigned depth = absorb_window(B, B->win, w, NULL, 0, tp_ticks,
+				       gap_ticks < 1 ? 1 : (uint32_t)gap_ticks, &ba);
 	/* The base: the innermost frame of the shadow stack that none of the
 	 * window's open frames is (read just after the window: a reopened
 	 * function's frame there is one from before the mark, as no new one
@@ -3089,7 +3142,7 @@ static int budget_setup(void)
 	static struct budget B;
 	static int once;
 	if (!once) {
-		B.win = malloc((WIN + SHARE_WINS * SHARE_WIN) * sizeof(*B.win));
+		B.win = malloc((WIN + SHARE_WINS * SHARE_WIN + SHARE_PRE) * sizeof(*B.win));
 		B.fs = calloc(HASH, sizeof(*B.fs));
 		if (!B.win || !B.fs)
 			return -ENOMEM;
