@@ -396,7 +396,8 @@ static int file_exists(const char *p)
  * (the build tree and an installed prefix look the same), else the prefix. */
 static void find_dirs(struct opts *o)
 {
-	static char libdir[PATH_MAX], incdir[PATH_MAX];
+	/* room for self (< PATH_MAX) and the longest suffix below */
+	static char libdir[PATH_MAX + 64], incdir[PATH_MAX + 64];
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	char *slash;
