@@ -58,9 +58,10 @@ void rvd_up_load_token(struct rvd_uploader *u)
 	if (!nl)
 		return;
 	*nl = '\0';
-	if (strlen(buf) < sizeof(u->token) && strlen(nl + 1) < sizeof(u->device_id)) {
-		snprintf(u->token, sizeof(u->token), "%s", buf);
-		snprintf(u->device_id, sizeof(u->device_id), "%s", nl + 1);
+	size_t tl = strlen(buf), il = strlen(nl + 1);
+	if (tl < sizeof(u->token) && il < sizeof(u->device_id)) {
+		memcpy(u->token, buf, tl + 1);
+		memcpy(u->device_id, nl + 1, il + 1);
 	}
 }
 
