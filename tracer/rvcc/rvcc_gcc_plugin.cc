@@ -22,7 +22,8 @@
  * point).  Without an argument the plugin does nothing (rvcc loads it that
  * way to find out whether this gcc accepts it).
  *
- *   gcc -fplugin=…/rvcc_gcc_plugin.so -fplugin-arg-rvcc_gcc_plugin-late  *       [-fplugin-arg-rvcc_gcc_plugin-threshold=N] [...-exclude=FILE] …
+ *   gcc -fplugin=…/rvcc_gcc_plugin.so -fplugin-arg-rvcc_gcc_plugin-late \
+ *       [-fplugin-arg-rvcc_gcc_plugin-threshold=N] [...-exclude=FILE] …
  *
  * Late mode: the trace points, the build-time budget (threshold=N) and the
  * `.rearview_untraced` lines of what it left out, written into the object

@@ -1535,6 +1535,32 @@ static int win_event(const uint64_t *win, uint64_t w, uint64_t *k, uint64_t *val
 	return 1;
 }
 
+/* Follows the depth through win[0..w) from `depth` open frames: returns the
+ * depth at its end; the values of the frames entered in it go to st[depth]
+ * while depth < cap (st may be NULL with cap 0); *unmatched is the slot
+ * after the last exit of a frame from before it (0: none). */
+static unsigned win_depth(const uint64_t *win, uint64_t w, unsigned depth, uint64_t *st,
+			  unsigned cap, uint64_t *unmatched)
+{
+	*unmatched = 0;
+	for (uint64_t k = 0; k < w; k++) {
+		uint64_t value;
+		uint32_t ts;
+		if (!win_event(win, w, &k, &value, &ts))
+			continue;
+		if (value) {
+			if (depth < cap)
+				st[depth] = value;
+			depth++;
+		} else if (depth) {
+			depth--;
+		} else {
+			*unmatched = k + 1;
+		}
+	}
+	return depth;
+}
+
 static struct absorb *absorb_of(struct budget *B, uint64_t x, uint64_t a)
 {
 	uint64_t key = (x ^ (a * UINT64_C(0x9e3779b97f4a7c15))) * UINT64_C(0xff51afd7ed558ccd);
@@ -1659,20 +1685,8 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 	 * outside the window's calls is inside such frames, not the base's
 	 * (the base is read at the window's end): a window that begins in one
 	 * of S_parser_feed's calls gave its S_process_line calls to main. */
-	uint64_t pre_end = 0; /* the slot after that exit; 0: none */
-	for (uint64_t k = 0; k < w; k++) {
-		uint64_t value;
-		uint32_t raw;
-		if (!win_event(win, w, &k, &value, &raw))
-			continue;
-		if (value)
-			depth++;
-		else if (depth)
-			depth--;
-		else
-			pre_end = k + 1;
-	}
-	depth = nopen;
+	uint64_t pre_end; /* the slot after that exit; 0: none */
+	win_depth(win, w, nopen, NULL, 0, &pre_end);
 	for (uint64_t k = 0; k < w; k++) {
 		uint64_t value;
 		uint32_t raw, ts;
@@ -1742,6 +1756,30 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
 }
 
 /*
+ * The frames open at slot `at` of v's ring that were entered in the
+ * SHARE_PRE slots before it: their values into open, outermost first (the
+ * innermost SHARE_OPEN); returns how many.  An older window read alone
+ * would take the frame around it for the base (a loop of inner_loop()
+ * calls, each longer than a window, gave their callee's time to the
+ * loop's caller); a frame entered before these slots is still the base's
+ * to stand for (a long-running loop's).
+ */
+static unsigned open_before(struct budget *B, const struct rvt_ring_view *v, uint64_t at,
+			    uint64_t *open)
+{
+	uint64_t *scr = B->win + WIN + SHARE_WINS * SHARE_WIN;
+	ring_copy(scr, v, (at + v->nslots - SHARE_PRE) % v->nslots, SHARE_PRE);
+	uint64_t st[2 * SHARE_OPEN];
+	uint64_t unmatched;
+	unsigned depth = win_depth(scr, SHARE_PRE, 0, st, 2 * SHARE_OPEN, &unmatched);
+	if (depth > 2 * SHARE_OPEN)
+		return 0; /* deeper than kept: the innermost are unknown */
+	unsigned n = depth < SHARE_OPEN ? depth : SHARE_OPEN;
+	memcpy(open, st + depth - n, n * sizeof(*open));
+	return n;
+}
+
+/*
  * victim_callers, in two steps: callers_gather (in the look, under the
  * registry lock: it copies the older windows and the shadow stack's
  * methods, and the round's victims) and callers_compute (after the look's
@@ -1771,42 +1809,6 @@ static unsigned absorb_window(struct budget *B, const uint64_t *win, uint64_t w,
  * a frame from before it (before that return it is that frame's, unknown:
  * no one's).
  */
-/*
- * The frames open at slot `at` of v's ring that were entered in the
- * SHARE_PRE slots before it: their values into open, outermost first (the
- * innermost SHARE_OPEN); returns how many.  An older window read alone
- * would take the frame around it for the base (a loop of inner_loop()
- * calls, each longer than a window, gave their callee's time to the
- * loop's caller); a frame entered before these slots is still the base's
- * to stand for (a long-running loop's).
- */
-static unsigned open_before(struct budget *B, const struct rvt_ring_view *v, uint64_t at,
-			    uint64_t *open)
-{
-	uint64_t *scr = B->win + WIN + SHARE_WINS * SHARE_WIN;
-	ring_copy(scr, v, (at + v->nslots - SHARE_PRE) % v->nslots, SHARE_PRE);
-	uint64_t st[2 * SHARE_OPEN];
-	unsigned depth = 0;
-	for (uint64_t k = 0; k < SHARE_PRE; k++) {
-		uint64_t value;
-		uint32_t ts;
-		if (!win_event(scr, SHARE_PRE, &k, &value, &ts))
-			continue;
-		if (value) {
-			if (depth < 2 * SHARE_OPEN)
-				st[depth] = value;
-			depth++;
-		} else if (depth) {
-			depth--;
-		}
-	}
-	if (depth > 2 * SHARE_OPEN)
-		return 0; /* deeper than kept: the innermost are unknown */
-	unsigned n = depth < SHARE_OPEN ? depth : SHARE_OPEN;
-	memcpy(open, st + depth - n, n * sizeof(*open));
-	return n;
-}
-
 static void callers_gather(struct budget *B, const struct rvt_ring_view *v, uint64_t w,
 			   size_t first, double tp_ticks)
 {

@@ -462,11 +462,12 @@ static void symbolize(const struct lane *d, rva_trace *t, unsigned char *left)
 			continue;
 		/* A compiler's copy of f is f (rva_native_name_len), unless
 		 * another method has that name already: then as it is. */
-		size_t full = strlen(name);
-		char folded[sizeof name];
-		snprintf(folded, sizeof folded, "%.*s", (int)rva_native_name_len(name, full), name);
-		if (rva_method_rename(t, u->method, folded) == 0 ||
-		    rva_method_rename(t, u->method, name) == 0)
+		size_t full = strlen(name), n = rva_native_name_len(name, full);
+		char cut = name[n];
+		name[n] = '\0';
+		int rc = rva_method_rename(t, u->method, name);
+		name[n] = cut;
+		if (rc == 0 || rva_method_rename(t, u->method, name) == 0)
 			left[i] = 0;
 	}
 }
